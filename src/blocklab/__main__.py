@@ -1,0 +1,3 @@
+from blocklab.cli import run
+
+run()

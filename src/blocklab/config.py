@@ -1,0 +1,455 @@
+"""`ModelConfig`: the one dataclass that describes a model, validated on construction.
+
+Every string choice is resolved through an explicit registry (`FFNS`, `NORMS`, `PLACEMENTS`,
+`POSITIONS`, ...); unknown names and unknown keys raise a one-line `ValueError` naming the field,
+the value and what is allowed. `ModelConfig` converts to and from JSON and Hugging Face
+`config.json` dictionaries (Llama, Mistral, Qwen2, Qwen3 both ways; Gemma-2, GPT-2 and BERT in
+for the budget calculator). This module imports no torch: `blocklab.budget` builds on it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+# name -> (gated, activation); the activation acts on the gate branch of a gated FFN.
+FFNS: dict[str, tuple[bool, str]] = {
+    "relu": (False, "relu"),
+    "gelu": (False, "gelu"),
+    "gelu_tanh": (False, "gelu_tanh"),
+    "silu": (False, "silu"),
+    "glu": (True, "sigmoid"),
+    "reglu": (True, "relu"),
+    "geglu": (True, "gelu"),
+    "geglu_tanh": (True, "gelu_tanh"),
+    "swiglu": (True, "silu"),
+    "bilinear": (True, "identity"),
+}
+NORMS = ("rmsnorm", "layernorm")
+# Where the fp32 statistics are cast back (see docs/glossary.md, "numerics"):
+#   llama: normalise in fp32, cast to the input dtype, then multiply the gain;
+#   gemma: multiply the gain in fp32, then cast.
+NORM_CASTS = ("llama", "gemma")
+PLACEMENTS = ("pre", "post", "sandwich")
+POSITIONS = ("none", "learned", "sinusoidal", "rope", "alibi")
+ROPE_LAYOUTS = ("half_split", "interleaved")
+ROPE_SCALING_TYPES = ("default", "linear", "dynamic", "ntk", "yarn", "llama3")
+
+# Hugging Face hidden_act -> our activation names.
+_HF_ACTS = {
+    "silu": "silu",
+    "swish": "silu",
+    "relu": "relu",
+    "gelu": "gelu",
+    "gelu_new": "gelu_tanh",
+    "gelu_pytorch_tanh": "gelu_tanh",
+    "gelu_fast": "gelu_tanh",
+}
+_GATED_BY_ACT = {"silu": "swiglu", "relu": "reglu", "gelu": "geglu", "gelu_tanh": "geglu_tanh",
+                 "sigmoid": "glu", "identity": "bilinear"}
+_HF_ACT_OF = {"silu": "silu", "relu": "relu", "gelu": "gelu", "gelu_tanh": "gelu_pytorch_tanh"}
+HF_LLAMA_FAMILY = ("llama", "mistral", "qwen2", "qwen3")
+
+
+def _bad(field_name: str, value: Any, allowed: str) -> ValueError:
+    return ValueError(f"ModelConfig.{field_name}={value!r} is not allowed; expected {allowed}")
+
+
+def gated_ffn_width(d_model: int, multiple_of: int = 1,
+                    ffn_dim_multiplier: float | None = None) -> int:
+    """Meta's Llama rule: int(2/3 · 4d), times an optional multiplier, rounded up to `multiple_of`.
+
+    Equal parameters to a plain FFN of width 4d (3·d·m = 2·d·4d at m = 8d/3) before rounding.
+    """
+    hidden = int(2 * (4 * d_model) / 3)
+    if ffn_dim_multiplier is not None:
+        hidden = int(ffn_dim_multiplier * hidden)
+    return multiple_of * math.ceil(hidden / multiple_of)
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """A decoder (or, for budgets only, encoder) Transformer, one field per design choice.
+
+    Sizes: `d_model`, `n_layers`, `n_heads`, `n_kv_heads` (grouped-query; defaults to n_heads),
+    `head_dim` (defaults to d_model // n_heads), `d_ff` (defaults by rule: 4·d_model for plain
+    FFNs, `gated_ffn_width` for gated ones).
+    """
+
+    vocab_size: int = 256
+    d_model: int = 256
+    n_layers: int = 4
+    n_heads: int = 4
+    n_kv_heads: int | None = None
+    head_dim: int | None = None
+    d_ff: int | None = None
+    ffn: str = "swiglu"
+    ffn_multiple_of: int = 1
+    ffn_dim_multiplier: float | None = None
+    ffn_bias: bool = False
+    attn_bias: bool = False  # q, k, v projections
+    attn_out_bias: bool = False  # o projection
+    norm: str = "rmsnorm"
+    norm_eps: float = 1e-5
+    norm_bias: bool = True  # LayerNorm only; RMSNorm has no bias
+    norm_unit_offset: bool = False  # gain applied as (1 + γ), Gemma
+    norm_cast: str = "llama"
+    qk_norm: bool = False  # per-head RMSNorm of q and k before RoPE, Qwen3
+    placement: str = "pre"
+    final_norm: bool = True
+    embed_norm: bool = False  # norm right after the embeddings (BERT)
+    residual_scale: float = 1.0  # x·α + F(x); DeepNorm-style when α > 1
+    position: str = "rope"
+    max_seq_len: int = 2048
+    rope_theta: float = 10000.0
+    rope_layout: str = "half_split"
+    partial_rotary_factor: float = 1.0
+    rope_scaling: dict[str, Any] | None = None
+    tie_embeddings: bool = False
+    embed_scale: bool = False  # multiply embeddings by sqrt(d_model), Gemma
+    attn_scale: float | None = None  # softmax scale; None means 1/sqrt(head_dim)
+    attn_logit_softcap: float | None = None
+    final_logit_softcap: float | None = None
+    sliding_window: int | None = None
+    causal: bool = True
+    type_vocab_size: int = 0  # BERT token-type embeddings (budget only)
+    pooler: bool = False  # BERT pooler (budget only)
+    name: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        for name in ("vocab_size", "d_model", "n_layers", "n_heads", "max_seq_len",
+                     "ffn_multiple_of"):
+            _positive_int(name, getattr(self, name))
+        for name in ("n_kv_heads", "head_dim", "d_ff", "sliding_window"):
+            value = getattr(self, name)
+            if value is not None:
+                _positive_int(name, value)
+        if not isinstance(self.type_vocab_size, int) or self.type_vocab_size < 0:
+            raise _bad("type_vocab_size", self.type_vocab_size, "an integer >= 0")
+        _choice("ffn", self.ffn, FFNS)
+        _choice("norm", self.norm, NORMS)
+        _choice("norm_cast", self.norm_cast, NORM_CASTS)
+        _choice("placement", self.placement, PLACEMENTS)
+        _choice("position", self.position, POSITIONS)
+        _choice("rope_layout", self.rope_layout, ROPE_LAYOUTS)
+        if not (math.isfinite(self.norm_eps) and self.norm_eps >= 0):
+            raise _bad("norm_eps", self.norm_eps, "a finite number >= 0")
+        if not (math.isfinite(self.rope_theta) and self.rope_theta > 1):
+            raise _bad("rope_theta", self.rope_theta, "a finite number > 1")
+        if not (0 < self.partial_rotary_factor <= 1):
+            raise _bad("partial_rotary_factor", self.partial_rotary_factor, "a number in (0, 1]")
+        if not (math.isfinite(self.residual_scale) and self.residual_scale > 0):
+            raise _bad("residual_scale", self.residual_scale, "a finite number > 0")
+        if self.ffn_dim_multiplier is not None and not self.ffn_dim_multiplier > 0:
+            raise _bad("ffn_dim_multiplier", self.ffn_dim_multiplier, "a number > 0 or None")
+        for name in ("attn_scale", "attn_logit_softcap", "final_logit_softcap"):
+            value = getattr(self, name)
+            if value is not None and not (math.isfinite(value) and value > 0):
+                raise _bad(name, value, "a finite number > 0 or None")
+
+        # Derived sizes are resolved once here, so every consumer sees the same numbers.
+        if self.n_kv_heads is None:
+            object.__setattr__(self, "n_kv_heads", self.n_heads)
+        if self.n_heads % self.n_kv_heads:
+            raise _bad("n_kv_heads", self.n_kv_heads, f"a divisor of n_heads={self.n_heads}")
+        if self.head_dim is None:
+            if self.d_model % self.n_heads:
+                raise _bad("n_heads", self.n_heads,
+                           f"a divisor of d_model={self.d_model} (or set head_dim explicitly)")
+            object.__setattr__(self, "head_dim", self.d_model // self.n_heads)
+        if self.d_ff is None:
+            width = (gated_ffn_width(self.d_model, self.ffn_multiple_of, self.ffn_dim_multiplier)
+                     if self.gated else 4 * self.d_model)
+            object.__setattr__(self, "d_ff", width)
+        if self.position == "rope" and self.rotary_dim % 2:
+            raise _bad("partial_rotary_factor", self.partial_rotary_factor,
+                       f"a factor giving an even rotary dim (head_dim={self.head_dim} gives "
+                       f"{self.rotary_dim})")
+        if self.rope_scaling is not None:
+            object.__setattr__(self, "rope_scaling", _check_rope_scaling(self.rope_scaling))
+
+    # --- derived -----------------------------------------------------------------------------
+    @property
+    def gated(self) -> bool:
+        return FFNS[self.ffn][0]
+
+    @property
+    def activation(self) -> str:
+        return FFNS[self.ffn][1]
+
+    @property
+    def rotary_dim(self) -> int:
+        return int(self.head_dim * self.partial_rotary_factor)
+
+    @property
+    def rope_type(self) -> str:
+        return "default" if self.rope_scaling is None else self.rope_scaling["rope_type"]
+
+    # --- JSON ----------------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ModelConfig:
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"unknown ModelConfig key(s) {unknown}; allowed: {sorted(known)}")
+        return cls(**data)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> ModelConfig:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as err:
+            raise ValueError(f"malformed ModelConfig JSON: {err}") from None
+        if not isinstance(data, dict):
+            raise ValueError(f"ModelConfig JSON must be an object, got {type(data).__name__}")
+        return cls.from_dict(data)
+
+    def save(self, path: str | os.PathLike) -> None:
+        write_atomic(Path(path), self.to_json() + "\n")
+
+    def replace(self, **changes: Any) -> ModelConfig:
+        """A copy with `changes`; derived sizes are re-derived unless given."""
+        data = self.to_dict()
+        data.update(changes)
+        return ModelConfig.from_dict(data)
+
+    # --- Hugging Face ------------------------------------------------------------------------
+    @classmethod
+    def from_hf(cls, hf: dict[str, Any]) -> ModelConfig:
+        """From a Hugging Face config.json dictionary (transformers v4 or v5 layout)."""
+        return from_hf(hf)
+
+    def to_hf(self, model_type: str = "llama") -> dict[str, Any]:
+        """To a Hugging Face config.json dictionary (transformers v5 `rope_parameters` layout,
+        with the v4 keys `rope_theta`/`rope_scaling` alongside so both versions read it)."""
+        return to_hf(self, model_type)
+
+
+def _positive_int(name: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise _bad(name, value, "a positive integer")
+
+
+def _choice(name: str, value: Any, allowed) -> None:
+    if value not in allowed:
+        raise _bad(name, value, f"one of {sorted(allowed)}")
+
+
+_ROPE_SCALING_KEYS = {
+    "rope_type", "factor", "original_max_position_embeddings", "attention_factor", "beta_fast",
+    "beta_slow", "mscale", "mscale_all_dim", "truncate", "low_freq_factor", "high_freq_factor",
+}
+
+
+def _check_rope_scaling(scaling: dict[str, Any]) -> dict[str, Any]:
+    if not isinstance(scaling, dict):
+        raise _bad("rope_scaling", scaling, "a dict with 'rope_type' or None")
+    scaling = dict(scaling)
+    kind = scaling.pop("type", None)  # transformers v4 wrote "type"
+    scaling.setdefault("rope_type", kind or "default")
+    scaling.pop("rope_theta", None)  # v5 keeps theta inside rope_parameters
+    if scaling["rope_type"] not in ROPE_SCALING_TYPES:
+        raise _bad("rope_scaling", scaling["rope_type"], f"a rope_type in {ROPE_SCALING_TYPES}")
+    unknown = sorted(set(scaling) - _ROPE_SCALING_KEYS)
+    if unknown:
+        raise _bad("rope_scaling", unknown, f"keys from {sorted(_ROPE_SCALING_KEYS)}")
+    if scaling["rope_type"] == "default":
+        return None  # type: ignore[return-value]
+    factor = scaling.get("factor")
+    if factor is None or not (isinstance(factor, int | float) and factor > 0):
+        raise _bad("rope_scaling", scaling, "a positive 'factor'")
+    return scaling
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write `text` to `path` so that a reader sees the old file or the new one, never half."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+# --- Hugging Face config.json -----------------------------------------------------------------
+def _need(hf: dict[str, Any], *keys: str) -> Any:
+    for key in keys:
+        if key in hf and hf[key] is not None:
+            return hf[key]
+    raise ValueError(f"Hugging Face config is missing {' / '.join(keys)!r}")
+
+
+def _hf_rope(hf: dict[str, Any]) -> tuple[float, dict[str, Any] | None, float]:
+    """(theta, scaling, partial_rotary_factor) from v5 `rope_parameters` or v4 keys."""
+    params = hf.get("rope_parameters")
+    if isinstance(params, dict) and "full_attention" in params:  # per-layer-type layout
+        params = params["full_attention"]
+    if isinstance(params, dict):
+        theta = params.get("rope_theta") or hf.get("rope_theta") or 10000.0
+        scaling = {k: v for k, v in params.items() if k not in ("rope_theta",
+                                                                "partial_rotary_factor")}
+        partial = params.get("partial_rotary_factor", hf.get("partial_rotary_factor", 1.0))
+    else:
+        theta = hf.get("rope_theta") or 10000.0
+        scaling = hf.get("rope_scaling")
+        partial = hf.get("partial_rotary_factor", 1.0)
+    if scaling is not None:
+        scaling = dict(scaling)
+        if scaling.get("rope_type", scaling.get("type", "default")) == "default":
+            scaling = None
+    return float(theta), scaling, float(partial)
+
+
+def from_hf(hf: dict[str, Any]) -> ModelConfig:
+    """`ModelConfig` from a Hugging Face config.json dictionary."""
+    if not isinstance(hf, dict):
+        raise ValueError(f"Hugging Face config must be a JSON object, got {type(hf).__name__}")
+    model_type = hf.get("model_type")
+    name = str(hf.get("_name_or_path", "") or "")
+    if model_type in HF_LLAMA_FAMILY or model_type == "gemma2":
+        act = _HF_ACTS.get(hf.get("hidden_act") or hf.get("hidden_activation") or "silu")
+        if act is None:
+            raise ValueError(f"unsupported hidden_act {hf.get('hidden_act')!r}; "
+                             f"allowed: {sorted(_HF_ACTS)}")
+        theta, scaling, partial = _hf_rope(hf)
+        bias = bool(hf.get("attention_bias", False))
+        common = dict(
+            vocab_size=_need(hf, "vocab_size"),
+            d_model=_need(hf, "hidden_size"),
+            n_layers=_need(hf, "num_hidden_layers"),
+            n_heads=_need(hf, "num_attention_heads"),
+            n_kv_heads=hf.get("num_key_value_heads") or hf["num_attention_heads"],
+            head_dim=hf.get("head_dim"),
+            d_ff=_need(hf, "intermediate_size"),
+            ffn=_GATED_BY_ACT[act],
+            ffn_bias=bool(hf.get("mlp_bias", False)),
+            norm="rmsnorm",
+            norm_eps=float(hf.get("rms_norm_eps", 1e-6)),
+            max_seq_len=_need(hf, "max_position_embeddings"),
+            position="rope",
+            rope_theta=theta,
+            rope_scaling=scaling,
+            partial_rotary_factor=partial,
+            tie_embeddings=bool(hf.get("tie_word_embeddings", False)),
+            name=name,
+        )
+        if model_type == "qwen2":  # q, k, v carry biases, o does not
+            common.update(attn_bias=True, attn_out_bias=False)
+        else:
+            common.update(attn_bias=bias, attn_out_bias=bias)
+        if model_type == "qwen3":
+            common.update(qk_norm=True)
+        if model_type in ("mistral", "qwen2", "qwen3") and hf.get("use_sliding_window", True):
+            common.update(sliding_window=hf.get("sliding_window"))
+        if model_type == "gemma2":
+            scalar = hf.get("query_pre_attn_scalar")
+            common.update(placement="sandwich", norm_unit_offset=True, norm_cast="gemma",
+                          embed_scale=True, tie_embeddings=bool(hf.get("tie_word_embeddings",
+                                                                       True)),
+                          attn_scale=None if scalar is None else scalar ** -0.5,
+                          attn_logit_softcap=hf.get("attn_logit_softcapping"),
+                          final_logit_softcap=hf.get("final_logit_softcapping"),
+                          sliding_window=hf.get("sliding_window"))
+        return ModelConfig(**common)
+    if model_type == "gpt2":
+        act = _HF_ACTS.get(hf.get("activation_function", "gelu_new"), "gelu_tanh")
+        d = _need(hf, "n_embd", "hidden_size")
+        return ModelConfig(
+            vocab_size=_need(hf, "vocab_size"), d_model=d, n_layers=_need(hf, "n_layer"),
+            n_heads=_need(hf, "n_head"), d_ff=hf.get("n_inner") or 4 * d, ffn=act,
+            ffn_bias=True, attn_bias=True, attn_out_bias=True, norm="layernorm",
+            norm_eps=float(hf.get("layer_norm_epsilon", 1e-5)), position="learned",
+            max_seq_len=_need(hf, "n_positions", "n_ctx"), tie_embeddings=True, name=name)
+    if model_type == "bert":
+        act = _HF_ACTS.get(hf.get("hidden_act", "gelu"), "gelu")
+        return ModelConfig(
+            vocab_size=_need(hf, "vocab_size"), d_model=_need(hf, "hidden_size"),
+            n_layers=_need(hf, "num_hidden_layers"), n_heads=_need(hf, "num_attention_heads"),
+            d_ff=_need(hf, "intermediate_size"), ffn=act, ffn_bias=True, attn_bias=True,
+            attn_out_bias=True, norm="layernorm", norm_eps=float(hf.get("layer_norm_eps", 1e-12)),
+            placement="post", final_norm=False, embed_norm=True, position="learned",
+            max_seq_len=_need(hf, "max_position_embeddings"),
+            type_vocab_size=int(hf.get("type_vocab_size", 2)), pooler=True,
+            tie_embeddings=True, causal=False, name=name)
+    raise ValueError(f"unsupported Hugging Face model_type {model_type!r}; allowed: "
+                     f"{sorted([*HF_LLAMA_FAMILY, 'gemma2', 'gpt2', 'bert'])}")
+
+
+def to_hf(cfg: ModelConfig, model_type: str = "llama") -> dict[str, Any]:
+    """A Hugging Face config.json dictionary for a Llama-family `model_type`."""
+    if model_type not in HF_LLAMA_FAMILY:
+        raise ValueError(f"model_type={model_type!r} is not exportable; allowed: "
+                         f"{list(HF_LLAMA_FAMILY)}")
+    problems = []
+    if not cfg.gated or cfg.activation not in _HF_ACT_OF:
+        problems.append(f"ffn={cfg.ffn!r} (Llama-family MLPs are gated: swiglu, reglu, geglu)")
+    if cfg.norm != "rmsnorm" or cfg.norm_unit_offset or cfg.norm_cast != "llama":
+        problems.append("norm (Llama-family uses RMSNorm with a plain gain, llama cast)")
+    if cfg.placement != "pre" or not cfg.final_norm or cfg.residual_scale != 1.0:
+        problems.append(f"placement={cfg.placement!r} (Llama-family is pre-norm with final norm)")
+    if cfg.position != "rope" or cfg.rope_layout != "half_split":
+        problems.append(f"position={cfg.position!r}/{cfg.rope_layout} (needs half_split RoPE)")
+    if cfg.qk_norm != (model_type == "qwen3"):
+        problems.append(f"qk_norm={cfg.qk_norm} (only qwen3 has it)")
+    if model_type == "qwen2" and not (cfg.attn_bias and not cfg.attn_out_bias):
+        problems.append("attention biases (qwen2 has q/k/v bias and no o bias)")
+    if model_type != "qwen2" and cfg.attn_bias != cfg.attn_out_bias:
+        problems.append(f"attention biases ({model_type} biases all of q, k, v, o or none)")
+    if cfg.embed_scale or cfg.attn_scale is not None or cfg.attn_logit_softcap \
+            or cfg.final_logit_softcap or cfg.embed_norm or not cfg.causal:
+        problems.append("Gemma/BERT-only options")
+    if problems:
+        raise ValueError(f"cannot export to {model_type}: " + "; ".join(problems))
+    rope = {"rope_type": cfg.rope_type, "rope_theta": cfg.rope_theta, **(cfg.rope_scaling or {})}
+    out: dict[str, Any] = {
+        "architectures": [{"llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM",
+                           "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM"}[model_type]],
+        "model_type": model_type,
+        "vocab_size": cfg.vocab_size,
+        "hidden_size": cfg.d_model,
+        "intermediate_size": cfg.d_ff,
+        "num_hidden_layers": cfg.n_layers,
+        "num_attention_heads": cfg.n_heads,
+        "num_key_value_heads": cfg.n_kv_heads,
+        "head_dim": cfg.head_dim,
+        "hidden_act": _HF_ACT_OF[cfg.activation],
+        "max_position_embeddings": cfg.max_seq_len,
+        "rms_norm_eps": cfg.norm_eps,
+        "rope_theta": cfg.rope_theta,
+        "rope_scaling": cfg.rope_scaling,
+        "rope_parameters": rope,
+        "tie_word_embeddings": cfg.tie_embeddings,
+        "torch_dtype": "float32",
+    }
+    if cfg.partial_rotary_factor != 1.0:
+        out["partial_rotary_factor"] = cfg.partial_rotary_factor
+    if model_type in ("llama", "qwen3"):
+        out["attention_bias"] = cfg.attn_bias
+    if model_type == "llama":
+        out["mlp_bias"] = cfg.ffn_bias
+    elif cfg.ffn_bias:
+        raise ValueError(f"cannot export to {model_type}: ffn_bias=True (only llama has mlp_bias)")
+    if model_type in ("mistral", "qwen2", "qwen3"):
+        out["sliding_window"] = cfg.sliding_window
+        if model_type != "mistral":
+            out["use_sliding_window"] = cfg.sliding_window is not None
+    elif cfg.sliding_window is not None:
+        raise ValueError("cannot export to llama: sliding_window is set (llama has none)")
+    return out

@@ -1,0 +1,46 @@
+"""`blocklab verify`: table, JSON, exit codes, and no torch on the way."""
+
+import json
+import subprocess
+import sys
+
+from blocklab.cli import main
+
+
+def test_table_and_exit_code(capsys):
+    assert main(["verify"]) == 0
+    out = capsys.readouterr().out
+    assert "all passed" in out and "C09" in out
+
+
+def test_json(capsys):
+    assert main(["verify", "--json", "--group", "worked"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["passed"] and data["n_failed"] == 0
+    assert {"group", "name", "claim", "expected", "got", "max_error", "tolerance",
+            "passed"} <= set(data["checks"][0])
+
+
+def test_failure_gives_exit_code_1(monkeypatch, capsys):
+    import blocklab.verify as v
+
+    monkeypatch.setattr(v.ref, "layernorm_jacobian", lambda x, eps=1e-6, gain=None: 0 * x)
+    assert main(["verify", "--group", "jacobians"]) == 1
+    assert "FAIL" in capsys.readouterr().out
+
+
+def test_bad_group_is_one_line_exit_2(capsys):
+    assert main(["verify", "--group", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: unknown check group 'nope'") and err.count("\n") == 1
+
+
+def test_unknown_option_exit_2(capsys):
+    assert main(["verify", "--bogus"]) == 2
+
+
+def test_verify_does_not_import_torch():
+    code = ("import sys; from blocklab.cli import main; rc = main(['verify', '--json']); "
+            "assert 'torch' not in sys.modules, 'torch imported'; sys.exit(rc)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr

@@ -1,0 +1,159 @@
+"""ModelConfig: validation, derived sizes, JSON and Hugging Face round trips."""
+
+import json
+
+import pytest
+
+from blocklab.config import FFNS, ModelConfig, gated_ffn_width, write_atomic
+
+
+def test_defaults_derive_sizes():
+    cfg = ModelConfig(d_model=256, n_heads=4)
+    assert cfg.head_dim == 64
+    assert cfg.n_kv_heads == 4
+    # gated default: int(2/3 * 4 * 256) = 682 -> multiple_of 1
+    assert cfg.d_ff == 682
+    assert ModelConfig(ffn="gelu", d_model=256).d_ff == 1024
+
+
+@pytest.mark.parametrize(
+    ("d", "multiple_of", "multiplier", "expected"),
+    [
+        (4096, 256, None, 11008),  # Llama-2-7B / the page's example
+        (4096, 1024, 1.3, 14336),  # Llama-3-8B
+        (8192, 4096, 1.3, 28672),  # Llama-3-70B
+        (16384, 4096, 1.2, 53248),  # Llama-3.1-405B
+        (512, 1, None, 1365),
+    ],
+)
+def test_gated_width_matches_published_models(d, multiple_of, multiplier, expected):
+    assert gated_ffn_width(d, multiple_of, multiplier) == expected
+
+
+@pytest.mark.parametrize(
+    ("changes", "match"),
+    [
+        ({"n_heads": 3}, r"n_heads=3 .*divisor of d_model=256"),
+        ({"n_kv_heads": 3}, r"n_kv_heads=3 .*divisor of n_heads=4"),
+        ({"ffn": "swish"}, r"ffn='swish' .*one of"),
+        ({"norm": "batchnorm"}, r"norm='batchnorm'"),
+        ({"placement": "middle"}, r"placement='middle'"),
+        ({"position": "rotary"}, r"position='rotary'"),
+        ({"rope_layout": "zigzag"}, r"rope_layout='zigzag'"),
+        ({"d_model": 0}, r"d_model=0 .*positive integer"),
+        ({"n_layers": -2}, r"n_layers=-2"),
+        ({"vocab_size": True}, r"vocab_size=True"),
+        ({"norm_eps": -1e-6}, r"norm_eps=-1e-06"),
+        ({"rope_theta": 1.0}, r"rope_theta=1.0"),
+        ({"partial_rotary_factor": 0.0}, r"partial_rotary_factor=0.0"),
+        ({"head_dim": 6, "partial_rotary_factor": 0.5}, r"even rotary dim"),
+        ({"rope_scaling": {"rope_type": "magic", "factor": 2}}, r"rope_type in"),
+        ({"rope_scaling": {"rope_type": "linear"}}, r"positive 'factor'"),
+        ({"rope_scaling": {"rope_type": "linear", "factor": 2, "speed": 1}}, r"speed"),
+        ({"residual_scale": 0.0}, r"residual_scale=0.0"),
+    ],
+)
+def test_bad_values_name_field_value_and_allowed(changes, match):
+    with pytest.raises(ValueError, match=match) as info:
+        ModelConfig(**changes)
+    assert "\n" not in str(info.value)
+
+
+def test_unknown_keys_raise():
+    with pytest.raises(ValueError, match=r"unknown ModelConfig key\(s\) \['d_modle'\]"):
+        ModelConfig.from_dict({"d_modle": 64})
+
+
+def test_json_round_trip(tmp_path):
+    cfg = ModelConfig(d_model=64, n_heads=4, n_kv_heads=2, ffn="geglu", placement="sandwich",
+                      rope_scaling={"type": "linear", "factor": 4.0}, name="tiny")
+    path = tmp_path / "cfg.json"
+    cfg.save(path)
+    again = ModelConfig.from_json(path.read_text())
+    assert again == cfg
+    assert again.rope_scaling == {"rope_type": "linear", "factor": 4.0}
+
+
+def test_malformed_json():
+    with pytest.raises(ValueError, match="malformed ModelConfig JSON"):
+        ModelConfig.from_json("{not json")
+    with pytest.raises(ValueError, match="must be an object"):
+        ModelConfig.from_json("[1, 2]")
+
+
+def test_replace_rederives():
+    cfg = ModelConfig(d_model=64, n_heads=4)
+    assert cfg.replace(ffn="relu", d_ff=None).d_ff == 256
+
+
+def test_registry_is_complete():
+    plain = {k for k, (gated, _) in FFNS.items() if not gated}
+    gated = {k for k, (g, _) in FFNS.items() if g}
+    assert plain == {"relu", "gelu", "gelu_tanh", "silu"}
+    assert {"glu", "reglu", "geglu", "swiglu", "bilinear"} <= gated
+
+
+def test_write_atomic_replaces_whole_file(tmp_path):
+    path = tmp_path / "sub" / "x.json"
+    write_atomic(path, "old")
+    write_atomic(path, "new")
+    assert path.read_text() == "new"
+    assert [p.name for p in path.parent.iterdir()] == ["x.json"]
+
+
+V4_LLAMA = {
+    "model_type": "llama", "vocab_size": 128, "hidden_size": 64, "intermediate_size": 96,
+    "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+    "hidden_act": "silu", "max_position_embeddings": 512, "rms_norm_eps": 1e-5,
+    "rope_theta": 500000.0,
+    "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                     "high_freq_factor": 4.0, "original_max_position_embeddings": 64},
+    "tie_word_embeddings": True, "attention_bias": False, "mlp_bias": False,
+}
+
+
+def test_from_hf_v4_and_v5_agree():
+    v5 = {k: v for k, v in V4_LLAMA.items() if k not in ("rope_theta", "rope_scaling")}
+    v5["rope_parameters"] = {"rope_theta": 500000.0, **V4_LLAMA["rope_scaling"]}
+    a, b = ModelConfig.from_hf(V4_LLAMA), ModelConfig.from_hf(v5)
+    assert a == b
+    assert a.rope_theta == 500000.0 and a.rope_type == "llama3" and a.tie_embeddings
+    assert a.head_dim == 16 and a.n_kv_heads == 2 and a.ffn == "swiglu"
+
+
+def test_v4_type_key_is_accepted():
+    hf = dict(V4_LLAMA, rope_scaling={"type": "linear", "factor": 2.0})
+    assert ModelConfig.from_hf(hf).rope_scaling == {"rope_type": "linear", "factor": 2.0}
+
+
+@pytest.mark.parametrize("model_type", ["llama", "mistral", "qwen2", "qwen3"])
+def test_hf_round_trip(model_type):
+    cfg = ModelConfig.from_hf(dict(V4_LLAMA, model_type=model_type))
+    hf = cfg.to_hf(model_type)
+    assert ModelConfig.from_hf(hf) == cfg
+    json.dumps(hf)  # serialisable as config.json
+
+
+def test_hf_family_specifics():
+    qwen2 = ModelConfig.from_hf(dict(V4_LLAMA, model_type="qwen2"))
+    assert qwen2.attn_bias and not qwen2.attn_out_bias
+    qwen3 = ModelConfig.from_hf(dict(V4_LLAMA, model_type="qwen3", head_dim=32))
+    assert qwen3.qk_norm and qwen3.head_dim == 32
+
+
+def test_to_hf_refuses_what_the_family_cannot_express():
+    with pytest.raises(ValueError, match=r"cannot export to llama: .*ffn='gelu'"):
+        ModelConfig(ffn="gelu").to_hf("llama")
+    with pytest.raises(ValueError, match=r"placement='post'"):
+        ModelConfig(placement="post").to_hf("llama")
+    with pytest.raises(ValueError, match=r"model_type='gpt2' is not exportable"):
+        ModelConfig().to_hf("gpt2")
+
+
+def test_from_hf_errors():
+    with pytest.raises(ValueError, match=r"unsupported Hugging Face model_type 't5'"):
+        ModelConfig.from_hf({"model_type": "t5"})
+    with pytest.raises(ValueError, match=r"missing 'hidden_size'"):
+        ModelConfig.from_hf({k: v for k, v in V4_LLAMA.items() if k != "hidden_size"})
+    with pytest.raises(ValueError, match=r"unsupported hidden_act 'tanh'"):
+        ModelConfig.from_hf(dict(V4_LLAMA, hidden_act="tanh"))
