@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from blocklab.reference.ffn import llama_ffn_width
+
 # name -> (gated, activation); the activation acts on the gate branch of a gated FFN.
 FFNS: dict[str, tuple[bool, str]] = {
     "relu": (False, "relu"),
@@ -67,10 +69,7 @@ def gated_ffn_width(d_model: int, multiple_of: int = 1,
 
     Equal parameters to a plain FFN of width 4d (3·d·m = 2·d·4d at m = 8d/3) before rounding.
     """
-    hidden = int(2 * (4 * d_model) / 3)
-    if ffn_dim_multiplier is not None:
-        hidden = int(ffn_dim_multiplier * hidden)
-    return multiple_of * math.ceil(hidden / multiple_of)
+    return llama_ffn_width(d_model, multiple_of, ffn_dim_multiplier)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,242 @@
+"""blocklab.nn.ffn against hand formulas, a closed-form Jacobian, Hugging Face and hand counts."""
+
+import math
+
+import pytest
+import torch
+from torch.autograd.functional import jacobian
+from torch.testing import assert_close
+
+from blocklab.config import FFNS, ModelConfig, gated_ffn_width
+from blocklab.nn.ffn import (
+    ACTIVATIONS,
+    FeedForward,
+    GatedFeedForward,
+    build_ffn,
+    equal_param_gated_width,
+    ffn_width,
+)
+
+modeling_llama = pytest.importorskip("transformers.models.llama.modeling_llama")
+
+EXACT = dict(atol=0.0, rtol=0.0)
+F64 = dict(atol=1e-12, rtol=1e-12)
+GATED = sorted(k for k, (gated, _) in FFNS.items() if gated)
+PLAIN = sorted(k for k, (gated, _) in FFNS.items() if not gated)
+
+# The activations written out independently of torch.nn.functional.
+FORMULAS = {
+    "relu": lambda z: torch.where(z > 0, z, torch.zeros_like(z)),
+    "gelu": lambda z: 0.5 * z * (1 + torch.erf(z / math.sqrt(2))),
+    "gelu_tanh": lambda z: 0.5 * z * (1 + torch.tanh(math.sqrt(2 / math.pi)
+                                                     * (z + 0.044715 * z**3))),
+    "silu": lambda z: z / (1 + torch.exp(-z)),
+    "sigmoid": lambda z: 1 / (1 + torch.exp(-z)),
+    "identity": lambda z: z,
+}
+
+
+def _randn(*shape, dtype=torch.float32, seed=0):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=dtype)
+
+
+def _n_params(module):
+    return sum(p.numel() for p in module.parameters())
+
+
+# --- activations -----------------------------------------------------------------------------
+def test_activations_cover_every_ffn_and_match_formulas():
+    assert set(ACTIVATIONS) == {act for _, act in FFNS.values()}
+    z = torch.linspace(-6, 6, 241, dtype=torch.float64)
+    for name, formula in FORMULAS.items():
+        assert_close(ACTIVATIONS[name](z), formula(z), **F64, msg=name)
+
+
+def test_silu_passes_gradient_on_the_negative_half_axis_relu_does_not():
+    # Claim C17: d/dz silu(z) = σ(z)(1 + z(1 − σ(z))) is nonzero for z < 0; relu's is 0.
+    z = torch.linspace(-4, -0.25, 16, dtype=torch.float64, requires_grad=True)
+    (silu_grad,) = torch.autograd.grad(ACTIVATIONS["silu"](z).sum(), z)
+    (relu_grad,) = torch.autograd.grad(ACTIVATIONS["relu"](z).sum(), z)
+    sig = torch.sigmoid(z.detach())
+    assert_close(silu_grad, sig * (1 + z.detach() * (1 - sig)), **F64)
+    assert (silu_grad != 0).all()
+    assert (relu_grad == 0).all()
+
+
+# --- every kind: shape, parameter count, function --------------------------------------------
+@pytest.mark.parametrize("bias", [False, True])
+@pytest.mark.parametrize("kind", sorted(FFNS))
+def test_every_kind_shape_and_parameter_count(kind, bias):
+    d, m = 12, 20
+    gated = FFNS[kind][0]
+    for fused in ([False, True] if gated else [False]):
+        ffn = build_ffn(kind, d, m, bias=bias, fused=fused)
+        assert isinstance(ffn, GatedFeedForward if gated else FeedForward)
+        assert ffn(_randn(2, 3, d)).shape == (2, 3, d)  # [B, T, d_model]
+        if gated:
+            expected = 3 * d * m + ((2 * m + d) if bias else 0)
+        else:
+            expected = 2 * d * m + ((m + d) if bias else 0)
+        assert _n_params(ffn) == expected
+
+
+@pytest.mark.parametrize("kind", sorted(FFNS))
+def test_every_kind_matches_float64_formula(kind):
+    d, m = 6, 10
+    gated, act = FFNS[kind]
+    phi = FORMULAS[act]
+    ffn = build_ffn(kind, d, m, bias=True).double()
+    x = _randn(2, 3, d, dtype=torch.float64)
+    with torch.no_grad():
+        up = x @ ffn.up_proj.weight.T + ffn.up_proj.bias
+        if gated:
+            gate = x @ ffn.gate_proj.weight.T + ffn.gate_proj.bias
+            hidden = phi(gate) * up
+        else:
+            hidden = phi(up)
+        expected = hidden @ ffn.down_proj.weight.T + ffn.down_proj.bias
+        assert_close(ffn(x), expected, **F64)
+
+
+def test_page_swiglu_example():
+    # The page: x = [1, -1], identity matrices -> h ≈ [0.731059, 0.268941], output the same.
+    ffn = GatedFeedForward(2, 2, activation="silu").double()
+    with torch.no_grad():
+        for proj in (ffn.gate_proj, ffn.up_proj, ffn.down_proj):
+            proj.weight.copy_(torch.eye(2, dtype=torch.float64))
+    y = ffn(torch.tensor([1.0, -1.0], dtype=torch.float64))
+    assert_close(y, torch.tensor([0.731059, 0.268941], dtype=torch.float64), atol=1e-6, rtol=0)
+
+
+def test_swiglu_jacobian_matches_closed_form():
+    # y = W_d (silu(g) ⊙ u), g = W_g x, u = W_u x  =>
+    # J = W_d diag(silu'(g) ⊙ u) W_g + W_d diag(silu(g)) W_u,  silu'(g) = σ(g)(1 + g(1 − σ(g))).
+    d, m = 5, 7
+    ffn = GatedFeedForward(d, m, activation="silu").double()
+    w_g, w_u, w_d = (p.weight.detach() for p in (ffn.gate_proj, ffn.up_proj, ffn.down_proj))
+    x = _randn(d, dtype=torch.float64, seed=5)
+    g, u = w_g @ x, w_u @ x
+    sig = 1 / (1 + torch.exp(-g))
+    silu, silu_prime = g * sig, sig * (1 + g * (1 - sig))
+    closed = w_d @ torch.diag(silu_prime * u) @ w_g + w_d @ torch.diag(silu) @ w_u
+    assert_close(jacobian(ffn, x), closed, atol=1e-10, rtol=1e-10)
+
+
+# --- Hugging Face LlamaMLP -------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("kind", "hidden_act"),
+    [("swiglu", "silu"), ("geglu", "gelu"), ("geglu_tanh", "gelu_pytorch_tanh"),
+     ("reglu", "relu")],
+)
+@pytest.mark.parametrize("bias", [False, True])
+def test_gated_matches_hf_llama_mlp(kind, hidden_act, bias):
+    d, m = 16, 40
+    torch.manual_seed(0)
+    cfg = modeling_llama.LlamaConfig(hidden_size=d, intermediate_size=m, num_attention_heads=4,
+                                   num_key_value_heads=4, hidden_act=hidden_act,
+                                   mlp_bias=bias)
+    hf = modeling_llama.LlamaMLP(cfg)
+    ours = build_ffn(kind, d, m, bias=bias)
+    ours.load_state_dict(hf.state_dict())  # strict: the names are the same
+    x = _randn(2, 5, d)
+    assert_close(ours(x), hf(x), atol=1e-6, rtol=1e-6)
+    # bfloat16: exactly equal, since both run the same three Linear calls, the same activation
+    # kernel and the same multiply in the same order; no tolerance is needed to hide anything.
+    ours, hf = ours.to(torch.bfloat16), hf.to(torch.bfloat16)
+    xb = x.to(torch.bfloat16)
+    y = ours(xb)
+    assert y.dtype == torch.bfloat16
+    assert_close(y, hf(xb), **EXACT)
+
+
+# --- fused gate+up ---------------------------------------------------------------------------
+@pytest.mark.parametrize("bias", [False, True])
+def test_fused_equals_unfused_after_copying_weights(bias):
+    d, m = 16, 24
+    unfused = GatedFeedForward(d, m, bias=bias)
+    fused = GatedFeedForward(d, m, bias=bias, fused=True)
+    with torch.no_grad():  # gate rows first, then up rows
+        fused.gate_up_proj.weight.copy_(torch.cat([unfused.gate_proj.weight,
+                                                   unfused.up_proj.weight]))
+        if bias:
+            fused.gate_up_proj.bias.copy_(torch.cat([unfused.gate_proj.bias,
+                                                     unfused.up_proj.bias]))
+        fused.down_proj.load_state_dict(unfused.down_proj.state_dict())
+    assert "gate_up_proj.weight" in fused.state_dict()
+    assert "gate_proj.weight" not in fused.state_dict()
+    x = _randn(3, 4, d)
+    # float32: one [2m, d] matmul may block its sums differently from two [m, d] ones.
+    assert_close(fused(x), unfused(x), atol=1e-6, rtol=1e-6)
+    assert_close(fused.double()(x.double()), unfused.double()(x.double()), **F64)
+
+
+# --- widths ----------------------------------------------------------------------------------
+def test_page_parameter_numbers():
+    # The page: d=512, m0=2048: plain 2,097,152 weights; gated at the same width 3,145,728.
+    assert _n_params(build_ffn("gelu", 512, 2048)) == 2_097_152
+    assert _n_params(build_ffn("swiglu", 512, 2048)) == 3_145_728
+
+
+@pytest.mark.parametrize("kind", sorted(FFNS))
+@pytest.mark.parametrize(("d", "multiple_of", "multiplier"),
+                         [(64, 1, None), (512, 1, None), (4096, 256, None), (4096, 1024, 1.3)])
+def test_ffn_width_agrees_with_model_config(kind, d, multiple_of, multiplier):
+    cfg = ModelConfig(d_model=d, n_heads=4, ffn=kind, ffn_multiple_of=multiple_of,
+                      ffn_dim_multiplier=multiplier)
+    width = ffn_width(d, kind, multiple_of=multiple_of, ffn_dim_multiplier=multiplier)
+    assert width == cfg.d_ff
+    expected = gated_ffn_width(d, multiple_of, multiplier) if FFNS[kind][0] else 4 * d
+    assert width == expected
+    assert ffn_width(d, kind, d_ff=123, multiple_of=multiple_of) == 123  # explicit wins
+
+
+def test_llama2_7b_width():
+    assert ffn_width(4096, "swiglu", multiple_of=256) == 11008
+
+
+@pytest.mark.parametrize("multiple_of", [1, 8, 64, 256])
+@pytest.mark.parametrize("d", [64, 100, 512, 768, 4096])
+def test_equal_param_width_is_within_one_step(d, multiple_of):
+    m = equal_param_gated_width(4 * d, multiple_of)
+    assert m % multiple_of == 0
+    plain = 2 * d * (4 * d)  # 2·d·m₀ with m₀ = 4d
+    gated = 3 * d * m
+    assert 0 <= gated - plain < 3 * d * multiple_of
+    # ... and the modules hold exactly those counts.
+    if d <= 512:
+        assert _n_params(build_ffn("gelu", d, 4 * d)) == plain
+        assert _n_params(build_ffn("swiglu", d, m)) == gated
+
+
+def test_equal_param_width_exact_cases():
+    assert equal_param_gated_width(3 * 7) == 14  # divisible: exactly 2/3
+    assert equal_param_gated_width(2048) == 1366  # 1365.33 rounds up (Meta's rule gives 1365)
+    assert gated_ffn_width(512) == 1365
+    assert equal_param_gated_width(2048, 256) == 1536
+    assert equal_param_gated_width(4 * 4096, 256) == 11008  # Llama-2-7B
+
+
+# --- errors ----------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("make", "match"),
+    [
+        (lambda: FeedForward(8, 16, activation="tanh"), r"activation='tanh'.*'gelu'"),
+        (lambda: GatedFeedForward(8, 16, activation="mish"), r"activation='mish'.*'silu'"),
+        (lambda: FeedForward(0, 16), r"d_model=0 .*positive integer"),
+        (lambda: GatedFeedForward(8, -1), r"d_ff=-1 "),
+        (lambda: GatedFeedForward(8, 2.5), r"d_ff=2.5 "),
+        (lambda: build_ffn("swishglu", 8, 16), r"kind='swishglu'.*'swiglu'"),
+        (lambda: build_ffn("gelu", 8, 16, fused=True), r"fused=True.*'swiglu'"),
+        (lambda: ffn_width(8, "mlp"), r"kind='mlp'.*'relu'"),
+        (lambda: ffn_width(0, "gelu"), r"d_model=0 "),
+        (lambda: ffn_width(8, "swiglu", d_ff=0), r"d_ff=0 "),
+        (lambda: ffn_width(8, "swiglu", multiple_of=0), r"multiple_of=0 "),
+        (lambda: ffn_width(8, "swiglu", ffn_dim_multiplier=-1.0), r"ffn_dim_multiplier=-1.0 "),
+        (lambda: equal_param_gated_width(0), r"plain_width=0 "),
+        (lambda: equal_param_gated_width(32, multiple_of=0), r"multiple_of=0 "),
+    ],
+)
+def test_bad_arguments_raise_one_line(make, match):
+    with pytest.raises(ValueError, match=match) as info:
+        make()
+    assert "\n" not in str(info.value)

@@ -1,0 +1,227 @@
+"""blocklab.nn.norm against Hugging Face, float64 hand formulas and closed-form Jacobians."""
+
+import math
+
+import pytest
+import torch
+from torch.autograd.functional import jacobian
+from torch.testing import assert_close
+
+from blocklab import config
+from blocklab.nn.norm import NORMS, LayerNorm, RMSNorm, build_norm
+
+modeling_llama = pytest.importorskip("transformers.models.llama.modeling_llama")
+modeling_gemma2 = pytest.importorskip("transformers.models.gemma2.modeling_gemma2")
+
+D = 16
+EXACT = dict(atol=0.0, rtol=0.0)
+
+
+def _randn(*shape, dtype=torch.float32, seed=0):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=dtype)
+
+
+def _random_weight(module, seed=1):
+    with torch.no_grad():
+        module.weight.copy_(_randn(*module.weight.shape, seed=seed))
+    return module
+
+
+# --- Hugging Face parity (claim C10: fp32 mean square, cast back, then the gain) -------------
+def test_rmsnorm_llama_matches_hf_float32():
+    ours = _random_weight(RMSNorm(D, eps=1e-6))
+    hf = modeling_llama.LlamaRMSNorm(D, eps=1e-6)
+    hf.load_state_dict(ours.state_dict())
+    x = _randn(2, 3, D) * 5
+    y = ours(x)
+    assert y.dtype == torch.float32
+    assert_close(y, hf(x), atol=1e-6, rtol=1e-6)
+
+
+def test_rmsnorm_llama_matches_hf_bfloat16_exactly():
+    # Same ops in the same order (fp32 statistics, cast, then weight * x), so bit-equal.
+    ours = _random_weight(RMSNorm(D, eps=1e-6)).to(torch.bfloat16)
+    hf = modeling_llama.LlamaRMSNorm(D, eps=1e-6).to(torch.bfloat16)
+    hf.load_state_dict(ours.state_dict())
+    x = (_randn(4, 5, D) * 5).to(torch.bfloat16)
+    y = ours(x)
+    assert y.dtype == torch.bfloat16
+    assert_close(y, hf(x), **EXACT)
+
+
+def test_rmsnorm_llama_float32_weight_bfloat16_input_keeps_input_dtype():
+    # Hugging Face promotes this product to float32; we return bfloat16, the same value rounded.
+    ours = _random_weight(RMSNorm(D))
+    hf = modeling_llama.LlamaRMSNorm(D)
+    hf.load_state_dict(ours.state_dict())
+    x = _randn(3, D).to(torch.bfloat16)
+    reference = hf(x)
+    assert reference.dtype == torch.float32
+    y = ours(x)
+    assert y.dtype == torch.bfloat16
+    assert_close(y, reference.to(torch.bfloat16), **EXACT)
+
+
+@pytest.mark.parametrize(("dtype", "tol"), [(torch.float32, dict(atol=1e-6, rtol=1e-6)),
+                                            (torch.bfloat16, EXACT)])
+def test_rmsnorm_gemma_matches_hf(dtype, tol):
+    ours = _random_weight(RMSNorm(D, eps=1e-6, unit_offset=True, cast="gemma")).to(dtype)
+    hf = modeling_gemma2.Gemma2RMSNorm(D, eps=1e-6).to(dtype)
+    hf.load_state_dict(ours.state_dict())
+    x = (_randn(2, 3, D) * 5).to(dtype)
+    y = ours(x)
+    assert y.dtype == dtype
+    assert_close(y, hf(x), **tol)
+
+
+def test_llama_and_gemma_cast_orders_round_differently_in_bfloat16():
+    # Why `cast` is an option: one rounding (gemma) vs two (llama) give different bf16 numbers,
+    # each within bf16 precision of the float64 value.
+    x = (_randn(64, D) * 3).to(torch.bfloat16)
+    llama = _random_weight(RMSNorm(D, cast="llama")).to(torch.bfloat16)
+    gemma = _random_weight(RMSNorm(D, cast="gemma")).to(torch.bfloat16)
+    exact = RMSNorm(D).double()
+    exact.load_state_dict(llama.state_dict())  # the bf16-rounded gain, in float64
+    y_llama, y_gemma = llama(x), gemma(x)
+    assert not torch.equal(y_llama, y_gemma)
+    # bf16 keeps 8 significant bits, so each rounding is off by at most 2^-8 relative; llama
+    # rounds twice (after the cast and after the product), gemma once. The 0.01 covers u² and
+    # the float32 statistics.
+    for y in (y_llama, y_gemma):
+        assert_close(y.double(), exact(x.double()), rtol=2.01 * 2**-8, atol=1e-12)
+
+
+def test_rmsnorm_statistics_in_float32_survive_float16_overflow():
+    # 300² = 90000 > 65504, the float16 maximum: a float16 mean square would be inf.
+    x = torch.full((2, D), 300.0, dtype=torch.float16)
+    assert torch.isinf(x.pow(2)).all()
+    y = RMSNorm(D)(x)
+    assert y.dtype == torch.float16
+    assert_close(y, torch.ones_like(y), atol=1e-3, rtol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.float64])
+@pytest.mark.parametrize("module", [RMSNorm(D, cast="llama"), RMSNorm(D, cast="gemma"),
+                                    RMSNorm(D, unit_offset=True), LayerNorm(D),
+                                    LayerNorm(D, bias=False)], ids=repr)
+def test_output_dtype_equals_input_dtype(module, dtype):
+    x = _randn(2, 3, D).to(dtype)
+    y = module(x)
+    assert y.dtype == dtype
+    assert y.shape == x.shape
+
+
+# --- float64 hand formulas -------------------------------------------------------------------
+@pytest.mark.parametrize("cast", ["llama", "gemma"])
+@pytest.mark.parametrize("unit_offset", [False, True])
+def test_rmsnorm_matches_float64_formula(cast, unit_offset):
+    eps = 1e-5
+    norm = _random_weight(RMSNorm(D, eps=eps, unit_offset=unit_offset, cast=cast)).double()
+    x = _randn(3, 4, D, dtype=torch.float64)
+    gain = norm.weight.detach() + (1.0 if unit_offset else 0.0)
+    s = torch.sqrt((x * x).sum(-1, keepdim=True) / D + eps)
+    assert_close(norm(x), gain * x / s, atol=1e-12, rtol=1e-12)
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_layernorm_matches_float64_formula(bias):
+    eps = 1e-5
+    norm = _random_weight(LayerNorm(D, eps=eps, bias=bias)).double()
+    if bias:
+        with torch.no_grad():
+            norm.bias.copy_(_randn(D, seed=2))
+    x = _randn(3, 4, D, dtype=torch.float64) + 2.0
+    mu = x.sum(-1, keepdim=True) / D
+    sigma = torch.sqrt(((x - mu) ** 2).sum(-1, keepdim=True) / D + eps)
+    expected = norm.weight.detach() * (x - mu) / sigma
+    if bias:
+        expected = expected + norm.bias.detach()
+    assert_close(norm(x), expected, atol=1e-12, rtol=1e-12)
+
+
+def test_page_example_shift_changes_rmsnorm_not_layernorm():
+    # The page's x = [1, 3] with eps = 0: RMSNorm [1/√5, 3/√5], LayerNorm [-1, 1]; shifting to
+    # [3, 5] leaves LayerNorm unchanged and changes RMSNorm.
+    rms, ln = RMSNorm(2, eps=0.0).double(), LayerNorm(2, eps=0.0).double()
+    x = torch.tensor([1.0, 3.0], dtype=torch.float64)
+    assert_close(rms(x), torch.tensor([1, 3], dtype=torch.float64) / math.sqrt(5), **EXACT)
+    assert_close(ln(x), torch.tensor([-1.0, 1.0], dtype=torch.float64), atol=1e-15, rtol=0)
+    assert_close(ln(x + 2), ln(x), atol=1e-15, rtol=0)
+    assert not torch.allclose(rms(x + 2), rms(x))
+
+
+def test_rmsnorm_is_per_head_qk_norm_on_last_axis():
+    head_dim = 8
+    norm = _random_weight(RMSNorm(head_dim))
+    q = _randn(2, 4, 5, head_dim)  # [B, n_heads, T, head_dim]
+    per_vector = torch.stack([norm(v) for v in q.reshape(-1, head_dim)]).reshape(q.shape)
+    assert_close(norm(q), per_vector, **EXACT)
+
+
+# --- Jacobians in float64 against closed forms -----------------------------------------------
+def test_rmsnorm_jacobian_matches_closed_form():
+    d, eps = 5, 1e-6
+    norm = _random_weight(RMSNorm(d, eps=eps)).double()
+    gamma = norm.weight.detach()
+    x = _randn(d, dtype=torch.float64, seed=3)
+    s = torch.sqrt(x.pow(2).mean() + eps)
+    closed = torch.diag(gamma) @ (torch.eye(d, dtype=torch.float64) / s
+                                  - torch.outer(x, x) / (d * s**3))
+    assert_close(jacobian(norm, x), closed, atol=1e-10, rtol=1e-10)
+
+
+def test_layernorm_jacobian_matches_closed_form():
+    d, eps = 5, 1e-6
+    norm = _random_weight(LayerNorm(d, eps=eps)).double()
+    gamma = norm.weight.detach()
+    x = _randn(d, dtype=torch.float64, seed=4)
+    c = x - x.mean()
+    sigma = torch.sqrt(c.pow(2).mean() + eps)
+    ones = torch.ones(d, dtype=torch.float64)
+    centring = torch.eye(d, dtype=torch.float64) - torch.outer(ones, ones) / d
+    closed = torch.diag(gamma) @ (centring / sigma - torch.outer(c, c) / (d * sigma**3))
+    assert_close(jacobian(norm, x), closed, atol=1e-10, rtol=1e-10)
+
+
+# --- construction, registry, errors ----------------------------------------------------------
+def test_initial_gain_is_one_and_parameters_are_as_documented():
+    assert torch.equal(RMSNorm(D).weight, torch.ones(D))
+    assert torch.equal(RMSNorm(D, unit_offset=True).weight, torch.zeros(D))
+    x = _randn(3, D)
+    assert_close(RMSNorm(D, unit_offset=True)(x), RMSNorm(D)(x), **EXACT)
+    assert [n for n, _ in RMSNorm(D).named_parameters()] == ["weight"]
+    ln = LayerNorm(D)
+    assert torch.equal(ln.weight, torch.ones(D)) and torch.equal(ln.bias, torch.zeros(D))
+    assert LayerNorm(D, bias=False).bias is None
+    assert sum(p.numel() for p in LayerNorm(D).parameters()) == 2 * D
+    assert sum(p.numel() for p in LayerNorm(D, bias=False).parameters()) == D
+
+
+def test_registry_matches_config_and_build_norm():
+    assert set(NORMS) == set(config.NORMS)
+    rms = build_norm("rmsnorm", 8, 1e-5, bias=True, unit_offset=True, cast="gemma")
+    assert isinstance(rms, RMSNorm)
+    assert (rms.dim, rms.eps, rms.unit_offset, rms.cast) == (8, 1e-5, True, "gemma")
+    ln = build_norm("layernorm", 8, 1e-5, bias=False)
+    assert isinstance(ln, LayerNorm) and ln.bias is None and ln.eps == 1e-5
+
+
+@pytest.mark.parametrize(
+    ("make", "match"),
+    [
+        (lambda: RMSNorm(D, cast="t5"), r"cast='t5'.*\['llama', 'gemma'\]"),
+        (lambda: RMSNorm(0), r"dim=0 .*positive integer"),
+        (lambda: RMSNorm(True), r"dim=True "),
+        (lambda: RMSNorm(D, eps=-1e-6), r"eps=-1e-06 .*>= 0"),
+        (lambda: RMSNorm(D, eps=float("nan")), r"eps=nan "),
+        (lambda: LayerNorm(-3), r"LayerNorm: dim=-3 "),
+        (lambda: LayerNorm(D, eps=-1.0), r"LayerNorm: eps=-1.0 "),
+        (lambda: build_norm("batchnorm", D, 1e-5), r"kind='batchnorm'.*\['layernorm', 'rmsnorm'\]"),
+        (lambda: build_norm("rmsnorm", D, 1e-5, cast="x"), r"cast='x'"),
+        (lambda: build_norm("layernorm", D, 1e-5, unit_offset=True), r"unit_offset=True"),
+    ],
+)
+def test_bad_arguments_raise_one_line(make, match):
+    with pytest.raises(ValueError, match=match) as info:
+        make()
+    assert "\n" not in str(info.value)
