@@ -1,0 +1,410 @@
+"""blocklab.nn.rope_scaling against Hugging Face transformers' ROPE_INIT_FUNCTIONS and closed forms.
+
+Tolerance policy: our frequencies use the same float32 operations in the same order as
+transformers, so the Hugging Face comparisons are exact (atol = rtol = 0) and the attention
+factors equal as Python floats. Closed forms are evaluated in float64 and compared with
+rtol = 1e-6 (a few float32 roundings of the power).
+"""
+
+import math
+
+import pytest
+import torch
+from torch.testing import assert_close
+
+from blocklab.nn.rope_scaling import (
+    ROPE_SCALINGS,
+    default_rope,
+    dynamic_ntk_rope,
+    ntk_rope,
+    rope_frequencies,
+    rotary_dim,
+)
+
+transformers = pytest.importorskip("transformers")
+rope_utils = pytest.importorskip("transformers.modeling_rope_utils")
+modeling_llama = pytest.importorskip("transformers.models.llama.modeling_llama")
+modeling_phi = pytest.importorskip("transformers.models.phi.modeling_phi")
+
+EXACT = dict(atol=0.0, rtol=0.0)
+# Blending two equal float32 values (x * (1 - w) + x * w) may round once.
+ONE_ROUNDING = dict(atol=0.0, rtol=2.0**-23)
+
+
+def hf_config(head_dim, theta, partial_rotary_factor, scaling, max_position_embeddings):
+    """A tiny LlamaConfig carrying rope_parameters the transformers-5 way (theta inside)."""
+    rope_parameters = {"rope_type": "default", **scaling, "rope_theta": theta}
+    if partial_rotary_factor != 1.0:
+        rope_parameters["partial_rotary_factor"] = partial_rotary_factor
+    n_heads = 2
+    return transformers.LlamaConfig(
+        hidden_size=n_heads * head_dim,
+        num_attention_heads=n_heads,
+        head_dim=head_dim,
+        num_hidden_layers=1,
+        intermediate_size=8,
+        vocab_size=16,
+        max_position_embeddings=max_position_embeddings,
+        rope_parameters=rope_parameters,
+    )
+
+
+def hf_frequencies(head_dim, theta, partial_rotary_factor, scaling, max_pos, seq_len=None):
+    config = hf_config(head_dim, theta, partial_rotary_factor, scaling, max_pos)
+    fn = rope_utils.ROPE_INIT_FUNCTIONS[scaling["rope_type"]]
+    return fn(config, None, seq_len=seq_len)
+
+
+def test_registry_names():
+    assert set(ROPE_SCALINGS) == {"default", "linear", "dynamic", "yarn", "llama3", "ntk"}
+
+
+# --- Hugging Face parity -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("head_dim, theta", [(16, 10000.0), (128, 500000.0), (64, 1e6)])
+def test_default_matches_hf_llama(head_dim, theta):
+    # transformers 5 keeps plain RoPE on the model class, not in ROPE_INIT_FUNCTIONS.
+    config = hf_config(head_dim, theta, 1.0, {}, 128)
+    expected, expected_factor = modeling_llama.LlamaRotaryEmbedding.compute_default_rope_parameters(
+        config
+    )
+    inv_freq, factor = default_rope(head_dim, theta, 1.0, {})
+    assert inv_freq.dtype == torch.float32 and inv_freq.shape == (head_dim // 2,)
+    assert_close(inv_freq, expected, **EXACT)
+    assert factor == expected_factor == 1.0
+
+
+@pytest.mark.parametrize("partial_rotary_factor", [0.5, 0.25, 0.4])
+def test_default_partial_rotary_matches_hf_phi(partial_rotary_factor):
+    head_dim, theta = 80, 10000.0
+    config = transformers.PhiConfig(
+        hidden_size=2 * head_dim,
+        num_attention_heads=2,
+        rope_parameters={
+            "rope_type": "default",
+            "rope_theta": theta,
+            "partial_rotary_factor": partial_rotary_factor,
+        },
+    )
+    expected, _ = modeling_phi.PhiRotaryEmbedding.compute_default_rope_parameters(config)
+    inv_freq, _ = default_rope(head_dim, theta, partial_rotary_factor, {})
+    assert inv_freq.shape == (rotary_dim(head_dim, partial_rotary_factor) // 2,)
+    assert_close(inv_freq, expected, **EXACT)
+
+
+@pytest.mark.parametrize("factor", [1.0, 2.0, 8.0, 3.5])
+@pytest.mark.parametrize("partial_rotary_factor", [1.0, 0.5])
+def test_linear_matches_hf(factor, partial_rotary_factor):
+    scaling = {"rope_type": "linear", "factor": factor}
+    expected, expected_factor = hf_frequencies(32, 10000.0, partial_rotary_factor, scaling, 256)
+    inv_freq, attention_factor = ROPE_SCALINGS["linear"](
+        32, 10000.0, partial_rotary_factor, scaling
+    )
+    assert_close(inv_freq, expected, **EXACT)
+    assert attention_factor == expected_factor
+
+
+@pytest.mark.parametrize("factor", [1.0, 2.0, 4.0])
+@pytest.mark.parametrize("seq_len", [None, 1, 63, 64, 65, 200, 1000])
+@pytest.mark.parametrize("partial_rotary_factor", [1.0, 0.5])
+def test_dynamic_matches_hf_below_and_above_original(factor, seq_len, partial_rotary_factor):
+    original = 64
+    ours_scaling = {
+        "rope_type": "dynamic",
+        "factor": factor,
+        "original_max_position_embeddings": original,
+    }
+    # Hugging Face takes the original length from max_position_embeddings.
+    hf_scaling = {"rope_type": "dynamic", "factor": factor}
+    expected, expected_factor = hf_frequencies(
+        32, 10000.0, partial_rotary_factor, hf_scaling, original, seq_len=seq_len
+    )
+    inv_freq, attention_factor = ROPE_SCALINGS["dynamic"](
+        32, 10000.0, partial_rotary_factor, ours_scaling, seq_len=seq_len
+    )
+    assert_close(inv_freq, expected, **EXACT)
+    assert attention_factor == expected_factor == 1.0
+    if seq_len is None or seq_len <= original:  # plain RoPE inside the original window
+        assert_close(inv_freq, default_rope(32, 10000.0, partial_rotary_factor)[0], **EXACT)
+
+
+YARN_CASES = {
+    "paper_defaults": {"factor": 4.0, "original_max_position_embeddings": 4096},
+    "qwen_style_32k": {"factor": 4.0, "original_max_position_embeddings": 32768},
+    "no_truncate": {"factor": 8.0, "original_max_position_embeddings": 4096, "truncate": False},
+    "mscale_pair": {
+        "factor": 40.0,
+        "original_max_position_embeddings": 4096,
+        "mscale": 1.0,
+        "mscale_all_dim": 0.707,
+    },
+    "deepseek_v3_mscale_equal": {
+        "factor": 40.0,
+        "original_max_position_embeddings": 4096,
+        "mscale": 1.0,
+        "mscale_all_dim": 1.0,
+        "beta_fast": 32,
+        "beta_slow": 1,
+    },
+    "mscale_only": {"factor": 16.0, "original_max_position_embeddings": 2048, "mscale": 0.5},
+    "explicit_attention_factor": {
+        "factor": 4.0,
+        "original_max_position_embeddings": 4096,
+        "attention_factor": 1.25,
+    },
+    "custom_betas": {
+        "factor": 2.0,
+        "original_max_position_embeddings": 1024,
+        "beta_fast": 16.0,
+        "beta_slow": 2.0,
+    },
+    "narrow_ramp": {"factor": 4.0, "original_max_position_embeddings": 32},
+    "factor_one": {"factor": 1.0, "original_max_position_embeddings": 4096},
+}
+
+
+@pytest.mark.parametrize("case", sorted(YARN_CASES))
+@pytest.mark.parametrize(
+    "head_dim, theta, partial_rotary_factor",
+    [(64, 10000.0, 1.0), (128, 1e6, 1.0), (64, 10000.0, 0.5), (16, 10000.0, 1.0)],
+)
+def test_yarn_matches_hf(case, head_dim, theta, partial_rotary_factor):
+    scaling = {"rope_type": "yarn", **YARN_CASES[case]}
+    max_pos = int(scaling["factor"] * scaling["original_max_position_embeddings"])
+    expected, expected_factor = hf_frequencies(
+        head_dim, theta, partial_rotary_factor, scaling, max_pos
+    )
+    inv_freq, attention_factor = ROPE_SCALINGS["yarn"](
+        head_dim, theta, partial_rotary_factor, scaling
+    )
+    assert_close(inv_freq, expected, **EXACT)
+    assert attention_factor == expected_factor
+
+
+def test_yarn_attention_factor_closed_form():
+    # 0.1 ln(s) + 1 (YaRN eq. 22 as implemented), and the DeepSeek ratio of two such terms.
+    _, plain = ROPE_SCALINGS["yarn"](
+        64, 1e4, 1.0, {"factor": 16.0, "original_max_position_embeddings": 4096}
+    )
+    assert plain == pytest.approx(0.1 * math.log(16.0) + 1.0, rel=1e-15)
+    _, ratio = ROPE_SCALINGS["yarn"](
+        64,
+        1e4,
+        1.0,
+        {
+            "factor": 16.0,
+            "original_max_position_embeddings": 4096,
+            "mscale": 1.0,
+            "mscale_all_dim": 0.5,
+        },
+    )
+    assert ratio == pytest.approx((0.1 * math.log(16) + 1) / (0.05 * math.log(16) + 1), rel=1e-15)
+
+
+LLAMA3_CASES = {
+    "llama3_1_8b": (128, 500000.0, 1.0, 8.0, 1.0, 4.0, 8192),
+    "llama3_2_3b": (128, 500000.0, 1.0, 32.0, 1.0, 4.0, 8192),
+    "small_all_bands": (16, 500000.0, 1.0, 8.0, 1.0, 4.0, 8192),
+    "partial": (64, 10000.0, 0.5, 4.0, 1.0, 4.0, 512),
+    "factor_one": (64, 500000.0, 1.0, 1.0, 1.0, 4.0, 8192),
+}
+
+
+@pytest.mark.parametrize("case", sorted(LLAMA3_CASES))
+def test_llama3_matches_hf(case):
+    head_dim, theta, prf, factor, low, high, original = LLAMA3_CASES[case]
+    scaling = {
+        "rope_type": "llama3",
+        "factor": factor,
+        "low_freq_factor": low,
+        "high_freq_factor": high,
+        "original_max_position_embeddings": original,
+    }
+    expected, expected_factor = hf_frequencies(
+        head_dim, theta, prf, scaling, int(original * factor)
+    )
+    inv_freq, attention_factor = ROPE_SCALINGS["llama3"](head_dim, theta, prf, scaling)
+    assert_close(inv_freq, expected, **EXACT)
+    assert attention_factor == expected_factor == 1.0
+
+
+def test_llama3_bands_closed_form():
+    # Fast pairs untouched, slow pairs divided by factor, the middle strictly in between.
+    scaling = {
+        "rope_type": "llama3",
+        "factor": 8.0,
+        "low_freq_factor": 1.0,
+        "high_freq_factor": 4.0,
+        "original_max_position_embeddings": 8192,
+    }
+    plain, _ = default_rope(128, 500000.0)
+    scaled, _ = rope_frequencies(128, 500000.0, 1.0, scaling)
+    wavelength = 2 * math.pi / plain.double()
+    fast, slow = wavelength < 8192 / 4, wavelength > 8192 / 1
+    middle = ~fast & ~slow
+    assert fast.any() and slow.any() and middle.any()
+    assert_close(scaled[fast], plain[fast], **EXACT)
+    assert_close(scaled[slow], plain[slow] / 8.0, **EXACT)
+    assert bool(((scaled[middle] < plain[middle]) & (scaled[middle] > plain[middle] / 8)).all())
+
+
+# --- static NTK: no Hugging Face rope_type, so closed form and "dynamic" ----------------------
+
+
+@pytest.mark.parametrize("factor", [1.0, 2.0, 4.0, 8.0])
+@pytest.mark.parametrize("head_dim, partial_rotary_factor", [(64, 1.0), (32, 0.5), (128, 1.0)])
+def test_ntk_closed_form(factor, head_dim, partial_rotary_factor):
+    theta = 10000.0
+    d = rotary_dim(head_dim, partial_rotary_factor)
+    base = theta * factor ** (d / (d - 2))
+    expected = torch.tensor([base ** (-2 * i / d) for i in range(d // 2)], dtype=torch.float64)
+    inv_freq, attention_factor = ntk_rope(
+        head_dim, theta, partial_rotary_factor, {"rope_type": "ntk", "factor": factor}
+    )
+    assert attention_factor == 1.0
+    assert_close(inv_freq.double(), expected, atol=0.0, rtol=1e-6)
+    # What the exponent d / (d - 2) is for: the fastest pair keeps its frequency and the
+    # slowest is slowed by exactly `factor`.
+    plain, _ = default_rope(head_dim, theta, partial_rotary_factor)
+    assert inv_freq[0].item() == 1.0
+    assert_close(inv_freq[-1].double(), plain[-1].double() / factor, atol=0.0, rtol=1e-6)
+
+
+@pytest.mark.parametrize("factor", [2.0, 4.0, 8.0])
+def test_ntk_equals_dynamic_at_matching_length(factor):
+    # dynamic's base ratio is f * L / orig - (f - 1); it equals the static `factor` when
+    #   (a) f = 1 and L = factor * orig, or (b) f = factor and L = orig * (2 factor - 1) / factor.
+    original = 64
+    ntk, _ = ntk_rope(64, 10000.0, 1.0, {"factor": factor})
+    dyn_a, _ = dynamic_ntk_rope(
+        64,
+        10000.0,
+        1.0,
+        {"factor": 1.0, "original_max_position_embeddings": original},
+        seq_len=int(factor * original),
+    )
+    assert_close(ntk, dyn_a, **EXACT)
+    seq_len = original * (2 * factor - 1) / factor
+    assert seq_len == int(seq_len)
+    dyn_b, _ = dynamic_ntk_rope(
+        64,
+        10000.0,
+        1.0,
+        {"factor": factor, "original_max_position_embeddings": original},
+        seq_len=int(seq_len),
+    )
+    assert_close(ntk, dyn_b, **EXACT)
+
+
+# --- every variant is plain RoPE at factor 1 -------------------------------------------------
+
+FACTOR_ONE = {
+    "default": {},
+    "linear": {"factor": 1.0},
+    "ntk": {"factor": 1.0},
+    # Inside the original window; past it dynamic scales by the length ratio even at factor 1.
+    "dynamic": {"factor": 1.0, "original_max_position_embeddings": 256},
+    "yarn": {"factor": 1.0, "original_max_position_embeddings": 256},
+    "llama3": {
+        "factor": 1.0,
+        "low_freq_factor": 1.0,
+        "high_freq_factor": 4.0,
+        "original_max_position_embeddings": 256,
+    },
+}
+
+
+def test_factor_one_cases_cover_registry():
+    assert set(FACTOR_ONE) == set(ROPE_SCALINGS)
+
+
+@pytest.mark.parametrize("name", sorted(FACTOR_ONE))
+@pytest.mark.parametrize("seq_len", [None, 1, 256])
+@pytest.mark.parametrize("head_dim, theta, prf", [(64, 10000.0, 1.0), (32, 500000.0, 0.5)])
+def test_factor_one_is_plain_rope(name, seq_len, head_dim, theta, prf):
+    plain, _ = default_rope(head_dim, theta, prf)
+    scaling = {"rope_type": name, **FACTOR_ONE[name]}
+    inv_freq, attention_factor = ROPE_SCALINGS[name](head_dim, theta, prf, scaling, seq_len)
+    assert attention_factor == 1.0
+    assert_close(inv_freq, plain, **ONE_ROUNDING)
+
+
+def test_dynamic_past_original_rescales_even_at_factor_one():
+    # Documented behaviour, as in Hugging Face: the base follows the length ratio L / orig.
+    scaling = {"rope_type": "dynamic", "factor": 1.0, "original_max_position_embeddings": 64}
+    inv_freq, _ = rope_frequencies(64, 10000.0, 1.0, scaling, seq_len=128)
+    expected, _ = ntk_rope(64, 10000.0, 1.0, {"factor": 2.0})
+    assert_close(inv_freq, expected, **EXACT)
+
+
+def test_rope_frequencies_dispatch():
+    assert_close(rope_frequencies(32, 10000.0)[0], default_rope(32, 10000.0)[0], **EXACT)
+    scaling = {"rope_type": "linear", "factor": 2.0}
+    assert_close(
+        rope_frequencies(32, 10000.0, 1.0, scaling)[0],
+        ROPE_SCALINGS["linear"](32, 10000.0, 1.0, scaling)[0],
+        **EXACT,
+    )
+
+
+# --- bad names and values: ValueError, one line naming the value -------------------------------
+
+
+@pytest.mark.parametrize(
+    "kwargs, fragment",
+    [
+        ({"scaling": {"rope_type": "longrope", "factor": 2.0}}, "'longrope'"),
+        ({"scaling": {"factor": 2.0}}, "'rope_type'"),
+        ({"scaling": {"rope_type": "linear"}}, "'factor'"),
+        ({"scaling": {"rope_type": "linear", "factor": 2.0, "fator": 2.0}}, "'fator'"),
+        ({"scaling": {"rope_type": "linear", "factor": 0.5}}, "0.5"),
+        ({"scaling": {"rope_type": "linear", "factor": "2"}}, "'2'"),
+        ({"scaling": {"rope_type": "dynamic", "factor": 2.0}}, "original_max_position_embeddings"),
+        (
+            {
+                "scaling": {
+                    "rope_type": "yarn",
+                    "factor": 4.0,
+                    "original_max_position_embeddings": 4096,
+                    "beta_fast": 1.0,
+                    "beta_slow": 32.0,
+                }
+            },
+            "beta_fast",
+        ),
+        (
+            {
+                "scaling": {
+                    "rope_type": "llama3",
+                    "factor": 8.0,
+                    "low_freq_factor": 4.0,
+                    "high_freq_factor": 1.0,
+                    "original_max_position_embeddings": 8192,
+                }
+            },
+            "high_freq_factor",
+        ),
+        ({"scaling": {"rope_type": "ntk", "factor": 2.0}, "head_dim": 2}, "rotary_dim"),
+        ({"partial_rotary_factor": 0.0}, "partial_rotary_factor"),
+        ({"partial_rotary_factor": 1.5}, "1.5"),
+        ({"head_dim": 10, "partial_rotary_factor": 0.5}, "rotary_dim"),
+        ({"head_dim": 7}, "7"),
+        ({"theta": 1.0}, "theta"),
+        ({"theta": -5.0}, "-5.0"),
+        ({"scaling": ["linear"]}, "list"),
+    ],
+)
+def test_bad_arguments_raise_one_line(kwargs, fragment):
+    arguments = {"head_dim": 16, "theta": 10000.0, "partial_rotary_factor": 1.0, "scaling": None}
+    arguments.update(kwargs)
+    with pytest.raises(ValueError) as info:
+        rope_frequencies(**arguments)
+    message = str(info.value)
+    assert fragment in message
+    assert "\n" not in message
+
+
+def test_mismatched_rope_type_raises():
+    with pytest.raises(ValueError, match="'linear'"):
+        ROPE_SCALINGS["yarn"](16, 10000.0, 1.0, {"rope_type": "linear", "factor": 2.0})
