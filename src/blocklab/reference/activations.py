@@ -1,0 +1,128 @@
+"""Elementwise activations used by FFNs, and their derivatives, in float64.
+
+Every function accepts a scalar, a list or an array ``z`` of any shape and returns a float64
+result of the same shape (a NumPy scalar for scalar input). Non-finite entries propagate; none of
+these functions warns or overflows for finite ``|z|`` up to the float64 maximum.
+
+    sigmoid(z)   = 1 / (1 + exp(-z))            sigmoid'(z) = sigmoid(z) sigmoid(-z)
+    silu(z)      = z sigmoid(z)                 silu'(z)    = sigmoid(z) (1 + z sigmoid(-z))
+    relu(z)      = max(z, 0)                    relu'(z)    = 1[z > 0]
+    gelu(z)      = z Phi(z)                     gelu'(z)    = Phi(z) + z phi(z)
+    gelu_tanh(z) = z (1 + tanh(k(z))) / 2,      k(z) = sqrt(2/pi) (z + 0.044715 z^3)
+
+Phi and phi are the standard normal CDF and density.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+_SQRT_2 = math.sqrt(2.0)
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+_GELU_TANH_CUBIC = 0.044715
+# Beyond these magnitudes the neglected terms are exactly zero in float64 (phi(40) = exp(-800)
+# underflows to 0.0; tanh(x) rounds to +-1.0 for |x| > 19.1), so clipping the argument changes
+# no result while keeping z**2 and z**3 from overflowing.
+_GELU_CLIP = 40.0
+_GELU_TANH_CLIP = 20.0
+
+_erf = np.frompyfunc(math.erf, 1, 1)
+
+
+def _float64(z) -> np.ndarray:
+    return np.asarray(z, dtype=np.float64)
+
+
+def _result(out: np.ndarray):
+    # out[()] turns a 0-d array into a NumPy scalar and leaves other arrays unchanged.
+    return out[()]
+
+
+def sigmoid(z):
+    """Logistic function ``1 / (1 + exp(-z))``, evaluated without overflow.
+
+    Two branches share ``e = exp(-|z|)``, which lies in (0, 1] and never overflows:
+    ``1 / (1 + e)`` for ``z >= 0`` and ``e / (1 + e)`` for ``z < 0``.
+    """
+    z = _float64(z)
+    e = np.exp(-np.abs(z))
+    return _result(np.where(z >= 0, 1.0 / (1.0 + e), e / (1.0 + e)))
+
+
+def sigmoid_grad(z):
+    """``sigmoid'(z) = sigmoid(z) (1 - sigmoid(z))``, written ``sigmoid(z) sigmoid(-z)``.
+
+    ``1 - sigmoid(z)`` cancels for large positive ``z``; ``sigmoid(-z)`` is the same quantity
+    computed without cancellation.
+    """
+    z = _float64(z)
+    return _result(np.asarray(sigmoid(z) * sigmoid(-z)))
+
+
+def silu(z):
+    """SiLU (swish with beta = 1): ``z sigmoid(z)``."""
+    z = _float64(z)
+    return _result(np.asarray(z * sigmoid(z)))
+
+
+def silu_grad(z):
+    """``silu'(z) = sigmoid(z) + z sigmoid(z) (1 - sigmoid(z)) = sigmoid(z) (1 + z sigmoid(-z))``.
+
+    Non-zero on the whole negative half-axis (it tends to 0 only as ``z -> -inf``), unlike
+    ``relu'``.
+    """
+    z = _float64(z)
+    return _result(np.asarray(sigmoid(z) * (1.0 + z * sigmoid(-z))))
+
+
+def relu(z):
+    """``max(z, 0)``."""
+    z = _float64(z)
+    return _result(np.maximum(z, 0.0))
+
+
+def relu_grad(z):
+    """``1`` where ``z > 0``, else ``0`` (the subgradient at 0 is taken as 0, as autograd does)."""
+    z = _float64(z)
+    out = np.where(z > 0, 1.0, 0.0)
+    return _result(np.where(np.isnan(z), np.nan, out))
+
+
+def _std_normal_cdf(z: np.ndarray) -> np.ndarray:
+    return 0.5 * (1.0 + np.asarray(_erf(z / _SQRT_2), dtype=np.float64))
+
+
+def gelu(z):
+    """Exact GELU ``z Phi(z) = z (1 + erf(z / sqrt 2)) / 2`` (``math.erf`` per element)."""
+    z = _float64(z)
+    return _result(np.asarray(z * _std_normal_cdf(z)))
+
+
+def gelu_grad(z):
+    """``gelu'(z) = Phi(z) + z phi(z)`` with ``phi(z) = exp(-z^2 / 2) / sqrt(2 pi)``."""
+    z = _float64(z)
+    t = np.clip(z, -_GELU_CLIP, _GELU_CLIP)
+    return _result(np.asarray(_std_normal_cdf(z) + t * _INV_SQRT_2PI * np.exp(-0.5 * t * t)))
+
+
+def gelu_tanh(z):
+    """Tanh approximation of GELU: ``z (1 + tanh(sqrt(2/pi) (z + 0.044715 z^3))) / 2``."""
+    z = _float64(z)
+    t = np.clip(z, -_GELU_TANH_CLIP, _GELU_TANH_CLIP)
+    k = _SQRT_2_OVER_PI * (t + _GELU_TANH_CUBIC * t**3)
+    return _result(np.asarray(0.5 * z * (1.0 + np.tanh(k))))
+
+
+def gelu_tanh_grad(z):
+    """Derivative of :func:`gelu_tanh`.
+
+    ``(1 + tanh k) / 2 + z (1 - tanh^2 k) k' / 2`` with ``k' = sqrt(2/pi) (1 + 3 * 0.044715 z^2)``.
+    """
+    z = _float64(z)
+    t = np.clip(z, -_GELU_TANH_CLIP, _GELU_TANH_CLIP)
+    tanh_k = np.tanh(_SQRT_2_OVER_PI * (t + _GELU_TANH_CUBIC * t**3))
+    dk = _SQRT_2_OVER_PI * (1.0 + 3.0 * _GELU_TANH_CUBIC * t * t)
+    return _result(np.asarray(0.5 * (1.0 + tanh_k) + 0.5 * t * (1.0 - tanh_k**2) * dk))

@@ -1,0 +1,205 @@
+"""SwiGLU for one token, its Jacobian, and parameter/activation budgets of plain vs gated FFNs.
+
+Matrices are stored ``[out, in]`` and vectors are columns, as on the page::
+
+          x [d]
+        /       \\
+    W_g x       W_u x          gate, up: [m]
+      |            |
+    SiLU(g)  (*)   u           hidden h = SiLU(g) (*) u: [m]   ((*) = elementwise product)
+           \\     /
+            W_d h              output y: [d]
+
+Shape legend: d = hidden width (``d_model``), m = intermediate width (``d_ff``), B = batch,
+T = sequence length.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+from ._validate import as_matrix, as_vector
+from .activations import silu, silu_grad
+
+
+def _check_swiglu_inputs(x, gate_matrix, up_matrix, down_matrix):
+    """Validate and convert the SwiGLU inputs; return ``x, W_g, W_u, W_d`` as float64."""
+    x = as_vector(x, "x")
+    w_g = as_matrix(gate_matrix, "gate_matrix")
+    w_u = as_matrix(up_matrix, "up_matrix")
+    w_d = as_matrix(down_matrix, "down_matrix")
+    d = x.shape[0]
+    m = w_g.shape[0]
+    if w_g.shape[1] != d:
+        raise ValueError(
+            f"gate_matrix has shape {w_g.shape}; its input width must equal len(x) = {d}"
+        )
+    if w_u.shape != w_g.shape:
+        raise ValueError(
+            f"branch widths differ: up_matrix has shape {w_u.shape}, gate_matrix has shape "
+            f"{w_g.shape}; both must be [m, d] = [{m}, {d}]"
+        )
+    if w_d.shape[0] != d:
+        raise ValueError(
+            f"down_matrix has shape {w_d.shape}; its output width must equal len(x) = {d}"
+        )
+    if w_d.shape[1] != m:
+        raise ValueError(
+            f"down_matrix has shape {w_d.shape}; its input width must equal the branch width "
+            f"m = {m}"
+        )
+    return x, w_g, w_u, w_d
+
+
+def swiglu(x, gate_matrix, up_matrix, down_matrix) -> dict:
+    """Bias-free SwiGLU of one token: ``y = W_d (SiLU(W_g x) (*) (W_u x))``.
+
+    Args:
+        x: input vector, [d].
+        gate_matrix: W_g, [m, d].
+        up_matrix: W_u, [m, d].
+        down_matrix: W_d, [d, m].
+
+    Returns:
+        ``gate`` g = W_g x [m], ``up`` u = W_u x [m], ``hidden`` h = SiLU(g) (*) u [m],
+        ``output`` y = W_d h [d] (float64 arrays); ``parameters`` = 3 d m matrix entries and
+        ``hidden_elements`` = m (ints).
+
+    Raises:
+        ValueError: empty or non-finite input, a matrix that is not 2-D or not finite, branch
+            widths that differ, or any width that does not chain (W_g, W_u: [m, d]; W_d: [d, m]).
+    """
+    x, w_g, w_u, w_d = _check_swiglu_inputs(x, gate_matrix, up_matrix, down_matrix)
+    gate = w_g @ x
+    up = w_u @ x
+    hidden = silu(gate) * up
+    output = w_d @ hidden
+    d, m = x.shape[0], gate.shape[0]
+    return {
+        "gate": gate,
+        "up": up,
+        "hidden": hidden,
+        "output": output,
+        "parameters": 3 * d * m,
+        "hidden_elements": m,
+    }
+
+
+def swiglu_jacobian(x, gate_matrix, up_matrix, down_matrix) -> np.ndarray:
+    """Analytic Jacobian ``dy/dx`` of :func:`swiglu`, [d, d].
+
+    By the product rule on h = SiLU(g) (*) u with g = W_g x, u = W_u x::
+
+        J = W_d diag(SiLU'(g) (*) u) W_g + W_d diag(SiLU(g)) W_u
+
+    Same arguments and errors as :func:`swiglu`.
+    """
+    x, w_g, w_u, w_d = _check_swiglu_inputs(x, gate_matrix, up_matrix, down_matrix)
+    gate = w_g @ x
+    up = w_u @ x
+    # diag(v) @ W is v[:, None] * W: scale row i of W by v_i.
+    dh_dx = (silu_grad(gate) * up)[:, None] * w_g + silu(gate)[:, None] * w_u  # [m, d]
+    return w_d @ dh_dx
+
+
+def _positive_int(value, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+def _flag(value, name: str) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
+def ffn_budget(d: int, m: int, batch: int, seq_len: int, gated: bool, bias: bool = False) -> dict:
+    """Parameter and intermediate-activation counts of one FFN, plain or gated.
+
+    Plain ``W_2 phi(W_1 x)`` holds two matrices (W_1: [m, d], W_2: [d, m]); gated (SwiGLU) adds a
+    third input projection, so the up/gate side has two [m, d] matrices::
+
+        matrix_params = 2 d m (plain) or 3 d m (gated)
+        bias_params   = m + d (plain) or 2 m + d (gated): one bias per output row; 0 if not bias
+        branch_elements = B T m: one [B, T, m] intermediate branch; it grows with B and T while
+                          the parameters, shared by every token, do not
+        intermediate_elements = branches * branch_elements, branches = 1 (plain) or 2 (gated)
+
+    These are counts, not peak memory: saving for backward, fusion and recomputation change what
+    is actually resident.
+
+    Returns:
+        dict of ints: ``matrix_params, bias_params, total_params, branch_elements, branches,
+        intermediate_elements``.
+
+    Raises:
+        ValueError: a size that is not a positive integer, or a flag that is not a bool.
+    """
+    d = _positive_int(d, "d")
+    m = _positive_int(m, "m")
+    batch = _positive_int(batch, "batch")
+    seq_len = _positive_int(seq_len, "seq_len")
+    gated = _flag(gated, "gated")
+    bias = _flag(bias, "bias")
+    branches = 2 if gated else 1
+    matrix_params = (branches + 1) * d * m
+    bias_params = (branches * m + d) if bias else 0
+    branch_elements = batch * seq_len * m
+    return {
+        "matrix_params": matrix_params,
+        "bias_params": bias_params,
+        "total_params": matrix_params + bias_params,
+        "branch_elements": branch_elements,
+        "branches": branches,
+        "intermediate_elements": branches * branch_elements,
+    }
+
+
+def equal_param_width(m0: int, multiple_of: int = 1) -> int:
+    """Gated width whose 3 d m matrix parameters match a plain FFN of width ``m0`` (2 d m0).
+
+    ``3 d m = 2 d m0`` gives ``m = 2 m0 / 3``; the result is that value rounded UP to a multiple
+    of ``multiple_of``, i.e. the smallest allowed width with at least the plain budget. Integer
+    arithmetic throughout, so it is exact for any size.
+    """
+    m0 = _positive_int(m0, "m0")
+    multiple_of = _positive_int(multiple_of, "multiple_of")
+    return -(-2 * m0 // (3 * multiple_of)) * multiple_of
+
+
+def llama_ffn_width(d: int, multiple_of: int = 256, ffn_dim_multiplier: float | None = None) -> int:
+    """SwiGLU width by Meta's rule in ``FeedForward.__init__`` of the Llama reference code.
+
+    ``hidden = 4 d``; ``hidden = int(2 hidden / 3)``; if a multiplier is given,
+    ``hidden = int(multiplier * hidden)``; then round up to a multiple of ``multiple_of``.
+    The float steps and truncations are kept as written there, so the widths agree exactly:
+    d = 4096 gives 11008 (Llama 1/2 7B, multiple_of 256) and 14336 with multiplier 1.3 and
+    multiple_of 1024 (Llama 3 8B).
+    https://github.com/meta-llama/llama3/blob/main/llama/model.py
+    """
+    d = _positive_int(d, "d")
+    multiple_of = _positive_int(multiple_of, "multiple_of")
+    hidden = 4 * d
+    hidden = int(2 * hidden / 3)
+    if ffn_dim_multiplier is not None:
+        valid = (
+            isinstance(ffn_dim_multiplier, numbers.Real)
+            and not isinstance(ffn_dim_multiplier, bool)
+            and math.isfinite(ffn_dim_multiplier)
+            and ffn_dim_multiplier > 0
+        )
+        if not valid:
+            raise ValueError(
+                f"ffn_dim_multiplier must be a positive real number or None, "
+                f"got {ffn_dim_multiplier!r}"
+            )
+        hidden = int(ffn_dim_multiplier * hidden)
+    if hidden < 1:
+        raise ValueError(
+            f"ffn_dim_multiplier={ffn_dim_multiplier!r} leaves no intermediate width for d={d}"
+        )
+    return multiple_of * ((hidden + multiple_of - 1) // multiple_of)

@@ -1,0 +1,241 @@
+"""RMSNorm and LayerNorm of one token, their Jacobians, and their shift/scale (in)variances.
+
+For x in R^d (the hidden channels of a single token; no batch statistics)::
+
+    mu = mean(x)         square_mean = mean(x^2)      variance = mean((x - mu)^2)
+    s = sqrt(square_mean + eps)                       sigma = sqrt(variance + eps)
+    RMSNorm(x)   = gain (*) x / s
+    LayerNorm(x) = gain (*) (x - mu) / sigma + bias
+
+``square_mean = variance + mu^2``: the two denominators agree only when the mean is zero.
+eps is the small positive constant in the denominator, not a learning rate.
+
+Shape legend: d = number of channels; vectors are [d], Jacobians [d, d] indexed [out, in].
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._validate import as_channel_vector, as_eps, as_scalar, as_vector, describe
+
+# Tolerance of the invariance table: outputs of a norm are O(1), so an absolute 1e-12 is a few
+# thousand ulps, far above rounding yet far below any real deviation.
+INVARIANCE_TOL = 1e-12
+
+
+def _rms_scale(x: np.ndarray, eps: float) -> float:
+    """s = sqrt(mean(x^2) + eps), rejecting a zero, underflowed or overflowed denominator."""
+    # The page's formula is kept as written (no rescaling), so squares must stay in float64
+    # range; say so rather than return inf/0 or blame the caller for a zero input.
+    with np.errstate(over="ignore", under="ignore"):
+        square_mean = float(np.mean(x * x))
+    if not np.isfinite(square_mean):
+        raise ValueError(f"mean(x^2) overflows float64 for x={describe(x)}; rescale x")
+    if square_mean + eps <= 0:
+        if np.any(x != 0):
+            raise ValueError(
+                f"mean(x^2) + eps underflows to 0 in float64 for x={describe(x)}, "
+                f"eps={eps!r}; rescale x or use eps > 0"
+            )
+        raise ValueError(
+            f"RMSNorm denominator is zero: mean(x^2) + eps = 0 for x={describe(x)}, "
+            f"eps={eps!r}; use eps > 0 or a non-zero x"
+        )
+    return float(np.sqrt(square_mean + eps))
+
+
+def _centred(x: np.ndarray, eps: float) -> tuple[np.ndarray, float]:
+    """c = x - mu and sigma = sqrt(mean(c^2) + eps), rejecting a zero denominator."""
+    # A constant x has variance exactly 0, but x - mean(x) need not round to 0 (mean([0.1] * 3)
+    # is 0.10000000000000002), so test constancy directly instead of trusting the rounded sum.
+    if eps == 0 and np.all(x == x[0]):
+        raise ValueError(
+            f"LayerNorm denominator is zero: variance + eps = 0 for constant x={describe(x)}, "
+            f"eps=0.0; use eps > 0 or a non-constant x"
+        )
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        c = x - np.mean(x)
+        variance = float(np.mean(c * c))
+    if not np.isfinite(variance):
+        raise ValueError(f"variance overflows float64 for x={describe(x)}; rescale x")
+    if variance + eps <= 0:
+        raise ValueError(
+            f"variance + eps underflows to 0 in float64 for x={describe(x)}, eps={eps!r}; "
+            f"rescale x or use eps > 0"
+        )
+    return c, float(np.sqrt(variance + eps))
+
+
+def _gain(gain, d: int) -> np.ndarray:
+    return np.ones(d) if gain is None else as_channel_vector(gain, "gain", d)
+
+
+def norm_statistics(x, eps=1e-6) -> dict:
+    """Statistics, unit-gain RMSNorm and LayerNorm of ``x``, and the RMSNorm Jacobian.
+
+    Args:
+        x: one token's channels, [d].
+        eps: denominator constant, finite and >= 0.
+
+    Returns:
+        ``mean``, ``square_mean``, ``variance`` (floats); ``rmsnorm`` x / s and ``layernorm``
+        (x - mu) / sigma, [d]; ``jacobian`` of RMSNorm, I / s - x x^T / (d s^3), [d, d].
+
+    Raises:
+        ValueError: empty or non-finite x; non-finite or negative eps; a zero denominator in
+            either norm (all-zero x with eps = 0, or constant x with eps = 0), since both norms
+            are computed together.
+    """
+    x = as_vector(x, "x")
+    eps = as_eps(eps)
+    s = _rms_scale(x, eps)
+    c, sigma = _centred(x, eps)
+    return {
+        "mean": float(np.mean(x)),
+        "square_mean": float(np.mean(x * x)),
+        "variance": float(np.mean(c * c)),
+        "rmsnorm": x / s,
+        "layernorm": c / sigma,
+        "jacobian": rmsnorm_jacobian(x, eps),
+    }
+
+
+def rmsnorm(x, eps=1e-6, gain=None) -> np.ndarray:
+    """``gain (*) x / sqrt(mean(x^2) + eps)``; x, gain: [d] (gain defaults to ones) -> [d]."""
+    x = as_vector(x, "x")
+    eps = as_eps(eps)
+    return _gain(gain, x.shape[0]) * (x / _rms_scale(x, eps))
+
+
+def layernorm(x, eps=1e-6, gain=None, bias=None) -> np.ndarray:
+    """``gain (*) (x - mu) / sqrt(variance + eps) + bias``; all [d]; defaults ones and zeros."""
+    x = as_vector(x, "x")
+    eps = as_eps(eps)
+    d = x.shape[0]
+    c, sigma = _centred(x, eps)
+    shift = np.zeros(d) if bias is None else as_channel_vector(bias, "bias", d)
+    return _gain(gain, d) * (c / sigma) + shift
+
+
+def rmsnorm_jacobian(x, eps=1e-6, gain=None) -> np.ndarray:
+    """Jacobian of :func:`rmsnorm`, [d, d] indexed [out, in].
+
+    ``ds/dx_j = x_j / (d s)``, so ``d(x_i / s)/dx_j = delta_ij / s - x_i x_j / (d s^3)``::
+
+        J_N(x) = diag(gain) (I / s - x x^T / (d s^3))
+    """
+    x = as_vector(x, "x")
+    eps = as_eps(eps)
+    d = x.shape[0]
+    s = _rms_scale(x, eps)
+    jac = np.eye(d) / s - np.outer(x, x) / (d * s**3)
+    # diag(gain) @ J scales row i by gain_i.
+    return _gain(gain, d)[:, None] * jac
+
+
+def layernorm_jacobian(x, eps=1e-6, gain=None) -> np.ndarray:
+    """Jacobian of :func:`layernorm` (the bias drops out), [d, d] indexed [out, in].
+
+    With c = x - mu and sigma = sqrt(mean(c^2) + eps): ``dc_i/dx_j = delta_ij - 1/d`` and, since
+    the c_k sum to zero, ``dsigma/dx_j = c_j / (d sigma)``. Hence::
+
+        J = diag(gain) ((I - 1 1^T / d) / sigma - c c^T / (d sigma^3))
+    """
+    x = as_vector(x, "x")
+    eps = as_eps(eps)
+    d = x.shape[0]
+    c, sigma = _centred(x, eps)
+    centring = np.eye(d) - np.full((d, d), 1.0 / d)
+    jac = centring / sigma - np.outer(c, c) / (d * sigma**3)
+    return _gain(gain, d)[:, None] * jac
+
+
+def radial_action(x, eps=1e-6) -> np.ndarray:
+    """``J_N(x) x`` for unit-gain RMSNorm, [d]; in closed form ``eps x / s^3``.
+
+    ``J_N x = x / s - x (x^T x) / (d s^3) = x (s^2 - mean(x^2)) / s^3 = eps x / s^3``: moving along
+    x changes the output only through eps, so scale invariance is exact only at eps = 0.
+    """
+    x = as_vector(x, "x")
+    return rmsnorm_jacobian(x, eps) @ x
+
+
+def scale_invariance_gap(x, a, eps=1e-6) -> float:
+    """Exact ``max_i |RMSNorm(a x)_i - RMSNorm(x)_i|`` (unit gain) from the closed form.
+
+    With q = mean(x^2), ``RMSNorm(a x) - RMSNorm(x) = x f`` where
+    ``f = a / sqrt(a^2 q + eps) - 1 / sqrt(q + eps)``, so the gap is ``max|x| |f|``. For a > 0 the
+    two terms nearly cancel; rationalising gives the cancellation-free form::
+
+        f = eps (a^2 - 1) / ((a sqrt(q + eps) + sqrt(a^2 q + eps)) sqrt(a^2 q + eps) sqrt(q + eps))
+
+    which is 0 for every a > 0 when eps = 0. For a < 0 the terms add and do not cancel.
+
+    Raises:
+        ValueError: invalid x or eps, non-finite a, or a zero denominator (x = 0 or a = 0
+            with eps = 0).
+    """
+    x = as_vector(x, "x")
+    eps = as_eps(eps)
+    a = as_scalar(a, "a")
+    s = _rms_scale(x, eps)
+    s_a = _rms_scale(a * x, eps)
+    if a > 0:
+        f = eps * (a * a - 1.0) / ((a * s + s_a) * s_a * s)
+    else:
+        f = a / s_a - 1.0 / s
+    return float(np.max(np.abs(x)) * abs(f))
+
+
+def _transforms(x: np.ndarray, shift: float, scale: float, channel_scales: np.ndarray):
+    return {
+        "shift": x + shift,
+        "positive_scale": scale * x,
+        "negative_scale": -scale * x,
+        "per_channel_scale": channel_scales * x,
+    }
+
+
+def shift_scale_table(x, eps=1e-6, shift=2.0, scale=3.0, channel_scales=None) -> list[dict]:
+    """Which transforms T leave N(T x) = N(x), for N in (RMSNorm, LayerNorm), unit gain.
+
+    Transforms: ``shift`` x + shift; ``positive_scale`` scale x; ``negative_scale`` -scale x;
+    ``per_channel_scale`` channel_scales (*) x (default 1, 2, ..., d).
+
+    Returns:
+        One row per (transform, norm), transforms outermost: ``transform``, ``norm``
+        (``"rmsnorm"`` or ``"layernorm"``), ``invariant`` (max deviation <= 1e-12),
+        ``max_deviation`` = max |N(T x) - N(x)|, ``sign_flip`` (N(T x) = -N(x) to 1e-12).
+
+    Raises:
+        ValueError: invalid x or eps, non-finite shift, scale <= 0, channel_scales of the wrong
+            shape, or a zero denominator for some transformed input.
+    """
+    x = as_vector(x, "x")
+    eps = as_eps(eps)
+    shift = as_scalar(shift, "shift")
+    scale = as_scalar(scale, "scale")
+    if scale <= 0:
+        raise ValueError(f"scale must be > 0 (its negative is tried too), got {scale!r}")
+    d = x.shape[0]
+    if channel_scales is None:
+        channel_scales = np.arange(1.0, d + 1.0)
+    else:
+        channel_scales = as_channel_vector(channel_scales, "channel_scales", d)
+    norms = {"rmsnorm": lambda v: rmsnorm(v, eps), "layernorm": lambda v: layernorm(v, eps)}
+    rows = []
+    for name, tx in _transforms(x, shift, scale, channel_scales).items():
+        for norm_name, norm in norms.items():
+            base, moved = norm(x), norm(tx)
+            deviation = float(np.max(np.abs(moved - base)))
+            rows.append(
+                {
+                    "transform": name,
+                    "norm": norm_name,
+                    "invariant": deviation <= INVARIANCE_TOL,
+                    "max_deviation": deviation,
+                    "sign_flip": bool(np.max(np.abs(moved + base)) <= INVARIANCE_TOL),
+                }
+            )
+    return rows

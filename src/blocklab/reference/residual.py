@@ -1,0 +1,77 @@
+"""Pre-norm vs post-norm residual blocks with a linear sublayer F(x) = A x, and their Jacobians.
+
+Both placements use unit-gain RMSNorm N, so only the position of the norm differs::
+
+    pre:   y = x + F(N(x))        J_pre  = I + J_F(N(x)) J_N(x)      = I + A J_N(x)
+    post:  y = N(x + F(x))        J_post = J_N(x + F(x)) (I + J_F(x)) = J_N(x + A x) (I + A)
+
+    pre:   x --+----------------(+)--> y        post:  x --+---> F --(+)--> N --> y
+               |                 ^                          |          ^
+               +--> N --> F -----+                          +----------+
+
+The pre-norm Jacobian keeps a bare identity term; every post-norm path passes through J_N.
+
+Shape legend: d = width; x: [d]; A: [d, d] stored [out, in]; Jacobians [d, d] indexed [out, in].
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._validate import as_eps, as_matrix, as_vector
+from .norms import norm_statistics, rmsnorm_jacobian
+
+
+def _square_for(x: np.ndarray, matrix) -> np.ndarray:
+    a = as_matrix(matrix, "matrix")
+    d = x.shape[0]
+    if a.shape != (d, d):
+        raise ValueError(f"matrix must be square [d, d] with d = len(x) = {d}, got shape {a.shape}")
+    return a
+
+
+def residual_paths(x, matrix, eps=1e-6) -> dict:
+    """Outputs and Jacobians of the pre-norm and post-norm blocks with F(x) = A x.
+
+    Args:
+        x: input, [d].
+        matrix: the sublayer A, [d, d].
+        eps: RMSNorm denominator constant, >= 0.
+
+    Returns:
+        ``pre`` x + A N(x) and ``post`` N(x + A x), [d]; ``pre_jacobian`` I + A J_N(x) and
+        ``post_jacobian`` J_N(x + A x) (I + A), [d, d].
+
+    Raises:
+        ValueError: a matrix that is not [d, d] with d = len(x), or any error of
+            :func:`~blocklab.reference.norms.norm_statistics` for x or for x + A x (it checks
+            the LayerNorm denominator too, so a constant input with eps = 0 is rejected).
+    """
+    x = as_vector(x, "x")
+    a = _square_for(x, matrix)
+    d = x.shape[0]
+    norm_x = norm_statistics(x, eps)
+    inner = x + a @ x
+    norm_inner = norm_statistics(inner, eps)
+    identity = np.eye(d)
+    return {
+        "pre": x + a @ norm_x["rmsnorm"],
+        "post": norm_inner["rmsnorm"],
+        "pre_jacobian": identity + a @ norm_x["jacobian"],
+        "post_jacobian": norm_inner["jacobian"] @ (identity + a),
+    }
+
+
+def commutator(matrix, x, eps=1e-6) -> dict:
+    """Compare ``A J_N(x)`` with ``J_N(x) A`` (unit-gain RMSNorm), to show the order matters.
+
+    Returns:
+        ``a_jn`` A J_N(x) and ``jn_a`` J_N(x) A, [d, d]; ``max_difference`` the largest
+        |entry| of their difference (float). Non-zero in general, even for a diagonal A.
+    """
+    x = as_vector(x, "x")
+    a = _square_for(x, matrix)
+    jac = rmsnorm_jacobian(x, as_eps(eps))
+    a_jn = a @ jac
+    jn_a = jac @ a
+    return {"a_jn": a_jn, "jn_a": jn_a, "max_difference": float(np.max(np.abs(a_jn - jn_a)))}

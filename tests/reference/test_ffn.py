@@ -1,0 +1,299 @@
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from blocklab.reference import (
+    central_difference_jacobian,
+    equal_param_width,
+    ffn_budget,
+    llama_ffn_width,
+    swiglu,
+    swiglu_jacobian,
+)
+
+EYE2 = np.eye(2)
+SWIGLU_KEYS = {"gate", "up", "hidden", "output", "parameters", "hidden_elements"}
+BUDGET_KEYS = {
+    "matrix_params",
+    "bias_params",
+    "total_params",
+    "branch_elements",
+    "branches",
+    "intermediate_elements",
+}
+
+
+def _naive_swiglu(x, w_g, w_u, w_d):
+    """Loop-by-loop transcription of the page's pure-Python swiglu, as an independent check."""
+
+    def linear(matrix, v):
+        return [sum(a * b for a, b in zip(row, v, strict=True)) for row in matrix]
+
+    gate, up = linear(w_g, x), linear(w_u, x)
+    hidden = [g / (1.0 + math.exp(-g)) * u for g, u in zip(gate, up, strict=True)]
+    return gate, up, hidden, linear(w_d, hidden)
+
+
+@st.composite
+def swiglu_inputs(draw, max_value=2.0):
+    d = draw(st.integers(1, 16))
+    m = draw(st.integers(1, 16))
+    floats = st.floats(-max_value, max_value, allow_nan=False)
+    x = draw(hnp.arrays(np.float64, d, elements=floats))
+    w_g = draw(hnp.arrays(np.float64, (m, d), elements=st.floats(-1, 1)))
+    w_u = draw(hnp.arrays(np.float64, (m, d), elements=st.floats(-1, 1)))
+    w_d = draw(hnp.arrays(np.float64, (d, m), elements=st.floats(-1, 1)))
+    return x, w_g, w_u, w_d
+
+
+# --- swiglu: the page's worked example (C04) -----------------------------------------------
+
+
+def test_page_example_identity_matrices():
+    out = swiglu([1.0, -1.0], EYE2, EYE2, EYE2)
+    assert set(out) == SWIGLU_KEYS
+    np.testing.assert_allclose(out["gate"], [1.0, -1.0], atol=1e-15)
+    np.testing.assert_allclose(out["up"], [1.0, -1.0], atol=1e-15)
+    np.testing.assert_allclose(out["hidden"], [0.731059, 0.268941], atol=1e-6)
+    np.testing.assert_allclose(out["output"], out["hidden"], atol=1e-15)
+    assert out["parameters"] == 12 and out["hidden_elements"] == 2
+
+
+def test_page_example_second_entry_is_negative_times_negative():
+    out = swiglu([1.0, -1.0], EYE2, EYE2, EYE2)
+    # SiLU(-1) < 0 and up = -1 < 0, so the gated value is positive: not an on/off switch.
+    assert out["gate"][1] < 0 and out["up"][1] < 0 and out["hidden"][1] > 0
+
+
+def test_return_types():
+    out = swiglu([1, -1], [[1, 0], [0, 1]], [[1, 0], [0, 1]], [[1, 0], [0, 1]])
+    for key in ("gate", "up", "hidden", "output"):
+        assert isinstance(out[key], np.ndarray) and out[key].dtype == np.float64
+    assert type(out["parameters"]) is int and type(out["hidden_elements"]) is int
+
+
+def test_rectangular_shapes_and_counts():
+    rng = np.random.default_rng(0)
+    d, m = 3, 5
+    out = swiglu(
+        rng.normal(size=d),
+        rng.normal(size=(m, d)),
+        rng.normal(size=(m, d)),
+        rng.normal(size=(d, m)),
+    )
+    assert out["gate"].shape == out["up"].shape == out["hidden"].shape == (m,)
+    assert out["output"].shape == (d,)
+    assert out["parameters"] == 3 * d * m and out["hidden_elements"] == m
+
+
+@settings(max_examples=50, deadline=None)
+@given(swiglu_inputs(max_value=10.0))
+def test_matches_naive_transcription_of_the_page(args):
+    out = swiglu(*args)
+    gate, up, hidden, output = _naive_swiglu(*[a.tolist() for a in args])
+    for key, expected in zip(
+        ("gate", "up", "hidden", "output"), (gate, up, hidden, output), strict=True
+    ):
+        np.testing.assert_allclose(out[key], expected, rtol=1e-12, atol=1e-12)
+
+
+# --- swiglu: errors -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "x, match",
+    [
+        ([], r"x must be a non-empty 1-D vector, got shape \(0,\)"),
+        ([[1.0, 2.0]], r"x must be a non-empty 1-D vector, got shape \(1, 2\)"),
+        ([1.0, float("nan")], r"x must be finite, got \[nan\] at indices \[1\]"),
+        ([float("inf"), 1.0], r"x must be finite, got \[inf\] at indices \[0\]"),
+    ],
+)
+def test_rejects_bad_x(x, match):
+    with pytest.raises(ValueError, match=match):
+        swiglu(x, EYE2, EYE2, EYE2)
+
+
+def test_rejects_non_finite_matrix():
+    bad = np.array([[1.0, np.nan], [0.0, 1.0]])
+    with pytest.raises(ValueError, match=r"up_matrix must be finite.*\[0, 1\]"):
+        swiglu([1.0, 2.0], EYE2, bad, EYE2)
+
+
+def test_rejects_non_matrix():
+    with pytest.raises(ValueError, match=r"gate_matrix must be a non-empty 2-D \[out, in\]"):
+        swiglu([1.0, 2.0], [1.0, 2.0], EYE2, EYE2)
+
+
+def test_rejects_branch_width_mismatch():
+    with pytest.raises(ValueError, match=r"branch widths differ: up_matrix has shape \(3, 2\)"):
+        swiglu([1.0, 2.0], EYE2, np.ones((3, 2)), EYE2)
+
+
+def test_rejects_down_output_width_mismatch():
+    with pytest.raises(ValueError, match=r"down_matrix .* output width must equal len\(x\) = 2"):
+        swiglu([1.0, 2.0], EYE2, EYE2, np.ones((3, 2)))
+
+
+def test_rejects_gate_input_width_mismatch():
+    with pytest.raises(ValueError, match=r"gate_matrix .* input width must equal len\(x\) = 2"):
+        swiglu([1.0, 2.0], np.ones((2, 3)), np.ones((2, 3)), EYE2)
+
+
+def test_rejects_down_input_width_mismatch():
+    with pytest.raises(ValueError, match=r"down_matrix .* must equal the branch width m = 2"):
+        swiglu([1.0, 2.0], EYE2, EYE2, np.ones((2, 3)))
+
+
+def test_jacobian_validates_like_swiglu():
+    with pytest.raises(ValueError, match="branch widths differ"):
+        swiglu_jacobian([1.0, 2.0], EYE2, np.ones((3, 2)), EYE2)
+
+
+# --- swiglu_jacobian ------------------------------------------------------------------------
+
+
+def test_jacobian_of_page_example_is_diagonal():
+    # With identity matrices y_i = SiLU(x_i) x_i, so dy_i/dx_i = SiLU'(x_i) x_i + SiLU(x_i).
+    jac = swiglu_jacobian([1.0, -1.0], EYE2, EYE2, EYE2)
+    s = 1.0 / (1.0 + math.exp(-1.0))
+    d_plus = s * (1 + 1 * (1 - s)) * 1 + s
+    d_minus = (1 - s) * (1 - 1 * s) * -1 + -(1 - s)
+    np.testing.assert_allclose(jac, np.diag([d_plus, d_minus]), atol=1e-15)
+
+
+@settings(max_examples=50, deadline=None)
+@given(swiglu_inputs())
+def test_jacobian_matches_central_differences(assert_jacobian_close, args):
+    x, w_g, w_u, w_d = args
+    analytic = swiglu_jacobian(x, w_g, w_u, w_d)
+    numeric = central_difference_jacobian(lambda v: swiglu(v, w_g, w_u, w_d)["output"], x)
+    assert analytic.shape == (x.shape[0], x.shape[0])
+    assert_jacobian_close(analytic, numeric)
+
+
+# --- ffn_budget (C01-C03) -------------------------------------------------------------------
+
+
+def test_page_parameter_counts():
+    plain = ffn_budget(512, 2048, 2, 1024, gated=False)
+    gated = ffn_budget(512, 2048, 2, 1024, gated=True)
+    assert set(plain) == set(gated) == BUDGET_KEYS
+    assert plain["matrix_params"] == 2_097_152 == 2 * 512 * 2048
+    assert gated["matrix_params"] == 3_145_728 == 3 * 512 * 2048
+    # Gating at the same width adds half.
+    assert gated["matrix_params"] * 2 == plain["matrix_params"] * 3
+    assert plain["bias_params"] == gated["bias_params"] == 0
+    assert plain["total_params"] == plain["matrix_params"]
+
+
+def test_page_activation_count():
+    budget = ffn_budget(512, 2048, 2, 1024, gated=True)
+    assert budget["branch_elements"] == 4_194_304 == 2 * 1024 * 2048
+    assert budget["branches"] == 2
+    assert budget["intermediate_elements"] == 2 * 4_194_304
+    plain = ffn_budget(512, 2048, 2, 1024, gated=False)
+    assert plain["branches"] == 1 and plain["intermediate_elements"] == 4_194_304
+
+
+@pytest.mark.parametrize("gated", [False, True])
+def test_varying_one_size_at_a_time(gated):
+    # The page's practice task: change only B, T, d or m and see what moves.
+    base = ffn_budget(512, 2048, 2, 1024, gated)
+    more_batch = ffn_budget(512, 2048, 4, 1024, gated)
+    longer = ffn_budget(512, 2048, 2, 4096, gated)
+    wider_d = ffn_budget(1024, 2048, 2, 1024, gated)
+    wider_m = ffn_budget(512, 4096, 2, 1024, gated)
+    # B and T move activations only; the matrices are shared by every token.
+    assert more_batch["total_params"] == longer["total_params"] == base["total_params"]
+    assert more_batch["branch_elements"] == 2 * base["branch_elements"]
+    assert longer["branch_elements"] == 4 * base["branch_elements"]
+    # d moves parameters only; m moves both.
+    assert wider_d["matrix_params"] == 2 * base["matrix_params"]
+    assert wider_d["branch_elements"] == base["branch_elements"]
+    assert wider_m["matrix_params"] == 2 * base["matrix_params"]
+    assert wider_m["branch_elements"] == 2 * base["branch_elements"]
+
+
+def test_bias_counts():
+    plain = ffn_budget(4, 16, 1, 1, gated=False, bias=True)
+    gated = ffn_budget(4, 16, 1, 1, gated=True, bias=True)
+    assert plain["bias_params"] == 16 + 4
+    assert gated["bias_params"] == 2 * 16 + 4
+    assert gated["total_params"] == 3 * 4 * 16 + 36
+
+
+def test_budget_values_are_ints():
+    budget = ffn_budget(np.int64(8), 32, 1, 3, gated=True, bias=True)
+    assert all(type(v) is int for v in budget.values())
+
+
+@pytest.mark.parametrize("name", ["d", "m", "batch", "seq_len"])
+@pytest.mark.parametrize("bad", [0, -1, 2.5, True, "8", None])
+def test_budget_rejects_bad_sizes(name, bad):
+    kwargs = {"d": 8, "m": 32, "batch": 1, "seq_len": 4, "gated": False, name: bad}
+    with pytest.raises(ValueError, match=rf"^{name} must be a positive integer, got "):
+        ffn_budget(**kwargs)
+
+
+@pytest.mark.parametrize("name", ["gated", "bias"])
+def test_budget_rejects_non_bool_flags(name):
+    kwargs = {"d": 8, "m": 32, "batch": 1, "seq_len": 4, "gated": False, name: "yes"}
+    with pytest.raises(ValueError, match=rf"{name} must be True or False, got 'yes'"):
+        ffn_budget(**kwargs)
+
+
+# --- equal-parameter widths (C01) -----------------------------------------------------------
+
+
+def test_equal_param_width_of_4d():
+    # m0 = 4d gives 8d/3; d = 512 -> 1365.33, rounded up to 1366.
+    assert equal_param_width(2048) == 1366
+    assert equal_param_width(3 * 512) == 1024  # exact when m0 is a multiple of 3
+    assert equal_param_width(4 * 4096, multiple_of=256) == 11008
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.integers(1, 10**6), st.integers(1, 1024))
+def test_equal_param_width_is_smallest_multiple_with_the_plain_budget(m0, multiple_of):
+    m = equal_param_width(m0, multiple_of)
+    assert m % multiple_of == 0
+    assert 3 * m >= 2 * m0  # 3 d m >= 2 d m0 for every d
+    assert 3 * (m - multiple_of) < 2 * m0
+
+
+@pytest.mark.parametrize(
+    "kwargs, name", [({"m0": 0}, "m0"), ({"m0": 8, "multiple_of": 0}, "multiple_of")]
+)
+def test_equal_param_width_rejects_bad_sizes(kwargs, name):
+    with pytest.raises(ValueError, match=rf"{name} must be a positive integer"):
+        equal_param_width(**kwargs)
+
+
+@pytest.mark.parametrize(
+    "d, multiple_of, multiplier, expected",
+    [
+        (4096, 256, None, 11008),  # Llama 1/2 7B
+        (5120, 256, None, 13824),  # Llama 2 13B
+        (4096, 1024, 1.3, 14336),  # Llama 3 8B
+        (8192, 4096, 1.3, 28672),  # Llama 2/3 70B
+    ],
+)
+def test_llama_ffn_width_matches_released_models(d, multiple_of, multiplier, expected):
+    assert llama_ffn_width(d, multiple_of, multiplier) == expected
+
+
+def test_llama_ffn_width_rejects_bad_arguments():
+    with pytest.raises(ValueError, match="d must be a positive integer"):
+        llama_ffn_width(0)
+    with pytest.raises(ValueError, match="multiple_of must be a positive integer"):
+        llama_ffn_width(64, multiple_of=-2)
+    for bad in (0.0, -1.3, float("nan"), True, "1.3"):
+        with pytest.raises(ValueError, match="ffn_dim_multiplier must be a positive real"):
+            llama_ffn_width(64, ffn_dim_multiplier=bad)
+    with pytest.raises(ValueError, match="leaves no intermediate width"):
+        llama_ffn_width(1, ffn_dim_multiplier=1e-3)

@@ -1,0 +1,339 @@
+import math
+
+import numpy as np
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from blocklab.reference import (
+    central_difference_jacobian,
+    layernorm,
+    layernorm_jacobian,
+    norm_statistics,
+    radial_action,
+    rmsnorm,
+    rmsnorm_jacobian,
+    scale_invariance_gap,
+    shift_scale_table,
+)
+
+SQRT5 = math.sqrt(5.0)
+STAT_KEYS = {"mean", "square_mean", "variance", "rmsnorm", "layernorm", "jacobian"}
+PROPERTY = settings(max_examples=50, deadline=None)
+EPS = st.sampled_from([0.0, 1e-6, 1e-2, 0.5])
+
+
+def vectors(min_size=1, max_size=16, bound=10.0):
+    return st.integers(min_size, max_size).flatmap(
+        lambda d: hnp.arrays(np.float64, d, elements=st.floats(-bound, bound))
+    )
+
+
+def rms(x):
+    return float(np.sqrt(np.mean(x * x)))
+
+
+# --- page values (C05, C06, C08) ------------------------------------------------------------
+
+
+def test_page_example_one_three():
+    stats = norm_statistics([1.0, 3.0], eps=0.0)
+    assert set(stats) == STAT_KEYS
+    assert stats["mean"] == 2.0 and stats["square_mean"] == 5.0 and stats["variance"] == 1.0
+    np.testing.assert_allclose(stats["rmsnorm"], [1 / SQRT5, 3 / SQRT5], atol=1e-15)
+    np.testing.assert_allclose(stats["layernorm"], [-1.0, 1.0], atol=1e-15)
+    x = np.array([1.0, 3.0])
+    expected_jac = np.eye(2) / SQRT5 - np.outer(x, x) / (2 * SQRT5**3)
+    np.testing.assert_allclose(stats["jacobian"], expected_jac, atol=1e-15)
+
+
+def test_page_example_with_default_eps_to_1e6():
+    stats = norm_statistics([1.0, 3.0])
+    np.testing.assert_allclose(stats["rmsnorm"], [0.447214, 1.341641], atol=1e-6)
+    np.testing.assert_allclose(stats["layernorm"], [-1.0, 1.0], atol=1e-6)
+
+
+def test_shift_leaves_layernorm_and_moves_rmsnorm():
+    before = norm_statistics([1.0, 3.0], eps=0.0)
+    after = norm_statistics([3.0, 5.0], eps=0.0)
+    np.testing.assert_array_equal(after["layernorm"], before["layernorm"])
+    np.testing.assert_allclose(after["rmsnorm"], np.array([3.0, 5.0]) / math.sqrt(17.0))
+    assert np.max(np.abs(after["rmsnorm"] - before["rmsnorm"])) > 0.1
+
+
+def test_return_types():
+    stats = norm_statistics([1, 3])
+    assert all(type(stats[k]) is float for k in ("mean", "square_mean", "variance"))
+    assert stats["rmsnorm"].dtype == stats["layernorm"].dtype == np.float64
+    assert stats["jacobian"].shape == (2, 2)
+
+
+def test_zero_input_with_positive_eps_gives_zeros():
+    stats = norm_statistics([0.0, 0.0, 0.0], eps=1e-6)
+    np.testing.assert_array_equal(stats["rmsnorm"], 0.0)
+    np.testing.assert_array_equal(stats["layernorm"], 0.0)
+    np.testing.assert_allclose(stats["jacobian"], np.eye(3) / math.sqrt(1e-6))
+
+
+def test_constant_input_with_zero_eps_is_rejected():
+    with pytest.raises(ValueError, match=r"LayerNorm denominator is zero.*x=\[2\.0, 2\.0\]"):
+        norm_statistics([2.0, 2.0], eps=0.0)
+
+
+def test_constant_input_rejected_even_when_the_rounded_mean_differs():
+    # mean([0.1] * 3) rounds to 0.10000000000000002, so x - mean is not exactly zero.
+    with pytest.raises(ValueError, match="LayerNorm denominator is zero"):
+        norm_statistics([0.1, 0.1, 0.1], eps=0.0)
+
+
+def test_underflow_is_named():
+    with pytest.raises(ValueError, match=r"mean\(x\^2\) \+ eps underflows to 0 in float64"):
+        rmsnorm([1e-200, 0.0], eps=0.0)
+    with pytest.raises(ValueError, match=r"variance \+ eps underflows to 0 in float64"):
+        layernorm([1e-170, 2e-170], eps=0.0)
+
+
+def test_zero_input_with_zero_eps_is_rejected():
+    with pytest.raises(ValueError, match=r"RMSNorm denominator is zero.*x=\[0\.0, 0\.0\]"):
+        norm_statistics([0.0, 0.0], eps=0.0)
+
+
+@pytest.mark.parametrize(
+    "x, match",
+    [
+        ([], r"x must be a non-empty 1-D vector, got shape \(0,\)"),
+        ([[1.0, 2.0]], "x must be a non-empty 1-D vector"),
+        ([1.0, float("nan")], r"x must be finite, got \[nan\] at indices \[1\]"),
+        ([-float("inf"), 1.0], r"x must be finite, got \[-inf\] at indices \[0\]"),
+        ([1e200, 1.0], r"mean\(x\^2\) overflows float64 for x=\[1e\+200, 1\.0\]"),
+        ("ab", "1-D sequence of real numbers"),
+    ],
+)
+def test_rejects_bad_x(x, match):
+    with pytest.raises(ValueError, match=match):
+        norm_statistics(x)
+
+
+@pytest.mark.parametrize("eps", [-1e-6, float("nan"), float("inf"), "small", None])
+def test_rejects_bad_eps(eps):
+    with pytest.raises(ValueError, match=r"eps must be a finite real number >= 0, got "):
+        norm_statistics([1.0, 3.0], eps=eps)
+
+
+@PROPERTY
+@given(vectors(), EPS)
+def test_square_mean_is_variance_plus_mean_squared(x, eps):
+    assume(rms(x) >= 1e-3)
+    assume(eps > 0 or np.ptp(x) > 0)
+    stats = norm_statistics(x, eps)
+    assert stats["square_mean"] == pytest.approx(
+        stats["variance"] + stats["mean"] ** 2, rel=1e-12, abs=1e-12
+    )
+
+
+# --- rmsnorm / layernorm with gain and bias -------------------------------------------------
+
+
+def test_rmsnorm_alone_accepts_constant_input_at_zero_eps():
+    np.testing.assert_allclose(rmsnorm([2.0, 2.0], eps=0.0), [1.0, 1.0])
+
+
+def test_layernorm_alone_accepts_zero_input_at_positive_eps():
+    np.testing.assert_array_equal(layernorm([0.0, 0.0]), [0.0, 0.0])
+
+
+def test_gain_and_bias():
+    x = [1.0, 3.0]
+    gain, bias = np.array([2.0, -0.5]), np.array([0.25, 1.0])
+    np.testing.assert_allclose(rmsnorm(x, 0.0, gain), gain * np.array([1.0, 3.0]) / SQRT5)
+    np.testing.assert_allclose(layernorm(x, 0.0, gain, bias), gain * np.array([-1.0, 1.0]) + bias)
+    np.testing.assert_allclose(layernorm(x, 0.0, gain), gain * np.array([-1.0, 1.0]))
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"gain": [1.0, 2.0, 3.0]}, r"gain must have shape \(2,\) to match x, got shape \(3,\)"),
+        ({"gain": [1.0, float("nan")]}, r"gain must be finite"),
+    ],
+)
+def test_rmsnorm_rejects_bad_gain(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        rmsnorm([1.0, 3.0], **kwargs)
+    with pytest.raises(ValueError, match=match):
+        rmsnorm_jacobian([1.0, 3.0], **kwargs)
+
+
+def test_layernorm_rejects_bad_bias_and_constant_input():
+    with pytest.raises(ValueError, match=r"bias must have shape \(2,\)"):
+        layernorm([1.0, 3.0], bias=[0.0])
+    with pytest.raises(ValueError, match=r"LayerNorm denominator is zero.*constant x=\[5\.0\]"):
+        layernorm([5.0], eps=0.0)
+    with pytest.raises(ValueError, match="LayerNorm denominator is zero"):
+        layernorm_jacobian([1.0, 1.0], eps=0.0)
+
+
+# --- Jacobians against central differences (C06, C14) --------------------------------------
+
+
+@PROPERTY
+@given(vectors(), EPS, st.booleans(), st.data())
+def test_rmsnorm_jacobian_matches_central_differences(
+    assert_jacobian_close, x, eps, with_gain, data
+):
+    assume(rms(x) >= 0.5)
+    gain = None
+    if with_gain:
+        gain = data.draw(hnp.arrays(np.float64, x.shape, elements=st.floats(-3, 3)))
+    analytic = rmsnorm_jacobian(x, eps, gain)
+    numeric = central_difference_jacobian(lambda v: rmsnorm(v, eps, gain), x)
+    assert_jacobian_close(analytic, numeric)
+
+
+@PROPERTY
+@given(vectors(min_size=2), EPS, st.booleans(), st.data())
+def test_layernorm_jacobian_matches_central_differences(
+    assert_jacobian_close, x, eps, with_gain, data
+):
+    assume(np.std(x) >= 0.5)
+    gain = bias = None
+    if with_gain:
+        gain = data.draw(hnp.arrays(np.float64, x.shape, elements=st.floats(-3, 3)))
+        bias = data.draw(hnp.arrays(np.float64, x.shape, elements=st.floats(-3, 3)))
+    analytic = layernorm_jacobian(x, eps, gain)
+    numeric = central_difference_jacobian(lambda v: layernorm(v, eps, gain, bias), x)
+    assert_jacobian_close(analytic, numeric)
+
+
+def test_jacobians_are_symmetric_with_unit_gain():
+    x = np.array([0.3, -1.2, 2.5, 0.7])
+    for jac in (rmsnorm_jacobian(x), layernorm_jacobian(x)):
+        np.testing.assert_allclose(jac, jac.T, atol=1e-15)
+
+
+def test_layernorm_jacobian_annihilates_the_ones_direction():
+    # Shifting every channel equally does not move LayerNorm: J 1 = 0.
+    x = np.array([0.3, -1.2, 2.5, 0.7])
+    np.testing.assert_allclose(layernorm_jacobian(x, 1e-3) @ np.ones(4), 0.0, atol=1e-15)
+
+
+# --- radial action and scale (in)variance (C06, C07) -----------------------------------------
+
+
+@PROPERTY
+@given(vectors(), st.sampled_from([1e-6, 1e-2, 0.5, 2.0]))
+def test_radial_action_equals_eps_x_over_s_cubed(x, eps):
+    s = math.sqrt(float(np.mean(x * x)) + eps)
+    expected = eps * x / s**3
+    # J x subtracts two terms of size |x| / s; its rounding is a few ulps of that.
+    np.testing.assert_allclose(
+        radial_action(x, eps), expected, atol=1e-13 * (1 + np.max(np.abs(x)) / s)
+    )
+
+
+@PROPERTY
+@given(vectors())
+def test_radial_action_vanishes_at_zero_eps(x):
+    assume(rms(x) >= 1e-3)
+    np.testing.assert_allclose(radial_action(x, 0.0), 0.0, atol=1e-13)
+
+
+@PROPERTY
+@given(vectors(), st.floats(1e-3, 1e3))
+def test_positive_scale_invariance_at_zero_eps(x, a):
+    assume(rms(x) >= 1e-3)
+    assert np.max(np.abs(rmsnorm(a * x, 0.0) - rmsnorm(x, 0.0))) <= 1e-12
+    assert scale_invariance_gap(x, a, 0.0) == 0.0
+
+
+@PROPERTY
+@given(vectors(), st.floats(1e-3, 1e3))
+def test_negative_scale_flips_the_sign_at_zero_eps(x, a):
+    assume(rms(x) >= 1e-3)
+    np.testing.assert_allclose(rmsnorm(-a * x, 0.0), -rmsnorm(x, 0.0), atol=1e-12)
+
+
+@PROPERTY
+@given(vectors(), st.floats(-100, 100), st.sampled_from([1e-6, 1e-2, 0.5]))
+def test_scale_gap_at_positive_eps_matches_closed_form(x, a, eps):
+    direct = float(np.max(np.abs(rmsnorm(a * x, eps) - rmsnorm(x, eps))))
+    # The direct difference of two O(1) outputs carries a few ulps of rounding.
+    assert direct == pytest.approx(scale_invariance_gap(x, a, eps), abs=1e-14)
+
+
+def test_scale_gap_is_positive_at_positive_eps():
+    gap = scale_invariance_gap([1.0, 3.0], 3.0, 1e-6)
+    assert 1e-8 < gap < 1e-6
+    assert scale_invariance_gap([1.0, 3.0], 1.0, 1e-6) == 0.0
+
+
+def test_scale_gap_errors():
+    with pytest.raises(ValueError, match="a must be a finite real number"):
+        scale_invariance_gap([1.0, 3.0], float("nan"), 1e-6)
+    with pytest.raises(ValueError, match="RMSNorm denominator is zero"):
+        scale_invariance_gap([1.0, 3.0], 0.0, 0.0)
+    with pytest.raises(ValueError, match="eps must be"):
+        scale_invariance_gap([1.0, 3.0], 2.0, -1.0)
+
+
+# --- shift/scale table (C05, C07) -----------------------------------------------------------
+
+
+def _by_key(rows):
+    return {(r["transform"], r["norm"]): r for r in rows}
+
+
+def test_table_at_zero_eps():
+    rows = shift_scale_table([1.0, 3.0, -2.0], eps=0.0)
+    assert len(rows) == 8
+    assert all(
+        set(r) == {"transform", "norm", "invariant", "max_deviation", "sign_flip"} for r in rows
+    )
+    table = _by_key(rows)
+    expected_invariant = {
+        ("shift", "rmsnorm"): False,
+        ("shift", "layernorm"): True,
+        ("positive_scale", "rmsnorm"): True,
+        ("positive_scale", "layernorm"): True,
+        ("negative_scale", "rmsnorm"): False,
+        ("negative_scale", "layernorm"): False,
+        ("per_channel_scale", "rmsnorm"): False,
+        ("per_channel_scale", "layernorm"): False,
+    }
+    assert {k: r["invariant"] for k, r in table.items()} == expected_invariant
+    assert table[("negative_scale", "rmsnorm")]["sign_flip"]
+    assert table[("negative_scale", "layernorm")]["sign_flip"]
+    assert not table[("per_channel_scale", "rmsnorm")]["sign_flip"]
+    assert all(type(r["invariant"]) is bool and type(r["sign_flip"]) is bool for r in rows)
+    assert all(type(r["max_deviation"]) is float for r in rows)
+
+
+def test_table_at_positive_eps_reports_the_scale_gap():
+    x, eps = [1.0, 3.0, -2.0], 1e-6
+    table = _by_key(shift_scale_table(x, eps=eps, scale=3.0))
+    row = table[("positive_scale", "rmsnorm")]
+    assert not row["invariant"]
+    assert row["max_deviation"] == pytest.approx(scale_invariance_gap(x, 3.0, eps), abs=1e-14)
+    # Shift invariance of LayerNorm does not depend on eps.
+    assert table[("shift", "layernorm")]["invariant"]
+
+
+def test_table_custom_channel_scales():
+    table = _by_key(shift_scale_table([1.0, 3.0], 0.0, channel_scales=[2.0, 2.0]))
+    assert table[("per_channel_scale", "rmsnorm")]["invariant"]  # a uniform "per-channel" scale
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"scale": 0.0}, r"scale must be > 0"),
+        ({"scale": -2.0}, r"scale must be > 0"),
+        ({"shift": float("inf")}, r"shift must be a finite real number"),
+        ({"channel_scales": [1.0]}, r"channel_scales must have shape \(2,\)"),
+        ({"eps": -1.0}, r"eps must be a finite real number >= 0"),
+    ],
+)
+def test_table_rejects_bad_arguments(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        shift_scale_table([1.0, 3.0], **{"eps": 1e-6, **kwargs})

@@ -1,0 +1,155 @@
+import numpy as np
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from blocklab.reference import (
+    central_difference_jacobian,
+    commutator,
+    norm_statistics,
+    residual_paths,
+    rmsnorm,
+    rmsnorm_jacobian,
+)
+
+KEYS = {"pre", "post", "pre_jacobian", "post_jacobian"}
+X = np.array([1.0, 3.0])
+DIAG = np.diag([2.0, -1.0])
+
+
+@st.composite
+def block_inputs(draw):
+    d = draw(st.integers(2, 16))
+    x = draw(hnp.arrays(np.float64, d, elements=st.floats(-10, 10)))
+    a = draw(hnp.arrays(np.float64, (d, d), elements=st.floats(-1, 1)))
+    eps = draw(st.sampled_from([0.0, 1e-6, 1e-2]))
+    return x, a, eps
+
+
+def _rms(v):
+    return float(np.sqrt(np.mean(v * v)))
+
+
+# --- the page's zero-sublayer example (C09) -------------------------------------------------
+
+
+def test_zero_sublayer_pre_norm_is_identity():
+    out = residual_paths(X, np.zeros((2, 2)))
+    assert set(out) == KEYS
+    np.testing.assert_allclose(out["pre"], [1.0, 3.0], atol=1e-15)
+    np.testing.assert_allclose(out["pre_jacobian"], np.eye(2), atol=1e-15)
+
+
+def test_zero_sublayer_post_norm_is_rmsnorm():
+    out = residual_paths(X, np.zeros((2, 2)))
+    np.testing.assert_allclose(out["post"], [0.447214, 1.341641], atol=1e-6)
+    np.testing.assert_allclose(out["post_jacobian"], norm_statistics(X)["jacobian"], atol=1e-15)
+    # The two blocks differ even though the sublayer does nothing.
+    assert np.max(np.abs(out["post_jacobian"] - out["pre_jacobian"])) > 0.5
+
+
+def test_return_types_and_list_input():
+    out = residual_paths([1, 3], [[0, 0], [0, 0]])
+    assert out["pre"].dtype == out["post"].dtype == np.float64
+    assert out["pre_jacobian"].shape == out["post_jacobian"].shape == (2, 2)
+
+
+def test_closed_forms_with_a_general_matrix():
+    a = np.array([[0.5, -1.0], [2.0, 0.25]])
+    eps = 1e-6
+    out = residual_paths(X, a, eps)
+    inner = X + a @ X
+    np.testing.assert_allclose(out["pre"], X + a @ rmsnorm(X, eps), atol=1e-15)
+    np.testing.assert_allclose(out["post"], rmsnorm(inner, eps), atol=1e-15)
+    np.testing.assert_allclose(
+        out["pre_jacobian"], np.eye(2) + a @ rmsnorm_jacobian(X, eps), atol=1e-15
+    )
+    np.testing.assert_allclose(
+        out["post_jacobian"], rmsnorm_jacobian(inner, eps) @ (np.eye(2) + a), atol=1e-15
+    )
+
+
+# --- order of the matrix product ------------------------------------------------------------
+
+
+def test_diagonal_matrix_does_not_commute_with_the_norm_jacobian():
+    result = commutator(DIAG, X)
+    assert set(result) == {"a_jn", "jn_a", "max_difference"}
+    jac = rmsnorm_jacobian(X)
+    np.testing.assert_allclose(result["a_jn"], DIAG @ jac, atol=1e-15)
+    np.testing.assert_allclose(result["jn_a"], jac @ DIAG, atol=1e-15)
+    assert type(result["max_difference"]) is float
+    assert result["max_difference"] > 0.1
+
+
+def test_pre_norm_jacobian_uses_a_times_jn():
+    out = residual_paths(X, DIAG)
+    result = commutator(DIAG, X)
+    np.testing.assert_allclose(out["pre_jacobian"], np.eye(2) + result["a_jn"], atol=1e-15)
+    assert np.max(np.abs(out["pre_jacobian"] - np.eye(2) - result["jn_a"])) > 0.1
+
+
+def test_scalar_matrix_commutes():
+    assert commutator(3.0 * np.eye(2), X)["max_difference"] <= 1e-15
+
+
+# --- Jacobians against central differences (C09, C14) --------------------------------------
+
+
+@settings(max_examples=50, deadline=None)
+@given(block_inputs())
+def test_pre_jacobian_matches_central_differences(assert_jacobian_close, args):
+    x, a, eps = args
+    assume(_rms(x) >= 0.5 and np.ptp(x) > 0)
+    assume(np.ptp(x + a @ x) > 0)
+    analytic = residual_paths(x, a, eps)["pre_jacobian"]
+    numeric = central_difference_jacobian(lambda v: residual_paths(v, a, eps)["pre"], x)
+    assert_jacobian_close(analytic, numeric)
+
+
+@settings(max_examples=50, deadline=None)
+@given(block_inputs())
+def test_post_jacobian_matches_central_differences(assert_jacobian_close, args):
+    x, a, eps = args
+    assume(np.ptp(x) > 0)
+    assume(_rms(x + a @ x) >= 0.5 and np.ptp(x + a @ x) > 0)
+    analytic = residual_paths(x, a, eps)["post_jacobian"]
+    numeric = central_difference_jacobian(lambda v: residual_paths(v, a, eps)["post"], x)
+    assert_jacobian_close(analytic, numeric)
+
+
+# --- errors ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "matrix, match",
+    [
+        (np.zeros((2, 3)), r"square \[d, d\] with d = len\(x\) = 2, got shape \(2, 3\)"),
+        (np.zeros((3, 3)), r"matrix must be square .* got shape \(3, 3\)"),
+        ([1.0, 2.0], r"matrix must be a non-empty 2-D \[out, in\] matrix, got shape \(2,\)"),
+        ([[0.0, np.nan], [0.0, 0.0]], r"matrix must be finite"),
+    ],
+)
+def test_rejects_bad_matrix(matrix, match):
+    with pytest.raises(ValueError, match=match):
+        residual_paths(X, matrix)
+    with pytest.raises(ValueError, match=match):
+        commutator(matrix, X)
+
+
+def test_rejects_bad_x_and_eps():
+    with pytest.raises(ValueError, match="x must be a non-empty 1-D vector"):
+        residual_paths([], np.zeros((0, 0)))
+    with pytest.raises(ValueError, match="x must be finite"):
+        residual_paths([1.0, np.inf], np.zeros((2, 2)))
+    with pytest.raises(ValueError, match="eps must be a finite real number >= 0"):
+        residual_paths(X, np.zeros((2, 2)), eps=-1.0)
+    with pytest.raises(ValueError, match="eps must be a finite real number >= 0"):
+        commutator(np.zeros((2, 2)), X, eps=float("nan"))
+
+
+def test_constant_input_with_zero_eps_is_rejected_as_on_the_page():
+    # The page's residual_paths calls norm_statistics, which also checks LayerNorm's denominator.
+    with pytest.raises(ValueError, match=r"LayerNorm denominator is zero.*x=\[2\.0, 2\.0\]"):
+        residual_paths([2.0, 2.0], np.zeros((2, 2)), eps=0.0)

@@ -1,0 +1,168 @@
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from blocklab.reference import (
+    ROPE_LAYOUTS,
+    relative_position_gap,
+    rope_frequencies,
+    rope_rotate,
+    rope_score,
+)
+
+LAYOUTS = sorted(ROPE_LAYOUTS)
+PROPERTY = settings(max_examples=50, deadline=None)
+
+
+@st.composite
+def query_key(draw):
+    d = 2 * draw(st.integers(1, 8))
+    elements = st.floats(-2, 2)
+    return draw(hnp.arrays(np.float64, d, elements=elements)), draw(
+        hnp.arrays(np.float64, d, elements=elements)
+    )
+
+
+def _hf_rope(x, position, base):
+    """Hugging Face form, written independently: x cos + rotate_half(x) sin, halves repeated."""
+    d = x.shape[0]
+    inv_freq = 1.0 / (base ** (np.arange(0, d, 2) / d))
+    angle = np.concatenate([position * inv_freq, position * inv_freq])
+    rotate_half = np.concatenate([-x[d // 2 :], x[: d // 2]])
+    return x * np.cos(angle) + rotate_half * np.sin(angle)
+
+
+def _complex_rope(x, position, base):
+    """Meta/RoFormer form: consecutive pairs as complex numbers times exp(i angle)."""
+    d = x.shape[0]
+    z = x[0::2] + 1j * x[1::2]
+    z = z * np.exp(1j * position * base ** (-np.arange(0, d, 2) / d))
+    out = np.empty(d)
+    out[0::2], out[1::2] = z.real, z.imag
+    return out
+
+
+def test_frequencies():
+    np.testing.assert_allclose(rope_frequencies(4, 10000.0), [1.0, 0.01], rtol=1e-15)
+    np.testing.assert_allclose(rope_frequencies(8, 10000.0), [1.0, 0.1, 0.01, 0.001], rtol=1e-15)
+
+
+def test_explicit_pairs_for_each_layout():
+    x = np.array([1.0, 0.0, 0.0, 0.0])
+    # Pair 0 has angle = position * 1.
+    np.testing.assert_allclose(
+        rope_rotate(x, 1.0, layout="half_split"), [math.cos(1), 0.0, math.sin(1), 0.0], atol=1e-16
+    )
+    np.testing.assert_allclose(
+        rope_rotate(x, 1.0, layout="interleaved"), [math.cos(1), math.sin(1), 0.0, 0.0], atol=1e-16
+    )
+
+
+def test_quarter_turn():
+    np.testing.assert_allclose(rope_rotate([1.0, 0.0], math.pi / 2), [0.0, 1.0], atol=1e-16)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_position_zero_is_identity(layout):
+    x = np.array([0.3, -1.0, 2.0, 0.5, 4.0, -2.5])
+    np.testing.assert_array_equal(rope_rotate(x, 0, layout=layout), x)
+
+
+@PROPERTY
+@given(query_key(), st.integers(-4096, 4096), st.sampled_from([10000.0, 500000.0]))
+def test_matches_independent_forms(qk, position, base):
+    x, _ = qk
+    np.testing.assert_allclose(
+        rope_rotate(x, position, base, "half_split"), _hf_rope(x, position, base), atol=1e-12
+    )
+    np.testing.assert_allclose(
+        rope_rotate(x, position, base, "interleaved"), _complex_rope(x, position, base), atol=1e-12
+    )
+
+
+@PROPERTY
+@given(query_key(), st.integers(0, 4096))
+def test_layouts_differ_only_by_a_channel_permutation(qk, position):
+    x, _ = qk
+    order = np.concatenate([np.arange(0, x.shape[0], 2), np.arange(1, x.shape[0], 2)])
+    # Gathering even channels then odd ones turns interleaved pairs into half-split pairs.
+    np.testing.assert_allclose(
+        rope_rotate(x, position, layout="interleaved")[order],
+        rope_rotate(x[order], position, layout="half_split"),
+        atol=1e-15,
+    )
+
+
+@PROPERTY
+@given(query_key(), st.integers(0, 4096), st.sampled_from(LAYOUTS))
+def test_rotation_preserves_the_norm(qk, position, layout):
+    x, _ = qk
+    assert np.linalg.norm(rope_rotate(x, position, layout=layout)) == pytest.approx(
+        np.linalg.norm(x), rel=1e-13, abs=1e-13
+    )
+
+
+@PROPERTY
+@given(
+    query_key(),
+    st.integers(0, 2048),
+    st.integers(0, 2048),
+    st.integers(-2048, 2048),
+    st.sampled_from(LAYOUTS),
+    st.sampled_from([10000.0, 500000.0]),
+)
+def test_score_depends_only_on_relative_position(qk, m, n, shift, layout, base):
+    # C20. Angles reach ~4096 rad, whose float64 rounding (~1e-12) bounds the gap.
+    q, k = qk
+    assert relative_position_gap(q, k, m, n, shift, base, layout) <= 1e-9
+    assert rope_score(q, k, m, n, base, layout) == pytest.approx(
+        rope_score(q, k, m - n, 0, base, layout), abs=1e-9
+    )
+
+
+def test_score_changes_with_relative_position():
+    q = k = np.array([1.0, 0.0, 0.0, 1.0])
+    assert abs(rope_score(q, k, 5, 0) - rope_score(q, k, 6, 0)) > 1e-3
+    assert rope_score(q, k, 7, 7) == pytest.approx(float(q @ k), abs=1e-15)
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"x": [1.0, 2.0, 3.0]}, "x must have even length to form rotation pairs, got 3"),
+        ({"x": []}, "x must be a non-empty 1-D vector"),
+        ({"x": [1.0, np.nan]}, "x must be finite"),
+        ({"position": np.inf}, "position must be a finite real number"),
+        ({"base": 1.0}, r"base must be a finite number > 1, got 1\.0"),
+        ({"base": 0.5}, "base must be a finite number > 1"),
+        ({"base": np.nan}, "base must be a finite real number"),
+        ({"layout": "neox"}, "unknown RoPE layout 'neox'; allowed: half_split, interleaved"),
+    ],
+)
+def test_rotate_rejects_bad_arguments(kwargs, match):
+    args = {"x": [1.0, 2.0], "position": 3, "base": 10000.0, "layout": "half_split", **kwargs}
+    with pytest.raises(ValueError, match=match):
+        rope_rotate(**args)
+
+
+def test_score_rejects_bad_arguments():
+    with pytest.raises(ValueError, match="q and k must have the same length, got 2 and 4"):
+        rope_score([1.0, 0.0], [1.0, 0.0, 0.0, 1.0], 0, 0)
+    with pytest.raises(ValueError, match="k must have even length"):
+        rope_score([1.0, 0.0], [1.0], 0, 0)
+    with pytest.raises(ValueError, match="n must be a finite real number"):
+        rope_score([1.0, 0.0], [1.0, 0.0], 0, np.nan)
+    with pytest.raises(ValueError, match="shift must be a finite real number"):
+        relative_position_gap([1.0, 0.0], [1.0, 0.0], 0, 0, np.inf)
+    with pytest.raises(ValueError, match="unknown RoPE layout"):
+        relative_position_gap([1.0, 0.0], [1.0, 0.0], 0, 0, 1, layout="Half_Split")
+
+
+@pytest.mark.parametrize("d", [0, 3, -2, 2.0, True])
+def test_frequencies_reject_bad_width(d):
+    with pytest.raises(ValueError, match="d must be a positive even integer"):
+        rope_frequencies(d)
