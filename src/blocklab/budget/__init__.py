@@ -1,0 +1,124 @@
+"""Parameter, FLOPs and memory budgets of a Transformer config; a model zoo; a config doctor.
+
+Pure functions over `blocklab.config.ModelConfig`; this package never imports torch (a test
+enforces it), so `blocklab budget` starts fast and runs anywhere.
+
+`model_budget` returns the stable JSON document that `blocklab budget --json` prints. Required
+keys (others may be added, none of these removed or renamed)::
+
+    {
+      "model": str,
+      "params": {"total", "embedding", "attention", "ffn", "norm", "lm_head", "per_layer": int,
+                 ...},
+      "flops": {
+        "prefill": {"total", "attention_proj", "attention_scores", "ffn", "lm_head": int,
+                    "ffn_share": float, ...},
+        "decode":  {same keys},
+        ...
+      },
+      "memory": {"weights_bytes", "kv_cache_bytes": int, ...}
+    }
+
+`params.per_layer` is the parameter count of one layer (all layers are identical);
+`params.other` holds BERT's pooler, and BERT's token-type embeddings, learned positions and
+embedding LayerNorm are in `params.embedding`. FLOP figures follow `flops.py`: 2 FLOPs per
+multiply-add, matmuls only; `attention_scores` is the exact causal count T(T+1)/2 pairs unless
+`causal=False`, and both counts are given as `attention_scores_causal` / `attention_scores_full`.
+`memory.weights_bytes` is in the chosen weight dtype; `memory.kv_cache_bytes` is at (batch,
+seq_len) in the activation dtype (bf16, or fp32/fp16 with fp32/fp16 weights).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from blocklab.config import ModelConfig
+
+from .flops import Flops, decode_flops, elementwise_flops, prefill_flops
+from .memory import (
+    DTYPE_BITS,
+    activation_dtype,
+    ffn_branch_elements,
+    intensity,
+    kv_cache_bytes,
+    layer_activation_elements,
+    nbytes,
+)
+from .params import ParamCounts, count_params
+from .zoo import ResolvedModel, ZooEntry, list_zoo, load_zoo, resolve_model
+
+__all__ = [
+    "DTYPE_BITS",
+    "Flops",
+    "ParamCounts",
+    "ResolvedModel",
+    "ZooEntry",
+    "count_params",
+    "decode_flops",
+    "kv_cache_bytes",
+    "list_zoo",
+    "load_zoo",
+    "model_budget",
+    "prefill_flops",
+    "resolve_model",
+]
+
+FLOP_CONVENTION = ("2 FLOPs per multiply-add; matmuls only (norms, activations, softmax, RoPE, "
+                   "bias and residual adds excluded, estimated under 'elementwise_prefill'); "
+                   "causal scores count T(T+1)/2 (query, key) pairs")
+
+
+def model_budget(cfg: ModelConfig, *, batch: int = 1, seq_len: int = 4096, dtype: str = "bf16",
+                 causal: bool = True, label: str | None = None) -> dict[str, Any]:
+    """The budget document of the module docstring for `cfg` at (batch, seq_len)."""
+    params = count_params(cfg)
+    prefill = prefill_flops(cfg, batch, seq_len, causal)
+    decode = decode_flops(cfg, batch, seq_len, causal)
+    act = activation_dtype(dtype)
+    notes = []
+    if cfg.sliding_window is not None and cfg.sliding_window < seq_len:
+        notes.append(f"sliding_window={cfg.sliding_window} < seq_len: FLOPs and KV cache are "
+                     f"counted as full attention in every layer (an upper bound)")
+    if not cfg.causal:
+        notes.append("encoder (bidirectional): scores are always the full T² count; decode and "
+                     "KV-cache figures are hypothetical")
+    if causal and cfg.causal:
+        notes.append("causal: scores counted over T(T+1)/2 (query, key) pairs")
+    layer_acts = layer_activation_elements(cfg, batch, seq_len)
+    branch = ffn_branch_elements(cfg, batch, seq_len)
+    return {
+        "model": label or cfg.name or "model",
+        "settings": {"batch": batch, "seq_len": seq_len, "dtype": dtype, "activation_dtype": act,
+                     "causal": causal,
+                     "scores": ("full, encoder" if not cfg.causal else
+                                "causal, T(T+1)/2 pairs" if causal else "full, T² pairs")},
+        "config": {k: getattr(cfg, k) for k in (
+            "vocab_size", "d_model", "n_layers", "n_heads", "n_kv_heads", "head_dim", "d_ff",
+            "ffn", "norm", "placement", "position", "max_seq_len", "tie_embeddings")},
+        "params": {
+            "total": params.total,
+            **params.buckets(),
+            "per_layer": params.per_layer,
+            "layer": dict(params.layer),
+            "components": params.components(),
+        },
+        "flops": {
+            "convention": FLOP_CONVENTION,
+            "prefill": prefill.to_dict(),
+            "decode": decode.to_dict(),
+            "elementwise_prefill": elementwise_flops(cfg, batch, seq_len, causal),
+        },
+        "memory": {
+            "weights_bytes": nbytes(params.total, dtype),
+            "weights_bytes_by_dtype": {k: nbytes(params.total, k) for k in DTYPE_BITS},
+            "kv_cache_bytes": kv_cache_bytes(cfg, batch, seq_len, act),
+            "activation_dtype": act,
+            "ffn_branch_elements": branch,
+            "ffn_branch_bytes": nbytes(branch, act),
+            "layer_activation_elements": layer_acts,
+            "layer_activation_bytes": nbytes(layer_acts["total"], act),
+            "layer_activation_bytes_fused": nbytes(layer_acts["total_fused"], act),
+            "intensity": intensity(cfg, params, batch, seq_len, dtype, causal),
+        },
+        "notes": notes,
+    }

@@ -1,0 +1,336 @@
+"""`doctor`: read a model config and flag the troubleshooting cases of page 001.
+
+Each `Finding` has a level (error, warning, info), a stable code, the reason and a suggested fix.
+Checks, in order:
+
+- `head-dim`, `kv-heads` (error): n_heads does not divide hidden_size with no explicit head_dim,
+  or n_kv_heads does not divide n_heads; no config can be built, so the other checks are skipped.
+- `q-width` (info): n_heads·head_dim differs from d_model (legal, o_proj maps back; Gemma-2).
+- `context` (error): serving past max_position_embeddings with RoPE and no rope_scaling, or with a
+  learned position table (it has no row there). Page 001: "长上下文质量下降 / RoPE 导致 NaN".
+- `context-scaled` (warning): serving past max_position_embeddings even with rope_scaling; the
+  reason says how many times the original training length that is, and whether it passes 8×
+  (page 001, 避坑指南: beyond 8× quality drops markedly).
+- `rope-base` (warning): the longest RoPE wavelength is shorter than the context. Pair i of a
+  rotary dim r turns at ω_i = θ^(−2i/r); the slowest, i = r/2 − 1, has wavelength
+  λ_max = 2π·θ^((r−2)/r). Past λ_max every pair has wrapped at least once, so no dimension's
+  angle still grows monotonically with distance and far positions alias nearer ones; that is why
+  long-context models raise θ (page 001, 调参建议: 10,000 → 1,000,000; Men et al. 2024, "Base of
+  RoPE Bounds Context Length", arXiv:2405.14591). Scaling that stretches the low frequencies by
+  `factor` (linear, NTK, dynamic, YaRN, Llama-3) multiplies λ_max by that factor.
+- `ffn-ratio` (info, or warning when far out): d_ff/d_model outside the usual range, gated
+  2.5–3.5 (8/3 is the equal-parameter width of a 4·d plain FFN), plain 3.5–4.5 (about 4);
+  prints the memory it costs against the usual ratio (page 001: "FFN 显存占用异常 … d_ff 是
+  d_model 的 8 倍").
+- `post-norm-warmup` (error with --training): post-norm deeper than 12 layers and no warmup in the
+  training options; info without --training (page 001: "训练 loss 不下降 … 检查 warmup 设置，或切换
+  Pre-Norm"; Xiong et al. 2020, arXiv:2002.04745).
+- `untied-head` (warning): an untied lm_head holding more than 15% of the parameters.
+- `tied-checkpoint` (warning) / `missing-head` (error): a tied config whose checkpoint stores
+  lm_head.weight, or an untied config whose checkpoint has none (the head would be random).
+  Needs the checkpoint's safetensors files beside the config.json; only their headers are read.
+- `default-assumed` (info): a key the config.json leaves out was taken from transformers' default.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import struct
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from blocklab.config import ModelConfig
+
+from .memory import nbytes
+from .params import count_params
+from .zoo import HF_DEFAULTS, config_from_json
+
+LEVELS = ("error", "warning", "info")
+# d_ff / d_model ranges taken as usual; the reference ratio is what the memory cost compares to.
+USUAL_FFN_RATIO = {True: (2.5, 3.5, 8 / 3), False: (3.5, 4.5, 4.0)}  # gated?: (low, high, ref)
+FAR_OUT = 1.5  # beyond high·1.5 or below low/1.5 an unusual ratio becomes a warning
+POST_NORM_DEPTH = 12
+UNTIED_HEAD_SHARE = 0.15
+MAX_EXTRAPOLATION = 8  # page 001, 避坑指南
+WARMUP_KEYS = ("warmup_steps", "num_warmup_steps", "lr_warmup_steps", "warmup_iters",
+               "warmup_ratio")
+DOCTOR_DTYPE = "bf16"  # memory costs are quoted for bf16 weights
+
+
+@dataclass(frozen=True)
+class Finding:
+    level: str
+    code: str
+    reason: str
+    fix: str
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _gib(n: float) -> str:
+    return f"{n / 2**30:.2f} GiB"
+
+
+def _structure(raw: dict[str, Any]) -> list[Finding]:
+    """Head arithmetic of a Hugging Face config.json, checked before building a ModelConfig."""
+    if "d_model" in raw and "model_type" not in raw:
+        return []  # a ModelConfig JSON validates itself
+    hidden = raw.get("hidden_size", raw.get("n_embd"))
+    heads = raw.get("num_attention_heads", raw.get("n_head"))
+    kv = raw.get("num_key_value_heads") or heads
+    if not all(isinstance(v, int) and v > 0 for v in (hidden, heads, kv)):
+        return []  # missing or malformed: reported as bad input when the config is built
+    found = []
+    if raw.get("head_dim") is None and hidden % heads:
+        found.append(Finding(
+            "error", "head-dim",
+            f"hidden_size={hidden} is not divisible by num_attention_heads={heads} and no "
+            f"head_dim is given, so the per-head width is not an integer",
+            f"set head_dim explicitly, or choose num_attention_heads dividing {hidden}",
+            {"hidden_size": hidden, "num_attention_heads": heads}))
+    if heads % kv:
+        found.append(Finding(
+            "error", "kv-heads",
+            f"num_key_value_heads={kv} does not divide num_attention_heads={heads}: grouped-query "
+            f"attention shares each K/V head among n_heads/n_kv_heads query heads",
+            f"use a divisor of {heads}: "
+            f"{[k for k in range(1, heads + 1) if heads % k == 0]}",
+            {"num_attention_heads": heads, "num_key_value_heads": kv}))
+    return found
+
+
+def _training_warmup(raw: dict[str, Any]) -> tuple[str, Any] | None:
+    """The first warmup setting found at the top level or under "training", if any."""
+    for scope in (raw, raw.get("training") if isinstance(raw.get("training"), dict) else {}):
+        for key in WARMUP_KEYS:
+            if key in scope and scope[key] is not None:
+                return key, scope[key]
+    return None
+
+
+def _checkpoint_tensors(folder: Path) -> set[str] | None:
+    """Tensor names of the safetensors checkpoint in `folder`, from its index or file headers."""
+    index = folder / "model.safetensors.index.json"
+    if index.is_file():
+        try:
+            return set(json.loads(index.read_text(encoding="utf-8"))["weight_map"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+    files = sorted(folder.glob("*.safetensors"))
+    if not files:
+        return None
+    names: set[str] = set()
+    for file in files:
+        try:
+            with file.open("rb") as handle:  # 8-byte little-endian header length, then JSON
+                (size,) = struct.unpack("<Q", handle.read(8))
+                header = json.loads(handle.read(size))
+        except (OSError, ValueError, struct.error):
+            return None
+        names.update(k for k in header if k != "__metadata__")
+    return names
+
+
+def _context(cfg: ModelConfig, serve_len: int | None) -> list[Finding]:
+    found = []
+    trained = cfg.max_seq_len
+    scaling = cfg.rope_scaling
+    if serve_len is not None and serve_len > trained:
+        over = f"serving {serve_len} tokens, past max_position_embeddings={trained}"
+        if cfg.position == "rope" and scaling is None:
+            found.append(Finding(
+                "error", "context",
+                f"{over} with RoPE and no rope_scaling: positions past training are angles the "
+                f"model never saw, and quality collapses",
+                f"enable rope_scaling (YaRN or NTK-aware) with factor >= "
+                f"{math.ceil(serve_len / trained)}, or serve at most {trained} tokens",
+                {"serve_len": serve_len, "max_position_embeddings": trained}))
+        elif cfg.position == "learned":
+            found.append(Finding(
+                "error", "context",
+                f"{over} with a learned position table of {trained} rows: there is no row for "
+                f"later positions (an index error, or garbage if indices wrap)",
+                f"serve at most {trained} tokens, or fine-tune with a longer table",
+                {"serve_len": serve_len, "max_position_embeddings": trained}))
+        elif cfg.position == "rope":
+            original = scaling.get("original_max_position_embeddings") or trained
+            multiple = serve_len / original
+            beyond = (f"; page 001 warns quality drops markedly past {MAX_EXTRAPOLATION}x even "
+                      f"with scaling" if multiple > MAX_EXTRAPOLATION else "")
+            found.append(Finding(
+                "warning", "context-scaled",
+                f"{over} even with rope_scaling ({scaling['rope_type']}, factor "
+                f"{scaling['factor']}), {multiple:.1f}x the original training length "
+                f"{original}{beyond}",
+                "raise the scaling factor (and max_position_embeddings) or serve fewer tokens",
+                {"serve_len": serve_len, "max_position_embeddings": trained,
+                 "original_max_position_embeddings": original}))
+        elif cfg.position == "sinusoidal":
+            found.append(Finding(
+                "warning", "context",
+                f"{over} with sinusoidal positions: they are defined everywhere but page 001 "
+                f"reports quality falling off by 4x the training length",
+                "serve at most a few times the training length, or interpolate positions",
+                {"serve_len": serve_len, "max_position_embeddings": trained}))
+        else:
+            found.append(Finding(
+                "info", "context",
+                f"{over} with {cfg.position} positions, which need no table; check quality "
+                f"at this length",
+                "measure quality at the serving length before relying on it",
+                {"serve_len": serve_len, "max_position_embeddings": trained}))
+    return found
+
+
+def rope_longest_wavelength(theta: float, rotary_dim: int) -> float:
+    """2π·θ^((r−2)/r): the wavelength, in positions, of the slowest rotary pair."""
+    return 2 * math.pi * theta ** ((rotary_dim - 2) / rotary_dim)
+
+
+def _rope_base(cfg: ModelConfig, context: int) -> list[Finding]:
+    if cfg.position != "rope" or cfg.rotary_dim < 4:
+        return []
+    r = cfg.rotary_dim
+    factor = float(cfg.rope_scaling["factor"]) if cfg.rope_scaling else 1.0
+    longest = rope_longest_wavelength(cfg.rope_theta, r) * factor
+    if context <= longest:
+        return []
+    # Smallest θ with 2π·θ^((r−2)/r)·factor >= context.
+    theta_min = (context / (2 * math.pi * factor)) ** (r / (r - 2))
+    return [Finding(
+        "warning", "rope-base",
+        f"rope_theta={cfg.rope_theta:g} gives a longest wavelength of {longest:,.0f} positions"
+        f"{' (x scaling factor)' if factor != 1 else ''}, shorter than the context {context:,}: "
+        f"every rotary pair wraps within the context, so distant positions alias nearer ones",
+        f"raise rope_theta to at least {theta_min:,.0f} (long-context models use 500,000 to "
+        f"1,000,000), or enable NTK-aware/YaRN scaling",
+        {"rope_theta": cfg.rope_theta, "rotary_dim": r, "longest_wavelength": longest,
+         "context": context, "theta_min": theta_min})]
+
+
+def _ffn_ratio(cfg: ModelConfig) -> list[Finding]:
+    ratio = cfg.d_ff / cfg.d_model
+    low, high, ref = USUAL_FFN_RATIO[cfg.gated]
+    if low <= ratio <= high:
+        return []
+    kind = "gated" if cfg.gated else "plain"
+    ref_width = round(ref * cfg.d_model)
+    matrices = 3 if cfg.gated else 2
+    extra_params = cfg.n_layers * matrices * cfg.d_model * (cfg.d_ff - ref_width)
+    level = "warning" if ratio > high * FAR_OUT or ratio < low / FAR_OUT else "info"
+    page = " (page 001: some models use 8x, which shows up as unexpected FFN memory)" \
+        if ratio >= 8 else ""
+    sign = "more" if extra_params > 0 else "less"
+    extra_bytes = nbytes(abs(extra_params), DOCTOR_DTYPE)
+    return [Finding(
+        level, "ffn-ratio",
+        f"d_ff/d_model = {cfg.d_ff}/{cfg.d_model} = {ratio:.2f}, outside the usual {low}-{high} "
+        f"for a {kind} FFN{page}; against {ref:.2f}x (d_ff={ref_width}) it holds "
+        f"{abs(extra_params):,} {sign} FFN parameters ({_gib(extra_bytes)} in {DOCTOR_DTYPE}) "
+        f"and {abs(cfg.d_ff - ref_width):,} {sign} elements per token per "
+        f"intermediate branch",
+        "check intermediate_size is intended (a copied value or a 4x rule on a gated FFN are "
+        "common slips); budget activation memory for it",
+        {"ratio": ratio, "usual": [low, high], "reference_width": ref_width,
+         "extra_params": extra_params, "extra_bytes": extra_bytes})]
+
+
+def _post_norm(cfg: ModelConfig, raw: dict[str, Any], training: bool) -> list[Finding]:
+    if cfg.placement != "post" or cfg.n_layers <= POST_NORM_DEPTH:
+        return []
+    warmup = _training_warmup(raw)
+    reason = (f"post-norm with {cfg.n_layers} layers (> {POST_NORM_DEPTH}): the gradient reaches "
+              f"early layers only through every norm, and without a learning-rate warmup "
+              f"training tends to diverge or stall")
+    fix = "add a warmup (a few thousand steps), or switch to pre-norm"
+    if not training:
+        return [Finding("info", "post-norm-warmup", reason + " (relevant when training it)", fix,
+                        {"n_layers": cfg.n_layers})]
+    if warmup is None or not warmup[1]:
+        got = "no warmup setting" if warmup is None else f"{warmup[0]}={warmup[1]}"
+        return [Finding("error", "post-norm-warmup", f"{reason}; the training options have {got}",
+                        fix, {"n_layers": cfg.n_layers, "warmup": warmup})]
+    return [Finding("info", "post-norm-warmup",
+                    f"post-norm with {cfg.n_layers} layers, trained with {warmup[0]}={warmup[1]}",
+                    "watch the loss in the first steps; pre-norm is the more forgiving choice",
+                    {"n_layers": cfg.n_layers, "warmup": warmup})]
+
+
+def _embeddings(cfg: ModelConfig, checkpoint: set[str] | None) -> list[Finding]:
+    found = []
+    params = count_params(cfg)
+    share = params.lm_head / params.total
+    if not cfg.tie_embeddings and share > UNTIED_HEAD_SHARE:
+        found.append(Finding(
+            "warning", "untied-head",
+            f"untied lm_head holds {params.lm_head:,} parameters, {share:.0%} of the model "
+            f"(vocab {cfg.vocab_size:,} x d_model {cfg.d_model})",
+            f"tie_word_embeddings=true would save "
+            f"{_gib(nbytes(params.lm_head, DOCTOR_DTYPE))} in {DOCTOR_DTYPE}, as small models "
+            f"usually do",
+            {"lm_head": params.lm_head, "share": share}))
+    if checkpoint is not None:
+        has_head = "lm_head.weight" in checkpoint
+        if cfg.tie_embeddings and has_head:
+            found.append(Finding(
+                "warning", "tied-checkpoint",
+                "the config ties lm_head to the embeddings but the checkpoint stores "
+                "lm_head.weight: a loader keeps one of the two and silently drops the other",
+                "set tie_word_embeddings=false if the stored head was trained separately, "
+                "else drop lm_head.weight from the checkpoint", {}))
+        if not cfg.tie_embeddings and not has_head:
+            found.append(Finding(
+                "error", "missing-head",
+                "the config unties lm_head but the checkpoint has no lm_head.weight: the head "
+                "would be randomly initialised", "set tie_word_embeddings=true", {}))
+    return found
+
+
+def _q_width(cfg: ModelConfig) -> list[Finding]:
+    width = cfg.n_heads * cfg.head_dim
+    if width == cfg.d_model:
+        return []
+    return [Finding(
+        "info", "q-width",
+        f"n_heads x head_dim = {cfg.n_heads} x {cfg.head_dim} = {width} differs from d_model "
+        f"{cfg.d_model}: q_proj is [{width}, {cfg.d_model}] and o_proj maps back",
+        "fine if intended (Gemma-2 does this); otherwise check head_dim",
+        {"q_width": width, "d_model": cfg.d_model})]
+
+
+def diagnose(raw: dict[str, Any], *, serve_len: int | None = None, training: bool = False,
+             checkpoint_dir: str | Path | None = None) -> list[Finding]:
+    """Findings for the config `raw` (a config.json dict), errors first.
+
+    Raises ValueError for input that is not a readable config (missing or malformed fields).
+    """
+    if serve_len is not None and (isinstance(serve_len, bool) or not isinstance(serve_len, int)
+                                  or serve_len < 1):
+        raise ValueError(f"serve_len must be a positive integer, got {serve_len!r}")
+    found = _structure(raw)
+    if found:
+        return found
+    cfg, filled = config_from_json(raw)
+    for key in filled:
+        value = HF_DEFAULTS[raw["model_type"]][key]
+        found.append(Finding(
+            "info", "default-assumed",
+            f"{key} is absent from the config; transformers' default {value} is assumed",
+            f"write {key} into the config.json", {"key": key, "value": value}))
+    found += _q_width(cfg)
+    found += _context(cfg, serve_len)
+    found += _rope_base(cfg, serve_len or cfg.max_seq_len)
+    found += _ffn_ratio(cfg)
+    found += _post_norm(cfg, raw, training)
+    checkpoint = _checkpoint_tensors(Path(checkpoint_dir)) if checkpoint_dir else None
+    found += _embeddings(cfg, checkpoint)
+    return sorted(found, key=lambda f: LEVELS.index(f.level))
+
+
+def exit_code(findings: list[Finding]) -> int:
+    """1 when any finding is an error, else 0."""
+    return 1 if any(f.level == "error" for f in findings) else 0

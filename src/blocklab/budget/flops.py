@@ -1,0 +1,172 @@
+"""Forward FLOPs of a `ModelConfig`: prefill of T tokens and one decode step at context T.
+
+Convention: 2 FLOPs per multiply-add, matrix multiplications only. A [n_out, n_in] weight applied
+to one token costs n_out·n_in multiply-adds, so 2·n_out·n_in FLOPs. Bias adds, norms, activations,
+the gate product, softmax, RoPE and residual adds are NOT in the totals; `elementwise_flops`
+estimates them separately so a reader can see they are small. This is the convention of
+`torch.utils.flop_counter.FlopCounterMode` (it counts mm/addmm/bmm and attention kernels only;
+in torch 2.13 the default CPU attention kernel has no formula there and counts 0).
+
+Attention scores and values, per (query, key) pair and per query head: QKᵀ is hd multiply-adds
+and AV (probabilities times values) another hd, so 4·hd FLOPs, i.e. 4·H·hd per pair. Grouped-query
+attention shares K and V between heads but every query head still does its own dot products, so
+the count uses H, not KV. Pairs counted:
+
+    full (non-causal):  T keys for each of T queries          -> B·T²
+    causal (exact):     query i (0-based) sees keys 0..i, i.e.
+                        Σ_{i=0}^{T-1} (i+1) = T(T+1)/2          -> B·T(T+1)/2
+
+The causal figure is the exact count of unmasked pairs, not T²/2. Kernels may compute more (a
+plain masked matmul computes all T² then discards half; FlopCounterMode reports the full count
+for SDPA whatever `is_causal` says). An encoder (`causal=False` in the config, BERT) always
+attends to all T keys. Sliding windows (Mistral, Gemma-2) are ignored: every layer is counted
+as full attention.
+
+Prefill of T tokens (batch B) counts the logits of every position, as one forward pass computes
+them (a generation server may keep only the last). A decode step at context T is one new token
+per sequence whose query attends to T keys: the T−1 cached ones and its own.
+
+Shape legend: B = batch, T = seq_len (context for decode), d = d_model, m = d_ff, H = n_heads,
+KV = n_kv_heads, hd = head_dim, V = vocab_size, L = n_layers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from blocklab.config import ModelConfig
+
+# FLOPs per multiply-add.
+FLOPS_PER_MAC = 2
+
+
+@dataclass(frozen=True)
+class Flops:
+    """Matmul FLOPs of one forward pass, split by part; `attention_scores` is the causal or the
+    full count as `causal` says, and both are kept."""
+
+    tokens: int  # query tokens processed (B·T for prefill, B for decode)
+    causal: bool
+    attention_proj: int
+    attention_scores_full: int
+    attention_scores_causal: int
+    ffn: int
+    lm_head: int
+    other: int  # BERT pooler on the first token
+
+    @property
+    def attention_scores(self) -> int:
+        return self.attention_scores_causal if self.causal else self.attention_scores_full
+
+    @property
+    def total(self) -> int:
+        return self.attention_proj + self.attention_scores + self.ffn + self.lm_head + self.other
+
+    @property
+    def ffn_share(self) -> float:
+        return self.ffn / self.total
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        out.update(attention_scores=self.attention_scores, total=self.total,
+                   ffn_share=self.ffn_share)
+        return out
+
+
+def proj_flops_per_token(cfg: ModelConfig) -> int:
+    """q, k, v and o projections of one layer for one token."""
+    d, q_width, kv_width = cfg.d_model, cfg.n_heads * cfg.head_dim, cfg.n_kv_heads * cfg.head_dim
+    macs = d * q_width + 2 * d * kv_width + q_width * d  # q, then k and v, then o
+    return FLOPS_PER_MAC * macs
+
+
+def ffn_flops_per_token(cfg: ModelConfig) -> int:
+    """One layer's FFN for one token: 2 (plain) or 3 (gated) [m, d]-sized matrices."""
+    matrices = 3 if cfg.gated else 2
+    return FLOPS_PER_MAC * matrices * cfg.d_model * cfg.d_ff
+
+
+def score_flops_per_pair(cfg: ModelConfig) -> int:
+    """One layer, one (query, key) pair, all query heads: QKᵀ and AV, hd multiply-adds each."""
+    return FLOPS_PER_MAC * 2 * cfg.n_heads * cfg.head_dim
+
+
+def causal_pairs(seq_len: int) -> int:
+    """(query, key) pairs a causal mask keeps: Σ_{i=0}^{T-1} (i+1) = T(T+1)/2."""
+    return seq_len * (seq_len + 1) // 2
+
+
+def _check(name: str, value: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return value
+
+
+def _flops(cfg: ModelConfig, tokens: int, batch: int, full_pairs: int, causal_pairs_: int,
+           causal: bool) -> Flops:
+    layers = cfg.n_layers
+    return Flops(
+        tokens=tokens,
+        causal=causal,
+        attention_proj=layers * tokens * proj_flops_per_token(cfg),
+        attention_scores_full=layers * full_pairs * score_flops_per_pair(cfg),
+        attention_scores_causal=layers * causal_pairs_ * score_flops_per_pair(cfg),
+        ffn=layers * tokens * ffn_flops_per_token(cfg),
+        # Tied or not, the head is a [V, d] matmul on every token.
+        lm_head=tokens * FLOPS_PER_MAC * cfg.vocab_size * cfg.d_model,
+        # BERT's pooler: one [d, d] dense on the first token of each sequence.
+        other=batch * FLOPS_PER_MAC * cfg.d_model * cfg.d_model if cfg.pooler else 0,
+    )
+
+
+def prefill_flops(cfg: ModelConfig, batch: int, seq_len: int, causal: bool = True) -> Flops:
+    """Forward pass over `seq_len` tokens for each of `batch` sequences.
+
+    `causal=False` reports the full T² score count; an encoder config (`cfg.causal` False)
+    always attends to every key, so both counts are the full one there.
+    """
+    batch, seq_len = _check("batch", batch), _check("seq_len", seq_len)
+    full = batch * seq_len * seq_len
+    kept = batch * causal_pairs(seq_len) if cfg.causal else full
+    return _flops(cfg, batch * seq_len, batch, full, kept, causal)
+
+
+def decode_flops(cfg: ModelConfig, batch: int, context: int, causal: bool = True) -> Flops:
+    """One decode step: one new token per sequence attending to `context` keys (itself and the
+    context−1 cached tokens). With a single query row, causal and full counts coincide."""
+    batch, context = _check("batch", batch), _check("context", context)
+    pairs = batch * context
+    return _flops(cfg, batch, batch, pairs, pairs, causal)
+
+
+# Rough elementwise costs in FLOPs per element (estimates, not measured): RMSNorm squares, sums,
+# scales by 1/rms and multiplies the gain (4); LayerNorm also subtracts the mean and adds a bias
+# (7); an activation such as SiLU or GELU is counted as 4 (exp or tanh counted as one); the gate
+# product and each residual add are 1; softmax takes max, subtracts, exponentiates, sums and
+# divides (5 per score); RoPE is x·cos + rotate(x)·sin (3 per rotated element of q and k).
+ELEMENTWISE_COST = {"rmsnorm": 4, "layernorm": 7, "activation": 4, "gate_product": 1,
+                    "residual": 1, "softmax": 5, "rope": 3}
+
+
+def elementwise_flops(cfg: ModelConfig, batch: int, seq_len: int, causal: bool = True) -> dict:
+    """Rough non-matmul FLOPs of a prefill (see `ELEMENTWISE_COST`); not part of any total."""
+    batch, seq_len = _check("batch", batch), _check("seq_len", seq_len)
+    tokens, d, m, layers = batch * seq_len, cfg.d_model, cfg.d_ff, cfg.n_layers
+    norms_per_layer = 4 if cfg.placement == "sandwich" else 2
+    norm_cost = ELEMENTWISE_COST[cfg.norm]
+    pairs = batch * (causal_pairs(seq_len) if causal and cfg.causal else seq_len * seq_len)
+    rope = 0
+    if cfg.position == "rope":
+        rotated = (cfg.n_heads + cfg.n_kv_heads) * cfg.rotary_dim
+        rope = layers * tokens * rotated * ELEMENTWISE_COST["rope"]
+    out = {
+        "norms": tokens * d * norm_cost * (layers * norms_per_layer + int(cfg.final_norm)),
+        "activation": layers * tokens * m * (ELEMENTWISE_COST["activation"]
+                                             + (ELEMENTWISE_COST["gate_product"]
+                                                if cfg.gated else 0)),
+        "softmax": layers * pairs * cfg.n_heads * ELEMENTWISE_COST["softmax"],
+        "rope": rope,
+        "residual": layers * 2 * tokens * d * ELEMENTWISE_COST["residual"],
+    }
+    out["total"] = sum(out.values())
+    return out

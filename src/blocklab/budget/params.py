@@ -1,0 +1,153 @@
+"""Parameter counts of a `ModelConfig`, per component, per layer and per bucket.
+
+Every count is a product of the shapes the model builds; nothing is estimated. One layer holds::
+
+    attention  q_proj [H·hd, d] (+H·hd bias)     k_proj, v_proj [KV·hd, d] (+KV·hd bias)
+               o_proj [d, H·hd] (+d bias)        qk_norm: q_norm, k_norm of width hd (Qwen3)
+    FFN        plain: up_proj [m, d], down_proj [d, m];  gated adds gate_proj [m, d]
+               (+m per input projection and +d for down_proj when the FFN has biases)
+    norms      attn_norm, ffn_norm; sandwich placement adds post_attn_norm, post_ffn_norm
+               (RMSNorm: gain of width d; LayerNorm: gain and, unless disabled, bias)
+
+and the model adds, outside the layers::
+
+    embed_tokens [V, d]; learned positions [max_seq_len, d]; token types [type_vocab, d] (BERT);
+    embed_norm (BERT's embedding LayerNorm); final norm; pooler [d, d] + d (BERT);
+    lm_head [V, d], counted 0 when tied to embed_tokens (one tensor, counted once).
+
+Buckets (they sum to the total):
+    embedding  = embed_tokens + positions + token types + embed_norm  (all of BERT's embedding
+                 module lives here, its LayerNorm included)
+    attention  = n_layers · (q_proj + k_proj + v_proj + o_proj), biases included
+    ffn        = n_layers · (gate_proj + up_proj + down_proj), biases included
+    norm       = n_layers · (layer norms + qk_norm) + final norm
+    lm_head    = V · d when untied, else 0
+    other      = pooler
+
+Shape legend: d = d_model, m = d_ff, H = n_heads, KV = n_kv_heads, hd = head_dim,
+V = vocab_size.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from blocklab.config import ModelConfig
+
+# Per-layer components in display order.
+LAYER_COMPONENTS = ("q_proj", "k_proj", "v_proj", "o_proj", "qk_norm", "gate_proj", "up_proj",
+                    "down_proj", "attn_norm", "ffn_norm", "post_attn_norm", "post_ffn_norm")
+# Model-level components in display order.
+MODEL_COMPONENTS = ("embed_tokens", "position_embedding", "token_type_embedding", "embed_norm",
+                    "final_norm", "pooler", "lm_head")
+
+ATTENTION_PARTS = ("q_proj", "k_proj", "v_proj", "o_proj")
+FFN_PARTS = ("gate_proj", "up_proj", "down_proj")
+LAYER_NORM_PARTS = ("attn_norm", "ffn_norm", "post_attn_norm", "post_ffn_norm", "qk_norm")
+EMBEDDING_PARTS = ("embed_tokens", "position_embedding", "token_type_embedding", "embed_norm")
+
+
+def norm_params(cfg: ModelConfig, width: int) -> int:
+    """Parameters of one norm over `width` features: a gain, plus a bias for LayerNorm."""
+    if cfg.norm == "layernorm" and cfg.norm_bias:
+        return 2 * width
+    return width
+
+
+def linear_params(n_in: int, n_out: int, bias: bool) -> int:
+    """A [n_out, n_in] weight plus one bias per output feature."""
+    return n_in * n_out + (n_out if bias else 0)
+
+
+@dataclass(frozen=True)
+class ParamCounts:
+    """Parameter counts of one model: `layer` holds one layer's components (all layers are
+    identical), `model` the components outside the layers."""
+
+    n_layers: int
+    layer: dict[str, int]
+    model: dict[str, int]
+
+    def _layers(self, parts: tuple[str, ...]) -> int:
+        return self.n_layers * sum(self.layer[p] for p in parts)
+
+    @property
+    def per_layer(self) -> int:
+        return sum(self.layer.values())
+
+    @property
+    def embedding(self) -> int:
+        return sum(self.model[p] for p in EMBEDDING_PARTS)
+
+    @property
+    def attention(self) -> int:
+        return self._layers(ATTENTION_PARTS)
+
+    @property
+    def ffn(self) -> int:
+        return self._layers(FFN_PARTS)
+
+    @property
+    def norm(self) -> int:
+        return self._layers(LAYER_NORM_PARTS) + self.model["final_norm"]
+
+    @property
+    def lm_head(self) -> int:
+        return self.model["lm_head"]
+
+    @property
+    def other(self) -> int:
+        return self.model["pooler"]
+
+    @property
+    def total(self) -> int:
+        return self.n_layers * self.per_layer + sum(self.model.values())
+
+    def buckets(self) -> dict[str, int]:
+        """The six buckets of the module docstring; they sum to `total`."""
+        return {"embedding": self.embedding, "attention": self.attention, "ffn": self.ffn,
+                "norm": self.norm, "lm_head": self.lm_head, "other": self.other}
+
+    def components(self) -> dict[str, int]:
+        """Whole-model count of every component (layer components times n_layers)."""
+        out = {p: self.model[p] for p in EMBEDDING_PARTS}
+        out.update({p: self.n_layers * self.layer[p] for p in LAYER_COMPONENTS})
+        out.update({p: self.model[p] for p in ("final_norm", "pooler", "lm_head")})
+        return out
+
+
+def count_params(cfg: ModelConfig) -> ParamCounts:
+    """Exact parameter counts of `cfg` (see the module docstring for what each holds)."""
+    d, m, hd = cfg.d_model, cfg.d_ff, cfg.head_dim
+    q_width, kv_width = cfg.n_heads * hd, cfg.n_kv_heads * hd
+    ffn_in = linear_params(d, m, cfg.ffn_bias)
+    sandwich = cfg.placement == "sandwich"
+    layer = {
+        "q_proj": linear_params(d, q_width, cfg.attn_bias),
+        "k_proj": linear_params(d, kv_width, cfg.attn_bias),
+        "v_proj": linear_params(d, kv_width, cfg.attn_bias),
+        "o_proj": linear_params(q_width, d, cfg.attn_out_bias),
+        # q_norm and k_norm: one RMSNorm gain of width head_dim each, shared by all heads.
+        "qk_norm": 2 * hd if cfg.qk_norm else 0,
+        "gate_proj": ffn_in if cfg.gated else 0,
+        "up_proj": ffn_in,
+        "down_proj": linear_params(m, d, cfg.ffn_bias),
+        "attn_norm": norm_params(cfg, d),
+        "ffn_norm": norm_params(cfg, d),
+        # Sandwich placement (Gemma-2) also normalises each sublayer's output: 4 norms a layer.
+        "post_attn_norm": norm_params(cfg, d) if sandwich else 0,
+        "post_ffn_norm": norm_params(cfg, d) if sandwich else 0,
+    }
+    model = {
+        "embed_tokens": cfg.vocab_size * d,
+        # A learned absolute table (GPT-2 wpe, BERT) has one row per position; sinusoidal, RoPE,
+        # ALiBi and NoPE have no parameters.
+        "position_embedding": cfg.max_seq_len * d if cfg.position == "learned" else 0,
+        "token_type_embedding": cfg.type_vocab_size * d,
+        "embed_norm": norm_params(cfg, d) if cfg.embed_norm else 0,
+        "final_norm": norm_params(cfg, d) if cfg.final_norm else 0,
+        "pooler": linear_params(d, d, True) if cfg.pooler else 0,
+        # Tied: lm_head reuses embed_tokens' tensor, so it adds no parameters.
+        "lm_head": 0 if cfg.tie_embeddings else cfg.vocab_size * d,
+    }
+    return ParamCounts(n_layers=cfg.n_layers, layer=layer, model=model)

@@ -1,0 +1,156 @@
+"""The bundled model zoo: real Hugging Face configs with their published parameter counts.
+
+Each `zoo/<name>.json` holds::
+
+    {"name", "hf_id", "config": <config.json dict>, "published_params": int | null,
+     "params_exact": bool, "params_source": str, "params_counts": str, "notes": str}
+
+`resolve_model` turns a zoo name or a path (a config.json, or a folder holding one) into a
+`ResolvedModel`. A file may be a Hugging Face config.json or a blocklab `ModelConfig` JSON
+(recognised by its `d_model` key). Keys a Hugging Face config.json leaves out take the
+transformers class default, as `from_pretrained` would (see `HF_DEFAULTS`).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from blocklab.config import ModelConfig
+
+ZOO_FIELDS = ("name", "hf_id", "config", "published_params", "params_exact", "params_source",
+              "params_counts", "notes")
+
+# transformers 5.x class defaults of keys that `ModelConfig.from_hf` needs and a config.json may
+# omit (LlamaConfig, MistralConfig, Qwen2Config, Qwen3Config, Gemma2Config `__init__` defaults).
+HF_DEFAULTS: dict[str, dict[str, Any]] = {
+    "llama": {"max_position_embeddings": 2048},
+    "mistral": {"max_position_embeddings": 131072},
+    "qwen2": {"max_position_embeddings": 32768},
+    "qwen3": {"max_position_embeddings": 32768},
+    "gemma2": {"max_position_embeddings": 8192},
+}
+
+
+@dataclass(frozen=True)
+class ZooEntry:
+    """One zoo model: its Hugging Face config and where its parameter count comes from."""
+
+    key: str  # file name without .json, what `load_zoo` takes
+    name: str
+    hf_id: str | None
+    config: dict[str, Any]
+    published_params: int | None
+    params_exact: bool
+    params_source: str
+    params_counts: str
+    notes: str
+
+
+@dataclass(frozen=True)
+class ResolvedModel:
+    """A model ready for the calculator: its label, `ModelConfig` and the raw JSON it came from."""
+
+    label: str
+    config: ModelConfig
+    raw: dict[str, Any]  # the config.json dict (Hugging Face or ModelConfig layout)
+    source: str  # "zoo" or the file path
+    entry: ZooEntry | None = None
+    defaults_filled: tuple[str, ...] = field(default=())  # keys taken from HF_DEFAULTS
+
+
+def _zoo_dir():
+    return resources.files("blocklab.budget").joinpath("zoo")
+
+
+def list_zoo() -> list[str]:
+    """Names of the bundled zoo models, sorted."""
+    return sorted(p.name[:-5] for p in _zoo_dir().iterdir() if p.name.endswith(".json"))
+
+
+def load_zoo(name: str) -> ZooEntry:
+    """The zoo entry `name`; an unknown name raises ValueError suggesting close names."""
+    names = list_zoo()
+    if name not in names:
+        close = difflib.get_close_matches(name.lower(), names, n=3, cutoff=0.5)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise ValueError(f"unknown model {name!r}{hint} (`blocklab budget --list` lists the zoo; "
+                         f"a path to a config.json also works)")
+    text = _zoo_dir().joinpath(f"{name}.json").read_text(encoding="utf-8")
+    data = _parse_json(text, f"zoo entry {name}")
+    missing = [k for k in ZOO_FIELDS if k not in data]
+    if missing:
+        raise ValueError(f"zoo entry {name} is missing field(s) {missing}")
+    return ZooEntry(key=name, **{k: data[k] for k in ZOO_FIELDS})
+
+
+def _parse_json(text: str, what: str) -> dict[str, Any]:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"malformed JSON in {what}: {err}") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{what} must hold a JSON object, got {type(data).__name__}")
+    return data
+
+
+def with_hf_defaults(hf: dict[str, Any]) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """`hf` with transformers' class defaults filled in for absent keys, and the keys filled."""
+    defaults = HF_DEFAULTS.get(hf.get("model_type"), {})
+    filled = tuple(k for k in defaults if hf.get(k) is None)
+    return {**hf, **{k: defaults[k] for k in filled}}, filled
+
+
+def config_from_json(data: dict[str, Any]) -> tuple[ModelConfig, tuple[str, ...]]:
+    """A `ModelConfig` from a Hugging Face config.json dict or a `ModelConfig` dict."""
+    if "d_model" in data and "model_type" not in data:
+        return ModelConfig.from_dict(data), ()
+    hf, filled = with_hf_defaults(data)
+    try:
+        return ModelConfig.from_hf(hf), filled
+    except (KeyError, TypeError) as err:  # a field of the wrong type or shape
+        raise ValueError(f"cannot read Hugging Face config: {type(err).__name__}: {err}") from None
+
+
+@dataclass(frozen=True)
+class ModelJSON:
+    """A model's JSON as read, before any validation: what `doctor` inspects first."""
+
+    label: str
+    raw: dict[str, Any]
+    source: str  # "zoo" or the file path
+    entry: ZooEntry | None = None
+
+
+def read_model_json(name_or_path: str) -> ModelJSON:
+    """The JSON of a zoo name, a config.json path or a folder holding a config.json."""
+    path = Path(name_or_path)
+    looks_like_path = path.suffix == ".json" or "/" in name_or_path or path.exists()
+    if looks_like_path and name_or_path not in list_zoo():
+        if path.is_dir():
+            path = path / "config.json"
+        if not path.is_file():
+            raise ValueError(f"no such file: {path}")
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as err:
+            raise ValueError(f"cannot read {path}: {err}") from None
+        data = _parse_json(text, str(path))
+        label = str(data.get("_name_or_path") or data.get("name") or path)
+        return ModelJSON(label=label, raw=data, source=str(path))
+    entry = load_zoo(name_or_path)
+    if not isinstance(entry.config, dict):
+        raise ValueError(f"zoo entry {entry.key}: 'config' must be a JSON object")
+    return ModelJSON(label=entry.key, raw=entry.config, source="zoo", entry=entry)
+
+
+def resolve_model(name_or_path: str) -> ResolvedModel:
+    """A zoo name, a config.json path or a folder with a config.json, as a `ResolvedModel`."""
+    found = read_model_json(name_or_path)
+    cfg, filled = config_from_json(found.raw)
+    return ResolvedModel(label=found.label, config=cfg.replace(name=found.label), raw=found.raw,
+                         source=found.source, entry=found.entry, defaults_filled=filled)

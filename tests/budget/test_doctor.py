@@ -1,0 +1,165 @@
+"""`doctor`: each check fires on a config built to trigger it and stays quiet on the zoo."""
+
+import json
+import math
+import struct
+
+import pytest
+
+from blocklab.budget import list_zoo, load_zoo
+from blocklab.budget.doctor import diagnose, exit_code, rope_longest_wavelength
+
+LLAMA = load_zoo("llama-2-7b").config  # θ = 10,000, 4,096 positions, d_ff/d = 2.69, untied
+
+
+def codes(findings, level=None):
+    return [f.code for f in findings if level is None or f.level == level]
+
+
+@pytest.mark.parametrize("name", list_zoo())
+def test_zoo_configs_have_no_errors_at_their_own_length(name):
+    findings = diagnose(load_zoo(name).config)
+    assert exit_code(findings) == 0, [f.reason for f in findings]
+
+
+def test_context_past_training_without_scaling_is_an_error():
+    findings = diagnose(LLAMA, serve_len=16384)
+    assert "context" in codes(findings, "error") and exit_code(findings) == 1
+    error = next(f for f in findings if f.code == "context")
+    assert "rope_scaling" in error.fix and "factor >= 4" in error.fix
+    assert diagnose(LLAMA, serve_len=4096) == []
+
+
+def test_context_with_scaling_is_a_warning_naming_the_multiple():
+    cfg = load_zoo("llama-3.1-8b").config  # llama3 scaling, original 8,192, max 131,072
+    assert codes(diagnose(cfg, serve_len=131072)) == []
+    findings = diagnose(cfg, serve_len=262144)
+    assert codes(findings, "warning") == ["context-scaled"] and exit_code(findings) == 0
+    assert "32.0x the original" in findings[0].reason and "8x" in findings[0].reason
+
+
+def test_learned_positions_past_the_table_is_an_error():
+    assert "context" in codes(diagnose(load_zoo("gpt2").config, serve_len=2048), "error")
+
+
+def test_rope_base_too_small_for_context():
+    r = 128
+    longest = rope_longest_wavelength(10000.0, r)
+    assert longest == pytest.approx(2 * math.pi * 10000 ** (126 / 128))  # ≈ 54,410
+    assert codes(diagnose(LLAMA, serve_len=50000), "warning") == []
+    findings = diagnose(LLAMA, serve_len=65536)
+    warn = next(f for f in findings if f.code == "rope-base")
+    assert warn.level == "warning"
+    # The suggested θ makes the slowest pair's wavelength reach the context exactly.
+    assert rope_longest_wavelength(warn.detail["theta_min"], r) == pytest.approx(65536)
+    big_theta = {**LLAMA, "rope_theta": 1e6}
+    assert "rope-base" not in codes(diagnose(big_theta, serve_len=65536))
+
+
+@pytest.mark.parametrize("d_ff, level", [(11008, None), (16384, "info"), (32768, "warning")])
+def test_ffn_ratio_gated(d_ff, level):
+    findings = [f for f in diagnose({**LLAMA, "intermediate_size": d_ff}) if f.code == "ffn-ratio"]
+    assert [f.level for f in findings] == ([] if level is None else [level])
+    if d_ff == 32768:
+        # 8x: the page's "FFN memory anomaly"; the cost against 8/3·d is stated in bytes.
+        assert "8x" in findings[0].reason and "GiB" in findings[0].reason
+        extra = 32 * 3 * 4096 * (32768 - round(8 / 3 * 4096))
+        assert findings[0].detail["extra_params"] == extra
+
+
+def test_ffn_ratio_plain():
+    gpt2 = load_zoo("gpt2").config
+    assert "ffn-ratio" not in codes(diagnose(gpt2))
+    assert "ffn-ratio" in codes(diagnose({**gpt2, "n_inner": 2 * 768}))
+
+
+def _post_norm_config(**extra):
+    return {"d_model": 64, "n_heads": 4, "n_layers": 24, "vocab_size": 100, "ffn": "gelu",
+            "norm": "layernorm", "placement": "post", "position": "learned", **extra}
+
+
+def test_post_norm_deep_without_warmup():
+    cfg = _post_norm_config()
+    assert codes(diagnose(cfg, training=True), "error") == ["post-norm-warmup"]
+    assert codes(diagnose(cfg), "error") == [] and "post-norm-warmup" in codes(diagnose(cfg))
+    shallow = {**cfg, "n_layers": 12}
+    assert "post-norm-warmup" not in codes(diagnose(shallow, training=True))
+
+
+def test_post_norm_warmup_read_from_the_json():
+    import blocklab.budget.doctor as doctor
+
+    cfg = _post_norm_config()
+    # A ModelConfig JSON rejects unknown keys, so training options come with an HF config here.
+    bert = {**load_zoo("bert-base-uncased").config, "num_hidden_layers": 24}
+    assert "post-norm-warmup" in codes(diagnose(bert, training=True), "error")
+    assert codes(diagnose({**bert, "warmup_steps": 4000}, training=True), "error") == []
+    assert codes(diagnose({**bert, "training": {"warmup_ratio": 0.06}}, training=True),
+                 "error") == []
+    assert codes(diagnose({**bert, "warmup_steps": 0}, training=True), "error") == [
+        "post-norm-warmup"]
+    assert doctor._training_warmup(cfg) is None
+
+
+def test_head_arithmetic_errors():
+    bad_split = {**LLAMA, "hidden_size": 4100}
+    assert codes(diagnose(bad_split)) == ["head-dim"]
+    bad_kv = {**LLAMA, "num_key_value_heads": 5}
+    findings = diagnose(bad_kv)
+    assert codes(findings) == ["kv-heads"] and exit_code(findings) == 1
+    assert "[1, 2, 4, 8, 16, 32]" in findings[0].fix
+
+
+def test_q_width_differs_from_d_model_is_info():
+    findings = diagnose(load_zoo("gemma-2-2b").config)
+    assert "q-width" in codes(findings, "info")
+
+
+def test_untied_head_with_large_vocab_share():
+    small = {**LLAMA, "hidden_size": 512, "num_attention_heads": 8, "num_key_value_heads": 8,
+             "intermediate_size": 1376, "num_hidden_layers": 4}
+    assert "untied-head" in codes(diagnose(small), "warning")
+    assert "untied-head" not in codes(diagnose({**small, "tie_word_embeddings": True}))
+
+
+def _safetensors(path, names):
+    header = {n: {"dtype": "F32", "shape": [1], "data_offsets": [4 * i, 4 * i + 4]}
+              for i, n in enumerate(names)}
+    blob = json.dumps(header).encode()
+    path.write_bytes(struct.pack("<Q", len(blob)) + blob + b"\0" * 4 * len(names))
+
+
+def test_tied_config_with_stored_head(tmp_path):
+    _safetensors(tmp_path / "model.safetensors", ["model.embed_tokens.weight", "lm_head.weight"])
+    tied = {**LLAMA, "tie_word_embeddings": True}
+    assert "tied-checkpoint" in codes(diagnose(tied, checkpoint_dir=tmp_path), "warning")
+    assert "tied-checkpoint" not in codes(diagnose(LLAMA, checkpoint_dir=tmp_path))
+
+
+def test_untied_config_without_stored_head(tmp_path):
+    (tmp_path / "model.safetensors.index.json").write_text(
+        json.dumps({"weight_map": {"model.embed_tokens.weight": "a.safetensors"}}))
+    findings = diagnose(LLAMA, checkpoint_dir=tmp_path)
+    assert "missing-head" in codes(findings, "error") and exit_code(findings) == 1
+
+
+def test_absent_key_is_reported():
+    findings = diagnose(load_zoo("page-001-example").config)
+    assert "default-assumed" in codes(findings, "info")
+
+
+def test_findings_sorted_errors_first():
+    findings = diagnose(LLAMA, serve_len=65536)
+    levels = [f.level for f in findings]
+    assert levels == sorted(levels, key=["error", "warning", "info"].index)
+
+
+@pytest.mark.parametrize("bad", [0, -3, 1.5])
+def test_bad_serve_len(bad):
+    with pytest.raises(ValueError, match="serve_len"):
+        diagnose(LLAMA, serve_len=bad)
+
+
+def test_unreadable_config_is_value_error():
+    with pytest.raises(ValueError, match="missing"):
+        diagnose({"model_type": "llama", "hidden_size": 64})

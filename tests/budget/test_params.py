@@ -1,0 +1,94 @@
+"""Parameter counts: hand-computed small configs, one feature at a time, and bucket identities."""
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from blocklab.budget.params import count_params
+from blocklab.config import ModelConfig
+
+# vocab 10, d 8, 2 layers, 2 heads of 4, 1 KV head, d_ff 12, SwiGLU, RMSNorm, pre-norm, untied.
+TINY = dict(vocab_size=10, d_model=8, n_layers=2, n_heads=2, n_kv_heads=1, d_ff=12,
+            ffn="swiglu", max_seq_len=16)
+
+
+def test_tiny_by_hand():
+    p = count_params(ModelConfig(**TINY))
+    # q [8, 8], k and v [4, 8], o [8, 8]
+    assert (p.layer["q_proj"], p.layer["k_proj"], p.layer["v_proj"], p.layer["o_proj"]) == (
+        64, 32, 32, 64)
+    assert p.layer["gate_proj"] == p.layer["up_proj"] == p.layer["down_proj"] == 96
+    assert p.layer["attn_norm"] == p.layer["ffn_norm"] == 8
+    assert p.per_layer == 64 + 32 + 32 + 64 + 3 * 96 + 16 == 496
+    assert p.total == 80 + 2 * 496 + 8 + 80 == 1160
+    assert p.buckets() == {"embedding": 80, "attention": 384, "ffn": 576, "norm": 40,
+                           "lm_head": 80, "other": 0}
+
+
+def test_tied_head_counts_zero():
+    p = count_params(ModelConfig(**TINY, tie_embeddings=True))
+    assert p.lm_head == 0 and p.total == 1160 - 80
+
+
+def test_plain_ffn_has_no_gate():
+    p = count_params(ModelConfig(**{**TINY, "ffn": "gelu"}))
+    assert p.layer["gate_proj"] == 0 and p.ffn == 2 * 2 * 96
+
+
+def test_biases():
+    p = count_params(ModelConfig(**TINY, attn_bias=True, attn_out_bias=False, ffn_bias=True))
+    assert (p.layer["q_proj"], p.layer["k_proj"], p.layer["v_proj"], p.layer["o_proj"]) == (
+        64 + 8, 32 + 4, 32 + 4, 64)
+    assert (p.layer["gate_proj"], p.layer["up_proj"], p.layer["down_proj"]) == (
+        96 + 12, 96 + 12, 96 + 8)
+    assert count_params(ModelConfig(**TINY, attn_out_bias=True)).layer["o_proj"] == 64 + 8
+
+
+def test_qk_norm_is_two_head_dim_gains_in_the_norm_bucket():
+    base, qk = count_params(ModelConfig(**TINY)), count_params(ModelConfig(**TINY, qk_norm=True))
+    assert qk.layer["qk_norm"] == 2 * 4
+    assert qk.norm - base.norm == 2 * 2 * 4 and qk.attention == base.attention
+
+
+def test_sandwich_has_four_norms_per_layer():
+    p = count_params(ModelConfig(**TINY, placement="sandwich"))
+    assert p.layer["post_attn_norm"] == p.layer["post_ffn_norm"] == 8
+    assert p.norm == 2 * 4 * 8 + 8
+
+
+def test_layernorm_gain_and_bias():
+    p = count_params(ModelConfig(**TINY, norm="layernorm"))
+    assert p.layer["attn_norm"] == 16 and p.model["final_norm"] == 16
+    assert count_params(ModelConfig(**TINY, norm="layernorm", norm_bias=False)).norm == 5 * 8
+
+
+def test_learned_positions_token_types_embed_norm_pooler():
+    cfg = ModelConfig(**{**TINY, "ffn": "gelu"}, position="learned", type_vocab_size=2,
+                      embed_norm=True, norm="layernorm", pooler=True, final_norm=False,
+                      placement="post", tie_embeddings=True, causal=False)
+    p = count_params(cfg)
+    assert p.model["position_embedding"] == 16 * 8
+    assert p.model["token_type_embedding"] == 2 * 8
+    assert p.model["embed_norm"] == 16
+    assert p.embedding == 80 + 128 + 16 + 16
+    assert p.other == p.model["pooler"] == 8 * 8 + 8
+    assert p.lm_head == 0 and p.model["final_norm"] == 0
+
+
+@given(d_heads=st.integers(1, 4), n_heads=st.sampled_from([1, 2, 4]), group=st.sampled_from(
+       [1, 2]), n_layers=st.integers(1, 3), d_ff=st.integers(1, 40),
+       ffn=st.sampled_from(["relu", "swiglu", "geglu"]), norm=st.sampled_from(
+       ["rmsnorm", "layernorm"]), placement=st.sampled_from(["pre", "post", "sandwich"]),
+       position=st.sampled_from(["rope", "learned", "none"]), bias=st.booleans(),
+       tie=st.booleans(), qk=st.booleans())
+@settings(max_examples=60, deadline=None)
+def test_buckets_and_components_sum_to_total(d_heads, n_heads, group, n_layers, d_ff, ffn, norm,
+                                             placement, position, bias, tie, qk):
+    n_kv = max(1, n_heads // group)
+    cfg = ModelConfig(vocab_size=7, d_model=2 * d_heads * n_heads, n_heads=n_heads,
+                      n_kv_heads=n_kv, n_layers=n_layers, d_ff=d_ff, ffn=ffn, norm=norm,
+                      placement=placement, position=position, attn_bias=bias, ffn_bias=bias,
+                      tie_embeddings=tie, qk_norm=qk, max_seq_len=9)
+    p = count_params(cfg)
+    assert sum(p.buckets().values()) == p.total
+    assert sum(p.components().values()) == p.total
+    assert p.total == p.n_layers * p.per_layer + sum(p.model.values())

@@ -1,0 +1,51 @@
+"""The page-000 sweep: one quantity varied at a time, plain vs gated, and its plot."""
+
+import subprocess
+import sys
+
+import pytest
+
+from blocklab.budget.sweep import PAGE_BASE, plot_sweep, sweep
+
+KEYS = ("batch", "seq_len", "d", "m")
+
+
+def test_exactly_one_quantity_varies():
+    rows = sweep()
+    for vary in KEYS:
+        part = [r for r in rows if r["vary"] == vary]
+        assert len({r[vary] for r in part}) == len(part) >= 3
+        for other in KEYS:
+            if other != vary:
+                assert {r[other] for r in part} == {PAGE_BASE[other]}
+
+
+def test_what_moves_what():
+    for r in sweep():
+        assert r["plain_params"] == 2 * r["d"] * r["m"]
+        assert r["gated_params"] == 3 * r["d"] * r["m"]
+        assert r["plain_intermediate"] == r["batch"] * r["seq_len"] * r["m"]
+        assert r["gated_intermediate"] == 2 * r["plain_intermediate"]
+
+
+def test_base_override():
+    rows = sweep({"seq_len": 2048})
+    assert {r["seq_len"] for r in rows if r["vary"] != "seq_len"} == {2048}
+
+
+def test_plot_is_written_atomically(tmp_path):
+    out = plot_sweep(sweep(), tmp_path / "sweep.png")
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["sweep.png"]  # no temporary left behind
+
+
+def test_plot_rejects_unknown_format(tmp_path):
+    with pytest.raises(ValueError, match="cannot save a plot"):
+        plot_sweep(sweep(), tmp_path / "sweep.nope")
+    assert not list(tmp_path.iterdir())
+
+
+def test_matplotlib_only_imported_for_the_plot():
+    code = ("import sys; from blocklab.budget.sweep import sweep; sweep(); "
+            "assert 'matplotlib' not in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True)

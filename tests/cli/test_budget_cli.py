@@ -1,0 +1,123 @@
+"""`blocklab budget`: tables, the stable JSON shape, --list, --sweep/--plot and bad input."""
+
+import json
+
+import pytest
+
+import blocklab.cli.budget  # noqa: F401  (registers the command)
+from blocklab.budget import list_zoo
+from blocklab.cli import main
+
+FLOP_KEYS = {"total", "attention_proj", "attention_scores", "ffn", "lm_head", "ffn_share"}
+
+
+def run_json(capsys, *args):
+    assert main(["budget", *args, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_json_shape(capsys):
+    doc = run_json(capsys, "meta-llama-3-8b", "--seq", "4096")
+    assert doc["model"] == "meta-llama-3-8b"
+    assert {"total", "embedding", "attention", "ffn", "norm", "lm_head", "per_layer"} <= set(
+        doc["params"])
+    assert FLOP_KEYS <= set(doc["flops"]["prefill"]) and FLOP_KEYS <= set(doc["flops"]["decode"])
+    assert {"weights_bytes", "kv_cache_bytes"} <= set(doc["memory"])
+    assert doc["params"]["total"] == doc["published_params"] == 8_030_261_248
+    assert doc["params"]["per_layer"] == 218_112_000
+    assert doc["memory"]["kv_cache_bytes"] == 512 * 2**20
+    assert doc["memory"]["weights_bytes"] == 2 * 8_030_261_248
+    prefill = doc["flops"]["prefill"]
+    assert prefill["attention_scores"] == prefill["attention_scores_causal"]
+    assert isinstance(prefill["ffn_share"], float) and 0.69 < prefill["ffn_share"] < 0.71
+
+
+def test_no_causal_counts_all_scores(capsys):
+    causal = run_json(capsys, "gpt2", "--seq", "512")["flops"]["prefill"]
+    full = run_json(capsys, "gpt2", "--seq", "512", "--no-causal")["flops"]["prefill"]
+    assert full["attention_scores"] == causal["attention_scores_full"]
+    assert causal["attention_scores"] * 512 == full["attention_scores"] * 513 // 2
+
+
+def test_batch_and_dtype(capsys):
+    doc = run_json(capsys, "qwen3-8b", "--batch", "4", "--seq", "128", "--dtype", "int4")
+    assert doc["settings"] == {"batch": 4, "seq_len": 128, "dtype": "int4",
+                               "activation_dtype": "bf16", "causal": True,
+                               "scores": "causal, T(T+1)/2 pairs"}
+    assert doc["memory"]["weights_bytes"] == doc["params"]["total"] // 2
+    fp32 = run_json(capsys, "qwen3-8b", "--dtype", "fp32")
+    assert fp32["memory"]["kv_cache_bytes"] == 2 * 36 * 8 * 128 * 4096 * 4
+
+
+def test_table_output(capsys):
+    assert main(["budget", "meta-llama-3-8b"]) == 0
+    out = capsys.readouterr().out
+    for text in ("Parameters", "q_proj", "gate_proj", "lm_head", "8,030,261,248", "(equal)",
+                 "FLOPs", "FFN share of prefill FLOPs: 70.1%", "KV cache", "memory-bound",
+                 "295"):
+        assert text in out, text
+
+
+def test_tied_gemma_table(capsys):
+    assert main(["budget", "gemma-2-2b"]) == 0
+    out = capsys.readouterr().out
+    assert "post_ffn_norm" in out and "0 (tied to embed_tokens)" in out
+
+
+def test_config_json_path(tmp_path, capsys):
+    from blocklab.budget import load_zoo
+
+    (tmp_path / "config.json").write_text(json.dumps(load_zoo("bert-base-uncased").config))
+    doc = run_json(capsys, str(tmp_path / "config.json"))
+    assert doc["params"]["total"] == 109_482_240
+    assert doc["params"]["other"] == 768 * 768 + 768  # pooler
+
+
+def test_list(capsys):
+    assert main(["budget", "--list", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["zoo"]
+    assert [r["name"] for r in rows] == list_zoo()
+    for r in rows:
+        assert r["published_params"] in (None, r["computed_params"])
+    assert main(["budget", "--list"]) == 0
+    out = capsys.readouterr().out
+    assert "meta-llama-3-8b" in out and "8,030,261,248" in out
+
+
+def test_sweep_and_plot(tmp_path, capsys):
+    assert main(["budget", "--sweep"]) == 0
+    out = capsys.readouterr().out
+    assert "2,097,152" in out and "3,145,728" in out and "4,194,304" in out
+    plot = tmp_path / "sweep.png"
+    doc = run_json(capsys, "--sweep", "--plot", str(plot))
+    assert plot.is_file() and doc["plot"] == str(plot)
+    assert {r["vary"] for r in doc["rows"]} == {"batch", "seq_len", "d", "m"}
+
+
+@pytest.mark.parametrize("args, message", [
+    (["llama-3-8b"], "did you mean"),
+    (["no-such-model"], "unknown model"),
+    (["gpt2", "--seq", "0"], "--seq must be a positive integer"),
+    (["gpt2", "--seq", "-5"], "--seq must be a positive integer"),
+    (["gpt2", "--batch", "0"], "--batch must be a positive integer"),
+    (["gpt2", "--seq", "many"], "--seq must be a positive integer"),
+    (["gpt2", "--dtype", "int3"], "--dtype"),
+    ([], "missing MODEL"),
+    (["--plot", "x.png"], "--plot needs --sweep"),
+    (["gpt2", "--list"], "takes no MODEL"),
+    (["/nonexistent/config.json"], "no such file"),
+])
+def test_bad_input_is_one_line_exit_2(capsys, args, message):
+    assert main(["budget", *args]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and message in err and err.count("\n") == 1
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("text", ["{oops", '{"model_type": "llama"}', '["a"]'])
+def test_bad_config_file_exit_2(tmp_path, capsys, text):
+    path = tmp_path / "config.json"
+    path.write_text(text)
+    assert main(["budget", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1

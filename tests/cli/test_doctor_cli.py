@@ -1,0 +1,64 @@
+"""`blocklab doctor`: exit codes 0/1/2, table and JSON."""
+
+import json
+
+import pytest
+
+import blocklab.cli.doctor  # noqa: F401  (registers the command)
+from blocklab.budget import load_zoo
+from blocklab.cli import main
+
+
+def test_clean_config_exit_0(capsys):
+    assert main(["doctor", "meta-llama-3-8b"]) == 0
+    assert "no findings" in capsys.readouterr().out
+
+
+def test_error_finding_exit_1_table(capsys):
+    assert main(["doctor", "llama-2-7b", "--serve-len", "65536"]) == 1
+    out = capsys.readouterr().out
+    assert "context" in out and "rope-base" in out and "error" in out
+
+
+def test_json(capsys):
+    assert main(["doctor", "llama-2-7b", "--serve-len", "16384", "--json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["exit_code"] == 1 and doc["counts"]["error"] == 1
+    finding = doc["findings"][0]
+    assert set(finding) == {"level", "code", "reason", "fix", "detail"}
+    assert finding["level"] == "error" and finding["code"] == "context"
+
+
+def test_training_options_from_the_json(tmp_path, capsys):
+    cfg = {**load_zoo("bert-base-uncased").config, "num_hidden_layers": 24}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    assert main(["doctor", str(path), "--training"]) == 1
+    capsys.readouterr()
+    path.write_text(json.dumps({**cfg, "warmup_steps": 10000}))
+    assert main(["doctor", str(path), "--training"]) == 0
+
+
+def test_head_arithmetic_error_is_a_finding_not_bad_input(tmp_path, capsys):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**load_zoo("llama-2-7b").config, "num_key_value_heads": 5}))
+    assert main(["doctor", str(path), "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)["findings"][0]["code"] == "kv-heads"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["llama2-7b"], "did you mean"),
+    (["gpt2", "--serve-len", "0"], "--serve-len must be a positive integer"),
+    (["gpt2", "--serve-len", "x"], "--serve-len must be a positive integer"),
+])
+def test_bad_input_exit_2(capsys, args, message):
+    assert main(["doctor", *args]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and message in err and err.count("\n") == 1
+
+
+def test_malformed_json_exit_2(tmp_path, capsys):
+    path = tmp_path / "config.json"
+    path.write_text("{")
+    assert main(["doctor", str(path)]) == 2
+    assert "malformed JSON" in capsys.readouterr().err
