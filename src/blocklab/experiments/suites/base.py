@@ -1,0 +1,192 @@
+"""What a suite is, how it runs, and the paired statistics its summaries use.
+
+A suite is a grid of independent runs (arms × seeds). Each run is a `RunSpec`: a label, the
+arm and seed it belongs to, a JSON-able `payload` that fully determines it (hashed into its
+run id), and an `execute` function that produces its result dictionary. `run_suite` executes
+the specs whose result is not stored yet, each one written atomically the moment it finishes,
+so an interrupted suite resumes where it stopped and nothing finished is lost. Then the suite's
+`summarise` turns stored results into tables; it never trains anything.
+
+    suite = SUITES["ffn"]
+    summary = run_suite(suite, size="quick", seeds=2, out_dir="runs")
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from blocklab.config import write_atomic
+from blocklab.experiments.results import ResultStore, json_safe, result_json
+
+SIZES = ("tiny", "quick", "full")
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One run of a suite. `execute(progress)` returns the result dict (with a "status")."""
+
+    label: str
+    arm: str
+    seed: int
+    payload: dict[str, Any]
+    execute: Callable[[Any], dict[str, Any]] = field(compare=False, repr=False)
+
+    @property
+    def run_id(self) -> str:
+        canonical = json.dumps(json_safe(self.payload), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:12]
+
+
+@dataclass(frozen=True)
+class Table:
+    """A summary table: a title, column names, rows of cells (str/int/float/None), a caption."""
+
+    title: str
+    columns: list[str]
+    rows: list[list[Any]]
+    caption: str = ""
+
+
+@dataclass
+class Summary:
+    suite: str
+    size: str
+    seeds: int
+    tables: list[Table]
+    notes: list[str] = field(default_factory=list)
+    data: dict[str, Any] = field(default_factory=dict)  # numbers for the claims ledger
+    runs: int = 0
+    wall_time_s: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "suite": self.suite, "size": self.size, "seeds": self.seeds, "runs": self.runs,
+            "wall_time_s": self.wall_time_s, "notes": self.notes, "data": self.data,
+            "tables": [{"title": t.title, "columns": t.columns, "rows": t.rows,
+                        "caption": t.caption} for t in self.tables],
+        }
+
+
+@dataclass(frozen=True)
+class Suite:
+    """`plan(size, seeds)` lists the runs; `summarise(size, seeds, results)` builds tables from
+    `results`: a list of (spec, result) pairs in plan order."""
+
+    name: str
+    description: str
+    plan: Callable[[str, int], list[RunSpec]]
+    summarise: Callable[[str, int, list[tuple[RunSpec, dict[str, Any]]]], Summary]
+    default_seeds: dict[str, int] = field(default_factory=lambda: {"tiny": 1, "quick": 2,
+                                                                    "full": 5})
+
+
+def _check_size(size: str) -> None:
+    if size not in SIZES:
+        raise ValueError(f"suite size {size!r} is not allowed; expected one of {list(SIZES)}")
+
+
+def suite_dir(out_dir: str | Path, suite: Suite, size: str) -> Path:
+    return Path(out_dir) / suite.name / size
+
+
+def run_suite(suite: Suite, size: str = "quick", seeds: int | None = None,
+              out_dir: str | Path = "runs", *, progress: bool = True,
+              executor: Callable[[list[RunSpec], ResultStore, Any], None] | None = None,
+              ) -> Summary:
+    """Run every missing run of `suite`, then summarise all of them and write summary.json."""
+    _check_size(size)
+    seeds = suite.default_seeds[size] if seeds is None else seeds
+    if not isinstance(seeds, int) or seeds < 1:
+        raise ValueError(f"seeds={seeds!r} is not allowed; expected a positive integer")
+    specs = suite.plan(size, seeds)
+    store = ResultStore(suite_dir(out_dir, suite, size))
+    missing = [s for s in specs if not store.has(s.run_id)]
+    start = time.perf_counter()
+    if missing:
+        (executor or execute_in_process)(missing, store, progress)
+    results = [(spec, store.load(spec.run_id)) for spec in specs]
+    summary = suite.summarise(size, seeds, results)
+    summary.runs = len(specs)
+    summary.wall_time_s = sum(r.get("wall_time_s", 0.0) or 0.0 for _, r in results)
+    summary.notes.append(f"{len(specs) - len(missing)} of {len(specs)} runs were already stored; "
+                         f"this invocation took {time.perf_counter() - start:.1f} s")
+    write_atomic(store.root / "summary.json", result_json(summary.to_dict()))
+    return summary
+
+
+def execute_in_process(specs: Sequence[RunSpec], store: ResultStore, progress: bool) -> None:
+    """Run specs one after another in this process, saving each result as it finishes."""
+    from blocklab.experiments.trainer import make_progress
+
+    if not progress:
+        for spec in specs:
+            store.save(spec.run_id, spec.execute(False))
+        return
+    with make_progress() as bar:
+        overall = bar.add_task(f"suite: {len(specs)} runs", total=len(specs))
+        for spec in specs:
+            result = spec.execute(bar)
+            store.save(spec.run_id, result)
+            bar.advance(overall)
+
+
+def load_summary(out_dir: str | Path, suite_name: str, size: str) -> dict[str, Any] | None:
+    """The stored summary.json of a suite, or None when it has not been run."""
+    path = Path(out_dir) / suite_name / size / "summary.json"
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return None
+
+
+# --- statistics --------------------------------------------------------------------------------
+# Two-sided 95% Student-t quantiles t_{0.975, df} for df = 1..30 (standard tables).
+_T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
+         2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
+         2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
+
+
+def t_quantile_975(df: int) -> float:
+    if df < 1:
+        raise ValueError(f"degrees of freedom must be >= 1, got {df}")
+    return _T975[df - 1] if df <= len(_T975) else 1.96
+
+
+def mean_ci(values: Sequence[float]) -> dict[str, float | int | None]:
+    """Mean and 95% t-interval of `values` (None bounds with fewer than two values)."""
+    xs = [float(v) for v in values if v is not None and math.isfinite(v)]
+    n = len(xs)
+    if n == 0:
+        return {"n": 0, "mean": None, "ci_low": None, "ci_high": None, "sd": None}
+    mean = sum(xs) / n
+    if n == 1:
+        return {"n": 1, "mean": mean, "ci_low": None, "ci_high": None, "sd": None}
+    sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1))
+    half = t_quantile_975(n - 1) * sd / math.sqrt(n)
+    return {"n": n, "mean": mean, "ci_low": mean - half, "ci_high": mean + half, "sd": sd}
+
+
+def paired_difference(a: Sequence[float], b: Sequence[float]) -> dict[str, float | int | None]:
+    """Mean and 95% CI of a[i] − b[i] over pairs (same seed) where both are finite."""
+    if len(a) != len(b):
+        raise ValueError(f"paired samples need equal lengths, got {len(a)} and {len(b)}")
+    diffs = [x - y for x, y in zip(a, b, strict=True)
+             if x is not None and y is not None and math.isfinite(x) and math.isfinite(y)]
+    return mean_ci(diffs)
+
+
+def format_ci(stats: dict[str, Any], digits: int = 3) -> str:
+    """'mean [low, high]' or 'mean (n=1)' or '—'."""
+    if stats.get("mean") is None:
+        return "—"
+    if stats.get("ci_low") is None:
+        return f"{stats['mean']:+.{digits}f} (n={stats['n']})"
+    low, high = stats["ci_low"], stats["ci_high"]
+    return f"{stats['mean']:+.{digits}f} [{low:+.{digits}f}, {high:+.{digits}f}]"

@@ -1,0 +1,87 @@
+"""Suite machinery: resumable execution and the paired statistics, against hand values."""
+
+import json
+import math
+
+import pytest
+
+from blocklab.experiments.suites import base
+
+
+def test_t_quantiles_match_tables():
+    assert base.t_quantile_975(1) == 12.706
+    assert base.t_quantile_975(4) == 2.776
+    assert base.t_quantile_975(200) == 1.96
+    with pytest.raises(ValueError, match="degrees of freedom"):
+        base.t_quantile_975(0)
+
+
+def test_mean_ci_by_hand():
+    stats = base.mean_ci([1.0, 2.0, 3.0])
+    # mean 2, sd 1, half width t(2)·1/√3
+    assert stats["mean"] == 2.0 and stats["sd"] == 1.0
+    assert stats["ci_high"] - 2.0 == pytest.approx(4.303 / math.sqrt(3), rel=1e-12)
+    assert base.mean_ci([])["mean"] is None
+    assert base.mean_ci([5.0])["ci_low"] is None
+
+
+def test_paired_difference_drops_non_finite_pairs():
+    stats = base.paired_difference([1.0, 2.0, float("nan"), 4.0], [0.5, 1.0, 1.0, None])
+    assert stats["n"] == 2 and stats["mean"] == pytest.approx(0.75)
+    with pytest.raises(ValueError, match="equal lengths"):
+        base.paired_difference([1.0], [1.0, 2.0])
+
+
+def test_format_ci():
+    assert base.format_ci({"mean": None}) == "—"
+    assert base.format_ci({"mean": 0.5, "n": 1, "ci_low": None}) == "+0.500 (n=1)"
+    assert base.format_ci(base.mean_ci([1.0, 2.0, 3.0]), 2).startswith("+2.00 [")
+
+
+def _toy_suite(calls, fail_at=None):
+    def plan(size, seeds):
+        specs = []
+        for arm in ("a", "b"):
+            for seed in range(seeds):
+                def execute(progress, arm=arm, seed=seed):
+                    if fail_at == (arm, seed):
+                        raise KeyboardInterrupt
+                    calls.append((arm, seed))
+                    return {"status": "ok", "value": seed + (1.0 if arm == "a" else 0.0),
+                            "wall_time_s": 0.5}
+                specs.append(base.RunSpec(f"{arm}/{seed}", arm, seed,
+                                          {"arm": arm, "seed": seed, "size": size}, execute))
+        return specs
+
+    def summarise(size, seeds, results):
+        a = [r["value"] for s, r in results if s.arm == "a"]
+        b = [r["value"] for s, r in results if s.arm == "b"]
+        diff = base.paired_difference(a, b)
+        return base.Summary("toy", size, seeds,
+                            [base.Table("toy", ["Δ"], [[base.format_ci(diff)]])],
+                            data={"diff": diff})
+
+    return base.Suite("toy", "a toy", plan, summarise)
+
+
+def test_run_suite_resumes_after_interrupt(tmp_path):
+    calls = []
+    with pytest.raises(KeyboardInterrupt):
+        base.run_suite(_toy_suite(calls, fail_at=("b", 1)), "tiny", 3, tmp_path, progress=False)
+    done_before = list(calls)
+    assert done_before == [("a", 0), ("a", 1), ("a", 2), ("b", 0)]
+    calls.clear()
+    summary = base.run_suite(_toy_suite(calls), "tiny", 3, tmp_path, progress=False)
+    assert calls == [("b", 1), ("b", 2)]  # nothing finished is recomputed
+    assert summary.data["diff"]["mean"] == 1.0 and summary.runs == 6
+    stored = json.loads((tmp_path / "toy" / "tiny" / "summary.json").read_text())
+    assert stored["tables"][0]["rows"][0][0].startswith("+1.000")
+    assert base.load_summary(tmp_path, "toy", "tiny")["runs"] == 6
+    assert base.load_summary(tmp_path, "toy", "quick") is None
+
+
+def test_bad_size_and_seeds(tmp_path):
+    with pytest.raises(ValueError, match=r"suite size 'huge'"):
+        base.run_suite(_toy_suite([]), "huge", 1, tmp_path)
+    with pytest.raises(ValueError, match=r"seeds=0"):
+        base.run_suite(_toy_suite([]), "tiny", 0, tmp_path)
