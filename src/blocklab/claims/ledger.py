@@ -1,0 +1,137 @@
+"""The claims ledger: one check per claim id, each returning a verdict with its evidence.
+
+A check is a function `check(ctx) -> Finding`, registered with `@claim("Cxx")`. Analytic checks
+compute live (reference maths, budgets, small torch probes); experimental checks read the stored
+suite summaries under `ctx.results` and, when a summary is missing, say so and name the command
+that produces it instead of guessing.
+"""
+
+from __future__ import annotations
+
+import json
+import traceback
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from blocklab.claims.text import CLAIM_TEXT, VERDICTS, claim_sources
+
+
+@dataclass(frozen=True)
+class Finding:
+    """What a check found: verdict, a sentence in each language, numbers, how to reproduce."""
+
+    verdict: str
+    summary: str
+    summary_zh: str
+    evidence: dict[str, Any] = field(default_factory=dict)
+    command: str = ""
+    figure: str | None = None  # key of a report figure that shows the evidence
+
+    def __post_init__(self) -> None:
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"verdict {self.verdict!r} is not allowed; expected one of "
+                             f"{list(VERDICTS)}")
+
+
+@dataclass(frozen=True)
+class ClaimResult:
+    id: str
+    claim: str
+    claim_zh: str
+    page: str
+    section: str
+    verdict: str
+    summary: str
+    summary_zh: str
+    evidence: dict[str, Any]
+    command: str
+    figure: str | None
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Context:
+    """Where experimental checks find suite results (`<results>/<suite>/<size>/summary.json`)."""
+
+    results: Path = Path("runs")
+    size: str = "quick"
+    _cache: dict[str, Any] = field(default_factory=dict)
+
+    def summary(self, suite: str) -> dict[str, Any] | None:
+        if suite not in self._cache:
+            from blocklab.experiments.suites.base import load_summary
+
+            self._cache[suite] = load_summary(self.results, suite, self.size)
+        return self._cache[suite]
+
+    def suite_command(self, suite: str) -> str:
+        return f"blocklab suite {suite} --{self.size} --out {self.results}"
+
+
+CHECKS: dict[str, Callable[[Context], Finding]] = {}
+
+
+def claim(claim_id: str) -> Callable[[Callable[[Context], Finding]], Callable[[Context], Finding]]:
+    def register(fn: Callable[[Context], Finding]) -> Callable[[Context], Finding]:
+        if claim_id in CHECKS:
+            raise ValueError(f"claim {claim_id} registered twice")
+        CHECKS[claim_id] = fn
+        return fn
+
+    return register
+
+
+def missing(ctx: Context, suite: str) -> Finding:
+    """The finding of an experimental check whose suite has not been run."""
+    command = ctx.suite_command(suite)
+    return Finding(
+        "missing-results",
+        f"No stored '{suite}' suite results under {ctx.results} ({ctx.size}); run `{command}`.",
+        f"{ctx.results} 下没有 '{suite}' 实验结果（{ctx.size}）；请运行 `{command}`。",
+        {}, command)
+
+
+def run_claims(ids: list[str] | None = None, ctx: Context | None = None) -> list[ClaimResult]:
+    """Run the checks for `ids` (all when None) in id order. A check that raises is reported
+    with its error, not propagated, so one broken check does not hide the others."""
+    from blocklab.claims import checks  # noqa: F401  (registers the checks)
+
+    ctx = ctx or Context()
+    sources = claim_sources()
+    wanted = sorted(sources) if not ids else ids
+    unknown = [i for i in wanted if i not in sources]
+    if unknown:
+        raise ValueError(f"unknown claim id(s) {unknown}; allowed: C01 … C{len(sources):02d}")
+    out = []
+    for cid in wanted:
+        en, zh = CLAIM_TEXT[cid]
+        src = sources[cid]
+        try:
+            found = CHECKS[cid](ctx)
+            error = None
+        except Exception as err:  # a failing check is a result to show, exit code 1
+            found = Finding("untestable-here", f"The check failed to run: {err}",
+                            f"检查运行失败：{err}", {"traceback": traceback.format_exc()})
+            error = f"{type(err).__name__}: {err}"
+        out.append(ClaimResult(cid, en, zh, src["page"], src["section"], found.verdict,
+                               found.summary, found.summary_zh, _plain(found.evidence),
+                               found.command, found.figure, error))
+    return out
+
+
+def _plain(value: Any) -> Any:
+    """Evidence as plain JSON types (NumPy scalars and arrays become floats and lists)."""
+    return json.loads(json.dumps(value, default=_default))
+
+
+def _default(obj: Any) -> Any:
+    if hasattr(obj, "tolist"):
+        return obj.tolist()
+    if hasattr(obj, "item"):
+        return obj.item()
+    raise TypeError(f"cannot serialise {type(obj).__name__}")

@@ -1,0 +1,142 @@
+"""The claims in our own words (English and Chinese), and where each one stands on its page.
+
+`CLAIMS.md` beside this file is the list of claims to settle (ids C01–C28, each ending with
+`[§ section heading]` as written on the page); `claim_sources()` parses it, so the ledger cites
+the page file and the section heading exactly as they appear there.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from importlib import resources
+
+PAGES = {"000": "000_4f34db7e0f1b54c8.txt", "001": "001_3354982bf5d64f93.txt"}
+
+# id -> (English, Chinese): the claim restated, not quoted.
+CLAIM_TEXT: dict[str, tuple[str, str]] = {
+    "C01": ("A bias-free gated FFN has 3·d·m weights, a plain one 2·d·m; equal budget needs "
+            "m = 2·m0/3, i.e. 8d/3 for m0 = 4d.",
+            "无偏置门控 FFN 有 3·d·m 个权重，普通 FFN 为 2·d·m；等参数需 m = 2·m0/3，m0 = 4d 时为 8d/3。"),
+    "C02": ("d=512, m0=2048: plain FFN 2,097,152 weights; gated at the same width 3,145,728.",
+            "d=512、m0=2048：普通 FFN 2,097,152 个参数；同宽门控 3,145,728 个。"),
+    "C03": ("B=2, T=1024, m=2048: one intermediate branch holds 4,194,304 elements; T changes "
+            "activations, never parameters.",
+            "B=2、T=1024、m=2048：一个中间分支 4,194,304 个元素；T 只改变激活，不改变参数。"),
+    "C04": ("SwiGLU of x=[1,−1] with identity matrices: gate = up = [1,−1], hidden ≈ "
+            "[0.731059, 0.268941], the second entry positive.",
+            "x=[1,−1]、单位矩阵时 SwiGLU：gate = up = [1,−1]，hidden ≈ [0.731059, 0.268941]，第二项为正。"),
+    "C05": ("RMSNorm([1,3]) = [1/√5, 3/√5], LayerNorm([1,3]) = [−1, 1] at ε=0; shifting to [3,5] "
+            "leaves LayerNorm unchanged and changes RMSNorm.",
+            "ε=0 时 RMSNorm([1,3]) = [1/√5, 3/√5]，LayerNorm([1,3]) = [−1, 1]；平移到 [3,5] 后 LayerNorm 不变、RMSNorm 改变。"),
+    "C06": ("The RMSNorm Jacobian is I/s − x·xᵀ/(d·s³); its radial action J·x = ε·x/s³ vanishes "
+            "only at ε=0.",
+            "RMSNorm 雅可比为 I/s − x·xᵀ/(d·s³)；径向作用 J·x = ε·x/s³，仅 ε=0 时为零。"),
+    "C07": ("N(a·x) = N(x) holds for a>0 only at ε=0; a<0 flips the sign; per-channel scaling "
+            "breaks it.",
+            "N(a·x) = N(x) 仅在 a>0 且 ε=0 时成立；a<0 翻转符号；逐通道缩放破坏不变性。"),
+    "C08": ("An all-zero input with ε>0 gives zero output; a constant input at ε=0 makes the "
+            "LayerNorm denominator zero and must be rejected.",
+            "全零输入且 ε>0 时输出为零；ε=0 的常量输入使 LayerNorm 分母为零，须拒绝。"),
+    "C09": ("Pre-norm Jacobian I + J_F·J_N, post-norm J_N·(I + J_F); with A=0 and x=[1,3] the "
+            "outputs are [1,3] and ≈ [0.447214, 1.341641]; in general A·J_N ≠ J_N·A.",
+            "Pre-Norm 雅可比 I + J_F·J_N，Post-Norm 为 J_N·(I + J_F)；A=0、x=[1,3] 时输出 [1,3] 与 ≈ [0.447214, 1.341641]；一般 A·J_N ≠ J_N·A。"),
+    "C10": ("Llama's RMSNorm takes the mean square in float32 (the variable named `variance` "
+            "holds it), casts back to the input dtype, then multiplies the gain.",
+            "Llama 的 RMSNorm 在 float32 中求平方均值（名为 variance 的变量装的是平方均值），转回输入 dtype 后再乘增益。"),
+    "C11": ("`post_attention_layernorm` in a Llama decoder layer is still a pre-norm for the MLP.",
+            "Llama 解码层中的 post_attention_layernorm 仍是 MLP 的 Pre-Norm。"),
+    "C12": ("A local identity term does not mean gradients never vanish or explode in a deep "
+            "stack.",
+            "局部单位项并不意味着深层网络梯度永不消失或爆炸。"),
+    "C13": ("A real pre-norm vs post-norm training comparison (designed on the page, not run "
+            "there).",
+            "真实的 Pre-Norm 与 Post-Norm 训练对照（页面只设计、未运行）。"),
+    "C14": ("Analytic Jacobians agree with finite differences (proposed on the page, not run "
+            "there).",
+            "解析雅可比与有限差分一致（页面提出但未运行）。"),
+    "C15": ("The FFN holds 2/3–3/4 of a layer's parameters; the example (d=4096, d_ff=11008, "
+            "32 heads, 8 KV heads) gives ≈42M attention + 135M FFN = 177M, FFN ≈ 76%, labelled "
+            "Llama 3 8B.",
+            "FFN 占每层参数的 2/3 到 3/4；示例（d=4096、d_ff=11008、32 头、8 KV 头）约 42M 注意力 + 135M FFN = 177M，FFN ≈ 76%，并标注为 Llama 3 8B。"),
+    "C16": ("SwiGLU beats a ReLU FFN by about 1–2% at equal parameters; GeGLU about 1%, GLU "
+            "about 0.5%.",
+            "同参数量下 SwiGLU 比 ReLU FFN 好约 1–2%；GeGLU 约 1%，GLU 约 0.5%。"),
+    "C17": ("SiLU does not cut the gradient on the negative half-axis as ReLU does.",
+            "SiLU 不像 ReLU 那样在负半轴截断梯度。"),
+    "C18": ("RMSNorm needs about 7% less compute than LayerNorm at nearly the same quality.",
+            "RMSNorm 比 LayerNorm 计算量少约 7%，质量几乎相同。"),
+    "C19": ("Pre-norm trains stably with little or no warmup; post-norm needs warmup and its "
+            "gradients vanish with depth; post-norm is somewhat more expressive.",
+            "Pre-Norm 几乎无需 warmup 即可稳定训练；Post-Norm 需要 warmup，梯度随深度消失；Post-Norm 表示能力略强。"),
+    "C20": ("With RoPE the attention score depends on positions only through m − n.",
+            "使用 RoPE 时注意力分数只通过 m − n 依赖位置。"),
+    "C21": ("Extrapolation: learned absolute collapses at 2× the training length; sinusoidal "
+            "works at 2× and degrades at 4×; ALiBi works at 2×, 4×, 8×; RoPE at 2×, 4×, and 8× "
+            "with scaling.",
+            "外推：可学习绝对位置在 2 倍训练长度崩溃；正弦在 2 倍可用、4 倍明显下降；ALiBi 在 2、4、8 倍可用；RoPE 在 2、4 倍可用，8 倍需 scaling。"),
+    "C22": ("With YaRN / NTK-aware scaling, 4K training extrapolates to 128K with under 5% "
+            "quality loss.",
+            "借助 YaRN / NTK-aware scaling，4K 训练可外推到 128K，质量损失小于 5%。"),
+    "C23": ("Prefill of 4096 tokens on Llama 3 8B: the FFN is about 99% of FLOPs (attention ≈ "
+            "68.7 GFLOPs, FFN ≈ 5,897 GFLOPs).",
+            "Llama 3 8B 预填充 4096 个 token：FFN 约占 99% 的 FLOPs（注意力 ≈ 68.7 GFLOPs，FFN ≈ 5,897 GFLOPs）。"),
+    "C24": ("Decode: attention cost grows linearly with context, FFN cost per token is constant; "
+            "decode is bound by weight loading, not compute.",
+            "解码：注意力开销随上下文线性增长，FFN 每 token 开销恒定；解码受权重加载（访存）限制而非计算。"),
+    "C25": ("Pre-norm needs no saved norm intermediates at inference; post-norm inference has "
+            "larger intermediate activations and a lower batch ceiling.",
+            "Pre-Norm 推理无需保存归一化中间结果；Post-Norm 推理中间激活更大、batch 上限更低。"),
+    "C26": ("RoPE produces NaN when positions exceed the rotary table.",
+            "位置超出旋转表范围时 RoPE 会产生 NaN。"),
+    "C27": ("Raising the RoPE base from 10,000 towards 1,000,000 suits long contexts.",
+            "长上下文场景可把 RoPE 基频从 10,000 提高到 1,000,000。"),
+    "C28": ("Some models use d_ff up to 8× d_model, which shows up as unexpected FFN memory.",
+            "有些模型的 d_ff 高达 d_model 的 8 倍，表现为 FFN 显存异常。"),
+}
+
+VERDICTS = ("confirmed", "refuted", "conditional", "untestable-here", "missing-results")
+VERDICT_ZH = {"confirmed": "成立", "refuted": "不成立", "conditional": "有条件成立",
+              "untestable-here": "此处无法检验", "missing-results": "缺少实验结果"}
+
+_LINE = re.compile(r"^- (C\d\d) (.*?)\[§ (.+?)\]\s*$")
+
+
+@cache
+def claims_markdown() -> str:
+    return resources.files("blocklab.claims").joinpath("CLAIMS.md").read_text(encoding="utf-8")
+
+
+def parse_claims(text: str) -> dict[str, dict[str, str]]:
+    """{id: {"page": file name, "section": heading, "text": the claim as listed}} from CLAIMS.md.
+
+    A claim may span several lines; it ends with `[§ heading]`. The page is the one whose
+    heading (`## Page 000 …`) the claim sits under.
+    """
+    out: dict[str, dict[str, str]] = {}
+    page = None
+    current: list[str] = []
+    for raw in text.splitlines():
+        line = raw.strip()
+        header = re.match(r"^## Page (\d{3})", line)
+        if header:
+            page = PAGES[header.group(1)]
+            continue
+        if line.startswith("- C"):
+            current = [line]
+        elif current and line:
+            current.append(line)
+        else:
+            current = []
+            continue
+        joined = " ".join(current)
+        match = _LINE.match(joined)
+        if match and page:
+            out[match.group(1)] = {"page": page, "section": match.group(3),
+                                   "text": match.group(2).strip()}
+            current = []
+    return out
+
+
+def claim_sources() -> dict[str, dict[str, str]]:
+    return parse_claims(claims_markdown())

@@ -1,0 +1,77 @@
+"""`blocklab claims`: the ledger of the pages' claims, each with a verdict and its evidence."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from blocklab.cli import app
+
+VERDICT_STYLE = {"confirmed": "green", "refuted": "red", "conditional": "yellow",
+                 "untestable-here": "magenta", "missing-results": "dim"}
+
+
+@app.command()
+def claims(
+    ids: list[str] = typer.Argument(None, help="Claim ids (C01 … C28); all when omitted."),
+    as_json: bool = typer.Option(False, "--json", help="Print the ledger as JSON."),
+    lang: str = typer.Option(None, "--lang", help="en or zh (default: from the locale)."),
+    results: Path = typer.Option(Path("runs"), "--results",
+                                 help="Folder of suite results (from blocklab suite/report)."),
+    size: str = typer.Option("quick", "--size", help="Which suite results to read: tiny, "
+                                                     "quick or full."),
+) -> None:
+    """Settle the pages' claims: confirmed, refuted, conditional or untestable here, with the
+    evidence and the command that reproduces it. Exit code 1 only if a check fails to run.
+
+    Example: [bold]blocklab claims C15 C23 --lang zh[/bold]
+    """
+    from blocklab.claims import Context, run_claims
+    from blocklab.claims.lang import resolve_lang
+    from blocklab.experiments.suites.base import SIZES
+
+    language = resolve_lang(lang)
+    if size not in SIZES:
+        raise ValueError(f"--size {size!r} is not allowed; expected one of {list(SIZES)}")
+    rows = run_claims([i.upper() for i in ids] if ids else None, Context(results, size))
+    if as_json:
+        typer.echo(json.dumps([r.to_dict() for r in rows], indent=1, ensure_ascii=False))
+    else:
+        print_ledger(rows, language)
+    if any(r.error for r in rows):
+        raise typer.Exit(1)
+
+
+def print_ledger(rows, lang: str) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from blocklab.claims import VERDICT_ZH
+
+    zh = lang == "zh"
+    title = "结论账本：页面中的每条论断" if zh else "Claims ledger: every claim of the pages"
+    table = Table(title=title, show_lines=True, expand=True)
+    table.add_column("id", no_wrap=True)
+    table.add_column("判定" if zh else "verdict", no_wrap=True)
+    table.add_column("论断" if zh else "claim", ratio=2)
+    table.add_column("证据" if zh else "evidence", ratio=3)
+    table.add_column("出处" if zh else "source", ratio=1, overflow="fold")
+    for r in rows:
+        verdict = VERDICT_ZH[r.verdict] if zh else r.verdict
+        style = VERDICT_STYLE.get(r.verdict, "")
+        evidence = r.summary_zh if zh else r.summary
+        if r.command:
+            evidence += f"\n[dim]$ {r.command}[/dim]"
+        if r.error:
+            evidence += f"\n[bold red]{r.error}[/bold red]"
+        table.add_row(r.id, f"[{style}]{verdict}[/{style}]", r.claim_zh if zh else r.claim,
+                      evidence, f"{r.page[:3]} § {r.section}")
+    console = Console()
+    console.print(table)
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r.verdict] = counts.get(r.verdict, 0) + 1
+    console.print(", ".join(f"{VERDICT_ZH[k] if zh else k}: {v}"
+                            for k, v in sorted(counts.items())))
