@@ -1,0 +1,156 @@
+"""`blocklab train`: one seeded training run from flags or a JSON config, written as result.json."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from blocklab.cli import app
+
+# The CLI's small default model: trains in about a minute on two CPU cores.
+_MODEL_DEFAULTS = {"vocab_size": 256, "d_model": 128, "n_layers": 4, "n_heads": 4}
+_CONFIG_KEYS = ("model", "train", "data")
+
+
+def _read_config(path: Path) -> dict[str, Any]:
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise ValueError(f"--config {path}: malformed JSON: {err}") from None
+    if not isinstance(config, dict):
+        raise ValueError(f"--config {path}: expected a JSON object with 'model' and 'train'")
+    unknown = sorted(set(config) - set(_CONFIG_KEYS))
+    if unknown:
+        raise ValueError(f"--config {path}: unknown key(s) {unknown}; allowed: "
+                         f"{list(_CONFIG_KEYS)}")
+    for key in ("model", "train"):
+        if not isinstance(config.get(key, {}), dict):
+            raise ValueError(f"--config {path}: {key!r} must be a JSON object")
+    return config
+
+
+def _lengths(text: str) -> list[int]:
+    try:
+        return [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise ValueError(f"--eval-lengths {text!r}: expected comma-separated integers, e.g. "
+                         "128,256,512") from None
+
+
+def _given(**flags: Any) -> dict[str, Any]:
+    return {key: value for key, value in flags.items() if value is not None}
+
+
+@app.command()
+def train(
+    config: Path = typer.Option(None, "--config", help="JSON with 'model' and 'train' objects "
+                                "(and optionally 'data'); flags override it."),
+    ffn: str = typer.Option(None, help="FFN: relu, gelu, silu, glu, reglu, geglu, swiglu, ..."),
+    norm: str = typer.Option(None, help="rmsnorm or layernorm."),
+    placement: str = typer.Option(None, help="pre, post or sandwich."),
+    position: str = typer.Option(None, help="none, learned, sinusoidal, rope or alibi."),
+    d_model: int = typer.Option(None, help="Residual width (default: 128)."),
+    n_layers: int = typer.Option(None, help="Layers (default: 4)."),
+    n_heads: int = typer.Option(None, help="Attention heads (default: 4)."),
+    d_ff: int = typer.Option(None, help="FFN width (default: by rule, 4d or 8d/3)."),
+    seq_len: int = typer.Option(None, help="Tokens per training window (default: 128)."),
+    batch_size: int = typer.Option(None, help="Windows per step (default: 16)."),
+    steps: int = typer.Option(None, help="Optimizer steps (default: 200)."),
+    lr: float = typer.Option(None, help="Peak learning rate (default: 1e-3)."),
+    warmup: int = typer.Option(None, help="Linear warmup steps, 0 = off (default: 0)."),
+    schedule: str = typer.Option(None, help="cosine or constant (default: cosine)."),
+    weight_decay: float = typer.Option(None, help="AdamW weight decay (default: 0.1)."),
+    seed: int = typer.Option(None, help="Initialisation and batch-order seed (default: 0)."),
+    init: str = typer.Option(None, help="gpt2, xavier or default (default: gpt2)."),
+    clip: float = typer.Option(None, help="Gradient-norm clip, 0 = off (default: 1.0)."),
+    eval_every: int = typer.Option(None, help="Validate every N steps, 0 = at the end only."),
+    eval_lengths: str = typer.Option(None, help="Extra validation lengths, e.g. 256,512."),
+    stuck_patience: int = typer.Option(None, help="Steps after warmup before a loss above the "
+                                       "unigram entropy ends the run as stuck (default: off)."),
+    threads: int = typer.Option(None, help="Torch CPU threads (default: as is)."),
+    data: str = typer.Option(None, help="stdlib, shakespeare, or a text file or folder "
+                             "(default: stdlib)."),
+    out: Path = typer.Option(None, "--out",
+                             help="Folder for result.json (default: runs/<run id>)."),
+    no_progress: bool = typer.Option(False, "--no-progress", help="No progress bar."),
+    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+) -> None:
+    """Train one small decoder LM on built-in text and write DIR/result.json (loss in nats per
+    token, bits per byte, curves). Exit code 1 if the run diverged or got stuck.
+
+    Example: [bold]blocklab train --ffn relu --placement post --warmup 0 --steps 300[/bold]
+    """
+    from rich.console import Console
+
+    from blocklab.config import ModelConfig
+    from blocklab.experiments.data import load_corpus
+    from blocklab.experiments.results import run_id
+    from blocklab.experiments.trainer import TrainConfig, make_progress, run
+
+    file = _read_config(config) if config is not None else {}
+    model_fields = {**_MODEL_DEFAULTS, **file.get("model", {}), **_given(
+        ffn=ffn, norm=norm, placement=placement, position=position, d_model=d_model,
+        n_layers=n_layers, n_heads=n_heads, d_ff=d_ff)}
+    train_fields = {**file.get("train", {}), **_given(
+        seq_len=seq_len, batch_size=batch_size, steps=steps, lr=lr, warmup_steps=warmup,
+        schedule=schedule, weight_decay=weight_decay, seed=seed, init=init,
+        eval_every=eval_every, stuck_patience=stuck_patience, threads=threads)}
+    if clip is not None:
+        train_fields["grad_clip"] = None if clip == 0 else clip
+    if eval_lengths is not None:
+        train_fields["eval_lengths"] = _lengths(eval_lengths)
+    model_config = ModelConfig.from_dict(model_fields)
+    train_config = TrainConfig.from_dict(train_fields)
+    corpus = load_corpus(data or file.get("data", "stdlib"))
+    out = out if out is not None else Path("runs") / run_id(model_config, train_config,
+                                                            corpus.name)
+    err = Console(stderr=True)
+    progress = False if (no_progress or as_json) else make_progress(err)
+    result = run(model_config, train_config, corpus, out / "result.json", progress=progress)
+    summary = {key: result[key] for key in ("run_id", "status", "reason", "steps_done",
+                                            "wall_time_s", "ms_per_step", "tokens_per_s")}
+    summary["final"] = {k: v for k, v in result["final"].items() if k != "per_position_loss"}
+    summary["result"] = str(out / "result.json")
+    if as_json:
+        typer.echo(json.dumps(summary, indent=2))
+    else:
+        _print_summary(summary, model_config, corpus.name)
+    if result["status"] != "ok":
+        raise typer.Exit(1)
+
+
+def _number(value: float | None, digits: int = 4) -> str:
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+def _print_summary(summary: dict[str, Any], model_config, data_name: str) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    final = summary["final"]
+    colour = "green" if summary["status"] == "ok" else "bold red"
+    design = " · ".join((model_config.ffn, model_config.norm, model_config.placement,
+                         model_config.position))
+    table = Table(title=f"blocklab train: {design} on {escape(data_name)}", show_header=False)
+    table.add_column("", style="cyan")
+    table.add_column("", justify="right")
+    table.add_row("status", f"[{colour}]{summary['status']}[/{colour}]")
+    if summary["reason"]:
+        table.add_row("reason", escape(summary["reason"]))
+    table.add_row("val loss (nats/token)", _number(final["val_loss"]))
+    table.add_row("val bits per byte", _number(final["val_bpb"]))
+    for length, loss in final["val_loss_by_length"].items():
+        table.add_row(f"  val loss at {length}", _number(loss))
+    table.add_row("unigram entropy (nats)", _number(final["unigram_entropy"]))
+    table.add_row("train loss (last 10)", _number(final["train_loss"]))
+    table.add_row("parameters", f"{final['params']:,}")
+    table.add_row("steps", str(summary["steps_done"]))
+    table.add_row("ms per step", _number(summary["ms_per_step"], 1))
+    table.add_row("tokens per s", _number(summary["tokens_per_s"], 0))
+    table.add_row("wall time (s)", _number(summary["wall_time_s"], 1))
+    table.add_row("result", escape(summary["result"]))
+    Console().print(table)

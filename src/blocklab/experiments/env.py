@@ -1,0 +1,36 @@
+"""The environment a result was produced in: versions, platform and threads, no host name.
+
+Bit-for-bit reproducibility holds on one machine with one thread count; this record says which.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+
+
+def environment(device: str = "cpu") -> dict:
+    """Python, PyTorch and NumPy versions, platform, CPU count, torch threads, device."""
+    import numpy
+    import torch
+
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        usable = os.cpu_count()
+    record = {
+        "python": platform.python_version(),
+        "implementation": platform.python_implementation(),
+        "torch": torch.__version__,
+        "numpy": numpy.__version__,
+        "platform": platform.platform(),  # OS, kernel, libc; never the host name
+        "machine": platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "cpus_usable": usable,
+        "threads": torch.get_num_threads(),
+        "device": device,
+        "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
+    }
+    if device.startswith("cuda") and torch.cuda.is_available():
+        record["accelerator"] = torch.cuda.get_device_name(torch.device(device))
+    return record

@@ -1,0 +1,123 @@
+"""Run ids and a folder of JSON results, so an interrupted suite resumes where it stopped.
+
+    store = ResultStore("runs/ffn")
+    for model_config, train_config in grid:
+        result = store.run(model_config, train_config, "stdlib")  # trains only if missing
+
+A result is one file `<root>/<run_id>.json`, written atomically: a reader (or a crash) sees the
+previous file or the complete new one, never half. A file that does not parse, or has no
+"status", does not count as done and is run again. This module imports no PyTorch, so reports
+can read results without it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from blocklab.config import ModelConfig, write_atomic
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
+
+    from blocklab.experiments.data import Corpus
+    from blocklab.experiments.trainer import TrainConfig
+
+# Fields that change neither what is trained nor how: a cosmetic name, and the thread count and
+# device (which change rounding, not the experiment).
+_MODEL_IGNORED = ("name",)
+_TRAIN_IGNORED = ("threads", "device")
+
+
+def run_id(model_config: ModelConfig | dict, train_config: TrainConfig | dict,
+           data_name: str) -> str:
+    """A stable 12-hex-digit id of (model config, train config, data name).
+
+    sha256 of their canonical JSON (sorted keys), without `ModelConfig.name`,
+    `TrainConfig.threads` and `TrainConfig.device`.
+    """
+    model = model_config if isinstance(model_config, dict) else model_config.to_dict()
+    train = train_config if isinstance(train_config, dict) else train_config.to_dict()
+    model = {k: v for k, v in model.items() if k not in _MODEL_IGNORED}
+    train = {k: v for k, v in train.items() if k not in _TRAIN_IGNORED}
+    canonical = json.dumps({"model": model, "train": train, "data": str(data_name)},
+                           sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:12]
+
+
+def json_safe(value: Any) -> Any:
+    """Non-finite floats -> None, tuples -> lists, recursively (strict JSON has no NaN)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    return value
+
+
+def result_json(result: dict[str, Any]) -> str:
+    """A result as strict JSON text (NaN/inf written as null)."""
+    return json.dumps(json_safe(result), indent=1, allow_nan=False) + "\n"
+
+
+class ResultStore:
+    """A folder of results, one `<run_id>.json` per run."""
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root)
+
+    def path_for(self, run_id: str) -> Path:
+        if not run_id or any(c in run_id for c in "/\\") or run_id.startswith("."):
+            raise ValueError(f"run id {run_id!r} is not a plain file name")
+        return self.root / f"{run_id}.json"
+
+    def _read(self, path: Path) -> dict[str, Any] | None:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            return None
+        return data if isinstance(data, dict) and "status" in data else None
+
+    def has(self, run_id: str) -> bool:
+        """True when the result file exists, parses, and has a status."""
+        return self._read(self.path_for(run_id)) is not None
+
+    def load(self, run_id: str) -> dict[str, Any]:
+        path = self.path_for(run_id)
+        data = self._read(path)
+        if data is None:
+            raise FileNotFoundError(f"no complete result at {path}")
+        return data
+
+    def save(self, run_id: str, result: dict[str, Any]) -> Path:
+        path = self.path_for(run_id)
+        write_atomic(path, result_json(result))
+        return path
+
+    def iter_results(self) -> Iterator[tuple[str, dict[str, Any]]]:
+        """(run_id, result) for every complete result, in run-id order."""
+        if not self.root.is_dir():
+            return
+        for path in sorted(self.root.glob("*.json")):
+            data = self._read(path)
+            if data is not None:
+                yield path.stem, data
+
+    def run(self, model_config: ModelConfig, train_config: TrainConfig,
+            data: str | Path | Corpus = "stdlib", *, progress: Progress | bool = False,
+            label: str | None = None) -> dict[str, Any]:
+        """The stored result of this run if there is one; otherwise train, save, return it."""
+        from blocklab.experiments.data import load_corpus
+        from blocklab.experiments.trainer import run
+
+        corpus = load_corpus(data)
+        key = run_id(model_config, train_config, corpus.name)
+        if self.has(key):
+            return self.load(key)
+        return run(model_config, train_config, corpus, self.path_for(key), progress=progress,
+                   label=label)

@@ -1,0 +1,173 @@
+"""Synthetic byte-level tasks with known answers, each generated deterministically from a seed.
+
+    passkey             filler · "The pass key is 12345. Remember it. 12345 is the pass key." ·
+                        filler · "What is the pass key? The pass key is 12345"
+    associative recall  "kqx:482 abf:107 ... ? abf:107"
+    copy                "qwhzyoeb|qwhzyoeb"
+
+Every example is a `SyntheticExample`: the whole byte sequence, answer included, and the
+positions of the answer bytes in it. A causal language model is scored by teacher forcing: the
+logits at position p − 1 must put their argmax on the byte at p, for every answer position p;
+an example counts as correct only if all its answer bytes are (exact match). The passkey task is
+the long-context retrieval test of Mohtashami & Jaggi 2023 (https://arxiv.org/abs/2305.16300).
+"""
+
+from __future__ import annotations
+
+import string
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from torch import nn
+
+_FILLER = ("The grass is green. The sky is blue. The sun is yellow. Here we go. "
+           "There and back again. ")
+_QUESTION = "What is the pass key? The pass key is "
+_KEY_DIGITS = 5
+_SYNTHETIC_STREAM = 0x5E7
+
+
+@dataclass(frozen=True, eq=False)
+class SyntheticExample:
+    """One example: `tokens` [n] uint8 (answer included), `answer_positions` [k] int64 indices
+    into `tokens` of the answer bytes, `answer` their text, and for the passkey task `depth`,
+    the fraction of the filler placed before the needle, and `needle_start`, its byte index."""
+
+    tokens: np.ndarray
+    answer_positions: np.ndarray
+    answer: str
+    depth: float | None = None
+    needle_start: int | None = None
+
+    @property
+    def text(self) -> str:
+        return self.tokens.tobytes().decode("utf-8")
+
+
+def _rng(seed: int) -> np.random.Generator:
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+        raise ValueError(f"seed={seed!r} is not allowed; expected an integer >= 0")
+    return np.random.default_rng(np.random.SeedSequence([_SYNTHETIC_STREAM, int(seed)]))
+
+
+def _example(text: str, answer: str, **extra) -> SyntheticExample:
+    tokens = np.frombuffer(text.encode("ascii"), dtype=np.uint8).copy()
+    positions = np.arange(tokens.size - len(answer), tokens.size, dtype=np.int64)
+    return SyntheticExample(tokens, positions, answer, **extra)
+
+
+def passkey_needle(key: str) -> str:
+    return f"The pass key is {key}. Remember it. {key} is the pass key. "
+
+
+def passkey_example(seed: int, length: int = 512, depth: float = 0.5) -> SyntheticExample:
+    """A 5-digit pass key hidden in filler at `depth`, asked for at the end; `length` bytes.
+
+    The needle goes to the sentence boundary of the filler nearest to `depth` × filler length
+    (depth 0: first thing in the text; depth 1: right before the question). The answer is the
+    last five bytes. The recorded `depth` is the one realised after snapping.
+    """
+    if not 0.0 <= depth <= 1.0:
+        raise ValueError(f"depth={depth!r} is not allowed; expected a fraction in [0, 1]")
+    key = str(_rng(seed).integers(10 ** (_KEY_DIGITS - 1), 10 ** _KEY_DIGITS))
+    needle, question = passkey_needle(key), _QUESTION + key
+    filler_len = length - len(needle) - len(question)
+    if filler_len < 0:
+        raise ValueError(f"length={length} is too short for a passkey example; expected >= "
+                         f"{len(needle) + len(question)}")
+    filler = (_FILLER * (filler_len // len(_FILLER) + 1))[:filler_len]
+    boundaries = [0, *(i + 2 for i in range(filler_len - 1) if filler[i:i + 2] == ". "),
+                  filler_len]
+    cut = min(boundaries, key=lambda b: (abs(b - depth * filler_len), b))
+    text = filler[:cut] + needle + filler[cut:] + question
+    realised = cut / filler_len if filler_len else depth
+    return _example(text, key, depth=realised, needle_start=cut)
+
+
+def associative_recall_example(seed: int, n_pairs: int = 8, key_len: int = 3,
+                               value_len: int = 3) -> SyntheticExample:
+    """`n_pairs` distinct lowercase keys with digit values, then "? key:" and its value.
+
+    "kqx:482 abf:107 zzm:955 ? abf:107": the answer is the value bytes at the end.
+    """
+    for name, value in (("n_pairs", n_pairs), ("key_len", key_len), ("value_len", value_len)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name}={value!r} is not allowed; expected a positive integer")
+    if n_pairs > 26 ** key_len:
+        raise ValueError(f"n_pairs={n_pairs} exceeds the {26 ** key_len} distinct keys of "
+                         f"key_len={key_len}")
+    rng = _rng(seed)
+    letters = np.array(list(string.ascii_lowercase))
+    keys: list[str] = []
+    while len(keys) < n_pairs:
+        key = "".join(rng.choice(letters, key_len))
+        if key not in keys:
+            keys.append(key)
+    values = ["".join(str(d) for d in rng.integers(0, 10, value_len)) for _ in keys]
+    query = int(rng.integers(0, n_pairs))
+    pairs = " ".join(f"{k}:{v}" for k, v in zip(keys, values, strict=True))
+    return _example(f"{pairs} ? {keys[query]}:{values[query]}", values[query])
+
+
+def copy_example(seed: int, length: int = 16, alphabet: str = string.ascii_lowercase,
+                 separator: str = "|") -> SyntheticExample:
+    """A random string of `length` characters, `separator`, then the same string again.
+
+    The answer is the whole second copy.
+    """
+    if isinstance(length, bool) or not isinstance(length, int) or length < 1:
+        raise ValueError(f"length={length!r} is not allowed; expected a positive integer")
+    if not alphabet or separator in alphabet:
+        raise ValueError(f"alphabet {alphabet!r} must be non-empty and exclude the separator")
+    rng = _rng(seed)
+    chars = "".join(rng.choice(np.array(list(alphabet)), length))
+    return _example(f"{chars}{separator}{chars}", chars)
+
+
+def example_seeds(seed: int, n: int) -> list[int]:
+    """`n` example seeds derived from one seed (distinct streams, reproducible)."""
+    state = np.random.SeedSequence([_SYNTHETIC_STREAM, int(seed)]).generate_state(n, np.uint32)
+    return [int(s) for s in state]
+
+
+def answer_accuracy(model: nn.Module, examples: list[SyntheticExample],
+                    batch_size: int = 16) -> float:
+    """Exact-match accuracy under teacher forcing: argmax of logits[p − 1] == tokens[p] at
+    every answer position p. Examples of equal length are batched together."""
+    import torch
+
+    if not examples:
+        raise ValueError("answer_accuracy needs at least one example")
+    device = next(model.parameters()).device
+    by_length: dict[int, list[SyntheticExample]] = {}
+    for example in examples:
+        by_length.setdefault(example.tokens.size, []).append(example)
+    correct = 0
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            for group in by_length.values():
+                for start in range(0, len(group), batch_size):
+                    chunk = group[start:start + batch_size]
+                    tokens = torch.from_numpy(np.stack([e.tokens for e in chunk]).astype(np.int64))
+                    tokens = tokens.to(device)
+                    predicted = model(tokens[:, :-1]).argmax(dim=-1)  # [b, n - 1]
+                    for row, example in enumerate(chunk):
+                        positions = torch.from_numpy(example.answer_positions).to(device)
+                        hits = predicted[row, positions - 1] == tokens[row, positions]
+                        correct += bool(hits.all())
+    finally:
+        model.train(was_training)
+    return correct / len(examples)
+
+
+def passkey_accuracy(model: nn.Module, *, n: int = 16, length: int = 512, depth: float = 0.5,
+                     seed: int = 0, batch_size: int = 16) -> float:
+    """Fraction of `n` passkey examples (`length` bytes, needle at `depth`) whose five digits
+    the model predicts exactly, greedily under teacher forcing."""
+    examples = [passkey_example(s, length, depth) for s in example_seeds(seed, n)]
+    return answer_accuracy(model, examples, batch_size)

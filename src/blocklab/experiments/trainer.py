@@ -1,0 +1,532 @@
+"""One seeded, deterministic training run of a `DecoderLM` on a corpus, recorded as one JSON result.
+
+    build    torch.manual_seed(seed); DecoderLM(config); re-initialise by `TrainConfig.init`,
+             each parameter from its own (seed, name) stream (`blocklab.experiments.init`)
+    data     step s trains on `sample_batch(train split, seed, s)`: a separate stream, so every
+             arm of a comparison with the same seed sees the same windows in the same order
+    step     AdamW (decay on matrices and embeddings only), learning rate by `learning_rate`,
+             optional gradient clipping by global norm
+    watch    loss NaN/inf or above `divergence_factor`·ln(V), or a non-finite gradient norm
+             -> "diverged"; train loss still above the unigram entropy of the training bytes
+             `stuck_patience` steps after warmup -> "stuck"; either ends the run early and the
+             curves so far are kept
+    evaluate mean loss (nats/token), bits per byte and per-position loss on fixed held-out
+             windows at every eval length
+
+Same seed, same machine, same thread count: the same loss curve bit for bit.
+
+Curves: `step`, `train_loss`, `lr`, `grad_norm` hold one entry per optimizer step (0-based step
+index; the loss is that step's batch loss before its update, the gradient norm before clipping).
+`val_step` counts the updates done when the validation losses in `val` were measured.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import math
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from torch import nn
+
+from blocklab.config import ModelConfig, write_atomic
+from blocklab.experiments.data import (
+    Corpus,
+    bits_per_byte,
+    load_corpus,
+    sample_batch,
+    unigram_entropy,
+    validation_windows,
+)
+from blocklab.experiments.env import environment
+from blocklab.experiments.init import INITS, initialize
+from blocklab.experiments.results import json_safe, result_json, run_id
+
+SCHEDULES = ("cosine", "constant")
+STATUSES = ("ok", "diverged", "stuck")
+_SMOOTH = 10  # train losses averaged for the stuck test and the final train loss
+
+
+def _bad(name: str, value: Any, allowed: str) -> ValueError:
+    return ValueError(f"TrainConfig.{name}={value!r} is not allowed; expected {allowed}")
+
+
+def _int(name: str, value: Any, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise _bad(name, value, f"an integer >= {minimum}")
+
+
+def _number(name: str, value: Any, low: float, high: float = math.inf,
+            low_open: bool = False) -> float:
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    if ok:
+        ok = (value > low if low_open else value >= low) and value <= high
+    if not ok:
+        bound = f"> {low}" if low_open else f">= {low}"
+        raise _bad(name, value, f"a finite number {bound}" + (f" and <= {high}"
+                                                               if high < math.inf else ""))
+    return float(value)
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """How to train: optimisation, schedule, initialisation, evaluation, watchdogs.
+
+    steps, batch_size, seq_len: optimizer steps, windows per batch, tokens per window.
+    lr, warmup_steps, schedule, min_lr_ratio: peak learning rate; linear warmup over
+        `warmup_steps` (0 = off); then "cosine" decay to lr·min_lr_ratio or "constant".
+    weight_decay, betas, adam_eps: AdamW; decay applies to matrices and embeddings only.
+    grad_clip: max global gradient norm, None = off.
+    init: "gpt2", "xavier" or "default" (`blocklab.experiments.init`).
+    seed: model initialisation and batch order (two separate streams).
+    eval_every: validate every this many steps (0 = only at the end); always at the end.
+    eval_lengths: validation lengths; `seq_len` is always added. eval_batches: batches of
+        `batch_size` fixed windows per length.
+    log_every: per-layer gradient norms and residual RMS every this many steps (0 = off).
+    stuck_patience: steps after warmup at which a train loss still above the unigram entropy
+        ends the run as "stuck" (None = off).
+    divergence_factor: a train loss above this × ln(vocab_size) (the uniform guess) counts as
+        diverged, as does NaN/inf (None = NaN/inf only).
+    threads: torch CPU threads for the run (None = leave as is). device: "cpu" or "cuda[:i]".
+    """
+
+    steps: int = 200
+    batch_size: int = 16
+    seq_len: int = 128
+    lr: float = 1e-3
+    warmup_steps: int = 0
+    schedule: str = "cosine"
+    min_lr_ratio: float = 0.1
+    weight_decay: float = 0.1
+    betas: tuple[float, float] = (0.9, 0.95)
+    adam_eps: float = 1e-8
+    grad_clip: float | None = 1.0
+    init: str = "gpt2"
+    seed: int = 0
+    eval_every: int = 50
+    eval_lengths: tuple[int, ...] = ()
+    eval_batches: int = 4
+    log_every: int = 10
+    stuck_patience: int | None = None
+    divergence_factor: float | None = 4.0
+    threads: int | None = None
+    device: str = "cpu"
+
+    def __post_init__(self) -> None:
+        _int("steps", self.steps, 1)
+        _int("batch_size", self.batch_size, 1)
+        _int("seq_len", self.seq_len, 1)
+        object.__setattr__(self, "lr", _number("lr", self.lr, 0.0, low_open=True))
+        _int("warmup_steps", self.warmup_steps, 0)
+        if self.schedule not in SCHEDULES:
+            raise _bad("schedule", self.schedule, f"one of {list(SCHEDULES)}")
+        object.__setattr__(self, "min_lr_ratio", _number("min_lr_ratio", self.min_lr_ratio,
+                                                         0.0, 1.0))
+        object.__setattr__(self, "weight_decay", _number("weight_decay", self.weight_decay, 0.0))
+        betas = self.betas
+        if not (isinstance(betas, tuple | list) and len(betas) == 2):
+            raise _bad("betas", betas, "two numbers in [0, 1)")
+        betas = tuple(_number("betas", b, 0.0, 1.0) for b in betas)
+        if max(betas) >= 1.0:
+            raise _bad("betas", self.betas, "two numbers in [0, 1)")
+        object.__setattr__(self, "betas", betas)
+        object.__setattr__(self, "adam_eps", _number("adam_eps", self.adam_eps, 0.0,
+                                                     low_open=True))
+        if self.grad_clip is not None:
+            object.__setattr__(self, "grad_clip", _number("grad_clip", self.grad_clip, 0.0,
+                                                          low_open=True))
+        if self.init not in INITS:
+            raise _bad("init", self.init, f"one of {sorted(INITS)}")
+        _int("seed", self.seed, 0)
+        _int("eval_every", self.eval_every, 0)
+        lengths = self.eval_lengths
+        if not isinstance(lengths, tuple | list):
+            raise _bad("eval_lengths", lengths, "a list of positive integers")
+        for length in lengths:
+            _int("eval_lengths", length, 1)
+        object.__setattr__(self, "eval_lengths", tuple(sorted({*lengths, self.seq_len})))
+        _int("eval_batches", self.eval_batches, 1)
+        _int("log_every", self.log_every, 0)
+        if self.stuck_patience is not None:
+            _int("stuck_patience", self.stuck_patience, 1)
+        if self.divergence_factor is not None:
+            object.__setattr__(self, "divergence_factor", _number(
+                "divergence_factor", self.divergence_factor, 1.0, low_open=True))
+        if self.threads is not None:
+            _int("threads", self.threads, 1)
+        if not (isinstance(self.device, str) and self.device.split(":")[0] in ("cpu", "cuda")):
+            raise _bad("device", self.device, "'cpu' or 'cuda[:index]'")
+
+    def to_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["betas"] = list(self.betas)
+        data["eval_lengths"] = list(self.eval_lengths)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TrainConfig:
+        if not isinstance(data, dict):
+            raise ValueError(f"TrainConfig must be a JSON object, got {type(data).__name__}")
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"unknown TrainConfig key(s) {unknown}; allowed: {sorted(known)}")
+        data = dict(data)
+        for key in ("betas", "eval_lengths"):
+            if isinstance(data.get(key), list):
+                data[key] = tuple(data[key])
+        return cls(**data)
+
+    def replace(self, **changes: Any) -> TrainConfig:
+        data = self.to_dict()
+        data.update(changes)
+        return TrainConfig.from_dict(data)
+
+
+def learning_rate(step: int, config: TrainConfig) -> float:
+    """The learning rate of 0-based optimizer step `step`.
+
+        warmup (step < W):   lr · (step + 1) / W
+        cosine (after):      lr_min + (lr − lr_min) · ½ (1 + cos(π · (step − W) / (steps − W)))
+        constant (after):    lr
+
+    with lr_min = lr · min_lr_ratio; the decay reaches lr_min one step after the last step.
+    """
+    lr, warmup = config.lr, config.warmup_steps
+    if step < warmup:
+        return lr * (step + 1) / warmup
+    if config.schedule == "constant":
+        return lr
+    lr_min = lr * config.min_lr_ratio
+    progress = (step - warmup) / max(1, config.steps - warmup)
+    return lr_min + (lr - lr_min) * 0.5 * (1.0 + math.cos(math.pi * min(progress, 1.0)))
+
+
+def build_model(model_config: ModelConfig, train_config: TrainConfig) -> nn.Module:
+    """`DecoderLM(model_config)` seeded and initialised as `train_config` says, on its device."""
+    from blocklab.nn import DecoderLM
+
+    torch.manual_seed(train_config.seed)
+    model = DecoderLM(model_config)
+    initialize(model, train_config.init, train_config.seed, model_config.n_layers)
+    return model.to(train_config.device)
+
+
+def count_parameters(model: nn.Module) -> int:
+    """Distinct parameters (a tied embedding counts once)."""
+    return sum(p.numel() for p in model.parameters())
+
+
+def _lm_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Mean next-token cross-entropy in nats: logits [B, T, V], targets [B, T]."""
+    return F.cross_entropy(logits.flatten(0, 1), targets.flatten())
+
+
+def evaluate(model: nn.Module, windows: dict[int, torch.Tensor],
+             batch_tokens: int) -> dict[int, dict[str, Any]]:
+    """Loss on fixed windows per length, without gradients.
+
+    Args:
+        windows: length L -> LongTensor [n, L + 1] (`validation_windows`).
+        batch_tokens: tokens per forward pass; rows per pass = max(1, batch_tokens // L).
+
+    Returns:
+        L -> {"loss": mean nats/token, "per_position": [L] mean loss at each position}; a
+        length the model cannot run (a learned table too short) gives {"loss": None,
+        "per_position": None, "error": message}.
+    """
+    device = next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    out: dict[int, dict[str, Any]] = {}
+    try:
+        with torch.no_grad():
+            for length, rows in windows.items():
+                total = torch.zeros(length, dtype=torch.float64)
+                try:
+                    for chunk in rows.split(max(1, batch_tokens // length)):
+                        chunk = chunk.to(device)
+                        logits = model(chunk[:, :-1])  # [b, L, V]
+                        loss = F.cross_entropy(logits.transpose(1, 2), chunk[:, 1:],
+                                               reduction="none")  # [b, L]
+                        total += loss.double().sum(0).cpu()
+                except (ValueError, IndexError, RuntimeError) as err:
+                    out[length] = {"loss": None, "per_position": None,
+                                   "error": f"{type(err).__name__}: {err}".splitlines()[0]}
+                    continue
+                per_position = total / rows.shape[0]
+                out[length] = {"loss": float(per_position.mean()),
+                               "per_position": per_position.tolist()}
+    finally:
+        model.train(was_training)
+    return out
+
+
+@contextlib.contextmanager
+def _runtime(config: TrainConfig) -> Iterator[None]:
+    """Thread count and deterministic algorithms for one run; restored afterwards."""
+    threads = torch.get_num_threads()
+    deterministic = torch.are_deterministic_algorithms_enabled()
+    warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
+    if config.threads is not None:
+        torch.set_num_threads(config.threads)
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+        torch.use_deterministic_algorithms(deterministic, warn_only=warn_only)
+
+
+class _ResidualRecorder:
+    """Forward hooks on every layer: RMS of the residual stream each layer outputs, on demand."""
+
+    def __init__(self, layers: nn.ModuleList) -> None:
+        self.active = False
+        self.values: list[float] = []
+        self.handles = [layer.register_forward_hook(self._hook) for layer in layers]
+
+    def _hook(self, module: nn.Module, inputs: Any, output: Any) -> None:
+        if self.active:
+            x = output[0] if isinstance(output, tuple) else output
+            self.values.append(float(x.detach().float().pow(2).mean().sqrt()))
+
+    def take(self) -> list[float]:
+        values, self.values = self.values, []
+        return values
+
+    def remove(self) -> None:
+        for handle in self.handles:
+            handle.remove()
+
+
+def _grad_norm(params: list[nn.Parameter]) -> float:
+    grads = [p.grad for p in params if p.grad is not None]
+    if not grads:
+        return 0.0
+    return float(torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g)
+                                                        for g in grads])))
+
+
+def _layer_grad_norms(layers: nn.ModuleList) -> tuple[list[float], list[float | None]]:
+    """(whole-layer, FFN down_proj weight) gradient norms, one per layer."""
+    whole, down = [], []
+    for layer in layers:
+        whole.append(_grad_norm(list(layer.parameters())))
+        proj = getattr(getattr(layer, "ffn", None), "down_proj", None)
+        down.append(None if proj is None else _grad_norm([proj.weight]))
+    return whole, down
+
+
+def _optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.AdamW:
+    # Decay matrices and embeddings; leave norm gains and biases alone (nanoGPT, GPT-3).
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    no_decay = [p for p in model.parameters() if p.dim() < 2]
+    groups = [{"params": decay, "weight_decay": config.weight_decay},
+              {"params": no_decay, "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, lr=config.lr, betas=config.betas, eps=config.adam_eps)
+
+
+def make_progress(console: Console | None = None) -> Progress:
+    """The progress display `train` and suites share: description, bar, steps, loss, ETA."""
+    return Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+        TextColumn("loss {task.fields[loss]}"), TimeElapsedColumn(), TextColumn("eta"),
+        TimeRemainingColumn(), console=console,
+    )
+
+
+@contextlib.contextmanager
+def _progress_task(progress: Progress | bool, label: str, total: int) -> Iterator[Any]:
+    """Yield update(advance, loss) for a bar: our own (True), a task on the caller's, or none."""
+    if progress is False or progress is None:
+        yield lambda advance, loss: None
+        return
+    owned = progress is True
+    bar = make_progress() if owned else progress
+    context = bar if owned else contextlib.nullcontext()
+    with context:
+        task = bar.add_task(label, total=total, loss="—")
+        try:
+            yield lambda advance, loss: bar.update(task, advance=advance, loss=f"{loss:.4f}")
+        finally:
+            if not owned:  # a suite keeps its own overall bar; finished runs leave it
+                bar.update(task, visible=False)
+
+
+def _finite(value: float | None) -> bool:
+    return value is not None and math.isfinite(value)
+
+
+def train(model_config: ModelConfig, train_config: TrainConfig,
+          data: str | Path | Corpus = "stdlib", *, progress: Progress | bool = False,
+          label: str | None = None) -> tuple[nn.Module, dict[str, Any]]:
+    """Train one model and return it with its result dictionary (see `run` for the keys).
+
+    Args:
+        data: "stdlib", "shakespeare", a path, or a loaded `Corpus`.
+        progress: False (silent), True (own rich progress bar) or a `rich.progress.Progress`
+            to add this run's task to (hidden again when the run ends).
+        label: the progress description; defaults to the model's design choices and seed.
+    """
+    started = time.perf_counter()
+    mc, tc = model_config, train_config
+    corpus = load_corpus(data)
+    if mc.vocab_size < corpus.tokenizer.vocab_size:
+        raise ValueError(f"ModelConfig.vocab_size={mc.vocab_size} is smaller than the "
+                         f"{corpus.tokenizer.name} tokenizer's {corpus.tokenizer.vocab_size}")
+    windows = {length: validation_windows(corpus.val, length, tc.eval_batches * tc.batch_size)
+               for length in tc.eval_lengths}
+    entropy = unigram_entropy(corpus.train, corpus.tokenizer.vocab_size)
+    limit = None if tc.divergence_factor is None else tc.divergence_factor * math.log(
+        mc.vocab_size)
+    label = label or f"{mc.ffn}·{mc.norm}·{mc.placement}·{mc.position} seed {tc.seed}"
+    curves: dict[str, Any] = {
+        "step": [], "train_loss": [], "lr": [], "grad_norm": [], "val_step": [],
+        "val": {str(length): [] for length in tc.eval_lengths},
+        "layer_grad_norms": {"step": [], "layer": [], "down_proj": []},
+        "residual_rms": {"step": [], "layer": []},
+    }
+    status, reason, steps_done, train_seconds = "ok", None, 0, 0.0
+    last_eval: dict[int, dict[str, Any]] | None = None
+
+    def validate() -> None:
+        nonlocal last_eval
+        last_eval = evaluate(model, windows, tc.batch_size * tc.seq_len)
+        curves["val_step"].append(steps_done)
+        for length, scores in last_eval.items():
+            curves["val"][str(length)].append(scores["loss"])
+
+    with _runtime(tc), _progress_task(progress, label, tc.steps) as advance:
+        env = environment(tc.device)
+        model = build_model(mc, tc)
+        model.train()
+        params = list(model.parameters())
+        optimizer = _optimizer(model, tc)
+        recorder = _ResidualRecorder(model.layers)
+        try:
+            for step in range(tc.steps):
+                tick = time.perf_counter()
+                lr = learning_rate(step, tc)
+                for group in optimizer.param_groups:
+                    group["lr"] = lr
+                batch = sample_batch(corpus.train, seed=tc.seed, step=step,
+                                     batch_size=tc.batch_size, seq_len=tc.seq_len)
+                batch = batch.to(tc.device)
+                log_now = tc.log_every > 0 and step % tc.log_every == 0
+                recorder.active = log_now
+                loss = _lm_loss(model(batch[:, :-1]), batch[:, 1:])
+                recorder.active = False
+                loss_value = loss.item()
+                curves["step"].append(step)
+                curves["train_loss"].append(loss_value)
+                curves["lr"].append(lr)
+                if not math.isfinite(loss_value) or (limit is not None and loss_value > limit):
+                    curves["grad_norm"].append(None)
+                    status, reason = "diverged", f"train loss {loss_value:.4g} at step {step}"
+                    if math.isfinite(loss_value):
+                        reason += f" (above {tc.divergence_factor:g}·ln {mc.vocab_size})"
+                    break
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                if log_now:
+                    whole, down = _layer_grad_norms(model.layers)
+                    curves["layer_grad_norms"]["step"].append(step)
+                    curves["layer_grad_norms"]["layer"].append(whole)
+                    curves["layer_grad_norms"]["down_proj"].append(down)
+                    curves["residual_rms"]["step"].append(step)
+                    curves["residual_rms"]["layer"].append(recorder.take())
+                max_norm = math.inf if tc.grad_clip is None else tc.grad_clip
+                grad_norm = float(torch.nn.utils.clip_grad_norm_(params, max_norm))
+                curves["grad_norm"].append(grad_norm)
+                if not math.isfinite(grad_norm):
+                    status, reason = "diverged", f"gradient norm {grad_norm} at step {step}"
+                    break
+                optimizer.step()
+                steps_done = step + 1
+                train_seconds += time.perf_counter() - tick
+                advance(1, loss_value)
+                if tc.eval_every and steps_done % tc.eval_every == 0:
+                    validate()
+                if tc.stuck_patience is not None and \
+                        steps_done == tc.warmup_steps + tc.stuck_patience:
+                    recent = curves["train_loss"][-_SMOOTH:]
+                    smoothed = sum(recent) / len(recent)
+                    if smoothed > entropy:
+                        status = "stuck"
+                        reason = (f"train loss {smoothed:.4f} (mean of last {len(recent)}) "
+                                  f"above the unigram entropy {entropy:.4f} after {steps_done} "
+                                  "steps")
+                        break
+        finally:
+            recorder.remove()
+        if not curves["val_step"] or curves["val_step"][-1] != steps_done:
+            validate()
+
+    finite_losses = [x for x in curves["train_loss"] if _finite(x)][-_SMOOTH:]
+    val_loss = last_eval[tc.seq_len]["loss"]
+    final = {
+        "val_loss": val_loss,
+        "val_bpb": bits_per_byte(val_loss) if _finite(val_loss) else None,
+        "val_loss_by_length": {str(k): v["loss"] for k, v in last_eval.items()},
+        "per_position_loss": {str(k): v["per_position"] for k, v in last_eval.items()},
+        "train_loss": sum(finite_losses) / len(finite_losses) if finite_losses else None,
+        "unigram_entropy": entropy,
+        "unigram_entropy_bpb": bits_per_byte(entropy),
+        "params": count_parameters(model),
+    }
+    errors = {str(k): v["error"] for k, v in last_eval.items() if "error" in v}
+    if errors:
+        final["eval_errors"] = errors
+    result = {
+        "run_id": run_id(mc, tc, corpus.name),
+        "status": status,
+        "reason": reason,
+        "model_config": mc.to_dict(),
+        "train_config": tc.to_dict(),
+        "data": corpus.info(),
+        "environment": env,
+        "curves": curves,
+        "final": final,
+        "steps_done": steps_done,
+        "wall_time_s": time.perf_counter() - started,
+        "train_time_s": train_seconds,
+        "ms_per_step": 1000 * train_seconds / steps_done if steps_done else None,
+        "tokens_per_s": (steps_done * tc.batch_size * tc.seq_len / train_seconds
+                         if train_seconds > 0 else None),
+    }
+    return model, json_safe(result)
+
+
+def run(model_config: ModelConfig, train_config: TrainConfig,
+        data: str | Path | Corpus = "stdlib", out_path: str | Path | None = None, *,
+        progress: Progress | bool = False, label: str | None = None) -> dict[str, Any]:
+    """Train one model; return its result and, given `out_path`, write it there atomically.
+
+    Result keys: run_id, status ("ok" | "diverged" | "stuck"), reason, model_config,
+    train_config, data {name, sha256, tokenizer, train_bytes, val_bytes, files, ...},
+    environment, curves {step, train_loss, lr, grad_norm, val_step, val {length: [...]},
+    layer_grad_norms {step, layer, down_proj}, residual_rms {step, layer}}, final {val_loss
+    (nats/token at seq_len), val_bpb, val_loss_by_length, per_position_loss, train_loss,
+    unigram_entropy, unigram_entropy_bpb, params[, eval_errors]}, steps_done, wall_time_s,
+    train_time_s, ms_per_step, tokens_per_s. Non-finite numbers are written as null.
+    """
+    _, result = train(model_config, train_config, data, progress=progress, label=label)
+    if out_path is not None:
+        write_atomic(Path(out_path), result_json(result))
+    return result

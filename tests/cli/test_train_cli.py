@@ -1,0 +1,80 @@
+"""`blocklab train`: end to end on a tiny model, config files, flags, errors, exit codes."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from blocklab.cli import main
+
+TINY = ["--d-model", "32", "--n-layers", "2", "--n-heads", "2", "--steps", "20",
+        "--batch-size", "4", "--seq-len", "32", "--threads", "1", "--no-progress"]
+
+
+def test_tiny_run_writes_result_json(tmp_path, capsys):
+    assert main(["train", *TINY, "--out", str(tmp_path)]) == 0
+    result = json.loads((tmp_path / "result.json").read_text())
+    assert result["status"] == "ok" and result["steps_done"] == 20
+    assert 0 < result["final"]["val_loss"] < 6  # nats per token; ln 256 = 5.55
+    assert result["model_config"]["d_model"] == 32 and result["train_config"]["steps"] == 20
+    out = capsys.readouterr().out
+    assert "val loss (nats/token)" in out and "ok" in out
+
+
+def test_config_file_then_flags_override(tmp_path, capsys):
+    config = tmp_path / "run.json"
+    config.write_text(json.dumps({
+        "model": {"d_model": 32, "n_layers": 1, "n_heads": 2, "ffn": "relu", "norm": "layernorm"},
+        "train": {"steps": 3, "batch_size": 2, "seq_len": 16, "threads": 1, "eval_batches": 1}}))
+    code = main(["train", "--config", str(config), "--placement", "post", "--warmup", "1",
+                 "--clip", "0", "--init", "xavier", "--eval-lengths", "32", "--json",
+                 "--out", str(tmp_path / "o")])
+    assert code == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["status"] == "ok" and set(summary["final"]["val_loss_by_length"]) == {"16",
+                                                                                          "32"}
+    result = json.loads((tmp_path / "o" / "result.json").read_text())
+    assert result["model_config"]["ffn"] == "relu" and result["model_config"]["placement"] == "post"
+    train = result["train_config"]
+    assert (train["warmup_steps"], train["grad_clip"], train["init"]) == (1, None, "xavier")
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--ffn", "nope"], "ModelConfig.ffn='nope'"),
+    (["--steps", "0"], "TrainConfig.steps=0"),
+    (["--lr", "-1"], "TrainConfig.lr=-1.0"),
+    (["--data", "/no/such/file"], "is not 'stdlib', 'shakespeare'"),
+    (["--eval-lengths", "a,b"], "--eval-lengths 'a,b'"),
+    (["--n-heads", "3"], "ModelConfig.n_heads=3"),
+])
+def test_bad_values_are_one_line_exit_2(tmp_path, capsys, args, message):
+    assert main(["train", *TINY, *args, "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and message in err
+    assert not (tmp_path / "result.json").exists()
+
+
+def test_bad_config_file_is_exit_2(tmp_path, capsys):
+    config = tmp_path / "bad.json"
+    config.write_text(json.dumps({"model": {}, "optim": {}}))
+    assert main(["train", "--config", str(config)]) == 2
+    assert "unknown key(s) ['optim']" in capsys.readouterr().err
+    config.write_text(json.dumps({"train": {"stepz": 1}}))
+    assert main(["train", "--config", str(config)]) == 2
+    assert main(["train", "--config", str(tmp_path / "missing.json")]) == 2
+
+
+def test_diverged_run_exits_1_and_keeps_the_result(tmp_path, capsys):
+    assert main(["train", *TINY, "--lr", "1000", "--clip", "0", "--out", str(tmp_path)]) == 1
+    result = json.loads((tmp_path / "result.json").read_text())
+    assert result["status"] == "diverged" and result["curves"]["train_loss"]
+    assert "diverged" in capsys.readouterr().out
+
+
+def test_cli_import_and_help_do_not_import_torch():
+    code = ("import sys; from blocklab.cli import main; rc = main(['train', '--help']); "
+            "assert 'torch' not in sys.modules, 'torch imported'; sys.exit(rc)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert "--no-progress" in result.stdout

@@ -1,0 +1,113 @@
+"""Synthetic tasks: answers where stated, depth honoured, determinism, and the scorer's indexing
+checked against rule-based oracle models."""
+
+import re
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from blocklab.experiments import synthetic as s
+
+
+@pytest.mark.parametrize("seed", [0, 1, 7, 12345])
+def test_passkey_answer_sits_at_the_stated_positions(seed):
+    ex = s.passkey_example(seed, length=400, depth=0.5)
+    text = ex.text
+    assert ex.tokens.size == 400 and len(ex.answer) == 5 and ex.answer.isdigit()
+    assert bytes(ex.tokens[ex.answer_positions]).decode() == ex.answer
+    assert ex.answer_positions.tolist() == list(range(395, 400))
+    assert text.endswith("What is the pass key? The pass key is " + ex.answer)
+    assert f"The pass key is {ex.answer}. Remember it." in text
+    assert text.find("The pass key is") == ex.needle_start
+
+
+@pytest.mark.parametrize("depth", [0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0])
+def test_passkey_depth_is_honoured(depth):
+    ex = s.passkey_example(3, length=2048, depth=depth)
+    filler_len = 2048 - len(s.passkey_needle(ex.answer)) - len(s._QUESTION) - 5
+    assert abs(ex.depth - depth) <= 0.02  # snapped to a sentence boundary (~20 bytes)
+    assert ex.needle_start == round(ex.depth * filler_len)
+    before_needle = ex.text[:ex.needle_start]
+    assert before_needle == "" or before_needle.endswith(". ")
+    if depth == 0.0:
+        assert ex.needle_start == 0
+    if depth == 1.0:
+        assert ex.text[ex.needle_start:].startswith(s.passkey_needle(ex.answer) + "What is")
+
+
+def test_passkey_is_deterministic_by_seed():
+    a, b = s.passkey_example(5, 300, 0.3), s.passkey_example(5, 300, 0.3)
+    assert np.array_equal(a.tokens, b.tokens) and a.answer == b.answer
+    keys = {s.passkey_example(seed, 300, 0.3).answer for seed in range(20)}
+    assert len(keys) > 15
+
+
+@pytest.mark.parametrize(("length", "depth"), [(50, 0.5), (400, 1.5), (400, -0.1)])
+def test_passkey_rejects_bad_arguments(length, depth):
+    with pytest.raises(ValueError):
+        s.passkey_example(0, length, depth)
+
+
+def test_associative_recall_answer_is_the_queried_value():
+    for seed in range(10):
+        ex = s.associative_recall_example(seed, n_pairs=6)
+        match = re.fullmatch(r"((?:[a-z]{3}:\d{3} ){5}[a-z]{3}:\d{3}) \? ([a-z]{3}):(\d{3})",
+                             ex.text)
+        assert match, ex.text
+        pairs = dict(p.split(":") for p in match.group(1).split(" "))
+        assert len(pairs) == 6  # keys are distinct
+        assert pairs[match.group(2)] == match.group(3) == ex.answer
+        assert bytes(ex.tokens[ex.answer_positions]).decode() == ex.answer
+        assert ex.answer_positions[-1] == ex.tokens.size - 1
+    assert s.associative_recall_example(4).text == s.associative_recall_example(4).text
+
+
+def test_copy_repeats_the_string_after_the_separator():
+    ex = s.copy_example(9, length=12)
+    first, second = ex.text.split("|")
+    assert first == second == ex.answer and len(first) == 12
+    assert ex.answer_positions.tolist() == list(range(13, 25))
+    assert s.copy_example(9, 12).text == ex.text != s.copy_example(10, 12).text
+    with pytest.raises(ValueError):
+        s.copy_example(0, 4, alphabet="ab|")
+
+
+class PasskeyReader(nn.Module):
+    """A rule-based model: after "...The pass key is " + j digits, predict digit j of the key
+    found in the needle; elsewhere predict byte 0. Perfect under correct teacher forcing."""
+
+    def __init__(self, shift=0):
+        super().__init__()
+        self.dummy = nn.Parameter(torch.zeros(1))
+        self.shift = shift
+
+    def forward(self, input_ids):
+        B, T = input_ids.shape
+        logits = torch.zeros(B, T, 256)
+        for b in range(B):
+            text = bytes(input_ids[b].tolist()).decode()
+            key = re.search(r"The pass key is (\d{5})\.", text).group(1)
+            for t in range(T):
+                prefix = text[:t + 1 + self.shift]
+                m = re.search(r"What is the pass key\? The pass key is (\d*)$", prefix)
+                if m and len(m.group(1)) < 5:
+                    logits[b, t, ord(key[len(m.group(1))])] = 1.0
+        return logits
+
+
+def test_passkey_accuracy_scores_a_perfect_reader_one_and_misaligned_zero():
+    assert s.passkey_accuracy(PasskeyReader(), n=4, length=300, depth=0.4) == 1.0
+    assert s.passkey_accuracy(PasskeyReader(shift=1), n=4, length=300, depth=0.4) == 0.0
+
+
+def test_answer_accuracy_on_a_real_model_is_a_fraction(tiny_model):
+    from blocklab.nn import DecoderLM
+
+    torch.manual_seed(0)
+    model = DecoderLM(tiny_model)
+    examples = [s.copy_example(i, 8) for i in range(3)] + [s.associative_recall_example(0)]
+    score = s.answer_accuracy(model, examples, batch_size=2)
+    assert 0.0 <= score <= 1.0 and model.training
+    assert 0.0 <= s.passkey_accuracy(model, n=2, length=200) <= 1.0

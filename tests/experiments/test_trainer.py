@@ -1,0 +1,234 @@
+"""The trainer: config validation, schedule, bit-for-bit determinism, shared init and batches,
+divergence and stuck detection, evaluation and the result it writes."""
+
+import json
+import math
+import socket
+
+import pytest
+import torch
+from rich.console import Console
+from rich.progress import Progress
+
+from blocklab.experiments import trainer as tr
+from blocklab.experiments.init import initialize
+from blocklab.experiments.trainer import TrainConfig, learning_rate
+
+
+# --- TrainConfig --------------------------------------------------------------------------------
+def test_unknown_key_is_one_line_value_error():
+    with pytest.raises(ValueError, match=r"unknown TrainConfig key\(s\) \['stepz'\]") as err:
+        TrainConfig.from_dict({"stepz": 3})
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize(("field", "value"), [
+    ("steps", 0), ("lr", 0.0), ("lr", float("nan")), ("warmup_steps", -1), ("schedule", "linear"),
+    ("min_lr_ratio", 1.5), ("betas", (0.9, 1.0)), ("grad_clip", 0.0), ("init", "he"),
+    ("eval_lengths", (0,)), ("stuck_patience", 0), ("threads", 0), ("device", "tpu"),
+    ("batch_size", True),
+])
+def test_bad_values_raise_naming_the_field(field, value):
+    with pytest.raises(ValueError, match=f"TrainConfig.{field}="):
+        TrainConfig(**{field: value})
+
+
+def test_config_round_trips_and_adds_seq_len_to_eval_lengths():
+    cfg = TrainConfig(seq_len=64, eval_lengths=(256, 128, 256), grad_clip=None, betas=[0.9, 0.99])
+    assert cfg.eval_lengths == (64, 128, 256) and cfg.betas == (0.9, 0.99)
+    data = json.loads(json.dumps(cfg.to_dict()))
+    assert TrainConfig.from_dict(data) == cfg
+    assert cfg.replace(lr=2e-3).lr == 2e-3
+
+
+# --- schedule ------------------------------------------------------------------------------------
+def test_warmup_then_cosine_by_hand():
+    cfg = TrainConfig(steps=110, lr=1.0, warmup_steps=10, min_lr_ratio=0.1)
+    assert learning_rate(0, cfg) == pytest.approx(0.1)
+    assert learning_rate(4, cfg) == pytest.approx(0.5)
+    assert learning_rate(9, cfg) == pytest.approx(1.0)
+    assert learning_rate(10, cfg) == pytest.approx(1.0)  # cos(0): the peak
+    assert learning_rate(60, cfg) == pytest.approx(0.1 + 0.9 * 0.5)  # halfway: cos(π/2) = 0
+    assert learning_rate(35, cfg) == pytest.approx(0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi / 4)))
+    assert learning_rate(109, cfg) == pytest.approx(0.1 + 0.45 * (1 + math.cos(math.pi * 0.99)))
+    assert learning_rate(500, cfg) == pytest.approx(0.1)
+
+
+def test_no_warmup_and_constant_schedule():
+    assert learning_rate(0, TrainConfig(steps=10, lr=0.5)) == 0.5
+    cfg = TrainConfig(steps=100, lr=0.5, warmup_steps=4, schedule="constant")
+    assert [learning_rate(s, cfg) for s in (0, 3, 4, 99)] == [0.125, 0.5, 0.5, 0.5]
+
+
+# --- initialisation ------------------------------------------------------------------------------
+def test_arms_share_initial_weights_for_shared_shapes(tiny_model, tiny_train):
+    swiglu = tr.build_model(tiny_model, tiny_train)
+    relu = tr.build_model(tiny_model.replace(ffn="relu", d_ff=None), tiny_train)
+    other_seed = tr.build_model(tiny_model, tiny_train.replace(seed=1))
+    a, b, c = swiglu.state_dict(), relu.state_dict(), other_seed.state_dict()
+    shared = [k for k in a if k in b and a[k].shape == b[k].shape]
+    assert "embed_tokens.weight" in shared and "lm_head.weight" in shared
+    assert any("q_proj" in k for k in shared) and any("o_proj" in k for k in shared)
+    for key in shared:
+        assert a[key].equal(b[key]), key
+    assert not a["embed_tokens.weight"].equal(c["embed_tokens.weight"])
+
+
+def test_gpt2_init_statistics(tiny_model):
+    from blocklab.nn import DecoderLM
+
+    cfg = tiny_model.replace(d_model=128, n_layers=8, n_heads=4, norm_unit_offset=True)
+    model = DecoderLM(cfg)
+    initialize(model, "gpt2", seed=0, n_layers=8)
+    layer = model.layers[3]
+    assert layer.attention.q_proj.weight.std().item() == pytest.approx(0.02, rel=0.05)
+    residual = 0.02 / math.sqrt(16)
+    assert layer.attention.o_proj.weight.std().item() == pytest.approx(residual, rel=0.05)
+    assert layer.ffn.down_proj.weight.std().item() == pytest.approx(residual, rel=0.05)
+    assert model.embed_tokens.weight.std().item() == pytest.approx(0.02, rel=0.05)
+    assert torch.all(layer.attn_norm.weight == 0)  # (1 + γ) gain starts at zero
+
+
+def test_xavier_init_bounds_and_norm_gains(tiny_model):
+    from blocklab.nn import DecoderLM
+
+    model = DecoderLM(tiny_model.replace(norm="layernorm"))
+    initialize(model, "xavier", seed=0, n_layers=2)
+    w = model.layers[0].ffn.up_proj.weight
+    bound = math.sqrt(6 / (w.shape[0] + w.shape[1]))
+    assert w.abs().max().item() <= bound and w.abs().max().item() > 0.9 * bound
+    assert torch.all(model.layers[0].attn_norm.weight == 1)
+    assert torch.all(model.layers[0].attn_norm.bias == 0)
+
+
+def test_default_init_is_seeded_per_module(tiny_model):
+    from blocklab.nn import DecoderLM
+
+    models = [DecoderLM(tiny_model) for _ in range(2)]
+    for m in models:
+        initialize(m, "default", seed=4, n_layers=2)
+    assert models[0].layers[1].attention.k_proj.weight.equal(
+        models[1].layers[1].attention.k_proj.weight)
+    assert models[0].embed_tokens.weight.std().item() > 0.5  # PyTorch's N(0, 1) embedding
+
+
+# --- determinism and batches ---------------------------------------------------------------------
+def test_same_seed_same_curve_bit_for_bit(tiny_model, tiny_train):
+    a = tr.run(tiny_model, tiny_train)
+    b = tr.run(tiny_model, tiny_train)
+    assert a["status"] == b["status"] == "ok"
+    assert a["curves"]["train_loss"] == b["curves"]["train_loss"]
+    assert a["curves"]["grad_norm"] == b["curves"]["grad_norm"]
+    assert a["curves"]["val"] == b["curves"]["val"]
+    assert a["final"]["val_loss"] == b["final"]["val_loss"]
+    c = tr.run(tiny_model, tiny_train.replace(seed=1))
+    assert c["curves"]["train_loss"] != a["curves"]["train_loss"]
+
+
+def test_arms_see_the_same_batches(monkeypatch, tiny_model, tiny_train):
+    seen = []
+
+    def recording(*args, **kwargs):
+        batch = sample(*args, **kwargs)
+        seen.append(batch)
+        return batch
+
+    sample = tr.sample_batch
+    monkeypatch.setattr(tr, "sample_batch", recording)
+    short = tiny_train.replace(steps=3, eval_every=0)
+    tr.run(tiny_model, short)
+    first, seen[:] = list(seen), []
+    tr.run(tiny_model.replace(ffn="gelu", d_ff=None, placement="post"), short)
+    assert len(first) == len(seen) == 3
+    assert all(x.equal(y) for x, y in zip(first, seen, strict=True))
+
+
+# --- watchdogs -----------------------------------------------------------------------------------
+def test_huge_learning_rate_is_recorded_as_diverged(tiny_model, tiny_train):
+    result = tr.run(tiny_model, tiny_train.replace(lr=1e3, steps=30, grad_clip=None))
+    assert result["status"] == "diverged" and "step" in result["reason"]
+    curve = result["curves"]["train_loss"]
+    assert len(curve) == result["steps_done"] + 1 < 30
+    assert all(math.isfinite(x) for x in curve[:-1])
+    json.dumps(result, allow_nan=False)  # strict JSON: non-finite numbers became null
+
+
+def test_injected_nan_loss_is_recorded_not_raised(monkeypatch, tiny_model, tiny_train):
+    real = tr._lm_loss
+    calls = []
+
+    def sometimes_nan(logits, targets):
+        calls.append(1)
+        loss = real(logits, targets)
+        return loss * float("nan") if len(calls) == 4 else loss
+
+    monkeypatch.setattr(tr, "_lm_loss", sometimes_nan)
+    result = tr.run(tiny_model, tiny_train)
+    assert result["status"] == "diverged" and result["steps_done"] == 3
+    assert result["curves"]["train_loss"][3] is None
+    assert all(isinstance(x, float) for x in result["curves"]["train_loss"][:3])
+    assert result["curves"]["step"] == [0, 1, 2, 3]
+    assert result["final"]["val_loss"] is not None  # evaluated on the last good weights
+
+
+def test_stuck_run_ends_early_and_keeps_its_curve(tiny_model, tiny_train):
+    cfg = tiny_train.replace(lr=1e-7, warmup_steps=2, stuck_patience=4, steps=50)
+    result = tr.run(tiny_model, cfg)
+    assert result["status"] == "stuck" and result["steps_done"] == 6
+    assert len(result["curves"]["train_loss"]) == 6
+    assert "unigram entropy" in result["reason"]
+    assert result["final"]["train_loss"] > result["final"]["unigram_entropy"]
+
+
+# --- evaluation and the result -------------------------------------------------------------------
+def test_result_keys_and_shapes(tiny_model, tiny_train, tmp_path):
+    cfg = tiny_train.replace(eval_lengths=(64,))
+    out = tmp_path / "r" / "result.json"
+    result = tr.run(tiny_model, cfg, "stdlib", out)
+    assert json.loads(out.read_text()) == result
+    assert {"run_id", "status", "model_config", "train_config", "data", "environment", "curves",
+            "final", "wall_time_s", "tokens_per_s", "steps_done"} <= set(result)
+    assert set(result["data"]) >= {"name", "sha256", "train_bytes", "val_bytes", "files"}
+    env = result["environment"]
+    assert {"python", "torch", "numpy", "platform", "cpu_count", "threads"} <= set(env)
+    assert env["threads"] == 1 and socket.gethostname() not in json.dumps(env)
+    curves, final = result["curves"], result["final"]
+    assert curves["step"] == list(range(8)) and len(curves["lr"]) == 8
+    assert curves["val_step"] == [4, 8] and set(curves["val"]) == {"32", "64"}
+    assert curves["layer_grad_norms"]["step"] == [0, 2, 4, 6]
+    assert all(len(row) == 2 for row in curves["layer_grad_norms"]["down_proj"])
+    assert all(len(row) == 2 for row in curves["residual_rms"]["layer"])
+    assert final["val_loss"] == final["val_loss_by_length"]["32"] == curves["val"]["32"][-1]
+    assert final["val_bpb"] == pytest.approx(final["val_loss"] / math.log(2))
+    assert len(final["per_position_loss"]["64"]) == 64
+    assert final["params"] == sum(p.numel() for p in tr.build_model(tiny_model, cfg).parameters())
+
+
+def test_lengths_a_learned_table_cannot_reach_are_recorded(tiny_model, tiny_train):
+    model = tiny_model.replace(position="learned", max_seq_len=32)
+    result = tr.run(model, tiny_train.replace(eval_lengths=(64,), steps=2))
+    assert result["status"] == "ok"
+    assert result["final"]["val_loss_by_length"]["64"] is None
+    assert "max_seq_len" in result["final"]["eval_errors"]["64"]
+
+
+def test_run_restores_threads_and_determinism_flags(tiny_model, tiny_train):
+    before = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
+    tr.run(tiny_model, tiny_train.replace(steps=1, threads=1))
+    assert (torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()) == before
+
+
+def test_progress_on_a_callers_bar(tiny_model, tiny_train):
+    console = Console(file=None, force_terminal=False, width=100, record=True)
+    with Progress(console=console) as bar:
+        tr.run(tiny_model, tiny_train.replace(steps=2), progress=bar, label="arm A")
+        assert [t.description for t in bar.tasks] == ["arm A"] and bar.tasks[0].completed == 2
+
+
+def test_training_beats_the_unigram_entropy(tiny_model):
+    cfg = TrainConfig(steps=60, batch_size=8, seq_len=64, lr=3e-3, warmup_steps=5,
+                      eval_every=0, eval_batches=2, threads=1)
+    result = tr.run(tiny_model.replace(d_model=64, n_heads=4), cfg)
+    final = result["final"]
+    assert result["status"] == "ok"
+    assert final["val_loss"] < final["unigram_entropy"] < math.log(256)
