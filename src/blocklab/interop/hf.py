@@ -1,0 +1,244 @@
+"""Hugging Face checkpoints in and out: config.json + safetensors <-> `DecoderLM`.
+
+Llama-family checkpoints (llama, mistral, qwen2, qwen3) from local files only; nothing is
+downloaded. Tensor names map one to one:
+
+    Hugging Face                                        blocklab
+    model.embed_tokens.weight                           embed_tokens.weight
+    model.layers.{i}.self_attn.{q,k,v,o}_proj.*         layers.{i}.attention.{q,k,v,o}_proj.*
+    model.layers.{i}.self_attn.{q,k}_norm.weight        layers.{i}.attention.{q,k}_norm.weight
+    model.layers.{i}.mlp.{gate,up,down}_proj.*          layers.{i}.ffn.{gate,up,down}_proj.*
+    model.layers.{i}.input_layernorm.weight             layers.{i}.attn_norm.weight
+    model.layers.{i}.post_attention_layernorm.weight    layers.{i}.ffn_norm.weight
+    model.norm.weight                                   norm.weight
+    lm_head.weight                                      lm_head.weight (absent when tied)
+
+RoPE layouts: Hugging Face checkpoints rotate channel pairs (i, i + r/2) ("half_split"); Meta's
+original checkpoints pair (2i, 2i + 1) ("interleaved"), and Hugging Face's conversion script
+permutes the q and k rows to move from one to the other. `load_hf(..., layout="interleaved")`
+reads a checkpoint whose q/k rows are in Meta's order and either permutes them (the default,
+giving a half-split model) or keeps them and builds the model with `rope_layout="interleaved"`;
+both compute the same function.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file, save_file
+from torch import Tensor
+
+from blocklab.config import ModelConfig, write_atomic
+from blocklab.nn.model import DecoderLM
+from blocklab.nn.position import (
+    LAYOUTS,
+    permute_half_split_to_interleaved,
+    permute_interleaved_to_half_split,
+)
+
+CONFIG_NAME = "config.json"
+WEIGHTS_NAME = "model.safetensors"
+INDEX_NAME = "model.safetensors.index.json"
+
+# Per-layer tensors: Hugging Face name after "model.layers.{i}." -> ours after "layers.{i}.".
+_LAYER_TENSORS = {
+    **{f"self_attn.{p}_proj.{kind}": f"attention.{p}_proj.{kind}"
+       for p in "qkvo" for kind in ("weight", "bias")},
+    **{f"self_attn.{p}_norm.weight": f"attention.{p}_norm.weight" for p in "qk"},
+    **{f"mlp.{p}_proj.{kind}": f"ffn.{p}_proj.{kind}"
+       for p in ("gate", "up", "down") for kind in ("weight", "bias")},
+    "input_layernorm.weight": "attn_norm.weight",
+    # Despite its name this norm sits in front of the MLP, not behind the attention: Llama-family
+    # layers are pre-norm throughout, so it is our ffn_norm (claim C11).
+    "post_attention_layernorm.weight": "ffn_norm.weight",
+}
+_GLOBAL_TENSORS = {
+    "model.embed_tokens.weight": "embed_tokens.weight",
+    "model.norm.weight": "norm.weight",
+    "lm_head.weight": "lm_head.weight",
+}
+_HF_LAYER = re.compile(r"model\.layers\.(\d+)\.(.+)")
+_OUR_LAYER = re.compile(r"layers\.(\d+)\.(.+)")
+# Buffers some older checkpoints saved; they are recomputed from the config.
+_IGNORED = re.compile(r".*rotary_emb\.inv_freq")
+
+
+def _rename(name: str, whole: dict[str, str], layer: re.Pattern, prefix: str,
+            parts: dict[str, str]) -> str | None:
+    if name in whole:
+        return whole[name]
+    match = layer.fullmatch(name)
+    if match is None or match.group(2) not in parts:
+        return None
+    return f"{prefix}{match.group(1)}.{parts[match.group(2)]}"
+
+
+def hf_to_blocklab_name(name: str) -> str | None:
+    """Our state-dict key for a Hugging Face tensor name; None when it has no counterpart."""
+    return _rename(name, _GLOBAL_TENSORS, _HF_LAYER, "layers.", _LAYER_TENSORS)
+
+
+def blocklab_to_hf_name(name: str) -> str | None:
+    """The Hugging Face tensor name for one of our state-dict keys; None when it has none."""
+    return _rename(name, {v: k for k, v in _GLOBAL_TENSORS.items()}, _OUR_LAYER,
+                   "model.layers.", {v: k for k, v in _LAYER_TENSORS.items()})
+
+
+def _read_tensors(path: Path) -> dict[str, Tensor]:
+    single, index = path / WEIGHTS_NAME, path / INDEX_NAME
+    if single.is_file():
+        return load_file(single)
+    if index.is_file():
+        weight_map = json.loads(index.read_text(encoding="utf-8"))["weight_map"]
+        tensors: dict[str, Tensor] = {}
+        for shard in sorted(set(weight_map.values())):
+            tensors.update(load_file(path / shard))
+        return tensors
+    raise FileNotFoundError(f"no {WEIGHTS_NAME} or {INDEX_NAME} in {path}")
+
+
+def _relayout_qk(tensors: dict[str, Tensor], cfg: ModelConfig, permute) -> None:
+    """Apply a q/k row permutation in place to every q/k projection weight, bias and QK-norm
+    gain (the gain is per channel of head_dim, so it moves with the channels)."""
+    for name, tensor in list(tensors.items()):
+        match = re.fullmatch(r"layers\.\d+\.attention\.(q|k)_(proj|norm)\.(weight|bias)", name)
+        if match is None:
+            continue
+        which, kind, _ = match.groups()
+        if kind == "norm":
+            tensors[name] = permute(tensor[:, None], 1, cfg.head_dim, cfg.rotary_dim)[:, 0]
+        else:
+            heads = cfg.n_heads if which == "q" else cfg.n_kv_heads
+            tensors[name] = permute(tensor, heads, cfg.head_dim, cfg.rotary_dim)
+
+
+def _unfused(tensors: dict[str, Tensor], cfg: ModelConfig) -> dict[str, Tensor]:
+    """Split fused `qkv_proj` and `gate_up_proj` tensors into Hugging Face's separate ones."""
+    q_rows, kv_rows = cfg.n_heads * cfg.head_dim, cfg.n_kv_heads * cfg.head_dim
+    splits = {"qkv_proj": (("q_proj", "k_proj", "v_proj"), (q_rows, kv_rows, kv_rows)),
+              "gate_up_proj": (("gate_proj", "up_proj"), (cfg.d_ff, cfg.d_ff))}
+    out = {}
+    for name, tensor in tensors.items():
+        fused = next((f for f in splits if f".{f}." in name), None)
+        if fused is None:
+            out[name] = tensor
+            continue
+        parts, rows = splits[fused]
+        for part, piece in zip(parts, tensor.split(rows, dim=0), strict=True):
+            out[name.replace(fused, part)] = piece
+    return out
+
+
+def load_hf(path: str | os.PathLike, dtype: torch.dtype | None = None,
+            layout: str = "half_split", rope_layout: str = "half_split") -> DecoderLM:
+    """A `DecoderLM` from a local Hugging Face checkpoint directory.
+
+    Args:
+        path: directory with config.json and model.safetensors (or a sharded
+            model.safetensors.index.json).
+        dtype: parameter dtype; None keeps the checkpoint's.
+        layout: RoPE layout of the checkpoint's q/k rows: "half_split" (Hugging Face) or
+            "interleaved" (Meta's original checkpoints).
+        rope_layout: RoPE layout of the returned model; the q/k rows are permuted when it
+            differs from `layout`.
+
+    Raises:
+        FileNotFoundError: no config.json or weights.
+        ValueError: an unsupported config, or tensors missing from / unexpected in the
+            checkpoint (all listed), or a tensor of the wrong shape.
+    """
+    for name, value in (("layout", layout), ("rope_layout", rope_layout)):
+        if value not in LAYOUTS:
+            raise ValueError(f"load_hf: {name}={value!r} is not allowed; expected one of "
+                             f"{list(LAYOUTS)}")
+    path = Path(path)
+    config_path = path / CONFIG_NAME
+    if not config_path.is_file():
+        raise FileNotFoundError(f"no {CONFIG_NAME} in {path}")
+    cfg = ModelConfig.from_hf(json.loads(config_path.read_text(encoding="utf-8")))
+    cfg = cfg.replace(rope_layout=rope_layout)
+
+    tensors: dict[str, Tensor] = {}
+    unexpected = []
+    for hf_name, tensor in _read_tensors(path).items():
+        ours = hf_to_blocklab_name(hf_name)
+        if ours is None:
+            if not _IGNORED.fullmatch(hf_name):
+                unexpected.append(hf_name)
+            continue
+        tensors[ours] = tensor
+    if cfg.tie_embeddings:
+        # Tied checkpoints usually omit lm_head; where one is stored it is the embedding.
+        tensors.pop("lm_head.weight", None)
+    if layout != rope_layout:
+        permute = (permute_interleaved_to_half_split if layout == "interleaved"
+                   else permute_half_split_to_interleaved)
+        _relayout_qk(tensors, cfg, permute)
+
+    model = DecoderLM(cfg)
+    expected = {name for name in model.state_dict()
+                if not (cfg.tie_embeddings and name == "lm_head.weight")}
+    missing = sorted(expected - set(tensors))
+    unexpected += sorted(set(tensors) - expected)
+    if missing or unexpected:
+        raise ValueError(f"checkpoint {path} does not match the config: missing "
+                         f"{[blocklab_to_hf_name(n) or n for n in missing]}, unexpected "
+                         f"{sorted(unexpected)}")
+    if dtype is None:
+        dtype = tensors["embed_tokens.weight"].dtype
+    model.to(dtype)
+    own = model.state_dict()
+    wrong = [f"{blocklab_to_hf_name(n) or n}: {tuple(t.shape)} vs {tuple(own[n].shape)}"
+             for n, t in tensors.items() if t.shape != own[n].shape]
+    if wrong:
+        raise ValueError(f"checkpoint {path} has tensors of the wrong shape (checkpoint vs "
+                         f"config): {wrong}")
+    # Copies into the existing parameters, so a tied lm_head stays tied.
+    model.load_state_dict(tensors, strict=False)
+    return model
+
+
+def save_hf(model: DecoderLM, path: str | os.PathLike, model_type: str = "llama") -> None:
+    """Write `model` as a Hugging Face checkpoint (config.json + model.safetensors) in `path`,
+    loadable by `transformers.AutoModelForCausalLM.from_pretrained`.
+
+    Each file is written to a temporary name in `path` and moved into place with `os.replace`,
+    so a reader sees the old file or the new one, never half of one. An interleaved-RoPE model
+    is saved with its q/k rows permuted to Hugging Face's half-split order, and fused
+    `qkv_proj` / `gate_up_proj` tensors are split into Hugging Face's separate projections.
+
+    Raises:
+        ValueError: the config is not expressible as `model_type` (see `ModelConfig.to_hf`).
+    """
+    cfg = model.config
+    tensors = _unfused({name: t.detach() for name, t in model.state_dict().items()}, cfg)
+    if cfg.rope_layout == "interleaved":
+        _relayout_qk(tensors, cfg, permute_interleaved_to_half_split)
+        cfg = cfg.replace(rope_layout="half_split")
+    hf_config = cfg.to_hf(model_type)  # raises before anything is written
+    hf_config["torch_dtype"] = str(tensors["embed_tokens.weight"].dtype).removeprefix("torch.")
+    if cfg.tie_embeddings:
+        tensors.pop("lm_head.weight", None)
+    out: dict[str, Tensor] = {}
+    for name, tensor in tensors.items():
+        hf_name = blocklab_to_hf_name(name)
+        if hf_name is None:
+            raise ValueError(f"save_hf: no Hugging Face name for tensor {name!r}")
+        out[hf_name] = tensor.contiguous().clone()
+
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path, prefix=f".{WEIGHTS_NAME}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        save_file(out, tmp, metadata={"format": "pt"})
+        os.replace(tmp, path / WEIGHTS_NAME)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    write_atomic(path / CONFIG_NAME, json.dumps(hf_config, indent=2, sort_keys=True) + "\n")

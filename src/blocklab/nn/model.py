@@ -1,0 +1,217 @@
+"""A decoder-only language model built from one `ModelConfig`.
+
+    ids ── embed_tokens (· sqrt(d_model)) (+ absolute positions) (── embed_norm)
+        ── layers[0] … layers[n_layers − 1] ── norm ── lm_head (── softcap) ── logits
+
+The `build_*` functions below are the one place where config fields become modules; the
+modules themselves (`Attention`, `Block`, norms, FFNs, positions) take plain arguments.
+
+Shape legend: B: batch, T: tokens in this call, V: vocab_size, d_model: width.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor, nn
+
+from blocklab.config import ModelConfig
+from blocklab.nn.attention import Attention, KVCache
+from blocklab.nn.block import Block
+from blocklab.nn.ffn import build_ffn
+from blocklab.nn.norm import RMSNorm, build_norm
+from blocklab.nn.position import ALiBi, LearnedPositions, RotaryEmbedding, SinusoidalPositions
+
+# Scaling variants that read the pre-training length; Hugging Face fills it in from
+# max_position_embeddings when a config leaves it out (`standardize_rope_params`, and the
+# dynamic variant reads max_position_embeddings directly).
+_NEEDS_ORIGINAL_LENGTH = ("dynamic", "yarn", "llama3")
+
+
+# --- build: config -> modules -----------------------------------------------------------------
+def _check_supported(cfg: ModelConfig) -> None:
+    if not cfg.causal:
+        raise ValueError("ModelConfig.causal=False is not supported by DecoderLM (decoder only); "
+                         "expected causal=True")
+    if cfg.type_vocab_size:
+        raise ValueError(f"ModelConfig.type_vocab_size={cfg.type_vocab_size} is not supported "
+                         "by DecoderLM (no token-type embeddings); expected 0")
+    if cfg.pooler:
+        raise ValueError("ModelConfig.pooler=True is not supported by DecoderLM (no pooler); "
+                         "expected False")
+
+
+def build_norm_for(cfg: ModelConfig, dim: int | None = None) -> nn.Module:
+    """The config's norm over `dim` channels (d_model by default)."""
+    return build_norm(cfg.norm, cfg.d_model if dim is None else dim, cfg.norm_eps,
+                      bias=cfg.norm_bias, unit_offset=cfg.norm_unit_offset, cast=cfg.norm_cast)
+
+
+def build_attention(cfg: ModelConfig, fused_qkv: bool = False) -> Attention:
+    q_norm = k_norm = None
+    if cfg.qk_norm:  # per-head RMSNorm over head_dim (Qwen3), whatever the block norm is
+        q_norm = RMSNorm(cfg.head_dim, eps=cfg.norm_eps, unit_offset=cfg.norm_unit_offset,
+                         cast=cfg.norm_cast)
+        k_norm = RMSNorm(cfg.head_dim, eps=cfg.norm_eps, unit_offset=cfg.norm_unit_offset,
+                         cast=cfg.norm_cast)
+    return Attention(cfg.d_model, cfg.n_heads, cfg.n_kv_heads, cfg.head_dim,
+                     qkv_bias=cfg.attn_bias, out_bias=cfg.attn_out_bias, q_norm=q_norm,
+                     k_norm=k_norm, rope_layout=cfg.rope_layout, scale=cfg.attn_scale,
+                     logit_softcap=cfg.attn_logit_softcap, sliding_window=cfg.sliding_window,
+                     fused_qkv=fused_qkv)
+
+
+def build_block(cfg: ModelConfig, fused_gate_up: bool = False, fused_qkv: bool = False) -> Block:
+    """One decoder layer. `fused_gate_up` stores a gated FFN's gate and up projections as one
+    matrix (same function, one matmul; ignored for plain FFNs, which have no gate), `fused_qkv`
+    the q, k, v projections."""
+    sandwich = cfg.placement == "sandwich"
+    return Block(
+        build_attention(cfg, fused_qkv),
+        build_ffn(cfg.ffn, cfg.d_model, cfg.d_ff, bias=cfg.ffn_bias,
+                  fused=fused_gate_up and cfg.gated),
+        build_norm_for(cfg),
+        build_norm_for(cfg),
+        placement=cfg.placement,
+        attn_post_norm=build_norm_for(cfg) if sandwich else None,
+        ffn_post_norm=build_norm_for(cfg) if sandwich else None,
+        residual_scale=cfg.residual_scale,
+    )
+
+
+def build_position(cfg: ModelConfig) -> nn.Module | None:
+    """The module for `cfg.position`: added to the embeddings (learned, sinusoidal), rotating q
+    and k (rope), or biasing the scores (alibi); None for NoPE."""
+    if cfg.position == "learned":
+        return LearnedPositions(cfg.max_seq_len, cfg.d_model)
+    if cfg.position == "sinusoidal":
+        return SinusoidalPositions(cfg.d_model)
+    if cfg.position == "alibi":
+        return ALiBi(cfg.n_heads)
+    if cfg.position == "rope":
+        scaling = None if cfg.rope_scaling is None else dict(cfg.rope_scaling)
+        if scaling is not None and scaling["rope_type"] in _NEEDS_ORIGINAL_LENGTH:
+            scaling.setdefault("original_max_position_embeddings", cfg.max_seq_len)
+        return RotaryEmbedding(cfg.head_dim, theta=cfg.rope_theta,
+                               partial_rotary_factor=cfg.partial_rotary_factor,
+                               layout=cfg.rope_layout, scaling=scaling,
+                               max_seq_len=cfg.max_seq_len)
+    return None
+
+
+# --- the model ----------------------------------------------------------------------------------
+class DecoderLM(nn.Module):
+    """Decoder-only Transformer language model.
+
+    Args:
+        config: the model; options a decoder cannot honour (causal=False, type_vocab_size > 0,
+            pooler) raise a ValueError naming the field.
+        fused_gate_up: hold a gated FFN's gate and up projections as one `gate_up_proj`.
+        fused_qkv: hold the q, k, v projections as one `qkv_proj`.
+            Both compute the same function with fewer, larger matmuls; the state dict then
+            differs from Hugging Face's (`blocklab.interop.save_hf` splits them again).
+
+    Parameters are initialised N(0, 0.02) (Hugging Face Llama's `initializer_range`), biases 0,
+    norm gains 1; a trainer may re-initialise them.
+
+    `forward(input_ids, positions=None, cache=None)`:
+        input_ids: [B, T] int; positions: [T] or [B, T] (defaults to cache.length + arange(T));
+        cache: a `KVCache` holding earlier tokens, extended in place. Returns logits [B, T, V]
+        in float32 (or float64 for a float64 model).
+    """
+
+    def __init__(self, config: ModelConfig, *, fused_gate_up: bool = False,
+                 fused_qkv: bool = False) -> None:
+        super().__init__()
+        _check_supported(config)
+        self.config = config
+        self.embed_tokens = nn.Embedding(config.vocab_size, config.d_model)
+        self.position = build_position(config)
+        self.embed_norm = build_norm_for(config) if config.embed_norm else None
+        self.layers = nn.ModuleList(build_block(config, fused_gate_up, fused_qkv)
+                                    for _ in range(config.n_layers))
+        self.norm = build_norm_for(config) if config.final_norm else nn.Identity()
+        self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=False)
+        self.apply(self._init_weights)
+        if config.tie_embeddings:
+            self.lm_head.weight = self.embed_tokens.weight
+
+    @staticmethod
+    def _init_weights(module: nn.Module) -> None:
+        if isinstance(module, nn.Linear):
+            nn.init.normal_(module.weight, std=0.02)
+            if module.bias is not None:
+                nn.init.zeros_(module.bias)
+        elif isinstance(module, nn.Embedding):
+            nn.init.normal_(module.weight, std=0.02)
+
+    def forward(self, input_ids: Tensor, positions: Tensor | None = None,
+                cache: KVCache | None = None) -> Tensor:
+        """input_ids: [B, T] -> logits [B, T, vocab_size]."""
+        cfg = self.config
+        B, T = input_ids.shape
+        past = 0 if cache is None else cache.length
+        if positions is None:
+            positions = torch.arange(past, past + T, device=input_ids.device)  # [T]
+
+        x = self.embed_tokens(input_ids)  # (B, T, d_model)
+        if cfg.embed_scale:
+            # sqrt(d_model) rounded to the activation dtype first, as Gemma does.
+            x = x * torch.tensor(math.sqrt(cfg.d_model), dtype=x.dtype)
+        if cfg.position in ("learned", "sinusoidal"):
+            x = x + self.position(positions).to(x.dtype)
+        if self.embed_norm is not None:
+            x = self.embed_norm(x)
+
+        # Computed once here and shared by every layer.
+        rope = self.position(positions) if cfg.position == "rope" else None  # 2 × [T, r]
+        bias = None
+        if cfg.position == "alibi":
+            k_positions = positions
+            if cache is not None:
+                if cache.positions is not None:
+                    k_positions = torch.cat((cache.positions, positions), dim=-1)
+                cache.positions = k_positions
+            bias = self.position(positions, k_positions)  # (1 or B, H, T, T_k)
+
+        for i, layer in enumerate(self.layers):
+            x = layer(x, rope=rope, bias=bias, cache=None if cache is None else cache[i])
+        logits = self.lm_head(self.norm(x))  # (B, T, V)
+        if cfg.final_logit_softcap is not None:
+            cap = cfg.final_logit_softcap
+            logits = cap * torch.tanh(logits / cap)
+        return logits.float() if logits.dtype != torch.float64 else logits
+
+    @torch.no_grad()
+    def generate(self, input_ids: Tensor, max_new_tokens: int, temperature: float = 0.0,
+                 generator: torch.Generator | None = None, use_cache: bool = True) -> Tensor:
+        """Append `max_new_tokens` tokens to `input_ids` [B, T]; returns [B, T + max_new_tokens].
+
+        temperature 0 picks the most likely token (greedy); > 0 samples from
+        softmax(logits / temperature) with `generator`. With `use_cache` the prompt is run once
+        and each new token attends to cached keys and values; without it every step recomputes
+        the whole sequence (same tokens, slower).
+        """
+        if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) \
+                or max_new_tokens < 0:
+            raise ValueError(f"max_new_tokens={max_new_tokens!r} is not allowed; expected an "
+                             "integer >= 0")
+        if not (math.isfinite(temperature) and temperature >= 0):
+            raise ValueError(f"temperature={temperature!r} is not allowed; expected a finite "
+                             "number >= 0")
+        tokens = input_ids
+        cache = None
+        if use_cache:
+            cache = KVCache(self.config.n_layers, max_len=input_ids.shape[1] + max_new_tokens)
+        step_input = input_ids
+        for _ in range(max_new_tokens):
+            logits = self(step_input if use_cache else tokens, cache=cache)[:, -1]  # (B, V)
+            if temperature == 0:
+                next_token = logits.argmax(dim=-1, keepdim=True)  # (B, 1)
+            else:
+                probs = torch.softmax(logits / temperature, dim=-1)
+                next_token = torch.multinomial(probs, 1, generator=generator)
+            tokens = torch.cat((tokens, next_token), dim=1)
+            step_input = next_token
+        return tokens

@@ -1,0 +1,243 @@
+"""blocklab.interop.hf against Hugging Face transformers: random tiny checkpoints written by
+`save_pretrained`, loaded by `load_hf`, must give the same logits (float32, max abs diff 1e-5);
+`save_hf` output must load in `AutoModelForCausalLM` and give the same logits again."""
+
+import json
+
+import pytest
+import torch
+from safetensors.torch import load_file, save_file
+from torch.testing import assert_close
+
+from blocklab.config import ModelConfig
+from blocklab.interop import blocklab_to_hf_name, hf_to_blocklab_name, load_hf, save_hf
+from blocklab.nn import DecoderLM
+from blocklab.nn.position import permute_half_split_to_interleaved
+
+transformers = pytest.importorskip("transformers")
+
+PARITY = dict(atol=1e-5, rtol=0.0)
+TINY = dict(vocab_size=128, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=16,
+            # Larger than the 0.02 default, so logits spread (std about 0.8) and a wrong
+            # mapping cannot hide under the tolerance.
+            initializer_range=0.1)
+T = 24  # longer than max_position_embeddings: exercises dynamic scaling and the window
+
+FAMILIES = {
+    "llama": ("LlamaConfig", "LlamaForCausalLM", {}),
+    "llama_bias": ("LlamaConfig", "LlamaForCausalLM", dict(attention_bias=True, mlp_bias=True)),
+    "llama_tied": ("LlamaConfig", "LlamaForCausalLM", dict(tie_word_embeddings=True)),
+    "llama_linear": ("LlamaConfig", "LlamaForCausalLM",
+                     dict(rope_scaling={"rope_type": "linear", "factor": 2.0})),
+    "llama_dynamic": ("LlamaConfig", "LlamaForCausalLM",
+                      dict(rope_scaling={"rope_type": "dynamic", "factor": 2.0})),
+    "llama_yarn": ("LlamaConfig", "LlamaForCausalLM",
+                   dict(rope_scaling={"rope_type": "yarn", "factor": 2.0,
+                                      "original_max_position_embeddings": 8})),
+    "llama_llama3": ("LlamaConfig", "LlamaForCausalLM",
+                     dict(rope_scaling={"rope_type": "llama3", "factor": 8.0,
+                                        "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                                        "original_max_position_embeddings": 8})),
+    "mistral": ("MistralConfig", "MistralForCausalLM", dict(sliding_window=5)),
+    "qwen2": ("Qwen2Config", "Qwen2ForCausalLM", {}),
+    "qwen3": ("Qwen3Config", "Qwen3ForCausalLM", dict(head_dim=32)),
+}
+
+
+def _hf_model(family, seed=0):
+    config_cls, model_cls, extra = FAMILIES[family]
+    torch.manual_seed(seed)
+    config = getattr(transformers, config_cls)(**TINY, **extra)
+    return getattr(transformers, model_cls)(config).eval()
+
+
+def _ids(seed=1):
+    gen = torch.Generator().manual_seed(seed)
+    return torch.randint(0, TINY["vocab_size"], (2, T), generator=gen)
+
+
+def _hf_logits(model, ids):
+    with torch.no_grad():
+        return model(ids).logits
+
+
+def _ours(model, ids):
+    with torch.no_grad():
+        return model(ids)
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_load_hf_matches_transformers_and_round_trips(family, tmp_path):
+    hf = _hf_model(family)
+    hf.save_pretrained(tmp_path / "hf")
+    ids = _ids()
+    expected = _hf_logits(hf, ids)
+    assert expected.std() > 0.3
+
+    ours = load_hf(tmp_path / "hf")
+    assert_close(_ours(ours, ids), expected, **PARITY)
+
+    model_type = hf.config.model_type
+    save_hf(ours, tmp_path / "back", model_type=model_type)
+    back = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "back").eval()
+    assert type(back) is type(hf)
+    assert_close(_hf_logits(back, ids), expected, **PARITY)
+
+
+def test_qwen3_qk_norm_gains_are_loaded(tmp_path):
+    # The parity above would also pass if q_norm were skipped while its gain is still 1: give it
+    # a gain of its own.
+    hf = _hf_model("qwen3")
+    with torch.no_grad():
+        hf.model.layers[0].self_attn.q_norm.weight.uniform_(0.5, 1.5)
+    hf.save_pretrained(tmp_path)
+    ours = load_hf(tmp_path)
+    assert torch.equal(ours.layers[0].attention.q_norm.weight,
+                       hf.model.layers[0].self_attn.q_norm.weight)
+    assert_close(_ours(ours, _ids()), _hf_logits(hf, _ids()), **PARITY)
+
+
+def test_v4_config_layout_loads_the_same_model(tmp_path):
+    hf = _hf_model("llama_llama3")
+    hf.save_pretrained(tmp_path)
+    v5 = load_hf(tmp_path)
+    config = json.loads((tmp_path / "config.json").read_text())
+    params = config.pop("rope_parameters")
+    # transformers v4 wrote theta at the top level and "type" inside rope_scaling.
+    config["rope_theta"] = params.pop("rope_theta")
+    params["type"] = params.pop("rope_type")
+    config["rope_scaling"] = params
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    v4 = load_hf(tmp_path)
+    assert v4.config == v5.config
+    ids = _ids()
+    assert_close(_ours(v4, ids), _ours(v5, ids), atol=0.0, rtol=0.0)
+
+
+@pytest.mark.parametrize("family", ["llama", "qwen3"])
+def test_meta_interleaved_checkpoint_two_ways(family, tmp_path):
+    """A checkpoint with q/k rows in Meta's interleaved order, read (a) permuted to half-split and
+    (b) kept interleaved with interleaved RoPE: both equal the Hugging Face model."""
+    hf = _hf_model(family)
+    with torch.no_grad():  # QK-norm gains move with their channels: make them differ
+        for name, p in hf.named_parameters():
+            if "q_norm" in name or "k_norm" in name:
+                p.uniform_(0.5, 1.5)
+    hf.save_pretrained(tmp_path)
+    cfg = hf.config
+    head_dim = cfg.head_dim
+    tensors = load_file(tmp_path / "model.safetensors")
+    for name in list(tensors):
+        heads = {"q_proj": cfg.num_attention_heads, "k_proj": cfg.num_key_value_heads,
+                 "q_norm": 1, "k_norm": 1}
+        for part, n in heads.items():
+            if f".{part}." in name:
+                t = tensors[name]
+                t = t[:, None] if t.dim() == 1 and part.endswith("norm") else t
+                t = permute_half_split_to_interleaved(t, n, head_dim)
+                tensors[name] = t[:, 0] if part.endswith("norm") else t
+    save_file(tensors, tmp_path / "model.safetensors", metadata={"format": "pt"})
+
+    ids = _ids()
+    expected = _hf_logits(hf, ids)
+    permuted = load_hf(tmp_path, layout="interleaved")
+    kept = load_hf(tmp_path, layout="interleaved", rope_layout="interleaved")
+    assert permuted.config.rope_layout == "half_split"
+    assert kept.config.rope_layout == "interleaved"
+    assert_close(_ours(permuted, ids), expected, **PARITY)
+    assert_close(_ours(kept, ids), expected, **PARITY)
+    assert_close(_ours(kept, ids), _ours(permuted, ids), **PARITY)
+    # Read as if half-split, the interleaved checkpoint is a different (wrong) model.
+    wrong = load_hf(tmp_path)
+    assert (_ours(wrong, ids) - expected).abs().max() > 1e-2
+
+    # Saving the interleaved model writes Hugging Face's half-split order back.
+    save_hf(kept, tmp_path / "back", model_type=cfg.model_type)
+    back = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "back").eval()
+    assert_close(_hf_logits(back, ids), expected, **PARITY)
+
+
+def test_sharded_checkpoint(tmp_path):
+    hf = _hf_model("llama")
+    hf.save_pretrained(tmp_path, max_shard_size="50KB")
+    assert (tmp_path / "model.safetensors.index.json").is_file()
+    assert not (tmp_path / "model.safetensors").exists()
+    assert_close(_ours(load_hf(tmp_path), _ids()), _hf_logits(hf, _ids()), **PARITY)
+
+
+def test_missing_and_unexpected_tensors_are_listed(tmp_path):
+    hf = _hf_model("llama")
+    hf.save_pretrained(tmp_path)
+    tensors = load_file(tmp_path / "model.safetensors")
+    del tensors["model.layers.1.mlp.up_proj.weight"]
+    tensors["model.layers.0.mlp.extra.weight"] = torch.zeros(2)
+    save_file(tensors, tmp_path / "model.safetensors", metadata={"format": "pt"})
+    with pytest.raises(ValueError) as err:
+        load_hf(tmp_path)
+    message = str(err.value)
+    assert "model.layers.1.mlp.up_proj.weight" in message
+    assert "model.layers.0.mlp.extra.weight" in message
+
+
+def test_wrong_shape_and_missing_files_raise(tmp_path):
+    hf = _hf_model("llama")
+    hf.save_pretrained(tmp_path)
+    config = json.loads((tmp_path / "config.json").read_text())
+    config["intermediate_size"] = 80
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ValueError, match="wrong shape.*mlp.gate_proj"):
+        load_hf(tmp_path)
+    (tmp_path / "model.safetensors").unlink()
+    with pytest.raises(FileNotFoundError, match="model.safetensors"):
+        load_hf(tmp_path)
+    with pytest.raises(FileNotFoundError, match="config.json"):
+        load_hf(tmp_path / "nowhere")
+    with pytest.raises(ValueError, match="layout='meta'"):
+        load_hf(tmp_path, layout="meta")
+
+
+def test_dtype_argument(tmp_path):
+    _hf_model("llama").save_pretrained(tmp_path)
+    model = load_hf(tmp_path, dtype=torch.bfloat16)
+    assert model.embed_tokens.weight.dtype == torch.bfloat16
+    logits = _ours(model, _ids())
+    assert logits.dtype == torch.float32 and torch.isfinite(logits).all()
+
+
+def test_save_hf_is_atomic_and_overwrites(tmp_path):
+    model = DecoderLM(ModelConfig(vocab_size=32, d_model=16, n_layers=1, n_heads=2, d_ff=24))
+    save_hf(model, tmp_path)
+    save_hf(model, tmp_path)  # a second save replaces the files
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["config.json", "model.safetensors"]
+    with pytest.raises(ValueError, match="cannot export"):
+        save_hf(DecoderLM(ModelConfig(vocab_size=32, d_model=16, n_layers=1, n_heads=2,
+                                      ffn="gelu")), tmp_path / "gelu")
+    assert not (tmp_path / "gelu").exists()
+
+
+def test_save_hf_splits_fused_projections(tmp_path):
+    cfg = ModelConfig(vocab_size=32, d_model=16, n_layers=1, n_heads=4, n_kv_heads=2, d_ff=24,
+                      attn_bias=True, attn_out_bias=True, ffn_bias=True)
+    fused = DecoderLM(cfg, fused_gate_up=True, fused_qkv=True)
+    with torch.no_grad():
+        for p in fused.parameters():
+            p.normal_(generator=torch.Generator().manual_seed(p.numel()))
+    save_hf(fused, tmp_path)
+    names = set(load_file(tmp_path / "model.safetensors"))
+    assert names == {blocklab_to_hf_name(n) for n in DecoderLM(cfg).state_dict()}
+    ids = torch.randint(0, 32, (1, 5))
+    assert_close(_ours(load_hf(tmp_path), ids), _ours(fused, ids), atol=1e-5, rtol=1e-5)
+
+
+def test_name_mapping_round_trips():
+    model = DecoderLM(ModelConfig(vocab_size=32, d_model=16, n_layers=2, n_heads=2, d_ff=24,
+                                  qk_norm=True, attn_bias=True, attn_out_bias=True,
+                                  ffn_bias=True))
+    for name in model.state_dict():
+        hf_name = blocklab_to_hf_name(name)
+        assert hf_name is not None and hf_to_blocklab_name(hf_name) == name
+    # The MLP's pre-norm keeps Hugging Face's misleading name (claim C11).
+    assert blocklab_to_hf_name("layers.0.ffn_norm.weight") == \
+        "model.layers.0.post_attention_layernorm.weight"
+    assert hf_to_blocklab_name("model.layers.0.mlp.extra.weight") is None

@@ -1,0 +1,188 @@
+"""blocklab.nn.attention against a naive per-head loop in float64, and KV-cache decoding against
+the full recompute."""
+
+import math
+
+import pytest
+import torch
+from torch.testing import assert_close
+
+from blocklab.nn.attention import Attention, KVCache, LayerCache, attention_mask
+from blocklab.nn.norm import RMSNorm
+from blocklab.nn.position import ALiBi, RotaryEmbedding
+
+D, H, HKV, HD = 24, 4, 2, 8
+F64 = dict(atol=1e-12, rtol=1e-12)
+F32 = dict(atol=1e-5, rtol=1e-5)
+
+
+def _gen(seed=0):
+    return torch.Generator().manual_seed(seed)
+
+
+def _attention(dtype=torch.float64, seed=0, qk_norm=False, **kwargs):
+    torch.manual_seed(seed)
+    if qk_norm:
+        kwargs.update(q_norm=RMSNorm(HD), k_norm=RMSNorm(HD))
+    attn = Attention(D, H, kwargs.pop("n_kv_heads", HKV), HD, kwargs.pop("qkv_bias", True),
+                     kwargs.pop("out_bias", True), **kwargs).to(dtype)
+    with torch.no_grad():  # biases start at zero; make them count
+        for p in attn.parameters():
+            p.copy_(torch.randn(p.shape, generator=_gen(p.numel()), dtype=dtype) * 0.3)
+    return attn
+
+
+def _naive(attn, x, rope=None, bias=None):
+    """softmax(scale · q_h k_gᵀ (+ softcap, bias, window, causal)) v_g per head h, g = h // group,
+    one query at a time with Python loops: independent of SDPA, masks and repeat_kv."""
+    B, T, _ = x.shape
+    group = attn.n_heads // attn.n_kv_heads
+    q = (x @ attn.q_proj.weight.T + attn.q_proj.bias).view(B, T, attn.n_heads, HD)
+    k = (x @ attn.k_proj.weight.T + attn.k_proj.bias).view(B, T, attn.n_kv_heads, HD)
+    v = (x @ attn.v_proj.weight.T + attn.v_proj.bias).view(B, T, attn.n_kv_heads, HD)
+    if attn.q_norm is not None:
+        q, k = attn.q_norm(q), attn.k_norm(k)
+    if rope is not None:
+        cos, sin = (t.to(x.dtype) for t in rope)
+        half = HD // 2
+
+        def rot(t):
+            a, b = t[..., :half], t[..., half:]
+            c, s = cos[None, :, None, :half], sin[None, :, None, :half]
+            return torch.cat((a * c - b * s, b * c + a * s), dim=-1)
+
+        q, k = rot(q), rot(k)
+    out = torch.zeros(B, T, attn.n_heads, HD, dtype=x.dtype)
+    for b in range(B):
+        for h in range(attn.n_heads):
+            g = h // group
+            for i in range(T):
+                lo = 0 if attn.sliding_window is None else max(0, i - attn.sliding_window + 1)
+                keys = range(lo, i + 1)
+                s = torch.stack([q[b, i, h] @ k[b, j, g] for j in keys]) * attn.scale
+                if attn.logit_softcap is not None:
+                    s = attn.logit_softcap * torch.tanh(s / attn.logit_softcap)
+                if bias is not None:
+                    s = s + bias[0, h, i, lo:i + 1].to(x.dtype)
+                w = torch.softmax(s, dim=0)
+                out[b, i, h] = sum(w[n] * v[b, j, g] for n, j in enumerate(keys))
+    return out.reshape(B, T, -1) @ attn.o_proj.weight.T + attn.o_proj.bias
+
+
+VARIANTS = {
+    "mha": dict(n_kv_heads=H),
+    "gqa": dict(),
+    "mqa": dict(n_kv_heads=1),
+    "window": dict(sliding_window=3),
+    "softcap": dict(logit_softcap=2.0),
+    "scale": dict(scale=0.5),
+    "qk_norm": dict(qk_norm=True),
+    "softcap_window": dict(logit_softcap=1.5, sliding_window=4),
+}
+
+
+@pytest.mark.parametrize("name", sorted(VARIANTS))
+def test_attention_matches_naive_loop_float64(name):
+    attn = _attention(**VARIANTS[name])
+    x = torch.randn(2, 7, D, generator=_gen(1), dtype=torch.float64)
+    assert_close(attn(x), _naive(attn, x), **F64)
+
+
+@pytest.mark.parametrize("softcap", [None, 2.0])
+def test_attention_with_rope_and_alibi_matches_naive(softcap):
+    attn = _attention(logit_softcap=softcap)
+    x = torch.randn(1, 6, D, generator=_gen(2), dtype=torch.float64)
+    positions = torch.arange(6)
+    rope = RotaryEmbedding(HD)(positions)
+    assert_close(attn(x, rope=rope), _naive(attn, x, rope=rope), **F64)
+    bias = ALiBi(H)(positions, positions)
+    assert_close(attn(x, bias=bias), _naive(attn, x, bias=bias), **F64)
+
+
+def test_attention_mask_window_counts_itself():
+    # Window 3 at index 5 sees keys 3, 4, 5 (Hugging Face's `kv_idx > q_idx - window`).
+    allowed = attention_mask(1, 8, past=5, sliding_window=3)
+    assert allowed[0].nonzero().flatten().tolist() == [3, 4, 5]
+    assert attention_mask(3, 3, past=0).tolist() == [[True, False, False], [True, True, False],
+                                                     [True, True, True]]
+
+
+def _decode_all(attn, x, cache, chunks, rope=None, alibi=None):
+    outs, start = [], 0
+    for size in chunks:
+        pos = torch.arange(start, start + size)
+        r = None if rope is None else rope(pos)
+        b = None if alibi is None else alibi(pos, torch.arange(start + size))
+        outs.append(attn(x[:, start:start + size], rope=r, bias=b, cache=cache))
+        start += size
+    return torch.cat(outs, dim=1)
+
+
+@pytest.mark.parametrize("name", ["gqa", "mha", "window", "softcap", "qk_norm"])
+@pytest.mark.parametrize("max_len", [None, 16])
+@pytest.mark.parametrize("chunks", [[9], [1] * 9, [4, 1, 1, 3]])
+def test_cache_decode_equals_full_recompute(name, max_len, chunks):
+    attn = _attention(torch.float32, **VARIANTS[name])
+    x = torch.randn(2, 9, D, generator=_gen(3))
+    rope = RotaryEmbedding(HD)
+    full = attn(x, rope=rope(torch.arange(9)))
+    stepped = _decode_all(attn, x, LayerCache(max_len), chunks, rope=rope)
+    assert_close(stepped, full, **F32)
+
+
+def test_cache_decode_with_alibi_equals_full_recompute():
+    attn = _attention(torch.float32)
+    x = torch.randn(1, 8, D, generator=_gen(4))
+    alibi = ALiBi(H)
+    full = attn(x, bias=alibi(torch.arange(8), torch.arange(8)))
+    stepped = _decode_all(attn, x, LayerCache(), [3, 1, 1, 1, 2], alibi=alibi)
+    assert_close(stepped, full, **F32)
+
+
+def test_preallocated_cache_raises_when_full():
+    attn = _attention(torch.float32)
+    cache = LayerCache(max_len=4)
+    attn(torch.randn(1, 3, D), cache=cache)
+    with pytest.raises(ValueError, match="max_len=4"):
+        attn(torch.randn(1, 2, D), cache=cache)
+
+
+def test_kv_cache_holds_one_slot_per_layer():
+    cache = KVCache(3, max_len=8)
+    assert len(cache) == 3 and cache.length == 0
+    cache[0].update(torch.zeros(1, 2, 5, 4), torch.zeros(1, 2, 5, 4))
+    assert cache.length == 5 and cache[1].length == 0
+    with pytest.raises(ValueError, match="n_layers"):
+        KVCache(0)
+    with pytest.raises(ValueError, match="max_len"):
+        KVCache(2, max_len=0)
+
+
+def test_bad_arguments_raise():
+    with pytest.raises(ValueError, match="n_kv_heads=3"):
+        Attention(D, 4, 3, HD)
+    with pytest.raises(ValueError, match="rope_layout='meta'"):
+        Attention(D, 4, 2, HD, rope_layout="meta")
+    with pytest.raises(ValueError, match="q_norm and k_norm"):
+        Attention(D, 4, 2, HD, q_norm=RMSNorm(HD))
+
+
+def test_default_scale_and_dtype():
+    attn = _attention(torch.bfloat16)
+    assert attn.scale == pytest.approx(1 / math.sqrt(HD))
+    y = attn(torch.randn(1, 4, D, dtype=torch.bfloat16))
+    assert y.dtype == torch.bfloat16 and y.shape == (1, 4, D)
+
+
+@pytest.mark.parametrize("n_kv_heads", [H, HKV])
+def test_fused_qkv_computes_the_same_function(n_kv_heads):
+    plain = _attention(n_kv_heads=n_kv_heads, qk_norm=True)
+    fused = Attention(D, H, n_kv_heads, HD, True, True, q_norm=RMSNorm(HD), k_norm=RMSNorm(HD),
+                      fused_qkv=True).double()
+    state = plain.state_dict()
+    for kind in ("weight", "bias"):
+        state[f"qkv_proj.{kind}"] = torch.cat([state.pop(f"{p}_proj.{kind}") for p in "qkv"])
+    fused.load_state_dict(state)
+    x = torch.randn(2, 5, D, generator=_gen(5), dtype=torch.float64)
+    rope = RotaryEmbedding(HD)(torch.arange(5))
+    assert_close(fused(x, rope=rope), plain(x, rope=rope), **F64)

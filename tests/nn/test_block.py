@@ -1,0 +1,170 @@
+"""blocklab.nn.block: autograd Jacobians (float64) against blocklab.reference's closed forms, and
+the three placements against their formulas."""
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+from torch.autograd.functional import jacobian
+from torch.testing import assert_close
+
+from blocklab.nn.block import Block
+from blocklab.nn.ffn import GatedFeedForward
+from blocklab.nn.norm import LayerNorm, RMSNorm
+from blocklab.reference.ffn import swiglu_jacobian
+from blocklab.reference.norms import layernorm_jacobian, rmsnorm_jacobian
+from blocklab.reference.residual import residual_paths
+
+D = 6
+EPS = 1e-6
+JAC = dict(atol=1e-10, rtol=1e-10)
+
+
+class Linear(nn.Module):
+    """A sublayer F(x) = A x that accepts the attention keywords Block passes."""
+
+    def __init__(self, matrix: torch.Tensor) -> None:
+        super().__init__()
+        self.matrix = nn.Parameter(matrix)
+
+    def forward(self, x, rope=None, bias=None, cache=None):
+        return x @ self.matrix.T
+
+
+def _rng(seed):
+    return np.random.default_rng(seed)
+
+
+def _linear_block(placement, a, b):
+    return Block(Linear(torch.from_numpy(a)), Linear(torch.from_numpy(b)),
+                 RMSNorm(D, eps=EPS).double(), RMSNorm(D, eps=EPS).double(), placement=placement)
+
+
+def _block_jacobian(block, x):
+    return jacobian(lambda v: block(v[None, None])[0, 0], torch.from_numpy(x)).numpy()
+
+
+def test_pre_norm_block_jacobian_matches_reference():
+    # y = h + B N(h), h = x + A N(x): by the chain rule J = pre_J(h; B) · pre_J(x; A).
+    rng = _rng(0)
+    x, a, b = rng.normal(size=D), rng.normal(size=(D, D)), rng.normal(size=(D, D))
+    first = residual_paths(x, a, EPS)
+    second = residual_paths(first["pre"], b, EPS)
+    expected = second["pre_jacobian"] @ first["pre_jacobian"]
+    np.testing.assert_allclose(_block_jacobian(_linear_block("pre", a, b), x), expected,
+                               **JAC)
+
+
+def test_post_norm_block_jacobian_matches_reference():
+    # y = N(h + B h), h = N(x + A x): J = post_J(h; B) · post_J(x; A).
+    rng = _rng(1)
+    x, a, b = rng.normal(size=D), rng.normal(size=(D, D)), rng.normal(size=(D, D))
+    first = residual_paths(x, a, EPS)
+    second = residual_paths(first["post"], b, EPS)
+    expected = second["post_jacobian"] @ first["post_jacobian"]
+    np.testing.assert_allclose(_block_jacobian(_linear_block("post", a, b), x), expected,
+                               **JAC)
+
+
+def test_block_outputs_match_reference_outputs():
+    rng = _rng(2)
+    x, a = rng.normal(size=D), rng.normal(size=(D, D))
+    zero = np.zeros((D, D))
+    ref = residual_paths(x, a, EPS)
+    xt = torch.from_numpy(x)[None, None]
+    pre = _linear_block("pre", a, zero)(xt)[0, 0].detach().numpy()
+    np.testing.assert_allclose(pre, ref["pre"], **JAC)
+    # The reference has one residual: drop the second norm so the (zero) FFN residual is the
+    # identity.
+    post = _linear_block("post", a, zero)
+    post.ffn_norm = nn.Identity()
+    np.testing.assert_allclose(post(xt)[0, 0].detach().numpy(), ref["post"], **JAC)
+
+
+def test_rmsnorm_jacobian_matches_reference():
+    rng = _rng(3)
+    x, gain = rng.normal(size=D), rng.normal(size=D)
+    norm = RMSNorm(D, eps=EPS).double()
+    with torch.no_grad():
+        norm.weight.copy_(torch.from_numpy(gain))
+    got = jacobian(norm, torch.from_numpy(x)).numpy()
+    np.testing.assert_allclose(got, rmsnorm_jacobian(x, EPS, gain), **JAC)
+
+
+def test_layernorm_jacobian_matches_reference():
+    rng = _rng(4)
+    x, gain, bias = rng.normal(size=D), rng.normal(size=D), rng.normal(size=D)
+    norm = LayerNorm(D, eps=EPS).double()
+    with torch.no_grad():
+        norm.weight.copy_(torch.from_numpy(gain))
+        norm.bias.copy_(torch.from_numpy(bias))
+    got = jacobian(norm, torch.from_numpy(x)).numpy()
+    np.testing.assert_allclose(got, layernorm_jacobian(x, EPS, gain), **JAC)
+
+
+def test_swiglu_jacobian_matches_reference():
+    rng = _rng(5)
+    m = 10
+    x = rng.normal(size=D)
+    ffn = GatedFeedForward(D, m, activation="silu").double()
+    with torch.no_grad():
+        for proj in (ffn.gate_proj, ffn.up_proj, ffn.down_proj):
+            proj.weight.copy_(torch.from_numpy(rng.normal(size=proj.weight.shape)))
+    got = jacobian(ffn, torch.from_numpy(x)).numpy()
+    expected = swiglu_jacobian(x, ffn.gate_proj.weight.detach().numpy(),
+                               ffn.up_proj.weight.detach().numpy(),
+                               ffn.down_proj.weight.detach().numpy())
+    np.testing.assert_allclose(got, expected, **JAC)
+
+
+def _tanh_sublayer(seed):
+    layer = nn.Linear(D, D, dtype=torch.float64)
+    nn.init.normal_(layer.weight, generator=torch.Generator().manual_seed(seed))
+
+    class Sub(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layer = layer
+
+        def forward(self, x, rope=None, bias=None, cache=None):
+            return torch.tanh(self.layer(x))
+
+    return Sub()
+
+
+def _gain_norm(seed):
+    norm = LayerNorm(D, eps=EPS).double()
+    with torch.no_grad():
+        norm.weight.uniform_(0.5, 1.5, generator=torch.Generator().manual_seed(seed))
+    return norm
+
+
+@pytest.mark.parametrize("placement", ["pre", "post", "sandwich"])
+@pytest.mark.parametrize("alpha", [1.0, 2.5])
+def test_placement_formulas(placement, alpha):
+    attn, ffn = _tanh_sublayer(0), _tanh_sublayer(1)
+    na, nf, pa, pf = (_gain_norm(s) for s in range(4))
+    sandwich = placement == "sandwich"
+    block = Block(attn, ffn, na, nf, placement=placement, residual_scale=alpha,
+                  attn_post_norm=pa if sandwich else None, ffn_post_norm=pf if sandwich else None)
+    x = torch.randn(2, 3, D, dtype=torch.float64, generator=torch.Generator().manual_seed(9))
+    if placement == "pre":
+        h = alpha * x + attn(na(x))
+        y = alpha * h + ffn(nf(h))
+    elif placement == "post":
+        h = na(alpha * x + attn(x))
+        y = nf(alpha * h + ffn(h))
+    else:
+        h = alpha * x + pa(attn(na(x)))
+        y = alpha * h + pf(ffn(nf(h)))
+    assert_close(block(x), y, atol=1e-14, rtol=1e-14)
+
+
+def test_block_rejects_inconsistent_parts():
+    parts = (nn.Identity(), nn.Identity(), nn.Identity(), nn.Identity())
+    with pytest.raises(ValueError, match="placement='middle'"):
+        Block(*parts, placement="middle")
+    with pytest.raises(ValueError, match="attn_post_norm and ffn_post_norm"):
+        Block(*parts, placement="sandwich")
+    with pytest.raises(ValueError, match="takes no attn_post_norm"):
+        Block(*parts, placement="pre", attn_post_norm=nn.Identity())

@@ -1,0 +1,188 @@
+"""blocklab.nn.model: KV-cache decoding against the full recompute, generate(), positions past
+the table, every FFN × norm × placement, and the config options DecoderLM refuses."""
+
+import itertools
+
+import pytest
+import torch
+from torch.testing import assert_close
+
+from blocklab.config import FFNS, NORMS, PLACEMENTS, ModelConfig
+from blocklab.nn import DecoderLM, KVCache
+
+F32 = dict(atol=1e-5, rtol=1e-5)
+TINY = dict(vocab_size=64, d_model=32, n_layers=2, n_heads=4, n_kv_heads=2, d_ff=48,
+            max_seq_len=32)
+
+
+def _model(seed=0, std=0.3, fused_gate_up=False, fused_qkv=False, **changes):
+    """A tiny model with large random weights, so that logits are far from uniform and greedy
+    decoding has no near-ties for rounding to flip."""
+    model = DecoderLM(ModelConfig(**{**TINY, **changes}), fused_gate_up=fused_gate_up,
+                      fused_qkv=fused_qkv)
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(torch.randn(p.shape, generator=gen) * std + (1.0 if p.dim() == 1 else 0.0))
+    return model.eval()
+
+
+def _ids(batch=2, length=12, seed=1):
+    return torch.randint(0, TINY["vocab_size"], (batch, length),
+                         generator=torch.Generator().manual_seed(seed))
+
+
+SCHEMES = {
+    "rope": dict(position="rope"),
+    "rope_interleaved_partial": dict(position="rope", rope_layout="interleaved",
+                                     partial_rotary_factor=0.5),
+    "alibi": dict(position="alibi"),
+    "learned": dict(position="learned"),
+    "sinusoidal": dict(position="sinusoidal"),
+    "none": dict(position="none"),
+    "mha": dict(position="rope", n_kv_heads=4),
+    "mqa": dict(position="rope", n_kv_heads=1),
+    "window": dict(position="rope", sliding_window=4),
+    "fused_gqa": dict(position="rope", fused_qkv=True, fused_gate_up=True),
+    "gemma_like": dict(position="rope", placement="sandwich", norm_unit_offset=True,
+                       norm_cast="gemma", embed_scale=True, attn_logit_softcap=5.0,
+                       final_logit_softcap=10.0, qk_norm=True, tie_embeddings=True),
+}
+
+
+@pytest.mark.parametrize("scheme", sorted(SCHEMES))
+@pytest.mark.parametrize("max_len", [None, 12])
+def test_cache_decode_equals_full_recompute(scheme, max_len):
+    model = _model(**SCHEMES[scheme])
+    ids = _ids()
+    with torch.no_grad():
+        full = model(ids)
+        cache = KVCache(model.config.n_layers, max_len=max_len)
+        steps = [model(ids[:, :5], cache=cache)]
+        steps += [model(ids[:, t:t + 1], cache=cache) for t in range(5, 12)]
+    assert cache.length == 12
+    assert_close(torch.cat(steps, dim=1), full, **F32)
+
+
+@pytest.mark.parametrize("scheme", sorted(SCHEMES))
+def test_greedy_generate_with_cache_equals_recompute(scheme):
+    model = _model(**SCHEMES[scheme])
+    prompt = _ids(length=4)
+    cached = model.generate(prompt, max_new_tokens=10, use_cache=True)
+    recomputed = model.generate(prompt, max_new_tokens=10, use_cache=False)
+    assert cached.shape == (2, 14)
+    assert torch.equal(cached[:, :4], prompt)
+    assert torch.equal(cached, recomputed)
+    # Every generated token is the argmax of the full recompute at the step before it.
+    with torch.no_grad():
+        logits = model(cached[:, :-1])
+    assert torch.equal(logits[:, 3:].argmax(-1), cached[:, 4:])
+
+
+def test_sampling_is_reproducible_with_a_generator():
+    model = _model()
+    prompt = _ids(length=3)
+    runs = [model.generate(prompt, 8, temperature=1.0,
+                           generator=torch.Generator().manual_seed(7)) for _ in range(2)]
+    assert torch.equal(runs[0], runs[1])
+    other = model.generate(prompt, 8, temperature=1.0, generator=torch.Generator().manual_seed(8))
+    assert not torch.equal(runs[0], other)
+    with pytest.raises(ValueError, match="temperature"):
+        model.generate(prompt, 2, temperature=-1.0)
+    with pytest.raises(ValueError, match="max_new_tokens"):
+        model.generate(prompt, -1)
+
+
+def test_rope_extends_past_max_seq_len():
+    # Claim C26 ("RoPE produces NaN past the table"): the table grows instead.
+    short = _model(max_seq_len=8)
+    long = _model(max_seq_len=64)
+    ids = _ids(length=40)
+    with torch.no_grad():
+        got = short(ids)
+        expected = long(ids)
+    assert torch.isfinite(got).all()
+    assert_close(got, expected, atol=0.0, rtol=0.0)
+
+
+def test_learned_positions_past_max_seq_len_raise():
+    model = _model(position="learned", max_seq_len=8)
+    model(_ids(length=8))
+    with pytest.raises(ValueError, match="max_seq_len=8"):
+        model(_ids(length=9))
+
+
+@pytest.mark.parametrize("ffn, norm, placement",
+                         list(itertools.product(sorted(FFNS), NORMS, PLACEMENTS)))
+def test_every_ffn_norm_placement_trains(ffn, norm, placement):
+    cfg = ModelConfig(vocab_size=32, d_model=16, n_layers=1, n_heads=2, d_ff=24, ffn=ffn,
+                      norm=norm, placement=placement, max_seq_len=16)
+    model = DecoderLM(cfg)
+    ids = _ids(batch=2, length=6) % 32
+    logits = model(ids)
+    assert logits.shape == (2, 6, 32) and logits.dtype == torch.float32
+    loss = torch.nn.functional.cross_entropy(logits[:, :-1].reshape(-1, 32),
+                                             ids[:, 1:].reshape(-1))
+    loss.backward()
+    assert torch.isfinite(loss)
+    for name, p in model.named_parameters():
+        assert p.grad is not None and torch.isfinite(p.grad).all(), name
+
+
+@pytest.mark.parametrize("field, value", [("causal", False), ("pooler", True),
+                                          ("type_vocab_size", 2)])
+def test_unsupported_options_raise_naming_the_field(field, value):
+    with pytest.raises(ValueError, match=field):
+        DecoderLM(ModelConfig(**{**TINY, field: value}))
+
+
+def test_fused_projections_compute_the_same_function():
+    plain = _model()
+    fused = DecoderLM(plain.config, fused_gate_up=True, fused_qkv=True)
+    state = plain.state_dict()
+    for i in range(plain.config.n_layers):
+        ffn, attn = f"layers.{i}.ffn.", f"layers.{i}.attention."
+        state[ffn + "gate_up_proj.weight"] = torch.cat(
+            (state.pop(ffn + "gate_proj.weight"), state.pop(ffn + "up_proj.weight")))
+        state[attn + "qkv_proj.weight"] = torch.cat(
+            [state.pop(attn + f"{p}_proj.weight") for p in "qkv"])
+    fused.load_state_dict(state)
+    ids = _ids()
+    with torch.no_grad():
+        assert_close(fused(ids), plain(ids), atol=1e-6, rtol=1e-6)
+
+
+def test_tied_embeddings_share_one_tensor():
+    model = DecoderLM(ModelConfig(**TINY, tie_embeddings=True))
+    assert model.lm_head.weight is model.embed_tokens.weight
+    untied = DecoderLM(ModelConfig(**TINY))
+    n_tied = sum(p.numel() for p in model.parameters())
+    assert sum(p.numel() for p in untied.parameters()) - n_tied == 64 * 32
+
+
+def test_default_init_and_final_softcap():
+    model = DecoderLM(ModelConfig(**{**TINY, "d_model": 128, "n_heads": 4}))
+    weight = model.layers[0].attention.q_proj.weight
+    assert abs(weight.std().item() - 0.02) < 0.002
+    assert torch.equal(model.layers[0].attn_norm.weight, torch.ones(128))
+    capped = _model(final_logit_softcap=2.0)
+    with torch.no_grad():
+        assert capped(_ids()).abs().max() < 2.0
+
+
+def test_bfloat16_model_returns_float32_logits():
+    model = _model().to(torch.bfloat16)
+    logits = model(_ids())
+    assert logits.dtype == torch.float32 and torch.isfinite(logits).all()
+
+
+def test_explicit_positions_shift_rope_scores_only_through_differences():
+    # Claim C20 at model level: without absolute positions, shifting every position by the same
+    # offset leaves the logits unchanged (RoPE and ALiBi see only m - n).
+    for position in ("rope", "alibi"):
+        model = _model(position=position)
+        ids = _ids(length=6)
+        with torch.no_grad():
+            base = model(ids)
+            shifted = model(ids, positions=torch.arange(6) + 11)
+        assert_close(shifted, base, atol=1e-4, rtol=1e-4)
