@@ -130,7 +130,8 @@ def execute_in_process(specs: Sequence[RunSpec], store: ResultStore, progress: b
             store.save(spec.run_id, spec.execute(False))
         return
     with make_progress() as bar:
-        overall = bar.add_task(f"suite: {len(specs)} runs", total=len(specs))
+        # `make_progress` shows a loss field on every task; the overall bar has none yet.
+        overall = bar.add_task(f"suite: {len(specs)} runs", total=len(specs), loss="—")
         for spec in specs:
             result = spec.execute(bar)
             store.save(spec.run_id, result)

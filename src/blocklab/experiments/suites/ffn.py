@@ -1,0 +1,445 @@
+"""`ffn` suite: plain vs gated FFNs at equal parameter count (claims C16, C17).
+
+Seven arms share everything except the FFN of every layer:
+
+    plain  relu, gelu                              y = W_d φ(W_u x)           d_ff = 4·d
+    gated  glu, reglu, geglu, swiglu, bilinear     y = W_d (φ(W_g x) ⊙ W_u x)  d_ff = ⌈2·4d/3⌉
+
+so every arm holds (within 3·d weights a layer) the same 2·d·4d FFN weights
+(`blocklab.nn.ffn.equal_param_gated_width`). Each arm × seed is one trainer run on the default
+`stdlib` corpus with the same optimiser, schedule and learning rate; arms with the same seed
+start from the same embeddings and attention weights and see the same batches in the same order
+(the trainer draws every parameter from its own (seed, name) stream and batches from (seed,
+step)), so differences are paired by seed.
+
+Two extra measurements ride along:
+
+    timing      one run, not per seed: every arm's optimizer step timed round-robin (the arms
+                interleaved, so load from other processes falls on all of them alike); the
+                median ms/step sets the equal-wall-clock comparison below.
+    zero grads  (C17) in every training run, at initialisation and after training, on fixed
+                validation windows: the fraction of the FFN activation's inputs (the gate branch
+                of a gated FFN, the up branch of a plain one) whose loss gradient is exactly 0.
+                ReLU zeroes it for every negative input; SiLU, GELU and sigmoid do not.
+
+Equal wall-clock: arm a's validation curve is put on a time axis t = step · ms_a (ms_a its
+timed ms/step). T* is the time at which the fastest arm finishes its steps; every run's curve
+is interpolated linearly at T*, i.e. at step `steps · ms_fastest / ms_a`. Slower arms are read
+mid-schedule, before their cosine decay has ended, which favours the fastest arm somewhat: a
+run given only T* from the start would decay earlier and end a little lower.
+
+A run counts towards the statistics when its status is "ok" and its final validation loss is
+below the unigram entropy of the training bytes (the loss of the best context-free model).
+
+`Summary.data` (read by the claims ledger)::
+
+    {"arms": {arm: {"gated", "activation", "d_ff", "params",
+                    "val_loss": mean_ci (nats/token at seq_len), "val_bpb": mean_ci,
+                    "delta_vs_relu": paired_difference (arm − relu, nats),
+                    "rel_delta_pct": mean_ci of 100·(arm − relu)/relu per seed (negative = better),
+                    "ms_per_step": timed median, "ms_per_step_train": mean over its runs,
+                    "val_loss_equal_time": mean_ci, "delta_vs_relu_equal_time": paired,
+                    "equal_time_step": step read at T*, "status": {status: count},
+                    "counted": runs that count, "zero_grad_fraction": {"init", "final"}}},
+     "seeds", "steps", "lr", "warmup_steps", "unigram_entropy", "baseline": "relu",
+     "page": {arm: claimed quality gain in %}, "equal_time_ms": T*, "size": {...}}
+"""
+
+from __future__ import annotations
+
+import contextlib
+import statistics
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from blocklab.config import FFNS, ModelConfig
+from blocklab.experiments.suites.base import (
+    RunSpec,
+    Suite,
+    Summary,
+    Table,
+    format_ci,
+    mean_ci,
+    paired_difference,
+)
+
+ARMS = ("relu", "gelu", "glu", "reglu", "geglu", "swiglu", "bilinear")
+BASELINE = "relu"
+DATA = "stdlib"
+# The page's "FFN 变体对比" table: quality gain over the ReLU FFN, in % (no sign convention is
+# given; we read a gain as that much lower validation loss).
+PAGE_GAIN_PCT = {"glu": "+0.5", "geglu": "+1", "swiglu": "+1–2"}
+
+
+@dataclass(frozen=True)
+class Size:
+    """Model and training budget of one suite size."""
+
+    d_model: int
+    n_layers: int
+    n_heads: int
+    seq_len: int
+    batch_size: int
+    steps: int
+    lr: float
+    warmup_steps: int
+    eval_every: int
+    eval_batches: int
+    timing_steps: int  # timed steps per arm per round (after one untimed step)
+    timing_rounds: int
+
+
+SIZES = {
+    "tiny": Size(d_model=32, n_layers=1, n_heads=2, seq_len=32, batch_size=4, steps=5, lr=3e-3,
+                 warmup_steps=0, eval_every=0, eval_batches=1, timing_steps=2, timing_rounds=1),
+    # 12-23 s a run on one core of the 2-core reference machine (depending on other load):
+    # 7 arms × 2 seeds plus timing took 4.8 minutes, every run ending near 2.0 nats against a
+    # unigram entropy of 3.3.
+    "quick": Size(d_model=64, n_layers=2, n_heads=4, seq_len=64, batch_size=16, steps=400,
+                  lr=3e-3, warmup_steps=20, eval_every=25, eval_batches=8, timing_steps=10,
+                  timing_rounds=3),
+    # Hours: 7 arms × 5 seeds, an estimated 6 minutes each on one core.
+    "full": Size(d_model=96, n_layers=3, n_heads=4, seq_len=128, batch_size=16, steps=1500,
+                 lr=2e-3, warmup_steps=75, eval_every=50, eval_batches=16, timing_steps=20,
+                 timing_rounds=5),
+}
+
+
+def ffn_width(arm: str, d_model: int) -> int:
+    """d_ff of an arm: 4·d for plain FFNs, `equal_param_gated_width(4·d)` for gated ones."""
+    from blocklab.nn.ffn import equal_param_gated_width
+
+    plain = 4 * d_model
+    return equal_param_gated_width(plain) if FFNS[arm][0] else plain
+
+
+def model_config(arm: str, size: Size) -> ModelConfig:
+    """The arm's model: a pre-norm RMSNorm RoPE decoder that differs from the others only in
+    its FFN kind and width."""
+    return ModelConfig(vocab_size=256, d_model=size.d_model, n_layers=size.n_layers,
+                       n_heads=size.n_heads, ffn=arm, d_ff=ffn_width(arm, size.d_model),
+                       max_seq_len=size.seq_len, name=f"ffn-{arm}")
+
+
+def train_config(size: Size, seed: int):
+    """The same optimisation for every arm. One thread: on a shared 2-core machine two threads
+    per run lose more to waiting than they gain, and one thread keeps runs bit-reproducible."""
+    from blocklab.experiments.trainer import TrainConfig
+
+    return TrainConfig(steps=size.steps, batch_size=size.batch_size, seq_len=size.seq_len,
+                       lr=size.lr, warmup_steps=size.warmup_steps, eval_every=size.eval_every,
+                       eval_batches=size.eval_batches, log_every=50, seed=seed, threads=1)
+
+
+def param_count(arm: str, size: Size) -> int:
+    from blocklab.budget.params import count_params
+
+    return count_params(model_config(arm, size)).total
+
+
+# --- measurements --------------------------------------------------------------------------------
+@contextlib.contextmanager
+def _threads(n: int) -> Iterator[None]:
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def zero_gradient_fraction(model, batch) -> float:
+    """Fraction of FFN activation inputs whose loss gradient is exactly zero, over all layers.
+
+    Args:
+        model: a `DecoderLM` (unfused FFNs).
+        batch: LongTensor [B, T + 1]; inputs batch[:, :-1], targets batch[:, 1:].
+
+    The activation φ acts on gate_proj's output z (gated FFNs) or up_proj's (plain ones), so
+    ∂loss/∂z = (∂loss/∂φ(z)) · φ'(z) [· up]: exactly zero wherever φ'(z) = 0, as for ReLU at z < 0.
+    """
+    import torch.nn.functional as F
+
+    counts = [0, 0]  # zeros, elements
+
+    def count(grad) -> None:
+        counts[0] += int((grad == 0).sum())
+        counts[1] += grad.numel()
+
+    def watch(module, inputs, output) -> None:
+        output.register_hook(count)
+
+    handles = []
+    for layer in model.layers:
+        ffn = layer.ffn
+        branch = ffn.gate_proj if hasattr(ffn, "gate_proj") else ffn.up_proj
+        handles.append(branch.register_forward_hook(watch))
+    try:
+        logits = model(batch[:, :-1])  # [B, T, V]
+        F.cross_entropy(logits.flatten(0, 1), batch[:, 1:].flatten()).backward()
+    finally:
+        for handle in handles:
+            handle.remove()
+        model.zero_grad(set_to_none=True)
+    return counts[0] / counts[1]
+
+
+def _probe_batch(size: Size):
+    from blocklab.experiments.data import load_corpus, validation_windows
+
+    return validation_windows(load_corpus(DATA).val, size.seq_len, size.batch_size)
+
+
+def train_arm(arm: str, size: Size, seed: int, progress: Any = False,
+              label: str | None = None) -> dict[str, Any]:
+    """One trainer run of `arm`, with the zero-gradient fractions at init and after training."""
+    from blocklab.experiments.trainer import build_model, train
+
+    mc, tc = model_config(arm, size), train_config(size, seed)
+    batch = _probe_batch(size)
+    with _threads(1):
+        initial = zero_gradient_fraction(build_model(mc, tc), batch)
+    model, result = train(mc, tc, DATA, progress=progress, label=label)
+    with _threads(1):
+        final = zero_gradient_fraction(model, batch)
+    result["zero_grad_fraction"] = {"init": initial, "final": final}
+    return result
+
+
+def time_arms(size: Size, arms: tuple[str, ...] = ARMS) -> dict[str, Any]:
+    """Median ms per optimizer step of each arm, arms interleaved round-robin on one thread.
+
+    Each round builds every arm afresh, takes one untimed step (allocations), then times
+    `timing_steps` steps of forward, backward, clipping and AdamW on the suite's batches.
+    """
+    import torch
+    import torch.nn.functional as F
+
+    from blocklab.experiments.data import load_corpus, sample_batch
+    from blocklab.experiments.trainer import build_model
+
+    started = time.perf_counter()
+    tokens = load_corpus(DATA).train
+    samples: dict[str, list[float]] = {arm: [] for arm in arms}
+    with _threads(1):
+        for round_ in range(size.timing_rounds):
+            for arm in arms:
+                tc = train_config(size, seed=0)
+                model = build_model(model_config(arm, size), tc)
+                optimizer = torch.optim.AdamW(model.parameters(), lr=tc.lr,
+                                              weight_decay=tc.weight_decay, betas=tc.betas)
+                for step in range(size.timing_steps + 1):
+                    batch = sample_batch(tokens, seed=round_, step=step,
+                                         batch_size=size.batch_size, seq_len=size.seq_len)
+                    tick = time.perf_counter()
+                    loss = F.cross_entropy(model(batch[:, :-1]).flatten(0, 1),
+                                           batch[:, 1:].flatten())
+                    optimizer.zero_grad(set_to_none=True)
+                    loss.backward()
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                    optimizer.step()
+                    if step:
+                        samples[arm].append(1000 * (time.perf_counter() - tick))
+    return {"status": "ok", "ms_per_step": {arm: statistics.median(v) for arm, v in
+                                            samples.items()},
+            "samples_ms": samples, "threads": 1, "wall_time_s": time.perf_counter() - started}
+
+
+# --- plan ----------------------------------------------------------------------------------------
+def plan(size_name: str, seeds: int) -> list[RunSpec]:
+    size = SIZES[size_name]
+    specs = []
+    for arm in ARMS:
+        mc = model_config(arm, size)
+        for seed in range(seeds):
+            tc = train_config(size, seed)
+            label = f"ffn {arm} seed {seed}"
+            payload = {"suite": "ffn", "kind": "train", "arm": arm, "model": mc.to_dict(),
+                       "train": {k: v for k, v in tc.to_dict().items() if k != "threads"},
+                       "data": DATA, "probe": "zero_grad_fraction"}
+
+            def execute(progress, arm=arm, seed=seed, label=label):
+                return train_arm(arm, size, seed, progress, label)
+
+            specs.append(RunSpec(label, arm, seed, payload, execute))
+    timing_payload = {"suite": "ffn", "kind": "timing", "arms": list(ARMS),
+                      "models": [model_config(arm, size).to_dict() for arm in ARMS],
+                      "batch_size": size.batch_size, "seq_len": size.seq_len,
+                      "steps": size.timing_steps, "rounds": size.timing_rounds}
+    specs.append(RunSpec("ffn timing", "timing", 0, timing_payload,
+                         lambda progress: time_arms(size)))
+    return specs
+
+
+# --- summary -------------------------------------------------------------------------------------
+def interpolate(xs: list[float], ys: list[float | None], x: float) -> float | None:
+    """The piecewise-linear curve through (xs, ys) at x (xs ascending); None outside
+    [xs[0], xs[-1]] or when a bracketing y is missing."""
+    for i, (xi, yi) in enumerate(zip(xs, ys, strict=True)):
+        if abs(x - xi) <= 1e-9:
+            return yi
+        if i and xs[i - 1] < x < xi:
+            y0 = ys[i - 1]
+            if y0 is None or yi is None:
+                return None
+            return y0 + (x - xs[i - 1]) / (xi - xs[i - 1]) * (yi - y0)
+    return None
+
+
+def _counts(result: dict[str, Any]) -> bool:
+    val = (result.get("final") or {}).get("val_loss")
+    entropy = (result.get("final") or {}).get("unigram_entropy")
+    return (result.get("status") == "ok" and val is not None and entropy is not None
+            and val < entropy)
+
+
+def _fmt(value: float | None, digits: int = 4) -> str:
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+def summarise(size_name: str, seeds: int, results: list[tuple[RunSpec, dict[str, Any]]]
+              ) -> Summary:
+    size = SIZES[size_name]
+    by_arm: dict[str, list[dict[str, Any]]] = {arm: [{}] * seeds for arm in ARMS}
+    timing: dict[str, Any] = {}
+    for spec, result in results:
+        if spec.arm == "timing":
+            timing = result
+        else:
+            by_arm[spec.arm][spec.seed] = result
+
+    def val(result: dict[str, Any]) -> float | None:
+        return result["final"]["val_loss"] if _counts(result) else None
+
+    entropies = [r["final"]["unigram_entropy"] for rs in by_arm.values() for r in rs
+                 if r.get("final")]
+    entropy = entropies[0] if entropies else None
+    timed = timing.get("ms_per_step") or {}
+    fastest = min(timed.values()) if timed else None
+
+    def equal_time(arm: str, result: dict[str, Any]) -> float | None:
+        if not _counts(result) or arm not in timed:
+            return None
+        step = size.steps * fastest / timed[arm]
+        curves = result["curves"]
+        return interpolate(curves["val_step"], curves["val"][str(size.seq_len)], step)
+
+    base_vals = [val(r) for r in by_arm[BASELINE]]
+    base_equal = [equal_time(BASELINE, r) for r in by_arm[BASELINE]]
+    arms: dict[str, Any] = {}
+    for arm in ARMS:
+        runs = by_arm[arm]
+        vals = [val(r) for r in runs]
+        rel = [100 * (a - b) / b if a is not None and b is not None else None
+               for a, b in zip(vals, base_vals, strict=True)]
+        status: dict[str, int] = {}
+        for r in runs:
+            status[r.get("status", "missing")] = status.get(r.get("status", "missing"), 0) + 1
+        train_ms = [r["ms_per_step"] for r in runs if r.get("ms_per_step")]
+        zero = {when: mean_ci([r["zero_grad_fraction"][when] for r in runs
+                               if "zero_grad_fraction" in r])["mean"] for when in ("init", "final")}
+        equal = [equal_time(arm, r) for r in runs]
+        arms[arm] = {
+            "gated": FFNS[arm][0],
+            "activation": FFNS[arm][1],
+            "d_ff": ffn_width(arm, size.d_model),
+            "params": param_count(arm, size),
+            "val_loss": mean_ci(vals),
+            "val_bpb": mean_ci([r["final"]["val_bpb"] if _counts(r) else None for r in runs]),
+            "delta_vs_relu": paired_difference(vals, base_vals),
+            "rel_delta_pct": mean_ci(rel),
+            "ms_per_step": timed.get(arm),
+            "ms_per_step_train": sum(train_ms) / len(train_ms) if train_ms else None,
+            "val_loss_equal_time": mean_ci(equal),
+            "delta_vs_relu_equal_time": paired_difference(equal, base_equal),
+            "equal_time_step": (size.steps * fastest / timed[arm]) if arm in timed else None,
+            "status": status,
+            "counted": sum(v is not None for v in vals),
+            "zero_grad_fraction": zero,
+        }
+
+    base_params = arms[BASELINE]["params"]
+    widths = Table(
+        "FFN arms at equal parameter count",
+        ["arm", "FFN", "activation", "d_ff", "FFN weights/layer", "params", "vs relu"],
+        [[arm, "gated" if a["gated"] else "plain", a["activation"], a["d_ff"],
+          (3 if a["gated"] else 2) * size.d_model * a["d_ff"], a["params"],
+          f"{100 * (a['params'] - base_params) / base_params:+.2f}%"]
+         for arm, a in arms.items()],
+        f"plain d_ff = 4·d = {4 * size.d_model}; gated d_ff = equal_param_gated_width(4·d) = "
+        f"{ffn_width('swiglu', size.d_model)}; d_model={size.d_model}, "
+        f"{size.n_layers} layer(s), bias-free, RMSNorm pre-norm, RoPE, untied embeddings.")
+    quality = Table(
+        f"Validation loss after {size.steps} steps (equal steps and tokens)",
+        ["arm", "ok/div/stuck", "val loss (nats) [95% CI]", "bits/byte", "Δ vs relu [95% CI]",
+         "Δ% vs relu [95% CI]", "page: gain vs ReLU"],
+        [[arm, _status_cell(a["status"]), _ci_plain(a["val_loss"]),
+          _fmt(a["val_bpb"]["mean"]), _delta_cell(arm, a["delta_vs_relu"], 4),
+          _delta_cell(arm, a["rel_delta_pct"], 2),
+          "baseline" if arm == BASELINE else PAGE_GAIN_PCT.get(arm, "—") + (
+              "%" if arm in PAGE_GAIN_PCT else "")]
+         for arm, a in arms.items()],
+        "Δ = arm − relu, paired by seed (same init streams and batches); negative = lower loss "
+        "= better, so the page's '+1–2%' for SwiGLU reads as Δ% ≈ −1 to −2. "
+        f"Unigram entropy of the training bytes: {_fmt(entropy)} nats.")
+    clock = Table(
+        "Cost per step and loss at equal wall-clock",
+        ["arm", "ms/step (timed)", "ms/step (training runs)", "step at T*",
+         "val loss at T* [95% CI]", "Δ vs relu at T* [95% CI]"],
+        [[arm, _fmt(a["ms_per_step"], 2), _fmt(a["ms_per_step_train"], 2),
+          _fmt(a["equal_time_step"], 0), _ci_plain(a["val_loss_equal_time"]),
+          _delta_cell(arm, a["delta_vs_relu_equal_time"], 4)] for arm, a in arms.items()],
+        "Timed: median of interleaved single-thread steps (forward, backward, clip, AdamW). "
+        "T* = the fastest arm's time for all its steps; each curve is read at step "
+        "steps·ms_fastest/ms_arm by linear interpolation between validations. Slower arms are "
+        "read before their cosine decay ends (a bias against them).")
+    zeros = Table(
+        "C17: FFN activation inputs with an exactly zero gradient",
+        ["arm", "activation", "at init", "after training"],
+        [[arm, a["activation"], _fmt(a["zero_grad_fraction"]["init"], 3),
+          _fmt(a["zero_grad_fraction"]["final"], 3)] for arm, a in arms.items()],
+        "Fraction of elements of ∂loss/∂z that are exactly 0, z the input of φ (the gate branch "
+        f"of gated FFNs), over all layers, on {size.batch_size} fixed validation windows of "
+        f"{size.seq_len} bytes; mean over seeds.")
+    notes = [
+        f"Budget: d_model={size.d_model}, n_layers={size.n_layers}, n_heads={size.n_heads}, "
+        f"seq_len={size.seq_len}, batch={size.batch_size}, steps={size.steps} "
+        f"({size.steps * size.batch_size * size.seq_len:,} training tokens a run), lr={size.lr:g} "
+        f"for every arm, warmup={size.warmup_steps}, cosine to 0.1·lr, AdamW wd 0.1, clip 1.0, "
+        f"gpt2 init, 1 thread, data={DATA}.",
+        f"Widths: plain d_ff={4 * size.d_model}, gated d_ff={ffn_width('swiglu', size.d_model)}.",
+        "A run counts when its status is ok and its final validation loss is below the unigram "
+        "entropy; counted runs per arm: "
+        + ", ".join(f"{arm} {a['counted']}/{seeds}" for arm, a in arms.items()) + ".",
+    ]
+    data = {"arms": arms, "seeds": seeds, "steps": size.steps, "lr": size.lr,
+            "warmup_steps": size.warmup_steps, "unigram_entropy": entropy, "baseline": BASELINE,
+            "page": {"glu": 0.5, "geglu": 1.0, "swiglu": [1.0, 2.0]},
+            "equal_time_ms": None if fastest is None else fastest * size.steps,
+            "size": asdict(size)}
+    return Summary("ffn", size_name, seeds, [widths, quality, clock, zeros], notes, data)
+
+
+def _delta_cell(arm: str, stats: dict[str, Any], digits: int) -> str:
+    return "—" if arm == BASELINE else format_ci(stats, digits)
+
+
+def _status_cell(status: dict[str, int]) -> str:
+    return "/".join(str(status.get(s, 0)) for s in ("ok", "diverged", "stuck"))
+
+
+def _ci_plain(stats: dict[str, Any], digits: int = 4) -> str:
+    """'mean [low, high]' without a sign (a loss, not a difference)."""
+    if stats.get("mean") is None:
+        return "—"
+    if stats.get("ci_low") is None:
+        return f"{stats['mean']:.{digits}f} (n={stats['n']})"
+    low, high = stats["ci_low"], stats["ci_high"]
+    return f"{stats['mean']:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
+
+
+SUITE = Suite("ffn", "plain vs gated FFNs at equal parameter count (C16, C17)", plan, summarise)

@@ -1,0 +1,466 @@
+"""`placement` suite: pre vs post vs sandwich norm, at initialisation and in training (C12, C13,
+C19).
+
+    pre:       y = x + F(N(x))         post:  y = N(x + F(x))         sandwich:  y = x + P(F(N(x)))
+
+Part (a), at initialisation, no training. For every placement × init (gpt2, xavier) × depth L
+× seed: one forward and backward pass of the next-byte loss on fixed validation windows, then
+the gradient norm of every layer's FFN output matrix (`down_proj`, Xiong et al.'s W²) and the
+RMS of the residual stream each layer outputs. How the last (and first) layer's gradient scales
+with depth is the least-squares slope of log ‖∇W²‖ on log L. Xiong et al. 2020, "On Layer
+Normalization in the Transformer Architecture" (Theorems 1–2, Xavier initialisation): for
+post-LN the last layer's gradient does not depend on L (slope 0), for pre-LN it falls as
+1/√L (slope −0.5), because the pre-LN residual stream grows as √L and the final norm divides
+by it. GPT-2's init shrinks the residual output projections by 1/√(2L), which keeps the stream
+from growing, so the prediction is for xavier; gpt2 is measured beside it.
+
+Part (b), training. placement × depth × warmup × peak lr × seed, xavier init, gradient clipping
+OFF (clipping would hide the failure being studied), otherwise the trainer's defaults. A run
+fails when the trainer ends it "diverged" (NaN/inf or a loss above 4·ln 256) or "stuck" (train
+loss still above the unigram entropy `stuck_patience` steps after warmup; such a run stops
+there, so its validation loss is from that step). Post and sandwich cells are compared with the
+pre cell of the same depth, warmup and lr, paired by seed (same init streams and batches).
+
+`Summary.data` (read by the claims ledger)::
+
+    {"init_gradients": {placement: {init: {
+         "depths": [L...], "last_layer_grad": [geometric mean over seeds per L],
+         "first_layer_grad": [...], "slope_last", "slope_first" (fit to those means),
+         "slope_last_ci", "slope_first_ci" (mean_ci of per-seed slopes),
+         "residual_rms_last": [mean RMS of the last layer's output per L],
+         "per_layer_grad": {L: [mean ‖∇W²‖ of each layer]}}}},
+     "predictions": {"slope_last": {"post": 0.0, "pre": -0.5}, "source": ...},
+     "training": [{"placement", "depth", "warmup", "lr", "failures", "runs",
+                   "status": {status: count}, "val_loss": mean_ci,
+                   "delta_vs_pre": paired_difference (this − pre, nats) or None}],
+     "unigram_entropy", "seeds", "steps", "size": {...}}
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from blocklab.config import ModelConfig
+from blocklab.experiments.suites.base import (
+    RunSpec,
+    Suite,
+    Summary,
+    Table,
+    format_ci,
+    mean_ci,
+    paired_difference,
+)
+
+DATA = "stdlib"
+PREDICTED_SLOPE_LAST = {"post": 0.0, "pre": -0.5}  # Xiong et al. 2020, Xavier init
+XIONG = "Xiong et al. 2020, On Layer Normalization in the Transformer Architecture"
+
+
+@dataclass(frozen=True)
+class Probe:
+    """Part (a): gradients at initialisation."""
+
+    d_model: int
+    n_heads: int
+    depths: tuple[int, ...]
+    seq_len: int
+    batch_size: int
+    placements: tuple[str, ...] = ("pre", "post", "sandwich")
+    inits: tuple[str, ...] = ("gpt2", "xavier")
+
+
+@dataclass(frozen=True)
+class Training:
+    """Part (b): the training grid."""
+
+    d_model: int
+    n_heads: int
+    depths: tuple[int, ...]
+    warmups: tuple[int, ...]
+    lrs: tuple[float, ...]
+    placements: tuple[str, ...]
+    seq_len: int
+    batch_size: int
+    steps: int
+    stuck_patience: int | None
+    eval_every: int
+    eval_batches: int
+
+
+@dataclass(frozen=True)
+class Size:
+    probe: Probe
+    training: Training
+
+
+SIZES = {
+    "tiny": Size(
+        Probe(d_model=32, n_heads=2, depths=(2, 4), seq_len=16, batch_size=2),
+        Training(d_model=32, n_heads=2, depths=(2,), warmups=(0, 2), lrs=(3e-3,),
+                 placements=("pre", "post"), seq_len=16, batch_size=2, steps=5,
+                 stuck_patience=None, eval_every=0, eval_batches=1)),
+    # Pilot on the 2-core reference machine (one thread a run): post-norm, 8 layers, xavier,
+    # lr 3e-3 can stay near the unigram entropy (3.3 nats) without warmup and reaches 2.6 with
+    # 100 warmup steps; pre-norm reaches 2.4 either way. 11-20 s a training run: 24 runs and
+    # the probe (about 30 s) took 4.8 minutes.
+    "quick": Size(
+        Probe(d_model=64, n_heads=4, depths=(2, 4, 8, 16, 32, 64), seq_len=64, batch_size=8),
+        Training(d_model=32, n_heads=2, depths=(8,), warmups=(0, 100), lrs=(1e-3, 3e-3),
+                 placements=("pre", "post", "sandwich"), seq_len=64, batch_size=16, steps=300,
+                 stuck_patience=150, eval_every=50, eval_batches=4)),
+    # Hours: 120 training runs, an estimated 2 minutes each on one core.
+    "full": Size(
+        Probe(d_model=128, n_heads=4, depths=(2, 4, 8, 16, 32, 64), seq_len=128, batch_size=8),
+        Training(d_model=64, n_heads=4, depths=(8, 12), warmups=(0, 100), lrs=(1e-3, 3e-3),
+                 placements=("pre", "post", "sandwich"), seq_len=64, batch_size=16,
+                 steps=1000, stuck_patience=300, eval_every=100, eval_batches=8)),
+}
+
+
+def probe_model_config(placement: str, depth: int, probe: Probe) -> ModelConfig:
+    """The project's default block (RMSNorm, SwiGLU at 8d/3, RoPE, final norm); only the
+    placement and depth vary."""
+    return ModelConfig(vocab_size=256, d_model=probe.d_model, n_layers=depth,
+                       n_heads=probe.n_heads, placement=placement, max_seq_len=probe.seq_len,
+                       name=f"placement-{placement}-{depth}")
+
+
+def train_model_config(placement: str, depth: int, training: Training) -> ModelConfig:
+    return ModelConfig(vocab_size=256, d_model=training.d_model, n_layers=depth,
+                       n_heads=training.n_heads, placement=placement,
+                       max_seq_len=training.seq_len, name=f"placement-{placement}-{depth}")
+
+
+def train_config(training: Training, warmup: int, lr: float, seed: int):
+    """Xavier init and no gradient clipping; one thread (bit-reproducible, and faster than two
+    on a busy 2-core machine)."""
+    from blocklab.experiments.trainer import TrainConfig
+
+    return TrainConfig(steps=training.steps, batch_size=training.batch_size,
+                       seq_len=training.seq_len, lr=lr, warmup_steps=warmup, grad_clip=None,
+                       init="xavier", seed=seed, eval_every=training.eval_every,
+                       eval_batches=training.eval_batches, stuck_patience=training.stuck_patience,
+                       threads=1)
+
+
+# --- part (a): gradients at initialisation ------------------------------------------------------
+@contextlib.contextmanager
+def _threads(n: int) -> Iterator[None]:
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def init_gradients(placement: str, init: str, depth: int, seed: int,
+                   probe: Probe) -> dict[str, Any]:
+    """One forward/backward at initialisation; per-layer gradient norms and residual RMS.
+
+    Returns {"status": "ok", "loss", "down_proj_grad": [‖∇ down_proj.weight‖ per layer],
+    "layer_grad": [‖∇ all of the layer's parameters‖ per layer], "residual_rms": [RMS of each
+    layer's output over the batch], "wall_time_s", ...}.
+    """
+    import torch
+    import torch.nn.functional as F
+
+    from blocklab.experiments.data import load_corpus, validation_windows
+    from blocklab.experiments.trainer import TrainConfig, build_model
+
+    started = time.perf_counter()
+    batch = validation_windows(load_corpus(DATA).val, probe.seq_len, probe.batch_size)
+    rms: list[float] = []
+
+    def record(module, inputs, output) -> None:
+        rms.append(float(output.detach().float().pow(2).mean().sqrt()))
+
+    with _threads(1):
+        # build_model reads only the seed and init of a TrainConfig.
+        model = build_model(probe_model_config(placement, depth, probe),
+                            TrainConfig(init=init, seed=seed))
+        model.train()
+        handles = [layer.register_forward_hook(record) for layer in model.layers]
+        try:
+            logits = model(batch[:, :-1])  # [B, T, V]
+        finally:
+            for handle in handles:
+                handle.remove()
+        loss = F.cross_entropy(logits.flatten(0, 1), batch[:, 1:].flatten())
+        loss.backward()
+
+        def norm(params) -> float:
+            return float(torch.linalg.vector_norm(torch.stack(
+                [torch.linalg.vector_norm(p.grad) for p in params if p.grad is not None])))
+
+        down = [norm([layer.ffn.down_proj.weight]) for layer in model.layers]
+        whole = [norm(list(layer.parameters())) for layer in model.layers]
+    return {"status": "ok", "placement": placement, "init": init, "depth": depth, "seed": seed,
+            "loss": float(loss.detach()), "down_proj_grad": down, "layer_grad": whole,
+            "residual_rms": rms, "wall_time_s": time.perf_counter() - started}
+
+
+def loglog_slope(xs: list[float], ys: list[float]) -> float | None:
+    """Least-squares slope b of log y = a + b·log x; None with fewer than two usable points.
+
+    y = c·x^p gives exactly p.
+    """
+    points = [(math.log(x), math.log(y)) for x, y in zip(xs, ys, strict=True)
+              if x is not None and y is not None and x > 0 and y > 0 and math.isfinite(y)]
+    if len(points) < 2:
+        return None
+    mx = sum(u for u, _ in points) / len(points)
+    my = sum(v for _, v in points) / len(points)
+    sxx = sum((u - mx) ** 2 for u, _ in points)
+    if sxx == 0:
+        return None
+    return sum((u - mx) * (v - my) for u, v in points) / sxx
+
+
+def _geometric_mean(values: list[float]) -> float | None:
+    values = [v for v in values if v is not None and v > 0 and math.isfinite(v)]
+    if not values:
+        return None
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+# --- plan ----------------------------------------------------------------------------------------
+def plan(size_name: str, seeds: int) -> list[RunSpec]:
+    size = SIZES[size_name]
+    probe, training = size.probe, size.training
+    specs = []
+    for placement in probe.placements:
+        for init in probe.inits:
+            for depth in probe.depths:
+                for seed in range(seeds):
+                    payload = {"suite": "placement", "kind": "init_gradients",
+                               "placement": placement, "init": init, "depth": depth,
+                               "seed": seed, "probe": asdict(probe),
+                               "model": probe_model_config(placement, depth, probe).to_dict(),
+                               "data": DATA}
+
+                    def execute(progress, placement=placement, init=init, depth=depth,
+                                seed=seed):
+                        return init_gradients(placement, init, depth, seed, probe)
+
+                    specs.append(RunSpec(f"init {placement} {init} L={depth} seed {seed}",
+                                         f"init/{placement}/{init}/{depth}", seed, payload,
+                                         execute))
+    from blocklab.experiments.trainer import run
+
+    for placement in training.placements:
+        for depth in training.depths:
+            mc = train_model_config(placement, depth, training)
+            for warmup in training.warmups:
+                for lr in training.lrs:
+                    for seed in range(seeds):
+                        tc = train_config(training, warmup, lr, seed)
+                        label = f"{placement} L={depth} warmup {warmup} lr {lr:g} seed {seed}"
+                        payload = {"suite": "placement", "kind": "train",
+                                   "model": mc.to_dict(),
+                                   "train": {k: v for k, v in tc.to_dict().items()
+                                             if k != "threads"},
+                                   "data": DATA}
+
+                        def execute(progress, mc=mc, tc=tc, label=label, run=run):
+                            return run(mc, tc, DATA, progress=progress, label=label)
+
+                        specs.append(RunSpec(label, f"train/{placement}/{depth}/{warmup}/{lr:g}",
+                                             seed, payload, execute))
+    return specs
+
+
+# --- summary -------------------------------------------------------------------------------------
+def _gradient_summary(probe: Probe, seeds: int,
+                      by_key: dict[tuple, dict[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    depths = list(probe.depths)
+    for placement in probe.placements:
+        out[placement] = {}
+        for init in probe.inits:
+            def runs(depth: int, placement=placement, init=init) -> list[dict[str, Any]]:
+                found = [by_key.get(("init", placement, init, depth, s)) for s in range(seeds)]
+                return [r for r in found if r and r.get("status") == "ok"]
+
+            def at(index: int, depth: int, runs=runs) -> float | None:
+                return _geometric_mean([r["down_proj_grad"][index] for r in runs(depth)])
+
+            last = [at(-1, d) for d in depths]
+            first = [at(0, d) for d in depths]
+            per_seed_last, per_seed_first = [], []
+            for seed in range(seeds):
+                rows = [by_key.get(("init", placement, init, d, seed)) for d in depths]
+                if all(r and r.get("status") == "ok" for r in rows):
+                    per_seed_last.append(loglog_slope(depths,
+                                                      [r["down_proj_grad"][-1] for r in rows]))
+                    per_seed_first.append(loglog_slope(depths,
+                                                       [r["down_proj_grad"][0] for r in rows]))
+            out[placement][init] = {
+                "depths": depths,
+                "last_layer_grad": last,
+                "first_layer_grad": first,
+                "slope_last": loglog_slope(depths, last),
+                "slope_first": loglog_slope(depths, first),
+                "slope_last_ci": mean_ci(per_seed_last),
+                "slope_first_ci": mean_ci(per_seed_first),
+                "residual_rms_last": [mean_ci([r["residual_rms"][-1] for r in runs(d)])["mean"]
+                                      for d in depths],
+                "per_layer_grad": {
+                    str(d): [mean_ci([r["down_proj_grad"][i] for r in runs(d)])["mean"]
+                             for i in range(d)] for d in depths},
+            }
+    return out
+
+
+def _final_val(result: dict[str, Any]) -> float | None:
+    value = (result.get("final") or {}).get("val_loss")
+    return value if value is not None and math.isfinite(value) else None
+
+
+def _training_summary(training: Training, seeds: int,
+                      by_key: dict[tuple, dict[str, Any]]) -> list[dict[str, Any]]:
+    rows = []
+    for placement in training.placements:
+        for depth in training.depths:
+            for warmup in training.warmups:
+                for lr in training.lrs:
+                    def results(p: str, depth=depth, warmup=warmup, lr=lr) -> list[dict]:
+                        return [by_key.get(("train", p, depth, warmup, lr, s)) or {}
+                                for s in range(seeds)]
+
+                    mine = results(placement)
+                    status: dict[str, int] = {}
+                    for r in mine:
+                        key = r.get("status", "missing")
+                        status[key] = status.get(key, 0) + 1
+                    vals = [_final_val(r) for r in mine]
+                    delta = None
+                    if placement != "pre" and "pre" in training.placements:
+                        delta = paired_difference(vals, [_final_val(r) for r in results("pre")])
+                    rows.append({
+                        "placement": placement, "depth": depth, "warmup": warmup, "lr": lr,
+                        "failures": status.get("diverged", 0) + status.get("stuck", 0),
+                        "runs": len(mine), "status": status, "val_loss": mean_ci(vals),
+                        "delta_vs_pre": delta,
+                        "steps_done": mean_ci([r.get("steps_done") for r in mine])["mean"],
+                    })
+    return rows
+
+
+def _g(value: float | None) -> str:
+    return "—" if value is None else f"{value:.3g}"
+
+
+def _slope_cell(stats: dict[str, Any], fitted: float | None) -> str:
+    if fitted is None:
+        return "—"
+    if stats.get("ci_low") is None:
+        return f"{fitted:+.2f}"
+    return f"{fitted:+.2f} [{stats['ci_low']:+.2f}, {stats['ci_high']:+.2f}]"
+
+
+def summarise(size_name: str, seeds: int, results: list[tuple[RunSpec, dict[str, Any]]]
+              ) -> Summary:
+    size = SIZES[size_name]
+    probe, training = size.probe, size.training
+    by_key: dict[tuple, dict[str, Any]] = {}
+    entropy = None
+    for spec, result in results:
+        payload = spec.payload
+        if payload["kind"] == "init_gradients":
+            by_key[("init", payload["placement"], payload["init"], payload["depth"],
+                    spec.seed)] = result
+        else:
+            model, train = payload["model"], payload["train"]
+            by_key[("train", model["placement"], model["n_layers"], train["warmup_steps"],
+                    train["lr"], spec.seed)] = result
+            entropy = entropy or (result.get("final") or {}).get("unigram_entropy")
+    gradients = _gradient_summary(probe, seeds, by_key)
+    rows = _training_summary(training, seeds, by_key)
+
+    depth_columns = [f"L={d}" for d in probe.depths]
+    last_table = Table(
+        "At initialisation: ‖∇W_down‖ of the LAST layer vs depth",
+        ["placement", "init", *depth_columns, "slope [95% CI]", "Xiong et al. (xavier)"],
+        [[p, i, *[_g(v) for v in g["last_layer_grad"]],
+          _slope_cell(g["slope_last_ci"], g["slope_last"]),
+          "—" if p not in PREDICTED_SLOPE_LAST else f"{PREDICTED_SLOPE_LAST[p]:+.1f}"]
+         for p, by_init in gradients.items() for i, g in by_init.items()],
+        "Slope: least squares of log ‖∇W_down‖ on log L, fitted to the geometric means over "
+        "seeds; the interval is over per-seed slopes. Predicted: post-LN 0 (independent of L), "
+        "pre-LN −0.5 (∝ 1/√L), for Xavier init (gpt2 init scales residual outputs by "
+        "1/√(2L) and is outside the theorem).")
+    first_table = Table(
+        "At initialisation: ‖∇W_down‖ of the FIRST layer vs depth",
+        ["placement", "init", *depth_columns, "slope [95% CI]"],
+        [[p, i, *[_g(v) for v in g["first_layer_grad"]],
+          _slope_cell(g["slope_first_ci"], g["slope_first"])]
+         for p, by_init in gradients.items() for i, g in by_init.items()],
+        "A negative slope means the gradient reaching the bottom of the stack shrinks as layers "
+        "are added (vanishing with depth), whatever identity path the block has.")
+    rms_table = Table(
+        "At initialisation: RMS of the residual stream leaving the last layer",
+        ["placement", "init", *depth_columns],
+        [[p, i, *[_g(v) for v in g["residual_rms_last"]]]
+         for p, by_init in gradients.items() for i, g in by_init.items()],
+        "Post-norm ends every layer in a norm (RMS ≈ 1); the pre-norm stream grows with depth "
+        "unless the init scales the residual outputs down.")
+    train_table = Table(
+        f"Training {training.steps} steps, xavier init, no gradient clipping",
+        ["placement", "depth", "warmup", "lr", "failed/runs (div, stuck)",
+         "val loss [95% CI]", "Δ vs pre [95% CI]"],
+        [[r["placement"], r["depth"], r["warmup"], f"{r['lr']:g}",
+          f"{r['failures']}/{r['runs']} ({r['status'].get('diverged', 0)}, "
+          f"{r['status'].get('stuck', 0)})",
+          _ci_plain(r["val_loss"]),
+          "—" if r["delta_vs_pre"] is None else format_ci(r["delta_vs_pre"], 3)]
+         for r in rows],
+        "Val loss over every run with a finite loss"
+        + ("" if training.stuck_patience is None else
+           f"; a stuck run stops at warmup + {training.stuck_patience} steps, so its loss is "
+           "from there")
+        + ". Δ = this − pre at the same "
+        "depth, warmup and lr, paired by seed; negative = lower loss than pre-norm. Unigram "
+        f"entropy of the training bytes: {_g(entropy)} nats.")
+    notes = [
+        f"(a) probe: d_model={probe.d_model}, n_heads={probe.n_heads}, depths "
+        f"{list(probe.depths)}, inits {list(probe.inits)}, one forward/backward of the "
+        f"next-byte loss on {probe.batch_size} fixed validation windows of {probe.seq_len} "
+        "bytes; RMSNorm, SwiGLU (d_ff 8d/3), RoPE, final norm in every placement.",
+        f"(b) training: d_model={training.d_model}, n_heads={training.n_heads}, depths "
+        f"{list(training.depths)}, placements {list(training.placements)}, warmups "
+        f"{list(training.warmups)}, lrs {list(training.lrs)}, seq_len={training.seq_len}, "
+        f"batch={training.batch_size}, steps={training.steps}, cosine to 0.1·lr, AdamW wd 0.1, "
+        "xavier init, clipping off, "
+        + ("no stuck test" if training.stuck_patience is None else
+           f"stuck after {training.stuck_patience} post-warmup steps above the unigram entropy")
+        + f", 1 thread, data={DATA}.",
+    ]
+    data = {"init_gradients": gradients,
+            "predictions": {"slope_last": PREDICTED_SLOPE_LAST, "init": "xavier",
+                            "source": XIONG},
+            "training": rows, "unigram_entropy": entropy, "seeds": seeds,
+            "steps": training.steps, "size": asdict(size)}
+    return Summary("placement", size_name, seeds,
+                   [last_table, first_table, rms_table, train_table], notes, data)
+
+
+def _ci_plain(stats: dict[str, Any], digits: int = 3) -> str:
+    """'mean [low, high]' without a sign (a loss, not a difference)."""
+    if stats.get("mean") is None:
+        return "—"
+    if stats.get("ci_low") is None:
+        return f"{stats['mean']:.{digits}f} (n={stats['n']})"
+    low, high = stats["ci_low"], stats["ci_high"]
+    return f"{stats['mean']:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
+
+
+SUITE = Suite("placement", "pre vs post vs sandwich norm: gradients at init and training "
+              "(C12, C13, C19)", plan, summarise)

@@ -1,0 +1,161 @@
+"""The ffn suite: equal parameter counts, arms that really differ, the equal-time reading, the
+zero-gradient probe, and the tiny grid end to end."""
+
+import math
+
+import pytest
+import torch
+
+from blocklab.experiments.suites import ffn, get_suite, run_suite
+from blocklab.nn import DecoderLM
+from blocklab.nn.ffn import equal_param_gated_width
+
+TABLE_COLUMNS = {
+    "FFN arms at equal parameter count":
+        ["arm", "FFN", "activation", "d_ff", "FFN weights/layer", "params", "vs relu"],
+    "Cost per step and loss at equal wall-clock":
+        ["arm", "ms/step (timed)", "ms/step (training runs)", "step at T*",
+         "val loss at T* [95% CI]", "Δ vs relu at T* [95% CI]"],
+    "C17: FFN activation inputs with an exactly zero gradient":
+        ["arm", "activation", "at init", "after training"],
+}
+QUALITY_COLUMNS = ["arm", "ok/div/stuck", "val loss (nats) [95% CI]", "bits/byte",
+                   "Δ vs relu [95% CI]", "Δ% vs relu [95% CI]", "page: gain vs ReLU"]
+ARM_KEYS = {"gated", "activation", "d_ff", "params", "val_loss", "val_bpb", "delta_vs_relu",
+            "rel_delta_pct", "ms_per_step", "ms_per_step_train", "val_loss_equal_time",
+            "delta_vs_relu_equal_time", "equal_time_step", "status", "counted",
+            "zero_grad_fraction"}
+
+
+@pytest.mark.parametrize("size", ["quick", "full"])
+def test_arms_hold_equal_parameters_within_one_percent(size):
+    d = ffn.SIZES[size].d_model
+    counts = {arm: ffn.param_count(arm, ffn.SIZES[size]) for arm in ffn.ARMS}
+    assert max(counts.values()) / min(counts.values()) - 1 < 0.01
+    for arm in ffn.ARMS:
+        gated = arm in ("glu", "reglu", "geglu", "swiglu", "bilinear")
+        assert ffn.ffn_width(arm, d) == (equal_param_gated_width(4 * d) if gated else 4 * d)
+
+
+@pytest.mark.parametrize("size", ["quick", "full"])
+def test_budget_count_is_the_built_models_count(size):
+    # Built on the CPU: under a million parameters take milliseconds, while the meta device's
+    # first use costs seconds of one-time setup.
+    for arm in ("relu", "swiglu"):
+        model = DecoderLM(ffn.model_config(arm, ffn.SIZES[size]))
+        assert sum(p.numel() for p in model.parameters()) == ffn.param_count(arm,
+                                                                              ffn.SIZES[size])
+
+
+def test_every_arm_changes_the_forward_output_and_nothing_else():
+    from blocklab.experiments.trainer import build_model
+
+    size = ffn.SIZES["tiny"]
+    ids = torch.randint(0, 256, (2, 16), generator=torch.Generator().manual_seed(0))
+    base_cfg = ffn.model_config("relu", size)
+    base = build_model(base_cfg, ffn.train_config(size, seed=0))
+    base_out = base(ids)
+    for arm in ffn.ARMS[1:]:
+        cfg = ffn.model_config(arm, size)
+        assert cfg != base_cfg and cfg.ffn == arm
+        model = build_model(cfg, ffn.train_config(size, seed=0))
+        # Same seed: embeddings and attention come from the same streams ...
+        torch.testing.assert_close(model.embed_tokens.weight, base.embed_tokens.weight,
+                                   rtol=0, atol=0)
+        torch.testing.assert_close(model.layers[0].attention.q_proj.weight,
+                                   base.layers[0].attention.q_proj.weight, rtol=0, atol=0)
+        # ... so the FFN alone makes the outputs differ.
+        assert not torch.allclose(model(ids), base_out, atol=1e-6), arm
+
+
+def test_zero_gradient_fraction_matches_the_sign_of_relu_inputs():
+    # Independent reference: for ReLU the gradient at z is zero exactly where z <= 0.
+    from blocklab.experiments.trainer import build_model
+
+    size = ffn.SIZES["tiny"]
+    model = build_model(ffn.model_config("relu", size), ffn.train_config(size, seed=0))
+    batch = torch.randint(0, 256, (3, 17), generator=torch.Generator().manual_seed(1))
+    inputs = []
+    handle = model.layers[0].ffn.up_proj.register_forward_hook(
+        lambda m, i, out: inputs.append(out.detach()))
+    with torch.no_grad():
+        model(batch[:, :-1])
+    handle.remove()
+    expected = int((inputs[0] <= 0).sum()) / inputs[0].numel()
+    assert ffn.zero_gradient_fraction(model, batch) == pytest.approx(expected, abs=1e-12)
+    assert all(p.grad is None for p in model.parameters())  # it cleans up after itself
+    smooth = build_model(ffn.model_config("swiglu", size), ffn.train_config(size, seed=0))
+    assert ffn.zero_gradient_fraction(smooth, batch) == 0.0
+
+
+def test_interpolate_by_hand():
+    xs, ys = [10, 20, 30], [3.0, 2.0, 1.5]
+    assert ffn.interpolate(xs, ys, 10) == 3.0
+    assert ffn.interpolate(xs, ys, 15) == pytest.approx(2.5)
+    assert ffn.interpolate(xs, ys, 27.5) == pytest.approx(1.625)
+    assert ffn.interpolate(xs, ys, 30) == 1.5
+    assert ffn.interpolate(xs, ys, 5) is None and ffn.interpolate(xs, ys, 31) is None
+    assert ffn.interpolate(xs, [3.0, None, 1.5], 15) is None
+
+
+def _fake(loss_scale, seq_len):
+    """A stored-result stand-in: validation every step, loss = scale · (1 + 1/step)."""
+    steps = [1, 2, 3, 4, 5]
+    curve = [loss_scale * (1 + 1 / s) for s in steps]
+    return {"status": "ok", "ms_per_step": 1.0, "zero_grad_fraction": {"init": 0.5, "final": 0.5},
+            "curves": {"val_step": steps, "val": {str(seq_len): curve}},
+            "final": {"val_loss": curve[-1], "val_bpb": curve[-1] / math.log(2),
+                      "unigram_entropy": 10.0}}
+
+
+def test_summary_equal_steps_and_equal_time_by_hand():
+    size = ffn.SIZES["tiny"]  # 5 steps
+    specs = ffn.plan("tiny", 2)
+    scale = {"relu": 1.0, "swiglu": 0.9}
+    results = []
+    for spec in specs:
+        if spec.arm == "timing":
+            # relu 10 ms/step, swiglu 20: T* = 50 ms, so swiglu is read at step 2.5.
+            ms = {arm: (20.0 if arm == "swiglu" else 10.0) for arm in ffn.ARMS}
+            results.append((spec, {"status": "ok", "ms_per_step": ms}))
+        else:
+            results.append((spec, _fake(scale.get(spec.arm, 1.0) * (1 + 0.01 * spec.seed),
+                                        size.seq_len)))
+    data = ffn.summarise("tiny", 2, results).data
+    swiglu, relu = data["arms"]["swiglu"], data["arms"]["relu"]
+    assert swiglu["delta_vs_relu"]["mean"] == pytest.approx(-0.1 * 1.2 * 1.005)
+    assert swiglu["rel_delta_pct"]["mean"] == pytest.approx(-10.0, abs=1e-9)
+    assert swiglu["equal_time_step"] == pytest.approx(2.5)
+    at_25 = [0.9 * (1 + 0.01 * s) * (1.5 + 4 / 3) / 2 for s in (0, 1)]  # midway between steps 2, 3
+    assert swiglu["val_loss_equal_time"]["mean"] == pytest.approx(sum(at_25) / 2)
+    assert relu["val_loss_equal_time"]["mean"] == pytest.approx(relu["val_loss"]["mean"])
+    assert data["equal_time_ms"] == pytest.approx(50.0)
+
+
+def test_run_ids_are_stable_and_distinct():
+    first = [s.run_id for s in ffn.plan("quick", 2)]
+    assert first == [s.run_id for s in ffn.plan("quick", 2)]
+    assert len(set(first)) == len(first) == len(ffn.ARMS) * 2 + 1
+    assert not set(first) & {s.run_id for s in ffn.plan("tiny", 2)}
+
+
+def test_tiny_suite_end_to_end(tmp_path):
+    suite = get_suite("ffn")
+    summary = run_suite(suite, "tiny", 1, tmp_path, progress=False)
+    assert summary.runs == len(ffn.ARMS) + 1
+    tables = {t.title: t for t in summary.tables}
+    for title, columns in TABLE_COLUMNS.items():
+        assert tables[title].columns == columns
+        assert [row[0] for row in tables[title].rows] == list(ffn.ARMS)
+    quality = next(t for t in summary.tables if t.title.startswith("Validation loss"))
+    assert quality.columns == QUALITY_COLUMNS
+    data = summary.data
+    assert {"arms", "seeds", "steps", "unigram_entropy"} <= set(data)
+    assert data["seeds"] == 1 and data["steps"] == ffn.SIZES["tiny"].steps
+    assert 0 < data["unigram_entropy"] < math.log(256)
+    for arm, entry in data["arms"].items():
+        assert ARM_KEYS <= set(entry), arm
+        assert entry["status"] == {"ok": 1} and entry["ms_per_step"] > 0
+    zero = {arm: entry["zero_grad_fraction"]["init"] for arm, entry in data["arms"].items()}
+    assert 0.3 < zero["relu"] < 0.7 and zero["swiglu"] == 0.0 and zero["gelu"] == 0.0
+    assert (tmp_path / "ffn" / "tiny" / "summary.json").is_file()

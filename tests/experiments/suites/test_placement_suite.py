@@ -1,0 +1,107 @@
+"""The placement suite: the log-log slope, the at-initialisation probe, the training grid's
+settings, and the tiny grid end to end."""
+
+import math
+
+import pytest
+
+from blocklab.experiments.suites import get_suite, placement, run_suite
+
+GRADIENT_KEYS = {"depths", "last_layer_grad", "first_layer_grad", "slope_last", "slope_first",
+                 "slope_last_ci", "slope_first_ci", "residual_rms_last", "per_layer_grad"}
+TRAINING_KEYS = {"placement", "depth", "warmup", "lr", "failures", "runs", "status", "val_loss",
+                 "delta_vs_pre"}
+
+
+def test_loglog_slope_by_hand():
+    depths = [2, 4, 8, 16, 32]
+    assert placement.loglog_slope(depths, [3.0 * d ** -0.5 for d in depths]) == \
+        pytest.approx(-0.5, abs=1e-12)
+    assert placement.loglog_slope(depths, [0.7] * 5) == pytest.approx(0.0, abs=1e-12)
+    assert placement.loglog_slope([1, 10], [1.0, 100.0]) == pytest.approx(2.0)
+    # Least squares, not end points: log y = 0, 1, 0 at log x = 0, 1, 2 fits slope 0.
+    e = math.e
+    assert placement.loglog_slope([1, e, e * e], [1.0, e, 1.0]) == pytest.approx(0.0, abs=1e-12)
+    assert placement.loglog_slope([2], [1.0]) is None
+    assert placement.loglog_slope([2, 4], [1.0, None]) is None
+
+
+def test_probe_measures_every_layer_and_post_norm_outputs_unit_rms():
+    probe = placement.SIZES["tiny"].probe
+    result = placement.init_gradients("post", "xavier", 3, 0, probe)
+    assert result["status"] == "ok" and "wall_time_s" in result
+    assert len(result["down_proj_grad"]) == len(result["residual_rms"]) == 3
+    assert all(g > 0 for g in result["down_proj_grad"])
+    # Closed form: RMSNorm with unit gain outputs RMS sqrt(m / (m + eps)) ≈ 1 for every row.
+    assert result["residual_rms"] == pytest.approx([1.0] * 3, abs=1e-3)
+    # The untrained model's loss is near the uniform guess ln 256.
+    assert abs(result["loss"] - math.log(256)) < 0.5
+    again = placement.init_gradients("post", "xavier", 3, 0, probe)
+    assert again["down_proj_grad"] == result["down_proj_grad"]  # seeded
+
+
+def test_xavier_pre_norm_last_layer_gradient_falls_with_depth_and_post_does_not():
+    # The measurement the suite makes, at a small width: Xiong et al.'s direction of effect.
+    probe = placement.Probe(d_model=32, n_heads=2, depths=(2, 8, 32), seq_len=16, batch_size=4)
+    slopes = {}
+    for kind in ("pre", "post"):
+        grads = [placement.init_gradients(kind, "xavier", d, 0, probe)["down_proj_grad"][-1]
+                 for d in probe.depths]
+        slopes[kind] = placement.loglog_slope(list(probe.depths), grads)
+    assert slopes["pre"] < -0.25
+    assert abs(slopes["post"]) < 0.15
+
+
+def test_training_grid_turns_clipping_off_and_uses_xavier():
+    specs = [s for s in placement.plan("quick", 2) if s.payload["kind"] == "train"]
+    training = placement.SIZES["quick"].training
+    assert len(specs) == (len(training.placements) * len(training.depths)
+                          * len(training.warmups) * len(training.lrs) * 2)
+    for spec in specs:
+        assert spec.payload["train"]["grad_clip"] is None
+        assert spec.payload["train"]["init"] == "xavier"
+    cells = {(s.payload["model"]["placement"], s.payload["train"]["warmup_steps"]) for s in specs}
+    assert {("pre", 0), ("post", 0), ("pre", 100), ("post", 100)} <= cells
+
+
+def test_run_ids_are_stable_and_distinct():
+    first = [s.run_id for s in placement.plan("quick", 2)]
+    assert first == [s.run_id for s in placement.plan("quick", 2)]
+    assert len(set(first)) == len(first)
+
+
+def test_tiny_suite_end_to_end(tmp_path):
+    # With the progress bar, as `blocklab suite` runs it.
+    summary = run_suite(get_suite("placement"), "tiny", 1, tmp_path, progress=True)
+    size = placement.SIZES["tiny"]
+    n_probe = len(size.probe.placements) * len(size.probe.inits) * len(size.probe.depths)
+    n_train = len(size.training.placements) * len(size.training.warmups) * len(size.training.lrs)
+    assert summary.runs == n_probe + n_train
+    depth_columns = [f"L={d}" for d in size.probe.depths]
+    tables = {t.title: t for t in summary.tables}
+    assert tables["At initialisation: ‖∇W_down‖ of the LAST layer vs depth"].columns == [
+        "placement", "init", *depth_columns, "slope [95% CI]", "Xiong et al. (xavier)"]
+    assert tables["At initialisation: ‖∇W_down‖ of the FIRST layer vs depth"].columns == [
+        "placement", "init", *depth_columns, "slope [95% CI]"]
+    assert tables["At initialisation: RMS of the residual stream leaving the last layer"
+                  ].columns == ["placement", "init", *depth_columns]
+    train_table = next(t for t in summary.tables if t.title.startswith("Training"))
+    assert train_table.columns == ["placement", "depth", "warmup", "lr",
+                                   "failed/runs (div, stuck)", "val loss [95% CI]",
+                                   "Δ vs pre [95% CI]"]
+    assert len(train_table.rows) == n_train
+
+    data = summary.data
+    assert {"init_gradients", "training", "predictions", "unigram_entropy"} <= set(data)
+    for kind in size.probe.placements:
+        for init in size.probe.inits:
+            entry = data["init_gradients"][kind][init]
+            assert GRADIENT_KEYS <= set(entry)
+            assert entry["depths"] == list(size.probe.depths)
+            assert all(g > 0 for g in entry["last_layer_grad"] + entry["first_layer_grad"])
+            assert isinstance(entry["slope_last"], float)
+    assert data["predictions"]["slope_last"] == {"post": 0.0, "pre": -0.5}
+    for row in data["training"]:
+        assert TRAINING_KEYS <= set(row) and row["runs"] == 1
+        assert (row["delta_vs_pre"] is None) == (row["placement"] == "pre")
+    assert (tmp_path / "placement" / "tiny" / "summary.json").is_file()
