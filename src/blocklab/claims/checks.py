@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from blocklab import reference as ref
-from blocklab.claims.ledger import Context, Finding, claim
+from blocklab.claims.ledger import Context, Finding, claim, missing
 
 
 def _verify(group: str, claim_id: str) -> tuple[bool, list[dict[str, Any]]]:
