@@ -26,7 +26,7 @@ def _root() -> None:
 
 
 # Command modules, in the order `blocklab --help` lists them.
-_COMMANDS = ("verify", "budget", "doctor", "train")
+_COMMANDS = ("verify", "budget", "doctor", "train", "suite", "claims", "report")
 
 
 class UsageFailure(Exception):

@@ -1,0 +1,253 @@
+"""Collect every number the report shows into one JSON document, then render and write it.
+
+    doc = collect(results="runs", size="quick")      # ledger, suite summaries, budgets, checks
+    html = render_html(doc, make_figures(doc), "en")  # blocklab.report.html / .figures
+    build_report("report", results="runs", size="quick", lang="en")  # runs missing suites too
+
+`collect` runs no experiment and no maths of its own: the ledger comes from `blocklab.claims`,
+the analytic tables from `blocklab.verify`, `blocklab.reference` and `blocklab.budget`, the
+experiments from the stored suite summaries (`<results>/<suite>/<size>/summary.json`) and, for
+curves, the stored per-run results beside them. Rendering reads only the document, so
+`report.json` holds every number the page shows (and the page can be rendered again from it).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from blocklab.config import write_atomic
+
+SUITES = ("ffn", "norm-cost", "placement", "position")
+SCHEMA = 1
+
+# Deployment figures: a small, a mid-size and a large dense model.
+DEPLOY_MODELS = ("llama-3.2-1b", "meta-llama-3-8b", "llama-3.1-70b")
+DEPLOY_CONTEXTS = (512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
+DEPLOY_TABLE_CONTEXT = 4096
+# Shift/scale table input (the vector `blocklab verify` uses) and ε values shown.
+SHIFT_SCALE_X = (1.0, 3.0, -2.0, 0.5)
+SHIFT_SCALE_EPS = (0.0, 1e-6)
+ROPE_SHIFTS = (1, 100, 10_000, 1_000_000)
+
+
+def suite_command(suite: str, size: str, results: Path | str) -> str:
+    return f"blocklab suite {suite} --{size} --out {results}"
+
+
+def report_command(size: str, out: Path | str, results: Path | str) -> str:
+    return f"blocklab report --{size} --out {out} --results {results}"
+
+
+def run_missing_suites(results: Path, size: str, *, progress: bool = True,
+                       echo: Callable[[str], None] = print) -> dict[str, str]:
+    """Run every suite at `size` into `results`; stored runs are skipped (resumable).
+
+    Returns {suite: error message} for suites that failed, so the report can still be written
+    and say which ones are missing and why.
+    """
+    from blocklab.experiments.results import ResultStore
+    from blocklab.experiments.suites import get_suite, run_suite
+    from blocklab.experiments.suites.base import suite_dir
+
+    errors: dict[str, str] = {}
+    for name in SUITES:
+        try:
+            suite = get_suite(name)
+            seeds = suite.default_seeds[size]
+            specs = suite.plan(size, seeds)
+            store = ResultStore(suite_dir(results, suite, size))
+            todo = sum(not store.has(s.run_id) for s in specs)
+            echo(f"suite {name} ({size}): {len(specs) - todo} of {len(specs)} runs stored, "
+                 f"{todo} to run -> {store.root}")
+            run_suite(suite, size, seeds, results, progress=progress)
+        except Exception as err:  # one failing suite must not stop the others or the report
+            errors[name] = f"{type(err).__name__}: {err}"
+            echo(f"suite {name} ({size}) failed: {errors[name]}")
+    return errors
+
+
+def collect(results: Path | str = "runs", size: str = "quick", *, out: Path | str = "report",
+            suite_errors: dict[str, str] | None = None) -> dict[str, Any]:
+    """The report document: every number the page shows (and report.json holds)."""
+    from blocklab import __version__
+    from blocklab.claims import Context, run_claims
+    from blocklab.experiments.suites.base import SIZES, load_summary
+
+    if size not in SIZES:
+        raise ValueError(f"size {size!r} is not allowed; expected one of {list(SIZES)}")
+    results = Path(results)
+    ledger = [row.to_dict() for row in run_claims(None, Context(results, size))]
+    suites = {}
+    for name in SUITES:
+        summary = load_summary(results, name, size)
+        suites[name] = {
+            "command": suite_command(name, size, results),
+            "summary": summary,
+            "error": (suite_errors or {}).get(name),
+            "runs": (_run_curves(results, name, size, summary.get("seeds", 1))
+                     if summary else []),
+        }
+    return {
+        "schema": SCHEMA,
+        "generated": {"size": size, "results": str(results), "out": str(out),
+                      "created": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+                      "version": __version__,
+                      "command": report_command(size, out, results)},
+        "ledger": ledger,
+        "suites": suites,
+        "ffn_budget": _ffn_budget(),
+        "normalization": _normalization(),
+        "rope": _rope(),
+        "deployment": _deployment(),
+    }
+
+
+def _run_curves(results: Path, name: str, size: str, seeds: int) -> list[dict[str, Any]]:
+    """Curves of every stored training run of a suite, labelled by the suite's own plan.
+
+    The plan maps each run id to its arm and seed; only the parts the figures need are kept:
+    status, the training-loss and validation curves, and the per-layer gradient norms logged
+    during training (the first record is at initialisation).
+    """
+    from blocklab.experiments.results import ResultStore
+    from blocklab.experiments.suites import get_suite
+
+    try:
+        specs = get_suite(name).plan(size, seeds)
+    except Exception:  # a suite that cannot plan still has its summary tables to show
+        return []
+    store = ResultStore(results / name / size)
+    out = []
+    for spec in specs:
+        if not store.has(spec.run_id):
+            continue
+        result = store.load(spec.run_id)
+        curves = result.get("curves") or {}
+        if "train_loss" not in curves:
+            continue
+        grads = curves.get("layer_grad_norms") or {}
+        out.append({
+            "run_id": spec.run_id, "arm": spec.arm, "seed": spec.seed, "label": spec.label,
+            "status": result.get("status"), "reason": result.get("reason"),
+            "step": curves.get("step", []), "train_loss": curves.get("train_loss", []),
+            "val_step": curves.get("val_step", []), "val": curves.get("val", {}),
+            "final_val_loss": (result.get("final") or {}).get("val_loss"),
+            "layer_grad_norms": {"step": grads.get("step", []),
+                                 "layer": grads.get("layer", [])},
+        })
+    return out
+
+
+def _ffn_budget() -> dict[str, Any]:
+    from blocklab.budget.sweep import PAGE_BASE, sweep
+
+    return {"base": dict(PAGE_BASE), "rows": sweep(),
+            "command": "blocklab budget --sweep"}
+
+
+def _normalization() -> dict[str, Any]:
+    from blocklab.reference import shift_scale_table
+    from blocklab.verify import run_checks
+
+    tables = {f"{eps:g}": shift_scale_table(list(SHIFT_SCALE_X), eps=eps, shift=2.0, scale=3.0)
+              for eps in SHIFT_SCALE_EPS}
+    checks = [c.to_dict() for c in run_checks(["jacobians"])]
+    return {"x": list(SHIFT_SCALE_X), "shift": 2.0, "scale": 3.0,
+            "channel_scales": [float(i + 1) for i in range(len(SHIFT_SCALE_X))],
+            "shift_scale": tables, "jacobian_checks": checks,
+            "commands": {"shift_scale": "blocklab verify --group shift-scale",
+                         "jacobians": "blocklab verify --group jacobians"}}
+
+
+def _rope() -> dict[str, Any]:
+    import numpy as np
+
+    from blocklab.reference import ROPE_LAYOUTS, relative_position_gap
+
+    rng = np.random.default_rng(0)
+    q, k = rng.normal(size=64), rng.normal(size=64)
+    gaps = {str(s): max(relative_position_gap(q, k, 10, 3, s, layout=layout)
+                        for layout in ROPE_LAYOUTS) for s in ROPE_SHIFTS}
+    return {"float64_gap_by_shift": gaps, "command": "blocklab verify --group rope"}
+
+
+def _deployment() -> dict[str, Any]:
+    from blocklab.budget import model_budget, resolve_model
+
+    models = {}
+    for name in DEPLOY_MODELS:
+        cfg = resolve_model(name).config
+        rows = []
+        for context in DEPLOY_CONTEXTS:
+            doc = model_budget(cfg, seq_len=context, label=name)
+            keep = ("attention_proj", "attention_scores", "ffn", "lm_head", "other", "total",
+                    "ffn_share")
+            decode = {k: doc["flops"]["decode"][k] for k in keep}
+            decode["attention_scores_share"] = decode["attention_scores"] / decode["total"]
+            rows.append({
+                "context": context,
+                "prefill": {k: doc["flops"]["prefill"][k] for k in keep},
+                "decode": decode,
+                "kv_cache_bytes": doc["memory"]["kv_cache_bytes"],
+                "weights_bytes": doc["memory"]["weights_bytes"],
+                "decode_flops_per_byte": doc["memory"]["intensity"]["decode_flops_per_byte"],
+                "balance_flops_per_byte": doc["memory"]["intensity"]["balance_flops_per_byte"],
+            })
+        models[name] = rows
+    return {"models": models, "contexts": list(DEPLOY_CONTEXTS),
+            "table_context": DEPLOY_TABLE_CONTEXT, "dtype": "bf16", "batch": 1,
+            "commands": {name: f"blocklab budget {name} --seq 4096" for name in DEPLOY_MODELS}}
+
+
+# --- write ---------------------------------------------------------------------------------------
+def document_json(doc: dict[str, Any]) -> str:
+    """Strict JSON (non-finite floats as null)."""
+    return json.dumps(_finite(doc), indent=1, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
+def write_report(doc: dict[str, Any], out: Path | str, lang: str) -> Path:
+    """Render `doc` and write `out/index.html` and `out/report.json`, each atomically."""
+    from blocklab.report.figures import make_figures
+    from blocklab.report.html import render_html
+
+    out = Path(out)
+    figures = make_figures(doc)
+    doc["figure_errors"] = {key: fig.error for key, fig in figures.items() if fig.error}
+    page = render_html(doc, figures, lang)
+    write_atomic(out / "report.json", document_json(doc))
+    write_atomic(out / "index.html", page)
+    return out / "index.html"
+
+
+def build_report(out: Path | str = "report", results: Path | str = "runs",
+                 size: str = "quick", lang: str = "en", *, run: bool = True,
+                 progress: bool = True, echo: Callable[[str], None] = print,
+                 ) -> tuple[Path, dict[str, Any]]:
+    """Run missing suite results (unless `run` is False), collect, render and write.
+
+    Returns the path of index.html and the document.
+    """
+    from blocklab.claims.lang import resolve_lang
+    from blocklab.experiments.suites.base import SIZES
+
+    lang = resolve_lang(lang)
+    if size not in SIZES:
+        raise ValueError(f"size {size!r} is not allowed; expected one of {list(SIZES)}")
+    errors = run_missing_suites(Path(results), size, progress=progress, echo=echo) if run else {}
+    doc = collect(results, size, out=out, suite_errors=errors)
+    return write_report(doc, out, lang), doc

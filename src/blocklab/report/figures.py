@@ -1,0 +1,534 @@
+"""The report's plots: matplotlib (Agg canvas, no pyplot state) -> PNG -> base64 data URI.
+
+Each `fig_*` function reads the report document (see `build.collect`) and returns the PNG bytes
+of one figure, or None when the document holds no data for it. `make_figures` runs them all and
+keys the results by figure key; the HTML links ledger rows to `#fig-<key>`. Figure text stays in
+English and mathematical notation (CJK fonts are not guaranteed on the machine that renders);
+the captions under each figure carry the language.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+PART_LABELS = {"attention_proj": "attention projections", "attention_scores": "scores + values",
+               "ffn": "FFN", "lm_head": "lm_head"}
+PART_COLOURS = {"attention_proj": "#4c72b0", "attention_scores": "#dd8452", "ffn": "#55a868",
+                "lm_head": "#8172b3"}
+DPI = 110
+MARKERS = "osD^vP*X"  # lines that coincide stay distinguishable
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A drawn figure (`png`), or the error that stopped it (`error`, png empty)."""
+
+    key: str
+    png: bytes
+    command: str
+    error: str | None = None
+
+    @property
+    def data_uri(self) -> str:
+        return "data:image/png;base64," + base64.b64encode(self.png).decode("ascii")
+
+
+def _new(width: float = 7.5, height: float = 3.8, ncols: int = 1, nrows: int = 1):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure as MplFigure
+
+    fig = MplFigure(figsize=(width, height), dpi=DPI, layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(nrows, ncols, squeeze=False)
+    return fig, axes
+
+
+def _png(fig) -> bytes:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=DPI)
+    return buffer.getvalue()
+
+
+def _plain_log_ticks(axis) -> None:
+    """Ticks at 1, 2, 5 × 10^k labelled as plain numbers (0.5, 2) on a log axis."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    axis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+    axis.set_minor_formatter(NullFormatter())
+
+
+def _finite(values) -> list[float]:
+    return [math.nan if v is None or not math.isfinite(float(v)) else float(v) for v in values]
+
+
+# --- FFN -----------------------------------------------------------------------------------------
+def fig_ffn_budget(doc: dict[str, Any]) -> bytes | None:
+    rows = doc.get("ffn_budget", {}).get("rows") or []
+    if not rows:
+        return None
+    fig, axes = _new(9, 6.2, 2, 2)
+    names = {"batch": "B (batch)", "seq_len": "T (seq_len)", "d": "d (d_model)",
+             "m": "m (d_ff)"}
+    for ax, vary in zip(axes.flat, ("batch", "seq_len", "d", "m"), strict=True):
+        part = [r for r in rows if r["vary"] == vary]
+        x = [r["value"] for r in part]
+        ax.plot(x, [r["plain_params"] for r in part], "o-", color="C0", label="plain params")
+        ax.plot(x, [r["gated_params"] for r in part], "s-", color="C1", label="gated params")
+        ax.plot(x, [r["plain_intermediate"] for r in part], "o--", color="C0",
+                label="plain intermediate")
+        ax.plot(x, [r["gated_intermediate"] for r in part], "s--", color="C1",
+                label="gated intermediate")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log", base=2)
+        ax.set_xlabel(names[vary])
+        ax.set_ylabel("count")
+        ax.grid(True, which="major", alpha=0.3)
+    axes.flat[0].legend(fontsize=8)
+    return _png(fig)
+
+
+def _summary(doc: dict[str, Any], suite: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """(summary data, stored runs) of a suite; empty when it has not been run."""
+    entry = doc.get("suites", {}).get(suite) or {}
+    summary = entry.get("summary") or {}
+    return summary.get("data") or {}, entry.get("runs") or []
+
+
+def _errorbar(ax, x: float, stats: dict[str, Any] | None, **kwargs) -> None:
+    """Mean with its 95% interval (a bare point with one seed)."""
+    if not stats or stats.get("mean") is None:
+        return
+    mean = stats["mean"]
+    if stats.get("ci_low") is None:
+        ax.plot([x], [mean], **{k: v for k, v in kwargs.items() if k != "capsize"})
+    else:
+        ax.errorbar([x], [mean], yerr=[[mean - stats["ci_low"]], [stats["ci_high"] - mean]],
+                    **kwargs)
+
+
+def fig_ffn_variants(doc: dict[str, Any]) -> bytes | None:
+    data, runs = _summary(doc, "ffn")
+    arms = data.get("arms") or {}
+    if not arms:
+        return None
+    names = list(arms)
+    fig, axes = _new(10, 4.0, 2, 1)
+    left, right = axes[0, 0], axes[0, 1]
+    for i, arm in enumerate(names):
+        colour = "C1" if arms[arm].get("gated") else "C0"
+        seeds = [r["final_val_loss"] for r in runs if r["arm"] == arm
+                 and r.get("final_val_loss") is not None]
+        left.plot([i] * len(seeds), seeds, "o", color=colour, alpha=0.45, ms=5)
+        _errorbar(left, i, arms[arm].get("val_loss"), fmt="_", color="black", ms=18,
+                  capsize=4)
+        if arm != data.get("baseline"):
+            _errorbar(right, i, arms[arm].get("rel_delta_pct"), fmt="o", color=colour,
+                      capsize=4)
+    page = data.get("page") or {}
+    for arm, gain in page.items():
+        if arm in names:
+            lo, hi = (gain, gain) if not isinstance(gain, list) else (min(gain), max(gain))
+            i = names.index(arm) + 0.3  # beside the measured point, not on it
+            right.plot([i, i], [-lo, -hi], color="red", lw=6, alpha=0.35, solid_capstyle="round")
+            right.plot([i], [-(lo + hi) / 2], "x", color="red",
+                       label="page's claim (a gain, so negative)" if arm == next(iter(page))
+                       else None)
+    right.axhline(0, color="grey", lw=1)
+    for ax in (left, right):
+        ax.set_xticks(range(len(names)), names, rotation=30)
+        ax.grid(True, axis="y", alpha=0.3)
+    left.plot([], [], "o", color="C0", alpha=0.6, label="plain FFN")
+    left.plot([], [], "o", color="C1", alpha=0.6, label="gated FFN")
+    left.legend(fontsize=8)
+    left.set_ylabel("final validation loss (nats/token)")
+    left.set_title("seeds (dots) and mean [95% CI]", fontsize=10)
+    right.set_ylabel(f"Δ% vs {data.get('baseline', 'relu')} (negative = better)")
+    right.set_title("paired difference [95% CI] and the page's claim", fontsize=10)
+    if page:
+        right.legend(fontsize=8)
+    return _png(fig)
+
+
+def fig_ffn_loss_curves(doc: dict[str, Any]) -> bytes | None:
+    data, runs = _summary(doc, "ffn")
+    runs = [r for r in runs if r.get("val_step")]
+    if not runs:
+        return None
+    length = str((data.get("size") or {}).get("seq_len", ""))
+    fig, axes = _new(7.5, 4.0)
+    ax = axes[0, 0]
+    colours = {arm: f"C{i % 10}" for i, arm in enumerate(dict.fromkeys(r["arm"] for r in runs))}
+    for r in runs:
+        curve = r["val"].get(length) or next(iter(r["val"].values()), [])
+        ax.plot(r["val_step"][:len(curve)], _finite(curve), "o-", ms=3, lw=1.2,
+                color=colours[r["arm"]], label=r["arm"] if r["seed"] == 0 else None)
+    ax.set_xlabel("optimizer step")
+    ax.set_ylabel("validation loss (nats/token)")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8, ncols=2)
+    return _png(fig)
+
+
+# --- norm cost -----------------------------------------------------------------------------------
+def fig_norm_cost(doc: dict[str, Any]) -> bytes | None:
+    data, _ = _summary(doc, "norm-cost")
+    ratios = data.get("ratios") or []
+    steps = data.get("step_time") or {}
+    if not ratios and not steps:
+        return None
+    fig, axes = _new(11, 3.9, 3, 1)
+    series = list(dict.fromkeys((r["impl"].split(":")[-1], r["rows"], r["threads"])
+                                for r in ratios))
+    for ax, pass_name, title in ((axes[0, 0], "fwd", "forward (no grad)"),
+                                 (axes[0, 1], "fwdbwd", "forward + backward")):
+        for i, (kind, rows, threads) in enumerate(series):
+            part = sorted((r for r in ratios if r["pass"] == pass_name and (
+                r["impl"].split(":")[-1], r["rows"], r["threads"]) == (kind, rows, threads)),
+                key=lambda r: r["d"])
+            if not part:
+                continue
+            x = [r["d"] * (1 + 0.04 * (i - len(series) / 2)) for r in part]  # dodge
+            y = [r["ratio_vs_layernorm"] for r in part]
+            low = [r["ratio_vs_layernorm"] - r["ci_low"] for r in part]
+            high = [r["ci_high"] - r["ratio_vs_layernorm"] for r in part]
+            label = f"{kind}, {rows} rows" + (f", {threads} threads" if threads != 1 else "")
+            ax.errorbar(x, y, yerr=[low, high], fmt="o-", ms=3, lw=1, capsize=2,
+                        color=f"C{i % 10}", label=label)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("d (hidden size)")
+        ax.set_title(title, fontsize=10)
+    step_ax = axes[0, 2]
+    for i, entry in enumerate(steps[k] for k in sorted(steps)):
+        if entry.get("ratio") is None:
+            continue
+        step_ax.errorbar([i], [entry["ratio"]], yerr=[[entry["ratio"] - entry["ci_low"]],
+                                                      [entry["ci_high"] - entry["ratio"]]],
+                         fmt="s", color="black", capsize=4)
+    step_ax.set_xticks(range(len(steps)), [f"{t} thread(s)" for t in sorted(steps)])
+    step_ax.set_xlim(-0.8, max(len(steps) - 0.2, 0.8))
+    step_ax.set_title("whole training step", fontsize=10)
+    for ax in axes.flat:
+        ax.axhline(1.0, color="grey", lw=1)
+        ax.axhline(0.93, color="red", ls=":", lw=1, label="page: 7% less")
+        ax.grid(True, which="major", alpha=0.3)
+    for ax in axes[0, :2]:
+        ax.set_yscale("log")  # a ratio: 0.5 and 2 are equally far from 1
+        _plain_log_ticks(ax.yaxis)
+    axes[0, 0].set_ylabel("time ratio RMSNorm / LayerNorm")
+    axes[0, 0].legend(fontsize=7)
+    return _png(fig)
+
+
+# --- placement -----------------------------------------------------------------------------------
+PLACEMENT_COLOURS = {"pre": "C0", "post": "C3", "sandwich": "C2"}
+
+
+def fig_placement_training(doc: dict[str, Any]) -> bytes | None:
+    _, runs = _summary(doc, "placement")
+    runs = [r for r in runs if r["arm"].startswith("train/")]
+    if not runs:
+        return None
+    # arm = train/<placement>/<depth>/<warmup>/<lr>: one panel per (depth, lr), colour by
+    # placement, line style by warmup.
+    panels = list(dict.fromkeys((r["arm"].split("/")[2], r["arm"].split("/")[4]) for r in runs))
+    warmups = list(dict.fromkeys(r["arm"].split("/")[3] for r in runs))
+    styles = dict(zip(warmups, ("-", "--", ":", "-."), strict=False))
+    fig, axes = _new(min(4.2 * len(panels), 12), 3.8, len(panels), 1)
+    for ax, (depth, lr) in zip(axes.flat, panels, strict=True):
+        seen = set()
+        for r in runs:
+            _, placement, d, warmup, rate = r["arm"].split("/")
+            if (d, rate) != (depth, lr):
+                continue
+            label = f"{placement}, warmup {warmup}"
+            ax.plot(r["step"], _finite(r["train_loss"]), styles.get(warmup, "-"), lw=1,
+                    color=PLACEMENT_COLOURS.get(placement, "C7"), alpha=0.85,
+                    label=None if label in seen else label)
+            seen.add(label)
+            if r["status"] != "ok" and r["step"]:
+                ax.plot([r["step"][-1]], [_finite(r["train_loss"])[-1]], "x", ms=8,
+                        color=PLACEMENT_COLOURS.get(placement, "C7"))
+        ax.set_title(f"L={depth}, lr={lr}", fontsize=10)
+        ax.set_xlabel("optimizer step")
+        ax.set_ylabel("training loss (nats/token)")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7)
+    return _png(fig)
+
+
+def fig_placement_gradients(doc: dict[str, Any]) -> bytes | None:
+    data, _ = _summary(doc, "placement")
+    grads = data.get("init_gradients") or {}
+    if not grads:
+        return None
+    inits = list(dict.fromkeys(i for by_init in grads.values() for i in by_init))
+    fig, axes = _new(4.6 * len(inits), 7.2, len(inits), 2)
+    predicted = (data.get("predictions") or {}).get("slope_last") or {}
+    for col, init in enumerate(inits):
+        top, bottom = axes[0, col], axes[1, col]
+        for placement, by_init in grads.items():
+            g = by_init.get(init)
+            if not g:
+                continue
+            colour = PLACEMENT_COLOURS.get(placement, "C7")
+            deepest = str(max(g["depths"]))
+            per_layer = _finite(g["per_layer_grad"].get(deepest, []))
+            top.plot(range(1, len(per_layer) + 1), per_layer, "o-", ms=3, color=colour,
+                     label=placement)
+            slope = g.get("slope_last")
+            label = placement + ("" if slope is None else f", slope {slope:+.2f}")
+            if placement in predicted and init == (data.get("predictions") or {}).get("init"):
+                label += f" (predicted {predicted[placement]:+.1f})"
+            bottom.plot(g["depths"], _finite(g["last_layer_grad"]), "o-", ms=4, color=colour,
+                        label=label)
+        top.set_title(f"{init} init: each layer at L={deepest}", fontsize=10)
+        top.set_xlabel("layer (1 = next to the input)")
+        top.set_ylabel("‖∇W_down‖")
+        bottom.set_title(f"{init} init: last layer against depth", fontsize=10)
+        bottom.set_xlabel("depth L")
+        bottom.set_ylabel("‖∇W_down‖ of the last layer")
+        bottom.set_xscale("log", base=2)
+        for ax in (top, bottom):
+            ax.set_yscale("log")
+            ax.grid(True, which="major", alpha=0.3)
+            ax.legend(fontsize=7)
+    return _png(fig)
+
+
+# --- position ------------------------------------------------------------------------------------
+def _mean(stats: Any) -> float:
+    """The mean of a mean_ci dict; NaN for a missing or unavailable read."""
+    if isinstance(stats, dict) and stats.get("mean") is not None:
+        return float(stats["mean"])
+    return math.nan
+
+
+def fig_position_extrapolation(doc: dict[str, Any]) -> bytes | None:
+    data, _ = _summary(doc, "position")
+    arms = data.get("arms") or {}
+    mults = data.get("mults") or []
+    if not arms or not mults:
+        return None
+    L = data.get("L")
+    base = [a for a in arms if "+" not in a]
+    scaled = [a for a in arms if a == "rope" or a.startswith("rope+")]
+    fig, axes = _new(12, 4.2, 3, 1)
+
+    def loss_curve(name: str) -> list[float]:
+        entry = arms[name]
+        return [_mean(entry.get("loss_at_L")) if m == 1 else
+                _mean((entry.get("loss_beyond_L") or {}).get(str(m))) for m in mults]
+
+    # One colour per plain scheme in every panel; the RoPE variants take the colours left over.
+    colour = {name: f"C{i % 10}" for i, name in enumerate(base)}
+    spare = [f"C{i}" for i in range(10) if f"C{i}" != colour.get("rope")]
+    colour.update({name: spare[i % len(spare)] for i, name in enumerate(
+        a for a in scaled if a != "rope")})
+    for ax, names, title in ((axes[0, 0], base, "position schemes"),
+                             (axes[0, 1], scaled, "RoPE with scaling at inference")):
+        for i, name in enumerate(names):
+            style = "--" if "+ft" in name else "-"
+            ax.plot(mults, loss_curve(name), MARKERS[i % len(MARKERS)] + style, ms=4, lw=1.3,
+                    color=colour[name], label=name)
+        ax.set_title(title, fontsize=10)
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(mults, [f"{m}×" for m in mults])
+        ax.set_xlabel(f"evaluation length (× L = {L})")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=6.5, ncols=2)
+    if "rope" in arms:
+        sliding = [math.nan if m == 1 else _mean((arms["rope"].get("sliding") or {}).get(str(m)))
+                   for m in mults]
+        axes[0, 1].plot(mults, sliding, "k:", lw=1.5, label="rope, sliding windows of L")
+        axes[0, 1].legend(fontsize=6.5, ncols=2)
+    axes[0, 0].set_ylabel("loss (nats/token)")
+    # Per-position loss at the longest length read, bucketed, for the plain schemes.
+    ax = axes[0, 2]
+    longest = str(max(mults))
+    for name in base:
+        curve = (arms[name].get("per_position") or {}).get(longest)
+        if isinstance(curve, dict) and curve.get("loss"):
+            width = curve.get("bucket", 1)
+            ax.plot([width * (j + 0.5) for j in range(len(curve["loss"]))],
+                    _finite(curve["loss"]), "-", lw=1.2, color=colour[name], label=name)
+    if L:
+        ax.axvline(L, color="grey", ls=":", lw=1, label="L (trained length)")
+    ax.set_title(f"loss by position at {longest}× L", fontsize=10)
+    ax.set_xlabel("position")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=6.5)
+    return _png(fig)
+
+
+def fig_passkey(doc: dict[str, Any]) -> bytes | None:
+    data, _ = _summary(doc, "position")
+    arms = {name: entry["passkey"] for name, entry in (data.get("arms") or {}).items()
+            if entry.get("passkey")}
+    mults = data.get("mults") or []
+    if not arms or not mults:
+        return None
+    import numpy as np
+    from matplotlib import colormaps
+
+    grid = np.array([[_number((pk.get("by_length") or {}).get(str(m))) for m in mults]
+                     for pk in arms.values()])
+    fig, axes = _new(1.2 * len(mults) + 3, 0.32 * len(arms) + 1.4)
+    ax = axes[0, 0]
+    cmap = colormaps["viridis"].with_extremes(bad="#d0d0d0")  # grey: cannot run there
+    image = ax.imshow(np.ma.masked_invalid(grid), vmin=0, vmax=1, cmap=cmap, aspect="auto")
+    for (row, col), value in np.ndenumerate(grid):
+        ax.text(col, row, "n/a" if math.isnan(value) else f"{value:.2f}", ha="center",
+                va="center", fontsize=7, color="white" if value < 0.6 else "black")
+    ax.set_xticks(range(len(mults)), [f"{m}× L" for m in mults])
+    ax.set_yticks(range(len(arms)), list(arms))
+    fig.colorbar(image, ax=ax, label="passkey accuracy")
+    return _png(fig)
+
+
+def _number(value: Any) -> float:
+    return float(value) if isinstance(value, int | float) else math.nan
+
+
+def fig_rope_relative_error(doc: dict[str, Any]) -> bytes | None:
+    data, _ = _summary(doc, "position")
+    pipelines = {name: data.get(key) for name, key in (
+        ("positions, angles and rotation in the dtype", "relative_error"),
+        ("blocklab: float32 angles and rotation", "relative_error_blocklab")) if data.get(key)}
+    if not pipelines:
+        float64 = (doc.get("rope") or {}).get("float64_gap_by_shift") or {}
+        if not float64:
+            return None
+        pipelines = {"float64 reference": {"float64": [[int(s), g] for s, g in float64.items()]}}
+    fig, axes = _new(5 * len(pipelines), 3.9, len(pipelines), 1)
+    for ax, (title, by_dtype) in zip(axes.flat, pipelines.items(), strict=True):
+        for i, (dtype, pairs) in enumerate(by_dtype.items()):
+            pairs = [(s, e) for s, e in pairs if s > 0]  # shift 0 is exact by construction
+            ok = [(s, e) for s, e in pairs if e is not None and e > 0]
+            ax.plot([s for s, _ in ok], [e for _, e in ok], "o-", ms=4, color=f"C{i}",
+                    label=dtype)
+            bad = [s for s, e in pairs if e is None]
+            if bad:  # NaN/inf: drawn on the top edge
+                ax.plot(bad, [0.97] * len(bad), "x", ms=8, color=f"C{i}",
+                        transform=ax.get_xaxis_transform(), label=f"{dtype}: NaN/inf")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("shift s of both positions")
+        ax.set_ylabel("max |score(m,n) − score(m+s,n+s)|")
+        ax.set_title(title, fontsize=10)
+        ax.grid(True, which="major", alpha=0.3)
+        ax.legend(fontsize=7)
+    return _png(fig)
+
+
+# --- deployment ----------------------------------------------------------------------------------
+def _split_panel(ax, rows: list[dict], phase: str, share: bool) -> None:
+    contexts = [r["context"] for r in rows]
+    parts = [p for p in PART_LABELS if any(r[phase][p] for r in rows)]
+    if share:
+        values = [[r[phase][p] / r[phase]["total"] for r in rows] for p in parts]
+        ax.stackplot(contexts, values, labels=[PART_LABELS[p] for p in parts],
+                     colors=[PART_COLOURS[p] for p in parts], alpha=0.9)
+        ax.set_ylim(0, 1)
+        ax.set_ylabel("share of FLOPs")
+    else:
+        for p in parts:
+            ax.plot(contexts, [r[phase][p] / 1e9 for r in rows], "o-", ms=3,
+                    color=PART_COLOURS[p], label=PART_LABELS[p])
+        ax.set_yscale("log")
+        ax.set_ylabel("GFLOPs per token")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("context length (tokens)")
+    ax.grid(True, which="major", alpha=0.3)
+
+
+def _deploy_figure(doc: dict[str, Any], phase: str, share: bool) -> bytes | None:
+    models = doc.get("deployment", {}).get("models") or {}
+    if not models:
+        return None
+    fig, axes = _new(3.4 * len(models), 3.6, len(models), 1)
+    for ax, (name, rows) in zip(axes.flat, models.items(), strict=True):
+        _split_panel(ax, rows, phase, share)
+        ax.set_title(name, fontsize=10)
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncols=len(labels), fontsize=8)
+    return _png(fig)
+
+
+def fig_prefill_split(doc: dict[str, Any]) -> bytes | None:
+    return _deploy_figure(doc, "prefill", share=True)
+
+
+def fig_decode_split(doc: dict[str, Any]) -> bytes | None:
+    return _deploy_figure(doc, "decode", share=False)
+
+
+def fig_kv_cache(doc: dict[str, Any]) -> bytes | None:
+    models = doc.get("deployment", {}).get("models") or {}
+    if not models:
+        return None
+    fig, axes = _new(7.5, 4.0)
+    ax = axes[0, 0]
+    for i, (name, rows) in enumerate(models.items()):
+        contexts = [r["context"] for r in rows]
+        ax.plot(contexts, [r["kv_cache_bytes"] / 2**30 for r in rows], "o-", ms=3,
+                color=f"C{i}", label=f"{name} KV cache")
+        ax.axhline(rows[0]["weights_bytes"] / 2**30, color=f"C{i}", ls=":", lw=1,
+                   label=f"{name} weights")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("context length (tokens)")
+    ax.set_ylabel("GiB (bf16, batch 1)")
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(fontsize=7, ncols=2)
+    return _png(fig)
+
+
+def _suite_command(doc: dict[str, Any], suite: str) -> str:
+    return doc["suites"][suite]["command"]
+
+
+# --- registry ------------------------------------------------------------------------------------
+# key -> (figure function, command that reproduces its numbers given the document)
+FIGURES: dict[str, tuple[Callable[[dict[str, Any]], bytes | None],
+                         Callable[[dict[str, Any]], str]]] = {
+    "ffn_budget": (fig_ffn_budget, lambda doc: "blocklab budget --sweep --plot ffn_budget.png"),
+    "ffn_variants": (fig_ffn_variants, lambda doc: _suite_command(doc, "ffn")),
+    "ffn_loss_curves": (fig_ffn_loss_curves, lambda doc: _suite_command(doc, "ffn")),
+    "norm_cost": (fig_norm_cost, lambda doc: _suite_command(doc, "norm-cost")),
+    "placement_training": (fig_placement_training, lambda doc: _suite_command(doc, "placement")),
+    "placement_gradients": (fig_placement_gradients,
+                             lambda doc: _suite_command(doc, "placement")),
+    "position_extrapolation": (fig_position_extrapolation,
+                               lambda doc: _suite_command(doc, "position")),
+    "passkey": (fig_passkey, lambda doc: _suite_command(doc, "position")),
+    "rope_relative_error": (fig_rope_relative_error,
+                            lambda doc: (_suite_command(doc, "position")
+                                         if doc["suites"]["position"]["summary"]
+                                         else doc["rope"]["command"])),
+    "prefill_split": (fig_prefill_split,
+                      lambda doc: "blocklab budget meta-llama-3-8b --seq 4096 --json"),
+    "decode_split": (fig_decode_split,
+                     lambda doc: "blocklab budget meta-llama-3-8b --seq 65536 --json"),
+    "kv_cache": (fig_kv_cache, lambda doc: "blocklab budget meta-llama-3-8b --seq 131072"),
+}
+
+
+def make_figures(doc: dict[str, Any]) -> dict[str, Figure]:
+    """Every figure the document has data for, by key. A figure that fails to draw (stored
+    results of an unexpected shape) is kept with its error, so the rest of the page renders."""
+    out = {}
+    for key, (draw, command) in FIGURES.items():
+        try:
+            png = draw(doc)
+        except Exception as err:
+            out[key] = Figure(key, b"", command(doc), f"{type(err).__name__}: {err}")
+            continue
+        if png is not None:
+            out[key] = Figure(key, png, command(doc))
+    return out

@@ -1,0 +1,220 @@
+"""Every word of the report that is not data, in English and Chinese.
+
+`t(key, lang)` returns the string; `{name}` placeholders are filled by the caller with
+`str.format`. Figure captions live in `CAPTIONS` (what the figure shows; the reproducing command
+is appended by the renderer). A missing key raises KeyError: a typo must not render silently.
+"""
+
+from __future__ import annotations
+
+STRINGS: dict[str, tuple[str, str]] = {
+    # page frame
+    "title": ("blocklab report: FFN, normalization and position encoding, computed and measured",
+              "blocklab 报告：FFN、归一化与位置编码的计算与实测"),
+    "subtitle": ("Every claim of the two pages with a verdict and its evidence, then the "
+                 "numbers and plots behind them.",
+                 "两个页面中的每条论断及其判定与证据，随后是支撑它们的数字与图表。"),
+    "generated": ("Suite size {size}; results read from {results}; generated {created} by "
+                  "blocklab {version}.",
+                  "实验规模 {size}；结果读取自 {results}；由 blocklab {version} 生成于 {created}。"),
+    "reproduce_all": ("Reproduce this page", "复现本页"),
+    "contents": ("Contents", "目录"),
+    "lang_switch": ("中文版：blocklab report --lang zh", "English: blocklab report --lang en"),
+    # sections
+    "sec_ledger": ("Claims ledger", "论断账本"),
+    "sec_ffn": ("Feed-forward network", "前馈网络（FFN）"),
+    "sec_norm": ("Normalization", "归一化"),
+    "sec_placement": ("Norm placement: pre, post, sandwich", "归一化位置：Pre、Post 与 Sandwich"),
+    "sec_position": ("Position encodings", "位置编码"),
+    "sec_deploy": ("Deployment: prefill, decode and the KV cache",
+                   "部署：预填充、解码与 KV 缓存"),
+    "sub_ffn_budget": ("Parameter and activation budgets (page 000, practice task)",
+                       "参数与激活预算（页面 000 实践任务）"),
+    "sub_ffn_suite": ("Variants at equal parameter count (ffn suite)",
+                      "等参数量下的 FFN 变体（ffn 实验）"),
+    "sub_shift_scale": ("Shift and scale invariance", "平移与缩放不变性"),
+    "sub_jacobians": ("Analytic Jacobians against finite differences",
+                      "解析雅可比与有限差分对照"),
+    "sub_norm_cost": ("RMSNorm vs LayerNorm cost (norm-cost suite)",
+                      "RMSNorm 与 LayerNorm 的开销（norm-cost 实验）"),
+    "sub_placement_suite": ("Training and gradients (placement suite)",
+                            "训练与梯度（placement 实验）"),
+    "sub_extrapolation": ("Length extrapolation (position suite)", "长度外推（position 实验）"),
+    "sub_rope_check": ("RoPE relative-position check", "RoPE 相对位置检查"),
+    "sub_flops": ("Where the FLOPs go", "FLOPs 的去向"),
+    "sub_kv": ("KV cache", "KV 缓存"),
+    "sub_suite_tables": ("Tables of the {suite} suite", "{suite} 实验的表格"),
+    # ledger
+    "ledger_intro": ("One row per claim. Verdicts: confirmed, refuted, conditional (holds under "
+                     "a stated condition), untestable here (needs more than this machine), "
+                     "missing results (run the named command).",
+                     "每条论断一行。判定：成立、不成立、有条件成立（在所述条件下成立）、此处无法检验"
+                     "（超出本机能力）、缺少实验结果（运行所给命令）。"),
+    "col_id": ("id", "编号"),
+    "col_verdict": ("verdict", "判定"),
+    "col_claim": ("claim", "论断"),
+    "col_evidence": ("evidence", "证据"),
+    "col_source": ("source", "出处"),
+    "see_figure": ("see figure", "见图"),
+    "numbers": ("numbers", "数值"),
+    "check_failed": ("check failed", "检查失败"),
+    "verdict_counts": ("Verdicts", "判定统计"),
+    # generic
+    "missing_suite": ("No stored results of the {suite} suite ({size}) under {results}. Run:",
+                      "{results} 下没有 {suite} 实验（{size}）的结果。请运行："),
+    "suite_failed": ("The {suite} suite failed while running: {error}",
+                     "{suite} 实验运行失败：{error}"),
+    "suite_meta": ("{suite} suite, size {size}: {runs} runs, {seeds} seed(s) per arm, "
+                   "{train:.0f} s of training.",
+                   "{suite} 实验，规模 {size}：共 {runs} 次运行，每组 {seeds} 个种子，训练耗时 "
+                   "{train:.0f} 秒。"),
+    "notes": ("Notes", "备注"),
+    "command": ("Reproduce", "复现命令"),
+    "figure": ("Figure", "图"),
+    "figure_failed": ("This figure could not be drawn from the stored results: {error}",
+                      "无法根据已存结果绘制此图：{error}"),
+    "pass": ("pass", "通过"),
+    "fail": ("FAIL", "未通过"),
+    "yes": ("yes", "是"),
+    "no": ("no", "否"),
+    # ffn budget
+    "ffn_budget_intro": ("Bias-free plain (2·d·m) and gated (3·d·m) FFNs at the same width m; "
+                         "one of B, T, d, m varies while the others stay at the page's values "
+                         "(B={batch}, T={seq_len}, d={d}, m={m}).",
+                         "宽度 m 相同的无偏置普通 FFN（2·d·m）与门控 FFN（3·d·m）；每次只改变 B、T、d、m "
+                         "之一，其余保持页面取值（B={batch}、T={seq_len}、d={d}、m={m}）。"),
+    "col_vary": ("varied", "改变量"),
+    "col_value": ("value", "取值"),
+    "col_plain_params": ("plain params", "普通参数"),
+    "col_gated_params": ("gated params", "门控参数"),
+    "col_plain_inter": ("plain intermediate", "普通中间激活"),
+    "col_gated_inter": ("gated intermediate", "门控中间激活"),
+    # normalization
+    "shift_scale_intro": ("Max |N(T·x) − N(x)| for x = {x}, unit gain; T: shift by {shift}, "
+                          "scale by ±{scale}, per-channel scale by {channels}.",
+                          "x = {x}、单位增益时的 max |N(T·x) − N(x)|；T：平移 {shift}、缩放 ±{scale}、"
+                          "逐通道缩放 {channels}。"),
+    "col_transform": ("transform", "变换"),
+    "col_norm": ("norm", "归一化"),
+    "col_eps": ("ε", "ε"),
+    "col_invariant": ("invariant", "不变"),
+    "col_max_dev": ("max deviation", "最大偏差"),
+    "col_sign_flip": ("sign flip", "符号翻转"),
+    "col_check": ("check", "检查"),
+    "col_expected": ("expected", "期望"),
+    "col_got": ("got", "实得"),
+    "col_max_error": ("max error", "最大误差"),
+    "col_tol": ("tolerance", "容差"),
+    "col_result": ("result", "结果"),
+    "t_shift": ("shift", "平移"),
+    "t_positive_scale": ("positive scale", "正缩放"),
+    "t_negative_scale": ("negative scale", "负缩放"),
+    "t_per_channel_scale": ("per-channel scale", "逐通道缩放"),
+    # position
+    "rope_float64_intro": ("In float64, |score(m, n) − score(m+s, n+s)| for random q, k "
+                           "(head_dim 64, m=10, n=3), worst over both layouts:",
+                           "float64 中随机 q、k（head_dim 64，m=10，n=3）的 "
+                           "|score(m, n) − score(m+s, n+s)|，取两种布局中的最大值："),
+    "col_shift": ("shift s", "位移 s"),
+    "col_gap": ("max |Δscore|", "最大 |Δscore|"),
+    # deployment
+    "deploy_intro": ("Matmul FLOPs (2 per multiply-add) and KV-cache bytes (bf16, batch 1) of "
+                     "zoo models, from blocklab.budget.",
+                     "动物园模型的矩阵乘 FLOPs（每次乘加 2 FLOPs）与 KV 缓存字节数（bf16，batch 1），"
+                     "由 blocklab.budget 计算。"),
+    "col_model": ("model", "模型"),
+    "col_context": ("context", "上下文"),
+    "col_prefill_ffn_share": ("prefill FFN share", "预填充 FFN 占比"),
+    "col_decode_gflops": ("decode GFLOPs/token", "解码 GFLOPs/token"),
+    "col_decode_attn_share": ("decode attention share", "解码注意力占比"),
+    "col_kv": ("KV cache", "KV 缓存"),
+    "col_weights": ("weights (bf16)", "权重（bf16）"),
+    "col_intensity": ("decode FLOP/byte", "解码 FLOP/byte"),
+    "deploy_table_caption": ("At context {context:,}; a decode step below ≈{balance:.0f} "
+                             "FLOP/byte (H100 SXM balance point) is memory-bound.",
+                             "上下文 {context:,} 时；解码算术强度低于约 {balance:.0f} FLOP/byte"
+                             "（H100 SXM 平衡点）即受访存限制。"),
+}
+
+# Figure key -> (English caption, Chinese caption): what the figure shows.
+CAPTIONS: dict[str, tuple[str, str]] = {
+    "ffn_budget": ("Parameters (solid) and intermediate activation elements (dashed) of a plain "
+                   "and a gated FFN, varying one of B, T, d, m at a time (log–log). Parameters "
+                   "move with d and m only; activations with B, T and m.",
+                   "普通与门控 FFN 的参数量（实线）与中间激活元素数（虚线），每次改变 B、T、d、m 之一"
+                   "（双对数坐标）。参数只随 d、m 变化；激活随 B、T、m 变化。"),
+    "ffn_variants": ("Left: final validation loss of each FFN variant at equal parameter count "
+                     "(dots: seeds; bars: mean and 95% CI over the runs that count). Right: "
+                     "paired difference to the ReLU FFN in % (negative = better), against the "
+                     "page's claimed gains (red).",
+                     "左：等参数量下各 FFN 变体的最终验证损失（点为各种子；横线为计入统计的运行的均值与 95% "
+                     "置信区间）。右：相对 ReLU FFN 的配对差值（%，负值更好），红色为页面声称的提升。"),
+    "ffn_loss_curves": ("Validation loss during training, one line per FFN variant and seed; "
+                        "every arm sees the same batches in the same order.",
+                        "训练过程中的验证损失，每个 FFN 变体的每个种子一条线；所有变体以相同顺序看到相同的批次。"),
+    "norm_cost": ("Time of RMSNorm divided by LayerNorm's, per hidden size d, for each "
+                  "implementation and row count (median over interleaved repeats, 95% bootstrap "
+                  "CI); right: a whole training step of a small decoder. Below 1 RMSNorm is "
+                  "faster; the dotted red line is the page's '7% less'.",
+                  "RMSNorm 与 LayerNorm 耗时之比，按隐藏维度 d、实现方式与行数给出（交错重复的中位数，95% "
+                  "bootstrap 置信区间）；右：小型解码器的完整训练步。低于 1 表示 RMSNorm 更快；红色虚线为页面所说的"
+                  "“少 7%”。"),
+    "placement_training": ("Training loss of pre-, post- (and sandwich-) norm models without "
+                       "gradient clipping, one line per run, one panel per depth and peak "
+                       "learning rate; line style = warmup steps, × = the run ended diverged or "
+                       "stuck.",
+                       "不做梯度裁剪时 Pre、Post（及 Sandwich）归一化模型的训练损失：每次运行一条线，每个深度与峰值"
+                       "学习率一个子图；线型表示 warmup 步数，× 表示该运行以发散或停滞结束。"),
+    "placement_gradients": ("At initialisation, no training. Top: gradient norm of each "
+                             "layer's FFN output matrix (W_down) in the deepest model. Bottom: "
+                             "the last layer's gradient against depth L (log–log) with the "
+                             "fitted slope and Xiong et al.'s prediction for Xavier init "
+                             "(post 0, pre −0.5).",
+                             "初始化时、未训练。上：最深模型中各层 FFN 输出矩阵（W_down）的梯度范数。下：最后一层梯度"
+                             "随深度 L 的变化（双对数），附拟合斜率与 Xiong 等人对 Xavier 初始化的预测"
+                             "（Post 为 0，Pre 为 −0.5）。"),
+    "position_extrapolation": ("Models trained at length L, read at 1×–8× L. Left: loss of "
+                               "each position scheme (at 1× over all positions, beyond 1× over "
+                               "the positions ≥ L only; a missing point = the scheme cannot run "
+                               "there). Middle: the RoPE model with training-free scaling "
+                               "(dashed: briefly fine-tuned), against reading the same tokens "
+                               "in sliding windows of L (dotted). Right: loss by position at "
+                               "the longest length.",
+                               "在长度 L 上训练、在 1×–8× L 上评估的模型。左：各位置编码方案的损失（1× 为全部位置，"
+                               "更长时只计位置 ≥ L；缺点表示该方案无法在此长度运行）。中：RoPE 模型加免训练 scaling"
+                               "（虚线为短暂微调后），点线为以长度 L 的滑动窗口读取相同 token 的损失。右：最长长度下"
+                               "各位置的损失。"),
+    "passkey": ("Passkey retrieval accuracy by position scheme and context length (mean over "
+                "needle depths and seeds; n/a = the scheme cannot run at that length).",
+                "各位置编码方案在不同上下文长度下的 passkey 检索准确率（对插入深度与种子取均值；n/a 表示"
+                "该方案无法在此长度运行）。"),
+    "rope_relative_error": ("RoPE's relative-position identity in floating point: max "
+                            "|q_m·k_n − q_(m+s)·k_(n+s)| for random q, k against the shift s, "
+                            "by dtype. Exact up to float64 rounding; in low precision the "
+                            "error grows with the absolute position (× on the top edge: "
+                            "NaN/inf).",
+                            "浮点数中的 RoPE 相对位置恒等式：随机 q、k 下 max |q_m·k_n − q_(m+s)·k_(n+s)| "
+                            "随位移 s 的变化（按 dtype）。float64 中仅有舍入误差；低精度下误差随绝对位置增大"
+                            "（顶边 × 表示 NaN/inf）。"),
+    "prefill_split": ("Share of prefill matmul FLOPs by part (attention projections, scores "
+                      "and values, FFN, lm_head) against the prompt length, per model.",
+                      "预填充矩阵乘 FLOPs 按部分（注意力投影、分数与加权、FFN、lm_head）的占比随提示长度的变化，"
+                      "按模型分别给出。"),
+    "decode_split": ("FLOPs of one decode step by part against the context length: the "
+                     "score/value part grows linearly, the FFN part is constant.",
+                     "单个解码步的 FLOPs 按部分随上下文长度的变化：分数/加权部分线性增长，FFN 部分不变。"),
+    "kv_cache": ("KV-cache bytes (bf16, batch 1) against the context length, with each model's "
+                 "weight bytes (dotted) for scale.",
+                 "KV 缓存字节数（bf16，batch 1）随上下文长度的变化，虚线为各模型权重字节数作参照。"),
+}
+
+
+def t(key: str, lang: str) -> str:
+    """The string `key` in `lang` ("en" or "zh")."""
+    en, zh = STRINGS[key]
+    return zh if lang == "zh" else en
+
+
+def caption(key: str, lang: str) -> str:
+    en, zh = CAPTIONS[key]
+    return zh if lang == "zh" else en

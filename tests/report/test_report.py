@@ -1,0 +1,237 @@
+"""`blocklab report`: the page renders from stored tiny suite results, holds one ledger row per
+claim, embeds every image, loads nothing from the network, and says what to run when results
+are missing."""
+
+import json
+import re
+import shutil
+from html.parser import HTMLParser
+
+import pytest
+
+from blocklab.claims import claim_sources
+from blocklab.cli import main
+from blocklab.report.build import SUITES, build_report, collect, write_report
+from blocklab.report.figures import make_figures
+from blocklab.report.html import render_html
+
+CLAIM_IDS = sorted(claim_sources())
+
+
+class _Page(HTMLParser):
+    """The parts of the page the tests look at: images, links, ledger rows, element ids."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.images: list[str] = []
+        self.links: list[str] = []
+        self.ids: set[str] = set()
+        self.ledger_rows: list[str] = []
+        self.scripts = 0
+        self._in_ledger = False
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if "id" in attrs:
+            self.ids.add(attrs["id"])
+        if tag == "img":
+            self.images.append(attrs.get("src", ""))
+        if tag == "a":
+            self.links.append(attrs.get("href", ""))
+        if tag in ("script", "link", "iframe", "object", "embed"):
+            self.scripts += 1
+        if tag == "table" and "ledger" in (attrs.get("class") or ""):
+            self._in_ledger = True
+        if tag == "tr" and self._in_ledger and "id" in attrs:
+            self.ledger_rows.append(attrs["id"])
+
+    def handle_endtag(self, tag):
+        if tag == "table":
+            self._in_ledger = False
+
+
+def parse(page: str) -> _Page:
+    parser = _Page()
+    parser.feed(page)
+    return parser
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """Run the four suites at size tiny (seconds each), then build the English report."""
+    root = tmp_path_factory.mktemp("report")
+    lines: list[str] = []
+    index, doc = build_report(root / "report", root / "runs", "tiny", "en", run=True,
+                              progress=False, echo=lines.append)
+    return index, doc, lines
+
+
+def test_suites_ran_and_report_written(built):
+    index, doc, lines = built
+    assert index.name == "index.html" and index.is_file()
+    assert all(doc["suites"][name]["summary"] for name in SUITES), lines
+    assert all(doc["suites"][name]["error"] is None for name in SUITES), lines
+    assert any("to run" in line for line in lines)
+
+
+def test_one_ledger_row_per_claim(built):
+    index, _, _ = built
+    page = parse(index.read_text(encoding="utf-8"))
+    assert page.ledger_rows == CLAIM_IDS and len(CLAIM_IDS) == 28
+
+
+def test_self_contained(built):
+    index, _, _ = built
+    text = index.read_text(encoding="utf-8")
+    page = parse(text)
+    assert page.images and all(src.startswith("data:image/png;base64,") for src in page.images)
+    assert page.scripts == 0
+    assert not re.search(r"https?://", text)
+    assert "@import" not in text and "url(" not in text
+
+
+def test_links_and_claim_figures(built):
+    index, doc, _ = built
+    page = parse(index.read_text(encoding="utf-8"))
+    for href in page.links:
+        assert href.startswith("#") and href[1:] in page.ids, href
+    referenced = {row["figure"] for row in doc["ledger"] if row["figure"]}
+    assert {"prefill_split", "decode_split"} <= referenced
+    for key in referenced:
+        assert f"fig-{key}" in page.ids
+        assert f"#fig-{key}" in page.links
+
+
+def test_every_figure_has_caption_and_command(built):
+    index, _, _ = built
+    text = index.read_text(encoding="utf-8")
+    figures = re.findall(r"<figure id=\"fig-([a-z_]+)\">(.*?)</figure>", text, re.S)
+    assert len(figures) >= 8
+    for key, body in figures:
+        assert "<figcaption>" in body and "<code>blocklab " in body, key
+
+
+def test_sections_render_suite_results(built):
+    index, _, _ = built
+    text = index.read_text(encoding="utf-8")
+    for anchor in ("ledger", "ffn", "normalization", "placement", "position", "deployment"):
+        assert f'<section id="{anchor}">' in text
+    assert "No stored results" not in text
+    for key in ("ffn_budget", "prefill_split", "decode_split", "kv_cache", "ffn_variants",
+                "norm_cost", "placement_training", "placement_gradients",
+                "position_extrapolation", "rope_relative_error"):
+        assert f'id="fig-{key}"' in text, key
+
+
+def test_report_json_has_every_number(built):
+    index, doc, _ = built
+    data = json.loads((index.parent / "report.json").read_text(encoding="utf-8"))
+    assert [row["id"] for row in data["ledger"]] == CLAIM_IDS
+    assert {"verdict", "summary", "summary_zh", "evidence", "page", "section"} <= set(
+        data["ledger"][0])
+    assert set(data["suites"]) == set(SUITES)
+    assert data["suites"]["ffn"]["summary"]["tables"]
+    assert data["deployment"]["models"] and data["ffn_budget"]["rows"]
+    assert data["generated"]["size"] == "tiny"
+    assert data["figure_errors"] == {}
+    assert data == json.loads(json.dumps(data))  # strict JSON round trip
+
+
+def test_chinese_headings_and_captions(built):
+    _, doc, _ = built
+    page = render_html(doc, make_figures(doc), "zh")
+    assert '<html lang="zh-CN">' in page
+    for heading in ("论断账本", "前馈网络", "归一化", "位置编码", "部署", "目录"):
+        assert heading in page
+    assert "成立" in page and "复现命令" in page
+    # every claim still cites its page file and the section heading as written on the page
+    for source in claim_sources().values():
+        assert source["page"] in page and source["section"] in page
+
+
+def test_cli_resumes_missing_runs_with_progress(built, tmp_path, capsys):
+    """The command's default path: progress bars on, only the missing run is run again."""
+    _, doc, _ = built
+    results = tmp_path / "runs"
+    shutil.copytree(doc["generated"]["results"], results)
+    victim = results / "ffn" / "tiny" / f"{doc['suites']['ffn']['runs'][0]['run_id']}.json"
+    victim.unlink()
+    code = main(["report", "--tiny", "--out", str(tmp_path / "out"), "--results", str(results),
+                 "--lang", "en"])
+    out = capsys.readouterr()
+    assert re.search(r"suite ffn \(tiny\): \d+ of \d+ runs stored, 1 to run", out.out), out
+    assert re.search(r"suite position \(tiny\): (\d+) of \1 runs stored, 0 to run", out.out)
+    assert "(tiny) failed" not in out.out, out.out
+    assert victim.is_file()
+    assert code in (0, 1)  # 1 only if a claim check fails to run
+    assert (tmp_path / "out" / "index.html").is_file()
+
+
+def test_missing_results_name_the_command(tmp_path, capsys):
+    results = tmp_path / "nothing-here"
+    code = main(["report", "--no-run", "--tiny", "--out", str(tmp_path / "out"), "--results",
+                 str(results), "--lang", "en", "--no-progress"])
+    out = capsys.readouterr()
+    assert code in (0, 1), out.err  # 1 only if a claim check fails to run
+    assert "missing suite results: " + ", ".join(SUITES) in out.out
+    text = (tmp_path / "out" / "index.html").read_text(encoding="utf-8")
+    for name in SUITES:
+        assert f"<code>blocklab suite {name} --tiny --out {results}</code>" in text
+    assert text.count("No stored results") == len(SUITES)
+    assert not (results / "ffn").exists()  # --no-run ran nothing
+    data = json.loads((tmp_path / "out" / "report.json").read_text(encoding="utf-8"))
+    assert all(data["suites"][name]["summary"] is None for name in SUITES)
+    assert {r["verdict"] for r in data["ledger"] if r["id"] in ("C13", "C16", "C18")} <= {
+        "missing-results", "untestable-here"}
+
+
+def test_failed_suite_is_reported_not_raised(tmp_path, monkeypatch):
+    import blocklab.experiments.suites as suites
+
+    def broken(name):
+        raise RuntimeError(f"{name} exploded")
+
+    monkeypatch.setattr(suites, "get_suite", broken)
+    lines: list[str] = []
+    index, doc = build_report(tmp_path / "out", tmp_path / "runs", "tiny", "en", run=True,
+                              progress=False, echo=lines.append)
+    assert doc["suites"]["ffn"]["error"] == "RuntimeError: ffn exploded"
+    assert "ffn exploded" in index.read_text(encoding="utf-8")
+    assert any("failed" in line for line in lines)
+
+
+def test_a_figure_that_fails_is_a_notice_not_a_crash(built, tmp_path, monkeypatch):
+    import blocklab.report.figures as figures
+
+    def broken(doc):
+        raise KeyError("arms")
+
+    monkeypatch.setitem(figures.FIGURES, "ffn_variants",
+                        (broken, figures.FIGURES["ffn_variants"][1]))
+    _, doc, _ = built
+    index = write_report(json.loads(json.dumps(doc)), tmp_path / "out", "en")
+    text = index.read_text(encoding="utf-8")
+    assert "could not be drawn from the stored results: KeyError" in text
+    assert 'id="fig-kv_cache"' in text  # the rest still renders
+    data = json.loads((tmp_path / "out" / "report.json").read_text(encoding="utf-8"))
+    assert data["figure_errors"] == {"ffn_variants": "KeyError: 'arms'"}
+
+
+def test_write_report_is_renderable_from_collected_doc(tmp_path):
+    doc = collect(tmp_path / "runs", "tiny", out=tmp_path / "out")
+    index = write_report(doc, tmp_path / "out", "zh")
+    assert "缺少" in index.read_text(encoding="utf-8") or "没有" in index.read_text(
+        encoding="utf-8")
+
+
+def test_bad_lang_is_one_line_exit_2(tmp_path, capsys):
+    code = main(["report", "--no-run", "--out", str(tmp_path / "out"), "--lang", "fr"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.startswith("error: --lang 'fr' is not allowed") and err.count("\n") == 1
+    assert not (tmp_path / "out").exists()
+
+
+def test_two_sizes_is_exit_2(tmp_path, capsys):
+    assert main(["report", "--tiny", "--full", "--out", str(tmp_path / "o")]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
