@@ -665,3 +665,127 @@ def c19(ctx: Context) -> Finding:
         f"（未显示更强表示能力）。成立的部分：{[k for k, v in parts.items() if v] or '无'}。",
         {"parts": parts, "post_slope_first": slope_first, "training": cells},
         ctx.suite_command("placement"), "placement_training")
+
+
+@claim("C18")
+def c18(ctx: Context) -> Finding:
+    summary = ctx.summary("norm-cost")
+    if summary is None:
+        return missing(ctx, "norm-cost")
+    data = summary["data"]
+    rows = [r for r in data.get("ratios", []) if r.get("pass") == "fwdbwd"
+            and r.get("ratio_vs_layernorm") is not None]
+    by_kind: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        by_kind.setdefault(r["impl"].split(":")[-1], []).append(r)
+    ours = by_kind.get("blocklab", [])
+    spans = {kind: (min(r["ratio_vs_layernorm"] for r in rs),
+                    max(r["ratio_vs_layernorm"] for r in rs)) for kind, rs in by_kind.items()}
+    cheaper = bool(ours) and all(r["ci_high"] is not None and r["ci_high"] <= 0.93 for r in ours)
+    dearer = bool(ours) and all(r["ci_low"] is not None and r["ci_low"] > 1.0 for r in ours)
+    quality = data.get("quality") or {}
+    equivalent = quality.get("equivalent")
+    steps = data.get("step_time") or {}
+    step_ratios = {t: s.get("ratio") for t, s in steps.items()}
+    verdict = ("confirmed" if cheaper and equivalent else
+               "refuted" if dearer else "conditional")
+    span_text = "; ".join(f"{k} {lo:.2f}–{hi:.2f}×" for k, (lo, hi) in sorted(spans.items()))
+    delta = quality.get("delta")
+    seeds = quality.get("seeds")
+    n_seeds = len(seeds) if isinstance(seeds, list) else seeds
+    return Finding(
+        verdict,
+        f"Forward+backward time of RMSNorm relative to LayerNorm on this CPU, per implementation "
+        f"(range over the measured shapes; < 0.93 would be the page's 7% saving): {span_text}. "
+        f"A whole training step with RMSNorm vs LayerNorm: {step_ratios}. Quality: paired Δ val "
+        f"loss (RMS − LN) {_ci_text(delta)} nats/token over {n_seeds} seeds, "
+        f"equivalent within ±{quality.get('margin')}: {equivalent}. The saving is a property of "
+        "the kernel, not of the formula.",
+        f"本机 CPU 上 RMSNorm 相对 LayerNorm 的前向+反向时间，按实现（所测形状上的范围；低于 0.93 才是页面所说的 7% 节省）："
+        f"{span_text}。整步训练 RMSNorm 对 LayerNorm：{step_ratios}。质量：配对 Δ 验证损失（RMS − LN）"
+        f"{_ci_text(delta)} nats/token，{n_seeds} 个种子，在 ±{quality.get('margin')} 内等价："
+        f"{equivalent}。节省与否取决于内核实现，而非公式本身。",
+        {"ratio_ranges": spans, "ratios": rows, "step_time": steps, "quality": quality},
+        ctx.suite_command("norm-cost"), "norm_cost")
+
+
+# Extrapolation grades: the loss on tokens past the training length L, compared with the same
+# tokens scored by sliding windows of L (what the model gets without extrapolating).
+WORKS_PCT = 5.0  # at most 5% worse than sliding windows: "works"
+COLLAPSE_PCT = 25.0  # more than 25% worse (or unusable): "collapses"; in between: "degrades"
+
+
+def _grade(arm: dict[str, Any], mult: str) -> tuple[str, float | None]:
+    pct = arm.get("extrapolated_vs_sliding_pct", {}).get(mult)
+    if pct is None or isinstance(pct, str):
+        return "collapses", None  # the arm cannot run there at all (e.g. a learned table)
+    mean = pct.get("mean")
+    if mean is None:
+        return "n/a", None
+    return ("works" if mean <= WORKS_PCT else "degrades" if mean <= COLLAPSE_PCT
+            else "collapses"), mean
+
+
+@claim("C21")
+def c21(ctx: Context) -> Finding:
+    summary = ctx.summary("position")
+    if summary is None:
+        return missing(ctx, "position")
+    data = summary["data"]
+    arms = data["arms"]
+    mults = [str(m) for m in data.get("mults", []) if str(m) != "1"]
+    grades = {name: {m: _grade(arm, m) for m in mults} for name, arm in arms.items()}
+    scaled = [n for n in grades if n.startswith("rope+") and "ft" not in n]
+
+    def best_scaled(m: str) -> tuple[str, tuple[str, float | None]]:
+        ranked = sorted(((n, grades[n][m]) for n in scaled if grades[n][m][1] is not None),
+                        key=lambda item: item[1][1])
+        return ranked[0] if ranked else ("none", ("n/a", None))
+
+    statements = []
+
+    def expect(text: str, zh: str, arm: str, mult: str, want: str) -> None:
+        if arm not in grades or mult not in grades[arm]:
+            return
+        got, pct = grades[arm][mult]
+        statements.append({"statement": text, "statement_zh": zh, "arm": arm, "mult": mult,
+                           "expected": want, "measured": got, "pct_vs_sliding": pct,
+                           "held": got == want})
+
+    expect("learned absolute collapses at 2×", "可学习绝对位置在 2 倍崩溃", "learned", "2",
+           "collapses")
+    expect("sinusoidal works at 2×", "正弦在 2 倍可用", "sinusoidal", "2", "works")
+    expect("sinusoidal degrades at 4×", "正弦在 4 倍下降", "sinusoidal", "4", "degrades")
+    for m in ("2", "4", "8"):
+        expect(f"ALiBi works at {m}×", f"ALiBi 在 {m} 倍可用", "alibi", m, "works")
+    expect("RoPE works at 2×", "RoPE 在 2 倍可用", "rope", "2", "works")
+    expect("RoPE works at 4×", "RoPE 在 4 倍可用", "rope", "4", "works")
+    if "8" in mults and scaled:
+        name, (got, pct) = best_scaled("8")
+        statements.append({"statement": "RoPE works at 8× with scaling",
+                           "statement_zh": "RoPE 加 scaling 在 8 倍可用", "arm": name,
+                           "mult": "8", "expected": "works", "measured": got,
+                           "pct_vs_sliding": pct, "held": got == "works"})
+    held = [s for s in statements if s["held"]]
+    failed = [s for s in statements if not s["held"]]
+    verdict = ("confirmed" if statements and not failed else
+               "refuted" if len(held) <= len(statements) / 2 else "conditional")
+
+    def fmt(s: dict[str, Any], zh: bool = False) -> str:
+        pct = "" if s["pct_vs_sliding"] is None else f" ({s['pct_vs_sliding']:+.1f}%)"
+        label = s["statement_zh"] if zh else s["statement"]
+        return f"{label}: {s['measured']}{pct}"
+
+    seeds = summary.get("seeds")
+    return Finding(
+        verdict,
+        f"Trained at L = {data['L']} ({seeds} seed(s)); loss past L vs sliding windows of L, "
+        f"graded works ≤ {WORKS_PCT:g}% < degrades ≤ {COLLAPSE_PCT:g}% < collapses. Held: "
+        f"{'; '.join(fmt(s) for s in held) or 'none'}. Did not hold: "
+        f"{'; '.join(fmt(s) for s in failed) or 'none'}.",
+        f"在 L = {data['L']} 上训练（{seeds} 个种子）；L 之后的损失与长度 L 的滑动窗口比较，"
+        f"≤ {WORKS_PCT:g}% 为可用，≤ {COLLAPSE_PCT:g}% 为下降，更高为崩溃。成立："
+        f"{'；'.join(fmt(s, True) for s in held) or '无'}。不成立：{'；'.join(fmt(s, True) for s in failed) or '无'}。",
+        {"statements": statements, "grades": grades, "thresholds_pct": {
+            "works": WORKS_PCT, "collapses": COLLAPSE_PCT}},
+        ctx.suite_command("position"), "position_extrapolation")
