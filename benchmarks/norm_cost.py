@@ -1,0 +1,53 @@
+"""RMSNorm vs LayerNorm at one shape: forward and forward+backward time, saved bytes, ratios.
+
+The same measurement as one kernel run of the `norm-cost` suite (implementations interleaved
+within every repeat, medians, paired bootstrap CI of the RMSNorm / LayerNorm time ratio within
+each implementation kind), for a shape or thread count the suite's grids do not cover. Nothing is
+stored; the suite is the place for results the claims ledger reads.
+
+    python benchmarks/norm_cost.py [--d 1024] [--rows 8192] [--threads 1] [--repeats 12]
+                                   [--compile] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+
+from blocklab.experiments.suites.norm_cost import KINDS, bootstrap_ratio_ci, time_kernels
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--d", type=int, default=1024, help="normalised width")
+    parser.add_argument("--rows", type=int, default=8192, help="rows (batch × tokens)")
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+    parser.add_argument("--repeats", type=int, default=12, help="interleaved repeats")
+    parser.add_argument("--compile", action="store_true", help="include torch.compile'd ops")
+    parser.add_argument("--json", action="store_true", help="print the raw result as JSON")
+    args = parser.parse_args()
+
+    result = time_kernels(args.d, args.rows, repeats=args.repeats, compile=args.compile,
+                          threads=args.threads)
+    if args.json:
+        print(json.dumps(result, indent=1))
+        return
+    impls = result["impls"]
+    print(f"d={args.d} rows={args.rows} threads={args.threads} repeats={args.repeats}")
+    print(f"{'impl':10} {'pass':7} {'RMS ms':>9} {'LN ms':>9}  RMS/LN [95% CI]")
+    for kind in KINDS:
+        rms, ln = impls.get(f"rmsnorm:{kind}"), impls.get(f"layernorm:{kind}")
+        if rms is None or ln is None or "fwd_s" not in rms or "fwd_s" not in ln:
+            continue
+        for key in ("fwd_s", "fwdbwd_s"):
+            stats = bootstrap_ratio_ci(rms[key], ln[key])
+            print(f"{kind:10} {key[:-2]:7} {1e3 * statistics.median(rms[key]):9.3f} "
+                  f"{1e3 * statistics.median(ln[key]):9.3f}  {stats['ratio']:.3f} "
+                  f"[{stats['ci_low']:.3f}, {stats['ci_high']:.3f}]")
+        print(f"{'':10} {'saved':7} {rms['extra_bytes']:9d} {ln['extra_bytes']:9d}  bytes beyond "
+              "input and parameters")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,633 @@
+"""`norm-cost`: what RMSNorm saves over LayerNorm in time and memory, and what it costs in quality.
+
+The page says RMSNorm needs "about 7% less compute" than LayerNorm at nearly the same quality
+(C18). Three kinds of run settle it:
+
+    kernels    one run per (d, rows) shape: every implementation below, forward (no grad) and
+               forward+backward, timed in R repeats; within a repeat each implementation runs
+               once, in an order rotated by one every repeat, so machine drift hits all alike.
+               Bytes saved for backward are counted by `saved_tensor_bytes` (exact, no timing).
+    step       one run: a small DecoderLM with norm="rmsnorm" and one with "layernorm" (same
+               everything else, same initial weights where names match), training steps
+               alternated between the two.
+    quality    trainer runs of the same two models on stdlib, paired by seed; the paired Δ val
+               loss is judged against an equivalence margin.
+
+Implementations (the RMSNorm and LayerNorm of one row share a "kind", and ratios compare within
+a kind, so an implementation detail is never credited to the normalisation):
+
+    kind       RMSNorm                                   LayerNorm
+    blocklab   blocklab.nn.RMSNorm                       blocklab.nn.LayerNorm (F.layer_norm)
+    torch      torch.nn.RMSNorm (F.rms_norm)             torch.nn.LayerNorm (F.layer_norm)
+    plain      x · rsqrt(mean(x²) + ε) · g               (x − μ) · rsqrt(mean((x − μ)²) + ε) · g + b
+    compiled   torch.compile(plain)                      torch.compile(plain)
+
+Time ratios are median(RMSNorm) / median(LayerNorm) over the repeats, with a 95% percentile
+bootstrap interval that resamples whole repeats (the two timings of a repeat stay paired).
+Every timing runs on a stated number of CPU threads (one in tiny and quick: on a shared 2-core
+machine two threads contend with other work and slow down many-fold).
+
+`Summary.data` (read by the claims ledger, C18)::
+
+    {"kernels": [{"impl": "rmsnorm:plain", "d", "rows", "threads", "fwd_ms", "fwdbwd_ms",
+                  "saved_bytes", "extra_saved_bytes", "compile_s", "error"}],
+     "ratios": [{"d", "rows", "threads", "impl", "layernorm_impl", "pass": "fwd" | "fwdbwd",
+                 "ratio_vs_layernorm", "ci_low", "ci_high", "repeats"}],
+     "compile": [{"d", "rows", "threads", "rmsnorm_s", "layernorm_s", "error",
+                  "inductor_warmup_s"}],
+     "step_time": {threads: {"rmsnorm_ms", "layernorm_ms", "ratio", "ci_low", "ci_high",
+                             "repeats", "model", "params"}},
+     "quality": {"rmsnorm": mean_ci, "layernorm": mean_ci, "delta": paired_difference
+                 (RMS − LN, nats/token), "margin", "equivalent": bool, "verdict", "seeds",
+                 "statuses", "unigram_entropy"}}
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from blocklab.config import ModelConfig
+from blocklab.experiments.suites.base import (
+    RunSpec,
+    Suite,
+    Summary,
+    Table,
+    format_ci,
+    mean_ci,
+    paired_difference,
+)
+
+KINDS = ("blocklab", "torch", "plain", "compiled")
+NORM_NAMES = ("rmsnorm", "layernorm")
+EPS = 1e-5  # the same ε for every implementation; the cost does not depend on it
+# Δ val loss (nats/token) inside which RMSNorm and LayerNorm count as equivalent in quality.
+EQUIVALENCE_MARGIN = 0.02
+BOOTSTRAP_SAMPLES = 2000
+BOOTSTRAP_SEED = 0
+
+# Each size: kernel shapes (d, rows), timed repeats, whether the torch.compile'd implementations
+# are included (a cold compile takes ~3 s per implementation and shape on this 2-core machine,
+# too long for a smoke test), CPU threads for the timing runs, the length of one timed block;
+# the step-time model; the quality runs.
+SIZES: dict[str, dict[str, Any]] = {
+    "tiny": {
+        "shapes": [(64, 256), (256, 256)], "repeats": 3, "compile": False, "threads": [1],
+        "block_s": 0.002,
+        "step": {"d_model": 32, "n_layers": 2, "seq_len": 32, "batch_size": 4, "repeats": 3,
+                 "warmup": 1},
+        "quality": {"d_model": 32, "n_layers": 2, "seq_len": 32, "batch_size": 4, "steps": 8,
+                    "lr": 3e-3, "warmup_steps": 2, "eval_batches": 1},
+    },
+    "quick": {
+        "shapes": [(64, 1024), (256, 1024), (1024, 1024), (4096, 1024), (64, 8192),
+                   (256, 8192), (1024, 8192)],
+        "repeats": 12, "compile": True, "threads": [1], "block_s": 0.01,
+        "step": {"d_model": 128, "n_layers": 4, "seq_len": 128, "batch_size": 8, "repeats": 12,
+                 "warmup": 2},
+        "quality": {"d_model": 64, "n_layers": 2, "seq_len": 128, "batch_size": 16,
+                    "steps": 400, "lr": 3e-3, "warmup_steps": 20, "eval_batches": 16},
+    },
+    "full": {
+        "shapes": [(d, rows) for rows in (1024, 8192) for d in (64, 256, 1024, 4096)],
+        "repeats": 30, "compile": True, "threads": [1, 2], "block_s": 0.02,
+        "step": {"d_model": 256, "n_layers": 6, "seq_len": 256, "batch_size": 16, "repeats": 30,
+                 "warmup": 3},
+        "quality": {"d_model": 128, "n_layers": 4, "seq_len": 128, "batch_size": 32,
+                    "steps": 1500, "lr": 2e-3, "warmup_steps": 100, "eval_batches": 16},
+    },
+}
+
+
+# --- statistics -----------------------------------------------------------------------------------
+def bootstrap_ratio_ci(a: Sequence[float], b: Sequence[float], *,
+                       samples: int = BOOTSTRAP_SAMPLES, seed: int = BOOTSTRAP_SEED,
+                       level: float = 0.95) -> dict[str, float]:
+    """median(a) / median(b) with a percentile bootstrap interval over paired repeats.
+
+    a[i] and b[i] were measured in the same repeat i, so each bootstrap sample draws repeat
+    indices with replacement and keeps the pairs together; the interval is the (1 − level)/2 and
+    (1 + level)/2 percentiles (numpy's linear interpolation) of the resampled ratios. A fixed
+    seed makes the interval reproducible.
+
+    Returns {"ratio", "ci_low", "ci_high", "n"}.
+    """
+    a_arr, b_arr = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if a_arr.shape != b_arr.shape or a_arr.ndim != 1 or a_arr.size == 0:
+        raise ValueError(f"paired samples need equal, non-zero lengths, got {a_arr.shape} and "
+                         f"{b_arr.shape}")
+    rng = np.random.default_rng(seed)
+    index = rng.integers(0, a_arr.size, size=(samples, a_arr.size))
+    ratios = np.median(a_arr[index], axis=1) / np.median(b_arr[index], axis=1)
+    tail = 100 * (1 - level) / 2
+    low, high = np.percentile(ratios, [tail, 100 - tail])
+    return {"ratio": float(np.median(a_arr) / np.median(b_arr)), "ci_low": float(low),
+            "ci_high": float(high), "n": int(a_arr.size)}
+
+
+def equivalence(delta: dict[str, Any], margin: float) -> tuple[bool, str]:
+    """(equivalent, verdict) for a paired difference `delta` (`paired_difference`) against an
+    equivalence margin: equivalent when the whole 95% CI lies strictly inside ±margin (the
+    two one-sided tests at the 2.5% level each); "different" when it lies wholly outside."""
+    low, high = delta.get("ci_low"), delta.get("ci_high")
+    if low is None or high is None:
+        return False, "undecided (fewer than two paired seeds)"
+    if -margin < low and high < margin:
+        return True, "equivalent"
+    if low >= margin or high <= -margin:
+        return False, "different (whole CI outside the margin)"
+    return False, "not shown equivalent (CI crosses the margin)"
+
+
+# --- the implementations --------------------------------------------------------------------------
+def _plain_norms():
+    import torch
+    from torch import nn
+
+    class PlainRMSNorm(nn.Module):
+        """RMSNorm spelled in elementary ops (what a user writes without a fused kernel)."""
+
+        def __init__(self, dim: int) -> None:
+            super().__init__()
+            self.weight = nn.Parameter(torch.ones(dim))
+
+        def forward(self, x):
+            return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + EPS) * self.weight
+
+    class PlainLayerNorm(nn.Module):
+        """LayerNorm spelled in the same elementary ops plus the centring and the bias."""
+
+        def __init__(self, dim: int) -> None:
+            super().__init__()
+            self.weight = nn.Parameter(torch.ones(dim))
+            self.bias = nn.Parameter(torch.zeros(dim))
+
+        def forward(self, x):
+            centred = x - x.mean(-1, keepdim=True)
+            return centred * torch.rsqrt(centred.pow(2).mean(-1, keepdim=True) + EPS) \
+                * self.weight + self.bias
+
+    return PlainRMSNorm, PlainLayerNorm
+
+
+def build_implementations(d: int, kinds: Sequence[str] = KINDS) -> dict[str, Any]:
+    """'norm:kind' -> a module mapping [rows, d] -> [rows, d] (compiled ones not yet called)."""
+    import torch
+    from torch import nn
+
+    from blocklab.nn import LayerNorm, RMSNorm
+
+    plain_rms, plain_ln = _plain_norms()
+    makers: dict[str, Callable[[], nn.Module]] = {
+        "rmsnorm:blocklab": lambda: RMSNorm(d, eps=EPS),
+        "layernorm:blocklab": lambda: LayerNorm(d, eps=EPS),
+        "rmsnorm:torch": lambda: nn.RMSNorm(d, eps=EPS),
+        "layernorm:torch": lambda: nn.LayerNorm(d, eps=EPS),
+        "rmsnorm:plain": lambda: plain_rms(d),
+        "layernorm:plain": lambda: plain_ln(d),
+        "rmsnorm:compiled": lambda: torch.compile(plain_rms(d), dynamic=False),
+        "layernorm:compiled": lambda: torch.compile(plain_ln(d), dynamic=False),
+    }
+    return {name: make() for name, make in makers.items() if name.split(":")[1] in kinds}
+
+
+def saved_tensor_bytes(fn: Callable[[], Any], exclude: Sequence[Any] = ()) -> dict[str, int]:
+    """Bytes autograd keeps for backward while `fn()` runs its forward, counted exactly.
+
+    Every tensor saved for backward passes through a `saved_tensors_hooks` pack hook; distinct
+    storages are summed once each (two ops saving the same x hold it once). `extra_bytes`
+    leaves out the storages of `exclude` (the input and the parameters, which exist anyway), so
+    it is the activation memory the layer adds. Deterministic: no allocator, no timing.
+
+    Returns {"bytes", "extra_bytes", "tensors"}.
+    """
+    import torch
+
+    seen: dict[int, int] = {}
+
+    def pack(tensor):
+        storage = tensor.untyped_storage()
+        seen[storage.data_ptr()] = storage.nbytes()
+        return tensor
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+        fn()
+    excluded = {t.untyped_storage().data_ptr() for t in exclude}
+    return {"bytes": sum(seen.values()),
+            "extra_bytes": sum(n for ptr, n in seen.items() if ptr not in excluded),
+            "tensors": len(seen)}
+
+
+@contextlib.contextmanager
+def _threads(n: int) -> Iterator[None]:
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+@contextlib.contextmanager
+def _cold_compile() -> Iterator[None]:
+    """Compile from scratch: a fresh, empty inductor cache folder (generated C++ and its builds,
+    FX graphs, autograd graphs) and no compiled code in memory, so a compile time means the
+    same on the first run of a machine and the tenth; the folder is deleted afterwards."""
+    import torch
+    from torch._inductor.utils import fresh_cache
+
+    torch._dynamo.reset()
+    with fresh_cache():
+        yield
+    torch._dynamo.reset()
+
+
+_INDUCTOR_WARM = False
+
+
+def _warm_inductor() -> float:
+    """Seconds spent on this process's first torch.compile of anything (imports, compiler
+    checks); paid once per process, so it is reported apart from the per-shape compile times."""
+    global _INDUCTOR_WARM
+    if _INDUCTOR_WARM:
+        return 0.0
+    import torch
+
+    start = time.perf_counter()
+    x = torch.randn(8, 8, requires_grad=True)
+    torch.compile(lambda t: (t * 2).sin(), dynamic=False)(x).sum().backward()
+    _INDUCTOR_WARM = True
+    return time.perf_counter() - start
+
+
+def time_kernels(d: int, rows: int, *, repeats: int, compile: bool, threads: int,
+                 block_s: float = 0.01, seed: int = 0) -> dict[str, Any]:
+    """Forward and forward+backward seconds per call of every implementation at [rows, d].
+
+    Forward runs under `torch.no_grad()` (inference); forward+backward computes the gradients
+    of x and the parameters with `torch.autograd.grad` for a fixed upstream gradient. Each timed
+    block repeats a call `inner` times (chosen once per implementation so a block lasts about
+    `block_s`) and records the mean; repeat r runs the implementations in KINDS order rotated
+    by r. Compiled implementations are compiled before timing, their compile time (first
+    forward+backward, then first no-grad forward) recorded separately; if compiling fails the
+    error is recorded and the other implementations are still timed.
+    """
+    import torch
+
+    started = time.perf_counter()
+    kinds = KINDS if compile else tuple(k for k in KINDS if k != "compiled")
+    with _threads(threads):
+        inductor_warmup_s = _warm_inductor() if compile else 0.0
+    with _threads(threads), (_cold_compile() if compile else contextlib.nullcontext()):
+        generator = torch.Generator().manual_seed(seed)
+        x = torch.randn(rows, d, generator=generator).requires_grad_(True)
+        upstream = torch.randn(rows, d, generator=generator)
+        impls = build_implementations(d, kinds)
+        record: dict[str, dict[str, Any]] = {name: {} for name in impls}
+
+        def forward(module):
+            def call():
+                with torch.no_grad():
+                    module(x)
+            return call
+
+        def forward_backward(module):
+            inputs = [x, *module.parameters()]
+
+            def call():
+                torch.autograd.grad(module(x), inputs, upstream)
+            return call
+
+        calls: dict[str, tuple[Callable[[], None], Callable[[], None]]] = {}
+        for name, module in impls.items():
+            fwd, fwdbwd = forward(module), forward_backward(module)
+            try:
+                tick = time.perf_counter()
+                fwdbwd()
+                fwd()
+                if name.endswith(":compiled"):
+                    record[name]["compile_s"] = time.perf_counter() - tick
+                for _ in range(2):  # warm-up, untimed
+                    fwdbwd()
+                    fwd()
+            except Exception as err:  # a compiler failure must not sink the eager numbers
+                record[name]["error"] = f"{type(err).__name__}: {err}".splitlines()[0]
+                continue
+            record[name].update(saved_tensor_bytes(lambda m=module: m(x),
+                                                   exclude=[x, *module.parameters()]))
+            calls[name] = (fwd, fwdbwd)
+
+        inner: dict[str, list[int]] = {}
+        for name, pair in calls.items():
+            counts = []
+            for call in pair:
+                tick = time.perf_counter()
+                call()
+                once = max(time.perf_counter() - tick, 1e-7)
+                counts.append(max(1, min(1000, math.ceil(block_s / once))))
+            inner[name] = counts
+            record[name]["fwd_s"], record[name]["fwdbwd_s"] = [], []
+
+        names = list(calls)
+        for r in range(repeats):
+            shift = r % len(names)
+            for name in names[shift:] + names[:shift]:
+                for key, call, count in zip(("fwd_s", "fwdbwd_s"), calls[name], inner[name],
+                                            strict=True):
+                    tick = time.perf_counter()
+                    for _ in range(count):
+                        call()
+                    record[name][key].append((time.perf_counter() - tick) / count)
+    return {"status": "ok", "kind": "kernels", "d": d, "rows": rows, "threads": threads,
+            "repeats": repeats, "inner": inner, "impls": record,
+            "inductor_warmup_s": inductor_warmup_s,
+            "wall_time_s": time.perf_counter() - started}
+
+
+# --- end to end -----------------------------------------------------------------------------------
+def _model_config(norm: str, d_model: int, n_layers: int, seq_len: int) -> ModelConfig:
+    # The project's default block (pre-norm, SwiGLU, RoPE), head_dim 32; only the norm differs.
+    return ModelConfig(vocab_size=256, d_model=d_model, n_layers=n_layers,
+                       n_heads=max(1, d_model // 32), max_seq_len=seq_len, norm=norm,
+                       position="rope", name=f"norm-cost-{norm}")
+
+
+def time_training_steps(step: dict[str, Any], *, threads: int, seed: int = 0) -> dict[str, Any]:
+    """Seconds per optimizer step (forward, backward, clip, AdamW) of the rmsnorm and layernorm
+    models, steps alternated between them (the first of each pair alternates too); the first
+    `warmup` pairs are not recorded. Both see the same batches."""
+    import torch
+
+    from blocklab.experiments.data import load_corpus, sample_batch
+    from blocklab.experiments.trainer import TrainConfig, build_model
+
+    started = time.perf_counter()
+    corpus = load_corpus("stdlib")
+    tc = TrainConfig(steps=1, batch_size=step["batch_size"], seq_len=step["seq_len"], seed=seed)
+    with _threads(threads):
+        models, optimizers = {}, {}
+        for norm in NORM_NAMES:
+            mc = _model_config(norm, step["d_model"], step["n_layers"], step["seq_len"])
+            models[norm] = build_model(mc, tc)
+            optimizers[norm] = torch.optim.AdamW(models[norm].parameters(), lr=1e-3)
+        times: dict[str, list[float]] = {norm: [] for norm in NORM_NAMES}
+        for i in range(step["warmup"] + step["repeats"]):
+            batch = sample_batch(corpus.train, seed=seed, step=i, batch_size=tc.batch_size,
+                                 seq_len=tc.seq_len)
+            order = NORM_NAMES if i % 2 == 0 else NORM_NAMES[::-1]
+            for norm in order:
+                model, optimizer = models[norm], optimizers[norm]
+                tick = time.perf_counter()
+                logits = model(batch[:, :-1])
+                loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1),
+                                                         batch[:, 1:].flatten())
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                optimizer.step()
+                if i >= step["warmup"]:
+                    times[norm].append(time.perf_counter() - tick)
+    params = {norm: sum(p.numel() for p in m.parameters()) for norm, m in models.items()}
+    return {"status": "ok", "kind": "step", "threads": threads, "model": step, "params": params,
+            "step_s": times, "wall_time_s": time.perf_counter() - started}
+
+
+# --- plan -----------------------------------------------------------------------------------------
+def _quality_configs(size: str, norm: str, seed: int):
+    from blocklab.experiments.trainer import TrainConfig
+
+    q = SIZES[size]["quality"]
+    mc = _model_config(norm, q["d_model"], q["n_layers"], q["seq_len"])
+    tc = TrainConfig(steps=q["steps"], batch_size=q["batch_size"], seq_len=q["seq_len"],
+                     lr=q["lr"], warmup_steps=q["warmup_steps"], eval_batches=q["eval_batches"],
+                     eval_every=0, log_every=0, seed=seed, threads=1)
+    return mc, tc
+
+
+def plan(size: str, seeds: int) -> list[RunSpec]:
+    """Kernel runs (one per shape and thread count), one step-time run per thread count, then
+    the quality runs (rmsnorm and layernorm × seeds)."""
+    config = SIZES[size]
+    specs = []
+    for threads in config["threads"]:
+        for d, rows in config["shapes"]:
+            compile = config["compile"]
+            payload = {"suite": "norm-cost", "kind": "kernels", "d": d, "rows": rows,
+                       "repeats": config["repeats"], "compile": compile,
+                       "compile_cache": "fresh" if compile else None,
+                       "threads": threads, "block_s": config["block_s"]}
+
+            def execute(progress, d=d, rows=rows, threads=threads, compile=compile):
+                return time_kernels(d, rows, repeats=config["repeats"], compile=compile,
+                                    threads=threads, block_s=config["block_s"])
+            specs.append(RunSpec(f"kernels d={d} rows={rows} threads={threads}", "kernels", 0,
+                                 payload, execute))
+        step_payload = {"suite": "norm-cost", "kind": "step", "threads": threads,
+                        **config["step"]}
+        specs.append(RunSpec(f"step time threads={threads}", "step", 0, step_payload,
+                             lambda progress, t=threads: time_training_steps(config["step"],
+                                                                             threads=t)))
+    from blocklab.experiments.trainer import run
+
+    for seed in range(seeds):
+        for norm in NORM_NAMES:
+            mc, tc = _quality_configs(size, norm, seed)
+            payload = {"suite": "norm-cost", "kind": "quality", "model": mc.to_dict(),
+                       "train": tc.to_dict(), "data": "stdlib"}
+            label = f"quality {norm} seed {seed}"
+            specs.append(RunSpec(label, norm, seed, payload,
+                                 lambda progress, mc=mc, tc=tc, label=label:
+                                 run(mc, tc, "stdlib", progress=progress, label=label)))
+    return specs
+
+
+# --- summarise ------------------------------------------------------------------------------------
+def _median_ms(values: Sequence[float] | None) -> float | None:
+    return None if not values else 1000 * float(np.median(values))
+
+
+def _kernel_rows(results) -> tuple[list[dict], list[dict], list[dict]]:
+    kernels, ratios, compiles = [], [], []
+    for spec, result in results:
+        if spec.arm != "kernels" or result.get("status") != "ok":
+            continue
+        d, rows, threads = result["d"], result["rows"], result["threads"]
+        impls = result["impls"]
+        for name, rec in impls.items():
+            kernels.append({"impl": name, "d": d, "rows": rows, "threads": threads,
+                            "fwd_ms": _median_ms(rec.get("fwd_s")),
+                            "fwdbwd_ms": _median_ms(rec.get("fwdbwd_s")),
+                            "saved_bytes": rec.get("bytes"),
+                            "extra_saved_bytes": rec.get("extra_bytes"),
+                            "compile_s": rec.get("compile_s"), "error": rec.get("error")})
+        for kind in KINDS:
+            rms, ln = impls.get(f"rmsnorm:{kind}"), impls.get(f"layernorm:{kind}")
+            if rms is None or ln is None:
+                continue
+            if kind == "compiled":
+                compiles.append({"d": d, "rows": rows, "threads": threads,
+                                 "rmsnorm_s": rms.get("compile_s"),
+                                 "layernorm_s": ln.get("compile_s"),
+                                 "error": rms.get("error") or ln.get("error"),
+                                 "inductor_warmup_s": result.get("inductor_warmup_s")})
+            if "fwd_s" not in rms or "fwd_s" not in ln:
+                continue
+            for pass_name in ("fwd", "fwdbwd"):
+                stats = bootstrap_ratio_ci(rms[f"{pass_name}_s"], ln[f"{pass_name}_s"])
+                ratios.append({"d": d, "rows": rows, "threads": threads,
+                               "impl": f"rmsnorm:{kind}", "layernorm_impl": f"layernorm:{kind}",
+                               "pass": pass_name, "ratio_vs_layernorm": stats["ratio"],
+                               "ci_low": stats["ci_low"], "ci_high": stats["ci_high"],
+                               "repeats": stats["n"]})
+    return kernels, ratios, compiles
+
+
+def _ratio_cell(ratios, d, rows, threads, kind, pass_name) -> str:
+    for r in ratios:
+        if (r["d"], r["rows"], r["threads"], r["impl"], r["pass"]) == (d, rows, threads,
+                                                                        f"rmsnorm:{kind}",
+                                                                        pass_name):
+            return f"{r['ratio_vs_layernorm']:.2f} [{r['ci_low']:.2f}, {r['ci_high']:.2f}]"
+    return "—"
+
+
+def summarise(size: str, seeds: int, results: list[tuple[RunSpec, dict[str, Any]]]) -> Summary:
+    kernels, ratios, compiles = _kernel_rows(results)
+    by_key = {(k["impl"], k["d"], k["rows"], k["threads"]): k for k in kernels}
+    shapes = sorted({(k["threads"], k["rows"], k["d"]) for k in kernels})
+    tables = []
+    for threads in sorted({t for t, _, _ in shapes}):
+        for pass_name, title in (("fwdbwd", "Forward+backward"), ("fwd", "Forward (no grad)")):
+            rows_out = []
+            for t, rows, d in shapes:
+                for kind in KINDS:
+                    rms = by_key.get((f"rmsnorm:{kind}", d, rows, t))
+                    ln = by_key.get((f"layernorm:{kind}", d, rows, t))
+                    if t != threads or rms is None or ln is None:
+                        continue
+                    rows_out.append([d, rows, kind, rms[f"{pass_name}_ms"],
+                                     ln[f"{pass_name}_ms"],
+                                     _ratio_cell(ratios, d, rows, t, kind, pass_name)])
+            tables.append(Table(
+                f"{title}, {threads} thread(s): median ms per call",
+                ["d", "rows", "impl", "RMSNorm ms", "LayerNorm ms", "RMS/LN [95% CI]"],
+                rows_out,
+                "Ratio < 1: RMSNorm faster; CI: bootstrap over paired repeats."))
+    first = min((t for t, _, _ in shapes), default=None)
+    memory_rows = []
+    for t, rows, d in shapes:
+        for kind in KINDS:
+            rms = by_key.get((f"rmsnorm:{kind}", d, rows, t))
+            ln = by_key.get((f"layernorm:{kind}", d, rows, t))
+            if t != first or rms is None or ln is None or rms["saved_bytes"] is None:
+                continue
+            memory_rows.append([d, rows, kind, rms["extra_saved_bytes"] / 1024,
+                                ln["extra_saved_bytes"] / 1024])
+    tables.append(Table(
+        "Saved for backward beyond the input and parameters, KiB",
+        ["d", "rows", "impl", "RMSNorm", "LayerNorm"], memory_rows,
+        "Counted exactly with torch.autograd.graph.saved_tensors_hooks (distinct storages); "
+        "the input x, also saved, is rows·d·4 bytes for every implementation."))
+    notes = []
+    for pass_name, title in (("fwdbwd", "forward+backward"), ("fwd", "forward")):
+        spans = []
+        for kind in KINDS:
+            values = [r["ratio_vs_layernorm"] for r in ratios
+                      if r["pass"] == pass_name and r["impl"] == f"rmsnorm:{kind}"]
+            if values:
+                spans.append(f"{kind} {min(values):.2f}–{max(values):.2f}")
+        if spans:
+            notes.append(f"RMSNorm/LayerNorm {title} time ratio over the shapes: "
+                         + ", ".join(spans) + ".")
+    if compiles:
+        tables.append(Table(
+            "torch.compile time (cold: fresh inductor cache), seconds",
+            ["d", "rows", "threads", "RMSNorm", "LayerNorm"],
+            [[c["d"], c["rows"], c["threads"], c["rmsnorm_s"], c["layernorm_s"]]
+             for c in compiles],
+            "First forward+backward plus first no-grad forward of the compiled plain module."))
+        warm = max((c["inductor_warmup_s"] or 0.0) for c in compiles)
+        if warm:
+            notes.append(f"torch.compile's one-off process start-up (imports, compiler checks) "
+                         f"took {warm:.1f} s, not included in the per-shape compile times.")
+        failed = [c for c in compiles if c["error"]]
+        if failed:
+            notes.append(f"torch.compile failed at {len(failed)} shape(s): {failed[0]['error']}")
+    if not SIZES[size]["compile"]:
+        notes.append(f"torch.compile is not part of the {size} grid (a cold compile takes "
+                     "seconds per implementation and shape); the quick and full grids include "
+                     "it.")
+
+    step_time: dict[str, Any] = {}
+    step_rows = []
+    for spec, result in results:
+        if spec.arm != "step" or result.get("status") != "ok":
+            continue
+        times = result["step_s"]
+        stats = bootstrap_ratio_ci(times["rmsnorm"], times["layernorm"])
+        entry = {"threads": result["threads"], "model": result["model"],
+                 "params": result["params"], "rmsnorm_ms": _median_ms(times["rmsnorm"]),
+                 "layernorm_ms": _median_ms(times["layernorm"]),
+                 "ratio": stats["ratio"], "ci_low": stats["ci_low"], "ci_high": stats["ci_high"],
+                 "repeats": stats["n"]}
+        step_time[str(result["threads"])] = entry
+        m = result["model"]
+        step_rows.append([f"d={m['d_model']} L={m['n_layers']} T={m['seq_len']} "
+                          f"B={m['batch_size']}", result["threads"], entry["rmsnorm_ms"],
+                          entry["layernorm_ms"],
+                          f"{stats['ratio']:.3f} [{stats['ci_low']:.3f}, {stats['ci_high']:.3f}]"])
+    tables.append(Table(
+        "Training step time, DecoderLM with RMSNorm vs LayerNorm (median ms)",
+        ["model", "threads", "RMSNorm ms", "LayerNorm ms", "ratio RMS/LN [95% CI]"], step_rows,
+        "Forward, backward, clipping and AdamW; steps alternate between the two models."))
+
+    losses: dict[str, dict[int, float | None]] = {norm: {} for norm in NORM_NAMES}
+    statuses: dict[str, list[str]] = {norm: [] for norm in NORM_NAMES}
+    entropy = None
+    for spec, result in results:
+        if spec.arm in NORM_NAMES:
+            final = result.get("final") or {}
+            ok = result.get("status") == "ok"
+            losses[spec.arm][spec.seed] = final.get("val_loss") if ok else None
+            statuses[spec.arm].append(result.get("status", "?"))
+            entropy = final.get("unigram_entropy", entropy)
+    seed_list = sorted(set(losses["rmsnorm"]) & set(losses["layernorm"]))
+    rms_losses = [losses["rmsnorm"][s] for s in seed_list]
+    ln_losses = [losses["layernorm"][s] for s in seed_list]
+    delta = paired_difference(rms_losses, ln_losses)
+    equivalent, verdict = equivalence(delta, EQUIVALENCE_MARGIN)
+    quality = {"rmsnorm": mean_ci(rms_losses), "layernorm": mean_ci(ln_losses), "delta": delta,
+               "margin": EQUIVALENCE_MARGIN, "equivalent": equivalent, "verdict": verdict,
+               "seeds": seed_list, "statuses": statuses, "unigram_entropy": entropy}
+    tables.append(Table(
+        "Quality: validation loss (nats/token) on stdlib, paired by seed",
+        ["RMSNorm", "LayerNorm", "Δ RMS − LN", "margin", "verdict"],
+        [[format_ci(quality["rmsnorm"]), format_ci(quality["layernorm"]), format_ci(delta),
+          f"±{EQUIVALENCE_MARGIN}", verdict]],
+        f"Equivalent when the whole 95% CI of Δ lies inside ±{EQUIVALENCE_MARGIN} nats/token; "
+        f"unigram entropy of the training bytes: "
+        f"{'—' if entropy is None else f'{entropy:.3f}'} nats."))
+    notes.append("Timings run on the stated number of CPU threads with other work possibly "
+                 "sharing the machine; repeats interleave the implementations so drift hits all "
+                 "of them, and medians ignore the slow outliers.")
+    data = {"kernels": kernels, "ratios": ratios, "compile": compiles, "step_time": step_time,
+            "quality": quality}
+    return Summary("norm-cost", size, seeds, tables, notes, data)
+
+
+SUITE = Suite(
+    name="norm-cost",
+    description="RMSNorm vs LayerNorm: kernel time and saved memory, training step time, and "
+                "paired quality (C18)",
+    plan=plan,
+    summarise=summarise,
+    # Seeds are the paired quality runs; timings get their repeats instead.
+    default_seeds={"tiny": 2, "quick": 6, "full": 8},
+)

@@ -1,0 +1,104 @@
+"""norm-cost suite: the bootstrap and equivalence rules against hand cases, the saved-bytes count
+against closed forms, the implementations against each other, and the tiny grid end to end."""
+
+import pytest
+import torch
+
+from blocklab.experiments.suites import get_suite, run_suite
+from blocklab.experiments.suites import norm_cost as nc
+
+
+def test_bootstrap_ratio_ci_by_hand():
+    # Two paired repeats: a resample is {0,0} (ratio 1), {1,1} (ratio 3) or mixed (median 2,
+    # ratio 2) with probabilities 1/4, 1/4, 1/2, so the 2.5% and 97.5% percentiles of 2000
+    # resamples are 1 and 3, and the point estimate is median(a) / median(b) = 2.
+    stats = nc.bootstrap_ratio_ci([1.0, 3.0], [1.0, 1.0])
+    assert stats == {"ratio": 2.0, "ci_low": 1.0, "ci_high": 3.0, "n": 2}
+    # a = 2·b pair by pair: every resample has ratio exactly 2.
+    exact = nc.bootstrap_ratio_ci([2.0, 4.0, 6.0, 10.0], [1.0, 2.0, 3.0, 5.0])
+    assert exact["ratio"] == exact["ci_low"] == exact["ci_high"] == 2.0
+    # Fixed seed: the same interval every time.
+    noisy = ([1.0, 1.3, 0.9, 1.1, 1.2], [1.0, 1.0, 1.1, 0.9, 1.05])
+    assert nc.bootstrap_ratio_ci(*noisy) == nc.bootstrap_ratio_ci(*noisy)
+    with pytest.raises(ValueError, match="equal, non-zero lengths"):
+        nc.bootstrap_ratio_ci([1.0], [1.0, 2.0])
+
+
+def test_equivalence_rule_by_hand():
+    inside = {"mean": 0.001, "ci_low": -0.01, "ci_high": 0.015}
+    assert nc.equivalence(inside, 0.02) == (True, "equivalent")
+    crossing = {"mean": 0.01, "ci_low": -0.005, "ci_high": 0.025}
+    assert nc.equivalence(crossing, 0.02)[0] is False
+    assert "crosses" in nc.equivalence(crossing, 0.02)[1]
+    outside = {"mean": 0.05, "ci_low": 0.03, "ci_high": 0.07}
+    assert nc.equivalence(outside, 0.02) == (False, "different (whole CI outside the margin)")
+    assert nc.equivalence({"mean": 0.0, "ci_low": None, "ci_high": None}, 0.02)[0] is False
+
+
+def test_saved_tensor_bytes_match_closed_forms():
+    rows, d = 8, 16
+    x = torch.randn(rows, d, requires_grad=True)
+    impls = nc.build_implementations(d, ("blocklab", "torch", "plain"))
+    extra = {name: nc.saved_tensor_bytes(lambda m=m: m(x), exclude=[x, *m.parameters()])
+             for name, m in impls.items()}
+    full, per_row = rows * d * 4, rows * 4
+    # Fused LayerNorm keeps x plus one mean and one 1/σ per row.
+    assert extra["layernorm:torch"]["extra_bytes"] == 2 * per_row
+    assert extra["layernorm:blocklab"]["extra_bytes"] == 2 * per_row
+    # RMSNorm in ops keeps 1/rms per row and the normalised x (for the gain's gradient).
+    for kind in ("blocklab", "torch", "plain"):
+        assert extra[f"rmsnorm:{kind}"]["extra_bytes"] == full + per_row
+    # LayerNorm in ops keeps the centred x and the normalised x.
+    assert extra["layernorm:plain"]["extra_bytes"] == 2 * full + per_row
+
+
+def test_implementations_compute_the_same_norms():
+    torch.manual_seed(0)
+    d = 32
+    x = torch.randn(5, d) * 3 + 1
+    impls = nc.build_implementations(d, ("blocklab", "torch", "plain"))
+    for module in impls.values():  # non-trivial gains and biases, equal across kinds
+        with torch.no_grad():
+            module.weight.copy_(torch.linspace(0.5, 1.5, d))
+            if getattr(module, "bias", None) is not None:
+                module.bias.copy_(torch.linspace(-0.1, 0.1, d))
+    for norm in nc.NORM_NAMES:
+        reference = impls[f"{norm}:plain"](x)
+        for kind in ("blocklab", "torch"):
+            torch.testing.assert_close(impls[f"{norm}:{kind}"](x), reference, rtol=1e-5,
+                                       atol=1e-5)
+
+
+def test_tiny_suite_end_to_end(tmp_path):
+    suite = get_suite("norm-cost")
+    assert suite is nc.SUITE
+    summary = run_suite(suite, "tiny", out_dir=tmp_path, progress=False)
+    titles = [t.title for t in summary.tables]
+    assert titles[0] == "Forward+backward, 1 thread(s): median ms per call"
+    assert summary.tables[0].columns == ["d", "rows", "impl", "RMSNorm ms", "LayerNorm ms",
+                                         "RMS/LN [95% CI]"]
+    assert any(t.startswith("Saved for backward") for t in titles)
+    assert any(t.startswith("Training step time") for t in titles)
+    assert any(t.startswith("Quality") for t in titles)
+    shapes = nc.SIZES["tiny"]["shapes"]
+    assert len(summary.tables[0].rows) == 3 * len(shapes)  # blocklab, torch, plain per shape
+
+    data = summary.data
+    assert set(data) >= {"kernels", "ratios", "step_time", "quality"}
+    assert len(data["kernels"]) == 6 * len(shapes)
+    for kernel in data["kernels"]:
+        assert {"impl", "d", "rows", "fwd_ms", "fwdbwd_ms", "saved_bytes"} <= set(kernel)
+        assert kernel["fwd_ms"] > 0 and kernel["fwdbwd_ms"] > 0 and kernel["saved_bytes"] > 0
+    for ratio in data["ratios"]:
+        assert {"d", "rows", "impl", "ratio_vs_layernorm", "ci_low", "ci_high"} <= set(ratio)
+        assert ratio["ci_low"] <= ratio["ratio_vs_layernorm"] <= ratio["ci_high"]
+    assert {"rmsnorm_ms", "layernorm_ms", "ratio", "ci_low", "ci_high"} <= set(
+        data["step_time"]["1"])
+    quality = data["quality"]
+    assert {"delta", "margin", "equivalent"} <= set(quality)
+    assert quality["margin"] == nc.EQUIVALENCE_MARGIN and quality["delta"]["n"] == 2
+    assert isinstance(quality["equivalent"], bool)
+
+    again = run_suite(suite, "tiny", out_dir=tmp_path, progress=False)  # all stored: no rerun
+    assert again.notes[-1].startswith(f"{again.runs} of {again.runs} runs were already stored")
+    assert again.data["quality"] == quality

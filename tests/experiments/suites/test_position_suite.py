@@ -1,0 +1,147 @@
+"""position suite: every arm is a real ablation, the loss slicing and sliding windows pick the
+right tokens, RoPE's relative-position error behaves as float64/bfloat16 must, and the tiny
+grid runs end to end."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from blocklab.experiments.suites import get_suite, run_suite
+from blocklab.experiments.suites import position as ps
+from blocklab.experiments.trainer import build_model, evaluate
+
+
+def _model(arm, size="tiny", seed=0):
+    return build_model(ps.arm_config(size, arm), ps.train_config(size, seed)).eval()
+
+
+def _logits(model, ids):
+    with torch.no_grad():
+        return model(ids)
+
+
+def test_every_position_arm_changes_the_forward_output():
+    ids = torch.randint(0, 256, (2, 64), generator=torch.Generator().manual_seed(0))
+    logits = {arm: _logits(_model(arm), ids) for arm in ps.arms("tiny")}
+    large = ps.arms("tiny")[2]  # learned with the larger table
+    for a in logits:
+        for b in logits:
+            if a < b and {a, b} != {"learned", large}:
+                assert not torch.allclose(logits[a], logits[b]), (a, b)
+    # The two learned tables start from the same (seed, name) stream, so within L they agree:
+    # the arms differ only in the rows past L.
+    torch.testing.assert_close(logits["learned"], logits[large], rtol=0, atol=0)
+
+
+def test_rope_scalings_change_the_output_past_L():
+    L = ps.SIZES["tiny"]["L"]
+    model = _model("rope")
+    ids = torch.randint(0, 256, (1, 2 * L), generator=torch.Generator().manual_seed(1))
+    plain = _logits(model, ids)
+    for kind in ps.SCALINGS:
+        scaled = ps.with_rope_scaling(model, ps.scaling_config(kind, 2, L))
+        assert not torch.allclose(_logits(scaled, ids), plain), kind
+    # Same weights: with no scaling the copy is the model.
+    torch.testing.assert_close(_logits(ps.with_rope_scaling(model, None), ids), plain)
+
+
+def test_learned_table_past_L_is_recorded_not_raised():
+    L = ps.SIZES["tiny"]["L"]
+    val = np.arange(4 * L + 10, dtype=np.uint8)
+    read = ps.extrapolation(_model("learned"), val, L, (1, 2), n_windows=2)
+    assert read["loss_beyond_L"] == {"2": ps.UNAVAILABLE}
+    assert "learned table" in read["errors"]["2"]
+    assert read["loss_at_L"] is not None and read["sliding"]["2"] is not None
+    large = ps.extrapolation(_model(ps.arms("tiny")[2]), val, L, (2,), n_windows=2)
+    assert isinstance(large["loss_beyond_L"]["2"], float)
+    far = ps.finite_far_out(_model("learned"))
+    assert far["float32"] is None and "exceeds learned table" in far["error"]
+
+
+def test_loss_beyond_picks_exactly_the_positions_at_or_past_L():
+    L = 8
+    per_position = [100.0] * L + [1.0, 2.0, 3.0, 6.0]
+    assert ps.loss_beyond(per_position, L) == 3.0
+    assert ps.loss_beyond(list(range(3 * L)), L) == float(np.mean(range(L, 3 * L)))
+    with pytest.raises(ValueError, match="none at or past L=8"):
+        ps.loss_beyond([1.0] * L, L)
+    # Through the evaluation: the reported number is the mean of the curve's entries >= L.
+    model = _model("alibi")
+    val = np.random.default_rng(0).integers(0, 256, 5000).astype(np.uint8)
+    L = ps.SIZES["tiny"]["L"]
+    read = ps.extrapolation(model, val, L, (2,), n_windows=2, sliding=False)
+    curve = read["per_position"]["2"]
+    assert len(curve) == 2 * L
+    assert read["loss_beyond_L"]["2"] == pytest.approx(float(np.mean(curve[L:])), rel=1e-12)
+
+
+def test_sliding_windows_score_every_token_once_below_the_window():
+    L = ps.SIZES["tiny"]["L"]
+    model = _model("learned")  # any position >= L would raise
+    rows = torch.randint(0, 256, (3, 4 * L + 1), generator=torch.Generator().manual_seed(2))
+    curve = ps.sliding_window_loss(model, rows, L, L // 2)
+    assert len(curve) == 4 * L and all(math.isfinite(v) for v in curve)
+    # One window: the same numbers as a plain evaluation of that window.
+    single = ps.sliding_window_loss(model, rows[:, :L + 1], L, L // 2)
+    reference = evaluate(model, {L: rows[:, :L + 1]}, batch_tokens=4096)[L]["per_position"]
+    np.testing.assert_allclose(single, reference, rtol=1e-6)
+    # The first L targets of the long read come from the first window alone.
+    np.testing.assert_allclose(curve[:L], reference, rtol=1e-6)
+    with pytest.raises(ValueError, match="do not tile"):
+        ps.sliding_window_loss(model, rows[:, :L + 11], L, L // 2)
+
+
+def test_rope_relative_error_is_zero_in_float64_and_grows_in_bfloat16():
+    shifts = (0, 10, 100, 10_000, 100_000)
+    exact = dict(ps.rope_relative_error("float64", shifts))
+    assert max(exact.values()) < 1e-9
+    low = dict(ps.rope_relative_error("bfloat16", shifts))
+    assert low[0] == 0.0
+    assert low[10] < low[10_000] < low[100_000]
+    assert low[100_000] > 0.5  # position 10^5 in bfloat16 is rounded to a multiple of 512
+    # float16 cannot hold position 10^5 at all: reported as None (NaN/inf), not as a number.
+    assert dict(ps.rope_relative_error("float16", shifts))[100_000] is None
+    # blocklab's pipeline keeps float32 angles: bfloat16 only adds a constant rounding floor.
+    ours = dict(ps.rope_relative_error_blocklab("bfloat16", shifts))
+    assert ours[100_000] < 0.1
+
+
+def test_yarn_betas_keep_the_paper_split_of_the_spectrum():
+    assert ps.yarn_betas(4096) == (32.0, 1.0)
+    assert ps.yarn_betas(128) == (1.0, 1 / 32)
+    # Llama 2 (L 4096, 64 pairs): ramp over pairs 20..46; at L=128 with 16 pairs the rescaled
+    # β give 5..12, the same fractions (to the rounding of floor/ceil).
+    assert ps.yarn_ramp_pairs(4096, 128, 32.0, 1.0) == (20, 46)
+    assert ps.yarn_ramp_pairs(128, 32, *ps.yarn_betas(128)) == (5, 12)
+
+
+def test_tiny_suite_end_to_end(tmp_path):
+    suite = get_suite("position")
+    assert suite is ps.SUITE
+    summary = run_suite(suite, "tiny", out_dir=tmp_path, progress=False)
+    L, mults = ps.SIZES["tiny"]["L"], ps.SIZES["tiny"]["mults"]
+    first = summary.tables[0]
+    assert first.title == f"Loss (nats/token) on positions ≥ L, trained at L={L}"
+    assert first.columns == ["arm", "1× (all positions)", "2× (p ≥ L)", "4× (p ≥ L)",
+                             "sliding 4× (p ≥ L)"]
+    titles = [t.title for t in summary.tables]
+    assert any("(C20)" in t for t in titles) and any("(C26)" in t for t in titles)
+
+    data = summary.data
+    assert data["L"] == L and data["eval_lengths"] == [m * L for m in mults]
+    expected = set(ps.arms("tiny")) | {f"rope+{k}" for k in ps.SCALINGS}
+    assert expected <= set(data["arms"])
+    assert any(name.endswith("+ft2x") for name in data["arms"])  # tiny fine-tunes too
+    for name, arm in data["arms"].items():
+        assert {"loss_beyond_L", "sliding", "per_position", "passkey"} <= set(arm), name
+        assert set(arm["loss_beyond_L"]) == {"2", "4"}
+    assert data["arms"]["learned"]["loss_beyond_L"]["2"] == ps.UNAVAILABLE
+    assert data["arms"]["learned"]["passkey"]["by_length"]["2"] == ps.UNAVAILABLE
+    assert data["arms"]["rope"]["loss_beyond_L"]["4"]["n"] == 1
+    assert len(data["arms"]["rope"]["per_position"]["4"]["loss"]) == 4 * 8  # buckets of L/8
+    assert set(data["relative_error"]) == set(ps.RELATIVE_ERROR_DTYPES)
+    assert data["relative_error"]["float64"][0] == [0, 0.0]
+    assert data["finite_past_max_seq_len"]["rope"][0]["float32"] is True
+    assert data["finite_past_max_seq_len"]["rope"][0]["bfloat16"] is True
