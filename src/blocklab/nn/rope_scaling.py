@@ -140,7 +140,9 @@ def linear_rope(
     angles seen for ``L`` (Chen et al. 2023, https://arxiv.org/abs/2306.15595; kaiokendev).
     Keys: ``factor`` (>= 1).
     """
-    _check_keys("linear", scaling, required=("factor",))
+    # original_max_position_embeddings is informational here (Hugging Face configs carry it).
+    _check_keys("linear", scaling, required=("factor",),
+                optional=("original_max_position_embeddings",))
     _check_theta(theta)
     factor = _number("linear", scaling, "factor", 1.0)
     inv_freq = _plain_inv_freq(rotary_dim(head_dim, partial_rotary_factor), theta)
@@ -162,7 +164,9 @@ def ntk_rope(
     https://www.reddit.com/r/LocalLLaMA/comments/14lz7j5/. Hugging Face ships no rope_type for it;
     ``dynamic`` with the same base is the same function of length. Keys: ``factor`` (>= 1).
     """
-    _check_keys("ntk", scaling, required=("factor",))
+    # original_max_position_embeddings is informational here (Hugging Face configs carry it).
+    _check_keys("ntk", scaling, required=("factor",),
+                optional=("original_max_position_embeddings",))
     _check_theta(theta)
     factor = _number("ntk", scaling, "factor", 1.0)
     dim = _ntk_dim("ntk", rotary_dim(head_dim, partial_rotary_factor))
