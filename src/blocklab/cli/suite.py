@@ -20,8 +20,20 @@ def suite(
     out: Path = typer.Option(Path("runs"), "--out", help="Results folder (resumable)."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
     no_progress: bool = typer.Option(False, "--no-progress", help="Hide the progress bar."),
+    executor: str = typer.Option("process", "--executor", help="process (one run after "
+                                 "another in this process) or ray (each run a Ray task)."),
+    address: str = typer.Option(None, "--address", help="Ray: the cluster to join, auto, "
+                                "HEAD_IP:6379 or local (a new instance here); default: "
+                                "$RAY_ADDRESS, else a cluster running here, else local."),
+    cpus_per_run: float = typer.Option(None, "--cpus-per-run",
+                                       help="Ray: CPUs each run reserves (default: 1)."),
+    gpus_per_run: float = typer.Option(None, "--gpus-per-run",
+                                       help="Ray: GPUs each run reserves (default: 0)."),
 ) -> None:
     """Run a suite of seeded experiments; runs already stored under --out are skipped.
+
+    If any run fails (with --executor ray the others carry on), the suite is not summarised:
+    the failed runs are listed, exit code 1, and the same command again runs only those.
 
     Example: [bold]blocklab suite ffn --quick --seeds 2 --out runs[/bold]
     """
@@ -29,13 +41,40 @@ def suite(
         raise ValueError("choose at most one of --tiny, --quick, --full")
     size = "full" if full else "tiny" if tiny else "quick"
     from blocklab.experiments.suites import get_suite, run_suite
+    from blocklab.experiments.suites.base import SuiteIncomplete
 
     chosen = get_suite(name)
-    summary = run_suite(chosen, size, seeds, out, progress=not (no_progress or as_json))
+    run_on = _executor(executor, address, cpus_per_run, gpus_per_run)
+    try:
+        summary = run_suite(chosen, size, seeds, out, progress=not (no_progress or as_json),
+                            executor=run_on)
+    except SuiteIncomplete as incomplete:
+        typer.echo(f"error: suite {incomplete.suite} ({incomplete.size}): "
+                   f"{len(incomplete.missing)} of {incomplete.total} runs have no result; "
+                   "run the same command again to complete only these:", err=True)
+        for label, error in incomplete.missing:
+            typer.echo(f"  {label}: {error}", err=True)
+        raise typer.Exit(1) from None
     if as_json:
         typer.echo(json.dumps(summary.to_dict(), indent=1))
         return
     print_summary(summary.to_dict())
+
+
+def _executor(kind: str, address: str | None, cpus: float | None, gpus: float | None):
+    """None (run_suite's default, in this process) or a `RayExecutor` from the flags."""
+    if kind == "process":
+        given = [flag for flag, value in (("--address", address), ("--cpus-per-run", cpus),
+                                          ("--gpus-per-run", gpus)) if value is not None]
+        if given:
+            raise ValueError(f"{', '.join(given)} only apply with --executor ray")
+        return None
+    if kind != "ray":
+        raise ValueError(f"--executor {kind!r} is not allowed; expected process or ray")
+    from blocklab.experiments.executors import RayExecutor
+
+    return RayExecutor(address=address, num_cpus=1 if cpus is None else cpus,
+                       num_gpus=0 if gpus is None else gpus)
 
 
 def print_summary(summary: dict) -> None:

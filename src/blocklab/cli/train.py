@@ -71,6 +71,8 @@ def train(
     stuck_patience: int = typer.Option(None, help="Steps after warmup before a loss above the "
                                        "unigram entropy ends the run as stuck (default: off)."),
     threads: int = typer.Option(None, help="Torch CPU threads (default: as is)."),
+    device: str = typer.Option(None, help="cpu or cuda (default: cpu); under torchrun each "
+                               "rank uses cuda:LOCAL_RANK."),
     data: str = typer.Option(None, help="stdlib, shakespeare, or a text file or folder "
                              "(default: stdlib)."),
     out: Path = typer.Option(None, "--out",
@@ -81,11 +83,16 @@ def train(
     """Train one small decoder LM on built-in text and write DIR/result.json (loss in nats per
     token, bits per byte, curves). Exit code 1 if the run diverged or got stuck.
 
+    Under [bold]torchrun --nproc-per-node N -m blocklab train ...[/bold] the run is
+    data-parallel: --batch-size is the global batch, split evenly over the N ranks, and rank 0
+    writes the result.
+
     Example: [bold]blocklab train --ffn relu --placement post --warmup 0 --steps 300[/bold]
     """
     from rich.console import Console
 
     from blocklab.config import ModelConfig
+    from blocklab.experiments import distributed
     from blocklab.experiments.data import load_corpus
     from blocklab.experiments.results import run_id
     from blocklab.experiments.trainer import TrainConfig, make_progress, run
@@ -97,7 +104,7 @@ def train(
     train_fields = {**file.get("train", {}), **_given(
         seq_len=seq_len, batch_size=batch_size, steps=steps, lr=lr, warmup_steps=warmup,
         schedule=schedule, weight_decay=weight_decay, seed=seed, init=init,
-        eval_every=eval_every, stuck_patience=stuck_patience, threads=threads)}
+        eval_every=eval_every, stuck_patience=stuck_patience, threads=threads, device=device)}
     if clip is not None:
         train_fields["grad_clip"] = None if clip == 0 else clip
     if eval_lengths is not None:
@@ -107,9 +114,16 @@ def train(
     corpus = load_corpus(data or file.get("data", "stdlib"))
     out = out if out is not None else Path("runs") / run_id(model_config, train_config,
                                                             corpus.name)
+    rank = distributed.torchrun_rank()
+    if rank is not None:  # fail on every rank alike, before any of them waits for the others
+        distributed.local_rows(train_config.batch_size, rank.rank, rank.world_size)
+    main_rank = rank is None or rank.rank == 0
     err = Console(stderr=True)
-    progress = False if (no_progress or as_json) else make_progress(err)
-    result = run(model_config, train_config, corpus, out / "result.json", progress=progress)
+    progress = False if (no_progress or as_json or not main_rank) else make_progress(err)
+    with distributed.process_group(train_config.device):
+        result = run(model_config, train_config, corpus, out / "result.json", progress=progress)
+    if not main_rank:
+        raise typer.Exit(0 if result["status"] == "ok" else 1)
     summary = {key: result[key] for key in ("run_id", "status", "reason", "steps_done",
                                             "wall_time_s", "ms_per_step", "tokens_per_s")}
     summary["final"] = {k: v for k, v in result["final"].items() if k != "per_position_loss"}

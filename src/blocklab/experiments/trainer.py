@@ -15,6 +15,12 @@
 
 Same seed, same machine, same thread count: the same loss curve bit for bit.
 
+Inside a torch.distributed process group (`torchrun`, see `blocklab.experiments.distributed`)
+the run is data-parallel: each rank trains on its slice of the same global batch, gradients are
+averaged by DistributedDataParallel, the logged loss is the global batch's, every rank evaluates
+all validation windows, and rank 0 alone shows progress and writes the result; the curves match
+a single process up to float rounding.
+
 Curves: `step`, `train_loss`, `lr`, `grad_norm` hold one entry per optimizer step (0-based step
 index; the loss is that step's batch loss before its update, the gradient norm before clipping).
 `val_step` counts the updates done when the validation losses in `val` were measured.
@@ -45,6 +51,7 @@ from rich.progress import (
 from torch import nn
 
 from blocklab.config import ModelConfig, write_atomic
+from blocklab.experiments import distributed
 from blocklab.experiments.data import (
     Corpus,
     bits_per_byte,
@@ -298,17 +305,25 @@ class _ResidualRecorder:
 
     def __init__(self, layers: nn.ModuleList) -> None:
         self.active = False
-        self.values: list[float] = []
+        self.squares: list[torch.Tensor] = []  # mean square per layer, 0-d
         self.handles = [layer.register_forward_hook(self._hook) for layer in layers]
 
     def _hook(self, module: nn.Module, inputs: Any, output: Any) -> None:
         if self.active:
             x = output[0] if isinstance(output, tuple) else output
-            self.values.append(float(x.detach().float().pow(2).mean().sqrt()))
+            self.squares.append(x.detach().float().pow(2).mean())
 
     def take(self) -> list[float]:
-        values, self.values = self.values, []
-        return values
+        """RMS per layer since the last call; over the global batch inside a process group
+        (the ranks' slices are equal-sized, so the mean of their mean squares is the global
+        one)."""
+        squares, self.squares = self.squares, []
+        if not squares:
+            return []
+        stacked = torch.stack(squares)  # [n_layers]
+        if distributed.active():
+            stacked = distributed.mean_over_ranks(stacked)
+        return stacked.sqrt().tolist()
 
     def remove(self) -> None:
         for handle in self.handles:
@@ -381,11 +396,19 @@ def train(model_config: ModelConfig, train_config: TrainConfig,
     Args:
         data: "stdlib", "shakespeare", a path, or a loaded `Corpus`.
         progress: False (silent), True (own rich progress bar) or a `rich.progress.Progress`
-            to add this run's task to (hidden again when the run ends).
+            to add this run's task to (hidden again when the run ends); rank 0 only.
         label: the progress description; defaults to the model's design choices and seed.
+
+    Inside a process group every rank must call this with the same arguments, and each gets
+    the same result (timings aside). `train_config.batch_size` is the global batch and must
+    divide by the number of ranks.
     """
     started = time.perf_counter()
     mc, tc = model_config, train_config
+    rank, world_size = distributed.rank_and_world_size()
+    rows = distributed.local_rows(tc.batch_size, rank, world_size)  # this rank's slice
+    if rank != 0:
+        progress = False
     corpus = load_corpus(data)
     if mc.vocab_size < corpus.tokenizer.vocab_size:
         raise ValueError(f"ModelConfig.vocab_size={mc.vocab_size} is smaller than the "
@@ -414,8 +437,10 @@ def train(model_config: ModelConfig, train_config: TrainConfig,
 
     with _runtime(tc), _progress_task(progress, label, tc.steps) as advance:
         env = environment(tc.device)
+        env.update(distributed.describe())
         model = build_model(mc, tc)
         model.train()
+        forward = distributed.data_parallel(model)  # `model` itself outside a process group
         params = list(model.parameters())
         optimizer = _optimizer(model, tc)
         recorder = _ResidualRecorder(model.layers)
@@ -427,12 +452,14 @@ def train(model_config: ModelConfig, train_config: TrainConfig,
                     group["lr"] = lr
                 batch = sample_batch(corpus.train, seed=tc.seed, step=step,
                                      batch_size=tc.batch_size, seq_len=tc.seq_len)
-                batch = batch.to(tc.device)
+                batch = batch[rows].to(tc.device)  # [B / world_size, T + 1]
                 log_now = tc.log_every > 0 and step % tc.log_every == 0
                 recorder.active = log_now
-                loss = _lm_loss(model(batch[:, :-1]), batch[:, 1:])
+                loss = _lm_loss(forward(batch[:, :-1]), batch[:, 1:])
                 recorder.active = False
-                loss_value = loss.item()
+                # Every rank must see the same loss: it decides when all of them stop.
+                loss_value = (distributed.mean_over_ranks(loss).item() if distributed.active()
+                              else loss.item())
                 curves["step"].append(step)
                 curves["train_loss"].append(loss_value)
                 curves["lr"].append(lr)
@@ -516,7 +543,8 @@ def train(model_config: ModelConfig, train_config: TrainConfig,
 def run(model_config: ModelConfig, train_config: TrainConfig,
         data: str | Path | Corpus = "stdlib", out_path: str | Path | None = None, *,
         progress: Progress | bool = False, label: str | None = None) -> dict[str, Any]:
-    """Train one model; return its result and, given `out_path`, write it there atomically.
+    """Train one model; return its result and, given `out_path`, write it there atomically
+    (from rank 0 alone inside a process group).
 
     Result keys: run_id, status ("ok" | "diverged" | "stuck"), reason, model_config,
     train_config, data {name, sha256, tokenizer, train_bytes, val_bytes, files, ...},
@@ -527,6 +555,6 @@ def run(model_config: ModelConfig, train_config: TrainConfig,
     train_time_s, ms_per_step, tokens_per_s. Non-finite numbers are written as null.
     """
     _, result = train(model_config, train_config, data, progress=progress, label=label)
-    if out_path is not None:
+    if out_path is not None and distributed.is_main():  # one writer in a process group
         write_atomic(Path(out_path), result_json(result))
     return result

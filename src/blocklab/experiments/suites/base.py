@@ -9,6 +9,11 @@ so an interrupted suite resumes where it stopped and nothing finished is lost. T
 
     suite = SUITES["ffn"]
     summary = run_suite(suite, size="quick", seeds=2, out_dir="runs")
+
+Where the runs execute is the executor's business: `execute_in_process` (the default) runs them
+here one after another; `blocklab.experiments.executors.RayExecutor` sends each to a Ray
+cluster. Either way the suite is summarised only once every run has a stored result; otherwise
+`run_suite` raises `SuiteIncomplete` naming the runs that are missing.
 """
 
 from __future__ import annotations
@@ -87,6 +92,28 @@ class Suite:
                                                                     "full": 5})
 
 
+# An executor runs `specs`, saves each result with `store.save(spec.run_id, result)` the moment it
+# finishes, and may return {run_id: one-line error} for runs that failed without stopping the
+# rest. `progress` is True/False: whether to show a progress bar.
+Executor = Callable[[list[RunSpec], ResultStore, bool], dict[str, str] | None]
+
+
+class SuiteIncomplete(RuntimeError):
+    """Some runs of a suite have no stored result, so it was not summarised.
+
+    `missing` lists (label, error) per missing run. Every stored result is kept: running the
+    suite again with the same out_dir executes only the missing runs.
+    """
+
+    def __init__(self, suite: str, size: str, missing: list[tuple[str, str]],
+                 total: int) -> None:
+        self.suite, self.size, self.missing, self.total = suite, size, missing, total
+        runs = "; ".join(f"{label} ({error})" for label, error in missing)
+        super().__init__(f"suite {suite} ({size}): {len(missing)} of {total} runs have no "
+                         f"result, so it was not summarised; run it again to complete only "
+                         f"these: {runs}")
+
+
 def _check_size(size: str) -> None:
     if size not in SIZES:
         raise ValueError(f"suite size {size!r} is not allowed; expected one of {list(SIZES)}")
@@ -98,9 +125,13 @@ def suite_dir(out_dir: str | Path, suite: Suite, size: str) -> Path:
 
 def run_suite(suite: Suite, size: str = "quick", seeds: int | None = None,
               out_dir: str | Path = "runs", *, progress: bool = True,
-              executor: Callable[[list[RunSpec], ResultStore, Any], None] | None = None,
-              ) -> Summary:
-    """Run every missing run of `suite`, then summarise all of them and write summary.json."""
+              executor: Executor | None = None) -> Summary:
+    """Run every missing run of `suite`, then summarise all of them and write summary.json.
+
+    Raises SuiteIncomplete (after every other run has finished and been saved) when a run
+    failed in an executor that carries on past failures; `execute_in_process` instead lets the
+    first exception propagate.
+    """
     _check_size(size)
     seeds = suite.default_seeds[size] if seeds is None else seeds
     if not isinstance(seeds, int) or seeds < 1:
@@ -109,8 +140,14 @@ def run_suite(suite: Suite, size: str = "quick", seeds: int | None = None,
     store = ResultStore(suite_dir(out_dir, suite, size))
     missing = [s for s in specs if not store.has(s.run_id)]
     start = time.perf_counter()
+    failed: dict[str, str] = {}
     if missing:
-        (executor or execute_in_process)(missing, store, progress)
+        failed = (executor or execute_in_process)(missing, store, progress) or {}
+    absent = [spec for spec in specs if not store.has(spec.run_id)]
+    if absent:
+        raise SuiteIncomplete(suite.name, size, [
+            (spec.label, failed.get(spec.run_id, "no result was stored")) for spec in absent],
+            len(specs))
     results = [(spec, store.load(spec.run_id)) for spec in specs]
     summary = suite.summarise(size, seeds, results)
     summary.runs = len(specs)
@@ -122,7 +159,8 @@ def run_suite(suite: Suite, size: str = "quick", seeds: int | None = None,
 
 
 def execute_in_process(specs: Sequence[RunSpec], store: ResultStore, progress: bool) -> None:
-    """Run specs one after another in this process, saving each result as it finishes."""
+    """Run specs one after another in this process, saving each result as it finishes; the
+    first exception stops the suite (what finished before it stays stored)."""
     from blocklab.experiments.trainer import make_progress
 
     if not progress:

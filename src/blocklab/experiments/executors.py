@@ -1,0 +1,151 @@
+"""Where a suite's runs execute: here one after another, or as tasks on a Ray cluster.
+
+An executor is called as `executor(specs, store, progress)`. It runs every spec, saves each
+result with `store.save(spec.run_id, result)` the moment that result arrives, and returns
+{run_id: one-line error} for the runs that failed without stopping the others. `run_suite`
+summarises only when every run of the suite has a stored result, and raises `SuiteIncomplete`
+otherwise, so a rerun with the same results folder completes only the missing runs.
+
+    execute_in_process   the default: in order, in this process; the first exception stops
+                         the suite
+    RayExecutor          one Ray task per run, each reserving `num_cpus` CPUs and `num_gpus`
+                         GPUs; the driver saves results in the order `ray.wait` hands them
+                         back; a failed task (an exception, a killed worker) is reported with
+                         its label and the others carry on
+
+    from blocklab.experiments.executors import RayExecutor
+    run_suite(get_suite("ffn"), "quick", out_dir="runs", executor=RayExecutor(address="auto"))
+
+Ray ships each run to a worker by pickling its `RunSpec.execute` function with cloudpickle:
+closures over plain values (sizes, seeds, labels) travel as they are, and functions of
+importable modules travel by name, so every Ray node needs the same blocklab installed.
+Results are written by the driver only, so the results folder need not be shared.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from blocklab.experiments.results import ResultStore
+from blocklab.experiments.suites.base import RunSpec, execute_in_process
+
+RAY_INSTALL = "pip install 'blocklab[ray]'"
+
+
+def _execute(execute: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
+    """The body of one Ray task: run the spec without a progress bar (the driver shows one)."""
+    return execute(False)
+
+
+def _describe(error: BaseException) -> str:
+    """A failed task's error as one line: the task's own exception where Ray wrapped one."""
+    import ray
+
+    if isinstance(error, ray.exceptions.RayTaskError) and error.cause is not None:
+        error = error.cause
+    lines = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {lines[0] if lines else ''}".rstrip(": ")
+
+
+@dataclass(frozen=True)
+class RayExecutor:
+    """Run each spec as a Ray task; see the module docstring.
+
+    address: the cluster to join, as `ray.init(address=...)` takes it: "auto" (the cluster
+        this machine is a node of), "HEAD_IP:6379", or "local" (a new Ray instance on this
+        machine for this suite alone, stopped afterwards). None follows Ray's own rule:
+        $RAY_ADDRESS, else the cluster last started on this machine, else a new local
+        instance. When Ray is already initialised in this process, that instance is used.
+    num_cpus, num_gpus: resources each run reserves; Ray starts a run only on a node with
+        them free, and sets its worker's OMP_NUM_THREADS to num_cpus.
+    max_retries: reruns of a task whose worker died (a lost node, an out-of-memory kill);
+        Ray's own default is 3. A run that raised is never retried: it is deterministic.
+    """
+
+    address: str | None = None
+    num_cpus: float = 1
+    num_gpus: float = 0
+    max_retries: int = 3
+
+    def __post_init__(self) -> None:
+        for name in ("num_cpus", "num_gpus"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+                raise ValueError(f"RayExecutor.{name}={value!r} is not allowed; expected a "
+                                 "number >= 0")
+        if isinstance(self.max_retries, bool) or not isinstance(self.max_retries, int) \
+                or self.max_retries < 0:
+            raise ValueError(f"RayExecutor.max_retries={self.max_retries!r} is not allowed; "
+                             "expected an integer >= 0")
+        if importlib.util.find_spec("ray") is None:
+            raise ValueError(f"the Ray executor needs Ray; install it with: {RAY_INSTALL}")
+
+    def __call__(self, specs: Sequence[RunSpec], store: ResultStore,
+                 progress: bool) -> dict[str, str]:
+        import ray
+
+        started_here = not ray.is_initialized()
+        if started_here:
+            try:
+                ray.init(address=self.address)
+            except ConnectionError as err:  # a wrong address, or a cluster token missing here
+                raise ValueError(f"could not join the Ray cluster at {self.address}: "
+                                 f"{str(err).splitlines()[0]}") from err
+        try:
+            return self._run(specs, store, progress)
+        finally:
+            if started_here:
+                ray.shutdown()
+
+    def _run(self, specs: Sequence[RunSpec], store: ResultStore,
+             progress: bool) -> dict[str, str]:
+        import ray
+        from rich.markup import escape
+
+        from blocklab.experiments.trainer import make_progress
+
+        for spec in specs:  # fail before anything starts, naming the run and the culprit
+            try:
+                ray.cloudpickle.dumps(spec.execute)
+            except Exception as err:
+                raise ValueError(f"run {spec.label!r} cannot be sent to Ray workers: "
+                                 f"{type(err).__name__}: {err}") from err
+        task = ray.remote(_execute).options(num_cpus=self.num_cpus, num_gpus=self.num_gpus,
+                                            max_retries=self.max_retries)
+        pending: dict[Any, RunSpec] = {}
+        failed: dict[str, str] = {}
+        title = f"suite: {len(specs)} runs on Ray"
+        with make_progress() if progress else contextlib.nullcontext() as bar:
+            overall = bar.add_task(title, total=len(specs), loss="—") if bar is not None else None
+            try:
+                for spec in specs:
+                    pending[task.remote(spec.execute)] = spec
+                while pending:
+                    ready, _ = ray.wait(list(pending), num_returns=1)
+                    spec = pending.pop(ready[0])
+                    try:
+                        result = ray.get(ready[0])
+                    except ray.exceptions.RayError as err:
+                        failed[spec.run_id] = _describe(err)
+                        if bar is not None:
+                            bar.console.print(f"[red]failed[/red] {escape(spec.label)}: "
+                                              f"{escape(failed[spec.run_id])}")
+                    else:
+                        store.save(spec.run_id, result)
+                    if bar is not None:
+                        bar.update(overall, advance=1, description=title + (
+                            f", {len(failed)} failed" if failed else ""))
+            except BaseException:
+                # Interrupted, or a result could not be saved: stop what still runs. Every
+                # result saved so far stays, so a rerun resumes from here.
+                for ref in pending:
+                    ray.cancel(ref, force=True)
+                raise
+        return failed
+
+
+__all__ = ["RAY_INSTALL", "RayExecutor", "execute_in_process"]

@@ -1,0 +1,171 @@
+"""Suite executors: run_suite with runs left missing, the CLI's executor flags, and Ray tasks on a
+local instance (results equal to the in-process run's; a killed worker and a raising run
+reported while the others finish; a rerun completing only the missing runs)."""
+
+import json
+import os
+import time
+
+import pytest
+
+from blocklab.cli import main
+from blocklab.experiments.suites import SUITE_MODULES, base, get_suite, run_suite
+
+
+def _toy_suite(log_dir, crash=None, fail=None, no_status=None):
+    """Two arms × `seeds` runs. Each finished run leaves a file in `log_dir` (workers are other
+    processes, so a list would not do). On its first attempt, run `crash` kills its worker and
+    run `fail` raises; run `no_status` returns a result without a status every time."""
+
+    def plan(size, seeds):
+        specs = []
+        for arm in ("a", "b"):
+            for seed in range(seeds):
+                label = f"{arm}/{seed}"
+
+                def execute(progress, arm=arm, seed=seed, label=label):
+                    first = not (log_dir / f"tried-{arm}{seed}").exists()
+                    (log_dir / f"tried-{arm}{seed}").touch()
+                    if first and label == crash:
+                        os._exit(1)  # the worker process dies mid-task
+                    if first and label == fail:
+                        raise ValueError("boom")
+                    (log_dir / f"done-{arm}{seed}-{time.time_ns()}").touch()
+                    if label == no_status:
+                        return {"value": 0.0}
+                    return {"status": "ok", "value": seed + (1.0 if arm == "a" else 0.0),
+                            "wall_time_s": 0.5}
+
+                specs.append(base.RunSpec(label, arm, seed,
+                                          {"arm": arm, "seed": seed, "size": size}, execute))
+        return specs
+
+    def summarise(size, seeds, results):
+        a = [r["value"] for s, r in results if s.arm == "a"]
+        b = [r["value"] for s, r in results if s.arm == "b"]
+        return base.Summary("toy", size, seeds, [], data={
+            "diff": base.paired_difference(a, b)})
+
+    return base.Suite("toy", "a toy", plan, summarise)
+
+
+def _done(log_dir):
+    """Labels of the runs that finished, as arm+seed, one entry per finished execution."""
+    return sorted(p.name.split("-")[1] for p in log_dir.glob("done-*"))
+
+
+# --- any executor -----------------------------------------------------------------------------
+def test_runs_an_executor_leaves_missing_are_named_and_a_rerun_completes_them(tmp_path):
+    def executor(specs, store, progress):  # finishes only the runs of arm "a"
+        for spec in specs:
+            if spec.arm == "a":
+                store.save(spec.run_id, spec.execute(False))
+        return {spec.run_id: "LostNode: gone" for spec in specs if spec.arm == "b"}
+
+    suite = _toy_suite(tmp_path)
+    with pytest.raises(base.SuiteIncomplete) as caught:
+        run_suite(suite, "tiny", 2, tmp_path / "out", progress=False, executor=executor)
+    assert caught.value.missing == [("b/0", "LostNode: gone"), ("b/1", "LostNode: gone")]
+    assert "2 of 4 runs have no result" in str(caught.value)
+    assert not (tmp_path / "out" / "toy" / "tiny" / "summary.json").exists()
+    assert _done(tmp_path) == ["a0", "a1"]
+    summary = run_suite(suite, "tiny", 2, tmp_path / "out", progress=False)
+    assert _done(tmp_path) == ["a0", "a1", "b0", "b1"]  # the rerun ran only arm b
+    assert summary.data["diff"]["mean"] == 1.0
+
+
+def test_cli_lists_runs_without_a_result_and_exits_1(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr("blocklab.experiments.suites.get_suite",
+                        lambda name: _toy_suite(tmp_path, no_status="b/1"))
+    assert main(["suite", "toy", "--tiny", "--seeds", "2", "--out", str(tmp_path / "out"),
+                 "--no-progress"]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("error: suite toy (tiny): 1 of 4 runs have no result")
+    assert err[1:] == ["  b/1: no result was stored"]
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--executor", "threads"], "--executor 'threads' is not allowed"),
+    (["--address", "auto"], "--address only apply with --executor ray"),
+    (["--executor", "ray", "--cpus-per-run", "-1"], "RayExecutor.num_cpus=-1.0"),
+])
+def test_bad_executor_flags_are_one_line_exit_2(tmp_path, capsys, args, message):
+    assert main(["suite", "ffn", "--tiny", "--out", str(tmp_path), *args]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and message in err
+
+
+# --- Ray ----------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def ray_instance():
+    """One local Ray instance for the module: starting one takes seconds. "local": a new one,
+    never a cluster already running on this machine."""
+    ray = pytest.importorskip("ray")
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield ray
+    ray.shutdown()
+
+
+def test_every_suites_runs_can_be_sent_to_ray_workers():
+    cloudpickle = pytest.importorskip("ray.cloudpickle")
+    for name in SUITE_MODULES:
+        for spec in get_suite(name).plan("tiny", 2):
+            assert callable(cloudpickle.loads(cloudpickle.dumps(spec.execute))), spec.label
+
+
+def test_ray_results_equal_the_in_process_results(ray_instance, tmp_path, capsys):
+    # The real ffn suite at its tiny size (7 arms and the timing run), through the CLI.
+    assert main(["suite", "ffn", "--tiny", "--executor", "ray", "--json",
+                 "--out", str(tmp_path / "ray")]) == 0
+    assert json.loads(capsys.readouterr().out)["runs"] == 8
+    run_suite(get_suite("ffn"), "tiny", 1, tmp_path / "local", progress=False)
+    on_ray = sorted((tmp_path / "ray" / "ffn" / "tiny").glob("*.json"))
+    local = sorted((tmp_path / "local" / "ffn" / "tiny").glob("*.json"))
+    assert [p.name for p in on_ray] == [p.name for p in local] and len(on_ray) == 9
+    trained = 0
+    for ray_path, local_path in zip(on_ray, local, strict=True):
+        a, b = json.loads(ray_path.read_text()), json.loads(local_path.read_text())
+        if "curves" in a:  # the runs are seeded and single-threaded: equal bit for bit
+            assert a["curves"]["train_loss"] == b["curves"]["train_loss"]
+            assert a["final"]["val_loss"] == b["final"]["val_loss"]
+            assert a["zero_grad_fraction"] == b["zero_grad_fraction"]
+            trained += 1
+    assert trained == 7
+
+
+def test_killed_worker_and_raising_run_are_reported_and_a_rerun_completes_them(
+        ray_instance, tmp_path):
+    from blocklab.experiments.executors import RayExecutor
+
+    suite = _toy_suite(tmp_path, crash="a/1", fail="b/0")
+    executor = RayExecutor(max_retries=0)
+    with pytest.raises(base.SuiteIncomplete) as caught:
+        run_suite(suite, "tiny", 2, tmp_path / "out", progress=False, executor=executor)
+    errors = dict(caught.value.missing)
+    assert sorted(errors) == ["a/1", "b/0"]
+    assert errors["a/1"].startswith("WorkerCrashedError: ")
+    assert errors["b/0"] == "ValueError: boom"
+    assert _done(tmp_path) == ["a0", "b1"]  # the other runs finished and are stored
+    store = tmp_path / "out" / "toy" / "tiny"
+    assert len(list(store.glob("*.json"))) == 2 and not (store / "summary.json").exists()
+
+    summary = run_suite(suite, "tiny", 2, tmp_path / "out", progress=False, executor=executor)
+    assert _done(tmp_path) == ["a0", "a1", "b0", "b1"]  # only the two missing runs ran again
+    assert summary.data["diff"]["mean"] == 1.0 and (store / "summary.json").exists()
+
+
+def test_a_run_that_cannot_be_pickled_is_named_before_anything_starts(ray_instance, tmp_path):
+    import threading
+
+    from blocklab.experiments.executors import RayExecutor
+
+    lock = threading.Lock()
+
+    def plan(size, seeds):
+        return [base.RunSpec("locked", "a", 0, {"seed": 0},
+                             lambda progress: {"status": "ok", "held": lock.locked()})]
+
+    suite = base.Suite("toy", "a toy", plan, lambda size, seeds, results: None)
+    with pytest.raises(ValueError, match="run 'locked' cannot be sent to Ray workers: "
+                                         "TypeError: cannot pickle '_thread.lock' object"):
+        run_suite(suite, "tiny", 1, tmp_path, progress=False, executor=RayExecutor())
