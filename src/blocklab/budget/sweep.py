@@ -48,19 +48,8 @@ def sweep(base: dict[str, int] | None = None,
     return rows
 
 
-def plot_sweep(rows: list[dict], path: str | os.PathLike) -> Path:
-    """Save a 2×2 figure of `rows` to `path` (format from its suffix), atomically."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    path = Path(path)
-    fmt = path.suffix.lstrip(".").lower()
-    fig = Figure(figsize=(10, 8), layout="constrained")
-    canvas = FigureCanvasAgg(fig)
-    if fmt not in canvas.get_supported_filetypes():
-        raise ValueError(f"cannot save a plot as {path.name!r}; use one of "
-                         f"{sorted(canvas.get_supported_filetypes())}")
-    axes = fig.subplots(2, 2)
+def draw_sweep(axes, rows: list[dict]) -> None:
+    """Draw the four panels (vary B, T, d, m) of `sweep` rows on a 2×2 grid of matplotlib axes."""
     for ax, vary in zip(axes.flat, ("batch", "seq_len", "d", "m"), strict=True):
         part = [r for r in rows if r["vary"] == vary]
         x = [r["value"] for r in part]
@@ -79,6 +68,21 @@ def plot_sweep(rows: list[dict], path: str | os.PathLike) -> Path:
         ax.set_title(f"vary {vary} ({fixed})", fontsize=10)
         ax.grid(True, which="both", alpha=0.3)
     axes.flat[0].legend(fontsize=8)
+
+
+def plot_sweep(rows: list[dict], path: str | os.PathLike) -> Path:
+    """Save a 2×2 figure of `rows` to `path` (format from its suffix), atomically."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    path = Path(path)
+    fmt = path.suffix.lstrip(".").lower()
+    fig = Figure(figsize=(10, 8), layout="constrained")
+    canvas = FigureCanvasAgg(fig)
+    if fmt not in canvas.get_supported_filetypes():
+        raise ValueError(f"cannot save a plot as {path.name!r}; use one of "
+                         f"{sorted(canvas.get_supported_filetypes())}")
+    draw_sweep(fig.subplots(2, 2), rows)
     fig.suptitle("Plain vs gated FFN: parameters and intermediate activations")
     path.parent.mkdir(parents=True, exist_ok=True)
     # A hidden sibling, renamed over `path` once complete: readers never see half a file.

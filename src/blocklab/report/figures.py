@@ -72,24 +72,10 @@ def fig_ffn_budget(doc: dict[str, Any]) -> bytes | None:
     rows = doc.get("ffn_budget", {}).get("rows") or []
     if not rows:
         return None
+    from blocklab.budget.sweep import draw_sweep
+
     fig, axes = _new(9, 6.2, 2, 2)
-    names = {"batch": "B (batch)", "seq_len": "T (seq_len)", "d": "d (d_model)",
-             "m": "m (d_ff)"}
-    for ax, vary in zip(axes.flat, ("batch", "seq_len", "d", "m"), strict=True):
-        part = [r for r in rows if r["vary"] == vary]
-        x = [r["value"] for r in part]
-        ax.plot(x, [r["plain_params"] for r in part], "o-", color="C0", label="plain params")
-        ax.plot(x, [r["gated_params"] for r in part], "s-", color="C1", label="gated params")
-        ax.plot(x, [r["plain_intermediate"] for r in part], "o--", color="C0",
-                label="plain intermediate")
-        ax.plot(x, [r["gated_intermediate"] for r in part], "s--", color="C1",
-                label="gated intermediate")
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log", base=2)
-        ax.set_xlabel(names[vary])
-        ax.set_ylabel("count")
-        ax.grid(True, which="major", alpha=0.3)
-    axes.flat[0].legend(fontsize=8)
+    draw_sweep(axes, rows)
     return _png(fig)
 
 

@@ -18,11 +18,12 @@ cluster. Either way the suite is summarised only once every run has a stored res
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,19 @@ from blocklab.config import write_atomic
 from blocklab.experiments.results import ResultStore, json_safe, result_json
 
 SIZES = ("tiny", "quick", "full")
+
+
+@contextlib.contextmanager
+def torch_threads(n: int) -> Iterator[None]:
+    """Run the block with `n` torch CPU threads, restoring the previous count afterwards."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 @dataclass(frozen=True)

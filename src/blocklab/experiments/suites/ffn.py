@@ -47,10 +47,8 @@ below the unigram entropy of the training bytes (the loss of the best context-fr
 
 from __future__ import annotations
 
-import contextlib
 import statistics
 import time
-from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -63,6 +61,7 @@ from blocklab.experiments.suites.base import (
     format_ci,
     mean_ci,
     paired_difference,
+    torch_threads,
 )
 
 ARMS = ("relu", "gelu", "glu", "reglu", "geglu", "swiglu", "bilinear")
@@ -140,18 +139,6 @@ def param_count(arm: str, size: Size) -> int:
 
 
 # --- measurements --------------------------------------------------------------------------------
-@contextlib.contextmanager
-def _threads(n: int) -> Iterator[None]:
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
 def zero_gradient_fraction(model, batch) -> float:
     """Fraction of FFN activation inputs whose loss gradient is exactly zero, over all layers.
 
@@ -201,10 +188,10 @@ def train_arm(arm: str, size: Size, seed: int, progress: Any = False,
 
     mc, tc = model_config(arm, size), train_config(size, seed)
     batch = _probe_batch(size)
-    with _threads(1):
+    with torch_threads(1):
         initial = zero_gradient_fraction(build_model(mc, tc), batch)
     model, result = train(mc, tc, DATA, progress=progress, label=label)
-    with _threads(1):
+    with torch_threads(1):
         final = zero_gradient_fraction(model, batch)
     result["zero_grad_fraction"] = {"init": initial, "final": final}
     return result
@@ -225,7 +212,7 @@ def time_arms(size: Size, arms: tuple[str, ...] = ARMS) -> dict[str, Any]:
     started = time.perf_counter()
     tokens = load_corpus(DATA).train
     samples: dict[str, list[float]] = {arm: [] for arm in arms}
-    with _threads(1):
+    with torch_threads(1):
         for round_ in range(size.timing_rounds):
             for arm in arms:
                 tc = train_config(size, seed=0)

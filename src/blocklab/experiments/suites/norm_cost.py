@@ -61,6 +61,7 @@ from blocklab.experiments.suites.base import (
     format_ci,
     mean_ci,
     paired_difference,
+    torch_threads,
 )
 
 KINDS = ("blocklab", "torch", "plain", "compiled")
@@ -224,18 +225,6 @@ def saved_tensor_bytes(fn: Callable[[], Any], exclude: Sequence[Any] = ()) -> di
 
 
 @contextlib.contextmanager
-def _threads(n: int) -> Iterator[None]:
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
-@contextlib.contextmanager
 def _cold_compile() -> Iterator[None]:
     """Compile from scratch: a fresh, empty inductor cache folder (generated C++ and its builds,
     FX graphs, autograd graphs) and no compiled code in memory, so a compile time means the
@@ -283,9 +272,9 @@ def time_kernels(d: int, rows: int, *, repeats: int, compile: bool, threads: int
 
     started = time.perf_counter()
     kinds = KINDS if compile else tuple(k for k in KINDS if k != "compiled")
-    with _threads(threads):
+    with torch_threads(threads):
         inductor_warmup_s = _warm_inductor() if compile else 0.0
-    with _threads(threads), (_cold_compile() if compile else contextlib.nullcontext()):
+    with torch_threads(threads), (_cold_compile() if compile else contextlib.nullcontext()):
         generator = torch.Generator().manual_seed(seed)
         x = torch.randn(rows, d, generator=generator).requires_grad_(True)
         upstream = torch.randn(rows, d, generator=generator)
@@ -371,7 +360,7 @@ def time_training_steps(step: dict[str, Any], *, threads: int, seed: int = 0) ->
     started = time.perf_counter()
     corpus = load_corpus("stdlib")
     tc = TrainConfig(steps=1, batch_size=step["batch_size"], seq_len=step["seq_len"], seed=seed)
-    with _threads(threads):
+    with torch_threads(threads):
         models, optimizers = {}, {}
         for norm in NORM_NAMES:
             mc = _model_config(norm, step["d_model"], step["n_layers"], step["seq_len"])

@@ -38,10 +38,8 @@ pre cell of the same depth, warmup and lr, paired by seed (same init streams and
 
 from __future__ import annotations
 
-import contextlib
 import math
 import time
-from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -54,6 +52,7 @@ from blocklab.experiments.suites.base import (
     format_ci,
     mean_ci,
     paired_difference,
+    torch_threads,
 )
 
 DATA = "stdlib"
@@ -149,18 +148,6 @@ def train_config(training: Training, warmup: int, lr: float, seed: int):
 
 
 # --- part (a): gradients at initialisation ------------------------------------------------------
-@contextlib.contextmanager
-def _threads(n: int) -> Iterator[None]:
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
 def init_gradients(placement: str, init: str, depth: int, seed: int,
                    probe: Probe) -> dict[str, Any]:
     """One forward/backward at initialisation; per-layer gradient norms and residual RMS.
@@ -182,7 +169,7 @@ def init_gradients(placement: str, init: str, depth: int, seed: int,
     def record(module, inputs, output) -> None:
         rms.append(float(output.detach().float().pow(2).mean().sqrt()))
 
-    with _threads(1):
+    with torch_threads(1):
         # build_model reads only the seed and init of a TrainConfig.
         model = build_model(probe_model_config(placement, depth, probe),
                             TrainConfig(init=init, seed=seed))
