@@ -4,6 +4,7 @@ import math
 
 import pytest
 import torch
+import transformers.models.llama.modeling_llama as modeling_llama
 from torch.autograd.functional import jacobian
 from torch.testing import assert_close
 
@@ -16,8 +17,6 @@ from blocklab.nn.ffn import (
     equal_param_gated_width,
     ffn_width,
 )
-
-modeling_llama = pytest.importorskip("transformers.models.llama.modeling_llama")
 
 EXACT = dict(atol=0.0, rtol=0.0)
 F64 = dict(atol=1e-12, rtol=1e-12)

@@ -4,14 +4,13 @@ import math
 
 import pytest
 import torch
+import transformers.models.gemma2.modeling_gemma2 as modeling_gemma2
+import transformers.models.llama.modeling_llama as modeling_llama
 from torch.autograd.functional import jacobian
 from torch.testing import assert_close
 
 from blocklab import config
 from blocklab.nn.norm import NORMS, LayerNorm, RMSNorm, build_norm
-
-modeling_llama = pytest.importorskip("transformers.models.llama.modeling_llama")
-modeling_gemma2 = pytest.importorskip("transformers.models.gemma2.modeling_gemma2")
 
 D = 16
 EXACT = dict(atol=0.0, rtol=0.0)

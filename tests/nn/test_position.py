@@ -11,6 +11,8 @@ import math
 
 import pytest
 import torch
+import transformers
+import transformers.models.llama.modeling_llama as modeling_llama
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch.testing import assert_close
@@ -29,9 +31,6 @@ from blocklab.nn.position import (
     rotate_interleaved,
 )
 from blocklab.nn.rope_scaling import rope_frequencies
-
-transformers = pytest.importorskip("transformers")
-modeling_llama = pytest.importorskip("transformers.models.llama.modeling_llama")
 
 EXACT = dict(atol=0.0, rtol=0.0)
 LAYOUTS = ["half_split", "interleaved"]

@@ -10,6 +10,10 @@ import math
 
 import pytest
 import torch
+import transformers
+import transformers.modeling_rope_utils as rope_utils
+import transformers.models.llama.modeling_llama as modeling_llama
+import transformers.models.phi.modeling_phi as modeling_phi
 from torch.testing import assert_close
 
 from blocklab.nn.rope_scaling import (
@@ -20,11 +24,6 @@ from blocklab.nn.rope_scaling import (
     rope_frequencies,
     rotary_dim,
 )
-
-transformers = pytest.importorskip("transformers")
-rope_utils = pytest.importorskip("transformers.modeling_rope_utils")
-modeling_llama = pytest.importorskip("transformers.models.llama.modeling_llama")
-modeling_phi = pytest.importorskip("transformers.models.phi.modeling_phi")
 
 EXACT = dict(atol=0.0, rtol=0.0)
 # Blending two equal float32 values (x * (1 - w) + x * w) may round once.
