@@ -77,6 +77,8 @@ def train(
                              "(default: stdlib)."),
     out: Path = typer.Option(None, "--out",
                              help="Folder for result.json (default: runs/<run id>)."),
+    compile: bool = typer.Option(False, "--compile", help="torch.compile the model; the "
+                                 "warm-up (compile) time is reported as compile_s."),
     no_progress: bool = typer.Option(False, "--no-progress", help="No progress bar."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
@@ -121,11 +123,13 @@ def train(
     err = Console(stderr=True)
     progress = False if (no_progress or as_json or not main_rank) else make_progress(err)
     with distributed.process_group(train_config.device):
-        result = run(model_config, train_config, corpus, out / "result.json", progress=progress)
+        result = run(model_config, train_config, corpus, out / "result.json", progress=progress,
+                     compile=compile)
     if not main_rank:
         raise typer.Exit(0 if result["status"] == "ok" else 1)
     summary = {key: result[key] for key in ("run_id", "status", "reason", "steps_done",
-                                            "wall_time_s", "ms_per_step", "tokens_per_s")}
+                                            "wall_time_s", "compile_s", "ms_per_step",
+                                            "tokens_per_s")}
     summary["final"] = {k: v for k, v in result["final"].items() if k != "per_position_loss"}
     summary["result"] = str(out / "result.json")
     if as_json:
@@ -165,6 +169,8 @@ def _print_summary(summary: dict[str, Any], model_config, data_name: str) -> Non
     table.add_row("steps", str(summary["steps_done"]))
     table.add_row("ms per step", _number(summary["ms_per_step"], 1))
     table.add_row("tokens per s", _number(summary["tokens_per_s"], 0))
+    if summary["compile_s"] is not None:
+        table.add_row("compile warm-up (s)", _number(summary["compile_s"], 1))
     table.add_row("wall time (s)", _number(summary["wall_time_s"], 1))
     table.add_row("result", escape(summary["result"]))
     Console().print(table)

@@ -390,7 +390,7 @@ def _finite(value: float | None) -> bool:
 
 def train(model_config: ModelConfig, train_config: TrainConfig,
           data: str | Path | Corpus = "stdlib", *, progress: Progress | bool = False,
-          label: str | None = None) -> tuple[nn.Module, dict[str, Any]]:
+          label: str | None = None, compile: bool = False) -> tuple[nn.Module, dict[str, Any]]:
     """Train one model and return it with its result dictionary (see `run` for the keys).
 
     Args:
@@ -398,6 +398,10 @@ def train(model_config: ModelConfig, train_config: TrainConfig,
         progress: False (silent), True (own rich progress bar) or a `rich.progress.Progress`
             to add this run's task to (hidden again when the run ends); rank 0 only.
         label: the progress description; defaults to the model's design choices and seed.
+        compile: `torch.compile` the model's forward (`nn.Module.compile`, in place, so the
+            state dict keeps its keys) and run one untimed-by-steps warm-up forward and
+            backward on the first batch; its wall time, the compile cost, is reported as
+            result["compile_s"] (None without compile) and is not part of train_time_s.
 
     Inside a process group every rank must call this with the same arguments, and each gets
     the same result (timings aside). `train_config.batch_size` is the global batch and must
@@ -444,6 +448,15 @@ def train(model_config: ModelConfig, train_config: TrainConfig,
         params = list(model.parameters())
         optimizer = _optimizer(model, tc)
         recorder = _ResidualRecorder(model.layers)
+        compile_s = None
+        if compile:
+            model.compile()
+            tick = time.perf_counter()
+            batch = sample_batch(corpus.train, seed=tc.seed, step=0, batch_size=tc.batch_size,
+                                 seq_len=tc.seq_len)[rows].to(tc.device)
+            _lm_loss(forward(batch[:, :-1]), batch[:, 1:]).backward()
+            optimizer.zero_grad(set_to_none=True)
+            compile_s = time.perf_counter() - tick
         try:
             for step in range(tc.steps):
                 tick = time.perf_counter()
@@ -533,6 +546,7 @@ def train(model_config: ModelConfig, train_config: TrainConfig,
         "steps_done": steps_done,
         "wall_time_s": time.perf_counter() - started,
         "train_time_s": train_seconds,
+        "compile_s": compile_s,
         "ms_per_step": 1000 * train_seconds / steps_done if steps_done else None,
         "tokens_per_s": (steps_done * tc.batch_size * tc.seq_len / train_seconds
                          if train_seconds > 0 else None),
@@ -542,7 +556,8 @@ def train(model_config: ModelConfig, train_config: TrainConfig,
 
 def run(model_config: ModelConfig, train_config: TrainConfig,
         data: str | Path | Corpus = "stdlib", out_path: str | Path | None = None, *,
-        progress: Progress | bool = False, label: str | None = None) -> dict[str, Any]:
+        progress: Progress | bool = False, label: str | None = None,
+        compile: bool = False) -> dict[str, Any]:
     """Train one model; return its result and, given `out_path`, write it there atomically
     (from rank 0 alone inside a process group).
 
@@ -552,9 +567,11 @@ def run(model_config: ModelConfig, train_config: TrainConfig,
     layer_grad_norms {step, layer, down_proj}, residual_rms {step, layer}}, final {val_loss
     (nats/token at seq_len), val_bpb, val_loss_by_length, per_position_loss, train_loss,
     unigram_entropy, unigram_entropy_bpb, params[, eval_errors]}, steps_done, wall_time_s,
-    train_time_s, ms_per_step, tokens_per_s. Non-finite numbers are written as null.
+    train_time_s, compile_s (warm-up seconds with `compile`, else null), ms_per_step,
+    tokens_per_s. Non-finite numbers are written as null.
     """
-    _, result = train(model_config, train_config, data, progress=progress, label=label)
+    _, result = train(model_config, train_config, data, progress=progress, label=label,
+                      compile=compile)
     if out_path is not None and distributed.is_main():  # one writer in a process group
         write_atomic(Path(out_path), result_json(result))
     return result

@@ -197,7 +197,7 @@ class Attention(nn.Module):
         if self.q_norm is not None:
             q, k = self.q_norm(q), self.k_norm(k)
         if rope is not None:
-            q, k = apply_rotary(q, k, rope[0], rope[1], self.rope_layout)
+            q, k = apply_rotary(q, k, rope[0], rope[1], self.rope_layout, fused=True)
         past = 0
         if cache is not None:
             past = cache.length

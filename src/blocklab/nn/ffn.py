@@ -19,6 +19,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from blocklab.config import FFNS, gated_ffn_width
+from blocklab.nn.fused import GATED_ACTIVATIONS, gated_activation
 from blocklab.reference.ffn import equal_param_width
 
 
@@ -96,6 +97,10 @@ class GatedFeedForward(nn.Module):
         fused: hold gate and up as one `gate_up_proj` Linear(d_model, 2·d_ff), gate rows first,
             and split its output: the same function with one matmul instead of two. Its
             state dict then has `gate_up_proj.*` instead of `gate_proj.*` and `up_proj.*`.
+        fused_activation: compute φ(gate) ⊙ up with `blocklab.nn.fused.gated_activation`, which
+            saves gate and up for backward and recomputes φ there (one [B, T, d_ff] tensor less
+            kept, same values). None (default) = on for "silu" and "gelu", the kinds it
+            supports; True with another activation raises.
 
     Shapes:
         x: [B, T, d_model] -> gate, up: [B, T, d_ff] -> [B, T, d_model].
@@ -103,7 +108,7 @@ class GatedFeedForward(nn.Module):
     """
 
     def __init__(self, d_model: int, d_ff: int, activation: str = "silu", bias: bool = False,
-                 fused: bool = False) -> None:
+                 fused: bool = False, fused_activation: bool | None = None) -> None:
         super().__init__()
         _positive("GatedFeedForward", "d_model", d_model)
         _positive("GatedFeedForward", "d_ff", d_ff)
@@ -111,6 +116,13 @@ class GatedFeedForward(nn.Module):
         self.activation = activation
         self.d_ff = d_ff
         self.fused = fused
+        if fused_activation is None:
+            fused_activation = activation in GATED_ACTIVATIONS
+        elif fused_activation and activation not in GATED_ACTIVATIONS:
+            raise ValueError(f"GatedFeedForward: fused_activation=True with activation="
+                             f"{activation!r} is not allowed; expected one of "
+                             f"{sorted(GATED_ACTIVATIONS)}")
+        self.fused_activation = fused_activation
         if fused:
             self.gate_up_proj = nn.Linear(d_model, 2 * d_ff, bias=bias)
         else:
@@ -124,6 +136,8 @@ class GatedFeedForward(nn.Module):
             gate, up = self.gate_up_proj(x).split(self.d_ff, dim=-1)  # 2 × [B, T, d_ff]
         else:
             gate, up = self.gate_proj(x), self.up_proj(x)
+        if self.fused_activation:
+            return self.down_proj(gated_activation(gate, up, self.activation))
         return self.down_proj(self.act(gate) * up)
 
     def extra_repr(self) -> str:

@@ -11,6 +11,15 @@ with s = sqrt(mean(x²) + eps) over the last axis. Both reproduce Hugging Face b
 bfloat16 (`LlamaRMSNorm`, `Gemma2RMSNorm`); the two orders round differently, see
 https://github.com/huggingface/transformers/pull/29402.
 
+Implementations (`RMSNorm(impl=...)`), all computing the same function:
+
+    reference  the plain PyTorch expression below; the readable definition
+    fused      `blocklab.nn.fused.rms_norm`, an autograd Function that saves x and 1/s only
+    triton     `blocklab.nn.triton_kernels.rms_norm`, one kernel per pass (CUDA, or Triton's
+               interpreter on CPU with TRITON_INTERPRET=1); raises where Triton cannot run
+    auto       triton on CUDA when Triton imports, else fused; reference while torch.compile
+               traces (the compiler fuses the plain expression itself)
+
 Per-head QK-norm (Qwen3) needs no class of its own: `RMSNorm(head_dim)` applied to
 q: [B, n_heads, T, head_dim] normalises each head vector, because only the last axis is reduced.
 """
@@ -23,7 +32,33 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from blocklab.nn import fused
+
 CASTS = ("llama", "gemma")
+IMPLS = ("auto", "reference", "fused", "triton")
+
+
+def resolve_rms_impl(impl: str, x: torch.Tensor) -> str:
+    """The implementation `impl` means for input x: "reference", "fused" or "triton".
+
+    "auto" never fails (it falls back to "fused"); an explicit "triton" raises a RuntimeError
+    naming the reason when Triton cannot run on x.
+    """
+    if impl == "auto":
+        if torch.compiler.is_compiling():
+            return "reference"
+        if x.is_cuda:
+            from blocklab.nn import triton_kernels
+            if triton_kernels.available(x):
+                return "triton"
+        return "fused"
+    if impl == "triton":
+        from blocklab.nn import triton_kernels
+        reason = triton_kernels.unavailable_reason(x)
+        if reason is not None:
+            raise RuntimeError(f"RMSNorm impl='triton' cannot run here: {reason}; use "
+                               "impl='auto' or 'fused'")
+    return impl
 
 
 def _check_dim_eps(owner: str, dim: int, eps: float) -> None:
@@ -52,6 +87,8 @@ class RMSNorm(nn.Module):
         unit_offset: store the gain as an offset from one, so weight decay pulls it towards 1.
         cast: "llama" (cast to the input dtype, then multiply the gain) or "gemma" (multiply in
             float32, then cast); see the module docstring.
+        impl: "auto", "reference", "fused" or "triton"; see the module docstring. All give the
+            same values; only speed and saved-for-backward memory differ.
 
     Shapes:
         x: [..., dim] -> y: [..., dim], same dtype as x. Typically [B, T, d_model] or
@@ -59,12 +96,16 @@ class RMSNorm(nn.Module):
     """
 
     def __init__(self, dim: int, eps: float = 1e-6, unit_offset: bool = False,
-                 cast: str = "llama") -> None:
+                 cast: str = "llama", impl: str = "auto") -> None:
         super().__init__()
         _check_dim_eps("RMSNorm", dim, eps)
         if cast not in CASTS:
             raise ValueError(f"RMSNorm: cast={cast!r} is not allowed; expected one of "
                              f"{list(CASTS)}")
+        if impl not in IMPLS:
+            raise ValueError(f"RMSNorm: impl={impl!r} is not allowed; expected one of "
+                             f"{list(IMPLS)}")
+        self.impl = impl
         self.dim = dim
         self.eps = eps
         self.unit_offset = unit_offset
@@ -81,6 +122,35 @@ class RMSNorm(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """x: [..., dim] -> [..., dim], dtype of x."""
+        impl = resolve_rms_impl(self.impl, x)
+        if impl == "fused":
+            return fused.rms_norm(x, self.weight, self.eps, self.cast, self.unit_offset)
+        if impl == "triton":
+            from blocklab.nn import triton_kernels
+            return triton_kernels.rms_norm(x, self.weight, self.eps, self.cast,
+                                           self.unit_offset)
+        return self.reference(x)
+
+    def forward_add(self, x: torch.Tensor,
+                    residual: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """h = x + residual, y = norm(h); x, residual: [..., dim] -> (y, h), each [..., dim].
+
+        One pass over the data on the fused and triton paths (the pre-norm step
+        `h = x + sublayer(...)` followed by the next sublayer's norm).
+        """
+        impl = resolve_rms_impl(self.impl, x)
+        if impl == "fused":
+            return fused.add_rms_norm(x, residual, self.weight, self.eps, self.cast,
+                                      self.unit_offset)
+        if impl == "triton":
+            from blocklab.nn import triton_kernels
+            return triton_kernels.add_rms_norm(x, residual, self.weight, self.eps, self.cast,
+                                               self.unit_offset)
+        h = x + residual
+        return self.reference(h), h
+
+    def reference(self, x: torch.Tensor) -> torch.Tensor:
+        """The plain PyTorch definition; x: [..., dim] -> [..., dim], dtype of x."""
         dtype = x.dtype
         x32 = x.to(_compute_dtype(dtype))
         # The mean of squares (Hugging Face calls it `variance`; nothing is centred).
@@ -97,7 +167,8 @@ class RMSNorm(nn.Module):
         return (gain * normed.to(dtype)).to(dtype)
 
     def extra_repr(self) -> str:
-        return f"{self.dim}, eps={self.eps}, unit_offset={self.unit_offset}, cast={self.cast!r}"
+        return (f"{self.dim}, eps={self.eps}, unit_offset={self.unit_offset}, cast={self.cast!r}, "
+                f"impl={self.impl!r}")
 
 
 class LayerNorm(nn.Module):

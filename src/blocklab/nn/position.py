@@ -20,6 +20,7 @@ import math
 import torch
 from torch import Tensor, nn
 
+from blocklab.nn import fused as _fused
 from blocklab.nn.rope_scaling import rope_frequencies, rope_type_of
 
 LAYOUTS = ("half_split", "interleaved")
@@ -98,6 +99,7 @@ def apply_rotary(
     sin: Tensor,
     layout: str = "half_split",
     rotary_dim: int | None = None,
+    fused: bool = False,
 ) -> tuple[Tensor, Tensor]:
     """Rotate the first ``r`` channels of every head of ``q`` and ``k``; pass the rest through.
 
@@ -115,6 +117,10 @@ def apply_rotary(
     channels are copied untouched. Hugging Face instead casts cos and sin to the input dtype
     and rotates there, so for float32 inputs the two agree exactly and for bfloat16 ours rounds
     once instead of at every step.
+
+    ``fused=True`` computes the half_split rotation as ``x1·cos − x2·sin, x2·cos + x1·sin`` on
+    the two halves (`blocklab.nn.fused.rotate_half_split`), with no ``rotate_half`` copy: the
+    same values bit for bit, fewer temporaries. The interleaved layout ignores it.
 
     Returns q, k rotated, with the input shapes and dtypes.
     """
@@ -139,6 +145,8 @@ def apply_rotary(
     rotate = rotate_half if layout == "half_split" else rotate_interleaved
 
     def rotated(x: Tensor) -> Tensor:
+        if fused and layout == "half_split":
+            return _fused.rotate_half_split(x, cos, sin)
         compute = torch.promote_types(x.dtype, torch.float32)
         x_rot = x[..., :r].to(compute)
         c, s = cos.to(compute), sin.to(compute)

@@ -1,0 +1,116 @@
+"""RMSNorm forward + backward speed against LayerNorm, on CPU in one process.
+
+Compares, at d in {256, 1024, 4096} and 8192 rows in float32 with 2 threads:
+
+    fused      blocklab RMSNorm(impl="fused"): the autograd Function saving x and 1/s
+    reference  blocklab RMSNorm(impl="reference"): the plain PyTorch expression
+    torch      torch.nn.RMSNorm
+    layernorm  F.layer_norm (a single C++ kernel each way)
+
+Each repeat times every variant once, in turn, so load from other jobs on the machine falls on
+all of them alike; the median over repeats is reported, as ratios to F.layer_norm and to the
+reference. Achieved bandwidth counts the bytes a pass must move at least (forward: read x,
+write y; backward: read x and g, write dx) over the time, as a fraction of the rate of a large
+`tensor.copy_` (read + write) measured in the same process.
+
+    python benchmarks/norm_speed.py [--repeats 15] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import time
+
+import torch
+import torch.nn.functional as F
+
+from blocklab.nn.norm import RMSNorm
+
+ROWS = 8192
+DIMS = (256, 1024, 4096)
+
+
+def _time(fn, warmup: int = 2) -> float:
+    for _ in range(warmup):
+        fn()
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def copy_bandwidth(repeats: int) -> float:
+    """Bytes per second of src.copy_ on 64 MiB (counted as read + write)."""
+    src = torch.randn(16 * 1024 * 1024)
+    dst = torch.empty_like(src)
+    times = [_time(lambda: dst.copy_(src)) for _ in range(repeats)]
+    return 2 * src.numel() * 4 / statistics.median(times)
+
+
+def _variants(d: int) -> dict:
+    fused = RMSNorm(d, impl="fused")
+    reference = RMSNorm(d, impl="reference")
+    torch_rms = torch.nn.RMSNorm(d, eps=1e-6)
+    ln_w = torch.ones(d, requires_grad=True)
+    ln_b = torch.zeros(d, requires_grad=True)
+    return {
+        "fused": fused,
+        "reference": reference,
+        "torch": torch_rms,
+        "layernorm": lambda x: F.layer_norm(x, (d,), ln_w, ln_b, 1e-5),
+    }
+
+
+def bench(d: int, repeats: int) -> dict:
+    x = torch.randn(ROWS, d, requires_grad=True)
+    g = torch.randn(ROWS, d)
+    variants = _variants(d)
+    times: dict[str, list[float]] = {name: [] for name in variants}
+
+    def step(fn):
+        x.grad = None
+        fn(x).backward(g)
+
+    for _ in range(repeats):
+        for name, fn in variants.items():
+            times[name].append(_time(lambda fn=fn: step(fn), warmup=1))
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--json", default=None)
+    args = parser.parse_args()
+    torch.set_num_threads(2)
+    load = os.getloadavg()
+    bandwidth = copy_bandwidth(args.repeats)
+    print(f"torch {torch.__version__}, threads 2, load average {load[0]:.2f} {load[1]:.2f} "
+          f"{load[2]:.2f}, copy bandwidth {bandwidth / 1e9:.2f} GB/s")
+    print(f"{'d':>5} {'fused ms':>9} {'ln ms':>7} {'ref ms':>7} {'torch ms':>9} "
+          f"{'fused/ln':>9} {'fused/ref':>10} {'fused/torch':>12} {'bw frac':>8}")
+    results = {"load_average": load, "copy_bandwidth_Bps": bandwidth, "rows": ROWS, "dims": {}}
+    for d in DIMS:
+        t = bench(d, args.repeats)
+        # fwd: read x, write y; bwd: read x, g, write dx (the minimum a fused pair moves).
+        min_bytes = 5 * ROWS * d * 4
+        frac = min_bytes / t["fused"] / bandwidth
+        results["dims"][d] = {**{f"{k}_s": v for k, v in t.items()},
+                              "fused_over_layernorm": t["fused"] / t["layernorm"],
+                              "fused_over_reference": t["fused"] / t["reference"],
+                              "fused_over_torch": t["fused"] / t["torch"],
+                              "fused_bandwidth_fraction": frac}
+        print(f"{d:>5} {t['fused'] * 1e3:>9.2f} {t['layernorm'] * 1e3:>7.2f} "
+              f"{t['reference'] * 1e3:>7.2f} {t['torch'] * 1e3:>9.2f} "
+              f"{t['fused'] / t['layernorm']:>9.2f} {t['fused'] / t['reference']:>10.2f} "
+              f"{t['fused'] / t['torch']:>12.2f} {frac:>8.2f}")
+    print("targets: fused/ln <= 0.93, fused/ref <= 0.50")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,233 @@
+"""Fast paths for RMSNorm, residual-add + RMSNorm, gated activations and RoPE.
+
+Each function here computes the same maths as a readable reference elsewhere in `blocklab.nn`
+(`RMSNorm` with impl="reference", `GatedFeedForward`'s `act(gate) * up`, `apply_rotary`) and is
+tested against it. What they save is memory traffic and saved-for-backward memory:
+
+    RMSNorm     forward saves x, the per-row 1/s and the gain; backward recomputes
+                x̂ = x · (1/s) instead of keeping it, then
+                    dx = (1/s) · (g·γ − x̂ · mean(g·γ·x̂))        dγ = Σ_rows g · x̂
+                (autograd on the reference keeps x², the mean, x̂ and its cast: 3-4 full tensors)
+    add+RMSNorm h = x + residual, y = RMSNorm(h); returns (y, h) and saves h instead of both
+                (the fused residual form of Liger-Kernel and flash-attention's `layer_norm`)
+    gated act   y = φ(gate) · up saving gate and up only; φ(gate) is recomputed in backward
+                (autograd keeps φ(gate) as a third [B, T, d_ff] tensor)
+    RoPE        the two halves rotated as x1·cos − x2·sin and x2·cos + x1·sin, joined by one
+                torch.cat, with no `rotate_half` copy of x
+
+Numerics follow `blocklab.nn.norm`: statistics in float32 (float64 stays float64), the gain
+applied in the llama or gemma order, the output in the input dtype. Forward values are bit for
+bit those of the reference; gradients are computed in float32 without the reference's rounding
+of intermediate gradients to the input dtype, so in bfloat16 they agree to bfloat16 precision.
+
+Shape legend: N: rows (all leading axes), d: the normalised axis, d_ff: FFN hidden width.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+CASTS = ("llama", "gemma")
+
+
+def _compute_dtype(dtype: torch.dtype) -> torch.dtype:
+    return torch.promote_types(dtype, torch.float32)
+
+
+def _gain(weight: Tensor, unit_offset: bool, dtype: torch.dtype) -> Tensor:
+    gain = weight.to(dtype)
+    return 1.0 + gain if unit_offset else gain
+
+
+def _rms_forward(x: Tensor, weight: Tensor, eps: float, cast: str,
+                 unit_offset: bool) -> tuple[Tensor, Tensor]:
+    """y (dtype of x) and 1/s [..., 1] (compute dtype)."""
+    dtype = x.dtype
+    if dtype == torch.float32 and weight.dtype == torch.float32:
+        # One reduction pass without an x² temporary, one allocation (y), one in-place pass.
+        # Both cast orders coincide in float32. On CPU every fresh [N, d] tensor costs page
+        # faults comparable to a whole pass over the data, so this path avoids temporaries.
+        d = x.shape[-1]
+        rinv = torch.linalg.vector_norm(x, dim=-1, keepdim=True).square_().div_(d).add_(eps)
+        rinv = rinv.rsqrt_()
+        gain = 1.0 + weight if unit_offset else weight
+        return torch.mul(x, rinv).mul_(gain), rinv
+    # Other dtypes: the reference's own op order, so bfloat16 output is bit for bit the same.
+    x32 = x.to(_compute_dtype(dtype))
+    rinv = torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + eps)
+    normed = x32 * rinv
+    if cast == "gemma":
+        return normed.mul_(_gain(weight, unit_offset, normed.dtype)).to(dtype), rinv
+    gain = 1.0 + weight if unit_offset else weight
+    return (gain * normed.to(dtype)).to(dtype), rinv
+
+
+def _rms_backward(grad: Tensor, x: Tensor, rinv: Tensor, weight: Tensor, cast: str,
+                  unit_offset: bool, need_weight_grad: bool) -> tuple[Tensor, Tensor | None]:
+    """dx (compute dtype) and dγ (weight dtype) from grad [..., d] and the saved x, 1/s.
+
+    With x̂ = x·r (r = 1/s) and the raw row sums p = Σ_j g·γ·x:
+        dx = r·(g·γ − x · r²·p/d)       dγ = Σ_rows r · g · x
+    Both reductions are matrix-vector products of one buffer g·x, so the backward allocates
+    two [N, d] tensors (that buffer and dx) and no x̂.
+    """
+    compute = rinv.dtype
+    d = x.shape[-1]
+    xc = x.to(compute)
+    g = grad.to(compute)
+    gain = _gain(weight, unit_offset, compute)
+    gx = g * xc  # [..., d]
+    p = torch.mv(gx.reshape(-1, d), gain).view(rinv.shape)  # Σ_j g·γ·x   [..., 1]
+    dw = None
+    if need_weight_grad:
+        if cast == "llama" and x.dtype != compute:
+            # the gain multiplied x̂ cast to x's dtype: use that rounded x̂
+            x_hat = (xc * rinv).to(x.dtype).to(compute)
+            dw = (g * x_hat).reshape(-1, d).sum(0)
+        else:
+            dw = torch.mv(gx.reshape(-1, d).t(), rinv.reshape(-1))  # Σ_rows r·g·x
+        dw = dw.to(weight.dtype)
+    coef = rinv.square().mul_(p).div_(d)  # r²·p/d   [..., 1]
+    dx = torch.mul(g, gain, out=gx).addcmul_(xc, coef, value=-1.0).mul_(rinv)
+    return dx, dw
+
+
+class RMSNormFunction(torch.autograd.Function):
+    """y = RMSNorm(x; γ) saving only x, 1/s and γ. See the module docstring for the backward."""
+
+    @staticmethod
+    def forward(ctx, x: Tensor, weight: Tensor, eps: float, cast: str,
+                unit_offset: bool) -> Tensor:
+        y, rinv = _rms_forward(x, weight, eps, cast, unit_offset)
+        ctx.save_for_backward(x, rinv, weight)
+        ctx.cast, ctx.unit_offset = cast, unit_offset
+        return y
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):
+        x, rinv, weight = ctx.saved_tensors
+        dx, dw = _rms_backward(grad, x, rinv, weight, ctx.cast, ctx.unit_offset,
+                               ctx.needs_input_grad[1])
+        return dx.to(x.dtype), dw, None, None, None
+
+
+class AddRMSNormFunction(torch.autograd.Function):
+    """(y, h) with h = x + residual and y = RMSNorm(h); saves h, 1/s and γ only."""
+
+    @staticmethod
+    def forward(ctx, x: Tensor, residual: Tensor, weight: Tensor, eps: float, cast: str,
+                unit_offset: bool) -> tuple[Tensor, Tensor]:
+        h = x + residual
+        y, rinv = _rms_forward(h, weight, eps, cast, unit_offset)
+        ctx.save_for_backward(h, rinv, weight)
+        ctx.cast, ctx.unit_offset = cast, unit_offset
+        return y, h
+
+    @staticmethod
+    def backward(ctx, grad_y: Tensor, grad_h: Tensor | None):
+        h, rinv, weight = ctx.saved_tensors
+        dh, dw = _rms_backward(grad_y, h, rinv, weight, ctx.cast, ctx.unit_offset,
+                               ctx.needs_input_grad[2])
+        if grad_h is not None:
+            dh = dh.add_(grad_h)
+        dh = dh.to(h.dtype)
+        return dh, dh, dw, None, None, None
+
+
+def _check_cast(cast: str) -> None:
+    if cast not in CASTS:
+        raise ValueError(f"cast={cast!r} is not allowed; expected one of {list(CASTS)}")
+
+
+def rms_norm(x: Tensor, weight: Tensor, eps: float = 1e-6, cast: str = "llama",
+             unit_offset: bool = False) -> Tensor:
+    """RMSNorm of x: [..., d] with gain weight: [d] -> [..., d] in x's dtype (autograd Function)."""
+    _check_cast(cast)
+    return RMSNormFunction.apply(x, weight, eps, cast, unit_offset)
+
+
+def add_rms_norm(x: Tensor, residual: Tensor, weight: Tensor, eps: float = 1e-6,
+                 cast: str = "llama", unit_offset: bool = False) -> tuple[Tensor, Tensor]:
+    """h = x + residual, y = RMSNorm(h); x, residual: [..., d] -> (y, h), both [..., d].
+
+    The pre-norm residual step `h = x + sublayer_out; next = norm(h)` in one call, saving one
+    tensor for backward instead of two.
+    """
+    _check_cast(cast)
+    if x.shape != residual.shape:
+        raise ValueError(f"add_rms_norm: x {tuple(x.shape)} and residual "
+                         f"{tuple(residual.shape)} shapes differ")
+    return AddRMSNormFunction.apply(x, residual, weight, eps, cast, unit_offset)
+
+
+# --- gated activations ------------------------------------------------------------------------
+_SQRT_HALF = 1.0 / math.sqrt(2.0)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+
+
+def _act_and_grad(gate: Tensor, activation: str) -> tuple[Tensor, Tensor]:
+    """φ(gate) and φ'(gate), in gate's dtype promoted to at least float32."""
+    z = gate.to(_compute_dtype(gate.dtype))
+    if activation == "silu":
+        s = torch.sigmoid(z)
+        act = z * s
+        return act, s * (1.0 + z * (1.0 - s))  # d/dz z·σ(z) = σ(1 + z(1 − σ))
+    cdf = 0.5 * (1.0 + torch.erf(z * _SQRT_HALF))  # exact GELU: z·Φ(z)
+    return z * cdf, cdf + z * torch.exp(-0.5 * z * z) * _INV_SQRT_2PI
+
+
+GATED_ACTIVATIONS = {"silu": F.silu, "gelu": F.gelu}
+
+
+class GatedActivationFunction(torch.autograd.Function):
+    """y = φ(gate) · up (SwiGLU for φ = SiLU, GeGLU for exact GELU) saving gate and up only."""
+
+    @staticmethod
+    def forward(ctx, gate: Tensor, up: Tensor, activation: str) -> Tensor:
+        ctx.save_for_backward(gate, up)
+        ctx.activation = activation
+        return GATED_ACTIVATIONS[activation](gate) * up  # the reference's expression
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):
+        gate, up = ctx.saved_tensors
+        act, dact = _act_and_grad(gate, ctx.activation)
+        g = grad.to(act.dtype)
+        d_up = (g * act).to(up.dtype) if ctx.needs_input_grad[1] else None
+        d_gate = dact.mul_(g).mul_(up).to(gate.dtype) if ctx.needs_input_grad[0] else None
+        return d_gate, d_up, None
+
+
+def gated_activation(gate: Tensor, up: Tensor, activation: str = "silu") -> Tensor:
+    """φ(gate) · up for gate, up: [..., d_ff] -> [..., d_ff]; activation "silu" or "gelu"."""
+    if activation not in GATED_ACTIVATIONS:
+        raise ValueError(f"gated_activation: activation={activation!r} is not allowed; "
+                         f"expected one of {sorted(GATED_ACTIVATIONS)}")
+    return GatedActivationFunction.apply(gate, up, activation)
+
+
+# --- RoPE -------------------------------------------------------------------------------------
+def rotate_half_split(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
+    """The half_split rotation of x: [..., head_dim] by cos, sin: [..., r] broadcastable to x.
+
+        out[:h]   = x1 · cos[:h] − x2 · sin[:h]       h = r/2, x1 = x[:h], x2 = x[h:r]
+        out[h:r]  = x2 · cos[h:] + x1 · sin[h:]
+        out[r:]   = x[r:]
+
+    Exactly the reference `x·cos + rotate_half(x)·sin` (negating is exact, and a + (−b) rounds
+    as a − b), in float32 (float64 stays float64), cast back to x's dtype.
+    """
+    r = cos.shape[-1]
+    h = r // 2
+    compute = _compute_dtype(x.dtype)
+    x1, x2 = x[..., :h].to(compute), x[..., h:r].to(compute)
+    c, s = cos.to(compute), sin.to(compute)
+    c1, c2, s1, s2 = c[..., :h], c[..., h:], s[..., :h], s[..., h:]
+    parts = [(x1 * c1 - x2 * s1).to(x.dtype), (x2 * c2 + x1 * s2).to(x.dtype)]
+    if r < x.shape[-1]:
+        parts.append(x[..., r:])
+    return torch.cat(parts, dim=-1)
