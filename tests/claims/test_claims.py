@@ -133,3 +133,54 @@ def test_placement_verdict_logic(tmp_path, failures, slope, c13, c19):
     assert rows["C13"].verdict == c13
     assert rows["C19"].verdict == c19
     assert rows["C12"].verdict == "refuted"  # gradients moved < 2× in this fabricated data
+
+
+def _ratio(impl, ratio, low, high, d=1024):
+    return {"d": d, "rows": 1024, "threads": 1, "impl": f"rmsnorm:{impl}",
+            "layernorm_impl": f"layernorm:{impl}", "pass": "fwdbwd",
+            "ratio_vs_layernorm": ratio, "ci_low": low, "ci_high": high, "repeats": 5}
+
+
+@pytest.mark.parametrize(("ratio", "low", "high", "equivalent", "verdict"), [
+    (0.85, 0.80, 0.90, True, "confirmed"),
+    (3.00, 2.50, 3.50, True, "refuted"),
+    (0.95, 0.80, 1.10, True, "conditional"),
+    (0.85, 0.80, 0.90, False, "conditional"),
+])
+def test_norm_cost_verdict_logic(tmp_path, ratio, low, high, equivalent, verdict):
+    _write(tmp_path, "norm-cost", {
+        "ratios": [_ratio("blocklab", ratio, low, high), _ratio("plain", 0.7, 0.6, 0.8)],
+        "step_time": {"1": {"ratio": 1.0}},
+        "quality": {"delta": _ci(0.0, -0.01, 0.01), "margin": 0.02, "equivalent": equivalent,
+                    "seeds": [0, 1, 2]}})
+    (row,) = run_claims(["C18"], Context(tmp_path, "quick"))
+    assert row.verdict == verdict and row.error is None
+    assert row.evidence["ratio_ranges"]["plain"] == [0.7, 0.7]
+
+
+def _arm(pcts):
+    return {"extrapolated_vs_sliding_pct": {m: (p if isinstance(p, str) else _ci(p, p, p))
+                                            for m, p in pcts.items()}}
+
+
+def test_extrapolation_grades_against_the_page(tmp_path):
+    unusable = "unavailable (table)"
+    arms = {
+        "learned": _arm({"2": unusable, "4": unusable, "8": unusable}),
+        "sinusoidal": _arm({"2": 3.0, "4": 12.0, "8": 40.0}),
+        "alibi": _arm({"2": 0.1, "4": 0.2, "8": 0.3}),
+        "rope": _arm({"2": 2.0, "4": 4.0, "8": 30.0}),
+        "rope+yarn": _arm({"2": 1.0, "4": 2.0, "8": 4.5}),
+    }
+    _write(tmp_path, "position", {"L": 128, "mults": [1, 2, 4, 8], "arms": arms})
+    (row,) = run_claims(["C21"], Context(tmp_path, "quick"))
+    assert row.verdict == "confirmed", row.summary
+    arms["rope"] = _arm({"2": 2.0, "4": 9.0, "8": 30.0})  # RoPE degrades at 4×
+    (tmp_path / "position" / "quick" / "summary.json").unlink()
+    (tmp_path / "position" / "quick").rmdir()
+    (tmp_path / "position").rmdir()
+    _write(tmp_path, "position", {"L": 128, "mults": [1, 2, 4, 8], "arms": arms})
+    (row,) = run_claims(["C21"], Context(tmp_path, "quick"))
+    assert row.verdict == "conditional"
+    failed = [s["statement"] for s in row.evidence["statements"] if not s["held"]]
+    assert failed == ["RoPE works at 4×"]
