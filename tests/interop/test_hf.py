@@ -24,6 +24,16 @@ TINY = dict(vocab_size=128, hidden_size=64, intermediate_size=96, num_hidden_lay
             initializer_range=0.1)
 T = 24  # longer than max_position_embeddings: exercises dynamic scaling and the window
 
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    # Tiny tensors: one thread is fastest, and it cannot stall waiting for a second OpenMP
+    # thread that another process has pushed off the CPU.
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
 FAMILIES = {
     "llama": ("LlamaConfig", "LlamaForCausalLM", {}),
     "llama_bias": ("LlamaConfig", "LlamaForCausalLM", dict(attention_bias=True, mlp_bias=True)),
@@ -195,6 +205,9 @@ def test_wrong_shape_and_missing_files_raise(tmp_path):
         load_hf(tmp_path / "nowhere")
     with pytest.raises(ValueError, match="layout='meta'"):
         load_hf(tmp_path, layout="meta")
+    (tmp_path / "config.json").write_text(json.dumps({**config, "model_type": "gpt2"}))
+    with pytest.raises(ValueError, match="model_type='gpt2'"):
+        load_hf(tmp_path)
 
 
 def test_dtype_argument(tmp_path):

@@ -33,7 +33,7 @@ import torch
 from safetensors.torch import load_file, save_file
 from torch import Tensor
 
-from blocklab.config import ModelConfig, write_atomic
+from blocklab.config import HF_LLAMA_FAMILY, ModelConfig, write_atomic
 from blocklab.nn.model import DecoderLM
 from blocklab.nn.position import (
     LAYOUTS,
@@ -149,8 +149,9 @@ def load_hf(path: str | os.PathLike, dtype: torch.dtype | None = None,
 
     Raises:
         FileNotFoundError: no config.json or weights.
-        ValueError: an unsupported config, or tensors missing from / unexpected in the
-            checkpoint (all listed), or a tensor of the wrong shape.
+        ValueError: a model_type outside the Llama family, an unsupported config, tensors
+            missing from / unexpected in the checkpoint (all listed), or a tensor of the wrong
+            shape.
     """
     for name, value in (("layout", layout), ("rope_layout", rope_layout)):
         if value not in LAYOUTS:
@@ -160,7 +161,12 @@ def load_hf(path: str | os.PathLike, dtype: torch.dtype | None = None,
     config_path = path / CONFIG_NAME
     if not config_path.is_file():
         raise FileNotFoundError(f"no {CONFIG_NAME} in {path}")
-    cfg = ModelConfig.from_hf(json.loads(config_path.read_text(encoding="utf-8")))
+    hf_config = json.loads(config_path.read_text(encoding="utf-8"))
+    if not isinstance(hf_config, dict) or hf_config.get("model_type") not in HF_LLAMA_FAMILY:
+        model_type = hf_config.get("model_type") if isinstance(hf_config, dict) else None
+        raise ValueError(f"load_hf: model_type={model_type!r} is not supported; expected one "
+                         f"of {list(HF_LLAMA_FAMILY)}")
+    cfg = ModelConfig.from_hf(hf_config)
     cfg = cfg.replace(rope_layout=rope_layout)
 
     tensors: dict[str, Tensor] = {}
