@@ -320,6 +320,11 @@ def rope_relative_error(dtype: str, shifts: Sequence[int] = RELATIVE_ERROR_SHIFT
     def scores(shift: int):
         return (rotate(q, m + shift) * rotate(k, n + shift)).sum(-1) / math.sqrt(head_dim)
 
+    return _shift_errors(scores, shifts)
+
+
+def _shift_errors(scores, shifts: Sequence[int]) -> list[list[float | None]]:
+    """[[s, max |scores(s) − scores(0)|], ...], None where the error is not finite."""
     base = scores(0)
     out: list[list[float | None]] = []
     for shift in shifts:
@@ -358,12 +363,7 @@ def rope_relative_error_blocklab(dtype: str, shifts: Sequence[int] = RELATIVE_ER
     def scores(shift: int):
         return (rotated(q, m + shift) * rotated(k, n + shift)).sum(-1) / math.sqrt(head_dim)
 
-    base = scores(0)
-    out: list[list[float | None]] = []
-    for shift in shifts:
-        err = (scores(shift) - base).abs().max().item()
-        out.append([shift, err if math.isfinite(err) else None])
-    return out
+    return _shift_errors(scores, shifts)
 
 
 # --- runs -----------------------------------------------------------------------------------------
