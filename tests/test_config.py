@@ -157,3 +157,16 @@ def test_from_hf_errors():
         ModelConfig.from_hf({k: v for k, v in V4_LLAMA.items() if k != "hidden_size"})
     with pytest.raises(ValueError, match=r"unsupported hidden_act 'tanh'"):
         ModelConfig.from_hf(dict(V4_LLAMA, hidden_act="tanh"))
+
+
+def test_wrong_types_are_value_errors():
+    with pytest.raises(ValueError, match="wrong type"):
+        ModelConfig.from_dict({"norm_eps": None})
+
+
+def test_qwen_sliding_window_defaults_off_mistral_on():
+    base = dict(V4_LLAMA, sliding_window=16)
+    assert ModelConfig.from_hf(dict(base, model_type="qwen2")).sliding_window is None
+    assert ModelConfig.from_hf(dict(base, model_type="qwen2",
+                                    use_sliding_window=True)).sliding_window == 16
+    assert ModelConfig.from_hf(dict(base, model_type="mistral")).sliding_window == 16

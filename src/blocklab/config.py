@@ -200,7 +200,10 @@ class ModelConfig:
         unknown = sorted(set(data) - known)
         if unknown:
             raise ValueError(f"unknown ModelConfig key(s) {unknown}; allowed: {sorted(known)}")
-        return cls(**data)
+        try:
+            return cls(**data)
+        except TypeError as err:  # e.g. "norm_eps": null or a string where a number belongs
+            raise ValueError(f"ModelConfig has a value of the wrong type: {err}") from None
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True)
@@ -219,7 +222,8 @@ class ModelConfig:
         write_atomic(Path(path), self.to_json() + "\n")
 
     def replace(self, **changes: Any) -> ModelConfig:
-        """A copy with `changes`; derived sizes are re-derived unless given."""
+        """A copy with `changes`. Derived sizes (n_kv_heads, head_dim, d_ff) keep their current
+        values unless given; pass them as None to derive them again from the new sizes."""
         data = self.to_dict()
         data.update(changes)
         return ModelConfig.from_dict(data)
@@ -359,7 +363,9 @@ def from_hf(hf: dict[str, Any]) -> ModelConfig:
             common.update(attn_bias=bias, attn_out_bias=bias)
         if model_type == "qwen3":
             common.update(qk_norm=True)
-        if model_type in ("mistral", "qwen2", "qwen3") and hf.get("use_sliding_window", True):
+        # Mistral has no switch (a window applies when set); Qwen's switch defaults to off.
+        if model_type in ("mistral", "qwen2", "qwen3") and hf.get(
+                "use_sliding_window", model_type == "mistral"):
             common.update(sliding_window=hf.get("sliding_window"))
         if model_type == "gemma2":
             scalar = hf.get("query_pre_attn_scalar")

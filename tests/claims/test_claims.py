@@ -143,19 +143,21 @@ def _ratio(impl, ratio, low, high, d=1024):
 
 @pytest.mark.parametrize(("ratio", "low", "high", "equivalent", "verdict"), [
     (0.85, 0.80, 0.90, True, "confirmed"),
-    (3.00, 2.50, 3.50, True, "refuted"),
+    (1.30, 1.20, 1.40, True, "refuted"),
     (0.95, 0.80, 1.10, True, "conditional"),
     (0.85, 0.80, 0.90, False, "conditional"),
 ])
 def test_norm_cost_verdict_logic(tmp_path, ratio, low, high, equivalent, verdict):
+    # Graded on the like-for-like kind ("plain"); blocklab's kernel vs torch's fused LayerNorm
+    # (3× here) is reported but does not decide the verdict.
     _write(tmp_path, "norm-cost", {
-        "ratios": [_ratio("blocklab", ratio, low, high), _ratio("plain", 0.7, 0.6, 0.8)],
+        "ratios": [_ratio("plain", ratio, low, high), _ratio("blocklab", 3.0, 2.5, 3.5)],
         "step_time": {"1": {"ratio": 1.0}},
         "quality": {"delta": _ci(0.0, -0.01, 0.01), "margin": 0.02, "equivalent": equivalent,
                     "seeds": [0, 1, 2]}})
     (row,) = run_claims(["C18"], Context(tmp_path, "quick"))
     assert row.verdict == verdict and row.error is None
-    assert row.evidence["ratio_ranges"]["plain"] == [0.7, 0.7]
+    assert row.evidence["ratio_ranges"]["blocklab"] == [3.0, 3.0]
 
 
 def _arm(pcts):

@@ -166,3 +166,9 @@ def test_split_rule_is_the_documented_hash():
     for path in ("os.py", "json/decoder.py", "asyncio/locks.py"):
         value = int.from_bytes(hashlib.sha256(path.encode()).digest()[:8], "big")
         assert d.is_validation_file(path) == (value % 10 == 0)
+
+
+def test_split_keeps_train_non_empty_when_every_file_hashes_to_validation(monkeypatch):
+    monkeypatch.setattr(d, "is_validation_file", lambda path: True)
+    train, val = d._split_by_file(["a.txt", "b.txt"])
+    assert train and val and not set(train) & set(val)

@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as done:
         code = done.code
         return code if isinstance(code, int) else (0 if code is None else 1)
-    except (ValueError, FileNotFoundError, UsageFailure) as err:
+    except (ValueError, OSError, UsageFailure) as err:
         typer.echo(f"error: {err}", err=True)
         return 2
     except KeyboardInterrupt:

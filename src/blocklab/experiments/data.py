@@ -113,9 +113,9 @@ def _split_by_file(paths: list[str]) -> tuple[list[str], list[str]]:
     by_hash = sorted(paths, key=lambda p: hashlib.sha256(p.encode("utf-8")).digest())
     if not val:
         val = [by_hash[0]]
-    if not train:
-        train = [by_hash[-1]]
     val_set = set(val)
+    if not train and len(paths) >= 2:  # every file hashed to validation: give one back
+        val_set.discard(by_hash[-1])
     return [p for p in paths if p not in val_set], sorted(val_set)
 
 

@@ -206,10 +206,20 @@ _T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 
          2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
 
 
+# Beyond df = 30, the same tables' rows for 40, 60 and 120, interpolated linearly in 1/df.
+_T975_TAIL = [(30, 2.042), (40, 2.021), (60, 2.000), (120, 1.980), (math.inf, 1.960)]
+
+
 def t_quantile_975(df: int) -> float:
     if df < 1:
         raise ValueError(f"degrees of freedom must be >= 1, got {df}")
-    return _T975[df - 1] if df <= len(_T975) else 1.96
+    if df <= len(_T975):
+        return _T975[df - 1]
+    for (lo, t_lo), (hi, t_hi) in zip(_T975_TAIL, _T975_TAIL[1:], strict=False):
+        if lo <= df <= hi:
+            w = (1 / lo - 1 / df) / (1 / lo - (0 if hi == math.inf else 1 / hi))
+            return t_lo + w * (t_hi - t_lo)
+    return 1.96
 
 
 def mean_ci(values: Sequence[float]) -> dict[str, float | int | None]:
