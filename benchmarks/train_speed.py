@@ -9,6 +9,8 @@ forward and backward) over the step time, as a fraction of a measured float32 ma
 The machine may be shared; the load average is printed with the figures.
 
     python benchmarks/train_speed.py [--repeats 5]
+
+x-transformers joins the comparison when it is installed (`pip install x-transformers`).
 """
 
 from __future__ import annotations
@@ -40,6 +42,20 @@ def _hf(attn: str) -> torch.nn.Module:
                       intermediate_size=DFF, max_position_embeddings=T,
                       attn_implementation=attn)
     return LlamaForCausalLM(cfg)
+
+
+def _xtransformers() -> torch.nn.Module | None:
+    """The same architecture in x-transformers (pip install x-transformers), or None."""
+    try:
+        from x_transformers import Decoder, TransformerWrapper
+    except ImportError:
+        return None
+    # ff_mult = 688/256 gives the same SwiGLU width; rotary, RMSNorm, no biases, SDPA.
+    return TransformerWrapper(
+        num_tokens=V, max_seq_len=T, use_abs_pos_emb=False,
+        attn_layers=Decoder(dim=D, depth=L, heads=H, rotary_pos_emb=True, use_rmsnorm=True,
+                            ff_glu=True, ff_swish=True, ff_mult=DFF / D, ff_no_bias=True,
+                            attn_flash=True))
 
 
 def _logits(model, ids):
@@ -90,6 +106,11 @@ def main() -> None:
     torch.manual_seed(0)
     ids = torch.randint(0, V, (B, T + 1))
     models = {"blocklab": _ours(), "hf_eager": _hf("eager"), "hf_sdpa": _hf("sdpa")}
+    xt = _xtransformers()
+    if xt is None:
+        print("x-transformers is not installed (pip install x-transformers); skipping it")
+    else:
+        models["x_transf"] = xt
     rate = matmul_rate(5)
     load = os.getloadavg()
     times: dict[str, list[float]] = {k: [] for k in models}
