@@ -71,7 +71,9 @@ def test_cache_decode_equals_full_recompute(scheme, max_len):
         steps = [model(ids[:, :5], cache=cache)]
         steps += [model(ids[:, t:t + 1], cache=cache) for t in range(5, 12)]
     assert cache.length == 12
-    assert_close(torch.cat(steps, dim=1), full, **F32)
+    # One-token and full-sequence attention sum in different orders: float32 rounding of the
+    # logits' scale (|logits| ~ 6 here), so atol is relative to the largest logit.
+    assert_close(torch.cat(steps, dim=1), full, rtol=1e-5, atol=5e-6 * full.abs().max().item())
 
 
 @pytest.mark.parametrize("scheme", sorted(SCHEMES))

@@ -15,10 +15,14 @@ Implementations (`RMSNorm(impl=...)`), all computing the same function:
 
     reference  the plain PyTorch expression below; the readable definition
     fused      `blocklab.nn.fused.rms_norm`, an autograd Function that saves x and 1/s only
+    cpu        `blocklab.nn.cpu_kernels.rms_norm`, a compiled one-pass C kernel each way
+               (float32 on CPU; built on first use with the system C compiler); raises where
+               it cannot run
     triton     `blocklab.nn.triton_kernels.rms_norm`, one kernel per pass (CUDA, or Triton's
                interpreter on CPU with TRITON_INTERPRET=1); raises where Triton cannot run
-    auto       triton on CUDA when Triton imports, else fused; reference while torch.compile
-               traces (the compiler fuses the plain expression itself)
+    auto       triton on CUDA when Triton imports; cpu for float32 CPU tensors when the C
+               kernels built; else fused; reference while torch.compile traces (the
+               compiler fuses the plain expression itself)
 
 Per-head QK-norm (Qwen3) needs no class of its own: `RMSNorm(head_dim)` applied to
 q: [B, n_heads, T, head_dim] normalises each head vector, because only the last axis is reduced.
@@ -35,14 +39,15 @@ from torch import nn
 from blocklab.nn import fused
 
 CASTS = ("llama", "gemma")
-IMPLS = ("auto", "reference", "fused", "triton")
+IMPLS = ("auto", "reference", "fused", "cpu", "triton")
 
 
-def resolve_rms_impl(impl: str, x: torch.Tensor) -> str:
-    """The implementation `impl` means for input x: "reference", "fused" or "triton".
+def resolve_rms_impl(impl: str, x: torch.Tensor, weight: torch.Tensor | None = None) -> str:
+    """The implementation `impl` means for input x (and gain weight): "reference", "fused",
+    "cpu" or "triton".
 
-    "auto" never fails (it falls back to "fused"); an explicit "triton" raises a RuntimeError
-    naming the reason when Triton cannot run on x.
+    "auto" never fails (it falls back to "fused"); an explicit "triton" or "cpu" raises a
+    RuntimeError naming the reason when that path cannot run on x.
     """
     if impl == "auto":
         if torch.compiler.is_compiling():
@@ -51,7 +56,17 @@ def resolve_rms_impl(impl: str, x: torch.Tensor) -> str:
             from blocklab.nn import triton_kernels
             if triton_kernels.available(x):
                 return "triton"
+        elif x.dtype == torch.float32 and (weight is None or weight.dtype == torch.float32):
+            from blocklab.nn import cpu_kernels
+            if cpu_kernels.available(x, weight):
+                return "cpu"
         return "fused"
+    if impl == "cpu":
+        from blocklab.nn import cpu_kernels
+        reason = cpu_kernels.unavailable_reason(x, weight)
+        if reason is not None:
+            raise RuntimeError(f"RMSNorm impl='cpu' cannot run here: {reason}; use "
+                               "impl='auto' or 'fused'")
     if impl == "triton":
         from blocklab.nn import triton_kernels
         reason = triton_kernels.unavailable_reason(x)
@@ -122,7 +137,10 @@ class RMSNorm(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """x: [..., dim] -> [..., dim], dtype of x."""
-        impl = resolve_rms_impl(self.impl, x)
+        impl = resolve_rms_impl(self.impl, x, self.weight)
+        if impl == "cpu":
+            from blocklab.nn import cpu_kernels
+            return cpu_kernels.rms_norm(x, self.weight, self.eps, self.unit_offset)
         if impl == "fused":
             return fused.rms_norm(x, self.weight, self.eps, self.cast, self.unit_offset)
         if impl == "triton":
@@ -138,8 +156,12 @@ class RMSNorm(nn.Module):
         One pass over the data on the fused and triton paths (the pre-norm step
         `h = x + sublayer(...)` followed by the next sublayer's norm).
         """
-        impl = resolve_rms_impl(self.impl, x)
-        if impl == "fused":
+        impl = resolve_rms_impl(self.impl, x, self.weight)
+        if impl == "cpu" and residual.dtype == torch.float32:
+            from blocklab.nn import cpu_kernels
+            return cpu_kernels.add_rms_norm(x, residual, self.weight, self.eps,
+                                            self.unit_offset)
+        if impl in ("fused", "cpu"):
             return fused.add_rms_norm(x, residual, self.weight, self.eps, self.cast,
                                       self.unit_offset)
         if impl == "triton":

@@ -1,0 +1,116 @@
+/* RMSNorm and residual-add + RMSNorm on CPU, float32, forward and backward.
+ *
+ * Compiled on first use by blocklab/nn/cpu_kernels.py (cc -O3 -march=native -fopenmp) and called
+ * through ctypes with raw pointers to contiguous row-major tensors. Rows are split across
+ * `threads` OpenMP threads; each row is read from memory once per pass and then worked on from
+ * cache, so a pass costs about one read of its inputs and one write of its outputs.
+ *
+ *   forward:  r = 1 / sqrt(mean(x^2) + eps),  y = x * r * g          (g = w or 1 + w)
+ *   backward: p = sum_j dy*g*x,  dx = r*dy*g - x * r^3 * p / d  (+ dh),  dw = sum_rows dy*x*r
+ *
+ * dw is summed per thread in float64 into dw_part[threads, d] (no atomics, and no float32
+ * rounding growing with the row count) and added up by the caller.
+ */
+#include <math.h>
+#include <stddef.h>
+
+/* Sums run in LANES fixed partial sums, combined in a fixed order, so a row's result does not
+ * depend on where the row sits in memory (a compiler-vectorised reduction may peel a few
+ * elements to align its loads, which changes the rounding with the row's address). */
+#define LANES 16
+
+static inline float combine(const float *acc) {
+    float total = 0.0f;
+    for (int k = 0; k < LANES; ++k) total += acc[k];
+    return total;
+}
+
+static inline float row_sumsq(const float *restrict x, long d) {
+    float acc[LANES] = {0};
+    long j = 0;
+    for (; j + LANES <= d; j += LANES)
+        for (int k = 0; k < LANES; ++k) acc[k] += x[j + k] * x[j + k];
+    for (int k = 0; j < d; ++j, ++k) acc[k] += x[j] * x[j];
+    return combine(acc);
+}
+
+/* sum_j a[j] * b[j] * c[j], or with (1 + b[j]) when unit_offset. */
+static inline float row_dot3(const float *restrict a, const float *restrict b,
+                             const float *restrict c, long d, int unit_offset) {
+    float acc[LANES] = {0};
+    float off = unit_offset ? 1.0f : 0.0f;
+    long j = 0;
+    for (; j + LANES <= d; j += LANES)
+        for (int k = 0; k < LANES; ++k) acc[k] += a[j + k] * (off + b[j + k]) * c[j + k];
+    for (int k = 0; j < d; ++j, ++k) acc[k] += a[j] * (off + b[j]) * c[j];
+    return combine(acc);
+}
+
+/* h = x + res (when res != NULL, written to h), y = RMSNorm(h); rinv[i] = 1/s of row i. */
+void blocklab_rms_forward(const float *x, const float *res, float *h, const float *w, float *y,
+                          float *rinv, long n, long d, float eps, int unit_offset, int threads) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (long i = 0; i < n; ++i) {
+        const float *xi = x + i * d;
+        float *yi = y + i * d;
+        if (res) {
+            const float *ri = res + i * d;
+            float *hi = h + i * d;
+#pragma omp simd
+            for (long j = 0; j < d; ++j) hi[j] = xi[j] + ri[j];
+            xi = hi;  /* still in cache for the sum and the scaling below */
+        }
+        float ss = row_sumsq(xi, d);
+        float r = 1.0f / sqrtf(ss / (float)d + eps);
+        rinv[i] = r;
+        if (unit_offset) {
+#pragma omp simd
+            for (long j = 0; j < d; ++j) yi[j] = (xi[j] * r) * (1.0f + w[j]);
+        } else {
+#pragma omp simd
+            for (long j = 0; j < d; ++j) yi[j] = (xi[j] * r) * w[j];
+        }
+    }
+}
+
+/* dx = d/dx of RMSNorm (+ dh when dh != NULL); dw_part[t, :] += dy * x * r over thread t's rows
+ * (dw_part may be NULL when the gain needs no gradient). */
+void blocklab_rms_backward(const float *dy, const float *x, const float *rinv, const float *w,
+                           const float *dh, float *dx, double *dw_part, long n, long d,
+                           int unit_offset, int threads) {
+#pragma omp parallel num_threads(threads)
+    {
+#ifdef _OPENMP
+        extern int omp_get_thread_num(void);
+        extern int omp_get_num_threads(void);
+        int t = omp_get_thread_num(), nt = omp_get_num_threads();
+#else
+        int t = 0, nt = 1;
+#endif
+        long lo = n * t / nt, hi = n * (t + 1) / nt;
+        double *dwt = dw_part ? dw_part + (long)t * d : NULL;
+        for (long i = lo; i < hi; ++i) {
+            const float *gi = dy + i * d, *xi = x + i * d;
+            float *dxi = dx + i * d;
+            float r = rinv[i];
+            float p = row_dot3(gi, w, xi, d, unit_offset);
+            float c = r * r * r * p / (float)d;
+            if (unit_offset) {
+#pragma omp simd
+                for (long j = 0; j < d; ++j) dxi[j] = r * gi[j] * (1.0f + w[j]) - xi[j] * c;
+            } else {
+#pragma omp simd
+                for (long j = 0; j < d; ++j) dxi[j] = r * gi[j] * w[j] - xi[j] * c;
+            }
+            if (dh) {
+                const float *hi_ = dh + i * d;
+#pragma omp simd
+                for (long j = 0; j < d; ++j) dxi[j] += hi_[j];
+            }
+            if (dwt) {
+#pragma omp simd
+                for (long j = 0; j < d; ++j) dwt[j] += (double)(gi[j] * xi[j]) * r;
+            }
+        }
+    }
+}

@@ -1,0 +1,326 @@
+"""Compiled CPU kernels for RMSNorm and residual-add + RMSNorm (float32).
+
+On CPU, PyTorch has one C++ kernel for LayerNorm each way but none for RMSNorm's backward, so
+RMSNorm built from tensor ops makes several passes and allocations and ends up slower than the
+LayerNorm it is meant to undercut. `cpu_kernels.c` does each direction in one pass over the
+rows. It is compiled on first use with the system C compiler (`$CC`, else `cc`; flags -O3
+-march=native -fopenmp) into a per-user cache, keyed by the source, the flags, the compiler and
+the CPU, and loaded with ctypes; nothing is downloaded and nothing is built at install time.
+
+Where no compiler works, or BLOCKLAB_CPU_KERNELS=0, `unavailable_reason` says why and
+`RMSNorm(impl="auto")` keeps the tensor-op path (`blocklab.nn.fused`). Only contiguous-or-not
+float32 inputs with a float32 gain take this path; bfloat16 and float64 use `fused`, whose
+numerics are bit for bit the reference's.
+
+Output buffers: a fresh [N, d] float32 tensor on CPU comes from the C allocator, and for large
+tensors glibc maps new pages each time; touching them costs the kernel a page fault and a
+zero-fill per 4 KiB, which on our 2-core machine takes longer than the whole normalisation
+(`benchmarks/norm_speed.py` measures both). So the outputs (y, h, dx) come from a small cache
+of buffers this module owns, reused once nothing else holds them (like the CUDA caching
+allocator). It keeps at most BLOCKLAB_CPU_BUFFER_CACHE_MB (default 1024) MiB;
+`empty_cache()` returns it; BLOCKLAB_CPU_BUFFER_CACHE_MB=0 turns it off.
+
+Numerics: the sum of squares is accumulated in float32 in the kernel's own order, so values
+agree with the reference to float32 rounding (tested to 1e-6), not bit for bit.
+
+Shape legend: N: rows (all leading axes), d: the normalised axis.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import platform
+import subprocess
+import tempfile
+import threading
+from importlib import resources
+from pathlib import Path
+
+import torch
+from torch import Tensor
+
+FLAGS = ("-O3", "-march=native", "-fopenmp", "-shared", "-fPIC", "-std=c11")
+_lock = threading.Lock()
+_lib: ctypes.CDLL | None = None
+_reason: str | None = None
+_loaded = False
+
+
+def cache_dir() -> Path:
+    """Where compiled kernels are kept: $BLOCKLAB_CACHE_DIR, else $XDG_CACHE_HOME/blocklab, else
+    ~/.cache/blocklab."""
+    env = os.environ.get("BLOCKLAB_CACHE_DIR")
+    if env:
+        return Path(env)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "blocklab"
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith(("model name", "flags")):
+                return line
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def _compiler() -> str:
+    return os.environ.get("CC", "cc")
+
+
+def _build(source: str) -> Path:
+    """Compile the kernel source (once per cache key) and return the shared library's path."""
+    cc = _compiler()
+    try:
+        version = subprocess.run([cc, "--version"], capture_output=True, text=True,
+                                 timeout=30).stdout
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise RuntimeError(f"no C compiler: {cc!r} could not run ({exc})") from exc
+    key = hashlib.sha256("\0".join([source, *FLAGS, version, platform.machine(),
+                                    _cpu_model()]).encode()).hexdigest()[:16]
+    target = cache_dir() / f"blocklab_cpu_kernels_{key}.so"
+    if target.exists():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
+        src = Path(tmp) / "cpu_kernels.c"
+        src.write_text(source)
+        out = Path(tmp) / target.name
+        proc = subprocess.run([cc, *FLAGS, str(src), "-o", str(out), "-lm"],
+                              capture_output=True, text=True, timeout=300)
+        if proc.returncode != 0:
+            first = (proc.stderr.strip().splitlines() or ["no message"])[0]
+            raise RuntimeError(f"{cc} failed to compile the CPU kernels: {first}")
+        os.replace(out, target)  # atomic: a concurrent build leaves one complete file
+    return target
+
+
+def _declare(lib: ctypes.CDLL) -> None:
+    p, n, f, i = ctypes.c_void_p, ctypes.c_long, ctypes.c_float, ctypes.c_int
+    lib.blocklab_rms_forward.argtypes = [p, p, p, p, p, p, n, n, f, i, i]
+    lib.blocklab_rms_forward.restype = None
+    lib.blocklab_rms_backward.argtypes = [p, p, p, p, p, p, p, n, n, i, i]
+    lib.blocklab_rms_backward.restype = None
+
+
+def _load() -> ctypes.CDLL | None:
+    global _lib, _reason, _loaded
+    with _lock:
+        if _loaded:
+            return _lib
+        _loaded = True
+        if os.environ.get("BLOCKLAB_CPU_KERNELS", "1") == "0":
+            _reason = "disabled by BLOCKLAB_CPU_KERNELS=0"
+            return None
+        try:
+            source = resources.files("blocklab.nn").joinpath("cpu_kernels.c").read_text()
+            lib = ctypes.CDLL(str(_build(source)))
+            _declare(lib)
+        except (OSError, RuntimeError, subprocess.SubprocessError) as exc:
+            _reason = str(exc).splitlines()[0]
+            return None
+        _lib = lib
+        return lib
+
+
+def reset() -> None:
+    """Forget the loaded library and any failure, so the next call builds or loads again."""
+    global _lib, _reason, _loaded
+    with _lock:
+        _lib, _reason, _loaded = None, None, False
+
+
+def unavailable_reason(x: Tensor | None = None, weight: Tensor | None = None) -> str | None:
+    """Why the compiled kernels cannot take x (and weight), or None when they can."""
+    if x is not None:
+        if x.device.type != "cpu":
+            return f"x is on {x.device.type}, the compiled kernels run on CPU only"
+        if x.dtype != torch.float32:
+            return f"x is {x.dtype}, the compiled kernels take torch.float32 only"
+    if weight is not None and weight.dtype != torch.float32:
+        return f"weight is {weight.dtype}, the compiled kernels take torch.float32 only"
+    if _load() is None:
+        return _reason
+    return None
+
+
+def available(x: Tensor | None = None, weight: Tensor | None = None) -> bool:
+    return unavailable_reason(x, weight) is None
+
+
+def _use_count(t: Tensor) -> int:
+    return torch._C._storage_Use_Count(t.untyped_storage()._cdata)
+
+
+# A tensor nothing else refers to: only the cache's own reference (and the probe's).
+_FREE = _use_count(torch.empty(1))
+
+
+def _alias(buf: Tensor, shape: torch.Size) -> Tensor:
+    # A new tensor on buf's storage that is not a view of it: autograd treats a custom
+    # Function's view outputs specially (no in-place use), a plain tensor it does not.
+    return torch.empty(0, dtype=buf.dtype).set_(buf.untyped_storage(), 0, shape)
+
+
+class _BufferCache:
+    """Float32 CPU buffers by element count, handed out again when no one else holds them."""
+
+    def __init__(self) -> None:
+        self._buffers: dict[int, list[Tensor]] = {}
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def limit_bytes() -> int:
+        raw = os.environ.get("BLOCKLAB_CPU_BUFFER_CACHE_MB", "1024")
+        try:
+            mb = float(raw)
+        except ValueError:
+            raise ValueError(f"BLOCKLAB_CPU_BUFFER_CACHE_MB={raw!r} is not allowed; expected a "
+                             "number of MiB >= 0") from None
+        return int(mb * 2**20)
+
+    def empty(self, shape: torch.Size) -> Tensor:
+        """An uninitialised float32 tensor of `shape`, from the cache when one is free."""
+        numel = shape.numel()
+        with self._lock:
+            for buf in self._buffers.get(numel, ()):
+                if _use_count(buf) == _FREE:
+                    return _alias(buf, shape)
+            buf = torch.empty(numel, dtype=torch.float32)
+            if numel and self._bytes + 4 * numel <= self.limit_bytes():
+                self._buffers.setdefault(numel, []).append(buf)
+                self._bytes += 4 * numel
+        return _alias(buf, shape)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._buffers.clear()
+            self._bytes = 0
+
+    @property
+    def nbytes(self) -> int:
+        return self._bytes
+
+
+_cache = _BufferCache()
+
+
+def empty_cache() -> None:
+    """Drop the cached output buffers (memory returns once no tensor refers to them)."""
+    _cache.clear()
+
+
+def cached_bytes() -> int:
+    """Bytes held by the output-buffer cache."""
+    return _cache.nbytes
+
+
+def _ptr(t: Tensor | None) -> int | None:
+    return None if t is None else t.data_ptr()
+
+
+def _forward(x: Tensor, residual: Tensor | None, weight: Tensor, eps: float,
+             unit_offset: bool) -> tuple[Tensor, Tensor, Tensor]:
+    """(y, h, 1/s): y, h: [..., d] (h is x when there is no residual), 1/s: [..., 1]."""
+    lib = _load()
+    d = x.shape[-1]
+    x = x.contiguous()
+    y = _cache.empty(x.shape)
+    rinv = torch.empty(x.shape[:-1] + (1,), dtype=torch.float32)
+    h = x
+    if residual is not None:
+        residual = residual.contiguous()
+        h = _cache.empty(x.shape)
+    lib.blocklab_rms_forward(x.data_ptr(), _ptr(residual), h.data_ptr(),
+                             weight.contiguous().data_ptr(), y.data_ptr(), rinv.data_ptr(),
+                             x.numel() // d, d, float(eps), int(unit_offset),
+                             torch.get_num_threads())
+    return y, h, rinv
+
+
+def _backward(grad: Tensor, h: Tensor, rinv: Tensor, weight: Tensor, grad_h: Tensor | None,
+              unit_offset: bool, need_weight_grad: bool) -> tuple[Tensor, Tensor | None]:
+    lib = _load()
+    d = h.shape[-1]
+    grad = grad.contiguous()
+    if grad_h is not None:
+        grad_h = grad_h.contiguous()
+    threads = torch.get_num_threads()
+    dx = _cache.empty(h.shape)
+    dw_part = torch.zeros(threads, d, dtype=torch.float64) if need_weight_grad else None
+    lib.blocklab_rms_backward(grad.data_ptr(), h.data_ptr(), rinv.data_ptr(),
+                              weight.contiguous().data_ptr(), _ptr(grad_h), dx.data_ptr(),
+                              _ptr(dw_part), h.numel() // d, d, int(unit_offset), threads)
+    return dx, None if dw_part is None else dw_part.sum(0).to(torch.float32)
+
+
+class CompiledRMSNorm(torch.autograd.Function):
+    """y = RMSNorm(x; γ), float32, saving x and 1/s."""
+
+    @staticmethod
+    def forward(ctx, x: Tensor, weight: Tensor, eps: float, unit_offset: bool) -> Tensor:
+        y, h, rinv = _forward(x, None, weight, eps, unit_offset)
+        ctx.save_for_backward(h, rinv, weight)
+        ctx.unit_offset = unit_offset
+        return y
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):
+        h, rinv, weight = ctx.saved_tensors
+        dx, dw = _backward(grad, h, rinv, weight, None, ctx.unit_offset,
+                           ctx.needs_input_grad[1])
+        return dx, dw, None, None
+
+
+class CompiledAddRMSNorm(torch.autograd.Function):
+    """(y, h) with h = x + residual, y = RMSNorm(h), float32, saving h and 1/s."""
+
+    @staticmethod
+    def forward(ctx, x: Tensor, residual: Tensor, weight: Tensor, eps: float,
+                unit_offset: bool) -> tuple[Tensor, Tensor]:
+        y, h, rinv = _forward(x, residual, weight, eps, unit_offset)
+        ctx.save_for_backward(h, rinv, weight)
+        ctx.unit_offset = unit_offset
+        return y, h
+
+    @staticmethod
+    def backward(ctx, grad_y: Tensor, grad_h: Tensor | None):
+        h, rinv, weight = ctx.saved_tensors
+        if grad_y is None:  # only h was used downstream
+            return grad_h, grad_h, None, None, None
+        dh, dw = _backward(grad_y, h, rinv, weight, grad_h, ctx.unit_offset,
+                           ctx.needs_input_grad[2])
+        return dh, dh, dw, None, None
+
+
+def _require(x: Tensor, weight: Tensor) -> None:
+    reason = unavailable_reason(x, weight)
+    if reason is not None:
+        raise RuntimeError(f"compiled CPU RMSNorm cannot run here: {reason}")
+
+
+def rms_norm(x: Tensor, weight: Tensor, eps: float = 1e-6, unit_offset: bool = False) -> Tensor:
+    """RMSNorm of x: [..., d] (float32, CPU) with gain weight: [d] -> [..., d].
+
+    Both cast orders ("llama", "gemma") coincide in float32, so there is no `cast` argument.
+    """
+    _require(x, weight)
+    return CompiledRMSNorm.apply(x, weight, eps, unit_offset)
+
+
+def add_rms_norm(x: Tensor, residual: Tensor, weight: Tensor, eps: float = 1e-6,
+                 unit_offset: bool = False) -> tuple[Tensor, Tensor]:
+    """h = x + residual, y = RMSNorm(h); x, residual: [..., d] (float32, CPU) -> (y, h)."""
+    _require(x, weight)
+    if x.shape != residual.shape:
+        raise ValueError(f"add_rms_norm: x {tuple(x.shape)} and residual "
+                         f"{tuple(residual.shape)} shapes differ")
+    if residual.dtype != torch.float32:
+        raise ValueError(f"add_rms_norm: residual is {residual.dtype}; expected torch.float32 "
+                         "like x")
+    return CompiledAddRMSNorm.apply(x, residual, weight, eps, unit_offset)

@@ -1,0 +1,205 @@
+"""The compiled CPU RMSNorm kernels against the reference module, their fallback and buffer cache.
+
+Tolerances: float32 values and input gradients to 1e-6 (atol and rtol) against the float32
+reference (the kernel sums x² in its own order). The gain gradient is a sum over all rows, which
+the kernel accumulates in float64 and the reference in float32, so it is held to the float64
+truth instead: its error at most twice the float32 reference's own, or 1e-6 of the largest entry.
+Against a float64 evaluation of the forward formula the kernel is held to 2e-6 relative to the
+largest entry.
+"""
+
+import pytest
+import torch
+from torch.testing import assert_close
+
+from blocklab.nn import cpu_kernels
+from blocklab.nn.norm import RMSNorm, resolve_rms_impl
+
+F32 = dict(atol=1e-6, rtol=1e-6)
+
+pytestmark = pytest.mark.skipif(not cpu_kernels.available(),
+                                reason=f"no CPU kernels: {cpu_kernels.unavailable_reason()}")
+
+
+def _pair(unit_offset, dim=24, impl="cpu"):
+    torch.manual_seed(0)
+    ref = RMSNorm(dim, unit_offset=unit_offset, impl="reference")
+    with torch.no_grad():
+        ref.weight.add_(0.1 * torch.randn(dim))
+    new = RMSNorm(dim, unit_offset=unit_offset, impl=impl)
+    new.load_state_dict(ref.state_dict())
+    return ref, new
+
+
+def _run(module, x, g):
+    x = x.clone().requires_grad_()
+    module.zero_grad()
+    y = module(x)
+    y.backward(g)
+    return y, x.grad, module.weight.grad
+
+
+def _check(new, ref, x, g):
+    """new's (y, dx, dw) against ref's in float32, and dw against ref's in float64."""
+    (y, dx, dw), (y_ref, dx_ref, dw_ref) = _run(new, x, g), _run(ref, x, g)
+    assert y.dtype == dx.dtype == dw.dtype == torch.float32
+    assert_close(y, y_ref, **F32)
+    assert_close(dx, dx_ref, **F32)
+    dw64 = _run(ref.double(), x.double(), g.double())[2]
+    ref.float()
+    err, err_ref = (dw.double() - dw64).abs().max(), (dw_ref.double() - dw64).abs().max()
+    assert err <= max(2 * err_ref, 1e-6 * dw64.abs().max())
+
+
+@pytest.mark.parametrize("unit_offset", [False, True])
+@pytest.mark.parametrize("shape", [(2, 3, 5, 24), (1, 24), (64, 24)])
+def test_cpu_rmsnorm_matches_reference(unit_offset, shape):
+    ref, new = _pair(unit_offset)
+    x = torch.randn(shape)
+    _check(new, ref, x, torch.randn_like(x))
+
+
+@pytest.mark.parametrize("dim", [1, 7, 256, 1000])
+def test_cpu_rmsnorm_matches_float64_formula(dim):
+    torch.manual_seed(dim)
+    x = torch.randn(33, dim) * 3
+    w = torch.randn(dim)
+    y = cpu_kernels.rms_norm(x, w, 1e-5)
+    x64 = x.double()
+    want = x64 * torch.rsqrt(x64.pow(2).mean(-1, keepdim=True) + 1e-5) * w.double()
+    assert (y.double() - want).abs().max() <= 2e-6 * want.abs().max()
+
+
+def test_cpu_rmsnorm_non_contiguous_input_and_grad():
+    ref, new = _pair(False)
+    x = torch.randn(24, 10).t()  # [10, 24], non-contiguous
+    g = torch.randn(24, 10).t()
+    _check(new, ref, x, g)
+
+
+def test_cpu_rmsnorm_weight_without_grad_and_empty_rows():
+    _, new = _pair(False)
+    new.weight.requires_grad_(False)
+    x = torch.randn(4, 24, requires_grad=True)
+    new(x).sum().backward()
+    assert x.grad.shape == (4, 24) and new.weight.grad is None
+    empty = new(torch.randn(0, 24))
+    assert empty.shape == (0, 24)
+
+
+@pytest.mark.parametrize("use_h", [True, False])
+@pytest.mark.parametrize("unit_offset", [False, True])
+def test_cpu_add_rms_norm_matches_sum_then_reference(use_h, unit_offset):
+    ref, new = _pair(unit_offset)
+    x, r = torch.randn(4, 7, 24), torch.randn(4, 7, 24)
+    gy, gh = torch.randn_like(x), torch.randn_like(x)
+    outs = []
+    for module in (ref, new):
+        module.zero_grad()
+        a, b = x.clone().requires_grad_(), r.clone().requires_grad_()
+        y, h = module.forward_add(a, b)
+        loss = (y * gy).sum() + ((h * gh).sum() if use_h else 0)
+        loss.backward()
+        outs.append((y, h, a.grad, b.grad, module.weight.grad))
+    for a, b in zip(*outs, strict=True):
+        assert_close(a, b, atol=1e-6, rtol=2e-6)
+
+
+def test_cpu_add_rms_norm_only_h_used():
+    _, new = _pair(False)
+    a = torch.randn(3, 24, requires_grad=True)
+    b = torch.randn(3, 24, requires_grad=True)
+    _, h = new.forward_add(a, b)
+    h.sum().backward()
+    assert torch.equal(a.grad, torch.ones(3, 24)) and torch.equal(b.grad, torch.ones(3, 24))
+
+
+def test_cpu_add_rms_norm_rejects_mismatch():
+    w = torch.ones(24)
+    with pytest.raises(ValueError, match="shapes differ"):
+        cpu_kernels.add_rms_norm(torch.randn(2, 24), torch.randn(3, 24), w)
+    with pytest.raises(ValueError, match="residual is torch.float64"):
+        cpu_kernels.add_rms_norm(torch.randn(2, 24), torch.randn(2, 24).double(), w)
+
+
+def test_auto_picks_cpu_for_float32_and_fused_otherwise():
+    w = torch.ones(8)
+    assert resolve_rms_impl("auto", torch.randn(2, 8), w) == "cpu"
+    assert resolve_rms_impl("auto", torch.randn(2, 8, dtype=torch.bfloat16), w) == "fused"
+    assert resolve_rms_impl("auto", torch.randn(2, 8), w.bfloat16()) == "fused"
+    assert resolve_rms_impl("auto", torch.randn(2, 8, dtype=torch.float64), w) == "fused"
+
+
+def test_explicit_cpu_impl_on_bfloat16_raises_with_reason():
+    norm = RMSNorm(8, impl="cpu")
+    with pytest.raises(RuntimeError, match="torch.float32 only"):
+        norm(torch.randn(2, 8, dtype=torch.bfloat16))
+
+
+@pytest.fixture
+def fresh_kernels(monkeypatch, tmp_path):
+    monkeypatch.setenv("BLOCKLAB_CACHE_DIR", str(tmp_path))
+    cpu_kernels.reset()
+    yield tmp_path
+    monkeypatch.undo()
+    cpu_kernels.reset()
+
+
+def test_disabled_kernels_fall_back_to_fused(fresh_kernels, monkeypatch):
+    monkeypatch.setenv("BLOCKLAB_CPU_KERNELS", "0")
+    assert cpu_kernels.unavailable_reason() == "disabled by BLOCKLAB_CPU_KERNELS=0"
+    assert resolve_rms_impl("auto", torch.randn(2, 8)) == "fused"
+    ref, auto = _pair(False, impl="auto")
+    x = torch.randn(5, 24)
+    assert_close(auto(x), ref(x), **F32)
+    with pytest.raises(RuntimeError, match="impl='cpu' cannot run here: disabled"):
+        RMSNorm(8, impl="cpu")(torch.randn(2, 8))
+
+
+def test_missing_compiler_falls_back_with_reason(fresh_kernels, monkeypatch):
+    monkeypatch.setenv("CC", str(fresh_kernels / "no-such-cc"))
+    reason = cpu_kernels.unavailable_reason()
+    assert reason is not None and "no-such-cc" in reason
+    assert resolve_rms_impl("auto", torch.randn(2, 8)) == "fused"
+
+
+def test_build_goes_to_cache_dir_and_is_reused(fresh_kernels):
+    assert cpu_kernels.available()
+    built = list(fresh_kernels.glob("blocklab_cpu_kernels_*.so"))
+    assert len(built) == 1
+    stamp = built[0].stat().st_mtime_ns
+    cpu_kernels.reset()
+    assert cpu_kernels.available()
+    assert built[0].stat().st_mtime_ns == stamp  # loaded, not rebuilt
+    assert list(fresh_kernels.iterdir()) == built  # no temporary files left behind
+
+
+def test_buffer_cache_reuses_only_free_buffers(monkeypatch):
+    monkeypatch.setenv("BLOCKLAB_CPU_BUFFER_CACHE_MB", "64")
+    cpu_kernels.empty_cache()
+    w = torch.ones(16)
+    x = torch.randn(32, 16)
+    y1 = cpu_kernels.rms_norm(x, w)
+    y2 = cpu_kernels.rms_norm(x, w)
+    assert y1.data_ptr() != y2.data_ptr()  # y1 is alive: never handed out twice
+    ptr = y1.data_ptr()
+    del y1
+    y3 = cpu_kernels.rms_norm(2 * x, w)
+    assert y3.data_ptr() == ptr  # reused once free
+    assert_close(y3, cpu_kernels.rms_norm(x, w), **F32)  # scale invariance, fresh values
+    assert y3._base is None  # a plain tensor, so in-place use is allowed
+    y3.mul_(2)
+    assert cpu_kernels.cached_bytes() > 0
+    cpu_kernels.empty_cache()
+    assert cpu_kernels.cached_bytes() == 0
+
+
+def test_buffer_cache_limit_zero_disables(monkeypatch):
+    monkeypatch.setenv("BLOCKLAB_CPU_BUFFER_CACHE_MB", "0")
+    cpu_kernels.empty_cache()
+    w = torch.ones(16)
+    cpu_kernels.rms_norm(torch.randn(32, 16), w)
+    assert cpu_kernels.cached_bytes() == 0
+    monkeypatch.setenv("BLOCKLAB_CPU_BUFFER_CACHE_MB", "lots")
+    with pytest.raises(ValueError, match="BLOCKLAB_CPU_BUFFER_CACHE_MB='lots'"):
+        cpu_kernels.rms_norm(torch.randn(32, 16), w)
