@@ -2,7 +2,11 @@
 
 Compares, at d in {256, 1024, 4096} and 8192 rows in float32 with 2 threads:
 
-    fused      blocklab RMSNorm(impl="fused"): the autograd Function saving x and 1/s
+    cpu        blocklab RMSNorm(impl="cpu"): the compiled one-pass C kernels, outputs from the
+               kernels' buffer cache (what impl="auto" picks for float32 on CPU)
+    cpu-nocache  the same kernels with fresh outputs from the allocator each call
+               (BLOCKLAB_CPU_BUFFER_CACHE_MB=0), separating kernel from allocation cost
+    fused      blocklab RMSNorm(impl="fused"): the tensor-op autograd Function saving x and 1/s
     reference  blocklab RMSNorm(impl="reference"): the plain PyTorch expression
     torch      torch.nn.RMSNorm
     layernorm  F.layer_norm (a single C++ kernel each way)
@@ -27,6 +31,7 @@ import time
 import torch
 import torch.nn.functional as F
 
+from blocklab.nn import cpu_kernels
 from blocklab.nn.norm import RMSNorm
 
 ROWS = 8192
@@ -50,12 +55,15 @@ def copy_bandwidth(repeats: int) -> float:
 
 
 def _variants(d: int) -> dict:
+    cpu = RMSNorm(d, impl="cpu")
     fused = RMSNorm(d, impl="fused")
     reference = RMSNorm(d, impl="reference")
     torch_rms = torch.nn.RMSNorm(d, eps=1e-6)
     ln_w = torch.ones(d, requires_grad=True)
     ln_b = torch.zeros(d, requires_grad=True)
     return {
+        "cpu": cpu,
+        "cpu-nocache": cpu,
         "fused": fused,
         "reference": reference,
         "torch": torch_rms,
@@ -69,13 +77,19 @@ def bench(d: int, repeats: int) -> dict:
     variants = _variants(d)
     times: dict[str, list[float]] = {name: [] for name in variants}
 
-    def step(fn):
+    def step(name, fn):
         x.grad = None
-        fn(x).backward(g)
+        if name == "cpu-nocache":  # forward and backward outputs fresh from the allocator
+            os.environ["BLOCKLAB_CPU_BUFFER_CACHE_MB"] = "0"
+            cpu_kernels.empty_cache()
+        try:
+            fn(x).backward(g)
+        finally:
+            os.environ.pop("BLOCKLAB_CPU_BUFFER_CACHE_MB", None)
 
     for _ in range(repeats):
         for name, fn in variants.items():
-            times[name].append(_time(lambda fn=fn: step(fn), warmup=1))
+            times[name].append(_time(lambda n=name, fn=fn: step(n, fn), warmup=1))
     return {name: statistics.median(t) for name, t in times.items()}
 
 
@@ -89,24 +103,25 @@ def main() -> None:
     bandwidth = copy_bandwidth(args.repeats)
     print(f"torch {torch.__version__}, threads 2, load average {load[0]:.2f} {load[1]:.2f} "
           f"{load[2]:.2f}, copy bandwidth {bandwidth / 1e9:.2f} GB/s")
-    print(f"{'d':>5} {'fused ms':>9} {'ln ms':>7} {'ref ms':>7} {'torch ms':>9} "
-          f"{'fused/ln':>9} {'fused/ref':>10} {'fused/torch':>12} {'bw frac':>8}")
+    names = ("cpu", "cpu-nocache", "fused", "reference", "torch", "layernorm")
+    print(f"{'d':>5} " + " ".join(f"{n + ' ms':>14}" for n in names)
+          + f" {'cpu/ln':>7} {'cpu/ref':>8} {'nocache/ln':>11} {'bw frac':>8}")
     results = {"load_average": load, "copy_bandwidth_Bps": bandwidth, "rows": ROWS, "dims": {}}
     for d in DIMS:
         t = bench(d, args.repeats)
         # fwd: read x, write y; bwd: read x, g, write dx (the minimum a fused pair moves).
         min_bytes = 5 * ROWS * d * 4
-        frac = min_bytes / t["fused"] / bandwidth
-        results["dims"][d] = {**{f"{k}_s": v for k, v in t.items()},
-                              "fused_over_layernorm": t["fused"] / t["layernorm"],
-                              "fused_over_reference": t["fused"] / t["reference"],
-                              "fused_over_torch": t["fused"] / t["torch"],
-                              "fused_bandwidth_fraction": frac}
-        print(f"{d:>5} {t['fused'] * 1e3:>9.2f} {t['layernorm'] * 1e3:>7.2f} "
-              f"{t['reference'] * 1e3:>7.2f} {t['torch'] * 1e3:>9.2f} "
-              f"{t['fused'] / t['layernorm']:>9.2f} {t['fused'] / t['reference']:>10.2f} "
-              f"{t['fused'] / t['torch']:>12.2f} {frac:>8.2f}")
-    print("targets: fused/ln <= 0.93, fused/ref <= 0.50")
+        frac = min_bytes / t["cpu"] / bandwidth
+        ratios = {"cpu_over_layernorm": t["cpu"] / t["layernorm"],
+                  "cpu_over_reference": t["cpu"] / t["reference"],
+                  "cpu_nocache_over_layernorm": t["cpu-nocache"] / t["layernorm"],
+                  "fused_over_layernorm": t["fused"] / t["layernorm"],
+                  "cpu_bandwidth_fraction": frac}
+        results["dims"][d] = {**{f"{k}_s": v for k, v in t.items()}, **ratios}
+        print(f"{d:>5} " + " ".join(f"{t[n] * 1e3:>14.2f}" for n in names)
+              + f" {ratios['cpu_over_layernorm']:>7.2f} {ratios['cpu_over_reference']:>8.2f}"
+              f" {ratios['cpu_nocache_over_layernorm']:>11.2f} {frac:>8.2f}")
+    print("targets: cpu/ln <= 0.93, cpu/ref <= 0.50")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=2)
