@@ -4,7 +4,9 @@ Tolerances: float32 values and input gradients to 1e-6 (atol and rtol) against t
 reference (the kernel sums x² in its own order). The gain gradient is a sum over all rows, which
 the kernel accumulates in float64 and the reference in float32, so it is held to the float64
 truth instead: its error at most twice the float32 reference's own, or 1e-6 of the largest entry.
-Against a float64 evaluation of the forward formula the kernel is held to 2e-6 relative to the
+Gated activations: the same float64-truth criterion for all outputs, since exp and erf round
+differently in the kernel's vector math and in PyTorch's. Against a float64 evaluation of the
+forward formula the kernel is held to 2e-6 relative to the
 largest entry.
 """
 
@@ -144,6 +146,70 @@ def test_explicit_cpu_impl_on_bfloat16_raises_with_reason():
     norm = RMSNorm(8, impl="cpu")
     with pytest.raises(RuntimeError, match="torch.float32 only"):
         norm(torch.randn(2, 8, dtype=torch.bfloat16))
+
+
+def _no_worse_than_torch(got, want32, want64):
+    """got's error from the float64 truth at most twice PyTorch's own float32 error, or 1e-6
+    of the largest entry (both compute φ with their own float32 exp/erf)."""
+    err = (got.double() - want64).abs().max()
+    err_torch = (want32.double() - want64).abs().max()
+    assert err <= max(2 * err_torch, 1e-6 * want64.abs().max()), (err, err_torch)
+
+
+def _gated_reference(gate, up, activation, grad):
+    act = torch.nn.functional.silu if activation == "silu" else torch.nn.functional.gelu
+    a, b = gate.detach().clone().requires_grad_(), up.detach().clone().requires_grad_()
+    y = act(a) * b
+    y.backward(grad)
+    return y, a.grad, b.grad
+
+
+@needs_kernels
+@pytest.mark.parametrize("activation", ["silu", "gelu"])
+@pytest.mark.parametrize("shape", [(3, 5, 16), (7, 688), (1, 1, 3)])
+def test_cpu_gated_activation_matches_autograd(activation, shape):
+    torch.manual_seed(0)
+    gate, up = 3 * torch.randn(shape), torch.randn(shape)
+    gate.view(-1)[:2] = torch.tensor([-90.0, 90.0])[: gate.numel()]  # saturated σ and Φ
+    grad = torch.randn(shape)
+    a, b = gate.clone().requires_grad_(), up.clone().requires_grad_()
+    y = cpu_kernels.gated_activation(a, b, activation)
+    y.backward(grad)
+    ref32 = _gated_reference(gate, up, activation, grad)
+    ref64 = _gated_reference(gate.double(), up.double(), activation, grad.double())
+    for got, want32, want64 in zip((y, a.grad, b.grad), ref32, ref64, strict=True):
+        assert torch.isfinite(got).all()
+        _no_worse_than_torch(got, want32, want64)
+
+
+@needs_kernels
+def test_cpu_gated_activation_on_fused_gate_up_views():
+    """The two halves of one gate_up output are strided views: read in place, same result."""
+    torch.manual_seed(1)
+    gu = torch.randn(2, 6, 32, requires_grad=True)
+    gate, up = gu.split(16, dim=-1)
+    grad = torch.randn(2, 6, 16)
+    cpu_kernels.gated_activation(gate, up, "silu").backward(grad)
+    ref = gu.detach().clone().requires_grad_()
+    g2, u2 = ref.split(16, dim=-1)
+    (torch.nn.functional.silu(g2) * u2).backward(grad)
+    assert_close(gu.grad, ref.grad, **F32)
+
+
+@needs_kernels
+def test_cpu_gated_activation_grad_for_one_input_only():
+    gate = torch.randn(4, 8, requires_grad=True)
+    up = torch.randn(4, 8)
+    cpu_kernels.gated_activation(gate, up, "gelu").sum().backward()
+    want = _gated_reference(gate, up, "gelu", torch.ones(4, 8))[1]
+    assert_close(gate.grad, want, **F32)
+
+
+def test_cpu_gated_activation_rejects_bad_input():
+    with pytest.raises(ValueError, match="activation='relu' is not allowed"):
+        cpu_kernels.gated_activation(torch.randn(2, 4), torch.randn(2, 4), "relu")
+    with pytest.raises(ValueError, match="shapes differ"):
+        cpu_kernels.gated_activation(torch.randn(2, 4), torch.randn(2, 5), "silu")
 
 
 @pytest.fixture

@@ -1,4 +1,5 @@
-/* RMSNorm and residual-add + RMSNorm on CPU, float32, forward and backward.
+/* RMSNorm, residual-add + RMSNorm and gated activations (SwiGLU, GeGLU) on CPU, float32,
+ * forward and backward.
  *
  * Compiled on first use by blocklab/nn/cpu_kernels.py (cc -O3 -march=native -fopenmp) and called
  * through ctypes with raw pointers to contiguous row-major tensors. Rows are split across
@@ -13,6 +14,13 @@
  */
 #include <math.h>
 #include <stddef.h>
+
+#ifdef BLOCKLAB_MVEC
+/* glibc's libmvec has SIMD expf/erff; math.h declares them only under -ffast-math, which would
+ * also license reassociating the sums below, so declare them here instead. */
+__attribute__((__simd__("notinbranch"))) float expf(float);
+__attribute__((__simd__("notinbranch"))) float erff(float);
+#endif
 
 /* Sums run in LANES fixed partial sums, combined in a fixed order, so a row's result does not
  * depend on where the row sits in memory (a compiler-vectorised reduction may peel a few
@@ -110,6 +118,55 @@ void blocklab_rms_backward(const float *dy, const float *x, const float *rinv, c
             if (dwt) {
 #pragma omp simd
                 for (long j = 0; j < d; ++j) dwt[j] += (double)(gi[j] * xi[j]) * r;
+            }
+        }
+    }
+}
+
+/* Gated activations y = phi(gate) * up, phi = SiLU (act 0) or exact GELU (act 1).
+ * gate and up are [n, m] with row strides sg and su (views into one gate_up output work);
+ * y, dgate and dup are contiguous [n, m]. */
+#define SQRT_HALF 0.70710678118654752f
+#define INV_SQRT_2PI 0.39894228040143268f
+
+void blocklab_gated_forward(const float *gate, long sg, const float *up, long su, float *y,
+                            long n, long m, int act, int threads) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (long i = 0; i < n; ++i) {
+        const float *z = gate + i * sg, *u = up + i * su;
+        float *yi = y + i * m;
+        if (act == 0) {
+#pragma omp simd
+            for (long j = 0; j < m; ++j) yi[j] = z[j] / (1.0f + expf(-z[j])) * u[j];
+        } else {
+#pragma omp simd
+            for (long j = 0; j < m; ++j)
+                yi[j] = z[j] * (0.5f * (1.0f + erff(z[j] * SQRT_HALF))) * u[j];
+        }
+    }
+}
+
+/* dgate = dy * up * phi'(gate), dup = dy * phi(gate); either may be NULL. */
+void blocklab_gated_backward(const float *dy, const float *gate, long sg, const float *up,
+                             long su, float *dgate, float *dup, long n, long m, int act,
+                             int threads) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (long i = 0; i < n; ++i) {
+        const float *g = dy + i * m, *z = gate + i * sg, *u = up + i * su;
+        float *dz = dgate ? dgate + i * m : NULL, *du = dup ? dup + i * m : NULL;
+        if (act == 0) {
+#pragma omp simd
+            for (long j = 0; j < m; ++j) {
+                float s = 1.0f / (1.0f + expf(-z[j]));
+                if (du) du[j] = g[j] * (z[j] * s);
+                if (dz) dz[j] = g[j] * u[j] * (s * (1.0f + z[j] * (1.0f - s)));
+            }
+        } else {
+#pragma omp simd
+            for (long j = 0; j < m; ++j) {
+                float cdf = 0.5f * (1.0f + erff(z[j] * SQRT_HALF));
+                if (du) du[j] = g[j] * (z[j] * cdf);
+                if (dz) dz[j] = g[j] * u[j] * (cdf + z[j] * expf(-0.5f * z[j] * z[j]) * INV_SQRT_2PI);
             }
         }
     }

@@ -203,10 +203,19 @@ class GatedActivationFunction(torch.autograd.Function):
 
 
 def gated_activation(gate: Tensor, up: Tensor, activation: str = "silu") -> Tensor:
-    """φ(gate) · up for gate, up: [..., d_ff] -> [..., d_ff]; activation "silu" or "gelu"."""
+    """φ(gate) · up for gate, up: [..., d_ff] -> [..., d_ff]; activation "silu" or "gelu".
+
+    float32 on CPU runs the compiled kernel of `blocklab.nn.cpu_kernels` when it is available;
+    everything else the autograd Function above.
+    """
     if activation not in GATED_ACTIVATIONS:
         raise ValueError(f"gated_activation: activation={activation!r} is not allowed; "
                          f"expected one of {sorted(GATED_ACTIVATIONS)}")
+    if (gate.dtype == up.dtype == torch.float32 and gate.device.type == up.device.type == "cpu"
+            and not torch.compiler.is_compiling()):
+        from blocklab.nn import cpu_kernels
+        if cpu_kernels.available(gate, up):
+            return cpu_kernels.gated_activation(gate, up, activation)
     return GatedActivationFunction.apply(gate, up, activation)
 
 
