@@ -1,11 +1,20 @@
 """Training-step throughput of DecoderLM against transformers' LlamaForCausalLM, on CPU.
 
-Same shapes for both (vocab 256, d_model 256, 4 layers, 4 heads, d_ff 688, T = 256, B = 16,
+Same shapes for all (vocab 256, d_model 256, 4 layers, 4 heads, d_ff 688, T = 256, B = 16,
 float32, 2 threads), one process, steps interleaved (ours, HF eager, HF sdpa, ours, ...), the
 median step time reported as tokens/s. Also per model: bytes saved for backward in one step
 (counted with `torch.autograd.graph.saved_tensors_hooks`, each storage once) and the model
-FLOPs utilisation: the step's FLOPs as `FlopCounterMode` counts them (matmuls and attention,
-forward and backward) over the step time, as a fraction of a measured float32 matmul rate.
+FLOPs utilisation (MFU): the step's model FLOPs (3× the forward count of `blocklab.budget`:
+matmuls and causal attention pairs, the same for every model since the maths is the same) over
+the step time, as a fraction of the float32 matmul rate measured at the step's own GEMM shapes.
+
+The compute floor answers "how much faster could any implementation of this step be here?":
+the step's matrix products and attention kernels (every op `FlopCounterMode` has a formula for,
+plus the CPU flash-attention kernels it lacks), recorded during one blocklab step and replayed
+alone on fresh tensors of the same shapes and strides, each op's fastest of a few runs. Norms,
+activations, RoPE, softmax-loss, copies and the autograd engine cost nothing in the floor, so a
+model's step time over the floor bounds the speedup a faster implementation of everything else
+could give over that model.
 The machine may be shared; the load average is printed with the figures.
 
     python benchmarks/train_speed.py [--repeats 5]
@@ -22,18 +31,24 @@ import time
 
 import torch
 import torch.nn.functional as F
-from torch.utils.flop_counter import FlopCounterMode
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_map
+from torch.utils.flop_counter import flop_registry
 
+from blocklab.allocator import tune_cpu_allocator
+from blocklab.budget.flops import prefill_flops
 from blocklab.config import ModelConfig
 from blocklab.nn import DecoderLM
 
 V, D, L, H, DFF, T, B = 256, 256, 4, 4, 688, 256, 16
 
 
+CONFIG = ModelConfig(vocab_size=V, d_model=D, n_layers=L, n_heads=H, d_ff=DFF, ffn="swiglu",
+                     norm="rmsnorm", position="rope", max_seq_len=T)
+
+
 def _ours() -> torch.nn.Module:
-    cfg = ModelConfig(vocab_size=V, d_model=D, n_layers=L, n_heads=H, d_ff=DFF, ffn="swiglu",
-                      norm="rmsnorm", position="rope", max_seq_len=T)
-    return DecoderLM(cfg)
+    return DecoderLM(CONFIG)
 
 
 def _hf(attn: str) -> torch.nn.Module:
@@ -82,26 +97,85 @@ def saved_bytes(model, ids) -> int:
     return sum(seen.values())
 
 
-def step_flops(model, ids) -> int:
-    with FlopCounterMode(display=False) as counter:
+def model_flops() -> int:
+    """Forward + backward FLOPs of one step: 3× the forward count (the backward's two
+    products per forward product), inputs of T tokens."""
+    return 3 * prefill_flops(CONFIG, B, T, causal=True).total
+
+
+_aten = torch.ops.aten
+HEAVY = set(flop_registry) | {_aten._scaled_dot_product_flash_attention_for_cpu,
+                              _aten._scaled_dot_product_flash_attention_for_cpu_backward}
+GEMMS = (_aten.mm, _aten.addmm, _aten.bmm)
+
+
+class _Spec:
+    def __init__(self, t: torch.Tensor) -> None:
+        self.shape, self.stride, self.dtype = t.shape, t.stride(), t.dtype
+
+    def make(self) -> torch.Tensor:
+        return torch.empty_strided(self.shape, self.stride, dtype=self.dtype).normal_()
+
+
+class _Recorder(TorchDispatchMode):
+    """Records every matmul/attention op of a step as (op, argument specs)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func.overloadpacket in HEAVY:
+            def spec(a):
+                return _Spec(a) if isinstance(a, torch.Tensor) else a
+            self.calls.append((func, tree_map(spec, args), tree_map(spec, kwargs)))
+        return func(*args, **kwargs)
+
+
+def _gemm_flops(func, args) -> int:
+    shapes = [a.shape for a in args if isinstance(a, torch.Tensor)]
+    if func.overloadpacket is _aten.addmm:
+        shapes = shapes[1:]  # the bias
+    (*batch, m, k), n = shapes[0], shapes[1][-1]
+    return 2 * m * k * n * (batch[0] if batch else 1)
+
+
+def compute_floor(model, ids, repeats: int) -> tuple[float, float, int]:
+    """(floor s, GEMM-only s, GEMM FLOPs) of one step's matmul and attention ops run alone."""
+    with _Recorder() as rec:
         _step(model, ids)
-    return counter.get_total_flops()
 
+    def make(a):
+        return a.make() if isinstance(a, _Spec) else a
 
-def matmul_rate(repeats: int) -> float:
-    a, b = torch.randn(1024, 1024), torch.randn(1024, 1024)
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        a @ b
-        times.append(time.perf_counter() - t0)
-    return 2 * 1024**3 / statistics.median(times)
+    calls = [(f, tree_map(make, a), tree_map(make, k)) for f, a, k in rec.calls]
+    gemm = [c for c in calls if c[0].overloadpacket in GEMMS]
+    def best(f, a, k) -> float:
+        # The op's own fastest time, its inputs warm in cache as they are in a real step.
+        times = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            f(*a, **k)
+            times.append(time.perf_counter() - t0)
+        return min(times)
+
+    with torch.no_grad():
+        per_call = [best(*c) for c in calls]
+    floor = sum(per_call)
+    gemm_s = sum(t for t, c in zip(per_call, calls, strict=True)
+                 if c[0].overloadpacket in GEMMS)
+    return floor, gemm_s, sum(_gemm_flops(f, a) for f, a, _ in gemm)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--no-tune-malloc", action="store_true",
+                        help="leave glibc malloc at its defaults (blocklab train tunes it)")
     args = parser.parse_args()
+    tuned = None if args.no_tune_malloc else tune_cpu_allocator()
+    print(f"allocator: {tuned or 'glibc defaults'} (applies to every model alike)")
     torch.set_num_threads(2)
     torch.manual_seed(0)
     ids = torch.randint(0, V, (B, T + 1))
@@ -111,7 +185,6 @@ def main() -> None:
         print("x-transformers is not installed (pip install x-transformers); skipping it")
     else:
         models["x_transf"] = xt
-    rate = matmul_rate(5)
     load = os.getloadavg()
     times: dict[str, list[float]] = {k: [] for k in models}
     for m in models.values():
@@ -121,15 +194,22 @@ def main() -> None:
             t0 = time.perf_counter()
             _step(m, ids)
             times[name].append(time.perf_counter() - t0)
-    print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; "
-          f"matmul {rate / 1e9:.1f} GFLOP/s (float32, 2 threads)")
+    floor, gemm_s, gemm_flops = compute_floor(models["blocklab"], ids, max(args.repeats, 3))
+    rate = gemm_flops / gemm_s
+    flops = model_flops()
+    print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; model FLOPs per step "
+          f"{flops / 1e9:.1f} G; matmul rate at the step's GEMM shapes {rate / 1e9:.1f} "
+          "GFLOP/s (float32, 2 threads)")
+    print(f"compute floor (blocklab's GEMMs and attention kernels replayed alone): "
+          f"{floor * 1e3:.0f} ms = {B * T / floor:.0f} tokens/s")
     base = statistics.median(times["blocklab"])
     for name, m in models.items():
         t = statistics.median(times[name])
-        mfu = step_flops(m, ids) / t / rate
-        print(f"{name:>9}: {B * T / t:8.0f} tokens/s  ({base / t:4.2f}× blocklab's step time "
-              f"ratio)  saved for backward {saved_bytes(m, ids) / 2**20:7.1f} MiB  "
-              f"MFU {mfu:.2f}")
+        print(f"{name:>9}: {B * T / t:8.0f} tokens/s  ({t / base:4.2f}× blocklab's step time)  "
+              f"saved for backward {saved_bytes(m, ids) / 2**20:7.1f} MiB  "
+              f"MFU {flops / t / rate:.2f}  step/floor {t / floor:.2f}")
+    print("step/floor: the most any implementation with the same matmul and attention kernels "
+          "could gain over that model on this machine.")
 
 
 if __name__ == "__main__":

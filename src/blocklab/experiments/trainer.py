@@ -50,6 +50,7 @@ from rich.progress import (
 )
 from torch import nn
 
+from blocklab.allocator import tune_cpu_allocator
 from blocklab.config import ModelConfig, write_atomic
 from blocklab.experiments import distributed
 from blocklab.experiments.data import (
@@ -286,7 +287,10 @@ def evaluate(model: nn.Module, windows: dict[int, torch.Tensor],
 
 @contextlib.contextmanager
 def _runtime(config: TrainConfig) -> Iterator[None]:
-    """Thread count and deterministic algorithms for one run; restored afterwards."""
+    """Thread count and deterministic algorithms for one run; restored afterwards. Also keeps
+    the C allocator from returning memory between steps (`blocklab.allocator`; process-wide,
+    not undone)."""
+    tune_cpu_allocator()
     threads = torch.get_num_threads()
     deterministic = torch.are_deterministic_algorithms_enabled()
     warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
