@@ -232,3 +232,15 @@ def test_training_beats_the_unigram_entropy(tiny_model):
     final = result["final"]
     assert result["status"] == "ok"
     assert final["val_loss"] < final["unigram_entropy"] < math.log(256)
+
+
+def test_compiled_run_reports_its_warm_up_apart_and_matches_eager(tiny_model, tiny_train):
+    cfg = tiny_train.replace(steps=3, eval_every=3)
+    eager = tr.train(tiny_model, cfg, "stdlib")[1]
+    compiled = tr.train(tiny_model, cfg, "stdlib", compile=True)[1]
+    assert eager["compile_s"] is None
+    assert compiled["compile_s"] > 0
+    # the warm-up is not a training step: same steps, same curve up to float32 rounding
+    assert compiled["steps_done"] == eager["steps_done"] == 3
+    losses = compiled["curves"]["train_loss"]
+    assert losses == pytest.approx(eager["curves"]["train_loss"], rel=1e-4)

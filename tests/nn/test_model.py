@@ -198,3 +198,33 @@ def test_explicit_positions_shift_rope_scores_only_through_differences():
             base = model(ids)
             shifted = model(ids, positions=torch.arange(6) + 11)
         assert_close(shifted, base, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("scheme", ["rope", "alibi", "learned", "sinusoidal", "gemma_like"])
+def test_forward_is_one_graph_for_torch_compile(scheme):
+    """Positions the model makes itself are not read back, so dynamo captures one graph."""
+    import torch._dynamo
+    torch._dynamo.reset()
+    explained = torch._dynamo.explain(_model(**SCHEMES[scheme]))(_ids())
+    assert (explained.graph_count, explained.graph_break_count) == (1, 0), \
+        [b.reason for b in explained.break_reasons]
+
+
+def test_compiled_model_matches_eager_and_reports_its_warm_up(caplog):
+    import logging
+    eager = _model(position="rope")
+    compiled = DecoderLM(eager.config, compile=True)
+    compiled.load_state_dict(eager.state_dict())
+    assert list(compiled.state_dict()) == list(eager.state_dict())
+    ids = _ids()
+    with caplog.at_level(logging.INFO, logger="blocklab.nn.model"):
+        seconds = compiled.warm_up(ids)
+    assert seconds > 0
+    assert "DecoderLM warm-up (compiled)" in caplog.text
+    assert all(p.grad is None for p in compiled.parameters())  # warm-up leaves no gradients
+    for model in (eager, compiled):
+        model.zero_grad()
+        model(ids).square().mean().backward()
+    assert_close(compiled(ids), eager(ids), **F32)
+    for (name, p), q in zip(compiled.named_parameters(), eager.parameters(), strict=True):
+        assert_close(p.grad, q.grad, **F32, msg=name)

@@ -11,7 +11,9 @@ Shape legend: B: batch, T: tokens in this call, V: vocab_size, d_model: width.
 
 from __future__ import annotations
 
+import logging
 import math
+import time
 
 import torch
 from torch import Tensor, nn
@@ -27,6 +29,7 @@ from blocklab.nn.position import ALiBi, LearnedPositions, RotaryEmbedding, Sinus
 # max_position_embeddings when a config leaves it out (`standardize_rope_params`, and the
 # dynamic variant reads max_position_embeddings directly).
 _NEEDS_ORIGINAL_LENGTH = ("dynamic", "yarn", "llama3")
+_log = logging.getLogger(__name__)
 
 
 # --- build: config -> modules -----------------------------------------------------------------
@@ -111,6 +114,9 @@ class DecoderLM(nn.Module):
         fused_qkv: hold the q, k, v projections as one `qkv_proj`.
             Both compute the same function with fewer, larger matmuls; the state dict then
             differs from Hugging Face's (`blocklab.interop.save_hf` splits them again).
+        compile: `torch.compile` the forward in place (same state dict). The first call builds
+            the graphs; `warm_up(input_ids)` does that on purpose and returns its seconds.
+            While compiling, RMSNorm takes its reference expression, which the compiler fuses.
 
     Parameters are initialised N(0, 0.02) (Hugging Face Llama's `initializer_range`), biases 0,
     norm gains 1; a trainer may re-initialise them.
@@ -122,7 +128,7 @@ class DecoderLM(nn.Module):
     """
 
     def __init__(self, config: ModelConfig, *, fused_gate_up: bool = False,
-                 fused_qkv: bool = False) -> None:
+                 fused_qkv: bool = False, compile: bool = False) -> None:
         super().__init__()
         _check_supported(config)
         self.config = config
@@ -136,6 +142,30 @@ class DecoderLM(nn.Module):
         self.apply(self._init_weights)
         if config.tie_embeddings:
             self.lm_head.weight = self.embed_tokens.weight
+        if compile:
+            # In place (`nn.Module.compile`): the state dict keeps its keys. The forward with
+            # positions made here is one graph, no breaks; graphs are built on the first call,
+            # which `warm_up` makes explicit and times.
+            self.compile()
+
+    def warm_up(self, input_ids: Tensor, backward: bool = True) -> float:
+        """Run one forward (and backward) on input_ids [B, T] so that torch.compile builds its
+        graphs now rather than inside the first timed step; returns the wall seconds it took
+        (the compile cost with `compile=True`) and logs them. Gradients are left as they were.
+        """
+        grads = {p: p.grad for p in self.parameters()}
+        tick = time.perf_counter()
+        with torch.set_grad_enabled(backward):
+            logits = self(input_ids)
+            if backward:
+                logits.float().sum().backward()
+        seconds = time.perf_counter() - tick
+        for p, grad in grads.items():
+            p.grad = grad
+        _log.info("DecoderLM warm-up (%s): %.2f s for input %s", "compiled"
+                  if self._compiled_call_impl is not None else "eager", seconds,
+                  tuple(input_ids.shape))
+        return seconds
 
     @staticmethod
     def _init_weights(module: nn.Module) -> None:
@@ -152,20 +182,22 @@ class DecoderLM(nn.Module):
         cfg = self.config
         B, T = input_ids.shape
         past = 0 if cache is None else cache.length
+        known = {}  # positions we make ourselves need no check (and no read-back)
         if positions is None:
             positions = torch.arange(past, past + T, device=input_ids.device)  # [T]
+            known = {"max_position": past + T - 1}
 
         x = self.embed_tokens(input_ids)  # (B, T, d_model)
         if cfg.embed_scale:
             # sqrt(d_model) rounded to the activation dtype first, as Gemma does.
             x = x * torch.tensor(math.sqrt(cfg.d_model), dtype=x.dtype)
         if cfg.position in ("learned", "sinusoidal"):
-            x = x + self.position(positions).to(x.dtype)
+            x = x + self.position(positions, **known).to(x.dtype)
         if self.embed_norm is not None:
             x = self.embed_norm(x)
 
         # Computed once here and shared by every layer.
-        rope = self.position(positions) if cfg.position == "rope" else None  # 2 × [T, r]
+        rope = self.position(positions, **known) if cfg.position == "rope" else None  # 2×[T, r]
         bias = None
         if cfg.position == "alibi":
             k_positions = positions
@@ -173,7 +205,7 @@ class DecoderLM(nn.Module):
                 if cache.positions is not None:
                     k_positions = torch.cat((cache.positions, positions), dim=-1)
                 cache.positions = k_positions
-            bias = self.position(positions, k_positions)  # (1 or B, H, T, T_k)
+            bias = self.position(positions, k_positions, **known)  # (1 or B, H, T, T_k)
 
         for i, layer in enumerate(self.layers):
             x = layer(x, rope=rope, bias=bias, cache=None if cache is None else cache[i])

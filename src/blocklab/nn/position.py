@@ -31,8 +31,13 @@ def _check_layout(layout: str) -> None:
         raise ValueError(f"unknown RoPE layout {layout!r}; allowed: {', '.join(LAYOUTS)}")
 
 
-def _check_positions(positions: Tensor) -> tuple[int, int]:
-    """Integer positions of rank 1 or 2; returns (min, max), or (0, -1) when empty."""
+def _check_positions(positions: Tensor, max_position: int | None = None) -> tuple[int, int]:
+    """Integer positions of rank 1 or 2; returns (min, max), or (0, -1) when empty.
+
+    A caller that made the positions itself (`DecoderLM` from its arange) passes their known
+    `max_position`: the values are then not read back, which would cost a device sync and stop
+    torch.compile's graph capture at `.item()`; (0, max_position) is returned.
+    """
     if not isinstance(positions, Tensor):
         raise ValueError(f"positions must be a tensor, got {type(positions).__name__}")
     dtype = positions.dtype
@@ -42,6 +47,8 @@ def _check_positions(positions: Tensor) -> tuple[int, int]:
         raise ValueError(f"positions must be [T] or [B, T], got shape {tuple(positions.shape)}")
     if positions.numel() == 0:
         return 0, -1
+    if max_position is not None:
+        return 0, max_position
     lo, hi = int(positions.min()), int(positions.max())
     if lo < 0:
         raise ValueError(f"positions must be >= 0, got {lo}")
@@ -235,8 +242,9 @@ class RotaryEmbedding(nn.Module):
             positions, inv_freq, self.layout, self.attention_factor
         )
 
-    def forward(self, positions: Tensor) -> tuple[Tensor, Tensor]:
-        _, max_position = _check_positions(positions)
+    def forward(self, positions: Tensor,
+                max_position: int | None = None) -> tuple[Tensor, Tensor]:
+        _, max_position = _check_positions(positions, max_position)
         seq_len = max_position + 1
         if self._dynamic_from is not None and seq_len > self._dynamic_from:
             inv_freq, attention_factor = self._frequencies(seq_len)
@@ -350,9 +358,10 @@ class ALiBi(nn.Module):
         self.n_heads = n_heads
         self.register_buffer("slopes", alibi_slopes(n_heads), persistent=False)  # [H]
 
-    def forward(self, q_positions: Tensor, k_positions: Tensor) -> Tensor:
-        _check_positions(q_positions)
-        _check_positions(k_positions)
+    def forward(self, q_positions: Tensor, k_positions: Tensor,
+                max_position: int | None = None) -> Tensor:
+        _check_positions(q_positions, max_position)
+        _check_positions(k_positions, max_position)
         q = q_positions if q_positions.dim() == 2 else q_positions[None]  # [1 or B, T_q]
         k = k_positions if k_positions.dim() == 2 else k_positions[None]  # [1 or B, T_k]
         distance = (k[:, None, :] - q[:, :, None]).to(torch.float32)  # [1 or B, T_q, T_k]
@@ -390,8 +399,8 @@ class SinusoidalPositions(nn.Module):
         self.d_model = d_model
         self.base = base
 
-    def forward(self, positions: Tensor) -> Tensor:
-        _check_positions(positions)
+    def forward(self, positions: Tensor, max_position: int | None = None) -> Tensor:
+        _check_positions(positions, max_position)
         exponent = torch.arange(0, self.d_model, 2, dtype=torch.float64, device=positions.device)
         inv_freq = self.base ** (-exponent / self.d_model)  # [d_model/2]
         angles = positions.to(torch.float64)[..., None] * inv_freq  # [..., d_model/2]
@@ -419,8 +428,8 @@ class LearnedPositions(nn.Module):
         self.max_seq_len = max_seq_len
         self.embedding = nn.Embedding(max_seq_len, d_model)
 
-    def forward(self, positions: Tensor) -> Tensor:
-        _, max_position = _check_positions(positions)
+    def forward(self, positions: Tensor, max_position: int | None = None) -> Tensor:
+        _, max_position = _check_positions(positions, max_position)
         if max_position >= self.max_seq_len:
             raise ValueError(
                 f"position {max_position} exceeds learned table of max_seq_len="
