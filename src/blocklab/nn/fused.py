@@ -205,12 +205,17 @@ class GatedActivationFunction(torch.autograd.Function):
 def gated_activation(gate: Tensor, up: Tensor, activation: str = "silu") -> Tensor:
     """φ(gate) · up for gate, up: [..., d_ff] -> [..., d_ff]; activation "silu" or "gelu".
 
-    float32 on CPU runs the compiled kernel of `blocklab.nn.cpu_kernels` when it is available;
+    CUDA tensors run the Triton kernel (`blocklab.nn.triton_kernels`) when Triton imports,
+    float32 on CPU the compiled kernel of `blocklab.nn.cpu_kernels` when it is available;
     everything else the autograd Function above.
     """
     if activation not in GATED_ACTIVATIONS:
         raise ValueError(f"gated_activation: activation={activation!r} is not allowed; "
                          f"expected one of {sorted(GATED_ACTIVATIONS)}")
+    if gate.is_cuda and not torch.compiler.is_compiling():
+        from blocklab.nn import triton_kernels
+        if triton_kernels.available(gate) and gate.dtype == up.dtype:
+            return triton_kernels.gated_activation(gate, up, activation)
     if (gate.dtype == up.dtype == torch.float32 and gate.device.type == up.device.type == "cpu"
             and not torch.compiler.is_compiling()):
         from blocklab.nn import cpu_kernels

@@ -127,7 +127,8 @@ def apply_rotary(
 
     ``fused=True`` computes the half_split rotation as ``x1·cos − x2·sin, x2·cos + x1·sin`` on
     the two halves (`blocklab.nn.fused.rotate_half_split`), with no ``rotate_half`` copy: the
-    same values bit for bit, fewer temporaries. The interleaved layout ignores it.
+    same values bit for bit, fewer temporaries; on CUDA with Triton, one kernel per direction
+    (`blocklab.nn.triton_kernels.rope_half_split`). The interleaved layout ignores it.
 
     Returns q, k rotated, with the input shapes and dtypes.
     """
@@ -153,6 +154,10 @@ def apply_rotary(
 
     def rotated(x: Tensor) -> Tensor:
         if fused and layout == "half_split":
+            if x.is_cuda and not torch.compiler.is_compiling() and not cos.requires_grad:
+                from blocklab.nn import triton_kernels
+                if triton_kernels.available(x):
+                    return triton_kernels.rope_half_split(x, cos, sin)
             return _fused.rotate_half_split(x, cos, sin)
         compute = torch.promote_types(x.dtype, torch.float32)
         x_rot = x[..., :r].to(compute)

@@ -1,4 +1,5 @@
-"""Triton kernels for RMSNorm (forward and backward) and residual-add + RMSNorm.
+"""Triton kernels: RMSNorm, residual-add + RMSNorm, gated activations and RoPE (each forward
+and backward).
 
 The same maths and cast orders as `blocklab.nn.fused` (see there and `blocklab.nn.norm`):
 one program normalises one row in float32 and stores y and 1/s; the backward runs over blocks
@@ -7,6 +8,16 @@ of rows, writing dx and one partial dγ per program, summed afterwards in float3
     forward:  s = sqrt(mean(x²) + eps);  y = γ · (x/s).to(dtype)  (llama)
                                          y = ((x/s) · γ).to(dtype) (gemma)
     backward: x̂ = x/s;  dx = (1/s)(g·γ − x̂ · mean(g·γ·x̂));  dγ = Σ_rows g · x̂
+
+Gated activations: y = φ(gate) · up (SwiGLU, exact-GELU GeGLU) over [N, m] rows, where gate
+and up may be strided views (the halves of a fused gate_up output); φ(gate) is rounded to the
+input dtype before the product, as the eager `act(gate) * up` rounds it, and recomputed in
+backward from the saved gate and up.
+
+RoPE (half_split layout): one program rotates one head vector in place of the two halves,
+    out1 = x1·c1 − x2·s1,  out2 = x2·c2 + x1·s2   (channels past r copied)
+and the backward applies the inverse rotation to the gradient:
+    dx1 = g1·c1 + g2·s2,   dx2 = g2·c2 − g1·s1.
 
 Runs on CUDA tensors, or on CPU tensors under Triton's interpreter (TRITON_INTERPRET=1 set
 before triton is imported), which is how the tests check it without a GPU.
@@ -215,3 +226,202 @@ def add_rms_norm(x: Tensor, residual: Tensor, weight: Tensor, eps: float = 1e-6,
         raise ValueError(f"add_rms_norm: x {tuple(x.shape)} {x.dtype} and residual "
                          f"{tuple(residual.shape)} {residual.dtype} differ")
     return _TritonAddRMSNorm.apply(x, residual, weight, eps, cast, unit_offset)
+
+
+# --- gated activations ------------------------------------------------------------------------
+_GATED = {"silu": 0, "gelu": 1}
+
+if triton is not None:
+
+    @triton.jit
+    def _phi(z, GELU: tl.constexpr):
+        if GELU:
+            return z * 0.5 * (1.0 + tl.math.erf(z * 0.7071067811865476))
+        return z * tl.sigmoid(z)
+
+    @triton.jit
+    def _dphi(z, GELU: tl.constexpr):
+        if GELU:
+            cdf = 0.5 * (1.0 + tl.math.erf(z * 0.7071067811865476))
+            return cdf + z * tl.exp(-0.5 * z * z) * 0.3989422804014327
+        s = tl.sigmoid(z)
+        return s * (1.0 + z * (1.0 - s))
+
+    @triton.jit
+    def _gated_fwd_kernel(G, U, Y, stride_g, stride_u, m, BLOCK: tl.constexpr,
+                          GELU: tl.constexpr):
+        row = tl.program_id(0)
+        cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+        mask = cols < m
+        z = tl.load(G + row * stride_g + cols, mask=mask, other=0.0).to(tl.float32)
+        u = tl.load(U + row * stride_u + cols, mask=mask, other=0.0).to(tl.float32)
+        act = _phi(z, GELU).to(Y.dtype.element_ty).to(tl.float32)
+        tl.store(Y + row * m + cols, (act * u).to(Y.dtype.element_ty), mask=mask)
+
+    @triton.jit
+    def _gated_bwd_kernel(DY, G, U, DG, DU, stride_g, stride_u, m, BLOCK: tl.constexpr,
+                          GELU: tl.constexpr, NEED_DG: tl.constexpr, NEED_DU: tl.constexpr):
+        row = tl.program_id(0)
+        cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+        mask = cols < m
+        g = tl.load(DY + row * m + cols, mask=mask, other=0.0).to(tl.float32)
+        z = tl.load(G + row * stride_g + cols, mask=mask, other=0.0).to(tl.float32)
+        u = tl.load(U + row * stride_u + cols, mask=mask, other=0.0).to(tl.float32)
+        if NEED_DU:
+            act = _phi(z, GELU).to(DU.dtype.element_ty).to(tl.float32)
+            tl.store(DU + row * m + cols, (g * act).to(DU.dtype.element_ty), mask=mask)
+        if NEED_DG:
+            tl.store(DG + row * m + cols, (g * u * _dphi(z, GELU)).to(DG.dtype.element_ty),
+                     mask=mask)
+
+
+def _rows(t: Tensor) -> tuple[Tensor, int]:
+    """t: [..., m] as [N, m] rows plus their stride, without a copy when the rows are evenly
+    spaced with a contiguous last axis (the halves of a fused gate_up output are)."""
+    m = t.shape[-1]
+    if t.stride(-1) == 1:
+        try:
+            rows = t.view(-1, m)
+            return rows, rows.stride(0) if rows.shape[0] > 1 else m
+        except RuntimeError:
+            pass
+    return t.contiguous().view(-1, m), m
+
+
+def _gated_block(m: int) -> int:
+    return min(1024, triton.next_power_of_2(m))
+
+
+class _TritonGated(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, gate, up, activation):
+        g2, sg = _rows(gate)
+        u2, su = _rows(up)
+        n, m = g2.shape
+        y = torch.empty(gate.shape, dtype=gate.dtype, device=gate.device)
+        if n and m:
+            block = _gated_block(m)
+            _gated_fwd_kernel[(n, triton.cdiv(m, block))](g2, u2, y, sg, su, m, BLOCK=block,
+                                                          GELU=_GATED[activation] == 1)
+        ctx.save_for_backward(gate, up)
+        ctx.activation = activation
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        gate, up = ctx.saved_tensors
+        g2, sg = _rows(gate)
+        u2, su = _rows(up)
+        n, m = g2.shape
+        grad = grad.contiguous()
+        need_dg, need_du = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
+        dg = torch.empty(gate.shape, dtype=gate.dtype, device=gate.device) if need_dg else None
+        du = torch.empty(up.shape, dtype=up.dtype, device=up.device) if need_du else None
+        if n and m and (need_dg or need_du):
+            block = _gated_block(m)
+            _gated_bwd_kernel[(n, triton.cdiv(m, block))](
+                grad, g2, u2, dg if need_dg else grad, du if need_du else grad, sg, su, m,
+                BLOCK=block, GELU=_GATED[ctx.activation] == 1, NEED_DG=need_dg,
+                NEED_DU=need_du)
+        return dg, du, None
+
+
+def gated_activation(gate: Tensor, up: Tensor, activation: str = "silu") -> Tensor:
+    """φ(gate) · up for gate, up: [..., m] -> [..., m] by Triton ("silu" or "gelu")."""
+    if activation not in _GATED:
+        raise ValueError(f"gated_activation: activation={activation!r} is not allowed; "
+                         f"expected one of {sorted(_GATED)}")
+    if gate.shape != up.shape or gate.dtype != up.dtype:
+        raise ValueError(f"gated_activation: gate {tuple(gate.shape)} {gate.dtype} and up "
+                         f"{tuple(up.shape)} {up.dtype} differ")
+    reason = unavailable_reason(gate)
+    if reason is not None:
+        raise RuntimeError(f"triton gated activation cannot run: {reason}")
+    return _TritonGated.apply(gate, up, activation)
+
+
+# --- RoPE -------------------------------------------------------------------------------------
+if triton is not None:
+
+    @triton.jit
+    def _rope_kernel(X, C, S, OUT, H, T, sxb, sxh, sxt, scb, sct, half, hd,
+                     BLOCK: tl.constexpr, PASS: tl.constexpr, INVERSE: tl.constexpr):
+        pid = tl.program_id(0)  # one head vector: (b, h, t)
+        t = pid % T
+        h = (pid // T) % H
+        b = pid // (T * H)
+        cols = tl.arange(0, BLOCK)
+        mask = cols < half
+        x_row = X + b * sxb + h * sxh + t * sxt
+        o_row = OUT + pid * hd  # OUT is contiguous [B, H, T, hd]
+        c_row = C + b * scb + t * sct
+        s_row = S + b * scb + t * sct
+        x1 = tl.load(x_row + cols, mask=mask, other=0.0).to(tl.float32)
+        x2 = tl.load(x_row + half + cols, mask=mask, other=0.0).to(tl.float32)
+        c1 = tl.load(c_row + cols, mask=mask, other=0.0).to(tl.float32)
+        c2 = tl.load(c_row + half + cols, mask=mask, other=0.0).to(tl.float32)
+        s1 = tl.load(s_row + cols, mask=mask, other=0.0).to(tl.float32)
+        s2 = tl.load(s_row + half + cols, mask=mask, other=0.0).to(tl.float32)
+        if INVERSE:  # the transpose of the rotation, for the gradient
+            o1 = x1 * c1 + x2 * s2
+            o2 = x2 * c2 - x1 * s1
+        else:
+            o1 = x1 * c1 - x2 * s1
+            o2 = x2 * c2 + x1 * s2
+        tl.store(o_row + cols, o1.to(OUT.dtype.element_ty), mask=mask)
+        tl.store(o_row + half + cols, o2.to(OUT.dtype.element_ty), mask=mask)
+        if PASS:  # channels past the rotary width pass through
+            rest = 2 * half + tl.arange(0, PASS)
+            keep = rest < hd
+            tl.store(o_row + rest, tl.load(x_row + rest, mask=keep, other=0.0), mask=keep)
+
+
+def _rope_launch(x: Tensor, cos: Tensor, sin: Tensor, inverse: bool) -> Tensor:
+    """x: [B, H, T, hd] (last axis contiguous), cos, sin: [1 or B, 1, T, r] -> [B, H, T, hd]."""
+    if x.stride(-1) != 1:
+        x = x.contiguous()
+    B, H, T, hd = x.shape
+    r = cos.shape[-1]
+    cos = cos.expand(B, 1, T, r) if cos.shape[0] == 1 else cos
+    sin = sin.expand(B, 1, T, r) if sin.shape[0] == 1 else sin
+    if cos.stride(-1) != 1 or cos.stride() != sin.stride():
+        cos, sin = cos.contiguous(), sin.contiguous()
+    out = torch.empty(B, H, T, hd, dtype=x.dtype, device=x.device)
+    if out.numel():
+        rest = hd - r
+        _rope_kernel[(B * H * T,)](x, cos, sin, out, H, T, x.stride(0), x.stride(1),
+                                   x.stride(2), cos.stride(0), cos.stride(2), r // 2, hd,
+                                   BLOCK=triton.next_power_of_2(max(r // 2, 1)),
+                                   PASS=triton.next_power_of_2(rest) if rest else 0,
+                                   INVERSE=inverse)
+    return out
+
+
+class _TritonRope(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, cos, sin):
+        ctx.save_for_backward(cos, sin)
+        return _rope_launch(x, cos, sin, inverse=False)
+
+    @staticmethod
+    def backward(ctx, grad):
+        cos, sin = ctx.saved_tensors
+        return _rope_launch(grad, cos, sin, inverse=True), None, None
+
+
+def rope_half_split(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
+    """The half_split RoPE rotation of x: [B, H, T, hd] by cos, sin: [1 or B, 1, T, r] (r even,
+    r <= hd), by Triton; the same maths as `blocklab.nn.fused.rotate_half_split`. cos and sin
+    are constants here (no gradient flows to them)."""
+    reason = unavailable_reason(x)
+    if reason is not None:
+        raise RuntimeError(f"triton RoPE cannot run: {reason}")
+    if x.dim() != 4 or cos.dim() != 4 or cos.shape != sin.shape \
+            or cos.shape[-1] % 2 or cos.shape[-1] > x.shape[-1] or cos.shape[1] != 1 \
+            or cos.shape[2] != x.shape[2] or cos.shape[0] not in (1, x.shape[0]):
+        raise ValueError(f"rope_half_split: x {tuple(x.shape)} and cos/sin "
+                         f"{tuple(cos.shape)}/{tuple(sin.shape)} do not fit; expected x "
+                         "[B, H, T, hd] and cos, sin [1 or B, 1, T, r], r even, r <= hd")
+    if cos.requires_grad or sin.requires_grad:
+        raise ValueError("rope_half_split: cos and sin must not require grad")
+    return _TritonRope.apply(x, cos, sin)
