@@ -271,20 +271,41 @@ def _backward(grad: Tensor, h: Tensor, rinv: Tensor, weight: Tensor, grad_h: Ten
     return dx, None if dw_part is None else dw_part.sum(0).to(torch.float32)
 
 
+def _rms_reference(x: Tensor, weight: Tensor, eps: float, unit_offset: bool) -> Tensor:
+    gain = 1.0 + weight if unit_offset else weight
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * gain
+
+
+def _differentiable_grads(fn, inputs: tuple[Tensor, ...],
+                          grads: tuple[Tensor, ...]) -> list[Tensor | None]:
+    """Vector-Jacobian products of fn at inputs, as a graph (for create_graph=True): the
+    kernels' own gradients carry no graph, so higher derivatives go through the reference."""
+    with torch.enable_grad():
+        out = fn(*inputs)
+    wanted = [t for t in inputs if t.requires_grad]
+    got = iter(torch.autograd.grad(out, wanted, grads, create_graph=True, allow_unused=True)
+               if wanted else ())
+    return [next(got) if t.requires_grad else None for t in inputs]
+
+
 class CompiledRMSNorm(torch.autograd.Function):
     """y = RMSNorm(x; γ), float32, saving x and 1/s."""
 
     @staticmethod
     def forward(ctx, x: Tensor, weight: Tensor, eps: float, unit_offset: bool) -> Tensor:
-        y, h, rinv = _forward(x, None, weight, eps, unit_offset)
-        ctx.save_for_backward(h, rinv, weight)
-        ctx.unit_offset = unit_offset
+        y, _, rinv = _forward(x, None, weight, eps, unit_offset)
+        ctx.save_for_backward(x, rinv, weight)  # x itself, so a double backward reaches it
+        ctx.eps, ctx.unit_offset = eps, unit_offset
         return y
 
     @staticmethod
     def backward(ctx, grad: Tensor):
-        h, rinv, weight = ctx.saved_tensors
-        dx, dw = _backward(grad, h, rinv, weight, None, ctx.unit_offset,
+        x, rinv, weight = ctx.saved_tensors
+        if torch.is_grad_enabled():  # create_graph=True: a gradient that is differentiable
+            return (*_differentiable_grads(
+                lambda a, w: _rms_reference(a, w, ctx.eps, ctx.unit_offset), (x, weight),
+                (grad,)), None, None)
+        dx, dw = _backward(grad, x.contiguous(), rinv, weight, None, ctx.unit_offset,
                            ctx.needs_input_grad[1])
         return dx, dw, None, None
 
@@ -297,7 +318,7 @@ class CompiledAddRMSNorm(torch.autograd.Function):
                 unit_offset: bool) -> tuple[Tensor, Tensor]:
         y, h, rinv = _forward(x, residual, weight, eps, unit_offset)
         ctx.save_for_backward(h, rinv, weight)
-        ctx.unit_offset = unit_offset
+        ctx.eps, ctx.unit_offset = eps, unit_offset
         return y, h
 
     @staticmethod
@@ -305,6 +326,13 @@ class CompiledAddRMSNorm(torch.autograd.Function):
         h, rinv, weight = ctx.saved_tensors
         if grad_y is None:  # only h was used downstream
             return grad_h, grad_h, None, None, None
+        if torch.is_grad_enabled():  # create_graph=True; h is our output, so this recurses
+            dh, dw = _differentiable_grads(
+                lambda a, w: _rms_reference(a, w, ctx.eps, ctx.unit_offset), (h, weight),
+                (grad_y,))
+            if grad_h is not None:
+                dh = grad_h if dh is None else dh + grad_h
+            return dh, dh, dw, None, None
         dh, dw = _backward(grad_y, h, rinv, weight, grad_h, ctx.unit_offset,
                            ctx.needs_input_grad[2])
         return dh, dh, dw, None, None
@@ -372,6 +400,10 @@ class CompiledGatedActivation(torch.autograd.Function):
     def backward(ctx, grad: Tensor):
         lib = _load()
         gate, up = ctx.saved_tensors
+        if torch.is_grad_enabled():  # create_graph=True: a gradient that is differentiable
+            act = torch.nn.functional.silu if ctx.activation == "silu" else \
+                torch.nn.functional.gelu
+            return (*_differentiable_grads(lambda a, b: act(a) * b, (gate, up), (grad,)), None)
         g2, sg = _rows(gate)
         u2, su = _rows(up)
         grad = grad.contiguous()
