@@ -41,6 +41,8 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
+from blocklab.nn.fused import rows_of
+
 FLAGS = ("-O3", "-march=native", "-fopenmp", "-fno-math-errno", "-shared", "-fPIC", "-std=c11")
 # Vector expf/erff from glibc's libmvec where it exists (x86-64 glibc); scalar calls otherwise.
 VARIANTS = (("-DBLOCKLAB_MVEC", "-lmvec", "-lm"), ("-lm",))
@@ -367,27 +369,14 @@ def add_rms_norm(x: Tensor, residual: Tensor, weight: Tensor, eps: float = 1e-6,
 
 
 # --- gated activations ------------------------------------------------------------------------
-def _rows(t: Tensor) -> tuple[Tensor, int]:
-    """t: [..., m] as [N, m] rows and the row stride, without a copy when the rows are evenly
-    spaced with a contiguous last axis (as the halves of a fused gate_up output are)."""
-    m = t.shape[-1]
-    if t.stride(-1) == 1:
-        try:
-            rows = t.view(-1, m)
-            return rows, rows.stride(0) if rows.shape[0] > 1 else m
-        except RuntimeError:
-            pass
-    return t.contiguous().view(-1, m), m
-
-
 class CompiledGatedActivation(torch.autograd.Function):
     """y = φ(gate) · up, float32, saving gate and up; φ recomputed in backward."""
 
     @staticmethod
     def forward(ctx, gate: Tensor, up: Tensor, activation: str) -> Tensor:
         lib = _load()
-        g2, sg = _rows(gate)
-        u2, su = _rows(up)
+        g2, sg = rows_of(gate)
+        u2, su = rows_of(up)
         y = _cache.empty(gate.shape)
         lib.blocklab_gated_forward(g2.data_ptr(), sg, u2.data_ptr(), su, y.data_ptr(),
                                    g2.shape[0], g2.shape[1], ACTIVATIONS[activation],
@@ -404,8 +393,8 @@ class CompiledGatedActivation(torch.autograd.Function):
             act = torch.nn.functional.silu if ctx.activation == "silu" else \
                 torch.nn.functional.gelu
             return (*_differentiable_grads(lambda a, b: act(a) * b, (gate, up), (grad,)), None)
-        g2, sg = _rows(gate)
-        u2, su = _rows(up)
+        g2, sg = rows_of(gate)
+        u2, su = rows_of(up)
         grad = grad.contiguous()
         d_gate = _cache.empty(gate.shape) if ctx.needs_input_grad[0] else None
         d_up = _cache.empty(up.shape) if ctx.needs_input_grad[1] else None

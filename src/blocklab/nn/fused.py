@@ -164,6 +164,20 @@ def add_rms_norm(x: Tensor, residual: Tensor, weight: Tensor, eps: float = 1e-6,
     return AddRMSNormFunction.apply(x, residual, weight, eps, cast, unit_offset)
 
 
+def rows_of(t: Tensor) -> tuple[Tensor, int]:
+    """t: [..., m] as [N, m] rows and their stride, without a copy when the rows are evenly
+    spaced with a contiguous last axis (the halves of a fused gate_up output are); the kernels
+    of `cpu_kernels` and `triton_kernels` read such rows in place."""
+    m = t.shape[-1]
+    if t.stride(-1) == 1:
+        try:
+            rows = t.view(-1, m)
+            return rows, rows.stride(0) if rows.shape[0] > 1 else m
+        except RuntimeError:
+            pass
+    return t.contiguous().view(-1, m), m
+
+
 # --- gated activations ------------------------------------------------------------------------
 _SQRT_HALF = 1.0 / math.sqrt(2.0)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)

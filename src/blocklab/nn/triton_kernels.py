@@ -32,6 +32,8 @@ import os
 import torch
 from torch import Tensor
 
+from blocklab.nn.fused import rows_of
+
 try:
     import triton
     import triton.language as tl
@@ -275,19 +277,6 @@ if triton is not None:
                      mask=mask)
 
 
-def _rows(t: Tensor) -> tuple[Tensor, int]:
-    """t: [..., m] as [N, m] rows plus their stride, without a copy when the rows are evenly
-    spaced with a contiguous last axis (the halves of a fused gate_up output are)."""
-    m = t.shape[-1]
-    if t.stride(-1) == 1:
-        try:
-            rows = t.view(-1, m)
-            return rows, rows.stride(0) if rows.shape[0] > 1 else m
-        except RuntimeError:
-            pass
-    return t.contiguous().view(-1, m), m
-
-
 def _gated_block(m: int) -> int:
     return min(1024, triton.next_power_of_2(m))
 
@@ -295,8 +284,8 @@ def _gated_block(m: int) -> int:
 class _TritonGated(torch.autograd.Function):
     @staticmethod
     def forward(ctx, gate, up, activation):
-        g2, sg = _rows(gate)
-        u2, su = _rows(up)
+        g2, sg = rows_of(gate)
+        u2, su = rows_of(up)
         n, m = g2.shape
         y = torch.empty(gate.shape, dtype=gate.dtype, device=gate.device)
         if n and m:
@@ -310,8 +299,8 @@ class _TritonGated(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         gate, up = ctx.saved_tensors
-        g2, sg = _rows(gate)
-        u2, su = _rows(up)
+        g2, sg = rows_of(gate)
+        u2, su = rows_of(up)
         n, m = g2.shape
         grad = grad.contiguous()
         need_dg, need_du = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
