@@ -9,7 +9,8 @@ import pytest
 
 from blocklab import allocator
 
-CODE = "from blocklab.allocator import tune_cpu_allocator as t; a = t(); print(a); print(t() is a)"
+CODE = ("from blocklab.allocator import current, tune_cpu_allocator as t; assert current() is None;"
+        " a = t(); print(a); print(t() is a and current() is a)")
 
 
 def _run(env_value: str | None) -> list[str]:

@@ -49,3 +49,8 @@ def tune_cpu_allocator() -> str | None:
     _applied = (f"glibc malloc: blocks up to {MMAP_THRESHOLD // 2**20} MiB from the heap, "
                 f"freed memory kept up to {TRIM_THRESHOLD // 2**30} GiB")
     return _applied
+
+
+def current() -> str | None:
+    """The description of the tuning applied in this process, or None (no side effects)."""
+    return _applied

@@ -190,7 +190,9 @@ def test_result_keys_and_shapes(tiny_model, tiny_train, tmp_path):
             "final", "wall_time_s", "tokens_per_s", "steps_done"} <= set(result)
     assert set(result["data"]) >= {"name", "sha256", "train_bytes", "val_bytes", "files"}
     env = result["environment"]
-    assert {"python", "torch", "numpy", "platform", "cpu_count", "threads"} <= set(env)
+    assert {"python", "torch", "numpy", "platform", "cpu_count", "threads", "cpu_kernels",
+            "allocator"} <= set(env)
+    assert env["allocator"].startswith("glibc malloc") or env["allocator"] == "default"
     assert env["threads"] == 1 and socket.gethostname() not in json.dumps(env)
     curves, final = result["curves"], result["final"]
     assert curves["step"] == list(range(8)) and len(curves["lr"]) == 8

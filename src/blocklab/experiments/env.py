@@ -10,9 +10,14 @@ import platform
 
 
 def environment(device: str = "cpu") -> dict:
-    """Python, PyTorch and NumPy versions, platform, CPU count, torch threads, device."""
+    """Python, PyTorch and NumPy versions, platform, CPU count, torch threads, device, and the
+    fast paths in use (compiled CPU kernels, allocator tuning), which change speed, not values
+    beyond float rounding."""
     import numpy
     import torch
+
+    from blocklab import allocator
+    from blocklab.nn import cpu_kernels
 
     try:
         usable = len(os.sched_getaffinity(0))
@@ -30,6 +35,8 @@ def environment(device: str = "cpu") -> dict:
         "threads": torch.get_num_threads(),
         "device": device,
         "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
+        "cpu_kernels": cpu_kernels.unavailable_reason() or "compiled",
+        "allocator": allocator.current() or "default",
     }
     if device.startswith("cuda") and torch.cuda.is_available():
         record["accelerator"] = torch.cuda.get_device_name(torch.device(device))
