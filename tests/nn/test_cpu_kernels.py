@@ -279,9 +279,10 @@ def test_buffer_cache_limit_zero_disables(monkeypatch):
     w = torch.ones(16)
     cpu_kernels.rms_norm(torch.randn(32, 16), w)
     assert cpu_kernels.cached_bytes() == 0
-    monkeypatch.setenv("BLOCKLAB_CPU_BUFFER_CACHE_MB", "lots")
-    with pytest.raises(ValueError, match="BLOCKLAB_CPU_BUFFER_CACHE_MB='lots'"):
-        cpu_kernels.rms_norm(torch.randn(32, 16), w)
+    for bad in ("lots", "-1", "nan"):
+        monkeypatch.setenv("BLOCKLAB_CPU_BUFFER_CACHE_MB", bad)
+        with pytest.raises(ValueError, match=f"BLOCKLAB_CPU_BUFFER_CACHE_MB='{bad}'"):
+            cpu_kernels.rms_norm(torch.randn(32, 16), w)
 
 
 @needs_kernels

@@ -8,9 +8,14 @@ rows. It is compiled on first use with the system C compiler (`$CC`, else `cc`; 
 the CPU, and loaded with ctypes; nothing is downloaded and nothing is built at install time.
 
 Where no compiler works, or BLOCKLAB_CPU_KERNELS=0, `unavailable_reason` says why and
-`RMSNorm(impl="auto")` keeps the tensor-op path (`blocklab.nn.fused`). Only contiguous-or-not
-float32 inputs with a float32 gain take this path; bfloat16 and float64 use `fused`, whose
-numerics are bit for bit the reference's.
+`RMSNorm(impl="auto")` and `fused.gated_activation` keep the tensor-op path
+(`blocklab.nn.fused`). Only float32 inputs (any strides) with a float32 gain take this path;
+bfloat16 and float64 use `fused`, whose numerics are bit for bit the reference's.
+
+Gated activations: y = φ(gate)·up for SiLU (SwiGLU) and exact GELU (GeGLU), φ recomputed in
+backward from the saved gate and up; exp and erf come from glibc's vector maths (libmvec) where
+it exists. Gradients are first-order kernels; under create_graph=True the backward instead
+differentiates the reference expression, so higher derivatives are right, only slower.
 
 Output buffers: a fresh [N, d] float32 tensor on CPU comes from the C allocator, and for large
 tensors glibc maps new pages each time; touching them costs the kernel a page fault and a
@@ -194,9 +199,11 @@ class _BufferCache:
         try:
             mb = float(raw)
         except ValueError:
+            mb = -1.0
+        if not mb >= 0:  # also NaN
             raise ValueError(f"BLOCKLAB_CPU_BUFFER_CACHE_MB={raw!r} is not allowed; expected a "
-                             "number of MiB >= 0") from None
-        return int(mb * 2**20)
+                             "number of MiB >= 0")
+        return int(min(mb, 2.0**40) * 2**20)
 
     def empty(self, shape: torch.Size) -> Tensor:
         """An uninitialised float32 tensor of `shape`, from the cache when one is free."""
