@@ -9,11 +9,12 @@
  *   forward:  r = 1 / sqrt(mean(x^2) + eps),  y = x * r * g          (g = w or 1 + w)
  *   backward: p = sum_j dy*g*x,  dx = r*dy*g - x * r^3 * p / d  (+ dh),  dw = sum_rows dy*x*r
  *
- * dw is summed per thread in float64 into dw_part[threads, d] (no atomics, and no float32
- * rounding growing with the row count) and added up by the caller.
+ * dw is summed per thread in float64 (no atomics, and no float32 rounding growing with the row
+ * count), then the threads' sums are added in a fixed order into the float32 dw.
  */
 #include <math.h>
 #include <stddef.h>
+#include <stdlib.h>
 
 #ifdef BLOCKLAB_MVEC
 /* glibc's libmvec has SIMD expf/erff; math.h declares them only under -ffast-math, which would
@@ -81,11 +82,17 @@ void blocklab_rms_forward(const float *x, const float *res, float *h, const floa
     }
 }
 
-/* dx = d/dx of RMSNorm (+ dh when dh != NULL); dw_part[t, :] += dy * x * r over thread t's rows
- * (dw_part may be NULL when the gain needs no gradient). */
-void blocklab_rms_backward(const float *dy, const float *x, const float *rinv, const float *w,
-                           const float *dh, float *dx, double *dw_part, long n, long d,
-                           int unit_offset, int threads) {
+/* dx = d/dx of RMSNorm (+ dh when dh != NULL); dw = sum over rows of dy * x * r (dw may be
+ * NULL when the gain needs no gradient). Returns 0, or -1 when scratch memory ran out. */
+int blocklab_rms_backward(const float *dy, const float *x, const float *rinv, const float *w,
+                          const float *dh, float *dx, float *dw, long n, long d,
+                          int unit_offset, int threads) {
+    double *dw_part = NULL;
+    if (threads < 1) threads = 1;
+    if (dw) {
+        dw_part = calloc((size_t)threads * (size_t)d, sizeof(double));
+        if (!dw_part) return -1;
+    }
 #pragma omp parallel num_threads(threads)
     {
 #ifdef _OPENMP
@@ -121,6 +128,15 @@ void blocklab_rms_backward(const float *dy, const float *x, const float *rinv, c
             }
         }
     }
+    if (dw) {
+        for (long j = 0; j < d; ++j) {
+            double total = 0.0;
+            for (int t = 0; t < threads; ++t) total += dw_part[(long)t * d + j];
+            dw[j] = (float)total;
+        }
+        free(dw_part);
+    }
+    return 0;
 }
 
 /* Gated activations y = phi(gate) * up, phi = SiLU (act 0) or exact GELU (act 1).

@@ -119,7 +119,7 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.blocklab_rms_forward.argtypes = [p, p, p, p, p, p, n, n, f, i, i]
     lib.blocklab_rms_forward.restype = None
     lib.blocklab_rms_backward.argtypes = [p, p, p, p, p, p, p, n, n, i, i]
-    lib.blocklab_rms_backward.restype = None
+    lib.blocklab_rms_backward.restype = ctypes.c_int
     lib.blocklab_gated_forward.argtypes = [p, n, p, n, p, n, n, i, i]
     lib.blocklab_gated_forward.restype = None
     lib.blocklab_gated_backward.argtypes = [p, p, n, p, n, p, p, n, n, i, i]
@@ -185,6 +185,9 @@ def _alias(buf: Tensor, shape: torch.Size) -> Tensor:
     return torch.empty(0, dtype=buf.dtype).set_(buf.untyped_storage(), 0, shape)
 
 
+SMALL = 64 * 1024  # elements (256 KiB): smaller outputs come straight from the allocator
+
+
 class _BufferCache:
     """Float32 CPU buffers by element count, handed out again when no one else holds them."""
 
@@ -208,6 +211,8 @@ class _BufferCache:
     def empty(self, shape: torch.Size) -> Tensor:
         """An uninitialised float32 tensor of `shape`, from the cache when one is free."""
         numel = shape.numel()
+        if numel < SMALL:  # the heap serves these without page faults; skip the bookkeeping
+            return torch.empty(shape, dtype=torch.float32)
         with self._lock:
             for buf in self._buffers.get(numel, ()):
                 if _use_count(buf) == _FREE:
@@ -273,11 +278,14 @@ def _backward(grad: Tensor, h: Tensor, rinv: Tensor, weight: Tensor, grad_h: Ten
         grad_h = grad_h.contiguous()
     threads = torch.get_num_threads()
     dx = _cache.empty(h.shape)
-    dw_part = torch.zeros(threads, d, dtype=torch.float64) if need_weight_grad else None
-    lib.blocklab_rms_backward(grad.data_ptr(), h.data_ptr(), rinv.data_ptr(),
-                              weight.contiguous().data_ptr(), _ptr(grad_h), dx.data_ptr(),
-                              _ptr(dw_part), h.numel() // d, d, int(unit_offset), threads)
-    return dx, None if dw_part is None else dw_part.sum(0).to(torch.float32)
+    dw = torch.empty(d, dtype=torch.float32) if need_weight_grad else None
+    status = lib.blocklab_rms_backward(grad.data_ptr(), h.data_ptr(), rinv.data_ptr(),
+                                       weight.contiguous().data_ptr(), _ptr(grad_h),
+                                       dx.data_ptr(), _ptr(dw), h.numel() // d, d,
+                                       int(unit_offset), threads)
+    if status != 0:
+        raise MemoryError(f"RMSNorm backward: no memory for {threads}×{d} float64 partial sums")
+    return dx, dw
 
 
 def _rms_reference(x: Tensor, weight: Tensor, eps: float, unit_offset: bool) -> Tensor:
