@@ -212,6 +212,56 @@ def test_cpu_gated_activation_rejects_bad_input():
         cpu_kernels.gated_activation(torch.randn(2, 4), torch.randn(2, 5), "silu")
 
 
+def _rope_tables(r, per_batch):
+    from blocklab.nn.position import rotary_cos_sin
+    inv_freq = 1.0 / 10000 ** (torch.arange(0, r, 2).float() / r)
+    positions = torch.tensor([[0, 1, 2, 3, 4], [7, 8, 9, 10, 11]]) if per_batch \
+        else torch.arange(5)
+    return rotary_cos_sin(positions, inv_freq)  # [T, r] or [B, T, r]
+
+
+@needs_kernels
+@pytest.mark.parametrize("hd, r, per_batch", [(16, 16, False), (16, 8, True), (12, 6, False)])
+def test_cpu_rope_matches_reference(hd, r, per_batch):
+    from blocklab.nn.position import apply_rotary
+    torch.manual_seed(0)
+    cos, sin = _rope_tables(r, per_batch)
+    c4 = cos[:, None] if per_batch else cos[None, None]
+    s4 = sin[:, None] if per_batch else sin[None, None]
+    # q as attention makes it: a [B, T, H, hd] projection viewed as [B, H, T, hd]
+    q = torch.randn(2, 5, 3, hd).transpose(1, 2)
+    g = torch.randn(2, 3, 5, hd)
+    outs = []
+    for fn in (lambda a: apply_rotary(a, a, cos, sin)[0],
+               lambda a: cpu_kernels.rope_half_split(a, c4, s4)):
+        a = q.clone().requires_grad_()
+        y = fn(a)
+        y.backward(g)
+        outs.append((y, a.grad))
+    assert torch.equal(outs[1][0], outs[0][0])  # same products, same rounding
+    assert_close(outs[1][1], outs[0][1], **F32)
+
+
+@needs_kernels
+def test_cpu_rope_second_derivative_and_bad_input():
+    torch.manual_seed(0)
+    cos, sin = _rope_tables(8, False)
+    c4, s4 = cos[None, None], sin[None, None]
+    q = torch.randn(1, 2, 5, 8, requires_grad=True)
+    out = cpu_kernels.rope_half_split(q, c4, s4)
+    (g,) = torch.autograd.grad((out * q).sum(), q, create_graph=True)
+    (h,) = torch.autograd.grad(g.sum(), q)
+    # d/dq of (R q)·q is (R + Rᵀ) q; its sum's gradient is (R + Rᵀ)ᵀ 1 = (Rᵀ + R) 1
+    ones = torch.ones_like(q)
+    from blocklab.nn.fused import rotate_half_split
+    rt = cpu_kernels._rope(ones, c4, s4, inverse=True)
+    assert_close(h, rotate_half_split(ones, c4, s4) + rt, **F32)
+    with pytest.raises(ValueError, match="do not fit"):
+        cpu_kernels.rope_half_split(torch.randn(1, 1, 5, 4), c4, s4)
+    with pytest.raises(ValueError, match="expected torch.float32"):
+        cpu_kernels.rope_half_split(q, c4.double(), s4.double())
+
+
 @pytest.fixture
 def fresh_kernels(monkeypatch, tmp_path):
     monkeypatch.setenv("BLOCKLAB_CACHE_DIR", str(tmp_path))

@@ -1,5 +1,5 @@
-/* RMSNorm, residual-add + RMSNorm and gated activations (SwiGLU, GeGLU) on CPU, float32,
- * forward and backward.
+/* RMSNorm, residual-add + RMSNorm, gated activations (SwiGLU, GeGLU) and half-split RoPE on
+ * CPU, float32, forward and backward.
  *
  * Compiled on first use by blocklab/nn/cpu_kernels.py (cc -O3 -march=native -fopenmp) and called
  * through ctypes with raw pointers to contiguous row-major tensors. Rows are split across
@@ -185,5 +185,38 @@ void blocklab_gated_backward(const float *dy, const float *gate, long sg, const 
                 if (dz) dz[j] = g[j] * u[j] * (cdf + z[j] * expf(-0.5f * z[j] * z[j]) * INV_SQRT_2PI);
             }
         }
+    }
+}
+
+/* Half-split RoPE of x [B, H, T, hd] (strides sb, sh, st; last axis contiguous) by cos, sin
+ * [B or 1, T, r] (strides cb, ct; cb = 0 broadcasts), r = 2 * half <= hd, into contiguous out:
+ *   out1 = x1*c1 - x2*s1, out2 = x2*c2 + x1*s2          (inverse = 0)
+ *   out1 = x1*c1 + x2*s2, out2 = x2*c2 - x1*s1          (inverse = 1: the transpose, for grads)
+ * Channels past r are copied. Each product is rounded before the sum (no FMA contraction
+ * under -std=c11), as PyTorch's separate multiply and add kernels round. */
+void blocklab_rope(const float *x, long sb, long sh, long st, const float *cos_, const float *sin_,
+                   long cb, long ct, float *out, long B, long H, long T, long hd, long half,
+                   int inverse, int threads) {
+    long n = B * H * T;
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (long i = 0; i < n; ++i) {
+        long t = i % T, h = (i / T) % H, b = i / (T * H);
+        const float *xi = x + b * sb + h * sh + t * st;
+        const float *c = cos_ + b * cb + t * ct, *s = sin_ + b * cb + t * ct;
+        float *o = out + i * hd;
+        if (inverse) {
+#pragma omp simd
+            for (long j = 0; j < half; ++j) {
+                o[j] = xi[j] * c[j] + xi[half + j] * s[half + j];
+                o[half + j] = xi[half + j] * c[half + j] - xi[j] * s[j];
+            }
+        } else {
+#pragma omp simd
+            for (long j = 0; j < half; ++j) {
+                o[j] = xi[j] * c[j] - xi[half + j] * s[j];
+                o[half + j] = xi[half + j] * c[half + j] + xi[j] * s[half + j];
+            }
+        }
+        for (long j = 2 * half; j < hd; ++j) o[j] = xi[j];
     }
 }

@@ -1,4 +1,5 @@
-"""Compiled CPU kernels for RMSNorm, residual-add + RMSNorm and gated activations (float32).
+"""Compiled CPU kernels for RMSNorm, residual-add + RMSNorm, gated activations and half-split
+RoPE (float32).
 
 On CPU, PyTorch has one C++ kernel for LayerNorm each way but none for RMSNorm's backward, so
 RMSNorm built from tensor ops makes several passes and allocations and ends up slower than the
@@ -124,6 +125,8 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.blocklab_gated_forward.restype = None
     lib.blocklab_gated_backward.argtypes = [p, p, n, p, n, p, p, n, n, i, i]
     lib.blocklab_gated_backward.restype = None
+    lib.blocklab_rope.argtypes = [p, n, n, n, p, p, n, n, p, n, n, n, n, n, i, i]
+    lib.blocklab_rope.restype = None
 
 
 def _load() -> ctypes.CDLL | None:
@@ -431,3 +434,57 @@ def gated_activation(gate: Tensor, up: Tensor, activation: str = "silu") -> Tens
     for t in (gate, up):
         _require(t, None)
     return CompiledGatedActivation.apply(gate, up, activation)
+
+
+# --- RoPE -------------------------------------------------------------------------------------
+def _rope(x: Tensor, cos: Tensor, sin: Tensor, inverse: bool) -> Tensor:
+    """x: [B, H, T, hd], cos, sin: [1 or B, 1, T, r] -> contiguous [B, H, T, hd]."""
+    lib = _load()
+    if x.stride(-1) != 1:
+        x = x.contiguous()
+    B, H, T, hd = x.shape
+    if cos.stride(-1) != 1 or cos.stride() != sin.stride():
+        cos, sin = cos.contiguous(), sin.contiguous()
+    out = _cache.empty(torch.Size((B, H, T, hd)))
+    cb = cos.stride(0) if cos.shape[0] > 1 else 0
+    lib.blocklab_rope(x.data_ptr(), x.stride(0), x.stride(1), x.stride(2), cos.data_ptr(),
+                      sin.data_ptr(), cb, cos.stride(2), out.data_ptr(), B, H, T, hd,
+                      cos.shape[-1] // 2, int(inverse), torch.get_num_threads())
+    return out
+
+
+class CompiledRope(torch.autograd.Function):
+    """Half-split RoPE of x by constant cos, sin; the backward rotates the gradient back."""
+
+    @staticmethod
+    def forward(ctx, x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
+        ctx.save_for_backward(x, cos, sin)
+        return _rope(x, cos, sin, inverse=False)
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):
+        x, cos, sin = ctx.saved_tensors
+        if torch.is_grad_enabled():  # create_graph=True: a gradient that is differentiable
+            from blocklab.nn.fused import rotate_half_split
+            return (*_differentiable_grads(lambda a: rotate_half_split(a, cos, sin), (x,),
+                                           (grad,)), None, None)
+        return _rope(grad, cos, sin, inverse=True), None, None
+
+
+def rope_half_split(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
+    """The half_split RoPE rotation of float32 CPU x: [B, H, T, hd] (any strides) by cos, sin:
+    [1 or B, 1, T, r] (r even, r <= hd; constants, no gradient flows to them) -> [B, H, T, hd];
+    the maths of `blocklab.nn.fused.rotate_half_split`, forward values equal bit for bit."""
+    _require(x, None)
+    if cos.dtype != torch.float32 or sin.dtype != torch.float32:
+        raise ValueError(f"rope_half_split: cos, sin are {cos.dtype}, {sin.dtype}; expected "
+                         "torch.float32")
+    if x.dim() != 4 or cos.dim() != 4 or cos.shape != sin.shape \
+            or cos.shape[-1] % 2 or cos.shape[-1] > x.shape[-1] or cos.shape[1] != 1 \
+            or cos.shape[2] != x.shape[2] or cos.shape[0] not in (1, x.shape[0]):
+        raise ValueError(f"rope_half_split: x {tuple(x.shape)} and cos/sin "
+                         f"{tuple(cos.shape)}/{tuple(sin.shape)} do not fit; expected x "
+                         "[B, H, T, hd] and cos, sin [1 or B, 1, T, r], r even, r <= hd")
+    if cos.requires_grad or sin.requires_grad:
+        raise ValueError("rope_half_split: cos and sin must not require grad")
+    return CompiledRope.apply(x, cos, sin)

@@ -127,8 +127,9 @@ def apply_rotary(
 
     ``fused=True`` computes the half_split rotation as ``x1·cos − x2·sin, x2·cos + x1·sin`` on
     the two halves (`blocklab.nn.fused.rotate_half_split`), with no ``rotate_half`` copy: the
-    same values bit for bit, fewer temporaries; on CUDA with Triton, one kernel per direction
-    (`blocklab.nn.triton_kernels.rope_half_split`). The interleaved layout ignores it.
+    same values bit for bit, fewer temporaries; one kernel per direction on CUDA with Triton
+    (`blocklab.nn.triton_kernels.rope_half_split`) and for float32 on CPU
+    (`blocklab.nn.cpu_kernels.rope_half_split`). The interleaved layout ignores it.
 
     Returns q, k rotated, with the input shapes and dtypes.
     """
@@ -154,10 +155,15 @@ def apply_rotary(
 
     def rotated(x: Tensor) -> Tensor:
         if fused and layout == "half_split":
-            if x.is_cuda and not torch.compiler.is_compiling() and not cos.requires_grad:
-                from blocklab.nn import triton_kernels
-                if triton_kernels.available(x):
-                    return triton_kernels.rope_half_split(x, cos, sin)
+            if not torch.compiler.is_compiling() and not cos.requires_grad:
+                if x.is_cuda:
+                    from blocklab.nn import triton_kernels
+                    if triton_kernels.available(x):
+                        return triton_kernels.rope_half_split(x, cos, sin)
+                elif x.dtype == cos.dtype == sin.dtype == torch.float32:
+                    from blocklab.nn import cpu_kernels
+                    if cpu_kernels.available(x, cos):
+                        return cpu_kernels.rope_half_split(x, cos, sin)
             return _fused.rotate_half_split(x, cos, sin)
         compute = torch.promote_types(x.dtype, torch.float32)
         x_rot = x[..., :r].to(compute)
