@@ -454,20 +454,23 @@ def _rope(x: Tensor, cos: Tensor, sin: Tensor, inverse: bool) -> Tensor:
 
 
 class CompiledRope(torch.autograd.Function):
-    """Half-split RoPE of x by constant cos, sin; the backward rotates the gradient back."""
+    """Half-split RoPE of x by constant cos, sin, saving only cos and sin (the rotation is
+    linear, so its gradient is the inverse rotation of the incoming gradient)."""
 
     @staticmethod
     def forward(ctx, x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
-        ctx.save_for_backward(x, cos, sin)
+        ctx.save_for_backward(cos, sin)
         return _rope(x, cos, sin, inverse=False)
 
     @staticmethod
     def backward(ctx, grad: Tensor):
-        x, cos, sin = ctx.saved_tensors
-        if torch.is_grad_enabled():  # create_graph=True: a gradient that is differentiable
+        cos, sin = ctx.saved_tensors
+        if torch.is_grad_enabled():  # create_graph=True: the same inverse in tensor ops
             from blocklab.nn.fused import rotate_half_split
-            return (*_differentiable_grads(lambda a: rotate_half_split(a, cos, sin), (x,),
-                                           (grad,)), None, None)
+            h = sin.shape[-1] // 2
+            # the transpose of [[c1, -s1], [s2, c2]] is the rotation with sin -> -(s2, s1)
+            swapped = -torch.cat((sin[..., h:], sin[..., :h]), dim=-1)
+            return rotate_half_split(grad, cos, swapped), None, None
         return _rope(grad, cos, sin, inverse=True), None, None
 
 
