@@ -236,10 +236,22 @@ def test_training_beats_the_unigram_entropy(tiny_model):
     assert final["val_loss"] < final["unigram_entropy"] < math.log(256)
 
 
-def test_compiled_run_reports_its_warm_up_apart_and_matches_eager(tiny_model, tiny_train):
-    cfg = tiny_train.replace(steps=3, eval_every=3)
+def test_compiled_run_reports_its_warm_up_apart_and_matches_eager(tiny_model, tiny_train,
+                                                                  monkeypatch):
+    from torch._dynamo.utils import counters
+    cfg = tiny_train.replace(steps=3, eval_every=3, log_every=2, eval_lengths=(32, 48))
     eager = tr.train(tiny_model, cfg, "stdlib")[1]
+    graphs_at_step = []
+    schedule = tr.learning_rate
+
+    def spy(step, config):
+        graphs_at_step.append(counters["stats"]["unique_graphs"])
+        return schedule(step, config)
+
+    monkeypatch.setattr(tr, "learning_rate", spy)
     compiled = tr.train(tiny_model, cfg, "stdlib", compile=True)[1]
+    # the warm-up built every graph: none is compiled once the steps (and evaluations) run
+    assert graphs_at_step[0] == counters["stats"]["unique_graphs"]
     assert eager["compile_s"] is None
     assert compiled["compile_s"] > 0
     # the warm-up is not a training step: same steps, same curve up to float32 rounding

@@ -304,6 +304,16 @@ def _runtime(config: TrainConfig) -> Iterator[None]:
         torch.use_deterministic_algorithms(deterministic, warn_only=warn_only)
 
 
+def _warm_up_evaluation(model: nn.Module, windows: dict[int, torch.Tensor],
+                        batch_tokens: int) -> None:
+    """Run `evaluate` once on each chunk shape it will meet (the full chunk and the remainder
+    per length), so a compiled model builds those graphs now."""
+    for length, rows in windows.items():
+        per_chunk = max(1, batch_tokens // length)
+        for n in {min(per_chunk, rows.shape[0]), rows.shape[0] % per_chunk} - {0}:
+            evaluate(model, {length: rows[:n]}, batch_tokens)
+
+
 class _ResidualRecorder:
     """Forward hooks on every layer: RMS of the residual stream each layer outputs, on demand."""
 
@@ -403,9 +413,10 @@ def train(model_config: ModelConfig, train_config: TrainConfig,
             to add this run's task to (hidden again when the run ends); rank 0 only.
         label: the progress description; defaults to the model's design choices and seed.
         compile: `torch.compile` the model's forward (`nn.Module.compile`, in place, so the
-            state dict keeps its keys) and run one untimed-by-steps warm-up forward and
-            backward on the first batch; its wall time, the compile cost, is reported as
-            result["compile_s"] (None without compile) and is not part of train_time_s.
+            state dict keeps its keys) and warm up every graph the run needs before the first
+            step (forward and backward on the first batch with and without the per-layer
+            logging hooks, evaluation at each length); that wall time, the compile cost, is
+            reported as result["compile_s"] (None without compile), not in train_time_s.
 
     Inside a process group every rank must call this with the same arguments, and each gets
     the same result (timings aside). `train_config.batch_size` is the global batch and must
@@ -458,8 +469,16 @@ def train(model_config: ModelConfig, train_config: TrainConfig,
             tick = time.perf_counter()
             batch = sample_batch(corpus.train, seed=tc.seed, step=0, batch_size=tc.batch_size,
                                  seq_len=tc.seq_len)[rows].to(tc.device)
-            _lm_loss(forward(batch[:, :-1]), batch[:, 1:]).backward()
+            # Every graph the run will need, so none is compiled inside a timed step: the
+            # training step with the residual recorder's hooks on and off, and evaluation
+            # (no grad, eval mode) at each length and chunk shape.
+            for active in (True, False):
+                recorder.active = active
+                _lm_loss(forward(batch[:, :-1]), batch[:, 1:]).backward()
+            recorder.active = False
+            recorder.take()
             optimizer.zero_grad(set_to_none=True)
+            _warm_up_evaluation(model, windows, tc.batch_size * tc.seq_len)
             compile_s = time.perf_counter() - tick
         try:
             for step in range(tc.steps):

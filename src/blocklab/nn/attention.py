@@ -210,7 +210,11 @@ class Attention(nn.Module):
         else:
             window_bites = self.sliding_window is not None and t_k > self.sliding_window
             if bias is None and not window_bites and (past == 0 or T == 1):
-                mask, is_causal = None, past == 0 and T > 1
+                # A branch, not `is_causal = past == 0 and T > 1`: when torch.compile traces T
+                # symbolically that expression is a SymBool, which SDPA rejects.
+                mask, is_causal = None, False
+                if past == 0 and T > 1:
+                    is_causal = True
             else:
                 mask = attention_mask(T, t_k, past, self.sliding_window, x.device)  # [T, T_k]
                 if bias is not None:
