@@ -17,9 +17,10 @@ model's step time over the floor bounds the speedup a faster implementation of e
 could give over that model.
 The machine may be shared; the load average is printed with the figures.
 
-    python benchmarks/train_speed.py [--repeats 5]
+    python benchmarks/train_speed.py [--repeats 5] [--compile] [--no-tune-malloc]
 
-x-transformers joins the comparison when it is installed (`pip install x-transformers`).
+x-transformers joins the comparison when it is installed (`pip install x-transformers`);
+`--compile` adds `DecoderLM(compile=True)`, printing its warm-up time.
 """
 
 from __future__ import annotations
@@ -171,6 +172,8 @@ def compute_floor(model, ids, repeats: int) -> tuple[float, float, int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--compile", action="store_true",
+                        help="add DecoderLM(compile=True); its warm-up is timed and printed")
     parser.add_argument("--no-tune-malloc", action="store_true",
                         help="leave glibc malloc at its defaults (blocklab train tunes it)")
     args = parser.parse_args()
@@ -185,6 +188,12 @@ def main() -> None:
         print("x-transformers is not installed (pip install x-transformers); skipping it")
     else:
         models["x_transf"] = xt
+    if args.compile:
+        compiled = DecoderLM(CONFIG, compile=True)
+        compiled.load_state_dict(models["blocklab"].state_dict())
+        warm = compiled.warm_up(ids[:, :-1])
+        print(f"blocklab compiled: warm-up (torch.compile) {warm:.1f} s, not in the step times")
+        models["compiled"] = compiled
     load = os.getloadavg()
     times: dict[str, list[float]] = {k: [] for k in models}
     for m in models.values():
