@@ -239,6 +239,20 @@ def gated_activation(gate: Tensor, up: Tensor, activation: str = "silu") -> Tens
 
 
 # --- RoPE -------------------------------------------------------------------------------------
+def check_rope_operands(x: Tensor, cos: Tensor, sin: Tensor) -> None:
+    """The operands a RoPE kernel takes: x [B, H, T, hd] and constant cos, sin [1 or B, 1, T, r]
+    with r even and r <= hd; a one-line ValueError otherwise."""
+    if x.dim() != 4 or cos.dim() != 4 or cos.shape != sin.shape \
+            or cos.shape[-1] % 2 or cos.shape[-1] > x.shape[-1] or cos.shape[1] != 1 \
+            or cos.shape[2] != x.shape[2] or cos.shape[0] not in (1, x.shape[0]):
+        raise ValueError(f"rope_half_split: x {tuple(x.shape)} and cos/sin "
+                         f"{tuple(cos.shape)}/{tuple(sin.shape)} do not fit; expected x "
+                         "[B, H, T, hd] and cos, sin [1 or B, 1, T, r], r even, r <= hd")
+    if cos.requires_grad or sin.requires_grad:
+        raise ValueError("rope_half_split: cos and sin must not require grad")
+
+
+
 def rotate_half_split(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
     """The half_split rotation of x: [..., head_dim] by cos, sin: [..., r] broadcastable to x.
 

@@ -32,7 +32,7 @@ import os
 import torch
 from torch import Tensor
 
-from blocklab.nn.fused import rows_of
+from blocklab.nn.fused import check_rope_operands, rows_of
 
 try:
     import triton
@@ -405,12 +405,5 @@ def rope_half_split(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
     reason = unavailable_reason(x)
     if reason is not None:
         raise RuntimeError(f"triton RoPE cannot run: {reason}")
-    if x.dim() != 4 or cos.dim() != 4 or cos.shape != sin.shape \
-            or cos.shape[-1] % 2 or cos.shape[-1] > x.shape[-1] or cos.shape[1] != 1 \
-            or cos.shape[2] != x.shape[2] or cos.shape[0] not in (1, x.shape[0]):
-        raise ValueError(f"rope_half_split: x {tuple(x.shape)} and cos/sin "
-                         f"{tuple(cos.shape)}/{tuple(sin.shape)} do not fit; expected x "
-                         "[B, H, T, hd] and cos, sin [1 or B, 1, T, r], r even, r <= hd")
-    if cos.requires_grad or sin.requires_grad:
-        raise ValueError("rope_half_split: cos and sin must not require grad")
+    check_rope_operands(x, cos, sin)
     return _TritonRope.apply(x, cos, sin)
