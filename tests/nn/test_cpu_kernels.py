@@ -302,6 +302,20 @@ def test_build_goes_to_cache_dir_and_is_reused(fresh_kernels):
 
 
 @needs_kernels
+def test_build_prunes_only_week_old_kernels_of_other_versions(fresh_kernels):
+    import os
+    import time
+    old = fresh_kernels / "blocklab_cpu_kernels_0000000000000000.so"
+    recent = fresh_kernels / "blocklab_cpu_kernels_1111111111111111.so"
+    for path in (old, recent):
+        path.write_bytes(b"")
+    week_ago = time.time() - cpu_kernels.STALE_S - 60
+    os.utime(old, (week_ago, week_ago))
+    assert cpu_kernels.available()
+    assert not old.exists() and recent.exists()
+
+
+@needs_kernels
 def test_buffer_cache_reuses_only_free_buffers(monkeypatch):
     monkeypatch.setenv("BLOCKLAB_CPU_BUFFER_CACHE_MB", "64")
     cpu_kernels.empty_cache()

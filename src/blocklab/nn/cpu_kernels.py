@@ -41,6 +41,7 @@ import platform
 import subprocess
 import tempfile
 import threading
+import time
 from importlib import resources
 from pathlib import Path
 
@@ -112,7 +113,23 @@ def _build(source: str) -> Path:
             first = (proc.stderr.strip().splitlines() or ["no message"])[0]
             raise RuntimeError(f"{cc} failed to compile the CPU kernels: {first}")
         os.replace(out, target)  # atomic: a concurrent build leaves one complete file
+    _prune(target)
     return target
+
+
+STALE_S = 7 * 24 * 3600
+
+
+def _prune(keep: Path) -> None:
+    """Remove kernels of other source versions untouched for a week (another install may still
+    use a recent one; a process that loaded a removed file keeps its mapping)."""
+    now = time.time()
+    for old in keep.parent.glob("blocklab_cpu_kernels_*.so"):
+        try:
+            if old != keep and now - old.stat().st_mtime > STALE_S:
+                old.unlink()
+        except OSError:
+            pass
 
 
 def _declare(lib: ctypes.CDLL) -> None:
