@@ -39,6 +39,7 @@ from torch.utils.flop_counter import flop_registry
 from blocklab.allocator import tune_cpu_allocator
 from blocklab.budget.flops import prefill_flops
 from blocklab.config import ModelConfig
+from blocklab.experiments.suites.norm_cost import saved_tensor_bytes
 from blocklab.nn import DecoderLM
 
 V, D, L, H, DFF, T, B = 256, 256, 4, 4, 688, 256, 16
@@ -86,16 +87,8 @@ def _step(model, ids):
 
 
 def saved_bytes(model, ids) -> int:
-    seen: dict[int, int] = {}
-
-    def pack(t):
-        s = t.untyped_storage()
-        seen[s.data_ptr()] = s.nbytes()
-        return t
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        _step(model, ids)
-    return sum(seen.values())
+    """Bytes autograd keeps for backward in one step, each storage once."""
+    return saved_tensor_bytes(lambda: _step(model, ids))["bytes"]
 
 
 def model_flops() -> int:

@@ -252,7 +252,6 @@ def check_rope_operands(x: Tensor, cos: Tensor, sin: Tensor) -> None:
         raise ValueError("rope_half_split: cos and sin must not require grad")
 
 
-
 def rotate_half_split(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
     """The half_split rotation of x: [..., head_dim] by cos, sin: [..., r] broadcastable to x.
 

@@ -154,6 +154,8 @@ class DecoderLM(nn.Module):
         (the compile cost with `compile=True`) and logs them. Gradients are left as they were.
         """
         grads = {p: p.grad for p in self.parameters()}
+        for p in grads:
+            p.grad = None  # backward would otherwise add into existing gradients in place
         tick = time.perf_counter()
         with torch.set_grad_enabled(backward):
             logits = self(input_ids)

@@ -102,8 +102,9 @@ class RMSNorm(nn.Module):
         unit_offset: store the gain as an offset from one, so weight decay pulls it towards 1.
         cast: "llama" (cast to the input dtype, then multiply the gain) or "gemma" (multiply in
             float32, then cast); see the module docstring.
-        impl: "auto", "reference", "fused" or "triton"; see the module docstring. All give the
-            same values; only speed and saved-for-backward memory differ.
+        impl: "auto", "reference", "fused", "cpu" or "triton"; see the module docstring. All
+            give the same values (up to float32 rounding); only speed and saved-for-backward
+            memory differ.
 
     Shapes:
         x: [..., dim] -> y: [..., dim], same dtype as x. Typically [B, T, d_model] or
