@@ -2,10 +2,8 @@
 
 Compares, at d in {256, 1024, 4096} and 8192 rows in float32 with 2 threads:
 
-    cpu        blocklab RMSNorm(impl="cpu"): the compiled one-pass C kernels, outputs from the
-               kernels' buffer cache (what impl="auto" picks for float32 on CPU)
-    cpu-nocache  the same kernels with fresh outputs from the allocator each call
-               (BLOCKLAB_CPU_BUFFER_CACHE_MB=0), separating kernel from allocation cost
+    cpu        blocklab RMSNorm(impl="cpu"): the compiled one-pass C kernels (what
+               impl="auto" picks for float32 on CPU)
     fused      blocklab RMSNorm(impl="fused"): the tensor-op autograd Function saving x and 1/s
     reference  blocklab RMSNorm(impl="reference"): the plain PyTorch expression
     torch      torch.nn.RMSNorm
@@ -17,7 +15,12 @@ reference. Achieved bandwidth counts the bytes a pass must move at least (forwar
 write y; backward: read x and g, write dx) over the time, as a fraction of the rate of a large
 `tensor.copy_` (read + write) measured in the same process.
 
-    python benchmarks/norm_speed.py [--repeats 15] [--json out.json]
+Every variant gets fresh outputs from the C allocator. Under glibc's default settings a large
+fresh tensor is a new mapping whose pages fault on first touch; `--tune-malloc` applies
+`blocklab.allocator` (what the trainer does) first, so freed memory is reused instead. The
+setting is process-wide, so it falls on all variants alike; run both ways to see its share.
+
+    python benchmarks/norm_speed.py [--repeats 15] [--tune-malloc] [--json out.json]
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ import time
 import torch
 import torch.nn.functional as F
 
-from blocklab.nn import cpu_kernels
+from blocklab.allocator import tune_cpu_allocator
 from blocklab.nn.norm import RMSNorm
 
 ROWS = 8192
@@ -63,7 +66,6 @@ def _variants(d: int) -> dict:
     ln_b = torch.zeros(d, requires_grad=True)
     return {
         "cpu": cpu,
-        "cpu-nocache": cpu,
         "fused": fused,
         "reference": reference,
         "torch": torch_rms,
@@ -77,36 +79,35 @@ def bench(d: int, repeats: int) -> dict:
     variants = _variants(d)
     times: dict[str, list[float]] = {name: [] for name in variants}
 
-    def step(name, fn):
+    def step(fn):
         x.grad = None
-        if name == "cpu-nocache":  # forward and backward outputs fresh from the allocator
-            os.environ["BLOCKLAB_CPU_BUFFER_CACHE_MB"] = "0"
-            cpu_kernels.empty_cache()
-        try:
-            fn(x).backward(g)
-        finally:
-            os.environ.pop("BLOCKLAB_CPU_BUFFER_CACHE_MB", None)
+        fn(x).backward(g)
 
     for _ in range(repeats):
         for name, fn in variants.items():
-            times[name].append(_time(lambda n=name, fn=fn: step(n, fn), warmup=1))
+            times[name].append(_time(lambda fn=fn: step(fn), warmup=1))
     return {name: statistics.median(t) for name, t in times.items()}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--tune-malloc", action="store_true",
+                        help="apply blocklab.allocator's glibc settings first")
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
     torch.set_num_threads(2)
+    allocator = tune_cpu_allocator() if args.tune_malloc else None
     load = os.getloadavg()
     bandwidth = copy_bandwidth(args.repeats)
     print(f"torch {torch.__version__}, threads 2, load average {load[0]:.2f} {load[1]:.2f} "
-          f"{load[2]:.2f}, copy bandwidth {bandwidth / 1e9:.2f} GB/s")
-    names = ("cpu", "cpu-nocache", "fused", "reference", "torch", "layernorm")
+          f"{load[2]:.2f}, copy bandwidth {bandwidth / 1e9:.2f} GB/s, "
+          f"allocator: {allocator or 'as is'}")
+    names = ("cpu", "fused", "reference", "torch", "layernorm")
     print(f"{'d':>5} " + " ".join(f"{n + ' ms':>14}" for n in names)
-          + f" {'cpu/ln':>7} {'cpu/ref':>8} {'nocache/ln':>11} {'bw frac':>8}")
-    results = {"load_average": load, "copy_bandwidth_Bps": bandwidth, "rows": ROWS, "dims": {}}
+          + f" {'cpu/ln':>7} {'cpu/ref':>8} {'bw frac':>8}")
+    results = {"load_average": load, "copy_bandwidth_Bps": bandwidth, "rows": ROWS,
+               "allocator": allocator, "dims": {}}
     for d in DIMS:
         t = bench(d, args.repeats)
         # fwd: read x, write y; bwd: read x, g, write dx (the minimum a fused pair moves).
@@ -114,13 +115,12 @@ def main() -> None:
         frac = min_bytes / t["cpu"] / bandwidth
         ratios = {"cpu_over_layernorm": t["cpu"] / t["layernorm"],
                   "cpu_over_reference": t["cpu"] / t["reference"],
-                  "cpu_nocache_over_layernorm": t["cpu-nocache"] / t["layernorm"],
                   "fused_over_layernorm": t["fused"] / t["layernorm"],
                   "cpu_bandwidth_fraction": frac}
         results["dims"][d] = {**{f"{k}_s": v for k, v in t.items()}, **ratios}
         print(f"{d:>5} " + " ".join(f"{t[n] * 1e3:>14.2f}" for n in names)
               + f" {ratios['cpu_over_layernorm']:>7.2f} {ratios['cpu_over_reference']:>8.2f}"
-              f" {ratios['cpu_nocache_over_layernorm']:>11.2f} {frac:>8.2f}")
+              f" {frac:>8.2f}")
     print("targets: cpu/ln <= 0.93, cpu/ref <= 0.50")
     if args.json:
         with open(args.json, "w") as f:

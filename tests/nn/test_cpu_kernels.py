@@ -1,4 +1,4 @@
-"""The compiled CPU RMSNorm kernels against the reference module, their fallback and buffer cache.
+"""The compiled CPU kernels against the reference module, and their fallback.
 
 Tolerances: float32 values and input gradients to 1e-6 (atol and rtol) against the float32
 reference (the kernel sums x² in its own order). The gain gradient is a sum over all rows, which
@@ -287,67 +287,6 @@ def test_missing_compiler_falls_back_with_reason(fresh_kernels, monkeypatch):
     reason = cpu_kernels.unavailable_reason()
     assert reason is not None and "no-such-cc" in reason
     assert resolve_rms_impl("auto", torch.randn(2, 8)) == "fused"
-
-
-@needs_kernels
-def test_build_goes_to_cache_dir_and_is_reused(fresh_kernels):
-    assert cpu_kernels.available()
-    built = list(fresh_kernels.glob("blocklab_cpu_kernels_*.so"))
-    assert len(built) == 1
-    stamp = built[0].stat().st_mtime_ns
-    cpu_kernels.reset()
-    assert cpu_kernels.available()
-    assert built[0].stat().st_mtime_ns == stamp  # loaded, not rebuilt
-    assert list(fresh_kernels.iterdir()) == built  # no temporary files left behind
-
-
-@needs_kernels
-def test_build_prunes_only_week_old_kernels_of_other_versions(fresh_kernels):
-    import os
-    import time
-    old = fresh_kernels / "blocklab_cpu_kernels_0000000000000000.so"
-    recent = fresh_kernels / "blocklab_cpu_kernels_1111111111111111.so"
-    for path in (old, recent):
-        path.write_bytes(b"")
-    week_ago = time.time() - cpu_kernels.STALE_S - 60
-    os.utime(old, (week_ago, week_ago))
-    assert cpu_kernels.available()
-    assert not old.exists() and recent.exists()
-
-
-@needs_kernels
-def test_buffer_cache_reuses_only_free_buffers(monkeypatch):
-    monkeypatch.setenv("BLOCKLAB_CPU_BUFFER_CACHE_MB", "64")
-    cpu_kernels.empty_cache()
-    w = torch.ones(16)
-    x = torch.randn(cpu_kernels.SMALL // 16, 16)  # the smallest size the cache keeps
-    y1 = cpu_kernels.rms_norm(x, w)
-    y2 = cpu_kernels.rms_norm(x, w)
-    assert y1.data_ptr() != y2.data_ptr()  # y1 is alive: never handed out twice
-    ptr = y1.data_ptr()
-    del y1
-    y3 = cpu_kernels.rms_norm(2 * x, w)
-    assert y3.data_ptr() == ptr  # reused once free
-    # fresh values: RMSNorm is scale invariant up to eps and rounding
-    assert_close(y3, cpu_kernels.rms_norm(x, w), atol=1e-5, rtol=1e-5)
-    assert y3._base is None  # a plain tensor, so in-place use is allowed
-    y3.mul_(2)
-    assert cpu_kernels.cached_bytes() > 0
-    cpu_kernels.empty_cache()
-    assert cpu_kernels.cached_bytes() == 0
-
-
-@needs_kernels
-def test_buffer_cache_limit_zero_disables(monkeypatch):
-    monkeypatch.setenv("BLOCKLAB_CPU_BUFFER_CACHE_MB", "0")
-    cpu_kernels.empty_cache()
-    w = torch.ones(16)
-    cpu_kernels.rms_norm(torch.randn(cpu_kernels.SMALL // 16, 16), w)
-    assert cpu_kernels.cached_bytes() == 0
-    for bad in ("lots", "-1", "nan"):
-        monkeypatch.setenv("BLOCKLAB_CPU_BUFFER_CACHE_MB", bad)
-        with pytest.raises(ValueError, match=f"BLOCKLAB_CPU_BUFFER_CACHE_MB='{bad}'"):
-            cpu_kernels.rms_norm(torch.randn(cpu_kernels.SMALL // 16, 16), w)
 
 
 @needs_kernels

@@ -5,26 +5,38 @@ On CPU, PyTorch has one C++ kernel for LayerNorm each way but none for RMSNorm's
 RMSNorm built from tensor ops makes several passes and allocations and ends up slower than the
 LayerNorm it is meant to undercut. `cpu_kernels.c` does each direction in one pass over the
 rows. It is compiled on first use with the system C compiler (`$CC`, else `cc`; flags -O3
--march=native -fopenmp) into a per-user cache, keyed by the source, the flags, the compiler and
-the CPU, and loaded with ctypes; nothing is downloaded and nothing is built at install time.
+-march=native -fopenmp) and loaded with ctypes; nothing is downloaded and nothing is built at
+install time.
 
-Where no compiler works, or BLOCKLAB_CPU_KERNELS=0, `unavailable_reason` says why and
-`RMSNorm(impl="auto")` and `fused.gated_activation` keep the tensor-op path
-(`blocklab.nn.fused`). Only float32 inputs (any strides) with a float32 gain take this path;
-bfloat16 and float64 use `fused`, whose numerics are bit for bit the reference's.
+The build cache (`cache_dir()`) is code this process will run, so it is handled with care:
+
+- A build is keyed by the source, the flags, the machine and the CPU (not by the compiler: a
+  cached build is used without spawning one, and a missing compiler only matters when a build
+  is needed). It is compiled into a temporary file, loaded and checked for every kernel symbol,
+  then renamed to a name carrying its sha256, and only then a manifest naming it and its hash
+  is written (atomically). So a reader sees a complete, checked build or none.
+- Before loading, the folder and both files must belong to this user and be writable by no one
+  else, and the library's bytes must match the manifest's sha256 (the library's name carries
+  its hash too, so a name the dynamic loader has seen always means the same bytes). A
+  truncated, garbage or foreign file is never handed to the dynamic loader: it is rebuilt, and
+  `notes()` says why.
+- Any failure to build or load (no compiler, refused folder, missing symbol, ...) turns the
+  kernels off for this process with the reason in `unavailable_reason()`; callers then keep the
+  tensor-op path (`blocklab.nn.fused`). BLOCKLAB_CPU_KERNELS=0 turns them off on purpose.
+- Loading a build marks its manifest as used (its mtime); builds of other versions unused for
+  a week are removed when a new build is made.
+
+Only float32 inputs (any strides) with a float32 gain take this path; bfloat16 and float64 use
+`fused`, whose numerics are bit for bit the reference's.
 
 Gated activations: y = φ(gate)·up for SiLU (SwiGLU) and exact GELU (GeGLU), φ recomputed in
 backward from the saved gate and up; exp and erf come from glibc's vector maths (libmvec) where
 it exists. Gradients are first-order kernels; under create_graph=True the backward instead
 differentiates the reference expression, so higher derivatives are right, only slower.
 
-Output buffers: a fresh [N, d] float32 tensor on CPU comes from the C allocator, and for large
-tensors glibc maps new pages each time; touching them costs the kernel a page fault and a
-zero-fill per 4 KiB, which on our 2-core machine takes longer than the whole normalisation
-(`benchmarks/norm_speed.py` measures both). So the outputs (y, h, dx) come from a small cache
-of buffers this module owns, reused once nothing else holds them (like the CUDA caching
-allocator). It keeps at most BLOCKLAB_CPU_BUFFER_CACHE_MB (default 1024) MiB;
-`empty_cache()` returns it; BLOCKLAB_CPU_BUFFER_CACHE_MB=0 turns it off.
+Outputs are fresh tensors from PyTorch's allocator, like every other op's: nothing is reused
+behind a caller's back. Large fresh outputs cost page faults under glibc's default settings;
+`blocklab.allocator` (applied by the trainer) keeps freed memory for reuse instead.
 
 Numerics: the sum of squares is accumulated in float32 in the kernel's own order, so values
 agree with the reference to float32 rounding (tested to 1e-6), not bit for bit.
@@ -36,8 +48,11 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import json
 import os
 import platform
+import re
+import stat
 import subprocess
 import tempfile
 import threading
@@ -48,15 +63,23 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
+from blocklab.errors import InputError, KernelUnavailable
 from blocklab.nn.fused import check_rope_operands, rows_of
 
 FLAGS = ("-O3", "-march=native", "-fopenmp", "-fno-math-errno", "-shared", "-fPIC", "-std=c11")
 # Vector expf/erff from glibc's libmvec where it exists (x86-64 glibc); scalar calls otherwise.
 VARIANTS = (("-DBLOCKLAB_MVEC", "-lmvec", "-lm"), ("-lm",))
 ACTIVATIONS = {"silu": 0, "gelu": 1}
+SYMBOLS = ("blocklab_rms_forward", "blocklab_rms_backward", "blocklab_gated_forward",
+           "blocklab_gated_backward", "blocklab_rope")
+PREFIX = "blocklab_cpu_kernels_"
+MANIFEST_MAX_BYTES = 4096
+LIBRARY_MAX_BYTES = 64 * 2**20
+STALE_S = 7 * 24 * 3600
 _lock = threading.Lock()
 _lib: ctypes.CDLL | None = None
 _reason: str | None = None
+_notes: list[str] = []
 _loaded = False
 
 
@@ -84,24 +107,110 @@ def _compiler() -> str:
     return os.environ.get("CC", "cc")
 
 
-def _build(source: str) -> Path:
-    """Compile the kernel source (once per cache key) and return the shared library's path."""
+def build_key(source: str) -> str:
+    """The cache key of a build of `source` on this machine (16 hex digits)."""
+    return hashlib.sha256("\0".join([source, *FLAGS, *sum(VARIANTS, ()), platform.machine(),
+                                     _cpu_model()]).encode()).hexdigest()[:16]
+
+
+class _Refused(Exception):
+    """The cache or a file in it must not be used; the message says why."""
+
+
+def _private(st: os.stat_result, what: str) -> None:
+    """Refuse a cache folder or file that another user owns or may write."""
+    uid = os.getuid()
+    if st.st_uid != uid:
+        raise _Refused(f"{what} belongs to uid {st.st_uid}, not to this user ({uid})")
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise _Refused(f"{what} is writable by others (mode {stat.S_IMODE(st.st_mode):o})")
+
+
+def _check_dir(folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    st = os.lstat(folder)
+    if not stat.S_ISDIR(st.st_mode):
+        raise _Refused(f"kernel cache {folder} is not a folder")
+    _private(st, f"kernel cache {folder}")
+
+
+def _read_private(path: Path, limit: int) -> tuple[int, bytes]:
+    """(open fd, bytes) of a regular file of ours, read through the fd that stays open."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise _Refused(f"{path} is not a regular file")
+        _private(st, str(path))
+        if st.st_size > limit:
+            raise _Refused(f"{path} is {st.st_size} bytes, more than a build can be")
+        data = b""
+        while len(data) < st.st_size:
+            chunk = os.read(fd, st.st_size - len(data))
+            if not chunk:
+                break
+            data += chunk
+        return fd, data
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _symbols(lib: ctypes.CDLL) -> None:
+    missing = [name for name in SYMBOLS if not hasattr(lib, name)]
+    if missing:
+        raise _Refused(f"library lacks kernel symbol(s) {missing}")
+
+
+def _load_cached(folder: Path, key: str) -> ctypes.CDLL | None:
+    """The checked cached build of `key`, or None (why goes to `notes()`) when there is none
+    or it must not be loaded."""
+    manifest = folder / f"{PREFIX}{key}.json"
+    if not manifest.exists():
+        return None
+    fd = None
+    try:
+        mfd, raw = _read_private(manifest, MANIFEST_MAX_BYTES)
+        os.close(mfd)
+        meta = json.loads(raw.decode("utf-8"))
+        name, digest = meta["library"], meta["sha256"]
+        if not (isinstance(name, str) and re.fullmatch(rf"{PREFIX}{key}-[0-9a-f]{{16}}\.so", name)
+                and isinstance(digest, str)):
+            raise _Refused(f"manifest {manifest} names {name!r}, not a build of {key}")
+        fd, data = _read_private(folder / name, LIBRARY_MAX_BYTES)
+        got = hashlib.sha256(data).hexdigest()
+        if got != digest:
+            raise _Refused(f"{name} does not match its manifest's sha256 ({len(data)} bytes)")
+        # By path: only this user can write the folder, and blocklab only ever renames complete,
+        # checked builds into it. (Not through /proc/self/fd: the dynamic loader would take a
+        # reused fd path for a library it loaded before.)
+        lib = ctypes.CDLL(str(folder / name))
+        _symbols(lib)
+    except (_Refused, OSError, ValueError, KeyError, TypeError) as exc:
+        _notes.append(f"cached build not used ({_one_line(exc)}); rebuilding")
+        return None
+    finally:
+        if fd is not None:
+            os.close(fd)
+    try:
+        os.utime(manifest)  # marks the build as in use, for pruning
+    except OSError:
+        pass
+    return lib
+
+
+def _build(source: str, folder: Path, key: str) -> None:
+    """Compile `source` into a checked library and publish it under `key` in `folder`."""
     cc = _compiler()
     try:
         version = subprocess.run([cc, "--version"], capture_output=True, text=True,
-                                 timeout=30).stdout
+                                 timeout=30).stdout.strip().splitlines()
     except (OSError, subprocess.SubprocessError) as exc:
-        raise RuntimeError(f"no C compiler: {cc!r} could not run ({exc})") from exc
-    key = hashlib.sha256("\0".join([source, *FLAGS, *sum(VARIANTS, ()), version,
-                                    platform.machine(), _cpu_model()]).encode()).hexdigest()[:16]
-    target = cache_dir() / f"blocklab_cpu_kernels_{key}.so"
-    if target.exists():
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
+        raise RuntimeError(f"no C compiler: {cc!r} could not run ({_one_line(exc)})") from exc
+    with tempfile.TemporaryDirectory(dir=folder, prefix=".build-") as tmp:
         src = Path(tmp) / "cpu_kernels.c"
         src.write_text(source)
-        out = Path(tmp) / target.name
+        out = Path(tmp) / "kernels.so"
         for variant in VARIANTS:
             defines = [f for f in variant if f.startswith("-D")]
             libs = [f for f in variant if not f.startswith("-D")]
@@ -112,22 +221,47 @@ def _build(source: str) -> Path:
         else:
             first = (proc.stderr.strip().splitlines() or ["no message"])[0]
             raise RuntimeError(f"{cc} failed to compile the CPU kernels: {first}")
-        os.replace(out, target)  # atomic: a concurrent build leaves one complete file
-    _prune(target)
-    return target
+        try:  # checked before it is published: it loads and has every kernel
+            _symbols(ctypes.CDLL(str(out)))
+        except _Refused as exc:
+            raise RuntimeError(f"the kernels {cc} built are unusable: {exc}") from None
+        data = out.read_bytes()
+        digest = hashlib.sha256(data).hexdigest()
+        name = f"{PREFIX}{key}-{digest[:16]}.so"
+        os.chmod(out, 0o600)
+        os.replace(out, folder / name)
+        meta = {"library": name, "sha256": digest, "compiler": version[:1], "flags": FLAGS,
+                "built": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+        staged = Path(tmp) / "manifest.json"
+        staged.write_text(json.dumps(meta, indent=1))
+        os.chmod(staged, 0o600)
+        os.replace(staged, folder / f"{PREFIX}{key}.json")  # the build is visible from here on
+    _prune(folder, key)
 
 
-STALE_S = 7 * 24 * 3600
-
-
-def _prune(keep: Path) -> None:
-    """Remove kernels of other source versions untouched for a week (another install may still
-    use a recent one; a process that loaded a removed file keeps its mapping)."""
+def _prune(folder: Path, keep: str) -> None:
+    """Remove builds of other source versions whose manifest no process has loaded for a week,
+    and libraries no manifest names any more (a process that loaded one keeps its mapping)."""
     now = time.time()
-    for old in keep.parent.glob("blocklab_cpu_kernels_*.so"):
+    named = set()
+    for manifest in folder.glob(f"{PREFIX}*.json"):
         try:
-            if old != keep and now - old.stat().st_mtime > STALE_S:
-                old.unlink()
+            meta = json.loads(manifest.read_text())
+            library = meta["library"] if isinstance(meta, dict) else None
+        except (OSError, ValueError, KeyError):
+            library = None
+        try:
+            if manifest.stem != f"{PREFIX}{keep}" and now - manifest.stat().st_mtime > STALE_S:
+                manifest.unlink()
+                continue
+        except OSError:
+            continue
+        if isinstance(library, str):
+            named.add(library)
+    for library in folder.glob(f"{PREFIX}*-*.so"):
+        try:
+            if library.name not in named and now - library.stat().st_mtime > 60:
+                library.unlink()
         except OSError:
             pass
 
@@ -146,6 +280,10 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.blocklab_rope.restype = None
 
 
+def _one_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
 def _load() -> ctypes.CDLL | None:
     global _lib, _reason, _loaded
     with _lock:
@@ -157,20 +295,35 @@ def _load() -> ctypes.CDLL | None:
             return None
         try:
             source = resources.files("blocklab.nn").joinpath("cpu_kernels.c").read_text()
-            lib = ctypes.CDLL(str(_build(source)))
+            folder = cache_dir()
+            _check_dir(folder)
+            key = build_key(source)
+            lib = _load_cached(folder, key)
+            if lib is None:
+                _build(source, folder, key)
+                lib = _load_cached(folder, key)
+            if lib is None:
+                raise RuntimeError(f"a fresh build would not load: {_notes[-1]}")
             _declare(lib)
-        except (OSError, RuntimeError, subprocess.SubprocessError) as exc:
-            _reason = str(exc).splitlines()[0]
+        except (_Refused, OSError, RuntimeError, subprocess.SubprocessError) as exc:
+            _reason = _one_line(exc)
             return None
         _lib = lib
         return lib
 
 
 def reset() -> None:
-    """Forget the loaded library and any failure, so the next call builds or loads again."""
+    """Forget the loaded library, any failure and the notes, so the next call builds or loads
+    again."""
     global _lib, _reason, _loaded
     with _lock:
         _lib, _reason, _loaded = None, None, False
+        _notes.clear()
+
+
+def notes() -> list[str]:
+    """What loading had to repair in this process (e.g. a corrupt cached build that was rebuilt)."""
+    return list(_notes)
 
 
 def unavailable_reason(x: Tensor | None = None, weight: Tensor | None = None) -> str | None:
@@ -191,79 +344,8 @@ def available(x: Tensor | None = None, weight: Tensor | None = None) -> bool:
     return unavailable_reason(x, weight) is None
 
 
-def _use_count(t: Tensor) -> int:
-    return torch._C._storage_Use_Count(t.untyped_storage()._cdata)
-
-
-# A tensor nothing else refers to: only the cache's own reference (and the probe's).
-_FREE = _use_count(torch.empty(1))
-
-
-def _alias(buf: Tensor, shape: torch.Size) -> Tensor:
-    # A new tensor on buf's storage that is not a view of it: autograd treats a custom
-    # Function's view outputs specially (no in-place use), a plain tensor it does not.
-    return torch.empty(0, dtype=buf.dtype).set_(buf.untyped_storage(), 0, shape)
-
-
-SMALL = 64 * 1024  # elements (256 KiB): smaller outputs come straight from the allocator
-
-
-class _BufferCache:
-    """Float32 CPU buffers by element count, handed out again when no one else holds them."""
-
-    def __init__(self) -> None:
-        self._buffers: dict[int, list[Tensor]] = {}
-        self._bytes = 0
-        self._lock = threading.Lock()
-
-    @staticmethod
-    def limit_bytes() -> int:
-        raw = os.environ.get("BLOCKLAB_CPU_BUFFER_CACHE_MB", "1024")
-        try:
-            mb = float(raw)
-        except ValueError:
-            mb = -1.0
-        if not mb >= 0:  # also NaN
-            raise ValueError(f"BLOCKLAB_CPU_BUFFER_CACHE_MB={raw!r} is not allowed; expected a "
-                             "number of MiB >= 0")
-        return int(min(mb, 2.0**40) * 2**20)
-
-    def empty(self, shape: torch.Size) -> Tensor:
-        """An uninitialised float32 tensor of `shape`, from the cache when one is free."""
-        numel = shape.numel()
-        if numel < SMALL:  # the heap serves these without page faults; skip the bookkeeping
-            return torch.empty(shape, dtype=torch.float32)
-        with self._lock:
-            for buf in self._buffers.get(numel, ()):
-                if _use_count(buf) == _FREE:
-                    return _alias(buf, shape)
-            buf = torch.empty(numel, dtype=torch.float32)
-            if numel and self._bytes + 4 * numel <= self.limit_bytes():
-                self._buffers.setdefault(numel, []).append(buf)
-                self._bytes += 4 * numel
-        return _alias(buf, shape)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._buffers.clear()
-            self._bytes = 0
-
-    @property
-    def nbytes(self) -> int:
-        return self._bytes
-
-
-_cache = _BufferCache()
-
-
-def empty_cache() -> None:
-    """Drop the cached output buffers (memory returns once no tensor refers to them)."""
-    _cache.clear()
-
-
-def cached_bytes() -> int:
-    """Bytes held by the output-buffer cache."""
-    return _cache.nbytes
+def _empty(shape: torch.Size) -> Tensor:
+    return torch.empty(shape, dtype=torch.float32)
 
 
 def _ptr(t: Tensor | None) -> int | None:
@@ -276,12 +358,12 @@ def _forward(x: Tensor, residual: Tensor | None, weight: Tensor, eps: float,
     lib = _load()
     d = x.shape[-1]
     x = x.contiguous()
-    y = _cache.empty(x.shape)
+    y = _empty(x.shape)
     rinv = torch.empty(x.shape[:-1] + (1,), dtype=torch.float32)
     h = x
     if residual is not None:
         residual = residual.contiguous()
-        h = _cache.empty(x.shape)
+        h = _empty(x.shape)
     lib.blocklab_rms_forward(x.data_ptr(), _ptr(residual), h.data_ptr(),
                              weight.contiguous().data_ptr(), y.data_ptr(), rinv.data_ptr(),
                              x.numel() // d, d, float(eps), int(unit_offset),
@@ -297,7 +379,7 @@ def _backward(grad: Tensor, h: Tensor, rinv: Tensor, weight: Tensor, grad_h: Ten
     if grad_h is not None:
         grad_h = grad_h.contiguous()
     threads = torch.get_num_threads()
-    dx = _cache.empty(h.shape)
+    dx = _empty(h.shape)
     dw = torch.empty(d, dtype=torch.float32) if need_weight_grad else None
     status = lib.blocklab_rms_backward(grad.data_ptr(), h.data_ptr(), rinv.data_ptr(),
                                        weight.contiguous().data_ptr(), _ptr(grad_h),
@@ -378,7 +460,7 @@ class CompiledAddRMSNorm(torch.autograd.Function):
 def _require(x: Tensor, weight: Tensor) -> None:
     reason = unavailable_reason(x, weight)
     if reason is not None:
-        raise RuntimeError(f"compiled CPU RMSNorm cannot run here: {reason}")
+        raise KernelUnavailable(f"compiled CPU kernels cannot run here: {reason}")
 
 
 def rms_norm(x: Tensor, weight: Tensor, eps: float = 1e-6, unit_offset: bool = False) -> Tensor:
@@ -395,10 +477,10 @@ def add_rms_norm(x: Tensor, residual: Tensor, weight: Tensor, eps: float = 1e-6,
     """h = x + residual, y = RMSNorm(h); x, residual: [..., d] (float32, CPU) -> (y, h)."""
     _require(x, weight)
     if x.shape != residual.shape:
-        raise ValueError(f"add_rms_norm: x {tuple(x.shape)} and residual "
+        raise InputError(f"add_rms_norm: x {tuple(x.shape)} and residual "
                          f"{tuple(residual.shape)} shapes differ")
     if residual.dtype != torch.float32:
-        raise ValueError(f"add_rms_norm: residual is {residual.dtype}; expected torch.float32 "
+        raise InputError(f"add_rms_norm: residual is {residual.dtype}; expected torch.float32 "
                          "like x")
     return CompiledAddRMSNorm.apply(x, residual, weight, eps, unit_offset)
 
@@ -412,7 +494,7 @@ class CompiledGatedActivation(torch.autograd.Function):
         lib = _load()
         g2, sg = rows_of(gate)
         u2, su = rows_of(up)
-        y = _cache.empty(gate.shape)
+        y = _empty(gate.shape)
         lib.blocklab_gated_forward(g2.data_ptr(), sg, u2.data_ptr(), su, y.data_ptr(),
                                    g2.shape[0], g2.shape[1], ACTIVATIONS[activation],
                                    torch.get_num_threads())
@@ -431,8 +513,8 @@ class CompiledGatedActivation(torch.autograd.Function):
         g2, sg = rows_of(gate)
         u2, su = rows_of(up)
         grad = grad.contiguous()
-        d_gate = _cache.empty(gate.shape) if ctx.needs_input_grad[0] else None
-        d_up = _cache.empty(up.shape) if ctx.needs_input_grad[1] else None
+        d_gate = _empty(gate.shape) if ctx.needs_input_grad[0] else None
+        d_up = _empty(up.shape) if ctx.needs_input_grad[1] else None
         lib.blocklab_gated_backward(grad.data_ptr(), g2.data_ptr(), sg, u2.data_ptr(), su,
                                     _ptr(d_gate), _ptr(d_up), g2.shape[0], g2.shape[1],
                                     ACTIVATIONS[ctx.activation], torch.get_num_threads())
@@ -443,10 +525,10 @@ def gated_activation(gate: Tensor, up: Tensor, activation: str = "silu") -> Tens
     """φ(gate) · up for float32 CPU gate, up: [..., d_ff] -> [..., d_ff] (SwiGLU for "silu",
     GeGLU for "gelu", the exact erf form)."""
     if activation not in ACTIVATIONS:
-        raise ValueError(f"gated_activation: activation={activation!r} is not allowed; "
+        raise InputError(f"gated_activation: activation={activation!r} is not allowed; "
                          f"expected one of {sorted(ACTIVATIONS)}")
     if gate.shape != up.shape:
-        raise ValueError(f"gated_activation: gate {tuple(gate.shape)} and up "
+        raise InputError(f"gated_activation: gate {tuple(gate.shape)} and up "
                          f"{tuple(up.shape)} shapes differ")
     for t in (gate, up):
         _require(t, None)
@@ -462,7 +544,7 @@ def _rope(x: Tensor, cos: Tensor, sin: Tensor, inverse: bool) -> Tensor:
     B, H, T, hd = x.shape
     if cos.stride(-1) != 1 or cos.stride() != sin.stride():
         cos, sin = cos.contiguous(), sin.contiguous()
-    out = _cache.empty(torch.Size((B, H, T, hd)))
+    out = _empty(torch.Size((B, H, T, hd)))
     cb = cos.stride(0) if cos.shape[0] > 1 else 0
     lib.blocklab_rope(x.data_ptr(), x.stride(0), x.stride(1), x.stride(2), cos.data_ptr(),
                       sin.data_ptr(), cb, cos.stride(2), out.data_ptr(), B, H, T, hd,
@@ -497,7 +579,7 @@ def rope_half_split(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
     the maths of `blocklab.nn.fused.rotate_half_split`, forward values equal bit for bit."""
     _require(x, None)
     if cos.dtype != torch.float32 or sin.dtype != torch.float32:
-        raise ValueError(f"rope_half_split: cos, sin are {cos.dtype}, {sin.dtype}; expected "
+        raise InputError(f"rope_half_split: cos, sin are {cos.dtype}, {sin.dtype}; expected "
                          "torch.float32")
     check_rope_operands(x, cos, sin)
     return CompiledRope.apply(x, cos, sin)

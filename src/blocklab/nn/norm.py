@@ -36,6 +36,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from blocklab.errors import KernelUnavailable
 from blocklab.nn import fused
 
 CASTS = ("llama", "gemma")
@@ -46,8 +47,8 @@ def resolve_rms_impl(impl: str, x: torch.Tensor, weight: torch.Tensor | None = N
     """The implementation `impl` means for input x (and gain weight): "reference", "fused",
     "cpu" or "triton".
 
-    "auto" never fails (it falls back to "fused"); an explicit "triton" or "cpu" raises a
-    RuntimeError naming the reason when that path cannot run on x.
+    "auto" never fails (it falls back to "fused"); an explicit "triton" or "cpu" raises
+    `KernelUnavailable` (a RuntimeError) naming the reason when that path cannot run on x.
     """
     if impl == "auto":
         if torch.compiler.is_compiling():
@@ -65,13 +66,13 @@ def resolve_rms_impl(impl: str, x: torch.Tensor, weight: torch.Tensor | None = N
         from blocklab.nn import cpu_kernels
         reason = cpu_kernels.unavailable_reason(x, weight)
         if reason is not None:
-            raise RuntimeError(f"RMSNorm impl='cpu' cannot run here: {reason}; use "
+            raise KernelUnavailable(f"RMSNorm impl='cpu' cannot run here: {reason}; use "
                                "impl='auto' or 'fused'")
     if impl == "triton":
         from blocklab.nn import triton_kernels
         reason = triton_kernels.unavailable_reason(x)
         if reason is not None:
-            raise RuntimeError(f"RMSNorm impl='triton' cannot run here: {reason}; use "
+            raise KernelUnavailable(f"RMSNorm impl='triton' cannot run here: {reason}; use "
                                "impl='auto' or 'fused'")
     return impl
 
