@@ -13,11 +13,13 @@ import dataclasses
 import json
 import math
 import os
-import tempfile
+import re
+import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from blocklab.errors import ConfigError
 from blocklab.reference.ffn import llama_ffn_width
 
 # name -> (gated, activation); the activation acts on the gate branch of a gated FFN.
@@ -59,8 +61,19 @@ _HF_ACT_OF = {"silu": "silu", "relu": "relu", "gelu": "gelu", "gelu_tanh": "gelu
 HF_LLAMA_FAMILY = ("llama", "mistral", "qwen2", "qwen3")
 
 
-def _bad(field_name: str, value: Any, allowed: str) -> ValueError:
-    return ValueError(f"ModelConfig.{field_name}={value!r} is not allowed; expected {allowed}")
+# Sizes above 2**53 are not exactly representable as floats, so shares, FLOPs and bytes computed
+# from them would be wrong; no real model comes near (Llama 3.1 405B's vocab is 2**17).
+MAX_SIZE = 2**53
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else f"{text[:28]}...{text[-12:]} ({len(text)} chars)"
+
+
+def _bad(field_name: str, value: Any, allowed: str) -> ConfigError:
+    return ConfigError(f"ModelConfig.{field_name}={_shown(value)} is not allowed; expected "
+                       f"{allowed}")
 
 
 def gated_ffn_width(d_model: int, multiple_of: int = 1,
@@ -129,27 +142,37 @@ class ModelConfig:
             value = getattr(self, name)
             if value is not None:
                 _positive_int(name, value)
-        if not isinstance(self.type_vocab_size, int) or self.type_vocab_size < 0:
-            raise _bad("type_vocab_size", self.type_vocab_size, "an integer >= 0")
+        if isinstance(self.type_vocab_size, bool) or not isinstance(self.type_vocab_size, int) \
+                or not 0 <= self.type_vocab_size <= MAX_SIZE:
+            raise _bad("type_vocab_size", self.type_vocab_size, f"an integer in [0, {MAX_SIZE}]")
+        for name in ("ffn_bias", "attn_bias", "attn_out_bias", "norm_bias", "norm_unit_offset",
+                     "qk_norm", "final_norm", "embed_norm", "tie_embeddings", "embed_scale",
+                     "causal", "pooler"):
+            if not isinstance(getattr(self, name), bool):
+                raise _bad(name, getattr(self, name), "true or false")
+        if not isinstance(self.name, str):
+            raise _bad("name", self.name, "a string")
         _choice("ffn", self.ffn, FFNS)
         _choice("norm", self.norm, NORMS)
         _choice("norm_cast", self.norm_cast, NORM_CASTS)
         _choice("placement", self.placement, PLACEMENTS)
         _choice("position", self.position, POSITIONS)
         _choice("rope_layout", self.rope_layout, ROPE_LAYOUTS)
-        if not (math.isfinite(self.norm_eps) and self.norm_eps >= 0):
+        if not (_real(self.norm_eps) and self.norm_eps >= 0):
             raise _bad("norm_eps", self.norm_eps, "a finite number >= 0")
-        if not (math.isfinite(self.rope_theta) and self.rope_theta > 1):
+        if not (_real(self.rope_theta) and self.rope_theta > 1):
             raise _bad("rope_theta", self.rope_theta, "a finite number > 1")
-        if not (0 < self.partial_rotary_factor <= 1):
+        if not (_real(self.partial_rotary_factor) and 0 < self.partial_rotary_factor <= 1):
             raise _bad("partial_rotary_factor", self.partial_rotary_factor, "a number in (0, 1]")
-        if not (math.isfinite(self.residual_scale) and self.residual_scale > 0):
+        if not (_real(self.residual_scale) and self.residual_scale > 0):
             raise _bad("residual_scale", self.residual_scale, "a finite number > 0")
-        if self.ffn_dim_multiplier is not None and not self.ffn_dim_multiplier > 0:
-            raise _bad("ffn_dim_multiplier", self.ffn_dim_multiplier, "a number > 0 or None")
+        if self.ffn_dim_multiplier is not None and not (_real(self.ffn_dim_multiplier)
+                                                        and self.ffn_dim_multiplier > 0):
+            raise _bad("ffn_dim_multiplier", self.ffn_dim_multiplier,
+                       "a finite number > 0 or None")
         for name in ("attn_scale", "attn_logit_softcap", "final_logit_softcap"):
             value = getattr(self, name)
-            if value is not None and not (math.isfinite(value) and value > 0):
+            if value is not None and not (_real(value) and value > 0):
                 raise _bad(name, value, "a finite number > 0 or None")
 
         # Derived sizes are resolved once here, so every consumer sees the same numbers.
@@ -199,11 +222,11 @@ class ModelConfig:
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
-            raise ValueError(f"unknown ModelConfig key(s) {unknown}; allowed: {sorted(known)}")
+            raise ConfigError(f"unknown ModelConfig key(s) {unknown}; allowed: {sorted(known)}")
         try:
             return cls(**data)
         except TypeError as err:  # e.g. "norm_eps": null or a string where a number belongs
-            raise ValueError(f"ModelConfig has a value of the wrong type: {err}") from None
+            raise ConfigError(f"ModelConfig has a value of the wrong type: {err}") from None
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True)
@@ -213,9 +236,9 @@ class ModelConfig:
         try:
             data = json.loads(text)
         except json.JSONDecodeError as err:
-            raise ValueError(f"malformed ModelConfig JSON: {err}") from None
+            raise ConfigError(f"malformed ModelConfig JSON: {err}") from None
         if not isinstance(data, dict):
-            raise ValueError(f"ModelConfig JSON must be an object, got {type(data).__name__}")
+            raise ConfigError(f"ModelConfig JSON must be an object, got {type(data).__name__}")
         return cls.from_dict(data)
 
     def save(self, path: str | os.PathLike) -> None:
@@ -241,12 +264,22 @@ class ModelConfig:
 
 
 def _positive_int(name: str, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise _bad(name, value, "a positive integer")
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= MAX_SIZE:
+        raise _bad(name, value, f"an integer in [1, {MAX_SIZE}]")
+
+
+def _real(value: Any) -> bool:
+    """A finite int or float (not a bool, not a string that looks like a number)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int beyond float range
+        return False
 
 
 def _choice(name: str, value: Any, allowed) -> None:
-    if value not in allowed:
+    if not isinstance(value, str) or value not in allowed:
         raise _bad(name, value, f"one of {sorted(allowed)}")
 
 
@@ -258,7 +291,7 @@ _ROPE_SCALING_KEYS = {
 
 def _check_rope_scaling(scaling: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(scaling, dict):
-        raise _bad("rope_scaling", scaling, "a dict with 'rope_type' or None")
+        raise _bad("rope_scaling", scaling, "an object with 'rope_type' and 'factor', or null")
     scaling = dict(scaling)
     kind = scaling.pop("type", None)  # transformers v4 wrote "type"
     scaling.setdefault("rope_type", kind or "default")
@@ -271,19 +304,32 @@ def _check_rope_scaling(scaling: dict[str, Any]) -> dict[str, Any]:
     if scaling["rope_type"] == "default":
         return None  # type: ignore[return-value]
     factor = scaling.get("factor")
-    if factor is None or not (isinstance(factor, int | float) and factor > 0):
-        raise _bad("rope_scaling", scaling, "a positive 'factor'")
+    if not (_real(factor) and factor > 0):
+        raise _bad("rope_scaling", scaling, "a finite positive 'factor'")
+    for key, value in scaling.items():
+        if key not in ("rope_type", "truncate") and value is not None and not _real(value):
+            raise _bad("rope_scaling", scaling, f"a finite number for {key!r}")
     return scaling
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Write `text` to `path` so that a reader sees the old file or the new one, never half."""
+    """Write `text` to `path` so that a reader sees the old file or the new one, never half.
+
+    The temporary file is created with mode 0666 and the kernel applies the process umask, as
+    for a plain open(): the umask is never read or changed (changing it, even for a moment,
+    would affect files other threads create meanwhile).
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    # mkstemp creates the file 0600; give it the permissions a plain open() would.
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)
+    for _ in range(100):
+        tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0),
+                         0o666)
+            break
+        except FileExistsError:
+            continue
+    else:  # pragma: no cover - 100 collisions of 48 random bits
+        raise FileExistsError(f"no free temporary name beside {path}")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
@@ -291,7 +337,7 @@ def write_atomic(path: Path, text: str) -> None:
             os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
 
 
@@ -300,7 +346,7 @@ def _need(hf: dict[str, Any], *keys: str) -> Any:
     for key in keys:
         if key in hf and hf[key] is not None:
             return hf[key]
-    raise ValueError(f"Hugging Face config is missing {' / '.join(keys)!r}")
+    raise ConfigError(f"Hugging Face config is missing {' / '.join(keys)!r}")
 
 
 def _hf_rope(hf: dict[str, Any]) -> tuple[float, dict[str, Any] | None, float]:
@@ -318,22 +364,56 @@ def _hf_rope(hf: dict[str, Any]) -> tuple[float, dict[str, Any] | None, float]:
         scaling = hf.get("rope_scaling")
         partial = hf.get("partial_rotary_factor", 1.0)
     if scaling is not None:
+        if not isinstance(scaling, dict):
+            raise _bad("rope_scaling", scaling, "an object with 'rope_type' and 'factor', or null")
         scaling = dict(scaling)
         if scaling.get("rope_type", scaling.get("type", "default")) == "default":
             scaling = None
-    return float(theta), scaling, float(partial)
+    return _hf_float("rope_theta", theta), scaling, _hf_float("partial_rotary_factor", partial)
+
+
+def _hf_float(key: str, value: Any) -> float:
+    """A config.json number as a float; a string, list or out-of-range value fails naming key."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ConfigError(f"config.json {key}={_shown(value)} is not allowed; expected a number")
+    try:
+        return float(value)
+    except OverflowError:
+        raise ConfigError(f"config.json {key}={_shown(value)} is not allowed; expected a finite "
+                          "number") from None
+
+
+# config.json keys of ModelConfig fields, so an error about a field names the key a user wrote.
+_HF_KEY_OF = {"vocab_size": "vocab_size", "d_model": "hidden_size / n_embd",
+              "n_layers": "num_hidden_layers / n_layer", "n_heads": "num_attention_heads / n_head",
+              "n_kv_heads": "num_key_value_heads", "head_dim": "head_dim",
+              "d_ff": "intermediate_size / n_inner", "max_seq_len": "max_position_embeddings",
+              "norm_eps": "rms_norm_eps / layer_norm_eps", "rope_scaling": "rope_scaling",
+              "rope_theta": "rope_theta", "sliding_window": "sliding_window",
+              "type_vocab_size": "type_vocab_size", "name": "_name_or_path"}
 
 
 def from_hf(hf: dict[str, Any]) -> ModelConfig:
     """`ModelConfig` from a Hugging Face config.json dictionary."""
+    try:
+        return _from_hf(hf)
+    except ConfigError as err:
+        field_name = re.match(r"ModelConfig\.(\w+)=", str(err))
+        key = _HF_KEY_OF.get(field_name.group(1)) if field_name else None
+        if key is None:
+            raise
+        raise ConfigError(f"{err} (config.json: {key})") from None
+
+
+def _from_hf(hf: dict[str, Any]) -> ModelConfig:
     if not isinstance(hf, dict):
-        raise ValueError(f"Hugging Face config must be a JSON object, got {type(hf).__name__}")
+        raise ConfigError(f"Hugging Face config must be a JSON object, got {type(hf).__name__}")
     model_type = hf.get("model_type")
     name = str(hf.get("_name_or_path", "") or "")
     if model_type in HF_LLAMA_FAMILY or model_type == "gemma2":
         act = _HF_ACTS.get(hf.get("hidden_act") or hf.get("hidden_activation") or "silu")
         if act is None:
-            raise ValueError(f"unsupported hidden_act {hf.get('hidden_act')!r}; "
+            raise ConfigError(f"unsupported hidden_act {hf.get('hidden_act')!r}; "
                              f"allowed: {sorted(_HF_ACTS)}")
         theta, scaling, partial = _hf_rope(hf)
         bias = bool(hf.get("attention_bias", False))
@@ -348,7 +428,7 @@ def from_hf(hf: dict[str, Any]) -> ModelConfig:
             ffn=_GATED_BY_ACT[act],
             ffn_bias=bool(hf.get("mlp_bias", False)),
             norm="rmsnorm",
-            norm_eps=float(hf.get("rms_norm_eps", 1e-6)),
+            norm_eps=_hf_float("rms_norm_eps", hf.get("rms_norm_eps", 1e-6)),
             max_seq_len=_need(hf, "max_position_embeddings"),
             position="rope",
             rope_theta=theta,
@@ -372,7 +452,8 @@ def from_hf(hf: dict[str, Any]) -> ModelConfig:
             common.update(placement="sandwich", norm_unit_offset=True, norm_cast="gemma",
                           embed_scale=True, tie_embeddings=bool(hf.get("tie_word_embeddings",
                                                                        True)),
-                          attn_scale=None if scalar is None else scalar ** -0.5,
+                          attn_scale=None if scalar is None else _hf_float(
+                              "query_pre_attn_scalar", scalar) ** -0.5,
                           attn_logit_softcap=hf.get("attn_logit_softcapping"),
                           final_logit_softcap=hf.get("final_logit_softcapping"),
                           sliding_window=hf.get("sliding_window"))
@@ -384,7 +465,8 @@ def from_hf(hf: dict[str, Any]) -> ModelConfig:
             vocab_size=_need(hf, "vocab_size"), d_model=d, n_layers=_need(hf, "n_layer"),
             n_heads=_need(hf, "n_head"), d_ff=hf.get("n_inner") or 4 * d, ffn=act,
             ffn_bias=True, attn_bias=True, attn_out_bias=True, norm="layernorm",
-            norm_eps=float(hf.get("layer_norm_epsilon", 1e-5)), position="learned",
+            norm_eps=_hf_float("layer_norm_epsilon", hf.get("layer_norm_epsilon", 1e-5)),
+            position="learned",
             max_seq_len=_need(hf, "n_positions", "n_ctx"), tie_embeddings=True, name=name)
     if model_type == "bert":
         act = _HF_ACTS.get(hf.get("hidden_act", "gelu"), "gelu")
@@ -392,19 +474,20 @@ def from_hf(hf: dict[str, Any]) -> ModelConfig:
             vocab_size=_need(hf, "vocab_size"), d_model=_need(hf, "hidden_size"),
             n_layers=_need(hf, "num_hidden_layers"), n_heads=_need(hf, "num_attention_heads"),
             d_ff=_need(hf, "intermediate_size"), ffn=act, ffn_bias=True, attn_bias=True,
-            attn_out_bias=True, norm="layernorm", norm_eps=float(hf.get("layer_norm_eps", 1e-12)),
+            attn_out_bias=True, norm="layernorm",
+            norm_eps=_hf_float("layer_norm_eps", hf.get("layer_norm_eps", 1e-12)),
             placement="post", final_norm=False, embed_norm=True, position="learned",
             max_seq_len=_need(hf, "max_position_embeddings"),
-            type_vocab_size=int(hf.get("type_vocab_size", 2)), pooler=True,
+            type_vocab_size=hf.get("type_vocab_size", 2), pooler=True,
             tie_embeddings=True, causal=False, name=name)
-    raise ValueError(f"unsupported Hugging Face model_type {model_type!r}; allowed: "
+    raise ConfigError(f"unsupported Hugging Face model_type {model_type!r}; allowed: "
                      f"{sorted([*HF_LLAMA_FAMILY, 'gemma2', 'gpt2', 'bert'])}")
 
 
 def to_hf(cfg: ModelConfig, model_type: str = "llama") -> dict[str, Any]:
     """A Hugging Face config.json dictionary for a Llama-family `model_type`."""
     if model_type not in HF_LLAMA_FAMILY:
-        raise ValueError(f"model_type={model_type!r} is not exportable; allowed: "
+        raise ConfigError(f"model_type={model_type!r} is not exportable; allowed: "
                          f"{list(HF_LLAMA_FAMILY)}")
     problems = []
     if not cfg.gated or cfg.activation not in _HF_ACT_OF:
@@ -425,7 +508,7 @@ def to_hf(cfg: ModelConfig, model_type: str = "llama") -> dict[str, Any]:
             or cfg.final_logit_softcap or cfg.embed_norm or not cfg.causal:
         problems.append("Gemma/BERT-only options")
     if problems:
-        raise ValueError(f"cannot export to {model_type}: " + "; ".join(problems))
+        raise ConfigError(f"cannot export to {model_type}: " + "; ".join(problems))
     rope = {"rope_type": cfg.rope_type, "rope_theta": cfg.rope_theta, **(cfg.rope_scaling or {})}
     out: dict[str, Any] = {
         "architectures": [{"llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM",
@@ -454,11 +537,11 @@ def to_hf(cfg: ModelConfig, model_type: str = "llama") -> dict[str, Any]:
     if model_type == "llama":
         out["mlp_bias"] = cfg.ffn_bias
     elif cfg.ffn_bias:
-        raise ValueError(f"cannot export to {model_type}: ffn_bias=True (only llama has mlp_bias)")
+        raise ConfigError(f"cannot export to {model_type}: ffn_bias=True (only llama has mlp_bias)")
     if model_type in ("mistral", "qwen2", "qwen3"):
         out["sliding_window"] = cfg.sliding_window
         if model_type != "mistral":
             out["use_sliding_window"] = cfg.sliding_window is not None
     elif cfg.sliding_window is not None:
-        raise ValueError("cannot export to llama: sliding_window is set (llama has none)")
+        raise ConfigError("cannot export to llama: sliding_window is set (llama has none)")
     return out

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from blocklab import reference as ref
+from blocklab.errors import InputError
 
 # Central differences with h ≈ cbrt(eps)·|x| leave an error of order eps^(2/3) ≈ 4e-11 on O(1)
 # entries; 1e-7 leaves room for the curvature of SiLU and the 1/s³ terms of the norms.
@@ -316,5 +317,5 @@ def run_checks(groups: list[str] | None = None) -> list[Check]:
     names = list(GROUPS) if not groups else groups
     for name in names:
         if name not in GROUPS:
-            raise ValueError(f"unknown check group {name!r}; allowed: {list(GROUPS)}")
+            raise InputError(f"unknown check group {name!r}; allowed: {list(GROUPS)}")
     return [check for name in names for check in GROUPS[name]()]

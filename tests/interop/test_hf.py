@@ -10,6 +10,7 @@ from safetensors.torch import load_file, save_file
 from torch.testing import assert_close
 
 from blocklab.config import ModelConfig
+from blocklab.errors import CheckpointError
 from blocklab.interop import blocklab_to_hf_name, hf_to_blocklab_name, load_hf, save_hf
 from blocklab.nn import DecoderLM
 from blocklab.nn.position import permute_half_split_to_interleaved
@@ -199,9 +200,9 @@ def test_wrong_shape_and_missing_files_raise(tmp_path):
     with pytest.raises(ValueError, match="wrong shape.*mlp.gate_proj"):
         load_hf(tmp_path)
     (tmp_path / "model.safetensors").unlink()
-    with pytest.raises(FileNotFoundError, match="model.safetensors"):
+    with pytest.raises(CheckpointError, match="model.safetensors"):
         load_hf(tmp_path)
-    with pytest.raises(FileNotFoundError, match="config.json"):
+    with pytest.raises(CheckpointError, match="config.json"):
         load_hf(tmp_path / "nowhere")
     with pytest.raises(ValueError, match="layout='meta'"):
         load_hf(tmp_path, layout="meta")

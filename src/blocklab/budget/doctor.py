@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from blocklab.config import ModelConfig
+from blocklab.errors import InputError
 
 from .memory import nbytes
 from .params import count_params
@@ -104,11 +105,22 @@ def _structure(raw: dict[str, Any]) -> list[Finding]:
 
 
 def _training_warmup(raw: dict[str, Any]) -> tuple[str, Any] | None:
-    """The first warmup setting found at the top level or under "training", if any."""
+    """The first warmup setting found at the top level or under "training", if any; a value
+    that is not a step count (an integer >= 0) or, for warmup_ratio, a fraction in [0, 1]
+    raises InputError."""
     for scope in (raw, raw.get("training") if isinstance(raw.get("training"), dict) else {}):
         for key in WARMUP_KEYS:
             if key in scope and scope[key] is not None:
-                return key, scope[key]
+                value = scope[key]
+                number = not isinstance(value, bool) and isinstance(value, int | float)
+                if key == "warmup_ratio":
+                    if not (number and 0 <= value <= 1):
+                        raise InputError(f"warmup_ratio={value!r} is not allowed; expected a "
+                                         "fraction of the training steps in [0, 1]")
+                elif not (number and float(value).is_integer() and 0 <= value <= 2**53):
+                    raise InputError(f"{key}={value!r} is not allowed; expected a number of steps "
+                                     "(an integer >= 0)")
+                return key, value
     return None
 
 
@@ -306,11 +318,14 @@ def diagnose(raw: dict[str, Any], *, serve_len: int | None = None, training: boo
              checkpoint_dir: str | Path | None = None) -> list[Finding]:
     """Findings for the config `raw` (a config.json dict), errors first.
 
-    Raises ValueError for input that is not a readable config (missing or malformed fields).
+    Raises InputError for input that is not a readable config (missing or malformed fields,
+    a malformed warmup setting with `training`).
     """
     if serve_len is not None and (isinstance(serve_len, bool) or not isinstance(serve_len, int)
                                   or serve_len < 1):
-        raise ValueError(f"serve_len must be a positive integer, got {serve_len!r}")
+        raise InputError(f"serve_len must be a positive integer, got {serve_len!r}")
+    if training:
+        _training_warmup(raw)  # a malformed warmup is bad input, whatever the placement
     found = _structure(raw)
     if found:
         return found

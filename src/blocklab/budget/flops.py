@@ -35,6 +35,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from blocklab.config import ModelConfig
+from blocklab.errors import InputError
 
 # FLOPs per multiply-add.
 FLOPS_PER_MAC = 2
@@ -98,7 +99,7 @@ def causal_pairs(seq_len: int) -> int:
 
 def _check(name: str, value: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        raise InputError(f"{name} must be a positive integer, got {value!r}")
     return value
 
 

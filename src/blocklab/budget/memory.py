@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 
 from blocklab.config import ModelConfig
+from blocklab.errors import InputError
 from blocklab.reference.ffn import ffn_budget
 
 from .flops import decode_flops, prefill_flops
@@ -40,7 +41,7 @@ HARDWARE_NOTE = ("H100 SXM: 989 TFLOP/s dense BF16 / 3.35 TB/s HBM3 ≈ 295 FLOP
 
 def check_dtype(dtype: str) -> str:
     if dtype not in DTYPE_BITS:
-        raise ValueError(f"dtype {dtype!r} is not allowed; expected one of {list(DTYPE_BITS)}")
+        raise InputError(f"dtype {dtype!r} is not allowed; expected one of {list(DTYPE_BITS)}")
     return dtype
 
 

@@ -15,6 +15,7 @@ import os
 import secrets
 from pathlib import Path
 
+from blocklab.errors import InputError
 from blocklab.reference.ffn import ffn_budget
 
 PAGE_BASE = {"batch": 2, "seq_len": 1024, "d": 512, "m": 2048}
@@ -80,7 +81,7 @@ def plot_sweep(rows: list[dict], path: str | os.PathLike) -> Path:
     fig = Figure(figsize=(10, 8), layout="constrained")
     canvas = FigureCanvasAgg(fig)
     if fmt not in canvas.get_supported_filetypes():
-        raise ValueError(f"cannot save a plot as {path.name!r}; use one of "
+        raise InputError(f"cannot save a plot as {path.name!r}; use one of "
                          f"{sorted(canvas.get_supported_filetypes())}")
     draw_sweep(fig.subplots(2, 2), rows)
     fig.suptitle("Plain vs gated FFN: parameters and intermediate activations")

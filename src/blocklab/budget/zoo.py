@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from blocklab.config import ModelConfig
+from blocklab.errors import InputError
 
 ZOO_FIELDS = ("name", "hf_id", "config", "published_params", "params_exact", "params_source",
               "params_counts", "notes")
@@ -63,6 +64,9 @@ class ResolvedModel:
     defaults_filled: tuple[str, ...] = field(default=())  # keys taken from HF_DEFAULTS
 
 
+CONFIG_MAX_BYTES = 16 * 2**20
+
+
 def _zoo_dir():
     return resources.files("blocklab.budget").joinpath("zoo")
 
@@ -78,13 +82,13 @@ def load_zoo(name: str) -> ZooEntry:
     if name not in names:
         close = difflib.get_close_matches(name.lower(), names, n=3, cutoff=0.5)
         hint = f"; did you mean {', '.join(close)}?" if close else ""
-        raise ValueError(f"unknown model {name!r}{hint} (`blocklab budget --list` lists the zoo; "
+        raise InputError(f"unknown model {name!r}{hint} (`blocklab budget --list` lists the zoo; "
                          f"a path to a config.json also works)")
     text = _zoo_dir().joinpath(f"{name}.json").read_text(encoding="utf-8")
     data = _parse_json(text, f"zoo entry {name}")
     missing = [k for k in ZOO_FIELDS if k not in data]
     if missing:
-        raise ValueError(f"zoo entry {name} is missing field(s) {missing}")
+        raise InputError(f"zoo entry {name} is missing field(s) {missing}")
     return ZooEntry(key=name, **{k: data[k] for k in ZOO_FIELDS})
 
 
@@ -92,9 +96,9 @@ def _parse_json(text: str, what: str) -> dict[str, Any]:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as err:
-        raise ValueError(f"malformed JSON in {what}: {err}") from None
+        raise InputError(f"malformed JSON in {what}: {err}") from None
     if not isinstance(data, dict):
-        raise ValueError(f"{what} must hold a JSON object, got {type(data).__name__}")
+        raise InputError(f"{what} must hold a JSON object, got {type(data).__name__}")
     return data
 
 
@@ -113,7 +117,7 @@ def config_from_json(data: dict[str, Any]) -> tuple[ModelConfig, tuple[str, ...]
     try:
         return ModelConfig.from_hf(hf), filled
     except (KeyError, TypeError) as err:  # a field of the wrong type or shape
-        raise ValueError(f"cannot read Hugging Face config: {type(err).__name__}: {err}") from None
+        raise InputError(f"cannot read Hugging Face config: {type(err).__name__}: {err}") from None
 
 
 @dataclass(frozen=True)
@@ -134,23 +138,33 @@ def read_model_json(name_or_path: str) -> ModelJSON:
         if path.is_dir():
             path = path / "config.json"
         if not path.is_file():
-            raise ValueError(f"no such file: {path}")
+            raise InputError(f"no such file: {path}")
         try:
+            size = path.stat().st_size
+            if size > CONFIG_MAX_BYTES:  # a config.json is kilobytes; never read a huge file
+                raise InputError(f"{path} is {size / 2**20:,.0f} MiB; a model config is at most "
+                                 f"{CONFIG_MAX_BYTES // 2**20} MiB")
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as err:
-            raise ValueError(f"cannot read {path}: {err}") from None
+            reason = err.strerror if isinstance(err, OSError) and err.strerror else \
+                "not UTF-8 text"
+            raise InputError(f"cannot read {path}: {reason}") from None
         data = _parse_json(text, str(path))
         label = str(data.get("_name_or_path") or data.get("name") or path)
         return ModelJSON(label=label, raw=data, source=str(path))
     entry = load_zoo(name_or_path)
     if not isinstance(entry.config, dict):
-        raise ValueError(f"zoo entry {entry.key}: 'config' must be a JSON object")
+        raise InputError(f"zoo entry {entry.key}: 'config' must be a JSON object")
     return ModelJSON(label=entry.key, raw=entry.config, source="zoo", entry=entry)
 
 
 def resolve_model(name_or_path: str) -> ResolvedModel:
     """A zoo name, a config.json path or a folder with a config.json, as a `ResolvedModel`."""
     found = read_model_json(name_or_path)
-    cfg, filled = config_from_json(found.raw)
+    try:
+        cfg, filled = config_from_json(found.raw)
+    except InputError as err:
+        raise InputError(f"{found.source if found.source != 'zoo' else found.label}: {err}") \
+            from None
     return ResolvedModel(label=found.label, config=cfg.replace(name=found.label), raw=found.raw,
                          source=found.source, entry=found.entry, defaults_filled=filled)

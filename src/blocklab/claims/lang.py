@@ -5,6 +5,8 @@ from __future__ import annotations
 import locale
 import os
 
+from blocklab.errors import InputError
+
 LANGS = ("en", "zh")
 
 
@@ -21,5 +23,5 @@ def resolve_lang(lang: str | None) -> str:
     if lang is None:
         return default_lang()
     if lang not in LANGS:
-        raise ValueError(f"--lang {lang!r} is not allowed; expected one of {list(LANGS)}")
+        raise InputError(f"--lang {lang!r} is not allowed; expected one of {list(LANGS)}")
     return lang

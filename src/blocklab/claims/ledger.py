@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from blocklab.claims.text import CLAIM_TEXT, VERDICTS, claim_sources
+from blocklab.errors import InputError
 
 
 @dataclass(frozen=True)
@@ -31,7 +32,7 @@ class Finding:
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
-            raise ValueError(f"verdict {self.verdict!r} is not allowed; expected one of "
+            raise InputError(f"verdict {self.verdict!r} is not allowed; expected one of "
                              f"{list(VERDICTS)}")
 
 
@@ -79,7 +80,7 @@ CHECKS: dict[str, Callable[[Context], Finding]] = {}
 def claim(claim_id: str) -> Callable[[Callable[[Context], Finding]], Callable[[Context], Finding]]:
     def register(fn: Callable[[Context], Finding]) -> Callable[[Context], Finding]:
         if claim_id in CHECKS:
-            raise ValueError(f"claim {claim_id} registered twice")
+            raise InputError(f"claim {claim_id} registered twice")
         CHECKS[claim_id] = fn
         return fn
 
@@ -106,7 +107,7 @@ def run_claims(ids: list[str] | None = None, ctx: Context | None = None) -> list
     wanted = sorted(sources) if not ids else ids
     unknown = [i for i in wanted if i not in sources]
     if unknown:
-        raise ValueError(f"unknown claim id(s) {unknown}; allowed: C01 … C{len(sources):02d}")
+        raise InputError(f"unknown claim id(s) {unknown}; allowed: C01 … C{len(sources):02d}")
     out = []
     for cid in wanted:
         en, zh = CLAIM_TEXT[cid]

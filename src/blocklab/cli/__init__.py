@@ -2,14 +2,22 @@
 
 Each command lives in its own module here and registers itself on `app`. Modules import
 PyTorch only inside the commands that need it, so `blocklab verify` and `blocklab budget`
-start fast. Bad input is one line on stderr and exit code 2, never a traceback.
+start fast.
+
+Exit codes: 0 success; 1 a failed check, a finding, a failed run, or a bug (printed as
+"internal error", with `--debug` for the traceback); 2 bad input (a usage error or a
+`blocklab.errors.InputError`: one line on stderr, never a traceback); 130 interrupted; 141 the
+reader of our output went away (`blocklab verify | head`), as the shell reports SIGPIPE.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 
 import typer
+
+from blocklab.errors import InputError
 
 app = typer.Typer(
     name="blocklab",
@@ -20,8 +28,14 @@ app = typer.Typer(
     rich_markup_mode="rich",
 )
 
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 0, 1, 2, 130, 141
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    debug: bool = typer.Option(False, "--debug", help="Show the traceback of an internal error "
+                               "(allowed anywhere on the command line)."),
+) -> None:
     """Transformer blocks (FFN, normalization, position encoding): computed, checked, measured."""
 
 
@@ -29,14 +43,23 @@ def _root() -> None:
 _COMMANDS = ("verify", "budget", "doctor", "train", "suite", "claims", "report")
 
 
-class UsageFailure(Exception):
-    """Bad input noticed by a command: printed as one line, exit code 2."""
+def console(stderr: bool = False):
+    """A rich Console for command output. When the reader of stdout goes away
+    (`blocklab verify | head`), rich's default exits with code 1, the code of a failed check;
+    this one raises BrokenPipeError so that `main` returns 141 instead."""
+    from rich.console import Console
+
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            self.quiet = True
+            raise BrokenPipeError
+
+    return _Console(stderr=stderr)
 
 
-def fail(message: str) -> typer.Exit:
-    """Print `message` as one error line and return the Exit(2) to raise."""
-    typer.echo(f"error: {message}", err=True)
-    return typer.Exit(2)
+def fail(message: str) -> InputError:
+    """The InputError to raise for bad input noticed by a command (one line, exit code 2)."""
+    return InputError(message)
 
 
 def _register() -> None:
@@ -44,27 +67,60 @@ def _register() -> None:
 
     for name in _COMMANDS:
         importlib.import_module(f"blocklab.cli.{name}")
-    _COMMANDS_REGISTERED.update(_COMMANDS)
 
 
-_COMMANDS_REGISTERED: set[str] = set()
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def _usage_message(err: typer.TyperException) -> str:
+    format_message = getattr(err, "format_message", None)
+    message = _one_line(format_message() if callable(format_message) else err)
+    ctx = getattr(err, "ctx", None)
+    if ctx is not None:
+        message += f" (see `{ctx.command_path} --help`)"
+    return message
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI on `argv` (default: sys.argv) and return the exit code."""
+    """Run the CLI on `argv` (default: sys.argv[1:]) and return the exit code."""
     _register()
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args
+    args = [a for a in args if a != "--debug"]
     try:
-        app(args=argv, prog_name="blocklab", standalone_mode=True)
+        result = app(args=args, prog_name="blocklab", standalone_mode=False)
+        return result if isinstance(result, int) else EXIT_OK
+    except typer.Exit as done:
+        return done.exit_code
     except SystemExit as done:
         code = done.code
-        return code if isinstance(code, int) else (0 if code is None else 1)
-    except (ValueError, OSError, UsageFailure) as err:
-        typer.echo(f"error: {err}", err=True)
-        return 2
-    except KeyboardInterrupt:
+        return code if isinstance(code, int) else (EXIT_OK if code is None else EXIT_FAILED)
+    except typer.TyperException as err:  # usage: unknown option, bad value, extra argument
+        if str(err).strip():  # (no message: `blocklab` alone, which has printed the help)
+            typer.echo(f"error: {_usage_message(err)}", err=True)
+        return EXIT_BAD_INPUT
+    except InputError as err:
+        typer.echo(f"error: {_one_line(err)}", err=True)
+        return EXIT_BAD_INPUT
+    except (KeyboardInterrupt, typer.Abort):
         typer.echo("interrupted", err=True)
-        return 130
-    return 0
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # The reader left early: stop writing, and keep Python's exit-time flush quiet.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
+    except OSError as err:  # the environment (disk full, permissions), not the input's shape
+        typer.echo(f"error: {_one_line(err)}", err=True)
+        return EXIT_FAILED
+    except Exception as err:  # noqa: BLE001 - the top level: a bug is reported as one, never as bad input
+        if debug:
+            import traceback
+            traceback.print_exc()
+        typer.echo(f"internal error (a bug in blocklab): {type(err).__name__}: {_one_line(err)}; "
+                   "run again with --debug for the traceback", err=True)
+        return EXIT_FAILED
 
 
 def run() -> None:  # pragma: no cover - console script shim

@@ -10,7 +10,8 @@ import re
 
 import typer
 
-from blocklab.cli import app, fail
+from blocklab.cli import app, console, fail
+from blocklab.config import MAX_SIZE
 
 DEFAULT_SEQ = 4096
 DEFAULT_BATCH = 1
@@ -79,20 +80,21 @@ def positive_int(option: str, text: str | None) -> int | None:
     try:
         value = int(text)
     except ValueError:
-        raise fail(f"{option} must be a positive integer, got {text!r}") from None
-    if value < 1:
-        raise fail(f"{option} must be a positive integer, got {value}")
+        shown = repr(text) if len(text) <= 24 else f"{text[:12]!r}... ({len(text)} chars)"
+        raise fail(f"{option} must be a positive integer, got {shown}") from None
+    if not 1 <= value <= MAX_SIZE:
+        shown = str(value) if len(str(value)) <= 24 else f"a {len(str(value))}-digit number"
+        raise fail(f"{option} must be an integer in [1, {MAX_SIZE}], got {shown}")
     return value
 
 
 # --- formatting ------------------------------------------------------------------------------
 def _console():
-    from rich.console import Console
 
-    console = Console()
-    if not console.is_terminal:
-        console.width = 120  # piped output: wide enough that tables do not wrap
-    return console
+    out = console()
+    if not out.is_terminal:
+        out.width = 120  # piped output: wide enough that tables do not wrap
+    return out
 
 
 def _int(n: int) -> str:

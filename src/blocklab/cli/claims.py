@@ -7,7 +7,8 @@ from pathlib import Path
 
 import typer
 
-from blocklab.cli import app
+from blocklab.cli import app, console
+from blocklab.errors import InputError
 
 VERDICT_STYLE = {"confirmed": "green", "refuted": "red", "conditional": "yellow",
                  "untestable-here": "magenta", "missing-results": "dim"}
@@ -34,7 +35,7 @@ def claims(
 
     language = resolve_lang(lang)
     if size not in SIZES:
-        raise ValueError(f"--size {size!r} is not allowed; expected one of {list(SIZES)}")
+        raise InputError(f"--size {size!r} is not allowed; expected one of {list(SIZES)}")
     rows = run_claims([i.upper() for i in ids] if ids else None, Context(results, size))
     if as_json:
         typer.echo(json.dumps([r.to_dict() for r in rows], indent=1, ensure_ascii=False))
@@ -45,7 +46,6 @@ def claims(
 
 
 def print_ledger(rows, lang: str) -> None:
-    from rich.console import Console
     from rich.table import Table
 
     from blocklab.claims import VERDICT_ZH
@@ -68,10 +68,10 @@ def print_ledger(rows, lang: str) -> None:
             evidence += f"\n[bold red]{r.error}[/bold red]"
         table.add_row(r.id, f"[{style}]{verdict}[/{style}]", r.claim_zh if zh else r.claim,
                       evidence, f"{r.page[:3]} § {r.section}")
-    console = Console()
-    console.print(table)
+    out = console()
+    out.print(table)
     counts: dict[str, int] = {}
     for r in rows:
         counts[r.verdict] = counts.get(r.verdict, 0) + 1
-    console.print(", ".join(f"{VERDICT_ZH[k] if zh else k}: {v}"
+    out.print(", ".join(f"{VERDICT_ZH[k] if zh else k}: {v}"
                             for k, v in sorted(counts.items())))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import typer
 
-from blocklab.cli import app
+from blocklab.cli import app, console
 from blocklab.cli.budget import positive_int
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
@@ -56,14 +56,13 @@ def doctor(
 
 
 def _print(label: str, findings, counts: dict[str, int]) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console()
-    if not console.is_terminal:
-        console.width = 120
+    out = console()
+    if not out.is_terminal:
+        out.width = 120
     if not findings:
-        console.print(f"[green]{label}: no findings[/green]")
+        out.print(f"[green]{label}: no findings[/green]")
         return
     table = Table(title=f"blocklab doctor: {label}", title_justify="left", show_lines=True)
     table.add_column("level", no_wrap=True)
@@ -73,5 +72,5 @@ def _print(label: str, findings, counts: dict[str, int]) -> None:
     for f in findings:
         table.add_row(f"[{_STYLE[f.level]}]{f.level}[/{_STYLE[f.level]}]", f.code, f.reason,
                       f.fix)
-    console.print(table)
-    console.print(", ".join(f"{n} {level}{'s' if n != 1 else ''}" for level, n in counts.items()))
+    out.print(table)
+    out.print(", ".join(f"{n} {level}{'s' if n != 1 else ''}" for level, n in counts.items()))

@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from blocklab.cli import app
+from blocklab.errors import InputError
 
 
 @app.command()
@@ -39,7 +40,7 @@ def report(
     from blocklab.report.build import build_report
 
     if sum((tiny, quick, full)) > 1:
-        raise ValueError("choose at most one of --tiny, --quick, --full")
+        raise InputError("choose at most one of --tiny, --quick, --full")
     size = "full" if full else "tiny" if tiny else "quick"
     language = resolve_lang(lang)
     start = time.perf_counter()

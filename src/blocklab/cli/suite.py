@@ -7,7 +7,8 @@ from pathlib import Path
 
 import typer
 
-from blocklab.cli import app
+from blocklab.cli import app, console
+from blocklab.errors import InputError
 
 
 @app.command()
@@ -38,7 +39,7 @@ def suite(
     Example: [bold]blocklab suite ffn --quick --seeds 2 --out runs[/bold]
     """
     if sum((quick, full, tiny)) > 1:
-        raise ValueError("choose at most one of --tiny, --quick, --full")
+        raise InputError("choose at most one of --tiny, --quick, --full")
     size = "full" if full else "tiny" if tiny else "quick"
     from blocklab.experiments.suites import get_suite, run_suite
     from blocklab.experiments.suites.base import SuiteIncomplete
@@ -67,10 +68,10 @@ def _executor(kind: str, address: str | None, cpus: float | None, gpus: float | 
         given = [flag for flag, value in (("--address", address), ("--cpus-per-run", cpus),
                                           ("--gpus-per-run", gpus)) if value is not None]
         if given:
-            raise ValueError(f"{', '.join(given)} only apply with --executor ray")
+            raise InputError(f"{', '.join(given)} only apply with --executor ray")
         return None
     if kind != "ray":
-        raise ValueError(f"--executor {kind!r} is not allowed; expected process or ray")
+        raise InputError(f"--executor {kind!r} is not allowed; expected process or ray")
     from blocklab.experiments.executors import RayExecutor
 
     return RayExecutor(address=address, num_cpus=1 if cpus is None else cpus,
@@ -79,20 +80,19 @@ def _executor(kind: str, address: str | None, cpus: float | None, gpus: float | 
 
 def print_summary(summary: dict) -> None:
     """Rich tables of a suite summary (as stored in summary.json)."""
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    out = console()
     for spec in summary["tables"]:
         table = Table(title=spec["title"], caption=spec.get("caption") or None)
         for column in spec["columns"]:
             table.add_column(column)
         for row in spec["rows"]:
             table.add_row(*[_cell(v) for v in row])
-        console.print(table)
+        out.print(table)
     for note in summary.get("notes", []):
-        console.print(f"[dim]{note}[/dim]")
-    console.print(f"{summary['suite']} ({summary['size']}, {summary['seeds']} seed(s)): "
+        out.print(f"[dim]{note}[/dim]")
+    out.print(f"{summary['suite']} ({summary['size']}, {summary['seeds']} seed(s)): "
                   f"{summary['runs']} runs, {summary['wall_time_s']:.0f} s of training time")
 
 

@@ -3,40 +3,64 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import typer
 
-from blocklab.cli import app
+from blocklab.cli import app, console
+from blocklab.errors import InputError
 
 # The CLI's small default model: trains in about a minute on two CPU cores.
 _MODEL_DEFAULTS = {"vocab_size": 256, "d_model": 128, "n_layers": 4, "n_heads": 4}
 _CONFIG_KEYS = ("model", "train", "data")
+_CONFIG_MAX_BYTES = 16 * 2**20
 
 
 def _read_config(path: Path) -> dict[str, Any]:
     try:
+        if path.stat().st_size > _CONFIG_MAX_BYTES:
+            raise InputError(f"--config {path}: {path.stat().st_size / 2**20:,.0f} MiB is too "
+                             f"large for a run config (at most {_CONFIG_MAX_BYTES // 2**20} MiB)")
         config = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise ValueError(f"--config {path}: malformed JSON: {err}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise InputError(f"--config {path}: malformed JSON: {err}") from None
+    except OSError as err:
+        raise InputError(f"--config {path}: cannot read it ({err.strerror or err})") from None
     if not isinstance(config, dict):
-        raise ValueError(f"--config {path}: expected a JSON object with 'model' and 'train'")
+        raise InputError(f"--config {path}: expected a JSON object with 'model' and 'train'")
     unknown = sorted(set(config) - set(_CONFIG_KEYS))
     if unknown:
-        raise ValueError(f"--config {path}: unknown key(s) {unknown}; allowed: "
+        raise InputError(f"--config {path}: unknown key(s) {unknown}; allowed: "
                          f"{list(_CONFIG_KEYS)}")
     for key in ("model", "train"):
         if not isinstance(config.get(key, {}), dict):
-            raise ValueError(f"--config {path}: {key!r} must be a JSON object")
+            raise InputError(f"--config {path}: {key!r} must be a JSON object")
+    if "data" in config and not isinstance(config["data"], str):
+        raise InputError(f"--config {path}: 'data' is {json.dumps(config['data'])[:60]}; expected "
+                         "a string: stdlib, shakespeare, or a text file or folder")
     return config
+
+
+def _writable_folder(out: Path) -> None:
+    """Check, before any training, that result.json can be written into the folder `out`."""
+    if out.exists() and not out.is_dir():
+        raise InputError(f"--out {out} is a file; expected a folder to hold result.json")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / f".blocklab-write-test-{os.getpid()}"
+        probe.touch()
+        probe.unlink()
+    except OSError as err:
+        raise InputError(f"--out {out} is not a writable folder ({err.strerror or err})") from None
 
 
 def _lengths(text: str) -> list[int]:
     try:
         return [int(part) for part in text.split(",") if part.strip()]
     except ValueError:
-        raise ValueError(f"--eval-lengths {text!r}: expected comma-separated integers, e.g. "
+        raise InputError(f"--eval-lengths {text!r}: expected comma-separated integers, e.g. "
                          "128,256,512") from None
 
 
@@ -91,13 +115,18 @@ def train(
 
     Example: [bold]blocklab train --ffn relu --placement post --warmup 0 --steps 300[/bold]
     """
-    from rich.console import Console
 
     from blocklab.config import ModelConfig
     from blocklab.experiments import distributed
     from blocklab.experiments.data import load_corpus
     from blocklab.experiments.results import run_id
-    from blocklab.experiments.trainer import TrainConfig, make_progress, run
+    from blocklab.experiments.trainer import (
+        TrainConfig,
+        check_device,
+        check_fits_in_memory,
+        make_progress,
+        run,
+    )
 
     file = _read_config(config) if config is not None else {}
     model_fields = {**_MODEL_DEFAULTS, **file.get("model", {}), **_given(
@@ -113,14 +142,17 @@ def train(
         train_fields["eval_lengths"] = _lengths(eval_lengths)
     model_config = ModelConfig.from_dict(model_fields)
     train_config = TrainConfig.from_dict(train_fields)
+    check_device(train_config.device)  # before any process group or data is set up
+    check_fits_in_memory(model_config, train_config)
     corpus = load_corpus(data or file.get("data", "stdlib"))
     out = out if out is not None else Path("runs") / run_id(model_config, train_config,
                                                             corpus.name)
+    _writable_folder(out)
     rank = distributed.torchrun_rank()
     if rank is not None:  # fail on every rank alike, before any of them waits for the others
         distributed.local_rows(train_config.batch_size, rank.rank, rank.world_size)
     main_rank = rank is None or rank.rank == 0
-    err = Console(stderr=True)
+    err = console(stderr=True)
     progress = False if (no_progress or as_json or not main_rank) else make_progress(err)
     with distributed.process_group(train_config.device):
         result = run(model_config, train_config, corpus, out / "result.json", progress=progress,
@@ -145,7 +177,6 @@ def _number(value: float | None, digits: int = 4) -> str:
 
 
 def _print_summary(summary: dict[str, Any], model_config, data_name: str) -> None:
-    from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
@@ -173,4 +204,4 @@ def _print_summary(summary: dict[str, Any], model_config, data_name: str) -> Non
         table.add_row("compile warm-up (s)", _number(summary["compile_s"], 1))
     table.add_row("wall time (s)", _number(summary["wall_time_s"], 1))
     table.add_row("result", escape(summary["result"]))
-    Console().print(table)
+    console().print(table)

@@ -7,7 +7,7 @@ import time
 
 import typer
 
-from blocklab.cli import app
+from blocklab.cli import app, console
 
 
 @app.command()
@@ -39,7 +39,6 @@ def verify(
 
 
 def _print_table(checks, seconds: float) -> None:
-    from rich.console import Console
     from rich.table import Table
 
     table = Table(title="blocklab verify: reference checks in float64", expand=True)
@@ -64,8 +63,8 @@ def _print_table(checks, seconds: float) -> None:
             "—" if c.tolerance is None else f"{c.tolerance:.0e}",
             "[green]pass[/green]" if c.passed else "[bold red]FAIL[/bold red]",
         )
-    console = Console()
-    console.print(table)
+    out = console()
+    out.print(table)
     failed = sum(not c.passed for c in checks)
     status = "[green]all passed[/green]" if not failed else f"[bold red]{failed} failed[/bold red]"
-    console.print(f"{len(checks)} checks, {status} in {seconds * 1000:.0f} ms")
+    out.print(f"{len(checks)} checks, {status} in {seconds * 1000:.0f} ms")

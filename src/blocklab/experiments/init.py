@@ -25,6 +25,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
+from blocklab.errors import InputError
 from blocklab.nn.norm import LayerNorm, RMSNorm
 
 _NORMS = (RMSNorm, LayerNorm, nn.LayerNorm, nn.RMSNorm)
@@ -115,5 +116,5 @@ INITS: dict[str, Callable[[nn.Module, int, int], None]] = {
 def initialize(model: nn.Module, name: str, seed: int, n_layers: int) -> None:
     """Re-initialise every parameter of `model` in place by the named scheme."""
     if name not in INITS:
-        raise ValueError(f"init={name!r} is not allowed; expected one of {sorted(INITS)}")
+        raise InputError(f"init={name!r} is not allowed; expected one of {sorted(INITS)}")
     INITS[name](model, seed, n_layers)

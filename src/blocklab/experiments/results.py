@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from blocklab.config import ModelConfig, write_atomic
+from blocklab.errors import InputError
 
 if TYPE_CHECKING:
     from rich.progress import Progress
@@ -73,7 +74,7 @@ class ResultStore:
 
     def path_for(self, run_id: str) -> Path:
         if not run_id or any(c in run_id for c in "/\\") or run_id.startswith("."):
-            raise ValueError(f"run id {run_id!r} is not a plain file name")
+            raise InputError(f"run id {run_id!r} is not a plain file name")
         return self.root / f"{run_id}.json"
 
     def _read(self, path: Path) -> dict[str, Any] | None:

@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from blocklab.errors import InputError
+
 if TYPE_CHECKING:
     from torch import nn
 
@@ -49,7 +51,7 @@ class SyntheticExample:
 
 def _rng(seed: int) -> np.random.Generator:
     if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
-        raise ValueError(f"seed={seed!r} is not allowed; expected an integer >= 0")
+        raise InputError(f"seed={seed!r} is not allowed; expected an integer >= 0")
     return np.random.default_rng(np.random.SeedSequence([_SYNTHETIC_STREAM, int(seed)]))
 
 
@@ -71,12 +73,12 @@ def passkey_example(seed: int, length: int = 512, depth: float = 0.5) -> Synthet
     last five bytes. The recorded `depth` is the one realised after snapping.
     """
     if not 0.0 <= depth <= 1.0:
-        raise ValueError(f"depth={depth!r} is not allowed; expected a fraction in [0, 1]")
+        raise InputError(f"depth={depth!r} is not allowed; expected a fraction in [0, 1]")
     key = str(_rng(seed).integers(10 ** (_KEY_DIGITS - 1), 10 ** _KEY_DIGITS))
     needle, question = passkey_needle(key), _QUESTION + key
     filler_len = length - len(needle) - len(question)
     if filler_len < 0:
-        raise ValueError(f"length={length} is too short for a passkey example; expected >= "
+        raise InputError(f"length={length} is too short for a passkey example; expected >= "
                          f"{len(needle) + len(question)}")
     filler = (_FILLER * (filler_len // len(_FILLER) + 1))[:filler_len]
     boundaries = [0, *(i + 2 for i in range(filler_len - 1) if filler[i:i + 2] == ". "),
@@ -95,9 +97,9 @@ def associative_recall_example(seed: int, n_pairs: int = 8, key_len: int = 3,
     """
     for name, value in (("n_pairs", n_pairs), ("key_len", key_len), ("value_len", value_len)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name}={value!r} is not allowed; expected a positive integer")
+            raise InputError(f"{name}={value!r} is not allowed; expected a positive integer")
     if n_pairs > 26 ** key_len:
-        raise ValueError(f"n_pairs={n_pairs} exceeds the {26 ** key_len} distinct keys of "
+        raise InputError(f"n_pairs={n_pairs} exceeds the {26 ** key_len} distinct keys of "
                          f"key_len={key_len}")
     rng = _rng(seed)
     letters = np.array(list(string.ascii_lowercase))
@@ -119,9 +121,9 @@ def copy_example(seed: int, length: int = 16, alphabet: str = string.ascii_lower
     The answer is the whole second copy.
     """
     if isinstance(length, bool) or not isinstance(length, int) or length < 1:
-        raise ValueError(f"length={length!r} is not allowed; expected a positive integer")
+        raise InputError(f"length={length!r} is not allowed; expected a positive integer")
     if not alphabet or separator in alphabet:
-        raise ValueError(f"alphabet {alphabet!r} must be non-empty and exclude the separator")
+        raise InputError(f"alphabet {alphabet!r} must be non-empty and exclude the separator")
     rng = _rng(seed)
     chars = "".join(rng.choice(np.array(list(alphabet)), length))
     return _example(f"{chars}{separator}{chars}", chars)
@@ -140,7 +142,7 @@ def answer_accuracy(model: nn.Module, examples: list[SyntheticExample],
     import torch
 
     if not examples:
-        raise ValueError("answer_accuracy needs at least one example")
+        raise InputError("answer_accuracy needs at least one example")
     device = next(model.parameters()).device
     by_length: dict[int, list[SyntheticExample]] = {}
     for example in examples:

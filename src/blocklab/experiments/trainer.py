@@ -51,7 +51,8 @@ from rich.progress import (
 from torch import nn
 
 from blocklab.allocator import tune_cpu_allocator
-from blocklab.config import ModelConfig, write_atomic
+from blocklab.config import MAX_SIZE, ModelConfig, write_atomic
+from blocklab.errors import ConfigError, InputError
 from blocklab.experiments import distributed
 from blocklab.experiments.data import (
     Corpus,
@@ -70,18 +71,27 @@ STATUSES = ("ok", "diverged", "stuck")
 _SMOOTH = 10  # train losses averaged for the stuck test and the final train loss
 
 
-def _bad(name: str, value: Any, allowed: str) -> ValueError:
-    return ValueError(f"TrainConfig.{name}={value!r} is not allowed; expected {allowed}")
+def _bad(name: str, value: Any, allowed: str) -> ConfigError:
+    text = repr(value)
+    shown = text if len(text) <= 60 else f"{text[:28]}...{text[-12:]} ({len(text)} chars)"
+    return ConfigError(f"TrainConfig.{name}={shown} is not allowed; expected {allowed}")
 
 
 def _int(name: str, value: Any, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise _bad(name, value, f"an integer >= {minimum}")
+    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= MAX_SIZE:
+        raise _bad(name, value, f"an integer in [{minimum}, {MAX_SIZE}]")
+
+
+def _finite(value: Any) -> bool:
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int beyond float range
+        return False
 
 
 def _number(name: str, value: Any, low: float, high: float = math.inf,
             low_open: bool = False) -> float:
-    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and _finite(value)
     if ok:
         ok = (value > low if low_open else value >= low) and value <= high
     if not ok:
@@ -189,11 +199,11 @@ class TrainConfig:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TrainConfig:
         if not isinstance(data, dict):
-            raise ValueError(f"TrainConfig must be a JSON object, got {type(data).__name__}")
+            raise ConfigError(f"TrainConfig must be a JSON object, got {type(data).__name__}")
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
-            raise ValueError(f"unknown TrainConfig key(s) {unknown}; allowed: {sorted(known)}")
+            raise ConfigError(f"unknown TrainConfig key(s) {unknown}; allowed: {sorted(known)}")
         data = dict(data)
         for key in ("betas", "eval_lengths"):
             if isinstance(data.get(key), list):
@@ -402,6 +412,61 @@ def _finite(value: float | None) -> bool:
     return value is not None and math.isfinite(value)
 
 
+def check_device(device: str) -> None:
+    """Refuse a CUDA device this PyTorch build or machine does not have (InputError)."""
+    if not device.startswith("cuda"):
+        return
+    if not torch.cuda.is_available():
+        raise InputError(f"TrainConfig.device={device!r} is not allowed here: this PyTorch "
+                         f"({torch.__version__}) sees no CUDA device; use 'cpu'")
+    index = device.partition(":")[2]
+    if index and not (index.isdigit() and int(index) < torch.cuda.device_count()):
+        raise InputError(f"TrainConfig.device={device!r} is not allowed here: CUDA devices are "
+                         f"0..{torch.cuda.device_count() - 1}")
+
+
+def training_bytes(mc: ModelConfig, tc: TrainConfig) -> tuple[int, int]:
+    """(state, activations): a lower estimate of a float32 AdamW run's memory, from
+    `blocklab.budget`. State: weights, gradients and two moments, 16 bytes per parameter.
+    Activations: every layer's forward tensors at fused attention, plus the logits and their
+    gradient, for one step of batch_size x seq_len tokens (4 bytes each)."""
+    from blocklab.budget import count_params
+    from blocklab.budget.memory import layer_activation_elements
+
+    params = count_params(mc).total
+    per_layer = layer_activation_elements(mc, tc.batch_size, tc.seq_len)["total_fused"]
+    logits = 2 * tc.batch_size * tc.seq_len * mc.vocab_size
+    return 16 * params, 4 * (mc.n_layers * per_layer + logits)
+
+
+def available_memory_bytes() -> int | None:
+    """MemAvailable from /proc/meminfo (Linux), or None where it cannot be read."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def check_fits_in_memory(mc: ModelConfig, tc: TrainConfig) -> None:
+    """Refuse, before allocating anything, a CPU run whose estimated memory exceeds what the
+    machine has available (InputError naming both)."""
+    if tc.device != "cpu":
+        return
+    available = available_memory_bytes()
+    state, activations = training_bytes(mc, tc)
+    if available is not None and state + activations > available:
+        gib = 2**30
+        raise InputError(
+            f"this run needs at least {(state + activations) / gib:,.1f} GiB (parameters, "
+            f"gradients and AdamW moments {state / gib:,.1f} GiB, activations "
+            f"{activations / gib:,.1f} GiB), more than the {available / gib:,.1f} GiB "
+            "available; use a smaller model, batch size or sequence length")
+
+
 def train(model_config: ModelConfig, train_config: TrainConfig,
           data: str | Path | Corpus = "stdlib", *, progress: Progress | bool = False,
           label: str | None = None, compile: bool = False) -> tuple[nn.Module, dict[str, Any]]:
@@ -424,13 +489,15 @@ def train(model_config: ModelConfig, train_config: TrainConfig,
     """
     started = time.perf_counter()
     mc, tc = model_config, train_config
+    check_device(tc.device)
+    check_fits_in_memory(mc, tc)
     rank, world_size = distributed.rank_and_world_size()
     rows = distributed.local_rows(tc.batch_size, rank, world_size)  # this rank's slice
     if rank != 0:
         progress = False
     corpus = load_corpus(data)
     if mc.vocab_size < corpus.tokenizer.vocab_size:
-        raise ValueError(f"ModelConfig.vocab_size={mc.vocab_size} is smaller than the "
+        raise ConfigError(f"ModelConfig.vocab_size={mc.vocab_size} is smaller than the "
                          f"{corpus.tokenizer.name} tokenizer's {corpus.tokenizer.vocab_size}")
     windows = {length: validation_windows(corpus.val, length, tc.eval_batches * tc.batch_size)
                for length in tc.eval_lengths}

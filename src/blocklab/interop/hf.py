@@ -28,12 +28,15 @@ import os
 import re
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import torch
+from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 from torch import Tensor
 
 from blocklab.config import HF_LLAMA_FAMILY, ModelConfig, write_atomic
+from blocklab.errors import CheckpointError, ConfigError, InputError
 from blocklab.nn.model import DecoderLM
 from blocklab.nn.position import (
     LAYOUTS,
@@ -89,17 +92,53 @@ def blocklab_to_hf_name(name: str) -> str | None:
                    "model.layers.", {v: k for k, v in _LAYER_TENSORS.items()})
 
 
+CONFIG_MAX_BYTES = 16 * 2**20  # a config.json or index is kilobytes; refuse to read a huge file
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        size = path.stat().st_size
+        if size > CONFIG_MAX_BYTES:
+            raise CheckpointError(f"{path} is {size / 2**20:.0f} MiB; a {path.name} is at most "
+                                  f"{CONFIG_MAX_BYTES // 2**20} MiB")
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise CheckpointError(f"{path} is not valid JSON: {err}") from None
+    except OSError as err:
+        raise CheckpointError(f"cannot read {path}: {err.strerror or err}") from None
+
+
+def _load_safetensors(file: Path) -> dict[str, Tensor]:
+    try:
+        return load_file(file)
+    except (SafetensorError, OSError, ValueError) as err:
+        message = " ".join(str(err).split())
+        raise CheckpointError(f"{file} is not a readable safetensors file: {message}") from None
+
+
 def _read_tensors(path: Path) -> dict[str, Tensor]:
     single, index = path / WEIGHTS_NAME, path / INDEX_NAME
     if single.is_file():
-        return load_file(single)
+        return _load_safetensors(single)
     if index.is_file():
-        weight_map = json.loads(index.read_text(encoding="utf-8"))["weight_map"]
+        data = _read_json(index)
+        weight_map = data.get("weight_map") if isinstance(data, dict) else None
+        if not (isinstance(weight_map, dict) and weight_map
+                and all(isinstance(v, str) for v in weight_map.values())):
+            raise CheckpointError(f"{index} has no 'weight_map' object of tensor name -> shard "
+                                  "file")
+        root = path.resolve()
         tensors: dict[str, Tensor] = {}
         for shard in sorted(set(weight_map.values())):
-            tensors.update(load_file(path / shard))
+            file = (path / shard).resolve()
+            if not file.is_relative_to(root):  # a shard is a file of this checkpoint, no other
+                raise CheckpointError(f"{index} names shard {shard!r}, outside the checkpoint "
+                                      f"folder {path}")
+            if not file.is_file():
+                raise CheckpointError(f"{index} names shard {shard!r}, which is not in {path}")
+            tensors.update(_load_safetensors(file))
         return tensors
-    raise FileNotFoundError(f"no {WEIGHTS_NAME} or {INDEX_NAME} in {path}")
+    raise CheckpointError(f"no {WEIGHTS_NAME} or {INDEX_NAME} in {path}")
 
 
 def _relayout_qk(tensors: dict[str, Tensor], cfg: ModelConfig, permute) -> None:
@@ -148,26 +187,33 @@ def load_hf(path: str | os.PathLike, dtype: torch.dtype | None = None,
             differs from `layout`.
 
     Raises:
-        FileNotFoundError: no config.json or weights.
-        ValueError: a model_type outside the Llama family, an unsupported config, tensors
-            missing from / unexpected in the checkpoint (all listed), or a tensor of the wrong
-            shape.
+        InputError: a layout or dtype that is not allowed.
+        CheckpointError (an InputError): no config.json or weights; a file that is not JSON or
+            not safetensors; an index without a weight map or naming files outside `path`; a
+            model_type outside the Llama family or an unsupported config; integer weights;
+            tensors missing from / unexpected in the checkpoint (all listed), or of the wrong
+            shape. Each is checked before the model is built.
     """
     for name, value in (("layout", layout), ("rope_layout", rope_layout)):
         if value not in LAYOUTS:
-            raise ValueError(f"load_hf: {name}={value!r} is not allowed; expected one of "
+            raise InputError(f"load_hf: {name}={value!r} is not allowed; expected one of "
                              f"{list(LAYOUTS)}")
+    if dtype is not None and not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
+        raise InputError(f"load_hf: dtype={dtype!r} is not allowed; expected None or a floating "
+                         "torch.dtype such as torch.float32 or torch.bfloat16")
     path = Path(path)
     config_path = path / CONFIG_NAME
     if not config_path.is_file():
-        raise FileNotFoundError(f"no {CONFIG_NAME} in {path}")
-    hf_config = json.loads(config_path.read_text(encoding="utf-8"))
+        raise CheckpointError(f"no {CONFIG_NAME} in {path}")
+    hf_config = _read_json(config_path)
     if not isinstance(hf_config, dict) or hf_config.get("model_type") not in HF_LLAMA_FAMILY:
         model_type = hf_config.get("model_type") if isinstance(hf_config, dict) else None
-        raise ValueError(f"load_hf: model_type={model_type!r} is not supported; expected one "
-                         f"of {list(HF_LLAMA_FAMILY)}")
-    cfg = ModelConfig.from_hf(hf_config)
-    cfg = cfg.replace(rope_layout=rope_layout)
+        raise CheckpointError(f"load_hf: {config_path} has model_type={model_type!r}, which is "
+                              f"not supported; expected one of {list(HF_LLAMA_FAMILY)}")
+    try:
+        cfg = ModelConfig.from_hf(hf_config).replace(rope_layout=rope_layout)
+    except ConfigError as err:
+        raise CheckpointError(f"{config_path}: {err}") from None
 
     tensors: dict[str, Tensor] = {}
     unexpected = []
@@ -177,6 +223,9 @@ def load_hf(path: str | os.PathLike, dtype: torch.dtype | None = None,
             if not _IGNORED.fullmatch(hf_name):
                 unexpected.append(hf_name)
             continue
+        if not tensor.dtype.is_floating_point:  # casting integers to floats would invent weights
+            raise CheckpointError(f"checkpoint {path}: tensor {hf_name} is {tensor.dtype}; "
+                                  "expected floating-point weights")
         tensors[ours] = tensor
     if cfg.tie_embeddings:
         # Tied checkpoints usually omit lm_head; where one is stored it is the embedding.
@@ -186,27 +235,33 @@ def load_hf(path: str | os.PathLike, dtype: torch.dtype | None = None,
                    else permute_half_split_to_interleaved)
         _relayout_qk(tensors, cfg, permute)
 
-    model = DecoderLM(cfg)
-    expected = {name for name in model.state_dict()
+    # Names and shapes are checked on a model without storage, before memory is spent on one
+    # that a mistaken config (a vocabulary of millions against a small checkpoint) makes huge.
+    with torch.device("meta"):
+        shapes = {name: t.shape for name, t in DecoderLM(cfg).state_dict().items()}
+    expected = {name for name in shapes
                 if not (cfg.tie_embeddings and name == "lm_head.weight")}
     missing = sorted(expected - set(tensors))
     unexpected += sorted(set(tensors) - expected)
     if missing or unexpected:
-        raise ValueError(f"checkpoint {path} does not match the config: missing "
-                         f"{[blocklab_to_hf_name(n) or n for n in missing]}, unexpected "
-                         f"{sorted(unexpected)}")
-    if dtype is None:
-        dtype = tensors["embed_tokens.weight"].dtype
-    model.to(dtype)
-    own = model.state_dict()
-    wrong = [f"{blocklab_to_hf_name(n) or n}: {tuple(t.shape)} vs {tuple(own[n].shape)}"
-             for n, t in tensors.items() if t.shape != own[n].shape]
+        raise CheckpointError(f"checkpoint {path} does not match the config: missing "
+                              f"{[blocklab_to_hf_name(n) or n for n in missing]}, unexpected "
+                              f"{sorted(unexpected)}")
+    wrong = [f"{blocklab_to_hf_name(n) or n}: {tuple(t.shape)} vs {tuple(shapes[n])}"
+             for n, t in tensors.items() if t.shape != shapes[n]]
     if wrong:
-        raise ValueError(f"checkpoint {path} has tensors of the wrong shape (checkpoint vs "
-                         f"config): {wrong}")
+        raise CheckpointError(f"checkpoint {path} has tensors of the wrong shape (checkpoint vs "
+                              f"config {CONFIG_NAME}): {_listed(wrong)}")
+    model = DecoderLM(cfg)
+    model.to(tensors["embed_tokens.weight"].dtype if dtype is None else dtype)
     # Copies into the existing parameters, so a tied lm_head stays tied.
     model.load_state_dict(tensors, strict=False)
     return model
+
+
+def _listed(items: list[str], limit: int = 4) -> str:
+    shown = "; ".join(items[:limit])
+    return shown + (f"; and {len(items) - limit} more" if len(items) > limit else "")
 
 
 def save_hf(model: DecoderLM, path: str | os.PathLike, model_type: str = "llama") -> None:
@@ -234,7 +289,7 @@ def save_hf(model: DecoderLM, path: str | os.PathLike, model_type: str = "llama"
     for name, tensor in tensors.items():
         hf_name = blocklab_to_hf_name(name)
         if hf_name is None:
-            raise ValueError(f"save_hf: no Hugging Face name for tensor {name!r}")
+            raise CheckpointError(f"save_hf: no Hugging Face name for tensor {name!r}")
         out[hf_name] = tensor.contiguous().clone()
 
     path = Path(path)

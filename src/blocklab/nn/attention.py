@@ -23,6 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from blocklab.errors import InputError
 from blocklab.nn.position import LAYOUTS, apply_rotary
 
 
@@ -36,7 +37,7 @@ class LayerCache:
     def __init__(self, max_len: int | None = None) -> None:
         if max_len is not None and (isinstance(max_len, bool) or not isinstance(max_len, int)
                                     or max_len < 1):
-            raise ValueError(f"KVCache max_len={max_len!r} is not allowed; expected a positive "
+            raise InputError(f"KVCache max_len={max_len!r} is not allowed; expected a positive "
                              "integer or None")
         self.max_len = max_len
         self.length = 0
@@ -56,7 +57,7 @@ class LayerCache:
                 self._v = torch.cat((self._v, v), dim=2)
         else:
             if end > self.max_len:
-                raise ValueError(f"KVCache is full: {self.length} cached + {t} new tokens exceed "
+                raise InputError(f"KVCache is full: {self.length} cached + {t} new tokens exceed "
                                  f"max_len={self.max_len}; allocate a longer cache")
             if self._k is None:
                 b, h, _, d = k.shape
@@ -81,7 +82,7 @@ class KVCache:
 
     def __init__(self, n_layers: int, max_len: int | None = None) -> None:
         if isinstance(n_layers, bool) or not isinstance(n_layers, int) or n_layers < 1:
-            raise ValueError(f"KVCache n_layers={n_layers!r} is not allowed; expected a positive "
+            raise InputError(f"KVCache n_layers={n_layers!r} is not allowed; expected a positive "
                              "integer")
         self.layers = [LayerCache(max_len) for _ in range(n_layers)]
         self.positions: Tensor | None = None
@@ -153,16 +154,16 @@ class Attention(nn.Module):
         for name, value in (("d_model", d_model), ("n_heads", n_heads),
                             ("n_kv_heads", n_kv_heads), ("head_dim", head_dim)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"Attention: {name}={value!r} is not allowed; expected a "
+                raise InputError(f"Attention: {name}={value!r} is not allowed; expected a "
                                  "positive integer")
         if n_heads % n_kv_heads:
-            raise ValueError(f"Attention: n_kv_heads={n_kv_heads} is not allowed; expected a "
+            raise InputError(f"Attention: n_kv_heads={n_kv_heads} is not allowed; expected a "
                              f"divisor of n_heads={n_heads}")
         if rope_layout not in LAYOUTS:
-            raise ValueError(f"Attention: rope_layout={rope_layout!r} is not allowed; expected "
+            raise InputError(f"Attention: rope_layout={rope_layout!r} is not allowed; expected "
                              f"one of {list(LAYOUTS)}")
         if (q_norm is None) != (k_norm is None):
-            raise ValueError("Attention: give both q_norm and k_norm or neither")
+            raise InputError("Attention: give both q_norm and k_norm or neither")
         self.n_heads = n_heads
         self.n_kv_heads = n_kv_heads
         self.head_dim = head_dim

@@ -28,6 +28,7 @@ from __future__ import annotations
 from torch import Tensor, nn
 
 from blocklab.config import PLACEMENTS
+from blocklab.errors import InputError
 from blocklab.nn.attention import LayerCache
 
 
@@ -54,13 +55,13 @@ class Block(nn.Module):
                  residual_scale: float = 1.0) -> None:
         super().__init__()
         if placement not in PLACEMENTS:
-            raise ValueError(f"Block: placement={placement!r} is not allowed; expected one of "
+            raise InputError(f"Block: placement={placement!r} is not allowed; expected one of "
                              f"{list(PLACEMENTS)}")
         has_post = (attn_post_norm is not None, ffn_post_norm is not None)
         if placement == "sandwich" and not all(has_post):
-            raise ValueError("Block: placement='sandwich' needs attn_post_norm and ffn_post_norm")
+            raise InputError("Block: placement='sandwich' needs attn_post_norm and ffn_post_norm")
         if placement != "sandwich" and any(has_post):
-            raise ValueError(f"Block: placement={placement!r} takes no attn_post_norm or "
+            raise InputError(f"Block: placement={placement!r} takes no attn_post_norm or "
                              "ffn_post_norm; expected placement='sandwich' for those")
         self.placement = placement
         self.residual_scale = float(residual_scale)

@@ -19,6 +19,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from blocklab.config import FFNS, gated_ffn_width
+from blocklab.errors import InputError
 from blocklab.nn.fused import GATED_ACTIVATIONS, gated_activation
 from blocklab.reference.ffn import equal_param_width
 
@@ -40,12 +41,12 @@ ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
 
 def _positive(owner: str, name: str, value: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ValueError(f"{owner}: {name}={value!r} is not allowed; expected a positive integer")
+        raise InputError(f"{owner}: {name}={value!r} is not allowed; expected a positive integer")
 
 
 def _activation(owner: str, name: str) -> Callable[[torch.Tensor], torch.Tensor]:
     if name not in ACTIVATIONS:
-        raise ValueError(f"{owner}: activation={name!r} is not allowed; expected one of "
+        raise InputError(f"{owner}: activation={name!r} is not allowed; expected one of "
                          f"{sorted(ACTIVATIONS)}")
     return ACTIVATIONS[name]
 
@@ -119,7 +120,7 @@ class GatedFeedForward(nn.Module):
         if fused_activation is None:
             fused_activation = activation in GATED_ACTIVATIONS
         elif fused_activation and activation not in GATED_ACTIVATIONS:
-            raise ValueError(f"GatedFeedForward: fused_activation=True with activation="
+            raise InputError(f"GatedFeedForward: fused_activation=True with activation="
                              f"{activation!r} is not allowed; expected one of "
                              f"{sorted(GATED_ACTIVATIONS)}")
         self.fused_activation = fused_activation
@@ -152,12 +153,12 @@ def build_ffn(kind: str, d_model: int, d_ff: int, bias: bool = False,
     silently ignored.
     """
     if kind not in FFNS:
-        raise ValueError(f"ffn kind={kind!r} is not allowed; expected one of {sorted(FFNS)}")
+        raise InputError(f"ffn kind={kind!r} is not allowed; expected one of {sorted(FFNS)}")
     gated, activation = FFNS[kind]
     if gated:
         return GatedFeedForward(d_model, d_ff, activation=activation, bias=bias, fused=fused)
     if fused:
-        raise ValueError(f"ffn kind={kind!r} with fused=True is not allowed; expected a gated "
+        raise InputError(f"ffn kind={kind!r} with fused=True is not allowed; expected a gated "
                          f"kind, one of {sorted(k for k, (g, _) in FFNS.items() if g)}")
     return FeedForward(d_model, d_ff, activation=activation, bias=bias)
 
@@ -173,11 +174,11 @@ def ffn_width(d_model: int, kind: str, d_ff: int | None = None, multiple_of: int
     _positive("ffn_width", "d_model", d_model)
     _positive("ffn_width", "multiple_of", multiple_of)
     if kind not in FFNS:
-        raise ValueError(f"ffn_width: kind={kind!r} is not allowed; expected one of "
+        raise InputError(f"ffn_width: kind={kind!r} is not allowed; expected one of "
                          f"{sorted(FFNS)}")
     if ffn_dim_multiplier is not None and not (isinstance(ffn_dim_multiplier, int | float)
                                                and ffn_dim_multiplier > 0):
-        raise ValueError(f"ffn_width: ffn_dim_multiplier={ffn_dim_multiplier!r} is not "
+        raise InputError(f"ffn_width: ffn_dim_multiplier={ffn_dim_multiplier!r} is not "
                          "allowed; expected a number > 0 or None")
     if d_ff is not None:
         _positive("ffn_width", "d_ff", d_ff)

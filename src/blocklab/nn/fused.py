@@ -31,6 +31,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from blocklab.errors import InputError
+
 CASTS = ("llama", "gemma")
 
 
@@ -140,7 +142,7 @@ class AddRMSNormFunction(torch.autograd.Function):
 
 def _check_cast(cast: str) -> None:
     if cast not in CASTS:
-        raise ValueError(f"cast={cast!r} is not allowed; expected one of {list(CASTS)}")
+        raise InputError(f"cast={cast!r} is not allowed; expected one of {list(CASTS)}")
 
 
 def rms_norm(x: Tensor, weight: Tensor, eps: float = 1e-6, cast: str = "llama",
@@ -159,7 +161,7 @@ def add_rms_norm(x: Tensor, residual: Tensor, weight: Tensor, eps: float = 1e-6,
     """
     _check_cast(cast)
     if x.shape != residual.shape:
-        raise ValueError(f"add_rms_norm: x {tuple(x.shape)} and residual "
+        raise InputError(f"add_rms_norm: x {tuple(x.shape)} and residual "
                          f"{tuple(residual.shape)} shapes differ")
     return AddRMSNormFunction.apply(x, residual, weight, eps, cast, unit_offset)
 
@@ -224,7 +226,7 @@ def gated_activation(gate: Tensor, up: Tensor, activation: str = "silu") -> Tens
     everything else the autograd Function above.
     """
     if activation not in GATED_ACTIVATIONS:
-        raise ValueError(f"gated_activation: activation={activation!r} is not allowed; "
+        raise InputError(f"gated_activation: activation={activation!r} is not allowed; "
                          f"expected one of {sorted(GATED_ACTIVATIONS)}")
     if gate.is_cuda and not torch.compiler.is_compiling():
         from blocklab.nn import triton_kernels
@@ -245,11 +247,11 @@ def check_rope_operands(x: Tensor, cos: Tensor, sin: Tensor) -> None:
     if x.dim() != 4 or cos.dim() != 4 or cos.shape != sin.shape \
             or cos.shape[-1] % 2 or cos.shape[-1] > x.shape[-1] or cos.shape[1] != 1 \
             or cos.shape[2] != x.shape[2] or cos.shape[0] not in (1, x.shape[0]):
-        raise ValueError(f"rope_half_split: x {tuple(x.shape)} and cos/sin "
+        raise InputError(f"rope_half_split: x {tuple(x.shape)} and cos/sin "
                          f"{tuple(cos.shape)}/{tuple(sin.shape)} do not fit; expected x "
                          "[B, H, T, hd] and cos, sin [1 or B, 1, T, r], r even, r <= hd")
     if cos.requires_grad or sin.requires_grad:
-        raise ValueError("rope_half_split: cos and sin must not require grad")
+        raise InputError("rope_half_split: cos and sin must not require grad")
 
 
 def rotate_half_split(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:

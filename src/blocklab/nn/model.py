@@ -19,6 +19,7 @@ import torch
 from torch import Tensor, nn
 
 from blocklab.config import ModelConfig
+from blocklab.errors import InputError
 from blocklab.nn.attention import Attention, KVCache
 from blocklab.nn.block import Block
 from blocklab.nn.ffn import build_ffn
@@ -35,13 +36,13 @@ _log = logging.getLogger(__name__)
 # --- build: config -> modules -----------------------------------------------------------------
 def _check_supported(cfg: ModelConfig) -> None:
     if not cfg.causal:
-        raise ValueError("ModelConfig.causal=False is not supported by DecoderLM (decoder only); "
+        raise InputError("ModelConfig.causal=False is not supported by DecoderLM (decoder only); "
                          "expected causal=True")
     if cfg.type_vocab_size:
-        raise ValueError(f"ModelConfig.type_vocab_size={cfg.type_vocab_size} is not supported "
+        raise InputError(f"ModelConfig.type_vocab_size={cfg.type_vocab_size} is not supported "
                          "by DecoderLM (no token-type embeddings); expected 0")
     if cfg.pooler:
-        raise ValueError("ModelConfig.pooler=True is not supported by DecoderLM (no pooler); "
+        raise InputError("ModelConfig.pooler=True is not supported by DecoderLM (no pooler); "
                          "expected False")
 
 
@@ -229,10 +230,10 @@ class DecoderLM(nn.Module):
         """
         if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) \
                 or max_new_tokens < 0:
-            raise ValueError(f"max_new_tokens={max_new_tokens!r} is not allowed; expected an "
+            raise InputError(f"max_new_tokens={max_new_tokens!r} is not allowed; expected an "
                              "integer >= 0")
         if not (math.isfinite(temperature) and temperature >= 0):
-            raise ValueError(f"temperature={temperature!r} is not allowed; expected a finite "
+            raise InputError(f"temperature={temperature!r} is not allowed; expected a finite "
                              "number >= 0")
         tokens = input_ids
         cache = None

@@ -36,7 +36,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from blocklab.errors import KernelUnavailable
+from blocklab.errors import InputError, KernelUnavailable
 from blocklab.nn import fused
 
 CASTS = ("llama", "gemma")
@@ -79,9 +79,9 @@ def resolve_rms_impl(impl: str, x: torch.Tensor, weight: torch.Tensor | None = N
 
 def _check_dim_eps(owner: str, dim: int, eps: float) -> None:
     if isinstance(dim, bool) or not isinstance(dim, int) or dim <= 0:
-        raise ValueError(f"{owner}: dim={dim!r} is not allowed; expected a positive integer")
+        raise InputError(f"{owner}: dim={dim!r} is not allowed; expected a positive integer")
     if not (isinstance(eps, int | float) and math.isfinite(eps) and eps >= 0):
-        raise ValueError(f"{owner}: eps={eps!r} is not allowed; expected a finite number >= 0")
+        raise InputError(f"{owner}: eps={eps!r} is not allowed; expected a finite number >= 0")
 
 
 def _compute_dtype(dtype: torch.dtype) -> torch.dtype:
@@ -117,10 +117,10 @@ class RMSNorm(nn.Module):
         super().__init__()
         _check_dim_eps("RMSNorm", dim, eps)
         if cast not in CASTS:
-            raise ValueError(f"RMSNorm: cast={cast!r} is not allowed; expected one of "
+            raise InputError(f"RMSNorm: cast={cast!r} is not allowed; expected one of "
                              f"{list(CASTS)}")
         if impl not in IMPLS:
-            raise ValueError(f"RMSNorm: impl={impl!r} is not allowed; expected one of "
+            raise InputError(f"RMSNorm: impl={impl!r} is not allowed; expected one of "
                              f"{list(IMPLS)}")
         self.impl = impl
         self.dim = dim
@@ -252,12 +252,12 @@ def build_norm(kind: str, dim: int, eps: float, bias: bool = True, unit_offset: 
     (1 + γ) form, so `unit_offset=True` with LayerNorm raises instead of being dropped.
     """
     if kind not in NORMS:
-        raise ValueError(f"norm kind={kind!r} is not allowed; expected one of {sorted(NORMS)}")
+        raise InputError(f"norm kind={kind!r} is not allowed; expected one of {sorted(NORMS)}")
     if cast not in CASTS:
-        raise ValueError(f"norm cast={cast!r} is not allowed; expected one of {list(CASTS)}")
+        raise InputError(f"norm cast={cast!r} is not allowed; expected one of {list(CASTS)}")
     if kind == "rmsnorm":
         return RMSNorm(dim, eps=eps, unit_offset=unit_offset, cast=cast)
     if unit_offset:
-        raise ValueError("norm kind='layernorm' with unit_offset=True is not allowed; "
+        raise InputError("norm kind='layernorm' with unit_offset=True is not allowed; "
                          "expected unit_offset=False (the (1 + γ) gain is an RMSNorm option)")
     return LayerNorm(dim, eps=eps, bias=bias)

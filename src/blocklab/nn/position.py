@@ -20,6 +20,7 @@ import math
 import torch
 from torch import Tensor, nn
 
+from blocklab.errors import InputError
 from blocklab.nn import fused as _fused
 from blocklab.nn.rope_scaling import rope_frequencies, rope_type_of
 
@@ -28,7 +29,7 @@ LAYOUTS = ("half_split", "interleaved")
 
 def _check_layout(layout: str) -> None:
     if layout not in LAYOUTS:
-        raise ValueError(f"unknown RoPE layout {layout!r}; allowed: {', '.join(LAYOUTS)}")
+        raise InputError(f"unknown RoPE layout {layout!r}; allowed: {', '.join(LAYOUTS)}")
 
 
 def _check_positions(positions: Tensor, max_position: int | None = None) -> tuple[int, int]:
@@ -39,19 +40,19 @@ def _check_positions(positions: Tensor, max_position: int | None = None) -> tupl
     torch.compile's graph capture at `.item()`; (0, max_position) is returned.
     """
     if not isinstance(positions, Tensor):
-        raise ValueError(f"positions must be a tensor, got {type(positions).__name__}")
+        raise InputError(f"positions must be a tensor, got {type(positions).__name__}")
     dtype = positions.dtype
     if dtype.is_floating_point or dtype.is_complex or dtype == torch.bool:
-        raise ValueError(f"positions must be an integer tensor, got dtype {positions.dtype}")
+        raise InputError(f"positions must be an integer tensor, got dtype {positions.dtype}")
     if positions.dim() not in (1, 2):
-        raise ValueError(f"positions must be [T] or [B, T], got shape {tuple(positions.shape)}")
+        raise InputError(f"positions must be [T] or [B, T], got shape {tuple(positions.shape)}")
     if positions.numel() == 0:
         return 0, -1
     if max_position is not None:
         return 0, max_position
     lo, hi = int(positions.min()), int(positions.max())
     if lo < 0:
-        raise ValueError(f"positions must be >= 0, got {lo}")
+        raise InputError(f"positions must be >= 0, got {lo}")
     return lo, hi
 
 
@@ -136,18 +137,18 @@ def apply_rotary(
     _check_layout(layout)
     r = cos.shape[-1]
     if rotary_dim is not None and rotary_dim != r:
-        raise ValueError(f"rotary_dim={rotary_dim} does not match cos/sin width {r}")
+        raise InputError(f"rotary_dim={rotary_dim} does not match cos/sin width {r}")
     if cos.shape != sin.shape:
-        raise ValueError(f"cos {tuple(cos.shape)} and sin {tuple(sin.shape)} shapes differ")
+        raise InputError(f"cos {tuple(cos.shape)} and sin {tuple(sin.shape)} shapes differ")
     if cos.dim() == 2:  # [T, r] -> [1, 1, T, r]
         cos, sin = cos[None, None], sin[None, None]
     elif cos.dim() == 3:  # [B, T, r] -> [B, 1, T, r], shared by all heads
         cos, sin = cos[:, None], sin[:, None]
     else:
-        raise ValueError(f"cos/sin must be [T, r] or [B, T, r], got shape {tuple(cos.shape)}")
+        raise InputError(f"cos/sin must be [T, r] or [B, T, r], got shape {tuple(cos.shape)}")
     for name, x in (("q", q), ("k", k)):
         if x.dim() != 4 or r > x.shape[-1] or r % 2:
-            raise ValueError(
+            raise InputError(
                 f"{name} must be [B, H, T, head_dim] with head_dim >= rotary_dim={r} (even), "
                 f"got shape {tuple(x.shape)}"
             )
@@ -216,7 +217,7 @@ class RotaryEmbedding(nn.Module):
         super().__init__()
         _check_layout(layout)
         if isinstance(max_seq_len, bool) or not isinstance(max_seq_len, int) or max_seq_len < 1:
-            raise ValueError(f"max_seq_len must be an integer >= 1, got {max_seq_len!r}")
+            raise InputError(f"max_seq_len must be an integer >= 1, got {max_seq_len!r}")
         self.head_dim = head_dim
         self.theta = theta
         self.partial_rotary_factor = partial_rotary_factor
@@ -281,9 +282,9 @@ def _pair_permutation(
 ) -> Tensor:
     r = head_dim if rotary_dim is None else rotary_dim
     if r < 2 or r % 2 or r > head_dim:
-        raise ValueError(f"rotary_dim must be even and in [2, head_dim={head_dim}], got {r}")
+        raise InputError(f"rotary_dim must be even and in [2, head_dim={head_dim}], got {r}")
     if weight.dim() < 1 or weight.shape[0] != n_heads * head_dim:
-        raise ValueError(
+        raise InputError(
             f"weight must have n_heads * head_dim = {n_heads * head_dim} rows, "
             f"got shape {tuple(weight.shape)}"
         )
@@ -339,7 +340,7 @@ def alibi_slopes(n_heads: int) -> Tensor:
     Returns [n_heads] float32.
     """
     if isinstance(n_heads, bool) or not isinstance(n_heads, int) or n_heads < 1:
-        raise ValueError(f"n_heads must be an integer >= 1, got {n_heads!r}")
+        raise InputError(f"n_heads must be an integer >= 1, got {n_heads!r}")
 
     def geometric(n: int) -> list[float]:
         return [2.0 ** (-8.0 * (h + 1) / n) for h in range(n)]
@@ -404,9 +405,9 @@ class SinusoidalPositions(nn.Module):
     def __init__(self, d_model: int, base: float = 10000.0) -> None:
         super().__init__()
         if isinstance(d_model, bool) or not isinstance(d_model, int) or d_model < 2 or d_model % 2:
-            raise ValueError(f"d_model must be an even integer >= 2, got {d_model!r}")
+            raise InputError(f"d_model must be an even integer >= 2, got {d_model!r}")
         if not base > 1.0:
-            raise ValueError(f"base must be a number > 1, got {base!r}")
+            raise InputError(f"base must be a number > 1, got {base!r}")
         self.d_model = d_model
         self.base = base
 
@@ -442,7 +443,7 @@ class LearnedPositions(nn.Module):
     def forward(self, positions: Tensor, max_position: int | None = None) -> Tensor:
         _, max_position = _check_positions(positions, max_position)
         if max_position >= self.max_seq_len:
-            raise ValueError(
+            raise InputError(
                 f"position {max_position} exceeds learned table of max_seq_len="
                 f"{self.max_seq_len}; a learned table cannot extrapolate: shorten the sequence "
                 "or use rope, alibi or sinusoidal positions"

@@ -32,6 +32,8 @@ from collections.abc import Callable, Mapping
 import torch
 from torch import Tensor
 
+from blocklab.errors import InputError
+
 RopeScalingFn = Callable[..., tuple[Tensor, float]]
 
 
@@ -42,12 +44,12 @@ def rotary_dim(head_dim: int, partial_rotary_factor: float = 1.0) -> int:
     GPT-NeoX and Phi).
     """
     if isinstance(head_dim, bool) or not isinstance(head_dim, int) or head_dim < 2:
-        raise ValueError(f"head_dim must be an integer >= 2, got {head_dim!r}")
+        raise InputError(f"head_dim must be an integer >= 2, got {head_dim!r}")
     if not 0.0 < partial_rotary_factor <= 1.0:
-        raise ValueError(f"partial_rotary_factor must be in (0, 1], got {partial_rotary_factor!r}")
+        raise InputError(f"partial_rotary_factor must be in (0, 1], got {partial_rotary_factor!r}")
     dim = int(head_dim * partial_rotary_factor)
     if dim < 2 or dim % 2:
-        raise ValueError(
+        raise InputError(
             f"rotary_dim = int(head_dim * partial_rotary_factor) = {dim} must be even and >= 2 "
             f"(head_dim={head_dim}, partial_rotary_factor={partial_rotary_factor})"
         )
@@ -64,26 +66,26 @@ def _plain_inv_freq(dim: int, theta: float) -> Tensor:
 
 def _check_theta(theta: float) -> None:
     if isinstance(theta, bool) or not isinstance(theta, (int, float)) or not theta > 1.0:
-        raise ValueError(f"theta must be a number > 1, got {theta!r}")
+        raise InputError(f"theta must be a number > 1, got {theta!r}")
 
 
 def _check_keys(
     name: str, scaling: Mapping, required: tuple[str, ...], optional: tuple[str, ...] = ()
 ) -> None:
     if not isinstance(scaling, Mapping):
-        raise ValueError(f"rope scaling must be a dict, got {type(scaling).__name__}")
+        raise InputError(f"rope scaling must be a dict, got {type(scaling).__name__}")
     rope_type = scaling.get("rope_type", name)
     if rope_type != name:
-        raise ValueError(f"rope scaling {name!r} was given rope_type={rope_type!r}")
+        raise InputError(f"rope scaling {name!r} was given rope_type={rope_type!r}")
     allowed = ("rope_type", *required, *optional)
     for key in scaling:
         if key not in allowed:
-            raise ValueError(
+            raise InputError(
                 f"rope scaling {name!r} got unknown key {key!r}; allowed: {', '.join(allowed)}"
             )
     for key in required:
         if key not in scaling:
-            raise ValueError(
+            raise InputError(
                 f"rope scaling {name!r} needs key {key!r}; required: {', '.join(required)}"
             )
 
@@ -93,21 +95,21 @@ def _number(name: str, scaling: Mapping, key: str, minimum: float, strict: bool 
     is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
     if not is_number or value < minimum or (strict and value == minimum):
         bound = f"> {minimum}" if strict else f">= {minimum}"
-        raise ValueError(f"rope scaling {name!r}: {key} must be a number {bound}, got {value!r}")
+        raise InputError(f"rope scaling {name!r}: {key} must be a number {bound}, got {value!r}")
     return float(value)
 
 
 def _length(name: str, scaling: Mapping, key: str) -> int:
     value = scaling[key]
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"rope scaling {name!r}: {key} must be an integer >= 1, got {value!r}")
+        raise InputError(f"rope scaling {name!r}: {key} must be an integer >= 1, got {value!r}")
     return value
 
 
 def _ntk_dim(name: str, dim: int) -> int:
     # The NTK exponent dim / (dim - 2) needs at least two channel pairs.
     if dim < 4:
-        raise ValueError(f"rope scaling {name!r} needs rotary_dim >= 4, got {dim}")
+        raise InputError(f"rope scaling {name!r} needs rotary_dim >= 4, got {dim}")
     return dim
 
 
@@ -198,7 +200,7 @@ def dynamic_ntk_rope(
     original = _length("dynamic", scaling, "original_max_position_embeddings")
     dim = _ntk_dim("dynamic", rotary_dim(head_dim, partial_rotary_factor))
     if seq_len is not None and (isinstance(seq_len, bool) or not isinstance(seq_len, int)):
-        raise ValueError(f"seq_len must be an integer or None, got {seq_len!r}")
+        raise InputError(f"seq_len must be an integer or None, got {seq_len!r}")
     length = original if seq_len is None else max(seq_len, original)
     base = theta * ((factor * length / original) - (factor - 1)) ** (dim / (dim - 2))
     return _plain_inv_freq(dim, base), 1.0
@@ -260,12 +262,12 @@ def yarn_rope(
     beta_fast = _number("yarn", betas, "beta_fast", 0.0, strict=True)
     beta_slow = _number("yarn", betas, "beta_slow", 0.0, strict=True)
     if beta_fast <= beta_slow:
-        raise ValueError(
+        raise InputError(
             f"rope scaling 'yarn': beta_fast must exceed beta_slow, got {beta_fast} <= {beta_slow}"
         )
     truncate = scaling.get("truncate", True)
     if not isinstance(truncate, bool):
-        raise ValueError(f"rope scaling 'yarn': truncate must be True or False, got {truncate!r}")
+        raise InputError(f"rope scaling 'yarn': truncate must be True or False, got {truncate!r}")
 
     attention_factor = scaling.get("attention_factor")
     if attention_factor is None:
@@ -333,7 +335,7 @@ def llama3_rope(
     low_freq_factor = _number("llama3", scaling, "low_freq_factor", 0.0, strict=True)
     high_freq_factor = _number("llama3", scaling, "high_freq_factor", 0.0, strict=True)
     if high_freq_factor <= low_freq_factor:
-        raise ValueError(
+        raise InputError(
             "rope scaling 'llama3': high_freq_factor must exceed low_freq_factor, "
             f"got {high_freq_factor} <= {low_freq_factor}"
         )
@@ -367,14 +369,14 @@ def rope_type_of(scaling: Mapping | None) -> str:
     if scaling is None:
         return "default"
     if not isinstance(scaling, Mapping):
-        raise ValueError(f"rope scaling must be a dict or None, got {type(scaling).__name__}")
+        raise InputError(f"rope scaling must be a dict or None, got {type(scaling).__name__}")
     if "rope_type" not in scaling:
-        raise ValueError(
+        raise InputError(
             f"rope scaling needs a 'rope_type' key; allowed: {', '.join(ROPE_SCALINGS)}"
         )
     name = scaling["rope_type"]
     if name not in ROPE_SCALINGS:
-        raise ValueError(f"unknown rope_type {name!r}; allowed: {', '.join(ROPE_SCALINGS)}")
+        raise InputError(f"unknown rope_type {name!r}; allowed: {', '.join(ROPE_SCALINGS)}")
     return name
 
 

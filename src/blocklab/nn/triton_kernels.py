@@ -32,6 +32,7 @@ import os
 import torch
 from torch import Tensor
 
+from blocklab.errors import InputError
 from blocklab.nn.fused import check_rope_operands, rows_of
 
 try:
@@ -210,7 +211,7 @@ def _check(x: Tensor, cast: str) -> None:
     if reason is not None:
         raise RuntimeError(f"triton RMSNorm cannot run: {reason}")
     if cast not in _CASTS:
-        raise ValueError(f"cast={cast!r} is not allowed; expected one of {list(_CASTS)}")
+        raise InputError(f"cast={cast!r} is not allowed; expected one of {list(_CASTS)}")
 
 
 def rms_norm(x: Tensor, weight: Tensor, eps: float = 1e-6, cast: str = "llama",
@@ -225,7 +226,7 @@ def add_rms_norm(x: Tensor, residual: Tensor, weight: Tensor, eps: float = 1e-6,
     """(y, h) with h = x + residual and y = RMSNorm(h), by Triton; all [..., d]."""
     _check(x, cast)
     if x.shape != residual.shape or x.dtype != residual.dtype:
-        raise ValueError(f"add_rms_norm: x {tuple(x.shape)} {x.dtype} and residual "
+        raise InputError(f"add_rms_norm: x {tuple(x.shape)} {x.dtype} and residual "
                          f"{tuple(residual.shape)} {residual.dtype} differ")
     return _TritonAddRMSNorm.apply(x, residual, weight, eps, cast, unit_offset)
 
@@ -318,10 +319,10 @@ class _TritonGated(torch.autograd.Function):
 def gated_activation(gate: Tensor, up: Tensor, activation: str = "silu") -> Tensor:
     """φ(gate) · up for gate, up: [..., m] -> [..., m] by Triton ("silu" or "gelu")."""
     if activation not in _GATED:
-        raise ValueError(f"gated_activation: activation={activation!r} is not allowed; "
+        raise InputError(f"gated_activation: activation={activation!r} is not allowed; "
                          f"expected one of {sorted(_GATED)}")
     if gate.shape != up.shape or gate.dtype != up.dtype:
-        raise ValueError(f"gated_activation: gate {tuple(gate.shape)} {gate.dtype} and up "
+        raise InputError(f"gated_activation: gate {tuple(gate.shape)} {gate.dtype} and up "
                          f"{tuple(up.shape)} {up.dtype} differ")
     reason = unavailable_reason(gate)
     if reason is not None:

@@ -10,6 +10,8 @@ import math
 
 import numpy as np
 
+from blocklab.errors import InputError
+
 
 def describe(values, limit: int = 8) -> str:
     """Render an array on one line for error messages, eliding the middle of long ones."""
@@ -26,12 +28,12 @@ def as_vector(x, name: str = "x") -> np.ndarray:
     try:
         arr = np.asarray(x, dtype=np.float64)
     except (TypeError, ValueError) as err:
-        raise ValueError(f"{name} must be a 1-D sequence of real numbers, got {x!r}") from err
+        raise InputError(f"{name} must be a 1-D sequence of real numbers, got {x!r}") from err
     if arr.ndim != 1 or arr.size == 0:
-        raise ValueError(f"{name} must be a non-empty 1-D vector, got shape {arr.shape}")
+        raise InputError(f"{name} must be a non-empty 1-D vector, got shape {arr.shape}")
     bad = np.flatnonzero(~np.isfinite(arr))
     if bad.size:
-        raise ValueError(
+        raise InputError(
             f"{name} must be finite, got {describe(arr[bad])} at indices {bad.tolist()}"
         )
     return arr
@@ -42,12 +44,12 @@ def as_matrix(a, name: str) -> np.ndarray:
     try:
         arr = np.asarray(a, dtype=np.float64)
     except (TypeError, ValueError) as err:
-        raise ValueError(f"{name} must be a 2-D [out, in] matrix of real numbers") from err
+        raise InputError(f"{name} must be a 2-D [out, in] matrix of real numbers") from err
     if arr.ndim != 2 or 0 in arr.shape:
-        raise ValueError(f"{name} must be a non-empty 2-D [out, in] matrix, got shape {arr.shape}")
+        raise InputError(f"{name} must be a non-empty 2-D [out, in] matrix, got shape {arr.shape}")
     if not np.all(np.isfinite(arr)):
         rows, cols = np.nonzero(~np.isfinite(arr))
-        raise ValueError(f"{name} must be finite, got a non-finite entry at [{rows[0]}, {cols[0]}]")
+        raise InputError(f"{name} must be finite, got a non-finite entry at [{rows[0]}, {cols[0]}]")
     return arr
 
 
@@ -56,9 +58,9 @@ def as_eps(eps) -> float:
     try:
         value = float(eps)
     except (TypeError, ValueError) as err:
-        raise ValueError(f"eps must be a finite real number >= 0, got {eps!r}") from err
+        raise InputError(f"eps must be a finite real number >= 0, got {eps!r}") from err
     if not math.isfinite(value) or value < 0:
-        raise ValueError(f"eps must be a finite real number >= 0, got {eps!r}")
+        raise InputError(f"eps must be a finite real number >= 0, got {eps!r}")
     return value
 
 
@@ -67,9 +69,9 @@ def as_scalar(value, name: str) -> float:
     try:
         out = float(value)
     except (TypeError, ValueError) as err:
-        raise ValueError(f"{name} must be a finite real number, got {value!r}") from err
+        raise InputError(f"{name} must be a finite real number, got {value!r}") from err
     if not math.isfinite(out):
-        raise ValueError(f"{name} must be a finite real number, got {value!r}")
+        raise InputError(f"{name} must be a finite real number, got {value!r}")
     return out
 
 
@@ -77,5 +79,5 @@ def as_channel_vector(v, name: str, width: int) -> np.ndarray:
     """Return a per-channel vector (gain, bias, scales) of length ``width`` or raise."""
     arr = as_vector(v, name)
     if arr.shape != (width,):
-        raise ValueError(f"{name} must have shape ({width},) to match x, got shape {arr.shape}")
+        raise InputError(f"{name} must have shape ({width},) to match x, got shape {arr.shape}")
     return arr

@@ -21,6 +21,8 @@ import numbers
 
 import numpy as np
 
+from blocklab.errors import InputError
+
 from ._validate import as_matrix, as_vector
 from .activations import silu, silu_grad
 
@@ -34,20 +36,20 @@ def _check_swiglu_inputs(x, gate_matrix, up_matrix, down_matrix):
     d = x.shape[0]
     m = w_g.shape[0]
     if w_g.shape[1] != d:
-        raise ValueError(
+        raise InputError(
             f"gate_matrix has shape {w_g.shape}; its input width must equal len(x) = {d}"
         )
     if w_u.shape != w_g.shape:
-        raise ValueError(
+        raise InputError(
             f"branch widths differ: up_matrix has shape {w_u.shape}, gate_matrix has shape "
             f"{w_g.shape}; both must be [m, d] = [{m}, {d}]"
         )
     if w_d.shape[0] != d:
-        raise ValueError(
+        raise InputError(
             f"down_matrix has shape {w_d.shape}; its output width must equal len(x) = {d}"
         )
     if w_d.shape[1] != m:
-        raise ValueError(
+        raise InputError(
             f"down_matrix has shape {w_d.shape}; its input width must equal the branch width "
             f"m = {m}"
         )
@@ -107,13 +109,13 @@ def swiglu_jacobian(x, gate_matrix, up_matrix, down_matrix) -> np.ndarray:
 
 def _positive_int(value, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        raise InputError(f"{name} must be a positive integer, got {value!r}")
     return int(value)
 
 
 def _flag(value, name: str) -> bool:
     if not isinstance(value, (bool, np.bool_)):
-        raise ValueError(f"{name} must be True or False, got {value!r}")
+        raise InputError(f"{name} must be True or False, got {value!r}")
     return bool(value)
 
 
@@ -193,13 +195,13 @@ def llama_ffn_width(d: int, multiple_of: int = 256, ffn_dim_multiplier: float | 
             and ffn_dim_multiplier > 0
         )
         if not valid:
-            raise ValueError(
+            raise InputError(
                 f"ffn_dim_multiplier must be a positive real number or None, "
                 f"got {ffn_dim_multiplier!r}"
             )
         hidden = int(ffn_dim_multiplier * hidden)
     if hidden < 1:
-        raise ValueError(
+        raise InputError(
             f"ffn_dim_multiplier={ffn_dim_multiplier!r} leaves no intermediate width for d={d}"
         )
     return multiple_of * ((hidden + multiple_of - 1) // multiple_of)

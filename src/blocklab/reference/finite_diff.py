@@ -6,6 +6,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from blocklab.errors import InputError
+
 from ._validate import as_vector
 
 # Central differences have truncation error O(h^2 f''') and rounding error O(eps_mach |f| / h);
@@ -38,9 +40,9 @@ def central_difference_jacobian(f: Callable, x, step=None) -> np.ndarray:
     else:
         steps = np.asarray(step, dtype=np.float64)
         if steps.shape not in ((), (n,)):
-            raise ValueError(f"step must be a scalar or have shape ({n},), got {steps.shape}")
+            raise InputError(f"step must be a scalar or have shape ({n},), got {steps.shape}")
         if not np.all(np.isfinite(steps) & (steps > 0)):
-            raise ValueError(f"step must be positive and finite, got {step!r}")
+            raise InputError(f"step must be positive and finite, got {step!r}")
         steps = np.broadcast_to(steps, (n,))
     out_len = _evaluate(f, x).shape[0]
     jac = np.empty((out_len, n))
@@ -50,7 +52,7 @@ def central_difference_jacobian(f: Callable, x, step=None) -> np.ndarray:
         minus[j] -= steps[j]
         f_plus, f_minus = _evaluate(f, plus), _evaluate(f, minus)
         if f_plus.shape[0] != out_len or f_minus.shape[0] != out_len:
-            raise ValueError(
+            raise InputError(
                 f"f returned outputs of different lengths {out_len}, {f_plus.shape[0]}, "
                 f"{f_minus.shape[0]} near x"
             )
@@ -63,7 +65,7 @@ def central_difference_jacobian(f: Callable, x, step=None) -> np.ndarray:
 def _evaluate(f: Callable, x: np.ndarray) -> np.ndarray:
     out = np.atleast_1d(np.asarray(f(x), dtype=np.float64))
     if out.ndim != 1:
-        raise ValueError(f"f must return a scalar or a 1-D vector, got shape {out.shape}")
+        raise InputError(f"f must return a scalar or a 1-D vector, got shape {out.shape}")
     if not np.all(np.isfinite(out)):
-        raise ValueError("f returned a non-finite value near x")
+        raise InputError("f returned a non-finite value near x")
     return out

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from blocklab.errors import InputError
+
 from ._validate import as_channel_vector, as_eps, as_scalar, as_vector, describe
 
 # Tolerance of the invariance table: outputs of a norm are O(1), so an absolute 1e-12 is a few
@@ -31,14 +33,14 @@ def _rms_scale(x: np.ndarray, eps: float) -> float:
     with np.errstate(over="ignore", under="ignore"):
         square_mean = float(np.mean(x * x))
     if not np.isfinite(square_mean):
-        raise ValueError(f"mean(x^2) overflows float64 for x={describe(x)}; rescale x")
+        raise InputError(f"mean(x^2) overflows float64 for x={describe(x)}; rescale x")
     if square_mean + eps <= 0:
         if np.any(x != 0):
-            raise ValueError(
+            raise InputError(
                 f"mean(x^2) + eps underflows to 0 in float64 for x={describe(x)}, "
                 f"eps={eps!r}; rescale x or use eps > 0"
             )
-        raise ValueError(
+        raise InputError(
             f"RMSNorm denominator is zero: mean(x^2) + eps = 0 for x={describe(x)}, "
             f"eps={eps!r}; use eps > 0 or a non-zero x"
         )
@@ -50,7 +52,7 @@ def _centred(x: np.ndarray, eps: float) -> tuple[np.ndarray, float]:
     # A constant x has variance exactly 0, but x - mean(x) need not round to 0 (mean([0.1] * 3)
     # is 0.10000000000000002), so test constancy directly instead of trusting the rounded sum.
     if eps == 0 and np.all(x == x[0]):
-        raise ValueError(
+        raise InputError(
             f"LayerNorm denominator is zero: variance + eps = 0 for constant x={describe(x)}, "
             f"eps=0.0; use eps > 0 or a non-constant x"
         )
@@ -58,9 +60,9 @@ def _centred(x: np.ndarray, eps: float) -> tuple[np.ndarray, float]:
         c = x - np.mean(x)
         variance = float(np.mean(c * c))
     if not np.isfinite(variance):
-        raise ValueError(f"variance overflows float64 for x={describe(x)}; rescale x")
+        raise InputError(f"variance overflows float64 for x={describe(x)}; rescale x")
     if variance + eps <= 0:
-        raise ValueError(
+        raise InputError(
             f"variance + eps underflows to 0 in float64 for x={describe(x)}, eps={eps!r}; "
             f"rescale x or use eps > 0"
         )
@@ -217,7 +219,7 @@ def shift_scale_table(x, eps=1e-6, shift=2.0, scale=3.0, channel_scales=None) ->
     shift = as_scalar(shift, "shift")
     scale = as_scalar(scale, "scale")
     if scale <= 0:
-        raise ValueError(f"scale must be > 0 (its negative is tried too), got {scale!r}")
+        raise InputError(f"scale must be > 0 (its negative is tried too), got {scale!r}")
     d = x.shape[0]
     if channel_scales is None:
         channel_scales = np.arange(1.0, d + 1.0)

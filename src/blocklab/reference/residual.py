@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from blocklab.errors import InputError
+
 from ._validate import as_eps, as_matrix, as_vector
 from .norms import norm_statistics, rmsnorm_jacobian
 
@@ -26,7 +28,7 @@ def _square_for(x: np.ndarray, matrix) -> np.ndarray:
     a = as_matrix(matrix, "matrix")
     d = x.shape[0]
     if a.shape != (d, d):
-        raise ValueError(f"matrix must be square [d, d] with d = len(x) = {d}, got shape {a.shape}")
+        raise InputError(f"matrix must be square [d, d] with d = len(x) = {d}, got shape {a.shape}")
     return a
 
 

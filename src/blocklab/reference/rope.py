@@ -23,6 +23,8 @@ import math
 
 import numpy as np
 
+from blocklab.errors import InputError
+
 from ._validate import as_scalar, as_vector
 
 
@@ -42,26 +44,26 @@ ROPE_LAYOUTS = {"half_split": _half_split_pairs, "interleaved": _interleaved_pai
 def _check_base(base) -> float:
     value = as_scalar(base, "base")
     if value <= 1:
-        raise ValueError(f"base must be a finite number > 1, got {base!r}")
+        raise InputError(f"base must be a finite number > 1, got {base!r}")
     return value
 
 
 def _check_layout(layout) -> str:
     if layout not in ROPE_LAYOUTS:
-        raise ValueError(f"unknown RoPE layout {layout!r}; allowed: {', '.join(ROPE_LAYOUTS)}")
+        raise InputError(f"unknown RoPE layout {layout!r}; allowed: {', '.join(ROPE_LAYOUTS)}")
     return layout
 
 
 def _check_even(x: np.ndarray, name: str) -> np.ndarray:
     if x.shape[0] % 2:
-        raise ValueError(f"{name} must have even length to form rotation pairs, got {x.shape[0]}")
+        raise InputError(f"{name} must have even length to form rotation pairs, got {x.shape[0]}")
     return x
 
 
 def rope_frequencies(d: int, base=10000.0) -> np.ndarray:
     """``theta_i = base^(-2i/d)`` for i = 0 .. d/2 - 1, [d/2]; d must be a positive even int."""
     if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 2 or d % 2:
-        raise ValueError(f"d must be a positive even integer, got {d!r}")
+        raise InputError(f"d must be a positive even integer, got {d!r}")
     base = _check_base(base)
     return np.power(base, -np.arange(0, d, 2, dtype=np.float64) / d)
 
@@ -91,7 +93,7 @@ def rope_score(q, k, m, n, base=10000.0, layout="half_split") -> float:
     q = _check_even(as_vector(q, "q"), "q")
     k = _check_even(as_vector(k, "k"), "k")
     if q.shape != k.shape:
-        raise ValueError(f"q and k must have the same length, got {q.shape[0]} and {k.shape[0]}")
+        raise InputError(f"q and k must have the same length, got {q.shape[0]} and {k.shape[0]}")
     m, n = as_scalar(m, "m"), as_scalar(n, "n")
     return float(rope_rotate(q, m, base, layout) @ rope_rotate(k, n, base, layout))
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from blocklab.config import write_atomic
+from blocklab.errors import InputError
 
 SUITES = ("ffn", "norm-cost", "placement", "position")
 SCHEMA = 1
@@ -79,7 +80,7 @@ def collect(results: Path | str = "runs", size: str = "quick", *, out: Path | st
     from blocklab.experiments.suites.base import SIZES, load_summary
 
     if size not in SIZES:
-        raise ValueError(f"size {size!r} is not allowed; expected one of {list(SIZES)}")
+        raise InputError(f"size {size!r} is not allowed; expected one of {list(SIZES)}")
     results = Path(results)
     ledger = [row.to_dict() for row in run_claims(None, Context(results, size))]
     suites = {}
@@ -247,7 +248,7 @@ def build_report(out: Path | str = "report", results: Path | str = "runs",
 
     lang = resolve_lang(lang)
     if size not in SIZES:
-        raise ValueError(f"size {size!r} is not allowed; expected one of {list(SIZES)}")
+        raise InputError(f"size {size!r} is not allowed; expected one of {list(SIZES)}")
     errors = run_missing_suites(Path(results), size, progress=progress, echo=echo) if run else {}
     doc = collect(results, size, out=out, suite_errors=errors)
     return write_report(doc, out, lang), doc

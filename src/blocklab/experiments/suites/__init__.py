@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 
+from blocklab.errors import InputError
 from blocklab.experiments.suites.base import (
     SIZES,
     RunSpec,
@@ -32,7 +33,7 @@ SUITE_MODULES = {"ffn": "ffn", "placement": "placement", "norm-cost": "norm_cost
 def get_suite(name: str) -> Suite:
     """The suite called `name`; a one-line ValueError lists the names otherwise."""
     if name not in SUITE_MODULES:
-        raise ValueError(f"unknown suite {name!r}; allowed: {list(SUITE_MODULES)}")
+        raise InputError(f"unknown suite {name!r}; allowed: {list(SUITE_MODULES)}")
     module = importlib.import_module(f"blocklab.experiments.suites.{SUITE_MODULES[name]}")
     return module.SUITE
 

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from blocklab.config import write_atomic
+from blocklab.errors import InputError
 from blocklab.experiments.results import ResultStore, json_safe, result_json
 
 SIZES = ("tiny", "quick", "full")
@@ -130,11 +131,16 @@ class SuiteIncomplete(RuntimeError):
 
 def _check_size(size: str) -> None:
     if size not in SIZES:
-        raise ValueError(f"suite size {size!r} is not allowed; expected one of {list(SIZES)}")
+        raise InputError(f"suite size {size!r} is not allowed; expected one of {list(SIZES)}")
 
 
 def suite_dir(out_dir: str | Path, suite: Suite, size: str) -> Path:
     return Path(out_dir) / suite.name / size
+
+
+# Each seed is a set of full training runs; past this the plan alone would not fit in memory
+# and the runs would take centuries on any machine blocklab targets.
+MAX_SEEDS = 1000
 
 
 def run_suite(suite: Suite, size: str = "quick", seeds: int | None = None,
@@ -148,8 +154,9 @@ def run_suite(suite: Suite, size: str = "quick", seeds: int | None = None,
     """
     _check_size(size)
     seeds = suite.default_seeds[size] if seeds is None else seeds
-    if not isinstance(seeds, int) or seeds < 1:
-        raise ValueError(f"seeds={seeds!r} is not allowed; expected a positive integer")
+    if isinstance(seeds, bool) or not isinstance(seeds, int) or not 1 <= seeds <= MAX_SEEDS:
+        raise InputError(f"--seeds {seeds!r} is not allowed; expected an integer in "
+                         f"[1, {MAX_SEEDS}]")
     specs = suite.plan(size, seeds)
     store = ResultStore(suite_dir(out_dir, suite, size))
     missing = [s for s in specs if not store.has(s.run_id)]
@@ -212,7 +219,7 @@ _T975_TAIL = [(30, 2.042), (40, 2.021), (60, 2.000), (120, 1.980), (math.inf, 1.
 
 def t_quantile_975(df: int) -> float:
     if df < 1:
-        raise ValueError(f"degrees of freedom must be >= 1, got {df}")
+        raise InputError(f"degrees of freedom must be >= 1, got {df}")
     if df <= len(_T975):
         return _T975[df - 1]
     for (lo, t_lo), (hi, t_hi) in zip(_T975_TAIL, _T975_TAIL[1:], strict=False):
@@ -239,7 +246,7 @@ def mean_ci(values: Sequence[float]) -> dict[str, float | int | None]:
 def paired_difference(a: Sequence[float], b: Sequence[float]) -> dict[str, float | int | None]:
     """Mean and 95% CI of a[i] − b[i] over pairs (same seed) where both are finite."""
     if len(a) != len(b):
-        raise ValueError(f"paired samples need equal lengths, got {len(a)} and {len(b)}")
+        raise InputError(f"paired samples need equal lengths, got {len(a)} and {len(b)}")
     diffs = [x - y for x, y in zip(a, b, strict=True)
              if x is not None and y is not None and math.isfinite(x) and math.isfinite(y)]
     return mean_ci(diffs)

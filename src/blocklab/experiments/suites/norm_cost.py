@@ -53,6 +53,7 @@ from typing import Any
 import numpy as np
 
 from blocklab.config import ModelConfig
+from blocklab.errors import InputError
 from blocklab.experiments.suites.base import (
     RunSpec,
     Suite,
@@ -120,7 +121,7 @@ def bootstrap_ratio_ci(a: Sequence[float], b: Sequence[float], *,
     """
     a_arr, b_arr = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     if a_arr.shape != b_arr.shape or a_arr.ndim != 1 or a_arr.size == 0:
-        raise ValueError(f"paired samples need equal, non-zero lengths, got {a_arr.shape} and "
+        raise InputError(f"paired samples need equal, non-zero lengths, got {a_arr.shape} and "
                          f"{b_arr.shape}")
     rng = np.random.default_rng(seed)
     index = rng.integers(0, a_arr.size, size=(samples, a_arr.size))

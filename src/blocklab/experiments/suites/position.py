@@ -71,6 +71,7 @@ from typing import Any
 import numpy as np
 
 from blocklab.config import ModelConfig
+from blocklab.errors import InputError
 from blocklab.experiments.suites.base import (
     RunSpec,
     Suite,
@@ -193,7 +194,7 @@ def with_rope_scaling(model, scaling: dict[str, Any] | None):
 def loss_beyond(per_position: Sequence[float], L: int) -> float:
     """Mean of the per-position losses at input positions p >= L (the tokens past training)."""
     if len(per_position) <= L:
-        raise ValueError(f"a window of {len(per_position)} positions has none at or past L={L}")
+        raise InputError(f"a window of {len(per_position)} positions has none at or past L={L}")
     return float(np.mean(np.asarray(per_position[L:], dtype=np.float64)))
 
 
@@ -211,7 +212,7 @@ def sliding_window_loss(model, rows, window: int, stride: int,
 
     n_rows, n = rows.shape[0], rows.shape[1] - 1
     if n < window or (n - window) % stride:
-        raise ValueError(f"sliding windows of {window} with stride {stride} do not tile {n} "
+        raise InputError(f"sliding windows of {window} with stride {stride} do not tile {n} "
                          "positions")
     starts = list(range(0, n - window + 1, stride))
     pieces = torch.stack([rows[:, s:s + window + 1] for s in starts], dim=1)  # [N, W, window+1]

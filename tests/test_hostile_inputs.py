@@ -1,0 +1,369 @@
+"""Hostile and careless input, as a user types it: every CLI case exits 2 with exactly one line
+on stderr and no traceback; every library case raises a blocklab `InputError` (a ValueError)
+whose message names the bad value.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from blocklab.cli import main
+from blocklab.errors import CheckpointError, ConfigError, InputError
+
+LLAMA_HF = {"model_type": "llama", "vocab_size": 256, "hidden_size": 64,
+            "intermediate_size": 176, "num_hidden_layers": 2, "num_attention_heads": 4,
+            "num_key_value_heads": 2, "max_position_embeddings": 128, "rms_norm_eps": 1e-5,
+            "hidden_act": "silu", "tie_word_embeddings": False}
+
+
+def run_cli(argv: list[str], capsys) -> tuple[int, str, str]:
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def assert_one_line_exit_2(argv: list[str], capsys, *needles: str) -> str:
+    code, _, err = run_cli(argv, capsys)
+    lines = err.strip().splitlines()
+    assert code == 2, (code, err)
+    assert len(lines) == 1, err
+    assert "Traceback" not in err
+    assert lines[0].startswith("error: "), lines[0]
+    for needle in needles:
+        assert needle in lines[0], (needle, lines[0])
+    return lines[0]
+
+
+def _json(tmp_path: Path, data, name: str = "config.json") -> str:
+    path = tmp_path / name
+    path.write_text(data if isinstance(data, str) else json.dumps(data))
+    return str(path)
+
+
+# --- blocklab budget / doctor --------------------------------------------------------------------
+@pytest.mark.parametrize("key", ["hidden_size", "vocab_size", "num_hidden_layers"])
+def test_budget_config_with_huge_integer(tmp_path, capsys, key):
+    path = _json(tmp_path, "{" + ", ".join(
+        f'"{k}": {10**400 if k == key else json.dumps(v)}' for k, v in LLAMA_HF.items()) + "}")
+    field = {"hidden_size": "d_model", "vocab_size": "vocab_size", "num_hidden_layers": "n_layers"}
+    assert_one_line_exit_2(["budget", path], capsys, path, field[key], key, "401 chars")
+
+
+def test_budget_seq_with_300_digits(capsys):
+    assert_one_line_exit_2(["budget", "llama-2-7b", "--seq", "9" * 300], capsys, "--seq")
+
+
+@pytest.mark.parametrize("value", ["1e300", "-5", "0", "abc", "9" * 400])
+def test_doctor_serve_len_out_of_range(capsys, value):
+    assert_one_line_exit_2(["doctor", "llama-2-7b", "--serve-len", value], capsys, "--serve-len")
+
+
+def test_budget_string_where_a_number_belongs(tmp_path, capsys):
+    path = _json(tmp_path, {**LLAMA_HF, "hidden_size": "64"})
+    assert_one_line_exit_2(["budget", path], capsys, "d_model", "'64'")
+
+
+def test_budget_rope_scaling_as_a_string(tmp_path, capsys):
+    path = _json(tmp_path, {**LLAMA_HF, "rope_scaling": "yarn"})
+    assert_one_line_exit_2(["budget", path], capsys, "rope_scaling", "'yarn'")
+
+
+@pytest.mark.parametrize("factor", ["Infinity", "NaN", "-2", "0", "\"4\""])
+def test_rope_scaling_factor_must_be_finite_positive(tmp_path, capsys, factor):
+    text = json.dumps({**LLAMA_HF}).rstrip("}") + (
+        ', "rope_scaling": {"rope_type": "yarn", "factor": ' + factor + "}}")
+    path = _json(tmp_path, text)
+    assert_one_line_exit_2(["budget", path], capsys, "rope_scaling", "factor")
+    assert_one_line_exit_2(["doctor", path], capsys, "rope_scaling", "factor")
+
+
+def test_budget_config_too_large_to_be_a_config(tmp_path, capsys):
+    path = tmp_path / "big.json"
+    with open(path, "wb") as handle:  # sparse: no disk used, and nothing should read it all
+        handle.truncate(1 << 30)
+    assert_one_line_exit_2(["budget", str(path)], capsys, str(path), "MiB")
+
+
+def test_budget_missing_file_and_folder(tmp_path, capsys):
+    assert_one_line_exit_2(["budget", str(tmp_path / "none.json")], capsys, "none.json")
+    assert_one_line_exit_2(["budget", str(tmp_path)], capsys, "config.json")
+
+
+def test_budget_binary_file(tmp_path, capsys):
+    path = tmp_path / "weights.json"
+    path.write_bytes(os.urandom(2048))
+    assert_one_line_exit_2(["budget", str(path)], capsys, str(path))
+
+
+def test_budget_bad_dtype(capsys):
+    assert_one_line_exit_2(["budget", "llama-2-7b", "--dtype", "fp8"], capsys, "'fp8'")
+
+
+@pytest.mark.parametrize("warmup", ['"abc"', "-10", "[0]", "NaN", "true", "1e400"])
+def test_doctor_training_warmup_steps_must_be_a_count(tmp_path, capsys, warmup):
+    hf = {**LLAMA_HF, "num_hidden_layers": 24}
+    text = json.dumps(hf).rstrip("}") + f', "warmup_steps": {warmup}}}'
+    assert_one_line_exit_2(["doctor", _json(tmp_path, text), "--training"], capsys,
+                           "warmup_steps")
+
+
+@pytest.mark.parametrize("ratio", ["5", "-0.1", "NaN"])
+def test_doctor_training_warmup_ratio_must_be_a_fraction(tmp_path, capsys, ratio):
+    text = json.dumps(LLAMA_HF).rstrip("}") + f', "warmup_ratio": {ratio}}}'
+    assert_one_line_exit_2(["doctor", _json(tmp_path, text), "--training"], capsys,
+                           "warmup_ratio")
+
+
+# --- blocklab train ------------------------------------------------------------------------------
+def test_train_on_cuda_without_cuda(capsys):
+    import torch
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    assert_one_line_exit_2(["train", "--device", "cuda", "--steps", "1"], capsys, "'cuda'")
+
+
+@pytest.mark.parametrize("data", [{"name": "stdlib"}, 5, None, ["stdlib"]])
+def test_train_config_data_of_the_wrong_type(tmp_path, capsys, data):
+    path = _json(tmp_path, {"model": {}, "train": {}, "data": data}, "run.json")
+    assert_one_line_exit_2(["train", "--config", path], capsys, "'data'")
+
+
+@pytest.mark.parametrize("argv", [
+    ["--d-model", "1000000000000", "--n-heads", "1"],
+    ["--batch-size", "1000000000"],
+    ["--seq-len", "100000000", "--batch-size", "64"],
+])
+def test_train_refuses_what_cannot_fit_in_memory(capsys, argv):
+    assert_one_line_exit_2(["train", *argv, "--steps", "1"], capsys, "GiB")
+
+
+def test_train_out_is_an_existing_file(tmp_path, capsys):
+    target = tmp_path / "taken"
+    target.write_text("keep me")
+    line = assert_one_line_exit_2(["train", "--steps", "1", "--out", str(target)], capsys,
+                                  str(target))
+    assert "folder" in line and target.read_text() == "keep me"
+
+
+def test_train_out_is_unwritable(tmp_path, capsys):
+    if os.getuid() == 0:
+        target = Path("/proc/blocklab-cannot-write-here")
+    else:
+        locked = tmp_path / "locked"
+        locked.mkdir(mode=0o500)
+        target = locked / "run"
+    assert_one_line_exit_2(["train", "--steps", "1", "--out", str(target)], capsys,
+                           str(target))
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["--steps", "true"], "--steps"),
+    (["--steps", "0"], "steps"),
+    (["--lr", "nan"], "lr"),
+    (["--lr", "-1"], "lr"),
+    (["--threads", "0"], "threads"),
+    (["--ffn", "swishglu"], "swishglu"),
+    (["--eval-lengths", "12,abc"], "--eval-lengths"),
+    (["--data", "/no/such/corpus"], "/no/such/corpus"),
+    (["--no-such-flag"], "--no-such-flag"),
+    (["extra-argument"], "extra-argument"),
+])
+def test_train_bad_flags(capsys, argv, needle):
+    assert_one_line_exit_2(["train", *argv], capsys, needle)
+
+
+def test_train_config_file_malformed(tmp_path, capsys):
+    path = _json(tmp_path, "{", "run.json")
+    assert_one_line_exit_2(["train", "--config", path], capsys, path)
+
+
+def test_train_config_norm_eps_as_string(tmp_path, capsys):
+    path = _json(tmp_path, {"model": {"norm_eps": "1e-5"}}, "run.json")
+    assert_one_line_exit_2(["train", "--config", path], capsys, "norm_eps", "'1e-5'")
+
+
+# --- blocklab suite / report / claims / verify ---------------------------------------------------
+def test_suite_with_absurd_seed_count(capsys):
+    assert_one_line_exit_2(["suite", "ffn", "--tiny", "--seeds", "1000000000000"], capsys,
+                           "--seeds")
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["suite", "attention"], "attention"),
+    (["suite", "ffn", "--tiny", "--quick"], "--tiny"),
+    (["suite", "ffn", "--tiny", "--seeds", "0"], "--seeds"),
+    (["suite", "ffn", "--executor", "slurm"], "slurm"),
+    (["report", "--lang", "fr"], "fr"),
+    (["verify", "--group", "nonsense"], "nonsense"),
+    (["no-such-command"], "no-such-command"),
+])
+def test_other_commands_bad_input(capsys, argv, needle):
+    assert_one_line_exit_2(argv, capsys, needle)
+
+
+def test_verify_into_a_closed_pipe_is_not_a_failed_check():
+    """`blocklab verify | head -1`: the reader left early; that is not exit code 1."""
+    proc = subprocess.run(f"{sys.executable} -m blocklab verify | head -c 10 > /dev/null; "
+                          "echo ${PIPESTATUS[0]}", shell=True, executable="/bin/bash",
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "COLUMNS": "200"})
+    assert proc.stdout.strip() in ("0", "141"), proc.stdout
+    assert "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr
+
+
+# --- the library ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("changes,needle", [
+    ({"norm_eps": "1e-5"}, "norm_eps"),
+    ({"vocab_size": 10**400}, "vocab_size"),
+    ({"d_model": 2**70}, "d_model"),
+    ({"name": 5}, "name"),
+    ({"rope_theta": "10000"}, "rope_theta"),
+    ({"residual_scale": None}, "residual_scale"),
+    ({"partial_rotary_factor": float("nan")}, "partial_rotary_factor"),
+    ({"rope_scaling": {"rope_type": "yarn", "factor": math.inf}}, "factor"),
+    ({"rope_scaling": {"rope_type": "linear", "factor": True}}, "factor"),
+    ({"rope_scaling": "yarn"}, "rope_scaling"),
+    ({"ffn_bias": "yes"}, "ffn_bias"),
+    ({"ffn_dim_multiplier": math.inf}, "ffn_dim_multiplier"),
+    ({"n_heads": True}, "n_heads"),
+])
+def test_model_config_rejects(changes, needle):
+    from blocklab.config import ModelConfig
+    with pytest.raises(ConfigError, match=needle):
+        ModelConfig(**changes)
+
+
+def test_train_config_rejects_huge_steps():
+    from blocklab.experiments.trainer import TrainConfig
+    with pytest.raises(InputError, match="steps"):
+        TrainConfig(steps=10**30)
+
+
+@pytest.fixture
+def checkpoint(tmp_path):
+    import torch
+
+    from blocklab.config import ModelConfig
+    from blocklab.interop import save_hf
+    from blocklab.nn import DecoderLM
+    torch.manual_seed(0)
+    cfg = ModelConfig.from_hf(LLAMA_HF)
+    save_hf(DecoderLM(cfg), tmp_path / "ckpt")
+    return tmp_path / "ckpt"
+
+
+def _load(path, **kwargs):
+    from blocklab.interop import load_hf
+    return load_hf(path, **kwargs)
+
+
+def test_load_hf_corrupt_safetensors(checkpoint):
+    weights = checkpoint / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:100])
+    with pytest.raises(CheckpointError, match="model.safetensors"):
+        _load(checkpoint)
+
+
+def test_load_hf_malformed_config(checkpoint):
+    (checkpoint / "config.json").write_text("{")
+    with pytest.raises(CheckpointError, match="config.json"):
+        _load(checkpoint)
+
+
+def test_load_hf_index_without_weight_map(checkpoint):
+    (checkpoint / "model.safetensors").rename(checkpoint / "shard-1.safetensors")
+    (checkpoint / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}}))
+    with pytest.raises(CheckpointError, match="weight_map"):
+        _load(checkpoint)
+
+
+def test_load_hf_index_pointing_outside_the_folder(checkpoint, tmp_path):
+    outside = tmp_path / "outside.safetensors"
+    (checkpoint / "model.safetensors").rename(outside)
+    index = {"weight_map": {"model.embed_tokens.weight": "../outside.safetensors"}}
+    (checkpoint / "model.safetensors.index.json").write_text(json.dumps(index))
+    with pytest.raises(CheckpointError, match="outside"):
+        _load(checkpoint)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "int8", 5])
+def test_load_hf_dtype_must_be_a_floating_torch_dtype(checkpoint, dtype):
+    with pytest.raises(InputError, match="dtype"):
+        _load(checkpoint, dtype=dtype)
+
+
+@pytest.mark.parametrize("name,kind", [("model.embed_tokens.weight", "int32"),
+                                       ("model.layers.0.self_attn.q_proj.weight", "int64")])
+def test_load_hf_integer_weights_are_refused(checkpoint, name, kind):
+    import torch
+    from safetensors.torch import load_file, save_file
+    path = checkpoint / "model.safetensors"
+    tensors = load_file(path)
+    tensors[name] = tensors[name].to(getattr(torch, kind))
+    save_file(tensors, path)
+    with pytest.raises(CheckpointError, match=kind):
+        _load(checkpoint)
+
+
+def test_load_hf_config_far_larger_than_the_weights_fails_before_building(checkpoint):
+    import resource
+    config = json.loads((checkpoint / "config.json").read_text())
+    config["vocab_size"] = 50_000_000  # a 6.4 GB model against a 1 MB checkpoint
+    (checkpoint / "config.json").write_text(json.dumps(config))
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    wanted = r"wrong shape.*embed_tokens.weight: \(256, 64\) vs \(50000000, 64\)"
+    with pytest.raises(CheckpointError, match=wanted):
+        _load(checkpoint)
+    grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+    assert grown_kib < 512 * 1024  # far below the 6.4 GB the config would build
+
+
+def test_write_atomic_leaves_the_process_umask_alone(tmp_path, monkeypatch):
+    from blocklab.config import write_atomic
+    calls = []
+    monkeypatch.setattr(os, "umask", lambda *a: calls.append(a) or 0o022)
+    write_atomic(tmp_path / "out.txt", "x")
+    assert calls == []
+    assert (tmp_path / "out.txt").read_text() == "x"
+
+
+def test_write_atomic_gives_plain_open_permissions(tmp_path):
+    from blocklab.config import write_atomic
+    old = os.umask(0o027)
+    try:
+        write_atomic(tmp_path / "a.txt", "x")
+        (tmp_path / "b.txt").write_text("x")
+    finally:
+        os.umask(old)
+    assert (os.stat(tmp_path / "a.txt").st_mode & 0o777) == (
+        os.stat(tmp_path / "b.txt").st_mode & 0o777) == 0o640
+
+
+# --- the CLI's own contract ---------------------------------------------------------------------
+def test_a_bug_is_not_reported_as_bad_input(monkeypatch, capsys):
+    import blocklab.verify
+
+    def broken(groups):
+        raise ValueError("a bug deep inside, not the user's input")
+
+    monkeypatch.setattr(blocklab.verify, "run_checks", broken)
+    code, _, err = run_cli(["verify"], capsys)
+    assert code == 1
+    assert err.strip().splitlines() == [
+        "internal error (a bug in blocklab): ValueError: a bug deep inside, not the user's "
+        "input; run again with --debug for the traceback"]
+
+
+def test_debug_shows_the_traceback_of_a_bug(monkeypatch, capsys):
+    import blocklab.verify
+    monkeypatch.setattr(blocklab.verify, "run_checks",
+                        lambda groups: (_ for _ in ()).throw(KeyError("oops")))
+    code, _, err = run_cli(["--debug", "verify"], capsys)
+    assert code == 1 and "Traceback" in err and "KeyError" in err
