@@ -160,7 +160,7 @@ def test_from_hf_errors():
 
 
 def test_wrong_types_are_value_errors():
-    with pytest.raises(ValueError, match="wrong type"):
+    with pytest.raises(ValueError, match=r"norm_eps=None is not allowed; expected a finite number"):
         ModelConfig.from_dict({"norm_eps": None})
 
 

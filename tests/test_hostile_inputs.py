@@ -192,13 +192,13 @@ def test_train_config_norm_eps_as_string(tmp_path, capsys):
 # --- blocklab suite / report / claims / verify ---------------------------------------------------
 def test_suite_with_absurd_seed_count(capsys):
     assert_one_line_exit_2(["suite", "ffn", "--tiny", "--seeds", "1000000000000"], capsys,
-                           "--seeds")
+                           "seeds=1000000000000", "[1, 1000]")
 
 
 @pytest.mark.parametrize("argv,needle", [
     (["suite", "attention"], "attention"),
     (["suite", "ffn", "--tiny", "--quick"], "--tiny"),
-    (["suite", "ffn", "--tiny", "--seeds", "0"], "--seeds"),
+    (["suite", "ffn", "--tiny", "--seeds", "0"], "seeds=0"),
     (["suite", "ffn", "--executor", "slurm"], "slurm"),
     (["report", "--lang", "fr"], "fr"),
     (["verify", "--group", "nonsense"], "nonsense"),

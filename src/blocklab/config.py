@@ -265,7 +265,7 @@ class ModelConfig:
 
 def _positive_int(name: str, value: Any) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= MAX_SIZE:
-        raise _bad(name, value, f"an integer in [1, {MAX_SIZE}]")
+        raise _bad(name, value, f"a positive integer (at most {MAX_SIZE})")
 
 
 def _real(value: Any) -> bool:

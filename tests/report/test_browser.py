@@ -7,8 +7,8 @@ after the load event, so the test reads the measurements back from it. Chromium'
 log (`--enable-logging=stderr`) must stay empty too. A screenshot of the unmodified page is
 kept under the test's tmp_path (`report.png`).
 
-Chromium is required: CI installs it (`.ci/run`); without it this test fails and says how to
-install it.
+Chromium is required where BLOCKLAB_REQUIRE_BROWSER=1 (CI installs it and sets that, so a missing
+browser fails CI); elsewhere, without Chromium, the test is skipped with a one-line reason.
 """
 
 import json
@@ -67,8 +67,11 @@ def chromium() -> str:
     if path is None and os.path.exists("/usr/bin/chromium"):
         path = "/usr/bin/chromium"
     if path is None:
-        pytest.fail("Chromium is not installed, and this test needs a real browser: "
-                    "apt-get install -y --no-install-recommends chromium (.ci/run does this)")
+        reason = ("Chromium is not installed, and this test needs a real browser: apt-get install "
+                  "-y --no-install-recommends chromium (.ci/run does this)")
+        if os.environ.get("BLOCKLAB_REQUIRE_BROWSER") == "1":
+            pytest.fail(reason)
+        pytest.skip(reason)
     return path
 
 

@@ -724,7 +724,7 @@ def c18(ctx: Context) -> Finding:
         f"loss (RMS − LN) {_ci_text(delta)} nats/token over {n_seeds} seeds, "
         f"equivalent within ±{quality.get('margin')}: {equivalent}. Graded on the like-for-like "
         f"kinds (plain, compiled): there RMSNorm is {_ALIKE_EN[verdict]}. The blocklab kind "
-        "pits blocklab's one-pass C RMSNorm kernel (outputs from its buffer cache) against "
+        "pits blocklab's one-pass C RMSNorm kernel against "
         "torch's C++ LayerNorm kernel, and the torch kind torch's composite F.rms_norm against "
         "that same kernel: they measure kernels and allocation, not the formula, so they are "
         "reported, not graded; the saving a user sees depends on the kernel.",
@@ -732,7 +732,7 @@ def c18(ctx: Context) -> Finding:
         f"{span_text}。整步训练 RMSNorm 对 LayerNorm：{step_ratios}。质量：配对 Δ 验证损失（RMS − LN）"
         f"{_ci_text(delta)} nats/token，{n_seeds} 个种子，在 ±{quality.get('margin')} 内等价："
         f"{equivalent}。按同类实现（plain、compiled）评判：RMSNorm {_ALIKE_ZH[verdict]}。blocklab 一栏是 "
-        "blocklab 的单遍 C 语言 RMSNorm 内核（输出取自其缓冲区缓存）对 torch 的 C++ LayerNorm 内核，torch 一栏是 "
+        "blocklab 的单遍 C 语言 RMSNorm 内核对 torch 的 C++ LayerNorm 内核，torch 一栏是 "
         "torch 组合实现的 F.rms_norm 对同一内核：它们衡量的是内核与内存分配而非公式，故只报告、不评判；用户实际得到的节省取决于内核。",
         {"ratio_ranges": spans, "ratios": rows, "step_time": steps, "quality": quality},
         ctx.suite_command("norm-cost"), "norm_cost")

@@ -84,7 +84,7 @@ def positive_int(option: str, text: str | None) -> int | None:
         raise fail(f"{option} must be a positive integer, got {shown}") from None
     if not 1 <= value <= MAX_SIZE:
         shown = str(value) if len(str(value)) <= 24 else f"a {len(str(value))}-digit number"
-        raise fail(f"{option} must be an integer in [1, {MAX_SIZE}], got {shown}")
+        raise fail(f"{option} must be a positive integer (at most {MAX_SIZE}), got {shown}")
     return value
 
 

@@ -155,7 +155,7 @@ def run_suite(suite: Suite, size: str = "quick", seeds: int | None = None,
     _check_size(size)
     seeds = suite.default_seeds[size] if seeds is None else seeds
     if isinstance(seeds, bool) or not isinstance(seeds, int) or not 1 <= seeds <= MAX_SEEDS:
-        raise InputError(f"--seeds {seeds!r} is not allowed; expected an integer in "
+        raise InputError(f"seeds={seeds!r} is not allowed; expected an integer in "
                          f"[1, {MAX_SEEDS}]")
     specs = suite.plan(size, seeds)
     store = ResultStore(suite_dir(out_dir, suite, size))
