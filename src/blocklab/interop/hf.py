@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
+import secrets
 from pathlib import Path
 from typing import Any
 
@@ -289,13 +289,14 @@ def save_hf(model: DecoderLM, path: str | os.PathLike, model_type: str = "llama"
     for name, tensor in tensors.items():
         hf_name = blocklab_to_hf_name(name)
         if hf_name is None:
-            raise CheckpointError(f"save_hf: no Hugging Face name for tensor {name!r}")
+            raise InputError(f"save_hf: no Hugging Face name for tensor {name!r}")
         out[hf_name] = tensor.contiguous().clone()
 
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path, prefix=f".{WEIGHTS_NAME}.", suffix=".tmp")
-    os.close(fd)
+    # A hidden sibling that save_file creates (so the process umask applies, as for config.json),
+    # renamed over the weights once complete.
+    tmp = path / f".{WEIGHTS_NAME}.{secrets.token_hex(6)}.tmp"
     try:
         save_file(out, tmp, metadata={"format": "pt"})
         os.replace(tmp, path / WEIGHTS_NAME)

@@ -32,7 +32,7 @@ import os
 import torch
 from torch import Tensor
 
-from blocklab.errors import InputError
+from blocklab.errors import InputError, KernelUnavailable
 from blocklab.nn.fused import check_rope_operands, rows_of
 
 try:
@@ -209,7 +209,7 @@ class _TritonAddRMSNorm(torch.autograd.Function):
 def _check(x: Tensor, cast: str) -> None:
     reason = unavailable_reason(x)
     if reason is not None:
-        raise RuntimeError(f"triton RMSNorm cannot run: {reason}")
+        raise KernelUnavailable(f"triton RMSNorm cannot run: {reason}")
     if cast not in _CASTS:
         raise InputError(f"cast={cast!r} is not allowed; expected one of {list(_CASTS)}")
 
@@ -326,7 +326,7 @@ def gated_activation(gate: Tensor, up: Tensor, activation: str = "silu") -> Tens
                          f"{tuple(up.shape)} {up.dtype} differ")
     reason = unavailable_reason(gate)
     if reason is not None:
-        raise RuntimeError(f"triton gated activation cannot run: {reason}")
+        raise KernelUnavailable(f"triton gated activation cannot run: {reason}")
     return _TritonGated.apply(gate, up, activation)
 
 
@@ -405,6 +405,6 @@ def rope_half_split(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
     are constants here (no gradient flows to them)."""
     reason = unavailable_reason(x)
     if reason is not None:
-        raise RuntimeError(f"triton RoPE cannot run: {reason}")
+        raise KernelUnavailable(f"triton RoPE cannot run: {reason}")
     check_rope_operands(x, cos, sin)
     return _TritonRope.apply(x, cos, sin)
