@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from blocklab.claims import claim_sources
+from blocklab.experiments.suites import run_suites
 from blocklab.report.build import build_report
 
 SUITES = ("ffn", "norm-cost", "placement", "position")
@@ -97,8 +98,8 @@ class _BodyData(HTMLParser):
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
     root = tmp_path_factory.mktemp("browser")
-    index, _ = build_report(root / "report", root / "runs", "tiny", "en", run=True,
-                            progress=False, echo=lambda line: None)
+    errors = run_suites(root / "runs", "tiny", SUITES, progress=False, echo=lambda line: None)
+    index, _ = build_report(root / "report", root / "runs", "tiny", "en", suite_errors=errors)
     return index
 
 

@@ -11,6 +11,8 @@ import pytest
 
 from blocklab.claims import claim_sources
 from blocklab.cli import main
+from blocklab.experiments.executors import ParallelExecutor
+from blocklab.experiments.suites import run_suites
 from blocklab.report.build import SUITES, build_report, collect, write_report
 from blocklab.report.figures import make_figures
 from blocklab.report.html import render_html
@@ -58,11 +60,13 @@ def parse(page: str) -> _Page:
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    """Run the four suites at size tiny (seconds each), then build the English report."""
+    """Run the four suites at size tiny (seconds each) in two worker processes, as `blocklab
+    report` does, then build the English report from what they stored."""
     root = tmp_path_factory.mktemp("report")
     lines: list[str] = []
-    index, doc = build_report(root / "report", root / "runs", "tiny", "en", run=True,
-                              progress=False, echo=lines.append)
+    errors = run_suites(root / "runs", "tiny", SUITES, executor=ParallelExecutor(2),
+                        progress=False, echo=lines.append)
+    index, doc = build_report(root / "report", root / "runs", "tiny", "en", suite_errors=errors)
     return index, doc, lines
 
 
@@ -186,16 +190,27 @@ def test_missing_results_name_the_command(tmp_path, capsys):
 
 
 def test_failed_suite_is_reported_not_raised(tmp_path, monkeypatch):
+    """A suite whose runs failed is named with its first error; the other suites run and the
+    report is written."""
     import blocklab.experiments.suites as suites
+    from blocklab.experiments.suites.base import SuiteIncomplete
 
-    def broken(name):
-        raise RuntimeError(f"{name} exploded")
+    ran = []
 
-    monkeypatch.setattr(suites, "get_suite", broken)
+    def failing(suite, size, seeds, results, **kwargs):
+        ran.append(suite.name)
+        if suite.name == "ffn":
+            raise SuiteIncomplete("ffn", size, [("relu seed 0", "RuntimeError: ffn exploded")], 3)
+
+    monkeypatch.setattr(suites, "run_suite", failing)
     lines: list[str] = []
-    index, doc = build_report(tmp_path / "out", tmp_path / "runs", "tiny", "en", run=True,
-                              progress=False, echo=lines.append)
-    assert doc["suites"]["ffn"]["error"] == "RuntimeError: ffn exploded"
+    errors = suites.run_suites(tmp_path / "runs", "tiny", SUITES, progress=False,
+                               echo=lines.append)
+    assert ran == list(SUITES)
+    index, doc = build_report(tmp_path / "out", tmp_path / "runs", "tiny", "en",
+                              suite_errors=errors)
+    assert doc["suites"]["ffn"]["error"] == (
+        "1 of 3 runs failed, first: relu seed 0: RuntimeError: ffn exploded")
     assert "ffn exploded" in index.read_text(encoding="utf-8")
     assert any("failed" in line for line in lines)
 

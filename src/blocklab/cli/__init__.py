@@ -57,6 +57,33 @@ def console(stderr: bool = False):
     return _Console(stderr=stderr)
 
 
+SIZE_CHOICES = ("tiny", "quick", "full")
+
+
+def chosen_size(size: str | None, tiny: bool = False, quick: bool = False,
+                full: bool = False) -> str:
+    """The suite size from `--size NAME` or one of its shortcuts `--tiny/--quick/--full`
+    (default quick); more than one choice is bad input."""
+    given = [name for name, flag in (("tiny", tiny), ("quick", quick), ("full", full)) if flag]
+    if size is not None:
+        if size not in SIZE_CHOICES:
+            raise InputError(f"--size {size!r} is not allowed; expected one of "
+                             f"{list(SIZE_CHOICES)}")
+        given.append(size)
+    if len(set(given)) > 1:
+        raise InputError(f"choose one size, got {', '.join(sorted(set(given)))}; use --size "
+                         "tiny|quick|full (or one of --tiny, --quick, --full)")
+    return given[0] if given else "quick"
+
+
+def jobs_executor(jobs: int | None):
+    """The executor that runs a suite's independent runs in `jobs` worker processes (default:
+    the usable cores); timed runs still run alone."""
+    from blocklab.experiments.executors import ParallelExecutor, usable_cores
+
+    return ParallelExecutor(usable_cores() if jobs is None else jobs)
+
+
 def fail(message: str) -> InputError:
     """The InputError to raise for bad input noticed by a command (one line, exit code 2)."""
     return InputError(message)

@@ -7,15 +7,18 @@ from pathlib import Path
 
 import typer
 
-from blocklab.cli import app
-from blocklab.errors import InputError
+from blocklab.cli import app, chosen_size, jobs_executor
 
 
 @app.command()
 def report(
-    tiny: bool = typer.Option(False, "--tiny", help="Smoke-test suites that run in seconds."),
-    quick: bool = typer.Option(False, "--quick", help="The small suites (the default)."),
-    full: bool = typer.Option(False, "--full", help="The complete suites."),
+    size: str = typer.Option(None, "--size", help="tiny, quick (the default) or full."),
+    tiny: bool = typer.Option(False, "--tiny", help="Shortcut for --size tiny (runs in seconds)."),
+    quick: bool = typer.Option(False, "--quick", help="Shortcut for --size quick."),
+    full: bool = typer.Option(False, "--full", help="Shortcut for --size full."),
+    jobs: int = typer.Option(None, "--jobs", "-j",
+                             help="Suite runs at once in worker processes, each single-threaded "
+                                  "(default: the usable cores); timed runs run alone."),
     out: Path = typer.Option(Path("report"), "--out",
                              help="Folder for index.html and report.json."),
     results: Path = typer.Option(Path("runs"), "--results",
@@ -39,13 +42,18 @@ def report(
     from blocklab.claims.lang import resolve_lang
     from blocklab.report.build import build_report
 
-    if sum((tiny, quick, full)) > 1:
-        raise InputError("choose at most one of --tiny, --quick, --full")
-    size = "full" if full else "tiny" if tiny else "quick"
+    size = chosen_size(size, tiny, quick, full)
     language = resolve_lang(lang)
+    executor = jobs_executor(jobs)
     start = time.perf_counter()
-    index, doc = build_report(out, results, size, language, run=not no_run,
-                              progress=not no_progress, echo=typer.echo)
+    errors = {}
+    if not no_run:
+        from blocklab.experiments.suites import run_suites
+        from blocklab.report.build import SUITES
+
+        errors = run_suites(results, size, SUITES, executor=executor,
+                            progress=not no_progress, echo=typer.echo)
+    index, doc = build_report(out, results, size, language, suite_errors=errors)
     counts: dict[str, int] = {}
     for row in doc["ledger"]:
         verdict = "check failed" if row["error"] else row["verdict"]

@@ -7,22 +7,28 @@ from pathlib import Path
 
 import typer
 
-from blocklab.cli import app, console
+from blocklab.cli import app, chosen_size, console, jobs_executor
 from blocklab.errors import InputError
 
 
 @app.command()
 def suite(
     name: str = typer.Argument(..., help="ffn, placement, norm-cost or position."),
-    quick: bool = typer.Option(False, "--quick", help="The small grid (the default)."),
-    full: bool = typer.Option(False, "--full", help="The complete grid."),
-    tiny: bool = typer.Option(False, "--tiny", help="A smoke-test grid that runs in seconds."),
+    size: str = typer.Option(None, "--size", help="tiny, quick (the default) or full."),
+    quick: bool = typer.Option(False, "--quick", help="Shortcut for --size quick."),
+    full: bool = typer.Option(False, "--full", help="Shortcut for --size full."),
+    tiny: bool = typer.Option(False, "--tiny", help="Shortcut for --size tiny (runs in seconds)."),
     seeds: int = typer.Option(None, "--seeds", help="Seeds per arm (default depends on size)."),
-    out: Path = typer.Option(Path("runs"), "--out", help="Results folder (resumable)."),
+    out: Path = typer.Option(Path("runs"), "--results", "--out",
+                             help="Results folder, shared with `report` and `claims` "
+                                  "(resumable)."),
+    jobs: int = typer.Option(None, "--jobs", "-j",
+                             help="Runs at once in worker processes, each single-threaded "
+                                  "(default: the usable cores); timed runs run alone."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
     no_progress: bool = typer.Option(False, "--no-progress", help="Hide the progress bar."),
-    executor: str = typer.Option("process", "--executor", help="process (one run after "
-                                 "another in this process) or ray (each run a Ray task)."),
+    executor: str = typer.Option("process", "--executor", help="process (worker processes on "
+                                 "this machine, see --jobs) or ray (each run a Ray task)."),
     address: str = typer.Option(None, "--address", help="Ray: the cluster to join, auto, "
                                 "HEAD_IP:6379 or local (a new instance here); default: "
                                 "$RAY_ADDRESS, else a cluster running here, else local."),
@@ -38,14 +44,12 @@ def suite(
 
     Example: [bold]blocklab suite ffn --quick --seeds 2 --out runs[/bold]
     """
-    if sum((quick, full, tiny)) > 1:
-        raise InputError("choose at most one of --tiny, --quick, --full")
-    size = "full" if full else "tiny" if tiny else "quick"
+    size = chosen_size(size, tiny, quick, full)
     from blocklab.experiments.suites import get_suite, run_suite
     from blocklab.experiments.suites.base import SuiteIncomplete
 
     chosen = get_suite(name)
-    run_on = _executor(executor, address, cpus_per_run, gpus_per_run)
+    run_on = _executor(executor, jobs, address, cpus_per_run, gpus_per_run)
     try:
         summary = run_suite(chosen, size, seeds, out, progress=not (no_progress or as_json),
                             executor=run_on)
@@ -62,16 +66,20 @@ def suite(
     print_summary(summary.to_dict())
 
 
-def _executor(kind: str, address: str | None, cpus: float | None, gpus: float | None):
-    """None (run_suite's default, in this process) or a `RayExecutor` from the flags."""
+def _executor(kind: str, jobs: int | None, address: str | None, cpus: float | None,
+              gpus: float | None):
+    """A `ParallelExecutor` (--jobs worker processes here) or a `RayExecutor` from the flags."""
     if kind == "process":
         given = [flag for flag, value in (("--address", address), ("--cpus-per-run", cpus),
                                           ("--gpus-per-run", gpus)) if value is not None]
         if given:
             raise InputError(f"{', '.join(given)} only apply with --executor ray")
-        return None
+        return jobs_executor(jobs)
     if kind != "ray":
         raise InputError(f"--executor {kind!r} is not allowed; expected process or ray")
+    if jobs is not None:
+        raise InputError("--jobs applies to --executor process; with ray, --cpus-per-run "
+                         "sets how many runs share a node")
     from blocklab.experiments.executors import RayExecutor
 
     return RayExecutor(address=address, num_cpus=1 if cpus is None else cpus,

@@ -1,4 +1,5 @@
-"""Where a suite's runs execute: here one after another, or as tasks on a Ray cluster.
+"""Where a suite's runs execute: here one after another, in worker processes on this machine,
+or as tasks on a Ray cluster.
 
 An executor is called as `executor(specs, store, progress)`. It runs every spec, saves each
 result with `store.save(spec.run_id, result)` the moment that result arrives, and returns
@@ -6,8 +7,11 @@ result with `store.save(spec.run_id, result)` the moment that result arrives, an
 summarises only when every run of the suite has a stored result, and raises `SuiteIncomplete`
 otherwise, so a rerun with the same results folder completes only the missing runs.
 
-    execute_in_process   the default: in order, in this process; the first exception stops
-                         the suite
+    execute_in_process   in order, in this process; the first exception stops the suite
+    ParallelExecutor     `jobs` forked single-threaded workers on this machine (what
+                         `blocklab suite` and `blocklab report` use, `--jobs`, default: the
+                         usable cores), then the timed runs alone; failed runs are reported
+                         and the others carry on
     RayExecutor          one Ray task per run, each reserving `num_cpus` CPUs and `num_gpus`
                          GPUs; the driver saves results in the order `ray.wait` hands them
                          back; a failed task (an exception, a killed worker) is reported with
@@ -26,20 +30,112 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import multiprocessing as mp
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from blocklab.errors import InputError
 from blocklab.experiments.results import ResultStore
-from blocklab.experiments.suites.base import RunSpec, execute_in_process
+from blocklab.experiments.suites.base import RunSpec, execute_in_process, execute_spec
 
 RAY_INSTALL = "pip install 'blocklab[ray]'"
 
 
+def usable_cores() -> int:
+    """The CPU cores this process may run on (its affinity mask, else the machine's count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+# The specs of the suite being run, set by the driver just before its worker processes fork, so
+# the workers inherit them (specs hold closures, which do not pickle) and receive only indices.
+_FORKED_SPECS: list[RunSpec] = []
+
+
+def _single_threaded() -> None:
+    import torch
+
+    torch.set_num_threads(1)
+
+
+def _run_forked(index: int) -> dict[str, Any]:
+    return execute_spec(_FORKED_SPECS[index].execute, False)
+
+
+@dataclass(frozen=True)
+class ParallelExecutor:
+    """Run independent specs in `jobs` forked worker processes on this machine, each with one
+    torch thread, then the timed specs (`RunSpec.timed`) one after another in this process,
+    with nothing beside them. Results are saved by this process as each run finishes.
+
+    A run's numbers do not depend on where it ran: every suite run is single-threaded and
+    seeded, so a result equals the serial run's in everything but its timings (tested). A run
+    that raises is listed with its error and the others carry on; the suite then reports
+    itself incomplete, and the same command runs only what is missing. Needs the `fork` start
+    method (Linux, macOS); elsewhere the runs go one after another.
+    """
+
+    jobs: int
+
+    def __post_init__(self) -> None:
+        if isinstance(self.jobs, bool) or not isinstance(self.jobs, int) or not \
+                1 <= self.jobs <= 1024:
+            raise InputError(f"--jobs {self.jobs!r} is not allowed; expected an integer in "
+                             "[1, 1024]")
+
+    def __call__(self, specs: Sequence[RunSpec], store: ResultStore,
+                 progress: bool) -> dict[str, str]:
+        untimed = [spec for spec in specs if not spec.timed]
+        timed = [spec for spec in specs if spec.timed]
+        failed: dict[str, str] = {}
+        if self.jobs > 1 and len(untimed) > 1 and "fork" in mp.get_all_start_methods():
+            failed = self._pool(untimed, store, progress)
+        else:
+            execute_in_process(untimed, store, progress)
+        execute_in_process(timed, store, progress)  # alone: the pool has shut down
+        return failed
+
+    def _pool(self, specs: list[RunSpec], store: ResultStore, progress: bool) -> dict[str, str]:
+        from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+        from blocklab.experiments.trainer import make_progress
+
+        global _FORKED_SPECS
+        failed: dict[str, str] = {}
+        _FORKED_SPECS = list(specs)
+        bar = make_progress() if progress else contextlib.nullcontext()
+        try:
+            with bar, ProcessPoolExecutor(min(self.jobs, len(specs)), mp.get_context("fork"),
+                                          initializer=_single_threaded) as pool:
+                overall = None if not progress else bar.add_task(
+                    f"suite: {len(specs)} runs on {min(self.jobs, len(specs))} processes",
+                    total=len(specs), loss="—")
+                pending = {pool.submit(_run_forked, i): spec for i, spec in enumerate(specs)}
+                while pending:
+                    done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                    for future in done:
+                        spec = pending.pop(future)
+                        error = future.exception()
+                        if error is None:
+                            store.save(spec.run_id, future.result())
+                        else:
+                            lines = str(error).strip().splitlines()
+                            failed[spec.run_id] = f"{type(error).__name__}: " \
+                                                  f"{lines[0] if lines else ''}".rstrip(": ")
+                        if overall is not None:
+                            bar.advance(overall)
+        finally:
+            _FORKED_SPECS = []
+        return failed
+
+
 def _execute(execute: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
     """The body of one Ray task: run the spec without a progress bar (the driver shows one)."""
-    return execute(False)
+    return execute_spec(execute, False)
 
 
 def _describe(error: BaseException) -> str:
@@ -149,4 +245,4 @@ class RayExecutor:
         return failed
 
 
-__all__ = ["RAY_INSTALL", "RayExecutor", "execute_in_process"]
+__all__ = ["RAY_INSTALL", "ParallelExecutor", "RayExecutor", "execute_in_process", "usable_cores"]

@@ -2,7 +2,7 @@
 
     doc = collect(results="runs", size="quick")      # ledger, suite summaries, budgets, checks
     html = render_html(doc, make_figures(doc), "en")  # blocklab.report.html / .figures
-    build_report("report", results="runs", size="quick", lang="en")  # runs missing suites too
+    build_report("report", results="runs", size="quick", lang="en")  # renders what is stored
 
 `collect` runs no experiment and no maths of its own: the ledger comes from `blocklab.claims`,
 the analytic tables from `blocklab.verify`, `blocklab.reference` and `blocklab.budget`, the
@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -42,34 +41,6 @@ def suite_command(suite: str, size: str, results: Path | str) -> str:
 
 def report_command(size: str, out: Path | str, results: Path | str) -> str:
     return f"blocklab report --{size} --out {out} --results {results}"
-
-
-def run_missing_suites(results: Path, size: str, *, progress: bool = True,
-                       echo: Callable[[str], None] = print) -> dict[str, str]:
-    """Run every suite at `size` into `results`; stored runs are skipped (resumable).
-
-    Returns {suite: error message} for suites that failed, so the report can still be written
-    and say which ones are missing and why.
-    """
-    from blocklab.experiments.results import ResultStore
-    from blocklab.experiments.suites import get_suite, run_suite
-    from blocklab.experiments.suites.base import suite_dir
-
-    errors: dict[str, str] = {}
-    for name in SUITES:
-        try:
-            suite = get_suite(name)
-            seeds = suite.default_seeds[size]
-            specs = suite.plan(size, seeds)
-            store = ResultStore(suite_dir(results, suite, size))
-            todo = sum(not store.has(s.run_id) for s in specs)
-            echo(f"suite {name} ({size}): {len(specs) - todo} of {len(specs)} runs stored, "
-                 f"{todo} to run -> {store.root}")
-            run_suite(suite, size, seeds, results, progress=progress)
-        except Exception as err:  # one failing suite must not stop the others or the report
-            errors[name] = f"{type(err).__name__}: {err}"
-            echo(f"suite {name} ({size}) failed: {errors[name]}")
-    return errors
 
 
 def collect(results: Path | str = "runs", size: str = "quick", *, out: Path | str = "report",
@@ -236,11 +207,12 @@ def write_report(doc: dict[str, Any], out: Path | str, lang: str) -> Path:
 
 
 def build_report(out: Path | str = "report", results: Path | str = "runs",
-                 size: str = "quick", lang: str = "en", *, run: bool = True,
-                 progress: bool = True, echo: Callable[[str], None] = print,
-                 ) -> tuple[Path, dict[str, Any]]:
-    """Run missing suite results (unless `run` is False), collect, render and write.
+                 size: str = "quick", lang: str = "en", *,
+                 suite_errors: dict[str, str] | None = None) -> tuple[Path, dict[str, Any]]:
+    """Collect the stored results, render and write the report; runs nothing (the CLI's
+    `report` runs missing suites first, through `blocklab.experiments.suites.run_suites`).
 
+    `suite_errors`: {suite: error} of suites that failed to run, shown where they belong.
     Returns the path of index.html and the document.
     """
     from blocklab.claims.lang import resolve_lang
@@ -249,6 +221,5 @@ def build_report(out: Path | str = "report", results: Path | str = "runs",
     lang = resolve_lang(lang)
     if size not in SIZES:
         raise InputError(f"size {size!r} is not allowed; expected one of {list(SIZES)}")
-    errors = run_missing_suites(Path(results), size, progress=progress, echo=echo) if run else {}
-    doc = collect(results, size, out=out, suite_errors=errors)
+    doc = collect(results, size, out=out, suite_errors=suite_errors or {})
     return write_report(doc, out, lang), doc

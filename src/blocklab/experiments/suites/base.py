@@ -23,6 +23,7 @@ import hashlib
 import json
 import math
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,6 +58,8 @@ class RunSpec:
     seed: int
     payload: dict[str, Any]
     execute: Callable[[Any], dict[str, Any]] = field(compare=False, repr=False)
+    # A run that measures time (kernel or step timings): it runs alone, never beside other runs.
+    timed: bool = False
 
     @property
     def run_id(self) -> str:
@@ -159,12 +162,14 @@ def run_suite(suite: Suite, size: str = "quick", seeds: int | None = None,
                          f"[1, {MAX_SEEDS}]")
     specs = suite.plan(size, seeds)
     store = ResultStore(suite_dir(out_dir, suite, size))
-    missing = [s for s in specs if not store.has(s.run_id)]
+    stale = stale_reasons(specs, store)
+    missing = [s for s in specs if not store.has(s.run_id) or s.run_id in stale]
     start = time.perf_counter()
     failed: dict[str, str] = {}
     if missing:
         failed = (executor or execute_in_process)(missing, store, progress) or {}
-    absent = [spec for spec in specs if not store.has(spec.run_id)]
+    absent = [spec for spec in specs if not store.has(spec.run_id)
+              or (spec.run_id in stale and stale_reasons([spec], store))]
     if absent:
         raise SuiteIncomplete(suite.name, size, [
             (spec.label, failed.get(spec.run_id, "no result was stored")) for spec in absent],
@@ -175,8 +180,62 @@ def run_suite(suite: Suite, size: str = "quick", seeds: int | None = None,
     summary.wall_time_s = sum(r.get("wall_time_s", 0.0) or 0.0 for _, r in results)
     summary.notes.append(f"{len(specs) - len(missing)} of {len(specs)} runs were already stored; "
                          f"this invocation took {time.perf_counter() - start:.1f} s")
+    if stale:
+        counts = Counter(reason for reasons in stale.values() for reason in reasons)
+        summary.notes.append(
+            f"{len(stale)} stored run(s) were run again because their provenance differs from "
+            "this code and machine: " + ", ".join(f"{k} ({n})" for k, n in sorted(counts.items())))
     write_atomic(store.root / "summary.json", result_json(summary.to_dict()))
     return summary
+
+
+def execute_spec(execute: Callable[[Any], dict[str, Any]], progress: Any) -> dict[str, Any]:
+    """Run one spec's `execute` and stamp its result with this process's provenance."""
+    from blocklab.experiments.provenance import current
+
+    result = execute(progress)
+    result["provenance"] = current().to_dict()
+    return result
+
+
+def _corpus_hashes(result: Any, depth: int = 0) -> list[tuple[str, str]]:
+    """(name, sha256) of every corpus a result records (the trainer's `data`, at any depth)."""
+    if not isinstance(result, dict) or depth > 3:
+        return []
+    found = []
+    data = result.get("data")
+    if isinstance(data, dict) and isinstance(data.get("name"), str) and "sha256" in data:
+        found.append((data["name"], data["sha256"]))
+    for value in result.values():
+        if isinstance(value, dict):
+            found += _corpus_hashes(value, depth + 1)
+    return found
+
+
+def stale_reasons(specs: Sequence[RunSpec], store: ResultStore) -> dict[str, list[str]]:
+    """run_id -> why its stored result may not be reused here (provenance keys that differ, or
+    "corpus <name>" whose bytes changed); stored results that may be reused are absent."""
+    from blocklab.experiments.data import load_corpus
+    from blocklab.experiments.provenance import current, differences
+
+    now, stale = current(), {}
+    corpus_hash: dict[str, str | None] = {}
+    for spec in specs:
+        if not store.has(spec.run_id):
+            continue
+        result = store.load(spec.run_id)
+        reasons = differences(result.get("provenance"), now)
+        for name, sha in _corpus_hashes(result):
+            if name not in corpus_hash:
+                try:
+                    corpus_hash[name] = load_corpus(name).sha256
+                except (InputError, OSError):  # gone: the run cannot be reused, nor redone
+                    corpus_hash[name] = None
+            if corpus_hash[name] != sha:
+                reasons.append(f"corpus {name}")
+        if reasons:
+            stale[spec.run_id] = reasons
+    return stale
 
 
 def execute_in_process(specs: Sequence[RunSpec], store: ResultStore, progress: bool) -> None:
@@ -186,13 +245,13 @@ def execute_in_process(specs: Sequence[RunSpec], store: ResultStore, progress: b
 
     if not progress:
         for spec in specs:
-            store.save(spec.run_id, spec.execute(False))
+            store.save(spec.run_id, execute_spec(spec.execute, False))
         return
     with make_progress() as bar:
         # `make_progress` shows a loss field on every task; the overall bar has none yet.
         overall = bar.add_task(f"suite: {len(specs)} runs", total=len(specs), loss="—")
         for spec in specs:
-            result = spec.execute(bar)
+            result = execute_spec(spec.execute, bar)
             store.save(spec.run_id, result)
             bar.advance(overall)
 

@@ -258,7 +258,7 @@ def plan(size_name: str, seeds: int) -> list[RunSpec]:
                       "batch_size": size.batch_size, "seq_len": size.seq_len,
                       "steps": size.timing_steps, "rounds": size.timing_rounds}
     specs.append(RunSpec("ffn timing", "timing", 0, timing_payload,
-                         lambda progress: time_arms(size)))
+                         lambda progress: time_arms(size), timed=True))
     return specs
 
 

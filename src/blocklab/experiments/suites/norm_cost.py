@@ -418,12 +418,13 @@ def plan(size: str, seeds: int) -> list[RunSpec]:
                 return time_kernels(d, rows, repeats=config["repeats"], compile=compile,
                                     threads=threads, block_s=config["block_s"])
             specs.append(RunSpec(f"kernels d={d} rows={rows} threads={threads}", "kernels", 0,
-                                 payload, execute))
+                                 payload, execute, timed=True))
         step_payload = {"suite": "norm-cost", "kind": "step", "threads": threads,
                         **config["step"]}
         specs.append(RunSpec(f"step time threads={threads}", "step", 0, step_payload,
                              lambda progress, t=threads: time_training_steps(config["step"],
-                                                                             threads=t)))
+                                                                             threads=t),
+                             timed=True))
     from blocklab.experiments.trainer import run
 
     for seed in range(seeds):

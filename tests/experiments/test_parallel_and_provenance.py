@@ -1,0 +1,177 @@
+"""Suite runs in worker processes give the serial results; stored results of other code,
+libraries or data are run again, and the summary says so."""
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from blocklab.experiments import provenance
+from blocklab.experiments.executors import ParallelExecutor, usable_cores
+from blocklab.experiments.suites import base, get_suite, run_suite
+
+# What a run measures about its own speed; everything else in a result is computed.
+TIMING_KEYS = {"wall_time_s", "train_time_s", "compile_s", "ms_per_step", "tokens_per_s"}
+
+
+def _without_timings(value):
+    if isinstance(value, dict):
+        return {k: _without_timings(v) for k, v in value.items() if k not in TIMING_KEYS}
+    if isinstance(value, list):
+        return [_without_timings(v) for v in value]
+    return value
+
+
+@pytest.mark.parametrize("name", ["placement", "position"])
+def test_parallel_results_equal_serial_results(tmp_path, name):
+    suite = get_suite(name)
+    serial = run_suite(suite, "tiny", None, tmp_path / "serial", progress=False)
+    parallel = run_suite(suite, "tiny", None, tmp_path / "parallel", progress=False,
+                         executor=ParallelExecutor(2))
+    specs = suite.plan("tiny", suite.default_seeds["tiny"])
+    assert not any(spec.timed for spec in specs)
+    for spec in specs:
+        a = json.loads((tmp_path / "serial" / name / "tiny" / f"{spec.run_id}.json").read_text())
+        b = json.loads((tmp_path / "parallel" / name / "tiny" / f"{spec.run_id}.json")
+                       .read_text())
+        assert _without_timings(a) == _without_timings(b), spec.label
+        assert a["provenance"] == b["provenance"] == provenance.current().to_dict()
+    assert _without_timings(serial.data) == _without_timings(parallel.data)
+
+
+def _recording_suite(log: Path):
+    """Two untimed runs that record their process and one timed run that records whether
+    any untimed worker is still alive when it starts."""
+    def untimed(progress, seed):
+        with open(log, "a") as handle:
+            handle.write(json.dumps({"seed": seed, "pid": os.getpid()}) + "\n")
+        return {"status": "ok", "value": float(seed)}
+
+    def timed(progress):
+        pids = [json.loads(line)["pid"] for line in log.read_text().splitlines()]
+        alive = []
+        for pid in set(pids) - {os.getpid()}:
+            try:
+                os.kill(pid, 0)
+                alive.append(pid)
+            except ProcessLookupError:
+                pass
+        return {"status": "ok", "pid": os.getpid(), "workers_alive": alive}
+
+    def plan(size, seeds):
+        specs = [base.RunSpec(f"run {s}", "run", s, {"seed": s},
+                              lambda progress, s=s: untimed(progress, s)) for s in range(seeds)]
+        specs.append(base.RunSpec("timing", "timing", 0, {"timing": True}, timed, timed=True))
+        return specs
+
+    def summarise(size, seeds, results):
+        return base.Summary("recording", size, seeds, [], data={
+            "results": [r for _, r in results]})
+
+    return base.Suite("recording", "runs that say where they ran", plan, summarise)
+
+
+def test_untimed_runs_use_workers_and_timed_runs_run_alone_here(tmp_path):
+    log = tmp_path / "log.jsonl"
+    log.touch()
+    summary = run_suite(_recording_suite(log), "tiny", 4, tmp_path / "runs", progress=False,
+                        executor=ParallelExecutor(2))
+    pids = {json.loads(line)["pid"] for line in log.read_text().splitlines()}
+    assert os.getpid() not in pids and 1 <= len(pids) <= 2  # in workers, not here
+    timed = summary.data["results"][-1]
+    assert timed["pid"] == os.getpid() and timed["workers_alive"] == []
+
+
+def test_failed_run_in_a_worker_is_listed_and_the_others_are_stored(tmp_path):
+    def plan(size, seeds):
+        def execute(progress, s):
+            if s == 1:
+                raise RuntimeError("run 1 broke")
+            return {"status": "ok"}
+        return [base.RunSpec(f"run {s}", "run", s, {"seed": s},
+                             lambda progress, s=s: execute(progress, s)) for s in range(3)]
+
+    suite = base.Suite("flaky", "one run raises", plan,
+                       lambda size, seeds, results: base.Summary("flaky", size, seeds, []))
+    with pytest.raises(base.SuiteIncomplete) as err:
+        run_suite(suite, "tiny", 3, tmp_path, progress=False, executor=ParallelExecutor(2))
+    assert err.value.missing == [("run 1", "RuntimeError: run 1 broke")]
+    assert len(list((tmp_path / "flaky" / "tiny").glob("*.json"))) == 2
+
+
+def test_jobs_must_be_a_positive_count():
+    for bad in (0, -1, True, 2.0, 10**6):
+        with pytest.raises(ValueError, match="--jobs"):
+            ParallelExecutor(bad)
+    assert usable_cores() >= 1
+
+
+# --- provenance ---------------------------------------------------------------------------------
+def _counting_suite(calls: list):
+    def plan(size, seeds):
+        return [base.RunSpec(f"run {s}", "run", s, {"seed": s},
+                             lambda progress, s=s: calls.append(s) or {
+                                 "status": "ok", "data": {"name": "stdlib",
+                                                          "sha256": _stdlib_sha()}})
+                for s in range(seeds)]
+
+    return base.Suite("counting", "counts its runs", plan,
+                      lambda size, seeds, results: base.Summary("counting", size, seeds, []))
+
+
+def _stdlib_sha() -> str:
+    from blocklab.experiments.data import load_corpus
+    return load_corpus("stdlib").sha256
+
+
+def test_results_record_provenance_and_are_reused_when_it_matches(tmp_path):
+    calls: list = []
+    run_suite(_counting_suite(calls), "tiny", 2, tmp_path, progress=False)
+    stored = json.loads(next((tmp_path / "counting" / "tiny").glob("[!s]*.json")).read_text())
+    now = provenance.current().to_dict()
+    assert stored["provenance"] == now
+    assert set(now) == set(provenance.RESULT_KEYS)
+    assert len(now["source_sha256"]) == 64 and now["torch"].startswith("2.")
+    summary = run_suite(_counting_suite(calls), "tiny", 2, tmp_path, progress=False)
+    assert calls == [0, 1]  # nothing re-run
+    assert not any("provenance" in note for note in summary.notes)
+
+
+@pytest.mark.parametrize("key", ["torch", "source_sha256", "kernels", "blocklab"])
+def test_a_result_with_other_provenance_is_run_again(tmp_path, monkeypatch, key):
+    calls: list = []
+    run_suite(_counting_suite(calls), "tiny", 2, tmp_path, progress=False)
+    real = provenance.current()
+    changed = provenance.Provenance(**{**real.to_dict(), key: "something else"})
+    monkeypatch.setattr(provenance, "current", lambda: changed)
+    summary = run_suite(_counting_suite(calls), "tiny", 2, tmp_path, progress=False)
+    assert calls == [0, 1, 0, 1]
+    assert any(note == "2 stored run(s) were run again because their provenance differs from "
+               f"this code and machine: {key} (2)" for note in summary.notes), summary.notes
+    calls.clear()
+    run_suite(_counting_suite(calls), "tiny", 2, tmp_path, progress=False)
+    assert calls == []  # the re-run results carry the new provenance
+
+
+def test_a_result_without_provenance_or_with_another_corpus_is_run_again(tmp_path):
+    calls: list = []
+    run_suite(_counting_suite(calls), "tiny", 2, tmp_path, progress=False)
+    files = sorted(p for p in (tmp_path / "counting" / "tiny").glob("*.json")
+                   if p.name != "summary.json")
+    first, second = (json.loads(p.read_text()) for p in files)
+    del first["provenance"]
+    second["data"]["sha256"] = "0" * 64  # what an older Python's standard library hashed to
+    files[0].write_text(json.dumps(first))
+    files[1].write_text(json.dumps(second))
+    summary = run_suite(_counting_suite(calls), "tiny", 2, tmp_path, progress=False)
+    assert sorted(calls) == [0, 0, 1, 1]
+    note = next(n for n in summary.notes if "provenance" in n)
+    assert "corpus stdlib (1)" in note and "provenance missing (1)" in note
+
+
+def test_source_hash_covers_what_decides_results():
+    root = Path(provenance.blocklab.__file__).parent
+    assert (root / "nn" / "cpu_kernels.c").exists()
+    assert set(provenance.RESULT_SOURCES) == {"config.py", "allocator.py", "nn", "experiments"}
+    assert provenance.source_sha256() == provenance.source_sha256.__wrapped__()
