@@ -5,7 +5,9 @@
     │   │                             the value and what is allowed; the CLI prints it as one
     │   │                             line and exits with code 2
     │   ├── ConfigError               a model, training or suite configuration
-    │   └── CheckpointError           a checkpoint folder, config.json or safetensors file
+    │   ├── CheckpointError           a checkpoint folder, config.json or safetensors file
+    │   └── ResultsError              a stored result or summary this version cannot read
+    │                                 (malformed, or written under another schema)
     └── KernelUnavailable (RuntimeError)
                                       an explicitly requested fast path cannot run here (the
                                       automatic choice falls back instead and records why)
@@ -33,8 +35,13 @@ class CheckpointError(InputError):
     """A checkpoint (config.json, safetensors files, index) cannot be read as given."""
 
 
+class ResultsError(InputError):
+    """A stored result or suite summary is malformed or has another schema version."""
+
+
 class KernelUnavailable(BlocklabError, RuntimeError):
     """An explicitly requested kernel implementation cannot run on this input or machine."""
 
 
-__all__ = ["BlocklabError", "CheckpointError", "ConfigError", "InputError", "KernelUnavailable"]
+__all__ = ["BlocklabError", "CheckpointError", "ConfigError", "InputError", "KernelUnavailable",
+           "ResultsError"]

@@ -9,6 +9,7 @@ import pytest
 
 from blocklab.claims import CHECKS, CLAIM_TEXT, Context, run_claims
 from blocklab.claims.text import claim_sources, claims_markdown, parse_claims
+from blocklab.experiments.suites.base import SUMMARY_SCHEMA
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "CLAIMS.md"
 
@@ -97,8 +98,8 @@ def _write(root: Path, suite: str, data: dict) -> None:
     folder = root / suite / "quick"
     folder.mkdir(parents=True)
     (folder / "summary.json").write_text(json.dumps(
-        {"suite": suite, "size": "quick", "seeds": 3, "runs": 1, "wall_time_s": 1.0,
-         "notes": [], "tables": [], "data": data}))
+        {"schema": SUMMARY_SCHEMA, "suite": suite, "size": "quick", "seeds": 3, "runs": 1,
+         "wall_time_s": 1.0, "notes": [], "tables": [], "data": data}))
 
 
 @pytest.mark.parametrize(("swiglu", "geglu", "glu", "verdict"), [
@@ -190,3 +191,39 @@ def test_extrapolation_grades_against_the_page(tmp_path):
     assert row.verdict == "conditional"
     failed = [s["statement"] for s in row.evidence["statements"] if not s["held"]]
     assert failed == ["RoPE works at 4×"]
+
+
+def test_a_check_that_raises_is_an_error_not_a_verdict(monkeypatch, capsys):
+    """A renamed summary key (a KeyError inside a check) must never read as a finding."""
+    from blocklab.claims import ledger
+    from blocklab.cli import main
+
+    def broken(ctx):
+        raise KeyError("arms")
+
+    monkeypatch.setitem(ledger.CHECKS, "C16", broken)
+    (row,) = run_claims(["C16"])
+    assert row.verdict == "error" and row.error == "KeyError: 'arms'"
+    assert row.verdict not in ("confirmed", "refuted", "conditional", "untestable-here",
+                               "missing-results")
+    assert "KeyError" in row.evidence["traceback"]
+    assert main(["claims", "C16", "--json"]) == 1
+    printed = json.loads(capsys.readouterr().out)
+    rows = printed["claims"] if isinstance(printed, dict) else printed
+    assert [r["verdict"] for r in rows] == ["error"]
+
+
+@pytest.mark.parametrize("content", [{"schema": 1}, {"no": "schema"}, "{not json"])
+def test_a_summary_of_another_schema_fails_loudly(tmp_path, content):
+    from blocklab.errors import ResultsError
+    from blocklab.experiments.suites.base import load_summary
+
+    folder = tmp_path / "ffn" / "quick"
+    folder.mkdir(parents=True)
+    (folder / "summary.json").write_text(content if isinstance(content, str)
+                                         else json.dumps(content))
+    with pytest.raises(ResultsError, match=r"summary.json .*blocklab suite ffn --size quick"):
+        load_summary(tmp_path, "ffn", "quick")
+    (row,) = run_claims(["C16"], Context(tmp_path, "quick"))
+    assert row.verdict == "error" and "ResultsError" in row.error
+    assert load_summary(tmp_path, "placement", "quick") is None  # not run: no error

@@ -170,8 +170,47 @@ def test_a_result_without_provenance_or_with_another_corpus_is_run_again(tmp_pat
     assert "corpus stdlib (1)" in note and "provenance missing (1)" in note
 
 
-def test_source_hash_covers_what_decides_results():
-    root = Path(provenance.blocklab.__file__).parent
-    assert (root / "nn" / "cpu_kernels.c").exists()
-    assert set(provenance.RESULT_SOURCES) == {"config.py", "allocator.py", "nn", "experiments"}
-    assert provenance.source_sha256() == provenance.source_sha256.__wrapped__()
+def test_source_hash_covers_what_decides_results_and_nothing_else(tmp_path):
+    import shutil
+    package = Path(provenance.blocklab.__file__).parent
+    copy = tmp_path / "blocklab"
+    shutil.copytree(package, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    before = provenance.source_sha256(copy)
+    assert len(before) == 64 and before == provenance.source_sha256.__wrapped__(copy)
+    (copy / "report" / "html.py").write_text("# presentation only\n")
+    (copy / "cli" / "extra.py").write_text("x = 1\n")
+    assert provenance.source_sha256.__wrapped__(copy) == before  # rendering: results stand
+    for changed in ("nn/cpu_kernels.c", "experiments/trainer.py", "config.py"):
+        (copy / changed).write_text((package / changed).read_text() + "\n")
+        assert provenance.source_sha256.__wrapped__(copy) != before, changed
+        shutil.copyfile(package / changed, copy / changed)
+
+
+# --- failures apart from quality ----------------------------------------------------------------
+def test_one_failed_seed_shrinks_n_and_keeps_the_position_summary(tmp_path):
+    suite = get_suite("position")
+    run_suite(suite, "tiny", 2, tmp_path, progress=False, executor=ParallelExecutor(2))
+    store = base.ResultStore(tmp_path / "position" / "tiny")
+    results = [(spec, store.load(spec.run_id)) for spec in suite.plan("tiny", 2)]
+    dropped = next(spec for spec, _ in results if spec.arm == "alibi" and spec.seed == 1)
+    kept = [(spec, r) for spec, r in results if spec is not dropped]
+    summary = suite.summarise("tiny", 2, kept)
+    alibi, rope = summary.data["arms"]["alibi"], summary.data["arms"]["rope"]
+    m = next(iter(alibi["loss_beyond_L"]))
+    assert alibi["loss_beyond_L"][m]["n"] == 1 and rope["loss_beyond_L"][m]["n"] == 2
+    assert alibi["extrapolated_minus_sliding"][m]["n"] == 1
+
+
+def test_failed_placement_runs_count_as_failures_not_as_losses():
+    from blocklab.experiments.suites import placement
+
+    ok = {"status": "ok", "final": {"val_loss": 2.0}, "steps_done": 10}
+    stuck = {"status": "stuck", "final": {"val_loss": 5.5}, "steps_done": 4}
+    training = placement.SIZES["tiny"].training
+    key = ("train", training.placements[-1], training.depths[0], training.warmups[0],
+           training.lrs[0])
+    by_key = {(*key, 0): ok, (*key, 1): stuck}
+    rows = placement._training_summary(training, 2, by_key)
+    row = next(r for r in rows if (r["placement"], r["depth"], r["warmup"], r["lr"]) == key[1:])
+    assert row["failures"] == 1 and row["status"] == {"ok": 1, "stuck": 1}
+    assert row["val_loss"]["n"] == 1 and row["val_loss"]["mean"] == 2.0  # 5.5 left out

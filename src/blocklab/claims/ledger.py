@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from blocklab.claims.text import CLAIM_TEXT, VERDICTS, claim_sources
+from blocklab.claims.text import CLAIM_TEXT, ERROR, VERDICTS, claim_sources
 from blocklab.errors import InputError
 
 
@@ -98,8 +98,9 @@ def missing(ctx: Context, suite: str) -> Finding:
 
 
 def run_claims(ids: list[str] | None = None, ctx: Context | None = None) -> list[ClaimResult]:
-    """Run the checks for `ids` (all when None) in id order. A check that raises is reported
-    with its error, not propagated, so one broken check does not hide the others."""
+    """Run the checks for `ids` (all when None) in id order. A check that raises gets the state
+    "error" with its message (never a verdict), so one broken check neither hides the others
+    nor passes for a finding; the CLI then exits 1."""
     from blocklab.claims import checks  # noqa: F401  (registers the checks)
 
     ctx = ctx or Context()
@@ -114,14 +115,16 @@ def run_claims(ids: list[str] | None = None, ctx: Context | None = None) -> list
         src = sources[cid]
         try:
             found = CHECKS[cid](ctx)
-            error = None
-        except Exception as err:  # a failing check is a result to show, exit code 1
-            found = Finding("untestable-here", f"The check failed to run: {err}",
-                            f"检查运行失败：{err}", {"traceback": traceback.format_exc()})
+        except Exception as err:  # noqa: BLE001 - shown as the error it is, never as a verdict
             error = f"{type(err).__name__}: {err}"
+            out.append(ClaimResult(cid, en, zh, src["page"], src["section"], ERROR,
+                                   f"The check failed to run: {error}",
+                                   f"检查运行失败：{error}",
+                                   {"traceback": traceback.format_exc()}, "", None, error))
+            continue
         out.append(ClaimResult(cid, en, zh, src["page"], src["section"], found.verdict,
                                found.summary, found.summary_zh, _plain(found.evidence),
-                               found.command, found.figure, error))
+                               found.command, found.figure, None))
     return out
 
 

@@ -96,8 +96,11 @@ CLAIM_TEXT: dict[str, tuple[str, str]] = {
 }
 
 VERDICTS = ("confirmed", "refuted", "conditional", "untestable-here", "missing-results")
+# A check that raises gets the state "error": never a verdict, and the ledger's exit code is 1.
+ERROR = "error"
 VERDICT_ZH = {"confirmed": "成立", "refuted": "不成立", "conditional": "有条件成立",
-              "untestable-here": "此处无法检验", "missing-results": "缺少实验结果"}
+              "untestable-here": "此处无法检验", "missing-results": "缺少实验结果",
+              ERROR: "检查出错"}
 
 _LINE = re.compile(r"^- (C\d\d) (.*?)\[§ (.+?)\]\s*$")
 

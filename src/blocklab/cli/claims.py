@@ -11,7 +11,7 @@ from blocklab.cli import app, console
 from blocklab.errors import InputError
 
 VERDICT_STYLE = {"confirmed": "green", "refuted": "red", "conditional": "yellow",
-                 "untestable-here": "magenta", "missing-results": "dim"}
+                 "untestable-here": "magenta", "missing-results": "dim", "error": "bold red"}
 
 
 @app.command()

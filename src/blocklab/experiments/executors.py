@@ -38,7 +38,7 @@ from typing import Any
 
 from blocklab.errors import InputError
 from blocklab.experiments.results import ResultStore
-from blocklab.experiments.suites.base import RunSpec, execute_in_process, execute_spec
+from blocklab.experiments.suites.base import RunSpec, execute_in_process
 
 RAY_INSTALL = "pip install 'blocklab[ray]'"
 
@@ -63,7 +63,7 @@ def _single_threaded() -> None:
 
 
 def _run_forked(index: int) -> dict[str, Any]:
-    return execute_spec(_FORKED_SPECS[index].execute, False)
+    return _FORKED_SPECS[index].execute(False)
 
 
 @dataclass(frozen=True)
@@ -135,7 +135,7 @@ class ParallelExecutor:
 
 def _execute(execute: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
     """The body of one Ray task: run the spec without a progress bar (the driver shows one)."""
-    return execute_spec(execute, False)
+    return execute(False)
 
 
 def _describe(error: BaseException) -> str:

@@ -43,10 +43,11 @@ class Provenance:
         return asdict(self)
 
 
-@functools.lru_cache(maxsize=1)
-def source_sha256() -> str:
-    """sha256 over (relative path, bytes) of every .py and .c file in RESULT_SOURCES."""
-    root = Path(blocklab.__file__).parent
+@functools.lru_cache(maxsize=4)
+def source_sha256(root: Path | None = None) -> str:
+    """sha256 over (relative path, bytes) of every .py and .c file in RESULT_SOURCES under the
+    package folder `root` (default: this installed package)."""
+    root = Path(blocklab.__file__).parent if root is None else root
     digest = hashlib.sha256()
     for part in RESULT_SOURCES:
         target = root / part

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from blocklab.config import write_atomic
-from blocklab.errors import InputError
+from blocklab.errors import InputError, ResultsError
 
 SUITES = ("ffn", "norm-cost", "placement", "position")
 SCHEMA = 1
@@ -56,11 +56,15 @@ def collect(results: Path | str = "runs", size: str = "quick", *, out: Path | st
     ledger = [row.to_dict() for row in run_claims(None, Context(results, size))]
     suites = {}
     for name in SUITES:
-        summary = load_summary(results, name, size)
+        error = (suite_errors or {}).get(name)
+        try:
+            summary = load_summary(results, name, size)
+        except ResultsError as err:  # shown where the suite's section would be, exit code 1
+            summary, error = None, str(err)
         suites[name] = {
             "command": suite_command(name, size, results),
             "summary": summary,
-            "error": (suite_errors or {}).get(name),
+            "error": error,
             "runs": (_run_curves(results, name, size, summary.get("seeds", 1))
                      if summary else []),
         }

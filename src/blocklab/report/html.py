@@ -21,7 +21,8 @@ from blocklab.report.figures import Figure
 from blocklab.report.i18n import caption, t
 
 VERDICT_EN = {"confirmed": "confirmed", "refuted": "refuted", "conditional": "conditional",
-              "untestable-here": "untestable here", "missing-results": "missing results"}
+              "untestable-here": "untestable here", "missing-results": "missing results",
+              "error": "error"}
 
 CSS = """
 :root { --ink: #1f2328; --muted: #59636e; --line: #d1d9e0; --bg: #ffffff; --soft: #f6f8fa;

@@ -19,6 +19,8 @@ cluster. Either way the suite is summarised only once every run has a stored res
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import functools
 import hashlib
 import json
 import math
@@ -30,10 +32,12 @@ from pathlib import Path
 from typing import Any
 
 from blocklab.config import write_atomic
-from blocklab.errors import InputError
+from blocklab.errors import InputError, ResultsError
 from blocklab.experiments.results import ResultStore, json_safe, result_json
 
 SIZES = ("tiny", "quick", "full")
+# The layout of summary.json; readers refuse any other (2: schema and provenance recorded).
+SUMMARY_SCHEMA = 2
 
 
 @contextlib.contextmanager
@@ -90,6 +94,7 @@ class Summary:
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "schema": SUMMARY_SCHEMA,
             "suite": self.suite, "size": self.size, "seeds": self.seeds, "runs": self.runs,
             "wall_time_s": self.wall_time_s, "notes": self.notes, "data": self.data,
             "tables": [{"title": t.title, "columns": t.columns, "rows": t.rows,
@@ -167,7 +172,11 @@ def run_suite(suite: Suite, size: str = "quick", seeds: int | None = None,
     start = time.perf_counter()
     failed: dict[str, str] = {}
     if missing:
-        failed = (executor or execute_in_process)(missing, store, progress) or {}
+        # Each result is stamped with the provenance of the process that computed it, whichever
+        # executor runs it (a Ray node may differ from this machine).
+        stamped = [dataclasses.replace(spec, execute=functools.partial(execute_spec, spec.execute))
+                   for spec in missing]
+        failed = (executor or execute_in_process)(stamped, store, progress) or {}
     absent = [spec for spec in specs if not store.has(spec.run_id)
               or (spec.run_id in stale and stale_reasons([spec], store))]
     if absent:
@@ -245,24 +254,39 @@ def execute_in_process(specs: Sequence[RunSpec], store: ResultStore, progress: b
 
     if not progress:
         for spec in specs:
-            store.save(spec.run_id, execute_spec(spec.execute, False))
+            store.save(spec.run_id, spec.execute(False))
         return
     with make_progress() as bar:
         # `make_progress` shows a loss field on every task; the overall bar has none yet.
         overall = bar.add_task(f"suite: {len(specs)} runs", total=len(specs), loss="—")
         for spec in specs:
-            result = execute_spec(spec.execute, bar)
+            result = spec.execute(bar)
             store.save(spec.run_id, result)
             bar.advance(overall)
 
 
 def load_summary(out_dir: str | Path, suite_name: str, size: str) -> dict[str, Any] | None:
-    """The stored summary.json of a suite, or None when it has not been run."""
+    """The stored summary.json of a suite, or None when it has not been run.
+
+    Raises ResultsError, naming the file and the command that rewrites it, for a summary that
+    does not parse or was written under another `SUMMARY_SCHEMA`: readers never guess at the
+    fields of a layout they do not know.
+    """
     path = Path(out_dir) / suite_name / size / "summary.json"
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
+    if not path.exists():
         return None
+    rerun = f"`blocklab suite {suite_name} --size {size} --results {out_dir}`"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ResultsError(f"{path} is not a readable summary ({err}); run {rerun} to write it "
+                           "again") from None
+    found = data.get("schema") if isinstance(data, dict) else None
+    if found != SUMMARY_SCHEMA:
+        raise ResultsError(f"{path} has summary schema {found!r}; this blocklab reads schema "
+                           f"{SUMMARY_SCHEMA}: run {rerun} to rewrite it (stored runs whose "
+                           "provenance matches are reused)")
+    return data
 
 
 # --- statistics --------------------------------------------------------------------------------

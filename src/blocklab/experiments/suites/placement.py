@@ -311,6 +311,11 @@ def _final_val(result: dict[str, Any]) -> float | None:
     return value if value is not None and math.isfinite(value) else None
 
 
+def _ok_val(result: dict[str, Any]) -> float | None:
+    """The final val loss of a run that finished ("ok"); None for a failed or missing one."""
+    return _final_val(result) if result.get("status") == "ok" else None
+
+
 def _training_summary(training: Training, seeds: int,
                       by_key: dict[tuple, dict[str, Any]]) -> list[dict[str, Any]]:
     rows = []
@@ -327,10 +332,12 @@ def _training_summary(training: Training, seeds: int,
                     for r in mine:
                         key = r.get("status", "missing")
                         status[key] = status.get(key, 0) + 1
-                    vals = [_final_val(r) for r in mine]
+                    # Quality from the runs that finished; stuck and diverged runs are counted
+                    # in the status columns only. Pairs need both seeds finished (n shown).
+                    vals = [_ok_val(r) for r in mine]
                     delta = None
                     if placement != "pre" and "pre" in training.placements:
-                        delta = paired_difference(vals, [_final_val(r) for r in results("pre")])
+                        delta = paired_difference(vals, [_ok_val(r) for r in results("pre")])
                     rows.append({
                         "placement": placement, "depth": depth, "warmup": warmup, "lr": lr,
                         "failures": status.get("diverged", 0) + status.get("stuck", 0),
@@ -409,12 +416,13 @@ def summarise(size_name: str, seeds: int, results: list[tuple[RunSpec, dict[str,
           _ci_plain(r["val_loss"]),
           "—" if r["delta_vs_pre"] is None else format_ci(r["delta_vs_pre"], 3)]
          for r in rows],
-        "Val loss over every run with a finite loss"
+        "Val loss over the runs that finished (status ok); diverged and stuck runs count in "
+        "the failed column only"
         + ("" if training.stuck_patience is None else
-           f"; a stuck run stops at warmup + {training.stuck_patience} steps, so its loss is "
-           "from there")
+           f" (a stuck run stops at warmup + {training.stuck_patience} steps)")
         + ". Δ = this − pre at the same "
-        "depth, warmup and lr, paired by seed; negative = lower loss than pre-norm. Unigram "
+        "depth, warmup and lr, paired by seed over the seeds where both finished (n shown); "
+        "negative = lower loss than pre-norm. Unigram "
         f"entropy of the training bytes: {_g(entropy)} nats.")
     notes = [
         f"(a) probe: d_model={probe.d_model}, n_heads={probe.n_heads}, depths "

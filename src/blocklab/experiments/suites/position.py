@@ -629,7 +629,10 @@ def summarise(size: str, seeds: int, results: list[tuple[RunSpec, dict[str, Any]
                                  "extrapolated_minus_sliding": {},
                                  "extrapolated_vs_sliding_pct": {}, "per_position": {}}
         for m in longer:
-            values = [by_seed[s]["loss_beyond_L"].get(m) for s in seed_list if s in by_seed]
+            # Aligned by seed with `sliding` below: a seed without a result is None here, so
+            # one failed seed shrinks n instead of breaking the pairing.
+            values = [by_seed[s]["loss_beyond_L"].get(m) if s in by_seed else None
+                      for s in seed_list]
             if any(v == UNAVAILABLE for v in values):
                 entry["loss_beyond_L"][m] = UNAVAILABLE
             else:
