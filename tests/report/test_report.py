@@ -180,7 +180,7 @@ def test_missing_results_name_the_command(tmp_path, capsys):
     assert "missing suite results: " + ", ".join(SUITES) in out.out
     text = (tmp_path / "out" / "index.html").read_text(encoding="utf-8")
     for name in SUITES:
-        assert f"<code>blocklab suite {name} --tiny --out {results}</code>" in text
+        assert f"<code>blocklab suite {name} --size tiny --results {results}</code>" in text
     assert text.count("No stored results") == len(SUITES)
     assert not (results / "ffn").exists()  # --no-run ran nothing
     data = json.loads((tmp_path / "out" / "report.json").read_text(encoding="utf-8"))

@@ -71,7 +71,7 @@ class Context:
         return self._cache[suite]
 
     def suite_command(self, suite: str) -> str:
-        return f"blocklab suite {suite} --{self.size} --out {self.results}"
+        return f"blocklab suite {suite} --size {self.size} --results {self.results}"
 
 
 CHECKS: dict[str, Callable[[Context], Finding]] = {}

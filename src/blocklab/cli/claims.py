@@ -7,8 +7,7 @@ from pathlib import Path
 
 import typer
 
-from blocklab.cli import app, console
-from blocklab.errors import InputError
+from blocklab.cli import app, chosen_size, console
 
 VERDICT_STYLE = {"confirmed": "green", "refuted": "red", "conditional": "yellow",
                  "untestable-here": "magenta", "missing-results": "dim", "error": "bold red"}
@@ -21,8 +20,11 @@ def claims(
     lang: str = typer.Option(None, "--lang", help="en or zh (default: from the locale)."),
     results: Path = typer.Option(Path("runs"), "--results",
                                  help="Folder of suite results (from blocklab suite/report)."),
-    size: str = typer.Option("quick", "--size", help="Which suite results to read: tiny, "
-                                                     "quick or full."),
+    size: str = typer.Option(None, "--size", help="Which suite results to read: tiny, "
+                                                  "quick (the default) or full."),
+    tiny: bool = typer.Option(False, "--tiny", help="Shortcut for --size tiny."),
+    quick: bool = typer.Option(False, "--quick", help="Shortcut for --size quick."),
+    full: bool = typer.Option(False, "--full", help="Shortcut for --size full."),
 ) -> None:
     """Settle the pages' claims: confirmed, refuted, conditional or untestable here, with the
     evidence and the command that reproduces it. Exit code 1 only if a check fails to run.
@@ -31,11 +33,8 @@ def claims(
     """
     from blocklab.claims import Context, run_claims
     from blocklab.claims.lang import resolve_lang
-    from blocklab.experiments.suites.base import SIZES
-
     language = resolve_lang(lang)
-    if size not in SIZES:
-        raise InputError(f"--size {size!r} is not allowed; expected one of {list(SIZES)}")
+    size = chosen_size(size, tiny, quick, full)
     rows = run_claims([i.upper() for i in ids] if ids else None, Context(results, size))
     if as_json:
         typer.echo(json.dumps([r.to_dict() for r in rows], indent=1, ensure_ascii=False))

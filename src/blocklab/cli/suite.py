@@ -42,7 +42,7 @@ def suite(
     If any run fails (with --executor ray the others carry on), the suite is not summarised:
     the failed runs are listed, exit code 1, and the same command again runs only those.
 
-    Example: [bold]blocklab suite ffn --quick --seeds 2 --out runs[/bold]
+    Example: [bold]blocklab suite ffn --size quick --seeds 2 --results runs --jobs 2[/bold]
     """
     size = chosen_size(size, tiny, quick, full)
     from blocklab.experiments.suites import get_suite, run_suite

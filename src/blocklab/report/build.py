@@ -36,11 +36,11 @@ ROPE_SHIFTS = (1, 100, 10_000, 1_000_000)
 
 
 def suite_command(suite: str, size: str, results: Path | str) -> str:
-    return f"blocklab suite {suite} --{size} --out {results}"
+    return f"blocklab suite {suite} --size {size} --results {results}"
 
 
 def report_command(size: str, out: Path | str, results: Path | str) -> str:
-    return f"blocklab report --{size} --out {out} --results {results}"
+    return f"blocklab report --size {size} --out {out} --results {results}"
 
 
 def collect(results: Path | str = "runs", size: str = "quick", *, out: Path | str = "report",
