@@ -250,3 +250,26 @@ def test_bad_lang_is_one_line_exit_2(tmp_path, capsys):
 def test_two_sizes_is_exit_2(tmp_path, capsys):
     assert main(["report", "--tiny", "--full", "--out", str(tmp_path / "o")]) == 2
     assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_rendering_stored_results_trains_nothing(built, tmp_path, monkeypatch):
+    """The report module renders: with every training entry point broken, collecting and
+    writing the report from stored results still works, and so does `report --no-run`."""
+    import blocklab.experiments.suites.base as suite_base
+    import blocklab.experiments.trainer as trainer
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("the report trained or ran a suite")
+
+    for module, name in ((trainer, "train"), (trainer, "run"), (suite_base, "run_suite"),
+                         (suite_base, "execute_in_process")):
+        monkeypatch.setattr(module, name, forbidden)
+    _, doc, _ = built
+    results = doc["generated"]["results"]
+    fresh = collect(results, "tiny", out=tmp_path / "out")
+    assert all(fresh["suites"][name]["summary"] for name in SUITES)
+    index = write_report(fresh, tmp_path / "out", "en")
+    assert index.is_file()
+    assert main(["report", "--tiny", "--no-run", "--results", results, "--out",
+                 str(tmp_path / "cli")]) in (0, 1)
+    assert (tmp_path / "cli" / "index.html").is_file()

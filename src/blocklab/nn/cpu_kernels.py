@@ -134,8 +134,9 @@ def _check_dir(folder: Path) -> None:
     _private(st, f"kernel cache {folder}")
 
 
-def _read_private(path: Path, limit: int) -> tuple[int, bytes]:
-    """(open fd, bytes) of a regular file of ours, read through the fd that stays open."""
+def _read_private(path: Path, limit: int) -> bytes:
+    """The bytes of a regular file of ours (no symlink, not writable by others), read through
+    the descriptor whose owner and mode were checked."""
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
     try:
         st = os.fstat(fd)
@@ -144,16 +145,16 @@ def _read_private(path: Path, limit: int) -> tuple[int, bytes]:
         _private(st, str(path))
         if st.st_size > limit:
             raise _Refused(f"{path} is {st.st_size} bytes, more than a build can be")
-        data = b""
-        while len(data) < st.st_size:
-            chunk = os.read(fd, st.st_size - len(data))
+        chunks, left = [], st.st_size
+        while left > 0:
+            chunk = os.read(fd, left)
             if not chunk:
                 break
-            data += chunk
-        return fd, data
-    except BaseException:
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    finally:
         os.close(fd)
-        raise
 
 
 def _symbols(lib: ctypes.CDLL) -> None:
@@ -168,16 +169,13 @@ def _load_cached(folder: Path, key: str) -> ctypes.CDLL | None:
     manifest = folder / f"{PREFIX}{key}.json"
     if not manifest.exists():
         return None
-    fd = None
     try:
-        mfd, raw = _read_private(manifest, MANIFEST_MAX_BYTES)
-        os.close(mfd)
-        meta = json.loads(raw.decode("utf-8"))
+        meta = json.loads(_read_private(manifest, MANIFEST_MAX_BYTES).decode("utf-8"))
         name, digest = meta["library"], meta["sha256"]
         if not (isinstance(name, str) and re.fullmatch(rf"{PREFIX}{key}-[0-9a-f]{{16}}\.so", name)
                 and isinstance(digest, str)):
             raise _Refused(f"manifest {manifest} names {name!r}, not a build of {key}")
-        fd, data = _read_private(folder / name, LIBRARY_MAX_BYTES)
+        data = _read_private(folder / name, LIBRARY_MAX_BYTES)
         got = hashlib.sha256(data).hexdigest()
         if got != digest:
             raise _Refused(f"{name} does not match its manifest's sha256 ({len(data)} bytes)")
@@ -189,9 +187,6 @@ def _load_cached(folder: Path, key: str) -> ctypes.CDLL | None:
     except (_Refused, OSError, ValueError, KeyError, TypeError) as exc:
         _notes.append(f"cached build not used ({_one_line(exc)}); rebuilding")
         return None
-    finally:
-        if fd is not None:
-            os.close(fd)
     try:
         os.utime(manifest)  # marks the build as in use, for pruning
     except OSError:
