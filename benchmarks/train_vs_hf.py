@@ -2,11 +2,13 @@
 
 Both models have the same Llama architecture (vocab 256, d_model 256, 4 layers, 4 heads,
 d_ff 688, RoPE, RMSNorm, SwiGLU), start from the same weights and see the same batches (bytes of
-Python standard-library sources, so vocab 256 is exact) in float32 on 2 CPU threads, each with
-its own AdamW. Steps alternate between the two models, in alternating order, so that machine
-noise hits both alike; warm-up steps are not timed. Prints tokens/s of each (from the median
-step, the best step and the mean), the ratio blocklab / Hugging Face, and both final losses (same
-weights and data, so they agree to rounding).
+Python standard-library sources, so vocab 256 is exact) in float32 on 2 CPU threads. Each is
+trained by blocklab's one training step (`blocklab.experiments.trainer.train_step`: AdamW with
+the trainer's parameter groups, gradient clipping), with its own optimizer. Steps alternate
+between the two models, in alternating order, so that machine noise hits both alike; warm-up
+steps are not timed. Prints tokens/s of each (from the median step, the best step and the
+mean), the ratio blocklab / Hugging Face, and both final losses (same weights and data, so they
+agree to rounding).
 
 blocklab runs with `fused_qkv` (one q/k/v matmul) by default; `--fused-gate-up` also fuses the
 FFN's gate and up matmuls, which on CPU tends to cost more than it saves (its backward has to
@@ -25,9 +27,9 @@ import time
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 
 from blocklab.config import ModelConfig
+from blocklab.experiments.trainer import TrainConfig, make_optimizer, train_step
 from blocklab.interop.hf import hf_to_blocklab_name
 from blocklab.nn import DecoderLM
 
@@ -94,27 +96,25 @@ def main() -> None:
         "blocklab": lambda ids: ours(ids),
         "hf": lambda ids: hf(input_ids=ids, use_cache=False).logits,
     }
-    optims = {"blocklab": torch.optim.AdamW(ours.parameters(), lr=1e-3),
-              "hf": torch.optim.AdamW(hf.parameters(), lr=1e-3)}
+    # Both models take blocklab's training step (AdamW groups, clipping): the step timed is
+    # the step trained.
+    tc = TrainConfig(lr=1e-3)
+    optims = {"blocklab": make_optimizer(ours, tc), "hf": make_optimizer(hf, tc)}
+    params = {"blocklab": list(ours.parameters()), "hf": list(hf.parameters())}
     seconds: dict[str, list[float]] = {name: [] for name in models}
     losses = dict.fromkeys(models, float("nan"))
     data = corpus()
     for step, chunk in enumerate(batches(data, args.batch, args.seq_len,
                                          args.warmup + args.steps)):
-        inputs, targets = chunk[:, :-1], chunk[:, 1:]
         # Swap the order every step so that neither model always runs on a cache the other
         # just warmed (or cooled).
         for name in list(models) if step % 2 == 0 else list(models)[::-1]:
-            forward = models[name]
             start = time.perf_counter()
-            logits = forward(inputs)
-            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
-            loss.backward()
-            optims[name].step()
-            optims[name].zero_grad(set_to_none=True)
+            result = train_step(models[name], chunk, optims[name], params[name], lr=tc.lr,
+                                grad_clip=tc.grad_clip)
             if step >= args.warmup:
                 seconds[name].append(time.perf_counter() - start)
-            losses[name] = loss.item()
+            losses[name] = result.loss
 
     tokens = args.batch * args.seq_len  # per step
     # The median step resists other processes' bursts on a shared machine, the best step shows

@@ -48,3 +48,19 @@ def test_layernorm_scale_gap_closed_form():
     ln = verify.ref.layernorm
     direct = float(np.max(np.abs(ln(a * x, eps) - ln(x, eps))))
     assert verify._layernorm_scale_gap(x, a, eps) == pytest.approx(direct, rel=1e-12)
+
+
+def test_rope_gap_by_shift_is_the_reference_gap_at_each_shift():
+    import numpy as np
+
+    from blocklab import reference as ref
+    from blocklab.verify import ROPE_SHIFTS, rope_gap_by_shift
+
+    gaps = rope_gap_by_shift()
+    assert list(gaps) == [str(s) for s in ROPE_SHIFTS]
+    rng = np.random.default_rng(0)
+    q, k = rng.normal(size=64), rng.normal(size=64)
+    for s in ROPE_SHIFTS:
+        want = max(ref.relative_position_gap(q, k, 10, 3, s, layout=layout)
+                   for layout in ref.ROPE_LAYOUTS)
+        assert gaps[str(s)] == want and 0 <= want < 1e-6

@@ -66,13 +66,14 @@ HF_LLAMA_FAMILY = ("llama", "mistral", "qwen2", "qwen3")
 MAX_SIZE = 2**53
 
 
-def _shown(value: Any) -> str:
+def shown_value(value: Any) -> str:
+    """repr(value) for an error message, its middle elided when long (a 400-digit number)."""
     text = repr(value)
     return text if len(text) <= 60 else f"{text[:28]}...{text[-12:]} ({len(text)} chars)"
 
 
 def _bad(field_name: str, value: Any, allowed: str) -> ConfigError:
-    return ConfigError(f"ModelConfig.{field_name}={_shown(value)} is not allowed; expected "
+    return ConfigError(f"ModelConfig.{field_name}={shown_value(value)} is not allowed; expected "
                        f"{allowed}")
 
 
@@ -375,12 +376,13 @@ def _hf_rope(hf: dict[str, Any]) -> tuple[float, dict[str, Any] | None, float]:
 def _hf_float(key: str, value: Any) -> float:
     """A config.json number as a float; a string, list or out-of-range value fails naming key."""
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ConfigError(f"config.json {key}={_shown(value)} is not allowed; expected a number")
+        raise ConfigError(f"config.json {key}={shown_value(value)} is not allowed; expected a "
+                          "number")
     try:
         return float(value)
     except OverflowError:
-        raise ConfigError(f"config.json {key}={_shown(value)} is not allowed; expected a finite "
-                          "number") from None
+        raise ConfigError(f"config.json {key}={shown_value(value)} is not allowed; expected a "
+                          "finite number") from None
 
 
 # config.json keys of ModelConfig fields, so an error about a field names the key a user wrote.

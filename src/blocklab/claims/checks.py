@@ -529,28 +529,31 @@ def c16(ctx: Context) -> Finding:
         return missing(ctx, "ffn")
     data = summary["data"]
     arms = data["arms"]
-    page = {"swiglu": 1.5, "geglu": 1.0, "glu": 0.5}  # claimed gain over ReLU in %
+    from blocklab.experiments.suites.ffn import PAGE_GAIN_PCT, page_gain_text
+
+    page = {arm: PAGE_GAIN_PCT[arm] for arm in ("swiglu", "geglu", "glu")}  # gains over ReLU, %
     rows, signs = {}, {}
     for arm in page:
         rel = arms[arm]["rel_delta_pct"]  # (arm − relu)/relu in %; negative = better
         signs[arm] = _sign(rel)
-        rows[arm] = {"rel_delta_pct": rel, "page_gain_pct": page[arm],
+        rows[arm] = {"rel_delta_pct": rel, "page_gain_pct": list(page[arm]),
                      "val_loss": arms[arm]["val_loss"]}
     better = [a for a, s in signs.items() if s == "below"]
     worse = [a for a, s in signs.items() if s == "above"]
     verdict = ("confirmed" if signs["swiglu"] == "below" and not worse else
                "refuted" if signs["swiglu"] == "above" or len(worse) >= 2 else "conditional")
     parts = ", ".join(f"{a} {_ci_text(arms[a]['rel_delta_pct'], 2, '%')}" for a in page)
+    claimed = ", ".join(page_gain_text(a).lstrip("+") for a in page)
     seeds, steps = data.get("seeds"), data.get("steps")
     return Finding(
         verdict,
         f"Loss change vs ReLU at equal parameters (negative = better; mean [95% CI] over "
         f"{seeds} paired seeds, {steps} steps on the stdlib corpus): {parts}. The page claims "
-        f"gains of 1–2%, 1% and 0.5%. Better with CI below 0: {better or 'none'}; worse: "
+        f"gains of {claimed}. Better with CI below 0: {better or 'none'}; worse: "
         f"{worse or 'none'}. A small model ({_size_text(data.get('size', {}))}); the papers' "
         "gains come from far larger ones.",
         f"等参数下相对 ReLU 的损失变化（负为更好；{seeds} 个配对种子、{steps} 步、stdlib 语料上的均值 "
-        f"[95% 置信区间]）：{parts}。页面称分别提升 1–2%、1%、0.5%。置信区间低于 0（更好）：{better or '无'}；"
+        f"[95% 置信区间]）：{parts}。页面称分别提升 {'、'.join(page_gain_text(a).lstrip('+') for a in page)}。置信区间低于 0（更好）：{better or '无'}；"
         f"更差：{worse or '无'}。这是小模型的结果，论文中的提升来自大得多的模型。",
         {"arms": rows, "seeds": seeds, "steps": steps,
          "unigram_entropy": data.get("unigram_entropy")},

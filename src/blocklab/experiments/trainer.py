@@ -32,7 +32,7 @@ import contextlib
 import dataclasses
 import math
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,7 +51,7 @@ from rich.progress import (
 from torch import nn
 
 from blocklab.allocator import tune_cpu_allocator
-from blocklab.config import MAX_SIZE, ModelConfig, write_atomic
+from blocklab.config import MAX_SIZE, ModelConfig, shown_value, write_atomic
 from blocklab.errors import ConfigError, InputError
 from blocklab.experiments import distributed
 from blocklab.experiments.data import (
@@ -72,9 +72,8 @@ _SMOOTH = 10  # train losses averaged for the stuck test and the final train los
 
 
 def _bad(name: str, value: Any, allowed: str) -> ConfigError:
-    text = repr(value)
-    shown = text if len(text) <= 60 else f"{text[:28]}...{text[-12:]} ({len(text)} chars)"
-    return ConfigError(f"TrainConfig.{name}={shown} is not allowed; expected {allowed}")
+    return ConfigError(f"TrainConfig.{name}={shown_value(value)} is not allowed; expected "
+                       f"{allowed}")
 
 
 def _int(name: str, value: Any, minimum: int) -> None:
@@ -372,13 +371,58 @@ def _layer_grad_norms(layers: nn.ModuleList) -> tuple[list[float], list[float | 
     return whole, down
 
 
-def _optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.AdamW:
-    # Decay matrices and embeddings; leave norm gains and biases alone (nanoGPT, GPT-3).
+def make_optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.AdamW:
+    """The one optimizer of every training and timing loop: AdamW with `config`'s betas and
+    eps, weight decay on matrices and embeddings only (norm gains and biases are not decayed,
+    as in nanoGPT and GPT-3)."""
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
     groups = [{"params": decay, "weight_decay": config.weight_decay},
               {"params": no_decay, "weight_decay": 0.0}]
     return torch.optim.AdamW(groups, lr=config.lr, betas=config.betas, eps=config.adam_eps)
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """What one optimizer step saw: the batch's loss (nats/token; averaged over ranks inside a
+    process group), the gradient norm before clipping (None when the step stopped at the loss),
+    and whether the parameters were updated."""
+
+    loss: float
+    grad_norm: float | None
+    stepped: bool
+
+
+def train_step(forward: Callable[[torch.Tensor], torch.Tensor], batch: torch.Tensor,
+               optimizer: torch.optim.Optimizer, params: list[nn.Parameter], *, lr: float,
+               grad_clip: float | None, loss_ok: Callable[[float], bool] | None = None,
+               after_backward: Callable[[], None] | None = None) -> StepResult:
+    """One training step on batch [B, T + 1]: set lr, next-token loss of forward(batch[:, :-1])
+    against batch[:, 1:], backward, clip the global gradient norm to `grad_clip` (None: no
+    clipping), AdamW. The step every loop runs, trained or timed.
+
+    `loss_ok(loss)` False stops before backward (a diverged loss); a non-finite gradient norm
+    stops before the update; `after_backward` runs between backward and clipping (gradient
+    logging).
+    """
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+    loss = _lm_loss(forward(batch[:, :-1]), batch[:, 1:])
+    # Every rank must see the same loss: it decides when all of them stop.
+    loss_value = (distributed.mean_over_ranks(loss).item() if distributed.active()
+                  else loss.item())
+    if loss_ok is not None and not loss_ok(loss_value):
+        return StepResult(loss_value, None, False)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    if after_backward is not None:
+        after_backward()
+    grad_norm = float(torch.nn.utils.clip_grad_norm_(
+        params, math.inf if grad_clip is None else grad_clip))
+    if not math.isfinite(grad_norm):
+        return StepResult(loss_value, grad_norm, False)
+    optimizer.step()
+    return StepResult(loss_value, grad_norm, True)
 
 
 def make_progress(console: Console | None = None) -> Progress:
@@ -528,7 +572,7 @@ def train(model_config: ModelConfig, train_config: TrainConfig,
         model.train()
         forward = distributed.data_parallel(model)  # `model` itself outside a process group
         params = list(model.parameters())
-        optimizer = _optimizer(model, tc)
+        optimizer = make_optimizer(model, tc)
         recorder = _ResidualRecorder(model.layers)
         compile_s = None
         if compile:
@@ -551,43 +595,41 @@ def train(model_config: ModelConfig, train_config: TrainConfig,
             for step in range(tc.steps):
                 tick = time.perf_counter()
                 lr = learning_rate(step, tc)
-                for group in optimizer.param_groups:
-                    group["lr"] = lr
                 batch = sample_batch(corpus.train, seed=tc.seed, step=step,
                                      batch_size=tc.batch_size, seq_len=tc.seq_len)
                 batch = batch[rows].to(tc.device)  # [B / world_size, T + 1]
                 log_now = tc.log_every > 0 and step % tc.log_every == 0
                 recorder.active = log_now
-                loss = _lm_loss(forward(batch[:, :-1]), batch[:, 1:])
+
+                def log_gradients(step=step, log_now=log_now) -> None:
+                    recorder.active = False
+                    if log_now:
+                        whole, down = _layer_grad_norms(model.layers)
+                        curves["layer_grad_norms"]["step"].append(step)
+                        curves["layer_grad_norms"]["layer"].append(whole)
+                        curves["layer_grad_norms"]["down_proj"].append(down)
+                        curves["residual_rms"]["step"].append(step)
+                        curves["residual_rms"]["layer"].append(recorder.take())
+
+                result = train_step(
+                    forward, batch, optimizer, params, lr=lr, grad_clip=tc.grad_clip,
+                    loss_ok=lambda v: math.isfinite(v) and (limit is None or v <= limit),
+                    after_backward=log_gradients)
                 recorder.active = False
-                # Every rank must see the same loss: it decides when all of them stop.
-                loss_value = (distributed.mean_over_ranks(loss).item() if distributed.active()
-                              else loss.item())
+                loss_value = result.loss
                 curves["step"].append(step)
                 curves["train_loss"].append(loss_value)
                 curves["lr"].append(lr)
-                if not math.isfinite(loss_value) or (limit is not None and loss_value > limit):
-                    curves["grad_norm"].append(None)
+                curves["grad_norm"].append(result.grad_norm)
+                if result.grad_norm is None:
                     status, reason = "diverged", f"train loss {loss_value:.4g} at step {step}"
                     if math.isfinite(loss_value):
                         reason += f" (above {tc.divergence_factor:g}·ln {mc.vocab_size})"
                     break
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                if log_now:
-                    whole, down = _layer_grad_norms(model.layers)
-                    curves["layer_grad_norms"]["step"].append(step)
-                    curves["layer_grad_norms"]["layer"].append(whole)
-                    curves["layer_grad_norms"]["down_proj"].append(down)
-                    curves["residual_rms"]["step"].append(step)
-                    curves["residual_rms"]["layer"].append(recorder.take())
-                max_norm = math.inf if tc.grad_clip is None else tc.grad_clip
-                grad_norm = float(torch.nn.utils.clip_grad_norm_(params, max_norm))
-                curves["grad_norm"].append(grad_norm)
-                if not math.isfinite(grad_norm):
-                    status, reason = "diverged", f"gradient norm {grad_norm} at step {step}"
+                if not result.stepped:
+                    status = "diverged"
+                    reason = f"gradient norm {result.grad_norm} at step {step}"
                     break
-                optimizer.step()
                 steps_done = step + 1
                 train_seconds += time.perf_counter() - tick
                 advance(1, loss_value)

@@ -32,7 +32,6 @@ DEPLOY_TABLE_CONTEXT = 4096
 # Shift/scale table input (the vector `blocklab verify` uses) and ε values shown.
 SHIFT_SCALE_X = (1.0, 3.0, -2.0, 0.5)
 SHIFT_SCALE_EPS = (0.0, 1e-6)
-ROPE_SHIFTS = (1, 100, 10_000, 1_000_000)
 
 
 def suite_command(suite: str, size: str, results: Path | str) -> str:
@@ -141,15 +140,9 @@ def _normalization() -> dict[str, Any]:
 
 
 def _rope() -> dict[str, Any]:
-    import numpy as np
+    from blocklab.verify import rope_gap_by_shift
 
-    from blocklab.reference import ROPE_LAYOUTS, relative_position_gap
-
-    rng = np.random.default_rng(0)
-    q, k = rng.normal(size=64), rng.normal(size=64)
-    gaps = {str(s): max(relative_position_gap(q, k, 10, 3, s, layout=layout)
-                        for layout in ROPE_LAYOUTS) for s in ROPE_SHIFTS}
-    return {"float64_gap_by_shift": gaps, "command": "blocklab verify --group rope"}
+    return {"float64_gap_by_shift": rope_gap_by_shift(), "command": "blocklab verify --group rope"}
 
 
 def _deployment() -> dict[str, Any]:

@@ -69,7 +69,18 @@ BASELINE = "relu"
 DATA = "stdlib"
 # The page's "FFN 变体对比" table: quality gain over the ReLU FFN, in % (no sign convention is
 # given; we read a gain as that much lower validation loss).
-PAGE_GAIN_PCT = {"glu": "+0.5", "geglu": "+1", "swiglu": "+1–2"}
+# Page 001's quality gains over a ReLU FFN at equal parameters, in % (low, high): the one place
+# these figures are written; tables, captions, the summary and claim C16 read them from here.
+PAGE_GAIN_PCT: dict[str, tuple[float, float]] = {"glu": (0.5, 0.5), "geglu": (1.0, 1.0),
+                                                 "swiglu": (1.0, 2.0)}
+
+
+def page_gain_text(arm: str) -> str:
+    """The page's gain for `arm` as it writes it: "+1–2%", "+1%"; "—" for an arm it omits."""
+    if arm not in PAGE_GAIN_PCT:
+        return "—"
+    low, high = PAGE_GAIN_PCT[arm]
+    return f"+{low:g}%" if low == high else f"+{low:g}–{high:g}%"
 
 
 @dataclass(frozen=True)
@@ -203,11 +214,13 @@ def time_arms(size: Size, arms: tuple[str, ...] = ARMS) -> dict[str, Any]:
     Each round builds every arm afresh, takes one untimed step (allocations), then times
     `timing_steps` steps of forward, backward, clipping and AdamW on the suite's batches.
     """
-    import torch
-    import torch.nn.functional as F
-
     from blocklab.experiments.data import load_corpus, sample_batch
-    from blocklab.experiments.trainer import build_model
+    from blocklab.experiments.trainer import (
+        build_model,
+        learning_rate,
+        make_optimizer,
+        train_step,
+    )
 
     started = time.perf_counter()
     tokens = load_corpus(DATA).train
@@ -217,18 +230,13 @@ def time_arms(size: Size, arms: tuple[str, ...] = ARMS) -> dict[str, Any]:
             for arm in arms:
                 tc = train_config(size, seed=0)
                 model = build_model(model_config(arm, size), tc)
-                optimizer = torch.optim.AdamW(model.parameters(), lr=tc.lr,
-                                              weight_decay=tc.weight_decay, betas=tc.betas)
+                optimizer, params = make_optimizer(model, tc), list(model.parameters())
                 for step in range(size.timing_steps + 1):
                     batch = sample_batch(tokens, seed=round_, step=step,
                                          batch_size=size.batch_size, seq_len=size.seq_len)
                     tick = time.perf_counter()
-                    loss = F.cross_entropy(model(batch[:, :-1]).flatten(0, 1),
-                                           batch[:, 1:].flatten())
-                    optimizer.zero_grad(set_to_none=True)
-                    loss.backward()
-                    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-                    optimizer.step()
+                    train_step(model, batch, optimizer, params, lr=learning_rate(step, tc),
+                               grad_clip=tc.grad_clip)  # the step the arms are trained with
                     if step:
                         samples[arm].append(1000 * (time.perf_counter() - tick))
     return {"status": "ok", "ms_per_step": {arm: statistics.median(v) for arm, v in
@@ -367,11 +375,11 @@ def summarise(size_name: str, seeds: int, results: list[tuple[RunSpec, dict[str,
         [[arm, _status_cell(a["status"]), _ci_plain(a["val_loss"]),
           _fmt(a["val_bpb"]["mean"]), _delta_cell(arm, a["delta_vs_relu"], 4),
           _delta_cell(arm, a["rel_delta_pct"], 2),
-          "baseline" if arm == BASELINE else PAGE_GAIN_PCT.get(arm, "—") + (
-              "%" if arm in PAGE_GAIN_PCT else "")]
+          "baseline" if arm == BASELINE else page_gain_text(arm)]
          for arm, a in arms.items()],
         "Δ = arm − relu, paired by seed (same init streams and batches); negative = lower loss "
-        "= better, so the page's '+1–2%' for SwiGLU reads as Δ% ≈ −1 to −2. "
+        f"= better, so the page's '{page_gain_text('swiglu')}' for SwiGLU reads as Δ% ≈ "
+        f"−{PAGE_GAIN_PCT['swiglu'][0]:g} to −{PAGE_GAIN_PCT['swiglu'][1]:g}. "
         f"Unigram entropy of the training bytes: {_fmt(entropy)} nats.")
     clock = Table(
         "Cost per step and loss at equal wall-clock",
@@ -405,7 +413,7 @@ def summarise(size_name: str, seeds: int, results: list[tuple[RunSpec, dict[str,
     ]
     data = {"arms": arms, "seeds": seeds, "steps": size.steps, "lr": size.lr,
             "warmup_steps": size.warmup_steps, "unigram_entropy": entropy, "baseline": BASELINE,
-            "page": {"glu": 0.5, "geglu": 1.0, "swiglu": [1.0, 2.0]},
+            "page": {arm: list(gain) for arm, gain in PAGE_GAIN_PCT.items()},
             "equal_time_ms": None if fastest is None else fastest * size.steps,
             "size": asdict(size)}
     return Summary("ffn", size_name, seeds, [widths, quality, clock, zeros], notes, data)

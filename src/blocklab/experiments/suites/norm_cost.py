@@ -353,10 +353,8 @@ def time_training_steps(step: dict[str, Any], *, threads: int, seed: int = 0) ->
     """Seconds per optimizer step (forward, backward, clip, AdamW) of the rmsnorm and layernorm
     models, steps alternated between them (the first of each pair alternates too); the first
     `warmup` pairs are not recorded. Both see the same batches."""
-    import torch
-
     from blocklab.experiments.data import load_corpus, sample_batch
-    from blocklab.experiments.trainer import TrainConfig, build_model
+    from blocklab.experiments.trainer import TrainConfig, build_model, make_optimizer, train_step
 
     started = time.perf_counter()
     corpus = load_corpus("stdlib")
@@ -366,22 +364,17 @@ def time_training_steps(step: dict[str, Any], *, threads: int, seed: int = 0) ->
         for norm in NORM_NAMES:
             mc = _model_config(norm, step["d_model"], step["n_layers"], step["seq_len"])
             models[norm] = build_model(mc, tc)
-            optimizers[norm] = torch.optim.AdamW(models[norm].parameters(), lr=1e-3)
+            optimizers[norm] = make_optimizer(models[norm], tc)
+        params = {norm: list(model.parameters()) for norm, model in models.items()}
         times: dict[str, list[float]] = {norm: [] for norm in NORM_NAMES}
         for i in range(step["warmup"] + step["repeats"]):
             batch = sample_batch(corpus.train, seed=seed, step=i, batch_size=tc.batch_size,
                                  seq_len=tc.seq_len)
             order = NORM_NAMES if i % 2 == 0 else NORM_NAMES[::-1]
             for norm in order:
-                model, optimizer = models[norm], optimizers[norm]
                 tick = time.perf_counter()
-                logits = model(batch[:, :-1])
-                loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1),
-                                                         batch[:, 1:].flatten())
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-                optimizer.step()
+                train_step(models[norm], batch, optimizers[norm], params[norm], lr=tc.lr,
+                           grad_clip=tc.grad_clip)  # the trainer's step, timed whole
                 if i >= step["warmup"]:
                     times[norm].append(time.perf_counter() - tick)
     params = {norm: sum(p.numel() for p in m.parameters()) for norm, m in models.items()}

@@ -375,26 +375,19 @@ def _finetune(model, scaling: dict[str, Any] | None, corpus, *, L: int, factor: 
     Batches keep the pre-training token count (batch_size / factor windows, at least one) and
     continue its data stream after `first_step`; AdamW at a constant `lr` after a 10% warmup.
     """
-    import torch
-    import torch.nn.functional as F
-
     from blocklab.experiments.data import sample_batch
+    from blocklab.experiments.trainer import TrainConfig, make_optimizer, train_step
 
     tuned = with_rope_scaling(model, scaling).train()
-    optimizer = torch.optim.AdamW(tuned.parameters(), lr=lr, betas=(0.9, 0.95),
-                                  weight_decay=0.1)
+    tc = TrainConfig(steps=steps, lr=lr, seed=seed)  # the trainer's AdamW groups and clip
+    optimizer, params = make_optimizer(tuned, tc), list(tuned.parameters())
     warmup = max(1, steps // 10)
     rows = max(1, batch_size // factor)
     for step in range(steps):
-        for group in optimizer.param_groups:
-            group["lr"] = lr * min(1.0, (step + 1) / warmup)
         batch = sample_batch(corpus.train, seed=seed, step=first_step + step, batch_size=rows,
                              seq_len=factor * L)
-        loss = F.cross_entropy(tuned(batch[:, :-1]).flatten(0, 1), batch[:, 1:].flatten())
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(tuned.parameters(), 1.0)
-        optimizer.step()
+        train_step(tuned, batch, optimizer, params, lr=lr * min(1.0, (step + 1) / warmup),
+                   grad_clip=tc.grad_clip)
     return tuned.eval()
 
 
@@ -460,30 +453,30 @@ def train_passkey_model(mc: ModelConfig, *, L: int, steps: int, batch_size: int,
     """A model trained only on passkey examples of L + 1 bytes, needle depth uniform in [0, 1]
     (snapped to the filler's sentence boundaries), next-token loss on every byte."""
     import torch
-    import torch.nn.functional as F
 
     from blocklab.experiments.synthetic import example_seeds, passkey_example
-    from blocklab.experiments.trainer import TrainConfig, build_model, learning_rate
+    from blocklab.experiments.trainer import (
+        TrainConfig,
+        build_model,
+        learning_rate,
+        make_optimizer,
+        train_step,
+    )
 
     tc = TrainConfig(steps=steps, batch_size=batch_size, seq_len=L, lr=lr,
                      warmup_steps=max(1, steps // 20), seed=seed)
     model = build_model(mc, tc).train()
-    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, betas=tc.betas,
-                                  weight_decay=tc.weight_decay)
+    optimizer, params = make_optimizer(model, tc), list(model.parameters())
     rng = np.random.default_rng([0x9A55, seed])
     example_ids = example_seeds(seed + 1_000_000, steps * batch_size)
+    loss = math.nan
     for step in range(steps):
-        for group in optimizer.param_groups:
-            group["lr"] = learning_rate(step, tc)
         chunk = example_ids[step * batch_size:(step + 1) * batch_size]
         batch = np.stack([passkey_example(s, L + 1, float(rng.uniform())).tokens for s in chunk])
-        tokens = torch.from_numpy(batch.astype(np.int64))
-        loss = F.cross_entropy(model(tokens[:, :-1]).flatten(0, 1), tokens[:, 1:].flatten())
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-    return model.eval(), loss.item()
+        tokens = torch.from_numpy(batch.astype(np.int64))  # [B, L + 1]
+        loss = train_step(model, tokens, optimizer, params, lr=learning_rate(step, tc),
+                          grad_clip=tc.grad_clip).loss
+    return model.eval(), loss
 
 
 def passkey_grid(model, L: int, mults: Sequence[int], depths: Sequence[float], n: int,
