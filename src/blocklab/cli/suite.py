@@ -37,7 +37,8 @@ def suite(
     gpus_per_run: float = typer.Option(None, "--gpus-per-run",
                                        help="Ray: GPUs each run reserves (default: 0)."),
 ) -> None:
-    """Run a suite of seeded experiments; runs stored under --results with this code's provenance are reused.
+    """Run a suite of seeded experiments; runs stored under --results are reused when their
+    provenance matches this code and machine, and run again otherwise.
 
     If any run fails (with --executor ray the others carry on), the suite is not summarised:
     the failed runs are listed, exit code 1, and the same command again runs only those.
