@@ -43,8 +43,8 @@ def main() -> None:
         for key in ("fwd_s", "fwdbwd_s"):
             stats = bootstrap_ratio_ci(rms[key], ln[key])
             print(f"{kind:10} {key[:-2]:7} {1e3 * statistics.median(rms[key]):9.3f} "
-                  f"{1e3 * statistics.median(ln[key]):9.3f}  {stats['ratio']:.3f} "
-                  f"[{stats['ci_low']:.3f}, {stats['ci_high']:.3f}]")
+                  f"{1e3 * statistics.median(ln[key]):9.3f}  {stats.ratio:.3f} "
+                  f"[{stats.ci_low:.3f}, {stats.ci_high:.3f}]")
         print(f"{'':10} {'saved':7} {rms['extra_bytes']:9d} {ln['extra_bytes']:9d}  bytes beyond "
               "input and parameters")
 

@@ -1,5 +1,6 @@
 """The claims ledger: every claim has a check, analytic verdicts, and experimental checks read
-stored suite summaries (fabricated here, so the verdict logic is tested without training)."""
+stored suite summaries (fabricated here as typed summaries written the way `run_suite` writes
+them, so the verdict logic is tested without training)."""
 
 import json
 import re
@@ -9,7 +10,26 @@ import pytest
 
 from blocklab.claims import CHECKS, CLAIM_TEXT, Context, run_claims
 from blocklab.claims.text import claim_sources, claims_markdown, parse_claims
-from blocklab.experiments.suites.base import SUMMARY_SCHEMA
+from blocklab.experiments.summaries import (
+    SUMMARY_SCHEMA,
+    FfnArm,
+    FfnData,
+    GradientProbe,
+    Interval,
+    KernelRatio,
+    NormCostData,
+    NormQuality,
+    PlacementCell,
+    PlacementData,
+    PositionArm,
+    PositionData,
+    SlopePrediction,
+    StepTime,
+    Summary,
+    TimeRatio,
+    YarnBetas,
+    YarnRamp,
+)
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "CLAIMS.md"
 
@@ -90,16 +110,26 @@ def test_unknown_id():
         run_claims(["C99"])
 
 
-def _ci(mean, low, high, n=3):
-    return {"n": n, "mean": mean, "ci_low": low, "ci_high": high, "sd": None}
+def _ci(mean, low, high, n=3) -> Interval:
+    return Interval(n, mean, low, high)
 
 
-def _write(root: Path, suite: str, data: dict) -> None:
+def _write(root: Path, suite: str, data) -> None:
+    """Store `data` as the summary of `suite` (quick) exactly as `run_suite` writes one, so the
+    checks read it back through `load_summary` (which checks every field)."""
     folder = root / suite / "quick"
-    folder.mkdir(parents=True)
-    (folder / "summary.json").write_text(json.dumps(
-        {"schema": SUMMARY_SCHEMA, "suite": suite, "size": "quick", "seeds": 3, "runs": 1,
-         "wall_time_s": 1.0, "notes": [], "tables": [], "data": data}))
+    folder.mkdir(parents=True, exist_ok=True)
+    summary = Summary(suite, "quick", 3, [], [], data, runs=1, wall_time_s=1.0)
+    (folder / "summary.json").write_text(json.dumps(summary.to_dict()))
+
+
+def _ffn_arm(rel: Interval) -> FfnArm:
+    loss = _ci(2.0, 1.9, 2.1)
+    return FfnArm(gated=True, activation="silu", d_ff=171, params=1000, val_loss=loss,
+                  val_bpb=loss, delta_vs_relu=rel, rel_delta_pct=rel, ms_per_step=None,
+                  ms_per_step_train=None, val_loss_equal_time=loss,
+                  delta_vs_relu_equal_time=rel, equal_time_step=None, status={"ok": 3},
+                  counted=3, zero_grad_fraction={"init": 0.0, "final": None})
 
 
 @pytest.mark.parametrize(("swiglu", "geglu", "glu", "verdict"), [
@@ -108,23 +138,40 @@ def _write(root: Path, suite: str, data: dict) -> None:
     (_ci(-0.5, -2.0, 1.0), _ci(0.2, -1.0, 1.0), _ci(0.1, -1.0, 1.0), "conditional"),
 ])
 def test_ffn_verdict_logic(tmp_path, swiglu, geglu, glu, verdict):
-    arms = {name: {"rel_delta_pct": rel, "val_loss": _ci(2.0, 1.9, 2.1)}
+    arms = {name: _ffn_arm(rel)
             for name, rel in (("swiglu", swiglu), ("geglu", geglu), ("glu", glu))}
-    _write(tmp_path, "ffn", {"arms": arms, "seeds": 3, "steps": 100, "size": {"d_model": 64}})
+    _write(tmp_path, "ffn", FfnData(arms=arms, seeds=3, steps=100, lr=3e-3, warmup_steps=10,
+                                    unigram_entropy=None, baseline="relu", page={},
+                                    equal_time_ms=None, size={"d_model": 64}))
     (row,) = run_claims(["C16"], Context(tmp_path, "quick"))
     assert row.verdict == verdict and row.error is None
+    # Intervals reach the ledger's JSON as plain objects with the same keys as always.
+    assert row.evidence["arms"]["swiglu"]["rel_delta_pct"] == {
+        "n": 3, "mean": swiglu.mean, "ci_low": swiglu.ci_low, "ci_high": swiglu.ci_high,
+        "sd": None}
+    assert row.evidence["seeds"] == 3 and "d=64" in row.summary
 
 
-def _placement(post_cold_failures: int, slope_first: float) -> dict:
-    grads = {p: {"xavier": {"depths": [2, 4, 8], "last_layer_grad": [1.0, 0.7, 0.5],
-                            "first_layer_grad": [1.0, 1.0, 1.0], "slope_last": -0.5,
-                            "slope_first": slope_first}}
-             for p in ("pre", "post")}
-    cells = [{"placement": p, "depth": 8, "warmup": w, "lr": 3e-3, "runs": 4,
-              "failures": post_cold_failures if (p == "post" and w == 0) else 0,
-              "delta_vs_pre": None if p == "pre" else _ci(0.1, -0.5, 0.7)}
-             for p in ("pre", "post") for w in (0, 100)]
-    return {"init_gradients": grads, "training": cells, "seeds": 2, "steps": 300}
+def _placement(post_cold_failures: int, slope_first: float) -> PlacementData:
+    grads = {p: {"xavier": GradientProbe(
+        depths=[2, 4, 8], last_layer_grad=[1.0, 0.7, 0.5], first_layer_grad=[1.0, 1.0, 1.0],
+        slope_last=-0.5, slope_first=slope_first, slope_last_ci=Interval(0),
+        slope_first_ci=Interval(0), residual_rms_last=[None, None, None], per_layer_grad={})}
+        for p in ("pre", "post")}
+    cells = []
+    for p in ("pre", "post"):
+        for w in (0, 100):
+            failures = post_cold_failures if (p == "post" and w == 0) else 0
+            cells.append(PlacementCell(
+                placement=p, depth=8, warmup=w, lr=3e-3, failures=failures, runs=4,
+                status={"ok": 4 - failures, "diverged": failures},
+                val_loss=_ci(2.0, 1.9, 2.1),
+                delta_vs_pre=None if p == "pre" else _ci(0.1, -0.5, 0.7), steps_done=300.0))
+    return PlacementData(
+        init_gradients=grads,
+        predictions=SlopePrediction(slope_last={"post": 0.0, "pre": -0.5}, init="xavier",
+                                    source="test"),
+        training=cells, unigram_entropy=None, seeds=2, steps=300, size={})
 
 
 @pytest.mark.parametrize(("failures", "slope", "c13", "c19"), [
@@ -138,12 +185,15 @@ def test_placement_verdict_logic(tmp_path, failures, slope, c13, c19):
     assert rows["C13"].verdict == c13
     assert rows["C19"].verdict == c19
     assert rows["C12"].verdict == "refuted"  # gradients moved < 2× in this fabricated data
+    cell = rows["C13"].evidence["training"][1]
+    assert cell["placement"] == "pre" and cell["delta_vs_pre"] is None
+    assert set(cell["val_loss"]) == {"n", "mean", "ci_low", "ci_high", "sd"}
 
 
-def _ratio(impl, ratio, low, high, d=1024):
-    return {"d": d, "rows": 1024, "threads": 1, "impl": f"rmsnorm:{impl}",
-            "layernorm_impl": f"layernorm:{impl}", "pass": "fwdbwd",
-            "ratio_vs_layernorm": ratio, "ci_low": low, "ci_high": high, "repeats": 5}
+def _ratio(impl, ratio, low, high, d=1024, pass_name="fwdbwd") -> KernelRatio:
+    return KernelRatio(d=d, rows=1024, threads=1, impl=f"rmsnorm:{impl}",
+                       layernorm_impl=f"layernorm:{impl}", pass_name=pass_name,
+                       time=TimeRatio(ratio=ratio, ci_low=low, ci_high=high, repeats=5))
 
 
 @pytest.mark.parametrize(("ratio", "low", "high", "equivalent", "verdict"), [
@@ -155,19 +205,47 @@ def _ratio(impl, ratio, low, high, d=1024):
 def test_norm_cost_verdict_logic(tmp_path, ratio, low, high, equivalent, verdict):
     # Graded on the like-for-like kind ("plain"); blocklab's kernel vs torch's fused LayerNorm
     # (3× here) is reported but does not decide the verdict.
-    _write(tmp_path, "norm-cost", {
-        "ratios": [_ratio("plain", ratio, low, high), _ratio("blocklab", 3.0, 2.5, 3.5)],
-        "step_time": {"1": {"ratio": 1.0}},
-        "quality": {"delta": _ci(0.0, -0.01, 0.01), "margin": 0.02, "equivalent": equivalent,
-                    "seeds": [0, 1, 2]}})
+    loss = _ci(2.0, 1.9, 2.1)
+    _write(tmp_path, "norm-cost", NormCostData(
+        kernels=[], compile=[],
+        # a forward-only ratio is not graded: the claim is about training (forward+backward)
+        ratios=[_ratio("plain", ratio, low, high), _ratio("blocklab", 3.0, 2.5, 3.5),
+                _ratio("plain", 2.0, 1.9, 2.1, pass_name="fwd")],
+        step_time={"1": StepTime(threads=1, model={"d_model": 64}, params={"rmsnorm": 10},
+                                 rmsnorm_ms=2.0, layernorm_ms=2.0,
+                                 time=TimeRatio(ratio=1.0, ci_low=0.9, ci_high=1.1,
+                                                repeats=5))},
+        quality=NormQuality(rmsnorm=loss, layernorm=loss, delta=_ci(0.0, -0.01, 0.01),
+                            margin=0.02, equivalent=equivalent, verdict="equivalent",
+                            seeds=[0, 1, 2], statuses={}, unigram_entropy=None)))
     (row,) = run_claims(["C18"], Context(tmp_path, "quick"))
     assert row.verdict == verdict and row.error is None
-    assert row.evidence["ratio_ranges"]["blocklab"] == [3.0, 3.0]
+    assert row.evidence["ratio_ranges"] == {"blocklab": [3.0, 3.0], "plain": [ratio, ratio]}
+    # The evidence keeps the flat rows the ledger has always shown.
+    assert row.evidence["ratios"][0] == {
+        "d": 1024, "rows": 1024, "threads": 1, "impl": "rmsnorm:plain",
+        "layernorm_impl": "layernorm:plain", "pass": "fwdbwd", "ratio_vs_layernorm": ratio,
+        "ci_low": low, "ci_high": high, "repeats": 5}
+    assert row.evidence["step_time"]["1"]["ratio"] == 1.0
+    assert row.evidence["quality"]["delta"]["ci_high"] == 0.01
+    assert "over 3 seeds" in row.summary and "±0.02" in row.summary
 
 
-def _arm(pcts):
-    return {"extrapolated_vs_sliding_pct": {m: (p if isinstance(p, str) else _ci(p, p, p))
-                                            for m, p in pcts.items()}}
+def _arm(pcts) -> PositionArm:
+    reads = {m: (p if isinstance(p, str) else _ci(p, p, p)) for m, p in pcts.items()}
+    return PositionArm(loss_at_L=_ci(2.0, 1.9, 2.1), loss_beyond_L=reads,
+                       sliding={m: None for m in pcts}, extrapolated_minus_sliding=reads,
+                       extrapolated_vs_sliding_pct=reads, per_position={}, passkey=None)
+
+
+def _position(arms: dict[str, PositionArm]) -> PositionData:
+    ramp = YarnRamp(beta_fast=32.0, beta_slow=1.0, ramp_pairs=[0, 1])
+    return PositionData(L=128, mults=[1, 2, 4, 8], eval_lengths=[128, 256, 512, 1024],
+                        arms=arms, relative_error={}, relative_error_blocklab={},
+                        finite_past_max_seq_len={},
+                        yarn=YarnBetas(paper=ramp, rescaled=ramp, rotary_pairs=8,
+                                       reference_length=128),
+                        train={})
 
 
 def test_extrapolation_grades_against_the_page(tmp_path):
@@ -179,18 +257,21 @@ def test_extrapolation_grades_against_the_page(tmp_path):
         "rope": _arm({"2": 2.0, "4": 4.0, "8": 30.0}),
         "rope+yarn": _arm({"2": 1.0, "4": 2.0, "8": 4.5}),
     }
-    _write(tmp_path, "position", {"L": 128, "mults": [1, 2, 4, 8], "arms": arms})
+    _write(tmp_path, "position", _position(arms))
     (row,) = run_claims(["C21"], Context(tmp_path, "quick"))
     assert row.verdict == "confirmed", row.summary
+    assert "L = 128 (3 seed(s))" in row.summary
     arms["rope"] = _arm({"2": 2.0, "4": 9.0, "8": 30.0})  # RoPE degrades at 4×
-    (tmp_path / "position" / "quick" / "summary.json").unlink()
-    (tmp_path / "position" / "quick").rmdir()
-    (tmp_path / "position").rmdir()
-    _write(tmp_path, "position", {"L": 128, "mults": [1, 2, 4, 8], "arms": arms})
-    (row,) = run_claims(["C21"], Context(tmp_path, "quick"))
+    _write(tmp_path, "position", _position(arms))
+    rows = {r.id: r for r in run_claims(["C21", "C22"], Context(tmp_path, "quick"))}
+    row = rows["C21"]
     assert row.verdict == "conditional"
     failed = [s["statement"] for s in row.evidence["statements"] if not s["held"]]
     assert failed == ["RoPE works at 4×"]
+    # C22 shows the scaled arms' reads: intervals as plain objects, unmade reads as strings.
+    assert rows["C22"].error is None
+    scaled = rows["C22"].evidence["scaled_arms"]
+    assert list(scaled) == ["rope+yarn"] and scaled["rope+yarn"]["8"]["mean"] == 4.5
 
 
 def test_a_check_that_raises_is_an_error_not_a_verdict(monkeypatch, capsys):
@@ -213,16 +294,25 @@ def test_a_check_that_raises_is_an_error_not_a_verdict(monkeypatch, capsys):
     assert [r["verdict"] for r in rows] == ["error"]
 
 
-@pytest.mark.parametrize("content", [{"schema": 1}, {"no": "schema"}, "{not json"])
+def _ffn_without_arms() -> dict:
+    """A current-schema ffn summary whose data lacks a field the checks read."""
+    doc = Summary("ffn", "quick", 3, [], [], None).to_dict()
+    doc["data"] = {"seeds": 3, "steps": 100}
+    return doc
+
+
+@pytest.mark.parametrize("content", [{"schema": 1}, {"schema": SUMMARY_SCHEMA - 1},
+                                     {"no": "schema"}, "{not json",
+                                     _ffn_without_arms()])
 def test_a_summary_of_another_schema_fails_loudly(tmp_path, content):
     from blocklab.errors import ResultsError
-    from blocklab.experiments.suites.base import load_summary
+    from blocklab.experiments.summaries import load_summary
 
     folder = tmp_path / "ffn" / "quick"
     folder.mkdir(parents=True)
     (folder / "summary.json").write_text(content if isinstance(content, str)
                                          else json.dumps(content))
-    with pytest.raises(ResultsError, match=r"summary.json .*blocklab suite ffn --size quick"):
+    with pytest.raises(ResultsError, match=r"summary\.json.*blocklab suite ffn --size quick"):
         load_summary(tmp_path, "ffn", "quick")
     (row,) = run_claims(["C16"], Context(tmp_path, "quick"))
     assert row.verdict == "error" and "ResultsError" in row.error

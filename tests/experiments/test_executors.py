@@ -5,11 +5,18 @@ reported while the others finish; a rerun completing only the missing runs)."""
 import json
 import os
 import time
+from dataclasses import dataclass
 
 import pytest
 
 from blocklab.cli import main
 from blocklab.experiments.suites import SUITE_MODULES, base, get_suite, run_suite
+from blocklab.experiments.summaries import Interval, Summary
+
+
+@dataclass(frozen=True)
+class ToyData:
+    diff: Interval
 
 
 def _toy_suite(log_dir, crash=None, fail=None, no_status=None):
@@ -43,8 +50,7 @@ def _toy_suite(log_dir, crash=None, fail=None, no_status=None):
     def summarise(size, seeds, results):
         a = [r["value"] for s, r in results if s.arm == "a"]
         b = [r["value"] for s, r in results if s.arm == "b"]
-        return base.Summary("toy", size, seeds, [], data={
-            "diff": base.paired_difference(a, b)})
+        return Summary("toy", size, seeds, [], data=ToyData(base.paired_difference(a, b)))
 
     return base.Suite("toy", "a toy", plan, summarise)
 
@@ -71,7 +77,7 @@ def test_runs_an_executor_leaves_missing_are_named_and_a_rerun_completes_them(tm
     assert _done(tmp_path) == ["a0", "a1"]
     summary = run_suite(suite, "tiny", 2, tmp_path / "out", progress=False)
     assert _done(tmp_path) == ["a0", "a1", "b0", "b1"]  # the rerun ran only arm b
-    assert summary.data["diff"]["mean"] == 1.0
+    assert summary.data.diff.mean == 1.0
 
 
 def test_cli_lists_runs_without_a_result_and_exits_1(tmp_path, monkeypatch, capsys):
@@ -151,7 +157,7 @@ def test_killed_worker_and_raising_run_are_reported_and_a_rerun_completes_them(
 
     summary = run_suite(suite, "tiny", 2, tmp_path / "out", progress=False, executor=executor)
     assert _done(tmp_path) == ["a0", "a1", "b0", "b1"]  # only the two missing runs ran again
-    assert summary.data["diff"]["mean"] == 1.0 and (store / "summary.json").exists()
+    assert summary.data.diff.mean == 1.0 and (store / "summary.json").exists()
 
 
 def test_a_run_that_cannot_be_pickled_is_named_before_anything_starts(ray_instance, tmp_path):

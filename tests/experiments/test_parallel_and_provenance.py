@@ -1,15 +1,29 @@
 """Suite runs in worker processes give the serial results; stored results of other code,
 libraries or data are run again, and the summary says so."""
 
+import dataclasses
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from blocklab.experiments import provenance
 from blocklab.experiments.executors import ParallelExecutor, usable_cores
 from blocklab.experiments.suites import base, get_suite, run_suite
+from blocklab.experiments.summaries import Summary
+
+
+@dataclass(frozen=True)
+class Recorded:
+    results: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Nothing:
+    """A summary with nothing to summarise."""
 
 # What a run measures about its own speed; everything else in a result is computed.
 TIMING_KEYS = {"wall_time_s", "train_time_s", "compile_s", "ms_per_step", "tokens_per_s"}
@@ -37,7 +51,8 @@ def test_parallel_results_equal_serial_results(tmp_path, name):
                        .read_text())
         assert _without_timings(a) == _without_timings(b), spec.label
         assert a["provenance"] == b["provenance"] == provenance.current().to_dict()
-    assert _without_timings(serial.data) == _without_timings(parallel.data)
+    assert (_without_timings(dataclasses.asdict(serial.data))
+            == _without_timings(dataclasses.asdict(parallel.data)))
 
 
 def _recording_suite(log: Path):
@@ -66,8 +81,7 @@ def _recording_suite(log: Path):
         return specs
 
     def summarise(size, seeds, results):
-        return base.Summary("recording", size, seeds, [], data={
-            "results": [r for _, r in results]})
+        return Summary("recording", size, seeds, [], data=Recorded([r for _, r in results]))
 
     return base.Suite("recording", "runs that say where they ran", plan, summarise)
 
@@ -79,7 +93,7 @@ def test_untimed_runs_use_workers_and_timed_runs_run_alone_here(tmp_path):
                         executor=ParallelExecutor(2))
     pids = {json.loads(line)["pid"] for line in log.read_text().splitlines()}
     assert os.getpid() not in pids and 1 <= len(pids) <= 2  # in workers, not here
-    timed = summary.data["results"][-1]
+    timed = summary.data.results[-1]
     assert timed["pid"] == os.getpid() and timed["workers_alive"] == []
 
 
@@ -93,7 +107,8 @@ def test_failed_run_in_a_worker_is_listed_and_the_others_are_stored(tmp_path):
                              lambda progress, s=s: execute(progress, s)) for s in range(3)]
 
     suite = base.Suite("flaky", "one run raises", plan,
-                       lambda size, seeds, results: base.Summary("flaky", size, seeds, []))
+                       lambda size, seeds, results: Summary("flaky", size, seeds, [],
+                                                            data=Nothing()))
     with pytest.raises(base.SuiteIncomplete) as err:
         run_suite(suite, "tiny", 3, tmp_path, progress=False, executor=ParallelExecutor(2))
     assert err.value.missing == [("run 1", "RuntimeError: run 1 broke")]
@@ -117,7 +132,8 @@ def _counting_suite(calls: list):
                 for s in range(seeds)]
 
     return base.Suite("counting", "counts its runs", plan,
-                      lambda size, seeds, results: base.Summary("counting", size, seeds, []))
+                      lambda size, seeds, results: Summary("counting", size, seeds, [],
+                                                            data=Nothing()))
 
 
 def _stdlib_sha() -> str:
@@ -195,10 +211,10 @@ def test_one_failed_seed_shrinks_n_and_keeps_the_position_summary(tmp_path):
     dropped = next(spec for spec, _ in results if spec.arm == "alibi" and spec.seed == 1)
     kept = [(spec, r) for spec, r in results if spec is not dropped]
     summary = suite.summarise("tiny", 2, kept)
-    alibi, rope = summary.data["arms"]["alibi"], summary.data["arms"]["rope"]
-    m = next(iter(alibi["loss_beyond_L"]))
-    assert alibi["loss_beyond_L"][m]["n"] == 1 and rope["loss_beyond_L"][m]["n"] == 2
-    assert alibi["extrapolated_minus_sliding"][m]["n"] == 1
+    alibi, rope = summary.data.arms["alibi"], summary.data.arms["rope"]
+    m = next(iter(alibi.loss_beyond_L))
+    assert alibi.loss_beyond_L[m].n == 1 and rope.loss_beyond_L[m].n == 2
+    assert alibi.extrapolated_minus_sliding[m].n == 1
 
 
 def test_failed_placement_runs_count_as_failures_not_as_losses():
@@ -211,6 +227,49 @@ def test_failed_placement_runs_count_as_failures_not_as_losses():
            training.lrs[0])
     by_key = {(*key, 0): ok, (*key, 1): stuck}
     rows = placement._training_summary(training, 2, by_key)
-    row = next(r for r in rows if (r["placement"], r["depth"], r["warmup"], r["lr"]) == key[1:])
-    assert row["failures"] == 1 and row["status"] == {"ok": 1, "stuck": 1}
-    assert row["val_loss"]["n"] == 1 and row["val_loss"]["mean"] == 2.0  # 5.5 left out
+    row = next(r for r in rows if (r.placement, r.depth, r.warmup, r.lr) == key[1:])
+    assert row.failures == 1 and row.status == {"ok": 1, "stuck": 1}
+    assert row.val_loss.n == 1 and row.val_loss.mean == 2.0  # 5.5 left out
+
+
+def test_run_suites_runs_all_suites_in_one_pool_and_timed_runs_last(tmp_path, monkeypatch):
+    """The report's run_suites hands every suite's missing runs to one executor call: timed
+    runs wait for the untimed runs of every suite, and one suite's failed run leaves the other
+    suites summarised."""
+    from blocklab.experiments import suites
+
+    log = tmp_path / "order.log"
+
+    def make(name, fail=False):
+        def plan(size, seeds):
+            def execute(progress, label):
+                if fail and label.endswith("1"):
+                    raise RuntimeError(f"{label} broke")
+                with open(log, "a") as f:  # one short line: appends do not interleave
+                    f.write(f"{label}\n")
+                return {"status": "ok"}
+            specs = [base.RunSpec(f"{name} run {s}", "run", s, {"suite": name, "seed": s},
+                                  lambda progress, s=s: execute(progress, f"{name} run {s}"))
+                     for s in range(seeds)]
+            specs.append(base.RunSpec(f"{name} timed", "timed", 0, {"suite": name, "t": 1},
+                                      lambda progress: execute(progress, f"{name} timed"),
+                                      timed=True))
+            return specs
+        return base.Suite(name, name, plan,
+                          lambda size, seeds, results: Summary(name, size, seeds, [],
+                                                               data=Nothing()),
+                          default_seeds={"tiny": 3, "quick": 3, "full": 3})
+
+    fake = {"one": make("one"), "two": make("two", fail=True), "three": make("three")}
+    monkeypatch.setattr(suites, "get_suite", fake.__getitem__)
+    errors = suites.run_suites(tmp_path / "runs", "tiny", list(fake),
+                               executor=ParallelExecutor(2), progress=False,
+                               echo=lambda line: None)
+    assert list(errors) == ["two"] and "two run 1" in errors["two"]
+    order = log.read_text().splitlines()
+    timed = [i for i, label in enumerate(order) if label.endswith("timed")]
+    assert len(order) == 3 * 3 + 3 - 1 and timed == [len(order) - 3, len(order) - 2,
+                                                     len(order) - 1]
+    for name in ("one", "three"):
+        assert (tmp_path / "runs" / name / "tiny" / "summary.json").is_file()
+    assert not (tmp_path / "runs" / "two" / "tiny" / "summary.json").exists()

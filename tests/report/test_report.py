@@ -189,28 +189,32 @@ def test_missing_results_name_the_command(tmp_path, capsys):
         "missing-results", "untestable-here"}
 
 
-def test_failed_suite_is_reported_not_raised(tmp_path, monkeypatch):
-    """A suite whose runs failed is named with its first error; the other suites run and the
-    report is written."""
+def test_failed_suite_is_reported_not_raised(tmp_path):
+    """Every suite's missing runs go to the executor in one call; a suite whose runs failed is
+    named with its first error and the report is still written."""
     import blocklab.experiments.suites as suites
-    from blocklab.experiments.suites.base import SuiteIncomplete
+    from blocklab.experiments.suites import get_suite
 
-    ran = []
+    given, lines = [], []
 
-    def failing(suite, size, seeds, results, **kwargs):
-        ran.append(suite.name)
-        if suite.name == "ffn":
-            raise SuiteIncomplete("ffn", size, [("relu seed 0", "RuntimeError: ffn exploded")], 3)
+    def failing(specs, sink, progress):
+        """An executor whose every run fails: ffn's with an error, the others silently."""
+        given.extend(specs)
+        return {s.run_id: "RuntimeError: ffn exploded" for s in specs if "relu" in s.label}
 
-    monkeypatch.setattr(suites, "run_suite", failing)
-    lines: list[str] = []
-    errors = suites.run_suites(tmp_path / "runs", "tiny", SUITES, progress=False,
-                               echo=lines.append)
-    assert ran == list(SUITES)
+    errors = suites.run_suites(tmp_path / "runs", "tiny", SUITES, executor=failing,
+                               progress=False, echo=lines.append)
+    planned = {name: get_suite(name).plan("tiny", get_suite(name).default_seeds["tiny"])
+               for name in SUITES}
+    assert len(given) == sum(len(specs) for specs in planned.values())  # one call, every run
+    assert set(errors) == set(SUITES)
+    first = planned["ffn"][0]
+    assert first.arm == "relu"
     index, doc = build_report(tmp_path / "out", tmp_path / "runs", "tiny", "en",
                               suite_errors=errors)
     assert doc["suites"]["ffn"]["error"] == (
-        "1 of 3 runs failed, first: relu seed 0: RuntimeError: ffn exploded")
+        f"{len(planned['ffn'])} of {len(planned['ffn'])} runs failed, first: {first.label}: "
+        "RuntimeError: ffn exploded")
     assert "ffn exploded" in index.read_text(encoding="utf-8")
     assert any("failed" in line for line in lines)
 
@@ -229,7 +233,73 @@ def test_a_figure_that_fails_is_a_notice_not_a_crash(built, tmp_path, monkeypatc
     assert "could not be drawn from the stored results: KeyError" in text
     assert 'id="fig-kv_cache"' in text  # the rest still renders
     data = json.loads((tmp_path / "out" / "report.json").read_text(encoding="utf-8"))
-    assert data["figure_errors"] == {"ffn_variants": "KeyError: 'arms'"}
+    assert list(data["figure_errors"]) == ["ffn_variants"]
+    # the error names what was raised and where, so a bug in a figure can be found
+    assert data["figure_errors"]["ffn_variants"].startswith("KeyError: 'arms' (in broken, ")
+
+
+def test_a_summary_that_does_not_decode_is_a_figure_error(built, tmp_path):
+    """Figures read the typed summary: a renamed field in the document fails the figures of
+    that suite with a ResultsError naming the field, shown on the page and in report.json."""
+    _, doc, _ = built
+    doc = json.loads(json.dumps(doc))
+    arms = doc["suites"]["ffn"]["summary"]["data"]["arms"]
+    for arm in arms.values():
+        arm["validation_loss"] = arm.pop("val_loss")
+    index = write_report(doc, tmp_path / "out", "en")
+    data = json.loads((tmp_path / "out" / "report.json").read_text(encoding="utf-8"))
+    assert set(data["figure_errors"]) == {"ffn_variants", "ffn_loss_curves"}
+    error = data["figure_errors"]["ffn_variants"]
+    assert error.startswith("ResultsError: report document: summary of ffn.data.arms.")
+    assert "validation_loss" in error and "val_loss" in error
+    assert "ResultsError" in index.read_text(encoding="utf-8")
+    assert 'id="fig-norm_cost"' in index.read_text(encoding="utf-8")  # other suites draw
+
+
+def test_stored_runs_are_labelled_by_their_run_record(built):
+    """Every stored result records the spec it ran; the report's curves come from those
+    records alone (training runs with curves, sorted by arm and seed)."""
+    from blocklab.experiments.results import ResultStore
+
+    _, doc, _ = built
+    results = doc["generated"]["results"]
+    stored = dict(ResultStore(f"{results}/ffn/tiny").iter_results())
+    assert stored and all(set(r["run"]) == {"label", "arm", "seed"} for r in stored.values())
+    runs = doc["suites"]["ffn"]["runs"]
+    trained = {k for k, r in stored.items() if "train_loss" in (r.get("curves") or {})}
+    assert {r["run_id"] for r in runs} == trained
+    assert [(r["arm"], r["seed"]) for r in runs] == sorted((r["arm"], r["seed"]) for r in runs)
+    for r in runs:
+        assert stored[r["run_id"]]["run"] == {"label": r["label"], "arm": r["arm"],
+                                              "seed": r["seed"]}
+    placement = doc["suites"]["placement"]["runs"]
+    assert placement and all(r["arm"].startswith("train/") for r in placement)
+
+
+def test_run_curves_are_the_summarys_runs_only(built, tmp_path):
+    """Curves come from the runs the summary lists: other result files in the folder (an
+    earlier configuration, more seeds) are not plotted; a listed run that is gone or carries a
+    run record of the wrong shape is a suite error, not a silent gap."""
+    from blocklab.experiments.results import ResultStore
+
+    _, doc, _ = built
+    results = tmp_path / "runs"
+    shutil.copytree(doc["generated"]["results"], results)
+    store = ResultStore(results / "ffn" / "tiny")
+    first, *_ = doc["suites"]["ffn"]["runs"]
+    result = store.load(first["run_id"])
+    store.save("0000000extra", {**result, "run": {**result["run"], "seed": 99}})
+    fresh = collect(results, "tiny", out=tmp_path / "out")
+    assert fresh["suites"]["ffn"]["error"] is None
+    assert [r["run_id"] for r in fresh["suites"]["ffn"]["runs"]] == [
+        r["run_id"] for r in doc["suites"]["ffn"]["runs"]]
+    store.save(first["run_id"], {**result, "run": {"arm": "relu"}})
+    broken = collect(results, "tiny", out=tmp_path / "out")
+    assert broken["suites"]["ffn"]["summary"] is None
+    assert f"{first['run_id']}.json: its run record" in broken["suites"]["ffn"]["error"]
+    store.path_for(first["run_id"]).unlink()
+    gone = collect(results, "tiny", out=tmp_path / "out")
+    assert "a run of the stored summary is missing" in gone["suites"]["ffn"]["error"]
 
 
 def test_write_report_is_renderable_from_collected_doc(tmp_path):

@@ -17,6 +17,7 @@ from typing import Any
 
 from blocklab.claims.text import CLAIM_TEXT, ERROR, VERDICTS, claim_sources
 from blocklab.errors import InputError
+from blocklab.experiments.summaries import Summary, load_summary
 
 
 @dataclass(frozen=True)
@@ -61,12 +62,11 @@ class Context:
 
     results: Path = Path("runs")
     size: str = "quick"
-    _cache: dict[str, Any] = field(default_factory=dict)
+    _cache: dict[str, Summary | None] = field(default_factory=dict)
 
-    def summary(self, suite: str) -> dict[str, Any] | None:
+    def summary(self, suite: str) -> Summary | None:
+        """The typed summary of `suite` (`load_summary`), None when it has not been run."""
         if suite not in self._cache:
-            from blocklab.experiments.suites.base import load_summary
-
             self._cache[suite] = load_summary(self.results, suite, self.size)
         return self._cache[suite]
 

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from blocklab.cli import app, chosen_size, console, jobs_executor
 from blocklab.errors import InputError
+
+if TYPE_CHECKING:
+    from blocklab.experiments.summaries import Summary
 
 
 @app.command()
@@ -62,9 +65,11 @@ def suite(
             typer.echo(f"  {label}: {error}", err=True)
         raise typer.Exit(1) from None
     if as_json:
-        typer.echo(json.dumps(summary.to_dict(), indent=1))
+        from blocklab.experiments.results import result_json
+
+        typer.echo(result_json(summary.to_dict()), nl=False)  # strict JSON: NaN as null
         return
-    print_summary(summary.to_dict())
+    print_summary(summary)
 
 
 def _executor(kind: str, jobs: int | None, address: str | None, cpus: float | None,
@@ -87,22 +92,22 @@ def _executor(kind: str, jobs: int | None, address: str | None, cpus: float | No
                        num_gpus=0 if gpus is None else gpus)
 
 
-def print_summary(summary: dict) -> None:
-    """Rich tables of a suite summary (as stored in summary.json)."""
+def print_summary(summary: Summary) -> None:
+    """Rich tables of a suite summary."""
     from rich.table import Table
 
     out = console()
-    for spec in summary["tables"]:
-        table = Table(title=spec["title"], caption=spec.get("caption") or None)
-        for column in spec["columns"]:
+    for spec in summary.tables:
+        table = Table(title=spec.title, caption=spec.caption or None)
+        for column in spec.columns:
             table.add_column(column)
-        for row in spec["rows"]:
+        for row in spec.rows:
             table.add_row(*[_cell(v) for v in row])
         out.print(table)
-    for note in summary.get("notes", []):
+    for note in summary.notes:
         out.print(f"[dim]{note}[/dim]")
-    out.print(f"{summary['suite']} ({summary['size']}, {summary['seeds']} seed(s)): "
-                  f"{summary['runs']} runs, {summary['wall_time_s']:.0f} s of training time")
+    out.print(f"{summary.suite} ({summary.size}, {summary.seeds} seed(s)): "
+              f"{summary.runs} runs, {summary.wall_time_s:.0f} s of training time")
 
 
 def _cell(value) -> str:

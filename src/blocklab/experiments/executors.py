@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from blocklab.errors import InputError
-from blocklab.experiments.results import ResultStore
+from blocklab.experiments.results import ResultSink
 from blocklab.experiments.suites.base import RunSpec, execute_in_process
 
 RAY_INSTALL = "pip install 'blocklab[ray]'"
@@ -87,7 +87,7 @@ class ParallelExecutor:
             raise InputError(f"--jobs {self.jobs!r} is not allowed; expected an integer in "
                              "[1, 1024]")
 
-    def __call__(self, specs: Sequence[RunSpec], store: ResultStore,
+    def __call__(self, specs: Sequence[RunSpec], store: ResultSink,
                  progress: bool) -> dict[str, str]:
         untimed = [spec for spec in specs if not spec.timed]
         timed = [spec for spec in specs if spec.timed]
@@ -99,7 +99,7 @@ class ParallelExecutor:
         execute_in_process(timed, store, progress)  # alone: the pool has shut down
         return failed
 
-    def _pool(self, specs: list[RunSpec], store: ResultStore, progress: bool) -> dict[str, str]:
+    def _pool(self, specs: list[RunSpec], store: ResultSink, progress: bool) -> dict[str, str]:
         from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
         from blocklab.experiments.trainer import make_progress
@@ -181,7 +181,7 @@ class RayExecutor:
         if importlib.util.find_spec("ray") is None:
             raise InputError(f"the Ray executor needs Ray; install it with: {RAY_INSTALL}")
 
-    def __call__(self, specs: Sequence[RunSpec], store: ResultStore,
+    def __call__(self, specs: Sequence[RunSpec], store: ResultSink,
                  progress: bool) -> dict[str, str]:
         import ray
 
@@ -198,7 +198,7 @@ class RayExecutor:
             if started_here:
                 ray.shutdown()
 
-    def _run(self, specs: Sequence[RunSpec], store: ResultStore,
+    def _run(self, specs: Sequence[RunSpec], store: ResultSink,
              progress: bool) -> dict[str, str]:
         import ray
         from rich.markup import escape

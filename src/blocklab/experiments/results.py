@@ -17,7 +17,7 @@ import json
 import math
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from blocklab.config import ModelConfig, write_atomic
 from blocklab.errors import InputError
@@ -64,6 +64,13 @@ def json_safe(value: Any) -> Any:
 def result_json(result: dict[str, Any]) -> str:
     """A result as strict JSON text (NaN/inf written as null)."""
     return json.dumps(json_safe(result), indent=1, allow_nan=False) + "\n"
+
+
+class ResultSink(Protocol):
+    """Where an executor puts each result as it finishes (a ResultStore, or a router over
+    several)."""
+
+    def save(self, run_id: str, result: dict[str, Any]) -> Any: ...
 
 
 class ResultStore:

@@ -47,7 +47,9 @@ def collect(results: Path | str = "runs", size: str = "quick", *, out: Path | st
     """The report document: every number the page shows (and report.json holds)."""
     from blocklab import __version__
     from blocklab.claims import Context, run_claims
-    from blocklab.experiments.suites.base import SIZES, load_summary
+    from blocklab.experiments.results import json_safe
+    from blocklab.experiments.suites.base import SIZES
+    from blocklab.experiments.summaries import load_summary
 
     if size not in SIZES:
         raise InputError(f"size {size!r} is not allowed; expected one of {list(SIZES)}")
@@ -58,14 +60,15 @@ def collect(results: Path | str = "runs", size: str = "quick", *, out: Path | st
         error = (suite_errors or {}).get(name)
         try:
             summary = load_summary(results, name, size)
+            runs = _run_curves(results, name, size, summary.run_ids) if summary else []
         except ResultsError as err:  # shown where the suite's section would be, exit code 1
-            summary, error = None, str(err)
+            summary, runs, error = None, [], str(err)
         suites[name] = {
             "command": suite_command(name, size, results),
-            "summary": summary,
+            # the JSON form (tuples as lists), as summary.json holds it and figures decode it
+            "summary": json_safe(summary.to_dict()) if summary else None,
             "error": error,
-            "runs": (_run_curves(results, name, size, summary.get("seeds", 1))
-                     if summary else []),
+            "runs": runs,
         }
     return {
         "schema": SCHEMA,
@@ -82,39 +85,47 @@ def collect(results: Path | str = "runs", size: str = "quick", *, out: Path | st
     }
 
 
-def _run_curves(results: Path, name: str, size: str, seeds: int) -> list[dict[str, Any]]:
-    """Curves of every stored training run of a suite, labelled by the suite's own plan.
+def _run_curves(results: Path, name: str, size: str, run_ids: list[str]
+                ) -> list[dict[str, Any]]:
+    """Curves of the stored training runs a suite's summary was made from, sorted by
+    (arm, seed).
 
-    The plan maps each run id to its arm and seed; only the parts the figures need are kept:
-    status, the training-loss and validation curves, and the per-layer gradient norms logged
-    during training (the first record is at initialisation).
+    Read from the stored result files alone (`<results>/<suite>/<size>/<run_id>.json` for each
+    of the summary's `run_ids`), each labelled by the `run` record (label, arm, seed) that
+    `run_suite` stamps on it; nothing is planned or computed. Results that are not training
+    runs (no training-loss curve) are left out. Only what the figures need is kept: status,
+    the training-loss and validation curves, and the per-layer gradient norms logged during
+    training (the first record is at initialisation).
     """
     from blocklab.experiments.results import ResultStore
-    from blocklab.experiments.suites import get_suite
 
-    try:
-        specs = get_suite(name).plan(size, seeds)
-    except Exception:  # a suite that cannot plan still has its summary tables to show
-        return []
     store = ResultStore(results / name / size)
     out = []
-    for spec in specs:
-        if not store.has(spec.run_id):
+    for run_id in run_ids:
+        try:
+            result = store.load(run_id)
+        except FileNotFoundError:
+            raise ResultsError(f"{store.path_for(run_id)}: a run of the stored summary is "
+                               f"missing or unreadable; run `{suite_command(name, size, results)}`"
+                               " to redo it") from None
+        curves = result.get("curves")
+        if not isinstance(curves, dict) or "train_loss" not in curves:
             continue
-        result = store.load(spec.run_id)
-        curves = result.get("curves") or {}
-        if "train_loss" not in curves:
-            continue
+        run = result.get("run")
+        if not isinstance(run, dict) or sorted(run) != ["arm", "label", "seed"]:
+            raise ResultsError(f"{store.path_for(run_id)}: its run record {run!r} is not "
+                               "{label, arm, seed}; delete the file and run the suite again")
         grads = curves.get("layer_grad_norms") or {}
         out.append({
-            "run_id": spec.run_id, "arm": spec.arm, "seed": spec.seed, "label": spec.label,
+            "run_id": run_id, "arm": run["arm"], "seed": run["seed"], "label": run["label"],
             "status": result.get("status"), "reason": result.get("reason"),
-            "step": curves.get("step", []), "train_loss": curves.get("train_loss", []),
+            "step": curves.get("step", []), "train_loss": curves["train_loss"],
             "val_step": curves.get("val_step", []), "val": curves.get("val", {}),
             "final_val_loss": (result.get("final") or {}).get("val_loss"),
             "layer_grad_norms": {"step": grads.get("step", []),
                                  "layer": grads.get("layer", [])},
         })
+    out.sort(key=lambda r: (r["arm"], r["seed"]))
     return out
 
 

@@ -1,7 +1,10 @@
 """The report's plots: matplotlib (Agg canvas, no pyplot state) -> PNG -> base64 data URI.
 
 Each `fig_*` function reads the report document (see `build.collect`) and returns the PNG bytes
-of one figure, or None when the document holds no data for it. `make_figures` runs them all and
+of one figure, or None when the document holds no data for it. A suite's numbers are read
+through its typed summary (`blocklab.experiments.summaries`): the document's summary dict is
+decoded by `summary_from_dict`, so a field the figure needs is an attribute, and a summary of
+another layout fails with a ResultsError naming the field. `make_figures` runs them all and
 keys the results by figure key; the HTML links ledger rows to `#fig-<key>`. Figure text stays in
 English and mathematical notation (CJK fonts are not guaranteed on the machine that renders);
 the captions under each figure carry the language.
@@ -12,9 +15,22 @@ from __future__ import annotations
 import base64
 import io
 import math
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+
+from blocklab.experiments.summaries import (
+    FfnData,
+    Interval,
+    NormCostData,
+    PerPosition,
+    PlacementData,
+    PositionData,
+    Read,
+    summary_from_dict,
+)
 
 PART_LABELS = {"attention_proj": "attention projections", "attention_scores": "scores + values",
                "ffn": "FFN", "lm_head": "lm_head"}
@@ -79,47 +95,52 @@ def fig_ffn_budget(doc: dict[str, Any]) -> bytes | None:
     return _png(fig)
 
 
-def _summary(doc: dict[str, Any], suite: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """(summary data, stored runs) of a suite; empty when it has not been run."""
-    entry = doc.get("suites", {}).get(suite) or {}
-    summary = entry.get("summary") or {}
-    return summary.get("data") or {}, entry.get("runs") or []
+def _summary(doc: dict[str, Any], suite: str) -> tuple[Any, list[dict[str, Any]]]:
+    """(typed summary data, stored runs) of a suite; (None, []) when it has not been run.
+
+    The data is the suite's entry of `summaries.DATA_TYPES` (FfnData, NormCostData, ...),
+    decoded from the document's summary dict; ResultsError when that dict does not match.
+    """
+    entry = doc["suites"][suite]
+    if entry["summary"] is None:
+        return None, []
+    summary = summary_from_dict(entry["summary"], f"report document: summary of {suite}")
+    return summary.data, entry["runs"]
 
 
-def _errorbar(ax, x: float, stats: dict[str, Any] | None, **kwargs) -> None:
-    """Mean with its 95% interval (a bare point with one seed)."""
-    if not stats or stats.get("mean") is None:
+def _errorbar(ax, x: float, stats: Interval | None, **kwargs) -> None:
+    """Mean with its 95% interval (a bare point with one seed, nothing without a mean)."""
+    if stats is None or stats.mean is None:
         return
-    mean = stats["mean"]
-    if stats.get("ci_low") is None:
+    mean = stats.mean
+    if not stats.resolved:
         ax.plot([x], [mean], **{k: v for k, v in kwargs.items() if k != "capsize"})
     else:
-        ax.errorbar([x], [mean], yerr=[[mean - stats["ci_low"]], [stats["ci_high"] - mean]],
+        ax.errorbar([x], [mean], yerr=[[mean - stats.ci_low], [stats.ci_high - mean]],
                     **kwargs)
 
 
 def fig_ffn_variants(doc: dict[str, Any]) -> bytes | None:
+    data: FfnData | None
     data, runs = _summary(doc, "ffn")
-    arms = data.get("arms") or {}
-    if not arms:
+    if data is None or not data.arms:
         return None
+    arms = data.arms
     names = list(arms)
     fig, axes = _new(10, 4.0, 2, 1)
     left, right = axes[0, 0], axes[0, 1]
     for i, arm in enumerate(names):
-        colour = "C1" if arms[arm].get("gated") else "C0"
+        colour = "C1" if arms[arm].gated else "C0"
         seeds = [r["final_val_loss"] for r in runs if r["arm"] == arm
-                 and r.get("final_val_loss") is not None]
+                 and r["final_val_loss"] is not None]
         left.plot([i] * len(seeds), seeds, "o", color=colour, alpha=0.45, ms=5)
-        _errorbar(left, i, arms[arm].get("val_loss"), fmt="_", color="black", ms=18,
-                  capsize=4)
-        if arm != data.get("baseline"):
-            _errorbar(right, i, arms[arm].get("rel_delta_pct"), fmt="o", color=colour,
-                      capsize=4)
-    page = data.get("page") or {}
+        _errorbar(left, i, arms[arm].val_loss, fmt="_", color="black", ms=18, capsize=4)
+        if arm != data.baseline:
+            _errorbar(right, i, arms[arm].rel_delta_pct, fmt="o", color=colour, capsize=4)
+    page = data.page
     for arm, gain in page.items():
         if arm in names:
-            lo, hi = (gain, gain) if not isinstance(gain, list) else (min(gain), max(gain))
+            lo, hi = min(gain), max(gain)
             i = names.index(arm) + 0.3  # beside the measured point, not on it
             right.plot([i, i], [-lo, -hi], color="red", lw=6, alpha=0.35, solid_capstyle="round")
             right.plot([i], [-(lo + hi) / 2], "x", color="red",
@@ -134,7 +155,7 @@ def fig_ffn_variants(doc: dict[str, Any]) -> bytes | None:
     left.legend(fontsize=8)
     left.set_ylabel("final validation loss (nats/token)")
     left.set_title("seeds (dots) and mean [95% CI]", fontsize=10)
-    right.set_ylabel(f"Δ% vs {data.get('baseline', 'relu')} (negative = better)")
+    right.set_ylabel(f"Δ% vs {data.baseline} (negative = better)")
     right.set_title("paired difference [95% CI] and the page's claim", fontsize=10)
     if page:
         right.legend(fontsize=8)
@@ -142,16 +163,17 @@ def fig_ffn_variants(doc: dict[str, Any]) -> bytes | None:
 
 
 def fig_ffn_loss_curves(doc: dict[str, Any]) -> bytes | None:
+    data: FfnData | None
     data, runs = _summary(doc, "ffn")
-    runs = [r for r in runs if r.get("val_step")]
-    if not runs:
+    runs = [r for r in runs if r["val_step"]]
+    if data is None or not runs:
         return None
-    length = str((data.get("size") or {}).get("seq_len", ""))
+    length = str(data.size["seq_len"])  # the validation curve at the trained length
     fig, axes = _new(7.5, 4.0)
     ax = axes[0, 0]
     colours = {arm: f"C{i % 10}" for i, arm in enumerate(dict.fromkeys(r["arm"] for r in runs))}
     for r in runs:
-        curve = r["val"].get(length) or next(iter(r["val"].values()), [])
+        curve = r["val"][length]
         ax.plot(r["val_step"][:len(curve)], _finite(curve), "o-", ms=3, lw=1.2,
                 color=colours[r["arm"]], label=r["arm"] if r["seed"] == 0 else None)
     ax.set_xlabel("optimizer step")
@@ -163,26 +185,25 @@ def fig_ffn_loss_curves(doc: dict[str, Any]) -> bytes | None:
 
 # --- norm cost -----------------------------------------------------------------------------------
 def fig_norm_cost(doc: dict[str, Any]) -> bytes | None:
+    data: NormCostData | None
     data, _ = _summary(doc, "norm-cost")
-    ratios = data.get("ratios") or []
-    steps = data.get("step_time") or {}
-    if not ratios and not steps:
+    if data is None or (not data.ratios and not data.step_time):
         return None
+    ratios, steps = data.ratios, data.step_time
     fig, axes = _new(11, 3.9, 3, 1)
-    series = list(dict.fromkeys((r["impl"].split(":")[-1], r["rows"], r["threads"])
-                                for r in ratios))
+    series = list(dict.fromkeys((r.impl.split(":")[-1], r.rows, r.threads) for r in ratios))
     for ax, pass_name, title in ((axes[0, 0], "fwd", "forward (no grad)"),
                                  (axes[0, 1], "fwdbwd", "forward + backward")):
         for i, (kind, rows, threads) in enumerate(series):
-            part = sorted((r for r in ratios if r["pass"] == pass_name and (
-                r["impl"].split(":")[-1], r["rows"], r["threads"]) == (kind, rows, threads)),
-                key=lambda r: r["d"])
+            part = sorted((r for r in ratios if r.pass_name == pass_name and (
+                r.impl.split(":")[-1], r.rows, r.threads) == (kind, rows, threads)),
+                key=lambda r: r.d)
             if not part:
                 continue
-            x = [r["d"] * (1 + 0.04 * (i - len(series) / 2)) for r in part]  # dodge
-            y = [r["ratio_vs_layernorm"] for r in part]
-            low = [r["ratio_vs_layernorm"] - r["ci_low"] for r in part]
-            high = [r["ci_high"] - r["ratio_vs_layernorm"] for r in part]
+            x = [r.d * (1 + 0.04 * (i - len(series) / 2)) for r in part]  # dodge
+            y = [r.time.ratio for r in part]
+            low = [r.time.ratio - r.time.ci_low for r in part]
+            high = [r.time.ci_high - r.time.ratio for r in part]
             label = f"{kind}, {rows} rows" + (f", {threads} threads" if threads != 1 else "")
             ax.errorbar(x, y, yerr=[low, high], fmt="o-", ms=3, lw=1, capsize=2,
                         color=f"C{i % 10}", label=label)
@@ -190,13 +211,13 @@ def fig_norm_cost(doc: dict[str, Any]) -> bytes | None:
         ax.set_xlabel("d (hidden size)")
         ax.set_title(title, fontsize=10)
     step_ax = axes[0, 2]
-    for i, entry in enumerate(steps[k] for k in sorted(steps)):
-        if entry.get("ratio") is None:
-            continue
-        step_ax.errorbar([i], [entry["ratio"]], yerr=[[entry["ratio"] - entry["ci_low"]],
-                                                      [entry["ci_high"] - entry["ratio"]]],
+    threads = sorted(steps, key=int)  # keys are thread counts
+    for i, key in enumerate(threads):
+        ratio = steps[key].time
+        step_ax.errorbar([i], [ratio.ratio], yerr=[[ratio.ratio - ratio.ci_low],
+                                                   [ratio.ci_high - ratio.ratio]],
                          fmt="s", color="black", capsize=4)
-    step_ax.set_xticks(range(len(steps)), [f"{t} thread(s)" for t in sorted(steps)])
+    step_ax.set_xticks(range(len(steps)), [f"{t} thread(s)" for t in threads])
     step_ax.set_xlim(-0.8, max(len(steps) - 0.2, 0.8))
     step_ax.set_title("whole training step", fontsize=10)
     for ax in axes.flat:
@@ -249,29 +270,30 @@ def fig_placement_training(doc: dict[str, Any]) -> bytes | None:
 
 
 def fig_placement_gradients(doc: dict[str, Any]) -> bytes | None:
+    data: PlacementData | None
     data, _ = _summary(doc, "placement")
-    grads = data.get("init_gradients") or {}
-    if not grads:
+    if data is None or not data.init_gradients:
         return None
+    grads = data.init_gradients
     inits = list(dict.fromkeys(i for by_init in grads.values() for i in by_init))
     fig, axes = _new(4.6 * len(inits), 7.2, len(inits), 2)
-    predicted = (data.get("predictions") or {}).get("slope_last") or {}
+    predicted = data.predictions.slope_last
     for col, init in enumerate(inits):
         top, bottom = axes[0, col], axes[1, col]
         for placement, by_init in grads.items():
-            g = by_init.get(init)
-            if not g:
+            if init not in by_init:
                 continue
+            g = by_init[init]
             colour = PLACEMENT_COLOURS.get(placement, "C7")
-            deepest = str(max(g["depths"]))
-            per_layer = _finite(g["per_layer_grad"].get(deepest, []))
+            deepest = str(max(g.depths))
+            per_layer = _finite(g.per_layer_grad[deepest])
             top.plot(range(1, len(per_layer) + 1), per_layer, "o-", ms=3, color=colour,
                      label=placement)
-            slope = g.get("slope_last")
+            slope = g.slope_last
             label = placement + ("" if slope is None else f", slope {slope:+.2f}")
-            if placement in predicted and init == (data.get("predictions") or {}).get("init"):
+            if placement in predicted and init == data.predictions.init:
                 label += f" (predicted {predicted[placement]:+.1f})"
-            bottom.plot(g["depths"], _finite(g["last_layer_grad"]), "o-", ms=4, color=colour,
+            bottom.plot(g.depths, _finite(g.last_layer_grad), "o-", ms=4, color=colour,
                         label=label)
         top.set_title(f"{init} init: each layer at L={deepest}", fontsize=10)
         top.set_xlabel("layer (1 = next to the input)")
@@ -288,28 +310,27 @@ def fig_placement_gradients(doc: dict[str, Any]) -> bytes | None:
 
 
 # --- position ------------------------------------------------------------------------------------
-def _mean(stats: Any) -> float:
-    """The mean of a mean_ci dict; NaN for a missing or unavailable read."""
-    if isinstance(stats, dict) and stats.get("mean") is not None:
-        return float(stats["mean"])
+def _mean(stats: Read | None) -> float:
+    """The mean of an Interval; NaN for no mean, no interval or an unavailable read (str)."""
+    if isinstance(stats, Interval) and stats.mean is not None:
+        return stats.mean
     return math.nan
 
 
 def fig_position_extrapolation(doc: dict[str, Any]) -> bytes | None:
+    data: PositionData | None
     data, _ = _summary(doc, "position")
-    arms = data.get("arms") or {}
-    mults = data.get("mults") or []
-    if not arms or not mults:
+    if data is None or not data.arms or not data.mults:
         return None
-    L = data.get("L")
+    arms, mults, L = data.arms, data.mults, data.L
     base = [a for a in arms if "+" not in a]
     scaled = [a for a in arms if a == "rope" or a.startswith("rope+")]
     fig, axes = _new(12, 4.2, 3, 1)
 
     def loss_curve(name: str) -> list[float]:
         entry = arms[name]
-        return [_mean(entry.get("loss_at_L")) if m == 1 else
-                _mean((entry.get("loss_beyond_L") or {}).get(str(m))) for m in mults]
+        return [_mean(entry.loss_at_L) if m == 1 else _mean(entry.loss_beyond_L[str(m)])
+                for m in mults]
 
     # One colour per plain scheme in every panel; the RoPE variants take the colours left over.
     colour = {name: f"C{i % 10}" for i, name in enumerate(base)}
@@ -329,8 +350,7 @@ def fig_position_extrapolation(doc: dict[str, Any]) -> bytes | None:
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=6.5, ncols=2)
     if "rope" in arms:
-        sliding = [math.nan if m == 1 else _mean((arms["rope"].get("sliding") or {}).get(str(m)))
-                   for m in mults]
+        sliding = [math.nan if m == 1 else _mean(arms["rope"].sliding[str(m)]) for m in mults]
         axes[0, 1].plot(mults, sliding, "k:", lw=1.5, label="rope, sliding windows of L")
         axes[0, 1].legend(fontsize=6.5, ncols=2)
     axes[0, 0].set_ylabel("loss (nats/token)")
@@ -338,11 +358,11 @@ def fig_position_extrapolation(doc: dict[str, Any]) -> bytes | None:
     ax = axes[0, 2]
     longest = str(max(mults))
     for name in base:
-        curve = (arms[name].get("per_position") or {}).get(longest)
-        if isinstance(curve, dict) and curve.get("loss"):
-            width = curve.get("bucket", 1)
-            ax.plot([width * (j + 0.5) for j in range(len(curve["loss"]))],
-                    _finite(curve["loss"]), "-", lw=1.2, color=colour[name], label=name)
+        curve = arms[name].per_position.get(longest)  # a str or None: no curve there
+        if isinstance(curve, PerPosition) and curve.loss:
+            width = curve.bucket
+            ax.plot([width * (j + 0.5) for j in range(len(curve.loss))],
+                    _finite(curve.loss), "-", lw=1.2, color=colour[name], label=name)
     if L:
         ax.axvline(L, color="grey", ls=":", lw=1, label="L (trained length)")
     ax.set_title(f"loss by position at {longest}× L", fontsize=10)
@@ -353,16 +373,19 @@ def fig_position_extrapolation(doc: dict[str, Any]) -> bytes | None:
 
 
 def fig_passkey(doc: dict[str, Any]) -> bytes | None:
+    data: PositionData | None
     data, _ = _summary(doc, "position")
-    arms = {name: entry["passkey"] for name, entry in (data.get("arms") or {}).items()
-            if entry.get("passkey")}
-    mults = data.get("mults") or []
+    if data is None:
+        return None
+    arms = {name: entry.passkey for name, entry in data.arms.items()
+            if entry.passkey is not None}
+    mults = data.mults
     if not arms or not mults:
         return None
     import numpy as np
     from matplotlib import colormaps
 
-    grid = np.array([[_number((pk.get("by_length") or {}).get(str(m))) for m in mults]
+    grid = np.array([[_number(pk.by_length.get(str(m))) for m in mults]  # n/a: not read
                      for pk in arms.values()])
     fig, axes = _new(1.2 * len(mults) + 3, 0.32 * len(arms) + 1.4)
     ax = axes[0, 0]
@@ -382,12 +405,13 @@ def _number(value: Any) -> float:
 
 
 def fig_rope_relative_error(doc: dict[str, Any]) -> bytes | None:
+    data: PositionData | None
     data, _ = _summary(doc, "position")
-    pipelines = {name: data.get(key) for name, key in (
-        ("positions, angles and rotation in the dtype", "relative_error"),
-        ("blocklab: float32 angles and rotation", "relative_error_blocklab")) if data.get(key)}
+    pipelines = {} if data is None else {name: by_dtype for name, by_dtype in (
+        ("positions, angles and rotation in the dtype", data.relative_error),
+        ("blocklab: float32 angles and rotation", data.relative_error_blocklab)) if by_dtype}
     if not pipelines:
-        float64 = (doc.get("rope") or {}).get("float64_gap_by_shift") or {}
+        float64 = doc["rope"]["float64_gap_by_shift"]
         if not float64:
             return None
         pipelines = {"float64 reference": {"float64": [[int(s), g] for s, g in float64.items()]}}
@@ -506,15 +530,34 @@ FIGURES: dict[str, tuple[Callable[[dict[str, Any]], bytes | None],
 
 
 def make_figures(doc: dict[str, Any]) -> dict[str, Figure]:
-    """Every figure the document has data for, by key. A figure that fails to draw (stored
-    results of an unexpected shape) is kept with its error, so the rest of the page renders."""
+    """Every figure the document has data for, by key.
+
+    A figure that fails to draw is kept as a `Figure` whose `error` holds the exception, its
+    message and where it was raised, instead of stopping the page. That error is never dropped:
+    the page shows it in place of the figure, `write_report` records every one under
+    "figure_errors" in report.json, and `blocklab report` names the figure on stderr and exits
+    1. This is the one place the report catches a broad exception, because any failure of one
+    figure (a summary of another layout, a ResultsError from decoding it, a bug in a `fig_*`
+    function, matplotlib refusing the data) must still leave the ledger and every other
+    section readable.
+    """
     out = {}
     for key, (draw, command) in FIGURES.items():
         try:
             png = draw(doc)
-        except Exception as err:
-            out[key] = Figure(key, b"", command(doc), f"{type(err).__name__}: {err}")
+        except Exception as err:  # recorded in the figure and reported; see the docstring
+            out[key] = Figure(key, b"", command(doc), _describe(err))
             continue
         if png is not None:
             out[key] = Figure(key, png, command(doc))
     return out
+
+
+def _describe(err: Exception) -> str:
+    """'Type: message (in function, file:line)' of the innermost frame that raised `err`."""
+    text = f"{type(err).__name__}: {err}"
+    frames = traceback.extract_tb(err.__traceback__)
+    if frames:
+        last = frames[-1]
+        text += f" (in {last.name}, {Path(last.filename).name}:{last.lineno})"
+    return text

@@ -2,10 +2,17 @@
 
 import json
 import math
+from dataclasses import dataclass
 
 import pytest
 
 from blocklab.experiments.suites import base
+from blocklab.experiments.summaries import Interval, Summary, Table, load_summary
+
+
+@dataclass(frozen=True)
+class ToyData:
+    diff: Interval
 
 
 def test_t_quantiles_match_tables():
@@ -20,23 +27,24 @@ def test_t_quantiles_match_tables():
 def test_mean_ci_by_hand():
     stats = base.mean_ci([1.0, 2.0, 3.0])
     # mean 2, sd 1, half width t(2)·1/√3
-    assert stats["mean"] == 2.0 and stats["sd"] == 1.0
-    assert stats["ci_high"] - 2.0 == pytest.approx(4.303 / math.sqrt(3), rel=1e-12)
-    assert base.mean_ci([])["mean"] is None
-    assert base.mean_ci([5.0])["ci_low"] is None
+    assert stats.mean == 2.0 and stats.sd == 1.0 and stats.n == 3
+    assert stats.ci_high - 2.0 == pytest.approx(4.303 / math.sqrt(3), rel=1e-12)
+    assert base.mean_ci([]) == Interval(0)
+    assert base.mean_ci([5.0]) == Interval(1, 5.0)
 
 
 def test_paired_difference_drops_non_finite_pairs():
     stats = base.paired_difference([1.0, 2.0, float("nan"), 4.0], [0.5, 1.0, 1.0, None])
-    assert stats["n"] == 2 and stats["mean"] == pytest.approx(0.75)
+    assert stats.n == 2 and stats.mean == pytest.approx(0.75)
     with pytest.raises(ValueError, match="equal lengths"):
         base.paired_difference([1.0], [1.0, 2.0])
 
 
 def test_format_ci():
-    assert base.format_ci({"mean": None}) == "—"
-    assert base.format_ci({"mean": 0.5, "n": 1, "ci_low": None}) == "+0.500 (n=1)"
+    assert base.format_ci(Interval(0)) == "—"
+    assert base.format_ci(Interval(1, 0.5)) == "+0.500 (n=1)"
     assert base.format_ci(base.mean_ci([1.0, 2.0, 3.0]), 2).startswith("+2.00 [")
+    assert base.format_level(base.mean_ci([1.0, 2.0, 3.0]), 2).startswith("2.00 [")
 
 
 def _toy_suite(calls, fail_at=None):
@@ -58,9 +66,8 @@ def _toy_suite(calls, fail_at=None):
         a = [r["value"] for s, r in results if s.arm == "a"]
         b = [r["value"] for s, r in results if s.arm == "b"]
         diff = base.paired_difference(a, b)
-        return base.Summary("toy", size, seeds,
-                            [base.Table("toy", ["Δ"], [[base.format_ci(diff)]])],
-                            data={"diff": diff})
+        return Summary("toy", size, seeds, [Table("toy", ["Δ"], [[base.format_ci(diff)]])],
+                       data=ToyData(diff))
 
     return base.Suite("toy", "a toy", plan, summarise)
 
@@ -74,11 +81,11 @@ def test_run_suite_resumes_after_interrupt(tmp_path):
     calls.clear()
     summary = base.run_suite(_toy_suite(calls), "tiny", 3, tmp_path, progress=False)
     assert calls == [("b", 1), ("b", 2)]  # nothing finished is recomputed
-    assert summary.data["diff"]["mean"] == 1.0 and summary.runs == 6
+    assert summary.data.diff.mean == 1.0 and summary.runs == 6
     stored = json.loads((tmp_path / "toy" / "tiny" / "summary.json").read_text())
     assert stored["tables"][0]["rows"][0][0].startswith("+1.000")
-    assert base.load_summary(tmp_path, "toy", "tiny")["runs"] == 6
-    assert base.load_summary(tmp_path, "toy", "quick") is None
+    assert load_summary(tmp_path, "toy", "tiny", ToyData) == summary
+    assert load_summary(tmp_path, "toy", "quick", ToyData) is None
 
 
 def test_bad_size_and_seeds(tmp_path):

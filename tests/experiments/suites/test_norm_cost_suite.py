@@ -6,6 +6,7 @@ import torch
 
 from blocklab.experiments.suites import get_suite, run_suite
 from blocklab.experiments.suites import norm_cost as nc
+from blocklab.experiments.summaries import Interval, TimeRatio
 
 
 def test_bootstrap_ratio_ci_by_hand():
@@ -13,10 +14,10 @@ def test_bootstrap_ratio_ci_by_hand():
     # ratio 2) with probabilities 1/4, 1/4, 1/2, so the 2.5% and 97.5% percentiles of 2000
     # resamples are 1 and 3, and the point estimate is median(a) / median(b) = 2.
     stats = nc.bootstrap_ratio_ci([1.0, 3.0], [1.0, 1.0])
-    assert stats == {"ratio": 2.0, "ci_low": 1.0, "ci_high": 3.0, "n": 2}
+    assert stats == TimeRatio(ratio=2.0, ci_low=1.0, ci_high=3.0, repeats=2)
     # a = 2·b pair by pair: every resample has ratio exactly 2.
     exact = nc.bootstrap_ratio_ci([2.0, 4.0, 6.0, 10.0], [1.0, 2.0, 3.0, 5.0])
-    assert exact["ratio"] == exact["ci_low"] == exact["ci_high"] == 2.0
+    assert exact.ratio == exact.ci_low == exact.ci_high == 2.0
     # Fixed seed: the same interval every time.
     noisy = ([1.0, 1.3, 0.9, 1.1, 1.2], [1.0, 1.0, 1.1, 0.9, 1.05])
     assert nc.bootstrap_ratio_ci(*noisy) == nc.bootstrap_ratio_ci(*noisy)
@@ -25,14 +26,14 @@ def test_bootstrap_ratio_ci_by_hand():
 
 
 def test_equivalence_rule_by_hand():
-    inside = {"mean": 0.001, "ci_low": -0.01, "ci_high": 0.015}
+    inside = Interval(3, 0.001, -0.01, 0.015)
     assert nc.equivalence(inside, 0.02) == (True, "equivalent")
-    crossing = {"mean": 0.01, "ci_low": -0.005, "ci_high": 0.025}
+    crossing = Interval(3, 0.01, -0.005, 0.025)
     assert nc.equivalence(crossing, 0.02)[0] is False
     assert "crosses" in nc.equivalence(crossing, 0.02)[1]
-    outside = {"mean": 0.05, "ci_low": 0.03, "ci_high": 0.07}
+    outside = Interval(3, 0.05, 0.03, 0.07)
     assert nc.equivalence(outside, 0.02) == (False, "different (whole CI outside the margin)")
-    assert nc.equivalence({"mean": 0.0, "ci_low": None, "ci_high": None}, 0.02)[0] is False
+    assert nc.equivalence(Interval(1, 0.0), 0.02)[0] is False
 
 
 def test_saved_tensor_bytes_match_closed_forms():
@@ -86,21 +87,19 @@ def test_tiny_suite_end_to_end(tmp_path):
     assert len(summary.tables[0].rows) == 3 * len(shapes)  # blocklab, torch, plain per shape
 
     data = summary.data
-    assert set(data) >= {"kernels", "ratios", "step_time", "quality"}
-    assert len(data["kernels"]) == 6 * len(shapes)
-    for kernel in data["kernels"]:
-        assert {"impl", "d", "rows", "fwd_ms", "fwdbwd_ms", "saved_bytes"} <= set(kernel)
-        assert kernel["fwd_ms"] > 0 and kernel["fwdbwd_ms"] > 0 and kernel["saved_bytes"] > 0
-    for ratio in data["ratios"]:
-        assert {"d", "rows", "impl", "ratio_vs_layernorm", "ci_low", "ci_high"} <= set(ratio)
-        assert ratio["ci_low"] <= ratio["ratio_vs_layernorm"] <= ratio["ci_high"]
-    assert {"rmsnorm_ms", "layernorm_ms", "ratio", "ci_low", "ci_high"} <= set(
-        data["step_time"]["1"])
-    quality = data["quality"]
-    assert {"delta", "margin", "equivalent"} <= set(quality)
-    assert quality["margin"] == nc.EQUIVALENCE_MARGIN and quality["delta"]["n"] == 2
-    assert isinstance(quality["equivalent"], bool)
+    assert len(data.kernels) == 6 * len(shapes)
+    for kernel in data.kernels:
+        assert kernel.fwd_ms > 0 and kernel.fwdbwd_ms > 0 and kernel.saved_bytes > 0
+    assert data.ratios
+    for ratio in data.ratios:
+        assert ratio.time.ci_low <= ratio.time.ratio <= ratio.time.ci_high
+    step = data.step_time["1"]
+    assert step.rmsnorm_ms > 0 and step.layernorm_ms > 0
+    assert step.time.ci_low <= step.time.ratio <= step.time.ci_high
+    quality = data.quality
+    assert quality.margin == nc.EQUIVALENCE_MARGIN and quality.delta.n == 2
+    assert isinstance(quality.equivalent, bool)
 
     again = run_suite(suite, "tiny", out_dir=tmp_path, progress=False)  # all stored: no rerun
     assert again.notes[-1].startswith(f"{again.runs} of {again.runs} runs were already stored")
-    assert again.data["quality"] == quality
+    assert again.data.quality == quality

@@ -7,11 +7,6 @@ import pytest
 
 from blocklab.experiments.suites import get_suite, placement, run_suite
 
-GRADIENT_KEYS = {"depths", "last_layer_grad", "first_layer_grad", "slope_last", "slope_first",
-                 "slope_last_ci", "slope_first_ci", "residual_rms_last", "per_layer_grad"}
-TRAINING_KEYS = {"placement", "depth", "warmup", "lr", "failures", "runs", "status", "val_loss",
-                 "delta_vs_pre"}
-
 
 def test_loglog_slope_by_hand():
     depths = [2, 4, 8, 16, 32]
@@ -92,16 +87,14 @@ def test_tiny_suite_end_to_end(tmp_path):
     assert len(train_table.rows) == n_train
 
     data = summary.data
-    assert {"init_gradients", "training", "predictions", "unigram_entropy"} <= set(data)
     for kind in size.probe.placements:
         for init in size.probe.inits:
-            entry = data["init_gradients"][kind][init]
-            assert GRADIENT_KEYS <= set(entry)
-            assert entry["depths"] == list(size.probe.depths)
-            assert all(g > 0 for g in entry["last_layer_grad"] + entry["first_layer_grad"])
-            assert isinstance(entry["slope_last"], float)
-    assert data["predictions"]["slope_last"] == {"post": 0.0, "pre": -0.5}
-    for row in data["training"]:
-        assert TRAINING_KEYS <= set(row) and row["runs"] == 1
-        assert (row["delta_vs_pre"] is None) == (row["placement"] == "pre")
+            entry = data.init_gradients[kind][init]
+            assert entry.depths == list(size.probe.depths)
+            assert all(g > 0 for g in entry.last_layer_grad + entry.first_layer_grad)
+            assert isinstance(entry.slope_last, float)
+    assert data.predictions.slope_last == {"post": 0.0, "pre": -0.5}
+    for row in data.training:
+        assert row.runs == 1
+        assert (row.delta_vs_pre is None) == (row.placement == "pre")
     assert (tmp_path / "placement" / "tiny" / "summary.json").is_file()

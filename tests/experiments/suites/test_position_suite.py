@@ -130,18 +130,17 @@ def test_tiny_suite_end_to_end(tmp_path):
     assert any("(C20)" in t for t in titles) and any("(C26)" in t for t in titles)
 
     data = summary.data
-    assert data["L"] == L and data["eval_lengths"] == [m * L for m in mults]
+    assert data.L == L and data.eval_lengths == [m * L for m in mults]
     expected = set(ps.arms("tiny")) | {f"rope+{k}" for k in ps.SCALINGS}
-    assert expected <= set(data["arms"])
-    assert any(name.endswith("+ft2x") for name in data["arms"])  # tiny fine-tunes too
-    for name, arm in data["arms"].items():
-        assert {"loss_beyond_L", "sliding", "per_position", "passkey"} <= set(arm), name
-        assert set(arm["loss_beyond_L"]) == {"2", "4"}
-    assert data["arms"]["learned"]["loss_beyond_L"]["2"] == ps.UNAVAILABLE
-    assert data["arms"]["learned"]["passkey"]["by_length"]["2"] == ps.UNAVAILABLE
-    assert data["arms"]["rope"]["loss_beyond_L"]["4"]["n"] == 1
-    assert len(data["arms"]["rope"]["per_position"]["4"]["loss"]) == 4 * 8  # buckets of L/8
-    assert set(data["relative_error"]) == set(ps.RELATIVE_ERROR_DTYPES)
-    assert data["relative_error"]["float64"][0] == [0, 0.0]
-    assert data["finite_past_max_seq_len"]["rope"][0]["float32"] is True
-    assert data["finite_past_max_seq_len"]["rope"][0]["bfloat16"] is True
+    assert expected <= set(data.arms)
+    assert any(name.endswith("+ft2x") for name in data.arms)  # tiny fine-tunes too
+    for name, arm in data.arms.items():
+        assert set(arm.loss_beyond_L) == {"2", "4"}, name
+    assert data.arms["learned"].loss_beyond_L["2"] == ps.UNAVAILABLE
+    assert data.arms["learned"].passkey.by_length["2"] == ps.UNAVAILABLE
+    assert data.arms["rope"].loss_beyond_L["4"].n == 1
+    assert len(data.arms["rope"].per_position["4"].loss) == 4 * 8  # buckets of L/8
+    assert set(data.relative_error) == set(ps.RELATIVE_ERROR_DTYPES)
+    assert data.relative_error["float64"][0] == [0, 0.0]
+    assert data.finite_past_max_seq_len["rope"][0].float32 is True
+    assert data.finite_past_max_seq_len["rope"][0].bfloat16 is True

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import importlib
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -19,14 +20,13 @@ from blocklab.experiments.suites.base import (
     Executor,
     RunSpec,
     Suite,
-    Summary,
-    Table,
     format_ci,
-    load_summary,
+    format_level,
     mean_ci,
     paired_difference,
     run_suite,
 )
+from blocklab.experiments.summaries import Summary, Table, load_summary
 
 # suite name -> module holding `SUITE`
 SUITE_MODULES = {"ffn": "ffn", "placement": "placement", "norm-cost": "norm_cost",
@@ -44,27 +44,38 @@ def get_suite(name: str) -> Suite:
 def run_suites(results: Path, size: str, names: Sequence[str] = tuple(SUITE_MODULES), *,
                executor: Executor | None = None, progress: bool = True,
                echo: Callable[[str], None] = print) -> dict[str, str]:
-    """Run every suite of `names` at `size` into `results` through `run_suite` (stored runs
-    are reused, so this resumes), each at its default seeds.
+    """Run every suite of `names` at `size` into `results` (stored runs are reused, so this
+    resumes), each at its default seeds, then summarise each one.
 
-    Returns {suite: one-line error} for the suites that failed; the others still run, so a
-    report can be written that says which are missing and why.
+    The missing runs of all the suites go to `executor` in one call, so worker processes stay
+    busy across suite boundaries and every timed run waits until all the others are done.
+    Returns {suite: one-line error} for the suites that could not be summarised; the others
+    still are, so a report can be written that says which are missing and why.
     """
-    from blocklab.experiments.results import ResultStore
-    from blocklab.experiments.suites.base import SuiteIncomplete, suite_dir
+    from blocklab.experiments.suites.base import (
+        ResultRouter,
+        SuiteIncomplete,
+        execute_in_process,
+        plan_suite,
+        summarise_suite,
+    )
 
+    planned = [plan_suite(get_suite(name), size, None, results) for name in names]
+    for plan in planned:
+        echo(f"suite {plan.suite.name} ({size}): {len(plan.specs) - len(plan.missing)} of "
+             f"{len(plan.specs)} runs stored, {len(plan.missing)} to run -> {plan.store.root}")
+    todo = [spec for plan in planned for spec in plan.stamped()]
+    start = time.perf_counter()
+    failed: dict[str, str] = {}
+    if todo:
+        failed = (executor or execute_in_process)(todo, ResultRouter(planned), progress) or {}
+    elapsed = time.perf_counter() - start
     errors: dict[str, str] = {}
-    for name in names:
-        suite = get_suite(name)
-        seeds = suite.default_seeds[size]
-        specs = suite.plan(size, seeds)
-        store = ResultStore(suite_dir(results, suite, size))
-        todo = sum(not store.has(s.run_id) for s in specs)
-        echo(f"suite {name} ({size}): {len(specs) - todo} of {len(specs)} runs stored, "
-             f"{todo} to run -> {store.root}")
+    for plan in planned:
         try:
-            run_suite(suite, size, seeds, results, progress=progress, executor=executor)
+            summarise_suite(plan, failed, elapsed)
         except SuiteIncomplete as err:
+            name = plan.suite.name
             errors[name] = f"{len(err.missing)} of {err.total} runs failed, first: " \
                            f"{err.missing[0][0]}: {err.missing[0][1]}"
             echo(f"suite {name} ({size}) failed: {errors[name]}")
@@ -72,5 +83,5 @@ def run_suites(results: Path, size: str, names: Sequence[str] = tuple(SUITE_MODU
 
 
 __all__ = ["SIZES", "SUITE_MODULES", "RunSpec", "Suite", "Summary", "Table", "format_ci",
-           "get_suite", "load_summary", "mean_ci", "paired_difference", "run_suite",
-           "run_suites"]
+           "format_level", "get_suite", "load_summary", "mean_ci", "paired_difference",
+           "run_suite", "run_suites"]

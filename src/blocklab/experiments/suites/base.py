@@ -33,11 +33,10 @@ from typing import Any
 
 from blocklab.config import write_atomic
 from blocklab.errors import InputError, ResultsError
-from blocklab.experiments.results import ResultStore, json_safe, result_json
+from blocklab.experiments.results import ResultSink, ResultStore, json_safe, result_json
+from blocklab.experiments.summaries import Interval, Summary, summary_from_dict
 
 SIZES = ("tiny", "quick", "full")
-# The layout of summary.json; readers refuse any other (2: schema and provenance recorded).
-SUMMARY_SCHEMA = 2
 
 
 @contextlib.contextmanager
@@ -72,37 +71,6 @@ class RunSpec:
 
 
 @dataclass(frozen=True)
-class Table:
-    """A summary table: a title, column names, rows of cells (str/int/float/None), a caption."""
-
-    title: str
-    columns: list[str]
-    rows: list[list[Any]]
-    caption: str = ""
-
-
-@dataclass
-class Summary:
-    suite: str
-    size: str
-    seeds: int
-    tables: list[Table]
-    notes: list[str] = field(default_factory=list)
-    data: dict[str, Any] = field(default_factory=dict)  # numbers for the claims ledger
-    runs: int = 0
-    wall_time_s: float = 0.0
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "schema": SUMMARY_SCHEMA,
-            "suite": self.suite, "size": self.size, "seeds": self.seeds, "runs": self.runs,
-            "wall_time_s": self.wall_time_s, "notes": self.notes, "data": self.data,
-            "tables": [{"title": t.title, "columns": t.columns, "rows": t.rows,
-                        "caption": t.caption} for t in self.tables],
-        }
-
-
-@dataclass(frozen=True)
 class Suite:
     """`plan(size, seeds)` lists the runs; `summarise(size, seeds, results)` builds tables from
     `results`: a list of (spec, result) pairs in plan order."""
@@ -115,10 +83,11 @@ class Suite:
                                                                     "full": 5})
 
 
-# An executor runs `specs`, saves each result with `store.save(spec.run_id, result)` the moment it
-# finishes, and may return {run_id: one-line error} for runs that failed without stopping the
-# rest. `progress` is True/False: whether to show a progress bar.
-Executor = Callable[[list[RunSpec], ResultStore, bool], dict[str, str] | None]
+# An executor runs `specs`, saves each result with `store.save(spec.run_id, result)` (a
+# ResultStore, or a ResultRouter over several suites' stores) the moment it finishes, and may
+# return {run_id: one-line error} for runs that failed without stopping the rest. `progress` is
+# True/False: whether to show a progress bar.
+Executor = Callable[[list[RunSpec], ResultSink, bool], dict[str, str] | None]
 
 
 class SuiteIncomplete(RuntimeError):
@@ -151,15 +120,30 @@ def suite_dir(out_dir: str | Path, suite: Suite, size: str) -> Path:
 MAX_SEEDS = 1000
 
 
-def run_suite(suite: Suite, size: str = "quick", seeds: int | None = None,
-              out_dir: str | Path = "runs", *, progress: bool = True,
-              executor: Executor | None = None) -> Summary:
-    """Run every missing run of `suite`, then summarise all of them and write summary.json.
+@dataclass(frozen=True)
+class PlannedSuite:
+    """A suite's runs checked against its results folder: `missing` must run (not stored, or
+    stored with another provenance: `stale`, run id -> reasons); the rest are reused."""
 
-    Raises SuiteIncomplete (after every other run has finished and been saved) when a run
-    failed in an executor that carries on past failures; `execute_in_process` instead lets the
-    first exception propagate.
-    """
+    suite: Suite
+    size: str
+    seeds: int
+    specs: list[RunSpec]
+    store: ResultStore
+    stale: dict[str, list[str]]
+    missing: list[RunSpec]
+
+    def stamped(self) -> list[RunSpec]:
+        """The missing runs, each stamping its result with the provenance of the process that
+        computed it, whichever executor runs it (a Ray node may differ from this machine), and
+        with the spec it ran."""
+        return [dataclasses.replace(spec, execute=functools.partial(
+            execute_spec, spec.execute, spec.label, spec.arm, spec.seed))
+            for spec in self.missing]
+
+
+def plan_suite(suite: Suite, size: str, seeds: int | None, out_dir: str | Path) -> PlannedSuite:
+    """Plan `suite` at `size` (default seeds for None) against the results in `out_dir`."""
     _check_size(size)
     seeds = suite.default_seeds[size] if seeds is None else seeds
     if isinstance(seeds, bool) or not isinstance(seeds, int) or not 1 <= seeds <= MAX_SEEDS:
@@ -169,14 +153,32 @@ def run_suite(suite: Suite, size: str = "quick", seeds: int | None = None,
     store = ResultStore(suite_dir(out_dir, suite, size))
     stale = stale_reasons(specs, store)
     missing = [s for s in specs if not store.has(s.run_id) or s.run_id in stale]
+    return PlannedSuite(suite, size, seeds, specs, store, stale, missing)
+
+
+def run_suite(suite: Suite, size: str = "quick", seeds: int | None = None,
+              out_dir: str | Path = "runs", *, progress: bool = True,
+              executor: Executor | None = None) -> Summary:
+    """Run every missing run of `suite`, then summarise all of them and write summary.json.
+
+    Raises SuiteIncomplete (after every other run has finished and been saved) when a run
+    failed in an executor that carries on past failures; `execute_in_process` instead lets the
+    first exception propagate.
+    """
+    planned = plan_suite(suite, size, seeds, out_dir)
     start = time.perf_counter()
     failed: dict[str, str] = {}
-    if missing:
-        # Each result is stamped with the provenance of the process that computed it, whichever
-        # executor runs it (a Ray node may differ from this machine).
-        stamped = [dataclasses.replace(spec, execute=functools.partial(execute_spec, spec.execute))
-                   for spec in missing]
-        failed = (executor or execute_in_process)(stamped, store, progress) or {}
+    if planned.missing:
+        failed = (executor or execute_in_process)(planned.stamped(), planned.store,
+                                                  progress) or {}
+    return summarise_suite(planned, failed, time.perf_counter() - start)
+
+
+def summarise_suite(planned: PlannedSuite, failed: dict[str, str], elapsed_s: float) -> Summary:
+    """Summarise a planned suite once its runs have executed and write summary.json; raises
+    SuiteIncomplete naming the runs (with `failed`'s errors) that still have no result."""
+    suite, size, specs, store, stale = (planned.suite, planned.size, planned.specs,
+                                        planned.store, planned.stale)
     absent = [spec for spec in specs if not store.has(spec.run_id)
               or (spec.run_id in stale and stale_reasons([spec], store))]
     if absent:
@@ -184,26 +186,59 @@ def run_suite(suite: Suite, size: str = "quick", seeds: int | None = None,
             (spec.label, failed.get(spec.run_id, "no result was stored")) for spec in absent],
             len(specs))
     results = [(spec, store.load(spec.run_id)) for spec in specs]
-    summary = suite.summarise(size, seeds, results)
-    summary.runs = len(specs)
-    summary.wall_time_s = sum(r.get("wall_time_s", 0.0) or 0.0 for _, r in results)
-    summary.notes.append(f"{len(specs) - len(missing)} of {len(specs)} runs were already stored; "
-                         f"this invocation took {time.perf_counter() - start:.1f} s")
+    summary = suite.summarise(size, planned.seeds, results)
+    notes = [f"{len(specs) - len(planned.missing)} of {len(specs)} runs were already stored; "
+             f"this invocation took {elapsed_s:.1f} s"]
     if stale:
         counts = Counter(reason for reasons in stale.values() for reason in reasons)
-        summary.notes.append(
+        notes.append(
             f"{len(stale)} stored run(s) were run again because their provenance differs from "
             "this code and machine: " + ", ".join(f"{k} ({n})" for k, n in sorted(counts.items())))
-    write_atomic(store.root / "summary.json", result_json(summary.to_dict()))
+    summary = dataclasses.replace(
+        summary, runs=len(specs), notes=[*summary.notes, *notes],
+        run_ids=[spec.run_id for spec in specs],
+        wall_time_s=sum(r.get("wall_time_s", 0.0) or 0.0 for _, r in results))
+    if not dataclasses.is_dataclass(summary.data):
+        raise TypeError(f"suite {suite.name}: summarise must return a dataclass as data, got "
+                        f"{type(summary.data).__name__}")
+    text = result_json(summary.to_dict())
+    # What is written must read back: a field the writer filled wrongly fails here, not later
+    # in the ledger (a bug in the suite, so not a ResultsError for the user).
+    try:
+        summary_from_dict(json.loads(text), f"summary of {suite.name}", type(summary.data))
+    except ResultsError as err:
+        raise RuntimeError(f"suite {suite.name} wrote a summary that does not read back: "
+                           f"{err}") from err
+    write_atomic(store.root / "summary.json", text)
     return summary
 
 
-def execute_spec(execute: Callable[[Any], dict[str, Any]], progress: Any) -> dict[str, Any]:
-    """Run one spec's `execute` and stamp its result with this process's provenance."""
+class ResultRouter:
+    """Saves each result into the store of the suite its run belongs to, so one executor call
+    can run the missing runs of several suites together (`blocklab report`)."""
+
+    def __init__(self, planned: Sequence[PlannedSuite]) -> None:
+        self._stores: dict[str, list[ResultStore]] = {}
+        for plan in planned:
+            for spec in plan.missing:
+                self._stores.setdefault(spec.run_id, []).append(plan.store)
+
+    def save(self, run_id: str, result: dict[str, Any]) -> None:
+        # Two suites that plan the very same run (same payload) both keep its result.
+        for store in self._stores[run_id]:
+            store.save(run_id, result)
+
+
+def execute_spec(execute: Callable[[Any], dict[str, Any]], label: str, arm: str, seed: int,
+                 progress: Any) -> dict[str, Any]:
+    """Run one spec's `execute` and stamp its result with this process's provenance and with
+    the spec it ran (`"run": {label, arm, seed}`), so readers such as the report can label a
+    stored result without planning the suite again."""
     from blocklab.experiments.provenance import current
 
     result = execute(progress)
     result["provenance"] = current().to_dict()
+    result["run"] = {"label": label, "arm": arm, "seed": seed}
     return result
 
 
@@ -247,7 +282,7 @@ def stale_reasons(specs: Sequence[RunSpec], store: ResultStore) -> dict[str, lis
     return stale
 
 
-def execute_in_process(specs: Sequence[RunSpec], store: ResultStore, progress: bool) -> None:
+def execute_in_process(specs: Sequence[RunSpec], store: ResultSink, progress: bool) -> None:
     """Run specs one after another in this process, saving each result as it finishes; the
     first exception stops the suite (what finished before it stays stored)."""
     from blocklab.experiments.trainer import make_progress
@@ -263,30 +298,6 @@ def execute_in_process(specs: Sequence[RunSpec], store: ResultStore, progress: b
             result = spec.execute(bar)
             store.save(spec.run_id, result)
             bar.advance(overall)
-
-
-def load_summary(out_dir: str | Path, suite_name: str, size: str) -> dict[str, Any] | None:
-    """The stored summary.json of a suite, or None when it has not been run.
-
-    Raises ResultsError, naming the file and the command that rewrites it, for a summary that
-    does not parse or was written under another `SUMMARY_SCHEMA`: readers never guess at the
-    fields of a layout they do not know.
-    """
-    path = Path(out_dir) / suite_name / size / "summary.json"
-    if not path.exists():
-        return None
-    rerun = f"`blocklab suite {suite_name} --size {size} --results {out_dir}`"
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ResultsError(f"{path} is not a readable summary ({err}); run {rerun} to write it "
-                           "again") from None
-    found = data.get("schema") if isinstance(data, dict) else None
-    if found != SUMMARY_SCHEMA:
-        raise ResultsError(f"{path} has summary schema {found!r}; this blocklab reads schema "
-                           f"{SUMMARY_SCHEMA}: run {rerun} to rewrite it (stored runs whose "
-                           "provenance matches are reused)")
-    return data
 
 
 # --- statistics --------------------------------------------------------------------------------
@@ -312,21 +323,21 @@ def t_quantile_975(df: int) -> float:
     return 1.96
 
 
-def mean_ci(values: Sequence[float]) -> dict[str, float | int | None]:
-    """Mean and 95% t-interval of `values` (None bounds with fewer than two values)."""
+def mean_ci(values: Sequence[float | None]) -> Interval:
+    """Mean and 95% t-interval of the finite `values` (None bounds with fewer than two)."""
     xs = [float(v) for v in values if v is not None and math.isfinite(v)]
     n = len(xs)
     if n == 0:
-        return {"n": 0, "mean": None, "ci_low": None, "ci_high": None, "sd": None}
+        return Interval(0)
     mean = sum(xs) / n
     if n == 1:
-        return {"n": 1, "mean": mean, "ci_low": None, "ci_high": None, "sd": None}
+        return Interval(1, mean)
     sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1))
     half = t_quantile_975(n - 1) * sd / math.sqrt(n)
-    return {"n": n, "mean": mean, "ci_low": mean - half, "ci_high": mean + half, "sd": sd}
+    return Interval(n, mean, mean - half, mean + half, sd)
 
 
-def paired_difference(a: Sequence[float], b: Sequence[float]) -> dict[str, float | int | None]:
+def paired_difference(a: Sequence[float | None], b: Sequence[float | None]) -> Interval:
     """Mean and 95% CI of a[i] − b[i] over pairs (same seed) where both are finite."""
     if len(a) != len(b):
         raise InputError(f"paired samples need equal lengths, got {len(a)} and {len(b)}")
@@ -335,11 +346,19 @@ def paired_difference(a: Sequence[float], b: Sequence[float]) -> dict[str, float
     return mean_ci(diffs)
 
 
-def format_ci(stats: dict[str, Any], digits: int = 3) -> str:
-    """'mean [low, high]' or 'mean (n=1)' or '—'."""
-    if stats.get("mean") is None:
+def format_ci(stats: Interval, digits: int = 3) -> str:
+    """'mean [low, high]' or 'mean (n=1)' or '—', signed (a difference)."""
+    if stats.mean is None:
         return "—"
-    if stats.get("ci_low") is None:
-        return f"{stats['mean']:+.{digits}f} (n={stats['n']})"
-    low, high = stats["ci_low"], stats["ci_high"]
-    return f"{stats['mean']:+.{digits}f} [{low:+.{digits}f}, {high:+.{digits}f}]"
+    if not stats.resolved:
+        return f"{stats.mean:+.{digits}f} (n={stats.n})"
+    return f"{stats.mean:+.{digits}f} [{stats.ci_low:+.{digits}f}, {stats.ci_high:+.{digits}f}]"
+
+
+def format_level(stats: Interval, digits: int = 3) -> str:
+    """'mean [low, high]' without a sign (a loss, not a difference), or '—'."""
+    if stats.mean is None:
+        return "—"
+    if not stats.resolved:
+        return f"{stats.mean:.{digits}f} (n={stats.n})"
+    return f"{stats.mean:.{digits}f} [{stats.ci_low:.{digits}f}, {stats.ci_high:.{digits}f}]"

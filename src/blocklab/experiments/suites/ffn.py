@@ -31,18 +31,10 @@ run given only T* from the start would decay earlier and end a little lower.
 A run counts towards the statistics when its status is "ok" and its final validation loss is
 below the unigram entropy of the training bytes (the loss of the best context-free model).
 
-`Summary.data` (read by the claims ledger)::
-
-    {"arms": {arm: {"gated", "activation", "d_ff", "params",
-                    "val_loss": mean_ci (nats/token at seq_len), "val_bpb": mean_ci,
-                    "delta_vs_relu": paired_difference (arm − relu, nats),
-                    "rel_delta_pct": mean_ci of 100·(arm − relu)/relu per seed (negative = better),
-                    "ms_per_step": timed median, "ms_per_step_train": mean over its runs,
-                    "val_loss_equal_time": mean_ci, "delta_vs_relu_equal_time": paired,
-                    "equal_time_step": step read at T*, "status": {status: count},
-                    "counted": runs that count, "zero_grad_fraction": {"init", "final"}}},
-     "seeds", "steps", "lr", "warmup_steps", "unigram_entropy", "baseline": "relu",
-     "page": {arm: claimed quality gain in %}, "equal_time_ms": T*, "size": {...}}
+`Summary.data` (read by the claims ledger and the report) is a
+`blocklab.experiments.summaries.FfnData`: per arm (`FfnArm`) the validation loss, its paired
+difference from ReLU (nats and %), timings, loss at equal wall-clock, run statuses and zero-gradient
+fractions; deltas are arm − relu, so negative is better.
 """
 
 from __future__ import annotations
@@ -56,13 +48,13 @@ from blocklab.config import FFNS, ModelConfig
 from blocklab.experiments.suites.base import (
     RunSpec,
     Suite,
-    Summary,
-    Table,
     format_ci,
+    format_level,
     mean_ci,
     paired_difference,
     torch_threads,
 )
+from blocklab.experiments.summaries import FfnArm, FfnData, Interval, Summary, Table
 
 ARMS = ("relu", "gelu", "glu", "reglu", "geglu", "swiglu", "bilinear")
 BASELINE = "relu"
@@ -325,7 +317,7 @@ def summarise(size_name: str, seeds: int, results: list[tuple[RunSpec, dict[str,
 
     base_vals = [val(r) for r in by_arm[BASELINE]]
     base_equal = [equal_time(BASELINE, r) for r in by_arm[BASELINE]]
-    arms: dict[str, Any] = {}
+    arms: dict[str, FfnArm] = {}
     for arm in ARMS:
         runs = by_arm[arm]
         vals = [val(r) for r in runs]
@@ -336,34 +328,34 @@ def summarise(size_name: str, seeds: int, results: list[tuple[RunSpec, dict[str,
             status[r.get("status", "missing")] = status.get(r.get("status", "missing"), 0) + 1
         train_ms = [r["ms_per_step"] for r in runs if r.get("ms_per_step")]
         zero = {when: mean_ci([r["zero_grad_fraction"][when] for r in runs
-                               if "zero_grad_fraction" in r])["mean"] for when in ("init", "final")}
+                               if "zero_grad_fraction" in r]).mean for when in ("init", "final")}
         equal = [equal_time(arm, r) for r in runs]
-        arms[arm] = {
-            "gated": FFNS[arm][0],
-            "activation": FFNS[arm][1],
-            "d_ff": ffn_width(arm, size.d_model),
-            "params": param_count(arm, size),
-            "val_loss": mean_ci(vals),
-            "val_bpb": mean_ci([r["final"]["val_bpb"] if _counts(r) else None for r in runs]),
-            "delta_vs_relu": paired_difference(vals, base_vals),
-            "rel_delta_pct": mean_ci(rel),
-            "ms_per_step": timed.get(arm),
-            "ms_per_step_train": sum(train_ms) / len(train_ms) if train_ms else None,
-            "val_loss_equal_time": mean_ci(equal),
-            "delta_vs_relu_equal_time": paired_difference(equal, base_equal),
-            "equal_time_step": (size.steps * fastest / timed[arm]) if arm in timed else None,
-            "status": status,
-            "counted": sum(v is not None for v in vals),
-            "zero_grad_fraction": zero,
-        }
+        arms[arm] = FfnArm(
+            gated=FFNS[arm][0],
+            activation=FFNS[arm][1],
+            d_ff=ffn_width(arm, size.d_model),
+            params=param_count(arm, size),
+            val_loss=mean_ci(vals),
+            val_bpb=mean_ci([r["final"]["val_bpb"] if _counts(r) else None for r in runs]),
+            delta_vs_relu=paired_difference(vals, base_vals),
+            rel_delta_pct=mean_ci(rel),
+            ms_per_step=timed.get(arm),
+            ms_per_step_train=sum(train_ms) / len(train_ms) if train_ms else None,
+            val_loss_equal_time=mean_ci(equal),
+            delta_vs_relu_equal_time=paired_difference(equal, base_equal),
+            equal_time_step=(size.steps * fastest / timed[arm]) if arm in timed else None,
+            status=status,
+            counted=sum(v is not None for v in vals),
+            zero_grad_fraction=zero,
+        )
 
-    base_params = arms[BASELINE]["params"]
+    base_params = arms[BASELINE].params
     widths = Table(
         "FFN arms at equal parameter count",
         ["arm", "FFN", "activation", "d_ff", "FFN weights/layer", "params", "vs relu"],
-        [[arm, "gated" if a["gated"] else "plain", a["activation"], a["d_ff"],
-          (3 if a["gated"] else 2) * size.d_model * a["d_ff"], a["params"],
-          f"{100 * (a['params'] - base_params) / base_params:+.2f}%"]
+        [[arm, "gated" if a.gated else "plain", a.activation, a.d_ff,
+          (3 if a.gated else 2) * size.d_model * a.d_ff, a.params,
+          f"{100 * (a.params - base_params) / base_params:+.2f}%"]
          for arm, a in arms.items()],
         f"plain d_ff = 4·d = {4 * size.d_model}; gated d_ff = equal_param_gated_width(4·d) = "
         f"{ffn_width('swiglu', size.d_model)}; d_model={size.d_model}, "
@@ -372,9 +364,9 @@ def summarise(size_name: str, seeds: int, results: list[tuple[RunSpec, dict[str,
         f"Validation loss after {size.steps} steps (equal steps and tokens)",
         ["arm", "ok/div/stuck", "val loss (nats) [95% CI]", "bits/byte", "Δ vs relu [95% CI]",
          "Δ% vs relu [95% CI]", "page: gain vs ReLU"],
-        [[arm, _status_cell(a["status"]), _ci_plain(a["val_loss"]),
-          _fmt(a["val_bpb"]["mean"]), _delta_cell(arm, a["delta_vs_relu"], 4),
-          _delta_cell(arm, a["rel_delta_pct"], 2),
+        [[arm, _status_cell(a.status), format_level(a.val_loss, 4),
+          _fmt(a.val_bpb.mean), _delta_cell(arm, a.delta_vs_relu, 4),
+          _delta_cell(arm, a.rel_delta_pct, 2),
           "baseline" if arm == BASELINE else page_gain_text(arm)]
          for arm, a in arms.items()],
         "Δ = arm − relu, paired by seed (same init streams and batches); negative = lower loss "
@@ -385,9 +377,9 @@ def summarise(size_name: str, seeds: int, results: list[tuple[RunSpec, dict[str,
         "Cost per step and loss at equal wall-clock",
         ["arm", "ms/step (timed)", "ms/step (training runs)", "step at T*",
          "val loss at T* [95% CI]", "Δ vs relu at T* [95% CI]"],
-        [[arm, _fmt(a["ms_per_step"], 2), _fmt(a["ms_per_step_train"], 2),
-          _fmt(a["equal_time_step"], 0), _ci_plain(a["val_loss_equal_time"]),
-          _delta_cell(arm, a["delta_vs_relu_equal_time"], 4)] for arm, a in arms.items()],
+        [[arm, _fmt(a.ms_per_step, 2), _fmt(a.ms_per_step_train, 2),
+          _fmt(a.equal_time_step, 0), format_level(a.val_loss_equal_time, 4),
+          _delta_cell(arm, a.delta_vs_relu_equal_time, 4)] for arm, a in arms.items()],
         "Timed: median of interleaved single-thread steps (forward, backward, clip, AdamW). "
         "T* = the fastest arm's time for all its steps; each curve is read at step "
         "steps·ms_fastest/ms_arm by linear interpolation between validations. Slower arms are "
@@ -395,8 +387,8 @@ def summarise(size_name: str, seeds: int, results: list[tuple[RunSpec, dict[str,
     zeros = Table(
         "C17: FFN activation inputs with an exactly zero gradient",
         ["arm", "activation", "at init", "after training"],
-        [[arm, a["activation"], _fmt(a["zero_grad_fraction"]["init"], 3),
-          _fmt(a["zero_grad_fraction"]["final"], 3)] for arm, a in arms.items()],
+        [[arm, a.activation, _fmt(a.zero_grad_fraction["init"], 3),
+          _fmt(a.zero_grad_fraction["final"], 3)] for arm, a in arms.items()],
         "Fraction of elements of ∂loss/∂z that are exactly 0, z the input of φ (the gate branch "
         f"of gated FFNs), over all layers, on {size.batch_size} fixed validation windows of "
         f"{size.seq_len} bytes; mean over seeds.")
@@ -409,32 +401,22 @@ def summarise(size_name: str, seeds: int, results: list[tuple[RunSpec, dict[str,
         f"Widths: plain d_ff={4 * size.d_model}, gated d_ff={ffn_width('swiglu', size.d_model)}.",
         "A run counts when its status is ok and its final validation loss is below the unigram "
         "entropy; counted runs per arm: "
-        + ", ".join(f"{arm} {a['counted']}/{seeds}" for arm, a in arms.items()) + ".",
+        + ", ".join(f"{arm} {a.counted}/{seeds}" for arm, a in arms.items()) + ".",
     ]
-    data = {"arms": arms, "seeds": seeds, "steps": size.steps, "lr": size.lr,
-            "warmup_steps": size.warmup_steps, "unigram_entropy": entropy, "baseline": BASELINE,
-            "page": {arm: list(gain) for arm, gain in PAGE_GAIN_PCT.items()},
-            "equal_time_ms": None if fastest is None else fastest * size.steps,
-            "size": asdict(size)}
+    data = FfnData(arms=arms, seeds=seeds, steps=size.steps, lr=size.lr,
+                   warmup_steps=size.warmup_steps, unigram_entropy=entropy, baseline=BASELINE,
+                   page=dict(PAGE_GAIN_PCT),
+                   equal_time_ms=None if fastest is None else fastest * size.steps,
+                   size=asdict(size))
     return Summary("ffn", size_name, seeds, [widths, quality, clock, zeros], notes, data)
 
 
-def _delta_cell(arm: str, stats: dict[str, Any], digits: int) -> str:
+def _delta_cell(arm: str, stats: Interval, digits: int) -> str:
     return "—" if arm == BASELINE else format_ci(stats, digits)
 
 
 def _status_cell(status: dict[str, int]) -> str:
     return "/".join(str(status.get(s, 0)) for s in ("ok", "diverged", "stuck"))
-
-
-def _ci_plain(stats: dict[str, Any], digits: int = 4) -> str:
-    """'mean [low, high]' without a sign (a loss, not a difference)."""
-    if stats.get("mean") is None:
-        return "—"
-    if stats.get("ci_low") is None:
-        return f"{stats['mean']:.{digits}f} (n={stats['n']})"
-    low, high = stats["ci_low"], stats["ci_high"]
-    return f"{stats['mean']:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
 
 
 SUITE = Suite("ffn", "plain vs gated FFNs at equal parameter count (C16, C17)", plan, summarise)

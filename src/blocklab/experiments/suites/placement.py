@@ -21,19 +21,11 @@ loss still above the unigram entropy `stuck_patience` steps after warmup; such a
 there, so its validation loss is from that step). Post and sandwich cells are compared with the
 pre cell of the same depth, warmup and lr, paired by seed (same init streams and batches).
 
-`Summary.data` (read by the claims ledger)::
-
-    {"init_gradients": {placement: {init: {
-         "depths": [L...], "last_layer_grad": [geometric mean over seeds per L],
-         "first_layer_grad": [...], "slope_last", "slope_first" (fit to those means),
-         "slope_last_ci", "slope_first_ci" (mean_ci of per-seed slopes),
-         "residual_rms_last": [mean RMS of the last layer's output per L],
-         "per_layer_grad": {L: [mean ‖∇W²‖ of each layer]}}}},
-     "predictions": {"slope_last": {"post": 0.0, "pre": -0.5}, "source": ...},
-     "training": [{"placement", "depth", "warmup", "lr", "failures", "runs",
-                   "status": {status: count}, "val_loss": mean_ci,
-                   "delta_vs_pre": paired_difference (this − pre, nats) or None}],
-     "unigram_entropy", "seeds", "steps", "size": {...}}
+`Summary.data` (read by the claims ledger and the report) is a
+`blocklab.experiments.summaries.PlacementData`: per placement and init a `GradientProbe` (gradient
+norms at initialisation across depth, fitted slopes with intervals over per-seed slopes, residual
+RMS), the predicted slopes, and one `PlacementCell` per training cell (statuses, validation loss
+of the finished runs, paired difference from pre-norm).
 """
 
 from __future__ import annotations
@@ -47,12 +39,20 @@ from blocklab.config import ModelConfig
 from blocklab.experiments.suites.base import (
     RunSpec,
     Suite,
-    Summary,
-    Table,
     format_ci,
+    format_level,
     mean_ci,
     paired_difference,
     torch_threads,
+)
+from blocklab.experiments.summaries import (
+    GradientProbe,
+    Interval,
+    PlacementCell,
+    PlacementData,
+    SlopePrediction,
+    Summary,
+    Table,
 )
 
 DATA = "stdlib"
@@ -289,20 +289,20 @@ def _gradient_summary(probe: Probe, seeds: int,
                                                       [r["down_proj_grad"][-1] for r in rows]))
                     per_seed_first.append(loglog_slope(depths,
                                                        [r["down_proj_grad"][0] for r in rows]))
-            out[placement][init] = {
-                "depths": depths,
-                "last_layer_grad": last,
-                "first_layer_grad": first,
-                "slope_last": loglog_slope(depths, last),
-                "slope_first": loglog_slope(depths, first),
-                "slope_last_ci": mean_ci(per_seed_last),
-                "slope_first_ci": mean_ci(per_seed_first),
-                "residual_rms_last": [mean_ci([r["residual_rms"][-1] for r in runs(d)])["mean"]
-                                      for d in depths],
-                "per_layer_grad": {
-                    str(d): [mean_ci([r["down_proj_grad"][i] for r in runs(d)])["mean"]
+            out[placement][init] = GradientProbe(
+                depths=depths,
+                last_layer_grad=last,
+                first_layer_grad=first,
+                slope_last=loglog_slope(depths, last),
+                slope_first=loglog_slope(depths, first),
+                slope_last_ci=mean_ci(per_seed_last),
+                slope_first_ci=mean_ci(per_seed_first),
+                residual_rms_last=[mean_ci([r["residual_rms"][-1] for r in runs(d)]).mean
+                                   for d in depths],
+                per_layer_grad={
+                    str(d): [mean_ci([r["down_proj_grad"][i] for r in runs(d)]).mean
                              for i in range(d)] for d in depths},
-            }
+            )
     return out
 
 
@@ -317,7 +317,7 @@ def _ok_val(result: dict[str, Any]) -> float | None:
 
 
 def _training_summary(training: Training, seeds: int,
-                      by_key: dict[tuple, dict[str, Any]]) -> list[dict[str, Any]]:
+                      by_key: dict[tuple, dict[str, Any]]) -> list[PlacementCell]:
     rows = []
     for placement in training.placements:
         for depth in training.depths:
@@ -338,13 +338,13 @@ def _training_summary(training: Training, seeds: int,
                     delta = None
                     if placement != "pre" and "pre" in training.placements:
                         delta = paired_difference(vals, [_ok_val(r) for r in results("pre")])
-                    rows.append({
-                        "placement": placement, "depth": depth, "warmup": warmup, "lr": lr,
-                        "failures": status.get("diverged", 0) + status.get("stuck", 0),
-                        "runs": len(mine), "status": status, "val_loss": mean_ci(vals),
-                        "delta_vs_pre": delta,
-                        "steps_done": mean_ci([r.get("steps_done") for r in mine])["mean"],
-                    })
+                    rows.append(PlacementCell(
+                        placement=placement, depth=depth, warmup=warmup, lr=lr,
+                        failures=status.get("diverged", 0) + status.get("stuck", 0),
+                        runs=len(mine), status=status, val_loss=mean_ci(vals),
+                        delta_vs_pre=delta,
+                        steps_done=mean_ci([r.get("steps_done") for r in mine]).mean,
+                    ))
     return rows
 
 
@@ -352,12 +352,12 @@ def _g(value: float | None) -> str:
     return "—" if value is None else f"{value:.3g}"
 
 
-def _slope_cell(stats: dict[str, Any], fitted: float | None) -> str:
+def _slope_cell(stats: Interval, fitted: float | None) -> str:
     if fitted is None:
         return "—"
-    if stats.get("ci_low") is None:
+    if not stats.resolved:
         return f"{fitted:+.2f}"
-    return f"{fitted:+.2f} [{stats['ci_low']:+.2f}, {stats['ci_high']:+.2f}]"
+    return f"{fitted:+.2f} [{stats.ci_low:+.2f}, {stats.ci_high:+.2f}]"
 
 
 def summarise(size_name: str, seeds: int, results: list[tuple[RunSpec, dict[str, Any]]]
@@ -383,8 +383,8 @@ def summarise(size_name: str, seeds: int, results: list[tuple[RunSpec, dict[str,
     last_table = Table(
         "At initialisation: ‖∇W_down‖ of the LAST layer vs depth",
         ["placement", "init", *depth_columns, "slope [95% CI]", "Xiong et al. (xavier)"],
-        [[p, i, *[_g(v) for v in g["last_layer_grad"]],
-          _slope_cell(g["slope_last_ci"], g["slope_last"]),
+        [[p, i, *[_g(v) for v in g.last_layer_grad],
+          _slope_cell(g.slope_last_ci, g.slope_last),
           "—" if p not in PREDICTED_SLOPE_LAST else f"{PREDICTED_SLOPE_LAST[p]:+.1f}"]
          for p, by_init in gradients.items() for i, g in by_init.items()],
         "Slope: least squares of log ‖∇W_down‖ on log L, fitted to the geometric means over "
@@ -394,15 +394,15 @@ def summarise(size_name: str, seeds: int, results: list[tuple[RunSpec, dict[str,
     first_table = Table(
         "At initialisation: ‖∇W_down‖ of the FIRST layer vs depth",
         ["placement", "init", *depth_columns, "slope [95% CI]"],
-        [[p, i, *[_g(v) for v in g["first_layer_grad"]],
-          _slope_cell(g["slope_first_ci"], g["slope_first"])]
+        [[p, i, *[_g(v) for v in g.first_layer_grad],
+          _slope_cell(g.slope_first_ci, g.slope_first)]
          for p, by_init in gradients.items() for i, g in by_init.items()],
         "A negative slope means the gradient reaching the bottom of the stack shrinks as layers "
         "are added (vanishing with depth), whatever identity path the block has.")
     rms_table = Table(
         "At initialisation: RMS of the residual stream leaving the last layer",
         ["placement", "init", *depth_columns],
-        [[p, i, *[_g(v) for v in g["residual_rms_last"]]]
+        [[p, i, *[_g(v) for v in g.residual_rms_last]]
          for p, by_init in gradients.items() for i, g in by_init.items()],
         "Post-norm ends every layer in a norm (RMS ≈ 1); the pre-norm stream grows with depth "
         "unless the init scales the residual outputs down.")
@@ -410,11 +410,11 @@ def summarise(size_name: str, seeds: int, results: list[tuple[RunSpec, dict[str,
         f"Training {training.steps} steps, xavier init, no gradient clipping",
         ["placement", "depth", "warmup", "lr", "failed/runs (div, stuck)",
          "val loss [95% CI]", "Δ vs pre [95% CI]"],
-        [[r["placement"], r["depth"], r["warmup"], f"{r['lr']:g}",
-          f"{r['failures']}/{r['runs']} ({r['status'].get('diverged', 0)}, "
-          f"{r['status'].get('stuck', 0)})",
-          _ci_plain(r["val_loss"]),
-          "—" if r["delta_vs_pre"] is None else format_ci(r["delta_vs_pre"], 3)]
+        [[r.placement, r.depth, r.warmup, f"{r.lr:g}",
+          f"{r.failures}/{r.runs} ({r.status.get('diverged', 0)}, "
+          f"{r.status.get('stuck', 0)})",
+          format_level(r.val_loss),
+          "—" if r.delta_vs_pre is None else format_ci(r.delta_vs_pre, 3)]
          for r in rows],
         "Val loss over the runs that finished (status ok); diverged and stuck runs count in "
         "the failed column only"
@@ -438,23 +438,14 @@ def summarise(size_name: str, seeds: int, results: list[tuple[RunSpec, dict[str,
            f"stuck after {training.stuck_patience} post-warmup steps above the unigram entropy")
         + f", 1 thread, data={DATA}.",
     ]
-    data = {"init_gradients": gradients,
-            "predictions": {"slope_last": PREDICTED_SLOPE_LAST, "init": "xavier",
-                            "source": XIONG},
-            "training": rows, "unigram_entropy": entropy, "seeds": seeds,
-            "steps": training.steps, "size": asdict(size)}
+    data = PlacementData(
+        init_gradients=gradients,
+        predictions=SlopePrediction(slope_last=dict(PREDICTED_SLOPE_LAST), init="xavier",
+                                    source=XIONG),
+        training=rows, unigram_entropy=entropy, seeds=seeds, steps=training.steps,
+        size=asdict(size))
     return Summary("placement", size_name, seeds,
                    [last_table, first_table, rms_table, train_table], notes, data)
-
-
-def _ci_plain(stats: dict[str, Any], digits: int = 3) -> str:
-    """'mean [low, high]' without a sign (a loss, not a difference)."""
-    if stats.get("mean") is None:
-        return "—"
-    if stats.get("ci_low") is None:
-        return f"{stats['mean']:.{digits}f} (n={stats['n']})"
-    low, high = stats["ci_low"], stats["ci_high"]
-    return f"{stats['mean']:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
 
 
 SUITE = Suite("placement", "pre vs post vs sandwich norm: gradients at init and training "

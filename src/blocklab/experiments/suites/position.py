@@ -38,23 +38,13 @@ float64, float32, bfloat16 and float16 (C20), and every trained model is run at 
 past its max_seq_len to see that outputs stay finite (C26). The passkey test (full size) trains a
 separate passkey model per arm at L and scores retrieval by length and depth.
 
-`Summary.data` (read by the claims ledger, C20, C21, C22, C26); multiples m are strings::
-
-    {"L", "mults", "eval_lengths": [m·L],
-     "arms": {name: {"loss_at_L": mean_ci (all positions of L-token windows),
-                     "loss_beyond_L": {m: mean_ci | "unavailable (table)"},
-                     "sliding": {m: mean_ci | None (scaled variants: see plain rope)},
-                     "extrapolated_minus_sliding": {m: paired_difference | "unavailable ..."},
-                     "extrapolated_vs_sliding_pct": {m: mean_ci of 100·(ext − sliding)/sliding},
-                     "per_position": {m: {"bucket": L/8, "loss": [...]} | "unavailable ..."},
-                     "passkey": {"by_length": {m: accuracy}, "by_depth": {m: {depth: acc}},
-                                 "seeds"} | None}},
-     "relative_error": {dtype: [[shift, max error | None], ...]}   (all in dtype),
-     "relative_error_blocklab": {dtype: [[shift, error], ...]}      (blocklab's numerics),
-     "finite_past_max_seq_len": {arm: [{"position", "max_seq_len", "float32", "bfloat16",
-                                        "error"?}] per seed},
-     "yarn": {"paper" | "rescaled": {"beta_fast", "beta_slow", "ramp_pairs"}, ...},
-     "train": {arm: [{"seed", "status", "val_loss", "unigram_entropy", "ms_per_step"}]}}
+`Summary.data` (read by the claims ledger, C20, C21, C22, C26, and the report) is a
+`blocklab.experiments.summaries.PositionData`; multiples m of L are string keys ("2", "4", ...).
+Per arm (`PositionArm`): loss on positions ≥ L at each multiple, the sliding-window loss on the
+same tokens, their paired difference (nats and %), bucketed per-position loss and passkey
+accuracy; a read a learned table cannot make is the string "unavailable (table)". Beside the
+arms: RoPE's relative-position error by dtype, finiteness far past max_seq_len, the YaRN ramps
+and every training run's status.
 
 Arm names: the six above, "rope+<scaling>" for training-free scaling and
 "rope[+<scaling>]+ft<k>x" for the fine-tuned variants.
@@ -75,11 +65,23 @@ from blocklab.errors import InputError
 from blocklab.experiments.suites.base import (
     RunSpec,
     Suite,
-    Summary,
-    Table,
     format_ci,
     mean_ci,
     paired_difference,
+)
+from blocklab.experiments.summaries import (
+    FiniteRead,
+    Interval,
+    PasskeySummary,
+    PerPosition,
+    PositionArm,
+    PositionData,
+    PositionRun,
+    Read,
+    Summary,
+    Table,
+    YarnBetas,
+    YarnRamp,
 )
 
 UNAVAILABLE = "unavailable (table)"
@@ -598,10 +600,10 @@ def _collect(results) -> tuple[dict[str, dict[int, dict]], dict[str, dict[int, d
     return reads, passkey
 
 
-def _cell(value: Any) -> str:
+def _cell(value: Read | None) -> str:
     if isinstance(value, str):
         return value
-    return format_ci(value, 3) if isinstance(value, dict) else "—"
+    return format_ci(value, 3) if isinstance(value, Interval) else "—"
 
 
 def summarise(size: str, seeds: int, results: list[tuple[RunSpec, dict[str, Any]]]) -> Summary:
@@ -610,57 +612,52 @@ def summarise(size: str, seeds: int, results: list[tuple[RunSpec, dict[str, Any]
     longer = [str(m) for m in mults if m > 1]
     reads, passkey = _collect(results)
     seed_list = list(range(seeds))
-    arms_data: dict[str, Any] = {}
+    arms_data: dict[str, PositionArm] = {}
     loss_rows, delta_rows = [], []
     rope_sliding = reads.get("rope", {})
     for name, by_seed in reads.items():
-        entry: dict[str, Any] = {"loss_at_L": mean_ci([by_seed[s]["loss_at_L"]
-                                                       for s in by_seed
-                                                       if by_seed[s].get("loss_at_L")
-                                                       is not None]),
-                                 "loss_beyond_L": {}, "sliding": {},
-                                 "extrapolated_minus_sliding": {},
-                                 "extrapolated_vs_sliding_pct": {}, "per_position": {}}
+        loss_at_L = mean_ci([by_seed[s]["loss_at_L"] for s in by_seed
+                             if by_seed[s].get("loss_at_L") is not None])
+        beyond: dict[str, Read] = {}
+        sliding_at: dict[str, Interval | None] = {}
+        minus: dict[str, Read] = {}
+        pct: dict[str, Read] = {}
+        per_position: dict[str, PerPosition | str | None] = {}
         for m in longer:
             # Aligned by seed with `sliding` below: a seed without a result is None here, so
             # one failed seed shrinks n instead of breaking the pairing.
             values = [by_seed[s]["loss_beyond_L"].get(m) if s in by_seed else None
                       for s in seed_list]
-            if any(v == UNAVAILABLE for v in values):
-                entry["loss_beyond_L"][m] = UNAVAILABLE
-            else:
-                entry["loss_beyond_L"][m] = mean_ci(values)
             # Scaled variants are compared with the plain RoPE model's sliding windows.
             own = any(m in by_seed[s].get("sliding", {}) for s in by_seed)
             source = by_seed if own else rope_sliding
             sliding = [source.get(s, {}).get("sliding", {}).get(m) for s in seed_list]
-            entry["sliding"][m] = mean_ci(sliding) if own else None
-            if entry["loss_beyond_L"][m] == UNAVAILABLE:
-                entry["extrapolated_minus_sliding"][m] = UNAVAILABLE
-                entry["extrapolated_vs_sliding_pct"][m] = UNAVAILABLE
-            else:
-                sliding = [v if v is not None else math.nan for v in sliding]
-                entry["extrapolated_minus_sliding"][m] = paired_difference(values, sliding)
-                entry["extrapolated_vs_sliding_pct"][m] = mean_ci([
-                    100 * (x - y) / y for x, y in zip(values, sliding, strict=True)
-                    if x is not None and math.isfinite(y)])
+            sliding_at[m] = mean_ci(sliding) if own else None
+            if any(v == UNAVAILABLE for v in values):
+                beyond[m] = minus[m] = pct[m] = UNAVAILABLE
+                continue
+            beyond[m] = mean_ci(values)
+            minus[m] = paired_difference(values, sliding)
+            pct[m] = mean_ci([100 * (x - y) / y for x, y in zip(values, sliding, strict=True)
+                              if x is not None and y is not None and math.isfinite(y)])
         for m in [str(m) for m in mults]:
             curves = [by_seed[s]["per_position"].get(m) for s in by_seed]
             curves = [c for c in curves if c]
             if curves:
-                entry["per_position"][m] = {"bucket": max(1, L // 8),
-                                            "loss": _bucketed(curves, max(1, L // 8))}
+                per_position[m] = PerPosition(bucket=max(1, L // 8),
+                                              loss=_bucketed(curves, max(1, L // 8)))
             elif m != "1" or name in arms(size):
-                entry["per_position"][m] = UNAVAILABLE if m != "1" else None
-        if name in passkey:
-            entry["passkey"] = _passkey_summary(passkey[name])
-        else:
-            entry["passkey"] = None
+                per_position[m] = UNAVAILABLE if m != "1" else None
+        entry = PositionArm(
+            loss_at_L=loss_at_L, loss_beyond_L=beyond, sliding=sliding_at,
+            extrapolated_minus_sliding=minus, extrapolated_vs_sliding_pct=pct,
+            per_position=per_position,
+            passkey=_passkey_summary(passkey[name]) if name in passkey else None)
         arms_data[name] = entry
-        loss_rows.append([name, _cell(entry["loss_at_L"]) if entry["loss_at_L"]["n"] else "—",
-                          *[_cell(entry["loss_beyond_L"][m]) for m in longer],
-                          *[_cell(entry["sliding"][m]) for m in longer[-1:]]])
-        delta_rows.append([name, *[_cell(entry["extrapolated_minus_sliding"][m])
+        loss_rows.append([name, _cell(entry.loss_at_L) if entry.loss_at_L.n else "—",
+                          *[_cell(entry.loss_beyond_L[m]) for m in longer],
+                          *[_cell(entry.sliding[m]) for m in longer[-1:]]])
+        delta_rows.append([name, *[_cell(entry.extrapolated_minus_sliding[m])
                                    for m in longer]])
 
     tables = [
@@ -680,7 +677,7 @@ def summarise(size: str, seeds: int, results: list[tuple[RunSpec, dict[str, Any]
     tables.append(Table(
         "RoPE and its scalings: loss past L relative to sliding windows, % (C22)",
         ["arm", *[f"{m}×" for m in longer]],
-        [[name, *[_pct_cell(arms_data[name]["extrapolated_vs_sliding_pct"][m]) for m in longer]]
+        [[name, *[_pct_cell(arms_data[name].extrapolated_vs_sliding_pct[m]) for m in longer]]
          for name in rope_names],
         "100·(extrapolated − sliding)/sliding per seed, mean [95% CI]: the quality lost by "
         "reading positions ≥ L instead of windows of L."))
@@ -688,8 +685,8 @@ def summarise(size: str, seeds: int, results: list[tuple[RunSpec, dict[str, Any]
     if passkey:
         pk_rows = []
         for name, entry in arms_data.items():
-            if entry["passkey"]:
-                pk_rows.append([name, *[entry["passkey"]["by_length"].get(str(m), "—")
+            if entry.passkey:
+                pk_rows.append([name, *[entry.passkey.by_length.get(str(m), "—")
                                         for m in mults]])
         tables.append(Table("Passkey accuracy by length (mean over depths and seeds)",
                             ["arm", *[f"{m}×" for m in mults]], pk_rows,
@@ -717,11 +714,13 @@ def summarise(size: str, seeds: int, results: list[tuple[RunSpec, dict[str, Any]
             "q·k/√64 with q, k ~ N(0, 1), so errors are in logit units."))
 
     finite_rows = []
-    finite: dict[str, Any] = {}
+    finite: dict[str, list[FiniteRead]] = {}
     for spec, result in results:
         if result.get("kind") == "train" and "finite" in result:
             f = result["finite"]
-            finite.setdefault(spec.arm, []).append(f)
+            finite.setdefault(spec.arm, []).append(FiniteRead(
+                position=f["position"], max_seq_len=f["max_seq_len"], float32=f.get("float32"),
+                bfloat16=f.get("bfloat16"), error=f.get("error")))
             if spec.seed == 0:
                 finite_rows.append([spec.arm, f["max_seq_len"], f["position"],
                                     _finite_cell(f.get("float32"), f),
@@ -733,16 +732,17 @@ def summarise(size: str, seeds: int, results: list[tuple[RunSpec, dict[str, Any]
 
     rotary_dim = config["model"]["d_model"] // config["model"]["n_heads"]
     beta_fast, beta_slow = yarn_betas(L)
-    yarn = {"paper": {"beta_fast": YARN_PAPER_BETAS[0], "beta_slow": YARN_PAPER_BETAS[1],
-                      "ramp_pairs": yarn_ramp_pairs(L, rotary_dim, *YARN_PAPER_BETAS)},
-            "rescaled": {"beta_fast": beta_fast, "beta_slow": beta_slow,
-                         "ramp_pairs": yarn_ramp_pairs(L, rotary_dim, beta_fast, beta_slow)},
-            "rotary_pairs": rotary_dim // 2, "reference_length": YARN_REFERENCE_LENGTH}
+    yarn = YarnBetas(
+        paper=YarnRamp(YARN_PAPER_BETAS[0], YARN_PAPER_BETAS[1],
+                       list(yarn_ramp_pairs(L, rotary_dim, *YARN_PAPER_BETAS))),
+        rescaled=YarnRamp(beta_fast, beta_slow,
+                          list(yarn_ramp_pairs(L, rotary_dim, beta_fast, beta_slow))),
+        rotary_pairs=rotary_dim // 2, reference_length=YARN_REFERENCE_LENGTH)
     notes.append(
         f"YaRN β: the paper's β_fast=32, β_slow=1 put the ramp over pairs "
-        f"{yarn['paper']['ramp_pairs']} of {rotary_dim // 2} at L={L}, head_dim={rotary_dim}; "
+        f"{tuple(yarn.paper.ramp_pairs)} of {rotary_dim // 2} at L={L}, head_dim={rotary_dim}; "
         f"'yarn-rescaled' uses β scaled by L/{YARN_REFERENCE_LENGTH}: β_fast={beta_fast:g}, "
-        f"β_slow={beta_slow:g}, ramp over pairs {yarn['rescaled']['ramp_pairs']} (the same "
+        f"β_slow={beta_slow:g}, ramp over pairs {tuple(yarn.rescaled.ramp_pairs)} (the same "
         "fractions of the spectrum as Llama 2 at 4096).")
     notes.append("dynamic NTK is given factor m, as the others: at a full-sequence read of "
                  "m·L tokens its base is θ·(m² − m + 1)^(r/(r−2)), i.e. static NTK at scale "
@@ -757,20 +757,22 @@ def summarise(size: str, seeds: int, results: list[tuple[RunSpec, dict[str, Any]
                      "the papers fine-tune, and the full grid does too.")
     notes.append("learned (table L) cannot run past L: its reads there are recorded as "
                  f"'{UNAVAILABLE}' (the ValueError of LearnedPositions), not as a loss.")
-    data = {"L": L, "mults": list(mults), "eval_lengths": [m * L for m in mults],
-            "arms": arms_data, "relative_error": relative_error,
-            "relative_error_blocklab": relative["blocklab"] if relative else {},
-            "finite_past_max_seq_len": finite, "yarn": yarn,
-            "train": _train_summary(results)}
+    data = PositionData(L=L, mults=list(mults), eval_lengths=[m * L for m in mults],
+                        arms=arms_data, relative_error=relative_error,
+                        relative_error_blocklab=relative["blocklab"] if relative else {},
+                        finite_past_max_seq_len=finite, yarn=yarn,
+                        train=_train_summary(results))
     return Summary("position", size, seeds, tables, notes, data)
 
 
-def _pct_cell(stats: Any) -> str:
-    if isinstance(stats, str) or not isinstance(stats, dict) or stats.get("mean") is None:
-        return stats if isinstance(stats, str) else "—"
-    if stats.get("ci_low") is None:
-        return f"{stats['mean']:+.1f}% (n={stats['n']})"
-    return f"{stats['mean']:+.1f}% [{stats['ci_low']:+.1f}, {stats['ci_high']:+.1f}]"
+def _pct_cell(stats: Read) -> str:
+    if isinstance(stats, str):
+        return stats
+    if stats.mean is None:
+        return "—"
+    if not stats.resolved:
+        return f"{stats.mean:+.1f}% (n={stats.n})"
+    return f"{stats.mean:+.1f}% [{stats.ci_low:+.1f}, {stats.ci_high:+.1f}]"
 
 
 def _finite_cell(value: bool | None, record: dict) -> str:
@@ -779,7 +781,7 @@ def _finite_cell(value: bool | None, record: dict) -> str:
     return "finite" if value else "NaN/inf"
 
 
-def _passkey_summary(by_seed: dict[int, dict]) -> dict[str, Any]:
+def _passkey_summary(by_seed: dict[int, dict]) -> PasskeySummary:
     by_depth: dict[str, dict[str, Any]] = {}
     by_length: dict[str, Any] = {}
     for m in next(iter(by_seed.values())):
@@ -791,18 +793,18 @@ def _passkey_summary(by_seed: dict[int, dict]) -> dict[str, Any]:
             continue
         by_depth[m] = {d: float(np.mean([c[d] for c in cells])) for d in depths}
         by_length[m] = float(np.mean(list(by_depth[m].values())))
-    return {"by_length": by_length, "by_depth": by_depth, "seeds": len(by_seed)}
+    return PasskeySummary(by_length=by_length, by_depth=by_depth, seeds=len(by_seed))
 
 
-def _train_summary(results) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def _train_summary(results) -> dict[str, list[PositionRun]]:
+    out: dict[str, list[PositionRun]] = {}
     for spec, result in results:
         if result.get("kind") == "train":
-            final = result["train"].get("final", {})
-            out.setdefault(spec.arm, []).append({
-                "seed": spec.seed, "status": result["status"], "val_loss": final.get("val_loss"),
-                "unigram_entropy": final.get("unigram_entropy"),
-                "ms_per_step": result["train"].get("ms_per_step")})
+            final = result["train"].get("final") or {}
+            out.setdefault(spec.arm, []).append(PositionRun(
+                seed=spec.seed, status=result["status"], val_loss=final.get("val_loss"),
+                unigram_entropy=final.get("unigram_entropy"),
+                ms_per_step=result["train"].get("ms_per_step")))
     return out
 
 

@@ -1,0 +1,459 @@
+"""What a suite's summary holds, as frozen dataclasses, and the one loader that reads it back.
+
+A summary is written to `<results>/<suite>/<size>/summary.json` by `run_suite` and read by the
+claims ledger and the report. Its numbers live in a typed `data` field, one dataclass per suite
+(`FfnData`, `PlacementData`, `NormCostData`, `PositionData`), so a renamed or missing field fails
+when the file is read, naming the field, instead of quietly turning a verdict into "no data":
+
+    summary = load_summary("runs", "ffn", "quick")     # Summary | None (not run yet)
+    summary.data.arms["swiglu"].delta_vs_relu.mean      # typed all the way down
+
+`decode` checks every field against its annotation (exact key sets, no coercion beyond int → float)
+and raises `ResultsError` with the path of the first mismatch. This module needs no PyTorch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Union
+
+from blocklab.errors import ResultsError
+
+# The layout of summary.json; readers refuse any other (3: typed data, one dataclass per suite).
+SUMMARY_SCHEMA = 3
+
+
+@dataclass(frozen=True)
+class Interval:
+    """Mean of `n` values with its two-sided 95% Student-t interval; the bounds and `sd` are
+    None with fewer than two values, and `mean` too with none."""
+
+    n: int
+    mean: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    sd: float | None = None
+
+    @property
+    def resolved(self) -> bool:
+        """Whether the interval has bounds (n ≥ 2)."""
+        return self.ci_low is not None and self.ci_high is not None
+
+
+@dataclass(frozen=True)
+class Table:
+    """A summary table: a title, column names, rows of cells (str/int/float/None), a caption."""
+
+    title: str
+    columns: list[str]
+    rows: list[list[Any]]
+    caption: str = ""
+
+
+# --- ffn ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class FfnArm:
+    """One FFN arm over its seeds. Deltas are arm − relu, paired by seed; `status` counts runs
+    by status (ok, diverged, stuck); quality uses only the `counted` runs."""
+
+    gated: bool
+    activation: str
+    d_ff: int
+    params: int
+    val_loss: Interval
+    val_bpb: Interval
+    delta_vs_relu: Interval
+    rel_delta_pct: Interval
+    ms_per_step: float | None  # timed alone, median of interleaved steps
+    ms_per_step_train: float | None  # mean over the training runs (other work beside them)
+    val_loss_equal_time: Interval
+    delta_vs_relu_equal_time: Interval
+    equal_time_step: float | None
+    status: dict[str, int]
+    counted: int
+    zero_grad_fraction: dict[str, float | None]  # "init" / "final"
+
+
+@dataclass(frozen=True)
+class FfnData:
+    arms: dict[str, FfnArm]
+    seeds: int
+    steps: int
+    lr: float
+    warmup_steps: int
+    unigram_entropy: float | None
+    baseline: str
+    page: dict[str, tuple[float, float]]  # the page's stated gain vs ReLU, % (low, high)
+    equal_time_ms: float | None
+    size: dict[str, Any]  # the suite size's settings, as configured
+
+
+# --- placement ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class GradientProbe:
+    """‖∇W_down‖ at initialisation across depths for one placement and init (geometric means
+    over seeds); slopes are least squares of log ‖∇‖ on log depth."""
+
+    depths: list[int]
+    last_layer_grad: list[float | None]
+    first_layer_grad: list[float | None]
+    slope_last: float | None
+    slope_first: float | None
+    slope_last_ci: Interval  # over per-seed slopes
+    slope_first_ci: Interval
+    residual_rms_last: list[float | None]
+    per_layer_grad: dict[str, list[float | None]]  # depth -> per layer, bottom first
+
+
+@dataclass(frozen=True)
+class SlopePrediction:
+    slope_last: dict[str, float]  # placement -> predicted slope of the last layer's gradient
+    init: str
+    source: str
+
+
+@dataclass(frozen=True)
+class PlacementCell:
+    """One (placement, depth, warmup, lr) cell of the training grid over its seeds."""
+
+    placement: str
+    depth: int
+    warmup: int
+    lr: float
+    failures: int  # diverged + stuck
+    runs: int
+    status: dict[str, int]
+    val_loss: Interval  # finished runs only
+    delta_vs_pre: Interval | None  # paired by seed where both finished; None for pre itself
+    steps_done: float | None
+
+
+@dataclass(frozen=True)
+class PlacementData:
+    init_gradients: dict[str, dict[str, GradientProbe]]  # placement -> init -> probe
+    predictions: SlopePrediction
+    training: list[PlacementCell]
+    unigram_entropy: float | None
+    seeds: int
+    steps: int
+    size: dict[str, Any]
+
+
+# --- norm-cost ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class KernelTiming:
+    impl: str
+    d: int
+    rows: int
+    threads: int
+    fwd_ms: float | None
+    fwdbwd_ms: float | None
+    saved_bytes: int | None
+    extra_saved_bytes: int | None
+    compile_s: float | None
+    error: str | None
+
+
+@dataclass(frozen=True)
+class TimeRatio:
+    """median(RMSNorm) / median(LayerNorm) time with a paired bootstrap 95% interval."""
+
+    ratio: float
+    ci_low: float
+    ci_high: float
+    repeats: int
+
+
+@dataclass(frozen=True)
+class KernelRatio:
+    d: int
+    rows: int
+    threads: int
+    impl: str
+    layernorm_impl: str
+    pass_name: str  # "fwd" or "fwdbwd"
+    time: TimeRatio
+
+
+@dataclass(frozen=True)
+class CompileTime:
+    d: int
+    rows: int
+    threads: int
+    rmsnorm_s: float | None
+    layernorm_s: float | None
+    error: str | None
+    inductor_warmup_s: float | None
+
+
+@dataclass(frozen=True)
+class StepTime:
+    threads: int
+    model: dict[str, Any]
+    params: dict[str, int]
+    rmsnorm_ms: float
+    layernorm_ms: float
+    time: TimeRatio
+
+
+@dataclass(frozen=True)
+class NormQuality:
+    rmsnorm: Interval
+    layernorm: Interval
+    delta: Interval  # RMS − LN, nats/token, paired by seed
+    margin: float
+    equivalent: bool
+    verdict: str
+    seeds: list[int]
+    statuses: dict[str, list[str]]
+    unigram_entropy: float | None
+
+
+@dataclass(frozen=True)
+class NormCostData:
+    kernels: list[KernelTiming]
+    ratios: list[KernelRatio]
+    compile: list[CompileTime]
+    step_time: dict[str, StepTime]  # threads -> step timing
+    quality: NormQuality
+
+
+# --- position ----------------------------------------------------------------------------------
+# A read that cannot be made (a learned table past its length) is this string, not a number.
+Read = Union[Interval, str]  # noqa: UP007 (decoded by `decode`, which reads typing.Union)
+
+
+@dataclass(frozen=True)
+class PerPosition:
+    bucket: int  # positions per bucket
+    loss: list[float | None]
+
+
+@dataclass(frozen=True)
+class PasskeySummary:
+    by_length: dict[str, float | str]  # multiple of L -> accuracy (mean over depths and seeds)
+    by_depth: dict[str, dict[str, float | str]]
+    seeds: int
+
+
+@dataclass(frozen=True)
+class PositionArm:
+    """One position scheme (or RoPE scaling) read at every multiple of L (keys "2", "4", ...)."""
+
+    loss_at_L: Interval
+    loss_beyond_L: dict[str, Read]
+    sliding: dict[str, Interval | None]  # None: the arm is compared with plain RoPE's windows
+    extrapolated_minus_sliding: dict[str, Read]
+    extrapolated_vs_sliding_pct: dict[str, Read]
+    per_position: dict[str, PerPosition | str | None]
+    passkey: PasskeySummary | None
+
+
+@dataclass(frozen=True)
+class FiniteRead:
+    """Are the logits finite at positions far past max_seq_len (None: the model raised)?"""
+
+    position: int
+    max_seq_len: int
+    float32: bool | None
+    bfloat16: bool | None
+    error: str | None
+
+
+@dataclass(frozen=True)
+class YarnRamp:
+    beta_fast: float
+    beta_slow: float
+    ramp_pairs: list[int]
+
+
+@dataclass(frozen=True)
+class YarnBetas:
+    paper: YarnRamp
+    rescaled: YarnRamp
+    rotary_pairs: int
+    reference_length: int
+
+
+@dataclass(frozen=True)
+class PositionRun:
+    seed: int
+    status: str
+    val_loss: float | None
+    unigram_entropy: float | None
+    ms_per_step: float | None
+
+
+@dataclass(frozen=True)
+class PositionData:
+    L: int
+    mults: list[int]
+    eval_lengths: list[int]
+    arms: dict[str, PositionArm]
+    relative_error: dict[str, list[list[float | None]]]  # dtype -> [[shift, max error], ...]
+    relative_error_blocklab: dict[str, list[list[float | None]]]
+    finite_past_max_seq_len: dict[str, list[FiniteRead]]
+    yarn: YarnBetas
+    train: dict[str, list[PositionRun]]
+
+
+SuiteData = FfnData | PlacementData | NormCostData | PositionData
+# suite name -> the dataclass of its summary's `data`
+DATA_TYPES: dict[str, type] = {"ffn": FfnData, "placement": PlacementData,
+                               "norm-cost": NormCostData, "position": PositionData}
+
+
+@dataclass(frozen=True)
+class Summary:
+    """A suite's summary: tables and notes to show, typed `data` for the ledger and figures."""
+
+    suite: str
+    size: str
+    seeds: int
+    tables: list[Table]
+    notes: list[str] = field(default_factory=list)
+    data: Any = None  # the suite's entry of DATA_TYPES
+    runs: int = 0
+    wall_time_s: float = 0.0
+    run_ids: list[str] = field(default_factory=list)  # the stored results it summarises
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"schema": SUMMARY_SCHEMA, **dataclasses.asdict(self)}
+
+
+# --- reading -----------------------------------------------------------------------------------
+def decode(kind: Any, value: Any, where: str = "") -> Any:
+    """`value` (parsed JSON) as an instance of the annotation `kind`, checked all the way down.
+
+    Dataclasses need exactly their fields as keys; unions take the first member that fits;
+    floats accept ints, and JSON's null for float stands for a non-finite number only where the
+    annotation allows None. Raises ResultsError naming the path (`where`) of the first mismatch.
+    """
+    origin = typing.get_origin(kind)
+    if kind is Any:
+        return value
+    if dataclasses.is_dataclass(kind):
+        if not isinstance(value, dict):
+            raise _mismatch(where, kind.__name__, value)
+        hints = typing.get_type_hints(kind)
+        names = [f.name for f in dataclasses.fields(kind)]
+        extra = sorted(set(value) - set(names))
+        missing = [n for n in names if n not in value]
+        if extra or missing:
+            raise ResultsError(f"{where or kind.__name__}: {kind.__name__} fields differ "
+                               f"(missing {missing}, unknown {extra})")
+        return kind(**{n: decode(hints[n], value[n], f"{where}.{n}" if where else n)
+                       for n in names})
+    if origin in (Union, types.UnionType):
+        members = typing.get_args(kind)
+        if value is None:
+            if type(None) in members:
+                return None
+            raise _mismatch(where, _name(kind), value)
+        errors = []
+        for member in members:
+            if member is type(None):
+                continue
+            try:
+                return decode(member, value, where)
+            except ResultsError as err:
+                errors.append(str(err))
+        raise _mismatch(where, _name(kind), value)
+    if origin is list:
+        if not isinstance(value, list):
+            raise _mismatch(where, _name(kind), value)
+        (item,) = typing.get_args(kind)
+        return [decode(item, v, f"{where}[{i}]") for i, v in enumerate(value)]
+    if origin is tuple:
+        args = typing.get_args(kind)
+        if not isinstance(value, list | tuple) or (args[-1] is not Ellipsis
+                                                   and len(args) != len(value)):
+            raise _mismatch(where, _name(kind), value)
+        items = [args[0]] * len(value) if args[-1] is Ellipsis else list(args)
+        return tuple(decode(t, v, f"{where}[{i}]") for i, (t, v) in enumerate(zip(items, value,
+                                                                                    strict=True)))
+    if origin is dict:
+        key, item = typing.get_args(kind)
+        if not isinstance(value, dict) or key is not str:
+            raise _mismatch(where, _name(kind), value)
+        return {k: decode(item, v, f"{where}.{k}") for k, v in value.items()}
+    if kind is float:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+        raise _mismatch(where, "float", value)
+    if kind is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        raise _mismatch(where, "int", value)
+    if kind in (str, bool):
+        if isinstance(value, kind):
+            return value
+        raise _mismatch(where, kind.__name__, value)
+    raise TypeError(f"decode: annotation {kind!r} at {where} is not supported")  # a bug here
+
+
+def _name(kind: Any) -> str:
+    return getattr(kind, "__name__", None) or str(kind).replace("typing.", "")
+
+
+def _mismatch(where: str, expected: str, value: Any) -> ResultsError:
+    shown = repr(value)
+    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    return ResultsError(f"{where or 'value'}: expected {expected}, found {shown}")
+
+
+def summary_from_dict(doc: Any, where: str = "summary", data_type: type | None = None
+                      ) -> Summary:
+    """A Summary from its JSON form (`Summary.to_dict`), its data decoded as `data_type`
+    (default: the suite's entry of DATA_TYPES); ResultsError on another schema, an unknown
+    suite or any field that does not match."""
+    if not isinstance(doc, dict):
+        raise _mismatch(where, "a summary object", doc)
+    found = doc.get("schema")
+    if found != SUMMARY_SCHEMA:
+        raise ResultsError(f"{where} has summary schema {found!r}; this blocklab reads schema "
+                           f"{SUMMARY_SCHEMA}")
+    suite = doc.get("suite")
+    if data_type is None:
+        if suite not in DATA_TYPES:
+            raise ResultsError(f"{where}: unknown suite {suite!r}; expected one of "
+                               f"{list(DATA_TYPES)}")
+        data_type = DATA_TYPES[suite]
+    body = {k: v for k, v in doc.items() if k not in ("schema", "data")}
+    summary = decode(Summary, {**body, "data": None}, where)
+    return dataclasses.replace(summary, data=decode(data_type, doc.get("data"),
+                                                    f"{where}.data"))
+
+
+def load_summary(out_dir: str | Path, suite: str, size: str, data_type: type | None = None
+                 ) -> Summary | None:
+    """The stored summary of `suite` at `size` under `out_dir`, typed (its data as
+    `data_type`, default the suite's entry of DATA_TYPES); None when it has not been run.
+
+    Raises ResultsError, naming the file, the field and the command that rewrites it, for a
+    summary that does not parse, was written under another `SUMMARY_SCHEMA`, or whose fields
+    do not match this blocklab's: readers never guess at a layout they do not know.
+    """
+    path = Path(out_dir) / suite / size / "summary.json"
+    if not path.exists():
+        return None
+    rerun = (f"run `blocklab suite {suite} --size {size} --results {out_dir}` to rewrite it "
+             "(stored runs whose provenance matches are reused)")
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ResultsError(f"{path} is not a readable summary ({err}); {rerun}") from None
+    try:
+        summary = summary_from_dict(doc, str(path), data_type)
+    except ResultsError as err:
+        raise ResultsError(f"{err}; {rerun}") from None
+    if summary.suite != suite or summary.size != size:
+        raise ResultsError(f"{path} holds suite {summary.suite!r} at size {summary.size!r}, "
+                           f"not {suite!r} at {size!r}; {rerun}")
+    return summary
+

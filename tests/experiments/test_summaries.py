@@ -1,0 +1,152 @@
+"""Typed summaries: every field is checked when a summary is read, and a bad one fails loudly."""
+
+import dataclasses
+import json
+import subprocess
+import sys
+from dataclasses import dataclass
+
+import pytest
+
+from blocklab.errors import ResultsError
+from blocklab.experiments.suites import base
+from blocklab.experiments.summaries import (
+    DATA_TYPES,
+    SUMMARY_SCHEMA,
+    FfnArm,
+    FfnData,
+    Interval,
+    PositionArm,
+    Summary,
+    Table,
+    decode,
+    load_summary,
+    summary_from_dict,
+)
+
+
+def _arm(**changes) -> FfnArm:
+    ci = Interval(2, 3.0, 2.9, 3.1, 0.01)
+    arm = FfnArm(gated=True, activation="silu", d_ff=171, params=1000, val_loss=ci,
+                 val_bpb=Interval(0), delta_vs_relu=ci, rel_delta_pct=Interval(1, -1.0),
+                 ms_per_step=None, ms_per_step_train=2.0, val_loss_equal_time=ci,
+                 delta_vs_relu_equal_time=ci, equal_time_step=12.5, status={"ok": 2},
+                 counted=2, zero_grad_fraction={"init": 0.0, "final": None})
+    return dataclasses.replace(arm, **changes)
+
+
+def _ffn_summary() -> Summary:
+    data = FfnData(arms={"swiglu": _arm()}, seeds=2, steps=10, lr=3e-3, warmup_steps=2,
+                   unigram_entropy=4.0, baseline="relu", page={"swiglu": (1.0, 2.0)},
+                   equal_time_ms=None, size={"d_model": 64})
+    return Summary("ffn", "quick", 2, [Table("t", ["a"], [[1, None, "x"]], "c")], ["n"], data,
+                   runs=4, wall_time_s=1.5)
+
+
+def _write(tmp_path, doc) -> None:
+    folder = tmp_path / "ffn" / "quick"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "summary.json").write_text(json.dumps(doc))
+
+
+def test_a_summary_reads_back_equal_and_typed(tmp_path):
+    summary = _ffn_summary()
+    _write(tmp_path, summary.to_dict())
+    back = load_summary(tmp_path, "ffn", "quick")
+    assert back == summary
+    assert isinstance(back.data.arms["swiglu"].delta_vs_relu, Interval)
+    assert back.data.page["swiglu"] == (1.0, 2.0)  # tuples survive JSON's lists
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda d: d["data"]["arms"]["swiglu"].pop("delta_vs_relu"), r"missing \['delta_vs_relu'\]"),
+    (lambda d: d["data"]["arms"]["swiglu"].update(delta_vs_ReLU=1), r"unknown \['delta_vs_ReLU'\]"),
+    (lambda d: d["data"]["arms"]["swiglu"]["val_loss"].update(mean="3.0"),
+     r"data\.arms\.swiglu\.val_loss\.mean: expected float \| None, found '3\.0'"),
+    (lambda d: d["data"].update(seeds=2.0), r"data\.seeds: expected int, found 2\.0"),
+    (lambda d: d["data"].update(seeds=True), r"data\.seeds: expected int, found True"),
+    (lambda d: d["data"]["arms"]["swiglu"].update(gated=1), r"gated: expected bool, found 1"),
+    (lambda d: d.update(schema=SUMMARY_SCHEMA - 1), rf"summary schema {SUMMARY_SCHEMA - 1}"),
+    (lambda d: d.update(suite="ffn2"), r"unknown suite 'ffn2'"),
+    (lambda d: d["data"].update(page={"swiglu": [1.0]}), r"data\.page\.swiglu: expected"),
+])
+def test_a_field_that_does_not_match_fails_naming_it(tmp_path, change, message):
+    doc = _ffn_summary().to_dict()
+    change(doc)
+    _write(tmp_path, doc)
+    with pytest.raises(ResultsError, match=message) as err:
+        load_summary(tmp_path, "ffn", "quick")
+    assert "blocklab suite ffn --size quick" in str(err.value)  # and says how to rewrite it
+    assert "\n" not in str(err.value)
+
+
+def test_summary_of_another_suite_or_size_is_refused(tmp_path):
+    doc = _ffn_summary().to_dict()
+    doc["size"] = "full"
+    _write(tmp_path, doc)
+    with pytest.raises(ResultsError, match="not 'ffn' at 'quick'"):
+        load_summary(tmp_path, "ffn", "quick")
+
+
+def test_unions_take_the_member_that_fits():
+    arm = {"loss_at_L": {"n": 0, "mean": None, "ci_low": None, "ci_high": None, "sd": None},
+           "loss_beyond_L": {"2": "unavailable (table)",
+                             "4": {"n": 1, "mean": 2.0, "ci_low": None, "ci_high": None,
+                                   "sd": None}},
+           "sliding": {"2": None}, "extrapolated_minus_sliding": {},
+           "extrapolated_vs_sliding_pct": {}, "per_position": {"1": None,
+                                                               "2": {"bucket": 4, "loss": [1]}},
+           "passkey": None}
+    read = decode(PositionArm, arm)
+    assert read.loss_beyond_L["2"] == "unavailable (table)"
+    assert read.loss_beyond_L["4"] == Interval(1, 2.0)
+    assert read.per_position["2"].loss == [1.0]
+    with pytest.raises(ResultsError, match=r"loss_beyond_L\.2: expected"):
+        decode(PositionArm, {**arm, "loss_beyond_L": {"2": 7}})
+
+
+def test_every_suite_has_a_data_type():
+    from blocklab.experiments.suites import SUITE_MODULES
+
+    assert set(DATA_TYPES) == set(SUITE_MODULES)
+
+
+def test_a_suite_that_writes_a_summary_that_cannot_be_read_fails_at_once(tmp_path):
+    @dataclass(frozen=True)
+    class Strict:
+        value: float  # not optional: a NaN is written as null and cannot be read back
+
+    def plan(size, seeds):
+        return [base.RunSpec("one", "a", 0, {"x": 1}, lambda progress: {"status": "ok"})]
+
+    def summarise(size, seeds, results):
+        return Summary("nan", size, seeds, [], data=Strict(float("nan")))
+
+    with pytest.raises(RuntimeError, match=r"does not read back: .*value: expected float"):
+        base.run_suite(base.Suite("nan", "writes NaN", plan, summarise), "tiny", 1, tmp_path,
+                       progress=False)
+    assert not (tmp_path / "nan" / "tiny" / "summary.json").exists()
+
+    def untyped(size, seeds, results):
+        return Summary("nan", size, seeds, [], data={"value": 1.0})
+
+    with pytest.raises(TypeError, match="dataclass as data"):
+        base.run_suite(base.Suite("nan", "untyped", plan, untyped), "tiny", 1, tmp_path,
+                       progress=False)
+
+
+def test_reading_summaries_needs_no_torch():
+    code = ("import sys; import blocklab.experiments.summaries; "
+            "assert 'torch' not in sys.modules, 'torch was imported'")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_summary_from_dict_with_an_explicit_type():
+    @dataclass(frozen=True)
+    class Toy:
+        diff: Interval
+
+    doc = Summary("toy", "tiny", 1, [], data=Toy(Interval(1, 0.5))).to_dict()
+    assert summary_from_dict(doc, data_type=Toy).data.diff.mean == 0.5
+    with pytest.raises(ResultsError, match="unknown suite 'toy'"):
+        summary_from_dict(doc)
