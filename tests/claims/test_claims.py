@@ -132,12 +132,19 @@ def _ffn_arm(rel: Interval) -> FfnArm:
                   counted=3, zero_grad_fraction={"init": 0.0, "final": None})
 
 
-@pytest.mark.parametrize(("swiglu", "geglu", "glu", "verdict"), [
-    (_ci(-1.5, -2.0, -1.0), _ci(-1.0, -1.5, -0.5), _ci(-0.5, -1.0, -0.1), "confirmed"),
-    (_ci(1.5, 1.0, 2.0), _ci(0.2, -1.0, 1.0), _ci(0.1, -1.0, 1.0), "refuted"),
-    (_ci(-0.5, -2.0, 1.0), _ci(0.2, -1.0, 1.0), _ci(0.1, -1.0, 1.0), "conditional"),
+@pytest.mark.parametrize(("swiglu", "geglu", "glu", "verdict", "parts"), [
+    (_ci(-1.5, -2.0, -1.0, 5), _ci(-1.0, -1.5, -0.5, 5), _ci(-0.5, -1.0, -0.1, 5), "confirmed",
+     ["confirmed"] * 3),
+    # Worse than ReLU with every arm at one lr: not reproduced, never refuted.
+    (_ci(1.5, 1.0, 2.0, 5), _ci(0.2, -1.0, 1.0, 5), _ci(0.1, -0.2, 0.2, 5),
+     "not-reproduced-at-this-scale", ["not-reproduced-at-this-scale"] * 3),
+    (_ci(-1.5, -2.0, -1.0, 5), _ci(0.2, -1.0, 1.0, 5), _ci(-0.5, -1.0, -0.1, 5), "conditional",
+     ["confirmed", "not-reproduced-at-this-scale", "confirmed"]),
+    # Two seeds, however narrow the interval: the rule needs five.
+    (_ci(1.67, 1.61, 1.72, 2), _ci(-1.0, -1.5, -0.5, 2), _ci(-0.5, -1.0, -0.1, 2),
+     "untestable-here", ["untestable-here"] * 3),
 ])
-def test_ffn_verdict_logic(tmp_path, swiglu, geglu, glu, verdict):
+def test_ffn_verdict_logic(tmp_path, swiglu, geglu, glu, verdict, parts):
     arms = {name: _ffn_arm(rel)
             for name, rel in (("swiglu", swiglu), ("geglu", geglu), ("glu", glu))}
     _write(tmp_path, "ffn", FfnData(arms=arms, seeds=3, steps=100, lr=3e-3, warmup_steps=10,
@@ -145,9 +152,18 @@ def test_ffn_verdict_logic(tmp_path, swiglu, geglu, glu, verdict):
                                     equal_time_ms=None, size={"d_model": 64}))
     (row,) = run_claims(["C16"], Context(tmp_path, "quick"))
     assert row.verdict == verdict and row.error is None
+    assert [p.verdict for p in row.parts] == parts
+    assert [p.name for p in row.parts] == ["swiglu", "geglu", "glu"]
+    shown = row.to_dict()
+    assert shown["rule"] == {"metric": row.parts[0].rule.metric, "smallest_effect": 0.5,
+                             "margin": 0.25, "min_seeds": 5, "claimed": -1.5,
+                             "decides": row.parts[0].rule.decides}
+    assert shown["estimate"] == {"value": swiglu.mean, "ci_low": swiglu.ci_low,
+                                 "ci_high": swiglu.ci_high, "n": swiglu.n}
+    assert shown["combines"] and len(shown["parts"]) == 3
     # Intervals reach the ledger's JSON as plain objects with the same keys as always.
     assert row.evidence["arms"]["swiglu"]["rel_delta_pct"] == {
-        "n": 3, "mean": swiglu.mean, "ci_low": swiglu.ci_low, "ci_high": swiglu.ci_high,
+        "n": swiglu.n, "mean": swiglu.mean, "ci_low": swiglu.ci_low, "ci_high": swiglu.ci_high,
         "sd": None}
     assert row.evidence["seeds"] == 3 and "d=64" in row.summary
 
@@ -175,9 +191,9 @@ def _placement(post_cold_failures: int, slope_first: float) -> PlacementData:
 
 
 @pytest.mark.parametrize(("failures", "slope", "c13", "c19"), [
-    (2, -0.6, "confirmed", "conditional"),  # 3 of 4 parts: expressiveness not shown
-    (1, 0.9, "conditional", "conditional"),
-    (0, 0.0, "refuted", "refuted"),
+    (2, -0.6, "run", "conditional"),  # 3 of 4 parts: expressiveness not shown
+    (1, 0.9, "run", "conditional"),
+    (0, 0.0, "run", "not-reproduced-at-this-scale"),
 ])
 def test_placement_verdict_logic(tmp_path, failures, slope, c13, c19):
     _write(tmp_path, "placement", _placement(failures, slope))
@@ -198,7 +214,7 @@ def _ratio(impl, ratio, low, high, d=1024, pass_name="fwdbwd") -> KernelRatio:
 
 @pytest.mark.parametrize(("ratio", "low", "high", "equivalent", "verdict"), [
     (0.85, 0.80, 0.90, True, "confirmed"),
-    (1.30, 1.20, 1.40, True, "refuted"),
+    (1.30, 1.20, 1.40, True, "not-reproduced-at-this-scale"),
     (0.95, 0.80, 1.10, True, "conditional"),
     (0.85, 0.80, 0.90, False, "conditional"),
 ])
@@ -317,3 +333,19 @@ def test_a_summary_of_another_schema_fails_loudly(tmp_path, content):
     (row,) = run_claims(["C16"], Context(tmp_path, "quick"))
     assert row.verdict == "error" and "ResultsError" in row.error
     assert load_summary(tmp_path, "placement", "quick") is None  # not run: no error
+
+
+def test_a_scale_dependent_claim_refuted_by_its_check_is_an_error(monkeypatch):
+    from blocklab.claims import ledger
+
+    monkeypatch.setitem(ledger.CHECKS, "C16", lambda ctx: ledger.Finding("refuted", "x", "x"))
+    (row,) = run_claims(["C16"])
+    assert row.verdict == "error" and "depends on scale" in row.error
+
+
+def test_the_quick_ffn_suite_runs_the_seeds_c16s_rule_needs():
+    from blocklab.claims.checks import C16_MIN_SEEDS
+    from blocklab.experiments.suites import get_suite
+
+    seeds = get_suite("ffn").default_seeds
+    assert seeds["quick"] >= C16_MIN_SEEDS and seeds["full"] >= C16_MIN_SEEDS

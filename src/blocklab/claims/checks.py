@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 
 from blocklab import reference as ref
-from blocklab.claims.ledger import Context, Finding, claim, missing
+from blocklab.claims.ledger import Context, Finding, Part, claim, missing
+from blocklab.claims.rules import Estimate, Rule
 from blocklab.experiments.summaries import (
     Interval,
     KernelRatio,
@@ -536,6 +537,34 @@ def _read_json(read: Read) -> dict[str, Any] | str:
     return asdict(read) if isinstance(read, Interval) else read
 
 
+# C16's registered rule per part: the metric is (arm − relu)/relu of the final validation loss
+# at equal parameters, steps and tokens, in % (negative = lower loss = better); the claimed
+# effect is minus the middle of the page's stated gain.
+C16_SMALLEST_EFFECT_PCT = 0.5
+C16_MARGIN_PCT = 0.25
+C16_MIN_SEEDS = 5  # two paired seeds gave a CI of width 0.1% that three more seeds overturned
+C16_COMBINES = ("the claim takes the SwiGLU part's verdict; when SwiGLU is confirmed and GeGLU "
+                "or GLU is not, the claim is conditional")
+
+
+def c16_rule(arm: str) -> Rule:
+    from blocklab.experiments.suites.ffn import PAGE_GAIN_PCT
+
+    low, high = PAGE_GAIN_PCT[arm]
+    return Rule(metric=f"(val loss {arm} − relu)/relu at equal parameters and tokens, % "
+                       "(negative = better)",
+                smallest_effect=C16_SMALLEST_EFFECT_PCT, margin=C16_MARGIN_PCT,
+                min_seeds=C16_MIN_SEEDS, claimed=-(low + high) / 2)
+
+
+def combine_c16(parts: list[Part]) -> str:
+    """C16's verdict from its parts (SwiGLU first), by the stated rule `C16_COMBINES`."""
+    headline = parts[0].verdict
+    if headline == "confirmed" and any(p.verdict != "confirmed" for p in parts[1:]):
+        return "conditional"
+    return headline
+
+
 @claim("C16")
 def c16(ctx: Context) -> Finding:
     summary = ctx.summary("ffn")
@@ -546,32 +575,37 @@ def c16(ctx: Context) -> Finding:
     from blocklab.experiments.suites.ffn import PAGE_GAIN_PCT, page_gain_text
 
     page = {arm: PAGE_GAIN_PCT[arm] for arm in ("swiglu", "geglu", "glu")}  # gains over ReLU, %
-    rows, signs = {}, {}
+    rows = {}
+    parts = []
     for arm in page:
         rel = arms[arm].rel_delta_pct  # (arm − relu)/relu in %; negative = better
-        signs[arm] = _sign(rel)
         rows[arm] = {"rel_delta_pct": asdict(rel), "page_gain_pct": list(page[arm]),
                      "val_loss": asdict(arms[arm].val_loss)}
-    better = [a for a, s in signs.items() if s == "below"]
-    worse = [a for a, s in signs.items() if s == "above"]
-    verdict = ("confirmed" if signs["swiglu"] == "below" and not worse else
-               "refuted" if signs["swiglu"] == "above" or len(worse) >= 2 else "conditional")
-    parts = ", ".join(f"{a} {_ci_text(arms[a].rel_delta_pct, 2, '%')}" for a in page)
+        # Every arm shares one learning rate and a single run length here, so a contradiction
+        # cannot be established, only a failure to reproduce.
+        parts.append(Part.graded(arm, c16_rule(arm), Estimate.of(rel), fair_arms=False,
+                                 longer_run_agrees=False))
+    verdict = combine_c16(parts)
+    graded = ", ".join(f"{p.name} {_ci_text(arms[p.name].rel_delta_pct, 2, '%')} → {p.verdict}"
+                       for p in parts)
     claimed = ", ".join(page_gain_text(a).lstrip("+") for a in page)
     seeds, steps = data.seeds, data.steps
     return Finding(
         verdict,
         f"Loss change vs ReLU at equal parameters (negative = better; mean [95% CI] over "
-        f"{seeds} paired seeds, {steps} steps on the stdlib corpus): {parts}. The page claims "
-        f"gains of {claimed}. Better with CI below 0: {better or 'none'}; worse: "
-        f"{worse or 'none'}. A small model ({_size_text(data.size)}); the papers' "
-        "gains come from far larger ones.",
+        f"{seeds} paired seeds, {steps} steps on the stdlib corpus): {graded}. The page claims "
+        f"gains of {claimed}. Each part is graded by its registered rule (at least "
+        f"{C16_MIN_SEEDS} seeds; margin ±{C16_MARGIN_PCT:g}%); all arms share one learning rate, "
+        f"so a loss here is 'not reproduced', never 'refuted'. A small model "
+        f"({_size_text(data.size)}); the papers' gains come from far larger ones.",
         f"等参数下相对 ReLU 的损失变化（负为更好；{seeds} 个配对种子、{steps} 步、stdlib 语料上的均值 "
-        f"[95% 置信区间]）：{parts}。页面称分别提升 {'、'.join(page_gain_text(a).lstrip('+') for a in page)}。置信区间低于 0（更好）：{better or '无'}；"
-        f"更差：{worse or '无'}。这是小模型的结果，论文中的提升来自大得多的模型。",
+        f"[95% 置信区间]）：{graded}。页面称分别提升 "
+        f"{'、'.join(page_gain_text(a).lstrip('+') for a in page)}。每一部分按预先登记的规则判定（至少 "
+        f"{C16_MIN_SEEDS} 个种子，等价边界 ±{C16_MARGIN_PCT:g}%）；各组共用一个学习率，因此结果较差只能算"
+        "“此规模下未复现”，不能算“不成立”。这是小模型的结果，论文中的提升来自大得多的模型。",
         {"arms": rows, "seeds": seeds, "steps": steps,
          "unigram_entropy": data.unigram_entropy},
-        ctx.suite_command("ffn"), "ffn_variants")
+        ctx.suite_command("ffn"), "ffn_variants", parts, C16_COMBINES)
 
 
 def _size_text(size: dict[str, Any]) -> str:
@@ -629,13 +663,10 @@ def c13(ctx: Context) -> Finding:
     post_cold, post_cold_n = _failures(cells, "post", warmup=False)
     post_warm, post_warm_n = _failures(cells, "post", warmup=True)
     depths = sorted({c.depth for c in cells})
-    # Confirmed only when post-norm without warmup fails in at least half its runs while
-    # pre-norm and warmed-up post-norm never fail; one failure among a few seeds is a hint.
-    cold_rate = post_cold / post_cold_n if post_cold_n else 0.0
-    verdict = ("confirmed" if cold_rate >= 0.5 and post_warm == 0 and pre_f == 0 else
-               "refuted" if post_cold == 0 and post_warm == 0 else "conditional")
+    # The page designs this experiment and states no result to check: it is "run", and the
+    # finding is what it found (C19 grades the claims the experiment bears on).
     return Finding(
-        verdict,
+        "run",
         f"Run here ({data.seeds} seeds, depth {depths}, {data.steps} steps, no "
         f"gradient clipping): pre-norm failed {pre_f}/{pre_n} runs; post-norm failed "
         f"{post_cold}/{post_cold_n} without warmup and {post_warm}/{post_warm_n} with 100 warmup "
@@ -670,7 +701,10 @@ def c19(ctx: Context) -> Finding:
         "post-norm more expressive": post_better,
     }
     held = sum(parts.values())
-    verdict = "confirmed" if held == 4 else "refuted" if held <= 1 else "conditional"
+    # A training claim tested on small models for minutes: failing it here is "not reproduced
+    # at this scale", never "refuted" (failure counts and a pooled lr are not a contradiction).
+    verdict = ("confirmed" if held == 4 else
+               "not-reproduced-at-this-scale" if held <= 1 else "conditional")
     trend = "vanishes" if slope_first < -0.2 else "grows" if slope_first > 0.2 else "stays flat"
     return Finding(
         verdict,
@@ -695,9 +729,10 @@ def c19(ctx: Context) -> Finding:
 
 
 _ALIKE_EN = {"confirmed": "at least 7% cheaper at every measured shape (with equal quality)",
-             "refuted": "dearer at every measured shape",
+             "not-reproduced-at-this-scale": "dearer at every measured shape",
              "conditional": "cheaper at some shapes, not at all (or quality not shown equal)"}
-_ALIKE_ZH = {"confirmed": "在所有测量形状上至少省 7%（质量相同）", "refuted": "在所有测量形状上都更慢",
+_ALIKE_ZH = {"confirmed": "在所有测量形状上至少省 7%（质量相同）",
+             "not-reproduced-at-this-scale": "在所有测量形状上都更慢",
              "conditional": "在部分形状上更省、并非全部（或质量未证明相同）"}
 
 
@@ -723,8 +758,10 @@ def c18(ctx: Context) -> Finding:
     equivalent = quality.equivalent
     steps = data.step_time
     step_ratios = {t: s.time.ratio for t, s in steps.items()}
+    # What a norm costs depends on the kernel and the machine: dearer here is "not reproduced
+    # at this scale" (this CPU, these shapes), not a refutation of the page's arithmetic.
     verdict = ("confirmed" if cheaper and equivalent else
-               "refuted" if dearer else "conditional")
+               "not-reproduced-at-this-scale" if dearer else "conditional")
     span_text = "; ".join(f"{k} {lo:.2f}–{hi:.2f}×" for k, (lo, hi) in sorted(spans.items()))
     delta = quality.delta
     n_seeds = len(quality.seeds)
@@ -824,8 +861,11 @@ def c21(ctx: Context) -> Finding:
                            "pct_vs_sliding": pct, "held": got == "works"})
     held = [s for s in statements if s["held"]]
     failed = [s for s in statements if not s["held"]]
+    # Extrapolation of a 2-layer byte model trained for minutes says little about the page's
+    # models: a majority failing here is "not reproduced at this scale", never "refuted".
     verdict = ("confirmed" if statements and not failed else
-               "refuted" if len(held) <= len(statements) / 2 else "conditional")
+               "not-reproduced-at-this-scale" if len(held) <= len(statements) / 2
+               else "conditional")
 
     def fmt(s: dict[str, Any], zh: bool = False) -> str:
         pct = "" if s["pct_vs_sliding"] is None else f" ({s['pct_vs_sliding']:+.1f}%)"

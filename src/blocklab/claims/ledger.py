@@ -15,14 +15,36 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from blocklab.claims.rules import Estimate, Graded, Rule, grade
 from blocklab.claims.text import CLAIM_TEXT, ERROR, VERDICTS, claim_sources
 from blocklab.errors import InputError
 from blocklab.experiments.summaries import Summary, load_summary
 
 
 @dataclass(frozen=True)
+class Part:
+    """One graded part of an experimental claim: its registered rule, the estimate in the
+    rule's metric, and the verdict the rule gives it."""
+
+    name: str
+    rule: Rule
+    estimate: Estimate
+    verdict: str
+    reason: str
+
+    @classmethod
+    def graded(cls, name: str, rule: Rule, estimate: Estimate, **robustness: bool) -> Part:
+        found: Graded = grade(rule, estimate, **robustness)
+        return cls(name, rule, estimate, found.verdict, found.reason)
+
+
+@dataclass(frozen=True)
 class Finding:
-    """What a check found: verdict, a sentence in each language, numbers, how to reproduce."""
+    """What a check found: verdict, a sentence in each language, numbers, how to reproduce.
+
+    Experimental checks also give their graded `parts` (the first is the headline) and
+    `combines`, the stated rule that turns the parts' verdicts into the claim's.
+    """
 
     verdict: str
     summary: str
@@ -30,6 +52,8 @@ class Finding:
     evidence: dict[str, Any] = field(default_factory=dict)
     command: str = ""
     figure: str | None = None  # key of a report figure that shows the evidence
+    parts: list[Part] = field(default_factory=list)
+    combines: str = ""
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
@@ -51,9 +75,23 @@ class ClaimResult:
     command: str
     figure: str | None
     error: str | None = None
+    parts: list[Part] = field(default_factory=list)
+    combines: str = ""
+
+    @property
+    def rule(self) -> Rule | None:
+        """The registered rule of the headline part (None for analytic claims)."""
+        return self.parts[0].rule if self.parts else None
+
+    @property
+    def estimate(self) -> Estimate | None:
+        return self.parts[0].estimate if self.parts else None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        out["rule"] = None if self.rule is None else asdict(self.rule)
+        out["estimate"] = None if self.estimate is None else asdict(self.estimate)
+        return _plain(out)
 
 
 @dataclass
@@ -75,6 +113,9 @@ class Context:
 
 
 CHECKS: dict[str, Callable[[Context], Finding]] = {}
+# Claims about training and speed that a small model on this machine can test but not settle:
+# their checks may say "not reproduced" or "contradicted at this scale", never "refuted".
+SCALE_DEPENDENT = frozenset({"C13", "C16", "C18", "C19", "C21", "C22"})
 
 
 def claim(claim_id: str) -> Callable[[Callable[[Context], Finding]], Callable[[Context], Finding]]:
@@ -122,9 +163,17 @@ def run_claims(ids: list[str] | None = None, ctx: Context | None = None) -> list
                                    f"检查运行失败：{error}",
                                    {"traceback": traceback.format_exc()}, "", None, error))
             continue
+        if cid in SCALE_DEPENDENT and found.verdict == "refuted":
+            error = (f"{cid} depends on scale, so a run here may not refute it; its check "
+                     "returned 'refuted' (a bug in the check)")
+            out.append(ClaimResult(cid, en, zh, src["page"], src["section"], ERROR,
+                                   f"The check failed to run: {error}",
+                                   f"检查运行失败：{error}", {}, "", None, error))
+            continue
         out.append(ClaimResult(cid, en, zh, src["page"], src["section"], found.verdict,
                                found.summary, found.summary_zh, _plain(found.evidence),
-                               found.command, found.figure, None))
+                               found.command, found.figure, None, list(found.parts),
+                               found.combines))
     return out
 
 

@@ -10,7 +10,9 @@ import typer
 from blocklab.cli import app, chosen_size, console
 
 VERDICT_STYLE = {"confirmed": "green", "refuted": "red", "conditional": "yellow",
-                 "untestable-here": "magenta", "missing-results": "dim", "error": "bold red"}
+                 "untestable-here": "magenta",
+                 "contradicted-at-this-scale": "red", "not-reproduced-at-this-scale": "yellow",
+                 "run": "cyan", "missing-results": "dim", "error": "bold red"}
 
 
 @app.command()
@@ -26,8 +28,10 @@ def claims(
     quick: bool = typer.Option(False, "--quick", help="Shortcut for --size quick."),
     full: bool = typer.Option(False, "--full", help="Shortcut for --size full."),
 ) -> None:
-    """Settle the pages' claims: confirmed, refuted, conditional or untestable here, with the
-    evidence and the command that reproduces it. Exit code 1 only if a check fails to run.
+    """Settle the pages' claims, with the evidence and the command that reproduces it.
+    Experimental claims are graded by registered rules (metric, smallest effect, margin,
+    minimum seeds), shown under each; a toy run can say "not reproduced at this scale", never
+    "refuted". Exit code 1 only if a check fails to run.
 
     Example: [bold]blocklab claims C15 C23 --lang zh[/bold]
     """
@@ -42,6 +46,25 @@ def claims(
         print_ledger(rows, language)
     if any(r.error for r in rows):
         raise typer.Exit(1)
+
+
+def part_line(part, zh: bool = False) -> str:
+    """One graded part in a line: verdict, estimate [CI] (n), and its registered rule."""
+    from blocklab.claims import VERDICT_ZH
+
+    e, rule = part.estimate, part.rule
+    if e.value is None:
+        value = "—"
+    elif e.ci_low is None or e.ci_high is None:
+        value = f"{e.value:+.3g} (n={e.n})"
+    else:
+        value = f"{e.value:+.3g} [{e.ci_low:+.3g}, {e.ci_high:+.3g}] (n={e.n})"
+    verdict = VERDICT_ZH[part.verdict] if zh else part.verdict
+    style = VERDICT_STYLE.get(part.verdict, "")
+    return (f"• {part.name}: [{style}]{verdict}[/{style}] {value}; {part.reason}. [dim]"
+            f"{'规则' if zh else 'rule'}: {rule.metric}, claimed {rule.claimed:+g}, smallest "
+            f"effect {rule.smallest_effect:g}, margin ±{rule.margin:g}, min seeds "
+            f"{rule.min_seeds}[/dim]")
 
 
 def print_ledger(rows, lang: str) -> None:
@@ -61,6 +84,10 @@ def print_ledger(rows, lang: str) -> None:
         verdict = VERDICT_ZH[r.verdict] if zh else r.verdict
         style = VERDICT_STYLE.get(r.verdict, "")
         evidence = r.summary_zh if zh else r.summary
+        for part in r.parts:
+            evidence += "\n" + part_line(part, zh)
+        if r.combines:
+            evidence += f"\n[dim]{'合并规则' if zh else 'combined'}: {r.combines}[/dim]"
         if r.command:
             evidence += f"\n[dim]$ {r.command}[/dim]"
         if r.error:

@@ -56,10 +56,26 @@ def usable_cores() -> int:
 _FORKED_SPECS: list[RunSpec] = []
 
 
-def _single_threaded() -> None:
+def _worker_start(parent: int) -> None:
+    """Each worker: one torch thread, and exit when the process that forked it is gone.
+
+    A forked worker holds copies of the pool's pipes, so a parent killed without cleaning up
+    (SIGKILL, out of memory) would leave it waiting on them forever; a daemon thread watches
+    the parent id instead (it changes when the parent dies and the worker is re-parented).
+    """
+    import threading
+    import time
+
     import torch
 
     torch.set_num_threads(1)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)  # no cleanup to do: results are saved by the parent only
+
+    threading.Thread(target=watch, name="blocklab-parent-watch", daemon=True).start()
 
 
 def _run_forked(index: int) -> dict[str, Any]:
@@ -110,7 +126,8 @@ class ParallelExecutor:
         bar = make_progress() if progress else contextlib.nullcontext()
         try:
             with bar, ProcessPoolExecutor(min(self.jobs, len(specs)), mp.get_context("fork"),
-                                          initializer=_single_threaded) as pool:
+                                          initializer=_worker_start,
+                                          initargs=(os.getpid(),)) as pool:
                 overall = None if not progress else bar.add_task(
                     f"suite: {len(specs)} runs on {min(self.jobs, len(specs))} processes",
                     total=len(specs), loss="—")

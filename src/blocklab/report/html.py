@@ -21,6 +21,8 @@ from blocklab.report.figures import Figure
 from blocklab.report.i18n import caption, t
 
 VERDICT_EN = {"confirmed": "confirmed", "refuted": "refuted", "conditional": "conditional",
+              "contradicted-at-this-scale": "contradicted at this scale",
+              "not-reproduced-at-this-scale": "not reproduced at this scale", "run": "run",
               "untestable-here": "untestable here", "missing-results": "missing results",
               "error": "error"}
 
@@ -65,6 +67,9 @@ table.ledger td.claim { min-width: 16em; }
 .v-refuted { background: #ffebe9; color: #a40e26; border-color: #ff9fa8; }
 .v-conditional { background: #fff8c5; color: #7d4e00; border-color: #e8c95a; }
 .v-untestable-here { background: #f1e7ff; color: #6639ba; border-color: #c8a8f5; }
+.v-contradicted-at-this-scale { background: #fff1e5; color: #953800; border-color: #ffb77c; }
+.v-not-reproduced-at-this-scale { background: #fff8c5; color: #633c01; border-color: #d4a72c; }
+.v-run { background: #ddf4ff; color: #0550ae; border-color: #80ccff; }
 .v-missing-results { background: #eaeef2; color: #424a53; border-color: #c0c8d0; }
 .v-error { background: #fff; color: #a40e26; border-color: #a40e26; }
 .counts .badge { margin-right: 6px; }
@@ -82,6 +87,7 @@ details summary { color: var(--muted); cursor: pointer; }
 details pre { max-height: 22em; overflow: auto; background: var(--soft); padding: 6px 8px;
               border-radius: 4px; font-size: 0.9em; white-space: pre-wrap; }
 ul.notes { color: var(--muted); font-size: 0.9em; }
+ul.parts { margin: 6px 0; padding-left: 18px; font-size: 0.92em; }
 footer { margin: 40px auto 30px; color: var(--muted); font-size: 0.88em;
          border-top: 1px solid var(--line); padding-top: 10px; }
 """
@@ -196,6 +202,23 @@ def suite_body(name: str, doc: dict[str, Any], figures: dict[str, Figure], lang:
     return "".join(out)
 
 
+def part_item(part: dict[str, Any], lang: str) -> str:
+    """One graded part of a claim: verdict, estimate [95% CI] (n), reason and registered rule."""
+    e, rule = part["estimate"], part["rule"]
+    if e["value"] is None:
+        value = "—"
+    elif e["ci_low"] is None or e["ci_high"] is None:
+        value = f"{e['value']:+.3g} (n={e['n']})"
+    else:
+        value = f"{e['value']:+.3g} [{e['ci_low']:+.3g}, {e['ci_high']:+.3g}] (n={e['n']})"
+    rule_text = (f"{rule['metric']}; claimed {rule['claimed']:+g}, smallest effect "
+                 f"{rule['smallest_effect']:g}, margin ±{rule['margin']:g}, min seeds "
+                 f"{rule['min_seeds']}")
+    return (f"<li><b>{escape(part['name'])}</b> {badge(part['verdict'], lang)} "
+            f"{escape(value)}: {escape(part['reason'])}. <span class=\"muted\">"
+            f"{escape(t('rule', lang))}: {escape(rule_text)}</span></li>")
+
+
 # --- sections ------------------------------------------------------------------------------------
 def ledger_section(doc: dict[str, Any], figures: dict[str, Figure], lang: str) -> str:
     zh = lang == "zh"
@@ -214,6 +237,12 @@ def ledger_section(doc: dict[str, Any], figures: dict[str, Figure], lang: str) -
             evidence += f'<br><span class="error">{escape(r["error"])}</span>'
         if r.get("command"):
             evidence += f'<span class="cmd">{escape(t("command", lang))}: {code(r["command"])}</span>'
+        if r.get("parts"):
+            evidence += "<ul class=\"parts\">" + "".join(
+                part_item(p, lang) for p in r["parts"]) + "</ul>"
+            if r.get("combines"):
+                evidence += (f'<span class="muted">{escape(t("combined", lang))}: '
+                             f'{escape(r["combines"])}</span>')
         numbers = {k: v for k, v in r["evidence"].items() if k != "traceback"}
         if numbers:
             evidence += (f'<details><summary>{escape(t("numbers", lang))}</summary><pre>'
@@ -230,7 +259,8 @@ def ledger_section(doc: dict[str, Any], figures: dict[str, Figure], lang: str) -
             f'<td class="evidence">{evidence}</td><td class="src">{source}</td></tr>')
     head = "".join(f"<th>{escape(t(k, lang))}</th>" for k in
                    ("col_id", "col_verdict", "col_claim", "col_evidence", "col_source"))
-    order = ("confirmed", "conditional", "refuted", "untestable-here", "missing-results")
+    order = ("confirmed", "conditional", "refuted", "contradicted-at-this-scale",
+             "not-reproduced-at-this-scale", "run", "untestable-here", "missing-results")
     summary = " ".join(f"{badge(v, lang)}<b>{counts[v]}</b>" for v in order if v in counts)
     if errors:
         summary += f" {failed_badge}<b>{errors}</b>"

@@ -45,11 +45,22 @@ STRINGS: dict[str, tuple[str, str]] = {
     "sub_kv": ("KV cache", "KV 缓存"),
     "sub_suite_tables": ("Tables of the {suite} suite", "{suite} 实验的表格"),
     # ledger
-    "ledger_intro": ("One row per claim. Verdicts: confirmed, refuted, conditional (holds under "
-                     "a stated condition), untestable here (needs more than this machine), "
-                     "missing results (run the named command).",
-                     "每条论断一行。判定：成立、不成立、有条件成立（在所述条件下成立）、此处无法检验"
-                     "（超出本机能力）、缺少实验结果（运行所给命令）。"),
+    "ledger_intro": ("One row per claim. Verdicts: confirmed; refuted (only for claims that do "
+                     "not depend on scale: arithmetic, configs, identities); contradicted at "
+                     "this scale (the CI excludes the claim with fair arms and a longer run "
+                     "agreeing); not reproduced at this scale (a small run here did not show "
+                     "it, which does not refute it); conditional (holds under a stated "
+                     "condition); run (an experiment the page designed, with what it found); "
+                     "untestable here (needs more than this machine, or more seeds than "
+                     "stored); missing results (run the named command). Experimental claims "
+                     "are graded by rules registered before the data: metric, smallest effect, "
+                     "margin and minimum seeds, shown under each.",
+                     "每条论断一行。判定：成立；不成立（仅用于与规模无关的论断：算术、配置、恒等式）；"
+                     "此规模下与之相反（置信区间排除该论断，且各组公平、更长训练结论一致）；"
+                     "此规模下未复现（本机的小规模运行未显示该效应，但不构成反驳）；有条件成立（在所述条件下成立）；"
+                     "已运行（页面设计的实验及其结果）；此处无法检验（超出本机能力或种子数不足）；"
+                     "缺少实验结果（运行所给命令）。实验性论断按事先登记的规则判定：指标、最小效应、"
+                     "等价边界与最少种子数，列于每条之下。"),
     "col_id": ("id", "编号"),
     "col_verdict": ("verdict", "判定"),
     "col_claim": ("claim", "论断"),
@@ -58,6 +69,8 @@ STRINGS: dict[str, tuple[str, str]] = {
     "see_figure": ("see figure", "见图"),
     "numbers": ("numbers", "数值"),
     "check_failed": ("check failed", "检查失败"),
+    "rule": ("rule", "规则"),
+    "combined": ("combined", "合并规则"),
     "verdict_counts": ("Verdicts", "判定统计"),
     # generic
     "missing_suite": ("No stored results of the {suite} suite ({size}) under {results}. Run:",

@@ -10,12 +10,34 @@ from pathlib import Path
 
 from blocklab.experiments.suites import get_suite
 
-CMD = [sys.executable, "-m", "blocklab", "suite", "ffn", "--tiny", "--no-progress"]
+CMD = [sys.executable, "-m", "blocklab", "suite", "ffn", "--tiny", "--no-progress", "--jobs", "2"]
 
 
 def _results(folder: Path) -> dict[str, float]:
     return {p.name: p.stat().st_mtime_ns for p in folder.glob("*.json")
             if p.name != "summary.json"}
+
+
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is `pid` (Linux /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    """Running (a zombie waiting for its new parent to reap it has exited)."""
+    try:
+        state = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
 
 
 def test_killed_suite_resumes_without_recomputing(tmp_path):
@@ -26,12 +48,19 @@ def test_killed_suite_resumes_without_recomputing(tmp_path):
     deadline = time.monotonic() + 120
     while len(_results(folder)) < 2 and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.05)
+    workers = _children(proc.pid)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     before = _results(folder)
     assert 2 <= len(before) < total, f"kill landed after {len(before)} of {total} runs"
     for name in before:  # every result file that exists is complete JSON (atomic writes)
         assert "status" in json.loads((folder / name).read_text())
+
+    # The killed suite's worker processes notice and exit instead of waiting forever.
+    deadline = time.monotonic() + 10
+    while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert workers and not [pid for pid in workers if _alive(pid)]
 
     rerun = subprocess.run([*CMD, "--out", str(tmp_path)], capture_output=True, text=True,
                            timeout=300)
