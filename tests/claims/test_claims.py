@@ -268,26 +268,51 @@ def test_extrapolation_grades_against_the_page(tmp_path):
     unusable = "unavailable (table)"
     arms = {
         "learned": _arm({"2": unusable, "4": unusable, "8": unusable}),
-        "sinusoidal": _arm({"2": 3.0, "4": 12.0, "8": 40.0}),
+        "learned-8L": _arm({"2": 40.0, "4": 60.0, "8": 80.0}),
+        "sinusoidal": _arm({"2": 30.0, "4": 40.0, "8": 60.0}),  # handicapped: not graded
+        "sinusoidal+scale": _arm({"2": 3.0, "4": 12.0, "8": 40.0}),
         "alibi": _arm({"2": 0.1, "4": 0.2, "8": 0.3}),
         "rope": _arm({"2": 2.0, "4": 4.0, "8": 30.0}),
+        "rope+ntk": _arm({"2": 1.0, "4": 2.0, "8": 4.0}),
         "rope+yarn": _arm({"2": 1.0, "4": 2.0, "8": 4.5}),
+        "rope+linear": _arm({"2": 30.0, "4": 30.0, "8": 30.0}),  # not named by the page
     }
     _write(tmp_path, "position", _position(arms))
     (row,) = run_claims(["C21"], Context(tmp_path, "quick"))
     assert row.verdict == "confirmed", row.summary
     assert "L = 128 (3 seed(s))" in row.summary
+    names = [p.name for p in row.parts]
+    assert names[0] == "learned absolute (learned-8L) collapses at 2×"
+    assert "sinusoidal (sinusoidal+scale) works at 2×" in names
+    assert names[-2:] == ["RoPE works at 8× with ntk scaling", "RoPE works at 8× with yarn scaling"]
+    assert row.to_dict()["rule"]["min_seeds"] == 3
+
     arms["rope"] = _arm({"2": 2.0, "4": 9.0, "8": 30.0})  # RoPE degrades at 4×
+    arms["rope+yarn"] = _arm({"2": 1.0, "4": 2.0, "8": 9.0})  # YaRN degrades at 8×: no rescue
+    arms["alibi"] = PositionArm(**{**arms["alibi"].__dict__, "extrapolated_vs_sliding_pct": {
+        "2": _ci(0.1, 0.0, 0.2), "4": _ci(4.0, 2.0, 6.0), "8": _ci(0.3, 0.2, 0.4)}})
     _write(tmp_path, "position", _position(arms))
     rows = {r.id: r for r in run_claims(["C21", "C22"], Context(tmp_path, "quick"))}
     row = rows["C21"]
     assert row.verdict == "conditional"
-    failed = [s["statement"] for s in row.evidence["statements"] if not s["held"]]
-    assert failed == ["RoPE works at 4×"]
+    by_name = {p.name: p for p in row.parts}
+    failed = [p.name for p in row.parts if p.verdict == "not-reproduced-at-this-scale"]
+    assert failed == ["RoPE works at 4×", "RoPE works at 8× with yarn scaling"]
+    assert by_name["ALiBi works at 4×"].verdict == "untestable-here"  # CI across 5%
     # C22 shows the scaled arms' reads: intervals as plain objects, unmade reads as strings.
     assert rows["C22"].error is None
     scaled = rows["C22"].evidence["scaled_arms"]
-    assert list(scaled) == ["rope+yarn"] and scaled["rope+yarn"]["8"]["mean"] == 4.5
+    assert set(scaled) == {"rope+ntk", "rope+yarn"} and scaled["rope+yarn"]["8"]["mean"] == 9.0
+
+
+def test_extrapolation_needs_three_seeds(tmp_path):
+    two_seeds = {m: _ci(0.1, 0.0, 0.2, n=2) for m in ("2", "4", "8")}
+    arms = {"alibi": PositionArm(**{**_arm({"2": 0.1}).__dict__,
+                                    "extrapolated_vs_sliding_pct": two_seeds})}
+    _write(tmp_path, "position", _position(arms))
+    (row,) = run_claims(["C21"], Context(tmp_path, "quick"))
+    assert row.verdict == "untestable-here"
+    assert [p.estimate.n for p in row.parts] == [2, 2, 2]
 
 
 def test_a_check_that_raises_is_an_error_not_a_verdict(monkeypatch, capsys):
