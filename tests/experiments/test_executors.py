@@ -27,7 +27,7 @@ def _toy_suite(log_dir, crash=None, fail=None, no_status=None):
     def plan(size, seeds):
         specs = []
         for arm in ("a", "b"):
-            for seed in range(seeds):
+            for seed in seeds:
                 label = f"{arm}/{seed}"
 
                 def execute(progress, arm=arm, seed=seed, label=label):
@@ -115,7 +115,7 @@ def ray_instance():
 def test_every_suites_runs_can_be_sent_to_ray_workers():
     cloudpickle = pytest.importorskip("ray.cloudpickle")
     for name in SUITE_MODULES:
-        for spec in get_suite(name).plan("tiny", 2):
+        for spec in get_suite(name).plan("tiny", range(2)):
             assert callable(cloudpickle.loads(cloudpickle.dumps(spec.execute))), spec.label
 
 

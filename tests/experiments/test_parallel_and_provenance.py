@@ -43,7 +43,7 @@ def test_parallel_results_equal_serial_results(tmp_path, name):
     serial = run_suite(suite, "tiny", None, tmp_path / "serial", progress=False)
     parallel = run_suite(suite, "tiny", None, tmp_path / "parallel", progress=False,
                          executor=ParallelExecutor(2))
-    specs = suite.plan("tiny", suite.default_seeds["tiny"])
+    specs = suite.plan("tiny", range(suite.default_seeds["tiny"]))
     assert not any(spec.timed for spec in specs)
     for spec in specs:
         a = json.loads((tmp_path / "serial" / name / "tiny" / f"{spec.run_id}.json").read_text())
@@ -76,7 +76,7 @@ def _recording_suite(log: Path):
 
     def plan(size, seeds):
         specs = [base.RunSpec(f"run {s}", "run", s, {"seed": s},
-                              lambda progress, s=s: untimed(progress, s)) for s in range(seeds)]
+                              lambda progress, s=s: untimed(progress, s)) for s in seeds]
         specs.append(base.RunSpec("timing", "timing", 0, {"timing": True}, timed, timed=True))
         return specs
 
@@ -129,7 +129,7 @@ def _counting_suite(calls: list):
                              lambda progress, s=s: calls.append(s) or {
                                  "status": "ok", "data": {"name": "stdlib",
                                                           "sha256": _stdlib_sha()}})
-                for s in range(seeds)]
+                for s in seeds]
 
     return base.Suite("counting", "counts its runs", plan,
                       lambda size, seeds, results: Summary("counting", size, seeds, [],
@@ -207,10 +207,10 @@ def test_one_failed_seed_shrinks_n_and_keeps_the_position_summary(tmp_path):
     suite = get_suite("position")
     run_suite(suite, "tiny", 2, tmp_path, progress=False, executor=ParallelExecutor(2))
     store = base.ResultStore(tmp_path / "position" / "tiny")
-    results = [(spec, store.load(spec.run_id)) for spec in suite.plan("tiny", 2)]
+    results = [(spec, store.load(spec.run_id)) for spec in suite.plan("tiny", range(2))]
     dropped = next(spec for spec, _ in results if spec.arm == "alibi" and spec.seed == 1)
     kept = [(spec, r) for spec, r in results if spec is not dropped]
-    summary = suite.summarise("tiny", 2, kept)
+    summary = suite.summarise("tiny", range(2), kept)
     alibi, rope = summary.data.arms["alibi"], summary.data.arms["rope"]
     m = next(iter(alibi.loss_beyond_L))
     assert alibi.loss_beyond_L[m].n == 1 and rope.loss_beyond_L[m].n == 2
@@ -250,7 +250,7 @@ def test_run_suites_runs_all_suites_in_one_pool_and_timed_runs_last(tmp_path, mo
                 return {"status": "ok"}
             specs = [base.RunSpec(f"{name} run {s}", "run", s, {"suite": name, "seed": s},
                                   lambda progress, s=s: execute(progress, f"{name} run {s}"))
-                     for s in range(seeds)]
+                     for s in seeds]
             specs.append(base.RunSpec(f"{name} timed", "timed", 0, {"suite": name, "t": 1},
                                       lambda progress: execute(progress, f"{name} timed"),
                                       timed=True))

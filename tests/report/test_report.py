@@ -204,7 +204,7 @@ def test_failed_suite_is_reported_not_raised(tmp_path):
 
     errors = suites.run_suites(tmp_path / "runs", "tiny", SUITES, executor=failing,
                                progress=False, echo=lines.append)
-    planned = {name: get_suite(name).plan("tiny", get_suite(name).default_seeds["tiny"])
+    planned = {name: get_suite(name).plan("tiny", range(get_suite(name).default_seeds["tiny"]))
                for name in SUITES}
     assert len(given) == sum(len(specs) for specs in planned.values())  # one call, every run
     assert set(errors) == set(SUITES)

@@ -100,16 +100,19 @@ class Context:
 
     results: Path = Path("runs")
     size: str = "quick"
+    seed_offset: int = 0  # read the suites run from this seed on (`--seed-offset`)
     _cache: dict[str, Summary | None] = field(default_factory=dict)
 
     def summary(self, suite: str) -> Summary | None:
         """The typed summary of `suite` (`load_summary`), None when it has not been run."""
         if suite not in self._cache:
-            self._cache[suite] = load_summary(self.results, suite, self.size)
+            self._cache[suite] = load_summary(self.results, suite, self.size,
+                                              seed_offset=self.seed_offset)
         return self._cache[suite]
 
     def suite_command(self, suite: str) -> str:
-        return f"blocklab suite {suite} --size {self.size} --results {self.results}"
+        offset = f" --seed-offset {self.seed_offset}" if self.seed_offset else ""
+        return f"blocklab suite {suite} --size {self.size}{offset} --results {self.results}"
 
 
 CHECKS: dict[str, Callable[[Context], Finding]] = {}

@@ -27,6 +27,8 @@ def claims(
     tiny: bool = typer.Option(False, "--tiny", help="Shortcut for --size tiny."),
     quick: bool = typer.Option(False, "--quick", help="Shortcut for --size quick."),
     full: bool = typer.Option(False, "--full", help="Shortcut for --size full."),
+    seed_offset: int = typer.Option(0, "--seed-offset",
+                                    help="Read the suites run with --seed-offset K."),
 ) -> None:
     """Settle the pages' claims, with the evidence and the command that reproduces it.
     Experimental claims are graded by registered rules (metric, smallest effect, margin,
@@ -39,7 +41,11 @@ def claims(
     from blocklab.claims.lang import resolve_lang
     language = resolve_lang(lang)
     size = chosen_size(size, tiny, quick, full)
-    rows = run_claims([i.upper() for i in ids] if ids else None, Context(results, size))
+    from blocklab.experiments.summaries import check_seed_offset
+
+    check_seed_offset(seed_offset)  # bad input: exit 2 here, not an error inside every check
+    rows = run_claims([i.upper() for i in ids] if ids else None,
+                      Context(results, size, seed_offset=seed_offset))
     if as_json:
         typer.echo(json.dumps([r.to_dict() for r in rows], indent=1, ensure_ascii=False))
     else:

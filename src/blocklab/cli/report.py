@@ -25,6 +25,9 @@ def report(
                                  help="Folder of suite results, shared with `blocklab suite` and "
                                       "`blocklab claims` (resumable)."),
     lang: str = typer.Option(None, "--lang", help="en or zh (default: from the locale)."),
+    seed_offset: int = typer.Option(0, "--seed-offset",
+                                    help="Suites run seeds K, K+1, … instead of 0, 1, … (a "
+                                         "disjoint set, kept in its own results folder)."),
     no_run: bool = typer.Option(False, "--no-run",
                                 help="Render what is stored; run no suite."),
     no_progress: bool = typer.Option(False, "--no-progress", help="Hide the progress bars."),
@@ -52,8 +55,9 @@ def report(
         from blocklab.report.build import SUITES
 
         errors = run_suites(results, size, SUITES, executor=executor,
-                            progress=not no_progress, echo=typer.echo)
-    index, doc = build_report(out, results, size, language, suite_errors=errors)
+                            progress=not no_progress, echo=typer.echo, seed_offset=seed_offset)
+    index, doc = build_report(out, results, size, language, suite_errors=errors,
+                              seed_offset=seed_offset)
     counts: dict[str, int] = {}
     for row in doc["ledger"]:
         verdict = "check failed" if row["error"] else row["verdict"]

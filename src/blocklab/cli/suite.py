@@ -22,6 +22,9 @@ def suite(
     full: bool = typer.Option(False, "--full", help="Shortcut for --size full."),
     tiny: bool = typer.Option(False, "--tiny", help="Shortcut for --size tiny (runs in seconds)."),
     seeds: int = typer.Option(None, "--seeds", help="Seeds per arm (default depends on size)."),
+    seed_offset: int = typer.Option(0, "--seed-offset",
+                                    help="Run seeds K, K+1, … instead of 0, 1, … (a disjoint "
+                                         "set, kept in its own results folder)."),
     out: Path = typer.Option(Path("runs"), "--results", "--out",
                              help="Results folder, shared with `report` and `claims` "
                                   "(resumable)."),
@@ -56,7 +59,7 @@ def suite(
     run_on = _executor(executor, jobs, address, cpus_per_run, gpus_per_run)
     try:
         summary = run_suite(chosen, size, seeds, out, progress=not (no_progress or as_json),
-                            executor=run_on)
+                            executor=run_on, seed_offset=seed_offset)
     except SuiteIncomplete as incomplete:
         typer.echo(f"error: suite {incomplete.suite} ({incomplete.size}): "
                    f"{len(incomplete.missing)} of {incomplete.total} runs have no result; "

@@ -22,10 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union
 
-from blocklab.errors import ResultsError
+from blocklab.errors import InputError, ResultsError
 
-# The layout of summary.json; readers refuse any other (3: typed data, one dataclass per suite).
-SUMMARY_SCHEMA = 3
+# The layout of summary.json; readers refuse any other (3: typed data, one dataclass per suite;
+# 4: the first seed recorded).
+SUMMARY_SCHEMA = 4
 
 
 @dataclass(frozen=True)
@@ -321,6 +322,7 @@ class Summary:
     runs: int = 0
     wall_time_s: float = 0.0
     run_ids: list[str] = field(default_factory=list)  # the stored results it summarises
+    first_seed: int = 0  # seeds first_seed … first_seed + seeds − 1 (`--seed-offset`)
 
     def to_dict(self) -> dict[str, Any]:
         return {"schema": SUMMARY_SCHEMA, **dataclasses.asdict(self)}
@@ -430,20 +432,41 @@ def summary_from_dict(doc: Any, where: str = "summary", data_type: type | None =
                                                     f"{where}.data"))
 
 
-def load_summary(out_dir: str | Path, suite: str, size: str, data_type: type | None = None
-                 ) -> Summary | None:
-    """The stored summary of `suite` at `size` under `out_dir`, typed (its data as
-    `data_type`, default the suite's entry of DATA_TYPES); None when it has not been run.
+# Seeds are drawn from [0, MAX_SEED_OFFSET + max seeds): a disjoint set needs only an offset.
+MAX_SEED_OFFSET = 10**9
+
+
+def check_seed_offset(seed_offset: int) -> int:
+    """`seed_offset` if it is an integer in [0, MAX_SEED_OFFSET]; InputError otherwise."""
+    if (isinstance(seed_offset, bool) or not isinstance(seed_offset, int)
+            or not 0 <= seed_offset <= MAX_SEED_OFFSET):
+        raise InputError(f"seed offset {seed_offset!r} is not allowed; expected an integer in "
+                         f"[0, {MAX_SEED_OFFSET}]")
+    return seed_offset
+
+
+def size_folder(size: str, seed_offset: int = 0) -> str:
+    """The folder name of a suite's results at `size`: seeds from `seed_offset` on are kept
+    apart from the default seeds (`quick`, `quick+seeds1000`), so their summaries never mix."""
+    return size if check_seed_offset(seed_offset) == 0 else f"{size}+seeds{seed_offset}"
+
+
+def load_summary(out_dir: str | Path, suite: str, size: str, data_type: type | None = None,
+                 *, seed_offset: int = 0) -> Summary | None:
+    """The stored summary of `suite` at `size` (seeds from `seed_offset`) under `out_dir`,
+    typed (its data as `data_type`, default the suite's entry of DATA_TYPES); None when it has
+    not been run.
 
     Raises ResultsError, naming the file, the field and the command that rewrites it, for a
     summary that does not parse, was written under another `SUMMARY_SCHEMA`, or whose fields
     do not match this blocklab's: readers never guess at a layout they do not know.
     """
-    path = Path(out_dir) / suite / size / "summary.json"
+    path = Path(out_dir) / suite / size_folder(size, seed_offset) / "summary.json"
     if not path.exists():
         return None
-    rerun = (f"run `blocklab suite {suite} --size {size} --results {out_dir}` to rewrite it "
-             "(stored runs whose provenance matches are reused)")
+    offset = f" --seed-offset {seed_offset}" if seed_offset else ""
+    rerun = (f"run `blocklab suite {suite} --size {size}{offset} --results {out_dir}` to "
+             "rewrite it (stored runs whose provenance matches are reused)")
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
@@ -452,8 +475,9 @@ def load_summary(out_dir: str | Path, suite: str, size: str, data_type: type | N
         summary = summary_from_dict(doc, str(path), data_type)
     except ResultsError as err:
         raise ResultsError(f"{err}; {rerun}") from None
-    if summary.suite != suite or summary.size != size:
-        raise ResultsError(f"{path} holds suite {summary.suite!r} at size {summary.size!r}, "
-                           f"not {suite!r} at {size!r}; {rerun}")
+    if (summary.suite, summary.size, summary.first_seed) != (suite, size, seed_offset):
+        raise ResultsError(f"{path} holds suite {summary.suite!r} at size {summary.size!r} "
+                           f"from seed {summary.first_seed}, not {suite!r} at {size!r} from "
+                           f"seed {seed_offset}; {rerun}")
     return summary
 

@@ -34,16 +34,22 @@ SHIFT_SCALE_X = (1.0, 3.0, -2.0, 0.5)
 SHIFT_SCALE_EPS = (0.0, 1e-6)
 
 
-def suite_command(suite: str, size: str, results: Path | str) -> str:
-    return f"blocklab suite {suite} --size {size} --results {results}"
+def _offset(seed_offset: int) -> str:
+    return f" --seed-offset {seed_offset}" if seed_offset else ""
 
 
-def report_command(size: str, out: Path | str, results: Path | str) -> str:
-    return f"blocklab report --size {size} --out {out} --results {results}"
+def suite_command(suite: str, size: str, results: Path | str, seed_offset: int = 0) -> str:
+    return f"blocklab suite {suite} --size {size}{_offset(seed_offset)} --results {results}"
+
+
+def report_command(size: str, out: Path | str, results: Path | str, seed_offset: int = 0) -> str:
+    return (f"blocklab report --size {size}{_offset(seed_offset)} --out {out} "
+            f"--results {results}")
 
 
 def collect(results: Path | str = "runs", size: str = "quick", *, out: Path | str = "report",
-            suite_errors: dict[str, str] | None = None) -> dict[str, Any]:
+            suite_errors: dict[str, str] | None = None, seed_offset: int = 0
+            ) -> dict[str, Any]:
     """The report document: every number the page shows (and report.json holds)."""
     from blocklab import __version__
     from blocklab.claims import Context, run_claims
@@ -54,17 +60,19 @@ def collect(results: Path | str = "runs", size: str = "quick", *, out: Path | st
     if size not in SIZES:
         raise InputError(f"size {size!r} is not allowed; expected one of {list(SIZES)}")
     results = Path(results)
-    ledger = [row.to_dict() for row in run_claims(None, Context(results, size))]
+    ledger = [row.to_dict() for row in run_claims(None, Context(results, size,
+                                                                 seed_offset=seed_offset))]
     suites = {}
     for name in SUITES:
         error = (suite_errors or {}).get(name)
         try:
-            summary = load_summary(results, name, size)
-            runs = _run_curves(results, name, size, summary.run_ids) if summary else []
+            summary = load_summary(results, name, size, seed_offset=seed_offset)
+            runs = (_run_curves(results, name, size, summary.run_ids, seed_offset)
+                    if summary else [])
         except ResultsError as err:  # shown where the suite's section would be, exit code 1
             summary, runs, error = None, [], str(err)
         suites[name] = {
-            "command": suite_command(name, size, results),
+            "command": suite_command(name, size, results, seed_offset),
             # the JSON form (tuples as lists), as summary.json holds it and figures decode it
             "summary": json_safe(summary.to_dict()) if summary else None,
             "error": error,
@@ -75,7 +83,8 @@ def collect(results: Path | str = "runs", size: str = "quick", *, out: Path | st
         "generated": {"size": size, "results": str(results), "out": str(out),
                       "created": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
                       "version": __version__,
-                      "command": report_command(size, out, results)},
+                      "seed_offset": seed_offset,
+                      "command": report_command(size, out, results, seed_offset)},
         "ledger": ledger,
         "suites": suites,
         "ffn_budget": _ffn_budget(),
@@ -85,8 +94,8 @@ def collect(results: Path | str = "runs", size: str = "quick", *, out: Path | st
     }
 
 
-def _run_curves(results: Path, name: str, size: str, run_ids: list[str]
-                ) -> list[dict[str, Any]]:
+def _run_curves(results: Path, name: str, size: str, run_ids: list[str],
+                seed_offset: int = 0) -> list[dict[str, Any]]:
     """Curves of the stored training runs a suite's summary was made from, sorted by
     (arm, seed).
 
@@ -98,15 +107,16 @@ def _run_curves(results: Path, name: str, size: str, run_ids: list[str]
     training (the first record is at initialisation).
     """
     from blocklab.experiments.results import ResultStore
+    from blocklab.experiments.summaries import size_folder
 
-    store = ResultStore(results / name / size)
+    store = ResultStore(results / name / size_folder(size, seed_offset))
     out = []
     for run_id in run_ids:
         try:
             result = store.load(run_id)
         except FileNotFoundError:
             raise ResultsError(f"{store.path_for(run_id)}: a run of the stored summary is "
-                               f"missing or unreadable; run `{suite_command(name, size, results)}`"
+                               f"missing or unreadable; run `{suite_command(name, size, results, seed_offset)}`"
                                " to redo it") from None
         curves = result.get("curves")
         if not isinstance(curves, dict) or "train_loss" not in curves:
@@ -216,7 +226,8 @@ def write_report(doc: dict[str, Any], out: Path | str, lang: str) -> Path:
 
 def build_report(out: Path | str = "report", results: Path | str = "runs",
                  size: str = "quick", lang: str = "en", *,
-                 suite_errors: dict[str, str] | None = None) -> tuple[Path, dict[str, Any]]:
+                 suite_errors: dict[str, str] | None = None, seed_offset: int = 0
+                 ) -> tuple[Path, dict[str, Any]]:
     """Collect the stored results, render and write the report; runs nothing (the CLI's
     `report` runs missing suites first, through `blocklab.experiments.suites.run_suites`).
 
@@ -225,9 +236,12 @@ def build_report(out: Path | str = "report", results: Path | str = "runs",
     """
     from blocklab.claims.lang import resolve_lang
     from blocklab.experiments.suites.base import SIZES
+    from blocklab.experiments.summaries import check_seed_offset
 
     lang = resolve_lang(lang)
     if size not in SIZES:
         raise InputError(f"size {size!r} is not allowed; expected one of {list(SIZES)}")
-    doc = collect(results, size, out=out, suite_errors=suite_errors or {})
+    check_seed_offset(seed_offset)
+    doc = collect(results, size, out=out, suite_errors=suite_errors or {},
+                  seed_offset=seed_offset)
     return write_report(doc, out, lang), doc

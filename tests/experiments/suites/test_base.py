@@ -51,7 +51,7 @@ def _toy_suite(calls, fail_at=None):
     def plan(size, seeds):
         specs = []
         for arm in ("a", "b"):
-            for seed in range(seeds):
+            for seed in seeds:
                 def execute(progress, arm=arm, seed=seed):
                     if fail_at == (arm, seed):
                         raise KeyboardInterrupt
@@ -93,3 +93,19 @@ def test_bad_size_and_seeds(tmp_path):
         base.run_suite(_toy_suite([]), "huge", 1, tmp_path)
     with pytest.raises(ValueError, match=r"seeds=0"):
         base.run_suite(_toy_suite([]), "tiny", 0, tmp_path)
+
+
+def test_seed_offset_runs_disjoint_seeds_in_their_own_folder(tmp_path):
+    calls = []
+    summary = base.run_suite(_toy_suite(calls), "tiny", 2, tmp_path, progress=False,
+                             seed_offset=1000)
+    assert sorted(calls) == [("a", 1000), ("a", 1001), ("b", 1000), ("b", 1001)]
+    assert summary.first_seed == 1000 and summary.seeds == 2
+    assert (tmp_path / "toy" / "tiny+seeds1000" / "summary.json").is_file()
+    assert load_summary(tmp_path, "toy", "tiny", ToyData, seed_offset=1000) == summary
+    assert load_summary(tmp_path, "toy", "tiny", ToyData) is None  # seeds 0… never ran
+    calls.clear()
+    base.run_suite(_toy_suite(calls), "tiny", 2, tmp_path, progress=False)
+    assert sorted(calls) == [("a", 0), ("a", 1), ("b", 0), ("b", 1)]
+    with pytest.raises(ValueError, match=r"seed offset -1 is not allowed"):
+        base.run_suite(_toy_suite([]), "tiny", 1, tmp_path, seed_offset=-1)

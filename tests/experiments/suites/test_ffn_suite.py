@@ -104,7 +104,7 @@ def _fake(loss_scale, seq_len):
 
 def test_summary_equal_steps_and_equal_time_by_hand():
     size = ffn.SIZES["tiny"]  # 5 steps
-    specs = ffn.plan("tiny", 2)
+    specs = ffn.plan("tiny", range(2))
     scale = {"relu": 1.0, "swiglu": 0.9}
     results = []
     for spec in specs:
@@ -115,7 +115,7 @@ def test_summary_equal_steps_and_equal_time_by_hand():
         else:
             results.append((spec, _fake(scale.get(spec.arm, 1.0) * (1 + 0.01 * spec.seed),
                                         size.seq_len)))
-    data = ffn.summarise("tiny", 2, results).data
+    data = ffn.summarise("tiny", range(2), results).data
     swiglu, relu = data.arms["swiglu"], data.arms["relu"]
     assert swiglu.delta_vs_relu.mean == pytest.approx(-0.1 * 1.2 * 1.005)
     assert swiglu.rel_delta_pct.mean == pytest.approx(-10.0, abs=1e-9)
@@ -127,10 +127,10 @@ def test_summary_equal_steps_and_equal_time_by_hand():
 
 
 def test_run_ids_are_stable_and_distinct():
-    first = [s.run_id for s in ffn.plan("quick", 2)]
-    assert first == [s.run_id for s in ffn.plan("quick", 2)]
+    first = [s.run_id for s in ffn.plan("quick", range(2))]
+    assert first == [s.run_id for s in ffn.plan("quick", range(2))]
     assert len(set(first)) == len(first) == len(ffn.ARMS) * 2 + 1
-    assert not set(first) & {s.run_id for s in ffn.plan("tiny", 2)}
+    assert not set(first) & {s.run_id for s in ffn.plan("tiny", range(2))}
 
 
 def test_tiny_suite_end_to_end(tmp_path):
@@ -152,3 +152,11 @@ def test_tiny_suite_end_to_end(tmp_path):
     zero = {arm: entry.zero_grad_fraction["init"] for arm, entry in data.arms.items()}
     assert 0.3 < zero["relu"] < 0.7 and zero["swiglu"] == 0.0 and zero["gelu"] == 0.0
     assert (tmp_path / "ffn" / "tiny" / "summary.json").is_file()
+
+
+def test_a_seed_offset_gives_disjoint_seeds_and_runs():
+    near, far = ffn.plan("quick", range(2)), ffn.plan("quick", range(1000, 1002))
+    trained = [s for s in far if s.arm != "timing"]  # the timing run has no seed to vary
+    assert {s.seed for s in trained} == {1000, 1001}
+    assert {s.payload["train"]["seed"] for s in trained} == {1000, 1001}
+    assert not {s.run_id for s in near if s.arm != "timing"} & {s.run_id for s in trained}

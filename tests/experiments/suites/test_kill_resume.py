@@ -42,7 +42,7 @@ def _alive(pid: int) -> bool:
 
 def test_killed_suite_resumes_without_recomputing(tmp_path):
     folder = tmp_path / "ffn" / "tiny"
-    total = len(get_suite("ffn").plan("tiny", 1))
+    total = len(get_suite("ffn").plan("tiny", range(1)))
     proc = subprocess.Popen([*CMD, "--out", str(tmp_path)], stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE)
     deadline = time.monotonic() + 120

@@ -48,7 +48,7 @@ def test_xavier_pre_norm_last_layer_gradient_falls_with_depth_and_post_does_not(
 
 
 def test_training_grid_turns_clipping_off_and_uses_xavier():
-    specs = [s for s in placement.plan("quick", 2) if s.payload["kind"] == "train"]
+    specs = [s for s in placement.plan("quick", range(2)) if s.payload["kind"] == "train"]
     training = placement.SIZES["quick"].training
     assert len(specs) == (len(training.placements) * len(training.depths)
                           * len(training.warmups) * len(training.lrs) * 2)
@@ -60,8 +60,8 @@ def test_training_grid_turns_clipping_off_and_uses_xavier():
 
 
 def test_run_ids_are_stable_and_distinct():
-    first = [s.run_id for s in placement.plan("quick", 2)]
-    assert first == [s.run_id for s in placement.plan("quick", 2)]
+    first = [s.run_id for s in placement.plan("quick", range(2))]
+    assert first == [s.run_id for s in placement.plan("quick", range(2))]
     assert len(set(first)) == len(first)
 
 

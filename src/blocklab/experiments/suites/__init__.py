@@ -43,9 +43,9 @@ def get_suite(name: str) -> Suite:
 
 def run_suites(results: Path, size: str, names: Sequence[str] = tuple(SUITE_MODULES), *,
                executor: Executor | None = None, progress: bool = True,
-               echo: Callable[[str], None] = print) -> dict[str, str]:
+               echo: Callable[[str], None] = print, seed_offset: int = 0) -> dict[str, str]:
     """Run every suite of `names` at `size` into `results` (stored runs are reused, so this
-    resumes), each at its default seeds, then summarise each one.
+    resumes), each at its default seeds (from `seed_offset` on), then summarise each one.
 
     The missing runs of all the suites go to `executor` in one call, so worker processes stay
     busy across suite boundaries and every timed run waits until all the others are done.
@@ -60,7 +60,7 @@ def run_suites(results: Path, size: str, names: Sequence[str] = tuple(SUITE_MODU
         summarise_suite,
     )
 
-    planned = [plan_suite(get_suite(name), size, None, results) for name in names]
+    planned = [plan_suite(get_suite(name), size, None, results, seed_offset) for name in names]
     for plan in planned:
         echo(f"suite {plan.suite.name} ({size}): {len(plan.specs) - len(plan.missing)} of "
              f"{len(plan.specs)} runs stored, {len(plan.missing)} to run -> {plan.store.root}")

@@ -34,7 +34,13 @@ from typing import Any
 from blocklab.config import write_atomic
 from blocklab.errors import InputError, ResultsError
 from blocklab.experiments.results import ResultSink, ResultStore, json_safe, result_json
-from blocklab.experiments.summaries import Interval, Summary, summary_from_dict
+from blocklab.experiments.summaries import (
+    Interval,
+    Summary,
+    check_seed_offset,
+    size_folder,
+    summary_from_dict,
+)
 
 SIZES = ("tiny", "quick", "full")
 
@@ -72,13 +78,14 @@ class RunSpec:
 
 @dataclass(frozen=True)
 class Suite:
-    """`plan(size, seeds)` lists the runs; `summarise(size, seeds, results)` builds tables from
-    `results`: a list of (spec, result) pairs in plan order."""
+    """`plan(size, seeds)` lists the runs of the seeds in `seeds` (a range: 0…n−1, or from a
+    `--seed-offset`); `summarise(size, seeds, results)` builds tables from `results`: a list of
+    (spec, result) pairs in plan order."""
 
     name: str
     description: str
-    plan: Callable[[str, int], list[RunSpec]]
-    summarise: Callable[[str, int, list[tuple[RunSpec, dict[str, Any]]]], Summary]
+    plan: Callable[[str, range], list[RunSpec]]
+    summarise: Callable[[str, range, list[tuple[RunSpec, dict[str, Any]]]], Summary]
     default_seeds: dict[str, int] = field(default_factory=lambda: {"tiny": 1, "quick": 2,
                                                                     "full": 5})
 
@@ -111,13 +118,19 @@ def _check_size(size: str) -> None:
         raise InputError(f"suite size {size!r} is not allowed; expected one of {list(SIZES)}")
 
 
-def suite_dir(out_dir: str | Path, suite: Suite, size: str) -> Path:
-    return Path(out_dir) / suite.name / size
+def suite_dir(out_dir: str | Path, suite: Suite, size: str, seed_offset: int = 0) -> Path:
+    return Path(out_dir) / suite.name / size_folder(size, seed_offset)
 
 
 # Each seed is a set of full training runs; past this the plan alone would not fit in memory
 # and the runs would take centuries on any machine blocklab targets.
 MAX_SEEDS = 1000
+def seed_range(seeds: int, seed_offset: int = 0) -> range:
+    """The seeds a suite runs: `seeds` of them from `seed_offset` on, each checked."""
+    if isinstance(seeds, bool) or not isinstance(seeds, int) or not 1 <= seeds <= MAX_SEEDS:
+        raise InputError(f"seeds={seeds!r} is not allowed; expected an integer in "
+                         f"[1, {MAX_SEEDS}]")
+    return range(check_seed_offset(seed_offset), seed_offset + seeds)
 
 
 @dataclass(frozen=True)
@@ -127,7 +140,7 @@ class PlannedSuite:
 
     suite: Suite
     size: str
-    seeds: int
+    seeds: range
     specs: list[RunSpec]
     store: ResultStore
     stale: dict[str, list[str]]
@@ -142,15 +155,14 @@ class PlannedSuite:
             for spec in self.missing]
 
 
-def plan_suite(suite: Suite, size: str, seeds: int | None, out_dir: str | Path) -> PlannedSuite:
-    """Plan `suite` at `size` (default seeds for None) against the results in `out_dir`."""
+def plan_suite(suite: Suite, size: str, seeds: int | None, out_dir: str | Path,
+               seed_offset: int = 0) -> PlannedSuite:
+    """Plan `suite` at `size` (default seeds for None, from `seed_offset` on) against the
+    results in `out_dir`."""
     _check_size(size)
-    seeds = suite.default_seeds[size] if seeds is None else seeds
-    if isinstance(seeds, bool) or not isinstance(seeds, int) or not 1 <= seeds <= MAX_SEEDS:
-        raise InputError(f"seeds={seeds!r} is not allowed; expected an integer in "
-                         f"[1, {MAX_SEEDS}]")
+    seeds = seed_range(suite.default_seeds[size] if seeds is None else seeds, seed_offset)
     specs = suite.plan(size, seeds)
-    store = ResultStore(suite_dir(out_dir, suite, size))
+    store = ResultStore(suite_dir(out_dir, suite, size, seed_offset))
     stale = stale_reasons(specs, store)
     missing = [s for s in specs if not store.has(s.run_id) or s.run_id in stale]
     return PlannedSuite(suite, size, seeds, specs, store, stale, missing)
@@ -158,14 +170,17 @@ def plan_suite(suite: Suite, size: str, seeds: int | None, out_dir: str | Path) 
 
 def run_suite(suite: Suite, size: str = "quick", seeds: int | None = None,
               out_dir: str | Path = "runs", *, progress: bool = True,
-              executor: Executor | None = None) -> Summary:
+              executor: Executor | None = None, seed_offset: int = 0) -> Summary:
     """Run every missing run of `suite`, then summarise all of them and write summary.json.
+
+    `seed_offset` K runs seeds K … K + seeds − 1 instead of 0 … seeds − 1 (a disjoint set, to
+    check that a verdict survives other seeds), kept in their own folder (`size_folder`).
 
     Raises SuiteIncomplete (after every other run has finished and been saved) when a run
     failed in an executor that carries on past failures; `execute_in_process` instead lets the
     first exception propagate.
     """
-    planned = plan_suite(suite, size, seeds, out_dir)
+    planned = plan_suite(suite, size, seeds, out_dir, seed_offset)
     start = time.perf_counter()
     failed: dict[str, str] = {}
     if planned.missing:
@@ -196,6 +211,7 @@ def summarise_suite(planned: PlannedSuite, failed: dict[str, str], elapsed_s: fl
             "this code and machine: " + ", ".join(f"{k} ({n})" for k, n in sorted(counts.items())))
     summary = dataclasses.replace(
         summary, runs=len(specs), notes=[*summary.notes, *notes],
+        seeds=len(planned.seeds), first_seed=planned.seeds.start,
         run_ids=[spec.run_id for spec in specs],
         wall_time_s=sum(r.get("wall_time_s", 0.0) or 0.0 for _, r in results))
     if not dataclasses.is_dataclass(summary.data):

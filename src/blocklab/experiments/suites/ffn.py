@@ -237,12 +237,12 @@ def time_arms(size: Size, arms: tuple[str, ...] = ARMS) -> dict[str, Any]:
 
 
 # --- plan ----------------------------------------------------------------------------------------
-def plan(size_name: str, seeds: int) -> list[RunSpec]:
+def plan(size_name: str, seeds: range) -> list[RunSpec]:
     size = SIZES[size_name]
     specs = []
     for arm in ARMS:
         mc = model_config(arm, size)
-        for seed in range(seeds):
+        for seed in seeds:
             tc = train_config(size, seed)
             label = f"ffn {arm} seed {seed}"
             payload = {"suite": "ffn", "kind": "train", "arm": arm, "model": mc.to_dict(),
@@ -288,16 +288,16 @@ def _fmt(value: float | None, digits: int = 4) -> str:
     return "—" if value is None else f"{value:.{digits}f}"
 
 
-def summarise(size_name: str, seeds: int, results: list[tuple[RunSpec, dict[str, Any]]]
+def summarise(size_name: str, seeds: range, results: list[tuple[RunSpec, dict[str, Any]]]
               ) -> Summary:
     size = SIZES[size_name]
-    by_arm: dict[str, list[dict[str, Any]]] = {arm: [{}] * seeds for arm in ARMS}
+    by_arm: dict[str, list[dict[str, Any]]] = {arm: [{}] * len(seeds) for arm in ARMS}
     timing: dict[str, Any] = {}
     for spec, result in results:
         if spec.arm == "timing":
             timing = result
         else:
-            by_arm[spec.arm][spec.seed] = result
+            by_arm[spec.arm][seeds.index(spec.seed)] = result
 
     def val(result: dict[str, Any]) -> float | None:
         return result["final"]["val_loss"] if _counts(result) else None
@@ -401,14 +401,15 @@ def summarise(size_name: str, seeds: int, results: list[tuple[RunSpec, dict[str,
         f"Widths: plain d_ff={4 * size.d_model}, gated d_ff={ffn_width('swiglu', size.d_model)}.",
         "A run counts when its status is ok and its final validation loss is below the unigram "
         "entropy; counted runs per arm: "
-        + ", ".join(f"{arm} {a.counted}/{seeds}" for arm, a in arms.items()) + ".",
+        + ", ".join(f"{arm} {a.counted}/{len(seeds)}" for arm, a in arms.items()) + ".",
     ]
-    data = FfnData(arms=arms, seeds=seeds, steps=size.steps, lr=size.lr,
+    data = FfnData(arms=arms, seeds=len(seeds), steps=size.steps, lr=size.lr,
                    warmup_steps=size.warmup_steps, unigram_entropy=entropy, baseline=BASELINE,
                    page=dict(PAGE_GAIN_PCT),
                    equal_time_ms=None if fastest is None else fastest * size.steps,
                    size=asdict(size))
-    return Summary("ffn", size_name, seeds, [widths, quality, clock, zeros], notes, data)
+    return Summary("ffn", size_name, len(seeds), [widths, quality, clock, zeros], notes, data,
+                   first_seed=seeds.start)
 
 
 def _delta_cell(arm: str, stats: Interval, digits: int) -> str:

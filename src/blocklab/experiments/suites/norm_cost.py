@@ -400,7 +400,7 @@ def _quality_configs(size: str, norm: str, seed: int):
     return mc, tc
 
 
-def plan(size: str, seeds: int) -> list[RunSpec]:
+def plan(size: str, seeds: range) -> list[RunSpec]:
     """Kernel runs (one per shape and thread count), one step-time run per thread count, then
     the quality runs (rmsnorm and layernorm × seeds)."""
     config = SIZES[size]
@@ -426,7 +426,7 @@ def plan(size: str, seeds: int) -> list[RunSpec]:
                              timed=True))
     from blocklab.experiments.trainer import run
 
-    for seed in range(seeds):
+    for seed in seeds:
         for norm in NORM_NAMES:
             mc, tc = _quality_configs(size, norm, seed)
             payload = {"suite": "norm-cost", "kind": "quality", "model": mc.to_dict(),
@@ -488,7 +488,7 @@ def _ratio_cell(ratios: list[KernelRatio], d, rows, threads, kind, pass_name) ->
     return "—"
 
 
-def summarise(size: str, seeds: int, results: list[tuple[RunSpec, dict[str, Any]]]) -> Summary:
+def summarise(size: str, seeds: range, results: list[tuple[RunSpec, dict[str, Any]]]) -> Summary:
     kernels, ratios, compiles = _kernel_rows(results)
     by_key = {(k.impl, k.d, k.rows, k.threads): k for k in kernels}
     shapes = sorted({(k.threads, k.rows, k.d) for k in kernels})
@@ -607,7 +607,7 @@ def summarise(size: str, seeds: int, results: list[tuple[RunSpec, dict[str, Any]
                  "of them, and medians ignore the slow outliers.")
     data = NormCostData(kernels=kernels, ratios=ratios, compile=compiles, step_time=step_time,
                         quality=quality)
-    return Summary("norm-cost", size, seeds, tables, notes, data)
+    return Summary("norm-cost", size, len(seeds), tables, notes, data, first_seed=seeds.start)
 
 
 SUITE = Suite(

@@ -219,14 +219,14 @@ def _geometric_mean(values: list[float]) -> float | None:
 
 
 # --- plan ----------------------------------------------------------------------------------------
-def plan(size_name: str, seeds: int) -> list[RunSpec]:
+def plan(size_name: str, seeds: range) -> list[RunSpec]:
     size = SIZES[size_name]
     probe, training = size.probe, size.training
     specs = []
     for placement in probe.placements:
         for init in probe.inits:
             for depth in probe.depths:
-                for seed in range(seeds):
+                for seed in seeds:
                     payload = {"suite": "placement", "kind": "init_gradients",
                                "placement": placement, "init": init, "depth": depth,
                                "seed": seed, "probe": asdict(probe),
@@ -247,7 +247,7 @@ def plan(size_name: str, seeds: int) -> list[RunSpec]:
             mc = train_model_config(placement, depth, training)
             for warmup in training.warmups:
                 for lr in training.lrs:
-                    for seed in range(seeds):
+                    for seed in seeds:
                         tc = train_config(training, warmup, lr, seed)
                         label = f"{placement} L={depth} warmup {warmup} lr {lr:g} seed {seed}"
                         payload = {"suite": "placement", "kind": "train",
@@ -265,7 +265,7 @@ def plan(size_name: str, seeds: int) -> list[RunSpec]:
 
 
 # --- summary -------------------------------------------------------------------------------------
-def _gradient_summary(probe: Probe, seeds: int,
+def _gradient_summary(probe: Probe, seeds: range,
                       by_key: dict[tuple, dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     depths = list(probe.depths)
@@ -273,7 +273,7 @@ def _gradient_summary(probe: Probe, seeds: int,
         out[placement] = {}
         for init in probe.inits:
             def runs(depth: int, placement=placement, init=init) -> list[dict[str, Any]]:
-                found = [by_key.get(("init", placement, init, depth, s)) for s in range(seeds)]
+                found = [by_key.get(("init", placement, init, depth, s)) for s in seeds]
                 return [r for r in found if r and r.get("status") == "ok"]
 
             def at(index: int, depth: int, runs=runs) -> float | None:
@@ -282,7 +282,7 @@ def _gradient_summary(probe: Probe, seeds: int,
             last = [at(-1, d) for d in depths]
             first = [at(0, d) for d in depths]
             per_seed_last, per_seed_first = [], []
-            for seed in range(seeds):
+            for seed in seeds:
                 rows = [by_key.get(("init", placement, init, d, seed)) for d in depths]
                 if all(r and r.get("status") == "ok" for r in rows):
                     per_seed_last.append(loglog_slope(depths,
@@ -316,7 +316,7 @@ def _ok_val(result: dict[str, Any]) -> float | None:
     return _final_val(result) if result.get("status") == "ok" else None
 
 
-def _training_summary(training: Training, seeds: int,
+def _training_summary(training: Training, seeds: range,
                       by_key: dict[tuple, dict[str, Any]]) -> list[PlacementCell]:
     rows = []
     for placement in training.placements:
@@ -325,7 +325,7 @@ def _training_summary(training: Training, seeds: int,
                 for lr in training.lrs:
                     def results(p: str, depth=depth, warmup=warmup, lr=lr) -> list[dict]:
                         return [by_key.get(("train", p, depth, warmup, lr, s)) or {}
-                                for s in range(seeds)]
+                                for s in seeds]
 
                     mine = results(placement)
                     status: dict[str, int] = {}
@@ -360,7 +360,7 @@ def _slope_cell(stats: Interval, fitted: float | None) -> str:
     return f"{fitted:+.2f} [{stats.ci_low:+.2f}, {stats.ci_high:+.2f}]"
 
 
-def summarise(size_name: str, seeds: int, results: list[tuple[RunSpec, dict[str, Any]]]
+def summarise(size_name: str, seeds: range, results: list[tuple[RunSpec, dict[str, Any]]]
               ) -> Summary:
     size = SIZES[size_name]
     probe, training = size.probe, size.training
@@ -442,10 +442,11 @@ def summarise(size_name: str, seeds: int, results: list[tuple[RunSpec, dict[str,
         init_gradients=gradients,
         predictions=SlopePrediction(slope_last=dict(PREDICTED_SLOPE_LAST), init="xavier",
                                     source=XIONG),
-        training=rows, unigram_entropy=entropy, seeds=seeds, steps=training.steps,
+        training=rows, unigram_entropy=entropy, seeds=len(seeds), steps=training.steps,
         size=asdict(size))
-    return Summary("placement", size_name, seeds,
-                   [last_table, first_table, rms_table, train_table], notes, data)
+    return Summary("placement", size_name, len(seeds),
+                   [last_table, first_table, rms_table, train_table], notes, data,
+                   first_seed=seeds.start)
 
 
 SUITE = Suite("placement", "pre vs post vs sandwich norm: gradients at init and training "

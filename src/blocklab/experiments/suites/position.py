@@ -547,12 +547,12 @@ def _one_thread() -> Iterator[None]:
         torch.set_num_threads(before)
 
 
-def plan(size: str, seeds: int) -> list[RunSpec]:
+def plan(size: str, seeds: range) -> list[RunSpec]:
     """One training run per (arm, seed); one passkey run per (arm, seed) where the size has
     them; one relative-error run."""
     config = SIZES[size]
     specs = []
-    for seed in range(seeds):
+    for seed in seeds:
         for arm in arms(size):
             payload = {"suite": "position", "kind": "train", "arm": arm, "size_config": config,
                        "model": arm_config(size, arm).to_dict(),
@@ -562,7 +562,7 @@ def plan(size: str, seeds: int) -> list[RunSpec]:
                                  lambda progress, arm=arm, seed=seed:
                                  _train_and_read(size, arm, seed, progress)))
     if config["passkey"]:
-        for seed in range(seeds):
+        for seed in seeds:
             for arm in arms(size):
                 payload = {"suite": "position", "kind": "passkey", "arm": arm,
                            "model": arm_config(size, arm).to_dict(), "L": config["L"],
@@ -606,12 +606,12 @@ def _cell(value: Read | None) -> str:
     return format_ci(value, 3) if isinstance(value, Interval) else "—"
 
 
-def summarise(size: str, seeds: int, results: list[tuple[RunSpec, dict[str, Any]]]) -> Summary:
+def summarise(size: str, seeds: range, results: list[tuple[RunSpec, dict[str, Any]]]) -> Summary:
     config = SIZES[size]
     L, mults = config["L"], config["mults"]
     longer = [str(m) for m in mults if m > 1]
     reads, passkey = _collect(results)
-    seed_list = list(range(seeds))
+    seed_list = list(seeds)
     arms_data: dict[str, PositionArm] = {}
     loss_rows, delta_rows = [], []
     rope_sliding = reads.get("rope", {})
@@ -762,7 +762,7 @@ def summarise(size: str, seeds: int, results: list[tuple[RunSpec, dict[str, Any]
                         relative_error_blocklab=relative["blocklab"] if relative else {},
                         finite_past_max_seq_len=finite, yarn=yarn,
                         train=_train_summary(results))
-    return Summary("position", size, seeds, tables, notes, data)
+    return Summary("position", size, len(seeds), tables, notes, data, first_seed=seeds.start)
 
 
 def _pct_cell(stats: Read) -> str:
