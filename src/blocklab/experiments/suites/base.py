@@ -364,17 +364,17 @@ def paired_difference(a: Sequence[float | None], b: Sequence[float | None]) -> I
 
 def format_ci(stats: Interval, digits: int = 3) -> str:
     """'mean [low, high]' or 'mean (n=1)' or '—', signed (a difference)."""
-    if stats.mean is None:
-        return "—"
-    if not stats.resolved:
-        return f"{stats.mean:+.{digits}f} (n={stats.n})"
-    return f"{stats.mean:+.{digits}f} [{stats.ci_low:+.{digits}f}, {stats.ci_high:+.{digits}f}]"
+    return _format(stats, f"+.{digits}f")
 
 
 def format_level(stats: Interval, digits: int = 3) -> str:
     """'mean [low, high]' without a sign (a loss, not a difference), or '—'."""
+    return _format(stats, f".{digits}f")
+
+
+def _format(stats: Interval, spec: str) -> str:
     if stats.mean is None:
         return "—"
     if not stats.resolved:
-        return f"{stats.mean:.{digits}f} (n={stats.n})"
-    return f"{stats.mean:.{digits}f} [{stats.ci_low:.{digits}f}, {stats.ci_high:.{digits}f}]"
+        return f"{stats.mean:{spec}} (n={stats.n})"
+    return f"{stats.mean:{spec}} [{stats.ci_low:{spec}}, {stats.ci_high:{spec}}]"
