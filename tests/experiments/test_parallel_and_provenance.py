@@ -226,7 +226,7 @@ def test_failed_placement_runs_count_as_failures_not_as_losses():
     key = ("train", training.placements[-1], training.depths[0], training.warmups[0],
            training.lrs[0])
     by_key = {(*key, 0): ok, (*key, 1): stuck}
-    rows = placement._training_summary(training, 2, by_key)
+    rows = placement._training_summary(training, range(2), by_key)
     row = next(r for r in rows if (r.placement, r.depth, r.warmup, r.lr) == key[1:])
     assert row.failures == 1 and row.status == {"ok": 1, "stuck": 1}
     assert row.val_loss.n == 1 and row.val_loss.mean == 2.0  # 5.5 left out
