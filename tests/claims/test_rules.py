@@ -43,3 +43,9 @@ def test_a_positive_claim_is_graded_on_its_own_side():
     up = Rule(metric="gain", smallest_effect=1.0, margin=0.5, min_seeds=3, claimed=7.0)
     assert grade(up, Estimate(5.0, 2.0, 8.0, 3)).verdict == "confirmed"
     assert grade(up, Estimate(-5.0, -8.0, -2.0, 3)).verdict == "not-reproduced-at-this-scale"
+
+
+def test_estimate_text():
+    assert Estimate(-0.0646, -2.8378, 2.7085, 5).text() == "-0.0646 [-2.84, +2.71] (n=5)"
+    assert Estimate(1.5, None, None, 1).text() == "+1.5 (n=1)"
+    assert Estimate(None, None, None, 0).text() == "—"

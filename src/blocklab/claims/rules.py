@@ -58,6 +58,19 @@ class Estimate:
     def of(cls, stats: Interval) -> Estimate:
         return cls(stats.mean, stats.ci_low, stats.ci_high, stats.n)
 
+    def text(self) -> str:
+        """'+v [+lo, +hi] (n=k)', '+v (n=k)' without an interval, or '—'."""
+        return estimate_text(self.value, self.ci_low, self.ci_high, self.n)
+
+
+def estimate_text(value: float | None, low: float | None, high: float | None, n: int) -> str:
+    """An estimate as the ledger shows it (3 significant digits, signed)."""
+    if value is None:
+        return "—"
+    if low is None or high is None:
+        return f"{value:+.3g} (n={n})"
+    return f"{value:+.3g} [{low:+.3g}, {high:+.3g}] (n={n})"
+
 
 @dataclass(frozen=True)
 class Graded:

@@ -58,13 +58,8 @@ def part_line(part, zh: bool = False) -> str:
     """One graded part in a line: verdict, estimate [CI] (n), and its registered rule."""
     from blocklab.claims import VERDICT_ZH
 
-    e, rule = part.estimate, part.rule
-    if e.value is None:
-        value = "—"
-    elif e.ci_low is None or e.ci_high is None:
-        value = f"{e.value:+.3g} (n={e.n})"
-    else:
-        value = f"{e.value:+.3g} [{e.ci_low:+.3g}, {e.ci_high:+.3g}] (n={e.n})"
+    rule = part.rule
+    value = part.estimate.text()
     verdict = VERDICT_ZH[part.verdict] if zh else part.verdict
     style = VERDICT_STYLE.get(part.verdict, "")
     return (f"• {part.name}: [{style}]{verdict}[/{style}] {value}; {part.reason}. [dim]"

@@ -204,13 +204,10 @@ def suite_body(name: str, doc: dict[str, Any], figures: dict[str, Figure], lang:
 
 def part_item(part: dict[str, Any], lang: str) -> str:
     """One graded part of a claim: verdict, estimate [95% CI] (n), reason and registered rule."""
+    from blocklab.claims.rules import estimate_text
+
     e, rule = part["estimate"], part["rule"]
-    if e["value"] is None:
-        value = "—"
-    elif e["ci_low"] is None or e["ci_high"] is None:
-        value = f"{e['value']:+.3g} (n={e['n']})"
-    else:
-        value = f"{e['value']:+.3g} [{e['ci_low']:+.3g}, {e['ci_high']:+.3g}] (n={e['n']})"
+    value = estimate_text(e["value"], e["ci_low"], e["ci_high"], e["n"])
     rule_text = (f"{rule['metric']}; claimed {rule['claimed']:+g}, smallest effect "
                  f"{rule['smallest_effect']:g}, margin ±{rule['margin']:g}, min seeds "
                  f"{rule['min_seeds']}")

@@ -103,3 +103,28 @@ def test_tiny_suite_end_to_end(tmp_path):
     again = run_suite(suite, "tiny", out_dir=tmp_path, progress=False)  # all stored: no rerun
     assert again.notes[-1].startswith(f"{again.runs} of {again.runs} runs were already stored")
     assert again.data.quality == quality
+
+
+class _Broken(torch.nn.Module):
+    def forward(self, x):
+        raise RuntimeError("kernel exploded")
+
+
+def test_only_a_compiled_implementation_may_fail_without_stopping_the_timing(monkeypatch):
+    """A compiler failure is recorded and the other implementations are still timed; an eager
+    implementation that raises is a bug and stops the run (never a recorded 'result')."""
+    def impls(broken_name):
+        def build(d, kinds):
+            built = {f"{norm}:{kind}": torch.nn.LayerNorm(d)
+                     for norm in nc.NORM_NAMES for kind in ("plain", "compiled")}
+            built[broken_name] = _Broken()
+            return built
+        return build
+
+    monkeypatch.setattr(nc, "build_implementations", impls("rmsnorm:compiled"))
+    record = nc.time_kernels(8, 4, repeats=2, compile=False, threads=1, block_s=1e-4)
+    assert record["impls"]["rmsnorm:compiled"]["error"] == "RuntimeError: kernel exploded"
+    assert len(record["impls"]["rmsnorm:plain"]["fwd_s"]) == 2
+    monkeypatch.setattr(nc, "build_implementations", impls("rmsnorm:plain"))
+    with pytest.raises(RuntimeError, match="kernel exploded"):
+        nc.time_kernels(8, 4, repeats=2, compile=False, threads=1, block_s=1e-4)
