@@ -14,6 +14,7 @@ from blocklab.experiments.summaries import (
     SUMMARY_SCHEMA,
     FfnArm,
     FfnData,
+    FfnSensitivity,
     GradientProbe,
     Interval,
     KernelRatio,
@@ -123,13 +124,16 @@ def _write(root: Path, suite: str, data) -> None:
     (folder / "summary.json").write_text(json.dumps(summary.to_dict()))
 
 
+SENSITIVITY = FfnSensitivity("gpt2", 3e-3, {}, {})
+
+
 def _ffn_arm(rel: Interval) -> FfnArm:
     loss = _ci(2.0, 1.9, 2.1)
     return FfnArm(gated=True, activation="silu", d_ff=171, params=1000, val_loss=loss,
                   val_bpb=loss, delta_vs_relu=rel, rel_delta_pct=rel, ms_per_step=None,
                   ms_per_step_train=None, val_loss_equal_time=loss,
                   delta_vs_relu_equal_time=rel, equal_time_step=None, status={"ok": 3},
-                  counted=3, zero_grad_fraction={"init": 0.0, "final": None})
+                  counted=3, zero_grad_fraction={"init": 0.0, "final": None}, lr=3e-3)
 
 
 @pytest.mark.parametrize(("swiglu", "geglu", "glu", "verdict", "parts"), [
@@ -147,7 +151,9 @@ def _ffn_arm(rel: Interval) -> FfnArm:
 def test_ffn_verdict_logic(tmp_path, swiglu, geglu, glu, verdict, parts):
     arms = {name: _ffn_arm(rel)
             for name, rel in (("swiglu", swiglu), ("geglu", geglu), ("glu", glu))}
-    _write(tmp_path, "ffn", FfnData(arms=arms, seeds=3, steps=100, lr=3e-3, warmup_steps=10,
+    _write(tmp_path, "ffn", FfnData(arms=arms, seeds=3, steps=100, init="fan_in", lr_grid=[3e-3],
+                                    lr_trials=[], lr_at_edge=[], sensitivity=SENSITIVITY,
+                                    warmup_steps=10,
                                     unigram_entropy=None, baseline="relu", page={},
                                     equal_time_ms=None, size={"d_model": 64}))
     (row,) = run_claims(["C16"], Context(tmp_path, "quick"))

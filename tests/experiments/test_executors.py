@@ -114,29 +114,36 @@ def ray_instance():
 
 def test_every_suites_runs_can_be_sent_to_ray_workers():
     cloudpickle = pytest.importorskip("ray.cloudpickle")
+    from blocklab.experiments.suites.ffn import ARMS, plan_at
+
     for name in SUITE_MODULES:
-        for spec in get_suite(name).plan("tiny", range(2)):
+        suite = get_suite(name)
+        specs = ([*suite.tune("tiny"), *plan_at("tiny", range(2), dict.fromkeys(ARMS, 1e-3))]
+                 if suite.tune else suite.plan("tiny", range(2)))
+        for spec in specs:
             assert callable(cloudpickle.loads(cloudpickle.dumps(spec.execute))), spec.label
 
 
 def test_ray_results_equal_the_in_process_results(ray_instance, tmp_path, capsys):
-    # The real ffn suite at its tiny size (7 arms and the timing run), through the CLI.
+    # The real ffn suite at its tiny size through the CLI: 21 tuning runs (7 arms × 3 lrs),
+    # then 7 arms, 3 sensitivity arms and the timing run.
     assert main(["suite", "ffn", "--tiny", "--executor", "ray", "--json",
                  "--out", str(tmp_path / "ray")]) == 0
-    assert json.loads(capsys.readouterr().out)["runs"] == 8
+    assert json.loads(capsys.readouterr().out)["runs"] == 11
     run_suite(get_suite("ffn"), "tiny", 1, tmp_path / "local", progress=False)
-    on_ray = sorted((tmp_path / "ray" / "ffn" / "tiny").glob("*.json"))
-    local = sorted((tmp_path / "local" / "ffn" / "tiny").glob("*.json"))
-    assert [p.name for p in on_ray] == [p.name for p in local] and len(on_ray) == 9
     trained = 0
-    for ray_path, local_path in zip(on_ray, local, strict=True):
-        a, b = json.loads(ray_path.read_text()), json.loads(local_path.read_text())
-        if "curves" in a:  # the runs are seeded and single-threaded: equal bit for bit
-            assert a["curves"]["train_loss"] == b["curves"]["train_loss"]
-            assert a["final"]["val_loss"] == b["final"]["val_loss"]
-            assert a["zero_grad_fraction"] == b["zero_grad_fraction"]
-            trained += 1
-    assert trained == 7
+    for folder, count in (("tiny+tuning", 21), ("tiny", 12)):
+        on_ray = sorted((tmp_path / "ray" / "ffn" / folder).glob("*.json"))
+        local = sorted((tmp_path / "local" / "ffn" / folder).glob("*.json"))
+        assert [p.name for p in on_ray] == [p.name for p in local] and len(on_ray) == count
+        for ray_path, local_path in zip(on_ray, local, strict=True):
+            a, b = json.loads(ray_path.read_text()), json.loads(local_path.read_text())
+            if "curves" in a:  # the runs are seeded and single-threaded: equal bit for bit
+                assert a["curves"]["train_loss"] == b["curves"]["train_loss"]
+                assert a["final"]["val_loss"] == b["final"]["val_loss"]
+                assert a["zero_grad_fraction"] == b["zero_grad_fraction"]
+                trained += 1
+    assert trained == 21 + 10
 
 
 def test_killed_worker_and_raising_run_are_reported_and_a_rerun_completes_them(

@@ -15,7 +15,9 @@ from blocklab.experiments.summaries import (
     SUMMARY_SCHEMA,
     FfnArm,
     FfnData,
+    FfnSensitivity,
     Interval,
+    LrTrial,
     PositionArm,
     Summary,
     Table,
@@ -31,12 +33,16 @@ def _arm(**changes) -> FfnArm:
                  val_bpb=Interval(0), delta_vs_relu=ci, rel_delta_pct=Interval(1, -1.0),
                  ms_per_step=None, ms_per_step_train=2.0, val_loss_equal_time=ci,
                  delta_vs_relu_equal_time=ci, equal_time_step=12.5, status={"ok": 2},
-                 counted=2, zero_grad_fraction={"init": 0.0, "final": None})
+                 counted=2, zero_grad_fraction={"init": 0.0, "final": None}, lr=3e-3)
     return dataclasses.replace(arm, **changes)
 
 
 def _ffn_summary() -> Summary:
-    data = FfnData(arms={"swiglu": _arm()}, seeds=2, steps=10, lr=3e-3, warmup_steps=2,
+    data = FfnData(arms={"swiglu": _arm()}, seeds=2, steps=10, init="fan_in",
+                   lr_grid=[1e-3, 3e-3], lr_trials=[LrTrial("swiglu", 1e-3, 7, "ok", 3.2)],
+                   lr_at_edge=["swiglu"], sensitivity=FfnSensitivity(
+                       "gpt2", 3e-3, {"swiglu": Interval(0)}, {"swiglu": Interval(1, 2.0)}),
+                   warmup_steps=2,
                    unigram_entropy=4.0, baseline="relu", page={"swiglu": (1.0, 2.0)},
                    equal_time_ms=None, size={"d_model": 64})
     return Summary("ffn", "quick", 2, [Table("t", ["a"], [[1, None, "x"]], "c")], ["n"], data,

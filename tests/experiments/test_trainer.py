@@ -101,6 +101,32 @@ def test_xavier_init_bounds_and_norm_gains(tiny_model):
     assert torch.all(model.layers[0].attn_norm.bias == 0)
 
 
+@pytest.mark.parametrize("tied", [False, True])
+def test_fan_in_init_gives_unit_variance_pre_activations(tiny_model, tied):
+    from blocklab.nn import DecoderLM
+
+    cfg = tiny_model.replace(d_model=128, n_layers=8, n_heads=4, d_ff=512, ffn="swiglu",
+                             tie_embeddings=tied)
+    model = DecoderLM(cfg)
+    initialize(model, "fan_in", seed=0, n_layers=8)
+    layer = model.layers[3]
+    # Hand derivation: W ~ N(0, 1/fan_in) and unit-RMS input x give Var(Wx)_i = |x|²/fan_in = 1.
+    assert layer.ffn.gate_proj.weight.std().item() == pytest.approx(1 / math.sqrt(128), rel=0.03)
+    assert layer.ffn.down_proj.weight.std().item() == pytest.approx(
+        1 / math.sqrt(512 * 16), rel=0.03)
+    o_proj = layer.attention.o_proj.weight  # [d, n_heads · head_dim]
+    assert o_proj.std().item() == pytest.approx(1 / math.sqrt(o_proj.shape[1] * 16), rel=0.05)
+    x = torch.randn(4096, 128)
+    x = x / x.pow(2).mean(-1, keepdim=True).sqrt()  # what a norm hands the sublayer
+    assert layer.ffn.gate_proj(x).std().item() == pytest.approx(1.0, rel=0.03)
+    embed_std = 1 / math.sqrt(128) if tied else 1.0
+    assert model.embed_tokens.weight.std().item() == pytest.approx(embed_std, rel=0.05)
+    head = model.lm_head.weight
+    assert (head is model.embed_tokens.weight) == tied
+    if not tied:
+        assert head.std().item() == pytest.approx(1 / math.sqrt(128), rel=0.05)
+
+
 def test_default_init_is_seeded_per_module(tiny_model):
     from blocklab.nn import DecoderLM
 

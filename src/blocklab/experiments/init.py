@@ -5,6 +5,12 @@
              stream's variance does not grow with depth (GPT-2 paper, §2.3; nanoGPT `c_proj`).
     xavier   Linear weights ~ U(±sqrt(6 / (fan_in + fan_out))) (Glorot & Bengio 2010);
              Embedding weights ~ N(0, 0.02²).
+    fan_in   Linear weights ~ N(0, 1 / fan_in), so a unit-RMS input (every normed sublayer
+             input) gives unit-variance pre-activations at any width; the residual output
+             projections ~ N(0, 1 / (2 · n_layers · fan_in)); Embedding weights ~ N(0, 1), or
+             N(0, 1 / d) when tied to the output head (unit-variance logits either way).
+             gpt2's fixed 0.02 instead gives pre-activation std 0.02·√d (0.16 at d = 64), where
+             GELU and SiLU are nearly linear.
     default  PyTorch's own `reset_parameters` of every module (Kaiming-uniform Linear, N(0, 1)
              Embedding).
 
@@ -56,8 +62,14 @@ def _init_norm(module: nn.Module) -> None:
             module.bias.zero_()
 
 
+def _linear_std(name: str, fan_in: int, n_layers: int, linear: str) -> float:
+    """Normal std of a Linear weight under the "gpt2" or "fan_in" scheme."""
+    base = 1 / math.sqrt(fan_in) if linear == "fan_in" else STD
+    return base / math.sqrt(2 * n_layers) if name.endswith(_RESIDUAL_OUTPUTS) else base
+
+
 def _named_init(model: nn.Module, seed: int, n_layers: int, linear: str) -> None:
-    residual_std = STD / math.sqrt(2 * n_layers)
+    linear_weights = {id(m.weight) for m in model.modules() if isinstance(m, nn.Linear)}
     seen: set[int] = set()  # a tied lm_head keeps the embedding's draw (the first owner's)
     for name, module in model.named_modules():
         weight = getattr(module, "weight", None)
@@ -72,7 +84,7 @@ def _named_init(model: nn.Module, seed: int, n_layers: int, linear: str) -> None
                 def draw(t, g):
                     nn.init.xavier_uniform_(t, generator=g)
             else:
-                std = residual_std if name.endswith(_RESIDUAL_OUTPUTS) else STD
+                std = _linear_std(name, module.weight.shape[1], n_layers, linear)
                 def draw(t, g, std=std):
                     nn.init.normal_(t, 0.0, std, generator=g)
             _fill(module.weight, draw, param_generator(seed, f"{name}.weight"))
@@ -80,7 +92,11 @@ def _named_init(model: nn.Module, seed: int, n_layers: int, linear: str) -> None
                 with torch.no_grad():
                     module.bias.zero_()
         elif isinstance(module, nn.Embedding):
-            _fill(module.weight, lambda t, g: nn.init.normal_(t, 0.0, STD, generator=g),
+            std = STD
+            if linear == "fan_in":
+                tied = id(module.weight) in linear_weights
+                std = 1 / math.sqrt(module.weight.shape[1]) if tied else 1.0
+            _fill(module.weight, lambda t, g, std=std: nn.init.normal_(t, 0.0, std, generator=g),
                   param_generator(seed, f"{name}.weight"))
 
 
@@ -90,6 +106,10 @@ def init_gpt2(model: nn.Module, seed: int, n_layers: int) -> None:
 
 def init_xavier(model: nn.Module, seed: int, n_layers: int) -> None:
     _named_init(model, seed, n_layers, "xavier")
+
+
+def init_fan_in(model: nn.Module, seed: int, n_layers: int) -> None:
+    _named_init(model, seed, n_layers, "fan_in")
 
 
 def init_default(model: nn.Module, seed: int, n_layers: int) -> None:
@@ -109,6 +129,7 @@ def init_default(model: nn.Module, seed: int, n_layers: int) -> None:
 INITS: dict[str, Callable[[nn.Module, int, int], None]] = {
     "gpt2": init_gpt2,
     "xavier": init_xavier,
+    "fan_in": init_fan_in,
     "default": init_default,
 }
 

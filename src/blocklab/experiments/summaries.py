@@ -26,7 +26,7 @@ from blocklab.errors import InputError, ResultsError
 
 # The layout of summary.json; readers refuse any other (3: typed data, one dataclass per suite;
 # 4: the first seed recorded).
-SUMMARY_SCHEMA = 4
+SUMMARY_SCHEMA = 5
 
 
 @dataclass(frozen=True)
@@ -78,6 +78,29 @@ class FfnArm:
     status: dict[str, int]
     counted: int
     zero_grad_fraction: dict[str, float | None]  # "init" / "final"
+    lr: float  # the arm's own learning rate, picked on the tuning seeds
+
+
+@dataclass(frozen=True)
+class LrTrial:
+    """One tuning run: an arm at one learning rate of the grid on one tuning seed."""
+
+    arm: str
+    lr: float
+    seed: int
+    status: str
+    val_loss: float | None  # None when the run does not count (not ok, or above entropy)
+
+
+@dataclass(frozen=True)
+class FfnSensitivity:
+    """Arms re-run under another init and learning rate, on the evaluation seeds, to show how
+    much of a difference is due to those choices; deltas vs relu under the same settings."""
+
+    init: str
+    lr: float
+    val_loss: dict[str, Interval]
+    rel_delta_pct: dict[str, Interval]
 
 
 @dataclass(frozen=True)
@@ -85,7 +108,11 @@ class FfnData:
     arms: dict[str, FfnArm]
     seeds: int
     steps: int
-    lr: float
+    init: str
+    lr_grid: list[float]
+    lr_trials: list[LrTrial]
+    lr_at_edge: list[str]  # arms whose best lr is the grid's smallest or largest
+    sensitivity: FfnSensitivity
     warmup_steps: int
     unigram_entropy: float | None
     baseline: str

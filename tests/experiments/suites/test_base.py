@@ -109,3 +109,80 @@ def test_seed_offset_runs_disjoint_seeds_in_their_own_folder(tmp_path):
     assert sorted(calls) == [("a", 0), ("a", 1), ("b", 0), ("b", 1)]
     with pytest.raises(ValueError, match=r"seed offset -1 is not allowed"):
         base.run_suite(_toy_suite([]), "tiny", 1, tmp_path, seed_offset=-1)
+
+
+def _tuned_suite(calls, fail_tuning=False):
+    """A toy suite with a tuning stage: two candidate scales, picked on a tuning seed; the
+    evaluation runs record the scale they were planned with."""
+    def tune(size):
+        specs = []
+        for scale in (1.0, 2.0):
+            def execute(progress, scale=scale):
+                if fail_tuning and scale == 2.0:
+                    raise RuntimeError("tuning run broke")
+                calls.append(("tune", scale))
+                return {"status": "ok", "loss": abs(scale - 2.0)}  # 2.0 is best
+            specs.append(base.RunSpec(f"tune/{scale}", "tune", base.TUNING_SEEDS,
+                                      {"scale": scale, "size": size}, execute))
+        return specs
+
+    def plan(size, seeds, tuned):
+        best = min(tuned, key=lambda pair: pair[1]["loss"])[0].payload["scale"]
+        specs = []
+        for seed in seeds:
+            def execute(progress, seed=seed):
+                calls.append(("eval", seed))
+                return {"status": "ok", "value": best * (seed + 1)}
+            specs.append(base.RunSpec(f"eval/{seed}", "eval", seed,
+                                      {"seed": seed, "scale": best}, execute))
+        return specs
+
+    def summarise(size, seeds, results):
+        kinds = [spec.arm for spec, _ in results]
+        assert kinds == ["tune", "tune", *["eval"] * len(seeds)]  # tuning results first
+        values = [r["value"] for spec, r in results if spec.arm == "eval"]
+        return Summary("tuned", size, seeds, [], data=ToyData(base.mean_ci(values)))
+
+    return base.Suite("tuned", "tunes first", plan, summarise, tune=tune)
+
+
+def test_a_tuned_suite_plans_its_evaluation_from_stored_tuning_results(tmp_path):
+    calls = []
+    summary = base.run_suite(_tuned_suite(calls), "tiny", 2, tmp_path, progress=False)
+    assert calls == [("tune", 1.0), ("tune", 2.0), ("eval", 0), ("eval", 1)]
+    assert summary.data.diff.mean == 3.0  # values 2 and 4: planned at the best scale, 2.0
+    assert (tmp_path / "tuned" / "tiny+tuning").is_dir()
+    # Other evaluation seeds reuse the stored tuning runs: one choice for every seed offset.
+    calls.clear()
+    base.run_suite(_tuned_suite(calls), "tiny", 2, tmp_path, progress=False, seed_offset=1000)
+    assert calls == [("eval", 1000), ("eval", 1001)]
+    assert base.TUNING_SEEDS > 10**9 + base.MAX_SEEDS  # beyond any evaluation seed
+
+
+def test_a_failed_tuning_run_names_itself_and_nothing_is_evaluated(tmp_path):
+    from blocklab.experiments.executors import ParallelExecutor
+
+    calls = []
+    with pytest.raises(base.SuiteIncomplete, match=r"tune/2.0 \(RuntimeError: tuning run broke"):
+        base.run_suite(_tuned_suite(calls, fail_tuning=True), "tiny", 2, tmp_path,
+                       progress=False, executor=ParallelExecutor(2))
+    assert ("eval", 0) not in calls
+
+
+def test_run_suites_evaluates_a_tuned_suite_in_a_second_round(tmp_path, monkeypatch):
+    from blocklab.experiments import suites
+
+    calls = []
+    toy = {"tuned": _tuned_suite(calls), "toy": _toy_suite(calls)}
+    monkeypatch.setattr(suites, "get_suite", toy.__getitem__)
+    rounds = []
+
+    def executor(specs, store, progress):
+        rounds.append(sorted(spec.label for spec in specs))
+        return base.execute_in_process(specs, store, progress)
+
+    errors = suites.run_suites(tmp_path, "tiny", ["tuned", "toy"], executor=executor,
+                               progress=False, echo=lambda line: None)
+    assert errors == {}
+    assert rounds == [["a/0", "b/0", "tune/1.0", "tune/2.0"], ["eval/0"]]  # one default seed
+    assert load_summary(tmp_path, "tuned", "tiny", ToyData).data.diff.mean == 2.0

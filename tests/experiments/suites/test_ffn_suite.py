@@ -19,6 +19,7 @@ TABLE_COLUMNS = {
     "C17: FFN activation inputs with an exactly zero gradient":
         ["arm", "activation", "at init", "after training"],
 }
+LRS = dict.fromkeys(ffn.ARMS, 3e-3)
 QUALITY_COLUMNS = ["arm", "ok/div/stuck", "val loss (nats) [95% CI]", "bits/byte",
                    "Δ vs relu [95% CI]", "Δ% vs relu [95% CI]", "page: gain vs ReLU"]
 @pytest.mark.parametrize("size", ["quick", "full"])
@@ -47,12 +48,12 @@ def test_every_arm_changes_the_forward_output_and_nothing_else():
     size = ffn.SIZES["tiny"]
     ids = torch.randint(0, 256, (2, 16), generator=torch.Generator().manual_seed(0))
     base_cfg = ffn.model_config("relu", size)
-    base = build_model(base_cfg, ffn.train_config(size, seed=0))
+    base = build_model(base_cfg, ffn.train_config(size, seed=0, lr=1e-3))
     base_out = base(ids)
     for arm in ffn.ARMS[1:]:
         cfg = ffn.model_config(arm, size)
         assert cfg != base_cfg and cfg.ffn == arm
-        model = build_model(cfg, ffn.train_config(size, seed=0))
+        model = build_model(cfg, ffn.train_config(size, seed=0, lr=1e-3))
         # Same seed: embeddings and attention come from the same streams ...
         torch.testing.assert_close(model.embed_tokens.weight, base.embed_tokens.weight,
                                    rtol=0, atol=0)
@@ -67,7 +68,7 @@ def test_zero_gradient_fraction_matches_the_sign_of_relu_inputs():
     from blocklab.experiments.trainer import build_model
 
     size = ffn.SIZES["tiny"]
-    model = build_model(ffn.model_config("relu", size), ffn.train_config(size, seed=0))
+    model = build_model(ffn.model_config("relu", size), ffn.train_config(size, seed=0, lr=1e-3))
     batch = torch.randint(0, 256, (3, 17), generator=torch.Generator().manual_seed(1))
     inputs = []
     handle = model.layers[0].ffn.up_proj.register_forward_hook(
@@ -78,7 +79,7 @@ def test_zero_gradient_fraction_matches_the_sign_of_relu_inputs():
     expected = int((inputs[0] <= 0).sum()) / inputs[0].numel()
     assert ffn.zero_gradient_fraction(model, batch) == pytest.approx(expected, abs=1e-12)
     assert all(p.grad is None for p in model.parameters())  # it cleans up after itself
-    smooth = build_model(ffn.model_config("swiglu", size), ffn.train_config(size, seed=0))
+    smooth = build_model(ffn.model_config("swiglu", size), ffn.train_config(size, seed=0, lr=1e-3))
     assert ffn.zero_gradient_fraction(smooth, batch) == 0.0
 
 
@@ -104,7 +105,7 @@ def _fake(loss_scale, seq_len):
 
 def test_summary_equal_steps_and_equal_time_by_hand():
     size = ffn.SIZES["tiny"]  # 5 steps
-    specs = ffn.plan("tiny", range(2))
+    specs = ffn.plan_at("tiny", range(2), LRS)
     scale = {"relu": 1.0, "swiglu": 0.9}
     results = []
     for spec in specs:
@@ -127,16 +128,16 @@ def test_summary_equal_steps_and_equal_time_by_hand():
 
 
 def test_run_ids_are_stable_and_distinct():
-    first = [s.run_id for s in ffn.plan("quick", range(2))]
-    assert first == [s.run_id for s in ffn.plan("quick", range(2))]
-    assert len(set(first)) == len(first) == len(ffn.ARMS) * 2 + 1
-    assert not set(first) & {s.run_id for s in ffn.plan("tiny", range(2))}
+    first = [s.run_id for s in ffn.plan_at("quick", range(2), LRS)]
+    assert first == [s.run_id for s in ffn.plan_at("quick", range(2), LRS)]
+    assert len(set(first)) == len(first) == (len(ffn.ARMS) + len(ffn.SENSITIVITY_ARMS)) * 2 + 1
+    assert not set(first) & {s.run_id for s in ffn.plan_at("tiny", range(2), LRS)}
 
 
 def test_tiny_suite_end_to_end(tmp_path):
     suite = get_suite("ffn")
     summary = run_suite(suite, "tiny", 1, tmp_path, progress=False)
-    assert summary.runs == len(ffn.ARMS) + 1
+    assert summary.runs == len(ffn.ARMS) + len(ffn.SENSITIVITY_ARMS) + 1
     tables = {t.title: t for t in summary.tables}
     for title, columns in TABLE_COLUMNS.items():
         assert tables[title].columns == columns
@@ -155,8 +156,79 @@ def test_tiny_suite_end_to_end(tmp_path):
 
 
 def test_a_seed_offset_gives_disjoint_seeds_and_runs():
-    near, far = ffn.plan("quick", range(2)), ffn.plan("quick", range(1000, 1002))
+    near, far = ffn.plan_at("quick", range(2), LRS), ffn.plan_at("quick", range(1000, 1002), LRS)
     trained = [s for s in far if s.arm != "timing"]  # the timing run has no seed to vary
+    assert {s.payload["kind"] for s in trained} == {"train", "sensitivity"}
     assert {s.seed for s in trained} == {1000, 1001}
     assert {s.payload["train"]["seed"] for s in trained} == {1000, 1001}
     assert not {s.run_id for s in near if s.arm != "timing"} & {s.run_id for s in trained}
+
+
+def _trial(arm, lr, loss, seed=0):
+    from blocklab.experiments.summaries import LrTrial
+
+    return LrTrial(arm, lr, seed, "ok" if loss is not None else "diverged", loss)
+
+
+def test_each_arm_gets_the_lr_with_the_lowest_mean_tuning_loss():
+    size = ffn.SIZES["quick"]  # grid 3e-3, 1e-2, 3e-2
+    trials = []
+    for arm in ffn.ARMS:
+        trials += [_trial(arm, 3e-3, 2.0), _trial(arm, 1e-2, 1.9), _trial(arm, 3e-2, 1.95)]
+    trials += [_trial("relu", lr, 1.0, seed=1) for lr in size.lr_grid]  # a second tuning seed
+    # gelu: 3e-2 is lowest on one seed but fails on the other, so it cannot be chosen.
+    trials = [t for t in trials if not (t.arm == "gelu" and t.lr == 3e-2)]
+    trials += [_trial("gelu", 3e-2, 1.0), _trial("gelu", 3e-2, None, seed=1)]
+    # swiglu: a tie goes to the smaller lr.
+    trials = [t for t in trials if t.arm != "swiglu"]
+    trials += [_trial("swiglu", lr, 1.5) for lr in size.lr_grid]
+    chosen = ffn.choose_lrs(size, trials)
+    assert chosen["relu"] == 1e-2 and chosen["gelu"] == 1e-2 and chosen["swiglu"] == 3e-3
+    assert ffn.choose_lrs(size, []) == dict.fromkeys(ffn.ARMS, 3e-3)  # nothing counts: smallest
+
+
+def test_tuning_runs_every_arm_at_every_lr_on_seeds_no_evaluation_uses():
+    from blocklab.experiments.suites.base import MAX_SEEDS, TUNING_SEEDS
+    from blocklab.experiments.summaries import MAX_SEED_OFFSET
+
+    size = ffn.SIZES["quick"]
+    specs = ffn.tune("quick")
+    assert len(specs) == len(ffn.ARMS) * len(size.lr_grid) * size.tuning_seeds
+    assert {(s.arm, s.payload["train"]["lr"]) for s in specs} == {
+        (arm, lr) for arm in ffn.ARMS for lr in size.lr_grid}
+    assert min(s.seed for s in specs) == TUNING_SEEDS > MAX_SEED_OFFSET + MAX_SEEDS
+    assert {s.payload["train"]["init"] for s in specs} == {"fan_in"}
+    lrs = {**LRS, "swiglu": 3e-2}
+    evaluated = ffn.plan_at("quick", range(2), lrs)
+    swiglu = [s for s in evaluated if s.arm == "swiglu" and s.payload["kind"] == "train"]
+    assert {s.payload["train"]["lr"] for s in swiglu} == {3e-2}
+    again = [s for s in evaluated if s.payload["kind"] == "sensitivity"]
+    assert {(s.payload["train"]["init"], s.payload["train"]["lr"]) for s in again} == {
+        (size.sensitivity_init, size.sensitivity_lr)}
+
+
+def test_the_suite_evaluates_each_arm_at_the_lr_its_tuning_runs_chose(tmp_path):
+    from blocklab.experiments.results import ResultStore
+
+    summary = run_suite(get_suite("ffn"), "tiny", 1, tmp_path, progress=False)
+    data = summary.data
+    store = ResultStore(tmp_path / "ffn" / "tiny+tuning")
+    stored = {}
+    for spec in ffn.tune("tiny"):
+        final = store.load(spec.run_id)["final"]
+        # A run counts only below the unigram entropy (after 5 tiny steps, none does).
+        counts = final["val_loss"] < final["unigram_entropy"]
+        stored[(spec.arm, spec.payload["train"]["lr"])] = (
+            final["val_loss"] if counts else math.inf)
+    evaluated = ResultStore(tmp_path / "ffn" / "tiny")
+    for arm in ffn.ARMS:  # an independent argmin over the stored tuning results
+        best = min(ffn.SIZES["tiny"].lr_grid, key=lambda lr: (stored[(arm, lr)], lr))
+        assert data.arms[arm].lr == best
+        run = next(s for s in ffn.plan_at("tiny", range(1), {a: best for a in ffn.ARMS})
+                   if s.arm == arm and s.payload["kind"] == "train")
+        assert evaluated.has(run.run_id)  # the evaluation ran at that lr
+    assert len(data.lr_trials) == len(stored)
+    assert set(data.sensitivity.val_loss) == set(ffn.SENSITIVITY_ARMS)
+    titles = [t.title for t in summary.tables]
+    assert any(t.startswith("Learning rate per arm") for t in titles)
+    assert any(t.startswith("Sensitivity: gpt2 init") for t in titles)

@@ -57,29 +57,44 @@ def run_suites(results: Path, size: str, names: Sequence[str] = tuple(SUITE_MODU
         SuiteIncomplete,
         execute_in_process,
         plan_suite,
+        replan_after_tuning,
         summarise_suite,
     )
 
-    planned = [plan_suite(get_suite(name), size, None, results, seed_offset) for name in names]
-    for plan in planned:
-        echo(f"suite {plan.suite.name} ({size}): {len(plan.specs) - len(plan.missing)} of "
-             f"{len(plan.specs)} runs stored, {len(plan.missing)} to run -> {plan.store.root}")
-    todo = [spec for plan in planned for spec in plan.stamped()]
     start = time.perf_counter()
-    failed: dict[str, str] = {}
-    if todo:
-        failed = (executor or execute_in_process)(todo, ResultRouter(planned), progress) or {}
-    elapsed = time.perf_counter() - start
     errors: dict[str, str] = {}
-    for plan in planned:
-        try:
-            summarise_suite(plan, failed, elapsed)
-        except SuiteIncomplete as err:
-            name = plan.suite.name
-            errors[name] = f"{len(err.missing)} of {err.total} runs failed, first: " \
-                           f"{err.missing[0][0]}: {err.missing[0][1]}"
-            echo(f"suite {name} ({size}) failed: {errors[name]}")
+    failed: dict[str, str] = {}
+    planned = [plan_suite(get_suite(name), size, None, results, seed_offset) for name in names]
+    # Two rounds at most: the first runs every suite's runs (a tuned suite's tuning runs), the
+    # second the tuned suites' evaluation runs, planned from their tuning results.
+    while planned:
+        for plan in planned:
+            what = "tuning runs" if plan.stage == "tune" else "runs"
+            echo(f"suite {plan.suite.name} ({size}): {len(plan.specs) - len(plan.missing)} of "
+                 f"{len(plan.specs)} {what} stored, {len(plan.missing)} to run -> "
+                 f"{plan.store.root}")
+        todo = [spec for plan in planned for spec in plan.stamped()]
+        if todo:
+            failed.update((executor or execute_in_process)(todo, ResultRouter(planned),
+                                                           progress) or {})
+        elapsed = time.perf_counter() - start
+        tuned = []
+        for plan in planned:
+            try:
+                if plan.stage == "evaluate":
+                    summarise_suite(plan, failed, elapsed)
+                else:
+                    tuned.append(replan_after_tuning(plan, failed, results, seed_offset))
+            except SuiteIncomplete as err:
+                errors[plan.suite.name] = _failure_line(err)
+                echo(f"suite {plan.suite.name} ({size}) failed: {errors[plan.suite.name]}")
+        planned = tuned
     return errors
+
+
+def _failure_line(err) -> str:
+    return (f"{len(err.missing)} of {err.total} runs failed, first: {err.missing[0][0]}: "
+            f"{err.missing[0][1]}")
 
 
 __all__ = ["SIZES", "SUITE_MODULES", "RunSpec", "Suite", "Summary", "Table", "format_ci",

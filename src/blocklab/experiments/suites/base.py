@@ -10,6 +10,13 @@ so an interrupted suite resumes where it stopped and nothing finished is lost. T
     suite = SUITES["ffn"]
     summary = run_suite(suite, size="quick", seeds=2, out_dir="runs")
 
+A suite may also tune before it measures (`Suite.tune`): say, each arm's learning rate picked
+from a grid on seeds of its own. Those tuning runs are a first stage, stored apart
+(`runs/<suite>/<size>+tuning`, shared by every seed offset, so disjoint evaluation seeds are
+judged at the same choices); once all of them are stored, `plan` gets their results and plans
+the evaluation runs at the chosen settings. The tuning seeds (`TUNING_SEEDS`) lie beyond every
+evaluation seed a user can ask for, so a choice is never made on the data that grades it.
+
 Where the runs execute is the executor's business: `execute_in_process` (the default) runs them
 here one after another; `blocklab.experiments.executors.RayExecutor` sends each to a Ray
 cluster. Either way the suite is summarised only once every run has a stored result; otherwise
@@ -76,18 +83,31 @@ class RunSpec:
         return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:12]
 
 
+Results = list[tuple[RunSpec, dict[str, Any]]]
+
+
 @dataclass(frozen=True)
 class Suite:
     """`plan(size, seeds)` lists the runs of the seeds in `seeds` (a range: 0…n−1, or from a
     `--seed-offset`); `summarise(size, seeds, results)` builds tables from `results`: a list of
-    (spec, result) pairs in plan order."""
+    (spec, result) pairs in plan order.
+
+    A suite with a `tune(size)` stage has `plan(size, seeds, tuned)` instead, `tuned` the
+    (spec, result) pairs of its tuning runs, and `summarise` gets those pairs first, then the
+    evaluation runs'."""
 
     name: str
     description: str
-    plan: Callable[[str, range], list[RunSpec]]
-    summarise: Callable[[str, range, list[tuple[RunSpec, dict[str, Any]]]], Summary]
+    plan: Callable[..., list[RunSpec]]
+    summarise: Callable[[str, range, Results], Summary]
     default_seeds: dict[str, int] = field(default_factory=lambda: {"tiny": 1, "quick": 2,
                                                                     "full": 5})
+    tune: Callable[[str], list[RunSpec]] | None = None
+
+
+# Tuning runs use seeds from here on: above the largest evaluation seed a user can ask for
+# (MAX_SEED_OFFSET + MAX_SEEDS), so tuning and evaluation data never share a seed.
+TUNING_SEEDS = 2_000_000_000
 
 
 # An executor runs `specs`, saves each result with `store.save(spec.run_id, result)` (a
@@ -122,6 +142,11 @@ def suite_dir(out_dir: str | Path, suite: Suite, size: str, seed_offset: int = 0
     return Path(out_dir) / suite.name / size_folder(size, seed_offset)
 
 
+def tuning_dir(out_dir: str | Path, suite: Suite, size: str) -> Path:
+    """Where a suite's tuning runs at `size` are kept: one folder for every seed offset."""
+    return Path(out_dir) / suite.name / f"{size}+tuning"
+
+
 # Each seed is a set of full training runs; past this the plan alone would not fit in memory
 # and the runs would take centuries on any machine blocklab targets.
 MAX_SEEDS = 1000
@@ -136,7 +161,11 @@ def seed_range(seeds: int, seed_offset: int = 0) -> range:
 @dataclass(frozen=True)
 class PlannedSuite:
     """A suite's runs checked against its results folder: `missing` must run (not stored, or
-    stored with another provenance: `stale`, run id -> reasons); the rest are reused."""
+    stored with another provenance: `stale`, run id -> reasons); the rest are reused.
+
+    `stage` is "tune" while some tuning runs are missing (then `specs` are the tuning runs and
+    the evaluation runs cannot be planned yet), else "evaluate", with `tuned` the tuning
+    results the plan was made from."""
 
     suite: Suite
     size: str
@@ -145,6 +174,8 @@ class PlannedSuite:
     store: ResultStore
     stale: dict[str, list[str]]
     missing: list[RunSpec]
+    stage: str = "evaluate"
+    tuned: Results = field(default_factory=list)
 
     def stamped(self) -> list[RunSpec]:
         """The missing runs, each stamping its result with the provenance of the process that
@@ -161,11 +192,22 @@ def plan_suite(suite: Suite, size: str, seeds: int | None, out_dir: str | Path,
     results in `out_dir`."""
     _check_size(size)
     seeds = seed_range(suite.default_seeds[size] if seeds is None else seeds, seed_offset)
-    specs = suite.plan(size, seeds)
+    tuned: Results = []
+    if suite.tune is not None:
+        tuning = suite.tune(size)
+        store = ResultStore(tuning_dir(out_dir, suite, size))
+        stale = stale_reasons(tuning, store)
+        missing = [s for s in tuning if not store.has(s.run_id) or s.run_id in stale]
+        if missing:
+            return PlannedSuite(suite, size, seeds, tuning, store, stale, missing, "tune")
+        tuned = [(spec, store.load(spec.run_id)) for spec in tuning]
+        specs = suite.plan(size, seeds, tuned)
+    else:
+        specs = suite.plan(size, seeds)
     store = ResultStore(suite_dir(out_dir, suite, size, seed_offset))
     stale = stale_reasons(specs, store)
     missing = [s for s in specs if not store.has(s.run_id) or s.run_id in stale]
-    return PlannedSuite(suite, size, seeds, specs, store, stale, missing)
+    return PlannedSuite(suite, size, seeds, specs, store, stale, missing, "evaluate", tuned)
 
 
 def run_suite(suite: Suite, size: str = "quick", seeds: int | None = None,
@@ -183,10 +225,26 @@ def run_suite(suite: Suite, size: str = "quick", seeds: int | None = None,
     planned = plan_suite(suite, size, seeds, out_dir, seed_offset)
     start = time.perf_counter()
     failed: dict[str, str] = {}
-    if planned.missing:
-        failed = (executor or execute_in_process)(planned.stamped(), planned.store,
-                                                  progress) or {}
+    for _stage in ("tune", "evaluate"):
+        if planned.missing:
+            failed = (executor or execute_in_process)(planned.stamped(), planned.store,
+                                                      progress) or {}
+        if planned.stage == "evaluate":
+            break
+        planned = replan_after_tuning(planned, failed, out_dir, seed_offset)
     return summarise_suite(planned, failed, time.perf_counter() - start)
+
+
+def replan_after_tuning(planned: PlannedSuite, failed: dict[str, str], out_dir: str | Path,
+                        seed_offset: int) -> PlannedSuite:
+    """Plan the evaluation runs once a suite's tuning runs have executed; raises
+    SuiteIncomplete naming the tuning runs (with `failed`'s errors) that have no result."""
+    again = plan_suite(planned.suite, planned.size, len(planned.seeds), out_dir, seed_offset)
+    if again.stage == "tune":
+        raise SuiteIncomplete(planned.suite.name, planned.size, [
+            (spec.label, failed.get(spec.run_id, "no result was stored"))
+            for spec in again.missing], len(again.specs))
+    return again
 
 
 def summarise_suite(planned: PlannedSuite, failed: dict[str, str], elapsed_s: float) -> Summary:
@@ -194,6 +252,9 @@ def summarise_suite(planned: PlannedSuite, failed: dict[str, str], elapsed_s: fl
     SuiteIncomplete naming the runs (with `failed`'s errors) that still have no result."""
     suite, size, specs, store, stale = (planned.suite, planned.size, planned.specs,
                                         planned.store, planned.stale)
+    if planned.stage != "evaluate":
+        raise ValueError(f"suite {suite.name}: its tuning stage has not been run; "
+                         "plan it again once the tuning runs are stored")
     absent = [spec for spec in specs if not store.has(spec.run_id)
               or (spec.run_id in stale and stale_reasons([spec], store))]
     if absent:
@@ -201,9 +262,12 @@ def summarise_suite(planned: PlannedSuite, failed: dict[str, str], elapsed_s: fl
             (spec.label, failed.get(spec.run_id, "no result was stored")) for spec in absent],
             len(specs))
     results = [(spec, store.load(spec.run_id)) for spec in specs]
-    summary = suite.summarise(size, planned.seeds, results)
+    summary = suite.summarise(size, planned.seeds, [*planned.tuned, *results])
     notes = [f"{len(specs) - len(planned.missing)} of {len(specs)} runs were already stored; "
              f"this invocation took {elapsed_s:.1f} s"]
+    if planned.tuned:
+        notes.append(f"planned from {len(planned.tuned)} tuning runs on seeds of their own "
+                     f"(stored in {size}+tuning)")
     if stale:
         counts = Counter(reason for reasons in stale.values() for reason in reasons)
         notes.append(

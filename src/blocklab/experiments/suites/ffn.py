@@ -7,10 +7,19 @@ Seven arms share everything except the FFN of every layer:
 
 so every arm holds (within 3·d weights a layer) the same 2·d·4d FFN weights
 (`blocklab.nn.ffn.equal_param_gated_width`). Each arm × seed is one trainer run on the default
-`stdlib` corpus with the same optimiser, schedule and learning rate; arms with the same seed
+`stdlib` corpus with the same optimiser, schedule and token budget; arms with the same seed
 start from the same embeddings and attention weights and see the same batches in the same order
 (the trainer draws every parameter from its own (seed, name) stream and batches from (seed,
 step)), so differences are paired by seed.
+
+Fair arms. Weights start from the `fan_in` init (std 1/√fan_in: unit-variance pre-activations,
+where GELU and SiLU are curved; gpt2's fixed 0.02 leaves them nearly linear at small width).
+Each arm trains at its own learning rate: the tuning stage runs every arm at every rate of
+`lr_grid` on `tuning_seeds` seeds taken from `TUNING_SEEDS` (never an evaluation seed), and
+the rate with the lowest mean final validation loss is the arm's. A choice at the edge of the
+grid is flagged. Sensitivity: relu, gelu and swiglu run again on the evaluation seeds at the
+old settings (gpt2 init, one shared lr), so the summary shows how much of a difference those
+choices made.
 
 Two extra measurements ride along:
 
@@ -46,6 +55,8 @@ from typing import Any
 
 from blocklab.config import FFNS, ModelConfig
 from blocklab.experiments.suites.base import (
+    TUNING_SEEDS,
+    Results,
     RunSpec,
     Suite,
     format_ci,
@@ -54,7 +65,15 @@ from blocklab.experiments.suites.base import (
     paired_difference,
     torch_threads,
 )
-from blocklab.experiments.summaries import FfnArm, FfnData, Interval, Summary, Table
+from blocklab.experiments.summaries import (
+    FfnArm,
+    FfnData,
+    FfnSensitivity,
+    Interval,
+    LrTrial,
+    Summary,
+    Table,
+)
 
 ARMS = ("relu", "gelu", "glu", "reglu", "geglu", "swiglu", "bilinear")
 BASELINE = "relu"
@@ -85,28 +104,36 @@ class Size:
     seq_len: int
     batch_size: int
     steps: int
-    lr: float
+    lr_grid: tuple[float, ...]  # each arm's learning rate is the best of these
+    tuning_seeds: int
     warmup_steps: int
     eval_every: int
     eval_batches: int
     timing_steps: int  # timed steps per arm per round (after one untimed step)
     timing_rounds: int
+    init: str = "fan_in"
+    # The sensitivity arms' settings: the suite's earlier design (one lr for every arm).
+    sensitivity_init: str = "gpt2"
+    sensitivity_lr: float = 3e-3
 
 
 SIZES = {
-    "tiny": Size(d_model=32, n_layers=1, n_heads=2, seq_len=32, batch_size=4, steps=5, lr=3e-3,
-                 warmup_steps=0, eval_every=0, eval_batches=1, timing_steps=2, timing_rounds=1),
-    # 12-23 s a run on one core of the 2-core reference machine (depending on other load):
-    # 7 arms × 2 seeds plus timing took 4.8 minutes, every run ending near 2.0 nats against a
-    # unigram entropy of 3.3.
+    "tiny": Size(d_model=32, n_layers=1, n_heads=2, seq_len=32, batch_size=4, steps=5,
+                 lr_grid=(1e-3, 3e-3, 1e-2), tuning_seeds=1, warmup_steps=0, eval_every=0,
+                 eval_batches=1, timing_steps=2, timing_rounds=1),
+    # 15-18 s a run on one core of the 2-core reference machine. Under fan_in init every arm
+    # tried so far was best at 1e-2 of {1e-3, 3e-3, 1e-2, 3e-2} (seed 0), so the grid is
+    # centred there.
     "quick": Size(d_model=64, n_layers=2, n_heads=4, seq_len=64, batch_size=16, steps=400,
-                  lr=3e-3, warmup_steps=20, eval_every=25, eval_batches=8, timing_steps=10,
-                  timing_rounds=3),
-    # Hours: 7 arms × 5 seeds, an estimated 6 minutes each on one core.
+                  lr_grid=(3e-3, 1e-2, 3e-2), tuning_seeds=1, warmup_steps=20, eval_every=25,
+                  eval_batches=8, timing_steps=10, timing_rounds=3),
+    # Hours: 7 arms × 8 seeds plus 7 × 3 × 2 tuning runs, an estimated 6 minutes each on one
+    # core.
     "full": Size(d_model=96, n_layers=3, n_heads=4, seq_len=128, batch_size=16, steps=1500,
-                 lr=2e-3, warmup_steps=75, eval_every=50, eval_batches=16, timing_steps=20,
-                 timing_rounds=5),
+                 lr_grid=(3e-3, 1e-2, 3e-2), tuning_seeds=2, warmup_steps=75, eval_every=50,
+                 eval_batches=16, timing_steps=20, timing_rounds=5, sensitivity_lr=2e-3),
 }
+SENSITIVITY_ARMS = ("relu", "gelu", "swiglu")
 
 
 def ffn_width(arm: str, d_model: int) -> int:
@@ -125,14 +152,16 @@ def model_config(arm: str, size: Size) -> ModelConfig:
                        max_seq_len=size.seq_len, name=f"ffn-{arm}")
 
 
-def train_config(size: Size, seed: int):
-    """The same optimisation for every arm. One thread: on a shared 2-core machine two threads
-    per run lose more to waiting than they gain, and one thread keeps runs bit-reproducible."""
+def train_config(size: Size, seed: int, lr: float, init: str | None = None):
+    """The same optimisation for every arm but its learning rate. One thread: on a shared
+    2-core machine two threads per run lose more to waiting than they gain, and one thread
+    keeps runs bit-reproducible."""
     from blocklab.experiments.trainer import TrainConfig
 
     return TrainConfig(steps=size.steps, batch_size=size.batch_size, seq_len=size.seq_len,
-                       lr=size.lr, warmup_steps=size.warmup_steps, eval_every=size.eval_every,
-                       eval_batches=size.eval_batches, log_every=50, seed=seed, threads=1)
+                       lr=lr, warmup_steps=size.warmup_steps, eval_every=size.eval_every,
+                       eval_batches=size.eval_batches, log_every=50, seed=seed, threads=1,
+                       init=init or size.init)
 
 
 def param_count(arm: str, size: Size) -> int:
@@ -184,12 +213,13 @@ def _probe_batch(size: Size):
     return validation_windows(load_corpus(DATA).val, size.seq_len, size.batch_size)
 
 
-def train_arm(arm: str, size: Size, seed: int, progress: Any = False,
+def train_arm(arm: str, size: Size, tc, progress: Any = False,
               label: str | None = None) -> dict[str, Any]:
-    """One trainer run of `arm`, with the zero-gradient fractions at init and after training."""
+    """One trainer run of `arm` under TrainConfig `tc`, with the zero-gradient fractions at
+    init and after training."""
     from blocklab.experiments.trainer import build_model, train
 
-    mc, tc = model_config(arm, size), train_config(size, seed)
+    mc = model_config(arm, size)
     batch = _probe_batch(size)
     with torch_threads(1):
         initial = zero_gradient_fraction(build_model(mc, tc), batch)
@@ -220,7 +250,7 @@ def time_arms(size: Size, arms: tuple[str, ...] = ARMS) -> dict[str, Any]:
     with torch_threads(1):
         for round_ in range(size.timing_rounds):
             for arm in arms:
-                tc = train_config(size, seed=0)
+                tc = train_config(size, seed=0, lr=size.lr_grid[len(size.lr_grid) // 2])
                 model = build_model(model_config(arm, size), tc)
                 optimizer, params = make_optimizer(model, tc), list(model.parameters())
                 for step in range(size.timing_steps + 1):
@@ -237,22 +267,68 @@ def time_arms(size: Size, arms: tuple[str, ...] = ARMS) -> dict[str, Any]:
 
 
 # --- plan ----------------------------------------------------------------------------------------
-def plan(size_name: str, seeds: range) -> list[RunSpec]:
+def _train_spec(kind: str, arm: str, size: Size, seed: int, lr: float, init: str,
+                label: str) -> RunSpec:
+    mc, tc = model_config(arm, size), train_config(size, seed, lr, init)
+    payload = {"suite": "ffn", "kind": kind, "arm": arm, "model": mc.to_dict(),
+               "train": {k: v for k, v in tc.to_dict().items() if k != "threads"},
+               "data": DATA, "probe": "zero_grad_fraction"}
+
+    def execute(progress):
+        return train_arm(arm, size, tc, progress, label)
+
+    return RunSpec(label, arm, seed, payload, execute)
+
+
+def tune(size_name: str) -> list[RunSpec]:
+    """The tuning stage: every arm at every lr of the grid, on the tuning seeds."""
     size = SIZES[size_name]
-    specs = []
+    return [_train_spec("tune", arm, size, seed, lr, size.init,
+                        f"ffn tune {arm} lr {lr:g} seed {seed}")
+            for arm in ARMS for lr in size.lr_grid
+            for seed in range(TUNING_SEEDS, TUNING_SEEDS + size.tuning_seeds)]
+
+
+def lr_trials(tuned: Results) -> list[LrTrial]:
+    return [LrTrial(spec.arm, spec.payload["train"]["lr"], spec.seed,
+                    result.get("status", "missing"),
+                    result["final"]["val_loss"] if _counts(result) else None)
+            for spec, result in tuned]
+
+
+def choose_lrs(size: Size, trials: list[LrTrial]) -> dict[str, float]:
+    """Each arm's lr: the grid value with the lowest mean final validation loss over the
+    tuning seeds, a run that does not count scoring +inf (so an lr that fails on any tuning
+    seed loses to one that never fails); ties go to the smaller lr."""
+    chosen = {}
     for arm in ARMS:
-        mc = model_config(arm, size)
-        for seed in seeds:
-            tc = train_config(size, seed)
-            label = f"ffn {arm} seed {seed}"
-            payload = {"suite": "ffn", "kind": "train", "arm": arm, "model": mc.to_dict(),
-                       "train": {k: v for k, v in tc.to_dict().items() if k != "threads"},
-                       "data": DATA, "probe": "zero_grad_fraction"}
+        def score(lr: float, arm: str = arm) -> float:
+            losses = [t.val_loss for t in trials if t.arm == arm and t.lr == lr]
+            if not losses or any(v is None for v in losses):
+                return float("inf")
+            return statistics.fmean(losses)
+        chosen[arm] = min(size.lr_grid, key=lambda lr: (score(lr), lr))
+    return chosen
 
-            def execute(progress, arm=arm, seed=seed, label=label):
-                return train_arm(arm, size, seed, progress, label)
 
-            specs.append(RunSpec(label, arm, seed, payload, execute))
+def plan(size_name: str, seeds: range, tuned: Results) -> list[RunSpec]:
+    """The evaluation runs: every arm at its tuned lr on `seeds`, the sensitivity arms at the
+    earlier shared settings, and one timing run."""
+    size = SIZES[size_name]
+    lrs = choose_lrs(size, lr_trials(tuned))
+    return plan_at(size_name, seeds, lrs)
+
+
+def plan_at(size_name: str, seeds: range, lrs: dict[str, float]) -> list[RunSpec]:
+    """`plan` with each arm's learning rate given."""
+    size = SIZES[size_name]
+    specs = [_train_spec("train", arm, size, seed, lrs[arm], size.init, f"ffn {arm} seed {seed}")
+             for arm in ARMS for seed in seeds]
+    specs += [_train_spec("sensitivity", arm, size, seed, size.sensitivity_lr,
+                          size.sensitivity_init,
+                          f"ffn {arm} {size.sensitivity_init} lr {size.sensitivity_lr:g} "
+                          f"seed {seed}")
+              for arm in SENSITIVITY_ARMS for seed in seeds]
     timing_payload = {"suite": "ffn", "kind": "timing", "arms": list(ARMS),
                       "models": [model_config(arm, size).to_dict() for arm in ARMS],
                       "batch_size": size.batch_size, "seq_len": size.seq_len,
@@ -292,12 +368,23 @@ def summarise(size_name: str, seeds: range, results: list[tuple[RunSpec, dict[st
               ) -> Summary:
     size = SIZES[size_name]
     by_arm: dict[str, list[dict[str, Any]]] = {arm: [{}] * len(seeds) for arm in ARMS}
+    again: dict[str, list[dict[str, Any]]] = {arm: [{}] * len(seeds) for arm in SENSITIVITY_ARMS}
     timing: dict[str, Any] = {}
+    tuned: Results = []
     for spec, result in results:
-        if spec.arm == "timing":
+        kind = spec.payload["kind"]
+        if kind == "timing":
             timing = result
+        elif kind == "tune":
+            tuned.append((spec, result))
+        elif kind == "sensitivity":
+            again[spec.arm][seeds.index(spec.seed)] = result
         else:
             by_arm[spec.arm][seeds.index(spec.seed)] = result
+    trials = lr_trials(tuned)
+    lrs = choose_lrs(size, trials)
+    edges = (min(size.lr_grid), max(size.lr_grid))
+    lr_at_edge = [arm for arm in ARMS if lrs[arm] in edges]
 
     def val(result: dict[str, Any]) -> float | None:
         return result["final"]["val_loss"] if _counts(result) else None
@@ -347,7 +434,16 @@ def summarise(size_name: str, seeds: range, results: list[tuple[RunSpec, dict[st
             status=status,
             counted=sum(v is not None for v in vals),
             zero_grad_fraction=zero,
+            lr=lrs[arm],
         )
+    again_vals = {arm: [val(r) for r in runs] for arm, runs in again.items()}
+    sensitivity = FfnSensitivity(
+        init=size.sensitivity_init, lr=size.sensitivity_lr,
+        val_loss={arm: mean_ci(v) for arm, v in again_vals.items()},
+        rel_delta_pct={arm: mean_ci([100 * (a - b) / b if a is not None and b is not None
+                                     else None for a, b in zip(v, again_vals[BASELINE],
+                                                               strict=True)])
+                       for arm, v in again_vals.items()})
 
     base_params = arms[BASELINE].params
     widths = Table(
@@ -392,24 +488,56 @@ def summarise(size_name: str, seeds: range, results: list[tuple[RunSpec, dict[st
         "Fraction of elements of ∂loss/∂z that are exactly 0, z the input of φ (the gate branch "
         f"of gated FFNs), over all layers, on {size.batch_size} fixed validation windows of "
         f"{size.seq_len} bytes; mean over seeds.")
+    tuning_seeds = sorted({t.seed for t in trials})
+    grid = Table(
+        "Learning rate per arm: final validation loss on the tuning seeds",
+        ["arm", *(f"lr {lr:g}" for lr in size.lr_grid), "chosen"],
+        [[arm, *(_fmt(_mean_or_none([t.val_loss for t in trials
+                                     if t.arm == arm and t.lr == lr]), 4)
+                 for lr in size.lr_grid),
+          f"{lrs[arm]:g}" + (" (grid edge)" if arm in lr_at_edge else "")] for arm in ARMS],
+        f"{size.tuning_seeds} tuning seed(s) ({', '.join(map(str, tuning_seeds))}), disjoint "
+        "from the evaluation seeds; each arm is then evaluated at its own chosen lr. '—' marks "
+        "an lr at which a tuning run did not count (diverged, stuck or above the unigram "
+        "entropy).")
+    init_table = Table(
+        f"Sensitivity: {size.sensitivity_init} init and one shared lr "
+        f"({size.sensitivity_lr:g}) instead of {size.init} init and tuned lrs",
+        ["arm", f"Δ% vs relu, {size.init} + tuned lr", "val loss",
+         f"Δ% vs relu, {size.sensitivity_init} + lr {size.sensitivity_lr:g}", "val loss"],
+        [[arm, _delta_cell(arm, arms[arm].rel_delta_pct, 2), format_level(arms[arm].val_loss, 4),
+          _delta_cell(arm, sensitivity.rel_delta_pct[arm], 2),
+          format_level(sensitivity.val_loss[arm], 4)] for arm in SENSITIVITY_ARMS],
+        "The same evaluation seeds under both settings; Δ% paired by seed against relu under "
+        "the same settings. A difference that changes sign or size between the two columns is "
+        "an artefact of initialisation or learning rate, not of the FFN.")
     notes = [
         f"Budget: d_model={size.d_model}, n_layers={size.n_layers}, n_heads={size.n_heads}, "
         f"seq_len={size.seq_len}, batch={size.batch_size}, steps={size.steps} "
-        f"({size.steps * size.batch_size * size.seq_len:,} training tokens a run), lr={size.lr:g} "
-        f"for every arm, warmup={size.warmup_steps}, cosine to 0.1·lr, AdamW wd 0.1, clip 1.0, "
-        f"gpt2 init, 1 thread, data={DATA}.",
+        f"({size.steps * size.batch_size * size.seq_len:,} training tokens a run), each arm at "
+        f"its own lr from {{{', '.join(f'{lr:g}' for lr in size.lr_grid)}}}, "
+        f"warmup={size.warmup_steps}, cosine to 0.1·lr, AdamW wd 0.1, clip 1.0, {size.init} "
+        f"init, 1 thread, data={DATA}.",
         f"Widths: plain d_ff={4 * size.d_model}, gated d_ff={ffn_width('swiglu', size.d_model)}.",
         "A run counts when its status is ok and its final validation loss is below the unigram "
         "entropy; counted runs per arm: "
         + ", ".join(f"{arm} {a.counted}/{len(seeds)}" for arm, a in arms.items()) + ".",
     ]
-    data = FfnData(arms=arms, seeds=len(seeds), steps=size.steps, lr=size.lr,
-                   warmup_steps=size.warmup_steps, unigram_entropy=entropy, baseline=BASELINE,
+    if lr_at_edge:
+        notes.append("Best lr at an edge of the grid (the optimum may lie beyond it): "
+                     + ", ".join(f"{arm} {lrs[arm]:g}" for arm in lr_at_edge) + ".")
+    data = FfnData(arms=arms, seeds=len(seeds), steps=size.steps, init=size.init,
+                   lr_grid=list(size.lr_grid), lr_trials=trials, lr_at_edge=lr_at_edge,
+                   sensitivity=sensitivity, warmup_steps=size.warmup_steps, unigram_entropy=entropy, baseline=BASELINE,
                    page=dict(PAGE_GAIN_PCT),
                    equal_time_ms=None if fastest is None else fastest * size.steps,
                    size=asdict(size))
-    return Summary("ffn", size_name, len(seeds), [widths, quality, clock, zeros], notes, data,
-                   first_seed=seeds.start)
+    return Summary("ffn", size_name, len(seeds), [widths, grid, quality, init_table, clock, zeros],
+                   notes, data, first_seed=seeds.start)
+
+
+def _mean_or_none(values: list[float | None]) -> float | None:
+    return None if not values or None in values else statistics.fmean(values)
 
 
 def _delta_cell(arm: str, stats: Interval, digits: int) -> str:
@@ -422,4 +550,4 @@ def _status_cell(status: dict[str, int]) -> str:
 
 SUITE = Suite("ffn", "plain vs gated FFNs at equal parameter count (C16, C17)", plan, summarise,
               # C16's registered rule needs five paired seeds (blocklab.claims.checks).
-              default_seeds={"tiny": 1, "quick": 5, "full": 8})
+              default_seeds={"tiny": 1, "quick": 5, "full": 8}, tune=tune)
