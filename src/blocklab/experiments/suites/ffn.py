@@ -528,7 +528,8 @@ def summarise(size_name: str, seeds: range, results: list[tuple[RunSpec, dict[st
                      + ", ".join(f"{arm} {lrs[arm]:g}" for arm in lr_at_edge) + ".")
     data = FfnData(arms=arms, seeds=len(seeds), steps=size.steps, init=size.init,
                    lr_grid=list(size.lr_grid), lr_trials=trials, lr_at_edge=lr_at_edge,
-                   sensitivity=sensitivity, warmup_steps=size.warmup_steps, unigram_entropy=entropy, baseline=BASELINE,
+                   sensitivity=sensitivity, warmup_steps=size.warmup_steps,
+                   unigram_entropy=entropy, baseline=BASELINE,
                    page=dict(PAGE_GAIN_PCT),
                    equal_time_ms=None if fastest is None else fastest * size.steps,
                    size=asdict(size))
