@@ -22,6 +22,7 @@ from blocklab.experiments.summaries import (
     NormQuality,
     PlacementCell,
     PlacementData,
+    PlacementEffect,
     PositionArm,
     PositionData,
     SlopePrediction,
@@ -163,7 +164,7 @@ def test_ffn_verdict_logic(tmp_path, swiglu, geglu, glu, verdict, parts):
     shown = row.to_dict()
     assert shown["rule"] == {"metric": row.parts[0].rule.metric, "smallest_effect": 0.5,
                              "margin": 0.25, "min_seeds": 5, "claimed": -1.5,
-                             "decides": row.parts[0].rule.decides}
+                             "decides": row.parts[0].rule.decides, "threshold": 0.0}
     assert shown["estimate"] == {"value": swiglu.mean, "ci_low": swiglu.ci_low,
                                  "ci_high": swiglu.ci_high, "n": swiglu.n}
     assert shown["combines"] and len(shown["parts"]) == 3
@@ -174,42 +175,75 @@ def test_ffn_verdict_logic(tmp_path, swiglu, geglu, glu, verdict, parts):
     assert row.evidence["seeds"] == 3 and "d=64" in row.summary
 
 
-def _placement(post_cold_failures: int, slope_first: float) -> PlacementData:
-    grads = {p: {"xavier": GradientProbe(
+def _placement(pre_failures: int, effect: PlacementEffect,
+               spread: dict[str, Interval]) -> PlacementData:
+    grads = {p: {init: GradientProbe(
         depths=[2, 4, 8], last_layer_grad=[1.0, 0.7, 0.5], first_layer_grad=[1.0, 1.0, 1.0],
-        slope_last=-0.5, slope_first=slope_first, slope_last_ci=Interval(0),
-        slope_first_ci=Interval(0), residual_rms_last=[None, None, None], per_layer_grad={})}
-        for p in ("pre", "post")}
+        slope_last=-0.5, slope_first=0.1, slope_last_ci=Interval(0),
+        slope_first_ci=_ci(0.1, -0.1, 0.3, 4), residual_rms_last=[None, None, None],
+        per_layer_grad={"8": [1.0] * 8}, layer_spread_log2={"8": spread[init]})
+        for init in ("xavier", "gpt2")} for p in ("pre", "post")}
     cells = []
     for p in ("pre", "post"):
         for w in (0, 100):
-            failures = post_cold_failures if (p == "post" and w == 0) else 0
+            failures = pre_failures if p == "pre" and w == 0 else 0
             cells.append(PlacementCell(
-                placement=p, depth=8, warmup=w, lr=3e-3, failures=failures, runs=4,
+                placement=p, depth=12, warmup=w, lr=3e-3, failures=failures, runs=4,
                 status={"ok": 4 - failures, "diverged": failures},
                 val_loss=_ci(2.0, 1.9, 2.1),
-                delta_vs_pre=None if p == "pre" else _ci(0.1, -0.5, 0.7), steps_done=300.0))
+                delta_vs_pre=None if p == "pre" else _ci(0.1, -0.5, 0.7), steps_done=300.0,
+                val_auc=_ci(2.5, 2.4, 2.6), grad_first_over_last_log2=_ci(-1.0, -2.0, 0.0)))
     return PlacementData(
         init_gradients=grads,
         predictions=SlopePrediction(slope_last={"post": 0.0, "pre": -0.5}, init="xavier",
                                     source="test"),
-        training=cells, unigram_entropy=None, seeds=2, steps=300, size={})
+        training=cells, effects=[effect], unigram_entropy=None, seeds=4, steps=300, size={})
 
 
-@pytest.mark.parametrize(("failures", "slope", "c13", "c19"), [
-    (2, -0.6, "run", "conditional"),  # 3 of 4 parts: expressiveness not shown
-    (1, 0.9, "run", "conditional"),
-    (0, 0.0, "run", "not-reproduced-at-this-scale"),
+def _effect(pre, interaction, post_ratio, post_vs_pre) -> PlacementEffect:
+    return PlacementEffect(depth=12, lr=3e-3, warmup=100, warmup_interaction=interaction,
+                           pre_warmup_effect=pre, post_vs_pre_warm=post_vs_pre,
+                           post_grad_first_over_last_log2=post_ratio,
+                           pre_grad_first_over_last_log2=_ci(0.5, 0.0, 1.0, 4))
+
+
+HOLDS = _effect(_ci(0.0, -0.02, 0.02, 4), _ci(0.3, 0.1, 0.5, 4), _ci(-2.0, -3.0, -1.5, 4),
+                _ci(-0.05, -0.08, -0.03, 4))
+FAILS = _effect(_ci(0.2, 0.1, 0.3, 4), _ci(0.01, -0.1, 0.1, 4), _ci(1.0, 0.5, 1.5, 4),
+                _ci(0.05, 0.03, 0.08, 4))
+FEW = _effect(*[_ci(0.0, -0.01, 0.01, 2)] * 4)
+
+
+@pytest.mark.parametrize(("pre_failures", "effect", "c19", "parts"), [
+    (0, HOLDS, "confirmed", ["confirmed"] * 4),
+    # One pre-norm failure: "trains without warmup" is not shown, whatever the losses say.
+    (1, HOLDS, "conditional", ["not-reproduced-at-this-scale", *["confirmed"] * 3]),
+    (0, FAILS, "not-reproduced-at-this-scale", ["not-reproduced-at-this-scale"] * 4),
+    (0, FEW, "untestable-here", ["untestable-here"] * 4),
 ])
-def test_placement_verdict_logic(tmp_path, failures, slope, c13, c19):
-    _write(tmp_path, "placement", _placement(failures, slope))
+def test_placement_verdict_logic(tmp_path, pre_failures, effect, c19, parts):
+    spread = {"xavier": _ci(3.0, 2.5, 3.5, 4), "gpt2": _ci(0.5, 0.3, 0.7, 4)}
+    _write(tmp_path, "placement", _placement(pre_failures, effect, spread))
     rows = {r.id: r for r in run_claims(["C12", "C13", "C19"], Context(tmp_path, "quick"))}
-    assert rows["C13"].verdict == c13
-    assert rows["C19"].verdict == c19
-    assert rows["C12"].verdict == "refuted"  # gradients moved < 2× in this fabricated data
+    assert rows["C13"].verdict == "run"
+    assert rows["C19"].verdict == c19 and rows["C19"].error is None
+    assert [p.verdict for p in rows["C19"].parts] == parts
+    assert rows["C19"].to_dict()["rule"]["min_seeds"] == 4
+    # C12 on pre-norm only: xavier's 8× spread confirms it, gpt2's 1.4× does not.
+    assert [p.verdict for p in rows["C12"].parts] == ["confirmed", "not-reproduced-at-this-scale"]
+    assert rows["C12"].verdict == "confirmed"
     cell = rows["C13"].evidence["training"][1]
     assert cell["placement"] == "pre" and cell["delta_vs_pre"] is None
     assert set(cell["val_loss"]) == {"n", "mean", "ci_low", "ci_high", "sd"}
+
+
+def test_c12_is_not_confirmed_by_a_spread_the_final_norm_alone_explains(tmp_path):
+    # Both inits within 2× (log2 < 1): the 1/√L of the final norm scales every layer alike and
+    # cannot confirm the claim, however much the last layer's gradient moves with depth.
+    spread = {"xavier": _ci(0.4, 0.2, 0.6, 4), "gpt2": _ci(0.5, 0.3, 0.7, 4)}
+    _write(tmp_path, "placement", _placement(0, HOLDS, spread))
+    (row,) = run_claims(["C12"], Context(tmp_path, "quick"))
+    assert row.verdict == "not-reproduced-at-this-scale"
 
 
 def _ratio(impl, ratio, low, high, d=1024, pass_name="fwdbwd") -> KernelRatio:

@@ -45,6 +45,19 @@ def test_a_positive_claim_is_graded_on_its_own_side():
     assert grade(up, Estimate(-5.0, -8.0, -2.0, 3)).verdict == "not-reproduced-at-this-scale"
 
 
+def test_a_claim_of_more_than_a_threshold_needs_the_whole_ci_beyond_it():
+    # "more than twice": log2 of a ratio above 1.
+    twice = Rule(metric="log2 ratio", smallest_effect=1.0, margin=0.25, min_seeds=2,
+                 claimed=2.0, threshold=1.0)
+    assert grade(twice, Estimate(3.0, 2.0, 4.0, 4)).verdict == "confirmed"
+    assert "excludes 1" in grade(twice, Estimate(3.0, 2.0, 4.0, 4)).reason
+    # Above 0 but not clearly above 1: an effect, not the claimed size.
+    assert grade(twice, Estimate(1.0, 0.5, 1.5, 4)).verdict == "not-reproduced-at-this-scale"
+    below = grade(twice, Estimate(0.6, 0.4, 0.8, 4), fair_arms=True, longer_run_agrees=True)
+    assert below.verdict == "contradicted-at-this-scale"
+    assert "opposite side of 1" in below.reason
+
+
 def test_estimate_text():
     assert Estimate(-0.0646, -2.8378, 2.7085, 5).text() == "-0.0646 [-2.84, +2.71] (n=5)"
     assert Estimate(1.5, None, None, 1).text() == "+1.5 (n=1)"

@@ -43,6 +43,9 @@ class Rule:
                    "it excludes the claim (opposite side or inside ±margin) with fair arms and a " \
                    "2× longer run agreeing; otherwise not reproduced at this scale; no verdict " \
                    "below min_seeds"
+    # A claim of "more than t" (say, a factor above 2×): confirmed only when the CI lies beyond
+    # `threshold` on the claimed side; 0 for a claim of any effect at all.
+    threshold: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -94,12 +97,12 @@ def grade(rule: Rule, estimate: Estimate, *, fair_arms: bool = False,
     side = 1.0 if rule.claimed > 0 else -1.0
     # Oriented so that the claimed side is positive.
     lo, hi = sorted((side * low, side * high))
-    if lo > 0:
-        return Graded(CONFIRMED, "the 95% CI excludes 0 on the claimed side")
-    opposite = hi < 0
+    if lo > side * rule.threshold:
+        return Graded(CONFIRMED, f"the 95% CI excludes {rule.threshold:g} on the claimed side")
+    opposite = hi < side * rule.threshold
     absent = -rule.margin < low and high < rule.margin
     if opposite or absent:
-        why = ("the 95% CI lies on the opposite side of 0" if opposite else
+        why = (f"the 95% CI lies on the opposite side of {rule.threshold:g}" if opposite else
                f"the 95% CI lies inside ±{rule.margin:g} (no effect)")
         if fair_arms and longer_run_agrees:
             return Graded(CONTRADICTED, why)

@@ -63,7 +63,8 @@ def part_line(part, zh: bool = False) -> str:
     verdict = VERDICT_ZH[part.verdict] if zh else part.verdict
     style = VERDICT_STYLE.get(part.verdict, "")
     return (f"• {part.name}: [{style}]{verdict}[/{style}] {value}; {part.reason}. [dim]"
-            f"{'规则' if zh else 'rule'}: {rule.metric}, claimed {rule.claimed:+g}, smallest "
+            f"{'规则' if zh else 'rule'}: {rule.metric}, claimed {rule.claimed:+g}"
+            f"{f' (beyond {rule.threshold:g})' if rule.threshold else ''}, smallest "
             f"effect {rule.smallest_effect:g}, margin ±{rule.margin:g}, min seeds "
             f"{rule.min_seeds}[/dim]")
 

@@ -136,6 +136,9 @@ class GradientProbe:
     slope_first_ci: Interval
     residual_rms_last: list[float | None]
     per_layer_grad: dict[str, list[float | None]]  # depth -> per layer, bottom first
+    # log2(max / min) of ‖∇W_down‖ over the layers of one stack, per seed, at each depth: how
+    # unevenly gradients reach the layers of one model (the final norm's 1/√L scales them all).
+    layer_spread_log2: dict[str, Interval]
 
 
 @dataclass(frozen=True)
@@ -159,6 +162,26 @@ class PlacementCell:
     val_loss: Interval  # finished runs only
     delta_vs_pre: Interval | None  # paired by seed where both finished; None for pre itself
     steps_done: float | None
+    val_auc: Interval  # mean validation loss over the run's evaluations (area under the curve)
+    # log2(‖∇ first layer‖ / ‖∇ last layer‖) during training: the mean over the logged steps
+    # after warmup of each finished run, then over seeds. Negative: the bottom gets less.
+    grad_first_over_last_log2: Interval
+
+
+@dataclass(frozen=True)
+class PlacementEffect:
+    """A contrast between training cells at one depth and lr, paired by seed (nats, final
+    validation loss): `warmup_interaction` = (post cold − post warm) − (pre cold − pre warm);
+    `pre_warmup_effect` = pre cold − pre warm; `post_vs_pre_warm` = post warm − pre warm."""
+
+    depth: int
+    lr: float
+    warmup: int
+    warmup_interaction: Interval
+    pre_warmup_effect: Interval
+    post_vs_pre_warm: Interval
+    post_grad_first_over_last_log2: Interval  # post with warmup, during training
+    pre_grad_first_over_last_log2: Interval  # pre with warmup, during training
 
 
 @dataclass(frozen=True)
@@ -166,6 +189,7 @@ class PlacementData:
     init_gradients: dict[str, dict[str, GradientProbe]]  # placement -> init -> probe
     predictions: SlopePrediction
     training: list[PlacementCell]
+    effects: list[PlacementEffect]
     unigram_entropy: float | None
     seeds: int
     steps: int

@@ -208,7 +208,8 @@ def part_item(part: dict[str, Any], lang: str) -> str:
 
     e, rule = part["estimate"], part["rule"]
     value = estimate_text(e["value"], e["ci_low"], e["ci_high"], e["n"])
-    rule_text = (f"{rule['metric']}; claimed {rule['claimed']:+g}, smallest effect "
+    beyond = f" (beyond {rule['threshold']:g})" if rule.get("threshold") else ""
+    rule_text = (f"{rule['metric']}; claimed {rule['claimed']:+g}{beyond}, smallest effect "
                  f"{rule['smallest_effect']:g}, margin ±{rule['margin']:g}, min seeds "
                  f"{rule['min_seeds']}")
     return (f"<li><b>{escape(part['name'])}</b> {badge(part['verdict'], lang)} "

@@ -83,7 +83,8 @@ def test_tiny_suite_end_to_end(tmp_path):
     train_table = next(t for t in summary.tables if t.title.startswith("Training"))
     assert train_table.columns == ["placement", "depth", "warmup", "lr",
                                    "failed/runs (div, stuck)", "val loss [95% CI]",
-                                   "Δ vs pre [95% CI]"]
+                                   "Δ vs pre [95% CI]", "mean val loss over training",
+                                   "log2 ‖∇first‖/‖∇last‖ [95% CI]"]
     assert len(train_table.rows) == n_train
 
     data = summary.data
@@ -97,4 +98,47 @@ def test_tiny_suite_end_to_end(tmp_path):
     for row in data.training:
         assert row.runs == 1
         assert (row.delta_vs_pre is None) == (row.placement == "pre")
+        assert row.grad_first_over_last_log2.n == 1  # logged during training, every step
+    (effect,) = data.effects  # one depth, one lr, one non-zero warmup
+    assert effect.warmup_interaction.n == 1 and effect.warmup == 2
     assert (tmp_path / "placement" / "tiny" / "summary.json").is_file()
+
+
+def _run(vals, layers=None, steps=None, status="ok"):
+    return {"status": status, "final": {"val_loss": vals[-1]},
+            "curves": {"val": {"16": vals},
+                       "layer_grad_norms": {"step": steps or [], "layer": layers or []}}}
+
+
+def test_loss_curve_area_and_gradient_ratio_by_hand():
+    assert placement._val_auc(_run([3.0, 2.0, 1.0]), 16) == pytest.approx(2.0)
+    assert placement._val_auc(_run([3.0, 2.0], status="diverged"), 16) is None
+    # Steps before warmup are left out: log2(4/1) = 2 at step 5, log2(1/2) = -1 at step 10.
+    run = _run([2.0], layers=[[9.0, 9.0, 0.1], [4.0, 2.0, 1.0], [1.0, 5.0, 2.0]],
+               steps=[0, 5, 10])
+    assert placement._first_over_last_log2(run, warmup=5) == pytest.approx(0.5)
+    assert placement._first_over_last_log2(run, warmup=11) is None
+    assert placement._spread_log2([1.0, 8.0, 2.0]) == pytest.approx(3.0)
+
+
+def test_warmup_interaction_by_hand():
+    training = placement.Training(d_model=8, n_heads=1, depths=(12,), warmups=(0, 100),
+                                  lrs=(3e-3,), placements=("pre", "post"), seq_len=16,
+                                  batch_size=2, steps=10, stuck_patience=None, eval_every=0,
+                                  eval_batches=1)
+    # seed 0: post cold 3.0, warm 2.0; pre cold 2.2, warm 2.0 -> (1.0) - (0.2) = 0.8
+    # seed 1: post cold 2.9, warm 2.1; pre cold 2.0, warm 2.1 -> (0.8) - (-0.1) = 0.9
+    losses = {("post", 0): (3.0, 2.9), ("post", 100): (2.0, 2.1),
+              ("pre", 0): (2.2, 2.0), ("pre", 100): (2.0, 2.1)}
+    by_key = {("train", p, 12, w, 3e-3, seed): _run([v[seed]])
+              for (p, w), v in losses.items() for seed in (0, 1)}
+    (effect,) = placement._effects(training, range(2), by_key)
+    assert effect.warmup_interaction.mean == pytest.approx(0.85)
+    assert effect.warmup_interaction.n == 2
+    assert effect.pre_warmup_effect.mean == pytest.approx(0.05)
+    assert effect.post_vs_pre_warm.mean == pytest.approx(0.0)
+    # A failed run drops its seed from the interaction, not into it.
+    by_key[("train", "post", 12, 0, 3e-3, 1)] = _run([9.9], status="diverged")
+    (effect,) = placement._effects(training, range(2), by_key)
+    assert effect.warmup_interaction.n == 1
+    assert effect.warmup_interaction.mean == pytest.approx(0.8)

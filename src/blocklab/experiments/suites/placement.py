@@ -15,17 +15,21 @@ by it. GPT-2's init shrinks the residual output projections by 1/√(2L), which 
 from growing, so the prediction is for xavier; gpt2 is measured beside it.
 
 Part (b), training. placement × depth × warmup × peak lr × seed, xavier init, gradient clipping
-OFF (clipping would hide the failure being studied), otherwise the trainer's defaults. A run
-fails when the trainer ends it "diverged" (NaN/inf or a loss above 4·ln 256) or "stuck" (train
-loss still above the unigram entropy `stuck_patience` steps after warmup; such a run stops
-there, so its validation loss is from that step). Post and sandwich cells are compared with the
-pre cell of the same depth, warmup and lr, paired by seed (same init streams and batches).
+OFF (clipping would hide the failure being studied), otherwise the trainer's defaults. Outcomes
+are continuous: the final validation loss, the mean validation loss over the run (area under
+the curve) and, from the per-layer gradient norms the trainer logs during training, log2 of
+the first layer's gradient norm over the last layer's. A run that diverges (NaN/inf or a loss
+above 4·ln 256) is counted as a failure, apart from the losses. Post and sandwich cells are
+compared with the pre cell of the same depth, warmup and lr, paired by seed (same init streams
+and batches), and the warmup effect is read as an interaction:
+(post cold − post warm) − (pre cold − pre warm), per seed, with its interval.
 
 `Summary.data` (read by the claims ledger and the report) is a
 `blocklab.experiments.summaries.PlacementData`: per placement and init a `GradientProbe` (gradient
 norms at initialisation across depth, fitted slopes with intervals over per-seed slopes, residual
-RMS), the predicted slopes, and one `PlacementCell` per training cell (statuses, validation loss
-of the finished runs, paired difference from pre-norm).
+RMS, spread across one stack's layers), the predicted slopes, one `PlacementCell` per training
+cell (statuses, validation loss of the finished runs, paired difference from pre-norm,
+loss-curve area, gradient ratio during training) and the `PlacementEffect` contrasts.
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ from blocklab.experiments.summaries import (
     Interval,
     PlacementCell,
     PlacementData,
+    PlacementEffect,
     SlopePrediction,
     Summary,
     Table,
@@ -89,6 +94,7 @@ class Training:
     stuck_patience: int | None
     eval_every: int
     eval_batches: int
+    log_every: int = 10  # per-layer gradient norms every this many steps
 
 
 @dataclass(frozen=True)
@@ -102,22 +108,23 @@ SIZES = {
         Probe(d_model=32, n_heads=2, depths=(2, 4), seq_len=16, batch_size=2),
         Training(d_model=32, n_heads=2, depths=(2,), warmups=(0, 2), lrs=(3e-3,),
                  placements=("pre", "post"), seq_len=16, batch_size=2, steps=5,
-                 stuck_patience=None, eval_every=0, eval_batches=1)),
-    # Pilot on the 2-core reference machine (one thread a run): post-norm, 8 layers, xavier,
-    # lr 3e-3 can stay near the unigram entropy (3.3 nats) without warmup and reaches 2.6 with
-    # 100 warmup steps; pre-norm reaches 2.4 either way. 11-20 s a training run: 24 runs and
-    # the probe (about 30 s) took 4.8 minutes.
+                 stuck_patience=None, eval_every=0, eval_batches=1, log_every=1)),
+    # Depth 12 at lr 3e-3 (where post-norm without warmup was seen to stall at depth 8), every
+    # run to the end (no stuck test: outcomes are losses, not counts), 4 seeds so the warmup
+    # interaction has an interval. About 30 s a training run on one core of the 2-core
+    # reference machine.
     "quick": Size(
         Probe(d_model=64, n_heads=4, depths=(2, 4, 8, 16, 32, 64), seq_len=64, batch_size=8),
-        Training(d_model=32, n_heads=2, depths=(8,), warmups=(0, 100), lrs=(1e-3, 3e-3),
+        Training(d_model=32, n_heads=2, depths=(12,), warmups=(0, 100), lrs=(3e-3,),
                  placements=("pre", "post", "sandwich"), seq_len=64, batch_size=16, steps=300,
-                 stuck_patience=150, eval_every=50, eval_batches=4)),
-    # Hours: 120 training runs, an estimated 2 minutes each on one core.
+                 stuck_patience=None, eval_every=25, eval_batches=4)),
+    # Hours: 3 placements × 2 depths × 2 warmups × 2 lrs × 5 seeds = 120 training runs, an
+    # estimated 3 minutes each on one core.
     "full": Size(
         Probe(d_model=128, n_heads=4, depths=(2, 4, 8, 16, 32, 64), seq_len=128, batch_size=8),
-        Training(d_model=64, n_heads=4, depths=(8, 12), warmups=(0, 100), lrs=(1e-3, 3e-3),
+        Training(d_model=64, n_heads=4, depths=(12, 24), warmups=(0, 100), lrs=(1e-3, 3e-3),
                  placements=("pre", "post", "sandwich"), seq_len=64, batch_size=16,
-                 steps=1000, stuck_patience=300, eval_every=100, eval_batches=8)),
+                 steps=1000, stuck_patience=None, eval_every=50, eval_batches=8)),
 }
 
 
@@ -144,7 +151,7 @@ def train_config(training: Training, warmup: int, lr: float, seed: int):
                        seq_len=training.seq_len, lr=lr, warmup_steps=warmup, grad_clip=None,
                        init="xavier", seed=seed, eval_every=training.eval_every,
                        eval_batches=training.eval_batches, stuck_patience=training.stuck_patience,
-                       threads=1)
+                       log_every=training.log_every, threads=1)
 
 
 # --- part (a): gradients at initialisation ------------------------------------------------------
@@ -302,8 +309,42 @@ def _gradient_summary(probe: Probe, seeds: range,
                 per_layer_grad={
                     str(d): [mean_ci([r["down_proj_grad"][i] for r in runs(d)]).mean
                              for i in range(d)] for d in depths},
+                layer_spread_log2={
+                    str(d): mean_ci([_spread_log2(r["down_proj_grad"]) for r in runs(d)])
+                    for d in depths},
             )
     return out
+
+
+def _spread_log2(norms: list[float]) -> float | None:
+    """log2(max / min) over one stack's per-layer gradient norms."""
+    usable = [v for v in norms if v is not None and math.isfinite(v) and v > 0]
+    return math.log2(max(usable) / min(usable)) if len(usable) == len(norms) > 1 else None
+
+
+def _val_auc(result: dict[str, Any], seq_len: int) -> float | None:
+    """Mean validation loss over a finished run's evaluations: the area under its curve
+    divided by its length (evaluations are evenly spaced)."""
+    if result.get("status") != "ok":
+        return None
+    values = (result.get("curves") or {}).get("val", {}).get(str(seq_len)) or []
+    if not values or any(v is None or not math.isfinite(v) for v in values):
+        return None
+    return sum(values) / len(values)
+
+
+def _first_over_last_log2(result: dict[str, Any], warmup: int) -> float | None:
+    """Mean over the logged steps at or after warmup of log2(‖∇ first layer‖ / ‖∇ last
+    layer‖) (all of a layer's parameters), for a finished run."""
+    if result.get("status") != "ok":
+        return None
+    logged = (result.get("curves") or {}).get("layer_grad_norms") or {}
+    ratios = [math.log2(layers[0] / layers[-1])
+              for step, layers in zip(logged.get("step", []), logged.get("layer", []),
+                                      strict=True)
+              if step >= warmup and len(layers) > 1 and layers[0] and layers[-1]
+              and math.isfinite(layers[0]) and math.isfinite(layers[-1])]
+    return sum(ratios) / len(ratios) if ratios else None
 
 
 def _final_val(result: dict[str, Any]) -> float | None:
@@ -344,8 +385,45 @@ def _training_summary(training: Training, seeds: range,
                         runs=len(mine), status=status, val_loss=mean_ci(vals),
                         delta_vs_pre=delta,
                         steps_done=mean_ci([r.get("steps_done") for r in mine]).mean,
+                        val_auc=mean_ci([_val_auc(r, training.seq_len) for r in mine]),
+                        grad_first_over_last_log2=mean_ci(
+                            [_first_over_last_log2(r, warmup) for r in mine]),
                     ))
     return rows
+
+
+def _effects(training: Training, seeds: range,
+             by_key: dict[tuple, dict[str, Any]]) -> list[PlacementEffect]:
+    """The contrasts C13 and C19 are graded on, per depth, lr and non-zero warmup."""
+    if not {"pre", "post"} <= set(training.placements) or 0 not in training.warmups:
+        return []
+    effects = []
+    for depth in training.depths:
+        for lr in training.lrs:
+            for warmup in [w for w in training.warmups if w > 0]:
+                def vals(p: str, w: int, depth=depth, lr=lr) -> list[float | None]:
+                    return [_ok_val(by_key.get(("train", p, depth, w, lr, s)) or {})
+                            for s in seeds]
+
+                def ratios(p: str, depth=depth, lr=lr, warmup=warmup) -> Interval:
+                    return mean_ci([_first_over_last_log2(
+                        by_key.get(("train", p, depth, warmup, lr, s)) or {}, warmup)
+                        for s in seeds])
+
+                post_cold, post_warm = vals("post", 0), vals("post", warmup)
+                pre_cold, pre_warm = vals("pre", 0), vals("pre", warmup)
+                interaction = [
+                    None if None in (a, b, c, d) else (a - b) - (c - d)
+                    for a, b, c, d in zip(post_cold, post_warm, pre_cold, pre_warm,
+                                          strict=True)]
+                effects.append(PlacementEffect(
+                    depth=depth, lr=lr, warmup=warmup,
+                    warmup_interaction=mean_ci(interaction),
+                    pre_warmup_effect=paired_difference(pre_cold, pre_warm),
+                    post_vs_pre_warm=paired_difference(post_warm, pre_warm),
+                    post_grad_first_over_last_log2=ratios("post"),
+                    pre_grad_first_over_last_log2=ratios("pre")))
+    return effects
 
 
 def _g(value: float | None) -> str:
@@ -406,15 +484,26 @@ def summarise(size_name: str, seeds: range, results: list[tuple[RunSpec, dict[st
          for p, by_init in gradients.items() for i, g in by_init.items()],
         "Post-norm ends every layer in a norm (RMS ≈ 1); the pre-norm stream grows with depth "
         "unless the init scales the residual outputs down.")
+    effects = _effects(training, seeds, by_key)
+    spread_table = Table(
+        "At initialisation: how unevenly the layers of ONE stack get gradient",
+        ["placement", "init", *depth_columns],
+        [[p, i, *[format_level(g.layer_spread_log2[str(d)], 2) for d in probe.depths]]
+         for p, by_init in gradients.items() for i, g in by_init.items()],
+        "log2(max / min) of ‖∇W_down‖ over the layers of one model, mean [95% CI] over seeds: "
+        "1 means some layer gets twice the gradient of another. A factor that scales every "
+        "layer alike (the final norm's 1/√L) cancels here.")
     train_table = Table(
         f"Training {training.steps} steps, xavier init, no gradient clipping",
         ["placement", "depth", "warmup", "lr", "failed/runs (div, stuck)",
-         "val loss [95% CI]", "Δ vs pre [95% CI]"],
+         "val loss [95% CI]", "Δ vs pre [95% CI]", "mean val loss over training",
+         "log2 ‖∇first‖/‖∇last‖ [95% CI]"],
         [[r.placement, r.depth, r.warmup, f"{r.lr:g}",
           f"{r.failures}/{r.runs} ({r.status.get('diverged', 0)}, "
           f"{r.status.get('stuck', 0)})",
           format_level(r.val_loss),
-          "—" if r.delta_vs_pre is None else format_ci(r.delta_vs_pre, 3)]
+          "—" if r.delta_vs_pre is None else format_ci(r.delta_vs_pre, 3),
+          format_level(r.val_auc), format_level(r.grad_first_over_last_log2, 2)]
          for r in rows],
         "Val loss over the runs that finished (status ok); diverged and stuck runs count in "
         "the failed column only"
@@ -422,8 +511,22 @@ def summarise(size_name: str, seeds: range, results: list[tuple[RunSpec, dict[st
            f" (a stuck run stops at warmup + {training.stuck_patience} steps)")
         + ". Δ = this − pre at the same "
         "depth, warmup and lr, paired by seed over the seeds where both finished (n shown); "
-        "negative = lower loss than pre-norm. Unigram "
+        "negative = lower loss than pre-norm. Mean val loss over training: the area under the "
+        "validation curve over its length. Gradient ratio: whole first layer over whole last "
+        f"layer, logged every {training.log_every} steps after warmup. Unigram "
         f"entropy of the training bytes: {_g(entropy)} nats.")
+    effect_table = Table(
+        "Warmup and placement effects, paired by seed (final val loss, nats)",
+        ["depth", "lr", "warmup", "(post cold − warm) − (pre cold − warm) [95% CI]",
+         "pre cold − pre warm [95% CI]", "post warm − pre warm [95% CI]",
+         "log2 ‖∇first‖/‖∇last‖ post", "… pre"],
+        [[e.depth, f"{e.lr:g}", e.warmup, format_ci(e.warmup_interaction),
+          format_ci(e.pre_warmup_effect), format_ci(e.post_vs_pre_warm),
+          format_level(e.post_grad_first_over_last_log2, 2),
+          format_level(e.pre_grad_first_over_last_log2, 2)] for e in effects],
+        "Positive interaction: leaving warmup out costs post-norm more than pre-norm. Seeds "
+        "where any of the four runs failed drop out of the interaction (n shown); failures "
+        "are in the training table. Gradient ratios from the runs with warmup.")
     notes = [
         f"(a) probe: d_model={probe.d_model}, n_heads={probe.n_heads}, depths "
         f"{list(probe.depths)}, inits {list(probe.inits)}, one forward/backward of the "
@@ -442,12 +545,14 @@ def summarise(size_name: str, seeds: range, results: list[tuple[RunSpec, dict[st
         init_gradients=gradients,
         predictions=SlopePrediction(slope_last=dict(PREDICTED_SLOPE_LAST), init="xavier",
                                     source=XIONG),
-        training=rows, unigram_entropy=entropy, seeds=len(seeds), steps=training.steps,
-        size=asdict(size))
+        training=rows, effects=effects, unigram_entropy=entropy, seeds=len(seeds),
+        steps=training.steps, size=asdict(size))
     return Summary("placement", size_name, len(seeds),
-                   [last_table, first_table, rms_table, train_table], notes, data,
-                   first_seed=seeds.start)
+                   [last_table, first_table, spread_table, rms_table, train_table,
+                    effect_table], notes, data, first_seed=seeds.start)
 
 
 SUITE = Suite("placement", "pre vs post vs sandwich norm: gradients at init and training "
-              "(C12, C13, C19)", plan, summarise)
+              "(C12, C13, C19)", plan, summarise,
+              # C19's registered rules need four paired seeds (blocklab.claims.checks).
+              default_seeds={"tiny": 1, "quick": 4, "full": 5})
