@@ -95,10 +95,14 @@ def test_cli_lists_runs_without_a_result_and_exits_1(tmp_path, monkeypatch, caps
     (["--address", "auto"], "--address only apply with --executor ray"),
     (["--executor", "ray", "--cpus-per-run", "-1"], "RayExecutor.num_cpus=-1.0"),
 ])
-def test_bad_executor_flags_are_one_line_exit_2(tmp_path, capsys, args, message):
-    assert main(["suite", "ffn", "--tiny", "--out", str(tmp_path), *args]) == 2
+@pytest.mark.parametrize("command", [["suite", "ffn"], ["report", "--results"]])
+def test_bad_executor_flags_are_one_line_exit_2(tmp_path, capsys, args, message, command):
+    assert main([*command, str(tmp_path / "runs"), "--tiny", *args]
+                if command[0] == "report" else
+                [*command, "--tiny", "--out", str(tmp_path), *args]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1 and message in err
+    assert not (tmp_path / "runs").exists()  # refused before anything ran
 
 
 # --- Ray ----------------------------------------------------------------------------------------

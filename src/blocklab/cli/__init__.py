@@ -84,6 +84,26 @@ def jobs_executor(jobs: int | None):
     return ParallelExecutor(usable_cores() if jobs is None else jobs)
 
 
+def chosen_executor(kind: str, jobs: int | None, address: str | None, cpus: float | None,
+              gpus: float | None):
+    """A `ParallelExecutor` (--jobs worker processes here) or a `RayExecutor` from the flags."""
+    if kind == "process":
+        given = [flag for flag, value in (("--address", address), ("--cpus-per-run", cpus),
+                                          ("--gpus-per-run", gpus)) if value is not None]
+        if given:
+            raise InputError(f"{', '.join(given)} only apply with --executor ray")
+        return jobs_executor(jobs)
+    if kind != "ray":
+        raise InputError(f"--executor {kind!r} is not allowed; expected process or ray")
+    if jobs is not None:
+        raise InputError("--jobs applies to --executor process; with ray, --cpus-per-run "
+                         "sets how many runs share a node")
+    from blocklab.experiments.executors import RayExecutor
+
+    return RayExecutor(address=address, num_cpus=1 if cpus is None else cpus,
+                       num_gpus=0 if gpus is None else gpus)
+
+
 def fail(message: str) -> InputError:
     """The InputError to raise for bad input noticed by a command (one line, exit code 2)."""
     return InputError(message)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from blocklab.cli import app, chosen_size, jobs_executor
+from blocklab.cli import app, chosen_executor, chosen_size
 
 
 @app.command()
@@ -31,6 +31,18 @@ def report(
     no_run: bool = typer.Option(False, "--no-run",
                                 help="Render what is stored; run no suite."),
     no_progress: bool = typer.Option(False, "--no-progress", help="Hide the progress bars."),
+    executor: str = typer.Option("process", "--executor", help="process (worker processes on "
+                                 "this machine, see --jobs) or ray (each run a Ray task)."),
+    address: str = typer.Option(None, "--address", help="Ray: the cluster to join, auto, "
+                                "HEAD_IP:6379 or local; default: $RAY_ADDRESS, else a cluster "
+                                "running here, else local."),
+    cpus_per_run: float = typer.Option(None, "--cpus-per-run",
+                                       help="Ray: CPUs each run reserves (default: 1)."),
+    gpus_per_run: float = typer.Option(None, "--gpus-per-run",
+                                       help="Ray: GPUs each run reserves (default: 0)."),
+    plan: bool = typer.Option(False, "--plan",
+                              help="Run nothing: count the runs still missing and estimate "
+                                   "their time on this machine."),
 ) -> None:
     """Write OUT/index.html (plots embedded, opens from disk) and OUT/report.json: the claims
     ledger, the FFN, normalization, placement, position and deployment sections.
@@ -40,6 +52,9 @@ def report(
     and names the command for each missing suite. Exit code 1 if a suite, a claim check or a
     figure failed (the report is still written, saying so where it happened).
 
+    --plan runs nothing and prints, per suite, the runs still missing and their estimated
+    time on this machine (`blocklab.experiments.estimate`).
+
     Example: [bold]blocklab report --tiny --out report --lang zh[/bold]
     """
     from blocklab.claims.lang import resolve_lang
@@ -47,14 +62,17 @@ def report(
 
     size = chosen_size(size, tiny, quick, full)
     language = resolve_lang(lang)
-    executor = jobs_executor(jobs)
+    run_on = chosen_executor(executor, jobs, address, cpus_per_run, gpus_per_run)
+    if plan:
+        print_plan(results, size, seed_offset, jobs)
+        return
     start = time.perf_counter()
     errors = {}
     if not no_run:
         from blocklab.experiments.suites import run_suites
         from blocklab.report.build import SUITES
 
-        errors = run_suites(results, size, SUITES, executor=executor,
+        errors = run_suites(results, size, SUITES, executor=run_on,
                             progress=not no_progress, echo=typer.echo, seed_offset=seed_offset)
     index, doc = build_report(out, results, size, language, suite_errors=errors,
                               seed_offset=seed_offset)
@@ -73,3 +91,36 @@ def report(
     if failed:
         typer.echo(f"failed to run: {', '.join(failed)}", err=True)
         raise typer.Exit(1)
+
+
+def print_plan(results: Path, size: str, seed_offset: int, jobs: int | None) -> None:
+    """The runs `report` would still do at `size`, with their estimated time here."""
+    from rich.table import Table
+
+    from blocklab.cli import console
+    from blocklab.experiments.estimate import estimate_suites, hours
+    from blocklab.experiments.executors import usable_cores
+    from blocklab.report.build import SUITES
+
+    plan = estimate_suites(results, size, SUITES, seed_offset=seed_offset)
+    workers = usable_cores() if jobs is None else jobs
+    table = Table(title=f"blocklab report --size {size}: runs still to do")
+    for column in ("suite", "runs", "stored", "to run", "core time", "timed (alone)",
+                   "unpriced"):
+        table.add_column(column)
+    for s in plan.suites:
+        table.add_row(s.suite, str(s.runs), str(s.stored), str(s.runs - s.stored),
+                      hours(s.untimed_s + s.timed_s), hours(s.timed_s), str(s.unknown))
+    out = console()
+    out.print(table)
+    if plan.flops_per_s is None:
+        out.print("No stored training run under --results to measure this machine's rate on: "
+                  "run `blocklab report --quick` first, then ask again.")
+        return
+    unpriced = sum(s.unknown for s in plan.suites)
+    out.print(f"Rate: {plan.flops_per_s / 1e9:.1f} GFLOP/s a core, from {plan.calibrated_on} "
+              f"stored training runs (wall time, evaluation included; small models, so larger "
+              f"runs are estimated long). Estimated: {hours(plan.core_s)} of one core; "
+              f"{hours(plan.wall_s(workers))} on {workers} worker(s)"
+              + (f"; {unpriced} run(s) not priced (no stored run of their kind)" if unpriced
+                 else "") + ".")

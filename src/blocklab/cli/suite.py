@@ -7,8 +7,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from blocklab.cli import app, chosen_size, console, jobs_executor
-from blocklab.errors import InputError
+from blocklab.cli import app, chosen_executor, chosen_size, console
 
 if TYPE_CHECKING:
     from blocklab.experiments.summaries import Summary
@@ -56,7 +55,7 @@ def suite(
     from blocklab.experiments.suites.base import SuiteIncomplete
 
     chosen = get_suite(name)
-    run_on = _executor(executor, jobs, address, cpus_per_run, gpus_per_run)
+    run_on = chosen_executor(executor, jobs, address, cpus_per_run, gpus_per_run)
     try:
         summary = run_suite(chosen, size, seeds, out, progress=not (no_progress or as_json),
                             executor=run_on, seed_offset=seed_offset)
@@ -73,26 +72,6 @@ def suite(
         typer.echo(result_json(summary.to_dict()), nl=False)  # strict JSON: NaN as null
         return
     print_summary(summary)
-
-
-def _executor(kind: str, jobs: int | None, address: str | None, cpus: float | None,
-              gpus: float | None):
-    """A `ParallelExecutor` (--jobs worker processes here) or a `RayExecutor` from the flags."""
-    if kind == "process":
-        given = [flag for flag, value in (("--address", address), ("--cpus-per-run", cpus),
-                                          ("--gpus-per-run", gpus)) if value is not None]
-        if given:
-            raise InputError(f"{', '.join(given)} only apply with --executor ray")
-        return jobs_executor(jobs)
-    if kind != "ray":
-        raise InputError(f"--executor {kind!r} is not allowed; expected process or ray")
-    if jobs is not None:
-        raise InputError("--jobs applies to --executor process; with ray, --cpus-per-run "
-                         "sets how many runs share a node")
-    from blocklab.experiments.executors import RayExecutor
-
-    return RayExecutor(address=address, num_cpus=1 if cpus is None else cpus,
-                       num_gpus=0 if gpus is None else gpus)
 
 
 def print_summary(summary: Summary) -> None:
