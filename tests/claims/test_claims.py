@@ -270,10 +270,17 @@ def test_norm_cost_verdict_logic(tmp_path, step, equivalent, verdict, parts):
         # a forward-only ratio is not graded: the claim is about training (forward+backward)
         ratios=[_ratio("plain", ratio, low, high), _ratio("blocklab", 3.0, 2.5, 3.5),
                 _ratio("plain", 2.0, 1.9, 2.1, pass_name="fwd")],
-        step_time={"1": StepTime(threads=1, model={"d_model": 64}, params={"rmsnorm": 10},
-                                 rmsnorm_ms=2.0, layernorm_ms=2.0,
-                                 time=TimeRatio(ratio=step[0], ci_low=step[1],
-                                                ci_high=step[2], repeats=30))},
+        step_time={
+            "like-for-like/1": StepTime(threads=1, model={"d_model": 64},
+                                        params={"rmsnorm": 10}, rmsnorm_ms=2.0,
+                                        layernorm_ms=2.0, path="like-for-like",
+                                        time=TimeRatio(ratio=step[0], ci_low=step[1],
+                                                       ci_high=step[2], repeats=30)),
+            # blocklab's own fused path is reported beside, never graded
+            "blocklab/1": StepTime(threads=1, model={"d_model": 64}, params={"rmsnorm": 10},
+                                   rmsnorm_ms=2.0, layernorm_ms=2.0, path="blocklab",
+                                   time=TimeRatio(ratio=0.5, ci_low=0.4, ci_high=0.6,
+                                                  repeats=30))},
         quality=NormQuality(rmsnorm=loss, layernorm=loss, delta=_ci(0.0, -0.01, 0.01),
                             margin=0.02, equivalent=equivalent, verdict="equivalent",
                             seeds=[0, 1, 2], statuses={}, unigram_entropy=None)))
@@ -289,7 +296,8 @@ def test_norm_cost_verdict_logic(tmp_path, step, equivalent, verdict, parts):
         "d": 1024, "rows": 1024, "threads": 1, "impl": "rmsnorm:plain",
         "layernorm_impl": "layernorm:plain", "pass": "fwdbwd", "ratio_vs_layernorm": ratio,
         "ci_low": low, "ci_high": high, "repeats": 5}
-    assert row.evidence["step_time"]["1"]["ratio"] == step[0]
+    assert row.evidence["step_time"]["like-for-like/1"]["ratio"] == step[0]
+    assert "fused add+RMSNorm kernel instead, the ratio is 0.500" in row.summary
     assert row.evidence["quality"]["delta"]["ci_high"] == 0.01
     assert "over 3 seeds" in row.summary and "±0.02" in row.summary
 

@@ -251,6 +251,7 @@ class StepTime:
     rmsnorm_ms: float
     layernorm_ms: float
     time: TimeRatio
+    path: str  # "blocklab" (the models as built) or "like-for-like" (both by PyTorch's kernels)
 
 
 @dataclass(frozen=True)
@@ -271,7 +272,7 @@ class NormCostData:
     kernels: list[KernelTiming]
     ratios: list[KernelRatio]
     compile: list[CompileTime]
-    step_time: dict[str, StepTime]  # threads -> step timing
+    step_time: dict[str, StepTime]  # "<path>/<threads>" -> step timing
     quality: NormQuality
 
 

@@ -211,13 +211,14 @@ def fig_norm_cost(doc: dict[str, Any]) -> bytes | None:
         ax.set_xlabel("d (hidden size)")
         ax.set_title(title, fontsize=10)
     step_ax = axes[0, 2]
-    threads = sorted(steps, key=int)  # keys are thread counts
-    for i, key in enumerate(threads):
+    keys = sorted(steps, key=lambda k: (steps[k].threads, steps[k].path))
+    for i, key in enumerate(keys):
         ratio = steps[key].time
         step_ax.errorbar([i], [ratio.ratio], yerr=[[ratio.ratio - ratio.ci_low],
                                                    [ratio.ci_high - ratio.ratio]],
                          fmt="s", color="black", capsize=4)
-    step_ax.set_xticks(range(len(steps)), [f"{t} thread(s)" for t in threads])
+    step_ax.set_xticks(range(len(steps)), [f"{steps[k].path}\n{steps[k].threads} thread(s)"
+                                           for k in keys], fontsize=8)
     step_ax.set_xlim(-0.8, max(len(steps) - 0.2, 0.8))
     step_ax.set_title("whole training step", fontsize=10)
     for ax in axes.flat:

@@ -93,9 +93,10 @@ def test_tiny_suite_end_to_end(tmp_path):
     assert data.ratios
     for ratio in data.ratios:
         assert ratio.time.ci_low <= ratio.time.ratio <= ratio.time.ci_high
-    step = data.step_time["1"]
-    assert step.rmsnorm_ms > 0 and step.layernorm_ms > 0
-    assert step.time.ci_low <= step.time.ratio <= step.time.ci_high
+    assert set(data.step_time) == {"blocklab/1", "like-for-like/1"}
+    for step in data.step_time.values():
+        assert step.rmsnorm_ms > 0 and step.layernorm_ms > 0
+        assert step.time.ci_low <= step.time.ratio <= step.time.ci_high
     quality = data.quality
     assert quality.margin == nc.EQUIVALENCE_MARGIN and quality.delta.n == 2
     assert isinstance(quality.equivalent, bool)
@@ -128,3 +129,23 @@ def test_only_a_compiled_implementation_may_fail_without_stopping_the_timing(mon
     monkeypatch.setattr(nc, "build_implementations", impls("rmsnorm:plain"))
     with pytest.raises(RuntimeError, match="kernel exploded"):
         nc.time_kernels(8, 4, repeats=2, compile=False, threads=1, block_s=1e-4)
+
+
+def test_like_for_like_computes_the_same_model_by_pytorchs_own_kernels():
+    from blocklab.experiments.trainer import TrainConfig, build_model
+    from blocklab.nn.norm import RMSNorm
+
+    mc = nc._model_config("rmsnorm", 64, 2, 16)
+    built = build_model(mc, TrainConfig(seed=3))
+    swapped = nc.like_for_like(build_model(mc, TrainConfig(seed=3)))
+    assert not any(isinstance(m, RMSNorm) for m in swapped.modules())
+    # No fused residual form is left: every block adds its residual apart, as LayerNorm's do.
+    assert not any(hasattr(m, "forward_add") for m in swapped.modules())
+    ids = torch.randint(0, 256, (2, 16), generator=torch.Generator().manual_seed(0))
+    torch.testing.assert_close(swapped(ids), built(ids), rtol=1e-5, atol=1e-5)
+    swapped(ids).sum().backward()
+    built(ids).sum().backward()
+    gain = swapped.layers[0].ffn_norm.weight.grad
+    torch.testing.assert_close(gain, built.layers[0].ffn_norm.weight.grad, rtol=1e-4, atol=1e-5)
+    with pytest.raises(ValueError, match="not a plain RMSNorm"):
+        nc.like_for_like(build_model(mc.replace(norm_unit_offset=True), TrainConfig(seed=3)))

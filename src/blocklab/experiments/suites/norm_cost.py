@@ -9,7 +9,12 @@ The page says RMSNorm needs "about 7% less compute" than LayerNorm at nearly the
                Bytes saved for backward are counted by `saved_tensor_bytes` (exact, no timing).
     step       one run: a small DecoderLM with norm="rmsnorm" and one with "layernorm" (same
                everything else, same initial weights where names match), training steps
-               alternated between the two.
+               alternated between the models, on two code paths:
+                   blocklab       the models as built: blocklab's RMSNorm adds the residual and
+                                  normalises in one fused kernel, LayerNorm is F.layer_norm
+                   like-for-like  both norms by PyTorch's own kernels (F.rms_norm and
+                                  F.layer_norm), the residual added apart in both: the
+                                  difference is the normalisation, not the implementation
     quality    trainer runs of the same two models on stdlib, paired by seed; the paired Δ val
                loss is judged against an equivalence margin.
 
@@ -355,36 +360,81 @@ def _model_config(norm: str, d_model: int, n_layers: int, seq_len: int) -> Model
                        position="rope", name=f"norm-cost-{norm}")
 
 
+def _torch_rms_norm_module(norm):
+    """A module computing `norm`'s function (an RMSNorm with a plain gain) by PyTorch's own
+    kernel, F.rms_norm, sharing its gain; it has no fused residual form, so a block adds the
+    residual apart, as it does for LayerNorm."""
+    import torch.nn.functional as F
+    from torch import nn
+
+    class _TorchRMSNorm(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.weight, self.eps = norm.weight, norm.eps
+
+        def forward(self, x):
+            """x: [..., d] -> [..., d]."""
+            return F.rms_norm(x, (x.shape[-1],), self.weight, self.eps)
+
+    return _TorchRMSNorm()
+
+
+def like_for_like(model):
+    """`model` (a DecoderLM) with every RMSNorm replaced in place by PyTorch's F.rms_norm, the
+    counterpart of the F.layer_norm every LayerNorm model runs. Refuses an RMSNorm whose
+    function F.rms_norm does not compute (a (1 + γ) gain, or statistics in another dtype)."""
+    from blocklab.nn.norm import RMSNorm
+
+    for parent in list(model.modules()):
+        for name, child in list(parent.named_children()):
+            if isinstance(child, RMSNorm):
+                if getattr(child, "unit_offset", False) or child.cast != "llama":
+                    raise ValueError(f"like_for_like: {name} is not a plain RMSNorm")
+                setattr(parent, name, _torch_rms_norm_module(child))
+    return model
+
+
+STEP_PATHS = ("blocklab", "like-for-like")
+
+
 def time_training_steps(step: dict[str, Any], *, threads: int, seed: int = 0) -> dict[str, Any]:
     """Seconds per optimizer step (forward, backward, clip, AdamW) of the rmsnorm and layernorm
-    models, steps alternated between them (the first of each pair alternates too); the first
-    `warmup` pairs are not recorded. Both see the same batches."""
+    models on each code path of `STEP_PATHS`, the four models' steps interleaved (the order
+    rotating by one every repeat); the first `warmup` repeats are not recorded. All see the
+    same batches.
+
+    Returns "step_s": {path: {norm: [seconds per repeat]}}.
+    """
     from blocklab.experiments.data import load_corpus, sample_batch
     from blocklab.experiments.trainer import TrainConfig, build_model, make_optimizer, train_step
 
     started = time.perf_counter()
     corpus = load_corpus("stdlib")
     tc = TrainConfig(steps=1, batch_size=step["batch_size"], seq_len=step["seq_len"], seed=seed)
+    keys = [(path, norm) for path in STEP_PATHS for norm in NORM_NAMES]
     with torch_threads(threads):
         models, optimizers = {}, {}
-        for norm in NORM_NAMES:
+        for path, norm in keys:
             mc = _model_config(norm, step["d_model"], step["n_layers"], step["seq_len"])
-            models[norm] = build_model(mc, tc)
-            optimizers[norm] = make_optimizer(models[norm], tc)
-        params = {norm: list(model.parameters()) for norm, model in models.items()}
-        times: dict[str, list[float]] = {norm: [] for norm in NORM_NAMES}
+            model = build_model(mc, tc)
+            models[path, norm] = like_for_like(model) if path == "like-for-like" else model
+            optimizers[path, norm] = make_optimizer(models[path, norm], tc)
+        params = {key: list(model.parameters()) for key, model in models.items()}
+        times: dict[str, dict[str, list[float]]] = {
+            path: {norm: [] for norm in NORM_NAMES} for path in STEP_PATHS}
         for i in range(step["warmup"] + step["repeats"]):
             batch = sample_batch(corpus.train, seed=seed, step=i, batch_size=tc.batch_size,
                                  seq_len=tc.seq_len)
-            order = NORM_NAMES if i % 2 == 0 else NORM_NAMES[::-1]
-            for norm in order:
+            for path, norm in keys[i % len(keys):] + keys[:i % len(keys)]:
                 tick = time.perf_counter()
-                train_step(models[norm], batch, optimizers[norm], params[norm], lr=tc.lr,
+                train_step(models[path, norm], batch, optimizers[path, norm],
+                           params[path, norm], lr=tc.lr,
                            grad_clip=tc.grad_clip)  # the trainer's step, timed whole
                 if i >= step["warmup"]:
-                    times[norm].append(time.perf_counter() - tick)
-    params = {norm: sum(p.numel() for p in m.parameters()) for norm, m in models.items()}
-    return {"status": "ok", "kind": "step", "threads": threads, "model": step, "params": params,
+                    times[path][norm].append(time.perf_counter() - tick)
+    counts = {norm: sum(p.numel() for p in models["blocklab", norm].parameters())
+              for norm in NORM_NAMES}
+    return {"status": "ok", "kind": "step", "threads": threads, "model": step, "params": counts,
             "step_s": times, "wall_time_s": time.perf_counter() - started}
 
 
@@ -560,20 +610,25 @@ def summarise(size: str, seeds: range, results: list[tuple[RunSpec, dict[str, An
     for spec, result in results:
         if spec.arm != "step" or result.get("status") != "ok":
             continue
-        times = result["step_s"]
-        entry = StepTime(threads=result["threads"], model=result["model"],
-                         params=result["params"], rmsnorm_ms=_median_ms(times["rmsnorm"]),
-                         layernorm_ms=_median_ms(times["layernorm"]),
-                         time=bootstrap_ratio_ci(times["rmsnorm"], times["layernorm"]))
-        step_time[str(result["threads"])] = entry
         m = result["model"]
-        step_rows.append([f"d={m['d_model']} L={m['n_layers']} T={m['seq_len']} "
-                          f"B={m['batch_size']}", result["threads"], entry.rmsnorm_ms,
-                          entry.layernorm_ms, _ratio_text(entry.time, 3)])
+        for path, times in result["step_s"].items():
+            entry = StepTime(threads=result["threads"], model=m, params=result["params"],
+                             rmsnorm_ms=_median_ms(times["rmsnorm"]),
+                             layernorm_ms=_median_ms(times["layernorm"]),
+                             time=bootstrap_ratio_ci(times["rmsnorm"], times["layernorm"]),
+                             path=path)
+            step_time[f"{path}/{result['threads']}"] = entry
+            step_rows.append([f"d={m['d_model']} L={m['n_layers']} T={m['seq_len']} "
+                              f"B={m['batch_size']}", path, result["threads"], entry.rmsnorm_ms,
+                              entry.layernorm_ms, _ratio_text(entry.time, 3)])
     tables.append(Table(
         "Training step time, DecoderLM with RMSNorm vs LayerNorm (median ms)",
-        ["model", "threads", "RMSNorm ms", "LayerNorm ms", "ratio RMS/LN [95% CI]"], step_rows,
-        "Forward, backward, clipping and AdamW; steps alternate between the two models."))
+        ["model", "code path", "threads", "RMSNorm ms", "LayerNorm ms",
+         "ratio RMS/LN [95% CI]"], step_rows,
+        "Forward, backward, clipping and AdamW; the four models' steps interleave. blocklab: "
+        "the models as built (RMSNorm fused with the residual add in one kernel); "
+        "like-for-like: both norms by PyTorch's own kernels (F.rms_norm, F.layer_norm), the "
+        "residual added apart."))
 
     losses: dict[str, dict[int, float | None]] = {norm: {} for norm in NORM_NAMES}
     statuses: dict[str, list[str]] = {norm: [] for norm in NORM_NAMES}
