@@ -154,7 +154,7 @@ def test_ffn_verdict_logic(tmp_path, swiglu, geglu, glu, verdict, parts):
             for name, rel in (("swiglu", swiglu), ("geglu", geglu), ("glu", glu))}
     _write(tmp_path, "ffn", FfnData(arms=arms, seeds=3, steps=100, init="fan_in", lr_grid=[3e-3],
                                     lr_trials=[], lr_at_edge=[], sensitivity=SENSITIVITY,
-                                    warmup_steps=10,
+                                    trend=[], trend_change=Interval(0), warmup_steps=10,
                                     unigram_entropy=None, baseline="relu", page={},
                                     equal_time_ms=None, size={"d_model": 64}))
     (row,) = run_claims(["C16"], Context(tmp_path, "quick"))
@@ -197,7 +197,8 @@ def _placement(pre_failures: int, effect: PlacementEffect,
         init_gradients=grads,
         predictions=SlopePrediction(slope_last={"post": 0.0, "pre": -0.5}, init="xavier",
                                     source="test"),
-        training=cells, effects=[effect], unigram_entropy=None, seeds=4, steps=300, size={})
+        training=cells, effects=[effect], interaction_trend=_ci(0.2, 0.1, 0.3, 4),
+        unigram_entropy=None, seeds=4, steps=300, size={})
 
 
 def _effect(pre, interaction, post_ratio, post_vs_pre) -> PlacementEffect:
@@ -429,3 +430,23 @@ def test_the_quick_ffn_suite_runs_the_seeds_c16s_rule_needs():
 
     seeds = get_suite("ffn").default_seeds
     assert seeds["quick"] >= C16_MIN_SEEDS and seeds["full"] >= C16_MIN_SEEDS
+
+
+@pytest.mark.parametrize(("change", "word"), [
+    (_ci(-2.0, -3.0, -1.0, 5), "grows"), (_ci(2.0, 1.0, 3.0, 5), "shrinks"),
+    (_ci(0.5, -1.0, 2.0, 5), "shows no resolved trend"), (Interval(0), "shows no resolved trend"),
+])
+def test_c16_says_whether_swiglus_effect_grows_with_model_size(tmp_path, change, word):
+    from blocklab.experiments.summaries import FfnTrendPoint
+
+    arms = {name: _ffn_arm(_ci(-1.0, -2.0, 0.5, 5)) for name in ("relu", "swiglu", "geglu", "glu")}
+    trend = [FfnTrendPoint(d, 1000 * d, _ci(-1.0, -2.0, 0.0, 5), {"relu": 1e-2, "swiglu": 1e-2})
+             for d in (32, 64)]
+    _write(tmp_path, "ffn", FfnData(arms=arms, seeds=5, steps=100, init="fan_in",
+                                    lr_grid=[3e-3, 1e-2, 3e-2], lr_trials=[], lr_at_edge=[],
+                                    sensitivity=SENSITIVITY, trend=trend, trend_change=change,
+                                    warmup_steps=10, unigram_entropy=None, baseline="relu",
+                                    page={}, equal_time_ms=None, size={"d_model": 64}))
+    (row,) = run_claims(["C16"], Context(tmp_path, "quick"))
+    assert f"the advantage {word} with size here" in row.summary
+    assert [p["d_model"] for p in row.evidence["trend"]] == [32, 64]

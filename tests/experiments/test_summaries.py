@@ -16,6 +16,7 @@ from blocklab.experiments.summaries import (
     FfnArm,
     FfnData,
     FfnSensitivity,
+    FfnTrendPoint,
     Interval,
     LrTrial,
     PositionArm,
@@ -39,10 +40,11 @@ def _arm(**changes) -> FfnArm:
 
 def _ffn_summary() -> Summary:
     data = FfnData(arms={"swiglu": _arm()}, seeds=2, steps=10, init="fan_in",
-                   lr_grid=[1e-3, 3e-3], lr_trials=[LrTrial("swiglu", 1e-3, 7, "ok", 3.2)],
+                   lr_grid=[1e-3, 3e-3], lr_trials=[LrTrial("swiglu", 1e-3, 7, "ok", 3.2, 64)],
                    lr_at_edge=["swiglu"], sensitivity=FfnSensitivity(
                        "gpt2", 3e-3, {"swiglu": Interval(0)}, {"swiglu": Interval(1, 2.0)}),
-                   warmup_steps=2,
+                   trend=[FfnTrendPoint(32, 1000, Interval(0), {"relu": 1e-2})],
+                   trend_change=Interval(0), warmup_steps=2,
                    unigram_entropy=4.0, baseline="relu", page={"swiglu": (1.0, 2.0)},
                    equal_time_ms=None, size={"d_model": 64})
     return Summary("ffn", "quick", 2, [Table("t", ["a"], [[1, None, "x"]], "c")], ["n"], data,

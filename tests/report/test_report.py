@@ -251,7 +251,7 @@ def test_a_summary_that_does_not_decode_is_a_figure_error(built, tmp_path):
         arm["validation_loss"] = arm.pop("val_loss")
     index = write_report(doc, tmp_path / "out", "en")
     data = json.loads((tmp_path / "out" / "report.json").read_text(encoding="utf-8"))
-    assert set(data["figure_errors"]) == {"ffn_variants", "ffn_loss_curves"}
+    assert set(data["figure_errors"]) == {"ffn_variants", "ffn_loss_curves", "scale_trend"}
     error = data["figure_errors"]["ffn_variants"]
     assert error.startswith("ResultsError: report document: summary of ffn.data.arms.")
     assert "validation_loss" in error and "val_loss" in error

@@ -592,6 +592,14 @@ def c16(ctx: Context) -> Finding:
                    f"{again.lr:g} for all) the same seeds give: {shift}." if shift else "")
     sensitivity_zh = (f"在本套件早先的设置下（{again.init} 初始化，所有组共用学习率 {again.lr:g}），同样的种子"
                       f"给出：{shift}。" if shift else "")
+    points = ", ".join(f"d={p.d_model}: {_ci_text(p.rel_delta_pct, 2, '%')}" for p in data.trend)
+    direction = _trend_word(data.trend_change, grows_when="below")
+    trend_en = (f" Scale trend of SwiGLU − ReLU over widths ({points}): change from the "
+                f"smallest to the largest {_ci_text(data.trend_change, 2, ' points')}, so the "
+                f"advantage {direction} with size here." if len(data.trend) > 1 else "")
+    trend_zh = (f"规模趋势（SwiGLU 相对 ReLU，按宽度：{points}）：从最小到最大宽度的变化 "
+                f"{_ci_text(data.trend_change, 2, ' 个百分点')}，即优势随规模"
+                f"{_TREND_ZH[direction]}。" if len(data.trend) > 1 else "")
     return Finding(
         verdict,
         f"Loss change vs ReLU at equal parameters and tokens (negative = better; mean [95% CI] "
@@ -600,20 +608,35 @@ def c16(ctx: Context) -> Finding:
         f"separate tuning seeds: {lrs}): {graded}. The page claims gains of {claimed}. Each "
         f"part is graded by its registered rule (at least {C16_MIN_SEEDS} seeds; margin "
         f"±{C16_MARGIN_PCT:g}%); without a 2× longer run a loss here is 'not reproduced', never "
-        f"'contradicted'.{sensitivity} A small model ({_size_text(data.size)}); the papers' "
-        "gains come from far larger ones.",
+        f"'contradicted'.{sensitivity}{trend_en} A small model ({_size_text(data.size)}); the "
+        "papers' gains come from far larger ones.",
         f"等参数、等 token 下相对 ReLU 的损失变化（负为更好；{seeds} 个配对种子、{steps} 步、stdlib 语料、"
         f"{data.init} 初始化，每组在独立调参种子上从 "
         f"{{{', '.join(f'{lr:g}' for lr in data.lr_grid)}}} 中选出自己的学习率：{lrs}）的均值 "
         f"[95% 置信区间]：{graded}。页面称分别提升 "
         f"{'、'.join(page_gain_text(a).lstrip('+') for a in page)}。每一部分按预先登记的规则判定（至少 "
         f"{C16_MIN_SEEDS} 个种子，等价边界 ±{C16_MARGIN_PCT:g}%）；没有 2 倍长度的训练验证，结果较差只能算"
-        f"“此规模下未复现”，不能算“此规模下被否定”。{sensitivity_zh}这是小模型的结果，论文中的提升来自大得多的模型。",
+        f"“此规模下未复现”，不能算“此规模下被否定”。{sensitivity_zh}{trend_zh}这是小模型的结果，论文中的提升来自大得多的模型。",
         {"arms": rows, "seeds": seeds, "steps": steps, "init": data.init,
          "lr": {arm: arm_data.lr for arm, arm_data in arms.items()},
          "lr_grid": data.lr_grid, "sensitivity": asdict(again),
+         "trend": [asdict(p) for p in data.trend], "trend_change": asdict(data.trend_change),
          "unigram_entropy": data.unigram_entropy},
         ctx.suite_command("ffn"), "ffn_variants", parts, C16_COMBINES)
+
+
+_TREND_ZH = {"grows": "增大", "shrinks": "缩小", "shows no resolved trend": "无可分辨的趋势"}
+
+
+def _trend_word(change: Interval, grows_when: str) -> str:
+    """'grows' / 'shrinks' when the 95% CI of a change across sizes excludes 0 (`grows_when`:
+    the side, 'below' or 'above', on which the effect grows), else no resolved trend."""
+    if change.ci_low is None or change.ci_high is None:
+        return "shows no resolved trend"
+    side = "below" if change.ci_high < 0 else "above" if change.ci_low > 0 else None
+    if side is None:
+        return "shows no resolved trend"
+    return "grows" if side == grows_when else "shrinks"
 
 
 def _size_text(size: dict[str, Any]) -> str:
@@ -798,21 +821,30 @@ def c19(ctx: Context) -> Finding:
                "not-reproduced-at-this-scale" if held == 0 else "conditional")
     post = data.init_gradients["post"]["xavier"]
     graded = "; ".join(f"{p.name}: {p.estimate.text()} → {p.verdict}" for p in parts)
+    depths = sorted({e.depth for e in data.effects})
+    direction = _trend_word(data.interaction_trend, grows_when="above")
+    trend_en = (f" Depth trend: the interaction at depth {depths[-1]} minus at depth "
+                f"{depths[0]} is {_ci_text(data.interaction_trend, 3, ' nats')}, so the need "
+                f"for warmup {direction} with depth here." if len(depths) > 1 else "")
+    trend_zh = (f"深度趋势：深度 {depths[-1]} 与深度 {depths[0]} 的交互作用之差为 "
+                f"{_ci_text(data.interaction_trend, 3, ' nats')}，即对 warmup 的需要随深度"
+                f"{_TREND_ZH[direction]}。" if len(depths) > 1 else "")
     return Finding(
         verdict,
         f"Depth {effect.depth}, lr {effect.lr:g}, {data.seeds} seeds, paired by seed: "
         f"{graded}. Failures (counted apart): pre-norm {pre_f}/{pre_n}; post-norm "
         f"{post_cold}/{post_cold_n} without warmup, {post_warm}/{post_warm_n} with. At "
         f"initialisation (xavier) the post-norm first layer's gradient changes with depth at "
-        f"log-log slope {_ci_text(post.slope_first_ci, 2, '')}. Every arm at one learning rate "
-        "and one run length on a small model: a part that fails is not reproduced at this "
-        "scale, never contradicted.",
+        f"log-log slope {_ci_text(post.slope_first_ci, 2, '')}.{trend_en} Every arm at one "
+        "learning rate and one run length on a small model: a part that fails is not "
+        "reproduced at this scale, never contradicted.",
         f"深度 {effect.depth}、学习率 {effect.lr:g}、{data.seeds} 个种子，按种子配对：{graded}。失败（单独计数）："
         f"Pre-Norm {pre_f}/{pre_n}；Post-Norm 无 warmup {post_cold}/{post_cold_n}，有 warmup "
         f"{post_warm}/{post_warm_n}。初始化时（xavier）Post-Norm 第一层梯度随深度变化的双对数斜率为 "
-        f"{_ci_text(post.slope_first_ci, 2, '')}。各组共用一个学习率和一种训练长度，且模型很小："
+        f"{_ci_text(post.slope_first_ci, 2, '')}。{trend_zh}各组共用一个学习率和一种训练长度，且模型很小："
         "不成立的部分只能算“此规模下未复现”，不能算“被否定”。",
-        {"effect": asdict(effect), "failures": {"pre": [pre_f, pre_n],
+        {"effect": asdict(effect), "interaction_trend": asdict(data.interaction_trend),
+         "effects": [asdict(e) for e in data.effects], "failures": {"pre": [pre_f, pre_n],
                                                 "post_cold": [post_cold, post_cold_n],
                                                 "post_warm": [post_warm, post_warm_n]},
          "post_slope_first": asdict(post.slope_first_ci),

@@ -90,6 +90,18 @@ class LrTrial:
     seed: int
     status: str
     val_loss: float | None  # None when the run does not count (not ok, or above entropy)
+    d_model: int  # the model width tuned (the suite's own, or a scale-trend width)
+
+
+@dataclass(frozen=True)
+class FfnTrendPoint:
+    """SwiGLU vs ReLU at one model width: Δ% = 100·(swiglu − relu)/relu, paired by seed, each
+    arm at its own lr tuned at that width."""
+
+    d_model: int
+    params: int  # the relu model's parameter count
+    rel_delta_pct: Interval
+    lrs: dict[str, float]
 
 
 @dataclass(frozen=True)
@@ -113,6 +125,10 @@ class FfnData:
     lr_trials: list[LrTrial]
     lr_at_edge: list[str]  # arms whose best lr is the grid's smallest or largest
     sensitivity: FfnSensitivity
+    trend: list[FfnTrendPoint]  # ascending width; the suite's own width among them
+    # Δ% at the largest width − Δ% at the smallest, paired by seed: negative = SwiGLU's
+    # advantage grows with model size.
+    trend_change: Interval
     warmup_steps: int
     unigram_entropy: float | None
     baseline: str
@@ -190,6 +206,9 @@ class PlacementData:
     predictions: SlopePrediction
     training: list[PlacementCell]
     effects: list[PlacementEffect]
+    # Warmup interaction at the deepest minus the shallowest depth, paired by seed (highest lr,
+    # longest warmup): positive = post-norm's need for warmup grows with depth.
+    interaction_trend: Interval
     unigram_entropy: float | None
     seeds: int
     steps: int

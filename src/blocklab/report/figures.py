@@ -504,6 +504,53 @@ def _suite_command(doc: dict[str, Any], suite: str) -> str:
     return doc["suites"][suite]["command"]
 
 
+# --- scale trends ---------------------------------------------------------------------------------
+def fig_scale_trend(doc: dict[str, Any]) -> bytes | None:
+    """C16's SwiGLU − ReLU against model size and C19's warmup interaction against depth."""
+    ffn: FfnData | None
+    placement: PlacementData | None
+    ffn, _ = _summary(doc, "ffn")
+    placement, _ = _summary(doc, "placement")
+    if (ffn is None or len(ffn.trend) < 2) and (
+            placement is None or len({e.depth for e in placement.effects}) < 2):
+        return None
+    fig, axes = _new(10, 3.8, 2, 1)
+    left, right = axes[0, 0], axes[0, 1]
+    if ffn is not None and len(ffn.trend) > 1:
+        for point in ffn.trend:
+            _errorbar(left, point.params, point.rel_delta_pct, fmt="o", color="C0", capsize=4)
+        left.plot([p.params for p in ffn.trend], [p.rel_delta_pct.mean for p in ffn.trend],
+                  color="C0", lw=1)
+        if "swiglu" in ffn.page:  # the page's gain over ReLU, %: (low, high)
+            low, high = ffn.page["swiglu"]
+            left.axhspan(-high, -low, color="red", alpha=0.12,
+                         label=f"page: {low:g}–{high:g}% better")
+        left.set_xscale("log")
+        left.set_xlabel("parameters (ReLU model)")
+        left.set_ylabel("SwiGLU − ReLU val loss, %")
+        left.set_title("C16: SwiGLU vs ReLU by model size", fontsize=10)
+        left.legend(fontsize=7)
+    else:
+        left.set_axis_off()
+    if placement is not None and len({e.depth for e in placement.effects}) > 1:
+        lr = max(e.lr for e in placement.effects)
+        chosen = sorted((e for e in placement.effects if e.lr == lr), key=lambda e: e.depth)
+        for effect in chosen:
+            _errorbar(right, effect.depth, effect.warmup_interaction, fmt="s", color="C3",
+                      capsize=4)
+        right.plot([e.depth for e in chosen], [e.warmup_interaction.mean for e in chosen],
+                   color="C3", lw=1)
+        right.set_xlabel("depth (layers)")
+        right.set_ylabel("(post cold − warm) − (pre cold − warm), nats")
+        right.set_title(f"C19: post-norm's need for warmup by depth (lr {lr:g})", fontsize=10)
+    else:
+        right.set_axis_off()
+    for ax in (left, right):
+        ax.axhline(0.0, color="grey", lw=1)
+        ax.grid(True, alpha=0.3)
+    return _png(fig)
+
+
 # --- registry ------------------------------------------------------------------------------------
 # key -> (figure function, command that reproduces its numbers given the document)
 FIGURES: dict[str, tuple[Callable[[dict[str, Any]], bytes | None],
@@ -515,6 +562,8 @@ FIGURES: dict[str, tuple[Callable[[dict[str, Any]], bytes | None],
     "placement_training": (fig_placement_training, lambda doc: _suite_command(doc, "placement")),
     "placement_gradients": (fig_placement_gradients,
                              lambda doc: _suite_command(doc, "placement")),
+    "scale_trend": (fig_scale_trend, lambda doc: f"{_suite_command(doc, 'ffn')}; "
+                                                 f"{_suite_command(doc, 'placement')}"),
     "position_extrapolation": (fig_position_extrapolation,
                                lambda doc: _suite_command(doc, "position")),
     "passkey": (fig_passkey, lambda doc: _suite_command(doc, "position")),

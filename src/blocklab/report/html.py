@@ -282,7 +282,8 @@ def ffn_section(doc: dict[str, Any], figures: dict[str, Figure], lang: str,
             + figure("ffn_budget", figures, lang, number)
             + table(cols, rows, f"{t('command', lang)}: {budget['command']}")
             + f'<h3>{escape(t("sub_ffn_suite", lang))}</h3>'
-            + suite_body("ffn", doc, figures, lang, ("ffn_variants", "ffn_loss_curves"), number)
+            + suite_body("ffn", doc, figures, lang,
+                         ("ffn_variants", "ffn_loss_curves", "scale_trend"), number)
             + "</section>")
 
 

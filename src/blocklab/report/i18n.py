@@ -165,6 +165,13 @@ CAPTIONS: dict[str, tuple[str, str]] = {
     "ffn_loss_curves": ("Validation loss during training, one line per FFN variant and seed; "
                         "every arm sees the same batches in the same order.",
                         "训练过程中的验证损失，每个 FFN 变体的每个种子一条线；所有变体以相同顺序看到相同的批次。"),
+    "scale_trend": ("Left: SwiGLU's validation loss relative to ReLU's (%, paired by seed, each "
+                    "arm at its own tuned learning rate) against model size; the red band is "
+                    "the page's claimed 1–2% gain. Right: how much more leaving out warmup "
+                    "costs post-norm than pre-norm, against depth. Bars: 95% CIs.",
+                    "左：SwiGLU 相对 ReLU 的验证损失（%，按种子配对，各组使用自己调出的学习率）随模型规模的变化；"
+                    "红色带为页面声称的 1–2% 提升。右：去掉 warmup 对 Post-Norm 的代价比对 Pre-Norm 多出多少，"
+                    "随深度的变化。误差线为 95% 置信区间。"),
     "norm_cost": ("Time of RMSNorm divided by LayerNorm's, per hidden size d, for each "
                   "implementation and row count (median over interleaved repeats, 95% bootstrap "
                   "CI); right: a whole training step of a small decoder. Below 1 RMSNorm is "

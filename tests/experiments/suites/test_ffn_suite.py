@@ -130,14 +130,15 @@ def test_summary_equal_steps_and_equal_time_by_hand():
 def test_run_ids_are_stable_and_distinct():
     first = [s.run_id for s in ffn.plan_at("quick", range(2), LRS)]
     assert first == [s.run_id for s in ffn.plan_at("quick", range(2), LRS)]
-    assert len(set(first)) == len(first) == (len(ffn.ARMS) + len(ffn.SENSITIVITY_ARMS)) * 2 + 1
+    per_seed = len(ffn.ARMS) + len(ffn.SENSITIVITY_ARMS) + len(ffn.TREND_ARMS)  # one trend width
+    assert len(set(first)) == len(first) == per_seed * 2 + 1
     assert not set(first) & {s.run_id for s in ffn.plan_at("tiny", range(2), LRS)}
 
 
 def test_tiny_suite_end_to_end(tmp_path):
     suite = get_suite("ffn")
     summary = run_suite(suite, "tiny", 1, tmp_path, progress=False)
-    assert summary.runs == len(ffn.ARMS) + len(ffn.SENSITIVITY_ARMS) + 1
+    assert summary.runs == len(ffn.ARMS) + len(ffn.SENSITIVITY_ARMS) + len(ffn.TREND_ARMS) + 1
     tables = {t.title: t for t in summary.tables}
     for title, columns in TABLE_COLUMNS.items():
         assert tables[title].columns == columns
@@ -158,7 +159,7 @@ def test_tiny_suite_end_to_end(tmp_path):
 def test_a_seed_offset_gives_disjoint_seeds_and_runs():
     near, far = ffn.plan_at("quick", range(2), LRS), ffn.plan_at("quick", range(1000, 1002), LRS)
     trained = [s for s in far if s.arm != "timing"]  # the timing run has no seed to vary
-    assert {s.payload["kind"] for s in trained} == {"train", "sensitivity"}
+    assert {s.payload["kind"] for s in trained} == {"train", "sensitivity", "trend"}
     assert {s.seed for s in trained} == {1000, 1001}
     assert {s.payload["train"]["seed"] for s in trained} == {1000, 1001}
     assert not {s.run_id for s in near if s.arm != "timing"} & {s.run_id for s in trained}
@@ -167,7 +168,7 @@ def test_a_seed_offset_gives_disjoint_seeds_and_runs():
 def _trial(arm, lr, loss, seed=0):
     from blocklab.experiments.summaries import LrTrial
 
-    return LrTrial(arm, lr, seed, "ok" if loss is not None else "diverged", loss)
+    return LrTrial(arm, lr, seed, "ok" if loss is not None else "diverged", loss, 64)
 
 
 def test_each_arm_gets_the_lr_with_the_lowest_mean_tuning_loss():
@@ -193,9 +194,11 @@ def test_tuning_runs_every_arm_at_every_lr_on_seeds_no_evaluation_uses():
 
     size = ffn.SIZES["quick"]
     specs = ffn.tune("quick")
-    assert len(specs) == len(ffn.ARMS) * len(size.lr_grid) * size.tuning_seeds
-    assert {(s.arm, s.payload["train"]["lr"]) for s in specs} == {
-        (arm, lr) for arm in ffn.ARMS for lr in size.lr_grid}
+    assert len(specs) == ((len(ffn.ARMS) + len(ffn.TREND_ARMS) * len(size.trend_widths))
+                          * len(size.lr_grid) * size.tuning_seeds)
+    assert {(s.arm, s.payload["train"]["lr"], s.payload["model"]["d_model"]) for s in specs} == {
+        (arm, lr, d) for d, arms in ((64, ffn.ARMS), (32, ffn.TREND_ARMS)) for arm in arms
+        for lr in size.lr_grid}
     assert min(s.seed for s in specs) == TUNING_SEEDS > MAX_SEED_OFFSET + MAX_SEEDS
     assert {s.payload["train"]["init"] for s in specs} == {"fan_in"}
     lrs = {**LRS, "swiglu": 3e-2}
@@ -215,6 +218,8 @@ def test_the_suite_evaluates_each_arm_at_the_lr_its_tuning_runs_chose(tmp_path):
     store = ResultStore(tmp_path / "ffn" / "tiny+tuning")
     stored = {}
     for spec in ffn.tune("tiny"):
+        if spec.payload["model"]["d_model"] != ffn.SIZES["tiny"].d_model:
+            continue  # a scale-trend width, checked below
         final = store.load(spec.run_id)["final"]
         # A run counts only below the unigram entropy (after 5 tiny steps, none does).
         counts = final["val_loss"] < final["unigram_entropy"]
@@ -227,8 +232,33 @@ def test_the_suite_evaluates_each_arm_at_the_lr_its_tuning_runs_chose(tmp_path):
         run = next(s for s in ffn.plan_at("tiny", range(1), {a: best for a in ffn.ARMS})
                    if s.arm == arm and s.payload["kind"] == "train")
         assert evaluated.has(run.run_id)  # the evaluation ran at that lr
-    assert len(data.lr_trials) == len(stored)
+    assert len(data.lr_trials) == len(ffn.tune("tiny"))
+    assert [p.d_model for p in data.trend] == [16, 32]  # the trend width, then the suite's
+    assert data.trend[1].rel_delta_pct == data.arms["swiglu"].rel_delta_pct
     assert set(data.sensitivity.val_loss) == set(ffn.SENSITIVITY_ARMS)
     titles = [t.title for t in summary.tables]
     assert any(t.startswith("Learning rate per arm") for t in titles)
     assert any(t.startswith("Sensitivity: gpt2 init") for t in titles)
+
+
+def test_the_scale_trend_pairs_each_width_by_seed():
+    size = ffn.SIZES["tiny"]  # its own width 32 and a trend width 16
+    specs = ffn.plan_at("tiny", range(2), LRS)
+    # swiglu is 10% better at width 32 and 5% (seed 0) / 7% (seed 1) better at width 16.
+    gain = {32: {0: 0.9, 1: 0.9}, 16: {0: 0.95, 1: 0.93}}
+    results = []
+    for spec in specs:
+        if spec.arm == "timing":
+            results.append((spec, {"status": "ok", "ms_per_step": dict.fromkeys(ffn.ARMS, 1.0)}))
+            continue
+        d = spec.payload["model"]["d_model"]
+        scale = gain[d][spec.seed] if spec.arm == "swiglu" else 1.0
+        results.append((spec, _fake(scale, size.seq_len)))
+    data = ffn.summarise("tiny", range(2), results).data
+    small, large = data.trend
+    assert (small.d_model, large.d_model) == (16, 32)
+    assert small.rel_delta_pct.mean == pytest.approx(-6.0)
+    assert large.rel_delta_pct.mean == pytest.approx(-10.0)
+    # Paired by seed: (-10 - -5) and (-10 - -7) -> mean -4: the advantage grows with size.
+    assert data.trend_change.mean == pytest.approx(-4.0)
+    assert small.params < large.params

@@ -50,8 +50,8 @@ def test_xavier_pre_norm_last_layer_gradient_falls_with_depth_and_post_does_not(
 def test_training_grid_turns_clipping_off_and_uses_xavier():
     specs = [s for s in placement.plan("quick", range(2)) if s.payload["kind"] == "train"]
     training = placement.SIZES["quick"].training
-    assert len(specs) == (len(training.placements) * len(training.depths)
-                          * len(training.warmups) * len(training.lrs) * 2)
+    assert len(specs) == len(training.cells()) * len(training.warmups) * len(training.lrs) * 2
+    assert len(training.cells()) == 5  # pre and post at depths 6 and 12, sandwich at 12
     for spec in specs:
         assert spec.payload["train"]["grad_clip"] is None
         assert spec.payload["train"]["init"] == "xavier"
@@ -101,6 +101,7 @@ def test_tiny_suite_end_to_end(tmp_path):
         assert row.grad_first_over_last_log2.n == 1  # logged during training, every step
     (effect,) = data.effects  # one depth, one lr, one non-zero warmup
     assert effect.warmup_interaction.n == 1 and effect.warmup == 2
+    assert data.interaction_trend.n == 0  # one depth: no trend
     assert (tmp_path / "placement" / "tiny" / "summary.json").is_file()
 
 
@@ -142,3 +143,21 @@ def test_warmup_interaction_by_hand():
     (effect,) = placement._effects(training, range(2), by_key)
     assert effect.warmup_interaction.n == 1
     assert effect.warmup_interaction.mean == pytest.approx(0.8)
+
+
+def test_depth_trend_of_the_interaction_and_a_placement_kept_to_the_deepest_depth():
+    training = placement.Training(d_model=8, n_heads=1, depths=(6, 12), warmups=(0, 100),
+                                  lrs=(3e-3,), placements=("pre", "post", "sandwich"),
+                                  seq_len=16, batch_size=2, steps=10, stuck_patience=None,
+                                  eval_every=0, eval_batches=1, deepest_only=("sandwich",))
+    assert training.cells() == [("pre", 6), ("pre", 12), ("post", 6), ("post", 12),
+                                ("sandwich", 12)]
+    # Interaction 0.1 at depth 6 and 0.5 at depth 12 on seed 0; 0.2 and 0.4 on seed 1.
+    post_cold = {(6, 0): 2.1, (6, 1): 2.2, (12, 0): 2.5, (12, 1): 2.4}
+    by_key = {}
+    for (depth, seed), cold in post_cold.items():
+        by_key[("train", "post", depth, 0, 3e-3, seed)] = _run([cold])
+        for p, w in (("post", 100), ("pre", 0), ("pre", 100)):
+            by_key[("train", p, depth, w, 3e-3, seed)] = _run([2.0])
+    trend = placement.interaction_trend(training, range(2), by_key)
+    assert trend.mean == pytest.approx(0.3) and trend.n == 2

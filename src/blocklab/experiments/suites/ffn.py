@@ -69,6 +69,7 @@ from blocklab.experiments.summaries import (
     FfnArm,
     FfnData,
     FfnSensitivity,
+    FfnTrendPoint,
     Interval,
     LrTrial,
     Summary,
@@ -115,25 +116,30 @@ class Size:
     # The sensitivity arms' settings: the suite's earlier design (one lr for every arm).
     sensitivity_init: str = "gpt2"
     sensitivity_lr: float = 3e-3
+    # Scale trend: relu and swiglu also trained (and tuned) at these widths, so the summary
+    # can say whether SwiGLU's effect grows or shrinks with model size.
+    trend_widths: tuple[int, ...] = ()
 
 
 SIZES = {
     "tiny": Size(d_model=32, n_layers=1, n_heads=2, seq_len=32, batch_size=4, steps=5,
                  lr_grid=(1e-3, 3e-3, 1e-2), tuning_seeds=1, warmup_steps=0, eval_every=0,
-                 eval_batches=1, timing_steps=2, timing_rounds=1),
+                 eval_batches=1, timing_steps=2, timing_rounds=1, trend_widths=(16,)),
     # 15-18 s a run on one core of the 2-core reference machine. Under fan_in init every arm
     # tried so far was best at 1e-2 of {1e-3, 3e-3, 1e-2, 3e-2} (seed 0), so the grid is
     # centred there.
     "quick": Size(d_model=64, n_layers=2, n_heads=4, seq_len=64, batch_size=16, steps=400,
                   lr_grid=(3e-3, 1e-2, 3e-2), tuning_seeds=1, warmup_steps=20, eval_every=25,
-                  eval_batches=8, timing_steps=10, timing_rounds=3),
+                  eval_batches=8, timing_steps=10, timing_rounds=3, trend_widths=(32,)),
     # Hours: 7 arms × 8 seeds plus 7 × 3 × 2 tuning runs, an estimated 6 minutes each on one
     # core.
     "full": Size(d_model=96, n_layers=3, n_heads=4, seq_len=128, batch_size=16, steps=1500,
                  lr_grid=(3e-3, 1e-2, 3e-2), tuning_seeds=2, warmup_steps=75, eval_every=50,
-                 eval_batches=16, timing_steps=20, timing_rounds=5, sensitivity_lr=2e-3),
+                 eval_batches=16, timing_steps=20, timing_rounds=5, sensitivity_lr=2e-3,
+                 trend_widths=(48, 64)),
 }
 SENSITIVITY_ARMS = ("relu", "gelu", "swiglu")
+TREND_ARMS = ("relu", "swiglu")
 
 
 def ffn_width(arm: str, d_model: int) -> int:
@@ -144,12 +150,14 @@ def ffn_width(arm: str, d_model: int) -> int:
     return equal_param_gated_width(plain) if FFNS[arm][0] else plain
 
 
-def model_config(arm: str, size: Size) -> ModelConfig:
+def model_config(arm: str, size: Size, d_model: int | None = None) -> ModelConfig:
     """The arm's model: a pre-norm RMSNorm RoPE decoder that differs from the others only in
-    its FFN kind and width."""
-    return ModelConfig(vocab_size=256, d_model=size.d_model, n_layers=size.n_layers,
-                       n_heads=size.n_heads, ffn=arm, d_ff=ffn_width(arm, size.d_model),
-                       max_seq_len=size.seq_len, name=f"ffn-{arm}")
+    its FFN kind and width (`d_model`: a scale-trend width instead of the size's own)."""
+    d = size.d_model if d_model is None else d_model
+    return ModelConfig(vocab_size=256, d_model=d, n_layers=size.n_layers,
+                       n_heads=size.n_heads, ffn=arm, d_ff=ffn_width(arm, d),
+                       max_seq_len=size.seq_len,
+                       name=f"ffn-{arm}" if d == size.d_model else f"ffn-{arm}-d{d}")
 
 
 def train_config(size: Size, seed: int, lr: float, init: str | None = None):
@@ -164,10 +172,10 @@ def train_config(size: Size, seed: int, lr: float, init: str | None = None):
                        init=init or size.init)
 
 
-def param_count(arm: str, size: Size) -> int:
+def param_count(arm: str, size: Size, d_model: int | None = None) -> int:
     from blocklab.budget.params import count_params
 
-    return count_params(model_config(arm, size)).total
+    return count_params(model_config(arm, size, d_model)).total
 
 
 # --- measurements --------------------------------------------------------------------------------
@@ -213,13 +221,12 @@ def _probe_batch(size: Size):
     return validation_windows(load_corpus(DATA).val, size.seq_len, size.batch_size)
 
 
-def train_arm(arm: str, size: Size, tc, progress: Any = False,
+def train_arm(mc: ModelConfig, size: Size, tc, progress: Any = False,
               label: str | None = None) -> dict[str, Any]:
-    """One trainer run of `arm` under TrainConfig `tc`, with the zero-gradient fractions at
-    init and after training."""
+    """One trainer run of model `mc` under TrainConfig `tc`, with the zero-gradient fractions
+    at init and after training."""
     from blocklab.experiments.trainer import build_model, train
 
-    mc = model_config(arm, size)
     batch = _probe_batch(size)
     with torch_threads(1):
         initial = zero_gradient_fraction(build_model(mc, tc), batch)
@@ -268,42 +275,55 @@ def time_arms(size: Size, arms: tuple[str, ...] = ARMS) -> dict[str, Any]:
 
 # --- plan ----------------------------------------------------------------------------------------
 def _train_spec(kind: str, arm: str, size: Size, seed: int, lr: float, init: str,
-                label: str) -> RunSpec:
-    mc, tc = model_config(arm, size), train_config(size, seed, lr, init)
+                label: str, d_model: int | None = None) -> RunSpec:
+    mc, tc = model_config(arm, size, d_model), train_config(size, seed, lr, init)
     payload = {"suite": "ffn", "kind": kind, "arm": arm, "model": mc.to_dict(),
                "train": {k: v for k, v in tc.to_dict().items() if k != "threads"},
                "data": DATA, "probe": "zero_grad_fraction"}
 
     def execute(progress):
-        return train_arm(arm, size, tc, progress, label)
+        return train_arm(mc, size, tc, progress, label)
 
     return RunSpec(label, arm, seed, payload, execute)
 
 
+def _widths(size: Size) -> list[tuple[int, tuple[str, ...]]]:
+    """(d_model, arms) of every width the size trains: its own with every arm, then each
+    scale-trend width with the trend arms."""
+    return [(size.d_model, ARMS), *((w, TREND_ARMS) for w in size.trend_widths)]
+
+
 def tune(size_name: str) -> list[RunSpec]:
-    """The tuning stage: every arm at every lr of the grid, on the tuning seeds."""
+    """The tuning stage: every arm at every lr of the grid, on the tuning seeds, at every
+    width the size trains."""
     size = SIZES[size_name]
     return [_train_spec("tune", arm, size, seed, lr, size.init,
-                        f"ffn tune {arm} lr {lr:g} seed {seed}")
-            for arm in ARMS for lr in size.lr_grid
+                        f"ffn tune {arm}" + ("" if d == size.d_model else f" d={d}")
+                        + f" lr {lr:g} seed {seed}", d)
+            for d, arms in _widths(size) for arm in arms for lr in size.lr_grid
             for seed in range(TUNING_SEEDS, TUNING_SEEDS + size.tuning_seeds)]
 
 
 def lr_trials(tuned: Results) -> list[LrTrial]:
     return [LrTrial(spec.arm, spec.payload["train"]["lr"], spec.seed,
                     result.get("status", "missing"),
-                    result["final"]["val_loss"] if _counts(result) else None)
+                    result["final"]["val_loss"] if _counts(result) else None,
+                    spec.payload["model"]["d_model"])
             for spec, result in tuned]
 
 
-def choose_lrs(size: Size, trials: list[LrTrial]) -> dict[str, float]:
-    """Each arm's lr: the grid value with the lowest mean final validation loss over the
-    tuning seeds, a run that does not count scoring +inf (so an lr that fails on any tuning
-    seed loses to one that never fails); ties go to the smaller lr."""
+def choose_lrs(size: Size, trials: list[LrTrial], d_model: int | None = None,
+               arms: tuple[str, ...] = ARMS) -> dict[str, float]:
+    """Each arm's lr at width `d_model` (default: the size's): the grid value with the lowest
+    mean final validation loss over the tuning seeds, a run that does not count scoring +inf
+    (so an lr that fails on any tuning seed loses to one that never fails); ties go to the
+    smaller lr."""
+    d = size.d_model if d_model is None else d_model
     chosen = {}
-    for arm in ARMS:
+    for arm in arms:
         def score(lr: float, arm: str = arm) -> float:
-            losses = [t.val_loss for t in trials if t.arm == arm and t.lr == lr]
+            losses = [t.val_loss for t in trials
+                      if t.arm == arm and t.lr == lr and t.d_model == d]
             if not losses or any(v is None for v in losses):
                 return float("inf")
             return statistics.fmean(losses)
@@ -313,14 +333,18 @@ def choose_lrs(size: Size, trials: list[LrTrial]) -> dict[str, float]:
 
 def plan(size_name: str, seeds: range, tuned: Results) -> list[RunSpec]:
     """The evaluation runs: every arm at its tuned lr on `seeds`, the sensitivity arms at the
-    earlier shared settings, and one timing run."""
+    earlier shared settings, the scale-trend arms at their widths' tuned lrs, and one timing
+    run."""
     size = SIZES[size_name]
-    lrs = choose_lrs(size, lr_trials(tuned))
-    return plan_at(size_name, seeds, lrs)
+    trials = lr_trials(tuned)
+    return plan_at(size_name, seeds, choose_lrs(size, trials),
+                   {w: choose_lrs(size, trials, w, TREND_ARMS) for w in size.trend_widths})
 
 
-def plan_at(size_name: str, seeds: range, lrs: dict[str, float]) -> list[RunSpec]:
-    """`plan` with each arm's learning rate given."""
+def plan_at(size_name: str, seeds: range, lrs: dict[str, float],
+            trend_lrs: dict[int, dict[str, float]] | None = None) -> list[RunSpec]:
+    """`plan` with each arm's learning rate given (`trend_lrs`: per trend width; default the
+    same as `lrs`)."""
     size = SIZES[size_name]
     specs = [_train_spec("train", arm, size, seed, lrs[arm], size.init, f"ffn {arm} seed {seed}")
              for arm in ARMS for seed in seeds]
@@ -329,6 +353,11 @@ def plan_at(size_name: str, seeds: range, lrs: dict[str, float]) -> list[RunSpec
                           f"ffn {arm} {size.sensitivity_init} lr {size.sensitivity_lr:g} "
                           f"seed {seed}")
               for arm in SENSITIVITY_ARMS for seed in seeds]
+    for d in size.trend_widths:
+        chosen = (trend_lrs or {}).get(d, lrs)
+        specs += [_train_spec("trend", arm, size, seed, chosen[arm], size.init,
+                              f"ffn {arm} d={d} seed {seed}", d)
+                  for arm in TREND_ARMS for seed in seeds]
     timing_payload = {"suite": "ffn", "kind": "timing", "arms": list(ARMS),
                       "models": [model_config(arm, size).to_dict() for arm in ARMS],
                       "batch_size": size.batch_size, "seq_len": size.seq_len,
@@ -371,6 +400,7 @@ def summarise(size_name: str, seeds: range, results: list[tuple[RunSpec, dict[st
     again: dict[str, list[dict[str, Any]]] = {arm: [{}] * len(seeds) for arm in SENSITIVITY_ARMS}
     timing: dict[str, Any] = {}
     tuned: Results = []
+    trend_runs: dict[tuple[int, str], list[dict[str, Any]]] = {}
     for spec, result in results:
         kind = spec.payload["kind"]
         if kind == "timing":
@@ -379,6 +409,10 @@ def summarise(size_name: str, seeds: range, results: list[tuple[RunSpec, dict[st
             tuned.append((spec, result))
         elif kind == "sensitivity":
             again[spec.arm][seeds.index(spec.seed)] = result
+        elif kind == "trend":
+            d = spec.payload["model"]["d_model"]
+            trend_runs.setdefault((d, spec.arm), [{}] * len(seeds))[seeds.index(spec.seed)] \
+                = result
         else:
             by_arm[spec.arm][seeds.index(spec.seed)] = result
     trials = lr_trials(tuned)
@@ -436,6 +470,9 @@ def summarise(size_name: str, seeds: range, results: list[tuple[RunSpec, dict[st
             zero_grad_fraction=zero,
             lr=lrs[arm],
         )
+    trend, trend_rel = _trend(size, seeds, trials, arms, by_arm, trend_runs, val)
+    trend_change = (paired_difference(trend_rel[-1], trend_rel[0]) if len(trend_rel) > 1
+                    else Interval(0))
     again_vals = {arm: [val(r) for r in runs] for arm, runs in again.items()}
     sensitivity = FfnSensitivity(
         init=size.sensitivity_init, lr=size.sensitivity_lr,
@@ -492,14 +529,22 @@ def summarise(size_name: str, seeds: range, results: list[tuple[RunSpec, dict[st
     grid = Table(
         "Learning rate per arm: final validation loss on the tuning seeds",
         ["arm", *(f"lr {lr:g}" for lr in size.lr_grid), "chosen"],
-        [[arm, *(_fmt(_mean_or_none([t.val_loss for t in trials
-                                     if t.arm == arm and t.lr == lr]), 4)
+        [[arm, *(_fmt(_mean_or_none([t.val_loss for t in trials if t.arm == arm
+                                     and t.lr == lr and t.d_model == size.d_model]), 4)
                  for lr in size.lr_grid),
           f"{lrs[arm]:g}" + (" (grid edge)" if arm in lr_at_edge else "")] for arm in ARMS],
         f"{size.tuning_seeds} tuning seed(s) ({', '.join(map(str, tuning_seeds))}), disjoint "
         "from the evaluation seeds; each arm is then evaluated at its own chosen lr. '—' marks "
         "an lr at which a tuning run did not count (diverged, stuck or above the unigram "
         "entropy).")
+    trend_table = Table(
+        "Scale trend: SwiGLU vs ReLU at each model width",
+        ["d_model", "params (relu)", "lr relu", "lr swiglu", "Δ% vs relu [95% CI]"],
+        [[p.d_model, p.params, f"{p.lrs['relu']:g}", f"{p.lrs['swiglu']:g}",
+          format_ci(p.rel_delta_pct, 2)] for p in trend],
+        "Each width with its own tuned lrs and the same seeds; change from the smallest to the "
+        f"largest width, paired by seed: {format_ci(trend_change, 2)} points (negative: "
+        "SwiGLU's advantage grows with size).")
     init_table = Table(
         f"Sensitivity: {size.sensitivity_init} init and one shared lr "
         f"({size.sensitivity_lr:g}) instead of {size.init} init and tuned lrs",
@@ -528,13 +573,38 @@ def summarise(size_name: str, seeds: range, results: list[tuple[RunSpec, dict[st
                      + ", ".join(f"{arm} {lrs[arm]:g}" for arm in lr_at_edge) + ".")
     data = FfnData(arms=arms, seeds=len(seeds), steps=size.steps, init=size.init,
                    lr_grid=list(size.lr_grid), lr_trials=trials, lr_at_edge=lr_at_edge,
-                   sensitivity=sensitivity, warmup_steps=size.warmup_steps,
+                   sensitivity=sensitivity, trend=trend, trend_change=trend_change,
+                   warmup_steps=size.warmup_steps,
                    unigram_entropy=entropy, baseline=BASELINE,
                    page=dict(PAGE_GAIN_PCT),
                    equal_time_ms=None if fastest is None else fastest * size.steps,
                    size=asdict(size))
-    return Summary("ffn", size_name, len(seeds), [widths, grid, quality, init_table, clock, zeros],
+    return Summary("ffn", size_name, len(seeds),
+                   [widths, grid, quality, trend_table, init_table, clock, zeros],
                    notes, data, first_seed=seeds.start)
+
+
+def _trend(size: Size, seeds: range, trials: list[LrTrial], arms: dict[str, FfnArm],
+           by_arm: dict[str, list[dict[str, Any]]],
+           trend_runs: dict[tuple[int, str], list[dict[str, Any]]], val
+           ) -> tuple[list[FfnTrendPoint], list[list[float | None]]]:
+    """The scale-trend points in ascending width, and per width the per-seed Δ% (swiglu vs
+    relu), for pairing across widths."""
+    points, per_seed = [], []
+    for d in sorted({size.d_model, *size.trend_widths}):
+        if d == size.d_model:
+            runs = {arm: by_arm[arm] for arm in TREND_ARMS}
+            lrs = {arm: arms[arm].lr for arm in TREND_ARMS}
+        else:
+            runs = {arm: trend_runs.get((d, arm), [{}] * len(seeds)) for arm in TREND_ARMS}
+            lrs = choose_lrs(size, trials, d, TREND_ARMS)
+        base = [val(r) for r in runs["relu"]]
+        rel = [100 * (a - b) / b if a is not None and b is not None else None
+               for a, b in zip([val(r) for r in runs["swiglu"]], base, strict=True)]
+        per_seed.append(rel)
+        points.append(FfnTrendPoint(d_model=d, params=param_count("relu", size, d),
+                                    rel_delta_pct=mean_ci(rel), lrs=lrs))
+    return points, per_seed
 
 
 def _mean_or_none(values: list[float | None]) -> float | None:

@@ -95,6 +95,15 @@ class Training:
     eval_every: int
     eval_batches: int
     log_every: int = 10  # per-layer gradient norms every this many steps
+    # Placements trained at the deepest depth only (the shallower depths are there for the
+    # pre/post depth trend).
+    deepest_only: tuple[str, ...] = ()
+
+    def cells(self) -> list[tuple[str, int]]:
+        """(placement, depth) pairs of the grid."""
+        deepest = max(self.depths)
+        return [(p, d) for p in self.placements for d in self.depths
+                if d == deepest or p not in self.deepest_only]
 
 
 @dataclass(frozen=True)
@@ -109,22 +118,24 @@ SIZES = {
         Training(d_model=32, n_heads=2, depths=(2,), warmups=(0, 2), lrs=(3e-3,),
                  placements=("pre", "post"), seq_len=16, batch_size=2, steps=5,
                  stuck_patience=None, eval_every=0, eval_batches=1, log_every=1)),
-    # Depth 12 at lr 3e-3 (where post-norm without warmup was seen to stall at depth 8), every
-    # run to the end (no stuck test: outcomes are losses, not counts), 4 seeds so the warmup
-    # interaction has an interval. About 30 s a training run on one core of the 2-core
-    # reference machine.
+    # Depths 6 and 12 (the trend) at lr 3e-3 (where post-norm without warmup was seen to stall
+    # at depth 8), sandwich at 12 only, every run to the end (no stuck test: outcomes are
+    # losses, not counts), 4 seeds so the warmup interaction has an interval. About 15 s (depth
+    # 6) and 30 s (depth 12) a training run on one core of the 2-core reference machine.
     "quick": Size(
         Probe(d_model=64, n_heads=4, depths=(2, 4, 8, 16, 32, 64), seq_len=64, batch_size=8),
-        Training(d_model=32, n_heads=2, depths=(12,), warmups=(0, 100), lrs=(3e-3,),
+        Training(d_model=32, n_heads=2, depths=(6, 12), warmups=(0, 100), lrs=(3e-3,),
                  placements=("pre", "post", "sandwich"), seq_len=64, batch_size=16, steps=300,
-                 stuck_patience=None, eval_every=25, eval_batches=4)),
-    # Hours: 3 placements × 2 depths × 2 warmups × 2 lrs × 5 seeds = 120 training runs, an
-    # estimated 3 minutes each on one core.
+                 stuck_patience=None, eval_every=25, eval_batches=4,
+                 deepest_only=("sandwich",))),
+    # Hours: (pre, post at 3 depths + sandwich at 24) × 2 warmups × 2 lrs × 5 seeds = 140
+    # training runs (`blocklab report --full --plan` estimates them).
     "full": Size(
         Probe(d_model=128, n_heads=4, depths=(2, 4, 8, 16, 32, 64), seq_len=128, batch_size=8),
-        Training(d_model=64, n_heads=4, depths=(12, 24), warmups=(0, 100), lrs=(1e-3, 3e-3),
-                 placements=("pre", "post", "sandwich"), seq_len=64, batch_size=16,
-                 steps=1000, stuck_patience=None, eval_every=50, eval_batches=8)),
+        Training(d_model=64, n_heads=4, depths=(6, 12, 24), warmups=(0, 100),
+                 lrs=(1e-3, 3e-3), placements=("pre", "post", "sandwich"), seq_len=64,
+                 batch_size=16, steps=1000, stuck_patience=None, eval_every=50, eval_batches=8,
+                 deepest_only=("sandwich",))),
 }
 
 
@@ -249,25 +260,24 @@ def plan(size_name: str, seeds: range) -> list[RunSpec]:
                                          execute))
     from blocklab.experiments.trainer import run
 
-    for placement in training.placements:
-        for depth in training.depths:
-            mc = train_model_config(placement, depth, training)
-            for warmup in training.warmups:
-                for lr in training.lrs:
-                    for seed in seeds:
-                        tc = train_config(training, warmup, lr, seed)
-                        label = f"{placement} L={depth} warmup {warmup} lr {lr:g} seed {seed}"
-                        payload = {"suite": "placement", "kind": "train",
-                                   "model": mc.to_dict(),
-                                   "train": {k: v for k, v in tc.to_dict().items()
-                                             if k != "threads"},
-                                   "data": DATA}
+    for placement, depth in training.cells():
+        mc = train_model_config(placement, depth, training)
+        for warmup in training.warmups:
+            for lr in training.lrs:
+                for seed in seeds:
+                    tc = train_config(training, warmup, lr, seed)
+                    label = f"{placement} L={depth} warmup {warmup} lr {lr:g} seed {seed}"
+                    payload = {"suite": "placement", "kind": "train",
+                               "model": mc.to_dict(),
+                               "train": {k: v for k, v in tc.to_dict().items()
+                                         if k != "threads"},
+                               "data": DATA}
 
-                        def execute(progress, mc=mc, tc=tc, label=label, run=run):
-                            return run(mc, tc, DATA, progress=progress, label=label)
+                    def execute(progress, mc=mc, tc=tc, label=label, run=run):
+                        return run(mc, tc, DATA, progress=progress, label=label)
 
-                        specs.append(RunSpec(label, f"train/{placement}/{depth}/{warmup}/{lr:g}",
-                                             seed, payload, execute))
+                    specs.append(RunSpec(label, f"train/{placement}/{depth}/{warmup}/{lr:g}",
+                                         seed, payload, execute))
     return specs
 
 
@@ -360,36 +370,60 @@ def _ok_val(result: dict[str, Any]) -> float | None:
 def _training_summary(training: Training, seeds: range,
                       by_key: dict[tuple, dict[str, Any]]) -> list[PlacementCell]:
     rows = []
-    for placement in training.placements:
-        for depth in training.depths:
-            for warmup in training.warmups:
-                for lr in training.lrs:
-                    def results(p: str, depth=depth, warmup=warmup, lr=lr) -> list[dict]:
-                        return [by_key.get(("train", p, depth, warmup, lr, s)) or {}
-                                for s in seeds]
+    for placement, depth in training.cells():
+        for warmup in training.warmups:
+            for lr in training.lrs:
+                def results(p: str, depth=depth, warmup=warmup, lr=lr) -> list[dict]:
+                    return [by_key.get(("train", p, depth, warmup, lr, s)) or {}
+                            for s in seeds]
 
-                    mine = results(placement)
-                    status: dict[str, int] = {}
-                    for r in mine:
-                        key = r.get("status", "missing")
-                        status[key] = status.get(key, 0) + 1
-                    # Quality from the runs that finished; stuck and diverged runs are counted
-                    # in the status columns only. Pairs need both seeds finished (n shown).
-                    vals = [_ok_val(r) for r in mine]
-                    delta = None
-                    if placement != "pre" and "pre" in training.placements:
-                        delta = paired_difference(vals, [_ok_val(r) for r in results("pre")])
-                    rows.append(PlacementCell(
-                        placement=placement, depth=depth, warmup=warmup, lr=lr,
-                        failures=status.get("diverged", 0) + status.get("stuck", 0),
-                        runs=len(mine), status=status, val_loss=mean_ci(vals),
-                        delta_vs_pre=delta,
-                        steps_done=mean_ci([r.get("steps_done") for r in mine]).mean,
-                        val_auc=mean_ci([_val_auc(r, training.seq_len) for r in mine]),
-                        grad_first_over_last_log2=mean_ci(
-                            [_first_over_last_log2(r, warmup) for r in mine]),
-                    ))
+                mine = results(placement)
+                status: dict[str, int] = {}
+                for r in mine:
+                    key = r.get("status", "missing")
+                    status[key] = status.get(key, 0) + 1
+                # Quality from the runs that finished; stuck and diverged runs are counted
+                # in the status columns only. Pairs need both seeds finished (n shown).
+                vals = [_ok_val(r) for r in mine]
+                delta = None
+                if placement != "pre" and "pre" in training.placements:
+                    delta = paired_difference(vals, [_ok_val(r) for r in results("pre")])
+                rows.append(PlacementCell(
+                    placement=placement, depth=depth, warmup=warmup, lr=lr,
+                    failures=status.get("diverged", 0) + status.get("stuck", 0),
+                    runs=len(mine), status=status, val_loss=mean_ci(vals),
+                    delta_vs_pre=delta,
+                    steps_done=mean_ci([r.get("steps_done") for r in mine]).mean,
+                    val_auc=mean_ci([_val_auc(r, training.seq_len) for r in mine]),
+                    grad_first_over_last_log2=mean_ci(
+                        [_first_over_last_log2(r, warmup) for r in mine]),
+                ))
     return rows
+
+
+def interaction_per_seed(training: Training, seeds: range, by_key: dict[tuple, dict[str, Any]],
+                         depth: int, lr: float, warmup: int) -> list[float | None]:
+    """Per seed, (post cold − post warm) − (pre cold − pre warm) of the final validation loss;
+    None for a seed where any of the four runs did not finish."""
+    def vals(p: str, w: int) -> list[float | None]:
+        return [_ok_val(by_key.get(("train", p, depth, w, lr, s)) or {}) for s in seeds]
+
+    return [None if None in (a, b, c, d) else (a - b) - (c - d)
+            for a, b, c, d in zip(vals("post", 0), vals("post", warmup), vals("pre", 0),
+                                  vals("pre", warmup), strict=True)]
+
+
+def interaction_trend(training: Training, seeds: range,
+                      by_key: dict[tuple, dict[str, Any]]) -> Interval:
+    """The warmup interaction at the deepest depth minus at the shallowest, paired by seed, at
+    the highest lr and longest warmup: positive = post-norm's need for warmup grows with
+    depth. No interval with one depth."""
+    if len(training.depths) < 2 or not {"pre", "post"} <= set(training.placements):
+        return Interval(0)
+    lr, warmup = max(training.lrs), max(training.warmups)
+    deep, shallow = (interaction_per_seed(training, seeds, by_key, d, lr, warmup)
+                     for d in (max(training.depths), min(training.depths)))
+    return paired_difference(deep, shallow)
 
 
 def _effects(training: Training, seeds: range,
@@ -410,16 +444,12 @@ def _effects(training: Training, seeds: range,
                         by_key.get(("train", p, depth, warmup, lr, s)) or {}, warmup)
                         for s in seeds])
 
-                post_cold, post_warm = vals("post", 0), vals("post", warmup)
-                pre_cold, pre_warm = vals("pre", 0), vals("pre", warmup)
-                interaction = [
-                    None if None in (a, b, c, d) else (a - b) - (c - d)
-                    for a, b, c, d in zip(post_cold, post_warm, pre_cold, pre_warm,
-                                          strict=True)]
+                post_warm, pre_warm = vals("post", warmup), vals("pre", warmup)
+                interaction = interaction_per_seed(training, seeds, by_key, depth, lr, warmup)
                 effects.append(PlacementEffect(
                     depth=depth, lr=lr, warmup=warmup,
                     warmup_interaction=mean_ci(interaction),
-                    pre_warmup_effect=paired_difference(pre_cold, pre_warm),
+                    pre_warmup_effect=paired_difference(vals("pre", 0), pre_warm),
                     post_vs_pre_warm=paired_difference(post_warm, pre_warm),
                     post_grad_first_over_last_log2=ratios("post"),
                     pre_grad_first_over_last_log2=ratios("pre")))
@@ -526,7 +556,10 @@ def summarise(size_name: str, seeds: range, results: list[tuple[RunSpec, dict[st
           format_level(e.pre_grad_first_over_last_log2, 2)] for e in effects],
         "Positive interaction: leaving warmup out costs post-norm more than pre-norm. Seeds "
         "where any of the four runs failed drop out of the interaction (n shown); failures "
-        "are in the training table. Gradient ratios from the runs with warmup.")
+        "are in the training table. Gradient ratios from the runs with warmup. Depth trend "
+        "(interaction at the deepest minus the shallowest depth, paired by seed): "
+        f"{format_ci(interaction_trend(training, seeds, by_key))} nats (positive: the need "
+        "for warmup grows with depth).")
     notes = [
         f"(a) probe: d_model={probe.d_model}, n_heads={probe.n_heads}, depths "
         f"{list(probe.depths)}, inits {list(probe.inits)}, one forward/backward of the "
@@ -545,7 +578,9 @@ def summarise(size_name: str, seeds: range, results: list[tuple[RunSpec, dict[st
         init_gradients=gradients,
         predictions=SlopePrediction(slope_last=dict(PREDICTED_SLOPE_LAST), init="xavier",
                                     source=XIONG),
-        training=rows, effects=effects, unigram_entropy=entropy, seeds=len(seeds),
+        training=rows, effects=effects,
+        interaction_trend=interaction_trend(training, seeds, by_key),
+        unigram_entropy=entropy, seeds=len(seeds),
         steps=training.steps, size=asdict(size))
     return Summary("placement", size_name, len(seeds),
                    [last_table, first_table, spread_table, rms_table, train_table,
