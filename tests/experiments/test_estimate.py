@@ -34,6 +34,8 @@ def test_the_rate_is_flops_over_wall_time_of_the_stored_training_runs():
     flops = 3 * prefill_flops(MODEL, 4, 16).total * 5
     assert used == 2 and rate == pytest.approx(2 * flops / 10.0)
     assert estimate.flop_rate([("placement", probe)]) == (None, 0)
+    assert estimate.flop_rate([("ffn", run), ("placement", probe)], "placement") == (None, 0)
+    assert estimate.flop_rate([("ffn", run)], "ffn")[1] == 1
 
 
 def test_stored_runs_cost_nothing_and_the_rest_are_priced(tmp_path):

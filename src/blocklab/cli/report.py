@@ -118,9 +118,9 @@ def print_plan(results: Path, size: str, seed_offset: int, jobs: int | None) -> 
                   "run `blocklab report --quick` first, then ask again.")
         return
     unpriced = sum(s.unknown for s in plan.suites)
-    out.print(f"Rate: {plan.flops_per_s / 1e9:.1f} GFLOP/s a core, from {plan.calibrated_on} "
-              f"stored training runs (wall time, evaluation included; small models, so larger "
-              f"runs are estimated long). Estimated: {hours(plan.core_s)} of one core; "
+    out.print(f"Rate: {plan.flops_per_s / 1e9:.1f} GFLOP/s a core over {plan.calibrated_on} "
+              f"stored training runs (wall time, evaluation included); each suite is priced at "
+              f"its own stored runs' rate. Estimated: {hours(plan.core_s)} of one core; "
               f"{hours(plan.wall_s(workers))} on {workers} worker(s)"
               + (f"; {unpriced} run(s) not priced (no stored run of their kind)" if unpriced
                  else "") + ".")

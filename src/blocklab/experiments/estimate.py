@@ -2,14 +2,17 @@
 
 Every planned training run costs its matmul FLOPs: 3 × one forward pass (forward, and a backward
 of twice the forward) per step, from `blocklab.budget.flops`, times its steps. The rate is the
-one this machine reached on the training runs already stored under the results folder:
+one this machine reached on the same suite's training runs already stored under the results
+folder (every suite's, when the suite has none):
 
     rate = Σ 3 · forward FLOPs · steps done  /  Σ wall time          (stored training runs)
     estimate(run) = 3 · forward FLOPs · steps / rate
 
-Wall time includes evaluation and Python overhead, and the stored runs are the small quick
-models whose steps are overhead-bound, so the rate is low and the estimate of larger runs errs
-long. A run that trains nothing (a gradient probe, a timing, a kernel benchmark) costs the mean
+Wall time includes evaluation and Python overhead. Small models are overhead-bound, so the rate
+depends on the shapes: an estimate is as good as the stored runs resemble the planned ones (a
+quick size's runs price a full size's larger models long; narrow deep models run at a lower
+rate than wide shallow ones, which is why each suite is priced at its own rate). A run that
+trains nothing (a gradient probe, a timing, a kernel benchmark) costs the mean
 wall time of the stored runs of the same suite and arm at any size; with none stored it is
 counted as unknown. Runs already stored (with this code's provenance) cost nothing.
 
@@ -46,7 +49,7 @@ class SuiteEstimate:
 class SizeEstimate:
     size: str
     suites: list[SuiteEstimate]
-    flops_per_s: float | None  # None: no stored training run to calibrate on
+    flops_per_s: float | None  # over every suite; None: no stored training run to calibrate on
     calibrated_on: int  # stored training runs the rate comes from
 
     def wall_s(self, workers: int) -> float:
@@ -83,11 +86,15 @@ def _stored_results(results: Path) -> list[tuple[str, dict[str, Any]]]:
     return found
 
 
-def flop_rate(stored: list[tuple[str, dict[str, Any]]]) -> tuple[float | None, int]:
-    """(FLOP/s over the stored training runs' wall time, how many runs it comes from)."""
+def flop_rate(stored: list[tuple[str, dict[str, Any]]],
+              suite: str | None = None) -> tuple[float | None, int]:
+    """(FLOP/s over the stored training runs' wall time, how many runs it comes from), over
+    `suite`'s runs only when given."""
     flops = seconds = 0.0
     used = 0
-    for _, result in stored:
+    for name, result in stored:
+        if suite is not None and name != suite:
+            continue
         model, train = result.get("model_config"), result.get("train_config")
         wall, done = result.get("wall_time_s"), result.get("steps_done")
         if not (isinstance(model, dict) and isinstance(train, dict) and wall and done):
@@ -118,6 +125,7 @@ def estimate_suites(results: str | Path, size: str, names: Sequence[str], *,
     rate, calibrated_on = flop_rate(stored)
     estimates = []
     for name in names:
+        own, _ = flop_rate(stored, name)
         suite = get_suite(name)
         seeds = seed_range(suite.default_seeds[size], seed_offset)
         store = ResultStore(suite_dir(results, suite, size, seed_offset))
@@ -139,7 +147,7 @@ def estimate_suites(results: str | Path, size: str, names: Sequence[str], *,
             if where.has(spec.run_id) and not stale_reasons([spec], where):
                 done += 1
                 continue
-            seconds = _price(spec, rate, by_arm.get(spec.arm, []))
+            seconds = _price(spec, own or rate, by_arm.get(spec.arm, []))
             if seconds is None:
                 unknown += 1
             elif spec.timed:
