@@ -76,6 +76,18 @@ def chosen_size(size: str | None, tiny: bool = False, quick: bool = False,
     return given[0] if given else "quick"
 
 
+# Where suite runs execute: the options `suite` and `report` share.
+EXECUTOR_OPTION = typer.Option("process", "--executor", help="process (worker processes on "
+                               "this machine, see --jobs) or ray (each run a Ray task).")
+ADDRESS_OPTION = typer.Option(None, "--address", help="Ray: the cluster to join, auto, "
+                              "HEAD_IP:6379 or local (a new instance here); default: "
+                              "$RAY_ADDRESS, else a cluster running here, else local.")
+CPUS_PER_RUN_OPTION = typer.Option(None, "--cpus-per-run",
+                                   help="Ray: CPUs each run reserves (default: 1).")
+GPUS_PER_RUN_OPTION = typer.Option(None, "--gpus-per-run",
+                                   help="Ray: GPUs each run reserves (default: 0).")
+
+
 def jobs_executor(jobs: int | None):
     """The executor that runs a suite's independent runs in `jobs` worker processes (default:
     the usable cores); timed runs still run alone."""

@@ -7,7 +7,15 @@ from pathlib import Path
 
 import typer
 
-from blocklab.cli import app, chosen_executor, chosen_size
+from blocklab.cli import (
+    ADDRESS_OPTION,
+    CPUS_PER_RUN_OPTION,
+    EXECUTOR_OPTION,
+    GPUS_PER_RUN_OPTION,
+    app,
+    chosen_executor,
+    chosen_size,
+)
 
 
 @app.command()
@@ -31,15 +39,10 @@ def report(
     no_run: bool = typer.Option(False, "--no-run",
                                 help="Render what is stored; run no suite."),
     no_progress: bool = typer.Option(False, "--no-progress", help="Hide the progress bars."),
-    executor: str = typer.Option("process", "--executor", help="process (worker processes on "
-                                 "this machine, see --jobs) or ray (each run a Ray task)."),
-    address: str = typer.Option(None, "--address", help="Ray: the cluster to join, auto, "
-                                "HEAD_IP:6379 or local; default: $RAY_ADDRESS, else a cluster "
-                                "running here, else local."),
-    cpus_per_run: float = typer.Option(None, "--cpus-per-run",
-                                       help="Ray: CPUs each run reserves (default: 1)."),
-    gpus_per_run: float = typer.Option(None, "--gpus-per-run",
-                                       help="Ray: GPUs each run reserves (default: 0)."),
+    executor: str = EXECUTOR_OPTION,
+    address: str = ADDRESS_OPTION,
+    cpus_per_run: float = CPUS_PER_RUN_OPTION,
+    gpus_per_run: float = GPUS_PER_RUN_OPTION,
     plan: bool = typer.Option(False, "--plan",
                               help="Run nothing: count the runs still missing and estimate "
                                    "their time on this machine."),

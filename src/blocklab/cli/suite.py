@@ -7,7 +7,16 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from blocklab.cli import app, chosen_executor, chosen_size, console
+from blocklab.cli import (
+    ADDRESS_OPTION,
+    CPUS_PER_RUN_OPTION,
+    EXECUTOR_OPTION,
+    GPUS_PER_RUN_OPTION,
+    app,
+    chosen_executor,
+    chosen_size,
+    console,
+)
 
 if TYPE_CHECKING:
     from blocklab.experiments.summaries import Summary
@@ -32,15 +41,10 @@ def suite(
                                   "(default: the usable cores); timed runs run alone."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
     no_progress: bool = typer.Option(False, "--no-progress", help="Hide the progress bar."),
-    executor: str = typer.Option("process", "--executor", help="process (worker processes on "
-                                 "this machine, see --jobs) or ray (each run a Ray task)."),
-    address: str = typer.Option(None, "--address", help="Ray: the cluster to join, auto, "
-                                "HEAD_IP:6379 or local (a new instance here); default: "
-                                "$RAY_ADDRESS, else a cluster running here, else local."),
-    cpus_per_run: float = typer.Option(None, "--cpus-per-run",
-                                       help="Ray: CPUs each run reserves (default: 1)."),
-    gpus_per_run: float = typer.Option(None, "--gpus-per-run",
-                                       help="Ray: GPUs each run reserves (default: 0)."),
+    executor: str = EXECUTOR_OPTION,
+    address: str = ADDRESS_OPTION,
+    cpus_per_run: float = CPUS_PER_RUN_OPTION,
+    gpus_per_run: float = GPUS_PER_RUN_OPTION,
 ) -> None:
     """Run a suite of seeded experiments; runs stored under --results are reused when their
     provenance matches this code and machine, and run again otherwise.
