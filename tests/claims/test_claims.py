@@ -227,6 +227,8 @@ def test_placement_verdict_logic(tmp_path, pre_failures, effect, c19, parts):
     _write(tmp_path, "placement", _placement(pre_failures, effect, spread))
     rows = {r.id: r for r in run_claims(["C12", "C13", "C19"], Context(tmp_path, "quick"))}
     assert rows["C13"].verdict == "run"
+    assert rows["C13"].to_dict()["rule"]["min_seeds"] == 4
+    assert rows["C13"].estimate.value == effect.warmup_interaction.mean
     assert rows["C19"].verdict == c19 and rows["C19"].error is None
     assert [p.verdict for p in rows["C19"].parts] == parts
     assert rows["C19"].to_dict()["rule"]["min_seeds"] == 4

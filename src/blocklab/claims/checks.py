@@ -714,6 +714,13 @@ def _effect(data) -> PlacementEffect | None:
     return max(data.effects, key=lambda e: (e.depth, e.lr, e.warmup))
 
 
+C13_RULE = Rule(
+    metric="(post cold − post warm) − (pre cold − pre warm), final val loss, nats, at the "
+           "deepest depth and highest lr, paired by seed",
+    smallest_effect=0.05, margin=0.02, min_seeds=4, claimed=0.0,
+    decides="no verdict: the page states no result; the estimate is reported as the finding")
+
+
 @claim("C13")
 def c13(ctx: Context) -> Finding:
     summary = ctx.summary("placement")
@@ -738,7 +745,12 @@ def c13(ctx: Context) -> Finding:
                     f"nats）；Pre-Norm 无/有 warmup 之差 {_ci_text(effect.pre_warmup_effect, 3, '')}；"
                     f"有 warmup 时 Post − Pre {_ci_text(effect.post_vs_pre_warm, 3, '')}。")
     # The page designs this experiment and states no result to check: it is "run", and the
-    # finding is what it found (C19 grades the claims the experiment bears on).
+    # finding is what it found (C19 grades the claims the experiment bears on). Its part
+    # records the metric and estimate of that finding, registered like any other.
+    parts = [] if effect is None else [Part(
+        "warmup interaction (the finding; nothing is claimed)", C13_RULE,
+        Estimate.of(effect.warmup_interaction), "run",
+        "the page designed this experiment and stated no result to grade")]
     return Finding(
         "run",
         f"Run here ({data.seeds} seeds, depth {depths}, {data.steps} steps, no "
@@ -749,7 +761,8 @@ def c13(ctx: Context) -> Finding:
         f"Pre-Norm 失败 {pre_f}/{pre_n}；Post-Norm 无 warmup 失败 {post_cold}/{post_cold_n}，"
         f"有 warmup 时失败 {post_warm}/{post_warm_n}。{found_zh}",
         {"training": [asdict(c) for c in cells], "effects": [asdict(e) for e in data.effects]},
-        ctx.suite_command("placement"), "placement_training")
+        ctx.suite_command("placement"), "placement_training", parts,
+        "run: the experiment is reported, not graded")
 
 
 # C19's registered rules, one per statement, all on one contrast (deepest depth, highest lr),
