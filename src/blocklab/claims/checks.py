@@ -592,7 +592,11 @@ def c16(ctx: Context) -> Finding:
                    f"{again.lr:g} for all) the same seeds give: {shift}." if shift else "")
     sensitivity_zh = (f"在本套件早先的设置下（{again.init} 初始化，所有组共用学习率 {again.lr:g}），同样的种子"
                       f"给出：{shift}。" if shift else "")
-    points = ", ".join(f"d={p.d_model}: {_ci_text(p.rel_delta_pct, 2, '%')}" for p in data.trend)
+    edges = (min(data.lr_grid), max(data.lr_grid)) if data.lr_grid else ()
+    points = ", ".join(
+        f"d={p.d_model}: {_ci_text(p.rel_delta_pct, 2, '%')}"
+        + (" (an lr at the grid's edge)" if any(lr in edges for lr in p.lrs.values()) else "")
+        for p in data.trend)
     direction = _trend_word(data.trend_change, grows_when="below")
     trend_en = (f" Scale trend of SwiGLU − ReLU over widths ({points}): change from the "
                 f"smallest to the largest {_ci_text(data.trend_change, 2, ' points')}, so the "
