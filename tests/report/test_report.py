@@ -346,3 +346,21 @@ def test_rendering_stored_results_trains_nothing(built, tmp_path, monkeypatch):
     assert main(["report", "--tiny", "--no-run", "--results", results, "--out",
                  str(tmp_path / "cli")]) in (0, 1)
     assert (tmp_path / "cli" / "index.html").is_file()
+
+
+def test_ffn_figures_draw_the_compared_arms_not_the_trend_or_sensitivity_runs(built):
+    from blocklab.experiments.suites import ffn
+    from blocklab.experiments.summaries import summary_from_dict
+    from blocklab.report.figures import _compared_runs
+
+    _, doc, _ = built
+    runs = doc["suites"]["ffn"]["runs"]
+    data = summary_from_dict(doc["suites"]["ffn"]["summary"], "ffn").data
+    size = ffn.SIZES["tiny"]
+    # The document holds every training run: the arms, the sensitivity re-runs (gpt2 init) and
+    # the scale-trend width ...
+    assert {r["init"] for r in runs} == {"fan_in", "gpt2"}
+    assert {r["d_model"] for r in runs} == {size.d_model, *size.trend_widths}
+    # ... and the figures draw one run per arm and seed of the comparison only.
+    kept = _compared_runs(data, runs)
+    assert sorted((r["arm"], r["seed"]) for r in kept) == sorted((arm, 0) for arm in ffn.ARMS)

@@ -126,8 +126,11 @@ def _run_curves(results: Path, name: str, size: str, run_ids: list[str],
             raise ResultsError(f"{store.path_for(run_id)}: its run record {run!r} is not "
                                "{label, arm, seed}; delete the file and run the suite again")
         grads = curves.get("layer_grad_norms") or {}
+        model, train = result.get("model_config") or {}, result.get("train_config") or {}
         out.append({
             "run_id": run_id, "arm": run["arm"], "seed": run["seed"], "label": run["label"],
+            # which of a suite's settings the run trained (main arm, trend width, sensitivity)
+            "d_model": model.get("d_model"), "init": train.get("init"), "lr": train.get("lr"),
             "status": result.get("status"), "reason": result.get("reason"),
             "step": curves.get("step", []), "train_loss": curves["train_loss"],
             "val_step": curves.get("val_step", []), "val": curves.get("val", {}),

@@ -120,11 +120,19 @@ def _errorbar(ax, x: float, stats: Interval | None, **kwargs) -> None:
                     **kwargs)
 
 
+def _compared_runs(data: FfnData, runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The ffn runs of the compared arms: not the scale-trend widths, nor the sensitivity
+    re-runs under another init and learning rate."""
+    return [r for r in runs if r["d_model"] == data.size["d_model"] and r["init"] == data.init
+            and r["lr"] == data.arms[r["arm"]].lr]
+
+
 def fig_ffn_variants(doc: dict[str, Any]) -> bytes | None:
     data: FfnData | None
     data, runs = _summary(doc, "ffn")
     if data is None or not data.arms:
         return None
+    runs = _compared_runs(data, runs)
     arms = data.arms
     names = list(arms)
     fig, axes = _new(10, 4.0, 2, 1)
@@ -165,17 +173,22 @@ def fig_ffn_variants(doc: dict[str, Any]) -> bytes | None:
 def fig_ffn_loss_curves(doc: dict[str, Any]) -> bytes | None:
     data: FfnData | None
     data, runs = _summary(doc, "ffn")
-    runs = [r for r in runs if r["val_step"]]
-    if data is None or not runs:
+    if data is None:
+        return None
+    runs = [r for r in _compared_runs(data, runs) if r["val_step"]]
+    if not runs:
         return None
     length = str(data.size["seq_len"])  # the validation curve at the trained length
     fig, axes = _new(7.5, 4.0)
     ax = axes[0, 0]
     colours = {arm: f"C{i % 10}" for i, arm in enumerate(dict.fromkeys(r["arm"] for r in runs))}
+    labelled: set[str] = set()
     for r in runs:
         curve = r["val"][length]
+        label = None if r["arm"] in labelled else r["arm"]
+        labelled.add(r["arm"])
         ax.plot(r["val_step"][:len(curve)], _finite(curve), "o-", ms=3, lw=1.2,
-                color=colours[r["arm"]], label=r["arm"] if r["seed"] == 0 else None)
+                color=colours[r["arm"]], label=label)
     ax.set_xlabel("optimizer step")
     ax.set_ylabel("validation loss (nats/token)")
     ax.grid(True, alpha=0.3)
