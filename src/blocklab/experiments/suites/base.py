@@ -253,7 +253,8 @@ def summarise_suite(planned: PlannedSuite, failed: dict[str, str], elapsed_s: fl
     suite, size, specs, store, stale = (planned.suite, planned.size, planned.specs,
                                         planned.store, planned.stale)
     if planned.stage != "evaluate":
-        raise ValueError(f"suite {suite.name}: its tuning stage has not been run; "
+        # A caller's mistake, not the user's input: a bug, so not an InputError.
+        raise RuntimeError(f"suite {suite.name}: its tuning stage has not been run; "
                          "plan it again once the tuning runs are stored")
     absent = [spec for spec in specs if not store.has(spec.run_id)
               or (spec.run_id in stale and stale_reasons([spec], store))]

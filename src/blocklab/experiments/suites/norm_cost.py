@@ -388,8 +388,12 @@ def like_for_like(model):
     for parent in list(model.modules()):
         for name, child in list(parent.named_children()):
             if isinstance(child, RMSNorm):
-                if getattr(child, "unit_offset", False) or child.cast != "llama":
-                    raise ValueError(f"like_for_like: {name} is not a plain RMSNorm")
+                offset = getattr(child, "unit_offset", False)
+                if offset or child.cast != "llama":
+                    raise InputError(
+                        f"like_for_like: {name} is not a plain RMSNorm (unit_offset={offset}, "
+                        f"cast={child.cast!r}); F.rms_norm computes only unit_offset=False, "
+                        "cast='llama'")
                 setattr(parent, name, _torch_rms_norm_module(child))
     return model
 
