@@ -1,6 +1,6 @@
 """The claims in our own words (English and Chinese), and where each one stands on its page.
 
-`CLAIMS.md` beside this file is the list of claims to settle (ids C01–C28, each ending with
+`CLAIMS.md` beside this file is the list of claims to settle (ids C01–C36, each ending with
 `[§ section heading]` as written on the page); `claim_sources()` parses it, so the ledger cites
 the page file and the section heading exactly as they appear there.
 """
@@ -93,6 +93,33 @@ CLAIM_TEXT: dict[str, tuple[str, str]] = {
             "长上下文场景可把 RoPE 基频从 10,000 提高到 1,000,000。"),
     "C28": ("Some models use d_ff up to 8× d_model, which shows up as unexpected FFN memory.",
             "有些模型的 d_ff 高达 d_model 的 8 倍，表现为 FFN 显存异常。"),
+    "C29": ("Without position information a model cannot tell \"A B C\" from \"C B A\": the "
+            "scores of (i, j) and (j, i) are computed the same way.",
+            "没有位置信息，模型无法区分 \"A B C\" 与 \"C B A\"：(i, j) 与 (j, i) 的注意力分数计算方式相同。"),
+    "C30": ("With NTK-aware or YaRN scaling RoPE extrapolates to 8–16× its training length; "
+            "past 8× quality drops clearly without scaling.",
+            "借助 NTK-aware 或 YaRN scaling，RoPE 可外推到训练长度的 8–16 倍；不做 scaling 时超过 8 倍质量明显下降。"),
+    "C31": ("RoPE adds no parameters, costs little compute and keeps FlashAttention usable, "
+            "because it rotates q and k before QKᵀ; ALiBi and absolute positions cost very "
+            "little too.",
+            "RoPE 不增加参数、计算开销低，且因旋转在 QKᵀ 之前完成而兼容 FlashAttention；ALiBi 与绝对位置的开销也极低。"),
+    "C32": ("Quantizing the FFN gives the largest prefill (first-token latency) speed-up, "
+            "because the FFN holds ~99% of prefill FLOPs.",
+            "量化 FFN 对预填充（首 token 延迟）加速最明显，因为 FFN 约占预填充 FLOPs 的 99%。"),
+    "C33": ("SwiGLU's three matrices must be quantized separately; they cannot simply be "
+            "merged.",
+            "SwiGLU 的三个矩阵在权重量化时须分别处理，不能简单合并。"),
+    "C34": ("GPT-2/BERT use a plain FFN and absolute positions; PaLM GeGLU; Llama and Qwen "
+            "SwiGLU; MPT and GLM ALiBi; Llama, Qwen and DeepSeek RoPE; Llama 3/4 and Qwen2/3 "
+            "combine pre-norm, SwiGLU and RoPE.",
+            "GPT-2/BERT 用普通 FFN 与绝对位置；PaLM 用 GeGLU；Llama、Qwen 用 SwiGLU；MPT、GLM 用 ALiBi；"
+            "Llama、Qwen、DeepSeek 用 RoPE；Llama 3/4 与 Qwen2/3 组合 Pre-Norm、SwiGLU 与 RoPE。"),
+    "C35": ("The FFN's share of a layer is ≈ 3·d_ff / (3·d_ff + 4·d_model), between 2/3 and "
+            "3/4.",
+            "FFN 占每层参数 ≈ 3·d_ff / (3·d_ff + 4·d_model)，在 2/3 到 3/4 之间。"),
+    "C36": ("Pre-norm lets deep stacks (50+ layers) train stably, because the residual path "
+            "carries the gradient straight back (gradient ≈ 1).",
+            "Pre-Norm 让深层网络（50 层以上）稳定训练，因为残差路径把梯度直接传回（梯度 ≈ 1）。"),
 }
 
 # `refuted` is for claims that do not depend on scale (arithmetic, configs, identities); an

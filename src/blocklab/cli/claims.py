@@ -17,7 +17,7 @@ VERDICT_STYLE = {"confirmed": "green", "refuted": "red", "conditional": "yellow"
 
 @app.command()
 def claims(
-    ids: list[str] = typer.Argument(None, help="Claim ids (C01 … C28); all when omitted."),
+    ids: list[str] = typer.Argument(None, help="Claim ids (C01 … C36); all when omitted."),
     as_json: bool = typer.Option(False, "--json", help="Print the ledger as JSON."),
     lang: str = typer.Option(None, "--lang", help="en or zh (default: from the locale)."),
     results: Path = typer.Option(Path("runs"), "--results",

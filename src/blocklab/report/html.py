@@ -372,13 +372,60 @@ def deploy_section(doc: dict[str, Any], figures: dict[str, Figure], lang: str,
             + "</section>")
 
 
+# Claims added after the first ledger: one subsection each, with the check's own table and figure.
+ADDED_CLAIMS = ("C29", "C30", "C31", "C32", "C33", "C34", "C35", "C36")
+
+
+def claim_table(evidence: dict[str, Any]) -> str:
+    """The table a check put in its evidence as {"table": {"columns": [...], "rows": [...],
+    "caption": ...}}, or nothing."""
+    spec = evidence.get("table")
+    if not spec:
+        return ""
+    return table(spec["columns"], spec["rows"], spec.get("caption", ""))
+
+
+def added_claims_section(doc: dict[str, Any], figures: dict[str, Figure], lang: str,
+                         number: list[int]) -> str:
+    """One subsection per claim of ADDED_CLAIMS: the claim, its verdict, what the check found,
+    its graded parts, its table and figure, and the command that reproduces it."""
+    zh = lang == "zh"
+    rows = {r["id"]: r for r in doc["ledger"]}
+    out = [f'<section id="more-claims"><h2>{escape(t("sec_more_claims", lang))}</h2>'
+           f"<p>{escape(t('more_claims_intro', lang))}</p>"]
+    for cid in ADDED_CLAIMS:
+        r = rows.get(cid)
+        if r is None:
+            continue
+        verdict = (f'<span class="badge v-error">{escape(t("check_failed", lang))}</span>'
+                   if r.get("error") else badge(r["verdict"], lang))
+        out.append(f'<h3 id="claim-{escape(cid)}">{escape(cid)} {verdict}</h3>'
+                   f'<p><i>{prose(r["claim_zh"] if zh else r["claim"])}</i> '
+                   f'<span class="muted">{escape(r["page"])} § {escape(r["section"])}</span></p>'
+                   f'<p>{prose(r["summary_zh"] if zh else r["summary"])}</p>')
+        if r.get("error"):
+            out.append(f'<p class="error">{escape(r["error"])}</p>')
+        if r.get("parts"):
+            out.append("<ul class=\"parts\">" + "".join(part_item(x, lang) for x in r["parts"])
+                       + "</ul>")
+            if r.get("combines"):
+                out.append(f'<p class="muted">{escape(t("combined", lang))}: '
+                           f'{escape(r["combines"])}</p>')
+        out.append(claim_table(r["evidence"]))
+        if r.get("figure"):
+            out.append(figure(r["figure"], figures, lang, number))
+        if r.get("command"):
+            out.append(f'<p class="cmd">{escape(t("command", lang))}: {code(r["command"])}</p>')
+    return "".join(out) + "</section>"
+
+
 def _gib(n: int) -> str:
     return f"{n / 2**30:,.2f} GiB"
 
 
 SECTIONS = (("ledger", "sec_ledger"), ("ffn", "sec_ffn"), ("normalization", "sec_norm"),
             ("placement", "sec_placement"), ("position", "sec_position"),
-            ("deployment", "sec_deploy"))
+            ("deployment", "sec_deploy"), ("more-claims", "sec_more_claims"))
 
 
 def render_html(doc: dict[str, Any], figures: dict[str, Figure], lang: str) -> str:
@@ -390,7 +437,8 @@ def render_html(doc: dict[str, Any], figures: dict[str, Figure], lang: str) -> s
             norm_section(doc, figures, lang, number),
             placement_section(doc, figures, lang, number),
             position_section(doc, figures, lang, number),
-            deploy_section(doc, figures, lang, number)]
+            deploy_section(doc, figures, lang, number),
+            added_claims_section(doc, figures, lang, number)]
     toc = "".join(f'<li><a href="#{anchor}">{escape(t(key, lang))}</a></li>'
                   for anchor, key in SECTIONS)
     generated = t("generated", lang).format(size=gen["size"], results=gen["results"],

@@ -28,6 +28,11 @@ STRINGS: dict[str, tuple[str, str]] = {
     "sec_position": ("Position encodings", "位置编码"),
     "sec_deploy": ("Deployment: prefill, decode and the KV cache",
                    "部署：预填充、解码与 KV 缓存"),
+    "sec_more_claims": ("More claims of page 001: C29–C36", "页面 001 的更多论断：C29–C36"),
+    "more_claims_intro": ("Each claim below with its verdict, what its check found, its "
+                          "graded parts and registered rules, and the table or figure behind "
+                          "it.",
+                          "以下每条论断给出判定、检查结果、分项判定与预先登记的规则，以及支撑它的表格或图。"),
     "sub_ffn_budget": ("Parameter and activation budgets (page 000, practice task)",
                        "参数与激活预算（页面 000 实践任务）"),
     "sub_ffn_suite": ("Variants at equal parameter count (ffn suite)",
