@@ -3,8 +3,9 @@
 Every string choice is resolved through an explicit registry (`FFNS`, `NORMS`, `PLACEMENTS`,
 `POSITIONS`, ...); unknown names and unknown keys raise a one-line `ValueError` naming the field,
 the value and what is allowed. `ModelConfig` converts to and from JSON and Hugging Face
-`config.json` dictionaries (Llama, Mistral, Qwen2, Qwen3 both ways; Gemma-2, GPT-2 and BERT in
-for the budget calculator). This module imports no torch: `blocklab.budget` builds on it.
+`config.json` dictionaries (Llama, Mistral, Qwen2, Qwen3 both ways; Gemma, Gemma-2, GPT-2, BERT,
+MPT, ChatGLM and Llama 4 (text) in, for the budget calculator). This module imports no torch:
+`blocklab.budget` builds on it.
 """
 
 from __future__ import annotations
@@ -133,13 +134,20 @@ class ModelConfig:
     causal: bool = True
     type_vocab_size: int = 0  # BERT token-type embeddings (budget only)
     pooler: bool = False  # BERT pooler (budget only)
+    # Mixture of experts (budget only; blocklab.nn refuses to build it). 0 experts: dense FFNs.
+    n_experts: int = 0  # routed experts per MoE layer
+    experts_per_token: int = 1  # routed experts each token uses (top-k)
+    n_shared_experts: int = 0  # experts every token uses, beside the routed ones (Llama 4)
+    moe_d_ff: int | None = None  # width of one expert; defaults to d_ff
+    moe_every: int = 1  # layers moe_every-1, 2·moe_every-1, ... are MoE (Llama 4's step)
+    nope_every: int | None = None  # layers nope_every-1, 2·nope_every-1, ... skip RoPE (Llama 4)
     name: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "d_model", "n_layers", "n_heads", "max_seq_len",
                      "ffn_multiple_of"):
             _positive_int(name, getattr(self, name))
-        for name in ("n_kv_heads", "head_dim", "d_ff", "sliding_window"):
+        for name in ("n_kv_heads", "head_dim", "d_ff", "sliding_window", "moe_d_ff", "nope_every"):
             value = getattr(self, name)
             if value is not None:
                 _positive_int(name, value)
@@ -153,6 +161,23 @@ class ModelConfig:
                 raise _bad(name, getattr(self, name), "true or false")
         if not isinstance(self.name, str):
             raise _bad("name", self.name, "a string")
+        for name in ("n_experts", "n_shared_experts"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_SIZE:
+                raise _bad(name, value, f"an integer in [0, {MAX_SIZE}]")
+        _positive_int("experts_per_token", self.experts_per_token)
+        _positive_int("moe_every", self.moe_every)
+        if self.n_experts and self.experts_per_token > self.n_experts:
+            raise _bad("experts_per_token", self.experts_per_token,
+                       f"at most n_experts={self.n_experts}")
+        if not self.n_experts and (self.n_shared_experts or self.moe_d_ff is not None
+                                   or self.moe_every != 1 or self.experts_per_token != 1):
+            raise _bad("n_experts", self.n_experts,
+                       "> 0 when n_shared_experts, moe_d_ff, moe_every or experts_per_token is set")
+        if self.moe_every > self.n_layers:
+            raise _bad("moe_every", self.moe_every, f"at most n_layers={self.n_layers}")
+        if self.nope_every is not None and self.position != "rope":
+            raise _bad("nope_every", self.nope_every, "None unless position='rope'")
         _choice("ffn", self.ffn, FFNS)
         _choice("norm", self.norm, NORMS)
         _choice("norm_cast", self.norm_cast, NORM_CASTS)
@@ -190,6 +215,8 @@ class ModelConfig:
             width = (gated_ffn_width(self.d_model, self.ffn_multiple_of, self.ffn_dim_multiplier)
                      if self.gated else 4 * self.d_model)
             object.__setattr__(self, "d_ff", width)
+        if self.n_experts and self.moe_d_ff is None:
+            object.__setattr__(self, "moe_d_ff", self.d_ff)
         if self.position == "rope" and self.rotary_dim % 2:
             raise _bad("partial_rotary_factor", self.partial_rotary_factor,
                        f"a factor giving an even rotary dim (head_dim={self.head_dim} gives "
@@ -205,6 +232,16 @@ class ModelConfig:
     @property
     def activation(self) -> str:
         return FFNS[self.ffn][1]
+
+    @property
+    def n_moe_layers(self) -> int:
+        """Layers whose FFN is a mixture of experts: indices moe_every-1, 2·moe_every-1, ..."""
+        return self.n_layers // self.moe_every if self.n_experts else 0
+
+    @property
+    def n_nope_layers(self) -> int:
+        """Layers without RoPE (indices nope_every-1, 2·nope_every-1, ...); 0 when unset."""
+        return self.n_layers // self.nope_every if self.nope_every else 0
 
     @property
     def rotary_dim(self) -> int:
@@ -412,8 +449,19 @@ def _from_hf(hf: dict[str, Any]) -> ModelConfig:
         raise ConfigError(f"Hugging Face config must be a JSON object, got {type(hf).__name__}")
     model_type = hf.get("model_type")
     name = str(hf.get("_name_or_path", "") or "")
-    if model_type in HF_LLAMA_FAMILY or model_type == "gemma2":
-        act = _HF_ACTS.get(hf.get("hidden_act") or hf.get("hidden_activation") or "silu")
+    if model_type == "mpt":
+        return _from_hf_mpt(hf, name)
+    if model_type == "chatglm":
+        return _from_hf_chatglm(hf, name)
+    if model_type in ("llama4", "llama4_text"):
+        return _from_hf_llama4(hf, name)
+    if model_type in HF_LLAMA_FAMILY or model_type in ("gemma", "gemma2"):
+        act_key = hf.get("hidden_act") or hf.get("hidden_activation") or "silu"
+        if model_type == "gemma":
+            # transformers' GemmaMLP reads hidden_activation only and, when it is absent, uses
+            # the tanh approximation whatever hidden_act says (google/gemma-7b says "gelu").
+            act_key = hf.get("hidden_activation") or "gelu_pytorch_tanh"
+        act = _HF_ACTS.get(act_key)
         if act is None:
             raise ConfigError(f"unsupported hidden_act {hf.get('hidden_act')!r}; "
                              f"allowed: {sorted(_HF_ACTS)}")
@@ -449,6 +497,9 @@ def _from_hf(hf: dict[str, Any]) -> ModelConfig:
         if model_type in ("mistral", "qwen2", "qwen3") and hf.get(
                 "use_sliding_window", model_type == "mistral"):
             common.update(sliding_window=hf.get("sliding_window"))
+        if model_type == "gemma":  # Gemma 1: pre-norm, (1 + γ) gains, scaled embeddings
+            common.update(norm_unit_offset=True, norm_cast="gemma", embed_scale=True,
+                          tie_embeddings=bool(hf.get("tie_word_embeddings", True)))
         if model_type == "gemma2":
             scalar = hf.get("query_pre_attn_scalar")
             common.update(placement="sandwich", norm_unit_offset=True, norm_cast="gemma",
@@ -483,7 +534,106 @@ def _from_hf(hf: dict[str, Any]) -> ModelConfig:
             type_vocab_size=hf.get("type_vocab_size", 2), pooler=True,
             tie_embeddings=True, causal=False, name=name)
     raise ConfigError(f"unsupported Hugging Face model_type {model_type!r}; allowed: "
-                     f"{sorted([*HF_LLAMA_FAMILY, 'gemma2', 'gpt2', 'bert'])}")
+                     f"{sorted([*HF_LLAMA_FAMILY, *_HF_OTHER_TYPES])}")
+
+
+_HF_OTHER_TYPES = ("gemma", "gemma2", "gpt2", "bert", "mpt", "chatglm", "llama4", "llama4_text")
+
+
+def _from_hf_mpt(hf: dict[str, Any], name: str) -> ModelConfig:
+    """MosaicML MPT (mosaicml/mpt-7b): LayerNorm without bias when `no_bias`, a plain GELU FFN
+    of width expansion_ratio·d_model, ALiBi, tied embeddings."""
+    attn = hf.get("attn_config") or {}
+    if not isinstance(attn, dict):
+        raise ConfigError(f"config.json attn_config={shown_value(attn)} is not allowed; expected "
+                          "an object")
+    if attn.get("rope"):
+        raise ConfigError("config.json attn_config.rope=true is not supported for mpt; expected "
+                          "ALiBi or learned positions")
+    heads = _need(hf, "n_heads")
+    kv = {"multiquery_attention": 1,
+          "grouped_query_attention": attn.get("kv_n_heads")}.get(attn.get("attn_type"), heads)
+    d, ratio = _need(hf, "d_model"), _need(hf, "expansion_ratio")
+    if isinstance(ratio, bool) or not isinstance(ratio, int | float) or d * ratio != int(d * ratio):
+        raise ConfigError(f"config.json expansion_ratio={shown_value(ratio)} is not allowed; "
+                          "expected a number giving an integer d_model·expansion_ratio")
+    bias = not hf.get("no_bias", False)
+    # llm-foundry turns learned positions off when ALiBi is on (MPTConfig._validate_config).
+    position = "alibi" if attn.get("alibi") else (
+        "learned" if hf.get("learned_pos_emb", True) else "none")
+    return ModelConfig(
+        vocab_size=_need(hf, "vocab_size"), d_model=d, n_layers=_need(hf, "n_layers"),
+        n_heads=heads, n_kv_heads=kv, d_ff=int(d * ratio), ffn="gelu", ffn_bias=bias,
+        attn_bias=bias, attn_out_bias=bias, norm="layernorm", norm_bias=bias,
+        norm_eps=_hf_float("layer_norm_epsilon", hf.get("layer_norm_epsilon", 1e-5)),
+        position=position, max_seq_len=_need(hf, "max_seq_len"), tie_embeddings=True, name=name)
+
+
+def _from_hf_chatglm(hf: dict[str, Any], name: str) -> ModelConfig:
+    """THUDM ChatGLM2/3 (`modeling_chatglm.py`): multi-query groups, q/k/v bias only, RMSNorm,
+    SwiGLU, RoPE on half of each head in adjacent pairs, untied `output_layer`."""
+    heads = _need(hf, "num_attention_heads")
+    kv = _need(hf, "multi_query_group_num") if hf.get("multi_query_attention") else heads
+    linear_bias = bool(hf.get("add_bias_linear", False))
+    theta = 10000.0 * _hf_float("rope_ratio", hf.get("rope_ratio", 1))
+    return ModelConfig(
+        vocab_size=_need(hf, "padded_vocab_size", "vocab_size"), d_model=_need(hf, "hidden_size"),
+        n_layers=_need(hf, "num_layers"), n_heads=heads, n_kv_heads=kv,
+        head_dim=hf.get("kv_channels"), d_ff=_need(hf, "ffn_hidden_size"), ffn="swiglu",
+        ffn_bias=linear_bias, attn_bias=linear_bias or bool(hf.get("add_qkv_bias", False)),
+        attn_out_bias=linear_bias, norm="rmsnorm" if hf.get("rmsnorm", True) else "layernorm",
+        norm_eps=_hf_float("layernorm_epsilon", hf.get("layernorm_epsilon", 1e-5)),
+        final_norm=bool(hf.get("post_layer_norm", True)),
+        # RotaryEmbedding(kv_channels // 2): half of each head rotates, pairs (2i, 2i+1).
+        position="rope", partial_rotary_factor=0.5, rope_layout="interleaved", rope_theta=theta,
+        max_seq_len=_need(hf, "seq_length"),
+        tie_embeddings=bool(hf.get("tie_word_embeddings", False)), name=name)
+
+
+def _every(key: str, indices: list[int], n_layers: int) -> int:
+    """k such that `indices` are exactly layers k-1, 2k-1, ...; anything else raises."""
+    if indices:
+        step = indices[0] + 1
+        if indices == list(range(step - 1, n_layers, step)):
+            return step
+    raise ConfigError(f"config.json {key}={shown_value(indices)} is not allowed; expected every "
+                      "k-th layer (k-1, 2k-1, ...)")
+
+
+def _from_hf_llama4(hf: dict[str, Any], name: str) -> ModelConfig:
+    """Llama 4, the text model only (`text_config` of a Llama4ForConditionalGeneration config):
+    MoE FFNs (routed experts + one shared expert + a router) every `interleave_moe_layer_step`
+    layers, dense SwiGLU of width intermediate_size_mlp elsewhere, NoPE every
+    `no_rope_layer_interval`-th layer. Its q/k norm is a weightless L2 norm, so it adds no
+    parameters and is not `qk_norm` (a learned RMSNorm gain)."""
+    if hf.get("model_type") == "llama4":
+        hf = _need(hf, "text_config")
+        if not isinstance(hf, dict):
+            raise ConfigError("config.json text_config must be an object")
+    layers = _need(hf, "num_hidden_layers")
+    if hf.get("moe_layers") is not None:
+        moe_every = _every("moe_layers", list(hf["moe_layers"]), layers)
+    else:
+        moe_every = hf.get("interleave_moe_layer_step", 1)
+    if hf.get("no_rope_layers"):  # 1 = RoPE, 0 = NoPE, one entry per layer
+        flags = list(hf["no_rope_layers"])
+        nope = _every("no_rope_layers", [i for i, f in enumerate(flags) if not f], layers)
+    else:
+        nope = hf.get("no_rope_layer_interval", 4)
+    theta, scaling, partial = _hf_rope(hf)
+    bias = bool(hf.get("attention_bias", False))
+    return ModelConfig(
+        vocab_size=_need(hf, "vocab_size"), d_model=_need(hf, "hidden_size"), n_layers=layers,
+        n_heads=_need(hf, "num_attention_heads"), n_kv_heads=hf.get("num_key_value_heads"),
+        head_dim=hf.get("head_dim"), d_ff=_need(hf, "intermediate_size_mlp"), ffn="swiglu",
+        attn_bias=bias, attn_out_bias=bias, norm="rmsnorm",
+        norm_eps=_hf_float("rms_norm_eps", hf.get("rms_norm_eps", 1e-5)), position="rope",
+        rope_theta=theta, rope_scaling=scaling, partial_rotary_factor=partial,
+        max_seq_len=_need(hf, "max_position_embeddings"),
+        tie_embeddings=bool(hf.get("tie_word_embeddings", False)),
+        n_experts=_need(hf, "num_local_experts"),
+        experts_per_token=hf.get("num_experts_per_tok", 1), n_shared_experts=1,
+        moe_d_ff=_need(hf, "intermediate_size"), moe_every=moe_every, nope_every=nope, name=name)
 
 
 def to_hf(cfg: ModelConfig, model_type: str = "llama") -> dict[str, Any]:

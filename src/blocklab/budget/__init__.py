@@ -19,7 +19,8 @@ keys (others may be added, none of these removed or renamed)::
       "memory": {"weights_bytes", "kv_cache_bytes": int, ...}
     }
 
-`params.per_layer` is the parameter count of one layer (all layers are identical);
+`params.per_layer` is the parameter count of one layer (all layers are identical, except the
+dense layers of an interleaved MoE model, whose MoE layers are under `params.moe_layer`);
 `params.other` holds BERT's pooler, and BERT's token-type embeddings, learned positions and
 embedding LayerNorm are in `params.embedding`. FLOP figures follow `flops.py`: 2 FLOPs per
 multiply-add, matmuls only; `attention_scores` is the exact causal count T(T+1)/2 pairs unless
@@ -82,6 +83,15 @@ def model_budget(cfg: ModelConfig, *, batch: int = 1, seq_len: int = 4096, dtype
     if not cfg.causal:
         notes.append("encoder (bidirectional): scores are always the full T² count; decode and "
                      "KV-cache figures are hypothetical")
+    if cfg.n_experts:
+        notes.append(f"MoE: {cfg.n_moe_layers} of {cfg.n_layers} layers hold {cfg.n_experts} "
+                     f"routed + {cfg.n_shared_experts} shared experts of width {cfg.moe_d_ff}; "
+                     f"params count every expert, FLOPs the {cfg.experts_per_token} routed + "
+                     f"shared experts a token uses and the router; activation memory and "
+                     f"elementwise estimates use the dense width d_ff={cfg.d_ff}")
+    if cfg.nope_every:
+        notes.append(f"{cfg.n_nope_layers} of {cfg.n_layers} layers use no position encoding "
+                     f"(every {cfg.nope_every}th); elementwise RoPE cost counts every layer")
     if causal and cfg.causal:
         notes.append("causal: scores counted over T(T+1)/2 (query, key) pairs")
     layer_acts = layer_activation_elements(cfg, batch, seq_len)
@@ -100,6 +110,8 @@ def model_budget(cfg: ModelConfig, *, batch: int = 1, seq_len: int = 4096, dtype
             **params.buckets(),
             "per_layer": params.per_layer,
             "layer": dict(params.layer),
+            **({"moe_layer": dict(params.moe_layer), "n_moe_layers": params.n_moe_layers}
+               if params.moe_layer else {}),
             "components": params.components(),
         },
         "flops": {

@@ -19,8 +19,9 @@ the count uses H, not KV. Pairs counted:
 The causal figure is the exact count of unmasked pairs, not T²/2. Kernels may compute more (a
 plain masked matmul computes all T² then discards half; FlopCounterMode reports the full count
 for SDPA whatever `is_causal` says). An encoder (`causal=False` in the config, BERT) always
-attends to all T keys. Sliding windows (Mistral, Gemma-2) are ignored: every layer is counted
-as full attention.
+attends to all T keys. Sliding windows (Mistral, Gemma-2) and Llama 4's chunked attention are
+ignored: every layer is counted as full attention. MoE layers count the experts a token uses
+(experts_per_token routed + the shared ones) and the router, not every stored expert.
 
 Prefill of T tokens (batch B) counts the logits of every position, as one forward pass computes
 them (a generation server may keep only the last). A decode step at context T is one new token
@@ -81,10 +82,24 @@ def proj_flops_per_token(cfg: ModelConfig) -> int:
     return FLOPS_PER_MAC * macs
 
 
-def ffn_flops_per_token(cfg: ModelConfig) -> int:
-    """One layer's FFN for one token: 2 (plain) or 3 (gated) [m, d]-sized matrices."""
+def ffn_flops_per_token(cfg: ModelConfig, moe: bool = False) -> int:
+    """One layer's FFN for one token: 2 (plain) or 3 (gated) [m, d]-sized matrices.
+
+    An MoE layer (`moe`) runs only the experts the token uses, experts_per_token routed ones
+    and every shared one, each of width moe_d_ff, plus the router's [E, d] matmul.
+    """
     matrices = 3 if cfg.gated else 2
-    return FLOPS_PER_MAC * matrices * cfg.d_model * cfg.d_ff
+    if not moe:
+        return FLOPS_PER_MAC * matrices * cfg.d_model * cfg.d_ff
+    active = cfg.experts_per_token + cfg.n_shared_experts
+    return FLOPS_PER_MAC * cfg.d_model * (active * matrices * cfg.moe_d_ff + cfg.n_experts)
+
+
+def ffn_flops_all_layers(cfg: ModelConfig) -> int:
+    """FFN FLOPs of one token through every layer, dense and MoE layers each at their cost."""
+    n_moe = cfg.n_moe_layers
+    moe = n_moe * ffn_flops_per_token(cfg, moe=True) if n_moe else 0
+    return (cfg.n_layers - n_moe) * ffn_flops_per_token(cfg) + moe
 
 
 def score_flops_per_pair(cfg: ModelConfig) -> int:
@@ -112,7 +127,7 @@ def _flops(cfg: ModelConfig, tokens: int, batch: int, full_pairs: int, causal_pa
         attention_proj=layers * tokens * proj_flops_per_token(cfg),
         attention_scores_full=layers * full_pairs * score_flops_per_pair(cfg),
         attention_scores_causal=layers * causal_pairs_ * score_flops_per_pair(cfg),
-        ffn=layers * tokens * ffn_flops_per_token(cfg),
+        ffn=tokens * ffn_flops_all_layers(cfg),
         # Tied or not, the head is a [V, d] matmul on every token.
         lm_head=tokens * FLOPS_PER_MAC * cfg.vocab_size * cfg.d_model,
         # BERT's pooler: one [d, d] dense on the first token of each sequence.

@@ -9,6 +9,12 @@ Every count is a product of the shapes the model builds; nothing is estimated. O
     norms      attn_norm, ffn_norm; sandwich placement adds post_attn_norm, post_ffn_norm
                (RMSNorm: gain of width d; LayerNorm: gain and, unless disabled, bias)
 
+An MoE layer (`n_experts` > 0, every `moe_every`-th layer) replaces the FFN by E routed and S
+shared experts, each an FFN of width m_e = moe_d_ff, plus a router [E, d] (no bias)::
+
+    gate_proj, up_proj, down_proj   (E + S) times the dense shapes with m_e in place of m
+    router                          E·d
+
 and the model adds, outside the layers::
 
     embed_tokens [V, d]; learned positions [max_seq_len, d]; token types [type_vocab, d] (BERT);
@@ -19,13 +25,13 @@ Buckets (they sum to the total):
     embedding  = embed_tokens + positions + token types + embed_norm  (all of BERT's embedding
                  module lives here, its LayerNorm included)
     attention  = n_layers · (q_proj + k_proj + v_proj + o_proj), biases included
-    ffn        = n_layers · (gate_proj + up_proj + down_proj), biases included
+    ffn        = n_layers · (gate_proj + up_proj + down_proj + router), biases included
     norm       = n_layers · (layer norms + qk_norm) + final norm
     lm_head    = V · d when untied, else 0
     other      = pooler
 
 Shape legend: d = d_model, m = d_ff, H = n_heads, KV = n_kv_heads, hd = head_dim,
-V = vocab_size.
+V = vocab_size, E = n_experts, S = n_shared_experts.
 """
 
 from __future__ import annotations
@@ -36,13 +42,14 @@ from blocklab.config import ModelConfig
 
 # Per-layer components in display order.
 LAYER_COMPONENTS = ("q_proj", "k_proj", "v_proj", "o_proj", "qk_norm", "gate_proj", "up_proj",
-                    "down_proj", "attn_norm", "ffn_norm", "post_attn_norm", "post_ffn_norm")
+                    "down_proj", "router", "attn_norm", "ffn_norm", "post_attn_norm",
+                    "post_ffn_norm")
 # Model-level components in display order.
 MODEL_COMPONENTS = ("embed_tokens", "position_embedding", "token_type_embedding", "embed_norm",
                     "final_norm", "pooler", "lm_head")
 
 ATTENTION_PARTS = ("q_proj", "k_proj", "v_proj", "o_proj")
-FFN_PARTS = ("gate_proj", "up_proj", "down_proj")
+FFN_PARTS = ("gate_proj", "up_proj", "down_proj", "router")
 LAYER_NORM_PARTS = ("attn_norm", "ffn_norm", "post_attn_norm", "post_ffn_norm", "qk_norm")
 EMBEDDING_PARTS = ("embed_tokens", "position_embedding", "token_type_embedding", "embed_norm")
 
@@ -61,18 +68,28 @@ def linear_params(n_in: int, n_out: int, bias: bool) -> int:
 
 @dataclass(frozen=True)
 class ParamCounts:
-    """Parameter counts of one model: `layer` holds one layer's components (all layers are
-    identical), `model` the components outside the layers."""
+    """Parameter counts of one model: `layer` holds one layer's components, `model` the
+    components outside the layers.
+
+    Every layer is alike (`layer`) except in an interleaved MoE model (`moe_every` > 1): there
+    `layer` is each of the n_layers − n_moe_layers dense layers and `moe_layer` each MoE layer.
+    A model with an MoE FFN in every layer has `layer` = its MoE layer and no `moe_layer`.
+    """
 
     n_layers: int
     layer: dict[str, int]
     model: dict[str, int]
+    moe_layer: dict[str, int] | None = None
+    n_moe_layers: int = 0  # layers counted by moe_layer, not by layer
 
     def _layers(self, parts: tuple[str, ...]) -> int:
-        return self.n_layers * sum(self.layer[p] for p in parts)
+        dense = (self.n_layers - self.n_moe_layers) * sum(self.layer[p] for p in parts)
+        moe = self.n_moe_layers * sum(self.moe_layer[p] for p in parts) if self.moe_layer else 0
+        return dense + moe
 
     @property
     def per_layer(self) -> int:
+        """Parameters of one layer of `layer`'s kind (a dense layer when layers are mixed)."""
         return sum(self.layer.values())
 
     @property
@@ -101,7 +118,7 @@ class ParamCounts:
 
     @property
     def total(self) -> int:
-        return self.n_layers * self.per_layer + sum(self.model.values())
+        return self._layers(LAYER_COMPONENTS) + sum(self.model.values())
 
     def buckets(self) -> dict[str, int]:
         """The six buckets of the module docstring; they sum to `total`."""
@@ -111,18 +128,20 @@ class ParamCounts:
     def components(self) -> dict[str, int]:
         """Whole-model count of every component (layer components times n_layers)."""
         out = {p: self.model[p] for p in EMBEDDING_PARTS}
-        out.update({p: self.n_layers * self.layer[p] for p in LAYER_COMPONENTS})
+        out.update({p: self._layers((p,)) for p in LAYER_COMPONENTS})
         out.update({p: self.model[p] for p in ("final_norm", "pooler", "lm_head")})
         return out
 
 
-def count_params(cfg: ModelConfig) -> ParamCounts:
-    """Exact parameter counts of `cfg` (see the module docstring for what each holds)."""
-    d, m, hd = cfg.d_model, cfg.d_ff, cfg.head_dim
+def _layer(cfg: ModelConfig, moe: bool) -> dict[str, int]:
+    """One layer's components; `moe` swaps the FFN for E + S experts and a router."""
+    d, hd = cfg.d_model, cfg.head_dim
+    m = cfg.moe_d_ff if moe else cfg.d_ff
+    copies = cfg.n_experts + cfg.n_shared_experts if moe else 1
     q_width, kv_width = cfg.n_heads * hd, cfg.n_kv_heads * hd
-    ffn_in = linear_params(d, m, cfg.ffn_bias)
+    ffn_in = copies * linear_params(d, m, cfg.ffn_bias)
     sandwich = cfg.placement == "sandwich"
-    layer = {
+    return {
         "q_proj": linear_params(d, q_width, cfg.attn_bias),
         "k_proj": linear_params(d, kv_width, cfg.attn_bias),
         "v_proj": linear_params(d, kv_width, cfg.attn_bias),
@@ -131,13 +150,25 @@ def count_params(cfg: ModelConfig) -> ParamCounts:
         "qk_norm": 2 * hd if cfg.qk_norm else 0,
         "gate_proj": ffn_in if cfg.gated else 0,
         "up_proj": ffn_in,
-        "down_proj": linear_params(m, d, cfg.ffn_bias),
+        "down_proj": copies * linear_params(m, d, cfg.ffn_bias),
+        # The router scores every routed expert for each token: a [E, d] weight, no bias.
+        "router": cfg.n_experts * d if moe else 0,
         "attn_norm": norm_params(cfg, d),
         "ffn_norm": norm_params(cfg, d),
         # Sandwich placement (Gemma-2) also normalises each sublayer's output: 4 norms a layer.
         "post_attn_norm": norm_params(cfg, d) if sandwich else 0,
         "post_ffn_norm": norm_params(cfg, d) if sandwich else 0,
     }
+
+
+def count_params(cfg: ModelConfig) -> ParamCounts:
+    """Exact parameter counts of `cfg` (see the module docstring for what each holds)."""
+    d = cfg.d_model
+    n_moe = cfg.n_moe_layers
+    if n_moe in (0, cfg.n_layers):  # dense everywhere, or MoE everywhere: every layer alike
+        layer, moe_layer, n_moe = _layer(cfg, moe=n_moe > 0), None, 0
+    else:
+        layer, moe_layer = _layer(cfg, moe=False), _layer(cfg, moe=True)
     model = {
         "embed_tokens": cfg.vocab_size * d,
         # A learned absolute table (GPT-2 wpe, BERT) has one row per position; sinusoidal, RoPE,
@@ -150,4 +181,5 @@ def count_params(cfg: ModelConfig) -> ParamCounts:
         # Tied: lm_head reuses embed_tokens' tensor, so it adds no parameters.
         "lm_head": 0 if cfg.tie_embeddings else cfg.vocab_size * d,
     }
-    return ParamCounts(n_layers=cfg.n_layers, layer=layer, model=model)
+    return ParamCounts(n_layers=cfg.n_layers, layer=layer, model=model, moe_layer=moe_layer,
+                       n_moe_layers=n_moe)

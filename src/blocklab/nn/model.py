@@ -44,6 +44,12 @@ def _check_supported(cfg: ModelConfig) -> None:
     if cfg.pooler:
         raise InputError("ModelConfig.pooler=True is not supported by DecoderLM (no pooler); "
                          "expected False")
+    if cfg.n_experts:
+        raise InputError(f"ModelConfig.n_experts={cfg.n_experts}: MoE layers are counted by "
+                         "blocklab.budget but not built by blocklab.nn; expected 0")
+    if cfg.nope_every is not None:
+        raise InputError(f"ModelConfig.nope_every={cfg.nope_every}: layers without RoPE are "
+                         "counted by blocklab.budget but not built by blocklab.nn; expected None")
 
 
 def build_norm_for(cfg: ModelConfig, dim: int | None = None) -> nn.Module:
