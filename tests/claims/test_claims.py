@@ -319,7 +319,7 @@ def _position(arms: dict[str, PositionArm]) -> PositionData:
                         finite_past_max_seq_len={},
                         yarn=YarnBetas(paper=ramp, rescaled=ramp, rotary_pairs=8,
                                        reference_length=128),
-                        train={})
+                        train={}, order={}, cost=None, finetune=None)
 
 
 def test_extrapolation_grades_against_the_page(tmp_path):

@@ -25,8 +25,9 @@ from typing import Any, Union
 from blocklab.errors import InputError, ResultsError
 
 # The layout of summary.json; readers refuse any other (3: typed data, one dataclass per suite;
-# 4: the first seed recorded).
-SUMMARY_SCHEMA = 5
+# 4: the first seed recorded; 6: placement's deep grid for C36; 7: position's order probe,
+# cost run and fine-tune settings for C29–C31).
+SUMMARY_SCHEMA = 7
 
 
 @dataclass(frozen=True)
@@ -362,6 +363,62 @@ class PositionRun:
 
 
 @dataclass(frozen=True)
+class OrderProbe:
+    """C29, one position arm over its seeds: how much the next-token distribution moves when
+    the first prefix_len − 1 tokens of a prefix are reversed (last token kept), and the
+    validation loss minus the unigram entropy of the training bytes (nats; < 0: the model uses
+    its context)."""
+
+    prefix_len: int
+    prefixes: int  # per seed
+    tv: Interval  # mean total-variation distance, in [0, 1]
+    kl: Interval  # mean KL(p ‖ q), nats
+    loss_minus_unigram: Interval
+
+
+@dataclass(frozen=True)
+class SchemeCost:
+    """C31, one position scheme: parameters, median step times, SDPA kernels and masks."""
+
+    params: int  # blocklab.budget.count_params
+    params_module: int  # counted on the built module
+    train_ms: float  # median training step (forward, backward, clip, AdamW)
+    decode_ms: float  # median decode step per token (KV cache, no grad)
+    train_vs_none: TimeRatio  # median(scheme) / median(none), paired bootstrap 95% CI
+    decode_vs_none: TimeRatio
+    kernels_train: list[str]  # aten ops dispatched for SDPA, forward and backward
+    kernels_decode: list[str]
+    masks_train: list[str]  # "is_causal", "none" or "<dtype> mask [shape]"
+    masks_decode: list[str]
+    flash_train: bool | str  # SDPA restricted to FLASH_ATTENTION accepts it, or its refusal
+    flash_decode: bool | str
+
+
+@dataclass(frozen=True)
+class PositionCost:
+    threads: int
+    L: int
+    batch_size: int
+    prompt_tokens: int
+    decode_tokens: int
+    repeats: int
+    params: dict[str, int]  # count_params total for every scheme of PARAM_SCHEMES
+    schemes: dict[str, SchemeCost]
+
+
+@dataclass(frozen=True)
+class FineTune:
+    """The RoPE fine-tune: `steps` at `factor`·L tokens, scaling factor `scale`; `arms` maps
+    each scaling kind ("none": plain RoPE, the control) to its arm name."""
+
+    factor: int
+    scale: int
+    steps: int
+    lr: float
+    arms: dict[str, str]
+
+
+@dataclass(frozen=True)
 class PositionData:
     L: int
     mults: list[int]
@@ -372,6 +429,9 @@ class PositionData:
     finite_past_max_seq_len: dict[str, list[FiniteRead]]
     yarn: YarnBetas
     train: dict[str, list[PositionRun]]
+    order: dict[str, OrderProbe]  # arm -> C29's order probe
+    cost: PositionCost | None  # C31's timed run (None: not stored)
+    finetune: FineTune | None
 
 
 SuiteData = FfnData | PlacementData | NormCostData | PositionData

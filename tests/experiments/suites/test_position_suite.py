@@ -144,3 +144,34 @@ def test_tiny_suite_end_to_end(tmp_path):
     assert data.relative_error["float64"][0] == [0, 0.0]
     assert data.finite_past_max_seq_len["rope"][0].float32 is True
     assert data.finite_past_max_seq_len["rope"][0].bfloat16 is True
+    # C29: every trained arm has its order probe; C30: fine-tuned arms by scaling kind; C31:
+    # the timed cost run with parameters from blocklab.budget and kernels per scheme.
+    assert set(data.order) == set(ps.arms("tiny"))
+    probe = data.order["none"]
+    assert probe.prefix_len == ps.SIZES["tiny"]["order"]["prefix_len"] and probe.tv.n == 1
+    assert 0 <= probe.tv.mean <= 1 and probe.kl.mean >= 0
+    run = data.train["none"][0]
+    assert probe.loss_minus_unigram.mean == pytest.approx(run.val_loss - run.unigram_entropy)
+    assert data.finetune.arms == {"none": "rope+ft2x", "ntk": "rope+ntk+ft2x",
+                                  "yarn": "rope+yarn+ft2x"}
+    assert data.finetune.scale == max(mults) and set(data.finetune.arms.values()) <= set(data.arms)
+    cost = data.cost
+    assert set(cost.schemes) == set(ps.COST_SCHEMES) and cost.repeats == 3
+    assert cost.params["rope"] == cost.params["none"] == cost.params["alibi"]
+    assert cost.params["learned"] - cost.params["none"] == L * 32  # table rows × d_model
+    for name, scheme in cost.schemes.items():
+        assert scheme.params == scheme.params_module, name  # budget vs the built module
+        assert scheme.kernels_train and scheme.kernels_decode
+    assert cost.schemes["rope"].masks_train == ["is_causal"]
+    assert cost.schemes["alibi"].masks_train[0].startswith("float32 mask")
+    assert cost.schemes["none"].train_vs_none.ratio == 1.0
+    assert any("(C29)" in t for t in titles) and any("(C31)" in t for t in titles)
+
+
+def test_quick_reads_to_16x_and_fine_tunes_ntk_and_yarn():
+    quick = ps.SIZES["quick"]
+    assert quick["mults"] == (1, 2, 4, 8, 16)
+    assert quick["finetune"]["kinds"] == (None, "ntk", "yarn")
+    assert "learned-16L" in ps.arms("quick")
+    cost = [s for s in ps.plan("quick", range(1)) if s.arm == "cost"]
+    assert len(cost) == 1 and cost[0].timed

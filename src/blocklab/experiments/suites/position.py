@@ -1,4 +1,4 @@
-"""`position`: train at length L, read at 1×, 2×, 4×, 8× L: every position scheme, RoPE scaling.
+"""`position`: train at length L, read at 1×, 2×, … 16× L: every position scheme, RoPE scaling.
 
 Arms, all the same model except for how it learns positions (C21):
 
@@ -30,21 +30,30 @@ token p + 1 from tokens 0..p.
 The trained RoPE model is also read with scaling applied at inference, training-free (same
 weights, `config.replace(rope_scaling=...)`, factor m = eval length / L, original length L):
 linear (position interpolation), ntk, dynamic, yarn with the paper's β and yarn with β re-derived
-for our L (`yarn_betas`). In the full size it is also fine-tuned briefly at a longer length with
-each scaling (as the papers do) and read again (C22).
+for our L (`yarn_betas`). It is also fine-tuned briefly at a longer length with each scaling
+of the size's `finetune` (as the papers do; plain RoPE with the same fine-tune is the control)
+and read again (C22, C30).
 
 Two checks need no training: `rope_relative_error` measures |score(m, n) − score(m+s, n+s)| in
 float64, float32, bfloat16 and float16 (C20), and every trained model is run at positions far
 past its max_seq_len to see that outputs stay finite (C26). The passkey test (full size) trains a
 separate passkey model per arm at L and scores retrieval by length and depth.
 
-`Summary.data` (read by the claims ledger, C20, C21, C22, C26, and the report) is a
+Order without positions (C29): every trained arm's next-token distribution after a validation
+prefix is compared with the one after the same prefix with its first k − 1 tokens reversed and
+its last token kept (`order_probe`, total-variation distance and KL). Cost (C31): one timed run
+(alone, one thread) builds the none, rope and alibi models and interleaves their training steps
+and KV-cache decode steps, counts parameters with `blocklab.budget`, and names the SDPA kernel
+PyTorch dispatches for each (profiler op names) and the mask attention.py hands it.
+
+`Summary.data` (read by the claims ledger, C20–C22, C26, C29–C31, and the report) is a
 `blocklab.experiments.summaries.PositionData`; multiples m of L are string keys ("2", "4", ...).
 Per arm (`PositionArm`): loss on positions ≥ L at each multiple, the sliding-window loss on the
 same tokens, their paired difference (nats and %), bucketed per-position loss and passkey
 accuracy; a read a learned table cannot make is the string "unavailable (table)". Beside the
-arms: RoPE's relative-position error by dtype, finiteness far past max_seq_len, the YaRN ramps
-and every training run's status.
+arms: RoPE's relative-position error by dtype, finiteness far past max_seq_len, the YaRN ramps,
+every training run's status, the order probe per arm (`OrderProbe`), the cost run
+(`PositionCost`) and the fine-tune settings (`FineTune`).
 
 Arm names: the six above, "rope+<scaling>" for training-free scaling and
 "rope[+<scaling>]+ft<k>x" for the fine-tuned variants.
@@ -70,16 +79,21 @@ from blocklab.experiments.suites.base import (
     paired_difference,
 )
 from blocklab.experiments.summaries import (
+    FineTune,
     FiniteRead,
     Interval,
+    OrderProbe,
     PasskeySummary,
     PerPosition,
     PositionArm,
+    PositionCost,
     PositionData,
     PositionRun,
     Read,
+    SchemeCost,
     Summary,
     Table,
+    TimeRatio,
     YarnBetas,
     YarnRamp,
 )
@@ -94,27 +108,47 @@ RELATIVE_ERROR_SHIFTS = (0, 10, 100, 1000, 10_000, 100_000, 1_000_000)
 RELATIVE_ERROR_DTYPES = ("float64", "float32", "bfloat16", "float16")
 FAR_POSITION = 100_000  # C26: positions this far past max_seq_len must still give finite logits
 
+# finetune: `steps` of AdamW at `factor`·L tokens per window, for the RoPE model with each
+# scaling of `kinds` (None: plain RoPE, the control that gets the same extra training), the
+# scaling's factor being the longest multiple read. cost: the timed run of C31.
 SIZES: dict[str, dict[str, Any]] = {
     "tiny": {
         "model": {"d_model": 32, "n_layers": 2, "n_heads": 2}, "L": 128, "mults": (1, 2, 4),
         "train": {"steps": 4, "batch_size": 2, "lr": 3e-3, "warmup_steps": 1},
-        "eval_windows": 2, "finetune": {"factor": 2, "steps": 2, "lr": 1e-3},
+        "eval_windows": 2,
+        "finetune": {"factor": 2, "steps": 2, "lr": 1e-3, "kinds": (None, "ntk", "yarn")},
         "passkey": {"steps": 3, "batch_size": 2, "lr": 3e-3, "n": 2, "depths": (0.1, 0.9)},
+        "order": {"prefix_len": 32, "prefixes": 4},
+        "cost": {"warmup": 1, "repeats": 3, "decode_tokens": 4},
     },
     "quick": {
-        "model": {"d_model": 64, "n_layers": 2, "n_heads": 2}, "L": 128, "mults": (1, 2, 4, 8),
+        "model": {"d_model": 64, "n_layers": 2, "n_heads": 2}, "L": 128,
+        "mults": (1, 2, 4, 8, 16),
         "train": {"steps": 300, "batch_size": 16, "lr": 3e-3, "warmup_steps": 20},
-        "eval_windows": 16, "finetune": None, "passkey": None,
+        "eval_windows": 16,
+        "finetune": {"factor": 4, "steps": 40, "lr": 1e-3, "kinds": (None, "ntk", "yarn")},
+        "passkey": None,
+        "order": {"prefix_len": 64, "prefixes": 64},
+        "cost": {"warmup": 2, "repeats": 20, "decode_tokens": 32},
     },
     "full": {
         "model": {"d_model": 128, "n_layers": 4, "n_heads": 4}, "L": 256,
         "mults": (1, 2, 4, 8, 16),
         "train": {"steps": 2000, "batch_size": 32, "lr": 2e-3, "warmup_steps": 100},
-        "eval_windows": 32, "finetune": {"factor": 4, "steps": 200, "lr": 5e-4},
+        "eval_windows": 32,
+        "finetune": {"factor": 4, "steps": 200, "lr": 5e-4,
+                     "kinds": (None, "linear", "ntk", "yarn", "yarn-rescaled")},
         "passkey": {"steps": 2000, "batch_size": 32, "lr": 3e-3, "n": 32,
                     "depths": (0.1, 0.3, 0.5, 0.7, 0.9)},
+        "order": {"prefix_len": 128, "prefixes": 128},
+        "cost": {"warmup": 3, "repeats": 30, "decode_tokens": 64},
     },
 }
+# C31's timed run compares these schemes; "none" is the baseline of every ratio.
+COST_SCHEMES = ("none", "rope", "alibi")
+# C31's parameter count also covers the absolute schemes (no timing: they add to the input
+# embedding only).
+PARAM_SCHEMES = ("none", "learned", "sinusoidal", "rope", "alibi")
 
 
 def arms(size: str) -> tuple[str, ...]:
@@ -369,6 +403,196 @@ def rope_relative_error_blocklab(dtype: str, shifts: Sequence[int] = RELATIVE_ER
     return _shift_errors(scores, shifts)
 
 
+def reversed_prefixes(rows):
+    """Each row [N, k] with its first k − 1 tokens reversed and its last token kept:
+    (x_1, …, x_k) -> (x_(k−1), …, x_1, x_k). The same bag of tokens and the same token being
+    read, so a model without position information whose output at a position depended only on
+    that bag (bidirectional attention) would predict the same next token from both."""
+    import torch
+
+    return torch.cat((rows[:, :-1].flip(1), rows[:, -1:]), dim=1)
+
+
+def order_probe(model, val_tokens, prefix_len: int, prefixes: int) -> dict[str, float]:
+    """How much `model`'s next-token distribution moves when a prefix is reversed (C29).
+
+    `prefixes` fixed validation windows of `prefix_len` tokens x; p = softmax(logits after x),
+    q = the same after `reversed_prefixes(x)`, both in float64. Returns the means over the
+    prefixes of the total-variation distance TV = ½ Σ_v |p_v − q_v| (in [0, 1]) and of
+    KL(p ‖ q) in nats.
+    """
+    import torch
+
+    from blocklab.experiments.data import validation_windows
+
+    rows = validation_windows(val_tokens, prefix_len - 1, prefixes)  # [N, prefix_len]
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            logits = model(torch.cat((rows, reversed_prefixes(rows))))[:, -1].double()
+    finally:
+        model.train(was_training)
+    log_p, log_q = logits.log_softmax(-1).chunk(2)  # [N, V] each
+    tv = 0.5 * (log_p.exp() - log_q.exp()).abs().sum(-1)
+    kl = (log_p.exp() * (log_p - log_q)).sum(-1)
+    return {"tv": float(tv.mean()), "kl": float(kl.mean()), "prefix_len": prefix_len,
+            "prefixes": prefixes}
+
+
+def sdpa_kernels(call) -> list[str]:
+    """The scaled-dot-product kernels PyTorch dispatches while `call()` runs, read from the
+    profiler's op names: the aten ops named `*scaled_dot_product*` below the public entry
+    point, e.g. `aten::_scaled_dot_product_flash_attention_for_cpu` (fused) or
+    `aten::_scaled_dot_product_attention_math` (reference). Sorted, without repeats."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        call()
+    return sorted({e.key for e in prof.key_averages() if "scaled_dot_product" in e.key
+                   and e.key != "aten::scaled_dot_product_attention"})
+
+
+def sdpa_masks(call) -> list[str]:
+    """How each `F.scaled_dot_product_attention` call made while `call()` runs gets its mask,
+    recorded through a `TorchFunctionMode` (public API): "is_causal" (no mask tensor, the
+    kernel masks by index), "none" (no mask at all: a single query sees every cached key) or
+    "<dtype> mask [shape]" (a tensor the kernel must read: ALiBi's additive bias). Sorted,
+    without repeats."""
+    import torch.nn.functional as F
+    from torch.overrides import TorchFunctionMode
+
+    seen: set[str] = set()
+
+    class Record(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            if func is F.scaled_dot_product_attention:
+                mask = kwargs.get("attn_mask", args[3] if len(args) > 3 else None)
+                if mask is not None:
+                    dtype = str(mask.dtype).removeprefix("torch.")
+                    seen.add(f"{dtype} mask {list(mask.shape)}")
+                else:
+                    seen.add("is_causal" if kwargs.get("is_causal") else "none")
+            return func(*args, **kwargs)
+
+    with Record():
+        call()
+    return sorted(seen)
+
+
+def accepted_by(backend_name: str, call) -> bool | str:
+    """True when `call()` runs with SDPA restricted to the one backend `backend_name` (an
+    `SDPBackend` member name); else the first line of PyTorch's refusal."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    try:
+        with sdpa_kernel(getattr(SDPBackend, backend_name)):
+            call()
+    except RuntimeError as err:
+        return str(err).splitlines()[0]
+    return True
+
+
+def _decode_call(model, prompt, tokens: int):
+    """A function that prefills a fresh KV cache with `prompt` [1, P] (untimed) and returns a
+    function decoding `tokens` single tokens, one forward each."""
+    import torch
+
+    from blocklab.nn import KVCache
+
+    def start():
+        cache = KVCache(model.config.n_layers, max_len=prompt.shape[1] + tokens)
+        with torch.no_grad():
+            model(prompt, cache=cache)
+
+        def decode():
+            with torch.no_grad():
+                for i in range(tokens):
+                    model(prompt[:, i:i + 1], cache=cache)
+        return decode
+    return start
+
+
+def time_position_cost(size: str, seed: int = 0) -> dict[str, Any]:
+    """C31: parameters, step times and SDPA kernels of `COST_SCHEMES` on the size's model.
+
+    Training steps (`trainer.train_step`: forward, backward, clip, AdamW on a batch of the
+    size's shape) and decode steps (one token at a time after a prompt of L − decode_tokens
+    tokens, KV cache, no grad; seconds per token) of the schemes are interleaved, the order
+    rotating by one every repeat; the first `warmup` repeats are not recorded. One thread.
+    Kernels: `sdpa_kernels` for a training forward+backward at L and a decode step, and
+    whether SDPA restricted to `FLASH_ATTENTION` accepts each call.
+    """
+    import torch
+
+    from blocklab.budget.params import count_params
+    from blocklab.experiments.data import load_corpus, sample_batch
+    from blocklab.experiments.trainer import build_model, make_optimizer, train_step
+
+    started = time.perf_counter()
+    config, cost = SIZES[size], SIZES[size]["cost"]
+    L, n_decode = config["L"], cost["decode_tokens"]
+    corpus = load_corpus("stdlib")
+    tc = train_config(size, seed)
+    out: dict[str, Any] = {"status": "ok", "kind": "cost", "threads": 1, "L": L,
+                           "batch_size": tc.batch_size, "decode_tokens": n_decode,
+                           "prompt_tokens": L - n_decode, "params": {}, "params_module": {},
+                           "train_s": {}, "decode_s": {}, "kernels": {}}
+    for scheme in PARAM_SCHEMES:
+        mc = arm_config(size, scheme)
+        out["params"][scheme] = count_params(mc).total
+        out["params_module"][scheme] = sum(p.numel() for p in build_model(mc, tc).parameters())
+    with _one_thread():
+        models = {s: build_model(arm_config(size, s), tc).train() for s in COST_SCHEMES}
+        optimizers = {s: make_optimizer(m, tc) for s, m in models.items()}
+        params = {s: list(m.parameters()) for s, m in models.items()}
+        prompt = torch.from_numpy(corpus.val[:L].astype(np.int64))[None]  # [1, L]
+        for scheme, model in models.items():
+            def train_call(model=model):
+                model(prompt).float().sum().backward()
+
+            def decode_call(model=model):
+                _decode_call(model, prompt[:, :L - n_decode], 1)()()
+
+            model.train()
+            out["kernels"][scheme] = {"train": sdpa_kernels(train_call),
+                                      "train_mask": sdpa_masks(train_call),
+                                      "flash_train": accepted_by("FLASH_ATTENTION", train_call)}
+            model.eval()
+            step = _decode_call(model, prompt[:, :L - n_decode], 1)()  # prefilled, untraced
+            out["kernels"][scheme].update(decode=sdpa_kernels(step),
+                                          decode_mask=sdpa_masks(
+                                              _decode_call(model, prompt[:, :L - n_decode],
+                                                           1)()),
+                                          flash_decode=accepted_by("FLASH_ATTENTION",
+                                                                   decode_call))
+            model.zero_grad(set_to_none=True)
+        times: dict[str, dict[str, list[float]]] = {"train": {s: [] for s in models},
+                                                    "decode": {s: [] for s in models}}
+        order = list(models)
+        for i in range(cost["warmup"] + cost["repeats"]):
+            batch = sample_batch(corpus.train, seed=seed, step=i, batch_size=tc.batch_size,
+                                 seq_len=L)
+            for scheme in order[i % len(order):] + order[:i % len(order)]:
+                model = models[scheme].train()
+                tick = time.perf_counter()
+                train_step(model, batch, optimizers[scheme], params[scheme], lr=tc.lr,
+                           grad_clip=tc.grad_clip)  # the trainer's step, timed whole
+                train_s = time.perf_counter() - tick
+                decode = _decode_call(model.eval(), prompt[:, :L - n_decode], n_decode)()
+                tick = time.perf_counter()
+                decode()
+                decode_s = (time.perf_counter() - tick) / n_decode
+                if i >= cost["warmup"]:
+                    times["train"][scheme].append(train_s)
+                    times["decode"][scheme].append(decode_s)
+    out["train_s"], out["decode_s"] = times["train"], times["decode"]
+    out["repeats"] = cost["repeats"]
+    out["wall_time_s"] = time.perf_counter() - started
+    return out
+
+
 # --- runs -----------------------------------------------------------------------------------------
 def _finetune(model, scaling: dict[str, Any] | None, corpus, *, L: int, factor: int,
               steps: int, lr: float, batch_size: int, seed: int, first_step: int):
@@ -394,8 +618,9 @@ def _finetune(model, scaling: dict[str, Any] | None, corpus, *, L: int, factor: 
 
 
 def _rope_variants(size: str, model, corpus, seed: int) -> dict[str, Any]:
-    """Training-free scaling at every multiple m >= 2 (factor m), and, where the size asks for
-    it, fine-tuned variants read at every multiple with their fine-tuning factor."""
+    """Training-free scaling at every multiple m >= 2 (factor m), and fine-tuned variants
+    (each kind of the size's `finetune`, scaling factor the longest multiple) read at every
+    multiple with that scaling."""
     config = SIZES[size]
     L, mults, n = config["L"], config["mults"], config["eval_windows"]
     longer = [m for m in mults if m > 1]
@@ -415,8 +640,11 @@ def _rope_variants(size: str, model, corpus, seed: int) -> dict[str, Any]:
     ft = config["finetune"]
     if ft:
         train = config["train"]
-        for kind in (None, "linear", "ntk", "yarn-rescaled"):
-            scaling = None if kind is None else scaling_config(kind, ft["factor"], L)
+        for kind in ft["kinds"]:
+            # The scaling's factor is the longest multiple read (YaRN fine-tunes at a length
+            # shorter than its target, s = target / original), the fine-tuning windows
+            # factor·L tokens.
+            scaling = None if kind is None else scaling_config(kind, max(mults), L)
             tuned = _finetune(model, scaling, corpus, L=L, factor=ft["factor"],
                               steps=ft["steps"], lr=ft["lr"], batch_size=train["batch_size"],
                               seed=seed, first_step=train["steps"])
@@ -444,6 +672,9 @@ def _train_and_read(size: str, arm: str, seed: int, progress) -> dict[str, Any]:
             out["eval"] = extrapolation(model, corpus.val, config["L"], config["mults"],
                                         config["eval_windows"])
             out["finite"] = finite_far_out(model)
+            order = config["order"]
+            out["order"] = order_probe(model, corpus.val, order["prefix_len"],
+                                       order["prefixes"])
             if arm == "rope":
                 out["variants"] = _rope_variants(size, model, corpus, seed)
     out["wall_time_s"] = time.perf_counter() - started
@@ -549,7 +780,7 @@ def _one_thread() -> Iterator[None]:
 
 def plan(size: str, seeds: range) -> list[RunSpec]:
     """One training run per (arm, seed); one passkey run per (arm, seed) where the size has
-    them; one relative-error run."""
+    them; one timed cost run (C31, alone); one relative-error run."""
     config = SIZES[size]
     specs = []
     for seed in seeds:
@@ -571,6 +802,11 @@ def plan(size: str, seeds: range) -> list[RunSpec]:
                 specs.append(RunSpec(f"passkey {arm} seed {seed}", f"passkey:{arm}", seed,
                                      payload, lambda progress, arm=arm, seed=seed:
                                      _passkey_run(size, arm, seed, progress)))
+    payload = {"suite": "position", "kind": "cost", "model": arm_config(size, "rope").to_dict(),
+               "schemes": COST_SCHEMES, "param_schemes": PARAM_SCHEMES, "cost": config["cost"],
+               "train": train_config(size, 0).to_dict()}
+    specs.append(RunSpec("position cost (timed)", "cost", 0, payload,
+                         lambda progress: time_position_cost(size), timed=True))
     payload = {"suite": "position", "kind": "relative_error",
                "shifts": RELATIVE_ERROR_SHIFTS, "dtypes": RELATIVE_ERROR_DTYPES}
     specs.append(RunSpec("rope relative-position error", "relative_error", 0, payload,
@@ -751,18 +987,105 @@ def summarise(size: str, seeds: range, results: list[tuple[RunSpec, dict[str, An
         ft = config["finetune"]
         notes.append(f"+ft{ft['factor']}x variants: the RoPE model fine-tuned {ft['steps']} "
                      f"steps at {ft['factor']}·L tokens with that scaling (factor "
-                     f"{ft['factor']}), then read at every length with it.")
+                     f"{max(mults)}, the longest multiple read), then read at every length "
+                     f"with it; rope+ft{ft['factor']}x is the control: the same fine-tune "
+                     "without scaling.")
     else:
         notes.append(f"RoPE scaling in the {size} grid is training-free only (same weights); "
                      "the papers fine-tune, and the full grid does too.")
     notes.append("learned (table L) cannot run past L: its reads there are recorded as "
                  f"'{UNAVAILABLE}' (the ValueError of LearnedPositions), not as a loss.")
+    train = _train_summary(results)
+    order = _order_summary(results, train, seed_list, config["order"])
+    if order:
+        tables.append(Table(
+            "Order without positions: next-token change when a prefix is reversed (C29)",
+            ["arm", "TV distance", "KL (nats)", "val loss − unigram entropy (nats)"],
+            [[name, _cell(o.tv), _cell(o.kl), _cell(o.loss_minus_unigram)]
+             for name, o in order.items()],
+            f"{config['order']['prefixes']} validation prefixes of "
+            f"{config['order']['prefix_len']} tokens per seed; the first "
+            f"{config['order']['prefix_len'] - 1} reversed, the last kept (same tokens, same "
+            "token read). TV = ½Σ|p − q| of the next-token distributions, mean [95% CI] over "
+            "seeds. A bidirectional model without positions would give exactly 0."))
+    cost = _cost_summary(results)
+    if cost:
+        tables.append(Table(
+            "Position cost: parameters, step time and SDPA kernel, 1 thread (C31)",
+            ["scheme", "params", "train ms", "× none", "decode ms/token", "× none",
+             "train kernel", "train mask", "decode mask"],
+            [[name, c.params, f"{c.train_ms:.1f}", _ratio_text(c.train_vs_none),
+              f"{c.decode_ms:.3f}", _ratio_text(c.decode_vs_none),
+              ", ".join(k.removeprefix("aten::") for k in c.kernels_train),
+              ", ".join(c.masks_train), ", ".join(c.masks_decode)]
+             for name, c in cost.schemes.items()],
+            f"Medians over {cost.repeats} interleaved repeats, ratio with a paired bootstrap "
+            f"95% CI. Training: batch {cost.batch_size} × L={cost.L}; decode: one token at a "
+            f"time after {cost.prompt_tokens} cached tokens. Kernels: the aten ops PyTorch "
+            "dispatched (profiler names); masks: what attention.py hands SDPA."))
+    finetune = None
+    if config["finetune"]:
+        ft = config["finetune"]
+        finetune = FineTune(factor=ft["factor"], scale=max(mults), steps=ft["steps"],
+                            lr=ft["lr"], arms={
+                                kind or "none": f"rope{'' if kind is None else '+' + kind}"
+                                                f"+ft{ft['factor']}x" for kind in ft["kinds"]})
     data = PositionData(L=L, mults=list(mults), eval_lengths=[m * L for m in mults],
                         arms=arms_data, relative_error=relative_error,
                         relative_error_blocklab=relative["blocklab"] if relative else {},
-                        finite_past_max_seq_len=finite, yarn=yarn,
-                        train=_train_summary(results))
+                        finite_past_max_seq_len=finite, yarn=yarn, train=train, order=order,
+                        cost=cost, finetune=finetune)
     return Summary("position", size, len(seeds), tables, notes, data, first_seed=seeds.start)
+
+
+def _order_summary(results, train: dict[str, list[PositionRun]], seeds: list[int],
+                   order: dict[str, int]) -> dict[str, OrderProbe]:
+    """arm -> its order probe over seeds, with val loss − unigram entropy of the same runs."""
+    probes: dict[str, dict[int, dict]] = {}
+    for spec, result in results:
+        if result.get("kind") == "train" and "order" in result:
+            probes.setdefault(spec.arm, {})[spec.seed] = result["order"]
+    out = {}
+    for arm, by_seed in probes.items():
+        runs = {r.seed: r for r in train.get(arm, []) if r.status == "ok"}
+        gaps = [runs[s].val_loss - runs[s].unigram_entropy for s in seeds
+                if s in runs and runs[s].val_loss is not None
+                and runs[s].unigram_entropy is not None]
+        out[arm] = OrderProbe(prefix_len=order["prefix_len"], prefixes=order["prefixes"],
+                              tv=mean_ci([p["tv"] for p in by_seed.values()]),
+                              kl=mean_ci([p["kl"] for p in by_seed.values()]),
+                              loss_minus_unigram=mean_ci(gaps))
+    return out
+
+
+def _cost_summary(results) -> PositionCost | None:
+    """C31's timed run as a `PositionCost`; ratios against "none" by `bootstrap_ratio_ci`."""
+    from blocklab.experiments.suites.norm_cost import bootstrap_ratio_ci
+
+    record = next((r for _, r in results if r.get("kind") == "cost"), None)
+    if record is None:
+        return None
+    train, decode, kernels = record["train_s"], record["decode_s"], record["kernels"]
+    schemes = {}
+    for name in train:
+        k = kernels[name]
+        schemes[name] = SchemeCost(
+            params=record["params"][name], params_module=record["params_module"][name],
+            train_ms=1000 * float(np.median(train[name])),
+            decode_ms=1000 * float(np.median(decode[name])),
+            train_vs_none=bootstrap_ratio_ci(train[name], train["none"]),
+            decode_vs_none=bootstrap_ratio_ci(decode[name], decode["none"]),
+            kernels_train=k["train"], kernels_decode=k["decode"], masks_train=k["train_mask"],
+            masks_decode=k["decode_mask"], flash_train=k["flash_train"],
+            flash_decode=k["flash_decode"])
+    return PositionCost(threads=record["threads"], L=record["L"],
+                        batch_size=record["batch_size"], prompt_tokens=record["prompt_tokens"],
+                        decode_tokens=record["decode_tokens"], repeats=record["repeats"],
+                        params=record["params"], schemes=schemes)
+
+
+def _ratio_text(ratio: TimeRatio) -> str:
+    return f"{ratio.ratio:.3f} [{ratio.ci_low:.3f}, {ratio.ci_high:.3f}]"
 
 
 def _pct_cell(stats: Read) -> str:
@@ -810,8 +1133,8 @@ def _train_summary(results) -> dict[str, list[PositionRun]]:
 
 SUITE = Suite(
     name="position",
-    description="Train at L, read at 1×..8× L: every position scheme and RoPE scaling (C20, "
-                "C21, C22, C26)",
+    description="Train at L, read at 1×..16× L: every position scheme and RoPE scaling; order "
+                "without positions; position cost (C20–C22, C26, C29–C31)",
     plan=plan,
     summarise=summarise,
     default_seeds={"tiny": 1, "quick": 3, "full": 3},

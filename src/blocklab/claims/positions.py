@@ -1,0 +1,411 @@
+"""Checks of C29–C31: order without positions, RoPE past 8× with scaling, what RoPE costs.
+
+C29's exact parts are computed live on small float64 attention probes (`equivariance_error`,
+`score_asymmetry`); its experimental parts, and all of C30 and C31, read the position suite's
+summary (`PositionData.order`, `.arms`, `.finetune`, `.cost`). Every experimental part is graded
+by a rule registered here, fixed before any data is read.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from blocklab.claims.checks import (
+    C21_DECIDES,
+    C21_METRIC,
+    C21_MIN_SEEDS,
+    COLLAPSE_PCT,
+    WORKS_PCT,
+    _grade,
+)
+from blocklab.claims.ledger import Context, Finding, Part, claim, missing
+from blocklab.claims.rules import Estimate, Rule
+from blocklab.experiments.summaries import Interval, PositionData, TimeRatio
+
+# --- C29: order without positions ----------------------------------------------------------------
+# Float64 probes: an exact identity holds to rounding (~1e-16 relative), so 1e-12 is generous;
+# a broken one misses by O(1) on N(0, 1) inputs, so 1e-3 separates the two by nine decades.
+EXACT_TOL = 1e-12
+BROKEN_TOL = 1e-3
+C29_ORDER_RULE = Rule(
+    metric="total-variation distance between a NoPE decoder's next-token distributions after a "
+           "validation prefix and after the same prefix with its first k − 1 tokens reversed "
+           "(last token kept), mean over prefixes, per seed; in [0, 1]; > 0: it sees order",
+    smallest_effect=0.02, margin=0.005, min_seeds=3, claimed=0.02,
+    decides="confirmed (the causal decoder sees order) when the 95% CI over seeds excludes 0 "
+            "on the positive side; otherwise not reproduced at this scale; no verdict below "
+            "min_seeds")
+C29_UNIGRAM_RULE = Rule(
+    metric="NoPE decoder validation loss − unigram entropy of the training bytes, nats/token, "
+           "per seed; < 0: it uses its context",
+    smallest_effect=0.1, margin=0.02, min_seeds=3, claimed=-0.1,
+    decides="confirmed (the decoder uses context) when the 95% CI over seeds lies below 0; "
+            "otherwise not reproduced at this scale; no verdict below min_seeds")
+C29_COMBINES = ("refuted when bidirectional attention without positions is not permutation-"
+                "equivariant to 1e-12 in float64; conditional when it is and causal attention is "
+                "not (the claim holds for non-causal attention only), whatever the experimental "
+                "parts say, which show how much order a trained causal NoPE decoder uses; "
+                "confirmed if causal attention were equivariant too")
+
+
+def attention_outputs(attn, x, *, causal: bool):
+    """blocklab `Attention` `attn` on x: [B, T, d_model] without positions, causal or
+    bidirectional: W_o softmax(q kᵀ · scale [+ causal mask]) v from the module's own
+    projections. Returns [B, T, d_model]."""
+    import torch.nn.functional as F
+
+    B, T, _ = x.shape
+    H, hd = attn.n_heads, attn.head_dim
+    q = attn.q_proj(x).view(B, T, H, hd).transpose(1, 2)  # (B, H, T, hd)
+    k = attn.k_proj(x).view(B, T, H, hd).transpose(1, 2)
+    v = attn.v_proj(x).view(B, T, H, hd).transpose(1, 2)
+    y = F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=attn.scale)
+    return attn.o_proj(y.transpose(1, 2).reshape(B, T, H * hd))  # (B, T, d_model)
+
+
+def _probe(seed: int, d_model: int = 16, n_heads: int = 2, T: int = 8):
+    import torch
+
+    from blocklab.nn import Attention
+
+    torch.manual_seed(seed)
+    attn = Attention(d_model, n_heads, n_heads, d_model // n_heads).double().eval()
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(1, T, d_model, generator=g, dtype=torch.float64)
+    perm = torch.randperm(T, generator=g)
+    while bool((perm == torch.arange(T)).all()):
+        perm = torch.randperm(T, generator=g)
+    return attn, x, perm
+
+
+def equivariance_error(causal: bool, seed: int = 0) -> float:
+    """max |f(P x) − P f(x)| for attention f without positions (float64, d_model 16, 2 heads,
+    8 tokens, a random non-identity permutation P of the tokens). 0 up to rounding when f is
+    permutation-equivariant."""
+    import torch
+
+    attn, x, perm = _probe(seed)
+    with torch.no_grad():
+        moved = attention_outputs(attn, x[:, perm], causal=causal)
+        base = attention_outputs(attn, x, causal=causal)[:, perm]
+    return float((moved - base).abs().max())
+
+
+def score_asymmetry(seed: int = 0, tied: bool = False) -> float:
+    """max |S − Sᵀ| / max |S| for the raw scores S_ij = q_i · k_j of one head (float64); with
+    `tied` the key projection is set to the query projection (W_k = W_q)."""
+    import torch
+
+    attn, x, _ = _probe(seed)
+    with torch.no_grad():
+        if tied:
+            attn.k_proj.weight.copy_(attn.q_proj.weight)
+            attn.k_proj.bias = None if attn.k_proj.bias is None else attn.q_proj.bias
+        hd = attn.head_dim
+        q, k = attn.q_proj(x)[0, :, :hd], attn.k_proj(x)[0, :, :hd]  # head 0: [T, hd]
+        s = q @ k.T  # (T, T)
+    return float((s - s.T).abs().max() / s.abs().max())
+
+
+def _interval_json(stats: Interval) -> dict[str, Any]:
+    return {"mean": stats.mean, "ci_low": stats.ci_low, "ci_high": stats.ci_high, "n": stats.n}
+
+
+@claim("C29")
+def c29(ctx: Context) -> Finding:
+    bidirectional = equivariance_error(causal=False)
+    causal = equivariance_error(causal=True)
+    asymmetry, tied = score_asymmetry(), score_asymmetry(tied=True)
+    evidence: dict[str, Any] = {
+        "bidirectional_equivariance_error": bidirectional, "causal_equivariance_error": causal,
+        "score_asymmetry": asymmetry, "score_asymmetry_tied_wq_wk": tied,
+        "tolerances": {"exact": EXACT_TOL, "broken": BROKEN_TOL},
+        "probe": "float64, d_model 16, 2 heads, 8 tokens, one random permutation"}
+    summary = ctx.summary("position")
+    order = {} if summary is None else summary.data.order
+    none = order.get("none")
+    empty = Interval(0)
+    parts = [Part.graded("a causal NoPE decoder tells a prefix from its reversal (TV > 0)",
+                         C29_ORDER_RULE, Estimate.of(none.tv if none else empty)),
+             Part.graded("a causal NoPE decoder beats the unigram entropy",
+                         C29_UNIGRAM_RULE,
+                         Estimate.of(none.loss_minus_unigram if none else empty))]
+    if order:
+        evidence["order_probe"] = {arm: {"tv": _interval_json(o.tv), "kl": _interval_json(o.kl),
+                                         "loss_minus_unigram":
+                                             _interval_json(o.loss_minus_unigram),
+                                         "prefix_len": o.prefix_len, "prefixes": o.prefixes}
+                                   for arm, o in order.items()}
+    holds = bidirectional <= EXACT_TOL
+    breaks = causal > BROKEN_TOL
+    verdict = "refuted" if not holds else "conditional" if breaks else "confirmed"
+
+    def tv_text(arm: str) -> str:
+        o = order.get(arm)
+        return "not run" if o is None else _ci(o.tv, 3)
+
+    if none is not None:
+        gap = none.loss_minus_unigram
+        exp_en = (f" Trained (position suite, {none.tv.n} seed(s)): the NoPE decoder's "
+                  f"next-token distribution moves by TV {tv_text('none')} when the first "
+                  f"{none.prefix_len - 1} tokens of a {none.prefix_len}-token prefix are reversed "
+                  f"(RoPE: {tv_text('rope')}), and its loss minus the unigram entropy is "
+                  f"{_ci(gap, 3)} nats (< 0: it uses its context).")
+        exp_zh = (f"训练结果（位置实验，{none.tv.n} 个种子）：把 {none.prefix_len} 个 token 前缀的前 "
+                  f"{none.prefix_len - 1} 个倒序（保留最后一个）后，NoPE 解码器的下一 token 分布变化 "
+                  f"TV {tv_text('none')}（RoPE：{tv_text('rope')}）；其损失减去 unigram 熵为 "
+                  f"{_ci(gap, 3)} nats（< 0 表示利用了上下文）。")
+    else:
+        command = ctx.suite_command("position")
+        exp_en = f" The trained NoPE probe needs the position suite: `{command}`."
+        exp_zh = f" 训练部分需要位置实验：`{command}`。"
+    return Finding(
+        verdict,
+        f"Bidirectional attention without positions is permutation-equivariant: permuting the "
+        f"tokens permutes the outputs to {bidirectional:.1e} (float64), so 'A B C' and 'C B A' "
+        f"give the same per-token outputs. A causal mask breaks this (error {causal:.2f}): a "
+        f"decoder without positions still sees order. The page's reason is not exact: scores "
+        f"for (i, j) and (j, i) differ by {asymmetry:.2f} of the largest score because W_q ≠ "
+        f"W_k (with W_k = W_q: {tied:.0e}); what makes order invisible is that the score of a "
+        f"pair depends on the two tokens only, not where they sit." + exp_en,
+        f"无位置信息的双向注意力是置换等变的：打乱 token 顺序只会同样打乱输出（float64 误差 "
+        f"{bidirectional:.1e}），所以 “A B C” 与 “C B A” 得到相同的逐 token 输出。因果掩码打破了这一点"
+        f"（误差 {causal:.2f}）：没有位置编码的解码器仍能感知顺序。页面给出的理由并不精确：由于 W_q ≠ W_k，"
+        f"(i, j) 与 (j, i) 的分数相差最大分数的 {asymmetry:.2f}（令 W_k = W_q 时为 {tied:.0e}）；"
+        "顺序不可见的真正原因是一对 token 的分数只取决于这两个 token 本身，而与它们的位置无关。" + exp_zh,
+        evidence, "blocklab claims C29 && " + ctx.suite_command("position"), "position_order",
+        parts, C29_COMBINES)
+
+
+def _ci(stats: Interval, digits: int) -> str:
+    from blocklab.experiments.suites.base import format_ci
+
+    return format_ci(stats, digits)
+
+
+# --- C30: RoPE to 8–16× with NTK / YaRN -----------------------------------------------------------
+C30_MULTS = ("8", "16")
+C30_COMBINES = ("confirmed when every statement holds; not reproduced at this scale when more "
+                "than half of the graded statements do not; otherwise conditional. Unclear "
+                "statements (a CI across a band edge, or too few seeds) are not graded. Each "
+                "scaling by name, training-free and fine-tuned; never refuted (scale-dependent)")
+_DROPS = ("degrades", "collapses")
+
+
+def _c30_part(name: str, arm: str, mult: str, want: str, data: PositionData) -> Part:
+    """One statement graded by C21's bands (loss past L vs sliding windows, %): `want` is
+    "works" or "drops" (degrades or collapses)."""
+    got, pct = _grade(data.arms[arm], mult) if arm in data.arms else ("unclear", None)
+    rule = Rule(metric=f"{C21_METRIC}: {arm} at {mult}×", smallest_effect=WORKS_PCT, margin=0.0,
+                min_seeds=C21_MIN_SEEDS,
+                claimed=WORKS_PCT if want == "works" else COLLAPSE_PCT, decides=C21_DECIDES)
+    estimate = Estimate(None, None, None, 0) if pct is None else Estimate.of(pct)
+    if arm not in data.arms or got == "unclear":
+        few = pct is None or pct.n < C21_MIN_SEEDS or not pct.resolved
+        reason = ("not read" if arm not in data.arms else
+                  f"unclear: {0 if pct is None else pct.n} seed(s), the rule needs "
+                  f"{C21_MIN_SEEDS}" if few else
+                  f"unclear: the 95% CI crosses {WORKS_PCT:g}% or {COLLAPSE_PCT:g}%")
+        return Part(name, rule, estimate, "untestable-here", reason)
+    held = got == "works" if want == "works" else got in _DROPS
+    return Part(name, rule, estimate, "confirmed" if held else "not-reproduced-at-this-scale",
+                f"{got}, as the page says" if held else f"{got}, not {want}")
+
+
+def c30_parts(data: PositionData) -> list[Part]:
+    """The statements of C30 at the multiples read (8× and 16× where present)."""
+    mults = [m for m in C30_MULTS if int(m) in data.mults]
+    ft = data.finetune
+    parts = []
+    for kind in ("ntk", "yarn"):
+        for m in mults:
+            parts.append(_c30_part(f"RoPE + {kind} (training-free) works at {m}×",
+                                   f"rope+{kind}", m, "works", data))
+        if ft is not None and kind in ft.arms:
+            for m in mults:
+                parts.append(_c30_part(f"RoPE + {kind} after a {ft.steps}-step fine-tune works "
+                                       f"at {m}×", ft.arms[kind], m, "works", data))
+    past = [m for m in mults if int(m) > 8]
+    for m in past:
+        parts.append(_c30_part(f"plain RoPE drops clearly at {m}×", "rope", m, "drops", data))
+        if ft is not None and "none" in ft.arms:
+            parts.append(_c30_part(f"RoPE fine-tuned without scaling drops clearly at {m}×",
+                                   ft.arms["none"], m, "drops", data))
+    return parts
+
+
+def combine_c30(parts: list[Part]) -> str:
+    graded = [p for p in parts if p.verdict != "untestable-here"]
+    failed = [p for p in graded if p.verdict != "confirmed"]
+    if not graded:
+        return "untestable-here"
+    if not failed and len(graded) == len(parts):
+        return "confirmed"
+    return "not-reproduced-at-this-scale" if len(failed) > len(graded) / 2 else "conditional"
+
+
+def _part_text(p: Part) -> str:
+    e = p.estimate
+    shown = "" if e.value is None else (
+        f" ({e.value:+.1f}% [{e.ci_low:+.1f}, {e.ci_high:+.1f}])"
+        if e.ci_low is not None and e.ci_high is not None else f" ({e.value:+.1f}%)")
+    return f"{p.name}: {p.reason}{shown}"
+
+
+@claim("C30")
+def c30(ctx: Context) -> Finding:
+    summary = ctx.summary("position")
+    if summary is None:
+        return missing(ctx, "position")
+    data = summary.data
+    parts = c30_parts(data)
+    verdict = combine_c30(parts)
+    held = [p for p in parts if p.verdict == "confirmed"]
+    failed = [p for p in parts if p.verdict == "not-reproduced-at-this-scale"]
+    unclear = [p for p in parts if p.verdict == "untestable-here"]
+    longest = max(data.mults)
+    ft = data.finetune
+    ft_en = ("no fine-tune" if ft is None else
+             f"fine-tuned {ft.steps} steps at {ft.factor}·L with scaling factor {ft.scale}")
+    ft_zh = ("无微调" if ft is None else
+             f"在 {ft.factor}·L 上以缩放因子 {ft.scale} 微调 {ft.steps} 步")
+    evidence = {
+        "parts": {p.name: {"verdict": p.verdict, "mean_pct": p.estimate.value,
+                           "ci_low": p.estimate.ci_low, "ci_high": p.estimate.ci_high,
+                           "n": p.estimate.n} for p in parts},
+        "thresholds_pct": {"works": WORKS_PCT, "collapses": COLLAPSE_PCT},
+        "L": data.L, "mults": data.mults,
+        "finetune": None if ft is None else {"factor": ft.factor, "scale": ft.scale,
+                                             "steps": ft.steps, "lr": ft.lr, "arms": ft.arms}}
+    note = ("" if longest >= 16 else
+            f" This run reads only up to {longest}×; 16× needs the quick or full size.")
+    return Finding(
+        verdict,
+        f"Trained at L = {data.L} ({summary.seeds} seed(s)), read up to {longest}×; loss past L "
+        f"vs sliding windows of L per seed, graded by the 95% CI (works ≤ {WORKS_PCT:g}% < "
+        f"degrades ≤ {COLLAPSE_PCT:g}% < collapses); NTK and YaRN each by name, training-free "
+        f"(factor = length / L) and {ft_en}. Held: "
+        f"{'; '.join(_part_text(p) for p in held) or 'none'}. Did not hold: "
+        f"{'; '.join(_part_text(p) for p in failed) or 'none'}. Unclear: "
+        f"{'; '.join(_part_text(p) for p in unclear) or 'none'}. A 2-layer byte model: what "
+        "fails here is not reproduced at this scale, not refuted." + note,
+        f"在 L = {data.L} 上训练（{summary.seeds} 个种子），读到 {longest} 倍；逐种子比较 L 之后的损失与长度 L 的"
+        f"滑动窗口，按 95% 置信区间分级（≤ {WORKS_PCT:g}% 为可用，≤ {COLLAPSE_PCT:g}% 为下降，更高为崩溃）；"
+        f"NTK 与 YaRN 分别判定，免训练（因子 = 长度 / L）与{ft_zh}。成立 {len(held)} 项，不成立 "
+        f"{len(failed)} 项，不确定 {len(unclear)} 项（详见英文与证据）。这是两层字节模型：此处不成立只代表"
+        "“此规模下未复现”，不是反驳。",
+        evidence, ctx.suite_command("position"), "position_scaling", parts, C30_COMBINES)
+
+
+# --- C31: what RoPE costs ------------------------------------------------------------------------
+COST_OVERHEAD_PCT = 10.0  # "costs little": a step at most 10% slower than without positions
+C31_MIN_REPEATS = 10
+
+
+def c31_rule(scheme: str, phase: str) -> Rule:
+    return Rule(
+        metric=f"100·(median {scheme} / median none − 1), {phase} step time at one thread, %; "
+               "CI: paired bootstrap over interleaved repeats (n = repeats)",
+        smallest_effect=COST_OVERHEAD_PCT, margin=0.0, min_seeds=C31_MIN_REPEATS,
+        claimed=-COST_OVERHEAD_PCT, threshold=COST_OVERHEAD_PCT,
+        decides=f"confirmed (costs little) when the 95% CI's upper end is below "
+                f"+{COST_OVERHEAD_PCT:g}%; not reproduced at this scale otherwise; no verdict "
+                f"below {C31_MIN_REPEATS} repeats")
+
+
+def _overhead(ratio: TimeRatio) -> Estimate:
+    return Estimate(100 * (ratio.ratio - 1), 100 * (ratio.ci_low - 1),
+                    100 * (ratio.ci_high - 1), ratio.repeats)
+
+
+C31_COMBINES = ("confirmed when RoPE adds no parameters, gets the same SDPA kernel and mask as "
+                "no positions, and its training and decode overheads are confirmed small, and "
+                "ALiBi's are too; conditional when RoPE's hold and ALiBi's do not; not "
+                "reproduced at this scale when a RoPE part fails; never refuted "
+                "(scale-dependent)")
+
+
+def zoo_params() -> dict[str, int]:
+    """count_params of Llama 3 8B's shape with each position scheme (4,096 positions for the
+    learned table)."""
+    from blocklab.budget import resolve_model
+    from blocklab.budget.params import count_params
+
+    base = resolve_model("meta-llama-3-8b").config
+    return {p: count_params(base.replace(position=p, max_seq_len=4096)).total
+            for p in ("none", "learned", "sinusoidal", "rope", "alibi")}
+
+
+@claim("C31")
+def c31(ctx: Context) -> Finding:
+    zoo = zoo_params()
+    summary = ctx.summary("position")
+    if summary is None or summary.data.cost is None:
+        return missing(ctx, "position")
+    cost = summary.data.cost
+    schemes = cost.schemes
+    parts = [Part.graded(f"{s} {phase} step costs little vs no positions", c31_rule(s, phase),
+                         _overhead(getattr(schemes[s], f"{phase}_vs_none")))
+             for s in ("rope", "alibi") for phase in ("train", "decode") if s in schemes]
+    rope, none = schemes["rope"], schemes["none"]
+    no_params = zoo["rope"] == zoo["none"] and rope.params == none.params
+    same_kernel = (rope.kernels_train == none.kernels_train
+                   and rope.masks_train == none.masks_train)
+    rope_ok = all(p.verdict == "confirmed" for p in parts if p.name.startswith("rope"))
+    alibi_ok = all(p.verdict == "confirmed" for p in parts if p.name.startswith("alibi"))
+    if any(p.verdict == "untestable-here" for p in parts):
+        verdict = "untestable-here"
+    elif not (no_params and same_kernel and rope_ok):
+        verdict = "not-reproduced-at-this-scale"
+    else:
+        verdict = "confirmed" if alibi_ok else "conditional"
+
+    def pct(ratio: TimeRatio) -> str:
+        e = _overhead(ratio)
+        return f"{e.value:+.1f}% [{e.ci_low:+.1f}, {e.ci_high:+.1f}]"
+
+    kernel = ", ".join(k.removeprefix("aten::") for k in rope.kernels_train)
+    alibi = schemes.get("alibi")
+    alibi_en = alibi_zh = ""
+    if alibi is not None:
+        alibi_en = (f" ALiBi: training {pct(alibi.train_vs_none)}, decode "
+                    f"{pct(alibi.decode_vs_none)}; it hands SDPA an additive "
+                    f"{', '.join(alibi.masks_train)} instead of is_causal, which this CPU "
+                    f"build's fused kernel accepts ({', '.join(alibi.kernels_train)}); PyTorch's "
+                    "CUDA flash backend takes no attn_mask, so on a GPU ALiBi leaves "
+                    "FlashAttention (not tested here: no GPU).")
+        alibi_zh = (f" ALiBi：训练 {pct(alibi.train_vs_none)}，解码 {pct(alibi.decode_vs_none)}；它给 SDPA "
+                    f"传入加性掩码（{', '.join(alibi.masks_train)}）而不是 is_causal，本机 CPU 版本的融合内核"
+                    "接受该掩码；PyTorch 的 CUDA flash 后端不接受 attn_mask，因此在 GPU 上 ALiBi 用不了 "
+                    "FlashAttention（此处无 GPU，未测试）。")
+    learned_extra = zoo["learned"] - zoo["none"]
+    evidence = {
+        "zoo_params_llama3_8b": zoo, "suite_params": cost.params,
+        "schemes": {name: {"train_ms": c.train_ms, "decode_ms": c.decode_ms,
+                           "train_ratio": [c.train_vs_none.ratio, c.train_vs_none.ci_low,
+                                           c.train_vs_none.ci_high],
+                           "decode_ratio": [c.decode_vs_none.ratio, c.decode_vs_none.ci_low,
+                                            c.decode_vs_none.ci_high],
+                           "kernels_train": c.kernels_train, "kernels_decode": c.kernels_decode,
+                           "masks_train": c.masks_train, "masks_decode": c.masks_decode,
+                           "flash_train": c.flash_train, "flash_decode": c.flash_decode}
+                    for name, c in schemes.items()},
+        "repeats": cost.repeats, "threads": cost.threads, "L": cost.L,
+        "batch_size": cost.batch_size, "decode_tokens": cost.decode_tokens}
+    return Finding(
+        verdict,
+        f"Parameters: RoPE adds {zoo['rope'] - zoo['none']} at Llama 3 8B's shape and "
+        f"{rope.params - none.params} in the suite's model (a learned table of 4,096 positions "
+        f"adds {learned_extra:,}). Time at one thread, {cost.repeats} interleaved repeats "
+        f"(L = {cost.L}): a RoPE training step {pct(rope.train_vs_none)} vs no positions, a "
+        f"decode step {pct(rope.decode_vs_none)}. The rotation happens before QKᵀ, so RoPE "
+        f"calls SDPA exactly as no positions does ({', '.join(rope.masks_train)}) and gets the "
+        f"same fused kernel ({kernel}); restricted to the flash backend it runs: "
+        f"{rope.flash_train is True}." + alibi_en,
+        f"参数：RoPE 在 Llama 3 8B 形状下新增 {zoo['rope'] - zoo['none']} 个参数，在实验模型中新增 "
+        f"{rope.params - none.params} 个（4,096 个位置的可学习位置表新增 {learned_extra:,} 个）。单线程、"
+        f"{cost.repeats} 次交替重复（L = {cost.L}）：RoPE 训练步相对无位置编码 {pct(rope.train_vs_none)}，解码步 "
+        f"{pct(rope.decode_vs_none)}。旋转发生在 QKᵀ 之前，因此 RoPE 调用 SDPA 的方式与无位置编码完全相同"
+        f"（{', '.join(rope.masks_train)}），得到相同的融合内核（{kernel}）；限定 flash 后端时可以运行："
+        f"{rope.flash_train is True}。" + alibi_zh,
+        evidence, ctx.suite_command("position"), "position_cost", parts, C31_COMBINES)

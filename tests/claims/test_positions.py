@@ -1,0 +1,220 @@
+"""C29–C31 checks: the exact order probes, the SDPA kernel and mask detection, and the verdicts
+the registered rules give on synthetic position summaries (written and read back as
+`run_suite` stores them)."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from blocklab.claims import positions as cp
+from blocklab.claims.ledger import Context, run_claims
+from blocklab.experiments.suites import position as ps
+from blocklab.experiments.summaries import (
+    FineTune,
+    Interval,
+    OrderProbe,
+    PositionArm,
+    PositionCost,
+    PositionData,
+    SchemeCost,
+    Summary,
+    TimeRatio,
+    YarnBetas,
+    YarnRamp,
+)
+from blocklab.experiments.trainer import build_model
+from blocklab.nn import Attention
+
+
+# --- exact probes ---------------------------------------------------------------------------------
+def test_bidirectional_attention_without_positions_is_permutation_equivariant():
+    for seed in range(3):
+        assert cp.equivariance_error(causal=False, seed=seed) <= 1e-12
+        assert cp.equivariance_error(causal=True, seed=seed) > 1e-3
+
+
+def test_probe_uses_the_modules_weights_as_its_forward_does():
+    torch.manual_seed(0)
+    attn = Attention(16, 2, 2, 8).double().eval()
+    x = torch.randn(2, 6, 16, dtype=torch.float64)
+    with torch.no_grad():
+        torch.testing.assert_close(cp.attention_outputs(attn, x, causal=True), attn(x),
+                                   rtol=0, atol=1e-12)
+        # Bidirectional, by hand: softmax(q kᵀ / √8) v per head, no mask.
+        q = attn.q_proj(x).view(2, 6, 2, 8).transpose(1, 2)
+        k = attn.k_proj(x).view(2, 6, 2, 8).transpose(1, 2)
+        v = attn.v_proj(x).view(2, 6, 2, 8).transpose(1, 2)
+        y = torch.softmax(q @ k.transpose(-2, -1) / 8 ** 0.5, -1) @ v
+        ref = attn.o_proj(y.transpose(1, 2).reshape(2, 6, 16))
+        torch.testing.assert_close(cp.attention_outputs(attn, x, causal=False), ref,
+                                   rtol=0, atol=1e-12)
+
+
+def test_scores_are_asymmetric_unless_wq_equals_wk():
+    assert cp.score_asymmetry(seed=0) > 1e-3
+    assert cp.score_asymmetry(seed=0, tied=True) <= 1e-12
+
+
+def test_reversed_prefix_keeps_the_bag_and_the_last_token():
+    rows = torch.tensor([[1, 2, 3, 4], [5, 6, 7, 8]])
+    assert ps.reversed_prefixes(rows).tolist() == [[3, 2, 1, 4], [7, 6, 5, 8]]
+
+
+def test_order_probe_matches_a_direct_computation_and_is_zero_on_palindromes():
+    model = build_model(ps.arm_config("tiny", "none"), ps.train_config("tiny", 0)).eval()
+    val = np.random.default_rng(0).integers(0, 256, 4000).astype(np.uint8)
+    probe = ps.order_probe(model, val, prefix_len=16, prefixes=3)
+    from blocklab.experiments.data import validation_windows
+
+    rows = validation_windows(val, 15, 3)
+    with torch.no_grad():
+        p = torch.softmax(model(rows)[:, -1].double(), -1).numpy()
+        q = torch.softmax(model(ps.reversed_prefixes(rows))[:, -1].double(), -1).numpy()
+    assert probe["tv"] == pytest_approx(float(np.mean(0.5 * np.abs(p - q).sum(-1))))
+    assert probe["kl"] == pytest_approx(float(np.mean((p * np.log(p / q)).sum(-1))))
+    assert 0 < probe["tv"] < 1 and probe["kl"] > 0
+    # A constant prefix reversed is itself: no change, exactly.
+    flat = np.full(4000, 7, dtype=np.uint8)
+    same = ps.order_probe(model, flat, prefix_len=16, prefixes=2)
+    assert same["tv"] == 0.0 and same["kl"] == 0.0
+
+
+def pytest_approx(value):
+    import pytest
+
+    return pytest.approx(value, rel=1e-9, abs=1e-12)
+
+
+def test_kernel_and_mask_detection_names_each_scheme():
+    L = ps.SIZES["tiny"]["L"]
+    ids = torch.randint(0, 256, (1, L), generator=torch.Generator().manual_seed(0))
+    for scheme in ps.COST_SCHEMES:
+        model = build_model(ps.arm_config("tiny", scheme), ps.train_config("tiny", 0)).eval()
+        with torch.no_grad():
+            kernels = ps.sdpa_kernels(lambda m=model: m(ids))
+            masks = ps.sdpa_masks(lambda m=model: m(ids))
+        assert kernels and all(k.startswith("aten::_scaled_dot_product") for k in kernels)
+        if scheme == "alibi":
+            assert masks == [f"float32 mask [1, 2, {L}, {L}]"]
+        else:
+            assert masks == ["is_causal"]
+        assert ps.accepted_by("MATH", lambda m=model: m(ids)) is True
+    refused = ps.accepted_by("EFFICIENT_ATTENTION", lambda: torch.nn.functional.
+                             scaled_dot_product_attention(*torch.randn(3, 1, 1, 4, 8)))
+    assert isinstance(refused, str) and refused  # no CPU kernel for this backend
+
+
+# --- verdicts from synthetic summaries ----------------------------------------------------------
+def _ci(mean, low=None, high=None, n=3) -> Interval:
+    return Interval(n, mean, mean if low is None else low, mean if high is None else high)
+
+
+def _arm(pcts) -> PositionArm:
+    reads = {m: _ci(p) for m, p in pcts.items()}
+    return PositionArm(loss_at_L=_ci(2.0), loss_beyond_L=reads,
+                       sliding={m: None for m in pcts}, extrapolated_minus_sliding=reads,
+                       extrapolated_vs_sliding_pct=reads, per_position={}, passkey=None)
+
+
+def _cost(rope_train=1.02, alibi_train=1.5) -> PositionCost:
+    def scheme(train, mask):
+        return SchemeCost(params=1000, params_module=1000, train_ms=10 * train, decode_ms=1.0,
+                          train_vs_none=TimeRatio(train, train - 0.01, train + 0.01, 20),
+                          decode_vs_none=TimeRatio(1.03, 1.01, 1.05, 20),
+                          kernels_train=["aten::_scaled_dot_product_flash_attention_for_cpu"],
+                          kernels_decode=["aten::_scaled_dot_product_flash_attention_for_cpu"],
+                          masks_train=[mask], masks_decode=["none"], flash_train=True,
+                          flash_decode=True)
+    return PositionCost(threads=1, L=128, batch_size=16, prompt_tokens=96, decode_tokens=32,
+                        repeats=20, params={"none": 1000, "rope": 1000, "alibi": 1000},
+                        schemes={"none": scheme(1.0, "is_causal"),
+                                 "rope": scheme(rope_train, "is_causal"),
+                                 "alibi": scheme(alibi_train, "float32 mask [1, 2, 128, 128]")})
+
+
+def _data(arms, *, cost=None, tv=0.2) -> PositionData:
+    ramp = YarnRamp(beta_fast=32.0, beta_slow=1.0, ramp_pairs=[0, 1])
+    order = {"none": OrderProbe(prefix_len=64, prefixes=64, tv=_ci(tv, tv - 0.05, tv + 0.05),
+                                kl=_ci(0.5), loss_minus_unigram=_ci(-1.5, -1.6, -1.4))}
+    return PositionData(
+        L=128, mults=[1, 2, 4, 8, 16], eval_lengths=[128, 256, 512, 1024, 2048], arms=arms,
+        relative_error={}, relative_error_blocklab={}, finite_past_max_seq_len={},
+        yarn=YarnBetas(paper=ramp, rescaled=ramp, rotary_pairs=8, reference_length=128),
+        train={}, order=order, cost=cost,
+        finetune=FineTune(factor=4, scale=16, steps=40, lr=1e-3,
+                          arms={"none": "rope+ft4x", "ntk": "rope+ntk+ft4x",
+                                "yarn": "rope+yarn+ft4x"}))
+
+
+def _ledger(tmp_path: Path, data: PositionData, ids):
+    folder = tmp_path / "position" / "quick"
+    folder.mkdir(parents=True, exist_ok=True)
+    summary = Summary("position", "quick", 3, [], [], data, runs=1, wall_time_s=1.0)
+    (folder / "summary.json").write_text(json.dumps(summary.to_dict()))
+    return {r.id: r for r in run_claims(ids, Context(results=tmp_path, size="quick"))}
+
+
+def _c30_arms(scaled_16=3.0, plain_16=40.0):
+    good = {"2": 1.0, "4": 2.0, "8": 3.0, "16": scaled_16}
+    return {"rope": _arm({"2": 1.0, "4": 2.0, "8": 20.0, "16": plain_16}),
+            "rope+ntk": _arm(good), "rope+yarn": _arm(good), "rope+ntk+ft4x": _arm(good),
+            "rope+yarn+ft4x": _arm(good),
+            "rope+ft4x": _arm({"2": 1.0, "4": 2.0, "8": 10.0, "16": 30.0})}
+
+
+def test_c30_confirmed_when_scalings_work_to_16x_and_plain_rope_drops(tmp_path):
+    row = _ledger(tmp_path, _data(_c30_arms()), ["C30"])["C30"]
+    assert row.verdict == "confirmed", row.summary
+    names = [p.name for p in row.parts]
+    assert "RoPE + ntk (training-free) works at 16×" in names
+    assert "RoPE + yarn after a 40-step fine-tune works at 8×" in names
+    assert "plain RoPE drops clearly at 16×" in names
+    assert len(names) == 10 and row.figure == "position_scaling"
+
+
+def test_c30_not_reproduced_when_scalings_fail_at_16x(tmp_path):
+    arms = _c30_arms(scaled_16=40.0, plain_16=3.0)
+    arms["rope+ft4x"] = _arm({"2": 1.0, "4": 2.0, "8": 3.0, "16": 3.0})
+    row = _ledger(tmp_path, _data(arms), ["C30"])["C30"]
+    # Failed: 4 scaled arms at 16× and 2 plain at 16×; held: 4 at 8×.
+    assert row.verdict == "not-reproduced-at-this-scale"
+    bad = _c30_arms(scaled_16=40.0)
+    bad["rope+ntk+ft4x"] = _arm({"2": 1.0, "4": 2.0, "8": 3.0, "16": 3.0})
+    bad["rope+yarn+ft4x"] = _arm({"2": 1.0, "4": 2.0, "8": 3.0, "16": 3.0})
+    row = _ledger(tmp_path, _data(bad), ["C30"])["C30"]
+    assert row.verdict == "conditional"  # only training-free fails at 16×
+
+
+def test_c29_conditional_with_the_nope_order_probe(tmp_path):
+    row = _ledger(tmp_path, _data({}), ["C29"])["C29"]
+    assert row.verdict == "conditional"
+    assert [p.verdict for p in row.parts] == ["confirmed", "confirmed"]
+    assert row.evidence["bidirectional_equivariance_error"] <= 1e-12
+    row = _ledger(tmp_path, _data({}, tv=0.01), ["C29"])["C29"]
+    assert row.parts[0].verdict == "not-reproduced-at-this-scale"  # CI [-0.04, 0.06]
+    assert row.verdict == "conditional"  # exact: causal masking alone breaks equivariance
+
+
+def test_c31_verdicts_follow_rope_and_alibi_overheads(tmp_path):
+    rows = _ledger(tmp_path, _data({}, cost=_cost()), ["C31"])
+    row = rows["C31"]
+    assert row.verdict == "conditional", row.summary  # RoPE cheap, ALiBi +50%
+    by_name = {p.name: p for p in row.parts}
+    assert by_name["rope train step costs little vs no positions"].verdict == "confirmed"
+    assert by_name["alibi train step costs little vs no positions"].verdict == \
+        "not-reproduced-at-this-scale"
+    assert by_name["rope train step costs little vs no positions"].estimate.value == \
+        pytest_approx(2.0)
+    assert "adds 0 at Llama 3 8B's shape" in row.summary
+    cheap = _ledger(tmp_path, _data({}, cost=_cost(alibi_train=1.01)), ["C31"])["C31"]
+    assert cheap.verdict == "confirmed"
+    slow = _ledger(tmp_path, _data({}, cost=_cost(rope_train=1.3)), ["C31"])["C31"]
+    assert slow.verdict == "not-reproduced-at-this-scale"
+
+
+def test_zoo_params_rope_adds_nothing_and_a_table_adds_rows_times_width():
+    counts = cp.zoo_params()
+    assert counts["rope"] == counts["none"] == counts["alibi"] == counts["sinusoidal"]
+    assert counts["learned"] - counts["none"] == 4096 * 4096  # Llama 3 8B: d_model 4096
