@@ -9,7 +9,8 @@ from blocklab.budget.zoo import ZOO_FIELDS
 
 EXPECTED = {"llama-2-7b", "meta-llama-3-8b", "llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b",
             "llama-3.2-1b", "mistral-7b-v0.1", "qwen2.5-0.5b", "qwen2.5-7b", "qwen3-8b",
-            "gemma-2-2b", "gpt2", "bert-base-uncased", "page-001-example"}
+            "gemma-2-2b", "gpt2", "bert-base-uncased", "page-001-example", "mpt-7b",
+            "chatglm2-6b", "deepseek-llm-7b-base", "gemma-7b", "llama-4-scout-17b-16e"}
 
 
 def test_zoo_lists_the_bundled_models():
@@ -83,3 +84,69 @@ def test_bad_config_files(tmp_path, text, match):
 def test_missing_file():
     with pytest.raises(ValueError, match="no such file"):
         resolve_model("/nonexistent/config.json")
+
+
+def test_llama4_scout_text_count_by_hand():
+    # Text model only (the published 109B also holds the vision encoder): embed and untied head
+    # 202048 x 5120 each; per layer q, o 5120 x 5120, k, v 5120 x 1024, 16 routed + 1 shared
+    # SwiGLU experts of 8192, router 16 x 5120, 2 RMSNorms; final norm.
+    d, v = 5120, 202048
+    layer = 2 * d * d + 2 * d * 1024 + 17 * 3 * d * 8192 + 16 * d + 2 * d
+    counts = count_params(resolve_model("llama-4-scout-17b-16e").config)
+    assert counts.total == 2 * v * d + 48 * layer + d == 107_769_861_120
+    assert counts.moe_layer is None and counts.per_layer == layer  # every layer is MoE
+
+
+@pytest.mark.parametrize("name, checks", [
+    ("mpt-7b", dict(position="alibi", ffn="gelu", d_ff=16384, norm="layernorm", norm_bias=False,
+                    attn_bias=False, tie_embeddings=True)),
+    ("chatglm2-6b", dict(position="rope", n_kv_heads=2, head_dim=128, partial_rotary_factor=0.5,
+                         rope_layout="interleaved", attn_bias=True, attn_out_bias=False,
+                         tie_embeddings=False, max_seq_len=32768)),
+    ("gemma-7b", dict(ffn="geglu_tanh", placement="pre", norm_unit_offset=True, embed_scale=True,
+                      tie_embeddings=True, head_dim=256)),
+    ("llama-4-scout-17b-16e", dict(n_experts=16, n_shared_experts=1, experts_per_token=1,
+                                   moe_d_ff=8192, d_ff=16384, moe_every=1, nope_every=4,
+                                   n_moe_layers=48, n_nope_layers=12)),
+])
+def test_new_model_types_read_from_config_json(name, checks):
+    cfg = resolve_model(name).config
+    assert {k: getattr(cfg, k) for k in checks} == checks
+
+
+def test_interleaved_moe_counts_dense_and_moe_layers():
+    from blocklab.config import ModelConfig
+
+    kw = dict(vocab_size=10, d_model=8, n_layers=4, n_heads=2, d_ff=24, ffn="swiglu")
+    dense = count_params(ModelConfig(**kw))
+    moe = count_params(ModelConfig(**kw, n_experts=4, n_shared_experts=1, moe_d_ff=16,
+                                   moe_every=2))
+    assert moe.n_moe_layers == 2 and moe.moe_layer["router"] == 4 * 8
+    expert_ffn = 5 * 3 * 8 * 16 + 4 * 8
+    assert moe.total == dense.total + 2 * (expert_ffn - 3 * 8 * 24)
+    assert moe.ffn == 2 * 3 * 8 * 24 + 2 * expert_ffn
+
+
+@pytest.mark.parametrize("changes, match", [
+    (dict(n_experts=-1), "n_experts=-1"),
+    (dict(n_experts=4, experts_per_token=5), "experts_per_token=5.*at most n_experts=4"),
+    (dict(n_shared_experts=1), "n_experts=0.*> 0 when"),
+    (dict(n_experts=2, moe_every=9), "moe_every=9.*at most n_layers"),
+    (dict(nope_every=2, position="alibi"), "nope_every=2.*position='rope'"),
+])
+def test_moe_fields_are_validated(changes, match):
+    from blocklab.config import ModelConfig
+
+    with pytest.raises(ValueError, match=match):
+        ModelConfig(**changes)
+
+
+def test_nn_refuses_to_build_moe_and_nope():
+    pytest.importorskip("torch")
+    from blocklab.config import ModelConfig
+    from blocklab.nn.model import DecoderLM
+
+    with pytest.raises(ValueError, match="MoE layers are counted by blocklab.budget but not built"):
+        DecoderLM(ModelConfig(n_experts=2))
+    with pytest.raises(ValueError, match="nope_every=2.*not built by blocklab.nn"):
+        DecoderLM(ModelConfig(nope_every=2))

@@ -1,0 +1,95 @@
+"""C34 and C35 against hand computations from the configs (not from blocklab.budget)."""
+
+import pytest
+
+import blocklab.claims.models as models
+from blocklab.claims.ledger import Context
+
+
+@pytest.fixture(scope="module")
+def c34():
+    return models.c34(Context())
+
+
+@pytest.fixture(scope="module")
+def c35():
+    return models.c35(Context())
+
+
+def _row(finding, pairing):
+    return next(r for r in finding.evidence["pairings"] if r["pairing"] == pairing)
+
+
+def test_c34_one_verdict_per_pairing(c34):
+    verdicts = {r["pairing"]: r["verdict"] for r in c34.evidence["pairings"]}
+    assert verdicts == {
+        "GPT-2/BERT use a plain FFN": "holds",
+        "GPT-2/BERT use absolute positions": "holds",
+        "PaLM uses GeGLU": "fails",  # the PaLM paper, §2: SwiGLU
+        "Llama and Qwen use SwiGLU": "holds",
+        "MPT uses ALiBi": "holds",
+        "GLM uses ALiBi": "fails",  # ChatGLM and GLM-130B use RoPE
+        "Llama, Qwen and DeepSeek use RoPE": "holds",
+        "Llama 3, Qwen2 and Qwen3 combine pre-norm, SwiGLU and RoPE": "holds",
+        "Llama 4 combines pre-norm, SwiGLU and RoPE": "partly",  # NoPE every 4th layer
+    }
+    assert c34.verdict == "conditional"
+    assert c34.summary and c34.summary_zh and c34.command.startswith("blocklab budget")
+    for row in c34.evidence["pairings"]:
+        assert {"pairing", "models", "says", "source", "verdict"} <= set(row)
+
+
+def test_c34_reads_the_configs(c34):
+    # mosaicml/mpt-7b config.json: attn_config.alibi = true.
+    assert "position=alibi" in _row(c34, "MPT uses ALiBi")["says"]["mpt-7b"]
+    # THUDM chatglm2-6b: RotaryEmbedding on half of each head.
+    assert "position=rope" in _row(c34, "GLM uses ALiBi")["says"]["chatglm2-6b"]
+    # Llama 4 Scout: no_rope_layers has a 0 at layers 3, 7, ..., 47: 36 of 48 rotate.
+    says = _row(c34, "Llama 4 combines pre-norm, SwiGLU and RoPE")["says"]
+    assert "in 36 of 48 layers" in says["llama-4-scout-17b-16e"]
+    assert "SwiGLU" in _row(c34, "PaLM uses GeGLU")["says"]
+
+
+def test_c35_formula_share_by_hand(c35):
+    # meta-llama-3-8b: d = 4096, d_ff = 14336: 3·14336 / (3·14336 + 4·4096).
+    row = c35.evidence["models"]["meta-llama-3-8b"]
+    assert row["formula_share"] == pytest.approx(43008 / (43008 + 16384), abs=5e-5)
+
+
+def test_c35_exact_share_by_hand(c35):
+    # meta-llama-3-8b, from config.json: 32 heads, 8 KV heads of 128, no biases, 2 RMSNorms.
+    d, m, kv = 4096, 14336, 8 * 128
+    ffn = 3 * d * m
+    attn = 2 * d * d + 2 * d * kv
+    exact = ffn / (ffn + attn + 2 * d)
+    row = c35.evidence["models"]["meta-llama-3-8b"]
+    assert row["exact_share"] == pytest.approx(exact, abs=5e-5)
+    assert row["difference_points"] == pytest.approx(100 * (exact - 43008 / 59392), abs=0.01)
+    assert row["main_cause"] == "attention_shape" and not row["holds"]
+
+
+def test_c35_plain_and_moe_ffns(c35):
+    # GPT-2: plain FFN 2·768·3072 + biases 3072 + 768; attention 4·768² + 4·768 biases;
+    # 2 LayerNorms of gain and bias.
+    d, m = 768, 3072
+    ffn, attn, norms = 2 * d * m + m + d, 4 * d * d + 4 * d, 4 * d
+    gpt2 = c35.evidence["models"]["gpt2"]
+    assert gpt2["exact_share"] == pytest.approx(ffn / (ffn + attn + norms), abs=5e-5)
+    assert gpt2["main_cause"] == "ffn_form"
+    # Llama 4 Scout: 16 routed + 1 shared expert of 8192, router [16, 5120]; GQA 40/8 × 128.
+    d, m = 5120, 8192
+    ffn = 17 * 3 * d * m + 16 * d
+    attn = 2 * d * 40 * 128 + 2 * d * 8 * 128
+    scout = c35.evidence["models"]["llama-4-scout-17b-16e"]
+    assert scout["exact_share"] == pytest.approx(ffn / (ffn + attn + 2 * d), abs=5e-5)
+    assert scout["formula_share"] == pytest.approx(3 * m / (3 * m + 4 * d), abs=5e-5)
+    assert scout["main_cause"] == "ffn_form"
+
+
+def test_c35_verdict_by_tolerance(c35):
+    rows = c35.evidence["models"]
+    # Llama-2-7B is MHA with d_ff = 11008, no biases: the formula is exact up to its norms.
+    assert rows["llama-2-7b"]["holds"] and abs(rows["llama-2-7b"]["difference_points"]) < 0.01
+    held = [n for n, r in rows.items() if r["holds"]]
+    assert all(abs(rows[n]["difference_points"]) <= 2.0 for n in held)
+    assert c35.verdict == "conditional" and 0 < len(held) < len(rows)
