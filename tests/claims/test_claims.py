@@ -74,7 +74,7 @@ ANALYTIC = {
     "C09": "confirmed", "C10": "confirmed", "C11": "confirmed", "C14": "confirmed",
     "C15": "refuted", "C17": "confirmed", "C20": "confirmed", "C22": "untestable-here",
     "C23": "refuted", "C24": "confirmed", "C25": "refuted", "C26": "conditional",
-    "C27": "conditional", "C28": "conditional",
+    "C27": "conditional", "C28": "confirmed",
 }
 
 

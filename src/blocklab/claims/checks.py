@@ -483,14 +483,28 @@ def c28(ctx: Context) -> Finding:
     at = {r: ffn_branch_elements(base.replace(d_ff=int(r * base.d_model)), 1, 4096)
           for r in (8 / 3, 3.5, 8.0)}
     top = max(ratios, key=ratios.get)
+    at_eight = sorted(name for name, r in ratios.items() if r >= 8.0 - 1e-9)
+    growth = at[8.0] / at[8 / 3]
+    if at_eight:
+        return Finding(
+            "confirmed",
+            f"{', '.join(at_eight)} {'uses' if len(at_eight) == 1 else 'use'} d_ff = 8 × "
+            f"d_model exactly. The FFN "
+            f"intermediate memory is B·T·d_ff per branch, linear in the ratio: at d = 4096, "
+            f"T = 4096 a ratio of 8 holds {growth:.1f}× the elements of 8/3.",
+            f"{', '.join(at_eight)} 的 d_ff 恰为 8 × d_model。FFN 中间激活每个分支为 "
+            f"B·T·d_ff，与扩展比成正比：d = 4096、T = 4096 时比值 8 的元素数是 8/3 的 {growth:.1f} 倍。",
+            {"d_ff_over_d_model": ratios, "at_8x": at_eight,
+             "branch_elements_by_ratio": {f"{k:.3f}": v for k, v in at.items()}},
+            f"blocklab budget {at_eight[0]} --seq 4096")
     return Finding(
         "conditional",
         f"The FFN intermediate memory is B·T·d_ff per branch, linear in the ratio: at d = 4096, "
-        f"T = 4096 a ratio of 8 holds {at[8.0] / at[8 / 3]:.1f}× the elements of 8/3. None of the "
+        f"T = 4096 a ratio of 8 holds {growth:.1f}× the elements of 8/3. None of the "
         f"{len(ratios)} bundled models goes near 8× (largest: {top}, {ratios[top]}×), so the "
         "memory effect is real but '8×' is not seen in these configs.",
         f"FFN 中间激活每个分支为 B·T·d_ff，与扩展比成正比：d = 4096、T = 4096 时比值 8 的元素数是 8/3 的 "
-        f"{at[8.0] / at[8 / 3]:.1f} 倍。内置的 {len(ratios)} 个模型都远不到 8 倍（最大：{top}，{ratios[top]} 倍），"
+        f"{growth:.1f} 倍。内置的 {len(ratios)} 个模型都远不到 8 倍（最大：{top}，{ratios[top]} 倍），"
         "显存效应真实存在，但这些配置中没有 8 倍。",
         {"d_ff_over_d_model": ratios, "branch_elements_by_ratio": {f"{k:.3f}": v
                                                                    for k, v in at.items()}},
