@@ -160,7 +160,14 @@ def c34(ctx: Context) -> Finding:
           f"（PaLM 论文写明用 SwiGLU；ChatGLM 与 GLM-130B 用 RoPE 而非 ALiBi）。部分成立："
           f"{'；'.join(partial_zh) or '无'}（Llama 4 Scout 每 4 层有 1 层不用 RoPE，共 {nope_zh} 层）。"
           "GPT-2 的 FFN 是普通 FFN，但激活为 GELU，并非变体表中的 ReLU。")
-    return Finding(verdict, en, zh, {"pairings": rows},
+    shown = {"pairing": "pairing", "models": "models", "says": "what the configs and sources say",
+             "source": "source", "verdict": "verdict"}
+    report_table = {"columns": list(shown.values()), "rows": [
+        [r["pairing"], ", ".join(r["models"]),
+         r["says"] if isinstance(r["says"], str)
+         else "; ".join(f"{k}: {v}" for k, v in r["says"].items()),
+         r["source"], r["verdict"]] for r in rows]}
+    return Finding(verdict, en, zh, {"pairings": rows, "table": report_table},
                    "blocklab budget mpt-7b --json && blocklab budget chatglm2-6b --json && "
                    "blocklab budget llama-4-scout-17b-16e --json")
 
@@ -258,6 +265,14 @@ def c35(ctx: Context) -> Finding:
           f"{in_range}/{len(table)} 个。")
     return Finding(verdict, en, zh,
                    {"tolerance_points": TOLERANCE_POINTS, "page_range": list(PAGE_RANGE),
-                    "models": table},
+                    "models": table,
+                    "table": {"columns": ["model", "formula share", "exact share",
+                                          "difference (points)", "main cause", "holds"],
+                              "rows": [[name, f"{m['formula_share']:.1%}",
+                                        f"{m['exact_share']:.1%}",
+                                        f"{m['difference_points']:+.2f}", m["main_cause"],
+                                        "yes" if m["holds"] else "no"]
+                                       for name, m in table.items()],
+                              "caption": f"within ±{TOLERANCE_POINTS:g} points: holds"}},
                    "blocklab budget NAME --json  (params.layer, for every NAME in "
                    "blocklab budget --list)")
