@@ -414,6 +414,103 @@ def fig_passkey(doc: dict[str, Any]) -> bytes | None:
     return _png(fig)
 
 
+def _ci_bars(stats: list[Interval]) -> tuple[list[float], list[list[float]]]:
+    """Means and matplotlib yerr ([below], [above]) of intervals; NaN / 0 where unresolved."""
+    means = [_mean(s) for s in stats]
+    below = [m - s.ci_low if s.resolved else 0.0 for m, s in zip(means, stats, strict=True)]
+    above = [s.ci_high - m if s.resolved else 0.0 for m, s in zip(means, stats, strict=True)]
+    return means, [below, above]
+
+
+def fig_position_order(doc: dict[str, Any]) -> bytes | None:
+    """C29: per arm, how far the next-token distribution moves when a prefix is reversed (TV),
+    and the validation loss minus the unigram entropy."""
+    data: PositionData | None
+    data, _ = _summary(doc, "position")
+    if data is None or not data.order:
+        return None
+    names = list(data.order)
+    fig, axes = _new(11, 3.6, 2, 1)
+    for ax, field_name, label in ((axes[0, 0], "tv", "TV distance, prefix vs its reversal"),
+                                  (axes[0, 1], "loss_minus_unigram",
+                                   "val loss − unigram entropy (nats)")):
+        means, err = _ci_bars([getattr(data.order[n], field_name) for n in names])
+        ax.bar(range(len(names)), means, yerr=err, capsize=3,
+               color=["C3" if n == "none" else "C0" for n in names])
+        ax.axhline(0.0, color="grey", lw=1)
+        ax.set_xticks(range(len(names)), names, rotation=30, ha="right", fontsize=8)
+        ax.set_ylabel(label)
+        ax.grid(True, axis="y", alpha=0.3)
+    axes[0, 0].set_title("order seen by each trained decoder (red: no positions)", fontsize=10)
+    axes[0, 1].set_title("context used beyond token frequencies", fontsize=10)
+    return _png(fig)
+
+
+def fig_position_scaling(doc: dict[str, Any]) -> bytes | None:
+    """C30: loss past L vs sliding windows (%) against the multiple of L, for plain RoPE and
+    NTK / YaRN, training-free (solid) and fine-tuned (dashed)."""
+    data: PositionData | None
+    data, _ = _summary(doc, "position")
+    if data is None or not data.arms:
+        return None
+    longer = [m for m in data.mults if m > 1]
+    ft = data.finetune.arms if data.finetune else {}
+    lines = [("rope", "plain RoPE", "C0", "-"), ("rope+ntk", "NTK", "C1", "-"),
+             ("rope+yarn", "YaRN", "C2", "-")]
+    named = {"none": ("plain RoPE", "C0"), "ntk": ("NTK", "C1"), "yarn": ("YaRN", "C2")}
+    lines += [(arm, f"{named.get(kind, (kind, 'C7'))[0]}, fine-tuned",
+               named.get(kind, (kind, "C7"))[1], "--") for kind, arm in ft.items()]
+    fig, axes = _new(7.5, 4.2, 1, 1)
+    ax = axes[0, 0]
+    for arm, label, colour, style in lines:
+        if arm not in data.arms:
+            continue
+        stats = [data.arms[arm].extrapolated_vs_sliding_pct.get(str(m)) for m in longer]
+        stats = [s if isinstance(s, Interval) else Interval(0) for s in stats]
+        means, err = _ci_bars(stats)
+        ax.errorbar(longer, means, yerr=err, fmt=style, marker="o", ms=3, capsize=3,
+                    color=colour, label=label)
+    from blocklab.claims.checks import COLLAPSE_PCT, WORKS_PCT
+
+    ax.axhline(WORKS_PCT, color="grey", ls=":", lw=1)
+    ax.axhline(COLLAPSE_PCT, color="grey", ls="-.", lw=1)
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(longer, [f"{m}×" for m in longer])
+    ax.set_xlabel(f"read length / training length L={data.L}")
+    ax.set_ylabel("loss past L vs sliding windows (%)")
+    ax.set_title("RoPE past its training length, with and without scaling", fontsize=10)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7)
+    return _png(fig)
+
+
+def fig_position_cost(doc: dict[str, Any]) -> bytes | None:
+    """C31: training and decode step time of each scheme relative to no positions."""
+    data: PositionData | None
+    data, _ = _summary(doc, "position")
+    if data is None or data.cost is None:
+        return None
+    schemes = [s for s in data.cost.schemes if s != "none"]
+    fig, axes = _new(7.5, 3.6, 1, 1)
+    ax = axes[0, 0]
+    width = 0.38
+    for i, (phase, colour) in enumerate((("train", "C0"), ("decode", "C1"))):
+        ratios = [getattr(data.cost.schemes[s], f"{phase}_vs_none") for s in schemes]
+        means = [r.ratio for r in ratios]
+        err = [[r.ratio - r.ci_low for r in ratios], [r.ci_high - r.ratio for r in ratios]]
+        ax.bar([j + (i - 0.5) * width for j in range(len(schemes))], means, width, yerr=err,
+               capsize=3, color=colour, label=f"{phase} step")
+    ax.axhline(1.0, color="grey", lw=1)
+    ax.axhline(1.1, color="grey", ls=":", lw=1)
+    ax.set_xticks(range(len(schemes)), schemes)
+    ax.set_ylabel("median time / median time without positions")
+    ax.set_title(f"position cost, 1 thread, {data.cost.repeats} interleaved repeats",
+                 fontsize=10)
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(fontsize=8)
+    return _png(fig)
+
+
 def _number(value: Any) -> float:
     return float(value) if isinstance(value, int | float) else math.nan
 
@@ -575,11 +672,15 @@ FIGURES: dict[str, tuple[Callable[[dict[str, Any]], bytes | None],
     "placement_training": (fig_placement_training, lambda doc: _suite_command(doc, "placement")),
     "placement_gradients": (fig_placement_gradients,
                              lambda doc: _suite_command(doc, "placement")),
+    "placement_deep": (fig_placement_deep, lambda doc: _suite_command(doc, "placement")),
     "scale_trend": (fig_scale_trend, lambda doc: f"{_suite_command(doc, 'ffn')}; "
                                                  f"{_suite_command(doc, 'placement')}"),
     "position_extrapolation": (fig_position_extrapolation,
                                lambda doc: _suite_command(doc, "position")),
     "passkey": (fig_passkey, lambda doc: _suite_command(doc, "position")),
+    "position_order": (fig_position_order, lambda doc: _suite_command(doc, "position")),
+    "position_scaling": (fig_position_scaling, lambda doc: _suite_command(doc, "position")),
+    "position_cost": (fig_position_cost, lambda doc: _suite_command(doc, "position")),
     "rope_relative_error": (fig_rope_relative_error,
                             lambda doc: (_suite_command(doc, "position")
                                          if doc["suites"]["position"]["summary"]

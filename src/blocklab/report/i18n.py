@@ -198,17 +198,42 @@ CAPTIONS: dict[str, tuple[str, str]] = {
                              "初始化时、未训练。上：最深模型中各层 FFN 输出矩阵（W_down）的梯度范数。下：最后一层梯度"
                              "随深度 L 的变化（双对数），附拟合斜率与 Xiong 等人对 Xavier 初始化的预测"
                              "（Post 为 0，Pre 为 −0.5）。"),
-    "position_extrapolation": ("Models trained at length L, read at 1×–8× L. Left: loss of "
+    "position_extrapolation": ("Models trained at length L, read at 1×–16× L. Left: loss of "
                                "each position scheme (at 1× over all positions, beyond 1× over "
                                "the positions ≥ L only; a missing point = the scheme cannot run "
                                "there). Middle: the RoPE model with training-free scaling "
                                "(dashed: briefly fine-tuned), against reading the same tokens "
                                "in sliding windows of L (dotted). Right: loss by position at "
                                "the longest length.",
-                               "在长度 L 上训练、在 1×–8× L 上评估的模型。左：各位置编码方案的损失（1× 为全部位置，"
+                               "在长度 L 上训练、在 1×–16× L 上评估的模型。左：各位置编码方案的损失（1× 为全部位置，"
                                "更长时只计位置 ≥ L；缺点表示该方案无法在此长度运行）。中：RoPE 模型加免训练 scaling"
                                "（虚线为短暂微调后），点线为以长度 L 的滑动窗口读取相同 token 的损失。右：最长长度下"
                                "各位置的损失。"),
+    "position_order": ("C29, each trained decoder of the position suite. Left: total-variation "
+                       "distance between its next-token distributions after a validation prefix "
+                       "and after the same prefix with all but its last token reversed (red: no "
+                       "position information; a bidirectional model without positions would "
+                       "give 0). Right: validation loss minus the unigram entropy of the "
+                       "training bytes. Mean and 95% CI over seeds.",
+                       "C29，position 实验中训练好的各解码器。左：验证前缀与“除最后一个 token 外倒序”的同一前缀"
+                       "之后下一 token 分布的总变差距离（红色：无位置信息；无位置编码的双向模型应为 0）。右：验证损失"
+                       "减去训练字节的 unigram 熵。种子均值与 95% 置信区间。"),
+    "position_scaling": ("C30: loss on the positions past L relative to reading the same tokens in "
+                         "sliding windows of L (%), against the read length, for RoPE without "
+                         "scaling and with NTK-aware or YaRN scaling; solid: training-free, "
+                         "dashed: after the short fine-tune (plain RoPE dashed: the same "
+                         "fine-tune without scaling). Dotted and dash-dotted lines: the 5% "
+                         "(works) and 25% (collapses) bands. Mean and 95% CI over seeds.",
+                         "C30：L 之后各位置的损失相对于以长度 L 滑动窗口读取相同 token 的差（%），随读取长度变化；"
+                         "分别为无 scaling 的 RoPE、NTK-aware 与 YaRN。实线：免训练；虚线：短暂微调后（RoPE 虚线为"
+                         "不加 scaling 的同样微调）。点线与点划线：5%（可用）与 25%（崩溃）分界。种子均值与 95% "
+                         "置信区间。"),
+    "position_cost": ("C31: median training-step and decode-step time of each position scheme "
+                      "divided by that of the same model without positions (one thread, "
+                      "interleaved repeats, paired bootstrap 95% CI); dotted: +10%, the rule's "
+                      "bound for 'costs little'.",
+                      "C31：各位置编码方案的训练步与解码步中位时间除以无位置编码的同一模型（单线程、交替重复、"
+                      "配对 bootstrap 95% 置信区间）；点线：+10%，即规则中“开销很小”的上限。"),
     "passkey": ("Passkey retrieval accuracy by position scheme and context length (mean over "
                 "needle depths and seeds; n/a = the scheme cannot run at that length).",
                 "各位置编码方案在不同上下文长度下的 passkey 检索准确率（对插入深度与种子取均值；n/a 表示"
