@@ -43,7 +43,8 @@ def test_stored_runs_cost_nothing_and_the_rest_are_priced(tmp_path):
     done = estimate.estimate_suites(tmp_path, "tiny", ["placement"])
     (suite,) = done.suites
     assert suite.stored == suite.runs > 0 and done.core_s == 0.0 and suite.unknown == 0
-    assert done.flops_per_s > 0 and done.calibrated_on == 4  # the tiny grid: pre, post × 2 warmups
+    # The tiny grids, main and deep: pre, post × 2 warmups each.
+    assert done.flops_per_s > 0 and done.calibrated_on == 8
     # Seeds 1000… are not stored: every run is priced, the probes at their stored wall times.
     other = estimate.estimate_suites(tmp_path, "tiny", ["placement"], seed_offset=1000)
     (suite,) = other.suites

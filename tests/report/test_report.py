@@ -276,7 +276,7 @@ def test_stored_runs_are_labelled_by_their_run_record(built):
         assert stored[r["run_id"]]["run"] == {"label": r["label"], "arm": r["arm"],
                                               "seed": r["seed"]}
     placement = doc["suites"]["placement"]["runs"]
-    assert placement and all(r["arm"].startswith("train/") for r in placement)
+    assert placement and all(r["arm"].startswith(("train/", "deep/")) for r in placement)
 
 
 def test_run_curves_are_the_summarys_runs_only(built, tmp_path):

@@ -202,6 +202,39 @@ class PlacementEffect:
 
 
 @dataclass(frozen=True)
+class LayerProfile:
+    """How gradient reaches the layers of one deep-grid cell during training (C36), from the
+    per-layer gradient norms (all of a layer's parameters) logged at or after warmup."""
+
+    placement: str
+    depth: int
+    warmup: int
+    lr: float
+    # Per layer, bottom first: log2(‖∇ layer i‖ / ‖∇ last layer‖), the mean over a finished
+    # run's logged steps, then over seeds (the last entry is 0). 0 everywhere: every layer gets
+    # the last layer's gradient; −10 at layer 1: the bottom gets 1/1024 of it.
+    grad_log2_vs_last: list[float | None]
+    # log2(max / min) over the layers of one stack, mean over a run's logged steps, over seeds.
+    spread_log2: Interval
+
+
+@dataclass(frozen=True)
+class DeepEffect:
+    """C36's contrasts at one deep depth and lr, paired by seed: `pre_warmup_effect` = pre cold
+    − pre warm and `pre_vs_post_cold` = pre cold − post cold (final validation loss, nats);
+    `post_minus_pre_grad_log2` = post − pre of log2(‖∇ first layer‖ / ‖∇ last layer‖) with
+    warmup, during training."""
+
+    depth: int
+    lr: float
+    warmup: int  # the warmup compared with none
+    pre_warmup_effect: Interval
+    pre_vs_post_cold: Interval
+    pre_grad_first_over_last_log2: Interval  # pre with warmup, during training
+    post_minus_pre_grad_log2: Interval
+
+
+@dataclass(frozen=True)
 class PlacementData:
     init_gradients: dict[str, dict[str, GradientProbe]]  # placement -> init -> probe
     predictions: SlopePrediction
@@ -214,6 +247,12 @@ class PlacementData:
     seeds: int
     steps: int
     size: dict[str, Any]
+    # The deep grid (C36), trained and summarised apart from `training`, so C13 and C19 read the
+    # same numbers with or without it: its cells, per-layer gradient profiles and contrasts.
+    deep: list[PlacementCell] = field(default_factory=list)
+    deep_profiles: list[LayerProfile] = field(default_factory=list)
+    deep_effects: list[DeepEffect] = field(default_factory=list)
+    deep_steps: int = 0
 
 
 # --- norm-cost ---------------------------------------------------------------------------------

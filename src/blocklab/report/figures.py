@@ -323,6 +323,52 @@ def fig_placement_gradients(doc: dict[str, Any]) -> bytes | None:
     return _png(fig)
 
 
+def fig_placement_deep(doc: dict[str, Any]) -> bytes | None:
+    """C36: left, each layer's gradient relative to the last layer's during training (the
+    summary's `deep_profiles`) at the deepest deep depth; right, the deep runs' training loss."""
+    data: PlacementData | None
+    data, runs = _summary(doc, "placement")
+    if data is None or not data.deep_profiles:
+        return None
+    depth = max(p.depth for p in data.deep_profiles)
+    styles = dict(zip(sorted({p.warmup for p in data.deep_profiles}), ("-", "--", ":", "-."),
+                      strict=False))
+    fig, axes = _new(11, 3.9, 2, 1)
+    left, right = axes[0, 0], axes[0, 1]
+    for p in data.deep_profiles:
+        if p.depth != depth:
+            continue
+        left.plot(range(1, depth + 1), _finite(p.grad_log2_vs_last), styles.get(p.warmup, "-"),
+                  marker=".", ms=3, lw=1, color=PLACEMENT_COLOURS.get(p.placement, "C7"),
+                  label=f"{p.placement}, warmup {p.warmup}, lr {p.lr:g}")
+    left.axhline(0.0, color="grey", lw=1)
+    left.set_title(f"L={depth}: gradient reaching each layer, during training", fontsize=10)
+    left.set_xlabel("layer (1 = next to the input)")
+    left.set_ylabel("log2 ‖∇ layer‖ / ‖∇ last layer‖")
+    # arm = deep/<placement>/<depth>/<warmup>/<lr>
+    seen = set()
+    for r in runs:
+        if not r["arm"].startswith("deep/"):
+            continue
+        _, placement, d, warmup, _ = r["arm"].split("/")
+        if int(d) != depth:
+            continue
+        label = f"{placement}, warmup {warmup}"
+        colour = PLACEMENT_COLOURS.get(placement, "C7")
+        right.plot(r["step"], _finite(r["train_loss"]), styles.get(int(warmup), "-"), lw=1,
+                   color=colour, alpha=0.85, label=None if label in seen else label)
+        seen.add(label)
+        if r["status"] != "ok" and r["step"]:
+            right.plot([r["step"][-1]], [_finite(r["train_loss"])[-1]], "x", ms=8, color=colour)
+    right.set_title(f"L={depth}: training loss, one line per run", fontsize=10)
+    right.set_xlabel("optimizer step")
+    right.set_ylabel("training loss (nats/token)")
+    for ax in (left, right):
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7)
+    return _png(fig)
+
+
 # --- position ------------------------------------------------------------------------------------
 def _mean(stats: Read | None) -> float:
     """The mean of an Interval; NaN for no mean, no interval or an unavailable read (str)."""

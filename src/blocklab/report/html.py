@@ -325,6 +325,8 @@ def placement_section(doc: dict[str, Any], figures: dict[str, Figure], lang: str
             f'<h3>{escape(t("sub_placement_suite", lang))}</h3>'
             + suite_body("placement", doc, figures, lang,
                          ("placement_training", "placement_gradients"), number)
+            # The deep grid's figure sits with C36's graded parts (one figure, one id).
+            + f'<p>{escape(t("placement_deep_note", lang))}<a href="#claim-C36">C36</a>.</p>'
             + "</section>")
 
 

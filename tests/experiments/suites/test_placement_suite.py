@@ -1,5 +1,5 @@
 """The placement suite: the log-log slope, the at-initialisation probe, the training grid's
-settings, and the tiny grid end to end."""
+settings, the deep grid (C36), and the tiny grids end to end."""
 
 import math
 
@@ -71,7 +71,8 @@ def test_tiny_suite_end_to_end(tmp_path):
     size = placement.SIZES["tiny"]
     n_probe = len(size.probe.placements) * len(size.probe.inits) * len(size.probe.depths)
     n_train = len(size.training.placements) * len(size.training.warmups) * len(size.training.lrs)
-    assert summary.runs == n_probe + n_train
+    n_deep = len(size.deep.cells()) * len(size.deep.warmups) * len(size.deep.lrs)
+    assert summary.runs == n_probe + n_train + n_deep
     depth_columns = [f"L={d}" for d in size.probe.depths]
     tables = {t.title: t for t in summary.tables}
     assert tables["At initialisation: ‖∇W_down‖ of the LAST layer vs depth"].columns == [
@@ -102,6 +103,27 @@ def test_tiny_suite_end_to_end(tmp_path):
     (effect,) = data.effects  # one depth, one lr, one non-zero warmup
     assert effect.warmup_interaction.n == 1 and effect.warmup == 2
     assert data.interaction_trend.n == 0  # one depth: no trend
+    # The deep grid: its own cells, one per placement × warmup, each with a profile whose
+    # first entry is the cell's first/last gradient ratio and whose last entry is 0.
+    (deep_depth,) = size.deep.depths
+    assert [(c.placement, c.depth, c.warmup) for c in data.deep] == [
+        (p, deep_depth, w) for p in size.deep.placements for w in size.deep.warmups]
+    assert all(c.runs == 1 and c.failures == 0 for c in data.deep)
+    for cell, profile in zip(data.deep, data.deep_profiles, strict=True):
+        assert (profile.placement, profile.depth, profile.warmup) == (
+            cell.placement, cell.depth, cell.warmup)
+        assert len(profile.grad_log2_vs_last) == deep_depth
+        assert profile.grad_log2_vs_last[-1] == 0.0
+        assert profile.grad_log2_vs_last[0] == pytest.approx(
+            cell.grad_first_over_last_log2.mean, abs=1e-12)
+        # The spread over layers bounds any one layer's distance from the last.
+        assert profile.spread_log2.mean >= max(abs(v) for v in profile.grad_log2_vs_last) - 1e-12
+    (deep_effect,) = data.deep_effects
+    assert deep_effect.depth == deep_depth and deep_effect.pre_vs_post_cold.n == 1
+    assert data.deep_steps == size.deep.steps
+    titles = [t.title for t in summary.tables]
+    assert titles[-2:] == [f"Deep stacks (C36): training {size.deep.steps} steps, xavier init, "
+                           "no gradient clipping", "Deep stacks (C36): contrasts paired by seed"]
     assert (tmp_path / "placement" / "tiny" / "summary.json").is_file()
 
 
@@ -161,3 +183,98 @@ def test_depth_trend_of_the_interaction_and_a_placement_kept_to_the_deepest_dept
             by_key[("train", p, depth, w, 3e-3, seed)] = _run([2.0])
     trend = placement.interaction_trend(training, range(2), by_key)
     assert trend.mean == pytest.approx(0.3) and trend.n == 2
+
+
+def test_deep_grid_is_pre_and_post_at_48_layers_or_more_apart_from_the_main_grid():
+    specs = placement.plan("quick", range(4))
+    deep = [s for s in specs if s.payload["kind"] == "train_deep"]
+    grid = placement.SIZES["quick"].deep
+    assert min(grid.depths) >= 48 and set(grid.placements) == {"pre", "post"}
+    assert 0 in grid.warmups and len(grid.warmups) == 2
+    assert len(deep) == 2 * 2 * len(grid.depths) * 4  # placements × warmups × depths × seeds
+    for spec in deep:
+        assert spec.arm.startswith("deep/") and spec.payload["model"]["n_layers"] in grid.depths
+        assert spec.payload["train"]["grad_clip"] is None
+        assert spec.payload["train"]["init"] == "xavier"
+    # The main grid's runs are not touched by the deep grid's: same payloads as before.
+    main = [s for s in specs if s.payload["kind"] == "train"]
+    assert all(s.arm.startswith("train/") for s in main)
+    assert not {s.run_id for s in main} & {s.run_id for s in deep}
+    full = placement.SIZES["full"].deep
+    assert max(full.depths) >= 50  # the page's "50+ layers" at full size
+
+
+def test_deep_runs_leave_the_c19_numbers_unchanged(tmp_path):
+    from blocklab.experiments.results import ResultStore
+
+    seeds = range(1)
+    run_suite(get_suite("placement"), "tiny", 1, tmp_path, progress=False)
+    store = ResultStore(tmp_path / "placement" / "tiny")
+    results = [(spec, store.load(spec.run_id)) for spec in placement.plan("tiny", seeds)]
+    with_deep = placement.summarise("tiny", seeds, results).data
+    without = placement.summarise(
+        "tiny", seeds, [(s, r) for s, r in results if s.payload["kind"] != "train_deep"]).data
+    assert with_deep.training == without.training
+    assert with_deep.effects == without.effects
+    assert with_deep.interaction_trend == without.interaction_trend
+    assert with_deep.deep and not any(c.status.get("ok") for c in without.deep)
+
+
+def test_layer_profile_and_spread_during_training_by_hand():
+    # Three layers, logged at steps 0, 5, 10; warmup 5 keeps steps 5 and 10.
+    # step 5: [4, 2, 1] -> log2 vs last [2, 1, 0], spread log2(4/1) = 2
+    # step 10: [1, 4, 2] -> log2 vs last [-1, 1, 0], spread log2(4/1) = 2
+    run = _run([2.0], layers=[[9.0, 9.0, 0.1], [4.0, 2.0, 1.0], [1.0, 4.0, 2.0]],
+               steps=[0, 5, 10])
+    assert placement._layer_log2_vs_last(run, warmup=5) == pytest.approx([0.5, 1.0, 0.0])
+    assert placement._layer_spread_during(run, warmup=5) == pytest.approx(2.0)
+    # From step 0: step 0 adds [log2 90, log2 90, 0] and spread log2 90.
+    l90 = math.log2(90.0)
+    assert placement._layer_log2_vs_last(run, warmup=0) == pytest.approx(
+        [(l90 + 2 - 1) / 3, (l90 + 1 + 1) / 3, 0.0])
+    assert placement._layer_spread_during(run, warmup=0) == pytest.approx((l90 + 4) / 3)
+    assert placement._layer_log2_vs_last(run, warmup=11) is None
+    assert placement._layer_log2_vs_last(_run([2.0], status="diverged"), 0) is None
+    # A step where a layer's norm is not finite is left out, not averaged in.
+    bad = _run([2.0], layers=[[4.0, 2.0, 1.0], [float("nan"), 1.0, 1.0]], steps=[0, 1])
+    assert placement._layer_log2_vs_last(bad, warmup=0) == pytest.approx([2.0, 1.0, 0.0])
+
+
+def test_deep_contrasts_by_hand():
+    deep = placement.Training(d_model=8, n_heads=1, depths=(2,), warmups=(0, 50), lrs=(3e-3,),
+                              placements=("pre", "post"), seq_len=16, batch_size=2, steps=10,
+                              stuck_patience=None, eval_every=0, eval_batches=1)
+    # A two-layer stack stands for a deep one: one log after warmup, log2 first/last =
+    # log2(a / b).
+    # seed 0: pre cold 2.0, warm 2.1, post cold 2.5; ratios (warm) pre log2(2/1) = 1,
+    #         post log2(1/8) = -3 -> post - pre = -4
+    # seed 1: pre cold 2.2, warm 2.1, post cold 2.4; ratios pre log2(1/1) = 0,
+    #         post log2(1/4) = -2 -> post - pre = -2
+    def run(val, a=1.0, b=1.0):
+        return _run([val], layers=[[a, b]], steps=[50])
+
+    by_key = {("deep", "pre", 2, 0, 3e-3, 0): run(2.0), ("deep", "pre", 2, 0, 3e-3, 1): run(2.2),
+              ("deep", "pre", 2, 50, 3e-3, 0): run(2.1, 2.0, 1.0),
+              ("deep", "pre", 2, 50, 3e-3, 1): run(2.1, 1.0, 1.0),
+              ("deep", "post", 2, 0, 3e-3, 0): run(2.5),
+              ("deep", "post", 2, 0, 3e-3, 1): run(2.4),
+              ("deep", "post", 2, 50, 3e-3, 0): run(2.3, 1.0, 8.0),
+              ("deep", "post", 2, 50, 3e-3, 1): run(2.3, 1.0, 4.0)}
+    (effect,) = placement._deep_effects(deep, range(2), by_key)
+    assert (effect.depth, effect.warmup) == (2, 50)
+    assert effect.pre_warmup_effect.mean == pytest.approx(0.0)  # (-0.1 + 0.1) / 2
+    assert effect.pre_vs_post_cold.mean == pytest.approx(-0.35)  # (-0.5 - 0.2) / 2
+    assert effect.pre_grad_first_over_last_log2.mean == pytest.approx(0.5)
+    assert effect.post_minus_pre_grad_log2.mean == pytest.approx(-3.0)
+    # Half-width t · sd / √2 with sd = √2 (values -4, -2), so t itself; with one degree of
+    # freedom t is Cauchy's quantile, tan(π · 0.475) = 12.7062 (the suite's table: 3 decimals).
+    t975 = math.tan(math.pi * 0.475)
+    assert effect.post_minus_pre_grad_log2.ci_high == pytest.approx(-3.0 + t975, abs=1e-3)
+    # A diverged post run drops its seed from the pairs it is in, and only from those.
+    by_key[("deep", "post", 2, 0, 3e-3, 1)] = _run([9.9], status="diverged")
+    (effect,) = placement._deep_effects(deep, range(2), by_key)
+    assert effect.pre_vs_post_cold.n == 1 and effect.pre_vs_post_cold.mean == pytest.approx(-0.5)
+    assert effect.post_minus_pre_grad_log2.n == 2
+    (profile,) = [p for p in placement._deep_profiles(deep, range(2), by_key)
+                  if (p.placement, p.warmup) == ("post", 50)]
+    assert profile.grad_log2_vs_last == pytest.approx([-2.5, 0.0])  # (-3 - 2) / 2

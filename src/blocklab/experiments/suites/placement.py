@@ -1,5 +1,5 @@
 """`placement` suite: pre vs post vs sandwich norm, at initialisation and in training (C12, C13,
-C19).
+C19, C36).
 
     pre:       y = x + F(N(x))         post:  y = N(x + F(x))         sandwich:  y = x + P(F(N(x)))
 
@@ -24,12 +24,20 @@ compared with the pre cell of the same depth, warmup and lr, paired by seed (sam
 and batches), and the warmup effect is read as an interaction:
 (post cold − post warm) − (pre cold − pre warm), per seed, with its interval.
 
+Part (c), deep stacks (C36): pre vs post at depths of 48 layers and more, with and without
+warmup, the same outcomes as (b) plus the per-layer gradient profile during training: per
+layer, log2(‖∇ layer i‖ / ‖∇ last layer‖) averaged over the logged steps after warmup, and its
+spread log2(max / min) across the stack. "The residual path carries the gradient straight back
+(gradient ≈ 1)" reads as a flat profile (0 at every layer). Its runs are kept apart from (b)'s
+(own arm names, own summary fields), so C19's depth trend and contrasts never see them.
+
 `Summary.data` (read by the claims ledger and the report) is a
 `blocklab.experiments.summaries.PlacementData`: per placement and init a `GradientProbe` (gradient
 norms at initialisation across depth, fitted slopes with intervals over per-seed slopes, residual
 RMS, spread across one stack's layers), the predicted slopes, one `PlacementCell` per training
 cell (statuses, validation loss of the finished runs, paired difference from pre-norm,
-loss-curve area, gradient ratio during training) and the `PlacementEffect` contrasts.
+loss-curve area, gradient ratio during training) and the `PlacementEffect` contrasts; for the
+deep grid the same cells (`deep`), a `LayerProfile` per cell and the `DeepEffect` contrasts.
 """
 
 from __future__ import annotations
@@ -50,8 +58,10 @@ from blocklab.experiments.suites.base import (
     torch_threads,
 )
 from blocklab.experiments.summaries import (
+    DeepEffect,
     GradientProbe,
     Interval,
+    LayerProfile,
     PlacementCell,
     PlacementData,
     PlacementEffect,
@@ -80,7 +90,7 @@ class Probe:
 
 @dataclass(frozen=True)
 class Training:
-    """Part (b): the training grid."""
+    """A training grid: part (b), or the deep stacks of part (c)."""
 
     d_model: int
     n_heads: int
@@ -110,12 +120,16 @@ class Training:
 class Size:
     probe: Probe
     training: Training
+    deep: Training  # part (c): its depths are C36's deep stacks, pre and post only
 
 
 SIZES = {
     "tiny": Size(
         Probe(d_model=32, n_heads=2, depths=(2, 4), seq_len=16, batch_size=2),
         Training(d_model=32, n_heads=2, depths=(2,), warmups=(0, 2), lrs=(3e-3,),
+                 placements=("pre", "post"), seq_len=16, batch_size=2, steps=5,
+                 stuck_patience=None, eval_every=0, eval_batches=1, log_every=1),
+        Training(d_model=16, n_heads=2, depths=(4,), warmups=(0, 2), lrs=(3e-3,),
                  placements=("pre", "post"), seq_len=16, batch_size=2, steps=5,
                  stuck_patience=None, eval_every=0, eval_batches=1, log_every=1)),
     # Depths 6 and 12 (the trend) at lr 3e-3 (where post-norm without warmup was seen to stall
@@ -127,15 +141,26 @@ SIZES = {
         Training(d_model=32, n_heads=2, depths=(6, 12), warmups=(0, 100), lrs=(3e-3,),
                  placements=("pre", "post", "sandwich"), seq_len=64, batch_size=16, steps=300,
                  stuck_patience=None, eval_every=25, eval_batches=4,
-                 deepest_only=("sandwich",))),
+                 deepest_only=("sandwich",)),
+        # C36: 48 layers (the page's "50+" is reached at full size), pre and post, 4 seeds,
+        # 16 runs. A depth-48 run at seq_len 32 took 59 s for 200 steps on one core of the
+        # 2-core reference machine (the other core busy), so 150 steps and seq_len 32 cost about
+        # 45 s a run, 12 core-minutes in all. Warmup 50 keeps the main grid's 1/3 of the run.
+        Training(d_model=32, n_heads=2, depths=(48,), warmups=(0, 50), lrs=(3e-3,),
+                 placements=("pre", "post"), seq_len=32, batch_size=16, steps=150,
+                 stuck_patience=None, eval_every=25, eval_batches=4)),
     # Hours: (pre, post at 3 depths + sandwich at 24) × 2 warmups × 2 lrs × 5 seeds = 140
-    # training runs (`blocklab report --full --plan` estimates them).
+    # training runs, and the deep grid's 40 (`blocklab report --full --plan` estimates them).
     "full": Size(
         Probe(d_model=128, n_heads=4, depths=(2, 4, 8, 16, 32, 64), seq_len=128, batch_size=8),
         Training(d_model=64, n_heads=4, depths=(6, 12, 24), warmups=(0, 100),
                  lrs=(1e-3, 3e-3), placements=("pre", "post", "sandwich"), seq_len=64,
                  batch_size=16, steps=1000, stuck_patience=None, eval_every=50, eval_batches=8,
-                 deepest_only=("sandwich",))),
+                 deepest_only=("sandwich",)),
+        # C36 at 48 and 64 layers: 2 depths × 2 placements × 2 warmups × 5 seeds = 40 runs.
+        Training(d_model=64, n_heads=4, depths=(48, 64), warmups=(0, 100), lrs=(3e-3,),
+                 placements=("pre", "post"), seq_len=64, batch_size=16, steps=1000,
+                 stuck_patience=None, eval_every=50, eval_batches=8)),
 }
 
 
@@ -258,16 +283,25 @@ def plan(size_name: str, seeds: range) -> list[RunSpec]:
                     specs.append(RunSpec(f"init {placement} {init} L={depth} seed {seed}",
                                          f"init/{placement}/{init}/{depth}", seed, payload,
                                          execute))
+    return (specs + _training_specs(training, seeds, "train")
+            + _training_specs(size.deep, seeds, "deep"))
+
+
+def _training_specs(training: Training, seeds: range, grid: str) -> list[RunSpec]:
+    """The runs of one training grid: `grid` "train" (part b) or "deep" (part c) names its
+    payload kind and arms (`train/<placement>/<depth>/<warmup>/<lr>`, `deep/...`)."""
     from blocklab.experiments.trainer import run
 
+    kind, prefix = {"train": ("train", ""), "deep": ("train_deep", "deep ")}[grid]
+    specs = []
     for placement, depth in training.cells():
         mc = train_model_config(placement, depth, training)
         for warmup in training.warmups:
             for lr in training.lrs:
                 for seed in seeds:
                     tc = train_config(training, warmup, lr, seed)
-                    label = f"{placement} L={depth} warmup {warmup} lr {lr:g} seed {seed}"
-                    payload = {"suite": "placement", "kind": "train",
+                    label = f"{prefix}{placement} L={depth} warmup {warmup} lr {lr:g} seed {seed}"
+                    payload = {"suite": "placement", "kind": kind,
                                "model": mc.to_dict(),
                                "train": {k: v for k, v in tc.to_dict().items()
                                          if k != "threads"},
@@ -276,7 +310,7 @@ def plan(size_name: str, seeds: range) -> list[RunSpec]:
                     def execute(progress, mc=mc, tc=tc, label=label, run=run):
                         return run(mc, tc, DATA, progress=progress, label=label)
 
-                    specs.append(RunSpec(label, f"train/{placement}/{depth}/{warmup}/{lr:g}",
+                    specs.append(RunSpec(label, f"{grid}/{placement}/{depth}/{warmup}/{lr:g}",
                                          seed, payload, execute))
     return specs
 
@@ -367,14 +401,16 @@ def _ok_val(result: dict[str, Any]) -> float | None:
     return _final_val(result) if result.get("status") == "ok" else None
 
 
-def _training_summary(training: Training, seeds: range,
-                      by_key: dict[tuple, dict[str, Any]]) -> list[PlacementCell]:
+def _training_summary(training: Training, seeds: range, by_key: dict[tuple, dict[str, Any]],
+                      grid: str = "train") -> list[PlacementCell]:
+    """One cell per (placement, depth, warmup, lr) of the grid whose results are keyed
+    `(grid, placement, depth, warmup, lr, seed)` in `by_key`."""
     rows = []
     for placement, depth in training.cells():
         for warmup in training.warmups:
             for lr in training.lrs:
                 def results(p: str, depth=depth, warmup=warmup, lr=lr) -> list[dict]:
-                    return [by_key.get(("train", p, depth, warmup, lr, s)) or {}
+                    return [by_key.get((grid, p, depth, warmup, lr, s)) or {}
                             for s in seeds]
 
                 mine = results(placement)
@@ -399,6 +435,82 @@ def _training_summary(training: Training, seeds: range,
                         [_first_over_last_log2(r, warmup) for r in mine]),
                 ))
     return rows
+
+
+def _layer_log2_vs_last(result: dict[str, Any], warmup: int) -> list[float] | None:
+    """Per layer (bottom first), the mean over the logged steps at or after warmup of
+    log2(‖∇ layer i‖ / ‖∇ last layer‖), for a finished run; None when nothing usable was
+    logged. Steps where any layer's norm is zero or non-finite are left out."""
+    if result.get("status") != "ok":
+        return None
+    logged = (result.get("curves") or {}).get("layer_grad_norms") or {}
+    rows = [[math.log2(v / layers[-1]) for v in layers]
+            for step, layers in zip(logged.get("step", []), logged.get("layer", []), strict=True)
+            if step >= warmup and len(layers) > 1
+            and all(v is not None and math.isfinite(v) and v > 0 for v in layers)]
+    if not rows:
+        return None
+    return [sum(column) / len(rows) for column in zip(*rows, strict=True)]
+
+
+def _layer_spread_during(result: dict[str, Any], warmup: int) -> float | None:
+    """Mean over the logged steps at or after warmup of log2(max / min) over the layers of
+    one stack, for a finished run."""
+    if result.get("status") != "ok":
+        return None
+    logged = (result.get("curves") or {}).get("layer_grad_norms") or {}
+    spreads = [_spread_log2(layers)
+               for step, layers in zip(logged.get("step", []), logged.get("layer", []),
+                                       strict=True) if step >= warmup]
+    spreads = [v for v in spreads if v is not None]
+    return sum(spreads) / len(spreads) if spreads else None
+
+
+def _deep_profiles(deep: Training, seeds: range,
+                   by_key: dict[tuple, dict[str, Any]]) -> list[LayerProfile]:
+    """Per deep-grid cell, the per-layer gradient profile and spread during training."""
+    out = []
+    for placement, depth in deep.cells():
+        for warmup in deep.warmups:
+            for lr in deep.lrs:
+                mine = [by_key.get(("deep", placement, depth, warmup, lr, s)) or {}
+                        for s in seeds]
+                profiles = [p for p in (_layer_log2_vs_last(r, warmup) for r in mine)
+                            if p is not None and len(p) == depth]
+                out.append(LayerProfile(
+                    placement=placement, depth=depth, warmup=warmup, lr=lr,
+                    grad_log2_vs_last=[mean_ci([p[i] for p in profiles]).mean
+                                       for i in range(depth)],
+                    spread_log2=mean_ci([_layer_spread_during(r, warmup) for r in mine])))
+    return out
+
+
+def _deep_effects(deep: Training, seeds: range,
+                  by_key: dict[tuple, dict[str, Any]]) -> list[DeepEffect]:
+    """The contrasts C36 is graded on, per deep depth, lr and non-zero warmup."""
+    if not {"pre", "post"} <= set(deep.placements) or 0 not in deep.warmups:
+        return []
+    effects = []
+    for depth in deep.depths:
+        for lr in deep.lrs:
+            for warmup in [w for w in deep.warmups if w > 0]:
+                def runs(p: str, w: int, depth=depth, lr=lr) -> list[dict[str, Any]]:
+                    return [by_key.get(("deep", p, depth, w, lr, s)) or {} for s in seeds]
+
+                def vals(p: str, w: int) -> list[float | None]:
+                    return [_ok_val(r) for r in runs(p, w)]
+
+                def ratios(p: str, warmup=warmup) -> list[float | None]:
+                    return [_first_over_last_log2(r, warmup) for r in runs(p, warmup)]
+
+                effects.append(DeepEffect(
+                    depth=depth, lr=lr, warmup=warmup,
+                    pre_warmup_effect=paired_difference(vals("pre", 0), vals("pre", warmup)),
+                    pre_vs_post_cold=paired_difference(vals("pre", 0), vals("post", 0)),
+                    pre_grad_first_over_last_log2=mean_ci(ratios("pre")),
+                    post_minus_pre_grad_log2=paired_difference(ratios("post"),
+                                                               ratios("pre"))))
+    return effects
 
 
 def interaction_per_seed(training: Training, seeds: range, by_key: dict[tuple, dict[str, Any]],
@@ -471,7 +583,7 @@ def _slope_cell(stats: Interval, fitted: float | None) -> str:
 def summarise(size_name: str, seeds: range, results: list[tuple[RunSpec, dict[str, Any]]]
               ) -> Summary:
     size = SIZES[size_name]
-    probe, training = size.probe, size.training
+    probe, training, deep = size.probe, size.training, size.deep
     by_key: dict[tuple, dict[str, Any]] = {}
     entropy = None
     for spec, result in results:
@@ -481,11 +593,15 @@ def summarise(size_name: str, seeds: range, results: list[tuple[RunSpec, dict[st
                     spec.seed)] = result
         else:
             model, train = payload["model"], payload["train"]
-            by_key[("train", model["placement"], model["n_layers"], train["warmup_steps"],
+            grid = "deep" if payload["kind"] == "train_deep" else "train"
+            by_key[(grid, model["placement"], model["n_layers"], train["warmup_steps"],
                     train["lr"], spec.seed)] = result
             entropy = entropy or (result.get("final") or {}).get("unigram_entropy")
     gradients = _gradient_summary(probe, seeds, by_key)
     rows = _training_summary(training, seeds, by_key)
+    deep_rows = _training_summary(deep, seeds, by_key, grid="deep")
+    profiles = _deep_profiles(deep, seeds, by_key)
+    deep_effects = _deep_effects(deep, seeds, by_key)
 
     depth_columns = [f"L={d}" for d in probe.depths]
     last_table = Table(
@@ -560,6 +676,37 @@ def summarise(size_name: str, seeds: range, results: list[tuple[RunSpec, dict[st
         "(interaction at the deepest minus the shallowest depth, paired by seed): "
         f"{format_ci(interaction_trend(training, seeds, by_key))} nats (positive: the need "
         "for warmup grows with depth).")
+    spreads = {(p.placement, p.depth, p.warmup, p.lr): p.spread_log2 for p in profiles}
+    deep_table = Table(
+        f"Deep stacks (C36): training {deep.steps} steps, xavier init, no gradient clipping",
+        ["placement", "depth", "warmup", "lr", "failed/runs (div, stuck)",
+         "val loss [95% CI]", "Δ vs pre [95% CI]", "mean val loss over training",
+         "log2 ‖∇first‖/‖∇last‖ [95% CI]", "log2 max/min over layers [95% CI]"],
+        [[r.placement, r.depth, r.warmup, f"{r.lr:g}",
+          f"{r.failures}/{r.runs} ({r.status.get('diverged', 0)}, "
+          f"{r.status.get('stuck', 0)})",
+          format_level(r.val_loss),
+          "—" if r.delta_vs_pre is None else format_ci(r.delta_vs_pre, 3),
+          format_level(r.val_auc), format_level(r.grad_first_over_last_log2, 2),
+          format_level(spreads[(r.placement, r.depth, r.warmup, r.lr)], 2)]
+         for r in deep_rows],
+        "As the training table, at depths of C36's deep stacks. Gradient columns: per-layer "
+        f"gradient norms (all of a layer's parameters) logged every {deep.log_every} steps at or "
+        "after warmup, averaged over those steps, then over seeds; 0 = the first layer gets as "
+        "much gradient as the last (the page's 'gradient ≈ 1'); log2 max/min = how unevenly "
+        "the layers of one stack get gradient.")
+    deep_effect_table = Table(
+        "Deep stacks (C36): contrasts paired by seed",
+        ["depth", "lr", "warmup", "pre cold − pre warm [95% CI]",
+         "pre cold − post cold [95% CI]", "log2 ‖∇first‖/‖∇last‖ pre (warm)",
+         "post − pre of it (warm) [95% CI]"],
+        [[e.depth, f"{e.lr:g}", e.warmup, format_ci(e.pre_warmup_effect),
+          format_ci(e.pre_vs_post_cold), format_level(e.pre_grad_first_over_last_log2, 2),
+          format_ci(e.post_minus_pre_grad_log2, 2)] for e in deep_effects],
+        "Final val loss in nats; cold = no warmup. Negative pre cold − post cold: pre-norm "
+        "ends lower without warmup. Negative post − pre: post-norm's bottom layer gets less of "
+        "the last layer's gradient than pre-norm's. Seeds where a run failed drop out of the "
+        "pairs (n shown); failures are in the table above.")
     notes = [
         f"(a) probe: d_model={probe.d_model}, n_heads={probe.n_heads}, depths "
         f"{list(probe.depths)}, inits {list(probe.inits)}, one forward/backward of the "
@@ -573,6 +720,11 @@ def summarise(size_name: str, seeds: range, results: list[tuple[RunSpec, dict[st
         + ("no stuck test" if training.stuck_patience is None else
            f"stuck after {training.stuck_patience} post-warmup steps above the unigram entropy")
         + f", 1 thread, data={DATA}.",
+        f"(c) deep stacks (C36): d_model={deep.d_model}, n_heads={deep.n_heads}, depths "
+        f"{list(deep.depths)}, placements {list(deep.placements)}, warmups "
+        f"{list(deep.warmups)}, lrs {list(deep.lrs)}, seq_len={deep.seq_len}, "
+        f"batch={deep.batch_size}, steps={deep.steps}, otherwise as (b); kept out of (b)'s "
+        "tables, contrasts and depth trend.",
     ]
     data = PlacementData(
         init_gradients=gradients,
@@ -581,13 +733,16 @@ def summarise(size_name: str, seeds: range, results: list[tuple[RunSpec, dict[st
         training=rows, effects=effects,
         interaction_trend=interaction_trend(training, seeds, by_key),
         unigram_entropy=entropy, seeds=len(seeds),
-        steps=training.steps, size=asdict(size))
+        steps=training.steps, size=asdict(size),
+        deep=deep_rows, deep_profiles=profiles, deep_effects=deep_effects,
+        deep_steps=deep.steps)
     return Summary("placement", size_name, len(seeds),
                    [last_table, first_table, spread_table, rms_table, train_table,
-                    effect_table], notes, data, first_seed=seeds.start)
+                    effect_table, deep_table, deep_effect_table], notes, data,
+                   first_seed=seeds.start)
 
 
-SUITE = Suite("placement", "pre vs post vs sandwich norm: gradients at init and training "
-              "(C12, C13, C19)", plan, summarise,
-              # C19's registered rules need four paired seeds (blocklab.claims.checks).
+SUITE = Suite("placement", "pre vs post vs sandwich norm: gradients at init and training, "
+              "and deep stacks (C12, C13, C19, C36)", plan, summarise,
+              # C19's and C36's registered rules need four paired seeds (blocklab.claims).
               default_seeds={"tiny": 1, "quick": 4, "full": 5})

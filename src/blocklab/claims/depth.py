@@ -1,0 +1,188 @@
+"""C36: pre-norm lets deep stacks (50+ layers) train stably, because the residual path carries
+the gradient straight back (gradient ≈ 1).
+
+Read from the placement suite's deep grid (`PlacementData.deep*`): pre vs post norm at depths of
+48 layers and more, with and without warmup, paired by seed, graded at the deepest depth and
+highest lr. Four parts, each with a rule registered here before any data is read:
+
+    (a) pre-norm trains without warmup    pre cold − pre warm, final val loss      non-inferior
+    (b) pre-norm's gradient ≈ 1           log2 ‖∇first‖/‖∇last‖ of pre (warm)      equivalent to 0
+    (c) post-norm's does not reach down   post − pre of that log2 ratio (warm)     negative
+    (d) pre beats post without warmup     pre cold − post cold, final val loss     negative
+
+Part (a) is one-sided: a warmup shortens the steps at full learning rate, so a pre-norm run
+without it may end lower, which is no sign of instability. A failed run (diverged, stuck) is
+counted apart and keeps (a) from being confirmed; it never enters a loss. One learning rate and
+one run length on a small model: a part that fails is not reproduced at this scale, never
+contradicted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from blocklab.claims.ledger import Context, Finding, Part, claim, missing
+from blocklab.claims.rules import Estimate, Rule
+from blocklab.experiments.summaries import DeepEffect, Interval, PlacementCell
+
+C36_MIN_SEEDS = 4
+C36_RULES = {
+    "pre-norm trains without warmup at depth": Rule(
+        metric="pre-norm final val loss without − with warmup at the deepest depth, nats "
+               "(≤ 0: warmup not needed)",
+        smallest_effect=0.05, margin=0.05, min_seeds=C36_MIN_SEEDS, claimed=0.0,
+        decides="confirmed when the 95% CI's upper bound lies below +margin (without warmup "
+                "no more than 0.05 nats worse: non-inferiority) and no pre-norm run at that "
+                "depth failed; otherwise not reproduced at this scale; no verdict below "
+                "min_seeds"),
+    "pre-norm gradient reaches the bottom layer (≈ 1)": Rule(
+        metric="log2(‖∇ first layer‖ / ‖∇ last layer‖) of pre-norm with warmup, during "
+               "training after warmup, at the deepest depth (0 = the same gradient)",
+        smallest_effect=1.0, margin=1.0, min_seeds=C36_MIN_SEEDS, claimed=0.0,
+        decides="confirmed when the 95% CI lies inside ±margin (within a factor 2 across the "
+                "whole stack: equivalence); otherwise not reproduced at this scale; no verdict "
+                "below min_seeds"),
+    "post-norm gradient shrinks toward the bottom": Rule(
+        metric="post − pre of log2(‖∇ first layer‖ / ‖∇ last layer‖) with warmup, during "
+               "training, paired by seed (negative = post-norm's bottom layer gets less)",
+        smallest_effect=1.0, margin=0.25, min_seeds=C36_MIN_SEEDS, claimed=-1.0),
+    "pre-norm ends lower than post-norm without warmup": Rule(
+        metric="pre − post final val loss without warmup at the deepest depth, nats, paired "
+               "by seed (negative = pre-norm better)",
+        smallest_effect=0.05, margin=0.02, min_seeds=C36_MIN_SEEDS, claimed=-0.05),
+}
+C36_COMBINES = ("confirmed when every part is confirmed; untestable here when every part is; "
+                "not reproduced at this scale when none is confirmed; otherwise conditional")
+
+
+def _untestable(name: str, rule: Rule, estimate: Estimate) -> Part | None:
+    if estimate.n < rule.min_seeds or estimate.ci_low is None or estimate.ci_high is None:
+        return Part(name, rule, estimate, "untestable-here",
+                    f"{estimate.n} paired seed(s); the rule needs at least {rule.min_seeds}")
+    return None
+
+
+def _non_inferior(name: str, rule: Rule, stats: Interval, failures: int) -> Part:
+    """Confirmed when the CI's upper bound is below +margin and no run failed."""
+    estimate = Estimate.of(stats)
+    if (part := _untestable(name, rule, estimate)) is not None:
+        return part
+    below = estimate.ci_high < rule.margin
+    if below and not failures:
+        return Part(name, rule, estimate, "confirmed",
+                    f"the 95% CI lies below +{rule.margin:g} and no pre-norm run failed")
+    why = (f"{failures} pre-norm run(s) failed" if failures else
+           f"the 95% CI reaches +{rule.margin:g} or beyond")
+    return Part(name, rule, estimate, "not-reproduced-at-this-scale", why)
+
+
+def _equivalent(name: str, rule: Rule, stats: Interval) -> Part:
+    """Confirmed when the CI lies inside ±margin."""
+    estimate = Estimate.of(stats)
+    if (part := _untestable(name, rule, estimate)) is not None:
+        return part
+    if -rule.margin < estimate.ci_low and estimate.ci_high < rule.margin:
+        return Part(name, rule, estimate, "confirmed",
+                    f"the 95% CI lies inside ±{rule.margin:g}")
+    return Part(name, rule, estimate, "not-reproduced-at-this-scale",
+                f"the 95% CI is not inside ±{rule.margin:g}")
+
+
+def _graded_effect(effects: list[DeepEffect]) -> DeepEffect | None:
+    """The contrast C36 is graded on: the deepest depth, then the highest lr and warmup."""
+    return max(effects, key=lambda e: (e.depth, e.lr, e.warmup)) if effects else None
+
+
+def _failed(cells: list[PlacementCell], placement: str, depth: int, warmup: int | None = None
+            ) -> tuple[int, int]:
+    chosen = [c for c in cells if c.placement == placement and c.depth == depth
+              and (warmup is None or c.warmup == warmup)]
+    return sum(c.failures for c in chosen), sum(c.runs for c in chosen)
+
+
+def _ci(stats: Interval, digits: int = 3) -> str:
+    if stats.mean is None:
+        return "—"
+    if not stats.resolved:
+        return f"{stats.mean:+.{digits}f} (n={stats.n})"
+    return (f"{stats.mean:+.{digits}f} [{stats.ci_low:+.{digits}f}, "
+            f"{stats.ci_high:+.{digits}f}] (n={stats.n})")
+
+
+def _level(stats: Interval | None, digits: int = 3) -> str:
+    """'mean [low, high]' unsigned (a level, not a difference), or '—'."""
+    if stats is None or stats.mean is None:
+        return "—"
+    if not stats.resolved:
+        return f"{stats.mean:.{digits}f} (n={stats.n})"
+    return f"{stats.mean:.{digits}f} [{stats.ci_low:.{digits}f}, {stats.ci_high:.{digits}f}]"
+
+
+@claim("C36")
+def c36(ctx: Context) -> Finding:
+    summary = ctx.summary("placement")
+    if summary is None:
+        return missing(ctx, "placement")
+    data = summary.data
+    effect = _graded_effect(data.deep_effects)
+    if effect is None:
+        return Finding("untestable-here", "The placement suite ran no deep pre/post × warmup "
+                       "grid.", "placement 实验没有运行深层 pre/post × warmup 网格。", {},
+                       ctx.suite_command("placement"), "placement_deep")
+    depth = effect.depth
+    pre_f, pre_n = _failed(data.deep, "pre", depth)
+    post_cold_f, post_cold_n = _failed(data.deep, "post", depth, 0)
+    post_warm_f, post_warm_n = _failed(data.deep, "post", depth, effect.warmup)
+    names = list(C36_RULES)
+    parts = [
+        _non_inferior(names[0], C36_RULES[names[0]], effect.pre_warmup_effect, pre_f),
+        _equivalent(names[1], C36_RULES[names[1]], effect.pre_grad_first_over_last_log2),
+        Part.graded(names[2], C36_RULES[names[2]], Estimate.of(effect.post_minus_pre_grad_log2)),
+        Part.graded(names[3], C36_RULES[names[3]], Estimate.of(effect.pre_vs_post_cold)),
+    ]
+    held = sum(p.verdict == "confirmed" for p in parts)
+    verdict = ("confirmed" if held == len(parts) else
+               "untestable-here" if all(p.verdict == "untestable-here" for p in parts) else
+               "not-reproduced-at-this-scale" if held == 0 else "conditional")
+    graded = "; ".join(f"{p.name}: {p.estimate.text()} → {p.verdict}" for p in parts)
+    spreads = {(p.placement, p.warmup): p.spread_log2 for p in data.deep_profiles
+               if p.depth == depth and p.lr == effect.lr}
+    spreads_all = {(p.placement, p.depth, p.warmup, p.lr): p.spread_log2
+                   for p in data.deep_profiles}
+    spread_en = "; ".join(f"{placement} {'with' if w else 'without'} warmup "
+                          f"{_ci(s, 2)}" for (placement, w), s in spreads.items())
+    spread_zh = "；".join(f"{placement} {'有' if w else '无'} warmup {_ci(s, 2)}"
+                          for (placement, w), s in spreads.items())
+    table = {
+        "columns": ["placement", "depth", "warmup", "failed/runs", "val loss",
+                    "log2 ‖∇first‖/‖∇last‖", "log2 max/min over layers"],
+        "rows": [[c.placement, c.depth, c.warmup, f"{c.failures}/{c.runs}", _level(c.val_loss),
+                  _level(c.grad_first_over_last_log2, 2),
+                  _level(spreads_all.get((c.placement, c.depth, c.warmup, c.lr)), 2)]
+                 for c in data.deep],
+        "caption": f"The deep grid, {data.deep_steps} steps, lr {effect.lr:g}, mean [95% CI] "
+                   "over seeds of the finished runs; gradient columns during training after "
+                   "warmup."}
+    return Finding(
+        verdict,
+        f"Depth {depth}, lr {effect.lr:g}, warmup 0 vs {effect.warmup} of {data.deep_steps} "
+        f"steps, {data.seeds} seeds, paired by seed: {graded}. Failures (counted apart): "
+        f"pre-norm {pre_f}/{pre_n}; post-norm {post_cold_f}/{post_cold_n} without warmup, "
+        f"{post_warm_f}/{post_warm_n} with. How unevenly the layers of one stack get gradient "
+        f"during training, log2(max / min) over layers: {spread_en}. Gradient ratios are of "
+        "whole layers' parameter gradients; a positive log2 ‖∇first‖/‖∇last‖ means the bottom "
+        "gets more than the top. One learning rate and one run length on a small model: a "
+        "part that fails is not reproduced at this scale, never contradicted.",
+        f"深度 {depth}、学习率 {effect.lr:g}、warmup 0 对 {effect.warmup}（共 {data.deep_steps} 步）、"
+        f"{data.seeds} 个种子，按种子配对：{graded}。失败（单独计数）：Pre-Norm {pre_f}/{pre_n}；"
+        f"Post-Norm 无 warmup {post_cold_f}/{post_cold_n}，有 warmup {post_warm_f}/{post_warm_n}。"
+        f"训练中同一堆叠各层梯度的不均匀程度，log2(最大/最小)：{spread_zh}。梯度之比取整层参数的梯度范数；"
+        "log2 ‖∇第一层‖/‖∇最后一层‖ 为正表示底层收到的梯度多于顶层。各组共用一个学习率和一种训练长度，且模型很小："
+        "不成立的部分只能算“此规模下未复现”，不能算“被否定”。",
+        {"effect": asdict(effect), "effects": [asdict(e) for e in data.deep_effects],
+         "failures": {"pre": [pre_f, pre_n], "post_cold": [post_cold_f, post_cold_n],
+                      "post_warm": [post_warm_f, post_warm_n]},
+         "profiles": [asdict(p) for p in data.deep_profiles],
+         "training": [asdict(c) for c in data.deep], "steps": data.deep_steps,
+         "table": table},
+        ctx.suite_command("placement"), "placement_deep", parts, C36_COMBINES)
