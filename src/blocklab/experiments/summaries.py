@@ -473,10 +473,73 @@ class PositionData:
     finetune: FineTune | None
 
 
-SuiteData = FfnData | PlacementData | NormCostData | PositionData
+# --- quantize ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class QuantTiming:
+    """One int8 scheme's prefill and decode time against nothing quantized (speed-up = time of
+    the float model / time of this scheme, per repeat; > 1 faster), with its roofline bounds."""
+
+    scheme: str  # "none", or "<part>/<mode>": ffn|attention|all / weight-only|dynamic
+    part: str
+    mode: str
+    compiled: bool
+    prefill_ms: dict[str, float]  # seq_len -> median ms
+    prefill_speedup: dict[str, Interval]  # seq_len -> mean and 95% CI over repeats
+    decode_ms: float
+    decode_speedup: Interval
+    logits_error: float | None  # ‖ŷ − y‖ / ‖y‖ of the prefill logits (random weights)
+    flop_share: dict[str, float]  # seq_len -> FLOP share s of the quantized layers
+    gemm_speedup: dict[str, float | None]  # seq_len -> k of the part's own GEMMs (eager)
+    prefill_bound: dict[str, float | None]  # seq_len -> Amdahl 1 / (1 − s + s/k)
+    decode_bound: float  # bytes read by a float decode step / by this scheme's
+    compile_s: float | None
+
+
+@dataclass(frozen=True)
+class QuantQuality:
+    """A trained model's validation loss under one scheme (torchao, eager), over seeds."""
+
+    scheme: str
+    val_loss: Interval
+    delta: Interval  # scheme − float, nats/token, paired by seed
+    logits_error: Interval
+
+
+@dataclass(frozen=True)
+class SwigluQuant:
+    """C33: one way of quantizing SwiGLU's gate, up and down, over seeds."""
+
+    scheme: str  # a key of blocklab.nn.quantize.SWIGLU_SCHEMES
+    ffn_error: Interval  # ‖FFN_q(x) − FFN(x)‖ / ‖FFN(x)‖ on the model's own FFN inputs
+    logits_error: Interval
+    delta: Interval  # val loss − float, nats/token
+    error_vs_separate_pct: Interval  # 100·(ffn_error / same-granularity separate − 1), paired
+
+
+@dataclass(frozen=True)
+class QuantizeData:
+    model: dict[str, Any]  # the timed (random-weight) ModelConfig
+    seq_lens: list[int]
+    decode_context: int
+    repeats: int
+    threads: int
+    cpu_flags: dict[str, bool]  # avx2, avx512_vnni, avx_vnni, amx_tile: int8 GEMM support
+    timings: list[QuantTiming]
+    quality_model: dict[str, Any]  # the trained ModelConfig
+    quality: list[QuantQuality]
+    swiglu: list[SwigluQuant]
+    # max |merged − separate| over every dequantized weight of the trained models
+    merged_per_row_max_diff: float
+    merged_per_tensor_max_diff: float
+    # per-tensor merged scale / max(gate scale, up scale), every layer and seed (1.0: the max)
+    merged_scale_over_max: list[float]
+
+
+SuiteData = FfnData | PlacementData | NormCostData | PositionData | QuantizeData
 # suite name -> the dataclass of its summary's `data`
 DATA_TYPES: dict[str, type] = {"ffn": FfnData, "placement": PlacementData,
-                               "norm-cost": NormCostData, "position": PositionData}
+                               "norm-cost": NormCostData, "position": PositionData,
+                               "quantize": QuantizeData}
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from typing import Any
 from blocklab.config import write_atomic
 from blocklab.errors import InputError, ResultsError
 
-SUITES = ("ffn", "norm-cost", "placement", "position")
+SUITES = ("ffn", "norm-cost", "placement", "position", "quantize")
 SCHEMA = 1
 
 # Deployment figures: a small, a mid-size and a large dense model.

@@ -5,6 +5,7 @@
                C13, C19)
     norm-cost  RMSNorm vs LayerNorm time, memory and quality (C18)
     position   length extrapolation of every position scheme and RoPE scaling (C20, C21, C22)
+    quantize   int8 quantization: prefill/decode speed-up per scheme, SwiGLU merging (C32, C33)
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from blocklab.experiments.summaries import Summary, Table, load_summary
 
 # suite name -> module holding `SUITE`
 SUITE_MODULES = {"ffn": "ffn", "placement": "placement", "norm-cost": "norm_cost",
-                 "position": "position"}
+                 "position": "position", "quantize": "quantize"}
 
 
 def get_suite(name: str) -> Suite:

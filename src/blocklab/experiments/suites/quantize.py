@@ -1,0 +1,335 @@
+"""`quantize`: real int8 quantization of a DecoderLM, prefill and decode speed per scheme (C32), and
+how SwiGLU's three matrices may be quantized (C33).
+
+Two kinds of run:
+
+    timing    (timed, alone) one random-weight DecoderLM of the size's shape, quantized by torchao
+              in every scheme of `blocklab.experiments.quantize.SCHEMES` (ffn / attention / all
+              linear layers × weight-only / dynamic int8); prefill at each T and one-token decode
+              on the KV cache, repeats interleaved (`time_schemes`); the parts' own GEMMs timed
+              alone give the int8 speed-up k of the Amdahl bound 1 / (1 − s + s/k), s the
+              FLOP share from `blocklab.budget`; decode's bound is bytes_fp / bytes_q.
+              Eager always; torch.compile'd too where the size says so.
+    quality   one per seed: a small SwiGLU model trained by the one training loop
+              (`blocklab.experiments.trainer.train`), then its validation loss and logits error
+              under every scheme (torchao), and the C33 comparison: gate/up/down quantized
+              separately, or gate|up merged with one per-tensor scale or per-row scales
+              (fake quantization written in `blocklab.nn.quantize`).
+
+`Summary.data` is a `blocklab.experiments.summaries.QuantizeData`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from blocklab.config import ModelConfig
+from blocklab.experiments.suites.base import RunSpec, Suite, format_ci, mean_ci, paired_difference
+from blocklab.experiments.summaries import (
+    QuantizeData,
+    QuantQuality,
+    QuantTiming,
+    Summary,
+    SwigluQuant,
+    Table,
+)
+
+# Each size: the timed shapes (model, prefill lengths, decode steps, repeats, compiled or not) and
+# the trained model. Dynamic int8 on a CPU without VNNI/AMX runs int8 GEMMs on a slow path
+# (seconds per call at d = 1024, T = 512), which bounds what quick can afford.
+SIZES: dict[str, dict[str, Any]] = {
+    "tiny": {
+        "timing": [{"d_model": 64, "n_layers": 1, "n_heads": 2, "d_ff": 176, "seq_lens": [32],
+                    "decode_steps": 2, "repeats": 3, "compile": False}],
+        "quality": {"d_model": 32, "n_layers": 1, "n_heads": 2, "seq_len": 32, "batch_size": 4,
+                    "steps": 8, "lr": 3e-3, "warmup_steps": 2, "eval_windows": 4},
+    },
+    "quick": {
+        "timing": [{"d_model": 1024, "n_layers": 2, "n_heads": 8, "d_ff": 2816,
+                    "seq_lens": [512], "decode_steps": 4, "repeats": 3, "compile": False}],
+        "quality": {"d_model": 128, "n_layers": 2, "n_heads": 4, "seq_len": 128,
+                    "batch_size": 16, "steps": 300, "lr": 3e-3, "warmup_steps": 20,
+                    "eval_windows": 32},
+    },
+    "full": {
+        "timing": [{"d_model": 1024, "n_layers": 4, "n_heads": 8, "d_ff": 2816,
+                    "seq_lens": [512, 1024, 2048], "decode_steps": 8, "repeats": 5,
+                    "compile": False},
+                   {"d_model": 2048, "n_layers": 2, "n_heads": 16, "d_ff": 5632,
+                    "seq_lens": [512, 1024], "decode_steps": 8, "repeats": 5, "compile": False},
+                   {"d_model": 1024, "n_layers": 2, "n_heads": 8, "d_ff": 2816,
+                    "seq_lens": [512], "decode_steps": 8, "repeats": 5, "compile": True}],
+        "quality": {"d_model": 256, "n_layers": 4, "n_heads": 4, "seq_len": 128,
+                    "batch_size": 32, "steps": 1000, "lr": 2e-3, "warmup_steps": 50,
+                    "eval_windows": 64},
+    },
+}
+THREADS = 1  # timings on one thread: on a shared 2-core machine two threads contend
+
+
+def cpu_flags() -> dict[str, bool]:
+    """The x86 features torch's int8 GEMMs depend on (from /proc/cpuinfo; all False elsewhere)."""
+    names = ("avx2", "avx512f", "avx512_vnni", "avx_vnni", "amx_tile")
+    try:
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8")
+    except OSError:
+        text = ""
+    flags = set()
+    for line in text.splitlines():
+        if line.startswith("flags"):
+            flags |= set(line.split(":", 1)[1].split())
+    return {name: name in flags for name in names}
+
+
+def timing_config(t: dict[str, Any]) -> ModelConfig:
+    from blocklab.experiments.quantize import TIMING_VOCAB
+
+    return ModelConfig(vocab_size=TIMING_VOCAB, d_model=t["d_model"], n_layers=t["n_layers"],
+                       n_heads=t["n_heads"], d_ff=t["d_ff"], ffn="swiglu",
+                       max_seq_len=max(t["seq_lens"]) + t["decode_steps"])
+
+
+def run_timing(t: dict[str, Any]) -> dict[str, Any]:
+    import time
+
+    from blocklab.experiments.quantize import time_schemes
+
+    started = time.perf_counter()
+    cfg = timing_config(t)
+    raw = time_schemes(cfg, seq_lens=t["seq_lens"], decode_steps=t["decode_steps"],
+                       repeats=t["repeats"], compile=t["compile"], threads=THREADS)
+    return {"status": "ok", "kind": "timing", "model": cfg.to_dict(), "spec": t,
+            "cpu_flags": cpu_flags(), **raw, "wall_time_s": time.perf_counter() - started}
+
+
+def _quality_configs(size: str, seed: int):
+    from blocklab.experiments.trainer import TrainConfig
+
+    q = SIZES[size]["quality"]
+    mc = ModelConfig(vocab_size=256, d_model=q["d_model"], n_layers=q["n_layers"],
+                     n_heads=q["n_heads"], ffn="swiglu", max_seq_len=q["seq_len"])
+    tc = TrainConfig(steps=q["steps"], batch_size=q["batch_size"], seq_len=q["seq_len"],
+                     lr=q["lr"], warmup_steps=q["warmup_steps"], eval_every=0, log_every=0,
+                     eval_batches=1, seed=seed, threads=1)
+    return mc, tc
+
+
+def run_quality(size: str, seed: int, progress: Any = False) -> dict[str, Any]:
+    import time
+
+    import torch
+
+    from blocklab.experiments.data import load_corpus, validation_windows
+    from blocklab.experiments.quantize import quality_of_schemes, swiglu_errors
+    from blocklab.experiments.suites.base import torch_threads
+    from blocklab.experiments.trainer import train
+    from blocklab.nn.quantize import gated_ffn_weights, int8_scale, quantize_swiglu
+
+    started = time.perf_counter()
+    mc, tc = _quality_configs(size, seed)
+    model, trained = train(mc, tc, "stdlib", progress=progress, label=f"quantize seed {seed}")
+    windows = validation_windows(load_corpus("stdlib").val, tc.seq_len,
+                                 SIZES[size]["quality"]["eval_windows"])
+    with torch_threads(1):
+        quality = quality_of_schemes(model, windows)
+        swiglu = swiglu_errors(model, windows)
+        row_diff = tensor_diff = 0.0
+        scale_ratio = []
+        for layer in model.layers:
+            gate, up, down = (w.detach() for w in gated_ffn_weights(layer.ffn))
+            for granularity in ("per-row", "per-tensor"):
+                merged = quantize_swiglu(gate, up, down, f"merged-{granularity}")
+                separate = quantize_swiglu(gate, up, down, f"separate-{granularity}")
+                diff = max(float((a - b).abs().max()) for a, b in zip(merged, separate,
+                                                                      strict=True))
+                if granularity == "per-row":
+                    row_diff = max(row_diff, diff)
+                else:
+                    tensor_diff = max(tensor_diff, diff)
+            merged_scale = int8_scale(torch.cat((gate, up)), "per-tensor")
+            biggest = torch.maximum(int8_scale(gate, "per-tensor"), int8_scale(up, "per-tensor"))
+            scale_ratio.append(float(merged_scale / biggest))
+    return {"status": trained["status"], "kind": "quality", "model": mc.to_dict(),
+            "train": {"val_loss": trained["final"]["val_loss"],
+                      "steps_done": trained["steps_done"], "data": trained["data"]},
+            "quality": quality, "swiglu": swiglu, "merged_per_row_max_diff": row_diff,
+            "merged_per_tensor_max_diff": tensor_diff, "merged_scale_over_max": scale_ratio,
+            "wall_time_s": time.perf_counter() - started}
+
+
+def plan(size: str, seeds: range) -> list[RunSpec]:
+    """The timed runs (one per timed shape), then one quality run per seed."""
+    specs = []
+    for t in SIZES[size]["timing"]:
+        payload = {"suite": "quantize", "kind": "timing", "threads": THREADS, **t}
+        label = (f"timing d={t['d_model']} L={t['n_layers']} T={t['seq_lens']}"
+                 f"{' compiled' if t['compile'] else ''}")
+        specs.append(RunSpec(label, "timing", 0, payload,
+                             lambda progress, t=t: run_timing(t), timed=True))
+    for seed in seeds:
+        mc, tc = _quality_configs(size, seed)
+        payload = {"suite": "quantize", "kind": "quality", "model": mc.to_dict(),
+                   "train": tc.to_dict(), "data": "stdlib",
+                   "eval_windows": SIZES[size]["quality"]["eval_windows"]}
+        specs.append(RunSpec(f"quality seed {seed}", "quality", seed, payload,
+                             lambda progress, seed=seed: run_quality(size, seed, progress)))
+    return specs
+
+
+# --- summarise ---
+def _timings(result: dict[str, Any]) -> list[QuantTiming]:
+    import statistics
+
+    from blocklab.experiments.quantize import (
+        amdahl,
+        decode_bytes,
+        part_flop_share,
+        speedups,
+    )
+
+    cfg = ModelConfig.from_dict(result["model"])
+    seq_lens = [str(t) for t in result["spec"]["seq_lens"]]
+    compiled = bool(result["spec"]["compile"])
+    base_prefill, base_decode = result["prefill_s"]["none"], result["decode_s"]["none"]
+    out = []
+    for scheme, prefill in result["prefill_s"].items():
+        part, mode = ("none", "none") if scheme == "none" else scheme.split("/")
+        share, k, bound = {}, {}, {}
+        for t in seq_lens:
+            share[t] = part_flop_share(cfg, part, int(t))
+            ks = []
+            for p in (("ffn", "attention") if part == "all" else (part,)):
+                if p == "none":
+                    continue
+                fp, q = result["gemm_s"][f"none/{p}"][t], result["gemm_s"][f"{p}/{mode}"][t]
+                ks.append((p, statistics.median(fp) / statistics.median(q)))
+            if part == "none":
+                k[t], bound[t] = 1.0, 1.0
+            elif part == "all":
+                # Two parts at their own k: 1 / (1 − s_f − s_a + s_f/k_f + s_a/k_a).
+                kf, ka = dict(ks)["ffn"], dict(ks)["attention"]
+                sf, sa = part_flop_share(cfg, "ffn", int(t)), part_flop_share(cfg, "attention",
+                                                                              int(t))
+                k[t] = None
+                bound[t] = 1.0 / (1.0 - sf - sa + sf / kf + sa / ka)
+            else:
+                k[t] = ks[0][1]
+                bound[t] = amdahl(share[t], k[t])
+        context = int(seq_lens[0])
+        out.append(QuantTiming(
+            scheme=scheme, part=part, mode=mode, compiled=compiled,
+            prefill_ms={t: 1000 * statistics.median(prefill[t]) for t in seq_lens},
+            prefill_speedup={t: mean_ci(speedups(prefill[t], base_prefill[t]))
+                             for t in seq_lens},
+            decode_ms=1000 * statistics.median(result["decode_s"][scheme]),
+            decode_speedup=mean_ci(speedups(result["decode_s"][scheme], base_decode)),
+            logits_error=result["logits_error"].get(scheme),
+            flop_share=share, gemm_speedup=k, prefill_bound=bound,
+            decode_bound=decode_bytes(cfg, "none", context) / decode_bytes(cfg, part, context),
+            compile_s=result["compile_s"].get(scheme)))
+    return out
+
+
+def _x(stats) -> str:
+    return "—" if stats.mean is None else format_ci(stats, 2).lstrip("+")
+
+
+def summarise(size: str, seeds: range, results: list[tuple[RunSpec, dict[str, Any]]]) -> Summary:
+    timed = [(spec, r) for spec, r in results if spec.arm == "timing"]
+    quality_runs = [(spec, r) for spec, r in results if spec.arm == "quality"
+                    and r.get("status") == "ok"]
+    timings = [row for _, r in timed for row in _timings(r)]
+    tables, notes = [], []
+    for _, r in timed:
+        m = r["model"]
+        rows = [row for row in _timings(r)]
+        lens = [str(t) for t in r["spec"]["seq_lens"]]
+        tables.append(Table(
+            f"Speed-up vs float32, d={m['d_model']} L={m['n_layers']} d_ff={m['d_ff']}"
+            f"{' (torch.compile)' if r['spec']['compile'] else ' (eager)'}, {r['threads']} "
+            "thread(s), random weights",
+            ["scheme", *[f"prefill T={t} ×" for t in lens], *[f"bound T={t}" for t in lens],
+             "decode ×", "decode bound", "logits rel. error"],
+            [[row.scheme, *[_x(row.prefill_speedup[t]) for t in lens],
+              *[None if row.prefill_bound[t] is None else round(row.prefill_bound[t], 2)
+                for t in lens], _x(row.decode_speedup), round(row.decode_bound, 2),
+              row.logits_error] for row in rows],
+            "Speed-up = float time / scheme time per repeat (mean [95% CI]); bound: prefill by "
+            "Amdahl 1/(1 − s + s/k) with s the FLOP share from blocklab.budget and k the "
+            "part's own GEMMs timed alone; decode by bytes read (weights at 4 → 1 byte, KV "
+            f"cache unchanged). Decode continues the T={lens[0]} prefill on its KV cache."))
+        flags = r["cpu_flags"]
+        if not (flags.get("avx512_vnni") or flags.get("avx_vnni") or flags.get("amx_tile")):
+            notes.append("This CPU has no VNNI or AMX int8 instructions (flags: "
+                         + ", ".join(f"{k}={v}" for k, v in flags.items())
+                         + "): torch's int8 GEMM runs a slow path, so dynamic int8 is slower "
+                         "here, not faster.")
+    quality, swiglu = _quality(quality_runs)
+    if quality:
+        tables.append(Table(
+            "Trained model (SwiGLU, stdlib): validation loss under each scheme (torchao, eager)",
+            ["scheme", "val loss", "Δ vs float", "logits rel. error"],
+            [[q.scheme, format_ci(q.val_loss).lstrip("+"), format_ci(q.delta, 4),
+              format_ci(q.logits_error, 4).lstrip("+")] for q in quality],
+            "Δ paired by seed, nats/token."))
+        tables.append(Table(
+            "C33: SwiGLU's gate, up, down quantized separately or gate|up merged",
+            ["scheme", "FFN rel. error", "vs separate, %", "Δ val loss", "logits rel. error"],
+            [[s.scheme, format_ci(s.ffn_error, 4).lstrip("+"),
+              format_ci(s.error_vs_separate_pct, 2), format_ci(s.delta, 4),
+              format_ci(s.logits_error, 4).lstrip("+")] for s in swiglu],
+            "down reads the hidden (width d_ff), not x: it is never concatenated with gate and "
+            "up. merged-per-row equals separate-per-row exactly (each row keeps its scale)."))
+    row_diff = max((r["merged_per_row_max_diff"] for _, r in quality_runs), default=0.0)
+    tensor_diff = max((r["merged_per_tensor_max_diff"] for _, r in quality_runs), default=0.0)
+    ratios = [x for _, r in quality_runs for x in r["merged_scale_over_max"]]
+    notes.append(f"Max |merged − separate| over the trained weights: per-row {row_diff:.3g}, "
+                 f"per-tensor {tensor_diff:.3g}; the merged per-tensor scale is the larger of "
+                 f"gate's and up's in {sum(1 for x in ratios if x == 1.0)} of {len(ratios)} "
+                 "layers.")
+    first = timed[0][1] if timed else None
+    quality_model = quality_runs[0][1]["model"] if quality_runs else {}
+    data = QuantizeData(
+        model=first["model"] if first else {}, seq_lens=first["spec"]["seq_lens"] if first else [],
+        decode_context=first["spec"]["seq_lens"][0] if first else 0,
+        repeats=first["spec"]["repeats"] if first else 0,
+        threads=first["threads"] if first else 0,
+        cpu_flags=first["cpu_flags"] if first else {}, timings=timings,
+        quality_model=quality_model, quality=quality, swiglu=swiglu,
+        merged_per_row_max_diff=row_diff, merged_per_tensor_max_diff=tensor_diff,
+        merged_scale_over_max=ratios)
+    return Summary("quantize", size, len(seeds), tables, notes, data, first_seed=seeds.start)
+
+
+def _quality(runs) -> tuple[list[QuantQuality], list[SwigluQuant]]:
+    if not runs:
+        return [], []
+    schemes = list(runs[0][1]["quality"])
+    quality = []
+    for scheme in schemes:
+        rows = [r["quality"][scheme] for _, r in runs]
+        quality.append(QuantQuality(scheme, mean_ci([x["val_loss"] for x in rows]),
+                                    mean_ci([x["delta"] for x in rows]),
+                                    mean_ci([x["logits_error"] for x in rows])))
+    swiglu = []
+    for scheme in runs[0][1]["swiglu"]:
+        rows = [r["swiglu"][scheme] for _, r in runs]
+        base = [r["swiglu"][f"separate-{scheme.split('-', 1)[1]}"]["ffn_error"] for _, r in runs]
+        pct = paired_difference([100 * x["ffn_error"] / b for x, b in zip(rows, base,
+                                                                         strict=True)],
+                                [100.0] * len(rows))
+        swiglu.append(SwigluQuant(scheme, mean_ci([x["ffn_error"] for x in rows]),
+                                  mean_ci([x["logits_error"] for x in rows]),
+                                  mean_ci([x["delta"] for x in rows]), pct))
+    return quality, swiglu
+
+
+SUITE = Suite(
+    name="quantize",
+    description="int8 quantization (torchao): prefill/decode speed-up per scheme against the "
+                "roofline (C32); SwiGLU's matrices quantized separately vs merged (C33)",
+    plan=plan,
+    summarise=summarise,
+    default_seeds={"tiny": 1, "quick": 3, "full": 5},
+)

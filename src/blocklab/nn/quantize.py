@@ -1,0 +1,208 @@
+"""Int8 weight quantization of a `DecoderLM`: real (torchao) for speed, written out for the maths.
+
+Symmetric int8, the convention of torchao's `Int8Tensor` (so the two agree bit for bit):
+
+    s = max(|w|) / 127.5 over a group (clamped below at float32 eps)
+    q = clamp(round(w · (1/s)), −128, 127)            round half to even
+    ŵ = q · s                                         |ŵ − w| ≤ s/2 inside the group
+
+A group is the whole matrix ("per-tensor", one scale) or one output row ("per-row", one scale per
+output channel). Two ways to run a quantized linear layer (`MODES`):
+
+    weight-only   int8 weights, float activations: y = (x @ q.T) · s; halves/quarters the bytes
+                  a decode step reads, the FLOPs stay float
+    dynamic       int8 weights and int8 activations (per-token scales chosen at run time):
+                  y = (q_x @ q.T) · s_x · s, an int8 GEMM (with int32 accumulation)
+
+Which linear layers (`PARTS`): "ffn" (gate/up/down of every layer), "attention" (q/k/v/o),
+"all" (both). Embeddings and `lm_head` stay in float (torchao's usual choice; `lm_head` decides the
+logits the error is measured on).
+
+SwiGLU's three matrices (C33): gate and up read the same input x and can be stored as one
+[2m, d] matrix; down reads the hidden φ(gate)⊙up, so it can never join them. `SWIGLU_SCHEMES`
+lists the ways to quantize them: each matrix on its own, or gate|up concatenated, per tensor or
+per row. Per-row scales of the concatenation are the rows' own scales, so "merged-per-row" equals
+"separate-per-row" exactly; one per-tensor scale for the concatenation is the larger of the two
+matrices' scales, so the smaller matrix loses resolution ("merged-per-tensor" ≠ "separate").
+
+Shape legend: d: d_model, m: d_ff, [n_out, n_in]: a weight matrix.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import logging
+from collections.abc import Callable, Iterator
+
+import torch
+from torch import Tensor, nn
+
+from blocklab.errors import InputError
+from blocklab.nn.ffn import GatedFeedForward
+
+QMIN, QMAX = -128, 127
+# torchao's symmetric int8 range: max|w| maps to (QMAX − QMIN) / 2 = 127.5 codes.
+HALF_RANGE = (QMAX - QMIN) / 2
+PARTS = ("none", "ffn", "attention", "all")
+MODES = ("weight-only", "dynamic")
+GRANULARITIES = ("per-tensor", "per-row")
+SWIGLU_SCHEMES = ("separate-per-row", "separate-per-tensor", "merged-per-row",
+                  "merged-per-tensor")
+
+
+# --- the maths ---
+def int8_scale(w: Tensor, granularity: str) -> Tensor:
+    """Scale(s) of `w` [n_out, n_in]: [1, 1] per-tensor or [n_out, 1] per-row, float32."""
+    if granularity not in GRANULARITIES:
+        raise InputError(f"granularity={granularity!r} is not allowed; expected one of "
+                         f"{list(GRANULARITIES)}")
+    w = w.float()
+    amax = w.abs().amax() if granularity == "per-tensor" else w.abs().amax(dim=1)
+    amax = amax.reshape(1, 1) if granularity == "per-tensor" else amax.reshape(-1, 1)
+    return (amax / HALF_RANGE).clamp(min=torch.finfo(torch.float32).eps)
+
+
+def quantize_int8(w: Tensor, scale: Tensor) -> Tensor:
+    """q = clamp(round(w · (1/s)), −128, 127) as int8; `scale` broadcasts against w."""
+    return torch.clamp(torch.round(w.float() * (1.0 / scale)), QMIN, QMAX).to(torch.int8)
+
+
+def fake_quantize(w: Tensor, granularity: str, scale: Tensor | None = None) -> Tensor:
+    """ŵ = q · s in w's dtype: what the int8 weight stands for (s from `int8_scale` unless
+    given)."""
+    scale = int8_scale(w, granularity) if scale is None else scale
+    return (quantize_int8(w, scale).float() * scale).to(w.dtype)
+
+
+def gated_ffn_weights(ffn: GatedFeedForward) -> tuple[Tensor, Tensor, Tensor]:
+    """(gate [m, d], up [m, d], down [d, m]) of a gated FFN, fused or not."""
+    if ffn.fused:
+        gate, up = ffn.gate_up_proj.weight.split(ffn.d_ff, dim=0)
+    else:
+        gate, up = ffn.gate_proj.weight, ffn.up_proj.weight
+    return gate, up, ffn.down_proj.weight
+
+
+def quantize_swiglu(gate: Tensor, up: Tensor, down: Tensor,
+                    scheme: str) -> tuple[Tensor, Tensor, Tensor]:
+    """Dequantized (gate, up, down) under `scheme` (a key of SWIGLU_SCHEMES).
+
+        separate-per-row      each matrix, one scale per output row
+        separate-per-tensor   each matrix, one scale of its own
+        merged-per-row        [gate; up] as one [2m, d] matrix, one scale per row
+        merged-per-tensor     [gate; up] as one [2m, d] matrix, one scale for both
+
+    down reads the hidden [.., m], not x [.., d]: it is never concatenated with gate and up,
+    and is quantized on its own at the scheme's granularity.
+    """
+    if scheme not in SWIGLU_SCHEMES:
+        raise InputError(f"scheme={scheme!r} is not allowed; expected one of "
+                         f"{list(SWIGLU_SCHEMES)}")
+    how, granularity = scheme.split("-", 1)
+    if how == "separate":
+        return (fake_quantize(gate, granularity), fake_quantize(up, granularity),
+                fake_quantize(down, granularity))
+    merged = fake_quantize(torch.cat((gate, up), dim=0), granularity)  # [2m, d]
+    q_gate, q_up = merged.split(gate.shape[0], dim=0)
+    return q_gate, q_up, fake_quantize(down, granularity)
+
+
+@torch.no_grad()
+def swiglu_quantized_copy(model: nn.Module, scheme: str) -> nn.Module:
+    """A deep copy of `model` whose gated FFN weights are replaced by their dequantized values
+    under `scheme` (fake quantization: same float kernels, int8-representable weights)."""
+    out = copy.deepcopy(model)
+    found = 0
+    for module in out.modules():
+        if isinstance(module, GatedFeedForward):
+            gate, up, down = quantize_swiglu(*gated_ffn_weights(module), scheme)
+            if module.fused:
+                module.gate_up_proj.weight.copy_(torch.cat((gate, up), dim=0))
+            else:
+                module.gate_proj.weight.copy_(gate)
+                module.up_proj.weight.copy_(up)
+            module.down_proj.weight.copy_(down)
+            found += 1
+    if not found:
+        raise InputError("the model has no gated FFN (gate_proj, up_proj, down_proj) to "
+                         "quantize; expected a gated ffn kind such as swiglu")
+    return out
+
+
+# --- real quantization with torchao ---
+@contextlib.contextmanager
+def _quiet_torchao_import() -> Iterator[None]:
+    # torchao logs a warning per GPU extension it cannot load on a CPU-only machine.
+    logger = logging.getLogger("torchao")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+def torchao_config(mode: str, granularity: str = "per-row"):
+    """torchao's config for `mode`: `Int8WeightOnlyConfig` or
+    `Int8DynamicActivationInt8WeightConfig`, weights at `granularity`. `set_inductor_config` is
+    off: it would change torch.compile's global settings for every model in this process."""
+    if mode not in MODES:
+        raise InputError(f"mode={mode!r} is not allowed; expected one of {list(MODES)}")
+    if granularity not in GRANULARITIES:
+        raise InputError(f"granularity={granularity!r} is not allowed; expected one of "
+                         f"{list(GRANULARITIES)}")
+    with _quiet_torchao_import():
+        from torchao.quantization import (
+            Int8DynamicActivationInt8WeightConfig,
+            Int8WeightOnlyConfig,
+            PerRow,
+            PerTensor,
+        )
+    g = PerRow() if granularity == "per-row" else PerTensor()
+    if mode == "weight-only":
+        return Int8WeightOnlyConfig(granularity=g, set_inductor_config=False)
+    return Int8DynamicActivationInt8WeightConfig(granularity=g, set_inductor_config=False)
+
+
+def part_of(name: str) -> str | None:
+    """"ffn" or "attention" for a linear layer's qualified name inside a DecoderLM
+    (`layers.3.ffn.gate_proj`), None for anything else (`lm_head`)."""
+    pieces = name.split(".")
+    if len(pieces) >= 4 and pieces[0] == "layers":
+        return {"ffn": "ffn", "attention": "attention"}.get(pieces[2])
+    return None
+
+
+def linear_filter(part: str) -> Callable[[nn.Module, str], bool]:
+    """torchao `filter_fn`: True for the nn.Linear layers of `part` ("ffn", "attention", "all")."""
+    if part not in PARTS or part == "none":
+        raise InputError(f"part={part!r} is not allowed; expected one of {list(PARTS[1:])}")
+    wanted = ("ffn", "attention") if part == "all" else (part,)
+    return lambda module, name: isinstance(module, nn.Linear) and part_of(name) in wanted
+
+
+def quantize_model(model: nn.Module, part: str, mode: str,
+                   granularity: str = "per-row") -> nn.Module:
+    """`model` with the linear layers of `part` quantized to int8 by torchao's `quantize_`
+    (in place; returned for chaining). part "none" leaves it as it is."""
+    config = torchao_config(mode, granularity)
+    if part == "none":
+        return model
+    with _quiet_torchao_import():
+        from torchao.quantization import quantize_
+    quantize_(model, config, filter_fn=linear_filter(part))
+    return model
+
+
+def is_quantized(linear: nn.Module) -> bool:
+    """Whether an nn.Linear's weight is a torchao int8 tensor (not a plain float tensor)."""
+    weight = getattr(linear, "weight", None)
+    return isinstance(weight, Tensor) and type(weight.data) is not Tensor and \
+        type(weight) is not nn.Parameter
+
+
+__all__ = ["GRANULARITIES", "MODES", "PARTS", "SWIGLU_SCHEMES", "fake_quantize",
+           "gated_ffn_weights", "int8_scale", "is_quantized", "linear_filter", "part_of",
+           "quantize_int8", "quantize_model", "quantize_swiglu", "swiglu_quantized_copy",
+           "torchao_config"]
