@@ -40,7 +40,8 @@ def _root(
 
 
 # Command modules, in the order `blocklab --help` lists them.
-_COMMANDS = ("verify", "budget", "doctor", "train", "suite", "claims", "report")
+_COMMANDS = ("verify", "budget", "doctor", "train", "suite", "claims", "report",
+             "quantize")
 
 
 def console(stderr: bool = False):

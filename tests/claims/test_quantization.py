@@ -1,0 +1,55 @@
+"""C32 and C33 verdicts from synthetic quantize summaries."""
+
+import dataclasses
+
+from blocklab.claims.quantization import c32_parts, combine_c32, swiglu_exactness
+from blocklab.experiments.summaries import (
+    Interval,
+    QuantizeData,
+    QuantTiming,
+)
+
+
+def _timing(scheme, speedup, n=5):
+    part, mode = ("none", "none") if scheme == "none" else scheme.split("/")
+    iv = Interval(n, speedup, speedup - 0.05, speedup + 0.05, 0.05)
+    return QuantTiming(scheme=scheme, part=part, mode=mode, compiled=False,
+                       prefill_ms={"512": 100 / speedup}, prefill_speedup={"512": iv},
+                       decode_ms=1.0, decode_speedup=iv, logits_error=0.01,
+                       flop_share={"512": 0.6}, gemm_speedup={"512": 2.0},
+                       prefill_bound={"512": 1 / (0.4 + 0.3)}, decode_bound=2.0, compile_s=None)
+
+
+def _data(ffn, attn, n=5):
+    return QuantizeData(model={"d_model": 1024, "n_layers": 2}, seq_lens=[512],
+                        decode_context=512, repeats=n, threads=1, cpu_flags={"amx_tile": True},
+                        timings=[_timing("none", 1.0, n), _timing("ffn/dynamic", ffn, n),
+                                 _timing("attention/dynamic", attn, n)],
+                        quality_model={}, quality=[], swiglu=[], merged_per_row_max_diff=0.0,
+                        merged_per_tensor_max_diff=0.01, merged_scale_over_max=[1.0])
+
+
+def test_c32_confirmed_when_ffn_is_faster_and_fastest():
+    parts, numbers = c32_parts(_data(1.8, 1.2))
+    assert [p.verdict for p in parts] == ["confirmed", "confirmed"]
+    assert combine_c32(*parts) == "confirmed"
+    assert numbers["ffn_share"] == 0.6
+
+
+def test_c32_slower_is_never_refuted():
+    parts, _ = c32_parts(_data(0.3, 0.4))
+    assert combine_c32(*parts) == "not-reproduced-at-this-scale"  # one T: no contradiction
+    assert all(p.verdict != "refuted" for p in parts)
+
+
+def test_c32_too_few_repeats_untestable():
+    parts, _ = c32_parts(_data(1.8, 1.2, n=2))
+    assert parts[0].verdict == "untestable-here"
+
+
+def test_c33_probe():
+    probe = swiglu_exactness()
+    assert probe["per_row_identical"]
+    assert probe["merged_scale"] == probe["max_of_scales"]
+    assert probe["per_tensor_up_error_merged"] > probe["per_tensor_up_error_separate"]
+    assert dataclasses.is_dataclass(_data(1, 1))

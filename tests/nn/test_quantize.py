@@ -1,0 +1,90 @@
+"""Int8 quantization maths (blocklab.nn.quantize) against hand derivations and torchao."""
+
+import torch
+from torch import nn
+
+from blocklab.config import ModelConfig
+from blocklab.nn import DecoderLM
+from blocklab.nn.quantize import (
+    fake_quantize,
+    int8_scale,
+    is_quantized,
+    quantize_int8,
+    quantize_model,
+    quantize_swiglu,
+)
+
+
+def _weights(seed=0, m=48, d=32):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(m, d, generator=g), 0.3 * torch.randn(m, d, generator=g),
+            torch.randn(d, m, generator=g))
+
+
+def test_scale_and_codes_by_hand():
+    w = torch.tensor([[1.0, -0.5, 0.25], [2.0, 0.0, -1.0]])
+    # per-row: max|w| / 127.5 per row; q = round(w / s) clamped to [-128, 127]
+    s = int8_scale(w, "per-row")
+    torch.testing.assert_close(s, torch.tensor([[1 / 127.5], [2 / 127.5]]), atol=0, rtol=1e-7)
+    q = quantize_int8(w, s)
+    # max|w| lands on 127.5 codes (128 after rounding, or 127 by float rounding of 1/s): 127
+    # either way after the clamp; −0.5·127.5 = −63.75 → −64; 0.25·127.5 = 31.875 → 32
+    assert q.tolist() == [[127, -64, 32], [127, 0, -64]]
+
+
+def test_dequantized_within_half_a_step():
+    for granularity in ("per-row", "per-tensor"):
+        w = _weights()[0]
+        s = int8_scale(w, granularity)
+        err = (fake_quantize(w, granularity) - w).abs()
+        # half a step, plus the float32 rounding of ŵ = q·s near |w| (a few ulps of |w|)
+        ulps = 4 * torch.finfo(torch.float32).eps * w.abs()
+        assert bool((err <= s / 2 + ulps).all())
+        assert float((err / s).max()) > 0.49  # the bound is reached (max|w| sits on 127.5)
+
+
+def test_matches_torchao_bit_for_bit():
+    from torchao.quantization import quantize_
+
+    from blocklab.nn.quantize import torchao_config
+
+    w = _weights()[0]
+    for granularity in ("per-row", "per-tensor"):
+        lin = nn.Linear(32, 48, bias=False)
+        lin.weight.data.copy_(w)
+        quantize_(lin, torchao_config("weight-only", granularity))
+        torch.testing.assert_close(lin.weight.dequantize(), fake_quantize(w, granularity),
+                                   atol=0, rtol=0)
+
+
+def test_merged_per_row_equals_separate_exactly():
+    gate, up, down = _weights()
+    merged = quantize_swiglu(gate, up, down, "merged-per-row")
+    separate = quantize_swiglu(gate, up, down, "separate-per-row")
+    for a, b in zip(merged, separate, strict=True):
+        torch.testing.assert_close(a, b, atol=0, rtol=0)
+
+
+def test_merged_per_tensor_scale_is_the_max_and_differs():
+    gate, up, down = _weights()  # up has a narrower range than gate
+    merged_scale = int8_scale(torch.cat((gate, up)), "per-tensor")
+    assert float(merged_scale) == max(float(int8_scale(gate, "per-tensor")),
+                                      float(int8_scale(up, "per-tensor")))
+    merged = quantize_swiglu(gate, up, down, "merged-per-tensor")
+    separate = quantize_swiglu(gate, up, down, "separate-per-tensor")
+    torch.testing.assert_close(merged[0], separate[0], atol=0, rtol=0)  # gate owns the max
+    assert not torch.equal(merged[1], separate[1])  # up is quantized more coarsely
+    assert (merged[1] - up).abs().max() > (separate[1] - up).abs().max()
+    torch.testing.assert_close(merged[2], separate[2], atol=0, rtol=0)  # down never merged
+
+
+def test_ffn_only_leaves_attention_untouched():
+    cfg = ModelConfig(vocab_size=64, d_model=32, n_layers=2, n_heads=4, d_ff=48)
+    model = quantize_model(DecoderLM(cfg).eval(), "ffn", "weight-only")
+    for layer in model.layers:
+        for proj in (layer.ffn.gate_proj, layer.ffn.up_proj, layer.ffn.down_proj):
+            assert is_quantized(proj)
+        for proj in (layer.attention.q_proj, layer.attention.k_proj, layer.attention.v_proj,
+                     layer.attention.o_proj):
+            assert type(proj.weight) is nn.Parameter and not is_quantized(proj)
+    assert not is_quantized(model.lm_head)
