@@ -707,6 +707,39 @@ def fig_scale_trend(doc: dict[str, Any]) -> bytes | None:
     return _png(fig)
 
 
+# --- quantization --------------------------------------------------------------------------------
+def fig_quantize_speedup(doc: dict[str, Any]) -> bytes | None:
+    """Speed-up of each int8 scheme over float32, prefill at the longest length and decode,
+    with the bound each one cannot beat (Amdahl over the quantized FLOP share; bytes read)."""
+    data, _ = _summary(doc, "quantize")
+    if data is None or not data.timings:
+        return None
+    timings = [x for x in data.timings if x.scheme != "none" and not x.compiled]
+    if not timings:
+        return None
+    seq = str(max(data.seq_lens))
+    fig, axes = _new(11, 4.0, 2, 1)
+    names = [x.scheme for x in timings]
+    for ax, phase in ((axes[0, 0], "prefill"), (axes[0, 1], "decode")):
+        for i, x in enumerate(timings):
+            stats = x.prefill_speedup.get(seq) if phase == "prefill" else x.decode_speedup
+            bound = x.prefill_bound.get(seq) if phase == "prefill" else x.decode_bound
+            colour = "C0" if x.part == "ffn" else "C1" if x.part == "attention" else "C2"
+            _errorbar(ax, i, stats, fmt="o", color=colour, capsize=4, ms=6)
+            if bound is not None:
+                ax.plot([i - 0.3, i + 0.3], [bound, bound], color=colour, ls="--", lw=1)
+        ax.set_xticks(range(len(names)), [n.replace("/", "\n") for n in names], fontsize=8)
+        ax.set_xlim(-0.7, len(names) - 0.3)
+        ax.axhline(1.0, color="grey", lw=1)
+        ax.set_yscale("log")
+        _plain_log_ticks(ax.yaxis)
+        ax.grid(True, which="major", alpha=0.3)
+    axes[0, 0].set_title(f"prefill of {seq} tokens", fontsize=10)
+    axes[0, 1].set_title(f"decode, one token after {data.decode_context}", fontsize=10)
+    axes[0, 0].set_ylabel("speed-up over float32 (dashed: bound)")
+    return _png(fig)
+
+
 # --- registry ------------------------------------------------------------------------------------
 # key -> (figure function, command that reproduces its numbers given the document)
 FIGURES: dict[str, tuple[Callable[[dict[str, Any]], bytes | None],
@@ -731,6 +764,7 @@ FIGURES: dict[str, tuple[Callable[[dict[str, Any]], bytes | None],
                             lambda doc: (_suite_command(doc, "position")
                                          if doc["suites"]["position"]["summary"]
                                          else doc["rope"]["command"])),
+    "quantize_speedup": (fig_quantize_speedup, lambda doc: _suite_command(doc, "quantize")),
     "prefill_split": (fig_prefill_split,
                       lambda doc: "blocklab budget meta-llama-3-8b --seq 4096 --json"),
     "decode_split": (fig_decode_split,

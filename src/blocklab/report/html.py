@@ -371,6 +371,10 @@ def deploy_section(doc: dict[str, Any], figures: dict[str, Figure], lang: str,
             + table(cols, rows, cap)
             + f'<h3>{escape(t("sub_kv", lang))}</h3>'
             + figure("kv_cache", figures, lang, number)
+            + f'<h3>{escape(t("sub_quantize", lang))}</h3>'
+            f"<p>{escape(t('quantize_intro', lang))} "
+            f'<a href="#claim-C32">C32</a>, <a href="#claim-C33">C33</a>.</p>'
+            + suite_body("quantize", doc, figures, lang, (), number)
             + "</section>")
 
 

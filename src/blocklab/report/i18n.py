@@ -53,6 +53,13 @@ STRINGS: dict[str, tuple[str, str]] = {
     "sub_rope_check": ("RoPE relative-position check", "RoPE 相对位置检查"),
     "sub_flops": ("Where the FLOPs go", "FLOPs 的去向"),
     "sub_kv": ("KV cache", "KV 缓存"),
+    "sub_quantize": ("int8 quantization (quantize suite)", "int8 量化（quantize 实验）"),
+    "quantize_intro": ("Real int8 quantization (torchao) of a model's FFN, attention or all "
+                       "linear layers, weight-only or with dynamic activations: speed of "
+                       "prefill and decode against their bounds, and the error on a trained "
+                       "model. The figure and verdicts are with the claims:",
+                       "用 torchao 对模型的 FFN、注意力或全部线性层做真实的 int8 量化（仅权重，或动态激活）："
+                       "预填充与解码的速度及其上界，以及训练后模型上的误差。图与判定见论断："),
     "sub_suite_tables": ("Tables of the {suite} suite", "{suite} 实验的表格"),
     # ledger
     "ledger_intro": ("One row per claim. Verdicts: confirmed; refuted (only for claims that do "
@@ -241,6 +248,16 @@ CAPTIONS: dict[str, tuple[str, str]] = {
                          "分别为无 scaling 的 RoPE、NTK-aware 与 YaRN。实线：免训练；虚线：短暂微调后（RoPE 虚线为"
                          "不加 scaling 的同样微调）。点线与点划线：5%（可用）与 25%（崩溃）分界。种子均值与 95% "
                          "置信区间。"),
+    "quantize_speedup": ("C32: speed-up of each int8 scheme over float32 (95% CI over "
+                         "interleaved repeats), prefill at the longest length (left) and one "
+                         "decode step with the KV cache (right); dashed: the bound, Amdahl over "
+                         "the quantized layers' FLOP share with their own int8 GEMM speed-up "
+                         "(prefill) and the bytes a float step reads over the int8 step's "
+                         "(decode). Below 1: slower than float32.",
+                         "C32：各 int8 方案相对 float32 的加速比（交替重复的 95% 置信区间），左为最长长度的"
+                         "预填充，右为带 KV 缓存的一步解码；虚线为上界：预填充按量化层的 FLOP 占比与其自身 "
+                         "int8 GEMM 加速比用 Amdahl 定律计算，解码为 float 步与 int8 步读取字节数之比。"
+                         "低于 1 表示比 float32 慢。"),
     "position_cost": ("C31: median training-step and decode-step time of each position scheme "
                       "divided by that of the same model without positions (one thread, "
                       "interleaved repeats, paired bootstrap 95% CI); dotted: +10%, the rule's "
