@@ -29,9 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import statistics
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -48,14 +46,6 @@ from blocklab.experiments.suites.quantize import cpu_flags
 from blocklab.nn.quantize import MODES
 
 med = statistics.median
-
-
-def int8_flags() -> dict[str, bool]:
-    """The library's x86 int8 flags, plus amx_int8 (AMX's int8 multiply; `cpu_flags` has only
-    amx_tile, the tile registers)."""
-    path = Path("/proc/cpuinfo")
-    text = path.read_text(encoding="utf-8") if path.exists() else ""
-    return {**cpu_flags(), "amx_int8": re.search(r"\bamx_int8\b", text) is not None}
 
 
 def prefill_bound(cfg: ModelConfig, part: str, t: int, k: dict[str, float]) -> float:
@@ -136,7 +126,7 @@ def main() -> None:
                            repeats=args.repeats, compile=kind == "compiled",
                            threads=args.threads)
         runs[kind] = summarise(cfg, raw, lens)
-    flags = int8_flags()
+    flags = cpu_flags()
     result = {"config": {"d_model": cfg.d_model, "n_layers": cfg.n_layers, "d_ff": cfg.d_ff,
                          "n_heads": cfg.n_heads, "seq_lens": args.seq,
                          "decode_steps": args.decode_steps, "repeats": args.repeats,

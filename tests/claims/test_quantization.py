@@ -22,7 +22,7 @@ def _timing(scheme, speedup, n=5):
 
 def _data(ffn, attn, n=5):
     return QuantizeData(model={"d_model": 1024, "n_layers": 2}, seq_lens=[512],
-                        decode_context=512, repeats=n, threads=1, cpu_flags={"amx_tile": True},
+                        decode_context=512, repeats=n, threads=1, cpu_flags={"amx_int8": True},
                         timings=[_timing("none", 1.0, n), _timing("ffn/dynamic", ffn, n),
                                  _timing("attention/dynamic", attn, n)],
                         quality_model={}, quality=[], swiglu=[], merged_per_row_max_diff=0.0,

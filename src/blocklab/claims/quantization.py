@@ -120,7 +120,7 @@ def c32(ctx: Context) -> Finding:
         f"仅对 FFN 做 weight-only int8：prefill ×{_text(wo.prefill_speedup[str(n['T'])].mean)}，"
         f"decode ×{_text(wo.decode_speedup.mean)}（按读取字节的上界 ×{_text(wo.decode_bound)}）。")
     m = data.model
-    vnni = any(data.cpu_flags.get(f) for f in ("avx512_vnni", "avx_vnni", "amx_tile"))
+    vnni = any(data.cpu_flags.get(f) for f in ("avx512_vnni", "avx_vnni", "amx_int8"))
     cpu = ("" if vnni else " This CPU has no VNNI/AMX int8 instructions, so torch's int8 GEMM "
            "runs a slow path: the measured k is the machine's, not int8's.")
     cpu_zh = "" if vnni else "本机 CPU 无 VNNI/AMX int8 指令，torch 的 int8 GEMM 走慢路径：测得的 k 反映的是本机而非 int8 本身。"

@@ -39,7 +39,7 @@ def quantize(
     path = Path(model)
     resolved = resolve_model(str(path / "config.json") if path.is_dir() else model)
     from blocklab.experiments.quantize import scaled_config, time_schemes
-    from blocklab.experiments.suites.quantize import _timings, cpu_flags
+    from blocklab.experiments.suites.quantize import cpu_flags, timing_rows
 
     cfg = scaled_config(resolved.config, n_layers=layers, d_model=d_model,
                         max_seq_len=max(seq) + 4)
@@ -48,7 +48,7 @@ def quantize(
         raw = time_schemes(cfg, seq_lens=sorted(seq), repeats=repeats, compile=compiled,
                            threads=threads)
         spec = {"seq_lens": sorted(seq), "compile": compiled}
-        rows = _timings({"model": cfg.to_dict(), "spec": spec, **raw})
+        rows = timing_rows({"model": cfg.to_dict(), "spec": spec, **raw})
         docs += [{"scheme": r.scheme, "compiled": r.compiled, "prefill_ms": r.prefill_ms,
                   "prefill_speedup": {t: s.mean for t, s in r.prefill_speedup.items()},
                   "prefill_bound": r.prefill_bound, "flop_share": r.flop_share,

@@ -523,7 +523,7 @@ class QuantizeData:
     decode_context: int
     repeats: int
     threads: int
-    cpu_flags: dict[str, bool]  # avx2, avx512_vnni, avx_vnni, amx_tile: int8 GEMM support
+    cpu_flags: dict[str, bool]  # avx2, avx512f, avx512_vnni, avx_vnni, amx_tile, amx_int8
     timings: list[QuantTiming]
     quality_model: dict[str, Any]  # the trained ModelConfig
     quality: list[QuantQuality]

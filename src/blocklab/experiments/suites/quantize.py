@@ -70,7 +70,7 @@ THREADS = 1  # timings on one thread: on a shared 2-core machine two threads con
 
 def cpu_flags() -> dict[str, bool]:
     """The x86 features torch's int8 GEMMs depend on (from /proc/cpuinfo; all False elsewhere)."""
-    names = ("avx2", "avx512f", "avx512_vnni", "avx_vnni", "amx_tile")
+    names = ("avx2", "avx512f", "avx512_vnni", "avx_vnni", "amx_tile", "amx_int8")
     try:
         text = Path("/proc/cpuinfo").read_text(encoding="utf-8")
     except OSError:
@@ -178,7 +178,7 @@ def plan(size: str, seeds: range) -> list[RunSpec]:
 
 
 # --- summarise ---
-def _timings(result: dict[str, Any]) -> list[QuantTiming]:
+def timing_rows(result: dict[str, Any]) -> list[QuantTiming]:
     import statistics
 
     from blocklab.experiments.quantize import (
@@ -239,11 +239,11 @@ def summarise(size: str, seeds: range, results: list[tuple[RunSpec, dict[str, An
     timed = [(spec, r) for spec, r in results if spec.arm == "timing"]
     quality_runs = [(spec, r) for spec, r in results if spec.arm == "quality"
                     and r.get("status") == "ok"]
-    timings = [row for _, r in timed for row in _timings(r)]
+    timings = [row for _, r in timed for row in timing_rows(r)]
     tables, notes = [], []
     for _, r in timed:
         m = r["model"]
-        rows = [row for row in _timings(r)]
+        rows = [row for row in timing_rows(r)]
         lens = [str(t) for t in r["spec"]["seq_lens"]]
         tables.append(Table(
             f"Speed-up vs float32, d={m['d_model']} L={m['n_layers']} d_ff={m['d_ff']}"
@@ -260,7 +260,7 @@ def summarise(size: str, seeds: range, results: list[tuple[RunSpec, dict[str, An
             "part's own GEMMs timed alone; decode by bytes read (weights at 4 → 1 byte, KV "
             f"cache unchanged). Decode continues the T={lens[0]} prefill on its KV cache."))
         flags = r["cpu_flags"]
-        if not (flags.get("avx512_vnni") or flags.get("avx_vnni") or flags.get("amx_tile")):
+        if not (flags.get("avx512_vnni") or flags.get("avx_vnni") or flags.get("amx_int8")):
             notes.append("This CPU has no VNNI or AMX int8 instructions (flags: "
                          + ", ".join(f"{k}={v}" for k, v in flags.items())
                          + "): torch's int8 GEMM runs a slow path, so dynamic int8 is slower "
