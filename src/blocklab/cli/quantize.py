@@ -69,7 +69,8 @@ def quantize(
     lens = [str(t) for t in sorted(seq)]
     for col in ["scheme", *[f"prefill T={t} ×" for t in lens], *[f"bound T={t}" for t in lens],
                 "decode ×", "decode bound", "logits rel. err"]:
-        table.add_column(col)
+        table.add_column(col, no_wrap=col == "scheme", justify="left" if col == "scheme"
+                         else "right")
     for d in docs:
         table.add_row(d["scheme"] + (" (compiled)" if d["compiled"] else ""),
                       *[f"{d['prefill_speedup'][t]:.2f}" for t in lens],

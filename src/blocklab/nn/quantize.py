@@ -133,14 +133,18 @@ def swiglu_quantized_copy(model: nn.Module, scheme: str) -> nn.Module:
 # --- real quantization with torchao ---
 @contextlib.contextmanager
 def _quiet_torchao_import() -> Iterator[None]:
-    # torchao logs a warning per GPU extension it cannot load on a CPU-only machine.
-    logger = logging.getLogger("torchao")
-    level = logger.level
-    logger.setLevel(logging.ERROR)
+    # torchao logs a warning per GPU extension it cannot load on a CPU-only machine, and its
+    # import makes torch's pytree warn about a deprecated registration; both only while
+    # importing, and the levels are put back.
+    loggers = [logging.getLogger(name) for name in ("torchao", "torch.utils._pytree")]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.ERROR)
     try:
         yield
     finally:
-        logger.setLevel(level)
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.setLevel(level)
 
 
 def torchao_config(mode: str, granularity: str = "per-row"):
