@@ -336,9 +336,23 @@ def zoo_params() -> dict[str, int]:
             for p in ("none", "learned", "sinusoidal", "rope", "alibi")}
 
 
+def rope_flop_share(seq_len: int = 4096) -> dict[str, float]:
+    """RoPE's FLOPs in a prefill of Llama 3 8B's shape (`blocklab.budget`'s elementwise
+    estimate: 3 per rotated element of q and k) and their share of the prefill's matmul and
+    elementwise FLOPs together."""
+    from blocklab.budget import resolve_model
+    from blocklab.budget.flops import elementwise_flops, prefill_flops
+
+    cfg = resolve_model("meta-llama-3-8b").config
+    rope = elementwise_flops(cfg, 1, seq_len)
+    total = prefill_flops(cfg, 1, seq_len).total + rope["total"]
+    return {"seq_len": seq_len, "rope_flops": rope["rope"], "share": rope["rope"] / total}
+
+
 @claim("C31")
 def c31(ctx: Context) -> Finding:
     zoo = zoo_params()
+    flops = rope_flop_share()
     summary = ctx.summary("position")
     if summary is None or summary.data.cost is None:
         return missing(ctx, "position")
@@ -381,6 +395,7 @@ def c31(ctx: Context) -> Finding:
     learned_extra = zoo["learned"] - zoo["none"]
     evidence = {
         "zoo_params_llama3_8b": zoo, "suite_params": cost.params,
+        "rope_flops_llama3_8b_prefill": flops,
         "schemes": {name: {"train_ms": c.train_ms, "decode_ms": c.decode_ms,
                            "train_ratio": [c.train_vs_none.ratio, c.train_vs_none.ci_low,
                                            c.train_vs_none.ci_high],
@@ -396,14 +411,17 @@ def c31(ctx: Context) -> Finding:
         verdict,
         f"Parameters: RoPE adds {zoo['rope'] - zoo['none']} at Llama 3 8B's shape and "
         f"{rope.params - none.params} in the suite's model (a learned table of 4,096 positions "
-        f"adds {learned_extra:,}). Time at one thread, {cost.repeats} interleaved repeats "
+        f"adds {learned_extra:,}). Compute: rotating q and k is {flops['share']:.4%} of a "
+        f"{flops['seq_len']:,}-token prefill's FLOPs at that shape (3 per rotated element). "
+        f"Time at one thread, {cost.repeats} interleaved repeats "
         f"(L = {cost.L}): a RoPE training step {pct(rope.train_vs_none)} vs no positions, a "
         f"decode step {pct(rope.decode_vs_none)}. The rotation happens before QKᵀ, so RoPE "
         f"calls SDPA exactly as no positions does ({', '.join(rope.masks_train)}) and gets the "
         f"same fused kernel ({kernel}); restricted to the flash backend it runs: "
         f"{rope.flash_train is True}." + alibi_en,
         f"参数：RoPE 在 Llama 3 8B 形状下新增 {zoo['rope'] - zoo['none']} 个参数，在实验模型中新增 "
-        f"{rope.params - none.params} 个（4,096 个位置的可学习位置表新增 {learned_extra:,} 个）。单线程、"
+        f"{rope.params - none.params} 个（4,096 个位置的可学习位置表新增 {learned_extra:,} 个）。计算：在该形状下，"
+        f"旋转 q 与 k 占 {flops['seq_len']:,} token 预填充 FLOPs 的 {flops['share']:.4%}（每个旋转元素 3 次）。单线程、"
         f"{cost.repeats} 次交替重复（L = {cost.L}）：RoPE 训练步相对无位置编码 {pct(rope.train_vs_none)}，解码步 "
         f"{pct(rope.decode_vs_none)}。旋转发生在 QKᵀ 之前，因此 RoPE 调用 SDPA 的方式与无位置编码完全相同"
         f"（{', '.join(rope.masks_train)}），得到相同的融合内核（{kernel}）；限定 flash 后端时可以运行："
