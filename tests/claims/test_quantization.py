@@ -20,9 +20,9 @@ def _timing(scheme, speedup, n=5):
                        prefill_bound={"512": 1 / (0.4 + 0.3)}, decode_bound=2.0, compile_s=None)
 
 
-def _data(ffn, attn, n=5):
+def _data(ffn, attn, n=5, int8=True):
     return QuantizeData(model={"d_model": 1024, "n_layers": 2}, seq_lens=[512],
-                        decode_context=512, repeats=n, threads=1, cpu_flags={"amx_int8": True},
+                        decode_context=512, repeats=n, threads=1, cpu_flags={"amx_int8": int8},
                         timings=[_timing("none", 1.0, n), _timing("ffn/dynamic", ffn, n),
                                  _timing("attention/dynamic", attn, n)],
                         quality_model={}, quality=[], swiglu=[], merged_per_row_max_diff=0.0,
@@ -40,6 +40,24 @@ def test_c32_slower_is_never_refuted():
     parts, _ = c32_parts(_data(0.3, 0.4))
     assert combine_c32(*parts) == "not-reproduced-at-this-scale"  # one T: no contradiction
     assert all(p.verdict != "refuted" for p in parts)
+
+
+def test_c32_without_int8_instructions_is_untestable_and_never_contradicted(tmp_path):
+    import json
+
+    from blocklab.claims import Context, run_claims
+    from blocklab.experiments.summaries import Summary
+
+    data = _data(0.3, 0.4, int8=False)
+    parts, _ = c32_parts(data)
+    assert all(p.verdict == "not-reproduced-at-this-scale" for p in parts)
+    folder = tmp_path / "quantize" / "quick"
+    folder.mkdir(parents=True)
+    summary = Summary("quantize", "quick", 5, [], data=data)
+    (folder / "summary.json").write_text(json.dumps(summary.to_dict()), encoding="utf-8")
+    row = run_claims(["C32"], Context(tmp_path, "quick"))[0]
+    assert row.error is None and row.verdict == "untestable-here"
+    assert "no VNNI/AMX int8" in row.summary
 
 
 def test_c32_too_few_repeats_untestable():

@@ -23,9 +23,10 @@ C32_LARGEST_RULE = Rule(
     metric="100·(prefill speed-up of FFN-only / speed-up of attention-only − 1), %, per "
            "repeat, mean with 95% t-interval (positive = quantizing the FFN gains more)",
     smallest_effect=5.0, margin=2.0, min_seeds=3, claimed=10.0)
-C32_COMBINES = ("confirmed when quantizing the FFN speeds prefill up and gains more than "
-                "quantizing attention; conditional when only one holds; otherwise the headline "
-                "part's verdict (this check never refutes: speed depends on hardware and scale)")
+C32_COMBINES = ("untestable here on a CPU without int8 dot-product instructions (VNNI or AMX "
+                "int8); otherwise confirmed when quantizing the FFN speeds prefill up and gains "
+                "more than quantizing attention, conditional when only one holds, else the "
+                "headline part's verdict (never refuted: speed depends on hardware and scale)")
 # C33's registered rule for the per-tensor part; the per-row exactness part is analytic.
 C33_TENSOR_RULE = Rule(
     metric="100·(FFN output error with gate|up merged under one per-tensor scale / error with "
@@ -56,8 +57,16 @@ def _text(x: float | None, digits: int = 2) -> str:
     return "—" if x is None else f"{x:.{digits}f}"
 
 
+def int8_hardware(data: QuantizeData) -> bool:
+    """Whether the timed CPU has int8 dot-product instructions (VNNI or AMX int8). Without
+    them torch's int8 GEMMs take a slow path, so a slowdown says nothing about int8 itself."""
+    return any(data.cpu_flags.get(f) for f in ("avx512_vnni", "avx_vnni", "amx_int8"))
+
+
 def c32_parts(data: QuantizeData) -> tuple[list[Part], dict]:
-    """C32's two graded parts from a quantize summary, and the numbers they rest on."""
+    """C32's two graded parts from a quantize summary, and the numbers they rest on. A
+    contradiction also needs int8 hardware: on a CPU without it the arms are not fair to
+    int8."""
     ffn = _timing(data, f"ffn/{C32_MODE}")
     attn = _timing(data, f"attention/{C32_MODE}")
     if ffn is None or attn is None:
@@ -71,7 +80,8 @@ def c32_parts(data: QuantizeData) -> tuple[list[Part], dict]:
     signs = {(ffn.prefill_speedup[x].mean or 1.0) > 1.0 for x in lens}
     agrees = len(lens) > 1 and len(signs) == 1
     speed = Part.graded(f"FFN-only int8 ({C32_MODE}) speeds prefill up (T={t})",
-                        C32_SPEEDUP_RULE, _pct(ffn.prefill_speedup[t]), fair_arms=True,
+                        C32_SPEEDUP_RULE, _pct(ffn.prefill_speedup[t]),
+                        fair_arms=int8_hardware(data),
                         longer_run_agrees=agrees)
     # Per-repeat ratio of the two speed-ups = t_attention / t_ffn, rebuilt from the intervals'
     # means only where the raw repeats are not kept: the summary stores speed-up intervals, so
@@ -88,7 +98,7 @@ def c32_parts(data: QuantizeData) -> tuple[list[Part], dict]:
         else:
             largest_est = Estimate(mean, None, None, min(a.n, b.n))
     largest = Part.graded(f"FFN-only gains more than attention-only (T={t})", C32_LARGEST_RULE,
-                          largest_est, fair_arms=True, longer_run_agrees=agrees)
+                          largest_est, fair_arms=int8_hardware(data), longer_run_agrees=agrees)
     numbers = {"T": int(t), "ffn_share": ffn.flop_share[t], "k_ffn": ffn.gemm_speedup[t],
                "amdahl_ffn": ffn.prefill_bound[t], "speedup_ffn": a.mean,
                "speedup_attention": b.mean, "k_attention": attn.gemm_speedup[t],
@@ -111,7 +121,10 @@ def c32(ctx: Context) -> Finding:
         return missing(ctx, "quantize")
     data: QuantizeData = summary.data
     parts, n = c32_parts(data)
-    verdict = combine_c32(*parts)
+    vnni = int8_hardware(data)
+    # Without int8 instructions the question (which part gains most from int8) cannot be
+    # asked here: every scheme is slower than float32 for the machine's sake.
+    verdict = combine_c32(*parts) if vnni else "untestable-here"
     wo = _timing(data, "ffn/weight-only")
     wo_text = "" if wo is None else (
         f" Weight-only int8 of the FFN: prefill ×{_text(wo.prefill_speedup[str(n['T'])].mean)}, "
@@ -120,10 +133,12 @@ def c32(ctx: Context) -> Finding:
         f"仅对 FFN 做 weight-only int8：prefill ×{_text(wo.prefill_speedup[str(n['T'])].mean)}，"
         f"decode ×{_text(wo.decode_speedup.mean)}（按读取字节的上界 ×{_text(wo.decode_bound)}）。")
     m = data.model
-    vnni = any(data.cpu_flags.get(f) for f in ("avx512_vnni", "avx_vnni", "amx_int8"))
     cpu = ("" if vnni else " This CPU has no VNNI/AMX int8 instructions, so torch's int8 GEMM "
-           "runs a slow path: the measured k is the machine's, not int8's.")
-    cpu_zh = "" if vnni else "本机 CPU 无 VNNI/AMX int8 指令，torch 的 int8 GEMM 走慢路径：测得的 k 反映的是本机而非 int8 本身。"
+           "runs a slow path: the measured k is the machine's, not int8's, and the claim is "
+           "untestable here (run `blocklab quantize` on a CPU with AVX-512 VNNI or AMX).")
+    cpu_zh = ("" if vnni else "本机 CPU 无 VNNI/AMX int8 指令，torch 的 int8 GEMM 走慢路径：测得的 k "
+              "反映的是本机而非 int8 本身，此论断在此无法检验（请在支持 AVX-512 VNNI 或 AMX 的 CPU 上运行 "
+              "`blocklab quantize`）。")
     return Finding(
         verdict,
         f"d={m.get('d_model')}, {m.get('n_layers')} layers, prefill T={n['T']} ({C32_MODE} "
