@@ -187,6 +187,22 @@ def test_c30_not_reproduced_when_scalings_fail_at_16x(tmp_path):
     assert row.verdict == "conditional"  # only training-free fails at 16×
 
 
+def test_c30_grades_against_the_5_percent_edge_only(tmp_path):
+    # Intervals wholly past 5% that straddle C21's 25% edge: "drops" holds and "works" fails
+    # (C21 would call both unclear); an interval across 5% stays unclear.
+    arms = _c30_arms()
+    arms["rope"].extrapolated_vs_sliding_pct["16"] = _ci(28.5, 24.4, 32.6)
+    arms["rope+ntk"].extrapolated_vs_sliding_pct["16"] = _ci(19.3, 11.9, 26.7)
+    arms["rope+ft4x"].extrapolated_vs_sliding_pct["16"] = _ci(6.2, 1.7, 10.6)
+    row = _ledger(tmp_path, _data(arms), ["C30"])["C30"]
+    parts = {p.name: p for p in row.parts}
+    assert parts["plain RoPE drops clearly at 16×"].verdict == "confirmed"
+    assert parts["RoPE + ntk (training-free) works at 16×"].verdict == (
+        "not-reproduced-at-this-scale")
+    control = parts["RoPE fine-tuned without scaling drops clearly at 16×"]
+    assert control.verdict == "untestable-here" and "crosses 5%" in control.reason
+
+
 def test_c29_conditional_with_the_nope_order_probe(tmp_path):
     row = _ledger(tmp_path, _data({}), ["C29"])["C29"]
     assert row.verdict == "conditional"

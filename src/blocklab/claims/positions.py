@@ -196,6 +196,10 @@ def _c30_part(name: str, arm: str, mult: str, want: str, data: PositionData) -> 
     """One statement graded by C21's bands (loss past L vs sliding windows, %): `want` is
     "works" or "drops" (degrades or collapses)."""
     got, pct = _grade(data.arms[arm], mult) if arm in data.arms else ("unclear", None)
+    # C30's statements are two-sided about the 5% edge only ("works" or "drops clearly"), so
+    # an interval wholly past 5% drops whether it straddles 25% or not.
+    if got == "unclear" and pct is not None and pct.resolved and pct.n >= C21_MIN_SEEDS:
+        got = "drops (degrades or collapses)" if pct.ci_low > WORKS_PCT else got
     rule = Rule(metric=f"{C21_METRIC}: {arm} at {mult}×", smallest_effect=WORKS_PCT, margin=0.0,
                 min_seeds=C21_MIN_SEEDS,
                 claimed=WORKS_PCT if want == "works" else COLLAPSE_PCT, decides=C21_DECIDES)
@@ -205,9 +209,9 @@ def _c30_part(name: str, arm: str, mult: str, want: str, data: PositionData) -> 
         reason = ("not read" if arm not in data.arms else
                   f"unclear: {0 if pct is None else pct.n} seed(s), the rule needs "
                   f"{C21_MIN_SEEDS}" if few else
-                  f"unclear: the 95% CI crosses {WORKS_PCT:g}% or {COLLAPSE_PCT:g}%")
+                  f"unclear: the 95% CI crosses {WORKS_PCT:g}%")
         return Part(name, rule, estimate, "untestable-here", reason)
-    held = got == "works" if want == "works" else got in _DROPS
+    held = got == "works" if want == "works" else got in _DROPS or got.startswith("drops")
     return Part(name, rule, estimate, "confirmed" if held else "not-reproduced-at-this-scale",
                 f"{got}, as the page says" if held else f"{got}, not {want}")
 
