@@ -173,7 +173,10 @@ def _llama_rmsnorm_source() -> dict[str, Any]:
 
     if importlib.util.find_spec("transformers") is None:
         return {"available": False}
-    from transformers.models.llama.modeling_llama import LlamaRMSNorm
+    from blocklab.nn.quantize import quiet_torchao_import
+
+    with quiet_torchao_import():  # transformers imports torchao when it is installed
+        from transformers.models.llama.modeling_llama import LlamaRMSNorm
 
     code = inspect.getsource(LlamaRMSNorm.forward)
     lines = [ln.strip() for ln in code.splitlines()]

@@ -132,7 +132,9 @@ def swiglu_quantized_copy(model: nn.Module, scheme: str) -> nn.Module:
 
 # --- real quantization with torchao ---
 @contextlib.contextmanager
-def _quiet_torchao_import() -> Iterator[None]:
+def quiet_torchao_import() -> Iterator[None]:
+    """Keep the log lines of importing torchao (directly, or through `transformers`, which
+    imports it when installed) off stderr; nothing else is silenced, and only meanwhile."""
     # torchao logs a warning per GPU extension it cannot load on a CPU-only machine, and its
     # import makes torch's pytree warn about a deprecated registration; both only while
     # importing, and the levels are put back.
@@ -156,7 +158,7 @@ def torchao_config(mode: str, granularity: str = "per-row"):
     if granularity not in GRANULARITIES:
         raise InputError(f"granularity={granularity!r} is not allowed; expected one of "
                          f"{list(GRANULARITIES)}")
-    with _quiet_torchao_import():
+    with quiet_torchao_import():
         from torchao.quantization import (
             Int8DynamicActivationInt8WeightConfig,
             Int8WeightOnlyConfig,
@@ -193,7 +195,7 @@ def quantize_model(model: nn.Module, part: str, mode: str,
     config = torchao_config(mode, granularity)
     if part == "none":
         return model
-    with _quiet_torchao_import():
+    with quiet_torchao_import():
         from torchao.quantization import quantize_
     quantize_(model, config, filter_fn=linear_filter(part))
     return model
