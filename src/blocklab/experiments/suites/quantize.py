@@ -25,7 +25,14 @@ from pathlib import Path
 from typing import Any
 
 from blocklab.config import ModelConfig
-from blocklab.experiments.suites.base import RunSpec, Suite, format_ci, mean_ci, paired_difference
+from blocklab.experiments.suites.base import (
+    RunSpec,
+    Suite,
+    format_ci,
+    format_level,
+    mean_ci,
+    paired_difference,
+)
 from blocklab.experiments.summaries import (
     QuantizeData,
     QuantQuality,
@@ -232,7 +239,7 @@ def timing_rows(result: dict[str, Any]) -> list[QuantTiming]:
 
 
 def _x(stats) -> str:
-    return "—" if stats.mean is None else format_ci(stats, 2).lstrip("+")
+    return "—" if stats.mean is None else format_level(stats, 2)
 
 
 def summarise(size: str, seeds: range, results: list[tuple[RunSpec, dict[str, Any]]]) -> Summary:
@@ -270,15 +277,15 @@ def summarise(size: str, seeds: range, results: list[tuple[RunSpec, dict[str, An
         tables.append(Table(
             "Trained model (SwiGLU, stdlib): validation loss under each scheme (torchao, eager)",
             ["scheme", "val loss", "Δ vs float", "logits rel. error"],
-            [[q.scheme, format_ci(q.val_loss).lstrip("+"), format_ci(q.delta, 4),
-              format_ci(q.logits_error, 4).lstrip("+")] for q in quality],
+            [[q.scheme, format_level(q.val_loss), format_ci(q.delta, 4),
+              format_level(q.logits_error, 4)] for q in quality],
             "Δ paired by seed, nats/token."))
         tables.append(Table(
             "C33: SwiGLU's gate, up, down quantized separately or gate|up merged",
             ["scheme", "FFN rel. error", "vs separate, %", "Δ val loss", "logits rel. error"],
-            [[s.scheme, format_ci(s.ffn_error, 4).lstrip("+"),
+            [[s.scheme, format_level(s.ffn_error, 4),
               format_ci(s.error_vs_separate_pct, 2), format_ci(s.delta, 4),
-              format_ci(s.logits_error, 4).lstrip("+")] for s in swiglu],
+              format_level(s.logits_error, 4)] for s in swiglu],
             "down reads the hidden (width d_ff), not x: it is never concatenated with gate and "
             "up. merged-per-row equals separate-per-row exactly (each row keeps its scale)."))
     row_diff = max((r["merged_per_row_max_diff"] for _, r in quality_runs), default=0.0)
