@@ -2,9 +2,10 @@
 
     ffn        plain vs gated FFNs at equal parameter count (C16, C17)
     placement  pre vs post vs sandwich norm: gradients at init across depth, and training (C12,
-               C13, C19)
+               C13, C19); deep pre vs post stacks (C36)
     norm-cost  RMSNorm vs LayerNorm time, memory and quality (C18)
-    position   length extrapolation of every position scheme and RoPE scaling (C20, C21, C22)
+    position   length extrapolation of every position scheme and RoPE scaling (C20, C21, C22,
+               C30), the order probe (C29) and each scheme's cost (C31)
     quantize   int8 quantization: prefill/decode speed-up per scheme, SwiGLU merging (C32, C33)
 """
 
