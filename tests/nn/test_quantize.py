@@ -1,5 +1,6 @@
 """Int8 quantization maths (blocklab.nn.quantize) against hand derivations and torchao."""
 
+import pytest
 import torch
 from torch import nn
 
@@ -88,3 +89,21 @@ def test_ffn_only_leaves_attention_untouched():
                      layer.attention.o_proj):
             assert type(proj.weight) is nn.Parameter and not is_quantized(proj)
     assert not is_quantized(model.lm_head)
+
+
+def test_quiet_torchao_import_puts_the_log_levels_back_even_on_error():
+    import logging
+
+    from blocklab.nn.quantize import quiet_torchao_import
+
+    loggers = [logging.getLogger(n) for n in ("torchao", "torch.utils._pytree")]
+    before = [lg.level for lg in loggers]
+    loggers[0].setLevel(logging.DEBUG)  # a user's own setting must survive
+    try:
+        with pytest.raises(RuntimeError), quiet_torchao_import():
+            assert all(lg.level == logging.ERROR for lg in loggers)
+            raise RuntimeError("import failed")
+        assert loggers[0].level == logging.DEBUG and loggers[1].level == before[1]
+    finally:
+        for lg, level in zip(loggers, before, strict=True):
+            lg.setLevel(level)
