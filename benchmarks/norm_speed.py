@@ -4,7 +4,7 @@ Compares, at d in {256, 1024, 4096} and 8192 rows in float32 with 2 threads:
 
     cpu        blocklab RMSNorm(impl="cpu"): the compiled one-pass C kernels (what
                impl="auto" picks for float32 on CPU)
-    fused      blocklab RMSNorm(impl="fused"): the tensor-op autograd Function saving x and 1/s
+    fused      blocklab RMSNorm(impl="lean"): the tensor-op autograd Function saving x and 1/s
     reference  blocklab RMSNorm(impl="reference"): the plain PyTorch expression
     torch      torch.nn.RMSNorm
     layernorm  F.layer_norm (a single C++ kernel each way)
@@ -59,7 +59,7 @@ def copy_bandwidth(repeats: int) -> float:
 
 def _variants(d: int) -> dict:
     cpu = RMSNorm(d, impl="cpu")
-    fused = RMSNorm(d, impl="fused")
+    fused = RMSNorm(d, impl="lean")
     reference = RMSNorm(d, impl="reference")
     torch_rms = torch.nn.RMSNorm(d, eps=1e-6)
     ln_w = torch.ones(d, requires_grad=True)

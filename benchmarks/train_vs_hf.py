@@ -10,11 +10,11 @@ steps are not timed. Prints tokens/s of each (from the median step, the best ste
 mean), the ratio blocklab / Hugging Face, and both final losses (same weights and data, so they
 agree to rounding).
 
-blocklab runs with `fused_qkv` (one q/k/v matmul) by default; `--fused-gate-up` also fuses the
+blocklab runs with `packed_qkv` (one q/k/v matmul) by default; `--packed-gate-up` also fuses the
 FFN's gate and up matmuls, which on CPU tends to cost more than it saves (its backward has to
 concatenate the two output gradients). Both models use SDPA's `is_causal` path without a mask.
 
-    python benchmarks/train_vs_hf.py [--steps 20] [--warmup 3] [--no-fused-qkv] [--json]
+    python benchmarks/train_vs_hf.py [--steps 20] [--warmup 3] [--no-packed-qkv] [--json]
 """
 
 from __future__ import annotations
@@ -73,9 +73,9 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--seq-len", type=int, default=256)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--fused-qkv", action=argparse.BooleanOptionalAction, default=True,
+    parser.add_argument("--packed-qkv", action=argparse.BooleanOptionalAction, default=True,
                         help="one matmul for the q, k, v projections")
-    parser.add_argument("--fused-gate-up", action=argparse.BooleanOptionalAction,
+    parser.add_argument("--packed-gate-up", action=argparse.BooleanOptionalAction,
                         default=False, help="one matmul for the gate and up projections")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args()
@@ -89,7 +89,7 @@ def main() -> None:
     hf = LlamaForCausalLM(LlamaConfig(**{k: v for k, v in cfg.to_hf("llama").items()
                                          if k != "architectures"},
                                       attn_implementation="sdpa"))
-    ours = DecoderLM(cfg, fused_gate_up=args.fused_gate_up, fused_qkv=args.fused_qkv)
+    ours = DecoderLM(cfg, packed_gate_up=args.packed_gate_up, packed_qkv=args.packed_qkv)
     copy_hf_weights(hf, ours)
 
     models = {
@@ -125,7 +125,7 @@ def main() -> None:
     result = {
         "config": {"batch": args.batch, "seq_len": args.seq_len, "threads": args.threads,
                    "steps": args.steps, "warmup": args.warmup,
-                   "fused_qkv": args.fused_qkv, "fused_gate_up": args.fused_gate_up,
+                   "packed_qkv": args.packed_qkv, "packed_gate_up": args.packed_gate_up,
                    "torch": torch.__version__},
         "tokens_per_s": median,
         "tokens_per_s_best": best,

@@ -233,7 +233,7 @@ def test_save_hf_is_atomic_and_overwrites(tmp_path):
 def test_save_hf_splits_fused_projections(tmp_path):
     cfg = ModelConfig(vocab_size=32, d_model=16, n_layers=1, n_heads=4, n_kv_heads=2, d_ff=24,
                       attn_bias=True, attn_out_bias=True, ffn_bias=True)
-    fused = DecoderLM(cfg, fused_gate_up=True, fused_qkv=True)
+    fused = DecoderLM(cfg, packed_gate_up=True, packed_qkv=True)
     with torch.no_grad():
         for p in fused.parameters():
             p.normal_(generator=torch.Generator().manual_seed(p.numel()))

@@ -185,10 +185,10 @@ def test_default_scale_and_dtype():
 
 
 @pytest.mark.parametrize("n_kv_heads", [H, HKV])
-def test_fused_qkv_computes_the_same_function(n_kv_heads):
+def test_packed_qkv_computes_the_same_function(n_kv_heads):
     plain = _attention(n_kv_heads=n_kv_heads, qk_norm=True)
     fused = Attention(D, H, n_kv_heads, HD, True, True, q_norm=RMSNorm(HD), k_norm=RMSNorm(HD),
-                      fused_qkv=True).double()
+                      packed_qkv=True).double()
     state = plain.state_dict()
     for kind in ("weight", "bias"):
         state[f"qkv_proj.{kind}"] = torch.cat([state.pop(f"{p}_proj.{kind}") for p in "qkv"])

@@ -137,9 +137,9 @@ def test_cpu_add_rms_norm_rejects_mismatch():
 def test_auto_picks_cpu_for_float32_and_fused_otherwise():
     w = torch.ones(8)
     assert resolve_rms_impl("auto", torch.randn(2, 8), w) == "cpu"
-    assert resolve_rms_impl("auto", torch.randn(2, 8, dtype=torch.bfloat16), w) == "fused"
-    assert resolve_rms_impl("auto", torch.randn(2, 8), w.bfloat16()) == "fused"
-    assert resolve_rms_impl("auto", torch.randn(2, 8, dtype=torch.float64), w) == "fused"
+    assert resolve_rms_impl("auto", torch.randn(2, 8, dtype=torch.bfloat16), w) == "lean"
+    assert resolve_rms_impl("auto", torch.randn(2, 8), w.bfloat16()) == "lean"
+    assert resolve_rms_impl("auto", torch.randn(2, 8, dtype=torch.float64), w) == "lean"
 
 
 def test_explicit_cpu_impl_on_bfloat16_raises_with_reason():
@@ -183,7 +183,7 @@ def test_cpu_gated_activation_matches_autograd(activation, shape):
 
 
 @needs_kernels
-def test_cpu_gated_activation_on_fused_gate_up_views():
+def test_cpu_gated_activation_on_packed_gate_up_views():
     """The two halves of one gate_up output are strided views: read in place, same result."""
     torch.manual_seed(1)
     gu = torch.randn(2, 6, 32, requires_grad=True)
@@ -253,7 +253,7 @@ def test_cpu_rope_second_derivative_and_bad_input():
     (h,) = torch.autograd.grad(g.sum(), q)
     # d/dq of (R q)·q is (R + Rᵀ) q; its sum's gradient is (R + Rᵀ)ᵀ 1 = (Rᵀ + R) 1
     ones = torch.ones_like(q)
-    from blocklab.nn.fused import rotate_half_split
+    from blocklab.nn.lean import rotate_half_split
     rt = cpu_kernels._rope(ones, c4, s4, inverse=True)
     assert_close(h, rotate_half_split(ones, c4, s4) + rt, **F32)
     with pytest.raises(ValueError, match="do not fit"):
@@ -274,7 +274,7 @@ def fresh_kernels(monkeypatch, tmp_path):
 def test_disabled_kernels_fall_back_to_fused(fresh_kernels, monkeypatch):
     monkeypatch.setenv("BLOCKLAB_CPU_KERNELS", "0")
     assert cpu_kernels.unavailable_reason() == "disabled by BLOCKLAB_CPU_KERNELS=0"
-    assert resolve_rms_impl("auto", torch.randn(2, 8)) == "fused"
+    assert resolve_rms_impl("auto", torch.randn(2, 8)) == "lean"
     ref, auto = _pair(False, impl="auto")
     x = torch.randn(5, 24)
     assert_close(auto(x), ref(x), **F32)
@@ -286,7 +286,7 @@ def test_missing_compiler_falls_back_with_reason(fresh_kernels, monkeypatch):
     monkeypatch.setenv("CC", str(fresh_kernels / "no-such-cc"))
     reason = cpu_kernels.unavailable_reason()
     assert reason is not None and "no-such-cc" in reason
-    assert resolve_rms_impl("auto", torch.randn(2, 8)) == "fused"
+    assert resolve_rms_impl("auto", torch.randn(2, 8)) == "lean"
 
 
 @needs_kernels

@@ -68,8 +68,8 @@ def test_silu_passes_gradient_on_the_negative_half_axis_relu_does_not():
 def test_every_kind_shape_and_parameter_count(kind, bias):
     d, m = 12, 20
     gated = FFNS[kind][0]
-    for fused in ([False, True] if gated else [False]):
-        ffn = build_ffn(kind, d, m, bias=bias, fused=fused)
+    for packed in ([False, True] if gated else [False]):
+        ffn = build_ffn(kind, d, m, bias=bias, packed=packed)
         assert isinstance(ffn, GatedFeedForward if gated else FeedForward)
         assert ffn(_randn(2, 3, d)).shape == (2, 3, d)  # [B, T, d_model]
         if gated:
@@ -148,25 +148,25 @@ def test_gated_matches_hf_llama_mlp(kind, hidden_act, bias):
     assert_close(y, hf(xb), **EXACT)
 
 
-# --- fused gate+up ---------------------------------------------------------------------------
+# --- packed gate+up ---------------------------------------------------------------------------
 @pytest.mark.parametrize("bias", [False, True])
-def test_fused_equals_unfused_after_copying_weights(bias):
+def test_packed_equals_separate_after_copying_weights(bias):
     d, m = 16, 24
-    unfused = GatedFeedForward(d, m, bias=bias)
-    fused = GatedFeedForward(d, m, bias=bias, fused=True)
+    separate = GatedFeedForward(d, m, bias=bias)
+    packed = GatedFeedForward(d, m, bias=bias, packed=True)
     with torch.no_grad():  # gate rows first, then up rows
-        fused.gate_up_proj.weight.copy_(torch.cat([unfused.gate_proj.weight,
-                                                   unfused.up_proj.weight]))
+        packed.gate_up_proj.weight.copy_(torch.cat([separate.gate_proj.weight,
+                                                   separate.up_proj.weight]))
         if bias:
-            fused.gate_up_proj.bias.copy_(torch.cat([unfused.gate_proj.bias,
-                                                     unfused.up_proj.bias]))
-        fused.down_proj.load_state_dict(unfused.down_proj.state_dict())
-    assert "gate_up_proj.weight" in fused.state_dict()
-    assert "gate_proj.weight" not in fused.state_dict()
+            packed.gate_up_proj.bias.copy_(torch.cat([separate.gate_proj.bias,
+                                                     separate.up_proj.bias]))
+        packed.down_proj.load_state_dict(separate.down_proj.state_dict())
+    assert "gate_up_proj.weight" in packed.state_dict()
+    assert "gate_proj.weight" not in packed.state_dict()
     x = _randn(3, 4, d)
     # float32: one [2m, d] matmul may block its sums differently from two [m, d] ones.
-    assert_close(fused(x), unfused(x), atol=1e-6, rtol=1e-6)
-    assert_close(fused.double()(x.double()), unfused.double()(x.double()), **F64)
+    assert_close(packed(x), separate(x), atol=1e-6, rtol=1e-6)
+    assert_close(packed.double()(x.double()), separate.double()(x.double()), **F64)
 
 
 # --- widths ----------------------------------------------------------------------------------
@@ -225,7 +225,7 @@ def test_equal_param_width_exact_cases():
         (lambda: GatedFeedForward(8, -1), r"d_ff=-1 "),
         (lambda: GatedFeedForward(8, 2.5), r"d_ff=2.5 "),
         (lambda: build_ffn("swishglu", 8, 16), r"kind='swishglu'.*'swiglu'"),
-        (lambda: build_ffn("gelu", 8, 16, fused=True), r"fused=True.*'swiglu'"),
+        (lambda: build_ffn("gelu", 8, 16, packed=True), r"packed=True.*'swiglu'"),
         (lambda: ffn_width(8, "mlp"), r"kind='mlp'.*'relu'"),
         (lambda: ffn_width(0, "gelu"), r"d_model=0 "),
         (lambda: ffn_width(8, "swiglu", d_ff=0), r"d_ff=0 "),

@@ -25,11 +25,11 @@ def _one_thread():
     torch.set_num_threads(threads)
 
 
-def _model(seed=0, std=0.3, fused_gate_up=False, fused_qkv=False, **changes):
+def _model(seed=0, std=0.3, packed_gate_up=False, packed_qkv=False, **changes):
     """A tiny model with large random weights, so that logits are far from uniform and greedy
     decoding has no near-ties for rounding to flip."""
-    model = DecoderLM(ModelConfig(**{**TINY, **changes}), fused_gate_up=fused_gate_up,
-                      fused_qkv=fused_qkv)
+    model = DecoderLM(ModelConfig(**{**TINY, **changes}), packed_gate_up=packed_gate_up,
+                      packed_qkv=packed_qkv)
     gen = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for p in model.parameters():
@@ -53,7 +53,7 @@ SCHEMES = {
     "mha": dict(position="rope", n_kv_heads=4),
     "mqa": dict(position="rope", n_kv_heads=1),
     "window": dict(position="rope", sliding_window=4),
-    "fused_gqa": dict(position="rope", fused_qkv=True, fused_gate_up=True),
+    "fused_gqa": dict(position="rope", packed_qkv=True, packed_gate_up=True),
     "gemma_like": dict(position="rope", placement="sandwich", norm_unit_offset=True,
                        norm_cast="gemma", embed_scale=True, attn_logit_softcap=5.0,
                        final_logit_softcap=10.0, qk_norm=True, tie_embeddings=True),
@@ -150,7 +150,7 @@ def test_unsupported_options_raise_naming_the_field(field, value):
 
 def test_fused_projections_compute_the_same_function():
     plain = _model()
-    fused = DecoderLM(plain.config, fused_gate_up=True, fused_qkv=True)
+    fused = DecoderLM(plain.config, packed_gate_up=True, packed_qkv=True)
     state = plain.state_dict()
     for i in range(plain.config.n_layers):
         ffn, attn = f"layers.{i}.ffn.", f"layers.{i}.attention."

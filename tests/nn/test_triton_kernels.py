@@ -80,7 +80,7 @@ CHECK_GATED_ROPE = textwrap.dedent("""
     import torch
     import torch.nn.functional as F
     from torch.testing import assert_close
-    from blocklab.nn import fused, triton_kernels as tk
+    from blocklab.nn import lean, triton_kernels as tk
     from blocklab.nn.position import apply_rotary, rotary_cos_sin
 
     def run(fn, tensors, grad):

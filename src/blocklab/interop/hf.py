@@ -156,20 +156,20 @@ def _relayout_qk(tensors: dict[str, Tensor], cfg: ModelConfig, permute) -> None:
             tensors[name] = permute(tensor, heads, cfg.head_dim, cfg.rotary_dim)
 
 
-def _unfused(tensors: dict[str, Tensor], cfg: ModelConfig) -> dict[str, Tensor]:
-    """Split fused `qkv_proj` and `gate_up_proj` tensors into Hugging Face's separate ones."""
+def _unpacked(tensors: dict[str, Tensor], cfg: ModelConfig) -> dict[str, Tensor]:
+    """Split packed `qkv_proj` and `gate_up_proj` tensors into Hugging Face's separate ones."""
     q_rows, kv_rows = cfg.n_heads * cfg.head_dim, cfg.n_kv_heads * cfg.head_dim
     splits = {"qkv_proj": (("q_proj", "k_proj", "v_proj"), (q_rows, kv_rows, kv_rows)),
               "gate_up_proj": (("gate_proj", "up_proj"), (cfg.d_ff, cfg.d_ff))}
     out = {}
     for name, tensor in tensors.items():
-        fused = next((f for f in splits if f".{f}." in name), None)
-        if fused is None:
+        packed = next((f for f in splits if f".{f}." in name), None)
+        if packed is None:
             out[name] = tensor
             continue
-        parts, rows = splits[fused]
+        parts, rows = splits[packed]
         for part, piece in zip(parts, tensor.split(rows, dim=0), strict=True):
-            out[name.replace(fused, part)] = piece
+            out[name.replace(packed, part)] = piece
     return out
 
 
@@ -277,7 +277,7 @@ def save_hf(model: DecoderLM, path: str | os.PathLike, model_type: str = "llama"
         ValueError: the config is not expressible as `model_type` (see `ModelConfig.to_hf`).
     """
     cfg = model.config
-    tensors = _unfused({name: t.detach() for name, t in model.state_dict().items()}, cfg)
+    tensors = _unpacked({name: t.detach() for name, t in model.state_dict().items()}, cfg)
     if cfg.rope_layout == "interleaved":
         _relayout_qk(tensors, cfg, permute_interleaved_to_half_split)
         cfg = cfg.replace(rope_layout="half_split")

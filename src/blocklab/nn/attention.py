@@ -132,7 +132,7 @@ class Attention(nn.Module):
         logit_softcap: cap · tanh(s / cap) on the scores (Gemma 2); computed without SDPA, which
             cannot apply it.
         sliding_window: each query sees at most this many keys, itself included (Mistral).
-        fused_qkv: hold q_proj, k_proj, v_proj as one `qkv_proj` (rows q, then k, then v) and
+        packed_qkv: hold q_proj, k_proj, v_proj as one `qkv_proj` (rows q, then k, then v) and
             run one matmul instead of three; the same function, a different state dict.
 
     `forward(x, rope=None, bias=None, cache=None)`:
@@ -149,7 +149,7 @@ class Attention(nn.Module):
                  q_norm: nn.Module | None = None, k_norm: nn.Module | None = None,
                  rope_layout: str = "half_split", scale: float | None = None,
                  logit_softcap: float | None = None, sliding_window: int | None = None,
-                 fused_qkv: bool = False) -> None:
+                 packed_qkv: bool = False) -> None:
         super().__init__()
         for name, value in (("d_model", d_model), ("n_heads", n_heads),
                             ("n_kv_heads", n_kv_heads), ("head_dim", head_dim)):
@@ -171,8 +171,8 @@ class Attention(nn.Module):
         self.scale = 1.0 / math.sqrt(head_dim) if scale is None else float(scale)
         self.logit_softcap = logit_softcap
         self.sliding_window = sliding_window
-        self.fused_qkv = fused_qkv
-        if fused_qkv:
+        self.packed_qkv = packed_qkv
+        if packed_qkv:
             self.qkv_proj = nn.Linear(d_model, (n_heads + 2 * n_kv_heads) * head_dim,
                                       bias=qkv_bias)
         else:
@@ -188,7 +188,7 @@ class Attention(nn.Module):
         """x: [B, T, d_model] -> [B, T, d_model]; see the class docstring for the arguments."""
         B, T, _ = x.shape
         H, H_kv, hd = self.n_heads, self.n_kv_heads, self.head_dim
-        if self.fused_qkv:
+        if self.packed_qkv:
             qkv = self.qkv_proj(x).view(B, T, H + 2 * H_kv, hd).transpose(1, 2)
             q, k, v = qkv.split((H, H_kv, H_kv), dim=1)  # (B, H, T, hd), 2 × (B, H_kv, T, hd)
         else:
@@ -253,4 +253,4 @@ class Attention(nn.Module):
         return (f"n_heads={self.n_heads}, n_kv_heads={self.n_kv_heads}, "
                 f"head_dim={self.head_dim}, scale={self.scale:.4g}, "
                 f"logit_softcap={self.logit_softcap}, sliding_window={self.sliding_window}, "
-                f"fused_qkv={self.fused_qkv}")
+                f"packed_qkv={self.packed_qkv}")

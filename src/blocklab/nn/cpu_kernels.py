@@ -22,7 +22,7 @@ The build cache (`cache_dir()`) is code this process will run, so it is handled 
   `notes()` says why.
 - Any failure to build or load (no compiler, refused folder, missing symbol, ...) turns the
   kernels off for this process with the reason in `unavailable_reason()`; callers then keep the
-  tensor-op path (`blocklab.nn.fused`). BLOCKLAB_CPU_KERNELS=0 turns them off on purpose.
+  tensor-op path (`blocklab.nn.lean`). BLOCKLAB_CPU_KERNELS=0 turns them off on purpose.
 - Loading a build marks its manifest as used (its mtime); builds of other versions unused for
   a week are removed when a new build is made.
 
@@ -64,7 +64,7 @@ import torch
 from torch import Tensor
 
 from blocklab.errors import InputError, KernelUnavailable
-from blocklab.nn.fused import check_rope_operands, rows_of
+from blocklab.nn.lean import check_rope_operands, rows_of
 
 FLAGS = ("-O3", "-march=native", "-fopenmp", "-fno-math-errno", "-shared", "-fPIC", "-std=c11")
 # Vector expf/erff from glibc's libmvec where it exists (x86-64 glibc); scalar calls otherwise.
@@ -560,7 +560,7 @@ class CompiledRope(torch.autograd.Function):
     def backward(ctx, grad: Tensor):
         cos, sin = ctx.saved_tensors
         if torch.is_grad_enabled():  # create_graph=True: the same inverse in tensor ops
-            from blocklab.nn.fused import rotate_half_split
+            from blocklab.nn.lean import rotate_half_split
             h = sin.shape[-1] // 2
             # the transpose of [[c1, -s1], [s2, c2]] is the rotation with sin -> -(s2, s1)
             swapped = -torch.cat((sin[..., h:], sin[..., :h]), dim=-1)
@@ -571,7 +571,7 @@ class CompiledRope(torch.autograd.Function):
 def rope_half_split(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
     """The half_split RoPE rotation of float32 CPU x: [B, H, T, hd] (any strides) by cos, sin:
     [1 or B, 1, T, r] (r even, r <= hd; constants, no gradient flows to them) -> [B, H, T, hd];
-    the maths of `blocklab.nn.fused.rotate_half_split`, forward values equal bit for bit."""
+    the maths of `blocklab.nn.lean.rotate_half_split`, forward values equal bit for bit."""
     _require(x, None)
     if cos.dtype != torch.float32 or sin.dtype != torch.float32:
         raise InputError(f"rope_half_split: cos, sin are {cos.dtype}, {sin.dtype}; expected "

@@ -20,7 +20,7 @@ from torch import nn
 
 from blocklab.config import FFNS, gated_ffn_width
 from blocklab.errors import InputError
-from blocklab.nn.fused import GATED_ACTIVATIONS, gated_activation
+from blocklab.nn.lean import GATED_ACTIVATIONS, gated_activation
 from blocklab.reference.ffn import equal_param_width
 
 
@@ -95,10 +95,10 @@ class GatedFeedForward(nn.Module):
         d_ff: hidden width m of each branch (Llama: about 2/3 · 4d, see `ffn_width`).
         activation: a key of `ACTIVATIONS`, applied to the gate branch only.
         bias: biases on all three projections.
-        fused: hold gate and up as one `gate_up_proj` Linear(d_model, 2·d_ff), gate rows first,
+        packed: hold gate and up as one `gate_up_proj` Linear(d_model, 2·d_ff), gate rows first,
             and split its output: the same function with one matmul instead of two. Its
             state dict then has `gate_up_proj.*` instead of `gate_proj.*` and `up_proj.*`.
-        fused_activation: compute φ(gate) ⊙ up with `blocklab.nn.fused.gated_activation`, which
+        fused_activation: compute φ(gate) ⊙ up with `blocklab.nn.lean.gated_activation`, which
             saves gate and up for backward and recomputes φ there (one [B, T, d_ff] tensor less
             kept, same values). None (default) = on for "silu" and "gelu", the kinds it
             supports; True with another activation raises.
@@ -109,14 +109,14 @@ class GatedFeedForward(nn.Module):
     """
 
     def __init__(self, d_model: int, d_ff: int, activation: str = "silu", bias: bool = False,
-                 fused: bool = False, fused_activation: bool | None = None) -> None:
+                 packed: bool = False, fused_activation: bool | None = None) -> None:
         super().__init__()
         _positive("GatedFeedForward", "d_model", d_model)
         _positive("GatedFeedForward", "d_ff", d_ff)
         self.act = _activation("GatedFeedForward", activation)
         self.activation = activation
         self.d_ff = d_ff
-        self.fused = fused
+        self.packed = packed
         if fused_activation is None:
             fused_activation = activation in GATED_ACTIVATIONS
         elif fused_activation and activation not in GATED_ACTIVATIONS:
@@ -124,7 +124,7 @@ class GatedFeedForward(nn.Module):
                              f"{activation!r} is not allowed; expected one of "
                              f"{sorted(GATED_ACTIVATIONS)}")
         self.fused_activation = fused_activation
-        if fused:
+        if packed:
             self.gate_up_proj = nn.Linear(d_model, 2 * d_ff, bias=bias)
         else:
             self.gate_proj = nn.Linear(d_model, d_ff, bias=bias)
@@ -133,7 +133,7 @@ class GatedFeedForward(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """x: [B, T, d_model] -> [B, T, d_model]."""
-        if self.fused:
+        if self.packed:
             gate, up = self.gate_up_proj(x).split(self.d_ff, dim=-1)  # 2 × [B, T, d_ff]
         else:
             gate, up = self.gate_proj(x), self.up_proj(x)
@@ -142,23 +142,23 @@ class GatedFeedForward(nn.Module):
         return self.down_proj(self.act(gate) * up)
 
     def extra_repr(self) -> str:
-        return f"activation={self.activation!r}, fused={self.fused}"
+        return f"activation={self.activation!r}, packed={self.packed}"
 
 
 def build_ffn(kind: str, d_model: int, d_ff: int, bias: bool = False,
-              fused: bool = False) -> nn.Module:
+              packed: bool = False) -> nn.Module:
     """The FFN named `kind`, a key of `blocklab.config.FFNS` (e.g. "gelu", "swiglu").
 
-    `fused` applies to gated kinds only; asking for it on a plain FFN raises rather than being
+    `packed` applies to gated kinds only; asking for it on a plain FFN raises rather than being
     silently ignored.
     """
     if kind not in FFNS:
         raise InputError(f"ffn kind={kind!r} is not allowed; expected one of {sorted(FFNS)}")
     gated, activation = FFNS[kind]
     if gated:
-        return GatedFeedForward(d_model, d_ff, activation=activation, bias=bias, fused=fused)
-    if fused:
-        raise InputError(f"ffn kind={kind!r} with fused=True is not allowed; expected a gated "
+        return GatedFeedForward(d_model, d_ff, activation=activation, bias=bias, packed=packed)
+    if packed:
+        raise InputError(f"ffn kind={kind!r} with packed=True is not allowed; expected a gated "
                          f"kind, one of {sorted(k for k, (g, _) in FFNS.items() if g)}")
     return FeedForward(d_model, d_ff, activation=activation, bias=bias)
 

@@ -58,7 +58,7 @@ def build_norm_for(cfg: ModelConfig, dim: int | None = None) -> nn.Module:
                       bias=cfg.norm_bias, unit_offset=cfg.norm_unit_offset, cast=cfg.norm_cast)
 
 
-def build_attention(cfg: ModelConfig, fused_qkv: bool = False) -> Attention:
+def build_attention(cfg: ModelConfig, packed_qkv: bool = False) -> Attention:
     q_norm = k_norm = None
     if cfg.qk_norm:  # per-head RMSNorm over head_dim (Qwen3), whatever the block norm is
         q_norm = RMSNorm(cfg.head_dim, eps=cfg.norm_eps, unit_offset=cfg.norm_unit_offset,
@@ -69,18 +69,18 @@ def build_attention(cfg: ModelConfig, fused_qkv: bool = False) -> Attention:
                      qkv_bias=cfg.attn_bias, out_bias=cfg.attn_out_bias, q_norm=q_norm,
                      k_norm=k_norm, rope_layout=cfg.rope_layout, scale=cfg.attn_scale,
                      logit_softcap=cfg.attn_logit_softcap, sliding_window=cfg.sliding_window,
-                     fused_qkv=fused_qkv)
+                     packed_qkv=packed_qkv)
 
 
-def build_block(cfg: ModelConfig, fused_gate_up: bool = False, fused_qkv: bool = False) -> Block:
-    """One decoder layer. `fused_gate_up` stores a gated FFN's gate and up projections as one
-    matrix (same function, one matmul; ignored for plain FFNs, which have no gate), `fused_qkv`
+def build_block(cfg: ModelConfig, packed_gate_up: bool = False, packed_qkv: bool = False) -> Block:
+    """One decoder layer. `packed_gate_up` stores a gated FFN's gate and up projections as one
+    matrix (same function, one matmul; ignored for plain FFNs, which have no gate), `packed_qkv`
     the q, k, v projections."""
     sandwich = cfg.placement == "sandwich"
     return Block(
-        build_attention(cfg, fused_qkv),
+        build_attention(cfg, packed_qkv),
         build_ffn(cfg.ffn, cfg.d_model, cfg.d_ff, bias=cfg.ffn_bias,
-                  fused=fused_gate_up and cfg.gated),
+                  packed=packed_gate_up and cfg.gated),
         build_norm_for(cfg),
         build_norm_for(cfg),
         placement=cfg.placement,
@@ -117,8 +117,8 @@ class DecoderLM(nn.Module):
     Args:
         config: the model; options a decoder cannot honour (causal=False, type_vocab_size > 0,
             pooler) raise a ValueError naming the field.
-        fused_gate_up: hold a gated FFN's gate and up projections as one `gate_up_proj`.
-        fused_qkv: hold the q, k, v projections as one `qkv_proj`.
+        packed_gate_up: hold a gated FFN's gate and up projections as one `gate_up_proj`.
+        packed_qkv: hold the q, k, v projections as one `qkv_proj`.
             Both compute the same function with fewer, larger matmuls; the state dict then
             differs from Hugging Face's (`blocklab.interop.save_hf` splits them again).
         compile: `torch.compile` the forward in place (same state dict). The first call builds
@@ -134,15 +134,15 @@ class DecoderLM(nn.Module):
         in float32 (or float64 for a float64 model).
     """
 
-    def __init__(self, config: ModelConfig, *, fused_gate_up: bool = False,
-                 fused_qkv: bool = False, compile: bool = False) -> None:
+    def __init__(self, config: ModelConfig, *, packed_gate_up: bool = False,
+                 packed_qkv: bool = False, compile: bool = False) -> None:
         super().__init__()
         _check_supported(config)
         self.config = config
         self.embed_tokens = nn.Embedding(config.vocab_size, config.d_model)
         self.position = build_position(config)
         self.embed_norm = build_norm_for(config) if config.embed_norm else None
-        self.layers = nn.ModuleList(build_block(config, fused_gate_up, fused_qkv)
+        self.layers = nn.ModuleList(build_block(config, packed_gate_up, packed_qkv)
                                     for _ in range(config.n_layers))
         self.norm = build_norm_for(config) if config.final_norm else nn.Identity()
         self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=False)

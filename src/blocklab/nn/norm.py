@@ -14,7 +14,7 @@ https://github.com/huggingface/transformers/pull/29402.
 Implementations (`RMSNorm(impl=...)`), all computing the same function:
 
     reference  the plain PyTorch expression below; the readable definition
-    fused      `blocklab.nn.fused.rms_norm`, an autograd Function that saves x and 1/s only
+    fused      `blocklab.nn.lean.rms_norm`, an autograd Function that saves x and 1/s only
     cpu        `blocklab.nn.cpu_kernels.rms_norm`, a compiled one-pass C kernel each way
                (float32 on CPU; built on first use with the system C compiler); raises where
                it cannot run
@@ -37,10 +37,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from blocklab.errors import InputError, KernelUnavailable
-from blocklab.nn import fused
+from blocklab.nn import lean
 
 CASTS = ("llama", "gemma")
-IMPLS = ("auto", "reference", "fused", "cpu", "triton")
+IMPLS = ("auto", "reference", "lean", "cpu", "triton")
 
 
 def resolve_rms_impl(impl: str, x: torch.Tensor, weight: torch.Tensor | None = None) -> str:
@@ -61,7 +61,7 @@ def resolve_rms_impl(impl: str, x: torch.Tensor, weight: torch.Tensor | None = N
             from blocklab.nn import cpu_kernels
             if cpu_kernels.available(x, weight):
                 return "cpu"
-        return "fused"
+        return "lean"
     if impl == "cpu":
         from blocklab.nn import cpu_kernels
         reason = cpu_kernels.unavailable_reason(x, weight)
@@ -143,8 +143,8 @@ class RMSNorm(nn.Module):
         if impl == "cpu":
             from blocklab.nn import cpu_kernels
             return cpu_kernels.rms_norm(x, self.weight, self.eps, self.unit_offset)
-        if impl == "fused":
-            return fused.rms_norm(x, self.weight, self.eps, self.cast, self.unit_offset)
+        if impl == "lean":
+            return lean.rms_norm(x, self.weight, self.eps, self.cast, self.unit_offset)
         if impl == "triton":
             from blocklab.nn import triton_kernels
             return triton_kernels.rms_norm(x, self.weight, self.eps, self.cast,
@@ -163,8 +163,8 @@ class RMSNorm(nn.Module):
             from blocklab.nn import cpu_kernels
             return cpu_kernels.add_rms_norm(x, residual, self.weight, self.eps,
                                             self.unit_offset)
-        if impl in ("fused", "cpu"):
-            return fused.add_rms_norm(x, residual, self.weight, self.eps, self.cast,
+        if impl in ("lean", "cpu"):
+            return lean.add_rms_norm(x, residual, self.weight, self.eps, self.cast,
                                       self.unit_offset)
         if impl == "triton":
             from blocklab.nn import triton_kernels

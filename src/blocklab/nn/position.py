@@ -21,7 +21,7 @@ import torch
 from torch import Tensor, nn
 
 from blocklab.errors import InputError
-from blocklab.nn import fused as _fused
+from blocklab.nn import lean as _lean
 from blocklab.nn.rope_scaling import rope_frequencies, rope_type_of
 
 LAYOUTS = ("half_split", "interleaved")
@@ -127,7 +127,7 @@ def apply_rotary(
     once instead of at every step.
 
     ``fused=True`` computes the half_split rotation as ``x1·cos − x2·sin, x2·cos + x1·sin`` on
-    the two halves (`blocklab.nn.fused.rotate_half_split`), with no ``rotate_half`` copy: the
+    the two halves (`blocklab.nn.lean.rotate_half_split`), with no ``rotate_half`` copy: the
     same values bit for bit, fewer temporaries; one kernel per direction on CUDA with Triton
     (`blocklab.nn.triton_kernels.rope_half_split`) and for float32 on CPU
     (`blocklab.nn.cpu_kernels.rope_half_split`). The interleaved layout ignores it.
@@ -165,7 +165,7 @@ def apply_rotary(
                     from blocklab.nn import cpu_kernels
                     if cpu_kernels.available(x, cos):
                         return cpu_kernels.rope_half_split(x, cos, sin)
-            return _fused.rotate_half_split(x, cos, sin)
+            return _lean.rotate_half_split(x, cos, sin)
         compute = torch.promote_types(x.dtype, torch.float32)
         x_rot = x[..., :r].to(compute)
         c, s = cos.to(compute), sin.to(compute)

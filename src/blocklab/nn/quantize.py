@@ -76,8 +76,8 @@ def fake_quantize(w: Tensor, granularity: str, scale: Tensor | None = None) -> T
 
 
 def gated_ffn_weights(ffn: GatedFeedForward) -> tuple[Tensor, Tensor, Tensor]:
-    """(gate [m, d], up [m, d], down [d, m]) of a gated FFN, fused or not."""
-    if ffn.fused:
+    """(gate [m, d], up [m, d], down [d, m]) of a gated FFN, packed or not."""
+    if ffn.packed:
         gate, up = ffn.gate_up_proj.weight.split(ffn.d_ff, dim=0)
     else:
         gate, up = ffn.gate_proj.weight, ffn.up_proj.weight
@@ -117,7 +117,7 @@ def swiglu_quantized_copy(model: nn.Module, scheme: str) -> nn.Module:
     for module in out.modules():
         if isinstance(module, GatedFeedForward):
             gate, up, down = quantize_swiglu(*gated_ffn_weights(module), scheme)
-            if module.fused:
+            if module.packed:
                 module.gate_up_proj.weight.copy_(torch.cat((gate, up), dim=0))
             else:
                 module.gate_proj.weight.copy_(gate)

@@ -1,7 +1,7 @@
 """Triton kernels: RMSNorm, residual-add + RMSNorm, gated activations and RoPE (each forward
 and backward).
 
-The same maths and cast orders as `blocklab.nn.fused` (see there and `blocklab.nn.norm`):
+The same maths and cast orders as `blocklab.nn.lean` (see there and `blocklab.nn.norm`):
 one program normalises one row in float32 and stores y and 1/s; the backward runs over blocks
 of rows, writing dx and one partial dγ per program, summed afterwards in float32.
 
@@ -33,7 +33,7 @@ import torch
 from torch import Tensor
 
 from blocklab.errors import InputError, KernelUnavailable
-from blocklab.nn.fused import check_rope_operands, rows_of
+from blocklab.nn.lean import check_rope_operands, rows_of
 
 try:
     import triton
@@ -401,7 +401,7 @@ class _TritonRope(torch.autograd.Function):
 
 def rope_half_split(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
     """The half_split RoPE rotation of x: [B, H, T, hd] by cos, sin: [1 or B, 1, T, r] (r even,
-    r <= hd), by Triton; the same maths as `blocklab.nn.fused.rotate_half_split`. cos and sin
+    r <= hd), by Triton; the same maths as `blocklab.nn.lean.rotate_half_split`. cos and sin
     are constants here (no gradient flows to them)."""
     reason = unavailable_reason(x)
     if reason is not None:

@@ -1,4 +1,4 @@
-"""The fast paths of `blocklab.nn.fused` against the reference modules and functions.
+"""The fast paths of `blocklab.nn.lean` against the reference modules and functions.
 
 Tolerances: float32 values and gradients to 1e-6 (atol and rtol; the fused RMSNorm sums x² in
 another order, so 1/s differs in the last bit); bfloat16 forward values are bit for bit the
@@ -11,7 +11,7 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from blocklab.nn import fused
+from blocklab.nn import lean
 from blocklab.nn.ffn import GatedFeedForward
 from blocklab.nn.norm import RMSNorm, resolve_rms_impl
 from blocklab.nn.position import apply_rotary, rotary_cos_sin
@@ -20,7 +20,7 @@ F32 = dict(atol=1e-6, rtol=1e-6)
 BF16 = dict(atol=2**-6, rtol=2**-6)
 
 
-def _pair(cast, unit_offset, impl="fused", dim=24):
+def _pair(cast, unit_offset, impl="lean", dim=24):
     torch.manual_seed(0)
     ref = RMSNorm(dim, cast=cast, unit_offset=unit_offset, impl="reference")
     with torch.no_grad():
@@ -62,10 +62,10 @@ def test_fused_rmsnorm_gradcheck_float64():
     x = torch.randn(3, 6, dtype=torch.float64, requires_grad=True)
     w = (1 + 0.1 * torch.randn(6, dtype=torch.float64)).requires_grad_()
     for cast in ("llama", "gemma"):
-        assert torch.autograd.gradcheck(lambda a, b, c=cast: fused.rms_norm(a, b, 1e-6, c),
+        assert torch.autograd.gradcheck(lambda a, b, c=cast: lean.rms_norm(a, b, 1e-6, c),
                                         (x, w))
         assert torch.autograd.gradcheck(
-            lambda a, r, b, c=cast: fused.add_rms_norm(a, r, b, 1e-6, c), (x, x.detach().clone()
+            lambda a, r, b, c=cast: lean.add_rms_norm(a, r, b, 1e-6, c), (x, x.detach().clone()
                                                                           .requires_grad_(), w))
 
 
@@ -88,7 +88,7 @@ def test_add_rms_norm_matches_sum_then_reference(dtype):
 
 def test_auto_is_fused_on_cpu_without_kernels_and_reference_rejects_nothing():
     x = torch.randn(2, 8)
-    assert resolve_rms_impl("auto", x.bfloat16()) == "fused"
+    assert resolve_rms_impl("auto", x.bfloat16()) == "lean"
     assert resolve_rms_impl("reference", x) == "reference"
     with pytest.raises(ValueError, match="impl='bogus'"):
         RMSNorm(8, impl="bogus")
@@ -107,9 +107,9 @@ def test_gated_activation_matches_autograd(activation, dtype):
     torch.manual_seed(0)
     gate, up = torch.randn(3, 5, 16, dtype=dtype), torch.randn(3, 5, 16, dtype=dtype)
     g = torch.randn_like(gate)
-    act = fused.GATED_ACTIVATIONS[activation]
+    act = lean.GATED_ACTIVATIONS[activation]
     results = []
-    for fn in (lambda a, b: act(a) * b, lambda a, b: fused.gated_activation(a, b, activation)):
+    for fn in (lambda a, b: act(a) * b, lambda a, b: lean.gated_activation(a, b, activation)):
         a, b = gate.clone().requires_grad_(), up.clone().requires_grad_()
         y = fn(a, b)
         y.backward(g)
@@ -130,7 +130,7 @@ def test_gated_activation_gradcheck_float64():
     b = torch.randn(4, 5, dtype=torch.float64, requires_grad=True)
     for activation in ("silu", "gelu"):
         assert torch.autograd.gradcheck(
-            lambda x, y, k=activation: fused.gated_activation(x, y, k), (a, b))
+            lambda x, y, k=activation: lean.gated_activation(x, y, k), (a, b))
 
 
 def test_gated_ffn_uses_fused_activation_by_default_and_matches():
@@ -156,4 +156,4 @@ def test_rotate_half_split_is_exactly_apply_rotary(dtype, rotary_dim):
     got, _ = apply_rotary(q, q, cos, sin, fused=True)
     assert got.dtype == dtype
     assert torch.equal(got, want)
-    assert torch.equal(fused.rotate_half_split(q, cos[None, None], sin[None, None]), want)
+    assert torch.equal(lean.rotate_half_split(q, cos[None, None], sin[None, None]), want)
