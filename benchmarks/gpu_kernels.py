@@ -97,7 +97,7 @@ def cases(rows: int) -> dict:
                                  (gate, up), (gm,)),
             "compile": _fwd_bwd(compiled_glu, (gate, up), (gm,))}),
         "rope": (8 * q.numel() * e, {
-            "blocklab": _fwd_bwd(lambda a, b: apply_rotary(a, b, cos, sin, fused=True),
+            "blocklab": _fwd_bwd(lambda a, b: apply_rotary(a, b, cos, sin, impl="triton"),
                                  (q, k), (gq, gq)),
             "compile": _fwd_bwd(compiled_rope, (q, k), (gq, gq))}),
     }

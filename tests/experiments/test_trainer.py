@@ -275,7 +275,7 @@ def test_compiled_run_reports_its_warm_up_apart_and_matches_eager(tiny_model, ti
         return schedule(step, config)
 
     monkeypatch.setattr(tr, "learning_rate", spy)
-    compiled = tr.train(tiny_model, cfg, "stdlib", compile=True)[1]
+    compiled = tr.train(tiny_model, cfg.replace(backend="compiled"), "stdlib")[1]
     # the warm-up built every graph: none is compiled once the steps (and evaluations) run
     assert graphs_at_step[0] == counters["stats"]["unique_graphs"]
     assert eager["compile_s"] is None

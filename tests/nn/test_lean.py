@@ -86,9 +86,9 @@ def test_add_rms_norm_matches_sum_then_reference(dtype):
         assert_close(got, want, **tol)
 
 
-def test_auto_is_fused_on_cpu_without_kernels_and_reference_rejects_nothing():
+def test_fast_is_lean_for_bfloat16_on_cpu_and_reference_rejects_nothing():
     x = torch.randn(2, 8)
-    assert resolve_rms_impl("auto", x.bfloat16()) == "lean"
+    assert resolve_rms_impl("fast", x.bfloat16()) == "lean"
     assert resolve_rms_impl("reference", x) == "reference"
     with pytest.raises(ValueError, match="impl='bogus'"):
         RMSNorm(8, impl="bogus")
@@ -133,16 +133,16 @@ def test_gated_activation_gradcheck_float64():
             lambda x, y, k=activation: lean.gated_activation(x, y, k), (a, b))
 
 
-def test_gated_ffn_uses_fused_activation_by_default_and_matches():
+@pytest.mark.parametrize("impl", ["fast", "lean", "compiled"])
+def test_gated_ffn_implementations_match_the_reference(impl):
     torch.manual_seed(0)
-    fast = GatedFeedForward(8, 12)
-    plain = GatedFeedForward(8, 12, fused_activation=False)
-    plain.load_state_dict(fast.state_dict())
+    ffn = GatedFeedForward(8, 12, impl=impl)
+    plain = GatedFeedForward(8, 12, impl="reference")
+    plain.load_state_dict(ffn.state_dict())
     x = torch.randn(2, 3, 8)
-    assert fast.fused_activation
-    assert_close(fast(x), plain(x), **F32)  # float32 on CPU: the compiled kernel's exp
-    with pytest.raises(ValueError, match="fused_activation"):
-        GatedFeedForward(8, 12, activation="relu", fused_activation=True)
+    assert_close(ffn(x), plain(x), **F32)  # float32 on CPU: the C kernel's exp under "fast"
+    with pytest.raises(ValueError, match="impl='fused'"):
+        GatedFeedForward(8, 12, impl="fused")
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64])
@@ -153,7 +153,7 @@ def test_rotate_half_split_is_exactly_apply_rotary(dtype, rotary_dim):
     inv_freq = 1.0 / 10000 ** (torch.arange(0, rotary_dim, 2).float() / rotary_dim)
     cos, sin = rotary_cos_sin(torch.arange(5), inv_freq)
     want, _ = apply_rotary(q, q, cos, sin)
-    got, _ = apply_rotary(q, q, cos, sin, fused=True)
+    got, _ = apply_rotary(q, q, cos, sin, impl="lean")
     assert got.dtype == dtype
     assert torch.equal(got, want)
     assert torch.equal(lean.rotate_half_split(q, cos[None, None], sin[None, None]), want)

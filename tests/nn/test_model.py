@@ -213,7 +213,7 @@ def test_forward_is_one_graph_for_torch_compile(scheme):
 def test_compiled_model_matches_eager_and_reports_its_warm_up(caplog):
     import logging
     eager = _model(position="rope")
-    compiled = DecoderLM(eager.config, compile=True)
+    compiled = DecoderLM(eager.config, backend="compiled")
     compiled.load_state_dict(eager.state_dict())
     assert list(compiled.state_dict()) == list(eager.state_dict())
     ids = _ids()

@@ -101,8 +101,12 @@ def train(
                              "(default: stdlib)."),
     out: Path = typer.Option(None, "--out",
                              help="Folder for result.json (default: runs/<run id>)."),
-    compile: bool = typer.Option(False, "--compile", help="torch.compile the model; the "
-                                 "warm-up (compile) time is reported as compile_s."),
+    precision: str = typer.Option(None, help="fp32, or bf16: bfloat16 compute with float32 "
+                                  "weights and optimizer state (default: fp32)."),
+    backend: str = typer.Option(None, help="What each op runs: fast (eager, the fastest "
+                                "implementation that can run), reference (the readable "
+                                "definitions) or compiled (torch.compile; its warm-up is "
+                                "reported as compile_s) (default: fast)."),
     no_progress: bool = typer.Option(False, "--no-progress", help="No progress bar."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
@@ -135,7 +139,8 @@ def train(
     train_fields = {**file.get("train", {}), **_given(
         seq_len=seq_len, batch_size=batch_size, steps=steps, lr=lr, warmup_steps=warmup,
         schedule=schedule, weight_decay=weight_decay, seed=seed, init=init,
-        eval_every=eval_every, stuck_patience=stuck_patience, threads=threads, device=device)}
+        eval_every=eval_every, stuck_patience=stuck_patience, threads=threads, device=device,
+        precision=precision, backend=backend)}
     if clip is not None:
         train_fields["grad_clip"] = None if clip == 0 else clip
     if eval_lengths is not None:
@@ -155,13 +160,14 @@ def train(
     err = console(stderr=True)
     progress = False if (no_progress or as_json or not main_rank) else make_progress(err)
     with distributed.process_group(train_config.device):
-        result = run(model_config, train_config, corpus, out / "result.json", progress=progress,
-                     compile=compile)
+        result = run(model_config, train_config, corpus, out / "result.json", progress=progress)
     if not main_rank:
         raise typer.Exit(0 if result["status"] == "ok" else 1)
     summary = {key: result[key] for key in ("run_id", "status", "reason", "steps_done",
                                             "wall_time_s", "compile_s", "ms_per_step",
-                                            "tokens_per_s")}
+                                            "tokens_per_s", "backends")}
+    summary["precision"] = train_config.precision
+    summary["backend"] = train_config.backend
     summary["final"] = {k: v for k, v in result["final"].items() if k != "per_position_loss"}
     summary["result"] = str(out / "result.json")
     if as_json:
@@ -202,6 +208,9 @@ def _print_summary(summary: dict[str, Any], model_config, data_name: str) -> Non
     table.add_row("tokens per s", _number(summary["tokens_per_s"], 0))
     if summary["compile_s"] is not None:
         table.add_row("compile warm-up (s)", _number(summary["compile_s"], 1))
+    table.add_row("precision · backend", f"{summary['precision']} · {summary['backend']}")
+    table.add_row("ops ran", escape(", ".join(f"{op} {impl}"
+                                              for op, impl in summary["backends"].items())))
     table.add_row("wall time (s)", _number(summary["wall_time_s"], 1))
     table.add_row("result", escape(summary["result"]))
     console().print(table)

@@ -31,7 +31,10 @@ if TYPE_CHECKING:
 # Fields that change neither what is trained nor how: a cosmetic name, and the thread count and
 # device (which change rounding, not the experiment).
 _MODEL_IGNORED = ("name",)
-_TRAIN_IGNORED = ("threads", "device")
+_TRAIN_IGNORED = ("threads", "device", "backend")
+# Keys added to TrainConfig after run ids were first issued, left out at their default so the
+# ids of earlier runs stay what they were.
+_TRAIN_ADDED = {"precision": "fp32"}
 
 
 def run_id(model_config: ModelConfig | dict, train_config: TrainConfig | dict,
@@ -39,12 +42,14 @@ def run_id(model_config: ModelConfig | dict, train_config: TrainConfig | dict,
     """A stable 12-hex-digit id of (model config, train config, data name).
 
     sha256 of their canonical JSON (sorted keys), without `ModelConfig.name`,
-    `TrainConfig.threads` and `TrainConfig.device`.
+    `TrainConfig.threads`, `TrainConfig.device` and `TrainConfig.backend` (they change speed,
+    not values), nor `TrainConfig.precision` at its default "fp32".
     """
     model = model_config if isinstance(model_config, dict) else model_config.to_dict()
     train = train_config if isinstance(train_config, dict) else train_config.to_dict()
     model = {k: v for k, v in model.items() if k not in _MODEL_IGNORED}
-    train = {k: v for k, v in train.items() if k not in _TRAIN_IGNORED}
+    train = {k: v for k, v in train.items()
+             if k not in _TRAIN_IGNORED and not (k in _TRAIN_ADDED and _TRAIN_ADDED[k] == v)}
     canonical = json.dumps({"model": model, "train": train, "data": str(data_name)},
                            sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:12]

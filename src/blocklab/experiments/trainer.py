@@ -65,6 +65,8 @@ from blocklab.experiments.data import (
 from blocklab.experiments.env import environment
 from blocklab.experiments.init import INITS, initialize
 from blocklab.experiments.results import json_safe, result_json, run_id
+from blocklab.nn.backends import BACKENDS
+from blocklab.nn.model import PRECISIONS
 
 SCHEDULES = ("cosine", "constant")
 STATUSES = ("ok", "diverged", "stuck")
@@ -120,6 +122,12 @@ class TrainConfig:
     divergence_factor: a train loss above this × ln(vocab_size) (the uniform guess) counts as
         diverged, as does NaN/inf (None = NaN/inf only).
     threads: torch CPU threads for the run (None = leave as is). device: "cpu" or "cuda[:i]".
+    precision: "fp32", or "bf16" (bfloat16 compute, float32 weights and AdamW state; see
+        `DecoderLM`).
+    backend: what each op of the model runs, "fast", "reference" or "compiled"
+        (`blocklab.nn.backends`); "compiled" warms up every graph the run needs before the
+        first step and reports that time as the result's compile_s. Like threads and device it
+        changes speed, not values (beyond float rounding), so it is not part of the run id.
     """
 
     steps: int = 200
@@ -143,6 +151,8 @@ class TrainConfig:
     divergence_factor: float | None = 4.0
     threads: int | None = None
     device: str = "cpu"
+    precision: str = "fp32"
+    backend: str = "fast"
 
     def __post_init__(self) -> None:
         _int("steps", self.steps, 1)
@@ -188,6 +198,10 @@ class TrainConfig:
             _int("threads", self.threads, 1)
         if not (isinstance(self.device, str) and self.device.split(":")[0] in ("cpu", "cuda")):
             raise _bad("device", self.device, "'cpu' or 'cuda[:index]'")
+        if self.precision not in PRECISIONS:
+            raise _bad("precision", self.precision, f"one of {list(PRECISIONS)}")
+        if self.backend not in BACKENDS:
+            raise _bad("backend", self.backend, f"one of {list(BACKENDS)}")
 
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
@@ -239,7 +253,8 @@ def build_model(model_config: ModelConfig, train_config: TrainConfig) -> nn.Modu
     from blocklab.nn import DecoderLM
 
     torch.manual_seed(train_config.seed)
-    model = DecoderLM(model_config)
+    model = DecoderLM(model_config, backend=train_config.backend,
+                      precision=train_config.precision)
     initialize(model, train_config.init, train_config.seed, model_config.n_layers)
     return model.to(train_config.device)
 
@@ -513,7 +528,7 @@ def check_fits_in_memory(mc: ModelConfig, tc: TrainConfig) -> None:
 
 def train(model_config: ModelConfig, train_config: TrainConfig,
           data: str | Path | Corpus = "stdlib", *, progress: Progress | bool = False,
-          label: str | None = None, compile: bool = False) -> tuple[nn.Module, dict[str, Any]]:
+          label: str | None = None) -> tuple[nn.Module, dict[str, Any]]:
     """Train one model and return it with its result dictionary (see `run` for the keys).
 
     Args:
@@ -521,11 +536,11 @@ def train(model_config: ModelConfig, train_config: TrainConfig,
         progress: False (silent), True (own rich progress bar) or a `rich.progress.Progress`
             to add this run's task to (hidden again when the run ends); rank 0 only.
         label: the progress description; defaults to the model's design choices and seed.
-        compile: `torch.compile` the model's forward (`nn.Module.compile`, in place, so the
-            state dict keeps its keys) and warm up every graph the run needs before the first
-            step (forward and backward on the first batch with and without the per-layer
-            logging hooks, evaluation at each length); that wall time, the compile cost, is
-            reported as result["compile_s"] (None without compile), not in train_time_s.
+
+    With `train_config.backend == "compiled"` every graph the run needs is built before the
+    first step (forward and backward on the first batch with and without the per-layer logging
+    hooks, evaluation at each length); that wall time, the compile cost, is reported as
+    result["compile_s"] (None otherwise), not in train_time_s.
 
     Inside a process group every rank must call this with the same arguments, and each gets
     the same result (timings aside). `train_config.batch_size` is the global batch and must
@@ -575,8 +590,7 @@ def train(model_config: ModelConfig, train_config: TrainConfig,
         optimizer = make_optimizer(model, tc)
         recorder = _ResidualRecorder(model.layers)
         compile_s = None
-        if compile:
-            model.compile()
+        if tc.backend == "compiled":
             tick = time.perf_counter()
             batch = sample_batch(corpus.train, seed=tc.seed, step=0, batch_size=tc.batch_size,
                                  seq_len=tc.seq_len)[rows].to(tc.device)
@@ -679,6 +693,7 @@ def train(model_config: ModelConfig, train_config: TrainConfig,
         "wall_time_s": time.perf_counter() - started,
         "train_time_s": train_seconds,
         "compile_s": compile_s,
+        "backends": model.backends(),
         "ms_per_step": 1000 * train_seconds / steps_done if steps_done else None,
         "tokens_per_s": (steps_done * tc.batch_size * tc.seq_len / train_seconds
                          if train_seconds > 0 else None),
@@ -688,8 +703,7 @@ def train(model_config: ModelConfig, train_config: TrainConfig,
 
 def run(model_config: ModelConfig, train_config: TrainConfig,
         data: str | Path | Corpus = "stdlib", out_path: str | Path | None = None, *,
-        progress: Progress | bool = False, label: str | None = None,
-        compile: bool = False) -> dict[str, Any]:
+        progress: Progress | bool = False, label: str | None = None) -> dict[str, Any]:
     """Train one model; return its result and, given `out_path`, write it there atomically
     (from rank 0 alone inside a process group).
 
@@ -699,11 +713,11 @@ def run(model_config: ModelConfig, train_config: TrainConfig,
     layer_grad_norms {step, layer, down_proj}, residual_rms {step, layer}}, final {val_loss
     (nats/token at seq_len), val_bpb, val_loss_by_length, per_position_loss, train_loss,
     unigram_entropy, unigram_entropy_bpb, params[, eval_errors]}, steps_done, wall_time_s,
-    train_time_s, compile_s (warm-up seconds with `compile`, else null), ms_per_step,
+    train_time_s, compile_s (warm-up seconds under backend "compiled", else null), backends
+    (op -> the implementation it ran, `DecoderLM.backends()`), ms_per_step,
     tokens_per_s. Non-finite numbers are written as null.
     """
-    _, result = train(model_config, train_config, data, progress=progress, label=label,
-                      compile=compile)
+    _, result = train(model_config, train_config, data, progress=progress, label=label)
     if out_path is not None and distributed.is_main():  # one writer in a process group
         write_atomic(Path(out_path), result_json(result))
     return result

@@ -24,6 +24,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from blocklab.errors import InputError
+from blocklab.nn import backends
+from blocklab.nn.linear import Linear
 from blocklab.nn.position import LAYOUTS, apply_rotary
 
 
@@ -134,6 +136,8 @@ class Attention(nn.Module):
         sliding_window: each query sees at most this many keys, itself included (Mistral).
         packed_qkv: hold q_proj, k_proj, v_proj as one `qkv_proj` (rows q, then k, then v) and
             run one matmul instead of three; the same function, a different state dict.
+        impl: how RoPE rotates q and k: a backend or an implementation of
+            `blocklab.nn.backends` ("fast" by default).
 
     `forward(x, rope=None, bias=None, cache=None)`:
         x: [B, T, d_model]; rope: (cos, sin), each [T, r] or [B, T, r], for the positions of x;
@@ -149,7 +153,7 @@ class Attention(nn.Module):
                  q_norm: nn.Module | None = None, k_norm: nn.Module | None = None,
                  rope_layout: str = "half_split", scale: float | None = None,
                  logit_softcap: float | None = None, sliding_window: int | None = None,
-                 packed_qkv: bool = False) -> None:
+                 packed_qkv: bool = False, impl: str = "fast") -> None:
         super().__init__()
         for name, value in (("d_model", d_model), ("n_heads", n_heads),
                             ("n_kv_heads", n_kv_heads), ("head_dim", head_dim)):
@@ -172,14 +176,15 @@ class Attention(nn.Module):
         self.logit_softcap = logit_softcap
         self.sliding_window = sliding_window
         self.packed_qkv = packed_qkv
+        self.impl = backends.check_choice("Attention", impl)
         if packed_qkv:
-            self.qkv_proj = nn.Linear(d_model, (n_heads + 2 * n_kv_heads) * head_dim,
+            self.qkv_proj = Linear(d_model, (n_heads + 2 * n_kv_heads) * head_dim,
                                       bias=qkv_bias)
         else:
-            self.q_proj = nn.Linear(d_model, n_heads * head_dim, bias=qkv_bias)
-            self.k_proj = nn.Linear(d_model, n_kv_heads * head_dim, bias=qkv_bias)
-            self.v_proj = nn.Linear(d_model, n_kv_heads * head_dim, bias=qkv_bias)
-        self.o_proj = nn.Linear(n_heads * head_dim, d_model, bias=out_bias)
+            self.q_proj = Linear(d_model, n_heads * head_dim, bias=qkv_bias)
+            self.k_proj = Linear(d_model, n_kv_heads * head_dim, bias=qkv_bias)
+            self.v_proj = Linear(d_model, n_kv_heads * head_dim, bias=qkv_bias)
+        self.o_proj = Linear(n_heads * head_dim, d_model, bias=out_bias)
         self.q_norm = q_norm
         self.k_norm = k_norm
 
@@ -198,7 +203,8 @@ class Attention(nn.Module):
         if self.q_norm is not None:
             q, k = self.q_norm(q), self.k_norm(k)
         if rope is not None:
-            q, k = apply_rotary(q, k, rope[0], rope[1], self.rope_layout, fused=True)
+            q, k = apply_rotary(q, k, rope[0], rope[1], self.rope_layout,
+                                impl=self.impl)
         past = 0
         if cache is not None:
             past = cache.length

@@ -321,6 +321,14 @@ def notes() -> list[str]:
     return list(_notes)
 
 
+@torch.compiler.assume_constant_result
+def _load_reason() -> str | None:
+    """Why the kernels cannot load, or None once they have. torch.compile runs this while
+    tracing and keeps the answer as a constant, instead of tracing into the loader's lock and
+    files (a graph break)."""
+    return _reason if _load() is None else None
+
+
 def unavailable_reason(x: Tensor | None = None, weight: Tensor | None = None) -> str | None:
     """Why the compiled kernels cannot take x (and weight), or None when they can."""
     if x is not None:
@@ -330,59 +338,138 @@ def unavailable_reason(x: Tensor | None = None, weight: Tensor | None = None) ->
             return f"x is {x.dtype}, the compiled kernels take torch.float32 only"
     if weight is not None and weight.dtype != torch.float32:
         return f"weight is {weight.dtype}, the compiled kernels take torch.float32 only"
-    if _load() is None:
-        return _reason
-    return None
+    return _load_reason()
 
 
 def available(x: Tensor | None = None, weight: Tensor | None = None) -> bool:
     return unavailable_reason(x, weight) is None
 
 
-def _empty(shape: torch.Size) -> Tensor:
-    return torch.empty(shape, dtype=torch.float32)
+def _require(x: Tensor, weight: Tensor | None) -> None:
+    reason = unavailable_reason(x, weight)
+    if reason is not None:
+        raise KernelUnavailable(f"compiled CPU kernels cannot run here: {reason}")
+
+
+# --- the kernels as custom ops ------------------------------------------------------------------
+# Each kernel is a torch.library custom op (namespace blocklab) with a fake implementation (the
+# outputs' shapes, from the inputs' alone), so torch.compile keeps it as one opaque call in its
+# graph instead of breaking the graph at a ctypes call. Registering builds and loads nothing:
+# the library is loaded by the first real call. Outputs are always fresh, contiguous float32
+# tensors (a custom op's output must not alias an input), and ops take only what their kernel
+# reads correctly: the checks below keep a direct torch.ops.blocklab call from reading out of
+# bounds.
+def _kernels() -> ctypes.CDLL:
+    lib = _load()
+    if lib is None:
+        raise KernelUnavailable(f"compiled CPU kernels cannot run here: {_reason}")
+    return lib
+
+
+def _operand(op: str, name: str, t: Tensor, shape: tuple[int, ...]) -> None:
+    if t.dtype != torch.float32 or t.device.type != "cpu" or tuple(t.shape) != tuple(shape):
+        raise InputError(f"blocklab::{op}: {name} is {t.dtype} {tuple(t.shape)} on "
+                         f"{t.device.type}; expected torch.float32 {tuple(shape)} on cpu")
+
+
+def _empty(shape) -> Tensor:
+    return torch.empty(tuple(shape), dtype=torch.float32)
+
+
+def _fake(like: Tensor, shape) -> Tensor:
+    """A fresh contiguous float32 output of `shape` for a fake implementation."""
+    return like.new_empty(tuple(shape), dtype=torch.float32)
 
 
 def _ptr(t: Tensor | None) -> int | None:
     return None if t is None else t.data_ptr()
 
 
+def _rms_operands(op: str, x: Tensor, weight: Tensor, **same_as_x: Tensor | None) -> None:
+    _operand(op, "x", x, x.shape)
+    _operand(op, "weight", weight, x.shape[-1:])
+    for name, t in same_as_x.items():
+        if t is not None:
+            _operand(op, name, t, x.shape)
+
+
 def _forward(x: Tensor, residual: Tensor | None, weight: Tensor, eps: float,
-             unit_offset: bool) -> tuple[Tensor, Tensor, Tensor]:
-    """(y, h, 1/s): y, h: [..., d] (h is x when there is no residual), 1/s: [..., 1]."""
-    lib = _load()
+             unit_offset: bool) -> tuple[Tensor, Tensor | None, Tensor]:
+    """(y, h, 1/s): y, h: [..., d] (h None when there is no residual), 1/s: [..., 1]."""
+    lib = _kernels()
     d = x.shape[-1]
     x = x.contiguous()
     y = _empty(x.shape)
-    rinv = torch.empty(x.shape[:-1] + (1,), dtype=torch.float32)
-    h = x
+    rinv = _empty(x.shape[:-1] + (1,))
+    h = None
     if residual is not None:
         residual = residual.contiguous()
         h = _empty(x.shape)
-    lib.blocklab_rms_forward(x.data_ptr(), _ptr(residual), h.data_ptr(),
+    lib.blocklab_rms_forward(x.data_ptr(), _ptr(residual), _ptr(h),
                              weight.contiguous().data_ptr(), y.data_ptr(), rinv.data_ptr(),
                              x.numel() // d, d, float(eps), int(unit_offset),
                              torch.get_num_threads())
     return y, h, rinv
 
 
-def _backward(grad: Tensor, h: Tensor, rinv: Tensor, weight: Tensor, grad_h: Tensor | None,
-              unit_offset: bool, need_weight_grad: bool) -> tuple[Tensor, Tensor | None]:
-    lib = _load()
-    d = h.shape[-1]
-    grad = grad.contiguous()
+@torch.library.custom_op("blocklab::cpu_rms_norm", mutates_args=(), device_types="cpu")
+def _rms_norm_op(x: Tensor, weight: Tensor, eps: float,
+                 unit_offset: bool) -> tuple[Tensor, Tensor]:
+    """x: [..., d], weight: [d] -> (y: [..., d], 1/s: [..., 1], kept for the backward)."""
+    _rms_operands("cpu_rms_norm", x, weight)
+    y, _, rinv = _forward(x, None, weight, eps, unit_offset)
+    return y, rinv
+
+
+@_rms_norm_op.register_fake
+def _(x, weight, eps, unit_offset):
+    return _fake(x, x.shape), _fake(x, x.shape[:-1] + (1,))
+
+
+@torch.library.custom_op("blocklab::cpu_add_rms_norm", mutates_args=(), device_types="cpu")
+def _add_rms_norm_op(x: Tensor, residual: Tensor, weight: Tensor, eps: float,
+                     unit_offset: bool) -> tuple[Tensor, Tensor, Tensor]:
+    """x, residual: [..., d], weight: [d] -> (y: [..., d], h = x + residual: [..., d],
+    1/s: [..., 1])."""
+    _rms_operands("cpu_add_rms_norm", x, weight, residual=residual)
+    return _forward(x, residual, weight, eps, unit_offset)
+
+
+@_add_rms_norm_op.register_fake
+def _(x, residual, weight, eps, unit_offset):
+    return _fake(x, x.shape), _fake(x, x.shape), _fake(x, x.shape[:-1] + (1,))
+
+
+@torch.library.custom_op("blocklab::cpu_rms_norm_backward", mutates_args=(),
+                         device_types="cpu")
+def _rms_norm_backward_op(grad: Tensor, x: Tensor, rinv: Tensor, weight: Tensor,
+                          grad_h: Tensor | None, unit_offset: bool,
+                          weight_grad: bool) -> tuple[Tensor, Tensor]:
+    """grad, x: [..., d], 1/s: [..., 1], weight: [d], grad_h: [..., d] or None (added to dx)
+    -> (dx: [..., d], dw: [d], or [0] when not weight_grad)."""
+    op = "cpu_rms_norm_backward"
+    _rms_operands(op, x, weight, grad=grad, grad_h=grad_h)
+    _operand(op, "rinv", rinv, x.shape[:-1] + (1,))
+    lib = _kernels()
+    d = x.shape[-1]
+    x, grad, rinv = x.contiguous(), grad.contiguous(), rinv.contiguous()
     if grad_h is not None:
         grad_h = grad_h.contiguous()
     threads = torch.get_num_threads()
-    dx = _empty(h.shape)
-    dw = torch.empty(d, dtype=torch.float32) if need_weight_grad else None
-    status = lib.blocklab_rms_backward(grad.data_ptr(), h.data_ptr(), rinv.data_ptr(),
+    dx = _empty(x.shape)
+    dw = _empty((d if weight_grad else 0,))
+    status = lib.blocklab_rms_backward(grad.data_ptr(), x.data_ptr(), rinv.data_ptr(),
                                        weight.contiguous().data_ptr(), _ptr(grad_h),
-                                       dx.data_ptr(), _ptr(dw), h.numel() // d, d,
-                                       int(unit_offset), threads)
+                                       dx.data_ptr(), dw.data_ptr() if weight_grad else None,
+                                       x.numel() // d, d, int(unit_offset), threads)
     if status != 0:
         raise MemoryError(f"RMSNorm backward: no memory for {threads}×{d} float64 partial sums")
     return dx, dw
+
+
+@_rms_norm_backward_op.register_fake
+def _(grad, x, rinv, weight, grad_h, unit_offset, weight_grad):
+    return _fake(x, x.shape), _fake(x, (x.shape[-1] if weight_grad else 0,))
 
 
 def _rms_reference(x: Tensor, weight: Tensor, eps: float, unit_offset: bool) -> Tensor:
@@ -402,60 +489,55 @@ def _differentiable_grads(fn, inputs: tuple[Tensor, ...],
     return [next(got) if t.requires_grad else None for t in inputs]
 
 
-class CompiledRMSNorm(torch.autograd.Function):
-    """y = RMSNorm(x; γ), float32, saving x and 1/s."""
-
-    @staticmethod
-    def forward(ctx, x: Tensor, weight: Tensor, eps: float, unit_offset: bool) -> Tensor:
-        y, _, rinv = _forward(x, None, weight, eps, unit_offset)
-        ctx.save_for_backward(x, rinv, weight)  # x itself, so a double backward reaches it
-        ctx.eps, ctx.unit_offset = eps, unit_offset
-        return y
-
-    @staticmethod
-    def backward(ctx, grad: Tensor):
-        x, rinv, weight = ctx.saved_tensors
-        if torch.is_grad_enabled():  # create_graph=True: a gradient that is differentiable
-            return (*_differentiable_grads(
-                lambda a, w: _rms_reference(a, w, ctx.eps, ctx.unit_offset), (x, weight),
-                (grad,)), None, None)
-        dx, dw = _backward(grad, x.contiguous(), rinv, weight, None, ctx.unit_offset,
-                           ctx.needs_input_grad[1])
-        return dx, dw, None, None
+def _rms_setup(ctx, inputs, output) -> None:
+    x, weight, eps, unit_offset = inputs
+    _, rinv = output
+    ctx.save_for_backward(x, rinv, weight)  # x itself, so a double backward reaches it
+    ctx.eps, ctx.unit_offset = eps, unit_offset
+    ctx.mark_non_differentiable(rinv)
 
 
-class CompiledAddRMSNorm(torch.autograd.Function):
-    """(y, h) with h = x + residual, y = RMSNorm(h), float32, saving h and 1/s."""
+def _rms_backward(ctx, grad: Tensor, _grad_rinv):
+    x, rinv, weight = ctx.saved_tensors
+    if torch.is_grad_enabled():  # create_graph=True: a gradient that is differentiable
+        return (*_differentiable_grads(
+            lambda a, w: _rms_reference(a, w, ctx.eps, ctx.unit_offset), (x, weight),
+            (grad,)), None, None)
+    weight_grad = ctx.needs_input_grad[1]
+    dx, dw = _rms_norm_backward_op(grad, x, rinv, weight, None, ctx.unit_offset, weight_grad)
+    return dx, dw if weight_grad else None, None, None
 
-    @staticmethod
-    def forward(ctx, x: Tensor, residual: Tensor, weight: Tensor, eps: float,
-                unit_offset: bool) -> tuple[Tensor, Tensor]:
-        y, h, rinv = _forward(x, residual, weight, eps, unit_offset)
-        ctx.save_for_backward(h, rinv, weight)
-        ctx.eps, ctx.unit_offset = eps, unit_offset
-        return y, h
 
-    @staticmethod
-    def backward(ctx, grad_y: Tensor, grad_h: Tensor | None):
-        h, rinv, weight = ctx.saved_tensors
-        if grad_y is None:  # only h was used downstream
-            return grad_h, grad_h, None, None, None
-        if torch.is_grad_enabled():  # create_graph=True; h is our output, so this recurses
-            dh, dw = _differentiable_grads(
-                lambda a, w: _rms_reference(a, w, ctx.eps, ctx.unit_offset), (h, weight),
-                (grad_y,))
-            if grad_h is not None:
-                dh = grad_h if dh is None else dh + grad_h
-            return dh, dh, dw, None, None
-        dh, dw = _backward(grad_y, h, rinv, weight, grad_h, ctx.unit_offset,
-                           ctx.needs_input_grad[2])
+_rms_norm_op.register_autograd(_rms_backward, setup_context=_rms_setup)
+
+
+def _add_rms_setup(ctx, inputs, output) -> None:
+    _, _, weight, eps, unit_offset = inputs
+    _, h, rinv = output
+    ctx.save_for_backward(h, rinv, weight)
+    ctx.eps, ctx.unit_offset = eps, unit_offset
+    ctx.mark_non_differentiable(rinv)
+    ctx.set_materialize_grads(False)  # an unused y or h arrives as None, not as zeros
+
+
+def _add_rms_backward(ctx, grad_y: Tensor | None, grad_h: Tensor | None, _grad_rinv):
+    h, rinv, weight = ctx.saved_tensors
+    if grad_y is None:  # only h was used downstream
+        return grad_h, grad_h, None, None, None
+    if torch.is_grad_enabled():  # create_graph=True; h is our output, so this recurses
+        dh, dw = _differentiable_grads(
+            lambda a, w: _rms_reference(a, w, ctx.eps, ctx.unit_offset), (h, weight),
+            (grad_y,))
+        if grad_h is not None:
+            dh = grad_h if dh is None else dh + grad_h
         return dh, dh, dw, None, None
+    weight_grad = ctx.needs_input_grad[2]
+    dh, dw = _rms_norm_backward_op(grad_y, h, rinv, weight, grad_h, ctx.unit_offset,
+                                   weight_grad)
+    return dh, dh, dw if weight_grad else None, None, None
 
 
-def _require(x: Tensor, weight: Tensor) -> None:
-    reason = unavailable_reason(x, weight)
-    if reason is not None:
-        raise KernelUnavailable(f"compiled CPU kernels cannot run here: {reason}")
+_add_rms_norm_op.register_autograd(_add_rms_backward, setup_context=_add_rms_setup)
 
 
 def rms_norm(x: Tensor, weight: Tensor, eps: float = 1e-6, unit_offset: bool = False) -> Tensor:
@@ -464,7 +546,7 @@ def rms_norm(x: Tensor, weight: Tensor, eps: float = 1e-6, unit_offset: bool = F
     Both cast orders ("llama", "gemma") coincide in float32, so there is no `cast` argument.
     """
     _require(x, weight)
-    return CompiledRMSNorm.apply(x, weight, eps, unit_offset)
+    return _rms_norm_op(x, weight, eps, unit_offset)[0]
 
 
 def add_rms_norm(x: Tensor, residual: Tensor, weight: Tensor, eps: float = 1e-6,
@@ -477,43 +559,85 @@ def add_rms_norm(x: Tensor, residual: Tensor, weight: Tensor, eps: float = 1e-6,
     if residual.dtype != torch.float32:
         raise InputError(f"add_rms_norm: residual is {residual.dtype}; expected torch.float32 "
                          "like x")
-    return CompiledAddRMSNorm.apply(x, residual, weight, eps, unit_offset)
+    y, h, _ = _add_rms_norm_op(x, residual, weight, eps, unit_offset)
+    return y, h
 
 
 # --- gated activations ------------------------------------------------------------------------
-class CompiledGatedActivation(torch.autograd.Function):
-    """y = φ(gate) · up, float32, saving gate and up; φ recomputed in backward."""
+def _gated_operands(op: str, gate: Tensor, up: Tensor, activation: str) -> None:
+    if activation not in ACTIVATIONS:
+        raise InputError(f"blocklab::{op}: activation={activation!r} is not allowed; "
+                         f"expected one of {sorted(ACTIVATIONS)}")
+    _operand(op, "gate", gate, gate.shape)
+    _operand(op, "up", up, gate.shape)
 
-    @staticmethod
-    def forward(ctx, gate: Tensor, up: Tensor, activation: str) -> Tensor:
-        lib = _load()
-        g2, sg = rows_of(gate)
-        u2, su = rows_of(up)
-        y = _empty(gate.shape)
-        lib.blocklab_gated_forward(g2.data_ptr(), sg, u2.data_ptr(), su, y.data_ptr(),
-                                   g2.shape[0], g2.shape[1], ACTIVATIONS[activation],
-                                   torch.get_num_threads())
-        ctx.save_for_backward(gate, up)
-        ctx.activation = activation
-        return y
 
-    @staticmethod
-    def backward(ctx, grad: Tensor):
-        lib = _load()
-        gate, up = ctx.saved_tensors
-        if torch.is_grad_enabled():  # create_graph=True: a gradient that is differentiable
-            act = torch.nn.functional.silu if ctx.activation == "silu" else \
-                torch.nn.functional.gelu
-            return (*_differentiable_grads(lambda a, b: act(a) * b, (gate, up), (grad,)), None)
-        g2, sg = rows_of(gate)
-        u2, su = rows_of(up)
-        grad = grad.contiguous()
-        d_gate = _empty(gate.shape) if ctx.needs_input_grad[0] else None
-        d_up = _empty(up.shape) if ctx.needs_input_grad[1] else None
-        lib.blocklab_gated_backward(grad.data_ptr(), g2.data_ptr(), sg, u2.data_ptr(), su,
-                                    _ptr(d_gate), _ptr(d_up), g2.shape[0], g2.shape[1],
-                                    ACTIVATIONS[ctx.activation], torch.get_num_threads())
-        return d_gate, d_up, None
+@torch.library.custom_op("blocklab::cpu_gated_activation", mutates_args=(),
+                         device_types="cpu")
+def _gated_op(gate: Tensor, up: Tensor, activation: str) -> Tensor:
+    """φ(gate) · up; gate, up: [..., m] (rows read in place where evenly spaced, as the two
+    halves of a packed gate_up output are) -> [..., m]."""
+    _gated_operands("cpu_gated_activation", gate, up, activation)
+    lib = _kernels()
+    g2, sg = rows_of(gate)
+    u2, su = rows_of(up)
+    y = _empty(gate.shape)
+    lib.blocklab_gated_forward(g2.data_ptr(), sg, u2.data_ptr(), su, y.data_ptr(),
+                               g2.shape[0], g2.shape[1], ACTIVATIONS[activation],
+                               torch.get_num_threads())
+    return y
+
+
+@_gated_op.register_fake
+def _(gate, up, activation):
+    return _fake(gate, gate.shape)
+
+
+@torch.library.custom_op("blocklab::cpu_gated_activation_backward", mutates_args=(),
+                         device_types="cpu")
+def _gated_backward_op(grad: Tensor, gate: Tensor, up: Tensor, activation: str,
+                       gate_grad: bool, up_grad: bool) -> tuple[Tensor, Tensor]:
+    """grad, gate, up: [..., m] -> (d_gate, d_up): [..., m] each, or [0] when not asked for."""
+    op = "cpu_gated_activation_backward"
+    _gated_operands(op, gate, up, activation)
+    _operand(op, "grad", grad, gate.shape)
+    lib = _kernels()
+    g2, sg = rows_of(gate)
+    u2, su = rows_of(up)
+    grad = grad.contiguous()
+    d_gate = _empty(gate.shape if gate_grad else (0,))
+    d_up = _empty(up.shape if up_grad else (0,))
+    lib.blocklab_gated_backward(grad.data_ptr(), g2.data_ptr(), sg, u2.data_ptr(), su,
+                                d_gate.data_ptr() if gate_grad else None,
+                                d_up.data_ptr() if up_grad else None, g2.shape[0], g2.shape[1],
+                                ACTIVATIONS[activation], torch.get_num_threads())
+    return d_gate, d_up
+
+
+@_gated_backward_op.register_fake
+def _(grad, gate, up, activation, gate_grad, up_grad):
+    return (_fake(gate, gate.shape if gate_grad else (0,)),
+            _fake(gate, up.shape if up_grad else (0,)))
+
+
+def _gated_setup(ctx, inputs, output) -> None:
+    gate, up, activation = inputs
+    ctx.save_for_backward(gate, up)  # φ is recomputed in backward
+    ctx.activation = activation
+
+
+def _gated_backward(ctx, grad: Tensor):
+    gate, up = ctx.saved_tensors
+    if torch.is_grad_enabled():  # create_graph=True: a gradient that is differentiable
+        act = torch.nn.functional.silu if ctx.activation == "silu" else \
+            torch.nn.functional.gelu
+        return (*_differentiable_grads(lambda a, b: act(a) * b, (gate, up), (grad,)), None)
+    gate_grad, up_grad = ctx.needs_input_grad[:2]
+    d_gate, d_up = _gated_backward_op(grad, gate, up, ctx.activation, gate_grad, up_grad)
+    return d_gate if gate_grad else None, d_up if up_grad else None, None
+
+
+_gated_op.register_autograd(_gated_backward, setup_context=_gated_setup)
 
 
 def gated_activation(gate: Tensor, up: Tensor, activation: str = "silu") -> Tensor:
@@ -527,19 +651,19 @@ def gated_activation(gate: Tensor, up: Tensor, activation: str = "silu") -> Tens
                          f"{tuple(up.shape)} shapes differ")
     for t in (gate, up):
         _require(t, None)
-    return CompiledGatedActivation.apply(gate, up, activation)
+    return _gated_op(gate, up, activation)
 
 
 # --- RoPE -------------------------------------------------------------------------------------
 def _rope(x: Tensor, cos: Tensor, sin: Tensor, inverse: bool) -> Tensor:
     """x: [B, H, T, hd], cos, sin: [1 or B, 1, T, r] -> contiguous [B, H, T, hd]."""
-    lib = _load()
+    lib = _kernels()
     if x.stride(-1) != 1:
         x = x.contiguous()
     B, H, T, hd = x.shape
     if cos.stride(-1) != 1 or cos.stride() != sin.stride():
         cos, sin = cos.contiguous(), sin.contiguous()
-    out = _empty(torch.Size((B, H, T, hd)))
+    out = _empty((B, H, T, hd))
     cb = cos.stride(0) if cos.shape[0] > 1 else 0
     lib.blocklab_rope(x.data_ptr(), x.stride(0), x.stride(1), x.stride(2), cos.data_ptr(),
                       sin.data_ptr(), cb, cos.stride(2), out.data_ptr(), B, H, T, hd,
@@ -547,25 +671,35 @@ def _rope(x: Tensor, cos: Tensor, sin: Tensor, inverse: bool) -> Tensor:
     return out
 
 
-class CompiledRope(torch.autograd.Function):
-    """Half-split RoPE of x by constant cos, sin, saving only cos and sin (the rotation is
-    linear, so its gradient is the inverse rotation of the incoming gradient)."""
+@torch.library.custom_op("blocklab::cpu_rope", mutates_args=(), device_types="cpu")
+def _rope_op(x: Tensor, cos: Tensor, sin: Tensor, inverse: bool) -> Tensor:
+    """The half-split rotation R (or its transpose when inverse) of x: [B, H, T, hd] by
+    cos, sin: [1 or B, 1, T, r] -> [B, H, T, hd]."""
+    check_rope_operands(x, cos, sin)
+    for name, t in (("x", x), ("cos", cos), ("sin", sin)):
+        _operand("cpu_rope", name, t, t.shape)
+    return _rope(x, cos, sin, inverse)
 
-    @staticmethod
-    def forward(ctx, x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
-        ctx.save_for_backward(cos, sin)
-        return _rope(x, cos, sin, inverse=False)
 
-    @staticmethod
-    def backward(ctx, grad: Tensor):
-        cos, sin = ctx.saved_tensors
-        if torch.is_grad_enabled():  # create_graph=True: the same inverse in tensor ops
-            from blocklab.nn.lean import rotate_half_split
-            h = sin.shape[-1] // 2
-            # the transpose of [[c1, -s1], [s2, c2]] is the rotation with sin -> -(s2, s1)
-            swapped = -torch.cat((sin[..., h:], sin[..., :h]), dim=-1)
-            return rotate_half_split(grad, cos, swapped), None, None
-        return _rope(grad, cos, sin, inverse=True), None, None
+@_rope_op.register_fake
+def _(x, cos, sin, inverse):
+    return _fake(x, x.shape)
+
+
+def _rope_setup(ctx, inputs, output) -> None:
+    _, cos, sin, inverse = inputs
+    ctx.save_for_backward(cos, sin)  # constants: the rotation is linear in x
+    ctx.inverse = inverse
+
+
+def _rope_backward(ctx, grad: Tensor):
+    # The gradient of R x is Rᵀ grad, and of Rᵀ x is R grad: this op again, which is itself
+    # differentiable, so create_graph=True needs no special case.
+    cos, sin = ctx.saved_tensors
+    return _rope_op(grad, cos, sin, not ctx.inverse), None, None, None
+
+
+_rope_op.register_autograd(_rope_backward, setup_context=_rope_setup)
 
 
 def rope_half_split(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
@@ -577,4 +711,4 @@ def rope_half_split(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
         raise InputError(f"rope_half_split: cos, sin are {cos.dtype}, {sin.dtype}; expected "
                          "torch.float32")
     check_rope_operands(x, cos, sin)
-    return CompiledRope.apply(x, cos, sin)
+    return _rope_op(x, cos, sin, False)

@@ -20,7 +20,9 @@ from torch import nn
 
 from blocklab.config import FFNS, gated_ffn_width
 from blocklab.errors import InputError
-from blocklab.nn.lean import GATED_ACTIVATIONS, gated_activation
+from blocklab.nn import backends, lean
+from blocklab.nn.lean import GATED_ACTIVATIONS
+from blocklab.nn.linear import Linear
 from blocklab.reference.ffn import equal_param_width
 
 
@@ -72,8 +74,8 @@ class FeedForward(nn.Module):
         _positive("FeedForward", "d_ff", d_ff)
         self.act = _activation("FeedForward", activation)
         self.activation = activation
-        self.up_proj = nn.Linear(d_model, d_ff, bias=bias)
-        self.down_proj = nn.Linear(d_ff, d_model, bias=bias)
+        self.up_proj = Linear(d_model, d_ff, bias=bias)
+        self.down_proj = Linear(d_ff, d_model, bias=bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """x: [B, T, d_model] -> [B, T, d_model]."""
@@ -98,10 +100,10 @@ class GatedFeedForward(nn.Module):
         packed: hold gate and up as one `gate_up_proj` Linear(d_model, 2·d_ff), gate rows first,
             and split its output: the same function with one matmul instead of two. Its
             state dict then has `gate_up_proj.*` instead of `gate_proj.*` and `up_proj.*`.
-        fused_activation: compute φ(gate) ⊙ up with `blocklab.nn.lean.gated_activation`, which
-            saves gate and up for backward and recomputes φ there (one [B, T, d_ff] tensor less
-            kept, same values). None (default) = on for "silu" and "gelu", the kinds it
-            supports; True with another activation raises.
+        impl: how φ(gate) ⊙ up is computed for "silu" and "gelu" (the kinds with kernels): a
+            backend ("fast", "compiled", "reference") or an implementation ("reference",
+            "lean", "cpu", "triton"); see `blocklab.nn.backends`. Other activations always run
+            the reference expression.
 
     Shapes:
         x: [B, T, d_model] -> gate, up: [B, T, d_ff] -> [B, T, d_model].
@@ -109,7 +111,7 @@ class GatedFeedForward(nn.Module):
     """
 
     def __init__(self, d_model: int, d_ff: int, activation: str = "silu", bias: bool = False,
-                 packed: bool = False, fused_activation: bool | None = None) -> None:
+                 packed: bool = False, impl: str = "fast") -> None:
         super().__init__()
         _positive("GatedFeedForward", "d_model", d_model)
         _positive("GatedFeedForward", "d_ff", d_ff)
@@ -117,19 +119,13 @@ class GatedFeedForward(nn.Module):
         self.activation = activation
         self.d_ff = d_ff
         self.packed = packed
-        if fused_activation is None:
-            fused_activation = activation in GATED_ACTIVATIONS
-        elif fused_activation and activation not in GATED_ACTIVATIONS:
-            raise InputError(f"GatedFeedForward: fused_activation=True with activation="
-                             f"{activation!r} is not allowed; expected one of "
-                             f"{sorted(GATED_ACTIVATIONS)}")
-        self.fused_activation = fused_activation
+        self.impl = backends.check_choice("GatedFeedForward", impl)
         if packed:
-            self.gate_up_proj = nn.Linear(d_model, 2 * d_ff, bias=bias)
+            self.gate_up_proj = Linear(d_model, 2 * d_ff, bias=bias)
         else:
-            self.gate_proj = nn.Linear(d_model, d_ff, bias=bias)
-            self.up_proj = nn.Linear(d_model, d_ff, bias=bias)
-        self.down_proj = nn.Linear(d_ff, d_model, bias=bias)
+            self.gate_proj = Linear(d_model, d_ff, bias=bias)
+            self.up_proj = Linear(d_model, d_ff, bias=bias)
+        self.down_proj = Linear(d_ff, d_model, bias=bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """x: [B, T, d_model] -> [B, T, d_model]."""
@@ -137,26 +133,34 @@ class GatedFeedForward(nn.Module):
             gate, up = self.gate_up_proj(x).split(self.d_ff, dim=-1)  # 2 × [B, T, d_ff]
         else:
             gate, up = self.gate_proj(x), self.up_proj(x)
-        if self.fused_activation:
-            return self.down_proj(gated_activation(gate, up, self.activation))
-        return self.down_proj(self.act(gate) * up)
+        return self.down_proj(self.gated(gate, up))
+
+    def gated(self, gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
+        """φ(gate) ⊙ up by the implementation `impl` resolves to; gate, up: [..., d_ff]."""
+        if self.activation not in GATED_ACTIVATIONS:
+            return self.act(gate) * up
+        impl = backends.resolve("gated_activation", self.impl, gate, up)
+        return backends.implementation("gated_activation", impl)(gate, up, self.activation)
 
     def extra_repr(self) -> str:
-        return f"activation={self.activation!r}, packed={self.packed}"
+        return f"activation={self.activation!r}, packed={self.packed}, impl={self.impl!r}"
 
 
 def build_ffn(kind: str, d_model: int, d_ff: int, bias: bool = False,
-              packed: bool = False) -> nn.Module:
+              packed: bool = False, impl: str = "fast") -> nn.Module:
     """The FFN named `kind`, a key of `blocklab.config.FFNS` (e.g. "gelu", "swiglu").
 
     `packed` applies to gated kinds only; asking for it on a plain FFN raises rather than being
-    silently ignored.
+    silently ignored. `impl` picks the gated activation's implementation
+    (`blocklab.nn.backends`); a plain FFN's activation is one PyTorch op, with nothing to pick.
     """
+    backends.check_choice("build_ffn", impl)
     if kind not in FFNS:
         raise InputError(f"ffn kind={kind!r} is not allowed; expected one of {sorted(FFNS)}")
     gated, activation = FFNS[kind]
     if gated:
-        return GatedFeedForward(d_model, d_ff, activation=activation, bias=bias, packed=packed)
+        return GatedFeedForward(d_model, d_ff, activation=activation, bias=bias, packed=packed,
+                                impl=impl)
     if packed:
         raise InputError(f"ffn kind={kind!r} with packed=True is not allowed; expected a gated "
                          f"kind, one of {sorted(k for k, (g, _) in FFNS.items() if g)}")
@@ -199,3 +203,22 @@ def equal_param_gated_width(plain_width: int, multiple_of: int = 1) -> int:
     _positive("equal_param_gated_width", "multiple_of", multiple_of)
     return equal_param_width(plain_width, multiple_of)
 
+
+
+def _reference_gated(gate: torch.Tensor, up: torch.Tensor, activation: str) -> torch.Tensor:
+    return GATED_ACTIVATIONS[activation](gate) * up
+
+
+def _cpu_gated(gate: torch.Tensor, up: torch.Tensor, activation: str) -> torch.Tensor:
+    from blocklab.nn import cpu_kernels
+    return cpu_kernels.gated_activation(gate, up, activation)
+
+
+def _triton_gated(gate: torch.Tensor, up: torch.Tensor, activation: str) -> torch.Tensor:
+    from blocklab.nn import triton_kernels
+    return triton_kernels.gated_activation(gate, up, activation)
+
+
+for _name, _fn in (("reference", _reference_gated), ("lean", lean.gated_activation),
+                   ("cpu", _cpu_gated), ("triton", _triton_gated)):
+    backends.register("gated_activation", _name, _fn)

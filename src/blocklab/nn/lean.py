@@ -1,4 +1,6 @@
-"""Fast paths for RMSNorm, residual-add + RMSNorm, gated activations and RoPE.
+"""Lean implementations of RMSNorm, residual-add + RMSNorm, gated activations and RoPE: autograd
+Functions in plain PyTorch that save less for backward (the implementation "lean" of
+`blocklab.nn.backends`; any dtype, any device).
 
 Each function here computes the same maths as a readable reference elsewhere in `blocklab.nn`
 (`RMSNorm` with impl="reference", `GatedFeedForward`'s `act(gate) * up`, `apply_rotary`) and is
@@ -219,24 +221,11 @@ class GatedActivationFunction(torch.autograd.Function):
 
 
 def gated_activation(gate: Tensor, up: Tensor, activation: str = "silu") -> Tensor:
-    """φ(gate) · up for gate, up: [..., d_ff] -> [..., d_ff]; activation "silu" or "gelu".
-
-    CUDA tensors run the Triton kernel (`blocklab.nn.triton_kernels`) when Triton imports,
-    float32 on CPU the compiled kernel of `blocklab.nn.cpu_kernels` when it is available;
-    everything else the autograd Function above.
-    """
+    """φ(gate) · up for gate, up: [..., d_ff] -> [..., d_ff]; activation "silu" or "gelu"
+    (the autograd Function above, any dtype and device)."""
     if activation not in GATED_ACTIVATIONS:
         raise InputError(f"gated_activation: activation={activation!r} is not allowed; "
                          f"expected one of {sorted(GATED_ACTIVATIONS)}")
-    if gate.is_cuda and not torch.compiler.is_compiling():
-        from blocklab.nn import triton_kernels
-        if triton_kernels.available(gate) and gate.dtype == up.dtype:
-            return triton_kernels.gated_activation(gate, up, activation)
-    if (gate.dtype == up.dtype == torch.float32 and gate.device.type == up.device.type == "cpu"
-            and not torch.compiler.is_compiling()):
-        from blocklab.nn import cpu_kernels
-        if cpu_kernels.available(gate, up):
-            return cpu_kernels.gated_activation(gate, up, activation)
     return GatedActivationFunction.apply(gate, up, activation)
 
 

@@ -20,9 +20,12 @@ from torch import Tensor, nn
 
 from blocklab.config import ModelConfig
 from blocklab.errors import InputError
+from blocklab.nn import backends
 from blocklab.nn.attention import Attention, KVCache
 from blocklab.nn.block import Block
-from blocklab.nn.ffn import build_ffn
+from blocklab.nn.ffn import GatedFeedForward, build_ffn
+from blocklab.nn.lean import GATED_ACTIVATIONS
+from blocklab.nn.linear import Linear
 from blocklab.nn.norm import RMSNorm, build_norm
 from blocklab.nn.position import ALiBi, LearnedPositions, RotaryEmbedding, SinusoidalPositions
 
@@ -31,6 +34,7 @@ from blocklab.nn.position import ALiBi, LearnedPositions, RotaryEmbedding, Sinus
 # dynamic variant reads max_position_embeddings directly).
 _NEEDS_ORIGINAL_LENGTH = ("dynamic", "yarn", "llama3")
 _log = logging.getLogger(__name__)
+PRECISIONS = {"fp32": None, "bf16": torch.bfloat16}  # None: compute in the parameters' dtype
 
 
 # --- build: config -> modules -----------------------------------------------------------------
@@ -52,40 +56,43 @@ def _check_supported(cfg: ModelConfig) -> None:
                          "counted by blocklab.budget but not built by blocklab.nn; expected None")
 
 
-def build_norm_for(cfg: ModelConfig, dim: int | None = None) -> nn.Module:
+def build_norm_for(cfg: ModelConfig, dim: int | None = None, impl: str = "fast") -> nn.Module:
     """The config's norm over `dim` channels (d_model by default)."""
     return build_norm(cfg.norm, cfg.d_model if dim is None else dim, cfg.norm_eps,
-                      bias=cfg.norm_bias, unit_offset=cfg.norm_unit_offset, cast=cfg.norm_cast)
+                      bias=cfg.norm_bias, unit_offset=cfg.norm_unit_offset, cast=cfg.norm_cast,
+                      impl=impl)
 
 
-def build_attention(cfg: ModelConfig, packed_qkv: bool = False) -> Attention:
+def build_attention(cfg: ModelConfig, packed_qkv: bool = False, impl: str = "fast") -> Attention:
     q_norm = k_norm = None
     if cfg.qk_norm:  # per-head RMSNorm over head_dim (Qwen3), whatever the block norm is
         q_norm = RMSNorm(cfg.head_dim, eps=cfg.norm_eps, unit_offset=cfg.norm_unit_offset,
-                         cast=cfg.norm_cast)
+                         cast=cfg.norm_cast, impl=impl)
         k_norm = RMSNorm(cfg.head_dim, eps=cfg.norm_eps, unit_offset=cfg.norm_unit_offset,
-                         cast=cfg.norm_cast)
+                         cast=cfg.norm_cast, impl=impl)
     return Attention(cfg.d_model, cfg.n_heads, cfg.n_kv_heads, cfg.head_dim,
                      qkv_bias=cfg.attn_bias, out_bias=cfg.attn_out_bias, q_norm=q_norm,
                      k_norm=k_norm, rope_layout=cfg.rope_layout, scale=cfg.attn_scale,
                      logit_softcap=cfg.attn_logit_softcap, sliding_window=cfg.sliding_window,
-                     packed_qkv=packed_qkv)
+                     packed_qkv=packed_qkv, impl=impl)
 
 
-def build_block(cfg: ModelConfig, packed_gate_up: bool = False, packed_qkv: bool = False) -> Block:
+def build_block(cfg: ModelConfig, packed_gate_up: bool = False, packed_qkv: bool = False,
+                impl: str = "fast") -> Block:
     """One decoder layer. `packed_gate_up` stores a gated FFN's gate and up projections as one
     matrix (same function, one matmul; ignored for plain FFNs, which have no gate), `packed_qkv`
-    the q, k, v projections."""
+    the q, k, v projections; `impl` is every op's backend or implementation
+    (`blocklab.nn.backends`)."""
     sandwich = cfg.placement == "sandwich"
     return Block(
-        build_attention(cfg, packed_qkv),
+        build_attention(cfg, packed_qkv, impl),
         build_ffn(cfg.ffn, cfg.d_model, cfg.d_ff, bias=cfg.ffn_bias,
-                  packed=packed_gate_up and cfg.gated),
-        build_norm_for(cfg),
-        build_norm_for(cfg),
+                  packed=packed_gate_up and cfg.gated, impl=impl),
+        build_norm_for(cfg, impl=impl),
+        build_norm_for(cfg, impl=impl),
         placement=cfg.placement,
-        attn_post_norm=build_norm_for(cfg) if sandwich else None,
-        ffn_post_norm=build_norm_for(cfg) if sandwich else None,
+        attn_post_norm=build_norm_for(cfg, impl=impl) if sandwich else None,
+        ffn_post_norm=build_norm_for(cfg, impl=impl) if sandwich else None,
         residual_scale=cfg.residual_scale,
     )
 
@@ -121,9 +128,16 @@ class DecoderLM(nn.Module):
         packed_qkv: hold the q, k, v projections as one `qkv_proj`.
             Both compute the same function with fewer, larger matmuls; the state dict then
             differs from Hugging Face's (`blocklab.interop.save_hf` splits them again).
-        compile: `torch.compile` the forward in place (same state dict). The first call builds
-            the graphs; `warm_up(input_ids)` does that on purpose and returns its seconds.
-            While compiling, RMSNorm takes its reference expression, which the compiler fuses.
+        backend: which implementation each op runs (`blocklab.nn.backends`): "fast" (eager,
+            the fastest implementation that runs on the tensors at hand), "reference" (the
+            readable definitions) or "compiled" (`torch.compile` of the forward in place, same
+            state dict; the first call builds the graphs, `warm_up(input_ids)` does that on
+            purpose and returns its seconds). `backends()` says what each op runs.
+        precision: "fp32" computes in the parameters' dtype; "bf16" computes in bfloat16 with
+            the parameters (and so the optimizer state) kept in their dtype, float32 as built:
+            activations are bfloat16 from the embedding on, every `Linear` casts its weight to
+            bfloat16 for the matmul and its gradient comes back in float32, while norm
+            statistics, RoPE angles, the softmax and the logits (so the loss) stay float32.
 
     Parameters are initialised N(0, 0.02) (Hugging Face Llama's `initializer_range`), biases 0,
     norm gains 1; a trainer may re-initialise them.
@@ -134,22 +148,28 @@ class DecoderLM(nn.Module):
         in float32 (or float64 for a float64 model).
     """
 
-    def __init__(self, config: ModelConfig, *, packed_gate_up: bool = False,
-                 packed_qkv: bool = False, compile: bool = False) -> None:
+    def __init__(self, config: ModelConfig, *, backend: str = "fast", precision: str = "fp32",
+                 packed_gate_up: bool = False, packed_qkv: bool = False) -> None:
         super().__init__()
         _check_supported(config)
+        self.backend = backends.check_backend(backend)
+        if precision not in PRECISIONS:
+            raise InputError(f"precision={precision!r} is not allowed; expected one of "
+                             f"{list(PRECISIONS)}")
+        self.precision = precision
         self.config = config
+        impl = backend
         self.embed_tokens = nn.Embedding(config.vocab_size, config.d_model)
         self.position = build_position(config)
-        self.embed_norm = build_norm_for(config) if config.embed_norm else None
-        self.layers = nn.ModuleList(build_block(config, packed_gate_up, packed_qkv)
+        self.embed_norm = build_norm_for(config, impl=impl) if config.embed_norm else None
+        self.layers = nn.ModuleList(build_block(config, packed_gate_up, packed_qkv, impl)
                                     for _ in range(config.n_layers))
-        self.norm = build_norm_for(config) if config.final_norm else nn.Identity()
-        self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=False)
+        self.norm = build_norm_for(config, impl=impl) if config.final_norm else nn.Identity()
+        self.lm_head = Linear(config.d_model, config.vocab_size, bias=False)
         self.apply(self._init_weights)
         if config.tie_embeddings:
             self.lm_head.weight = self.embed_tokens.weight
-        if compile:
+        if backend == "compiled":
             # In place (`nn.Module.compile`): the state dict keeps its keys. The forward with
             # positions made here is one graph, no breaks; graphs are built on the first call,
             # which `warm_up` makes explicit and times.
@@ -158,7 +178,8 @@ class DecoderLM(nn.Module):
     def warm_up(self, input_ids: Tensor, backward: bool = True) -> float:
         """Run one forward (and backward) on input_ids [B, T] so that torch.compile builds its
         graphs now rather than inside the first timed step; returns the wall seconds it took
-        (the compile cost with `compile=True`) and logs them. Gradients are left as they were.
+        (the compile cost with backend="compiled") and logs them. Gradients are left as they
+        were.
         """
         grads = {p: p.grad for p in self.parameters()}
         for p in grads:
@@ -171,10 +192,43 @@ class DecoderLM(nn.Module):
         seconds = time.perf_counter() - tick
         for p, grad in grads.items():
             p.grad = grad
-        _log.info("DecoderLM warm-up (%s): %.2f s for input %s", "compiled"
-                  if self._compiled_call_impl is not None else "eager", seconds,
+        _log.info("DecoderLM warm-up (%s): %.2f s for input %s", self.backend, seconds,
                   tuple(input_ids.shape))
         return seconds
+
+    def compute_dtype(self) -> torch.dtype:
+        """The dtype activations are computed in: bfloat16 under precision "bf16", else the
+        embedding's dtype."""
+        return PRECISIONS[self.precision] or self.embed_tokens.weight.dtype
+
+    def backends(self) -> dict[str, str]:
+        """op -> the implementation it runs in this model on its device and compute dtype, for
+        the ops of `blocklab.nn.backends` the model has (e.g. {"rms_norm": "cpu", "rope":
+        "lean"}); modules given different impls show every implementation, comma-separated.
+        """
+        device = self.embed_tokens.weight.device
+        x = torch.empty(0, dtype=self.compute_dtype(), device=device)
+        f32 = torch.empty(0, dtype=torch.float32, device=device)
+        found: dict[str, set[str]] = {}
+
+        def note(op: str, impl: str, other: Tensor) -> None:
+            found.setdefault(op, set()).add(backends.resolve(op, impl, x, other))
+
+        for module in self.modules():
+            if isinstance(module, RMSNorm):
+                note("rms_norm", module.impl, module.weight)
+            elif isinstance(module, GatedFeedForward):
+                if module.activation in GATED_ACTIVATIONS:
+                    note("gated_activation", module.impl, x)
+            elif isinstance(module, Attention) and self.config.position == "rope":
+                if module.rope_layout == "half_split":
+                    note("rope", module.impl, f32)
+                else:
+                    found.setdefault("rope", set()).add("reference")
+            elif isinstance(module, Block) and module.placement == "pre" \
+                    and isinstance(module.ffn_norm, RMSNorm):
+                note("add_rms_norm", module.ffn_norm.impl, module.ffn_norm.weight)
+        return {op: ", ".join(sorted(found[op])) for op in backends.OPS if op in found}
 
     @staticmethod
     def _init_weights(module: nn.Module) -> None:
@@ -202,6 +256,9 @@ class DecoderLM(nn.Module):
             x = x * torch.tensor(math.sqrt(cfg.d_model), dtype=x.dtype)
         if cfg.position in ("learned", "sinusoidal"):
             x = x + self.position(positions, **known).to(x.dtype)
+        compute = PRECISIONS[self.precision]
+        if compute is not None and x.dtype != compute:
+            x = x.to(compute)  # bfloat16 from here on; every Linear follows its input's dtype
         if self.embed_norm is not None:
             x = self.embed_norm(x)
 

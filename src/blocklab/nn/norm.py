@@ -11,18 +11,10 @@ with s = sqrt(mean(x²) + eps) over the last axis. Both reproduce Hugging Face b
 bfloat16 (`LlamaRMSNorm`, `Gemma2RMSNorm`); the two orders round differently, see
 https://github.com/huggingface/transformers/pull/29402.
 
-Implementations (`RMSNorm(impl=...)`), all computing the same function:
-
-    reference  the plain PyTorch expression below; the readable definition
-    fused      `blocklab.nn.lean.rms_norm`, an autograd Function that saves x and 1/s only
-    cpu        `blocklab.nn.cpu_kernels.rms_norm`, a compiled one-pass C kernel each way
-               (float32 on CPU; built on first use with the system C compiler); raises where
-               it cannot run
-    triton     `blocklab.nn.triton_kernels.rms_norm`, one kernel per pass (CUDA, or Triton's
-               interpreter on CPU with TRITON_INTERPRET=1); raises where Triton cannot run
-    auto       triton on CUDA when Triton imports; cpu for float32 CPU tensors when the C
-               kernels built; else fused; reference while torch.compile traces (the
-               compiler fuses the plain expression itself)
+Implementations (`RMSNorm(impl=...)`), all computing the same function: a backend ("fast",
+"compiled", "reference") or one implementation by name ("reference", "lean", "cpu",
+"triton"); see `blocklab.nn.backends`, which picks one per call and says why a named one cannot
+run. "reference" is `reference_rms_norm` below, the readable definition.
 
 Per-head QK-norm (Qwen3) needs no class of its own: `RMSNorm(head_dim)` applied to
 q: [B, n_heads, T, head_dim] normalises each head vector, because only the last axis is reduced.
@@ -36,45 +28,16 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from blocklab.errors import InputError, KernelUnavailable
-from blocklab.nn import lean
+from blocklab.errors import InputError
+from blocklab.nn import backends, lean
 
 CASTS = ("llama", "gemma")
-IMPLS = ("auto", "reference", "lean", "cpu", "triton")
 
 
 def resolve_rms_impl(impl: str, x: torch.Tensor, weight: torch.Tensor | None = None) -> str:
-    """The implementation `impl` means for input x (and gain weight): "reference", "fused",
-    "cpu" or "triton".
-
-    "auto" never fails (it falls back to "fused"); an explicit "triton" or "cpu" raises
-    `KernelUnavailable` (a RuntimeError) naming the reason when that path cannot run on x.
-    """
-    if impl == "auto":
-        if torch.compiler.is_compiling():
-            return "reference"
-        if x.is_cuda:
-            from blocklab.nn import triton_kernels
-            if triton_kernels.available(x):
-                return "triton"
-        elif x.dtype == torch.float32 and (weight is None or weight.dtype == torch.float32):
-            from blocklab.nn import cpu_kernels
-            if cpu_kernels.available(x, weight):
-                return "cpu"
-        return "lean"
-    if impl == "cpu":
-        from blocklab.nn import cpu_kernels
-        reason = cpu_kernels.unavailable_reason(x, weight)
-        if reason is not None:
-            raise KernelUnavailable(f"RMSNorm impl='cpu' cannot run here: {reason}; use "
-                               "impl='auto' or 'fused'")
-    if impl == "triton":
-        from blocklab.nn import triton_kernels
-        reason = triton_kernels.unavailable_reason(x)
-        if reason is not None:
-            raise KernelUnavailable(f"RMSNorm impl='triton' cannot run here: {reason}; use "
-                               "impl='auto' or 'fused'")
-    return impl
+    """The implementation ("reference", "lean", "cpu" or "triton") that `impl` means for an
+    RMSNorm of x with gain weight; see `blocklab.nn.backends.resolve`."""
+    return backends.resolve("rms_norm", impl, x, weight)
 
 
 def _check_dim_eps(owner: str, dim: int, eps: float) -> None:
@@ -90,6 +53,58 @@ def _compute_dtype(dtype: torch.dtype) -> torch.dtype:
     return torch.promote_types(dtype, torch.float32)
 
 
+def reference_rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float, cast: str = "llama",
+                       unit_offset: bool = False) -> torch.Tensor:
+    """RMSNorm of x: [..., d] with gain weight: [d], spelled out; -> [..., d], dtype of x."""
+    dtype = x.dtype
+    x32 = x.to(_compute_dtype(dtype))
+    # The mean of squares (Hugging Face calls it `variance`; nothing is centred).
+    normed = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + eps)
+    if cast == "gemma":
+        gain = weight.to(normed.dtype)
+        if unit_offset:
+            gain = 1.0 + gain
+        return (normed * gain).to(dtype)
+    gain = 1.0 + weight if unit_offset else weight
+    # Same op order as LlamaRMSNorm: `weight * normed.to(dtype)`. Hugging Face returns the
+    # promoted dtype when weight is float32 and x is bfloat16; we cast that product back so
+    # the output dtype is always the input dtype (values are unchanged when dtypes agree).
+    return (gain * normed.to(dtype)).to(dtype)
+
+
+def _reference_add(x, residual, weight, eps, cast, unit_offset):
+    h = x + residual
+    return reference_rms_norm(h, weight, eps, cast, unit_offset), h
+
+
+def _cpu_rms(x, weight, eps, cast, unit_offset):
+    from blocklab.nn import cpu_kernels
+    return cpu_kernels.rms_norm(x, weight, eps, unit_offset)  # one cast order in float32
+
+
+def _cpu_add_rms(x, residual, weight, eps, cast, unit_offset):
+    from blocklab.nn import cpu_kernels
+    return cpu_kernels.add_rms_norm(x, residual, weight, eps, unit_offset)
+
+
+def _triton_rms(x, weight, eps, cast, unit_offset):
+    from blocklab.nn import triton_kernels
+    return triton_kernels.rms_norm(x, weight, eps, cast, unit_offset)
+
+
+def _triton_add_rms(x, residual, weight, eps, cast, unit_offset):
+    from blocklab.nn import triton_kernels
+    return triton_kernels.add_rms_norm(x, residual, weight, eps, cast, unit_offset)
+
+
+for _name, _rms, _add in (("reference", reference_rms_norm, _reference_add),
+                          ("lean", lean.rms_norm, lean.add_rms_norm),
+                          ("cpu", _cpu_rms, _cpu_add_rms),
+                          ("triton", _triton_rms, _triton_add_rms)):
+    backends.register("rms_norm", _name, _rms)
+    backends.register("add_rms_norm", _name, _add)
+
+
 class RMSNorm(nn.Module):
     """Root-mean-square normalization with a learned per-channel gain, no centring, no bias.
 
@@ -103,9 +118,9 @@ class RMSNorm(nn.Module):
         unit_offset: store the gain as an offset from one, so weight decay pulls it towards 1.
         cast: "llama" (cast to the input dtype, then multiply the gain) or "gemma" (multiply in
             float32, then cast); see the module docstring.
-        impl: "auto", "reference", "fused", "cpu" or "triton"; see the module docstring. All
-            give the same values (up to float32 rounding); only speed and saved-for-backward
-            memory differ.
+        impl: a backend ("fast", "compiled", "reference") or an implementation ("reference",
+            "lean", "cpu", "triton"); see `blocklab.nn.backends`. All give the same values (up
+            to float32 rounding); only speed and saved-for-backward memory differ.
 
     Shapes:
         x: [..., dim] -> y: [..., dim], same dtype as x. Typically [B, T, d_model] or
@@ -113,16 +128,13 @@ class RMSNorm(nn.Module):
     """
 
     def __init__(self, dim: int, eps: float = 1e-6, unit_offset: bool = False,
-                 cast: str = "llama", impl: str = "auto") -> None:
+                 cast: str = "llama", impl: str = "fast") -> None:
         super().__init__()
         _check_dim_eps("RMSNorm", dim, eps)
         if cast not in CASTS:
             raise InputError(f"RMSNorm: cast={cast!r} is not allowed; expected one of "
                              f"{list(CASTS)}")
-        if impl not in IMPLS:
-            raise InputError(f"RMSNorm: impl={impl!r} is not allowed; expected one of "
-                             f"{list(IMPLS)}")
-        self.impl = impl
+        self.impl = backends.check_choice("RMSNorm", impl)
         self.dim = dim
         self.eps = eps
         self.unit_offset = unit_offset
@@ -139,56 +151,30 @@ class RMSNorm(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """x: [..., dim] -> [..., dim], dtype of x."""
-        impl = resolve_rms_impl(self.impl, x, self.weight)
-        if impl == "cpu":
-            from blocklab.nn import cpu_kernels
-            return cpu_kernels.rms_norm(x, self.weight, self.eps, self.unit_offset)
-        if impl == "lean":
-            return lean.rms_norm(x, self.weight, self.eps, self.cast, self.unit_offset)
-        if impl == "triton":
-            from blocklab.nn import triton_kernels
-            return triton_kernels.rms_norm(x, self.weight, self.eps, self.cast,
-                                           self.unit_offset)
-        return self.reference(x)
+        impl = backends.resolve("rms_norm", self.impl, x, self.weight)
+        return backends.implementation("rms_norm", impl)(x, self.weight, self.eps, self.cast,
+                                                         self.unit_offset)
 
     def forward_add(self, x: torch.Tensor,
                     residual: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """h = x + residual, y = norm(h); x, residual: [..., dim] -> (y, h), each [..., dim].
 
-        One pass over the data on the fused and triton paths (the pre-norm step
-        `h = x + sublayer(...)` followed by the next sublayer's norm).
+        One pass over the data on the cpu and triton paths, one saved tensor on lean (the
+        pre-norm step `h = x + sublayer(...)` followed by the next sublayer's norm).
         """
-        impl = resolve_rms_impl(self.impl, x, self.weight)
-        if impl == "cpu" and residual.dtype == torch.float32:
-            from blocklab.nn import cpu_kernels
-            return cpu_kernels.add_rms_norm(x, residual, self.weight, self.eps,
-                                            self.unit_offset)
-        if impl in ("lean", "cpu"):
-            return lean.add_rms_norm(x, residual, self.weight, self.eps, self.cast,
-                                      self.unit_offset)
-        if impl == "triton":
-            from blocklab.nn import triton_kernels
-            return triton_kernels.add_rms_norm(x, residual, self.weight, self.eps, self.cast,
-                                               self.unit_offset)
-        h = x + residual
-        return self.reference(h), h
+        impl = backends.resolve("add_rms_norm", self.impl, x, self.weight)
+        if residual.dtype != x.dtype and impl in ("cpu", "triton"):
+            if self.impl not in backends.BACKENDS:
+                raise InputError(f"RMSNorm.forward_add: x is {x.dtype} and residual "
+                                 f"{residual.dtype}; impl={self.impl!r} needs one dtype")
+            impl = "reference"
+        return backends.implementation("add_rms_norm", impl)(x, residual, self.weight,
+                                                             self.eps, self.cast,
+                                                             self.unit_offset)
 
     def reference(self, x: torch.Tensor) -> torch.Tensor:
         """The plain PyTorch definition; x: [..., dim] -> [..., dim], dtype of x."""
-        dtype = x.dtype
-        x32 = x.to(_compute_dtype(dtype))
-        # The mean of squares (Hugging Face calls it `variance`; nothing is centred).
-        normed = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)
-        if self.cast == "gemma":
-            gain = self.weight.to(normed.dtype)
-            if self.unit_offset:
-                gain = 1.0 + gain
-            return (normed * gain).to(dtype)
-        gain = 1.0 + self.weight if self.unit_offset else self.weight
-        # Same op order as LlamaRMSNorm: `weight * normed.to(dtype)`. Hugging Face returns the
-        # promoted dtype when weight is float32 and x is bfloat16; we cast that product back so
-        # the output dtype is always the input dtype (values are unchanged when dtypes agree).
-        return (gain * normed.to(dtype)).to(dtype)
+        return reference_rms_norm(x, self.weight, self.eps, self.cast, self.unit_offset)
 
     def extra_repr(self) -> str:
         return (f"{self.dim}, eps={self.eps}, unit_offset={self.unit_offset}, cast={self.cast!r}, "
@@ -244,19 +230,21 @@ NORMS: dict[str, type[nn.Module]] = {"rmsnorm": RMSNorm, "layernorm": LayerNorm}
 
 
 def build_norm(kind: str, dim: int, eps: float, bias: bool = True, unit_offset: bool = False,
-               cast: str = "llama") -> nn.Module:
+               cast: str = "llama", impl: str = "fast") -> nn.Module:
     """The norm named `kind` (a key of `NORMS`) over a last axis of size `dim`.
 
-    `bias` applies to LayerNorm only (RMSNorm has none, so it is ignored there); `unit_offset`
-    and `cast` to RMSNorm only. LayerNorm always applies its gain in float32, and has no
-    (1 + γ) form, so `unit_offset=True` with LayerNorm raises instead of being dropped.
+    `bias` applies to LayerNorm only (RMSNorm has none, so it is ignored there); `unit_offset`,
+    `cast` and `impl` (`blocklab.nn.backends`) to RMSNorm only: LayerNorm has one
+    implementation, `F.layer_norm`, which applies its gain in float32 and has no (1 + γ) form,
+    so `unit_offset=True` with LayerNorm raises instead of being dropped.
     """
+    backends.check_choice("build_norm", impl)
     if kind not in NORMS:
         raise InputError(f"norm kind={kind!r} is not allowed; expected one of {sorted(NORMS)}")
     if cast not in CASTS:
         raise InputError(f"norm cast={cast!r} is not allowed; expected one of {list(CASTS)}")
     if kind == "rmsnorm":
-        return RMSNorm(dim, eps=eps, unit_offset=unit_offset, cast=cast)
+        return RMSNorm(dim, eps=eps, unit_offset=unit_offset, cast=cast, impl=impl)
     if unit_offset:
         raise InputError("norm kind='layernorm' with unit_offset=True is not allowed; "
                          "expected unit_offset=False (the (1 + γ) gain is an RMSNorm option)")

@@ -21,7 +21,7 @@ import torch
 from torch import Tensor, nn
 
 from blocklab.errors import InputError
-from blocklab.nn import lean as _lean
+from blocklab.nn import backends, lean
 from blocklab.nn.rope_scaling import rope_frequencies, rope_type_of
 
 LAYOUTS = ("half_split", "interleaved")
@@ -107,7 +107,7 @@ def apply_rotary(
     sin: Tensor,
     layout: str = "half_split",
     rotary_dim: int | None = None,
-    fused: bool = False,
+    impl: str = "reference",
 ) -> tuple[Tensor, Tensor]:
     """Rotate the first ``r`` channels of every head of ``q`` and ``k``; pass the rest through.
 
@@ -126,11 +126,12 @@ def apply_rotary(
     and rotates there, so for float32 inputs the two agree exactly and for bfloat16 ours rounds
     once instead of at every step.
 
-    ``fused=True`` computes the half_split rotation as ``x1·cos − x2·sin, x2·cos + x1·sin`` on
-    the two halves (`blocklab.nn.lean.rotate_half_split`), with no ``rotate_half`` copy: the
-    same values bit for bit, fewer temporaries; one kernel per direction on CUDA with Triton
-    (`blocklab.nn.triton_kernels.rope_half_split`) and for float32 on CPU
-    (`blocklab.nn.cpu_kernels.rope_half_split`). The interleaved layout ignores it.
+    ``impl`` picks how the half_split rotation is computed (`blocklab.nn.backends`): the
+    reference above, or ``x1·cos − x2·sin, x2·cos + x1·sin`` on the two halves with no
+    ``rotate_half`` copy (``lean``: `blocklab.nn.lean.rotate_half_split`; ``cpu`` and
+    ``triton``: one kernel per direction), the same values bit for bit. A backend ("fast",
+    "compiled") picks one. The interleaved layout, and cos or sin that require grad, always
+    take the reference.
 
     Returns q, k rotated, with the input shapes and dtypes.
     """
@@ -152,29 +153,51 @@ def apply_rotary(
                 f"{name} must be [B, H, T, head_dim] with head_dim >= rotary_dim={r} (even), "
                 f"got shape {tuple(x.shape)}"
             )
-    rotate = rotate_half if layout == "half_split" else rotate_interleaved
+    backends.check_choice("apply_rotary", impl)
+    if layout != "half_split" or cos.requires_grad or sin.requires_grad:
+        if impl not in backends.BACKENDS and impl != "reference":
+            raise InputError(f"apply_rotary: impl={impl!r} rotates the half_split layout with "
+                             "constant cos and sin only; use impl='reference'")
+        impl = "reference"
+    fn = backends.implementation("rope", backends.resolve("rope", impl, q, cos))
+    if layout == "interleaved":
+        fn = _reference_interleaved
+    return fn(q, cos, sin), fn(k, cos, sin)
 
-    def rotated(x: Tensor) -> Tensor:
-        if fused and layout == "half_split":
-            if not torch.compiler.is_compiling() and not cos.requires_grad:
-                if x.is_cuda:
-                    from blocklab.nn import triton_kernels
-                    if triton_kernels.available(x):
-                        return triton_kernels.rope_half_split(x, cos, sin)
-                elif x.dtype == cos.dtype == sin.dtype == torch.float32:
-                    from blocklab.nn import cpu_kernels
-                    if cpu_kernels.available(x, cos):
-                        return cpu_kernels.rope_half_split(x, cos, sin)
-            return _lean.rotate_half_split(x, cos, sin)
-        compute = torch.promote_types(x.dtype, torch.float32)
-        x_rot = x[..., :r].to(compute)
-        c, s = cos.to(compute), sin.to(compute)
-        out = (x_rot * c + rotate(x_rot) * s).to(x.dtype)
-        if r == x.shape[-1]:
-            return out
-        return torch.cat((out, x[..., r:]), dim=-1)
 
-    return rotated(q), rotated(k)
+def _reference_rotation(x: Tensor, cos: Tensor, sin: Tensor, rotate) -> Tensor:
+    """x [..., head_dim] rotated in its first r = cos.shape[-1] channels, in float32 at least."""
+    r = cos.shape[-1]
+    compute = torch.promote_types(x.dtype, torch.float32)
+    x_rot = x[..., :r].to(compute)
+    c, s = cos.to(compute), sin.to(compute)
+    out = (x_rot * c + rotate(x_rot) * s).to(x.dtype)
+    if r == x.shape[-1]:
+        return out
+    return torch.cat((out, x[..., r:]), dim=-1)
+
+
+def _reference_half_split(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
+    return _reference_rotation(x, cos, sin, rotate_half)
+
+
+def _reference_interleaved(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
+    return _reference_rotation(x, cos, sin, rotate_interleaved)
+
+
+def _cpu_rope(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
+    from blocklab.nn import cpu_kernels
+    return cpu_kernels.rope_half_split(x, cos, sin)
+
+
+def _triton_rope(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
+    from blocklab.nn import triton_kernels
+    return triton_kernels.rope_half_split(x, cos, sin)
+
+
+for _name, _fn in (("reference", _reference_half_split), ("lean", lean.rotate_half_split),
+                   ("cpu", _cpu_rope), ("triton", _triton_rope)):
+    backends.register("rope", _name, _fn)
 
 
 class RotaryEmbedding(nn.Module):
