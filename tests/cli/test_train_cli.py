@@ -22,6 +22,20 @@ def test_tiny_run_writes_result_json(tmp_path, capsys):
     assert "val loss (nats/token)" in out and "ok" in out
 
 
+def test_bf16_reference_run_records_its_precision_backend_and_ops(tmp_path, capsys):
+    short = [a if a != "20" else "4" for a in TINY]
+    assert main(["train", *short, "--precision", "bf16", "--backend", "reference", "--json",
+                 "--out", str(tmp_path)]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert (summary["precision"], summary["backend"]) == ("bf16", "reference")
+    assert summary["backends"] == {"rms_norm": "reference", "add_rms_norm": "reference",
+                                   "gated_activation": "reference", "rope": "reference"}
+    result = json.loads((tmp_path / "result.json").read_text())
+    assert result["train_config"]["precision"] == "bf16"
+    assert result["backends"] == summary["backends"]
+    assert result["status"] == "ok" and 0 < result["final"]["val_loss"] < 6
+
+
 def test_config_file_then_flags_override(tmp_path, capsys):
     config = tmp_path / "run.json"
     config.write_text(json.dumps({
@@ -47,6 +61,9 @@ def test_config_file_then_flags_override(tmp_path, capsys):
     (["--data", "/no/such/file"], "is not 'stdlib', 'shakespeare'"),
     (["--eval-lengths", "a,b"], "--eval-lengths 'a,b'"),
     (["--n-heads", "3"], "ModelConfig.n_heads=3"),
+    (["--precision", "fp16"], "TrainConfig.precision='fp16' is not allowed; expected one of "
+                              "['fp32', 'bf16']"),
+    (["--backend", "fused"], "TrainConfig.backend='fused' is not allowed"),
 ])
 def test_bad_values_are_one_line_exit_2(tmp_path, capsys, args, message):
     assert main(["train", *TINY, *args, "--out", str(tmp_path)]) == 2

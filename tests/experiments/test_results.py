@@ -24,6 +24,16 @@ def test_run_id_is_stable_and_ignores_cosmetic_fields():
                 run_id(model, train, "shakespeare")}) == 5
 
 
+def test_run_id_counts_precision_but_not_backend():
+    model, train = ModelConfig(d_model=64, n_heads=4), TrainConfig(steps=5)
+    rid = run_id(model, train, "stdlib")
+    # the ids issued before precision existed: fp32 hashes as a config without the key
+    old = {k: v for k, v in train.to_dict().items() if k not in ("precision", "backend")}
+    assert rid == run_id(model, old, "stdlib")
+    assert rid == run_id(model, train.replace(backend="compiled"), "stdlib")  # speed only
+    assert rid != run_id(model, train.replace(precision="bf16"), "stdlib")  # other values
+
+
 def test_store_save_load_has_and_iter(tmp_path):
     store = ResultStore(tmp_path)
     assert not store.has("abc") and list(store.iter_results()) == []
