@@ -10,9 +10,10 @@ import platform
 
 
 def environment(device: str = "cpu") -> dict:
-    """Python, PyTorch and NumPy versions, platform, CPU count, torch threads, device, and the
-    fast paths in use (compiled CPU kernels, allocator tuning), which change speed, not values
-    beyond float rounding."""
+    """Python, PyTorch and NumPy versions, platform, CPU count, torch threads, device, the CPU
+    vector capability PyTorch dispatches to (AVX2, AVX512, AVX512_BF16 or AMX: whether
+    bfloat16 matmuls have units of their own), and the fast paths in use (compiled CPU kernels,
+    allocator tuning), which change speed, not values beyond float rounding."""
     import numpy
     import torch
 
@@ -35,6 +36,7 @@ def environment(device: str = "cpu") -> dict:
         "threads": torch.get_num_threads(),
         "device": device,
         "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
         "cpu_kernels": cpu_kernels.unavailable_reason() or "compiled",
         "allocator": allocator.current() or "default",
     }
