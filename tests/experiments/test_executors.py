@@ -90,6 +90,15 @@ def test_cli_lists_runs_without_a_result_and_exits_1(tmp_path, monkeypatch, caps
     assert err[1:] == ["  b/1: no result was stored"]
 
 
+def test_cli_refuses_bf16_for_a_float32_suite_in_one_line(tmp_path, capsys):
+    assert main(["suite", "norm-cost", "--tiny", "--precision", "bf16", "--out",
+                 str(tmp_path / "out"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err == ("error: suite norm-cost: precision='bf16' is not allowed; expected one of "
+                   "['fp32']\n")
+    assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.parametrize(("args", "message"), [
     (["--executor", "threads"], "--executor 'threads' is not allowed"),
     (["--address", "auto"], "--address only apply with --executor ray"),

@@ -33,6 +33,11 @@ def suite(
     seed_offset: int = typer.Option(0, "--seed-offset",
                                     help="Run seeds K, K+1, … instead of 0, 1, … (a disjoint "
                                          "set, kept in its own results folder)."),
+    precision: str = typer.Option("fp32", "--precision",
+                                  help="fp32, or bf16 (bfloat16 compute, float32 weights and "
+                                       "optimizer state) for the suites that train models: "
+                                       "ffn, placement, position; kept in its own results "
+                                       "folder (<size>+bf16)."),
     out: Path = typer.Option(Path("runs"), "--results", "--out",
                              help="Results folder, shared with `report` and `claims` "
                                   "(resumable)."),
@@ -62,7 +67,7 @@ def suite(
     run_on = chosen_executor(executor, jobs, address, cpus_per_run, gpus_per_run)
     try:
         summary = run_suite(chosen, size, seeds, out, progress=not (no_progress or as_json),
-                            executor=run_on, seed_offset=seed_offset)
+                            executor=run_on, seed_offset=seed_offset, precision=precision)
     except SuiteIncomplete as incomplete:
         typer.echo(f"error: suite {incomplete.suite} ({incomplete.size}): "
                    f"{len(incomplete.missing)} of {incomplete.total} runs have no result; "

@@ -37,6 +37,14 @@ _TRAIN_IGNORED = ("threads", "device", "backend")
 _TRAIN_ADDED = {"precision": "fp32"}
 
 
+def train_identity(train_config: TrainConfig | dict) -> dict[str, Any]:
+    """The fields of a train config that make a run what it is: all but threads, device and
+    backend (speed, not values), and precision only when it is not the default float32."""
+    train = train_config if isinstance(train_config, dict) else train_config.to_dict()
+    return {k: v for k, v in train.items()
+            if k not in _TRAIN_IGNORED and not (k in _TRAIN_ADDED and _TRAIN_ADDED[k] == v)}
+
+
 def run_id(model_config: ModelConfig | dict, train_config: TrainConfig | dict,
            data_name: str) -> str:
     """A stable 12-hex-digit id of (model config, train config, data name).
@@ -46,10 +54,8 @@ def run_id(model_config: ModelConfig | dict, train_config: TrainConfig | dict,
     not values), nor `TrainConfig.precision` at its default "fp32".
     """
     model = model_config if isinstance(model_config, dict) else model_config.to_dict()
-    train = train_config if isinstance(train_config, dict) else train_config.to_dict()
     model = {k: v for k, v in model.items() if k not in _MODEL_IGNORED}
-    train = {k: v for k, v in train.items()
-             if k not in _TRAIN_IGNORED and not (k in _TRAIN_ADDED and _TRAIN_ADDED[k] == v)}
+    train = train_identity(train_config)
     canonical = json.dumps({"model": model, "train": train, "data": str(data_name)},
                            sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:12]

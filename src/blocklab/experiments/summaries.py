@@ -678,14 +678,16 @@ def check_seed_offset(seed_offset: int) -> int:
     return seed_offset
 
 
-def size_folder(size: str, seed_offset: int = 0) -> str:
-    """The folder name of a suite's results at `size`: seeds from `seed_offset` on are kept
-    apart from the default seeds (`quick`, `quick+seeds1000`), so their summaries never mix."""
-    return size if check_seed_offset(seed_offset) == 0 else f"{size}+seeds{seed_offset}"
+def size_folder(size: str, seed_offset: int = 0, precision: str = "fp32") -> str:
+    """The folder name of a suite's results at `size`: seeds from `seed_offset` on, and runs in
+    bfloat16, are kept apart from the default seeds in float32 (`quick`, `quick+seeds1000`,
+    `quick+bf16`), so their summaries never mix."""
+    folder = size if check_seed_offset(seed_offset) == 0 else f"{size}+seeds{seed_offset}"
+    return folder if precision == "fp32" else f"{folder}+{precision}"
 
 
 def load_summary(out_dir: str | Path, suite: str, size: str, data_type: type | None = None,
-                 *, seed_offset: int = 0) -> Summary | None:
+                 *, seed_offset: int = 0, precision: str = "fp32") -> Summary | None:
     """The stored summary of `suite` at `size` (seeds from `seed_offset`) under `out_dir`,
     typed (its data as `data_type`, default the suite's entry of DATA_TYPES); None when it has
     not been run.
@@ -694,7 +696,7 @@ def load_summary(out_dir: str | Path, suite: str, size: str, data_type: type | N
     summary that does not parse, was written under another `SUMMARY_SCHEMA`, or whose fields
     do not match this blocklab's: readers never guess at a layout they do not know.
     """
-    path = Path(out_dir) / suite / size_folder(size, seed_offset) / "summary.json"
+    path = Path(out_dir) / suite / size_folder(size, seed_offset, precision) / "summary.json"
     if not path.exists():
         return None
     offset = f" --seed-offset {seed_offset}" if seed_offset else ""

@@ -1,7 +1,8 @@
 """One seeded, deterministic training run of a `DecoderLM` on a corpus, recorded as one JSON result.
 
-    build    torch.manual_seed(seed); DecoderLM(config); re-initialise by `TrainConfig.init`,
-             each parameter from its own (seed, name) stream (`blocklab.experiments.init`)
+    build    torch.manual_seed(seed); DecoderLM(config, backend, precision); re-initialise by
+             `TrainConfig.init`, each parameter from its own (seed, name) stream
+             (`blocklab.experiments.init`)
     data     step s trains on `sample_batch(train split, seed, s)`: a separate stream, so every
              arm of a comparison with the same seed sees the same windows in the same order
     step     AdamW (decay on matrices and embeddings only), learning rate by `learning_rate`,

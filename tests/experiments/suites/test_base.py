@@ -1,5 +1,6 @@
 """Suite machinery: resumable execution and the paired statistics, against hand values."""
 
+import dataclasses
 import json
 import math
 from dataclasses import dataclass
@@ -157,6 +158,35 @@ def test_a_tuned_suite_plans_its_evaluation_from_stored_tuning_results(tmp_path)
     base.run_suite(_tuned_suite(calls), "tiny", 2, tmp_path, progress=False, seed_offset=1000)
     assert calls == [("eval", 1000), ("eval", 1001)]
     assert base.TUNING_SEEDS > 10**9 + base.MAX_SEEDS  # beyond any evaluation seed
+
+
+def test_bf16_runs_a_suite_that_takes_it_in_folders_of_its_own(tmp_path):
+    calls, seen = [], []
+    tuned = _tuned_suite(calls)
+
+    def tune(size, precision):
+        seen.append(("tune", precision))
+        return tuned.tune(size)
+
+    def plan(size, seeds, results, precision):
+        seen.append(("plan", precision))
+        return tuned.plan(size, seeds, results)
+
+    suite = dataclasses.replace(tuned, tune=tune, plan=plan, precisions=("fp32", "bf16"))
+    summary = base.run_suite(suite, "tiny", 1, tmp_path, progress=False, precision="bf16")
+    assert seen == [("tune", "bf16"), ("tune", "bf16"), ("plan", "bf16")]
+    assert (tmp_path / "tuned" / "tiny+tuning+bf16").is_dir()
+    assert (tmp_path / "tuned" / "tiny+bf16" / "summary.json").is_file()
+    assert any("every model trained in bf16" in note for note in summary.notes)
+    assert load_summary(tmp_path, "tuned", "tiny", ToyData, precision="bf16") == summary
+    assert load_summary(tmp_path, "tuned", "tiny", ToyData) is None  # float32 never ran
+
+
+def test_a_float32_only_suite_refuses_bf16_in_one_line(tmp_path):
+    with pytest.raises(ValueError, match=r"^suite toy: precision='bf16' is not allowed; "
+                                         r"expected one of \['fp32'\]$"):
+        base.run_suite(_toy_suite([]), "tiny", 1, tmp_path, precision="bf16")
+    assert not (tmp_path / "toy").exists()
 
 
 def test_a_failed_tuning_run_names_itself_and_nothing_is_evaluated(tmp_path):

@@ -94,7 +94,8 @@ class Suite:
 
     A suite with a `tune(size)` stage has `plan(size, seeds, tuned)` instead, `tuned` the
     (spec, result) pairs of its tuning runs, and `summarise` gets those pairs first, then the
-    evaluation runs'."""
+    evaluation runs'. A suite listing "bf16" in `precisions` takes `precision=` in `plan` and
+    `tune` and trains every model in it."""
 
     name: str
     description: str
@@ -103,6 +104,9 @@ class Suite:
     default_seeds: dict[str, int] = field(default_factory=lambda: {"tiny": 1, "quick": 2,
                                                                     "full": 5})
     tune: Callable[[str], list[RunSpec]] | None = None
+    # The precisions its plan (and tune) take as `precision=`; a suite that measures float32
+    # kernels or int8 against float32 lists "fp32" alone.
+    precisions: tuple[str, ...] = ("fp32",)
 
 
 # Tuning runs use seeds from here on: above the largest evaluation seed a user can ask for
@@ -138,13 +142,24 @@ def _check_size(size: str) -> None:
         raise InputError(f"suite size {size!r} is not allowed; expected one of {list(SIZES)}")
 
 
-def suite_dir(out_dir: str | Path, suite: Suite, size: str, seed_offset: int = 0) -> Path:
-    return Path(out_dir) / suite.name / size_folder(size, seed_offset)
+def suite_dir(out_dir: str | Path, suite: Suite, size: str, seed_offset: int = 0,
+              precision: str = "fp32") -> Path:
+    return Path(out_dir) / suite.name / size_folder(size, seed_offset, precision)
 
 
-def tuning_dir(out_dir: str | Path, suite: Suite, size: str) -> Path:
-    """Where a suite's tuning runs at `size` are kept: one folder for every seed offset."""
-    return Path(out_dir) / suite.name / f"{size}+tuning"
+def tuning_dir(out_dir: str | Path, suite: Suite, size: str, precision: str = "fp32") -> Path:
+    """Where a suite's tuning runs at `size` are kept: one folder for every seed offset (one
+    per precision: each tunes its own learning rates)."""
+    return Path(out_dir) / suite.name / size_folder(f"{size}+tuning", 0, precision)
+
+
+def check_precision(suite: Suite, precision: str) -> dict[str, str]:
+    """The keyword arguments that pass `precision` to `suite`'s plan and tune (none for
+    float32-only suites); a one-line InputError for a precision the suite does not take."""
+    if precision not in suite.precisions:
+        raise InputError(f"suite {suite.name}: precision={precision!r} is not allowed; "
+                         f"expected one of {list(suite.precisions)}")
+    return {} if suite.precisions == ("fp32",) else {"precision": precision}
 
 
 # Each seed is a set of full training runs; past this the plan alone would not fit in memory
@@ -176,6 +191,7 @@ class PlannedSuite:
     missing: list[RunSpec]
     stage: str = "evaluate"
     tuned: Results = field(default_factory=list)
+    precision: str = "fp32"
 
     def stamped(self) -> list[RunSpec]:
         """The missing runs, each stamping its result with the provenance of the process that
@@ -187,42 +203,47 @@ class PlannedSuite:
 
 
 def plan_suite(suite: Suite, size: str, seeds: int | None, out_dir: str | Path,
-               seed_offset: int = 0) -> PlannedSuite:
-    """Plan `suite` at `size` (default seeds for None, from `seed_offset` on) against the
-    results in `out_dir`."""
+               seed_offset: int = 0, precision: str = "fp32") -> PlannedSuite:
+    """Plan `suite` at `size` (default seeds for None, from `seed_offset` on, trained in
+    `precision`) against the results in `out_dir`."""
     _check_size(size)
+    extra = check_precision(suite, precision)
     seeds = seed_range(suite.default_seeds[size] if seeds is None else seeds, seed_offset)
     tuned: Results = []
     if suite.tune is not None:
-        tuning = suite.tune(size)
-        store = ResultStore(tuning_dir(out_dir, suite, size))
+        tuning = suite.tune(size, **extra)
+        store = ResultStore(tuning_dir(out_dir, suite, size, precision))
         stale = stale_reasons(tuning, store)
         missing = [s for s in tuning if not store.has(s.run_id) or s.run_id in stale]
         if missing:
-            return PlannedSuite(suite, size, seeds, tuning, store, stale, missing, "tune")
+            return PlannedSuite(suite, size, seeds, tuning, store, stale, missing, "tune",
+                                precision=precision)
         tuned = [(spec, store.load(spec.run_id)) for spec in tuning]
-        specs = suite.plan(size, seeds, tuned)
+        specs = suite.plan(size, seeds, tuned, **extra)
     else:
-        specs = suite.plan(size, seeds)
-    store = ResultStore(suite_dir(out_dir, suite, size, seed_offset))
+        specs = suite.plan(size, seeds, **extra)
+    store = ResultStore(suite_dir(out_dir, suite, size, seed_offset, precision))
     stale = stale_reasons(specs, store)
     missing = [s for s in specs if not store.has(s.run_id) or s.run_id in stale]
-    return PlannedSuite(suite, size, seeds, specs, store, stale, missing, "evaluate", tuned)
+    return PlannedSuite(suite, size, seeds, specs, store, stale, missing, "evaluate", tuned,
+                        precision)
 
 
 def run_suite(suite: Suite, size: str = "quick", seeds: int | None = None,
               out_dir: str | Path = "runs", *, progress: bool = True,
-              executor: Executor | None = None, seed_offset: int = 0) -> Summary:
+              executor: Executor | None = None, seed_offset: int = 0,
+              precision: str = "fp32") -> Summary:
     """Run every missing run of `suite`, then summarise all of them and write summary.json.
 
     `seed_offset` K runs seeds K … K + seeds − 1 instead of 0 … seeds − 1 (a disjoint set, to
-    check that a verdict survives other seeds), kept in their own folder (`size_folder`).
+    check that a verdict survives other seeds), kept in their own folder (`size_folder`), as
+    are runs in `precision` "bf16" (suites whose `precisions` list it).
 
     Raises SuiteIncomplete (after every other run has finished and been saved) when a run
     failed in an executor that carries on past failures; `execute_in_process` instead lets the
     first exception propagate.
     """
-    planned = plan_suite(suite, size, seeds, out_dir, seed_offset)
+    planned = plan_suite(suite, size, seeds, out_dir, seed_offset, precision)
     start = time.perf_counter()
     failed: dict[str, str] = {}
     for _stage in ("tune", "evaluate"):
@@ -239,7 +260,8 @@ def replan_after_tuning(planned: PlannedSuite, failed: dict[str, str], out_dir: 
                         seed_offset: int) -> PlannedSuite:
     """Plan the evaluation runs once a suite's tuning runs have executed; raises
     SuiteIncomplete naming the tuning runs (with `failed`'s errors) that have no result."""
-    again = plan_suite(planned.suite, planned.size, len(planned.seeds), out_dir, seed_offset)
+    again = plan_suite(planned.suite, planned.size, len(planned.seeds), out_dir, seed_offset,
+                       planned.precision)
     if again.stage == "tune":
         raise SuiteIncomplete(planned.suite.name, planned.size, [
             (spec.label, failed.get(spec.run_id, "no result was stored"))
@@ -266,9 +288,12 @@ def summarise_suite(planned: PlannedSuite, failed: dict[str, str], elapsed_s: fl
     summary = suite.summarise(size, planned.seeds, [*planned.tuned, *results])
     notes = [f"{len(specs) - len(planned.missing)} of {len(specs)} runs were already stored; "
              f"this invocation took {elapsed_s:.1f} s"]
+    if planned.precision != "fp32":
+        notes.append(f"every model trained in {planned.precision} (bfloat16 compute, float32 "
+                     "weights and optimizer state)")
     if planned.tuned:
         notes.append(f"planned from {len(planned.tuned)} tuning runs on seeds of their own "
-                     f"(stored in {size}+tuning)")
+                     f"(stored in {size_folder(f'{size}+tuning', 0, planned.precision)})")
     if stale:
         counts = Counter(reason for reasons in stale.values() for reason in reasons)
         notes.append(

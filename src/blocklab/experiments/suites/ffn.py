@@ -50,10 +50,11 @@ from __future__ import annotations
 
 import statistics
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from blocklab.config import FFNS, ModelConfig
+from blocklab.experiments.results import train_identity
 from blocklab.experiments.suites.base import (
     TUNING_SEEDS,
     Results,
@@ -119,6 +120,7 @@ class Size:
     # Scale trend: relu and swiglu also trained (and tuned) at these widths, so the summary
     # can say whether SwiGLU's effect grows or shrinks with model size.
     trend_widths: tuple[int, ...] = ()
+    precision: str = "fp32"  # every model's (`TrainConfig.precision`); set by `--precision`
 
 
 SIZES = {
@@ -169,7 +171,7 @@ def train_config(size: Size, seed: int, lr: float, init: str | None = None):
     return TrainConfig(steps=size.steps, batch_size=size.batch_size, seq_len=size.seq_len,
                        lr=lr, warmup_steps=size.warmup_steps, eval_every=size.eval_every,
                        eval_batches=size.eval_batches, log_every=50, seed=seed, threads=1,
-                       init=init or size.init)
+                       init=init or size.init, precision=size.precision)
 
 
 def param_count(arm: str, size: Size, d_model: int | None = None) -> int:
@@ -278,7 +280,7 @@ def _train_spec(kind: str, arm: str, size: Size, seed: int, lr: float, init: str
                 label: str, d_model: int | None = None) -> RunSpec:
     mc, tc = model_config(arm, size, d_model), train_config(size, seed, lr, init)
     payload = {"suite": "ffn", "kind": kind, "arm": arm, "model": mc.to_dict(),
-               "train": {k: v for k, v in tc.to_dict().items() if k != "threads"},
+               "train": train_identity(tc),
                "data": DATA, "probe": "zero_grad_fraction"}
 
     def execute(progress):
@@ -293,10 +295,14 @@ def _widths(size: Size) -> list[tuple[int, tuple[str, ...]]]:
     return [(size.d_model, ARMS), *((w, TREND_ARMS) for w in size.trend_widths)]
 
 
-def tune(size_name: str) -> list[RunSpec]:
+def _size(size_name: str, precision: str) -> Size:
+    return replace(SIZES[size_name], precision=precision)
+
+
+def tune(size_name: str, precision: str = "fp32") -> list[RunSpec]:
     """The tuning stage: every arm at every lr of the grid, on the tuning seeds, at every
     width the size trains."""
-    size = SIZES[size_name]
+    size = _size(size_name, precision)
     return [_train_spec("tune", arm, size, seed, lr, size.init,
                         f"ffn tune {arm}" + ("" if d == size.d_model else f" d={d}")
                         + f" lr {lr:g} seed {seed}", d)
@@ -331,21 +337,23 @@ def choose_lrs(size: Size, trials: list[LrTrial], d_model: int | None = None,
     return chosen
 
 
-def plan(size_name: str, seeds: range, tuned: Results) -> list[RunSpec]:
+def plan(size_name: str, seeds: range, tuned: Results, precision: str = "fp32") -> list[RunSpec]:
     """The evaluation runs: every arm at its tuned lr on `seeds`, the sensitivity arms at the
     earlier shared settings, the scale-trend arms at their widths' tuned lrs, and one timing
-    run."""
+    run; every model trained in `precision`."""
     size = SIZES[size_name]
     trials = lr_trials(tuned)
     return plan_at(size_name, seeds, choose_lrs(size, trials),
-                   {w: choose_lrs(size, trials, w, TREND_ARMS) for w in size.trend_widths})
+                   {w: choose_lrs(size, trials, w, TREND_ARMS) for w in size.trend_widths},
+                   precision)
 
 
 def plan_at(size_name: str, seeds: range, lrs: dict[str, float],
-            trend_lrs: dict[int, dict[str, float]] | None = None) -> list[RunSpec]:
+            trend_lrs: dict[int, dict[str, float]] | None = None,
+            precision: str = "fp32") -> list[RunSpec]:
     """`plan` with each arm's learning rate given (`trend_lrs`: per trend width; default the
     same as `lrs`)."""
-    size = SIZES[size_name]
+    size = _size(size_name, precision)
     specs = [_train_spec("train", arm, size, seed, lrs[arm], size.init, f"ffn {arm} seed {seed}")
              for arm in ARMS for seed in seeds]
     specs += [_train_spec("sensitivity", arm, size, seed, size.sensitivity_lr,
@@ -362,6 +370,8 @@ def plan_at(size_name: str, seeds: range, lrs: dict[str, float],
                       "models": [model_config(arm, size).to_dict() for arm in ARMS],
                       "batch_size": size.batch_size, "seq_len": size.seq_len,
                       "steps": size.timing_steps, "rounds": size.timing_rounds}
+    if precision != "fp32":  # float32 ids stay those of the runs made before precision existed
+        timing_payload["precision"] = precision
     specs.append(RunSpec("ffn timing", "timing", 0, timing_payload,
                          lambda progress: time_arms(size), timed=True))
     return specs
@@ -621,4 +631,5 @@ def _status_cell(status: dict[str, int]) -> str:
 
 SUITE = Suite("ffn", "plain vs gated FFNs at equal parameter count (C16, C17)", plan, summarise,
               # C16's registered rule needs five paired seeds (blocklab.claims.checks).
-              default_seeds={"tiny": 1, "quick": 5, "full": 8}, tune=tune)
+              default_seeds={"tiny": 1, "quick": 5, "full": 8}, tune=tune,
+              precisions=("fp32", "bf16"))

@@ -50,6 +50,7 @@ import numpy as np
 
 from blocklab.config import ModelConfig
 from blocklab.errors import InputError
+from blocklab.experiments.results import train_identity
 from blocklab.experiments.suites.base import (
     RunSpec,
     Suite,
@@ -484,7 +485,7 @@ def plan(size: str, seeds: range) -> list[RunSpec]:
         for norm in NORM_NAMES:
             mc, tc = _quality_configs(size, norm, seed)
             payload = {"suite": "norm-cost", "kind": "quality", "model": mc.to_dict(),
-                       "train": tc.to_dict(), "data": "stdlib"}
+                       "train": train_identity(tc), "data": "stdlib"}
             label = f"quality {norm} seed {seed}"
             specs.append(RunSpec(label, norm, seed, payload,
                                  lambda progress, mc=mc, tc=tc, label=label:

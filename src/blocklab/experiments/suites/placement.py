@@ -48,6 +48,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from blocklab.config import ModelConfig
+from blocklab.experiments.results import train_identity
 from blocklab.experiments.suites.base import (
     RunSpec,
     Suite,
@@ -178,7 +179,8 @@ def train_model_config(placement: str, depth: int, training: Training) -> ModelC
                        max_seq_len=training.seq_len, name=f"placement-{placement}-{depth}")
 
 
-def train_config(training: Training, warmup: int, lr: float, seed: int):
+def train_config(training: Training, warmup: int, lr: float, seed: int,
+                 precision: str = "fp32"):
     """Xavier init and no gradient clipping; one thread (bit-reproducible, and faster than two
     on a busy 2-core machine)."""
     from blocklab.experiments.trainer import TrainConfig
@@ -187,12 +189,12 @@ def train_config(training: Training, warmup: int, lr: float, seed: int):
                        seq_len=training.seq_len, lr=lr, warmup_steps=warmup, grad_clip=None,
                        init="xavier", seed=seed, eval_every=training.eval_every,
                        eval_batches=training.eval_batches, stuck_patience=training.stuck_patience,
-                       log_every=training.log_every, threads=1)
+                       log_every=training.log_every, threads=1, precision=precision)
 
 
 # --- part (a): gradients at initialisation ------------------------------------------------------
 def init_gradients(placement: str, init: str, depth: int, seed: int,
-                   probe: Probe) -> dict[str, Any]:
+                   probe: Probe, precision: str = "fp32") -> dict[str, Any]:
     """One forward/backward at initialisation; per-layer gradient norms and residual RMS.
 
     Returns {"status": "ok", "loss", "down_proj_grad": [‖∇ down_proj.weight‖ per layer],
@@ -213,9 +215,9 @@ def init_gradients(placement: str, init: str, depth: int, seed: int,
         rms.append(float(output.detach().float().pow(2).mean().sqrt()))
 
     with torch_threads(1):
-        # build_model reads only the seed and init of a TrainConfig.
+        # build_model reads only the seed, init, precision and backend of a TrainConfig.
         model = build_model(probe_model_config(placement, depth, probe),
-                            TrainConfig(init=init, seed=seed))
+                            TrainConfig(init=init, seed=seed, precision=precision))
         model.train()
         handles = [layer.register_forward_hook(record) for layer in model.layers]
         try:
@@ -262,7 +264,8 @@ def _geometric_mean(values: list[float]) -> float | None:
 
 
 # --- plan ----------------------------------------------------------------------------------------
-def plan(size_name: str, seeds: range) -> list[RunSpec]:
+def plan(size_name: str, seeds: range, precision: str = "fp32") -> list[RunSpec]:
+    """Every run of the suite at `size_name` on `seeds`, each model in `precision`."""
     size = SIZES[size_name]
     probe, training = size.probe, size.training
     specs = []
@@ -275,19 +278,22 @@ def plan(size_name: str, seeds: range) -> list[RunSpec]:
                                "seed": seed, "probe": asdict(probe),
                                "model": probe_model_config(placement, depth, probe).to_dict(),
                                "data": DATA}
+                    if precision != "fp32":
+                        payload["precision"] = precision
 
                     def execute(progress, placement=placement, init=init, depth=depth,
                                 seed=seed):
-                        return init_gradients(placement, init, depth, seed, probe)
+                        return init_gradients(placement, init, depth, seed, probe, precision)
 
                     specs.append(RunSpec(f"init {placement} {init} L={depth} seed {seed}",
                                          f"init/{placement}/{init}/{depth}", seed, payload,
                                          execute))
-    return (specs + _training_specs(training, seeds, "train")
-            + _training_specs(size.deep, seeds, "deep"))
+    return (specs + _training_specs(training, seeds, "train", precision)
+            + _training_specs(size.deep, seeds, "deep", precision))
 
 
-def _training_specs(training: Training, seeds: range, grid: str) -> list[RunSpec]:
+def _training_specs(training: Training, seeds: range, grid: str,
+                    precision: str = "fp32") -> list[RunSpec]:
     """The runs of one training grid: `grid` "train" (part b) or "deep" (part c) names its
     payload kind and arms (`train/<placement>/<depth>/<warmup>/<lr>`, `deep/...`)."""
     from blocklab.experiments.trainer import run
@@ -299,12 +305,11 @@ def _training_specs(training: Training, seeds: range, grid: str) -> list[RunSpec
         for warmup in training.warmups:
             for lr in training.lrs:
                 for seed in seeds:
-                    tc = train_config(training, warmup, lr, seed)
+                    tc = train_config(training, warmup, lr, seed, precision)
                     label = f"{prefix}{placement} L={depth} warmup {warmup} lr {lr:g} seed {seed}"
                     payload = {"suite": "placement", "kind": kind,
                                "model": mc.to_dict(),
-                               "train": {k: v for k, v in tc.to_dict().items()
-                                         if k != "threads"},
+                               "train": train_identity(tc),
                                "data": DATA}
 
                     def execute(progress, mc=mc, tc=tc, label=label, run=run):
@@ -745,4 +750,4 @@ def summarise(size_name: str, seeds: range, results: list[tuple[RunSpec, dict[st
 SUITE = Suite("placement", "pre vs post vs sandwich norm: gradients at init and training, "
               "and deep stacks (C12, C13, C19, C36)", plan, summarise,
               # C19's and C36's registered rules need four paired seeds (blocklab.claims).
-              default_seeds={"tiny": 1, "quick": 4, "full": 5})
+              default_seeds={"tiny": 1, "quick": 4, "full": 5}, precisions=("fp32", "bf16"))

@@ -71,6 +71,7 @@ import numpy as np
 
 from blocklab.config import ModelConfig
 from blocklab.errors import InputError
+from blocklab.experiments.results import train_identity
 from blocklab.experiments.suites.base import (
     RunSpec,
     Suite,
@@ -168,13 +169,13 @@ def arm_config(size: str, arm: str) -> ModelConfig:
                        embed_scale=arm == "sinusoidal+scale", name=f"position-{arm}")
 
 
-def train_config(size: str, seed: int):
+def train_config(size: str, seed: int, precision: str = "fp32"):
     from blocklab.experiments.trainer import TrainConfig
 
     t = SIZES[size]["train"]
     return TrainConfig(steps=t["steps"], batch_size=t["batch_size"], seq_len=SIZES[size]["L"],
                        lr=t["lr"], warmup_steps=t["warmup_steps"], eval_every=0, log_every=0,
-                       eval_batches=1, seed=seed, threads=1)
+                       eval_batches=1, seed=seed, threads=1, precision=precision)
 
 
 # --- YaRN's β for our length ----------------------------------------------------------------------
@@ -218,10 +219,12 @@ def scaling_config(kind: str, factor: float, L: int) -> dict[str, Any]:
 
 
 def with_rope_scaling(model, scaling: dict[str, Any] | None):
-    """A copy of a trained RoPE `DecoderLM` with `scaling`: same weights, new rotary table."""
+    """A copy of a trained RoPE `DecoderLM` with `scaling`: same weights, backend and precision,
+    new rotary table."""
     from blocklab.nn import DecoderLM
 
-    scaled = DecoderLM(model.config.replace(rope_scaling=scaling))
+    scaled = DecoderLM(model.config.replace(rope_scaling=scaling), backend=model.backend,
+                       precision=model.precision)
     scaled.load_state_dict(model.state_dict())
     return scaled.eval()
 
@@ -514,7 +517,7 @@ def _decode_call(model, prompt, tokens: int):
     return start
 
 
-def time_position_cost(size: str, seed: int = 0) -> dict[str, Any]:
+def time_position_cost(size: str, seed: int = 0, precision: str = "fp32") -> dict[str, Any]:
     """C31: parameters, step times and SDPA kernels of `COST_SCHEMES` on the size's model.
 
     Training steps (`trainer.train_step`: forward, backward, clip, AdamW on a batch of the
@@ -534,7 +537,7 @@ def time_position_cost(size: str, seed: int = 0) -> dict[str, Any]:
     config, cost = SIZES[size], SIZES[size]["cost"]
     L, n_decode = config["L"], cost["decode_tokens"]
     corpus = load_corpus("stdlib")
-    tc = train_config(size, seed)
+    tc = train_config(size, seed, precision)
     out: dict[str, Any] = {"status": "ok", "kind": "cost", "threads": 1, "L": L,
                            "batch_size": tc.batch_size, "decode_tokens": n_decode,
                            "prompt_tokens": L - n_decode, "params": {}, "params_module": {},
@@ -656,14 +659,15 @@ def _rope_variants(size: str, model, corpus, seed: int) -> dict[str, Any]:
     return variants
 
 
-def _train_and_read(size: str, arm: str, seed: int, progress) -> dict[str, Any]:
+def _train_and_read(size: str, arm: str, seed: int, progress,
+                    precision: str = "fp32") -> dict[str, Any]:
     from blocklab.experiments.data import load_corpus
     from blocklab.experiments.trainer import train
 
     started = time.perf_counter()
     config = SIZES[size]
     corpus = load_corpus("stdlib")
-    mc, tc = arm_config(size, arm), train_config(size, seed)
+    mc, tc = arm_config(size, arm), train_config(size, seed, precision)
     model, trained = train(mc, tc, corpus, progress=progress, label=f"{arm} seed {seed}")
     out: dict[str, Any] = {"status": trained["status"], "kind": "train", "arm": arm,
                            "seed": seed, "L": config["L"], "train": trained}
@@ -682,7 +686,7 @@ def _train_and_read(size: str, arm: str, seed: int, progress) -> dict[str, Any]:
 
 
 def train_passkey_model(mc: ModelConfig, *, L: int, steps: int, batch_size: int, lr: float,
-                        seed: int):
+                        seed: int, precision: str = "fp32"):
     """A model trained only on passkey examples of L + 1 bytes, needle depth uniform in [0, 1]
     (snapped to the filler's sentence boundaries), next-token loss on every byte."""
     import torch
@@ -697,7 +701,7 @@ def train_passkey_model(mc: ModelConfig, *, L: int, steps: int, batch_size: int,
     )
 
     tc = TrainConfig(steps=steps, batch_size=batch_size, seq_len=L, lr=lr,
-                     warmup_steps=max(1, steps // 20), seed=seed)
+                     warmup_steps=max(1, steps // 20), seed=seed, precision=precision)
     model = build_model(mc, tc).train()
     optimizer, params = make_optimizer(model, tc), list(model.parameters())
     rng = np.random.default_rng([0x9A55, seed])
@@ -731,14 +735,15 @@ def passkey_grid(model, L: int, mults: Sequence[int], depths: Sequence[float], n
     return grid
 
 
-def _passkey_run(size: str, arm: str, seed: int, progress) -> dict[str, Any]:
+def _passkey_run(size: str, arm: str, seed: int, progress,
+                 precision: str = "fp32") -> dict[str, Any]:
     started = time.perf_counter()
     config = SIZES[size]
     pk, L = config["passkey"], config["L"]
     with _one_thread():
         model, last_loss = train_passkey_model(arm_config(size, arm), L=L, steps=pk["steps"],
                                                batch_size=pk["batch_size"], lr=pk["lr"],
-                                               seed=seed)
+                                               seed=seed, precision=precision)
         out: dict[str, Any] = {"status": "ok", "kind": "passkey", "arm": arm, "seed": seed,
                                "final_train_loss": last_loss,
                                "accuracy": {arm: passkey_grid(model, L, config["mults"],
@@ -778,20 +783,22 @@ def _one_thread() -> Iterator[None]:
         torch.set_num_threads(before)
 
 
-def plan(size: str, seeds: range) -> list[RunSpec]:
+def plan(size: str, seeds: range, precision: str = "fp32") -> list[RunSpec]:
     """One training run per (arm, seed); one passkey run per (arm, seed) where the size has
-    them; one timed cost run (C31, alone); one relative-error run."""
+    them; one timed cost run (C31, alone); one relative-error run (float64 and float32 maths,
+    whatever `precision` the models train in)."""
     config = SIZES[size]
     specs = []
     for seed in seeds:
         for arm in arms(size):
             payload = {"suite": "position", "kind": "train", "arm": arm, "size_config": config,
                        "model": arm_config(size, arm).to_dict(),
-                       "train": train_config(size, seed).to_dict(), "data": "stdlib",
+                       "train": train_identity(train_config(size, seed, precision)),
+                       "data": "stdlib",
                        "scalings": SCALINGS if arm == "rope" else None}
             specs.append(RunSpec(f"{arm} seed {seed}", arm, seed, payload,
                                  lambda progress, arm=arm, seed=seed:
-                                 _train_and_read(size, arm, seed, progress)))
+                                 _train_and_read(size, arm, seed, progress, precision)))
     if config["passkey"]:
         for seed in seeds:
             for arm in arms(size):
@@ -799,14 +806,16 @@ def plan(size: str, seeds: range) -> list[RunSpec]:
                            "model": arm_config(size, arm).to_dict(), "L": config["L"],
                            "mults": config["mults"], "passkey": config["passkey"],
                            "seed": seed}
+                if precision != "fp32":
+                    payload["precision"] = precision
                 specs.append(RunSpec(f"passkey {arm} seed {seed}", f"passkey:{arm}", seed,
                                      payload, lambda progress, arm=arm, seed=seed:
-                                     _passkey_run(size, arm, seed, progress)))
+                                     _passkey_run(size, arm, seed, progress, precision)))
     payload = {"suite": "position", "kind": "cost", "model": arm_config(size, "rope").to_dict(),
                "schemes": COST_SCHEMES, "param_schemes": PARAM_SCHEMES, "cost": config["cost"],
-               "train": train_config(size, 0).to_dict()}
+               "train": train_identity(train_config(size, 0, precision))}
     specs.append(RunSpec("position cost (timed)", "cost", 0, payload,
-                         lambda progress: time_position_cost(size), timed=True))
+                         lambda progress: time_position_cost(size, 0, precision), timed=True))
     payload = {"suite": "position", "kind": "relative_error",
                "shifts": RELATIVE_ERROR_SHIFTS, "dtypes": RELATIVE_ERROR_DTYPES}
     specs.append(RunSpec("rope relative-position error", "relative_error", 0, payload,
@@ -1138,4 +1147,5 @@ SUITE = Suite(
     plan=plan,
     summarise=summarise,
     default_seeds={"tiny": 1, "quick": 3, "full": 3},
+    precisions=("fp32", "bf16"),
 )

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from blocklab.config import ModelConfig
+from blocklab.experiments.results import train_identity
 from blocklab.experiments.suites.base import (
     RunSpec,
     Suite,
@@ -177,7 +178,7 @@ def plan(size: str, seeds: range) -> list[RunSpec]:
     for seed in seeds:
         mc, tc = _quality_configs(size, seed)
         payload = {"suite": "quantize", "kind": "quality", "model": mc.to_dict(),
-                   "train": tc.to_dict(), "data": "stdlib",
+                   "train": train_identity(tc), "data": "stdlib",
                    "eval_windows": SIZES[size]["quality"]["eval_windows"]}
         specs.append(RunSpec(f"quality seed {seed}", "quality", seed, payload,
                              lambda progress, seed=seed: run_quality(size, seed, progress)))
