@@ -27,12 +27,22 @@ The build cache (`cache_dir()`) is code this process will run, so it is handled 
   a week are removed when a new build is made.
 
 Only float32 inputs (any strides) with a float32 gain take this path; bfloat16 and float64 use
-`fused`, whose numerics are bit for bit the reference's.
+`blocklab.nn.lean`, whose numerics are bit for bit the reference's.
 
 Gated activations: y = φ(gate)·up for SiLU (SwiGLU) and exact GELU (GeGLU), φ recomputed in
 backward from the saved gate and up; exp and erf come from glibc's vector maths (libmvec) where
 it exists. Gradients are first-order kernels; under create_graph=True the backward instead
-differentiates the reference expression, so higher derivatives are right, only slower.
+differentiates the reference expression, so higher derivatives are right, only slower. (RoPE is
+linear: its backward is the same op rotating the other way, differentiable in turn.)
+
+The kernels are torch.library custom ops: `torch.ops.blocklab.cpu_rms_norm`, `cpu_add_rms_norm`,
+`cpu_rms_norm_backward`, `cpu_gated_activation`, `cpu_gated_activation_backward`, `cpu_rope`.
+Each has a fake implementation (its outputs' shapes from its inputs'), and the forward ones an
+autograd formula calling the backward ones, so torch.compile keeps each kernel as one call in
+its forward and backward graphs instead of breaking the graph at ctypes. Importing this module
+registers them; building and loading wait for the first call. In eager mode a custom op costs
+more per call than the autograd.Function it replaced (the dispatcher and PyTorch's Python
+wrappers), and the first call of any custom op in a process imports torch._dynamo.
 
 Outputs are fresh tensors from PyTorch's allocator, like every other op's: nothing is reused
 behind a caller's back. Large fresh outputs cost page faults under glibc's default settings;
@@ -54,6 +64,7 @@ import platform
 import re
 import stat
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -281,30 +292,37 @@ def _one_line(exc: BaseException) -> str:
 
 def _load() -> ctypes.CDLL | None:
     global _lib, _reason, _loaded
+    if _loaded:  # settled: no lock, and all that torch.compile traces once the kernels loaded
+        return _lib
     with _lock:
         if _loaded:
             return _lib
-        _loaded = True
-        if os.environ.get("BLOCKLAB_CPU_KERNELS", "1") == "0":
-            _reason = "disabled by BLOCKLAB_CPU_KERNELS=0"
-            return None
         try:
-            source = resources.files("blocklab.nn").joinpath("cpu_kernels.c").read_text()
-            folder = cache_dir()
-            _check_dir(folder)
-            key = build_key(source)
+            _lib, _reason = _find_or_build()
+        finally:
+            _loaded = True  # last: whoever sees it set sees _lib and _reason too
+        return _lib
+
+
+def _find_or_build() -> tuple[ctypes.CDLL | None, str | None]:
+    """(the checked, declared library, None) or (None, why not)."""
+    if os.environ.get("BLOCKLAB_CPU_KERNELS", "1") == "0":
+        return None, "disabled by BLOCKLAB_CPU_KERNELS=0"
+    try:
+        source = resources.files("blocklab.nn").joinpath("cpu_kernels.c").read_text()
+        folder = cache_dir()
+        _check_dir(folder)
+        key = build_key(source)
+        lib = _load_cached(folder, key)
+        if lib is None:
+            _build(source, folder, key)
             lib = _load_cached(folder, key)
-            if lib is None:
-                _build(source, folder, key)
-                lib = _load_cached(folder, key)
-            if lib is None:
-                raise RuntimeError(f"a fresh build would not load: {_notes[-1]}")
-            _declare(lib)
-        except (_Refused, OSError, RuntimeError, subprocess.SubprocessError) as exc:
-            _reason = _one_line(exc)
-            return None
-        _lib = lib
-        return lib
+        if lib is None:
+            raise RuntimeError(f"a fresh build would not load: {_notes[-1]}")
+        _declare(lib)
+    except (_Refused, OSError, RuntimeError, subprocess.SubprocessError) as exc:
+        return None, _one_line(exc)
+    return lib, None
 
 
 def reset() -> None:
@@ -312,7 +330,8 @@ def reset() -> None:
     again."""
     global _lib, _reason, _loaded
     with _lock:
-        _lib, _reason, _loaded = None, None, False
+        _loaded = False  # first, for the lock-free readers of _load
+        _lib, _reason = None, None
         _notes.clear()
 
 
@@ -321,12 +340,19 @@ def notes() -> list[str]:
     return list(_notes)
 
 
-@torch.compiler.assume_constant_result
 def _load_reason() -> str | None:
-    """Why the kernels cannot load, or None once they have. torch.compile runs this while
-    tracing and keeps the answer as a constant, instead of tracing into the loader's lock and
-    files (a graph break)."""
+    """Why the kernels cannot load, or None once they have."""
     return _reason if _load() is None else None
+
+
+# torch.compile cannot trace the loader (a lock, files, a compiler): once the kernels loaded it
+# traces only the lock-free check in _load; before that, this mark has it run _load_reason
+# while tracing and keep the answer as a constant. Marking imports torch._dynamo (seconds), so
+# it is done only when that is imported already, as it is when norm.py's lazy import of this
+# module runs under torch.compile. (Imported before torch._dynamo and first loaded under
+# torch.compile, the loader is a graph break, once; an error under fullgraph=True.)
+if "torch._dynamo" in sys.modules:
+    torch.compiler.assume_constant_result(_load_reason)
 
 
 def unavailable_reason(x: Tensor | None = None, weight: Tensor | None = None) -> str | None:
@@ -351,14 +377,10 @@ def _require(x: Tensor, weight: Tensor | None) -> None:
         raise KernelUnavailable(f"compiled CPU kernels cannot run here: {reason}")
 
 
-# --- the kernels as custom ops ------------------------------------------------------------------
-# Each kernel is a torch.library custom op (namespace blocklab) with a fake implementation (the
-# outputs' shapes, from the inputs' alone), so torch.compile keeps it as one opaque call in its
-# graph instead of breaking the graph at a ctypes call. Registering builds and loads nothing:
-# the library is loaded by the first real call. Outputs are always fresh, contiguous float32
-# tensors (a custom op's output must not alias an input), and ops take only what their kernel
-# reads correctly: the checks below keep a direct torch.ops.blocklab call from reading out of
-# bounds.
+# --- the kernels as custom ops (see the module docstring) -------------------------------------
+# Outputs are always fresh, contiguous float32 tensors (a custom op's output must not alias an
+# input, nor be optional). Each op checks its operands itself, so that a direct torch.ops.blocklab
+# call cannot make a kernel read out of bounds.
 def _kernels() -> ctypes.CDLL:
     lib = _load()
     if lib is None:
@@ -367,13 +389,13 @@ def _kernels() -> ctypes.CDLL:
 
 
 def _operand(op: str, name: str, t: Tensor, shape: tuple[int, ...]) -> None:
-    if t.dtype != torch.float32 or t.device.type != "cpu" or tuple(t.shape) != tuple(shape):
+    if t.dtype != torch.float32 or t.device.type != "cpu" or t.shape != shape:
         raise InputError(f"blocklab::{op}: {name} is {t.dtype} {tuple(t.shape)} on "
                          f"{t.device.type}; expected torch.float32 {tuple(shape)} on cpu")
 
 
 def _empty(shape) -> Tensor:
-    return torch.empty(tuple(shape), dtype=torch.float32)
+    return torch.empty(shape, dtype=torch.float32)
 
 
 def _fake(like: Tensor, shape) -> Tensor:
