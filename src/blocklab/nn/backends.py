@@ -87,20 +87,23 @@ def implementation(op: str, name: str) -> Callable[..., object]:
     return _REGISTRY[op, name]
 
 
-def _kernel_reason(name: str, x: Tensor, other: Tensor | None) -> str | None:
-    """Why kernel family `name` cannot run on x (and other), or None."""
+def _kernel_reason(op: str, name: str, x: Tensor, other: Tensor | None) -> str | None:
+    """Why kernel family `name` cannot run `op` on x (and other), or None."""
     if name == "cpu":
         from blocklab.nn import cpu_kernels
         return cpu_kernels.unavailable_reason(x, other)
     from blocklab.nn import triton_kernels
     reason = triton_kernels.unavailable_reason(x)
-    if reason is None and other is not None and other.dtype != x.dtype:
-        reason = f"operands of different dtypes ({x.dtype}, {other.dtype})"
+    # The Triton norms and RoPE cast a float32 gain or cos/sin themselves; gate and up of the
+    # gated activation are read as one dtype.
+    if reason is None and op == "gated_activation" and other is not None \
+            and other.dtype != x.dtype:
+        reason = f"gate and up of different dtypes ({x.dtype}, {other.dtype})"
     return reason
 
 
-def _kernel_runs(name: str, x: Tensor, other: Tensor | None) -> bool:
-    return _kernel_reason(name, x, other) is None
+def _kernel_runs(op: str, name: str, x: Tensor, other: Tensor | None) -> bool:
+    return _kernel_reason(op, name, x, other) is None
 
 
 def resolve(op: str, impl: str, x: Tensor, other: Tensor | None = None) -> str:
@@ -114,20 +117,20 @@ def resolve(op: str, impl: str, x: Tensor, other: Tensor | None = None) -> str:
     if impl in ("reference", "lean"):
         return impl
     if impl in ("cpu", "triton"):
-        reason = _kernel_reason(impl, x, other)
+        reason = _kernel_reason(op, impl, x, other)
         if reason is not None:
             raise KernelUnavailable(f"{op} impl={impl!r} cannot run here: {reason}; use "
                                     "impl='fast' or 'lean'")
         return impl
     if impl == "compiled" or torch.compiler.is_compiling():
-        if op in COMPILED_KERNELS and x.device.type == "cpu" and _kernel_runs("cpu", x, other):
+        if op in COMPILED_KERNELS and x.device.type == "cpu" and _kernel_runs(op, "cpu", x, other):
             return "cpu"
         return "reference"
     if impl != "fast":
         raise InputError(f"impl={impl!r} is not allowed; expected one of {list(CHOICES)}")
     if x.is_cuda:
-        if _kernel_runs("triton", x, other):
+        if _kernel_runs(op, "triton", x, other):
             return "triton"
-    elif _kernel_runs("cpu", x, other):
+    elif _kernel_runs(op, "cpu", x, other):
         return "cpu"
     return FAST_FALLBACK[op]
