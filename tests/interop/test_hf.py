@@ -26,14 +26,7 @@ TINY = dict(vocab_size=128, hidden_size=64, intermediate_size=96, num_hidden_lay
 T = 24  # longer than max_position_embeddings: exercises dynamic scaling and the window
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    # Tiny tensors: one thread is fastest, and it cannot stall waiting for a second OpenMP
-    # thread that another process has pushed off the CPU.
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 FAMILIES = {
     "llama": ("LlamaConfig", "LlamaForCausalLM", {}),

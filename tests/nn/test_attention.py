@@ -16,14 +16,7 @@ F64 = dict(atol=1e-12, rtol=1e-12)
 F32 = dict(atol=1e-5, rtol=1e-5)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    # Tiny tensors: one thread is fastest, and it cannot stall waiting for a second OpenMP
-    # thread that another process has pushed off the CPU.
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _gen(seed=0):

@@ -20,14 +20,7 @@ EPS = 1e-6
 JAC = dict(atol=1e-10, rtol=1e-10)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    # Tiny tensors: one thread is fastest, and it cannot stall waiting for a second OpenMP
-    # thread that another process has pushed off the CPU.
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 class Linear(nn.Module):

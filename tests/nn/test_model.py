@@ -15,14 +15,7 @@ TINY = dict(vocab_size=64, d_model=32, n_layers=2, n_heads=4, n_kv_heads=2, d_ff
             max_seq_len=32)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    # Tiny tensors: one thread is fastest, and it cannot stall waiting for a second OpenMP
-    # thread that another process has pushed off the CPU.
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _model(seed=0, std=0.3, packed_gate_up=False, packed_qkv=False, **changes):
