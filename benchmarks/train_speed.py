@@ -1,12 +1,15 @@
 """Training-step throughput of DecoderLM against transformers' LlamaForCausalLM, on CPU.
 
 Same shapes for all (vocab 256, d_model 256, 4 layers, 4 heads, d_ff 688, T = 256, B = 16,
-float32, 2 threads), one process, steps interleaved (ours, HF eager, HF sdpa, ours, ...), the
-median step time reported as tokens/s. Also per model: bytes saved for backward in one step
+2 threads), one process, steps interleaved (ours, HF eager, HF sdpa, ours, ...), the median step
+time reported as tokens/s. `--precision fp32` (default) trains in float32; `bf16` computes in
+bfloat16 with float32 weights: blocklab by `DecoderLM(precision="bf16")`, the other models under
+`torch.autocast("cpu", dtype=torch.bfloat16)`. Also per model: bytes saved for backward in one step
 (counted with `torch.autograd.graph.saved_tensors_hooks`, each storage once) and the model
 FLOPs utilisation (MFU): the step's model FLOPs (3× the forward count of `blocklab.budget`:
 matmuls and causal attention pairs, the same for every model since the maths is the same) over
-the step time, as a fraction of the float32 matmul rate measured at the step's own GEMM shapes.
+the step time, as a fraction of the matmul rate measured at the step's own GEMM shapes in the
+step's own dtype (float32, or bfloat16 under `--precision bf16`).
 
 The compute floor answers "how much faster could any implementation of this step be here?":
 the step's matrix products and attention kernels (every op `FlopCounterMode` has a formula for,
@@ -15,12 +18,15 @@ alone on fresh tensors of the same shapes and strides, each op's fastest of a fe
 activations, RoPE, softmax-loss, copies and the autograd engine cost nothing in the floor, so a
 model's step time over the floor bounds the speedup a faster implementation of everything else
 could give over that model.
-The machine may be shared; the load average is printed with the figures.
+The machine may be shared; the load average is printed with the figures, and so is the CPU's
+capability: bfloat16 matmuls are fast only with AVX-512 BF16 or AMX, and without them run many
+times slower than float32.
 
-    python benchmarks/train_speed.py [--repeats 5] [--compile] [--no-tune-malloc]
+    python benchmarks/train_speed.py [--repeats 5] [--precision fp32|bf16] [--compile]
+                                     [--no-tune-malloc]
 
 x-transformers joins the comparison when it is installed (`pip install x-transformers`);
-`--compile` adds `DecoderLM(compile=True)`, printing its warm-up time.
+`--compile` adds `DecoderLM(backend="compiled")`, printing its warm-up time.
 """
 
 from __future__ import annotations
@@ -29,11 +35,11 @@ import argparse
 import os
 import statistics
 import time
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_map
 from torch.utils.flop_counter import flop_registry
 
 from blocklab.allocator import tune_cpu_allocator
@@ -49,8 +55,38 @@ CONFIG = ModelConfig(vocab_size=V, d_model=D, n_layers=L, n_heads=H, d_ff=DFF, f
                      norm="rmsnorm", position="rope", max_seq_len=T)
 
 
-def _ours() -> torch.nn.Module:
-    return DecoderLM(CONFIG)
+def _ours(precision: str = "fp32") -> torch.nn.Module:
+    return DecoderLM(CONFIG, precision=precision)
+
+
+class Autocast(torch.nn.Module):
+    """A model whose forward runs under CPU bfloat16 autocast (the usual mixed precision),
+    returning float32 logits as the cross-entropy under autocast would use them."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, ids):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            return _logits(self.model, ids).float()
+
+
+def cpu_capability() -> tuple[str, bool]:
+    """torch's CPU capability and the /proc/cpuinfo flags bfloat16 speed depends on, and
+    whether the CPU has bfloat16 matmul units (AVX-512 BF16 or AMX)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8")
+    except OSError:
+        text = ""
+    flags: set[str] = set()
+    for line in text.splitlines():
+        if line.startswith("flags"):
+            flags |= set(line.split(":", 1)[1].split())
+    return (f"CPU capability {torch.backends.cpu.get_cpu_capability()}; "
+            + " ".join(f"{f}={'yes' if f in flags else 'no'}"
+                       for f in ("avx2", "avx512f", "avx512_bf16", "amx_bf16")),
+            bool(flags & {"avx512_bf16", "amx_bf16"}))
 
 
 def _hf(attn: str) -> torch.nn.Module:
@@ -95,6 +131,15 @@ def model_flops() -> int:
     """Forward + backward FLOPs of one step: 3× the forward count (the backward's two
     products per forward product), inputs of T tokens."""
     return 3 * prefill_flops(CONFIG, B, T, causal=True).total
+
+
+def tree_map(fn, obj):
+    """fn applied to every leaf of nested lists, tuples and dicts (an op's arguments)."""
+    if isinstance(obj, list | tuple):
+        return type(obj)(tree_map(fn, o) for o in obj)
+    if isinstance(obj, dict):
+        return {k: tree_map(fn, v) for k, v in obj.items()}
+    return fn(obj)
 
 
 _aten = torch.ops.aten
@@ -165,24 +210,35 @@ def compute_floor(model, ids, repeats: int) -> tuple[float, float, int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--precision", choices=("fp32", "bf16"), default="fp32",
+                        help="bf16: blocklab precision='bf16', the others under autocast")
     parser.add_argument("--compile", action="store_true",
-                        help="add DecoderLM(compile=True); its warm-up is timed and printed")
+                        help="add DecoderLM(backend='compiled'); its warm-up is timed and "
+                             "printed")
     parser.add_argument("--no-tune-malloc", action="store_true",
                         help="leave glibc malloc at its defaults (blocklab train tunes it)")
     args = parser.parse_args()
     tuned = None if args.no_tune_malloc else tune_cpu_allocator()
-    print(f"allocator: {tuned or 'glibc defaults'} (applies to every model alike)")
+    capability, bf16_units = cpu_capability()
+    print(f"allocator: {tuned or 'glibc defaults'} (applies to every model alike); "
+          f"{capability}; precision {args.precision}")
+    if args.precision == "bf16" and not bf16_units:
+        print("no AVX-512 BF16 / AMX on this CPU: bfloat16 matmuls are far slower than float32 "
+              "here; MFU below is against this machine's bfloat16 rate")
     torch.set_num_threads(2)
     torch.manual_seed(0)
     ids = torch.randint(0, V, (B, T + 1))
-    models = {"blocklab": _ours(), "hf_eager": _hf("eager"), "hf_sdpa": _hf("sdpa")}
+    others = {"hf_eager": _hf("eager"), "hf_sdpa": _hf("sdpa")}
     xt = _xtransformers()
     if xt is None:
         print("x-transformers is not installed (pip install x-transformers); skipping it")
     else:
-        models["x_transf"] = xt
+        others["x_transf"] = xt
+    if args.precision == "bf16":
+        others = {name: Autocast(m) for name, m in others.items()}
+    models = {"blocklab": _ours(args.precision), **others}
     if args.compile:
-        compiled = DecoderLM(CONFIG, compile=True)
+        compiled = DecoderLM(CONFIG, backend="compiled", precision=args.precision)
         compiled.load_state_dict(models["blocklab"].state_dict())
         warm = compiled.warm_up(ids[:, :-1])
         print(f"blocklab compiled: warm-up (torch.compile) {warm:.1f} s, not in the step times")
@@ -201,7 +257,7 @@ def main() -> None:
     flops = model_flops()
     print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; model FLOPs per step "
           f"{flops / 1e9:.1f} G; matmul rate at the step's GEMM shapes {rate / 1e9:.1f} "
-          "GFLOP/s (float32, 2 threads)")
+          f"GFLOP/s ({'bfloat16' if args.precision == 'bf16' else 'float32'}, 2 threads)")
     print(f"compute floor (blocklab's GEMMs and attention kernels replayed alone): "
           f"{floor * 1e3:.0f} ms = {B * T / floor:.0f} tokens/s")
     base = statistics.median(times["blocklab"])

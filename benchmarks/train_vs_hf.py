@@ -1,32 +1,68 @@
 """Training throughput: blocklab DecoderLM vs Hugging Face LlamaForCausalLM, side by side.
 
-Both models have the same Llama architecture (vocab 256, d_model 256, 4 layers, 4 heads,
-d_ff 688, RoPE, RMSNorm, SwiGLU), start from the same weights and see the same batches (bytes of
-Python standard-library sources, so vocab 256 is exact) in float32 on 2 CPU threads. Each is
-trained by blocklab's one training step (`blocklab.experiments.trainer.train_step`: AdamW with
-the trainer's parameter groups, gradient clipping), with its own optimizer. Steps alternate
-between the two models, in alternating order, so that machine noise hits both alike; warm-up
-steps are not timed. Prints tokens/s of each (from the median step, the best step and the
-mean), the ratio blocklab / Hugging Face, and both final losses (same weights and data, so they
-agree to rounding).
+Both models have the same Llama architecture (RoPE, RMSNorm, SwiGLU), start from the same
+weights and see the same batches (bytes of Python standard-library sources, so vocab 256 is
+exact) on 2 CPU threads. Configs (`--config`):
 
-blocklab runs with `packed_qkv` (one q/k/v matmul) by default; `--packed-gate-up` also fuses the
-FFN's gate and up matmuls, which on CPU tends to cost more than it saves (its backward has to
-concatenate the two output gradients). Both models use SDPA's `is_causal` path without a mask.
+    bar  vocab 256, d_model 256, 4 layers, 4 heads, d_ff 688,  T 256, B 16   (default)
+    P    vocab 256, d_model 512, 8 layers, 8 heads, d_ff 1376, T 512, B 8
 
-    python benchmarks/train_vs_hf.py [--steps 20] [--warmup 3] [--no-packed-qkv] [--json]
+Arms: "blocklab" (`DecoderLM(backend=--backend, precision=--precision)`), "hf" (eager, SDPA
+attention) and, with `--hf-compile`, "hf_compiled" (the same HF model compiled in place,
+`model.compile()`). Precision (`--precision`): fp32, or bf16, where blocklab computes in
+bfloat16 with float32 weights (`precision="bf16"`) and Hugging Face runs its float32 model under
+`torch.autocast("cpu", dtype=torch.bfloat16)`, the usual way.
+
+Each arm is trained by blocklab's one training step (`blocklab.experiments.trainer.train_step`:
+AdamW with the trainer's parameter groups, gradient clipping), with its own optimizer. Before
+the steps every arm runs one untimed forward + backward whose gradients are dropped (no update),
+timed apart: for a compiled arm that is the torch.compile warm-up. Then steps alternate between
+the arms, in alternating order, so that machine noise hits them alike; warm-up steps are not
+timed. Prints per arm the median step, tokens/s (from the median step, the best step and the
+mean), the speed-up of blocklab over each Hugging Face arm (HF step time / blocklab step time),
+the final losses (same weights and data: in fp32 they agree to rounding; in bf16 the two
+schemes round differently), `model.backends()` for blocklab, and each arm's peak resident
+memory.
+
+Peak memory is measured in a fresh subprocess per arm (this script with `--memory-of ARM`), so
+that arms do not share a peak: it imports the same modules, builds that one model, runs the
+first call, the warm-up steps and 3 steps, and reports its peak resident size over the whole
+run (building and any compiling included; Inductor's compile workers are other processes and
+not counted) and, where Linux lets the peak be reset (/proc/self/clear_refs), over the 3 steps
+alone, with the resident size before the model was built. The peak is /proc/self/status's
+VmHWM; `resource.getrusage(RUSAGE_SELF).ru_maxrss` is kept in the JSON too, but it is not the
+figure: Linux carries the forking parent's peak into it across exec, so in a child of this
+(large) process it reads at least the parent's peak. `--no-memory` skips the subprocesses.
+
+bfloat16 matmuls need AVX-512 BF16 or AMX to be fast on a CPU; without them (the CPU capability
+and flags are printed) bf16 arms run many times slower than fp32 and say little about machines
+that have them.
+
+blocklab runs with `packed_qkv` (one q/k/v matmul) by default; `--packed-gate-up` also packs
+the FFN's gate and up projections into one matmul, which on CPU tends to cost more than it
+saves (its backward has to concatenate the two output gradients). Both models use SDPA's
+`is_causal` path without a mask.
+
+    python benchmarks/train_vs_hf.py [--config bar|P] [--precision fp32|bf16]
+        [--backend fast|reference|compiled] [--hf-compile] [--steps 20] [--warmup 3]
+        [--no-packed-qkv] [--no-memory] [--json]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import resource
 import statistics
+import subprocess
+import sys
 import sysconfig
 import time
 from pathlib import Path
 
 import torch
+import torch.nn.functional as F
 
 from blocklab.config import ModelConfig
 from blocklab.experiments.trainer import TrainConfig, make_optimizer, train_step
@@ -34,6 +70,15 @@ from blocklab.interop.hf import hf_to_blocklab_name
 from blocklab.nn import DecoderLM
 
 SOURCES = ("os.py", "typing.py", "argparse.py", "inspect.py", "dataclasses.py", "pathlib.py")
+CONFIGS = {
+    "bar": {"vocab_size": 256, "d_model": 256, "n_layers": 4, "n_heads": 4, "d_ff": 688,
+            "seq_len": 256, "batch": 16},
+    "P": {"vocab_size": 256, "d_model": 512, "n_layers": 8, "n_heads": 8, "d_ff": 1376,
+          "seq_len": 512, "batch": 8},
+}
+ARMS = ("blocklab", "hf", "hf_compiled")
+MEMORY_STEPS = 3
+CPU_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16")
 
 
 def corpus() -> torch.Tensor:
@@ -49,100 +94,309 @@ def batches(data: torch.Tensor, batch: int, seq_len: int, steps: int, seed: int 
         yield torch.stack([data[s:s + seq_len + 1] for s in starts.tolist()])  # [B, T + 1]
 
 
-# fused tensor -> the separate tensors it stacks, in row order
-FUSED = {"attention.qkv_proj.weight": ("attention.q_proj.weight", "attention.k_proj.weight",
-                                       "attention.v_proj.weight"),
-         "ffn.gate_up_proj.weight": ("ffn.gate_proj.weight", "ffn.up_proj.weight")}
+# packed tensor -> the separate tensors it stacks, in row order
+PACKED = {"attention.qkv_proj.weight": ("attention.q_proj.weight", "attention.k_proj.weight",
+                                        "attention.v_proj.weight"),
+          "ffn.gate_up_proj.weight": ("ffn.gate_proj.weight", "ffn.up_proj.weight")}
 
 
 def copy_hf_weights(hf, ours: DecoderLM) -> None:
-    """Load the Hugging Face model's weights into ours, stacking the parts ours holds fused."""
+    """Load the Hugging Face model's weights into ours, stacking the parts ours holds packed."""
     state = {hf_to_blocklab_name(name): t for name, t in hf.state_dict().items()}
     for name in ours.state_dict():
-        for fused, parts in FUSED.items():
-            if name.endswith(fused):
-                prefix = name.removesuffix(fused)
+        for packed, parts in PACKED.items():
+            if name.endswith(packed):
+                prefix = name.removesuffix(packed)
                 state[name] = torch.cat([state.pop(prefix + part) for part in parts])
     ours.load_state_dict(state)
 
 
+def machine() -> dict:
+    """torch's CPU capability and the /proc/cpuinfo flags bfloat16 speed depends on."""
+    try:
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8")
+    except OSError:
+        text = ""
+    flags: set[str] = set()
+    for line in text.splitlines():
+        if line.startswith("flags"):
+            flags |= set(line.split(":", 1)[1].split())
+    return {"capability": torch.backends.cpu.get_cpu_capability(),
+            "flags": {f: f in flags for f in CPU_FLAGS}, "load_average": os.getloadavg()}
+
+
+def model_config(args) -> ModelConfig:
+    c = CONFIGS[args.config]
+    return ModelConfig(vocab_size=c["vocab_size"], d_model=c["d_model"],
+                       n_layers=c["n_layers"], n_heads=c["n_heads"], d_ff=c["d_ff"],
+                       max_seq_len=args.seq_len, norm_eps=1e-6)
+
+
+def build_hf(cfg: ModelConfig):
+    from transformers import LlamaConfig, LlamaForCausalLM
+    return LlamaForCausalLM(LlamaConfig(**{k: v for k, v in cfg.to_hf("llama").items()
+                                           if k != "architectures"},
+                                        attn_implementation="sdpa"))
+
+
+def build_blocklab(cfg: ModelConfig, args) -> DecoderLM:
+    return DecoderLM(cfg, backend=args.backend, precision=args.precision,
+                     packed_gate_up=args.packed_gate_up, packed_qkv=args.packed_qkv)
+
+
+def forward_of(arm: str, model, precision: str):
+    """ids [B, T] -> logits [B, T, V] for one arm; the Hugging Face arms under autocast in bf16."""
+    if arm == "blocklab":
+        return model  # bfloat16 compute is the model's own (precision="bf16")
+
+    def forward(ids):
+        if precision == "fp32":
+            return model(input_ids=ids, use_cache=False).logits
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            logits = model(input_ids=ids, use_cache=False).logits
+        # bfloat16 logits; autocast would compute the cross-entropy in float32 all the same.
+        return logits.float()
+    return forward
+
+
+def first_call(forward, model, chunk: torch.Tensor) -> float:
+    """Seconds of one forward + backward on chunk [B, T + 1], gradients dropped, no update:
+    where a compiled arm builds its graphs."""
+    tick = time.perf_counter()
+    logits = forward(chunk[:, :-1])
+    F.cross_entropy(logits.flatten(0, 1), chunk[:, 1:].flatten()).backward()
+    seconds = time.perf_counter() - tick
+    model.zero_grad(set_to_none=True)
+    return seconds
+
+
+def _status_kib(field: str) -> int | None:
+    try:
+        for line in Path("/proc/self/status").read_text(encoding="utf-8").splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def _reset_peak() -> bool:
+    """Reset this process's peak resident size (Linux: VmHWM), True if it could."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5", encoding="utf-8")
+    except OSError:
+        return False
+    return True
+
+
+def memory_of(arm: str, args) -> dict:
+    """Peak resident memory of one arm trained alone in this (fresh) process."""
+    # The same imports in every arm, so that the resident size before the model agrees.
+    from transformers import LlamaForCausalLM  # noqa: F401
+    torch.manual_seed(0)
+    before = _status_kib("VmRSS")
+    cfg = model_config(args)
+    if arm == "blocklab":
+        model = build_blocklab(cfg, args)
+    else:
+        model = build_hf(cfg)
+        if arm == "hf_compiled":
+            model.compile()
+    forward = forward_of(arm, model, args.precision)
+    tc = TrainConfig(lr=1e-3)
+    optim = make_optimizer(model, tc)
+    params = list(model.parameters())
+    chunks = list(batches(corpus(), args.batch, args.seq_len, args.warmup + MEMORY_STEPS + 1))
+    first_call(forward, model, chunks[0])
+    for chunk in chunks[1:args.warmup + 1]:
+        train_step(forward, chunk, optim, params, lr=tc.lr, grad_clip=tc.grad_clip)
+    # ru_maxrss is the peak of this process since it started, in KiB on Linux; but Linux
+    # carries the peak of the process that forked it across fork + exec into it, so a child of
+    # a large parent reports at least the parent's peak. VmHWM is the peak of this process's
+    # own memory since exec, so it is the figure used where /proc has it.
+    ru_maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    whole = _status_kib("VmHWM")
+    reset = _reset_peak()
+    for chunk in chunks[args.warmup + 1:]:
+        train_step(forward, chunk, optim, params, lr=tc.lr, grad_clip=tc.grad_clip)
+    steps = _status_kib("VmHWM") if reset else None
+    ru_maxrss = max(ru_maxrss, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+    peak = ru_maxrss if whole is None else max(whole, steps or 0)
+    return {"arm": arm, "peak_kib": peak, "steps_peak_kib": steps, "ru_maxrss_kib": ru_maxrss,
+            "rss_before_model_kib": before}
+
+
+def measure_memory(arm: str, args) -> dict:
+    """memory_of(arm) in a fresh subprocess running this script."""
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--memory-of", arm,
+           "--config", args.config, "--precision", args.precision, "--backend", args.backend,
+           "--threads", str(args.threads), "--warmup", str(args.warmup),
+           "--batch", str(args.batch), "--seq-len", str(args.seq_len),
+           "--packed-qkv" if args.packed_qkv else "--no-packed-qkv",
+           "--packed-gate-up" if args.packed_gate_up else "--no-packed-gate-up"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    lines = proc.stdout.strip().splitlines()
+    if proc.returncode != 0 or not lines:
+        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        return {"arm": arm, "error": f"exit {proc.returncode}: {tail}"}
+    return json.loads(lines[-1])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=20, help="timed steps per model")
-    parser.add_argument("--warmup", type=int, default=3, help="untimed steps per model")
-    parser.add_argument("--batch", type=int, default=16)
-    parser.add_argument("--seq-len", type=int, default=256)
+    parser.add_argument("--config", choices=tuple(CONFIGS), default="bar")
+    parser.add_argument("--precision", choices=("fp32", "bf16"), default="fp32")
+    parser.add_argument("--backend", choices=("fast", "reference", "compiled"), default="fast",
+                        help="blocklab's backend (blocklab.nn.backends)")
+    parser.add_argument("--hf-compile", action="store_true",
+                        help="add a third arm: the HF model compiled in place (model.compile())")
+    parser.add_argument("--steps", type=int, default=20, help="timed steps per arm")
+    parser.add_argument("--warmup", type=int, default=3, help="untimed steps per arm")
+    parser.add_argument("--batch", type=int, default=None, help="default: the config's")
+    parser.add_argument("--seq-len", type=int, default=None, help="default: the config's")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--packed-qkv", action=argparse.BooleanOptionalAction, default=True,
                         help="one matmul for the q, k, v projections")
     parser.add_argument("--packed-gate-up", action=argparse.BooleanOptionalAction,
                         default=False, help="one matmul for the gate and up projections")
+    parser.add_argument("--no-memory", action="store_true",
+                        help="skip the per-arm peak-memory subprocesses")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--memory-of", choices=ARMS, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
-
-    from transformers import LlamaConfig, LlamaForCausalLM
+    args.batch = args.batch or CONFIGS[args.config]["batch"]
+    args.seq_len = args.seq_len or CONFIGS[args.config]["seq_len"]
+    if args.steps < 1 or args.warmup < 0:
+        parser.error("--steps must be >= 1 and --warmup >= 0")
 
     torch.set_num_threads(args.threads)
-    torch.manual_seed(0)
-    cfg = ModelConfig(vocab_size=256, d_model=256, n_layers=4, n_heads=4, d_ff=688,
-                      max_seq_len=args.seq_len, norm_eps=1e-6)
-    hf = LlamaForCausalLM(LlamaConfig(**{k: v for k, v in cfg.to_hf("llama").items()
-                                         if k != "architectures"},
-                                      attn_implementation="sdpa"))
-    ours = DecoderLM(cfg, packed_gate_up=args.packed_gate_up, packed_qkv=args.packed_qkv)
-    copy_hf_weights(hf, ours)
+    if args.memory_of is not None:
+        print(json.dumps(memory_of(args.memory_of, args)))
+        return
 
-    models = {
-        "blocklab": lambda ids: ours(ids),
-        "hf": lambda ids: hf(input_ids=ids, use_cache=False).logits,
-    }
-    # Both models take blocklab's training step (AdamW groups, clipping): the step timed is
+    torch.manual_seed(0)
+    cfg = model_config(args)
+    hf = build_hf(cfg)
+    ours = build_blocklab(cfg, args)
+    copy_hf_weights(hf, ours)
+    models = {"blocklab": ours, "hf": hf}
+    if args.hf_compile:
+        hf_compiled = build_hf(cfg)
+        hf_compiled.load_state_dict(hf.state_dict())
+        hf_compiled.compile()  # in place: same parameters and state-dict keys
+        models["hf_compiled"] = hf_compiled
+    arms = list(models)
+    forwards = {arm: forward_of(arm, m, args.precision) for arm, m in models.items()}
+    # Every arm takes blocklab's training step (AdamW groups, clipping): the step timed is
     # the step trained.
     tc = TrainConfig(lr=1e-3)
-    optims = {"blocklab": make_optimizer(ours, tc), "hf": make_optimizer(hf, tc)}
-    params = {"blocklab": list(ours.parameters()), "hf": list(hf.parameters())}
-    seconds: dict[str, list[float]] = {name: [] for name in models}
-    losses = dict.fromkeys(models, float("nan"))
+    optims = {arm: make_optimizer(m, tc) for arm, m in models.items()}
+    params = {arm: list(m.parameters()) for arm, m in models.items()}
+    seconds: dict[str, list[float]] = {arm: [] for arm in arms}
+    losses = dict.fromkeys(arms, float("nan"))
     data = corpus()
-    for step, chunk in enumerate(batches(data, args.batch, args.seq_len,
-                                         args.warmup + args.steps)):
-        # Swap the order every step so that neither model always runs on a cache the other
-        # just warmed (or cooled).
-        for name in list(models) if step % 2 == 0 else list(models)[::-1]:
+    chunks = batches(data, args.batch, args.seq_len, 1 + args.warmup + args.steps)
+    first = next(chunks)
+    first_s = {arm: first_call(forwards[arm], models[arm], first) for arm in arms}
+    load = os.getloadavg()
+    for step, chunk in enumerate(chunks):
+        # Swap the order every step so that no arm always runs on a cache another just
+        # warmed (or cooled).
+        for arm in arms if step % 2 == 0 else arms[::-1]:
             start = time.perf_counter()
-            result = train_step(models[name], chunk, optims[name], params[name], lr=tc.lr,
+            result = train_step(forwards[arm], chunk, optims[arm], params[arm], lr=tc.lr,
                                 grad_clip=tc.grad_clip)
             if step >= args.warmup:
-                seconds[name].append(time.perf_counter() - start)
-            losses[name] = result.loss
+                seconds[arm].append(time.perf_counter() - start)
+            losses[arm] = result.loss
+    memory = {} if args.no_memory else {arm: measure_memory(arm, args) for arm in arms}
 
     tokens = args.batch * args.seq_len  # per step
     # The median step resists other processes' bursts on a shared machine, the best step shows
-    # each model with the least interference; the mean is the plain throughput over all steps.
-    median = {name: tokens / statistics.median(s) for name, s in seconds.items()}
-    best = {name: tokens / min(s) for name, s in seconds.items()}
-    mean = {name: tokens * len(s) / sum(s) for name, s in seconds.items()}
+    # each arm with the least interference; the mean is the plain throughput over all steps.
+    step_ms = {arm: statistics.median(s) * 1e3 for arm, s in seconds.items()}
+    median = {arm: tokens / statistics.median(s) for arm, s in seconds.items()}
+    best = {arm: tokens / min(s) for arm, s in seconds.items()}
+    mean = {arm: tokens * len(s) / sum(s) for arm, s in seconds.items()}
+    hf_arms = [arm for arm in arms if arm != "blocklab"]
+    # Speed-up of blocklab over each HF arm: the HF arm's median step time over blocklab's.
+    speedup = {arm: median["blocklab"] / median[arm] for arm in hf_arms}
+    info = machine()
     result = {
-        "config": {"batch": args.batch, "seq_len": args.seq_len, "threads": args.threads,
+        "config": {"config": args.config, "precision": args.precision,
+                   "backend": args.backend, "hf_compile": args.hf_compile,
+                   "batch": args.batch, "seq_len": args.seq_len, "threads": args.threads,
                    "steps": args.steps, "warmup": args.warmup,
                    "packed_qkv": args.packed_qkv, "packed_gate_up": args.packed_gate_up,
+                   "model": {k: v for k, v in CONFIGS[args.config].items()
+                             if k not in ("batch", "seq_len")},
                    "torch": torch.__version__},
+        "machine": {**info, "load_average": load},
+        "backends": ours.backends(),
+        "step_ms": step_ms,
         "tokens_per_s": median,
         "tokens_per_s_best": best,
         "tokens_per_s_mean": mean,
         "ratio": median["blocklab"] / median["hf"],
         "ratio_best": best["blocklab"] / best["hf"],
         "ratio_mean": mean["blocklab"] / mean["hf"],
+        "speedup": speedup,
+        "first_call_s": first_s,
+        "peak_memory": memory,
         "final_loss": losses,
     }
     if args.json:
         print(json.dumps(result, indent=2))
         return
-    for name in models:
-        print(f"{name:>9}: {median[name]:7.0f} tokens/s (median step; best {best[name]:.0f}, "
-              f"mean {mean[name]:.0f})   final loss {losses[name]:.4f}")
-    print(f"    ratio: {result['ratio']:.3f} blocklab / Hugging Face (best: "
-          f"{result['ratio_best']:.3f}, mean: {result['ratio_mean']:.3f})")
+    flags = " ".join(f"{f}={'yes' if v else 'no'}" for f, v in info["flags"].items())
+    c = CONFIGS[args.config]
+    print(f"torch {torch.__version__}, CPU capability {info['capability']}; {flags}; "
+          f"threads {args.threads}; load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    cpus = os.cpu_count() or 1
+    if load[0] + args.threads > cpus + 0.5:
+        print(f"BUSY MACHINE: load average {load[0]:.2f} on {cpus} CPUs; with {args.threads} "
+              "threads each arm's steps include waiting for other processes, so compare the "
+              "speed-ups rather than the step times")
+    if args.precision == "bf16" and not (info["flags"]["avx512_bf16"]
+                                         or info["flags"]["amx_bf16"]):
+        print("no AVX-512 BF16 / AMX on this CPU: bfloat16 matmuls are far slower than float32 "
+              "here, so these bf16 figures say little about CPUs that have them")
+    print(f"config {args.config}: vocab {c['vocab_size']}, d_model {c['d_model']}, "
+          f"{c['n_layers']} layers, {c['n_heads']} heads, d_ff {c['d_ff']}, T {args.seq_len}, "
+          f"B {args.batch}; {args.precision}; {args.steps} timed steps after {args.warmup} "
+          "warm-up")
+    print(f"blocklab: backend={args.backend!r}, packed_qkv={args.packed_qkv}, packed_gate_up="
+          f"{args.packed_gate_up}; backends(): {result['backends']}")
+    print(f"{'arm':>12} {'step ms':>9} {'tokens/s':>9} {'(best':>7} {'mean)':>7} "
+          f"{'first call s':>12} {'peak RSS MiB':>13} {'steps only':>11} {'final loss':>10}")
+    for arm in arms:
+        mem = memory.get(arm, {})
+        if "error" in mem or not mem:
+            whole = steps_only = "n/a"
+        else:
+            whole = f"{mem['peak_kib'] / 1024:.0f}"
+            steps_only = ("n/a" if mem["steps_peak_kib"] is None
+                          else f"{mem['steps_peak_kib'] / 1024:.0f}")
+        print(f"{arm:>12} {step_ms[arm]:>9.1f} {median[arm]:>9.0f} {best[arm]:>7.0f} "
+              f"{mean[arm]:>7.0f} {first_s[arm]:>12.1f} {whole:>13} {steps_only:>11} "
+              f"{losses[arm]:>10.4f}")
+    for arm in hf_arms:
+        print(f"  blocklab speed-up over {arm}: {speedup[arm]:.3f}× ({arm} step time / "
+              f"blocklab's; best steps: {best['blocklab'] / best[arm]:.3f}, mean: "
+              f"{mean['blocklab'] / mean[arm]:.3f})")
+    for arm, mem in memory.items():
+        if "error" in mem:
+            print(f"  peak memory of {arm}: not measured ({mem['error']})")
+    if memory:
+        base = {arm: m["rss_before_model_kib"] / 1024 for arm, m in memory.items()
+                if "error" not in m and m.get("rss_before_model_kib")}
+        if base:
+            print("peak RSS: each arm alone in a fresh process (VmHWM: building, first call "
+                  f"(compiling), warm-up and {MEMORY_STEPS} steps; 'steps only': the peak over "
+                  f"the {MEMORY_STEPS} steps); resident before the model was built: "
+                  + ", ".join(f"{arm} {mib:.0f} MiB" for arm, mib in base.items()))
+    print("first call: one untimed forward + backward before the steps (for a compiled arm, "
+          "the torch.compile warm-up)")
 
 
 if __name__ == "__main__":
