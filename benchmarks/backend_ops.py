@@ -256,8 +256,8 @@ def main() -> None:
         print("no AVX-512 BF16 / AMX here: bfloat16 is computed through float32 conversions")
     cpus = os.cpu_count() or 1
     if load[0] + args.threads > cpus + 0.5:
-        print(f"BUSY MACHINE: load average {load[0]:.2f} on {cpus} CPUs; with {args.threads} "
-              "threads each the timings below include waiting for other processes (more so "
+        print(f"BUSY MACHINE: load average {load[0]:.2f} on {cpus} CPUs; at --threads "
+              f"{args.threads} the timings below include waiting for other processes (more so "
               "with more threads), so compare ratios rather than milliseconds")
     head = "".join(f"{name + ' ms':>13}{'/ref':>6}" for name in IMPLS)
     for config in configs:

@@ -354,9 +354,9 @@ def main() -> None:
           f"threads {args.threads}; load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     cpus = os.cpu_count() or 1
     if load[0] + args.threads > cpus + 0.5:
-        print(f"BUSY MACHINE: load average {load[0]:.2f} on {cpus} CPUs; with {args.threads} "
-              "threads each arm's steps include waiting for other processes, so compare the "
-              "speed-ups rather than the step times")
+        print(f"BUSY MACHINE: load average {load[0]:.2f} on {cpus} CPUs; at --threads "
+              f"{args.threads} each arm's steps include waiting for other processes, so compare "
+              "the speed-ups rather than the step times")
     if args.precision == "bf16" and not (info["flags"]["avx512_bf16"]
                                          or info["flags"]["amx_bf16"]):
         print("no AVX-512 BF16 / AMX on this CPU: bfloat16 matmuls are far slower than float32 "
