@@ -5,8 +5,8 @@ heads, SwiGLU, RMSNorm, pre-norm, RoPE; B = 16, T = 128) for 600 steps on the bu
 twice: precision "fp32" and "bf16" (bfloat16 compute, float32 weights and AdamW state). Same
 initial weights, same batches; the only difference is the arithmetic. Prints each seed's final
 validation loss in both, their difference bf16 − fp32, its mean with a 95% t interval over the
-seeds (`blocklab.experiments.suites.base.mean_ci`), and whether the interval lies within ±margin (0.01 nats by default): a bfloat16 run
-that is as good as float32 to that margin.
+seeds (`blocklab.experiments.suites.base.mean_ci`), and whether the interval lies within
+±margin (0.01 nats by default): a bfloat16 run that is as good as float32 to that margin.
 
 Runs go to worker processes (one thread each, `--jobs` at once) and each result is written
 atomically to OUT/<precision>-seed<k>.json, so an interrupted check resumes where it stopped.

@@ -21,13 +21,14 @@ The build cache (`cache_dir()`) is code this process will run, so it is handled 
   truncated, garbage or foreign file is never handed to the dynamic loader: it is rebuilt, and
   `notes()` says why.
 - Any failure to build or load (no compiler, refused folder, missing symbol, ...) turns the
-  kernels off for this process with the reason in `unavailable_reason()`; callers then keep the
-  tensor-op path (`blocklab.nn.lean`). BLOCKLAB_CPU_KERNELS=0 turns them off on purpose.
+  kernels off for this process with the reason in `unavailable_reason()`; the "fast" backend
+  then runs its fallback (`blocklab.nn.backends.FAST_FALLBACK`). BLOCKLAB_CPU_KERNELS=0 turns
+  them off on purpose.
 - Loading a build marks its manifest as used (its mtime); builds of other versions unused for
   a week are removed when a new build is made.
 
-Only float32 inputs (any strides) with a float32 gain take this path; bfloat16 and float64 use
-`blocklab.nn.lean`, whose numerics are bit for bit the reference's.
+Only float32 inputs (any strides) with a float32 gain take this path; the "fast" backend gives
+bfloat16 and float64 to its fallback, whose forward values are bit for bit the reference's.
 
 Gated activations: y = φ(gate)·up for SiLU (SwiGLU) and exact GELU (GeGLU), φ recomputed in
 backward from the saved gate and up; exp and erf come from glibc's vector maths (libmvec) where
