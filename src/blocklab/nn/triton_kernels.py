@@ -22,6 +22,24 @@ and the backward applies the inverse rotation to the gradient:
 Runs on CUDA tensors, or on CPU tensors under Triton's interpreter (TRITON_INTERPRET=1 set
 before triton is imported), which is how the tests check it without a GPU.
 
+The kernels are torch.library custom ops: `torch.ops.blocklab.triton_rms_norm`,
+`triton_add_rms_norm`, `triton_rms_norm_backward`, `triton_gated_activation`,
+`triton_gated_activation_backward`, `triton_rope`. Each has a fake implementation (its outputs'
+shapes, dtypes and devices from its inputs'), and the forward ones an autograd formula calling
+the backward ones, so torch.compile keeps each launch as one opaque call in its forward and
+backward graphs instead of breaking the graph at the launch. They are `custom_op`s, not
+`triton_op`s: a triton_op is traced into Inductor's own Triton code, which needs CUDA, and
+these must also run on CPU tensors under the interpreter. Importing this module registers them
+(cheaply, whether or not triton is installed); nothing is compiled or launched before a call.
+
+Gradients are the kernels' first-order ones, also under create_graph=True (as before they were
+custom ops): the norm and gated backward ops have no autograd formula of their own, so
+differentiating their outputs again raises instead of silently dropping terms. RoPE is linear:
+its backward is the same op rotating the other way, differentiable in turn.
+
+Outputs are fresh contiguous tensors (a custom op's output must not alias an input); a
+gradient that is not needed comes back from a backward op as an empty [0] tensor.
+
 Shape legend: N: rows (all leading axes flattened), d: the normalised axis.
 """
 
@@ -128,23 +146,57 @@ def _block(d: int) -> int:
     return triton.next_power_of_2(d)
 
 
+# --- the kernels as custom ops (see the module docstring) -------------------------------------
+# Each op checks its operands itself, so that a direct torch.ops.blocklab call cannot make a
+# kernel read out of bounds or launch where it cannot run.
+_FLOATS = (torch.float32, torch.float16, torch.bfloat16)
+# a gain or cos/sin is loaded and widened to float32 by the kernel, whatever x's dtype
+_CONSTANTS = (*_FLOATS, torch.float64)
+
+
+def _launchable(op: str, x: Tensor) -> None:
+    reason = unavailable_reason(x)
+    if reason is not None:
+        raise KernelUnavailable(f"blocklab::{op} cannot run: {reason}")
+
+
+def _operand(op: str, name: str, t: Tensor, shape, like: Tensor,
+             dtypes: tuple[torch.dtype, ...] = _FLOATS) -> None:
+    """t must have `shape`, one of `dtypes` and like's device."""
+    if t.shape != tuple(shape) or t.dtype not in dtypes or t.device != like.device:
+        allowed = "/".join(str(d).removeprefix("torch.") for d in dtypes)
+        raise InputError(f"blocklab::{op}: {name} is {t.dtype} {tuple(t.shape)} on {t.device}; "
+                         f"expected {allowed} {tuple(shape)} on {like.device}")
+
+
+def _rms_operands(op: str, x: Tensor, weight: Tensor, cast: str) -> None:
+    _launchable(op, x)
+    if cast not in _CASTS:
+        raise InputError(f"blocklab::{op}: cast={cast!r} is not allowed; expected one of "
+                         f"{list(_CASTS)}")
+    _operand(op, "weight", weight, x.shape[-1:], x, _CONSTANTS)
+
+
 def _forward(x: Tensor, residual: Tensor | None, weight: Tensor, eps: float, cast: str,
-             unit_offset: bool) -> tuple[Tensor, Tensor, Tensor]:
-    """y, h (x + residual, or x itself) and 1/s [N], all as [N, d] / [N] views."""
+             unit_offset: bool) -> tuple[Tensor, Tensor | None, Tensor]:
+    """x, residual: [..., d] -> (y: [..., d], h = x + residual: [..., d] or None without a
+    residual, 1/s: [..., 1] float32), all fresh and contiguous."""
     d = x.shape[-1]
     x2 = x.reshape(-1, d).contiguous()
     n = x2.shape[0]
-    y = torch.empty_like(x2)
-    rinv = torch.empty(n, dtype=torch.float32, device=x.device)
+    y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    rinv = torch.empty(x.shape[:-1] + (1,), dtype=torch.float32, device=x.device)
+    h = None
+    r2 = h2 = x2  # without a residual the kernel neither reads R nor writes H
     if residual is not None:
         r2 = residual.reshape(-1, d).contiguous()
-        h = torch.empty_like(x2)
-    else:
-        r2 = h = x2
+        h = torch.empty_like(y)
+        h2 = h.view(-1, d)
+    y2 = y.view(-1, d)
     if n:
-        _rms_fwd_kernel[(n,)](x2, r2, h, weight, y, rinv, x2.stride(0), r2.stride(0),
-                              h.stride(0), y.stride(0), d, eps, BLOCK=_block(d),
-                              GEMMA=cast == "gemma", OFFSET=unit_offset,
+        _rms_fwd_kernel[(n,)](x2, r2, h2, weight.contiguous(), y2, rinv, x2.stride(0),
+                              r2.stride(0), h2.stride(0), y2.stride(0), d, eps,
+                              BLOCK=_block(d), GEMMA=cast == "gemma", OFFSET=unit_offset,
                               ADD=residual is not None)
     return y, h, rinv
 
@@ -156,54 +208,113 @@ def _programs(x: Tensor, n: int) -> int:
     return max(1, min(n, 8))  # the interpreter: few programs, each looping over rows
 
 
-def _backward(grad: Tensor, h: Tensor, rinv: Tensor, weight: Tensor, cast: str,
-              unit_offset: bool) -> tuple[Tensor, Tensor]:
-    """dh [N, d] in h's dtype and dγ in weight's dtype."""
-    n, d = h.shape
+@torch.library.custom_op("blocklab::triton_rms_norm", mutates_args=())
+def _rms_norm_op(x: Tensor, weight: Tensor, eps: float, cast: str,
+                 unit_offset: bool) -> tuple[Tensor, Tensor]:
+    """x: [..., d], weight: [d] -> (y: [..., d] in x's dtype, 1/s: [..., 1] float32, kept for
+    the backward)."""
+    _rms_operands("triton_rms_norm", x, weight, cast)
+    y, _, rinv = _forward(x, None, weight, eps, cast, unit_offset)
+    return y, rinv
+
+
+@_rms_norm_op.register_fake
+def _(x, weight, eps, cast, unit_offset):
+    return x.new_empty(x.shape), x.new_empty(x.shape[:-1] + (1,), dtype=torch.float32)
+
+
+@torch.library.custom_op("blocklab::triton_add_rms_norm", mutates_args=())
+def _add_rms_norm_op(x: Tensor, residual: Tensor, weight: Tensor, eps: float, cast: str,
+                     unit_offset: bool) -> tuple[Tensor, Tensor, Tensor]:
+    """x, residual: [..., d] (one dtype), weight: [d] -> (y: [..., d], h = x + residual:
+    [..., d], 1/s: [..., 1] float32)."""
+    op = "triton_add_rms_norm"
+    _rms_operands(op, x, weight, cast)
+    _operand(op, "residual", residual, x.shape, x, (x.dtype,))
+    return _forward(x, residual, weight, eps, cast, unit_offset)
+
+
+@_add_rms_norm_op.register_fake
+def _(x, residual, weight, eps, cast, unit_offset):
+    return (x.new_empty(x.shape), x.new_empty(x.shape),
+            x.new_empty(x.shape[:-1] + (1,), dtype=torch.float32))
+
+
+@torch.library.custom_op("blocklab::triton_rms_norm_backward", mutates_args=())
+def _rms_norm_backward_op(grad: Tensor, x: Tensor, rinv: Tensor, weight: Tensor, cast: str,
+                          unit_offset: bool, weight_grad: bool) -> tuple[Tensor, Tensor]:
+    """grad, x: [..., d] (x: the normalised input, h for add_rms_norm), 1/s: [..., 1],
+    weight: [d] -> (dx: [..., d] in x's dtype, dγ: [d] in weight's dtype, or [0] when not
+    weight_grad)."""
+    op = "triton_rms_norm_backward"
+    _rms_operands(op, x, weight, cast)
+    _operand(op, "grad", grad, x.shape, x)
+    _operand(op, "rinv", rinv, x.shape[:-1] + (1,), x, (torch.float32,))
+    d = x.shape[-1]
+    h = x.reshape(-1, d).contiguous()
     g2 = grad.reshape(-1, d).contiguous()
-    dx = torch.empty_like(h)
+    n = h.shape[0]
+    dx = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    dx2 = dx.view(-1, d)
     programs = _programs(h, n)
-    dw_partial = torch.zeros(programs, d, dtype=torch.float32, device=h.device)
+    dw_partial = torch.zeros(programs, d, dtype=torch.float32, device=x.device)
     if n:
         rows = triton.cdiv(n, programs)
-        _rms_bwd_kernel[(programs,)](g2, h, weight, rinv, dx, dw_partial, g2.stride(0),
-                                     h.stride(0), dx.stride(0), n, d, rows, BLOCK=_block(d),
-                                     OFFSET=unit_offset,
-                                     ROUND_XHAT=cast == "llama" and h.dtype != torch.float32)
+        _rms_bwd_kernel[(programs,)](g2, h, weight.contiguous(), rinv.contiguous(), dx2,
+                                     dw_partial, g2.stride(0), h.stride(0), dx2.stride(0), n, d,
+                                     rows, BLOCK=_block(d), OFFSET=unit_offset,
+                                     ROUND_XHAT=cast == "llama" and x.dtype != torch.float32)
+    if not weight_grad:
+        return dx, weight.new_empty((0,))
     return dx, dw_partial.sum(0).to(weight.dtype)
 
 
-class _TritonRMSNorm(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x, weight, eps, cast, unit_offset):
-        y, h, rinv = _forward(x, None, weight, eps, cast, unit_offset)
-        ctx.save_for_backward(h, rinv, weight)
-        ctx.cast, ctx.unit_offset, ctx.shape = cast, unit_offset, x.shape
-        return y.view(x.shape)
-
-    @staticmethod
-    def backward(ctx, grad):
-        h, rinv, weight = ctx.saved_tensors
-        dx, dw = _backward(grad, h, rinv, weight, ctx.cast, ctx.unit_offset)
-        return dx.view(ctx.shape), dw, None, None, None
+@_rms_norm_backward_op.register_fake
+def _(grad, x, rinv, weight, cast, unit_offset, weight_grad):
+    return x.new_empty(x.shape), weight.new_empty((x.shape[-1] if weight_grad else 0,))
 
 
-class _TritonAddRMSNorm(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x, residual, weight, eps, cast, unit_offset):
-        y, h, rinv = _forward(x, residual, weight, eps, cast, unit_offset)
-        ctx.save_for_backward(h, rinv, weight)
-        ctx.cast, ctx.unit_offset, ctx.shape = cast, unit_offset, x.shape
-        return y.view(x.shape), h.view(x.shape)
+def _rms_setup(ctx, inputs, output) -> None:
+    x, weight, _, cast, unit_offset = inputs
+    _, rinv = output
+    ctx.save_for_backward(x, rinv, weight)
+    ctx.cast, ctx.unit_offset = cast, unit_offset
+    ctx.mark_non_differentiable(rinv)
 
-    @staticmethod
-    def backward(ctx, grad_y, grad_h):
-        h, rinv, weight = ctx.saved_tensors
-        dh, dw = _backward(grad_y, h, rinv, weight, ctx.cast, ctx.unit_offset)
-        if grad_h is not None:
-            dh = dh + grad_h.reshape(dh.shape).to(dh.dtype)
-        dh = dh.view(ctx.shape)
-        return dh, dh, dw, None, None, None
+
+def _rms_backward(ctx, grad: Tensor, _grad_rinv):
+    x, rinv, weight = ctx.saved_tensors
+    weight_grad = ctx.needs_input_grad[1]
+    dx, dw = _rms_norm_backward_op(grad, x, rinv, weight, ctx.cast, ctx.unit_offset,
+                                   weight_grad)
+    return dx, dw if weight_grad else None, None, None, None
+
+
+_rms_norm_op.register_autograd(_rms_backward, setup_context=_rms_setup)
+
+
+def _add_rms_setup(ctx, inputs, output) -> None:
+    _, _, weight, _, cast, unit_offset = inputs
+    _, h, rinv = output
+    ctx.save_for_backward(h, rinv, weight)
+    ctx.cast, ctx.unit_offset = cast, unit_offset
+    ctx.mark_non_differentiable(rinv)
+    ctx.set_materialize_grads(False)  # an unused y or h arrives as None, not as zeros
+
+
+def _add_rms_backward(ctx, grad_y: Tensor | None, grad_h: Tensor | None, _grad_rinv):
+    h, rinv, weight = ctx.saved_tensors
+    if grad_y is None:  # only h was used downstream
+        return grad_h, grad_h, None, None, None, None
+    weight_grad = ctx.needs_input_grad[2]
+    dh, dw = _rms_norm_backward_op(grad_y, h, rinv, weight, ctx.cast, ctx.unit_offset,
+                                   weight_grad)
+    if grad_h is not None:
+        dh = dh + grad_h.to(dh.dtype)
+    return dh, dh, dw if weight_grad else None, None, None, None
+
+
+_add_rms_norm_op.register_autograd(_add_rms_backward, setup_context=_add_rms_setup)
 
 
 def _check(x: Tensor, cast: str) -> None:
@@ -218,7 +329,7 @@ def rms_norm(x: Tensor, weight: Tensor, eps: float = 1e-6, cast: str = "llama",
              unit_offset: bool = False) -> Tensor:
     """RMSNorm of x: [..., d] with gain weight: [d] -> [..., d] in x's dtype, by Triton."""
     _check(x, cast)
-    return _TritonRMSNorm.apply(x, weight, eps, cast, unit_offset)
+    return _rms_norm_op(x, weight, eps, cast, unit_offset)[0]
 
 
 def add_rms_norm(x: Tensor, residual: Tensor, weight: Tensor, eps: float = 1e-6,
@@ -228,7 +339,8 @@ def add_rms_norm(x: Tensor, residual: Tensor, weight: Tensor, eps: float = 1e-6,
     if x.shape != residual.shape or x.dtype != residual.dtype:
         raise InputError(f"add_rms_norm: x {tuple(x.shape)} {x.dtype} and residual "
                          f"{tuple(residual.shape)} {residual.dtype} differ")
-    return _TritonAddRMSNorm.apply(x, residual, weight, eps, cast, unit_offset)
+    y, h, _ = _add_rms_norm_op(x, residual, weight, eps, cast, unit_offset)
+    return y, h
 
 
 # --- gated activations ------------------------------------------------------------------------
@@ -282,38 +394,76 @@ def _gated_block(m: int) -> int:
     return min(1024, triton.next_power_of_2(m))
 
 
-class _TritonGated(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, gate, up, activation):
-        g2, sg = rows_of(gate)
-        u2, su = rows_of(up)
-        n, m = g2.shape
-        y = torch.empty(gate.shape, dtype=gate.dtype, device=gate.device)
-        if n and m:
-            block = _gated_block(m)
-            _gated_fwd_kernel[(n, triton.cdiv(m, block))](g2, u2, y, sg, su, m, BLOCK=block,
-                                                          GELU=_GATED[activation] == 1)
-        ctx.save_for_backward(gate, up)
-        ctx.activation = activation
-        return y
+def _gated_operands(op: str, gate: Tensor, up: Tensor, activation: str) -> None:
+    _launchable(op, gate)
+    if activation not in _GATED:
+        raise InputError(f"blocklab::{op}: activation={activation!r} is not allowed; "
+                         f"expected one of {sorted(_GATED)}")
+    _operand(op, "up", up, gate.shape, gate, (gate.dtype,))
 
-    @staticmethod
-    def backward(ctx, grad):
-        gate, up = ctx.saved_tensors
-        g2, sg = rows_of(gate)
-        u2, su = rows_of(up)
-        n, m = g2.shape
-        grad = grad.contiguous()
-        need_dg, need_du = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
-        dg = torch.empty(gate.shape, dtype=gate.dtype, device=gate.device) if need_dg else None
-        du = torch.empty(up.shape, dtype=up.dtype, device=up.device) if need_du else None
-        if n and m and (need_dg or need_du):
-            block = _gated_block(m)
-            _gated_bwd_kernel[(n, triton.cdiv(m, block))](
-                grad, g2, u2, dg if need_dg else grad, du if need_du else grad, sg, su, m,
-                BLOCK=block, GELU=_GATED[ctx.activation] == 1, NEED_DG=need_dg,
-                NEED_DU=need_du)
-        return dg, du, None
+
+@torch.library.custom_op("blocklab::triton_gated_activation", mutates_args=())
+def _gated_op(gate: Tensor, up: Tensor, activation: str) -> Tensor:
+    """φ(gate) · up; gate, up: [..., m] of one dtype (rows read in place where evenly spaced, as
+    the two halves of a packed gate_up output are) -> [..., m]."""
+    _gated_operands("triton_gated_activation", gate, up, activation)
+    g2, sg = rows_of(gate)
+    u2, su = rows_of(up)
+    n, m = g2.shape
+    y = torch.empty(gate.shape, dtype=gate.dtype, device=gate.device)
+    if n and m:
+        block = _gated_block(m)
+        _gated_fwd_kernel[(n, triton.cdiv(m, block))](g2, u2, y, sg, su, m, BLOCK=block,
+                                                      GELU=_GATED[activation] == 1)
+    return y
+
+
+@_gated_op.register_fake
+def _(gate, up, activation):
+    return gate.new_empty(gate.shape)
+
+
+@torch.library.custom_op("blocklab::triton_gated_activation_backward", mutates_args=())
+def _gated_backward_op(grad: Tensor, gate: Tensor, up: Tensor, activation: str,
+                       gate_grad: bool, up_grad: bool) -> tuple[Tensor, Tensor]:
+    """grad, gate, up: [..., m] -> (d_gate, d_up): [..., m] each, or [0] when not asked for."""
+    op = "triton_gated_activation_backward"
+    _gated_operands(op, gate, up, activation)
+    _operand(op, "grad", grad, gate.shape, gate)
+    g2, sg = rows_of(gate)
+    u2, su = rows_of(up)
+    n, m = g2.shape
+    grad = grad.contiguous()  # the kernel reads it as [N, m] rows
+    dg = torch.empty(gate.shape if gate_grad else (0,), dtype=gate.dtype, device=gate.device)
+    du = torch.empty(up.shape if up_grad else (0,), dtype=up.dtype, device=up.device)
+    if n and m and (gate_grad or up_grad):
+        block = _gated_block(m)
+        _gated_bwd_kernel[(n, triton.cdiv(m, block))](
+            grad, g2, u2, dg if gate_grad else grad, du if up_grad else grad, sg, su, m,
+            BLOCK=block, GELU=_GATED[activation] == 1, NEED_DG=gate_grad, NEED_DU=up_grad)
+    return dg, du
+
+
+@_gated_backward_op.register_fake
+def _(grad, gate, up, activation, gate_grad, up_grad):
+    return (gate.new_empty(gate.shape if gate_grad else (0,)),
+            up.new_empty(up.shape if up_grad else (0,)))
+
+
+def _gated_setup(ctx, inputs, output) -> None:
+    gate, up, activation = inputs
+    ctx.save_for_backward(gate, up)  # φ is recomputed in backward
+    ctx.activation = activation
+
+
+def _gated_backward(ctx, grad: Tensor):
+    gate, up = ctx.saved_tensors
+    gate_grad, up_grad = ctx.needs_input_grad[:2]
+    dg, du = _gated_backward_op(grad, gate, up, ctx.activation, gate_grad, up_grad)
+    return dg if gate_grad else None, du if up_grad else None, None
+
+
+_gated_op.register_autograd(_gated_backward, setup_context=_gated_setup)
 
 
 def gated_activation(gate: Tensor, up: Tensor, activation: str = "silu") -> Tensor:
@@ -327,7 +477,7 @@ def gated_activation(gate: Tensor, up: Tensor, activation: str = "silu") -> Tens
     reason = unavailable_reason(gate)
     if reason is not None:
         raise KernelUnavailable(f"triton gated activation cannot run: {reason}")
-    return _TritonGated.apply(gate, up, activation)
+    return _gated_op(gate, up, activation)
 
 
 # --- RoPE -------------------------------------------------------------------------------------
@@ -367,7 +517,7 @@ if triton is not None:
 
 
 def _rope_launch(x: Tensor, cos: Tensor, sin: Tensor, inverse: bool) -> Tensor:
-    """x: [B, H, T, hd] (last axis contiguous), cos, sin: [1 or B, 1, T, r] -> [B, H, T, hd]."""
+    """x: [B, H, T, hd], cos, sin: [1 or B, 1, T, r] -> fresh contiguous [B, H, T, hd]."""
     if x.stride(-1) != 1:
         x = x.contiguous()
     B, H, T, hd = x.shape
@@ -387,16 +537,36 @@ def _rope_launch(x: Tensor, cos: Tensor, sin: Tensor, inverse: bool) -> Tensor:
     return out
 
 
-class _TritonRope(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x, cos, sin):
-        ctx.save_for_backward(cos, sin)
-        return _rope_launch(x, cos, sin, inverse=False)
+@torch.library.custom_op("blocklab::triton_rope", mutates_args=())
+def _rope_op(x: Tensor, cos: Tensor, sin: Tensor, inverse: bool) -> Tensor:
+    """The half-split rotation R (or its transpose when inverse) of x: [B, H, T, hd] by
+    cos, sin: [1 or B, 1, T, r] -> [B, H, T, hd] in x's dtype."""
+    _launchable("triton_rope", x)
+    check_rope_operands(x, cos, sin)
+    _operand("triton_rope", "cos", cos, cos.shape, x, _CONSTANTS)
+    _operand("triton_rope", "sin", sin, cos.shape, x, _CONSTANTS)
+    return _rope_launch(x, cos, sin, inverse)
 
-    @staticmethod
-    def backward(ctx, grad):
-        cos, sin = ctx.saved_tensors
-        return _rope_launch(grad, cos, sin, inverse=True), None, None
+
+@_rope_op.register_fake
+def _(x, cos, sin, inverse):
+    return x.new_empty(x.shape)
+
+
+def _rope_setup(ctx, inputs, output) -> None:
+    _, cos, sin, inverse = inputs
+    ctx.save_for_backward(cos, sin)  # constants: the rotation is linear in x
+    ctx.inverse = inverse
+
+
+def _rope_backward(ctx, grad: Tensor):
+    # The gradient of R x is Rᵀ grad, and of Rᵀ x is R grad: this op again, which is itself
+    # differentiable, so create_graph=True needs no special case.
+    cos, sin = ctx.saved_tensors
+    return _rope_op(grad, cos, sin, not ctx.inverse), None, None, None
+
+
+_rope_op.register_autograd(_rope_backward, setup_context=_rope_setup)
 
 
 def rope_half_split(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
@@ -407,4 +577,4 @@ def rope_half_split(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
     if reason is not None:
         raise KernelUnavailable(f"triton RoPE cannot run: {reason}")
     check_rope_operands(x, cos, sin)
-    return _TritonRope.apply(x, cos, sin)
+    return _rope_op(x, cos, sin, False)
