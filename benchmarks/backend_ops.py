@@ -53,11 +53,11 @@ import json
 import os
 import statistics
 import time
-from pathlib import Path
 
 import torch
 
 # Importing blocklab.nn imports norm, ffn and position, which register their implementations.
+from blocklab.experiments.env import BF16_FLAGS, cpu_flags, cpu_model
 from blocklab.experiments.suites.norm_cost import saved_tensor_bytes
 from blocklab.nn import backends, cpu_kernels
 
@@ -69,24 +69,13 @@ CONFIGS = {"P": {"rows": 8 * 512, "d": 512, "d_ff": 1376, "rope": (8, 8, 512, 64
            "bar": {"rows": 16 * 256, "d": 256, "d_ff": 688, "rope": (16, 4, 256, 64)}}
 EPS = 1e-6
 KEEP_MARGIN = 1.05  # the C kernel must beat Inductor by 5% to be worth keeping under "compiled"
-CPU_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16")
 
 
 def machine() -> dict:
-    """torch's CPU capability and the /proc/cpuinfo flags bfloat16 speed depends on."""
-    try:
-        text = Path("/proc/cpuinfo").read_text(encoding="utf-8")
-    except OSError:
-        text = ""
-    flags: set[str] = set()
-    model = ""
-    for line in text.splitlines():
-        if line.startswith("flags"):
-            flags |= set(line.split(":", 1)[1].split())
-        elif line.startswith("model name") and not model:
-            model = line.split(":", 1)[1].strip()
-    return {"cpu": model, "capability": torch.backends.cpu.get_cpu_capability(),
-            "flags": {f: f in flags for f in CPU_FLAGS}, "torch": torch.__version__,
+    """The CPU, torch's CPU capability and the /proc/cpuinfo flags bfloat16 speed depends on."""
+    return {"cpu": cpu_model(),
+            "capability": torch.backends.cpu.get_cpu_capability(),
+            "flags": cpu_flags(BF16_FLAGS), "torch": torch.__version__,
             "load_average": os.getloadavg()}
 
 

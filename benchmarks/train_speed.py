@@ -35,7 +35,6 @@ import argparse
 import os
 import statistics
 import time
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -45,6 +44,7 @@ from torch.utils.flop_counter import flop_registry
 from blocklab.allocator import tune_cpu_allocator
 from blocklab.budget.flops import prefill_flops
 from blocklab.config import ModelConfig
+from blocklab.experiments.env import BF16_FLAGS, cpu_flags
 from blocklab.experiments.suites.norm_cost import saved_tensor_bytes
 from blocklab.nn import DecoderLM
 
@@ -75,18 +75,10 @@ class Autocast(torch.nn.Module):
 def cpu_capability() -> tuple[str, bool]:
     """torch's CPU capability and the /proc/cpuinfo flags bfloat16 speed depends on, and
     whether the CPU has bfloat16 matmul units (AVX-512 BF16 or AMX)."""
-    try:
-        text = Path("/proc/cpuinfo").read_text(encoding="utf-8")
-    except OSError:
-        text = ""
-    flags: set[str] = set()
-    for line in text.splitlines():
-        if line.startswith("flags"):
-            flags |= set(line.split(":", 1)[1].split())
+    flags = cpu_flags(BF16_FLAGS)
     return (f"CPU capability {torch.backends.cpu.get_cpu_capability()}; "
-            + " ".join(f"{f}={'yes' if f in flags else 'no'}"
-                       for f in ("avx2", "avx512f", "avx512_bf16", "amx_bf16")),
-            bool(flags & {"avx512_bf16", "amx_bf16"}))
+            + " ".join(f"{f}={'yes' if present else 'no'}" for f, present in flags.items()),
+            flags["avx512_bf16"] or flags["amx_bf16"])
 
 
 def _hf(attn: str) -> torch.nn.Module:

@@ -65,6 +65,7 @@ import torch
 import torch.nn.functional as F
 
 from blocklab.config import ModelConfig
+from blocklab.experiments.env import BF16_FLAGS, cpu_flags
 from blocklab.experiments.trainer import TrainConfig, make_optimizer, train_step
 from blocklab.interop.hf import hf_to_blocklab_name
 from blocklab.nn import DecoderLM
@@ -78,7 +79,6 @@ CONFIGS = {
 }
 ARMS = ("blocklab", "hf", "hf_compiled")
 MEMORY_STEPS = 3
-CPU_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16")
 
 
 def corpus() -> torch.Tensor:
@@ -113,16 +113,8 @@ def copy_hf_weights(hf, ours: DecoderLM) -> None:
 
 def machine() -> dict:
     """torch's CPU capability and the /proc/cpuinfo flags bfloat16 speed depends on."""
-    try:
-        text = Path("/proc/cpuinfo").read_text(encoding="utf-8")
-    except OSError:
-        text = ""
-    flags: set[str] = set()
-    for line in text.splitlines():
-        if line.startswith("flags"):
-            flags |= set(line.split(":", 1)[1].split())
     return {"capability": torch.backends.cpu.get_cpu_capability(),
-            "flags": {f: f in flags for f in CPU_FLAGS}, "load_average": os.getloadavg()}
+            "flags": cpu_flags(BF16_FLAGS), "load_average": os.getloadavg()}
 
 
 def model_config(args) -> ModelConfig:
@@ -264,6 +256,7 @@ def main() -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--memory-of", choices=ARMS, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    load = os.getloadavg()  # before this process adds its own load
     args.batch = args.batch or CONFIGS[args.config]["batch"]
     args.seq_len = args.seq_len or CONFIGS[args.config]["seq_len"]
     if args.steps < 1 or args.warmup < 0:
@@ -298,7 +291,6 @@ def main() -> None:
     chunks = batches(data, args.batch, args.seq_len, 1 + args.warmup + args.steps)
     first = next(chunks)
     first_s = {arm: first_call(forwards[arm], models[arm], first) for arm in arms}
-    load = os.getloadavg()
     for step, chunk in enumerate(chunks):
         # Swap the order every step so that no arm always runs on a cache another just
         # warmed (or cooled).

@@ -7,6 +7,36 @@ from __future__ import annotations
 
 import os
 import platform
+from collections.abc import Sequence
+from pathlib import Path
+
+# The x86 features bfloat16 matmul speed depends on: AVX-512 BF16 dot products or AMX tiles.
+BF16_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16")
+
+
+def _cpuinfo() -> list[str]:
+    try:
+        return Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines()
+    except OSError:  # not Linux
+        return []
+
+
+def cpu_flags(names: Sequence[str]) -> dict[str, bool]:
+    """Which of the CPU feature flags `names` /proc/cpuinfo lists (all False where it cannot be
+    read, off Linux)."""
+    flags: set[str] = set()
+    for line in _cpuinfo():
+        if line.startswith("flags"):
+            flags |= set(line.split(":", 1)[1].split())
+    return {name: name in flags for name in names}
+
+
+def cpu_model() -> str:
+    """The CPU's model name from /proc/cpuinfo, else what `platform` knows."""
+    for line in _cpuinfo():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine()
 
 
 def environment(device: str = "cpu") -> dict:

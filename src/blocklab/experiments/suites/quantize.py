@@ -21,7 +21,6 @@ Two kinds of run:
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from blocklab.config import ModelConfig
@@ -78,16 +77,9 @@ THREADS = 1  # timings on one thread: on a shared 2-core machine two threads con
 
 def cpu_flags() -> dict[str, bool]:
     """The x86 features torch's int8 GEMMs depend on (from /proc/cpuinfo; all False elsewhere)."""
-    names = ("avx2", "avx512f", "avx512_vnni", "avx_vnni", "amx_tile", "amx_int8")
-    try:
-        text = Path("/proc/cpuinfo").read_text(encoding="utf-8")
-    except OSError:
-        text = ""
-    flags = set()
-    for line in text.splitlines():
-        if line.startswith("flags"):
-            flags |= set(line.split(":", 1)[1].split())
-    return {name: name in flags for name in names}
+    from blocklab.experiments.env import cpu_flags as listed
+
+    return listed(("avx2", "avx512f", "avx512_vnni", "avx_vnni", "amx_tile", "amx_int8"))
 
 
 def timing_config(t: dict[str, Any]) -> ModelConfig:
