@@ -83,14 +83,56 @@ def test_opcheck_rope(inverse, hd, r, B_cos):
 
 @needs_kernels
 def test_gated_activation_reads_the_halves_of_a_packed_output_in_place():
-    """Eager: the custom op gets the strided views themselves and copies neither, either way."""
+    """Eager: the kernels get the strided views themselves and copy neither, either way."""
     gu = torch.randn(4, 6, 64, requires_grad=True)
     gate, up = gu.split(32, dim=-1)
     with torch.profiler.profile() as prof:
         cpu_kernels.gated_activation(gate, up).backward(torch.ones(4, 6, 32))
     names = {e.name for e in prof.events()}
-    assert "blocklab::cpu_gated_activation_backward" in names
+    assert "_EagerGatedBackward" in names  # eager calls skip the op's dispatch
     assert not names & {"aten::contiguous", "aten::clone", "aten::copy_"}
+
+
+@needs_kernels
+def test_eager_calls_skip_the_op_dispatch_and_match_the_ops():
+    """Outside a graph the public functions run the kernels through plain autograd Functions
+    (the op's dispatch is pure overhead there): the same values and gradients as the ops."""
+    torch.manual_seed(0)
+    x = torch.randn(3, 5, 16, requires_grad=True)
+    w = torch.randn(16, requires_grad=True)
+    gate, up = torch.randn(2, 4, 8, requires_grad=True), torch.randn(2, 4, 8, requires_grad=True)
+    q = torch.randn(2, 3, 5, 8, requires_grad=True)
+    cos, sin = _rope_tables(1, 5, 8)
+    calls = {
+        "rms": (lambda: cpu_kernels.rms_norm(x, w), lambda: ops.cpu_rms_norm(x, w, 1e-6,
+                                                                             False)[0]),
+        "add": (lambda: sum(cpu_kernels.add_rms_norm(x, x * 2, w)),
+                lambda: sum(ops.cpu_add_rms_norm(x, x * 2, w, 1e-6, False)[:2])),
+        "gated": (lambda: cpu_kernels.gated_activation(gate, up),
+                  lambda: ops.cpu_gated_activation(gate, up, "silu")),
+        "rope": (lambda: cpu_kernels.rope_half_split(q, cos, sin),
+                 lambda: ops.cpu_rope(q, cos, sin, False)),
+    }
+    leaves = (x, w, gate, up, q)
+    for name, (eager, op) in calls.items():
+        results = []
+        for fn in (eager, op):
+            for t in leaves:
+                t.grad = None
+            with torch.profiler.profile() as prof:
+                out = fn()
+                out.backward(torch.ones_like(out))
+            ran = {e.name for e in prof.events()}
+            results.append((out.detach(), [None if t.grad is None else t.grad.clone()
+                                           for t in leaves], ran))
+        (got, got_grads, ran_eager), (want, want_grads, ran_op) = results
+        assert not any(n.startswith("blocklab::") for n in ran_eager), name
+        assert any(n.startswith("blocklab::cpu_") for n in ran_op), name
+        assert torch.equal(got, want), name
+        for a, b in zip(got_grads, want_grads, strict=True):
+            assert (a is None) == (b is None), name
+            if a is not None:
+                assert torch.equal(a, b), name
 
 
 # --- direct calls are checked -------------------------------------------------------------------

@@ -408,6 +408,30 @@ def _ptr(t: Tensor | None) -> int | None:
     return None if t is None else t.data_ptr()
 
 
+def _custom_op(name: str, impl):
+    """`impl` as the custom op blocklab::`name` (CPU), so torch.compile traces through it."""
+    return torch.library.custom_op(f"blocklab::{name}", impl, mutates_args=(),
+                                   device_types="cpu")
+
+
+def _eager_function(name: str, impl, setup, backward) -> type[torch.autograd.Function]:
+    """An autograd Function running `impl` with the custom op's own setup and backward.
+
+    Eager calls take it instead of the op: the op's dispatch costs about 70 µs a call, 7-9%
+    of a training step of a suite-sized model (d 64, 2 layers), for nothing outside a graph.
+    Its backward calls the kernels directly too (`ctx.eager`); inside torch.compile the public
+    functions call the ops, whose registered backward calls the backward ops.
+    """
+    def forward(ctx, *inputs):
+        output = impl(*inputs)
+        setup(ctx, inputs, output)
+        ctx.eager = True
+        return output
+
+    return type(name, (torch.autograd.Function,),
+                {"forward": staticmethod(forward), "backward": staticmethod(backward)})
+
+
 def _rms_operands(op: str, x: Tensor, weight: Tensor, **same_as_x: Tensor | None) -> None:
     _operand(op, "x", x, x.shape)
     _operand(op, "weight", weight, x.shape[-1:])
@@ -435,13 +459,15 @@ def _forward(x: Tensor, residual: Tensor | None, weight: Tensor, eps: float,
     return y, h, rinv
 
 
-@torch.library.custom_op("blocklab::cpu_rms_norm", mutates_args=(), device_types="cpu")
-def _rms_norm_op(x: Tensor, weight: Tensor, eps: float,
-                 unit_offset: bool) -> tuple[Tensor, Tensor]:
+def _rms_norm_impl(x: Tensor, weight: Tensor, eps: float,
+                   unit_offset: bool) -> tuple[Tensor, Tensor]:
     """x: [..., d], weight: [d] -> (y: [..., d], 1/s: [..., 1], kept for the backward)."""
     _rms_operands("cpu_rms_norm", x, weight)
     y, _, rinv = _forward(x, None, weight, eps, unit_offset)
     return y, rinv
+
+
+_rms_norm_op = _custom_op("cpu_rms_norm", _rms_norm_impl)
 
 
 @_rms_norm_op.register_fake
@@ -449,13 +475,15 @@ def _(x, weight, eps, unit_offset):
     return _fake(x, x.shape), _fake(x, x.shape[:-1] + (1,))
 
 
-@torch.library.custom_op("blocklab::cpu_add_rms_norm", mutates_args=(), device_types="cpu")
-def _add_rms_norm_op(x: Tensor, residual: Tensor, weight: Tensor, eps: float,
-                     unit_offset: bool) -> tuple[Tensor, Tensor, Tensor]:
+def _add_rms_norm_impl(x: Tensor, residual: Tensor, weight: Tensor, eps: float,
+                       unit_offset: bool) -> tuple[Tensor, Tensor, Tensor]:
     """x, residual: [..., d], weight: [d] -> (y: [..., d], h = x + residual: [..., d],
     1/s: [..., 1])."""
     _rms_operands("cpu_add_rms_norm", x, weight, residual=residual)
     return _forward(x, residual, weight, eps, unit_offset)
+
+
+_add_rms_norm_op = _custom_op("cpu_add_rms_norm", _add_rms_norm_impl)
 
 
 @_add_rms_norm_op.register_fake
@@ -463,11 +491,9 @@ def _(x, residual, weight, eps, unit_offset):
     return _fake(x, x.shape), _fake(x, x.shape), _fake(x, x.shape[:-1] + (1,))
 
 
-@torch.library.custom_op("blocklab::cpu_rms_norm_backward", mutates_args=(),
-                         device_types="cpu")
-def _rms_norm_backward_op(grad: Tensor, x: Tensor, rinv: Tensor, weight: Tensor,
-                          grad_h: Tensor | None, unit_offset: bool,
-                          weight_grad: bool) -> tuple[Tensor, Tensor]:
+def _rms_norm_backward_impl(grad: Tensor, x: Tensor, rinv: Tensor, weight: Tensor,
+                            grad_h: Tensor | None, unit_offset: bool,
+                            weight_grad: bool) -> tuple[Tensor, Tensor]:
     """grad, x: [..., d], 1/s: [..., 1], weight: [d], grad_h: [..., d] or None (added to dx)
     -> (dx: [..., d], dw: [d], or [0] when not weight_grad)."""
     op = "cpu_rms_norm_backward"
@@ -488,6 +514,9 @@ def _rms_norm_backward_op(grad: Tensor, x: Tensor, rinv: Tensor, weight: Tensor,
     if status != 0:
         raise MemoryError(f"RMSNorm backward: no memory for {threads}×{d} float64 partial sums")
     return dx, dw
+
+
+_rms_norm_backward_op = _custom_op("cpu_rms_norm_backward", _rms_norm_backward_impl)
 
 
 @_rms_norm_backward_op.register_fake
@@ -527,11 +556,13 @@ def _rms_backward(ctx, grad: Tensor, _grad_rinv):
             lambda a, w: _rms_reference(a, w, ctx.eps, ctx.unit_offset), (x, weight),
             (grad,)), None, None)
     weight_grad = ctx.needs_input_grad[1]
-    dx, dw = _rms_norm_backward_op(grad, x, rinv, weight, None, ctx.unit_offset, weight_grad)
+    kernel = _rms_norm_backward_impl if getattr(ctx, "eager", False) else _rms_norm_backward_op
+    dx, dw = kernel(grad, x, rinv, weight, None, ctx.unit_offset, weight_grad)
     return dx, dw if weight_grad else None, None, None
 
 
 _rms_norm_op.register_autograd(_rms_backward, setup_context=_rms_setup)
+_EagerRMSNorm = _eager_function("_EagerRMSNorm", _rms_norm_impl, _rms_setup, _rms_backward)
 
 
 def _add_rms_setup(ctx, inputs, output) -> None:
@@ -555,12 +586,14 @@ def _add_rms_backward(ctx, grad_y: Tensor | None, grad_h: Tensor | None, _grad_r
             dh = grad_h if dh is None else dh + grad_h
         return dh, dh, dw, None, None
     weight_grad = ctx.needs_input_grad[2]
-    dh, dw = _rms_norm_backward_op(grad_y, h, rinv, weight, grad_h, ctx.unit_offset,
-                                   weight_grad)
+    kernel = _rms_norm_backward_impl if getattr(ctx, "eager", False) else _rms_norm_backward_op
+    dh, dw = kernel(grad_y, h, rinv, weight, grad_h, ctx.unit_offset, weight_grad)
     return dh, dh, dw if weight_grad else None, None, None
 
 
 _add_rms_norm_op.register_autograd(_add_rms_backward, setup_context=_add_rms_setup)
+_EagerAddRMSNorm = _eager_function("_EagerAddRMSNorm", _add_rms_norm_impl, _add_rms_setup,
+                                   _add_rms_backward)
 
 
 def rms_norm(x: Tensor, weight: Tensor, eps: float = 1e-6, unit_offset: bool = False) -> Tensor:
@@ -569,7 +602,8 @@ def rms_norm(x: Tensor, weight: Tensor, eps: float = 1e-6, unit_offset: bool = F
     Both cast orders ("llama", "gemma") coincide in float32, so there is no `cast` argument.
     """
     _require(x, weight)
-    return _rms_norm_op(x, weight, eps, unit_offset)[0]
+    call = _rms_norm_op if torch.compiler.is_compiling() else _EagerRMSNorm.apply
+    return call(x, weight, eps, unit_offset)[0]
 
 
 def add_rms_norm(x: Tensor, residual: Tensor, weight: Tensor, eps: float = 1e-6,
@@ -582,7 +616,8 @@ def add_rms_norm(x: Tensor, residual: Tensor, weight: Tensor, eps: float = 1e-6,
     if residual.dtype != torch.float32:
         raise InputError(f"add_rms_norm: residual is {residual.dtype}; expected torch.float32 "
                          "like x")
-    y, h, _ = _add_rms_norm_op(x, residual, weight, eps, unit_offset)
+    call = _add_rms_norm_op if torch.compiler.is_compiling() else _EagerAddRMSNorm.apply
+    y, h, _ = call(x, residual, weight, eps, unit_offset)
     return y, h
 
 
@@ -595,9 +630,7 @@ def _gated_operands(op: str, gate: Tensor, up: Tensor, activation: str) -> None:
     _operand(op, "up", up, gate.shape)
 
 
-@torch.library.custom_op("blocklab::cpu_gated_activation", mutates_args=(),
-                         device_types="cpu")
-def _gated_op(gate: Tensor, up: Tensor, activation: str) -> Tensor:
+def _gated_impl(gate: Tensor, up: Tensor, activation: str) -> Tensor:
     """φ(gate) · up; gate, up: [..., m] (rows read in place where evenly spaced, as the two
     halves of a packed gate_up output are) -> [..., m]."""
     _gated_operands("cpu_gated_activation", gate, up, activation)
@@ -611,15 +644,16 @@ def _gated_op(gate: Tensor, up: Tensor, activation: str) -> Tensor:
     return y
 
 
+_gated_op = _custom_op("cpu_gated_activation", _gated_impl)
+
+
 @_gated_op.register_fake
 def _(gate, up, activation):
     return _fake(gate, gate.shape)
 
 
-@torch.library.custom_op("blocklab::cpu_gated_activation_backward", mutates_args=(),
-                         device_types="cpu")
-def _gated_backward_op(grad: Tensor, gate: Tensor, up: Tensor, activation: str,
-                       gate_grad: bool, up_grad: bool) -> tuple[Tensor, Tensor]:
+def _gated_backward_impl(grad: Tensor, gate: Tensor, up: Tensor, activation: str,
+                         gate_grad: bool, up_grad: bool) -> tuple[Tensor, Tensor]:
     """grad, gate, up: [..., m] -> (d_gate, d_up): [..., m] each, or [0] when not asked for."""
     op = "cpu_gated_activation_backward"
     _gated_operands(op, gate, up, activation)
@@ -635,6 +669,9 @@ def _gated_backward_op(grad: Tensor, gate: Tensor, up: Tensor, activation: str,
                                 d_up.data_ptr() if up_grad else None, g2.shape[0], g2.shape[1],
                                 ACTIVATIONS[activation], torch.get_num_threads())
     return d_gate, d_up
+
+
+_gated_backward_op = _custom_op("cpu_gated_activation_backward", _gated_backward_impl)
 
 
 @_gated_backward_op.register_fake
@@ -656,11 +693,13 @@ def _gated_backward(ctx, grad: Tensor):
             torch.nn.functional.gelu
         return (*_differentiable_grads(lambda a, b: act(a) * b, (gate, up), (grad,)), None)
     gate_grad, up_grad = ctx.needs_input_grad[:2]
-    d_gate, d_up = _gated_backward_op(grad, gate, up, ctx.activation, gate_grad, up_grad)
+    kernel = _gated_backward_impl if getattr(ctx, "eager", False) else _gated_backward_op
+    d_gate, d_up = kernel(grad, gate, up, ctx.activation, gate_grad, up_grad)
     return d_gate if gate_grad else None, d_up if up_grad else None, None
 
 
 _gated_op.register_autograd(_gated_backward, setup_context=_gated_setup)
+_EagerGated = _eager_function("_EagerGated", _gated_impl, _gated_setup, _gated_backward)
 
 
 def gated_activation(gate: Tensor, up: Tensor, activation: str = "silu") -> Tensor:
@@ -674,7 +713,8 @@ def gated_activation(gate: Tensor, up: Tensor, activation: str = "silu") -> Tens
                          f"{tuple(up.shape)} shapes differ")
     for t in (gate, up):
         _require(t, None)
-    return _gated_op(gate, up, activation)
+    call = _gated_op if torch.compiler.is_compiling() else _EagerGated.apply
+    return call(gate, up, activation)
 
 
 # --- RoPE -------------------------------------------------------------------------------------
@@ -694,14 +734,16 @@ def _rope(x: Tensor, cos: Tensor, sin: Tensor, inverse: bool) -> Tensor:
     return out
 
 
-@torch.library.custom_op("blocklab::cpu_rope", mutates_args=(), device_types="cpu")
-def _rope_op(x: Tensor, cos: Tensor, sin: Tensor, inverse: bool) -> Tensor:
+def _rope_impl(x: Tensor, cos: Tensor, sin: Tensor, inverse: bool) -> Tensor:
     """The half-split rotation R (or its transpose when inverse) of x: [B, H, T, hd] by
     cos, sin: [1 or B, 1, T, r] -> [B, H, T, hd]."""
     check_rope_operands(x, cos, sin)
     for name, t in (("x", x), ("cos", cos), ("sin", sin)):
         _operand("cpu_rope", name, t, t.shape)
     return _rope(x, cos, sin, inverse)
+
+
+_rope_op = _custom_op("cpu_rope", _rope_impl)
 
 
 @_rope_op.register_fake
@@ -719,10 +761,12 @@ def _rope_backward(ctx, grad: Tensor):
     # The gradient of R x is Rᵀ grad, and of Rᵀ x is R grad: this op again, which is itself
     # differentiable, so create_graph=True needs no special case.
     cos, sin = ctx.saved_tensors
-    return _rope_op(grad, cos, sin, not ctx.inverse), None, None, None
+    call = _EagerRope.apply if getattr(ctx, "eager", False) else _rope_op
+    return call(grad, cos, sin, not ctx.inverse), None, None, None
 
 
 _rope_op.register_autograd(_rope_backward, setup_context=_rope_setup)
+_EagerRope = _eager_function("_EagerRope", _rope_impl, _rope_setup, _rope_backward)
 
 
 def rope_half_split(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
@@ -734,4 +778,5 @@ def rope_half_split(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
         raise InputError(f"rope_half_split: cos, sin are {cos.dtype}, {sin.dtype}; expected "
                          "torch.float32")
     check_rope_operands(x, cos, sin)
-    return _rope_op(x, cos, sin, False)
+    call = _rope_op if torch.compiler.is_compiling() else _EagerRope.apply
+    return call(x, cos, sin, False)
