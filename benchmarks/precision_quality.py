@@ -9,7 +9,7 @@ seeds (`blocklab.experiments.suites.base.mean_ci`), and whether the interval lie
 ±margin (0.01 nats by default): a bfloat16 run that is as good as float32 to that margin.
 
 Runs go to worker processes (one thread each, `--jobs` at once) and each result is written
-atomically to OUT/<precision>-seed<k>.json, so an interrupted check resumes where it stopped.
+atomically to OUT/<run id>.json (a `ResultStore`), so an interrupted check resumes where it stopped.
 On a CPU without bfloat16 matrix units (no AMX or AVX512-BF16) the bf16 runs are many times
 slower than the float32 ones; the CPU capability is printed with the figures.
 
@@ -39,25 +39,17 @@ def _configs(args: argparse.Namespace, precision: str, seed: int):
     return model, train
 
 
+def _row(result: dict) -> dict:
+    return {"precision": result["train_config"]["precision"],
+            "seed": result["train_config"]["seed"], "status": result["status"],
+            "val_loss": result["final"]["val_loss"], "ms_per_step": result["ms_per_step"]}
+
+
 def _one(args: argparse.Namespace, precision: str, seed: int, path: str) -> dict:
     from blocklab.experiments.trainer import run
 
     model, train = _configs(args, precision, seed)
-    result = run(model, train, "stdlib", path)
-    return {"precision": precision, "seed": seed, "status": result["status"],
-            "val_loss": result["final"]["val_loss"], "ms_per_step": result["ms_per_step"]}
-
-
-def _stored(path: Path, run_id: str) -> dict | None:
-    try:
-        result = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    if result.get("run_id") != run_id:
-        return None
-    return {"precision": result["train_config"]["precision"],
-            "seed": result["train_config"]["seed"], "status": result["status"],
-            "val_loss": result["final"]["val_loss"], "ms_per_step": result["ms_per_step"]}
+    return _row(run(model, train, "stdlib", path))
 
 
 def summarise(rows: list[dict], margin: float) -> dict:
@@ -96,19 +88,17 @@ def main() -> None:
     import torch
     from rich.progress import Progress
 
-    from blocklab.experiments.results import run_id
+    from blocklab.experiments.results import ResultStore, run_id
 
-    args.out.mkdir(parents=True, exist_ok=True)
+    store = ResultStore(args.out)
     rows, todo = [], []
     for seed in range(args.seeds):
         for precision in PRECISIONS:
-            model, train = _configs(args, precision, seed)
-            path = args.out / f"{precision}-seed{seed}.json"
-            stored = _stored(path, run_id(model, train, "stdlib"))
-            if stored is None:
-                todo.append((precision, seed, str(path)))
+            rid = run_id(*_configs(args, precision, seed), "stdlib")
+            if store.has(rid):
+                rows.append(_row(store.load(rid)))
             else:
-                rows.append(stored)
+                todo.append((precision, seed, str(store.path_for(rid))))
     # bf16 runs first: on CPUs without bfloat16 units they are the long ones.
     todo.sort(key=lambda t: (t[0] != "bf16", t[1]))
     with Progress(disable=args.json) as bar, \

@@ -134,6 +134,17 @@ def test_compiled_backend_keeps_kernels_only_where_they_beat_inductor():
                     for op in backends.OPS}
 
 
+def test_modules_given_other_impls_show_every_implementation_they_run(monkeypatch):
+    calls = _spy(monkeypatch)
+    _, model = _pair("fast", "fp32")
+    model.norm.impl = "reference"  # the final norm alone
+    said = model.backends()
+    fast = backends.resolve("rms_norm", "fast", torch.empty(0), torch.empty(0))
+    assert said["rms_norm"] == ", ".join(sorted({fast, "reference"}))
+    _run(model, _ids())
+    assert {impl for op, impl in calls if op == "rms_norm"} == {fast, "reference"}
+
+
 def test_interleaved_rope_and_other_activations_report_the_reference():
     _, model = _pair("fast", "fp32", rope_layout="interleaved", ffn="reglu")
     said = model.backends()
