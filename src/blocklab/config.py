@@ -10,17 +10,20 @@ MPT, ChatGLM and Llama 4 (text) in, for the budget calculator). This module impo
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import math
 import os
 import re
 import secrets
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from blocklab.errors import ConfigError
+from blocklab.jsonio import parse_json
 from blocklab.reference.ffn import llama_ffn_width
 
 # name -> (gated, activation); the activation acts on the gate branch of a gated FFN.
@@ -271,10 +274,7 @@ class ModelConfig:
 
     @classmethod
     def from_json(cls, text: str) -> ModelConfig:
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as err:
-            raise ConfigError(f"malformed ModelConfig JSON: {err}") from None
+        data = parse_json(text, "ModelConfig JSON", ConfigError)
         if not isinstance(data, dict):
             raise ConfigError(f"ModelConfig JSON must be an object, got {type(data).__name__}")
         return cls.from_dict(data)
@@ -332,8 +332,15 @@ def _check_rope_scaling(scaling: dict[str, Any]) -> dict[str, Any]:
         raise _bad("rope_scaling", scaling, "an object with 'rope_type' and 'factor', or null")
     scaling = dict(scaling)
     kind = scaling.pop("type", None)  # transformers v4 wrote "type"
-    scaling.setdefault("rope_type", kind or "default")
+    scaling.setdefault("rope_type", kind)
     scaling.pop("rope_theta", None)  # v5 keeps theta inside rope_parameters
+    if scaling["rope_type"] is None:
+        if len(scaling) > 1:
+            # transformers 5 reads {"factor": 8} as "default" and only warns that the factor is
+            # unused; whoever wrote a factor meant some scaling, so say which ones exist.
+            raise _bad("rope_scaling", {k: v for k, v in scaling.items() if k != "rope_type"},
+                       f"a 'rope_type' (or v4 'type') key, one of {list(ROPE_SCALING_TYPES)}")
+        return None  # type: ignore[return-value]  # {}: no scaling
     if scaling["rope_type"] not in ROPE_SCALING_TYPES:
         raise _bad("rope_scaling", scaling["rope_type"], f"a rope_type in {ROPE_SCALING_TYPES}")
     unknown = sorted(set(scaling) - _ROPE_SCALING_KEYS)
@@ -374,12 +381,42 @@ def write_atomic(path: Path, text: str) -> None:
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
+    except OSError as err:
+        tmp.unlink(missing_ok=True)
+        if err.filename is not None:
+            raise
+        # A full disk or a quota says nothing of where: name the file being written.
+        raise OSError(err.errno, err.strerror, str(path)) from err
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
 
 
 # --- Hugging Face config.json -----------------------------------------------------------------
+# An error about a ModelConfig field built from a config.json names the key the user wrote too
+# ("config.json intermediate_size: ModelConfig.moe_d_ff=-8192 is not allowed; ..."). Each
+# reader below says which key each field comes from; these are the Llama family's.
+_HF_KEYS = {"vocab_size": "vocab_size", "d_model": "hidden_size", "n_layers": "num_hidden_layers",
+            "n_heads": "num_attention_heads", "n_kv_heads": "num_key_value_heads",
+            "head_dim": "head_dim", "d_ff": "intermediate_size", "norm_eps": "rms_norm_eps",
+            "max_seq_len": "max_position_embeddings", "sliding_window": "sliding_window",
+            "attn_scale": "query_pre_attn_scalar", "attn_logit_softcap": "attn_logit_softcapping",
+            "final_logit_softcap": "final_logit_softcapping"}
+
+
+@contextlib.contextmanager
+def _named_by(keys: dict[str, str]) -> Iterator[None]:
+    """Inside, an error about a ModelConfig field also names the config.json key it came from."""
+    try:
+        yield
+    except ConfigError as err:
+        field_name = re.match(r"ModelConfig\.(\w+)=", str(err))
+        key = keys.get(field_name.group(1)) if field_name else None
+        if key is None:
+            raise
+        raise ConfigError(f"config.json {key}: {err}") from None
+
+
 def _need(hf: dict[str, Any], *keys: str) -> Any:
     for key in keys:
         if key in hf and hf[key] is not None:
@@ -387,27 +424,65 @@ def _need(hf: dict[str, Any], *keys: str) -> Any:
     raise ConfigError(f"Hugging Face config is missing {' / '.join(keys)!r}")
 
 
-def _hf_rope(hf: dict[str, Any]) -> tuple[float, dict[str, Any] | None, float]:
-    """(theta, scaling, partial_rotary_factor) from v5 `rope_parameters` or v4 keys."""
-    params = hf.get("rope_parameters")
+def _key(hf: dict[str, Any], *keys: str) -> str:
+    """The first of `keys` that `hf` sets (not null), else the first: where a value came from."""
+    return next((key for key in keys if hf.get(key) is not None), keys[0])
+
+
+def _hf_bool(hf: dict[str, Any], key: str, default: bool, where: str = "") -> bool:
+    """A config.json switch, `default` when absent or null; Python's truthiness would read
+    "false" as true, so anything but true or false fails naming the key."""
+    value = hf.get(key)
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise ConfigError(f"config.json {where}{key}={shown_value(value)} is not allowed; "
+                          "expected true or false")
+    return value
+
+
+def _hf_str(hf: dict[str, Any], key: str, default: str | None, where: str = "") -> str | None:
+    """A config.json name (an activation, an attention type), `default` when absent or null."""
+    value = hf.get(key)
+    if value is None:
+        return default
+    if not isinstance(value, str):
+        raise ConfigError(f"config.json {where}{key}={shown_value(value)} is not allowed; "
+                          "expected a string")
+    return value
+
+
+def _hf_rope(hf: dict[str, Any]) -> tuple[float, dict[str, Any] | None, float, dict[str, str]]:
+    """(theta, scaling, partial_rotary_factor, their config.json keys) from v5
+    `rope_parameters` or the v4 keys."""
+    params, where = hf.get("rope_parameters"), "rope_parameters"
     if isinstance(params, dict) and "full_attention" in params:  # per-layer-type layout
-        params = params["full_attention"]
-    if isinstance(params, dict):
-        theta = params.get("rope_theta") or hf.get("rope_theta") or 10000.0
+        params, where = params["full_attention"], "rope_parameters.full_attention"
+    if params is not None and not isinstance(params, dict):
+        raise ConfigError(f"config.json {where}={shown_value(params)} is not allowed; expected "
+                          "an object with 'rope_type' and 'rope_theta', or null")
+    params = params or {}
+    # v5 keeps theta and the partial factor inside rope_parameters, v4 at the top level.
+    found = {name: (f"{where}.{name}", params[name]) if params.get(name) is not None
+             else (name, hf.get(name)) for name in ("rope_theta", "partial_rotary_factor")}
+    (theta_key, theta), (partial_key, partial) = found["rope_theta"], found[
+        "partial_rotary_factor"]
+    if "rope_parameters" in hf and hf["rope_parameters"] is not None:
+        scaling_key = where
         scaling = {k: v for k, v in params.items() if k not in ("rope_theta",
                                                                 "partial_rotary_factor")}
-        partial = params.get("partial_rotary_factor", hf.get("partial_rotary_factor", 1.0))
     else:
-        theta = hf.get("rope_theta") or 10000.0
-        scaling = hf.get("rope_scaling")
-        partial = hf.get("partial_rotary_factor", 1.0)
+        scaling_key, scaling = "rope_scaling", hf.get("rope_scaling")
     if scaling is not None:
         if not isinstance(scaling, dict):
-            raise _bad("rope_scaling", scaling, "an object with 'rope_type' and 'factor', or null")
-        scaling = dict(scaling)
-        if scaling.get("rope_type", scaling.get("type", "default")) == "default":
+            raise ConfigError(f"config.json {scaling_key}={shown_value(scaling)} is not allowed; "
+                              "expected an object with 'rope_type' and 'factor', or null")
+        if not scaling or scaling.get("rope_type", scaling.get("type")) == "default":
             scaling = None
-    return _hf_float("rope_theta", theta), scaling, _hf_float("partial_rotary_factor", partial)
+    keys = {"rope_theta": theta_key, "rope_scaling": scaling_key,
+            "partial_rotary_factor": partial_key}
+    return (_hf_float(theta_key, 10000.0 if theta is None else theta), scaling,
+            _hf_float(partial_key, 1.0 if partial is None else partial), keys)
 
 
 def _hf_float(key: str, value: Any) -> float:
@@ -422,29 +497,12 @@ def _hf_float(key: str, value: Any) -> float:
                           "finite number") from None
 
 
-# config.json keys of ModelConfig fields, so an error about a field names the key a user wrote.
-_HF_KEY_OF = {"vocab_size": "vocab_size", "d_model": "hidden_size / n_embd",
-              "n_layers": "num_hidden_layers / n_layer", "n_heads": "num_attention_heads / n_head",
-              "n_kv_heads": "num_key_value_heads", "head_dim": "head_dim",
-              "d_ff": "intermediate_size / n_inner", "max_seq_len": "max_position_embeddings",
-              "norm_eps": "rms_norm_eps / layer_norm_eps", "rope_scaling": "rope_scaling",
-              "rope_theta": "rope_theta", "sliding_window": "sliding_window",
-              "type_vocab_size": "type_vocab_size", "name": "_name_or_path"}
-
-
 def from_hf(hf: dict[str, Any]) -> ModelConfig:
-    """`ModelConfig` from a Hugging Face config.json dictionary."""
-    try:
-        return _from_hf(hf)
-    except ConfigError as err:
-        field_name = re.match(r"ModelConfig\.(\w+)=", str(err))
-        key = _HF_KEY_OF.get(field_name.group(1)) if field_name else None
-        if key is None:
-            raise
-        raise ConfigError(f"{err} (config.json: {key})") from None
+    """`ModelConfig` from a Hugging Face config.json dictionary.
 
-
-def _from_hf(hf: dict[str, Any]) -> ModelConfig:
+    Raises ConfigError naming the config.json key (and the ModelConfig field it sets) for a
+    missing key, a value of the wrong type or out of range, or an unsupported model_type.
+    """
     if not isinstance(hf, dict):
         raise ConfigError(f"Hugging Face config must be a JSON object, got {type(hf).__name__}")
     model_type = hf.get("model_type")
@@ -456,73 +514,109 @@ def _from_hf(hf: dict[str, Any]) -> ModelConfig:
     if model_type in ("llama4", "llama4_text"):
         return _from_hf_llama4(hf, name)
     if model_type in HF_LLAMA_FAMILY or model_type in ("gemma", "gemma2"):
-        act_key = hf.get("hidden_act") or hf.get("hidden_activation") or "silu"
-        if model_type == "gemma":
-            # transformers' GemmaMLP reads hidden_activation only and, when it is absent, uses
-            # the tanh approximation whatever hidden_act says (google/gemma-7b says "gelu").
-            act_key = hf.get("hidden_activation") or "gelu_pytorch_tanh"
-        act = _HF_ACTS.get(act_key)
-        if act is None:
-            raise ConfigError(f"unsupported hidden_act {hf.get('hidden_act')!r}; "
-                             f"allowed: {sorted(_HF_ACTS)}")
-        theta, scaling, partial = _hf_rope(hf)
-        bias = bool(hf.get("attention_bias", False))
-        common = dict(
-            vocab_size=_need(hf, "vocab_size"),
-            d_model=_need(hf, "hidden_size"),
-            n_layers=_need(hf, "num_hidden_layers"),
-            n_heads=_need(hf, "num_attention_heads"),
-            n_kv_heads=hf.get("num_key_value_heads") or hf["num_attention_heads"],
-            head_dim=hf.get("head_dim"),
-            d_ff=_need(hf, "intermediate_size"),
-            ffn=_GATED_BY_ACT[act],
-            ffn_bias=bool(hf.get("mlp_bias", False)),
-            norm="rmsnorm",
-            norm_eps=_hf_float("rms_norm_eps", hf.get("rms_norm_eps", 1e-6)),
-            max_seq_len=_need(hf, "max_position_embeddings"),
-            position="rope",
-            rope_theta=theta,
-            rope_scaling=scaling,
-            partial_rotary_factor=partial,
-            tie_embeddings=bool(hf.get("tie_word_embeddings", False)),
-            name=name,
-        )
-        if model_type == "qwen2":  # q, k, v carry biases, o does not
-            common.update(attn_bias=True, attn_out_bias=False)
-        else:
-            common.update(attn_bias=bias, attn_out_bias=bias)
-        if model_type == "qwen3":
-            common.update(qk_norm=True)
-        # Mistral has no switch (a window applies when set); Qwen's switch defaults to off.
-        if model_type in ("mistral", "qwen2", "qwen3") and hf.get(
-                "use_sliding_window", model_type == "mistral"):
-            common.update(sliding_window=hf.get("sliding_window"))
-        if model_type == "gemma":  # Gemma 1: pre-norm, (1 + γ) gains, scaled embeddings
-            common.update(norm_unit_offset=True, norm_cast="gemma", embed_scale=True,
-                          tie_embeddings=bool(hf.get("tie_word_embeddings", True)))
-        if model_type == "gemma2":
-            scalar = hf.get("query_pre_attn_scalar")
-            common.update(placement="sandwich", norm_unit_offset=True, norm_cast="gemma",
-                          embed_scale=True, tie_embeddings=bool(hf.get("tie_word_embeddings",
-                                                                       True)),
-                          attn_scale=None if scalar is None else _hf_float(
-                              "query_pre_attn_scalar", scalar) ** -0.5,
-                          attn_logit_softcap=hf.get("attn_logit_softcapping"),
-                          final_logit_softcap=hf.get("final_logit_softcapping"),
-                          sliding_window=hf.get("sliding_window"))
-        return ModelConfig(**common)
+        return _from_hf_llama_family(hf, model_type, name)
     if model_type == "gpt2":
-        act = _HF_ACTS.get(hf.get("activation_function", "gelu_new"), "gelu_tanh")
-        d = _need(hf, "n_embd", "hidden_size")
+        return _from_hf_gpt2(hf, name)
+    if model_type == "bert":
+        return _from_hf_bert(hf, name)
+    raise ConfigError(f"unsupported Hugging Face model_type {shown_value(model_type)}; allowed: "
+                      f"{sorted([*HF_LLAMA_FAMILY, *_HF_OTHER_TYPES])}")
+
+
+_HF_OTHER_TYPES = ("gemma", "gemma2", "gpt2", "bert", "mpt", "chatglm", "llama4", "llama4_text")
+
+
+def _from_hf_llama_family(hf: dict[str, Any], model_type: str, name: str) -> ModelConfig:
+    """Llama, Mistral, Qwen2, Qwen3, Gemma and Gemma-2."""
+    act_key = _key(hf, "hidden_act", "hidden_activation")
+    default_act = "silu"
+    if model_type == "gemma":
+        # transformers' GemmaMLP reads hidden_activation only and, when it is absent, uses
+        # the tanh approximation whatever hidden_act says (google/gemma-7b says "gelu").
+        act_key, default_act = "hidden_activation", "gelu_pytorch_tanh"
+    act = _HF_ACTS.get(_hf_str(hf, act_key, default_act))
+    if act is None:
+        raise ConfigError(f"config.json {act_key}={shown_value(hf[act_key])} is not allowed; "
+                          f"expected one of {sorted(_HF_ACTS)}")
+    theta, scaling, partial, rope_keys = _hf_rope(hf)
+    keys = {**_HF_KEYS, **rope_keys}
+    heads = _need(hf, "num_attention_heads")
+    kv = hf.get("num_key_value_heads")
+    bias = _hf_bool(hf, "attention_bias", False)
+    common = dict(
+        vocab_size=_need(hf, "vocab_size"),
+        d_model=_need(hf, "hidden_size"),
+        n_layers=_need(hf, "num_hidden_layers"),
+        n_heads=heads,
+        n_kv_heads=heads if kv is None else kv,  # transformers: None means one per query head
+        head_dim=hf.get("head_dim"),
+        d_ff=_need(hf, "intermediate_size"),
+        ffn=_GATED_BY_ACT[act],
+        ffn_bias=_hf_bool(hf, "mlp_bias", False),
+        norm="rmsnorm",
+        norm_eps=_hf_float("rms_norm_eps", hf.get("rms_norm_eps", 1e-6)),
+        max_seq_len=_need(hf, "max_position_embeddings"),
+        position="rope",
+        rope_theta=theta,
+        rope_scaling=scaling,
+        partial_rotary_factor=partial,
+        tie_embeddings=_hf_bool(hf, "tie_word_embeddings", model_type in ("gemma", "gemma2")),
+        name=name,
+    )
+    if model_type == "qwen2":  # q, k, v carry biases, o does not
+        common.update(attn_bias=True, attn_out_bias=False)
+    else:
+        common.update(attn_bias=bias, attn_out_bias=bias)
+    if model_type == "qwen3":
+        common.update(qk_norm=True)
+    # Mistral has no switch (a window applies when set); Qwen's switch defaults to off.
+    if model_type in ("mistral", "qwen2", "qwen3") and _hf_bool(hf, "use_sliding_window",
+                                                                 model_type == "mistral"):
+        common.update(sliding_window=hf.get("sliding_window"))
+    if model_type == "gemma":  # Gemma 1: pre-norm, (1 + γ) gains, scaled embeddings
+        common.update(norm_unit_offset=True, norm_cast="gemma", embed_scale=True)
+    if model_type == "gemma2":
+        scalar = hf.get("query_pre_attn_scalar")
+        if scalar is not None and not _hf_float("query_pre_attn_scalar", scalar) > 0:
+            raise ConfigError(f"config.json query_pre_attn_scalar={shown_value(scalar)} is not "
+                              "allowed; expected a number > 0 (the softmax scale is its "
+                              "inverse square root)")
+        common.update(placement="sandwich", norm_unit_offset=True, norm_cast="gemma",
+                      embed_scale=True,
+                      attn_scale=None if scalar is None else float(scalar) ** -0.5,
+                      attn_logit_softcap=hf.get("attn_logit_softcapping"),
+                      final_logit_softcap=hf.get("final_logit_softcapping"),
+                      sliding_window=hf.get("sliding_window"))
+    with _named_by(keys):
+        return ModelConfig(**common)
+
+
+def _from_hf_gpt2(hf: dict[str, Any], name: str) -> ModelConfig:
+    """GPT-2: a plain GELU (tanh) FFN, LayerNorm, learned positions, tied embeddings."""
+    act = _HF_ACTS.get(_hf_str(hf, "activation_function", "gelu_new"), "gelu_tanh")
+    d = _need(hf, "n_embd", "hidden_size")
+    inner = hf.get("n_inner")  # transformers: None means 4·n_embd
+    keys = {"vocab_size": "vocab_size", "d_model": _key(hf, "n_embd", "hidden_size"),
+            "n_layers": "n_layer", "n_heads": "n_head",
+            "d_ff": "n_inner" if inner is not None else _key(hf, "n_embd", "hidden_size"),
+            "norm_eps": "layer_norm_epsilon", "max_seq_len": _key(hf, "n_positions", "n_ctx")}
+    with _named_by(keys):
+        if inner is None:
+            _positive_int("d_model", d)  # before 4·d would repeat a string or a list
         return ModelConfig(
             vocab_size=_need(hf, "vocab_size"), d_model=d, n_layers=_need(hf, "n_layer"),
-            n_heads=_need(hf, "n_head"), d_ff=hf.get("n_inner") or 4 * d, ffn=act,
+            n_heads=_need(hf, "n_head"), d_ff=4 * d if inner is None else inner, ffn=act,
             ffn_bias=True, attn_bias=True, attn_out_bias=True, norm="layernorm",
             norm_eps=_hf_float("layer_norm_epsilon", hf.get("layer_norm_epsilon", 1e-5)),
             position="learned",
             max_seq_len=_need(hf, "n_positions", "n_ctx"), tie_embeddings=True, name=name)
-    if model_type == "bert":
-        act = _HF_ACTS.get(hf.get("hidden_act", "gelu"), "gelu")
+
+
+def _from_hf_bert(hf: dict[str, Any], name: str) -> ModelConfig:
+    """BERT (budget only): post-norm LayerNorm encoder, token-type embeddings, a pooler."""
+    act = _HF_ACTS.get(_hf_str(hf, "hidden_act", "gelu"), "gelu")
+    keys = {**_HF_KEYS, "norm_eps": "layer_norm_eps", "type_vocab_size": "type_vocab_size"}
+    with _named_by(keys):
         return ModelConfig(
             vocab_size=_need(hf, "vocab_size"), d_model=_need(hf, "hidden_size"),
             n_layers=_need(hf, "num_hidden_layers"), n_heads=_need(hf, "num_attention_heads"),
@@ -533,11 +627,6 @@ def _from_hf(hf: dict[str, Any]) -> ModelConfig:
             max_seq_len=_need(hf, "max_position_embeddings"),
             type_vocab_size=hf.get("type_vocab_size", 2), pooler=True,
             tie_embeddings=True, causal=False, name=name)
-    raise ConfigError(f"unsupported Hugging Face model_type {model_type!r}; allowed: "
-                     f"{sorted([*HF_LLAMA_FAMILY, *_HF_OTHER_TYPES])}")
-
-
-_HF_OTHER_TYPES = ("gemma", "gemma2", "gpt2", "bert", "mpt", "chatglm", "llama4", "llama4_text")
 
 
 def _from_hf_mpt(hf: dict[str, Any], name: str) -> ModelConfig:
@@ -547,57 +636,78 @@ def _from_hf_mpt(hf: dict[str, Any], name: str) -> ModelConfig:
     if not isinstance(attn, dict):
         raise ConfigError(f"config.json attn_config={shown_value(attn)} is not allowed; expected "
                           "an object")
-    if attn.get("rope"):
+    if _hf_bool(attn, "rope", False, "attn_config."):
         raise ConfigError("config.json attn_config.rope=true is not supported for mpt; expected "
                           "ALiBi or learned positions")
+    keys = {"vocab_size": "vocab_size", "d_model": "d_model", "n_layers": "n_layers",
+            "n_heads": "n_heads", "n_kv_heads": "attn_config.kv_n_heads",
+            "d_ff": "expansion_ratio", "norm_eps": "layer_norm_epsilon",
+            "max_seq_len": "max_seq_len"}
     heads = _need(hf, "n_heads")
-    kv = {"multiquery_attention": 1,
-          "grouped_query_attention": attn.get("kv_n_heads")}.get(attn.get("attn_type"), heads)
+    kind = _hf_str(attn, "attn_type", "multihead_attention", "attn_config.")
+    kv = {"multiquery_attention": 1, "grouped_query_attention": attn.get("kv_n_heads")}.get(
+        kind, heads)
     d, ratio = _need(hf, "d_model"), _need(hf, "expansion_ratio")
-    if isinstance(ratio, bool) or not isinstance(ratio, int | float) or d * ratio != int(d * ratio):
+    with _named_by(keys):
+        _positive_int("d_model", d)  # before d·ratio, which would repeat a string or a list
+    if not (_real(ratio) and ratio > 0 and float(d * ratio).is_integer()):
         raise ConfigError(f"config.json expansion_ratio={shown_value(ratio)} is not allowed; "
-                          "expected a number giving an integer d_model·expansion_ratio")
-    bias = not hf.get("no_bias", False)
+                          "expected a number > 0 giving an integer d_model·expansion_ratio")
+    bias = not _hf_bool(hf, "no_bias", False)
     # llm-foundry turns learned positions off when ALiBi is on (MPTConfig._validate_config).
-    position = "alibi" if attn.get("alibi") else (
-        "learned" if hf.get("learned_pos_emb", True) else "none")
-    return ModelConfig(
-        vocab_size=_need(hf, "vocab_size"), d_model=d, n_layers=_need(hf, "n_layers"),
-        n_heads=heads, n_kv_heads=kv, d_ff=int(d * ratio), ffn="gelu", ffn_bias=bias,
-        attn_bias=bias, attn_out_bias=bias, norm="layernorm", norm_bias=bias,
-        norm_eps=_hf_float("layer_norm_epsilon", hf.get("layer_norm_epsilon", 1e-5)),
-        position=position, max_seq_len=_need(hf, "max_seq_len"), tie_embeddings=True, name=name)
+    position = "alibi" if _hf_bool(attn, "alibi", False, "attn_config.") else (
+        "learned" if _hf_bool(hf, "learned_pos_emb", True) else "none")
+    with _named_by(keys):
+        return ModelConfig(
+            vocab_size=_need(hf, "vocab_size"), d_model=d, n_layers=_need(hf, "n_layers"),
+            n_heads=heads, n_kv_heads=kv, d_ff=int(d * ratio), ffn="gelu", ffn_bias=bias,
+            attn_bias=bias, attn_out_bias=bias, norm="layernorm", norm_bias=bias,
+            norm_eps=_hf_float("layer_norm_epsilon", hf.get("layer_norm_epsilon", 1e-5)),
+            position=position, max_seq_len=_need(hf, "max_seq_len"), tie_embeddings=True,
+            name=name)
 
 
 def _from_hf_chatglm(hf: dict[str, Any], name: str) -> ModelConfig:
     """THUDM ChatGLM2/3 (`modeling_chatglm.py`): multi-query groups, q/k/v bias only, RMSNorm,
     SwiGLU, RoPE on half of each head in adjacent pairs, untied `output_layer`."""
+    keys = {"vocab_size": _key(hf, "padded_vocab_size", "vocab_size"), "d_model": "hidden_size",
+            "n_layers": "num_layers", "n_heads": "num_attention_heads",
+            "n_kv_heads": "multi_query_group_num", "head_dim": "kv_channels",
+            "d_ff": "ffn_hidden_size", "norm_eps": "layernorm_epsilon", "rope_theta": "rope_ratio",
+            "max_seq_len": "seq_length"}
     heads = _need(hf, "num_attention_heads")
-    kv = _need(hf, "multi_query_group_num") if hf.get("multi_query_attention") else heads
-    linear_bias = bool(hf.get("add_bias_linear", False))
+    mqa = _hf_bool(hf, "multi_query_attention", False)
+    kv = _need(hf, "multi_query_group_num") if mqa else heads
+    linear_bias = _hf_bool(hf, "add_bias_linear", False)
     theta = 10000.0 * _hf_float("rope_ratio", hf.get("rope_ratio", 1))
-    return ModelConfig(
-        vocab_size=_need(hf, "padded_vocab_size", "vocab_size"), d_model=_need(hf, "hidden_size"),
-        n_layers=_need(hf, "num_layers"), n_heads=heads, n_kv_heads=kv,
-        head_dim=hf.get("kv_channels"), d_ff=_need(hf, "ffn_hidden_size"), ffn="swiglu",
-        ffn_bias=linear_bias, attn_bias=linear_bias or bool(hf.get("add_qkv_bias", False)),
-        attn_out_bias=linear_bias, norm="rmsnorm" if hf.get("rmsnorm", True) else "layernorm",
-        norm_eps=_hf_float("layernorm_epsilon", hf.get("layernorm_epsilon", 1e-5)),
-        final_norm=bool(hf.get("post_layer_norm", True)),
-        # RotaryEmbedding(kv_channels // 2): half of each head rotates, pairs (2i, 2i+1).
-        position="rope", partial_rotary_factor=0.5, rope_layout="interleaved", rope_theta=theta,
-        max_seq_len=_need(hf, "seq_length"),
-        tie_embeddings=bool(hf.get("tie_word_embeddings", False)), name=name)
+    with _named_by(keys):
+        return ModelConfig(
+            vocab_size=_need(hf, "padded_vocab_size", "vocab_size"),
+            d_model=_need(hf, "hidden_size"), n_layers=_need(hf, "num_layers"), n_heads=heads,
+            n_kv_heads=kv, head_dim=hf.get("kv_channels"), d_ff=_need(hf, "ffn_hidden_size"),
+            ffn="swiglu", ffn_bias=linear_bias,
+            attn_bias=linear_bias or _hf_bool(hf, "add_qkv_bias", False),
+            attn_out_bias=linear_bias,
+            norm="rmsnorm" if _hf_bool(hf, "rmsnorm", True) else "layernorm",
+            norm_eps=_hf_float("layernorm_epsilon", hf.get("layernorm_epsilon", 1e-5)),
+            final_norm=_hf_bool(hf, "post_layer_norm", True),
+            # RotaryEmbedding(kv_channels // 2): half of each head rotates, pairs (2i, 2i+1).
+            position="rope", partial_rotary_factor=0.5, rope_layout="interleaved",
+            rope_theta=theta, max_seq_len=_need(hf, "seq_length"),
+            tie_embeddings=_hf_bool(hf, "tie_word_embeddings", False), name=name)
 
 
-def _every(key: str, indices: list[int], n_layers: int) -> int:
-    """k such that `indices` are exactly layers k-1, 2k-1, ...; anything else raises."""
-    if indices:
+def _every(key: str, value: Any, indices: list[int], n_layers: int, expected: str) -> int:
+    """k such that `indices` are exactly layers k-1, 2k-1, ... of n_layers; else raises naming
+    `key` and its `value` as written."""
+    if indices and indices[0] >= 0:
         step = indices[0] + 1
-        if indices == list(range(step - 1, n_layers, step)):
+        if len(indices) == len(range(step - 1, n_layers, step)) and all(
+                i == j for i, j in zip(indices, range(step - 1, n_layers, step), strict=True)):
             return step
-    raise ConfigError(f"config.json {key}={shown_value(indices)} is not allowed; expected every "
-                      "k-th layer (k-1, 2k-1, ...)")
+    raise ConfigError(f"config.json {key}={shown_value(value)} is not allowed; expected "
+                      f"{expected} every k-th layer (k-1, 2k-1, ...) of "
+                      f"num_hidden_layers={n_layers}")
 
 
 def _from_hf_llama4(hf: dict[str, Any], name: str) -> ModelConfig:
@@ -609,31 +719,53 @@ def _from_hf_llama4(hf: dict[str, Any], name: str) -> ModelConfig:
     if hf.get("model_type") == "llama4":
         hf = _need(hf, "text_config")
         if not isinstance(hf, dict):
-            raise ConfigError("config.json text_config must be an object")
+            raise ConfigError(f"config.json text_config={shown_value(hf)} is not allowed; "
+                              "expected an object")
+    theta, scaling, partial, rope_keys = _hf_rope(hf)
+    keys = {**_HF_KEYS, **rope_keys, "d_ff": "intermediate_size_mlp",
+            "moe_d_ff": "intermediate_size", "n_experts": "num_local_experts",
+            "experts_per_token": "num_experts_per_tok",
+            "moe_every": _key(hf, "moe_layers", "interleave_moe_layer_step"),
+            "nope_every": _key(hf, "no_rope_layers", "no_rope_layer_interval")}
     layers = _need(hf, "num_hidden_layers")
-    if hf.get("moe_layers") is not None:
-        moe_every = _every("moe_layers", list(hf["moe_layers"]), layers)
-    else:
+    with _named_by(keys):
+        _positive_int("n_layers", layers)  # the layer lists below are checked against it
+    moe_layers = hf.get("moe_layers")
+    if moe_layers is None:
         moe_every = hf.get("interleave_moe_layer_step", 1)
-    if hf.get("no_rope_layers"):  # 1 = RoPE, 0 = NoPE, one entry per layer
-        flags = list(hf["no_rope_layers"])
-        nope = _every("no_rope_layers", [i for i, f in enumerate(flags) if not f], layers)
+    elif isinstance(moe_layers, list) and all(isinstance(i, int) and not isinstance(i, bool)
+                                              for i in moe_layers):
+        moe_every = _every("moe_layers", moe_layers, moe_layers, layers, "the index of")
     else:
+        raise ConfigError(f"config.json moe_layers={shown_value(moe_layers)} is not allowed; "
+                          "expected a list of layer indices, every k-th layer (k-1, 2k-1, ...)")
+    flags = hf.get("no_rope_layers")  # 1 = RoPE, 0 = NoPE, one entry per layer
+    if flags is None or flags == []:
         nope = hf.get("no_rope_layer_interval", 4)
-    theta, scaling, partial = _hf_rope(hf)
-    bias = bool(hf.get("attention_bias", False))
-    return ModelConfig(
-        vocab_size=_need(hf, "vocab_size"), d_model=_need(hf, "hidden_size"), n_layers=layers,
-        n_heads=_need(hf, "num_attention_heads"), n_kv_heads=hf.get("num_key_value_heads"),
-        head_dim=hf.get("head_dim"), d_ff=_need(hf, "intermediate_size_mlp"), ffn="swiglu",
-        attn_bias=bias, attn_out_bias=bias, norm="rmsnorm",
-        norm_eps=_hf_float("rms_norm_eps", hf.get("rms_norm_eps", 1e-5)), position="rope",
-        rope_theta=theta, rope_scaling=scaling, partial_rotary_factor=partial,
-        max_seq_len=_need(hf, "max_position_embeddings"),
-        tie_embeddings=bool(hf.get("tie_word_embeddings", False)),
-        n_experts=_need(hf, "num_local_experts"),
-        experts_per_token=hf.get("num_experts_per_tok", 1), n_shared_experts=1,
-        moe_d_ff=_need(hf, "intermediate_size"), moe_every=moe_every, nope_every=nope, name=name)
+    elif isinstance(flags, list) and len(flags) == layers and all(
+            isinstance(f, int) and f in (0, 1) for f in flags):
+        nope_layers = [i for i, f in enumerate(flags) if not f]
+        nope = _every("no_rope_layers", flags, nope_layers, layers, "0 (NoPE) at") \
+            if nope_layers else None
+    else:
+        raise ConfigError(f"config.json no_rope_layers={shown_value(flags)} is not allowed; "
+                          f"expected one 1 (RoPE) or 0 (NoPE) per layer, {layers} in all")
+    bias = _hf_bool(hf, "attention_bias", False)
+    with _named_by(keys):
+        return ModelConfig(
+            vocab_size=_need(hf, "vocab_size"), d_model=_need(hf, "hidden_size"),
+            n_layers=layers, n_heads=_need(hf, "num_attention_heads"),
+            n_kv_heads=hf.get("num_key_value_heads"), head_dim=hf.get("head_dim"),
+            d_ff=_need(hf, "intermediate_size_mlp"), ffn="swiglu", attn_bias=bias,
+            attn_out_bias=bias, norm="rmsnorm",
+            norm_eps=_hf_float("rms_norm_eps", hf.get("rms_norm_eps", 1e-5)), position="rope",
+            rope_theta=theta, rope_scaling=scaling, partial_rotary_factor=partial,
+            max_seq_len=_need(hf, "max_position_embeddings"),
+            tie_embeddings=_hf_bool(hf, "tie_word_embeddings", False),
+            n_experts=_need(hf, "num_local_experts"),
+            experts_per_token=hf.get("num_experts_per_tok", 1), n_shared_experts=1,
+            moe_d_ff=_need(hf, "intermediate_size"), moe_every=moe_every, nope_every=nope,
+            name=name)
 
 
 def to_hf(cfg: ModelConfig, model_type: str = "llama") -> dict[str, Any]:

@@ -8,9 +8,11 @@
     │   ├── CheckpointError           a checkpoint folder, config.json or safetensors file
     │   └── ResultsError              a stored result or summary this version cannot read
     │                                 (malformed, or written under another schema)
-    └── KernelUnavailable (RuntimeError)
-                                      an explicitly requested fast path cannot run here (the
-                                      automatic choice falls back instead and records why)
+    ├── KernelUnavailable (RuntimeError)
+    │                                 an explicitly requested fast path cannot run here (the
+    │                                 automatic choice falls back instead and records why)
+    └── Busy (RuntimeError)           a results folder is in use by another blocklab process
+                                      and the caller asked not to wait (exit code 1)
 
 Anything else that escapes is a bug: the CLI says so (exit code 1) and `--debug` shows the
 traceback. This module imports nothing, so every layer (the no-torch ones included) can use it.
@@ -43,5 +45,13 @@ class KernelUnavailable(BlocklabError, RuntimeError):
     """An explicitly requested kernel implementation cannot run on this input or machine."""
 
 
-__all__ = ["BlocklabError", "CheckpointError", "ConfigError", "InputError", "KernelUnavailable",
-           "ResultsError"]
+class Busy(BlocklabError, RuntimeError):
+    """A resource (a results folder) is held by another blocklab process."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C stopped work; the message says what was kept (the CLI prints it, exit 130)."""
+
+
+__all__ = ["BlocklabError", "Busy", "CheckpointError", "ConfigError", "InputError", "Interrupted",
+           "KernelUnavailable", "ResultsError"]

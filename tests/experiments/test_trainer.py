@@ -284,6 +284,8 @@ def test_compiled_run_reports_its_warm_up_apart_and_matches_eager(tiny_model, ti
     assert graphs_at_step[0] == counters["stats"]["unique_graphs"]
     assert eager["compile_s"] is None
     assert compiled["compile_s"] > 0
+    # wall_time_s leaves the warm-up out: three tiny steps take far less than compiling them
+    assert 0 < compiled["wall_time_s"] < compiled["compile_s"]
     # the warm-up is not a training step: same steps, same curve up to float32 rounding
     assert compiled["steps_done"] == eager["steps_done"] == 3
     losses = compiled["curves"]["train_loss"]

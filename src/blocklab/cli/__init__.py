@@ -12,15 +12,78 @@ reader of our output went away (`blocklab verify | head`), as the shell reports 
 
 from __future__ import annotations
 
+import inspect
 import os
 import sys
+from pathlib import Path
 
 import typer
+from typer.core import TyperCommand, TyperGroup
 
-from blocklab.errors import InputError
+from blocklab.errors import Busy, InputError, Interrupted
 
-app = typer.Typer(
+
+def _reflowed(text: str | None) -> str | None:
+    """`text` (a docstring) with each paragraph on one line, so that help wraps it at the
+    terminal's width; a paragraph that starts with \\b (click's mark) keeps its lines."""
+    if not text:
+        return text
+    body, mark, rest = inspect.cleandoc(text).partition("\f")
+    paragraphs = [p if p.startswith("\b") else " ".join(line.strip() for line in p.splitlines())
+                  for p in body.split("\n\n")]
+    return "\n\n".join(paragraphs) + mark + rest
+
+
+def _plain_metavar(param) -> None:
+    """A flag shows no value placeholder (typer 0.29 labels every flag `<bool>`, though a flag
+    takes no value); an argument is named in capitals, NAME, as click names it."""
+    if getattr(param, "is_flag", False) and param.metavar is None:
+        param.metavar = ""
+    elif param.param_type_name == "argument" and param.metavar is None:
+        param.metavar = param.name.upper()
+
+
+class _HelpLayout:
+    """How blocklab's help reads, at any width: docstring paragraphs reflow (typer's rich
+    markup mode keeps a docstring's line breaks, so summaries broke mid-sentence), flags show
+    no `<bool>`, and arguments read NAME in the usage line when required and [NAME] when
+    optional, as click writes them (typer 0.29 writes a required one as {NAME})."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.help = _reflowed(self.help)
+        for param in self.params:
+            _plain_metavar(param)
+
+    def get_help_option(self, ctx):
+        option = super().get_help_option(ctx)
+        if option is not None:
+            _plain_metavar(option)
+        return option
+
+    def collect_usage_pieces(self, ctx) -> list[str]:
+        return [piece[1:-1] if piece.startswith("{") and piece.endswith("}") else piece
+                for piece in super().collect_usage_pieces(ctx)]
+
+
+class _Command(_HelpLayout, TyperCommand):
+    pass
+
+
+class _Group(_HelpLayout, TyperGroup):
+    pass
+
+
+class _Typer(typer.Typer):
+    """typer.Typer whose commands lay out their help as `_HelpLayout` says."""
+
+    def command(self, *args, cls=None, **kwargs):
+        return super().command(*args, cls=cls or _Command, **kwargs)
+
+
+app = _Typer(
     name="blocklab",
+    cls=_Group,
     help="Transformer blocks (FFN, normalization, position encoding): computed, checked, measured.",
     no_args_is_help=True,
     add_completion=False,
@@ -92,9 +155,31 @@ GPUS_PER_RUN_OPTION = typer.Option(None, "--gpus-per-run",
 def jobs_executor(jobs: int | None):
     """The executor that runs a suite's independent runs in `jobs` worker processes (default:
     the usable cores); timed runs still run alone."""
+    from blocklab.experiments.env import check_threads
     from blocklab.experiments.executors import ParallelExecutor, usable_cores
 
-    return ParallelExecutor(usable_cores() if jobs is None else jobs)
+    return ParallelExecutor(usable_cores() if jobs is None else check_threads(jobs, "--jobs"))
+
+
+def check_seed_offset_option(seed_offset: int) -> int:
+    """`--seed-offset` checked before any work, the error naming the option as written."""
+    from blocklab.experiments.summaries import MAX_SEED_OFFSET
+
+    if isinstance(seed_offset, bool) or not 0 <= seed_offset <= MAX_SEED_OFFSET:
+        raise InputError(f"--seed-offset {seed_offset} is not allowed; expected an integer in "
+                         f"[0, {MAX_SEED_OFFSET}]")
+    return seed_offset
+
+
+def warn_if_bf16_emulated(precision: str, device: str = "cpu") -> None:
+    """One warning line on stderr (the run goes on) for bfloat16 on a CPU without bfloat16
+    matrix units, where it is many times slower than float32 (`env.bf16_emulated`)."""
+    from blocklab.experiments.env import bf16_emulated
+
+    if precision == "bf16" and device.split(":")[0] == "cpu" and bf16_emulated():
+        typer.echo("warning: bfloat16 matmuls are emulated on this CPU (no avx512_bf16 or "
+                   "amx_bf16 units), about 30× slower than float32; --precision fp32 is "
+                   "recommended", err=True)
 
 
 def chosen_executor(kind: str, jobs: int | None, address: str | None, cpus: float | None,
@@ -115,6 +200,41 @@ def chosen_executor(kind: str, jobs: int | None, address: str | None, cpus: floa
 
     return RayExecutor(address=address, num_cpus=1 if cpus is None else cpus,
                        num_gpus=0 if gpus is None else gpus)
+
+
+NO_WAIT_OPTION = typer.Option(False, "--no-wait",
+                              help="If another blocklab process is running a suite in the "
+                                   "same results folder, stop with an error instead of "
+                                   "waiting for it.")
+
+
+def folder_option(path: Path, option: str) -> Path:
+    """`path` as a folder to write into, checked before any work: it, or the nearest part of
+    it that exists, must be a writable folder (it is created if missing)."""
+    shown = str(path)
+    if path.exists() and not path.is_dir():
+        raise InputError(f"{option} {shown}: is a file, not a folder; name a folder (created "
+                         "if missing)")
+    parent = path
+    while not parent.exists():
+        if parent.parent == parent:
+            break
+        parent = parent.parent
+    if parent.exists() and not parent.is_dir():
+        raise InputError(f"{option} {shown}: {parent} is a file, so the folder cannot be "
+                         "created there")
+    if parent.exists() and not os.access(parent, os.W_OK | os.X_OK):
+        raise InputError(f"{option} {shown}: {parent} is not writable")
+    return path
+
+
+class Stopped(Exception):
+    """Ctrl-C stopped a command, with what it kept: `main` prints it and returns 130 (typer
+    answers a KeyboardInterrupt with 130 and no word, so commands re-raise it as this)."""
+
+
+def stop_interrupted(stopped: Interrupted) -> Stopped:
+    return Stopped(_one_line(stopped))
 
 
 def fail(message: str) -> InputError:
@@ -150,6 +270,8 @@ def main(argv: list[str] | None = None) -> int:
     args = [a for a in args if a != "--debug"]
     try:
         result = app(args=args, prog_name="blocklab", standalone_mode=False)
+        if result == EXIT_INTERRUPTED:  # typer's own answer to Ctrl-C, which prints nothing
+            typer.echo("interrupted", err=True)
         return result if isinstance(result, int) else EXIT_OK
     except typer.Exit as done:
         return done.exit_code
@@ -166,6 +288,12 @@ def main(argv: list[str] | None = None) -> int:
     except (KeyboardInterrupt, typer.Abort):
         typer.echo("interrupted", err=True)
         return EXIT_INTERRUPTED
+    except Stopped as stopped:
+        typer.echo(f"interrupted: {stopped}", err=True)
+        return EXIT_INTERRUPTED
+    except Busy as err:  # another blocklab process holds what this one needs
+        typer.echo(f"error: {_one_line(err)}", err=True)
+        return EXIT_FAILED
     except BrokenPipeError:
         # The reader left early: stop writing, and keep Python's exit-time flush quiet.
         devnull = os.open(os.devnull, os.O_WRONLY)

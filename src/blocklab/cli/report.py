@@ -12,9 +12,13 @@ from blocklab.cli import (
     CPUS_PER_RUN_OPTION,
     EXECUTOR_OPTION,
     GPUS_PER_RUN_OPTION,
+    NO_WAIT_OPTION,
     app,
+    check_seed_offset_option,
     chosen_executor,
     chosen_size,
+    folder_option,
+    stop_interrupted,
 )
 
 
@@ -39,6 +43,7 @@ def report(
     no_run: bool = typer.Option(False, "--no-run",
                                 help="Render what is stored; run no suite."),
     no_progress: bool = typer.Option(False, "--no-progress", help="Hide the progress bars."),
+    no_wait: bool = NO_WAIT_OPTION,
     executor: str = EXECUTOR_OPTION,
     address: str = ADDRESS_OPTION,
     cpus_per_run: float = CPUS_PER_RUN_OPTION,
@@ -65,18 +70,26 @@ def report(
 
     size = chosen_size(size, tiny, quick, full)
     language = resolve_lang(lang)
+    check_seed_offset_option(seed_offset)
     run_on = chosen_executor(executor, jobs, address, cpus_per_run, gpus_per_run)
+    folder_option(results, "--results")
+    folder_option(out, "--out")
     if plan:
         print_plan(results, size, seed_offset, jobs)
         return
     start = time.perf_counter()
     errors = {}
     if not no_run:
+        from blocklab.errors import Interrupted
         from blocklab.experiments.suites import run_suites
         from blocklab.report.build import SUITES
 
-        errors = run_suites(results, size, SUITES, executor=run_on,
-                            progress=not no_progress, echo=typer.echo, seed_offset=seed_offset)
+        try:
+            errors = run_suites(results, size, SUITES, executor=run_on,
+                                progress=not no_progress, echo=typer.echo,
+                                seed_offset=seed_offset, wait=not no_wait)
+        except Interrupted as stopped:
+            raise stop_interrupted(stopped) from None
     index, doc = build_report(out, results, size, language, suite_errors=errors,
                               seed_offset=seed_offset)
     counts: dict[str, int] = {}

@@ -12,11 +12,18 @@ from blocklab.cli import (
     CPUS_PER_RUN_OPTION,
     EXECUTOR_OPTION,
     GPUS_PER_RUN_OPTION,
+    NO_WAIT_OPTION,
     app,
+    check_seed_offset_option,
     chosen_executor,
     chosen_size,
     console,
+    fail,
+    folder_option,
+    stop_interrupted,
+    warn_if_bf16_emulated,
 )
+from blocklab.experiments.suites import SUITE_MODULES
 
 if TYPE_CHECKING:
     from blocklab.experiments.summaries import Summary
@@ -24,7 +31,7 @@ if TYPE_CHECKING:
 
 @app.command()
 def suite(
-    name: str = typer.Argument(..., help="ffn, placement, norm-cost or position."),
+    name: str = typer.Argument(..., help=f"The suite: {', '.join(SUITE_MODULES)}."),
     size: str = typer.Option(None, "--size", help="tiny, quick (the default) or full."),
     quick: bool = typer.Option(False, "--quick", help="Shortcut for --size quick."),
     full: bool = typer.Option(False, "--full", help="Shortcut for --size full."),
@@ -46,6 +53,7 @@ def suite(
                                   "(default: the usable cores); timed runs run alone."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
     no_progress: bool = typer.Option(False, "--no-progress", help="Hide the progress bar."),
+    no_wait: bool = NO_WAIT_OPTION,
     executor: str = EXECUTOR_OPTION,
     address: str = ADDRESS_OPTION,
     cpus_per_run: float = CPUS_PER_RUN_OPTION,
@@ -60,14 +68,24 @@ def suite(
     Example: [bold]blocklab suite ffn --size quick --seeds 2 --results runs --jobs 2[/bold]
     """
     size = chosen_size(size, tiny, quick, full)
+    from blocklab.errors import Interrupted
     from blocklab.experiments.suites import get_suite, run_suite
     from blocklab.experiments.suites.base import SuiteIncomplete
 
     chosen = get_suite(name)
+    check_seed_offset_option(seed_offset)
+    if precision not in chosen.precisions:
+        raise fail(f"--precision {precision!r} is not allowed for suite {name}; expected one "
+                   f"of {list(chosen.precisions)}")
+    folder_option(out, "--results")
     run_on = chosen_executor(executor, jobs, address, cpus_per_run, gpus_per_run)
+    warn_if_bf16_emulated(precision)  # one line on stderr; the suite still runs
     try:
         summary = run_suite(chosen, size, seeds, out, progress=not (no_progress or as_json),
-                            executor=run_on, seed_offset=seed_offset, precision=precision)
+                            executor=run_on, seed_offset=seed_offset, precision=precision,
+                            wait=not no_wait)
+    except Interrupted as stopped:
+        raise stop_interrupted(stopped) from None
     except SuiteIncomplete as incomplete:
         typer.echo(f"error: suite {incomplete.suite} ({incomplete.size}): "
                    f"{len(incomplete.missing)} of {incomplete.total} runs have no result; "
@@ -84,8 +102,11 @@ def suite(
 
 
 def print_summary(summary: Summary) -> None:
-    """Rich tables of a suite summary."""
+    """Rich tables of a suite summary (at size tiny, ending with the line that says its
+    numbers decide nothing)."""
     from rich.table import Table
+
+    from blocklab.experiments.summaries import size_note
 
     out = console()
     for spec in summary.tables:
@@ -99,6 +120,9 @@ def print_summary(summary: Summary) -> None:
         out.print(f"[dim]{note}[/dim]")
     out.print(f"{summary.suite} ({summary.size}, {summary.seeds} seed(s)): "
               f"{summary.runs} runs, {summary.wall_time_s:.0f} s of training time")
+    note = size_note(summary.size)
+    if note:
+        out.print(f"[bold yellow]{note}[/bold yellow]", soft_wrap=True)
 
 
 def _cell(value) -> str:

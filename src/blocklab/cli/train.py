@@ -2,32 +2,27 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import typer
 
-from blocklab.cli import app, console
+from blocklab.cli import app, console, warn_if_bf16_emulated
 from blocklab.errors import InputError
+from blocklab.jsonio import read_json
 
 # The CLI's small default model: trains in about a minute on two CPU cores.
 _MODEL_DEFAULTS = {"vocab_size": 256, "d_model": 128, "n_layers": 4, "n_heads": 4}
 _CONFIG_KEYS = ("model", "train", "data")
-_CONFIG_MAX_BYTES = 16 * 2**20
 
 
 def _read_config(path: Path) -> dict[str, Any]:
-    try:
-        if path.stat().st_size > _CONFIG_MAX_BYTES:
-            raise InputError(f"--config {path}: {path.stat().st_size / 2**20:,.0f} MiB is too "
-                             f"large for a run config (at most {_CONFIG_MAX_BYTES // 2**20} MiB)")
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise InputError(f"--config {path}: malformed JSON: {err}") from None
-    except OSError as err:
-        raise InputError(f"--config {path}: cannot read it ({err.strerror or err})") from None
+    config = read_json(path, f"--config {path}")
     if not isinstance(config, dict):
         raise InputError(f"--config {path}: expected a JSON object with 'model' and 'train'")
     unknown = sorted(set(config) - set(_CONFIG_KEYS))
@@ -41,6 +36,29 @@ def _read_config(path: Path) -> dict[str, Any]:
         raise InputError(f"--config {path}: 'data' is {json.dumps(config['data'])[:60]}; expected "
                          "a string: stdlib, shakespeare, or a text file or folder")
     return config
+
+
+# Flags whose TrainConfig field has another name; the others are the field with dashes.
+_FLAG_OF = {"warmup_steps": "--warmup", "grad_clip": "--clip"}
+
+
+@contextlib.contextmanager
+def _named_as_written(flags: dict[str, Any], file: dict[str, Any], config: Path | None,
+                      section: str) -> Iterator[None]:
+    """Inside, an error about a ModelConfig or TrainConfig field names where the user wrote it:
+    the flag (`--precision`) or the key in the --config file (`train.precision`)."""
+    try:
+        yield
+    except InputError as err:
+        match = re.match(r"(?:Model|Train)Config\.(\w+)=", str(err))
+        name = match.group(1) if match else None
+        if name is not None and name in flags:
+            where = _FLAG_OF.get(name, "--" + name.replace("_", "-"))
+        elif config is not None and (name is None or name in file.get(section, {})):
+            where = f"--config {config}" + ("" if name is None else f": {section}.{name}")
+        else:
+            raise
+        raise type(err)(f"{where}: {err}") from None
 
 
 def _writable_folder(out: Path) -> None:
@@ -123,6 +141,7 @@ def train(
     from blocklab.config import ModelConfig
     from blocklab.experiments import distributed
     from blocklab.experiments.data import load_corpus
+    from blocklab.experiments.env import check_threads
     from blocklab.experiments.results import run_id
     from blocklab.experiments.trainer import (
         TrainConfig,
@@ -133,21 +152,27 @@ def train(
     )
 
     file = _read_config(config) if config is not None else {}
-    model_fields = {**_MODEL_DEFAULTS, **file.get("model", {}), **_given(
-        ffn=ffn, norm=norm, placement=placement, position=position, d_model=d_model,
-        n_layers=n_layers, n_heads=n_heads, d_ff=d_ff)}
-    train_fields = {**file.get("train", {}), **_given(
+    model_flags = _given(ffn=ffn, norm=norm, placement=placement, position=position,
+                         d_model=d_model, n_layers=n_layers, n_heads=n_heads, d_ff=d_ff)
+    model_fields = {**_MODEL_DEFAULTS, **file.get("model", {}), **model_flags}
+    train_flags = _given(
         seq_len=seq_len, batch_size=batch_size, steps=steps, lr=lr, warmup_steps=warmup,
         schedule=schedule, weight_decay=weight_decay, seed=seed, init=init,
         eval_every=eval_every, stuck_patience=stuck_patience, threads=threads, device=device,
-        precision=precision, backend=backend)}
+        precision=precision, backend=backend)
     if clip is not None:
-        train_fields["grad_clip"] = None if clip == 0 else clip
+        train_flags["grad_clip"] = None if clip == 0 else clip
     if eval_lengths is not None:
-        train_fields["eval_lengths"] = _lengths(eval_lengths)
-    model_config = ModelConfig.from_dict(model_fields)
-    train_config = TrainConfig.from_dict(train_fields)
-    check_device(train_config.device)  # before any process group or data is set up
+        train_flags["eval_lengths"] = _lengths(eval_lengths)
+    train_fields = {**file.get("train", {}), **train_flags}
+    if train_fields.get("threads") is not None:  # before torch starts them: 100,000 crash it
+        check_threads(train_fields["threads"], "--threads" if "threads" in train_flags
+                      else f"--config {config}: train.threads")
+    with _named_as_written(model_flags, file, config, "model"):
+        model_config = ModelConfig.from_dict(model_fields)
+    with _named_as_written(train_flags, file, config, "train"):
+        train_config = TrainConfig.from_dict(train_fields)
+        check_device(train_config.device)  # before any process group or data is set up
     check_fits_in_memory(model_config, train_config)
     corpus = load_corpus(data or file.get("data", "stdlib"))
     out = out if out is not None else Path("runs") / run_id(model_config, train_config,
@@ -157,9 +182,14 @@ def train(
     if rank is not None:  # fail on every rank alike, before any of them waits for the others
         distributed.local_rows(train_config.batch_size, rank.rank, rank.world_size)
     main_rank = rank is None or rank.rank == 0
+    if main_rank:
+        warn_if_bf16_emulated(train_config.precision, train_config.device)
     err = console(stderr=True)
     progress = False if (no_progress or as_json or not main_rank) else make_progress(err)
-    with distributed.process_group(train_config.device):
+    from blocklab.experiments.locks import machine_lock
+
+    # Shared: a suite timing alone on this machine waits for this run, and this run for it.
+    with machine_lock(echo=err.print), distributed.process_group(train_config.device):
         result = run(model_config, train_config, corpus, out / "result.json", progress=progress)
     if not main_rank:
         raise typer.Exit(0 if result["status"] == "ok" else 1)

@@ -37,8 +37,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from blocklab.errors import InputError
+from blocklab.experiments.locks import machine_lock
 from blocklab.experiments.results import ResultSink
-from blocklab.experiments.suites.base import RunSpec, execute_in_process
+from blocklab.experiments.suites.base import RunSpec, execute_in_process, say
 
 RAY_INSTALL = "pip install 'blocklab[ray]'"
 
@@ -109,10 +110,12 @@ class ParallelExecutor:
         timed = [spec for spec in specs if spec.timed]
         failed: dict[str, str] = {}
         if self.jobs > 1 and len(untimed) > 1 and "fork" in mp.get_all_start_methods():
-            failed = self._pool(untimed, store, progress)
+            with machine_lock(echo=say):  # shared: no other blocklab process times meanwhile
+                failed = self._pool(untimed, store, progress)
         else:
             execute_in_process(untimed, store, progress)
-        execute_in_process(timed, store, progress)  # alone: the pool has shut down
+        # Alone: the pool has shut down, and each holds the machine lock exclusively.
+        execute_in_process(timed, store, progress)
         return failed
 
     def _pool(self, specs: list[RunSpec], store: ResultSink, progress: bool) -> dict[str, str]:

@@ -39,7 +39,9 @@ def _offset(seed_offset: int) -> str:
 
 
 def suite_command(suite: str, size: str, results: Path | str, seed_offset: int = 0) -> str:
-    return f"blocklab suite {suite} --size {size}{_offset(seed_offset)} --results {results}"
+    from blocklab.experiments.summaries import suite_command as command
+
+    return command(suite, size, results, seed_offset)
 
 
 def report_command(size: str, out: Path | str, results: Path | str, seed_offset: int = 0) -> str:
@@ -55,7 +57,7 @@ def collect(results: Path | str = "runs", size: str = "quick", *, out: Path | st
     from blocklab.claims import Context, run_claims
     from blocklab.experiments.results import json_safe
     from blocklab.experiments.suites.base import SIZES
-    from blocklab.experiments.summaries import load_summary
+    from blocklab.experiments.summaries import incomplete, load_summary, size_note
 
     if size not in SIZES:
         raise InputError(f"size {size!r} is not allowed; expected one of {list(SIZES)}")
@@ -67,16 +69,23 @@ def collect(results: Path | str = "runs", size: str = "quick", *, out: Path | st
         error = (suite_errors or {}).get(name)
         try:
             summary = load_summary(results, name, size, seed_offset=seed_offset)
+            # the ledger's rule too: a summary whose runs are gone is not shown, and says why
+            reason = incomplete(results, summary) if summary else None
+            if reason:
+                raise ResultsError(reason)
             runs = (_run_curves(results, name, size, summary.run_ids, seed_offset)
                     if summary else [])
+            busy = (busy_timings(results, name, size, summary.run_ids, seed_offset)
+                    if summary else [])
         except ResultsError as err:  # shown where the suite's section would be, exit code 1
-            summary, runs, error = None, [], str(err)
+            summary, runs, busy, error = None, [], [], str(err)
         suites[name] = {
             "command": suite_command(name, size, results, seed_offset),
             # the JSON form (tuples as lists), as summary.json holds it and figures decode it
             "summary": json_safe(summary.to_dict()) if summary else None,
             "error": error,
             "runs": runs,
+            "busy_timings": busy,
         }
     return {
         "schema": SCHEMA,
@@ -84,6 +93,9 @@ def collect(results: Path | str = "runs", size: str = "quick", *, out: Path | st
                       "created": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
                       "version": __version__,
                       "seed_offset": seed_offset,
+                      # one line to show beside tiny results (None at quick and full)
+                      "size_note": ({lang: size_note(size, lang) for lang in ("en", "zh")}
+                                    if size_note(size) else None),
                       "command": report_command(size, out, results, seed_offset)},
         "ledger": ledger,
         "suites": suites,
@@ -92,6 +104,28 @@ def collect(results: Path | str = "runs", size: str = "quick", *, out: Path | st
         "rope": _rope(),
         "deployment": _deployment(),
     }
+
+
+def busy_timings(results: Path, name: str, size: str, run_ids: list[str],
+                 seed_offset: int = 0) -> list[dict[str, Any]]:
+    """{label, others_cpu_share} of each stored timed run of a suite's summary that was
+    measured while other processes used the CPU (`blocklab.experiments.locks.is_busy`)."""
+    from blocklab.experiments.locks import is_busy
+    from blocklab.experiments.results import ResultStore
+    from blocklab.experiments.summaries import size_folder
+
+    store = ResultStore(results / name / size_folder(size, seed_offset))
+    out = []
+    for run_id in run_ids:
+        try:
+            result = store.load(run_id)
+        except FileNotFoundError:
+            continue
+        load = result.get("machine_load")
+        if is_busy(load):
+            label = (result.get("run") or {}).get("label", run_id)
+            out.append({"label": str(label), "others_cpu_share": load["others_cpu_share"]})
+    return out
 
 
 def _run_curves(results: Path, name: str, size: str, run_ids: list[str],
@@ -245,6 +279,9 @@ def build_report(out: Path | str = "report", results: Path | str = "runs",
     if size not in SIZES:
         raise InputError(f"size {size!r} is not allowed; expected one of {list(SIZES)}")
     check_seed_offset(seed_offset)
+    if Path(results).exists() and not Path(results).is_dir():
+        raise InputError(f"results {str(results)!r} is a file; expected a folder of suite "
+                         "results (or one that does not exist yet)")
     doc = collect(results, size, out=out, suite_errors=suite_errors or {},
                   seed_offset=seed_offset)
     return write_report(doc, out, lang), doc

@@ -190,6 +190,9 @@ def suite_body(name: str, doc: dict[str, Any], figures: dict[str, Figure], lang:
         suite=name, size=summary.get("size", "?"), runs=summary.get("runs", 0),
         seeds=summary.get("seeds", "?"), train=summary.get("wall_time_s") or 0.0))
         + f" {escape(t('command', lang))}: {code(suite['command'])}</p>"]
+    for busy in suite.get("busy_timings") or []:
+        out.append('<div class="notice">' + escape(t("busy_timing", lang).format(
+            share=busy["others_cpu_share"], label=busy["label"])) + "</div>")
     out += [figure(key, figures, lang, number) for key in figure_keys]
     for spec in summary.get("tables", []):
         out.append(f"<h4>{escape(spec.get('title', ''))}</h4>")

@@ -92,6 +92,11 @@ STRINGS: dict[str, tuple[str, str]] = {
     # generic
     "missing_suite": ("No stored results of the {suite} suite ({size}) under {results}. Run:",
                       "{results} 下没有 {suite} 实验（{size}）的结果。请运行："),
+    "busy_timing": ("Timed on a busy machine: other processes used {share:.0%} of the CPU "
+                    "while {label} was measured; its timings may read slow. Run it again on a "
+                    "quiet machine.",
+                    "计时时机器繁忙：测量 {label} 期间其他进程占用了 {share:.0%} 的 CPU，"
+                    "其计时可能偏慢。请在空闲机器上重新运行。"),
     "suite_failed": ("The {suite} suite failed while running: {error}",
                      "{suite} 实验运行失败：{error}"),
     "suite_meta": ("{suite} suite, size {size}: {runs} runs, {seeds} seed(s) per arm, "

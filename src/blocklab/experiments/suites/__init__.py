@@ -45,7 +45,8 @@ def get_suite(name: str) -> Suite:
 
 def run_suites(results: Path, size: str, names: Sequence[str] = tuple(SUITE_MODULES), *,
                executor: Executor | None = None, progress: bool = True,
-               echo: Callable[[str], None] = print, seed_offset: int = 0) -> dict[str, str]:
+               echo: Callable[[str], None] = print, seed_offset: int = 0,
+               wait: bool = True) -> dict[str, str]:
     """Run every suite of `names` at `size` into `results` (stored runs are reused, so this
     resumes), each at its default seeds (from `seed_offset` on), then summarise each one.
 
@@ -53,11 +54,25 @@ def run_suites(results: Path, size: str, names: Sequence[str] = tuple(SUITE_MODU
     busy across suite boundaries and every timed run waits until all the others are done.
     Returns {suite: one-line error} for the suites that could not be summarised; the others
     still are, so a report can be written that says which are missing and why.
+
+    Every suite's folder is locked for the whole call: another process running one of them
+    in `results` is waited for (saying so through `echo`), or, with `wait=False`, refused
+    with `blocklab.errors.Busy`.
     """
+    from blocklab.experiments.locks import suite_locks
+
+    with suite_locks(results, [get_suite(name).name for name in names], wait=wait, echo=echo):
+        return _run_suites(results, size, names, executor, progress, echo, seed_offset)
+
+
+def _run_suites(results: Path, size: str, names: Sequence[str], executor: Executor | None,
+                progress: bool, echo: Callable[[str], None], seed_offset: int) -> dict[str, str]:
     from blocklab.experiments.suites.base import (
+        CountingSink,
         ResultRouter,
         SuiteIncomplete,
         execute_in_process,
+        interrupted,
         plan_suite,
         replan_after_tuning,
         summarise_suite,
@@ -77,8 +92,11 @@ def run_suites(results: Path, size: str, names: Sequence[str] = tuple(SUITE_MODU
                  f"{plan.store.root}")
         todo = [spec for plan in planned for spec in plan.stamped()]
         if todo:
-            failed.update((executor or execute_in_process)(todo, ResultRouter(planned),
-                                                           progress) or {})
+            sink = CountingSink(ResultRouter(planned))
+            try:
+                failed.update((executor or execute_in_process)(todo, sink, progress) or {})
+            except KeyboardInterrupt:
+                raise interrupted(sink, f"{results} ({size})") from None
         elapsed = time.perf_counter() - start
         tuned = []
         for plan in planned:

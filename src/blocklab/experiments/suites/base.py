@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from blocklab.config import write_atomic
-from blocklab.errors import InputError, ResultsError
+from blocklab.errors import InputError, Interrupted, ResultsError
 from blocklab.experiments.results import ResultSink, ResultStore, json_safe, result_json
 from blocklab.experiments.summaries import (
     Interval,
@@ -107,6 +107,10 @@ class Suite:
     # The precisions its plan (and tune) take as `precision=`; a suite that measures float32
     # kernels or int8 against float32 lists "fp32" alone.
     precisions: tuple[str, ...] = ("fp32",)
+    # `price(spec, calibration)`: estimated seconds of one of its runs on this machine, from a
+    # `blocklab.experiments.estimate.Calibration`; None for a kind it leaves to the default
+    # (a plain training run: `estimate.training_s`).
+    price: Callable[[RunSpec, Any], float | None] | None = None
 
 
 # Tuning runs use seeds from here on: above the largest evaluation seed a user can ask for
@@ -232,7 +236,7 @@ def plan_suite(suite: Suite, size: str, seeds: int | None, out_dir: str | Path,
 def run_suite(suite: Suite, size: str = "quick", seeds: int | None = None,
               out_dir: str | Path = "runs", *, progress: bool = True,
               executor: Executor | None = None, seed_offset: int = 0,
-              precision: str = "fp32") -> Summary:
+              precision: str = "fp32", wait: bool = True) -> Summary:
     """Run every missing run of `suite`, then summarise all of them and write summary.json.
 
     `seed_offset` K runs seeds K … K + seeds − 1 instead of 0 … seeds − 1 (a disjoint set, to
@@ -241,19 +245,30 @@ def run_suite(suite: Suite, size: str = "quick", seeds: int | None = None,
 
     Raises SuiteIncomplete (after every other run has finished and been saved) when a run
     failed in an executor that carries on past failures; `execute_in_process` instead lets the
-    first exception propagate.
+    first exception propagate. Another process running this suite in `out_dir` is waited for
+    (`wait=False`: raises `blocklab.errors.Busy`); Ctrl-C raises `Interrupted`, saying how
+    many runs were kept.
     """
-    planned = plan_suite(suite, size, seeds, out_dir, seed_offset, precision)
-    start = time.perf_counter()
-    failed: dict[str, str] = {}
-    for _stage in ("tune", "evaluate"):
-        if planned.missing:
-            failed = (executor or execute_in_process)(planned.stamped(), planned.store,
-                                                      progress) or {}
-        if planned.stage == "evaluate":
-            break
-        planned = replan_after_tuning(planned, failed, out_dir, seed_offset)
-    return summarise_suite(planned, failed, time.perf_counter() - start)
+    from blocklab.experiments.locks import suite_locks
+
+    # Planned under the folder's lock: a second process waits here, then finds this one's runs
+    # stored and plans only what is still missing.
+    with suite_locks(out_dir, [suite.name], wait=wait, echo=say):
+        planned = plan_suite(suite, size, seeds, out_dir, seed_offset, precision)
+        start = time.perf_counter()
+        failed: dict[str, str] = {}
+        for _stage in ("tune", "evaluate"):
+            if planned.missing:
+                sink = CountingSink(planned.store)
+                try:
+                    failed = (executor or execute_in_process)(planned.stamped(), sink,
+                                                              progress) or {}
+                except KeyboardInterrupt:
+                    raise interrupted(sink, str(planned.store.root)) from None
+            if planned.stage == "evaluate":
+                break
+            planned = replan_after_tuning(planned, failed, out_dir, seed_offset)
+        return summarise_suite(planned, failed, time.perf_counter() - start)
 
 
 def replan_after_tuning(planned: PlannedSuite, failed: dict[str, str], out_dir: str | Path,
@@ -294,6 +309,14 @@ def summarise_suite(planned: PlannedSuite, failed: dict[str, str], elapsed_s: fl
     if planned.tuned:
         notes.append(f"planned from {len(planned.tuned)} tuning runs on seeds of their own "
                      f"(stored in {size_folder(f'{size}+tuning', 0, planned.precision)})")
+    from blocklab.experiments.locks import is_busy
+
+    busy = [f"{spec.label} ({result['machine_load']['others_cpu_share']:.0%})"
+            for spec, result in results if is_busy(result.get("machine_load"))]
+    if busy:
+        notes.append("timed while other processes used the CPU (their share in brackets), so "
+                     "these timings may read slow; run them again on a quiet machine: "
+                     + ", ".join(busy))
     if stale:
         counts = Counter(reason for reasons in stale.values() for reason in reasons)
         notes.append(
@@ -390,20 +413,62 @@ def stale_reasons(specs: Sequence[RunSpec], store: ResultStore) -> dict[str, lis
 
 def execute_in_process(specs: Sequence[RunSpec], store: ResultSink, progress: bool) -> None:
     """Run specs one after another in this process, saving each result as it finishes; the
-    first exception stops the suite (what finished before it stays stored)."""
+    first exception stops the suite (what finished before it stays stored).
+
+    Each run holds the machine lock (`blocklab.experiments.locks`): shared while it trains,
+    exclusive while it measures time, so a timed run never shares the machine with another
+    blocklab run; a timed result records what share of the CPU other processes used meanwhile
+    (`machine_load`)."""
     from blocklab.experiments.trainer import make_progress
 
     if not progress:
         for spec in specs:
-            store.save(spec.run_id, spec.execute(False))
+            store.save(spec.run_id, _execute_locked(spec, False))
         return
     with make_progress() as bar:
         # `make_progress` shows a loss field on every task; the overall bar has none yet.
         overall = bar.add_task(f"suite: {len(specs)} runs", total=len(specs), loss="—")
         for spec in specs:
-            result = spec.execute(bar)
+            result = _execute_locked(spec, bar)
             store.save(spec.run_id, result)
             bar.advance(overall)
+
+
+def _execute_locked(spec: RunSpec, progress: Any) -> dict[str, Any]:
+    from blocklab.experiments.locks import OthersCpu, machine_lock
+
+    with machine_lock(exclusive=spec.timed, echo=say):
+        if not spec.timed:
+            return spec.execute(progress)
+        with OthersCpu() as others:
+            result = spec.execute(progress)
+        result["machine_load"] = others.record()
+        return result
+
+
+def say(line: str) -> None:
+    """A line for the person at the terminal (stderr), beside any progress bar."""
+    import sys
+
+    print(line, file=sys.stderr, flush=True)
+
+
+class CountingSink:
+    """A ResultSink that counts what it saved, so an interruption can say what was kept."""
+
+    def __init__(self, sink: ResultSink) -> None:
+        self.sink, self.saved = sink, 0
+
+    def save(self, run_id: str, result: dict[str, Any]) -> Any:
+        out = self.sink.save(run_id, result)
+        self.saved += 1
+        return out
+
+
+def interrupted(sink: CountingSink, where: str) -> Interrupted:
+    """The KeyboardInterrupt to raise when Ctrl-C stops runs: it says what was kept."""
+    return Interrupted(f"{sink.saved} run(s) finished before the interruption are kept in "
+                       f"{where}; the same command runs only what is missing")
 
 
 # --- statistics --------------------------------------------------------------------------------

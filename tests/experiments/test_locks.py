@@ -1,0 +1,259 @@
+"""Two blocklab processes on one machine: a results folder is run by one at a time, a timed run
+never shares the machine with another blocklab run, Ctrl-C says what was kept, and a full disk
+names the file it could not write."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from blocklab.cli import main
+from blocklab.errors import Busy, Interrupted
+from blocklab.experiments import locks
+from blocklab.experiments.locks import OthersCpu, machine_lock, suite_locks
+from blocklab.experiments.results import ResultStore
+from blocklab.experiments.suites.base import RunSpec, Suite, execute_in_process, run_suite
+from blocklab.experiments.summaries import Summary
+
+
+def _blocklab(*args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "blocklab", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def test_two_suites_started_together_run_each_run_once(tmp_path):
+    results = tmp_path / "runs"
+    argv = ("suite", "ffn", "--tiny", "--results", str(results), "--json", "--jobs", "1")
+    first, second = _blocklab(*argv), _blocklab(*argv)
+    outs = [p.communicate(timeout=600) for p in (first, second)]
+    assert first.returncode == 0 and second.returncode == 0, outs
+    summaries = [json.loads(out) for out, _ in outs]
+    # Whichever got the folder second waited, said so, and found every run stored.
+    waited = [i for i, (_, err) in enumerate(outs) if "waiting for" in err]
+    assert len(waited) == 1, [err for _, err in outs]
+    later = summaries[waited[0]]
+    assert any(f"{later['runs']} of {later['runs']} runs were already stored" in note
+               for note in later["notes"]), later["notes"]
+    for summary in summaries:
+        assert summary["runs"] == len(summary["run_ids"]) > 0
+    stored = sorted(p.name for p in (results / "ffn" / "tiny").glob("*.json"))
+    assert stored == sorted([f"{r}.json" for r in summaries[0]["run_ids"]] + ["summary.json"])
+
+
+def test_no_wait_refuses_a_folder_in_use(tmp_path, capsys):
+    with suite_locks(tmp_path, ["ffn"]):
+        code = main(["suite", "ffn", "--tiny", "--results", str(tmp_path), "--no-wait"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1
+    assert len(err) == 1 and err[0].startswith("error: "), err
+    assert str(tmp_path / "ffn") in err[0] and f"pid {os.getpid()}" in err[0]
+    with pytest.raises(Busy), suite_locks(tmp_path, ["ffn"]), \
+            suite_locks(tmp_path, ["ffn"], wait=False):
+        pass  # a second hold, even from this process, is refused
+
+
+def test_a_suite_lock_is_released_when_its_holder_dies(tmp_path):
+    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import time
+        from blocklab.experiments.locks import suite_locks
+        with suite_locks({str(tmp_path)!r}, ["ffn"]):
+            print("held", flush=True)
+            time.sleep(60)
+        """)], stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "held"
+    with pytest.raises(Busy), suite_locks(tmp_path, ["ffn"], wait=False):
+        pass
+    holder.kill()
+    holder.wait()
+    with suite_locks(tmp_path, ["ffn"], wait=False):
+        pass
+
+
+def _hold_machine_lock(mode: str, seconds: float) -> subprocess.Popen:
+    child = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import time
+        from blocklab.experiments.locks import machine_lock
+        with machine_lock(exclusive={mode == 'exclusive'}):
+            print("held", flush=True)
+            time.sleep({seconds})
+        """)], stdout=subprocess.PIPE, text=True)
+    assert child.stdout.readline().strip() == "held"
+    return child
+
+
+def test_timing_waits_for_another_process_that_trains_and_says_so():
+    child = _hold_machine_lock("shared", 1.5)
+    said: list[str] = []
+    start = time.monotonic()
+    with machine_lock(exclusive=True, echo=said.append):
+        waited = time.monotonic() - start
+    child.wait()
+    assert waited > 0.5, waited
+    assert said and "waiting for other blocklab runs" in said[0]
+
+
+def test_training_waits_for_another_process_that_times():
+    child = _hold_machine_lock("exclusive", 1.5)
+    start = time.monotonic()
+    with machine_lock():
+        waited = time.monotonic() - start
+    child.wait()
+    assert waited > 0.5, waited
+
+
+def test_two_processes_train_side_by_side():
+    child = _hold_machine_lock("shared", 30)
+    try:
+        start = time.monotonic()
+        with machine_lock():
+            assert time.monotonic() - start < 5
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_machine_lock_nests_within_one_process():
+    with machine_lock():
+        with machine_lock(exclusive=True):  # converts, then back to shared
+            assert locks._HELD.mode == "exclusive"
+            with machine_lock():  # covered by the exclusive hold
+                assert locks._HELD.mode == "exclusive"
+        assert locks._HELD.mode == "shared"
+    assert locks._HELD.mode is None and locks._HELD.fd is None
+
+
+def test_others_cpu_sees_a_busy_process_and_flags_it():
+    burner = subprocess.Popen([sys.executable, "-c",
+                               "import time\nt=time.time()\nwhile time.time()-t<1.5: pass"])
+    time.sleep(0.2)
+    with OthersCpu() as others:
+        time.sleep(1.0)
+    burner.wait()
+    # One core of os.cpu_count() kept busy by someone else.
+    assert others.share is not None and others.share > 0.5 / os.cpu_count()
+    assert locks.is_busy(others.record())
+    assert not locks.is_busy({"others_cpu_share": 0.0})
+    assert not locks.is_busy(None)
+
+
+def _suite(specs: list[RunSpec]) -> Suite:
+    def summarise(size, seeds, results):
+        from dataclasses import dataclass
+
+        @dataclass(frozen=True)
+        class Data:
+            n: int
+
+        return Summary(suite="fake", size=size, seeds=len(seeds), tables=[],
+                       data=Data(len(results)))
+
+    return Suite(name="fake", description="", plan=lambda size, seeds: specs,
+                 summarise=summarise)
+
+
+def test_a_timed_run_records_the_machine_load(tmp_path):
+    spec = RunSpec("timed", "a", 0, {"k": 1}, lambda progress: {"status": "ok"}, timed=True)
+    store = ResultStore(tmp_path)
+    execute_in_process([spec], store, False)
+    load = store.load(spec.run_id)["machine_load"]
+    assert set(load) == {"others_cpu_share", "loadavg_1min", "cores"}
+
+
+def test_ctrl_c_says_how_many_runs_were_kept(tmp_path):
+    def stop(progress):
+        raise KeyboardInterrupt
+
+    specs = [RunSpec(f"r{i}", "a", i, {"i": i}, lambda progress: {"status": "ok"})
+             for i in range(2)] + [RunSpec("r2", "a", 2, {"i": 2}, stop)]
+    with pytest.raises(Interrupted, match=r"2 run\(s\) finished .* kept in .*fake"):
+        run_suite(_suite(specs), "tiny", 1, tmp_path, progress=False)
+    assert len(list((tmp_path / "fake" / "tiny").glob("*.json"))) == 2
+
+
+def test_cli_prints_what_an_interruption_kept(monkeypatch, capsys):
+    from blocklab.experiments import suites
+
+    def interrupted(*args, **kwargs):
+        raise Interrupted("3 run(s) finished before the interruption are kept in runs/ffn")
+
+    monkeypatch.setattr(suites, "run_suite", interrupted)
+    assert main(["suite", "ffn", "--tiny", "--no-progress"]) == 130
+    assert capsys.readouterr().err.strip() == (
+        "interrupted: 3 run(s) finished before the interruption are kept in runs/ffn")
+
+
+def test_a_full_disk_names_the_file(tmp_path, monkeypatch):
+    from blocklab.config import write_atomic
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "fsync", full)
+    target = tmp_path / "runs" / "abc.json"
+    with pytest.raises(OSError) as caught:
+        write_atomic(target, "{}")
+    assert caught.value.errno == errno.ENOSPC and caught.value.filename == str(target)
+    assert str(target) in str(caught.value)
+    assert not list(target.parent.iterdir())  # no temporary file left behind
+
+
+def test_cli_names_the_file_a_full_disk_stopped(tmp_path, monkeypatch, capsys):
+    def full(fd):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "fsync", full)
+    out = tmp_path / "run"
+    code = main(["train", "--steps", "1", "--d-model", "16", "--n-layers", "1", "--n-heads",
+                 "1", "--seq-len", "8", "--batch-size", "1", "--out", str(out), "--no-progress"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1
+    assert err[-1].startswith("error: [Errno 28]") and str(out / "result.json") in err[-1]
+
+
+@pytest.mark.parametrize("argv,option", [
+    (["suite", "ffn", "--tiny", "--results", "{file}"], "--results"),
+    (["suite", "ffn", "--tiny", "--results", "{file}/sub"], "--results"),
+    (["report", "--tiny", "--out", "{file}"], "--out"),
+    (["report", "--tiny", "--results", "{file}"], "--results"),
+    (["report", "--tiny", "--plan", "--results", "{file}"], "--results"),
+])
+def test_a_results_or_out_folder_that_is_a_file(tmp_path, capsys, argv, option):
+    file = tmp_path / "taken"
+    file.write_text("not a folder")
+    code = main([a.replace("{file}", str(file)) for a in argv])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1, err
+    assert err[0].startswith(f"error: {option} {file}") and "file" in err[0]
+    assert not (tmp_path / "ffn").exists()
+
+
+def test_a_busy_timing_is_flagged_in_the_summary_and_the_report(tmp_path, monkeypatch):
+    from blocklab.experiments import locks as lock_module
+    from blocklab.report.build import busy_timings
+
+    class Busy:
+        def __enter__(self):
+            self.share = 0.4
+            return self
+
+        def __exit__(self, *exc):
+            return None
+
+        def record(self):
+            return {"others_cpu_share": self.share, "loadavg_1min": 1.0, "cores": 2}
+
+    monkeypatch.setattr(lock_module, "OthersCpu", Busy)
+    specs = [RunSpec("kernel timing", "a", 0, {"t": 1}, lambda progress: {"status": "ok"},
+                     timed=True),
+             RunSpec("training", "a", 0, {"t": 2}, lambda progress: {"status": "ok"})]
+    summary = run_suite(_suite(specs), "tiny", 1, tmp_path, progress=False)
+    assert any("kernel timing (40%)" in note for note in summary.notes), summary.notes
+    flagged = busy_timings(tmp_path, "fake", "tiny", summary.run_ids)
+    assert flagged == [{"label": "kernel timing", "others_cpu_share": 0.4}]
