@@ -158,3 +158,68 @@ def test_summary_from_dict_with_an_explicit_type():
     assert summary_from_dict(doc, data_type=Toy).data.diff.mean == 0.5
     with pytest.raises(ResultsError, match="unknown suite 'toy'"):
         summary_from_dict(doc)
+
+
+@pytest.mark.parametrize("suite, size, precision, needle", [
+    ("attention", "quick", "fp32", "suite 'attention'"),
+    ("FFN", "quick", "fp32", "suite 'FFN'"),
+    ("ffn", "bogus", "fp32", "size 'bogus'"),
+    ("ffn", "quick+tuning", "fp32", "size 'quick+tuning'"),
+    ("ffn", "quick", "fp16", "precision 'fp16'"),
+])
+def test_load_summary_refuses_what_no_summary_can_have(tmp_path, suite, size, precision,
+                                                       needle):
+    """An unknown suite, size or precision is the caller's mistake, not "not run yet"."""
+    from blocklab.errors import InputError
+    from blocklab.experiments.summaries import PRECISIONS, SIZES
+
+    allowed = {"suite": list(DATA_TYPES), "size": list(SIZES),
+               "precision": list(PRECISIONS)}[needle.split()[0]]
+    with pytest.raises(InputError) as err:
+        load_summary(tmp_path, suite, size, precision=precision)
+    assert needle in str(err.value) and str(allowed) in str(err.value)
+    assert not isinstance(err.value, ResultsError)
+
+
+def test_load_summary_of_a_valid_key_not_run_is_none(tmp_path):
+    assert load_summary(tmp_path, "ffn", "tiny", precision="bf16") is None
+    assert load_summary(tmp_path / "no-such-folder", "quantize", "full") is None
+
+
+def test_an_explicit_data_type_takes_any_plain_suite_name_but_no_path(tmp_path):
+    from blocklab.errors import InputError
+
+    assert load_summary(tmp_path, "toy", "tiny", FfnData) is None
+    with pytest.raises(InputError, match=r"suite '\.\./ffn' is not allowed"):
+        load_summary(tmp_path, "../ffn", "tiny", FfnData)
+
+
+def test_a_summary_whose_runs_are_gone_is_incomplete(tmp_path):
+    """`incomplete`: the one rule by which the ledger and the report refuse a summary whose
+    stored runs are missing or unreadable."""
+    from blocklab.experiments.summaries import incomplete
+
+    summary = dataclasses.replace(_ffn_summary(), run_ids=["aaa", "bbb"])
+    _write(tmp_path, summary.to_dict())
+    folder = tmp_path / "ffn" / "quick"
+    for run_id in summary.run_ids:
+        (folder / f"{run_id}.json").write_text(json.dumps({"status": "ok"}))
+    back = load_summary(tmp_path, "ffn", "quick")
+    assert incomplete(tmp_path, back) is None
+    (folder / "bbb.json").write_text("{truncated")
+    reason = incomplete(tmp_path, back)
+    assert "a run of the stored summary is missing or unreadable (1 of 2, first bbb.json)" in reason
+    assert f"`blocklab suite ffn --size quick --results {tmp_path}`" in reason
+    (folder / "bbb.json").unlink()
+    assert "(1 of 2, first bbb.json)" in incomplete(tmp_path, back)
+    assert incomplete(tmp_path, dataclasses.replace(back, run_ids=[])) is None
+    with pytest.raises(ResultsError, match="not a plain file name"):
+        incomplete(tmp_path, dataclasses.replace(back, run_ids=["../x"]))
+
+
+def test_only_tiny_has_a_size_note():
+    from blocklab.experiments.summaries import size_note
+
+    assert "smoke test" in size_note("tiny") and "decide nothing" in size_note("tiny")
+    assert "冒烟测试" in size_note("tiny", "zh")
+    assert size_note("quick") is None and size_note("full") is None

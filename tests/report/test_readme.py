@@ -34,3 +34,118 @@ def test_update_readme_replaces_only_the_block(tmp_path):
     path.write_text("no markers", encoding="utf-8")
     with pytest.raises(ValueError, match="no <!-- verdicts:start -->"):
         update_readme(path, rows, "cmd")
+
+
+# --- the command line: bad input is one line and exit code 2, and nothing is written ----------
+def _readme(tmp_path: Path, text: str | None = None) -> Path:
+    path = tmp_path / "README.md"
+    path.write_text(f"before\n{START}\nold\n{END}\nafter\n" if text is None else text,
+                    encoding="utf-8")
+    return path
+
+
+def _one_line_error(capsys, code: int, expected: int = 2) -> str:
+    err = capsys.readouterr().err
+    assert code == expected, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    assert "Traceback" not in err
+    return lines[0]
+
+
+@pytest.fixture
+def fast_ledger(monkeypatch):
+    """The ledger of one analytic claim (C02) and one experimental claim (C16), so the command
+    line is tested in a second instead of running every check."""
+    from blocklab.report import readme
+
+    monkeypatch.setattr(readme, "run_claims", lambda ids, ctx: run_claims(["C02", "C16"], ctx))
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--size", "bogus"], "--size 'bogus' is not allowed; expected one of ['tiny', 'quick', "
+                          "'full']"),
+    (["--size", "QUICK"], "--size 'QUICK'"),
+    (["--results", "{tmp}/nowhere"], "--results '{tmp}/nowhere': no such folder"),
+    (["--results", "{tmp}/README.md"], "--results '{tmp}/README.md' is a file"),
+    (["--results", ""], "--results '' is empty"),
+    (["--bogus"], "unrecognized arguments: --bogus"),
+    (["--results"], "argument --results: expected one argument"),
+])
+def test_bad_arguments_are_one_line_and_write_nothing(tmp_path, capsys, fast_ledger, args,
+                                                      needle):
+    from blocklab.report.readme import main
+
+    path = _readme(tmp_path)
+    before = path.read_text(encoding="utf-8")
+    args = [a.replace("{tmp}", str(tmp_path)) for a in args]
+    line = _one_line_error(capsys, main([str(path), "--results", str(tmp_path), *args]))
+    assert needle.replace("{tmp}", str(tmp_path)) in line
+    assert path.read_text(encoding="utf-8") == before
+
+
+@pytest.mark.parametrize("make, needle", [
+    (lambda tmp: tmp / "NOPE.md", "NOPE.md: no such file"),
+    (lambda tmp: tmp, "is not a file"),
+    (lambda tmp: _readme(tmp, "no markers"), "has no <!-- verdicts:start -->"),
+    (lambda tmp: _readme(tmp, f"{END}\n{START}\n"), "has no <!-- verdicts:start -->"),
+    (lambda tmp: _readme(tmp, f"only {START}\n"), "has no <!-- verdicts:start -->"),
+])
+def test_a_readme_that_cannot_take_the_table_is_one_line(tmp_path, capsys, fast_ledger, make,
+                                                         needle):
+    from blocklab.report.readme import main
+
+    path = make(tmp_path)
+    line = _one_line_error(capsys, main([str(path), "--results", str(tmp_path)]))
+    assert needle in line and str(path) in line
+
+
+def test_an_empty_results_folder_is_refused_not_written(tmp_path, capsys):
+    """The reported case, with the real ledger: a results folder without suite results would
+    have replaced every experimental verdict by missing-results."""
+    from blocklab.report.readme import main
+
+    path = _readme(tmp_path)
+    (tmp_path / "empty").mkdir()
+    line = _one_line_error(capsys, main([str(path), "--size", "quick", "--results",
+                                         str(tmp_path / "empty")]))
+    assert "missing-results" in line and "C16" in line and "--allow-missing" in line
+    assert f"blocklab report --size quick --results {tmp_path / 'empty'}" in line
+    assert "old" in path.read_text(encoding="utf-8")
+
+
+def test_allow_missing_writes_the_missing_rows_and_says_so(tmp_path, capsys, fast_ledger):
+    from blocklab.report.readme import main
+
+    path = _readme(tmp_path)
+    assert main([str(path), "--results", str(tmp_path), "--allow-missing"]) == 0
+    text = path.read_text(encoding="utf-8")
+    assert "| C16 | **missing-results** |" in text and "| C02 | **confirmed** |" in text
+    assert f"--size quick --results {tmp_path} --allow-missing`" in text
+    assert "smoke test" not in text and capsys.readouterr().err == ""
+
+
+def test_a_tiny_table_says_tiny_decides_nothing(tmp_path, fast_ledger):
+    from blocklab.experiments.summaries import TINY_NOTE
+    from blocklab.report.readme import main
+
+    path = _readme(tmp_path)
+    assert main([str(path), "--size", "tiny", "--results", str(tmp_path),
+                 "--allow-missing"]) == 0
+    assert f"--size tiny --results {tmp_path} --allow-missing`; {TINY_NOTE}._" in (
+        path.read_text(encoding="utf-8"))
+
+
+def test_a_check_that_fails_writes_nothing(tmp_path, capsys, fast_ledger, monkeypatch):
+    from blocklab.claims import ledger
+    from blocklab.report.readme import main
+
+    def broken(ctx):
+        raise KeyError("arms")
+
+    ledger.register_checks()
+    monkeypatch.setitem(ledger.CHECKS, "C02", broken)
+    path = _readme(tmp_path)
+    line = _one_line_error(capsys, main([str(path), "--results", str(tmp_path),
+                                         "--allow-missing"]), expected=1)
+    assert "C02 failed to run" in line and "old" in path.read_text(encoding="utf-8")

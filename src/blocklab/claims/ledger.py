@@ -18,7 +18,14 @@ from typing import Any
 from blocklab.claims.rules import Estimate, Graded, Rule, grade
 from blocklab.claims.text import CLAIM_TEXT, ERROR, VERDICTS, claim_sources
 from blocklab.errors import InputError
-from blocklab.experiments.summaries import Summary, load_summary
+from blocklab.experiments.summaries import (
+    SIZES,
+    Summary,
+    check_seed_offset,
+    incomplete,
+    load_summary,
+    suite_command,
+)
 
 
 @dataclass(frozen=True)
@@ -102,17 +109,23 @@ class Context:
     size: str = "quick"
     seed_offset: int = 0  # read the suites run from this seed on (`--seed-offset`)
     _cache: dict[str, Summary | None] = field(default_factory=dict)
+    # suite -> why its stored summary cannot be used (`incomplete`: runs it lists are gone)
+    unusable: dict[str, str] = field(default_factory=dict)
 
     def summary(self, suite: str) -> Summary | None:
-        """The typed summary of `suite` (`load_summary`), None when it has not been run."""
+        """The typed summary of `suite` (`load_summary`), None when it has not been run or
+        when runs it was made from are no longer stored (the reason kept in `unusable`, the
+        rule the report applies too)."""
         if suite not in self._cache:
-            self._cache[suite] = load_summary(self.results, suite, self.size,
-                                              seed_offset=self.seed_offset)
+            found = load_summary(self.results, suite, self.size, seed_offset=self.seed_offset)
+            reason = None if found is None else incomplete(self.results, found)
+            if reason:
+                self.unusable[suite] = reason
+            self._cache[suite] = None if reason else found
         return self._cache[suite]
 
     def suite_command(self, suite: str) -> str:
-        offset = f" --seed-offset {self.seed_offset}" if self.seed_offset else ""
-        return f"blocklab suite {suite} --size {self.size}{offset} --results {self.results}"
+        return suite_command(suite, self.size, self.results, self.seed_offset)
 
 
 CHECKS: dict[str, Callable[[Context], Finding]] = {}
@@ -140,8 +153,17 @@ def register_checks() -> None:
 
 
 def missing(ctx: Context, suite: str) -> Finding:
-    """The finding of an experimental check whose suite has not been run."""
+    """The finding of an experimental check whose suite has not been run, or whose stored
+    summary lists runs that are gone (`Context.unusable`)."""
     command = ctx.suite_command(suite)
+    reason = ctx.unusable.get(suite)
+    if reason:
+        return Finding(
+            "missing-results",
+            f"The stored '{suite}' suite results under {ctx.results} ({ctx.size}) are "
+            f"incomplete, so nothing is graded from them: {reason}.",
+            f"{ctx.results} 下的 '{suite}' 实验结果（{ctx.size}）不完整，因此不据此评判：{reason}。",
+            {"incomplete": reason}, command)
     return Finding(
         "missing-results",
         f"No stored '{suite}' suite results under {ctx.results} ({ctx.size}); run `{command}`.",
@@ -156,11 +178,18 @@ def run_claims(ids: list[str] | None = None, ctx: Context | None = None) -> list
     register_checks()
 
     ctx = ctx or Context()
+    # Checked once here, not as an error inside every experimental check.
+    if ctx.size not in SIZES:
+        raise InputError(f"size {ctx.size!r} is not allowed; expected one of {list(SIZES)}")
+    check_seed_offset(ctx.seed_offset)
     sources = claim_sources()
     wanted = sorted(sources) if not ids else ids
     unknown = [i for i in wanted if i not in sources]
     if unknown:
         raise InputError(f"unknown claim id(s) {unknown}; allowed: C01 … C{len(sources):02d}")
+    repeated = sorted({i for i in wanted if wanted.count(i) > 1})
+    if repeated:
+        raise InputError(f"claim id(s) {repeated} asked for more than once; name each once")
     out = []
     for cid in wanted:
         en, zh = CLAIM_TEXT[cid]

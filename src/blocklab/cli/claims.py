@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from blocklab.cli import app, chosen_size, console
+from blocklab.cli import app, chosen_size, console, fail
 
 VERDICT_STYLE = {"confirmed": "green", "refuted": "red", "conditional": "yellow",
                  "untestable-here": "magenta",
@@ -20,8 +20,9 @@ def claims(
     ids: list[str] = typer.Argument(None, help="Claim ids (C01 … C36); all when omitted."),
     as_json: bool = typer.Option(False, "--json", help="Print the ledger as JSON."),
     lang: str = typer.Option(None, "--lang", help="en or zh (default: from the locale)."),
-    results: Path = typer.Option(Path("runs"), "--results",
-                                 help="Folder of suite results (from blocklab suite/report)."),
+    results: str = typer.Option(None, "--results", help="Folder of suite results (from "
+                                "blocklab suite/report; default: runs, where a missing folder "
+                                "reads as results not run yet)."),
     size: str = typer.Option(None, "--size", help="Which suite results to read: tiny, "
                                                   "quick (the default) or full."),
     tiny: bool = typer.Option(False, "--tiny", help="Shortcut for --size tiny."),
@@ -31,6 +32,7 @@ def claims(
                                     help="Read the suites run with --seed-offset K."),
 ) -> None:
     """Settle the pages' claims, with the evidence and the command that reproduces it.
+
     Experimental claims are graded by registered rules (metric, smallest effect, margin,
     minimum seeds), shown under each; a toy run can say "not reproduced at this scale", never
     "refuted". Exit code 1 only if a check fails to run.
@@ -41,17 +43,54 @@ def claims(
     from blocklab.claims.lang import resolve_lang
     language = resolve_lang(lang)
     size = chosen_size(size, tiny, quick, full)
-    from blocklab.experiments.summaries import check_seed_offset
+    from blocklab.cli import check_seed_offset_option
 
-    check_seed_offset(seed_offset)  # bad input: exit 2 here, not an error inside every check
-    rows = run_claims([i.upper() for i in ids] if ids else None,
-                      Context(results, size, seed_offset=seed_offset))
+    # Bad input: exit 2 here, before any check runs, not an error inside every check.
+    check_seed_offset_option(seed_offset)
+    folder = results_folder(results, size)
+    wanted = claim_ids(ids)
+    rows = run_claims(wanted, Context(folder, size, seed_offset=seed_offset))
     if as_json:
         typer.echo(json.dumps([r.to_dict() for r in rows], indent=1, ensure_ascii=False))
     else:
-        print_ledger(rows, language)
+        print_ledger(rows, language, size)
     if any(r.error for r in rows):
         raise typer.Exit(1)
+
+
+def results_folder(results: str | None, size: str = "quick") -> Path:
+    """The folder `--results` names: it must be a folder; one that does not exist is a typo
+    unless it is the default (runs), which reads as nothing run yet."""
+    if results is None:
+        return Path("runs")
+    if not results.strip():
+        raise fail("--results '' is empty; expected a folder of suite results (default: runs)")
+    folder = Path(results)
+    if folder.exists() and not folder.is_dir():
+        raise fail(f"--results {results!r} is a file; expected a folder of suite results "
+                   "(written by `blocklab suite` or `blocklab report`)")
+    if not folder.exists():
+        raise fail(f"--results {results!r}: no such folder; check the spelling, or run "
+                   f"`blocklab report --size {size} --results {results}` to fill it")
+    return folder
+
+
+def claim_ids(ids: list[str] | None) -> list[str] | None:
+    """The claim ids as given (C16 or c16), upper-cased; unknown or repeated ids are named as
+    the user wrote them."""
+    if not ids:
+        return None
+    from blocklab.claims import claim_sources
+
+    known = claim_sources()
+    unknown = [i for i in ids if i.upper() not in known]
+    if unknown:
+        raise fail(f"unknown claim id(s) {unknown}; allowed: C01 … C{len(known):02d}")
+    upper = [i.upper() for i in ids]
+    repeated = [i for n, i in enumerate(ids) if upper[n] in upper[:n]]
+    if repeated:
+        raise fail(f"claim id(s) {repeated} asked for more than once; name each once")
+    return upper
 
 
 def part_line(part, zh: bool = False) -> str:
@@ -69,10 +108,13 @@ def part_line(part, zh: bool = False) -> str:
             f"{rule.min_seeds}[/dim]")
 
 
-def print_ledger(rows, lang: str) -> None:
+def print_ledger(rows, lang: str, size: str | None = None) -> None:
+    """The ledger as a table, the count of each verdict, and for size tiny the line that says
+    its numbers decide nothing."""
     from rich.table import Table
 
     from blocklab.claims import VERDICT_ZH
+    from blocklab.experiments.summaries import size_note
 
     zh = lang == "zh"
     title = "结论账本：页面中的每条论断" if zh else "Claims ledger: every claim of the pages"
@@ -103,3 +145,6 @@ def print_ledger(rows, lang: str) -> None:
         counts[r.verdict] = counts.get(r.verdict, 0) + 1
     out.print(", ".join(f"{VERDICT_ZH[k] if zh else k}: {v}"
                             for k, v in sorted(counts.items())))
+    note = size_note(size, lang) if size else None
+    if note:
+        out.print(f"[bold yellow]{note}[/bold yellow]", soft_wrap=True)

@@ -677,6 +677,25 @@ def check_seed_offset(seed_offset: int) -> int:
                          f"[0, {MAX_SEED_OFFSET}]")
     return seed_offset
 
+# The sizes a suite runs at and the precisions it may train in (each suite lists its own in
+# `Suite.precisions`): the only folders a summary is stored under.
+SIZES = ("tiny", "quick", "full")
+PRECISIONS = ("fp32", "bf16")
+
+# Said once wherever tiny results are shown (a suite's printed summary, the claims ledger, the
+# report): tiny trains a few steps, so its tables are mostly "—" and grade nothing.
+TINY_NOTE = ("size tiny is a smoke test of the machinery (a few training steps): its numbers "
+             "decide nothing; run --quick or --full for evidence")
+TINY_NOTE_ZH = ("tiny 规模只是对流程的冒烟测试（只训练几步）：其数字不能说明任何结论；"
+                "证据请用 --quick 或 --full")
+
+
+def size_note(size: str, lang: str = "en") -> str | None:
+    """The one line to show beside results of `size` (TINY_NOTE for tiny), else None."""
+    if size != "tiny":
+        return None
+    return TINY_NOTE_ZH if lang == "zh" else TINY_NOTE
+
 
 def size_folder(size: str, seed_offset: int = 0, precision: str = "fp32") -> str:
     """The folder name of a suite's results at `size`: seeds from `seed_offset` on, and runs in
@@ -686,21 +705,50 @@ def size_folder(size: str, seed_offset: int = 0, precision: str = "fp32") -> str
     return folder if precision == "fp32" else f"{folder}+{precision}"
 
 
+def suite_command(suite: str, size: str, out_dir: str | Path, seed_offset: int = 0,
+                  precision: str = "fp32") -> str:
+    """The command that runs `suite` and (re)writes its summary."""
+    offset = f" --seed-offset {seed_offset}" if seed_offset else ""
+    bf16 = "" if precision == "fp32" else f" --precision {precision}"
+    return f"blocklab suite {suite} --size {size}{offset}{bf16} --results {out_dir}"
+
+
+def _check_key(suite: Any, size: Any, precision: Any, data_type: type | None) -> None:
+    """InputError unless (suite, size, precision) names a summary that can exist: a known
+    suite (any plain name with an explicit `data_type`), a size of SIZES, a precision of
+    PRECISIONS."""
+    if data_type is None:
+        if not isinstance(suite, str) or suite not in DATA_TYPES:
+            raise InputError(f"suite {suite!r} is not allowed; expected one of "
+                             f"{list(DATA_TYPES)}")
+    elif (not isinstance(suite, str) or not suite or suite.startswith(".")
+          or any(c in suite for c in "/\\")):
+        raise InputError(f"suite {suite!r} is not allowed; expected a plain folder name")
+    if not isinstance(size, str) or size not in SIZES:
+        raise InputError(f"size {size!r} is not allowed; expected one of {list(SIZES)}")
+    if not isinstance(precision, str) or precision not in PRECISIONS:
+        raise InputError(f"precision {precision!r} is not allowed; expected one of "
+                         f"{list(PRECISIONS)}")
+
+
 def load_summary(out_dir: str | Path, suite: str, size: str, data_type: type | None = None,
                  *, seed_offset: int = 0, precision: str = "fp32") -> Summary | None:
-    """The stored summary of `suite` at `size` (seeds from `seed_offset`) under `out_dir`,
-    typed (its data as `data_type`, default the suite's entry of DATA_TYPES); None when it has
-    not been run.
+    """The stored summary of `suite` at `size` (seeds from `seed_offset`, trained in
+    `precision`) under `out_dir`, typed (its data as `data_type`, default the suite's entry of
+    DATA_TYPES); None when that valid suite, size and precision has not been run.
 
-    Raises ResultsError, naming the file, the field and the command that rewrites it, for a
-    summary that does not parse, was written under another `SUMMARY_SCHEMA`, or whose fields
-    do not match this blocklab's: readers never guess at a layout they do not know.
+    Raises InputError for a suite (unknown without `data_type`), size, precision or seed offset
+    that no summary can have, and ResultsError, naming the file, the field and the command
+    that rewrites it, for a summary that does not parse, was written under another
+    `SUMMARY_SCHEMA`, or whose fields do not match this blocklab's: readers never guess at a
+    layout they do not know. Whether the runs it lists are still stored is `incomplete`'s
+    question.
     """
+    _check_key(suite, size, precision, data_type)
     path = Path(out_dir) / suite / size_folder(size, seed_offset, precision) / "summary.json"
     if not path.exists():
         return None
-    offset = f" --seed-offset {seed_offset}" if seed_offset else ""
-    rerun = (f"run `blocklab suite {suite} --size {size}{offset} --results {out_dir}` to "
+    rerun = (f"run `{suite_command(suite, size, out_dir, seed_offset, precision)}` to "
              "rewrite it (stored runs whose provenance matches are reused)")
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
@@ -716,3 +764,25 @@ def load_summary(out_dir: str | Path, suite: str, size: str, data_type: type | N
                            f"seed {seed_offset}; {rerun}")
     return summary
 
+
+def incomplete(out_dir: str | Path, summary: Summary, precision: str = "fp32") -> str | None:
+    """Why the stored `summary` under `out_dir` cannot be used, or None when it can: every run
+    it lists (`run_ids`) must still have a complete result beside it (a file that parses and
+    has a status). One rule for every reader (the claims ledger grades such a suite as
+    missing-results, the report shows it as failed), so none grades from a summary whose
+    evidence is gone; the message names the command that redoes the runs and rewrites it."""
+    from blocklab.experiments.results import ResultStore
+
+    folder = (Path(out_dir) / summary.suite
+              / size_folder(summary.size, summary.first_seed, precision))
+    store = ResultStore(folder)
+    try:
+        gone = [store.path_for(run_id) for run_id in summary.run_ids if not store.has(run_id)]
+    except InputError as err:  # a run id that is not a file name: the summary is malformed
+        raise ResultsError(f"{folder / 'summary.json'}: {err}") from None
+    if not gone:
+        return None
+    command = suite_command(summary.suite, summary.size, out_dir, summary.first_seed, precision)
+    return (f"{folder / 'summary.json'}: a run of the stored summary is missing or unreadable "
+            f"({len(gone)} of {len(summary.run_ids)}, first {gone[0].name}); run `{command}` "
+            "to redo it and rewrite the summary")

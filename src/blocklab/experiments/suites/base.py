@@ -253,6 +253,9 @@ def run_suite(suite: Suite, size: str = "quick", seeds: int | None = None,
 
     # Planned under the folder's lock: a second process waits here, then finds this one's runs
     # stored and plans only what is still missing.
+    _check_size(size)  # bad input is refused before the lock creates the folder
+    check_precision(suite, precision)
+    seed_range(suite.default_seeds[size] if seeds is None else seeds, seed_offset)
     with suite_locks(out_dir, [suite.name], wait=wait, echo=say):
         planned = plan_suite(suite, size, seeds, out_dir, seed_offset, precision)
         start = time.perf_counter()
@@ -472,30 +475,9 @@ def interrupted(sink: CountingSink, where: str) -> Interrupted:
 
 
 # --- statistics --------------------------------------------------------------------------------
-# Two-sided 95% Student-t quantiles t_{0.975, df} for df = 1..30 (standard tables).
-_T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
-         2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
-         2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
-
-
-# Beyond df = 30, the same tables' rows for 40, 60 and 120, interpolated linearly in 1/df.
-_T975_TAIL = [(30, 2.042), (40, 2.021), (60, 2.000), (120, 1.980), (math.inf, 1.960)]
-
-
-def t_quantile_975(df: int) -> float:
-    if df < 1:
-        raise InputError(f"degrees of freedom must be >= 1, got {df}")
-    if df <= len(_T975):
-        return _T975[df - 1]
-    for (lo, t_lo), (hi, t_hi) in zip(_T975_TAIL, _T975_TAIL[1:], strict=False):
-        if lo <= df <= hi:
-            w = (1 / lo - 1 / df) / (1 / lo - (0 if hi == math.inf else 1 / hi))
-            return t_lo + w * (t_hi - t_lo)
-    return 1.96
-
-
 def mean_ci(values: Sequence[float | None]) -> Interval:
-    """Mean and 95% t-interval of the finite `values` (None bounds with fewer than two)."""
+    """Mean and 95% t-interval of the finite `values` (None bounds with fewer than two), by
+    `blocklab.stats.paired_interval`."""
     xs = [float(v) for v in values if v is not None and math.isfinite(v)]
     n = len(xs)
     if n == 0:
@@ -503,9 +485,10 @@ def mean_ci(values: Sequence[float | None]) -> Interval:
     mean = sum(xs) / n
     if n == 1:
         return Interval(1, mean)
-    sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1))
-    half = t_quantile_975(n - 1) * sd / math.sqrt(n)
-    return Interval(n, mean, mean - half, mean + half, sd)
+    from blocklab.stats import paired_interval
+
+    e = paired_interval(xs)  # t from scipy.stats
+    return Interval(n, e.value, e.ci_low, e.ci_high, e.sd)
 
 
 def paired_difference(a: Sequence[float | None], b: Sequence[float | None]) -> Interval:

@@ -1,0 +1,188 @@
+"""Hostile and careless input about results, as a user types it: a results folder that is a
+file, missing or empty, a summary whose runs were deleted, odd claim ids and option values.
+Every bad-input case exits 2 with exactly one line on stderr naming what the user wrote, before
+any work; tiny results say that tiny decides nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from blocklab.cli import main
+from blocklab.experiments.summaries import TINY_NOTE
+
+
+def run_cli(argv: list[str], capsys) -> tuple[int, str, str]:
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def assert_one_line_exit_2(argv: list[str], capsys, *needles: str) -> str:
+    code, _, err = run_cli(argv, capsys)
+    lines = err.strip().splitlines()
+    assert code == 2, (code, err)
+    assert len(lines) == 1, err
+    assert "Traceback" not in err
+    assert lines[0].startswith("error: "), lines[0]
+    for needle in needles:
+        assert needle in lines[0], (needle, lines[0])
+    return lines[0]
+
+
+@pytest.fixture
+def no_work(monkeypatch):
+    """Fail the test if the ledger starts: bad input must be refused before any check runs."""
+    import blocklab.claims
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("the ledger ran on bad input")
+
+    monkeypatch.setattr(blocklab.claims, "run_claims", forbidden)
+
+
+# --- claims --results ----------------------------------------------------------------------------
+def test_claims_results_that_is_a_file(tmp_path, capsys, no_work):
+    path = tmp_path / "summary.json"
+    path.write_text("{}")
+    assert_one_line_exit_2(["claims", "--results", str(path)], capsys,
+                           f"--results '{path}' is a file", "expected a folder")
+
+
+def test_claims_results_folder_that_does_not_exist(tmp_path, capsys, no_work):
+    """A claims run on a folder that is not there is most likely a typo: refused, saying how
+    to fill it, instead of grading every experimental claim as missing."""
+    missing = tmp_path / "rusn"
+    assert_one_line_exit_2(["claims", "--tiny", "--results", str(missing)], capsys,
+                           f"--results '{missing}': no such folder",
+                           f"blocklab report --size tiny --results {missing}")
+    assert not missing.exists()
+
+
+def test_claims_results_empty_string(capsys, no_work):
+    assert_one_line_exit_2(["claims", "--results", ""], capsys, "--results '' is empty")
+
+
+def test_claims_default_results_folder_may_be_missing(tmp_path, capsys, monkeypatch):
+    """Without --results the default `runs` not existing is a fresh checkout, not a typo: the
+    analytic claims still compute."""
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_cli(["claims", "C02", "--json"], capsys)
+    assert code == 0, err
+    assert [r["verdict"] for r in json.loads(out)] == ["confirmed"]
+
+
+# --- claims and report: unusual ids and option values --------------------------------------------
+@pytest.mark.parametrize("argv, needles", [
+    (["claims", "C99"], ["unknown claim id(s) ['C99']", "C01 … C36"]),
+    (["claims", "c99"], ["unknown claim id(s) ['c99']"]),  # named as the user wrote it
+    (["claims", "C16", "c16"], ["claim id(s) ['c16'] asked for more than once"]),
+    (["claims", "C16", "--size", "bogus"], ["--size 'bogus'", "'tiny', 'quick', 'full'"]),
+    (["claims", "C16", "--lang", "fr"], ["--lang 'fr'", "'en', 'zh'"]),
+    (["claims", "C16", "--seed-offset", "-5"], ["-5 is not allowed", "[0, 1000000000]"]),
+    (["report", "--no-run", "--lang", ""], ["--lang ''", "'en', 'zh'"]),
+    (["report", "--no-run", "--size", "Quick"], ["--size 'Quick'"]),
+])
+def test_unusual_claims_and_report_input(tmp_path, capsys, monkeypatch, no_work, argv, needles):
+    monkeypatch.chdir(tmp_path)  # `report` would write ./report otherwise
+    assert_one_line_exit_2(argv, capsys, *needles)
+    assert not (tmp_path / "report").exists()
+
+
+def test_lower_case_claim_ids_are_read(capsys):
+    code, out, _ = run_cli(["claims", "c02", "--json"], capsys)
+    assert code == 0 and [r["id"] for r in json.loads(out)] == ["C02"]
+
+
+# --- tiny is a smoke test ------------------------------------------------------------------------
+def test_claims_at_tiny_say_tiny_decides_nothing(tmp_path, capsys):
+    code, out, _ = run_cli(["claims", "C02", "--tiny", "--results", str(tmp_path)], capsys)
+    assert code == 0 and " ".join(TINY_NOTE.split()) in " ".join(out.split())
+    code, out, _ = run_cli(["claims", "C02", "--quick", "--results", str(tmp_path)], capsys)
+    assert code == 0 and "smoke test" not in out
+
+
+def test_a_printed_tiny_summary_says_tiny_decides_nothing(capsys):
+    from blocklab.cli.suite import print_summary
+    from blocklab.experiments.summaries import Summary, Table
+
+    table = Table("t", ["arm", "Δ"], [["relu", None]])
+    print_summary(Summary("ffn", "tiny", 1, [table], runs=1))
+    lines = [line for line in capsys.readouterr().out.splitlines() if "smoke test" in line]
+    assert lines == [TINY_NOTE]
+    print_summary(Summary("ffn", "quick", 2, [table], runs=1))
+    assert "smoke test" not in capsys.readouterr().out
+
+
+# --- a summary whose runs were deleted: claims and report agree ----------------------------------
+@pytest.fixture(scope="module")
+def tiny_ffn(tmp_path_factory):
+    """The ffn suite at size tiny, one seed (seconds), as a user runs it; its printed output."""
+    import contextlib
+    import io
+
+    root = tmp_path_factory.mktemp("tiny_ffn") / "runs"
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["suite", "ffn", "--tiny", "--seeds", "1", "--results", str(root),
+                     "--no-progress", "--jobs", "1"])
+    assert code == 0, err.getvalue()
+    return root, out.getvalue()
+
+
+def test_the_tiny_suite_prints_that_tiny_decides_nothing(tiny_ffn):
+    _, printed = tiny_ffn
+    assert " ".join(TINY_NOTE.split()) in " ".join(printed.split())
+
+
+def test_claims_and_report_agree_on_a_summary_whose_runs_are_gone(tiny_ffn, tmp_path, capsys):
+    results = tmp_path / "runs"
+    shutil.copytree(tiny_ffn[0], results)
+    folder = results / "ffn" / "tiny"
+    run_ids = json.loads((folder / "summary.json").read_text())["run_ids"]
+    code, out, err = run_cli(["claims", "C16", "--tiny", "--results", str(results), "--json"],
+                             capsys)
+    assert code == 0, err
+    (intact,) = json.loads(out)
+    assert intact["verdict"] != "missing-results"
+
+    (folder / f"{run_ids[0]}.json").unlink()
+    reason = (f"a run of the stored summary is missing or unreadable (1 of {len(run_ids)}, "
+              f"first {run_ids[0]}.json)")
+    command = f"blocklab suite ffn --size tiny --results {results}"
+    code, out, err = run_cli(["claims", "C16", "--tiny", "--results", str(results), "--json"],
+                             capsys)
+    assert code == 0, err
+    (row,) = json.loads(out)
+    assert row["verdict"] == "missing-results" and row["error"] is None
+    assert reason in row["summary"] and f"`{command}`" in row["summary"]
+    assert row["command"] == command
+
+    code, _, err = run_cli(["report", "--no-run", "--tiny", "--results", str(results), "--out",
+                            str(tmp_path / "report")], capsys)
+    assert code == 1 and "failed to run: ffn" in err
+    doc = json.loads((tmp_path / "report" / "report.json").read_text())
+    ffn = doc["suites"]["ffn"]
+    assert ffn["summary"] is None and reason in ffn["error"] and f"`{command}`" in ffn["error"]
+    (c16,) = [r for r in doc["ledger"] if r["id"] == "C16"]
+    assert c16["verdict"] == "missing-results" and c16["summary"] == row["summary"]
+    assert doc["generated"]["size_note"]["en"] == TINY_NOTE
+
+
+def test_the_library_readers_share_one_rule(tiny_ffn, tmp_path):
+    """`Context.summary` and the report's `collect` read the same summary the same way."""
+    from blocklab.claims import Context
+    from blocklab.experiments.summaries import incomplete, load_summary
+
+    results = tmp_path / "runs"
+    shutil.copytree(tiny_ffn[0], results)
+    summary = load_summary(results, "ffn", "tiny")
+    assert incomplete(results, summary) is None
+    assert Context(results, "tiny").summary("ffn") == summary
+    Path(results / "ffn" / "tiny" / f"{summary.run_ids[-1]}.json").write_text("{}")
+    ctx = Context(results, "tiny")
+    assert ctx.summary("ffn") is None and ctx.unusable["ffn"] == incomplete(results, summary)
