@@ -668,15 +668,6 @@ def summary_from_dict(doc: Any, where: str = "summary", data_type: type | None =
 # Seeds are drawn from [0, MAX_SEED_OFFSET + max seeds): a disjoint set needs only an offset.
 MAX_SEED_OFFSET = 10**9
 
-
-def check_seed_offset(seed_offset: int) -> int:
-    """`seed_offset` if it is an integer in [0, MAX_SEED_OFFSET]; InputError otherwise."""
-    if (isinstance(seed_offset, bool) or not isinstance(seed_offset, int)
-            or not 0 <= seed_offset <= MAX_SEED_OFFSET):
-        raise InputError(f"seed offset {seed_offset!r} is not allowed; expected an integer in "
-                         f"[0, {MAX_SEED_OFFSET}]")
-    return seed_offset
-
 # The sizes a suite runs at and the precisions it may train in (each suite lists its own in
 # `Suite.precisions`): the only folders a summary is stored under.
 SIZES = ("tiny", "quick", "full")
@@ -695,6 +686,15 @@ def size_note(size: str, lang: str = "en") -> str | None:
     if size != "tiny":
         return None
     return TINY_NOTE_ZH if lang == "zh" else TINY_NOTE
+
+
+def check_seed_offset(seed_offset: int) -> int:
+    """`seed_offset` if it is an integer in [0, MAX_SEED_OFFSET]; InputError otherwise."""
+    if (isinstance(seed_offset, bool) or not isinstance(seed_offset, int)
+            or not 0 <= seed_offset <= MAX_SEED_OFFSET):
+        raise InputError(f"seed offset {seed_offset!r} is not allowed; expected an integer in "
+                         f"[0, {MAX_SEED_OFFSET}]")
+    return seed_offset
 
 
 def size_folder(size: str, seed_offset: int = 0, precision: str = "fp32") -> str:
