@@ -16,8 +16,10 @@ def _timing(scheme, speedup, n=5):
     return QuantTiming(scheme=scheme, part=part, mode=mode, compiled=False,
                        prefill_ms={"512": 100 / speedup}, prefill_speedup={"512": iv},
                        decode_ms=1.0, decode_speedup=iv, logits_error=0.01,
-                       flop_share={"512": 0.6}, gemm_speedup={"512": 2.0},
-                       prefill_bound={"512": 1 / (0.4 + 0.3)}, decode_bound=2.0, compile_s=None)
+                       flop_share={"512": 0.6}, time_share={"512": 0.5},
+                       gemm_speedup={"512": 2.0}, prefill_estimate={"512": 1 / (0.5 + 0.25)},
+                       prefill_bound={"512": 2.0}, decode_time_share=0.5,
+                       decode_estimate=1.6, decode_bound=2.0, compile_s=None)
 
 
 def _data(ffn, attn, n=5, int8=True):
@@ -33,7 +35,8 @@ def test_c32_confirmed_when_ffn_is_faster_and_fastest():
     parts, numbers = c32_parts(_data(1.8, 1.2))
     assert [p.verdict for p in parts] == ["confirmed", "confirmed"]
     assert combine_c32(*parts) == "confirmed"
-    assert numbers["ffn_share"] == 0.6
+    assert numbers["ffn_flop_share"] == 0.6 and numbers["ffn_time_share"] == 0.5
+    assert numbers["bound_ffn"] == 2.0 and numbers["estimate_ffn"] == 1 / (0.5 + 0.25)
 
 
 def test_c32_slower_is_never_refuted():
@@ -58,6 +61,9 @@ def test_c32_without_int8_instructions_is_untestable_and_never_contradicted(tmp_
     row = run_claims(["C32"], Context(tmp_path, "quick"))[0]
     assert row.error is None and row.verdict == "untestable-here"
     assert "no VNNI/AMX int8" in row.summary
+    # the text says which figure is a bound and which an estimate
+    assert "the bound no FFN-only scheme can beat" in row.summary
+    assert "estimates FFN-only at ×1.33" in row.summary
 
 
 def test_c32_too_few_repeats_untestable():

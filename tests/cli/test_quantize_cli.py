@@ -21,3 +21,115 @@ def test_json(capsys):
     assert doc["timed_config"]["n_layers"] == 1 and doc["timed_config"]["d_model"] == 128
     assert "random weights" in doc["note"]
     assert [d["scheme"] for d in doc["schemes"]][0] == "none"
+
+
+def _run(capsys, *args):
+    code = main(["quantize", *args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def _one_line_error(capsys, args, *names):
+    code, _, err = _run(capsys, *args)
+    assert code == 2, err
+    assert err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err
+    for name in names:
+        assert name in err, (name, err)
+    return err
+
+
+def _checkpoint(folder, vocab_size=48):
+    import torch
+
+    from blocklab.config import ModelConfig
+    from blocklab.interop import save_hf
+    from blocklab.nn import DecoderLM
+
+    torch.manual_seed(0)
+    cfg = ModelConfig(vocab_size=vocab_size, d_model=32, n_layers=3, n_heads=4, n_kv_heads=2,
+                      d_ff=64, ffn="swiglu", max_seq_len=64)
+    model = DecoderLM(cfg)
+    save_hf(model, folder)
+    return model
+
+
+def test_a_width_beyond_this_machine_is_refused_before_any_allocation(capsys):
+    err = _one_line_error(capsys, ["llama-3.2-1b", "--layers", "1", "--d-model", "1000000000"],
+                          "--layers 1", "--d-model 1000000000", "--seq 512", "GiB available")
+    assert "internal error" not in err
+
+
+@pytest.mark.parametrize("value", ["0", "-64", "96"])
+def test_d_model_must_be_positive_and_fit_the_heads(capsys, value):
+    _one_line_error(capsys, ["llama-3.2-1b", "--d-model", value], f"--d-model {value}")
+
+
+@pytest.mark.parametrize("args, names", [
+    (["llama-3.2-1b", "--seq", "16", "--seq", "16"], ["--seq 16"]),
+    (["llama-3.2-1b", "--repeats", str(10**9)], ["--repeats 1000000000"]),
+    ([""], ["MODEL ''"]),
+    (["llama-3.2-1b", "--layers", "17"], ["--layers 17", "16 layers"]),
+    (["llama-3.2-1b", "--seq", "8193"], ["--seq"]),
+])
+def test_unusual_input_is_one_line_exit_2(capsys, args, names):
+    _one_line_error(capsys, args, *names)
+
+
+def test_checkpoint_folder_without_weights(capsys, tmp_path):
+    _checkpoint(tmp_path)
+    (tmp_path / "model.safetensors").unlink()
+    _one_line_error(capsys, [str(tmp_path), "--seq", "8"], f"MODEL {tmp_path}", "safetensors")
+
+
+def test_d_model_with_a_checkpoint_is_refused(capsys, tmp_path):
+    _checkpoint(tmp_path)
+    _one_line_error(capsys, [str(tmp_path), "--d-model", "16"], "--d-model 16", "checkpoint")
+
+
+def test_more_layers_than_the_checkpoint_is_refused(capsys, tmp_path):
+    _checkpoint(tmp_path)
+    _one_line_error(capsys, [str(tmp_path), "--layers", "4"], "--layers 4", "3 layers")
+
+
+def test_a_checkpoint_is_timed_with_its_own_weights_and_vocab(capsys, tmp_path):
+    import torch
+
+    from blocklab.experiments.quantize import checkpoint_layers
+
+    model = _checkpoint(tmp_path)
+    code, out, err = _run(capsys, str(tmp_path), "--layers", "2", "--seq", "8", "--repeats",
+                          "1", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["weights"] == "checkpoint" and "checkpoint's own weights" in doc["note"]
+    assert doc["timed_config"]["vocab_size"] == 48 and doc["timed_config"]["n_layers"] == 2
+    assert doc["timed_config"]["d_model"] == 32
+    cut = checkpoint_layers(tmp_path, 2)
+    full = model.state_dict()
+    for name, tensor in cut.state_dict().items():  # every tensor is the checkpoint's own
+        torch.testing.assert_close(tensor, full[name], atol=0, rtol=0)
+    assert "layers.2.ffn.down_proj.weight" not in cut.state_dict()
+
+
+def test_json_labels_the_bound_and_the_estimate(capsys):
+    code, out, _ = _run(capsys, "llama-3.2-1b", "--layers", "1", "--d-model", "64", "--seq",
+                        "8", "--repeats", "1", "--json")
+    assert code == 0
+    ffn = next(d for d in json.loads(out)["schemes"] if d["scheme"] == "ffn/dynamic")
+    assert ffn["prefill_estimate"]["8"] <= ffn["prefill_bound"]["8"]
+    assert 0.0 <= ffn["time_share"]["8"] <= 1.0 and ffn["decode_bound"] is not None
+
+
+@pytest.mark.parametrize("vnni", [False, True])
+def test_a_cpu_without_int8_instructions_is_noted_under_the_table(capsys, monkeypatch, vnni):
+    import blocklab.experiments.suites.quantize as suite
+
+    flags = {"avx2": True, "avx512f": vnni, "avx512_vnni": vnni, "avx_vnni": False,
+             "amx_tile": False, "amx_int8": False}
+    monkeypatch.setattr(suite, "cpu_flags", lambda: flags)
+    monkeypatch.setenv("COLUMNS", "200")
+    code, out, _ = _run(capsys, "llama-3.2-1b", "--layers", "1", "--d-model", "64", "--seq",
+                        "8", "--repeats", "1")
+    assert code == 0
+    assert ("no fast path" in out) is not vnni
+    assert "an estimate, not a bound" in out

@@ -57,6 +57,10 @@ def _text(x: float | None, digits: int = 2) -> str:
     return "—" if x is None else f"{x:.{digits}f}"
 
 
+def _pct_text(x: float | None) -> str:
+    return "—" if x is None else f"{100 * x:.1f}%"
+
+
 def int8_hardware(data: QuantizeData) -> bool:
     """Whether the timed CPU has int8 dot-product instructions (VNNI or AMX int8). Without
     them torch's int8 GEMMs take a slow path, so a slowdown says nothing about int8 itself."""
@@ -99,10 +103,14 @@ def c32_parts(data: QuantizeData) -> tuple[list[Part], dict]:
             largest_est = Estimate(mean, None, None, min(a.n, b.n))
     largest = Part.graded(f"FFN-only gains more than attention-only (T={t})", C32_LARGEST_RULE,
                           largest_est, fair_arms=int8_hardware(data), longer_run_agrees=agrees)
-    numbers = {"T": int(t), "ffn_share": ffn.flop_share[t], "k_ffn": ffn.gemm_speedup[t],
-               "amdahl_ffn": ffn.prefill_bound[t], "speedup_ffn": a.mean,
-               "speedup_attention": b.mean, "k_attention": attn.gemm_speedup[t],
-               "decode_ffn": ffn.decode_speedup.mean, "decode_bound_ffn": ffn.decode_bound}
+    # estimate: Amdahl over the FFN's share of the time with its GEMMs' k (not a bound);
+    # bound: the FFN's layers made free, which no FFN-only scheme can beat.
+    numbers = {"T": int(t), "ffn_flop_share": ffn.flop_share[t],
+               "ffn_time_share": ffn.time_share[t], "k_ffn": ffn.gemm_speedup[t],
+               "estimate_ffn": ffn.prefill_estimate[t], "bound_ffn": ffn.prefill_bound[t],
+               "speedup_ffn": a.mean, "speedup_attention": b.mean,
+               "k_attention": attn.gemm_speedup[t], "decode_ffn": ffn.decode_speedup.mean,
+               "decode_estimate_ffn": ffn.decode_estimate, "decode_bound_ffn": ffn.decode_bound}
     return [speed, largest], numbers
 
 
@@ -128,10 +136,12 @@ def c32(ctx: Context) -> Finding:
     wo = _timing(data, "ffn/weight-only")
     wo_text = "" if wo is None else (
         f" Weight-only int8 of the FFN: prefill ×{_text(wo.prefill_speedup[str(n['T'])].mean)}, "
-        f"decode ×{_text(wo.decode_speedup.mean)} (bytes bound ×{_text(wo.decode_bound)}).")
+        f"decode ×{_text(wo.decode_speedup.mean)} (estimate from the bytes read "
+        f"×{_text(wo.decode_estimate)}, bound ×{_text(wo.decode_bound)}).")
     wo_zh = "" if wo is None else (
         f"仅对 FFN 做 weight-only int8：prefill ×{_text(wo.prefill_speedup[str(n['T'])].mean)}，"
-        f"decode ×{_text(wo.decode_speedup.mean)}（按读取字节的上界 ×{_text(wo.decode_bound)}）。")
+        f"decode ×{_text(wo.decode_speedup.mean)}（按读取字节的估计 ×{_text(wo.decode_estimate)}，"
+        f"上界 ×{_text(wo.decode_bound)}）。")
     m = data.model
     cpu = ("" if vnni else " This CPU has no VNNI/AMX int8 instructions, so torch's int8 GEMM "
            "runs a slow path: the measured k is the machine's, not int8's, and the claim is "
@@ -143,16 +153,21 @@ def c32(ctx: Context) -> Finding:
         verdict,
         f"d={m.get('d_model')}, {m.get('n_layers')} layers, prefill T={n['T']} ({C32_MODE} "
         f"int8, eager, {data.threads} thread(s), random weights): the FFN is "
-        f"{100 * n['ffn_share']:.1f}% of prefill FLOPs (blocklab.budget); its int8 GEMMs run "
-        f"k = {_text(n['k_ffn'])}× the float ones, so Amdahl bounds FFN-only at "
-        f"×{_text(n['amdahl_ffn'])}; measured ×{_text(n['speedup_ffn'])} (attention-only "
+        f"{100 * n['ffn_flop_share']:.1f}% of prefill FLOPs (blocklab.budget) and "
+        f"{_pct_text(n['ffn_time_share'])} of the float prefill's time; with its layers free "
+        f"prefill runs ×{_text(n['bound_ffn'])}, the bound no FFN-only scheme can beat; its "
+        f"int8 GEMMs run k = {_text(n['k_ffn'])}× the float ones, so Amdahl over the time "
+        f"share estimates FFN-only at ×{_text(n['estimate_ffn'])}; measured "
+        f"×{_text(n['speedup_ffn'])} (attention-only "
         f"×{_text(n['speedup_attention'])}) → {parts[0].verdict} / {parts[1].verdict}."
         f"{wo_text}{cpu} The page's ~99% share counts Llama-3-8B at T=4096, with the attention "
         "projections left out of its sum.",
         f"d={m.get('d_model')}、{m.get('n_layers')} 层、prefill T={n['T']}（{C32_MODE} int8，eager，"
-        f"{data.threads} 线程，随机权重）：FFN 占 prefill FLOPs 的 {100 * n['ffn_share']:.1f}%"
-        f"（blocklab.budget）；其 int8 GEMM 速度为浮点的 k = {_text(n['k_ffn'])} 倍，按 Amdahl 仅量化 "
-        f"FFN 的上界为 ×{_text(n['amdahl_ffn'])}；实测 ×{_text(n['speedup_ffn'])}（仅量化注意力 "
+        f"{data.threads} 线程，随机权重）：FFN 占 prefill FLOPs 的 {100 * n['ffn_flop_share']:.1f}%"
+        f"（blocklab.budget），占浮点 prefill 时间的 {_pct_text(n['ffn_time_share'])}；FFN 各层耗时为零时 "
+        f"prefill 为 ×{_text(n['bound_ffn'])}，即仅量化 FFN 无法超过的上界；其 int8 GEMM 速度为浮点的 "
+        f"k = {_text(n['k_ffn'])} 倍，按时间占比的 Amdahl 估计仅量化 FFN 为 ×{_text(n['estimate_ffn'])}；"
+        f"实测 ×{_text(n['speedup_ffn'])}（仅量化注意力 "
         f"×{_text(n['speedup_attention'])}）→ {parts[0].verdict} / {parts[1].verdict}。"
         f"{wo_zh}{cpu_zh}页面的约 99% 是 Llama-3-8B 在 T=4096 下、未计注意力投影时的比例。",
         {**n, "timings": [asdict(r) for r in data.timings], "cpu_flags": data.cpu_flags},

@@ -1,5 +1,6 @@
 """`blocklab quantize MODEL`: int8 prefill/decode speed-up and error per scheme, on a stack cut
-to fit this machine (random weights), against the Amdahl and bytes bounds."""
+to fit this machine (a checkpoint's own weights, else random ones), beside the bound no scheme
+can beat (its layers made free) and an Amdahl estimate (`blocklab.experiments.quantize`)."""
 
 from __future__ import annotations
 
@@ -10,14 +11,18 @@ import typer
 
 from blocklab.cli import app, console, fail
 
+MAX_REPEATS = 1000  # a timing of hours at most, even for the largest shapes allowed
+INT8_FLAGS = ("avx512_vnni", "avx_vnni", "amx_int8")  # int8 dot-product instructions
+
 
 @app.command()
 def quantize(
-    model: str = typer.Argument(..., help="Zoo name (see `blocklab budget --list`), a "
-                                          "config.json, or a Hugging Face checkpoint folder."),
+    model: str = typer.Argument(..., help="Zoo name (see `blocklab budget --list`) or a "
+                                          "config.json (random weights of its shape), or a "
+                                          "Hugging Face checkpoint folder (its own weights)."),
     layers: int = typer.Option(2, "--layers", help="Time the first N layers only."),
     d_model: int = typer.Option(None, "--d-model", help="Scale the width to this d_model "
-                                "(heads and d_ff in proportion)."),
+                                "(heads and d_ff in proportion; not with a checkpoint)."),
     seq: list[int] = typer.Option([512], "--seq", help="Prefill length(s) T (repeatable)."),
     repeats: int = typer.Option(3, "--repeats", help="Interleaved timing repeats."),
     compile: bool = typer.Option(False, "--compile", help="Time torch.compile'd models too."),
@@ -34,32 +39,83 @@ def quantize(
             raise fail(f"{name} {value} is not allowed; expected an integer >= {low}")
     if not seq or any(t < 1 or t > 8192 for t in seq):
         raise fail(f"--seq {seq} is not allowed; expected lengths in [1, 8192]")
-    from blocklab.budget import resolve_model
-
-    path = Path(model)
-    resolved = resolve_model(str(path / "config.json") if path.is_dir() else model)
-    from blocklab.experiments.quantize import scaled_config, time_schemes
+    twice = sorted({t for t in seq if seq.count(t) > 1})
+    if twice:
+        raise fail(f"--seq {twice[0]} is given {seq.count(twice[0])} times; expected distinct "
+                   "lengths")
+    if repeats > MAX_REPEATS:
+        raise fail(f"--repeats {repeats} is not allowed; expected an integer in "
+                   f"[1, {MAX_REPEATS}]")
+    if not model.strip():
+        raise fail(f"MODEL {model!r} is empty; expected a zoo name (`blocklab budget --list`), "
+                   "a config.json or a Hugging Face checkpoint folder")
+    from blocklab.budget import count_params, resolve_model
+    from blocklab.experiments.quantize import (
+        check_timing_fits,
+        checkpoint_files,
+        checkpoint_layers,
+        scaled_config,
+        time_schemes,
+    )
     from blocklab.experiments.suites.quantize import cpu_flags, timing_rows
 
-    cfg = scaled_config(resolved.config, n_layers=layers, d_model=d_model,
-                        max_seq_len=max(seq) + 4)
+    path = Path(model)
+    checkpoint = path.is_dir()
+    if checkpoint and d_model is not None:
+        raise fail(f"--d-model {d_model} is not allowed with the checkpoint {model}: real "
+                   "weights cannot be narrowed; drop --d-model, or pass "
+                   f"{path / 'config.json'} to time random weights of a narrower shape")
+    if checkpoint and (path / "config.json").is_file() and not checkpoint_files(path):
+        raise fail(f"MODEL {model} has no *.safetensors weights; expected a Hugging Face "
+                   f"checkpoint folder, or pass {path / 'config.json'} to time random weights "
+                   "of its shape")
+    resolved = resolve_model(str(path / "config.json") if checkpoint else model)
+    if layers > resolved.config.n_layers:
+        raise fail(f"--layers {layers} is more than the {resolved.config.n_layers} layers of "
+                   f"{resolved.label}; expected 1 to {resolved.config.n_layers}")
+    options = " ".join([f"--layers {layers}", *([] if d_model is None else
+                                                 [f"--d-model {d_model}"]),
+                        *[f"--seq {t}" for t in seq]])
+    loaded = 0
+    if checkpoint:
+        # load_hf holds the whole checkpoint twice at its peak: as read, and as a float32 model.
+        cfg = resolved.config.replace(n_layers=layers)
+        loaded = (sum(f.stat().st_size for f in checkpoint_files(path))
+                  + 4 * count_params(resolved.config).total)
+        options = f"MODEL {model} {options}"
+    else:
+        cfg = scaled_config(resolved.config, n_layers=layers, d_model=d_model,
+                            max_seq_len=max(seq) + 4)
+    check_timing_fits(cfg, seq, options=options, loaded_bytes=loaded,
+                      advice="use a smaller --layers or --seq" if checkpoint else
+                      "use a smaller --d-model, --layers or --seq")
+    base = None
+    if checkpoint:
+        base = checkpoint_layers(path, layers)
+        cfg = base.config
     docs = []
     for compiled in ((False, True) if compile else (False,)):
         raw = time_schemes(cfg, seq_lens=sorted(seq), repeats=repeats, compile=compiled,
-                           threads=threads)
+                           threads=threads, model=base)
         spec = {"seq_lens": sorted(seq), "compile": compiled}
         rows = timing_rows({"model": cfg.to_dict(), "spec": spec, **raw})
         docs += [{"scheme": r.scheme, "compiled": r.compiled, "prefill_ms": r.prefill_ms,
                   "prefill_speedup": {t: s.mean for t, s in r.prefill_speedup.items()},
-                  "prefill_bound": r.prefill_bound, "flop_share": r.flop_share,
+                  "prefill_estimate": r.prefill_estimate, "prefill_bound": r.prefill_bound,
+                  "flop_share": r.flop_share, "time_share": r.time_share,
                   "gemm_speedup": r.gemm_speedup, "decode_ms": r.decode_ms,
-                  "decode_speedup": r.decode_speedup.mean, "decode_bound": r.decode_bound,
+                  "decode_speedup": r.decode_speedup.mean, "decode_estimate": r.decode_estimate,
+                  "decode_bound": r.decode_bound, "decode_time_share": r.decode_time_share,
                   "logits_error": r.logits_error} for r in rows]
+    weights = ("the checkpoint's own weights" if checkpoint else "random weights")
     note = (f"{resolved.label}: timed the first {cfg.n_layers} of {resolved.config.n_layers} "
             f"layers at d_model={cfg.d_model}, d_ff={cfg.d_ff}, a {cfg.vocab_size}-token vocab, "
-            f"random weights, float32, {threads} thread(s)")
+            f"{weights}, float32, {threads} thread(s)")
+    flags = cpu_flags()
+    fast_int8 = any(flags.get(f) for f in INT8_FLAGS)
     out = {"model": resolved.label, "timed_config": cfg.to_dict(), "note": note,
-           "cpu_flags": cpu_flags(), "schemes": docs}
+           "weights": "checkpoint" if checkpoint else "random", "cpu_flags": flags,
+           "int8_fast_path": fast_int8, "schemes": docs}
     if as_json:
         typer.echo(json.dumps(out, indent=2))
         return
@@ -67,15 +123,29 @@ def quantize(
 
     table = Table(title=note)
     lens = [str(t) for t in sorted(seq)]
-    for col in ["scheme", *[f"prefill T={t} ×" for t in lens], *[f"bound T={t}" for t in lens],
-                "decode ×", "decode bound", "logits rel. err"]:
+    for col in ["scheme", *[f"prefill T={t} ×" for t in lens],
+                *[f"estimate T={t}" for t in lens], *[f"bound T={t}" for t in lens],
+                "decode ×", "decode estimate", "decode bound", "logits rel. err"]:
         table.add_column(col, no_wrap=col == "scheme", justify="left" if col == "scheme"
                          else "right")
     for d in docs:
         table.add_row(d["scheme"] + (" (compiled)" if d["compiled"] else ""),
                       *[f"{d['prefill_speedup'][t]:.2f}" for t in lens],
-                      *["—" if d["prefill_bound"][t] is None else f"{d['prefill_bound'][t]:.2f}"
-                        for t in lens],
-                      f"{d['decode_speedup']:.2f}", f"{d['decode_bound']:.2f}",
+                      *[_number(d["prefill_estimate"][t]) for t in lens],
+                      *[_number(d["prefill_bound"][t]) for t in lens],
+                      f"{d['decode_speedup']:.2f}", _number(d["decode_estimate"]),
+                      _number(d["decode_bound"]),
                       "—" if d["logits_error"] is None else f"{d['logits_error']:.2e}")
     console().print(table)
+    console().print("bound = 1/(1 − f), f the quantized layers' share of the float model's time "
+                    "(timed with them free): no scheme beats it beyond timing noise. estimate = "
+                    "1/(1 − f + f/S), S their GEMMs' own speed-up (prefill) or weight bytes "
+                    "float32/int8 (decode): an estimate, not a bound.")
+    if not fast_int8:
+        console().print("note: this CPU has none of AVX-512 VNNI, AVX-VNNI or AMX-int8, so int8 "
+                        "has no fast path here: every scheme is expected to be slower than "
+                        "float32.")
+
+
+def _number(x: float | None) -> str:
+    return "—" if x is None else f"{x:.2f}"

@@ -1,22 +1,38 @@
-"""Measuring int8 quantization of a `DecoderLM`: prefill and decode time per scheme, the roofline
-bounds `blocklab.budget` gives for them, and what quantization costs in error and loss.
+"""Measuring int8 quantization of a `DecoderLM`: prefill and decode time per scheme, what the
+quantized layers' share of the time lets a scheme gain at most, and what quantization costs in
+error and loss.
 
     schemes   (part, mode): nothing quantized, or the ffn / attention / all linear layers by
               torchao in "weight-only" or "dynamic" int8 (`blocklab.nn.quantize`)
-    timing    every scheme is a quantized copy of the same random-weight model; a repeat runs
-              every scheme once, in an order rotated by one each repeat (drift hits all alike):
-              a prefill of T tokens per T (filling a KV cache), then `decode_steps` one-token
-              steps on the cache of the first T (median of the steps)
+    timing    every scheme is a quantized copy of the same model (random weights, or a
+              checkpoint's); a repeat runs every scheme once, in an order rotated by one each
+              repeat (drift hits all alike): a prefill of T tokens per T (filling a KV cache),
+              then `decode_steps` one-token steps on the cache of the first T (median of the
+              steps). The rotation also runs, per part, the float model with that part's linear
+              layers made free (`without_part`: each returns zeros of its output's shape)
     GEMMs     the speed-up k of a part's own linear layers at the prefill shape [T, d], timed
-              alone (no attention kernel, norm or activation): the k of the Amdahl bound
-    bounds    prefill: quantizing a part with FLOP share s whose GEMMs run k× faster speeds a
-              prefill by at most 1 / (1 − s + s/k) (Amdahl); decode: a step that only moves
-              bytes runs at most bytes_fp / bytes_q faster, every quantized weight read as
-              1 byte instead of 4 (float32), the KV cache unchanged
+              alone (no attention kernel, norm or activation)
+
+Bound and estimate (Amdahl). Let f be the share of the float model's *time* spent in the
+quantized layers (not their FLOP share: at small shapes the attention kernel, norms, activations
+and Python overhead take far more time than FLOPs) and S those layers' own speed-up. The rest
+runs the same code, so
+
+    speed-up = 1 / ((1 − f) + f/S)                                          (two parts: Σ f_p/S_p)
+
+    bound     S → ∞: 1 / (1 − f) = t_float / t_free, with t_free the measured time of the model
+              whose quantized layers cost nothing. No scheme that only changes those layers can
+              beat it (up to timing noise); it assumes nothing about S.
+    estimate  S = k (prefill: the GEMMs timed alone) or S = the layers' weight bytes, float / int8
+              with scales (decode, as if those layers were memory-bound). Neither S is an upper
+              bound of the layers' speed-up in the model (other shapes, caches, dispatch), so
+              1 / ((1 − f) + f/S) is an estimate, which a scheme may beat.
+
     quality   a trained model's validation loss with each scheme (torchao, eager), and for
               SwiGLU the C33 comparison of gate/up/down quantized separately or merged
 
-Speed-up = time(nothing quantized) / time(scheme), per repeat; > 1 is faster.
+Speed-up = time(nothing quantized) / time(scheme), per repeat; > 1 is faster. The bound is the
+same ratio for the free-layers model, per repeat, so the two share their float timings.
 """
 
 from __future__ import annotations
@@ -26,6 +42,7 @@ import math
 import statistics
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -40,6 +57,7 @@ from blocklab.nn.attention import KVCache
 from blocklab.nn.quantize import (
     MODES,
     SWIGLU_SCHEMES,
+    linear_filter,
     part_of,
     quantize_model,
     swiglu_quantized_copy,
@@ -48,6 +66,7 @@ from blocklab.nn.quantize import (
 # The schemes timed, "none" first: every speed-up is against it.
 SCHEMES: tuple[tuple[str, str], ...] = (("none", "none"),) + tuple(
     (part, mode) for mode in MODES for part in ("ffn", "attention", "all"))
+FREE_PARTS = ("ffn", "attention", "all")  # the parts made free, one model each, for the bounds
 FLOAT_BYTES = 4  # the timed models are float32
 TIMING_VOCAB = 256  # a byte vocabulary: the head stays small, so the timings are the blocks'
 
@@ -86,22 +105,86 @@ def scaled_config(cfg: ModelConfig, *, n_layers: int | None = None,
     return cfg.replace(**changes)
 
 
-# --- bounds from the budget ---
+def checkpoint_files(path: Path) -> list[Path]:
+    """The safetensors files of a Hugging Face checkpoint folder (empty when it has none)."""
+    return sorted(path.glob("*.safetensors"))
+
+
+def checkpoint_layers(path: str | Path, n_layers: int) -> nn.Module:
+    """The checkpoint at `path` (`blocklab.interop.load_hf`, float32) cut to its first
+    `n_layers` layers: its embeddings, those layers, final norm and lm_head, with its own
+    weights and vocabulary, as a DecoderLM of its config with n_layers layers."""
+    from blocklab.interop import load_hf
+    from blocklab.nn import DecoderLM
+
+    full = load_hf(path, dtype=torch.float32)
+    if not 1 <= n_layers <= full.config.n_layers:
+        raise InputError(f"--layers {n_layers} is not allowed for {path}; expected 1 to "
+                         f"{full.config.n_layers}")
+    kept = {name: tensor for name, tensor in full.state_dict().items()
+            if not name.startswith("layers.") or int(name.split(".")[1]) < n_layers}
+    cut = DecoderLM(full.config.replace(n_layers=n_layers))
+    cut.load_state_dict(kept)  # strict: every tensor of the cut model comes from the checkpoint
+    return cut
+
+
+# --- bounds and estimates (see the module docstring) ---
 def amdahl(share: float, k: float) -> float:
     """Speed-up of the whole when a fraction `share` of its time runs k× faster:
-    1 / (1 − s + s/k)."""
-    if not (0.0 <= share <= 1.0) or not k > 0:
-        raise InputError(f"amdahl: share={share!r} must lie in [0, 1] and k={k!r} be > 0")
-    return 1.0 / (1.0 - share + share / k)
+    1 / (1 − s + s/k); k = math.inf makes that fraction free."""
+    return amdahl_parts([(share, k)])
+
+
+def amdahl_parts(parts: Sequence[tuple[float, float]]) -> float:
+    """Speed-up of the whole when each part p, a fraction f_p of its time, runs S_p× faster and
+    the rest is unchanged: 1 / (1 − Σ f_p + Σ f_p/S_p). S_p = math.inf makes part p free, which
+    gives the bound 1 / (1 − Σ f_p) no speed-up of those parts can beat."""
+    for share, k in parts:
+        if not (0.0 <= share <= 1.0) or not k > 0:
+            raise InputError(f"amdahl: share={share!r} must lie in [0, 1] and k={k!r} be > 0")
+    total = sum(share for share, _ in parts)
+    if total > 1.0 + 1e-12:
+        raise InputError(f"amdahl: the shares sum to {total!r}; expected at most 1")
+    rest = max(0.0, 1.0 - total) + sum(share / k for share, k in parts)
+    return math.inf if rest == 0.0 else 1.0 / rest
+
+
+def free_speedup(t_float: Sequence[float], t_free: Sequence[float]) -> float:
+    """The bound 1 / (1 − f), measured: mean over repeats of t_float[r] / t_free[r], the float
+    model against the same model with the quantized layers free (paired by repeat, like every
+    scheme's speed-up)."""
+    return statistics.fmean(speedups(t_free, list(t_float)))
+
+
+def time_share(bound: float) -> float:
+    """f from a measured bound 1 / (1 − f), clamped to [0, 1] (noise can put the free model a
+    little behind the float one: f = 0 then)."""
+    return min(1.0, max(0.0, 1.0 - 1.0 / bound))
 
 
 def part_flop_share(cfg: ModelConfig, part: str, seq_len: int, *, decode: bool = False) -> float:
     """The FLOP share of `part`'s linear layers in a prefill of seq_len tokens (or a decode step
-    at that context), by `blocklab.budget.flops`."""
+    at that context), by `blocklab.budget.flops`. Shown beside the time share, not used by the
+    bound: FLOPs are not time."""
     f = decode_flops(cfg, 1, seq_len) if decode else prefill_flops(cfg, 1, seq_len)
     quantized = {"none": 0, "ffn": f.ffn, "attention": f.attention_proj,
                  "all": f.ffn + f.attention_proj}[part]
     return quantized / f.total
+
+
+_LINEARS = {"none": (), "ffn": ("gate_proj", "up_proj", "down_proj"),
+            "attention": ("q_proj", "k_proj", "v_proj", "o_proj")}
+_LINEARS["all"] = _LINEARS["ffn"] + _LINEARS["attention"]
+
+
+def part_bytes_ratio(cfg: ModelConfig, part: str) -> float:
+    """S of `part`'s linear layers in a decode step if they are memory-bound: their float32
+    weight bytes over their int8 bytes plus a float32 scale per output row (1.0 for "none")."""
+    layer = count_params(cfg).layer
+    names = [n for n in _LINEARS[part] if layer[n]]
+    params = sum(layer[n] for n in names)
+    rows = sum(_rows(cfg, n) for n in names)
+    return 1.0 if not names else FLOAT_BYTES * params / (params + FLOAT_BYTES * rows)
 
 
 def decode_bytes(cfg: ModelConfig, part: str, context: int) -> int:
@@ -111,11 +194,9 @@ def decode_bytes(cfg: ModelConfig, part: str, context: int) -> int:
     params = count_params(cfg)
     weights = decode_weight_params_read(cfg, params) * FLOAT_BYTES
     layer = params.layer
-    names = {"none": (), "ffn": ("gate_proj", "up_proj", "down_proj"),
-             "attention": ("q_proj", "k_proj", "v_proj", "o_proj")}
-    names["all"] = names["ffn"] + names["attention"]
-    int8 = cfg.n_layers * sum(layer[n] for n in names[part])
-    rows = cfg.n_layers * sum(_rows(cfg, n) for n in names[part])
+    names = [n for n in _LINEARS[part] if layer[n]]
+    int8 = cfg.n_layers * sum(layer[n] for n in names)
+    rows = cfg.n_layers * sum(_rows(cfg, n) for n in names)
     return weights - int8 * (FLOAT_BYTES - 1) + rows * FLOAT_BYTES + kv_cache_bytes(
         cfg, 1, context, "fp32")
 
@@ -127,19 +208,117 @@ def _rows(cfg: ModelConfig, name: str) -> int:
             "q_proj": q, "k_proj": kv, "v_proj": kv, "o_proj": cfg.d_model}[name]
 
 
+# --- memory, before anything is built ---
+def timing_bytes(cfg: ModelConfig, seq_lens: Sequence[int], decode_steps: int = 4,
+                 schemes: Sequence[tuple[str, str]] | None = None) -> dict[str, int]:
+    """A lower estimate of what `time_schemes` holds at its peak, from `blocklab.budget`:
+    {"weights": the float model, every scheme's copy (its part's weights at 1 byte plus a
+    4-byte scale per row, the rest at 4), one copy per part without that part's layers, and one
+    float copy while it is quantized; "activations": the longest prefill's float32 KV cache,
+    one layer's forward tensors and the logits}."""
+    from blocklab.budget.memory import layer_activation_elements
+
+    schemes = SCHEMES if schemes is None else schemes
+    params = count_params(cfg)
+    total = params.total
+    layer = params.layer
+
+    def part_params(part: str) -> tuple[int, int]:
+        names = [n for n in _LINEARS[part] if layer[n]]
+        return (cfg.n_layers * sum(layer[n] for n in names),
+                cfg.n_layers * sum(_rows(cfg, n) for n in names))
+
+    weights = 2 * FLOAT_BYTES * total  # the float model, and a copy being quantized
+    for part, _ in schemes:
+        if part != "none":
+            quantized, rows = part_params(part)
+            weights += FLOAT_BYTES * (total - quantized) + quantized + FLOAT_BYTES * rows
+    for part in FREE_PARTS:
+        weights += FLOAT_BYTES * (total - part_params(part)[0])
+    longest = max(seq_lens)
+    per_layer = layer_activation_elements(cfg, 1, longest)["total_fused"]
+    activations = (kv_cache_bytes(cfg, 1, longest + decode_steps, "fp32")
+                   + FLOAT_BYTES * (per_layer + longest * cfg.vocab_size))
+    return {"weights": weights, "activations": activations}
+
+
+def memory_bytes() -> tuple[int | None, int | None]:
+    """(MemAvailable, MemTotal) from /proc/meminfo, None where it cannot be read."""
+    found: dict[str, int] = {}
+    try:
+        with open("/proc/meminfo", encoding="ascii") as handle:
+            for line in handle:
+                key, _, rest = line.partition(":")
+                if key in ("MemAvailable", "MemTotal"):
+                    found[key] = int(rest.split()[0]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return found.get("MemAvailable"), found.get("MemTotal")
+
+
+def check_timing_fits(cfg: ModelConfig, seq_lens: Sequence[int], *, options: str,
+                      loaded_bytes: int = 0, decode_steps: int = 4,
+                      advice: str = "use smaller values") -> None:
+    """Refuse, before any allocation, a timing whose estimated memory (`timing_bytes`, plus
+    `loaded_bytes` held while a checkpoint is read) exceeds the memory available here:
+    InputError naming `options` (the flags as the user gave them)."""
+    need = timing_bytes(cfg, seq_lens, decode_steps)
+    needed = need["weights"] + need["activations"] + loaded_bytes
+    available, total = memory_bytes()
+    if available is None or needed <= available:
+        return
+    gib = 2**30
+    loaded = f", the checkpoint as read {loaded_bytes / gib:,.1f} GiB" if loaded_bytes else ""
+    of_total = "" if total is None else f" of this machine's {total / gib:,.1f} GiB"
+    raise InputError(
+        f"{options}: timing needs at least {needed / gib:,.1f} GiB (the float model, its "
+        f"{len(SCHEMES) - 1} int8 copies and {len(FREE_PARTS)} copies without the quantized "
+        f"layers {need['weights'] / gib:,.1f} GiB, activations {need['activations'] / gib:,.1f} "
+        f"GiB{loaded}), more than the {available / gib:,.1f} GiB available{of_total}; "
+        f"{advice}")
+
+
 # --- timing ---
+class FreeLinear(nn.Module):
+    """Stands in for a linear layer at no cost beyond its output: zeros [..., out_features],
+    which any implementation of the layer must at least allocate and write."""
+
+    def __init__(self, out_features: int) -> None:
+        super().__init__()
+        self.out_features = out_features
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.new_zeros(*x.shape[:-1], self.out_features)  # [..., out_features]
+
+
+def without_part(model: nn.Module, part: str) -> nn.Module:
+    """A deep copy of `model` whose linear layers of `part` ("ffn", "attention" or "all") are
+    `FreeLinear`: everything else runs as in `model`, so its time is the 1 − f of Amdahl's law.
+    Under torch.compile the zeros may be folded into what follows; the free model then gets
+    faster still and the bound only looser, never wrong."""
+    wanted = linear_filter(part)
+    out = copy.deepcopy(model)
+    for name, module in list(out.named_modules()):
+        if wanted(module, name):
+            parent, _, child = name.rpartition(".")
+            setattr(out.get_submodule(parent), child, FreeLinear(module.out_features))
+    return out
+
+
 def _median(values: Sequence[float]) -> float:
     return float(statistics.median(values))
 
 
 def build_schemes(cfg: ModelConfig, schemes: Sequence[tuple[str, str]],
-                  seed: int = 0) -> dict[str, nn.Module]:
-    """scheme name -> an eval-mode model: the same random-weight DecoderLM (seeded), quantized
-    per scheme."""
+                  seed: int = 0, base: nn.Module | None = None) -> dict[str, nn.Module]:
+    """scheme name -> an eval-mode model: `base` (a float32 DecoderLM of `cfg`, such as a
+    checkpoint's) or else a random-weight DecoderLM (seeded), quantized per scheme."""
     from blocklab.nn import DecoderLM
 
-    torch.manual_seed(seed)
-    base = DecoderLM(cfg).eval().requires_grad_(False)
+    if base is None:
+        torch.manual_seed(seed)
+        base = DecoderLM(cfg)
+    base = base.eval().requires_grad_(False)
     models = {}
     for part, mode in schemes:
         model = base if part == "none" else quantize_model(copy.deepcopy(base), part, mode)
@@ -156,24 +335,40 @@ def _linears(model: nn.Module, part: str, layer: int = 0) -> list[nn.Linear]:
 def time_schemes(cfg: ModelConfig, *, seq_lens: Sequence[int], decode_steps: int = 4,
                  repeats: int = 3, warmup: int = 1,
                  schemes: Sequence[tuple[str, str]] = SCHEMES, compile: bool = False,
-                 threads: int | None = None, seed: int = 0,
+                 threads: int | None = None, seed: int = 0, model: nn.Module | None = None,
+                 min_call_s: float = 0.02,
                  progress: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Prefill and decode seconds of every scheme, per repeat, and the relative logits error.
-    Decode steps continue the prefill of seq_lens[0] tokens (its KV cache).
+    """Prefill and decode seconds of every scheme, and of the float model with each part's
+    linear layers free (`without_part`), per repeat, and the relative logits error. Decode steps
+    continue the prefill of seq_lens[0] tokens (its KV cache). `model`: the float32 DecoderLM of
+    `cfg` to quantize (a checkpoint's); None builds one with random weights (seeded). A prefill
+    shorter than `min_call_s` (the float model's, at warm-up) is timed as the fastest of as many
+    calls (at most 10) as fill `min_call_s`: noise only adds time, and a single call of a
+    millisecond is mostly noise on a shared machine.
 
     Returns {"prefill_s": {scheme: {T: [s per repeat]}}, "decode_s": {scheme: [s per repeat]},
-    "gemm_s": {scheme: {T: [s per repeat]}} (the quantized part's own linear layers of layer 0
-    at [T, d]; "ffn" and "attention" parts only, with "none/<part>" their float baseline),
-    "logits_error": {scheme: ‖ŷ − y‖ / ‖y‖ on the first prefill}, "compile_s": {scheme: s}}.
+    "free_prefill_s": {part: {T: [s per repeat]}}, "free_decode_s": {part: [s per repeat]}
+    (parts of FREE_PARTS, timed in the same rotation as the schemes), "gemm_s": {scheme: {T:
+    [s per repeat]}} (the quantized part's own linear layers of layer 0 at [T, d]; "ffn" and
+    "attention" parts only, with "none/<part>" their float baseline), "logits_error": {scheme:
+    ‖ŷ − y‖ / ‖y‖ on the first prefill}, "compile_s": {scheme or "free/<part>": s}}.
     """
     if schemes[0] != ("none", "none"):
         raise InputError("the first scheme must be ('none', 'none'): speed-ups are against it")
     threads = threads or torch.get_num_threads()
-    out: dict[str, Any] = {"prefill_s": {}, "decode_s": {}, "gemm_s": {}, "logits_error": {},
+    out: dict[str, Any] = {"prefill_s": {}, "decode_s": {}, "free_prefill_s": {},
+                           "free_decode_s": {}, "gemm_s": {}, "logits_error": {},
                            "compile_s": {}}
     with torch_threads(threads):
-        models = build_schemes(cfg, schemes, seed)
+        models = build_schemes(cfg, schemes, seed, base=model)
+        for part in FREE_PARTS:
+            models[f"free/{part}"] = without_part(models["none"], part)
         names = list(models)
+        # Where each model's timings go: the schemes' own, or the free models' by part.
+        slots = {name: (out["prefill_s"], out["decode_s"], name) for name in names
+                 if not name.startswith("free/")}
+        slots.update({f"free/{part}": (out["free_prefill_s"], out["free_decode_s"], part)
+                      for part in FREE_PARTS})
         g = torch.Generator().manual_seed(seed)
         ids = {t: torch.randint(0, cfg.vocab_size, (1, t), generator=g) for t in seq_lens}
         step_ids = torch.randint(0, cfg.vocab_size, (1, 1), generator=g)
@@ -182,6 +377,7 @@ def time_schemes(cfg: ModelConfig, *, seq_lens: Sequence[int], decode_steps: int
         gemm_in = {(t, lin.in_features): torch.randn(t, lin.in_features, generator=g)
                    for t in seq_lens for lins in parts.values() for lin in lins}
         reference: dict[int, torch.Tensor] = {}
+        calls = {t: 1 for t in seq_lens}  # prefill calls per measurement, set at warm-up
 
         def prefill(model, t):
             cache = KVCache(cfg.n_layers, max_len=t + decode_steps)
@@ -199,9 +395,9 @@ def time_schemes(cfg: ModelConfig, *, seq_lens: Sequence[int], decode_steps: int
             for lin in linears:
                 lin(gemm_in[t, lin.in_features])
 
-        for name in names:
-            out["prefill_s"][name] = {str(t): [] for t in seq_lens}
-            out["decode_s"][name] = []
+        for prefill_s, decode_s, key in slots.values():
+            prefill_s[key] = {str(t): [] for t in seq_lens}
+            decode_s[key] = []
         gemm_sets = {f"none/{p}": lins for p, lins in parts.items()}
         for part, mode in schemes[1:]:
             if part in parts:
@@ -209,30 +405,38 @@ def time_schemes(cfg: ModelConfig, *, seq_lens: Sequence[int], decode_steps: int
                                                               part)
         for name in gemm_sets:
             out["gemm_s"][name] = {str(t): [] for t in seq_lens}
+
         def warm(name, model):  # warm-up (and compile), untimed
             tick = time.perf_counter()
             for _ in range(warmup):
                 for t in reversed(seq_lens):  # the first length last: decode continues it
+                    started = time.perf_counter()
                     logits, cache = prefill(model, t)
                     if name == "none":
                         reference.setdefault(t, logits)
-                    elif t == seq_lens[0]:
+                        took = max(time.perf_counter() - started, 1e-9)
+                        calls[t] = max(calls[t], min(10, math.ceil(min_call_s / took)))
+                    elif t == seq_lens[0] and name in out["prefill_s"]:
                         ref = reference[t]
                         out["logits_error"][name] = float((logits - ref).norm() / ref.norm())
                 decode(model, cache)
             out["compile_s"][name] = time.perf_counter() - tick if compile else None
 
         def measure(name, model):
+            prefill_s, decode_s, key = slots[name]
             for t in reversed(seq_lens):
-                tick = time.perf_counter()
-                _, cache = prefill(model, t)
-                out["prefill_s"][name][str(t)].append(time.perf_counter() - tick)
-            out["decode_s"][name].append(decode(model, cache))
+                fastest = math.inf
+                for _ in range(calls[t]):
+                    tick = time.perf_counter()
+                    _, cache = prefill(model, t)
+                    fastest = min(fastest, time.perf_counter() - tick)
+                prefill_s[key][str(t)].append(fastest)
+            decode_s[key].append(decode(model, cache))
 
         if compile:
-            # One scheme at a time: all schemes share DecoderLM.forward's code, so compiling
-            # them side by side would exhaust torch.compile's per-function cache. dynamic=True:
-            # the growing KV cache would otherwise recompile at every decode step.
+            # One model at a time: all share DecoderLM.forward's code, so compiling them side by
+            # side would exhaust torch.compile's per-function cache. dynamic=True: the growing
+            # KV cache would otherwise recompile at every decode step.
             for name in names:
                 torch.compiler.reset()
                 model = torch.compile(models[name], dynamic=True)

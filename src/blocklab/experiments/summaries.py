@@ -26,8 +26,9 @@ from blocklab.errors import InputError, ResultsError
 
 # The layout of summary.json; readers refuse any other (3: typed data, one dataclass per suite;
 # 4: the first seed recorded; 6: placement's deep grid for C36; 7: position's order probe,
-# cost run and fine-tune settings for C29–C31).
-SUMMARY_SCHEMA = 7
+# cost run and fine-tune settings for C29–C31; 8: quantize's bounds from measured time shares,
+# its Amdahl figures kept apart as estimates).
+SUMMARY_SCHEMA = 8
 
 
 @dataclass(frozen=True)
@@ -477,7 +478,8 @@ class PositionData:
 @dataclass(frozen=True)
 class QuantTiming:
     """One int8 scheme's prefill and decode time against nothing quantized (speed-up = time of
-    the float model / time of this scheme, per repeat; > 1 faster), with its roofline bounds."""
+    the float model / time of this scheme, per repeat; > 1 faster), with the bound it cannot
+    beat and an Amdahl estimate (`blocklab.experiments.quantize` derives both)."""
 
     scheme: str  # "none", or "<part>/<mode>": ffn|attention|all / weight-only|dynamic
     part: str
@@ -488,10 +490,14 @@ class QuantTiming:
     decode_ms: float
     decode_speedup: Interval
     logits_error: float | None  # ‖ŷ − y‖ / ‖y‖ of the prefill logits (random weights)
-    flop_share: dict[str, float]  # seq_len -> FLOP share s of the quantized layers
+    flop_share: dict[str, float]  # seq_len -> FLOP share of the quantized layers (not time)
+    time_share: dict[str, float | None]  # seq_len -> f, their share of the float prefill's time
     gemm_speedup: dict[str, float | None]  # seq_len -> k of the part's own GEMMs (eager)
-    prefill_bound: dict[str, float | None]  # seq_len -> Amdahl 1 / (1 − s + s/k)
-    decode_bound: float  # bytes read by a float decode step / by this scheme's
+    prefill_estimate: dict[str, float | None]  # seq_len -> Amdahl 1 / (1 − f + f/k)
+    prefill_bound: dict[str, float | None]  # seq_len -> 1 / (1 − f): the layers made free
+    decode_time_share: float | None  # f of a decode step
+    decode_estimate: float | None  # 1 / (1 − f + f/S), S = the layers' bytes, float / int8
+    decode_bound: float | None  # 1 / (1 − f) of a decode step
     compile_s: float | None
 
 

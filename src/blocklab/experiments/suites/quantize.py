@@ -6,10 +6,11 @@ Two kinds of run:
     timing    (timed, alone) one random-weight DecoderLM of the size's shape, quantized by torchao
               in every scheme of `blocklab.experiments.quantize.SCHEMES` (ffn / attention / all
               linear layers × weight-only / dynamic int8); prefill at each T and one-token decode
-              on the KV cache, repeats interleaved (`time_schemes`); the parts' own GEMMs timed
-              alone give the int8 speed-up k of the Amdahl bound 1 / (1 − s + s/k), s the
-              FLOP share from `blocklab.budget`; decode's bound is bytes_fp / bytes_q.
-              Eager always; torch.compile'd too where the size says so.
+              on the KV cache, repeats interleaved (`time_schemes`), with the float model whose
+              quantized layers are free: its speed-up is the bound 1 / (1 − f) no scheme can
+              beat, f the layers' share of the time; the parts' own GEMMs timed alone give the
+              k of the Amdahl estimate 1 / (1 − f + f/k) (decode: S = the layers' bytes, float
+              / int8, in place of k). Eager always; torch.compile'd too where the size says so.
     quality   one per seed: a small SwiGLU model trained by the one training loop
               (`blocklab.experiments.trainer.train`), then its validation loss and logits error
               under every scheme (torchao), and the C33 comparison: gate/up/down quantized
@@ -162,7 +163,9 @@ def plan(size: str, seeds: range) -> list[RunSpec]:
     """The timed runs (one per timed shape), then one quality run per seed."""
     specs = []
     for t in SIZES[size]["timing"]:
-        payload = {"suite": "quantize", "kind": "timing", "threads": THREADS, **t}
+        # "bounds": the runs time the free-layers models too; runs stored before lack them.
+        payload = {"suite": "quantize", "kind": "timing", "threads": THREADS,
+                   "bounds": "time-share", **t}
         label = (f"timing d={t['d_model']} L={t['n_layers']} T={t['seq_lens']}"
                  f"{' compiled' if t['compile'] else ''}")
         specs.append(RunSpec(label, "timing", 0, payload,
@@ -179,44 +182,72 @@ def plan(size: str, seeds: range) -> list[RunSpec]:
 
 # --- summarise ---
 def timing_rows(result: dict[str, Any]) -> list[QuantTiming]:
+    """One QuantTiming per scheme of a timing result (`time_schemes`' output with "model" and
+    "spec"): speed-ups, the bound 1 / (1 − f) measured by the free-layers models and the Amdahl
+    estimate (see `blocklab.experiments.quantize`), never above the bound (it is, but for
+    noise that puts a measured bound below 1, where f is taken as 0). Bounds and estimates are
+    None for a result without the free-layers timings."""
     import statistics
 
     from blocklab.experiments.quantize import (
-        amdahl,
-        decode_bytes,
+        amdahl_parts,
+        free_speedup,
+        part_bytes_ratio,
         part_flop_share,
         speedups,
+        time_share,
     )
 
     cfg = ModelConfig.from_dict(result["model"])
     seq_lens = [str(t) for t in result["spec"]["seq_lens"]]
     compiled = bool(result["spec"]["compile"])
     base_prefill, base_decode = result["prefill_s"]["none"], result["decode_s"]["none"]
+    free_prefill, free_decode = result.get("free_prefill_s"), result.get("free_decode_s")
+
+    def shares(part: str, bounds: dict[str, float]) -> list[tuple[str, float]]:
+        """(part, f) of the layers `part` quantizes: "all" has two, at their own S, their f
+        scaled to sum to what the free "all" model measures (noise can make f_ffn + f_attention
+        differ from it)."""
+        if part != "all":
+            return [(part, time_share(bounds[part]))]
+        f = {p: time_share(bounds[p]) for p in ("ffn", "attention")}
+        total, whole = sum(f.values()), time_share(bounds["all"])
+        return [(p, 0.0 if total == 0 else whole * x / total) for p, x in f.items()]
+
+    bytes_ratio = {p: part_bytes_ratio(cfg, p) for p in ("ffn", "attention")}
     out = []
     for scheme, prefill in result["prefill_s"].items():
         part, mode = ("none", "none") if scheme == "none" else scheme.split("/")
-        share, k, bound = {}, {}, {}
+        flop, share, k, estimate, bound = {}, {}, {}, {}, {}
         for t in seq_lens:
-            share[t] = part_flop_share(cfg, part, int(t))
-            ks = []
+            flop[t] = part_flop_share(cfg, part, int(t))
+            ks = {}
             for p in (("ffn", "attention") if part == "all" else (part,)):
-                if p == "none":
-                    continue
-                fp, q = result["gemm_s"][f"none/{p}"][t], result["gemm_s"][f"{p}/{mode}"][t]
-                ks.append((p, statistics.median(fp) / statistics.median(q)))
+                if p != "none":
+                    fp, q = result["gemm_s"][f"none/{p}"][t], result["gemm_s"][f"{p}/{mode}"][t]
+                    ks[p] = statistics.median(fp) / statistics.median(q)
+            k[t] = None if part == "all" else ks.get(part, 1.0)
             if part == "none":
-                k[t], bound[t] = 1.0, 1.0
-            elif part == "all":
-                # Two parts at their own k: 1 / (1 − s_f − s_a + s_f/k_f + s_a/k_a).
-                kf, ka = dict(ks)["ffn"], dict(ks)["attention"]
-                sf, sa = part_flop_share(cfg, "ffn", int(t)), part_flop_share(cfg, "attention",
-                                                                              int(t))
-                k[t] = None
-                bound[t] = 1.0 / (1.0 - sf - sa + sf / kf + sa / ka)
+                share[t], estimate[t], bound[t] = 0.0, 1.0, 1.0
+            elif free_prefill is None:
+                share[t] = estimate[t] = bound[t] = None
             else:
-                k[t] = ks[0][1]
-                bound[t] = amdahl(share[t], k[t])
-        context = int(seq_lens[0])
+                bounds = {p: free_speedup(base_prefill[t], free_prefill[p][t])
+                          for p in free_prefill}
+                bound[t] = bounds[part]
+                share[t] = time_share(bound[t])
+                estimate[t] = min(bound[t], amdahl_parts([(f, ks[p])
+                                                          for p, f in shares(part, bounds)]))
+        if part == "none":
+            d_share, d_estimate, d_bound = 0.0, 1.0, 1.0
+        elif free_decode is None:
+            d_share = d_estimate = d_bound = None
+        else:
+            bounds = {p: free_speedup(base_decode, free_decode[p]) for p in free_decode}
+            d_bound = bounds[part]
+            d_share = time_share(d_bound)
+            d_estimate = min(d_bound, amdahl_parts([(f, bytes_ratio[p])
+                                                    for p, f in shares(part, bounds)]))
         out.append(QuantTiming(
             scheme=scheme, part=part, mode=mode, compiled=compiled,
             prefill_ms={t: 1000 * statistics.median(prefill[t]) for t in seq_lens},
@@ -225,14 +256,18 @@ def timing_rows(result: dict[str, Any]) -> list[QuantTiming]:
             decode_ms=1000 * statistics.median(result["decode_s"][scheme]),
             decode_speedup=mean_ci(speedups(result["decode_s"][scheme], base_decode)),
             logits_error=result["logits_error"].get(scheme),
-            flop_share=share, gemm_speedup=k, prefill_bound=bound,
-            decode_bound=decode_bytes(cfg, "none", context) / decode_bytes(cfg, part, context),
-            compile_s=result["compile_s"].get(scheme)))
+            flop_share=flop, time_share=share, gemm_speedup=k, prefill_estimate=estimate,
+            prefill_bound=bound, decode_time_share=d_share, decode_estimate=d_estimate,
+            decode_bound=d_bound, compile_s=result["compile_s"].get(scheme)))
     return out
 
 
 def _x(stats) -> str:
     return "—" if stats.mean is None else format_level(stats, 2)
+
+
+def _round(x: float | None) -> float | None:
+    return None if x is None else round(x, 2)
 
 
 def summarise(size: str, seeds: range, results: list[tuple[RunSpec, dict[str, Any]]]) -> Summary:
@@ -249,16 +284,20 @@ def summarise(size: str, seeds: range, results: list[tuple[RunSpec, dict[str, An
             f"Speed-up vs float32, d={m['d_model']} L={m['n_layers']} d_ff={m['d_ff']}"
             f"{' (torch.compile)' if r['spec']['compile'] else ' (eager)'}, {r['threads']} "
             "thread(s), random weights",
-            ["scheme", *[f"prefill T={t} ×" for t in lens], *[f"bound T={t}" for t in lens],
-             "decode ×", "decode bound", "logits rel. error"],
+            ["scheme", *[f"prefill T={t} ×" for t in lens],
+             *[f"estimate T={t}" for t in lens], *[f"bound T={t}" for t in lens],
+             "decode ×", "decode estimate", "decode bound", "logits rel. error"],
             [[row.scheme, *[_x(row.prefill_speedup[t]) for t in lens],
-              *[None if row.prefill_bound[t] is None else round(row.prefill_bound[t], 2)
-                for t in lens], _x(row.decode_speedup), round(row.decode_bound, 2),
-              row.logits_error] for row in rows],
-            "Speed-up = float time / scheme time per repeat (mean [95% CI]); bound: prefill by "
-            "Amdahl 1/(1 − s + s/k) with s the FLOP share from blocklab.budget and k the "
-            "part's own GEMMs timed alone; decode by bytes read (weights at 4 → 1 byte, KV "
-            f"cache unchanged). Decode continues the T={lens[0]} prefill on its KV cache."))
+              *[_round(row.prefill_estimate[t]) for t in lens],
+              *[_round(row.prefill_bound[t]) for t in lens], _x(row.decode_speedup),
+              _round(row.decode_estimate), _round(row.decode_bound), row.logits_error]
+             for row in rows],
+            "Speed-up = float time / scheme time per repeat (mean [95% CI]). bound = 1/(1 − f), "
+            "f the quantized layers' share of the float model's time, measured as the speed-up "
+            "of the model with those layers free (zeros out): no scheme beats it, up to timing "
+            "noise. estimate = Amdahl 1/(1 − f + f/S), an estimate, not a bound: prefill S = k, "
+            "the part's own GEMMs timed alone; decode S = its weight bytes, float32 / int8 with "
+            f"scales. Decode continues the T={lens[0]} prefill on its KV cache."))
         flags = r["cpu_flags"]
         if not (flags.get("avx512_vnni") or flags.get("avx_vnni") or flags.get("amx_int8")):
             notes.append("This CPU has no VNNI or AMX int8 instructions (flags: "
