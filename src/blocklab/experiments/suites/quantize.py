@@ -184,9 +184,11 @@ def plan(size: str, seeds: range) -> list[RunSpec]:
 def timing_rows(result: dict[str, Any]) -> list[QuantTiming]:
     """One QuantTiming per scheme of a timing result (`time_schemes`' output with "model" and
     "spec"): speed-ups, the bound 1 / (1 − f) measured by the free-layers models and the Amdahl
-    estimate (see `blocklab.experiments.quantize`), never above the bound (it is, but for
-    noise that puts a measured bound below 1, where f is taken as 0). Bounds and estimates are
-    None for a result without the free-layers timings."""
+    estimate (see `blocklab.experiments.quantize`). Noise can time the free-layers model a
+    little behind the float one: f is then 0 and the bound 1, the least it can be, and the
+    estimate is kept at most the bound. Bounds and estimates are None for a result without the
+    free-layers timings."""
+    import math
     import statistics
 
     from blocklab.experiments.quantize import (
@@ -234,8 +236,8 @@ def timing_rows(result: dict[str, Any]) -> list[QuantTiming]:
             else:
                 bounds = {p: free_speedup(base_prefill[t], free_prefill[p][t])
                           for p in free_prefill}
-                bound[t] = bounds[part]
-                share[t] = time_share(bound[t])
+                share[t] = time_share(bounds[part])
+                bound[t] = 1.0 / (1.0 - share[t]) if share[t] < 1.0 else math.inf
                 estimate[t] = min(bound[t], amdahl_parts([(f, ks[p])
                                                           for p, f in shares(part, bounds)]))
         if part == "none":
@@ -244,8 +246,8 @@ def timing_rows(result: dict[str, Any]) -> list[QuantTiming]:
             d_share = d_estimate = d_bound = None
         else:
             bounds = {p: free_speedup(base_decode, free_decode[p]) for p in free_decode}
-            d_bound = bounds[part]
-            d_share = time_share(d_bound)
+            d_share = time_share(bounds[part])
+            d_bound = 1.0 / (1.0 - d_share) if d_share < 1.0 else math.inf
             d_estimate = min(d_bound, amdahl_parts([(f, bytes_ratio[p])
                                                     for p, f in shares(part, bounds)]))
         out.append(QuantTiming(
