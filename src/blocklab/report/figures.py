@@ -710,7 +710,8 @@ def fig_scale_trend(doc: dict[str, Any]) -> bytes | None:
 # --- quantization --------------------------------------------------------------------------------
 def fig_quantize_speedup(doc: dict[str, Any]) -> bytes | None:
     """Speed-up of each int8 scheme over float32, prefill at the longest length and decode,
-    with the bound each one cannot beat (Amdahl over the quantized FLOP share; bytes read)."""
+    with the bound each one cannot beat: the speed-up of the same model whose quantized layers
+    cost nothing (Amdahl over their measured time share, 1 / (1 − f))."""
     data, _ = _summary(doc, "quantize")
     if data is None or not data.timings:
         return None
