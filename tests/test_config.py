@@ -75,7 +75,7 @@ def test_json_round_trip(tmp_path):
 
 
 def test_malformed_json():
-    with pytest.raises(ValueError, match="malformed ModelConfig JSON"):
+    with pytest.raises(ValueError, match="ModelConfig JSON: malformed JSON"):
         ModelConfig.from_json("{not json")
     with pytest.raises(ValueError, match="must be an object"):
         ModelConfig.from_json("[1, 2]")
@@ -155,7 +155,7 @@ def test_from_hf_errors():
         ModelConfig.from_hf({"model_type": "t5"})
     with pytest.raises(ValueError, match=r"missing 'hidden_size'"):
         ModelConfig.from_hf({k: v for k, v in V4_LLAMA.items() if k != "hidden_size"})
-    with pytest.raises(ValueError, match=r"unsupported hidden_act 'tanh'"):
+    with pytest.raises(ValueError, match=r"hidden_act='tanh' is not allowed"):
         ModelConfig.from_hf(dict(V4_LLAMA, hidden_act="tanh"))
 
 

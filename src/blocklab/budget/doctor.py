@@ -34,15 +34,15 @@ Checks, in order:
 
 from __future__ import annotations
 
-import json
 import math
 import struct
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from blocklab.config import ModelConfig
+from blocklab.config import ModelConfig, shown_value
 from blocklab.errors import InputError
+from blocklab.jsonio import parse_json, read_json
 
 from .memory import nbytes
 from .params import count_params
@@ -58,6 +58,7 @@ MAX_EXTRAPOLATION = 8  # page 001, 避坑指南
 WARMUP_KEYS = ("warmup_steps", "num_warmup_steps", "lr_warmup_steps", "warmup_iters",
                "warmup_ratio")
 DOCTOR_DTYPE = "bf16"  # memory costs are quoted for bf16 weights
+SAFETENSORS_HEADER_MAX = 100_000_000  # the safetensors library's own limit on a header
 
 
 @dataclass(frozen=True)
@@ -115,11 +116,11 @@ def _training_warmup(raw: dict[str, Any]) -> tuple[str, Any] | None:
                 number = not isinstance(value, bool) and isinstance(value, int | float)
                 if key == "warmup_ratio":
                     if not (number and 0 <= value <= 1):
-                        raise InputError(f"warmup_ratio={value!r} is not allowed; expected a "
-                                         "fraction of the training steps in [0, 1]")
-                elif not (number and float(value).is_integer() and 0 <= value <= 2**53):
-                    raise InputError(f"{key}={value!r} is not allowed; expected a number of steps "
-                                     "(an integer >= 0)")
+                        raise InputError(f"warmup_ratio={shown_value(value)} is not allowed; "
+                                         "expected a fraction of the training steps in [0, 1]")
+                elif not (number and 0 <= value <= 2**53 and float(value).is_integer()):
+                    raise InputError(f"{key}={shown_value(value)} is not allowed; expected a "
+                                     "number of steps (an integer >= 0)")
                 return key, value
     return None
 
@@ -128,10 +129,11 @@ def _checkpoint_tensors(folder: Path) -> set[str] | None:
     """Tensor names of the safetensors checkpoint in `folder`, from its index or file headers."""
     index = folder / "model.safetensors.index.json"
     if index.is_file():
-        try:
-            return set(json.loads(index.read_text(encoding="utf-8"))["weight_map"])
-        except (OSError, ValueError, KeyError, TypeError):
+        try:  # an unreadable index only skips the checks that need the tensor names
+            weight_map = read_json(index).get("weight_map")
+        except (InputError, AttributeError):
             return None
+        return set(weight_map) if isinstance(weight_map, dict) else None
     files = sorted(folder.glob("*.safetensors"))
     if not files:
         return None
@@ -140,8 +142,12 @@ def _checkpoint_tensors(folder: Path) -> set[str] | None:
         try:
             with file.open("rb") as handle:  # 8-byte little-endian header length, then JSON
                 (size,) = struct.unpack("<Q", handle.read(8))
-                header = json.loads(handle.read(size))
-        except (OSError, ValueError, struct.error):
+                if size > SAFETENSORS_HEADER_MAX:  # never allocate what a header claims
+                    return None
+                header = parse_json(handle.read(size), str(file))
+        except (OSError, InputError, struct.error):
+            return None
+        if not isinstance(header, dict):
             return None
         names.update(k for k in header if k != "__metadata__")
     return names

@@ -12,6 +12,7 @@ import typer
 
 from blocklab.cli import app, console
 from blocklab.cli.budget import positive_int
+from blocklab.errors import InputError
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
@@ -40,8 +41,11 @@ def doctor(
 
     found = read_model_json(config)
     checkpoint_dir = None if found.source == "zoo" else Path(found.source).parent
-    findings = diagnose(found.raw, serve_len=serve_len, training=training,
-                        checkpoint_dir=checkpoint_dir)
+    try:
+        findings = diagnose(found.raw, serve_len=serve_len, training=training,
+                            checkpoint_dir=checkpoint_dir)
+    except InputError as err:  # name the file, as `budget` does
+        raise type(err)(f"{found.source if checkpoint_dir else found.label}: {err}") from None
     code = exit_code(findings)
     counts = {level: sum(f.level == level for f in findings) for level in _STYLE}
     if as_json:

@@ -28,15 +28,15 @@ import os
 import re
 import secrets
 from pathlib import Path
-from typing import Any
 
 import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 from torch import Tensor
 
-from blocklab.config import HF_LLAMA_FAMILY, ModelConfig, write_atomic
+from blocklab.config import HF_LLAMA_FAMILY, ModelConfig, shown_value, write_atomic
 from blocklab.errors import CheckpointError, ConfigError, InputError
+from blocklab.jsonio import read_json
 from blocklab.nn.model import DecoderLM
 from blocklab.nn.position import (
     LAYOUTS,
@@ -92,22 +92,6 @@ def blocklab_to_hf_name(name: str) -> str | None:
                    "model.layers.", {v: k for k, v in _LAYER_TENSORS.items()})
 
 
-CONFIG_MAX_BYTES = 16 * 2**20  # a config.json or index is kilobytes; refuse to read a huge file
-
-
-def _read_json(path: Path) -> Any:
-    try:
-        size = path.stat().st_size
-        if size > CONFIG_MAX_BYTES:
-            raise CheckpointError(f"{path} is {size / 2**20:.0f} MiB; a {path.name} is at most "
-                                  f"{CONFIG_MAX_BYTES // 2**20} MiB")
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise CheckpointError(f"{path} is not valid JSON: {err}") from None
-    except OSError as err:
-        raise CheckpointError(f"cannot read {path}: {err.strerror or err}") from None
-
-
 def _load_safetensors(file: Path) -> dict[str, Tensor]:
     try:
         return load_file(file)
@@ -121,7 +105,7 @@ def _read_tensors(path: Path) -> dict[str, Tensor]:
     if single.is_file():
         return _load_safetensors(single)
     if index.is_file():
-        data = _read_json(index)
+        data = read_json(index, error=CheckpointError)
         weight_map = data.get("weight_map") if isinstance(data, dict) else None
         if not (isinstance(weight_map, dict) and weight_map
                 and all(isinstance(v, str) for v in weight_map.values())):
@@ -205,11 +189,14 @@ def load_hf(path: str | os.PathLike, dtype: torch.dtype | None = None,
     config_path = path / CONFIG_NAME
     if not config_path.is_file():
         raise CheckpointError(f"no {CONFIG_NAME} in {path}")
-    hf_config = _read_json(config_path)
-    if not isinstance(hf_config, dict) or hf_config.get("model_type") not in HF_LLAMA_FAMILY:
-        model_type = hf_config.get("model_type") if isinstance(hf_config, dict) else None
-        raise CheckpointError(f"load_hf: {config_path} has model_type={model_type!r}, which is "
-                              f"not supported; expected one of {list(HF_LLAMA_FAMILY)}")
+    hf_config = read_json(config_path, error=CheckpointError)
+    if not isinstance(hf_config, dict):
+        raise CheckpointError(f"load_hf: {config_path} holds a JSON {type(hf_config).__name__}; "
+                              "expected an object")
+    if hf_config.get("model_type") not in HF_LLAMA_FAMILY:
+        raise CheckpointError(f"load_hf: {config_path} has model_type="
+                              f"{shown_value(hf_config.get('model_type'))}, which is not "
+                              f"supported; expected one of {list(HF_LLAMA_FAMILY)}")
     try:
         cfg = ModelConfig.from_hf(hf_config).replace(rope_layout=rope_layout)
     except ConfigError as err:

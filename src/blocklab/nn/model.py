@@ -117,6 +117,26 @@ def build_position(cfg: ModelConfig) -> nn.Module | None:
     return None
 
 
+def _check_ids(input_ids: Tensor, vocab_size: int) -> None:
+    """Token ids must be an integer [B, T] tensor in [0, vocab_size): nn.Embedding would raise
+    a bare IndexError on CPU and a device-side assert (which ends the process) on CUDA. One
+    aminmax and one read-back."""
+    if not isinstance(input_ids, Tensor):
+        raise InputError(f"input_ids must be a tensor, got {type(input_ids).__name__}")
+    dtype = input_ids.dtype
+    if dtype.is_floating_point or dtype.is_complex or dtype == torch.bool:
+        raise InputError(f"input_ids must be an integer tensor, got dtype {dtype}")
+    if input_ids.dim() != 2:
+        raise InputError(f"input_ids must be [B, T], got shape {tuple(input_ids.shape)}")
+    if input_ids.numel() == 0:
+        return
+    lo, hi = torch.stack(torch.aminmax(input_ids)).tolist()
+    if lo < 0 or hi >= vocab_size:
+        bad = lo if lo < 0 else hi
+        raise InputError(f"input_ids holds token id {bad}; allowed ids are in [0, {vocab_size}) "
+                         f"(vocab_size={vocab_size})")
+
+
 # --- the model ----------------------------------------------------------------------------------
 class DecoderLM(nn.Module):
     """Decoder-only Transformer language model.
@@ -243,6 +263,8 @@ class DecoderLM(nn.Module):
                 cache: KVCache | None = None) -> Tensor:
         """input_ids: [B, T] -> logits [B, T, vocab_size]."""
         cfg = self.config
+        if not torch.compiler.is_compiling():  # a read-back would break the compiled graph
+            _check_ids(input_ids, cfg.vocab_size)
         B, T = input_ids.shape
         past = 0 if cache is None else cache.length
         known = {}  # positions we make ourselves need no check (and no read-back)

@@ -1,0 +1,333 @@
+"""Hostile configs: JSON nested too deep to parse, Hugging Face keys of the wrong shape, RoPE
+scaling without a type, token ids outside the vocabulary, unusual `blocklab train` options.
+Every CLI case exits 2 with one `error: ` line naming the option or key as the user wrote it
+(and the file); every library case raises a blocklab InputError, never a raw Python exception.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from blocklab.budget.zoo import config_from_json, list_zoo, load_zoo, resolve_model
+from blocklab.cli import main
+from blocklab.config import ModelConfig
+from blocklab.errors import CheckpointError, ConfigError, InputError
+from blocklab.jsonio import MAX_DEPTH, parse_json, read_json
+
+LLAMA_HF = {"model_type": "llama", "vocab_size": 256, "hidden_size": 64,
+            "intermediate_size": 176, "num_hidden_layers": 2, "num_attention_heads": 4,
+            "num_key_value_heads": 2, "max_position_embeddings": 128, "rms_norm_eps": 1e-5,
+            "hidden_act": "silu", "tie_word_embeddings": False}
+LLAMA4_HF = {"model_type": "llama4_text", "vocab_size": 256, "hidden_size": 64,
+             "intermediate_size": 176, "intermediate_size_mlp": 176, "num_hidden_layers": 4,
+             "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 128,
+             "num_local_experts": 4, "interleave_moe_layer_step": 1}
+DEEP = {"list": "[" * 100_000 + "]" * 100_000,
+        "object": '{"a":' * 100_000 + "1" + "}" * 100_000}
+
+
+def assert_one_line_exit_2(argv: list[str], capsys, *needles: str) -> str:
+    code = main(argv)
+    _, err = capsys.readouterr()
+    lines = err.strip().splitlines()
+    assert code == 2, (code, err)
+    assert len(lines) == 1, err
+    assert lines[0].startswith("error: "), lines[0]
+    for needle in needles:
+        assert needle in lines[0], (needle, lines[0])
+    return lines[0]
+
+
+def _json(tmp_path: Path, data, name: str = "config.json") -> str:
+    path = tmp_path / name
+    path.write_text(data if isinstance(data, str) else json.dumps(data))
+    return str(path)
+
+
+# --- 1. JSON nested too deep ---------------------------------------------------------------------
+@pytest.mark.parametrize("kind", sorted(DEEP))
+@pytest.mark.parametrize("command", [["budget"], ["doctor"], ["quantize"], ["train", "--config"]])
+def test_config_nested_100000_levels(tmp_path, capsys, kind, command):
+    path = _json(tmp_path, DEEP[kind])
+    assert_one_line_exit_2([*command, path], capsys, path, "nested")
+
+
+def test_json_reader_limits_depth_but_not_real_configs(tmp_path):
+    # Just within the limit parses; one level more (which json.loads would parse) is refused,
+    # so no later recursion (repr in a message, copying) can overflow either.
+    assert isinstance(parse_json("[" * MAX_DEPTH + "]" * MAX_DEPTH, "x"), list)
+    with pytest.raises(InputError, match=f"x: JSON nested more than {MAX_DEPTH} levels"):
+        parse_json("[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1), "x")
+    with pytest.raises(ConfigError, match="cfg: malformed JSON"):
+        parse_json("{", "cfg", ConfigError)
+    for name in list_zoo():  # every bundled config reads through it
+        assert load_zoo(name).config
+    folder = tmp_path / "a folder"
+    folder.mkdir()
+    with pytest.raises(CheckpointError, match="a folder: cannot read it"):
+        read_json(folder, error=CheckpointError)
+
+
+@pytest.fixture()
+def checkpoint(tmp_path):
+    import torch
+
+    from blocklab.interop import save_hf
+    from blocklab.nn import DecoderLM
+
+    torch.manual_seed(0)
+    save_hf(DecoderLM(ModelConfig.from_hf(LLAMA_HF)), tmp_path / "ckpt")
+    return tmp_path / "ckpt"
+
+
+@pytest.mark.parametrize("kind", sorted(DEEP))
+def test_load_hf_config_nested_too_deep(checkpoint, kind):
+    from blocklab.interop import load_hf
+
+    (checkpoint / "config.json").write_text(DEEP[kind])
+    with pytest.raises(CheckpointError, match=r"config\.json: JSON nested more than"):
+        load_hf(checkpoint)
+
+
+@pytest.mark.parametrize("kind", sorted(DEEP))
+def test_load_hf_index_nested_too_deep(checkpoint, kind):
+    from blocklab.interop import load_hf
+
+    (checkpoint / "model.safetensors").rename(checkpoint / "shard-1.safetensors")
+    (checkpoint / "model.safetensors.index.json").write_text(DEEP[kind])
+    with pytest.raises(CheckpointError, match=r"index\.json: JSON nested more than"):
+        load_hf(checkpoint)
+
+
+def test_doctor_skips_a_checkpoint_index_nested_too_deep(checkpoint, capsys):
+    # The index only feeds the tied-embeddings check: unreadable, that check is skipped.
+    (checkpoint / "model.safetensors.index.json").write_text(DEEP["list"])
+    assert main(["doctor", str(checkpoint)]) in (0, 1)
+    assert "error:" not in capsys.readouterr().err
+
+
+# --- 2. Llama 4 layer lists of the wrong shape ---------------------------------------------------
+@pytest.mark.parametrize("value", ["all", 5, [{}], [True], [1, 2], [], [0, 1, 2, 3, 4]])
+def test_llama4_moe_layers_of_the_wrong_shape(tmp_path, capsys, value):
+    path = _json(tmp_path, {**LLAMA4_HF, "moe_layers": value})
+    line = assert_one_line_exit_2(["budget", path], capsys, path, "moe_layers=",
+                                  "every k-th layer")
+    assert "TypeError" not in line
+    with pytest.raises(ConfigError, match=r"moe_layers=.* is not allowed; expected"):
+        ModelConfig.from_hf({**LLAMA4_HF, "moe_layers": value})
+
+
+@pytest.mark.parametrize("value", ["all", [1, 1], [1, 1, 1, 2], [0.0, 1, 1, 1]])
+def test_llama4_no_rope_layers_of_the_wrong_shape(value):
+    with pytest.raises(ConfigError, match=r"no_rope_layers=.* expected one 1 \(RoPE\) or 0"):
+        ModelConfig.from_hf({**LLAMA4_HF, "no_rope_layers": value})
+
+
+def test_llama4_layer_lists_that_fit():
+    cfg = ModelConfig.from_hf({**LLAMA4_HF, "moe_layers": [1, 3], "no_rope_layers": [1, 1, 1, 1]})
+    assert cfg.moe_every == 2 and cfg.nope_every is None  # all RoPE: no NoPE layers
+    cfg = ModelConfig.from_hf({**LLAMA4_HF, "no_rope_layers": [1, 0, 1, 0]})
+    assert cfg.nope_every == 2
+
+
+# --- 3. Errors name the config.json key a field came from ----------------------------------------
+@pytest.mark.parametrize("hf, key, field", [
+    ({**LLAMA4_HF, "intermediate_size": -8192}, "intermediate_size", "moe_d_ff"),
+    ({**LLAMA4_HF, "intermediate_size_mlp": 0}, "intermediate_size_mlp", "d_ff"),
+    ({**LLAMA4_HF, "num_local_experts": -1}, "num_local_experts", "n_experts"),
+    ({**LLAMA4_HF, "num_experts_per_tok": 9}, "num_experts_per_tok", "experts_per_token"),
+    ({**LLAMA4_HF, "interleave_moe_layer_step": 0}, "interleave_moe_layer_step", "moe_every"),
+    ({**LLAMA4_HF, "no_rope_layer_interval": -4}, "no_rope_layer_interval", "nope_every"),
+    ({"model_type": "llama4", "text_config": {**LLAMA4_HF, "intermediate_size": -8192}},
+     "intermediate_size", "moe_d_ff"),
+    ({**LLAMA_HF, "intermediate_size": -8192}, "intermediate_size", "d_ff"),
+    ({**LLAMA_HF, "num_key_value_heads": 3}, "num_key_value_heads", "n_kv_heads"),
+    ({**LLAMA_HF, "num_key_value_heads": 0}, "num_key_value_heads", "n_kv_heads"),
+    ({**LLAMA_HF, "max_position_embeddings": 0}, "max_position_embeddings", "max_seq_len"),
+    ({**LLAMA_HF, "rms_norm_eps": -1}, "rms_norm_eps", "norm_eps"),
+    ({**LLAMA_HF, "rope_theta": 0}, "rope_theta", "rope_theta"),
+    ({**LLAMA_HF, "rope_parameters": {"rope_type": "default", "rope_theta": 0.5}},
+     "rope_parameters.rope_theta", "rope_theta"),
+    ({**LLAMA_HF, "partial_rotary_factor": 2}, "partial_rotary_factor", "partial_rotary_factor"),
+    ({**LLAMA_HF, "model_type": "mistral", "sliding_window": -1}, "sliding_window",
+     "sliding_window"),
+    ({"model_type": "gpt2", "vocab_size": 50257, "n_embd": 768, "n_layer": 12, "n_head": 12,
+      "n_positions": 1024, "n_inner": -1}, "n_inner", "d_ff"),
+    ({"model_type": "chatglm", "padded_vocab_size": 65024, "hidden_size": 4096,
+      "num_layers": 28, "num_attention_heads": 32, "ffn_hidden_size": 13696,
+      "seq_length": 32768, "kv_channels": 128, "rope_ratio": 1e308}, "rope_ratio", "rope_theta"),
+])
+def test_hf_errors_name_the_key_and_the_field(hf, key, field):
+    with pytest.raises(ConfigError, match=rf"config\.json {key}: ModelConfig\.{field}="):
+        ModelConfig.from_hf(hf)
+
+
+def test_budget_names_intermediate_size(tmp_path, capsys):
+    path = _json(tmp_path, {**LLAMA4_HF, "intermediate_size": -8192})
+    assert_one_line_exit_2(["budget", path], capsys, path, "intermediate_size", "moe_d_ff",
+                           "-8192", "positive integer")
+
+
+@pytest.mark.parametrize("key, value, needle", [
+    ("hidden_act", ["silu"], "hidden_act=['silu']"),
+    ("hidden_act", "tanh", "hidden_act='tanh'"),
+    ("attention_bias", "false", "attention_bias='false'"),
+    ("tie_word_embeddings", 1, "tie_word_embeddings=1"),
+    ("rope_parameters", "yarn", "rope_parameters='yarn'"),
+    ("model_type", ["llama"], "model_type ['llama']"),
+])
+def test_hf_values_of_the_wrong_type(key, value, needle):
+    # Formerly TypeErrors (an unhashable activation) or silently truthy ("false" read as true).
+    with pytest.raises(ConfigError) as caught:
+        config_from_json({**LLAMA_HF, key: value})
+    assert needle in str(caught.value)
+
+
+def test_gemma2_query_pre_attn_scalar_zero():
+    gemma2 = load_zoo("gemma-2-2b").config
+    for value in (0, -256):
+        with pytest.raises(ConfigError, match=r"query_pre_attn_scalar=.* expected a number > 0"):
+            ModelConfig.from_hf({**gemma2, "query_pre_attn_scalar": value})
+
+
+HOSTILE = ["x", "", [], [{}], {}, {"a": 1}, -1, 0, 1.5, True, 10**400, float("nan"),
+           float("inf"), None]
+
+
+@pytest.mark.parametrize("name", list_zoo())
+def test_every_zoo_key_hostile_is_bad_input_never_a_crash(name):
+    """Each key of each zoo config (and of its nested objects) set to each hostile value: the
+    config reads, or reading it raises a blocklab InputError; never a TypeError or KeyError."""
+    base = load_zoo(name).config
+    cases = [{**base, key: value} for key in base for value in HOSTILE]
+    cases += [{**base, key: {**base[key], inner: value}} for key in base
+              if isinstance(base[key], dict) for inner in base[key] for value in HOSTILE]
+    if base.get("model_type") == "llama4_text":  # the multimodal wrapper's text_config too
+        cases += [{"model_type": "llama4", "text_config": case} for case in cases]
+    for case in cases:
+        try:
+            config_from_json(case)
+        except InputError:
+            pass
+
+
+# --- 4. doctor names the file --------------------------------------------------------------------
+@pytest.mark.parametrize("change, needle", [
+    ({"hidden_size": "64"}, "d_model"),
+    ({"intermediate_size": -1}, "intermediate_size"),
+    ({"rope_scaling": {"rope_type": "yarn", "factor": -2}}, "rope_scaling"),
+    ({"vocab_size": None}, "vocab_size"),
+])
+def test_doctor_errors_name_the_file(tmp_path, capsys, change, needle):
+    path = _json(tmp_path, {**LLAMA_HF, **change})
+    assert_one_line_exit_2(["doctor", path], capsys, path, needle)
+
+
+def test_doctor_training_warmup_error_names_the_file(tmp_path, capsys):
+    path = _json(tmp_path, {**LLAMA_HF, "warmup_steps": 10**400})
+    assert_one_line_exit_2(["doctor", path, "--training"], capsys, path, "warmup_steps")
+
+
+# --- 5. rope_scaling without a type --------------------------------------------------------------
+@pytest.mark.parametrize("scaling", [{"factor": 8},
+                                     {"factor": 8.0, "original_max_position_embeddings": 8192}])
+def test_rope_scaling_without_a_type(tmp_path, capsys, scaling):
+    path = _json(tmp_path, {**LLAMA_HF, "rope_scaling": scaling})
+    for command in ("budget", "doctor"):
+        assert_one_line_exit_2([command, path], capsys, path, "rope_scaling", "'rope_type'",
+                               "'linear'", "'yarn'", "'llama3'")
+    with pytest.raises(ConfigError, match=r"ModelConfig\.rope_scaling=.*rope_type"):
+        ModelConfig(rope_scaling=scaling)
+
+
+@pytest.mark.parametrize("scaling", [None, {}, {"rope_type": "default"}, {"type": "default"}])
+def test_rope_scaling_that_means_none_still_reads(scaling):
+    assert ModelConfig.from_hf({**LLAMA_HF, "rope_scaling": scaling}).rope_scaling is None
+    assert ModelConfig(rope_scaling=scaling).rope_scaling is None
+
+
+def test_rope_scaling_v4_type_key_still_reads():
+    cfg = ModelConfig.from_hf({**LLAMA_HF, "rope_scaling": {"type": "linear", "factor": 2.0}})
+    assert cfg.rope_scaling == {"rope_type": "linear", "factor": 2.0}
+
+
+# --- 6. token ids outside the vocabulary ---------------------------------------------------------
+@pytest.fixture(scope="module")
+def tiny_model():
+    import torch
+
+    from blocklab.nn import DecoderLM
+
+    torch.manual_seed(0)
+    return DecoderLM(ModelConfig(vocab_size=32, d_model=16, n_layers=1, n_heads=2))
+
+
+@pytest.mark.parametrize("bad", [32, 10**6, -1])
+def test_token_id_outside_the_vocabulary(tiny_model, bad):
+    import torch
+
+    ids = torch.tensor([[1, 2, bad]])
+    with pytest.raises(InputError, match=rf"token id {bad}; allowed ids are in \[0, 32\)"):
+        tiny_model(ids)
+
+
+# Under torch.compile the check is skipped (its read-back would break the graph):
+# tests/nn/test_model.py::test_forward_is_one_graph_for_torch_compile keeps the forward whole.
+def test_token_ids_of_the_wrong_dtype_or_shape(tiny_model):
+    import torch
+
+    with pytest.raises(InputError, match="integer tensor"):
+        tiny_model(torch.zeros(1, 3))
+    with pytest.raises(InputError, match=r"\[B, T\], got shape \(3,\)"):
+        tiny_model(torch.zeros(3, dtype=torch.long))
+    assert tiny_model(torch.tensor([[0, 31]])).shape == (1, 2, 32)  # both ends are allowed
+
+
+# --- 7. unusual `blocklab train` options ---------------------------------------------------------
+@pytest.mark.parametrize("argv, needles", [
+    (["--precision", "fp16"], ["--precision", "'fp16'", "'bf16'"]),
+    (["--precision", "BF16"], ["--precision", "'BF16'", "'bf16'"]),
+    (["--backend", ""], ["--backend", "''", "'compiled'"]),
+    (["--backend", "fast", "--device", "meta"], ["--device", "'meta'", "'cpu'"]),
+    (["--warmup", "-1"], ["--warmup", "warmup_steps=-1"]),
+])
+def test_train_unusual_flags(capsys, argv, needles):
+    assert_one_line_exit_2(["train", "--steps", "1", *argv], capsys, *needles)
+
+
+@pytest.mark.parametrize("text, needles", [
+    ('["model", "train"]', ["expected a JSON object"]),
+    ('{"model": {}, "train": {"precison": "bf16"}}', ["unknown TrainConfig key", "'precison'"]),
+    ('{"model": {"d_model": NaN}}', ["model.d_model", "nan"]),
+    ('{"train": {"precision": "fp16", "backend": "fast"}}', ["train.precision", "'fp16'"]),
+    ('{"model": {"rope_scaling": {"factor": 8}}}', ["model.rope_scaling", "'rope_type'"]),
+    ('{"train": {"lr": Infinity}}', ["train.lr", "inf"]),
+    ("", ["malformed JSON"]),
+    (b"\xff\xfe{\x00}\x00", ["not UTF-8 text"]),  # UTF-16
+])
+def test_train_unusual_config_files(tmp_path, capsys, text, needles):
+    path = tmp_path / "run.json"
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    assert_one_line_exit_2(["train", "--config", str(path)], capsys, f"--config {path}",
+                           *needles)
+
+
+def test_train_flag_overrides_a_bad_file_value_and_names_the_flag(tmp_path, capsys):
+    path = _json(tmp_path, {"train": {"precision": "fp32", "steps": 1}}, "run.json")
+    line = assert_one_line_exit_2(["train", "--config", path, "--precision", "half"], capsys,
+                                  "--precision", "'half'")
+    assert path not in line  # the flag, not the file, held the bad value
+
+
+def test_train_config_that_is_a_folder(tmp_path, capsys):
+    assert_one_line_exit_2(["train", "--config", str(tmp_path)], capsys, f"--config {tmp_path}",
+                           "cannot read it")
+
+
+def test_resolve_model_names_file_for_deep_json(tmp_path):
+    path = _json(tmp_path, DEEP["object"])
+    with pytest.raises(InputError, match=rf"{path}: JSON nested"):
+        resolve_model(path)
