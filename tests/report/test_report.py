@@ -364,3 +364,11 @@ def test_ffn_figures_draw_the_compared_arms_not_the_trend_or_sensitivity_runs(bu
     # ... and the figures draw one run per arm and seed of the comparison only.
     kept = _compared_runs(data, runs)
     assert sorted((r["arm"], r["seed"]) for r in kept) == sorted((arm, 0) for arm in ffn.ARMS)
+
+
+def test_a_tiny_report_says_it_is_a_smoke_test(tmp_path):
+    doc = collect(tmp_path / "runs", "tiny", out=tmp_path / "out")
+    for lang in ("en", "zh"):
+        page = render_html(doc, {}, lang)
+        note = doc["generated"]["size_note"][lang]
+        assert note and f'<div class="notice">{note}</div>' in page.replace("&#x27;", "'")

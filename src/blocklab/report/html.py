@@ -437,6 +437,12 @@ SECTIONS = (("ledger", "sec_ledger"), ("ffn", "sec_ffn"), ("normalization", "sec
             ("deployment", "sec_deploy"), ("more-claims", "sec_more_claims"))
 
 
+def size_notice(gen: dict[str, Any], lang: str) -> str:
+    """The line that says a size decides nothing (tiny), or nothing."""
+    note = (gen.get("size_note") or {}).get(lang)
+    return f'<div class="notice">{escape(note)}</div>' if note else ""
+
+
 def render_html(doc: dict[str, Any], figures: dict[str, Figure], lang: str) -> str:
     """The whole page as a string."""
     gen = doc["generated"]
@@ -459,7 +465,7 @@ def render_html(doc: dict[str, Any], figures: dict[str, Figure], lang: str) -> s
         f"<title>{escape(t('title', lang))}</title><style>{CSS}</style></head><body>"
         f"<header><h1>{escape(t('title', lang))}</h1><p>{escape(t('subtitle', lang))}</p>"
         f'<p class="muted">{escape(generated)} {escape(t("reproduce_all", lang))}: '
-        f"{code(gen['command'])}</p></header>"
+        f"{code(gen['command'])}</p>{size_notice(gen, lang)}</header>"
         f'<nav class="toc"><div class="box"><b>{escape(t("contents", lang))}</b>'
         f"<ol>{toc}</ol></div></nav>"
         "<main>" + "".join(body) + "</main>"
