@@ -33,10 +33,12 @@ def quantize(
 
     Example: [bold]blocklab quantize llama-3.2-1b --layers 2 --d-model 1024 --seq 512[/bold]
     """
-    for name, value, low in (("--layers", layers, 1), ("--repeats", repeats, 1),
-                             ("--threads", threads, 1)):
+    for name, value, low in (("--layers", layers, 1), ("--repeats", repeats, 1)):
         if value < low:
             raise fail(f"{name} {value} is not allowed; expected an integer >= {low}")
+    from blocklab.experiments.env import check_threads
+
+    check_threads(threads, "--threads")  # before torch starts them: 100,000 crash it
     if not seq or any(t < 1 or t > 8192 for t in seq):
         raise fail(f"--seq {seq} is not allowed; expected lengths in [1, 8192]")
     twice = sorted({t for t in seq if seq.count(t) > 1})

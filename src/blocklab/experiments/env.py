@@ -10,6 +10,8 @@ import platform
 from collections.abc import Sequence
 from pathlib import Path
 
+from blocklab.errors import InputError
+
 # The x86 features bfloat16 matmul speed depends on: AVX-512 BF16 dot products or AMX tiles.
 BF16_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16")
 
@@ -39,6 +41,40 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+def bf16_emulated() -> bool:
+    """True on an x86 CPU whose flags list neither avx512_bf16 nor amx_bf16: PyTorch then runs
+    bfloat16 matmuls without units of their own, about 30× slower than float32 (README,
+    Precision). False where /proc/cpuinfo cannot be read or the CPU is not x86: not known."""
+    if platform.machine().lower() not in ("x86_64", "amd64", "i386", "i686"):
+        return False
+    if not any(line.startswith("flags") for line in _cpuinfo()):
+        return False
+    return not any(cpu_flags(("avx512_bf16", "amx_bf16")).values())
+
+
+def usable_cores() -> int:
+    """The CPU cores this process may run on (its affinity mask, else the machine's count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def check_threads(value: object, option: str = "--threads") -> int:
+    """`value` if it is a thread or worker-process count this machine can use, 1 to its usable
+    cores; an InputError naming `option`, the value and the range otherwise.
+
+    The cap is the usable cores exactly: torch's CPU threads and blocklab's single-threaded
+    workers each keep a core busy, so more of them than cores only time-slice the same cores
+    (slower, never faster), and far more fail outright: libgomp cannot create 20,000 threads
+    and 100,000 crash the process before any message."""
+    cores = usable_cores()
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= cores:
+        raise InputError(f"{option} {value!r} is not allowed; expected an integer in "
+                         f"[1, {cores}] (the CPU cores this process may use)")
+    return value
+
+
 def environment(device: str = "cpu") -> dict:
     """Python, PyTorch and NumPy versions, platform, CPU count, torch threads, device, the CPU
     vector capability PyTorch dispatches to (AVX2, AVX512, AVX512_BF16 or AMX: whether
@@ -50,10 +86,6 @@ def environment(device: str = "cpu") -> dict:
     from blocklab import allocator
     from blocklab.nn import cpu_kernels
 
-    try:
-        usable = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        usable = os.cpu_count()
     record = {
         "python": platform.python_version(),
         "implementation": platform.python_implementation(),
@@ -62,7 +94,7 @@ def environment(device: str = "cpu") -> dict:
         "platform": platform.platform(),  # OS, kernel, libc; never the host name
         "machine": platform.machine(),
         "cpu_count": os.cpu_count(),
-        "cpus_usable": usable,
+        "cpus_usable": usable_cores(),
         "threads": torch.get_num_threads(),
         "device": device,
         "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),

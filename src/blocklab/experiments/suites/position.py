@@ -63,6 +63,10 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
+import re
+import sys
+import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -443,14 +447,51 @@ def order_probe(model, val_tokens, prefix_len: int, prefixes: int) -> dict[str, 
             "prefixes": prefixes}
 
 
+# The line kineto, PyTorch's profiler library, writes to file descriptor 2 as each profile
+# starts and as it stops ("USDT:2026-01-01 12:00:00 41:41 SyncActivityProfilerHandler.cpp:52]
+# profiler_start"), at every KINETO_LOG_LEVEL.
+_KINETO_MARKER = re.compile(rb"USDT:\S+ \S+ \d+:\d+ \S+:\d+\] ")
+
+
+@contextlib.contextmanager
+def _without_kineto_markers() -> Iterator[None]:
+    """Inside, file descriptor 2 goes to a temporary file; on leaving, what was written there
+    goes back to it, less kineto's marker lines (`_KINETO_MARKER`): anything else written
+    meanwhile (a warning, another thread's progress bar) still appears, only later."""
+    try:
+        saved = os.dup(2)
+    except OSError:  # no stderr at all: nothing to keep clean
+        yield
+        return
+    if sys.stderr is not None:
+        sys.stderr.flush()
+    with tempfile.TemporaryFile() as held:
+        os.dup2(held.fileno(), 2)
+        try:
+            yield
+        finally:
+            if sys.stderr is not None:
+                sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            held.seek(0)
+            kept = b"".join(line for line in held.read().splitlines(keepends=True)
+                            if not _KINETO_MARKER.match(line))
+            while kept:
+                kept = kept[os.write(2, kept):]
+
+
 def sdpa_kernels(call) -> list[str]:
     """The scaled-dot-product kernels PyTorch dispatches while `call()` runs, read from the
     profiler's op names: the aten ops named `*scaled_dot_product*` below the public entry
     point, e.g. `aten::_scaled_dot_product_flash_attention_for_cpu` (fused) or
-    `aten::_scaled_dot_product_attention_math` (reference). Sorted, without repeats."""
+    `aten::_scaled_dot_product_attention_math` (reference). Sorted, without repeats.
+
+    The profiler is the public way to see ops below the one called; its two marker lines per
+    profile, which no setting turns off, are kept off stderr (`_without_kineto_markers`)."""
     from torch.profiler import ProfilerActivity, profile
 
-    with profile(activities=[ProfilerActivity.CPU]) as prof:
+    with _without_kineto_markers(), profile(activities=[ProfilerActivity.CPU]) as prof:
         call()
     return sorted({e.key for e in prof.key_averages() if "scaled_dot_product" in e.key
                    and e.key != "aten::scaled_dot_product_attention"})
@@ -823,6 +864,98 @@ def plan(size: str, seeds: range, precision: str = "fp32") -> list[RunSpec]:
     return specs
 
 
+# Reference-machine seconds (`blocklab.experiments.estimate`) of what is not a model step: the
+# profiler's start in the cost run, the relative-error run (pure tensor maths).
+_PROFILER_REFERENCE_S = 0.5
+_RELATIVE_ERROR_REFERENCE_S = 0.1
+
+
+def price(spec: RunSpec, cal) -> float | None:
+    """Estimated seconds of one run on this machine from a calibration (`blocklab.experiments.
+    estimate`), counted as the code above runs it: a training run is the trainer's run, then
+    `extrapolation` at every multiple (full windows and sliding ones), the order probe, the
+    far-out check and, for rope, every training-free scaling and each fine-tune with its reads;
+    a passkey run its training steps and grid; the cost run its builds, profiled calls and
+    interleaved repeats."""
+    from blocklab.experiments.estimate import evaluation_s, training_s
+
+    payload = spec.payload
+    kind = payload["kind"]
+    if kind == "relative_error":
+        return cal.reference_s(_RELATIVE_ERROR_REFERENCE_S)
+    size = next(name for name, config in SIZES.items() if config["L"] == _L(payload)
+                and _same_size(config, payload))
+    config = SIZES[size]
+    L, mults, n = config["L"], config["mults"], config["eval_windows"]
+    model = payload["model"]
+    train = payload.get("train") or train_identity(train_config(size, 0, payload.get(
+        "precision", "fp32")))
+    B, precision = train["batch_size"], train.get("precision", "fp32")
+
+    def forward(rows: int, length: int) -> float:
+        return cal.forward_s(model, B, L, rows, length, precision)
+
+    def read(multiples, sliding: bool) -> float:
+        seconds = 0.0
+        for m in multiples:
+            seconds += evaluation_s(model, train, n, m * L, cal, batch_tokens=16384)
+            if sliding and m > 1:
+                windows = n * ((m * L - L) // (L // 2) + 1)
+                seconds += evaluation_s(model, train, windows, L, cal, batch_tokens=16384)
+        return seconds
+
+    if kind == "train":
+        order = config["order"]
+        seconds = (training_s(model, train, cal) + read(mults, True)
+                   + forward(2 * order["prefixes"], order["prefix_len"])
+                   + 2 * (cal.build_s(model, B, L, precision) + forward(1, 16)))
+        if spec.arm == "rope":
+            longer = [m for m in mults if m > 1]
+            seconds += len(SCALINGS) * read(longer, False)
+            ft = config["finetune"]
+            if ft:
+                rows = max(1, B // ft["factor"])
+                seconds += len(ft["kinds"]) * (
+                    ft["steps"] * cal.step_s(model, rows, ft["factor"] * L, precision)
+                    + read(mults, False))
+        return seconds
+    if kind == "passkey":
+        pk = config["passkey"]
+        grid = sum(forward(pk["n"], m * L + 1) for m in mults) * len(pk["depths"])
+        seconds = (cal.build_s(model, pk["batch_size"], L, precision)
+                   + pk["steps"] * cal.step_s(model, pk["batch_size"], L, precision) + grid)
+        if spec.arm == "rope":
+            seconds += len(SCALINGS) * grid * (len(mults) - 1) / len(mults)
+        return seconds
+    if kind == "cost":
+        cost = config["cost"]
+        n_decode = cost["decode_tokens"]
+        seconds = cal.reference_s(_PROFILER_REFERENCE_S)
+        for scheme in PARAM_SCHEMES:
+            seconds += cal.build_s(arm_config(size, scheme).to_dict(), B, L, precision)
+        for scheme in COST_SCHEMES:
+            m = arm_config(size, scheme).to_dict()
+            step = cal.step_s(m, B, L, precision)
+            prefill = cal.forward_s(m, B, L, 1, L - n_decode, precision)
+            token = cal.forward_s(m, B, L, 1, 1, precision)
+            seconds += (cal.build_s(m, B, L, precision) + 3 * step + 3 * (prefill + token)
+                        + (cost["warmup"] + cost["repeats"])
+                        * (step + prefill + n_decode * token))
+        return seconds
+    return None
+
+
+def _L(payload: dict[str, Any]) -> int:
+    return payload.get("L") or payload.get("size_config", {}).get("L") or \
+        payload["train"]["seq_len"]
+
+
+def _same_size(config: dict[str, Any], payload: dict[str, Any]) -> bool:
+    """Whether `payload` was planned from the size `config` (its model's width and depth)."""
+    model = payload["model"]
+    return all(model[k] == v for k, v in config["model"].items())
+
+
 # --- summarise ------------------------------------------------------------------------------------
 def _bucketed(curves: list[list[float]], width: int) -> list[float]:
     mean = np.mean(np.asarray(curves, dtype=np.float64), axis=0)
@@ -1148,4 +1281,5 @@ SUITE = Suite(
     summarise=summarise,
     default_seeds={"tiny": 1, "quick": 3, "full": 3},
     precisions=("fp32", "bf16"),
+    price=price,
 )
