@@ -1,7 +1,8 @@
-"""Time estimates before a suite size runs: FLOPs by the budget's count, the rate from stored
-runs, stored runs free, and the CLI's `report --plan`."""
+"""Time estimates before a suite size runs: every run priced from a calibration of this machine,
+stored runs free, their twins at their wall time, the report's schedule, and `report --plan`."""
 
 import json
+import math
 
 import pytest
 
@@ -10,6 +11,7 @@ from blocklab.cli import main
 from blocklab.config import ModelConfig
 from blocklab.experiments import estimate
 from blocklab.experiments.suites import get_suite, run_suite
+from blocklab.report.build import SUITES
 
 MODEL = ModelConfig(vocab_size=256, d_model=32, n_layers=2, n_heads=2, d_ff=64, max_seq_len=16)
 
@@ -25,37 +27,117 @@ def test_training_flops_are_three_forward_passes_a_step():
     assert estimate.training_flops(MODEL.to_dict(), 4, 16, 10) == 3 * forward * 10
 
 
-def test_the_rate_is_flops_over_wall_time_of_the_stored_training_runs():
-    run = {"model_config": MODEL.to_dict(), "train_config": {"batch_size": 4, "seq_len": 16},
-           "wall_time_s": 2.0, "steps_done": 5}
-    probe = {"wall_time_s": 100.0, "run": {"arm": "probe"}}  # trains nothing: not in the rate
-    rate, used = estimate.flop_rate([("ffn", run), ("ffn", dict(run, wall_time_s=8.0)),
-                                     ("placement", probe)])
-    flops = 3 * prefill_flops(MODEL, 4, 16).total * 5
-    assert used == 2 and rate == pytest.approx(2 * flops / 10.0)
-    assert estimate.flop_rate([("placement", probe)]) == (None, 0)
-    assert estimate.flop_rate([("ffn", run), ("placement", probe)], "placement") == (None, 0)
-    assert estimate.flop_rate([("ffn", run)], "ffn")[1] == 1
+def _fake_calibration(specs, step_s=0.02):
+    """A calibration that prices every shape `specs` ask for at fixed times (no timing)."""
+    requests = estimate._Requests()
+    estimate.price_specs(specs, requests)
+    timing = estimate.Timing(build_s=step_s / 2, step_s=step_s, forward_s=step_s / 3,
+                             call_s=step_s / 20)
+    return estimate.Calibration(seconds=0.0, timings=dict.fromkeys(requests.shapes, timing),
+                                measured=len(requests.shapes), fitted=0, speed=1.0,
+                                startup_s=3.0, worker_start_s=5.0)
 
 
-def test_stored_runs_cost_nothing_and_the_rest_are_priced(tmp_path):
+def _all_specs(size):
+    out = []
+    for name in SUITES:
+        suite = get_suite(name)
+        seeds = range(suite.default_seeds[size])
+        if suite.tune:
+            out += [(suite, spec) for spec in suite.tune(size) + suite.plan(size, seeds, [])]
+        else:
+            out += [(suite, spec) for spec in suite.plan(size, seeds)]
+    return out
+
+
+@pytest.mark.parametrize("size", ["tiny", "quick"])
+def test_every_planned_run_gets_a_finite_positive_price(size):
+    specs = _all_specs(size)
+    calibration = _fake_calibration(specs)
+    prices = estimate.price_specs(specs, calibration)
+    unpriced = [spec.label for (_, spec), p in zip(specs, prices, strict=True)
+                if p is None or not math.isfinite(p) or p <= 0]
+    assert not unpriced
+    # Every run kind of every suite is priced by its suite or as a training run.
+    kinds = {(suite.name, spec.payload["kind"]) for suite, spec in specs}
+    assert ("placement", "init_gradients") in kinds and ("norm-cost", "kernels") in kinds
+
+
+def test_prices_scale_linearly_with_the_calibration(tmp_path):
+    specs = _all_specs("quick")
+    calibration = _fake_calibration(specs)
+    one = estimate.estimate_suites(tmp_path, "quick", SUITES, calibration=calibration)
+    two = estimate.estimate_suites(tmp_path, "quick", SUITES,
+                                   calibration=calibration.scaled(2.0))
+    assert two.core_s == pytest.approx(2 * one.core_s)
+    assert two.wall_s(2) == pytest.approx(2 * one.wall_s(2))
+    # Twice the step time, nothing else changed: training-bound prices grow, fixed ones do not.
+    slower = _fake_calibration(specs, step_s=0.04)
+    ffn = estimate.estimate_suites(tmp_path, "quick", ["ffn"], calibration=slower).suites[0]
+    base = estimate.estimate_suites(tmp_path, "quick", ["ffn"], calibration=calibration)
+    assert ffn.untimed_s == pytest.approx(2 * base.suites[0].untimed_s)
+    assert not any(tmp_path.iterdir())
+
+
+def test_the_schedule_has_rounds_timed_runs_alone_and_a_tail(tmp_path):
+    specs = _all_specs("quick")
+    plan = estimate.estimate_suites(tmp_path, "quick", SUITES,
+                                    calibration=_fake_calibration(specs))
+    first, second = plan.rounds  # everything with ffn's tuning runs, then ffn's evaluation
+    assert len(second.untimed) == sum(1 for suite, s in specs if suite.name == "ffn"
+                                      and s.payload["kind"] != "tune" and not s.timed)
+    assert len(second.timed) == 1  # the ffn timing run
+    assert all(s.unknown == 0 for s in plan.suites)
+    fixed = sum(plan.fixed_s.values())
+    assert plan.wall_s(1) == pytest.approx(plan.core_s + fixed)
+    assert plan.wall_s(2) >= (sum(first.untimed) + sum(second.untimed)) / 2 \
+        + sum(first.timed) + sum(second.timed)
+    assert estimate.makespan([3.0, 1.0, 1.0, 1.0], 2) == 3.0
+    assert estimate.makespan([1.0, 1.0, 1.0], 2, start=5.0) == 7.0  # the last run's tail
+    assert estimate.makespan([], 4) == 0.0
+
+
+def test_stored_runs_cost_nothing_and_their_twins_cost_their_wall_time(tmp_path):
     run_suite(get_suite("placement"), "tiny", 1, tmp_path, progress=False)
     done = estimate.estimate_suites(tmp_path, "tiny", ["placement"])
     (suite,) = done.suites
     assert suite.stored == suite.runs > 0 and done.core_s == 0.0 and suite.unknown == 0
-    # The tiny grids, main and deep: pre, post × 2 warmups each.
-    assert done.flops_per_s > 0 and done.calibrated_on == 8
-    # Seeds 1000… are not stored: every run is priced, the probes at their stored wall times.
-    other = estimate.estimate_suites(tmp_path, "tiny", ["placement"], seed_offset=1000)
+    assert done.calibration is None and done.wall_s(2) == 0.0  # nothing to run or calibrate
+    # Seeds 1000… are not stored: each is priced at its stored twin's (seed 0's) wall time.
+    other = estimate.estimate_suites(tmp_path, "tiny", ["placement"], seed_offset=1000,
+                                     budget_s=0.5)
     (suite,) = other.suites
-    assert suite.stored == 0 and suite.unknown == 0 and other.core_s > 0
-    assert other.wall_s(2) == pytest.approx(other.core_s / 2)  # nothing timed here
+    assert suite.stored == 0 and suite.unknown == 0 and suite.from_stored == suite.runs
+    walls = sum(json.loads(p.read_text())["wall_time_s"]
+                for p in (tmp_path / "placement" / "tiny").glob("*.json")
+                if p.name != "summary.json")
+    assert other.core_s == pytest.approx(walls)
 
 
-def test_report_plan_runs_nothing_and_says_what_it_cannot_price(tmp_path, capsys):
+def test_calibration_times_every_shape_asked_for_within_its_budget():
+    specs = [(s, spec) for s, spec in _all_specs("tiny") if s.name == "placement"]
+    requests = estimate._Requests()
+    estimate.price_specs(specs, requests)
+    calibration = estimate.calibrate(requests.shapes, budget_s=0.3)
+    assert set(requests.shapes) <= set(calibration.timings)
+    assert calibration.measured >= 2  # the reference model and at least one asked for
+    assert calibration.measured + calibration.fitted == len(
+        set(requests.shapes) | {estimate._key(estimate.reference_model(),
+                                              *estimate.REFERENCE_SHAPE, "fp32")})
+    assert all(t.step_s > 0 and t.forward_s > 0 for t in calibration.timings.values())
+    assert calibration.speed > 0 and calibration.startup_s >= 0
+    prices = estimate.price_specs(specs, calibration)
+    assert all(p is not None and p > 0 for p in prices)
+
+
+def test_report_plan_calibrates_runs_nothing_and_prints_the_estimate(tmp_path, capsys,
+                                                                       monkeypatch):
+    calibrate = estimate.calibrate
+    monkeypatch.setattr(estimate, "calibrate",
+                        lambda shapes, budget_s=15.0: calibrate(shapes, budget_s=0.3))
     assert main(["report", "--tiny", "--plan", "--results", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert "runs still to do" in out and "No stored training run" in out
+    assert "runs still to do" in out and "Calibration:" in out and "wall on" in out
     assert not any(tmp_path.iterdir())  # nothing ran, nothing was written
 
 

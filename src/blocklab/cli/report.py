@@ -110,15 +110,18 @@ def report(
 
 
 def print_plan(results: Path, size: str, seed_offset: int, jobs: int | None) -> None:
-    """The runs `report` would still do at `size`, with their estimated time here."""
+    """The runs `report` would still do at `size`, with their estimated time here: a few
+    seconds of calibration first (`blocklab.experiments.estimate`)."""
     from rich.table import Table
 
     from blocklab.cli import console
-    from blocklab.experiments.estimate import estimate_suites, hours
+    from blocklab.experiments.estimate import REFERENCE_STEP_S, estimate_suites, hours
     from blocklab.experiments.executors import usable_cores
     from blocklab.report.build import SUITES
 
-    plan = estimate_suites(results, size, SUITES, seed_offset=seed_offset)
+    out = console()
+    with out.status("calibrating this machine (one thread, a few seconds)"):
+        plan = estimate_suites(results, size, SUITES, seed_offset=seed_offset)
     workers = usable_cores() if jobs is None else jobs
     table = Table(title=f"blocklab report --size {size}: runs still to do")
     for column in ("suite", "runs", "stored", "to run", "core time", "timed (alone)",
@@ -127,16 +130,21 @@ def print_plan(results: Path, size: str, seed_offset: int, jobs: int | None) -> 
     for s in plan.suites:
         table.add_row(s.suite, str(s.runs), str(s.stored), str(s.runs - s.stored),
                       hours(s.untimed_s + s.timed_s), hours(s.timed_s), str(s.unknown))
-    out = console()
     out.print(table)
-    if plan.flops_per_s is None:
-        out.print("No stored training run under --results to measure this machine's rate on: "
-                  "run `blocklab report --quick` first, then ask again.")
+    cal = plan.calibration
+    if cal is None:
+        out.print("Nothing to run: every planned run is stored.")
         return
+    twins = sum(s.from_stored for s in plan.suites)
     unpriced = sum(s.unknown for s in plan.suites)
-    out.print(f"Rate: {plan.flops_per_s / 1e9:.1f} GFLOP/s a core over {plan.calibrated_on} "
-              f"stored training runs (wall time, evaluation included); each suite is priced at "
-              f"its own stored runs' rate. Estimated: {hours(plan.core_s)} of one core; "
-              f"{hours(plan.wall_s(workers))} on {workers} worker(s)"
-              + (f"; {unpriced} run(s) not priced (no stored run of their kind)" if unpriced
-                 else "") + ".")
+    fixed = plan.fixed_s
+    out.print(f"Calibration: {cal.seconds:.1f} s in one thread, {cal.measured} model shapes "
+              f"timed ({cal.fitted} filled in from them); a reference step took "
+              f"{cal.speed * 1000 * REFERENCE_STEP_S:.1f} ms ({cal.speed:.2f}× the reference "
+              f"machine's)" + (f"; {twins} run(s) priced at a stored twin's wall time" if twins
+                                 else "") + ".")
+    out.print(f"Estimated: {hours(plan.core_s)} of one core; {hours(plan.wall_s(workers))} wall "
+              f"on {workers} worker(s), with process start {hours(fixed.get('startup', 0))}, "
+              f"each worker's first imports {hours(fixed.get('worker_start', 0))} and the "
+              f"report's build {hours(fixed.get('build', 0))}"
+              + (f"; {unpriced} run(s) not priced" if unpriced else "") + ".")

@@ -1,78 +1,491 @@
 """How long a suite size would take on this machine, before any of it runs.
 
-Every planned training run costs its matmul FLOPs: 3 × one forward pass (forward, and a backward
-of twice the forward) per step, from `blocklab.budget.flops`, times its steps. The rate is the
-one this machine reached on the same suite's training runs already stored under the results
-folder (every suite's, when the suite has none):
+The estimate rests on a seconds-long calibration of this machine, in one thread (as every
+worker process runs), not on FLOP rates:
 
-    rate = Σ 3 · forward FLOPs · steps done  /  Σ wall time          (stored training runs)
-    estimate(run) = 3 · forward FLOPs · steps / rate
+    calibrate   build the exact models the planned runs train (`DecoderLM` by the trainer's
+                `build_model`) and time a few real optimizer steps of each (`train_step`,
+                `make_optimizer`, batches of the run's shape), a no-grad forward at that shape
+                and at [1, 1] (a call's fixed overhead); models that differ only in depth are
+                measured at their shallowest and deepest and interpolated in n_layers; past the
+                time budget the rest come from a least-squares fit of the measured ones
+                (step ≈ a + b·n_layers + c·FLOPs, FLOPs from `blocklab.budget.flops`). Also the
+                fixed costs: this process's start and imports, and a worker's first run (the
+                compiler stack `torch.use_deterministic_algorithms` imports).
+    price       a training run costs setup + steps × step + evaluations × evaluation, counted as
+                `trainer.train` does (eval_every, eval_lengths, eval_batches in chunks of
+                batch_size·seq_len tokens); every suite prices its own run kinds next to the
+                code that runs them (`Suite.price(spec, calibration)`: gradient probes, timings,
+                kernel benchmarks, post-training reads). What cannot be timed in seconds (a cold
+                torch.compile, torchao's int8 paths, rendering the report) is a reference time
+                from the 2-core reference machine times `speed`, this machine's step time over
+                the reference machine's on one reference model.
+    stored      a run already stored (with this code's provenance) costs nothing; a planned run
+                whose twin (same suite, size and label but the seed) is stored is priced at the
+                twin's own wall time.
+    schedule    `SizeEstimate.wall_s(workers)` replays `run_suites`: the untimed runs of the
+                first round (every suite's runs; a tuned suite's tuning runs) handed to the
+                workers in plan order, each to the first one free, the tail included; then the
+                timed runs one after another; then the tuned suites' evaluation runs the same
+                way; plus the process start, each worker's first-run imports and the report's
+                build.
 
-Wall time includes evaluation and Python overhead. Small models are overhead-bound, so the rate
-depends on the shapes: an estimate is as good as the stored runs resemble the planned ones (a
-quick size's runs price a full size's larger models long; narrow deep models run at a lower
-rate than wide shallow ones, which is why each suite is priced at its own rate). A run that
-trains nothing (a gradient probe, a timing, a kernel benchmark) costs the mean
-wall time of the stored runs of the same suite and arm at any size; with none stored it is
-counted as unknown. Runs already stored (with this code's provenance) cost nothing.
-
-    plan = estimate_suites(Path("runs"), "full", ["ffn", "placement"])
+    plan = estimate_suites(Path("runs"), "quick", ["ffn", "placement"])
     plan.wall_s(workers=2)
 """
 
 from __future__ import annotations
 
+import dataclasses
+import heapq
 import json
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+import re
+import sys
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from blocklab.config import ModelConfig
 
+# Seconds of one optimizer step of `reference_model()` (ffn quick's swiglu arm, batch 16 × 64
+# tokens, one thread) on the 2-core reference machine, at the time (a shared machine under a
+# load of about 6) the reference times below and in the suites' `price` functions were taken;
+# `Calibration.speed` is this machine's step over it.
+REFERENCE_STEP_S = 0.155
+REFERENCE_SHAPE = (16, 64)
+# The reference machine's seconds for what a calibration cannot time in seconds, scaled by
+# `speed`: rendering the report (figures, ledger), importing the compiler stack in a fresh
+# worker when it cannot be timed here (already imported).
+REFERENCE_BUILD_S = {"tiny": 46.0, "quick": 55.0, "full": 65.0}
+REFERENCE_WORKER_START_S = 30.0
+REFERENCE_STARTUP_S = 20.0
+# Model-config keys that do not change a step's cost measurably.
+_COSTLESS_KEYS = ("name", "max_seq_len", "embed_scale", "rope_theta", "rope_scaling")
 
+
+def reference_model() -> dict[str, Any]:
+    return ModelConfig(vocab_size=256, d_model=64, n_layers=2, n_heads=4, ffn="swiglu",
+                       d_ff=171, max_seq_len=64).to_dict()
+
+
+def _key(model: dict[str, Any], batch: int, seq: int, precision: str) -> tuple:
+    cost = {k: v for k, v in model.items() if k not in _COSTLESS_KEYS}
+    return (json.dumps(cost, sort_keys=True, default=str), batch, seq, precision)
+
+
+def _family(key: tuple) -> tuple:
+    cost = json.loads(key[0])
+    cost.pop("n_layers", None)
+    return (json.dumps(cost, sort_keys=True), *key[1:])
+
+
+def _layers(key: tuple) -> int:
+    return json.loads(key[0])["n_layers"]
+
+
+@dataclass(frozen=True)
+class Timing:
+    """One model shape measured: build (construct + initialise), one optimizer step, a no-grad
+    forward at the step's [batch, seq] and at [1, 1], in seconds."""
+
+    build_s: float
+    step_s: float
+    forward_s: float
+    call_s: float
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """This machine's measured costs, one thread (`calibrate`). Every price is a sum of these
+    times counts, so `scaled(k)` multiplies every price by k."""
+
+    seconds: float  # how long the calibration took
+    timings: dict[tuple, Timing]  # by `_key`, measured or filled in (see `fitted`)
+    measured: int  # shapes timed directly
+    fitted: int  # shapes filled in from others (same family, or the least-squares fit)
+    speed: float  # this machine's step time on the reference model / the reference machine's
+    startup_s: float  # process start and imports of a `blocklab` command
+    worker_start_s: float  # a fresh worker's first run: the compiler stack's imports
+    models: dict[tuple, dict[str, Any]] = field(default_factory=dict)
+    scale: float = 1.0
+
+    def scaled(self, k: float) -> Calibration:
+        return dataclasses.replace(self, scale=self.scale * k)
+
+    def _timing(self, model: dict[str, Any], batch: int, seq: int, precision: str) -> Timing:
+        key = _key(model, batch, seq, precision)
+        if key not in self.timings:
+            raise KeyError(f"shape not calibrated: {model.get('name') or key[1:]}")
+        return self.timings[key]
+
+    def step_s(self, model: dict[str, Any], batch: int, seq: int,
+               precision: str = "fp32") -> float:
+        """One `train_step` of `model` on [batch, seq + 1] tokens."""
+        return self.scale * self._timing(model, batch, seq, precision).step_s
+
+    def build_s(self, model: dict[str, Any], batch: int, seq: int,
+                precision: str = "fp32") -> float:
+        """`build_model` of `model` (construction and seeded initialisation)."""
+        return self.scale * self._timing(model, batch, seq, precision).build_s
+
+    def forward_s(self, model: dict[str, Any], batch: int, seq: int, rows: int, length: int,
+                  precision: str = "fp32") -> float:
+        """A no-grad forward of [rows, length] tokens through the model calibrated at [batch,
+        seq]: the call's fixed overhead plus the measured forward's remainder scaled by FLOPs
+        (attention's quadratic term included)."""
+        from blocklab.budget.flops import prefill_flops
+
+        t = self._timing(model, batch, seq, precision)
+        config = ModelConfig.from_dict(dict(model, max_seq_len=max(model["max_seq_len"],
+                                                                   seq, length)))
+        ratio = (prefill_flops(config, rows, length).total
+                 / prefill_flops(config, batch, seq).total)
+        return self.scale * (t.call_s + max(0.0, t.forward_s - t.call_s) * ratio)
+
+    def reference_s(self, seconds: float) -> float:
+        """A time measured on the reference machine, on this one."""
+        return self.scale * self.speed * seconds
+
+    def fixed_s(self, seconds: float) -> float:
+        """A time measured here (startup, a worker's imports), scaled like every price."""
+        return self.scale * seconds
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"seconds": self.seconds, "measured": self.measured, "fitted": self.fitted,
+                "speed": self.speed, "startup_s": self.startup_s,
+                "worker_start_s": self.worker_start_s,
+                "reference_step_s": REFERENCE_STEP_S * self.speed}
+
+
+class _Requests:
+    """Stands in for a `Calibration` while the runs are priced once to learn which shapes they
+    need; every time is 1 s."""
+
+    speed = 1.0
+    scale = 1.0
+
+    def __init__(self) -> None:
+        self.shapes: dict[tuple, dict[str, Any]] = {}
+
+    def _note(self, model: dict[str, Any], batch: int, seq: int, precision: str) -> float:
+        self.shapes.setdefault(_key(model, batch, seq, precision), model)
+        return 1.0
+
+    def step_s(self, model, batch, seq, precision="fp32") -> float:
+        return self._note(model, batch, seq, precision)
+
+    def build_s(self, model, batch, seq, precision="fp32") -> float:
+        return self._note(model, batch, seq, precision)
+
+    def forward_s(self, model, batch, seq, rows, length, precision="fp32") -> float:
+        return self._note(model, batch, seq, precision)
+
+    def reference_s(self, seconds: float) -> float:
+        return seconds
+
+    def fixed_s(self, seconds: float) -> float:
+        return seconds
+
+
+class _Probe:
+    """One model shape being timed in this thread: built (timed), one untimed step, then a timed
+    step at each `step()`; `timing()` adds a no-grad forward at [batch, seq] and at [1, 1] and
+    keeps the median step. Steps of all shapes are taken in rounds, so a burst of load from
+    other processes falls on a few samples of many shapes, not on all samples of one."""
+
+    def __init__(self, model: dict[str, Any], batch: int, seq: int, precision: str,
+                 tokens) -> None:
+        from blocklab.experiments.trainer import TrainConfig, build_model, make_optimizer
+
+        config = ModelConfig.from_dict(dict(model, max_seq_len=max(model["max_seq_len"], seq)))
+        self.tc = TrainConfig(steps=4, batch_size=batch, seq_len=seq, precision=precision,
+                              threads=1)
+        self.tokens, self.samples = tokens, []
+        tick = time.perf_counter()
+        self.net = build_model(config, self.tc).train()
+        self.build_s = time.perf_counter() - tick
+        self.optimizer, self.params = make_optimizer(self.net, self.tc), list(
+            self.net.parameters())
+        self._step()  # AdamW's state and the allocator's first buffers: not timed
+        self.step()
+
+    def _step(self) -> float:
+        from blocklab.experiments.data import sample_batch
+        from blocklab.experiments.trainer import train_step
+
+        tick = time.perf_counter()
+        self.data = sample_batch(self.tokens, seed=0, step=len(self.samples),
+                                 batch_size=self.tc.batch_size, seq_len=self.tc.seq_len)
+        train_step(self.net, self.data, self.optimizer, self.params, lr=1e-4,
+                   grad_clip=self.tc.grad_clip)
+        return time.perf_counter() - tick
+
+    def step(self) -> None:
+        self.samples.append(self._step())
+
+    def timing(self) -> Timing:
+        import torch
+
+        self.net.eval()
+        with torch.no_grad():
+            tick = time.perf_counter()
+            self.net(self.data[:, :-1])
+            forward = time.perf_counter() - tick
+            tick = time.perf_counter()
+            self.net(self.data[:1, :1])
+            call = time.perf_counter() - tick
+        samples = sorted(self.samples)
+        return Timing(self.build_s, samples[len(samples) // 2], forward, min(call, forward))
+
+
+def _process_age_s() -> float | None:
+    """Seconds since this process started (Linux), or None."""
+    try:
+        import os
+
+        with open("/proc/self/stat", encoding="ascii") as handle:
+            ticks = int(handle.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/uptime", encoding="ascii") as handle:
+            uptime = float(handle.read().split()[0])
+        return max(0.0, uptime - ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
+
+
+def calibrate(shapes: dict[tuple, dict[str, Any]], budget_s: float = 15.0) -> Calibration:
+    """Time `shapes` (`_key` -> a model dict of that shape) on this machine in one thread,
+    spending about `budget_s` seconds on them (beyond the imports a fresh worker pays, timed
+    here when not yet imported); see the module docstring."""
+    import importlib
+
+    from blocklab.experiments.data import load_corpus
+    from blocklab.experiments.suites.base import torch_threads
+
+    started = time.perf_counter()
+    startup = _process_age_s()
+    if "torch._inductor" in sys.modules:
+        worker = None
+    else:  # what a fresh worker's first run pays (`trainer._runtime`)
+        tick = time.perf_counter()
+        importlib.import_module("torch._inductor")
+        worker = time.perf_counter() - tick
+    tokens = load_corpus("stdlib").train
+    reference = _key(reference_model(), *REFERENCE_SHAPE, "fp32")
+    families: dict[tuple, list[tuple]] = {}
+    for key in shapes:
+        families.setdefault(_family(key), []).append(key)
+    # Each family's deepest model first, then its shallowest: two points fix a line in depth.
+    deepest = [max(keys, key=_layers) for keys in families.values()]
+    shallowest = [min(keys, key=_layers) for keys in families.values()]
+    order = [reference] + deepest + [k for k in shallowest if k not in deepest]
+    models = dict(shapes)
+    models[reference] = reference_model()
+    measuring = time.perf_counter()
+
+    def spent(fraction: float) -> bool:
+        return time.perf_counter() - measuring > fraction * budget_s
+
+    probes: dict[tuple, _Probe] = {}
+    with torch_threads(1):
+        for key in dict.fromkeys(order):
+            # The reference model and one asked for always; the rest while 60% of the budget
+            # lasts, then more steps of each, round after round, while the rest lasts.
+            if len(probes) >= 2 and spent(0.6):
+                break
+            probes[key] = _Probe(models[key], key[1], key[2], key[3], tokens)
+        for _round in range(4):
+            for probe in probes.values():
+                if not spent(1.0):
+                    probe.step()
+        timings = {key: probe.timing() for key, probe in probes.items()}
+    del probes
+    measured = len(timings)
+    filled = _fill(shapes, timings, models)
+    speed = timings[reference].step_s / REFERENCE_STEP_S
+    return Calibration(
+        seconds=time.perf_counter() - started, timings={**timings, **filled},
+        measured=measured, fitted=len(filled), speed=speed,
+        startup_s=startup if startup is not None else REFERENCE_STARTUP_S * speed,
+        worker_start_s=worker if worker is not None else REFERENCE_WORKER_START_S * speed,
+        models=models)
+
+
+def _fill(shapes: dict[tuple, dict[str, Any]], timings: dict[tuple, Timing],
+          models: dict[tuple, dict[str, Any]]) -> dict[tuple, Timing]:
+    """Timings of the shapes not measured: linear in n_layers between two measured members of
+    their family, else the least-squares fit of every measured shape."""
+    filled = {}
+    fit = _fit(timings, models)
+    for key in shapes:
+        if key in timings:
+            continue
+        family = sorted((_layers(k), timings[k]) for k in timings if _family(k) == _family(key))
+        if len(family) >= 2 and family[0][0] != family[-1][0]:
+            (l0, t0), (l1, t1) = family[0], family[-1]
+            w = (_layers(key) - l0) / (l1 - l0)
+            filled[key] = Timing(*(max(1e-6, a + w * (b - a))
+                                   for a, b in zip(dataclasses.astuple(t0),
+                                                   dataclasses.astuple(t1), strict=True)))
+        elif family:
+            layers, t = family[0]
+            r = (1 + _layers(key)) / (1 + layers)
+            filled[key] = Timing(t.build_s * r, t.step_s * r, t.forward_s * r, t.call_s * r)
+        else:
+            filled[key] = fit(key)
+    return filled
+
+
+def _fit(timings: dict[tuple, Timing], models: dict[tuple, dict[str, Any]]
+         ) -> Callable[[tuple], Timing]:
+    """Least squares of each measured time on (1, n_layers, training FLOPs); non-negative
+    predictions."""
+    import numpy as np
+
+    keys = list(timings)
+
+    def features(key: tuple) -> list[float]:
+        flops = training_flops(models[key], key[1], key[2], 1)
+        return [1.0, float(_layers(key)), flops]
+
+    if len(keys) < 3:  # too few points for three coefficients: the nearest in FLOPs, scaled
+        def nearest(key: tuple) -> Timing:
+            flops = features(key)[2]
+            near = min(keys, key=lambda k: abs(math.log(features(k)[2] / flops)))
+            r = flops / features(near)[2]
+            return Timing(*(v * r for v in dataclasses.astuple(timings[near])))
+        return nearest
+
+    x = np.array([features(k) for k in keys])
+    y = np.array([dataclasses.astuple(timings[k]) for k in keys])
+    scale = x.max(axis=0)
+    coef, *_ = np.linalg.lstsq(x / scale, y, rcond=None)
+
+    def predict(key: tuple) -> Timing:
+        values = (np.array(features(key)) / scale) @ coef
+        floor = y.min(axis=0)
+        return Timing(*(float(max(v, f)) for v, f in zip(values, floor, strict=True)))
+    return predict
+
+
+# --- pricing ----------------------------------------------------------------------------------
+def training_flops(model: dict[str, Any], batch_size: int, seq_len: int, steps: int) -> float:
+    """Matmul FLOPs of `steps` training steps of the model config dict `model`: 3 forward
+    passes a step (forward, and a backward of twice the forward)."""
+    from blocklab.budget.flops import prefill_flops
+
+    config = ModelConfig.from_dict(dict(model, max_seq_len=max(model["max_seq_len"], seq_len)))
+    return 3.0 * prefill_flops(config, batch_size, seq_len).total * steps
+
+
+def evaluation_s(model: dict[str, Any], train: dict[str, Any], rows: int, length: int,
+                 cal, batch_tokens: int | None = None) -> float:
+    """`trainer.evaluate` of `rows` windows of `length` tokens: forwards of batch_tokens //
+    length rows (batch_tokens default: the run's batch_size × seq_len)."""
+    batch, seq = train["batch_size"], train["seq_len"]
+    precision = train.get("precision", "fp32")
+    chunk = max(1, (batch_tokens or batch * seq) // length)
+    full, rest = divmod(rows, chunk)
+    seconds = full * cal.forward_s(model, batch, seq, chunk, length, precision)
+    if rest:
+        seconds += cal.forward_s(model, batch, seq, rest, length, precision)
+    return seconds
+
+
+def training_s(model: dict[str, Any], train: dict[str, Any], cal) -> float:
+    """Seconds of `trainer.train(model, train)`: model build, steps, and every validation
+    (every eval_every steps and at the end, at each eval length, eval_batches × batch_size
+    windows)."""
+    batch, seq, steps = train["batch_size"], train["seq_len"], train["steps"]
+    precision = train.get("precision", "fp32")
+    every = train.get("eval_every", 50)
+    evaluations = (steps // every if every else 0) + (1 if not every or steps % every else 0)
+    rows = train.get("eval_batches", 4) * batch
+    lengths = sorted({*train.get("eval_lengths", ()), seq})
+    per_evaluation = sum(evaluation_s(model, train, rows, length, cal) for length in lengths)
+    return (cal.build_s(model, batch, seq, precision)
+            + steps * cal.step_s(model, batch, seq, precision)
+            + evaluations * per_evaluation)
+
+
+def default_price(spec, cal) -> float | None:
+    """A run whose payload holds a model and a train config with steps: `training_s`; else
+    None (a kind only its suite knows how to price)."""
+    model, train = spec.payload.get("model"), spec.payload.get("train")
+    if isinstance(model, dict) and isinstance(train, dict) and "steps" in train:
+        return training_s(model, train, cal)
+    return None
+
+
+# --- the plan -----------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class SuiteEstimate:
     """One suite's planned runs at a size: how many, how many are stored, the estimated
-    seconds of the untimed runs (spread over workers) and of the timed ones (alone)."""
+    seconds (one core) of the untimed runs and of the timed ones (alone)."""
 
     suite: str
     runs: int
     stored: int
     untimed_s: float
     timed_s: float
-    unknown: int  # runs with no stored run of their kind to price them
+    unknown: int  # runs no price could be put on
+    from_stored: int = 0  # runs priced at a stored twin's wall time
+
+
+@dataclass(frozen=True)
+class Round:
+    """One executor call of `run_suites`: the untimed runs' prices in the order they are
+    handed to the workers, then the timed runs' (run alone)."""
+
+    untimed: list[float]
+    timed: list[float]
 
 
 @dataclass(frozen=True)
 class SizeEstimate:
     size: str
     suites: list[SuiteEstimate]
-    flops_per_s: float | None  # over every suite; None: no stored training run to calibrate on
-    calibrated_on: int  # stored training runs the rate comes from
+    rounds: list[Round]
+    calibration: Calibration | None
+    fixed_s: dict[str, float]  # startup, worker_start (each worker of the first round), build
 
     def wall_s(self, workers: int) -> float:
-        """Estimated wall seconds with `workers` worker processes: untimed runs shared among
-        them (a lower bound that ignores the last run's tail), timed runs one after another."""
-        return (sum(s.untimed_s for s in self.suites) / workers
-                + sum(s.timed_s for s in self.suites))
+        """Estimated wall seconds of `blocklab report` with `workers` worker processes: each
+        round's untimed runs list-scheduled on the workers in plan order (the last run's tail
+        included), its timed runs one after another, the fixed costs added."""
+        wall = self.fixed_s.get("startup", 0.0) + self.fixed_s.get("build", 0.0)
+        for i, round_ in enumerate(self.rounds):
+            start = self.fixed_s.get("worker_start", 0.0) if i == 0 else 0.0
+            wall += makespan(round_.untimed, workers, start) + sum(round_.timed)
+        return wall
 
     @property
     def core_s(self) -> float:
         return sum(s.untimed_s + s.timed_s for s in self.suites)
 
-
-def training_flops(model: dict[str, Any], batch_size: int, seq_len: int, steps: int) -> float:
-    """Matmul FLOPs of `steps` training steps of the model config dict `model`."""
-    from blocklab.budget.flops import prefill_flops
-
-    forward = prefill_flops(ModelConfig.from_dict(model), batch_size, seq_len).total
-    return 3.0 * forward * steps
+    def to_dict(self, workers: int) -> dict[str, Any]:
+        return {"size": self.size, "workers": workers, "wall_s": self.wall_s(workers),
+                "core_s": self.core_s, "fixed_s": self.fixed_s,
+                "calibration": None if self.calibration is None else self.calibration.to_dict(),
+                "suites": [dataclasses.asdict(s) for s in self.suites]}
 
 
-def _stored_results(results: Path) -> list[tuple[str, dict[str, Any]]]:
-    """(suite, result) of every stored run under `results` (every size and folder)."""
+def makespan(seconds: Sequence[float], workers: int, start: float = 0.0) -> float:
+    """When the last of `seconds` finishes, each run handed in order to the first free worker
+    (`ProcessPoolExecutor`'s FIFO queue); every worker first spends `start`."""
+    if not seconds:
+        return 0.0
+    free = [start] * max(1, min(workers, len(seconds)))
+    heapq.heapify(free)
+    for s in seconds:
+        heapq.heappush(free, heapq.heappop(free) + s)
+    return max(free)
+
+
+def _stored_results(results: Path) -> list[tuple[str, str, dict[str, Any]]]:
+    """(suite, size folder, result) of every stored run under `results`."""
     found = []
     for path in sorted(results.glob("*/*/*.json")):
         if path.name == "summary.json":
@@ -82,35 +495,27 @@ def _stored_results(results: Path) -> list[tuple[str, dict[str, Any]]]:
         except (OSError, ValueError):  # a file being written or not ours: price without it
             continue
         if isinstance(result, dict):
-            found.append((path.parent.parent.name, result))
+            found.append((path.parent.parent.name, path.parent.name, result))
     return found
 
 
-def flop_rate(stored: list[tuple[str, dict[str, Any]]],
-              suite: str | None = None) -> tuple[float | None, int]:
-    """(FLOP/s over the stored training runs' wall time, how many runs it comes from), over
-    `suite`'s runs only when given."""
-    flops = seconds = 0.0
-    used = 0
-    for name, result in stored:
-        if suite is not None and name != suite:
-            continue
-        model, train = result.get("model_config"), result.get("train_config")
-        wall, done = result.get("wall_time_s"), result.get("steps_done")
-        if not (isinstance(model, dict) and isinstance(train, dict) and wall and done):
-            continue
-        flops += training_flops(model, train["batch_size"], train["seq_len"], done)
-        seconds += wall
-        used += 1
-    return (flops / seconds if seconds > 0 else None), used
+_SEED = re.compile(r"\bseed \d+\b")
+
+
+def _twin_key(suite: str, folder: str, label: str) -> tuple[str, str, str]:
+    """Runs of the same suite, size (any seed offset) and label but the seed: the same work."""
+    size = folder.split("+")[0] + ("+tuning" if "+tuning" in folder else "")
+    return suite, size, _SEED.sub("seed", label)
 
 
 def estimate_suites(results: str | Path, size: str, names: Sequence[str], *,
-                    seed_offset: int = 0) -> SizeEstimate:
-    """Estimate the runs `blocklab report --size SIZE` would still have to do for `names`.
+                    seed_offset: int = 0, calibration: Calibration | None = None,
+                    budget_s: float = 15.0) -> SizeEstimate:
+    """Estimate the runs `blocklab report --size SIZE` would still have to do for `names`,
+    calibrating this machine first (or pricing with `calibration`).
 
-    A tuned suite's evaluation runs are priced at the middle of its choices (their cost does
-    not depend on the learning rate a tuning run picks)."""
+    A tuned suite's evaluation runs are planned without tuning results (each arm at its grid's
+    first choice): their cost does not depend on the learning rate a tuning run picks."""
     from blocklab.experiments.suites import get_suite
     from blocklab.experiments.suites.base import (
         ResultStore,
@@ -121,54 +526,79 @@ def estimate_suites(results: str | Path, size: str, names: Sequence[str], *,
     )
 
     results = Path(results)
-    stored = _stored_results(results)
-    rate, calibrated_on = flop_rate(stored)
-    estimates = []
+    twins: dict[tuple[str, str, str], list[float]] = {}
+    for suite_name, folder, result in _stored_results(results):
+        run, wall = result.get("run"), result.get("wall_time_s")
+        if isinstance(run, dict) and isinstance(wall, int | float) and wall > 0:
+            key = _twin_key(suite_name, folder, str(run.get("label")))
+            twins.setdefault(key, []).append(float(wall))
+    planned = []  # (suite, stage, spec, stored, twin wall times)
     for name in names:
-        own, _ = flop_rate(stored, name)
         suite = get_suite(name)
         seeds = seed_range(suite.default_seeds[size], seed_offset)
         store = ResultStore(suite_dir(results, suite, size, seed_offset))
-        specs = [(spec, store) for spec in
-                 (suite.plan(size, seeds, []) if suite.tune else suite.plan(size, seeds))]
+        folder = store.root.name
+        groups = [(1 if suite.tune else 0, store, folder,
+                   suite.plan(size, seeds, []) if suite.tune else suite.plan(size, seeds))]
         if suite.tune:
             tuning = ResultStore(tuning_dir(results, suite, size))
-            specs = [(spec, tuning) for spec in suite.tune(size)] + specs
-        # The mean wall time of each arm this suite has stored (any size), to price the runs
-        # that train nothing: a probe, a timing or a kernel benchmark.
-        by_arm: dict[str, list[float]] = {}
-        for suite_name, result in stored:
-            run, wall = result.get("run"), result.get("wall_time_s")
-            if suite_name == name and isinstance(run, dict) and wall:
-                by_arm.setdefault(str(run.get("arm")), []).append(wall)
-        untimed = timed = 0.0
-        unknown = done = 0
-        for spec, where in specs:
-            if where.has(spec.run_id) and not stale_reasons([spec], where):
-                done += 1
-                continue
-            seconds = _price(spec, own or rate, by_arm.get(spec.arm, []))
-            if seconds is None:
-                unknown += 1
-            elif spec.timed:
-                timed += seconds
-            else:
-                untimed += seconds
-        estimates.append(SuiteEstimate(name, len(specs), done, untimed, timed, unknown))
-    return SizeEstimate(size, estimates, rate, calibrated_on)
+            groups.insert(0, (0, tuning, tuning.root.name, suite.tune(size)))
+        for stage, where, folder, specs in groups:
+            stale = stale_reasons(specs, where)
+            for spec in specs:
+                done = where.has(spec.run_id) and spec.run_id not in stale
+                same = twins.get(_twin_key(name, folder, spec.label), [])
+                planned.append((suite, stage, spec, done, same))
+
+    def price(suite, spec, cal) -> float | None:
+        own = suite.price(spec, cal) if getattr(suite, "price", None) else None
+        return own if own is not None else default_price(spec, cal)
+
+    todo = [(suite, spec) for suite, _, spec, done, same in planned if not done and not same]
+    if calibration is None and todo:
+        requests = _Requests()
+        for suite, spec in todo:
+            price(suite, spec, requests)
+        calibration = calibrate(requests.shapes, budget_s)
+    by_suite: dict[str, dict[str, float]] = {
+        name: {"runs": 0, "stored": 0, "untimed": 0.0, "timed": 0.0, "unknown": 0, "twin": 0}
+        for name in names}
+    rounds = [Round([], []), Round([], [])]
+    for suite, stage, spec, done, same in planned:
+        row = by_suite[suite.name]
+        row["runs"] += 1
+        if done:
+            row["stored"] += 1
+            continue
+        if same:
+            seconds = sum(same) / len(same)
+            row["twin"] += 1
+        else:
+            seconds = price(suite, spec, calibration)
+        if seconds is None or not math.isfinite(seconds):
+            row["unknown"] += 1
+            continue
+        row["timed" if spec.timed else "untimed"] += seconds
+        (rounds[stage].timed if spec.timed else rounds[stage].untimed).append(seconds)
+    suites = [SuiteEstimate(name, int(r["runs"]), int(r["stored"]), r["untimed"], r["timed"],
+                            int(r["unknown"]), int(r["twin"])) for name, r in by_suite.items()]
+    rounds = [r for r in rounds if r.untimed or r.timed]
+    fixed: dict[str, float] = {}
+    if calibration is not None:
+        fixed = {"startup": calibration.fixed_s(calibration.startup_s),
+                 "worker_start": calibration.fixed_s(calibration.worker_start_s)
+                 if rounds and rounds[0].untimed else 0.0,
+                 "build": calibration.reference_s(REFERENCE_BUILD_S[size])}
+    return SizeEstimate(size, suites, rounds, calibration, fixed)
 
 
-def _price(spec, rate: float | None, same_arm: list[float]) -> float | None:
-    payload = spec.payload
-    model, train = payload.get("model"), payload.get("train")
-    if isinstance(model, dict) and isinstance(train, dict) and "steps" in train:
-        if rate is None:
-            return None
-        return training_flops(model, train["batch_size"], train["seq_len"],
-                              train["steps"]) / rate
-    if same_arm:
-        return sum(same_arm) / len(same_arm)
-    return None
+def price_specs(specs: Iterable[tuple[Any, Any]], cal: Calibration) -> list[float | None]:
+    """The price of each (suite, spec) under `cal` (for checking prices against real runs)."""
+    out = []
+    for suite, spec in specs:
+        own = suite.price(spec, cal) if getattr(suite, "price", None) else None
+        out.append(own if own is not None else default_price(spec, cal))
+    return out
 
 
 def hours(seconds: float) -> str:

@@ -629,7 +629,28 @@ def _status_cell(status: dict[str, int]) -> str:
     return "/".join(str(status.get(s, 0)) for s in ("ok", "diverged", "stuck"))
 
 
+def price(spec: RunSpec, cal) -> float | None:
+    """Estimated seconds of one run on this machine (`blocklab.experiments.estimate`): a
+    training run is the trainer's run plus `train_arm`'s two zero-gradient probes (one more
+    model build, and a forward+backward each, priced as a step); the timing run builds every arm
+    `rounds` times and takes timing_steps + 1 steps of each."""
+    from blocklab.experiments.estimate import training_s
+
+    payload = spec.payload
+    if payload["kind"] == "timing":
+        b, t, precision = payload["batch_size"], payload["seq_len"], payload.get("precision",
+                                                                                  "fp32")
+        return payload["rounds"] * sum(
+            cal.build_s(m, b, t, precision) + (payload["steps"] + 1) * cal.step_s(m, b, t,
+                                                                                   precision)
+            for m in payload["models"])
+    model, train = payload["model"], payload["train"]
+    b, t, precision = train["batch_size"], train["seq_len"], train.get("precision", "fp32")
+    return (training_s(model, train, cal) + cal.build_s(model, b, t, precision)
+            + 2 * cal.step_s(model, b, t, precision))
+
+
 SUITE = Suite("ffn", "plain vs gated FFNs at equal parameter count (C16, C17)", plan, summarise,
               # C16's registered rule needs five paired seeds (blocklab.claims.checks).
               default_seeds={"tiny": 1, "quick": 5, "full": 8}, tune=tune,
-              precisions=("fp32", "bf16"))
+              precisions=("fp32", "bf16"), price=price)

@@ -493,6 +493,52 @@ def plan(size: str, seeds: range) -> list[RunSpec]:
     return specs
 
 
+# Reference-machine seconds (`blocklab.experiments.estimate`) of what a calibration does not time:
+# the process's first torch.compile, one cold compile of one implementation at one shape (forward
+# and backward, then the no-grad forward), and one call per element of a [rows, d] input
+# (forward; forward+backward) of blocklab's kernels, the other kinds a multiple of it.
+_INDUCTOR_WARM_REFERENCE_S = 108.0
+_COLD_COMPILE_REFERENCE_S = 24.0
+_ELEMENT_REFERENCE_S = {"fwd_s": 14e-9, "fwdbwd_s": 31e-9}  # blocklab's kernels
+_KIND_FACTOR = {"blocklab": 1.0, "torch": 2.5, "plain": 4.5, "compiled": 1.2}
+
+
+def price(spec: RunSpec, cal) -> float | None:
+    """Estimated seconds of one run on this machine from a calibration (`blocklab.experiments.
+    estimate`): a kernels run is (per implementation and pass) its warm-up and block-sizing
+    calls plus `repeats` blocks of at least block_s, and the cold compiles; a step run builds
+    the four models and takes (warmup + repeats) steps of each; quality runs are the
+    trainer's (the default)."""
+    payload = spec.payload
+    if payload["kind"] == "kernels":
+        elements = payload["d"] * payload["rows"]
+        kinds = KINDS if payload["compile"] else tuple(k for k in KINDS if k != "compiled")
+        seconds = 0.0
+        for kind in kinds:
+            factor = _KIND_FACTOR[kind]
+            for per_element in _ELEMENT_REFERENCE_S.values():
+                call = cal.reference_s(per_element * elements * factor)
+                # two norms; 2 warm-up calls, 1 sizing call and (forward) 1 saved-bytes call
+                seconds += len(NORM_NAMES) * (4 * call + payload["repeats"]
+                                              * max(call, cal.fixed_s(payload["block_s"])))
+        if payload["compile"]:
+            seconds += len(NORM_NAMES) * cal.reference_s(_COLD_COMPILE_REFERENCE_S)
+            # The process's first compile, paid by a size's first kernels run.
+            firsts = {(tuple(c["shapes"][0]), c["threads"][0]) for c in SIZES.values()}
+            if ((payload["d"], payload["rows"]), payload["threads"]) in firsts:
+                seconds += cal.reference_s(_INDUCTOR_WARM_REFERENCE_S)
+        return seconds
+    if payload["kind"] == "step":
+        b, t = payload["batch_size"], payload["seq_len"]
+        seconds = 0.0
+        for norm in NORM_NAMES:
+            model = _model_config(norm, payload["d_model"], payload["n_layers"], t).to_dict()
+            seconds += len(STEP_PATHS) * (cal.build_s(model, b, t) + (
+                payload["warmup"] + payload["repeats"]) * cal.step_s(model, b, t))
+        return seconds
+    return None
+
+
 # --- summarise ------------------------------------------------------------------------------------
 def _median_ms(values: Sequence[float] | None) -> float | None:
     return None if not values else 1000 * float(np.median(values))
@@ -678,4 +724,5 @@ SUITE = Suite(
     summarise=summarise,
     # Seeds are the paired quality runs; timings get their repeats instead.
     default_seeds={"tiny": 2, "quick": 6, "full": 8},
+    price=price,
 )

@@ -747,7 +747,20 @@ def summarise(size_name: str, seeds: range, results: list[tuple[RunSpec, dict[st
                    first_seed=seeds.start)
 
 
+def price(spec: RunSpec, cal) -> float | None:
+    """Estimated seconds of one run on this machine (`blocklab.experiments.estimate`): a
+    gradient probe builds its model and takes one forward+backward (priced as a step) on
+    [batch_size, seq_len]; training runs are the trainer's (the default)."""
+    payload = spec.payload
+    if payload["kind"] != "init_gradients":
+        return None
+    probe, model = payload["probe"], payload["model"]
+    b, t, precision = probe["batch_size"], probe["seq_len"], payload.get("precision", "fp32")
+    return cal.build_s(model, b, t, precision) + cal.step_s(model, b, t, precision)
+
+
 SUITE = Suite("placement", "pre vs post vs sandwich norm: gradients at init and training, "
               "and deep stacks (C12, C13, C19, C36)", plan, summarise,
               # C19's and C36's registered rules need four paired seeds (blocklab.claims).
-              default_seeds={"tiny": 1, "quick": 4, "full": 5}, precisions=("fp32", "bf16"))
+              default_seeds={"tiny": 1, "quick": 4, "full": 5}, precisions=("fp32", "bf16"),
+              price=price)

@@ -180,6 +180,34 @@ def plan(size: str, seeds: range) -> list[RunSpec]:
     return specs
 
 
+# Reference-machine seconds (`blocklab.experiments.estimate`) of what a calibration does not time:
+# a timing run per size (torchao's int8 kernels: dynamic int8 without VNNI runs a slow path),
+# and a quality run's quantizing (torchao's imports and quantize_ of every scheme) beside its
+# forwards, which are priced from the calibration.
+_TIMING_REFERENCE_S = {"tiny": 4.0, "quick": 50.0, "full": 600.0}  # full: a guess
+_QUALITY_REFERENCE_S = 1.0
+
+
+def price(spec: RunSpec, cal) -> float | None:
+    """Estimated seconds of one run on this machine from a calibration (`blocklab.experiments.
+    estimate`): a timing run its size's reference time; a quality run the trainer's run, then
+    a forward and a validation pass of the windows for every scheme of `quality_of_schemes`
+    and `swiglu_errors`, and the quantizing."""
+    from blocklab.experiments.estimate import training_s
+    from blocklab.experiments.quantize import SCHEMES, SWIGLU_SCHEMES
+
+    payload = spec.payload
+    if payload["kind"] == "timing":
+        size = next((name for name, config in SIZES.items()
+                     if any(t == {k: payload[k] for k in t} for t in config["timing"])), "full")
+        return cal.reference_s(_TIMING_REFERENCE_S[size])
+    model, train = payload["model"], payload["train"]
+    b, t = train["batch_size"], train["seq_len"]
+    forward = cal.forward_s(model, b, t, payload["eval_windows"], t)
+    return (training_s(model, train, cal) + 2 * (len(SCHEMES) + len(SWIGLU_SCHEMES) + 1)
+            * forward + cal.reference_s(_QUALITY_REFERENCE_S))
+
+
 # --- summarise ---
 def timing_rows(result: dict[str, Any]) -> list[QuantTiming]:
     """One QuantTiming per scheme of a timing result (`time_schemes`' output with "model" and
@@ -373,4 +401,5 @@ SUITE = Suite(
     plan=plan,
     summarise=summarise,
     default_seeds={"tiny": 1, "quick": 3, "full": 5},
+    price=price,
 )
