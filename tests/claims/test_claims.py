@@ -70,13 +70,32 @@ def test_sources_cite_page_and_section():
     assert all(s["page"].endswith(".txt") and s["section"] for s in sources.values())
 
 
+def test_claims_citing_inline_or_with_notes_after_the_section_are_parsed():
+    # C30 cites two sections inline, `(§ heading: "quoted words")`; C34 has notes on how to
+    # grade it after its `[§ …]`; a `##` heading that names no page keeps the page above it.
+    sources = claim_sources()
+    assert sources["C30"]["section"] == "为什么 RoPE 成为主流？ / 避坑指南"
+    assert "Grade both readings of the warning" in sources["C30"]["text"]
+    assert sources["C34"]["section"] == "Transformer Block 内部结构 / 主流方案对比 / FFN 变体对比"
+    assert "GPT-3 use pre-norm" in sources["C34"]["text"]
+    assert sources["C34"]["text"].endswith("(the evidence lists the ones that hold).")
+    assert sources["C29"]["page"] == sources["C36"]["page"] == "001_3354982bf5d64f93.txt"
+    text = ("## Page 000 — x\n- C01 One. [§ A]\n- C02 Two (§ B) and\n  three (§ C: \"q\").\n"
+            "\nProse after a blank line [§ D]\n## Later\n- C03 Four [§ E] note.\n")
+    assert parse_claims(text) == {
+        "C01": {"page": "000_4f34db7e0f1b54c8.txt", "section": "A", "text": "One."},
+        "C02": {"page": "000_4f34db7e0f1b54c8.txt", "section": "B / C",
+                "text": 'Two (§ B) and three (§ C: "q").'},
+        "C03": {"page": "000_4f34db7e0f1b54c8.txt", "section": "E", "text": "Four note."}}
+
+
 ANALYTIC = {
     "C01": "confirmed", "C02": "confirmed", "C03": "confirmed", "C04": "confirmed",
     "C05": "confirmed", "C06": "confirmed", "C07": "confirmed", "C08": "confirmed",
     "C09": "confirmed", "C10": "confirmed", "C11": "confirmed", "C14": "confirmed",
     "C15": "refuted", "C17": "confirmed", "C20": "confirmed", "C22": "untestable-here",
     "C23": "refuted", "C24": "confirmed", "C25": "refuted", "C26": "conditional",
-    "C27": "conditional", "C28": "confirmed", "C34": "conditional", "C35": "conditional",
+    "C27": "conditional", "C28": "confirmed", "C34": "refuted", "C35": "conditional",
 }
 
 

@@ -32,11 +32,51 @@ def test_c34_one_verdict_per_pairing(c34):
         "Llama, Qwen and DeepSeek use RoPE": "holds",
         "Llama 3, Qwen2 and Qwen3 combine pre-norm, SwiGLU and RoPE": "holds",
         "Llama 4 combines pre-norm, SwiGLU and RoPE": "partly",  # NoPE every 4th layer
+        "Claude 4 combines pre-norm, SwiGLU and RoPE": "untestable",  # nothing public
+        "Llama, Qwen and GPT-3 use pre-norm": "holds",  # GPT-3: its paper, §2.1
     }
-    assert c34.verdict == "conditional"
     assert c34.summary and c34.summary_zh and c34.command.startswith("blocklab budget")
     for row in c34.evidence["pairings"]:
         assert {"pairing", "models", "says", "source", "verdict"} <= set(row)
+
+
+def test_c34_each_pairing_is_a_part_and_a_wrong_one_refutes(c34):
+    # A wrong pairing is a wrong fact about a named model: the claim is refuted, whatever the
+    # other pairings say; Claude 4 (no config, no paper) stays in as untestable-here.
+    assert c34.verdict == "refuted"
+    parts = {p.name: p.verdict for p in c34.parts}
+    assert [p.name for p in c34.parts] == [r["pairing"] for r in c34.evidence["pairings"]]
+    assert parts["PaLM uses GeGLU"] == parts["GLM uses ALiBi"] == "refuted"
+    assert parts["Claude 4 combines pre-norm, SwiGLU and RoPE"] == "untestable-here"
+    assert parts["Llama 4 combines pre-norm, SwiGLU and RoPE"] == "conditional"
+    assert parts["Llama, Qwen and GPT-3 use pre-norm"] == "confirmed"
+    assert sum(v == "confirmed" for v in parts.values()) == 7
+    for p in c34.parts:
+        assert p.rule is models.C34_RULES[p.name] and p.rule.decides == models.C34_DECIDES
+    # 10 of the 11 Llama/Qwen configs and GPT-3's paper: 11 models, all pre-norm.
+    pre = next(p for p in c34.parts if p.name == "Llama, Qwen and GPT-3 use pre-norm")
+    assert (pre.estimate.value, pre.estimate.n) == (1.0, 11)
+    claude = next(p for p in c34.parts if p.name.startswith("Claude 4"))
+    assert claude.estimate.value is None and claude.estimate.n == 0
+    # The evidence lists what holds and what is wrong, in both languages.
+    assert "7 of the 10 pairings a public config or paper can check hold and 2 are wrong" in (
+        c34.summary)
+    hold, wrong = c34.summary.split("Hold: ")[1].split(". Wrong: ")
+    assert "Llama, Qwen and GPT-3 use pre-norm" in hold and "PaLM" not in hold
+    assert "PaLM uses GeGLU (PaLM uses SwiGLU" in wrong and "GLM uses ALiBi (" in wrong
+    assert "Untestable here: Claude 4 combines pre-norm, SwiGLU and RoPE" in c34.summary
+    assert "错误：PaLM 用 GeGLU" in c34.summary_zh and "此处无法检验：Claude 4" in c34.summary_zh
+    assert "refuted" in c34.combines and "untestable" in c34.combines
+
+
+def test_c34_combines_its_pairings_by_the_stated_rule():
+    def rows(*verdicts):
+        return [{"verdict": v} for v in verdicts]
+
+    assert models.combine_c34(rows("holds", "fails", "untestable")) == "refuted"
+    assert models.combine_c34(rows("holds", "partly")) == "conditional"
+    assert models.combine_c34(rows("holds", "untestable")) == "conditional"
+    assert models.combine_c34(rows("holds", "holds")) == "confirmed"
 
 
 def test_c34_reads_the_configs(c34):
@@ -47,7 +87,23 @@ def test_c34_reads_the_configs(c34):
     # Llama 4 Scout: no_rope_layers has a 0 at layers 3, 7, ..., 47: 36 of 48 rotate.
     says = _row(c34, "Llama 4 combines pre-norm, SwiGLU and RoPE")["says"]
     assert "in 36 of 48 layers" in says["llama-4-scout-17b-16e"]
-    assert "SwiGLU" in _row(c34, "PaLM uses GeGLU")["says"]
+    assert "SwiGLU" in _row(c34, "PaLM uses GeGLU")["says"]["PaLM"]
+
+
+def test_c34_gpt3_pre_norm_from_its_paper_and_gpt2s_config(c34):
+    # GPT-3 released no config: Brown et al. 2020, §2.1 keeps GPT-2's architecture "including
+    # ... pre-normalization"; GPT-2's config.json (openai-community/gpt2) is that layout.
+    row = _row(c34, "Llama, Qwen and GPT-3 use pre-norm")
+    assert "GPT-3 (no config released)" in row["models"]
+    assert "Brown et al. 2020" in row["source"] and "arXiv:2005.14165" in row["source"]
+    assert "pre-normalization" in row["says"]["GPT-3"]
+    assert "gpt2 config.json" in row["says"]["GPT-3"]
+    assert "placement=pre" in row["says"]["GPT-3"]
+    assert row["per_model"]["GPT-3"] == "holds"
+    assert all(row["per_model"][m] == "holds" for m in models.LLAMA + models.QWEN)
+    claude = _row(c34, "Claude 4 combines pre-norm, SwiGLU and RoPE")
+    assert claude["models"] == ["Claude 4 (no config or paper released)"]
+    assert claude["per_model"] == {} and claude["source"] == "none public"
 
 
 def test_c35_formula_share_by_hand(c35):

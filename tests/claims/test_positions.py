@@ -164,22 +164,72 @@ def _c30_arms(scaled_16=3.0, plain_16=40.0):
             "rope+ft4x": _arm({"2": 1.0, "4": 2.0, "8": 10.0, "16": 30.0})}
 
 
-def test_c30_confirmed_when_scalings_work_to_16x_and_plain_rope_drops(tmp_path):
+def test_c30_grades_the_statement_and_the_warning_read_both_ways(tmp_path):
+    # Scaled RoPE works to 16× and plain RoPE drops there: the statement and the warning read
+    # without scaling hold; read with scaling (the same arms drop past 8×) it does not, so the
+    # unqualified warning holds only without scaling and the claim is conditional on that.
     row = _ledger(tmp_path, _data(_c30_arms()), ["C30"])["C30"]
-    assert row.verdict == "confirmed", row.summary
-    names = [p.name for p in row.parts]
-    assert "RoPE + ntk (training-free) works at 16×" in names
-    assert "RoPE + yarn after a 40-step fine-tune works at 8×" in names
-    assert "plain RoPE drops clearly at 16×" in names
-    assert len(names) == 10 and row.figure == "position_scaling"
+    assert row.verdict == "conditional", row.summary
+    parts = {p.name: p for p in row.parts}
+    statement = [n for n in parts if not n.startswith("warning")]
+    plain = [n for n in parts if n.startswith("warning (no scaling): ")]
+    scaled = [n for n in parts if n.startswith("warning (with scaling): ")]
+    assert "RoPE + ntk (training-free) works at 16×" in statement
+    assert "RoPE + yarn after a 40-step fine-tune works at 8×" in statement
+    assert plain == ["warning (no scaling): plain RoPE drops clearly at 16×",
+                     "warning (no scaling): RoPE fine-tuned without scaling drops clearly at 16×"]
+    assert scaled == [f"warning (with scaling): RoPE + {k} {how} drops clearly at 16×"
+                      for k in ("ntk", "yarn")
+                      for how in ("(training-free)", "after a 40-step fine-tune")]
+    assert (len(statement), len(plain), len(scaled)) == (8, 2, 4)
+    assert row.figure == "position_scaling"
+    assert all(parts[n].verdict == "confirmed" for n in statement + plain)
+    assert all(parts[n].verdict == "not-reproduced-at-this-scale" for n in scaled)
+    readings = {k: r["status"] for k, r in row.evidence["readings"].items()}
+    assert readings == {"scaled": "holds", "warning_plain": "holds", "warning_scaled": "fails"}
+    assert row.evidence["parts"][scaled[0]]["reading"] == "warning_scaled"
+    # Both readings are graded by the same band rule on the same read, asking opposite grades.
+    works, drops = (parts["RoPE + ntk (training-free) works at 16×"].rule,
+                    parts["warning (with scaling): RoPE + ntk (training-free) drops clearly at 16×"
+                          ].rule)
+    assert works.metric == drops.metric and works.metric.endswith("rope+ntk at 16×")
+    assert (works.claimed, drops.claimed) == (5.0, 25.0) and works.decides == drops.decides
+    # The combining rule is stated in both languages, with the verdict it gives.
+    assert "read without scaling" in row.summary and "read with scaling" in row.summary
+    assert "Combined:" in row.summary and row.summary.count(": conditional.") == 1
+    assert "两种读法" in row.summary_zh and "合并规则" in row.summary_zh
+    assert "有条件成立" in row.summary_zh
+    assert "warning read with scaling" in row.combines
+
+
+def test_c30_warning_with_scaling_holds_when_scaled_rope_drops_at_16x(tmp_path):
+    # Scaled arms drop at 16×: the statement holds at 8× only, the warning holds both ways.
+    row = _ledger(tmp_path, _data(_c30_arms(scaled_16=12.0)), ["C30"])["C30"]
+    readings = {k: r["status"] for k, r in row.evidence["readings"].items()}
+    assert readings == {"scaled": "partly", "warning_plain": "holds", "warning_scaled": "holds"}
+    assert row.verdict == "conditional"  # 4 of the 10 statement and no-scaling parts fail
+
+
+def test_c30_reads_no_warning_below_16x_and_is_not_confirmed_then(tmp_path):
+    from dataclasses import replace
+
+    data = replace(_data(_c30_arms()), mults=[1, 2, 4, 8], eval_lengths=[128, 256, 512, 1024])
+    row = _ledger(tmp_path, data, ["C30"])["C30"]
+    assert all(p.verdict == "confirmed" for p in row.parts) and len(row.parts) == 4
+    readings = {k: r["status"] for k, r in row.evidence["readings"].items()}
+    assert readings == {"scaled": "holds", "warning_plain": "not read",
+                        "warning_scaled": "not read"}
+    assert row.verdict == "conditional" and "reads only up to 8×" in row.summary
 
 
 def test_c30_not_reproduced_when_scalings_fail_at_16x(tmp_path):
     arms = _c30_arms(scaled_16=40.0, plain_16=3.0)
     arms["rope+ft4x"] = _arm({"2": 1.0, "4": 2.0, "8": 3.0, "16": 3.0})
     row = _ledger(tmp_path, _data(arms), ["C30"])["C30"]
-    # Failed: 4 scaled arms at 16× and 2 plain at 16×; held: 4 at 8×.
+    # Failed: 4 scaled arms at 16× and 2 plain at 16×; held: 4 at 8× (the warning read with
+    # scaling, which holds here, does not count towards "not reproduced").
     assert row.verdict == "not-reproduced-at-this-scale"
+    assert row.evidence["readings"]["warning_scaled"]["status"] == "holds"
     bad = _c30_arms(scaled_16=40.0)
     bad["rope+ntk+ft4x"] = _arm({"2": 1.0, "4": 2.0, "8": 3.0, "16": 3.0})
     bad["rope+yarn+ft4x"] = _arm({"2": 1.0, "4": 2.0, "8": 3.0, "16": 3.0})
@@ -196,11 +246,14 @@ def test_c30_grades_against_the_5_percent_edge_only(tmp_path):
     arms["rope+ft4x"].extrapolated_vs_sliding_pct["16"] = _ci(6.2, 1.7, 10.6)
     row = _ledger(tmp_path, _data(arms), ["C30"])["C30"]
     parts = {p.name: p for p in row.parts}
-    assert parts["plain RoPE drops clearly at 16×"].verdict == "confirmed"
+    assert parts["warning (no scaling): plain RoPE drops clearly at 16×"].verdict == "confirmed"
     assert parts["RoPE + ntk (training-free) works at 16×"].verdict == (
         "not-reproduced-at-this-scale")
-    control = parts["RoPE fine-tuned without scaling drops clearly at 16×"]
+    assert parts["warning (with scaling): RoPE + ntk (training-free) drops clearly at 16×"
+                 ].verdict == "confirmed"
+    control = parts["warning (no scaling): RoPE fine-tuned without scaling drops clearly at 16×"]
     assert control.verdict == "untestable-here" and "crosses 5%" in control.reason
+    assert "lower end is > 5%" in control.rule.decides
 
 
 def test_c29_conditional_with_the_nope_order_probe(tmp_path):

@@ -1,9 +1,10 @@
 """Checks of page 001's model tables (C34) and its interview formula for the FFN share (C35).
 
 Both read the bundled zoo (`blocklab.budget`) live: what each real config.json says, and the
-exact per-layer parameter counts. Where a model has no config file (PaLM) or the pairing names a
-family rather than a checkpoint (GLM-130B), the primary source's statement is kept as data below
-with its citation.
+exact per-layer parameter counts. Where a model has no config file (PaLM, GPT-3) or the pairing
+names a family rather than a checkpoint (GLM-130B), the primary source's statement is kept as
+data below with its citation; a model with neither a config nor a paper (Claude 4) is
+untestable here and stays in the ledger as such.
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from blocklab.claims.ledger import Context, Finding, claim
+from blocklab.claims.ledger import Context, Finding, Part, claim
+from blocklab.claims.rules import Estimate, Rule
 
 # --- C34: which models use what ----------------------------------------------------------------
 # Zoo entries standing for each family the page names.
@@ -22,14 +24,28 @@ QWEN_3 = ("qwen3-8b",)
 LLAMA = ("llama-2-7b", *LLAMA_3, *LLAMA_4)
 QWEN = (*QWEN_2, *QWEN_3)
 
-# Statements of primary sources, for pairings no bundled config can settle.
-PALM_SOURCE = {
-    "source": "Chowdhery et al. 2022, 'PaLM: Scaling Language Modeling with Pathways', "
-              "arXiv:2204.02311, §2 Model Architecture",
-    "says": "'SwiGLU Activation – We use SwiGLU activations (Swish(xW)·xV) for the MLP "
-            "intermediate activations'; PaLM also uses RoPE, multi-query attention and parallel "
-            "layers. No config.json or weights were released.",
-    "ffn": "swiglu",
+# Statements of primary sources, for models whose config was never released: `facts` holds
+# what the source states, in `ModelConfig`'s words.
+PAPERS: dict[str, dict[str, Any]] = {
+    "PaLM": {
+        "source": "Chowdhery et al. 2022, 'PaLM: Scaling Language Modeling with Pathways', "
+                  "arXiv:2204.02311, §2 Model Architecture",
+        "says": "'SwiGLU Activation – We use SwiGLU activations (Swish(xW)·xV) for the MLP "
+                "intermediate activations'; PaLM also uses RoPE, multi-query attention and "
+                "parallel layers. No config.json or weights were released.",
+        "facts": {"ffn": "swiglu", "position": "rope"},
+    },
+    "GPT-3": {
+        "source": "Brown et al. 2020, 'Language Models are Few-Shot Learners', "
+                  "arXiv:2005.14165, §2.1 Model and Architectures",
+        "says": "'We use the same model and architecture as GPT-2, including the modified "
+                "initialization, pre-normalization, and reversible tokenization described "
+                "therein, with the exception that we use alternating dense and locally banded "
+                "sparse attention patterns'. GPT-2 moved layer norm to the input of each "
+                "sub-block (pre-norm). No config.json or weights were released.",
+        "facts": {"placement": "pre"},
+        "layout_of": "gpt2",  # the zoo config of the layout the paper says it keeps
+    },
 }
 GLM_SOURCE = {
     "source": "Zeng et al. 2022, 'GLM-130B: An Open Bilingual Pre-trained Model', "
@@ -40,6 +56,15 @@ GLM_SOURCE = {
             "learned position embeddings; ChatGLM2/3 rotate half of each head (RoPE).",
     "position": "rope",
 }
+UNPUBLISHED = {
+    "Claude 4": "Anthropic has released no config, weights or architecture paper for Claude 4: "
+                "nothing public says how it places its norms, which FFN it uses or how it "
+                "encodes positions.",
+}
+# A paper's statement that settles each feature: (ModelConfig field, value).
+PAPER_FACT = {"swiglu": ("ffn", "swiglu"), "geglu": ("ffn", "geglu"),
+              "rope": ("position", "rope"), "alibi": ("position", "alibi"),
+              "pre_norm": ("placement", "pre")}
 
 
 @dataclass(frozen=True)
@@ -49,21 +74,29 @@ class Pairing:
     text: str  # as the page puts it
     text_zh: str
     family: str
-    models: tuple[str, ...]
-    feature: str  # "plain_ffn", "learned_positions", "swiglu", "geglu", "alibi", "rope", "modern"
+    models: tuple[str, ...]  # zoo models, read from their config.json
+    feature: str  # "plain_ffn", "learned_positions", "swiglu", "geglu", "alibi", "rope",
+    #               "modern" (pre-norm + SwiGLU + RoPE), "pre_norm"
+    papers: tuple[str, ...] = ()  # models with no config, settled by a key of PAPERS
+    unpublished: tuple[str, ...] = ()  # models with neither: a key of UNPUBLISHED
+    if_wrong: tuple[str, str] = ("", "")  # what holds instead, when the pairing fails (en, zh)
 
 
-# The pairings of page 001's tables (§ Transformer Block 内部结构 / 主流方案对比 / FFN 变体对比).
+# The pairings of page 001's tables (§ Transformer Block 内部结构 / 主流方案对比 / FFN 变体对比,
+# and the placement table of § Pre-Norm vs Post-Norm: "主流（Llama, Qwen, GPT-3）").
 PAGE_PAIRINGS = (
     Pairing("GPT-2/BERT use a plain FFN", "GPT-2/BERT 用普通 FFN", "GPT-2, BERT", ("gpt2", "bert-base-uncased"),
             "plain_ffn"),
     Pairing("GPT-2/BERT use absolute positions", "GPT-2/BERT 用绝对位置编码",
             "GPT-2, BERT",
             ("gpt2", "bert-base-uncased"), "learned_positions"),
-    Pairing("PaLM uses GeGLU", "PaLM 用 GeGLU", "PaLM", (), "geglu"),
+    Pairing("PaLM uses GeGLU", "PaLM 用 GeGLU", "PaLM", (), "geglu", papers=("PaLM",),
+            if_wrong=("PaLM uses SwiGLU, per its paper", "PaLM 论文写明用 SwiGLU")),
     Pairing("Llama and Qwen use SwiGLU", "Llama、Qwen 用 SwiGLU", "Llama, Qwen", (*LLAMA, *QWEN), "swiglu"),
     Pairing("MPT uses ALiBi", "MPT 用 ALiBi", "MPT", ("mpt-7b",), "alibi"),
-    Pairing("GLM uses ALiBi", "GLM 用 ALiBi", "GLM", ("chatglm2-6b",), "alibi"),
+    Pairing("GLM uses ALiBi", "GLM 用 ALiBi", "GLM", ("chatglm2-6b",), "alibi",
+            if_wrong=("ChatGLM and GLM-130B use RoPE, not ALiBi",
+                      "ChatGLM 与 GLM-130B 用 RoPE 而非 ALiBi")),
     Pairing("Llama, Qwen and DeepSeek use RoPE", "Llama、Qwen、DeepSeek 用 RoPE",
             "Llama, Qwen, DeepSeek",
             (*LLAMA, *QWEN, "deepseek-llm-7b-base"), "rope"),
@@ -72,7 +105,40 @@ PAGE_PAIRINGS = (
             (*LLAMA_3, *QWEN), "modern"),
     Pairing("Llama 4 combines pre-norm, SwiGLU and RoPE",
             "Llama 4 组合 Pre-Norm、SwiGLU 与 RoPE", "Llama 4", LLAMA_4, "modern"),
+    Pairing("Claude 4 combines pre-norm, SwiGLU and RoPE",
+            "Claude 4 组合 Pre-Norm、SwiGLU 与 RoPE", "Claude 4", (), "modern",
+            unpublished=("Claude 4",)),
+    Pairing("Llama, Qwen and GPT-3 use pre-norm", "Llama、Qwen、GPT-3 用 Pre-Norm",
+            "Llama, Qwen, GPT-3", (*LLAMA, *QWEN), "pre_norm", papers=("GPT-3",)),
 )
+
+FEATURE_TEXT = {"plain_ffn": "a plain (ungated) FFN", "learned_positions": "absolute positions",
+                "swiglu": "SwiGLU", "geglu": "GeGLU", "alibi": "ALiBi",
+                "rope": "RoPE (in most layers at least)",
+                "modern": "pre-norm, SwiGLU and RoPE in every layer",
+                "pre_norm": "pre-norm placement"}
+C34_DECIDES = ("confirmed when every named model's config.json (or, where none was released, "
+               "its paper) shows the feature; refuted when none does; conditional when some do "
+               "or a model has it in only some layers; untestable-here when no named model has "
+               "a public config or paper")
+
+
+def c34_rule(p: Pairing) -> Rule:
+    """The rule of one pairing: the share of its models that have the feature (1: all)."""
+    return Rule(metric=f"share of the {p.family} models named whose config.json (or, with none "
+                       f"released, paper) shows {FEATURE_TEXT[p.feature]}; 1: all of them",
+                smallest_effect=0.0, margin=0.0, min_seeds=1, claimed=1.0, decides=C34_DECIDES)
+
+
+# Registered before any config is read: one rule per pairing.
+C34_RULES = {p.text: c34_rule(p) for p in PAGE_PAIRINGS}
+C34_COMBINES = ("refuted when any pairing a public config or paper can check is wrong (each is "
+                "a fact about a named model, which does not depend on scale); confirmed when "
+                "every pairing holds in full; otherwise conditional. Each pairing is a part; one "
+                "with no public config or paper (Claude 4) is untestable here: listed, never "
+                "dropped, and it keeps the claim from being confirmed")
+PART_VERDICT = {"holds": "confirmed", "fails": "refuted", "partly": "conditional",
+                "untestable": "untestable-here"}
 
 
 def _facts(name: str) -> dict[str, Any]:
@@ -100,10 +166,19 @@ def _model_verdict(feature: str, f: dict[str, Any]) -> str:
         return "holds" if f["position"] == "alibi" else "fails"
     if feature == "rope":
         return "holds" if rope != "fails" else "fails"  # RoPE in most layers still uses RoPE
+    if feature == "pre_norm":
+        return "holds" if f["placement"] == "pre" else "fails"
     # "modern": pre-norm + SwiGLU + RoPE in every layer
     if f["placement"] != "pre" or f["ffn"] != "swiglu":
         return "fails"
     return rope
+
+
+def _paper_verdict(feature: str, paper: str) -> str:
+    """'holds' or 'fails' for what a paper states about one feature (a feature it does not
+    state is a bug in PAGE_PAIRINGS: KeyError)."""
+    field, value = PAPER_FACT[feature]
+    return "holds" if PAPERS[paper]["facts"][field] == value else "fails"
 
 
 def _combine(verdicts: list[str]) -> str:
@@ -120,56 +195,118 @@ def _says(f: dict[str, Any]) -> str:
     return f"{ffn}, {pos}, placement={f['placement']}"
 
 
+def _paper_says(paper: str) -> str:
+    src = PAPERS[paper]
+    layout = src.get("layout_of")
+    if layout is None:
+        return src["says"]
+    return (f"{src['says']} The zoo's {layout} config.json (the layout it keeps): "
+            f"{_says(_facts(layout))}.")
+
+
 def check_pairing(p: Pairing) -> dict[str, Any]:
-    """One evidence row: the pairing, its models, what their configs (or the source) say."""
-    if p.family == "PaLM":
-        verdict = "holds" if PALM_SOURCE["ffn"] == p.feature else "fails"
-        return {"pairing": p.text, "models": ["PaLM (no config released)"],
-                "says": PALM_SOURCE["says"], "source": PALM_SOURCE["source"],
-                "verdict": verdict}
+    """One evidence row: the pairing, its models, what their configs (or sources) say, and its
+    verdict ('holds', 'fails', 'partly', or 'untestable' with no public config or paper)."""
     facts = {name: _facts(name) for name in p.models}
     per_model = {name: _model_verdict(p.feature, f) for name, f in facts.items()}
-    row = {"pairing": p.text, "models": list(p.models),
-           "says": {name: _says(f) for name, f in facts.items()},
-           "source": "config.json of each zoo model (blocklab budget NAME --json)",
-           "verdict": _combine(list(per_model.values())), "per_model": per_model}
+    per_model.update({paper: _paper_verdict(p.feature, paper) for paper in p.papers})
+    says = {name: _says(f) for name, f in facts.items()}
+    says.update({paper: _paper_says(paper) for paper in p.papers})
+    says.update({name: UNPUBLISHED[name] for name in p.unpublished})
+    sources = (["config.json of each zoo model (blocklab budget NAME --json)"] if p.models
+               else [])
+    sources += [PAPERS[paper]["source"] for paper in p.papers]
     if p.family == "GLM":
-        row["source"] += "; " + GLM_SOURCE["source"]
-        row["says"]["GLM-130B"] = GLM_SOURCE["says"]
-    return row
+        sources.append(GLM_SOURCE["source"])
+        says["GLM-130B"] = GLM_SOURCE["says"]
+    models = [*p.models, *(f"{paper} (no config released)" for paper in p.papers),
+              *(f"{name} (no config or paper released)" for name in p.unpublished)]
+    verdict = _combine(list(per_model.values())) if per_model else "untestable"
+    return {"pairing": p.text, "models": models, "says": says,
+            "source": "; ".join(sources) or "none public", "verdict": verdict,
+            "per_model": per_model}
+
+
+def _why(p: Pairing, row: dict[str, Any], zh: bool = False) -> str:
+    """Why a pairing is not 'holds', in a few words."""
+    if row["verdict"] == "untestable":
+        return "无公开配置或论文" if zh else "no public config or paper"
+    if row["verdict"] == "fails" and p.if_wrong[zh]:
+        return p.if_wrong[zh]
+    notes = []
+    for name, v in row["per_model"].items():
+        f = _facts(name) if name in p.models else None
+        if v == "partly" and f is not None:
+            notes.append(f"{name} 仅在 {f['rope_layers']}/{f['n_layers']} 层用 RoPE" if zh else
+                         f"{name} uses RoPE in {f['rope_layers']} of {f['n_layers']} layers, "
+                         "NoPE in the rest")
+        elif v == "fails":
+            notes.append(f"{name} 不是" if zh else f"not {name}")
+    return "；".join(notes) if zh else "; ".join(notes)
+
+
+def pairing_part(p: Pairing, row: dict[str, Any]) -> Part:
+    """One pairing as a graded part: the share of its models that have the feature."""
+    verdicts = list(row["per_model"].values())
+    estimate = (Estimate(sum(v == "holds" for v in verdicts) / len(verdicts), None, None,
+                         len(verdicts)) if verdicts else Estimate(None, None, None, 0))
+    reason = ("every named model's config or paper shows it" if row["verdict"] == "holds"
+              else _why(p, row))
+    return Part(p.text, C34_RULES[p.text], estimate, PART_VERDICT[row["verdict"]], reason)
+
+
+def combine_c34(rows: list[dict[str, Any]]) -> str:
+    """C34_COMBINES over the pairings' verdicts."""
+    if any(r["verdict"] == "fails" for r in rows):
+        return "refuted"
+    if all(r["verdict"] == "holds" for r in rows):
+        return "confirmed"
+    return "conditional"
 
 
 @claim("C34")
 def c34(ctx: Context) -> Finding:
     rows = [check_pairing(p) for p in PAGE_PAIRINGS]
-    zh_of = {p.text: p.text_zh for p in PAGE_PAIRINGS}
-    wrong = [r["pairing"] for r in rows if r["verdict"] == "fails"]
-    partial = [r["pairing"] for r in rows if r["verdict"] == "partly"]
-    wrong_zh, partial_zh = [zh_of[t] for t in wrong], [zh_of[t] for t in partial]
-    held = len(rows) - len(wrong) - len(partial)
-    scout = _facts(LLAMA_4[0])
-    nope = f"{scout['n_layers'] - scout['rope_layers']} of {scout['n_layers']}"
-    nope_zh = f"{scout['n_layers'] - scout['rope_layers']}/{scout['n_layers']}"
-    verdict = "confirmed" if held == len(rows) else "refuted" if not held else "conditional"
-    en = (f"{held} of {len(rows)} pairings hold in the configs and sources. Wrong: "
-          f"{'; '.join(wrong) or 'none'} (PaLM uses SwiGLU, per its paper; ChatGLM and GLM-130B "
-          f"use RoPE, not ALiBi). Only partly: {'; '.join(partial) or 'none'} (Llama 4 Scout skips "
-          f"RoPE in every 4th layer, {nope}). GPT-2's FFN is plain but GELU, not the ReLU the "
-          "variant table shows.")
-    zh = (f"{len(rows)} 组对应中有 {held} 组与配置和原始文献一致。错误：{'；'.join(wrong_zh) or '无'}"
-          f"（PaLM 论文写明用 SwiGLU；ChatGLM 与 GLM-130B 用 RoPE 而非 ALiBi）。部分成立："
-          f"{'；'.join(partial_zh) or '无'}（Llama 4 Scout 每 4 层有 1 层不用 RoPE，共 {nope_zh} 层）。"
-          "GPT-2 的 FFN 是普通 FFN，但激活为 GELU，并非变体表中的 ReLU。")
+    parts = [pairing_part(p, r) for p, r in zip(PAGE_PAIRINGS, rows, strict=True)]
+    verdict = combine_c34(rows)
+    by = {v: [(p, r) for p, r in zip(PAGE_PAIRINGS, rows, strict=True) if r["verdict"] == v]
+          for v in ("holds", "fails", "partly", "untestable")}
+    checkable = len(rows) - len(by["untestable"])
+
+    def listed(verdict_key: str, zh: bool = False, why: bool = True) -> str:
+        items = [(p.text_zh if zh else p.text) + (f"（{_why(p, r, True)}）" if zh else
+                                                  f" ({_why(p, r)})") * why
+                 for p, r in by[verdict_key]]
+        return ("；".join(items) or "无") if zh else ("; ".join(items) or "none")
+
+    lead = {"refuted": "each is a fact about a named model, so one wrong pairing refutes the "
+                       "claim",
+            "confirmed": "the claim is confirmed",
+            "conditional": "the claim holds only in part"}[verdict]
+    lead_zh = {"refuted": "每组都是关于具名模型的事实，有一组错误即不成立",
+               "confirmed": "论断成立",
+               "conditional": "论断仅部分成立"}[verdict]
+    en = (f"{len(by['holds'])} of the {checkable} pairings a public config or paper can check "
+          f"hold and {len(by['fails'])} are wrong: {lead}. Hold: {listed('holds', why=False)}. "
+          f"Wrong: {listed('fails')}. Only partly: {listed('partly')}. Untestable here: "
+          f"{listed('untestable')}. PaLM's and GPT-3's rows rest on their papers (no config was "
+          "released; GPT-3 keeps GPT-2's pre-norm layout, §2.1). GPT-2's FFN is plain but GELU, "
+          "not the ReLU the variant table shows.")
+    zh = (f"可由公开配置或论文检验的 {checkable} 组对应中，{len(by['holds'])} 组成立，"
+          f"{len(by['fails'])} 组错误；{lead_zh}。成立：{listed('holds', True, why=False)}。"
+          f"错误：{listed('fails', True)}。部分成立：{listed('partly', True)}。此处无法检验："
+          f"{listed('untestable', True)}。PaLM 与 GPT-3 两行依据其论文（未发布配置；GPT-3 沿用 GPT-2 的 "
+          "Pre-Norm 结构，§2.1）。GPT-2 的 FFN 是普通 FFN，但激活为 GELU，并非变体表中的 ReLU。")
     shown = {"pairing": "pairing", "models": "models", "says": "what the configs and sources say",
              "source": "source", "verdict": "verdict"}
     report_table = {"columns": list(shown.values()), "rows": [
         [r["pairing"], ", ".join(r["models"]),
-         r["says"] if isinstance(r["says"], str)
-         else "; ".join(f"{k}: {v}" for k, v in r["says"].items()),
-         r["source"], r["verdict"]] for r in rows]}
+         "; ".join(f"{k}: {v}" for k, v in r["says"].items()), r["source"], r["verdict"]]
+        for r in rows]}
     return Finding(verdict, en, zh, {"pairings": rows, "table": report_table},
                    "blocklab budget mpt-7b --json && blocklab budget chatglm2-6b --json && "
-                   "blocklab budget llama-4-scout-17b-16e --json")
+                   "blocklab budget llama-4-scout-17b-16e --json && blocklab budget gpt2 --json",
+                   parts=parts, combines=C34_COMBINES)
 
 
 # --- C35: the interview formula for the FFN share ------------------------------------------------

@@ -1,4 +1,4 @@
-"""Checks of C29–C31: order without positions, RoPE past 8× with scaling, what RoPE costs.
+"""Checks of C29–C31: order without positions, RoPE past 8× with and without scaling, its cost.
 
 C29's exact parts are computed live on small float64 attention probes (`equivariance_error`,
 `score_asymmetry`); its experimental parts, and all of C30 and C31, read the position suite's
@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 from blocklab.claims.checks import (
-    C21_DECIDES,
     C21_METRIC,
     C21_MIN_SEEDS,
     COLLAPSE_PCT,
@@ -20,6 +19,7 @@ from blocklab.claims.checks import (
 )
 from blocklab.claims.ledger import Context, Finding, Part, claim, missing
 from blocklab.claims.rules import Estimate, Rule
+from blocklab.claims.text import VERDICT_ZH
 from blocklab.experiments.summaries import Interval, PositionData, TimeRatio
 
 # --- C29: order without positions ----------------------------------------------------------------
@@ -183,12 +183,35 @@ def _ci(stats: Interval, digits: int) -> str:
     return format_ci(stats, digits)
 
 
-# --- C30: RoPE to 8–16× with NTK / YaRN -----------------------------------------------------------
+# --- C30: RoPE to 8–16× with NTK / YaRN, and the warning past 8× read both ways ---------------
 C30_MULTS = ("8", "16")
-C30_COMBINES = ("confirmed when every statement holds; not reproduced at this scale when more "
-                "than half of the graded statements do not; otherwise conditional. Unclear "
-                "statements (a CI across a band edge, or too few seeds) are not graded. Each "
-                "scaling by name, training-free and fine-tuned; never refuted (scale-dependent)")
+# The page says two things (§ 为什么 RoPE 成为主流？ and § 避坑指南): with NTK-aware / YaRN
+# scaling RoPE extrapolates to 8–16×, and, with no qualifier,
+# "RoPE 外推超过 8x 训练长度时质量会明显下降". The warning is graded as read both ways, each
+# reading a group of parts of its own.
+C30_READINGS = {
+    "scaled": ("with NTK-aware / YaRN scaling RoPE works to 8–16×",
+               "借助 NTK-aware / YaRN scaling，RoPE 在 8–16 倍可用"),
+    "warning_plain": ("the warning read without scaling (plain RoPE drops clearly past 8×)",
+                      "警告按不做 scaling 读（普通 RoPE 超过 8 倍质量明显下降）"),
+    "warning_scaled": ("the warning read with scaling (NTK-aware / YaRN RoPE drops clearly "
+                       "past 8× too)",
+                       "警告按做 scaling 读（NTK-aware / YaRN 的 RoPE 超过 8 倍也明显下降）"),
+}
+C30_DECIDES = (f"works when the 95% CI's upper end is ≤ {WORKS_PCT:g}%; drops (degrades or "
+               f"collapses) when its lower end is > {WORKS_PCT:g}% or the model cannot run "
+               "there; otherwise unclear. A part holds when its grade is the page's")
+C30_COMBINES = ("three groups of parts: the statement (NTK and YaRN, each training-free and "
+                "fine-tuned, work at 8× and 16×) and the unqualified warning (quality drops "
+                "clearly past 8×) read two ways: (a) without scaling (plain RoPE, and RoPE "
+                "fine-tuned without scaling) and (b) with scaling (the statement's arms). Not "
+                "reproduced at this scale when more than half of the graded parts of the "
+                "statement and of reading (a) do not hold; confirmed when every part of all "
+                "three holds; otherwise conditional, on the reading that holds. Past 8× reading "
+                "(b) asks of the statement's arms the opposite grade, so the statement and the "
+                "warning read with scaling cannot both hold there. Unclear parts (a CI across "
+                "5%, or too few seeds) are not graded, and with none graded the claim is "
+                "untestable here; never refuted (scale-dependent)")
 _DROPS = ("degrades", "collapses")
 
 
@@ -202,7 +225,7 @@ def _c30_part(name: str, arm: str, mult: str, want: str, data: PositionData) -> 
         got = "drops (degrades or collapses)" if pct.ci_low > WORKS_PCT else got
     rule = Rule(metric=f"{C21_METRIC}: {arm} at {mult}×", smallest_effect=WORKS_PCT, margin=0.0,
                 min_seeds=C21_MIN_SEEDS,
-                claimed=WORKS_PCT if want == "works" else COLLAPSE_PCT, decides=C21_DECIDES)
+                claimed=WORKS_PCT if want == "works" else COLLAPSE_PCT, decides=C30_DECIDES)
     estimate = Estimate(None, None, None, 0) if pct is None else Estimate.of(pct)
     if arm not in data.arms or got == "unclear":
         few = pct is None or pct.n < C21_MIN_SEEDS or not pct.resolved
@@ -216,36 +239,62 @@ def _c30_part(name: str, arm: str, mult: str, want: str, data: PositionData) -> 
                 f"{got}, as the page says" if held else f"{got}, not {want}")
 
 
-def c30_parts(data: PositionData) -> list[Part]:
-    """The statements of C30 at the multiples read (8× and 16× where present)."""
+def c30_parts(data: PositionData) -> dict[str, list[Part]]:
+    """The parts of C30 by group (the keys of C30_READINGS), at the multiples read (8× and 16×
+    where present; the warning's parts past 8× only)."""
     mults = [m for m in C30_MULTS if int(m) in data.mults]
-    ft = data.finetune
-    parts = []
-    for kind in ("ntk", "yarn"):
-        for m in mults:
-            parts.append(_c30_part(f"RoPE + {kind} (training-free) works at {m}×",
-                                   f"rope+{kind}", m, "works", data))
-        if ft is not None and kind in ft.arms:
-            for m in mults:
-                parts.append(_c30_part(f"RoPE + {kind} after a {ft.steps}-step fine-tune works "
-                                       f"at {m}×", ft.arms[kind], m, "works", data))
     past = [m for m in mults if int(m) > 8]
-    for m in past:
-        parts.append(_c30_part(f"plain RoPE drops clearly at {m}×", "rope", m, "drops", data))
-        if ft is not None and "none" in ft.arms:
-            parts.append(_c30_part(f"RoPE fine-tuned without scaling drops clearly at {m}×",
-                                   ft.arms["none"], m, "drops", data))
-    return parts
+    ft = data.finetune
+    scaled: list[tuple[str, str]] = []  # (how it is named, arm) of each scaled arm
+    for kind in ("ntk", "yarn"):
+        scaled.append((f"RoPE + {kind} (training-free)", f"rope+{kind}"))
+        if ft is not None and kind in ft.arms:
+            scaled.append((f"RoPE + {kind} after a {ft.steps}-step fine-tune", ft.arms[kind]))
+    plain = [("plain RoPE", "rope")]
+    if ft is not None and "none" in ft.arms:
+        plain.append(("RoPE fine-tuned without scaling", ft.arms["none"]))
+    return {
+        "scaled": [_c30_part(f"{label} works at {m}×", arm, m, "works", data)
+                   for label, arm in scaled for m in mults],
+        "warning_plain": [_c30_part(f"warning (no scaling): {label} drops clearly at {m}×",
+                                    arm, m, "drops", data) for m in past for label, arm in plain],
+        "warning_scaled": [_c30_part(f"warning (with scaling): {label} drops clearly at {m}×",
+                                     arm, m, "drops", data)
+                           for m in past for label, arm in scaled],
+    }
 
 
-def combine_c30(parts: list[Part]) -> str:
-    graded = [p for p in parts if p.verdict != "untestable-here"]
-    failed = [p for p in graded if p.verdict != "confirmed"]
-    if not graded:
+def combine_c30(groups: dict[str, list[Part]]) -> str:
+    """C30_COMBINES over the groups of `c30_parts`."""
+    parts = [p for group in groups.values() for p in group]
+    if all(p.verdict == "untestable-here" for p in parts):
         return "untestable-here"
-    if not failed and len(graded) == len(parts):
+    core = [p for key in ("scaled", "warning_plain") for p in groups[key]
+            if p.verdict != "untestable-here"]
+    failed = [p for p in core if p.verdict != "confirmed"]
+    if len(failed) > len(core) / 2:
+        return "not-reproduced-at-this-scale"
+    if all(groups.values()) and all(p.verdict == "confirmed" for p in parts):
         return "confirmed"
-    return "not-reproduced-at-this-scale" if len(failed) > len(graded) / 2 else "conditional"
+    return "conditional"
+
+
+READING_STATUS = {"holds": ("holds", "成立"), "fails": ("does not hold", "不成立"),
+                  "partly": ("holds in part", "部分成立"), "unclear": ("is unclear", "不确定"),
+                  "not read": ("is not read at this size", "此规模下未读取")}
+
+
+def reading_status(parts: list[Part]) -> str:
+    """A key of READING_STATUS for one group of parts."""
+    if not parts:
+        return "not read"
+    held = sum(p.verdict == "confirmed" for p in parts)
+    graded = sum(p.verdict != "untestable-here" for p in parts)
+    if held == len(parts):
+        return "holds"
+    if held:
+        return "partly"
+    return "fails" if graded else "unclear"
 
 
 def _part_text(p: Part) -> str:
@@ -262,8 +311,10 @@ def c30(ctx: Context) -> Finding:
     if summary is None:
         return missing(ctx, "position")
     data = summary.data
-    parts = c30_parts(data)
-    verdict = combine_c30(parts)
+    groups = c30_parts(data)
+    parts = [p for group in groups.values() for p in group]
+    verdict = combine_c30(groups)
+    status = {key: reading_status(group) for key, group in groups.items()}
     held = [p for p in parts if p.verdict == "confirmed"]
     failed = [p for p in parts if p.verdict == "not-reproduced-at-this-scale"]
     unclear = [p for p in parts if p.verdict == "untestable-here"]
@@ -274,13 +325,18 @@ def c30(ctx: Context) -> Finding:
     ft_zh = ("无微调" if ft is None else
              f"在 {ft.factor}·L 上以缩放因子 {ft.scale} 微调 {ft.steps} 步")
     evidence = {
-        "parts": {p.name: {"verdict": p.verdict, "mean_pct": p.estimate.value,
+        "parts": {p.name: {"reading": key, "verdict": p.verdict, "mean_pct": p.estimate.value,
                            "ci_low": p.estimate.ci_low, "ci_high": p.estimate.ci_high,
-                           "n": p.estimate.n} for p in parts},
+                           "n": p.estimate.n} for key, group in groups.items() for p in group},
+        "readings": {key: {"says": C30_READINGS[key][0], "status": status[key]}
+                     for key in groups},
         "thresholds_pct": {"works": WORKS_PCT, "collapses": COLLAPSE_PCT},
         "L": data.L, "mults": data.mults,
         "finetune": None if ft is None else {"factor": ft.factor, "scale": ft.scale,
                                              "steps": ft.steps, "lr": ft.lr, "arms": ft.arms}}
+    readings_en = "; ".join(f"{C30_READINGS[k][0]}: {READING_STATUS[status[k]][0]}"
+                            for k in groups)
+    readings_zh = "；".join(f"{C30_READINGS[k][1]}：{READING_STATUS[status[k]][1]}" for k in groups)
     note = ("" if longest >= 16 else
             f" This run reads only up to {longest}×; 16× needs the quick or full size.")
     return Finding(
@@ -288,16 +344,24 @@ def c30(ctx: Context) -> Finding:
         f"Trained at L = {data.L} ({summary.seeds} seed(s)), read up to {longest}×; loss past L "
         f"vs sliding windows of L per seed, graded by the 95% CI (works ≤ {WORKS_PCT:g}% < "
         f"degrades ≤ {COLLAPSE_PCT:g}% < collapses); NTK and YaRN each by name, training-free "
-        f"(factor = length / L) and {ft_en}. Held: "
+        f"(factor = length / L) and {ft_en}. The page's warning has no qualifier, so it is "
+        f"graded read both ways: {readings_en}. Held: "
         f"{'; '.join(_part_text(p) for p in held) or 'none'}. Did not hold: "
         f"{'; '.join(_part_text(p) for p in failed) or 'none'}. Unclear: "
-        f"{'; '.join(_part_text(p) for p in unclear) or 'none'}. A 2-layer byte model: what "
-        "fails here is not reproduced at this scale, not refuted." + note,
+        f"{'; '.join(_part_text(p) for p in unclear) or 'none'}. Combined: untestable here when "
+        "no part is graded, not reproduced at this scale when more than half of the graded parts of the statement and of the warning "
+        "read without scaling do not hold, confirmed when every part of all three holds, "
+        "otherwise conditional on the reading that holds (past 8× the warning read with "
+        f"scaling asks the statement's arms to drop, so both cannot hold there): {verdict}. A "
+        "2-layer byte model: what fails here is not reproduced at this scale, not refuted." + note,
         f"在 L = {data.L} 上训练（{summary.seeds} 个种子），读到 {longest} 倍；逐种子比较 L 之后的损失与长度 L 的"
         f"滑动窗口，按 95% 置信区间分级（≤ {WORKS_PCT:g}% 为可用，≤ {COLLAPSE_PCT:g}% 为下降，更高为崩溃）；"
-        f"NTK 与 YaRN 分别判定，免训练（因子 = 长度 / L）与{ft_zh}。成立 {len(held)} 项，不成立 "
-        f"{len(failed)} 项，不确定 {len(unclear)} 项（详见英文与证据）。这是两层字节模型：此处不成立只代表"
-        "“此规模下未复现”，不是反驳。",
+        f"NTK 与 YaRN 分别判定，免训练（因子 = 长度 / L）与{ft_zh}。页面的警告不带限定，因此按两种读法分别检验："
+        f"{readings_zh}。成立 {len(held)} 项，不成立 {len(failed)} 项，不确定 {len(unclear)} 项"
+        "（详见英文与证据）。合并规则：没有已判定的部分时为“此处无法检验”；第一句与“不做 scaling”读法中已判定的部分过半不成立时为“此规模下未复现”；"
+        "三组全部成立时为“成立”；否则为“有条件成立”，以成立的读法为条件（超过 8 倍时，“做 scaling”读法要求"
+        f"第一句中的同一批模型质量下降，二者不可能同时成立）：{VERDICT_ZH[verdict]}。"
+        "这是两层字节模型：此处不成立只代表“此规模下未复现”，不是反驳。",
         evidence, ctx.suite_command("position"), "position_scaling", parts, C30_COMBINES)
 
 

@@ -1,8 +1,9 @@
 """The claims in our own words (English and Chinese), and where each one stands on its page.
 
-`CLAIMS.md` beside this file is the list of claims to settle (ids C01–C36, each ending with
-`[§ section heading]` as written on the page); `claim_sources()` parses it, so the ledger cites
-the page file and the section heading exactly as they appear there.
+`CLAIMS.md` beside this file is the list of claims to settle (ids C01–C36, each citing its
+`[§ section heading]`, or inline `(§ heading)`s, as written on the page); `claim_sources()`
+parses it, so the ledger cites the page file and the section heading exactly as they appear
+there.
 """
 
 from __future__ import annotations
@@ -97,8 +98,10 @@ CLAIM_TEXT: dict[str, tuple[str, str]] = {
             "scores of (i, j) and (j, i) are computed the same way.",
             "没有位置信息，模型无法区分 \"A B C\" 与 \"C B A\"：(i, j) 与 (j, i) 的注意力分数计算方式相同。"),
     "C30": ("With NTK-aware or YaRN scaling RoPE extrapolates to 8–16× its training length; "
-            "past 8× quality drops clearly without scaling.",
-            "借助 NTK-aware 或 YaRN scaling，RoPE 可外推到训练长度的 8–16 倍；不做 scaling 时超过 8 倍质量明显下降。"),
+            "and, as a warning with no qualifier, RoPE's quality drops clearly past 8× its "
+            "training length (read both without and with scaling).",
+            "借助 NTK-aware 或 YaRN scaling，RoPE 可外推到训练长度的 8–16 倍；另有一条不带限定的警告："
+            "RoPE 外推超过训练长度 8 倍时质量会明显下降（分别按不做与做 scaling 两种读法检验）。"),
     "C31": ("RoPE adds no parameters, costs little compute and keeps FlashAttention usable, "
             "because it rotates q and k before QKᵀ; ALiBi and absolute positions cost very "
             "little too.",
@@ -110,10 +113,11 @@ CLAIM_TEXT: dict[str, tuple[str, str]] = {
             "merged.",
             "SwiGLU 的三个矩阵在权重量化时须分别处理，不能简单合并。"),
     "C34": ("GPT-2/BERT use a plain FFN and absolute positions; PaLM GeGLU; Llama and Qwen "
-            "SwiGLU; MPT and GLM ALiBi; Llama, Qwen and DeepSeek RoPE; Llama 3/4 and Qwen2/3 "
-            "combine pre-norm, SwiGLU and RoPE.",
+            "SwiGLU; MPT and GLM ALiBi; Llama, Qwen and DeepSeek RoPE; Llama 3/4, Qwen2/3 and "
+            "Claude 4 combine pre-norm, SwiGLU and RoPE; Llama, Qwen and GPT-3 use pre-norm.",
             "GPT-2/BERT 用普通 FFN 与绝对位置；PaLM 用 GeGLU；Llama、Qwen 用 SwiGLU；MPT、GLM 用 ALiBi；"
-            "Llama、Qwen、DeepSeek 用 RoPE；Llama 3/4 与 Qwen2/3 组合 Pre-Norm、SwiGLU 与 RoPE。"),
+            "Llama、Qwen、DeepSeek 用 RoPE；Llama 3/4、Qwen2/3 与 Claude 4 组合 Pre-Norm、SwiGLU 与 "
+            "RoPE；Llama、Qwen、GPT-3 用 Pre-Norm。"),
     "C35": ("The FFN's share of a layer is ≈ 3·d_ff / (3·d_ff + 4·d_model), between 2/3 and "
             "3/4.",
             "FFN 占每层参数 ≈ 3·d_ff / (3·d_ff + 4·d_model)，在 2/3 到 3/4 之间。"),
@@ -135,7 +139,11 @@ VERDICT_ZH = {"confirmed": "成立", "refuted": "不成立", "conditional": "有
               "untestable-here": "此处无法检验", "missing-results": "缺少实验结果",
               ERROR: "检查出错"}
 
-_LINE = re.compile(r"^- (C\d\d) (.*?)\[§ (.+?)\]\s*$")
+_ITEM = re.compile(r"^- (C\d\d) (.*)$")
+# `[§ heading]`, or inline `(§ heading)` / `(§ heading: "quoted words")` where a claim cites
+# several places on its page with words between them.
+_SECTION = re.compile(r"\s*\[§ (.+?)\]\s*")
+_INLINE_SECTION = re.compile(r"\(§ (.+?)(?:: \"[^\"]*\")?\)")
 
 
 @cache
@@ -146,31 +154,38 @@ def claims_markdown() -> str:
 def parse_claims(text: str) -> dict[str, dict[str, str]]:
     """{id: {"page": file name, "section": heading, "text": the claim as listed}} from CLAIMS.md.
 
-    A claim may span several lines; it ends with `[§ heading]`. The page is the one whose
-    heading (`## Page 000 …`) the claim sits under.
+    A claim is a list item `- Cxx …` that may span several lines (up to a blank line, a heading
+    or the next item). Its section is the `[§ heading]` it holds, or else its inline `(§ heading)`
+    citations joined by " / "; its text is the item less the `[§ …]` (notes on how to grade it
+    after the bracket included). The page is the one whose heading (`## Page 000 …`) the claim
+    sits under; another `##` heading keeps the page above it.
     """
     out: dict[str, dict[str, str]] = {}
     page = None
-    current: list[str] = []
+    items: list[tuple[str, list[str]]] = []  # (page, lines) of each claim item, in order
+    current: list[str] | None = None  # the lines of the item still open
     for raw in text.splitlines():
         line = raw.strip()
         header = re.match(r"^## Page (\d{3})", line)
         if header:
             page = PAGES[header.group(1)]
-            continue
-        if line.startswith("- C"):
+        if line.startswith("- C") and page:
             current = [line]
-        elif current and line:
+            items.append((page, current))
+        elif current is not None and line and not line.startswith(("#", "- ")):
             current.append(line)
         else:
-            current = []
+            current = None
+    for item_page, lines in items:
+        match = _ITEM.match(" ".join(lines))
+        if not match:
             continue
-        joined = " ".join(current)
-        match = _LINE.match(joined)
-        if match and page:
-            out[match.group(1)] = {"page": page, "section": match.group(3),
-                                   "text": match.group(2).strip()}
-            current = []
+        body = match.group(2)
+        sections = _SECTION.findall(body) or [
+            s.strip() for s in _INLINE_SECTION.findall(body)]
+        if sections:
+            out[match.group(1)] = {"page": item_page, "section": " / ".join(sections),
+                                   "text": _SECTION.sub(" ", body).strip()}
     return out
 
 
