@@ -51,17 +51,20 @@ from typing import Any
 from blocklab.config import ModelConfig
 
 # Seconds of one optimizer step of `reference_model()` (ffn quick's swiglu arm, batch 16 × 64
-# tokens, one thread) on the 2-core reference machine, at the time (a shared machine under a
-# load of about 6) the reference times below and in the suites' `price` functions were taken;
-# `Calibration.speed` is this machine's step over it.
-REFERENCE_STEP_S = 0.155
+# tokens, one thread) on the 2-core reference machine, quiet, when the reference times below and
+# in the suites' `price` functions were taken; `Calibration.speed` is this machine's over it.
+# (Under heavy load from other processes compile and import times grew far more than a step.)
+REFERENCE_STEP_S = 0.025
 REFERENCE_SHAPE = (16, 64)
 # The reference machine's seconds for what a calibration cannot time in seconds, scaled by
-# `speed`: rendering the report (figures, ledger), importing the compiler stack in a fresh
-# worker when it cannot be timed here (already imported).
-REFERENCE_BUILD_S = {"tiny": 46.0, "quick": 55.0, "full": 65.0}
-REFERENCE_WORKER_START_S = 30.0
-REFERENCE_STARTUP_S = 20.0
+# `speed`: rendering the report (figures, ledger; quick and full guessed from tiny's), summarising
+# the suites and forking the next pool after each round, and what cannot be timed here when
+# this process already did it (the compiler stack's imports, the corpus, the start).
+REFERENCE_BUILD_S = {"tiny": 11.0, "quick": 14.0, "full": 18.0}
+REFERENCE_ROUND_S = 1.0
+REFERENCE_WORKER_START_S = 2.0
+REFERENCE_STARTUP_S = 3.0
+REFERENCE_CORPUS_S = 0.5
 # Model-config keys that do not change a step's cost measurably.
 _COSTLESS_KEYS = ("name", "max_seq_len", "embed_scale", "rope_theta", "rope_scaling")
 
@@ -109,6 +112,8 @@ class Calibration:
     speed: float  # this machine's step time on the reference model / the reference machine's
     startup_s: float  # process start and imports of a `blocklab` command
     worker_start_s: float  # a fresh worker's first run: the compiler stack's imports
+    corpus_s: float = 0.0  # loading the training corpus, once a process
+    run_s: float = 0.0  # a training run beyond build, steps and evaluations (data, entropy)
     models: dict[tuple, dict[str, Any]] = field(default_factory=dict)
     scale: float = 1.0
 
@@ -156,7 +161,8 @@ class Calibration:
     def to_dict(self) -> dict[str, Any]:
         return {"seconds": self.seconds, "measured": self.measured, "fitted": self.fitted,
                 "speed": self.speed, "startup_s": self.startup_s,
-                "worker_start_s": self.worker_start_s,
+                "worker_start_s": self.worker_start_s, "corpus_s": self.corpus_s,
+                "run_s": self.run_s,
                 "reference_step_s": REFERENCE_STEP_S * self.speed}
 
 
@@ -166,6 +172,7 @@ class _Requests:
 
     speed = 1.0
     scale = 1.0
+    run_s = 1.0
 
     def __init__(self) -> None:
         self.shapes: dict[tuple, dict[str, Any]] = {}
@@ -261,7 +268,7 @@ def calibrate(shapes: dict[tuple, dict[str, Any]], budget_s: float = 15.0) -> Ca
     here when not yet imported); see the module docstring."""
     import importlib
 
-    from blocklab.experiments.data import load_corpus
+    from blocklab.experiments.data import load_corpus, stdlib_corpus
     from blocklab.experiments.suites.base import torch_threads
 
     started = time.perf_counter()
@@ -272,7 +279,10 @@ def calibrate(shapes: dict[tuple, dict[str, Any]], budget_s: float = 15.0) -> Ca
         tick = time.perf_counter()
         importlib.import_module("torch._inductor")
         worker = time.perf_counter() - tick
+    cached = stdlib_corpus.cache_info().currsize > 0
+    tick = time.perf_counter()
     tokens = load_corpus("stdlib").train
+    corpus = None if cached else time.perf_counter() - tick
     reference = _key(reference_model(), *REFERENCE_SHAPE, "fp32")
     families: dict[tuple, list[tuple]] = {}
     for key in shapes:
@@ -301,16 +311,36 @@ def calibrate(shapes: dict[tuple, dict[str, Any]], budget_s: float = 15.0) -> Ca
                 if not spent(1.0):
                     probe.step()
         timings = {key: probe.timing() for key, probe in probes.items()}
-    del probes
+        del probes
+        run = _run_overhead(timings[reference])
     measured = len(timings)
     filled = _fill(shapes, timings, models)
     speed = timings[reference].step_s / REFERENCE_STEP_S
+    corpus = corpus if corpus is not None else REFERENCE_CORPUS_S * speed
     return Calibration(
         seconds=time.perf_counter() - started, timings={**timings, **filled},
         measured=measured, fitted=len(filled), speed=speed,
         startup_s=startup if startup is not None else REFERENCE_STARTUP_S * speed,
-        worker_start_s=worker if worker is not None else REFERENCE_WORKER_START_S * speed,
-        models=models)
+        worker_start_s=corpus + (worker if worker is not None
+                                 else REFERENCE_WORKER_START_S * speed),
+        corpus_s=corpus, run_s=run, models=models)
+
+
+def _run_overhead(reference: Timing) -> float:
+    """Seconds a real `trainer.train` of the reference model spends beyond its build, one step
+    and one evaluation: validation windows, the unigram entropy, curves and the result."""
+    from blocklab.experiments.trainer import TrainConfig, train
+
+    config = ModelConfig.from_dict(reference_model())
+    batch, seq = REFERENCE_SHAPE
+    tc = TrainConfig(steps=1, batch_size=batch, seq_len=seq, eval_every=0, eval_batches=1,
+                     log_every=0, threads=1)
+    walls = []
+    for _ in range(2):
+        tick = time.perf_counter()
+        train(config, tc)
+        walls.append(time.perf_counter() - tick)
+    return max(0.0, min(walls) - reference.build_s - reference.step_s - reference.forward_s)
 
 
 def _fill(shapes: dict[tuple, dict[str, Any]], timings: dict[tuple, Timing],
@@ -405,7 +435,7 @@ def training_s(model: dict[str, Any], train: dict[str, Any], cal) -> float:
     rows = train.get("eval_batches", 4) * batch
     lengths = sorted({*train.get("eval_lengths", ()), seq})
     per_evaluation = sum(evaluation_s(model, train, rows, length, cal) for length in lengths)
-    return (cal.build_s(model, batch, seq, precision)
+    return (cal.fixed_s(cal.run_s) + cal.build_s(model, batch, seq, precision)
             + steps * cal.step_s(model, batch, seq, precision)
             + evaluations * per_evaluation)
 
@@ -455,7 +485,7 @@ class SizeEstimate:
         """Estimated wall seconds of `blocklab report` with `workers` worker processes: each
         round's untimed runs list-scheduled on the workers in plan order (the last run's tail
         included), its timed runs one after another, the fixed costs added."""
-        wall = self.fixed_s.get("startup", 0.0) + self.fixed_s.get("build", 0.0)
+        wall = sum(v for k, v in self.fixed_s.items() if k != "worker_start")
         for i, round_ in enumerate(self.rounds):
             start = self.fixed_s.get("worker_start", 0.0) if i == 0 else 0.0
             wall += makespan(round_.untimed, workers, start) + sum(round_.timed)
@@ -585,9 +615,15 @@ def estimate_suites(results: str | Path, size: str, names: Sequence[str], *,
     rounds = [r for r in rounds if r.untimed or r.timed]
     fixed: dict[str, float] = {}
     if calibration is not None:
+        # The first round's workers fork from a process that has loaded neither the compiler
+        # stack nor the corpus; the timed runs after them load the corpus in this process,
+        # and the second round's workers inherit it.
         fixed = {"startup": calibration.fixed_s(calibration.startup_s),
                  "worker_start": calibration.fixed_s(calibration.worker_start_s)
                  if rounds and rounds[0].untimed else 0.0,
+                 "timed_start": calibration.fixed_s(calibration.corpus_s)
+                 if any(r.timed for r in rounds) else 0.0,
+                 "rounds": len(rounds) * calibration.reference_s(REFERENCE_ROUND_S),
                  "build": calibration.reference_s(REFERENCE_BUILD_S[size])}
     return SizeEstimate(size, suites, rounds, calibration, fixed)
 

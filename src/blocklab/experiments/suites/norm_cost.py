@@ -497,9 +497,9 @@ def plan(size: str, seeds: range) -> list[RunSpec]:
 # the process's first torch.compile, one cold compile of one implementation at one shape (forward
 # and backward, then the no-grad forward), and one call per element of a [rows, d] input
 # (forward; forward+backward) of blocklab's kernels, the other kinds a multiple of it.
-_INDUCTOR_WARM_REFERENCE_S = 108.0
-_COLD_COMPILE_REFERENCE_S = 24.0
-_ELEMENT_REFERENCE_S = {"fwd_s": 14e-9, "fwdbwd_s": 31e-9}  # blocklab's kernels
+_INDUCTOR_WARM_REFERENCE_S = 5.0
+_COLD_COMPILE_REFERENCE_S = 4.2
+_ELEMENT_REFERENCE_S = {"fwd_s": 3.0e-9, "fwdbwd_s": 6.6e-9}  # blocklab's kernels
 _KIND_FACTOR = {"blocklab": 1.0, "torch": 2.5, "plain": 4.5, "compiled": 1.2}
 
 

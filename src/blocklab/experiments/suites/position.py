@@ -866,8 +866,8 @@ def plan(size: str, seeds: range, precision: str = "fp32") -> list[RunSpec]:
 
 # Reference-machine seconds (`blocklab.experiments.estimate`) of what is not a model step: the
 # profiler's start in the cost run, the relative-error run (pure tensor maths).
-_PROFILER_REFERENCE_S = 0.5
-_RELATIVE_ERROR_REFERENCE_S = 0.1
+_PROFILER_REFERENCE_S = 0.4
+_RELATIVE_ERROR_REFERENCE_S = 0.03
 
 
 def price(spec: RunSpec, cal) -> float | None:

@@ -184,8 +184,8 @@ def plan(size: str, seeds: range) -> list[RunSpec]:
 # a timing run per size (torchao's int8 kernels: dynamic int8 without VNNI runs a slow path),
 # and a quality run's quantizing (torchao's imports and quantize_ of every scheme) beside its
 # forwards, which are priced from the calibration.
-_TIMING_REFERENCE_S = {"tiny": 4.0, "quick": 50.0, "full": 600.0}  # full: a guess
-_QUALITY_REFERENCE_S = 1.0
+_TIMING_REFERENCE_S = {"tiny": 1.1, "quick": 15.5, "full": 200.0}  # full: a guess
+_QUALITY_REFERENCE_S = 0.6
 
 
 def price(spec: RunSpec, cal) -> float | None:
