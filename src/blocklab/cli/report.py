@@ -141,8 +141,9 @@ def print_plan(results: Path, size: str, seed_offset: int, jobs: int | None) -> 
     out.print(f"Calibration: {cal.seconds:.1f} s in one thread, {cal.measured} model shapes "
               f"timed ({cal.fitted} filled in from them); a reference step took "
               f"{cal.speed * 1000 * REFERENCE_STEP_S:.1f} ms ({cal.speed:.2f}× the reference "
-              f"machine's)" + (f"; {twins} run(s) priced at a stored twin's wall time" if twins
-                                 else "") + ".")
+              f"machine's), {cal.contention:.2f}× that with a second worker beside it"
+              + (f"; {twins} run(s) priced at a stored twin's wall time" if twins else "")
+              + ".")
     out.print(f"Estimated: {hours(plan.core_s)} of one core; {hours(plan.wall_s(workers))} wall "
               f"on {workers} worker(s), with process start {hours(fixed.get('startup', 0))}, "
               f"each worker's first imports {hours(fixed.get('worker_start', 0))} and the "

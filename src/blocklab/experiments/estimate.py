@@ -9,9 +9,13 @@ worker process runs), not on FLOP rates:
                 and at [1, 1] (a call's fixed overhead); models that differ only in depth are
                 measured at their shallowest and deepest and interpolated in n_layers; past the
                 time budget the rest come from a least-squares fit of the measured ones
-                (step ≈ a + b·n_layers + c·FLOPs, FLOPs from `blocklab.budget.flops`). Also the
-                fixed costs: this process's start and imports, and a worker's first run (the
-                compiler stack `torch.use_deterministic_algorithms` imports).
+                (step ≈ a + b·n_layers + c·FLOPs, FLOPs from `blocklab.budget.flops`). Steps
+                are taken in rounds over all shapes, so a burst of other load skews few
+                samples. Also: a real `trainer.train` run's own overhead (validation windows,
+                the unigram entropy, the result), the contention (a step's slowdown with a
+                second forked worker stepping beside it), and the fixed costs: this process's
+                start and imports, loading the corpus, and a worker's first run (the compiler
+                stack `torch.use_deterministic_algorithms` imports).
     price       a training run costs setup + steps × step + evaluations × evaluation, counted as
                 `trainer.train` does (eval_every, eval_lengths, eval_batches in chunks of
                 batch_size·seq_len tokens); every suite prices its own run kinds next to the
@@ -25,10 +29,14 @@ worker process runs), not on FLOP rates:
                 twin's own wall time.
     schedule    `SizeEstimate.wall_s(workers)` replays `run_suites`: the untimed runs of the
                 first round (every suite's runs; a tuned suite's tuning runs) handed to the
-                workers in plan order, each to the first one free, the tail included; then the
-                timed runs one after another; then the tuned suites' evaluation runs the same
-                way; plus the process start, each worker's first-run imports and the report's
-                build.
+                workers in plan order, each to the first one free and slowed by the
+                contention, the tail included; then the timed runs one after another; the
+                suites' summaries; then the tuned suites' evaluation runs the same way; plus the
+                process start, each worker's first-run imports and the report's build.
+
+A calibration takes 3-5 s for tiny and about 15-20 s for quick (its shape budget is 15 s). On
+a machine shared with other work every time moves with that work's load: the estimate is for
+the load the calibration saw.
 
     plan = estimate_suites(Path("runs"), "quick", ["ffn", "placement"])
     plan.wall_s(workers=2)
@@ -114,6 +122,9 @@ class Calibration:
     worker_start_s: float  # a fresh worker's first run: the compiler stack's imports
     corpus_s: float = 0.0  # loading the training corpus, once a process
     run_s: float = 0.0  # a training run beyond build, steps and evaluations (data, entropy)
+    # A step's time with a second single-threaded worker stepping beside it over its time alone
+    # (shared cores, caches and memory, and whatever else loads the machine now).
+    contention: float = 1.0
     models: dict[tuple, dict[str, Any]] = field(default_factory=dict)
     scale: float = 1.0
 
@@ -162,7 +173,7 @@ class Calibration:
         return {"seconds": self.seconds, "measured": self.measured, "fitted": self.fitted,
                 "speed": self.speed, "startup_s": self.startup_s,
                 "worker_start_s": self.worker_start_s, "corpus_s": self.corpus_s,
-                "run_s": self.run_s,
+                "run_s": self.run_s, "contention": self.contention,
                 "reference_step_s": REFERENCE_STEP_S * self.speed}
 
 
@@ -313,6 +324,7 @@ def calibrate(shapes: dict[tuple, dict[str, Any]], budget_s: float = 15.0) -> Ca
         timings = {key: probe.timing() for key, probe in probes.items()}
         del probes
         run = _run_overhead(timings[reference])
+        contention = _contention(tokens)
     measured = len(timings)
     filled = _fill(shapes, timings, models)
     speed = timings[reference].step_s / REFERENCE_STEP_S
@@ -323,7 +335,49 @@ def calibrate(shapes: dict[tuple, dict[str, Any]], budget_s: float = 15.0) -> Ca
         startup_s=startup if startup is not None else REFERENCE_STARTUP_S * speed,
         worker_start_s=corpus + (worker if worker is not None
                                  else REFERENCE_WORKER_START_S * speed),
-        corpus_s=corpus, run_s=run, models=models)
+        corpus_s=corpus, run_s=run, contention=contention, models=models)
+
+
+def _contention(tokens, seconds: float = 0.6) -> float:
+    """How much slower the reference model's steps run with one more process stepping the same
+    model beside them (forked, as the workers are): the median step with company over the
+    median alone, at least 1."""
+    import multiprocessing as mp
+    import statistics
+
+    if "fork" not in mp.get_all_start_methods():
+        return 1.0
+
+    def steps() -> float:
+        probe = _Probe(reference_model(), *REFERENCE_SHAPE, "fp32", tokens)
+        started = time.perf_counter()
+        while time.perf_counter() - started < seconds / 2 or len(probe.samples) < 3:
+            probe.step()
+        return statistics.median(probe.samples)
+
+    alone = steps()
+    context = mp.get_context("fork")
+    stop, ready = context.Event(), context.Event()
+    neighbour = context.Process(target=_step_until, args=(tokens, stop, ready), daemon=True)
+    neighbour.start()
+    try:
+        ready.wait(10)
+        together = steps()
+    finally:
+        stop.set()
+        neighbour.join(10)
+    return max(1.0, together / alone)
+
+
+def _step_until(tokens, stop, ready) -> None:
+    """A forked neighbour for `_contention`: reference steps in one thread until `stop`."""
+    import torch
+
+    torch.set_num_threads(1)
+    probe = _Probe(reference_model(), *REFERENCE_SHAPE, "fp32", tokens)
+    ready.set()
+    while not stop.is_set():
+        probe.step()
 
 
 def _run_overhead(reference: Timing) -> float:
@@ -484,11 +538,14 @@ class SizeEstimate:
     def wall_s(self, workers: int) -> float:
         """Estimated wall seconds of `blocklab report` with `workers` worker processes: each
         round's untimed runs list-scheduled on the workers in plan order (the last run's tail
-        included), its timed runs one after another, the fixed costs added."""
+        included), each slowed by the calibration's contention when workers share the machine,
+        its timed runs one after another, the fixed costs added."""
         wall = sum(v for k, v in self.fixed_s.items() if k != "worker_start")
+        slower = self.calibration.contention if self.calibration and workers > 1 else 1.0
         for i, round_ in enumerate(self.rounds):
             start = self.fixed_s.get("worker_start", 0.0) if i == 0 else 0.0
-            wall += makespan(round_.untimed, workers, start) + sum(round_.timed)
+            wall += makespan([s * slower for s in round_.untimed], workers, start) + sum(
+                round_.timed)
         return wall
 
     @property
