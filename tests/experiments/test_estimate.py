@@ -125,7 +125,8 @@ def test_calibration_times_every_shape_asked_for_within_its_budget():
         set(requests.shapes) | {estimate._key(estimate.reference_model(),
                                               *estimate.REFERENCE_SHAPE, "fp32")})
     assert all(t.step_s > 0 and t.forward_s > 0 for t in calibration.timings.values())
-    assert calibration.speed > 0 and calibration.startup_s >= 0
+    assert calibration.speed > 0 and calibration.startup_s >= 0 and calibration.run_s >= 0
+    assert 1.0 <= calibration.contention <= 2.0
     prices = estimate.price_specs(specs, calibration)
     assert all(p is not None and p > 0 for p in prices)
 

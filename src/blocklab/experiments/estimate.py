@@ -338,46 +338,56 @@ def calibrate(shapes: dict[tuple, dict[str, Any]], budget_s: float = 15.0) -> Ca
         corpus_s=corpus, run_s=run, contention=contention, models=models)
 
 
-def _contention(tokens, seconds: float = 0.6) -> float:
+def _contention(tokens, rounds: int = 6, steps: int = 5) -> float:
     """How much slower the reference model's steps run with one more process stepping the same
     model beside them (forked, as the workers are): the median step with company over the
-    median alone, at least 1."""
+    median alone, in [1, 2]. Alone and together alternate `rounds` times, `steps` steps each,
+    so a burst of other load falls on both; two single-threaded processes cannot slow each
+    other more than twofold, so a ratio above 2 is other work's burst, not theirs."""
     import multiprocessing as mp
     import statistics
 
     if "fork" not in mp.get_all_start_methods():
         return 1.0
-
-    def steps() -> float:
-        probe = _Probe(reference_model(), *REFERENCE_SHAPE, "fp32", tokens)
-        started = time.perf_counter()
-        while time.perf_counter() - started < seconds / 2 or len(probe.samples) < 3:
-            probe.step()
-        return statistics.median(probe.samples)
-
-    alone = steps()
+    probe = _Probe(reference_model(), *REFERENCE_SHAPE, "fp32", tokens)
     context = mp.get_context("fork")
-    stop, ready = context.Event(), context.Event()
-    neighbour = context.Process(target=_step_until, args=(tokens, stop, ready), daemon=True)
+    go, stop, ready = context.Event(), context.Event(), context.Event()
+    neighbour = context.Process(target=_step_while, args=(tokens, go, stop, ready),
+                                daemon=True)
     neighbour.start()
+    alone: list[float] = []
+    together: list[float] = []
     try:
         ready.wait(10)
-        together = steps()
+        for _ in range(rounds):
+            for company, samples in ((False, alone), (True, together)):
+                if company:
+                    go.set()
+                else:
+                    go.clear()
+                time.sleep(0.01)  # the neighbour finishes or starts its step
+                before = len(probe.samples)
+                for _ in range(steps):
+                    probe.step()
+                samples += probe.samples[before:]
     finally:
         stop.set()
+        go.set()
         neighbour.join(10)
-    return max(1.0, together / alone)
+    return min(2.0, max(1.0, statistics.median(together) / statistics.median(alone)))
 
 
-def _step_until(tokens, stop, ready) -> None:
-    """A forked neighbour for `_contention`: reference steps in one thread until `stop`."""
+def _step_while(tokens, go, stop, ready) -> None:
+    """A forked neighbour for `_contention`: reference steps in one thread while `go` is set,
+    until `stop`."""
     import torch
 
     torch.set_num_threads(1)
     probe = _Probe(reference_model(), *REFERENCE_SHAPE, "fp32", tokens)
     ready.set()
     while not stop.is_set():
-        probe.step()
+        if go.wait(0.05) and not stop.is_set():
+            probe.step()
 
 
 def _run_overhead(reference: Timing) -> float:
