@@ -1,61 +1,250 @@
-"""Registered rules: the verdict follows from the estimate, its CI and the rule alone."""
+"""Registered rules: a part's decision follows from the estimate, its CI and the rule alone
+(SPEC §6), and a claim's parts are decided together with Holm's correction."""
 
+import math
+
+import numpy as np
 import pytest
+from scipy import stats as sps
 
-from blocklab.claims.rules import Estimate, Rule, grade
+from blocklab import stats
+from blocklab.claims.rules import (
+    CONFIRMED,
+    CONTRADICTED,
+    INCONCLUSIVE,
+    NOT_REPRODUCED,
+    Estimate,
+    Rule,
+    decide,
+    decide_parts,
+    grade,
+)
 
-RULE = Rule(metric="Δ%", smallest_effect=0.5, margin=0.25, min_seeds=5, claimed=-1.5)
-
-
-@pytest.mark.parametrize(("low", "high", "verdict", "reason"), [
-    (-2.0, -0.1, "confirmed", "excludes 0 on the claimed side"),
-    (0.1, 2.0, "not-reproduced-at-this-scale", "opposite side"),
-    (-0.2, 0.2, "not-reproduced-at-this-scale", "inside ±0.25 (no effect)"),
-    (-2.0, 1.0, "not-reproduced-at-this-scale", "includes both"),
-    (-0.1, 0.4, "not-reproduced-at-this-scale", "includes both"),
-])
-def test_grade_without_robustness_never_contradicts(low, high, verdict, reason):
-    found = grade(RULE, Estimate((low + high) / 2, low, high, 5))
-    assert found.verdict == verdict and reason in found.reason
-
-
-def test_a_contradiction_needs_fair_arms_and_a_longer_run():
-    opposite = Estimate(1.0, 0.5, 1.5, 6)
-    assert grade(RULE, opposite, fair_arms=True).verdict == "not-reproduced-at-this-scale"
-    assert "a 2× longer run" in grade(RULE, opposite, fair_arms=True).reason
-    assert grade(RULE, opposite, fair_arms=True,
-                 longer_run_agrees=True).verdict == "contradicted-at-this-scale"
-    absent = Estimate(0.0, -0.1, 0.1, 6)
-    assert grade(RULE, absent, fair_arms=True,
-                 longer_run_agrees=True).verdict == "contradicted-at-this-scale"
-    # A CI that still reaches the claimed side is never a contradiction.
-    assert grade(RULE, Estimate(0.5, -1.0, 2.0, 6), fair_arms=True,
-                 longer_run_agrees=True).verdict == "not-reproduced-at-this-scale"
+# The C16 shape: a loss change in %, negative = better, a gain of 1.5% claimed.
+RULE = Rule(metric="Δ%", smallest_effect=1.0, margin=0.25, min_seeds=5, claimed=-1.5)
 
 
-def test_too_few_seeds_or_no_interval_gives_no_verdict():
-    assert grade(RULE, Estimate(-1.5, -1.6, -1.4, 2)).verdict == "untestable-here"
-    assert grade(RULE, Estimate(-1.5, None, None, 9)).verdict == "untestable-here"
-    assert "needs at least 5" in grade(RULE, Estimate(None, None, None, 0)).reason
+def t_estimate(mean: float, sd: float, n: int) -> Estimate:
+    """An estimate with the 95% t interval `blocklab.stats` gives for (mean, sd, n)."""
+    iv = stats.interval_from_summary(mean, sd, n)
+    return Estimate(mean, iv.ci_low, iv.ci_high, n, sd)
 
 
-def test_a_positive_claim_is_graded_on_its_own_side():
+def test_the_smallest_effect_is_the_boundary_of_a_confirmation():
+    # A tight interval around a 0.1% gain excludes 0, but not δ = 0.5: not confirmed.
+    gain = Rule(metric="gain %", smallest_effect=0.5, margin=0.02, min_seeds=3, claimed=1.0)
+    tight = Estimate(0.1, 0.05, 0.15, 6)
+    found = decide(gain, tight)
+    assert found.verdict == NOT_REPRODUCED
+    assert "short of 0.5" in found.reason and "smaller than claimed" in found.reason
+    assert decide(gain, Estimate(0.8, 0.6, 1.0, 6)).verdict == CONFIRMED
+    # C33's shape: +1.21% [+0.24, +2.17] with δ = 1 straddles 1.
+    assert decide(Rule(metric="%", smallest_effect=1.0, margin=0.5, min_seeds=3, claimed=5.0),
+                  Estimate(1.21, 0.24, 2.17, 5)).verdict == INCONCLUSIVE
+
+
+def test_an_interval_that_holds_the_claim_and_no_effect_is_inconclusive():
+    # C16's SwiGLU: −0.32% [−1.92, +1.27], the page's −1.5% inside it.
+    found = decide(RULE, Estimate(-0.32, -1.92, 1.27, 5))
+    assert found.verdict == INCONCLUSIVE
+    assert "straddles" in found.reason
+
+
+def test_an_interval_within_the_margin_is_not_reproduced():
+    found = decide(RULE, t_estimate(0.0, 0.05, 8))
+    assert found.verdict == NOT_REPRODUCED
+    # Also wholly short of b = −1; the smaller p decides which reading is named.
+    assert found.p_value < 0.05
+    # A claim whose boundary lies inside the margin is not reproduced only through the
+    # ±margin reading (two one-sided tests at the 90% interval).
+    wide = Rule(metric="Δ", smallest_effect=0.1, margin=1.0, min_seeds=3, claimed=0.2)
+    found = decide(wide, t_estimate(0.0, 0.4, 10))
+    assert found.verdict == NOT_REPRODUCED and "inside ±1" in found.reason
+
+
+def test_beyond_delta_on_the_opposite_side_needs_a_longer_run_to_contradict():
+    opposite = Estimate(1.5, 1.2, 1.8, 6)  # a loss 1.5% worse: beyond +δ = +1
+    found = decide(RULE, opposite, fair_arms=True)
+    assert found.verdict == NOT_REPRODUCED
+    assert found.reason.startswith("would be contradicted")
+    assert "beyond 1, δ on the opposite side" in found.reason
+    assert "a 2× longer run has not confirmed it" in found.reason
+    assert decide(RULE, opposite, fair_arms=True,
+                  longer_run_agrees=True).verdict == CONTRADICTED
+    # Opposite to the claim but not beyond δ: not reproduced, never contradicted.
+    near = decide(RULE, Estimate(0.6, 0.3, 0.9, 6), fair_arms=True, longer_run_agrees=True)
+    assert near.verdict == NOT_REPRODUCED and "would be" not in near.reason
+
+
+def test_too_few_seeds_or_no_interval_is_inconclusive():
+    few = decide(RULE, Estimate(-1.5, -1.6, -1.4, 2))
+    assert few.verdict == INCONCLUSIVE and "needs at least 5" in few.reason
+    assert few.p_value is None  # never decided, whatever its interval says
+    assert decide(RULE, Estimate(-1.5, None, None, 9)).verdict == INCONCLUSIVE
+    assert "needs at least 5" in decide(RULE, Estimate(None, None, None, 0)).reason
+
+
+def test_an_inconclusive_part_says_what_would_decide_it():
+    est = t_estimate(-0.8, 1.2, 6)  # straddles b = −1
+    found = decide(RULE, est)
+    assert found.verdict == INCONCLUSIVE
+    assert found.detectable_effect == pytest.approx(stats.detectable_effect(1.2, 6, 0.8, 0.05))
+    assert found.seeds_needed == stats.seeds_needed(0.2, 1.2, 0.8, 0.05)
+    assert f"about {found.seeds_needed} would decide it" in found.reason
+    # None: more than the search goes.
+    far = decide(RULE, t_estimate(-1.0 + 1e-4, 1.2, 6))
+    assert far.seeds_needed is None and "more than 10,000" in far.reason
+
+
+def test_the_p_value_decides_exactly_where_the_interval_does():
+    for mean in np.linspace(-3.0, 2.0, 41):
+        est = t_estimate(float(mean), 1.0, 6)
+        found = decide(RULE, est)
+        if est.ci_high < -1.0:
+            assert found.verdict == CONFIRMED
+        elif est.ci_low > -1.0:
+            assert found.verdict == NOT_REPRODUCED
+        else:
+            assert found.verdict == INCONCLUSIVE
+        assert (found.p_value < 0.05) == (found.verdict != INCONCLUSIVE)
+
+
+def test_a_positive_claim_is_decided_on_its_own_side():
     up = Rule(metric="gain", smallest_effect=1.0, margin=0.5, min_seeds=3, claimed=7.0)
-    assert grade(up, Estimate(5.0, 2.0, 8.0, 3)).verdict == "confirmed"
-    assert grade(up, Estimate(-5.0, -8.0, -2.0, 3)).verdict == "not-reproduced-at-this-scale"
+    assert decide(up, Estimate(5.0, 2.0, 8.0, 3)).verdict == CONFIRMED
+    assert decide(up, Estimate(-5.0, -8.0, -2.0, 3)).verdict == NOT_REPRODUCED
 
 
 def test_a_claim_of_more_than_a_threshold_needs_the_whole_ci_beyond_it():
     # "more than twice": log2 of a ratio above 1.
-    twice = Rule(metric="log2 ratio", smallest_effect=1.0, margin=0.25, min_seeds=2,
+    twice = Rule(metric="log2 ratio", smallest_effect=0.5, margin=0.25, min_seeds=2,
                  claimed=2.0, threshold=1.0)
-    assert grade(twice, Estimate(3.0, 2.0, 4.0, 4)).verdict == "confirmed"
-    assert "excludes 1" in grade(twice, Estimate(3.0, 2.0, 4.0, 4)).reason
-    # Above 0 but not clearly above 1: an effect, not the claimed size.
-    assert grade(twice, Estimate(1.0, 0.5, 1.5, 4)).verdict == "not-reproduced-at-this-scale"
-    below = grade(twice, Estimate(0.6, 0.4, 0.8, 4), fair_arms=True, longer_run_agrees=True)
-    assert below.verdict == "contradicted-at-this-scale"
-    assert "opposite side of 1" in below.reason
+    assert decide(twice, Estimate(3.0, 2.0, 4.0, 4)).verdict == CONFIRMED
+    assert "beyond 1" in decide(twice, Estimate(3.0, 2.0, 4.0, 4)).reason
+    # Above δ but not clearly above the threshold: undecided.
+    assert decide(twice, Estimate(1.0, 0.6, 1.4, 4)).verdict == INCONCLUSIVE
+    # Wholly below the threshold: an effect, not the claimed size.
+    assert decide(twice, Estimate(0.6, 0.4, 0.8, 4)).verdict == NOT_REPRODUCED
+
+
+def test_bounds_and_bands():
+    at_most = Rule(metric="%", smallest_effect=5.0, margin=0.0, min_seeds=3, claimed=5.0,
+                   threshold=5.0, test="at-most")
+    assert decide(at_most, Estimate(1.0, 0.0, 2.0, 3)).verdict == CONFIRMED
+    assert decide(at_most, Estimate(9.0, 7.0, 11.0, 3)).verdict == NOT_REPRODUCED
+    assert decide(at_most, Estimate(5.0, 3.0, 7.0, 3)).verdict == INCONCLUSIVE
+    at_least = Rule(metric="%", smallest_effect=5.0, margin=0.0, min_seeds=3, claimed=25.0,
+                    threshold=25.0, test="at-least")
+    assert decide(at_least, Estimate(40.0, 30.0, 50.0, 3)).verdict == CONFIRMED
+    assert decide(at_least, Estimate(10.0, 5.0, 15.0, 3)).verdict == NOT_REPRODUCED
+    same = Rule(metric="nats", smallest_effect=0.05, margin=0.05, min_seeds=3, claimed=0.0,
+                test="equivalence")
+    assert decide(same, t_estimate(0.0, 0.02, 6)).verdict == CONFIRMED
+    assert decide(same, t_estimate(0.2, 0.02, 6)).verdict == NOT_REPRODUCED
+    assert decide(same, t_estimate(0.05, 0.05, 6)).verdict == INCONCLUSIVE
+    band = Rule(metric="%", smallest_effect=5.0, margin=10.0, min_seeds=3, claimed=15.0,
+                test="equivalence")
+    assert decide(band, Estimate(15.0, 12.0, 18.0, 3)).verdict == CONFIRMED
+    assert decide(band, Estimate(2.0, 1.0, 3.0, 3)).verdict == NOT_REPRODUCED
+    with pytest.raises(ValueError, match="equivalence"):
+        decide(Rule(metric="x", smallest_effect=1.0, margin=0.1, min_seeds=2, claimed=0.0),
+               Estimate(0.0, -1.0, 1.0, 3))
+
+
+def test_grade_is_decide_at_five_percent():
+    est = Estimate(-2.0, -2.8, -1.2, 6)
+    assert grade(RULE, est) == decide(RULE, est, 0.05)
+
+
+def test_rule_hash_is_the_canonical_json_and_changes_with_the_rule():
+    import hashlib
+    import json
+    from dataclasses import asdict, replace
+
+    text = json.dumps(asdict(RULE), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    assert RULE.hash == hashlib.sha256(text.encode()).hexdigest()[:12]
+    assert len(RULE.hash) == 12
+    assert replace(RULE, smallest_effect=0.5).hash != RULE.hash
+
+
+def test_estimate_from_a_ratio_interval_has_the_equivalent_sd():
+    est = Estimate.from_interval(10.0, 6.0, 14.0, 8)
+    t = sps.t.ppf(0.975, 7)
+    assert est.sd == pytest.approx(4.0 * math.sqrt(8) / t)
+    assert Estimate.from_interval(1.0, None, None, 1).sd is None
+
+
+# --- Holm within a claim -------------------------------------------------------------------------
+def with_p(p: float, n: int = 8, sd: float = 1.0) -> Estimate:
+    """An estimate whose confirming test (effect ≤ b = 1 for a claim of +2, δ = 1) has p."""
+    se = sd / math.sqrt(n)
+    mean = 1.0 + se * sps.t.isf(p / 2, n - 1)
+    return t_estimate(mean, sd, n)
+
+
+UP = Rule(metric="x", smallest_effect=1.0, margin=0.0, min_seeds=3, claimed=2.0)
+
+
+def test_holm_textbook_example():
+    # p = 0.01, 0.04, 0.03, 0.005 at α = 0.05 (m = 4): sorted 0.005 ≤ 0.05/4 and
+    # 0.01 ≤ 0.05/3 are decided; 0.03 > 0.05/2 stops the procedure, so 0.03 and 0.04 stay
+    # undecided, although each is below 0.05 alone.
+    ps = [0.01, 0.04, 0.03, 0.005]
+    parts = [(UP, with_p(p)) for p in ps]
+    for (rule, est), p in zip(parts, ps, strict=True):
+        assert decide(rule, est).p_value == pytest.approx(p, rel=1e-6)
+        assert decide(rule, est).verdict == CONFIRMED  # each alone would be confirmed
+    found = decide_parts(parts)
+    assert [d.verdict for d in found] == [CONFIRMED, INCONCLUSIVE, INCONCLUSIVE, CONFIRMED]
+    assert [d.level for d in found] == pytest.approx([0.05 / 3, 0.05 / 1, 0.05 / 2, 0.05 / 4])
+    assert "Holm's step-down stopped at part 3" in found[1].reason
+    assert found[1].detectable_effect is not None and found[2].seeds_needed is not None
+
+
+def test_holm_decides_every_part_when_all_p_are_small():
+    found = decide_parts([(UP, with_p(0.001)), (UP, with_p(0.01)), (UP, with_p(0.02))])
+    assert [d.verdict for d in found] == [CONFIRMED] * 3  # 0.001 < .0167, .01 < .025, .02 < .05
+
+
+def test_an_undecidable_part_counts_in_holm_and_stays_inconclusive():
+    found = decide_parts([(UP, with_p(0.02)), (UP, Estimate(2.0, None, None, 1))])
+    # m = 2: the first part is read at 0.025 (decided); the second has no interval.
+    assert [d.verdict for d in found] == [CONFIRMED, INCONCLUSIVE]
+    assert found[0].level == pytest.approx(0.025)
+    found = decide_parts([(UP, with_p(0.03)), (UP, Estimate(2.0, None, None, 1))])
+    assert found[0].verdict == INCONCLUSIVE  # 0.03 > 0.05 / 2: never dropped to m = 1
+
+
+# --- opposite decisions across disjoint seed sets ------------------------------------------------
+def old_grade(rule: Rule, est: Estimate) -> str:
+    """The rule this module replaced: confirmed when the CI excludes 0 on the claimed side,
+    otherwise not reproduced."""
+    side = 1.0 if rule.claimed > 0 else -1.0
+    low = min(side * est.ci_low, side * est.ci_high)
+    return CONFIRMED if low > 0 else NOT_REPRODUCED
+
+
+def test_two_seed_sets_almost_never_give_opposite_decisions():
+    # One true effect at the claim's boundary (δ = 0.5), sd 1, 10 seeds per set: the old rule
+    # confirms whenever a set's CI clears 0 (about a quarter of the sets) and calls the rest not
+    # reproduced, so pairs of sets disagree about 35% of the time; the new one can only
+    # disagree through an interval that misses the true effect (≤ α/2 per set).
+    rule = Rule(metric="x", smallest_effect=0.5, margin=0.1, min_seeds=5, claimed=1.0)
+    rng = np.random.default_rng(0)
+    pairs, n = 300, 10
+    opposite = {"old": 0, "new": 0}
+    for _ in range(pairs):
+        found = []
+        for _ in range(2):
+            d = rng.normal(0.5, 1.0, n)
+            iv = stats.paired_interval(d)
+            found.append(Estimate(iv.value, iv.ci_low, iv.ci_high, n, iv.sd))
+        old = {old_grade(rule, e) for e in found}
+        new = {decide(rule, e).verdict for e in found}
+        opposite["old"] += old == {CONFIRMED, NOT_REPRODUCED}
+        opposite["new"] += CONFIRMED in new and bool(new & {NOT_REPRODUCED, CONTRADICTED})
+    assert opposite["new"] / pairs <= 0.05
+    assert opposite["old"] / pairs >= 0.2
 
 
 def test_estimate_text():

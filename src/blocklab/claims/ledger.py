@@ -15,7 +15,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from blocklab.claims.rules import Estimate, Graded, Rule, grade
+from blocklab.claims.rules import (
+    ALPHA,
+    INCONCLUSIVE,
+    Decision,
+    Estimate,
+    Rule,
+    decide,
+    decide_parts,
+)
 from blocklab.claims.text import CLAIM_TEXT, ERROR, VERDICTS, claim_sources
 from blocklab.errors import InputError
 from blocklab.experiments.summaries import (
@@ -31,18 +39,53 @@ from blocklab.experiments.summaries import (
 @dataclass(frozen=True)
 class Part:
     """One graded part of an experimental claim: its registered rule, the estimate in the
-    rule's metric, and the verdict the rule gives it."""
+    rule's metric, and the verdict the rule gives it (`decision` holds the test behind it:
+    p-value, level, and for an inconclusive part what would decide it; None for a part
+    decided without a test, such as an analytic fact or a model that cannot run)."""
 
     name: str
     rule: Rule
     estimate: Estimate
     verdict: str
     reason: str
+    decision: Decision | None = None
 
     @classmethod
     def graded(cls, name: str, rule: Rule, estimate: Estimate, **robustness: bool) -> Part:
-        found: Graded = grade(rule, estimate, **robustness)
-        return cls(name, rule, estimate, found.verdict, found.reason)
+        """One part decided alone at α = 0.05 (`rules.decide`)."""
+        return cls.of(name, rule, estimate, decide(rule, estimate, ALPHA, **robustness))
+
+    @classmethod
+    def of(cls, name: str, rule: Rule, estimate: Estimate, decision: Decision) -> Part:
+        return cls(name, rule, estimate, decision.verdict, decision.reason, decision)
+
+    @classmethod
+    def decided_together(cls, specs: list[tuple[str, Rule, Estimate]],
+                         **robustness: bool) -> list[Part]:
+        """A claim's parts (name, rule, estimate) decided with Holm's correction
+        (`rules.decide_parts`), in the order given."""
+        found = decide_parts([(rule, est) for _, rule, est in specs], ALPHA, **robustness)
+        return [cls.of(name, rule, est, d) for (name, rule, est), d in
+                zip(specs, found, strict=True)]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The part as the ledger's JSON gives it: its decision, the estimate {value, ci_low,
+        ci_high, n, sd}, the seed counts it was graded at (`looks`: one look for now, seeds
+        are not yet added sequentially), its rule with the rule's hash, and for an
+        inconclusive part the smallest detectable effect and the seeds that would decide it."""
+        d = self.decision
+        out: dict[str, Any] = {
+            "name": self.name, "decision": self.verdict, "verdict": self.verdict,
+            "reason": self.reason, "estimate": asdict(self.estimate),
+            "looks": [self.estimate.n] if self.estimate.n else [],
+            "rule": asdict(self.rule), "rule_hash": self.rule.hash,
+            "p_value": None if d is None else d.p_value,
+            "level": None if d is None else d.level,
+            "boundary": None if d is None else d.boundary}
+        if self.verdict == INCONCLUSIVE:
+            out["detectable_effect"] = None if d is None else d.detectable_effect
+            out["seeds_needed"] = None if d is None else d.seeds_needed
+        return out
 
 
 @dataclass(frozen=True)
@@ -96,7 +139,9 @@ class ClaimResult:
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
+        out["parts"] = [p.to_dict() for p in self.parts]
         out["rule"] = None if self.rule is None else asdict(self.rule)
+        out["rule_hash"] = None if self.rule is None else self.rule.hash
         out["estimate"] = None if self.estimate is None else asdict(self.estimate)
         return _plain(out)
 

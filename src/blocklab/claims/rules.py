@@ -1,33 +1,80 @@
 """Registered rules: how an experimental claim is graded, fixed in code before any data is read.
 
-A rule names the metric (with its unit and sign), the smallest effect of interest, the
-equivalence margin inside which an effect counts as absent, and the minimum number of seeds;
-`grade` maps an estimate with its 95% confidence interval to a verdict by that rule alone:
+A rule names the metric (with its unit and sign), the smallest effect of interest δ, the
+equivalence margin inside which an effect counts as absent, the minimum number of seeds, and
+what is claimed: an effect on one side (`test="effect"`, the side is the sign of `claimed`,
+and for a claim of "more than t" the `threshold` t), a bound (`"at-most"` / `"at-least"`
+`threshold`), or a band (`"equivalence"`: within `claimed` ± `margin`). `decide` maps an
+estimate with its 95% confidence interval to one decision (SPEC §6), working where the claimed
+side is positive and the claim's boundary is b (δ, or max(δ, t) for "more than t"):
 
-    untestable-here               fewer seeds than the rule needs (nothing is said)
-    confirmed                     the CI excludes 0 on the claimed side
-    contradicted-at-this-scale    the CI excludes the claim (opposite side, or inside ±margin)
-                                  and the arms were fair (each at its own best learning rate)
-                                  and the sign survived a 2× longer run
-    not-reproduced-at-this-scale  otherwise: the CI includes no effect and the claim, or it
-                                  excludes the claim without those robustness checks
+    confirmed                     the interval lies wholly beyond b on the claimed side
+                                  (low > b)
+    not-reproduced-at-this-scale  the interval excludes every size the claim allows (high < b:
+                                  an effect may remain, smaller than claimed), or the (1 − 2α)
+                                  interval lies within ±margin (two one-sided tests)
+    contradicted-at-this-scale    the interval lies wholly beyond δ on the opposite side
+                                  (high < −δ) and a run twice as long agrees (with fair arms);
+                                  without that run such a part is not reproduced, and its
+                                  reason says it would be contradicted
+    inconclusive                  otherwise: the interval straddles b, or there is no interval
+                                  (n < 2), or fewer seeds than the rule's minimum. It states the
+                                  smallest effect the spent seeds could detect (80% power at the
+                                  observed spread) and the seeds that would decide it.
+
+Confirmed and not-reproduced are separated by b, so they are disjoint: an interval cannot be
+both wholly above and wholly below b. Two disjoint seed sets measuring one true effect can
+therefore disagree only through `inconclusive` (one set decides, the other does not), never by
+opposite decisions, except when one of the two intervals misses the true effect on the far
+side, which happens with probability at most α/2 per set (tests/claims/test_rules.py simulates
+it). The rule this replaced confirmed whenever the interval excluded 0, ignored δ, and called an
+interval that straddled the claim "not reproduced", so the same part flipped between opposite
+decisions across seed sets whenever the true effect sat near the claimed size.
+
+A claim's parts are decided together by `decide_parts`, with Holm's step-down correction, so
+that the chance of any wrong decision within a claim stays ≤ α however many parts it has.
 
 A small model trained for minutes can fail to reproduce a claim about models a thousand times
 larger; it cannot refute it. So `refuted` is kept for claims that do not depend on scale
 (arithmetic, configs, identities), and an experiment that contradicts a claim says at what
-scale. This module imports nothing heavy; the ledger attaches each rule to its row.
+scale. The statistics come from `blocklab.stats`; the ledger attaches each rule to its row.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import hashlib
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, replace
+from typing import Any
 
+from scipy import stats as sps
+
+from blocklab import stats
+from blocklab.errors import InputError
 from blocklab.experiments.summaries import Interval
 
 CONFIRMED = "confirmed"
 CONTRADICTED = "contradicted-at-this-scale"
 NOT_REPRODUCED = "not-reproduced-at-this-scale"
+INCONCLUSIVE = "inconclusive"
+# Kept for claims that cannot be tested on this machine at all (never for too few seeds: that
+# is `inconclusive`).
 UNTESTABLE = "untestable-here"
+
+# What a rule claims (see the module docstring).
+TESTS = ("effect", "at-most", "at-least", "equivalence")
+ALPHA = 0.05  # two-sided error rate of every stored interval (95%) and of a claim's decisions
+POWER = 0.8  # the power at which an inconclusive part states what could be detected
+MAX_SEEDS = 10_000  # seeds_needed looks no further ("more than 10,000")
+
+DECIDES = ("confirmed when the 95% CI lies wholly beyond the claim's boundary b (the smallest "
+           "effect δ, or the threshold of a claim of 'more than t' when larger) on the claimed "
+           "side; not reproduced at this scale when it lies wholly short of b, or the 90% CI "
+           "lies inside ±margin; contradicted when it lies wholly beyond δ on the opposite side "
+           "and a 2× longer run agrees (else not reproduced); otherwise inconclusive, as with "
+           "fewer seeds than min_seeds. Parts of one claim are decided with Holm's correction")
 
 
 @dataclass(frozen=True)
@@ -35,31 +82,62 @@ class Rule:
     """How one experimental claim (or one part of it) is graded."""
 
     metric: str  # what is estimated, its unit and which sign the claim predicts
-    smallest_effect: float  # the smallest effect worth detecting, in the metric's unit
+    smallest_effect: float  # δ, the smallest effect worth detecting, in the metric's unit
     margin: float  # |effect| inside ±margin counts as no effect
-    min_seeds: int  # fewer paired seeds than this: no verdict
+    min_seeds: int  # fewer paired seeds than this: inconclusive
     claimed: float  # the effect the claim states, in the metric's unit (its sign: the side)
-    decides: str = "confirmed when the 95% CI excludes 0 on the claimed side; contradicted when " \
-                   "it excludes the claim (opposite side or inside ±margin) with fair arms and a " \
-                   "2× longer run agreeing; otherwise not reproduced at this scale; no verdict " \
-                   "below min_seeds"
-    # A claim of "more than t" (say, a factor above 2×): confirmed only when the CI lies beyond
-    # `threshold` on the claimed side; 0 for a claim of any effect at all.
+    decides: str = DECIDES
+    # A claim of "more than t" (say, a factor above 2×): its boundary is max(δ, t) on the
+    # claimed side; 0 for a claim of any effect of at least δ. For "at-most" / "at-least" the
+    # bound itself.
     threshold: float = 0.0
+    test: str = "effect"  # one of TESTS
+
+    def __post_init__(self) -> None:
+        if self.test not in TESTS:
+            raise InputError(f"rule test {self.test!r} is not allowed; expected one of "
+                             f"{list(TESTS)}")
+
+    @property
+    def hash(self) -> str:
+        """The first 12 hex digits of the sha256 of the rule's canonical JSON (sorted keys, no
+        spaces): a result records it to say which rule it was planned under."""
+        text = json.dumps(asdict(self), sort_keys=True, separators=(",", ":"),
+                          ensure_ascii=False)
+        return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
 @dataclass(frozen=True)
 class Estimate:
-    """The measured effect in the rule's metric: mean, 95% CI and the number of paired seeds."""
+    """The measured effect in the rule's metric: mean, 95% CI, the number of paired seeds (or
+    repeats) and the per-seed sd (None without a spread)."""
 
     value: float | None
     ci_low: float | None
     ci_high: float | None
     n: int
+    sd: float | None = None
 
     @classmethod
-    def of(cls, stats: Interval) -> Estimate:
-        return cls(stats.mean, stats.ci_low, stats.ci_high, stats.n)
+    def of(cls, interval: Interval) -> Estimate:
+        """From a suite's 95% Student-t interval, with its sd."""
+        return cls(interval.mean, interval.ci_low, interval.ci_high, interval.n, interval.sd)
+
+    @classmethod
+    def from_interval(cls, value: float | None, low: float | None, high: float | None,
+                      n: int) -> Estimate:
+        """From a 95% interval that is not a Student-t interval of a mean (a bootstrap interval
+        of a ratio, a ratio of two intervals): the sd is the one whose t interval has the same
+        half width, sd ≈ half·√n / t_{0.975, n−1}, so that power and seeds needed can be read
+        at the observed spread."""
+        sd = None
+        if value is not None and low is not None and high is not None and n >= 2:
+            sd = (high - low) / 2 * math.sqrt(n) / float(sps.t.ppf(1 - ALPHA / 2, n - 1))
+        return cls(value, low, high, n, sd)
+
+    @property
+    def resolved(self) -> bool:
+        return self.value is not None and self.ci_low is not None and self.ci_high is not None
 
     def text(self) -> str:
         """'+v [+lo, +hi] (n=k)', '+v (n=k)' without an interval, or '—'."""
@@ -76,39 +154,233 @@ def estimate_text(value: float | None, low: float | None, high: float | None, n:
 
 
 @dataclass(frozen=True)
-class Graded:
-    """A verdict by a rule, with the reason in words."""
+class Decision:
+    """A part's decision by its rule, with the reason in words.
+
+    p_value: the decisive test's p on the two-sided scale (decided when < level): the smaller
+        p of the readings that could decide the part (confirmed: effect ≤ b; not reproduced:
+        effect ≥ b, or TOST within ±margin); None when no test can be made (n < 2, fewer seeds
+        than the rule needs, or a part decided without a test)
+    level: the two-sided α the part was read at (Holm's α/(m − i + 1) within a claim)
+    boundary: b in the metric's own units and sign
+    detectable_effect: for an inconclusive part, the smallest effect the spent seeds detect
+        with 80% power at the observed spread (None without a spread)
+    seeds_needed: for an inconclusive part, the seeds that would decide it at the observed
+        spread and distance from b (None: more than MAX_SEEDS, or no spread to say)
+    """
 
     verdict: str
     reason: str
+    p_value: float | None = None
+    level: float = ALPHA
+    boundary: float | None = None
+    detectable_effect: float | None = None
+    seeds_needed: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# A compatibility name: the old `grade` returned a Graded (verdict, reason).
+Graded = Decision
+
+
+# --- one part ------------------------------------------------------------------------------------
+def _side_and_boundary(rule: Rule) -> tuple[float, float]:
+    """(s, b): the claimed side's sign and the boundary in oriented units (s·effect > b is the
+    claim) for the tests other than equivalence."""
+    if rule.test == "at-most":  # effect < t  ⇔  −effect > −t
+        return -1.0, -rule.threshold
+    if rule.test == "at-least":  # effect > t
+        return 1.0, rule.threshold
+    if rule.claimed == 0:
+        raise InputError(f"rule {rule.metric!r}: an effect claim needs a nonzero `claimed` "
+                         "(its sign is the claimed side); a claim of no effect is an "
+                         "'equivalence' test")
+    s = 1.0 if rule.claimed > 0 else -1.0
+    return s, max(abs(rule.smallest_effect), s * rule.threshold)
+
+
+def _ses(e: Estimate, n: int) -> tuple[float, float]:
+    """Standard errors below and above the value, read off the 95% interval's two arms (one
+    value for a t interval; a bootstrap interval keeps its asymmetry)."""
+    t = float(sps.t.ppf(1 - ALPHA / 2, n - 1))
+    return (e.value - e.ci_low) / t, (e.ci_high - e.value) / t
+
+
+def _p_above(x: float, se: float, df: int) -> float:
+    """Two-sided-scale p of the one-sided test that the effect is ≤ 0, given the estimate
+    exceeds the null by x with standard error se: 2·P(T_df ≥ x / se), capped at 1."""
+    if se <= 0:
+        return 0.0 if x > 0 else 1.0
+    return min(1.0, 2 * float(sps.t.sf(x / se, df)))
+
+
+def _p_below(x: float, se: float, df: int) -> float:
+    """2·P(T_df ≤ x / se): the p that the effect is ≥ 0 when the estimate is x from it."""
+    return _p_above(-x, se, df)
+
+
+def _tost(m: float, low_edge: float, high_edge: float, se_lo: float, se_hi: float,
+          df: int) -> float:
+    """p of two one-sided tests that the effect lies inside (low_edge, high_edge): the larger
+    one-sided p; < level exactly when the (1 − 2·level) interval lies inside."""
+    return max(_p_above(m - low_edge, se_lo, df), _p_below(m - high_edge, se_hi, df)) / 2
+
+
+def decide(rule: Rule, estimate: Estimate, alpha: float = ALPHA, *, fair_arms: bool = False,
+           longer_run_agrees: bool = False) -> Decision:
+    """The decision on `estimate` under `rule` at two-sided level `alpha` (see the module
+    docstring for the table). The stored interval is a 95% one; at another level its two arms
+    are rescaled by t_{1−alpha/2} / t_{0.975} (the same test, another quantile).
+
+    `fair_arms`: every arm ran at its own best learning rate; `longer_run_agrees`: a run twice
+    as long agreed. A contradiction needs both; without them it is reported as not reproduced,
+    with the reason that it would be contradicted."""
+    e, n = estimate, estimate.n
+    if rule.test == "equivalence":
+        low_edge, high_edge = rule.claimed - rule.margin, rule.claimed + rule.margin
+        b = None
+    else:
+        s, b = _side_and_boundary(rule)
+    boundary = None if b is None else s * b
+    if not e.resolved or n < 2:
+        return Decision(INCONCLUSIVE, f"{n} seed(s) give no interval; the rule needs at least "
+                                      f"{rule.min_seeds}", None, alpha, boundary,
+                        None, None)
+    df = n - 1
+    se_lo, se_hi = _ses(e, n)
+    sd = e.sd
+    if sd is None:
+        sd = (se_lo + se_hi) / 2 * math.sqrt(n)
+    pct = f"{100 * (1 - alpha):.4g}%"
+    readings: list[tuple[float, str, str]] = []  # (p, verdict, reason)
+    if rule.test == "equivalence":
+        m = e.value
+        band = f"[{low_edge:g}, {high_edge:g}]" if rule.claimed else f"±{rule.margin:g}"
+        readings.append((_tost(m, low_edge, high_edge, se_lo, se_hi, df), CONFIRMED,
+                         f"the {100 * (1 - 2 * alpha):.4g}% CI lies inside {band} "
+                         "(two one-sided tests)"))
+        readings.append((min(_p_below(m - low_edge, se_hi, df),
+                             _p_above(m - high_edge, se_lo, df)), NOT_REPRODUCED,
+                         f"the {pct} CI lies wholly outside {band}"))
+        distance = min(abs(m - low_edge), abs(m - high_edge))
+    else:
+        # Oriented: the claimed side positive; the lower arm of the oriented interval is the
+        # raw interval's arm on the side opposite the claim.
+        m = s * e.value
+        lo_se, hi_se = (se_lo, se_hi) if s > 0 else (se_hi, se_lo)
+        where = "beyond" if s > 0 else "below"
+        short = "short of" if s > 0 else "above"
+        raw_b = s * b
+        readings.append((_p_above(m - b, lo_se, df), CONFIRMED,
+                         f"the {pct} CI lies wholly {where} {raw_b:g} on the claimed side"))
+        readings.append((_p_below(m - b, hi_se, df), NOT_REPRODUCED,
+                         f"the {pct} CI lies wholly {short} {raw_b:g}: an effect may remain, "
+                         "smaller than claimed"))
+        if rule.test == "effect" and rule.margin > 0:
+            readings.append((_tost(e.value, -rule.margin, rule.margin, se_lo, se_hi, df),
+                             NOT_REPRODUCED, f"the {100 * (1 - 2 * alpha):.4g}% CI lies inside "
+                                             f"±{rule.margin:g} (no effect)"))
+        distance = abs(m - b)
+    p, verdict, reason = min(readings, key=lambda r: r[0])
+    if n < rule.min_seeds:
+        return _inconclusive(f"{n} paired seed(s); the rule needs at least {rule.min_seeds}",
+                             None, alpha, boundary, sd, n, distance, rule.min_seeds)
+    if p >= alpha:
+        return _inconclusive(f"the {pct} CI straddles the claim's boundary", p, alpha,
+                             boundary, sd, n, distance, rule.min_seeds)
+    if verdict == NOT_REPRODUCED and rule.test == "effect":
+        delta = abs(rule.smallest_effect)
+        p_opposite = _p_below(m + delta, hi_se, df)
+        if p_opposite < alpha:
+            why = (f"the {pct} CI lies wholly beyond {-s * delta:g}, δ on the opposite side")
+            if fair_arms and longer_run_agrees:
+                return Decision(CONTRADICTED, why, p, alpha, boundary)
+            missing = [text for done, text in (
+                (fair_arms, "each arm at its own best learning rate"),
+                (longer_run_agrees, "a 2× longer run")) if not done]
+            verb = "has" if len(missing) == 1 else "have"
+            return Decision(NOT_REPRODUCED, f"would be contradicted ({why}); "
+                                            f"{' and '.join(missing)} {verb} not confirmed it",
+                            p, alpha, boundary)
+    return Decision(verdict, reason, p, alpha, boundary)
+
+
+def _inconclusive(why: str, p: float | None, alpha: float, boundary: float | None,
+                  sd: float, n: int, distance: float, min_seeds: int) -> Decision:
+    """An inconclusive decision with what the spent seeds could detect and what would
+    decide it (`blocklab.stats`, 80% power, two-sided at `alpha`)."""
+    if not (sd > 0 and math.isfinite(sd)):
+        return Decision(INCONCLUSIVE, f"{why}; no spread to size it by", p, alpha, boundary)
+    detectable = stats.detectable_effect(sd, n, power=POWER, alpha=alpha)
+    needed = (stats.seeds_needed(distance, sd, power=POWER, alpha=alpha, max_n=MAX_SEEDS)
+              if distance > 0 else None)
+    if needed is not None:
+        needed = max(needed, min_seeds)
+    more = f"{needed}" if needed is not None else f"more than {MAX_SEEDS:,}"
+    return Decision(INCONCLUSIVE, f"{why}; {n} seeds detect an effect of {detectable:.3g} "
+                                  f"(80% power at sd {sd:.3g}), and about {more} would decide "
+                                  "it at this spread", p, alpha, boundary, detectable, needed)
 
 
 def grade(rule: Rule, estimate: Estimate, *, fair_arms: bool = False,
-          longer_run_agrees: bool = False) -> Graded:
-    """The verdict of `estimate` under `rule` (see the module docstring for the table).
+          longer_run_agrees: bool = False) -> Decision:
+    """`decide` at α = 0.05 (the name the ledger used before decisions had levels)."""
+    return decide(rule, estimate, ALPHA, fair_arms=fair_arms,
+                  longer_run_agrees=longer_run_agrees)
 
-    `fair_arms`: every arm ran at its own best learning rate from a grid; `longer_run_agrees`:
-    a run twice as long gave the same sign. A contradiction needs both.
-    """
-    if estimate.n < rule.min_seeds or estimate.ci_low is None or estimate.ci_high is None:
-        return Graded(UNTESTABLE, f"{estimate.n} paired seed(s); the rule needs at least "
-                                  f"{rule.min_seeds}")
-    low, high = estimate.ci_low, estimate.ci_high
-    side = 1.0 if rule.claimed > 0 else -1.0
-    # Oriented so that the claimed side is positive.
-    lo, hi = sorted((side * low, side * high))
-    if lo > side * rule.threshold:
-        return Graded(CONFIRMED, f"the 95% CI excludes {rule.threshold:g} on the claimed side")
-    opposite = hi < side * rule.threshold
-    absent = -rule.margin < low and high < rule.margin
-    if opposite or absent:
-        why = (f"the 95% CI lies on the opposite side of {rule.threshold:g}" if opposite else
-               f"the 95% CI lies inside ±{rule.margin:g} (no effect)")
-        if fair_arms and longer_run_agrees:
-            return Graded(CONTRADICTED, why)
-        missing = [text for done, text in (
-            (fair_arms, "each arm at its own best learning rate"),
-            (longer_run_agrees, "a 2× longer run with the same sign")) if not done]
-        return Graded(NOT_REPRODUCED, f"{why}, but a contradiction also needs "
-                                      f"{' and '.join(missing)}")
-    return Graded(NOT_REPRODUCED, "the 95% CI includes both no effect and the claimed side")
+
+# --- the parts of one claim ---------------------------------------------------------------------
+def decide_parts(parts: Sequence[Any], alpha: float = ALPHA, *, fair_arms: bool = False,
+                 longer_run_agrees: bool = False) -> list[Decision]:
+    """The decisions on a claim's m parts with Holm's step-down correction (Holm 1979).
+
+    parts: (rule, estimate) pairs, or objects with `.rule` and `.estimate`. Each part's p is
+    its decisive test's (`Decision.p_value`, from `decide` at `alpha`); a part with no test
+    (no interval, too few seeds) takes p = 1. With p_(1) ≤ … ≤ p_(m) in ascending order:
+
+        part (i) is decided at level α_i = alpha / (m − i + 1),   i = 1 … m,
+
+    i.e. `decide` reads its (1 − α_i) interval (or (1 − 2·α_i) for the ±margin reading), while
+    every earlier part was decided; at the first part not decided the procedure stops, and it
+    and every later part are inconclusive. The chance of any wrong decision in the claim stays
+    ≤ alpha whatever the dependence between parts. Decisions come back in the parts' order."""
+    pairs = [(p.rule, p.estimate) if hasattr(p, "rule") else tuple(p) for p in parts]
+    flags = {"fair_arms": fair_arms, "longer_run_agrees": longer_run_agrees}
+    first = [decide(rule, est, alpha, **flags) for rule, est in pairs]
+    m = len(pairs)
+    order = sorted(range(m), key=lambda k: (first[k].p_value is None,
+                                            first[k].p_value or 1.0, k))
+    out: list[Decision | None] = [None] * m
+    stopped_at: int | None = None
+    for i, k in enumerate(order):
+        level = alpha / (m - i)
+        rule, est = pairs[k]
+        found = decide(rule, est, level, **flags)
+        holm = f" (Holm: part {i + 1} of {m} by p, read at α = {level:.3g})" if m > 1 else ""
+        if stopped_at is not None:
+            if found.verdict != INCONCLUSIVE:
+                found = _stopped(found, rule, est, level, stopped_at)
+            out[k] = replace(found, reason=found.reason + holm)
+            continue
+        out[k] = replace(found, reason=found.reason + holm)
+        if found.verdict == INCONCLUSIVE:
+            stopped_at = i + 1
+    return [d for d in out if d is not None]
+
+
+def _stopped(found: Decision, rule: Rule, est: Estimate, level: float, at: int) -> Decision:
+    """A part after Holm's procedure stopped: inconclusive, with what alone it would be."""
+    n, sd = est.n, est.sd
+    if sd is None and est.resolved and n >= 2:
+        sd = Estimate.from_interval(est.value, est.ci_low, est.ci_high, n).sd
+    if rule.test == "equivalence":
+        distance = min(abs(est.value - rule.claimed + rule.margin),
+                       abs(est.value - rule.claimed - rule.margin))
+    else:
+        s, b = _side_and_boundary(rule)
+        distance = abs(s * est.value - b)
+    return _inconclusive(f"Holm's step-down stopped at part {at}, which was not decided "
+                         f"(alone this part would be {found.verdict})", found.p_value, level,
+                         found.boundary, sd or 0.0, n, distance, rule.min_seeds)

@@ -128,14 +128,17 @@ CLAIM_TEXT: dict[str, tuple[str, str]] = {
 
 # `refuted` is for claims that do not depend on scale (arithmetic, configs, identities); an
 # experiment says `contradicted-at-this-scale` or `not-reproduced-at-this-scale` instead
-# (`blocklab.claims.rules`), and `run` reports an experiment the page designed without a claim.
+# (`blocklab.claims.rules`), `inconclusive` when its seeds decide neither way (with what would
+# decide it), and `run` reports an experiment the page designed without a claim.
+# `untestable-here` is for a claim this machine cannot test at all.
 VERDICTS = ("confirmed", "refuted", "contradicted-at-this-scale", "not-reproduced-at-this-scale",
-            "conditional", "run", "untestable-here", "missing-results")
+            "inconclusive", "conditional", "run", "untestable-here", "missing-results")
 # A check that raises gets the state "error": never a verdict, and the ledger's exit code is 1.
 ERROR = "error"
 VERDICT_ZH = {"confirmed": "成立", "refuted": "不成立", "conditional": "有条件成立",
               "contradicted-at-this-scale": "此规模下与之相反",
-              "not-reproduced-at-this-scale": "此规模下未复现", "run": "已运行",
+              "not-reproduced-at-this-scale": "此规模下未复现", "inconclusive": "尚无定论",
+              "run": "已运行",
               "untestable-here": "此处无法检验", "missing-results": "缺少实验结果",
               ERROR: "检查出错"}
 
