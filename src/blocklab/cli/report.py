@@ -132,7 +132,7 @@ def print_plan(results: Path, size: str, seed_offset: int, jobs: int | None) -> 
                       hours(s.untimed_s + s.timed_s), hours(s.timed_s), str(s.unknown))
     out.print(table)
     cal = plan.calibration
-    if cal is None:
+    if cal is None or all(s.runs == s.stored for s in plan.suites):
         out.print("Nothing to run: every planned run is stored.")
         return
     twins = sum(s.from_stored for s in plan.suites)

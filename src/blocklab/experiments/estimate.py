@@ -652,7 +652,8 @@ def estimate_suites(results: str | Path, size: str, names: Sequence[str], *,
         return own if own is not None else default_price(spec, cal)
 
     todo = [(suite, spec) for suite, _, spec, done, same in planned if not done and not same]
-    if calibration is None and todo:
+    # Something to run, even if only stored twins price it: the fixed costs need a calibration.
+    if calibration is None and any(not done for *_, done, _ in planned):
         requests = _Requests()
         for suite, spec in todo:
             price(suite, spec, requests)
