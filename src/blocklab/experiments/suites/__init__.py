@@ -60,10 +60,9 @@ def run_suites(results: Path, size: str, names: Sequence[str] = tuple(SUITE_MODU
     with `blocklab.errors.Busy`.
     """
     from blocklab.experiments.locks import suite_locks
+    from blocklab.experiments.suites.base import check_size
 
-    from blocklab.experiments.suites.base import _check_size
-
-    _check_size(size)  # bad input is refused before the locks create any folder
+    check_size(size)  # bad input is refused before the locks create any folder
     with suite_locks(results, [get_suite(name).name for name in names], wait=wait, echo=echo):
         return _run_suites(results, size, names, executor, progress, echo, seed_offset)
 

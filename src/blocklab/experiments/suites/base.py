@@ -141,7 +141,7 @@ class SuiteIncomplete(RuntimeError):
                          f"these: {runs}")
 
 
-def _check_size(size: str) -> None:
+def check_size(size: str) -> None:
     if size not in SIZES:
         raise InputError(f"suite size {size!r} is not allowed; expected one of {list(SIZES)}")
 
@@ -210,7 +210,7 @@ def plan_suite(suite: Suite, size: str, seeds: int | None, out_dir: str | Path,
                seed_offset: int = 0, precision: str = "fp32") -> PlannedSuite:
     """Plan `suite` at `size` (default seeds for None, from `seed_offset` on, trained in
     `precision`) against the results in `out_dir`."""
-    _check_size(size)
+    check_size(size)
     extra = check_precision(suite, precision)
     seeds = seed_range(suite.default_seeds[size] if seeds is None else seeds, seed_offset)
     tuned: Results = []
@@ -253,7 +253,7 @@ def run_suite(suite: Suite, size: str = "quick", seeds: int | None = None,
 
     # Planned under the folder's lock: a second process waits here, then finds this one's runs
     # stored and plans only what is still missing.
-    _check_size(size)  # bad input is refused before the lock creates the folder
+    check_size(size)  # bad input is refused before the lock creates the folder
     check_precision(suite, precision)
     seed_range(suite.default_seeds[size] if seeds is None else seeds, seed_offset)
     with suite_locks(out_dir, [suite.name], wait=wait, echo=say):
