@@ -9,6 +9,7 @@ import pytest
 
 import blocklab.claims.depth as depth  # registers C36 (the ledger imports it too)
 from blocklab.claims import Context, run_claims
+from blocklab.claims.rules import Estimate, decide
 from blocklab.experiments.summaries import (
     DeepEffect,
     GradientProbe,
@@ -69,14 +70,15 @@ def _c36(root: Path):
     return row
 
 
-CONFIRMED, NOT_REPRODUCED, UNTESTABLE = ("confirmed", "not-reproduced-at-this-scale",
-                                         "untestable-here")
+CONFIRMED, NOT_REPRODUCED, INCONCLUSIVE = ("confirmed", "not-reproduced-at-this-scale",
+                                           "inconclusive")
 # (a) upper bound -0.05 < +0.05; (b) [-0.2, 0.9] inside ±1; (c) [-10, -6] below 0, the claimed
 # side; (d) [-0.4, -0.2] below 0, the claimed side.
 HOLDS = _effect(_ci(-0.10, -0.15, -0.05), _ci(0.5, -0.2, 0.9), _ci(-8.0, -10.0, -6.0),
                 _ci(-0.3, -0.4, -0.2))
 # (a) upper bound 0.3 ≥ 0.05; (b) [2.5, 3.5] outside ±1; (c) [1, 3] on the opposite side, with
-# one lr and one run length: not reproduced, never contradicted; (d) [-0.1, 0.1] holds both.
+# one lr and one run length: not reproduced, never contradicted; (d) [-0.1, 0.1] holds both its
+# claimed −0.05 and no effect: inconclusive, and deciding it could make the claim conditional.
 FAILS = _effect(_ci(0.2, 0.1, 0.3), _ci(3.0, 2.5, 3.5), _ci(2.0, 1.0, 3.0),
                 _ci(0.01, -0.1, 0.1))
 FEW = _effect(*[_ci(0.0, -0.01, 0.01, n=3)] * 4)  # three seeds; the rules need four
@@ -86,8 +88,8 @@ FEW = _effect(*[_ci(0.0, -0.01, 0.01, n=3)] * 4)  # three seeds; the rules need 
     (HOLDS, 0, "confirmed", [CONFIRMED] * 4),
     # One pre-norm run failed: (a) is not shown, whatever the losses of the others say.
     (HOLDS, 1, "conditional", [NOT_REPRODUCED, *[CONFIRMED] * 3]),
-    (FAILS, 0, NOT_REPRODUCED, [NOT_REPRODUCED] * 4),
-    (FEW, 0, UNTESTABLE, [UNTESTABLE] * 4),
+    (FAILS, 0, INCONCLUSIVE, [NOT_REPRODUCED] * 3 + [INCONCLUSIVE]),
+    (FEW, 0, INCONCLUSIVE, [INCONCLUSIVE] * 4),
 ])
 def test_c36_verdicts(tmp_path, effect, pre_failures, verdict, parts):
     _write(tmp_path, _data([effect], pre_failures))
@@ -109,20 +111,30 @@ def test_c36_verdicts(tmp_path, effect, pre_failures, verdict, parts):
 def test_pre_norm_without_warmup_may_end_lower_but_not_higher():
     # One-sided: 0.2 nats better without warmup confirms (a); an equivalence test would not.
     rule = depth.C36_RULES["pre-norm trains without warmup at depth"]
-    better = depth._non_inferior("a", rule, _ci(-0.2, -0.3, -0.1), failures=0)
-    assert better.verdict == CONFIRMED
-    # Upper bound exactly at the margin is not below it.
-    edge = depth._non_inferior("a", rule, _ci(0.0, -0.05, 0.05), failures=0)
-    assert edge.verdict == NOT_REPRODUCED
-    assert depth._non_inferior("a", rule, _ci(0.0, -0.01, 0.01, n=3), 0).verdict == UNTESTABLE
-    assert depth._non_inferior("a", rule, Interval(4, 0.0), 0).verdict == UNTESTABLE  # no CI
+    def decided(stats: Interval) -> str:
+        return decide(rule, Estimate.of(stats)).verdict
+
+    assert decided(_ci(-0.2, -0.3, -0.1)) == CONFIRMED
+    # Upper bound exactly at the margin is not below it, and not beyond it either.
+    assert decided(_ci(0.0, -0.05, 0.05)) == INCONCLUSIVE
+    assert decided(_ci(0.2, 0.1, 0.3)) == NOT_REPRODUCED  # wholly worse than +0.05
+    assert decided(_ci(0.0, -0.01, 0.01, n=3)) == INCONCLUSIVE
+    assert decided(Interval(4, 0.0)) == INCONCLUSIVE  # no CI
+    # A failed run keeps (a) from holding, decided by the count, not by a test.
+    part = depth.failed_runs_part("a", rule, _ci(-0.2, -0.3, -0.1), failures=1)
+    assert part.verdict == NOT_REPRODUCED and "1 pre-norm run(s) failed" in part.reason
 
 
 def test_gradient_ratio_equivalence_bounds():
     rule = depth.C36_RULES["pre-norm gradient reaches the bottom layer (≈ 1)"]
-    assert depth._equivalent("b", rule, _ci(0.0, -0.99, 0.99)).verdict == CONFIRMED
-    assert depth._equivalent("b", rule, _ci(0.5, 0.0, 1.0)).verdict == NOT_REPRODUCED
-    assert depth._equivalent("b", rule, _ci(-0.5, -1.0, 0.0)).verdict == NOT_REPRODUCED
+    def decided(stats: Interval) -> str:
+        return decide(rule, Estimate.of(stats)).verdict
+
+    assert decided(_ci(0.0, -0.99, 0.99)) == CONFIRMED
+    # Two one-sided tests read the 90% interval: [0, 1] at 95% is [0.13, 0.87] at 90%.
+    assert decided(_ci(0.5, 0.0, 1.0)) == CONFIRMED
+    assert decided(_ci(0.5, -0.5, 1.5)) == INCONCLUSIVE
+    assert decided(_ci(2.0, 1.5, 2.5)) == NOT_REPRODUCED  # wholly beyond a factor 2
 
 
 def test_c36_grades_the_deepest_depth(tmp_path):
@@ -137,7 +149,7 @@ def test_c36_without_results_or_without_a_deep_grid(tmp_path):
     assert _c36(tmp_path).verdict == "missing-results"
     _write(tmp_path, _data([]))
     row = _c36(tmp_path)
-    assert row.verdict == UNTESTABLE and not row.parts and row.figure == "placement_deep"
+    assert row.verdict == "untestable-here" and not row.parts and row.figure == "placement_deep"
 
 
 def test_the_deep_grid_does_not_move_c13_or_c19(tmp_path):

@@ -193,7 +193,8 @@ def test_c30_grades_the_statement_and_the_warning_read_both_ways(tmp_path):
                     parts["warning (with scaling): RoPE + ntk (training-free) drops clearly at 16×"
                           ].rule)
     assert works.metric == drops.metric and works.metric.endswith("rope+ntk at 16×")
-    assert (works.claimed, drops.claimed) == (5.0, 25.0) and works.decides == drops.decides
+    assert (works.test, drops.test) == ("at-most", "at-least")
+    assert works.threshold == drops.threshold == 5.0 and works.decides == drops.decides
     # The combining rule is stated in both languages, with the verdict it gives.
     assert "read without scaling" in row.summary and "read with scaling" in row.summary
     assert "Combined:" in row.summary and row.summary.count(": conditional.") == 1
@@ -252,8 +253,9 @@ def test_c30_grades_against_the_5_percent_edge_only(tmp_path):
     assert parts["warning (with scaling): RoPE + ntk (training-free) drops clearly at 16×"
                  ].verdict == "confirmed"
     control = parts["warning (no scaling): RoPE fine-tuned without scaling drops clearly at 16×"]
-    assert control.verdict == "untestable-here" and "crosses 5%" in control.reason
-    assert "lower end is > 5%" in control.rule.decides
+    assert control.verdict == "inconclusive" and "straddles" in control.reason
+    assert "lower end is above 5%" in control.rule.decides
+    assert control.decision.seeds_needed is not None or "more than" in control.reason
 
 
 def test_c29_conditional_with_the_nope_order_probe(tmp_path):
@@ -262,7 +264,8 @@ def test_c29_conditional_with_the_nope_order_probe(tmp_path):
     assert [p.verdict for p in row.parts] == ["confirmed", "confirmed"]
     assert row.evidence["bidirectional_equivariance_error"] <= 1e-12
     row = _ledger(tmp_path, _data({}, tv=0.01), ["C29"])["C29"]
-    assert row.parts[0].verdict == "not-reproduced-at-this-scale"  # CI [-0.04, 0.06]
+    # CI [-0.04, 0.06] holds both no effect and δ = 0.02: undecided.
+    assert row.parts[0].verdict == "inconclusive"
     assert row.verdict == "conditional"  # exact: causal masking alone breaks equivariance
 
 

@@ -66,9 +66,9 @@ def test_c32_without_int8_instructions_is_untestable_and_never_contradicted(tmp_
     assert "estimates FFN-only at ×1.33" in row.summary
 
 
-def test_c32_too_few_repeats_untestable():
+def test_c32_too_few_repeats_inconclusive():
     parts, _ = c32_parts(_data(1.8, 1.2, n=2))
-    assert parts[0].verdict == "untestable-here"
+    assert parts[0].verdict == "inconclusive" and "needs at least 3" in parts[0].reason
 
 
 def test_c33_probe():

@@ -14,12 +14,22 @@ from typing import Any
 import numpy as np
 
 from blocklab import reference as ref
-from blocklab.claims.ledger import Context, Finding, Part, claim, missing
-from blocklab.claims.rules import Estimate, Rule
+from blocklab.claims.ledger import (
+    DECIDED,
+    SETTLE_EN,
+    SETTLE_ZH,
+    Context,
+    Finding,
+    Part,
+    claim,
+    missing,
+    scale_text,
+    settle,
+)
+from blocklab.claims.rules import INCONCLUSIVE, Estimate, Rule
 from blocklab.experiments.summaries import (
     Interval,
     KernelRatio,
-    NormQuality,
     PlacementCell,
     PlacementEffect,
     PositionArm,
@@ -554,7 +564,9 @@ C16_SMALLEST_EFFECT_PCT = 0.5
 C16_MARGIN_PCT = 0.25
 C16_MIN_SEEDS = 5  # two paired seeds gave a CI of width 0.1% that three more seeds overturned
 C16_COMBINES = ("the claim takes the SwiGLU part's verdict; when SwiGLU is confirmed and GeGLU "
-                "or GLU is not, the claim is conditional")
+                "or GLU is not, the claim is conditional. " + SETTLE_EN)
+C16_COMBINES_ZH = ("论断取 SwiGLU 部分的判定；SwiGLU 成立而 GeGLU 或 GLU 不成立时为有条件成立。"
+                   + SETTLE_ZH)
 
 
 def c16_rule(arm: str) -> Rule:
@@ -569,10 +581,12 @@ def c16_rule(arm: str) -> Rule:
 
 def combine_c16(parts: list[Part]) -> str:
     """C16's verdict from its parts (SwiGLU first), by the stated rule `C16_COMBINES`."""
-    headline = parts[0].verdict
-    if headline == "confirmed" and any(p.verdict != "confirmed" for p in parts[1:]):
-        return "conditional"
-    return headline
+    def decided(verdicts: list[str]) -> str:
+        if verdicts[0] == "confirmed" and any(v != "confirmed" for v in verdicts[1:]):
+            return "conditional"
+        return verdicts[0]
+
+    return settle([p.verdict for p in parts], decided)
 
 
 @claim("C16")
@@ -586,16 +600,22 @@ def c16(ctx: Context) -> Finding:
 
     page = {arm: PAGE_GAIN_PCT[arm] for arm in ("swiglu", "geglu", "glu")}  # gains over ReLU, %
     rows = {}
-    parts = []
+    specs = []
     for arm in page:
         rel = arms[arm].rel_delta_pct  # (arm − relu)/relu in %; negative = better
         rows[arm] = {"rel_delta_pct": asdict(rel), "page_gain_pct": list(page[arm]),
                      "val_loss": asdict(arms[arm].val_loss)}
-        # Fair arms: each at its own lr from the grid (tuned on seeds the CI never sees). A
-        # contradiction also needs a 2× longer run with the same sign, which no size runs yet.
-        parts.append(Part.graded(arm, c16_rule(arm), Estimate.of(rel),
-                                 fair_arms=len(data.lr_grid) >= 3, longer_run_agrees=False))
+        specs.append((arm, c16_rule(arm), Estimate.of(rel)))
+    # Fair arms: each at its own lr from the grid (tuned on seeds the CI never sees). A
+    # contradiction also needs a 2× longer run with the same sign, which no size runs yet.
+    parts = Part.decided_together(specs, fair_arms=len(data.lr_grid) >= 3,
+                                  longer_run_agrees=False)
     verdict = combine_c16(parts)
+    size = data.size
+    scale = {"d_model": size.get("d_model"), "depth": size.get("n_layers"), "steps": data.steps,
+             "batch": size.get("batch_size"), "seq_len": size.get("seq_len")}
+    scale_en = scale_text(**scale) if verdict in DECIDED else ""
+    scale_zh = scale_text(**scale, zh=True) if verdict in DECIDED else ""
     graded = ", ".join(f"{p.name} {_ci_text(arms[p.name].rel_delta_pct, 2, '%')} → {p.verdict}"
                        for p in parts)
     claimed = ", ".join(page_gain_text(a).lstrip("+") for a in page)
@@ -627,23 +647,25 @@ def c16(ctx: Context) -> Finding:
         f"over {seeds} paired seeds, {steps} steps on the stdlib corpus, {data.init} init, each "
         f"arm at its own lr from {{{', '.join(f'{lr:g}' for lr in data.lr_grid)}}} picked on "
         f"separate tuning seeds: {lrs}): {graded}. The page claims gains of {claimed}. Each "
-        f"part is graded by its registered rule (at least {C16_MIN_SEEDS} seeds; margin "
-        f"±{C16_MARGIN_PCT:g}%); without a 2× longer run a loss here is 'not reproduced', never "
-        f"'contradicted'.{sensitivity}{trend_en} A small model ({_size_text(data.size)}); the "
-        "papers' gains come from far larger ones.",
+        f"part is graded by its registered rule (at least {C16_MIN_SEEDS} seeds; smallest effect "
+        f"{C16_SMALLEST_EFFECT_PCT:g}%, margin ±{C16_MARGIN_PCT:g}%); without a 2× longer run a "
+        f"loss here is 'not reproduced', never 'contradicted'.{sensitivity}{trend_en} A small "
+        f"model ({_size_text(data.size)}); the papers' gains come from far larger ones."
+        + scale_en,
         f"等参数、等 token 下相对 ReLU 的损失变化（负为更好；{seeds} 个配对种子、{steps} 步、stdlib 语料、"
         f"{data.init} 初始化，每组在独立调参种子上从 "
         f"{{{', '.join(f'{lr:g}' for lr in data.lr_grid)}}} 中选出自己的学习率：{lrs}）的均值 "
         f"[95% 置信区间]：{graded}。页面称分别提升 "
         f"{'、'.join(page_gain_text(a).lstrip('+') for a in page)}。每一部分按预先登记的规则判定（至少 "
-        f"{C16_MIN_SEEDS} 个种子，等价边界 ±{C16_MARGIN_PCT:g}%）；没有 2 倍长度的训练验证，结果较差只能算"
-        f"“此规模下未复现”，不能算“此规模下被否定”。{sensitivity_zh}{trend_zh}这是小模型的结果，论文中的提升来自大得多的模型。",
+        f"{C16_MIN_SEEDS} 个种子，最小效应 {C16_SMALLEST_EFFECT_PCT:g}%，等价边界 ±{C16_MARGIN_PCT:g}%）；没有 2 倍长度的训练验证，结果较差只能算"
+        f"“此规模下未复现”，不能算“此规模下被否定”。{sensitivity_zh}{trend_zh}这是小模型的结果，论文中的提升来自大得多的模型。"
+        + scale_zh,
         {"arms": rows, "seeds": seeds, "steps": steps, "init": data.init,
          "lr": {arm: arm_data.lr for arm, arm_data in arms.items()},
          "lr_grid": data.lr_grid, "sensitivity": asdict(again),
          "trend": [asdict(p) for p in data.trend], "trend_change": asdict(data.trend_change),
          "unigram_entropy": data.unigram_entropy},
-        ctx.suite_command("ffn"), "ffn_variants", parts, C16_COMBINES)
+        ctx.suite_command("ffn"), "ffn_variants", parts, C16_COMBINES, C16_COMBINES_ZH)
 
 
 _TREND_ZH = {"grows": "增大", "shrinks": "缩小", "shows no resolved trend": "无可分辨的趋势"}
@@ -681,10 +703,14 @@ C12_RULE = Rule(
            "probed depth, at initialisation, per seed (1 = one layer gets twice another's "
            "gradient)",
     smallest_effect=1.0, margin=0.25, min_seeds=2, claimed=2.0, threshold=1.0,
-    decides="confirmed when the 95% CI lies above 1 (a more than 2× spread) for an init; "
-            "otherwise not reproduced at this scale; no verdict below min_seeds")
+    decides="confirmed when the 95% CI lies above 1 (a more than 2× spread) for an init; not "
+            "reproduced at this scale when it lies below 1 or inside ±margin; otherwise "
+            "inconclusive, as below min_seeds")
 C12_COMBINES = ("confirmed when any init's part is confirmed (one stack whose layers get "
-                "unequal gradient is what the claim needs); otherwise the xavier part's verdict")
+                "unequal gradient is what the claim needs, so that part settles it); otherwise "
+                "not reproduced at this scale when every part is, else inconclusive. " + SETTLE_EN)
+C12_COMBINES_ZH = ("任一初始化的部分成立即成立（一个各层梯度不均的堆叠就是论断所需，该部分即可定论）；否则各部分都未复现时为"
+                   "此规模下未复现，其余尚无定论。" + SETTLE_ZH)
 
 
 @claim("C12")
@@ -695,11 +721,16 @@ def c12(ctx: Context) -> Finding:
     data = summary.data
     grads = data.init_gradients["pre"]
     deepest = str(max(grads["xavier"].depths))
-    parts = [Part.graded(f"pre-norm, {init} init", C12_RULE,
-                         Estimate.of(grads[init].layer_spread_log2[deepest]))
-             for init in ("xavier", "gpt2") if init in grads]
-    verdict = ("confirmed" if any(p.verdict == "confirmed" for p in parts)
-               else parts[0].verdict)
+    parts = Part.decided_together([(f"pre-norm, {init} init", C12_RULE,
+                                    Estimate.of(grads[init].layer_spread_log2[deepest]))
+                                   for init in ("xavier", "gpt2") if init in grads])
+    verdict = settle([p.verdict for p in parts],
+                     lambda vs: "confirmed" if "confirmed" in vs else vs[0])
+    probe = data.size.get("probe", {})
+    scale_en = (scale_text(probe.get("d_model"), int(deepest), note="at initialisation")
+                if verdict in DECIDED else "")
+    scale_zh = (scale_text(probe.get("d_model"), int(deepest), zh=True, note="初始化时")
+                if verdict in DECIDED else "")
     spreads = "; ".join(f"{p.name}: {2 ** p.estimate.value:.1f}× (log2 {p.estimate.text()}) → "
                         f"{p.verdict}" for p in parts if p.estimate.value is not None)
     trained = [c for c in data.training if c.placement == "pre" and c.warmup > 0]
@@ -715,17 +746,18 @@ def c12(ctx: Context) -> Finding:
         f"most gradient gets this many times the layer that gets the least: {spreads}. The "
         "identity path keeps every layer reachable, not every layer's gradient the same; how "
         "uneven it is depends on the init (gpt2 shrinks each residual output by 1/√(2L))."
-        + during_en + " Post-norm is not graded here: it has no local identity term.",
+        + during_en + " Post-norm is not graded here: it has no local identity term." + scale_en,
         f"在 {deepest} 层 Pre-Norm 堆叠的初始化时刻，获得梯度最多的层是最少的层的倍数：{spreads}。"
         "单位通路保证每层都能收到梯度，但不保证各层梯度相同；不均匀程度取决于初始化（gpt2 把每个残差输出缩小 "
-        "1/√(2L)）。" + during_zh + "Post-Norm 没有局部单位项，这里不用它判定。",
+        "1/√(2L)）。" + during_zh + "Post-Norm 没有局部单位项，这里不用它判定。" + scale_zh,
         {"depth": int(deepest),
          "spread_log2": {init: asdict(g.layer_spread_log2[deepest]) for init, g in grads.items()},
          "per_layer_grad": {init: g.per_layer_grad[deepest] for init, g in grads.items()},
          "during_training": [{"depth": c.depth, "lr": c.lr,
                               "first_over_last_log2": asdict(c.grad_first_over_last_log2)}
                              for c in trained]},
-        ctx.suite_command("placement"), "placement_gradients", parts, C12_COMBINES)
+        ctx.suite_command("placement"), "placement_gradients", parts, C12_COMBINES,
+        C12_COMBINES_ZH)
 
 
 def _effect(data) -> PlacementEffect | None:
@@ -793,8 +825,10 @@ C19_RULES = {
     "pre-norm trains without warmup": Rule(
         metric="pre-norm final val loss without − with warmup, nats (0 = warmup not needed)",
         smallest_effect=0.05, margin=0.05, min_seeds=C19_MIN_SEEDS, claimed=0.0,
-        decides="confirmed when the 95% CI lies inside ±margin and no pre-norm run failed "
-                "(equivalence); otherwise not reproduced at this scale"),
+        test="equivalence",
+        decides="confirmed when the 90% CI lies inside ±margin (two one-sided tests) and no "
+                "pre-norm run failed; not reproduced at this scale when the 95% CI lies wholly "
+                "outside ±margin or a pre-norm run failed; otherwise inconclusive"),
     "post-norm needs warmup": Rule(
         metric="(post cold − post warm) − (pre cold − pre warm), final val loss, nats "
                "(positive = skipping warmup hurts post-norm more)",
@@ -807,22 +841,26 @@ C19_RULES = {
         metric="post − pre final val loss with warmup, nats (negative = post-norm better)",
         smallest_effect=0.02, margin=0.02, min_seeds=C19_MIN_SEEDS, claimed=-0.02),
 }
-C19_COMBINES = ("confirmed when every part is confirmed; untestable here when every part is; "
-                "not reproduced at this scale when none is confirmed; otherwise conditional")
+C19_COMBINES = ("confirmed when every part is confirmed; not reproduced at this scale when none "
+                "is confirmed; otherwise conditional. " + SETTLE_EN)
+C19_COMBINES_ZH = ("各部分全部成立时成立；没有一部分成立时为此规模下未复现；否则有条件成立。" + SETTLE_ZH)
 
 
-def _c19_equivalence(name: str, rule: Rule, stats: Interval, failures: int) -> Part:
-    estimate = Estimate.of(stats)
-    if estimate.n < rule.min_seeds or estimate.ci_low is None or estimate.ci_high is None:
-        return Part(name, rule, estimate, "untestable-here",
-                    f"{estimate.n} paired seed(s); the rule needs at least {rule.min_seeds}")
-    inside = -rule.margin < estimate.ci_low and estimate.ci_high < rule.margin
-    if inside and not failures:
-        return Part(name, rule, estimate, "confirmed",
-                    f"the 95% CI lies inside ±{rule.margin:g} and no pre-norm run failed")
-    why = (f"{failures} pre-norm run(s) failed" if failures else
-           f"the 95% CI is not inside ±{rule.margin:g}")
-    return Part(name, rule, estimate, "not-reproduced-at-this-scale", why)
+def all_or_none(verdicts: list[str]) -> str:
+    """Confirmed when every part is, not reproduced when none is, else conditional."""
+    held = sum(v == "confirmed" for v in verdicts)
+    return ("confirmed" if held == len(verdicts) else
+            "not-reproduced-at-this-scale" if held == 0 else "conditional")
+
+
+def failed_runs_part(name: str, rule: Rule, stats: Interval, failures: int,
+                     what: str = "pre-norm") -> Part | tuple[str, Rule, Estimate]:
+    """A part that failed runs keep from holding: not reproduced, decided by the count and
+    not by a test (so outside Holm's correction); else the spec to decide by its rule."""
+    if failures:
+        return Part(name, rule, Estimate.of(stats), "not-reproduced-at-this-scale",
+                    f"{failures} {what} run(s) failed")
+    return (name, rule, Estimate.of(stats))
 
 
 @claim("C19")
@@ -842,17 +880,18 @@ def c19(ctx: Context) -> Finding:
     post_warm, post_warm_n = _failures(cells, "post", warmup=True)
     names = list(C19_RULES)
     # One lr for every arm and one run length: a failure here is never a contradiction.
-    parts = [
-        _c19_equivalence(names[0], C19_RULES[names[0]], effect.pre_warmup_effect, pre_f),
-        Part.graded(names[1], C19_RULES[names[1]], Estimate.of(effect.warmup_interaction)),
-        Part.graded(names[2], C19_RULES[names[2]],
-                    Estimate.of(effect.post_grad_first_over_last_log2)),
-        Part.graded(names[3], C19_RULES[names[3]], Estimate.of(effect.post_vs_pre_warm)),
-    ]
-    held = sum(p.verdict == "confirmed" for p in parts)
-    verdict = ("confirmed" if held == len(parts) else
-               "untestable-here" if all(p.verdict == "untestable-here" for p in parts) else
-               "not-reproduced-at-this-scale" if held == 0 else "conditional")
+    parts = Part.decided_together([
+        failed_runs_part(names[0], C19_RULES[names[0]], effect.pre_warmup_effect, pre_f),
+        (names[1], C19_RULES[names[1]], Estimate.of(effect.warmup_interaction)),
+        (names[2], C19_RULES[names[2]], Estimate.of(effect.post_grad_first_over_last_log2)),
+        (names[3], C19_RULES[names[3]], Estimate.of(effect.post_vs_pre_warm)),
+    ])
+    verdict = settle([p.verdict for p in parts], all_or_none)
+    train = data.size.get("training", {})
+    scale = {"d_model": train.get("d_model"), "depth": effect.depth, "steps": data.steps,
+             "batch": train.get("batch_size"), "seq_len": train.get("seq_len")}
+    scale_en = scale_text(**scale) if verdict in DECIDED else ""
+    scale_zh = scale_text(**scale, zh=True) if verdict in DECIDED else ""
     post = data.init_gradients["post"]["xavier"]
     graded = "; ".join(f"{p.name}: {p.estimate.text()} → {p.verdict}" for p in parts)
     depths = sorted({e.depth for e in data.effects})
@@ -871,19 +910,20 @@ def c19(ctx: Context) -> Finding:
         f"initialisation (xavier) the post-norm first layer's gradient changes with depth at "
         f"log-log slope {_ci_text(post.slope_first_ci, 2, '')}.{trend_en} Every arm at one "
         "learning rate and one run length on a small model: a part that fails is not "
-        "reproduced at this scale, never contradicted.",
+        "reproduced at this scale, never contradicted." + scale_en,
         f"深度 {effect.depth}、学习率 {effect.lr:g}、{data.seeds} 个种子，按种子配对：{graded}。失败（单独计数）："
         f"Pre-Norm {pre_f}/{pre_n}；Post-Norm 无 warmup {post_cold}/{post_cold_n}，有 warmup "
         f"{post_warm}/{post_warm_n}。初始化时（xavier）Post-Norm 第一层梯度随深度变化的双对数斜率为 "
         f"{_ci_text(post.slope_first_ci, 2, '')}。{trend_zh}各组共用一个学习率和一种训练长度，且模型很小："
-        "不成立的部分只能算“此规模下未复现”，不能算“被否定”。",
+        "不成立的部分只能算“此规模下未复现”，不能算“被否定”。" + scale_zh,
         {"effect": asdict(effect), "interaction_trend": asdict(data.interaction_trend),
          "effects": [asdict(e) for e in data.effects], "failures": {"pre": [pre_f, pre_n],
                                                 "post_cold": [post_cold, post_cold_n],
                                                 "post_warm": [post_warm, post_warm_n]},
          "post_slope_first": asdict(post.slope_first_ci),
          "training": [asdict(c) for c in cells]},
-        ctx.suite_command("placement"), "placement_training", parts, C19_COMBINES)
+        ctx.suite_command("placement"), "placement_training", parts, C19_COMBINES,
+        C19_COMBINES_ZH)
 
 
 # C18's registered rules. The claim is about compute, so its headline part is the end-to-end
@@ -894,7 +934,10 @@ C18_STEP_RULE = Rule(
            "repeats with a paired bootstrap 95% CI (negative = RMSNorm cheaper)",
     smallest_effect=1.0, margin=1.0, min_seeds=5, claimed=-7.0)
 C18_COMBINES = ("confirmed when the training step is cheaper and quality is shown equivalent; "
-                "otherwise the step part's verdict, or conditional when only one part holds")
+                "otherwise the step part's verdict, or conditional when only one part holds. "
+                + SETTLE_EN)
+C18_COMBINES_ZH = ("训练步更省且质量被证明等价时成立；只有一部分成立时有条件成立；否则取训练步部分的判定。"
+                   + SETTLE_ZH)
 # Page 000 (§ 常见误区与检查): the RMSNorm paper's run-time gain belongs to its task and
 # implementation; the page measured none and reports no general speed-up.
 C18_PAGE_NOTE = ("Page 000 itself says the RMSNorm paper's run-time gain belongs to that "
@@ -902,29 +945,25 @@ C18_PAGE_NOTE = ("Page 000 itself says the RMSNorm paper's run-time gain belongs
 C18_PAGE_NOTE_ZH = "页面 000 自己也说明：RMSNorm 原论文的运行时间改善属于其任务与实现条件，页面不报告通用加速比例。"
 
 
-def _c18_quality_part(quality: NormQuality) -> Part:
-    rule = Rule(metric="Δ validation loss RMSNorm − LayerNorm, nats/token, paired by seed",
-                smallest_effect=quality.margin, margin=quality.margin, min_seeds=3,
-                claimed=0.0, decides="confirmed when the whole 95% CI lies inside ±margin "
-                                     "(equivalence); no verdict below min_seeds")
-    estimate = Estimate.of(quality.delta)
-    if estimate.n < rule.min_seeds or not quality.delta.resolved:
-        return Part("nearly the same quality", rule, estimate, "untestable-here",
-                    f"{estimate.n} paired seed(s); the rule needs at least {rule.min_seeds}")
-    if quality.equivalent:
-        return Part("nearly the same quality", rule, estimate, "confirmed",
-                    f"the 95% CI lies inside ±{quality.margin:g}")
-    return Part("nearly the same quality", rule, estimate, "not-reproduced-at-this-scale",
-                f"the 95% CI is not inside ±{quality.margin:g} ({quality.verdict})")
+def c18_quality_rule(margin: float) -> Rule:
+    return Rule(metric="Δ validation loss RMSNorm − LayerNorm, nats/token, paired by seed",
+                smallest_effect=margin, margin=margin, min_seeds=3, claimed=0.0,
+                test="equivalence",
+                decides="confirmed when the 90% CI lies inside ±margin (two one-sided tests); "
+                        "not reproduced at this scale when the 95% CI lies wholly outside it; "
+                        "otherwise inconclusive, as below min_seeds")
 
 
 def combine_c18(step: Part, quality: Part) -> str:
     """C18's verdict from its two parts, by the stated rule `C18_COMBINES`."""
-    if step.verdict == "confirmed" and quality.verdict == "confirmed":
-        return "confirmed"
-    if "confirmed" in (step.verdict, quality.verdict):
-        return "conditional"
-    return step.verdict
+    def decided(verdicts: list[str]) -> str:
+        if verdicts == ["confirmed", "confirmed"]:
+            return "confirmed"
+        if "confirmed" in verdicts:
+            return "conditional"
+        return verdicts[0]
+
+    return settle([step.verdict, quality.verdict], decided)
 
 
 @claim("C18")
@@ -958,15 +997,22 @@ def c18(ctx: Context) -> Finding:
         raise ResultsError("the norm-cost summary holds no like-for-like step timing; run "
                            f"`{ctx.suite_command('norm-cost')}`")
     step = like.time
-    estimate = Estimate(100 * (step.ratio - 1), 100 * (step.ci_low - 1),
-                        100 * (step.ci_high - 1), step.repeats)
+    # A bootstrap interval of a ratio: its sd is the t-equivalent of its half width.
+    estimate = Estimate.from_interval(100 * (step.ratio - 1), 100 * (step.ci_low - 1),
+                                      100 * (step.ci_high - 1), step.repeats)
     # One run length and no learning-rate question, but a 1-thread CPU step at one small size:
     # never a contradiction of a claim made for other hardware and sizes.
-    step_part = Part.graded("a training step is cheaper with RMSNorm", C18_STEP_RULE, estimate,
-                            fair_arms=True, longer_run_agrees=False)
-    quality_part = _c18_quality_part(quality)
-    parts = [step_part, quality_part]
+    parts = Part.decided_together(
+        [("a training step is cheaper with RMSNorm", C18_STEP_RULE, estimate),
+         ("nearly the same quality", c18_quality_rule(quality.margin),
+          Estimate.of(quality.delta))], fair_arms=True, longer_run_agrees=False)
+    step_part, quality_part = parts
     verdict = combine_c18(step_part, quality_part)
+    model = like.model
+    scale = {"d_model": model.get("d_model"), "depth": model.get("n_layers")}
+    scale_en = scale_text(**scale, note=f"{threads} thread(s)") if verdict in DECIDED else ""
+    scale_zh = (scale_text(**scale, zh=True, note=f"{threads} 线程") if verdict in DECIDED
+                else "")
     span_text = "; ".join(f"{k} {lo:.2f}–{hi:.2f}×" for k, (lo, hi) in sorted(spans.items()))
     step_text = (f"{step.ratio:.3f} [{step.ci_low:.3f}, {step.ci_high:.3f}] ({threads} "
                  f"thread(s), {step.repeats} repeats, both norms by PyTorch's own kernels)")
@@ -983,21 +1029,21 @@ def c18(ctx: Context) -> Finding:
         f"A whole training step with RMSNorm vs LayerNorm on this CPU: time ratio {step_text} "
         f"→ {step_part.verdict} (the page's 7% saving would be 0.93).{built_text} Quality: "
         f"paired Δ val loss "
-        f"(RMS − LN) {_ci_text(delta)} nats/token over {n_seeds} seeds, equivalent within "
-        f"±{quality.margin}: {quality.equivalent} → {quality_part.verdict}. Reported beside "
+        f"(RMS − LN) {_ci_text(delta)} nats/token over {n_seeds} seeds, equivalence within "
+        f"±{quality.margin} by two one-sided tests → {quality_part.verdict}. Reported beside "
         f"it, the norm's own forward+backward time ratio per implementation (range over the "
         f"measured shapes): {span_text}; the blocklab and torch kinds pit an RMSNorm kernel "
         "against torch's C++ LayerNorm kernel, so they measure kernels, not the formula. "
-        + C18_PAGE_NOTE,
+        + C18_PAGE_NOTE + scale_en,
         f"本机 CPU 上整步训练 RMSNorm 对 LayerNorm 的时间比 {step_text} → {step_part.verdict}"
         f"（页面所说的 7% 节省对应 0.93）。{built_zh}质量：配对 Δ 验证损失（RMS − LN）{_ci_text(delta)} "
-        f"nats/token，{n_seeds} 个种子，在 ±{quality.margin} 内等价：{quality.equivalent} → "
+        f"nats/token，{n_seeds} 个种子，按双单侧检验判断是否在 ±{quality.margin} 内等价 → "
         f"{quality_part.verdict}。另列归一化本身的前向+反向时间比（按实现，所测形状上的范围）："
         f"{span_text}；blocklab 与 torch 两栏是 RMSNorm 内核对 torch 的 C++ LayerNorm 内核，衡量的是内核而非公式。"
-        + C18_PAGE_NOTE_ZH,
+        + C18_PAGE_NOTE_ZH + scale_zh,
         {"ratio_ranges": spans, "ratios": [_ratio_row(r) for r in rows],
          "step_time": {t: _step_row(s) for t, s in steps.items()}, "quality": asdict(quality)},
-        ctx.suite_command("norm-cost"), "norm_cost", parts, C18_COMBINES)
+        ctx.suite_command("norm-cost"), "norm_cost", parts, C18_COMBINES, C18_COMBINES_ZH)
 
 
 def _ratio_row(r: KernelRatio) -> dict[str, Any]:
@@ -1021,13 +1067,50 @@ WORKS_PCT = 5.0  # at most 5% worse than sliding windows: "works"
 COLLAPSE_PCT = 25.0  # more than 25% worse (or unusable): "collapses"; in between: "degrades"
 C21_MIN_SEEDS = 3
 C21_METRIC = "100·(loss past L − sliding-window loss)/sliding-window loss on the same tokens, %"
-C21_DECIDES = (f"works when the 95% CI's upper end is ≤ {WORKS_PCT:g}%; collapses when its "
-               f"lower end is > {COLLAPSE_PCT:g}% or the model cannot run there; degrades when "
-               f"the CI lies inside ({WORKS_PCT:g}%, {COLLAPSE_PCT:g}%]; otherwise unclear. A "
-               "statement holds when its grade is the page's")
+C21_DECIDES = (f"works when the 95% CI's upper end is below {WORKS_PCT:g}%; collapses when its "
+               f"lower end is above {COLLAPSE_PCT:g}% or the model cannot run there; degrades "
+               f"when the 90% CI lies inside ({WORKS_PCT:g}%, {COLLAPSE_PCT:g}%). A statement is "
+               "confirmed when its interval shows the page's grade, not reproduced at this "
+               "scale when its interval excludes it, otherwise inconclusive")
 C21_COMBINES = ("confirmed when every statement holds; not reproduced at this scale when more "
-                "than half of the graded statements do not; otherwise conditional. Unclear "
-                "statements (a CI across a threshold, or too few seeds) are not graded")
+                "than half of the statements do not; otherwise conditional. " + SETTLE_EN)
+C21_COMBINES_ZH = ("每条陈述都成立时成立；超过一半的陈述不成立时为此规模下未复现；否则有条件成立。" + SETTLE_ZH)
+
+
+def band_rule(metric: str, want: str, decides: str) -> Rule:
+    """The rule of a statement about the loss past L (%, vs sliding windows): `want` is
+    works (below WORKS_PCT), degrades (between the two), collapses (above COLLAPSE_PCT) or
+    drops (above WORKS_PCT: degrades or collapses)."""
+    if want == "works":
+        return Rule(metric=metric, smallest_effect=WORKS_PCT, margin=0.0,
+                    min_seeds=C21_MIN_SEEDS, claimed=WORKS_PCT, threshold=WORKS_PCT,
+                    test="at-most", decides=decides)
+    if want == "degrades":
+        return Rule(metric=metric, smallest_effect=WORKS_PCT,
+                    margin=(COLLAPSE_PCT - WORKS_PCT) / 2, min_seeds=C21_MIN_SEEDS,
+                    claimed=(COLLAPSE_PCT + WORKS_PCT) / 2, test="equivalence",
+                    decides=decides)
+    bound = COLLAPSE_PCT if want == "collapses" else WORKS_PCT
+    return Rule(metric=metric, smallest_effect=WORKS_PCT, margin=0.0, min_seeds=C21_MIN_SEEDS,
+                claimed=bound, threshold=bound, test="at-least", decides=decides)
+
+
+def band_part(name: str, arm: PositionArm | None, mult: str, want: str, metric: str,
+              decides: str) -> Part | tuple[str, Rule, Estimate]:
+    """One statement about an arm at a multiple of L: the spec to decide by `band_rule`, or a
+    Part decided without a test where the arm cannot run there (a learned table past its
+    length collapses) or was not read."""
+    rule = band_rule(metric, want, decides)
+    pct = None if arm is None else arm.extrapolated_vs_sliding_pct.get(mult)
+    if arm is None:
+        return Part(name, rule, Estimate(None, None, None, 0), INCONCLUSIVE, "not read")
+    if pct is None or isinstance(pct, str):
+        held = want in ("collapses", "drops")
+        return Part(name, rule, Estimate(None, None, None, 0),
+                    "confirmed" if held else "not-reproduced-at-this-scale",
+                    "the model cannot run there: it collapses" + ("" if held else
+                                                                 f", not {want}"))
+    return (name, rule, Estimate.of(pct))
 
 
 def _grade(arm: PositionArm, mult: str) -> tuple[str, Interval | None]:
@@ -1046,24 +1129,10 @@ def _grade(arm: PositionArm, mult: str) -> tuple[str, Interval | None]:
     return "unclear", pct
 
 
-def _c21_part(name: str, arm: str, mult: str, want: str, got: str,
-              pct: Interval | None) -> Part:
-    estimate = (Estimate(None, None, None, 0) if pct is None else Estimate.of(pct))
-    rule = Rule(metric=f"{C21_METRIC}: {arm} at {mult}×", smallest_effect=WORKS_PCT,
-                margin=0.0, min_seeds=C21_MIN_SEEDS,
-                claimed={"works": WORKS_PCT, "degrades": COLLAPSE_PCT,
-                         "collapses": COLLAPSE_PCT}[want],
-                decides=C21_DECIDES)
-    if got == "unclear":
-        few = pct is None or pct.n < C21_MIN_SEEDS or not pct.resolved
-        verdict, reason = "untestable-here", (
-            f"unclear: {0 if pct is None else pct.n} seed(s), the rule needs {C21_MIN_SEEDS}"
-            if few else f"unclear: the 95% CI crosses {WORKS_PCT:g}% or {COLLAPSE_PCT:g}%")
-    elif got == want:
-        verdict, reason = "confirmed", f"{got}, as the page says"
-    else:
-        verdict, reason = "not-reproduced-at-this-scale", f"{got}, not {want}"
-    return Part(name, rule, estimate, verdict, reason)
+def _c21_part(name: str, arm: str, mult: str, want: str, arms: dict[str, PositionArm]
+              ) -> Part | tuple[str, Rule, Estimate]:
+    return band_part(name, arms.get(arm), mult, want, f"{C21_METRIC}: {arm} at {mult}×",
+                     C21_DECIDES)
 
 
 @claim("C21")
@@ -1092,17 +1161,12 @@ def c21(ctx: Context) -> Finding:
         *[(f"RoPE works at 8× with {n.split('+')[1]} scaling", n, "8", "works")
           for n in scalings],
     ]
-    parts = []
-    for text, arm, mult, want in wanted:
-        if arm in arms and mult in mults:
-            got, pct = _grade(arms[arm], mult)
-            parts.append(_c21_part(text, arm, mult, want, got, pct))
-    graded = [p for p in parts if p.verdict != "untestable-here"]
-    failed = [p for p in graded if p.verdict != "confirmed"]
-    verdict = ("untestable-here" if not graded else
-               "confirmed" if not failed and len(graded) == len(parts) else
-               "not-reproduced-at-this-scale" if len(failed) > len(graded) / 2 else
-               "conditional")
+    parts = Part.decided_together([_c21_part(text, arm, mult, want, arms)
+                                   for text, arm, mult, want in wanted
+                                   if arm in arms and mult in mults])
+    verdict = settle([p.verdict for p in parts], _majority)
+    failed = [p for p in parts if p.verdict in ("not-reproduced-at-this-scale",
+                                                "contradicted-at-this-scale")]
 
     def fmt(p: Part) -> str:
         e = p.estimate
@@ -1112,22 +1176,31 @@ def c21(ctx: Context) -> Finding:
         return f"{p.name}: {p.reason}{shown}"
 
     held = [p for p in parts if p.verdict == "confirmed"]
-    unclear = [p for p in parts if p.verdict == "untestable-here"]
+    unclear = [p for p in parts if p.verdict == INCONCLUSIVE]
     seeds = summary.seeds
     return Finding(
         verdict,
         f"Trained at L = {data.L} ({seeds} seed(s)); loss past L vs sliding windows of L per "
         f"seed, graded by the 95% CI: works ≤ {WORKS_PCT:g}% < degrades ≤ {COLLAPSE_PCT:g}% < "
         f"collapses. Held: {'; '.join(fmt(p) for p in held) or 'none'}. Did not hold: "
-        f"{'; '.join(fmt(p) for p in failed) or 'none'}. Unclear: "
+        f"{'; '.join(fmt(p) for p in failed) or 'none'}. Inconclusive: "
         f"{'; '.join(fmt(p) for p in unclear) or 'none'}. Graded on the fair arms ({learned}, "
         f"{sinusoidal}); each RoPE scaling by name. A 2-layer byte model trained for minutes: "
         "a statement that fails here is not reproduced at this scale, not refuted.",
         f"在 L = {data.L} 上训练（{seeds} 个种子）；逐种子比较 L 之后的损失与长度 L 的滑动窗口，"
         f"按 95% 置信区间分级：≤ {WORKS_PCT:g}% 为可用，≤ {COLLAPSE_PCT:g}% 为下降，更高为崩溃。成立："
         f"{'；'.join(fmt(p) for p in held) or '无'}。不成立：{'；'.join(fmt(p) for p in failed) or '无'}。"
-        f"不确定：{'；'.join(fmt(p) for p in unclear) or '无'}。按公平的组（{learned}、{sinusoidal}）判定；"
+        f"尚无定论：{'；'.join(fmt(p) for p in unclear) or '无'}。按公平的组（{learned}、{sinusoidal}）判定；"
         "每种 RoPE scaling 单独判定。这是训练几分钟的两层字节模型：此处不成立只代表“此规模下未复现”，不是反驳。",
         {"grades": grades, "fair_arms": {"learned": learned, "sinusoidal": sinusoidal},
          "thresholds_pct": {"works": WORKS_PCT, "collapses": COLLAPSE_PCT}},
-        ctx.suite_command("position"), "position_extrapolation", parts, C21_COMBINES)
+        ctx.suite_command("position"), "position_extrapolation", parts, C21_COMBINES,
+        C21_COMBINES_ZH)
+
+
+def _majority(verdicts: list[str]) -> str:
+    """C21_COMBINES over decided statements."""
+    failed = sum(v != "confirmed" for v in verdicts)
+    if not failed:
+        return "confirmed"
+    return "not-reproduced-at-this-scale" if failed > len(verdicts) / 2 else "conditional"

@@ -21,7 +21,19 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from blocklab.claims.ledger import Context, Finding, Part, claim, missing
+from blocklab.claims.checks import all_or_none, failed_runs_part
+from blocklab.claims.ledger import (
+    DECIDED,
+    SETTLE_EN,
+    SETTLE_ZH,
+    Context,
+    Finding,
+    Part,
+    claim,
+    missing,
+    scale_text,
+    settle,
+)
 from blocklab.claims.rules import Estimate, Rule
 from blocklab.experiments.summaries import DeepEffect, Interval, PlacementCell
 
@@ -30,18 +42,20 @@ C36_RULES = {
     "pre-norm trains without warmup at depth": Rule(
         metric="pre-norm final val loss without − with warmup at the deepest depth, nats "
                "(≤ 0: warmup not needed)",
-        smallest_effect=0.05, margin=0.05, min_seeds=C36_MIN_SEEDS, claimed=0.0,
-        decides="confirmed when the 95% CI's upper bound lies below +margin (without warmup "
+        smallest_effect=0.05, margin=0.05, min_seeds=C36_MIN_SEEDS, claimed=0.05,
+        threshold=0.05, test="at-most",
+        decides="confirmed when the 95% CI's upper bound lies below +0.05 (without warmup "
                 "no more than 0.05 nats worse: non-inferiority) and no pre-norm run at that "
-                "depth failed; otherwise not reproduced at this scale; no verdict below "
-                "min_seeds"),
+                "depth failed; not reproduced at this scale when its lower bound lies above "
+                "+0.05 or a run failed; otherwise inconclusive, as below min_seeds"),
     "pre-norm gradient reaches the bottom layer (≈ 1)": Rule(
         metric="log2(‖∇ first layer‖ / ‖∇ last layer‖) of pre-norm with warmup, during "
                "training after warmup, at the deepest depth (0 = the same gradient)",
         smallest_effect=1.0, margin=1.0, min_seeds=C36_MIN_SEEDS, claimed=0.0,
-        decides="confirmed when the 95% CI lies inside ±margin (within a factor 2 across the "
-                "whole stack: equivalence); otherwise not reproduced at this scale; no verdict "
-                "below min_seeds"),
+        test="equivalence",
+        decides="confirmed when the 90% CI lies inside ±margin (within a factor 2 across the "
+                "whole stack: two one-sided tests); not reproduced at this scale when the 95% "
+                "CI lies wholly outside it; otherwise inconclusive, as below min_seeds"),
     "post-norm gradient shrinks toward the bottom": Rule(
         metric="post − pre of log2(‖∇ first layer‖ / ‖∇ last layer‖) with warmup, during "
                "training, paired by seed (negative = post-norm's bottom layer gets less)",
@@ -51,41 +65,9 @@ C36_RULES = {
                "by seed (negative = pre-norm better)",
         smallest_effect=0.05, margin=0.02, min_seeds=C36_MIN_SEEDS, claimed=-0.05),
 }
-C36_COMBINES = ("confirmed when every part is confirmed; untestable here when every part is; "
-                "not reproduced at this scale when none is confirmed; otherwise conditional")
-
-
-def _untestable(name: str, rule: Rule, estimate: Estimate) -> Part | None:
-    if estimate.n < rule.min_seeds or estimate.ci_low is None or estimate.ci_high is None:
-        return Part(name, rule, estimate, "untestable-here",
-                    f"{estimate.n} paired seed(s); the rule needs at least {rule.min_seeds}")
-    return None
-
-
-def _non_inferior(name: str, rule: Rule, stats: Interval, failures: int) -> Part:
-    """Confirmed when the CI's upper bound is below +margin and no run failed."""
-    estimate = Estimate.of(stats)
-    if (part := _untestable(name, rule, estimate)) is not None:
-        return part
-    below = estimate.ci_high < rule.margin
-    if below and not failures:
-        return Part(name, rule, estimate, "confirmed",
-                    f"the 95% CI lies below +{rule.margin:g} and no pre-norm run failed")
-    why = (f"{failures} pre-norm run(s) failed" if failures else
-           f"the 95% CI reaches +{rule.margin:g} or beyond")
-    return Part(name, rule, estimate, "not-reproduced-at-this-scale", why)
-
-
-def _equivalent(name: str, rule: Rule, stats: Interval) -> Part:
-    """Confirmed when the CI lies inside ±margin."""
-    estimate = Estimate.of(stats)
-    if (part := _untestable(name, rule, estimate)) is not None:
-        return part
-    if -rule.margin < estimate.ci_low and estimate.ci_high < rule.margin:
-        return Part(name, rule, estimate, "confirmed",
-                    f"the 95% CI lies inside ±{rule.margin:g}")
-    return Part(name, rule, estimate, "not-reproduced-at-this-scale",
-                f"the 95% CI is not inside ±{rule.margin:g}")
+C36_COMBINES = ("confirmed when every part is confirmed; not reproduced at this scale when none "
+                "is confirmed; otherwise conditional. " + SETTLE_EN)
+C36_COMBINES_ZH = ("各部分全部成立时成立；没有一部分成立时为此规模下未复现；否则有条件成立。" + SETTLE_ZH)
 
 
 def _graded_effect(effects: list[DeepEffect]) -> DeepEffect | None:
@@ -134,16 +116,18 @@ def c36(ctx: Context) -> Finding:
     post_cold_f, post_cold_n = _failed(data.deep, "post", depth, 0)
     post_warm_f, post_warm_n = _failed(data.deep, "post", depth, effect.warmup)
     names = list(C36_RULES)
-    parts = [
-        _non_inferior(names[0], C36_RULES[names[0]], effect.pre_warmup_effect, pre_f),
-        _equivalent(names[1], C36_RULES[names[1]], effect.pre_grad_first_over_last_log2),
-        Part.graded(names[2], C36_RULES[names[2]], Estimate.of(effect.post_minus_pre_grad_log2)),
-        Part.graded(names[3], C36_RULES[names[3]], Estimate.of(effect.pre_vs_post_cold)),
-    ]
-    held = sum(p.verdict == "confirmed" for p in parts)
-    verdict = ("confirmed" if held == len(parts) else
-               "untestable-here" if all(p.verdict == "untestable-here" for p in parts) else
-               "not-reproduced-at-this-scale" if held == 0 else "conditional")
+    parts = Part.decided_together([
+        failed_runs_part(names[0], C36_RULES[names[0]], effect.pre_warmup_effect, pre_f),
+        (names[1], C36_RULES[names[1]], Estimate.of(effect.pre_grad_first_over_last_log2)),
+        (names[2], C36_RULES[names[2]], Estimate.of(effect.post_minus_pre_grad_log2)),
+        (names[3], C36_RULES[names[3]], Estimate.of(effect.pre_vs_post_cold)),
+    ])
+    verdict = settle([p.verdict for p in parts], all_or_none)
+    deep = data.size.get("deep", {})
+    scale = {"d_model": deep.get("d_model"), "depth": depth, "steps": data.deep_steps,
+             "batch": deep.get("batch_size"), "seq_len": deep.get("seq_len")}
+    scale_en = scale_text(**scale) if verdict in DECIDED else ""
+    scale_zh = scale_text(**scale, zh=True) if verdict in DECIDED else ""
     graded = "; ".join(f"{p.name}: {p.estimate.text()} → {p.verdict}" for p in parts)
     spreads = {(p.placement, p.warmup): p.spread_log2 for p in data.deep_profiles
                if p.depth == depth and p.lr == effect.lr}
@@ -172,17 +156,18 @@ def c36(ctx: Context) -> Finding:
         f"during training, log2(max / min) over layers: {spread_en}. Gradient ratios are of "
         "whole layers' parameter gradients; a positive log2 ‖∇first‖/‖∇last‖ means the bottom "
         "gets more than the top. One learning rate and one run length on a small model: a "
-        "part that fails is not reproduced at this scale, never contradicted.",
+        "part that fails is not reproduced at this scale, never contradicted." + scale_en,
         f"深度 {depth}、学习率 {effect.lr:g}、warmup 0 对 {effect.warmup}（共 {data.deep_steps} 步）、"
         f"{data.seeds} 个种子，按种子配对：{graded}。失败（单独计数）：Pre-Norm {pre_f}/{pre_n}；"
         f"Post-Norm 无 warmup {post_cold_f}/{post_cold_n}，有 warmup {post_warm_f}/{post_warm_n}。"
         f"训练中同一堆叠各层梯度的不均匀程度，log2(最大/最小)：{spread_zh}。梯度之比取整层参数的梯度范数；"
         "log2 ‖∇第一层‖/‖∇最后一层‖ 为正表示底层收到的梯度多于顶层。各组共用一个学习率和一种训练长度，且模型很小："
-        "不成立的部分只能算“此规模下未复现”，不能算“被否定”。",
+        "不成立的部分只能算“此规模下未复现”，不能算“被否定”。" + scale_zh,
         {"effect": asdict(effect), "effects": [asdict(e) for e in data.deep_effects],
          "failures": {"pre": [pre_f, pre_n], "post_cold": [post_cold_f, post_cold_n],
                       "post_warm": [post_warm_f, post_warm_n]},
          "profiles": [asdict(p) for p in data.deep_profiles],
          "training": [asdict(c) for c in data.deep], "steps": data.deep_steps,
          "table": table},
-        ctx.suite_command("placement"), "placement_deep", parts, C36_COMBINES)
+        ctx.suite_command("placement"), "placement_deep", parts, C36_COMBINES,
+        C36_COMBINES_ZH)

@@ -60,13 +60,17 @@ class Part:
         return cls(name, rule, estimate, decision.verdict, decision.reason, decision)
 
     @classmethod
-    def decided_together(cls, specs: list[tuple[str, Rule, Estimate]],
+    def decided_together(cls, specs: list[tuple[str, Rule, Estimate] | Part],
                          **robustness: bool) -> list[Part]:
-        """A claim's parts (name, rule, estimate) decided with Holm's correction
-        (`rules.decide_parts`), in the order given."""
-        found = decide_parts([(rule, est) for _, rule, est in specs], ALPHA, **robustness)
-        return [cls.of(name, rule, est, d) for (name, rule, est), d in
-                zip(specs, found, strict=True)]
+        """A claim's parts decided with Holm's correction (`rules.decide_parts`), in the order
+        given: each spec is (name, rule, estimate), or a Part already decided without a test
+        (an arm that cannot run, an analytic fact), which is kept as it is and not counted in
+        the correction."""
+        tested = [s for s in specs if not isinstance(s, Part)]
+        found = iter(decide_parts([(rule, est) for _, rule, est in tested], ALPHA,
+                                  **robustness))
+        return [s if isinstance(s, Part) else cls.of(s[0], s[1], s[2], next(found))
+                for s in specs]
 
     def to_dict(self) -> dict[str, Any]:
         """The part as the ledger's JSON gives it: its decision, the estimate {value, ci_low,
@@ -88,6 +92,60 @@ class Part:
         return out
 
 
+def settle(verdicts: list[str], rule: Callable[[list[str]], str], limit: int = 16) -> str:
+    """A claim's verdict from its parts' by `rule` (a function of fully decided parts), with
+    every inconclusive part counted as undecided, never dropped: the verdict that every way of
+    deciding the inconclusive parts (confirmed, or not reproduced) gives alike, else
+    `inconclusive`. Beyond `limit` inconclusive parts it does not enumerate: inconclusive."""
+    open_at = [i for i, v in enumerate(verdicts) if v == INCONCLUSIVE]
+    if not open_at:
+        return rule(verdicts)
+    if len(open_at) > limit:
+        return INCONCLUSIVE
+    outcomes = set()
+    for bits in range(2 ** len(open_at)):
+        filled = list(verdicts)
+        for j, i in enumerate(open_at):
+            filled[i] = "confirmed" if bits >> j & 1 else "not-reproduced-at-this-scale"
+        outcomes.add(rule(filled))
+        if len(outcomes) > 1:
+            return INCONCLUSIVE
+    return outcomes.pop()
+
+
+SETTLE_EN = ("An inconclusive part counts as undecided, never dropped: the claim takes the verdict "
+             "that every way of deciding its inconclusive parts would give, else it is "
+             "inconclusive. Parts are decided with Holm's correction within the claim.")
+SETTLE_ZH = ("尚无定论的部分按未判定计入，绝不剔除：若这些部分无论如何判定都给出同一结论，论断取该结论，否则论断尚无定论。"
+             "同一论断内的各部分按 Holm 校正判定。")
+
+
+def scale_text(d_model: int | None = None, depth: int | None = None, steps: int | None = None,
+               batch: int | None = None, seq_len: int | None = None, zh: bool = False,
+               note: str = "") -> str:
+    """The scale a verdict was reached at: width d_model, depth, and training tokens
+    (steps × batch × seq_len), each where known; '' when none is."""
+    bits = []
+    if d_model is not None:
+        bits.append(f"d_model {d_model}" if not zh else f"宽度 d_model {d_model}")
+    if depth is not None:
+        bits.append(f"{depth} layers" if not zh else f"{depth} 层")
+    if steps is not None and batch is not None and seq_len is not None:
+        tokens = steps * batch * seq_len
+        bits.append(f"{tokens:,} training tokens ({steps} steps × {batch} × {seq_len})" if not zh
+                    else f"训练 {tokens:,} 个 token（{steps} 步 × {batch} × {seq_len}）")
+    if note:
+        bits.append(note)
+    if not bits:
+        return ""
+    return (" Reached at this scale: " + ", ".join(bits) + "." if not zh else
+            "判定所依据的规模：" + "，".join(bits) + "。")
+
+
+DECIDED = ("confirmed", "refuted", "conditional", "contradicted-at-this-scale",
+           "not-reproduced-at-this-scale")
+
+
 @dataclass(frozen=True)
 class Finding:
     """What a check found: verdict, a sentence in each language, numbers, how to reproduce.
@@ -104,6 +162,7 @@ class Finding:
     figure: str | None = None  # key of a report figure that shows the evidence
     parts: list[Part] = field(default_factory=list)
     combines: str = ""
+    combines_zh: str = ""
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
@@ -127,6 +186,7 @@ class ClaimResult:
     error: str | None = None
     parts: list[Part] = field(default_factory=list)
     combines: str = ""
+    combines_zh: str = ""
 
     @property
     def rule(self) -> Rule | None:
@@ -258,7 +318,7 @@ def run_claims(ids: list[str] | None = None, ctx: Context | None = None) -> list
         out.append(ClaimResult(cid, en, zh, src["page"], src["section"], found.verdict,
                                found.summary, found.summary_zh, _plain(found.evidence),
                                found.command, found.figure, None, list(found.parts),
-                               found.combines))
+                               found.combines, found.combines_zh))
     return out
 
 

@@ -12,13 +12,23 @@ from typing import Any
 
 from blocklab.claims.checks import (
     C21_METRIC,
-    C21_MIN_SEEDS,
     COLLAPSE_PCT,
     WORKS_PCT,
-    _grade,
+    band_part,
 )
-from blocklab.claims.ledger import Context, Finding, Part, claim, missing
-from blocklab.claims.rules import Estimate, Rule
+from blocklab.claims.ledger import (
+    DECIDED,
+    SETTLE_EN,
+    SETTLE_ZH,
+    Context,
+    Finding,
+    Part,
+    claim,
+    missing,
+    scale_text,
+    settle,
+)
+from blocklab.claims.rules import INCONCLUSIVE, Estimate, Rule
 from blocklab.claims.text import VERDICT_ZH
 from blocklab.experiments.summaries import Interval, PositionData, TimeRatio
 
@@ -32,20 +42,24 @@ C29_ORDER_RULE = Rule(
            "validation prefix and after the same prefix with its first k − 1 tokens reversed "
            "(last token kept), mean over prefixes, per seed; in [0, 1]; > 0: it sees order",
     smallest_effect=0.02, margin=0.005, min_seeds=3, claimed=0.02,
-    decides="confirmed (the causal decoder sees order) when the 95% CI over seeds excludes 0 "
-            "on the positive side; otherwise not reproduced at this scale; no verdict below "
-            "min_seeds")
+    decides="confirmed (the causal decoder sees order) when the 95% CI over seeds lies above "
+            "δ = 0.02; not reproduced at this scale when it lies below it or inside ±margin; "
+            "otherwise inconclusive, as below min_seeds")
 C29_UNIGRAM_RULE = Rule(
     metric="NoPE decoder validation loss − unigram entropy of the training bytes, nats/token, "
            "per seed; < 0: it uses its context",
     smallest_effect=0.1, margin=0.02, min_seeds=3, claimed=-0.1,
-    decides="confirmed (the decoder uses context) when the 95% CI over seeds lies below 0; "
-            "otherwise not reproduced at this scale; no verdict below min_seeds")
+    decides="confirmed (the decoder uses context) when the 95% CI over seeds lies below "
+            "−δ = −0.1 nats; not reproduced at this scale when it lies above it or inside "
+            "±margin; otherwise inconclusive, as below min_seeds")
 C29_COMBINES = ("refuted when bidirectional attention without positions is not permutation-"
                 "equivariant to 1e-12 in float64; conditional when it is and causal attention is "
                 "not (the claim holds for non-causal attention only), whatever the experimental "
                 "parts say, which show how much order a trained causal NoPE decoder uses; "
                 "confirmed if causal attention were equivariant too")
+C29_COMBINES_ZH = ("无位置编码的双向注意力在 float64 下不是置换等变（误差超过 1e-12）时不成立；若它是而因果注意力不是，则有条件成立"
+                   "（论断只对非因果注意力成立），无论实验部分如何，实验部分只说明训练后的因果 NoPE 解码器利用了多少顺序；"
+                   "若因果注意力也等变则成立。")
 
 
 def attention_outputs(attn, x, *, causal: bool):
@@ -125,11 +139,11 @@ def c29(ctx: Context) -> Finding:
     order = {} if summary is None else summary.data.order
     none = order.get("none")
     empty = Interval(0)
-    parts = [Part.graded("a causal NoPE decoder tells a prefix from its reversal (TV > 0)",
-                         C29_ORDER_RULE, Estimate.of(none.tv if none else empty)),
-             Part.graded("a causal NoPE decoder beats the unigram entropy",
-                         C29_UNIGRAM_RULE,
-                         Estimate.of(none.loss_minus_unigram if none else empty))]
+    parts = Part.decided_together([
+        ("a causal NoPE decoder tells a prefix from its reversal (TV > 0)", C29_ORDER_RULE,
+         Estimate.of(none.tv if none else empty)),
+        ("a causal NoPE decoder beats the unigram entropy", C29_UNIGRAM_RULE,
+         Estimate.of(none.loss_minus_unigram if none else empty))])
     if order:
         evidence["order_probe"] = {arm: {"tv": _interval_json(o.tv), "kl": _interval_json(o.kl),
                                          "loss_minus_unigram":
@@ -174,7 +188,7 @@ def c29(ctx: Context) -> Finding:
         f"(i, j) 与 (j, i) 的分数相差最大分数的 {asymmetry:.2f}（令 W_k = W_q 时为 {tied:.0e}）；"
         "顺序不可见的真正原因是一对 token 的分数只取决于这两个 token 本身，而与它们的位置无关。" + exp_zh,
         evidence, "blocklab claims C29 && " + ctx.suite_command("position"), "position_order",
-        parts, C29_COMBINES)
+        parts, C29_COMBINES, C29_COMBINES_ZH)
 
 
 def _ci(stats: Interval, digits: int) -> str:
@@ -198,9 +212,10 @@ C30_READINGS = {
                        "past 8× too)",
                        "警告按做 scaling 读（NTK-aware / YaRN 的 RoPE 超过 8 倍也明显下降）"),
 }
-C30_DECIDES = (f"works when the 95% CI's upper end is ≤ {WORKS_PCT:g}%; drops (degrades or "
-               f"collapses) when its lower end is > {WORKS_PCT:g}% or the model cannot run "
-               "there; otherwise unclear. A part holds when its grade is the page's")
+C30_DECIDES = (f"works when the 95% CI's upper end is below {WORKS_PCT:g}%; drops (degrades or "
+               f"collapses) when its lower end is above {WORKS_PCT:g}% or the model cannot run "
+               "there. A part is confirmed when its interval shows the page's grade, not "
+               "reproduced at this scale when it shows the other, otherwise inconclusive")
 C30_COMBINES = ("three groups of parts: the statement (NTK and YaRN, each training-free and "
                 "fine-tuned, work at 8× and 16×) and the unqualified warning (quality drops "
                 "clearly past 8×) read two ways: (a) without scaling (plain RoPE, and RoPE "
@@ -209,34 +224,20 @@ C30_COMBINES = ("three groups of parts: the statement (NTK and YaRN, each traini
                 "statement and of reading (a) do not hold; confirmed when every part of all "
                 "three holds; otherwise conditional, on the reading that holds. Past 8× reading "
                 "(b) asks of the statement's arms the opposite grade, so the statement and the "
-                "warning read with scaling cannot both hold there. Unclear parts (a CI across "
-                "5%, or too few seeds) are not graded, and with none graded the claim is "
-                "untestable here; never refuted (scale-dependent)")
-_DROPS = ("degrades", "collapses")
+                "warning read with scaling cannot both hold there. Never refuted "
+                "(scale-dependent). " + SETTLE_EN)
+C30_COMBINES_ZH = ("三组部分：第一句（NTK 与 YaRN，免训练与微调后，在 8 倍与 16 倍可用）与不带限定的警告（超过 8 倍质量明显下降）"
+                   "的两种读法：(a) 不做 scaling，(b) 做 scaling。第一句与读法 (a) 的部分过半不成立时为此规模下未复现；"
+                   "三组全部成立时成立；否则有条件成立，以成立的读法为条件。不会判为不成立（与规模有关）。" + SETTLE_ZH)
 
 
-def _c30_part(name: str, arm: str, mult: str, want: str, data: PositionData) -> Part:
-    """One statement graded by C21's bands (loss past L vs sliding windows, %): `want` is
-    "works" or "drops" (degrades or collapses)."""
-    got, pct = _grade(data.arms[arm], mult) if arm in data.arms else ("unclear", None)
-    # C30's statements are two-sided about the 5% edge only ("works" or "drops clearly"), so
-    # an interval wholly past 5% drops whether it straddles 25% or not.
-    if got == "unclear" and pct is not None and pct.resolved and pct.n >= C21_MIN_SEEDS:
-        got = "drops (degrades or collapses)" if pct.ci_low > WORKS_PCT else got
-    rule = Rule(metric=f"{C21_METRIC}: {arm} at {mult}×", smallest_effect=WORKS_PCT, margin=0.0,
-                min_seeds=C21_MIN_SEEDS,
-                claimed=WORKS_PCT if want == "works" else COLLAPSE_PCT, decides=C30_DECIDES)
-    estimate = Estimate(None, None, None, 0) if pct is None else Estimate.of(pct)
-    if arm not in data.arms or got == "unclear":
-        few = pct is None or pct.n < C21_MIN_SEEDS or not pct.resolved
-        reason = ("not read" if arm not in data.arms else
-                  f"unclear: {0 if pct is None else pct.n} seed(s), the rule needs "
-                  f"{C21_MIN_SEEDS}" if few else
-                  f"unclear: the 95% CI crosses {WORKS_PCT:g}%")
-        return Part(name, rule, estimate, "untestable-here", reason)
-    held = got == "works" if want == "works" else got in _DROPS or got.startswith("drops")
-    return Part(name, rule, estimate, "confirmed" if held else "not-reproduced-at-this-scale",
-                f"{got}, as the page says" if held else f"{got}, not {want}")
+def _c30_part(name: str, arm: str, mult: str, want: str, data: PositionData
+              ) -> Part | tuple[str, Rule, Estimate]:
+    """One statement by the 5% edge of C21's bands (loss past L vs sliding windows, %): `want`
+    is "works" or "drops" (degrades or collapses: C30's statements are about the 5% edge
+    only, so an interval wholly past 5% drops whether it straddles 25% or not)."""
+    return band_part(name, data.arms.get(arm), mult, want, f"{C21_METRIC}: {arm} at {mult}×",
+                     C30_DECIDES)
 
 
 def c30_parts(data: PositionData) -> dict[str, list[Part]]:
@@ -253,7 +254,7 @@ def c30_parts(data: PositionData) -> dict[str, list[Part]]:
     plain = [("plain RoPE", "rope")]
     if ft is not None and "none" in ft.arms:
         plain.append(("RoPE fine-tuned without scaling", ft.arms["none"]))
-    return {
+    specs = {
         "scaled": [_c30_part(f"{label} works at {m}×", arm, m, "works", data)
                    for label, arm in scaled for m in mults],
         "warning_plain": [_c30_part(f"warning (no scaling): {label} drops clearly at {m}×",
@@ -262,21 +263,32 @@ def c30_parts(data: PositionData) -> dict[str, list[Part]]:
                                      arm, m, "drops", data)
                            for m in past for label, arm in scaled],
     }
+    # Holm's correction over every part of the claim, then back into the groups.
+    decided = iter(Part.decided_together([s for group in specs.values() for s in group]))
+    return {key: [next(decided) for _ in group] for key, group in specs.items()}
 
 
 def combine_c30(groups: dict[str, list[Part]]) -> str:
     """C30_COMBINES over the groups of `c30_parts`."""
-    parts = [p for group in groups.values() for p in group]
-    if all(p.verdict == "untestable-here" for p in parts):
-        return "untestable-here"
-    core = [p for key in ("scaled", "warning_plain") for p in groups[key]
-            if p.verdict != "untestable-here"]
-    failed = [p for p in core if p.verdict != "confirmed"]
-    if len(failed) > len(core) / 2:
-        return "not-reproduced-at-this-scale"
-    if all(groups.values()) and all(p.verdict == "confirmed" for p in parts):
-        return "confirmed"
-    return "conditional"
+    keys = list(groups)
+    sizes = [len(groups[k]) for k in keys]
+    if not any(sizes):
+        return "untestable-here"  # nothing read past 8× at this size
+    every_group = all(sizes)
+
+    def decided(verdicts: list[str]) -> str:
+        by: dict[str, list[str]] = {}
+        at = 0
+        for key, size in zip(keys, sizes, strict=True):
+            by[key], at = verdicts[at:at + size], at + size
+        core = by.get("scaled", []) + by.get("warning_plain", [])
+        if sum(v != "confirmed" for v in core) > len(core) / 2:
+            return "not-reproduced-at-this-scale"
+        if every_group and all(v == "confirmed" for v in verdicts):
+            return "confirmed"
+        return "conditional"
+
+    return settle([p.verdict for key in keys for p in groups[key]], decided)
 
 
 READING_STATUS = {"holds": ("holds", "成立"), "fails": ("does not hold", "不成立"),
@@ -289,7 +301,7 @@ def reading_status(parts: list[Part]) -> str:
     if not parts:
         return "not read"
     held = sum(p.verdict == "confirmed" for p in parts)
-    graded = sum(p.verdict != "untestable-here" for p in parts)
+    graded = sum(p.verdict != INCONCLUSIVE for p in parts)
     if held == len(parts):
         return "holds"
     if held:
@@ -317,7 +329,7 @@ def c30(ctx: Context) -> Finding:
     status = {key: reading_status(group) for key, group in groups.items()}
     held = [p for p in parts if p.verdict == "confirmed"]
     failed = [p for p in parts if p.verdict == "not-reproduced-at-this-scale"]
-    unclear = [p for p in parts if p.verdict == "untestable-here"]
+    unclear = [p for p in parts if p.verdict == INCONCLUSIVE]
     longest = max(data.mults)
     ft = data.finetune
     ft_en = ("no fine-tune" if ft is None else
@@ -347,22 +359,26 @@ def c30(ctx: Context) -> Finding:
         f"(factor = length / L) and {ft_en}. The page's warning has no qualifier, so it is "
         f"graded read both ways: {readings_en}. Held: "
         f"{'; '.join(_part_text(p) for p in held) or 'none'}. Did not hold: "
-        f"{'; '.join(_part_text(p) for p in failed) or 'none'}. Unclear: "
-        f"{'; '.join(_part_text(p) for p in unclear) or 'none'}. Combined: untestable here when "
-        "no part is graded, not reproduced at this scale when more than half of the graded parts of the statement and of the warning "
+        f"{'; '.join(_part_text(p) for p in failed) or 'none'}. Inconclusive: "
+        f"{'; '.join(_part_text(p) for p in unclear) or 'none'}. Combined: not reproduced at "
+        "this scale when more than half of the parts of the statement and of the warning "
         "read without scaling do not hold, confirmed when every part of all three holds, "
         "otherwise conditional on the reading that holds (past 8× the warning read with "
-        f"scaling asks the statement's arms to drop, so both cannot hold there): {verdict}. A "
+        "scaling asks the statement's arms to drop, so both cannot hold there); an "
+        "inconclusive part counts as undecided, and when deciding it could change the "
+        f"verdict the claim is inconclusive: {verdict}. A "
         "2-layer byte model: what fails here is not reproduced at this scale, not refuted." + note,
         f"在 L = {data.L} 上训练（{summary.seeds} 个种子），读到 {longest} 倍；逐种子比较 L 之后的损失与长度 L 的"
         f"滑动窗口，按 95% 置信区间分级（≤ {WORKS_PCT:g}% 为可用，≤ {COLLAPSE_PCT:g}% 为下降，更高为崩溃）；"
         f"NTK 与 YaRN 分别判定，免训练（因子 = 长度 / L）与{ft_zh}。页面的警告不带限定，因此按两种读法分别检验："
-        f"{readings_zh}。成立 {len(held)} 项，不成立 {len(failed)} 项，不确定 {len(unclear)} 项"
-        "（详见英文与证据）。合并规则：没有已判定的部分时为“此处无法检验”；第一句与“不做 scaling”读法中已判定的部分过半不成立时为“此规模下未复现”；"
+        f"{readings_zh}。成立 {len(held)} 项，不成立 {len(failed)} 项，尚无定论 {len(unclear)} 项"
+        "（详见英文与证据）。合并规则：第一句与“不做 scaling”读法中的部分过半不成立时为“此规模下未复现”；"
         "三组全部成立时为“成立”；否则为“有条件成立”，以成立的读法为条件（超过 8 倍时，“做 scaling”读法要求"
-        f"第一句中的同一批模型质量下降，二者不可能同时成立）：{VERDICT_ZH[verdict]}。"
+        "第一句中的同一批模型质量下降，二者不可能同时成立）；尚无定论的部分按未判定计入，若其判定可能改变结论则论断尚无定论："
+        f"{VERDICT_ZH[verdict]}。"
         "这是两层字节模型：此处不成立只代表“此规模下未复现”，不是反驳。",
-        evidence, ctx.suite_command("position"), "position_scaling", parts, C30_COMBINES)
+        evidence, ctx.suite_command("position"), "position_scaling", parts, C30_COMBINES,
+        C30_COMBINES_ZH)
 
 
 # --- C31: what RoPE costs ------------------------------------------------------------------------
@@ -375,22 +391,26 @@ def c31_rule(scheme: str, phase: str) -> Rule:
         metric=f"100·(median {scheme} / median none − 1), {phase} step time at one thread, %; "
                "CI: paired bootstrap over interleaved repeats (n = repeats)",
         smallest_effect=COST_OVERHEAD_PCT, margin=0.0, min_seeds=C31_MIN_REPEATS,
-        claimed=-COST_OVERHEAD_PCT, threshold=COST_OVERHEAD_PCT,
+        claimed=COST_OVERHEAD_PCT, threshold=COST_OVERHEAD_PCT, test="at-most",
         decides=f"confirmed (costs little) when the 95% CI's upper end is below "
-                f"+{COST_OVERHEAD_PCT:g}%; not reproduced at this scale otherwise; no verdict "
-                f"below {C31_MIN_REPEATS} repeats")
+                f"+{COST_OVERHEAD_PCT:g}%; not reproduced at this scale when its lower end is "
+                f"above it; otherwise inconclusive, as below {C31_MIN_REPEATS} repeats")
 
 
 def _overhead(ratio: TimeRatio) -> Estimate:
-    return Estimate(100 * (ratio.ratio - 1), 100 * (ratio.ci_low - 1),
-                    100 * (ratio.ci_high - 1), ratio.repeats)
+    # A bootstrap interval of a ratio: its sd is the t-equivalent of its half width.
+    return Estimate.from_interval(100 * (ratio.ratio - 1), 100 * (ratio.ci_low - 1),
+                                  100 * (ratio.ci_high - 1), ratio.repeats)
 
 
 C31_COMBINES = ("confirmed when RoPE adds no parameters, gets the same SDPA kernel and mask as "
                 "no positions, and its training and decode overheads are confirmed small, and "
                 "ALiBi's are too; conditional when RoPE's hold and ALiBi's do not; not "
                 "reproduced at this scale when a RoPE part fails; never refuted "
-                "(scale-dependent)")
+                "(scale-dependent). " + SETTLE_EN)
+C31_COMBINES_ZH = ("RoPE 不增加参数、与无位置编码得到相同的 SDPA 内核与掩码、训练与解码开销均被证实很小，且 ALiBi 也如此时成立；"
+                   "RoPE 成立而 ALiBi 不成立时有条件成立；RoPE 的某部分不成立时为此规模下未复现；不会判为不成立。"
+                   + SETTLE_ZH)
 
 
 def zoo_params() -> dict[str, int]:
@@ -426,21 +446,29 @@ def c31(ctx: Context) -> Finding:
         return missing(ctx, "position")
     cost = summary.data.cost
     schemes = cost.schemes
-    parts = [Part.graded(f"{s} {phase} step costs little vs no positions", c31_rule(s, phase),
-                         _overhead(getattr(schemes[s], f"{phase}_vs_none")))
-             for s in ("rope", "alibi") for phase in ("train", "decode") if s in schemes]
+    parts = Part.decided_together(
+        [(f"{s} {phase} step costs little vs no positions", c31_rule(s, phase),
+          _overhead(getattr(schemes[s], f"{phase}_vs_none")))
+         for s in ("rope", "alibi") for phase in ("train", "decode") if s in schemes])
     rope, none = schemes["rope"], schemes["none"]
     no_params = zoo["rope"] == zoo["none"] and rope.params == none.params
     same_kernel = (rope.kernels_train == none.kernels_train
                    and rope.masks_train == none.masks_train)
-    rope_ok = all(p.verdict == "confirmed" for p in parts if p.name.startswith("rope"))
-    alibi_ok = all(p.verdict == "confirmed" for p in parts if p.name.startswith("alibi"))
-    if any(p.verdict == "untestable-here" for p in parts):
-        verdict = "untestable-here"
-    elif not (no_params and same_kernel and rope_ok):
-        verdict = "not-reproduced-at-this-scale"
-    else:
-        verdict = "confirmed" if alibi_ok else "conditional"
+    is_rope = [p.name.startswith("rope") for p in parts]
+
+    def decided(verdicts: list[str]) -> str:
+        rope_ok = all(v == "confirmed" for v, r in zip(verdicts, is_rope, strict=True) if r)
+        alibi_ok = all(v == "confirmed" for v, r in zip(verdicts, is_rope, strict=True)
+                       if not r)
+        if not (no_params and same_kernel and rope_ok):
+            return "not-reproduced-at-this-scale"
+        return "confirmed" if alibi_ok else "conditional"
+
+    verdict = settle([p.verdict for p in parts], decided)
+    scale_en = (scale_text(note=f"L = {cost.L}, batch {cost.batch_size}, {cost.threads} "
+                                f"thread(s)") if verdict in DECIDED else "")
+    scale_zh = (scale_text(zh=True, note=f"L = {cost.L}，批大小 {cost.batch_size}，"
+                                         f"{cost.threads} 线程") if verdict in DECIDED else "")
 
     def pct(ratio: TimeRatio) -> str:
         e = _overhead(ratio)
@@ -486,12 +514,13 @@ def c31(ctx: Context) -> Finding:
         f"decode step {pct(rope.decode_vs_none)}. The rotation happens before QKᵀ, so RoPE "
         f"calls SDPA exactly as no positions does ({', '.join(rope.masks_train)}) and gets the "
         f"same fused kernel ({kernel}); restricted to the flash backend it runs: "
-        f"{rope.flash_train is True}." + alibi_en,
+        f"{rope.flash_train is True}." + alibi_en + scale_en,
         f"参数：RoPE 在 Llama 3 8B 形状下新增 {zoo['rope'] - zoo['none']} 个参数，在实验模型中新增 "
         f"{rope.params - none.params} 个（4,096 个位置的可学习位置表新增 {learned_extra:,} 个）。计算：在该形状下，"
         f"旋转 q 与 k 占 {flops['seq_len']:,} token 预填充 FLOPs 的 {flops['share']:.4%}（每个旋转元素 3 次）。单线程、"
         f"{cost.repeats} 次交替重复（L = {cost.L}）：RoPE 训练步相对无位置编码 {pct(rope.train_vs_none)}，解码步 "
         f"{pct(rope.decode_vs_none)}。旋转发生在 QKᵀ 之前，因此 RoPE 调用 SDPA 的方式与无位置编码完全相同"
         f"（{', '.join(rope.masks_train)}），得到相同的融合内核（{kernel}）；限定 flash 后端时可以运行："
-        f"{rope.flash_train is True}。" + alibi_zh,
-        evidence, ctx.suite_command("position"), "position_cost", parts, C31_COMBINES)
+        f"{rope.flash_train is True}。" + alibi_zh + scale_zh,
+        evidence, ctx.suite_command("position"), "position_cost", parts, C31_COMBINES,
+        C31_COMBINES_ZH)

@@ -7,7 +7,18 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from blocklab.claims.ledger import Context, Finding, Part, claim, missing
+from blocklab.claims.ledger import (
+    DECIDED,
+    SETTLE_EN,
+    SETTLE_ZH,
+    Context,
+    Finding,
+    Part,
+    claim,
+    missing,
+    scale_text,
+    settle,
+)
 from blocklab.claims.rules import Estimate, Rule
 from blocklab.experiments.summaries import Interval, QuantizeData, QuantTiming
 
@@ -26,7 +37,10 @@ C32_LARGEST_RULE = Rule(
 C32_COMBINES = ("untestable here on a CPU without int8 dot-product instructions (VNNI or AMX "
                 "int8); otherwise confirmed when quantizing the FFN speeds prefill up and gains "
                 "more than quantizing attention, conditional when only one holds, else the "
-                "headline part's verdict (never refuted: speed depends on hardware and scale)")
+                "headline part's verdict (never refuted: speed depends on hardware and scale). "
+                + SETTLE_EN)
+C32_COMBINES_ZH = ("在没有 int8 点积指令（VNNI 或 AMX int8）的 CPU 上此处无法检验；否则量化 FFN 使预填充加速且加速多于量化注意力时成立，"
+                   "只有一项成立时有条件成立，否则取首要部分的判定（速度取决于硬件与规模，不会判为不成立）。" + SETTLE_ZH)
 # C33's registered rule for the per-tensor part; the per-row exactness part is analytic.
 C33_TENSOR_RULE = Rule(
     metric="100·(FFN output error with gate|up merged under one per-tensor scale / error with "
@@ -35,7 +49,9 @@ C33_TENSOR_RULE = Rule(
 C33_COMBINES = ("conditional when merging gate|up with per-row scales is exactly separate "
                 "quantization and one per-tensor scale raises the error (the page's rule holds "
                 "for per-tensor scales only); refuted when the per-row merge is not exact (the "
-                "analytic statement fails); otherwise the per-tensor part's verdict")
+                "analytic statement fails); otherwise the per-tensor part's verdict. " + SETTLE_EN)
+C33_COMBINES_ZH = ("逐行缩放合并 gate|up 与分开量化完全相同、且单一逐张量缩放使误差变大时有条件成立（页面的规则只对逐张量缩放成立）；"
+                   "逐行合并不完全相同时不成立（解析陈述不成立）；否则取逐张量部分的判定。" + SETTLE_ZH)
 
 
 def _timing(data: QuantizeData, scheme: str, compiled: bool = False) -> QuantTiming | None:
@@ -50,7 +66,8 @@ def _pct(stats: Interval) -> Estimate:
     def pct(v: float | None) -> float | None:
         return None if v is None else 100 * (v - 1)
 
-    return Estimate(pct(stats.mean), pct(stats.ci_low), pct(stats.ci_high), stats.n)
+    return Estimate(pct(stats.mean), pct(stats.ci_low), pct(stats.ci_high), stats.n,
+                    None if stats.sd is None else 100 * stats.sd)
 
 
 def _text(x: float | None, digits: int = 2) -> str:
@@ -83,10 +100,8 @@ def c32_parts(data: QuantizeData) -> tuple[list[Part], dict]:
     # The same sign at every other T plays the part of "a 2× longer run agrees".
     signs = {(ffn.prefill_speedup[x].mean or 1.0) > 1.0 for x in lens}
     agrees = len(lens) > 1 and len(signs) == 1
-    speed = Part.graded(f"FFN-only int8 ({C32_MODE}) speeds prefill up (T={t})",
-                        C32_SPEEDUP_RULE, _pct(ffn.prefill_speedup[t]),
-                        fair_arms=int8_hardware(data),
-                        longer_run_agrees=agrees)
+    speed_spec = (f"FFN-only int8 ({C32_MODE}) speeds prefill up (T={t})", C32_SPEEDUP_RULE,
+                  _pct(ffn.prefill_speedup[t]))
     # Per-repeat ratio of the two speed-ups = t_attention / t_ffn, rebuilt from the intervals'
     # means only where the raw repeats are not kept: the summary stores speed-up intervals, so
     # the ratio's interval is the difference of the two in percent (conservative: unpaired).
@@ -98,11 +113,13 @@ def c32_parts(data: QuantizeData) -> tuple[list[Part], dict]:
         if a.resolved and b.resolved:
             low = 100 * (a.ci_low / b.ci_high - 1)
             high = 100 * (a.ci_high / b.ci_low - 1)
-            largest_est = Estimate(mean, low, high, min(a.n, b.n))
+            # Not a t interval: the sd is the t-equivalent of its half width.
+            largest_est = Estimate.from_interval(mean, low, high, min(a.n, b.n))
         else:
             largest_est = Estimate(mean, None, None, min(a.n, b.n))
-    largest = Part.graded(f"FFN-only gains more than attention-only (T={t})", C32_LARGEST_RULE,
-                          largest_est, fair_arms=int8_hardware(data), longer_run_agrees=agrees)
+    speed, largest = Part.decided_together(
+        [speed_spec, (f"FFN-only gains more than attention-only (T={t})", C32_LARGEST_RULE,
+                      largest_est)], fair_arms=int8_hardware(data), longer_run_agrees=agrees)
     # estimate: Amdahl over the FFN's share of the time with its GEMMs' k (not a bound);
     # bound: the FFN's layers made free, which no FFN-only scheme can beat.
     numbers = {"T": int(t), "ffn_flop_share": ffn.flop_share[t],
@@ -115,11 +132,12 @@ def c32_parts(data: QuantizeData) -> tuple[list[Part], dict]:
 
 
 def combine_c32(speed: Part, largest: Part) -> str:
-    if speed.verdict == "confirmed" and largest.verdict == "confirmed":
-        return "confirmed"
-    if "confirmed" in (speed.verdict, largest.verdict):
-        return "conditional"
-    return speed.verdict
+    def decided(verdicts: list[str]) -> str:
+        if verdicts == ["confirmed", "confirmed"]:
+            return "confirmed"
+        return "conditional" if "confirmed" in verdicts else verdicts[0]
+
+    return settle([speed.verdict, largest.verdict], decided)
 
 
 @claim("C32")
@@ -133,6 +151,11 @@ def c32(ctx: Context) -> Finding:
     # Without int8 instructions the question (which part gains most from int8) cannot be
     # asked here: every scheme is slower than float32 for the machine's sake.
     verdict = combine_c32(*parts) if vnni else "untestable-here"
+    scale = {"d_model": data.model.get("d_model"), "depth": data.model.get("n_layers")}
+    scale_en = (scale_text(**scale, note=f"prefill T={n['T']}, {data.threads} thread(s)")
+                if verdict in DECIDED else "")
+    scale_zh = (scale_text(**scale, zh=True, note=f"prefill T={n['T']}，{data.threads} 线程")
+                if verdict in DECIDED else "")
     wo = _timing(data, "ffn/weight-only")
     wo_text = "" if wo is None else (
         f" Weight-only int8 of the FFN: prefill ×{_text(wo.prefill_speedup[str(n['T'])].mean)}, "
@@ -161,7 +184,7 @@ def c32(ctx: Context) -> Finding:
         f"×{_text(n['speedup_ffn'])} (attention-only "
         f"×{_text(n['speedup_attention'])}) → {parts[0].verdict} / {parts[1].verdict}."
         f"{wo_text}{cpu} The page's ~99% share counts Llama-3-8B at T=4096, with the attention "
-        "projections left out of its sum.",
+        "projections left out of its sum." + scale_en,
         f"d={m.get('d_model')}、{m.get('n_layers')} 层、prefill T={n['T']}（{C32_MODE} int8，eager，"
         f"{data.threads} 线程，随机权重）：FFN 占 prefill FLOPs 的 {100 * n['ffn_flop_share']:.1f}%"
         f"（blocklab.budget），占浮点 prefill 时间的 {_pct_text(n['ffn_time_share'])}；FFN 各层耗时为零时 "
@@ -169,9 +192,10 @@ def c32(ctx: Context) -> Finding:
         f"k = {_text(n['k_ffn'])} 倍，按时间占比的 Amdahl 估计仅量化 FFN 为 ×{_text(n['estimate_ffn'])}；"
         f"实测 ×{_text(n['speedup_ffn'])}（仅量化注意力 "
         f"×{_text(n['speedup_attention'])}）→ {parts[0].verdict} / {parts[1].verdict}。"
-        f"{wo_zh}{cpu_zh}页面的约 99% 是 Llama-3-8B 在 T=4096 下、未计注意力投影时的比例。",
+        f"{wo_zh}{cpu_zh}页面的约 99% 是 Llama-3-8B 在 T=4096 下、未计注意力投影时的比例。" + scale_zh,
         {**n, "timings": [asdict(r) for r in data.timings], "cpu_flags": data.cpu_flags},
-        ctx.suite_command("quantize"), "quantize_speedup", parts, C32_COMBINES)
+        ctx.suite_command("quantize"), "quantize_speedup", parts, C32_COMBINES,
+        C32_COMBINES_ZH)
 
 
 def swiglu_exactness(seed: int = 0, d: int = 64, m: int = 96) -> dict:
@@ -221,10 +245,14 @@ def c33(ctx: Context) -> Finding:
                               C33_TENSOR_RULE, Estimate.of(tensor.error_vs_separate_pct))
     if not exact:
         verdict = "refuted"
-    elif tensor_part.verdict == "confirmed":
-        verdict = "conditional"
     else:
-        verdict = tensor_part.verdict
+        verdict = settle([tensor_part.verdict],
+                         lambda vs: "conditional" if vs[0] == "confirmed" else vs[0])
+    qm = data.quality_model
+    scale_en = (scale_text(qm.get("d_model"), qm.get("n_layers"), note="trained model")
+                if verdict in DECIDED else "")
+    scale_zh = (scale_text(qm.get("d_model"), qm.get("n_layers"), zh=True, note="训练后的模型")
+                if verdict in DECIDED else "")
     sep, row = rows["separate-per-tensor"], rows["merged-per-row"]
     return Finding(
         verdict,
@@ -236,15 +264,17 @@ def c33(ctx: Context) -> Finding:
         f"goes from {_text(sep.ffn_error.mean, 4)} to {_text(tensor.ffn_error.mean, 4)} "
         f"({_text(tensor.error_vs_separate_pct.mean)}% → {tensor_part.verdict}), Δ val loss "
         f"{_text(tensor.delta.mean, 4)} vs {_text(sep.delta.mean, 4)} nats/token; merged per-row "
-        f"Δ {_text(row.delta.mean, 4)}. The page's rule holds for per-tensor scales only.",
+        f"Δ {_text(row.delta.mean, 4)}. The page's rule holds for per-tensor scales only."
+        + scale_en,
         f"gate 与 up 读入同一个 x，可存为一个 [2·d_ff, d] 矩阵；down 读入隐层（宽 d_ff），无法与之合并。"
         f"逐行缩放：合并不改变任何值（逐位相同，实时探针与 {len(data.merged_scale_over_max)} 个训练层）。"
         f"单一逐张量缩放：合并后的缩放取两者较大者（{probe['merged_scale']:.4g} = max "
         f"{probe['max_of_scales']:.4g}），FFN 误差由 {_text(sep.ffn_error.mean, 4)} 变为 "
         f"{_text(tensor.ffn_error.mean, 4)}（{_text(tensor.error_vs_separate_pct.mean)}% → "
         f"{tensor_part.verdict}），验证损失变化 {_text(tensor.delta.mean, 4)} 对 "
-        f"{_text(sep.delta.mean, 4)} nats/token。页面的说法只对逐张量缩放成立。",
+        f"{_text(sep.delta.mean, 4)} nats/token。页面的说法只对逐张量缩放成立。" + scale_zh,
         {"probe": probe, "swiglu": [asdict(s) for s in data.swiglu],
          "merged_per_row_max_diff": data.merged_per_row_max_diff,
          "merged_per_tensor_max_diff": data.merged_per_tensor_max_diff},
-        ctx.suite_command("quantize"), None, [exact_part, tensor_part], C33_COMBINES)
+        ctx.suite_command("quantize"), None, [exact_part, tensor_part], C33_COMBINES,
+        C33_COMBINES_ZH)

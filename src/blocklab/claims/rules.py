@@ -351,7 +351,8 @@ def decide_parts(parts: Sequence[Any], alpha: float = ALPHA, *, fair_arms: bool 
     first = [decide(rule, est, alpha, **flags) for rule, est in pairs]
     m = len(pairs)
     order = sorted(range(m), key=lambda k: (first[k].p_value is None,
-                                            first[k].p_value or 1.0, k))
+                                            1.0 if first[k].p_value is None
+                                            else first[k].p_value, k))
     out: list[Decision | None] = [None] * m
     stopped_at: int | None = None
     for i, k in enumerate(order):

@@ -12,6 +12,7 @@ from blocklab.cli import app, chosen_size, console, fail
 VERDICT_STYLE = {"confirmed": "green", "refuted": "red", "conditional": "yellow",
                  "untestable-here": "magenta",
                  "contradicted-at-this-scale": "red", "not-reproduced-at-this-scale": "yellow",
+                 "inconclusive": "blue",
                  "run": "cyan", "missing-results": "dim", "error": "bold red"}
 
 
@@ -130,8 +131,9 @@ def print_ledger(rows, lang: str, size: str | None = None) -> None:
         evidence = r.summary_zh if zh else r.summary
         for part in r.parts:
             evidence += "\n" + part_line(part, zh)
-        if r.combines:
-            evidence += f"\n[dim]{'合并规则' if zh else 'combined'}: {r.combines}[/dim]"
+        combines = (r.combines_zh if zh else "") or r.combines
+        if combines:
+            evidence += f"\n[dim]{'合并规则' if zh else 'combined'}: {combines}[/dim]"
         if r.command:
             evidence += f"\n[dim]$ {r.command}[/dim]"
         if r.error:

@@ -22,7 +22,8 @@ from blocklab.report.i18n import caption, t
 
 VERDICT_EN = {"confirmed": "confirmed", "refuted": "refuted", "conditional": "conditional",
               "contradicted-at-this-scale": "contradicted at this scale",
-              "not-reproduced-at-this-scale": "not reproduced at this scale", "run": "run",
+              "not-reproduced-at-this-scale": "not reproduced at this scale",
+              "inconclusive": "inconclusive", "run": "run",
               "untestable-here": "untestable here", "missing-results": "missing results",
               "error": "error"}
 
@@ -69,6 +70,7 @@ table.ledger td.claim { min-width: 16em; }
 .v-untestable-here { background: #f1e7ff; color: #6639ba; border-color: #c8a8f5; }
 .v-contradicted-at-this-scale { background: #fff1e5; color: #953800; border-color: #ffb77c; }
 .v-not-reproduced-at-this-scale { background: #fff8c5; color: #633c01; border-color: #d4a72c; }
+.v-inconclusive { background: #f6f8fa; color: #59636e; border-color: #afb8c1; }
 .v-run { background: #ddf4ff; color: #0550ae; border-color: #80ccff; }
 .v-missing-results { background: #eaeef2; color: #424a53; border-color: #c0c8d0; }
 .v-error { background: #fff; color: #a40e26; border-color: #a40e26; }
@@ -212,9 +214,11 @@ def part_item(part: dict[str, Any], lang: str) -> str:
     e, rule = part["estimate"], part["rule"]
     value = estimate_text(e["value"], e["ci_low"], e["ci_high"], e["n"])
     beyond = f" (beyond {rule['threshold']:g})" if rule.get("threshold") else ""
-    rule_text = (f"{rule['metric']}; claimed {rule['claimed']:+g}{beyond}, smallest effect "
+    rule_text = (f"{rule['metric']}; {rule.get('test', 'effect')}, claimed "
+                 f"{rule['claimed']:+g}{beyond}, smallest effect "
                  f"{rule['smallest_effect']:g}, margin ±{rule['margin']:g}, min seeds "
-                 f"{rule['min_seeds']}")
+                 f"{rule['min_seeds']}" + (f"; rule {part['rule_hash']}" if part.get("rule_hash")
+                                           else ""))
     return (f"<li><b>{escape(part['name'])}</b> {badge(part['verdict'], lang)} "
             f"{escape(value)}: {escape(part['reason'])}. <span class=\"muted\">"
             f"{escape(t('rule', lang))}: {escape(rule_text)}</span></li>")
@@ -241,9 +245,10 @@ def ledger_section(doc: dict[str, Any], figures: dict[str, Figure], lang: str) -
         if r.get("parts"):
             evidence += "<ul class=\"parts\">" + "".join(
                 part_item(p, lang) for p in r["parts"]) + "</ul>"
-            if r.get("combines"):
+            combines = (r.get("combines_zh") if zh else None) or r.get("combines")
+            if combines:
                 evidence += (f'<span class="muted">{escape(t("combined", lang))}: '
-                             f'{escape(r["combines"])}</span>')
+                             f'{escape(combines)}</span>')
         numbers = {k: v for k, v in r["evidence"].items() if k != "traceback"}
         if numbers:
             evidence += (f'<details><summary>{escape(t("numbers", lang))}</summary><pre>'
@@ -261,7 +266,8 @@ def ledger_section(doc: dict[str, Any], figures: dict[str, Figure], lang: str) -
     head = "".join(f"<th>{escape(t(k, lang))}</th>" for k in
                    ("col_id", "col_verdict", "col_claim", "col_evidence", "col_source"))
     order = ("confirmed", "conditional", "refuted", "contradicted-at-this-scale",
-             "not-reproduced-at-this-scale", "run", "untestable-here", "missing-results")
+             "not-reproduced-at-this-scale", "inconclusive", "run", "untestable-here",
+             "missing-results")
     summary = " ".join(f"{badge(v, lang)}<b>{counts[v]}</b>" for v in order if v in counts)
     if errors:
         summary += f" {failed_badge}<b>{errors}</b>"
@@ -417,9 +423,10 @@ def added_claims_section(doc: dict[str, Any], figures: dict[str, Figure], lang: 
         if r.get("parts"):
             out.append("<ul class=\"parts\">" + "".join(part_item(x, lang) for x in r["parts"])
                        + "</ul>")
-            if r.get("combines"):
+            combines = (r.get("combines_zh") if zh else None) or r.get("combines")
+            if combines:
                 out.append(f'<p class="muted">{escape(t("combined", lang))}: '
-                           f'{escape(r["combines"])}</p>')
+                           f'{escape(combines)}</p>')
         out.append(claim_table(r["evidence"]))
         if r.get("figure"):
             out.append(figure(r["figure"], figures, lang, number))

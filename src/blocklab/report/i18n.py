@@ -66,16 +66,18 @@ STRINGS: dict[str, tuple[str, str]] = {
                      "not depend on scale: arithmetic, configs, identities); contradicted at "
                      "this scale (the CI excludes the claim with fair arms and a longer run "
                      "agreeing); not reproduced at this scale (a small run here did not show "
-                     "it, which does not refute it); conditional (holds under a stated "
+                     "it, which does not refute it); inconclusive (the seeds spent decide "
+                     "neither way: the part says the smallest effect they could detect and how "
+                     "many seeds would decide it); conditional (holds under a stated "
                      "condition); run (an experiment the page designed, with what it found); "
-                     "untestable here (needs more than this machine, or more seeds than "
-                     "stored); missing results (run the named command). Experimental claims "
+                     "untestable here (needs more than this machine); missing results (run the named command). Experimental claims "
                      "are graded by rules registered before the data: metric, smallest effect, "
                      "margin and minimum seeds, shown under each.",
                      "每条论断一行。判定：成立；不成立（仅用于与规模无关的论断：算术、配置、恒等式）；"
                      "此规模下与之相反（置信区间排除该论断，且各组公平、更长训练结论一致）；"
-                     "此规模下未复现（本机的小规模运行未显示该效应，但不构成反驳）；有条件成立（在所述条件下成立）；"
-                     "已运行（页面设计的实验及其结果）；此处无法检验（超出本机能力或种子数不足）；"
+                     "此规模下未复现（本机的小规模运行未显示该效应，但不构成反驳）；尚无定论（已用的种子两方面都不能判定："
+                     "列出可检测的最小效应与判定所需的种子数）；有条件成立（在所述条件下成立）；"
+                     "已运行（页面设计的实验及其结果）；此处无法检验（超出本机能力）；"
                      "缺少实验结果（运行所给命令）。实验性论断按事先登记的规则判定：指标、最小效应、"
                      "等价边界与最少种子数，列于每条之下。"),
     "col_id": ("id", "编号"),
