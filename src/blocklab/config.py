@@ -383,7 +383,7 @@ def write_atomic(path: Path, text: str) -> None:
         os.replace(tmp, path)
     except OSError as err:
         tmp.unlink(missing_ok=True)
-        if err.filename is not None:
+        if err.filename is not None or err.errno is None:
             raise
         # A full disk or a quota says nothing of where: name the file being written.
         raise OSError(err.errno, err.strerror, str(path)) from err
