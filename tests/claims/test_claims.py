@@ -196,7 +196,7 @@ def test_ffn_verdict_logic(tmp_path, swiglu, geglu, glu, verdict, parts):
     assert shown["rule"] == {"metric": row.parts[0].rule.metric, "smallest_effect": 0.5,
                              "margin": 0.25, "min_seeds": 5, "claimed": -1.5,
                              "decides": row.parts[0].rule.decides, "threshold": 0.0,
-                             "test": "effect"}
+                             "test": "effect", "max_seeds": 50}
     assert shown["estimate"] == {"value": swiglu.mean, "ci_low": swiglu.ci_low,
                                  "ci_high": swiglu.ci_high, "n": swiglu.n, "sd": None}
     assert shown["combines"] and len(shown["parts"]) == 3
@@ -374,7 +374,9 @@ def test_extrapolation_grades_against_the_page(tmp_path):
     unusable = "unavailable (table)"
     arms = {
         "learned": _arm({"2": unusable, "4": unusable, "8": unusable}),
-        "learned-8L": _arm({"2": 40.0, "4": 60.0, "8": 80.0}),
+        # The quick plan's long table (16·L rows, `position.arms`): a learned-8L arm is no
+        # arm of that plan, and no rule is registered for it.
+        "learned-16L": _arm({"2": 40.0, "4": 60.0, "8": 80.0}),
         "sinusoidal": _arm({"2": 30.0, "4": 40.0, "8": 60.0}),  # handicapped: not graded
         "sinusoidal+scale": _arm({"2": 3.0, "4": 12.0, "8": 40.0}),
         "alibi": _arm({"2": 0.1, "4": 0.2, "8": 0.3}),
@@ -388,7 +390,7 @@ def test_extrapolation_grades_against_the_page(tmp_path):
     assert row.verdict == "confirmed", row.summary
     assert "L = 128 (3 seed(s))" in row.summary
     names = [p.name for p in row.parts]
-    assert names[0] == "learned absolute (learned-8L) collapses at 2×"
+    assert names[0] == "learned absolute (learned-16L) collapses at 2×"
     assert "sinusoidal (sinusoidal+scale) works at 2×" in names
     assert names[-2:] == ["RoPE works at 8× with ntk scaling", "RoPE works at 8× with yarn scaling"]
     assert row.to_dict()["rule"]["min_seeds"] == 3

@@ -149,7 +149,10 @@ def test_c36_without_results_or_without_a_deep_grid(tmp_path):
     assert _c36(tmp_path).verdict == "missing-results"
     _write(tmp_path, _data([]))
     row = _c36(tmp_path)
-    assert row.verdict == "untestable-here" and not row.parts and row.figure == "placement_deep"
+    assert row.verdict == "untestable-here" and row.figure == "placement_deep"
+    # No part is graded; each registered part is shown with its rule, undecided.
+    assert [p.name for p in row.parts] == list(depth.C36_RULES)
+    assert all(p.verdict == "untestable-here" and p.estimate.n == 0 for p in row.parts)
 
 
 def test_the_deep_grid_does_not_move_c13_or_c19(tmp_path):

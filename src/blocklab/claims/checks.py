@@ -26,6 +26,35 @@ from blocklab.claims.ledger import (
     scale_text,
     settle,
 )
+from blocklab.claims.registry import (  # noqa: F401 - the rules' names, as the checks used them
+    C12_INITS,
+    C12_RULE,
+    C13_PART,
+    C13_RULE,
+    C16_ARMS,
+    C16_MARGIN_PCT,
+    C16_MIN_SEEDS,
+    C16_SMALLEST_EFFECT_PCT,
+    C18_QUALITY_PART,
+    C18_STEP_PART,
+    C18_STEP_RULE,
+    C19_MIN_SEEDS,
+    C19_RULES,
+    C21_DECIDES,
+    C21_METRIC,
+    C21_MIN_SEEDS,
+    COLLAPSE_PCT,
+    WORKS_PCT,
+    BandPart,
+    band_rule,
+    c12_part_name,
+    c16_rule,
+    c18_quality_rule,
+    c21_fair_arms,
+    c21_plan,
+    registered,
+    rule_of,
+)
 from blocklab.claims.rules import INCONCLUSIVE, Estimate, Rule
 from blocklab.experiments.summaries import (
     Interval,
@@ -568,26 +597,12 @@ def _read_json(read: Read) -> dict[str, Any] | str:
     return asdict(read) if isinstance(read, Interval) else read
 
 
-# C16's registered rule per part: the metric is (arm − relu)/relu of the final validation loss
-# at equal parameters, steps and tokens, in % (negative = lower loss = better); the claimed
-# effect is minus the middle of the page's stated gain.
-C16_SMALLEST_EFFECT_PCT = 0.5
-C16_MARGIN_PCT = 0.25
-C16_MIN_SEEDS = 5  # two paired seeds gave a CI of width 0.1% that three more seeds overturned
+# C16's registered rule per part (`registry.c16_rule`): (arm − relu)/relu of the final
+# validation loss at equal parameters, steps and tokens, in % (negative = lower loss = better).
 C16_COMBINES = ("the claim takes the SwiGLU part's verdict; when SwiGLU is confirmed and GeGLU "
                 "or GLU is not, the claim is conditional. " + SETTLE_EN)
 C16_COMBINES_ZH = ("论断取 SwiGLU 部分的判定；SwiGLU 成立而 GeGLU 或 GLU 不成立时为有条件成立。"
                    + SETTLE_ZH)
-
-
-def c16_rule(arm: str) -> Rule:
-    from blocklab.experiments.suites.ffn import PAGE_GAIN_PCT
-
-    low, high = PAGE_GAIN_PCT[arm]
-    return Rule(metric=f"(val loss {arm} − relu)/relu at equal parameters and tokens, % "
-                       "(negative = better)",
-                smallest_effect=C16_SMALLEST_EFFECT_PCT, margin=C16_MARGIN_PCT,
-                min_seeds=C16_MIN_SEEDS, claimed=-(low + high) / 2)
 
 
 def combine_c16(parts: list[Part]) -> str:
@@ -609,14 +624,15 @@ def c16(ctx: Context) -> Finding:
     arms = data.arms
     from blocklab.experiments.suites.ffn import PAGE_GAIN_PCT, page_gain_text
 
-    page = {arm: PAGE_GAIN_PCT[arm] for arm in ("swiglu", "geglu", "glu")}  # gains over ReLU, %
+    rules = registered("C16", ctx.size)  # one part per arm, SwiGLU first
+    page = {arm: PAGE_GAIN_PCT[arm] for arm in rules}  # gains over ReLU, %
     rows = {}
     specs = []
     for arm in page:
         rel = arms[arm].rel_delta_pct  # (arm − relu)/relu in %; negative = better
         rows[arm] = {"rel_delta_pct": asdict(rel), "page_gain_pct": list(page[arm]),
                      "val_loss": asdict(arms[arm].val_loss)}
-        specs.append((arm, c16_rule(arm), Estimate.of(rel)))
+        specs.append((arm, rules[arm], Estimate.of(rel)))
     # Fair arms: each at its own lr from the grid (tuned on seeds the CI never sees). A
     # contradiction also needs a 2× longer run with the same sign, which no size runs yet.
     parts = Part.decided_together(specs, fair_arms=len(data.lr_grid) >= 3,
@@ -706,17 +722,8 @@ def _failures(cells: list[PlacementCell], placement: str, warmup: bool | None = 
     return sum(c.failures for c in chosen), sum(c.runs for c in chosen)
 
 
-# C12's registered rule: the claim is about a block with a local identity term, so only the
-# pre-norm stack (y = x + F(N(x))) is graded, and only on how unevenly gradient reaches the
-# layers of one stack, which the final norm's 1/√L (a factor common to every layer) cannot fake.
-C12_RULE = Rule(
-    metric="log2(max / min) of ‖∇W_down‖ over the layers of one pre-norm stack at the deepest "
-           "probed depth, at initialisation, per seed (1 = one layer gets twice another's "
-           "gradient)",
-    smallest_effect=1.0, margin=0.25, min_seeds=2, claimed=2.0, threshold=1.0,
-    decides="confirmed when the 95% CI lies above 1 (a more than 2× spread) for an init; not "
-            "reproduced at this scale when it lies below 1 or inside ±margin; otherwise "
-            "inconclusive, as below min_seeds")
+# C12's registered rule (`registry.C12_RULE`): only the pre-norm stack, the block with a local
+# identity term, graded on how unevenly gradient reaches the layers of one stack.
 C12_COMBINES = ("confirmed when any init's part is confirmed (one stack whose layers get "
                 "unequal gradient is what the claim needs, so that part settles it); otherwise "
                 "not reproduced at this scale when every part is, else inconclusive. " + SETTLE_EN)
@@ -732,9 +739,10 @@ def c12(ctx: Context) -> Finding:
     data = summary.data
     grads = data.init_gradients["pre"]
     deepest = str(max(grads["xavier"].depths))
-    parts = Part.decided_together([(f"pre-norm, {init} init", C12_RULE,
+    rules = registered("C12", ctx.size)
+    parts = Part.decided_together([(c12_part_name(init), rules[c12_part_name(init)],
                                     Estimate.of(grads[init].layer_spread_log2[deepest]))
-                                   for init in ("xavier", "gpt2") if init in grads])
+                                   for init in C12_INITS if init in grads])
     verdict = settle([p.verdict for p in parts],
                      lambda vs: "confirmed" if "confirmed" in vs else vs[0])
     probe = data.size.get("probe", {})
@@ -778,13 +786,6 @@ def _effect(data) -> PlacementEffect | None:
     return max(data.effects, key=lambda e: (e.depth, e.lr, e.warmup))
 
 
-C13_RULE = Rule(
-    metric="(post cold − post warm) − (pre cold − pre warm), final val loss, nats, at the "
-           "deepest depth and highest lr, paired by seed",
-    smallest_effect=0.05, margin=0.02, min_seeds=4, claimed=0.0,
-    decides="no verdict: the page states no result; the estimate is reported as the finding")
-
-
 @claim("C13")
 def c13(ctx: Context) -> Finding:
     summary = ctx.summary("placement")
@@ -812,7 +813,7 @@ def c13(ctx: Context) -> Finding:
     # finding is what it found (C19 grades the claims the experiment bears on). Its part
     # records the metric and estimate of that finding, registered like any other.
     parts = [] if effect is None else [Part(
-        "warmup interaction (the finding; nothing is claimed)", C13_RULE,
+        C13_PART, rule_of("C13", ctx.size, C13_PART),
         Estimate.of(effect.warmup_interaction), "run",
         "the page designed this experiment and stated no result to grade")]
     return Finding(
@@ -829,29 +830,9 @@ def c13(ctx: Context) -> Finding:
         "run: the experiment is reported, not graded")
 
 
-# C19's registered rules, one per statement, all on one contrast (deepest depth, highest lr),
-# paired by seed. Continuous outcomes only: a count of failed runs never decides a part.
-C19_MIN_SEEDS = 4
-C19_RULES = {
-    "pre-norm trains without warmup": Rule(
-        metric="pre-norm final val loss without − with warmup, nats (0 = warmup not needed)",
-        smallest_effect=0.05, margin=0.05, min_seeds=C19_MIN_SEEDS, claimed=0.0,
-        test="equivalence",
-        decides="confirmed when the 90% CI lies inside ±margin (two one-sided tests) and no "
-                "pre-norm run failed; not reproduced at this scale when the 95% CI lies wholly "
-                "outside ±margin or a pre-norm run failed; otherwise inconclusive"),
-    "post-norm needs warmup": Rule(
-        metric="(post cold − post warm) − (pre cold − pre warm), final val loss, nats "
-               "(positive = skipping warmup hurts post-norm more)",
-        smallest_effect=0.05, margin=0.02, min_seeds=C19_MIN_SEEDS, claimed=0.1),
-    "post-norm gradients vanish in the lower layers": Rule(
-        metric="log2(‖∇ first layer‖ / ‖∇ last layer‖) of post-norm during training, after "
-               "warmup (negative = the bottom gets less)",
-        smallest_effect=1.0, margin=0.25, min_seeds=C19_MIN_SEEDS, claimed=-1.0),
-    "post-norm more expressive": Rule(
-        metric="post − pre final val loss with warmup, nats (negative = post-norm better)",
-        smallest_effect=0.02, margin=0.02, min_seeds=C19_MIN_SEEDS, claimed=-0.02),
-}
+# C19's registered rules (`registry.C19_RULES`), one per statement, all on one contrast
+# (deepest depth, highest lr), paired by seed. Continuous outcomes only: a count of failed runs
+# never decides a part.
 C19_COMBINES = ("confirmed when every part is confirmed; not reproduced at this scale when none "
                 "is confirmed; otherwise conditional. " + SETTLE_EN)
 C19_COMBINES_ZH = ("各部分全部成立时成立；没有一部分成立时为此规模下未复现；否则有条件成立。" + SETTLE_ZH)
@@ -889,13 +870,14 @@ def c19(ctx: Context) -> Finding:
     pre_f, pre_n = _failures(cells, "pre")
     post_cold, post_cold_n = _failures(cells, "post", warmup=False)
     post_warm, post_warm_n = _failures(cells, "post", warmup=True)
-    names = list(C19_RULES)
+    rules = registered("C19", ctx.size)
+    names = list(rules)
     # One lr for every arm and one run length: a failure here is never a contradiction.
     parts = Part.decided_together([
-        failed_runs_part(names[0], C19_RULES[names[0]], effect.pre_warmup_effect, pre_f),
-        (names[1], C19_RULES[names[1]], Estimate.of(effect.warmup_interaction)),
-        (names[2], C19_RULES[names[2]], Estimate.of(effect.post_grad_first_over_last_log2)),
-        (names[3], C19_RULES[names[3]], Estimate.of(effect.post_vs_pre_warm)),
+        failed_runs_part(names[0], rules[names[0]], effect.pre_warmup_effect, pre_f),
+        (names[1], rules[names[1]], Estimate.of(effect.warmup_interaction)),
+        (names[2], rules[names[2]], Estimate.of(effect.post_grad_first_over_last_log2)),
+        (names[3], rules[names[3]], Estimate.of(effect.post_vs_pre_warm)),
     ])
     verdict = settle([p.verdict for p in parts], all_or_none)
     train = data.size.get("training", {})
@@ -937,13 +919,9 @@ def c19(ctx: Context) -> Finding:
         C19_COMBINES_ZH)
 
 
-# C18's registered rules. The claim is about compute, so its headline part is the end-to-end
-# training step (forward, backward, clipping, AdamW), not a kernel in isolation; the kernels
-# are reported beside it. Repeats of the interleaved step timing play the part of seeds.
-C18_STEP_RULE = Rule(
-    metric="100·(RMSNorm step time / LayerNorm step time − 1), %, median over interleaved "
-           "repeats with a paired bootstrap 95% CI (negative = RMSNorm cheaper)",
-    smallest_effect=1.0, margin=1.0, min_seeds=5, claimed=-7.0)
+# C18's registered rules (`registry.C18_STEP_RULE`, `registry.c18_quality_rule`): the claim is
+# about compute, so its headline part is the end-to-end training step, not a kernel in
+# isolation; the kernels are reported beside it.
 C18_COMBINES = ("confirmed when the training step is cheaper and quality is shown equivalent; "
                 "otherwise the step part's verdict, or conditional when only one part holds. "
                 + SETTLE_EN)
@@ -954,15 +932,6 @@ C18_COMBINES_ZH = ("训练步更省且质量被证明等价时成立；只有一
 C18_PAGE_NOTE = ("Page 000 itself says the RMSNorm paper's run-time gain belongs to that "
                  "paper's task and implementation and reports no general speed-up.")
 C18_PAGE_NOTE_ZH = "页面 000 自己也说明：RMSNorm 原论文的运行时间改善属于其任务与实现条件，页面不报告通用加速比例。"
-
-
-def c18_quality_rule(margin: float) -> Rule:
-    return Rule(metric="Δ validation loss RMSNorm − LayerNorm, nats/token, paired by seed",
-                smallest_effect=margin, margin=margin, min_seeds=3, claimed=0.0,
-                test="equivalence",
-                decides="confirmed when the 90% CI lies inside ±margin (two one-sided tests); "
-                        "not reproduced at this scale when the 95% CI lies wholly outside it; "
-                        "otherwise inconclusive, as below min_seeds")
 
 
 def combine_c18(step: Part, quality: Part) -> str:
@@ -1013,10 +982,11 @@ def c18(ctx: Context) -> Finding:
                                       100 * (step.ci_high - 1), step.repeats)
     # One run length and no learning-rate question, but a 1-thread CPU step at one small size:
     # never a contradiction of a claim made for other hardware and sizes.
+    rules = registered("C18", ctx.size)
     parts = Part.decided_together(
-        [("a training step is cheaper with RMSNorm", C18_STEP_RULE, estimate),
-         ("nearly the same quality", c18_quality_rule(quality.margin),
-          Estimate.of(quality.delta))], fair_arms=True, longer_run_agrees=False)
+        [(C18_STEP_PART, rules[C18_STEP_PART], estimate),
+         (C18_QUALITY_PART, rules[C18_QUALITY_PART], Estimate.of(quality.delta))],
+        fair_arms=True, longer_run_agrees=False)
     step_part, quality_part = parts
     verdict = combine_c18(step_part, quality_part)
     model = like.model
@@ -1072,46 +1042,19 @@ def _step_row(s: StepTime) -> dict[str, Any]:
             "ci_low": s.time.ci_low, "ci_high": s.time.ci_high, "repeats": s.time.repeats}
 
 
-# Extrapolation grades: the loss on tokens past the training length L, compared with the same
-# tokens scored by sliding windows of L (what the model gets without extrapolating), per seed.
-WORKS_PCT = 5.0  # at most 5% worse than sliding windows: "works"
-COLLAPSE_PCT = 25.0  # more than 25% worse (or unusable): "collapses"; in between: "degrades"
-C21_MIN_SEEDS = 3
-C21_METRIC = "100·(loss past L − sliding-window loss)/sliding-window loss on the same tokens, %"
-C21_DECIDES = (f"works when the 95% CI's upper end is below {WORKS_PCT:g}%; collapses when its "
-               f"lower end is above {COLLAPSE_PCT:g}% or the model cannot run there; degrades "
-               f"when the 90% CI lies inside ({WORKS_PCT:g}%, {COLLAPSE_PCT:g}%). A statement is "
-               "confirmed when its interval shows the page's grade, not reproduced at this "
-               "scale when its interval excludes it, otherwise inconclusive")
+# Extrapolation grades (`registry.band_rule`): the loss on tokens past the training length L,
+# compared with the same tokens scored by sliding windows of L, per seed: works ≤ WORKS_PCT <
+# degrades ≤ COLLAPSE_PCT < collapses.
 C21_COMBINES = ("confirmed when every statement holds; not reproduced at this scale when more "
                 "than half of the statements do not; otherwise conditional. " + SETTLE_EN)
 C21_COMBINES_ZH = ("每条陈述都成立时成立；超过一半的陈述不成立时为此规模下未复现；否则有条件成立。" + SETTLE_ZH)
 
 
-def band_rule(metric: str, want: str, decides: str) -> Rule:
-    """The rule of a statement about the loss past L (%, vs sliding windows): `want` is
-    works (below WORKS_PCT), degrades (between the two), collapses (above COLLAPSE_PCT) or
-    drops (above WORKS_PCT: degrades or collapses)."""
-    if want == "works":
-        return Rule(metric=metric, smallest_effect=WORKS_PCT, margin=0.0,
-                    min_seeds=C21_MIN_SEEDS, claimed=WORKS_PCT, threshold=WORKS_PCT,
-                    test="at-most", decides=decides)
-    if want == "degrades":
-        return Rule(metric=metric, smallest_effect=WORKS_PCT,
-                    margin=(COLLAPSE_PCT - WORKS_PCT) / 2, min_seeds=C21_MIN_SEEDS,
-                    claimed=(COLLAPSE_PCT + WORKS_PCT) / 2, test="equivalence",
-                    decides=decides)
-    bound = COLLAPSE_PCT if want == "collapses" else WORKS_PCT
-    return Rule(metric=metric, smallest_effect=WORKS_PCT, margin=0.0, min_seeds=C21_MIN_SEEDS,
-                claimed=bound, threshold=bound, test="at-least", decides=decides)
-
-
-def band_part(name: str, arm: PositionArm | None, mult: str, want: str, metric: str,
-              decides: str) -> Part | tuple[str, Rule, Estimate]:
-    """One statement about an arm at a multiple of L: the spec to decide by `band_rule`, or a
-    Part decided without a test where the arm cannot run there (a learned table past its
-    length collapses) or was not read."""
-    rule = band_rule(metric, want, decides)
+def band_part(name: str, arm: PositionArm | None, mult: str, want: str, rule: Rule
+              ) -> Part | tuple[str, Rule, Estimate]:
+    """One statement about an arm at a multiple of L: the spec to decide by its registered
+    `rule` (a `registry.band_rule`), or a Part decided without a test where the arm cannot run
+    there (a learned table past its length collapses) or was not read."""
     pct = None if arm is None else arm.extrapolated_vs_sliding_pct.get(mult)
     if arm is None:
         return Part(name, rule, Estimate(None, None, None, 0), INCONCLUSIVE, "not read")
@@ -1140,10 +1083,9 @@ def _grade(arm: PositionArm, mult: str) -> tuple[str, Interval | None]:
     return "unclear", pct
 
 
-def _c21_part(name: str, arm: str, mult: str, want: str, arms: dict[str, PositionArm]
+def _c21_part(p: BandPart, rule: Rule, arms: dict[str, PositionArm]
               ) -> Part | tuple[str, Rule, Estimate]:
-    return band_part(name, arms.get(arm), mult, want, f"{C21_METRIC}: {arm} at {mult}×",
-                     C21_DECIDES)
+    return band_part(p.name, arms.get(p.arm), p.mult, p.want, rule)
 
 
 @claim("C21")
@@ -1155,26 +1097,13 @@ def c21(ctx: Context) -> Finding:
     arms = data.arms
     mults = [str(m) for m in data.mults if str(m) != "1"]
     grades = {name: {m: _grade(arm, m)[0] for m in mults} for name, arm in arms.items()}
-    # The fair arms: a learned table long enough to be read past L (the table of L cannot run
-    # there, so it "collapses" by construction), and sinusoidal with the √d embedding scale of
-    # the original Transformer (without it the position signal drowns the token embedding).
-    learned = next((n for n in arms if n.startswith("learned-")), "learned")
-    sinusoidal = "sinusoidal+scale" if "sinusoidal+scale" in arms else "sinusoidal"
-    # "8× with scaling": each RoPE scaling by name, training-free (no selection of the best).
-    scalings = [n for n in ("rope+ntk", "rope+yarn") if n in arms]
-    wanted = [
-        (f"learned absolute ({learned}) collapses at 2×", learned, "2", "collapses"),
-        (f"sinusoidal ({sinusoidal}) works at 2×", sinusoidal, "2", "works"),
-        (f"sinusoidal ({sinusoidal}) degrades at 4×", sinusoidal, "4", "degrades"),
-        *[(f"ALiBi works at {m}×", "alibi", m, "works") for m in ("2", "4", "8")],
-        ("RoPE works at 2×", "rope", "2", "works"),
-        ("RoPE works at 4×", "rope", "4", "works"),
-        *[(f"RoPE works at 8× with {n.split('+')[1]} scaling", n, "8", "works")
-          for n in scalings],
-    ]
-    parts = Part.decided_together([_c21_part(text, arm, mult, want, arms)
-                                   for text, arm, mult, want in wanted
-                                   if arm in arms and mult in mults])
+    # The statements and their fair arms as the position suite plans them (`registry.c21_plan`),
+    # each graded where this summary read its arm at its multiple.
+    learned, sinusoidal = c21_fair_arms(ctx.size)
+    rules = registered("C21", ctx.size)
+    parts = Part.decided_together([_c21_part(p, rules[p.name], arms)
+                                   for p in c21_plan(ctx.size)
+                                   if p.arm in arms and p.mult in mults])
     verdict = settle([p.verdict for p in parts], _majority)
     failed = [p for p in parts if p.verdict in ("not-reproduced-at-this-scale",
                                                 "contradicted-at-this-scale")]

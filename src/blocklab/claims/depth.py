@@ -34,37 +34,11 @@ from blocklab.claims.ledger import (
     scale_text,
     settle,
 )
-from blocklab.claims.rules import Estimate, Rule
+from blocklab.claims.registry import C36_MIN_SEEDS, C36_RULES, registered  # noqa: F401
+from blocklab.claims.rules import Estimate
 from blocklab.experiments.summaries import DeepEffect, Interval, PlacementCell
 
-C36_MIN_SEEDS = 4
-C36_RULES = {
-    "pre-norm trains without warmup at depth": Rule(
-        metric="pre-norm final val loss without − with warmup at the deepest depth, nats "
-               "(≤ 0: warmup not needed)",
-        smallest_effect=0.05, margin=0.05, min_seeds=C36_MIN_SEEDS, claimed=0.05,
-        threshold=0.05, test="at-most",
-        decides="confirmed when the 95% CI's upper bound lies below +0.05 (without warmup "
-                "no more than 0.05 nats worse: non-inferiority) and no pre-norm run at that "
-                "depth failed; not reproduced at this scale when its lower bound lies above "
-                "+0.05 or a run failed; otherwise inconclusive, as below min_seeds"),
-    "pre-norm gradient reaches the bottom layer (≈ 1)": Rule(
-        metric="log2(‖∇ first layer‖ / ‖∇ last layer‖) of pre-norm with warmup, during "
-               "training after warmup, at the deepest depth (0 = the same gradient)",
-        smallest_effect=1.0, margin=1.0, min_seeds=C36_MIN_SEEDS, claimed=0.0,
-        test="equivalence",
-        decides="confirmed when the 90% CI lies inside ±margin (within a factor 2 across the "
-                "whole stack: two one-sided tests); not reproduced at this scale when the 95% "
-                "CI lies wholly outside it; otherwise inconclusive, as below min_seeds"),
-    "post-norm gradient shrinks toward the bottom": Rule(
-        metric="post − pre of log2(‖∇ first layer‖ / ‖∇ last layer‖) with warmup, during "
-               "training, paired by seed (negative = post-norm's bottom layer gets less)",
-        smallest_effect=1.0, margin=0.25, min_seeds=C36_MIN_SEEDS, claimed=-1.0),
-    "pre-norm ends lower than post-norm without warmup": Rule(
-        metric="pre − post final val loss without warmup at the deepest depth, nats, paired "
-               "by seed (negative = pre-norm better)",
-        smallest_effect=0.05, margin=0.02, min_seeds=C36_MIN_SEEDS, claimed=-0.05),
-}
+# The four parts' rules are registered in `registry.C36_RULES`, in the order above.
 C36_COMBINES = ("confirmed when every part is confirmed; not reproduced at this scale when none "
                 "is confirmed; otherwise conditional. " + SETTLE_EN)
 C36_COMBINES_ZH = ("各部分全部成立时成立；没有一部分成立时为此规模下未复现；否则有条件成立。" + SETTLE_ZH)
@@ -115,12 +89,13 @@ def c36(ctx: Context) -> Finding:
     pre_f, pre_n = _failed(data.deep, "pre", depth)
     post_cold_f, post_cold_n = _failed(data.deep, "post", depth, 0)
     post_warm_f, post_warm_n = _failed(data.deep, "post", depth, effect.warmup)
-    names = list(C36_RULES)
+    rules = registered("C36", ctx.size)
+    names = list(rules)
     parts = Part.decided_together([
-        failed_runs_part(names[0], C36_RULES[names[0]], effect.pre_warmup_effect, pre_f),
-        (names[1], C36_RULES[names[1]], Estimate.of(effect.pre_grad_first_over_last_log2)),
-        (names[2], C36_RULES[names[2]], Estimate.of(effect.post_minus_pre_grad_log2)),
-        (names[3], C36_RULES[names[3]], Estimate.of(effect.pre_vs_post_cold)),
+        failed_runs_part(names[0], rules[names[0]], effect.pre_warmup_effect, pre_f),
+        (names[1], rules[names[1]], Estimate.of(effect.pre_grad_first_over_last_log2)),
+        (names[2], rules[names[2]], Estimate.of(effect.post_minus_pre_grad_log2)),
+        (names[3], rules[names[3]], Estimate.of(effect.pre_vs_post_cold)),
     ])
     verdict = settle([p.verdict for p in parts], all_or_none)
     deep = data.size.get("deep", {})

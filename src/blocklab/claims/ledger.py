@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from blocklab.claims.registry import RuleChange, changes, registered
 from blocklab.claims.rules import (
     ALPHA,
     INCONCLUSIVE,
@@ -197,12 +198,19 @@ class ClaimResult:
     def estimate(self) -> Estimate | None:
         return self.parts[0].estimate if self.parts else None
 
+    @property
+    def rules_changed(self) -> list[RuleChange]:
+        """The edits to this claim's rules made after results had been seen
+        (`registry.CHANGED_AFTER_DATA`)."""
+        return changes(self.id)
+
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["parts"] = [p.to_dict() for p in self.parts]
         out["rule"] = None if self.rule is None else asdict(self.rule)
         out["rule_hash"] = None if self.rule is None else self.rule.hash
         out["estimate"] = None if self.estimate is None else asdict(self.estimate)
+        out["rules_changed"] = [asdict(c) for c in self.rules_changed]
         return _plain(out)
 
 
@@ -276,10 +284,35 @@ def missing(ctx: Context, suite: str) -> Finding:
         {}, command)
 
 
+# Why a registered part carries no decision, by the claim's verdict.
+UNGRADED = {"missing-results": "no results stored: graded by this rule once they are",
+            "untestable-here": "not graded: untestable here",
+            "error": "not graded: the check failed to run"}
+
+
+def planned_parts(rules: dict[str, Rule], verdict: str) -> list[Part]:
+    """A claim's registered parts with no estimate, for a check that graded none (no results,
+    untestable here, or an error): each shows the rule it will be graded by."""
+    reason = UNGRADED.get(verdict, f"not graded ({verdict})")
+    return [Part(name, rule, Estimate(None, None, None, 0), verdict, reason)
+            for name, rule in rules.items()]
+
+
+def unregistered(claim_id: str, parts: list[Part], rules: dict[str, Rule]) -> list[str]:
+    """The parts of a registered claim graded by a rule other than the one registered for
+    them (`registry.registered`), or with no registered rule at all; [] for a claim with no
+    registered rules (an analytic one)."""
+    if not rules:
+        return []
+    return [p.name for p in parts if p.name not in rules or p.rule.hash != rules[p.name].hash]
+
+
 def run_claims(ids: list[str] | None = None, ctx: Context | None = None) -> list[ClaimResult]:
     """Run the checks for `ids` (all when None) in id order. A check that raises gets the state
     "error" with its message (never a verdict), so one broken check neither hides the others
-    nor passes for a finding; the CLI then exits 1."""
+    nor passes for a finding; the CLI then exits 1. So does a check that grades a part by a
+    rule other than the one registered for it (`blocklab.claims.registry`). A check that grades
+    no part (no results stored, untestable here) shows its registered parts with their rules."""
     register_checks()
 
     ctx = ctx or Context()
@@ -299,6 +332,7 @@ def run_claims(ids: list[str] | None = None, ctx: Context | None = None) -> list
     for cid in wanted:
         en, zh = CLAIM_TEXT[cid]
         src = sources[cid]
+        rules = registered(cid, ctx.size)
         try:
             found = CHECKS[cid](ctx)
         except Exception as err:  # noqa: BLE001 - shown as the error it is, never as a verdict
@@ -306,7 +340,17 @@ def run_claims(ids: list[str] | None = None, ctx: Context | None = None) -> list
             out.append(ClaimResult(cid, en, zh, src["page"], src["section"], ERROR,
                                    f"The check failed to run: {error}",
                                    f"检查运行失败：{error}",
-                                   {"traceback": traceback.format_exc()}, "", None, error))
+                                   {"traceback": traceback.format_exc()}, "", None, error,
+                                   planned_parts(rules, ERROR)))
+            continue
+        stray = unregistered(cid, found.parts, rules)
+        if stray:
+            error = (f"{cid} graded part(s) {stray} by a rule not registered for them at size "
+                     f"{ctx.size!r} (blocklab.claims.registry; a bug in the check)")
+            out.append(ClaimResult(cid, en, zh, src["page"], src["section"], ERROR,
+                                   f"The check failed to run: {error}",
+                                   f"检查运行失败：{error}", {}, "", None, error,
+                                   planned_parts(rules, ERROR)))
             continue
         if cid in SCALE_DEPENDENT and found.verdict == "refuted":
             error = (f"{cid} depends on scale, so a run here may not refute it; its check "
@@ -315,9 +359,10 @@ def run_claims(ids: list[str] | None = None, ctx: Context | None = None) -> list
                                    f"The check failed to run: {error}",
                                    f"检查运行失败：{error}", {}, "", None, error))
             continue
+        parts = list(found.parts) or planned_parts(rules, found.verdict)
         out.append(ClaimResult(cid, en, zh, src["page"], src["section"], found.verdict,
                                found.summary, found.summary_zh, _plain(found.evidence),
-                               found.command, found.figure, None, list(found.parts),
+                               found.command, found.figure, None, parts,
                                found.combines, found.combines_zh))
     return out
 

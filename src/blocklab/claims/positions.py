@@ -10,12 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from blocklab.claims.checks import (
-    C21_METRIC,
-    COLLAPSE_PCT,
-    WORKS_PCT,
-    band_part,
-)
+from blocklab.claims.checks import band_part
 from blocklab.claims.ledger import (
     DECIDED,
     SETTLE_EN,
@@ -28,7 +23,24 @@ from blocklab.claims.ledger import (
     scale_text,
     settle,
 )
-from blocklab.claims.rules import INCONCLUSIVE, Estimate, Rule
+from blocklab.claims.registry import (  # noqa: F401 - the rules' names, as the checks used them
+    C29_ORDER_PART,
+    C29_ORDER_RULE,
+    C29_UNIGRAM_PART,
+    C29_UNIGRAM_RULE,
+    C30_DECIDES,
+    C30_MULTS,
+    C31_MIN_REPEATS,
+    COLLAPSE_PCT,
+    COST_OVERHEAD_PCT,
+    WORKS_PCT,
+    c30_plan,
+    c31_part_name,
+    c31_plan,
+    c31_rule,
+    registered,
+)
+from blocklab.claims.rules import INCONCLUSIVE, Estimate
 from blocklab.claims.text import VERDICT_ZH
 from blocklab.experiments.summaries import Interval, PositionData, TimeRatio
 
@@ -37,21 +49,7 @@ from blocklab.experiments.summaries import Interval, PositionData, TimeRatio
 # a broken one misses by O(1) on N(0, 1) inputs, so 1e-3 separates the two by nine decades.
 EXACT_TOL = 1e-12
 BROKEN_TOL = 1e-3
-C29_ORDER_RULE = Rule(
-    metric="total-variation distance between a NoPE decoder's next-token distributions after a "
-           "validation prefix and after the same prefix with its first k − 1 tokens reversed "
-           "(last token kept), mean over prefixes, per seed; in [0, 1]; > 0: it sees order",
-    smallest_effect=0.02, margin=0.005, min_seeds=3, claimed=0.02,
-    decides="confirmed (the causal decoder sees order) when the 95% CI over seeds lies above "
-            "δ = 0.02; not reproduced at this scale when it lies below it or inside ±margin; "
-            "otherwise inconclusive, as below min_seeds")
-C29_UNIGRAM_RULE = Rule(
-    metric="NoPE decoder validation loss − unigram entropy of the training bytes, nats/token, "
-           "per seed; < 0: it uses its context",
-    smallest_effect=0.1, margin=0.02, min_seeds=3, claimed=-0.1,
-    decides="confirmed (the decoder uses context) when the 95% CI over seeds lies below "
-            "−δ = −0.1 nats; not reproduced at this scale when it lies above it or inside "
-            "±margin; otherwise inconclusive, as below min_seeds")
+# The experimental parts' rules: `registry.C29_ORDER_RULE`, `registry.C29_UNIGRAM_RULE`.
 C29_COMBINES = ("refuted when bidirectional attention without positions is not permutation-"
                 "equivariant to 1e-12 in float64; conditional when it is and causal attention is "
                 "not (the claim holds for non-causal attention only), whatever the experimental "
@@ -139,10 +137,10 @@ def c29(ctx: Context) -> Finding:
     order = {} if summary is None else summary.data.order
     none = order.get("none")
     empty = Interval(0)
+    rules = registered("C29", ctx.size)
     parts = Part.decided_together([
-        ("a causal NoPE decoder tells a prefix from its reversal (TV > 0)", C29_ORDER_RULE,
-         Estimate.of(none.tv if none else empty)),
-        ("a causal NoPE decoder beats the unigram entropy", C29_UNIGRAM_RULE,
+        (C29_ORDER_PART, rules[C29_ORDER_PART], Estimate.of(none.tv if none else empty)),
+        (C29_UNIGRAM_PART, rules[C29_UNIGRAM_PART],
          Estimate.of(none.loss_minus_unigram if none else empty))])
     if order:
         evidence["order_probe"] = {arm: {"tv": _interval_json(o.tv), "kl": _interval_json(o.kl),
@@ -198,7 +196,7 @@ def _ci(stats: Interval, digits: int) -> str:
 
 
 # --- C30: RoPE to 8–16× with NTK / YaRN, and the warning past 8× read both ways ---------------
-C30_MULTS = ("8", "16")
+# Its parts and rules: `registry.c30_plan`, `registry.c30_rule` (C21's bands, 5% edge only).
 # The page says two things (§ 为什么 RoPE 成为主流？ and § 避坑指南): with NTK-aware / YaRN
 # scaling RoPE extrapolates to 8–16×, and, with no qualifier,
 # "RoPE 外推超过 8x 训练长度时质量会明显下降". The warning is graded as read both ways, each
@@ -212,10 +210,6 @@ C30_READINGS = {
                        "past 8× too)",
                        "警告按做 scaling 读（NTK-aware / YaRN 的 RoPE 超过 8 倍也明显下降）"),
 }
-C30_DECIDES = (f"works when the 95% CI's upper end is below {WORKS_PCT:g}%; drops (degrades or "
-               f"collapses) when its lower end is above {WORKS_PCT:g}% or the model cannot run "
-               "there. A part is confirmed when its interval shows the page's grade, not "
-               "reproduced at this scale when it shows the other, otherwise inconclusive")
 C30_COMBINES = ("three groups of parts: the statement (NTK and YaRN, each training-free and "
                 "fine-tuned, work at 8× and 16×) and the unqualified warning (quality drops "
                 "clearly past 8×) read two ways: (a) without scaling (plain RoPE, and RoPE "
@@ -231,38 +225,19 @@ C30_COMBINES_ZH = ("三组部分：第一句（NTK 与 YaRN，免训练与微调
                    "三组全部成立时成立；否则有条件成立，以成立的读法为条件。不会判为不成立（与规模有关）。" + SETTLE_ZH)
 
 
-def _c30_part(name: str, arm: str, mult: str, want: str, data: PositionData
-              ) -> Part | tuple[str, Rule, Estimate]:
-    """One statement by the 5% edge of C21's bands (loss past L vs sliding windows, %): `want`
-    is "works" or "drops" (degrades or collapses: C30's statements are about the 5% edge
-    only, so an interval wholly past 5% drops whether it straddles 25% or not)."""
-    return band_part(name, data.arms.get(arm), mult, want, f"{C21_METRIC}: {arm} at {mult}×",
-                     C30_DECIDES)
-
-
-def c30_parts(data: PositionData) -> dict[str, list[Part]]:
-    """The parts of C30 by group (the keys of C30_READINGS), at the multiples read (8× and 16×
-    where present; the warning's parts past 8× only)."""
-    mults = [m for m in C30_MULTS if int(m) in data.mults]
-    past = [m for m in mults if int(m) > 8]
-    ft = data.finetune
-    scaled: list[tuple[str, str]] = []  # (how it is named, arm) of each scaled arm
-    for kind in ("ntk", "yarn"):
-        scaled.append((f"RoPE + {kind} (training-free)", f"rope+{kind}"))
-        if ft is not None and kind in ft.arms:
-            scaled.append((f"RoPE + {kind} after a {ft.steps}-step fine-tune", ft.arms[kind]))
-    plain = [("plain RoPE", "rope")]
-    if ft is not None and "none" in ft.arms:
-        plain.append(("RoPE fine-tuned without scaling", ft.arms["none"]))
-    specs = {
-        "scaled": [_c30_part(f"{label} works at {m}×", arm, m, "works", data)
-                   for label, arm in scaled for m in mults],
-        "warning_plain": [_c30_part(f"warning (no scaling): {label} drops clearly at {m}×",
-                                    arm, m, "drops", data) for m in past for label, arm in plain],
-        "warning_scaled": [_c30_part(f"warning (with scaling): {label} drops clearly at {m}×",
-                                     arm, m, "drops", data)
-                           for m in past for label, arm in scaled],
-    }
+def c30_parts(data: PositionData, size: str = "quick") -> dict[str, list[Part]]:
+    """The parts of C30 by group (the keys of C30_READINGS) as the position suite plans them
+    at `size` (`registry.c30_plan`), each graded by its registered rule where this summary read
+    its multiple (8× and 16× where present; the warning's parts past 8× only) and, for a
+    fine-tuned arm, ran that fine-tune. A statement is graded by the 5% edge of C21's bands
+    only, so an interval wholly past 5% drops whether it straddles 25% or not."""
+    rules = registered("C30", size)
+    tuned = set() if data.finetune is None else set(data.finetune.arms.values())
+    planned = {key: [p for p in group if int(p.mult) in data.mults
+                     and ("+ft" not in p.arm or p.arm in tuned)]
+               for key, group in c30_plan(size).items()}
+    specs = {key: [band_part(p.name, data.arms.get(p.arm), p.mult, p.want, rules[p.name])
+                   for p in group] for key, group in planned.items()}
     # Holm's correction over every part of the claim, then back into the groups.
     decided = iter(Part.decided_together([s for group in specs.values() for s in group]))
     return {key: [next(decided) for _ in group] for key, group in specs.items()}
@@ -323,7 +298,7 @@ def c30(ctx: Context) -> Finding:
     if summary is None:
         return missing(ctx, "position")
     data = summary.data
-    groups = c30_parts(data)
+    groups = c30_parts(data, ctx.size)
     parts = [p for group in groups.values() for p in group]
     verdict = combine_c30(groups)
     status = {key: reading_status(group) for key, group in groups.items()}
@@ -382,21 +357,7 @@ def c30(ctx: Context) -> Finding:
 
 
 # --- C31: what RoPE costs ------------------------------------------------------------------------
-COST_OVERHEAD_PCT = 10.0  # "costs little": a step at most 10% slower than without positions
-C31_MIN_REPEATS = 10
-
-
-def c31_rule(scheme: str, phase: str) -> Rule:
-    return Rule(
-        metric=f"100·(median {scheme} / median none − 1), {phase} step time at one thread, %; "
-               "CI: paired bootstrap over interleaved repeats (n = repeats)",
-        smallest_effect=COST_OVERHEAD_PCT, margin=0.0, min_seeds=C31_MIN_REPEATS,
-        claimed=COST_OVERHEAD_PCT, threshold=COST_OVERHEAD_PCT, test="at-most",
-        decides=f"confirmed (costs little) when the 95% CI's upper end is below "
-                f"+{COST_OVERHEAD_PCT:g}%; not reproduced at this scale when its lower end is "
-                f"above it; otherwise inconclusive, as below {C31_MIN_REPEATS} repeats")
-
-
+# Its parts' rules: `registry.c31_rule` ("costs little": at most COST_OVERHEAD_PCT slower).
 def _overhead(ratio: TimeRatio) -> Estimate:
     # A bootstrap interval of a ratio: its sd is the t-equivalent of its half width.
     return Estimate.from_interval(100 * (ratio.ratio - 1), 100 * (ratio.ci_low - 1),
@@ -446,10 +407,11 @@ def c31(ctx: Context) -> Finding:
         return missing(ctx, "position")
     cost = summary.data.cost
     schemes = cost.schemes
+    rules = registered("C31", ctx.size)
     parts = Part.decided_together(
-        [(f"{s} {phase} step costs little vs no positions", c31_rule(s, phase),
+        [(c31_part_name(s, phase), rules[c31_part_name(s, phase)],
           _overhead(getattr(schemes[s], f"{phase}_vs_none")))
-         for s in ("rope", "alibi") for phase in ("train", "decode") if s in schemes])
+         for s, phase in c31_plan(ctx.size) if s in schemes])
     rope, none = schemes["rope"], schemes["none"]
     no_params = zoo["rope"] == zoo["none"] and rope.params == none.params
     same_kernel = (rope.kernels_train == none.kernels_train

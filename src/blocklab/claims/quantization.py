@@ -19,21 +19,24 @@ from blocklab.claims.ledger import (
     scale_text,
     settle,
 )
-from blocklab.claims.rules import Estimate, Rule
+from blocklab.claims.registry import (  # noqa: F401 - the rules' names, as the checks used them
+    C32_LARGEST_PART,
+    C32_LARGEST_RULE,
+    C32_MODE,
+    C32_SPEED_PART,
+    C32_SPEEDUP_RULE,
+    C33_EXACT_PART,
+    C33_EXACT_RULE,
+    C33_TENSOR_PART,
+    C33_TENSOR_RULE,
+    registered,
+)
+from blocklab.claims.rules import Estimate
 from blocklab.experiments.summaries import Interval, QuantizeData, QuantTiming
 
-# C32's registered rules: prefill of the largest timed T, dynamic int8 (the mode that makes the
-# GEMMs themselves int8; weight-only keeps float FLOPs), eager; repeats of the interleaved
-# timing play the part of seeds.
-C32_MODE = "dynamic"
-C32_SPEEDUP_RULE = Rule(
-    metric="100·(prefill speed-up of FFN-only int8 − 1), %, float time / quantized time per "
-           "interleaved repeat, mean with 95% t-interval (positive = faster)",
-    smallest_effect=5.0, margin=2.0, min_seeds=3, claimed=10.0)
-C32_LARGEST_RULE = Rule(
-    metric="100·(prefill speed-up of FFN-only / speed-up of attention-only − 1), %, per "
-           "repeat, mean with 95% t-interval (positive = quantizing the FFN gains more)",
-    smallest_effect=5.0, margin=2.0, min_seeds=3, claimed=10.0)
+# C32's registered rules (`registry.C32_SPEEDUP_RULE`, `registry.C32_LARGEST_RULE`): prefill of
+# the largest timed T, dynamic int8 (the mode that makes the GEMMs themselves int8; weight-only
+# keeps float FLOPs), eager; repeats of the interleaved timing play the part of seeds.
 C32_COMBINES = ("untestable here on a CPU without int8 dot-product instructions (VNNI or AMX "
                 "int8); otherwise confirmed when quantizing the FFN speeds prefill up and gains "
                 "more than quantizing attention, conditional when only one holds, else the "
@@ -41,11 +44,8 @@ C32_COMBINES = ("untestable here on a CPU without int8 dot-product instructions 
                 + SETTLE_EN)
 C32_COMBINES_ZH = ("在没有 int8 点积指令（VNNI 或 AMX int8）的 CPU 上此处无法检验；否则量化 FFN 使预填充加速且加速多于量化注意力时成立，"
                    "只有一项成立时有条件成立，否则取首要部分的判定（速度取决于硬件与规模，不会判为不成立）。" + SETTLE_ZH)
-# C33's registered rule for the per-tensor part; the per-row exactness part is analytic.
-C33_TENSOR_RULE = Rule(
-    metric="100·(FFN output error with gate|up merged under one per-tensor scale / error with "
-           "gate and up each at its own per-tensor scale − 1), %, paired by seed",
-    smallest_effect=1.0, margin=0.5, min_seeds=3, claimed=5.0)
+# C33's registered rules (`registry.C33_TENSOR_RULE`; the per-row exactness part is analytic,
+# `registry.C33_EXACT_RULE`).
 C33_COMBINES = ("conditional when merging gate|up with per-row scales is exactly separate "
                 "quantization and one per-tensor scale raises the error (the page's rule holds "
                 "for per-tensor scales only); refuted when the per-row merge is not exact (the "
@@ -84,7 +84,7 @@ def int8_hardware(data: QuantizeData) -> bool:
     return any(data.cpu_flags.get(f) for f in ("avx512_vnni", "avx_vnni", "amx_int8"))
 
 
-def c32_parts(data: QuantizeData) -> tuple[list[Part], dict]:
+def c32_parts(data: QuantizeData, size: str = "quick") -> tuple[list[Part], dict]:
     """C32's two graded parts from a quantize summary, and the numbers they rest on. A
     contradiction also needs int8 hardware: on a CPU without it the arms are not fair to
     int8."""
@@ -100,8 +100,8 @@ def c32_parts(data: QuantizeData) -> tuple[list[Part], dict]:
     # The same sign at every other T plays the part of "a 2× longer run agrees".
     signs = {(ffn.prefill_speedup[x].mean or 1.0) > 1.0 for x in lens}
     agrees = len(lens) > 1 and len(signs) == 1
-    speed_spec = (f"FFN-only int8 ({C32_MODE}) speeds prefill up (T={t})", C32_SPEEDUP_RULE,
-                  _pct(ffn.prefill_speedup[t]))
+    rules = registered("C32", size)
+    speed_spec = (C32_SPEED_PART, rules[C32_SPEED_PART], _pct(ffn.prefill_speedup[t]))
     # Per-repeat ratio of the two speed-ups = t_attention / t_ffn, rebuilt from the intervals'
     # means only where the raw repeats are not kept: the summary stores speed-up intervals, so
     # the ratio's interval is the difference of the two in percent (conservative: unpaired).
@@ -118,8 +118,8 @@ def c32_parts(data: QuantizeData) -> tuple[list[Part], dict]:
         else:
             largest_est = Estimate(mean, None, None, min(a.n, b.n))
     speed, largest = Part.decided_together(
-        [speed_spec, (f"FFN-only gains more than attention-only (T={t})", C32_LARGEST_RULE,
-                      largest_est)], fair_arms=int8_hardware(data), longer_run_agrees=agrees)
+        [speed_spec, (C32_LARGEST_PART, rules[C32_LARGEST_PART], largest_est)],
+        fair_arms=int8_hardware(data), longer_run_agrees=agrees)
     # estimate: Amdahl over the FFN's share of the time with its GEMMs' k (not a bound);
     # bound: the FFN's layers made free, which no FFN-only scheme can beat.
     numbers = {"T": int(t), "ffn_flop_share": ffn.flop_share[t],
@@ -146,7 +146,7 @@ def c32(ctx: Context) -> Finding:
     if summary is None:
         return missing(ctx, "quantize")
     data: QuantizeData = summary.data
-    parts, n = c32_parts(data)
+    parts, n = c32_parts(data, ctx.size)
     vnni = int8_hardware(data)
     # Without int8 instructions the question (which part gains most from int8) cannot be
     # asked here: every scheme is slower than float32 for the machine's sake.
@@ -226,14 +226,12 @@ def swiglu_exactness(seed: int = 0, d: int = 64, m: int = 96) -> dict:
 @claim("C33")
 def c33(ctx: Context) -> Finding:
     probe = swiglu_exactness()
-    exact_rule = Rule(metric="max |merged-per-row − separate-per-row| over dequantized weights "
-                             "(analytic: must be exactly 0)", smallest_effect=0.0, margin=0.0,
-                      min_seeds=1, claimed=0.0, decides="confirmed when exactly 0, else refuted")
+    rules = registered("C33", ctx.size)
     summary = ctx.summary("quantize")
     stored = None if summary is None else summary.data.merged_per_row_max_diff
     exact = probe["per_row_identical"] and (stored is None or stored == 0.0)
-    exact_part = Part("merging gate|up with per-row scales equals separate quantization",
-                      exact_rule, Estimate(0.0 if exact else stored, None, None, 1),
+    exact_part = Part(C33_EXACT_PART, rules[C33_EXACT_PART],
+                      Estimate(0.0 if exact else stored, None, None, 1),
                       "confirmed" if exact else "refuted",
                       "bit-identical" if exact else "the merged and separate weights differ")
     if summary is None:
@@ -241,8 +239,8 @@ def c33(ctx: Context) -> Finding:
     data: QuantizeData = summary.data
     rows = {s.scheme: s for s in data.swiglu}
     tensor = rows["merged-per-tensor"]
-    tensor_part = Part.graded("one per-tensor scale for gate|up raises the FFN error",
-                              C33_TENSOR_RULE, Estimate.of(tensor.error_vs_separate_pct))
+    tensor_part = Part.graded(C33_TENSOR_PART, rules[C33_TENSOR_PART],
+                              Estimate.of(tensor.error_vs_separate_pct))
     if not exact:
         verdict = "refuted"
     else:

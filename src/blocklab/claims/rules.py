@@ -1,8 +1,8 @@
 """Registered rules: how an experimental claim is graded, fixed in code before any data is read.
 
 A rule names the metric (with its unit and sign), the smallest effect of interest δ, the
-equivalence margin inside which an effect counts as absent, the minimum number of seeds, and
-what is claimed: an effect on one side (`test="effect"`, the side is the sign of `claimed`,
+equivalence margin inside which an effect counts as absent, the minimum and maximum number of
+seeds, and what is claimed: an effect on one side (`test="effect"`, the side is the sign of `claimed`,
 and for a claim of "more than t" the `threshold` t), a bound (`"at-most"` / `"at-least"`
 `threshold`), or a band (`"equivalence"`: within `claimed` ± `margin`). `decide` maps an
 estimate with its 95% confidence interval to one decision (SPEC §6), working where the claimed
@@ -68,6 +68,9 @@ TESTS = ("effect", "at-most", "at-least", "equivalence")
 ALPHA = 0.05  # two-sided error rate of every stored interval (95%) and of a claim's decisions
 POWER = 0.8  # the power at which an inconclusive part states what could be detected
 MAX_SEEDS = 10_000  # seeds_needed looks no further ("more than 10,000")
+# A rule's default budget (`Rule.max_seeds`): above every size's planned seeds and repeats
+# (at most 30), far below what seeds_needed can ask for.
+DEFAULT_MAX_SEEDS = 50
 
 DECIDES = ("confirmed when the 95% CI lies wholly beyond the claim's boundary b (the smallest "
            "effect δ, or the threshold of a claim of 'more than t' when larger) on the claimed "
@@ -92,11 +95,18 @@ class Rule:
     # bound itself.
     threshold: float = 0.0
     test: str = "effect"  # one of TESTS
+    # The most paired seeds (repeats, for a timing) a part may spend: the budget a sequential
+    # design stops at, after which an undecided part stays inconclusive and says how many
+    # seeds would decide it. Declared with the rule; no suite adds seeds past its plan yet.
+    max_seeds: int = DEFAULT_MAX_SEEDS
 
     def __post_init__(self) -> None:
         if self.test not in TESTS:
             raise InputError(f"rule test {self.test!r} is not allowed; expected one of "
                              f"{list(TESTS)}")
+        if not 1 <= self.min_seeds <= self.max_seeds:
+            raise InputError(f"rule {self.metric!r}: min_seeds {self.min_seeds} and max_seeds "
+                             f"{self.max_seeds} must satisfy 1 ≤ min_seeds ≤ max_seeds")
 
     @property
     def hash(self) -> str:

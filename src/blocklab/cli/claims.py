@@ -31,14 +31,20 @@ def claims(
     full: bool = typer.Option(False, "--full", help="Shortcut for --size full."),
     seed_offset: int = typer.Option(0, "--seed-offset",
                                     help="Read the suites run with --seed-offset K."),
+    rules_only: bool = typer.Option(False, "--rules", help="Print only the registered rules "
+                                    "of the experimental claims (every part's rule and hash "
+                                    "at --size), reading no results and running no check."),
 ) -> None:
     """Settle the pages' claims, with the evidence and the command that reproduces it.
 
     Experimental claims are graded by registered rules (metric, smallest effect, margin,
-    minimum seeds), shown under each; a toy run can say "not reproduced at this scale", never
-    "refuted". Exit code 1 only if a check fails to run.
+    minimum and maximum seeds), shown under each part with the rule's hash, also when no
+    results are stored; a toy run can say "not reproduced at this scale", never "refuted".
+    Rules edited after results were seen are noted under the claims they affect. Exit code 1
+    only if a check fails to run.
 
-    Example: [bold]blocklab claims C15 C23 --lang zh[/bold]
+    Example: [bold]blocklab claims C15 C23 --lang zh[/bold]; [bold]blocklab claims --rules
+    --json[/bold]
     """
     from blocklab.claims import Context, run_claims
     from blocklab.claims.lang import resolve_lang
@@ -48,8 +54,11 @@ def claims(
 
     # Bad input: exit 2 here, before any check runs, not an error inside every check.
     check_seed_offset_option(seed_offset)
-    folder = results_folder(results, size)
     wanted = claim_ids(ids)
+    if rules_only:
+        print_rules(wanted, size, as_json, language)
+        return
+    folder = results_folder(results, size)
     rows = run_claims(wanted, Context(folder, size, seed_offset=seed_offset))
     if as_json:
         typer.echo(json.dumps([r.to_dict() for r in rows], indent=1, ensure_ascii=False))
@@ -94,19 +103,64 @@ def claim_ids(ids: list[str] | None) -> list[str] | None:
     return upper
 
 
+def rule_text(rule) -> str:
+    """A registered rule in one line: metric, test, claimed size and side, threshold, δ,
+    margin, seeds and hash."""
+    return (f"{rule.metric}; {rule.test}, claimed {rule.claimed:+g}"
+            f"{f' (beyond {rule.threshold:g})' if rule.threshold else ''}, smallest "
+            f"effect δ {rule.smallest_effect:g}, margin ±{rule.margin:g}, seeds "
+            f"{rule.min_seeds}–{rule.max_seeds}, rule {rule.hash}")
+
+
 def part_line(part, zh: bool = False) -> str:
-    """One graded part in a line: verdict, estimate [CI] (n), and its registered rule."""
+    """One part in a line: verdict, estimate [CI] (n), and its registered rule."""
     from blocklab.claims import VERDICT_ZH
 
-    rule = part.rule
     value = part.estimate.text()
     verdict = VERDICT_ZH[part.verdict] if zh else part.verdict
     style = VERDICT_STYLE.get(part.verdict, "")
     return (f"• {part.name}: [{style}]{verdict}[/{style}] {value}; {part.reason}. [dim]"
-            f"{'规则' if zh else 'rule'}: {rule.metric}, claimed {rule.claimed:+g}"
-            f"{f' (beyond {rule.threshold:g})' if rule.threshold else ''}, smallest "
-            f"effect {rule.smallest_effect:g}, margin ±{rule.margin:g}, min seeds "
-            f"{rule.min_seeds}[/dim]")
+            f"{'规则' if zh else 'rule'}: {rule_text(part.rule)}[/dim]")
+
+
+def changed_lines(changes, zh: bool = False) -> list[str]:
+    """The rule edits made after results were seen, one line each."""
+    label = "结果公布后修改的规则" if zh else "rule changed after data"
+    return [f"[yellow]{label} ({c.date}): {c.what}[/yellow]" for c in changes]
+
+
+def print_rules(ids: list[str] | None, size: str, as_json: bool, lang: str) -> None:
+    """The registered rules of the experimental claims at `size` (all, or `ids`), part by
+    part with their hashes, and the rule edits made after results were seen."""
+    from dataclasses import asdict
+
+    from rich.markup import escape
+
+    from blocklab.claims.registry import RULES, changes, registered
+
+    wanted = ids or sorted(RULES)  # an analytic claim has no registered rules: no parts
+    if as_json:
+        typer.echo(json.dumps([
+            {"id": cid, "size": size,
+             "parts": [{"name": name, "rule": asdict(rule), "rule_hash": rule.hash}
+                       for name, rule in registered(cid, size).items()],
+             "rules_changed": [asdict(c) for c in changes(cid)]} for cid in wanted],
+            indent=1, ensure_ascii=False))
+        return
+    zh = lang == "zh"
+    out = console()
+    for cid in wanted:
+        rules = registered(cid, size)
+        if cid not in RULES:
+            none = "解析论断，无登记规则" if zh else "analytic, no registered rules"
+            out.print(f"[bold]{cid}[/bold]: {none}")
+            continue
+        out.print(f"[bold]{cid}[/bold] ({size}): {len(rules)} part(s)")
+        for name, rule in rules.items():
+            out.print(f"  • {escape(name)}: [dim]{escape(rule_text(rule))}[/dim]",
+                      soft_wrap=True)
+        for line in changed_lines(changes(cid), zh):
+            out.print(f"  {line}", soft_wrap=True)
 
 
 def print_ledger(rows, lang: str, size: str | None = None) -> None:
@@ -134,6 +188,8 @@ def print_ledger(rows, lang: str, size: str | None = None) -> None:
         combines = (r.combines_zh if zh else "") or r.combines
         if combines:
             evidence += f"\n[dim]{'合并规则' if zh else 'combined'}: {combines}[/dim]"
+        for line in changed_lines(r.rules_changed, zh):
+            evidence += "\n" + line
         if r.command:
             evidence += f"\n[dim]$ {r.command}[/dim]"
         if r.error:

@@ -1,0 +1,220 @@
+"""The registered rules (`blocklab.claims.registry`): listed before any data, shown with no
+results stored, and the very rules the checks grade by."""
+
+import ast
+import dataclasses
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from blocklab.claims import Context, run_claims
+from blocklab.claims import registry as reg
+from blocklab.claims.ledger import CHECKS, Finding, Part, register_checks
+from blocklab.claims.rules import Estimate, Rule
+from blocklab.cli import main
+from blocklab.experiments.summaries import (
+    FfnData,
+    Interval,
+    KernelRatio,
+    NormCostData,
+    NormQuality,
+    StepTime,
+    Summary,
+    SwigluQuant,
+    TimeRatio,
+)
+
+CHECK_MODULES = ("checks", "positions", "quantization", "depth", "models")
+
+
+def _sibling(name: str):
+    """A test module beside this one, for its fake-summary builders."""
+    spec = importlib.util.spec_from_file_location(f"_registry_{name}",
+                                                  Path(__file__).with_name(f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# --- listed before any data, without an import circle -------------------------------------------
+def test_the_registry_imports_no_check_and_no_ledger():
+    tree = ast.parse(Path(reg.__file__).read_text(encoding="utf-8"))
+    imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    imported |= {a.name for node in ast.walk(tree) if isinstance(node, ast.Import)
+                 for a in node.names}
+    claims = {m for m in imported if m and m.startswith("blocklab.claims")}
+    assert claims == {"blocklab.claims.rules"}
+
+
+@pytest.mark.parametrize("module", ["registry", "ledger", *CHECK_MODULES])
+def test_each_claims_module_imports_alone(module):
+    # A fresh interpreter per module: an import circle fails here whichever module is first.
+    code = (f"import sys; import blocklab.claims.{module}; "
+            "print([m for m in sys.modules if m.startswith('blocklab.claims.')])")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    if module == "registry":  # and it pulls in no check
+        loaded = result.stdout
+        assert not any(f"blocklab.claims.{m}'" in loaded for m in CHECK_MODULES), loaded
+
+
+@pytest.mark.parametrize("size", ["tiny", "quick", "full"])
+def test_every_registered_rule_is_a_rule_with_seeds_to_spend(size):
+    for cid in reg.RULES:
+        for name, rule in reg.registered(cid, size).items():
+            assert isinstance(rule, Rule) and name
+            assert 1 <= rule.min_seeds <= rule.max_seeds, (cid, name)
+    # Parts that depend on what the suites run follow their plans.
+    assert len(reg.registered("C21", "quick")) == 10
+    assert "learned absolute (learned-16L) collapses at 2×" in reg.registered("C21", "quick")
+    assert not reg.registered("C30", "tiny")  # tiny reads no multiple past 4×
+    assert reg.registered("C02", size) == {}
+
+
+def test_a_part_the_plan_did_not_list_has_no_rule():
+    with pytest.raises(ValueError, match="no rule registered for size 'quick'"):
+        reg.rule_of("C21", "quick", "learned absolute (learned-8L) collapses at 2×")
+
+
+def test_max_seeds_is_checked_against_min_seeds():
+    with pytest.raises(ValueError, match="min_seeds 5 and max_seeds 3"):
+        Rule("m", 0.1, 0.1, 5, 1.0, max_seeds=3)
+
+
+# --- the checks grade by exactly these rules ----------------------------------------------------
+def _store(root: Path, suite: str, data) -> None:
+    folder = root / suite / "quick"
+    folder.mkdir(parents=True, exist_ok=True)
+    summary = Summary(suite, "quick", 4, [], [], data, runs=1, wall_time_s=1.0)
+    (folder / "summary.json").write_text(json.dumps(summary.to_dict()), encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def fake_results(tmp_path_factory) -> Path:
+    """A quick-size summary of every suite, each with every arm, multiple and scheme the
+    suites plan, built from the other tests' fakes."""
+    root = tmp_path_factory.mktemp("results")
+    tc, tp = _sibling("test_claims"), _sibling("test_positions")
+    td, tq = _sibling("test_depth"), _sibling("test_quantization")
+    rel = tc._ci(-1.5, -2.0, -1.0, 5)
+    _store(root, "ffn", FfnData(
+        arms={arm: tc._ffn_arm(rel) for arm in reg.C16_ARMS}, seeds=5, steps=100,
+        init="fan_in", lr_grid=[3e-3], lr_trials=[], lr_at_edge=[], sensitivity=tc.SENSITIVITY,
+        trend=[], trend_change=Interval(0), warmup_steps=10, unigram_entropy=None,
+        baseline="relu", page={}, equal_time_ms=None, size={"d_model": 64}))
+    spread = {"xavier": tc._ci(3.0, 2.5, 3.5, 4), "gpt2": tc._ci(0.5, 0.3, 0.7, 4)}
+    deep = td._data([td.HOLDS])
+    _store(root, "placement", dataclasses.replace(
+        tc._placement(0, tc.HOLDS, spread), deep=deep.deep, deep_profiles=deep.deep_profiles,
+        deep_effects=deep.deep_effects, deep_steps=deep.deep_steps))
+    loss = tc._ci(2.0, 1.9, 2.1)
+    step = StepTime(threads=1, model={"d_model": 64}, params={"rmsnorm": 10}, rmsnorm_ms=2.0,
+                    layernorm_ms=2.0, path="like-for-like",
+                    time=TimeRatio(ratio=0.9, ci_low=0.88, ci_high=0.92, repeats=30))
+    _store(root, "norm-cost", NormCostData(
+        kernels=[], compile=[],
+        ratios=[KernelRatio(d=64, rows=1024, threads=1, impl="rmsnorm:plain",
+                            layernorm_impl="layernorm:plain", pass_name="fwdbwd",
+                            time=TimeRatio(ratio=0.9, ci_low=0.8, ci_high=1.0, repeats=5))],
+        step_time={"like-for-like/1": step},
+        quality=NormQuality(rmsnorm=loss, layernorm=loss, delta=tc._ci(0.0, -0.01, 0.01),
+                            margin=0.02, equivalent=True, verdict="equivalent",
+                            seeds=[0, 1, 2], statuses={}, unigram_entropy=None)))
+    reads = {"2": 1.0, "4": 2.0, "8": 3.0, "16": 4.0}
+    learned, sinusoidal = reg.c21_fair_arms("quick")
+    arms = {**tp._c30_arms(), learned: tp._arm({m: 40.0 for m in reads}),
+            sinusoidal: tp._arm({"2": 1.0, "4": 12.0, "8": 40.0, "16": 60.0}),
+            "alibi": tp._arm(reads)}
+    _store(root, "position", tp._data(arms, cost=tp._cost()))
+    iv = tc._ci(5.0, 4.0, 6.0)
+    swiglu = [SwigluQuant(scheme=s, ffn_error=iv, logits_error=iv, delta=iv,
+                          error_vs_separate_pct=iv)
+              for s in ("merged-per-row", "separate-per-row", "merged-per-tensor",
+                        "separate-per-tensor")]
+    _store(root, "quantize", dataclasses.replace(tq._data(1.8, 1.2), swiglu=swiglu))
+    return root
+
+
+def test_every_part_a_check_grades_has_the_registered_rule(fake_results):
+    rows = run_claims(sorted(reg.RULES), Context(fake_results, "quick"))
+    for row in rows:
+        planned = reg.registered(row.id, "quick")
+        assert row.error is None, (row.id, row.error)
+        assert row.verdict != "missing-results", row.id
+        # Every planned part is graded on a summary that holds all the plan ran ...
+        assert [p.name for p in row.parts] == list(planned), row.id
+        for part in row.parts:
+            # ... each by the rule the registry lists, hash for hash, and shown with it.
+            assert part.rule == planned[part.name], (row.id, part.name)
+            assert part.rule.hash == planned[part.name].hash
+            shown = next(p for p in row.to_dict()["parts"] if p["name"] == part.name)
+            assert shown["rule_hash"] == planned[part.name].hash
+        assert any(p.estimate.n for p in row.parts), row.id
+
+
+def test_a_check_grading_by_another_rule_is_an_error(monkeypatch, tmp_path):
+    register_checks()
+    rule = dataclasses.replace(reg.c16_rule("swiglu"), min_seeds=2)  # edited after the data
+
+    def edited(ctx):
+        part = Part.graded("swiglu", rule, Estimate(-1.5, -2.0, -1.0, 5))
+        return Finding("confirmed", "s", "s", parts=[part])
+
+    monkeypatch.setitem(CHECKS, "C16", edited)
+    (row,) = run_claims(["C16"], Context(tmp_path, "quick"))
+    assert row.verdict == "error" and "not registered" in row.error
+    # The registered parts are still shown, with their own rules.
+    assert row.parts[0].rule == reg.c16_rule("swiglu")
+
+
+# --- shown with no results stored ---------------------------------------------------------------
+RULE_KEYS = {"metric", "smallest_effect", "margin", "min_seeds", "max_seeds", "claimed",
+             "threshold", "test", "decides"}
+
+
+def test_claims_json_lists_every_registered_rule_with_no_results(tmp_path, capsys):
+    ids = sorted(reg.RULES)
+    assert main(["claims", *ids, "--json", "--results", str(tmp_path)]) == 0
+    rows = {r["id"]: r for r in json.loads(capsys.readouterr().out)}
+    for cid in ("C16", "C18", "C19", "C21"):
+        assert rows[cid]["verdict"] == "missing-results"
+    for cid in ids:
+        planned = reg.registered(cid, "quick")
+        parts = rows[cid]["parts"]
+        assert parts and [p["name"] for p in parts] == list(planned), cid
+        for p in parts:
+            assert set(p["rule"]) == RULE_KEYS
+            assert p["rule_hash"] == planned[p["name"]].hash
+        assert rows[cid]["rule_hash"] == parts[0]["rule_hash"]
+        if rows[cid]["verdict"] == "missing-results":
+            assert all(p["decision"] == "missing-results" and p["estimate"]["n"] == 0
+                       for p in parts)
+    swiglu = rows["C16"]["parts"][0]
+    assert swiglu["rule"]["min_seeds"] == 5 and swiglu["rule"]["claimed"] == -1.5
+
+
+def test_claims_rules_prints_the_rules_and_the_edits_after_data(capsys):
+    assert main(["claims", "--rules", "--json"]) == 0
+    listed = {r["id"]: r for r in json.loads(capsys.readouterr().out)}
+    assert set(listed) == set(reg.RULES)
+    assert [p["rule_hash"] for p in listed["C18"]["parts"]] == [
+        r.hash for r in reg.registered("C18", "quick").values()]
+    for cid in ("C16", "C30", "C32"):
+        assert len(listed[cid]["rules_changed"]) == 2, cid  # its own edit and the ledger's
+    assert main(["claims", "--rules", "C16", "C02"]) == 0
+    out = capsys.readouterr().out
+    assert "seeds 5–50" in out and "rule changed after data (2026-11-30)" in out
+    assert "C02: analytic, no registered rules" in out
+
+
+def test_rules_changed_after_data_are_noted_under_their_claims(tmp_path, capsys):
+    assert main(["claims", "C16", "C30", "C32", "--results", str(tmp_path)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert out.count("rule changed after data") >= 5
+    edited = {cid for change in reg.CHANGED_AFTER_DATA for cid in change.claims}
+    assert {"C16", "C30", "C32"} <= edited and edited <= set(reg.RULES)
+    assert all(c.date.startswith("2026-1") for c in reg.CHANGED_AFTER_DATA)
