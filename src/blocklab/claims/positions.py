@@ -3,7 +3,7 @@
 C29's exact parts are computed live on small float64 attention probes (`equivariance_error`,
 `score_asymmetry`); its experimental parts, and all of C30 and C31, read the position suite's
 summary (`PositionData.order`, `.arms`, `.finetune`, `.cost`). Every experimental part is graded
-by a rule registered here, fixed before any data is read.
+by a rule registered in `registry`, fixed before any data is read.
 """
 
 from __future__ import annotations
