@@ -1011,14 +1011,14 @@ def c18(ctx: Context) -> Finding:
         f"→ {step_part.verdict} (the page's 7% saving would be 0.93).{built_text} Quality: "
         f"paired Δ val loss "
         f"(RMS − LN) {_ci_text(delta)} nats/token over {n_seeds} seeds, equivalence within "
-        f"±{quality.margin} by two one-sided tests → {quality_part.verdict}. Reported beside "
+        f"±{quality_part.rule.margin:g} by two one-sided tests → {quality_part.verdict}. Reported beside "
         f"it, the norm's own forward+backward time ratio per implementation (range over the "
         f"measured shapes): {span_text}; the blocklab and torch kinds pit an RMSNorm kernel "
         "against torch's C++ LayerNorm kernel, so they measure kernels, not the formula. "
         + C18_PAGE_NOTE + scale_en,
         f"本机 CPU 上整步训练 RMSNorm 对 LayerNorm 的时间比 {step_text} → {step_part.verdict}"
         f"（页面所说的 7% 节省对应 0.93）。{built_zh}质量：配对 Δ 验证损失（RMS − LN）{_ci_text(delta)} "
-        f"nats/token，{n_seeds} 个种子，按双单侧检验判断是否在 ±{quality.margin} 内等价 → "
+        f"nats/token，{n_seeds} 个种子，按双单侧检验判断是否在 ±{quality_part.rule.margin:g} 内等价 → "
         f"{quality_part.verdict}。另列归一化本身的前向+反向时间比（按实现，所测形状上的范围）："
         f"{span_text}；blocklab 与 torch 两栏是 RMSNorm 内核对 torch 的 C++ LayerNorm 内核，衡量的是内核而非公式。"
         + C18_PAGE_NOTE_ZH + scale_zh,

@@ -404,7 +404,7 @@ CHANGED_AFTER_DATA: tuple[RuleChange, ...] = (
     RuleChange("2026-12-01", ("C30",),
                "the band logic: each statement graded against the 5% edge only, so an "
                "interval wholly past 5% drops whether or not it straddles C21's 25% edge"),
-    RuleChange("2026-12-01", tuple(RULES),
+    RuleChange("2026-12-01", tuple(c for c in RULES if c != "C13"),  # C13 is reported, not decided
                "the ledger's decision rule: a part was confirmed when its 95% CI excluded 0; "
                "it is now confirmed only when the CI lies wholly beyond δ (or the claim's "
                "threshold), with Holm's correction within a claim"),
