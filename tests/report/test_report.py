@@ -372,3 +372,42 @@ def test_a_tiny_report_says_it_is_a_smoke_test(tmp_path):
         page = render_html(doc, {}, lang)
         note = doc["generated"]["size_note"][lang]
         assert note and f'<div class="notice">{note}</div>' in page.replace("&#x27;", "'")
+
+
+def test_ledger_figures_render_from_report_json_alone(built, monkeypatch):
+    """The ledger's forest plots, its overview and its words are drawn from report.json alone:
+    with training, the suites, the claim checks and their rules all broken, rendering the
+    stored document still gives every experimental claim its plot, in both languages."""
+    import blocklab.claims as claims
+    import blocklab.claims.ledger as ledger
+    import blocklab.claims.rules as rules
+    import blocklab.experiments.suites.base as suite_base
+    import blocklab.experiments.trainer as trainer
+    import blocklab.report.build as build
+    from blocklab.report.figures import experimental_rows, forest_key
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("rendering trained, ran a suite or a claim check")
+
+    ledger.register_checks()
+    for module, name in ((trainer, "train"), (trainer, "run"), (suite_base, "run_suite"),
+                         (suite_base, "execute_in_process"), (claims, "run_claims"),
+                         (ledger, "run_claims"), (ledger, "decide"), (ledger, "decide_parts"),
+                         (rules, "decide"), (rules, "decide_parts"), (build, "collect"),
+                         (build, "decision_budget"), (build, "run_costs")):
+        monkeypatch.setattr(module, name, forbidden)
+    for cid in list(ledger.CHECKS):
+        monkeypatch.setitem(ledger.CHECKS, cid, forbidden)
+    index, _, _ = built
+    doc = json.loads((index.parent / "report.json").read_text(encoding="utf-8"))
+    rows = experimental_rows(doc)
+    assert {r["id"] for r in rows} >= {"C12", "C16", "C18", "C19", "C21", "C31", "C36"}
+    figures = make_figures(doc)
+    assert figures["ledger_overview"].error is None
+    for r in rows:
+        assert figures[forest_key(r["id"])].error is None and figures[forest_key(r["id"])].png
+    for lang in ("en", "zh"):
+        page = render_html(doc, figures, lang)
+        for r in rows:
+            assert f'<figure id="fig-{forest_key(r["id"])}" class="forest">' in page
+        assert '<p class="budget">' in page and 'id="fig-ledger_overview"' in page

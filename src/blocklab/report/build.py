@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,7 @@ def collect(results: Path | str = "runs", size: str = "quick", *, out: Path | st
     """The report document: every number the page shows (and report.json holds)."""
     from blocklab import __version__
     from blocklab.claims import Context, run_claims
+    from blocklab.experiments.env import usable_cores
     from blocklab.experiments.results import json_safe
     from blocklab.experiments.suites.base import SIZES
     from blocklab.experiments.summaries import incomplete, load_summary, size_note
@@ -77,8 +79,10 @@ def collect(results: Path | str = "runs", size: str = "quick", *, out: Path | st
                     if summary else [])
             busy = (busy_timings(results, name, size, summary.run_ids, seed_offset)
                     if summary else [])
+            costs = (run_costs(results, name, size, summary.run_ids, seed_offset)
+                     if summary else [])
         except ResultsError as err:  # shown where the suite's section would be, exit code 1
-            summary, runs, busy, error = None, [], [], str(err)
+            summary, runs, busy, costs, error = None, [], [], [], str(err)
         suites[name] = {
             "command": suite_command(name, size, results, seed_offset),
             # the JSON form (tuples as lists), as summary.json holds it and figures decode it
@@ -86,6 +90,7 @@ def collect(results: Path | str = "runs", size: str = "quick", *, out: Path | st
             "error": error,
             "runs": runs,
             "busy_timings": busy,
+            "run_costs": costs,
         }
     return {
         "schema": SCHEMA,
@@ -98,6 +103,8 @@ def collect(results: Path | str = "runs", size: str = "quick", *, out: Path | st
                                     if size_note(size) else None),
                       "command": report_command(size, out, results, seed_offset)},
         "ledger": ledger,
+        # what more seeds would decide, priced from the stored runs' wall time
+        "decision_budget": decision_budget(ledger, suites, usable_cores()),
         "suites": suites,
         "ffn_budget": _ffn_budget(),
         "normalization": _normalization(),
@@ -126,6 +133,131 @@ def busy_timings(results: Path, name: str, size: str, run_ids: list[str],
             label = (result.get("run") or {}).get("label", run_id)
             out.append({"label": str(label), "others_cpu_share": load["others_cpu_share"]})
     return out
+
+
+def run_costs(results: Path, name: str, size: str, run_ids: list[str],
+              seed_offset: int = 0) -> list[dict[str, Any]]:
+    """{arm, seed, wall_time_s, timed} of each stored run of a suite's summary, from the stored
+    result files alone (`timed`: the run measured time, so it ran alone, as the suites run
+    every timed run; its result records the machine's load)."""
+    from blocklab.experiments.results import ResultStore
+    from blocklab.experiments.summaries import size_folder
+
+    store = ResultStore(results / name / size_folder(size, seed_offset))
+    out = []
+    for run_id in run_ids:
+        try:
+            result = store.load(run_id)
+        except FileNotFoundError:
+            continue
+        run = result.get("run") or {}
+        wall = result.get("wall_time_s")
+        if not isinstance(wall, int | float) or "arm" not in run:
+            continue
+        out.append({"arm": str(run["arm"]), "seed": run.get("seed"), "wall_time_s": float(wall),
+                    "timed": "machine_load" in result})
+    return out
+
+
+_SUITE = re.compile(r"blocklab suite (\S+)")
+_ARM_AT = re.compile(r": (\S+) at \d+×$")
+
+
+def part_arms(claim_id: str, part: dict[str, Any], arms: list[str]) -> list[str]:
+    """The stored arms whose runs a part's estimate is made from (of `arms`, a suite's arm
+    names), so that one more seed of the part costs one more run of each; [] when the part is
+    not known here (the caller then prices the whole suite's seed)."""
+    name, metric = part["name"], part["rule"]["metric"]
+
+    def at_deepest(prefix: str, by_lr: bool) -> list[str]:
+        # <prefix>/<placement>/<depth>/<warmup>/<lr>: the contrast at the deepest depth (and
+        # the highest lr) that C19 and C36 are graded on
+        cells = [a.split("/") for a in arms if a.startswith(prefix + "/") and a.count("/") == 4]
+        if not cells:
+            return []
+        depth = max(int(c[2]) for c in cells)
+        cells = [c for c in cells if int(c[2]) == depth]
+        if by_lr:
+            lr = max(float(c[4]) for c in cells)
+            cells = [c for c in cells if float(c[4]) == lr]
+        return ["/".join(c) for c in cells]
+
+    if claim_id == "C12":
+        init = re.search(r"pre-norm, (\S+) init", name)
+        found = [a for a in arms if init and a.startswith(f"init/pre/{init.group(1)}/")]
+    elif claim_id == "C16":
+        found = [a for a in (name, "relu") if a in arms]
+    elif claim_id == "C18":
+        found = ["step"] if "training step" in name else ["layernorm", "rmsnorm"]
+    elif claim_id == "C19":
+        found = at_deepest("train", by_lr=True)
+    elif claim_id == "C36":
+        found = at_deepest("deep", by_lr=False)
+    elif claim_id in ("C21", "C30"):
+        arm = _ARM_AT.search(metric)
+        found = [arm.group(1)] if arm else []
+    elif claim_id == "C29":
+        found = ["none"]
+    elif claim_id == "C31":
+        found = ["cost"]
+    elif claim_id == "C32":
+        found = ["timing"]
+    elif claim_id == "C33":
+        found = ["quality"]
+    else:
+        found = []
+    return [a for a in found if a in arms]
+
+
+def decision_budget(ledger: list[dict[str, Any]], suites: dict[str, dict[str, Any]],
+                    workers: int) -> dict[str, Any]:
+    """What more seeds would decide: for each inconclusive part that states the seeds that
+    would decide it (`seeds_needed`, 80% power at the observed spread), the extra seeds and
+    their estimated time on this machine, from the stored wall time of the runs it compares.
+
+    A part's cost per extra seed is the stored wall time of the runs of the arms it compares
+    (`part_arms`; the whole suite where not known) divided by its seeds (repeats, for a part
+    timed within one run); the extra seeds' runs share `workers` processes, and timed runs run
+    alone. The total prices each stored arm once, at the most extra seeds any part asks of it.
+    Parts whose spread cannot be read (fewer than two seeds) or that would need more than the
+    rules look at are listed apart: no number of seeds can be priced for them here."""
+    parts, unsized = [], []
+    per_arm: dict[tuple[str, str], dict[str, float]] = {}
+    for row in ledger:
+        match = _SUITE.search(row.get("command") or "")
+        for part in row.get("parts") or []:
+            if part.get("decision") != "inconclusive":
+                continue
+            n = int(part["estimate"].get("n") or 0)
+            needed = part.get("seeds_needed")
+            entry = {"claim": row["id"], "part": part["name"], "n": n, "seeds_needed": needed}
+            suite = match.group(1) if match else None
+            costs = (suites.get(suite) or {}).get("run_costs") or [] if suite else []
+            if needed is None or not costs:
+                unsized.append(entry)
+                continue
+            arms = sorted({c["arm"] for c in costs})
+            chosen = part_arms(row["id"], part, arms)
+            runs = [c for c in costs if c["arm"] in (chosen or arms)]
+            units = n or len({c["seed"] for c in runs}) or 1
+            extra = max(int(needed) - n, 0)
+            pool = sum(c["wall_time_s"] for c in runs if not c["timed"]) / units
+            alone = sum(c["wall_time_s"] for c in runs if c["timed"]) / units
+            entry.update({"suite": suite, "arms": chosen or arms, "whole_suite": not chosen,
+                          "extra_seeds": extra, "seed_cost_s": pool + alone,
+                          "seconds": extra * (pool / workers + alone)})
+            parts.append(entry)
+            for arm in entry["arms"]:
+                arm_runs = [c for c in runs if c["arm"] == arm]
+                cost = per_arm.setdefault((suite, arm), {"pool": 0.0, "alone": 0.0,
+                                                         "extra": 0.0})
+                cost["pool"] = max(cost["pool"], sum(c["wall_time_s"] for c in arm_runs
+                                                     if not c["timed"]) / units)
+                cost["alone"] = max(cost["alone"], sum(c["wall_time_s"] for c in arm_runs
+                                                       if c["timed"]) / units)
+                cost["extra"] = max(cost["extra"], extra)
+    seconds = sum(c["extra"] * (c["pool"] / workers + c["alone"]) for c in per_arm.values())
+    return {"workers": workers, "seconds": seconds, "parts": parts, "unsized": unsized}
 
 
 def _run_curves(results: Path, name: str, size: str, run_ids: list[str],

@@ -5,7 +5,9 @@ of one figure, or None when the document holds no data for it. A suite's numbers
 through its typed summary (`blocklab.experiments.summaries`): the document's summary dict is
 decoded by `summary_from_dict`, so a field the figure needs is an attribute, and a summary of
 another layout fails with a ResultsError naming the field. `make_figures` runs them all and
-keys the results by figure key; the HTML links ledger rows to `#fig-<key>`. Figure text stays in
+keys the results by figure key, with one forest plot per experimental claim (`forest_<id>`,
+`fig_forest`) and the ledger's overview of them (`fig_ledger_overview`), drawn from the ledger's
+parts in the document alone; the HTML links ledger rows to `#fig-<key>`. Figure text stays in
 English and mathematical notation (CJK fonts are not guaranteed on the machine that renders);
 the captions under each figure carry the language.
 """
@@ -741,6 +743,284 @@ def fig_quantize_speedup(doc: dict[str, Any]) -> bytes | None:
     return _png(fig)
 
 
+# --- the ledger: forest plots of the graded parts -------------------------------------------------
+# The verdict chips' colours (background, text, border), one table for the page's CSS and the
+# plots, so a part's mark in a figure is the colour of its chip beside it.
+VERDICT_COLOURS: dict[str, tuple[str, str, str]] = {
+    "confirmed": ("#dafbe1", "#116329", "#8ddb9d"),
+    "refuted": ("#ffebe9", "#a40e26", "#ff9fa8"),
+    "conditional": ("#fff8c5", "#7d4e00", "#e8c95a"),
+    "untestable-here": ("#f1e7ff", "#6639ba", "#c8a8f5"),
+    "contradicted-at-this-scale": ("#fff1e5", "#953800", "#ffb77c"),
+    "not-reproduced-at-this-scale": ("#fff8c5", "#633c01", "#d4a72c"),
+    "inconclusive": ("#f6f8fa", "#59636e", "#afb8c1"),
+    "run": ("#ddf4ff", "#0550ae", "#80ccff"),
+    "missing-results": ("#eaeef2", "#424a53", "#c0c8d0"),
+    "error": ("#ffffff", "#a40e26", "#a40e26"),
+}
+# A second cue beside the colour: each decision its own marker (inconclusive hollow).
+DECISION_MARKERS = {"confirmed": "o", "not-reproduced-at-this-scale": "s",
+                    "contradicted-at-this-scale": "D", "inconclusive": "o", "run": "^",
+                    "refuted": "X"}
+DECISION_LABELS = {"confirmed": "confirmed", "not-reproduced-at-this-scale": "not reproduced",
+                   "contradicted-at-this-scale": "contradicted", "inconclusive": "inconclusive",
+                   "run": "run (nothing claimed)", "refuted": "refuted"}
+CLAIM_SHADE = "#cf222e"  # what the claim allows, as the page's claims are drawn elsewhere
+
+
+def decision_colour(decision: str) -> str:
+    """The colour a part's decision is drawn in: its verdict chip's text colour."""
+    return VERDICT_COLOURS.get(decision, VERDICT_COLOURS["inconclusive"])[1]
+
+
+def experimental_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """The ledger rows graded in parts from a suite's stored results (the claims whose command
+    runs a suite), in ledger order; configs and facts graded in parts (C34) are not among
+    them."""
+    return [r for r in doc["ledger"] if r.get("parts") and not r.get("error")
+            and "blocklab suite " in (r.get("command") or "")]
+
+
+def forest_key(claim_id: str) -> str:
+    return f"forest_{claim_id.lower()}"
+
+
+def part_geometry(rule: dict[str, Any]) -> dict[str, Any]:
+    """Where a part's rule draws, in the metric's units: the side the claim is on (s, +1 or −1;
+    0 for a band), the boundary b (δ on the claimed side, a stated threshold or bound), the
+    band (low, high) of an equivalence claim, and ±margin (None: no margin drawn).
+
+    The arithmetic of `blocklab.claims.rules` for drawing only: the report reads the decision
+    from the document and decides nothing."""
+    test, claimed = rule.get("test", "effect"), float(rule["claimed"])
+    delta, margin = abs(float(rule["smallest_effect"])), float(rule.get("margin") or 0.0)
+    threshold = float(rule.get("threshold") or 0.0)
+    if test == "equivalence":
+        return {"test": test, "side": 0, "boundary": None,
+                "band": (claimed - margin, claimed + margin), "margin": None,
+                "claimed": claimed, "delta": delta}
+    if test in ("at-most", "at-least"):
+        side = -1 if test == "at-most" else 1
+        return {"test": test, "side": side, "boundary": threshold, "band": None,
+                "margin": None, "claimed": claimed, "delta": delta}
+    side = 1 if claimed > 0 else -1
+    boundary = side * max(delta, side * threshold)
+    return {"test": test, "side": side, "boundary": boundary, "band": None,
+            "margin": margin if margin > 0 else None, "claimed": claimed, "delta": delta}
+
+
+def normalised(part: dict[str, Any]) -> tuple[float | None, float | None, float | None]:
+    """(value, ci_low, ci_high) of a part on the overview's shared axis (None where absent).
+
+    A directional part (an effect, a bound): 1 + (s·x − s·b)/δ, so the boundary sits at 1,
+    the claim holds to the right of it, and for a plain effect claim 0 is no effect and 1 is
+    δ. A band (equivalence): (x − claimed)/margin, so the band is [−1, 1]. The interval's ends
+    swap when s = −1 so that low stays left."""
+    g = part_geometry(part["rule"])
+    e = part["estimate"]
+
+    def f(x: float | None) -> float | None:
+        if x is None:
+            return None
+        if g["test"] == "equivalence":
+            half = (g["band"][1] - g["band"][0]) / 2 or 1.0
+            return (x - g["claimed"]) / half
+        scale = g["delta"] or abs(g["claimed"]) or 1.0
+        return 1 + (g["side"] * x - g["side"] * g["boundary"]) / scale
+
+    value, low, high = f(e.get("value")), f(e.get("ci_low")), f(e.get("ci_high"))
+    if low is not None and high is not None and low > high:
+        low, high = high, low
+    return value, low, high
+
+
+def _short_name(name: str, limit: int = 44) -> str:
+    return name if len(name) <= limit else name[:limit - 1].rstrip() + "…"
+
+
+def _looks_text(part: dict[str, Any]) -> str:
+    looks = part.get("looks") or []
+    n = part["estimate"].get("n") or 0
+    look = f"{len(looks)} look" + ("s" if len(looks) != 1 else "")
+    return f"n={n}, {look}"
+
+
+def _draw_estimate(ax, y: float, value, low, high, decision: str, clip=None) -> None:
+    """The estimate (marker) and its interval (line) in the decision's colour and marker;
+    `clip` (lo, hi): ends beyond it drawn at the edge as arrows."""
+    colour = decision_colour(decision)
+    marker = DECISION_MARKERS.get(decision, "o")
+    face = "white" if decision == "inconclusive" else colour
+    if low is not None and high is not None:
+        lo, hi = low, high
+        if clip is not None:
+            lo, hi = max(lo, clip[0]), min(hi, clip[1])
+            if hi >= lo:
+                ax.plot([lo, hi], [y, y], color=colour, lw=2.2, solid_capstyle="butt")
+            if low < clip[0]:
+                ax.plot([clip[0]], [y], "<", color=colour, ms=5)
+            if high > clip[1]:
+                ax.plot([clip[1]], [y], ">", color=colour, ms=5)
+        else:
+            ax.plot([lo, hi], [y, y], color=colour, lw=2.2, solid_capstyle="butt")
+            ax.plot([lo, lo], [y - 0.18, y + 0.18], color=colour, lw=1.2)
+            ax.plot([hi, hi], [y - 0.18, y + 0.18], color=colour, lw=1.2)
+    if value is not None:
+        shown = value if clip is None else min(max(value, clip[0]), clip[1])
+        ax.plot([shown], [y], marker, ms=7, color=colour, markerfacecolor=face,
+                markeredgewidth=1.5, zorder=5)
+
+
+def _claim_span(g: dict[str, Any], left: float, right: float) -> tuple[float, float]:
+    """The stretch of the axis the claim allows (from the boundary outwards, or the band)."""
+    if g["band"] is not None:
+        return g["band"]
+    return (g["boundary"], right) if g["side"] > 0 else (left, g["boundary"])
+
+
+def _part_panel(ax, part: dict[str, Any]) -> None:
+    """One part on its own axis, in its metric's units."""
+    g = part_geometry(part["rule"])
+    e = part["estimate"]
+    points = [0.0, g["claimed"]]
+    if g["boundary"] is not None:
+        points.append(g["boundary"])
+    if g["band"] is not None:
+        points += list(g["band"])
+    if g["margin"] is not None:
+        points += [-g["margin"], g["margin"]]
+    if g["test"] == "effect":
+        points.append(-g["side"] * g["delta"])
+    points += [x for x in (e.get("value"), e.get("ci_low"), e.get("ci_high")) if x is not None]
+    points = [p for p in points if math.isfinite(p)]
+    left, right = min(points), max(points)
+    pad = 0.12 * (right - left or 1.0)
+    left, right = left - pad, right + pad
+    span = _claim_span(g, left, right)
+    ax.axvspan(span[0], span[1], color=CLAIM_SHADE, alpha=0.10, lw=0)
+    if g["margin"] is not None:
+        ax.axvspan(-g["margin"], g["margin"], color="#8c959f", alpha=0.22, lw=0)
+    ax.axvline(0.0, color="#8c959f", lw=0.8)
+    if g["boundary"] is not None:
+        ax.axvline(g["boundary"], color=CLAIM_SHADE, ls="--", lw=1.0)
+    if g["test"] == "effect":
+        ax.axvline(-g["side"] * g["delta"], color=CLAIM_SHADE, ls=":", lw=0.9)
+        if g["claimed"] != g["boundary"]:
+            ax.plot([g["claimed"]], [0], "x", color=CLAIM_SHADE, ms=6, mew=1.5)
+    _draw_estimate(ax, 0.0, e.get("value"), e.get("ci_low"), e.get("ci_high"),
+                   part["decision"])
+    if e.get("value") is None:
+        ax.text(0.5, 0.5, "no estimate: " + _short_name(part.get("reason", ""), 60),
+                transform=ax.transAxes, ha="center", va="center", fontsize=7, color="#59636e")
+    ax.set_xlim(left, right)
+    ax.set_ylim(-0.6, 0.6)
+    ax.set_yticks([0], [_short_name(part["name"])], fontsize=7.5)
+    ax.tick_params(axis="x", labelsize=7, pad=1, length=2)
+    ax.tick_params(axis="y", length=0)
+    right_ax = ax.twinx()
+    right_ax.set_ylim(-0.6, 0.6)
+    right_ax.set_yticks([0], [_looks_text(part)], fontsize=7)
+    right_ax.tick_params(axis="y", length=0)
+    for spine in ("top", "right", "left"):
+        ax.spines[spine].set_visible(False)
+        right_ax.spines[spine].set_visible(False)
+    right_ax.spines["bottom"].set_visible(False)
+
+
+def _unit(metric: str) -> str:
+    """The unit a rule's metric is stated in, for an axis label ('%', 'nats', or '')."""
+    if "%" in metric:
+        return "%"
+    if "nats" in metric:
+        return "nats"
+    return ""
+
+
+def fig_forest(doc: dict[str, Any], claim_id: str) -> bytes | None:
+    """A claim's parts, one row each in its own metric's units: the estimate with its 95%
+    interval in the colour (and marker) of its decision; shaded red, what the claim allows
+    (beyond the boundary, or the band); dashed, the boundary (δ, or the stated bound); dotted,
+    δ on the opposite side; ×, the claimed size; grey, ±margin of no effect. n and looks on the
+    right. Read from the document's ledger alone."""
+    row = next((r for r in experimental_rows(doc) if r["id"] == claim_id), None)
+    if row is None:
+        return None
+    parts = row["parts"]
+    fig, axes = _new(6.2, 0.5 * len(parts) + 0.55, 1, len(parts))
+    for ax, part in zip(axes[:, 0], parts, strict=True):
+        _part_panel(ax, part)
+    units = sorted({_unit(p["rule"]["metric"]) for p in parts} - {""})
+    title = f"{claim_id}: each part in its metric's units" + (
+        f" ({', '.join(units)})" if units else "")
+    fig.suptitle(title, fontsize=8, x=0.01, ha="left")
+    return _png(fig)
+
+
+def fig_ledger_overview(doc: dict[str, Any]) -> bytes | None:
+    """Every part of every experimental claim on one normalised axis (`normalised`), grouped
+    by claim, in two columns; the claim's stretch shaded per row, decisions coloured as the
+    verdict chips, intervals past the axis drawn to its edge with an arrow."""
+    rows = experimental_rows(doc)
+    if not rows:
+        return None
+    clip = (-4.0, 5.0)
+    total = sum(len(r["parts"]) + 1 for r in rows)
+    columns: list[list[dict[str, Any]]] = [[], []]
+    count = 0
+    for r in rows:  # claims in ledger order, split where the rows reach half
+        columns[0 if count < total / 2 else 1].append(r)
+        count += len(r["parts"]) + 1
+    height = max(sum(len(r["parts"]) + 1 for r in col) for col in columns)
+    fig, axes = _new(12.5, 0.2 * height + 1.3, 2, 1)
+    for ax, col in zip(axes[0], columns, strict=True):
+        labels, y = [], 0.0
+        ticks = []
+        for r in col:
+            ax.text(clip[0], y, f" {r['id']}", fontsize=8, fontweight="bold", va="center")
+            ax.axhline(y + 0.5, color="#d0d7de", lw=0.6)
+            y -= 1
+            for part in r["parts"]:
+                g = part_geometry(part["rule"])
+                low_end, high_end = ((-1.0, 1.0) if g["band"] is not None else (1.0, clip[1]))
+                ax.fill_between([low_end, high_end], y - 0.42, y + 0.42, color=CLAIM_SHADE,
+                                alpha=0.10, lw=0)
+                value, low, high = normalised(part)
+                _draw_estimate(ax, y, value, low, high, part["decision"], clip)
+                ticks.append(y)
+                labels.append(_short_name(part["name"], 44))
+                y -= 1
+        ax.set_yticks(ticks, labels, fontsize=6.5)
+        ax.tick_params(axis="y", length=0)
+        ax.set_ylim(y + 0.5, 0.6)
+        ax.set_xlim(clip[0] - 0.1, clip[1] + 0.1)
+        ax.axvline(0.0, color="#8c959f", lw=0.8)
+        ax.axvline(1.0, color=CLAIM_SHADE, ls="--", lw=1.0)
+        ax.axvline(-1.0, color=CLAIM_SHADE, ls=":", lw=0.8)
+        ax.set_xlabel("normalised effect: boundary at 1 (bands: [−1, 1])", fontsize=8)
+        ax.tick_params(axis="x", labelsize=7)
+        ax.grid(True, axis="x", alpha=0.25)
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    handles = [Line2D([], [], marker=DECISION_MARKERS[d], ls="-", color=decision_colour(d),
+                      markerfacecolor="white" if d == "inconclusive" else decision_colour(d),
+                      label=DECISION_LABELS[d])
+               for d in ("confirmed", "not-reproduced-at-this-scale",
+                         "contradicted-at-this-scale", "inconclusive", "run")]
+    handles.append(Patch(color=CLAIM_SHADE, alpha=0.15, label="what the claim allows"))
+    fig.legend(handles=handles, loc="outside upper center", ncols=len(handles), fontsize=8)
+    return _png(fig)
+
+
+def forest_command(doc: dict[str, Any], claim_id: str | None = None) -> str:
+    """The command that prints the parts a forest plot draws (the ledger's JSON)."""
+    gen = doc["generated"]
+    offset = f" --seed-offset {gen['seed_offset']}" if gen.get("seed_offset") else ""
+    ids = f" {claim_id}" if claim_id else ""
+    return (f"blocklab claims{ids} --json --size {gen['size']} --results "
+            f"{gen['results']}{offset}")
+
+
 # --- registry ------------------------------------------------------------------------------------
 # key -> (figure function, command that reproduces its numbers given the document)
 FIGURES: dict[str, tuple[Callable[[dict[str, Any]], bytes | None],
@@ -771,6 +1051,7 @@ FIGURES: dict[str, tuple[Callable[[dict[str, Any]], bytes | None],
     "decode_split": (fig_decode_split,
                      lambda doc: "blocklab budget meta-llama-3-8b --seq 65536 --json"),
     "kv_cache": (fig_kv_cache, lambda doc: "blocklab budget meta-llama-3-8b --seq 131072"),
+    "ledger_overview": (fig_ledger_overview, lambda doc: forest_command(doc)),
 }
 
 
@@ -787,7 +1068,12 @@ def make_figures(doc: dict[str, Any]) -> dict[str, Figure]:
     section readable.
     """
     out = {}
-    for key, (draw, command) in FIGURES.items():
+    drawers = dict(FIGURES)
+    for row in experimental_rows(doc):  # one forest plot per experimental claim
+        drawers[forest_key(row["id"])] = (
+            lambda d, cid=row["id"]: fig_forest(d, cid),
+            lambda d, cid=row["id"]: forest_command(d, cid))
+    for key, (draw, command) in drawers.items():
         try:
             png = draw(doc)
         except Exception as err:  # recorded in the figure and reported; see the docstring

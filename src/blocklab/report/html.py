@@ -17,8 +17,8 @@ from html import escape
 from typing import Any
 
 from blocklab.claims import VERDICT_ZH
-from blocklab.report.figures import Figure
-from blocklab.report.i18n import caption, t
+from blocklab.report.figures import VERDICT_COLOURS, Figure
+from blocklab.report.i18n import DECISION_SHORT, caption, t
 
 VERDICT_EN = {"confirmed": "confirmed", "refuted": "refuted", "conditional": "conditional",
               "contradicted-at-this-scale": "contradicted at this scale",
@@ -64,16 +64,6 @@ table.ledger td.claim { min-width: 16em; }
 .cmd { display: block; margin-top: 4px; }
 .badge { display: inline-block; padding: 1px 8px; border-radius: 10px; font-size: 0.85em;
          font-weight: 600; white-space: nowrap; border: 1px solid transparent; }
-.v-confirmed { background: #dafbe1; color: #116329; border-color: #8ddb9d; }
-.v-refuted { background: #ffebe9; color: #a40e26; border-color: #ff9fa8; }
-.v-conditional { background: #fff8c5; color: #7d4e00; border-color: #e8c95a; }
-.v-untestable-here { background: #f1e7ff; color: #6639ba; border-color: #c8a8f5; }
-.v-contradicted-at-this-scale { background: #fff1e5; color: #953800; border-color: #ffb77c; }
-.v-not-reproduced-at-this-scale { background: #fff8c5; color: #633c01; border-color: #d4a72c; }
-.v-inconclusive { background: #f6f8fa; color: #59636e; border-color: #afb8c1; }
-.v-run { background: #ddf4ff; color: #0550ae; border-color: #80ccff; }
-.v-missing-results { background: #eaeef2; color: #424a53; border-color: #c0c8d0; }
-.v-error { background: #fff; color: #a40e26; border-color: #a40e26; }
 .counts .badge { margin-right: 6px; }
 .error { color: #a40e26; font-weight: 600; }
 .notice { background: #fff8c5; border: 1px solid #e8c95a; border-radius: 8px;
@@ -90,9 +80,39 @@ details pre { max-height: 22em; overflow: auto; background: var(--soft); padding
               border-radius: 4px; font-size: 0.9em; white-space: pre-wrap; }
 ul.notes { color: var(--muted); font-size: 0.9em; }
 ul.parts { margin: 6px 0; padding-left: 18px; font-size: 0.92em; }
+/* the ledger: one line of words per part, pictures beside, the rest folded */
+table.ledger td.evidence { width: 46%; }
+table.ledger p.lead { margin: 0 0 4px; }
+ul.part-lines { list-style: none; margin: 4px 0; padding: 0; font-size: 0.86em; }
+ul.part-lines li { display: flex; gap: 6px; align-items: baseline; line-height: 1.5; }
+ul.part-lines .d { flex: none; width: 7.2em; padding: 0 4px; border-radius: 4px;
+                   border: 1px solid transparent; font-size: 0.92em; font-weight: 600;
+                   white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
+ul.part-lines .w { flex: 1; min-width: 0; white-space: nowrap; overflow: hidden;
+                   text-overflow: ellipsis; }
+figure.forest { margin: 6px 0; padding: 4px; border: 0; }
+figure.forest figcaption { font-size: 0.78em; line-height: 1.35; margin-top: 2px; }
+p.budget { background: var(--soft); border: 1px solid var(--line); border-radius: 8px;
+           padding: 8px 12px; }
+details.more > summary { font-weight: 600; }
+@media print {
+  body { font-size: 11px; }
+  header, main, nav.toc, footer { max-width: none; padding: 0; }
+  * { position: static !important; box-shadow: none !important; }
+  details::details-content { content-visibility: visible; display: block; }
+  details > summary { list-style: none; font-weight: 600; }
+  details pre { max-height: none; overflow: visible; }
+  ul.part-lines .w { white-space: normal; overflow: visible; }
+  tr, figure, li { break-inside: avoid; }
+  thead { display: table-header-group; }
+  a { color: inherit; }
+}
 footer { margin: 40px auto 30px; color: var(--muted); font-size: 0.88em;
          border-top: 1px solid var(--line); padding-top: 10px; }
 """
+# The verdict chips, coloured from the table the plots use (figures.VERDICT_COLOURS).
+CSS += "".join(f".v-{verdict} {{ background: {bg}; color: {fg}; border-color: {border}; }}\n"
+               for verdict, (bg, fg, border) in VERDICT_COLOURS.items())
 
 
 # --- helpers -------------------------------------------------------------------------------------
@@ -207,56 +227,276 @@ def suite_body(name: str, doc: dict[str, Any], figures: dict[str, Figure], lang:
     return "".join(out)
 
 
-def part_item(part: dict[str, Any], lang: str) -> str:
-    """One graded part of a claim: verdict, estimate [95% CI] (n), reason and registered rule."""
-    from blocklab.claims.rules import estimate_text
+# --- the ledger's parts: one line of words each, the rest one click away ---------------------------
+def _num(value: float | None) -> str:
+    """A number as the ledger lines show it: 3 significant digits, a real minus sign."""
+    if value is None:
+        return "—"
+    return f"{value:.3g}".replace("-", "−")
 
-    e, rule = part["estimate"], part["rule"]
-    value = estimate_text(e["value"], e["ci_low"], e["ci_high"], e["n"])
+
+def _signed(value: float | None) -> str:
+    if value is None:
+        return "—"
+    return ("+" if value > 0 else "") + _num(value)
+
+
+def duration(seconds: float, lang: str) -> str:
+    """'40 s', '3.5 min', '25 min'."""
+    if seconds < 60:
+        return t("seconds", lang).format(n=seconds)
+    minutes = seconds / 60
+    return t("minutes", lang).format(n=f"{minutes:.1f}" if minutes < 10 else f"{minutes:,.0f}")
+
+
+def _unit_of(metric: str) -> str:
+    return "%" if "%" in metric else " nats" if "nats" in metric else ""
+
+
+def estimate_words(part: dict[str, Any]) -> str:
+    """'−1.42% [−2.01, −0.83] (n=5)', '+0.3% (n=1)' or 'no estimate'."""
+    e = part["estimate"]
+    unit = _unit_of(part["rule"]["metric"])
+    if e.get("value") is None:
+        return "—"
+    if e.get("ci_low") is None or e.get("ci_high") is None:
+        return f"{_signed(e['value'])}{unit} (n={e.get('n', 0)})"
+    return (f"{_signed(e['value'])}{unit} [{_signed(e['ci_low'])}, {_signed(e['ci_high'])}] "
+            f"(n={e.get('n', 0)})")
+
+
+def claimed_words(rule: dict[str, Any], lang: str) -> str:
+    """What the rule claims, in a few words: '−1.5%', '≤ 5%', '≥ 25%', '5–25%', '±0.02 nats'."""
+    from blocklab.report.figures import part_geometry
+
+    g = part_geometry(rule)
+    unit = _unit_of(rule["metric"])
+    if g["test"] == "equivalence":
+        low, high = g["band"]
+        text = (f"±{_num(high)}{unit}" if g["claimed"] == 0 else
+                f"{_num(low)}–{_num(high)}{unit}")
+    elif g["test"] == "at-most":
+        text = f"≤ {_num(g['boundary'])}{unit}"
+    elif g["test"] == "at-least":
+        text = f"≥ {_num(g['boundary'])}{unit}"
+    elif rule.get("threshold"):
+        text = (f"{'>' if g['side'] > 0 else '<'} {_num(g['boundary'])}{unit}")
+    else:
+        text = f"{_signed(g['claimed'])}{unit}"
+    return t("part_claimed", lang).format(claim=text)
+
+
+def why_words(part: dict[str, Any], lang: str, budget: dict[str, Any] | None) -> str:
+    """Why the part got its decision, in a few words (the full reason is under details)."""
+    from blocklab.report.figures import part_geometry
+
+    decision, reason, rule = part["decision"], part.get("reason") or "", part["rule"]
+    g = part_geometry(rule)
+    n = part["estimate"].get("n") or 0
+    bound = _num(g["boundary"]) if g["boundary"] is not None else ""
+    if part.get("level") is None and decision not in ("run",):  # decided without a test
+        return reason
+    if decision == "run":
+        return t("why_run", lang)
+    if decision == "confirmed":
+        return t("why_band_in" if g["band"] else "why_beyond", lang).format(b=bound)
+    if decision == "contradicted-at-this-scale":
+        return t("why_contradicted", lang).format(d=_num(g["delta"]))
+    if decision == "not-reproduced-at-this-scale":
+        if "would be contradicted" in reason:
+            return t("why_would_contradict", lang)
+        if "inside ±" in reason and g["margin"] is not None:
+            return t("why_no_effect", lang).format(m=_num(g["margin"]))
+        return t("why_band_out" if g["band"] else "why_short", lang).format(b=bound)
+    if decision == "inconclusive":
+        if "Holm's step-down stopped" in reason:
+            why = t("why_holm", lang)
+        elif n < 2:
+            why = t("why_no_interval", lang).format(n=n, min=rule["min_seeds"])
+        elif n < rule["min_seeds"]:
+            why = t("why_few_seeds", lang).format(n=n, min=rule["min_seeds"])
+        elif g["band"] is not None:
+            why = t("why_straddles", lang).format(b=f"{_num(g['band'][0])}/{_num(g['band'][1])}")
+        else:
+            why = t("why_straddles", lang).format(b=bound)
+        needed = part.get("seeds_needed")
+        if needed is not None:
+            why += t("why_needed", lang).format(needed=needed)
+            if budget is not None:
+                why += t("why_cost", lang).format(extra=budget["extra_seeds"],
+                                                 time=duration(budget["seconds"], lang))
+        return why
+    return reason
+
+
+def part_line(part: dict[str, Any], lang: str, budget: dict[str, Any] | None = None) -> str:
+    """One graded part as one line of words: its decision (the chip's colour), its name,
+    estimate [95% CI] (n), what is claimed, and why, e.g. 'confirmed · swiglu −1.42% [−2.01,
+    −0.83] (n=5), claimed −1.5% (δ 0.5): the CI lies beyond −0.5'."""
+    decision = part["decision"]
+    words = t("part_line", lang).format(name=part["name"], estimate=estimate_words(part),
+                                        claimed=claimed_words(part["rule"], lang),
+                                        why=why_words(part, lang, budget))
+    short = DECISION_SHORT.get(decision)
+    label = (short[1] if lang == "zh" else short[0]) if short else decision
+    return (f'<li class="part" title="{escape(label + " · " + words)}">'
+            f'<span class="d v-{escape(decision)}">{escape(label)}</span>'
+            f'<span class="w">{prose(words)}</span></li>')
+
+
+def rule_words(part: dict[str, Any]) -> str:
+    """A part's registered rule in full (metric, test, claimed, δ, margin, seeds, hash)."""
+    rule = part["rule"]
     beyond = f" (beyond {rule['threshold']:g})" if rule.get("threshold") else ""
-    rule_text = (f"{rule['metric']}; {rule.get('test', 'effect')}, claimed "
-                 f"{rule['claimed']:+g}{beyond}, smallest effect "
-                 f"{rule['smallest_effect']:g}, margin ±{rule['margin']:g}, min seeds "
-                 f"{rule['min_seeds']}" + (f"; rule {part['rule_hash']}" if part.get("rule_hash")
-                                           else ""))
-    return (f"<li><b>{escape(part['name'])}</b> {badge(part['verdict'], lang)} "
-            f"{escape(value)}: {escape(part['reason'])}. <span class=\"muted\">"
-            f"{escape(t('rule', lang))}: {escape(rule_text)}</span></li>")
+    return (f"{rule['metric']}; {rule.get('test', 'effect')}, claimed {rule['claimed']:+g}"
+            f"{beyond}, smallest effect {rule['smallest_effect']:g}, margin "
+            f"±{rule['margin']:g}, min seeds {rule['min_seeds']}"
+            + (f"; rule {part['rule_hash']}" if part.get("rule_hash") else "")
+            + f". {rule.get('decides', '')}")
+
+
+def part_details(part: dict[str, Any], lang: str) -> str:
+    """A part's full reason and rule, for the details fold."""
+    return (f"<li><b>{escape(part['name'])}</b> {badge(part['decision'], lang)} "
+            f"{escape(estimate_words(part))}: {escape(part.get('reason') or '')}. "
+            f'<span class="muted">{escape(t("rule", lang))}: {escape(rule_words(part))}'
+            "</span></li>")
+
+
+_SENTENCE_EN = re.compile(r"(?<=[.!?])\s+(?=[A-Z(“\"])")
+
+
+def lead_and_rest(text: str, lang: str) -> tuple[str, str]:
+    """The summary's first sentence (at most about three lines of the evidence column: cut
+    at a clause boundary past that) and the rest, which goes under details."""
+    limit = 100 if lang == "zh" else 240
+    if lang == "zh":
+        cut = text.find("。")
+        lead, rest = (text[:cut + 1], text[cut + 1:]) if cut >= 0 else (text, "")
+    else:
+        bits = _SENTENCE_EN.split(text, maxsplit=1)
+        lead, rest = bits[0], (bits[1] if len(bits) > 1 else "")
+    if len(lead) > limit:
+        stops = [m.end() for m in re.finditer(r"[;:；：，,]\s*", lead[:limit])]
+        cut = stops[-1] if stops and stops[-1] > limit // 3 else limit
+        lead, rest = lead[:cut].rstrip() + " …", "… " + lead[cut:].lstrip() + (
+            " " + rest if rest else "")
+    return lead, rest.strip()
+
+
+def forest_figure(row: dict[str, Any], figures: dict[str, Figure], lang: str,
+                  key_number: int | None) -> str:
+    """A claim's forest plot in its ledger row: no figure number of its own; its key is the
+    overview's caption (figure `key_number`)."""
+    from blocklab.report.figures import forest_key
+
+    key = forest_key(row["id"])
+    fig = figures.get(key)
+    if fig is None:
+        return ""
+    text = t("forest_caption", lang).format(id=row["id"], n=key_number or "")
+    cmd = f'{escape(t("command", lang))}: {code(fig.command)}'
+    if fig.error:
+        return (f'<figure id="fig-{escape(key)}" class="forest"><div class="notice fail">'
+                f"{escape(t('figure_failed', lang).format(error=fig.error))}</div>"
+                f"<figcaption>{escape(text)} {cmd}</figcaption></figure>")
+    return (f'<figure id="fig-{escape(key)}" class="forest"><img src="{fig.data_uri}" '
+            f'alt="{escape(text)}"><figcaption>{escape(text)} {cmd}</figcaption></figure>')
+
+
+def budget_sentence(doc: dict[str, Any], lang: str) -> str:
+    """'With about N more minutes on this machine these K parts would likely be decided', the
+    parts it counts folded under it, and the inconclusive parts no number of seeds can be
+    priced for yet."""
+    budget = doc.get("decision_budget")
+    if not budget or not (budget["parts"] or budget["unsized"]):
+        return ""
+    minutes = budget["seconds"] / 60
+    shown = f"{minutes:.1f}" if minutes < 10 else f"{minutes:,.0f}"
+    out: list[str] = []
+    if budget["parts"]:
+        out.append(t("budget_sentence", lang).format(minutes=shown, k=len(budget["parts"]),
+                                                     workers=budget["workers"]))
+    else:
+        out.append(t("budget_none", lang))
+    if budget["unsized"]:
+        out.append(t("budget_unsized", lang).format(u=len(budget["unsized"])))
+    rows = [[p["claim"], p["part"], p["n"], p["seeds_needed"], p["extra_seeds"],
+             f"{p['seed_cost_s']:.1f}", f"{p['seconds'] / 60:.1f}",
+             ", ".join(p["arms"]) + (f" ({t('whole_suite', lang)})" if p["whole_suite"]
+                                     else "")]
+            for p in budget["parts"]]
+    rows += [[p["claim"], p["part"], p["n"], "—", "—", "—", "—", "—"]
+             for p in budget["unsized"]]
+    cols = [t(k, lang) for k in ("col_id", "col_part", "col_n", "col_needed", "col_extra",
+                                 "col_seed_cost", "col_minutes", "col_arms")]
+    return (f'<p class="budget">{escape(" ".join(out))}</p>'
+            f'<details><summary>{escape(t("budget_which", lang))}</summary>'
+            + table(cols, rows, t("budget_caption", lang).format(workers=budget["workers"]))
+            + "</details>")
+
+
+def evidence_cell(r: dict[str, Any], figures: dict[str, Figure], lang: str,
+                  key_number: int | None, budgets: dict[tuple[str, str], dict[str, Any]]
+                  ) -> str:
+    """A ledger row's evidence: the summary's first sentence, the claim's forest plot, one line
+    of words per part, and under one details fold the rest: the summary's remainder, each
+    part's reason and registered rule, the combining rule, the command and the numbers."""
+    zh = lang == "zh"
+    lead, rest = lead_and_rest(r["summary_zh"] if zh else r["summary"], lang)
+    out = [f'<p class="lead">{prose(lead)}']
+    if r.get("figure") and r["figure"] in figures:
+        out.append(f' <a href="#fig-{escape(r["figure"])}">{escape(t("see_figure", lang))} →</a>')
+    out.append("</p>")
+    if r.get("error"):
+        out.append(f'<p class="error">{escape(r["error"])}</p>')
+    out.append(forest_figure(r, figures, lang, key_number))
+    parts = r.get("parts") or []
+    if parts:
+        out.append('<ul class="part-lines">' + "".join(
+            part_line(p, lang, budgets.get((r["id"], p["name"]))) for p in parts) + "</ul>")
+    fold = []
+    if rest:
+        fold.append(f"<p>{prose(rest)}</p>")
+    if parts:
+        fold.append('<ul class="parts">' + "".join(part_details(p, lang) for p in parts)
+                    + "</ul>")
+        combines = (r.get("combines_zh") if zh else None) or r.get("combines")
+        if combines:
+            fold.append(f'<p class="muted">{escape(t("combined", lang))}: '
+                        f'{escape(combines)}</p>')
+    if r.get("command"):
+        fold.append(f'<p class="cmd">{escape(t("command", lang))}: {code(r["command"])}</p>')
+    numbers = {k: v for k, v in r["evidence"].items() if k != "traceback"}
+    if numbers:
+        fold.append(f'<p class="muted">{escape(t("numbers", lang))}:</p><pre>'
+                    f"{escape(json.dumps(numbers, indent=1, ensure_ascii=False))}</pre>")
+    if fold:
+        out.append(f'<details class="more"><summary>{escape(t("details", lang))}</summary>'
+                   + "".join(fold) + "</details>")
+    return "".join(out)
 
 
 # --- sections ------------------------------------------------------------------------------------
-def ledger_section(doc: dict[str, Any], figures: dict[str, Figure], lang: str) -> str:
+def ledger_section(doc: dict[str, Any], figures: dict[str, Figure], lang: str,
+                   number: list[int] | None = None) -> str:
     zh = lang == "zh"
+    number = [0] if number is None else number
     rows = []
     counts: dict[str, int] = {}
     errors = 0
     # A check that raised has no verdict, whatever placeholder the ledger gave it.
     failed_badge = f'<span class="badge v-error">{escape(t("check_failed", lang))}</span>'
+    overview = figure("ledger_overview", figures, lang, number)
+    key_number = number[0] if overview else None
+    budgets = {(p["claim"], p["part"]): p
+               for p in (doc.get("decision_budget") or {}).get("parts", [])}
     for r in doc["ledger"]:
         if r.get("error"):
             errors += 1
         else:
             counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
-        evidence = prose(r["summary_zh"] if zh else r["summary"])
-        if r.get("error"):
-            evidence += f'<br><span class="error">{escape(r["error"])}</span>'
-        if r.get("command"):
-            evidence += f'<span class="cmd">{escape(t("command", lang))}: {code(r["command"])}</span>'
-        if r.get("parts"):
-            evidence += "<ul class=\"parts\">" + "".join(
-                part_item(p, lang) for p in r["parts"]) + "</ul>"
-            combines = (r.get("combines_zh") if zh else None) or r.get("combines")
-            if combines:
-                evidence += (f'<span class="muted">{escape(t("combined", lang))}: '
-                             f'{escape(combines)}</span>')
-        numbers = {k: v for k, v in r["evidence"].items() if k != "traceback"}
-        if numbers:
-            evidence += (f'<details><summary>{escape(t("numbers", lang))}</summary><pre>'
-                         f"{escape(json.dumps(numbers, indent=1, ensure_ascii=False))}"
-                         "</pre></details>")
-        if r.get("figure") and r["figure"] in figures:
-            evidence += (f'<span class="cmd"><a href="#fig-{escape(r["figure"])}">'
-                         f'{escape(t("see_figure", lang))} →</a></span>')
+        evidence = evidence_cell(r, figures, lang, key_number, budgets)
         source = f"{escape(r['page'])}<br>§ {escape(r['section'])}"
         rows.append(
             f'<tr id="{escape(r["id"])}"><td class="id">{escape(r["id"])}</td>'
@@ -274,7 +514,8 @@ def ledger_section(doc: dict[str, Any], figures: dict[str, Figure], lang: str) -
     return (f'<section id="ledger"><h2>{escape(t("sec_ledger", lang))}</h2>'
             f"<p>{escape(t('ledger_intro', lang))}</p>"
             f'<p class="counts">{escape(t("verdict_counts", lang))}: {summary}</p>'
-            f'<table class="ledger"><thead><tr>{head}</tr></thead><tbody>' + "".join(rows)
+            + budget_sentence(doc, lang) + overview
+            + f'<table class="ledger"><thead><tr>{head}</tr></thead><tbody>' + "".join(rows)
             + "</tbody></table></section>")
 
 
@@ -421,12 +662,18 @@ def added_claims_section(doc: dict[str, Any], figures: dict[str, Figure], lang: 
         if r.get("error"):
             out.append(f'<p class="error">{escape(r["error"])}</p>')
         if r.get("parts"):
-            out.append("<ul class=\"parts\">" + "".join(part_item(x, lang) for x in r["parts"])
-                       + "</ul>")
+            # one line per part (the forest plot is in the claim's ledger row), the rest folded
+            budgets = {(p["claim"], p["part"]): p
+                       for p in (doc.get("decision_budget") or {}).get("parts", [])}
+            out.append('<ul class="part-lines">' + "".join(
+                part_line(x, lang, budgets.get((cid, x["name"]))) for x in r["parts"])
+                + "</ul>")
             combines = (r.get("combines_zh") if zh else None) or r.get("combines")
-            if combines:
-                out.append(f'<p class="muted">{escape(t("combined", lang))}: '
-                           f'{escape(combines)}</p>')
+            out.append(f'<details class="more"><summary>{escape(t("details", lang))}</summary>'
+                       '<ul class="parts">' + "".join(part_details(x, lang) for x in r["parts"])
+                       + "</ul>" + (f'<p class="muted">{escape(t("combined", lang))}: '
+                                    f'{escape(combines)}</p>' if combines else "")
+                       + "</details>")
         out.append(claim_table(r["evidence"]))
         if r.get("figure"):
             out.append(figure(r["figure"], figures, lang, number))
@@ -454,7 +701,7 @@ def render_html(doc: dict[str, Any], figures: dict[str, Figure], lang: str) -> s
     """The whole page as a string."""
     gen = doc["generated"]
     number = [0]  # figure counter, shared by the sections in page order
-    body = [ledger_section(doc, figures, lang),
+    body = [ledger_section(doc, figures, lang, number),
             ffn_section(doc, figures, lang, number),
             norm_section(doc, figures, lang, number),
             placement_section(doc, figures, lang, number),

@@ -91,6 +91,60 @@ STRINGS: dict[str, tuple[str, str]] = {
     "rule": ("rule", "规则"),
     "combined": ("combined", "合并规则"),
     "verdict_counts": ("Verdicts", "判定统计"),
+    "details": ("details", "详情"),
+    # one line per part: "<name> <estimate>, claimed <claim>: <why>"
+    "part_line": ("{name}: {estimate}, {claimed}; {why}", "{name}：{estimate}，{claimed}；{why}"),
+    "part_claimed": ("claimed {claim}", "声称 {claim}"),
+    "why_run": ("the finding; nothing is claimed", "实验结果，无所声称"),
+    "why_beyond": ("the CI lies beyond {b}", "置信区间整体越过 {b}"),
+    "why_band_in": ("the 90% CI lies inside the band", "90% 置信区间落在区间带内"),
+    "why_contradicted": ("the CI lies beyond δ {d} on the opposite side, and a 2× longer run "
+                         "agrees", "置信区间整体在相反一侧越过 δ {d}，且 2 倍长的训练结论一致"),
+    "why_would_contradict": ("beyond δ on the opposite side; no 2× longer run confirms it yet",
+                             "在相反一侧越过 δ；尚无 2 倍长的训练确认"),
+    "why_no_effect": ("no effect: the 90% CI lies inside ±{m}", "无效应：90% 置信区间落在 ±{m} 内"),
+    "why_short": ("the CI lies wholly short of {b}", "置信区间整体未达 {b}"),
+    "why_band_out": ("the CI lies outside the band", "置信区间落在区间带之外"),
+    "why_holm": ("Holm's procedure stopped before this part", "Holm 逐步程序在此部分之前停止"),
+    "why_no_interval": ("{n} seed(s), no interval yet (the rule needs {min})",
+                        "{n} 个种子，尚无置信区间（规则至少需要 {min} 个）"),
+    "why_few_seeds": ("{n} of the rule's {min} seeds", "{n} 个种子，规则至少需要 {min} 个"),
+    "why_straddles": ("the CI straddles {b}", "置信区间跨过 {b}"),
+    "why_needed": ("; about {needed} seeds would decide it", "；约 {needed} 个种子可判定"),
+    "why_cost": (" (+{extra}, about {time} here)", "（再加 {extra} 个，本机约 {time}）"),
+    "seconds": ("{n:.0f} s", "{n:.0f} 秒"),
+    "minutes": ("{n} min", "{n} 分钟"),
+    "forest_caption": ("{id}: each part in its metric's units, coloured by its decision; the "
+                       "key is under figure {n}.",
+                       "{id}：每个部分按其指标的单位绘制，颜色表示判定；图例见图 {n}。"),
+    # what more seeds would decide
+    "budget_sentence": ("With about {minutes} more minutes on this machine ({workers} worker "
+                        "processes), these {k} inconclusive parts would likely be decided (80% "
+                        "power at the spread seen so far).",
+                        "在本机（{workers} 个工作进程）上再运行约 {minutes} 分钟，这 {k} 个尚无定论的部分很可能得到判定"
+                        "（按目前观察到的离散程度，80% 功效）。"),
+    "budget_none": ("No inconclusive part can be priced in seeds yet.",
+                    "目前还没有尚无定论的部分能按种子数估算代价。"),
+    "budget_unsized": ("{u} other inconclusive part(s) cannot be priced yet: too few seeds to "
+                       "read their spread, or more seeds than the rules look at.",
+                       "另有 {u} 个尚无定论的部分暂无法估算：种子太少，读不出离散程度，或所需种子超出规则考虑的范围。"),
+    "budget_which": ("which parts, and what each costs", "是哪些部分，各需多少代价"),
+    "budget_caption": ("Seeds needed: 80% power at the observed spread. Cost of a seed: the "
+                       "stored wall time of the runs of the arms the part compares (the whole "
+                       "suite's where not known), per seed or repeat; the extra seeds' runs "
+                       "share {workers} workers, timed runs run alone; the total prices each "
+                       "arm once.",
+                       "所需种子数：按观察到的离散程度达到 80% 功效。每个种子的代价：该部分所比较各组的已存运行的墙钟时间"
+                       "（不明时取整个实验），按每个种子或每次重复计；新增种子的运行由 {workers} 个工作进程分担，计时运行单独进行；"
+                       "合计时每组只计一次。"),
+    "whole_suite": ("whole suite", "整个实验"),
+    "col_part": ("part", "部分"),
+    "col_n": ("n", "n"),
+    "col_needed": ("seeds needed", "所需种子"),
+    "col_extra": ("extra", "新增"),
+    "col_seed_cost": ("s per seed", "每种子秒数"),
+    "col_minutes": ("minutes", "分钟"),
+    "col_arms": ("arms", "组"),
     # generic
     "missing_suite": ("No stored results of the {suite} suite ({size}) under {results}. Run:",
                       "{results} 下没有 {suite} 实验（{size}）的结果。请运行："),
@@ -175,6 +229,24 @@ STRINGS: dict[str, tuple[str, str]] = {
 
 # Figure key -> (English caption, Chinese caption): what the figure shows.
 CAPTIONS: dict[str, tuple[str, str]] = {
+    "ledger_overview": ("Every part of every experimental claim on one axis, grouped by claim: "
+                        "the estimate and its 95% CI coloured by decision as the verdict chips "
+                        "(hollow: inconclusive), the stretch the claim allows shaded red. The "
+                        "axis is normalised per part: a directional part (an effect or a bound) "
+                        "is drawn at 1 + (s·x − s·b)/δ, with s the claimed side, b its boundary "
+                        "and δ its smallest effect, so the boundary sits at 1 (dashed) and the "
+                        "claim holds to the right; for a plain effect 0 is no effect and −1 is "
+                        "δ on the opposite side (dotted). A band (equivalence) is drawn at "
+                        "(x − claimed)/margin, so the band is [−1, 1]. Intervals past the axis "
+                        "end in an arrow. Each claim's row below draws its parts in their own "
+                        "units: dashed, the boundary; dotted, δ on the opposite side; ×, the "
+                        "claimed size; grey, ±margin of no effect; n and looks at the right.",
+                        "所有实验性论断的每个部分画在同一坐标轴上，按论断分组：估计值及其 95% 置信区间按判定着色（与判定标签同色，"
+                        "空心为尚无定论），红色阴影为论断允许的范围。坐标按部分归一化：有方向的部分（效应或界限）画在 "
+                        "1 + (s·x − s·b)/δ 处，s 为声称的方向，b 为其边界，δ 为最小效应，因此边界位于 1（虚线），论断在其右侧成立；"
+                        "对普通效应而言 0 表示无效应，−1 表示相反方向的 δ（点线）。区间带（等价）画在 (x − 声称值)/等价边界 处，"
+                        "区间带即 [−1, 1]。超出坐标范围的区间以箭头结束。下方每条论断所在行按各部分自己的单位作图：虚线为边界，"
+                        "点线为相反方向的 δ，× 为声称的大小，灰色为无效应的 ±等价边界，右侧为 n 与查看次数。"),
     "ffn_budget": ("Parameters (solid) and intermediate activation elements (dashed) of a plain "
                    "and a gated FFN, varying one of B, T, d, m at a time (log–log). Parameters "
                    "move with d and m only; activations with B, T and m.",
@@ -293,6 +365,14 @@ CAPTIONS: dict[str, tuple[str, str]] = {
     "kv_cache": ("KV-cache bytes (bf16, batch 1) against the context length, with each model's "
                  "weight bytes (dotted) for scale.",
                  "KV 缓存字节数（bf16，batch 1）随上下文长度的变化，虚线为各模型权重字节数作参照。"),
+}
+
+
+# A part's decision in the ledger's one-line view, short enough for its column.
+DECISION_SHORT: dict[str, tuple[str, str]] = {
+    "confirmed": ("confirmed", "成立"), "not-reproduced-at-this-scale": ("not reproduced", "未复现"),
+    "contradicted-at-this-scale": ("contradicted", "相反"), "inconclusive": ("inconclusive", "尚无定论"),
+    "run": ("run", "已运行"), "refuted": ("refuted", "不成立"),
 }
 
 

@@ -1,0 +1,283 @@
+"""The ledger as a learner reads it: a forest plot per experimental claim and one overview,
+one line of words per part, the rest folded under details, and what more seeds would decide.
+
+Built from small hand-written report documents (the shape `build.collect` writes), so these
+tests train nothing and run no claim check."""
+
+import io
+import re
+
+import pytest
+
+from blocklab.report.build import decision_budget, part_arms
+from blocklab.report.figures import (
+    VERDICT_COLOURS,
+    decision_colour,
+    experimental_rows,
+    fig_forest,
+    fig_ledger_overview,
+    forest_key,
+    make_figures,
+    normalised,
+)
+from blocklab.report.html import (
+    CSS,
+    budget_sentence,
+    evidence_cell,
+    lead_and_rest,
+    ledger_section,
+    part_line,
+)
+
+
+def rule(claimed=-1.5, delta=0.5, margin=0.25, test="effect", threshold=0.0, min_seeds=5,
+         metric="(val loss swiglu − relu)/relu at equal parameters and tokens, % "
+                "(negative = better)"):
+    return {"metric": metric, "smallest_effect": delta, "margin": margin,
+            "min_seeds": min_seeds, "claimed": claimed, "threshold": threshold, "test": test,
+            "decides": "confirmed when the 95% CI lies wholly beyond b"}
+
+
+def part(name, decision, value, low, high, n=5, seeds_needed=None, the_rule=None,
+         reason="the 95% CI lies wholly below -0.5 on the claimed side", level=0.05):
+    out = {"name": name, "decision": decision, "verdict": decision, "reason": reason,
+           "estimate": {"value": value, "ci_low": low, "ci_high": high, "n": n, "sd": 0.4},
+           "looks": [n] if n else [], "rule": the_rule or rule(), "rule_hash": "abc123def456",
+           "p_value": 0.01, "level": level, "boundary": -0.5}
+    if decision == "inconclusive":
+        out["detectable_effect"] = 0.6
+        out["seeds_needed"] = seeds_needed
+    return out
+
+
+def row(cid, verdict, parts, command, summary="The finding. More words follow here."):
+    return {"id": cid, "claim": f"claim {cid}", "claim_zh": f"论断 {cid}", "page": "000.md",
+            "section": "Some section", "verdict": verdict, "summary": summary,
+            "summary_zh": "发现。后面还有更多的话。", "evidence": {"x": 1}, "command": command,
+            "figure": None, "error": None, "parts": parts,
+            "combines": "the claim takes the SwiGLU part's verdict",
+            "combines_zh": "论断取 SwiGLU 部分的判定"}
+
+
+SUITE = "blocklab suite ffn --size quick --results runs"
+
+
+@pytest.fixture
+def doc():
+    c16 = row("C16", "inconclusive", [
+        part("swiglu", "confirmed", -1.42, -2.01, -0.83),
+        part("geglu", "not-reproduced-at-this-scale", -0.1, -0.3, 0.1,
+             reason="the 90% CI lies inside ±0.25 (no effect)"),
+        part("glu", "inconclusive", -0.6, -1.5, 0.3, seeds_needed=12,
+             reason="the 95% CI straddles the claim's boundary; …"),
+    ], SUITE)
+    c18 = row("C18", "inconclusive", [
+        part("nearly the same quality", "inconclusive", 0.01, -0.03, 0.05, n=3,
+             seeds_needed=4, the_rule=rule(claimed=0.0, delta=0.02, margin=0.02,
+                                           test="equivalence", min_seeds=3,
+                                           metric="Δ val loss RMS − LN, nats/token")),
+    ], "blocklab suite norm-cost --size quick --results runs")
+    c21 = row("C21", "inconclusive", [
+        part("ALiBi works at 2×", "inconclusive", 3.0, None, None, n=1,
+             the_rule=rule(claimed=5.0, delta=5.0, margin=0.0, test="at-most", threshold=5.0,
+                           min_seeds=3, metric="loss past L vs sliding, %: alibi at 2×")),
+    ], "blocklab suite position --size quick --results runs")
+    c34 = row("C34", "refuted", [  # configs graded in parts: not an experiment
+        part("PaLM uses GeGLU", "refuted", 0.0, None, None, n=1, level=None,
+             reason="PaLM uses SwiGLU, per its paper"),
+    ], "blocklab budget palm --json")
+    c02 = row("C02", "confirmed", [], "blocklab verify --group worked")
+    costs = {"ffn": [{"arm": arm, "seed": seed, "wall_time_s": 60.0, "timed": False}
+                     for arm in ("relu", "swiglu", "geglu", "glu") for seed in range(5)]
+             + [{"arm": "timing", "seed": 0, "wall_time_s": 30.0, "timed": True}],
+             "norm-cost": [{"arm": arm, "seed": seed, "wall_time_s": 10.0, "timed": False}
+                           for arm in ("layernorm", "rmsnorm") for seed in range(3)]}
+    ledger = [c02, c16, c18, c21, c34]
+    suites = {name: {"summary": None, "command": f"blocklab suite {name}", "runs": [],
+                     "busy_timings": [], "run_costs": costs.get(name, []), "error": None}
+              for name in ("ffn", "norm-cost", "placement", "position", "quantize")}
+    return {"generated": {"size": "quick", "results": "runs", "seed_offset": 0},
+            "ledger": ledger, "suites": suites,
+            "rope": {"float64_gap_by_shift": {}, "command": "blocklab verify --group rope"},
+            "decision_budget": decision_budget(ledger, suites, workers=2)}
+
+
+def _pixels(png: bytes):
+    from matplotlib.image import imread
+
+    image = imread(io.BytesIO(png), format="png")
+    return {"#{:02x}{:02x}{:02x}".format(*(round(255 * c) for c in px[:3]))
+            for line in image for px in line}
+
+
+# --- figures -------------------------------------------------------------------------------------
+def test_every_experimental_claim_gets_a_forest_plot(doc):
+    assert [r["id"] for r in experimental_rows(doc)] == ["C16", "C18", "C21"]
+    figures = make_figures(doc)
+    for cid in ("C16", "C18", "C21"):
+        fig = figures[forest_key(cid)]
+        assert fig.error is None and fig.png[:8] == b"\x89PNG\r\n\x1a\n", cid
+        assert fig.command == f"blocklab claims {cid} --json --size quick --results runs"
+    assert forest_key("C34") not in figures and forest_key("C02") not in figures
+    overview = figures["ledger_overview"]
+    assert overview.error is None and overview.png
+
+
+def test_a_parts_decision_colour_is_its_chips_colour(doc):
+    for decision, (_, text, _) in VERDICT_COLOURS.items():
+        assert decision_colour(decision) == text
+        assert f".v-{decision} {{ background: " in CSS and f"color: {text};" in CSS
+    confirmed_only = {**doc, "ledger": [row("C16", "confirmed", [
+        part("swiglu", "confirmed", -1.42, -2.01, -0.83)], SUITE)]}
+    seen = _pixels(fig_forest(confirmed_only, "C16"))
+    assert decision_colour("confirmed") in seen
+    assert decision_colour("inconclusive") not in seen
+    assert decision_colour("not-reproduced-at-this-scale") not in seen
+
+
+def test_a_claim_without_experimental_parts_draws_no_forest(doc):
+    assert fig_forest(doc, "C34") is None and fig_forest(doc, "C02") is None
+    assert fig_ledger_overview({**doc, "ledger": doc["ledger"][:1]}) is None
+
+
+def test_overview_normalises_by_the_boundary_and_the_band(doc):
+    swiglu = doc["ledger"][1]["parts"][0]  # claimed −1.5 %, δ 0.5: the boundary at −0.5
+    value, low, high = normalised(swiglu)
+    assert value == pytest.approx(1.42 / 0.5) and low == pytest.approx(0.83 / 0.5)
+    assert high == pytest.approx(2.01 / 0.5)
+    band = doc["ledger"][2]["parts"][0]  # equivalence ±0.02: the band is [−1, 1]
+    assert normalised(band)[1:] == (pytest.approx(-1.5), pytest.approx(2.5))
+    bound = doc["ledger"][3]["parts"][0]  # at most 5 %: the bound at 1, holding to its right
+    assert normalised(bound)[0] == pytest.approx(1 + 2 / 5)
+
+
+# --- words ---------------------------------------------------------------------------------------
+def test_one_line_of_words_per_part(doc):
+    confirmed, absent, open_ = doc["ledger"][1]["parts"]
+    line = part_line(confirmed, "en")
+    assert line.count("<li") == 1 and "<br" not in line
+    words = re.sub(r"<[^>]+>", "", line)
+    assert words == ("confirmedswiglu: −1.42% [−2.01, −0.83] (n=5), claimed −1.5%; the CI lies "
+                     "beyond −0.5")
+    assert 'class="d v-confirmed"' in line
+    assert "no effect: the 90% CI lies inside ±0.25" in part_line(absent, "en")
+    budget = doc["decision_budget"]["parts"][0]
+    assert "about 12 seeds would decide it (+7, about 7.0 min here)" in part_line(
+        open_, "en", budget)
+    assert "约 12 个种子可判定" in part_line(open_, "zh", budget)
+
+
+def test_a_part_name_is_escaped(doc):
+    hostile = part("<img src=x onerror=alert(1)>", "confirmed", -1.42, -2.01, -0.83)
+    line = part_line(hostile, "en")
+    assert "<img" not in line and "&lt;img src=x" in line
+
+
+def test_evidence_cell_puts_pictures_and_lines_first_and_folds_the_rest(doc):
+    figures = make_figures(doc)
+    budgets = {(p["claim"], p["part"]): p for p in doc["decision_budget"]["parts"]}
+    cell = evidence_cell(doc["ledger"][1], figures, "en", 1, budgets)
+    lead = cell.index('<p class="lead">The finding.')
+    plot = cell.index('<figure id="fig-forest_c16" class="forest">')
+    lines = cell.index('<ul class="part-lines">')
+    fold = cell.index('<details class="more"><summary>details</summary>')
+    assert lead < plot < lines < fold
+    folded = cell[fold:]
+    assert "More words follow here." in folded  # the summary's remainder
+    assert "rule abc123def456" in folded and "confirmed when the 95% CI" in folded
+    assert "combined: the claim takes the SwiGLU part" in folded
+    assert "<pre>" in folded  # the numbers
+
+
+def test_lead_is_the_first_sentence_within_three_lines():
+    assert lead_and_rest("One. Two three.", "en") == ("One.", "Two three.")
+    assert lead_and_rest("一。二。", "zh") == ("一。", "二。")
+    long = "A clause; " * 60 + "end. Next."
+    lead, rest = lead_and_rest(long, "en")
+    assert len(lead) <= 242 and lead.endswith("…") and rest.endswith("Next.")
+
+
+# --- what more seeds would decide -----------------------------------------------------------------
+def test_budget_prices_the_inconclusive_parts_from_stored_wall_time(doc):
+    budget = doc["decision_budget"]
+    assert budget["workers"] == 2
+    priced = {(p["claim"], p["part"]): p for p in budget["parts"]}
+    assert set(priced) == {("C16", "glu"), ("C18", "nearly the same quality")}
+    glu = priced[("C16", "glu")]
+    # glu against relu: 2 runs of 60 s per seed, 7 more seeds, two workers
+    assert glu["arms"] == ["glu", "relu"] and glu["extra_seeds"] == 7
+    assert glu["seed_cost_s"] == pytest.approx(120.0)
+    assert glu["seconds"] == pytest.approx(7 * 120.0 / 2)
+    quality = priced[("C18", "nearly the same quality")]
+    assert quality["seconds"] == pytest.approx(1 * 20.0 / 2)
+    # a part with one seed has no spread to size it by: listed apart, never priced
+    assert [(p["claim"], p["part"]) for p in budget["unsized"]] == [("C21", "ALiBi works at 2×")]
+    assert budget["seconds"] == pytest.approx(420.0 + 10.0)
+
+
+def test_budget_prices_an_arm_shared_by_parts_once():
+    parts = [part(arm, "inconclusive", -0.6, -1.5, 0.3, seeds_needed=needed)
+             for arm, needed in (("swiglu", 9), ("geglu", 7))]
+    ledger = [row("C16", "inconclusive", parts, SUITE)]
+    costs = [{"arm": arm, "seed": seed, "wall_time_s": 10.0, "timed": False}
+             for arm in ("relu", "swiglu", "geglu") for seed in range(5)]
+    budget = decision_budget(ledger, {"ffn": {"run_costs": costs}}, workers=1)
+    # relu at the most extra seeds any part asks of it (4), swiglu 4, geglu 2
+    assert budget["seconds"] == pytest.approx(10.0 * (4 + 4 + 2))
+    assert sum(p["seconds"] for p in budget["parts"]) == pytest.approx(10.0 * (8 + 4))
+
+
+def test_part_arms_name_the_compared_runs():
+    arms = ["relu", "swiglu", "geglu", "init/pre/xavier/2", "init/pre/gpt2/2",
+            "train/pre/6/0/0.003", "train/post/12/0/0.003", "train/post/12/100/0.003",
+            "train/post/12/0/0.001", "rope", "rope+ntk"]
+    assert part_arms("C16", part("geglu", "inconclusive", 0, 0, 0), arms) == ["geglu", "relu"]
+    assert part_arms("C12", part("pre-norm, gpt2 init", "inconclusive", 0, 0, 0),
+                     arms) == ["init/pre/gpt2/2"]
+    assert part_arms("C19", part("post-norm needs warmup", "inconclusive", 0, 0, 0),
+                     arms) == ["train/post/12/0/0.003", "train/post/12/100/0.003"]
+    ntk = part("RoPE works at 8× with ntk scaling", "inconclusive", 0, 0, 0,
+               the_rule=rule(metric="100·(loss past L − sliding)/sliding, %: rope+ntk at 8×"))
+    assert part_arms("C21", ntk, arms) == ["rope+ntk"]
+    assert part_arms("C99", ntk, arms) == []
+
+
+def test_budget_sentence_at_the_top_of_the_ledger(doc):
+    text = budget_sentence(doc, "en")
+    assert ("With about 7.2 more minutes on this machine (2 worker processes), these 2 "
+            "inconclusive parts would likely be decided") in text
+    assert "1 other inconclusive part(s) cannot be priced yet" in text
+    assert "<td>glu</td>" in text and "<td>nearly the same quality</td>" in text
+    zh = budget_sentence(doc, "zh")
+    assert "再运行约 7.2 分钟，这 2 个尚无定论的部分很可能得到判定" in zh
+    section = ledger_section(doc, make_figures(doc), "en")
+    assert section.index('<p class="budget">') < section.index('id="fig-ledger_overview"') \
+        < section.index('<table class="ledger">')
+
+
+def test_print_stylesheet_opens_details_and_pins_nothing():
+    assert "sticky" not in CSS and "fixed" not in CSS
+    print_css = CSS[CSS.index("@media print"):]
+    assert "details::details-content { content-visibility: visible; display: block; }" \
+        in print_css
+
+
+# --- evidence that does not depend on what is installed --------------------------------------
+def test_c10_evidence_is_the_same_without_transformers(monkeypatch):
+    import importlib.util
+    import sys
+
+    from blocklab.claims import run_claims
+
+    with_it = run_claims(["C10"])[0]
+    monkeypatch.setitem(sys.modules, "transformers", None)
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name.startswith("transformers")
+                        else real(name, *a))
+    without = run_claims(["C10"])[0]
+    assert without.verdict == with_it.verdict == "confirmed"
+    assert without.summary == with_it.summary and without.evidence == with_it.evidence
+    for text in (without.summary, without.summary_zh):
+        assert "not installed" not in text and "未安装" not in text
+    assert "modeling_llama.py lines 62-67" in without.summary
