@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from blocklab.claims.registry import RuleChange, changes, registered
+from blocklab.claims.registry import RULES, RuleChange, changes, registered
 from blocklab.claims.rules import (
     ALPHA,
     INCONCLUSIVE,
@@ -302,7 +302,7 @@ def unregistered(claim_id: str, parts: list[Part], rules: dict[str, Rule]) -> li
     """The parts of a registered claim graded by a rule other than the one registered for
     them (`registry.registered`), or with no registered rule at all; [] for a claim with no
     registered rules (an analytic one)."""
-    if not rules:
+    if claim_id not in RULES:
         return []
     return [p.name for p in parts if p.name not in rules or p.rule.hash != rules[p.name].hash]
 
