@@ -24,8 +24,10 @@ import pytest
 from blocklab.claims import claim_sources
 from blocklab.experiments.suites import run_suites
 from blocklab.report.build import build_report
+from blocklab.report.figures import experimental_rows
 
 SUITES = ("ffn", "norm-cost", "placement", "position")
+EVIDENCE_LINES = 8  # lines of words in a ledger row's evidence, details folded, parts aside
 
 HEAD_PROBE = """<script>
 window.__errors = [];
@@ -53,6 +55,35 @@ window.addEventListener("load", function () {
     broken: images.filter(function (i) { return !i.complete || i.naturalWidth === 0; })
                   .map(function (i) { return i.alt || i.src.slice(0, 40); }),
     ledgerRows: document.querySelectorAll("table.ledger tbody tr").length,
+    ledger: Array.prototype.slice.call(document.querySelectorAll("table.ledger tbody tr"))
+      .map(function (tr) {
+        var cell = tr.querySelector("td.evidence");
+        var line = parseFloat(getComputedStyle(cell).lineHeight);
+        var kids = Array.prototype.slice.call(cell.children);
+        var top = Math.min.apply(null, kids.map(function (k) {
+          return k.getBoundingClientRect().top; }));
+        var bottom = Math.max.apply(null, kids.map(function (k) {
+          return k.getBoundingClientRect().bottom; }));
+        // the words of the cell: its content less the pictures and the part lines
+        var pictures = Array.prototype.slice.call(
+          cell.querySelectorAll("figure.forest img, ul.part-lines"))
+          .reduce(function (sum, el) { return sum + el.getBoundingClientRect().height; }, 0);
+        var img = cell.querySelector("figure.forest img");
+        return {
+          id: tr.id,
+          forest: img ? img.complete && img.naturalWidth > 0 : null,
+          forestWidth: img ? img.getBoundingClientRect().width : 0,
+          textLines: kids.length ? (bottom - top - pictures) / line : 0,
+          partLines: Array.prototype.slice.call(cell.querySelectorAll("ul.part-lines li"))
+            .map(function (li) {
+              var height = li.getBoundingClientRect().height;
+              return height / parseFloat(getComputedStyle(li).lineHeight);
+            }),
+          open: cell.querySelectorAll("details[open]").length
+        };
+      }),
+    overview: !!document.querySelector("#fig-ledger_overview img"),
+    budget: (document.querySelector("#ledger p.budget") || {}).textContent || "",
     deadAnchors: anchors.map(function (a) { return a.getAttribute("href").slice(1); })
                         .filter(function (id) { return !document.getElementById(id); }),
     resources: resources,
@@ -109,7 +140,8 @@ def test_report_in_headless_chromium(report, tmp_path):
     probed.write_text(page.replace("<head>", "<head>" + HEAD_PROBE, 1)
                       .replace("</body>", BODY_PROBE + "</body>", 1), encoding="utf-8")
 
-    done = run_chromium(tmp_path / "profile", "--dump-dom", probed.as_uri())
+    done = run_chromium(tmp_path / "profile", "--window-size=1280,1000", "--dump-dom",
+                        probed.as_uri())
     assert done.returncode == 0, done.stderr[-2000:]
     parser = _BodyData()
     parser.feed(done.stdout)
@@ -124,6 +156,30 @@ def test_report_in_headless_chromium(report, tmp_path):
     assert probe["ledgerRows"] == len(claim_sources()) == 36
     assert probe["deadAnchors"] == []
     assert [r for r in probe["resources"] if not r.startswith("data:")] == []
+
+    # The ledger: a forest plot in the row of every experimental claim and no other, an
+    # overview above the table with the sentence on what more seeds would decide, and, with
+    # details folded, no evidence cell longer than EVIDENCE_LINES lines of words (the summary's
+    # first sentence, the plot's caption, the details line) besides one line per part.
+    doc = json.loads((report.parent / "report.json").read_text(encoding="utf-8"))
+    experimental = {r["id"] for r in experimental_rows(doc)}
+    assert experimental >= {"C12", "C16", "C18", "C19", "C21", "C31", "C36"}
+    rows = {r["id"]: r for r in probe["ledger"]}
+    assert {cid for cid, r in rows.items() if r["forest"]} == experimental
+    assert all(r["forest"] is None for cid, r in rows.items() if cid not in experimental)
+    narrow = {cid: rows[cid]["forestWidth"] for cid in experimental
+              if rows[cid]["forestWidth"] < 400}
+    assert narrow == {}, f"forest plots narrower than 400 px at 1280 px: {narrow}"
+    assert probe["overview"] and "inconclusive part" in probe["budget"]
+    too_long = {cid: round(r["textLines"], 1) for cid, r in rows.items()
+                if r["textLines"] > EVIDENCE_LINES}
+    assert too_long == {}, f"evidence cells longer than {EVIDENCE_LINES} lines: {too_long}"
+    wrapped = {cid: r["partLines"] for cid, r in rows.items()
+               if any(h > 1.3 for h in r["partLines"])}
+    assert wrapped == {}, f"part lines that wrap: {wrapped}"
+    assert sum(len(r["partLines"]) for r in rows.values()) == sum(
+        len(r["parts"]) for r in doc["ledger"])
+    assert all(r["open"] == 0 for r in rows.values())
 
     # The screenshot of the page as a reader sees it, kept as an artifact.
     shot = tmp_path / "report.png"

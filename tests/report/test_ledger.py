@@ -157,8 +157,8 @@ def test_one_line_of_words_per_part(doc):
     line = part_line(confirmed, "en")
     assert line.count("<li") == 1 and "<br" not in line
     words = re.sub(r"<[^>]+>", "", line)
-    assert words == ("confirmedswiglu: −1.42% [−2.01, −0.83] (n=5), claimed −1.5%; the CI lies "
-                     "beyond −0.5")
+    assert words == ("confirmed1. swiglu: −1.42% [−2.01, −0.83] (n=5), claimed −1.5%; the CI "
+                     "lies beyond −0.5")
     assert 'class="d v-confirmed"' in line
     assert "no effect: the 90% CI lies inside ±0.25" in part_line(absent, "en")
     budget = doc["decision_budget"]["parts"][0]
@@ -175,8 +175,7 @@ def test_a_part_name_is_escaped(doc):
 
 def test_evidence_cell_puts_pictures_and_lines_first_and_folds_the_rest(doc):
     figures = make_figures(doc)
-    budgets = {(p["claim"], p["part"]): p for p in doc["decision_budget"]["parts"]}
-    cell = evidence_cell(doc["ledger"][1], figures, "en", 1, budgets)
+    cell = evidence_cell(doc["ledger"][1], figures, "en", 1, doc)
     lead = cell.index('<p class="lead">The finding.')
     plot = cell.index('<figure id="fig-forest_c16" class="forest">')
     lines = cell.index('<ul class="part-lines">')
@@ -227,6 +226,22 @@ def test_budget_prices_an_arm_shared_by_parts_once():
     assert sum(p["seconds"] for p in budget["parts"]) == pytest.approx(10.0 * (8 + 4))
 
 
+def test_a_part_beyond_reach_is_counted_apart():
+    parts = [part("swiglu", "inconclusive", -0.6, -1.5, 0.3, seeds_needed=9),
+             part("geglu", "inconclusive", -0.6, -1.5, 0.3, seeds_needed=5000)]
+    ledger = [row("C16", "inconclusive", parts, SUITE)]
+    costs = [{"arm": arm, "seed": seed, "wall_time_s": 10.0, "timed": False}
+             for arm in ("relu", "swiglu", "geglu") for seed in range(5)]
+    budget = decision_budget(ledger, {"ffn": {"run_costs": costs}}, workers=1)
+    assert [p["within_reach"] for p in budget["parts"]] == [True, False]
+    assert budget["within_reach"] == 1 and budget["beyond_reach"] == 1
+    assert budget["seconds"] == pytest.approx(4 * 20.0)  # geglu's 4,995 seeds left out
+    assert budget["beyond_seconds"] == pytest.approx(4995 * 20.0)
+    text = budget_sentence({"decision_budget": budget}, "en")
+    assert "these 1 inconclusive parts would likely be decided" in text
+    assert "1 more would take longer than 2 hours each here (about 1,665 minutes in all)" in text
+
+
 def test_part_arms_name_the_compared_runs():
     arms = ["relu", "swiglu", "geglu", "init/pre/xavier/2", "init/pre/gpt2/2",
             "train/pre/6/0/0.003", "train/post/12/0/0.003", "train/post/12/100/0.003",
@@ -239,6 +254,9 @@ def test_part_arms_name_the_compared_runs():
     ntk = part("RoPE works at 8× with ntk scaling", "inconclusive", 0, 0, 0,
                the_rule=rule(metric="100·(loss past L − sliding)/sliding, %: rope+ntk at 8×"))
     assert part_arms("C21", ntk, arms) == ["rope+ntk"]
+    tuned = part("RoPE + yarn after a 40-step fine-tune works at 8×", "inconclusive", 0, 0, 0,
+                 the_rule=rule(metric="loss past L vs sliding, %: rope+yarn+ft4x at 8×"))
+    assert part_arms("C30", tuned, arms) == ["rope"]  # read off the rope run it extends
     assert part_arms("C99", ntk, arms) == []
 
 
@@ -256,7 +274,7 @@ def test_budget_sentence_at_the_top_of_the_ledger(doc):
 
 
 def test_print_stylesheet_opens_details_and_pins_nothing():
-    assert "sticky" not in CSS and "fixed" not in CSS
+    assert "sticky" not in CSS and "position: fixed" not in CSS
     print_css = CSS[CSS.index("@media print"):]
     assert "details::details-content { content-visibility: visible; display: block; }" \
         in print_css
@@ -281,3 +299,16 @@ def test_c10_evidence_is_the_same_without_transformers(monkeypatch):
     for text in (without.summary, without.summary_zh):
         assert "not installed" not in text and "未安装" not in text
     assert "modeling_llama.py lines 62-67" in without.summary
+
+
+def test_the_page_templates_escape_every_value(doc):
+    from blocklab.report.html import environment
+
+    assert environment().autoescape is True
+    hostile = row("C16", "confirmed", [part("swiglu", "confirmed", -1.42, -2.01, -0.83)], SUITE,
+                  summary="<script>alert(1)</script> uses `x<y`; \"quoted\" & 'single'.")
+    hostile["error"] = "<b>bold</b>"
+    section = ledger_section({**doc, "ledger": [hostile]}, {}, "en")
+    assert "<script>" not in section and "&lt;script&gt;alert(1)&lt;/script&gt;" in section
+    assert "<b>bold</b>" not in section and "&lt;b&gt;bold&lt;/b&gt;" in section
+    assert "&amp; &#39;single&#39;" in section

@@ -371,7 +371,7 @@ def test_a_tiny_report_says_it_is_a_smoke_test(tmp_path):
     for lang in ("en", "zh"):
         page = render_html(doc, {}, lang)
         note = doc["generated"]["size_note"][lang]
-        assert note and f'<div class="notice">{note}</div>' in page.replace("&#x27;", "'")
+        assert note and f'<div class="notice">{note}</div>' in page.replace("&#39;", "'")
 
 
 def test_ledger_figures_render_from_report_json_alone(built, monkeypatch):

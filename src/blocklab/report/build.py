@@ -194,8 +194,12 @@ def part_arms(claim_id: str, part: dict[str, Any], arms: list[str]) -> list[str]
     elif claim_id == "C36":
         found = at_deepest("deep", by_lr=False)
     elif claim_id in ("C21", "C30"):
+        # an arm read with scaling or after a fine-tune (rope+ntk, rope+yarn+ft…) is read off
+        # the run of the arm it extends: the longest stored arm its name starts with
         arm = _ARM_AT.search(metric)
-        found = [arm.group(1)] if arm else []
+        name_ = arm.group(1) if arm else ""
+        base = [a for a in arms if name_ == a or name_.startswith(a + "+")]
+        found = [max(base, key=len)] if base else []
     elif claim_id == "C29":
         found = ["none"]
     elif claim_id == "C31":
@@ -209,6 +213,9 @@ def part_arms(claim_id: str, part: dict[str, Any], arms: list[str]) -> list[str]
     return [a for a in found if a in arms]
 
 
+REACH_S = 2 * 3600  # a part whose extra seeds take longer than this here is out of reach
+
+
 def decision_budget(ledger: list[dict[str, Any]], suites: dict[str, dict[str, Any]],
                     workers: int) -> dict[str, Any]:
     """What more seeds would decide: for each inconclusive part that states the seeds that
@@ -218,11 +225,12 @@ def decision_budget(ledger: list[dict[str, Any]], suites: dict[str, dict[str, An
     A part's cost per extra seed is the stored wall time of the runs of the arms it compares
     (`part_arms`; the whole suite where not known) divided by its seeds (repeats, for a part
     timed within one run); the extra seeds' runs share `workers` processes, and timed runs run
-    alone. The total prices each stored arm once, at the most extra seeds any part asks of it.
-    Parts whose spread cannot be read (fewer than two seeds) or that would need more than the
-    rules look at are listed apart: no number of seeds can be priced for them here."""
+    alone. Parts that would take longer than REACH_S alone are out of reach here
+    (`within_reach` false); `seconds` is the time of the parts within reach together, each
+    stored arm priced once, at the most extra seeds any of them asks of it. Parts whose spread
+    cannot be read (fewer than two seeds) or that would need more seeds than the rules look at
+    are listed apart (`unsized`): no number of seeds can be priced for them here."""
     parts, unsized = [], []
-    per_arm: dict[tuple[str, str], dict[str, float]] = {}
     for row in ledger:
         match = _SUITE.search(row.get("command") or "")
         for part in row.get("parts") or []:
@@ -232,7 +240,7 @@ def decision_budget(ledger: list[dict[str, Any]], suites: dict[str, dict[str, An
             needed = part.get("seeds_needed")
             entry = {"claim": row["id"], "part": part["name"], "n": n, "seeds_needed": needed}
             suite = match.group(1) if match else None
-            costs = (suites.get(suite) or {}).get("run_costs") or [] if suite else []
+            costs = ((suites.get(suite) or {}).get("run_costs") or []) if suite else []
             if needed is None or not costs:
                 unsized.append(entry)
                 continue
@@ -241,23 +249,35 @@ def decision_budget(ledger: list[dict[str, Any]], suites: dict[str, dict[str, An
             runs = [c for c in costs if c["arm"] in (chosen or arms)]
             units = n or len({c["seed"] for c in runs}) or 1
             extra = max(int(needed) - n, 0)
-            pool = sum(c["wall_time_s"] for c in runs if not c["timed"]) / units
-            alone = sum(c["wall_time_s"] for c in runs if c["timed"]) / units
+            # seconds per extra seed of each arm: in the worker pool, and alone (timed runs)
+            per_arm = {arm: (sum(c["wall_time_s"] for c in runs
+                                 if c["arm"] == arm and not c["timed"]) / units,
+                             sum(c["wall_time_s"] for c in runs
+                                 if c["arm"] == arm and c["timed"]) / units)
+                       for arm in (chosen or arms)}
+            pool = sum(p for p, _ in per_arm.values())
+            alone = sum(a for _, a in per_arm.values())
+            seconds = extra * (pool / workers + alone)
             entry.update({"suite": suite, "arms": chosen or arms, "whole_suite": not chosen,
                           "extra_seeds": extra, "seed_cost_s": pool + alone,
-                          "seconds": extra * (pool / workers + alone)})
+                          "seconds": seconds, "within_reach": seconds <= REACH_S,
+                          "_per_arm": per_arm})
             parts.append(entry)
-            for arm in entry["arms"]:
-                arm_runs = [c for c in runs if c["arm"] == arm]
-                cost = per_arm.setdefault((suite, arm), {"pool": 0.0, "alone": 0.0,
-                                                         "extra": 0.0})
-                cost["pool"] = max(cost["pool"], sum(c["wall_time_s"] for c in arm_runs
-                                                     if not c["timed"]) / units)
-                cost["alone"] = max(cost["alone"], sum(c["wall_time_s"] for c in arm_runs
-                                                       if c["timed"]) / units)
-                cost["extra"] = max(cost["extra"], extra)
-    seconds = sum(c["extra"] * (c["pool"] / workers + c["alone"]) for c in per_arm.values())
-    return {"workers": workers, "seconds": seconds, "parts": parts, "unsized": unsized}
+    shared: dict[tuple[str, str], tuple[float, float, int]] = {}
+    for p in parts:
+        per_arm = p.pop("_per_arm")
+        if not p["within_reach"]:
+            continue
+        for arm, (pool, alone) in per_arm.items():
+            old = shared.get((p["suite"], arm), (0.0, 0.0, 0))
+            shared[(p["suite"], arm)] = (max(old[0], pool), max(old[1], alone),
+                                         max(old[2], p["extra_seeds"]))
+    seconds = sum(extra * (pool / workers + alone) for pool, alone, extra in shared.values())
+    beyond = [p for p in parts if not p["within_reach"]]
+    return {"workers": workers, "reach_s": REACH_S, "seconds": seconds,
+            "within_reach": len(parts) - len(beyond),
+            "beyond_reach": len(beyond), "beyond_seconds": sum(p["seconds"] for p in beyond),
+            "parts": parts, "unsized": unsized}
 
 
 def _run_curves(results: Path, name: str, size: str, run_ids: list[str],

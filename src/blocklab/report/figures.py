@@ -835,7 +835,15 @@ def normalised(part: dict[str, Any]) -> tuple[float | None, float | None, float 
 
 
 def _short_name(name: str, limit: int = 44) -> str:
-    return name if len(name) <= limit else name[:limit - 1].rstrip() + "…"
+    """`name` within `limit` characters: its head and its tail (where parts of one claim
+    differ, as in '… works at 8×' and '… works at 16×') around an ellipsis."""
+    if len(name) <= limit:
+        return name
+    tail = max(limit // 3, 10)
+    head, end = name[:limit - tail - 1], name[-tail:]
+    head = head[:head.rfind(" ")] if " " in head else head  # whole words either side
+    end = end[end.find(" ") + 1:] if " " in end else end
+    return f"{head.rstrip()} … {end.lstrip()}"
 
 
 def _looks_text(part: dict[str, Any]) -> str:
@@ -878,8 +886,9 @@ def _claim_span(g: dict[str, Any], left: float, right: float) -> tuple[float, fl
     return (g["boundary"], right) if g["side"] > 0 else (left, g["boundary"])
 
 
-def _part_panel(ax, part: dict[str, Any]) -> None:
-    """One part on its own axis, in its metric's units."""
+def _part_panel(ax, part: dict[str, Any], number: int) -> None:
+    """One part on its own axis, in its metric's units, labelled with its number in the claim
+    (the ledger's line of words for it has the same number) and its name."""
     g = part_geometry(part["rule"])
     e = part["estimate"]
     points = [0.0, g["claimed"]]
@@ -896,14 +905,16 @@ def _part_panel(ax, part: dict[str, Any]) -> None:
     left, right = min(points), max(points)
     pad = 0.12 * (right - left or 1.0)
     left, right = left - pad, right + pad
-    span = _claim_span(g, left, right)
-    ax.axvspan(span[0], span[1], color=CLAIM_SHADE, alpha=0.10, lw=0)
+    claims = part["decision"] != "run"  # a finding: nothing is claimed, nothing shaded
+    if claims:
+        span = _claim_span(g, left, right)
+        ax.axvspan(span[0], span[1], color=CLAIM_SHADE, alpha=0.10, lw=0)
     if g["margin"] is not None:
         ax.axvspan(-g["margin"], g["margin"], color="#8c959f", alpha=0.22, lw=0)
     ax.axvline(0.0, color="#8c959f", lw=0.8)
-    if g["boundary"] is not None:
+    if g["boundary"] is not None and claims:
         ax.axvline(g["boundary"], color=CLAIM_SHADE, ls="--", lw=1.0)
-    if g["test"] == "effect":
+    if g["test"] == "effect" and claims:
         ax.axvline(-g["side"] * g["delta"], color=CLAIM_SHADE, ls=":", lw=0.9)
         if g["claimed"] != g["boundary"]:
             ax.plot([g["claimed"]], [0], "x", color=CLAIM_SHADE, ms=6, mew=1.5)
@@ -914,7 +925,7 @@ def _part_panel(ax, part: dict[str, Any]) -> None:
                 transform=ax.transAxes, ha="center", va="center", fontsize=7, color="#59636e")
     ax.set_xlim(left, right)
     ax.set_ylim(-0.6, 0.6)
-    ax.set_yticks([0], [_short_name(part["name"])], fontsize=7.5)
+    ax.set_yticks([0], [f"{number}. {_short_name(part['name'], 54)}"], fontsize=7)
     ax.tick_params(axis="x", labelsize=7, pad=1, length=2)
     ax.tick_params(axis="y", length=0)
     right_ax = ax.twinx()
@@ -947,11 +958,10 @@ def fig_forest(doc: dict[str, Any], claim_id: str) -> bytes | None:
         return None
     parts = row["parts"]
     fig, axes = _new(6.2, 0.5 * len(parts) + 0.55, 1, len(parts))
-    for ax, part in zip(axes[:, 0], parts, strict=True):
-        _part_panel(ax, part)
+    for number, (ax, part) in enumerate(zip(axes[:, 0], parts, strict=True), start=1):
+        _part_panel(ax, part, number)
     units = sorted({_unit(p["rule"]["metric"]) for p in parts} - {""})
-    title = f"{claim_id}: each part in its metric's units" + (
-        f" ({', '.join(units)})" if units else "")
+    title = f"{claim_id}" + (f" (units: {', '.join(units)})" if units else "")
     fig.suptitle(title, fontsize=8, x=0.01, ha="left")
     return _png(fig)
 
@@ -979,15 +989,16 @@ def fig_ledger_overview(doc: dict[str, Any]) -> bytes | None:
             ax.text(clip[0], y, f" {r['id']}", fontsize=8, fontweight="bold", va="center")
             ax.axhline(y + 0.5, color="#d0d7de", lw=0.6)
             y -= 1
-            for part in r["parts"]:
+            for number, part in enumerate(r["parts"], start=1):
                 g = part_geometry(part["rule"])
                 low_end, high_end = ((-1.0, 1.0) if g["band"] is not None else (1.0, clip[1]))
-                ax.fill_between([low_end, high_end], y - 0.42, y + 0.42, color=CLAIM_SHADE,
-                                alpha=0.10, lw=0)
+                if part["decision"] != "run":  # a finding claims nothing: nothing shaded
+                    ax.fill_between([low_end, high_end], y - 0.42, y + 0.42,
+                                    color=CLAIM_SHADE, alpha=0.10, lw=0)
                 value, low, high = normalised(part)
                 _draw_estimate(ax, y, value, low, high, part["decision"], clip)
                 ticks.append(y)
-                labels.append(_short_name(part["name"], 44))
+                labels.append(f"{number}. {_short_name(part['name'], 44)}")
                 y -= 1
         ax.set_yticks(ticks, labels, fontsize=6.5)
         ax.tick_params(axis="y", length=0)

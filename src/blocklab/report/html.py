@@ -1,23 +1,31 @@
 """The report page: one self-contained HTML file (inline CSS, figures as data: URIs, no script).
 
 `render_html(doc, figures, lang)` turns the document of `build.collect` and the figures of
-`figures.make_figures` into the page. Every piece of text goes through `html.escape`; the page
-loads nothing from anywhere, so it opens from disk and offline.
+`figures.make_figures` into the page through Jinja2 templates (`templates/page.html.j2` and its
+macros in `templates/macros.html.j2`) with autoescape on, so every piece of text is escaped on
+output; the only markup text may carry is a `backticked` name, which the `prose` filter turns
+into <code>. The page loads nothing from anywhere, so it opens from disk and offline.
 
 Layout: header, table of contents, the claims ledger, then one section per page topic (FFN,
-normalization, placement, position encodings, deployment). Suite sections whose results are
-missing show the command that produces them.
+normalization, placement, position encodings, deployment) and the claims added later. Suite
+sections whose results are missing show the command that produces them. This module computes
+what the templates show (the words of each part's line, table rows, counts); the templates
+hold the markup.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from html import escape
+from functools import lru_cache
 from typing import Any
 
+from jinja2 import Environment, PackageLoader, StrictUndefined, pass_context
+from jinja2.utils import Namespace
+from markupsafe import Markup, escape
+
 from blocklab.claims import VERDICT_ZH
-from blocklab.report.figures import VERDICT_COLOURS, Figure
+from blocklab.report.figures import VERDICT_COLOURS, Figure, forest_key
 from blocklab.report.i18n import DECISION_SHORT, caption, t
 
 VERDICT_EN = {"confirmed": "confirmed", "refuted": "refuted", "conditional": "conditional",
@@ -81,11 +89,16 @@ details pre { max-height: 22em; overflow: auto; background: var(--soft); padding
 ul.notes { color: var(--muted); font-size: 0.9em; }
 ul.parts { margin: 6px 0; padding-left: 18px; font-size: 0.92em; }
 /* the ledger: one line of words per part, pictures beside, the rest folded */
-table.ledger td.evidence { width: 46%; }
+table.ledger { table-layout: fixed; }
+table.ledger th:nth-child(1) { width: 3.8em; }
+table.ledger th:nth-child(2) { width: 8.8em; }
+table.ledger th:nth-child(3) { width: 19%; }
+table.ledger th:nth-child(5) { width: 9.5em; }
+table.ledger td .badge { white-space: normal; }
 table.ledger p.lead { margin: 0 0 4px; }
 ul.part-lines { list-style: none; margin: 4px 0; padding: 0; font-size: 0.86em; }
 ul.part-lines li { display: flex; gap: 6px; align-items: baseline; line-height: 1.5; }
-ul.part-lines .d { flex: none; width: 7.2em; padding: 0 4px; border-radius: 4px;
+ul.part-lines .d { flex: none; width: 10.4em; padding: 0 4px; border-radius: 4px;
                    border: 1px solid transparent; font-size: 0.92em; font-weight: 600;
                    white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
 ul.part-lines .w { flex: 1; min-width: 0; white-space: nowrap; overflow: hidden;
@@ -115,119 +128,34 @@ CSS += "".join(f".v-{verdict} {{ background: {bg}; color: {fg}; border-color: {b
                for verdict, (bg, fg, border) in VERDICT_COLOURS.items())
 
 
-# --- helpers -------------------------------------------------------------------------------------
+# --- what the templates show ----------------------------------------------------------------------
 # A cell the suites pre-formatted as a number: "0.25", "+0.11 [−0.2, 0.4]", "4.1 (n=1)", "+1–2%".
 _NUMERIC = re.compile(r"^[+\-−]?\d[\d,]*(\.\d+)?(e[+\-]?\d+)?(–\d+(\.\d+)?)?%?"
                       r"( \[[^\]]*\]| \(n=\d+\))?$")
 
 
-def _cell(value: Any) -> tuple[str, bool]:
-    """(escaped text, is_number) of a table cell."""
+def _cell(value: Any) -> dict[str, Any]:
+    """{text, number} of a table cell: its text, and whether it is right-aligned as a number."""
     if value is None:
-        return "—", False
+        return {"text": "—", "number": False}
     if isinstance(value, bool):
-        return escape(str(value).lower()), False
+        return {"text": str(value).lower(), "number": False}
     if isinstance(value, int):
-        return f"{value:,}", True
+        return {"text": f"{value:,}", "number": True}
     if isinstance(value, float):
-        return escape(f"{value:.4g}"), True
+        return {"text": f"{value:.4g}", "number": True}
     text = str(value)
-    return escape(text), bool(_NUMERIC.match(text))
-
-
-def table(columns: list[str], rows: list[list[Any]], caption_text: str = "",
-          css_class: str = "") -> str:
-    head = "".join(f"<th>{escape(str(c))}</th>" for c in columns)
-    body = []
-    for row in rows:
-        cells = []
-        for value in row:
-            text, number = _cell(value)
-            cells.append(f'<td class="num">{text}</td>' if number else f"<td>{text}</td>")
-        body.append("<tr>" + "".join(cells) + "</tr>")
-    cap = f"<caption>{escape(caption_text)}</caption>" if caption_text else ""
-    cls = f' class="{css_class}"' if css_class else ""
-    return (f"<table{cls}>{cap}<thead><tr>{head}</tr></thead><tbody>" + "".join(body)
-            + "</tbody></table>")
-
-
-def code(text: str) -> str:
-    return f"<code>{escape(text)}</code>"
+    return {"text": text, "number": bool(_NUMERIC.match(text))}
 
 
 _BACKTICKS = re.compile(r"`([^`<>]+)`")
 
 
-def prose(text: str) -> str:
+def prose(text: str) -> Markup:
     """Escaped text with `backticked` spans as <code> (the claims write names that way)."""
-    return _BACKTICKS.sub(r"<code>\1</code>", escape(text))
+    return Markup(_BACKTICKS.sub(r"<code>\1</code>", str(escape(text))))
 
 
-def figure(key: str, figures: dict[str, Figure], lang: str, number: list[int]) -> str:
-    """A figure with its caption and command, or nothing when it was not drawn."""
-    fig = figures.get(key)
-    if fig is None:
-        return ""
-    number[0] += 1
-    label = f"{t('figure', lang)} {number[0]}"
-    text = caption(key, lang)
-    if fig.error:
-        return (f'<figure id="fig-{escape(key)}"><div class="notice fail">'
-                f"{escape(t('figure_failed', lang).format(error=fig.error))}</div>"
-                f"<figcaption><b>{escape(label)}.</b> {escape(text)} "
-                f'<span class="cmd">{escape(t("command", lang))}: {code(fig.command)}</span>'
-                "</figcaption></figure>")
-    return (f'<figure id="fig-{escape(key)}"><img src="{fig.data_uri}" alt="{escape(text)}">'
-            f"<figcaption><b>{escape(label)}.</b> {escape(text)} "
-            f'<span class="cmd">{escape(t("command", lang))}: {code(fig.command)}</span>'
-            "</figcaption></figure>")
-
-
-def badge(verdict: str, lang: str) -> str:
-    names = VERDICT_ZH if lang == "zh" else VERDICT_EN
-    return (f'<span class="badge v-{escape(verdict)}">'
-            f"{escape(names.get(verdict, verdict))}</span>")
-
-
-def missing_notice(suite: dict[str, Any], name: str, doc: dict[str, Any], lang: str) -> str:
-    gen = doc["generated"]
-    parts = []
-    if suite.get("error"):
-        parts.append(f'<div class="notice fail">'
-                     f'{escape(t("suite_failed", lang).format(suite=name, error=suite["error"]))}'
-                     "</div>")
-    text = t("missing_suite", lang).format(suite=name, size=gen["size"], results=gen["results"])
-    parts.append(f'<div class="notice missing">{escape(text)} {code(suite["command"])}</div>')
-    return "".join(parts)
-
-
-def suite_body(name: str, doc: dict[str, Any], figures: dict[str, Figure], lang: str,
-               figure_keys: tuple[str, ...], number: list[int]) -> str:
-    """A suite's figures, tables and notes, or the notice that its results are missing."""
-    suite = doc["suites"][name]
-    summary = suite.get("summary")
-    if not summary:
-        return missing_notice(suite, name, doc, lang)
-    out = ['<p class="muted">' + escape(t("suite_meta", lang).format(
-        suite=name, size=summary.get("size", "?"), runs=summary.get("runs", 0),
-        seeds=summary.get("seeds", "?"), train=summary.get("wall_time_s") or 0.0))
-        + f" {escape(t('command', lang))}: {code(suite['command'])}</p>"]
-    for busy in suite.get("busy_timings") or []:
-        out.append('<div class="notice">' + escape(t("busy_timing", lang).format(
-            share=busy["others_cpu_share"], label=busy["label"])) + "</div>")
-    out += [figure(key, figures, lang, number) for key in figure_keys]
-    for spec in summary.get("tables", []):
-        out.append(f"<h4>{escape(spec.get('title', ''))}</h4>")
-        out.append(table(spec.get("columns", []), spec.get("rows", []),
-                         spec.get("caption", "")))
-    notes = summary.get("notes") or []
-    if notes:
-        out.append(f"<p class=\"muted\">{escape(t('notes', lang))}:</p><ul class=\"notes\">"
-                   + "".join(f"<li>{escape(n)}</li>" for n in notes) + "</ul>")
-    return "".join(out)
-
-
-# --- the ledger's parts: one line of words each, the rest one click away ---------------------------
 def _num(value: float | None) -> str:
     """A number as the ledger lines show it: 3 significant digits, a real minus sign."""
     if value is None:
@@ -329,19 +257,18 @@ def why_words(part: dict[str, Any], lang: str, budget: dict[str, Any] | None) ->
     return reason
 
 
-def part_line(part: dict[str, Any], lang: str, budget: dict[str, Any] | None = None) -> str:
-    """One graded part as one line of words: its decision (the chip's colour), its name,
-    estimate [95% CI] (n), what is claimed, and why, e.g. 'confirmed · swiglu −1.42% [−2.01,
-    −0.83] (n=5), claimed −1.5% (δ 0.5): the CI lies beyond −0.5'."""
+def line_words(part: dict[str, Any], lang: str, budget: dict[str, Any] | None = None
+               ) -> dict[str, str]:
+    """One graded part as one line: {decision, label, words}: its decision, the short name
+    of it shown in the chip's colour, and the words, e.g. 'swiglu: −1.42% [−2.01, −0.83]
+    (n=5), claimed −1.5%; the CI lies beyond −0.5'."""
     decision = part["decision"]
     words = t("part_line", lang).format(name=part["name"], estimate=estimate_words(part),
                                         claimed=claimed_words(part["rule"], lang),
                                         why=why_words(part, lang, budget))
     short = DECISION_SHORT.get(decision)
     label = (short[1] if lang == "zh" else short[0]) if short else decision
-    return (f'<li class="part" title="{escape(label + " · " + words)}">'
-            f'<span class="d v-{escape(decision)}">{escape(label)}</span>'
-            f'<span class="w">{prose(words)}</span></li>')
+    return {"decision": decision, "label": label, "words": words}
 
 
 def rule_words(part: dict[str, Any]) -> str:
@@ -353,14 +280,6 @@ def rule_words(part: dict[str, Any]) -> str:
             f"±{rule['margin']:g}, min seeds {rule['min_seeds']}"
             + (f"; rule {part['rule_hash']}" if part.get("rule_hash") else "")
             + f". {rule.get('decides', '')}")
-
-
-def part_details(part: dict[str, Any], lang: str) -> str:
-    """A part's full reason and rule, for the details fold."""
-    return (f"<li><b>{escape(part['name'])}</b> {badge(part['decision'], lang)} "
-            f"{escape(estimate_words(part))}: {escape(part.get('reason') or '')}. "
-            f'<span class="muted">{escape(t("rule", lang))}: {escape(rule_words(part))}'
-            "</span></li>")
 
 
 _SENTENCE_EN = re.compile(r"(?<=[.!?])\s+(?=[A-Z(“\"])")
@@ -384,220 +303,115 @@ def lead_and_rest(text: str, lang: str) -> tuple[str, str]:
     return lead, rest.strip()
 
 
-def forest_figure(row: dict[str, Any], figures: dict[str, Figure], lang: str,
-                  key_number: int | None) -> str:
-    """A claim's forest plot in its ledger row: no figure number of its own; its key is the
-    overview's caption (figure `key_number`)."""
-    from blocklab.report.figures import forest_key
+def budget_words(budget: dict[str, Any], lang: str) -> str:
+    """'With about N more minutes on this machine these K parts would likely be decided', and
+    how many inconclusive parts no number of seeds can be priced for yet."""
+    def shown(seconds: float) -> str:
+        minutes = seconds / 60
+        return f"{minutes:.1f}" if minutes < 10 else f"{minutes:,.0f}"
 
-    key = forest_key(row["id"])
-    fig = figures.get(key)
-    if fig is None:
-        return ""
-    text = t("forest_caption", lang).format(id=row["id"], n=key_number or "")
-    cmd = f'{escape(t("command", lang))}: {code(fig.command)}'
-    if fig.error:
-        return (f'<figure id="fig-{escape(key)}" class="forest"><div class="notice fail">'
-                f"{escape(t('figure_failed', lang).format(error=fig.error))}</div>"
-                f"<figcaption>{escape(text)} {cmd}</figcaption></figure>")
-    return (f'<figure id="fig-{escape(key)}" class="forest"><img src="{fig.data_uri}" '
-            f'alt="{escape(text)}"><figcaption>{escape(text)} {cmd}</figcaption></figure>')
-
-
-def budget_sentence(doc: dict[str, Any], lang: str) -> str:
-    """'With about N more minutes on this machine these K parts would likely be decided', the
-    parts it counts folded under it, and the inconclusive parts no number of seeds can be
-    priced for yet."""
-    budget = doc.get("decision_budget")
-    if not budget or not (budget["parts"] or budget["unsized"]):
-        return ""
-    minutes = budget["seconds"] / 60
-    shown = f"{minutes:.1f}" if minutes < 10 else f"{minutes:,.0f}"
     out: list[str] = []
-    if budget["parts"]:
-        out.append(t("budget_sentence", lang).format(minutes=shown, k=len(budget["parts"]),
+    if budget["within_reach"]:
+        out.append(t("budget_sentence", lang).format(minutes=shown(budget["seconds"]),
+                                                     k=budget["within_reach"],
                                                      workers=budget["workers"]))
     else:
         out.append(t("budget_none", lang))
+    if budget["beyond_reach"]:
+        out.append(t("budget_beyond", lang).format(b=budget["beyond_reach"],
+                                                   hours=budget["reach_s"] / 3600,
+                                                   minutes=shown(budget["beyond_seconds"])))
     if budget["unsized"]:
         out.append(t("budget_unsized", lang).format(u=len(budget["unsized"])))
+    return ("" if lang == "zh" else " ").join(out)  # Chinese sentences join without a space
+
+
+def budget_rows(budget: dict[str, Any], lang: str) -> list[list[Any]]:
+    """The parts the budget sentence counts, then those it cannot price, as table rows."""
     rows = [[p["claim"], p["part"], p["n"], p["seeds_needed"], p["extra_seeds"],
              f"{p['seed_cost_s']:.1f}", f"{p['seconds'] / 60:.1f}",
              ", ".join(p["arms"]) + (f" ({t('whole_suite', lang)})" if p["whole_suite"]
                                      else "")]
             for p in budget["parts"]]
-    rows += [[p["claim"], p["part"], p["n"], "—", "—", "—", "—", "—"]
-             for p in budget["unsized"]]
-    cols = [t(k, lang) for k in ("col_id", "col_part", "col_n", "col_needed", "col_extra",
-                                 "col_seed_cost", "col_minutes", "col_arms")]
-    return (f'<p class="budget">{escape(" ".join(out))}</p>'
-            f'<details><summary>{escape(t("budget_which", lang))}</summary>'
-            + table(cols, rows, t("budget_caption", lang).format(workers=budget["workers"]))
-            + "</details>")
+    return rows + [[p["claim"], p["part"], p["n"], "—", "—", "—", "—", "—"]
+                   for p in budget["unsized"]]
 
 
-def evidence_cell(r: dict[str, Any], figures: dict[str, Figure], lang: str,
-                  key_number: int | None, budgets: dict[tuple[str, str], dict[str, Any]]
-                  ) -> str:
-    """A ledger row's evidence: the summary's first sentence, the claim's forest plot, one line
-    of words per part, and under one details fold the rest: the summary's remainder, each
-    part's reason and registered rule, the combining rule, the command and the numbers."""
-    zh = lang == "zh"
-    lead, rest = lead_and_rest(r["summary_zh"] if zh else r["summary"], lang)
-    out = [f'<p class="lead">{prose(lead)}']
-    if r.get("figure") and r["figure"] in figures:
-        out.append(f' <a href="#fig-{escape(r["figure"])}">{escape(t("see_figure", lang))} →</a>')
-    out.append("</p>")
-    if r.get("error"):
-        out.append(f'<p class="error">{escape(r["error"])}</p>')
-    out.append(forest_figure(r, figures, lang, key_number))
-    parts = r.get("parts") or []
-    if parts:
-        out.append('<ul class="part-lines">' + "".join(
-            part_line(p, lang, budgets.get((r["id"], p["name"]))) for p in parts) + "</ul>")
-    fold = []
-    if rest:
-        fold.append(f"<p>{prose(rest)}</p>")
-    if parts:
-        fold.append('<ul class="parts">' + "".join(part_details(p, lang) for p in parts)
-                    + "</ul>")
-        combines = (r.get("combines_zh") if zh else None) or r.get("combines")
-        if combines:
-            fold.append(f'<p class="muted">{escape(t("combined", lang))}: '
-                        f'{escape(combines)}</p>')
-    if r.get("command"):
-        fold.append(f'<p class="cmd">{escape(t("command", lang))}: {code(r["command"])}</p>')
-    numbers = {k: v for k, v in r["evidence"].items() if k != "traceback"}
-    if numbers:
-        fold.append(f'<p class="muted">{escape(t("numbers", lang))}:</p><pre>'
-                    f"{escape(json.dumps(numbers, indent=1, ensure_ascii=False))}</pre>")
-    if fold:
-        out.append(f'<details class="more"><summary>{escape(t("details", lang))}</summary>'
-                   + "".join(fold) + "</details>")
-    return "".join(out)
+BUDGET_COLUMNS = ("col_id", "col_part", "col_n", "col_needed", "col_extra", "col_seed_cost",
+                  "col_minutes", "col_arms")
+VERDICT_ORDER = ("confirmed", "conditional", "refuted", "contradicted-at-this-scale",
+                 "not-reproduced-at-this-scale", "inconclusive", "run", "untestable-here",
+                 "missing-results")
 
 
-# --- sections ------------------------------------------------------------------------------------
-def ledger_section(doc: dict[str, Any], figures: dict[str, Figure], lang: str,
-                   number: list[int] | None = None) -> str:
-    zh = lang == "zh"
-    number = [0] if number is None else number
-    rows = []
+def verdict_counts(ledger: list[dict[str, Any]]) -> dict[str, Any]:
+    """{verdicts: [(verdict, count)] in VERDICT_ORDER, errors: checks that raised}."""
     counts: dict[str, int] = {}
     errors = 0
-    # A check that raised has no verdict, whatever placeholder the ledger gave it.
-    failed_badge = f'<span class="badge v-error">{escape(t("check_failed", lang))}</span>'
-    overview = figure("ledger_overview", figures, lang, number)
-    key_number = number[0] if overview else None
-    budgets = {(p["claim"], p["part"]): p
-               for p in (doc.get("decision_budget") or {}).get("parts", [])}
-    for r in doc["ledger"]:
-        if r.get("error"):
+    for r in ledger:
+        if r.get("error"):  # a check that raised has no verdict, whatever its placeholder
             errors += 1
         else:
             counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
-        evidence = evidence_cell(r, figures, lang, key_number, budgets)
-        source = f"{escape(r['page'])}<br>§ {escape(r['section'])}"
-        rows.append(
-            f'<tr id="{escape(r["id"])}"><td class="id">{escape(r["id"])}</td>'
-            f"<td>{badge(r['verdict'], lang) if not r.get('error') else failed_badge}</td>"
-            f'<td class="claim">{prose(r["claim_zh"] if zh else r["claim"])}</td>'
-            f'<td class="evidence">{evidence}</td><td class="src">{source}</td></tr>')
-    head = "".join(f"<th>{escape(t(k, lang))}</th>" for k in
-                   ("col_id", "col_verdict", "col_claim", "col_evidence", "col_source"))
-    order = ("confirmed", "conditional", "refuted", "contradicted-at-this-scale",
-             "not-reproduced-at-this-scale", "inconclusive", "run", "untestable-here",
-             "missing-results")
-    summary = " ".join(f"{badge(v, lang)}<b>{counts[v]}</b>" for v in order if v in counts)
-    if errors:
-        summary += f" {failed_badge}<b>{errors}</b>"
-    return (f'<section id="ledger"><h2>{escape(t("sec_ledger", lang))}</h2>'
-            f"<p>{escape(t('ledger_intro', lang))}</p>"
-            f'<p class="counts">{escape(t("verdict_counts", lang))}: {summary}</p>'
-            + budget_sentence(doc, lang) + overview
-            + f'<table class="ledger"><thead><tr>{head}</tr></thead><tbody>' + "".join(rows)
-            + "</tbody></table></section>")
+    return {"verdicts": [(v, counts[v]) for v in VERDICT_ORDER if v in counts],
+            "errors": errors}
 
 
-def ffn_section(doc: dict[str, Any], figures: dict[str, Figure], lang: str,
-                number: list[int]) -> str:
+def _numbers(evidence: dict[str, Any]) -> str:
+    """A check's evidence as indented JSON (its traceback left out), or ''."""
+    numbers = {k: v for k, v in evidence.items() if k != "traceback"}
+    return json.dumps(numbers, indent=1, ensure_ascii=False) if numbers else ""
+
+
+def _gib(n: int) -> str:
+    return f"{n / 2**30:,.2f} GiB"
+
+
+# Claims added after the first ledger: one subsection each, with the check's own table and figure.
+ADDED_CLAIMS = ("C29", "C30", "C31", "C32", "C33", "C34", "C35", "C36")
+SECTIONS = (("ledger", "sec_ledger"), ("ffn", "sec_ffn"), ("normalization", "sec_norm"),
+            ("placement", "sec_placement"), ("position", "sec_position"),
+            ("deployment", "sec_deploy"), ("more-claims", "sec_more_claims"))
+
+
+def _ffn(doc: dict[str, Any], lang: str) -> dict[str, Any]:
     budget = doc["ffn_budget"]
-    cols = [t(k, lang) for k in ("col_vary", "col_value", "col_plain_params",
-                                 "col_gated_params", "col_plain_inter", "col_gated_inter")]
-    rows = [[r["vary"], r["value"], r["plain_params"], r["gated_params"],
-             r["plain_intermediate"], r["gated_intermediate"]] for r in budget["rows"]]
-    return (f'<section id="ffn"><h2>{escape(t("sec_ffn", lang))}</h2>'
-            f'<h3>{escape(t("sub_ffn_budget", lang))}</h3>'
-            f"<p>{escape(t('ffn_budget_intro', lang).format(**budget['base']))}</p>"
-            + figure("ffn_budget", figures, lang, number)
-            + table(cols, rows, f"{t('command', lang)}: {budget['command']}")
-            + f'<h3>{escape(t("sub_ffn_suite", lang))}</h3>'
-            + suite_body("ffn", doc, figures, lang,
-                         ("ffn_variants", "ffn_loss_curves", "scale_trend"), number)
-            + "</section>")
+    return {"columns": [t(k, lang) for k in ("col_vary", "col_value", "col_plain_params",
+                                             "col_gated_params", "col_plain_inter",
+                                             "col_gated_inter")],
+            "rows": [[r["vary"], r["value"], r["plain_params"], r["gated_params"],
+                      r["plain_intermediate"], r["gated_intermediate"]]
+                     for r in budget["rows"]]}
 
 
-def norm_section(doc: dict[str, Any], figures: dict[str, Figure], lang: str,
-                 number: list[int]) -> str:
+def _norm(doc: dict[str, Any], lang: str) -> dict[str, Any]:
     norm = doc["normalization"]
     names = {k: t(f"t_{k}", lang) for k in ("shift", "positive_scale", "negative_scale",
                                              "per_channel_scale")}
     yes, no = t("yes", lang), t("no", lang)
-    rows = []
-    for eps, table_rows in norm["shift_scale"].items():
-        for r in table_rows:
-            rows.append([names.get(r["transform"], r["transform"]), r["norm"], eps,
-                         yes if r["invariant"] else no, r["max_deviation"],
-                         yes if r["sign_flip"] else no])
-    cols = [t(k, lang) for k in ("col_transform", "col_norm", "col_eps", "col_invariant",
-                                 "col_max_dev", "col_sign_flip")]
-    intro = t("shift_scale_intro", lang).format(x=norm["x"], shift=norm["shift"],
-                                                scale=norm["scale"],
-                                                channels=norm["channel_scales"])
+    rows = [[names.get(r["transform"], r["transform"]), r["norm"], eps,
+             yes if r["invariant"] else no, r["max_deviation"], yes if r["sign_flip"] else no]
+            for eps, table_rows in norm["shift_scale"].items() for r in table_rows]
     checks = [[c["name"], c["claim"], c["max_error"], c["tolerance"],
                t("pass", lang) if c["passed"] else t("fail", lang)]
               for c in norm["jacobian_checks"]]
-    check_cols = [t(k, lang) for k in ("col_check", "col_id", "col_max_error", "col_tol",
-                                       "col_result")]
-    return (f'<section id="normalization"><h2>{escape(t("sec_norm", lang))}</h2>'
-            f'<h3>{escape(t("sub_shift_scale", lang))}</h3><p>{escape(intro)}</p>'
-            + table(cols, rows, f"{t('command', lang)}: {norm['commands']['shift_scale']}")
-            + f'<h3>{escape(t("sub_jacobians", lang))}</h3>'
-            + table(check_cols, checks, f"{t('command', lang)}: {norm['commands']['jacobians']}")
-            + f'<h3>{escape(t("sub_norm_cost", lang))}</h3>'
-            + suite_body("norm-cost", doc, figures, lang, ("norm_cost",), number)
-            + "</section>")
+    return {"columns": [t(k, lang) for k in ("col_transform", "col_norm", "col_eps",
+                                             "col_invariant", "col_max_dev", "col_sign_flip")],
+            "rows": rows,
+            "intro": t("shift_scale_intro", lang).format(x=norm["x"], shift=norm["shift"],
+                                                         scale=norm["scale"],
+                                                         channels=norm["channel_scales"]),
+            "check_columns": [t(k, lang) for k in ("col_check", "col_id", "col_max_error",
+                                                   "col_tol", "col_result")],
+            "checks": checks}
 
 
-def placement_section(doc: dict[str, Any], figures: dict[str, Figure], lang: str,
-                      number: list[int]) -> str:
-    return (f'<section id="placement"><h2>{escape(t("sec_placement", lang))}</h2>'
-            f'<h3>{escape(t("sub_placement_suite", lang))}</h3>'
-            + suite_body("placement", doc, figures, lang,
-                         ("placement_training", "placement_gradients"), number)
-            # The deep grid's figure sits with C36's graded parts (one figure, one id).
-            + f'<p>{escape(t("placement_deep_note", lang))}<a href="#claim-C36">C36</a>.</p>'
-            + "</section>")
+def _rope(doc: dict[str, Any], lang: str) -> dict[str, Any]:
+    return {"columns": [t("col_shift", lang), t("col_gap", lang)],
+            "rows": [[int(s), gap] for s, gap in doc["rope"]["float64_gap_by_shift"].items()]}
 
 
-def position_section(doc: dict[str, Any], figures: dict[str, Figure], lang: str,
-                     number: list[int]) -> str:
-    rope = doc["rope"]
-    rows = [[int(s), gap] for s, gap in rope["float64_gap_by_shift"].items()]
-    cols = [t("col_shift", lang), t("col_gap", lang)]
-    return (f'<section id="position"><h2>{escape(t("sec_position", lang))}</h2>'
-            f'<h3>{escape(t("sub_extrapolation", lang))}</h3>'
-            + suite_body("position", doc, figures, lang,
-                         ("position_extrapolation", "passkey"), number)
-            + f'<h3>{escape(t("sub_rope_check", lang))}</h3>'
-            f"<p>{escape(t('rope_float64_intro', lang))}</p>"
-            + table(cols, rows, f"{t('command', lang)}: {rope['command']}")
-            + figure("rope_relative_error", figures, lang, number)
-            + "</section>")
-
-
-def deploy_section(doc: dict[str, Any], figures: dict[str, Figure], lang: str,
-                   number: list[int]) -> str:
+def _deploy(doc: dict[str, Any], lang: str) -> dict[str, Any]:
     dep = doc["deployment"]
     context = dep["table_context"]
     rows = []
@@ -609,119 +423,92 @@ def deploy_section(doc: dict[str, Any], figures: dict[str, Figure], lang: str,
                      f"{r['decode']['attention_scores_share']:.1%}",
                      _gib(r["kv_cache_bytes"]), _gib(r["weights_bytes"]),
                      r["decode_flops_per_byte"]])
-    cols = [t(k, lang) for k in ("col_model", "col_prefill_ffn_share", "col_decode_gflops",
-                                 "col_decode_attn_share", "col_kv", "col_weights",
-                                 "col_intensity")]
-    cap = t("deploy_table_caption", lang).format(context=context, balance=balance)
-    return (f'<section id="deployment"><h2>{escape(t("sec_deploy", lang))}</h2>'
-            f"<p>{escape(t('deploy_intro', lang))}</p>"
-            f'<h3>{escape(t("sub_flops", lang))}</h3>'
-            + figure("prefill_split", figures, lang, number)
-            + figure("decode_split", figures, lang, number)
-            + table(cols, rows, cap)
-            + f'<h3>{escape(t("sub_kv", lang))}</h3>'
-            + figure("kv_cache", figures, lang, number)
-            + f'<h3>{escape(t("sub_quantize", lang))}</h3>'
-            f"<p>{escape(t('quantize_intro', lang))} "
-            f'<a href="#claim-C32">C32</a>, <a href="#claim-C33">C33</a>.</p>'
-            + suite_body("quantize", doc, figures, lang, (), number)
-            + "</section>")
+    return {"columns": [t(k, lang) for k in ("col_model", "col_prefill_ffn_share",
+                                             "col_decode_gflops", "col_decode_attn_share",
+                                             "col_kv", "col_weights", "col_intensity")],
+            "rows": rows,
+            "caption": t("deploy_table_caption", lang).format(context=context,
+                                                              balance=balance)}
 
 
-# Claims added after the first ledger: one subsection each, with the check's own table and figure.
-ADDED_CLAIMS = ("C29", "C30", "C31", "C32", "C33", "C34", "C35", "C36")
+# --- templates -----------------------------------------------------------------------------------
+@pass_context
+def _lead_and_rest(ctx, text: str) -> tuple[str, str]:
+    return lead_and_rest(text, ctx["lang"])
 
 
-def claim_table(evidence: dict[str, Any]) -> str:
-    """The table a check put in its evidence as {"table": {"columns": [...], "rows": [...],
-    "caption": ...}}, or nothing."""
-    spec = evidence.get("table")
-    if not spec:
-        return ""
-    return table(spec["columns"], spec["rows"], spec.get("caption", ""))
+@pass_context
+def _line_of(ctx, part: dict[str, Any], claim_id: str) -> dict[str, str]:
+    budgets = {(p["claim"], p["part"]): p
+               for p in (ctx["doc"].get("decision_budget") or {}).get("parts", [])}
+    return line_words(part, ctx["lang"], budgets.get((claim_id, part["name"])))
 
 
-def added_claims_section(doc: dict[str, Any], figures: dict[str, Figure], lang: str,
-                         number: list[int]) -> str:
-    """One subsection per claim of ADDED_CLAIMS: the claim, its verdict, what the check found,
-    its graded parts, its table and figure, and the command that reproduces it."""
-    zh = lang == "zh"
-    rows = {r["id"]: r for r in doc["ledger"]}
-    out = [f'<section id="more-claims"><h2>{escape(t("sec_more_claims", lang))}</h2>'
-           f"<p>{escape(t('more_claims_intro', lang))}</p>"]
-    for cid in ADDED_CLAIMS:
-        r = rows.get(cid)
-        if r is None:
-            continue
-        verdict = (f'<span class="badge v-error">{escape(t("check_failed", lang))}</span>'
-                   if r.get("error") else badge(r["verdict"], lang))
-        out.append(f'<h3 id="claim-{escape(cid)}">{escape(cid)} {verdict}</h3>'
-                   f'<p><i>{prose(r["claim_zh"] if zh else r["claim"])}</i> '
-                   f'<span class="muted">{escape(r["page"])} § {escape(r["section"])}</span></p>'
-                   f'<p>{prose(r["summary_zh"] if zh else r["summary"])}</p>')
-        if r.get("error"):
-            out.append(f'<p class="error">{escape(r["error"])}</p>')
-        if r.get("parts"):
-            # one line per part (the forest plot is in the claim's ledger row), the rest folded
-            budgets = {(p["claim"], p["part"]): p
-                       for p in (doc.get("decision_budget") or {}).get("parts", [])}
-            out.append('<ul class="part-lines">' + "".join(
-                part_line(x, lang, budgets.get((cid, x["name"]))) for x in r["parts"])
-                + "</ul>")
-            combines = (r.get("combines_zh") if zh else None) or r.get("combines")
-            out.append(f'<details class="more"><summary>{escape(t("details", lang))}</summary>'
-                       '<ul class="parts">' + "".join(part_details(x, lang) for x in r["parts"])
-                       + "</ul>" + (f'<p class="muted">{escape(t("combined", lang))}: '
-                                    f'{escape(combines)}</p>' if combines else "")
-                       + "</details>")
-        out.append(claim_table(r["evidence"]))
-        if r.get("figure"):
-            out.append(figure(r["figure"], figures, lang, number))
-        if r.get("command"):
-            out.append(f'<p class="cmd">{escape(t("command", lang))}: {code(r["command"])}</p>')
-    return "".join(out) + "</section>"
+@pass_context
+def _budget_words(ctx, budget: dict[str, Any]) -> str:
+    return budget_words(budget, ctx["lang"])
 
 
-def _gib(n: int) -> str:
-    return f"{n / 2**30:,.2f} GiB"
+@pass_context
+def _budget_rows(ctx, budget: dict[str, Any]) -> list[list[Any]]:
+    return budget_rows(budget, ctx["lang"])
 
 
-SECTIONS = (("ledger", "sec_ledger"), ("ffn", "sec_ffn"), ("normalization", "sec_norm"),
-            ("placement", "sec_placement"), ("position", "sec_position"),
-            ("deployment", "sec_deploy"), ("more-claims", "sec_more_claims"))
+@lru_cache(maxsize=1)
+def environment() -> Environment:
+    """The Jinja2 environment of the page: the package's templates, autoescape on for every
+    template, and an undefined name an error rather than an empty string."""
+    env = Environment(loader=PackageLoader("blocklab.report", "templates"), autoescape=True,
+                      undefined=StrictUndefined, keep_trailing_newline=True)
+    env.filters.update({"cell": _cell, "prose": prose, "estimate_words": estimate_words,
+                        "rule_words": rule_words, "lead_and_rest": _lead_and_rest,
+                        "line_of": _line_of, "numbers": _numbers,
+                        "budget_words": _budget_words, "budget_rows": _budget_rows,
+                        "verdict_counts": verdict_counts})
+    return env
 
 
-def size_notice(gen: dict[str, Any], lang: str) -> str:
-    """The line that says a size decides nothing (tiny), or nothing."""
-    note = (gen.get("size_note") or {}).get(lang)
-    return f'<div class="notice">{escape(note)}</div>' if note else ""
+def _context(doc: dict[str, Any], figures: dict[str, Figure], lang: str) -> dict[str, Any]:
+    """What every template sees: the document, the figures, the language and its words."""
+    return {"doc": doc, "figures": figures, "lang": lang,
+            "t": lambda key: t(key, lang), "caption": lambda key: caption(key, lang),
+            "verdict_names": VERDICT_ZH if lang == "zh" else VERDICT_EN,
+            "forest_key": forest_key,
+            "budget_columns": [t(k, lang) for k in BUDGET_COLUMNS]}
+
+
+def _macros(doc: dict[str, Any], figures: dict[str, Figure], lang: str):
+    return environment().get_template("macros.html.j2").make_module(_context(doc, figures, lang))
 
 
 def render_html(doc: dict[str, Any], figures: dict[str, Figure], lang: str) -> str:
     """The whole page as a string."""
     gen = doc["generated"]
-    number = [0]  # figure counter, shared by the sections in page order
-    body = [ledger_section(doc, figures, lang, number),
-            ffn_section(doc, figures, lang, number),
-            norm_section(doc, figures, lang, number),
-            placement_section(doc, figures, lang, number),
-            position_section(doc, figures, lang, number),
-            deploy_section(doc, figures, lang, number),
-            added_claims_section(doc, figures, lang, number)]
-    toc = "".join(f'<li><a href="#{anchor}">{escape(t(key, lang))}</a></li>'
-                  for anchor, key in SECTIONS)
-    generated = t("generated", lang).format(size=gen["size"], results=gen["results"],
-                                            created=gen["created"], version=gen["version"])
-    return (
-        "<!DOCTYPE html>\n"
-        f'<html lang="{"zh-CN" if lang == "zh" else "en"}"><head><meta charset="utf-8">'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{escape(t('title', lang))}</title><style>{CSS}</style></head><body>"
-        f"<header><h1>{escape(t('title', lang))}</h1><p>{escape(t('subtitle', lang))}</p>"
-        f'<p class="muted">{escape(generated)} {escape(t("reproduce_all", lang))}: '
-        f"{code(gen['command'])}</p>{size_notice(gen, lang)}</header>"
-        f'<nav class="toc"><div class="box"><b>{escape(t("contents", lang))}</b>'
-        f"<ol>{toc}</ol></div></nav>"
-        "<main>" + "".join(body) + "</main>"
-        f"<footer>{escape(t('lang_switch', lang))}</footer>"
-        "</body></html>\n")
+    rows = {r["id"]: r for r in doc["ledger"]}
+    page = environment().get_template("page.html.j2")
+    return page.render(
+        _context(doc, figures, lang), css=Markup(CSS), sections=SECTIONS,
+        generated=t("generated", lang).format(size=gen["size"], results=gen["results"],
+                                              created=gen["created"], version=gen["version"]),
+        size_note=(gen.get("size_note") or {}).get(lang),
+        ffn=_ffn(doc, lang), norm=_norm(doc, lang), rope=_rope(doc, lang),
+        deploy=_deploy(doc, lang), added=[rows[c] for c in ADDED_CLAIMS if c in rows])
+
+
+# Pieces of the page on their own (the templates' macros), for tests and other pages.
+def ledger_section(doc: dict[str, Any], figures: dict[str, Figure], lang: str) -> str:
+    return str(_macros(doc, figures, lang).ledger_section(Namespace(n=0)))
+
+
+def evidence_cell(row: dict[str, Any], figures: dict[str, Figure], lang: str,
+                  key_number: int | None, doc: dict[str, Any]) -> str:
+    return str(_macros(doc, figures, lang).evidence_cell(row, key_number))
+
+
+def part_line(part: dict[str, Any], lang: str, budget: dict[str, Any] | None = None,
+              number: int = 1) -> str:
+    return str(_macros({}, {}, lang).part_line(line_words(part, lang, budget), number))
+
+
+def budget_sentence(doc: dict[str, Any], lang: str) -> str:
+    return str(_macros(doc, {}, lang).budget_sentence(doc.get("decision_budget")))

@@ -123,8 +123,11 @@ STRINGS: dict[str, tuple[str, str]] = {
                         "power at the spread seen so far).",
                         "在本机（{workers} 个工作进程）上再运行约 {minutes} 分钟，这 {k} 个尚无定论的部分很可能得到判定"
                         "（按目前观察到的离散程度，80% 功效）。"),
-    "budget_none": ("No inconclusive part can be priced in seeds yet.",
-                    "目前还没有尚无定论的部分能按种子数估算代价。"),
+    "budget_none": ("No inconclusive part is within reach of a few more hours on this machine.",
+                    "没有尚无定论的部分能在本机再运行几个小时内得到判定。"),
+    "budget_beyond": ("{b} more would take longer than {hours:g} hours each here (about "
+                      "{minutes} minutes in all).",
+                      "另有 {b} 个部分每个在本机都需要超过 {hours:g} 小时（合计约 {minutes} 分钟）。"),
     "budget_unsized": ("{u} other inconclusive part(s) cannot be priced yet: too few seeds to "
                        "read their spread, or more seeds than the rules look at.",
                        "另有 {u} 个尚无定论的部分暂无法估算：种子太少，读不出离散程度，或所需种子超出规则考虑的范围。"),
