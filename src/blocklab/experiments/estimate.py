@@ -277,8 +277,6 @@ def calibrate(shapes: dict[tuple, dict[str, Any]], budget_s: float = 15.0) -> Ca
     """Time `shapes` (`_key` -> a model dict of that shape) on this machine in one thread,
     spending about `budget_s` seconds on them (beyond the imports a fresh worker pays, timed
     here when not yet imported); see the module docstring."""
-    import importlib
-
     from blocklab.experiments.data import load_corpus, stdlib_corpus
     from blocklab.experiments.suites.base import torch_threads
 
@@ -286,9 +284,15 @@ def calibrate(shapes: dict[tuple, dict[str, Any]], budget_s: float = 15.0) -> Ca
     startup = _process_age_s()
     if "torch._inductor" in sys.modules:
         worker = None
-    else:  # what a fresh worker's first run pays (`trainer._runtime`)
+    else:  # what a fresh worker's first run pays: `trainer._runtime` turning on deterministic
+        # algorithms, which imports the compiler stack (the state is put back as it was)
         tick = time.perf_counter()
-        importlib.import_module("torch._inductor")
+        import torch
+
+        deterministic = torch.are_deterministic_algorithms_enabled()
+        warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
+        torch.use_deterministic_algorithms(True, warn_only=True)
+        torch.use_deterministic_algorithms(deterministic, warn_only=warn_only)
         worker = time.perf_counter() - tick
     cached = stdlib_corpus.cache_info().currsize > 0
     tick = time.perf_counter()
