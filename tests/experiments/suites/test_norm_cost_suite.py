@@ -150,3 +150,24 @@ def test_like_for_like_computes_the_same_model_by_pytorchs_own_kernels():
     torch.testing.assert_close(gain, built.layers[0].ffn_norm.weight.grad, rtol=1e-4, atol=1e-5)
     with pytest.raises(ValueError, match="not a plain RMSNorm"):
         nc.like_for_like(build_model(mc.replace(norm_unit_offset=True), TrainConfig(seed=3)))
+
+
+@pytest.mark.parametrize("before", [None, "/somewhere/the/user/chose"])
+def test_cold_compile_restores_the_cache_variables_even_when_the_block_raises(monkeypatch,
+                                                                              before):
+    import os
+
+    for name in ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"):
+        if before is None:
+            monkeypatch.delenv(name, raising=False)
+        else:
+            monkeypatch.setenv(name, before)
+    seen = {}
+    with pytest.raises(RuntimeError, match="inside"), nc._cold_compile():
+        seen = {n: os.environ[n] for n in ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")}
+        assert os.path.isdir(seen["TORCHINDUCTOR_CACHE_DIR"])
+        raise RuntimeError("inside")
+    for name in ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"):
+        assert os.environ.get(name) == before
+        assert seen[name] != before
+    assert not os.path.exists(seen["TORCHINDUCTOR_CACHE_DIR"])  # the fresh folder is gone
