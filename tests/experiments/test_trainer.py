@@ -10,8 +10,10 @@ import torch
 from rich.console import Console
 from rich.progress import Progress
 
+from blocklab.errors import InputError
 from blocklab.experiments import trainer as tr
 from blocklab.experiments.init import initialize
+from blocklab.experiments.results import run_id
 from blocklab.experiments.trainer import TrainConfig, learning_rate
 
 
@@ -39,6 +41,27 @@ def test_config_round_trips_and_adds_seq_len_to_eval_lengths():
     data = json.loads(json.dumps(cfg.to_dict()))
     assert TrainConfig.from_dict(data) == cfg
     assert cfg.replace(lr=2e-3).lr == 2e-3
+
+
+@pytest.mark.parametrize("value", [-0.1, 1.5, "x", float("nan"), None, True])
+def test_bad_final_eval_fraction_is_one_line_input_error(value):
+    with pytest.raises(InputError, match=r"TrainConfig\.final_eval_fraction=.* expected a finite "
+                                         r"number >= 0\.0 and <= 1\.0") as err:
+        TrainConfig(final_eval_fraction=value)
+    assert "\n" not in str(err.value)
+    assert TrainConfig(final_eval_fraction=1).final_eval_fraction == 1.0
+
+
+def test_final_eval_fraction_off_leaves_payloads_and_run_ids_unchanged(tiny_model, tiny_train):
+    # The id this config had before the field existed (the same dict, so the same sha256).
+    assert run_id(tiny_model, tiny_train, "stdlib") == "55628090f39f"
+    off = tiny_train.replace(final_eval_fraction=0.0)
+    assert off.to_dict() == tiny_train.to_dict() and "final_eval_fraction" not in off.to_dict()
+    assert run_id(tiny_model, off, "stdlib") == "55628090f39f"
+    on = tiny_train.replace(final_eval_fraction=0.125)
+    assert on.to_dict()["final_eval_fraction"] == 0.125
+    assert TrainConfig.from_dict(json.loads(json.dumps(on.to_dict()))) == on
+    assert run_id(tiny_model, on, "stdlib") != "55628090f39f"
 
 
 # --- schedule ------------------------------------------------------------------------------------

@@ -72,6 +72,10 @@ from blocklab.nn.model import PRECISIONS
 SCHEDULES = ("cosine", "constant")
 STATUSES = ("ok", "diverged", "stuck")
 _SMOOTH = 10  # train losses averaged for the stuck test and the final train loss
+TAIL_EVALS = 4  # periodic validation losses averaged into the final val_loss_tail
+# TrainConfig fields added after run ids were first issued: `to_dict` leaves them out at these
+# values, so a config that does not set them serialises (and is identified) as before.
+_ADDED_AT_DEFAULT = {"final_eval_fraction": 0.0}
 
 
 def _bad(name: str, value: Any, allowed: str) -> ConfigError:
@@ -123,6 +127,12 @@ class TrainConfig:
     divergence_factor: a train loss above this × ln(vocab_size) (the uniform guess) counts as
         diverged, as does NaN/inf (None = NaN/inf only).
     threads: torch CPU threads for the run (None = leave as is). device: "cpu" or "cuda[:i]".
+    final_eval_fraction: the fraction of the validation split scored once more at the end of
+        the run, on non-overlapping windows spread evenly over it, at every eval length (at
+        least as many windows as a periodic evaluation); the result's final val_loss and its
+        standard error come from it. 0.0 = off: the final numbers are the last periodic
+        evaluation's, as before the field existed (and the field is left out of `to_dict`, so
+        run ids of configs without it stay what they were).
     precision: "fp32", or "bf16" (bfloat16 compute, float32 weights and AdamW state; see
         `DecoderLM`).
     backend: what each op of the model runs, "fast", "reference" or "compiled"
@@ -154,6 +164,7 @@ class TrainConfig:
     device: str = "cpu"
     precision: str = "fp32"
     backend: str = "fast"
+    final_eval_fraction: float = 0.0
 
     def __post_init__(self) -> None:
         _int("steps", self.steps, 1)
@@ -203,11 +214,16 @@ class TrainConfig:
             raise _bad("precision", self.precision, f"one of {list(PRECISIONS)}")
         if self.backend not in BACKENDS:
             raise _bad("backend", self.backend, f"one of {list(BACKENDS)}")
+        object.__setattr__(self, "final_eval_fraction", _number(
+            "final_eval_fraction", self.final_eval_fraction, 0.0, 1.0))
 
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
         data["betas"] = list(self.betas)
         data["eval_lengths"] = list(self.eval_lengths)
+        for name, default in _ADDED_AT_DEFAULT.items():  # absent at their default: the run ids
+            if data[name] == default:                    # of configs without them unchanged
+                del data[name]
         return data
 
     @classmethod
