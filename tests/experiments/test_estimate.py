@@ -97,6 +97,32 @@ def test_the_schedule_has_rounds_timed_runs_alone_and_a_tail(tmp_path):
     assert estimate.makespan([], 4) == 0.0
 
 
+def test_the_final_evaluation_is_priced_by_the_tokens_it_scores():
+    from blocklab.experiments.data import final_window_count
+    from blocklab.experiments.trainer import TrainConfig
+
+    model = MODEL.to_dict()
+    timing = estimate.Timing(build_s=0.01, step_s=0.02, forward_s=0.006, call_s=0.001)
+    key = estimate._key(model, 4, 16, "fp32")
+    cal = estimate.Calibration(seconds=0.0, timings={key: timing}, measured=1, fitted=0,
+                               speed=1.0, startup_s=0.0, worker_start_s=0.0,
+                               val_tokens=644_017)
+    train = TrainConfig(steps=10, batch_size=4, seq_len=16, eval_batches=2).to_dict()
+    assert "final_eval_fraction" not in train  # priced as before the field existed
+    base = estimate.training_s(model, train, cal)
+    prices = [estimate.training_s(model, dict(train, final_eval_fraction=f), cal)
+              for f in (0.0, 0.01, 0.125, 0.5, 1.0)]
+    assert prices[0] == base and all(a < b for a, b in zip(prices, prices[1:], strict=False))
+    # each chunk of batch_size × seq_len tokens is one no-grad forward at the run's shape
+    windows = final_window_count(644_017, 16, 0.125, minimum=8)
+    assert windows == math.ceil(0.125 * 644_017 / 16)
+    assert prices[2] - base == pytest.approx(estimate.evaluation_s(model, train, windows, 16, cal))
+    assert prices[2] - base == pytest.approx(math.ceil(windows / 4) * timing.forward_s, rel=0.01)
+    # a smaller validation split passed in costs less
+    assert estimate.training_s(model, dict(train, final_eval_fraction=0.125), cal,
+                               val_tokens=64_000) < prices[2]
+
+
 def test_stored_runs_cost_nothing_and_their_twins_cost_their_wall_time(tmp_path):
     run_suite(get_suite("placement"), "tiny", 1, tmp_path, progress=False)
     done = estimate.estimate_suites(tmp_path, "tiny", ["placement"])

@@ -4,9 +4,12 @@ divergence and stuck detection, evaluation and the result it writes."""
 import json
 import math
 import socket
+import statistics
 
+import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 from rich.console import Console
 from rich.progress import Progress
 
@@ -256,6 +259,12 @@ def test_result_keys_and_shapes(tiny_model, tiny_train, tmp_path):
     assert final["val_loss"] == final["val_loss_by_length"]["32"] == curves["val"]["32"][-1]
     assert final["val_bpb"] == pytest.approx(final["val_loss"] / math.log(2))
     assert len(final["per_position_loss"]["64"]) == 64
+    # final_eval_fraction 0.0: the numbers are the last periodic evaluation's, its standard
+    # error from its eval_batches × batch_size windows
+    assert final["val_windows"] == 4 and final["val_tokens"] == 4 * 32
+    assert final["val_loss_se"] > 0 and result["final_eval_s"] is None
+    assert final["val_loss_tail_n"] == 2
+    assert final["val_loss_tail"] == pytest.approx(sum(curves["val"]["32"]) / 2)
     assert final["params"] == sum(p.numel() for p in tr.build_model(tiny_model, cfg).parameters())
 
 
@@ -313,3 +322,63 @@ def test_compiled_run_reports_its_warm_up_apart_and_matches_eager(tiny_model, ti
     assert compiled["steps_done"] == eager["steps_done"] == 3
     losses = compiled["curves"]["train_loss"]
     assert losses == pytest.approx(eager["curves"]["train_loss"], rel=1e-4)
+
+
+# --- the end-of-run evaluation --------------------------------------------------------------------
+def test_final_eval_scores_the_asked_fraction_of_validation_on_disjoint_windows(tiny_model,
+                                                                                 tiny_train):
+    from blocklab.experiments.data import load_corpus
+
+    n_val = load_corpus("stdlib").val.size
+    cfg = tiny_train.replace(steps=2, batch_size=16, eval_every=0, final_eval_fraction=0.125)
+    result = tr.run(tiny_model, cfg)
+    final = result["final"]
+    assert final["val_tokens"] >= n_val / 8
+    assert final["val_tokens"] == final["val_windows"] * 32
+    assert final["val_windows"] <= n_val / 8 / 32 + 1  # no more than the fraction asks
+    assert result["final_eval_s"] > 0 and len(final["per_position_loss"]["32"]) == 32
+    # the windows, at positions: evenly spread, no scored token twice
+    positions = np.arange(n_val)
+    rows = tr.final_windows(positions, cfg)[32].numpy()
+    assert rows.shape == (final["val_windows"], 33)
+    assert (np.diff(rows[:, 0]) >= 32).all() and rows[0, 0] == 0 and rows[-1, -1] == n_val - 1
+
+
+def test_final_eval_is_at_least_a_periodic_evaluation_and_all_of_validation_at_most():
+    from blocklab.experiments.data import final_window_count
+
+    assert final_window_count(1000, 10, 0.001, minimum=16) == 16  # never fewer than periodic
+    assert final_window_count(1000, 10, 1.0, minimum=4) == 99  # (1000 - 1) // 10 fit apart
+    assert final_window_count(1000, 10, 0.5, minimum=4) == 50
+    assert final_window_count(1001, 10, 0.5, minimum=4) == 51  # ceil: at least the fraction
+
+
+def test_final_val_loss_and_its_standard_error_by_hand(tiny_model, tiny_train):
+    from blocklab.experiments.data import load_corpus
+
+    val = load_corpus("stdlib").val
+    cfg = tiny_train.replace(eval_every=1, final_eval_fraction=0.002)  # 8 periodic evals
+    model, result = tr.train(tiny_model, cfg)
+    final, curve = result["final"], result["curves"]["val"]["32"]
+    # the windows, independently: ceil(0.002 · n_val / 32), starts evenly spread in integers
+    n = math.ceil(0.002 * val.size / 32)
+    last = val.size - 33
+    starts = [i * last // (n - 1) for i in range(n)]
+    rows = torch.tensor(np.stack([val[s:s + 33] for s in starts]).astype(np.int64))
+    model.eval()
+    with torch.no_grad():
+        logits = model(rows[:, :-1]).double()
+    losses = [float(F.cross_entropy(logits[i], rows[i, 1:])) for i in range(n)]
+    assert final["val_windows"] == n and final["val_tokens"] == 32 * n
+    assert final["val_loss"] == pytest.approx(statistics.fmean(losses), abs=1e-6)
+    assert final["val_loss_se"] == pytest.approx(statistics.stdev(losses) / math.sqrt(n),
+                                                 abs=1e-6)
+    assert final["val_bpb"] == pytest.approx(final["val_loss"] / math.log(2))
+    # the curve keeps the periodic evaluations; the tail averages its last TAIL_EVALS
+    assert len(curve) == 8 and final["val_loss_tail_n"] == tr.TAIL_EVALS == 4
+    assert final["val_loss_tail"] == pytest.approx(statistics.fmean(curve[-4:]))
+
+
+def test_standard_error_needs_two_windows():
+    assert tr.standard_error([]) is None and tr.standard_error([1.0]) is None
+    assert tr.standard_error([1.0, 3.0]) == pytest.approx(math.sqrt(2) / math.sqrt(2))

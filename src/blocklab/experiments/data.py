@@ -277,6 +277,29 @@ def validation_windows(tokens: np.ndarray, length: int, n_windows: int) -> torch
     return torch.from_numpy(tokens[index].astype(np.int64))
 
 
+def final_window_count(val_tokens: int, length: int, fraction: float, minimum: int) -> int:
+    """Windows of `length` scored tokens the end-of-run evaluation reads from a validation split
+    of `val_tokens` tokens: enough to score `fraction` of them, at most as many as fit without
+    sharing a scored token ((val_tokens - 1) // length), and at least `minimum` (a periodic
+    evaluation's count; those overlap only where the split is too short to hold them apart)."""
+    fit = max(0, (val_tokens - 1) // length)
+    return max(minimum, min(math.ceil(fraction * val_tokens / length), fit))
+
+
+def spread_windows(tokens: np.ndarray, length: int, n_windows: int) -> torch.Tensor:
+    """Windows [n_windows, length + 1] spread evenly over `tokens`: starts i·last // (n − 1) in
+    exact integers (last = the last possible start), so when n_windows·length <= size − 1 no
+    two windows share a scored token (window i scores tokens start+1 .. start+length). No
+    randomness: every run on the same corpus is scored on exactly these tokens."""
+    import torch
+
+    _check_window(tokens, length, "validation")
+    last = tokens.size - (length + 1)
+    starts = np.arange(n_windows, dtype=np.int64) * last // max(1, n_windows - 1)
+    index = starts[:, None] + np.arange(length + 1)
+    return torch.from_numpy(tokens[index].astype(np.int64))
+
+
 def bits_per_byte(loss_nats: float, tokens_per_byte: float = 1.0) -> float:
     """nats per token -> bits per byte (byte tokenizer: loss / ln 2)."""
     return loss_nats * tokens_per_byte / math.log(2)

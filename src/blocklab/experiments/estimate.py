@@ -18,7 +18,10 @@ worker process runs), not on FLOP rates:
                 stack `torch.use_deterministic_algorithms` imports).
     price       a training run costs setup + steps × step + evaluations × evaluation, counted as
                 `trainer.train` does (eval_every, eval_lengths, eval_batches in chunks of
-                batch_size·seq_len tokens); every suite prices its own run kinds next to the
+                batch_size·seq_len tokens), plus with final_eval_fraction > 0 the end-of-run
+                evaluation of that fraction of the validation split (its windows counted by
+                `data.final_window_count` from the calibrated corpus's validation tokens, each
+                chunk a no-grad forward); every suite prices its own run kinds next to the
                 code that runs them (`Suite.price(spec, calibration)`: gradient probes, timings,
                 kernel benchmarks, post-training reads). What cannot be timed in seconds (a cold
                 torch.compile, torchao's int8 paths, rendering the report) is a reference time
@@ -125,6 +128,7 @@ class Calibration:
     # A step's time with a second single-threaded worker stepping beside it over its time alone
     # (shared cores, caches and memory, and whatever else loads the machine now).
     contention: float = 1.0
+    val_tokens: int = 0  # the calibrated corpus's validation split (0: unknown)
     models: dict[tuple, dict[str, Any]] = field(default_factory=dict)
     scale: float = 1.0
 
@@ -174,6 +178,7 @@ class Calibration:
                 "speed": self.speed, "startup_s": self.startup_s,
                 "worker_start_s": self.worker_start_s, "corpus_s": self.corpus_s,
                 "run_s": self.run_s, "contention": self.contention,
+                "val_tokens": self.val_tokens,
                 "reference_step_s": REFERENCE_STEP_S * self.speed}
 
 
@@ -184,6 +189,7 @@ class _Requests:
     speed = 1.0
     scale = 1.0
     run_s = 1.0
+    val_tokens = 0
 
     def __init__(self) -> None:
         self.shapes: dict[tuple, dict[str, Any]] = {}
@@ -296,7 +302,8 @@ def calibrate(shapes: dict[tuple, dict[str, Any]], budget_s: float = 15.0) -> Ca
         worker = time.perf_counter() - tick
     cached = stdlib_corpus.cache_info().currsize > 0
     tick = time.perf_counter()
-    tokens = load_corpus("stdlib").train
+    data = load_corpus("stdlib")
+    tokens = data.train
     corpus = None if cached else time.perf_counter() - tick
     reference = _key(reference_model(), *REFERENCE_SHAPE, "fp32")
     families: dict[tuple, list[tuple]] = {}
@@ -339,7 +346,8 @@ def calibrate(shapes: dict[tuple, dict[str, Any]], budget_s: float = 15.0) -> Ca
         startup_s=startup if startup is not None else REFERENCE_STARTUP_S * speed,
         worker_start_s=corpus + (worker if worker is not None
                                  else REFERENCE_WORKER_START_S * speed),
-        corpus_s=corpus, run_s=run, contention=contention, models=models)
+        corpus_s=corpus, run_s=run, contention=contention, val_tokens=int(data.val.size),
+        models=models)
 
 
 def _contention(tokens, rounds: int = 6, steps: int = 5) -> float:
@@ -492,10 +500,29 @@ def evaluation_s(model: dict[str, Any], train: dict[str, Any], rows: int, length
     return seconds
 
 
-def training_s(model: dict[str, Any], train: dict[str, Any], cal) -> float:
-    """Seconds of `trainer.train(model, train)`: model build, steps, and every validation
-    (every eval_every steps and at the end, at each eval length, eval_batches × batch_size
-    windows)."""
+def final_evaluation_s(model: dict[str, Any], train: dict[str, Any], cal,
+                       val_tokens: int | None = None) -> float:
+    """`trainer.train`'s end-of-run evaluation: at each eval length, `final_window_count`
+    windows (final_eval_fraction of `val_tokens`, default the calibrated corpus's validation
+    split, and at least a periodic evaluation's); 0 when final_eval_fraction is 0."""
+    from blocklab.experiments.data import final_window_count
+
+    fraction = train.get("final_eval_fraction", 0.0)
+    if not fraction:
+        return 0.0
+    periodic = train.get("eval_batches", 4) * train["batch_size"]
+    n_val = cal.val_tokens if val_tokens is None else val_tokens
+    return sum(evaluation_s(model, train, final_window_count(n_val, length, fraction, periodic),
+                            length, cal)
+               for length in sorted({*train.get("eval_lengths", ()), train["seq_len"]}))
+
+
+def training_s(model: dict[str, Any], train: dict[str, Any], cal,
+               val_tokens: int | None = None) -> float:
+    """Seconds of `trainer.train(model, train)`: model build, steps, every validation (every
+    eval_every steps and at the end, at each eval length, eval_batches × batch_size windows)
+    and the end-of-run evaluation (`final_evaluation_s`; `val_tokens` the run's validation
+    split, default the calibrated corpus's)."""
     batch, seq, steps = train["batch_size"], train["seq_len"], train["steps"]
     precision = train.get("precision", "fp32")
     every = train.get("eval_every", 50)
@@ -505,7 +532,8 @@ def training_s(model: dict[str, Any], train: dict[str, Any], cal) -> float:
     per_evaluation = sum(evaluation_s(model, train, rows, length, cal) for length in lengths)
     return (cal.fixed_s(cal.run_s) + cal.build_s(model, batch, seq, precision)
             + steps * cal.step_s(model, batch, seq, precision)
-            + evaluations * per_evaluation)
+            + evaluations * per_evaluation
+            + final_evaluation_s(model, train, cal, val_tokens))
 
 
 def default_price(spec, cal) -> float | None:

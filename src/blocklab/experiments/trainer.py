@@ -12,7 +12,9 @@
              `stuck_patience` steps after warmup -> "stuck"; either ends the run early and the
              curves so far are kept
     evaluate mean loss (nats/token), bits per byte and per-position loss on fixed held-out
-             windows at every eval length
+             windows at every eval length; with `final_eval_fraction` > 0, once more at the end
+             on that fraction of the validation split (non-overlapping windows), which the
+             final val_loss and its standard error then come from
 
 Same seed, same machine, same thread count: the same loss curve bit for bit.
 
@@ -58,8 +60,10 @@ from blocklab.experiments import distributed
 from blocklab.experiments.data import (
     Corpus,
     bits_per_byte,
+    final_window_count,
     load_corpus,
     sample_batch,
+    spread_windows,
     unigram_entropy,
     validation_windows,
 )
@@ -287,17 +291,18 @@ def _lm_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
 
 
 def evaluate(model: nn.Module, windows: dict[int, torch.Tensor],
-             batch_tokens: int) -> dict[int, dict[str, Any]]:
+             batch_tokens: int, *, per_window: bool = False) -> dict[int, dict[str, Any]]:
     """Loss on fixed windows per length, without gradients.
 
     Args:
         windows: length L -> LongTensor [n, L + 1] (`validation_windows`).
         batch_tokens: tokens per forward pass; rows per pass = max(1, batch_tokens // L).
+        per_window: also return each window's mean loss (for a standard error).
 
     Returns:
-        L -> {"loss": mean nats/token, "per_position": [L] mean loss at each position}; a
-        length the model cannot run (a learned table too short) gives {"loss": None,
-        "per_position": None, "error": message}.
+        L -> {"loss": mean nats/token, "per_position": [L] mean loss at each position[,
+        "per_window": [n] mean loss of each window]}; a length the model cannot run (a learned
+        table too short) gives {"loss": None, "per_position": None, "error": message}.
     """
     device = next(model.parameters()).device
     was_training = model.training
@@ -307,6 +312,7 @@ def evaluate(model: nn.Module, windows: dict[int, torch.Tensor],
         with torch.no_grad():
             for length, rows in windows.items():
                 total = torch.zeros(length, dtype=torch.float64)
+                windows_mean: list[torch.Tensor] = []
                 try:
                     for chunk in rows.split(max(1, batch_tokens // length)):
                         chunk = chunk.to(device)
@@ -314,6 +320,8 @@ def evaluate(model: nn.Module, windows: dict[int, torch.Tensor],
                         loss = F.cross_entropy(logits.transpose(1, 2), chunk[:, 1:],
                                                reduction="none")  # [b, L]
                         total += loss.double().sum(0).cpu()
+                        if per_window:
+                            windows_mean.append(loss.double().mean(1).cpu())
                 except (ValueError, IndexError, RuntimeError) as err:
                     out[length] = {"loss": None, "per_position": None,
                                    "error": f"{type(err).__name__}: {err}".splitlines()[0]}
@@ -321,6 +329,8 @@ def evaluate(model: nn.Module, windows: dict[int, torch.Tensor],
                 per_position = total / rows.shape[0]
                 out[length] = {"loss": float(per_position.mean()),
                                "per_position": per_position.tolist()}
+                if per_window:
+                    out[length]["per_window"] = torch.cat(windows_mean).tolist()
     finally:
         model.train(was_training)
     return out
@@ -343,6 +353,27 @@ def _runtime(config: TrainConfig) -> Iterator[None]:
     finally:
         torch.set_num_threads(threads)
         torch.use_deterministic_algorithms(deterministic, warn_only=warn_only)
+
+
+def final_windows(val: Any, config: TrainConfig) -> dict[int, torch.Tensor]:
+    """The end-of-run evaluation's windows per eval length: `final_window_count` of them
+    (`final_eval_fraction` of the validation tokens, at least a periodic evaluation's
+    eval_batches × batch_size), spread evenly over the split without sharing a scored token
+    where it is long enough (`spread_windows`)."""
+    periodic = config.eval_batches * config.batch_size
+    return {length: spread_windows(val, length, final_window_count(
+                int(val.size), length, config.final_eval_fraction, periodic))
+            for length in config.eval_lengths}
+
+
+def standard_error(window_losses: list[float]) -> float | None:
+    """Standard error of the mean of per-window losses: sd (ddof=1) / sqrt(n); None for fewer
+    than two windows. Windows of equal length, so their mean is the per-token mean."""
+    n = len(window_losses)
+    if n < 2:
+        return None
+    return float(torch.tensor(window_losses, dtype=torch.float64).std(correction=1)
+                 / math.sqrt(n))
 
 
 def _warm_up_evaluation(model: nn.Module, windows: dict[int, torch.Tensor],
@@ -577,6 +608,7 @@ def train(model_config: ModelConfig, train_config: TrainConfig,
                          f"{corpus.tokenizer.name} tokenizer's {corpus.tokenizer.vocab_size}")
     windows = {length: validation_windows(corpus.val, length, tc.eval_batches * tc.batch_size)
                for length in tc.eval_lengths}
+    ending = final_windows(corpus.val, tc) if tc.final_eval_fraction > 0 else None
     entropy = unigram_entropy(corpus.train, corpus.tokenizer.vocab_size)
     limit = None if tc.divergence_factor is None else tc.divergence_factor * math.log(
         mc.vocab_size)
@@ -592,7 +624,7 @@ def train(model_config: ModelConfig, train_config: TrainConfig,
 
     def validate() -> None:
         nonlocal last_eval
-        last_eval = evaluate(model, windows, tc.batch_size * tc.seq_len)
+        last_eval = evaluate(model, windows, tc.batch_size * tc.seq_len, per_window=True)
         curves["val_step"].append(steps_done)
         for length, scores in last_eval.items():
             curves["val"][str(length)].append(scores["loss"])
@@ -621,6 +653,8 @@ def train(model_config: ModelConfig, train_config: TrainConfig,
             recorder.take()
             optimizer.zero_grad(set_to_none=True)
             _warm_up_evaluation(model, windows, tc.batch_size * tc.seq_len)
+            if ending is not None:
+                _warm_up_evaluation(model, ending, tc.batch_size * tc.seq_len)
             compile_s = time.perf_counter() - tick
         try:
             for step in range(tc.steps):
@@ -680,20 +714,33 @@ def train(model_config: ModelConfig, train_config: TrainConfig,
             recorder.remove()
         if not curves["val_step"] or curves["val_step"][-1] != steps_done:
             validate()
+        final_eval_s = None
+        scored = last_eval
+        if ending is not None:
+            tick = time.perf_counter()
+            scored = evaluate(model, ending, tc.batch_size * tc.seq_len, per_window=True)
+            final_eval_s = time.perf_counter() - tick
 
     finite_losses = [x for x in curves["train_loss"] if _finite(x)][-_SMOOTH:]
-    val_loss = last_eval[tc.seq_len]["loss"]
+    val_loss = scored[tc.seq_len]["loss"]
+    window_losses = scored[tc.seq_len].get("per_window") or []
+    tail = curves["val"][str(tc.seq_len)][-TAIL_EVALS:]
     final = {
         "val_loss": val_loss,
+        "val_loss_se": standard_error(window_losses),
+        "val_windows": len(window_losses),
+        "val_tokens": len(window_losses) * tc.seq_len,
+        "val_loss_tail": (sum(tail) / len(tail) if tail and None not in tail else None),
+        "val_loss_tail_n": len(tail),
         "val_bpb": bits_per_byte(val_loss) if _finite(val_loss) else None,
-        "val_loss_by_length": {str(k): v["loss"] for k, v in last_eval.items()},
-        "per_position_loss": {str(k): v["per_position"] for k, v in last_eval.items()},
+        "val_loss_by_length": {str(k): v["loss"] for k, v in scored.items()},
+        "per_position_loss": {str(k): v["per_position"] for k, v in scored.items()},
         "train_loss": sum(finite_losses) / len(finite_losses) if finite_losses else None,
         "unigram_entropy": entropy,
         "unigram_entropy_bpb": bits_per_byte(entropy),
         "params": count_parameters(model),
     }
-    errors = {str(k): v["error"] for k, v in last_eval.items() if "error" in v}
+    errors = {str(k): v["error"] for k, v in scored.items() if "error" in v}
     if errors:
         final["eval_errors"] = errors
     result = {
@@ -711,6 +758,7 @@ def train(model_config: ModelConfig, train_config: TrainConfig,
         "wall_time_s": time.perf_counter() - started - (compile_s or 0.0),
         "train_time_s": train_seconds,
         "compile_s": compile_s,
+        "final_eval_s": final_eval_s,
         "backends": model.backends(),
         "ms_per_step": 1000 * train_seconds / steps_done if steps_done else None,
         "tokens_per_s": (steps_done * tc.batch_size * tc.seq_len / train_seconds
@@ -729,10 +777,14 @@ def run(model_config: ModelConfig, train_config: TrainConfig,
     train_config, data {name, sha256, tokenizer, train_bytes, val_bytes, files, ...},
     environment, curves {step, train_loss, lr, grad_norm, val_step, val {length: [...]},
     layer_grad_norms {step, layer, down_proj}, residual_rms {step, layer}}, final {val_loss
-    (nats/token at seq_len), val_bpb, val_loss_by_length, per_position_loss, train_loss,
-    unigram_entropy, unigram_entropy_bpb, params[, eval_errors]}, steps_done, wall_time_s
-    (everything but compile_s), train_time_s (the optimizer steps alone), compile_s (warm-up
-    seconds under backend "compiled", else null), backends
+    (nats/token at seq_len), val_loss_se (its standard error: the sd of the per-window mean
+    losses / sqrt(windows)), val_windows and val_tokens (what was scored at seq_len),
+    val_loss_tail (the mean of the last TAIL_EVALS validation losses of the curve at seq_len)
+    and val_loss_tail_n (how many), val_bpb, val_loss_by_length, per_position_loss,
+    train_loss, unigram_entropy, unigram_entropy_bpb, params[, eval_errors]}, steps_done,
+    wall_time_s (everything but compile_s), train_time_s (the optimizer steps alone),
+    compile_s (warm-up seconds under backend "compiled", else null), final_eval_s (the
+    end-of-run evaluation's seconds with final_eval_fraction > 0, else null), backends
     (op -> the implementation it ran, `DecoderLM.backends()`), ms_per_step,
     tokens_per_s. Non-finite numbers are written as null.
     """
