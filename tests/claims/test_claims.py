@@ -133,7 +133,7 @@ def test_unknown_id():
         run_claims(["C99"])
 
 
-def _ci(mean, low, high, n=3) -> Interval:
+def _ci(mean, low, high, n=10) -> Interval:
     return Interval(n, mean, low, high)
 
 
@@ -160,21 +160,21 @@ def _ffn_arm(rel: Interval) -> FfnArm:
 
 @pytest.mark.parametrize(("swiglu", "geglu", "glu", "verdict", "parts"), [
     # Every gain wholly beyond δ = 0.5% even at Holm's levels: confirmed.
-    (_ci(-1.5, -2.0, -1.0, 5), _ci(-1.2, -1.5, -0.9, 5), _ci(-0.9, -1.1, -0.7, 5), "confirmed",
+    (_ci(-1.5, -2.0, -1.0, 10), _ci(-1.2, -1.5, -0.9, 10), _ci(-0.9, -1.1, -0.7, 10), "confirmed",
      ["confirmed"] * 3),
     # GeGLU's and GLU's intervals reach δ = 0.5%: they are undecided, and so is the claim
     # (deciding them could make it confirmed or conditional).
-    (_ci(-1.5, -2.0, -1.0, 5), _ci(-1.0, -1.5, -0.5, 5), _ci(-0.5, -1.0, -0.1, 5),
+    (_ci(-1.5, -2.0, -1.0, 10), _ci(-1.0, -1.5, -0.5, 10), _ci(-0.5, -1.0, -0.1, 10),
      "inconclusive", ["confirmed", "inconclusive", "inconclusive"]),
     # Worse than ReLU with every arm at one lr: not reproduced, never refuted; GeGLU's interval
     # holds both its claim and no effect (inconclusive), but SwiGLU settles the claim.
-    (_ci(1.5, 1.0, 2.0, 5), _ci(0.2, -1.0, 1.0, 5), _ci(0.1, -0.2, 0.2, 5),
+    (_ci(1.5, 1.0, 2.0, 10), _ci(0.2, -1.0, 1.0, 10), _ci(0.1, -0.2, 0.2, 10),
      "not-reproduced-at-this-scale",
      ["not-reproduced-at-this-scale", "inconclusive", "not-reproduced-at-this-scale"]),
-    (_ci(-1.5, -2.0, -1.0, 5), _ci(0.2, 0.1, 0.3, 5), _ci(-0.9, -1.1, -0.7, 5), "conditional",
+    (_ci(-1.5, -2.0, -1.0, 10), _ci(0.2, 0.1, 0.3, 10), _ci(-0.9, -1.1, -0.7, 10), "conditional",
      ["confirmed", "not-reproduced-at-this-scale", "confirmed"]),
     # An undecided part is never dropped: SwiGLU confirmed, GeGLU unclear, GLU confirmed.
-    (_ci(-1.5, -2.0, -1.0, 5), _ci(0.2, -1.0, 1.0, 5), _ci(-0.9, -1.1, -0.7, 5), "inconclusive",
+    (_ci(-1.5, -2.0, -1.0, 10), _ci(0.2, -1.0, 1.0, 10), _ci(-0.9, -1.1, -0.7, 10), "inconclusive",
      ["confirmed", "inconclusive", "confirmed"]),
     # Two seeds, however narrow the interval: the rule needs five.
     (_ci(1.67, 1.61, 1.72, 2), _ci(-1.0, -1.5, -0.5, 2), _ci(-0.5, -1.0, -0.1, 2),
@@ -196,12 +196,13 @@ def test_ffn_verdict_logic(tmp_path, swiglu, geglu, glu, verdict, parts):
     assert shown["rule"] == {"metric": row.parts[0].rule.metric, "smallest_effect": 0.5,
                              "margin": 0.25, "min_seeds": 5, "claimed": -1.5,
                              "decides": row.parts[0].rule.decides, "threshold": 0.0,
-                             "test": "effect", "max_seeds": 50}
+                             "test": "effect", "max_seeds": 10}
     assert shown["estimate"] == {"value": swiglu.mean, "ci_low": swiglu.ci_low,
                                  "ci_high": swiglu.ci_high, "n": swiglu.n, "sd": None}
     assert shown["combines"] and len(shown["parts"]) == 3
     for part, found in zip(shown["parts"], row.parts, strict=True):
-        assert part["decision"] == found.verdict and part["looks"] == [found.estimate.n]
+        assert part["decision"] == found.verdict
+        assert part["looks"] == ([5, 8, 10] if found.estimate.n == 10 else [found.estimate.n])
         assert part["rule_hash"] == found.rule.hash and len(part["rule_hash"]) == 12
         assert set(part["estimate"]) == {"value", "ci_low", "ci_high", "n", "sd"}
         if found.verdict == "inconclusive":
@@ -245,13 +246,13 @@ def _effect(pre, interaction, post_ratio, post_vs_pre) -> PlacementEffect:
     return PlacementEffect(depth=12, lr=3e-3, warmup=100, warmup_interaction=interaction,
                            pre_warmup_effect=pre, post_vs_pre_warm=post_vs_pre,
                            post_grad_first_over_last_log2=post_ratio,
-                           pre_grad_first_over_last_log2=_ci(0.5, 0.0, 1.0, 4))
+                           pre_grad_first_over_last_log2=_ci(0.5, 0.0, 1.0, 8))
 
 
-HOLDS = _effect(_ci(0.0, -0.02, 0.02, 4), _ci(0.3, 0.1, 0.5, 4), _ci(-2.0, -3.0, -1.5, 4),
-                _ci(-0.05, -0.08, -0.03, 4))
-FAILS = _effect(_ci(0.2, 0.1, 0.3, 4), _ci(0.01, -0.1, 0.1, 4), _ci(1.0, 0.5, 1.5, 4),
-                _ci(0.05, 0.03, 0.08, 4))
+HOLDS = _effect(_ci(0.0, -0.02, 0.02, 8), _ci(0.3, 0.1, 0.5, 8), _ci(-2.0, -3.0, -1.5, 8),
+                _ci(-0.05, -0.08, -0.03, 8))
+FAILS = _effect(_ci(0.2, 0.1, 0.3, 8), _ci(0.01, -0.1, 0.1, 8), _ci(1.0, 0.5, 1.5, 8),
+                _ci(0.05, 0.03, 0.08, 8))
 FEW = _effect(*[_ci(0.0, -0.01, 0.01, 2)] * 4)
 
 
@@ -266,7 +267,7 @@ FEW = _effect(*[_ci(0.0, -0.01, 0.01, 2)] * 4)
     (0, FEW, "inconclusive", ["inconclusive"] * 4),
 ])
 def test_placement_verdict_logic(tmp_path, pre_failures, effect, c19, parts):
-    spread = {"xavier": _ci(3.0, 2.5, 3.5, 4), "gpt2": _ci(0.5, 0.3, 0.7, 4)}
+    spread = {"xavier": _ci(3.0, 2.5, 3.5, 8), "gpt2": _ci(0.5, 0.3, 0.7, 8)}
     _write(tmp_path, "placement", _placement(pre_failures, effect, spread))
     rows = {r.id: r for r in run_claims(["C12", "C13", "C19"], Context(tmp_path, "quick"))}
     assert rows["C13"].verdict == "run"

@@ -25,7 +25,7 @@ from blocklab.experiments.summaries import (
 DEPTH = 48
 
 
-def _ci(mean, low, high, n=4) -> Interval:
+def _ci(mean, low, high, n=10) -> Interval:
     return Interval(n, mean, low, high)
 
 

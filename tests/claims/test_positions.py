@@ -107,7 +107,7 @@ def test_kernel_and_mask_detection_names_each_scheme():
 
 
 # --- verdicts from synthetic summaries ----------------------------------------------------------
-def _ci(mean, low=None, high=None, n=3) -> Interval:
+def _ci(mean, low=None, high=None, n=10) -> Interval:
     return Interval(n, mean, mean if low is None else low, mean if high is None else high)
 
 

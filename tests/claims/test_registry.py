@@ -67,7 +67,10 @@ def test_every_registered_rule_is_a_rule_with_seeds_to_spend(size):
     for cid in reg.RULES:
         for name, rule in reg.registered(cid, size).items():
             assert isinstance(rule, Rule) and name
-            assert 1 <= rule.min_seeds <= rule.max_seeds, (cid, name)
+            # a sequential design, or a fixed one (repeats of one timed run, an analytic fact)
+            top = rule.min_seeds if rule.max_seeds is None else rule.max_seeds
+            assert 1 <= rule.min_seeds <= top, (cid, name)
+            assert rule.schedule[0] == rule.min_seeds and rule.schedule[-1] == top
     # Parts that depend on what the suites run follow their plans.
     assert len(reg.registered("C21", "quick")) == 10
     assert "learned absolute (learned-16L) collapses at 2×" in reg.registered("C21", "quick")
@@ -203,11 +206,12 @@ def test_claims_rules_prints_the_rules_and_the_edits_after_data(capsys):
     assert set(listed) == set(reg.RULES)
     assert [p["rule_hash"] for p in listed["C18"]["parts"]] == [
         r.hash for r in reg.registered("C18", "quick").values()]
-    for cid in ("C16", "C30", "C32"):
-        assert len(listed[cid]["rules_changed"]) == 2, cid  # its own edit and the ledger's
+    # its own edit, the ledger's decision rule and (seeds, not timed repeats) the looks
+    for cid, edits in (("C16", 3), ("C30", 3), ("C32", 2)):
+        assert len(listed[cid]["rules_changed"]) == edits, cid
     assert main(["claims", "--rules", "C16", "C02"]) == 0
     out = capsys.readouterr().out
-    assert "seeds 5–50" in out and "rule changed after data (2026-11-30)" in out
+    assert "seeds 5–10 (looks at 5, 8, 10)" in out and "rule changed after data (2026-11-30)" in out
     assert "C02: analytic, no registered rules" in out
 
 

@@ -9,7 +9,8 @@ import re
 
 import pytest
 
-from blocklab.report.build import decision_budget, part_arms
+from blocklab.claims.registry import part_arms
+from blocklab.report.build import decision_budget
 from blocklab.report.figures import (
     VERDICT_COLOURS,
     decision_colour,
@@ -245,19 +246,30 @@ def test_a_part_beyond_reach_is_counted_apart():
 def test_part_arms_name_the_compared_runs():
     arms = ["relu", "swiglu", "geglu", "init/pre/xavier/2", "init/pre/gpt2/2",
             "train/pre/6/0/0.003", "train/post/12/0/0.003", "train/post/12/100/0.003",
+            "train/pre/12/0/0.003", "train/pre/12/100/0.003",
             "train/post/12/0/0.001", "rope", "rope+ntk"]
-    assert part_arms("C16", part("geglu", "inconclusive", 0, 0, 0), arms) == ["geglu", "relu"]
-    assert part_arms("C12", part("pre-norm, gpt2 init", "inconclusive", 0, 0, 0),
-                     arms) == ["init/pre/gpt2/2"]
-    assert part_arms("C19", part("post-norm needs warmup", "inconclusive", 0, 0, 0),
-                     arms) == ["train/post/12/0/0.003", "train/post/12/100/0.003"]
+
+    def arms_of(claim_id, p):
+        return part_arms(claim_id, p["name"], p["rule"]["metric"], arms)
+
+    assert arms_of("C16", part("geglu", "inconclusive", 0, 0, 0)) == ["geglu", "relu"]
+    assert arms_of("C12", part("pre-norm, gpt2 init", "inconclusive", 0, 0, 0)) \
+        == ["init/pre/gpt2/2"]
+    # the deepest depth at the highest lr; each part only the cells its estimate reads
+    assert arms_of("C19", part("post-norm needs warmup", "inconclusive", 0, 0, 0)) \
+        == ["train/post/12/0/0.003", "train/post/12/100/0.003", "train/pre/12/0/0.003",
+            "train/pre/12/100/0.003"]
+    assert arms_of("C19", part("pre-norm trains without warmup", "inconclusive", 0, 0, 0)) \
+        == ["train/pre/12/0/0.003", "train/pre/12/100/0.003"]
+    assert arms_of("C19", part("post-norm more expressive", "inconclusive", 0, 0, 0)) \
+        == ["train/post/12/100/0.003", "train/pre/12/100/0.003"]
     ntk = part("RoPE works at 8× with ntk scaling", "inconclusive", 0, 0, 0,
                the_rule=rule(metric="100·(loss past L − sliding)/sliding, %: rope+ntk at 8×"))
-    assert part_arms("C21", ntk, arms) == ["rope+ntk"]
+    assert arms_of("C21", ntk) == ["rope+ntk"]
     tuned = part("RoPE + yarn after a 40-step fine-tune works at 8×", "inconclusive", 0, 0, 0,
                  the_rule=rule(metric="loss past L vs sliding, %: rope+yarn+ft4x at 8×"))
-    assert part_arms("C30", tuned, arms) == ["rope"]  # read off the rope run it extends
-    assert part_arms("C99", ntk, arms) == []
+    assert arms_of("C30", tuned) == ["rope"]  # read off the rope run it extends
+    assert arms_of("C99", ntk) == []
 
 
 def test_budget_sentence_at_the_top_of_the_ledger(doc):

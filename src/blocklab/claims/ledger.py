@@ -11,11 +11,11 @@ from __future__ import annotations
 import json
 import traceback
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from blocklab.claims.registry import RULES, RuleChange, changes, registered
+from blocklab.claims.registry import RULES, SUITE_OF, RuleChange, changes, registered
 from blocklab.claims.rules import (
     ALPHA,
     INCONCLUSIVE,
@@ -24,6 +24,7 @@ from blocklab.claims.rules import (
     Rule,
     decide,
     decide_parts,
+    looks,
 )
 from blocklab.claims.text import CLAIM_TEXT, ERROR, VERDICTS, claim_sources
 from blocklab.errors import InputError
@@ -50,6 +51,9 @@ class Part:
     verdict: str
     reason: str
     decision: Decision | None = None
+    # The hash of the rule its data was planned under, where that differs from `rule`'s
+    # (the rule was edited after the data: shown, never silently regraded); None otherwise.
+    planned_under: str | None = None
 
     @classmethod
     def graded(cls, name: str, rule: Rule, estimate: Estimate, **robustness: bool) -> Part:
@@ -75,15 +79,17 @@ class Part:
 
     def to_dict(self) -> dict[str, Any]:
         """The part as the ledger's JSON gives it: its decision, the estimate {value, ci_low,
-        ci_high, n, sd}, the seed counts it was graded at (`looks`: one look for now, seeds
-        are not yet added sequentially), its rule with the rule's hash, and for an
-        inconclusive part the smallest detectable effect and the seeds that would decide it."""
+        ci_high, n, sd}, the paired seeds at each look of its sequential design (`looks`,
+        `rules.looks`), its rule with the rule's hash (and `rule_changed_after_data`: the hash
+        its runs were planned under when that differs), and for an inconclusive part the
+        smallest detectable effect and the seeds that would decide it."""
         d = self.decision
         out: dict[str, Any] = {
             "name": self.name, "decision": self.verdict, "verdict": self.verdict,
             "reason": self.reason, "estimate": asdict(self.estimate),
-            "looks": [self.estimate.n] if self.estimate.n else [],
+            "looks": list(looks(self.rule, self.estimate.n)),
             "rule": asdict(self.rule), "rule_hash": self.rule.hash,
+            "rule_changed_after_data": self.planned_under,
             "p_value": None if d is None else d.p_value,
             "level": None if d is None else d.level,
             "boundary": None if d is None else d.boundary}
@@ -307,6 +313,24 @@ def unregistered(claim_id: str, parts: list[Part], rules: dict[str, Rule]) -> li
     return [p.name for p in parts if p.name not in rules or p.rule.hash != rules[p.name].hash]
 
 
+def flag_changed_rules(claim_id: str, parts: list[Part], ctx: Context) -> list[Part]:
+    """`parts` with every part whose rule differs from the one its suite's runs were planned
+    under (the summary's `planned_rules`) flagged: "rule changed after data: …" added to its
+    reason and `planned_under` set. A summary with no record flags nothing."""
+    suite = SUITE_OF.get(claim_id)
+    summary = ctx.summary(suite) if suite and parts else None
+    planned = summary.planned_rules if summary is not None else {}
+    out = []
+    for part in parts:
+        then = planned.get(f"{claim_id} {part.name}")
+        if then is not None and then != part.rule.hash:
+            part = replace(part, planned_under=then,
+                           reason=f"{part.reason}; rule changed after data: its runs were "
+                                  f"planned under rule {then}, graded under {part.rule.hash}")
+        out.append(part)
+    return out
+
+
 def run_claims(ids: list[str] | None = None, ctx: Context | None = None) -> list[ClaimResult]:
     """Run the checks for `ids` (all when None) in id order. A check that raises gets the state
     "error" with its message (never a verdict), so one broken check neither hides the others
@@ -359,7 +383,8 @@ def run_claims(ids: list[str] | None = None, ctx: Context | None = None) -> list
                                    f"The check failed to run: {error}",
                                    f"检查运行失败：{error}", {}, "", None, error))
             continue
-        parts = list(found.parts) or planned_parts(rules, found.verdict)
+        parts = flag_changed_rules(cid, list(found.parts), ctx) or planned_parts(
+            rules, found.verdict)
         out.append(ClaimResult(cid, en, zh, src["page"], src["section"], found.verdict,
                                found.summary, found.summary_zh, _plain(found.evidence),
                                found.command, found.figure, None, parts,

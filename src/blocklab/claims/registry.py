@@ -21,6 +21,7 @@ date and what changed; `blocklab claims` shows each under the claims it affects.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -40,7 +41,7 @@ C12_RULE = Rule(
     metric="log2(max / min) of ‖∇W_down‖ over the layers of one pre-norm stack at the deepest "
            "probed depth, at initialisation, per seed (1 = one layer gets twice another's "
            "gradient)",
-    smallest_effect=1.0, margin=0.25, min_seeds=2, claimed=2.0, threshold=1.0,
+    smallest_effect=1.0, margin=0.25, min_seeds=2, max_seeds=4, claimed=2.0, threshold=1.0,
     decides="confirmed when the 95% CI lies above 1 (a more than 2× spread) for an init; not "
             "reproduced at this scale when it lies below 1 or inside ±margin; otherwise "
             "inconclusive, as below min_seeds")
@@ -55,7 +56,7 @@ C13_PART = "warmup interaction (the finding; nothing is claimed)"
 C13_RULE = Rule(
     metric="(post cold − post warm) − (pre cold − pre warm), final val loss, nats, at the "
            "deepest depth and highest lr, paired by seed",
-    smallest_effect=0.05, margin=0.02, min_seeds=4, claimed=0.0,
+    smallest_effect=0.05, margin=0.02, min_seeds=4, max_seeds=8, claimed=0.0,
     decides="no verdict: the page states no result; the estimate is reported as the finding")
 
 # --- C16: gated FFNs against ReLU ----------------------------------------------------------------
@@ -73,7 +74,8 @@ def c16_rule(arm: str) -> Rule:
     return Rule(metric=f"(val loss {arm} − relu)/relu at equal parameters and tokens, % "
                        "(negative = better)",
                 smallest_effect=C16_SMALLEST_EFFECT_PCT, margin=C16_MARGIN_PCT,
-                min_seeds=C16_MIN_SEEDS, claimed=-(low + high) / 2)
+                min_seeds=C16_MIN_SEEDS, max_seeds=2 * C16_MIN_SEEDS,
+                claimed=-(low + high) / 2)
 
 
 # --- C18: RMSNorm's cost and quality -------------------------------------------------------------
@@ -91,7 +93,7 @@ C18_STEP_RULE = Rule(
 def c18_quality_rule(margin: float = norm_cost_suite.EQUIVALENCE_MARGIN) -> Rule:
     """C18's quality part; `margin` is the norm-cost suite's planned equivalence margin."""
     return Rule(metric="Δ validation loss RMSNorm − LayerNorm, nats/token, paired by seed",
-                smallest_effect=margin, margin=margin, min_seeds=3, claimed=0.0,
+                smallest_effect=margin, margin=margin, min_seeds=3, max_seeds=6, claimed=0.0,
                 test="equivalence",
                 decides="confirmed when the 90% CI lies inside ±margin (two one-sided tests); "
                         "not reproduced at this scale when the 95% CI lies wholly outside it; "
@@ -105,7 +107,7 @@ C19_MIN_SEEDS = 4
 C19_RULES = {
     "pre-norm trains without warmup": Rule(
         metric="pre-norm final val loss without − with warmup, nats (0 = warmup not needed)",
-        smallest_effect=0.05, margin=0.05, min_seeds=C19_MIN_SEEDS, claimed=0.0,
+        smallest_effect=0.05, margin=0.05, min_seeds=C19_MIN_SEEDS, max_seeds=2 * C19_MIN_SEEDS, claimed=0.0,
         test="equivalence",
         decides="confirmed when the 90% CI lies inside ±margin (two one-sided tests) and no "
                 "pre-norm run failed; not reproduced at this scale when the 95% CI lies wholly "
@@ -113,14 +115,14 @@ C19_RULES = {
     "post-norm needs warmup": Rule(
         metric="(post cold − post warm) − (pre cold − pre warm), final val loss, nats "
                "(positive = skipping warmup hurts post-norm more)",
-        smallest_effect=0.05, margin=0.02, min_seeds=C19_MIN_SEEDS, claimed=0.1),
+        smallest_effect=0.05, margin=0.02, min_seeds=C19_MIN_SEEDS, max_seeds=2 * C19_MIN_SEEDS, claimed=0.1),
     "post-norm gradients vanish in the lower layers": Rule(
         metric="log2(‖∇ first layer‖ / ‖∇ last layer‖) of post-norm during training, after "
                "warmup (negative = the bottom gets less)",
-        smallest_effect=1.0, margin=0.25, min_seeds=C19_MIN_SEEDS, claimed=-1.0),
+        smallest_effect=1.0, margin=0.25, min_seeds=C19_MIN_SEEDS, max_seeds=2 * C19_MIN_SEEDS, claimed=-1.0),
     "post-norm more expressive": Rule(
         metric="post − pre final val loss with warmup, nats (negative = post-norm better)",
-        smallest_effect=0.02, margin=0.02, min_seeds=C19_MIN_SEEDS, claimed=-0.02),
+        smallest_effect=0.02, margin=0.02, min_seeds=C19_MIN_SEEDS, max_seeds=2 * C19_MIN_SEEDS, claimed=-0.02),
 }
 
 # --- C21 and C30: the loss past the training length L ------------------------------------------
@@ -147,15 +149,15 @@ def band_rule(metric: str, want: str, decides: str) -> Rule:
     drops (above WORKS_PCT: degrades or collapses)."""
     if want == "works":
         return Rule(metric=metric, smallest_effect=WORKS_PCT, margin=0.0,
-                    min_seeds=C21_MIN_SEEDS, claimed=WORKS_PCT, threshold=WORKS_PCT,
+                    min_seeds=C21_MIN_SEEDS, max_seeds=2 * C21_MIN_SEEDS, claimed=WORKS_PCT, threshold=WORKS_PCT,
                     test="at-most", decides=decides)
     if want == "degrades":
         return Rule(metric=metric, smallest_effect=WORKS_PCT,
-                    margin=(COLLAPSE_PCT - WORKS_PCT) / 2, min_seeds=C21_MIN_SEEDS,
+                    margin=(COLLAPSE_PCT - WORKS_PCT) / 2, min_seeds=C21_MIN_SEEDS, max_seeds=2 * C21_MIN_SEEDS,
                     claimed=(COLLAPSE_PCT + WORKS_PCT) / 2, test="equivalence",
                     decides=decides)
     bound = COLLAPSE_PCT if want == "collapses" else WORKS_PCT
-    return Rule(metric=metric, smallest_effect=WORKS_PCT, margin=0.0, min_seeds=C21_MIN_SEEDS,
+    return Rule(metric=metric, smallest_effect=WORKS_PCT, margin=0.0, min_seeds=C21_MIN_SEEDS, max_seeds=2 * C21_MIN_SEEDS,
                 claimed=bound, threshold=bound, test="at-least", decides=decides)
 
 
@@ -244,14 +246,14 @@ C29_ORDER_RULE = Rule(
     metric="total-variation distance between a NoPE decoder's next-token distributions after a "
            "validation prefix and after the same prefix with its first k − 1 tokens reversed "
            "(last token kept), mean over prefixes, per seed; in [0, 1]; > 0: it sees order",
-    smallest_effect=0.02, margin=0.005, min_seeds=3, claimed=0.02,
+    smallest_effect=0.02, margin=0.005, min_seeds=3, max_seeds=6, claimed=0.02,
     decides="confirmed (the causal decoder sees order) when the 95% CI over seeds lies above "
             "δ = 0.02; not reproduced at this scale when it lies below it or inside ±margin; "
             "otherwise inconclusive, as below min_seeds")
 C29_UNIGRAM_RULE = Rule(
     metric="NoPE decoder validation loss − unigram entropy of the training bytes, nats/token, "
            "per seed; < 0: it uses its context",
-    smallest_effect=0.1, margin=0.02, min_seeds=3, claimed=-0.1,
+    smallest_effect=0.1, margin=0.02, min_seeds=3, max_seeds=6, claimed=-0.1,
     decides="confirmed (the decoder uses context) when the 95% CI over seeds lies below "
             "−δ = −0.1 nats; not reproduced at this scale when it lies above it or inside "
             "±margin; otherwise inconclusive, as below min_seeds")
@@ -308,7 +310,7 @@ C33_EXACT_RULE = Rule(
 C33_TENSOR_RULE = Rule(
     metric="100·(FFN output error with gate|up merged under one per-tensor scale / error with "
            "gate and up each at its own per-tensor scale − 1), %, paired by seed",
-    smallest_effect=1.0, margin=0.5, min_seeds=3, claimed=5.0)
+    smallest_effect=1.0, margin=0.5, min_seeds=3, max_seeds=6, claimed=5.0)
 
 # --- C36: pre-norm at depth ----------------------------------------------------------------------
 C36_MIN_SEEDS = 4
@@ -316,7 +318,7 @@ C36_RULES = {
     "pre-norm trains without warmup at depth": Rule(
         metric="pre-norm final val loss without − with warmup at the deepest depth, nats "
                "(≤ 0: warmup not needed)",
-        smallest_effect=0.05, margin=0.05, min_seeds=C36_MIN_SEEDS, claimed=0.05,
+        smallest_effect=0.05, margin=0.05, min_seeds=C36_MIN_SEEDS, max_seeds=2 * C36_MIN_SEEDS, claimed=0.05,
         threshold=0.05, test="at-most",
         decides="confirmed when the 95% CI's upper bound lies below +0.05 (without warmup "
                 "no more than 0.05 nats worse: non-inferiority) and no pre-norm run at that "
@@ -325,7 +327,7 @@ C36_RULES = {
     "pre-norm gradient reaches the bottom layer (≈ 1)": Rule(
         metric="log2(‖∇ first layer‖ / ‖∇ last layer‖) of pre-norm with warmup, during "
                "training after warmup, at the deepest depth (0 = the same gradient)",
-        smallest_effect=1.0, margin=1.0, min_seeds=C36_MIN_SEEDS, claimed=0.0,
+        smallest_effect=1.0, margin=1.0, min_seeds=C36_MIN_SEEDS, max_seeds=2 * C36_MIN_SEEDS, claimed=0.0,
         test="equivalence",
         decides="confirmed when the 90% CI lies inside ±margin (within a factor 2 across the "
                 "whole stack: two one-sided tests); not reproduced at this scale when the 95% "
@@ -333,11 +335,11 @@ C36_RULES = {
     "post-norm gradient shrinks toward the bottom": Rule(
         metric="post − pre of log2(‖∇ first layer‖ / ‖∇ last layer‖) with warmup, during "
                "training, paired by seed (negative = post-norm's bottom layer gets less)",
-        smallest_effect=1.0, margin=0.25, min_seeds=C36_MIN_SEEDS, claimed=-1.0),
+        smallest_effect=1.0, margin=0.25, min_seeds=C36_MIN_SEEDS, max_seeds=2 * C36_MIN_SEEDS, claimed=-1.0),
     "pre-norm ends lower than post-norm without warmup": Rule(
         metric="pre − post final val loss without warmup at the deepest depth, nats, paired "
                "by seed (negative = pre-norm better)",
-        smallest_effect=0.05, margin=0.02, min_seeds=C36_MIN_SEEDS, claimed=-0.05),
+        smallest_effect=0.05, margin=0.02, min_seeds=C36_MIN_SEEDS, max_seeds=2 * C36_MIN_SEEDS, claimed=-0.05),
 }
 
 
@@ -383,6 +385,88 @@ def rule_of(claim_id: str, size: str, part: str) -> Rule:
     return rules[part]
 
 
+# --- where each claim's parts are measured -------------------------------------------------------
+# The suite whose summary each experimental claim reads.
+SUITE_OF = {"C12": "placement", "C13": "placement", "C16": "ffn", "C18": "norm-cost",
+            "C19": "placement", "C21": "position", "C29": "position", "C30": "position",
+            "C31": "position", "C32": "quantize", "C33": "quantize", "C36": "placement"}
+_ARM_AT = re.compile(r": (\S+) at \d+×$")
+# Which cells of the deepest (placement, warmup) contrast a C13/C19/C36 part reads: "pre" /
+# "post" / None (both) and "cold" (warmup 0) / "warm" / None (both).
+_CELLS = {
+    C13_PART: (None, None),
+    "pre-norm trains without warmup": ("pre", None),
+    "post-norm needs warmup": (None, None),
+    "post-norm gradients vanish in the lower layers": ("post", "warm"),
+    "post-norm more expressive": (None, "warm"),
+    "pre-norm trains without warmup at depth": ("pre", None),
+    "pre-norm gradient reaches the bottom layer (≈ 1)": ("pre", "warm"),
+    "post-norm gradient shrinks toward the bottom": (None, "warm"),
+    "pre-norm ends lower than post-norm without warmup": (None, "cold"),
+}
+
+
+def suite_rules(size: str) -> dict[str, dict[str, str]]:
+    """{suite: {"<claim> <part>": rule hash}}: the registered rules that grade each suite's
+    data at `size`, recorded in its results folder when its runs are first planned."""
+    out: dict[str, dict[str, str]] = {}
+    for claim_id, suite in SUITE_OF.items():
+        for name, rule in registered(claim_id, size).items():
+            out.setdefault(suite, {})[f"{claim_id} {name}"] = rule.hash
+    return out
+
+
+def part_arms(claim_id: str, name: str, metric: str, arms: list[str]) -> list[str]:
+    """The arms (of `arms`, a suite's arm names) whose runs the part `name` of `claim_id` is
+    estimated from, so that one more seed of the part costs one more run of each; [] for a
+    part not measured on seeds of arms (an analytic part, or a claim of no suite)."""
+    def at_deepest(prefix: str, by_lr: bool) -> list[str]:
+        # <prefix>/<placement>/<depth>/<warmup>/<lr>: the contrast at the deepest depth (and
+        # the highest lr) that C13, C19 and C36 are graded on
+        cells = [a.split("/") for a in arms if a.startswith(prefix + "/") and a.count("/") == 4]
+        if not cells:
+            return []
+        depth = max(int(c[2]) for c in cells)
+        cells = [c for c in cells if int(c[2]) == depth]
+        if by_lr:
+            lr = max(float(c[4]) for c in cells)
+            cells = [c for c in cells if float(c[4]) == lr]
+        placement, warmup = _CELLS.get(name, (None, None))
+        cells = [c for c in cells if placement in (None, c[1])
+                 and warmup in (None, "cold" if float(c[3]) == 0 else "warm")]
+        return ["/".join(c) for c in cells]
+
+    if claim_id == "C12":
+        init = re.search(r"pre-norm, (\S+) init", name)
+        found = [a for a in arms if init and a.startswith(f"init/pre/{init.group(1)}/")]
+    elif claim_id == "C16":
+        found = [a for a in (name, ffn_suite.BASELINE) if a in arms]
+    elif claim_id == "C18":
+        found = ["step"] if name == C18_STEP_PART else ["layernorm", "rmsnorm"]
+    elif claim_id in ("C13", "C19"):
+        found = at_deepest("train", by_lr=True)
+    elif claim_id == "C36":
+        found = at_deepest("deep", by_lr=False)
+    elif claim_id in ("C21", "C30"):
+        # an arm read with scaling or after a fine-tune (rope+ntk, rope+yarn+ft…) is read off
+        # the run of the arm it extends: the longest planned arm its name starts with
+        arm = _ARM_AT.search(metric)
+        name_ = arm.group(1) if arm else ""
+        base = [a for a in arms if name_ == a or name_.startswith(a + "+")]
+        found = [max(base, key=len)] if base else []
+    elif claim_id == "C29":
+        found = ["none"]
+    elif claim_id == "C31":
+        found = ["cost"]
+    elif claim_id == "C32":
+        found = ["timing"]
+    elif claim_id == "C33":
+        found = [] if name == C33_EXACT_PART else ["quality"]
+    else:
+        found = []
+    return [a for a in found if a in arms]
+
+
 # --- rules edited after results were seen --------------------------------------------------------
 @dataclass(frozen=True)
 class RuleChange:
@@ -408,6 +492,10 @@ CHANGED_AFTER_DATA: tuple[RuleChange, ...] = (
                "the ledger's decision rule: a part was confirmed when its 95% CI excluded 0; "
                "it is now confirmed only when the CI lies wholly beyond δ (or the claim's "
                "threshold), with Holm's correction within a claim"),
+    RuleChange("2026-12-01", tuple(c for c in RULES if c not in ("C31", "C32")),
+               "each part measured on seeds has a sequential design: max_seeds = 2 × "
+               "min_seeds, seeds added in blocks of ⌈min_seeds / 2⌉ to the arms of undecided "
+               "parts, each look read at its Lan–DeMets O'Brien–Fleming level"),
 )
 
 

@@ -42,6 +42,7 @@ scale. The statistics come from `blocklab.stats`; the ledger attaches each rule 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -68,9 +69,6 @@ TESTS = ("effect", "at-most", "at-least", "equivalence")
 ALPHA = 0.05  # two-sided error rate of every stored interval (95%) and of a claim's decisions
 POWER = 0.8  # the power at which an inconclusive part states what could be detected
 MAX_SEEDS = 10_000  # seeds_needed looks no further ("more than 10,000")
-# A rule's default budget (`Rule.max_seeds`): above every size's planned seeds and repeats
-# (at most 30), far below what seeds_needed can ask for.
-DEFAULT_MAX_SEEDS = 50
 
 DECIDES = ("confirmed when the 95% CI lies wholly beyond the claim's boundary b (the smallest "
            "effect δ, or the threshold of a claim of 'more than t' when larger) on the claimed "
@@ -95,18 +93,39 @@ class Rule:
     # bound itself.
     threshold: float = 0.0
     test: str = "effect"  # one of TESTS
-    # The most paired seeds (repeats, for a timing) a part may spend: the budget a sequential
-    # design stops at, after which an undecided part stays inconclusive and says how many
-    # seeds would decide it. Declared with the rule; no suite adds seeds past its plan yet.
-    max_seeds: int = DEFAULT_MAX_SEEDS
+    # The sequential design (`looks`): the most paired seeds a part may spend, after which an
+    # undecided part stays inconclusive and says how many seeds would decide it. Seeds are
+    # added in blocks of ⌈min_seeds / 2⌉ from min_seeds on, each block a look read at the
+    # Lan–DeMets O'Brien–Fleming level of its information fraction n / max_seeds. None: a
+    # fixed design, read once at α (repeats of one timed run, an analytic fact).
+    max_seeds: int | None = None
 
     def __post_init__(self) -> None:
         if self.test not in TESTS:
             raise InputError(f"rule test {self.test!r} is not allowed; expected one of "
                              f"{list(TESTS)}")
-        if not 1 <= self.min_seeds <= self.max_seeds:
+        top = self.min_seeds if self.max_seeds is None else self.max_seeds
+        if not 1 <= self.min_seeds <= top:
             raise InputError(f"rule {self.metric!r}: min_seeds {self.min_seeds} and max_seeds "
                              f"{self.max_seeds} must satisfy 1 ≤ min_seeds ≤ max_seeds")
+
+    @property
+    def block(self) -> int:
+        """Seeds added at each look after the first: ⌈min_seeds / 2⌉."""
+        return -(-self.min_seeds // 2)
+
+    @property
+    def schedule(self) -> tuple[int, ...]:
+        """The planned looks, in paired seeds: min_seeds, then every `block` seeds, ending at
+        max_seeds; (min_seeds,) for a fixed design."""
+        if self.max_seeds is None:
+            return (self.min_seeds,)
+        points = list(range(self.min_seeds, self.max_seeds, self.block))
+        return (*points, self.max_seeds)
+
+    def next_look(self, n: int) -> int | None:
+        """The seeds of the first planned look past `n`; None past the last one."""
+        return next((p for p in self.schedule if p > n), None)
 
     @property
     def hash(self) -> str:
@@ -161,6 +180,39 @@ def estimate_text(value: float | None, low: float | None, high: float | None, n:
     if low is None or high is None:
         return f"{value:+.3g} (n={n})"
     return f"{value:+.3g} [{low:+.3g}, {high:+.3g}] (n={n})"
+
+
+# --- the sequential design -----------------------------------------------------------------------
+def looks(rule: Rule, n: int) -> tuple[int, ...]:
+    """The looks a part with `n` paired seeds has had under `rule`'s design, counting every
+    planned look below n as taken (a reader cannot tell which were, and counting more looks
+    only makes the level stricter): the schedule's points below n, then n itself. A fixed
+    design has one look, (n,)."""
+    if n < 1:
+        return ()
+    if rule.max_seeds is None:
+        return (n,)
+    return (*(p for p in rule.schedule if p < n), n)
+
+
+def look_level(rule: Rule, n: int, alpha: float = ALPHA) -> float:
+    """The two-sided level of the look at `n` paired seeds: the nominal level of that look in
+    the Lan–DeMets O'Brien–Fleming design over `looks(rule, n)` with information fractions
+    n_k / max_seeds (`blocklab.stats.obrien_fleming_design`); past max_seeds the last look
+    spends what is left. `alpha` for a fixed design, or before any look."""
+    taken = looks(rule, n)
+    if rule.max_seeds is None or len(taken) == 0:
+        return alpha
+    top = max(rule.max_seeds, n)
+    fractions = tuple(k / top for k in taken)
+    if fractions[-1] < 1:
+        fractions = (*fractions, 1.0)
+    return _nominal_levels(fractions, alpha)[len(taken) - 1]
+
+
+@functools.lru_cache(maxsize=256)
+def _nominal_levels(fractions: tuple[float, ...], alpha: float) -> tuple[float, ...]:
+    return stats.obrien_fleming_design(fractions, alpha).nominal_alpha
 
 
 @dataclass(frozen=True)
@@ -344,32 +396,48 @@ def grade(rule: Rule, estimate: Estimate, *, fair_arms: bool = False,
 # --- the parts of one claim ---------------------------------------------------------------------
 def decide_parts(parts: Sequence[Any], alpha: float = ALPHA, *, fair_arms: bool = False,
                  longer_run_agrees: bool = False) -> list[Decision]:
-    """The decisions on a claim's m parts with Holm's step-down correction (Holm 1979).
+    """The decisions on a claim's m parts: each at its look's level of the sequential design
+    (`look_level`), with Holm's step-down correction across the parts (Holm 1979).
 
-    parts: (rule, estimate) pairs, or objects with `.rule` and `.estimate`. Each part's p is
-    its decisive test's (`Decision.p_value`, from `decide` at `alpha`); a part with no test
-    (no interval, too few seeds) takes p = 1. With p_(1) ≤ … ≤ p_(m) in ascending order:
+    parts: (rule, estimate) pairs, or objects with `.rule` and `.estimate`. Part k's look
+    level is a_k = look_level(rule_k, n_k, alpha) (alpha itself for a fixed design). Each
+    part's p is its decisive test's (`Decision.p_value`, from `decide` at a_k); a part with no
+    test (no interval, too few seeds) takes p = 1. With the parts ordered by p_k / a_k,
+    ascending:
 
-        part (i) is decided at level α_i = alpha / (m − i + 1),   i = 1 … m,
+        part (i) is decided at level a_(i) / (m − i + 1),   i = 1 … m,
 
-    i.e. `decide` reads its (1 − α_i) interval (or (1 − 2·α_i) for the ±margin reading), while
-    every earlier part was decided; at the first part not decided the procedure stops, and it
-    and every later part are inconclusive. The chance of any wrong decision in the claim stays
-    ≤ alpha whatever the dependence between parts. Decisions come back in the parts' order."""
+    i.e. `decide` reads its (1 − level) interval (or (1 − 2·level) for the ±margin reading),
+    while every earlier part was decided; at the first part not decided the procedure stops,
+    and it and every later part are inconclusive. With one look per part this is Holm's
+    procedure at alpha; with several, each part spends alpha along its looks and Holm shares
+    it among the parts, so the chance of any wrong decision in the claim stays ≤ alpha.
+    Decisions come back in the parts' order."""
     pairs = [(p.rule, p.estimate) if hasattr(p, "rule") else tuple(p) for p in parts]
     flags = {"fair_arms": fair_arms, "longer_run_agrees": longer_run_agrees}
-    first = [decide(rule, est, alpha, **flags) for rule, est in pairs]
+    # Below min_seeds a part is undecided whatever its level: read at the first look's.
+    bases = [look_level(rule, max(est.n, rule.min_seeds), alpha) for rule, est in pairs]
+    first = [decide(rule, est, base, **flags) for (rule, est), base in zip(pairs, bases,
+                                                                        strict=True)]
     m = len(pairs)
     order = sorted(range(m), key=lambda k: (first[k].p_value is None,
                                             1.0 if first[k].p_value is None
-                                            else first[k].p_value, k))
+                                            else first[k].p_value / bases[k], k))
     out: list[Decision | None] = [None] * m
     stopped_at: int | None = None
     for i, k in enumerate(order):
-        level = alpha / (m - i)
+        level = bases[k] / (m - i)
         rule, est = pairs[k]
         found = decide(rule, est, level, **flags)
-        holm = f" (Holm: part {i + 1} of {m} by p, read at α = {level:.3g})" if m > 1 else ""
+        notes = []
+        if bases[k] < alpha:
+            taken = looks(rule, est.n)
+            notes.append(f"look {len(taken)} of the sequential design at n = "
+                         f"{', '.join(map(str, taken))} (max {rule.max_seeds}), read at "
+                         f"α = {bases[k]:.3g}")
+        if m > 1:
+            notes.append(f"Holm: part {i + 1} of {m} by p, read at α = {level:.3g}")
+        holm = f" ({'; '.join(notes)})" if notes else ""
         if stopped_at is not None:
             if found.verdict != INCONCLUSIVE:
                 found = _stopped(found, rule, est, level, stopped_at)

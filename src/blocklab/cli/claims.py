@@ -108,8 +108,11 @@ def rule_text(rule) -> str:
     margin, seeds and hash."""
     return (f"{rule.metric}; {rule.test}, claimed {rule.claimed:+g}"
             f"{f' (beyond {rule.threshold:g})' if rule.threshold else ''}, smallest "
-            f"effect δ {rule.smallest_effect:g}, margin ±{rule.margin:g}, seeds "
-            f"{rule.min_seeds}–{rule.max_seeds}, rule {rule.hash}")
+            f"effect δ {rule.smallest_effect:g}, margin ±{rule.margin:g}, "
+            + (f"seeds {rule.min_seeds} (one look)" if rule.max_seeds is None else
+               f"seeds {rule.min_seeds}–{rule.max_seeds} (looks at "
+               f"{', '.join(map(str, rule.schedule))})")
+            + f", rule {rule.hash}")
 
 
 def part_line(part, zh: bool = False) -> str:

@@ -28,7 +28,7 @@ from blocklab.errors import InputError, ResultsError
 # 4: the first seed recorded; 6: placement's deep grid for C36; 7: position's order probe,
 # cost run and fine-tune settings for C29–C31; 8: quantize's bounds from measured time shares,
 # its Amdahl figures kept apart as estimates).
-SUMMARY_SCHEMA = 8
+SUMMARY_SCHEMA = 9
 
 
 @dataclass(frozen=True)
@@ -549,8 +549,26 @@ DATA_TYPES: dict[str, type] = {"ffn": FfnData, "placement": PlacementData,
 
 
 @dataclass(frozen=True)
+class SeedBlock:
+    """Seeds start … stop − 1 run for some arms only, beyond the suite's planned seeds: a block
+    the sequential design added for the parts (`parts`, "C16 geglu") still undecided at a
+    look."""
+
+    start: int
+    stop: int
+    arms: list[str]
+    parts: list[str]
+
+
+@dataclass(frozen=True)
 class Summary:
-    """A suite's summary: tables and notes to show, typed `data` for the ledger and figures."""
+    """A suite's summary: tables and notes to show, typed `data` for the ledger and figures.
+
+    seed_blocks: the seeds the sequential design added to some arms (their runs are in
+        `run_ids`; `seeds` counts every seed any arm ran)
+    planned_rules: {"<claim> <part>": rule hash} of the registered rules when the suite's runs
+        were first planned, so a reader can tell a part graded under another rule than its
+        data was planned under"""
 
     suite: str
     size: str
@@ -562,6 +580,8 @@ class Summary:
     wall_time_s: float = 0.0
     run_ids: list[str] = field(default_factory=list)  # the stored results it summarises
     first_seed: int = 0  # seeds first_seed … first_seed + seeds − 1 (`--seed-offset`)
+    seed_blocks: list[SeedBlock] = field(default_factory=list)
+    planned_rules: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {"schema": SUMMARY_SCHEMA, **dataclasses.asdict(self)}

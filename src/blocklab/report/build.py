@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from blocklab.claims.registry import part_arms
 from blocklab.config import write_atomic
 from blocklab.errors import InputError, ResultsError
 
@@ -160,57 +161,6 @@ def run_costs(results: Path, name: str, size: str, run_ids: list[str],
 
 
 _SUITE = re.compile(r"blocklab suite (\S+)")
-_ARM_AT = re.compile(r": (\S+) at \d+×$")
-
-
-def part_arms(claim_id: str, part: dict[str, Any], arms: list[str]) -> list[str]:
-    """The stored arms whose runs a part's estimate is made from (of `arms`, a suite's arm
-    names), so that one more seed of the part costs one more run of each; [] when the part is
-    not known here (the caller then prices the whole suite's seed)."""
-    name, metric = part["name"], part["rule"]["metric"]
-
-    def at_deepest(prefix: str, by_lr: bool) -> list[str]:
-        # <prefix>/<placement>/<depth>/<warmup>/<lr>: the contrast at the deepest depth (and
-        # the highest lr) that C19 and C36 are graded on
-        cells = [a.split("/") for a in arms if a.startswith(prefix + "/") and a.count("/") == 4]
-        if not cells:
-            return []
-        depth = max(int(c[2]) for c in cells)
-        cells = [c for c in cells if int(c[2]) == depth]
-        if by_lr:
-            lr = max(float(c[4]) for c in cells)
-            cells = [c for c in cells if float(c[4]) == lr]
-        return ["/".join(c) for c in cells]
-
-    if claim_id == "C12":
-        init = re.search(r"pre-norm, (\S+) init", name)
-        found = [a for a in arms if init and a.startswith(f"init/pre/{init.group(1)}/")]
-    elif claim_id == "C16":
-        found = [a for a in (name, "relu") if a in arms]
-    elif claim_id == "C18":
-        found = ["step"] if "training step" in name else ["layernorm", "rmsnorm"]
-    elif claim_id == "C19":
-        found = at_deepest("train", by_lr=True)
-    elif claim_id == "C36":
-        found = at_deepest("deep", by_lr=False)
-    elif claim_id in ("C21", "C30"):
-        # an arm read with scaling or after a fine-tune (rope+ntk, rope+yarn+ft…) is read off
-        # the run of the arm it extends: the longest stored arm its name starts with
-        arm = _ARM_AT.search(metric)
-        name_ = arm.group(1) if arm else ""
-        base = [a for a in arms if name_ == a or name_.startswith(a + "+")]
-        found = [max(base, key=len)] if base else []
-    elif claim_id == "C29":
-        found = ["none"]
-    elif claim_id == "C31":
-        found = ["cost"]
-    elif claim_id == "C32":
-        found = ["timing"]
-    elif claim_id == "C33":
-        found = ["quality"]
-    else:
-        found = []
-    return [a for a in found if a in arms]
 
 
 REACH_S = 2 * 3600  # a part whose extra seeds take longer than this here is out of reach
@@ -245,7 +195,7 @@ def decision_budget(ledger: list[dict[str, Any]], suites: dict[str, dict[str, An
                 unsized.append(entry)
                 continue
             arms = sorted({c["arm"] for c in costs})
-            chosen = part_arms(row["id"], part, arms)
+            chosen = part_arms(row["id"], part["name"], part["rule"]["metric"], arms)
             runs = [c for c in costs if c["arm"] in (chosen or arms)]
             units = n or len({c["seed"] for c in runs}) or 1
             extra = max(int(needed) - n, 0)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import importlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from blocklab.errors import InputError
@@ -46,7 +46,8 @@ def get_suite(name: str) -> Suite:
 def run_suites(results: Path, size: str, names: Sequence[str] = tuple(SUITE_MODULES), *,
                executor: Executor | None = None, progress: bool = True,
                echo: Callable[[str], None] = print, seed_offset: int = 0,
-               wait: bool = True) -> dict[str, str]:
+               wait: bool = True, rules: Mapping[str, dict[str, str]] | None = None
+               ) -> dict[str, str]:
     """Run every suite of `names` at `size` into `results` (stored runs are reused, so this
     resumes), each at its default seeds (from `seed_offset` on), then summarise each one.
 
@@ -58,17 +59,22 @@ def run_suites(results: Path, size: str, names: Sequence[str] = tuple(SUITE_MODU
     Every suite's folder is locked for the whole call: another process running one of them
     in `results` is waited for (saying so through `echo`), or, with `wait=False`, refused
     with `blocklab.errors.Busy`.
+
+    `rules`: {suite: {"<claim> <part>": rule hash}}, the registered rules that grade each
+    suite, recorded in its folder when its runs are first planned (`plan_suite`).
     """
     from blocklab.experiments.locks import suite_locks
     from blocklab.experiments.suites.base import check_size
 
     check_size(size)  # bad input is refused before the locks create any folder
     with suite_locks(results, [get_suite(name).name for name in names], wait=wait, echo=echo):
-        return _run_suites(results, size, names, executor, progress, echo, seed_offset)
+        return _run_suites(results, size, names, executor, progress, echo, seed_offset,
+                           rules or {})
 
 
 def _run_suites(results: Path, size: str, names: Sequence[str], executor: Executor | None,
-                progress: bool, echo: Callable[[str], None], seed_offset: int) -> dict[str, str]:
+                progress: bool, echo: Callable[[str], None], seed_offset: int,
+                rules: Mapping[str, dict[str, str]]) -> dict[str, str]:
     from blocklab.experiments.suites.base import (
         CountingSink,
         ResultRouter,
@@ -83,7 +89,8 @@ def _run_suites(results: Path, size: str, names: Sequence[str], executor: Execut
     start = time.perf_counter()
     errors: dict[str, str] = {}
     failed: dict[str, str] = {}
-    planned = [plan_suite(get_suite(name), size, None, results, seed_offset) for name in names]
+    planned = [plan_suite(get_suite(name), size, None, results, seed_offset,
+                          rules=rules.get(get_suite(name).name)) for name in names]
     # Two rounds at most: the first runs every suite's runs (a tuned suite's tuning runs), the
     # second the tuned suites' evaluation runs, planned from their tuning results.
     while planned:

@@ -43,6 +43,7 @@ from blocklab.errors import InputError, Interrupted, ResultsError
 from blocklab.experiments.results import ResultSink, ResultStore, json_safe, result_json
 from blocklab.experiments.summaries import (
     Interval,
+    SeedBlock,
     Summary,
     check_seed_offset,
     size_folder,
@@ -196,6 +197,8 @@ class PlannedSuite:
     stage: str = "evaluate"
     tuned: Results = field(default_factory=list)
     precision: str = "fp32"
+    blocks: list[SeedBlock] = field(default_factory=list)
+    planned_rules: dict[str, str] = field(default_factory=dict)
 
     def stamped(self) -> list[RunSpec]:
         """The missing runs, each stamping its result with the provenance of the process that
@@ -207,9 +210,15 @@ class PlannedSuite:
 
 
 def plan_suite(suite: Suite, size: str, seeds: int | None, out_dir: str | Path,
-               seed_offset: int = 0, precision: str = "fp32") -> PlannedSuite:
+               seed_offset: int = 0, precision: str = "fp32",
+               rules: dict[str, str] | None = None) -> PlannedSuite:
     """Plan `suite` at `size` (default seeds for None, from `seed_offset` on, trained in
-    `precision`) against the results in `out_dir`."""
+    `precision`) against the results in `out_dir`, with the seed blocks the sequential design
+    added to some of its arms (`seed_blocks`).
+
+    `rules` ({"<claim> <part>": rule hash} of the rules that grade this suite): recorded in
+    the folder (`planned_rules.json`) when no run of it is stored yet, so the summary can say
+    which rules its data was planned under; kept as first recorded otherwise."""
     check_size(size)
     extra = check_precision(suite, precision)
     seeds = seed_range(suite.default_seeds[size] if seeds is None else seeds, seed_offset)
@@ -221,22 +230,86 @@ def plan_suite(suite: Suite, size: str, seeds: int | None, out_dir: str | Path,
         missing = [s for s in tuning if not store.has(s.run_id) or s.run_id in stale]
         if missing:
             return PlannedSuite(suite, size, seeds, tuning, store, stale, missing, "tune",
-                                precision=precision)
+                                precision=precision, planned_rules=dict(rules or {}))
         tuned = [(spec, store.load(spec.run_id)) for spec in tuning]
         specs = suite.plan(size, seeds, tuned, **extra)
     else:
         specs = suite.plan(size, seeds, **extra)
     store = ResultStore(suite_dir(out_dir, suite, size, seed_offset, precision))
+    blocks = seed_blocks(store.root)
+    if blocks:
+        seen = {spec.run_id for spec in specs}
+        for block in blocks:
+            more = range(block.start, block.stop)
+            planned = (suite.plan(size, more, tuned, **extra) if suite.tune is not None
+                       else suite.plan(size, more, **extra))
+            for spec in planned:
+                if spec.arm in block.arms and not spec.timed and spec.run_id not in seen:
+                    specs.append(spec)
+                    seen.add(spec.run_id)
+        seeds = range(seeds.start, max(seeds.stop, *(b.stop for b in blocks)))
     stale = stale_reasons(specs, store)
     missing = [s for s in specs if not store.has(s.run_id) or s.run_id in stale]
+    planned_rules = record_rules(store.root, rules, fresh=len(missing) == len(specs))
     return PlannedSuite(suite, size, seeds, specs, store, stale, missing, "evaluate", tuned,
-                        precision)
+                        precision, blocks, planned_rules)
+
+
+SEED_BLOCKS = "seed_blocks.json"
+PLANNED_RULES = "planned_rules.json"
+
+
+def seed_blocks(folder: Path) -> list[SeedBlock]:
+    """The seed blocks the sequential design added in a suite's results folder, oldest first
+    ([] when none)."""
+    from blocklab.experiments.summaries import decode
+
+    path = Path(folder) / SEED_BLOCKS
+    if not path.exists():
+        return []
+    from blocklab.jsonio import read_json
+
+    data = read_json(path, error=ResultsError)
+    return decode(list[SeedBlock], data, str(path))
+
+
+def add_seed_blocks(folder: Path, blocks: Sequence[SeedBlock]) -> None:
+    """Append `blocks` to the folder's seed blocks (written atomically)."""
+    if not blocks:
+        return
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    every = [*seed_blocks(folder), *blocks]
+    write_atomic(folder / SEED_BLOCKS,
+                 json.dumps([dataclasses.asdict(b) for b in every], indent=1) + "\n")
+
+
+def record_rules(folder: Path, rules: dict[str, str] | None, *, fresh: bool) -> dict[str, str]:
+    """The rule hashes the folder's runs were planned under: `rules`, written to
+    planned_rules.json when the folder holds no reusable run yet (`fresh`) or has no record;
+    else the record as first written."""
+    path = Path(folder) / PLANNED_RULES
+    if rules is not None and (fresh or not path.exists()):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, json.dumps(dict(sorted(rules.items())), indent=1,
+                                      ensure_ascii=False) + "\n")
+        return dict(rules)
+    if not path.exists():
+        return {}
+    from blocklab.jsonio import read_json
+
+    data = read_json(path, error=ResultsError)
+    if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, str)
+                                             for k, v in data.items()):
+        raise ResultsError(f"{path}: expected an object of rule hashes (part -> hash)")
+    return data
 
 
 def run_suite(suite: Suite, size: str = "quick", seeds: int | None = None,
               out_dir: str | Path = "runs", *, progress: bool = True,
               executor: Executor | None = None, seed_offset: int = 0,
-              precision: str = "fp32", wait: bool = True) -> Summary:
+              precision: str = "fp32", wait: bool = True,
+              rules: dict[str, str] | None = None) -> Summary:
     """Run every missing run of `suite`, then summarise all of them and write summary.json.
 
     `seed_offset` K runs seeds K … K + seeds − 1 instead of 0 … seeds − 1 (a disjoint set, to
@@ -257,7 +330,7 @@ def run_suite(suite: Suite, size: str = "quick", seeds: int | None = None,
     check_precision(suite, precision)
     seed_range(suite.default_seeds[size] if seeds is None else seeds, seed_offset)
     with suite_locks(out_dir, [suite.name], wait=wait, echo=say):
-        planned = plan_suite(suite, size, seeds, out_dir, seed_offset, precision)
+        planned = plan_suite(suite, size, seeds, out_dir, seed_offset, precision, rules)
         start = time.perf_counter()
         failed: dict[str, str] = {}
         for _stage in ("tune", "evaluate"):
@@ -279,7 +352,7 @@ def replan_after_tuning(planned: PlannedSuite, failed: dict[str, str], out_dir: 
     """Plan the evaluation runs once a suite's tuning runs have executed; raises
     SuiteIncomplete naming the tuning runs (with `failed`'s errors) that have no result."""
     again = plan_suite(planned.suite, planned.size, len(planned.seeds), out_dir, seed_offset,
-                       planned.precision)
+                       planned.precision, planned.planned_rules or None)
     if again.stage == "tune":
         raise SuiteIncomplete(planned.suite.name, planned.size, [
             (spec.label, failed.get(spec.run_id, "no result was stored"))
@@ -309,6 +382,10 @@ def summarise_suite(planned: PlannedSuite, failed: dict[str, str], elapsed_s: fl
     if planned.precision != "fp32":
         notes.append(f"every model trained in {planned.precision} (bfloat16 compute, float32 "
                      "weights and optimizer state)")
+    for block in planned.blocks:
+        notes.append(f"seeds {block.start}–{block.stop - 1} were added to {len(block.arms)} "
+                     f"arm(s) ({', '.join(block.arms)}) for the parts still undecided at a "
+                     f"look: {', '.join(block.parts)}")
     if planned.tuned:
         notes.append(f"planned from {len(planned.tuned)} tuning runs on seeds of their own "
                      f"(stored in {size_folder(f'{size}+tuning', 0, planned.precision)})")
@@ -328,7 +405,8 @@ def summarise_suite(planned: PlannedSuite, failed: dict[str, str], elapsed_s: fl
     summary = dataclasses.replace(
         summary, runs=len(specs), notes=[*summary.notes, *notes],
         seeds=len(planned.seeds), first_seed=planned.seeds.start,
-        run_ids=[spec.run_id for spec in specs],
+        run_ids=[spec.run_id for spec in specs], seed_blocks=list(planned.blocks),
+        planned_rules=dict(planned.planned_rules),
         wall_time_s=sum(r.get("wall_time_s", 0.0) or 0.0 for _, r in results))
     if not dataclasses.is_dataclass(summary.data):
         raise TypeError(f"suite {suite.name}: summarise must return a dataclass as data, got "
