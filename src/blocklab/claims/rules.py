@@ -430,7 +430,7 @@ def decide_parts(parts: Sequence[Any], alpha: float = ALPHA, *, fair_arms: bool 
         rule, est = pairs[k]
         found = decide(rule, est, level, **flags)
         notes = []
-        if bases[k] < alpha:
+        if bases[k] < alpha and est.n >= rule.min_seeds:
             taken = looks(rule, est.n)
             notes.append(f"look {len(taken)} of the sequential design at n = "
                          f"{', '.join(map(str, taken))} (max {rule.max_seeds}), read at "

@@ -51,6 +51,10 @@ def report(
     plan: bool = typer.Option(False, "--plan",
                               help="Run nothing: count the runs still missing and estimate "
                                    "their time on this machine."),
+    budget: float = typer.Option(None, "--budget", metavar="MINUTES",
+                                 help="Wall-clock minutes for the run: seeds are added, look by "
+                                      "look, to the arms of parts still undecided while they "
+                                      "fit (default: tiny 0, quick 20, full no limit)."),
 ) -> None:
     """Write OUT/index.html (plots embedded, opens from disk) and OUT/report.json: the claims
     ledger, the FFN, normalization, placement, position and deployment sections.
@@ -61,7 +65,12 @@ def report(
     figure failed (the report is still written, saying so where it happened).
 
     --plan runs nothing and prints, per suite, the runs still missing and their estimated
-    time on this machine (`blocklab.experiments.estimate`).
+    time on this machine (`blocklab.experiments.estimate`), and how many further looks of the
+    sequential design --budget buys.
+
+    The suites first run at their planned seeds; then, while a part of a claim is undecided
+    and its design has a look left, the next block of seeds runs for the arms it compares
+    only, as long as the budget allows (`blocklab.claims.sequential`).
 
     Example: [bold]blocklab report --tiny --out report --lang zh[/bold]
     """
@@ -74,24 +83,18 @@ def report(
     run_on = chosen_executor(executor, jobs, address, cpus_per_run, gpus_per_run)
     folder_option(results, "--results")
     folder_option(out, "--out")
+    budget_s = budget_seconds(budget, size)
     if plan:
-        print_plan(results, size, seed_offset, jobs)
+        print_plan(results, size, seed_offset, jobs, budget_s)
         return
     start = time.perf_counter()
     errors = {}
+    record = None
     if not no_run:
-        from blocklab.errors import Interrupted
-        from blocklab.experiments.suites import run_suites
-        from blocklab.report.build import SUITES
-
-        try:
-            errors = run_suites(results, size, SUITES, executor=run_on,
-                                progress=not no_progress, echo=typer.echo,
-                                seed_offset=seed_offset, wait=not no_wait)
-        except Interrupted as stopped:
-            raise stop_interrupted(stopped) from None
+        errors, record = run_with_budget(results, size, budget_s, run_on, jobs,
+                                         not no_progress, seed_offset, not no_wait)
     index, doc = build_report(out, results, size, language, suite_errors=errors,
-                              seed_offset=seed_offset)
+                              seed_offset=seed_offset, sequential=record)
     counts: dict[str, int] = {}
     for row in doc["ledger"]:
         verdict = "check failed" if row["error"] else row["verdict"]
@@ -109,7 +112,60 @@ def report(
         raise typer.Exit(1)
 
 
-def print_plan(results: Path, size: str, seed_offset: int, jobs: int | None) -> None:
+def budget_seconds(minutes: float | None, size: str) -> float | None:
+    """--budget in seconds (the size's default for None); exit 2 for a bad value."""
+    import math
+
+    from blocklab.claims.sequential import DEFAULT_BUDGET_S
+    from blocklab.cli import fail
+
+    if minutes is None:
+        return DEFAULT_BUDGET_S[size]
+    if not (math.isfinite(minutes) and 0 <= minutes <= 100_000):
+        raise fail(f"--budget {minutes:g} is not allowed; expected minutes in [0, 100000]")
+    return 60.0 * minutes
+
+
+def run_with_budget(results: Path, size: str, budget_s: float | None, run_on, jobs,
+                    progress: bool, seed_offset: int, wait: bool, names=None):
+    """Run the suites `names` (the report's) look by look within `budget_s`: (errors, the
+    budget's plan and looks as a dict for report.json)."""
+    from blocklab.claims.sequential import plan_budget, run_looks
+    from blocklab.errors import Interrupted
+    from blocklab.experiments.executors import usable_cores
+    from blocklab.experiments.suites import run_suites
+    from blocklab.report.build import SUITES
+
+    names = list(SUITES if names is None else names)
+    workers = usable_cores() if jobs is None else jobs
+
+    def run(rules):
+        return run_suites(results, size, names, executor=run_on, progress=progress,
+                          echo=typer.echo, seed_offset=seed_offset, wait=wait, rules=rules)
+
+    try:
+        if budget_s == 0:
+            from blocklab.claims.registry import suite_rules
+
+            return run(suite_rules(size)), {"budget_s": 0.0, "planned_looks": 0}
+        plan = plan_budget(results, size, names, budget_s, workers=workers,
+                           seed_offset=seed_offset)
+        if budget_s is not None:
+            typer.echo(f"budget {budget_s / 60:.0f} min: first look about "
+                       f"{plan.first_s / 60:.1f} min; {plan.planned_looks} further look(s) of "
+                       f"{len(plan.looks)} fit")
+        looks = run_looks(results, size, names, budget_s=budget_s,
+                          planned_looks=plan.planned_looks, run=run, workers=workers,
+                          echo=typer.echo, seed_offset=seed_offset)
+    except Interrupted as stopped:
+        raise stop_interrupted(stopped) from None
+    typer.echo(f"sequential design: {len(looks.records)} further look(s) run; stopped: "
+               f"{looks.stopped}; {len(looks.still_open)} part(s) still open")
+    return looks.errors, {**plan.to_dict(), **looks.to_dict()}
+
+
+def print_plan(results: Path, size: str, seed_offset: int, jobs: int | None,
+               budget_s: float | None = None) -> None:
     """The runs `report` would still do at `size`, with their estimated time here: a few
     seconds of calibration first (`blocklab.experiments.estimate`)."""
     from rich.table import Table
@@ -144,6 +200,16 @@ def print_plan(results: Path, size: str, seed_offset: int, jobs: int | None) -> 
               f"machine's), {cal.contention:.2f}× that with a second worker beside it"
               + (f"; {twins} run(s) priced at a stored twin's wall time" if twins else "")
               + ".")
+    if budget_s != 0:
+        from blocklab.claims.sequential import plan_budget
+
+        looks = plan_budget(results, size, SUITES, budget_s, workers=workers,
+                            seed_offset=seed_offset, calibration=cal)
+        costs = ", ".join(f"{r} runs {hours(w)}" for r, w in looks.looks) or "none"
+        out.print(f"Sequential design: further looks if every part stayed open: {costs}; "
+                  + ("no budget limit" if budget_s is None else
+                     f"a budget of {hours(budget_s)} fits {looks.planned_looks} of them")
+                  + ".")
     out.print(f"Estimated: {hours(plan.core_s)} of one core; {hours(plan.wall_s(workers))} wall "
               f"on {workers} worker(s), with process start {hours(fixed.get('startup', 0))}, "
               f"each worker's first imports {hours(fixed.get('worker_start', 0))} and the "

@@ -365,12 +365,13 @@ def write_report(doc: dict[str, Any], out: Path | str, lang: str) -> Path:
 
 def build_report(out: Path | str = "report", results: Path | str = "runs",
                  size: str = "quick", lang: str = "en", *,
-                 suite_errors: dict[str, str] | None = None, seed_offset: int = 0
-                 ) -> tuple[Path, dict[str, Any]]:
+                 suite_errors: dict[str, str] | None = None, seed_offset: int = 0,
+                 sequential: dict[str, Any] | None = None) -> tuple[Path, dict[str, Any]]:
     """Collect the stored results, render and write the report; runs nothing (the CLI's
-    `report` runs missing suites first, through `blocklab.experiments.suites.run_suites`).
+    `report` runs missing suites first, look by look: `blocklab.claims.sequential`).
 
     `suite_errors`: {suite: error} of suites that failed to run, shown where they belong.
+    `sequential`: the budget's plan and the looks run (`Looks.to_dict`), kept in report.json.
     Returns the path of index.html and the document.
     """
     from blocklab.claims.lang import resolve_lang
@@ -386,4 +387,5 @@ def build_report(out: Path | str = "report", results: Path | str = "runs",
                          "results (or one that does not exist yet)")
     doc = collect(results, size, out=out, suite_errors=suite_errors or {},
                   seed_offset=seed_offset)
+    doc["sequential"] = sequential
     return write_report(doc, out, lang), doc

@@ -1,0 +1,359 @@
+"""Seeds where a question is still open: the sequential design run look by look.
+
+Every part measured on seeds has a registered design (`Rule.schedule`: min_seeds, then blocks
+of ⌈min_seeds / 2⌉ seeds, up to max_seeds), each look read at its Lan–DeMets O'Brien–Fleming
+level (`rules.look_level`). `run_looks` runs the suites at their planned seeds (the first
+look), grades the ledger, and while parts are undecided and the budget allows, adds the next
+block of seeds to the arms of the undecided parts only (`next_blocks`), runs them and grades
+again. Decided parts get no more seeds; a part whose arms another undecided part extends keeps
+its own paired seeds unless every arm it compares was extended.
+
+    looks = run_looks(Path("runs"), "quick", ["ffn", "placement"], budget_s=20 * 60)
+
+The budget is turned into a plan before anything runs (`plan_budget`: the still-missing runs
+of the first look, priced by `blocklab.experiments.estimate`, then the worst case of each
+further look, every sequential part undecided); the run then stops at the planned number of
+looks, or earlier when every part is decided or the measured time would pass the budget.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from blocklab.claims.ledger import Context, run_claims
+from blocklab.claims.registry import SUITE_OF, part_arms, registered, suite_rules
+from blocklab.claims.rules import INCONCLUSIVE, Rule
+from blocklab.experiments.summaries import SeedBlock
+
+# Default budgets of `blocklab report` per size, in seconds (None: every look to max_seeds).
+DEFAULT_BUDGET_S: dict[str, float | None] = {"tiny": 0.0, "quick": 20 * 60.0, "full": None}
+# Kept back from the budget for the report's build after the last look.
+BUILD_RESERVE_S = 30.0
+
+
+@dataclass(frozen=True)
+class Wanted:
+    """One part still open at a look: it needs `target` paired seeds on each of `arms`."""
+
+    claim: str
+    part: str
+    suite: str
+    arms: tuple[str, ...]
+    n: int
+    target: int
+
+
+@dataclass
+class LookRecord:
+    """What one look did: the blocks it added per suite, their estimated and measured time."""
+
+    look: int
+    blocks: dict[str, list[SeedBlock]] = field(default_factory=dict)
+    runs: int = 0
+    estimated_s: float = 0.0
+    measured_s: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"look": self.look, "runs": self.runs, "estimated_s": self.estimated_s,
+                "measured_s": self.measured_s,
+                "blocks": {s: [vars(b) for b in bs] for s, bs in self.blocks.items()}}
+
+
+@dataclass
+class Looks:
+    """The sequential run: budget, the looks planned for it, the looks run, why it stopped,
+    and the parts still open when it stopped (each with the seeds its next look needs)."""
+
+    budget_s: float | None
+    planned_looks: int | None
+    records: list[LookRecord] = field(default_factory=list)
+    stopped: str = ""
+    still_open: list[Wanted] = field(default_factory=list)
+    errors: dict[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"budget_s": self.budget_s, "planned_looks": self.planned_looks,
+                "looks": [r.to_dict() for r in self.records], "stopped": self.stopped,
+                "still_open": [vars(w) for w in self.still_open]}
+
+
+def claims_of(names: Sequence[str]) -> list[str]:
+    """The experimental claims graded on the suites `names`, in id order."""
+    return sorted(cid for cid, suite in SUITE_OF.items() if suite in names)
+
+
+def sequential(rule: Rule) -> bool:
+    return rule.max_seeds is not None
+
+
+def open_parts(rows: Sequence[Any], size: str, arms_of: Callable[[str], list[str]]
+               ) -> list[Wanted]:
+    """The parts of `rows` (ledger rows) still open: inconclusive, measured on seeds of arms,
+    with a look left in their design. `arms_of(suite)` lists a suite's planned arms."""
+    out = []
+    for row in rows:
+        suite = SUITE_OF.get(row.id)
+        if suite is None or row.error:
+            continue
+        rules = registered(row.id, size)
+        for part in row.parts:
+            rule = rules.get(part.name)
+            if rule is None or not sequential(rule) or part.verdict != INCONCLUSIVE:
+                continue
+            n = part.estimate.n
+            if n < 1:  # no result to build on: the suite's own plan runs it first
+                continue
+            target = rule.next_look(n)
+            arms = tuple(part_arms(row.id, part.name, rule.metric, arms_of(suite)))
+            if target is None or not arms:
+                continue
+            out.append(Wanted(row.id, part.name, suite, arms, n, target))
+    return out
+
+
+def next_blocks(wanted: Sequence[Wanted], coverage: dict[str, dict[str, int]],
+                first_seed: int) -> dict[str, list[SeedBlock]]:
+    """The seed blocks that bring each wanted part's arms to its target, per suite.
+
+    coverage: {suite: {arm: seeds it has run from first_seed on}}. An arm is extended to the
+    largest target any open part asks of it; arms that share (start, stop) share a block."""
+    need: dict[tuple[str, str], tuple[int, list[str]]] = {}
+    for w in wanted:
+        for arm in w.arms:
+            target, why = need.get((w.suite, arm), (0, []))
+            need[(w.suite, arm)] = (max(target, w.target), [*why, f"{w.claim} {w.part}"])
+    grouped: dict[tuple[str, int, int], tuple[list[str], list[str]]] = {}
+    for (suite, arm), (target, why) in sorted(need.items()):
+        have = coverage.get(suite, {}).get(arm, 0)
+        if target <= have:
+            continue
+        key = (suite, first_seed + have, first_seed + target)
+        arms, parts = grouped.setdefault(key, ([], []))
+        arms.append(arm)
+        parts.extend(p for p in why if p not in parts)
+    out: dict[str, list[SeedBlock]] = {}
+    for (suite, start, stop), (arms, parts) in grouped.items():
+        out.setdefault(suite, []).append(SeedBlock(start, stop, sorted(arms), parts))
+    return out
+
+
+def coverage_of(planned: Any) -> dict[str, int]:
+    """{arm: seeds it runs} of a planned suite (`PlannedSuite`), counted from its first seed
+    (its planned seeds, plus the seed blocks that include it)."""
+    base = planned.seeds.start
+    counts: dict[str, set[int]] = {}
+    for spec in planned.specs:
+        counts.setdefault(spec.arm, set()).add(spec.seed)
+    out = {}
+    for arm, seeds in counts.items():
+        k = 0
+        while base + k in seeds:
+            k += 1
+        out[arm] = k
+    return out
+
+
+def _plan(results: Path, size: str, name: str, seed_offset: int) -> Any:
+    from blocklab.experiments.suites import get_suite
+    from blocklab.experiments.suites.base import plan_suite
+
+    return plan_suite(get_suite(name), size, None, results, seed_offset)
+
+
+def block_seconds(results: Path, size: str, blocks: dict[str, list[SeedBlock]],
+                  seed_offset: int) -> tuple[int, list[float]]:
+    """(runs, seconds of each run) of `blocks`, each run priced at the mean stored wall time of
+    its arm's runs in that suite (what this machine took for the same work)."""
+    from blocklab.experiments.suites import get_suite
+    from blocklab.experiments.suites.base import ResultStore, suite_dir
+
+    seconds: list[float] = []
+    for name, bs in blocks.items():
+        store = ResultStore(suite_dir(results, get_suite(name), size, seed_offset))
+        planned = _plan(results, size, name, seed_offset)
+        walls: dict[str, list[float]] = {}
+        for spec in planned.specs:
+            if store.has(spec.run_id):
+                wall = store.load(spec.run_id).get("wall_time_s")
+                if isinstance(wall, int | float):
+                    walls.setdefault(spec.arm, []).append(float(wall))
+        for b in bs:
+            for arm in b.arms:
+                known = walls.get(arm) or [0.0]
+                seconds += [sum(known) / len(known)] * (b.stop - b.start)
+    return len(seconds), seconds
+
+
+def run_looks(results: Path, size: str, names: Sequence[str], *,
+              budget_s: float | None, planned_looks: int | None = None,
+              run: Callable[..., dict[str, str]], workers: int,
+              echo: Callable[[str], None] = print, seed_offset: int = 0) -> Looks:
+    """Run the first look (`run(rules=…)`: the suites at their planned seeds, the registered
+    rule hashes recorded with their runs), then further looks while parts are open, at most
+    `planned_looks` of them and within `budget_s` of wall time from now.
+
+    `run(rules=…)` runs and summarises the suites (`blocklab.experiments.suites.run_suites`
+    with the caller's executor and folder), returning {suite: error}."""
+    from blocklab.experiments.estimate import makespan
+    from blocklab.experiments.suites import get_suite
+    from blocklab.experiments.suites.base import add_seed_blocks, suite_dir
+
+    start = time.perf_counter()
+    rules = suite_rules(size)
+    looks = Looks(budget_s, planned_looks)
+    looks.errors = run(rules=rules)
+    ids = claims_of(names)
+    k = 1
+    while True:
+        rows = run_claims(ids, Context(results, size, seed_offset))
+        planned = {name: _plan(results, size, name, seed_offset) for name in names
+                   if name not in looks.errors}
+        arms = {name: sorted({spec.arm for spec in p.specs}) for name, p in planned.items()}
+        wanted = [w for w in open_parts(rows, size, lambda s, arms=arms: arms.get(s, []))
+                  if w.suite in planned]
+        blocks = next_blocks(wanted, {s: coverage_of(p) for s, p in planned.items()},
+                             seed_offset)
+        looks.still_open = wanted
+        if not blocks:
+            looks.stopped = ("every part is decided or at its last look" if not wanted
+                             else "the open parts' arms cannot run more seeds")
+            return looks
+        if planned_looks is not None and k - 1 >= planned_looks:
+            looks.stopped = f"the budget's plan allows {planned_looks} further look(s)"
+            return looks
+        runs, seconds = block_seconds(results, size, blocks, seed_offset)
+        estimate = makespan(seconds, max(workers, 1))
+        elapsed = time.perf_counter() - start
+        if budget_s is not None and elapsed + estimate + BUILD_RESERVE_S > budget_s:
+            looks.stopped = (f"look {k + 1} ({runs} runs, about {estimate / 60:.1f} min) "
+                             f"would pass the budget of {budget_s / 60:.0f} min "
+                             f"({elapsed / 60:.1f} min spent)")
+            return looks
+        added = "; ".join(f"{s}: seeds {b.start}–{b.stop - 1} of {len(b.arms)} arm(s)"
+                          for s, bs in blocks.items() for b in bs)
+        echo(f"look {k + 1}: {len(wanted)} part(s) still open; adding {runs} run(s) "
+             f"({added}), about {estimate / 60:.1f} min")
+        for name, bs in blocks.items():
+            add_seed_blocks(suite_dir(results, get_suite(name), size, seed_offset), bs)
+        began = time.perf_counter()
+        errors = run(rules=rules)
+        looks.errors.update(errors)
+        looks.records.append(LookRecord(k + 1, blocks, runs, estimate,
+                                        time.perf_counter() - began))
+        k += 1
+
+
+@dataclass(frozen=True)
+class BudgetPlan:
+    """A budget turned into looks before anything runs: the first look's estimated wall time
+    (its runs still missing), each further look's worst case (every sequential part still
+    open: runs and wall time), and how many further looks fit."""
+
+    budget_s: float | None
+    first_s: float
+    looks: list[tuple[int, float]]
+    planned_looks: int | None
+    workers: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"budget_s": self.budget_s, "first_look_s": self.first_s,
+                "further_looks": [{"runs": r, "wall_s": w} for r, w in self.looks],
+                "planned_looks": self.planned_looks, "workers": self.workers}
+
+
+def worst_case_blocks(size: str, names: Sequence[str], seed_offset: int = 0
+                      ) -> list[dict[str, list[SeedBlock]]]:
+    """Each further look's seed blocks when every sequential part is still open: look j
+    brings every part's arms to the j-th point of its schedule past its first look, from the
+    suites' planned seeds."""
+    from blocklab.experiments.suites import get_suite
+    from blocklab.experiments.suites.base import seed_range
+
+    arms: dict[str, list[str]] = {}
+    coverage: dict[str, dict[str, int]] = {}
+    for name in names:
+        suite = get_suite(name)
+        seeds = seed_range(suite.default_seeds[size], seed_offset)
+        specs = suite.plan(size, seeds, []) if suite.tune else suite.plan(size, seeds)
+        arms[name] = sorted({spec.arm for spec in specs})
+        coverage[name] = dict.fromkeys(arms[name], len(seeds))
+    out = []
+    for j in range(1, 64):
+        wanted = []
+        for cid in claims_of(names):
+            suite = SUITE_OF[cid]
+            for part, rule in registered(cid, size).items():
+                if not sequential(rule) or len(rule.schedule) <= j:
+                    continue
+                mine = tuple(part_arms(cid, part, rule.metric, arms[suite]))
+                if mine:
+                    wanted.append(Wanted(cid, part, suite, mine, rule.schedule[j - 1],
+                                         rule.schedule[j]))
+        blocks = next_blocks(wanted, coverage, seed_offset)
+        if not blocks:
+            return out
+        for name, bs in blocks.items():
+            for b in bs:
+                for arm in b.arms:
+                    coverage[name][arm] = max(coverage[name][arm], b.stop - seed_offset)
+        out.append(blocks)
+    return out
+
+
+def plan_budget(results: Path, size: str, names: Sequence[str], budget_s: float | None, *,
+                workers: int, seed_offset: int = 0, calibration: Any = None) -> BudgetPlan:
+    """How many further looks `budget_s` of wall time buys on this machine, decided before
+    anything runs: the first look's missing runs (`estimate.estimate_suites`) and each further
+    look's worst case (`worst_case_blocks`), priced with one calibration of this machine."""
+    from blocklab.experiments.estimate import (
+        _Requests,
+        calibrate,
+        default_price,
+        estimate_suites,
+        makespan,
+    )
+    from blocklab.experiments.suites import get_suite
+
+    first = estimate_suites(results, size, names, seed_offset=seed_offset,
+                            calibration=calibration)
+    cal = first.calibration
+    first_s = first.wall_s(workers) if cal is not None else 0.0
+    blocks = worst_case_blocks(size, names, seed_offset)
+    specs_by_look = []
+    for look in blocks:
+        specs = []
+        for name, bs in look.items():
+            suite = get_suite(name)
+            for b in bs:
+                more = range(b.start, b.stop)
+                planned = suite.plan(size, more, []) if suite.tune else suite.plan(size, more)
+                specs += [(suite, s) for s in planned if s.arm in b.arms and not s.timed]
+        specs_by_look.append(specs)
+
+    def price(suite: Any, spec: Any, c: Any) -> float | None:
+        own = suite.price(spec, c) if suite.price else None
+        return own if own is not None else default_price(spec, c)
+
+    if cal is None and specs_by_look:
+        requests = _Requests()
+        for specs in specs_by_look:
+            for suite, spec in specs:
+                price(suite, spec, requests)
+        cal = calibrate(requests.shapes)
+    looks = []
+    for specs in specs_by_look:
+        seconds = [price(suite, spec, cal) or 0.0 for suite, spec in specs]
+        looks.append((len(seconds), makespan(seconds, max(workers, 1))))
+    if budget_s is None:
+        return BudgetPlan(None, first_s, looks, None, workers)
+    spent, fits = first_s + BUILD_RESERVE_S, 0
+    for _, wall in looks:
+        if spent + wall > budget_s:
+            break
+        spent += wall
+        fits += 1
+    return BudgetPlan(budget_s, first_s, looks, fits, workers)

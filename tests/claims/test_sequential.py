@@ -1,0 +1,104 @@
+"""The sequential design: look levels, seed blocks for open parts only, and a run that adds
+seeds, records them and the rules they were planned under."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from blocklab import stats
+from blocklab.claims.ledger import Context, run_claims
+from blocklab.claims.registry import suite_rules
+from blocklab.claims.rules import ALPHA, Rule, look_level, looks
+from blocklab.claims.sequential import Wanted, next_blocks, run_looks, worst_case_blocks
+from blocklab.experiments.suites import run_suites
+from blocklab.experiments.summaries import load_summary
+
+RULE = Rule("m", 0.5, 0.25, 5, -1.5, max_seeds=10)
+
+
+def test_the_schedule_and_its_levels_follow_the_design():
+    assert RULE.schedule == (5, 8, 10) and RULE.block == 3
+    assert RULE.next_look(5) == 8 and RULE.next_look(9) == 10 and RULE.next_look(10) is None
+    assert looks(RULE, 8) == (5, 8) and looks(RULE, 7) == (5, 7)
+    design = stats.obrien_fleming_design([0.5, 0.8, 1.0])
+    for n, k in ((5, 0), (8, 1), (10, 2)):
+        assert look_level(RULE, n) == pytest.approx(design.nominal_alpha[k], rel=1e-9)
+    # an early look spends almost nothing; the last gets nearly all of α
+    assert look_level(RULE, 5) < 0.004 < 0.04 < look_level(RULE, 10) < ALPHA
+    fixed = Rule("m", 0.5, 0.25, 5, -1.5)
+    assert fixed.schedule == (5,) and look_level(fixed, 20) == ALPHA and looks(fixed, 20) == (20,)
+
+
+def test_the_looks_keep_the_overall_error_at_alpha_on_null_data():
+    """Paired t tests at each look's level over seeds 5, 8, 10 of null data: the chance of any
+    rejection stays ≈ 5% (a fixed design tested three times would reach ≈ 10%)."""
+    rng = np.random.default_rng(0)
+    trials = 20_000
+    data = rng.standard_normal((trials, 10))
+    rejected = np.zeros(trials, dtype=bool)
+    naive = np.zeros(trials, dtype=bool)
+    for n in RULE.schedule:
+        x = data[:, :n]
+        t = x.mean(1) / (x.std(1, ddof=1) / np.sqrt(n))
+        p = 2 * sps.t.sf(np.abs(t), n - 1)
+        rejected |= p < look_level(RULE, n)
+        naive |= p < ALPHA
+    assert 0.035 < rejected.mean() < 0.06  # ±4.5 binomial sd around 0.05 allow the t-for-z
+    assert naive.mean() > 0.08
+
+
+def test_seed_blocks_go_to_the_arms_of_open_parts_only():
+    wanted = [Wanted("C16", "geglu", "ffn", ("geglu", "relu"), 5, 8),
+              Wanted("C16", "glu", "ffn", ("glu", "relu"), 5, 8),
+              Wanted("C19", "p", "placement", ("a",), 4, 6)]
+    coverage = {"ffn": {"relu": 5, "swiglu": 5, "geglu": 5, "glu": 5},
+                "placement": {"a": 5, "b": 4}}
+    blocks = next_blocks(wanted, coverage, 1000)
+    (ffn,) = blocks["ffn"]
+    assert (ffn.start, ffn.stop, ffn.arms) == (1005, 1008, ["geglu", "glu", "relu"])
+    assert ffn.parts == ["C16 geglu", "C16 glu"]  # swiglu was decided: no seeds for it
+    (placement,) = blocks["placement"]
+    assert (placement.start, placement.stop, placement.arms) == (1005, 1006, ["a"])
+    assert next_blocks([], coverage, 0) == {}
+
+
+def test_the_worst_case_plan_reaches_every_rules_last_look():
+    blocks = worst_case_blocks("quick", ["ffn"])
+    assert [b.stop for look in blocks for b in look["ffn"]] == [8, 10]
+    assert all(set(b.arms) == {"relu", "swiglu", "geglu", "glu"}
+               for look in blocks for b in look["ffn"])
+
+
+def test_a_run_adds_seeds_where_parts_are_open_and_records_the_rules(tmp_path):
+    def run(rules):
+        return run_suites(tmp_path, "tiny", ["quantize"], progress=False, echo=lambda s: None,
+                          rules=rules)
+
+    done = run_looks(tmp_path, "tiny", ["quantize"], budget_s=600, run=run, workers=1,
+                     echo=lambda s: None)
+    assert done.records and not done.errors
+    folder = tmp_path / "quantize" / "tiny"
+    added = json.loads((folder / "seed_blocks.json").read_text())
+    assert all(b["arms"] == ["quality"] for b in added)  # C33's tensor part, nothing else
+    summary = load_summary(tmp_path, "quantize", "tiny")
+    assert summary.seed_blocks and summary.seeds == max(b["stop"] for b in added)
+    planned = json.loads((folder / "planned_rules.json").read_text())
+    assert planned == suite_rules("tiny")["quantize"] == summary.planned_rules
+    (c33,) = run_claims(["C33"], Context(tmp_path, "tiny"))
+    tensor = c33.parts[1].to_dict()
+    assert tensor["estimate"]["n"] >= 3 and len(tensor["looks"]) >= 2
+    assert tensor["rule_changed_after_data"] is None
+
+    # A rule edited after the data: the part is flagged, naming both hashes.
+    key = next(k for k in planned if k.startswith("C33 one per-tensor"))
+    planned[key] = "0123456789ab"
+    (folder / "planned_rules.json").write_text(json.dumps(planned))
+    run(suite_rules("tiny"))  # not fresh: the first record is kept
+    (c33,) = run_claims(["C33"], Context(tmp_path, "tiny"))
+    shown = c33.parts[1].to_dict()
+    assert shown["rule_changed_after_data"] == "0123456789ab"
+    assert "rule changed after data" in shown["reason"] and shown["rule_hash"] in shown["reason"]
