@@ -57,12 +57,20 @@ def suite(
     address: str = ADDRESS_OPTION,
     cpus_per_run: float = CPUS_PER_RUN_OPTION,
     gpus_per_run: float = GPUS_PER_RUN_OPTION,
+    budget: float = typer.Option(None, "--budget", metavar="MINUTES",
+                                 help="Then add seeds, look by look, to the arms of the claim "
+                                      "parts this suite leaves undecided, within this many "
+                                      "minutes of wall time (as `report --budget`)."),
 ) -> None:
     """Run a suite of seeded experiments; runs stored under --results are reused when their
     provenance matches this code and machine, and run again otherwise.
 
     If any run fails (with --executor ray the others carry on), the suite is not summarised:
     the failed runs are listed, exit code 1, and the same command again runs only those.
+
+    With --budget, the claim parts graded on this suite that are still undecided get the
+    next block of seeds of their sequential design, arm by arm, while the budget allows
+    (`blocklab.claims.sequential`; the planned seeds and float32 only).
 
     Example: [bold]blocklab suite ffn --size quick --seeds 2 --results runs --jobs 2[/bold]
     """
@@ -77,10 +85,28 @@ def suite(
     run_on = chosen_executor(executor, jobs, address, cpus_per_run, gpus_per_run)
     if precision in chosen.precisions:  # (else run_suite refuses it, in one line)
         warn_if_bf16_emulated(precision)  # one line on stderr; the suite still runs
+    from blocklab.claims.registry import suite_rules
+
+    rules = suite_rules(size).get(chosen.name) if precision == "fp32" else None
+    if budget is not None and (seeds is not None or precision != "fp32"):
+        from blocklab.cli import fail
+
+        raise fail("--budget adds seeds to the planned seeds of float32 runs (what the ledger "
+                   "grades); leave out --seeds and --precision with it")
     try:
+        if budget is not None:
+            from blocklab.cli.report import budget_seconds, run_with_budget
+
+            errors, _ = run_with_budget(out, size, budget_seconds(budget, size), run_on, jobs,
+                                        not (no_progress or as_json), seed_offset,
+                                        not no_wait, names=[chosen.name])
+            if errors:
+                typer.echo(f"error: suite {chosen.name} ({size}): {errors[chosen.name]}",
+                           err=True)
+                raise typer.Exit(1)
         summary = run_suite(chosen, size, seeds, out, progress=not (no_progress or as_json),
                             executor=run_on, seed_offset=seed_offset, precision=precision,
-                            wait=not no_wait)
+                            wait=not no_wait, rules=rules)
     except Interrupted as stopped:
         raise stop_interrupted(stopped) from None
     except SuiteIncomplete as incomplete:
