@@ -301,7 +301,9 @@ def test_training_beats_the_unigram_entropy(tiny_model):
 def test_compiled_run_reports_its_warm_up_apart_and_matches_eager(tiny_model, tiny_train,
                                                                   monkeypatch):
     from torch._dynamo.utils import counters
-    cfg = tiny_train.replace(steps=3, eval_every=3, log_every=2, eval_lengths=(32, 48))
+    # an evaluation inside the loop, one after it (3 % 2), and the end-of-run evaluation
+    cfg = tiny_train.replace(steps=3, eval_every=2, log_every=2, eval_lengths=(32, 48),
+                             final_eval_fraction=0.003)
     eager = tr.train(tiny_model, cfg, "stdlib")[1]
     graphs_at_step = []
     schedule = tr.learning_rate
@@ -322,6 +324,8 @@ def test_compiled_run_reports_its_warm_up_apart_and_matches_eager(tiny_model, ti
     assert compiled["steps_done"] == eager["steps_done"] == 3
     losses = compiled["curves"]["train_loss"]
     assert losses == pytest.approx(eager["curves"]["train_loss"], rel=1e-4)
+    assert compiled["final"]["val_windows"] == eager["final"]["val_windows"] > 4
+    assert compiled["final"]["val_loss"] == pytest.approx(eager["final"]["val_loss"], rel=1e-4)
 
 
 # --- the end-of-run evaluation --------------------------------------------------------------------

@@ -587,8 +587,9 @@ def train(model_config: ModelConfig, train_config: TrainConfig,
 
     With `train_config.backend == "compiled"` every graph the run needs is built before the
     first step (forward and backward on the first batch with and without the per-layer logging
-    hooks, evaluation at each length); that wall time, the compile cost, is reported as
-    result["compile_s"] (None otherwise), not in train_time_s.
+    hooks, evaluation at each length, the end-of-run evaluation's shapes); that wall time, the
+    compile cost, is reported as result["compile_s"] (None otherwise), not in train_time_s.
+    Every evaluation runs with the per-layer hooks still on (inactive), as they were compiled.
 
     Inside a process group every rank must call this with the same arguments, and each gets
     the same result (timings aside). `train_config.batch_size` is the global batch and must
@@ -710,16 +711,18 @@ def train(model_config: ModelConfig, train_config: TrainConfig,
                                   f"above the unigram entropy {entropy:.4f} after {steps_done} "
                                   "steps")
                         break
+            # Still with the recorder's (inactive) hooks on, as the warm-up compiled every
+            # evaluation graph: removing them first would make a compiled model build new ones.
+            if not curves["val_step"] or curves["val_step"][-1] != steps_done:
+                validate()
+            final_eval_s = None
+            scored = last_eval
+            if ending is not None:
+                tick = time.perf_counter()
+                scored = evaluate(model, ending, tc.batch_size * tc.seq_len, per_window=True)
+                final_eval_s = time.perf_counter() - tick
         finally:
             recorder.remove()
-        if not curves["val_step"] or curves["val_step"][-1] != steps_done:
-            validate()
-        final_eval_s = None
-        scored = last_eval
-        if ending is not None:
-            tick = time.perf_counter()
-            scored = evaluate(model, ending, tc.batch_size * tc.seq_len, per_window=True)
-            final_eval_s = time.perf_counter() - tick
 
     finite_losses = [x for x in curves["train_loss"] if _finite(x)][-_SMOOTH:]
     val_loss = scored[tc.seq_len]["loss"]
