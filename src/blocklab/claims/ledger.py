@@ -66,14 +66,18 @@ class Part:
 
     @classmethod
     def decided_together(cls, specs: list[tuple[str, Rule, Estimate] | Part],
-                         **robustness: bool) -> list[Part]:
+                         fair_arms: bool = False,
+                         longer_run_agrees: bool | list[bool] = False) -> list[Part]:
         """A claim's parts decided with Holm's correction (`rules.decide_parts`), in the order
         given: each spec is (name, rule, estimate), or a Part already decided without a test
         (an arm that cannot run, an analytic fact), which is kept as it is and not counted in
-        the correction."""
+        the correction. `longer_run_agrees`: one flag, or one per spec."""
         tested = [s for s in specs if not isinstance(s, Part)]
+        agrees = (longer_run_agrees if isinstance(longer_run_agrees, bool) else
+                  [a for s, a in zip(specs, longer_run_agrees, strict=True)
+                   if not isinstance(s, Part)])
         found = iter(decide_parts([(rule, est) for _, rule, est in tested], ALPHA,
-                                  **robustness))
+                                  fair_arms=fair_arms, longer_run_agrees=agrees))
         return [s if isinstance(s, Part) else cls.of(s[0], s[1], s[2], next(found))
                 for s in specs]
 
@@ -242,6 +246,16 @@ class Context:
                 self.unusable[suite] = reason
             self._cache[suite] = None if reason else found
         return self._cache[suite]
+
+    def longer_summary(self, suite: str) -> Summary | None:
+        """The summary of `suite`'s runs trained twice as long (`<size>+x2`, run to check a
+        would-be contradiction), None when there is none or its runs are gone."""
+        key = f"{suite}+x2"
+        if key not in self._cache:
+            found = load_summary(self.results, suite, self.size, seed_offset=self.seed_offset,
+                                 longer=True)
+            self._cache[key] = found
+        return self._cache[key]
 
     def suite_command(self, suite: str) -> str:
         return suite_command(suite, self.size, self.results, self.seed_offset)

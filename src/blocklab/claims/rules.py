@@ -238,6 +238,9 @@ class Decision:
     boundary: float | None = None
     detectable_effect: float | None = None
     seeds_needed: int | None = None
+    # The interval lies wholly beyond δ on the opposite side, but fair arms or a 2× longer run
+    # has not confirmed it yet (the verdict is then not reproduced): a run twice as long is due.
+    would_contradict: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -365,7 +368,7 @@ def decide(rule: Rule, estimate: Estimate, alpha: float = ALPHA, *, fair_arms: b
             verb = "has" if len(missing) == 1 else "have"
             return Decision(NOT_REPRODUCED, f"would be contradicted ({why}); "
                                             f"{' and '.join(missing)} {verb} not confirmed it",
-                            p, alpha, boundary)
+                            p, alpha, boundary, would_contradict=True)
     return Decision(verdict, reason, p, alpha, boundary)
 
 
@@ -395,7 +398,7 @@ def grade(rule: Rule, estimate: Estimate, *, fair_arms: bool = False,
 
 # --- the parts of one claim ---------------------------------------------------------------------
 def decide_parts(parts: Sequence[Any], alpha: float = ALPHA, *, fair_arms: bool = False,
-                 longer_run_agrees: bool = False) -> list[Decision]:
+                 longer_run_agrees: bool | Sequence[bool] = False) -> list[Decision]:
     """The decisions on a claim's m parts: each at its look's level of the sequential design
     (`look_level`), with Holm's step-down correction across the parts (Holm 1979).
 
@@ -414,11 +417,15 @@ def decide_parts(parts: Sequence[Any], alpha: float = ALPHA, *, fair_arms: bool 
     it among the parts, so the chance of any wrong decision in the claim stays ≤ alpha.
     Decisions come back in the parts' order."""
     pairs = [(p.rule, p.estimate) if hasattr(p, "rule") else tuple(p) for p in parts]
-    flags = {"fair_arms": fair_arms, "longer_run_agrees": longer_run_agrees}
+    # One flag for every part, or one per part.
+    agrees = ([bool(longer_run_agrees)] * len(pairs) if isinstance(longer_run_agrees, bool)
+              else [bool(a) for a in longer_run_agrees])
+    if len(agrees) != len(pairs):
+        raise ValueError(f"longer_run_agrees has {len(agrees)} flags for {len(pairs)} parts")
     # Below min_seeds a part is undecided whatever its level: read at the first look's.
     bases = [look_level(rule, max(est.n, rule.min_seeds), alpha) for rule, est in pairs]
-    first = [decide(rule, est, base, **flags) for (rule, est), base in zip(pairs, bases,
-                                                                        strict=True)]
+    first = [decide(rule, est, base, fair_arms=fair_arms, longer_run_agrees=agree)
+             for (rule, est), base, agree in zip(pairs, bases, agrees, strict=True)]
     m = len(pairs)
     order = sorted(range(m), key=lambda k: (first[k].p_value is None,
                                             1.0 if first[k].p_value is None
@@ -428,7 +435,7 @@ def decide_parts(parts: Sequence[Any], alpha: float = ALPHA, *, fair_arms: bool 
     for i, k in enumerate(order):
         level = bases[k] / (m - i)
         rule, est = pairs[k]
-        found = decide(rule, est, level, **flags)
+        found = decide(rule, est, level, fair_arms=fair_arms, longer_run_agrees=agrees[k])
         notes = []
         if bases[k] < alpha and est.n >= rule.min_seeds:
             taken = looks(rule, est.n)

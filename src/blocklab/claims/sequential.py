@@ -357,3 +357,65 @@ def plan_budget(results: Path, size: str, names: Sequence[str], budget_s: float 
         spent += wall
         fits += 1
     return BudgetPlan(budget_s, first_s, looks, fits, workers)
+
+
+def would_contradict(rows: Sequence[Any], size: str, arms_of: Callable[[str], list[str]]
+                     ) -> dict[str, list[Wanted]]:
+    """{suite: parts} whose interval lies wholly beyond δ on the opposite side while a 2×
+    longer run has not yet agreed (`Decision.would_contradict`), on suites that can train
+    their arms twice as long (`Suite.longer`)."""
+    from blocklab.experiments.suites import get_suite
+
+    out: dict[str, list[Wanted]] = {}
+    for row in rows:
+        suite = SUITE_OF.get(row.id)
+        if suite is None or row.error or get_suite(suite).longer is None:
+            continue
+        for part in row.parts:
+            if part.decision is None or not part.decision.would_contradict:
+                continue
+            arms = tuple(part_arms(row.id, part.name, part.rule.metric, arms_of(suite)))
+            if arms:
+                out.setdefault(suite, []).append(
+                    Wanted(row.id, part.name, suite, arms, part.estimate.n, part.estimate.n))
+    return out
+
+
+def run_longer(results: Path, size: str, wanted: dict[str, list[Wanted]], *, executor: Any,
+               progress: bool, seed_offset: int = 0) -> dict[str, str]:
+    """Train the arms of `wanted`'s parts twice as long on the same seeds (`Suite.longer`),
+    stored and summarised in `<size>+x2` beside the suite's folder, where the ledger reads
+    whether the longer run agrees. Returns {suite: error} for a suite whose runs failed."""
+    from blocklab.experiments.suites import get_suite
+    from blocklab.experiments.suites.base import (
+        CountingSink,
+        PlannedSuite,
+        ResultStore,
+        SuiteIncomplete,
+        execute_in_process,
+        longer_dir,
+        stale_reasons,
+        summarise_suite,
+    )
+
+    errors = {}
+    for name, parts in wanted.items():
+        suite = get_suite(name)
+        base = _plan(results, size, name, seed_offset)
+        arms = sorted({arm for w in parts for arm in w.arms})
+        specs = suite.longer(size, base.seeds, base.tuned, arms)
+        store = ResultStore(longer_dir(results, suite, size, seed_offset))
+        stale = stale_reasons(specs, store)
+        missing = [s for s in specs if not store.has(s.run_id) or s.run_id in stale]
+        planned = PlannedSuite(suite, size, base.seeds, specs, store, stale, missing,
+                               "evaluate", base.tuned)
+        start = time.perf_counter()
+        failed = {}
+        if missing:
+            failed = (executor or execute_in_process)(planned.stamped(),
+                                                      CountingSink(store), progress) or {}
+        try:
+            summarise_suite(planned, failed, time.perf_counter() - start)
+        except SuiteIncomplete as err:
+            errors[name] = str(err)
+    return errors

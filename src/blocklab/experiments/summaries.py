@@ -723,12 +723,15 @@ def check_seed_offset(seed_offset: int) -> int:
     return seed_offset
 
 
-def size_folder(size: str, seed_offset: int = 0, precision: str = "fp32") -> str:
-    """The folder name of a suite's results at `size`: seeds from `seed_offset` on, and runs in
-    bfloat16, are kept apart from the default seeds in float32 (`quick`, `quick+seeds1000`,
-    `quick+bf16`), so their summaries never mix."""
+def size_folder(size: str, seed_offset: int = 0, precision: str = "fp32",
+                longer: bool = False) -> str:
+    """The folder name of a suite's results at `size`: seeds from `seed_offset` on, runs in
+    bfloat16, and the runs trained twice as long that check a would-be contradiction
+    (`longer`), are kept apart from the default seeds in float32 (`quick`, `quick+seeds1000`,
+    `quick+bf16`, `quick+x2`), so their summaries never mix."""
     folder = size if check_seed_offset(seed_offset) == 0 else f"{size}+seeds{seed_offset}"
-    return folder if precision == "fp32" else f"{folder}+{precision}"
+    folder = folder if precision == "fp32" else f"{folder}+{precision}"
+    return f"{folder}+x2" if longer else folder
 
 
 def suite_command(suite: str, size: str, out_dir: str | Path, seed_offset: int = 0,
@@ -758,7 +761,8 @@ def _check_key(suite: Any, size: Any, precision: Any, data_type: type | None) ->
 
 
 def load_summary(out_dir: str | Path, suite: str, size: str, data_type: type | None = None,
-                 *, seed_offset: int = 0, precision: str = "fp32") -> Summary | None:
+                 *, seed_offset: int = 0, precision: str = "fp32",
+                 longer: bool = False) -> Summary | None:
     """The stored summary of `suite` at `size` (seeds from `seed_offset`, trained in
     `precision`) under `out_dir`, typed (its data as `data_type`, default the suite's entry of
     DATA_TYPES); None when that valid suite, size and precision has not been run.
@@ -771,7 +775,8 @@ def load_summary(out_dir: str | Path, suite: str, size: str, data_type: type | N
     question.
     """
     _check_key(suite, size, precision, data_type)
-    path = Path(out_dir) / suite / size_folder(size, seed_offset, precision) / "summary.json"
+    path = (Path(out_dir) / suite / size_folder(size, seed_offset, precision, longer)
+            / "summary.json")
     if not path.exists():
         return None
     rerun = (f"run `{suite_command(suite, size, out_dir, seed_offset, precision)}` to "

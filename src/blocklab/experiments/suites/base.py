@@ -112,6 +112,10 @@ class Suite:
     # `blocklab.experiments.estimate.Calibration`; None for a kind it leaves to the default
     # (a plain training run: `estimate.training_s`).
     price: Callable[[RunSpec, Any], float | None] | None = None
+    # `longer(size, seeds, tuned, arms)`: the evaluation runs of `arms` on `seeds`, each
+    # trained twice as long (steps and warmup doubled), that check a would-be contradiction;
+    # None for a suite whose parts are not decided on training runs.
+    longer: Callable[..., list[RunSpec]] | None = None
 
 
 # Tuning runs use seeds from here on: above the largest evaluation seed a user can ask for
@@ -150,6 +154,11 @@ def check_size(size: str) -> None:
 def suite_dir(out_dir: str | Path, suite: Suite, size: str, seed_offset: int = 0,
               precision: str = "fp32") -> Path:
     return Path(out_dir) / suite.name / size_folder(size, seed_offset, precision)
+
+
+def longer_dir(out_dir: str | Path, suite: Suite, size: str, seed_offset: int = 0) -> Path:
+    """Where a suite's runs trained twice as long are kept (`<size>+x2`)."""
+    return Path(out_dir) / suite.name / size_folder(size, seed_offset, longer=True)
 
 
 def tuning_dir(out_dir: str | Path, suite: Suite, size: str, precision: str = "fp32") -> Path:
