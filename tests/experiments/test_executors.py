@@ -86,12 +86,15 @@ def test_cli_lists_runs_without_a_result_and_exits_1(tmp_path, monkeypatch, caps
     assert main(["suite", "toy", "--tiny", "--seeds", "2", "--out", str(tmp_path / "out"),
                  "--no-progress"]) == 1
     err = capsys.readouterr().err.splitlines()
+    # --out is the deprecated spelling of --results: it still works, and says so
+    assert err.pop(0).startswith("warning: `suite --out` is deprecated")
+    assert (tmp_path / "out" / "toy").is_dir()
     assert err[0].startswith("error: suite toy (tiny): 1 of 4 runs have no result")
     assert err[1:] == ["  b/1: no result was stored"]
 
 
 def test_cli_refuses_bf16_for_a_float32_suite_in_one_line(tmp_path, capsys):
-    assert main(["suite", "norm-cost", "--tiny", "--precision", "bf16", "--out",
+    assert main(["suite", "norm-cost", "--tiny", "--precision", "bf16", "--results",
                  str(tmp_path / "out"), "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert err == ("error: suite norm-cost: precision='bf16' is not allowed; expected one of "
@@ -108,7 +111,7 @@ def test_cli_refuses_bf16_for_a_float32_suite_in_one_line(tmp_path, capsys):
 def test_bad_executor_flags_are_one_line_exit_2(tmp_path, capsys, args, message, command):
     assert main([*command, str(tmp_path / "runs"), "--tiny", *args]
                 if command[0] == "report" else
-                [*command, "--tiny", "--out", str(tmp_path), *args]) == 2
+                [*command, "--tiny", "--results", str(tmp_path), *args]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1 and message in err
     assert not (tmp_path / "runs").exists()  # refused before anything ran
@@ -142,7 +145,7 @@ def test_ray_results_equal_the_in_process_results(ray_instance, tmp_path, capsys
     # the 2 trend arms × 3 lrs at the trend width), then 7 arms, 3 sensitivity arms, 2 trend
     # arms and the timing run.
     assert main(["suite", "ffn", "--tiny", "--executor", "ray", "--json",
-                 "--out", str(tmp_path / "ray")]) == 0
+                 "--results", str(tmp_path / "ray")]) == 0
     assert json.loads(capsys.readouterr().out)["runs"] == 13
     run_suite(get_suite("ffn"), "tiny", 1, tmp_path / "local", progress=False)
     trained = 0

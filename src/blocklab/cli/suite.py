@@ -44,9 +44,11 @@ def suite(
                                        "optimizer state) for the suites that train models: "
                                        "ffn, placement, position; kept in its own results "
                                        "folder (<size>+bf16)."),
-    out: Path = typer.Option(Path("runs"), "--results", "--out",
+    out: Path = typer.Option(Path("runs"), "--results",
                              help="Results folder, shared with `report` and `claims` "
                                   "(resumable)."),
+    old_out: Path = typer.Option(None, "--out", hidden=True,
+                                 help="Deprecated spelling of --results."),
     jobs: int = typer.Option(None, "--jobs", "-j",
                              help="Runs at once in worker processes, each single-threaded "
                                   "(default: the usable cores); timed runs run alone."),
@@ -80,6 +82,11 @@ def suite(
     from blocklab.experiments.suites.base import SuiteIncomplete
 
     chosen = get_suite(name)
+    if old_out is not None:
+        # `report --out` names the HTML folder; one word, one meaning: --results everywhere.
+        typer.echo("warning: `suite --out` is deprecated and will be removed; use --results "
+                   "(the results folder in every command)", err=True)
+        out = old_out
     check_seed_offset_option(seed_offset)
     folder_option(out, "--results")
     run_on = chosen_executor(executor, jobs, address, cpus_per_run, gpus_per_run)
