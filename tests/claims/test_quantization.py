@@ -1,13 +1,23 @@
-"""C32 and C33 verdicts from synthetic quantize summaries."""
+"""C32 and C33 verdicts from synthetic quantize summaries; C33's from models whose gate and up
+scales are set, measured by the suite's own functions."""
 
 import dataclasses
 
-from blocklab.claims.quantization import c32_parts, combine_c32, swiglu_exactness
+import pytest
+import torch
+
+from blocklab.claims.quantization import c32_parts, c33_parts, combine_c32, combine_c33
+from blocklab.claims.registry import C33_DELTA
+from blocklab.config import ModelConfig
+from blocklab.experiments.quantize import swiglu_errors
+from blocklab.experiments.suites.quantize import merge_comparison, swiglu_summary
 from blocklab.experiments.summaries import (
     Interval,
     QuantizeData,
     QuantTiming,
 )
+from blocklab.nn import DecoderLM
+from blocklab.nn.quantize import gated_ffn_weights, int8_scale
 
 
 def _timing(scheme, speedup, n=5):
@@ -28,7 +38,8 @@ def _data(ffn, attn, n=5, int8=True):
                         timings=[_timing("none", 1.0, n), _timing("ffn/dynamic", ffn, n),
                                  _timing("attention/dynamic", attn, n)],
                         quality_model={}, quality=[], swiglu=[], merged_per_row_max_diff=0.0,
-                        merged_per_tensor_max_diff=0.01, merged_scale_over_max=[1.0])
+                        merged_per_tensor_max_diff=0.01, merged_scale_over_max=[1.0],
+                        gate_up_scale_ratio=[1.1], merged_tensor_loss_penalty=Interval(0))
 
 
 def test_c32_confirmed_when_ffn_is_faster_and_fastest():
@@ -71,9 +82,117 @@ def test_c32_too_few_repeats_inconclusive():
     assert parts[0].verdict == "inconclusive" and "needs at least 3" in parts[0].reason
 
 
-def test_c33_probe():
-    probe = swiglu_exactness()
-    assert probe["per_row_identical"]
-    assert probe["merged_scale"] == probe["max_of_scales"]
-    assert probe["per_tensor_up_error_merged"] > probe["per_tensor_up_error_separate"]
-    assert dataclasses.is_dataclass(_data(1, 1))
+# --- C33 -----------------------------------------------------------------------------------------
+C33_SEEDS = range(6)  # the rule's max_seeds: the last look, read at close to 5%
+
+
+@torch.no_grad()
+def with_scale_ratio(model, ratio):
+    """`model` with each layer's up rescaled so that gate's per-tensor int8 scale is exactly
+    `ratio` × up's (up's largest entry set to max|gate| / ratio; down divided by the same
+    factor, so the FFN computes nearly the same function)."""
+    for layer in model.layers:
+        gate, up, down = gated_ffn_weights(layer.ffn)
+        top = gate.abs().max()
+        factor = top / (ratio * up.abs().max())
+        up.mul_(factor)
+        down.div_(factor)
+        flat = up.view(-1)
+        at = int(flat.abs().argmax())
+        flat[at] = torch.sign(flat[at]) * top / ratio
+        assert float(int8_scale(gate, "per-tensor") / int8_scale(up, "per-tensor")) == ratio
+    return model
+
+
+def measured(ratio, row_scale_error=0.0):
+    """A quantize summary's C33 data from one small SwiGLU model per seed with gate and up
+    scales `ratio` apart: `swiglu_errors` on random windows, every layer compared by
+    `merge_comparison` (its merged per-row scales perturbed by `row_scale_error` in row 0)."""
+    cfg = ModelConfig(vocab_size=256, d_model=64, n_layers=2, n_heads=2, ffn="swiglu",
+                      max_seq_len=32)
+    per_seed, layers = [], []
+    for seed in C33_SEEDS:
+        torch.manual_seed(seed)
+        model = with_scale_ratio(DecoderLM(cfg).eval(), ratio)
+        windows = torch.randint(0, 256, (8, 33), generator=torch.Generator().manual_seed(seed))
+        per_seed.append(swiglu_errors(model, windows))
+        for layer in model.layers:
+            gate, up, down = (w.detach() for w in gated_ffn_weights(layer.ffn))
+            scale = int8_scale(torch.cat((gate, up)), "per-row")
+            scale[0] *= 1 + row_scale_error
+            layers.append(merge_comparison(gate, up, down, scale))
+    return dataclasses.replace(
+        _data(1.0, 1.0), swiglu=swiglu_summary(per_seed),
+        merged_per_row_max_diff=max(x["per_row_diff"] for x in layers),
+        merged_per_tensor_max_diff=max(x["per_tensor_diff"] for x in layers),
+        merged_scale_over_max=[x["merged_over_max"] for x in layers],
+        gate_up_scale_ratio=[x["scale_ratio"] for x in layers])
+
+
+@pytest.fixture(scope="module")
+def equal_scales():
+    return measured(1.0)
+
+
+@pytest.fixture(scope="module")
+def scales_4x_apart():
+    return measured(4.0)
+
+
+def test_c33_equal_scales_merge_per_tensor_for_free(equal_scales):
+    data = equal_scales
+    assert data.gate_up_scale_ratio == [1.0] * 2 * len(C33_SEEDS)
+    # One scale for both is each one's own: merged is separate, bit for bit.
+    assert data.merged_per_tensor_max_diff == 0.0
+    exact, tensor = c33_parts(data)
+    assert exact.verdict == "confirmed" and exact.estimate.n == 2 * len(C33_SEEDS)
+    assert tensor.estimate.value == 0.0 and tensor.estimate.n == len(C33_SEEDS)
+    assert tensor.verdict == "not-reproduced-at-this-scale"
+    assert combine_c33(exact, tensor) == "not-reproduced-at-this-scale"
+
+
+def test_c33_scales_4x_apart_cost_beyond_delta(scales_4x_apart):
+    data = scales_4x_apart
+    assert data.gate_up_scale_ratio == [4.0] * 2 * len(C33_SEEDS)
+    exact, tensor = c33_parts(data)
+    # Per row the merge is still exact: the scale gap costs only under one per-tensor scale.
+    assert exact.verdict == "confirmed" and data.merged_per_row_max_diff == 0.0
+    assert tensor.estimate.ci_low > C33_DELTA  # up on a 4× coarser grid: about +140%
+    assert tensor.verdict == "confirmed"
+    assert combine_c33(exact, tensor) == "conditional"
+
+
+def test_c33_a_perturbed_row_scale_breaks_the_identity():
+    data = measured(1.0, row_scale_error=0.01)
+    assert data.merged_per_row_max_diff > 0.0
+    exact, tensor = c33_parts(data)
+    assert exact.verdict == "refuted" and exact.estimate.value == data.merged_per_row_max_diff
+    # Without a free per-row merge, no condition: the per-tensor part's verdict.
+    assert combine_c33(exact, tensor) == "not-reproduced-at-this-scale"
+    four = measured(4.0, row_scale_error=0.01)
+    assert combine_c33(*c33_parts(four)) == "confirmed"
+
+
+def test_c33_no_compared_layer_is_undecided(scales_4x_apart):
+    data = dataclasses.replace(scales_4x_apart, gate_up_scale_ratio=[])
+    exact, tensor = c33_parts(data)
+    assert exact.verdict == "inconclusive" and tensor.verdict == "confirmed"
+    # conditional if exact, confirmed if not: undecided
+    assert combine_c33(exact, tensor) == "inconclusive"
+
+
+def test_c33_check_reads_the_summary(tmp_path, scales_4x_apart):
+    import json
+
+    from blocklab.claims import Context, run_claims
+    from blocklab.experiments.summaries import Summary
+
+    folder = tmp_path / "quantize" / "quick"
+    folder.mkdir(parents=True)
+    summary = Summary("quantize", "quick", len(C33_SEEDS), [], data=scales_4x_apart)
+    (folder / "summary.json").write_text(json.dumps(summary.to_dict()), encoding="utf-8")
+    (row,) = run_claims(["C33"], Context(tmp_path, "quick"))
+    assert row.error is None and row.verdict == "conditional"
+    assert "4×" in row.summary and "merging is free" in row.summary
+    assert "4×" in row.summary_zh
+    assert [p.verdict for p in row.parts] == ["confirmed", "confirmed"]

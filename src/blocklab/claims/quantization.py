@@ -1,6 +1,6 @@
 """Checks of the deployment claims on int8 quantization (page 001, § FFN 计算对部署的影响 / 调参建议 /
-避坑指南): C32 reads the `quantize` suite's timings; C33 computes its exactness part live and reads
-the suite's trained-model errors.
+避坑指南): C32 reads the `quantize` suite's timings; C33 reads the suite's trained models: the
+per-row merge compared on every layer's weights, and the FFN output error per seed.
 """
 
 from __future__ import annotations
@@ -25,13 +25,15 @@ from blocklab.claims.registry import (  # noqa: F401 - the rules' names, as the 
     C32_MODE,
     C32_SPEED_PART,
     C32_SPEEDUP_RULE,
+    C33_DELTA,
     C33_EXACT_PART,
     C33_EXACT_RULE,
     C33_TENSOR_PART,
     C33_TENSOR_RULE,
     registered,
 )
-from blocklab.claims.rules import Estimate
+from blocklab.claims.rules import INCONCLUSIVE, Estimate
+from blocklab.claims.text import VERDICT_ZH
 from blocklab.experiments.summaries import Interval, QuantizeData, QuantTiming
 
 # C32's registered rules (`registry.C32_SPEEDUP_RULE`, `registry.C32_LARGEST_RULE`): prefill of
@@ -45,13 +47,19 @@ C32_COMBINES = ("untestable here on a CPU without int8 dot-product instructions 
 C32_COMBINES_ZH = ("在没有 int8 点积指令（VNNI 或 AMX int8）的 CPU 上此处无法检验；否则量化 FFN 使预填充加速且加速多于量化注意力时成立，"
                    "只有一项成立时有条件成立，否则取首要部分的判定（速度取决于硬件与规模，不会判为不成立）。" + SETTLE_ZH)
 # C33's registered rules (`registry.C33_TENSOR_RULE`; the per-row exactness part is analytic,
-# `registry.C33_EXACT_RULE`).
-C33_COMBINES = ("conditional when merging gate|up with per-row scales is exactly separate "
-                "quantization and one per-tensor scale raises the error (the page's rule holds "
-                "for per-tensor scales only); refuted when the per-row merge is not exact (the "
-                "analytic statement fails); otherwise the per-tensor part's verdict. " + SETTLE_EN)
-C33_COMBINES_ZH = ("逐行缩放合并 gate|up 与分开量化完全相同、且单一逐张量缩放使误差变大时有条件成立（页面的规则只对逐张量缩放成立）；"
-                   "逐行合并不完全相同时不成立（解析陈述不成立）；否则取逐张量部分的判定。" + SETTLE_ZH)
+# `registry.C33_EXACT_RULE`). The exact part is the condition: per-row merging is free.
+C33_COMBINES = (f"conditional when merging gate|up with per-row scales is exactly separate "
+                f"quantization on every trained layer and one per-tensor scale costs more than "
+                f"δ = {C33_DELTA:g}% FFN output error (the page's rule holds for per-tensor "
+                f"scales only); otherwise the per-tensor part's verdict: not reproduced at this "
+                f"scale when the per-row merge is exact and the per-tensor cost stays short of δ "
+                f"(merging costs nothing that matters under either scaling), confirmed when the "
+                f"per-row merge is not exact (merging would change the weights under per-row "
+                f"scales too) and the per-tensor cost exceeds δ. " + SETTLE_EN)
+C33_COMBINES_ZH = (f"逐行缩放合并 gate|up 在每个训练层上都与分开量化完全相同、且单一逐张量缩放使 FFN 输出误差增加超过 "
+                   f"δ = {C33_DELTA:g}% 时有条件成立（页面的规则只对逐张量缩放成立）；否则取逐张量部分的判定：逐行合并完全相同"
+                   f"且逐张量的代价小于 δ 时此规模下未复现（两种缩放下合并都没有值得一提的代价），逐行合并不完全相同"
+                   f"（逐行缩放下合并也会改变权重）且逐张量的代价超过 δ 时成立。" + SETTLE_ZH)
 
 
 def _timing(data: QuantizeData, scheme: str, compiled: bool = False) -> QuantTiming | None:
@@ -198,81 +206,132 @@ def c32(ctx: Context) -> Finding:
         C32_COMBINES_ZH)
 
 
-def swiglu_exactness(seed: int = 0, d: int = 64, m: int = 96) -> dict:
-    """Live probe: random gate, up [m, d] of different ranges and down [d, m]; merged-per-row vs
-    separate-per-row (must be identical), and merged-per-tensor's scale vs the two scales."""
-    import torch
+def c33_parts(data: QuantizeData, size: str = "quick") -> list[Part]:
+    """C33's two parts from a quantize summary: the per-row merge against separate quantization
+    on every trained layer (exactly 0, or not: decided without a test), and the per-tensor
+    merge's FFN output error against separate per-tensor scales, paired by seed."""
+    rules = registered("C33", size)
+    compared = len(data.gate_up_scale_ratio)
+    diff = data.merged_per_row_max_diff
+    if compared == 0:
+        exact = Part(C33_EXACT_PART, rules[C33_EXACT_PART], Estimate(None, None, None, 0),
+                     INCONCLUSIVE, "no trained layer was compared")
+    elif diff == 0.0:
+        exact = Part(C33_EXACT_PART, rules[C33_EXACT_PART], Estimate(0.0, None, None, compared),
+                     "confirmed", f"bit-identical on all {compared} trained layer(s) (every "
+                     "layer of every seed)")
+    else:
+        exact = Part(C33_EXACT_PART, rules[C33_EXACT_PART], Estimate(diff, None, None, compared),
+                     "refuted", f"the merged and separate weights differ by up to {diff:.3g} "
+                     f"over {compared} trained layer(s)")
+    tensor = next((s for s in data.swiglu if s.scheme == "merged-per-tensor"), None)
+    estimate = (Estimate(None, None, None, 0) if tensor is None
+                else Estimate.of(tensor.error_vs_separate_pct))
+    return Part.decided_together([exact, (C33_TENSOR_PART, rules[C33_TENSOR_PART], estimate)])
 
-    from blocklab.nn.quantize import int8_scale, quantize_swiglu
 
-    g = torch.Generator().manual_seed(seed)
-    gate = torch.randn(m, d, generator=g)
-    up = 0.25 * torch.randn(m, d, generator=g)  # a narrower range than gate
-    down = torch.randn(d, m, generator=g)
-    row_m = quantize_swiglu(gate, up, down, "merged-per-row")
-    row_s = quantize_swiglu(gate, up, down, "separate-per-row")
-    ten_m = quantize_swiglu(gate, up, down, "merged-per-tensor")
-    ten_s = quantize_swiglu(gate, up, down, "separate-per-tensor")
-    merged_scale = float(int8_scale(torch.cat((gate, up)), "per-tensor"))
-    return {"per_row_identical": all(torch.equal(a, b) for a, b in zip(row_m, row_s,
-                                                                        strict=True)),
-            "per_tensor_up_error_merged": float((ten_m[1] - up).abs().max()),
-            "per_tensor_up_error_separate": float((ten_s[1] - up).abs().max()),
-            "merged_scale": merged_scale,
-            "max_of_scales": max(float(int8_scale(gate, "per-tensor")),
-                                 float(int8_scale(up, "per-tensor")))}
+def combine_c33(exact: Part, tensor: Part) -> str:
+    """C33's verdict from its parts (`C33_COMBINES`)."""
+    def decided(verdicts: list[str]) -> str:
+        row, per_tensor = verdicts
+        if row == "confirmed" and per_tensor == "confirmed":
+            return "conditional"
+        return per_tensor
+
+    return settle([exact.verdict, tensor.verdict], decided)
+
+
+def _ci_text(stats: Interval, digits: int, unit: str = "") -> str:
+    """'+m<unit> [+lo, +hi] (n=k)', '+m<unit> (n=k)' without an interval, or '—'."""
+    if stats.mean is None:
+        return "—"
+    ci = (f" [{stats.ci_low:+.{digits}f}, {stats.ci_high:+.{digits}f}]" if stats.resolved
+          else "")
+    return f"{stats.mean:+.{digits}f}{unit}{ci} (n={stats.n})"
+
+
+def _ratio_text(ratios: list[float], zh: bool = False) -> str:
+    """The spread of gate's and up's scale ratios: one value, or min to max with the median."""
+    import statistics
+
+    if not ratios:
+        return "—"
+    low, high = min(ratios), max(ratios)
+    if f"{low:.3g}" == f"{high:.3g}":
+        return f"{low:.3g}×"
+    mid = statistics.median(ratios)
+    return (f"{low:.3g}× 至 {high:.3g}×（中位数 {mid:.3g}×）" if zh else
+            f"{low:.3g}× to {high:.3g}× (median {mid:.3g}×)")
 
 
 @claim("C33")
 def c33(ctx: Context) -> Finding:
-    probe = swiglu_exactness()
-    rules = registered("C33", ctx.size)
     summary = ctx.summary("quantize")
-    stored = None if summary is None else summary.data.merged_per_row_max_diff
-    exact = probe["per_row_identical"] and (stored is None or stored == 0.0)
-    exact_part = Part(C33_EXACT_PART, rules[C33_EXACT_PART],
-                      Estimate(0.0 if exact else stored, None, None, 1),
-                      "confirmed" if exact else "refuted",
-                      "bit-identical" if exact else "the merged and separate weights differ")
     if summary is None:
         return missing(ctx, "quantize")
     data: QuantizeData = summary.data
+    exact, tensor_part = c33_parts(data, ctx.size)
+    verdict = combine_c33(exact, tensor_part)
     rows = {s.scheme: s for s in data.swiglu}
-    tensor = rows["merged-per-tensor"]
-    tensor_part = Part.graded(C33_TENSOR_PART, rules[C33_TENSOR_PART],
-                              Estimate.of(tensor.error_vs_separate_pct))
-    if not exact:
-        verdict = "refuted"
-    else:
-        verdict = settle([tensor_part.verdict],
-                         lambda vs: "conditional" if vs[0] == "confirmed" else vs[0])
+    empty = Interval(0)
+    sep, merged = rows.get("separate-per-tensor"), rows.get("merged-per-tensor")
+    sep_err = None if sep is None else sep.ffn_error.mean
+    merged_err = None if merged is None else merged.ffn_error.mean
+    pct = empty if merged is None else merged.error_vs_separate_pct
+    ratios = data.gate_up_scale_ratio
+    loss = data.merged_tensor_loss_penalty
     qm = data.quality_model
     scale_en = (scale_text(qm.get("d_model"), qm.get("n_layers"), note="trained model")
                 if verdict in DECIDED else "")
     scale_zh = (scale_text(qm.get("d_model"), qm.get("n_layers"), zh=True, note="训练后的模型")
                 if verdict in DECIDED else "")
-    sep, row = rows["separate-per-tensor"], rows["merged-per-row"]
+    ratio_en, ratio_zh = _ratio_text(ratios), _ratio_text(ratios, zh=True)
+    if exact.verdict == "confirmed":
+        row_en = (f"Per-row scales: merging changes nothing, bit-identical on all "
+                  f"{exact.estimate.n} trained layer(s) (every layer of every seed; max |merged − "
+                  f"separate| = 0): each row keeps its own scale, so here the page's \"cannot "
+                  f"simply be merged\" does not hold, and merging is free.")
+        row_zh = (f"逐行缩放：合并不改变任何值，在全部 {exact.estimate.n} 个训练层（每个种子的每一层）上逐位相同"
+                  f"（max |合并 − 分开| = 0）：每行保留自己的缩放，因此页面“不能简单合并”的说法在此不成立，合并没有代价。")
+    elif exact.verdict == "refuted":
+        row_en = (f"Per-row scales: the merged and separate weights differ by up to "
+                  f"{exact.estimate.value:.3g} over {exact.estimate.n} trained layer(s), which "
+                  "an identity does not allow: merging changes the weights here.")
+        row_zh = (f"逐行缩放：合并与分开量化的权重在 {exact.estimate.n} 个训练层上最多相差 "
+                  f"{exact.estimate.value:.3g}，恒等式不允许如此：此处合并改变了权重。")
+    else:
+        row_en = "Per-row scales: no trained layer was compared."
+        row_zh = "逐行缩放：没有比较任何训练层。"
+    if verdict == "conditional":
+        tail_en = " The page's rule holds for per-tensor scales only."
+        tail_zh = "页面的说法只对逐张量缩放成立。"
+    elif verdict == "not-reproduced-at-this-scale" and exact.verdict == "confirmed":
+        tail_en = (" At these scale ratios merging costs less than δ even per tensor: the "
+                   "page's warning matters only for per-tensor scales, and only where gate's "
+                   "and up's ranges differ more than here.")
+        tail_zh = ("在这些缩放比下，即使逐张量合并，代价也小于 δ：页面的提醒只对逐张量缩放有意义，且只在 gate 与 up "
+                   "的数值范围相差比这里更大时才有意义。")
+    else:
+        tail_en = tail_zh = ""
     return Finding(
         verdict,
         f"gate and up read the same x and can be stored as one [2·d_ff, d] matrix; down reads "
-        f"the hidden (width d_ff) and can never join them. Per-row scales: merging changes "
-        f"nothing (bit-identical, live probe and {len(data.merged_scale_over_max)} trained "
-        f"layers). One per-tensor scale: the merged scale is the larger of the two "
-        f"({probe['merged_scale']:.4g} = max {probe['max_of_scales']:.4g}), so the FFN error "
-        f"goes from {_text(sep.ffn_error.mean, 4)} to {_text(tensor.ffn_error.mean, 4)} "
-        f"({_text(tensor.error_vs_separate_pct.mean)}% → {tensor_part.verdict}), Δ val loss "
-        f"{_text(tensor.delta.mean, 4)} vs {_text(sep.delta.mean, 4)} nats/token; merged per-row "
-        f"Δ {_text(row.delta.mean, 4)}. The page's rule holds for per-tensor scales only."
-        + scale_en,
-        f"gate 与 up 读入同一个 x，可存为一个 [2·d_ff, d] 矩阵；down 读入隐层（宽 d_ff），无法与之合并。"
-        f"逐行缩放：合并不改变任何值（逐位相同，实时探针与 {len(data.merged_scale_over_max)} 个训练层）。"
-        f"单一逐张量缩放：合并后的缩放取两者较大者（{probe['merged_scale']:.4g} = max "
-        f"{probe['max_of_scales']:.4g}），FFN 误差由 {_text(sep.ffn_error.mean, 4)} 变为 "
-        f"{_text(tensor.ffn_error.mean, 4)}（{_text(tensor.error_vs_separate_pct.mean)}% → "
-        f"{tensor_part.verdict}），验证损失变化 {_text(tensor.delta.mean, 4)} 对 "
-        f"{_text(sep.delta.mean, 4)} nats/token。页面的说法只对逐张量缩放成立。" + scale_zh,
-        {"probe": probe, "swiglu": [asdict(s) for s in data.swiglu],
+        f"the hidden (width d_ff) and can never join them. {row_en} One per-tensor scale: "
+        f"merged, it is the larger of gate's and up's, so the other matrix is quantized on a "
+        f"grid as many times coarser as the two scales are apart; in the trained layers they "
+        f"are {ratio_en} apart, so the FFN output error goes from {_text(sep_err, 5)} to "
+        f"{_text(merged_err, 5)}: {_ci_text(pct, 2, '%')} paired by seed, against δ = "
+        f"{C33_DELTA:g}% → {tensor_part.verdict}. The validation loss moves by "
+        f"{_ci_text(loss, 5)} nats/token (merged − separate per tensor).{tail_en}" + scale_en,
+        f"gate 与 up 读入同一个 x，可存为一个 [2·d_ff, d] 矩阵；down 读入隐层（宽 d_ff），无法与之合并。{row_zh}"
+        f"单一逐张量缩放：合并后的缩放取 gate 与 up 中较大者，另一个矩阵的量化网格随之变粗，倍数即两者缩放之比；"
+        f"训练层中两者相差 {ratio_zh}，FFN 输出误差由 {_text(sep_err, 5)} 变为 {_text(merged_err, 5)}："
+        f"按种子配对 {_ci_text(pct, 2, '%')}，对照 δ = {C33_DELTA:g}% → {VERDICT_ZH[tensor_part.verdict]}。"
+        f"验证损失变化 {_ci_text(loss, 5)} nats/token（逐张量合并 − 分开）。{tail_zh}" + scale_zh,
+        {"swiglu": [asdict(s) for s in data.swiglu],
          "merged_per_row_max_diff": data.merged_per_row_max_diff,
-         "merged_per_tensor_max_diff": data.merged_per_tensor_max_diff},
-        ctx.suite_command("quantize"), None, [exact_part, tensor_part], C33_COMBINES,
+         "merged_per_tensor_max_diff": data.merged_per_tensor_max_diff,
+         "layers_compared": exact.estimate.n, "gate_up_scale_ratio": ratios,
+         "merged_tensor_loss_penalty": asdict(loss), "delta_pct": C33_DELTA},
+        ctx.suite_command("quantize"), None, [exact, tensor_part], C33_COMBINES,
         C33_COMBINES_ZH)

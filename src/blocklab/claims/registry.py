@@ -299,18 +299,35 @@ C32_LARGEST_RULE = Rule(
     metric="100·(prefill speed-up of FFN-only / speed-up of attention-only − 1), %, per "
            "repeat, mean with 95% t-interval (positive = quantizing the FFN gains more)",
     smallest_effect=5.0, margin=2.0, min_seeds=3, claimed=10.0)
-# C33: the per-row exactness part is analytic (decided without a test), the per-tensor part
-# is graded on the trained model's errors.
+# C33: the per-row exactness part is analytic (decided without a test, on the trained weights);
+# the per-tensor part is graded on the FFN's output error, paired by seed.
 C33_EXACT_PART = "merging gate|up with per-row scales equals separate quantization"
-C33_TENSOR_PART = "one per-tensor scale for gate|up raises the FFN error"
+C33_TENSOR_PART = "one per-tensor scale for gate|up costs FFN output quality beyond δ"
 C33_EXACT_RULE = Rule(
-    metric="max |merged-per-row − separate-per-row| over dequantized weights (analytic: must "
-           "be exactly 0)", smallest_effect=0.0, margin=0.0, min_seeds=1, claimed=0.0,
-    decides="confirmed when exactly 0, else refuted")
+    metric="max |merged-per-row − separate-per-row| over the dequantized gate, up and down of "
+           "the trained model, every layer of every seed (analytic: must be exactly 0)",
+    smallest_effect=0.0, margin=0.0, min_seeds=1, claimed=0.0,
+    decides="an identity, decided without a test: confirmed when the difference is exactly 0 "
+            "on every layer of every seed, refuted otherwise; inconclusive when no trained "
+            "layer was compared")
+C33_DELTA = 10.0  # % more FFN output error
 C33_TENSOR_RULE = Rule(
-    metric="100·(FFN output error with gate|up merged under one per-tensor scale / error with "
-           "gate and up each at its own per-tensor scale − 1), %, paired by seed",
-    smallest_effect=1.0, margin=0.5, min_seeds=3, max_seeds=6, claimed=5.0)
+    metric="100·(FFN output error ‖FFN_q(x) − FFN(x)‖ / ‖FFN(x)‖ on the trained model's own FFN "
+           "inputs with gate|up merged under one per-tensor scale / the same with gate and up "
+           "each at its own per-tensor scale − 1), %, down at its own per-tensor scale in both, "
+           "paired by seed (positive = merging is worse)",
+    smallest_effect=C33_DELTA, margin=5.0, min_seeds=3, max_seeds=6, claimed=C33_DELTA,
+    decides="δ = 10% more FFN output error. One per-tensor scale for gate|up is the larger of "
+            "the two, so the other matrix's grid only gets coarser: some growth is there by "
+            "construction, and the question is whether it matters. 10% is what scales 25% apart cost when gate, "
+            "up and down err alike (√((2 + 1.25²) / 3) ≈ 1.09), about 0.14 bit of int8's "
+            "resolution; 1% (0.014 bit) would be no reason to store gate and up apart. A loss "
+            "δ (0.01 nats) was not chosen: int8 moves these models' validation loss by 1e-4 "
+            "nats or less under every scheme, so no merge could reach it. Confirmed when the 95% "
+            "CI lies wholly beyond +10%; not reproduced at this scale when it lies wholly short "
+            "of +10%, or the 90% CI inside ±5%; otherwise inconclusive, as with fewer seeds "
+            "than min_seeds. Seeds are added in blocks of 2 up to max_seeds, each look read at "
+            "its Lan–DeMets O'Brien–Fleming level")
 
 # --- C36: pre-norm at depth ----------------------------------------------------------------------
 C36_MIN_SEEDS = 4
@@ -496,6 +513,15 @@ CHANGED_AFTER_DATA: tuple[RuleChange, ...] = (
                "each part measured on seeds has a sequential design: max_seeds = 2 × "
                "min_seeds, seeds added in blocks of ⌈min_seeds / 2⌉ to the arms of undecided "
                "parts, each look read at its Lan–DeMets O'Brien–Fleming level"),
+    RuleChange("2026-12-01", ("C33",),
+               "the per-tensor part: δ raised from 1% to 10% more FFN output error (merging "
+               "under one per-tensor scale can only raise the error, so any growth was "
+               "confirmed by construction), margin from 0.5% to 5%; the exactness part "
+               "decided on every trained layer of every seed rather than a random-weight "
+               "probe; an inexact per-row merge no longer refutes the claim (merging would "
+               "then cost under per-row scales too): the claim takes the per-tensor part's "
+               "verdict. Edited after the quick results had been seen (+0.7% to +1.5% per "
+               "seed)"),
 )
 
 

@@ -539,6 +539,13 @@ class QuantizeData:
     merged_per_tensor_max_diff: float
     # per-tensor merged scale / max(gate scale, up scale), every layer and seed (1.0: the max)
     merged_scale_over_max: list[float]
+    # max / min of gate's and up's per-tensor int8 scales, every layer of every seed: merged under
+    # one per-tensor scale, the matrix with the smaller scale is quantized on a grid this many
+    # times coarser (1.0: equal scales, and merging costs nothing)
+    gate_up_scale_ratio: list[float] = field(default_factory=list)
+    # val loss with gate|up merged under one per-tensor scale − each at its own, nats/token,
+    # paired by seed
+    merged_tensor_loss_penalty: Interval = Interval(0)
 
 
 SuiteData = FfnData | PlacementData | NormCostData | PositionData | QuantizeData

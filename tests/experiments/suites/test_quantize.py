@@ -1,9 +1,10 @@
 """The quantize suite at tiny size, and the bounds it uses against hand arithmetic."""
 
 from blocklab.budget import load_zoo, resolve_model
+from blocklab.claims import Context, run_claims
 from blocklab.experiments.quantize import amdahl, decode_bytes, part_flop_share, scaled_config
 from blocklab.experiments.suites import run_suite
-from blocklab.experiments.suites.quantize import SUITE
+from blocklab.experiments.suites.quantize import SUITE, _quality_configs, merge_comparison
 from blocklab.experiments.summaries import QuantizeData, load_summary
 
 
@@ -35,7 +36,41 @@ def test_tiny_suite_runs_and_summarises(tmp_path):
     schemes = {t.scheme for t in summary.data.timings}
     assert schemes == {"none", "ffn/weight-only", "attention/weight-only", "all/weight-only",
                        "ffn/dynamic", "attention/dynamic", "all/dynamic"}
-    assert summary.data.merged_per_row_max_diff == 0.0
-    assert all(r == 1.0 for r in summary.data.merged_scale_over_max)
+    data = summary.data
+    # C33 from the trained weights: every layer of every seed compared, per row exactly equal
+    layers = data.quality_model["n_layers"] * summary.seeds
+    assert len(data.gate_up_scale_ratio) == layers and all(r >= 1.0 for r in
+                                                           data.gate_up_scale_ratio)
+    assert data.merged_per_row_max_diff == 0.0
+    assert all(r == 1.0 for r in data.merged_scale_over_max)
+    assert data.merged_tensor_loss_penalty.n == summary.seeds
+    assert any(t.title.startswith("C33: gate's and up's") for t in summary.tables)
     again = load_summary(tmp_path, "quantize", "tiny")
     assert again.data == summary.data
+    (c33,) = run_claims(["C33"], Context(tmp_path, "tiny"))
+    assert c33.error is None
+    exact = c33.parts[0]
+    assert exact.verdict == "confirmed" and exact.estimate.n == layers
+
+
+def test_the_per_row_merge_is_exact_on_trained_weights_and_the_comparison_can_fail():
+    import torch
+
+    from blocklab.experiments.trainer import train
+    from blocklab.nn.quantize import gated_ffn_weights, int8_scale
+
+    mc, tc = _quality_configs("tiny", 0)
+    model, _ = train(mc, tc, "stdlib", progress=False)
+    for layer in model.layers:
+        gate, up, down = (w.detach() for w in gated_ffn_weights(layer.ffn))
+        found = merge_comparison(gate, up, down)
+        assert found["per_row_diff"] == 0.0
+        assert found["scale_ratio"] == max(found["gate_scale"], found["up_scale"]) / min(
+            found["gate_scale"], found["up_scale"]) >= 1.0
+        assert found["merged_over_max"] == 1.0
+        # the merged matrix's own per-row scales, given explicitly: still exact
+        scale = int8_scale(torch.cat((gate, up)), "per-row")
+        assert merge_comparison(gate, up, down, scale)["per_row_diff"] == 0.0
+        # one row's scale off by 1%: that row's weights change
+        scale[0] *= 1.01
+        assert merge_comparison(gate, up, down, scale)["per_row_diff"] > 0.0

@@ -15,14 +15,16 @@ Two kinds of run:
               (`blocklab.experiments.trainer.train`), then its validation loss and logits error
               under every scheme (torchao), and the C33 comparison: gate/up/down quantized
               separately, or gate|up merged with one per-tensor scale or per-row scales
-              (fake quantization written in `blocklab.nn.quantize`).
+              (fake quantization written in `blocklab.nn.quantize`): the FFN output error
+              and validation loss of each, and per layer (`merge_comparison`) the merged
+              against the separate weights and how far apart gate's and up's scales are.
 
 `Summary.data` is a `blocklab.experiments.summaries.QuantizeData`.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from blocklab.config import ModelConfig
 from blocklab.experiments.results import train_identity
@@ -35,6 +37,7 @@ from blocklab.experiments.suites.base import (
     paired_difference,
 )
 from blocklab.experiments.summaries import (
+    Interval,
     QuantizeData,
     QuantQuality,
     QuantTiming,
@@ -42,6 +45,9 @@ from blocklab.experiments.summaries import (
     SwigluQuant,
     Table,
 )
+
+if TYPE_CHECKING:
+    from torch import Tensor
 
 # Each size: the timed shapes (model, prefill lengths, decode steps, repeats, compiled or not) and
 # the trained model. Dynamic int8 on a CPU without VNNI/AMX runs int8 GEMMs on a slow path
@@ -116,16 +122,53 @@ def _quality_configs(size: str, seed: int):
     return mc, tc
 
 
+def merge_comparison(gate: Tensor, up: Tensor, down: Tensor,
+                     row_scale: Tensor | None = None) -> dict[str, float]:
+    """One layer's C33 numbers from its float weights gate, up [m, d] and down [d, m]:
+
+        per_row_diff     max |ŵ_merged − ŵ_separate| over gate, up and down, gate|up merged
+                         as one [2m, d] matrix with one scale per row against each quantized
+                         alone (`quantize_swiglu` "merged-per-row" / "separate-per-row"): 0
+                         exactly, as each row keeps its own scale.
+                         `row_scale` [2m, 1] replaces the merged matrix's per-row scales (a test
+                         perturbs one to show the comparison can fail)
+        per_tensor_diff  the same under one per-tensor scale for gate|up
+        gate_scale, up_scale   each matrix's own per-tensor scale
+        scale_ratio      max / min of the two: merged under one per-tensor scale, the matrix
+                         with the smaller scale is quantized on a grid this many times coarser
+        merged_over_max  the merged per-tensor scale / the larger of the two (1.0)
+    """
+    import torch
+
+    from blocklab.nn.quantize import fake_quantize, int8_scale, quantize_swiglu
+
+    def largest(a, b):
+        return max(float((x - y).abs().max()) for x, y in zip(a, b, strict=True))
+
+    if row_scale is None:
+        merged_row = quantize_swiglu(gate, up, down, "merged-per-row")
+    else:
+        merged_row = (*fake_quantize(torch.cat((gate, up)), "per-row", row_scale)
+                      .split(gate.shape[0]), fake_quantize(down, "per-row"))
+    per_tensor = largest(quantize_swiglu(gate, up, down, "merged-per-tensor"),
+                         quantize_swiglu(gate, up, down, "separate-per-tensor"))
+    s_gate, s_up = (float(int8_scale(w, "per-tensor")) for w in (gate, up))
+    merged_scale = float(int8_scale(torch.cat((gate, up)), "per-tensor"))
+    return {"per_row_diff": largest(merged_row,
+                                    quantize_swiglu(gate, up, down, "separate-per-row")),
+            "per_tensor_diff": per_tensor, "gate_scale": s_gate, "up_scale": s_up,
+            "scale_ratio": max(s_gate, s_up) / min(s_gate, s_up),
+            "merged_over_max": merged_scale / max(s_gate, s_up)}
+
+
 def run_quality(size: str, seed: int, progress: Any = False) -> dict[str, Any]:
     import time
-
-    import torch
 
     from blocklab.experiments.data import load_corpus, validation_windows
     from blocklab.experiments.quantize import quality_of_schemes, swiglu_errors
     from blocklab.experiments.suites.base import torch_threads
     from blocklab.experiments.trainer import train
-    from blocklab.nn.quantize import gated_ffn_weights, int8_scale, quantize_swiglu
+    from blocklab.nn.quantize import gated_ffn_weights
 
     started = time.perf_counter()
     mc, tc = _quality_configs(size, seed)
@@ -135,27 +178,15 @@ def run_quality(size: str, seed: int, progress: Any = False) -> dict[str, Any]:
     with torch_threads(1):
         quality = quality_of_schemes(model, windows)
         swiglu = swiglu_errors(model, windows)
-        row_diff = tensor_diff = 0.0
-        scale_ratio = []
-        for layer in model.layers:
-            gate, up, down = (w.detach() for w in gated_ffn_weights(layer.ffn))
-            for granularity in ("per-row", "per-tensor"):
-                merged = quantize_swiglu(gate, up, down, f"merged-{granularity}")
-                separate = quantize_swiglu(gate, up, down, f"separate-{granularity}")
-                diff = max(float((a - b).abs().max()) for a, b in zip(merged, separate,
-                                                                      strict=True))
-                if granularity == "per-row":
-                    row_diff = max(row_diff, diff)
-                else:
-                    tensor_diff = max(tensor_diff, diff)
-            merged_scale = int8_scale(torch.cat((gate, up)), "per-tensor")
-            biggest = torch.maximum(int8_scale(gate, "per-tensor"), int8_scale(up, "per-tensor"))
-            scale_ratio.append(float(merged_scale / biggest))
+        layers = [merge_comparison(*(w.detach() for w in gated_ffn_weights(layer.ffn)))
+                  for layer in model.layers]
     return {"status": trained["status"], "kind": "quality", "model": mc.to_dict(),
             "train": {"val_loss": trained["final"]["val_loss"],
                       "steps_done": trained["steps_done"], "data": trained["data"]},
-            "quality": quality, "swiglu": swiglu, "merged_per_row_max_diff": row_diff,
-            "merged_per_tensor_max_diff": tensor_diff, "merged_scale_over_max": scale_ratio,
+            "quality": quality, "swiglu": swiglu, "layers": layers,
+            "merged_per_row_max_diff": max(x["per_row_diff"] for x in layers),
+            "merged_per_tensor_max_diff": max(x["per_tensor_diff"] for x in layers),
+            "merged_scale_over_max": [x["merged_over_max"] for x in layers],
             "wall_time_s": time.perf_counter() - started}
 
 
@@ -174,7 +205,10 @@ def plan(size: str, seeds: range) -> list[RunSpec]:
         mc, tc = _quality_configs(size, seed)
         payload = {"suite": "quantize", "kind": "quality", "model": mc.to_dict(),
                    "train": train_identity(tc), "data": "stdlib",
-                   "eval_windows": SIZES[size]["quality"]["eval_windows"]}
+                   "eval_windows": SIZES[size]["quality"]["eval_windows"],
+                   # "layers": the runs record each layer's gate and up scales (C33); runs
+                   # stored before lack them.
+                   "layers": "scales"}
         specs.append(RunSpec(f"quality seed {seed}", "quality", seed, payload,
                              lambda progress, seed=seed: run_quality(size, seed, progress)))
     return specs
@@ -334,7 +368,9 @@ def summarise(size: str, seeds: range, results: list[tuple[RunSpec, dict[str, An
                          + ", ".join(f"{k}={v}" for k, v in flags.items())
                          + "): torch's int8 GEMM runs a slow path, so dynamic int8 is slower "
                          "here, not faster.")
-    quality, swiglu = _quality(quality_runs)
+    quality = _quality(quality_runs)
+    swiglu = swiglu_summary([r["swiglu"] for _, r in quality_runs])
+    penalty = merged_tensor_loss_penalty([r["swiglu"] for _, r in quality_runs])
     if quality:
         tables.append(Table(
             "Trained model (SwiGLU, stdlib): validation loss under each scheme (torchao, eager)",
@@ -349,14 +385,31 @@ def summarise(size: str, seeds: range, results: list[tuple[RunSpec, dict[str, An
               format_ci(s.error_vs_separate_pct, 2), format_ci(s.delta, 4),
               format_level(s.logits_error, 4)] for s in swiglu],
             "down reads the hidden (width d_ff), not x: it is never concatenated with gate and "
-            "up. merged-per-row equals separate-per-row exactly (each row keeps its scale)."))
-    row_diff = max((r["merged_per_row_max_diff"] for _, r in quality_runs), default=0.0)
-    tensor_diff = max((r["merged_per_tensor_max_diff"] for _, r in quality_runs), default=0.0)
-    ratios = [x for _, r in quality_runs for x in r["merged_scale_over_max"]]
-    notes.append(f"Max |merged − separate| over the trained weights: per-row {row_diff:.3g}, "
-                 f"per-tensor {tensor_diff:.3g}; the merged per-tensor scale is the larger of "
-                 f"gate's and up's in {sum(1 for x in ratios if x == 1.0)} of {len(ratios)} "
-                 "layers.")
+            "up. merged-per-row equals separate-per-row exactly (each row keeps its scale). "
+            "vs separate: the FFN output error against the same granularity's separate scheme, "
+            "paired by seed."))
+    layers = [x for _, r in quality_runs for x in r["layers"]]
+    ratios = [x["scale_ratio"] for x in layers]
+    if layers:
+        tables.append(Table(
+            "C33: gate's and up's per-tensor int8 scales, per layer",
+            ["seed", "layer", "gate scale", "up scale", "ratio (max / min)",
+             "max |merged − separate| per row", "per tensor"],
+            [[spec.seed, i, f"{x['gate_scale']:.4g}", f"{x['up_scale']:.4g}",
+              round(x["scale_ratio"], 3), f"{x['per_row_diff']:.3g}",
+              f"{x['per_tensor_diff']:.3g}"]
+             for spec, r in quality_runs for i, x in enumerate(r["layers"])],
+            "One per-tensor scale for gate|up is the larger of the two: the other matrix is "
+            "quantized on a grid (max / min) times coarser than its own. Near 1, merging costs "
+            "nothing even per tensor."))
+    row_diff = max((x["per_row_diff"] for x in layers), default=0.0)
+    tensor_diff = max((x["per_tensor_diff"] for x in layers), default=0.0)
+    if layers:
+        notes.append(f"Max |merged − separate| over the trained weights of {len(layers)} layers: "
+                     f"per-row {row_diff:.3g}, per-tensor {tensor_diff:.3g}; gate's and up's "
+                     f"per-tensor scales {min(ratios):.3g}× to {max(ratios):.3g}× apart; merging "
+                     "gate|up under one per-tensor scale changes the validation loss by "
+                     f"{format_ci(penalty, 5)} nats/token against each at its own.")
     first = timed[0][1] if timed else None
     quality_model = quality_runs[0][1]["model"] if quality_runs else {}
     data = QuantizeData(
@@ -367,31 +420,47 @@ def summarise(size: str, seeds: range, results: list[tuple[RunSpec, dict[str, An
         cpu_flags=first["cpu_flags"] if first else {}, timings=timings,
         quality_model=quality_model, quality=quality, swiglu=swiglu,
         merged_per_row_max_diff=row_diff, merged_per_tensor_max_diff=tensor_diff,
-        merged_scale_over_max=ratios)
+        merged_scale_over_max=[x["merged_over_max"] for x in layers],
+        gate_up_scale_ratio=ratios, merged_tensor_loss_penalty=penalty)
     return Summary("quantize", size, len(seeds), tables, notes, data, first_seed=seeds.start)
 
 
-def _quality(runs) -> tuple[list[QuantQuality], list[SwigluQuant]]:
+def _quality(runs) -> list[QuantQuality]:
     if not runs:
-        return [], []
-    schemes = list(runs[0][1]["quality"])
+        return []
     quality = []
-    for scheme in schemes:
+    for scheme in runs[0][1]["quality"]:
         rows = [r["quality"][scheme] for _, r in runs]
         quality.append(QuantQuality(scheme, mean_ci([x["val_loss"] for x in rows]),
                                     mean_ci([x["delta"] for x in rows]),
                                     mean_ci([x["logits_error"] for x in rows])))
-    swiglu = []
-    for scheme in runs[0][1]["swiglu"]:
-        rows = [r["swiglu"][scheme] for _, r in runs]
-        base = [r["swiglu"][f"separate-{scheme.split('-', 1)[1]}"]["ffn_error"] for _, r in runs]
+    return quality
+
+
+def swiglu_summary(per_seed: list[dict[str, dict[str, float]]]) -> list[SwigluQuant]:
+    """One SwigluQuant per scheme from `swiglu_errors`' output of each seed: the FFN output
+    error, logits error and Δ val loss over seeds, and the FFN output error against the same
+    granularity's separate scheme, 100·(error / separate's − 1) %, paired by seed."""
+    if not per_seed:
+        return []
+    out = []
+    for scheme in per_seed[0]:
+        rows = [r[scheme] for r in per_seed]
+        base = [r[f"separate-{scheme.split('-', 1)[1]}"]["ffn_error"] for r in per_seed]
         pct = paired_difference([100 * x["ffn_error"] / b for x, b in zip(rows, base,
                                                                          strict=True)],
                                 [100.0] * len(rows))
-        swiglu.append(SwigluQuant(scheme, mean_ci([x["ffn_error"] for x in rows]),
-                                  mean_ci([x["logits_error"] for x in rows]),
-                                  mean_ci([x["delta"] for x in rows]), pct))
-    return quality, swiglu
+        out.append(SwigluQuant(scheme, mean_ci([x["ffn_error"] for x in rows]),
+                               mean_ci([x["logits_error"] for x in rows]),
+                               mean_ci([x["delta"] for x in rows]), pct))
+    return out
+
+
+def merged_tensor_loss_penalty(per_seed: list[dict[str, dict[str, float]]]) -> Interval:
+    """Val loss with gate|up merged under one per-tensor scale − with each at its own, nats/token,
+    paired by seed (`swiglu_errors`' output of each seed)."""
+    return paired_difference([r["merged-per-tensor"]["val_loss"] for r in per_seed],
+                             [r["separate-per-tensor"]["val_loss"] for r in per_seed])
 
 
 SUITE = Suite(
