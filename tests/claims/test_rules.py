@@ -74,6 +74,17 @@ def test_beyond_delta_on_the_opposite_side_needs_a_longer_run_to_contradict():
     # Opposite to the claim but not beyond δ: not reproduced, never contradicted.
     near = decide(RULE, Estimate(0.6, 0.3, 0.9, 6), fair_arms=True, longer_run_agrees=True)
     assert near.verdict == NOT_REPRODUCED and "would be" not in near.reason
+    assert found.would_contradict and not near.would_contradict
+
+
+def test_a_longer_run_counts_for_its_own_part_only():
+    opposite = Estimate(1.5, 1.2, 1.8, 6)
+    both = decide_parts([(RULE, opposite), (RULE, opposite)], fair_arms=True,
+                        longer_run_agrees=[True, False])
+    assert [d.verdict for d in both] == [CONTRADICTED, NOT_REPRODUCED]
+    assert both[1].would_contradict and not both[0].would_contradict
+    with pytest.raises(ValueError, match="2 flags for 1 parts"):
+        decide_parts([(RULE, opposite)], longer_run_agrees=[True, False])
 
 
 def test_too_few_seeds_or_no_interval_is_inconclusive():
