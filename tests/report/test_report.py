@@ -357,13 +357,53 @@ def test_ffn_figures_draw_the_compared_arms_not_the_trend_or_sensitivity_runs(bu
     runs = doc["suites"]["ffn"]["runs"]
     data = summary_from_dict(doc["suites"]["ffn"]["summary"], "ffn").data
     size = ffn.SIZES["tiny"]
-    # The document holds every training run: the arms, the sensitivity re-runs (gpt2 init) and
-    # the scale-trend width ...
-    assert {r["init"] for r in runs} == {"fan_in", "gpt2"}
-    assert {r["d_model"] for r in runs} == {size.d_model, *size.trend_widths}
-    # ... and the figures draw one run per arm and seed of the comparison only.
-    kept = _compared_runs(data, runs)
-    assert sorted((r["arm"], r["seed"]) for r in kept) == sorted((arm, 0) for arm in ffn.ARMS)
+    # At tiny the document holds the graded arms' runs only ...
+    assert {r["init"] for r in runs} == {"fan_in"}
+    assert {r["d_model"] for r in runs} == {size.d_model}
+    compared = sorted((arm, 0) for arm in ffn.GRADED_ARMS)
+    assert sorted((r["arm"], r["seed"]) for r in _compared_runs(data, runs)) == compared
+    # ... and beside the full size's sensitivity re-runs (gpt2 init), its scale-trend widths and
+    # an arm this summary does not hold, the figures still draw one run per arm and seed of
+    # the comparison only.
+    relu = next(r for r in runs if r["arm"] == "relu")
+    extra = [{**relu, "init": "gpt2"}, {**relu, "d_model": size.d_model // 2},
+             {**relu, "arm": "gelu"}]
+    kept = _compared_runs(data, runs + extra)
+    assert sorted((r["arm"], r["seed"]) for r in kept) == compared
+
+
+def test_a_tiny_report_names_what_runs_at_full_only(built, tmp_path, capsys):
+    """`blocklab report --tiny` from the stored tiny runs: each suite's section names the arms
+    no registered rule grades as run at --size full only, the claims say so where they would
+    have shown them, and nothing of theirs is drawn or tabled."""
+    from blocklab.experiments.suites import ffn, position
+
+    _, doc, _ = built
+    out = tmp_path / "out"
+    assert main(["report", "--tiny", "--no-run", "--results", doc["generated"]["results"],
+                 "--out", str(out), "--lang", "en"]) in (0, 1)
+    capsys.readouterr()
+    text = (out / "index.html").read_text(encoding="utf-8")
+    for words in ("the gelu, reglu and bilinear arms", "the sensitivity re-runs",
+                  "the kernel runs", "sandwich norm in part (b)",
+                  "the learned and sinusoidal arms", "relative-position error by dtype",
+                  "Depth trend: at --size full only"):
+        assert words in text, words
+    assert text.count("Run at --size full only (") == 4  # one note per suite that left runs out
+    data = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    assert data["figure_errors"] == {}
+    suites = data["suites"]
+    assert set(suites["ffn"]["summary"]["data"]["arms"]) == set(ffn.GRADED_ARMS)
+    for table in suites["ffn"]["summary"]["tables"]:
+        assert not {"gelu", "reglu", "bilinear"} & {str(row[0]) for row in table["rows"]}
+    assert set(position.REPORTED_ONLY).isdisjoint(suites["position"]["summary"]["data"]["arms"])
+    assert suites["norm-cost"]["summary"]["data"]["ratios"] == []
+    assert 'id="fig-norm_cost"' in text  # the step panel, the kernel panels say full only
+    ledger = {row["id"]: row for row in data["ledger"]}
+    assert "At --size full only (not graded): the re-runs" in ledger["C16"]["summary"]
+    assert ("At --size full only (reported, not graded): the norm's own per-kernel time "
+            "ratios") in ledger["C18"]["summary"]
+    assert "Reported beside it" not in ledger["C18"]["summary"]
 
 
 def test_a_tiny_report_says_it_is_a_smoke_test(tmp_path):

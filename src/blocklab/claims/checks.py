@@ -656,6 +656,12 @@ def c16(ctx: Context) -> Finding:
                    f"{again.lr:g} for all) the same seeds give: {shift}." if shift else "")
     sensitivity_zh = (f"在本套件早先的设置下（{again.init} 初始化，所有组共用学习率 {again.lr:g}），同样的种子"
                       f"给出：{shift}。" if shift else "")
+    if not again.rel_delta_pct:  # a size that trains only the graded arms
+        sensitivity = (" At --size full only (not graded): the re-runs under the suite's "
+                       f"earlier settings ({again.init} init, one shared lr) and the scale "
+                       "trend over widths.")
+        sensitivity_zh = (f"在早先设置下（{again.init} 初始化，共用学习率）的重跑与随宽度的规模趋势只在 "
+                          "--size full 运行（不参与判定）。")
     edges = (min(data.lr_grid), max(data.lr_grid)) if data.lr_grid else ()
     points = ", ".join(
         f"d={p.d_model}: {_ci_text(p.rel_delta_pct, 2, '%')}"
@@ -1005,23 +1011,29 @@ def c18(ctx: Context) -> Finding:
                 f"[{built.time.ci_low:.3f}, {built.time.ci_high:.3f}]。")
     delta = quality.delta
     n_seeds = len(quality.seeds)
+    if spans:
+        kernels_en = ("Reported beside it, the norm's own forward+backward time ratio per "
+                      f"implementation (range over the measured shapes): {span_text}; the "
+                      "blocklab and torch kinds pit an RMSNorm kernel against torch's C++ "
+                      "LayerNorm kernel, so they measure kernels, not the formula. ")
+        kernels_zh = (f"另列归一化本身的前向+反向时间比（按实现，所测形状上的范围）：{span_text}；blocklab 与 "
+                      "torch 两栏是 RMSNorm 内核对 torch 的 C++ LayerNorm 内核，衡量的是内核而非公式。")
+    else:  # a size that plans only the graded runs
+        kernels_en = ("At --size full only (reported, not graded): the norm's own per-kernel "
+                      "time ratios. ")
+        kernels_zh = "归一化本身的逐内核时间比（只报告、不参与判定）只在 --size full 运行。"
     return Finding(
         verdict,
         f"A whole training step with RMSNorm vs LayerNorm on this CPU: time ratio {step_text} "
         f"→ {step_part.verdict} (the page's 7% saving would be 0.93).{built_text} Quality: "
         f"paired Δ val loss "
         f"(RMS − LN) {_ci_text(delta)} nats/token over {n_seeds} seeds, equivalence within "
-        f"±{quality_part.rule.margin:g} by two one-sided tests → {quality_part.verdict}. Reported beside "
-        f"it, the norm's own forward+backward time ratio per implementation (range over the "
-        f"measured shapes): {span_text}; the blocklab and torch kinds pit an RMSNorm kernel "
-        "against torch's C++ LayerNorm kernel, so they measure kernels, not the formula. "
-        + C18_PAGE_NOTE + scale_en,
+        f"±{quality_part.rule.margin:g} by two one-sided tests → {quality_part.verdict}. "
+        + kernels_en + C18_PAGE_NOTE + scale_en,
         f"本机 CPU 上整步训练 RMSNorm 对 LayerNorm 的时间比 {step_text} → {step_part.verdict}"
         f"（页面所说的 7% 节省对应 0.93）。{built_zh}质量：配对 Δ 验证损失（RMS − LN）{_ci_text(delta)} "
         f"nats/token，{n_seeds} 个种子，按双单侧检验判断是否在 ±{quality_part.rule.margin:g} 内等价 → "
-        f"{quality_part.verdict}。另列归一化本身的前向+反向时间比（按实现，所测形状上的范围）："
-        f"{span_text}；blocklab 与 torch 两栏是 RMSNorm 内核对 torch 的 C++ LayerNorm 内核，衡量的是内核而非公式。"
-        + C18_PAGE_NOTE_ZH + scale_zh,
+        f"{quality_part.verdict}。" + kernels_zh + C18_PAGE_NOTE_ZH + scale_zh,
         {"ratio_ranges": spans, "ratios": [_ratio_row(r) for r in rows],
          "step_time": {t: _step_row(s) for t, s in steps.items()}, "quality": asdict(quality)},
         ctx.suite_command("norm-cost"), "norm_cost", parts, C18_COMBINES, C18_COMBINES_ZH)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from blocklab.experiments.suites.evaluation import AT_FULL
 from blocklab.experiments.summaries import (
     FfnData,
     Interval,
@@ -126,7 +127,7 @@ def _compared_runs(data: FfnData, runs: list[dict[str, Any]]) -> list[dict[str, 
     """The ffn runs of the compared arms: not the scale-trend widths, nor the sensitivity
     re-runs under another init and learning rate."""
     return [r for r in runs if r["d_model"] == data.size["d_model"] and r["init"] == data.init
-            and r["lr"] == data.arms[r["arm"]].lr]
+            and r["arm"] in data.arms and r["lr"] == data.arms[r["arm"]].lr]
 
 
 def fig_ffn_variants(doc: dict[str, Any]) -> bytes | None:
@@ -209,6 +210,12 @@ def fig_norm_cost(doc: dict[str, Any]) -> bytes | None:
     series = list(dict.fromkeys((r.impl.split(":")[-1], r.rows, r.threads) for r in ratios))
     for ax, pass_name, title in ((axes[0, 0], "fwd", "forward (no grad)"),
                                  (axes[0, 1], "fwdbwd", "forward + backward")):
+        if not ratios:  # a size that plans only the graded runs times no kernels
+            ax.set_axis_off()
+            ax.text(0.5, 0.5, f"{title}:\nper-kernel timings run\n{AT_FULL}",
+                    ha="center", va="center", fontsize=10, color="grey",
+                    transform=ax.transAxes)
+            continue
         for i, (kind, rows, threads) in enumerate(series):
             part = sorted((r for r in ratios if r.pass_name == pass_name and (
                 r.impl.split(":")[-1], r.rows, r.threads) == (kind, rows, threads)),
@@ -236,15 +243,15 @@ def fig_norm_cost(doc: dict[str, Any]) -> bytes | None:
                                            for k in keys], fontsize=8)
     step_ax.set_xlim(-0.8, max(len(steps) - 0.2, 0.8))
     step_ax.set_title("whole training step", fontsize=10)
-    for ax in axes.flat:
+    for ax in axes.flat if ratios else [step_ax]:
         ax.axhline(1.0, color="grey", lw=1)
         ax.axhline(0.93, color="red", ls=":", lw=1, label="page: 7% less")
         ax.grid(True, which="major", alpha=0.3)
-    for ax in axes[0, :2]:
+    for ax in axes[0, :2] if ratios else []:
         ax.set_yscale("log")  # a ratio: 0.5 and 2 are equally far from 1
         _plain_log_ticks(ax.yaxis)
-    axes[0, 0].set_ylabel("time ratio RMSNorm / LayerNorm")
-    axes[0, 0].legend(fontsize=7)
+    axes[0, 0 if ratios else 2].set_ylabel("time ratio RMSNorm / LayerNorm")
+    axes[0, 0 if ratios else 2].legend(fontsize=7)
     return _png(fig)
 
 

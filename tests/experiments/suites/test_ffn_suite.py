@@ -2,6 +2,7 @@
 zero-gradient probe, and the tiny grid end to end."""
 
 import math
+from dataclasses import replace
 
 import pytest
 import torch
@@ -22,6 +23,18 @@ TABLE_COLUMNS = {
 LRS = dict.fromkeys(ffn.ARMS, 3e-3)
 QUALITY_COLUMNS = ["arm", "ok/div/stuck", "val loss (nats) [95% CI]", "bits/byte",
                    "Δ vs relu [95% CI]", "Δ% vs relu [95% CI]", "page: gain vs ReLU"]
+
+
+@pytest.fixture
+def every_arm_tiny(monkeypatch):
+    """The tiny size with everything the full size runs (every arm, the sensitivity re-runs, a
+    trend width and the timing run), so the summary's arithmetic is checked on tiny runs."""
+    monkeypatch.setitem(ffn.SIZES, "tiny", replace(
+        ffn.SIZES["tiny"], arms=ffn.ARMS, sensitivity_arms=ffn.SENSITIVITY_ARMS, timing=True,
+        trend_widths=(16,)))
+    return ffn.SIZES["tiny"]
+
+
 @pytest.mark.parametrize("size", ["quick", "full"])
 def test_arms_hold_equal_parameters_within_one_percent(size):
     d = ffn.SIZES[size].d_model
@@ -103,8 +116,8 @@ def _fake(loss_scale, seq_len):
                       "unigram_entropy": 10.0}}
 
 
-def test_summary_equal_steps_and_equal_time_by_hand():
-    size = ffn.SIZES["tiny"]  # 5 steps
+def test_summary_equal_steps_and_equal_time_by_hand(every_arm_tiny):
+    size = every_arm_tiny  # 5 steps
     specs = ffn.plan_at("tiny", range(2), LRS)
     scale = {"relu": 1.0, "swiglu": 0.9}
     results = []
@@ -130,34 +143,46 @@ def test_summary_equal_steps_and_equal_time_by_hand():
 def test_run_ids_are_stable_and_distinct():
     first = [s.run_id for s in ffn.plan_at("quick", range(2), LRS)]
     assert first == [s.run_id for s in ffn.plan_at("quick", range(2), LRS)]
-    per_seed = len(ffn.ARMS) + len(ffn.SENSITIVITY_ARMS) + len(ffn.TREND_ARMS)  # one trend width
-    assert len(set(first)) == len(first) == per_seed * 2 + 1
+    assert len(set(first)) == len(first) == len(ffn.GRADED_ARMS) * 2  # C16's arms, relu
     assert not set(first) & {s.run_id for s in ffn.plan_at("tiny", range(2), LRS)}
+    full = [s.run_id for s in ffn.plan_at("full", range(2), LRS)]
+    per_seed = (len(ffn.ARMS) + len(ffn.SENSITIVITY_ARMS)
+                + len(ffn.TREND_ARMS) * len(ffn.SIZES["full"].trend_widths))
+    assert len(set(full)) == len(full) == per_seed * 2 + 1  # and the timing run
 
 
 def test_tiny_suite_end_to_end(tmp_path):
     suite = get_suite("ffn")
     summary = run_suite(suite, "tiny", 1, tmp_path, progress=False)
-    assert summary.runs == len(ffn.ARMS) + len(ffn.SENSITIVITY_ARMS) + len(ffn.TREND_ARMS) + 1
+    assert summary.runs == len(ffn.GRADED_ARMS)  # C16's arms and relu, no timing run
     tables = {t.title: t for t in summary.tables}
     for title, columns in TABLE_COLUMNS.items():
+        if title.startswith("Cost per step"):  # the timing run: full only
+            assert title not in tables
+            continue
         assert tables[title].columns == columns
-        assert [row[0] for row in tables[title].rows] == list(ffn.ARMS)
+        assert [row[0] for row in tables[title].rows] == list(ffn.GRADED_ARMS)
     quality = next(t for t in summary.tables if t.title.startswith("Validation loss"))
     assert quality.columns == QUALITY_COLUMNS
     data = summary.data
     assert data.seeds == 1 and data.steps == ffn.SIZES["tiny"].steps
     assert 0 < data.unigram_entropy < math.log(256)
-    assert set(data.arms) == set(ffn.ARMS)
+    assert set(data.arms) == set(ffn.GRADED_ARMS) == {"relu", "glu", "geglu", "swiglu"}
     for entry in data.arms.values():
-        assert entry.status == {"ok": 1} and entry.ms_per_step > 0
+        assert entry.status == {"ok": 1} and entry.ms_per_step is None
+        assert entry.ms_per_step_train > 0
     zero = {arm: entry.zero_grad_fraction["init"] for arm, entry in data.arms.items()}
-    assert 0.3 < zero["relu"] < 0.7 and zero["swiglu"] == 0.0 and zero["gelu"] == 0.0
+    assert 0.3 < zero["relu"] < 0.7 and zero["swiglu"] == 0.0 and zero["geglu"] == 0.0
+    # what the tiny size leaves to full is named, never shown as an empty number
+    note = next(n for n in summary.notes if n.startswith("Run at --size full only"))
+    for words in ("gelu, reglu and bilinear arms", "sensitivity re-runs", "scale trend",
+                  "timed step"):
+        assert words in note
     assert (tmp_path / "ffn" / "tiny" / "summary.json").is_file()
 
 
 def test_a_seed_offset_gives_disjoint_seeds_and_runs():
-    near, far = ffn.plan_at("quick", range(2), LRS), ffn.plan_at("quick", range(1000, 1002), LRS)
+    near, far = ffn.plan_at("full", range(2), LRS), ffn.plan_at("full", range(1000, 1002), LRS)
     trained = [s for s in far if s.arm != "timing"]  # the timing run has no seed to vary
     assert {s.payload["kind"] for s in trained} == {"train", "sensitivity", "trend"}
     assert {s.seed for s in trained} == {1000, 1001}
@@ -188,26 +213,29 @@ def test_each_arm_gets_the_lr_with_the_lowest_mean_tuning_loss():
     assert ffn.choose_lrs(size, []) == dict.fromkeys(ffn.ARMS, 3e-3)  # nothing counts: smallest
 
 
-def test_tuning_runs_every_arm_at_every_lr_on_seeds_no_evaluation_uses():
+@pytest.mark.parametrize(("name", "widths"), [
+    ("quick", ((64, ffn.GRADED_ARMS),)),  # only the arms C16 grades, at the size's own width
+    ("full", ((96, ffn.ARMS), (48, ffn.TREND_ARMS), (64, ffn.TREND_ARMS)))])
+def test_tuning_runs_every_arm_at_every_lr_on_seeds_no_evaluation_uses(name, widths):
     from blocklab.experiments.suites.base import MAX_SEEDS, TUNING_SEEDS
     from blocklab.experiments.summaries import MAX_SEED_OFFSET
 
-    size = ffn.SIZES["quick"]
-    specs = ffn.tune("quick")
-    assert len(specs) == ((len(ffn.ARMS) + len(ffn.TREND_ARMS) * len(size.trend_widths))
-                          * len(size.lr_grid) * size.tuning_seeds)
+    size = ffn.SIZES[name]
+    specs = ffn.tune(name)
+    assert len(specs) == (sum(len(arms) for _, arms in widths) * len(size.lr_grid)
+                          * size.tuning_seeds)
     assert {(s.arm, s.payload["train"]["lr"], s.payload["model"]["d_model"]) for s in specs} == {
-        (arm, lr, d) for d, arms in ((64, ffn.ARMS), (32, ffn.TREND_ARMS)) for arm in arms
-        for lr in size.lr_grid}
+        (arm, lr, d) for d, arms in widths for arm in arms for lr in size.lr_grid}
     assert min(s.seed for s in specs) == TUNING_SEEDS > MAX_SEED_OFFSET + MAX_SEEDS
     assert {s.payload["train"]["init"] for s in specs} == {"fan_in"}
     lrs = {**LRS, "swiglu": 3e-2}
-    evaluated = ffn.plan_at("quick", range(2), lrs)
+    evaluated = ffn.plan_at("full", range(2), lrs)
     swiglu = [s for s in evaluated if s.arm == "swiglu" and s.payload["kind"] == "train"]
     assert {s.payload["train"]["lr"] for s in swiglu} == {3e-2}
     again = [s for s in evaluated if s.payload["kind"] == "sensitivity"]
+    full = ffn.SIZES["full"]
     assert {(s.payload["train"]["init"], s.payload["train"]["lr"]) for s in again} == {
-        (size.sensitivity_init, size.sensitivity_lr)}
+        (full.sensitivity_init, full.sensitivity_lr)}
 
 
 def test_the_suite_evaluates_each_arm_at_the_lr_its_tuning_runs_chose(tmp_path):
@@ -226,23 +254,29 @@ def test_the_suite_evaluates_each_arm_at_the_lr_its_tuning_runs_chose(tmp_path):
         stored[(spec.arm, spec.payload["train"]["lr"])] = (
             final["val_loss"] if counts else math.inf)
     evaluated = ResultStore(tmp_path / "ffn" / "tiny")
-    for arm in ffn.ARMS:  # an independent argmin over the stored tuning results
+    assert {arm for arm, _ in stored} == set(ffn.GRADED_ARMS)  # tuned: the graded arms only
+    for arm in ffn.GRADED_ARMS:  # an independent argmin over the stored tuning results
         best = min(ffn.SIZES["tiny"].lr_grid, key=lambda lr: (stored[(arm, lr)], lr))
         assert data.arms[arm].lr == best
         run = next(s for s in ffn.plan_at("tiny", range(1), {a: best for a in ffn.ARMS})
                    if s.arm == arm and s.payload["kind"] == "train")
         assert evaluated.has(run.run_id)  # the evaluation ran at that lr
     assert len(data.lr_trials) == len(ffn.tune("tiny"))
-    assert [p.d_model for p in data.trend] == [16, 32]  # the trend width, then the suite's
-    assert data.trend[1].rel_delta_pct == data.arms["swiglu"].rel_delta_pct
-    assert set(data.sensitivity.val_loss) == set(ffn.SENSITIVITY_ARMS)
+    # the lr notes and table speak of the tuned arms only
+    edge = next((n for n in summary.notes if n.startswith("Best lr at an edge")), "")
+    assert all(f" {arm} " not in edge for arm in ("gelu", "reglu", "bilinear"))
+    assert set(data.lr_at_edge) <= set(ffn.GRADED_ARMS)
+    grid = next(t for t in summary.tables if t.title.startswith("Learning rate per arm"))
+    assert [row[0] for row in grid.rows] == list(ffn.GRADED_ARMS)
+    assert [p.d_model for p in data.trend] == [32]  # the suite's own width: no trend widths
+    assert data.trend[0].rel_delta_pct == data.arms["swiglu"].rel_delta_pct
+    assert data.sensitivity.val_loss == {} and data.sensitivity.rel_delta_pct == {}
     titles = [t.title for t in summary.tables]
-    assert any(t.startswith("Learning rate per arm") for t in titles)
-    assert any(t.startswith("Sensitivity: gpt2 init") for t in titles)
+    assert not any(t.startswith(("Sensitivity", "Scale trend")) for t in titles)
 
 
-def test_the_scale_trend_pairs_each_width_by_seed():
-    size = ffn.SIZES["tiny"]  # its own width 32 and a trend width 16
+def test_the_scale_trend_pairs_each_width_by_seed(every_arm_tiny):
+    size = every_arm_tiny  # its own width 32 and a trend width 16
     specs = ffn.plan_at("tiny", range(2), LRS)
     # swiglu is 10% better at width 32 and 5% (seed 0) / 7% (seed 1) better at width 16.
     gain = {32: {0: 0.9, 1: 0.9}, 16: {0: 0.95, 1: 0.93}}

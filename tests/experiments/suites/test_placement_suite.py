@@ -47,11 +47,15 @@ def test_xavier_pre_norm_last_layer_gradient_falls_with_depth_and_post_does_not(
     assert abs(slopes["post"]) < 0.15
 
 
-def test_training_grid_turns_clipping_off_and_uses_xavier():
-    specs = [s for s in placement.plan("quick", range(2)) if s.payload["kind"] == "train"]
-    training = placement.SIZES["quick"].training
+@pytest.mark.parametrize(("size", "cells"), [
+    ("quick", [("pre", 12), ("post", 12)]),  # the contrast C13 and C19 grade, nothing else
+    ("full", [("pre", 6), ("pre", 12), ("pre", 24), ("post", 6), ("post", 12), ("post", 24),
+              ("sandwich", 24)])])
+def test_training_grid_turns_clipping_off_and_uses_xavier(size, cells):
+    specs = [s for s in placement.plan(size, range(2)) if s.payload["kind"] == "train"]
+    training = placement.SIZES[size].training
     assert len(specs) == len(training.cells()) * len(training.warmups) * len(training.lrs) * 2
-    assert len(training.cells()) == 5  # pre and post at depths 6 and 12, sandwich at 12
+    assert training.cells() == cells
     for spec in specs:
         assert spec.payload["train"]["grad_clip"] is None
         assert spec.payload["train"]["init"] == "xavier"

@@ -24,8 +24,8 @@ def _logits(model, ids):
 
 def test_every_position_arm_changes_the_forward_output():
     ids = torch.randint(0, 256, (2, 64), generator=torch.Generator().manual_seed(0))
-    logits = {arm: _logits(_model(arm), ids) for arm in ps.arms("tiny")}
-    large = ps.arms("tiny")[2]  # learned with the larger table
+    logits = {arm: _logits(_model(arm), ids) for arm in ps.schemes("tiny")}
+    large = ps.schemes("tiny")[2]  # learned with the larger table
     for a in logits:
         for b in logits:
             if a < b and {a, b} != {"learned", large}:
@@ -54,7 +54,7 @@ def test_learned_table_past_L_is_recorded_not_raised():
     assert read["loss_beyond_L"] == {"2": ps.UNAVAILABLE}
     assert "learned table" in read["errors"]["2"]
     assert read["loss_at_L"] is not None and read["sliding"]["2"] is not None
-    large = ps.extrapolation(_model(ps.arms("tiny")[2]), val, L, (2,), n_windows=2)
+    large = ps.extrapolation(_model(ps.schemes("tiny")[2]), val, L, (2,), n_windows=2)
     assert isinstance(large["loss_beyond_L"]["2"], float)
     far = ps.finite_far_out(_model("learned"))
     assert far["float32"] is None and "exceeds learned table" in far["error"]
@@ -127,21 +127,25 @@ def test_tiny_suite_end_to_end(tmp_path):
     assert first.columns == ["arm", "1× (all positions)", "2× (p ≥ L)", "4× (p ≥ L)",
                              "sliding 4× (p ≥ L)"]
     titles = [t.title for t in summary.tables]
-    assert any("(C20)" in t for t in titles) and any("(C26)" in t for t in titles)
+    assert not any("(C20)" in t for t in titles) and any("(C26)" in t for t in titles)
+    # the arms and runs no registered rule grades are named as full only
+    note = next(n for n in summary.notes if n.startswith("Run at --size full only"))
+    assert "the learned and sinusoidal arms" in note and "relative-position error" in note
+    assert not any("cannot run past L" in n for n in summary.notes)  # no learned arm here
 
     data = summary.data
     assert data.L == L and data.eval_lengths == [m * L for m in mults]
+    assert ps.arms("tiny") == ("none", "learned-4L", "sinusoidal+scale", "rope", "alibi")
     expected = set(ps.arms("tiny")) | {f"rope+{k}" for k in ps.SCALINGS}
     assert expected <= set(data.arms)
+    assert not set(ps.REPORTED_ONLY) & set(data.arms)
     assert any(name.endswith("+ft2x") for name in data.arms)  # tiny fine-tunes too
     for name, arm in data.arms.items():
         assert set(arm.loss_beyond_L) == {"2", "4"}, name
-    assert data.arms["learned"].loss_beyond_L["2"] == ps.UNAVAILABLE
-    assert data.arms["learned"].passkey.by_length["2"] == ps.UNAVAILABLE
+        assert arm.passkey is None, name  # passkey models: full only
     assert data.arms["rope"].loss_beyond_L["4"].n == 1
     assert len(data.arms["rope"].per_position["4"].loss) == 4 * 8  # buckets of L/8
-    assert set(data.relative_error) == set(ps.RELATIVE_ERROR_DTYPES)
-    assert data.relative_error["float64"][0] == [0, 0.0]
+    assert data.relative_error == {} and data.relative_error_blocklab == {}
     assert data.finite_past_max_seq_len["rope"][0].float32 is True
     assert data.finite_past_max_seq_len["rope"][0].bfloat16 is True
     # C29: every trained arm has its order probe; C30: fine-tuned arms by scaling kind; C31:
@@ -157,6 +161,7 @@ def test_tiny_suite_end_to_end(tmp_path):
     assert data.finetune.scale == max(mults) and set(data.finetune.arms.values()) <= set(data.arms)
     cost = data.cost
     assert set(cost.schemes) == set(ps.COST_SCHEMES) and cost.repeats == 3
+    assert set(cost.params) == set(ps.PARAM_SCHEMES)  # the learned table is counted, not trained
     assert cost.params["rope"] == cost.params["none"] == cost.params["alibi"]
     assert cost.params["learned"] - cost.params["none"] == L * 32  # table rows × d_model
     for name, scheme in cost.schemes.items():
@@ -175,3 +180,37 @@ def test_quick_reads_to_16x_and_fine_tunes_ntk_and_yarn():
     assert "learned-16L" in ps.arms("quick")
     cost = [s for s in ps.plan("quick", range(1)) if s.arm == "cost"]
     assert len(cost) == 1 and cost[0].timed
+
+
+def test_full_only_runs_summarise_from_their_runs(monkeypatch):
+    """The runs the full size adds (the learned table of L, passkey models, the relative-error
+    run) read as before: a learned table cannot run past L, recorded, not a loss; the passkey
+    grid marks it unavailable there; the relative error fills the C20 table."""
+    from blocklab.experiments.suites.base import RunSpec
+
+    assert set(ps.REPORTED_ONLY) <= set(ps.arms("full")) == set(ps.schemes("full"))
+    full = ps.plan("full", range(1))
+    assert {s.arm for s in full} >= {*ps.schemes("full"), "relative_error", "cost"}
+    assert {s.arm for s in full if s.payload["kind"] == "passkey"} == {
+        f"passkey:{a}" for a in ps.schemes("full")}
+    monkeypatch.setitem(ps.SIZES, "tiny", {**ps.SIZES["tiny"], "passkey": {
+        "steps": 3, "batch_size": 2, "lr": 3e-3, "n": 2, "depths": (0.1, 0.9)}})
+
+    def spec(label, arm):
+        return RunSpec(label, arm, 0, {}, lambda progress: {})
+
+    results = [(spec("learned seed 0", "learned"), ps._train_and_read("tiny", "learned", 0, False)),
+               (spec("passkey learned seed 0", "passkey:learned"),
+                ps._passkey_run("tiny", "learned", 0, False)),
+               (spec("rope relative-position error", "relative_error"), ps._relative_error_run())]
+    summary = ps.summarise("tiny", range(1), results)
+    learned = summary.data.arms["learned"]
+    assert learned.loss_beyond_L["2"] == ps.UNAVAILABLE
+    assert learned.passkey.by_length["2"] == ps.UNAVAILABLE
+    assert set(summary.data.relative_error) == set(ps.RELATIVE_ERROR_DTYPES)
+    assert summary.data.relative_error["float64"][0] == [0, 0.0]
+    assert any("(C20)" in t.title for t in summary.tables)
+    assert any("cannot run past L" in n for n in summary.notes)
+    note = next(n for n in summary.notes if n.startswith("Run at --size full only"))
+    assert "the sinusoidal arm (" in note and "the learned" not in note  # read: not named
+    assert "relative-position error" not in note

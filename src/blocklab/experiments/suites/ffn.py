@@ -19,7 +19,13 @@ Each arm trains at its own learning rate: the tuning stage runs every arm at eve
 the rate with the lowest mean final validation loss is the arm's. A choice at the edge of the
 grid is flagged. Sensitivity: relu, gelu and swiglu run again on the evaluation seeds at the
 old settings (gpt2 init, one shared lr), so the summary shows how much of a difference those
-choices made.
+choices made. Scale trend: relu and swiglu are also tuned and trained at other widths.
+
+What each size runs (`blocklab.experiments.suites.evaluation`): at --size tiny and --size quick
+the suite plans only the runs a registered rule grades. C16 grades swiglu, geglu and glu
+against relu, so those sizes tune and train relu, glu, geglu and swiglu at their own width and
+nothing else; gelu, reglu, bilinear, the sensitivity re-runs, the scale-trend widths and the
+timing run below (reported in tables only) run at --size full, and the summary names them.
 
 Two extra measurements ride along:
 
@@ -66,6 +72,7 @@ from blocklab.experiments.suites.base import (
     paired_difference,
     torch_threads,
 )
+from blocklab.experiments.suites.evaluation import FINAL_EVAL_FRACTION, full_only, listed
 from blocklab.experiments.summaries import (
     FfnArm,
     FfnData,
@@ -86,6 +93,11 @@ DATA = "stdlib"
 # these figures are written; tables, captions, the summary and claim C16 read them from here.
 PAGE_GAIN_PCT: dict[str, tuple[float, float]] = {"glu": (0.5, 0.5), "geglu": (1.0, 1.0),
                                                  "swiglu": (1.0, 2.0)}
+# The arms C16 grades (the page's gains over ReLU) and their baseline: all that the tiny and
+# quick sizes train.
+GRADED_ARMS = tuple(arm for arm in ARMS if arm == BASELINE or arm in PAGE_GAIN_PCT)
+SENSITIVITY_ARMS = ("relu", "gelu", "swiglu")
+TREND_ARMS = ("relu", "swiglu")
 
 
 def page_gain_text(arm: str) -> str:
@@ -121,27 +133,39 @@ class Size:
     # can say whether SwiGLU's effect grows or shrinks with model size.
     trend_widths: tuple[int, ...] = ()
     precision: str = "fp32"  # every model's (`TrainConfig.precision`); set by `--precision`
+    # The arms tuned and trained at the size's own width, those trained again under the
+    # sensitivity settings, and whether every arm's step is timed: all of them at full, only
+    # what C16 grades at tiny and quick (`evaluation.graded_only`).
+    arms: tuple[str, ...] = ARMS
+    sensitivity_arms: tuple[str, ...] = SENSITIVITY_ARMS
+    timing: bool = True
+    # The validation fraction every run scores at its end (`evaluation.FINAL_EVAL_FRACTION`).
+    final_eval_fraction: float = 0.0
 
 
 SIZES = {
+    # tiny and quick: C16's arms and relu only, at the size's own width (no sensitivity
+    # re-runs, no trend widths, no timing run): what a registered rule grades.
     "tiny": Size(d_model=32, n_layers=1, n_heads=2, seq_len=32, batch_size=4, steps=5,
                  lr_grid=(1e-3, 3e-3, 1e-2), tuning_seeds=1, warmup_steps=0, eval_every=0,
-                 eval_batches=1, timing_steps=2, timing_rounds=1, trend_widths=(16,)),
+                 eval_batches=1, timing_steps=2, timing_rounds=1, arms=GRADED_ARMS,
+                 sensitivity_arms=(), timing=False,
+                 final_eval_fraction=FINAL_EVAL_FRACTION["tiny"]),
     # 15-18 s a run on one core of the 2-core reference machine. Under fan_in init every arm
     # tried so far was best at 1e-2 of {1e-3, 3e-3, 1e-2, 3e-2} (seed 0), so the grid is
     # centred there.
     "quick": Size(d_model=64, n_layers=2, n_heads=4, seq_len=64, batch_size=16, steps=400,
                   lr_grid=(3e-3, 1e-2, 3e-2), tuning_seeds=1, warmup_steps=20, eval_every=25,
-                  eval_batches=8, timing_steps=10, timing_rounds=3, trend_widths=(32,)),
+                  eval_batches=8, timing_steps=10, timing_rounds=3, arms=GRADED_ARMS,
+                  sensitivity_arms=(), timing=False,
+                  final_eval_fraction=FINAL_EVAL_FRACTION["quick"]),
     # Hours: 7 arms × 8 seeds plus 7 × 3 × 2 tuning runs, an estimated 6 minutes each on one
     # core.
     "full": Size(d_model=96, n_layers=3, n_heads=4, seq_len=128, batch_size=16, steps=1500,
                  lr_grid=(3e-3, 1e-2, 3e-2), tuning_seeds=2, warmup_steps=75, eval_every=50,
                  eval_batches=16, timing_steps=20, timing_rounds=5, sensitivity_lr=2e-3,
-                 trend_widths=(48, 64)),
+                 trend_widths=(48, 64), final_eval_fraction=FINAL_EVAL_FRACTION["full"]),
 }
-SENSITIVITY_ARMS = ("relu", "gelu", "swiglu")
-TREND_ARMS = ("relu", "swiglu")
 
 
 def ffn_width(arm: str, d_model: int) -> int:
@@ -171,7 +195,8 @@ def train_config(size: Size, seed: int, lr: float, init: str | None = None):
     return TrainConfig(steps=size.steps, batch_size=size.batch_size, seq_len=size.seq_len,
                        lr=lr, warmup_steps=size.warmup_steps, eval_every=size.eval_every,
                        eval_batches=size.eval_batches, log_every=50, seed=seed, threads=1,
-                       init=init or size.init, precision=size.precision)
+                       init=init or size.init, precision=size.precision,
+                       final_eval_fraction=size.final_eval_fraction)
 
 
 def param_count(arm: str, size: Size, d_model: int | None = None) -> int:
@@ -290,9 +315,9 @@ def _train_spec(kind: str, arm: str, size: Size, seed: int, lr: float, init: str
 
 
 def _widths(size: Size) -> list[tuple[int, tuple[str, ...]]]:
-    """(d_model, arms) of every width the size trains: its own with every arm, then each
-    scale-trend width with the trend arms."""
-    return [(size.d_model, ARMS), *((w, TREND_ARMS) for w in size.trend_widths)]
+    """(d_model, arms) of every width the size trains: its own with the size's arms, then
+    each scale-trend width with the trend arms."""
+    return [(size.d_model, size.arms), *((w, TREND_ARMS) for w in size.trend_widths)]
 
 
 def _size(size_name: str, precision: str) -> Size:
@@ -300,8 +325,8 @@ def _size(size_name: str, precision: str) -> Size:
 
 
 def tune(size_name: str, precision: str = "fp32") -> list[RunSpec]:
-    """The tuning stage: every arm at every lr of the grid, on the tuning seeds, at every
-    width the size trains."""
+    """The tuning stage: every arm the size trains at every lr of the grid, on the tuning
+    seeds, at every width the size trains."""
     size = _size(size_name, precision)
     return [_train_spec("tune", arm, size, seed, lr, size.init,
                         f"ffn tune {arm}" + ("" if d == size.d_model else f" d={d}")
@@ -338,12 +363,12 @@ def choose_lrs(size: Size, trials: list[LrTrial], d_model: int | None = None,
 
 
 def plan(size_name: str, seeds: range, tuned: Results, precision: str = "fp32") -> list[RunSpec]:
-    """The evaluation runs: every arm at its tuned lr on `seeds`, the sensitivity arms at the
-    earlier shared settings, the scale-trend arms at their widths' tuned lrs, and one timing
-    run; every model trained in `precision`."""
+    """The evaluation runs: every arm of the size at its tuned lr on `seeds`, the sensitivity
+    arms at the earlier shared settings, the scale-trend arms at their widths' tuned lrs, and
+    one timing run (the last three at full only); every model trained in `precision`."""
     size = SIZES[size_name]
     trials = lr_trials(tuned)
-    return plan_at(size_name, seeds, choose_lrs(size, trials),
+    return plan_at(size_name, seeds, choose_lrs(size, trials, arms=size.arms),
                    {w: choose_lrs(size, trials, w, TREND_ARMS) for w in size.trend_widths},
                    precision)
 
@@ -355,25 +380,27 @@ def plan_at(size_name: str, seeds: range, lrs: dict[str, float],
     same as `lrs`)."""
     size = _size(size_name, precision)
     specs = [_train_spec("train", arm, size, seed, lrs[arm], size.init, f"ffn {arm} seed {seed}")
-             for arm in ARMS for seed in seeds]
+             for arm in size.arms for seed in seeds]
     specs += [_train_spec("sensitivity", arm, size, seed, size.sensitivity_lr,
                           size.sensitivity_init,
                           f"ffn {arm} {size.sensitivity_init} lr {size.sensitivity_lr:g} "
                           f"seed {seed}")
-              for arm in SENSITIVITY_ARMS for seed in seeds]
+              for arm in size.sensitivity_arms for seed in seeds]
     for d in size.trend_widths:
         chosen = (trend_lrs or {}).get(d, lrs)
         specs += [_train_spec("trend", arm, size, seed, chosen[arm], size.init,
                               f"ffn {arm} d={d} seed {seed}", d)
                   for arm in TREND_ARMS for seed in seeds]
-    timing_payload = {"suite": "ffn", "kind": "timing", "arms": list(ARMS),
-                      "models": [model_config(arm, size).to_dict() for arm in ARMS],
+    if not size.timing:
+        return specs
+    timing_payload = {"suite": "ffn", "kind": "timing", "arms": list(size.arms),
+                      "models": [model_config(arm, size).to_dict() for arm in size.arms],
                       "batch_size": size.batch_size, "seq_len": size.seq_len,
                       "steps": size.timing_steps, "rounds": size.timing_rounds}
     if precision != "fp32":  # float32 ids stay those of the runs made before precision existed
         timing_payload["precision"] = precision
     specs.append(RunSpec("ffn timing", "timing", 0, timing_payload,
-                         lambda progress: time_arms(size), timed=True))
+                         lambda progress: time_arms(size, size.arms), timed=True))
     return specs
 
 
@@ -406,8 +433,9 @@ def _fmt(value: float | None, digits: int = 4) -> str:
 def summarise(size_name: str, seeds: range, results: list[tuple[RunSpec, dict[str, Any]]]
               ) -> Summary:
     size = SIZES[size_name]
-    by_arm: dict[str, list[dict[str, Any]]] = {arm: [{}] * len(seeds) for arm in ARMS}
-    again: dict[str, list[dict[str, Any]]] = {arm: [{}] * len(seeds) for arm in SENSITIVITY_ARMS}
+    by_arm: dict[str, list[dict[str, Any]]] = {arm: [{}] * len(seeds) for arm in size.arms}
+    again: dict[str, list[dict[str, Any]]] = {arm: [{}] * len(seeds)
+                                              for arm in size.sensitivity_arms}
     timing: dict[str, Any] = {}
     tuned: Results = []
     trend_runs: dict[tuple[int, str], list[dict[str, Any]]] = {}
@@ -426,9 +454,9 @@ def summarise(size_name: str, seeds: range, results: list[tuple[RunSpec, dict[st
         else:
             by_arm[spec.arm][seeds.index(spec.seed)] = result
     trials = lr_trials(tuned)
-    lrs = choose_lrs(size, trials)
+    lrs = choose_lrs(size, trials, arms=size.arms)  # only the arms the size tuned
     edges = (min(size.lr_grid), max(size.lr_grid))
-    lr_at_edge = [arm for arm in ARMS if lrs[arm] in edges]
+    lr_at_edge = [arm for arm in size.arms if lrs[arm] in edges]
 
     def val(result: dict[str, Any]) -> float | None:
         return result["final"]["val_loss"] if _counts(result) else None
@@ -449,7 +477,7 @@ def summarise(size_name: str, seeds: range, results: list[tuple[RunSpec, dict[st
     base_vals = [val(r) for r in by_arm[BASELINE]]
     base_equal = [equal_time(BASELINE, r) for r in by_arm[BASELINE]]
     arms: dict[str, FfnArm] = {}
-    for arm in ARMS:
+    for arm in size.arms:
         runs = by_arm[arm]
         vals = [val(r) for r in runs]
         rel = [100 * (a - b) / b if a is not None and b is not None else None
@@ -542,7 +570,7 @@ def summarise(size_name: str, seeds: range, results: list[tuple[RunSpec, dict[st
         [[arm, *(_fmt(_mean_or_none([t.val_loss for t in trials if t.arm == arm
                                      and t.lr == lr and t.d_model == size.d_model]), 4)
                  for lr in size.lr_grid),
-          f"{lrs[arm]:g}" + (" (grid edge)" if arm in lr_at_edge else "")] for arm in ARMS],
+          f"{lrs[arm]:g}" + (" (grid edge)" if arm in lr_at_edge else "")] for arm in size.arms],
         f"{size.tuning_seeds} tuning seed(s) ({', '.join(map(str, tuning_seeds))}), disjoint "
         "from the evaluation seeds; each arm is then evaluated at its own chosen lr. '—' marks "
         "an lr at which a tuning run did not count (diverged, stuck or above the unigram "
@@ -562,7 +590,7 @@ def summarise(size_name: str, seeds: range, results: list[tuple[RunSpec, dict[st
          f"Δ% vs relu, {size.sensitivity_init} + lr {size.sensitivity_lr:g}", "val loss"],
         [[arm, _delta_cell(arm, arms[arm].rel_delta_pct, 2), format_level(arms[arm].val_loss, 4),
           _delta_cell(arm, sensitivity.rel_delta_pct[arm], 2),
-          format_level(sensitivity.val_loss[arm], 4)] for arm in SENSITIVITY_ARMS],
+          format_level(sensitivity.val_loss[arm], 4)] for arm in size.sensitivity_arms],
         "The same evaluation seeds under both settings; Δ% paired by seed against relu under "
         "the same settings. A difference that changes sign or size between the two columns is "
         "an artefact of initialisation or learning rate, not of the FFN.")
@@ -581,6 +609,10 @@ def summarise(size_name: str, seeds: range, results: list[tuple[RunSpec, dict[st
     if lr_at_edge:
         notes.append("Best lr at an edge of the grid (the optimum may lie beyond it): "
                      + ", ".join(f"{arm} {lrs[arm]:g}" for arm in lr_at_edge) + ".")
+    left_out = _left_out(size)
+    if left_out:
+        notes.append(full_only(left_out, "C16 grades swiglu, geglu and glu against relu at "
+                                         "equal steps and tokens; nothing else here is graded"))
     data = FfnData(arms=arms, seeds=len(seeds), steps=size.steps, init=size.init,
                    lr_grid=list(size.lr_grid), lr_trials=trials, lr_at_edge=lr_at_edge,
                    sensitivity=sensitivity, trend=trend, trend_change=trend_change,
@@ -589,9 +621,29 @@ def summarise(size_name: str, seeds: range, results: list[tuple[RunSpec, dict[st
                    page=dict(PAGE_GAIN_PCT),
                    equal_time_ms=None if fastest is None else fastest * size.steps,
                    size=asdict(size))
-    return Summary("ffn", size_name, len(seeds),
-                   [widths, grid, quality, trend_table, init_table, clock, zeros],
+    tables = [widths, grid, quality, trend_table if size.trend_widths else None,
+              init_table if size.sensitivity_arms else None, clock if size.timing else None,
+              zeros]
+    return Summary("ffn", size_name, len(seeds), [t for t in tables if t is not None],
                    notes, data, first_seed=seeds.start)
+
+
+def _left_out(size: Size) -> list[str]:
+    """What the full size runs and `size` does not, in words (the summary's note)."""
+    full = SIZES["full"]
+    out = []
+    missing = [arm for arm in ARMS if arm not in size.arms]
+    if missing:
+        out.append(f"the {listed(missing)} arm{'s' if len(missing) > 1 else ''}")
+    if set(size.sensitivity_arms) < set(full.sensitivity_arms):
+        out.append(f"the sensitivity re-runs ({full.sensitivity_init} init, one shared lr) of "
+                   f"{listed(full.sensitivity_arms)}")
+    if not size.trend_widths and full.trend_widths:
+        out.append(f"the scale trend of {listed(TREND_ARMS)} at other widths (d_model "
+                   f"{listed([str(w) for w in full.trend_widths])} at full)")
+    if not size.timing and full.timing:
+        out.append("the timed step of every arm and the loss at equal wall-clock")
+    return out
 
 
 def _trend(size: Size, seeds: range, trials: list[LrTrial], arms: dict[str, FfnArm],

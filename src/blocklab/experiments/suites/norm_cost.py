@@ -18,6 +18,12 @@ The page says RMSNorm needs "about 7% less compute" than LayerNorm at nearly the
     quality    trainer runs of the same two models on stdlib, paired by seed; the paired Δ val
                loss is judged against an equivalence margin.
 
+What each size runs (`blocklab.experiments.suites.evaluation`): at --size tiny and --size quick
+the suite plans only the runs a registered rule grades. C18 grades the training step (the
+like-for-like path of the step run) and the quality runs, so those sizes plan the step run and
+the quality runs; the kernel runs (reported beside C18, not graded) run at --size full, and
+the summary says so.
+
 Implementations (the RMSNorm and LayerNorm of one row share a "kind", and ratios compare within
 a kind, so an implementation detail is never credited to the normalisation):
 
@@ -61,6 +67,7 @@ from blocklab.experiments.suites.base import (
     paired_difference,
     torch_threads,
 )
+from blocklab.experiments.suites.evaluation import FINAL_EVAL_FRACTION, full_only
 from blocklab.experiments.summaries import (
     CompileTime,
     Interval,
@@ -82,31 +89,29 @@ EQUIVALENCE_MARGIN = 0.02
 BOOTSTRAP_SAMPLES = 2000
 BOOTSTRAP_SEED = 0
 
-# Each size: kernel shapes (d, rows), timed repeats, whether the torch.compile'd implementations
-# are included (a cold compile takes ~3 s per implementation and shape on this 2-core machine,
-# too long for a smoke test), CPU threads for the timing runs, the length of one timed block;
-# the step-time model; the quality runs.
+# Each size: CPU threads for the timing runs; the kernel runs (None: not at this size, see the
+# module's docstring): kernel shapes (d, rows), timed repeats, whether the torch.compile'd
+# implementations are included (a cold compile takes ~3 s per implementation and shape on this
+# 2-core machine), the length of one timed block; the step-time model; the quality runs.
 SIZES: dict[str, dict[str, Any]] = {
     "tiny": {
-        "shapes": [(64, 256), (256, 256)], "repeats": 3, "compile": False, "threads": [1],
-        "block_s": 0.002,
+        "threads": [1], "kernels": None,
         "step": {"d_model": 32, "n_layers": 2, "seq_len": 32, "batch_size": 4, "repeats": 3,
                  "warmup": 1},
         "quality": {"d_model": 32, "n_layers": 2, "seq_len": 32, "batch_size": 4, "steps": 8,
                     "lr": 3e-3, "warmup_steps": 2, "eval_batches": 1},
     },
     "quick": {
-        "shapes": [(64, 1024), (256, 1024), (1024, 1024), (4096, 1024), (64, 8192),
-                   (256, 8192), (1024, 8192)],
-        "repeats": 12, "compile": True, "threads": [1], "block_s": 0.01,
+        "threads": [1], "kernels": None,
         "step": {"d_model": 128, "n_layers": 4, "seq_len": 128, "batch_size": 8, "repeats": 12,
                  "warmup": 2},
         "quality": {"d_model": 64, "n_layers": 2, "seq_len": 128, "batch_size": 16,
                     "steps": 400, "lr": 3e-3, "warmup_steps": 20, "eval_batches": 16},
     },
     "full": {
-        "shapes": [(d, rows) for rows in (1024, 8192) for d in (64, 256, 1024, 4096)],
-        "repeats": 30, "compile": True, "threads": [1, 2], "block_s": 0.02,
+        "threads": [1, 2],
+        "kernels": {"shapes": [(d, rows) for rows in (1024, 8192) for d in (64, 256, 1024, 4096)],
+                    "repeats": 30, "compile": True, "block_s": 0.02},
         "step": {"d_model": 256, "n_layers": 6, "seq_len": 256, "batch_size": 16, "repeats": 30,
                  "warmup": 3},
         "quality": {"d_model": 128, "n_layers": 4, "seq_len": 128, "batch_size": 32,
@@ -472,26 +477,28 @@ def _quality_configs(size: str, norm: str, seed: int):
     mc = _model_config(norm, q["d_model"], q["n_layers"], q["seq_len"])
     tc = TrainConfig(steps=q["steps"], batch_size=q["batch_size"], seq_len=q["seq_len"],
                      lr=q["lr"], warmup_steps=q["warmup_steps"], eval_batches=q["eval_batches"],
-                     eval_every=0, log_every=0, seed=seed, threads=1)
+                     eval_every=0, log_every=0, seed=seed, threads=1,
+                     final_eval_fraction=FINAL_EVAL_FRACTION[size])
     return mc, tc
 
 
 def plan(size: str, seeds: range) -> list[RunSpec]:
-    """Kernel runs (one per shape and thread count), one step-time run per thread count, then
-    the quality runs (rmsnorm and layernorm × seeds)."""
+    """Kernel runs (one per shape and thread count, at full only), one step-time run per
+    thread count, then the quality runs (rmsnorm and layernorm × seeds)."""
     config = SIZES[size]
+    kernels = config["kernels"] or {"shapes": []}
     specs = []
     for threads in config["threads"]:
-        for d, rows in config["shapes"]:
-            compile = config["compile"]
+        for d, rows in kernels["shapes"]:
+            compile = kernels["compile"]
             payload = {"suite": "norm-cost", "kind": "kernels", "d": d, "rows": rows,
-                       "repeats": config["repeats"], "compile": compile,
+                       "repeats": kernels["repeats"], "compile": compile,
                        "compile_cache": "fresh" if compile else None,
-                       "threads": threads, "block_s": config["block_s"]}
+                       "threads": threads, "block_s": kernels["block_s"]}
 
             def execute(progress, d=d, rows=rows, threads=threads, compile=compile):
-                return time_kernels(d, rows, repeats=config["repeats"], compile=compile,
-                                    threads=threads, block_s=config["block_s"])
+                return time_kernels(d, rows, repeats=kernels["repeats"], compile=compile,
+                                    threads=threads, block_s=kernels["block_s"])
             specs.append(RunSpec(f"kernels d={d} rows={rows} threads={threads}", "kernels", 0,
                                  payload, execute, timed=True))
         step_payload = {"suite": "norm-cost", "kind": "step", "threads": threads,
@@ -545,7 +552,8 @@ def price(spec: RunSpec, cal) -> float | None:
         if payload["compile"]:
             seconds += len(NORM_NAMES) * cal.reference_s(_COLD_COMPILE_REFERENCE_S)
             # The process's first compile, paid by a size's first kernels run.
-            firsts = {(tuple(c["shapes"][0]), c["threads"][0]) for c in SIZES.values()}
+            firsts = {(tuple(c["kernels"]["shapes"][0]), c["threads"][0])
+                      for c in SIZES.values() if c["kernels"]}
             if ((payload["d"], payload["rows"]), payload["threads"]) in firsts:
                 seconds += cal.reference_s(_INDUCTOR_WARM_REFERENCE_S)
         return seconds
@@ -643,11 +651,12 @@ def summarise(size: str, seeds: range, results: list[tuple[RunSpec, dict[str, An
                 continue
             memory_rows.append([d, rows, kind, rms.extra_saved_bytes / 1024,
                                 ln.extra_saved_bytes / 1024])
-    tables.append(Table(
-        "Saved for backward beyond the input and parameters, KiB",
-        ["d", "rows", "impl", "RMSNorm", "LayerNorm"], memory_rows,
-        "Counted exactly with torch.autograd.graph.saved_tensors_hooks (distinct storages); "
-        "the input x, also saved, is rows·d·4 bytes for every implementation."))
+    if shapes:  # no kernel runs at a size that plans only what a rule grades
+        tables.append(Table(
+            "Saved for backward beyond the input and parameters, KiB",
+            ["d", "rows", "impl", "RMSNorm", "LayerNorm"], memory_rows,
+            "Counted exactly with torch.autograd.graph.saved_tensors_hooks (distinct storages); "
+            "the input x, also saved, is rows·d·4 bytes for every implementation."))
     notes = []
     for pass_name, title in (("fwdbwd", "forward+backward"), ("fwd", "forward")):
         spans = []
@@ -672,10 +681,16 @@ def summarise(size: str, seeds: range, results: list[tuple[RunSpec, dict[str, An
         failed = [c for c in compiles if c.error]
         if failed:
             notes.append(f"torch.compile failed at {len(failed)} shape(s): {failed[0].error}")
-    if not SIZES[size]["compile"]:
+    planned = SIZES[size]["kernels"]
+    if planned is None:
+        notes.append(full_only(
+            ["the kernel runs: each implementation's forward and forward+backward time per "
+             "shape, the bytes saved for backward and torch.compile's compile times"],
+            "C18 grades the training step and the quality runs; the kernels are reported "
+            "beside them"))
+    elif not planned["compile"]:
         notes.append(f"torch.compile is not part of the {size} grid (a cold compile takes "
-                     "seconds per implementation and shape); the quick and full grids include "
-                     "it.")
+                     "seconds per implementation and shape); the full grid includes it.")
 
     step_time: dict[str, StepTime] = {}
     step_rows = []

@@ -31,6 +31,15 @@ spread log2(max / min) across the stack. "The residual path carries the gradient
 (gradient ≈ 1)" reads as a flat profile (0 at every layer). Its runs are kept apart from (b)'s
 (own arm names, own summary fields), so C19's depth trend and contrasts never see them.
 
+What each size runs (`blocklab.experiments.suites.evaluation`): at --size tiny and --size quick
+the suite plans only the runs a registered rule grades. C13 and C19 read part (b) at its
+deepest depth and highest lr, pre and post, with and without warmup, so those sizes train that
+contrast alone; the shallower depths (the depth trend), sandwich norm and the other lrs run at
+--size full, and the summary names them. C36 reads the whole deep grid (c). The gradient
+probes of (a) keep every placement at every size: C12 grades the pre-norm ones, and the post
+and sandwich probes beside them (one forward and backward each, under a core-minute together at
+quick) are the comparison C12's and C19's texts and the gradients figure read.
+
 `Summary.data` (read by the claims ledger and the report) is a
 `blocklab.experiments.summaries.PlacementData`: per placement and init a `GradientProbe` (gradient
 norms at initialisation across depth, fitted slopes with intervals over per-seed slopes, residual
@@ -57,6 +66,12 @@ from blocklab.experiments.suites.base import (
     mean_ci,
     paired_difference,
     torch_threads,
+)
+from blocklab.experiments.suites.evaluation import (
+    FINAL_EVAL_FRACTION,
+    full_only,
+    graded_only,
+    listed,
 )
 from blocklab.experiments.summaries import (
     DeepEffect,
@@ -109,6 +124,8 @@ class Training:
     # Placements trained at the deepest depth only (the shallower depths are there for the
     # pre/post depth trend).
     deepest_only: tuple[str, ...] = ()
+    # The validation fraction every run scores at its end (`evaluation.FINAL_EVAL_FRACTION`).
+    final_eval_fraction: float = 0.0
 
     def cells(self) -> list[tuple[str, int]]:
         """(placement, depth) pairs of the grid."""
@@ -129,27 +146,31 @@ SIZES = {
         Probe(d_model=32, n_heads=2, depths=(2, 4), seq_len=16, batch_size=2),
         Training(d_model=32, n_heads=2, depths=(2,), warmups=(0, 2), lrs=(3e-3,),
                  placements=("pre", "post"), seq_len=16, batch_size=2, steps=5,
-                 stuck_patience=None, eval_every=0, eval_batches=1, log_every=1),
+                 stuck_patience=None, eval_every=0, eval_batches=1, log_every=1,
+                 final_eval_fraction=FINAL_EVAL_FRACTION["tiny"]),
         Training(d_model=16, n_heads=2, depths=(4,), warmups=(0, 2), lrs=(3e-3,),
                  placements=("pre", "post"), seq_len=16, batch_size=2, steps=5,
-                 stuck_patience=None, eval_every=0, eval_batches=1, log_every=1)),
-    # Depths 6 and 12 (the trend) at lr 3e-3 (where post-norm without warmup was seen to stall
-    # at depth 8), sandwich at 12 only, every run to the end (no stuck test: outcomes are
-    # losses, not counts), 4 seeds so the warmup interaction has an interval. About 15 s (depth
-    # 6) and 30 s (depth 12) a training run on one core of the 2-core reference machine.
+                 stuck_patience=None, eval_every=0, eval_batches=1, log_every=1,
+                 final_eval_fraction=FINAL_EVAL_FRACTION["tiny"])),
+    # Depth 12, pre and post, at lr 3e-3 (where post-norm without warmup was seen to stall
+    # at depth 8): the contrast C13 and C19 grade, and nothing else (the depth trend and
+    # sandwich norm run at full). Every run to the end (no stuck test: outcomes are losses,
+    # not counts), 4 seeds so the warmup interaction has an interval. About 30 s a training
+    # run on one core of the 2-core reference machine.
     "quick": Size(
         Probe(d_model=64, n_heads=4, depths=(2, 4, 8, 16, 32, 64), seq_len=64, batch_size=8),
-        Training(d_model=32, n_heads=2, depths=(6, 12), warmups=(0, 100), lrs=(3e-3,),
-                 placements=("pre", "post", "sandwich"), seq_len=64, batch_size=16, steps=300,
+        Training(d_model=32, n_heads=2, depths=(12,), warmups=(0, 100), lrs=(3e-3,),
+                 placements=("pre", "post"), seq_len=64, batch_size=16, steps=300,
                  stuck_patience=None, eval_every=25, eval_batches=4,
-                 deepest_only=("sandwich",)),
+                 final_eval_fraction=FINAL_EVAL_FRACTION["quick"]),
         # C36: 48 layers (the page's "50+" is reached at full size), pre and post, 4 seeds,
         # 16 runs. A depth-48 run at seq_len 32 took 59 s for 200 steps on one core of the
         # 2-core reference machine (the other core busy), so 150 steps and seq_len 32 cost about
         # 45 s a run, 12 core-minutes in all. Warmup 50 keeps the main grid's 1/3 of the run.
         Training(d_model=32, n_heads=2, depths=(48,), warmups=(0, 50), lrs=(3e-3,),
                  placements=("pre", "post"), seq_len=32, batch_size=16, steps=150,
-                 stuck_patience=None, eval_every=25, eval_batches=4)),
+                 stuck_patience=None, eval_every=25, eval_batches=4,
+                 final_eval_fraction=FINAL_EVAL_FRACTION["quick"])),
     # Hours: (pre, post at 3 depths + sandwich at 24) × 2 warmups × 2 lrs × 5 seeds = 140
     # training runs, and the deep grid's 40 (`blocklab report --full --plan` estimates them).
     "full": Size(
@@ -157,11 +178,12 @@ SIZES = {
         Training(d_model=64, n_heads=4, depths=(6, 12, 24), warmups=(0, 100),
                  lrs=(1e-3, 3e-3), placements=("pre", "post", "sandwich"), seq_len=64,
                  batch_size=16, steps=1000, stuck_patience=None, eval_every=50, eval_batches=8,
-                 deepest_only=("sandwich",)),
+                 deepest_only=("sandwich",), final_eval_fraction=FINAL_EVAL_FRACTION["full"]),
         # C36 at 48 and 64 layers: 2 depths × 2 placements × 2 warmups × 5 seeds = 40 runs.
         Training(d_model=64, n_heads=4, depths=(48, 64), warmups=(0, 100), lrs=(3e-3,),
                  placements=("pre", "post"), seq_len=64, batch_size=16, steps=1000,
-                 stuck_patience=None, eval_every=50, eval_batches=8)),
+                 stuck_patience=None, eval_every=50, eval_batches=8,
+                 final_eval_fraction=FINAL_EVAL_FRACTION["full"])),
 }
 
 
@@ -189,7 +211,8 @@ def train_config(training: Training, warmup: int, lr: float, seed: int,
                        seq_len=training.seq_len, lr=lr, warmup_steps=warmup, grad_clip=None,
                        init="xavier", seed=seed, eval_every=training.eval_every,
                        eval_batches=training.eval_batches, stuck_patience=training.stuck_patience,
-                       log_every=training.log_every, threads=1, precision=precision)
+                       log_every=training.log_every, threads=1, precision=precision,
+                       final_eval_fraction=training.final_eval_fraction)
 
 
 # --- part (a): gradients at initialisation ------------------------------------------------------
@@ -677,10 +700,11 @@ def summarise(size_name: str, seeds: range, results: list[tuple[RunSpec, dict[st
           format_level(e.pre_grad_first_over_last_log2, 2)] for e in effects],
         "Positive interaction: leaving warmup out costs post-norm more than pre-norm. Seeds "
         "where any of the four runs failed drop out of the interaction (n shown); failures "
-        "are in the training table. Gradient ratios from the runs with warmup. Depth trend "
-        "(interaction at the deepest minus the shallowest depth, paired by seed): "
-        f"{format_ci(interaction_trend(training, seeds, by_key))} nats (positive: the need "
-        "for warmup grows with depth).")
+        "are in the training table. Gradient ratios from the runs with warmup. "
+        + (f"Depth trend (interaction at the deepest minus the shallowest depth, paired by "
+           f"seed): {format_ci(interaction_trend(training, seeds, by_key))} nats (positive: "
+           "the need for warmup grows with depth)." if len(training.depths) > 1 else
+           "Depth trend: at --size full only (this size trains one depth, the deepest)."))
     spreads = {(p.placement, p.depth, p.warmup, p.lr): p.spread_log2 for p in profiles}
     deep_table = Table(
         f"Deep stacks (C36): training {deep.steps} steps, xavier init, no gradient clipping",
@@ -731,6 +755,10 @@ def summarise(size_name: str, seeds: range, results: list[tuple[RunSpec, dict[st
         f"batch={deep.batch_size}, steps={deep.steps}, otherwise as (b); kept out of (b)'s "
         "tables, contrasts and depth trend.",
     ]
+    left_out = _left_out(size) if graded_only(size_name) else []
+    if left_out:
+        notes.append(full_only(left_out, "C13 and C19 read part (b) at its deepest depth and "
+                                         "highest lr, pre and post only"))
     data = PlacementData(
         init_gradients=gradients,
         predictions=SlopePrediction(slope_last=dict(PREDICTED_SLOPE_LAST), init="xavier",
@@ -745,6 +773,22 @@ def summarise(size_name: str, seeds: range, results: list[tuple[RunSpec, dict[st
                    [last_table, first_table, spread_table, rms_table, train_table,
                     effect_table, deep_table, deep_effect_table], notes, data,
                    first_seed=seeds.start)
+
+
+def _left_out(size: Size) -> list[str]:
+    """What the full size's part (b) trains and `size`'s does not, in words."""
+    full, training = SIZES["full"].training, size.training
+    out = []
+    if len(training.depths) < len(full.depths):
+        out.append(f"part (b)'s depth trend (depths {listed([str(d) for d in full.depths])} "
+                   "at full)")
+    missing = [p for p in full.placements if p not in training.placements]
+    if missing:
+        out.append(f"{listed(missing)} norm in part (b)")
+    if len(training.lrs) < len(full.lrs):
+        out.append(f"part (b) at more peak lrs ({listed([f'{lr:g}' for lr in full.lrs])} at "
+                   "full)")
+    return out
 
 
 def price(spec: RunSpec, cal) -> float | None:

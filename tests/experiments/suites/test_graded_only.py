@@ -1,0 +1,208 @@
+"""At --size tiny and --size quick every suite plans exactly the runs the registered rules grade
+(and what those parts need: baselines, the tuning of the trained arms, the timed runs a graded
+part reads); at --size full it plans every arm of its design.
+
+The expected runs are read off the registered parts (`blocklab.claims.registry.registered`):
+their names and metrics say which arms they compare, never the suite's plan."""
+
+import re
+from collections import Counter
+
+import pytest
+
+from blocklab.claims.registry import registered
+from blocklab.experiments.suites import ffn, get_suite, norm_cost, placement, position
+from blocklab.experiments.suites.base import seed_range
+from blocklab.experiments.suites.evaluation import graded_only
+
+GRADED_ONLY = ("tiny", "quick")
+
+
+def _seeds(name: str, size: str) -> range:
+    return seed_range(get_suite(name).default_seeds[size])
+
+
+def _plan(name: str, size: str):
+    suite = get_suite(name)
+    return suite.plan(size, _seeds(name, size), []) if suite.tune else suite.plan(
+        size, _seeds(name, size))
+
+
+def _arm_at(metric: str) -> str:
+    """The arm a band part of C21/C30 reads: its metric ends ': <arm> at <m>×'."""
+    return re.search(r": (\S+) at \d+×$", metric).group(1)
+
+
+def _each_seed_once(specs, arms, seeds):
+    assert Counter((s.arm, s.seed) for s in specs) == Counter(
+        (arm, seed) for arm in arms for seed in seeds)
+
+
+def test_only_tiny_and_quick_plan_graded_runs_only():
+    assert [size for size in ("tiny", "quick", "full") if graded_only(size)] == list(GRADED_ONLY)
+
+
+# --- ffn: C16 -------------------------------------------------------------------------------------
+def _c16_arms(size: str) -> set[str]:
+    """C16's parts are arms, each compared with the baseline its metric names."""
+    arms = set()
+    for name, rule in registered("C16", size).items():
+        baseline = re.search(r"\(val loss (\S+) − (\S+)\)/", rule.metric)
+        assert baseline.group(1) == name
+        arms |= {name, baseline.group(2)}
+    return arms
+
+
+@pytest.mark.parametrize("size", GRADED_ONLY)
+def test_ffn_tunes_and_trains_c16s_arms_and_their_baseline_only(size):
+    expected = _c16_arms(size)
+    assert expected == {"relu", "glu", "geglu", "swiglu"}
+    d = ffn.SIZES[size].d_model
+    tuning = ffn.tune(size)
+    assert {(s.arm, s.payload["model"]["d_model"]) for s in tuning} == {(a, d) for a in expected}
+    specs = _plan("ffn", size)
+    assert {s.payload["kind"] for s in specs} == {"train"}  # no sensitivity, trend nor timing
+    assert {s.payload["model"]["d_model"] for s in specs} == {d}
+    _each_seed_once(specs, expected, _seeds("ffn", size))
+
+
+def test_ffn_full_plans_every_arm_the_sensitivity_arms_the_trend_and_the_timing():
+    full = ffn.SIZES["full"]
+    specs = _plan("ffn", "full")
+    kinds = {kind: {s.arm for s in specs if s.payload["kind"] == kind}
+             for kind in ("train", "sensitivity", "trend", "timing")}
+    assert kinds == {"train": set(ffn.ARMS), "sensitivity": set(ffn.SENSITIVITY_ARMS),
+                     "trend": set(ffn.TREND_ARMS), "timing": {"timing"}}
+    assert {s.payload["model"]["d_model"] for s in specs if s.payload["kind"] == "trend"} == set(
+        full.trend_widths)
+    assert {(s.arm, s.payload["model"]["d_model"]) for s in ffn.tune("full")} == {
+        *((a, full.d_model) for a in ffn.ARMS),
+        *((a, w) for a in ffn.TREND_ARMS for w in full.trend_widths)}
+
+
+# --- norm-cost: C18 -------------------------------------------------------------------------------
+def _c18_arms(size: str) -> set[str]:
+    """The step part reads the timed step run; the quality part the two norms' runs."""
+    arms = set()
+    for rule in registered("C18", size).values():
+        if "step time" in rule.metric:
+            arms.add("step")
+        else:
+            arms |= {norm.lower() for norm in re.findall(r"RMSNorm|LayerNorm", rule.metric)}
+    return arms
+
+
+@pytest.mark.parametrize("size", GRADED_ONLY)
+def test_norm_cost_plans_the_step_and_quality_runs_only(size):
+    expected = _c18_arms(size)
+    assert expected == {"step", "rmsnorm", "layernorm"}
+    specs = _plan("norm-cost", size)
+    assert {s.arm for s in specs} == expected
+    assert [s.timed for s in specs if s.arm == "step"] == [True] * len(
+        norm_cost.SIZES[size]["threads"])
+    _each_seed_once([s for s in specs if s.arm != "step"], expected - {"step"},
+                    _seeds("norm-cost", size))
+
+
+def test_norm_cost_full_plans_the_kernel_runs_too():
+    assert {s.arm for s in _plan("norm-cost", "full")} == {"kernels", "step", "rmsnorm",
+                                                          "layernorm"}
+
+
+# --- placement: C12, C13, C19, C36 ----------------------------------------------------------------
+def _contrast(grid: str, training: placement.Training, claims: tuple[str, ...],
+              size: str) -> set[str]:
+    """The cells the deepest-depth contrast of `claims` reads: their parts name pre-norm and
+    post-norm, with and without warmup, at the deepest depth (and highest lr)."""
+    names = " ".join(name for c in claims for name in registered(c, size))
+    placements = [p for p in ("pre", "post", "sandwich") if f"{p}-norm" in names]
+    assert placements == ["pre", "post"] and "warmup" in names
+    depth, lr = max(training.depths), max(training.lrs)
+    lrs = training.lrs if grid == "deep" else (lr,)  # C36 reads every lr of its grid
+    return {f"{grid}/{p}/{depth}/{w}/{rate:g}" for p in placements for w in training.warmups
+            for rate in lrs}
+
+
+@pytest.mark.parametrize("size", GRADED_ONLY)
+def test_placement_trains_the_graded_contrasts_only(size):
+    grids = placement.SIZES[size]
+    specs = _plan("placement", size)
+    train = {s.arm for s in specs if s.arm.startswith("train/")}
+    deep = {s.arm for s in specs if s.arm.startswith("deep/")}
+    assert train == _contrast("train", grids.training, ("C13", "C19"), size)
+    assert deep == _contrast("deep", grids.deep, ("C36",), size)
+    # C12 grades the pre-norm probes; every placement's probes stay beside them (the
+    # comparison C12's and C19's texts read, one forward and backward each)
+    inits = [re.search(r"pre-norm, (\S+) init", n).group(1) for n in registered("C12", size)]
+    probes = {s.arm for s in specs if s.arm.startswith("init/")}
+    assert {f"init/pre/{i}/{d}" for i in inits for d in grids.probe.depths} <= probes
+    assert probes == {f"init/{p}/{i}/{d}" for p in grids.probe.placements
+                      for i in grids.probe.inits for d in grids.probe.depths}
+    assert {s.arm.split("/")[0] for s in specs} == {"init", "train", "deep"}
+
+
+def test_placement_full_keeps_the_depth_trend_sandwich_and_every_lr():
+    training = placement.SIZES["full"].training
+    train = {s.arm for s in _plan("placement", "full") if s.arm.startswith("train/")}
+    assert {a.split("/")[1] for a in train} == {"pre", "post", "sandwich"}
+    assert {int(a.split("/")[2]) for a in train} == set(training.depths)
+    assert len({a.split("/")[4] for a in train}) == len(training.lrs) > 1
+
+
+# --- position: C21, C29, C30, C31 -----------------------------------------------------------------
+def _position_arms(size: str) -> set[str]:
+    """C21's and C30's statements name the arm they read (a scaling or a fine-tune is read off
+    or extends the run of the longest scheme its name starts with); C29 reads the decoder
+    without positions ("none"); C31 the timed cost run."""
+    design = position.schemes(size)
+    arms = set()
+    for claim in ("C21", "C30"):
+        for rule in registered(claim, size).values():
+            read = _arm_at(rule.metric)
+            arms.add(max((a for a in design if read == a or read.startswith(a + "+")), key=len))
+    if registered("C29", size):
+        arms.add("none")
+    if registered("C31", size):
+        arms.add("cost")
+    return arms
+
+
+@pytest.mark.parametrize("size", GRADED_ONLY)
+def test_position_trains_the_graded_arms_and_times_the_cost_run_only(size):
+    expected = _position_arms(size)
+    L = max(position.SIZES[size]["mults"])
+    assert expected == {"none", f"learned-{L}L", "sinusoidal+scale", "rope", "alibi", "cost"}
+    specs = _plan("position", size)
+    assert {s.arm for s in specs} == expected  # no passkey, no relative-error run
+    assert [s.timed for s in specs if s.arm == "cost"] == [True]
+    _each_seed_once([s for s in specs if s.arm != "cost"], expected - {"cost"},
+                    _seeds("position", size))
+
+
+def test_position_full_trains_every_scheme_its_passkey_models_and_the_relative_error():
+    arms = {s.arm for s in _plan("position", "full")}
+    schemes = set(position.schemes("full"))
+    assert arms == {*schemes, *(f"passkey:{a}" for a in schemes), "cost", "relative_error"}
+
+
+# --- quantize: C32, C33 (unchanged: all of it is graded) ------------------------------------------
+@pytest.mark.parametrize("size", GRADED_ONLY)
+def test_quantize_plans_the_timing_and_quality_runs(size):
+    assert registered("C32", size) and registered("C33", size)
+    assert {s.arm for s in _plan("quantize", size)} == {"timing", "quality"}
+
+
+# --- the end-of-run evaluation --------------------------------------------------------------------
+@pytest.mark.parametrize("size", ["tiny", "quick", "full"])
+@pytest.mark.parametrize("name", ["ffn", "placement", "norm-cost", "position"])
+def test_every_training_run_scores_its_sizes_fraction_of_the_validation_split(name, size):
+    from blocklab.experiments.suites.evaluation import FINAL_EVAL_FRACTION
+
+    assert FINAL_EVAL_FRACTION == {"tiny": 0.0, "quick": 0.125, "full": 1.0}
+    suite = get_suite(name)
+    specs = [*(suite.tune(size) if suite.tune else []), *_plan(name, size)]
+    trained = [s for s in specs if "train" in s.payload and s.payload["kind"] != "cost"]
+    assert trained
+    for spec in trained:  # left out of the run's identity at 0.0, as before the field existed
+        assert spec.payload["train"].get("final_eval_fraction", 0.0) == \
+            FINAL_EVAL_FRACTION[size], spec.label
