@@ -50,7 +50,7 @@ def _all_specs(size):
     return out
 
 
-@pytest.mark.parametrize("size", ["tiny", "quick"])
+@pytest.mark.parametrize("size", ["tiny", "quick", "full"])
 def test_every_planned_run_gets_a_finite_positive_price(size):
     specs = _all_specs(size)
     calibration = _fake_calibration(specs)
@@ -60,7 +60,9 @@ def test_every_planned_run_gets_a_finite_positive_price(size):
     assert not unpriced
     # Every run kind of every suite is priced by its suite or as a training run.
     kinds = {(suite.name, spec.payload["kind"]) for suite, spec in specs}
-    assert ("placement", "init_gradients") in kinds and ("norm-cost", "kernels") in kinds
+    assert ("placement", "init_gradients") in kinds and ("norm-cost", "step") in kinds
+    if size == "full":  # the runs no rule grades run at full only
+        assert ("norm-cost", "kernels") in kinds and ("ffn", "timing") in kinds
 
 
 def test_prices_scale_linearly_with_the_calibration(tmp_path):
@@ -86,7 +88,8 @@ def test_the_schedule_has_rounds_timed_runs_alone_and_a_tail(tmp_path):
     first, second = plan.rounds  # everything with ffn's tuning runs, then ffn's evaluation
     assert len(second.untimed) == sum(1 for suite, s in specs if suite.name == "ffn"
                                       and s.payload["kind"] != "tune" and not s.timed)
-    assert len(second.timed) == 1  # the ffn timing run
+    # ffn's timing run, which no rule grades, runs at full only
+    assert len(second.timed) == sum(1 for suite, s in specs if suite.name == "ffn" and s.timed)
     assert all(s.unknown == 0 for s in plan.suites)
     fixed = sum(plan.fixed_s.values())
     assert plan.wall_s(1) == pytest.approx(plan.core_s + fixed)
@@ -98,7 +101,7 @@ def test_the_schedule_has_rounds_timed_runs_alone_and_a_tail(tmp_path):
 
 
 def test_the_final_evaluation_is_priced_by_the_tokens_it_scores():
-    from blocklab.experiments.data import final_window_count
+    from blocklab.experiments.data import FINAL_EVAL_TOKENS, final_window_count
     from blocklab.experiments.trainer import TrainConfig
 
     model = MODEL.to_dict()
@@ -113,11 +116,16 @@ def test_the_final_evaluation_is_priced_by_the_tokens_it_scores():
     prices = [estimate.training_s(model, dict(train, final_eval_fraction=f), cal)
               for f in (0.0, 0.01, 0.125, 0.5, 1.0)]
     assert prices[0] == base and all(a < b for a, b in zip(prices, prices[1:], strict=False))
-    # each chunk of batch_size × seq_len tokens is one no-grad forward at the run's shape
+    # each chunk of FINAL_EVAL_TOKENS tokens is one no-grad forward: the call's overhead once,
+    # the rest scaled by its FLOPs from the calibrated [batch, seq] forward
     windows = final_window_count(644_017, 16, 0.125, minimum=8)
     assert windows == math.ceil(0.125 * 644_017 / 16)
-    assert prices[2] - base == pytest.approx(estimate.evaluation_s(model, train, windows, 16, cal))
-    assert prices[2] - base == pytest.approx(math.ceil(windows / 4) * timing.forward_s, rel=0.01)
+    rows = FINAL_EVAL_TOKENS // 16
+    assert prices[2] - base == pytest.approx(estimate.evaluation_s(model, train, windows, 16, cal,
+                                                                   FINAL_EVAL_TOKENS))
+    chunks = math.ceil(windows / rows)
+    assert prices[2] - base < chunks * timing.call_s + (windows / 4) * timing.forward_s
+    assert prices[2] - base > chunks * timing.call_s
     # a smaller validation split passed in costs less
     assert estimate.training_s(model, dict(train, final_eval_fraction=0.125), cal,
                                val_tokens=64_000) < prices[2]

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from blocklab.claims.registry import suite_rules
 from blocklab.cli import main
 from blocklab.experiments.suites import SUITE_MODULES, base, get_suite, run_suite
 from blocklab.experiments.summaries import Interval, Summary
@@ -141,15 +142,16 @@ def test_every_suites_runs_can_be_sent_to_ray_workers():
 
 
 def test_ray_results_equal_the_in_process_results(ray_instance, tmp_path, capsys):
-    # The real ffn suite at its tiny size through the CLI: 27 tuning runs (7 arms × 3 lrs, and
-    # the 2 trend arms × 3 lrs at the trend width), then 7 arms, 3 sensitivity arms, 2 trend
-    # arms and the timing run.
+    # The real ffn suite at its tiny size through the CLI: 12 tuning runs (the 4 arms a rule
+    # grades × 3 lrs), then those 4 arms.
     assert main(["suite", "ffn", "--tiny", "--executor", "ray", "--json",
                  "--results", str(tmp_path / "ray")]) == 0
-    assert json.loads(capsys.readouterr().out)["runs"] == 13
-    run_suite(get_suite("ffn"), "tiny", 1, tmp_path / "local", progress=False)
+    assert json.loads(capsys.readouterr().out)["runs"] == 4
+    run_suite(get_suite("ffn"), "tiny", 1, tmp_path / "local", progress=False,
+              rules=suite_rules("tiny")["ffn"])
     trained = 0
-    for folder, count in (("tiny+tuning", 27), ("tiny", 14)):
+    # the 4 graded arms × 3 lrs of tuning; then those arms, planned_rules.json and summary.json
+    for folder, count in (("tiny+tuning", 12), ("tiny", 6)):
         on_ray = sorted((tmp_path / "ray" / "ffn" / folder).glob("*.json"))
         local = sorted((tmp_path / "local" / "ffn" / folder).glob("*.json"))
         assert [p.name for p in on_ray] == [p.name for p in local] and len(on_ray) == count
@@ -160,7 +162,7 @@ def test_ray_results_equal_the_in_process_results(ray_instance, tmp_path, capsys
                 assert a["final"]["val_loss"] == b["final"]["val_loss"]
                 assert a["zero_grad_fraction"] == b["zero_grad_fraction"]
                 trained += 1
-    assert trained == 27 + 12
+    assert trained == 12 + 4
 
 
 def test_killed_worker_and_raising_run_are_reported_and_a_rerun_completes_them(

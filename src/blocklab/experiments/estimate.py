@@ -505,15 +505,16 @@ def final_evaluation_s(model: dict[str, Any], train: dict[str, Any], cal,
     """`trainer.train`'s end-of-run evaluation: at each eval length, `final_window_count`
     windows (final_eval_fraction of `val_tokens`, default the calibrated corpus's validation
     split, and at least a periodic evaluation's); 0 when final_eval_fraction is 0."""
-    from blocklab.experiments.data import final_window_count
+    from blocklab.experiments.data import FINAL_EVAL_TOKENS, final_window_count
 
     fraction = train.get("final_eval_fraction", 0.0)
     if not fraction:
         return 0.0
     periodic = train.get("eval_batches", 4) * train["batch_size"]
     n_val = cal.val_tokens if val_tokens is None else val_tokens
+    batch_tokens = max(train["batch_size"] * train["seq_len"], FINAL_EVAL_TOKENS)
     return sum(evaluation_s(model, train, final_window_count(n_val, length, fraction, periodic),
-                            length, cal)
+                            length, cal, batch_tokens)
                for length in sorted({*train.get("eval_lengths", ()), train["seq_len"]}))
 
 

@@ -376,6 +376,13 @@ def standard_error(window_losses: list[float]) -> float | None:
                  / math.sqrt(n))
 
 
+def final_batch_tokens(tc: TrainConfig) -> int:
+    """Tokens per forward pass of the end-of-run evaluation (at least a training batch's)."""
+    from blocklab.experiments.data import FINAL_EVAL_TOKENS
+
+    return max(tc.batch_size * tc.seq_len, FINAL_EVAL_TOKENS)
+
+
 def _warm_up_evaluation(model: nn.Module, windows: dict[int, torch.Tensor],
                         batch_tokens: int) -> None:
     """Run `evaluate` once on each chunk shape it will meet (the full chunk and the remainder
@@ -655,7 +662,7 @@ def train(model_config: ModelConfig, train_config: TrainConfig,
             optimizer.zero_grad(set_to_none=True)
             _warm_up_evaluation(model, windows, tc.batch_size * tc.seq_len)
             if ending is not None:
-                _warm_up_evaluation(model, ending, tc.batch_size * tc.seq_len)
+                _warm_up_evaluation(model, ending, final_batch_tokens(tc))
             compile_s = time.perf_counter() - tick
         try:
             for step in range(tc.steps):
@@ -719,7 +726,7 @@ def train(model_config: ModelConfig, train_config: TrainConfig,
             scored = last_eval
             if ending is not None:
                 tick = time.perf_counter()
-                scored = evaluate(model, ending, tc.batch_size * tc.seq_len, per_window=True)
+                scored = evaluate(model, ending, final_batch_tokens(tc), per_window=True)
                 final_eval_s = time.perf_counter() - tick
         finally:
             recorder.remove()

@@ -759,6 +759,6 @@ SUITE = Suite(
     plan=plan,
     summarise=summarise,
     # Seeds are the paired quality runs; timings get their repeats instead.
-    default_seeds={"tiny": 2, "quick": 6, "full": 8},
+    default_seeds={"tiny": 2, "quick": 3, "full": 8},
     price=price,
 )
