@@ -158,6 +158,41 @@ def _ffn_arm(rel: Interval) -> FfnArm:
                   counted=3, zero_grad_fraction={"init": 0.0, "final": None}, lr=3e-3)
 
 
+def _ffn_data(swiglu, geglu, glu, lr_grid=(3e-3, 1e-2, 3e-2)) -> FfnData:
+    arms = {name: _ffn_arm(rel)
+            for name, rel in (("swiglu", swiglu), ("geglu", geglu), ("glu", glu))}
+    return FfnData(arms=arms, seeds=10, steps=100, init="fan_in", lr_grid=list(lr_grid),
+                   lr_trials=[], lr_at_edge=[], sensitivity=SENSITIVITY, trend=[],
+                   trend_change=Interval(0), warmup_steps=10, unigram_entropy=None,
+                   baseline="relu", page={}, equal_time_ms=None, size={"d_model": 64})
+
+
+@pytest.mark.parametrize(("longer", "verdict"), [
+    (None, "would be contradicted"),  # no longer run yet
+    (_ci(1.4, 1.1, 1.7), "contradicted-at-this-scale"),  # twice as long agrees
+    (_ci(0.3, -0.2, 0.8), "would be contradicted"),  # twice as long does not
+])
+def test_c16_is_contradicted_only_when_a_run_twice_as_long_agrees(tmp_path, longer, verdict):
+    worse, fine = _ci(1.5, 1.2, 1.8), _ci(-1.5, -2.0, -1.0)
+    _write(tmp_path, "ffn", _ffn_data(worse, fine, fine))
+    if longer is not None:
+        folder = tmp_path / "ffn" / "quick+x2"
+        folder.mkdir(parents=True)
+        summary = Summary("ffn", "quick", 10, [], [], _ffn_data(longer, fine, fine), runs=1)
+        (folder / "summary.json").write_text(json.dumps(summary.to_dict()))
+    (row,) = run_claims(["C16"], Context(tmp_path, "quick"))
+    swiglu = row.parts[0]
+    if verdict == "contradicted-at-this-scale":
+        assert swiglu.verdict == verdict and row.verdict == verdict
+    else:
+        assert swiglu.verdict == "not-reproduced-at-this-scale"
+        assert swiglu.reason.startswith(verdict) and swiglu.decision.would_contradict
+    # unfair arms (one lr): never contradicted, whatever the longer run says
+    _write(tmp_path, "ffn", _ffn_data(worse, fine, fine, lr_grid=(3e-3,)))
+    (row,) = run_claims(["C16"], Context(tmp_path, "quick"))
+    assert row.parts[0].verdict == "not-reproduced-at-this-scale"
+
+
 @pytest.mark.parametrize(("swiglu", "geglu", "glu", "verdict", "parts"), [
     # Every gain wholly beyond δ = 0.5% even at Holm's levels: confirmed.
     (_ci(-1.5, -2.0, -1.0, 10), _ci(-1.2, -1.5, -0.9, 10), _ci(-0.9, -1.1, -0.7, 10), "confirmed",

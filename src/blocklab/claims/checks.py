@@ -55,7 +55,7 @@ from blocklab.claims.registry import (  # noqa: F401 - the rules' names, as the 
     registered,
     rule_of,
 )
-from blocklab.claims.rules import INCONCLUSIVE, Estimate, Rule
+from blocklab.claims.rules import ALPHA, CONTRADICTED, INCONCLUSIVE, Estimate, Rule, decide
 from blocklab.experiments.summaries import (
     Interval,
     KernelRatio,
@@ -615,6 +615,23 @@ def combine_c16(parts: list[Part]) -> str:
     return settle([p.verdict for p in parts], decided)
 
 
+def c16_longer_agrees(ctx: Context, rules: dict[str, Any], fair: bool) -> dict[str, bool]:
+    """{arm: the runs of that arm and ReLU trained twice as long (`<size>+x2`) lie beyond δ
+    on the side opposite the claim too}; {} without such runs."""
+    longer = ctx.longer_summary("ffn")
+    if longer is None:
+        return {}
+    out = {}
+    for arm, rule in rules.items():
+        found = longer.data.arms.get(arm)
+        if found is None or not found.rel_delta_pct.resolved:
+            continue
+        again = decide(rule, Estimate.of(found.rel_delta_pct), ALPHA, fair_arms=fair,
+                       longer_run_agrees=True)
+        out[arm] = again.verdict == CONTRADICTED
+    return out
+
+
 @claim("C16")
 def c16(ctx: Context) -> Finding:
     summary = ctx.summary("ffn")
@@ -634,9 +651,12 @@ def c16(ctx: Context) -> Finding:
                      "val_loss": asdict(arms[arm].val_loss)}
         specs.append((arm, rules[arm], Estimate.of(rel)))
     # Fair arms: each at its own lr from the grid (tuned on seeds the CI never sees). A
-    # contradiction also needs a 2× longer run with the same sign, which no size runs yet.
-    parts = Part.decided_together(specs, fair_arms=len(data.lr_grid) >= 3,
-                                  longer_run_agrees=False)
+    # contradiction also needs the same arms trained twice as long on the same seeds to lie
+    # beyond δ on the same side (`blocklab.claims.sequential.run_longer` runs them).
+    fair = len(data.lr_grid) >= 3
+    longer = c16_longer_agrees(ctx, rules, fair)
+    parts = Part.decided_together(specs, fair_arms=fair,
+                                  longer_run_agrees=[longer.get(arm, False) for arm in page])
     verdict = combine_c16(parts)
     size = data.size
     scale = {"d_model": size.get("d_model"), "depth": size.get("n_layers"), "steps": data.steps,

@@ -74,10 +74,12 @@ class Looks:
     stopped: str = ""
     still_open: list[Wanted] = field(default_factory=list)
     errors: dict[str, str] = field(default_factory=dict)
+    longer: str = ""  # the 2× longer runs of would-be contradictions: run, or why not
 
     def to_dict(self) -> dict[str, Any]:
         return {"budget_s": self.budget_s, "planned_looks": self.planned_looks,
                 "looks": [r.to_dict() for r in self.records], "stopped": self.stopped,
+                "longer": self.longer,
                 "still_open": [vars(w) for w in self.still_open]}
 
 
@@ -191,17 +193,16 @@ def block_seconds(results: Path, size: str, blocks: dict[str, list[SeedBlock]],
 def run_looks(results: Path, size: str, names: Sequence[str], *,
               budget_s: float | None, planned_looks: int | None = None,
               run: Callable[..., dict[str, str]], workers: int,
-              echo: Callable[[str], None] = print, seed_offset: int = 0) -> Looks:
+              echo: Callable[[str], None] = print, seed_offset: int = 0,
+              executor: Any = None, progress: bool = False) -> Looks:
     """Run the first look (`run(rules=…)`: the suites at their planned seeds, the registered
     rule hashes recorded with their runs), then further looks while parts are open, at most
-    `planned_looks` of them and within `budget_s` of wall time from now.
+    `planned_looks` of them and within `budget_s` of wall time from now. Last, the parts that
+    would be contradicted get their arms trained twice as long on the same seeds
+    (`run_longer`, with `executor`), when that fits the budget too.
 
     `run(rules=…)` runs and summarises the suites (`blocklab.experiments.suites.run_suites`
     with the caller's executor and folder), returning {suite: error}."""
-    from blocklab.experiments.estimate import makespan
-    from blocklab.experiments.suites import get_suite
-    from blocklab.experiments.suites.base import add_seed_blocks, suite_dir
-
     start = time.perf_counter()
     rules = suite_rules(size)
     looks = Looks(budget_s, planned_looks)
@@ -213,38 +214,87 @@ def run_looks(results: Path, size: str, names: Sequence[str], *,
         planned = {name: _plan(results, size, name, seed_offset) for name in names
                    if name not in looks.errors}
         arms = {name: sorted({spec.arm for spec in p.specs}) for name, p in planned.items()}
-        wanted = [w for w in open_parts(rows, size, lambda s, arms=arms: arms.get(s, []))
-                  if w.suite in planned]
-        blocks = next_blocks(wanted, {s: coverage_of(p) for s, p in planned.items()},
-                             seed_offset)
-        looks.still_open = wanted
-        if not blocks:
-            looks.stopped = ("every part is decided or at its last look" if not wanted
-                             else "the open parts' arms cannot run more seeds")
-            return looks
-        if planned_looks is not None and k - 1 >= planned_looks:
-            looks.stopped = f"the budget's plan allows {planned_looks} further look(s)"
-            return looks
-        runs, seconds = block_seconds(results, size, blocks, seed_offset)
-        estimate = makespan(seconds, max(workers, 1))
-        elapsed = time.perf_counter() - start
-        if budget_s is not None and elapsed + estimate + BUILD_RESERVE_S > budget_s:
-            looks.stopped = (f"look {k + 1} ({runs} runs, about {estimate / 60:.1f} min) "
-                             f"would pass the budget of {budget_s / 60:.0f} min "
-                             f"({elapsed / 60:.1f} min spent)")
-            return looks
-        added = "; ".join(f"{s}: seeds {b.start}–{b.stop - 1} of {len(b.arms)} arm(s)"
-                          for s, bs in blocks.items() for b in bs)
-        echo(f"look {k + 1}: {len(wanted)} part(s) still open; adding {runs} run(s) "
-             f"({added}), about {estimate / 60:.1f} min")
-        for name, bs in blocks.items():
-            add_seed_blocks(suite_dir(results, get_suite(name), size, seed_offset), bs)
-        began = time.perf_counter()
-        errors = run(rules=rules)
-        looks.errors.update(errors)
-        looks.records.append(LookRecord(k + 1, blocks, runs, estimate,
-                                        time.perf_counter() - began))
+        if not _next_look(looks, rows, planned, arms, k, start, results, size, run, rules,
+                          workers, echo, seed_offset):
+            break
         k += 1
+    _check_contradictions(looks, rows, arms, start, results, size, workers, echo,
+                          seed_offset, executor, progress)
+    return looks
+
+
+def _next_look(looks: Looks, rows: Sequence[Any], planned: dict[str, Any],
+               arms: dict[str, list[str]], k: int, start: float, results: Path, size: str,
+               run: Callable[..., dict[str, str]], rules: dict[str, dict[str, str]],
+               workers: int, echo: Callable[[str], None], seed_offset: int) -> bool:
+    """Run look k + 1 if parts are open and it fits; False (with `looks.stopped` said) when
+    the design stops here."""
+    from blocklab.experiments.estimate import makespan
+    from blocklab.experiments.suites import get_suite
+    from blocklab.experiments.suites.base import add_seed_blocks, suite_dir
+
+    wanted = [w for w in open_parts(rows, size, lambda s: arms.get(s, []))
+              if w.suite in planned]
+    blocks = next_blocks(wanted, {s: coverage_of(p) for s, p in planned.items()}, seed_offset)
+    looks.still_open = wanted
+    if not blocks:
+        looks.stopped = ("every part is decided or at its last look" if not wanted
+                         else "the open parts' arms cannot run more seeds")
+        return False
+    if looks.planned_looks is not None and k - 1 >= looks.planned_looks:
+        looks.stopped = f"the budget's plan allows {looks.planned_looks} further look(s)"
+        return False
+    runs, seconds = block_seconds(results, size, blocks, seed_offset)
+    estimate = makespan(seconds, max(workers, 1))
+    elapsed = time.perf_counter() - start
+    if looks.budget_s is not None and elapsed + estimate + BUILD_RESERVE_S > looks.budget_s:
+        looks.stopped = (f"look {k + 1} ({runs} runs, about {estimate / 60:.1f} min) would "
+                         f"pass the budget of {looks.budget_s / 60:.0f} min "
+                         f"({elapsed / 60:.1f} min spent)")
+        return False
+    added = "; ".join(f"{s}: seeds {b.start}–{b.stop - 1} of {len(b.arms)} arm(s)"
+                      for s, bs in blocks.items() for b in bs)
+    echo(f"look {k + 1}: {len(wanted)} part(s) still open; adding {runs} run(s) ({added}), "
+         f"about {estimate / 60:.1f} min")
+    for name, bs in blocks.items():
+        add_seed_blocks(suite_dir(results, get_suite(name), size, seed_offset), bs)
+    began = time.perf_counter()
+    looks.errors.update(run(rules=rules))
+    looks.records.append(LookRecord(k + 1, blocks, runs, estimate,
+                                    time.perf_counter() - began))
+    return True
+
+
+def _check_contradictions(looks: Looks, rows: Sequence[Any], arms: dict[str, list[str]],
+                          start: float, results: Path, size: str, workers: int,
+                          echo: Callable[[str], None], seed_offset: int, executor: Any,
+                          progress: bool) -> None:
+    """Train the arms of would-be contradictions twice as long, if that fits the budget."""
+    from blocklab.experiments.estimate import makespan
+
+    due = would_contradict(rows, size, lambda s: arms.get(s, []))
+    if not due:
+        return
+    seconds = []
+    for name, parts in due.items():
+        blocks = {name: [SeedBlock(0, 1, sorted({a for w in parts for a in w.arms}), [])]}
+        _, each = block_seconds(results, size, blocks, seed_offset)
+        n = len(_plan(results, size, name, seed_offset).seeds)
+        seconds += [2 * s for s in each] * n  # every seed, twice the steps
+    estimate = makespan(seconds, max(workers, 1))
+    names = ", ".join(f"{w.claim} {w.part}" for ws in due.values() for w in ws)
+    elapsed = time.perf_counter() - start
+    if looks.budget_s is not None and elapsed + estimate + BUILD_RESERVE_S > looks.budget_s:
+        looks.longer = (f"due but not run: {names} would be contradicted; training their "
+                        f"arms twice as long takes about {estimate / 60:.1f} min, past the "
+                        "budget")
+        echo(looks.longer)
+        return
+    echo(f"{names} would be contradicted: training their arms twice as long on the same "
+         f"seeds, about {estimate / 60:.1f} min")
+    looks.errors.update(run_longer(results, size, due, executor=executor, progress=progress,
+                                   seed_offset=seed_offset))
+    looks.longer = f"run for {names}"
 
 
 @dataclass(frozen=True)

@@ -156,7 +156,8 @@ def run_with_budget(results: Path, size: str, budget_s: float | None, run_on, jo
                        f"{len(plan.looks)} fit")
         looks = run_looks(results, size, names, budget_s=budget_s,
                           planned_looks=plan.planned_looks, run=run, workers=workers,
-                          echo=typer.echo, seed_offset=seed_offset)
+                          echo=typer.echo, seed_offset=seed_offset, executor=run_on,
+                          progress=progress)
     except Interrupted as stopped:
         raise stop_interrupted(stopped) from None
     typer.echo(f"sequential design: {len(looks.records)} further look(s) run; stopped: "

@@ -296,3 +296,18 @@ def test_the_scale_trend_pairs_each_width_by_seed(every_arm_tiny):
     # Paired by seed: (-10 - -5) and (-10 - -7) -> mean -4: the advantage grows with size.
     assert data.trend_change.mean == pytest.approx(-4.0)
     assert small.params < large.params
+
+
+def test_the_longer_runs_double_the_training_of_the_named_arms_only():
+    seeds = range(3)
+    base = {(s.arm, s.seed): s for s in ffn.plan("quick", seeds, [])
+            if s.payload["kind"] == "train"}
+    longer = ffn.longer("quick", seeds, [], ["swiglu", "relu"])
+    assert sorted({s.arm for s in longer}) == ["relu", "swiglu"] and len(longer) == 6
+    for spec in longer:
+        short = base[(spec.arm, spec.seed)]
+        for key in ("steps", "warmup_steps", "eval_every"):
+            assert spec.payload["train"][key] == 2 * short.payload["train"][key]
+        assert spec.payload["train"]["lr"] == short.payload["train"]["lr"]
+        assert spec.payload["model"] == short.payload["model"] and spec.run_id != short.run_id
+    assert get_suite("ffn").longer is ffn.longer

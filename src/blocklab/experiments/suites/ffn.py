@@ -373,6 +373,20 @@ def plan(size_name: str, seeds: range, tuned: Results, precision: str = "fp32") 
                    precision)
 
 
+def longer(size_name: str, seeds: range, tuned: Results, arms: list[str],
+           precision: str = "fp32") -> list[RunSpec]:
+    """`arms` at their tuned lrs on `seeds`, each trained twice as long (steps, warmup and the
+    evaluation interval doubled): the check of a would-be contradiction of C16, whose parts
+    compare an arm with ReLU at equal steps."""
+    size = SIZES[size_name]
+    lrs = choose_lrs(size, lr_trials(tuned), arms=size.arms)
+    long = replace(_size(size_name, precision), steps=2 * size.steps,
+                   warmup_steps=2 * size.warmup_steps, eval_every=2 * size.eval_every)
+    return [_train_spec("train", arm, long, seed, lrs[arm], long.init,
+                        f"ffn {arm} ×2 steps seed {seed}")
+            for arm in arms if arm in lrs for seed in seeds]
+
+
 def plan_at(size_name: str, seeds: range, lrs: dict[str, float],
             trend_lrs: dict[int, dict[str, float]] | None = None,
             precision: str = "fp32") -> list[RunSpec]:
@@ -705,4 +719,4 @@ def price(spec: RunSpec, cal) -> float | None:
 SUITE = Suite("ffn", "plain vs gated FFNs at equal parameter count (C16, C17)", plan, summarise,
               # C16's registered rule needs five paired seeds (blocklab.claims.checks).
               default_seeds={"tiny": 1, "quick": 5, "full": 8}, tune=tune,
-              precisions=("fp32", "bf16"), price=price)
+              precisions=("fp32", "bf16"), price=price, longer=longer)
