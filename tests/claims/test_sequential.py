@@ -102,3 +102,20 @@ def test_a_run_adds_seeds_where_parts_are_open_and_records_the_rules(tmp_path):
     shown = c33.parts[1].to_dict()
     assert shown["rule_changed_after_data"] == "0123456789ab"
     assert "rule changed after data" in shown["reason"] and shown["rule_hash"] in shown["reason"]
+
+
+def test_a_would_be_contradiction_gets_its_arms_trained_twice_as_long(tmp_path):
+    from blocklab.claims.sequential import run_longer
+    from blocklab.experiments.suites import get_suite, run_suite
+
+    run_suite(get_suite("ffn"), "tiny", None, tmp_path, progress=False)
+    due = {"ffn": [Wanted("C16", "swiglu", "ffn", ("relu", "swiglu"), 1, 1)]}
+    assert run_longer(tmp_path, "tiny", due, executor=None, progress=False) == {}
+    longer = load_summary(tmp_path, "ffn", "tiny", longer=True)
+    short = load_summary(tmp_path, "ffn", "tiny")
+    assert longer.runs == 2 and longer.run_ids != short.run_ids
+    stored = [json.loads(p.read_text()) for p in (tmp_path / "ffn" / "tiny+x2").glob("*.json")
+              if p.name != "summary.json"]
+    assert sorted(r["run"]["arm"] for r in stored) == ["relu", "swiglu"]
+    assert all(len(r["curves"]["train_loss"]) == 2 * 5 for r in stored)  # tiny trains 5 steps
+    assert Context(tmp_path, "tiny").longer_summary("ffn").run_ids == longer.run_ids
