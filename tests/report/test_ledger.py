@@ -24,6 +24,7 @@ from blocklab.report.figures import (
 from blocklab.report.html import (
     CSS,
     budget_sentence,
+    design_words,
     evidence_cell,
     lead_and_rest,
     ledger_section,
@@ -324,3 +325,16 @@ def test_the_page_templates_escape_every_value(doc):
     assert "<script>" not in section and "&lt;script&gt;alert(1)&lt;/script&gt;" in section
     assert "<b>bold</b>" not in section and "&lt;b&gt;bold&lt;/b&gt;" in section
     assert "&amp; &#39;single&#39;" in section
+
+
+def test_the_design_sentence_says_budget_looks_runs_and_why_it_stopped():
+    design = {"budget_s": 1200.0, "workers": 2, "stopped": "every part is decided",
+              "looks": [{"runs": 6}, {"runs": 4}], "still_open": [],
+              "longer": "run for C16 swiglu"}
+    text = design_words(design, "en")
+    assert "a budget of 20 min on 2 worker processes" in text
+    assert "2 further look(s) added 10 run(s)" in text and "every part is decided" in text
+    assert "twice as long for would-be contradictions: run for C16 swiglu" in text
+    assert "still open" not in text
+    unbounded = design_words({**design, "budget_s": None, "still_open": [{}]}, "zh")
+    assert "不设上限" in unbounded and "仍有 1 个部分" in unbounded

@@ -326,6 +326,23 @@ def budget_words(budget: dict[str, Any], lang: str) -> str:
     return ("" if lang == "zh" else " ").join(out)  # Chinese sentences join without a space
 
 
+def design_words(design: dict[str, Any], lang: str) -> str:
+    """The sequential design as run (`Looks.to_dict` with the budget's plan): budget, looks,
+    runs added, why it stopped, parts still open, and the 2× longer runs."""
+    budget = design.get("budget_s")
+    shown = (t("design_unbounded", lang) if budget is None else duration(budget, lang))
+    looks = design.get("looks") or []
+    out = [t("design_budget", lang).format(
+        budget=shown, workers=design.get("workers", "?"), looks=len(looks),
+        runs=sum(look.get("runs", 0) for look in looks),
+        stopped=design.get("stopped") or "—")]
+    if design.get("still_open"):
+        out.append(t("design_open", lang).format(n=len(design["still_open"])))
+    if design.get("longer"):
+        out.append(t("design_longer", lang).format(what=design["longer"]))
+    return ("" if lang == "zh" else " ").join(out)
+
+
 def budget_rows(budget: dict[str, Any], lang: str) -> list[list[Any]]:
     """The parts the budget sentence counts, then those it cannot price, as table rows."""
     rows = [[p["claim"], p["part"], p["n"], p["seeds_needed"], p["extra_seeds"],
@@ -450,6 +467,11 @@ def _budget_words(ctx, budget: dict[str, Any]) -> str:
 
 
 @pass_context
+def _design_words(ctx, design: dict[str, Any]) -> str:
+    return design_words(design, ctx["lang"])
+
+
+@pass_context
 def _budget_rows(ctx, budget: dict[str, Any]) -> list[list[Any]]:
     return budget_rows(budget, ctx["lang"])
 
@@ -463,7 +485,8 @@ def environment() -> Environment:
     env.filters.update({"cell": _cell, "prose": prose, "estimate_words": estimate_words,
                         "rule_words": rule_words, "lead_and_rest": _lead_and_rest,
                         "line_of": _line_of, "numbers": _numbers,
-                        "budget_words": _budget_words, "budget_rows": _budget_rows,
+                        "budget_words": _budget_words,
+                        "design_words": _design_words, "budget_rows": _budget_rows,
                         "verdict_counts": verdict_counts})
     return env
 

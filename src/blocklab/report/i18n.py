@@ -117,6 +117,18 @@ STRINGS: dict[str, tuple[str, str]] = {
     "forest_caption": ("{id}: each part in its metric's units, coloured by its decision; the "
                        "key is under figure {n}.",
                        "{id}：每个部分按其指标的单位绘制，颜色表示判定；图例见图 {n}。"),
+    # the sequential design as run
+    "design_budget": ("Sequential design: a budget of {budget} on {workers} worker processes; "
+                      "the suites ran at their planned seeds (the first look), then {looks} "
+                      "further look(s) added {runs} run(s) to the arms of undecided parts; it "
+                      "stopped because {stopped}.",
+                      "序贯设计：预算 {budget}，{workers} 个工作进程；各套件先按计划的种子运行（第一次查看），"
+                      "随后 {looks} 次追加查看为尚未判定部分的各组增加了 {runs} 次运行；停止原因：{stopped}。"),
+    "design_unbounded": ("no limit", "不设上限"),
+    "design_open": ("{n} part(s) were still open when it stopped.",
+                    "停止时仍有 {n} 个部分尚未判定。"),
+    "design_longer": ("Runs twice as long for would-be contradictions: {what}.",
+                      "为可能的反驳而加倍训练长度的运行：{what}。"),
     # what more seeds would decide
     "budget_sentence": ("With about {minutes} more minutes on this machine ({workers} worker "
                         "processes), these {k} inconclusive parts would likely be decided (80% "
