@@ -22,7 +22,7 @@ from blocklab.experiments.summaries import (
     Summary,
 )
 
-DEPTH = 48
+DEPTH = 50
 
 
 def _ci(mean, low, high, n=10) -> Interval:

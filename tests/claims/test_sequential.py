@@ -119,3 +119,41 @@ def test_a_would_be_contradiction_gets_its_arms_trained_twice_as_long(tmp_path):
     assert sorted(r["run"]["arm"] for r in stored) == ["relu", "swiglu"]
     assert all(len(r["curves"]["train_loss"]) == 2 * 5 for r in stored)  # tiny trains 5 steps
     assert Context(tmp_path, "tiny").longer_summary("ffn").run_ids == longer.run_ids
+
+
+def _calibration(size, names):
+    """A calibration pricing every shape the suites ask for at fixed times (no timing)."""
+    from blocklab.experiments import estimate
+    from blocklab.experiments.suites import get_suite
+
+    requests = estimate._Requests()
+    for name in names:
+        suite = get_suite(name)
+        specs = (suite.plan(size, range(12), []) if suite.tune else suite.plan(size, range(12)))
+        estimate.price_specs([(suite, s) for s in specs], requests)
+    timing = estimate.Timing(build_s=0.01, step_s=0.02, forward_s=0.007, call_s=0.001)
+    return estimate.Calibration(seconds=0.0, timings=dict.fromkeys(requests.shapes, timing),
+                                measured=len(requests.shapes), fitted=0, speed=1.0,
+                                startup_s=3.0, worker_start_s=5.0)
+
+
+def test_the_budget_buys_seed_blocks_cheapest_first_and_the_same_plan_twice(tmp_path):
+    from blocklab.claims.sequential import BUILD_RESERVE_S, plan_budget
+
+    names = ["ffn", "position"]
+    cal = _calibration("quick", names)
+    free = plan_budget(tmp_path, "quick", names, None, workers=2, calibration=cal)
+    assert free.allowed is None and free.admits(Wanted("C16", "x", "ffn", ("relu",), 5, 10))
+    # ffn's 4 arms by 3 then 2 seeds (C16: 5, 8, 10); position's 5 by 2 then 1 (3, 5, 6)
+    assert [runs for runs, _ in free.looks] == [4 * 3 + 5 * 2, 4 * 2 + 5 * 1]
+    everything = plan_budget(tmp_path, "quick", names, 1e9, workers=2, calibration=cal)
+    assert everything.allowed[("ffn", "relu")] == 10  # C16's last look
+    assert everything.allowed[("position", "rope")] == 6
+    tight = plan_budget(tmp_path, "quick", names, free.first_s + BUILD_RESERVE_S + 60,
+                        workers=2, calibration=cal)
+    again = plan_budget(tmp_path, "quick", names, free.first_s + BUILD_RESERVE_S + 60,
+                        workers=2, calibration=cal)
+    assert tight == again and tight.spent_s <= tight.budget_s
+    assert 0 < len(tight.parts) < len(everything.parts)
+    assert set(tight.parts) <= set(everything.parts)
+    assert not tight.admits(Wanted("C16", "swiglu", "ffn", ("relu", "swiglu"), 8, 10))

@@ -2,7 +2,7 @@
 the gradient straight back (gradient ≈ 1).
 
 Read from the placement suite's deep grid (`PlacementData.deep*`): pre vs post norm at depths of
-48 layers and more, with and without warmup, paired by seed, graded at the deepest depth and
+50 layers and more, with and without warmup, paired by seed, graded at the deepest depth and
 highest lr. Four parts, each with a rule registered in `registry` before any data is read:
 
     (a) pre-norm trains without warmup    pre cold − pre warm, final val loss      non-inferior

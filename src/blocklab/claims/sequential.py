@@ -191,13 +191,14 @@ def block_seconds(results: Path, size: str, blocks: dict[str, list[SeedBlock]],
 
 
 def run_looks(results: Path, size: str, names: Sequence[str], *,
-              budget_s: float | None, planned_looks: int | None = None,
+              budget_s: float | None, plan: BudgetPlan | None = None,
               run: Callable[..., dict[str, str]], workers: int,
               echo: Callable[[str], None] = print, seed_offset: int = 0,
               executor: Any = None, progress: bool = False) -> Looks:
     """Run the first look (`run(rules=…)`: the suites at their planned seeds, the registered
     rule hashes recorded with their runs), then further looks while parts are open, at most
-    `planned_looks` of them and within `budget_s` of wall time from now. Last, the parts that
+    the blocks `plan` bought for them (`plan_budget`; None: no limit) and within `budget_s` of
+    wall time from now. Last, the parts that
     would be contradicted get their arms trained twice as long on the same seeds
     (`run_longer`, with `executor`), when that fits the budget too.
 
@@ -205,7 +206,7 @@ def run_looks(results: Path, size: str, names: Sequence[str], *,
     with the caller's executor and folder), returning {suite: error}."""
     start = time.perf_counter()
     rules = suite_rules(size)
-    looks = Looks(budget_s, planned_looks)
+    looks = Looks(budget_s, None if plan is None else plan.planned_looks)
     looks.errors = run(rules=rules)
     ids = claims_of(names)
     k = 1
@@ -215,7 +216,7 @@ def run_looks(results: Path, size: str, names: Sequence[str], *,
                    if name not in looks.errors}
         arms = {name: sorted({spec.arm for spec in p.specs}) for name, p in planned.items()}
         if not _next_look(looks, rows, planned, arms, k, start, results, size, run, rules,
-                          workers, echo, seed_offset):
+                          workers, echo, seed_offset, plan):
             break
         k += 1
     _check_contradictions(looks, rows, arms, start, results, size, workers, echo,
@@ -226,24 +227,25 @@ def run_looks(results: Path, size: str, names: Sequence[str], *,
 def _next_look(looks: Looks, rows: Sequence[Any], planned: dict[str, Any],
                arms: dict[str, list[str]], k: int, start: float, results: Path, size: str,
                run: Callable[..., dict[str, str]], rules: dict[str, dict[str, str]],
-               workers: int, echo: Callable[[str], None], seed_offset: int) -> bool:
-    """Run look k + 1 if parts are open and it fits; False (with `looks.stopped` said) when
-    the design stops here."""
+               workers: int, echo: Callable[[str], None], seed_offset: int,
+               plan: BudgetPlan | None) -> bool:
+    """Run look k + 1 for the open parts the plan bought it for, if it fits; False (with
+    `looks.stopped` said) when the design stops here."""
     from blocklab.experiments.estimate import makespan
     from blocklab.experiments.suites import get_suite
     from blocklab.experiments.suites.base import add_seed_blocks, suite_dir
 
     wanted = [w for w in open_parts(rows, size, lambda s: arms.get(s, []))
               if w.suite in planned]
-    blocks = next_blocks(wanted, {s: coverage_of(p) for s, p in planned.items()}, seed_offset)
     looks.still_open = wanted
+    bought = [w for w in wanted if plan is None or plan.admits(w)]
+    blocks = next_blocks(bought, {s: coverage_of(p) for s, p in planned.items()}, seed_offset)
     if not blocks:
-        looks.stopped = ("every part is decided or at its last look" if not wanted
-                         else "the open parts' arms cannot run more seeds")
+        looks.stopped = ("every part is decided or at its last look" if not wanted else
+                         "the budget's plan buys no more seeds for the parts still open"
+                         if not bought else "the open parts' arms cannot run more seeds")
         return False
-    if looks.planned_looks is not None and k - 1 >= looks.planned_looks:
-        looks.stopped = f"the budget's plan allows {looks.planned_looks} further look(s)"
-        return False
+    wanted = bought
     runs, seconds = block_seconds(results, size, blocks, seed_offset)
     estimate = makespan(seconds, max(workers, 1))
     elapsed = time.perf_counter() - start
@@ -299,20 +301,39 @@ def _check_contradictions(looks: Looks, rows: Sequence[Any], arms: dict[str, lis
 
 @dataclass(frozen=True)
 class BudgetPlan:
-    """A budget turned into looks before anything runs: the first look's estimated wall time
-    (its runs still missing), each further look's worst case (every sequential part still
-    open: runs and wall time), and how many further looks fit."""
+    """A budget turned into seed blocks before anything runs.
+
+    first_s: the first look's estimated wall time (its runs still missing)
+    looks: each further look's worst case, every sequential part still open (runs, wall s)
+    allowed: {(suite, arm): seeds} the budget buys: each further look's blocks, part by part,
+        cheapest first, while the running total fits (None: no limit). A part left out at
+        one look is left out at the later ones, whose seeds build on it.
+    planned_looks: further looks with at least one planned block (None: no limit)
+    spent_s: the estimated wall time of the first look, the planned blocks and the build
+    """
 
     budget_s: float | None
     first_s: float
     looks: list[tuple[int, float]]
     planned_looks: int | None
     workers: int
+    allowed: dict[tuple[str, str], int] | None = None
+    parts: list[str] = field(default_factory=list)
+    spent_s: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return {"budget_s": self.budget_s, "first_look_s": self.first_s,
                 "further_looks": [{"runs": r, "wall_s": w} for r, w in self.looks],
-                "planned_looks": self.planned_looks, "workers": self.workers}
+                "planned_looks": self.planned_looks, "workers": self.workers,
+                "planned_blocks": None if self.allowed is None else
+                [{"suite": k[0], "arm": k[1], "seeds": v}
+                 for k, v in sorted(self.allowed.items())],
+                "planned_parts": self.parts, "planned_s": self.spent_s}
+
+    def admits(self, w: Wanted) -> bool:
+        """Whether the plan bought seeds up to w.target for every arm of part w."""
+        return self.allowed is None or all(
+            self.allowed.get((w.suite, arm), 0) >= w.target for arm in w.arms)
 
 
 def worst_case_blocks(size: str, names: Sequence[str], seed_offset: int = 0
@@ -320,29 +341,10 @@ def worst_case_blocks(size: str, names: Sequence[str], seed_offset: int = 0
     """Each further look's seed blocks when every sequential part is still open: look j
     brings every part's arms to the j-th point of its schedule past its first look, from the
     suites' planned seeds."""
-    from blocklab.experiments.suites import get_suite
-    from blocklab.experiments.suites.base import seed_range
-
-    arms: dict[str, list[str]] = {}
-    coverage: dict[str, dict[str, int]] = {}
-    for name in names:
-        suite = get_suite(name)
-        seeds = seed_range(suite.default_seeds[size], seed_offset)
-        specs = suite.plan(size, seeds, []) if suite.tune else suite.plan(size, seeds)
-        arms[name] = sorted({spec.arm for spec in specs})
-        coverage[name] = dict.fromkeys(arms[name], len(seeds))
+    arms, coverage = _planned_arms(size, names, seed_offset)
     out = []
     for j in range(1, 64):
-        wanted = []
-        for cid in claims_of(names):
-            suite = SUITE_OF[cid]
-            for part, rule in registered(cid, size).items():
-                if not sequential(rule) or len(rule.schedule) <= j:
-                    continue
-                mine = tuple(part_arms(cid, part, rule.metric, arms[suite]))
-                if mine:
-                    wanted.append(Wanted(cid, part, suite, mine, rule.schedule[j - 1],
-                                         rule.schedule[j]))
+        wanted = [w for w in _parts_at_look(size, names, arms, j)]
         blocks = next_blocks(wanted, coverage, seed_offset)
         if not blocks:
             return out
@@ -354,11 +356,46 @@ def worst_case_blocks(size: str, names: Sequence[str], seed_offset: int = 0
     return out
 
 
+def _planned_arms(size: str, names: Sequence[str], seed_offset: int
+                  ) -> tuple[dict[str, list[str]], dict[str, dict[str, int]]]:
+    """({suite: planned arms}, {suite: {arm: planned seeds}}) before anything runs."""
+    from blocklab.experiments.suites import get_suite
+    from blocklab.experiments.suites.base import seed_range
+
+    arms: dict[str, list[str]] = {}
+    coverage: dict[str, dict[str, int]] = {}
+    for name in names:
+        suite = get_suite(name)
+        seeds = seed_range(suite.default_seeds[size], seed_offset)
+        specs = suite.plan(size, seeds, []) if suite.tune else suite.plan(size, seeds)
+        arms[name] = sorted({spec.arm for spec in specs})
+        coverage[name] = dict.fromkeys(arms[name], len(seeds))
+    return arms, coverage
+
+
+def _parts_at_look(size: str, names: Sequence[str], arms: dict[str, list[str]], j: int
+                   ) -> list[Wanted]:
+    """Every sequential part of the suites `names` that has a j-th look past its first, with
+    the seeds that look needs."""
+    out = []
+    for cid in claims_of(names):
+        suite = SUITE_OF[cid]
+        for part, rule in registered(cid, size).items():
+            if not sequential(rule) or len(rule.schedule) <= j:
+                continue
+            mine = tuple(part_arms(cid, part, rule.metric, arms[suite]))
+            if mine:
+                out.append(Wanted(cid, part, suite, mine, rule.schedule[j - 1],
+                                  rule.schedule[j]))
+    return out
+
+
 def plan_budget(results: Path, size: str, names: Sequence[str], budget_s: float | None, *,
                 workers: int, seed_offset: int = 0, calibration: Any = None) -> BudgetPlan:
-    """How many further looks `budget_s` of wall time buys on this machine, decided before
-    anything runs: the first look's missing runs (`estimate.estimate_suites`) and each further
-    look's worst case (`worst_case_blocks`), priced with one calibration of this machine."""
+    """The seed blocks `budget_s` of wall time buys on this machine, decided before anything
+    runs: the first look's missing runs (`estimate.estimate_suites`), then look by look each
+    sequential part's next block, cheapest first, while the total fits (`BudgetPlan`), all
+    priced with one calibration of this machine. Same budget, same calibration: same plan."""
     from blocklab.experiments.estimate import (
         _Requests,
         calibrate,
@@ -372,41 +409,76 @@ def plan_budget(results: Path, size: str, names: Sequence[str], budget_s: float 
                             calibration=calibration)
     cal = first.calibration
     first_s = first.wall_s(workers) if cal is not None else 0.0
-    blocks = worst_case_blocks(size, names, seed_offset)
-    specs_by_look = []
-    for look in blocks:
-        specs = []
-        for name, bs in look.items():
-            suite = get_suite(name)
-            for b in bs:
-                more = range(b.start, b.stop)
-                planned = suite.plan(size, more, []) if suite.tune else suite.plan(size, more)
-                specs += [(suite, s) for s in planned if s.arm in b.arms and not s.timed]
-        specs_by_look.append(specs)
+    arms, coverage = _planned_arms(size, names, seed_offset)
+    cache: dict[tuple[str, int, int], list[Any]] = {}
+
+    def specs_of(suite_name: str, arm: str, have: int, target: int) -> list[tuple[Any, Any]]:
+        key = (suite_name, have, target)
+        if key not in cache:
+            suite = get_suite(suite_name)
+            more = range(seed_offset + have, seed_offset + target)
+            planned = suite.plan(size, more, []) if suite.tune else suite.plan(size, more)
+            cache[key] = [(suite, spec) for spec in planned if not spec.timed]
+        return [(suite, spec) for suite, spec in cache[key] if spec.arm == arm]
 
     def price(suite: Any, spec: Any, c: Any) -> float | None:
         own = suite.price(spec, c) if suite.price else None
         return own if own is not None else default_price(spec, c)
 
-    if cal is None and specs_by_look:
+    worst = worst_case_blocks(size, names, seed_offset)
+    if cal is None and worst:
         requests = _Requests()
-        for specs in specs_by_look:
-            for suite, spec in specs:
-                price(suite, spec, requests)
+        for look in worst:
+            for name, bs in look.items():
+                for b in bs:
+                    for arm in b.arms:
+                        for suite, spec in specs_of(name, arm, b.start - seed_offset,
+                                                    b.stop - seed_offset):
+                            price(suite, spec, requests)
         cal = calibrate(requests.shapes)
+    wall = max(workers, 1)
+
+    def seconds_of(name: str, arm: str, have: int, target: int) -> list[float]:
+        return [price(suite, spec, cal) or 0.0
+                for suite, spec in specs_of(name, arm, have, target)]
+
     looks = []
-    for specs in specs_by_look:
-        seconds = [price(suite, spec, cal) or 0.0 for suite, spec in specs]
-        looks.append((len(seconds), makespan(seconds, max(workers, 1))))
+    for look in worst:
+        seconds = [x for name, bs in look.items() for b in bs for arm in b.arms
+                   for x in seconds_of(name, arm, b.start - seed_offset, b.stop - seed_offset)]
+        looks.append((len(seconds), makespan(seconds, wall)))
     if budget_s is None:
         return BudgetPlan(None, first_s, looks, None, workers)
-    spent, fits = first_s + BUILD_RESERVE_S, 0
-    for _, wall in looks:
-        if spent + wall > budget_s:
+    spent = first_s + BUILD_RESERVE_S
+    have = {(name, arm): n for name, per in coverage.items() for arm, n in per.items()}
+    allowed: dict[tuple[str, str], int] = {}
+    dropped: set[tuple[str, str]] = set()
+    chosen: list[str] = []
+    planned_looks = 0
+    for j in range(1, 64):
+        items = []
+        for w in _parts_at_look(size, names, arms, j):
+            if (w.claim, w.part) in dropped:
+                continue
+            need = [(arm, have[(w.suite, arm)]) for arm in w.arms
+                    if have[(w.suite, arm)] < w.target]
+            seconds = [x for arm, n in need for x in seconds_of(w.suite, arm, n, w.target)]
+            items.append((makespan(seconds, wall), w))
+        if not items:
             break
-        spent += wall
-        fits += 1
-    return BudgetPlan(budget_s, first_s, looks, fits, workers)
+        bought = False
+        for cost, w in sorted(items, key=lambda item: (item[0], item[1].claim, item[1].part)):
+            if spent + cost > budget_s:
+                dropped.add((w.claim, w.part))
+                continue
+            spent += cost
+            bought = True
+            chosen.append(f"{w.claim} {w.part} to n = {w.target}")
+            for arm in w.arms:
+                have[(w.suite, arm)] = max(have[(w.suite, arm)], w.target)
+                allowed[(w.suite, arm)] = have[(w.suite, arm)]
+        planned_looks += bought
+    return BudgetPlan(budget_s, first_s, looks, planned_looks, workers, allowed, chosen, spent)
 
 
 def would_contradict(rows: Sequence[Any], size: str, arms_of: Callable[[str], list[str]]

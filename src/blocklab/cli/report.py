@@ -152,10 +152,10 @@ def run_with_budget(results: Path, size: str, budget_s: float | None, run_on, jo
                            seed_offset=seed_offset)
         if budget_s is not None:
             typer.echo(f"budget {budget_s / 60:.0f} min: first look about "
-                       f"{plan.first_s / 60:.1f} min; {plan.planned_looks} further look(s) of "
-                       f"{len(plan.looks)} fit")
-        looks = run_looks(results, size, names, budget_s=budget_s,
-                          planned_looks=plan.planned_looks, run=run, workers=workers,
+                       f"{plan.first_s / 60:.1f} min; seeds planned for {len(plan.parts)} "
+                       f"part-look(s) where still open, about {plan.spent_s / 60:.1f} min in all")
+        looks = run_looks(results, size, names, budget_s=budget_s, plan=plan, run=run,
+                          workers=workers,
                           echo=typer.echo, seed_offset=seed_offset, executor=run_on,
                           progress=progress)
     except Interrupted as stopped:
@@ -209,7 +209,9 @@ def print_plan(results: Path, size: str, seed_offset: int, jobs: int | None,
         costs = ", ".join(f"{r} runs {hours(w)}" for r, w in looks.looks) or "none"
         out.print(f"Sequential design: further looks if every part stayed open: {costs}; "
                   + ("no budget limit" if budget_s is None else
-                     f"a budget of {hours(budget_s)} fits {looks.planned_looks} of them")
+                     f"a budget of {hours(budget_s)} buys seeds for {len(looks.parts)} "
+                     f"part-look(s), cheapest first, where still open"
+                     + (f" ({'; '.join(looks.parts)})" if looks.parts else ""))
                   + ".")
     out.print(f"Estimated: {hours(plan.core_s)} of one core; {hours(plan.wall_s(workers))} wall "
               f"on {workers} worker(s), with process start {hours(fixed.get('startup', 0))}, "

@@ -159,16 +159,18 @@ SIZES = {
     # run on one core of the 2-core reference machine.
     "quick": Size(
         Probe(d_model=64, n_heads=4, depths=(2, 4, 8, 16, 32, 64), seq_len=64, batch_size=8),
-        Training(d_model=32, n_heads=2, depths=(12,), warmups=(0, 100), lrs=(3e-3,),
-                 placements=("pre", "post"), seq_len=64, batch_size=16, steps=300,
+        # 200 steps with warmup over the first third (about 17 s a run on one core of the
+        # 2-core reference machine), so that `report --quick` fits 20 minutes.
+        Training(d_model=32, n_heads=2, depths=(12,), warmups=(0, 67), lrs=(3e-3,),
+                 placements=("pre", "post"), seq_len=64, batch_size=16, steps=200,
                  stuck_patience=None, eval_every=25, eval_batches=4,
                  final_eval_fraction=FINAL_EVAL_FRACTION["quick"]),
-        # C36: 48 layers (the page's "50+" is reached at full size), pre and post, 4 seeds,
-        # 16 runs. A depth-48 run at seq_len 32 took 59 s for 200 steps on one core of the
-        # 2-core reference machine (the other core busy), so 150 steps and seq_len 32 cost about
-        # 45 s a run, 12 core-minutes in all. Warmup 50 keeps the main grid's 1/3 of the run.
-        Training(d_model=32, n_heads=2, depths=(48,), warmups=(0, 50), lrs=(3e-3,),
-                 placements=("pre", "post"), seq_len=32, batch_size=16, steps=150,
+        # C36: 50 layers (the page's "50+"), pre and post, 4 seeds, 16 runs. A 48-layer d = 32
+        # step at seq_len 32 takes about 0.23 s on one core whatever the backend (per-op
+        # overhead), so 100 steps (warmup over the first third, as the main grid) and the
+        # end-of-run evaluation cost about 30 s a run, 8 core-minutes in all.
+        Training(d_model=32, n_heads=2, depths=(50,), warmups=(0, 33), lrs=(3e-3,),
+                 placements=("pre", "post"), seq_len=32, batch_size=16, steps=100,
                  stuck_patience=None, eval_every=25, eval_batches=4,
                  final_eval_fraction=FINAL_EVAL_FRACTION["quick"])),
     # Hours: (pre, post at 3 depths + sandwich at 24) × 2 warmups × 2 lrs × 5 seeds = 140
