@@ -157,3 +157,25 @@ def test_the_budget_buys_seed_blocks_cheapest_first_and_the_same_plan_twice(tmp_
     assert 0 < len(tight.parts) < len(everything.parts)
     assert set(tight.parts) <= set(everything.parts)
     assert not tight.admits(Wanted("C16", "swiglu", "ffn", ("relu", "swiglu"), 8, 10))
+
+
+def test_the_plan_times_the_shapes_its_blocks_need_when_the_first_look_did_not(tmp_path,
+                                                                             monkeypatch):
+    """With the first look's runs priced from stored twins, its calibration lacks shapes the
+    seed blocks train: the plan calibrates them instead of failing."""
+    from blocklab.claims.sequential import plan_budget
+    from blocklab.experiments import estimate
+
+    full = _calibration("quick", ["ffn"])
+    partial = estimate.Calibration(**{**full.__dict__, "timings": {}})
+    asked = []
+
+    def calibrate(shapes, budget_s=15.0):
+        asked.append(set(shapes))
+        return full
+
+    monkeypatch.setattr(estimate, "calibrate", calibrate)
+    monkeypatch.setattr(estimate, "estimate_suites", lambda *a, **k: estimate.SizeEstimate(
+        "quick", [], [], partial, {}))
+    plan = plan_budget(tmp_path, "quick", ["ffn"], 1e9, workers=2)
+    assert asked and asked[0] <= set(full.timings) and plan.allowed[("ffn", "relu")] == 10

@@ -426,15 +426,18 @@ def plan_budget(results: Path, size: str, names: Sequence[str], budget_s: float 
         return own if own is not None else default_price(spec, c)
 
     worst = worst_case_blocks(size, names, seed_offset)
-    if cal is None and worst:
-        requests = _Requests()
-        for look in worst:
-            for name, bs in look.items():
-                for b in bs:
-                    for arm in b.arms:
-                        for suite, spec in specs_of(name, arm, b.start - seed_offset,
-                                                    b.stop - seed_offset):
-                            price(suite, spec, requests)
+    requests = _Requests()
+    for look in worst:
+        for name, bs in look.items():
+            for b in bs:
+                for arm in b.arms:
+                    for suite, spec in specs_of(name, arm, b.start - seed_offset,
+                                                b.stop - seed_offset):
+                        price(suite, spec, requests)
+    # The first look's calibration times only the shapes it has to run (runs with a stored
+    # twin are priced at its wall time): time every shape the blocks need when one is missing.
+    if requests.shapes and (cal is None or any(key not in cal.timings
+                                               for key in requests.shapes)):
         cal = calibrate(requests.shapes)
     wall = max(workers, 1)
 
