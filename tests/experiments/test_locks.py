@@ -44,7 +44,8 @@ def test_two_suites_started_together_run_each_run_once(tmp_path):
     for summary in summaries:
         assert summary["runs"] == len(summary["run_ids"]) > 0
     stored = sorted(p.name for p in (results / "ffn" / "tiny").glob("*.json"))
-    assert stored == sorted([f"{r}.json" for r in summaries[0]["run_ids"]] + ["summary.json"])
+    assert stored == sorted([f"{r}.json" for r in summaries[0]["run_ids"]]
+                            + ["planned_rules.json", "summary.json"])
 
 
 def test_no_wait_refuses_a_folder_in_use(tmp_path, capsys):
