@@ -158,11 +158,11 @@ def _ffn_arm(rel: Interval) -> FfnArm:
                   counted=3, zero_grad_fraction={"init": 0.0, "final": None}, lr=3e-3)
 
 
-def _ffn_data(swiglu, geglu, glu, lr_grid=(3e-3, 1e-2, 3e-2)) -> FfnData:
+def _ffn_data(swiglu, geglu, glu, lr_grid=(3e-3, 1e-2, 3e-2), lr_at_edge=()) -> FfnData:
     arms = {name: _ffn_arm(rel)
             for name, rel in (("swiglu", swiglu), ("geglu", geglu), ("glu", glu))}
     return FfnData(arms=arms, seeds=10, steps=100, init="fan_in", lr_grid=list(lr_grid),
-                   lr_trials=[], lr_at_edge=[], sensitivity=SENSITIVITY, trend=[],
+                   lr_trials=[], lr_at_edge=list(lr_at_edge), sensitivity=SENSITIVITY, trend=[],
                    trend_change=Interval(0), warmup_steps=10, unigram_entropy=None,
                    baseline="relu", page={}, equal_time_ms=None, size={"d_model": 64})
 
@@ -187,10 +187,15 @@ def test_c16_is_contradicted_only_when_a_run_twice_as_long_agrees(tmp_path, long
     else:
         assert swiglu.verdict == "not-reproduced-at-this-scale"
         assert swiglu.reason.startswith(verdict) and swiglu.decision.would_contradict
-    # unfair arms (one lr): never contradicted, whatever the longer run says
-    _write(tmp_path, "ffn", _ffn_data(worse, fine, fine, lr_grid=(3e-3,)))
-    (row,) = run_claims(["C16"], Context(tmp_path, "quick"))
-    assert row.parts[0].verdict == "not-reproduced-at-this-scale"
+    # unfair arms (one lr, or SwiGLU's or ReLU's best lr at the grid's edge, where a better
+    # one may lie beyond it): never contradicted, whatever the longer run says, and no longer
+    # run is due
+    for unfair in ({"lr_grid": (3e-3,)}, {"lr_at_edge": ("swiglu",)}, {"lr_at_edge": ("relu",)}):
+        _write(tmp_path, "ffn", _ffn_data(worse, fine, fine, **unfair))
+        (row,) = run_claims(["C16"], Context(tmp_path, "quick"))
+        assert row.parts[0].verdict == "not-reproduced-at-this-scale"
+        assert not row.parts[0].decision.would_contradict
+        assert "each arm at its own best learning rate" in row.parts[0].reason
 
 
 @pytest.mark.parametrize(("swiglu", "geglu", "glu", "verdict", "parts"), [

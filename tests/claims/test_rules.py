@@ -75,6 +75,8 @@ def test_beyond_delta_on_the_opposite_side_needs_a_longer_run_to_contradict():
     near = decide(RULE, Estimate(0.6, 0.3, 0.9, 6), fair_arms=True, longer_run_agrees=True)
     assert near.verdict == NOT_REPRODUCED and "would be" not in near.reason
     assert found.would_contradict and not near.would_contradict
+    # with unfair arms no longer run could decide it: none is due
+    assert not decide(RULE, opposite).would_contradict
 
 
 def test_a_longer_run_counts_for_its_own_part_only():

@@ -615,7 +615,8 @@ def combine_c16(parts: list[Part]) -> str:
     return settle([p.verdict for p in parts], decided)
 
 
-def c16_longer_agrees(ctx: Context, rules: dict[str, Any], fair: bool) -> dict[str, bool]:
+def c16_longer_agrees(ctx: Context, rules: dict[str, Any], fair: dict[str, bool]
+                      ) -> dict[str, bool]:
     """{arm: the runs of that arm and ReLU trained twice as long (`<size>+x2`) lie beyond δ
     on the side opposite the claim too}; {} without such runs."""
     longer = ctx.longer_summary("ffn")
@@ -626,7 +627,7 @@ def c16_longer_agrees(ctx: Context, rules: dict[str, Any], fair: bool) -> dict[s
         found = longer.data.arms.get(arm)
         if found is None or not found.rel_delta_pct.resolved:
             continue
-        again = decide(rule, Estimate.of(found.rel_delta_pct), ALPHA, fair_arms=fair,
+        again = decide(rule, Estimate.of(found.rel_delta_pct), ALPHA, fair_arms=fair[arm],
                        longer_run_agrees=True)
         out[arm] = again.verdict == CONTRADICTED
     return out
@@ -650,12 +651,14 @@ def c16(ctx: Context) -> Finding:
         rows[arm] = {"rel_delta_pct": asdict(rel), "page_gain_pct": list(page[arm]),
                      "val_loss": asdict(arms[arm].val_loss)}
         specs.append((arm, rules[arm], Estimate.of(rel)))
-    # Fair arms: each at its own lr from the grid (tuned on seeds the CI never sees). A
-    # contradiction also needs the same arms trained twice as long on the same seeds to lie
-    # beyond δ on the same side (`blocklab.claims.sequential.run_longer` runs them).
-    fair = len(data.lr_grid) >= 3
+    # Fair arms: each compared arm (and ReLU) at its own lr from the grid, tuned on seeds the
+    # CI never sees, with its optimum inside the grid (at an edge a better lr may lie beyond
+    # it). A contradiction also needs the same arms trained twice as long on the same seeds to
+    # lie beyond δ on the same side (`blocklab.claims.sequential.run_longer` runs them).
+    fair = {arm: len(data.lr_grid) >= 3 and not {arm, "relu"} & set(data.lr_at_edge)
+            for arm in page}
     longer = c16_longer_agrees(ctx, rules, fair)
-    parts = Part.decided_together(specs, fair_arms=fair,
+    parts = Part.decided_together(specs, fair_arms=[fair[arm] for arm in page],
                                   longer_run_agrees=[longer.get(arm, False) for arm in page])
     verdict = combine_c16(parts)
     size = data.size

@@ -66,18 +66,21 @@ class Part:
 
     @classmethod
     def decided_together(cls, specs: list[tuple[str, Rule, Estimate] | Part],
-                         fair_arms: bool = False,
+                         fair_arms: bool | list[bool] = False,
                          longer_run_agrees: bool | list[bool] = False) -> list[Part]:
         """A claim's parts decided with Holm's correction (`rules.decide_parts`), in the order
         given: each spec is (name, rule, estimate), or a Part already decided without a test
         (an arm that cannot run, an analytic fact), which is kept as it is and not counted in
-        the correction. `longer_run_agrees`: one flag, or one per spec."""
+        the correction. `fair_arms`, `longer_run_agrees`: one flag, or one per spec."""
         tested = [s for s in specs if not isinstance(s, Part)]
-        agrees = (longer_run_agrees if isinstance(longer_run_agrees, bool) else
-                  [a for s, a in zip(specs, longer_run_agrees, strict=True)
-                   if not isinstance(s, Part)])
+
+        def per_test(flags: bool | list[bool]) -> bool | list[bool]:
+            return flags if isinstance(flags, bool) else [
+                a for s, a in zip(specs, flags, strict=True) if not isinstance(s, Part)]
+
+        fair, agrees = per_test(fair_arms), per_test(longer_run_agrees)
         found = iter(decide_parts([(rule, est) for _, rule, est in tested], ALPHA,
-                                  fair_arms=fair_arms, longer_run_agrees=agrees))
+                                  fair_arms=fair, longer_run_agrees=agrees))
         return [s if isinstance(s, Part) else cls.of(s[0], s[1], s[2], next(found))
                 for s in specs]
 

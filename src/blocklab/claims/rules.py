@@ -238,8 +238,9 @@ class Decision:
     boundary: float | None = None
     detectable_effect: float | None = None
     seeds_needed: int | None = None
-    # The interval lies wholly beyond δ on the opposite side, but fair arms or a 2× longer run
-    # has not confirmed it yet (the verdict is then not reproduced): a run twice as long is due.
+    # The interval lies wholly beyond δ on the opposite side with fair arms, but a 2× longer
+    # run has not confirmed it yet (the verdict is then not reproduced): that run is due. With
+    # unfair arms no longer run could decide it, so none is due.
     would_contradict: bool = False
 
     def to_dict(self) -> dict[str, Any]:
@@ -368,7 +369,7 @@ def decide(rule: Rule, estimate: Estimate, alpha: float = ALPHA, *, fair_arms: b
             verb = "has" if len(missing) == 1 else "have"
             return Decision(NOT_REPRODUCED, f"would be contradicted ({why}); "
                                             f"{' and '.join(missing)} {verb} not confirmed it",
-                            p, alpha, boundary, would_contradict=True)
+                            p, alpha, boundary, would_contradict=fair_arms)
     return Decision(verdict, reason, p, alpha, boundary)
 
 
@@ -397,7 +398,8 @@ def grade(rule: Rule, estimate: Estimate, *, fair_arms: bool = False,
 
 
 # --- the parts of one claim ---------------------------------------------------------------------
-def decide_parts(parts: Sequence[Any], alpha: float = ALPHA, *, fair_arms: bool = False,
+def decide_parts(parts: Sequence[Any], alpha: float = ALPHA, *,
+                 fair_arms: bool | Sequence[bool] = False,
                  longer_run_agrees: bool | Sequence[bool] = False) -> list[Decision]:
     """The decisions on a claim's m parts: each at its look's level of the sequential design
     (`look_level`), with Holm's step-down correction across the parts (Holm 1979).
@@ -417,15 +419,12 @@ def decide_parts(parts: Sequence[Any], alpha: float = ALPHA, *, fair_arms: bool 
     it among the parts, so the chance of any wrong decision in the claim stays ≤ alpha.
     Decisions come back in the parts' order."""
     pairs = [(p.rule, p.estimate) if hasattr(p, "rule") else tuple(p) for p in parts]
-    # One flag for every part, or one per part.
-    agrees = ([bool(longer_run_agrees)] * len(pairs) if isinstance(longer_run_agrees, bool)
-              else [bool(a) for a in longer_run_agrees])
-    if len(agrees) != len(pairs):
-        raise ValueError(f"longer_run_agrees has {len(agrees)} flags for {len(pairs)} parts")
+    agrees = _flags(longer_run_agrees, len(pairs), "longer_run_agrees")
+    fair = _flags(fair_arms, len(pairs), "fair_arms")
     # Below min_seeds a part is undecided whatever its level: read at the first look's.
     bases = [look_level(rule, max(est.n, rule.min_seeds), alpha) for rule, est in pairs]
-    first = [decide(rule, est, base, fair_arms=fair_arms, longer_run_agrees=agree)
-             for (rule, est), base, agree in zip(pairs, bases, agrees, strict=True)]
+    first = [decide(rule, est, base, fair_arms=fair[k], longer_run_agrees=agrees[k])
+             for k, ((rule, est), base) in enumerate(zip(pairs, bases, strict=True))]
     m = len(pairs)
     order = sorted(range(m), key=lambda k: (first[k].p_value is None,
                                             1.0 if first[k].p_value is None
@@ -435,7 +434,7 @@ def decide_parts(parts: Sequence[Any], alpha: float = ALPHA, *, fair_arms: bool 
     for i, k in enumerate(order):
         level = bases[k] / (m - i)
         rule, est = pairs[k]
-        found = decide(rule, est, level, fair_arms=fair_arms, longer_run_agrees=agrees[k])
+        found = decide(rule, est, level, fair_arms=fair[k], longer_run_agrees=agrees[k])
         notes = []
         if bases[k] < alpha and est.n >= rule.min_seeds:
             taken = looks(rule, est.n)
@@ -454,6 +453,14 @@ def decide_parts(parts: Sequence[Any], alpha: float = ALPHA, *, fair_arms: bool 
         if found.verdict == INCONCLUSIVE:
             stopped_at = i + 1
     return [d for d in out if d is not None]
+
+
+def _flags(value: bool | Sequence[bool], m: int, name: str) -> list[bool]:
+    """One flag for every part, or one per part."""
+    flags = [bool(value)] * m if isinstance(value, bool) else [bool(v) for v in value]
+    if len(flags) != m:
+        raise ValueError(f"{name} has {len(flags)} flags for {m} parts")
+    return flags
 
 
 def _stopped(found: Decision, rule: Rule, est: Estimate, level: float, at: int) -> Decision:
