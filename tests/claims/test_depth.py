@@ -180,3 +180,14 @@ def test_the_deep_grid_does_not_move_c13_or_c19(tmp_path):
         assert a.error is None and (a.verdict, a.summary, a.parts) == (b.verdict, b.summary,
                                                                       b.parts)
     assert found[0]["C19"].verdict == "confirmed"
+
+
+def test_a_seed_added_to_other_arms_only_is_no_run_of_this_cell():
+    from blocklab.claims.checks import runs_made
+
+    cell = PlacementCell(placement="pre", depth=DEPTH, warmup=0, lr=3e-3, failures=0, runs=6,
+                         status={"ok": 4, "missing": 2}, val_loss=_ci(2.0, 1.9, 2.1),
+                         delta_vs_pre=None, steps_done=100.0, val_auc=_ci(2.0, 1.9, 2.1),
+                         grad_first_over_last_log2=_ci(0.0, -0.1, 0.1))
+    assert runs_made(cell) == 4
+    assert depth._failed([cell], "pre", DEPTH) == (0, 4)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from blocklab.claims.checks import all_or_none, failed_runs_part
+from blocklab.claims.checks import all_or_none, failed_runs_part, runs_made
 from blocklab.claims.ledger import (
     DECIDED,
     SETTLE_EN,
@@ -53,7 +53,7 @@ def _failed(cells: list[PlacementCell], placement: str, depth: int, warmup: int 
             ) -> tuple[int, int]:
     chosen = [c for c in cells if c.placement == placement and c.depth == depth
               and (warmup is None or c.warmup == warmup)]
-    return sum(c.failures for c in chosen), sum(c.runs for c in chosen)
+    return sum(c.failures for c in chosen), sum(runs_made(c) for c in chosen)
 
 
 def _ci(stats: Interval, digits: int = 3) -> str:
@@ -115,7 +115,7 @@ def c36(ctx: Context) -> Finding:
     table = {
         "columns": ["placement", "depth", "warmup", "failed/runs", "val loss",
                     "log2 ‖∇first‖/‖∇last‖", "log2 max/min over layers"],
-        "rows": [[c.placement, c.depth, c.warmup, f"{c.failures}/{c.runs}", _level(c.val_loss),
+        "rows": [[c.placement, c.depth, c.warmup, f"{c.failures}/{runs_made(c)}", _level(c.val_loss),
                   _level(c.grad_first_over_last_log2, 2),
                   _level(spreads_all.get((c.placement, c.depth, c.warmup, c.lr)), 2)]
                  for c in data.deep],
@@ -125,7 +125,7 @@ def c36(ctx: Context) -> Finding:
     return Finding(
         verdict,
         f"Depth {depth}, lr {effect.lr:g}, warmup 0 vs {effect.warmup} of {data.deep_steps} "
-        f"steps, {data.seeds} seeds, paired by seed: {graded}. Failures (counted apart): "
+        f"steps, up to {data.seeds} seeds, paired by seed: {graded}. Failures (counted apart): "
         f"pre-norm {pre_f}/{pre_n}; post-norm {post_cold_f}/{post_cold_n} without warmup, "
         f"{post_warm_f}/{post_warm_n} with. How unevenly the layers of one stack get gradient "
         f"during training, log2(max / min) over layers: {spread_en}. Gradient ratios are of "
@@ -133,7 +133,7 @@ def c36(ctx: Context) -> Finding:
         "gets more than the top. One learning rate and one run length on a small model: a "
         "part that fails is not reproduced at this scale, never contradicted." + scale_en,
         f"深度 {depth}、学习率 {effect.lr:g}、warmup 0 对 {effect.warmup}（共 {data.deep_steps} 步）、"
-        f"{data.seeds} 个种子，按种子配对：{graded}。失败（单独计数）：Pre-Norm {pre_f}/{pre_n}；"
+        f"至多 {data.seeds} 个种子，按种子配对：{graded}。失败（单独计数）：Pre-Norm {pre_f}/{pre_n}；"
         f"Post-Norm 无 warmup {post_cold_f}/{post_cold_n}，有 warmup {post_warm_f}/{post_warm_n}。"
         f"训练中同一堆叠各层梯度的不均匀程度，log2(最大/最小)：{spread_zh}。梯度之比取整层参数的梯度范数；"
         "log2 ‖∇第一层‖/‖∇最后一层‖ 为正表示底层收到的梯度多于顶层。各组共用一个学习率和一种训练长度，且模型很小："

@@ -446,6 +446,8 @@ def _training_summary(training: Training, seeds: range, by_key: dict[tuple, dict
                 mine = results(placement)
                 status: dict[str, int] = {}
                 for r in mine:
+                    if not r:  # a seed the sequential design added to other arms only
+                        continue
                     key = r.get("status", "missing")
                     status[key] = status.get(key, 0) + 1
                 # Quality from the runs that finished; stuck and diverged runs are counted
@@ -457,7 +459,7 @@ def _training_summary(training: Training, seeds: range, by_key: dict[tuple, dict
                 rows.append(PlacementCell(
                     placement=placement, depth=depth, warmup=warmup, lr=lr,
                     failures=status.get("diverged", 0) + status.get("stuck", 0),
-                    runs=len(mine), status=status, val_loss=mean_ci(vals),
+                    runs=sum(1 for r in mine if r), status=status, val_loss=mean_ci(vals),
                     delta_vs_pre=delta,
                     steps_done=mean_ci([r.get("steps_done") for r in mine]).mean,
                     val_auc=mean_ci([_val_auc(r, training.seq_len) for r in mine]),
