@@ -207,11 +207,16 @@ def print_plan(results: Path, size: str, seed_offset: int, jobs: int | None,
         looks = plan_budget(results, size, SUITES, budget_s, workers=workers,
                             seed_offset=seed_offset, calibration=cal)
         costs = ", ".join(f"{r} runs {hours(w)}" for r, w in looks.looks) or "none"
+        per_claim: dict[str, int] = {}
+        for bought in looks.parts:
+            claim_id = bought.split(" ", 1)[0]
+            per_claim[claim_id] = per_claim.get(claim_id, 0) + 1
         out.print(f"Sequential design: further looks if every part stayed open: {costs}; "
                   + ("no budget limit" if budget_s is None else
                      f"a budget of {hours(budget_s)} buys seeds for {len(looks.parts)} "
                      f"part-look(s), cheapest first, where still open"
-                     + (f" ({'; '.join(looks.parts)})" if looks.parts else ""))
+                     + (" (" + ", ".join(f"{c} ×{n}" for c, n in sorted(per_claim.items()))
+                        + ")" if per_claim else ""))
                   + ".")
     out.print(f"Estimated: {hours(plan.core_s)} of one core; {hours(plan.wall_s(workers))} wall "
               f"on {workers} worker(s), with process start {hours(fixed.get('startup', 0))}, "
