@@ -173,7 +173,13 @@ def test_report_plan_calibrates_runs_nothing_and_prints_the_estimate(tmp_path, c
     assert main(["report", "--tiny", "--plan", "--results", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "runs still to do" in out and "Calibration:" in out and "wall on" in out
+    assert "Sequential design" not in out  # tiny's default budget is 0: no further looks
     assert not any(tmp_path.iterdir())  # nothing ran, nothing was written
+    assert main(["report", "--tiny", "--plan", "--budget", "30", "--results", str(tmp_path)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "Sequential design: further looks if every part stayed open:" in out
+    assert "a budget of 30 min buys seeds for" in out and "C21 ×" in out
+    assert not any(tmp_path.iterdir())
 
 
 def test_hours():
