@@ -37,19 +37,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from blocklab.errors import InputError
+from blocklab.experiments.env import usable_cores
 from blocklab.experiments.locks import machine_lock
 from blocklab.experiments.results import ResultSink
 from blocklab.experiments.suites.base import RunSpec, execute_in_process, say
 
 RAY_INSTALL = "pip install 'blocklab[ray]'"
-
-
-def usable_cores() -> int:
-    """The CPU cores this process may run on (its affinity mask, else the machine's count)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
 
 
 # The specs of the suite being run, set by the driver just before its worker processes fork, so
