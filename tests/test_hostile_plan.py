@@ -16,6 +16,11 @@ from blocklab.cli import main
     (["report", "--plan", "--executor", "ray", "--jobs", "2"], "--jobs"),
     (["report", "--plan", "--address", "10.0.0.1:6379"], "--address"),
     (["suite", "ffn", "--plan"], "--plan"),
+    (["report", "--plan", "--budget", "-1"], "--budget -1 is not allowed"),
+    (["report", "--budget", "nan"], "--budget nan is not allowed"),
+    (["report", "--budget", "1e9"], "expected minutes in [0, 100000]"),
+    (["suite", "ffn", "--tiny", "--budget", "5", "--seeds", "2"], "leave out --seeds"),
+    (["suite", "ffn", "--tiny", "--budget", "5", "--precision", "bf16"], "--precision"),
 ])
 def test_plan_with_bad_input(tmp_path, capsys, argv, needle):
     code = main([*argv, "--results", str(tmp_path / "runs")])

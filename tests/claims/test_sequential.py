@@ -126,14 +126,15 @@ def _calibration(size, names):
     from blocklab.experiments import estimate
     from blocklab.experiments.suites import get_suite
 
-    requests = estimate._Requests()
+    pairs = []
     for name in names:
         suite = get_suite(name)
         specs = (suite.plan(size, range(12), []) if suite.tune else suite.plan(size, range(12)))
-        estimate.price_specs([(suite, s) for s in specs], requests)
+        pairs += [(suite, s) for s in specs]
+    shapes = estimate.shapes_of(pairs)
     timing = estimate.Timing(build_s=0.01, step_s=0.02, forward_s=0.007, call_s=0.001)
-    return estimate.Calibration(seconds=0.0, timings=dict.fromkeys(requests.shapes, timing),
-                                measured=len(requests.shapes), fitted=0, speed=1.0,
+    return estimate.Calibration(seconds=0.0, timings=dict.fromkeys(shapes, timing),
+                                measured=len(shapes), fitted=0, speed=1.0,
                                 startup_s=3.0, worker_start_s=5.0)
 
 

@@ -166,27 +166,32 @@ def _plan(results: Path, size: str, name: str, seed_offset: int) -> Any:
     return plan_suite(get_suite(name), size, None, results, seed_offset)
 
 
-def block_seconds(results: Path, size: str, blocks: dict[str, list[SeedBlock]],
-                  seed_offset: int) -> tuple[int, list[float]]:
-    """(runs, seconds of each run) of `blocks`, each run priced at the mean stored wall time of
-    its arm's runs in that suite (what this machine took for the same work)."""
+def arm_wall_s(results: Path, size: str, name: str, seed_offset: int) -> dict[str, float]:
+    """{arm: mean stored wall time of its runs} in suite `name`'s folder: what this machine
+    took for the same work."""
     from blocklab.experiments.suites import get_suite
     from blocklab.experiments.suites.base import ResultStore, suite_dir
 
+    store = ResultStore(suite_dir(results, get_suite(name), size, seed_offset))
+    walls: dict[str, list[float]] = {}
+    for spec in _plan(results, size, name, seed_offset).specs:
+        if store.has(spec.run_id):
+            wall = store.load(spec.run_id).get("wall_time_s")
+            if isinstance(wall, int | float):
+                walls.setdefault(spec.arm, []).append(float(wall))
+    return {arm: sum(w) / len(w) for arm, w in walls.items()}
+
+
+def block_seconds(results: Path, size: str, blocks: dict[str, list[SeedBlock]],
+                  seed_offset: int) -> tuple[int, list[float]]:
+    """(runs, seconds of each run) of `blocks`, each run priced at `arm_wall_s` (0 for an arm
+    with no stored run)."""
     seconds: list[float] = []
     for name, bs in blocks.items():
-        store = ResultStore(suite_dir(results, get_suite(name), size, seed_offset))
-        planned = _plan(results, size, name, seed_offset)
-        walls: dict[str, list[float]] = {}
-        for spec in planned.specs:
-            if store.has(spec.run_id):
-                wall = store.load(spec.run_id).get("wall_time_s")
-                if isinstance(wall, int | float):
-                    walls.setdefault(spec.arm, []).append(float(wall))
+        walls = arm_wall_s(results, size, name, seed_offset)
         for b in bs:
             for arm in b.arms:
-                known = walls.get(arm) or [0.0]
-                seconds += [sum(known) / len(known)] * (b.stop - b.start)
+                seconds += [walls.get(arm, 0.0)] * (b.stop - b.start)
     return len(seconds), seconds
 
 
@@ -279,10 +284,10 @@ def _check_contradictions(looks: Looks, rows: Sequence[Any], arms: dict[str, lis
         return
     seconds = []
     for name, parts in due.items():
-        blocks = {name: [SeedBlock(0, 1, sorted({a for w in parts for a in w.arms}), [])]}
-        _, each = block_seconds(results, size, blocks, seed_offset)
+        walls = arm_wall_s(results, size, name, seed_offset)
         n = len(_plan(results, size, name, seed_offset).seeds)
-        seconds += [2 * s for s in each] * n  # every seed, twice the steps
+        seconds += [2 * walls.get(arm, 0.0)  # every seed, twice the steps
+                    for arm in sorted({a for w in parts for a in w.arms})] * n
     estimate = makespan(seconds, max(workers, 1))
     names = ", ".join(f"{w.claim} {w.part}" for ws in due.values() for w in ws)
     elapsed = time.perf_counter() - start
@@ -367,10 +372,15 @@ def _planned_arms(size: str, names: Sequence[str], seed_offset: int
     for name in names:
         suite = get_suite(name)
         seeds = seed_range(suite.default_seeds[size], seed_offset)
-        specs = suite.plan(size, seeds, []) if suite.tune else suite.plan(size, seeds)
-        arms[name] = sorted({spec.arm for spec in specs})
+        arms[name] = sorted({spec.arm for spec in _suite_specs(suite, size, seeds)})
         coverage[name] = dict.fromkeys(arms[name], len(seeds))
     return arms, coverage
+
+
+def _suite_specs(suite: Any, size: str, seeds: range) -> list[Any]:
+    """A suite's evaluation runs on `seeds` before anything runs (a tuned suite planned without
+    tuning results, as the estimator prices it: the cost does not depend on the lr chosen)."""
+    return suite.plan(size, seeds, []) if suite.tune else suite.plan(size, seeds)
 
 
 def _parts_at_look(size: str, names: Sequence[str], arms: dict[str, list[str]], j: int
@@ -397,11 +407,11 @@ def plan_budget(results: Path, size: str, names: Sequence[str], budget_s: float 
     sequential part's next block, cheapest first, while the total fits (`BudgetPlan`), all
     priced with one calibration of this machine. Same budget, same calibration: same plan."""
     from blocklab.experiments.estimate import (
-        _Requests,
         calibrate,
-        default_price,
         estimate_suites,
         makespan,
+        price_specs,
+        shapes_of,
     )
     from blocklab.experiments.suites import get_suite
 
@@ -417,33 +427,23 @@ def plan_budget(results: Path, size: str, names: Sequence[str], budget_s: float 
         if key not in cache:
             suite = get_suite(suite_name)
             more = range(seed_offset + have, seed_offset + target)
-            planned = suite.plan(size, more, []) if suite.tune else suite.plan(size, more)
-            cache[key] = [(suite, spec) for spec in planned if not spec.timed]
+            cache[key] = [(suite, spec) for spec in _suite_specs(suite, size, more)
+                          if not spec.timed]
         return [(suite, spec) for suite, spec in cache[key] if spec.arm == arm]
 
-    def price(suite: Any, spec: Any, c: Any) -> float | None:
-        own = suite.price(spec, c) if suite.price else None
-        return own if own is not None else default_price(spec, c)
-
     worst = worst_case_blocks(size, names, seed_offset)
-    requests = _Requests()
-    for look in worst:
-        for name, bs in look.items():
-            for b in bs:
-                for arm in b.arms:
-                    for suite, spec in specs_of(name, arm, b.start - seed_offset,
-                                                b.stop - seed_offset):
-                        price(suite, spec, requests)
+    needed = shapes_of([pair for look in worst for name, bs in look.items() for b in bs
+                        for arm in b.arms
+                        for pair in specs_of(name, arm, b.start - seed_offset,
+                                             b.stop - seed_offset)])
     # The first look's calibration times only the shapes it has to run (runs with a stored
     # twin are priced at its wall time): time every shape the blocks need when one is missing.
-    if requests.shapes and (cal is None or any(key not in cal.timings
-                                               for key in requests.shapes)):
-        cal = calibrate(requests.shapes)
+    if needed and (cal is None or any(key not in cal.timings for key in needed)):
+        cal = calibrate(needed)
     wall = max(workers, 1)
 
     def seconds_of(name: str, arm: str, have: int, target: int) -> list[float]:
-        return [price(suite, spec, cal) or 0.0
-                for suite, spec in specs_of(name, arm, have, target)]
+        return [p or 0.0 for p in price_specs(specs_of(name, arm, have, target), cal)]
 
     looks = []
     for look in worst:

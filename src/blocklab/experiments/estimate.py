@@ -729,6 +729,14 @@ def estimate_suites(results: str | Path, size: str, names: Sequence[str], *,
     return SizeEstimate(size, suites, rounds, calibration, fixed)
 
 
+def shapes_of(specs: Iterable[tuple[Any, Any]]) -> dict[tuple, dict[str, Any]]:
+    """The model shapes (`_key` -> model) a calibration must time to price every (suite,
+    spec) of `specs` (for `calibrate`)."""
+    requests = _Requests()
+    price_specs(specs, requests)
+    return requests.shapes
+
+
 def price_specs(specs: Iterable[tuple[Any, Any]], cal: Calibration) -> list[float | None]:
     """The price of each (suite, spec) under `cal` (for checking prices against real runs)."""
     out = []
