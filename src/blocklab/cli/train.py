@@ -106,7 +106,7 @@ def train(
     schedule: str = typer.Option(None, help="cosine or constant (default: cosine)."),
     weight_decay: float = typer.Option(None, help="AdamW weight decay (default: 0.1)."),
     seed: int = typer.Option(None, help="Initialisation and batch-order seed (default: 0)."),
-    init: str = typer.Option(None, help="gpt2, xavier or default (default: gpt2)."),
+    init: str = typer.Option(None, help="gpt2, xavier, fan_in, depth or default (default: gpt2)."),
     clip: float = typer.Option(None, help="Gradient-norm clip, 0 = off (default: 1.0)."),
     eval_every: int = typer.Option(None, help="Validate every N steps, 0 = at the end only."),
     eval_lengths: str = typer.Option(None, help="Extra validation lengths, e.g. 256,512."),

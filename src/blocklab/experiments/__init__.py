@@ -2,7 +2,7 @@
 
     data        corpora (stdlib, shakespeare, your files), `ByteTokenizer`, batch sampler
     synthetic   passkey retrieval, associative recall, copy; `passkey_accuracy`
-    init        named initialisations (gpt2, xavier, default)
+    init        named initialisations (gpt2, xavier, fan_in, depth, default)
     trainer     `TrainConfig`, `train`, `run` -> one JSON result; `run_stored` (trains only
                 what a `ResultStore` lacks)
     results     `run_id`, `ResultStore` (a folder of results; imports no trainer, no PyTorch)

@@ -11,11 +11,16 @@
              N(0, 1 / d) when tied to the output head (unit-variance logits either way).
              gpt2's fixed 0.02 instead gives pre-activation std 0.02·√d (0.16 at d = 64), where
              GELU and SiLU are nearly linear.
+    depth    every Linear weight of layer i (0-based) ~ N(0, (0.02 / sqrt(2 · (i + 1)))²), so
+             each layer's branches shrink with the layer's own depth, not the stack's
+             (torchtitan's `depth_init` std; torchtitan applies it to the attention output and
+             two FFN matrices only, here every Linear of the layer gets it); Linear weights
+             outside the layers (`lm_head`) and Embedding weights ~ N(0, 0.02²).
     default  PyTorch's own `reset_parameters` of every module (Kaiming-uniform Linear, N(0, 1)
              Embedding).
 
-All three set biases to zero (except `default`, which keeps PyTorch's) and norm gains to their
-identity: ones, or zeros for a `(1 + γ)` gain (`unit_offset`).
+All but `default` (which keeps PyTorch's) set biases to zero and norm gains to their identity:
+ones, or zeros for a `(1 + γ)` gain (`unit_offset`).
 
 Each parameter's random stream is seeded from (seed, parameter name), not drawn one after the
 other from a global generator. So two arms of an experiment that differ in one part, say the FFN,
@@ -26,6 +31,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 from collections.abc import Callable
 
 import torch
@@ -37,6 +43,7 @@ from blocklab.nn.norm import LayerNorm, RMSNorm
 _NORMS = (RMSNorm, LayerNorm, nn.LayerNorm, nn.RMSNorm)
 _RESIDUAL_OUTPUTS = ("o_proj", "down_proj")
 STD = 0.02
+_LAYER = re.compile(r"layers\.(\d+)\.")  # DecoderLM names its layers layers.0, layers.1, …
 
 
 def param_generator(seed: int, name: str) -> torch.Generator:
@@ -62,8 +69,17 @@ def _init_norm(module: nn.Module) -> None:
             module.bias.zero_()
 
 
+def _layer_index(name: str) -> int | None:
+    """i of a module named `layers.<i>.…` (a decoder layer's part), else None."""
+    found = _LAYER.match(name)
+    return int(found.group(1)) if found else None
+
+
 def _linear_std(name: str, fan_in: int, n_layers: int, linear: str) -> float:
-    """Normal std of a Linear weight under the "gpt2" or "fan_in" scheme."""
+    """Normal std of a Linear weight under the "gpt2", "fan_in" or "depth" scheme."""
+    if linear == "depth":
+        i = _layer_index(name)
+        return STD if i is None else STD / math.sqrt(2 * (i + 1))
     base = 1 / math.sqrt(fan_in) if linear == "fan_in" else STD
     return base / math.sqrt(2 * n_layers) if name.endswith(_RESIDUAL_OUTPUTS) else base
 
@@ -112,6 +128,10 @@ def init_fan_in(model: nn.Module, seed: int, n_layers: int) -> None:
     _named_init(model, seed, n_layers, "fan_in")
 
 
+def init_depth(model: nn.Module, seed: int, n_layers: int) -> None:
+    _named_init(model, seed, n_layers, "depth")
+
+
 def init_default(model: nn.Module, seed: int, n_layers: int) -> None:
     """PyTorch's own `reset_parameters`, module by module under a per-module seed."""
     seen: set[int] = set()
@@ -130,6 +150,7 @@ INITS: dict[str, Callable[[nn.Module, int, int], None]] = {
     "gpt2": init_gpt2,
     "xavier": init_xavier,
     "fan_in": init_fan_in,
+    "depth": init_depth,
     "default": init_default,
 }
 

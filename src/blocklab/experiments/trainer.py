@@ -120,7 +120,7 @@ class TrainConfig:
         `warmup_steps` (0 = off); then "cosine" decay to lr·min_lr_ratio or "constant".
     weight_decay, betas, adam_eps: AdamW; decay applies to matrices and embeddings only.
     grad_clip: max global gradient norm, None = off.
-    init: "gpt2", "xavier" or "default" (`blocklab.experiments.init`).
+    init: "gpt2", "xavier", "fan_in", "depth" or "default" (`blocklab.experiments.init`).
     seed: model initialisation and batch order (two separate streams).
     eval_every: validate every this many steps (0 = only at the end); always at the end.
     eval_lengths: validation lengths; `seq_len` is always added. eval_batches: batches of
