@@ -12,6 +12,7 @@ from blocklab.claims import CHECKS, CLAIM_TEXT, Context, run_claims
 from blocklab.claims.text import claim_sources, claims_markdown, parse_claims
 from blocklab.experiments.summaries import (
     SUMMARY_SCHEMA,
+    ArmTuning,
     FfnArm,
     FfnData,
     FfnSensitivity,
@@ -158,13 +159,18 @@ def _ffn_arm(rel: Interval) -> FfnArm:
                   counted=3, zero_grad_fraction={"init": 0.0, "final": None}, lr=3e-3)
 
 
-def _ffn_data(swiglu, geglu, glu, lr_grid=(3e-3, 1e-2, 3e-2), lr_at_edge=()) -> FfnData:
+def _ffn_data(swiglu, geglu, glu, lr_at_edge=(), tuned=("relu", "swiglu", "geglu", "glu")
+              ) -> FfnData:
     arms = {name: _ffn_arm(rel)
             for name, rel in (("swiglu", swiglu), ("geglu", geglu), ("glu", glu))}
-    return FfnData(arms=arms, seeds=10, steps=100, init="fan_in", lr_grid=list(lr_grid),
+    grid = (3e-3, 1e-2, 3e-2)
+    tuning = [ArmTuning(arm, grid, 1e-2 if arm not in lr_at_edge else 3e-2,
+                        arm not in lr_at_edge, 0) for arm in tuned]
+    return FfnData(arms=arms, seeds=10, steps=100, init="fan_in", lr_grid=list(grid),
                    lr_trials=[], lr_at_edge=list(lr_at_edge), sensitivity=SENSITIVITY, trend=[],
                    trend_change=Interval(0), warmup_steps=10, unigram_entropy=None,
-                   baseline="relu", page={}, equal_time_ms=None, size={"d_model": 64})
+                   baseline="relu", page={}, equal_time_ms=None, size={"d_model": 64},
+                   lr_tuning=tuning)
 
 
 @pytest.mark.parametrize(("longer", "verdict"), [
@@ -187,10 +193,10 @@ def test_c16_is_contradicted_only_when_a_run_twice_as_long_agrees(tmp_path, long
     else:
         assert swiglu.verdict == "not-reproduced-at-this-scale"
         assert swiglu.reason.startswith(verdict) and swiglu.decision.would_contradict
-    # unfair arms (one lr, or SwiGLU's or ReLU's best lr at the grid's edge, where a better
-    # one may lie beyond it): never contradicted, whatever the longer run says, and no longer
-    # run is due
-    for unfair in ({"lr_grid": (3e-3,)}, {"lr_at_edge": ("swiglu",)}, {"lr_at_edge": ("relu",)}):
+    # unfair arms (not tuned, or SwiGLU's or ReLU's best lr still at the grid's edge, where a
+    # better one may lie beyond it): never contradicted, whatever the longer run says, and no
+    # longer run is due
+    for unfair in ({"tuned": ()}, {"lr_at_edge": ("swiglu",)}, {"lr_at_edge": ("relu",)}):
         _write(tmp_path, "ffn", _ffn_data(worse, fine, fine, **unfair))
         (row,) = run_claims(["C16"], Context(tmp_path, "quick"))
         assert row.parts[0].verdict == "not-reproduced-at-this-scale"

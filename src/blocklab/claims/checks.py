@@ -661,8 +661,8 @@ def c16(ctx: Context) -> Finding:
     # CI never sees, with its optimum inside the grid (at an edge a better lr may lie beyond
     # it). A contradiction also needs the same arms trained twice as long on the same seeds to
     # lie beyond δ on the same side (`blocklab.claims.sequential.run_longer` runs them).
-    fair = {arm: len(data.lr_grid) >= 3 and not {arm, "relu"} & set(data.lr_at_edge)
-            for arm in page}
+    interior = {t.arm: t.interior for t in data.lr_tuning}
+    fair = {arm: bool(interior.get(arm)) and bool(interior.get("relu")) for arm in page}
     longer = c16_longer_agrees(ctx, rules, fair)
     parts = Part.decided_together(specs, fair_arms=[fair[arm] for arm in page],
                                   longer_run_agrees=[longer.get(arm, False) for arm in page])

@@ -96,6 +96,24 @@ class LrTrial:
 
 
 @dataclass(frozen=True)
+class ArmTuning:
+    """Where one arm's learning-rate tuning ended (`experiments.suites.tuning.tune_arm`): the
+    grid it was tried on (the registered one, grown at an edge where needed), the chosen rate
+    and whether it is interior (a tried rate on each side scored worse)."""
+
+    arm: str
+    grid: tuple[float, ...]
+    lr: float
+    interior: bool
+    extended: int  # points added beyond the registered grid
+
+    def words(self) -> str:
+        where = "interior" if self.interior else "at the grid's edge"
+        grown = f", grid extended by {self.extended}" if self.extended else ""
+        return f"{self.arm} {self.lr:g} ({where}{grown})"
+
+
+@dataclass(frozen=True)
 class FfnTrendPoint:
     """SwiGLU vs ReLU at one model width: Δ% = 100·(swiglu − relu)/relu, paired by seed, each
     arm at its own lr tuned at that width."""
@@ -137,6 +155,8 @@ class FfnData:
     page: dict[str, tuple[float, float]]  # the page's stated gain vs ReLU, % (low, high)
     equal_time_ms: float | None
     size: dict[str, Any]  # the suite size's settings, as configured
+    # Per arm tuned at the suite's width: its grid, chosen lr and whether that is interior.
+    lr_tuning: list[ArmTuning] = field(default_factory=list)
 
 
 # --- placement ---------------------------------------------------------------------------------

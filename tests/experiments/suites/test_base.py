@@ -104,12 +104,16 @@ def test_seed_offset_runs_disjoint_seeds_in_their_own_folder(tmp_path):
         base.run_suite(_toy_suite([]), "tiny", 1, tmp_path, seed_offset=-1)
 
 
-def _tuned_suite(calls, fail_tuning=False):
+def _tuned_suite(calls, fail_tuning=False, grow=False):
     """A toy suite with a tuning stage: two candidate scales, picked on a tuning seed; the
-    evaluation runs record the scale they were planned with."""
-    def tune(size):
+    evaluation runs record the scale they were planned with. `grow`: a best scale at the
+    grid's top edge (2.0) adds 3.0, once 1.0 and 2.0 are tuned."""
+    def tune(size, tuned=()):
+        scales = [1.0, 2.0]
+        if grow and tuned and min(tuned, key=lambda p: p[1]["loss"])[0].payload["scale"] == 2.0:
+            scales.append(3.0)
         specs = []
-        for scale in (1.0, 2.0):
+        for scale in scales:
             def execute(progress, scale=scale):
                 if fail_tuning and scale == 2.0:
                     raise RuntimeError("tuning run broke")
@@ -132,7 +136,8 @@ def _tuned_suite(calls, fail_tuning=False):
 
     def summarise(size, seeds, results):
         kinds = [spec.arm for spec, _ in results]
-        assert kinds == ["tune", "tune", *["eval"] * len(seeds)]  # tuning results first
+        tuning = kinds.count("tune")  # tuning results first
+        assert tuning >= 2 and kinds == ["tune"] * tuning + ["eval"] * len(seeds)
         values = [r["value"] for spec, r in results if spec.arm == "eval"]
         return Summary("tuned", size, seeds, [], data=ToyData(base.mean_ci(values)))
 
@@ -152,13 +157,27 @@ def test_a_tuned_suite_plans_its_evaluation_from_stored_tuning_results(tmp_path)
     assert base.TUNING_SEEDS > 10**9 + base.MAX_SEEDS  # beyond any evaluation seed
 
 
+def test_a_grid_grown_at_an_edge_is_tuned_before_anything_is_evaluated(tmp_path):
+    calls = []
+    suite = _tuned_suite(calls, grow=True)
+    summary = base.run_suite(suite, "tiny", 1, tmp_path, progress=False)
+    assert calls == [("tune", 1.0), ("tune", 2.0), ("tune", 3.0), ("eval", 0)]
+    assert summary.data.diff.mean == 2.0  # 3.0's loss is 1.0: 2.0 stays best, now interior
+    # a second process finds every tuning run, the grown one included, stored
+    calls.clear()
+    planned = base.plan_suite(suite, "tiny", 1, tmp_path)
+    assert planned.stage == "evaluate" and not planned.missing and calls == []
+    assert [spec.payload["scale"] for spec, _ in planned.tuned] == [1.0, 2.0, 3.0]
+
+
 def test_bf16_runs_a_suite_that_takes_it_in_folders_of_its_own(tmp_path):
     calls, seen = [], []
     tuned = _tuned_suite(calls)
+    suite_tune = tuned.tune
 
-    def tune(size, precision):
+    def tune(size, precision, tuned=()):
         seen.append(("tune", precision))
-        return tuned.tune(size)
+        return suite_tune(size, tuned)
 
     def plan(size, seeds, results, precision):
         seen.append(("plan", precision))
@@ -166,7 +185,8 @@ def test_bf16_runs_a_suite_that_takes_it_in_folders_of_its_own(tmp_path):
 
     suite = dataclasses.replace(tuned, tune=tune, plan=plan, precisions=("fp32", "bf16"))
     summary = base.run_suite(suite, "tiny", 1, tmp_path, progress=False, precision="bf16")
-    assert seen == [("tune", "bf16"), ("tune", "bf16"), ("plan", "bf16")]
+    # planned, then asked again with the results (nothing grows), then evaluated
+    assert seen == [("tune", "bf16"), ("tune", "bf16"), ("tune", "bf16"), ("plan", "bf16")]
     assert (tmp_path / "tuned" / "tiny+tuning+bf16").is_dir()
     assert (tmp_path / "tuned" / "tiny+bf16" / "summary.json").is_file()
     assert any("every model trained in bf16" in note for note in summary.notes)

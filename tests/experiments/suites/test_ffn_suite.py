@@ -201,13 +201,13 @@ def test_each_arm_gets_the_lr_with_the_lowest_mean_tuning_loss():
     trials = []
     for arm in ffn.ARMS:
         trials += [_trial(arm, 3e-3, 2.0), _trial(arm, 1e-2, 1.9), _trial(arm, 3e-2, 1.95)]
-    trials += [_trial("relu", lr, 1.0, seed=1) for lr in size.lr_grid]  # a second tuning seed
+    trials += [_trial("relu", lr, 1.0, seed=1) for lr in size.lr_grid.base]  # 2nd tuning seed
     # gelu: 3e-2 is lowest on one seed but fails on the other, so it cannot be chosen.
     trials = [t for t in trials if not (t.arm == "gelu" and t.lr == 3e-2)]
     trials += [_trial("gelu", 3e-2, 1.0), _trial("gelu", 3e-2, None, seed=1)]
     # swiglu: a tie goes to the smaller lr.
     trials = [t for t in trials if t.arm != "swiglu"]
-    trials += [_trial("swiglu", lr, 1.5) for lr in size.lr_grid]
+    trials += [_trial("swiglu", lr, 1.5) for lr in size.lr_grid.base]
     chosen = ffn.choose_lrs(size, trials)
     assert chosen["relu"] == 1e-2 and chosen["gelu"] == 1e-2 and chosen["swiglu"] == 3e-3
     assert ffn.choose_lrs(size, []) == dict.fromkeys(ffn.ARMS, 3e-3)  # nothing counts: smallest
@@ -222,10 +222,10 @@ def test_tuning_runs_every_arm_at_every_lr_on_seeds_no_evaluation_uses(name, wid
 
     size = ffn.SIZES[name]
     specs = ffn.tune(name)
-    assert len(specs) == (sum(len(arms) for _, arms in widths) * len(size.lr_grid)
+    assert len(specs) == (sum(len(arms) for _, arms in widths) * len(size.lr_grid.base)
                           * size.tuning_seeds)
     assert {(s.arm, s.payload["train"]["lr"], s.payload["model"]["d_model"]) for s in specs} == {
-        (arm, lr, d) for d, arms in widths for arm in arms for lr in size.lr_grid}
+        (arm, lr, d) for d, arms in widths for arm in arms for lr in size.lr_grid.base}
     assert min(s.seed for s in specs) == TUNING_SEEDS > MAX_SEED_OFFSET + MAX_SEEDS
     assert {s.payload["train"]["init"] for s in specs} == {"fan_in"}
     lrs = {**LRS, "swiglu": 3e-2}
@@ -245,7 +245,8 @@ def test_the_suite_evaluates_each_arm_at_the_lr_its_tuning_runs_chose(tmp_path):
     data = summary.data
     store = ResultStore(tmp_path / "ffn" / "tiny+tuning")
     stored = {}
-    for spec in ffn.tune("tiny"):
+    tuned = [(spec, store.load(spec.run_id)) for spec in ffn.tune("tiny")]
+    for spec in ffn.tune("tiny", tuned):
         if spec.payload["model"]["d_model"] != ffn.SIZES["tiny"].d_model:
             continue  # a scale-trend width, checked below
         final = store.load(spec.run_id)["final"]
@@ -255,15 +256,20 @@ def test_the_suite_evaluates_each_arm_at_the_lr_its_tuning_runs_chose(tmp_path):
             final["val_loss"] if counts else math.inf)
     evaluated = ResultStore(tmp_path / "ffn" / "tiny")
     assert {arm for arm, _ in stored} == set(ffn.GRADED_ARMS)  # tuned: the graded arms only
+    # nothing counts after 5 tiny steps, so every arm's best is the grid's smallest lr: the
+    # grid grew there by one point (tiny's cap) before evaluation, and stays at the edge
+    base = ffn.SIZES["tiny"].lr_grid.base
+    assert {lr for _, lr in stored} == {*base, round(base[0] / 3, 6)}
+    assert all(not t.interior and t.extended == 1 for t in data.lr_tuning)
     for arm in ffn.GRADED_ARMS:  # an independent argmin over the stored tuning results
-        best = min(ffn.SIZES["tiny"].lr_grid, key=lambda lr: (stored[(arm, lr)], lr))
+        best = min((lr for a, lr in stored if a == arm), key=lambda lr: (stored[(arm, lr)], lr))
         assert data.arms[arm].lr == best
         run = next(s for s in ffn.plan_at("tiny", range(1), {a: best for a in ffn.ARMS})
                    if s.arm == arm and s.payload["kind"] == "train")
         assert evaluated.has(run.run_id)  # the evaluation ran at that lr
-    assert len(data.lr_trials) == len(ffn.tune("tiny"))
+    assert len(data.lr_trials) == len(ffn.tune("tiny", tuned))
     # the lr notes and table speak of the tuned arms only
-    edge = next((n for n in summary.notes if n.startswith("Best lr at an edge")), "")
+    edge = next((n for n in summary.notes if n.startswith("Best lr still at an edge")), "")
     assert all(f" {arm} " not in edge for arm in ("gelu", "reglu", "bilinear"))
     assert set(data.lr_at_edge) <= set(ffn.GRADED_ARMS)
     grid = next(t for t in summary.tables if t.title.startswith("Learning rate per arm"))

@@ -104,7 +104,9 @@ class Suite:
     summarise: Callable[[str, range, Results], Summary]
     default_seeds: dict[str, int] = field(default_factory=lambda: {"tiny": 1, "quick": 2,
                                                                     "full": 5})
-    tune: Callable[[str], list[RunSpec]] | None = None
+    # `tune(size, tuned=results so far)`: every tuning run, given those already made (a grid
+    # extended where an arm's best rate sat at an edge, `tuning.tune_arm`).
+    tune: Callable[..., list[RunSpec]] | None = None
     # The precisions its plan (and tune) take as `precision=`; a suite that measures float32
     # kernels or int8 against float32 lists "fp32" alone.
     precisions: tuple[str, ...] = ("fp32",)
@@ -235,12 +237,19 @@ def plan_suite(suite: Suite, size: str, seeds: int | None, out_dir: str | Path,
     if suite.tune is not None:
         tuning = suite.tune(size, **extra)
         store = ResultStore(tuning_dir(out_dir, suite, size, precision))
-        stale = stale_reasons(tuning, store)
-        missing = [s for s in tuning if not store.has(s.run_id) or s.run_id in stale]
-        if missing:
-            return PlannedSuite(suite, size, seeds, tuning, store, stale, missing, "tune",
-                                precision=precision, planned_rules=dict(rules or {}))
-        tuned = [(spec, store.load(spec.run_id)) for spec in tuning]
+        # A grid grows at an edge only once its points are tuned (`tuning.tune_arm`), so the
+        # tuning runs are asked for again with the results so far until nothing is added.
+        while True:
+            stale = stale_reasons(tuning, store)
+            missing = [s for s in tuning if not store.has(s.run_id) or s.run_id in stale]
+            if missing:
+                return PlannedSuite(suite, size, seeds, tuning, store, stale, missing, "tune",
+                                    precision=precision, planned_rules=dict(rules or {}))
+            tuned = [(spec, store.load(spec.run_id)) for spec in tuning]
+            grown = suite.tune(size, tuned=tuned, **extra)
+            if {s.run_id for s in grown} <= {s.run_id for s in tuning}:
+                break
+            tuning = grown
         specs = suite.plan(size, seeds, tuned, **extra)
     else:
         specs = suite.plan(size, seeds, **extra)
@@ -342,7 +351,7 @@ def run_suite(suite: Suite, size: str = "quick", seeds: int | None = None,
         planned = plan_suite(suite, size, seeds, out_dir, seed_offset, precision, rules)
         start = time.perf_counter()
         failed: dict[str, str] = {}
-        for _stage in ("tune", "evaluate"):
+        while True:  # tuning rounds (a grid may grow at an edge), then the evaluation
             if planned.missing:
                 sink = CountingSink(planned.store)
                 try:
@@ -358,11 +367,13 @@ def run_suite(suite: Suite, size: str = "quick", seeds: int | None = None,
 
 def replan_after_tuning(planned: PlannedSuite, failed: dict[str, str], out_dir: str | Path,
                         seed_offset: int) -> PlannedSuite:
-    """Plan the evaluation runs once a suite's tuning runs have executed; raises
-    SuiteIncomplete naming the tuning runs (with `failed`'s errors) that have no result."""
+    """Plan what follows a round of tuning runs: the evaluation runs, or the tuning runs a grid
+    extended at an edge still needs (stage "tune" again). Raises SuiteIncomplete naming the
+    tuning runs of that round (with `failed`'s errors) that have no result."""
     again = plan_suite(planned.suite, planned.size, len(planned.seeds), out_dir, seed_offset,
                        planned.precision, planned.planned_rules or None)
-    if again.stage == "tune":
+    attempted = {spec.run_id for spec in planned.missing}
+    if again.stage == "tune" and any(spec.run_id in attempted for spec in again.missing):
         raise SuiteIncomplete(planned.suite.name, planned.size, [
             (spec.label, failed.get(spec.run_id, "no result was stored"))
             for spec in again.missing], len(again.specs))

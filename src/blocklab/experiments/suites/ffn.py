@@ -16,8 +16,9 @@ Fair arms. Weights start from the `fan_in` init (std 1/√fan_in: unit-variance 
 where GELU and SiLU are curved; gpt2's fixed 0.02 leaves them nearly linear at small width).
 Each arm trains at its own learning rate: the tuning stage runs every arm at every rate of
 `lr_grid` on `tuning_seeds` seeds taken from `TUNING_SEEDS` (never an evaluation seed), and
-the rate with the lowest mean final validation loss is the arm's. A choice at the edge of the
-grid is flagged. Sensitivity: relu, gelu and swiglu run again on the evaluation seeds at the
+the rate with the lowest mean final validation loss is the arm's. A best rate at an edge of the
+grid grows the grid there until it is interior (`blocklab.experiments.suites.tuning`); one still
+at an edge is flagged. Sensitivity: relu, gelu and swiglu run again on the evaluation seeds at the
 old settings (gpt2 init, one shared lr), so the summary shows how much of a difference those
 choices made. Scale trend: relu and swiglu are also tuned and trained at other widths.
 
@@ -73,6 +74,7 @@ from blocklab.experiments.suites.base import (
     torch_threads,
 )
 from blocklab.experiments.suites.evaluation import FINAL_EVAL_FRACTION, full_only, listed
+from blocklab.experiments.suites.tuning import LrGrid, tune_arm, tune_arms
 from blocklab.experiments.summaries import (
     FfnArm,
     FfnData,
@@ -118,7 +120,7 @@ class Size:
     seq_len: int
     batch_size: int
     steps: int
-    lr_grid: tuple[float, ...]  # each arm's learning rate is the best of these
+    lr_grid: LrGrid  # each arm's learning rate is the best of these (grown at an edge)
     tuning_seeds: int
     warmup_steps: int
     eval_every: int
@@ -147,22 +149,26 @@ SIZES = {
     # tiny and quick: C16's arms and relu only, at the size's own width (no sensitivity
     # re-runs, no trend widths, no timing run): what a registered rule grades.
     "tiny": Size(d_model=32, n_layers=1, n_heads=2, seq_len=32, batch_size=4, steps=5,
-                 lr_grid=(1e-3, 3e-3, 1e-2), tuning_seeds=1, warmup_steps=0, eval_every=0,
+                 lr_grid=LrGrid((1e-3, 3e-3, 1e-2), 3.0, max_extensions=1), tuning_seeds=1,
+                 warmup_steps=0, eval_every=0,
                  eval_batches=1, timing_steps=2, timing_rounds=1, arms=GRADED_ARMS,
                  sensitivity_arms=(), timing=False,
                  final_eval_fraction=FINAL_EVAL_FRACTION["tiny"]),
     # 11-14 s a run (300 steps) on one core of the 2-core reference machine. Under fan_in
     # init every arm tried so far was best at 1e-2 of {1e-3, 3e-3, 1e-2, 3e-2} (seed 0), so
-    # the grid is centred there.
+    # the grid is centred there; a coarse grid (×3) is enough at quick because it grows at an
+    # edge until the optimum is interior.
     "quick": Size(d_model=64, n_layers=2, n_heads=4, seq_len=64, batch_size=16, steps=300,
-                  lr_grid=(3e-3, 1e-2, 3e-2), tuning_seeds=1, warmup_steps=15, eval_every=25,
+                  lr_grid=LrGrid((3e-3, 1e-2, 3e-2), 3.0), tuning_seeds=1, warmup_steps=15,
+                  eval_every=25,
                   eval_batches=8, timing_steps=10, timing_rounds=3, arms=GRADED_ARMS,
                   sensitivity_arms=(), timing=False,
                   final_eval_fraction=FINAL_EVAL_FRACTION["quick"]),
-    # Hours: 7 arms × 8 seeds plus 7 × 3 × 2 tuning runs, an estimated 6 minutes each on one
-    # core.
+    # Hours: 7 arms × 8 seeds plus 7 × 5 × 2 tuning runs, an estimated 6 minutes each on one
+    # core. Five points spaced 2×, two tuning seeds.
     "full": Size(d_model=96, n_layers=3, n_heads=4, seq_len=128, batch_size=16, steps=1500,
-                 lr_grid=(3e-3, 1e-2, 3e-2), tuning_seeds=2, warmup_steps=75, eval_every=50,
+                 lr_grid=LrGrid((2.5e-3, 5e-3, 1e-2, 2e-2, 4e-2), 2.0), tuning_seeds=2,
+                 warmup_steps=75, eval_every=50,
                  eval_batches=16, timing_steps=20, timing_rounds=5, sensitivity_lr=2e-3,
                  trend_widths=(48, 64), final_eval_fraction=FINAL_EVAL_FRACTION["full"]),
 }
@@ -284,7 +290,7 @@ def time_arms(size: Size, arms: tuple[str, ...] = ARMS) -> dict[str, Any]:
     with torch_threads(1):
         for round_ in range(size.timing_rounds):
             for arm in arms:
-                tc = train_config(size, seed=0, lr=size.lr_grid[len(size.lr_grid) // 2])
+                tc = train_config(size, seed=0, lr=size.lr_grid.base[len(size.lr_grid.base) // 2])
                 model = build_model(model_config(arm, size), tc)
                 optimizer, params = make_optimizer(model, tc), list(model.parameters())
                 for step in range(size.timing_steps + 1):
@@ -324,14 +330,17 @@ def _size(size_name: str, precision: str) -> Size:
     return replace(SIZES[size_name], precision=precision)
 
 
-def tune(size_name: str, precision: str = "fp32") -> list[RunSpec]:
-    """The tuning stage: every arm the size trains at every lr of the grid, on the tuning
-    seeds, at every width the size trains."""
+def tune(size_name: str, tuned: Results = (), precision: str = "fp32") -> list[RunSpec]:
+    """The tuning stage: every arm the size trains at every lr of its grid (the registered
+    one, grown at an edge from the results `tuned` so far), on the tuning seeds, at every
+    width the size trains."""
     size = _size(size_name, precision)
+    trials = lr_trials(list(tuned))
     return [_train_spec("tune", arm, size, seed, lr, size.init,
                         f"ffn tune {arm}" + ("" if d == size.d_model else f" d={d}")
                         + f" lr {lr:g} seed {seed}", d)
-            for d, arms in _widths(size) for arm in arms for lr in size.lr_grid
+            for d, arms in _widths(size) for arm in arms
+            for lr in tune_arm(size.lr_grid, trials, arm, d).grid
             for seed in range(TUNING_SEEDS, TUNING_SEEDS + size.tuning_seeds)]
 
 
@@ -345,21 +354,10 @@ def lr_trials(tuned: Results) -> list[LrTrial]:
 
 def choose_lrs(size: Size, trials: list[LrTrial], d_model: int | None = None,
                arms: tuple[str, ...] = ARMS) -> dict[str, float]:
-    """Each arm's lr at width `d_model` (default: the size's): the grid value with the lowest
-    mean final validation loss over the tuning seeds, a run that does not count scoring +inf
-    (so an lr that fails on any tuning seed loses to one that never fails); ties go to the
-    smaller lr."""
+    """Each arm's lr at width `d_model` (default: the size's): the rate of its (grown) grid
+    with the lowest mean final validation loss over the tuning seeds (`tuning.tune_arm`)."""
     d = size.d_model if d_model is None else d_model
-    chosen = {}
-    for arm in arms:
-        def score(lr: float, arm: str = arm) -> float:
-            losses = [t.val_loss for t in trials
-                      if t.arm == arm and t.lr == lr and t.d_model == d]
-            if not losses or any(v is None for v in losses):
-                return float("inf")
-            return statistics.fmean(losses)
-        chosen[arm] = min(size.lr_grid, key=lambda lr: (score(lr), lr))
-    return chosen
+    return {arm: t.lr for arm, t in tune_arms(size.lr_grid, trials, arms, d).items()}
 
 
 def plan(size_name: str, seeds: range, tuned: Results, precision: str = "fp32") -> list[RunSpec]:
@@ -468,9 +466,10 @@ def summarise(size_name: str, seeds: range, results: list[tuple[RunSpec, dict[st
         else:
             by_arm[spec.arm][seeds.index(spec.seed)] = result
     trials = lr_trials(tuned)
-    lrs = choose_lrs(size, trials, arms=size.arms)  # only the arms the size tuned
-    edges = (min(size.lr_grid), max(size.lr_grid))
-    lr_at_edge = [arm for arm in size.arms if lrs[arm] in edges]
+    tunings = tune_arms(size.lr_grid, trials, size.arms, size.d_model)  # the arms it tuned
+    lrs = {arm: t.lr for arm, t in tunings.items()}
+    lr_at_edge = [arm for arm, t in tunings.items() if not t.interior]
+    tried_lrs = sorted({lr for t in tunings.values() for lr in t.grid})
 
     def val(result: dict[str, Any]) -> float | None:
         return result["final"]["val_loss"] if _counts(result) else None
@@ -580,15 +579,20 @@ def summarise(size_name: str, seeds: range, results: list[tuple[RunSpec, dict[st
     tuning_seeds = sorted({t.seed for t in trials})
     grid = Table(
         "Learning rate per arm: final validation loss on the tuning seeds",
-        ["arm", *(f"lr {lr:g}" for lr in size.lr_grid), "chosen"],
+        ["arm", *(f"lr {lr:g}" for lr in tried_lrs), "chosen"],
         [[arm, *(_fmt(_mean_or_none([t.val_loss for t in trials if t.arm == arm
                                      and t.lr == lr and t.d_model == size.d_model]), 4)
-                 for lr in size.lr_grid),
-          f"{lrs[arm]:g}" + (" (grid edge)" if arm in lr_at_edge else "")] for arm in size.arms],
+                 if lr in tunings[arm].grid else "" for lr in tried_lrs),
+          f"{lrs[arm]:g}" + ("" if tunings[arm].interior else " (grid edge)")
+          + (f", grid +{tunings[arm].extended}" if tunings[arm].extended else "")]
+         for arm in size.arms],
         f"{size.tuning_seeds} tuning seed(s) ({', '.join(map(str, tuning_seeds))}), disjoint "
-        "from the evaluation seeds; each arm is then evaluated at its own chosen lr. '—' marks "
-        "an lr at which a tuning run did not count (diverged, stuck or above the unigram "
-        "entropy).")
+        "from the evaluation seeds; each arm is then evaluated at its own chosen lr. A best lr "
+        f"at an edge of the registered grid {{{', '.join(f'{lr:g}' for lr in size.lr_grid.base)}"
+        f"}} grows the grid there (×{size.lr_grid.factor:g}, at most "
+        f"{size.lr_grid.max_extensions} points) until it is interior; blank: not tried for that "
+        "arm. '—' marks an lr at which a tuning run did not count (diverged, stuck or above "
+        "the unigram entropy).")
     trend_table = Table(
         "Scale trend: SwiGLU vs ReLU at each model width",
         ["d_model", "params (relu)", "lr relu", "lr swiglu", "Δ% vs relu [95% CI]"],
@@ -612,7 +616,7 @@ def summarise(size_name: str, seeds: range, results: list[tuple[RunSpec, dict[st
         f"Budget: d_model={size.d_model}, n_layers={size.n_layers}, n_heads={size.n_heads}, "
         f"seq_len={size.seq_len}, batch={size.batch_size}, steps={size.steps} "
         f"({size.steps * size.batch_size * size.seq_len:,} training tokens a run), each arm at "
-        f"its own lr from {{{', '.join(f'{lr:g}' for lr in size.lr_grid)}}}, "
+        f"its own lr from {{{', '.join(f'{lr:g}' for lr in tried_lrs)}}}, "
         f"warmup={size.warmup_steps}, cosine to 0.1·lr, AdamW wd 0.1, clip 1.0, {size.init} "
         f"init, 1 thread, data={DATA}.",
         f"Widths: plain d_ff={4 * size.d_model}, gated d_ff={ffn_width('swiglu', size.d_model)}.",
@@ -621,14 +625,19 @@ def summarise(size_name: str, seeds: range, results: list[tuple[RunSpec, dict[st
         + ", ".join(f"{arm} {a.counted}/{len(seeds)}" for arm, a in arms.items()) + ".",
     ]
     if lr_at_edge:
-        notes.append("Best lr at an edge of the grid (the optimum may lie beyond it): "
-                     + ", ".join(f"{arm} {lrs[arm]:g}" for arm in lr_at_edge) + ".")
+        notes.append("Best lr still at an edge of the grid after growing it (the optimum may "
+                     "lie beyond it): " + ", ".join(f"{arm} {lrs[arm]:g}" for arm in lr_at_edge)
+                     + ".")
+    grown = [t.words() for t in tunings.values() if t.extended]
+    if grown:
+        notes.append("Grid grown at an edge before evaluation: " + "; ".join(grown) + ".")
     left_out = _left_out(size)
     if left_out:
         notes.append(full_only(left_out, "C16 grades swiglu, geglu and glu against relu at "
                                          "equal steps and tokens; nothing else here is graded"))
     data = FfnData(arms=arms, seeds=len(seeds), steps=size.steps, init=size.init,
-                   lr_grid=list(size.lr_grid), lr_trials=trials, lr_at_edge=lr_at_edge,
+                   lr_grid=tried_lrs, lr_trials=trials, lr_at_edge=lr_at_edge,
+                   lr_tuning=list(tunings.values()),
                    sensitivity=sensitivity, trend=trend, trend_change=trend_change,
                    warmup_steps=size.warmup_steps,
                    unigram_entropy=entropy, baseline=BASELINE,

@@ -1,0 +1,85 @@
+"""Each arm at its best: learning-rate grids that grow at an edge.
+
+A tuned suite runs every arm at every rate of its registered grid on tuning seeds (never an
+evaluation seed) and evaluates each arm at the rate with the lowest mean final validation
+loss. A best rate at an edge of the grid says only that the optimum may lie beyond it, so the
+grid is extended there, one point at a time (the grid's own spacing), and the new point is
+tuned before anything is evaluated. That repeats until the best rate is interior or
+`LrGrid.max_extensions` points were added; the summary records which, and "fair" means
+interior, not a grid of some size.
+
+A rate scores the mean final validation loss over the tuning seeds; a run that does not count
+(diverged, stuck, above the unigram entropy) scores +inf, so a rate that fails on any tuning
+seed loses to one that never fails, and a rate beyond the one where training breaks down is
+never chosen. Ties go to the smaller rate.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from blocklab.experiments.summaries import ArmTuning, LrTrial
+
+
+@dataclass(frozen=True)
+class LrGrid:
+    """A registered learning-rate grid: `base` (ascending), extended at an edge by `factor`
+    (the spacing between neighbours) at most `max_extensions` times per arm."""
+
+    base: tuple[float, ...]
+    factor: float
+    max_extensions: int = 3
+
+    def __post_init__(self) -> None:
+        if len(self.base) < 3 or list(self.base) != sorted(self.base):
+            raise ValueError(f"an lr grid needs at least 3 ascending points, got {self.base}")
+
+
+def rounded(lr: float) -> float:
+    """`lr` to 3 significant digits, so an extended point has one spelling (its run id)."""
+    return float(f"{lr:.3g}")
+
+
+def score(trials: Iterable[LrTrial], arm: str, lr: float, d_model: int | None = None) -> float:
+    """Mean final validation loss of `arm` at `lr` over its tuning runs; +inf when a run does
+    not count or none was made."""
+    losses = [t.val_loss for t in trials if t.arm == arm and math.isclose(t.lr, lr)
+              and (d_model is None or t.d_model == d_model)]
+    if not losses or any(v is None for v in losses):
+        return math.inf
+    return statistics.fmean(losses)
+
+
+def tried(trials: Iterable[LrTrial], arm: str, lr: float, d_model: int | None = None) -> bool:
+    return any(t.arm == arm and math.isclose(t.lr, lr)
+               and (d_model is None or t.d_model == d_model) for t in trials)
+
+
+def tune_arm(grid: LrGrid, trials: list[LrTrial], arm: str,
+             d_model: int | None = None) -> ArmTuning:
+    """The grid `arm` needs, from its tuning runs so far: the registered one, extended at
+    whichever edge holds the best rate until it is interior, an extension is still untried
+    (then the grid ends with it: run it, then ask again) or `max_extensions` are used up."""
+    lrs = list(grid.base)
+    for _ in range(grid.max_extensions):
+        if not all(tried(trials, arm, lr, d_model) for lr in lrs):
+            break
+        best = min(lrs, key=lambda lr: (score(trials, arm, lr, d_model), lr))
+        if best == lrs[-1] and math.isfinite(score(trials, arm, best, d_model)):
+            lrs.append(rounded(lrs[-1] * grid.factor))
+        elif best == lrs[0]:
+            lrs.insert(0, rounded(lrs[0] / grid.factor))
+        else:
+            break
+    best = min(lrs, key=lambda lr: (score(trials, arm, lr, d_model), lr))
+    interior = (lrs[0] < best < lrs[-1] and math.isfinite(score(trials, arm, best, d_model))
+                and all(tried(trials, arm, lr, d_model) for lr in lrs))
+    return ArmTuning(arm, tuple(lrs), best, interior, len(lrs) - len(grid.base))
+
+
+def tune_arms(grid: LrGrid, trials: list[LrTrial], arms: Iterable[str],
+              d_model: int | None = None) -> dict[str, ArmTuning]:
+    return {arm: tune_arm(grid, trials, arm, d_model) for arm in arms}

@@ -1,0 +1,77 @@
+"""Learning-rate grids that grow at an edge (`blocklab.experiments.suites.tuning`)."""
+
+import math
+
+import pytest
+
+from blocklab.experiments.suites.tuning import LrGrid, rounded, tune_arm
+from blocklab.experiments.summaries import LrTrial
+
+GRID = LrGrid((1e-3, 2e-3, 4e-3), 2.0, max_extensions=3)
+
+
+def trials_for(losses: dict[float, float | None], arm: str = "a", seeds=(0,)) -> list[LrTrial]:
+    return [LrTrial(arm, lr, seed, "ok" if loss is not None else "diverged", loss, 32)
+            for lr, loss in losses.items() for seed in seeds]
+
+
+def test_nothing_tuned_yet_asks_for_the_registered_grid():
+    t = tune_arm(GRID, [], "a")
+    assert t.grid == GRID.base and t.extended == 0 and not t.interior
+
+
+def test_an_interior_optimum_keeps_the_grid():
+    t = tune_arm(GRID, trials_for({1e-3: 3.0, 2e-3: 2.5, 4e-3: 2.8}), "a")
+    assert (t.grid, t.lr, t.interior, t.extended) == (GRID.base, 2e-3, True, 0)
+
+
+def test_a_grid_whose_optimum_sits_at_the_top_edge_is_extended_until_interior():
+    # loss keeps falling up to 8e-3 and rises after: the grid grows one point at a time
+    losses = {1e-3: 3.0, 2e-3: 2.8, 4e-3: 2.6}
+    t = tune_arm(GRID, trials_for(losses), "a")
+    assert t.grid == (1e-3, 2e-3, 4e-3, 8e-3) and not t.interior  # 8e-3 not tried yet
+    losses[8e-3] = 2.5
+    t = tune_arm(GRID, trials_for(losses), "a")
+    assert t.grid[-1] == 1.6e-2 and t.extended == 2
+    losses[1.6e-2] = 2.7
+    t = tune_arm(GRID, trials_for(losses), "a")
+    assert (t.lr, t.interior, t.extended) == (8e-3, True, 2)
+
+
+def test_a_diverging_point_past_the_edge_makes_the_optimum_interior():
+    t = tune_arm(GRID, trials_for({1e-3: 3.0, 2e-3: 2.8, 4e-3: 2.6, 8e-3: None}), "a")
+    assert (t.lr, t.interior, t.grid[-1]) == (4e-3, True, 8e-3)
+
+
+def test_a_bottom_edge_grows_downwards_and_the_cap_ends_it():
+    losses = {1e-3: 2.0, 2e-3: 2.5, 4e-3: 3.0}
+    for _ in range(5):  # every new lower point is better still
+        t = tune_arm(GRID, trials_for(losses), "a")
+        for lr in t.grid:
+            losses.setdefault(lr, 2.0 - 0.1 * math.log2(1e-3 / lr))
+    t = tune_arm(GRID, trials_for(losses), "a")
+    assert t.extended == GRID.max_extensions and not t.interior and t.lr == t.grid[0]
+    assert t.grid[0] == rounded(1e-3 / 8)
+
+
+def test_a_rate_failing_on_any_tuning_seed_is_never_chosen():
+    trials = trials_for({1e-3: 3.0, 2e-3: 2.5, 4e-3: 2.8}, seeds=(0, 1))
+    trials = [t for t in trials if not (t.lr == 2e-3 and t.seed == 1)]
+    trials.append(LrTrial("a", 2e-3, 1, "diverged", None, 32))
+    t = tune_arm(GRID, trials, "a")  # 2e-3 fails once: 4e-3 is best, at the edge
+    assert t.lr == 4e-3 and t.grid[-1] == 8e-3 and not t.interior
+
+
+def test_every_width_and_arm_is_tuned_apart():
+    trials = trials_for({1e-3: 3.0, 2e-3: 2.5, 4e-3: 2.8}) + [
+        LrTrial("a", lr, 0, "ok", loss, 64) for lr, loss in ((1e-3, 2.0), (2e-3, 2.5),
+                                                             (4e-3, 2.8))]
+    assert tune_arm(GRID, trials, "a", 32).interior
+    assert tune_arm(GRID, trials, "a", 64).grid[0] == 5e-4
+    assert tune_arm(GRID, trials, "b").grid == GRID.base
+
+
+@pytest.mark.parametrize("base", [(1e-3, 2e-3), (2e-3, 1e-3, 4e-3)])
+def test_a_grid_needs_three_ascending_points(base):
+    with pytest.raises(ValueError, match="at least 3 ascending"):
+        LrGrid(base, 2.0)
