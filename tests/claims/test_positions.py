@@ -2,6 +2,7 @@
 the registered rules give on synthetic position summaries (written and read back as
 `run_suite` stores them)."""
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -10,6 +11,14 @@ import torch
 
 from blocklab.claims import positions as cp
 from blocklab.claims.ledger import Context, run_claims
+from blocklab.claims.registry import (
+    C31_ALIBI_FLOPS_PART,
+    C31_ROPE_FLOPS_PART,
+    C31_ROPE_PARAMS_PART,
+    C31_ROPE_SDPA_PART,
+    CHANGED_AFTER_DATA,
+    registered,
+)
 from blocklab.experiments.suites import position as ps
 from blocklab.experiments.summaries import (
     FineTune,
@@ -19,6 +28,7 @@ from blocklab.experiments.summaries import (
     PositionCost,
     PositionData,
     SchemeCost,
+    ShapeTiming,
     Summary,
     TimeRatio,
     YarnBetas,
@@ -118,20 +128,39 @@ def _arm(pcts) -> PositionArm:
                        extrapolated_vs_sliding_pct=reads, per_position={}, passkey=None)
 
 
-def _cost(rope_train=1.02, alibi_train=1.5) -> PositionCost:
+def _cost(rope_train=1.02, alibi_train=1.5, *, decode=1.0, rope_mask="is_causal",
+          kernels=True, realistic=True) -> PositionCost:
+    """A cost run's summary: `decode` scales every decode time and ratio (the toy shape's and
+    the realistic shape's), so a verdict that ignores timings cannot move with it."""
+    kernel = ["aten::_scaled_dot_product_flash_attention_for_cpu"] if kernels else []
+
     def scheme(train, mask):
-        return SchemeCost(params=1000, params_module=1000, train_ms=10 * train, decode_ms=1.0,
+        r = 1.03 * decode
+        return SchemeCost(params=1000, params_module=1000, train_ms=10 * train,
+                          decode_ms=1.0 * decode,
                           train_vs_none=TimeRatio(train, train - 0.01, train + 0.01, 20),
-                          decode_vs_none=TimeRatio(1.03, 1.01, 1.05, 20),
-                          kernels_train=["aten::_scaled_dot_product_flash_attention_for_cpu"],
-                          kernels_decode=["aten::_scaled_dot_product_flash_attention_for_cpu"],
+                          decode_vs_none=TimeRatio(r, r - 0.02, r + 0.02, 20),
+                          kernels_train=kernel, kernels_decode=kernel,
                           masks_train=[mask], masks_decode=["none"], flash_train=True,
                           flash_decode=True)
+
+    def ratios(value):
+        return {"none": TimeRatio(1.0, 1.0, 1.0, 6), "rope": TimeRatio(value, value - 0.1,
+                                                                       value + 0.1, 6),
+                "alibi": TimeRatio(1.4 * value, 1.3 * value, 1.5 * value, 6)}
+
+    shape = ShapeTiming(label="realistic shape", d_model=1024, n_layers=2, n_heads=16,
+                        batch_size=1, prompt_tokens=1024, decode_tokens=32, repeats=6,
+                        threads=1, prefill_ms={"none": 600.0, "rope": 610.0, "alibi": 840.0},
+                        decode_ms={k: 15.0 * decode for k in ("none", "rope", "alibi")},
+                        prefill_vs_none=ratios(1.02), decode_vs_none=ratios(1.01 * decode),
+                        wall_time_s=25.0)
     return PositionCost(threads=1, L=128, batch_size=16, prompt_tokens=96, decode_tokens=32,
                         repeats=20, params={"none": 1000, "rope": 1000, "alibi": 1000},
                         schemes={"none": scheme(1.0, "is_causal"),
-                                 "rope": scheme(rope_train, "is_causal"),
-                                 "alibi": scheme(alibi_train, "float32 mask [1, 2, 128, 128]")})
+                                 "rope": scheme(rope_train, rope_mask),
+                                 "alibi": scheme(alibi_train, "float32 mask [1, 2, 128, 128]")},
+                        realistic=shape if realistic else None)
 
 
 def _data(arms, *, cost=None, tv=0.2) -> PositionData:
@@ -269,21 +298,67 @@ def test_c29_conditional_with_the_nope_order_probe(tmp_path):
     assert row.verdict == "conditional"  # exact: causal masking alone breaks equivariance
 
 
-def test_c31_verdicts_follow_rope_and_alibi_overheads(tmp_path):
-    rows = _ledger(tmp_path, _data({}, cost=_cost()), ["C31"])
-    row = rows["C31"]
-    assert row.verdict == "conditional", row.summary  # RoPE cheap, ALiBi +50%
+def test_c31_is_decided_by_counts_and_the_sdpa_call(tmp_path):
+    row = _ledger(tmp_path, _data({}, cost=_cost()), ["C31"])["C31"]
+    assert row.verdict == "confirmed", row.summary
+    assert [p.name for p in row.parts] == list(registered("C31", "quick"))
+    assert all(p.verdict == "confirmed" and p.decision is None for p in row.parts)
     by_name = {p.name: p for p in row.parts}
-    assert by_name["rope train step costs little vs no positions"].verdict == "confirmed"
-    assert by_name["alibi train step costs little vs no positions"].verdict == \
-        "not-reproduced-at-this-scale"
-    assert by_name["rope train step costs little vs no positions"].estimate.value == \
-        pytest_approx(2.0)
+    assert by_name[C31_ROPE_PARAMS_PART].estimate.value == 0
+    assert by_name[C31_ROPE_SDPA_PART].estimate.value == 0
+    assert by_name[C31_ROPE_FLOPS_PART].estimate.value < 0.01  # %: 0.003% at Llama 3 8B
     assert "adds 0 at Llama 3 8B's shape" in row.summary
-    cheap = _ledger(tmp_path, _data({}, cost=_cost(alibi_train=1.01)), ["C31"])["C31"]
-    assert cheap.verdict == "confirmed"
-    slow = _ledger(tmp_path, _data({}, cost=_cost(rope_train=1.3)), ["C31"])["C31"]
-    assert slow.verdict == "not-reproduced-at-this-scale"
+    # the timings are shown, labelled, and grade nothing
+    assert "Per-op overhead at a toy shape" in row.summary
+    assert "At a realistic shape (d_model 1024" in row.summary
+    assert "玩具形状下的逐算子开销" in row.summary_zh
+    shown = row.evidence["timings_reported_not_graded"]
+    assert shown["toy_shape"]["label"] == "per-op overhead at a toy shape"
+    assert shown["realistic_shape"]["d_model"] == 1024
+    # a summary from before the realistic timing still decides, and says what is missing
+    old = _ledger(tmp_path, _data({}, cost=_cost(realistic=False)), ["C31"])["C31"]
+    assert old.verdict == "confirmed" and "No realistic-shape timing" in old.summary
+
+
+def test_c31_verdict_does_not_move_with_the_timings(tmp_path):
+    base = _ledger(tmp_path, _data({}, cost=_cost()), ["C31"])["C31"]
+    for cost in (_cost(decode=3.0), _cost(decode=0.3), _cost(rope_train=1.3, decode=3.0),
+                 _cost(alibi_train=0.7, decode=0.3)):
+        row = _ledger(tmp_path, _data({}, cost=cost), ["C31"])["C31"]
+        assert row.verdict == base.verdict
+        assert [(p.name, p.verdict, p.estimate.value) for p in row.parts] == \
+            [(p.name, p.verdict, p.estimate.value) for p in base.parts]
+
+
+def test_c31_refuted_when_rope_calls_sdpa_otherwise_and_open_without_kernels(tmp_path):
+    # (through the combine: the ledger still lists C31 as scale-dependent, which forbids
+    # "refuted" in a row; counts at Llama 3 8B's shape do not depend on this machine's scale)
+    parts = cp.c31_parts(_cost(rope_mask="float32 mask [1, 2, 128, 128]"))
+    sdpa = next(p for p in parts if p.name == C31_ROPE_SDPA_PART)
+    assert sdpa.verdict == "refuted" and sdpa.estimate.value == 1
+    assert "training mask" in sdpa.reason and cp.combine_c31(parts) == "refuted"
+    row = _ledger(tmp_path, _data({}, cost=_cost(kernels=False)), ["C31"])["C31"]
+    assert row.verdict == "inconclusive"  # deciding the SDPA part could refute or confirm
+    assert cp.combine_c31([dataclasses.replace(p, verdict="refuted")
+                           if p.name == C31_ALIBI_FLOPS_PART else p
+                           for p in _ledger(tmp_path, _data({}, cost=_cost()),
+                                            ["C31"])["C31"].parts]) == "conditional"
+
+
+def test_c31_rules_state_metric_direction_and_threshold():
+    rules = registered("C31", "quick")
+    assert list(rules) == [C31_ROPE_PARAMS_PART, C31_ROPE_FLOPS_PART, C31_ROPE_SDPA_PART,
+                           "ALiBi adds no parameters", C31_ALIBI_FLOPS_PART,
+                           "absolute positions' FLOPs are at most 1% of a prefill"]
+    assert registered("C31", "tiny") == rules == registered("C31", "full")
+    for name, rule in rules.items():
+        assert rule.test == "at-most" and rule.max_seeds is None, name
+        assert "without a test" in rule.decides, name
+    assert rules[C31_ROPE_FLOPS_PART].threshold == 1.0
+    assert rules[C31_ROPE_PARAMS_PART].threshold == 0.0 == rules[C31_ROPE_SDPA_PART].threshold
+    assert not any("time" in r.metric for r in rules.values())  # no timing is graded
+    assert any(c.claims == ("C31",) and "no longer grade" in c.what
+               for c in CHANGED_AFTER_DATA)
 
 
 def test_zoo_params_rope_adds_nothing_and_a_table_adds_rows_times_width():
@@ -301,3 +376,37 @@ def test_rope_flops_at_llama_3_8b_by_hand():
     # a prefill costs at least 2 FLOPs per weight of the 32 layers per token: 2·218,103,808·32
     floor = 2 * 218_103_808 * 32 * 4096
     assert 0 < found["share"] < found["rope_flops"] / floor < 1e-4
+
+
+def test_alibi_and_absolute_flops_at_llama_3_8b_by_hand():
+    T, layers, heads, d = 4096, 32, 32, 4096
+    shares = cp.flop_shares(T)
+    # ALiBi: one add per score element of every layer (the whole [H, T, T] mask, causal
+    # positions included) + slope × distance built once: (32 + 1) × 32 × 4,096²
+    assert shares["alibi"]["flops"] == layers * heads * T * T + heads * T * T \
+        == 33 * 32 * 16_777_216 == 17_716_740_096
+    # absolute: one add per input element; sinusoidal on demand adds an angle and a sin/cos
+    assert shares["absolute"]["flops"] == 3 * T * d == 50_331_648
+    assert shares["rope"]["flops"] == 32 * T * (32 + 8) * 128 * 3
+    floor = 2 * 218_103_808 * 32 * T  # 2 FLOPs per layer weight per token, as above
+    for scheme in ("rope", "alibi", "absolute"):
+        assert 0 < shares[scheme]["share"] < shares[scheme]["flops"] / floor < 1e-2, scheme
+    # ALiBi's share at any length: below (L + 1) / (2 · L · head_dim) = 33 / 8,192
+    assert cp.alibi_share_bound() == 33 / (2 * 32 * 128)
+    assert cp.flop_shares(65_536)["alibi"]["share"] < cp.alibi_share_bound()
+    # the page's own reference point: a learned table of 4,096 rows adds rows × width
+    zoo = cp.zoo_params()
+    assert zoo["learned"] - zoo["none"] == 4096 * d and zoo["sinusoidal"] == zoo["none"]
+
+
+def test_c31_parts_count_against_hand_derivations():
+    parts = {p.name: p for p in cp.c31_parts(_cost())}
+    assert parts[C31_ROPE_FLOPS_PART].estimate.value == pytest_approx(
+        100 * cp.flop_shares()["rope"]["share"])
+    assert parts[C31_ALIBI_FLOPS_PART].estimate.value == pytest_approx(
+        100 * 17_716_740_096 / (17_716_740_096 / cp.flop_shares()["alibi"]["share"]))
+    assert parts["ALiBi adds no parameters"].estimate.value == 0
+    # a scheme that added parameters in the suite's model is refuted, not timed
+    extra = dataclasses.replace(_cost(), params={"none": 1000, "rope": 1064, "alibi": 1000})
+    rope = {p.name: p for p in cp.c31_parts(extra)}[C31_ROPE_PARAMS_PART]
+    assert rope.verdict == "refuted" and rope.estimate.value == 64

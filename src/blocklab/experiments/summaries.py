@@ -455,6 +455,29 @@ class SchemeCost:
 
 
 @dataclass(frozen=True)
+class ShapeTiming:
+    """C31's step times at one model shape (reported, never graded): a no-grad prefill of
+    `prompt_tokens` into a fresh KV cache, then `decode_tokens` single-token steps on it, per
+    scheme, interleaved over `repeats`. `label` says what the shape stands for ("realistic
+    shape", or a tiny one that only exercises the code)."""
+
+    label: str
+    d_model: int
+    n_layers: int
+    n_heads: int
+    batch_size: int
+    prompt_tokens: int  # the timed prefill's length, and the KV cache each decode step reads
+    decode_tokens: int
+    repeats: int
+    threads: int
+    prefill_ms: dict[str, float]  # median per scheme
+    decode_ms: dict[str, float]  # median per token, per scheme
+    prefill_vs_none: dict[str, TimeRatio]  # median(scheme) / median(none), paired bootstrap
+    decode_vs_none: dict[str, TimeRatio]
+    wall_time_s: float
+
+
+@dataclass(frozen=True)
 class PositionCost:
     threads: int
     L: int
@@ -463,7 +486,10 @@ class PositionCost:
     decode_tokens: int
     repeats: int
     params: dict[str, int]  # count_params total for every scheme of PARAM_SCHEMES
-    schemes: dict[str, SchemeCost]
+    schemes: dict[str, SchemeCost]  # timed at the suite's toy shape: per-op overhead
+    # The same schemes timed at a realistic shape (d_model 1024, a 1,024-token KV cache at
+    # quick and full); None in a summary from before it was timed.
+    realistic: ShapeTiming | None = None
 
 
 @dataclass(frozen=True)

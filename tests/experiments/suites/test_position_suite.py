@@ -170,6 +170,7 @@ def test_tiny_suite_end_to_end(tmp_path):
     assert cost.schemes["rope"].masks_train == ["is_causal"]
     assert cost.schemes["alibi"].masks_train[0].startswith("float32 mask")
     assert cost.schemes["none"].train_vs_none.ratio == 1.0
+    assert "not a realistic timing" in cost.realistic.label  # tiny: the code path only
     assert any("(C29)" in t for t in titles) and any("(C31)" in t for t in titles)
 
 

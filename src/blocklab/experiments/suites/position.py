@@ -596,12 +596,15 @@ def time_position_cost(size: str, seed: int = 0, precision: str = "fp32") -> dic
     tokens, KV cache, no grad; seconds per token) of the schemes are interleaved, the order
     rotating by one every repeat; the first `warmup` repeats are not recorded. One thread.
     Kernels: `sdpa_kernels` for a training forward+backward at L and a decode step, and
-    whether SDPA restricted to `FLASH_ATTENTION` accepts each call.
+    whether SDPA restricted to `FLASH_ATTENTION` accepts each call. At this toy shape the
+    times measure per-op overhead; "realistic" times prefill and decode at d_model 1024 with a
+    1,024-token KV cache (`position_cost.time_shapes`; reported, not graded).
     """
     import torch
 
     from blocklab.budget.params import count_params
     from blocklab.experiments.data import load_corpus, sample_batch
+    from blocklab.experiments.suites import position_cost
     from blocklab.experiments.trainer import build_model, make_optimizer, train_step
 
     started = time.perf_counter()
@@ -661,6 +664,7 @@ def time_position_cost(size: str, seed: int = 0, precision: str = "fp32") -> dic
                 if i >= cost["warmup"]:
                     times["train"][scheme].append(train_s)
                     times["decode"][scheme].append(decode_s)
+        out["realistic"] = position_cost.time_shapes(size, seed)
     out["train_s"], out["decode_s"] = times["train"], times["decode"]
     out["repeats"] = cost["repeats"]
     out["wall_time_s"] = time.perf_counter() - started
@@ -882,9 +886,12 @@ def plan(size: str, seeds: range, precision: str = "fp32") -> list[RunSpec]:
                 specs.append(RunSpec(f"passkey {arm} seed {seed}", f"passkey:{arm}", seed,
                                      payload, lambda progress, arm=arm, seed=seed:
                                      _passkey_run(size, arm, seed, progress, precision)))
+    from blocklab.experiments.suites import position_cost
+
     payload = {"suite": "position", "kind": "cost", "model": arm_config(size, "rope").to_dict(),
                "schemes": COST_SCHEMES, "param_schemes": PARAM_SCHEMES, "cost": config["cost"],
-               "train": train_identity(train_config(size, 0, precision))}
+               "train": train_identity(train_config(size, 0, precision)),
+               "realistic": position_cost.SHAPES[size]}
     specs.append(RunSpec("position cost (timed)", "cost", 0, payload,
                          lambda progress: time_position_cost(size, 0, precision), timed=True))
     if graded_only(size):
@@ -960,9 +967,11 @@ def price(spec: RunSpec, cal) -> float | None:
             seconds += len(SCALINGS) * grid * (len(mults) - 1) / len(mults)
         return seconds
     if kind == "cost":
+        from blocklab.experiments.suites import position_cost
+
         cost = config["cost"]
         n_decode = cost["decode_tokens"]
-        seconds = cal.reference_s(_PROFILER_REFERENCE_S)
+        seconds = cal.reference_s(_PROFILER_REFERENCE_S) + position_cost.price(size, cal)
         for scheme in PARAM_SCHEMES:
             seconds += cal.build_s(arm_config(size, scheme).to_dict(), B, L, precision)
         for scheme in COST_SCHEMES:
@@ -1247,6 +1256,7 @@ def _order_summary(results, train: dict[str, list[PositionRun]], seeds: list[int
 
 def _cost_summary(results) -> PositionCost | None:
     """C31's timed run as a `PositionCost`; ratios against "none" by `bootstrap_ratio_ci`."""
+    from blocklab.experiments.suites import position_cost
     from blocklab.experiments.suites.norm_cost import bootstrap_ratio_ci
 
     record = next((r for _, r in results if r.get("kind") == "cost"), None)
@@ -1268,7 +1278,8 @@ def _cost_summary(results) -> PositionCost | None:
     return PositionCost(threads=record["threads"], L=record["L"],
                         batch_size=record["batch_size"], prompt_tokens=record["prompt_tokens"],
                         decode_tokens=record["decode_tokens"], repeats=record["repeats"],
-                        params=record["params"], schemes=schemes)
+                        params=record["params"], schemes=schemes,
+                        realistic=position_cost.shape_timing(record.get("realistic")))
 
 
 def _ratio_text(ratio: TimeRatio) -> str:
