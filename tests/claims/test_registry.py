@@ -109,11 +109,13 @@ def fake_results(tmp_path_factory) -> Path:
         init="fan_in", lr_grid=[3e-3], lr_trials=[], lr_at_edge=[], sensitivity=tc.SENSITIVITY,
         trend=[], trend_change=Interval(0), warmup_steps=10, unigram_entropy=None,
         baseline="relu", page={}, equal_time_ms=None, size={"d_model": 64}))
-    spread = {"xavier": tc._ci(3.0, 2.5, 3.5, 4), "gpt2": tc._ci(0.5, 0.3, 0.7, 4)}
-    deep = td._data([td.HOLDS])
+    spread = {"gpt2": tc._ci(0.5, 0.3, 0.7, 4), "xavier": tc._ci(3.0, 2.5, 3.5, 4),
+              "depth": tc._ci(0.2, 0.1, 0.3, 4)}
+    deep = td._data([td._effect(td._ci(4.8, 4.2, 5.3))])
+    main_grid = tc._placement(0, tc.HOLDS, spread)
     _store(root, "placement", dataclasses.replace(
-        tc._placement(0, tc.HOLDS, spread), deep=deep.deep, deep_profiles=deep.deep_profiles,
-        deep_effects=deep.deep_effects, deep_steps=deep.deep_steps))
+        main_grid, stability=main_grid.stability + deep.stability,
+        stability_effects=main_grid.stability_effects + deep.stability_effects))
     loss = tc._ci(2.0, 1.9, 2.1)
     step = StepTime(threads=1, model={"d_model": 64}, params={"rmsnorm": 10}, rmsnorm_ms=2.0,
                     layernorm_ms=2.0, path="like-for-like",
@@ -207,7 +209,7 @@ def test_claims_rules_prints_the_rules_and_the_edits_after_data(capsys):
     assert [p["rule_hash"] for p in listed["C18"]["parts"]] == [
         r.hash for r in reg.registered("C18", "quick").values()]
     # its own edit, the ledger's decision rule and (seeds, not timed repeats) the looks
-    for cid, edits in (("C16", 3), ("C30", 3), ("C32", 2)):
+    for cid, edits in (("C16", 4), ("C30", 3), ("C32", 2)):
         assert len(listed[cid]["rules_changed"]) == edits, cid
     assert main(["claims", "--rules", "C16", "C02"]) == 0
     out = capsys.readouterr().out

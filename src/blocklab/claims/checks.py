@@ -31,11 +31,15 @@ from blocklab.claims.registry import (  # noqa: F401 - the rules' names, as the 
     C12_RULE,
     C13_PART,
     C13_RULE,
+    C13_STABILITY_PART,
     C16_ARMS,
     C16_MARGIN_PCT,
     C16_MIN_SEEDS,
     C16_SMALLEST_EFFECT_PCT,
+    C18_BYTES_PART,
+    C18_FLOPS_PART,
     C18_QUALITY_PART,
+    C18_STEP_FLOPS_PART,
     C18_STEP_PART,
     C18_STEP_RULE,
     C19_MIN_SEEDS,
@@ -55,14 +59,26 @@ from blocklab.claims.registry import (  # noqa: F401 - the rules' names, as the 
     registered,
     rule_of,
 )
-from blocklab.claims.rules import ALPHA, CONTRADICTED, INCONCLUSIVE, Estimate, Rule, decide
+from blocklab.claims.rules import (
+    ALPHA,
+    CONTRADICTED,
+    INCONCLUSIVE,
+    NOT_REPRODUCED,
+    UNTESTABLE,
+    Estimate,
+    Rule,
+    decide,
+)
 from blocklab.experiments.summaries import (
+    FusedTiming,
     Interval,
     KernelRatio,
+    NormCompute,
     PlacementCell,
     PlacementEffect,
     PositionArm,
     Read,
+    StabilityEffect,
     StepTime,
 )
 
@@ -762,12 +778,37 @@ def _failures(cells: list[PlacementCell], placement: str, warmup: bool | None = 
 
 
 # C12's registered rule (`registry.C12_RULE`): only the pre-norm stack, the block with a local
-# identity term, graded on how unevenly gradient reaches the layers of one stack.
-C12_COMBINES = ("confirmed when any init's part is confirmed (one stack whose layers get "
-                "unequal gradient is what the claim needs, so that part settles it); otherwise "
-                "not reproduced at this scale when every part is, else inconclusive. " + SETTLE_EN)
-C12_COMBINES_ZH = ("任一初始化的部分成立即成立（一个各层梯度不均的堆叠就是论断所需，该部分即可定论）；否则各部分都未复现时为"
-                   "此规模下未复现，其余尚无定论。" + SETTLE_ZH)
+# identity term, graded on how unevenly the loss feels the residual stream where it enters
+# each layer of one stack, one part per init.
+C12_COMBINES = ("confirmed when every init's part is confirmed (the spread is then no artefact "
+                "of one init); not reproduced at this scale when none is; otherwise "
+                "conditional: it holds under some inits. The parameter-gradient spreads are "
+                "reported as context and decide nothing. " + SETTLE_EN)
+C12_COMBINES_ZH = ("每种初始化的部分都成立时成立（不均匀不是某一种初始化的产物）；没有一部分成立时为此规模下未复现；"
+                   "否则有条件成立：只在部分初始化下成立。参数梯度的不均匀程度只作背景报告，不参与判定。"
+                   + SETTLE_ZH)
+
+
+def _extreme_layers(profile: list[float | None]) -> tuple[int, int] | None:
+    """(layer with the largest, layer with the smallest) value of a per-layer profile."""
+    usable = [(v, i) for i, v in enumerate(profile) if v is not None and math.isfinite(v)]
+    return (max(usable)[1], min(usable)[1]) if len(usable) > 1 else None
+
+
+def _c12_sensitivity(grads: dict, deepest: str) -> tuple[str, str]:
+    """Per init, where in the stack the sensitivity is largest and smallest (mean profile over
+    seeds, the layers' inputs only), as a sentence in English and in Chinese ('' without a
+    profile)."""
+    en, zh = [], []
+    for init, g in grads.items():
+        found = _extreme_layers((g.per_layer_sensitivity.get(deepest) or [])[:int(deepest)])
+        if found is not None:
+            en.append(f"{init}: largest entering layer {found[0]}, smallest entering layer "
+                      f"{found[1]}")
+            zh.append(f"{init}：进入第 {found[0]} 层时最大，进入第 {found[1]} 层时最小")
+    if not en:
+        return "", ""
+    return f" Where: {'; '.join(en)}.", f"位置：{'；'.join(zh)}。"
 
 
 @claim("C12")
@@ -777,13 +818,15 @@ def c12(ctx: Context) -> Finding:
         return missing(ctx, "placement")
     data = summary.data
     grads = data.init_gradients["pre"]
-    deepest = str(max(grads["xavier"].depths))
+    deepest = str(max(next(iter(grads.values())).depths))
     rules = registered("C12", ctx.size)
-    parts = Part.decided_together([(c12_part_name(init), rules[c12_part_name(init)],
-                                    Estimate.of(grads[init].layer_spread_log2[deepest]))
-                                   for init in C12_INITS if init in grads])
-    verdict = settle([p.verdict for p in parts],
-                     lambda vs: "confirmed" if "confirmed" in vs else vs[0])
+    # An init the summary lacks is an undecided part (no interval), never a dropped one.
+    parts = Part.decided_together([
+        (c12_part_name(init), rules[c12_part_name(init)],
+         Estimate.of(grads[init].sensitivity_spread_log2.get(deepest, Interval(0))
+                     if init in grads else Interval(0)))
+        for init in C12_INITS])
+    verdict = settle([p.verdict for p in parts], all_or_none)
     probe = data.size.get("probe", {})
     scale_en = (scale_text(probe.get("d_model"), int(deepest), note="at initialisation")
                 if verdict in DECIDED else "")
@@ -791,6 +834,9 @@ def c12(ctx: Context) -> Finding:
                 if verdict in DECIDED else "")
     spreads = "; ".join(f"{p.name}: {2 ** p.estimate.value:.1f}× (log2 {p.estimate.text()}) → "
                         f"{p.verdict}" for p in parts if p.estimate.value is not None)
+    where_en, where_zh = _c12_sensitivity(grads, deepest)
+    param = "; ".join(f"{init}: log2 {_ci_text(g.layer_spread_log2[deepest], 2)}"
+                      for init, g in grads.items() if deepest in g.layer_spread_log2)
     trained = [c for c in data.training if c.placement == "pre" and c.warmup > 0]
     during = "; ".join(f"depth {c.depth}, lr {c.lr:g}: "
                        f"{_ci_text(c.grad_first_over_last_log2, 2, '')}" for c in trained)
@@ -800,15 +846,25 @@ def c12(ctx: Context) -> Finding:
                  if during else "")
     return Finding(
         verdict,
-        f"In one pre-norm stack of {deepest} layers at initialisation, the layer that gets the "
-        f"most gradient gets this many times the layer that gets the least: {spreads}. The "
-        "identity path keeps every layer reachable, not every layer's gradient the same; how "
-        "uneven it is depends on the init (gpt2 shrinks each residual output by 1/√(2L))."
+        f"In one pre-norm stack of {deepest} layers at initialisation, the loss's sensitivity "
+        "to a relative change of the residual stream where it enters a layer, "
+        "‖∂L/∂x_l‖·rms(x_l), is this many times larger at the most sensitive layer than at "
+        f"the least: {spreads}.{where_en} Unlike a parameter gradient, no rescaling "
+        "of the stream moves this number, so the final norm's 1/√L cannot spread it; the "
+        "identity path keeps every layer reachable, not every layer equally felt. Context, "
+        f"not graded: log2(max / min) of ‖∇W_down‖ over the same layers: {param}."
         + during_en + " Post-norm is not graded here: it has no local identity term." + scale_en,
-        f"在 {deepest} 层 Pre-Norm 堆叠的初始化时刻，获得梯度最多的层是最少的层的倍数：{spreads}。"
-        "单位通路保证每层都能收到梯度，但不保证各层梯度相同；不均匀程度取决于初始化（gpt2 把每个残差输出缩小 "
-        "1/√(2L)）。" + during_zh + "Post-Norm 没有局部单位项，这里不用它判定。" + scale_zh,
+        f"在 {deepest} 层 Pre-Norm 堆叠的初始化时刻，损失对进入各层的残差流做相对变化的敏感度 "
+        f"‖∂L/∂x_l‖·rms(x_l)，最敏感的层是最不敏感的层的倍数：{spreads}。{where_zh}与参数梯度不同，"
+        "残差流整体缩放不改变这个量，所以最终归一化的 1/√L 不能造成这种不均匀；单位通路保证每层都能收到梯度，"
+        f"但不保证各层被同等感受。背景（不参与判定）：同一批层上 ‖∇W_down‖ 的 log2(最大/最小)：{param}。"
+        + during_zh + "Post-Norm 没有局部单位项，这里不用它判定。" + scale_zh,
         {"depth": int(deepest),
+         "sensitivity_spread_log2": {init: asdict(g.sensitivity_spread_log2[deepest])
+                                     for init, g in grads.items()
+                                     if deepest in g.sensitivity_spread_log2},
+         "per_layer_sensitivity": {init: g.per_layer_sensitivity.get(deepest)
+                                   for init, g in grads.items()},
          "spread_log2": {init: asdict(g.layer_spread_log2[deepest]) for init, g in grads.items()},
          "per_layer_grad": {init: g.per_layer_grad[deepest] for init, g in grads.items()},
          "during_training": [{"depth": c.depth, "lr": c.lr,
@@ -819,10 +875,46 @@ def c12(ctx: Context) -> Finding:
 
 
 def _effect(data) -> PlacementEffect | None:
-    """The contrast C13 and C19 are graded on: the deepest depth, then the highest lr."""
+    """The contrast C13 and C19 are graded on: the deepest depth, then the longest warmup."""
     if not data.effects:
         return None
-    return max(data.effects, key=lambda e: (e.depth, e.lr, e.warmup))
+    return max(data.effects, key=lambda e: (e.depth, e.warmup))
+
+
+def stable_effect(data, grid: str) -> StabilityEffect | None:
+    """The largest-stable-lr contrasts of `grid` ("sweep": C13 and C19; "deep": C36) at its
+    deepest depth."""
+    found = [e for e in data.stability_effects if e.grid == grid]
+    return max(found, key=lambda e: (e.depth, e.warmup)) if found else None
+
+
+def stability_text(data, grid: str, depth: int, zh: bool = False) -> str:
+    """Each swept arm's largest stable peak lr at `depth`: geometric mean, the interval in
+    doublings and the censored seeds."""
+    rows = []
+    for a in data.stability:
+        if a.grid != grid or a.depth != depth:
+            continue
+        lr = "—" if a.max_stable_lr is None else f"{a.max_stable_lr:.3g}"
+        ci = a.log2_max_stable
+        span = ("" if not ci.resolved else
+                f" [{a.ladder[0] * 2 ** ci.ci_low:.3g}, {a.ladder[0] * 2 ** ci.ci_high:.3g}]")
+        cold = ("无" if a.warmup == 0 else "有") if zh else ("cold" if a.warmup == 0 else "warm")
+        censored = (f"，{a.censored_low} 个种子无稳定档、{a.censored_high} 个在最高档仍稳定" if zh else
+                    f"; {a.censored_low} seed(s) stable nowhere, {a.censored_high} at the top")
+        rows.append(f"{a.placement} {cold}{' warmup' if zh else ''} {lr}{span} "
+                    f"(n={ci.n}{censored})")
+    return ("；" if zh else "; ").join(rows)
+
+
+def lr_fairness(data) -> tuple[bool, str, str]:
+    """Whether every tuned training arm's optimum is interior, and the words for it."""
+    arms = data.lr_tuning
+    fair = bool(arms) and all(t.interior for t in arms)
+    en = "; ".join(t.words() for t in arms)
+    zh = "；".join(f"{t.arm} {t.lr:g}（{'内部最优' if t.interior else '位于网格边缘'}"
+                  + (f"，网格扩展 {t.extended} 点" if t.extended else "") + "）" for t in arms)
+    return fair, en, zh
 
 
 @claim("C13")
@@ -837,24 +929,38 @@ def c13(ctx: Context) -> Finding:
     post_warm, post_warm_n = _failures(cells, "post", warmup=True)
     depths = sorted({c.depth for c in cells})
     effect = _effect(data)
+    stable = stable_effect(data, "sweep")
     found = found_zh = ""
     if effect is not None:
-        found = (f" At depth {effect.depth}, lr {effect.lr:g}: leaving out {effect.warmup} "
-                 "warmup steps costs post-norm this much more than pre-norm (final val loss, "
-                 f"nats): {_ci_text(effect.warmup_interaction, 3, '')}; pre-norm without vs "
-                 f"with warmup {_ci_text(effect.pre_warmup_effect, 3, '')}; post − pre with "
-                 f"warmup {_ci_text(effect.post_vs_pre_warm, 3, '')}.")
-        found_zh = (f"深度 {effect.depth}、学习率 {effect.lr:g}：去掉 {effect.warmup} 步 warmup 对 Post-Norm "
-                    f"的损失代价比对 Pre-Norm 多 {_ci_text(effect.warmup_interaction, 3, '')}（最终验证损失，"
-                    f"nats）；Pre-Norm 无/有 warmup 之差 {_ci_text(effect.pre_warmup_effect, 3, '')}；"
-                    f"有 warmup 时 Post − Pre {_ci_text(effect.post_vs_pre_warm, 3, '')}。")
+        lrs = ", ".join(f"{k} {v:g}" for k, v in effect.lrs.items())
+        found = (f" At depth {effect.depth}, each arm at its own tuned lr ({lrs}): leaving "
+                 f"out {effect.warmup} warmup steps costs post-norm this much more than "
+                 "pre-norm (final val loss, nats): "
+                 f"{_ci_text(effect.warmup_interaction, 3, '')}; pre-norm without vs with "
+                 f"warmup {_ci_text(effect.pre_warmup_effect, 3, '')}; post − pre with warmup "
+                 f"{_ci_text(effect.post_vs_pre_warm, 3, '')}.")
+        found_zh = (f"深度 {effect.depth}，各组用各自调好的学习率（{lrs}）：去掉 {effect.warmup} 步 warmup 对 "
+                    f"Post-Norm 的损失代价比对 Pre-Norm 多 {_ci_text(effect.warmup_interaction, 3, '')}"
+                    f"（最终验证损失，nats）；Pre-Norm 无/有 warmup 之差 "
+                    f"{_ci_text(effect.pre_warmup_effect, 3, '')}；有 warmup 时 Post − Pre "
+                    f"{_ci_text(effect.post_vs_pre_warm, 3, '')}。")
+    if stable is not None:
+        found += (f" Largest stable peak lr per arm at depth {stable.depth}: "
+                  f"{stability_text(data, 'sweep', stable.depth)}; the warmup interaction of "
+                  f"its log2 is {_ci_text(stable.warmup_interaction, 2, ' doublings')}.")
+        found_zh += (f"深度 {stable.depth} 各组的最大稳定峰值学习率："
+                     f"{stability_text(data, 'sweep', stable.depth, zh=True)}；其 log2 的 warmup 交互作用为 "
+                     f"{_ci_text(stable.warmup_interaction, 2, ' 倍程')}。")
     # The page designs this experiment and states no result to check: it is "run", and the
-    # finding is what it found (C19 grades the claims the experiment bears on). Its part
-    # records the metric and estimate of that finding, registered like any other.
+    # finding is what it found (C19 grades the claims the experiment bears on). Its parts
+    # record the metric and estimate of that finding, registered like any other.
+    why = "the page designed this experiment and stated no result to grade"
     parts = [] if effect is None else [Part(
-        C13_PART, rule_of("C13", ctx.size, C13_PART),
-        Estimate.of(effect.warmup_interaction), "run",
-        "the page designed this experiment and stated no result to grade")]
+        C13_PART, rule_of("C13", ctx.size, C13_PART), Estimate.of(effect.warmup_interaction),
+        "run", why)]
+    if stable is not None:
+        parts.append(Part(C13_STABILITY_PART, rule_of("C13", ctx.size, C13_STABILITY_PART),
+                          Estimate.of(stable.warmup_interaction), "run", why))
     return Finding(
         "run",
         f"Run here (up to {data.seeds} seeds, depth {depths}, {data.steps} steps, no "
@@ -864,17 +970,24 @@ def c13(ctx: Context) -> Finding:
         f"本项目已运行（至多 {data.seeds} 个种子，深度 {depths}，{data.steps} 步，无梯度裁剪）："
         f"Pre-Norm 失败 {pre_f}/{pre_n}；Post-Norm 无 warmup 失败 {post_cold}/{post_cold_n}，"
         f"有 warmup 时失败 {post_warm}/{post_warm_n}。{found_zh}",
-        {"training": [asdict(c) for c in cells], "effects": [asdict(e) for e in data.effects]},
+        {"training": [asdict(c) for c in cells], "effects": [asdict(e) for e in data.effects],
+         "stability": [asdict(a) for a in data.stability if a.grid == "sweep"],
+         "stability_effects": [asdict(e) for e in data.stability_effects
+                               if e.grid == "sweep"],
+         "lr_tuning": [asdict(t) for t in data.lr_tuning]},
         ctx.suite_command("placement"), "placement_training", parts,
         "run: the experiment is reported, not graded")
 
 
-# C19's registered rules (`registry.C19_RULES`), one per statement, all on one contrast
-# (deepest depth, highest lr), paired by seed. Continuous outcomes only: a count of failed runs
+# C19's registered rules (`registry.C19_RULES`), one per statement, each arm at its own tuned
+# lr at the deepest depth, paired by seed. Continuous outcomes only: a count of failed runs
 # never decides a part.
-C19_COMBINES = ("confirmed when every part is confirmed; not reproduced at this scale when none "
-                "is confirmed; otherwise conditional. " + SETTLE_EN)
-C19_COMBINES_ZH = ("各部分全部成立时成立；没有一部分成立时为此规模下未复现；否则有条件成立。" + SETTLE_ZH)
+C19_COMBINES = ("confirmed when every testable part is confirmed and none is untestable; "
+                "conditional when some are confirmed (an untestable statement leaves the claim "
+                "conditional at best); not reproduced at this scale when none is. "
+                + SETTLE_EN)
+C19_COMBINES_ZH = ("可检验的部分全部成立且没有不可检验的部分时成立；部分成立时（有不可检验的陈述时至多）有条件成立；"
+                   "没有一部分成立时为此规模下未复现。" + SETTLE_ZH)
 
 
 def all_or_none(verdicts: list[str]) -> str:
@@ -882,6 +995,15 @@ def all_or_none(verdicts: list[str]) -> str:
     held = sum(v == "confirmed" for v in verdicts)
     return ("confirmed" if held == len(verdicts) else
             "not-reproduced-at-this-scale" if held == 0 else "conditional")
+
+
+def testable_all_or_none(verdicts: list[str]) -> str:
+    """`all_or_none` over the testable parts; an untestable part caps it at conditional."""
+    testable = [v for v in verdicts if v != UNTESTABLE]
+    if not testable:
+        return UNTESTABLE
+    verdict = all_or_none(testable)
+    return "conditional" if verdict == "confirmed" and len(testable) < len(verdicts) else verdict
 
 
 def failed_runs_part(name: str, rule: Rule, stats: Interval, failures: int,
@@ -894,6 +1016,12 @@ def failed_runs_part(name: str, rule: Rule, stats: Interval, failures: int,
     return (name, rule, Estimate.of(stats))
 
 
+def untestable_part(name: str, rule: Rule, stats: Interval, reason: str) -> Part:
+    """A registered statement this machine's budget cannot test: its estimate shown, no
+    decision."""
+    return Part(name, rule, Estimate.of(stats), UNTESTABLE, reason)
+
+
 @claim("C19")
 def c19(ctx: Context) -> Finding:
     summary = ctx.summary("placement")
@@ -901,8 +1029,8 @@ def c19(ctx: Context) -> Finding:
         return missing(ctx, "placement")
     data = summary.data
     cells = data.training
-    effect = _effect(data)
-    if effect is None:
+    effect, stable = _effect(data), stable_effect(data, "sweep")
+    if effect is None or stable is None:
         return Finding("untestable-here", "The placement suite ran no pre/post × warmup grid.",
                        "位置套件没有运行 pre/post × warmup 网格。", {},
                        ctx.suite_command("placement"), "placement_training")
@@ -911,14 +1039,20 @@ def c19(ctx: Context) -> Finding:
     post_warm, post_warm_n = _failures(cells, "post", warmup=True)
     rules = registered("C19", ctx.size)
     names = list(rules)
-    # One lr for every arm and one run length: a failure here is never a contradiction.
+    fair, fair_en, fair_zh = lr_fairness(data)
+    # Contradiction needs every arm at an interior optimum (and no size here trains long
+    # enough to call a stability result more than this scale's).
     parts = Part.decided_together([
         failed_runs_part(names[0], rules[names[0]], effect.pre_warmup_effect, pre_f),
-        (names[1], rules[names[1]], Estimate.of(effect.warmup_interaction)),
-        (names[2], rules[names[2]], Estimate.of(effect.post_grad_first_over_last_log2)),
-        (names[3], rules[names[3]], Estimate.of(effect.post_vs_pre_warm)),
-    ])
-    verdict = settle([p.verdict for p in parts], all_or_none)
+        (names[1], rules[names[1]], Estimate.of(stable.pre_cold_vs_warm)),
+        (names[2], rules[names[2]], Estimate.of(effect.warmup_interaction)),
+        (names[3], rules[names[3]], Estimate.of(stable.warmup_interaction)),
+        (names[4], rules[names[4]], Estimate.of(effect.post_grad_first_over_last_log2)),
+        untestable_part(names[5], rules[names[5]], effect.post_vs_pre_warm,
+                        f"no size trains near convergence ({data.steps} steps here); post − "
+                        "pre with warmup at the tuned lrs is shown, not graded"),
+    ], fair_arms=fair)
+    verdict = settle([p.verdict for p in parts], testable_all_or_none)
     train = data.size.get("training", {})
     scale = {"d_model": train.get("d_model"), "depth": effect.depth, "steps": data.steps,
              "batch": train.get("batch_size"), "seq_len": train.get("seq_len")}
@@ -936,36 +1070,44 @@ def c19(ctx: Context) -> Finding:
                 f"{_TREND_ZH[direction]}。" if len(depths) > 1 else "")
     return Finding(
         verdict,
-        f"Depth {effect.depth}, lr {effect.lr:g}, up to {data.seeds} seeds, paired by seed: "
-        f"{graded}. Failures (counted apart): pre-norm {pre_f}/{pre_n}; post-norm "
-        f"{post_cold}/{post_cold_n} without warmup, {post_warm}/{post_warm_n} with. At "
-        f"initialisation (xavier) the post-norm first layer's gradient changes with depth at "
-        f"log-log slope {_ci_text(post.slope_first_ci, 2, '')}.{trend_en} Every arm at one "
-        "learning rate and one run length on a small model: a part that fails is not "
-        "reproduced at this scale, never contradicted." + scale_en,
-        f"深度 {effect.depth}、学习率 {effect.lr:g}、至多 {data.seeds} 个种子，按种子配对：{graded}。失败（单独计数）："
+        f"Depth {effect.depth}, up to {data.seeds} seeds, paired by seed, each arm at its own "
+        f"peak lr ({fair_en}): {graded}. Largest stable peak lr: "
+        f"{stability_text(data, 'sweep', stable.depth)}. Failures (counted apart): pre-norm "
+        f"{pre_f}/{pre_n}; post-norm {post_cold}/{post_cold_n} without warmup, "
+        f"{post_warm}/{post_warm_n} with. At initialisation (xavier) the post-norm first "
+        f"layer's gradient changes with depth at log-log slope "
+        f"{_ci_text(post.slope_first_ci, 2, '')}.{trend_en}" + scale_en,
+        f"深度 {effect.depth}、至多 {data.seeds} 个种子，按种子配对，各组用各自的峰值学习率（{fair_zh}）：{graded}。"
+        f"最大稳定峰值学习率：{stability_text(data, 'sweep', stable.depth, zh=True)}。失败（单独计数）："
         f"Pre-Norm {pre_f}/{pre_n}；Post-Norm 无 warmup {post_cold}/{post_cold_n}，有 warmup "
         f"{post_warm}/{post_warm_n}。初始化时（xavier）Post-Norm 第一层梯度随深度变化的双对数斜率为 "
-        f"{_ci_text(post.slope_first_ci, 2, '')}。{trend_zh}各组共用一个学习率和一种训练长度，且模型很小："
-        "不成立的部分只能算“此规模下未复现”，不能算“被否定”。" + scale_zh,
-        {"effect": asdict(effect), "interaction_trend": asdict(data.interaction_trend),
+        f"{_ci_text(post.slope_first_ci, 2, '')}。{trend_zh}" + scale_zh,
+        {"effect": asdict(effect), "stable_effect": asdict(stable),
+         "interaction_trend": asdict(data.interaction_trend),
          "effects": [asdict(e) for e in data.effects], "failures": {"pre": [pre_f, pre_n],
                                                 "post_cold": [post_cold, post_cold_n],
                                                 "post_warm": [post_warm, post_warm_n]},
          "post_slope_first": asdict(post.slope_first_ci),
+         "stability": [asdict(a) for a in data.stability if a.grid == "sweep"],
+         "lr_tuning": [asdict(t) for t in data.lr_tuning], "fair_arms": fair,
          "training": [asdict(c) for c in cells]},
         ctx.suite_command("placement"), "placement_training", parts, C19_COMBINES,
         C19_COMBINES_ZH)
 
 
-# C18's registered rules (`registry.C18_STEP_RULE`, `registry.c18_quality_rule`): the claim is
-# about compute, so its headline part is the end-to-end training step, not a kernel in
-# isolation; the kernels are reported beside it.
-C18_COMBINES = ("confirmed when the training step is cheaper and quality is shown equivalent; "
-                "otherwise the step part's verdict, or conditional when only one part holds. "
-                + SETTLE_EN)
-C18_COMBINES_ZH = ("训练步更省且质量被证明等价时成立；只有一部分成立时有条件成立；否则取训练步部分的判定。"
-                   + SETTLE_ZH)
+# C18's registered rules (`registry.C18_COMPUTE_RULES`, `registry.c18_quality_rule`): what
+# "compute" means decides the claim, by exact counts of FLOPs and bytes
+# (`norm_cost.count_compute`); every timing (the training step, equally fused kernels) is
+# reported beside the parts, never graded.
+C18_COMBINES = ("'about 7% less compute' holds when any of its three analytic readings (the "
+                "norm's FLOPs per row, its bytes per row, a training step's FLOPs) lies in "
+                "the 5–9% band; the claim is confirmed when compute holds and quality is shown "
+                "equivalent, conditional when compute holds and quality is not shown "
+                "equivalent, and otherwise takes the verdict of the FLOP reading. Timings are "
+                "reported, never graded. " + SETTLE_EN)
+C18_COMBINES_ZH = ("“约少 7% 的计算量”在三种解析读法（每行归一化的 FLOPs、每行搬运的字节、整个训练步的 "
+                   "FLOPs）中任一落在 5–9% 区间内时成立；计算量成立且质量被证明等价时论断成立，计算量成立但质量未被"
+                   "证明等价时有条件成立，否则取 FLOPs 读法的判定。计时只报告、不参与判定。" + SETTLE_ZH)
 # Page 000 (§ 常见误区与检查): the RMSNorm paper's run-time gain belongs to its task and
 # implementation; the page measured none and reports no general speed-up.
 C18_PAGE_NOTE = ("Page 000 itself says the RMSNorm paper's run-time gain belongs to that "
@@ -973,20 +1115,91 @@ C18_PAGE_NOTE = ("Page 000 itself says the RMSNorm paper's run-time gain belongs
 C18_PAGE_NOTE_ZH = "页面 000 自己也说明：RMSNorm 原论文的运行时间改善属于其任务与实现条件，页面不报告通用加速比例。"
 
 
-def combine_c18(step: Part, quality: Part) -> str:
-    """C18's verdict from its two parts, by the stated rule `C18_COMBINES`."""
-    def decided(verdicts: list[str]) -> str:
-        if verdicts == ["confirmed", "confirmed"]:
-            return "confirmed"
-        if "confirmed" in verdicts:
-            return "conditional"
-        return verdicts[0]
+def _c18_exact_part(name: str, rule: Rule, value: float) -> Part:
+    """One analytic reading of "compute" decided without a test: the exact saving (%) inside
+    the rule's band claimed ± margin, or where it lies outside it."""
+    low, high = rule.claimed - rule.margin, rule.claimed + rule.margin
+    band = f"[{low:g}, {high:g}]%"
+    if low <= value <= high:
+        verdict, reason = "confirmed", f"exactly {value:.3g}%, inside {band}"
+    elif value > high:
+        verdict = NOT_REPRODUCED
+        reason = f"exactly {value:.3g}%, above {band}: far more than about 7%"
+    elif value >= 0:
+        verdict = NOT_REPRODUCED
+        reason = f"exactly {value:.3g}%, below {band}: far less than about 7%"
+    else:
+        verdict = NOT_REPRODUCED
+        reason = f"exactly {value:.3g}%: RMSNorm needs more, not less"
+    return Part(name, rule, Estimate(value, None, None, 1), verdict, reason)
 
-    return settle([step.verdict, quality.verdict], decided)
+
+def c18_compute_parts(compute: NormCompute, size: str = "quick") -> list[Part]:
+    """C18's three analytic readings of "compute", in the registered order: the norm's FLOPs
+    per row (forward+backward), its bytes per row at the real model's width in bf16, and a
+    training step's FLOPs at the real model's shape."""
+    from blocklab.experiments.suites.norm_cost import REAL_ELEMENT_BYTES, REAL_MODEL
+
+    rules = registered("C18", size)
+    real = next(s for s in compute.steps if s.model == REAL_MODEL)
+    values = {C18_FLOPS_PART: compute.flops_saving_pct,
+              C18_BYTES_PART: compute.bytes_saving_pct[f"d={real.d_model}/{REAL_ELEMENT_BYTES}B"],
+              C18_STEP_FLOPS_PART: real.saving_pct}
+    return [_c18_exact_part(name, rules[name], value) for name, value in values.items()]
+
+
+def combine_c18(compute: list[Part], quality: Part) -> str:
+    """C18's verdict from its analytic compute parts and its quality part (`C18_COMBINES`)."""
+    def decided(verdicts: list[str]) -> str:
+        *readings, same_quality = verdicts
+        if "confirmed" in readings:
+            return "confirmed" if same_quality == "confirmed" else "conditional"
+        return readings[0]
+
+    return settle([p.verdict for p in compute] + [quality.verdict], decided)
+
+
+def _c18_timing_text(like: list[FusedTiming], built: StepTime | None,
+                     functional: StepTime | None) -> tuple[str, str]:
+    """(en, zh): the reported timings: equally fused kernels first, then the training step."""
+    en, zh = "", ""
+    timed = next((t for t in sorted(like, key=lambda t: t.threads) if "fwdbwd" in t.ratios),
+                 None)
+    if timed is not None:
+        r = timed.ratios["fwdbwd"]
+        how = ("both by PyTorch's fused kernels" if timed.method == "torch-fused" else
+               "both through torch.compile, as F.rms_norm is not fused on this CPU")
+        how_zh = ("两者都用 PyTorch 的融合内核" if timed.method == "torch-fused" else
+                  "两者都经 torch.compile 编译，因为本机 CPU 上 F.rms_norm 不是融合内核")
+        en += (f"Reported, not graded: with equally fused kernels ({how}), RMSNorm/LayerNorm "
+               f"forward+backward time is {r.ratio:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}] "
+               f"(d={timed.d}, {timed.rows} rows, {timed.threads} thread(s), {r.repeats} "
+               "repeats). ")
+        zh += (f"只报告、不参与判定：在同等融合的内核下（{how_zh}），RMSNorm/LayerNorm 前向+反向时间比为 "
+               f"{r.ratio:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}]（d={timed.d}，{timed.rows} 行，"
+               f"{timed.threads} 线程，{r.repeats} 次重复）。")
+    if functional is not None:
+        s = functional.time
+        en += (f"A whole training step with PyTorch's functional norms (F.rms_norm unfused "
+               f"here against the fused F.layer_norm) times {s.ratio:.3f} [{s.ci_low:.3f}, "
+               f"{s.ci_high:.3f}]")
+        zh += (f"用 PyTorch 函数式归一化（此处 F.rms_norm 未融合，F.layer_norm 已融合）的整步训练时间比为 "
+               f"{s.ratio:.3f} [{s.ci_low:.3f}, {s.ci_high:.3f}]")
+        if built is not None:
+            b = built.time
+            en += (f"; with blocklab's fused add+RMSNorm kernel instead, {b.ratio:.3f} "
+                   f"[{b.ci_low:.3f}, {b.ci_high:.3f}]")
+            zh += f"；若改用 blocklab 的残差加法 + RMSNorm 融合内核，为 {b.ratio:.3f} [{b.ci_low:.3f}, {b.ci_high:.3f}]"
+        en += ". "
+        zh += "。"
+    return en, zh
 
 
 @claim("C18")
 def c18(ctx: Context) -> Finding:
+    from blocklab.experiments.suites.norm_cost import SIZES as NORM_SIZES
+    from blocklab.experiments.suites.norm_cost import count_compute
+
     summary = ctx.summary("norm-cost")
     if summary is None:
         return missing(ctx, "norm-cost")
@@ -998,50 +1211,29 @@ def c18(ctx: Context) -> Finding:
     spans = {kind: (min(r.time.ratio for r in rs), max(r.time.ratio for r in rs))
              for kind, rs in by_kind.items()}
     quality = data.quality
-    steps = data.step_time
-    if not steps:
-        from blocklab.errors import ResultsError
-
-        raise ResultsError("the norm-cost summary holds no training-step timing; run "
-                           f"`{ctx.suite_command('norm-cost')}`")
-    # One thread (the timing least disturbed by other work), on the like-for-like path: both
-    # norms by PyTorch's own kernels, the residual added apart, so the ratio is the
-    # normalisation's and not blocklab's fused add+RMSNorm kernel's.
-    threads = min(s.threads for s in steps.values())
-    like = steps.get(f"like-for-like/{threads}")
-    built = steps.get(f"blocklab/{threads}")
-    if like is None:
-        from blocklab.errors import ResultsError
-
-        raise ResultsError("the norm-cost summary holds no like-for-like step timing; run "
-                           f"`{ctx.suite_command('norm-cost')}`")
-    step = like.time
-    # A bootstrap interval of a ratio: its sd is the t-equivalent of its half width.
-    estimate = Estimate.from_interval(100 * (step.ratio - 1), 100 * (step.ci_low - 1),
-                                      100 * (step.ci_high - 1), step.repeats)
-    # One run length and no learning-rate question, but a 1-thread CPU step at one small size:
-    # never a contradiction of a claim made for other hardware and sizes.
+    # "Compute" by exact counts, computed here from the plan's shapes (the summary keeps a copy
+    # for the report): no timing enters a verdict.
+    compute = count_compute(ctx.size)
     rules = registered("C18", ctx.size)
+    readings = c18_compute_parts(compute, ctx.size)
     parts = Part.decided_together(
-        [(C18_STEP_PART, rules[C18_STEP_PART], estimate),
-         (C18_QUALITY_PART, rules[C18_QUALITY_PART], Estimate.of(quality.delta))],
+        [*readings, (C18_QUALITY_PART, rules[C18_QUALITY_PART], Estimate.of(quality.delta))],
         fair_arms=True, longer_run_agrees=False)
-    step_part, quality_part = parts
-    verdict = combine_c18(step_part, quality_part)
-    model = like.model
-    scale = {"d_model": model.get("d_model"), "depth": model.get("n_layers")}
-    scale_en = scale_text(**scale, note=f"{threads} thread(s)") if verdict in DECIDED else ""
-    scale_zh = (scale_text(**scale, zh=True, note=f"{threads} 线程") if verdict in DECIDED
-                else "")
+    quality_part = parts[-1]
+    verdict = combine_c18(parts[:-1], quality_part)
+    q = NORM_SIZES[ctx.size]["quality"]
+    scale = {"d_model": q["d_model"], "depth": q["n_layers"], "steps": q["steps"],
+             "batch": q["batch_size"], "seq_len": q["seq_len"]}
+    scale_en = scale_text(**scale, note="quality part") if verdict in DECIDED else ""
+    scale_zh = (scale_text(**scale, zh=True, note="质量部分") if verdict in DECIDED else "")
+    threads = min((s.threads for s in data.step_time.values()), default=None)
+    timing_en, timing_zh = _c18_timing_text(
+        data.like_for_like, data.step_time.get(f"blocklab/{threads}"),
+        data.step_time.get(f"like-for-like/{threads}"))
+    flops, bytes_, step = readings
+    real = next(s for s in compute.steps if s.model != f"norm-cost {ctx.size}")
+    toy = next(s for s in compute.steps if s.model == f"norm-cost {ctx.size}")
     span_text = "; ".join(f"{k} {lo:.2f}–{hi:.2f}×" for k, (lo, hi) in sorted(spans.items()))
-    step_text = (f"{step.ratio:.3f} [{step.ci_low:.3f}, {step.ci_high:.3f}] ({threads} "
-                 f"thread(s), {step.repeats} repeats, both norms by PyTorch's own kernels)")
-    built_text = ("" if built is None else
-                  f" With blocklab's fused add+RMSNorm kernel instead, the ratio is "
-                  f"{built.time.ratio:.3f} [{built.time.ci_low:.3f}, {built.time.ci_high:.3f}].")
-    built_zh = ("" if built is None else
-                f"若改用 blocklab 的残差加法 + RMSNorm 融合内核，比值为 {built.time.ratio:.3f} "
-                f"[{built.time.ci_low:.3f}, {built.time.ci_high:.3f}]。")
     delta = quality.delta
     n_seeds = len(quality.seeds)
     if spans:
@@ -1057,18 +1249,31 @@ def c18(ctx: Context) -> Finding:
         kernels_zh = "归一化本身的逐内核时间比（只报告、不参与判定）只在 --size full 运行。"
     return Finding(
         verdict,
-        f"A whole training step with RMSNorm vs LayerNorm on this CPU: time ratio {step_text} "
-        f"→ {step_part.verdict} (the page's 7% saving would be 0.93).{built_text} Quality: "
-        f"paired Δ val loss "
+        f"'Compute' by exact counts (blocklab.budget's FLOP conventions: RMSNorm 4 + 9 FLOPs "
+        f"per element forward + backward, LayerNorm 7 + 13): per normalised row RMSNorm needs "
+        f"{compute.flops_saving_pct:.1f}% fewer FLOPs forward+backward "
+        f"({compute.fwd_flops_saving_pct:.1f}% forward) → {flops.verdict}; an ideal fused "
+        f"kernel moves {bytes_.estimate.value:.3f}% fewer bytes (the same x, y, dy and dx; one "
+        f"row statistic instead of two; d={real.d_model}, bf16) → {bytes_.verdict}; a whole "
+        f"training step of {real.model} needs at most {step.estimate.value:.4f}% fewer FLOPs "
+        f"({toy.saving_pct:.3f}% at the suite's d={toy.d_model} model) → {step.verdict}. "
+        "'About 7%' is 5–9%. Quality: paired Δ val loss "
         f"(RMS − LN) {_ci_text(delta)} nats/token over {n_seeds} seeds, equivalence within "
         f"±{quality_part.rule.margin:g} by two one-sided tests → {quality_part.verdict}. "
-        + kernels_en + C18_PAGE_NOTE + scale_en,
-        f"本机 CPU 上整步训练 RMSNorm 对 LayerNorm 的时间比 {step_text} → {step_part.verdict}"
-        f"（页面所说的 7% 节省对应 0.93）。{built_zh}质量：配对 Δ 验证损失（RMS − LN）{_ci_text(delta)} "
-        f"nats/token，{n_seeds} 个种子，按双单侧检验判断是否在 ±{quality_part.rule.margin:g} 内等价 → "
-        f"{quality_part.verdict}。" + kernels_zh + C18_PAGE_NOTE_ZH + scale_zh,
-        {"ratio_ranges": spans, "ratios": [_ratio_row(r) for r in rows],
-         "step_time": {t: _step_row(s) for t, s in steps.items()}, "quality": asdict(quality)},
+        + timing_en + kernels_en + C18_PAGE_NOTE + scale_en,
+        f"按精确计数衡量“计算量”（blocklab.budget 的 FLOP 约定：RMSNorm 每元素前向 4 + 反向 9 FLOPs，LayerNorm "
+        f"7 + 13）：每个归一化行 RMSNorm 的前向+反向 FLOPs 少 {compute.flops_saving_pct:.1f}%（前向少 "
+        f"{compute.fwd_flops_saving_pct:.1f}%）→ {flops.verdict}；理想融合内核搬运的字节只少 "
+        f"{bytes_.estimate.value:.3f}%（同样读写 x、y、dy、dx；行统计量一个对两个；d={real.d_model}，bf16）→ "
+        f"{bytes_.verdict}；{real.model} 的整个训练步 FLOPs 至多少 {step.estimate.value:.4f}%（本实验 "
+        f"d={toy.d_model} 的模型为 {toy.saving_pct:.3f}%）→ {step.verdict}。“约 7%”指 5–9%。质量：配对 Δ 验证损失"
+        f"（RMS − LN）{_ci_text(delta)} nats/token，{n_seeds} 个种子，按双单侧检验判断是否在 "
+        f"±{quality_part.rule.margin:g} 内等价 → {quality_part.verdict}。"
+        + timing_zh + kernels_zh + C18_PAGE_NOTE_ZH + scale_zh,
+        {"compute": asdict(compute), "like_for_like": [asdict(t) for t in data.like_for_like],
+         "ratio_ranges": spans, "ratios": [_ratio_row(r) for r in rows],
+         "step_time": {t: _step_row(s) for t, s in data.step_time.items()},
+         "quality": asdict(quality)},
         ctx.suite_command("norm-cost"), "norm_cost", parts, C18_COMBINES, C18_COMBINES_ZH)
 
 

@@ -34,13 +34,19 @@ from blocklab.experiments.suites.base import SIZES
 
 # --- C12: uneven gradient across one pre-norm stack ---------------------------------------------
 # The claim is about a block with a local identity term, so only the pre-norm stack
-# (y = x + F(N(x))) is graded, and only on how unevenly gradient reaches the layers of one
-# stack, which the final norm's 1/√L (a factor common to every layer) cannot fake.
-C12_INITS = ("xavier", "gpt2")
+# (y = x + F(N(x))) is graded, on how unevenly the loss feels the residual stream where it
+# enters each layer of one stack: ‖∂L/∂x_l‖·rms(x_l), the loss change for a relative change of
+# x_l (`blocklab.experiments.jacobian.stream_sensitivity`). A parameter gradient such as
+# ‖∇W_down‖ also moves with the stream's size alone (under xavier the stream grows, and the
+# norms that read it divide by it), so any init that grows the stream confirmed the old
+# metric by construction. One part per init, each reported; the claim needs every one
+# (`checks.C12_COMBINES`), so no single init can carry it.
+C12_INITS = ("gpt2", "xavier", "depth")
 C12_RULE = Rule(
-    metric="log2(max / min) of ‖∇W_down‖ over the layers of one pre-norm stack at the deepest "
-           "probed depth, at initialisation, per seed (1 = one layer gets twice another's "
-           "gradient)",
+    metric="log2(max / min) of the residual stream's sensitivity ‖∂L/∂x_l‖·rms(x_l) over the "
+           "inputs x_l of the layers of one pre-norm stack at the deepest probed depth, at "
+           "initialisation, per seed (1 = a relative change of one layer's input moves the "
+           "loss twice as much as another's)",
     smallest_effect=1.0, margin=0.25, min_seeds=2, max_seeds=4, claimed=2.0, threshold=1.0,
     decides="confirmed when the 95% CI lies above 1 (a more than 2× spread) for an init; not "
             "reproduced at this scale when it lies below 1 or inside ±margin; otherwise "
@@ -55,8 +61,14 @@ def c12_part_name(init: str) -> str:
 C13_PART = "warmup interaction (the finding; nothing is claimed)"
 C13_RULE = Rule(
     metric="(post cold − post warm) − (pre cold − pre warm), final val loss, nats, at the "
-           "deepest depth and highest lr, paired by seed",
+           "deepest depth, each arm at its own tuned peak lr, paired by seed",
     smallest_effect=0.05, margin=0.02, min_seeds=4, max_seeds=8, claimed=0.0,
+    decides="no verdict: the page states no result; the estimate is reported as the finding")
+C13_STABILITY_PART = "warmup interaction of the largest stable lr (the finding)"
+C13_STABILITY_RULE = Rule(
+    metric="(post warm − post cold) − (pre warm − pre cold) of log2(largest stable peak lr), "
+           "doublings, at the deepest depth, paired by seed",
+    smallest_effect=1.0, margin=0.5, min_seeds=4, max_seeds=8, claimed=0.0,
     decides="no verdict: the page states no result; the estimate is reported as the finding")
 
 # --- C16: gated FFNs against ReLU ----------------------------------------------------------------
@@ -79,15 +91,51 @@ def c16_rule(arm: str) -> Rule:
 
 
 # --- C18: RMSNorm's cost and quality -------------------------------------------------------------
-# The claim is about compute, so its headline part is the end-to-end training step (forward,
-# backward, clipping, AdamW), not a kernel in isolation. Repeats of the interleaved step
-# timing play the part of seeds.
-C18_STEP_PART = "a training step is cheaper with RMSNorm"
-C18_QUALITY_PART = "nearly the same quality"
-C18_STEP_RULE = Rule(
+# "Compute" is decided by counting, not timing: the FLOPs and the bytes each norm needs
+# (`norm_cost.count_compute`, on `blocklab.budget`'s FLOP conventions), read three ways, each
+# its own part: the norm's FLOPs per row, the norm's bytes per row, and the whole training
+# step's FLOPs at a real model's shape. Each is exact, so each part is decided without a test:
+# "about 7%" is the band 7 ± 2% (what would still be written "about 7%"), on the side where
+# RMSNorm needs less. Timings (the training step, equally fused kernels) are reported beside
+# the parts, never graded: a CPU timing measures kernels and this machine, not the formula.
+C18_ABOUT_PCT = 7.0  # the page's saving
+C18_BAND_PCT = 2.0  # "about": 5–9%
+C18_STEP_PART = "a training step is cheaper with RMSNorm"  # graded until 2026-12-01, reported
+C18_STEP_RULE = Rule(  # the retired step part's rule, kept for old results' hashes
     metric="100·(RMSNorm step time / LayerNorm step time − 1), %, median over interleaved "
            "repeats with a paired bootstrap 95% CI (negative = RMSNorm cheaper)",
     smallest_effect=1.0, margin=1.0, min_seeds=5, claimed=-7.0)
+C18_FLOPS_PART = "the norm needs about 7% fewer FLOPs"
+C18_BYTES_PART = "the norm moves about 7% fewer bytes"
+C18_STEP_FLOPS_PART = "a training step needs about 7% fewer FLOPs"
+C18_QUALITY_PART = "nearly the same quality"
+C18_COMPUTE_DECIDES = (
+    "analytic, decided without a test: confirmed when the exact saving lies inside "
+    f"[{C18_ABOUT_PCT - C18_BAND_PCT:g}, {C18_ABOUT_PCT + C18_BAND_PCT:g}]% (about 7% less, "
+    "RMSNorm cheaper); not reproduced otherwise, saying whether it lies above the band (far "
+    "more than 7%), below it (far less) or on the opposite side (RMSNorm dearer)")
+
+
+def _c18_compute_rule(metric: str) -> Rule:
+    return Rule(metric=metric + " (analytic: an exact count)", smallest_effect=C18_BAND_PCT,
+                margin=C18_BAND_PCT, min_seeds=1, claimed=C18_ABOUT_PCT, test="equivalence",
+                decides=C18_COMPUTE_DECIDES)
+
+
+C18_COMPUTE_RULES = {
+    C18_FLOPS_PART: _c18_compute_rule(
+        "100·(1 − RMSNorm FLOPs / LayerNorm FLOPs) per normalised row, forward+backward, "
+        "blocklab.budget's per-element conventions, %, the same at every width d (positive = "
+        "RMSNorm needs less)"),
+    C18_BYTES_PART: _c18_compute_rule(
+        "100·(1 − RMSNorm bytes / LayerNorm bytes) moved per normalised row by an ideal fused "
+        "kernel, forward+backward, at meta-llama-3-8b's width in bf16, % (positive = RMSNorm "
+        "moves less)"),
+    C18_STEP_FLOPS_PART: _c18_compute_rule(
+        "100·(1 − training-step FLOPs with RMSNorm / with LayerNorm) for meta-llama-3-8b at "
+        "batch 1 × its context, matmuls 3× forward plus every norm forward+backward, other "
+        "elementwise work left out (an upper bound), % (positive = RMSNorm needs less)"),
+}
 
 
 def c18_quality_rule(margin: float = norm_cost_suite.EQUIVALENCE_MARGIN) -> Rule:
@@ -104,25 +152,50 @@ def c18_quality_rule(margin: float = norm_cost_suite.EQUIVALENCE_MARGIN) -> Rule
 # One per statement, all on one contrast (deepest depth, highest lr), paired by seed.
 # Continuous outcomes only: a count of failed runs never decides a part.
 C19_MIN_SEEDS = 4
+C19_EXPRESSIVE_PART = "post-norm more expressive"
 C19_RULES = {
     "pre-norm trains without warmup": Rule(
-        metric="pre-norm final val loss without − with warmup, nats (0 = warmup not needed)",
-        smallest_effect=0.05, margin=0.05, min_seeds=C19_MIN_SEEDS, max_seeds=2 * C19_MIN_SEEDS, claimed=0.0,
-        test="equivalence",
+        metric="pre-norm final val loss without − with warmup, each at its own tuned peak lr, "
+               "nats (0 = warmup not needed)",
+        smallest_effect=0.05, margin=0.05, min_seeds=C19_MIN_SEEDS,
+        max_seeds=2 * C19_MIN_SEEDS, claimed=0.0, test="equivalence",
         decides="confirmed when the 90% CI lies inside ±margin (two one-sided tests) and no "
                 "pre-norm run failed; not reproduced at this scale when the 95% CI lies wholly "
                 "outside ±margin or a pre-norm run failed; otherwise inconclusive"),
+    "pre-norm is stable without warmup": Rule(
+        metric="pre-norm log2(largest stable peak lr) without − with warmup, doublings, "
+               "paired by seed (0 = warmup not needed; −1 = half the lr without it)",
+        smallest_effect=1.0, margin=1.0, min_seeds=C19_MIN_SEEDS,
+        max_seeds=2 * C19_MIN_SEEDS, claimed=-1.0, threshold=-1.0, test="at-least",
+        decides="confirmed when the 95% CI's lower bound lies above −1 (without warmup the "
+                "largest stable lr is less than one doubling lower: non-inferiority); not "
+                "reproduced at this scale when its upper bound lies below −1; otherwise "
+                "inconclusive, as below min_seeds"),
     "post-norm needs warmup": Rule(
-        metric="(post cold − post warm) − (pre cold − pre warm), final val loss, nats "
-               "(positive = skipping warmup hurts post-norm more)",
-        smallest_effect=0.05, margin=0.02, min_seeds=C19_MIN_SEEDS, max_seeds=2 * C19_MIN_SEEDS, claimed=0.1),
+        metric="(post cold − post warm) − (pre cold − pre warm), final val loss, each arm at "
+               "its own tuned peak lr, nats (positive = skipping warmup hurts post-norm more)",
+        smallest_effect=0.05, margin=0.02, min_seeds=C19_MIN_SEEDS,
+        max_seeds=2 * C19_MIN_SEEDS, claimed=0.1),
+    "post-norm needs warmup to be stable": Rule(
+        metric="(post warm − post cold) − (pre warm − pre cold) of log2(largest stable peak "
+               "lr), doublings, paired by seed (positive = warmup raises post-norm's stable "
+               "lr more than pre-norm's)",
+        smallest_effect=1.0, margin=0.5, min_seeds=C19_MIN_SEEDS,
+        max_seeds=2 * C19_MIN_SEEDS, claimed=1.0),
     "post-norm gradients vanish in the lower layers": Rule(
         metric="log2(‖∇ first layer‖ / ‖∇ last layer‖) of post-norm during training, after "
-               "warmup (negative = the bottom gets less)",
-        smallest_effect=1.0, margin=0.25, min_seeds=C19_MIN_SEEDS, max_seeds=2 * C19_MIN_SEEDS, claimed=-1.0),
-    "post-norm more expressive": Rule(
-        metric="post − pre final val loss with warmup, nats (negative = post-norm better)",
-        smallest_effect=0.02, margin=0.02, min_seeds=C19_MIN_SEEDS, max_seeds=2 * C19_MIN_SEEDS, claimed=-0.02),
+               "warmup, at its tuned peak lr (negative = the bottom gets less)",
+        smallest_effect=1.0, margin=0.25, min_seeds=C19_MIN_SEEDS,
+        max_seeds=2 * C19_MIN_SEEDS, claimed=-1.0),
+    C19_EXPRESSIVE_PART: Rule(
+        metric="post − pre final val loss with warmup near convergence, each at its own "
+               "tuned peak lr, nats (negative = post-norm better)",
+        smallest_effect=0.02, margin=0.02, min_seeds=C19_MIN_SEEDS,
+        max_seeds=2 * C19_MIN_SEEDS, claimed=-0.02,
+        decides="untestable here: representational ability shows near convergence, and no "
+                "size of this suite trains near convergence (the quick runs end in early "
+                "training, where the loss measures trainability); the estimate after the "
+                "suite's steps is shown, not graded"),
 }
 
 # --- C21 and C30: the loss past the training length L ------------------------------------------
@@ -381,34 +454,40 @@ C33_TENSOR_RULE = Rule(
             "than min_seeds. Seeds are added in blocks of 2 up to max_seeds, each look read at "
             "its Lan–DeMets O'Brien–Fleming level")
 
+# --- C36 (b): the identity term of the block Jacobian ("gradient ≈ 1") ---------------------------
+# The page's "gradient ≈ 1" is the identity term of a pre-norm block's Jacobian
+# ∂x_{l+1}/∂x_l = I + J_F·J_N: it says the rest is small beside I. Measured at initialisation on
+# every block of the deepest probed pre-norm stack (the placement suite's probe):
+# ‖J_l − I‖_F/√n, n = B·T·d (I itself gives 1), its median over the layers (layer 0 reads the
+# embedding, RMS 0.02, where J_N ≈ 50·I: one layer must not set the stack's number), per seed.
+# Graded under xavier: the init C36's deep stacks are trained with, and of the probed inits
+# the one with the largest branches (gpt2 and depth shrink them), so the choice cannot flatter
+# the claim; the other inits and post-norm are reported beside it.
+C36_IDENTITY_INIT = "xavier"
+C36_IDENTITY_THRESHOLD = 0.5
+C36_IDENTITY_PART = "pre-norm block Jacobian ≈ I at initialisation (gradient ≈ 1)"
+C36_IDENTITY_RULE = Rule(
+    metric="median over the layers of one pre-norm stack (deepest probed depth, xavier init, "
+           "at initialisation) of ‖J_l − I‖_F/√n, J_l = ∂x_{l+1}/∂x_l over all n = B·T·d "
+           "entries, per seed (0: every block is the identity; 1: the non-identity part is "
+           "as large as I)",
+    smallest_effect=0.1, margin=0.0, min_seeds=2, max_seeds=4,
+    claimed=C36_IDENTITY_THRESHOLD, threshold=C36_IDENTITY_THRESHOLD, test="at-most",
+    decides="confirmed when the 95% CI's upper bound lies below 0.5 (the non-identity part "
+            "is under half the identity's size: the identity dominates); not reproduced at "
+            "this scale when its lower bound lies above 0.5; otherwise inconclusive, as below "
+            "min_seeds")
+
 # --- C36: pre-norm at depth ----------------------------------------------------------------------
 C36_MIN_SEEDS = 4
+C36_STABLE_PART = "deep pre-norm stays stable at a larger lr than post-norm"
 C36_RULES = {
-    "pre-norm trains without warmup at depth": Rule(
-        metric="pre-norm final val loss without − with warmup at the deepest depth, nats "
-               "(≤ 0: warmup not needed)",
-        smallest_effect=0.05, margin=0.05, min_seeds=C36_MIN_SEEDS, max_seeds=2 * C36_MIN_SEEDS, claimed=0.05,
-        threshold=0.05, test="at-most",
-        decides="confirmed when the 95% CI's upper bound lies below +0.05 (without warmup "
-                "no more than 0.05 nats worse: non-inferiority) and no pre-norm run at that "
-                "depth failed; not reproduced at this scale when its lower bound lies above "
-                "+0.05 or a run failed; otherwise inconclusive, as below min_seeds"),
-    "pre-norm gradient reaches the bottom layer (≈ 1)": Rule(
-        metric="log2(‖∇ first layer‖ / ‖∇ last layer‖) of pre-norm with warmup, during "
-               "training after warmup, at the deepest depth (0 = the same gradient)",
-        smallest_effect=1.0, margin=1.0, min_seeds=C36_MIN_SEEDS, max_seeds=2 * C36_MIN_SEEDS, claimed=0.0,
-        test="equivalence",
-        decides="confirmed when the 90% CI lies inside ±margin (within a factor 2 across the "
-                "whole stack: two one-sided tests); not reproduced at this scale when the 95% "
-                "CI lies wholly outside it; otherwise inconclusive, as below min_seeds"),
-    "post-norm gradient shrinks toward the bottom": Rule(
-        metric="post − pre of log2(‖∇ first layer‖ / ‖∇ last layer‖) with warmup, during "
-               "training, paired by seed (negative = post-norm's bottom layer gets less)",
-        smallest_effect=1.0, margin=0.25, min_seeds=C36_MIN_SEEDS, max_seeds=2 * C36_MIN_SEEDS, claimed=-1.0),
-    "pre-norm ends lower than post-norm without warmup": Rule(
-        metric="pre − post final val loss without warmup at the deepest depth, nats, paired "
-               "by seed (negative = pre-norm better)",
-        smallest_effect=0.05, margin=0.02, min_seeds=C36_MIN_SEEDS, max_seeds=2 * C36_MIN_SEEDS, claimed=-0.05),
+    C36_STABLE_PART: Rule(
+        metric="pre − post log2(largest stable peak lr), both with warmup (post-norm's best "
+               "schedule), at the deepest depth (50 layers and more), doublings, paired by "
+               "seed (positive = pre-norm stays stable at a larger lr)",
+        smallest_effect=1.0, margin=0.5, min_seeds=C36_MIN_SEEDS,
+        max_seeds=2 * C36_MIN_SEEDS, claimed=1.0),
 }
 
 
@@ -419,9 +498,9 @@ def _bands(parts: list[BandPart], rule: Callable[[str, str, str], Rule]) -> dict
 
 RULES: dict[str, Callable[[str], dict[str, Rule]]] = {
     "C12": lambda size: {c12_part_name(init): C12_RULE for init in C12_INITS},
-    "C13": lambda size: {C13_PART: C13_RULE},
+    "C13": lambda size: {C13_PART: C13_RULE, C13_STABILITY_PART: C13_STABILITY_RULE},
     "C16": lambda size: {arm: c16_rule(arm) for arm in C16_ARMS},
-    "C18": lambda size: {C18_STEP_PART: C18_STEP_RULE, C18_QUALITY_PART: c18_quality_rule()},
+    "C18": lambda size: {**C18_COMPUTE_RULES, C18_QUALITY_PART: c18_quality_rule()},
     "C19": lambda size: dict(C19_RULES),
     "C21": lambda size: _bands(c21_plan(size), c21_rule),
     "C29": lambda size: {C29_ORDER_PART: C29_ORDER_RULE, C29_UNIGRAM_PART: C29_UNIGRAM_RULE},
@@ -459,18 +538,20 @@ SUITE_OF = {"C12": "placement", "C13": "placement", "C16": "ffn", "C18": "norm-c
             "C19": "placement", "C21": "position", "C29": "position", "C30": "position",
             "C31": "position", "C32": "quantize", "C33": "quantize", "C36": "placement"}
 _ARM_AT = re.compile(r": (\S+) at \d+×$")
-# Which cells of the deepest (placement, warmup) contrast a C13/C19/C36 part reads: "pre" /
-# "post" / None (both) and "cold" (warmup 0) / "warm" / None (both).
+# Which arms of the deepest (placement, warmup) contrast a C13/C19/C36 part reads: the grid
+# ("train": part (b) at each arm's tuned lr; "sweep": its largest stable lrs; "deep": C36's
+# deep stacks' largest stable lrs; "init": the pre-norm probes), "pre" / "post" / None (both)
+# and "cold" (warmup 0) / "warm" / None (both).
 _CELLS = {
-    C13_PART: (None, None),
-    "pre-norm trains without warmup": ("pre", None),
-    "post-norm needs warmup": (None, None),
-    "post-norm gradients vanish in the lower layers": ("post", "warm"),
-    "post-norm more expressive": (None, "warm"),
-    "pre-norm trains without warmup at depth": ("pre", None),
-    "pre-norm gradient reaches the bottom layer (≈ 1)": ("pre", "warm"),
-    "post-norm gradient shrinks toward the bottom": (None, "warm"),
-    "pre-norm ends lower than post-norm without warmup": (None, "cold"),
+    C13_PART: ("train", None, None),
+    C13_STABILITY_PART: ("sweep", None, None),
+    "pre-norm trains without warmup": ("train", "pre", None),
+    "pre-norm is stable without warmup": ("sweep", "pre", None),
+    "post-norm needs warmup": ("train", None, None),
+    "post-norm needs warmup to be stable": ("sweep", None, None),
+    "post-norm gradients vanish in the lower layers": ("train", "post", "warm"),
+    C19_EXPRESSIVE_PART: ("train", None, "warm"),
+    C36_STABLE_PART: ("deep", None, "warm"),
 }
 
 
@@ -488,20 +569,16 @@ def part_arms(claim_id: str, name: str, metric: str, arms: list[str]) -> list[st
     """The arms (of `arms`, a suite's arm names) whose runs the part `name` of `claim_id` is
     estimated from, so that one more seed of the part costs one more run of each; [] for a
     part not measured on seeds of arms (an analytic part, or a claim of no suite)."""
-    def at_deepest(prefix: str, by_lr: bool) -> list[str]:
-        # <prefix>/<placement>/<depth>/<warmup>/<lr>: the contrast at the deepest depth (and
-        # the highest lr) that C13, C19 and C36 are graded on
-        cells = [a.split("/") for a in arms if a.startswith(prefix + "/") and a.count("/") == 4]
+    def at_deepest() -> list[str]:
+        # <grid>/<placement>/<depth>/<warmup>: the contrast at the deepest depth that C13, C19
+        # and C36 are graded on
+        grid, placement, warmup = _CELLS.get(name, ("train", None, None))
+        cells = [a.split("/") for a in arms if a.startswith(grid + "/") and a.count("/") == 3]
         if not cells:
             return []
         depth = max(int(c[2]) for c in cells)
-        cells = [c for c in cells if int(c[2]) == depth]
-        if by_lr:
-            lr = max(float(c[4]) for c in cells)
-            cells = [c for c in cells if float(c[4]) == lr]
-        placement, warmup = _CELLS.get(name, (None, None))
-        cells = [c for c in cells if placement in (None, c[1])
-                 and warmup in (None, "cold" if float(c[3]) == 0 else "warm")]
+        cells = [c for c in cells if int(c[2]) == depth and placement in (None, c[1])
+                 and warmup in (None, "cold" if int(c[3]) == 0 else "warm")]
         return ["/".join(c) for c in cells]
 
     if claim_id == "C12":
@@ -510,11 +587,13 @@ def part_arms(claim_id: str, name: str, metric: str, arms: list[str]) -> list[st
     elif claim_id == "C16":
         found = [a for a in (name, ffn_suite.BASELINE) if a in arms]
     elif claim_id == "C18":
-        found = ["step"] if name == C18_STEP_PART else ["layernorm", "rmsnorm"]
-    elif claim_id in ("C13", "C19"):
-        found = at_deepest("train", by_lr=True)
-    elif claim_id == "C36":
-        found = at_deepest("deep", by_lr=False)
+        found = [] if name in C18_COMPUTE_RULES else ["layernorm", "rmsnorm"]
+    elif claim_id in ("C13", "C19") or (claim_id == "C36" and name in _CELLS):
+        found = at_deepest()
+    elif claim_id == "C36":  # the identity term: the pre-norm probes at the deepest depth
+        probes = [a.split("/") for a in arms if a.startswith("init/pre/")]
+        deepest = max((int(p[3]) for p in probes), default=0)
+        found = ["/".join(p) for p in probes if int(p[3]) == deepest]
     elif claim_id in ("C21", "C30"):
         # an arm read with scaling or after a fine-tune (rope+ntk, rope+yarn+ft…) is read off
         # the run of the arm it extends: the longest planned arm its name starts with
@@ -581,6 +660,42 @@ CHANGED_AFTER_DATA: tuple[RuleChange, ...] = (
                "(exact), and the timings, with one at a realistic shape added, are reported. "
                "Edited after the quick results had shown a RoPE decode step +30.8% (per-op "
                "overhead at the toy shape) against a rotation worth 0.003% of the FLOPs"),
+    RuleChange("2026-12-01", ("C18",),
+               "'compute' is decided by exact counts, not by a CPU timing: the part 'a training "
+               "step is cheaper with RMSNorm' (step time ratio, its like-for-like path pitting "
+               "an unfused F.rms_norm against the fused F.layer_norm) is now reported only, and "
+               "three analytic parts (the norm's FLOPs and bytes per row, a training step's "
+               "FLOPs at meta-llama-3-8b's shape), each confirmed inside 7 ± 2%, decide it with "
+               "the quality part; the claim now takes the compute verdict when compute does not "
+               "hold, whatever the quality (it was conditional when only one part held). "
+               "Edited after the quick step timings had been seen"),
+    RuleChange("2026-12-01", ("C13", "C19", "C36"),
+               "each training arm at its own peak lr, tuned on a grid that grows at an edge "
+               "(it was one shared 3e-3); stability graded by its natural outcome, the largest "
+               "stable lr per arm (bisected short runs), beside the loss at the tuned lr: C19 "
+               "gains 'pre-norm is stable without warmup' and 'post-norm needs warmup to be "
+               "stable', C13 reports the stable-lr interaction; 'post-norm more expressive' is "
+               "untestable here (no size trains near convergence); C36's deep grid of losses "
+               "and parameter-gradient ratios at 3e-3 is replaced by the largest stable lr, "
+               "pre against post, and the identity term of the block Jacobian. Edited after "
+               "the quick results at 3e-3 had been seen"),
+    RuleChange("2026-12-01", ("C16",),
+               "fair arms: an arm (and ReLU) is fair when its best lr is interior after the "
+               "grid grew at an edge, not when the grid has three points"),
+    RuleChange("2026-12-01", ("C12",),
+               "the metric: log2(max / min) over one pre-norm stack's layers of the residual "
+               "stream's sensitivity ‖∂L/∂x_l‖·rms(x_l), which no rescaling of the stream "
+               "moves, replaces that of ‖∇W_down‖, which the stream's growth alone spread "
+               "13× under xavier (confirmed by construction); one part per init, gpt2, xavier "
+               "and a depth-scaled init, and the claim confirmed only when every init's part "
+               "is (it was: when any was), conditional when some are. Edited after the quick "
+               "results had been seen (xavier +3.7, gpt2 +0.70 in log2 of ‖∇W_down‖)"),
+    RuleChange("2026-12-01", ("C36",),
+               "'gradient ≈ 1' graded as the identity term of the block Jacobian: the median "
+               "over one pre-norm stack's layers of ‖J_l − I‖_F/√n at initialisation (xavier "
+               "init), confirmed below 0.5. The threshold 0.5 was set before any data; the "
+               "rule was registered after one seed's pilot at quick had given medians 0.035 "
+               "(gpt2), 0.105 (xavier) and 0.005 (depth)"),
 )
 
 

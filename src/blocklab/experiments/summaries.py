@@ -27,8 +27,9 @@ from blocklab.errors import InputError, ResultsError
 # The layout of summary.json; readers refuse any other (3: typed data, one dataclass per suite;
 # 4: the first seed recorded; 6: placement's deep grid for C36; 7: position's order probe,
 # cost run and fine-tune settings for C29–C31; 8: quantize's bounds from measured time shares,
-# its Amdahl figures kept apart as estimates).
-SUMMARY_SCHEMA = 9
+# its Amdahl figures kept apart as estimates; 10: tuned arms and largest stable learning
+# rates in placement, lr grids that grow at an edge).
+SUMMARY_SCHEMA = 10
 
 
 @dataclass(frozen=True)
@@ -163,7 +164,9 @@ class FfnData:
 @dataclass(frozen=True)
 class GradientProbe:
     """‖∇W_down‖ at initialisation across depths for one placement and init (geometric means
-    over seeds); slopes are least squares of log ‖∇‖ on log depth."""
+    over seeds); slopes are least squares of log ‖∇‖ on log depth. Then the residual stream's
+    sensitivity and, at the deepest depth, each block's Jacobian
+    (`blocklab.experiments.jacobian`)."""
 
     depths: list[int]
     last_layer_grad: list[float | None]
@@ -177,6 +180,21 @@ class GradientProbe:
     # log2(max / min) of ‖∇W_down‖ over the layers of one stack, per seed, at each depth: how
     # unevenly gradients reach the layers of one model (the final norm's 1/√L scales them all).
     layer_spread_log2: dict[str, Interval]
+    # ‖∂L/∂x_l‖·rms(x_l), x_l the stream entering layer l: the loss's sensitivity to a relative
+    # change of the stream, which no global rescaling of the stream changes. Depth -> depth + 1
+    # values (the layers' inputs bottom first, then the final norm's input), means over seeds.
+    per_layer_sensitivity: dict[str, list[float | None]] = field(default_factory=dict)
+    # log2(max / min) of it over the layers' inputs of one stack (the final norm's input left
+    # out), per seed, at each depth.
+    sensitivity_spread_log2: dict[str, Interval] = field(default_factory=dict)
+    # Each block's Jacobian J_l at its input, at depth `jacobian_depth` (the deepest probed):
+    # ‖J_l − I‖_F/√n (0: the block is the identity) and ‖J_l‖_F/√n, per layer, means over
+    # seeds; and their median over the layers of one stack, per seed.
+    jacobian_depth: int | None = None
+    identity_deviation: list[float | None] = field(default_factory=list)
+    jacobian_gain: list[float | None] = field(default_factory=list)
+    identity_deviation_median: Interval = Interval(0)
+    jacobian_gain_median: Interval = Interval(0)
 
 
 @dataclass(frozen=True)
@@ -188,12 +206,13 @@ class SlopePrediction:
 
 @dataclass(frozen=True)
 class PlacementCell:
-    """One (placement, depth, warmup, lr) cell of the training grid over its seeds."""
+    """One (placement, depth, warmup) arm of the training grid over its seeds, trained at its
+    own tuned peak lr."""
 
     placement: str
     depth: int
     warmup: int
-    lr: float
+    lr: float  # the arm's own peak lr, tuned on seeds of its own
     failures: int  # diverged + stuck
     runs: int
     status: dict[str, int]
@@ -204,16 +223,20 @@ class PlacementCell:
     # log2(‖∇ first layer‖ / ‖∇ last layer‖) during training: the mean over the logged steps
     # after warmup of each finished run, then over seeds. Negative: the bottom gets less.
     grad_first_over_last_log2: Interval
+    # Σ lr over the run's steps (the schedule's area): a warmup arm spends less of it, which
+    # confounds "needs warmup" with "had less learning rate"; shown beside the losses.
+    lr_area: float | None = None
 
 
 @dataclass(frozen=True)
 class PlacementEffect:
-    """A contrast between training cells at one depth and lr, paired by seed (nats, final
-    validation loss): `warmup_interaction` = (post cold − post warm) − (pre cold − pre warm);
-    `pre_warmup_effect` = pre cold − pre warm; `post_vs_pre_warm` = post warm − pre warm."""
+    """A contrast between training arms at one depth, each at its own tuned lr, paired by seed
+    (nats, final validation loss): `warmup_interaction` = (post cold − post warm) − (pre cold −
+    pre warm); `pre_warmup_effect` = pre cold − pre warm; `post_vs_pre_warm` = post warm − pre
+    warm."""
 
     depth: int
-    lr: float
+    lrs: dict[str, float]  # "<placement> <cold|warm>" -> that arm's tuned peak lr
     warmup: int
     warmup_interaction: Interval
     pre_warmup_effect: Interval
@@ -223,36 +246,44 @@ class PlacementEffect:
 
 
 @dataclass(frozen=True)
-class LayerProfile:
-    """How gradient reaches the layers of one deep-grid cell during training (C36), from the
-    per-layer gradient norms (all of a layer's parameters) logged at or after warmup."""
+class StabilityArm:
+    """The largest stable learning rate of one (placement, depth, warmup) arm: per seed, short
+    runs on a doubling ladder of peak lrs, bisected (stability taken as monotone in lr). A run
+    is stable when it finishes (no NaN/inf, loss never above 4·ln 256) and ends below the
+    unigram entropy of the training bytes (it learned more than byte frequencies)."""
 
+    grid: str  # "main" (C13, C19: the training grid's depth) or "deep" (C36)
     placement: str
     depth: int
     warmup: int
-    lr: float
-    # Per layer, bottom first: log2(‖∇ layer i‖ / ‖∇ last layer‖), the mean over a finished
-    # run's logged steps, then over seeds (the last entry is 0). 0 everywhere: every layer gets
-    # the last layer's gradient; −10 at layer 1: the bottom gets 1/1024 of it.
-    grad_log2_vs_last: list[float | None]
-    # log2(max / min) over the layers of one stack, mean over a run's logged steps, over seeds.
-    spread_log2: Interval
+    steps: int
+    ladder: list[float]  # the peak lrs, ascending, each twice the last
+    # Per seed, the rung (index into `ladder`) of the largest stable lr; −1 when not even the
+    # first is stable, len(ladder) − 1 when the top one is (censored: it may be higher).
+    rungs: list[int | None]
+    # log2(largest stable lr / ladder[0]) over seeds: mean [95% CI], in doublings.
+    log2_max_stable: Interval
+    max_stable_lr: float | None  # 2 ** mean · ladder[0] (a geometric mean)
+    censored_low: int  # seeds where no rung was stable
+    censored_high: int  # seeds where the top rung was stable
+    # The sweep's runs: per lr tried, the final val loss of each (None: it did not finish).
+    loss_at_lr: dict[str, list[float | None]]
 
 
 @dataclass(frozen=True)
-class DeepEffect:
-    """C36's contrasts at one deep depth and lr, paired by seed: `pre_warmup_effect` = pre cold
-    − pre warm and `pre_vs_post_cold` = pre cold − post cold (final validation loss, nats);
-    `post_minus_pre_grad_log2` = post − pre of log2(‖∇ first layer‖ / ‖∇ last layer‖) with
-    warmup, during training."""
+class StabilityEffect:
+    """Contrasts of the largest stable lr at one depth, paired by seed, in doublings
+    (log2 of a ratio of lrs; +1 = twice as large)."""
 
+    grid: str
     depth: int
-    lr: float
     warmup: int  # the warmup compared with none
-    pre_warmup_effect: Interval
-    pre_vs_post_cold: Interval
-    pre_grad_first_over_last_log2: Interval  # pre with warmup, during training
-    post_minus_pre_grad_log2: Interval
+    pre_cold_vs_warm: Interval  # pre cold − pre warm (0: warmup not needed)
+    post_warm_vs_cold: Interval  # post warm − post cold (positive: warmup helps post-norm)
+    # (post warm − post cold) − (pre warm − pre cold): positive = post-norm needs warmup more
+    warmup_interaction: Interval
+    pre_vs_post_warm: Interval  # pre warm − post warm (positive: pre-norm stable at larger lr)
+    pre_vs_post_cold: Interval  # pre cold − post cold
 
 
 @dataclass(frozen=True)
@@ -268,12 +299,14 @@ class PlacementData:
     seeds: int
     steps: int
     size: dict[str, Any]
-    # The deep grid (C36), trained and summarised apart from `training`, so C13 and C19 read the
-    # same numbers with or without it: its cells, per-layer gradient profiles and contrasts.
-    deep: list[PlacementCell] = field(default_factory=list)
-    deep_profiles: list[LayerProfile] = field(default_factory=list)
-    deep_effects: list[DeepEffect] = field(default_factory=list)
-    deep_steps: int = 0
+    # Each training arm's tuning ("<placement>/<depth>/<warmup>"): the loss-versus-lr curve on
+    # the tuning seeds, and where each arm's optimum fell.
+    lr_trials: list[LrTrial] = field(default_factory=list)
+    lr_tuning: list[ArmTuning] = field(default_factory=list)
+    # The largest stable lr per arm, at the training grid's depth ("main") and in the deep
+    # stacks of C36 ("deep"), and its contrasts.
+    stability: list[StabilityArm] = field(default_factory=list)
+    stability_effects: list[StabilityEffect] = field(default_factory=list)
 
 
 # --- norm-cost ---------------------------------------------------------------------------------
@@ -348,12 +381,78 @@ class NormQuality:
 
 
 @dataclass(frozen=True)
+class NormCount:
+    """Analytic cost of one norm on one row of width d (`norm_cost.count_norm`): FLOPs by
+    `budget.flops` conventions, bytes an ideal fused kernel moves (x and y, dy and dx, the
+    per-row statistics; the parameters, read once per call, apart in `param_bytes`)."""
+
+    norm: str  # "rmsnorm" or "layernorm"
+    d: int
+    element_bytes: int  # 4: float32, 2: bf16
+    fwd_flops: int
+    fwdbwd_flops: int
+    fwd_bytes: int  # training forward: read x, write y and the statistics
+    fwdbwd_bytes: int
+    param_bytes: int  # per call, forward+backward: read γ (β), write their gradients
+
+
+@dataclass(frozen=True)
+class StepShare:
+    """The norms' FLOPs within one training step (`norm_cost.step_share`): matmuls 3× the
+    forward (`budget.flops.prefill_flops`), plus every norm forward+backward; other
+    elementwise work left out, so `saving_pct` is an upper bound."""
+
+    model: str
+    d_model: int
+    n_layers: int
+    batch: int
+    seq_len: int
+    norm_calls: int  # norms a token passes through (2 per layer + the final one)
+    matmul_flops: int
+    norm_flops: dict[str, int]  # norm -> the norms' FLOPs in the step
+    step_flops: dict[str, int]  # norm -> the whole step's FLOPs
+    saving_pct: float  # 100·(1 − step rmsnorm / step layernorm)
+
+
+@dataclass(frozen=True)
+class NormCompute:
+    """C18's analytic part: what "compute" RMSNorm saves, per row and per training step."""
+
+    counts: list[NormCount]
+    flops_saving_pct: float  # 100·(1 − RMSNorm / LayerNorm), forward+backward, any d
+    fwd_flops_saving_pct: float
+    bytes_saving_pct: dict[str, float]  # "d=<d>/<element_bytes>B" -> per-row fwd+bwd saving
+    steps: list[StepShare]
+
+
+@dataclass(frozen=True)
+class FusedTiming:
+    """RMSNorm against LayerNorm timed with equally fused kernels (`norm_cost.
+    time_like_for_like`): both PyTorch's own fused kernels when both are, else both through
+    torch.compile (one generated kernel per pass each). Reported, not graded."""
+
+    d: int
+    rows: int
+    threads: int
+    method: str  # "torch-fused" or "torch.compile"
+    kernels: dict[str, str]  # norm -> what ran
+    torch_fused: dict[str, bool]  # norm -> does PyTorch's functional norm run fused here
+    rmsnorm_ms: dict[str, float | None]  # "fwd" / "fwdbwd" -> median ms per call
+    layernorm_ms: dict[str, float | None]
+    ratios: dict[str, TimeRatio]  # "fwd" / "fwdbwd" -> RMSNorm / LayerNorm time
+    compile_s: dict[str, float | None]
+    error: str | None
+
+
+@dataclass(frozen=True)
 class NormCostData:
     kernels: list[KernelTiming]
     ratios: list[KernelRatio]
     compile: list[CompileTime]
     step_time: dict[str, StepTime]  # "<path>/<threads>" -> step timing
     quality: NormQuality
+    compute: NormCompute | None = None  # the analytic counts that decide "compute" (C18)
+    like_for_like: list[FusedTiming] = field(default_factory=list)  # one per thread count
 
 
 # --- position ----------------------------------------------------------------------------------

@@ -47,28 +47,132 @@ def test_xavier_pre_norm_last_layer_gradient_falls_with_depth_and_post_does_not(
     assert abs(slopes["post"]) < 0.15
 
 
+def test_probe_records_sensitivity_everywhere_and_jacobians_at_the_deepest_depth():
+    probe = placement.SIZES["tiny"].probe  # depths (2, 4)
+    assert "depth" in probe.inits and probe.jacobian_probes >= 2
+    shallow = placement.init_gradients("pre", "depth", 2, 0, probe)
+    deep = placement.init_gradients("pre", "depth", 4, 0, probe)
+    # depth + 1 streams: each layer's input, then the final norm's
+    assert len(shallow["sensitivity"]) == 3 and len(deep["sensitivity"]) == 5
+    assert all(v > 0 for v in deep["sensitivity"])
+    assert shallow["identity_deviation"] is None and shallow["jacobian_gain"] is None
+    assert len(deep["identity_deviation"]) == len(deep["jacobian_gain"]) == 4
+    # Pre-norm at init, small branches: every block above the first is nearly the identity
+    # (layer 0 reads the embedding, RMS 0.02, where the norm's Jacobian is about 50·I).
+    assert all(0 < v < 0.5 for v in deep["identity_deviation"][1:])
+    assert deep["jacobian_gain"][1:] == pytest.approx([1.0] * 3, abs=0.2)
+    # The parameter gradients are those of the loss alone (probing adds none).
+    again = placement.init_gradients("pre", "depth", 4, 0, probe)
+    assert again["down_proj_grad"] == deep["down_proj_grad"]
+    assert again["identity_deviation"] == deep["identity_deviation"]  # seeded probes
+
+
+def test_gradient_summary_reads_sensitivity_and_jacobians_per_seed():
+    probe = placement.Probe(d_model=8, n_heads=2, depths=(2, 3), seq_len=8, batch_size=1,
+                            placements=("pre",), inits=("gpt2",))
+
+    def run(depth: int, seed: int) -> dict:
+        scale = 1 + seed  # seeds differ by a factor: log2 spreads of 1 and 2 at depth 3
+        deepest = depth == 3
+        return {"status": "ok", "down_proj_grad": [1.0] * depth, "residual_rms": [1.0] * depth,
+                "sensitivity": [1.0, 1.0, float(2 * scale), 100.0][:depth] + [100.0],
+                "identity_deviation": [9.0, 0.1 * scale, 0.2 * scale] if deepest else None,
+                "jacobian_gain": [9.0, 1.0, 1.1] if deepest else None}
+
+    by_key = {("init", "pre", "gpt2", d, s): run(d, s) for d in (2, 3) for s in (0, 1)}
+    got = placement._gradient_summary(probe, range(2), by_key)["pre"]["gpt2"]
+    # the final norm's input (100) is no layer's and stays out of the spread
+    assert got.sensitivity_spread_log2["3"].mean == pytest.approx(1.5)
+    assert got.sensitivity_spread_log2["3"].n == 2
+    assert got.sensitivity_spread_log2["2"].mean == pytest.approx(0.0)
+    assert got.per_layer_sensitivity["3"] == pytest.approx([1.0, 1.0, 3.0, 100.0])
+    assert got.jacobian_depth == 3
+    assert got.identity_deviation == pytest.approx([9.0, 0.15, 0.3])
+    # per seed the median over layers (0.2, then 0.4), then over seeds
+    assert got.identity_deviation_median.mean == pytest.approx(0.3)
+    assert got.jacobian_gain_median.mean == pytest.approx(1.1)
+
+
+def _middle(size: str) -> float:
+    base = placement.SIZES[size].training.lr_grid.base
+    return base[len(base) // 2]
+
+
+def _tuned(size: str) -> list:
+    """Tuning results that pick the grid's middle lr for every arm (an interior optimum)."""
+    return [(spec, {"status": "ok", "final": {"val_loss": 2.0 if spec.payload["train"]["lr"]
+                                              == _middle(size) else 2.5,
+                                              "unigram_entropy": 3.3}})
+            for spec in placement.tune(size)]
+
+
 @pytest.mark.parametrize(("size", "cells"), [
     ("quick", [("pre", 12), ("post", 12)]),  # the contrast C13 and C19 grade, nothing else
     ("full", [("pre", 6), ("pre", 12), ("pre", 24), ("post", 6), ("post", 12), ("post", 24),
               ("sandwich", 24)])])
 def test_training_grid_turns_clipping_off_and_uses_xavier(size, cells):
-    specs = [s for s in placement.plan(size, range(2)) if s.payload["kind"] == "train"]
+    specs = [s for s in placement.plan(size, range(2), _tuned(size))
+             if s.payload["kind"] == "train"]
     training = placement.SIZES[size].training
-    assert len(specs) == len(training.cells()) * len(training.warmups) * len(training.lrs) * 2
+    assert len(specs) == len(training.cells()) * len(training.warmups) * 2
     assert training.cells() == cells
     for spec in specs:
         assert spec.payload["train"]["grad_clip"] is None
         assert spec.payload["train"]["init"] == "xavier"
+        assert spec.payload["train"]["lr"] == _middle(size)  # the arm's tuned lr
     cells = {(s.payload["model"]["placement"], s.payload["train"]["warmup_steps"]) for s in specs}
     warm = max(training.warmups)  # quick: over the first third of the run; full: 100 steps
     assert warm == (round(training.steps / 3) if size == "quick" else 100)
     assert {("pre", 0), ("post", 0), ("pre", warm), ("post", warm)} <= cells
 
 
+@pytest.mark.parametrize("size", ["quick", "full"])
+def test_every_arm_is_tuned_on_its_own_seeds_on_a_grid_that_grows_at_an_edge(size):
+    from blocklab.experiments.suites.base import TUNING_SEEDS
+
+    training = placement.SIZES[size].training
+    grid = training.lr_grid
+    assert len(grid.base) >= (3 if size == "quick" else 5)
+    assert all(b / a <= (3.4 if size == "quick" else 2.0) + 1e-9  # quick: about ×3
+               for a, b in zip(grid.base, grid.base[1:], strict=False))
+    specs = placement.tune(size)
+    assert len(specs) == len(training.arms()) * len(grid.base) * training.tuning_seeds
+    assert min(s.seed for s in specs) == TUNING_SEEDS
+    assert {s.payload["train"]["steps"] for s in specs} == {training.steps}
+    if size == "full":
+        assert training.tuning_seeds >= 2
+    # one arm best at the grid's top: only that arm's grid grows, by one point
+    tuned = [(spec, {"status": "ok", "final": {
+        "val_loss": (3.0 - spec.payload["train"]["lr"] if spec.payload["arm"].startswith("pre/")
+                     and spec.payload["train"]["warmup_steps"] == 0 else
+                     2.0 + abs(spec.payload["train"]["lr"] - grid.base[1])),
+        "unigram_entropy": 3.3}}) for spec in specs]
+    grown = placement.tune(size, tuned)
+    added = [s for s in grown if s.run_id not in {t.run_id for t in specs}]
+    assert {s.payload["arm"] for s in added} == {f"pre/{d}/0" for p, d in training.cells()
+                                                 if p == "pre"}
+    assert {s.payload["train"]["lr"] for s in added} == {
+        round(grid.base[-1] * grid.factor, 6)}
+
+
 def test_run_ids_are_stable_and_distinct():
-    first = [s.run_id for s in placement.plan("quick", range(2))]
-    assert first == [s.run_id for s in placement.plan("quick", range(2))]
+    first = [s.run_id for s in placement.plan("quick", range(2), _tuned("quick"))]
+    assert first == [s.run_id for s in placement.plan("quick", range(2), _tuned("quick"))]
     assert len(set(first)) == len(first)
+
+
+def test_bisection_finds_the_largest_stable_rung_in_log2_steps():
+    ladder = [2.0 ** k for k in range(7)]
+    for top in range(-1, 7):  # stable up to rung `top`
+        tried = []
+
+        def trains(lr, top=top, tried=tried):
+            tried.append(lr)
+            return math.log2(lr) <= top, {"lr": lr}
+
+        rung, records = placement.bisect_stable(ladder, trains)
+        assert rung == top and len(records) == len(tried) == 3  # 8 outcomes, 3 runs
+        assert [r["lr"] for r in records] == tried
 
 
 def test_tiny_suite_end_to_end(tmp_path):
@@ -76,9 +180,9 @@ def test_tiny_suite_end_to_end(tmp_path):
     summary = run_suite(get_suite("placement"), "tiny", 1, tmp_path, progress=True)
     size = placement.SIZES["tiny"]
     n_probe = len(size.probe.placements) * len(size.probe.inits) * len(size.probe.depths)
-    n_train = len(size.training.placements) * len(size.training.warmups) * len(size.training.lrs)
-    n_deep = len(size.deep.cells()) * len(size.deep.warmups) * len(size.deep.lrs)
-    assert summary.runs == n_probe + n_train + n_deep
+    n_train = len(size.training.arms())
+    n_sweep = len(size.sweep.arms()) + len(size.deep.arms())
+    assert summary.runs == n_probe + n_train + n_sweep
     depth_columns = [f"L={d}" for d in size.probe.depths]
     tables = {t.title: t for t in summary.tables}
     assert tables["At initialisation: ‖∇W_down‖ of the LAST layer vs depth"].columns == [
@@ -88,7 +192,7 @@ def test_tiny_suite_end_to_end(tmp_path):
     assert tables["At initialisation: RMS of the residual stream leaving the last layer"
                   ].columns == ["placement", "init", *depth_columns]
     train_table = next(t for t in summary.tables if t.title.startswith("Training"))
-    assert train_table.columns == ["placement", "depth", "warmup", "lr",
+    assert train_table.columns == ["placement", "depth", "warmup", "lr", "Σ lr over steps",
                                    "failed/runs (div, stuck)", "val loss [95% CI]",
                                    "Δ vs pre [95% CI]", "mean val loss over training",
                                    "log2 ‖∇first‖/‖∇last‖ [95% CI]"]
@@ -102,34 +206,37 @@ def test_tiny_suite_end_to_end(tmp_path):
             assert all(g > 0 for g in entry.last_layer_grad + entry.first_layer_grad)
             assert isinstance(entry.slope_last, float)
     assert data.predictions.slope_last == {"post": 0.0, "pre": -0.5}
-    for row in data.training:
-        assert row.runs == 1
+    # every arm tuned: nothing trains in 5 tiny steps, so each best is the grid's smallest lr,
+    # the grid grew there once (tiny's cap) and the optimum is recorded as at the edge
+    assert [t.arm for t in data.lr_tuning] == [placement.arm_name(*a)
+                                               for a in size.training.arms()]
+    assert all(t.extended == 1 and not t.interior for t in data.lr_tuning)
+    for row, tuning in zip(data.training, data.lr_tuning, strict=True):
+        assert row.runs == 1 and row.lr == tuning.lr
         assert (row.delta_vs_pre is None) == (row.placement == "pre")
         assert row.grad_first_over_last_log2.n == 1  # logged during training, every step
-    (effect,) = data.effects  # one depth, one lr, one non-zero warmup
+        assert row.lr_area == pytest.approx(placement.lr_area(size.training, row.warmup, row.lr))
+    (effect,) = data.effects  # one depth, one non-zero warmup
     assert effect.warmup_interaction.n == 1 and effect.warmup == 2
+    assert set(effect.lrs) == {"pre cold", "pre warm", "post cold", "post warm"}
     assert data.interaction_trend.n == 0  # one depth: no trend
-    # The deep grid: its own cells, one per placement × warmup, each with a profile whose
-    # first entry is the cell's first/last gradient ratio and whose last entry is 0.
-    (deep_depth,) = size.deep.depths
-    assert [(c.placement, c.depth, c.warmup) for c in data.deep] == [
-        (p, deep_depth, w) for p in size.deep.placements for w in size.deep.warmups]
-    assert all(c.runs == 1 and c.failures == 0 for c in data.deep)
-    for cell, profile in zip(data.deep, data.deep_profiles, strict=True):
-        assert (profile.placement, profile.depth, profile.warmup) == (
-            cell.placement, cell.depth, cell.warmup)
-        assert len(profile.grad_log2_vs_last) == deep_depth
-        assert profile.grad_log2_vs_last[-1] == 0.0
-        assert profile.grad_log2_vs_last[0] == pytest.approx(
-            cell.grad_first_over_last_log2.mean, abs=1e-12)
-        # The spread over layers bounds any one layer's distance from the last.
-        assert profile.spread_log2.mean >= max(abs(v) for v in profile.grad_log2_vs_last) - 1e-12
-    (deep_effect,) = data.deep_effects
-    assert deep_effect.depth == deep_depth and deep_effect.pre_vs_post_cold.n == 1
-    assert data.deep_steps == size.deep.steps
+    # the sweeps: one arm per placement × swept warmup; nothing trains in 5 steps, so every
+    # seed is censored below the ladder after ⌈log2(rungs + 1)⌉ runs
+    assert [(a.grid, a.placement, a.warmup) for a in data.stability] == [
+        ("sweep", "pre", 0), ("sweep", "pre", 2), ("sweep", "post", 0), ("sweep", "post", 2),
+        ("deep", "pre", 2), ("deep", "post", 2)]
+    for arm in data.stability:
+        assert arm.rungs == [-1] and arm.censored_low == 1
+        assert sum(len(v) for v in arm.loss_at_lr.values()) == 2  # two bisection runs
+    sweep, deep = data.stability_effects
+    assert (sweep.grid, deep.grid) == ("sweep", "deep")
+    assert sweep.warmup_interaction.n == 1 and deep.warmup_interaction.n == 0  # deep: warm only
+    assert deep.pre_vs_post_warm.n == 1
     titles = [t.title for t in summary.tables]
-    assert titles[-2:] == [f"Deep stacks (C36): training {size.deep.steps} steps, xavier init, "
-                           "no gradient clipping", "Deep stacks (C36): contrasts paired by seed"]
+    assert titles[-2:] == ["Largest stable peak lr per arm (C13, C19 at the training depth; "
+                           "C36 in deep stacks)",
+                           "Largest stable lr: contrasts paired by seed, in doublings (+1 = "
+                           "twice the lr)"]
     assert (tmp_path / "placement" / "tiny" / "summary.json").is_file()
 
 
@@ -150,137 +257,101 @@ def test_loss_curve_area_and_gradient_ratio_by_hand():
     assert placement._spread_log2([1.0, 8.0, 2.0]) == pytest.approx(3.0)
 
 
+def test_lr_area_by_hand():
+    from blocklab.experiments.suites.tuning import LrGrid
+
+    training = placement.Training(d_model=8, n_heads=1, depths=(2,), warmups=(0, 2),
+                                  lr_grid=LrGrid((1.0, 2.0, 4.0), 2.0), tuning_seeds=1,
+                                  placements=("pre",), seq_len=8, batch_size=1, steps=4,
+                                  stuck_patience=None, eval_every=0, eval_batches=1)
+    # cosine from 1 to 0.1 over 4 steps: 1, 0.1 + 0.9·(1 + cos(π/4))/2, 0.55, 0.1 + 0.9·(1 −
+    # cos(π/4))/2 (sum 2.2 + 0.9 = 3.1... by hand: 1 + 0.86820 + 0.55 + 0.23180 = 2.65)
+    assert placement.lr_area(training, 0, 1.0) == pytest.approx(2.65, abs=1e-5)
+    # warmup 2: 0.5, 1, then cosine over the last 2 steps: 1, 0.55 -> 3.05
+    assert placement.lr_area(training, 2, 1.0) == pytest.approx(0.5 + 1.0 + 1.0 + 0.55)
+
+
+def _training(depths=(12,), placements=("pre", "post")):
+    from blocklab.experiments.suites.tuning import LrGrid
+
+    return placement.Training(d_model=8, n_heads=1, depths=depths, warmups=(0, 100),
+                              lr_grid=LrGrid((1e-3, 3e-3, 1e-2), 3.0), tuning_seeds=1,
+                              placements=placements, seq_len=16, batch_size=2, steps=10,
+                              stuck_patience=None, eval_every=0, eval_batches=1,
+                              deepest_only=("sandwich",))
+
+
+def _lrs(training):
+    from blocklab.experiments.summaries import ArmTuning
+
+    return {placement.arm_name(*a): ArmTuning(placement.arm_name(*a), (1e-3, 3e-3), 3e-3,
+                                              True, 0) for a in training.arms()}
+
+
 def test_warmup_interaction_by_hand():
-    training = placement.Training(d_model=8, n_heads=1, depths=(12,), warmups=(0, 100),
-                                  lrs=(3e-3,), placements=("pre", "post"), seq_len=16,
-                                  batch_size=2, steps=10, stuck_patience=None, eval_every=0,
-                                  eval_batches=1)
+    training = _training()
     # seed 0: post cold 3.0, warm 2.0; pre cold 2.2, warm 2.0 -> (1.0) - (0.2) = 0.8
     # seed 1: post cold 2.9, warm 2.1; pre cold 2.0, warm 2.1 -> (0.8) - (-0.1) = 0.9
     losses = {("post", 0): (3.0, 2.9), ("post", 100): (2.0, 2.1),
               ("pre", 0): (2.2, 2.0), ("pre", 100): (2.0, 2.1)}
-    by_key = {("train", p, 12, w, 3e-3, seed): _run([v[seed]])
+    by_key = {("train", p, 12, w, seed): _run([v[seed]])
               for (p, w), v in losses.items() for seed in (0, 1)}
-    (effect,) = placement._effects(training, range(2), by_key)
+    (effect,) = placement._effects(training, range(2), by_key, _lrs(training))
     assert effect.warmup_interaction.mean == pytest.approx(0.85)
     assert effect.warmup_interaction.n == 2
     assert effect.pre_warmup_effect.mean == pytest.approx(0.05)
     assert effect.post_vs_pre_warm.mean == pytest.approx(0.0)
     # A failed run drops its seed from the interaction, not into it.
-    by_key[("train", "post", 12, 0, 3e-3, 1)] = _run([9.9], status="diverged")
-    (effect,) = placement._effects(training, range(2), by_key)
+    by_key[("train", "post", 12, 0, 1)] = _run([9.9], status="diverged")
+    (effect,) = placement._effects(training, range(2), by_key, _lrs(training))
     assert effect.warmup_interaction.n == 1
     assert effect.warmup_interaction.mean == pytest.approx(0.8)
 
 
 def test_depth_trend_of_the_interaction_and_a_placement_kept_to_the_deepest_depth():
-    training = placement.Training(d_model=8, n_heads=1, depths=(6, 12), warmups=(0, 100),
-                                  lrs=(3e-3,), placements=("pre", "post", "sandwich"),
-                                  seq_len=16, batch_size=2, steps=10, stuck_patience=None,
-                                  eval_every=0, eval_batches=1, deepest_only=("sandwich",))
+    training = _training(depths=(6, 12), placements=("pre", "post", "sandwich"))
     assert training.cells() == [("pre", 6), ("pre", 12), ("post", 6), ("post", 12),
                                 ("sandwich", 12)]
     # Interaction 0.1 at depth 6 and 0.5 at depth 12 on seed 0; 0.2 and 0.4 on seed 1.
     post_cold = {(6, 0): 2.1, (6, 1): 2.2, (12, 0): 2.5, (12, 1): 2.4}
     by_key = {}
     for (depth, seed), cold in post_cold.items():
-        by_key[("train", "post", depth, 0, 3e-3, seed)] = _run([cold])
+        by_key[("train", "post", depth, 0, seed)] = _run([cold])
         for p, w in (("post", 100), ("pre", 0), ("pre", 100)):
-            by_key[("train", p, depth, w, 3e-3, seed)] = _run([2.0])
+            by_key[("train", p, depth, w, seed)] = _run([2.0])
     trend = placement.interaction_trend(training, range(2), by_key)
     assert trend.mean == pytest.approx(0.3) and trend.n == 2
 
 
-def test_deep_grid_is_pre_and_post_at_48_layers_or_more_apart_from_the_main_grid():
-    specs = placement.plan("quick", range(4))
-    deep = [s for s in specs if s.payload["kind"] == "train_deep"]
+def test_stability_contrasts_by_hand():
+    sweep = placement.SIZES["quick"].sweep
+    # rungs per seed: pre cold 4, 5; pre warm 5, 5; post cold 1, 0; post warm 3, 4
+    rungs = {("pre", 0): (4, 5), ("pre", sweep.warmup): (5, 5), ("post", 0): (1, 0),
+             ("post", sweep.warmup): (3, 4)}
+    by_key = {("sweep", p, 12, w, seed): {"status": "ok", "rung": r[seed], "trials": []}
+              for (p, w), r in rungs.items() for seed in (0, 1)}
+    (effect,) = placement._stability_effects(sweep, "sweep", range(2), by_key)
+    assert effect.pre_cold_vs_warm.mean == pytest.approx(-0.5)  # (−1 + 0) / 2
+    assert effect.post_warm_vs_cold.mean == pytest.approx(3.0)  # (2 + 4) / 2
+    assert effect.warmup_interaction.mean == pytest.approx(2.5)  # ((2 − 1) + (4 − 0)) / 2
+    assert effect.pre_vs_post_warm.mean == pytest.approx(1.5)
+    assert effect.pre_vs_post_cold.mean == pytest.approx(4.0)
+    arms = placement._stability(sweep, "sweep", range(2), by_key)
+    post_cold = next(a for a in arms if (a.placement, a.warmup) == ("post", 0))
+    assert post_cold.max_stable_lr == pytest.approx(sweep.lr_min * 2 ** 0.5)
+
+
+def test_the_sweeps_replace_the_deep_loss_grid_and_fit_the_page():
+    specs = placement.plan("quick", range(4), _tuned("quick"))
+    deep = [s for s in specs if s.payload["kind"] == "deep"]
     grid = placement.SIZES["quick"].deep
     assert min(grid.depths) >= 50 and set(grid.placements) == {"pre", "post"}
-    assert 0 in grid.warmups and len(grid.warmups) == 2
-    assert len(deep) == 2 * 2 * len(grid.depths) * 4  # placements × warmups × depths × seeds
-    for spec in deep:
-        assert spec.arm.startswith("deep/") and spec.payload["model"]["n_layers"] in grid.depths
-        assert spec.payload["train"]["grad_clip"] is None
-        assert spec.payload["train"]["init"] == "xavier"
-    # The main grid's runs are not touched by the deep grid's: same payloads as before.
-    main = [s for s in specs if s.payload["kind"] == "train"]
-    assert all(s.arm.startswith("train/") for s in main)
-    assert not {s.run_id for s in main} & {s.run_id for s in deep}
+    assert len(deep) == len(grid.arms()) * 4
+    assert all(s.arm.startswith("deep/") for s in deep)
+    assert not any(s.payload["kind"] == "train_deep" for s in specs)
+    sweep = [s for s in specs if s.payload["kind"] == "sweep"]
+    assert len(sweep) == 2 * 2 * 4  # placements × (cold, warm) × seeds
+    assert {s.payload["model"]["n_layers"] for s in sweep} == set(
+        placement.SIZES["quick"].training.depths)
     full = placement.SIZES["full"].deep
-    assert max(full.depths) >= 50  # the page's "50+ layers" at full size
-
-
-def test_deep_runs_leave_the_c19_numbers_unchanged(tmp_path):
-    from blocklab.experiments.results import ResultStore
-
-    seeds = range(1)
-    run_suite(get_suite("placement"), "tiny", 1, tmp_path, progress=False)
-    store = ResultStore(tmp_path / "placement" / "tiny")
-    results = [(spec, store.load(spec.run_id)) for spec in placement.plan("tiny", seeds)]
-    with_deep = placement.summarise("tiny", seeds, results).data
-    without = placement.summarise(
-        "tiny", seeds, [(s, r) for s, r in results if s.payload["kind"] != "train_deep"]).data
-    assert with_deep.training == without.training
-    assert with_deep.effects == without.effects
-    assert with_deep.interaction_trend == without.interaction_trend
-    assert with_deep.deep and not any(c.status.get("ok") for c in without.deep)
-
-
-def test_layer_profile_and_spread_during_training_by_hand():
-    # Three layers, logged at steps 0, 5, 10; warmup 5 keeps steps 5 and 10.
-    # step 5: [4, 2, 1] -> log2 vs last [2, 1, 0], spread log2(4/1) = 2
-    # step 10: [1, 4, 2] -> log2 vs last [-1, 1, 0], spread log2(4/1) = 2
-    run = _run([2.0], layers=[[9.0, 9.0, 0.1], [4.0, 2.0, 1.0], [1.0, 4.0, 2.0]],
-               steps=[0, 5, 10])
-    assert placement._layer_log2_vs_last(run, warmup=5) == pytest.approx([0.5, 1.0, 0.0])
-    assert placement._layer_spread_during(run, warmup=5) == pytest.approx(2.0)
-    # From step 0: step 0 adds [log2 90, log2 90, 0] and spread log2 90.
-    l90 = math.log2(90.0)
-    assert placement._layer_log2_vs_last(run, warmup=0) == pytest.approx(
-        [(l90 + 2 - 1) / 3, (l90 + 1 + 1) / 3, 0.0])
-    assert placement._layer_spread_during(run, warmup=0) == pytest.approx((l90 + 4) / 3)
-    assert placement._layer_log2_vs_last(run, warmup=11) is None
-    assert placement._layer_log2_vs_last(_run([2.0], status="diverged"), 0) is None
-    # A step where a layer's norm is not finite is left out, not averaged in.
-    bad = _run([2.0], layers=[[4.0, 2.0, 1.0], [float("nan"), 1.0, 1.0]], steps=[0, 1])
-    assert placement._layer_log2_vs_last(bad, warmup=0) == pytest.approx([2.0, 1.0, 0.0])
-
-
-def test_deep_contrasts_by_hand():
-    deep = placement.Training(d_model=8, n_heads=1, depths=(2,), warmups=(0, 50), lrs=(3e-3,),
-                              placements=("pre", "post"), seq_len=16, batch_size=2, steps=10,
-                              stuck_patience=None, eval_every=0, eval_batches=1)
-    # A two-layer stack stands for a deep one: one log after warmup, log2 first/last =
-    # log2(a / b).
-    # seed 0: pre cold 2.0, warm 2.1, post cold 2.5; ratios (warm) pre log2(2/1) = 1,
-    #         post log2(1/8) = -3 -> post - pre = -4
-    # seed 1: pre cold 2.2, warm 2.1, post cold 2.4; ratios pre log2(1/1) = 0,
-    #         post log2(1/4) = -2 -> post - pre = -2
-    def run(val, a=1.0, b=1.0):
-        return _run([val], layers=[[a, b]], steps=[50])
-
-    by_key = {("deep", "pre", 2, 0, 3e-3, 0): run(2.0), ("deep", "pre", 2, 0, 3e-3, 1): run(2.2),
-              ("deep", "pre", 2, 50, 3e-3, 0): run(2.1, 2.0, 1.0),
-              ("deep", "pre", 2, 50, 3e-3, 1): run(2.1, 1.0, 1.0),
-              ("deep", "post", 2, 0, 3e-3, 0): run(2.5),
-              ("deep", "post", 2, 0, 3e-3, 1): run(2.4),
-              ("deep", "post", 2, 50, 3e-3, 0): run(2.3, 1.0, 8.0),
-              ("deep", "post", 2, 50, 3e-3, 1): run(2.3, 1.0, 4.0)}
-    (effect,) = placement._deep_effects(deep, range(2), by_key)
-    assert (effect.depth, effect.warmup) == (2, 50)
-    assert effect.pre_warmup_effect.mean == pytest.approx(0.0)  # (-0.1 + 0.1) / 2
-    assert effect.pre_vs_post_cold.mean == pytest.approx(-0.35)  # (-0.5 - 0.2) / 2
-    assert effect.pre_grad_first_over_last_log2.mean == pytest.approx(0.5)
-    assert effect.post_minus_pre_grad_log2.mean == pytest.approx(-3.0)
-    # Half-width t · sd / √2 with sd = √2 (values -4, -2), so t itself; with one degree of
-    # freedom t is Cauchy's quantile, tan(π · 0.475) = 12.7062 (the suite's table: 3 decimals).
-    t975 = math.tan(math.pi * 0.475)
-    assert effect.post_minus_pre_grad_log2.ci_high == pytest.approx(-3.0 + t975, abs=1e-3)
-    # A diverged post run drops its seed from the pairs it is in, and only from those.
-    by_key[("deep", "post", 2, 0, 3e-3, 1)] = _run([9.9], status="diverged")
-    (effect,) = placement._deep_effects(deep, range(2), by_key)
-    assert effect.pre_vs_post_cold.n == 1 and effect.pre_vs_post_cold.mean == pytest.approx(-0.5)
-    assert effect.post_minus_pre_grad_log2.n == 2
-    (profile,) = [p for p in placement._deep_profiles(deep, range(2), by_key)
-                  if (p.placement, p.warmup) == ("post", 50)]
-    assert profile.grad_log2_vs_last == pytest.approx([-2.5, 0.0])  # (-3 - 2) / 2
+    assert min(full.depths) >= 48

@@ -1,12 +1,16 @@
-"""`placement` suite: pre vs post vs sandwich norm, at initialisation and in training (C12, C13,
-C19, C36).
+"""`placement` suite: pre vs post vs sandwich norm, at initialisation, in training at each arm's
+best lr, and at the largest lr each trains stably (C12, C13, C19, C36).
 
     pre:       y = x + F(N(x))         post:  y = N(x + F(x))         sandwich:  y = x + P(F(N(x)))
 
-Part (a), at initialisation, no training. For every placement × init (gpt2, xavier) × depth L
-× seed: one forward and backward pass of the next-byte loss on fixed validation windows, then
-the gradient norm of every layer's FFN output matrix (`down_proj`, Xiong et al.'s W²) and the
-RMS of the residual stream each layer outputs. How the last (and first) layer's gradient scales
+Part (a), at initialisation, no training. For every placement × init (gpt2, xavier, depth) ×
+depth L × seed: one forward and backward pass of the next-byte loss on fixed validation windows,
+then the gradient norm of every layer's FFN output matrix (`down_proj`, Xiong et al.'s W²), the
+RMS of the residual stream each layer outputs, and the stream's sensitivity ‖∂L/∂x_l‖·rms(x_l)
+where it enters each layer (C12: unlike a parameter gradient, no global rescaling of the stream
+moves it); at the deepest L also each block's Jacobian's distance from the identity,
+‖J_l − I‖_F/√n (C36's "gradient ≈ 1"), from Gaussian-probe vector-Jacobian products
+(`blocklab.experiments.jacobian`). How the last (and first) layer's gradient scales
 with depth is the least-squares slope of log ‖∇W²‖ on log L. Xiong et al. 2020, "On Layer
 Normalization in the Transformer Architecture" (Theorems 1–2, Xavier initialisation): for
 post-LN the last layer's gradient does not depend on L (slope 0), for pre-LN it falls as
@@ -14,44 +18,53 @@ post-LN the last layer's gradient does not depend on L (slope 0), for pre-LN it 
 by it. GPT-2's init shrinks the residual output projections by 1/√(2L), which keeps the stream
 from growing, so the prediction is for xavier; gpt2 is measured beside it.
 
-Part (b), training. placement × depth × warmup × peak lr × seed, xavier init, gradient clipping
-OFF (clipping would hide the failure being studied), otherwise the trainer's defaults. Outcomes
-are continuous: the final validation loss, the mean validation loss over the run (area under
-the curve) and, from the per-layer gradient norms the trainer logs during training, log2 of
-the first layer's gradient norm over the last layer's. A run that diverges (NaN/inf or a loss
-above 4·ln 256) is counted as a failure, apart from the losses. Post and sandwich cells are
-compared with the pre cell of the same depth, warmup and lr, paired by seed (same init streams
-and batches), and the warmup effect is read as an interaction:
-(post cold − post warm) − (pre cold − pre warm), per seed, with its interval.
+Part (b), training. placement × depth × warmup × seed, xavier init, gradient clipping OFF
+(clipping would hide the failure being studied), otherwise the trainer's defaults. Each
+(placement, depth, warmup) arm trains at its own peak lr: the tuning stage runs every arm at
+every lr of `Training.lr_grid` on tuning seeds of its own, the grid grows at an edge holding the
+best lr until that optimum is interior (`blocklab.experiments.suites.tuning`), and the summary
+records for every arm whether it is. Outcomes are continuous: the final validation loss, the
+mean validation loss over the run (area under the curve) and, from the per-layer gradient norms
+the trainer logs during training, log2 of the first layer's gradient norm over the last
+layer's. A run that diverges (NaN/inf or a loss above 4·ln 256) is counted as a failure, apart
+from the losses. Post and sandwich cells are compared with the pre cell of the same depth and
+warmup, paired by seed (same init streams and batches), and the warmup effect is read as an
+interaction: (post cold − post warm) − (pre cold − pre warm), per seed, with its interval. A
+warmup spends less learning rate (Σ lr over the steps, shown per arm): that confound is shown,
+not removed.
 
-Part (c), deep stacks (C36): pre vs post at depths of 48 layers and more, with and without
-warmup, the same outcomes as (b) plus the per-layer gradient profile during training: per
-layer, log2(‖∇ layer i‖ / ‖∇ last layer‖) averaged over the logged steps after warmup, and its
-spread log2(max / min) across the stack. "The residual path carries the gradient straight back
-(gradient ≈ 1)" reads as a flat profile (0 at every layer). Its runs are kept apart from (b)'s
-(own arm names, own summary fields), so C19's depth trend and contrasts never see them.
+Largest stable lr (C13, C19 at part (b)'s deepest depth; part (c), C36's deep stacks of 50
+layers and more). Stability's natural outcome: per arm and seed, short runs on a doubling ladder
+of peak lrs (`Sweep`), bisected, taking stability as monotone in lr; a run is stable when it
+finishes and ends below the unigram entropy of the training bytes (a post-norm stack that
+stalls at the byte-frequency model has stopped training). The contrasts are paired by seed in
+doublings: without − with warmup for pre-norm, the warmup interaction, and pre − post. These
+sweeps replace the deep grid of losses at one shared lr that C36 was once graded on.
 
 What each size runs (`blocklab.experiments.suites.evaluation`): at --size tiny and --size quick
 the suite plans only the runs a registered rule grades. C13 and C19 read part (b) at its
-deepest depth and highest lr, pre and post, with and without warmup, so those sizes train that
-contrast alone; the shallower depths (the depth trend), sandwich norm and the other lrs run at
---size full, and the summary names them. C36 reads the whole deep grid (c). The gradient
-probes of (a) keep every placement at every size: C12 grades the pre-norm ones, and the post
-and sandwich probes beside them (one forward and backward each, under a core-minute together at
-quick) are the comparison C12's and C19's texts and the gradients figure read.
+deepest depth, pre and post, with and without warmup, and that depth's sweep; the shallower
+depths (the depth trend) and sandwich norm run at --size full, and the summary names them. C36
+reads the deep sweep. The gradient probes of (a) keep every placement at every size: C12 grades
+the pre-norm ones, and the post and sandwich probes beside them (one forward and backward each,
+and the block Jacobians at the deepest depth: 216 probes, about 57 s of one core together at
+quick on the 2-core reference machine, of which about 15 s the Jacobians) are the comparison
+C12's and C19's texts and the gradients figure read.
 
 `Summary.data` (read by the claims ledger and the report) is a
 `blocklab.experiments.summaries.PlacementData`: per placement and init a `GradientProbe` (gradient
 norms at initialisation across depth, fitted slopes with intervals over per-seed slopes, residual
 RMS, spread across one stack's layers), the predicted slopes, one `PlacementCell` per training
-cell (statuses, validation loss of the finished runs, paired difference from pre-norm,
-loss-curve area, gradient ratio during training) and the `PlacementEffect` contrasts; for the
-deep grid the same cells (`deep`), a `LayerProfile` per cell and the `DeepEffect` contrasts.
+arm (its tuned lr, statuses, validation loss of the finished runs, paired difference from
+pre-norm, loss-curve area, gradient ratio during training, Σ lr), the `PlacementEffect`
+contrasts, each arm's tuning (`lr_trials`, `lr_tuning`), and per swept arm a `StabilityArm` with
+the `StabilityEffect` contrasts.
 """
 
 from __future__ import annotations
 
 import math
+import statistics
 import time
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -59,6 +72,8 @@ from typing import Any
 from blocklab.config import ModelConfig
 from blocklab.experiments.results import train_identity
 from blocklab.experiments.suites.base import (
+    TUNING_SEEDS,
+    Results,
     RunSpec,
     Suite,
     format_ci,
@@ -73,15 +88,18 @@ from blocklab.experiments.suites.evaluation import (
     graded_only,
     listed,
 )
+from blocklab.experiments.suites.tuning import LrGrid, rounded, tune_arm
 from blocklab.experiments.summaries import (
-    DeepEffect,
+    ArmTuning,
     GradientProbe,
     Interval,
-    LayerProfile,
+    LrTrial,
     PlacementCell,
     PlacementData,
     PlacementEffect,
     SlopePrediction,
+    StabilityArm,
+    StabilityEffect,
     Summary,
     Table,
 )
@@ -93,7 +111,13 @@ XIONG = "Xiong et al. 2020, On Layer Normalization in the Transformer Architectu
 
 @dataclass(frozen=True)
 class Probe:
-    """Part (a): gradients at initialisation."""
+    """Part (a): gradients, residual-stream sensitivity and block Jacobians at initialisation.
+    The Jacobians (`blocklab.experiments.jacobian.identity_deviation`, `jacobian_probes`
+    Gaussian probes per layer) are measured at the deepest depth only, on the first
+    `jacobian_windows` windows of the batch: each probe costs about one backward pass of the
+    stack, and J is block-diagonal over the windows (attention mixes positions within a
+    window only), so a few windows are a sample of the same per-entry norm. At quick this
+    halves their cost (2 of 8 windows: about 0.25 s a stack of 64 instead of 0.6 s)."""
 
     d_model: int
     n_heads: int
@@ -101,18 +125,24 @@ class Probe:
     seq_len: int
     batch_size: int
     placements: tuple[str, ...] = ("pre", "post", "sandwich")
-    inits: tuple[str, ...] = ("gpt2", "xavier")
+    # gpt2 and depth shrink the residual branches (by 1/√(2L), or by 1/√(2(i + 1)) at
+    # layer i); xavier does not, and its stream grows with depth.
+    inits: tuple[str, ...] = ("gpt2", "xavier", "depth")
+    jacobian_probes: int = 2
+    jacobian_windows: int = 2
 
 
 @dataclass(frozen=True)
 class Training:
-    """A training grid: part (b), or the deep stacks of part (c)."""
+    """Part (b): pre vs post at each depth, with and without warmup, each arm at its own peak
+    lr tuned on `lr_grid` (grown at an edge until the optimum is interior)."""
 
     d_model: int
     n_heads: int
     depths: tuple[int, ...]
     warmups: tuple[int, ...]
-    lrs: tuple[float, ...]
+    lr_grid: LrGrid
+    tuning_seeds: int
     placements: tuple[str, ...]
     seq_len: int
     batch_size: int
@@ -133,59 +163,104 @@ class Training:
         return [(p, d) for p in self.placements for d in self.depths
                 if d == deepest or p not in self.deepest_only]
 
+    def arms(self) -> list[tuple[str, int, int]]:
+        """(placement, depth, warmup) of every tuned and evaluated arm."""
+        return [(p, d, w) for p, d in self.cells() for w in self.warmups]
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """The largest stable peak lr per (placement, warmup) arm at each depth: per seed, short
+    runs on the doubling ladder `lr_min · 2^k` (k < rungs), bisected. With rungs = 2^j − 1,
+    j runs a seed find the rung between "none stable" and "the top one stable"."""
+
+    d_model: int
+    n_heads: int
+    depths: tuple[int, ...]
+    warmup: int  # the warm arms' warmup (the cold arms have none)
+    placements: tuple[str, ...]
+    warm: tuple[bool, ...]  # which of cold (False) and warm (True) are swept
+    seq_len: int
+    batch_size: int
+    steps: int
+    lr_min: float
+    rungs: int = 7
+    final_eval_fraction: float = 0.0
+
+    def ladder(self) -> list[float]:
+        return [rounded(self.lr_min * 2 ** k) for k in range(self.rungs)]
+
+    def arms(self) -> list[tuple[str, int, int]]:
+        return [(p, d, self.warmup if w else 0) for p in self.placements for d in self.depths
+                for w in self.warm]
+
 
 @dataclass(frozen=True)
 class Size:
     probe: Probe
     training: Training
-    deep: Training  # part (c): its depths are C36's deep stacks, pre and post only
+    sweep: Sweep  # the training grid's largest stable lrs (C13, C19)
+    deep: Sweep  # part (c): C36's deep stacks, pre and post
 
 
 SIZES = {
     "tiny": Size(
         Probe(d_model=32, n_heads=2, depths=(2, 4), seq_len=16, batch_size=2),
-        Training(d_model=32, n_heads=2, depths=(2,), warmups=(0, 2), lrs=(3e-3,),
+        Training(d_model=32, n_heads=2, depths=(2,), warmups=(0, 2),
+                 lr_grid=LrGrid((1e-3, 3e-3, 1e-2), 3.0, max_extensions=1), tuning_seeds=1,
                  placements=("pre", "post"), seq_len=16, batch_size=2, steps=5,
                  stuck_patience=None, eval_every=0, eval_batches=1, log_every=1,
                  final_eval_fraction=FINAL_EVAL_FRACTION["tiny"]),
-        Training(d_model=16, n_heads=2, depths=(4,), warmups=(0, 2), lrs=(3e-3,),
-                 placements=("pre", "post"), seq_len=16, batch_size=2, steps=5,
-                 stuck_patience=None, eval_every=0, eval_batches=1, log_every=1,
-                 final_eval_fraction=FINAL_EVAL_FRACTION["tiny"])),
-    # Depth 12, pre and post, at lr 3e-3 (where post-norm without warmup was seen to stall
-    # at depth 8): the contrast C13 and C19 grade, and nothing else (the depth trend and
-    # sandwich norm run at full). Every run to the end (no stuck test: outcomes are losses,
-    # not counts), 4 seeds so the warmup interaction has an interval. About 30 s a training
-    # run on one core of the 2-core reference machine.
+        Sweep(d_model=32, n_heads=2, depths=(2,), warmup=2, placements=("pre", "post"),
+              warm=(False, True), seq_len=16, batch_size=2, steps=5, lr_min=1e-3, rungs=3,
+              final_eval_fraction=FINAL_EVAL_FRACTION["tiny"]),
+        Sweep(d_model=16, n_heads=2, depths=(4,), warmup=2, placements=("pre", "post"),
+              warm=(True,), seq_len=16, batch_size=2, steps=5, lr_min=1e-3, rungs=3,
+              final_eval_fraction=FINAL_EVAL_FRACTION["tiny"])),
+    # Depth 12, pre and post, with and without warmup, each arm at its own tuned lr: the
+    # contrast C13 and C19 grade, and nothing else (the depth trend and sandwich norm run at
+    # full). Every run to the end (no stuck test: outcomes are losses, not counts), 4 seeds so
+    # the warmup interaction has an interval.
     "quick": Size(
         Probe(d_model=64, n_heads=4, depths=(2, 4, 8, 16, 32, 64), seq_len=64, batch_size=8),
         # 200 steps with warmup over the first third (about 17 s a run on one core of the
         # 2-core reference machine), so that `report --quick` fits 20 minutes.
-        Training(d_model=32, n_heads=2, depths=(12,), warmups=(0, 67), lrs=(3e-3,),
+        # A coarse grid (×3) centred on the earlier shared 3e-3; it grows at an edge.
+        Training(d_model=32, n_heads=2, depths=(12,), warmups=(0, 67),
+                 lr_grid=LrGrid((3e-3, 1e-2, 3e-2), 3.0), tuning_seeds=1,
                  placements=("pre", "post"), seq_len=64, batch_size=16, steps=200,
                  stuck_patience=None, eval_every=25, eval_batches=4,
                  final_eval_fraction=FINAL_EVAL_FRACTION["quick"]),
-        # C36: 50 layers (the page's "50+"), pre and post, 4 seeds, 16 runs. A 48-layer d = 32
-        # step at seq_len 32 takes about 0.23 s on one core whatever the backend (per-op
-        # overhead), so 100 steps (warmup over the first third, as the main grid) and the
-        # end-of-run evaluation cost about 30 s a run, 8 core-minutes in all.
-        Training(d_model=32, n_heads=2, depths=(50,), warmups=(0, 33), lrs=(3e-3,),
-                 placements=("pre", "post"), seq_len=32, batch_size=16, steps=100,
-                 stuck_patience=None, eval_every=25, eval_batches=4,
-                 final_eval_fraction=FINAL_EVAL_FRACTION["quick"])),
-    # Hours: (pre, post at 3 depths + sandwich at 24) × 2 warmups × 2 lrs × 5 seeds = 140
-    # training runs, and the deep grid's 40 (`blocklab report --full --plan` estimates them).
+        # Largest stable lr at depth 12: half the training length (100 steps, warmup over the
+        # first third), ladder 4e-3 … 0.256 (pre-norm still trained at 6.4e-2 in 60 steps),
+        # 3 bisected runs a seed and arm, about 9 s each.
+        Sweep(d_model=32, n_heads=2, depths=(12,), warmup=33, placements=("pre", "post"),
+              warm=(False, True), seq_len=64, batch_size=16, steps=100, lr_min=4e-3,
+              final_eval_fraction=FINAL_EVAL_FRACTION["quick"]),
+        # C36: 50 layers (the page's "50+"), pre and post, both with warmup (post-norm's best
+        # schedule) and pre-norm without. A 50-layer d = 32 step at seq_len 32 takes about
+        # 0.23 s on one core (per-op overhead), so 60 steps and the end-of-run evaluation cost
+        # about 15 s a run, 3 runs a seed and arm.
+        Sweep(d_model=32, n_heads=2, depths=(50,), warmup=20, placements=("pre", "post"),
+              warm=(True,), seq_len=32, batch_size=16, steps=60, lr_min=2e-3,
+              final_eval_fraction=FINAL_EVAL_FRACTION["quick"])),
+    # Hours: (pre, post at 3 depths + sandwich at 24) × 2 warmups × 5 seeds = 70 training
+    # runs after 7 × 2 × 5 tuning runs, and the sweeps' 3 runs per arm and seed
+    # (`blocklab report --full --plan` estimates them).
     "full": Size(
         Probe(d_model=128, n_heads=4, depths=(2, 4, 8, 16, 32, 64), seq_len=128, batch_size=8),
         Training(d_model=64, n_heads=4, depths=(6, 12, 24), warmups=(0, 100),
-                 lrs=(1e-3, 3e-3), placements=("pre", "post", "sandwich"), seq_len=64,
+                 lr_grid=LrGrid((1e-3, 2e-3, 4e-3, 8e-3, 1.6e-2), 2.0), tuning_seeds=2,
+                 placements=("pre", "post", "sandwich"), seq_len=64,
                  batch_size=16, steps=1000, stuck_patience=None, eval_every=50, eval_batches=8,
                  deepest_only=("sandwich",), final_eval_fraction=FINAL_EVAL_FRACTION["full"]),
-        # C36 at 48 and 64 layers: 2 depths × 2 placements × 2 warmups × 5 seeds = 40 runs.
-        Training(d_model=64, n_heads=4, depths=(48, 64), warmups=(0, 100), lrs=(3e-3,),
-                 placements=("pre", "post"), seq_len=64, batch_size=16, steps=1000,
-                 stuck_patience=None, eval_every=50, eval_batches=8,
-                 final_eval_fraction=FINAL_EVAL_FRACTION["full"])),
+        Sweep(d_model=64, n_heads=4, depths=(24,), warmup=100, placements=("pre", "post"),
+              warm=(False, True), seq_len=64, batch_size=16, steps=500, lr_min=1e-3,
+              final_eval_fraction=FINAL_EVAL_FRACTION["full"]),
+        # C36 at 48 and 64 layers.
+        Sweep(d_model=64, n_heads=4, depths=(48, 64), warmup=100, placements=("pre", "post"),
+              warm=(False, True), seq_len=64, batch_size=16, steps=500, lr_min=1e-3,
+              final_eval_fraction=FINAL_EVAL_FRACTION["full"])),
 }
 
 
@@ -220,15 +295,22 @@ def train_config(training: Training, warmup: int, lr: float, seed: int,
 # --- part (a): gradients at initialisation ------------------------------------------------------
 def init_gradients(placement: str, init: str, depth: int, seed: int,
                    probe: Probe, precision: str = "fp32") -> dict[str, Any]:
-    """One forward/backward at initialisation; per-layer gradient norms and residual RMS.
+    """One forward/backward at initialisation; per-layer gradient norms, residual RMS and the
+    residual stream's sensitivity; at the deepest probed depth also each block's Jacobian.
 
     Returns {"status": "ok", "loss", "down_proj_grad": [‖∇ down_proj.weight‖ per layer],
     "layer_grad": [‖∇ all of the layer's parameters‖ per layer], "residual_rms": [RMS of each
-    layer's output over the batch], "wall_time_s", ...}.
+    layer's output over the batch], "sensitivity": [‖∂L/∂x_l‖·rms(x_l) for the stream x_l
+    ENTERING layer l, then the stream entering the final norm: depth + 1 values],
+    "identity_deviation", "jacobian_gain": [‖J_l − I‖_F/√n, ‖J_l‖_F/√n per layer, J_l the
+    layer's Jacobian at its input in this pass, over its first `probe.jacobian_windows`
+    windows] or None below the deepest depth,
+    "wall_time_s", "jacobian_s", ...} (`blocklab.experiments.jacobian`).
     """
     import torch
     import torch.nn.functional as F
 
+    from blocklab.experiments import jacobian
     from blocklab.experiments.data import load_corpus, validation_windows
     from blocklab.experiments.trainer import TrainConfig, build_model
 
@@ -239,6 +321,10 @@ def init_gradients(placement: str, init: str, depth: int, seed: int,
     def record(module, inputs, output) -> None:
         rms.append(float(output.detach().float().pow(2).mean().sqrt()))
 
+    def loss_of(model) -> torch.Tensor:
+        logits = model(batch[:, :-1])  # [B, T, V]
+        return F.cross_entropy(logits.flatten(0, 1), batch[:, 1:].flatten())
+
     with torch_threads(1):
         # build_model reads only the seed, init, precision and backend of a TrainConfig.
         model = build_model(probe_model_config(placement, depth, probe),
@@ -246,12 +332,10 @@ def init_gradients(placement: str, init: str, depth: int, seed: int,
         model.train()
         handles = [layer.register_forward_hook(record) for layer in model.layers]
         try:
-            logits = model(batch[:, :-1])  # [B, T, V]
+            loss, sensitivity, inputs = jacobian.residual_sensitivity(model, loss_of)
         finally:
             for handle in handles:
                 handle.remove()
-        loss = F.cross_entropy(logits.flatten(0, 1), batch[:, 1:].flatten())
-        loss.backward()
 
         def norm(params) -> float:
             return float(torch.linalg.vector_norm(torch.stack(
@@ -259,9 +343,17 @@ def init_gradients(placement: str, init: str, depth: int, seed: int,
 
         down = [norm([layer.ffn.down_proj.weight]) for layer in model.layers]
         whole = [norm(list(layer.parameters())) for layer in model.layers]
+        jacobian_started = time.perf_counter()
+        sample = [jacobian.LayerInput(i.x[:probe.jacobian_windows], i.kwargs) for i in inputs]
+        blocks = (jacobian.layer_deviations(model, sample, probe.jacobian_probes, seed)
+                  if depth == max(probe.depths) else None)
+        jacobian_s = time.perf_counter() - jacobian_started
     return {"status": "ok", "placement": placement, "init": init, "depth": depth, "seed": seed,
-            "loss": float(loss.detach()), "down_proj_grad": down, "layer_grad": whole,
-            "residual_rms": rms, "wall_time_s": time.perf_counter() - started}
+            "loss": float(loss), "down_proj_grad": down, "layer_grad": whole,
+            "residual_rms": rms, "sensitivity": sensitivity,
+            "identity_deviation": None if blocks is None else [b.deviation for b in blocks],
+            "jacobian_gain": None if blocks is None else [b.gain for b in blocks],
+            "wall_time_s": time.perf_counter() - started, "jacobian_s": jacobian_s}
 
 
 def loglog_slope(xs: list[float], ys: list[float]) -> float | None:
@@ -289,8 +381,11 @@ def _geometric_mean(values: list[float]) -> float | None:
 
 
 # --- plan ----------------------------------------------------------------------------------------
-def plan(size_name: str, seeds: range, precision: str = "fp32") -> list[RunSpec]:
-    """Every run of the suite at `size_name` on `seeds`, each model in `precision`."""
+def plan(size_name: str, seeds: range, tuned: Results, precision: str = "fp32"
+         ) -> list[RunSpec]:
+    """Every evaluation run of the suite at `size_name` on `seeds`, each model in `precision`:
+    the gradient probes, every training arm at the peak lr its tuning runs `tuned` chose, and
+    the largest-stable-lr sweeps."""
     size = SIZES[size_name]
     probe, training = size.probe, size.training
     specs = []
@@ -313,35 +408,176 @@ def plan(size_name: str, seeds: range, precision: str = "fp32") -> list[RunSpec]
                     specs.append(RunSpec(f"init {placement} {init} L={depth} seed {seed}",
                                          f"init/{placement}/{init}/{depth}", seed, payload,
                                          execute))
-    return (specs + _training_specs(training, seeds, "train", precision)
-            + _training_specs(size.deep, seeds, "deep", precision))
+    lrs = tuned_lrs(training, lr_trials(tuned))
+    return (specs + _training_specs(training, seeds, lrs, precision)
+            + _sweep_specs(size.sweep, seeds, "sweep", precision)
+            + _sweep_specs(size.deep, seeds, "deep", precision))
 
 
-def _training_specs(training: Training, seeds: range, grid: str,
-                    precision: str = "fp32") -> list[RunSpec]:
-    """The runs of one training grid: `grid` "train" (part b) or "deep" (part c) names its
-    payload kind and arms (`train/<placement>/<depth>/<warmup>/<lr>`, `deep/...`)."""
+def arm_name(placement: str, depth: int, warmup: int) -> str:
+    """A training arm's tuning name: "<placement>/<depth>/<warmup>"."""
+    return f"{placement}/{depth}/{warmup}"
+
+
+def tune(size_name: str, tuned: Results = (), precision: str = "fp32") -> list[RunSpec]:
+    """The tuning stage: every training arm at every peak lr of its grid (grown at an edge
+    from the results `tuned` so far) on the tuning seeds, as long as the evaluation runs."""
     from blocklab.experiments.trainer import run
 
-    kind, prefix = {"train": ("train", ""), "deep": ("train_deep", "deep ")}[grid]
+    training = SIZES[size_name].training
+    trials = lr_trials(list(tuned))
     specs = []
-    for placement, depth in training.cells():
+    for placement, depth, warmup in training.arms():
+        arm = arm_name(placement, depth, warmup)
         mc = train_model_config(placement, depth, training)
-        for warmup in training.warmups:
-            for lr in training.lrs:
-                for seed in seeds:
-                    tc = train_config(training, warmup, lr, seed, precision)
-                    label = f"{prefix}{placement} L={depth} warmup {warmup} lr {lr:g} seed {seed}"
-                    payload = {"suite": "placement", "kind": kind,
-                               "model": mc.to_dict(),
-                               "train": train_identity(tc),
-                               "data": DATA}
+        for lr in tune_arm(training.lr_grid, trials, arm).grid:
+            for seed in range(TUNING_SEEDS, TUNING_SEEDS + training.tuning_seeds):
+                tc = train_config(training, warmup, lr, seed, precision)
+                label = f"tune {placement} L={depth} warmup {warmup} lr {lr:g} seed {seed}"
+                payload = {"suite": "placement", "kind": "tune", "arm": arm,
+                           "model": mc.to_dict(), "train": train_identity(tc), "data": DATA}
 
-                    def execute(progress, mc=mc, tc=tc, label=label, run=run):
-                        return run(mc, tc, DATA, progress=progress, label=label)
+                def execute(progress, mc=mc, tc=tc, label=label, run=run):
+                    return run(mc, tc, DATA, progress=progress, label=label)
 
-                    specs.append(RunSpec(label, f"{grid}/{placement}/{depth}/{warmup}/{lr:g}",
-                                         seed, payload, execute))
+                specs.append(RunSpec(label, f"tune/{arm}", seed, payload, execute))
+    return specs
+
+
+def lr_trials(tuned: Results) -> list[LrTrial]:
+    """The tuning runs as trials of their arm ("<placement>/<depth>/<warmup>")."""
+    return [LrTrial(spec.payload["arm"], spec.payload["train"]["lr"], spec.seed,
+                    result.get("status", "missing"),
+                    _final_val(result) if _trains(result) else None,
+                    spec.payload["model"]["d_model"])
+            for spec, result in tuned]
+
+
+def tuned_lrs(training: Training, trials: list[LrTrial]) -> dict[str, ArmTuning]:
+    """Each training arm's tuning: its grid, chosen peak lr and whether that is interior."""
+    return {arm_name(*a): tune_arm(training.lr_grid, trials, arm_name(*a))
+            for a in training.arms()}
+
+
+def _training_specs(training: Training, seeds: range, lrs: dict[str, ArmTuning],
+                    precision: str = "fp32") -> list[RunSpec]:
+    """Part (b): every arm at its tuned peak lr; arms `train/<placement>/<depth>/<warmup>`."""
+    from blocklab.experiments.trainer import run
+
+    specs = []
+    for placement, depth, warmup in training.arms():
+        mc = train_model_config(placement, depth, training)
+        lr = lrs[arm_name(placement, depth, warmup)].lr
+        for seed in seeds:
+            tc = train_config(training, warmup, lr, seed, precision)
+            label = f"{placement} L={depth} warmup {warmup} lr {lr:g} seed {seed}"
+            payload = {"suite": "placement", "kind": "train", "model": mc.to_dict(),
+                       "train": train_identity(tc), "data": DATA}
+
+            def execute(progress, mc=mc, tc=tc, label=label, run=run):
+                return run(mc, tc, DATA, progress=progress, label=label)
+
+            specs.append(RunSpec(label, f"train/{arm_name(placement, depth, warmup)}", seed,
+                                 payload, execute))
+    return specs
+
+
+# --- the largest stable learning rate ------------------------------------------------------------
+def _trains(result: dict[str, Any]) -> bool:
+    """A run that trains: it finished (no NaN/inf, loss never above the trainer's divergence
+    bound) and ends below the unigram entropy of the training bytes."""
+    val, entropy = _final_val(result), (result.get("final") or {}).get("unigram_entropy")
+    return (result.get("status") == "ok" and val is not None and entropy is not None
+            and val < entropy)
+
+
+def sweep_model_config(placement: str, depth: int, sweep: Sweep) -> ModelConfig:
+    return ModelConfig(vocab_size=256, d_model=sweep.d_model, n_layers=depth,
+                       n_heads=sweep.n_heads, placement=placement, max_seq_len=sweep.seq_len,
+                       name=f"placement-{placement}-{depth}")
+
+
+def sweep_train_config(sweep: Sweep, warmup: int, lr: float, seed: int,
+                       precision: str = "fp32"):
+    """As part (b)'s runs (xavier, no clipping, one thread), shorter, evaluated once at the
+    end."""
+    from blocklab.experiments.trainer import TrainConfig
+
+    return TrainConfig(steps=sweep.steps, batch_size=sweep.batch_size, seq_len=sweep.seq_len,
+                       lr=lr, warmup_steps=warmup, grad_clip=None, init="xavier", seed=seed,
+                       eval_every=0, eval_batches=1, stuck_patience=None, log_every=0,
+                       threads=1, precision=precision,
+                       final_eval_fraction=sweep.final_eval_fraction)
+
+
+def bisect_stable(ladder: list[float], trains: Any) -> tuple[int, list[dict[str, Any]]]:
+    """The rung of the largest lr in `ladder` (ascending) at which `trains(lr)` returns a run
+    that trains, by bisection, taking stability as monotone in lr: −1 when none does.
+    `trains(lr)` returns (stable, record); the records of the runs made come back in order."""
+    low, high = -1, len(ladder)  # low: known stable (or none), high: known unstable (or none)
+    records = []
+    while high - low > 1:
+        mid = (low + high) // 2
+        stable, record = trains(ladder[mid])
+        records.append(record)
+        if stable:
+            low = mid
+        else:
+            high = mid
+    return low, records
+
+
+def largest_stable_lr(placement: str, depth: int, warmup: int, seed: int, sweep: Sweep,
+                      precision: str = "fp32", progress: Any = False) -> dict[str, Any]:
+    """One arm's largest stable peak lr on `seed`: bisected short runs on the sweep's ladder.
+
+    Returns {"status": "ok", "rung", "max_stable_lr" (None below the ladder), "ladder",
+    "trials": [{"lr", "status", "val_loss", "trains"}], "unigram_entropy", "wall_time_s"}."""
+    from blocklab.experiments.trainer import run
+
+    started = time.perf_counter()
+    mc = sweep_model_config(placement, depth, sweep)
+    entropy: list[float] = []
+
+    def trains(lr: float) -> tuple[bool, dict[str, Any]]:
+        result = run(mc, sweep_train_config(sweep, warmup, lr, seed, precision), DATA,
+                     progress=False, label=f"sweep {placement} L={depth} lr {lr:g}")
+        final = result.get("final") or {}
+        if final.get("unigram_entropy") is not None:
+            entropy.append(final["unigram_entropy"])
+        ok = _trains(result)
+        return ok, {"lr": lr, "status": result.get("status", "missing"),
+                    "val_loss": _final_val(result), "trains": ok}
+
+    ladder = sweep.ladder()
+    rung, trials = bisect_stable(ladder, trains)
+    return {"status": "ok", "placement": placement, "depth": depth, "warmup": warmup,
+            "seed": seed, "rung": rung, "ladder": ladder,
+            "max_stable_lr": ladder[rung] if rung >= 0 else None, "trials": trials,
+            "unigram_entropy": entropy[0] if entropy else None,
+            "wall_time_s": time.perf_counter() - started}
+
+
+def _sweep_specs(sweep: Sweep, seeds: range, grid: str, precision: str = "fp32"
+                 ) -> list[RunSpec]:
+    """One run per arm and seed, each bisecting its ladder; arms
+    `<grid>/<placement>/<depth>/<warmup>` (grid "sweep" or "deep")."""
+    specs = []
+    for placement, depth, warmup in sweep.arms():
+        for seed in seeds:
+            tc = sweep_train_config(sweep, warmup, sweep.lr_min, seed, precision)
+            payload = {"suite": "placement", "kind": grid,
+                       "model": sweep_model_config(placement, depth, sweep).to_dict(),
+                       "train": train_identity(tc), "ladder": sweep.ladder(), "data": DATA}
+
+            def execute(progress, placement=placement, depth=depth, warmup=warmup, seed=seed):
+                return largest_stable_lr(placement, depth, warmup, seed, sweep, precision,
+                                         progress)
+
+            label = (f"{'deep ' if grid == 'deep' else ''}largest stable lr {placement} "
+                     f"L={depth} warmup {warmup} seed {seed}")
+            specs.append(RunSpec(label, f"{grid}/{arm_name(placement, depth, warmup)}", seed,
+                                 payload, execute))
     return specs
 
 
@@ -386,8 +622,38 @@ def _gradient_summary(probe: Probe, seeds: range,
                 layer_spread_log2={
                     str(d): mean_ci([_spread_log2(r["down_proj_grad"]) for r in runs(d)])
                     for d in depths},
+                **_stream_fields(depths, runs),
             )
     return out
+
+
+def _stream_fields(depths: list[int], runs) -> dict[str, Any]:
+    """The sensitivity and Jacobian fields of a `GradientProbe`, from `runs(depth)` (the
+    finished probe runs of one placement and init at that depth)."""
+    def mean_at(key: str, depth: int, count: int) -> list[float | None]:
+        rows = [r[key] for r in runs(depth) if r.get(key) is not None]
+        return [mean_ci([row[i] for row in rows]).mean for i in range(count)]
+
+    def median_per_seed(key: str, depth: int) -> Interval:
+        return mean_ci([statistics.median(r[key]) for r in runs(depth)
+                        if r.get(key) and all(math.isfinite(v) for v in r[key])])
+
+    deepest = max(depths)
+    return {
+        "per_layer_sensitivity": {str(d): mean_at("sensitivity", d, d + 1) for d in depths},
+        # The layers' inputs only: the final norm's input is the last layer's output.
+        "sensitivity_spread_log2": {
+            str(d): mean_ci([_spread_log2(r["sensitivity"][:d]) for r in runs(d)
+                             if r.get("sensitivity")]) for d in depths},
+        "jacobian_depth": deepest,
+        "identity_deviation": mean_at("identity_deviation", deepest, deepest),
+        "jacobian_gain": mean_at("jacobian_gain", deepest, deepest),
+        # The median over layers: layer 0's input is the embedding (RMS 0.02 under most
+        # inits), where a norm's Jacobian is about 50·I; one such layer must not set the
+        # stack's number.
+        "identity_deviation_median": median_per_seed("identity_deviation", deepest),
+        "jacobian_gain_median": median_per_seed("jacobian_gain", deepest),
+    }
 
 
 def _spread_log2(norms: list[float]) -> float | None:
@@ -431,126 +697,56 @@ def _ok_val(result: dict[str, Any]) -> float | None:
     return _final_val(result) if result.get("status") == "ok" else None
 
 
-def _training_summary(training: Training, seeds: range, by_key: dict[tuple, dict[str, Any]],
-                      grid: str = "train") -> list[PlacementCell]:
-    """One cell per (placement, depth, warmup, lr) of the grid whose results are keyed
-    `(grid, placement, depth, warmup, lr, seed)` in `by_key`."""
-    rows = []
-    for placement, depth in training.cells():
-        for warmup in training.warmups:
-            for lr in training.lrs:
-                def results(p: str, depth=depth, warmup=warmup, lr=lr) -> list[dict]:
-                    return [by_key.get((grid, p, depth, warmup, lr, s)) or {}
-                            for s in seeds]
+def lr_area(training: Training, warmup: int, lr: float) -> float:
+    """Σ over the run's steps of the scheduled lr (`trainer.learning_rate`)."""
+    from blocklab.experiments.trainer import TrainConfig, learning_rate
 
-                mine = results(placement)
-                status: dict[str, int] = {}
-                for r in mine:
-                    if not r:  # a seed the sequential design added to other arms only
-                        continue
-                    key = r.get("status", "missing")
-                    status[key] = status.get(key, 0) + 1
-                # Quality from the runs that finished; stuck and diverged runs are counted
-                # in the status columns only. Pairs need both seeds finished (n shown).
-                vals = [_ok_val(r) for r in mine]
-                delta = None
-                if placement != "pre" and "pre" in training.placements:
-                    delta = paired_difference(vals, [_ok_val(r) for r in results("pre")])
-                rows.append(PlacementCell(
-                    placement=placement, depth=depth, warmup=warmup, lr=lr,
-                    failures=status.get("diverged", 0) + status.get("stuck", 0),
-                    runs=sum(1 for r in mine if r), status=status, val_loss=mean_ci(vals),
-                    delta_vs_pre=delta,
-                    steps_done=mean_ci([r.get("steps_done") for r in mine]).mean,
-                    val_auc=mean_ci([_val_auc(r, training.seq_len) for r in mine]),
-                    grad_first_over_last_log2=mean_ci(
-                        [_first_over_last_log2(r, warmup) for r in mine]),
-                ))
+    tc = TrainConfig(steps=training.steps, lr=lr, warmup_steps=warmup)
+    return sum(learning_rate(step, tc) for step in range(training.steps))
+
+
+def _training_summary(training: Training, seeds: range, by_key: dict[tuple, dict[str, Any]],
+                      lrs: dict[str, ArmTuning]) -> list[PlacementCell]:
+    """One cell per (placement, depth, warmup) arm, its results keyed
+    `("train", placement, depth, warmup, seed)` in `by_key`."""
+    rows = []
+    for placement, depth, warmup in training.arms():
+        def results(p: str, depth=depth, warmup=warmup) -> list[dict]:
+            return [by_key.get(("train", p, depth, warmup, s)) or {} for s in seeds]
+
+        mine = results(placement)
+        status: dict[str, int] = {}
+        for r in mine:
+            if not r:  # a seed the sequential design added to other arms only
+                continue
+            key = r.get("status", "missing")
+            status[key] = status.get(key, 0) + 1
+        # Quality from the runs that finished; stuck and diverged runs are counted in the
+        # status columns only. Pairs need both seeds finished (n shown).
+        vals = [_ok_val(r) for r in mine]
+        delta = None
+        if placement != "pre" and "pre" in training.placements:
+            delta = paired_difference(vals, [_ok_val(r) for r in results("pre")])
+        lr = lrs[arm_name(placement, depth, warmup)].lr
+        rows.append(PlacementCell(
+            placement=placement, depth=depth, warmup=warmup, lr=lr,
+            failures=status.get("diverged", 0) + status.get("stuck", 0),
+            runs=sum(1 for r in mine if r), status=status, val_loss=mean_ci(vals),
+            delta_vs_pre=delta,
+            steps_done=mean_ci([r.get("steps_done") for r in mine]).mean,
+            val_auc=mean_ci([_val_auc(r, training.seq_len) for r in mine]),
+            grad_first_over_last_log2=mean_ci(
+                [_first_over_last_log2(r, warmup) for r in mine]),
+            lr_area=lr_area(training, warmup, lr)))
     return rows
 
 
-def _layer_log2_vs_last(result: dict[str, Any], warmup: int) -> list[float] | None:
-    """Per layer (bottom first), the mean over the logged steps at or after warmup of
-    log2(‖∇ layer i‖ / ‖∇ last layer‖), for a finished run; None when nothing usable was
-    logged. Steps where any layer's norm is zero or non-finite are left out."""
-    if result.get("status") != "ok":
-        return None
-    logged = (result.get("curves") or {}).get("layer_grad_norms") or {}
-    rows = [[math.log2(v / layers[-1]) for v in layers]
-            for step, layers in zip(logged.get("step", []), logged.get("layer", []), strict=True)
-            if step >= warmup and len(layers) > 1
-            and all(v is not None and math.isfinite(v) and v > 0 for v in layers)]
-    if not rows:
-        return None
-    return [sum(column) / len(rows) for column in zip(*rows, strict=True)]
-
-
-def _layer_spread_during(result: dict[str, Any], warmup: int) -> float | None:
-    """Mean over the logged steps at or after warmup of log2(max / min) over the layers of
-    one stack, for a finished run."""
-    if result.get("status") != "ok":
-        return None
-    logged = (result.get("curves") or {}).get("layer_grad_norms") or {}
-    spreads = [_spread_log2(layers)
-               for step, layers in zip(logged.get("step", []), logged.get("layer", []),
-                                       strict=True) if step >= warmup]
-    spreads = [v for v in spreads if v is not None]
-    return sum(spreads) / len(spreads) if spreads else None
-
-
-def _deep_profiles(deep: Training, seeds: range,
-                   by_key: dict[tuple, dict[str, Any]]) -> list[LayerProfile]:
-    """Per deep-grid cell, the per-layer gradient profile and spread during training."""
-    out = []
-    for placement, depth in deep.cells():
-        for warmup in deep.warmups:
-            for lr in deep.lrs:
-                mine = [by_key.get(("deep", placement, depth, warmup, lr, s)) or {}
-                        for s in seeds]
-                profiles = [p for p in (_layer_log2_vs_last(r, warmup) for r in mine)
-                            if p is not None and len(p) == depth]
-                out.append(LayerProfile(
-                    placement=placement, depth=depth, warmup=warmup, lr=lr,
-                    grad_log2_vs_last=[mean_ci([p[i] for p in profiles]).mean
-                                       for i in range(depth)],
-                    spread_log2=mean_ci([_layer_spread_during(r, warmup) for r in mine])))
-    return out
-
-
-def _deep_effects(deep: Training, seeds: range,
-                  by_key: dict[tuple, dict[str, Any]]) -> list[DeepEffect]:
-    """The contrasts C36 is graded on, per deep depth, lr and non-zero warmup."""
-    if not {"pre", "post"} <= set(deep.placements) or 0 not in deep.warmups:
-        return []
-    effects = []
-    for depth in deep.depths:
-        for lr in deep.lrs:
-            for warmup in [w for w in deep.warmups if w > 0]:
-                def runs(p: str, w: int, depth=depth, lr=lr) -> list[dict[str, Any]]:
-                    return [by_key.get(("deep", p, depth, w, lr, s)) or {} for s in seeds]
-
-                def vals(p: str, w: int) -> list[float | None]:
-                    return [_ok_val(r) for r in runs(p, w)]
-
-                def ratios(p: str, warmup=warmup) -> list[float | None]:
-                    return [_first_over_last_log2(r, warmup) for r in runs(p, warmup)]
-
-                effects.append(DeepEffect(
-                    depth=depth, lr=lr, warmup=warmup,
-                    pre_warmup_effect=paired_difference(vals("pre", 0), vals("pre", warmup)),
-                    pre_vs_post_cold=paired_difference(vals("pre", 0), vals("post", 0)),
-                    pre_grad_first_over_last_log2=mean_ci(ratios("pre")),
-                    post_minus_pre_grad_log2=paired_difference(ratios("post"),
-                                                               ratios("pre"))))
-    return effects
-
-
 def interaction_per_seed(training: Training, seeds: range, by_key: dict[tuple, dict[str, Any]],
-                         depth: int, lr: float, warmup: int) -> list[float | None]:
-    """Per seed, (post cold − post warm) − (pre cold − pre warm) of the final validation loss;
-    None for a seed where any of the four runs did not finish."""
+                         depth: int, warmup: int) -> list[float | None]:
+    """Per seed, (post cold − post warm) − (pre cold − pre warm) of the final validation loss
+    (each arm at its own lr); None for a seed where any of the four runs did not finish."""
     def vals(p: str, w: int) -> list[float | None]:
-        return [_ok_val(by_key.get(("train", p, depth, w, lr, s)) or {}) for s in seeds]
+        return [_ok_val(by_key.get(("train", p, depth, w, s)) or {}) for s in seeds]
 
     return [None if None in (a, b, c, d) else (a - b) - (c - d)
             for a, b, c, d in zip(vals("post", 0), vals("post", warmup), vals("pre", 0),
@@ -560,44 +756,103 @@ def interaction_per_seed(training: Training, seeds: range, by_key: dict[tuple, d
 def interaction_trend(training: Training, seeds: range,
                       by_key: dict[tuple, dict[str, Any]]) -> Interval:
     """The warmup interaction at the deepest depth minus at the shallowest, paired by seed, at
-    the highest lr and longest warmup: positive = post-norm's need for warmup grows with
-    depth. No interval with one depth."""
+    the longest warmup: positive = post-norm's need for warmup grows with depth. No interval
+    with one depth."""
     if len(training.depths) < 2 or not {"pre", "post"} <= set(training.placements):
         return Interval(0)
-    lr, warmup = max(training.lrs), max(training.warmups)
-    deep, shallow = (interaction_per_seed(training, seeds, by_key, d, lr, warmup)
+    warmup = max(training.warmups)
+    deep, shallow = (interaction_per_seed(training, seeds, by_key, d, warmup)
                      for d in (max(training.depths), min(training.depths)))
     return paired_difference(deep, shallow)
 
 
-def _effects(training: Training, seeds: range,
-             by_key: dict[tuple, dict[str, Any]]) -> list[PlacementEffect]:
-    """The contrasts C13 and C19 are graded on, per depth, lr and non-zero warmup."""
+def _effects(training: Training, seeds: range, by_key: dict[tuple, dict[str, Any]],
+             lrs: dict[str, ArmTuning]) -> list[PlacementEffect]:
+    """The contrasts C13 and C19 are graded on, per depth and non-zero warmup."""
     if not {"pre", "post"} <= set(training.placements) or 0 not in training.warmups:
         return []
     effects = []
     for depth in training.depths:
-        for lr in training.lrs:
-            for warmup in [w for w in training.warmups if w > 0]:
-                def vals(p: str, w: int, depth=depth, lr=lr) -> list[float | None]:
-                    return [_ok_val(by_key.get(("train", p, depth, w, lr, s)) or {})
-                            for s in seeds]
+        for warmup in [w for w in training.warmups if w > 0]:
+            def vals(p: str, w: int, depth=depth) -> list[float | None]:
+                return [_ok_val(by_key.get(("train", p, depth, w, s)) or {}) for s in seeds]
 
-                def ratios(p: str, depth=depth, lr=lr, warmup=warmup) -> Interval:
-                    return mean_ci([_first_over_last_log2(
-                        by_key.get(("train", p, depth, warmup, lr, s)) or {}, warmup)
-                        for s in seeds])
+            def ratios(p: str, depth=depth, warmup=warmup) -> Interval:
+                return mean_ci([_first_over_last_log2(
+                    by_key.get(("train", p, depth, warmup, s)) or {}, warmup) for s in seeds])
 
-                post_warm, pre_warm = vals("post", warmup), vals("pre", warmup)
-                interaction = interaction_per_seed(training, seeds, by_key, depth, lr, warmup)
-                effects.append(PlacementEffect(
-                    depth=depth, lr=lr, warmup=warmup,
-                    warmup_interaction=mean_ci(interaction),
-                    pre_warmup_effect=paired_difference(vals("pre", 0), pre_warm),
-                    post_vs_pre_warm=paired_difference(post_warm, pre_warm),
-                    post_grad_first_over_last_log2=ratios("post"),
-                    pre_grad_first_over_last_log2=ratios("pre")))
+            post_warm, pre_warm = vals("post", warmup), vals("pre", warmup)
+            interaction = interaction_per_seed(training, seeds, by_key, depth, warmup)
+            effects.append(PlacementEffect(
+                depth=depth, warmup=warmup,
+                lrs={f"{p} {'warm' if w else 'cold'}": lrs[arm_name(p, depth, w)].lr
+                     for p in ("pre", "post") for w in (0, warmup)},
+                warmup_interaction=mean_ci(interaction),
+                pre_warmup_effect=paired_difference(vals("pre", 0), pre_warm),
+                post_vs_pre_warm=paired_difference(post_warm, pre_warm),
+                post_grad_first_over_last_log2=ratios("post"),
+                pre_grad_first_over_last_log2=ratios("pre")))
     return effects
+
+
+def _stability(sweep: Sweep, grid: str, seeds: range, by_key: dict[tuple, dict[str, Any]]
+               ) -> list[StabilityArm]:
+    """Per swept arm, the largest stable lr over seeds (results keyed
+    `(grid, placement, depth, warmup, seed)`)."""
+    ladder = sweep.ladder()
+    out = []
+    for placement, depth, warmup in sweep.arms():
+        mine = [by_key.get((grid, placement, depth, warmup, s)) or {} for s in seeds]
+        rungs = [r.get("rung") if r.get("status") == "ok" else None for r in mine]
+        log2 = mean_ci([None if k is None else float(k) for k in rungs])
+        losses: dict[str, list[float | None]] = {}
+        for r in mine:
+            for trial in r.get("trials") or []:
+                losses.setdefault(f"{trial['lr']:g}", []).append(trial["val_loss"])
+        out.append(StabilityArm(
+            grid=grid, placement=placement, depth=depth, warmup=warmup, steps=sweep.steps,
+            ladder=ladder, rungs=rungs, log2_max_stable=log2,
+            max_stable_lr=None if log2.mean is None else ladder[0] * 2 ** log2.mean,
+            censored_low=sum(1 for k in rungs if k == -1),
+            censored_high=sum(1 for k in rungs if k == len(ladder) - 1),
+            loss_at_lr=dict(sorted(losses.items(), key=lambda kv: float(kv[0])))))
+    return out
+
+
+def _stability_effects(sweep: Sweep, grid: str, seeds: range,
+                       by_key: dict[tuple, dict[str, Any]]) -> list[StabilityEffect]:
+    """The contrasts of the largest stable lr, per depth, paired by seed, in doublings."""
+    def rungs(p: str, depth: int, w: int) -> list[float | None]:
+        found = [by_key.get((grid, p, depth, w, s)) or {} for s in seeds]
+        return [float(r["rung"]) if r.get("status") == "ok" else None for r in found]
+
+    swept = set(sweep.arms())
+    out = []
+    for depth in sweep.depths:
+        w = sweep.warmup
+
+        def have(*arms: tuple[str, int], depth=depth) -> bool:
+            return all((p, depth, warm) in swept for p, warm in arms)
+
+        def diff(a: tuple[str, int], b: tuple[str, int], depth=depth) -> Interval:
+            return (paired_difference(rungs(a[0], depth, a[1]), rungs(b[0], depth, b[1]))
+                    if have(a, b) else Interval(0))
+
+        interaction = Interval(0)
+        if have(("pre", 0), ("pre", w), ("post", 0), ("post", w)):
+            per_seed = [None if None in (a, b, c, d) else (a - b) - (c - d)
+                        for a, b, c, d in zip(rungs("post", depth, w), rungs("post", depth, 0),
+                                              rungs("pre", depth, w), rungs("pre", depth, 0),
+                                              strict=True)]
+            interaction = mean_ci(per_seed)
+        out.append(StabilityEffect(
+            grid=grid, depth=depth, warmup=w,
+            pre_cold_vs_warm=diff(("pre", 0), ("pre", w)),
+            post_warm_vs_cold=diff(("post", w), ("post", 0)),
+            warmup_interaction=interaction,
+            pre_vs_post_warm=diff(("pre", w), ("post", w)),
+            pre_vs_post_cold=diff(("pre", 0), ("post", 0))))
+    return out
 
 
 def _g(value: float | None) -> str:
@@ -615,25 +870,30 @@ def _slope_cell(stats: Interval, fitted: float | None) -> str:
 def summarise(size_name: str, seeds: range, results: list[tuple[RunSpec, dict[str, Any]]]
               ) -> Summary:
     size = SIZES[size_name]
-    probe, training, deep = size.probe, size.training, size.deep
+    probe, training, sweep, deep = size.probe, size.training, size.sweep, size.deep
     by_key: dict[tuple, dict[str, Any]] = {}
+    tuned: Results = []
     entropy = None
     for spec, result in results:
         payload = spec.payload
         if payload["kind"] == "init_gradients":
             by_key[("init", payload["placement"], payload["init"], payload["depth"],
                     spec.seed)] = result
+        elif payload["kind"] == "tune":
+            tuned.append((spec, result))
         else:
             model, train = payload["model"], payload["train"]
-            grid = "deep" if payload["kind"] == "train_deep" else "train"
-            by_key[(grid, model["placement"], model["n_layers"], train["warmup_steps"],
-                    train["lr"], spec.seed)] = result
+            by_key[(payload["kind"], model["placement"], model["n_layers"],
+                    train["warmup_steps"], spec.seed)] = result
             entropy = entropy or (result.get("final") or {}).get("unigram_entropy")
+    trials = lr_trials(tuned)
+    lrs = tuned_lrs(training, trials)
     gradients = _gradient_summary(probe, seeds, by_key)
-    rows = _training_summary(training, seeds, by_key)
-    deep_rows = _training_summary(deep, seeds, by_key, grid="deep")
-    profiles = _deep_profiles(deep, seeds, by_key)
-    deep_effects = _deep_effects(deep, seeds, by_key)
+    rows = _training_summary(training, seeds, by_key, lrs)
+    stability = _stability(sweep, "sweep", seeds, by_key) + _stability(deep, "deep", seeds,
+                                                                       by_key)
+    stability_effects = (_stability_effects(sweep, "sweep", seeds, by_key)
+                         + _stability_effects(deep, "deep", seeds, by_key))
 
     depth_columns = [f"L={d}" for d in probe.depths]
     last_table = Table(
@@ -662,7 +922,7 @@ def summarise(size_name: str, seeds: range, results: list[tuple[RunSpec, dict[st
          for p, by_init in gradients.items() for i, g in by_init.items()],
         "Post-norm ends every layer in a norm (RMS ≈ 1); the pre-norm stream grows with depth "
         "unless the init scales the residual outputs down.")
-    effects = _effects(training, seeds, by_key)
+    effects = _effects(training, seeds, by_key, lrs)
     spread_table = Table(
         "At initialisation: how unevenly the layers of ONE stack get gradient",
         ["placement", "init", *depth_columns],
@@ -671,12 +931,27 @@ def summarise(size_name: str, seeds: range, results: list[tuple[RunSpec, dict[st
         "log2(max / min) of ‖∇W_down‖ over the layers of one model, mean [95% CI] over seeds: "
         "1 means some layer gets twice the gradient of another. A factor that scales every "
         "layer alike (the final norm's 1/√L) cancels here.")
+    tuned_arms = [lrs[arm_name(*a)] for a in training.arms()]
+    tried = sorted({lr for t in tuned_arms for lr in t.grid})
+    tuning_table = Table(
+        "Each arm's peak lr: final validation loss on the tuning seeds (loss versus lr)",
+        ["arm", *(f"lr {lr:g}" for lr in tried), "chosen"],
+        [[t.arm, *(_g(_mean_loss(trials, t.arm, lr)) if lr in t.grid else "" for lr in tried),
+          f"{t.lr:g} ({'interior' if t.interior else 'at the edge'}"
+          + (f", grid +{t.extended}" if t.extended else "") + ")"] for t in tuned_arms],
+        f"{training.tuning_seeds} tuning seed(s), disjoint from the evaluation seeds, each run "
+        f"as long as the evaluation runs. Registered grid "
+        f"{{{', '.join(f'{lr:g}' for lr in training.lr_grid.base)}}}, grown by "
+        f"×{training.lr_grid.factor:g} at an edge holding the best lr (at most "
+        f"{training.lr_grid.max_extensions} points) before evaluation; blank: not tried for "
+        "that arm; '—': a run that did not train (diverged, or not below the unigram entropy).")
     train_table = Table(
-        f"Training {training.steps} steps, xavier init, no gradient clipping",
-        ["placement", "depth", "warmup", "lr", "failed/runs (div, stuck)",
+        f"Training {training.steps} steps, xavier init, no gradient clipping, each arm at its "
+        "own tuned peak lr",
+        ["placement", "depth", "warmup", "lr", "Σ lr over steps", "failed/runs (div, stuck)",
          "val loss [95% CI]", "Δ vs pre [95% CI]", "mean val loss over training",
          "log2 ‖∇first‖/‖∇last‖ [95% CI]"],
-        [[r.placement, r.depth, r.warmup, f"{r.lr:g}",
+        [[r.placement, r.depth, r.warmup, f"{r.lr:g}", _g(r.lr_area),
           f"{r.failures}/{r.runs} ({r.status.get('diverged', 0)}, "
           f"{r.status.get('stuck', 0)})",
           format_level(r.val_loss),
@@ -688,17 +963,20 @@ def summarise(size_name: str, seeds: range, results: list[tuple[RunSpec, dict[st
         + ("" if training.stuck_patience is None else
            f" (a stuck run stops at warmup + {training.stuck_patience} steps)")
         + ". Δ = this − pre at the same "
-        "depth, warmup and lr, paired by seed over the seeds where both finished (n shown); "
+        "depth and warmup (each at its own lr), paired by seed over the seeds where both "
+        "finished (n shown); Σ lr over steps: the schedule's area, which warmup lowers (the "
+        "warmup confound, shown rather than removed); "
         "negative = lower loss than pre-norm. Mean val loss over training: the area under the "
         "validation curve over its length. Gradient ratio: whole first layer over whole last "
         f"layer, logged every {training.log_every} steps after warmup. Unigram "
         f"entropy of the training bytes: {_g(entropy)} nats.")
     effect_table = Table(
         "Warmup and placement effects, paired by seed (final val loss, nats)",
-        ["depth", "lr", "warmup", "(post cold − warm) − (pre cold − warm) [95% CI]",
+        ["depth", "lrs", "warmup", "(post cold − warm) − (pre cold − warm) [95% CI]",
          "pre cold − pre warm [95% CI]", "post warm − pre warm [95% CI]",
          "log2 ‖∇first‖/‖∇last‖ post", "… pre"],
-        [[e.depth, f"{e.lr:g}", e.warmup, format_ci(e.warmup_interaction),
+        [[e.depth, ", ".join(f"{k} {v:g}" for k, v in e.lrs.items()), e.warmup,
+          format_ci(e.warmup_interaction),
           format_ci(e.pre_warmup_effect), format_ci(e.post_vs_pre_warm),
           format_level(e.post_grad_first_over_last_log2, 2),
           format_level(e.pre_grad_first_over_last_log2, 2)] for e in effects],
@@ -709,37 +987,32 @@ def summarise(size_name: str, seeds: range, results: list[tuple[RunSpec, dict[st
            f"seed): {format_ci(interaction_trend(training, seeds, by_key))} nats (positive: "
            "the need for warmup grows with depth)." if len(training.depths) > 1 else
            "Depth trend: at --size full only (this size trains one depth, the deepest)."))
-    spreads = {(p.placement, p.depth, p.warmup, p.lr): p.spread_log2 for p in profiles}
-    deep_table = Table(
-        f"Deep stacks (C36): training {deep.steps} steps, xavier init, no gradient clipping",
-        ["placement", "depth", "warmup", "lr", "failed/runs (div, stuck)",
-         "val loss [95% CI]", "Δ vs pre [95% CI]", "mean val loss over training",
-         "log2 ‖∇first‖/‖∇last‖ [95% CI]", "log2 max/min over layers [95% CI]"],
-        [[r.placement, r.depth, r.warmup, f"{r.lr:g}",
-          f"{r.failures}/{r.runs} ({r.status.get('diverged', 0)}, "
-          f"{r.status.get('stuck', 0)})",
-          format_level(r.val_loss),
-          "—" if r.delta_vs_pre is None else format_ci(r.delta_vs_pre, 3),
-          format_level(r.val_auc), format_level(r.grad_first_over_last_log2, 2),
-          format_level(spreads[(r.placement, r.depth, r.warmup, r.lr)], 2)]
-         for r in deep_rows],
-        "As the training table, at depths of C36's deep stacks. Gradient columns: per-layer "
-        f"gradient norms (all of a layer's parameters) logged every {deep.log_every} steps at or "
-        "after warmup, averaged over those steps, then over seeds; 0 = the first layer gets as "
-        "much gradient as the last (the page's 'gradient ≈ 1'); log2 max/min = how unevenly "
-        "the layers of one stack get gradient.")
-    deep_effect_table = Table(
-        "Deep stacks (C36): contrasts paired by seed",
-        ["depth", "lr", "warmup", "pre cold − pre warm [95% CI]",
-         "pre cold − post cold [95% CI]", "log2 ‖∇first‖/‖∇last‖ pre (warm)",
-         "post − pre of it (warm) [95% CI]"],
-        [[e.depth, f"{e.lr:g}", e.warmup, format_ci(e.pre_warmup_effect),
-          format_ci(e.pre_vs_post_cold), format_level(e.pre_grad_first_over_last_log2, 2),
-          format_ci(e.post_minus_pre_grad_log2, 2)] for e in deep_effects],
-        "Final val loss in nats; cold = no warmup. Negative pre cold − post cold: pre-norm "
-        "ends lower without warmup. Negative post − pre: post-norm's bottom layer gets less of "
-        "the last layer's gradient than pre-norm's. Seeds where a run failed drop out of the "
-        "pairs (n shown); failures are in the table above.")
+    stability_table = Table(
+        "Largest stable peak lr per arm (C13, C19 at the training depth; C36 in deep stacks)",
+        ["grid", "placement", "depth", "warmup", "steps", "largest stable lr (geo. mean)",
+         "log2 vs ladder start [95% CI]", "none stable / top stable", "val loss at each lr tried"],
+        [[a.grid, a.placement, a.depth, a.warmup, a.steps, _g(a.max_stable_lr),
+          format_level(a.log2_max_stable, 2), f"{a.censored_low}/{a.censored_high}",
+          "; ".join(f"{lr}: {_g(_mean_of(v))}" for lr, v in a.loss_at_lr.items())]
+         for a in stability],
+        "Per seed, short runs on a doubling ladder of peak lrs, bisected (stability taken as "
+        "monotone in lr); a run is stable when it finishes (no NaN/inf, loss never above "
+        "4·ln 256) and ends below the unigram entropy. Seeds with no stable rung count as one "
+        "rung below the ladder, and those stable at the top as the top (both censored, "
+        "counted). Loss at each lr: the mean final val loss of the sweep runs made there "
+        "('—' when one did not finish).")
+    stability_effect_table = Table(
+        "Largest stable lr: contrasts paired by seed, in doublings (+1 = twice the lr)",
+        ["grid", "depth", "warmup", "pre cold − pre warm", "post warm − post cold",
+         "(post warm − cold) − (pre warm − cold)", "pre warm − post warm",
+         "pre cold − post cold"],
+        [[e.grid, e.depth, e.warmup, format_ci(e.pre_cold_vs_warm, 2),
+          format_ci(e.post_warm_vs_cold, 2), format_ci(e.warmup_interaction, 2),
+          format_ci(e.pre_vs_post_warm, 2), format_ci(e.pre_vs_post_cold, 2)]
+         for e in stability_effects],
+        "Positive post warm − post cold: warmup lets post-norm train at a larger lr; positive "
+        "interaction: post-norm gains more from warmup than pre-norm; positive pre − post: "
+        "pre-norm stays stable at a larger lr. '—': that arm is not swept at this size.")
     notes = [
         f"(a) probe: d_model={probe.d_model}, n_heads={probe.n_heads}, depths "
         f"{list(probe.depths)}, inits {list(probe.inits)}, one forward/backward of the "
@@ -747,17 +1020,19 @@ def summarise(size_name: str, seeds: range, results: list[tuple[RunSpec, dict[st
         "bytes; RMSNorm, SwiGLU (d_ff 8d/3), RoPE, final norm in every placement.",
         f"(b) training: d_model={training.d_model}, n_heads={training.n_heads}, depths "
         f"{list(training.depths)}, placements {list(training.placements)}, warmups "
-        f"{list(training.warmups)}, lrs {list(training.lrs)}, seq_len={training.seq_len}, "
+        f"{list(training.warmups)}, each arm's peak lr tuned (table above), "
+        f"seq_len={training.seq_len}, "
         f"batch={training.batch_size}, steps={training.steps}, cosine to 0.1·lr, AdamW wd 0.1, "
         "xavier init, clipping off, "
         + ("no stuck test" if training.stuck_patience is None else
            f"stuck after {training.stuck_patience} post-warmup steps above the unigram entropy")
         + f", 1 thread, data={DATA}.",
-        f"(c) deep stacks (C36): d_model={deep.d_model}, n_heads={deep.n_heads}, depths "
-        f"{list(deep.depths)}, placements {list(deep.placements)}, warmups "
-        f"{list(deep.warmups)}, lrs {list(deep.lrs)}, seq_len={deep.seq_len}, "
-        f"batch={deep.batch_size}, steps={deep.steps}, otherwise as (b); kept out of (b)'s "
-        "tables, contrasts and depth trend.",
+        f"Largest stable lr: at the training depth d_model={sweep.d_model}, depths "
+        f"{list(sweep.depths)}, {sweep.steps} steps (warm arms: warmup {sweep.warmup}), "
+        f"ladder {_g(sweep.ladder()[0])} … {_g(sweep.ladder()[-1])}; (c) deep stacks (C36): "
+        f"d_model={deep.d_model}, depths {list(deep.depths)}, {deep.steps} steps (warm arms: "
+        f"warmup {deep.warmup}), ladder {_g(deep.ladder()[0])} … {_g(deep.ladder()[-1])}; "
+        "otherwise as (b).",
     ]
     left_out = _left_out(size) if graded_only(size_name) else []
     if left_out:
@@ -770,13 +1045,21 @@ def summarise(size_name: str, seeds: range, results: list[tuple[RunSpec, dict[st
         training=rows, effects=effects,
         interaction_trend=interaction_trend(training, seeds, by_key),
         unigram_entropy=entropy, seeds=len(seeds),
-        steps=training.steps, size=asdict(size),
-        deep=deep_rows, deep_profiles=profiles, deep_effects=deep_effects,
-        deep_steps=deep.steps)
+        steps=training.steps, size=asdict(size), lr_trials=trials,
+        lr_tuning=tuned_arms, stability=stability, stability_effects=stability_effects)
     return Summary("placement", size_name, len(seeds),
-                   [last_table, first_table, spread_table, rms_table, train_table,
-                    effect_table, deep_table, deep_effect_table], notes, data,
-                   first_seed=seeds.start)
+                   [last_table, first_table, spread_table, rms_table, tuning_table,
+                    train_table, effect_table, stability_table, stability_effect_table],
+                   notes, data, first_seed=seeds.start)
+
+
+def _mean_loss(trials: list[LrTrial], arm: str, lr: float) -> float | None:
+    """Mean final val loss of `arm`'s tuning runs at `lr`; None when one did not train."""
+    return _mean_of([t.val_loss for t in trials if t.arm == arm and math.isclose(t.lr, lr)])
+
+
+def _mean_of(values: list[float | None]) -> float | None:
+    return None if not values or None in values else sum(values) / len(values)
 
 
 def _left_out(size: Size) -> list[str]:
@@ -789,17 +1072,23 @@ def _left_out(size: Size) -> list[str]:
     missing = [p for p in full.placements if p not in training.placements]
     if missing:
         out.append(f"{listed(missing)} norm in part (b)")
-    if len(training.lrs) < len(full.lrs):
-        out.append(f"part (b) at more peak lrs ({listed([f'{lr:g}' for lr in full.lrs])} at "
-                   "full)")
+    if len(training.lr_grid.base) < len(full.lr_grid.base):
+        out.append(f"part (b)'s finer lr grid "
+                   f"({listed([f'{lr:g}' for lr in full.lr_grid.base])} at full)")
     return out
 
 
 def price(spec: RunSpec, cal) -> float | None:
     """Estimated seconds of one run on this machine (`blocklab.experiments.estimate`): a
     gradient probe builds its model and takes one forward+backward (priced as a step) on
-    [batch_size, seq_len]; training runs are the trainer's (the default)."""
+    [batch_size, seq_len]; a largest-stable-lr run is as many trainer runs as its bisection
+    makes (⌈log2(rungs + 1)⌉); training runs are the trainer's (the default)."""
     payload = spec.payload
+    if payload["kind"] in ("sweep", "deep"):
+        from blocklab.experiments.estimate import training_s
+
+        runs = math.ceil(math.log2(len(payload["ladder"]) + 1))
+        return runs * training_s(payload["model"], payload["train"], cal)
     if payload["kind"] != "init_gradients":
         return None
     probe, model = payload["probe"], payload["model"]
@@ -810,5 +1099,5 @@ def price(spec: RunSpec, cal) -> float | None:
 SUITE = Suite("placement", "pre vs post vs sandwich norm: gradients at init and training, "
               "and deep stacks (C12, C13, C19, C36)", plan, summarise,
               # C19's and C36's registered rules need four paired seeds (blocklab.claims).
-              default_seeds={"tiny": 1, "quick": 4, "full": 5}, precisions=("fp32", "bf16"),
-              price=price)
+              default_seeds={"tiny": 1, "quick": 4, "full": 5}, tune=tune,
+              precisions=("fp32", "bf16"), price=price)
