@@ -186,3 +186,25 @@ def elementwise_flops(cfg: ModelConfig, batch: int, seq_len: int, causal: bool =
     }
     out["total"] = sum(out.values())
     return out
+
+
+# Backward FLOPs per element of one norm, in the convention of `ELEMENTWISE_COST` (whose
+# "rmsnorm" 4 and "layernorm" 7 are the forward), for a kernel that keeps only the per-row
+# statistics and recomputes the normalised x̂ = x·r (r = 1/rms or 1/std), as PyTorch's native
+# LayerNorm backward does. Given the upstream dy and the gain γ, per element:
+#     RMSNorm    x̂ = x·r (1); dγ += dy·x̂ (2); g = dy·γ (1); c = Σ g·x̂ (2);
+#                dx = r·(g − x̂·c/d) (3)                                              -> 9
+#     LayerNorm  x̂ = (x − μ)·r (2); dγ += dy·x̂ (2); dβ += dy (1); g = dy·γ (1); a = Σ g (1);
+#                c = Σ g·x̂ (2); dx = r·(g − a/d − x̂·c/d) (4)                         -> 13
+# The O(1) work per row (1/d, + ε, rsqrt) is left out, as in the forward costs.
+NORM_BACKWARD_COST = {"rmsnorm": 9, "layernorm": 13}
+
+
+def norm_flops_per_row(norm: str, d: int, backward: bool = False) -> int:
+    """FLOPs to normalise one row of width `d` with `norm` ("rmsnorm" or "layernorm"):
+    the forward (`ELEMENTWISE_COST`), plus the backward (`NORM_BACKWARD_COST`) when asked."""
+    if norm not in NORM_BACKWARD_COST:
+        raise InputError(f"norm {norm!r} is not allowed; expected one of "
+                         f"{sorted(NORM_BACKWARD_COST)}")
+    d = _check("d", d)
+    return d * (ELEMENTWISE_COST[norm] + (NORM_BACKWARD_COST[norm] if backward else 0))

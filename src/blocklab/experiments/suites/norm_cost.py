@@ -1,28 +1,37 @@
-"""`norm-cost`: what RMSNorm saves over LayerNorm in time and memory, and what it costs in quality.
+"""`norm-cost`: what RMSNorm saves over LayerNorm in compute, time and memory, and what it costs in
+quality.
 
 The page says RMSNorm needs "about 7% less compute" than LayerNorm at nearly the same quality
-(C18). Three kinds of run settle it:
+(C18). What "compute" means is decided by counting (`count_compute`, no run needed): FLOPs per
+normalised row of width d by `blocklab.budget.flops`' conventions (forward RMSNorm 4, LayerNorm
+7 per element; backward 9 and 13), bytes an ideal fused kernel moves per row, and the norms'
+share of a training step's FLOPs at the step model's shape and at meta-llama-3-8b's. Timings
+are reported beside the counts, never graded. Four kinds of run:
 
     kernels    one run per (d, rows) shape: every implementation below, forward (no grad) and
                forward+backward, timed in R repeats; within a repeat each implementation runs
                once, in an order rotated by one every repeat, so machine drift hits all alike.
                Bytes saved for backward are counted by `saved_tensor_bytes` (exact, no timing).
+    like-for-like
+               one run at the step model's shape (d = d_model, rows = batch · seq_len): RMSNorm
+               against LayerNorm with equally fused kernels (`time_like_for_like`): PyTorch's
+               own where both F.rms_norm and F.layer_norm run fused (`torch_norms_fused`), else
+               both through torch.compile (on a CPU F.rms_norm is a composite of six ops while
+               F.layer_norm is one fused kernel); the summary says which.
     step       one run: a small DecoderLM with norm="rmsnorm" and one with "layernorm" (same
                everything else, same initial weights where names match), training steps
                alternated between the models, on two code paths:
                    blocklab       the models as built: blocklab's RMSNorm adds the residual and
                                   normalises in one fused kernel, LayerNorm is F.layer_norm
-                   like-for-like  both norms by PyTorch's own kernels (F.rms_norm and
-                                  F.layer_norm), the residual added apart in both: the
-                                  difference is the normalisation, not the implementation
+                   like-for-like  both norms by PyTorch's functional ops (F.rms_norm and
+                                  F.layer_norm), the residual added apart in both (the name is
+                                  kept for stored results; on a CPU F.rms_norm is unfused)
     quality    trainer runs of the same two models on stdlib, paired by seed; the paired Δ val
                loss is judged against an equivalence margin.
 
 What each size runs (`blocklab.experiments.suites.evaluation`): at --size tiny and --size quick
-the suite plans only the runs a registered rule grades. C18 grades the training step (the
-like-for-like path of the step run) and the quality runs, so those sizes plan the step run and
-the quality runs; the kernel runs (reported beside C18, not graded) run at --size full, and
-the summary says so.
+the suite plans the quality runs C18 grades and the two reported timings (step, like-for-like);
+the kernel runs (reported beside C18, not graded) run at --size full, and the summary says so.
 
 Implementations (the RMSNorm and LayerNorm of one row share a "kind", and ratios compare within
 a kind, so an implementation detail is never credited to the normalisation):
@@ -40,8 +49,9 @@ machine two threads contend with other work and slow down many-fold).
 
 `Summary.data` (read by the claims ledger, C18, and the report) is a
 `blocklab.experiments.summaries.NormCostData`: kernel timings and saved bytes per implementation
-and shape, RMSNorm/LayerNorm time ratios (`KernelRatio`, `StepTime`, each with a bootstrap
-`TimeRatio`), compile times, and the paired quality comparison (`NormQuality`).
+and shape, RMSNorm/LayerNorm time ratios (`KernelRatio`, `StepTime`, `FusedTiming`, each with a
+bootstrap `TimeRatio`), compile times, the analytic counts (`NormCompute`) and the paired
+quality comparison (`NormQuality`).
 """
 
 from __future__ import annotations
@@ -70,11 +80,15 @@ from blocklab.experiments.suites.base import (
 from blocklab.experiments.suites.evaluation import FINAL_EVAL_FRACTION, full_only
 from blocklab.experiments.summaries import (
     CompileTime,
+    FusedTiming,
     Interval,
     KernelRatio,
     KernelTiming,
+    NormCompute,
     NormCostData,
+    NormCount,
     NormQuality,
+    StepShare,
     StepTime,
     Summary,
     Table,
@@ -82,6 +96,7 @@ from blocklab.experiments.summaries import (
 )
 
 KINDS = ("blocklab", "torch", "plain", "compiled")
+PASSES = ("fwd", "fwdbwd")  # forward (no grad), forward+backward
 NORM_NAMES = ("rmsnorm", "layernorm")
 EPS = 1e-5  # the same ε for every implementation; the cost does not depend on it
 # Δ val loss (nats/token) inside which RMSNorm and LayerNorm count as equivalent in quality.
@@ -98,6 +113,7 @@ SIZES: dict[str, dict[str, Any]] = {
         "threads": [1], "kernels": None,
         "step": {"d_model": 32, "n_layers": 2, "seq_len": 32, "batch_size": 4, "repeats": 3,
                  "warmup": 1},
+        "like_for_like": {"repeats": 3, "block_s": 0.005},
         "quality": {"d_model": 32, "n_layers": 2, "seq_len": 32, "batch_size": 4, "steps": 8,
                     "lr": 3e-3, "warmup_steps": 2, "eval_batches": 1},
     },
@@ -105,6 +121,7 @@ SIZES: dict[str, dict[str, Any]] = {
         "threads": [1], "kernels": None,
         "step": {"d_model": 128, "n_layers": 4, "seq_len": 128, "batch_size": 8, "repeats": 12,
                  "warmup": 2},
+        "like_for_like": {"repeats": 15, "block_s": 0.01},
         "quality": {"d_model": 64, "n_layers": 2, "seq_len": 128, "batch_size": 16,
                     "steps": 400, "lr": 3e-3, "warmup_steps": 20, "eval_batches": 16},
     },
@@ -114,6 +131,7 @@ SIZES: dict[str, dict[str, Any]] = {
                     "repeats": 30, "compile": True, "block_s": 0.02},
         "step": {"d_model": 256, "n_layers": 6, "seq_len": 256, "batch_size": 16, "repeats": 30,
                  "warmup": 3},
+        "like_for_like": {"repeats": 30, "block_s": 0.02},
         "quality": {"d_model": 128, "n_layers": 4, "seq_len": 128, "batch_size": 32,
                     "steps": 1500, "lr": 2e-3, "warmup_steps": 100, "eval_batches": 16},
     },
@@ -291,7 +309,9 @@ def _warm_inductor() -> float:
 
 
 def time_kernels(d: int, rows: int, *, repeats: int, compile: bool, threads: int,
-                 block_s: float = 0.01, seed: int = 0) -> dict[str, Any]:
+                 block_s: float = 0.01, seed: int = 0,
+                 kinds: Sequence[str] | None = None,
+                 passes: Sequence[str] = PASSES) -> dict[str, Any]:
     """Forward and forward+backward seconds per call of every implementation at [rows, d].
 
     Forward runs under `torch.no_grad()` (inference); forward+backward computes the gradients
@@ -300,12 +320,17 @@ def time_kernels(d: int, rows: int, *, repeats: int, compile: bool, threads: int
     `block_s`) and records the mean; repeat r runs the implementations in KINDS order rotated
     by r. Compiled implementations are compiled before timing, their compile time (first
     forward+backward, then first no-grad forward) recorded separately; if compiling fails the
-    error is recorded and the other implementations are still timed.
+    error is recorded and the other implementations are still timed. `kinds`: only these
+    kinds (default: every kind of KINDS, "compiled" only when `compile`); `passes`: only these
+    of PASSES (a compiled module compiles once per pass: grad mode is part of its guards).
     """
     import torch
 
     started = time.perf_counter()
-    kinds = KINDS if compile else tuple(k for k in KINDS if k != "compiled")
+    if kinds is None:
+        kinds = KINDS if compile else tuple(k for k in KINDS if k != "compiled")
+    elif "compiled" in kinds and not compile:
+        raise InputError("time_kernels: the compiled kind needs compile=True")
     with torch_threads(threads):
         inductor_warmup_s = _warm_inductor() if compile else 0.0
     with torch_threads(threads), (_cold_compile() if compile else contextlib.nullcontext()):
@@ -328,18 +353,20 @@ def time_kernels(d: int, rows: int, *, repeats: int, compile: bool, threads: int
                 torch.autograd.grad(module(x), inputs, upstream)
             return call
 
-        calls: dict[str, tuple[Callable[[], None], Callable[[], None]]] = {}
+        calls: dict[str, dict[str, Callable[[], None]]] = {}
         for name, module in impls.items():
-            fwd, fwdbwd = forward(module), forward_backward(module)
+            made = {"fwdbwd": forward_backward(module), "fwd": forward(module)}
+            # forward+backward first, as the compile times have always been taken
+            chosen = {key: call for key, call in made.items() if key in passes}
             try:
                 tick = time.perf_counter()
-                fwdbwd()
-                fwd()
+                for call in chosen.values():
+                    call()
                 if name.endswith(":compiled"):
                     record[name]["compile_s"] = time.perf_counter() - tick
                 for _ in range(2):  # warm-up, untimed
-                    fwdbwd()
-                    fwd()
+                    for call in chosen.values():
+                        call()
             except Exception as err:
                 # A compiler failure (any type: inductor raises many) must not sink the eager
                 # numbers; it is recorded and shown in the summary's notes. An eager
@@ -350,33 +377,204 @@ def time_kernels(d: int, rows: int, *, repeats: int, compile: bool, threads: int
                 continue
             record[name].update(saved_tensor_bytes(lambda m=module: m(x),
                                                    exclude=[x, *module.parameters()]))
-            calls[name] = (fwd, fwdbwd)
+            calls[name] = {key: chosen[key] for key in PASSES if key in chosen}
 
-        inner: dict[str, list[int]] = {}
+        inner: dict[str, list[int]] = {}  # per pass, in PASSES order
         for name, pair in calls.items():
             counts = []
-            for call in pair:
+            for key, call in pair.items():
                 tick = time.perf_counter()
                 call()
                 once = max(time.perf_counter() - tick, 1e-7)
                 counts.append(max(1, min(1000, math.ceil(block_s / once))))
+                record[name][f"{key}_s"] = []
             inner[name] = counts
-            record[name]["fwd_s"], record[name]["fwdbwd_s"] = [], []
 
         names = list(calls)
         for r in range(repeats):
             shift = r % len(names)
             for name in names[shift:] + names[:shift]:
-                for key, call, count in zip(("fwd_s", "fwdbwd_s"), calls[name], inner[name],
-                                            strict=True):
+                for (key, call), count in zip(calls[name].items(), inner[name], strict=True):
                     tick = time.perf_counter()
                     for _ in range(count):
                         call()
-                    record[name][key].append((time.perf_counter() - tick) / count)
+                    record[name][f"{key}_s"].append((time.perf_counter() - tick) / count)
     return {"status": "ok", "kind": "kernels", "d": d, "rows": rows, "threads": threads,
             "repeats": repeats, "inner": inner, "impls": record,
             "inductor_warmup_s": inductor_warmup_s,
             "wall_time_s": time.perf_counter() - started}
+
+
+# --- like for like: equally fused kernels ---------------------------------------------------------
+def _backward_nodes(y) -> int:
+    """Autograd nodes between the output `y` and its leaves (AccumulateGrad not counted): 1
+    when one fused op computed y, one per elementary op when a composite did."""
+    seen, stack = set(), [y.grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        stack.extend(child for child, _ in node.next_functions)
+    return sum(1 for node in seen if "AccumulateGrad" not in node.name())
+
+
+def torch_norms_fused(d: int = 8) -> dict[str, bool]:
+    """{norm: whether PyTorch's functional norm (F.rms_norm, F.layer_norm) runs as one fused op
+    on this build and CPU}, read off the autograd graph of one call on a [2, d] input.
+
+    In torch 2.13 on CPU, F.rms_norm dispatches to aten::_fused_rms_norm, whose CPU kernel is
+    `rms_norm_composite` (`_fused_rms_norm_cuda` exists for CUDA only): pow, mean, add, rsqrt
+    and two muls, each its own kernel and its own backward node. F.layer_norm runs
+    aten::native_layer_norm, one fused CPU kernel with one fused backward.
+    """
+    import torch
+    import torch.nn.functional as F
+
+    x = torch.randn(2, d, requires_grad=True)
+    weight = torch.ones(d, requires_grad=True)
+    bias = torch.zeros(d, requires_grad=True)
+    rms = F.rms_norm(x, (d,), weight, EPS)
+    ln = F.layer_norm(x, (d,), weight, bias, EPS)
+    return {"rmsnorm": _backward_nodes(rms) == 1, "layernorm": _backward_nodes(ln) == 1}
+
+
+# What each like-for-like method times, by norm (the kinds of `build_implementations`).
+LIKE_KERNELS = {
+    "torch-fused": {"rmsnorm": "torch.nn.RMSNorm (F.rms_norm, fused)",
+                    "layernorm": "torch.nn.LayerNorm (F.layer_norm, fused)"},
+    "torch.compile": {"rmsnorm": "torch.compile of x·rsqrt(mean(x²) + ε)·γ (inductor)",
+                      "layernorm": "torch.compile of (x − μ)·rsqrt(mean((x − μ)²) + ε)·γ + β "
+                                   "(inductor)"},
+}
+_LIKE_KIND = {"torch-fused": "torch", "torch.compile": "compiled"}
+
+
+def like_method(fused: dict[str, bool]) -> str:
+    """The like-for-like method: PyTorch's own kernels when both norms run fused, else both
+    through torch.compile, which fuses each pass of each the same way."""
+    return "torch-fused" if all(fused.values()) else "torch.compile"
+
+
+def time_like_for_like(d: int, rows: int, *, repeats: int, threads: int,
+                       block_s: float = 0.01, seed: int = 0) -> dict[str, Any]:
+    """RMSNorm and LayerNorm on a [rows, d] input timed with equally fused kernels
+    (`like_method` of `torch_norms_fused`) by `time_kernels`: forward+backward, the training
+    pass the claim is about, plus the no-grad forward when both are PyTorch's fused kernels
+    (a compiled module compiles once more for it, ~2 s each here; the --size full kernel runs
+    time the compiled forward). Compiled ones compile cold. Returns time_kernels' record plus
+    "method", "torch_fused", "kernels" (norm -> what ran) and "timed_kind" (the kind of
+    `build_implementations` timed)."""
+    with torch_threads(threads):
+        fused = torch_norms_fused()
+    method = like_method(fused)
+    kind = _LIKE_KIND[method]
+    passes = PASSES if kind != "compiled" else ("fwdbwd",)
+    result = time_kernels(d, rows, repeats=repeats, compile=kind == "compiled",
+                          threads=threads, block_s=block_s, seed=seed, kinds=(kind,),
+                          passes=passes)
+    result.update(kind="like-for-like", method=method, torch_fused=fused,
+                  kernels=dict(LIKE_KERNELS[method]), timed_kind=kind)
+    return result
+
+
+# --- what "compute" means: FLOPs and bytes (analytic) ---------------------------------------------
+# Per-row statistics a fused kernel keeps for backward (float32 whatever the input's dtype):
+# RMSNorm the 1/rms, LayerNorm the mean and the 1/std. Parameters: γ; γ and β.
+NORM_STATS = {"rmsnorm": 1, "layernorm": 2}
+NORM_PARAMS = {"rmsnorm": 1, "layernorm": 2}
+STAT_BYTES = 4
+# The real model the counts are also read at (`blocklab.budget` zoo), in bf16 (2 bytes).
+REAL_MODEL = "meta-llama-3-8b"
+REAL_ELEMENT_BYTES = 2
+
+
+def count_norm(norm: str, d: int, element_bytes: int = 4) -> NormCount:
+    """FLOPs and bytes of `norm` on one row of width d.
+
+    FLOPs: `budget.flops.norm_flops_per_row` (forward `ELEMENTWISE_COST`: RMSNorm 4 per
+    element, LayerNorm 7; backward `NORM_BACKWARD_COST`: 9 and 13). Bytes: an ideal fused
+    kernel touching each tensor once, `element_bytes` per element:
+
+        training forward   read x, write y (2·d·e), write the row statistics (s·4)
+        backward           read x and dy, write dx (3·d·e), read the statistics (s·4)
+        per call           read γ (β) forward, read γ and write dγ (dβ) backward: (2p + 1)·d·e
+
+    with s = NORM_STATS and p = NORM_PARAMS. The per-row bytes differ only by the statistics:
+    both norms read and write the same activations.
+    """
+    from blocklab.budget.flops import norm_flops_per_row
+
+    fwd_flops = norm_flops_per_row(norm, d)  # first: it refuses an unknown norm or d
+    stats = NORM_STATS[norm] * STAT_BYTES
+    fwd_bytes = 2 * d * element_bytes + stats
+    return NormCount(
+        norm=norm, d=d, element_bytes=element_bytes,
+        fwd_flops=fwd_flops, fwdbwd_flops=norm_flops_per_row(norm, d, True),
+        fwd_bytes=fwd_bytes, fwdbwd_bytes=fwd_bytes + 3 * d * element_bytes + stats,
+        param_bytes=(2 * NORM_PARAMS[norm] + 1) * d * element_bytes)
+
+
+def saving_pct(rms: float, ln: float) -> float:
+    """100·(1 − rms / ln): how much less RMSNorm needs than LayerNorm, % (negative: more)."""
+    return 100 * (1 - rms / ln)
+
+
+def step_share(cfg, batch: int, seq_len: int, model: str) -> StepShare:
+    """The norms' FLOPs in one training step of `cfg` ([batch, seq_len] tokens) with RMSNorm
+    and with LayerNorm, everything else alike.
+
+    Matmuls: 3× the forward (`budget.flops.prefill_flops`: backward = 2× forward, the 6·N
+    rule); norms: `budget.flops.elementwise_flops`' forward norm count (2 per layer, 4 with
+    sandwich placement, + the final norm) scaled to forward+backward. The other elementwise
+    work (activations, softmax, RoPE) is left out of the step, so the saving is an upper
+    bound.
+    """
+    from blocklab.budget.flops import (
+        ELEMENTWISE_COST,
+        NORM_BACKWARD_COST,
+        elementwise_flops,
+        prefill_flops,
+    )
+
+    matmul = 3 * prefill_flops(cfg, batch, seq_len).total
+    norm_flops, calls = {}, 0
+    for norm in NORM_NAMES:
+        fwd = elementwise_flops(cfg.replace(norm=norm), batch, seq_len)["norms"]
+        per_call = batch * seq_len * cfg.d_model * ELEMENTWISE_COST[norm]
+        calls = fwd // per_call
+        norm_flops[norm] = calls * batch * seq_len * cfg.d_model * (
+            ELEMENTWISE_COST[norm] + NORM_BACKWARD_COST[norm])
+    step = {norm: matmul + flops for norm, flops in norm_flops.items()}
+    return StepShare(model=model, d_model=cfg.d_model, n_layers=cfg.n_layers, batch=batch,
+                     seq_len=seq_len, norm_calls=calls, matmul_flops=matmul,
+                     norm_flops=norm_flops, step_flops=step,
+                     saving_pct=saving_pct(step["rmsnorm"], step["layernorm"]))
+
+
+def count_compute(size: str) -> NormCompute:
+    """C18's analytic part at `size`: per-row counts at the step model's width (float32, as
+    the suite runs) and at the real model's (bf16), and the step shares of both models."""
+    from blocklab.budget import resolve_model
+
+    step = SIZES[size]["step"]
+    real = resolve_model(REAL_MODEL).config
+    counts = [count_norm(norm, d, e) for d, e in ((step["d_model"], 4),
+                                                  (real.d_model, REAL_ELEMENT_BYTES))
+              for norm in NORM_NAMES]
+    by = {(c.norm, c.d, c.element_bytes): c for c in counts}
+    bytes_saving = {
+        f"d={d}/{e}B": saving_pct(by["rmsnorm", d, e].fwdbwd_bytes,
+                                  by["layernorm", d, e].fwdbwd_bytes)
+        for d, e in ((step["d_model"], 4), (real.d_model, REAL_ELEMENT_BYTES))}
+    rms, ln = counts[0], counts[1]
+    suite_cfg = _model_config("rmsnorm", step["d_model"], step["n_layers"], step["seq_len"])
+    steps = [step_share(suite_cfg, step["batch_size"], step["seq_len"], f"norm-cost {size}"),
+             step_share(real, 1, real.max_seq_len, REAL_MODEL)]
+    return NormCompute(counts=counts,
+                       flops_saving_pct=saving_pct(rms.fwdbwd_flops, ln.fwdbwd_flops),
+                       fwd_flops_saving_pct=saving_pct(rms.fwd_flops, ln.fwd_flops),
+                       bytes_saving_pct=bytes_saving, steps=steps)
 
 
 # --- end to end -----------------------------------------------------------------------------------
@@ -482,9 +680,26 @@ def _quality_configs(size: str, norm: str, seed: int):
     return mc, tc
 
 
+def _like_for_like_spec(config: dict[str, Any], threads: int) -> RunSpec:
+    """The like-for-like kernel timing (`time_like_for_like`) at the step model's shape:
+    d = d_model, rows = batch_size · seq_len."""
+    step, like = config["step"], config["like_for_like"]
+    d, rows = step["d_model"], step["batch_size"] * step["seq_len"]
+    payload = {"suite": "norm-cost", "kind": "like-for-like", "d": d, "rows": rows,
+               "threads": threads, **like}
+    return RunSpec(f"like-for-like kernels d={d} rows={rows} threads={threads}",
+                   "like-for-like", 0, payload,
+                   lambda progress: time_like_for_like(d, rows, repeats=like["repeats"],
+                                                       threads=threads,
+                                                       block_s=like["block_s"]),
+                   timed=True)
+
+
 def plan(size: str, seeds: range) -> list[RunSpec]:
-    """Kernel runs (one per shape and thread count, at full only), one step-time run per
-    thread count, then the quality runs (rmsnorm and layernorm × seeds)."""
+    """Kernel runs (one per shape and thread count, at full only), one step-time run and one
+    like-for-like kernel timing per thread count (both reported beside C18, which the
+    analytic counts and the quality runs decide), then the quality runs (rmsnorm and
+    layernorm × seeds)."""
     config = SIZES[size]
     kernels = config["kernels"] or {"shapes": []}
     specs = []
@@ -507,6 +722,7 @@ def plan(size: str, seeds: range) -> list[RunSpec]:
                              lambda progress, t=threads: time_training_steps(config["step"],
                                                                              threads=t),
                              timed=True))
+        specs.append(_like_for_like_spec(config, threads))
     from blocklab.experiments.trainer import run
 
     for seed in seeds:
@@ -557,6 +773,8 @@ def price(spec: RunSpec, cal) -> float | None:
             if ((payload["d"], payload["rows"]), payload["threads"]) in firsts:
                 seconds += cal.reference_s(_INDUCTOR_WARM_REFERENCE_S)
         return seconds
+    if payload["kind"] == "like-for-like":
+        return _like_for_like_price(payload, cal)
     if payload["kind"] == "step":
         b, t = payload["batch_size"], payload["seq_len"]
         seconds = 0.0
@@ -566,6 +784,21 @@ def price(spec: RunSpec, cal) -> float | None:
                 payload["warmup"] + payload["repeats"]) * cal.step_s(model, b, t))
         return seconds
     return None
+
+
+def _like_for_like_price(payload: dict[str, Any], cal) -> float:
+    """A like-for-like run priced as on a CPU, where F.rms_norm is not fused: the compiled
+    kind, forward+backward only, two cold compiles, and the process's first compile at a size
+    that plans no kernel runs (which would have paid it first)."""
+    call = cal.reference_s(_ELEMENT_REFERENCE_S["fwdbwd_s"] * payload["d"] * payload["rows"]
+                           * _KIND_FACTOR["compiled"])
+    seconds = len(NORM_NAMES) * (4 * call + payload["repeats"]
+                                 * max(call, cal.fixed_s(payload["block_s"])))
+    seconds += len(NORM_NAMES) * cal.reference_s(_COLD_COMPILE_REFERENCE_S)
+    alone = any(c["kernels"] is None and c["step"]["d_model"] == payload["d"]
+                and c["step"]["batch_size"] * c["step"]["seq_len"] == payload["rows"]
+                for c in SIZES.values())
+    return seconds + (cal.reference_s(_INDUCTOR_WARM_REFERENCE_S) if alone else 0.0)
 
 
 # --- summarise ------------------------------------------------------------------------------------
@@ -603,6 +836,71 @@ def _kernel_rows(results) -> tuple[list[KernelTiming], list[KernelRatio], list[C
                     layernorm_impl=f"layernorm:{kind}", pass_name=pass_name,
                     time=bootstrap_ratio_ci(rms[f"{pass_name}_s"], ln[f"{pass_name}_s"])))
     return kernels, ratios, compiles
+
+
+def _like_rows(results) -> list[FusedTiming]:
+    """The like-for-like kernel timings (`time_like_for_like`), one per thread count."""
+    out = []
+    for spec, result in results:
+        if spec.arm != "like-for-like" or result.get("status") != "ok":
+            continue
+        kind = result["timed_kind"]
+        rms, ln = (result["impls"].get(f"{norm}:{kind}", {}) for norm in NORM_NAMES)
+        out.append(FusedTiming(
+            d=result["d"], rows=result["rows"], threads=result["threads"],
+            method=result["method"], kernels=result["kernels"],
+            torch_fused=result["torch_fused"],
+            rmsnorm_ms={p: _median_ms(rms.get(f"{p}_s")) for p in PASSES},
+            layernorm_ms={p: _median_ms(ln.get(f"{p}_s")) for p in PASSES},
+            ratios={p: bootstrap_ratio_ci(rms[f"{p}_s"], ln[f"{p}_s"]) for p in PASSES
+                    if rms.get(f"{p}_s") and ln.get(f"{p}_s")},
+            compile_s={norm: rec.get("compile_s") for norm, rec in zip(NORM_NAMES, (rms, ln),
+                                                                       strict=True)},
+            error=rms.get("error") or ln.get("error")))
+    return out
+
+
+def _compute_tables(compute: NormCompute) -> list[Table]:
+    """The analytic counts (`count_compute`) as two tables: per row, and per training step."""
+    per_row = Table(
+        "What 'compute' means: FLOPs and bytes per normalised row of width d (analytic)",
+        ["norm", "d", "bytes/element", "fwd FLOPs", "fwd+bwd FLOPs", "fwd bytes",
+         "fwd+bwd bytes", "γ, β bytes per call"],
+        [[c.norm, c.d, c.element_bytes, c.fwd_flops, c.fwdbwd_flops, c.fwd_bytes,
+          c.fwdbwd_bytes, c.param_bytes] for c in compute.counts],
+        f"FLOPs by blocklab.budget's conventions (per element: RMSNorm 4 forward + 9 backward, "
+        f"LayerNorm 7 + 13): RMSNorm needs {compute.flops_saving_pct:.1f}% fewer forward+"
+        f"backward FLOPs ({compute.fwd_flops_saving_pct:.1f}% forward), at every d. Bytes: an "
+        "ideal fused kernel reads and writes the same activations for both norms and differs "
+        "only by the float32 row statistics (1 vs 2): "
+        + ", ".join(f"{k} {v:.2f}%" for k, v in compute.bytes_saving_pct.items()) + " fewer.")
+    per_step = Table(
+        "The norms within one training step (analytic FLOPs)",
+        ["model", "tokens", "norms per token", "norm GFLOPs RMSNorm", "norm GFLOPs LayerNorm",
+         "step GFLOPs (LayerNorm)", "step saving %"],
+        [[f"{st.model} (d={st.d_model}, L={st.n_layers})", st.batch * st.seq_len,
+          st.norm_calls, st.norm_flops["rmsnorm"] / 1e9, st.norm_flops["layernorm"] / 1e9,
+          st.step_flops["layernorm"] / 1e9, round(st.saving_pct, 4)] for st in compute.steps],
+        "Step = 3 × forward matmul FLOPs (blocklab.budget) + every norm forward+backward; "
+        "other elementwise work left out, so the saving is an upper bound.")
+    return [per_row, per_step]
+
+
+def _like_table(like: list[FusedTiming]) -> Table:
+    rows = [[t.d, t.rows, t.threads, t.method, pass_name, t.rmsnorm_ms[pass_name],
+             t.layernorm_ms[pass_name], _ratio_text(ratio, 3)]
+            for t in like for pass_name, ratio in t.ratios.items()]
+    kernels = "; ".join(f"{norm}: {what}" for norm, what in like[0].kernels.items())
+    fused = like[0].torch_fused
+    return Table(
+        "Like-for-like kernel time: RMSNorm vs LayerNorm with equally fused kernels (median ms)",
+        ["d", "rows", "threads", "method", "pass", "RMSNorm ms", "LayerNorm ms",
+         "ratio RMS/LN [95% CI]"], rows,
+        f"Timed: {kernels}. PyTorch's functional norms here: F.rms_norm "
+        f"{'fused' if fused['rmsnorm'] else 'a composite of elementary ops'}, F.layer_norm "
+        f"{'fused' if fused['layernorm'] else 'a composite'}; both are timed through "
+        f"{'their fused kernels' if like[0].method == 'torch-fused' else 'torch.compile'}. "
+        "Reported; C18's 'compute' is decided by the FLOP and byte counts.")
 
 
 def _ratio_text(stats: TimeRatio, digits: int = 2) -> str:
@@ -686,8 +984,8 @@ def summarise(size: str, seeds: range, results: list[tuple[RunSpec, dict[str, An
         notes.append(full_only(
             ["the kernel runs: each implementation's forward and forward+backward time per "
              "shape, the bytes saved for backward and torch.compile's compile times"],
-            "C18 grades the training step and the quality runs; the kernels are reported "
-            "beside them"))
+            "C18 is decided by the analytic FLOP and byte counts and the quality runs; the "
+            "kernels are reported beside them"))
     elif not planned["compile"]:
         notes.append(f"torch.compile is not part of the {size} grid (a cold compile takes "
                      "seconds per implementation and shape); the full grid includes it.")
@@ -714,8 +1012,18 @@ def summarise(size: str, seeds: range, results: list[tuple[RunSpec, dict[str, An
          "ratio RMS/LN [95% CI]"], step_rows,
         "Forward, backward, clipping and AdamW; the four models' steps interleave. blocklab: "
         "the models as built (RMSNorm fused with the residual add in one kernel); "
-        "like-for-like: both norms by PyTorch's own kernels (F.rms_norm, F.layer_norm), the "
-        "residual added apart."))
+        "like-for-like: both norms by PyTorch's functional ops (F.rms_norm, F.layer_norm), "
+        "the residual added apart. On a CPU F.rms_norm is a composite of elementary ops and "
+        "F.layer_norm one fused kernel, so neither path is equally fused; see the "
+        "like-for-like kernel table."))
+    like = _like_rows(results)
+    if like:
+        tables.append(_like_table(like))
+        failed = [t for t in like if t.error]
+        if failed:
+            notes.append(f"The like-for-like kernel timing failed to compile: {failed[0].error}")
+    compute = count_compute(size)
+    tables.extend(_compute_tables(compute))
 
     losses: dict[str, dict[int, float | None]] = {norm: {} for norm in NORM_NAMES}
     statuses: dict[str, list[str]] = {norm: [] for norm in NORM_NAMES}
@@ -748,7 +1056,7 @@ def summarise(size: str, seeds: range, results: list[tuple[RunSpec, dict[str, An
                  "sharing the machine; repeats interleave the implementations so drift hits all "
                  "of them, and medians ignore the slow outliers.")
     data = NormCostData(kernels=kernels, ratios=ratios, compile=compiles, step_time=step_time,
-                        quality=quality)
+                        quality=quality, compute=compute, like_for_like=like)
     return Summary("norm-cost", size, len(seeds), tables, notes, data, first_seed=seeds.start)
 
 
