@@ -85,11 +85,14 @@ def test_the_schedule_has_rounds_timed_runs_alone_and_a_tail(tmp_path):
     specs = _all_specs("quick")
     plan = estimate.estimate_suites(tmp_path, "quick", SUITES,
                                     calibration=_fake_calibration(specs))
-    first, second = plan.rounds  # everything with ffn's tuning runs, then ffn's evaluation
-    assert len(second.untimed) == sum(1 for suite, s in specs if suite.name == "ffn"
+    # everything with the tuned suites' (ffn, placement) tuning runs, then their evaluation
+    first, second = plan.rounds
+    tuned = {name for name in SUITES if get_suite(name).tune}
+    assert tuned == {"ffn", "placement"}
+    assert len(second.untimed) == sum(1 for suite, s in specs if suite.name in tuned
                                       and s.payload["kind"] != "tune" and not s.timed)
     # ffn's timing run, which no rule grades, runs at full only
-    assert len(second.timed) == sum(1 for suite, s in specs if suite.name == "ffn" and s.timed)
+    assert len(second.timed) == sum(1 for suite, s in specs if suite.name in tuned and s.timed)
     assert all(s.unknown == 0 for s in plan.suites)
     fixed = sum(plan.fixed_s.values())
     assert plan.wall_s(1) == pytest.approx(plan.core_s + fixed)
@@ -137,11 +140,14 @@ def test_stored_runs_cost_nothing_and_their_twins_cost_their_wall_time(tmp_path)
     (suite,) = done.suites
     assert suite.stored == suite.runs > 0 and done.core_s == 0.0 and suite.unknown == 0
     assert done.calibration is None and done.wall_s(2) == 0.0  # nothing to run or calibrate
-    # Seeds 1000… are not stored: each is priced at its stored twin's (seed 0's) wall time.
+    # Seeds 1000… are not stored: each is priced at its stored twin's (seed 0's) wall time;
+    # the tuning runs, shared by every seed offset, are.
     other = estimate.estimate_suites(tmp_path, "tiny", ["placement"], seed_offset=1000,
                                      budget_s=0.5)
     (suite,) = other.suites
-    assert suite.stored == 0 and suite.unknown == 0 and suite.from_stored == suite.runs
+    tuning = [p for p in (tmp_path / "placement" / "tiny+tuning").glob("*.json")]
+    assert suite.stored == len(tuning) > 0 and suite.unknown == 0
+    assert suite.from_stored == suite.runs - len(tuning)
     walls = sum(json.loads(p.read_text())["wall_time_s"]
                 for p in (tmp_path / "placement" / "tiny").glob("*.json")
                 if p.name != "summary.json")

@@ -34,7 +34,13 @@ from blocklab.claims.ledger import (
     scale_text,
     settle,
 )
-from blocklab.claims.registry import C36_MIN_SEEDS, C36_RULES, C36_STABLE_PART, registered  # noqa: F401
+from blocklab.claims.registry import (  # noqa: F401 - the rules' names, as the check uses them
+    C36_IDENTITY_PART,
+    C36_MIN_SEEDS,
+    C36_RULES,
+    C36_STABLE_PART,
+    registered,
+)
 from blocklab.claims.rules import Estimate
 from blocklab.experiments.summaries import Interval
 
@@ -86,9 +92,10 @@ def c36(ctx: Context) -> Finding:
                        ctx.suite_command("placement"), "placement_deep")
     depth = effect.depth
     rules = registered("C36", ctx.size)
-    specs = [(C36_STABLE_PART, rules[C36_STABLE_PART], Estimate.of(effect.pre_vs_post_warm))]
-    specs += identity_specs(data, rules)
-    parts = Part.decided_together(specs)
+    parts = Part.decided_together([
+        (C36_STABLE_PART, rules[C36_STABLE_PART], Estimate.of(effect.pre_vs_post_warm)),
+        (C36_IDENTITY_PART, rules[C36_IDENTITY_PART], identity_estimate(data))])
+    post_identity = post_identity_estimate(data)
     verdict = settle([p.verdict for p in parts], all_or_none)
     deep = data.size.get("deep", {})
     scale = {"d_model": deep.get("d_model"), "depth": depth, "steps": deep.get("steps"),
@@ -114,18 +121,20 @@ def c36(ctx: Context) -> Finding:
         verdict,
         f"Depth {depth}, up to {data.seeds} seeds, paired by seed: {graded}. Largest stable "
         f"peak lr: {stability_text(data, 'deep', depth)}. Without warmup, pre − post of it: "
-        f"{_ci(effect.pre_vs_post_cold, 2)} doublings. The shallower training grid's arms "
+        f"{_ci(effect.pre_vs_post_cold, 2)} doublings. Post-norm blocks' distance from the "
+        f"identity at initialisation (reported): {post_identity.text()}; they have no bare "
+        "identity term, and their Jacobian is the norm's. The shallower training grid's arms "
         f"were tuned to ({fair_en}). One run length on a small model: a part that fails is "
         "not reproduced at this scale, never contradicted." + scale_en,
         f"深度 {depth}、至多 {data.seeds} 个种子，按种子配对：{graded}。最大稳定峰值学习率："
         f"{stability_text(data, 'deep', depth, zh=True)}。无 warmup 时其 pre − post："
-        f"{_ci(effect.pre_vs_post_cold, 2)} 倍程。较浅训练网格各组调得的学习率：{fair_zh}。"
+        f"{_ci(effect.pre_vs_post_cold, 2)} 倍程。Post-Norm 块在初始化时与单位矩阵的距离（仅报告）："
+        f"{post_identity.text()}；它们没有单独的单位项，其雅可比就是归一化的雅可比。"
+        f"较浅训练网格各组调得的学习率：{fair_zh}。"
         "只有一种训练长度且模型很小：不成立的部分只能算“此规模下未复现”，不能算“被否定”。" + scale_zh,
-        {"effect": asdict(effect), "stability": [asdict(a) for a in arms], "table": table},
+        {"effect": asdict(effect), "stability": [asdict(a) for a in arms], "table": table,
+         "post_identity_deviation": asdict(post_identity)},
         ctx.suite_command("placement"), "placement_deep", parts, C36_COMBINES,
         C36_COMBINES_ZH)
 
 
-def identity_specs(data, rules) -> list:
-    """C36's identity-term part, from the gradient probes (none before they record it)."""
-    return []

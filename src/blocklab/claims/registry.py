@@ -488,6 +488,7 @@ C36_RULES = {
                "seed (positive = pre-norm stays stable at a larger lr)",
         smallest_effect=1.0, margin=0.5, min_seeds=C36_MIN_SEEDS,
         max_seeds=2 * C36_MIN_SEEDS, claimed=1.0),
+    C36_IDENTITY_PART: C36_IDENTITY_RULE,
 }
 
 
@@ -591,7 +592,7 @@ def part_arms(claim_id: str, name: str, metric: str, arms: list[str]) -> list[st
     elif claim_id in ("C13", "C19") or (claim_id == "C36" and name in _CELLS):
         found = at_deepest()
     elif claim_id == "C36":  # the identity term: the pre-norm probes at the deepest depth
-        probes = [a.split("/") for a in arms if a.startswith("init/pre/")]
+        probes = [a.split("/") for a in arms if a.startswith(f"init/pre/{C36_IDENTITY_INIT}/")]
         deepest = max((int(p[3]) for p in probes), default=0)
         found = ["/".join(p) for p in probes if int(p[3]) == deepest]
     elif claim_id in ("C21", "C30"):

@@ -651,8 +651,8 @@ def estimate_suites(results: str | Path, size: str, names: Sequence[str], *,
         ResultStore,
         seed_range,
         stale_reasons,
+        stored_tuning,
         suite_dir,
-        tuning_dir,
     )
 
     results = Path(results)
@@ -668,11 +668,14 @@ def estimate_suites(results: str | Path, size: str, names: Sequence[str], *,
         seeds = seed_range(suite.default_seeds[size], seed_offset)
         store = ResultStore(suite_dir(results, suite, size, seed_offset))
         folder = store.root.name
-        groups = [(1 if suite.tune else 0, store, folder,
-                   suite.plan(size, seeds, []) if suite.tune else suite.plan(size, seeds))]
         if suite.tune:
-            tuning = ResultStore(tuning_dir(results, suite, size))
-            groups.insert(0, (0, tuning, tuning.root.name, suite.tune(size)))
+            # the stored tuning runs (a grid grown at an edge included) choose the settings
+            # the evaluation runs are planned at; before they are stored, the registered grid
+            tuning_specs, tuning, _, _, tuned = stored_tuning(suite, size, results)
+            groups = [(0, tuning, tuning.root.name, tuning_specs),
+                      (1, store, folder, suite.plan(size, seeds, tuned))]
+        else:
+            groups = [(0, store, folder, suite.plan(size, seeds))]
         for stage, where, folder, specs in groups:
             stale = stale_reasons(specs, where)
             for spec in specs:

@@ -264,17 +264,17 @@ def fig_placement_training(doc: dict[str, Any]) -> bytes | None:
     runs = [r for r in runs if r["arm"].startswith("train/")]
     if not runs:
         return None
-    # arm = train/<placement>/<depth>/<warmup>/<lr>: one panel per (depth, lr), colour by
-    # placement, line style by warmup.
-    panels = list(dict.fromkeys((r["arm"].split("/")[2], r["arm"].split("/")[4]) for r in runs))
+    # arm = train/<placement>/<depth>/<warmup>, each at its own tuned lr: one panel per depth,
+    # colour by placement, line style by warmup.
+    panels = list(dict.fromkeys(r["arm"].split("/")[2] for r in runs))
     warmups = list(dict.fromkeys(r["arm"].split("/")[3] for r in runs))
     styles = dict(zip(warmups, ("-", "--", ":", "-."), strict=False))
     fig, axes = _new(min(4.2 * len(panels), 12), 3.8, len(panels), 1)
-    for ax, (depth, lr) in zip(axes.flat, panels, strict=True):
+    for ax, depth in zip(axes.flat, panels, strict=True):
         seen = set()
         for r in runs:
-            _, placement, d, warmup, rate = r["arm"].split("/")
-            if (d, rate) != (depth, lr):
+            _, placement, d, warmup = r["arm"].split("/")
+            if d != depth:
                 continue
             label = f"{placement}, warmup {warmup}"
             ax.plot(r["step"], _finite(r["train_loss"]), styles.get(warmup, "-"), lw=1,
@@ -284,7 +284,7 @@ def fig_placement_training(doc: dict[str, Any]) -> bytes | None:
             if r["status"] != "ok" and r["step"]:
                 ax.plot([r["step"][-1]], [_finite(r["train_loss"])[-1]], "x", ms=8,
                         color=PLACEMENT_COLOURS.get(placement, "C7"))
-        ax.set_title(f"L={depth}, lr={lr}", fontsize=10)
+        ax.set_title(f"L={depth}, each arm at its tuned lr", fontsize=10)
         ax.set_xlabel("optimizer step")
         ax.set_ylabel("training loss (nats/token)")
         ax.grid(True, alpha=0.3)
@@ -333,48 +333,35 @@ def fig_placement_gradients(doc: dict[str, Any]) -> bytes | None:
 
 
 def fig_placement_deep(doc: dict[str, Any]) -> bytes | None:
-    """C36: left, each layer's gradient relative to the last layer's during training (the
-    summary's `deep_profiles`) at the deepest deep depth; right, the deep runs' training loss."""
+    """C13, C19 and C36: the largest stable peak lr per arm (one dot per seed, the geometric
+    mean as a bar), at the training depth (left) and in the deep stacks (right)."""
     data: PlacementData | None
-    data, runs = _summary(doc, "placement")
-    if data is None or not data.deep_profiles:
+    data, _ = _summary(doc, "placement")
+    if data is None or not data.stability:
         return None
-    depth = max(p.depth for p in data.deep_profiles)
-    styles = dict(zip(sorted({p.warmup for p in data.deep_profiles}), ("-", "--", ":", "-."),
-                      strict=False))
     fig, axes = _new(11, 3.9, 2, 1)
-    left, right = axes[0, 0], axes[0, 1]
-    for p in data.deep_profiles:
-        if p.depth != depth:
+    for ax, grid in zip((axes[0, 0], axes[0, 1]), ("sweep", "deep"), strict=True):
+        arms = [a for a in data.stability if a.grid == grid]
+        if not arms:
+            ax.set_axis_off()
             continue
-        left.plot(range(1, depth + 1), _finite(p.grad_log2_vs_last), styles.get(p.warmup, "-"),
-                  marker=".", ms=3, lw=1, color=PLACEMENT_COLOURS.get(p.placement, "C7"),
-                  label=f"{p.placement}, warmup {p.warmup}, lr {p.lr:g}")
-    left.axhline(0.0, color="grey", lw=1)
-    left.set_title(f"L={depth}: gradient reaching each layer, during training", fontsize=10)
-    left.set_xlabel("layer (1 = next to the input)")
-    left.set_ylabel("log2 ‖∇ layer‖ / ‖∇ last layer‖")
-    # arm = deep/<placement>/<depth>/<warmup>/<lr>
-    seen = set()
-    for r in runs:
-        if not r["arm"].startswith("deep/"):
-            continue
-        _, placement, d, warmup, _ = r["arm"].split("/")
-        if int(d) != depth:
-            continue
-        label = f"{placement}, warmup {warmup}"
-        colour = PLACEMENT_COLOURS.get(placement, "C7")
-        right.plot(r["step"], _finite(r["train_loss"]), styles.get(int(warmup), "-"), lw=1,
-                   color=colour, alpha=0.85, label=None if label in seen else label)
-        seen.add(label)
-        if r["status"] != "ok" and r["step"]:
-            right.plot([r["step"][-1]], [_finite(r["train_loss"])[-1]], "x", ms=8, color=colour)
-    right.set_title(f"L={depth}: training loss, one line per run", fontsize=10)
-    right.set_xlabel("optimizer step")
-    right.set_ylabel("training loss (nats/token)")
-    for ax in (left, right):
+        for x, a in enumerate(arms):
+            colour = PLACEMENT_COLOURS.get(a.placement, "C7")
+            lrs = [a.ladder[0] * 2.0 ** k for k in a.rungs if k is not None]
+            ax.plot([x] * len(lrs), lrs, "o", ms=5, alpha=0.6, color=colour)
+            if a.max_stable_lr is not None:
+                ax.plot([x - 0.3, x + 0.3], [a.max_stable_lr] * 2, lw=2, color=colour)
+        ax.axhline(a.ladder[0], color="grey", lw=0.8, ls=":")
+        ax.axhline(a.ladder[-1], color="grey", lw=0.8, ls=":")
+        ax.set_yscale("log", base=2)
+        ax.set_xticks(range(len(arms)))
+        ax.set_xticklabels([f"{a.placement}\n{'warmup' if a.warmup else 'no warmup'}"
+                            for a in arms], fontsize=8)
+        ax.set_ylabel("largest stable peak lr")
+        depth = arms[0].depth
+        ax.set_title(f"L={depth}, {arms[0].steps} steps: largest stable lr per seed "
+                     "(dotted: the ladder's ends)", fontsize=10)
         ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=7)
     return _png(fig)
 
 
@@ -698,8 +685,7 @@ def fig_scale_trend(doc: dict[str, Any]) -> bytes | None:
     else:
         left.set_axis_off()
     if placement is not None and len({e.depth for e in placement.effects}) > 1:
-        lr = max(e.lr for e in placement.effects)
-        chosen = sorted((e for e in placement.effects if e.lr == lr), key=lambda e: e.depth)
+        chosen = sorted(placement.effects, key=lambda e: e.depth)
         for effect in chosen:
             _errorbar(right, effect.depth, effect.warmup_interaction, fmt="s", color="C3",
                       capsize=4)
@@ -707,7 +693,7 @@ def fig_scale_trend(doc: dict[str, Any]) -> bytes | None:
                    color="C3", lw=1)
         right.set_xlabel("depth (layers)")
         right.set_ylabel("(post cold − warm) − (pre cold − warm), nats")
-        right.set_title(f"C19: post-norm's need for warmup by depth (lr {lr:g})", fontsize=10)
+        right.set_title("C19: post-norm's need for warmup by depth (tuned lrs)", fontsize=10)
     else:
         right.set_axis_off()
     for ax in (left, right):

@@ -44,11 +44,12 @@ STRINGS: dict[str, tuple[str, str]] = {
                       "RMSNorm 与 LayerNorm 的开销（norm-cost 实验）"),
     "sub_placement_suite": ("Training and gradients (placement suite)",
                             "训练与梯度（placement 实验）"),
-    "placement_deep_note": ("The deep stacks of this suite (pre vs post norm at 48 layers and "
-                            "more, its last two tables) settle C36; their figure and graded "
-                            "parts are under ",
-                            "本实验的深层堆叠（48 层及以上的 Pre 与 Post 对比，即最后两张表）用于判定 C36；"
-                            "其图与分项判定见 "),
+    "placement_deep_note": ("The largest stable learning rates of this suite (its sweep tables: "
+                            "pre vs post norm at the training depth, and in deep stacks of 50 "
+                            "layers and more) settle C19's stability parts and C36; their figure "
+                            "and graded parts are under ",
+                            "本实验的最大稳定学习率（扫描表：训练深度下以及 50 层及以上深层堆叠中的 Pre 与 Post 对比）"
+                            "用于判定 C19 的稳定性部分与 C36；其图与分项判定见 "),
     "sub_extrapolation": ("Length extrapolation (position suite)", "长度外推（position 实验）"),
     "sub_rope_check": ("RoPE relative-position check", "RoPE 相对位置检查"),
     "sub_flops": ("Where the FLOPs go", "FLOPs 的去向"),
@@ -291,19 +292,19 @@ CAPTIONS: dict[str, tuple[str, str]] = {
                   "bootstrap 置信区间）；右：小型解码器的完整训练步。低于 1 表示 RMSNorm 更快；红色虚线为页面所说的"
                   "“少 7%”。"),
     "placement_training": ("Training loss of pre-, post- (and sandwich-) norm models without "
-                       "gradient clipping, one line per run, one panel per depth and peak "
-                       "learning rate; line style = warmup steps, × = the run ended diverged or "
-                       "stuck.",
-                       "不做梯度裁剪时 Pre、Post（及 Sandwich）归一化模型的训练损失：每次运行一条线，每个深度与峰值"
-                       "学习率一个子图；线型表示 warmup 步数，× 表示该运行以发散或停滞结束。"),
-    "placement_deep": ("Deep stacks (C36), during training. Left: each layer's gradient norm "
-                       "(all of its parameters) over the last layer's, log2, averaged over the "
-                       "logged steps after warmup and over seeds; 0 = the same gradient as the "
-                       "top layer, the page's 'gradient ≈ 1'. Right: training loss, one line "
-                       "per run; line style = warmup steps, × = the run diverged or got stuck.",
-                       "深层堆叠（C36），训练过程中。左：各层梯度范数（该层全部参数）与最后一层之比的 log2，"
-                       "对 warmup 之后记录的各步及各种子取平均；0 表示与顶层梯度相同，即页面所说的“梯度 ≈ 1”。"
-                       "右：训练损失，每次运行一条线；线型表示 warmup 步数，× 表示该运行发散或停滞。"),
+                       "gradient clipping, one line per run, one panel per depth, each arm at "
+                       "its own tuned peak learning rate; line style = warmup steps, × = the "
+                       "run ended diverged or stuck.",
+                       "不做梯度裁剪时 Pre、Post（及 Sandwich）归一化模型的训练损失：每次运行一条线，每个深度"
+                       "一个子图（各组用各自调好的峰值学习率）；线型表示 warmup 步数，× 表示该运行以发散或停滞结束。"),
+    "placement_deep": ("Largest stable peak learning rate per arm, one dot per seed (bisected "
+                       "short runs on a doubling ladder; stable = finished and below the "
+                       "unigram entropy), the bar their geometric mean. Left: at the training "
+                       "depth (C13, C19); right: the deep stacks (C36). Dotted: the ladder's "
+                       "ends (a dot there is censored).",
+                       "各组的最大稳定峰值学习率，每个种子一个点（在倍增学习率阶梯上二分的短训练；稳定 = 训练完成且损失"
+                       "低于单字节熵），横线为其几何平均。左：训练深度下（C13、C19）；右：深层堆叠（C36）。"
+                       "虚线：阶梯两端（落在那里的点是截尾值）。"),
     "placement_gradients": ("At initialisation, no training. Top: gradient norm of each "
                              "layer's FFN output matrix (W_down) in the deepest model. Bottom: "
                              "the last layer's gradient against depth L (log–log) with the "

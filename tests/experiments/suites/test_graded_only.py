@@ -114,27 +114,31 @@ def test_norm_cost_full_plans_the_kernel_runs_too():
 
 
 # --- placement: C12, C13, C19, C36 ----------------------------------------------------------------
-def _contrast(grid: str, training: placement.Training, claims: tuple[str, ...],
-              size: str) -> set[str]:
-    """The cells the deepest-depth contrast of `claims` reads: their parts name pre-norm and
-    post-norm, with and without warmup, at the deepest depth (and highest lr)."""
+def _contrast(grid: str, depths: tuple[int, ...], warmups: tuple[int, ...],
+              claims: tuple[str, ...], size: str) -> set[str]:
+    """The arms the deepest-depth contrast of `claims` reads: their parts name pre-norm and
+    post-norm (and warmup), at the deepest depth, each arm at its own lr."""
     names = " ".join(name for c in claims for name in registered(c, size))
     placements = [p for p in ("pre", "post", "sandwich") if f"{p}-norm" in names]
-    assert placements == ["pre", "post"] and "warmup" in names
-    depth, lr = max(training.depths), max(training.lrs)
-    lrs = training.lrs if grid == "deep" else (lr,)  # C36 reads every lr of its grid
-    return {f"{grid}/{p}/{depth}/{w}/{rate:g}" for p in placements for w in training.warmups
-            for rate in lrs}
+    assert placements == ["pre", "post"] and ("warmup" in names or "stable" in names)
+    return {f"{grid}/{p}/{max(depths)}/{w}" for p in placements for w in warmups}
 
 
 @pytest.mark.parametrize("size", GRADED_ONLY)
 def test_placement_trains_the_graded_contrasts_only(size):
     grids = placement.SIZES[size]
     specs = _plan("placement", size)
-    train = {s.arm for s in specs if s.arm.startswith("train/")}
-    deep = {s.arm for s in specs if s.arm.startswith("deep/")}
-    assert train == _contrast("train", grids.training, ("C13", "C19"), size)
-    assert deep == _contrast("deep", grids.deep, ("C36",), size)
+    arms = {prefix: {s.arm for s in specs if s.arm.startswith(prefix + "/")}
+            for prefix in ("train", "sweep", "deep")}
+    training, sweep, deep = grids.training, grids.sweep, grids.deep
+    assert arms["train"] == _contrast("train", training.depths, training.warmups,
+                                      ("C13", "C19"), size)
+    assert arms["sweep"] == _contrast("sweep", sweep.depths,
+                                      tuple(sweep.warmup if w else 0 for w in sweep.warm),
+                                      ("C13", "C19"), size)
+    assert arms["deep"] == _contrast("deep", deep.depths,
+                                     tuple(deep.warmup if w else 0 for w in deep.warm),
+                                     ("C36",), size)
     # C12 grades the pre-norm probes; every placement's probes stay beside them (the
     # comparison C12's and C19's texts read, one forward and backward each)
     inits = [re.search(r"pre-norm, (\S+) init", n).group(1) for n in registered("C12", size)]
@@ -142,15 +146,15 @@ def test_placement_trains_the_graded_contrasts_only(size):
     assert {f"init/pre/{i}/{d}" for i in inits for d in grids.probe.depths} <= probes
     assert probes == {f"init/{p}/{i}/{d}" for p in grids.probe.placements
                       for i in grids.probe.inits for d in grids.probe.depths}
-    assert {s.arm.split("/")[0] for s in specs} == {"init", "train", "deep"}
+    assert {s.arm.split("/")[0] for s in specs} == {"init", "train", "sweep", "deep"}
 
 
-def test_placement_full_keeps_the_depth_trend_sandwich_and_every_lr():
+def test_placement_full_keeps_the_depth_trend_sandwich_and_a_finer_lr_grid():
     training = placement.SIZES["full"].training
     train = {s.arm for s in _plan("placement", "full") if s.arm.startswith("train/")}
     assert {a.split("/")[1] for a in train} == {"pre", "post", "sandwich"}
     assert {int(a.split("/")[2]) for a in train} == set(training.depths)
-    assert len({a.split("/")[4] for a in train}) == len(training.lrs) > 1
+    assert len(training.lr_grid.base) >= 5 > len(placement.SIZES["quick"].training.lr_grid.base)
 
 
 # --- position: C21, C29, C30, C31 -----------------------------------------------------------------

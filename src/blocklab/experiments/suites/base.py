@@ -220,6 +220,28 @@ class PlannedSuite:
             for spec in self.missing]
 
 
+def stored_tuning(suite: Suite, size: str, out_dir: str | Path, precision: str = "fp32"
+                  ) -> tuple[list[RunSpec], ResultStore, dict[str, str], list[RunSpec], Results]:
+    """A tuned suite's tuning runs against its store: (every tuning run due so far, the store,
+    stale reasons, the missing ones, the (spec, result) pairs once none is missing, else []).
+
+    A grid grows at an edge only once its points are tuned (`tuning.tune_arm`), so the tuning
+    runs are asked for again with the results so far until nothing is added."""
+    extra = check_precision(suite, precision)
+    tuning = suite.tune(size, **extra)
+    store = ResultStore(tuning_dir(out_dir, suite, size, precision))
+    while True:
+        stale = stale_reasons(tuning, store)
+        missing = [s for s in tuning if not store.has(s.run_id) or s.run_id in stale]
+        if missing:
+            return tuning, store, stale, missing, []
+        tuned = [(spec, store.load(spec.run_id)) for spec in tuning]
+        grown = suite.tune(size, tuned=tuned, **extra)
+        if {s.run_id for s in grown} <= {s.run_id for s in tuning}:
+            return tuning, store, stale, [], tuned
+        tuning = grown
+
+
 def plan_suite(suite: Suite, size: str, seeds: int | None, out_dir: str | Path,
                seed_offset: int = 0, precision: str = "fp32",
                rules: dict[str, str] | None = None) -> PlannedSuite:
@@ -235,21 +257,10 @@ def plan_suite(suite: Suite, size: str, seeds: int | None, out_dir: str | Path,
     seeds = seed_range(suite.default_seeds[size] if seeds is None else seeds, seed_offset)
     tuned: Results = []
     if suite.tune is not None:
-        tuning = suite.tune(size, **extra)
-        store = ResultStore(tuning_dir(out_dir, suite, size, precision))
-        # A grid grows at an edge only once its points are tuned (`tuning.tune_arm`), so the
-        # tuning runs are asked for again with the results so far until nothing is added.
-        while True:
-            stale = stale_reasons(tuning, store)
-            missing = [s for s in tuning if not store.has(s.run_id) or s.run_id in stale]
-            if missing:
-                return PlannedSuite(suite, size, seeds, tuning, store, stale, missing, "tune",
-                                    precision=precision, planned_rules=dict(rules or {}))
-            tuned = [(spec, store.load(spec.run_id)) for spec in tuning]
-            grown = suite.tune(size, tuned=tuned, **extra)
-            if {s.run_id for s in grown} <= {s.run_id for s in tuning}:
-                break
-            tuning = grown
+        tuning, store, stale, missing, tuned = stored_tuning(suite, size, out_dir, precision)
+        if missing:
+            return PlannedSuite(suite, size, seeds, tuning, store, stale, missing, "tune",
+                                precision=precision, planned_rules=dict(rules or {}))
         specs = suite.plan(size, seeds, tuned, **extra)
     else:
         specs = suite.plan(size, seeds, **extra)

@@ -231,18 +231,20 @@ SIZES = {
                  placements=("pre", "post"), seq_len=64, batch_size=16, steps=200,
                  stuck_patience=None, eval_every=25, eval_batches=4,
                  final_eval_fraction=FINAL_EVAL_FRACTION["quick"]),
-        # Largest stable lr at depth 12: half the training length (100 steps, warmup over the
-        # first third), ladder 4e-3 … 0.256 (pre-norm still trained at 6.4e-2 in 60 steps),
-        # 3 bisected runs a seed and arm, about 9 s each.
-        Sweep(d_model=32, n_heads=2, depths=(12,), warmup=33, placements=("pre", "post"),
-              warm=(False, True), seq_len=64, batch_size=16, steps=100, lr_min=4e-3,
+        # Largest stable lr at depth 12: 60 steps (warmup over the first third), ladder
+        # 0.032 … 2.048. Seed 0 in 60 steps: every arm trained at 0.064 and 0.256, both cold
+        # arms diverged at 1.0, both warm arms still trained there. 3 bisected runs a seed and
+        # arm, about 6 s each.
+        Sweep(d_model=32, n_heads=2, depths=(12,), warmup=20, placements=("pre", "post"),
+              warm=(False, True), seq_len=64, batch_size=16, steps=60, lr_min=0.032,
               final_eval_fraction=FINAL_EVAL_FRACTION["quick"]),
         # C36: 50 layers (the page's "50+"), pre and post, both with warmup (post-norm's best
-        # schedule) and pre-norm without. A 50-layer d = 32 step at seq_len 32 takes about
-        # 0.23 s on one core (per-op overhead), so 60 steps and the end-of-run evaluation cost
-        # about 15 s a run, 3 runs a seed and arm.
-        Sweep(d_model=32, n_heads=2, depths=(50,), warmup=20, placements=("pre", "post"),
-              warm=(True,), seq_len=32, batch_size=16, steps=60, lr_min=2e-3,
+        # schedule). A 50-layer d = 32 step at seq_len 32 takes about 0.23 s on one core
+        # (per-op overhead), so 40 steps and the end-of-run evaluation cost about 14 s a run,
+        # 3 runs a seed and arm. Ladder 0.016 … 1.024: seed 0 trained past the unigram model
+        # at 0.016 in both placements, and not at 0.002 (too slow in 40 steps).
+        Sweep(d_model=32, n_heads=2, depths=(50,), warmup=13, placements=("pre", "post"),
+              warm=(True,), seq_len=32, batch_size=16, steps=40, lr_min=0.016,
               final_eval_fraction=FINAL_EVAL_FRACTION["quick"])),
     # Hours: (pre, post at 3 depths + sandwich at 24) × 2 warmups × 5 seeds = 70 training
     # runs after 7 × 2 × 5 tuning runs, and the sweeps' 3 runs per arm and seed
@@ -255,11 +257,11 @@ SIZES = {
                  batch_size=16, steps=1000, stuck_patience=None, eval_every=50, eval_batches=8,
                  deepest_only=("sandwich",), final_eval_fraction=FINAL_EVAL_FRACTION["full"]),
         Sweep(d_model=64, n_heads=4, depths=(24,), warmup=100, placements=("pre", "post"),
-              warm=(False, True), seq_len=64, batch_size=16, steps=500, lr_min=1e-3,
+              warm=(False, True), seq_len=64, batch_size=16, steps=500, lr_min=8e-3,
               final_eval_fraction=FINAL_EVAL_FRACTION["full"]),
-        # C36 at 48 and 64 layers.
+        # C36 at 48 and 64 layers. Both ladders 0.008 … 0.512 (quick's runs diverged near 1.0).
         Sweep(d_model=64, n_heads=4, depths=(48, 64), warmup=100, placements=("pre", "post"),
-              warm=(False, True), seq_len=64, batch_size=16, steps=500, lr_min=1e-3,
+              warm=(False, True), seq_len=64, batch_size=16, steps=500, lr_min=8e-3,
               final_eval_fraction=FINAL_EVAL_FRACTION["full"])),
 }
 
