@@ -85,14 +85,18 @@ def test_the_schedule_has_rounds_timed_runs_alone_and_a_tail(tmp_path):
     specs = _all_specs("quick")
     plan = estimate.estimate_suites(tmp_path, "quick", SUITES,
                                     calibration=_fake_calibration(specs))
-    # everything with the tuned suites' (ffn, placement) tuning runs, then their evaluation
+    # everything with the tuned suites' tuning runs, then their evaluation
     first, second = plan.rounds
     tuned = {name for name in SUITES if get_suite(name).tune}
-    assert tuned == {"ffn", "placement"}
+    assert tuned == {"ffn", "placement", "position"}  # position tunes at full only
+    # (the runs that read nothing the tuning chooses run in the first round, beside it)
     assert len(second.untimed) == sum(1 for suite, s in specs if suite.name in tuned
-                                      and s.payload["kind"] != "tune" and not s.timed)
+                                      and s.payload["kind"] != "tune" and not s.timed
+                                      and s.reads_tuning)
+    assert any(not s.reads_tuning for suite, s in specs if suite.name == "placement")
     # ffn's timing run, which no rule grades, runs at full only
-    assert len(second.timed) == sum(1 for suite, s in specs if suite.name in tuned and s.timed)
+    assert len(second.timed) == sum(1 for suite, s in specs if suite.name in tuned and s.timed
+                                    and s.reads_tuning)
     assert all(s.unknown == 0 for s in plan.suites)
     fixed = sum(plan.fixed_s.values())
     assert plan.wall_s(1) == pytest.approx(plan.core_s + fixed)

@@ -681,7 +681,8 @@ def estimate_suites(results: str | Path, size: str, names: Sequence[str], *,
             for spec in specs:
                 done = where.has(spec.run_id) and spec.run_id not in stale
                 same = twins.get(_twin_key(name, folder, spec.label), [])
-                planned.append((suite, stage, spec, done, same))
+                # a run that reads nothing the tuning chooses runs beside the tuning runs
+                planned.append((suite, stage if spec.reads_tuning else 0, spec, done, same))
 
     def price(suite, spec, cal) -> float | None:
         own = suite.price(spec, cal) if getattr(suite, "price", None) else None

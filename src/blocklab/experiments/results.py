@@ -15,6 +15,7 @@ can read results without it.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -67,7 +68,10 @@ def run_id(model_config: ModelConfig | dict, train_config: _Config | dict,
 
 
 def json_safe(value: Any) -> Any:
-    """Non-finite floats -> None, tuples -> lists, recursively (strict JSON has no NaN)."""
+    """Non-finite floats -> None, tuples -> lists, dataclasses -> dicts of their fields,
+    recursively (strict JSON has no NaN)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return json_safe(dataclasses.asdict(value))
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, dict):

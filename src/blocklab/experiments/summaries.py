@@ -617,6 +617,10 @@ class PositionData:
     order: dict[str, OrderProbe]  # arm -> C29's order probe
     cost: PositionCost | None  # C31's timed run (None: not stored)
     finetune: FineTune | None
+    # Each trained arm's peak lr, tuned on seeds of its own (loss versus lr, and where the
+    # optimum fell).
+    lr_trials: list[LrTrial] = field(default_factory=list)
+    lr_tuning: list[ArmTuning] = field(default_factory=list)
 
 
 # --- quantize ----------------------------------------------------------------------------------

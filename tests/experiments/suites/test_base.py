@@ -124,7 +124,9 @@ def _tuned_suite(calls, fail_tuning=False, grow=False):
         return specs
 
     def plan(size, seeds, tuned):
-        best = min(tuned, key=lambda pair: pair[1]["loss"])[0].payload["scale"]
+        # before tuning (the runs that read none of it are planned from this), scale 1.0
+        best = (min(tuned, key=lambda pair: pair[1]["loss"])[0].payload["scale"] if tuned
+                else 1.0)
         specs = []
         for seed in seeds:
             def execute(progress, seed=seed):
@@ -170,6 +172,34 @@ def test_a_grid_grown_at_an_edge_is_tuned_before_anything_is_evaluated(tmp_path)
     assert [spec.payload["scale"] for spec, _ in planned.tuned] == [1.0, 2.0, 3.0]
 
 
+def test_runs_that_read_no_tuning_run_beside_the_tuning_runs(tmp_path):
+    calls = []
+    suite = _tuned_suite(calls)
+    plan = suite.plan
+
+    def plan_with_a_probe(size, seeds, tuned):
+        def probe(progress):
+            calls.append(("probe", 0))
+            return {"status": "ok", "value": 0.0}
+
+        return [*plan(size, seeds, tuned),
+                base.RunSpec("probe", "probe", 0, {"probe": 1}, probe, reads_tuning=False)]
+
+    def summarise(size, seeds, results):
+        values = [r["value"] for spec, r in results if spec.arm == "eval"]
+        return Summary("tuned", size, seeds, [], data=ToyData(base.mean_ci(values)))
+
+    suite = dataclasses.replace(suite, plan=plan_with_a_probe, summarise=summarise)
+    first = base.plan_suite(suite, "tiny", 1, tmp_path)
+    assert first.stage == "tune" and [s.label for s in first.early] == ["probe"]
+    assert first.early_store.root == tmp_path / "tuned" / "tiny"
+    base.run_suite(suite, "tiny", 1, tmp_path, progress=False)
+    # the probe ran in the first round, with the tuning runs, and was not run again
+    assert calls[:3] == [("tune", 1.0), ("tune", 2.0), ("probe", 0)] and calls[3:] == [
+        ("eval", 0)]
+    assert base.plan_suite(suite, "tiny", 1, tmp_path).missing == []
+
+
 def test_bf16_runs_a_suite_that_takes_it_in_folders_of_its_own(tmp_path):
     calls, seen = [], []
     tuned = _tuned_suite(calls)
@@ -185,8 +215,10 @@ def test_bf16_runs_a_suite_that_takes_it_in_folders_of_its_own(tmp_path):
 
     suite = dataclasses.replace(tuned, tune=tune, plan=plan, precisions=("fp32", "bf16"))
     summary = base.run_suite(suite, "tiny", 1, tmp_path, progress=False, precision="bf16")
-    # planned, then asked again with the results (nothing grows), then evaluated
-    assert seen == [("tune", "bf16"), ("tune", "bf16"), ("tune", "bf16"), ("plan", "bf16")]
+    # tuning planned (with the evaluation runs that read no tuning), then asked again with the
+    # results (nothing grows), then evaluated; every call in bf16
+    assert seen[0] == ("tune", "bf16") and seen[-1] == ("plan", "bf16")
+    assert set(seen) == {("tune", "bf16"), ("plan", "bf16")}
     assert (tmp_path / "tuned" / "tiny+tuning+bf16").is_dir()
     assert (tmp_path / "tuned" / "tiny+bf16" / "summary.json").is_file()
     assert any("every model trained in bf16" in note for note in summary.notes)

@@ -339,6 +339,17 @@ def test_stability_contrasts_by_hand():
     arms = placement._stability(sweep, "sweep", range(2), by_key)
     post_cold = next(a for a in arms if (a.placement, a.warmup) == ("post", 0))
     assert post_cold.max_stable_lr == pytest.approx(sweep.lr_min * 2 ** 0.5)
+    # both arms of a pair censored at the same end of the ladder: that seed drops out
+    top = sweep.rungs - 1
+    by_key[("sweep", "pre", 12, sweep.warmup, 0)]["rung"] = top
+    by_key[("sweep", "post", 12, sweep.warmup, 0)]["rung"] = top
+    by_key[("sweep", "pre", 12, 0, 1)]["rung"] = -1
+    by_key[("sweep", "post", 12, 0, 1)]["rung"] = -1
+    (effect,) = placement._stability_effects(sweep, "sweep", range(2), by_key)
+    assert effect.pre_vs_post_warm.n == 1 and effect.pre_vs_post_warm.mean == 1.0  # seed 1
+    assert effect.pre_vs_post_cold.n == 1 and effect.pre_vs_post_cold.mean == 3.0  # seed 0
+    # within a placement no pair is censored at one end: (6 − 1) − (6 − 4) and (4 + 1) − (5 + 1)
+    assert effect.warmup_interaction.n == 2 and effect.warmup_interaction.mean == 1.0
 
 
 def test_the_sweeps_replace_the_deep_loss_grid_and_fit_the_page():

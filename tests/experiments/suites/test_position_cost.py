@@ -48,7 +48,7 @@ def test_quick_and_full_time_a_realistic_shape(size):
 
 
 def test_the_cost_run_plans_and_prices_the_realistic_timing():
-    (cost,) = [s for s in ps.plan("quick", range(1)) if s.arm == "cost"]
+    (cost,) = [s for s in ps.plan("quick", range(1), []) if s.arm == "cost"]
     assert cost.payload["realistic"] == pc.SHAPES["quick"]  # a change re-plans the run
 
     class Cal:  # every reference second costs one second, every model time nothing

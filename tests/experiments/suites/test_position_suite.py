@@ -2,6 +2,7 @@
 right tokens, RoPE's relative-position error behaves as float64/bfloat16 must, and the tiny
 grid runs end to end."""
 
+import json
 import math
 
 import numpy as np
@@ -172,6 +173,35 @@ def test_tiny_suite_end_to_end(tmp_path):
     assert cost.schemes["none"].train_vs_none.ratio == 1.0
     assert "not a realistic timing" in cost.realistic.label  # tiny: the code path only
     assert any("(C29)" in t for t in titles) and any("(C31)" in t for t in titles)
+    # tiny and quick do not tune (each graded part compares an arm with itself): every arm at
+    # the grid's middle lr, said in a note
+    assert data.lr_tuning == [] and ps.tune("tiny") == ps.tune("quick") == []
+    middle = ps.SIZES["tiny"]["train"]["lr_grid"].base[1]
+    assert any(n.startswith(f"Every arm trains at peak lr {middle:g}") for n in summary.notes)
+
+
+def test_full_tunes_every_arm_and_trains_each_at_its_own_lr(tmp_path, monkeypatch):
+    """The tuning path, at tiny's shape with tuning switched on: nothing trains in 4 steps,
+    so each best is the grid's smallest lr, where the grid grew once (tiny's cap) before
+    evaluation, and each arm's evaluation runs at it."""
+    from blocklab.experiments.suites.tuning import LrGrid
+
+    assert ps.SIZES["full"]["train"]["tuning_seeds"] == 2
+    assert len(ps.SIZES["full"]["train"]["lr_grid"].base) == 5
+    tiny = ps.SIZES["tiny"]
+    monkeypatch.setitem(ps.SIZES, "tiny", {**tiny, "train": {
+        **tiny["train"], "tuning_seeds": 1, "lr_grid": LrGrid((1e-3, 3e-3, 1e-2), 3.0, 1)}})
+    summary = run_suite(get_suite("position"), "tiny", out_dir=tmp_path, progress=False)
+    data = summary.data
+    assert [t.arm for t in data.lr_tuning] == list(ps.arms("tiny"))
+    assert all(t.extended == 1 and not t.interior for t in data.lr_tuning)
+    assert len(data.lr_trials) == 4 * len(ps.arms("tiny"))
+    runs = [json.loads(p.read_text()) for p in (tmp_path / "position" / "tiny").glob("*.json")
+            if p.name not in ("summary.json", "planned_rules.json")]
+    lrs = {t.arm: t.lr for t in data.lr_tuning}
+    trained = [r for r in runs if r.get("kind") == "train"]
+    assert trained and all(r["train"]["train_config"]["lr"] == lrs[r["arm"]] for r in trained)
+    assert any(t.title.startswith("Each arm's peak lr") for t in summary.tables)
 
 
 def test_quick_reads_to_16x_and_fine_tunes_ntk_and_yarn():
@@ -179,7 +209,7 @@ def test_quick_reads_to_16x_and_fine_tunes_ntk_and_yarn():
     assert quick["mults"] == (1, 2, 4, 8, 16)
     assert quick["finetune"]["kinds"] == (None, "ntk", "yarn")
     assert "learned-16L" in ps.arms("quick")
-    cost = [s for s in ps.plan("quick", range(1)) if s.arm == "cost"]
+    cost = [s for s in ps.plan("quick", range(1), []) if s.arm == "cost"]
     assert len(cost) == 1 and cost[0].timed
 
 
@@ -190,7 +220,7 @@ def test_full_only_runs_summarise_from_their_runs(monkeypatch):
     from blocklab.experiments.suites.base import RunSpec
 
     assert set(ps.REPORTED_ONLY) <= set(ps.arms("full")) == set(ps.schemes("full"))
-    full = ps.plan("full", range(1))
+    full = ps.plan("full", range(1), [])
     assert {s.arm for s in full} >= {*ps.schemes("full"), "relative_error", "cost"}
     assert {s.arm for s in full if s.payload["kind"] == "passkey"} == {
         f"passkey:{a}" for a in ps.schemes("full")}

@@ -77,6 +77,10 @@ class RunSpec:
     execute: Callable[[Any], dict[str, Any]] = field(compare=False, repr=False)
     # A run that measures time (kernel or step timings): it runs alone, never beside other runs.
     timed: bool = False
+    # An evaluation run of a tuned suite whose settings come from the tuning stage. One that
+    # does not read them (a probe at initialisation, a timing, an lr sweep) runs beside the
+    # tuning runs instead of waiting for them.
+    reads_tuning: bool = True
 
     @property
     def run_id(self) -> str:
@@ -94,9 +98,10 @@ class Suite:
     (spec, result) pairs in plan order.
 
     A suite with a `tune(size)` stage has `plan(size, seeds, tuned)` instead, `tuned` the
-    (spec, result) pairs of its tuning runs, and `summarise` gets those pairs first, then the
-    evaluation runs'. A suite listing "bf16" in `precisions` takes `precision=` in `plan` and
-    `tune` and trains every model in it."""
+    (spec, result) pairs of its tuning runs (and [] before any is stored: its runs marked
+    `reads_tuning=False` are taken from that plan to run beside the tuning), and `summarise`
+    gets those pairs first, then the evaluation runs'. A suite listing "bf16" in `precisions`
+    takes `precision=` in `plan` and `tune` and trains every model in it."""
 
     name: str
     description: str
@@ -195,8 +200,9 @@ class PlannedSuite:
     stored with another provenance: `stale`, run id -> reasons); the rest are reused.
 
     `stage` is "tune" while some tuning runs are missing (then `specs` are the tuning runs and
-    the evaluation runs cannot be planned yet), else "evaluate", with `tuned` the tuning
-    results the plan was made from."""
+    the evaluation runs cannot be planned yet, except the `early` ones that read nothing the
+    tuning chooses: missing evaluation runs for `early_store`, run beside the tuning runs),
+    else "evaluate", with `tuned` the tuning results the plan was made from."""
 
     suite: Suite
     size: str
@@ -210,14 +216,22 @@ class PlannedSuite:
     precision: str = "fp32"
     blocks: list[SeedBlock] = field(default_factory=list)
     planned_rules: dict[str, str] = field(default_factory=dict)
+    early: list[RunSpec] = field(default_factory=list)
+    early_store: ResultStore | None = None
 
     def stamped(self) -> list[RunSpec]:
-        """The missing runs, each stamping its result with the provenance of the process that
-        computed it, whichever executor runs it (a Ray node may differ from this machine), and
-        with the spec it ran."""
+        """The missing runs (and the `early` ones), each stamping its result with the
+        provenance of the process that computed it, whichever executor runs it (a Ray node may
+        differ from this machine), and with the spec it ran."""
         return [dataclasses.replace(spec, execute=functools.partial(
             execute_spec, spec.execute, spec.label, spec.arm, spec.seed))
-            for spec in self.missing]
+            for spec in [*self.missing, *self.early]]
+
+    def stores(self) -> list[tuple[RunSpec, ResultStore]]:
+        """Each run to make with the store its result goes to."""
+        return ([(spec, self.store) for spec in self.missing]
+                + [(spec, self.early_store) for spec in self.early
+                   if self.early_store is not None])
 
 
 def stored_tuning(suite: Suite, size: str, out_dir: str | Path, precision: str = "fp32"
@@ -259,8 +273,16 @@ def plan_suite(suite: Suite, size: str, seeds: int | None, out_dir: str | Path,
     if suite.tune is not None:
         tuning, store, stale, missing, tuned = stored_tuning(suite, size, out_dir, precision)
         if missing:
+            early_store = ResultStore(suite_dir(out_dir, suite, size, seed_offset, precision))
+            independent = [s for s in suite.plan(size, seeds, [], **extra) if not s.reads_tuning]
+            early_stale = stale_reasons(independent, early_store)
+            early = [s for s in independent
+                     if not early_store.has(s.run_id) or s.run_id in early_stale]
+            if early:  # the evaluation folder's first runs: record the rules they serve
+                record_rules(early_store.root, rules, fresh=len(early) == len(independent))
             return PlannedSuite(suite, size, seeds, tuning, store, stale, missing, "tune",
-                                precision=precision, planned_rules=dict(rules or {}))
+                                precision=precision, planned_rules=dict(rules or {}),
+                                early=early, early_store=early_store)
         specs = suite.plan(size, seeds, tuned, **extra)
     else:
         specs = suite.plan(size, seeds, **extra)
@@ -363,8 +385,8 @@ def run_suite(suite: Suite, size: str = "quick", seeds: int | None = None,
         start = time.perf_counter()
         failed: dict[str, str] = {}
         while True:  # tuning rounds (a grid may grow at an edge), then the evaluation
-            if planned.missing:
-                sink = CountingSink(planned.store)
+            if planned.missing or planned.early:
+                sink = CountingSink(ResultRouter([planned]))
                 try:
                     failed = (executor or execute_in_process)(planned.stamped(), sink,
                                                               progress) or {}
@@ -461,8 +483,8 @@ class ResultRouter:
     def __init__(self, planned: Sequence[PlannedSuite]) -> None:
         self._stores: dict[str, list[ResultStore]] = {}
         for plan in planned:
-            for spec in plan.missing:
-                self._stores.setdefault(spec.run_id, []).append(plan.store)
+            for spec, store in plan.stores():
+                self._stores.setdefault(spec.run_id, []).append(store)
 
     def save(self, run_id: str, result: dict[str, Any]) -> None:
         # Two suites that plan the very same run (same payload) both keep its result.

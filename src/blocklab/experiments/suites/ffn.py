@@ -412,7 +412,8 @@ def plan_at(size_name: str, seeds: range, lrs: dict[str, float],
     if precision != "fp32":  # float32 ids stay those of the runs made before precision existed
         timing_payload["precision"] = precision
     specs.append(RunSpec("ffn timing", "timing", 0, timing_payload,
-                         lambda progress: time_arms(size, size.arms), timed=True))
+                         lambda progress: time_arms(size, size.arms), timed=True,
+                         reads_tuning=False))
     return specs
 
 

@@ -225,10 +225,12 @@ SIZES = {
         Probe(d_model=64, n_heads=4, depths=(2, 4, 8, 16, 32, 64), seq_len=64, batch_size=8),
         # 200 steps with warmup over the first third (about 17 s a run on one core of the
         # 2-core reference machine), so that `report --quick` fits 20 minutes.
-        # A coarse grid (×3) centred on the earlier shared 3e-3; it grows at an edge.
-        Training(d_model=32, n_heads=2, depths=(12,), warmups=(0, 67),
+        # A coarse grid (×3) centred on the earlier shared 3e-3; it grows at an edge. 150 steps
+        # (warmup over the first third), about 15 s a run on one core of the 2-core reference
+        # machine, tuning runs included, so that `report --quick` fits 20 minutes.
+        Training(d_model=32, n_heads=2, depths=(12,), warmups=(0, 50),
                  lr_grid=LrGrid((3e-3, 1e-2, 3e-2), 3.0), tuning_seeds=1,
-                 placements=("pre", "post"), seq_len=64, batch_size=16, steps=200,
+                 placements=("pre", "post"), seq_len=64, batch_size=16, steps=150,
                  stuck_patience=None, eval_every=25, eval_batches=4,
                  final_eval_fraction=FINAL_EVAL_FRACTION["quick"]),
         # Largest stable lr at depth 12: 60 steps (warmup over the first third), ladder
@@ -240,11 +242,12 @@ SIZES = {
               final_eval_fraction=FINAL_EVAL_FRACTION["quick"]),
         # C36: 50 layers (the page's "50+"), pre and post, both with warmup (post-norm's best
         # schedule). A 50-layer d = 32 step at seq_len 32 takes about 0.23 s on one core
-        # (per-op overhead), so 40 steps and the end-of-run evaluation cost about 14 s a run,
-        # 3 runs a seed and arm. Ladder 0.016 … 1.024: seed 0 trained past the unigram model
-        # at 0.016 in both placements, and not at 0.002 (too slow in 40 steps).
-        Sweep(d_model=32, n_heads=2, depths=(50,), warmup=13, placements=("pre", "post"),
-              warm=(True,), seq_len=32, batch_size=16, steps=40, lr_min=0.016,
+        # (per-op overhead), so 30 steps and the end-of-run evaluation cost about 12 s a run,
+        # 3 runs a seed and arm. Ladder 0.032 … 2.048: in 40 steps both placements trained
+        # past the unigram model from 0.016 to 1.024 on every seed (0.002 was too slow), so the
+        # ladder starts higher and reaches past where depth 12 diverged.
+        Sweep(d_model=32, n_heads=2, depths=(50,), warmup=10, placements=("pre", "post"),
+              warm=(True,), seq_len=32, batch_size=16, steps=30, lr_min=0.032,
               final_eval_fraction=FINAL_EVAL_FRACTION["quick"])),
     # Hours: (pre, post at 3 depths + sandwich at 24) × 2 warmups × 5 seeds = 70 training
     # runs after 7 × 2 × 5 tuning runs, and the sweeps' 3 runs per arm and seed
@@ -409,7 +412,7 @@ def plan(size_name: str, seeds: range, tuned: Results, precision: str = "fp32"
 
                     specs.append(RunSpec(f"init {placement} {init} L={depth} seed {seed}",
                                          f"init/{placement}/{init}/{depth}", seed, payload,
-                                         execute))
+                                         execute, reads_tuning=False))
     lrs = tuned_lrs(training, lr_trials(tuned))
     return (specs + _training_specs(training, seeds, lrs, precision)
             + _sweep_specs(size.sweep, seeds, "sweep", precision)
@@ -579,7 +582,7 @@ def _sweep_specs(sweep: Sweep, seeds: range, grid: str, precision: str = "fp32"
             label = (f"{'deep ' if grid == 'deep' else ''}largest stable lr {placement} "
                      f"L={depth} warmup {warmup} seed {seed}")
             specs.append(RunSpec(label, f"{grid}/{arm_name(placement, depth, warmup)}", seed,
-                                 payload, execute))
+                                 payload, execute, reads_tuning=False))
     return specs
 
 
@@ -823,10 +826,22 @@ def _stability(sweep: Sweep, grid: str, seeds: range, by_key: dict[tuple, dict[s
 
 def _stability_effects(sweep: Sweep, grid: str, seeds: range,
                        by_key: dict[tuple, dict[str, Any]]) -> list[StabilityEffect]:
-    """The contrasts of the largest stable lr, per depth, paired by seed, in doublings."""
+    """The contrasts of the largest stable lr, per depth, paired by seed, in doublings. A seed
+    where both arms are censored at the same end of the ladder (neither stable anywhere, or
+    both still stable at its top) says nothing about their difference and drops out; one
+    censored on one side counts at the ladder's end, a bound on the difference."""
+    top = sweep.rungs - 1
+
     def rungs(p: str, depth: int, w: int) -> list[float | None]:
         found = [by_key.get((grid, p, depth, w, s)) or {} for s in seeds]
         return [float(r["rung"]) if r.get("status") == "ok" else None for r in found]
+
+    def known(a: list[float | None], b: list[float | None]
+              ) -> tuple[list[float | None], list[float | None]]:
+        both_censored = [x is not None and x == y and x in (-1, top) for x, y in
+                         zip(a, b, strict=True)]
+        return ([None if c else x for x, c in zip(a, both_censored, strict=True)],
+                [None if c else y for y, c in zip(b, both_censored, strict=True)])
 
     swept = set(sweep.arms())
     out = []
@@ -837,14 +852,16 @@ def _stability_effects(sweep: Sweep, grid: str, seeds: range,
             return all((p, depth, warm) in swept for p, warm in arms)
 
         def diff(a: tuple[str, int], b: tuple[str, int], depth=depth) -> Interval:
-            return (paired_difference(rungs(a[0], depth, a[1]), rungs(b[0], depth, b[1]))
+            return (paired_difference(*known(rungs(a[0], depth, a[1]),
+                                             rungs(b[0], depth, b[1])))
                     if have(a, b) else Interval(0))
 
         interaction = Interval(0)
         if have(("pre", 0), ("pre", w), ("post", 0), ("post", w)):
+            post_warm, post_cold = known(rungs("post", depth, w), rungs("post", depth, 0))
+            pre_warm, pre_cold = known(rungs("pre", depth, w), rungs("pre", depth, 0))
             per_seed = [None if None in (a, b, c, d) else (a - b) - (c - d)
-                        for a, b, c, d in zip(rungs("post", depth, w), rungs("post", depth, 0),
-                                              rungs("pre", depth, w), rungs("pre", depth, 0),
+                        for a, b, c, d in zip(post_warm, post_cold, pre_warm, pre_cold,
                                               strict=True)]
             interaction = mean_ci(per_seed)
         out.append(StabilityEffect(
@@ -917,6 +934,20 @@ def summarise(size_name: str, seeds: range, results: list[tuple[RunSpec, dict[st
          for p, by_init in gradients.items() for i, g in by_init.items()],
         "A negative slope means the gradient reaching the bottom of the stack shrinks as layers "
         "are added (vanishing with depth), whatever identity path the block has.")
+    sensitivity_table = Table(
+        "At initialisation: the residual stream's sensitivity and each block's distance from "
+        "the identity (C12, C36)",
+        ["placement", "init", *[f"sensitivity spread L={d}" for d in probe.depths],
+         "‖J − I‖_F/√n (median over layers)", "‖J‖_F/√n (median)"],
+        [[p, i, *[format_level(g.sensitivity_spread_log2.get(str(d), Interval(0)), 2)
+                  for d in probe.depths],
+          format_level(g.identity_deviation_median, 3), format_level(g.jacobian_gain_median, 3)]
+         for p, by_init in gradients.items() for i, g in by_init.items()],
+        "Sensitivity spread: log2(max / min) over one stack's layer inputs of ‖∂L/∂x_l‖·rms(x_l), "
+        "mean [95% CI] over seeds (a global rescaling of the stream cancels; 1 = one layer's "
+        "relative perturbation moves the loss twice as much as another's). ‖J − I‖_F/√n: each "
+        "block's Jacobian ∂x_{l+1}/∂x_l at the deepest probed depth, from Gaussian-probe "
+        "vector-Jacobian products (0 = the block is the identity, the page's 'gradient ≈ 1').")
     rms_table = Table(
         "At initialisation: RMS of the residual stream leaving the last layer",
         ["placement", "init", *depth_columns],
@@ -1050,7 +1081,8 @@ def summarise(size_name: str, seeds: range, results: list[tuple[RunSpec, dict[st
         steps=training.steps, size=asdict(size), lr_trials=trials,
         lr_tuning=tuned_arms, stability=stability, stability_effects=stability_effects)
     return Summary("placement", size_name, len(seeds),
-                   [last_table, first_table, spread_table, rms_table, tuning_table,
+                   [last_table, first_table, spread_table, sensitivity_table, rms_table,
+                    tuning_table,
                     train_table, effect_table, stability_table, stability_effect_table],
                    notes, data, first_seed=seeds.start)
 

@@ -87,6 +87,8 @@ from blocklab.config import ModelConfig
 from blocklab.errors import InputError
 from blocklab.experiments.results import train_identity
 from blocklab.experiments.suites.base import (
+    TUNING_SEEDS,
+    Results,
     RunSpec,
     Suite,
     format_ci,
@@ -99,10 +101,13 @@ from blocklab.experiments.suites.evaluation import (
     graded_only,
     listed,
 )
+from blocklab.experiments.suites.tuning import LrGrid, tune_arm, tune_arms
 from blocklab.experiments.summaries import (
+    ArmTuning,
     FineTune,
     FiniteRead,
     Interval,
+    LrTrial,
     OrderProbe,
     PasskeySummary,
     PerPosition,
@@ -135,7 +140,9 @@ FAR_POSITION = 100_000  # C26: positions this far past max_seq_len must still gi
 SIZES: dict[str, dict[str, Any]] = {
     "tiny": {
         "model": {"d_model": 32, "n_layers": 2, "n_heads": 2}, "L": 128, "mults": (1, 2, 4),
-        "train": {"steps": 4, "batch_size": 2, "lr": 3e-3, "warmup_steps": 1},
+        "train": {"steps": 4, "batch_size": 2, "warmup_steps": 1,
+                  "lr_grid": LrGrid((1e-3, 3e-3, 1e-2), 3.0, max_extensions=1),
+                  "tuning_seeds": 0},
         "eval_windows": 2,
         "finetune": {"factor": 2, "steps": 2, "lr": 1e-3, "kinds": (None, "ntk", "yarn")},
         "passkey": None,  # no registered rule grades it: full only
@@ -145,7 +152,12 @@ SIZES: dict[str, dict[str, Any]] = {
     "quick": {
         "model": {"d_model": 64, "n_layers": 2, "n_heads": 2}, "L": 128,
         "mults": (1, 2, 4, 8, 16),
-        "train": {"steps": 300, "batch_size": 16, "lr": 3e-3, "warmup_steps": 20},
+        # Every arm at the grid's middle lr (tuning_seeds 0): each graded part compares an arm
+        # with itself (loss past L against the same model's sliding windows; order without
+        # positions), not arms with one another, and tuning five arms would cost about 5
+        # core-minutes of the quick budget. --size full tunes every arm.
+        "train": {"steps": 300, "batch_size": 16, "warmup_steps": 20,
+                  "lr_grid": LrGrid((1e-3, 3e-3, 1e-2), 3.0), "tuning_seeds": 0},
         "eval_windows": 16,
         "finetune": {"factor": 4, "steps": 40, "lr": 1e-3, "kinds": (None, "ntk", "yarn")},
         "passkey": None,
@@ -155,7 +167,8 @@ SIZES: dict[str, dict[str, Any]] = {
     "full": {
         "model": {"d_model": 128, "n_layers": 4, "n_heads": 4}, "L": 256,
         "mults": (1, 2, 4, 8, 16),
-        "train": {"steps": 2000, "batch_size": 32, "lr": 2e-3, "warmup_steps": 100},
+        "train": {"steps": 2000, "batch_size": 32, "warmup_steps": 100,
+                  "lr_grid": LrGrid((5e-4, 1e-3, 2e-3, 4e-3, 8e-3), 2.0), "tuning_seeds": 2},
         "eval_windows": 32,
         "finetune": {"factor": 4, "steps": 200, "lr": 5e-4,
                      "kinds": (None, "linear", "ntk", "yarn", "yarn-rescaled")},
@@ -202,12 +215,16 @@ def arm_config(size: str, arm: str) -> ModelConfig:
                        embed_scale=arm == "sinusoidal+scale", name=f"position-{arm}")
 
 
-def train_config(size: str, seed: int, precision: str = "fp32"):
+def train_config(size: str, seed: int, precision: str = "fp32", lr: float | None = None):
+    """The training run of an arm at `lr` (its tuned peak lr; None: the middle of the
+    registered grid, for the runs no arm's tuning applies to, such as the timed cost run)."""
     from blocklab.experiments.trainer import TrainConfig
 
     t = SIZES[size]["train"]
+    base = t["lr_grid"].base
     return TrainConfig(steps=t["steps"], batch_size=t["batch_size"], seq_len=SIZES[size]["L"],
-                       lr=t["lr"], warmup_steps=t["warmup_steps"], eval_every=0, log_every=0,
+                       lr=base[len(base) // 2] if lr is None else lr,
+                       warmup_steps=t["warmup_steps"], eval_every=0, log_every=0,
                        eval_batches=1, seed=seed, threads=1, precision=precision,
                        final_eval_fraction=FINAL_EVAL_FRACTION[size])
 
@@ -735,14 +752,14 @@ def _rope_variants(size: str, model, corpus, seed: int) -> dict[str, Any]:
 
 
 def _train_and_read(size: str, arm: str, seed: int, progress,
-                    precision: str = "fp32") -> dict[str, Any]:
+                    precision: str = "fp32", lr: float | None = None) -> dict[str, Any]:
     from blocklab.experiments.data import load_corpus
     from blocklab.experiments.trainer import train
 
     started = time.perf_counter()
     config = SIZES[size]
     corpus = load_corpus("stdlib")
-    mc, tc = arm_config(size, arm), train_config(size, seed, precision)
+    mc, tc = arm_config(size, arm), train_config(size, seed, precision, lr)
     model, trained = train(mc, tc, corpus, progress=progress, label=f"{arm} seed {seed}")
     out: dict[str, Any] = {"status": trained["status"], "kind": "train", "arm": arm,
                            "seed": seed, "L": config["L"], "train": trained}
@@ -858,22 +875,80 @@ def _one_thread() -> Iterator[None]:
         torch.set_num_threads(before)
 
 
-def plan(size: str, seeds: range, precision: str = "fp32") -> list[RunSpec]:
-    """One training run per (arm, seed); one passkey run per (arm, seed) where the size has
-    them; one timed cost run (C31, alone); one relative-error run (float64 and float32 maths,
-    whatever `precision` the models train in) where the size plans runs no rule grades."""
+def tune(size: str, tuned: Results = (), precision: str = "fp32") -> list[RunSpec]:
+    """The tuning stage: every arm the size trains at every peak lr of its grid (grown at an
+    edge from the results `tuned` so far) on the tuning seeds, each a plain training run as
+    long as the evaluation's."""
+    from blocklab.experiments.trainer import run
+
+    t = SIZES[size]["train"]
+    trials = lr_trials(list(tuned))
+    specs = []
+    for arm in arms(size):
+        mc = arm_config(size, arm)
+        for lr in tune_arm(t["lr_grid"], trials, arm).grid:
+            for seed in range(TUNING_SEEDS, TUNING_SEEDS + t["tuning_seeds"]):
+                tc = train_config(size, seed, precision, lr)
+                label = f"tune {arm} lr {lr:g} seed {seed}"
+                payload = {"suite": "position", "kind": "tune", "arm": arm,
+                           "model": mc.to_dict(), "train": train_identity(tc),
+                           "data": "stdlib"}
+                specs.append(RunSpec(label, f"tune/{arm}", seed, payload,
+                                     lambda progress, mc=mc, tc=tc, label=label, run=run:
+                                     run(mc, tc, "stdlib", progress=progress, label=label)))
+    return specs
+
+
+def lr_trials(tuned: Results) -> list[LrTrial]:
+    """The tuning runs as trials of their arm; a run counts when it finished below the
+    unigram entropy."""
+    def loss(result: dict[str, Any]) -> float | None:
+        final = result.get("final") or {}
+        val, entropy = final.get("val_loss"), final.get("unigram_entropy")
+        ok = (result.get("status") == "ok" and val is not None and entropy is not None
+              and math.isfinite(val) and val < entropy)
+        return val if ok else None
+
+    return [LrTrial(spec.payload["arm"], spec.payload["train"]["lr"], spec.seed,
+                    result.get("status", "missing"), loss(result),
+                    spec.payload["model"]["d_model"]) for spec, result in tuned]
+
+
+def tuned_lrs(size: str, trials: list[LrTrial]) -> dict[str, ArmTuning]:
+    """Each arm's tuning: its grid, chosen peak lr and whether that is interior; {} at a size
+    that does not tune (every arm at the grid's middle lr)."""
+    if not SIZES[size]["train"]["tuning_seeds"]:
+        return {}
+    return tune_arms(SIZES[size]["train"]["lr_grid"], trials, arms(size))
+
+
+def arm_lrs(size: str, tuned: Results) -> dict[str, float | None]:
+    """Each arm's peak lr: its tuned one, or None (the grid's middle) where the size does not
+    tune."""
+    tunings = tuned_lrs(size, lr_trials(tuned))
+    return {arm: tunings[arm].lr if arm in tunings else None for arm in arms(size)}
+
+
+def plan(size: str, seeds: range, tuned: Results, precision: str = "fp32") -> list[RunSpec]:
+    """One training run per (arm, seed) at the arm's tuned peak lr (from its tuning runs
+    `tuned`); one passkey run per (arm, seed) where the size has them; one timed cost run
+    (C31, alone); one relative-error run (float64 and float32 maths, whatever `precision` the
+    models train in) where the size plans runs no rule grades."""
     config = SIZES[size]
+    lrs = arm_lrs(size, tuned)
     specs = []
     for seed in seeds:
         for arm in arms(size):
             payload = {"suite": "position", "kind": "train", "arm": arm, "size_config": config,
                        "model": arm_config(size, arm).to_dict(),
-                       "train": train_identity(train_config(size, seed, precision)),
+                       "train": train_identity(train_config(size, seed, precision,
+                                                            lrs[arm])),
                        "data": "stdlib",
                        "scalings": SCALINGS if arm == "rope" else None}
             specs.append(RunSpec(f"{arm} seed {seed}", arm, seed, payload,
                                  lambda progress, arm=arm, seed=seed:
-                                 _train_and_read(size, arm, seed, progress, precision)))
+                                 _train_and_read(size, arm, seed, progress, precision,
+                                                 lrs[arm])))
     if config["passkey"]:
         for seed in seeds:
             for arm in arms(size):
@@ -885,7 +960,8 @@ def plan(size: str, seeds: range, precision: str = "fp32") -> list[RunSpec]:
                     payload["precision"] = precision
                 specs.append(RunSpec(f"passkey {arm} seed {seed}", f"passkey:{arm}", seed,
                                      payload, lambda progress, arm=arm, seed=seed:
-                                     _passkey_run(size, arm, seed, progress, precision)))
+                                     _passkey_run(size, arm, seed, progress, precision),
+                                     reads_tuning=False))
     from blocklab.experiments.suites import position_cost
 
     payload = {"suite": "position", "kind": "cost", "model": arm_config(size, "rope").to_dict(),
@@ -893,13 +969,14 @@ def plan(size: str, seeds: range, precision: str = "fp32") -> list[RunSpec]:
                "train": train_identity(train_config(size, 0, precision)),
                "realistic": position_cost.SHAPES[size]}
     specs.append(RunSpec("position cost (timed)", "cost", 0, payload,
-                         lambda progress: time_position_cost(size, 0, precision), timed=True))
+                         lambda progress: time_position_cost(size, 0, precision), timed=True,
+                         reads_tuning=False))
     if graded_only(size):
         return specs
     payload = {"suite": "position", "kind": "relative_error",
                "shifts": RELATIVE_ERROR_SHIFTS, "dtypes": RELATIVE_ERROR_DTYPES}
     specs.append(RunSpec("rope relative-position error", "relative_error", 0, payload,
-                         lambda progress: _relative_error_run()))
+                         lambda progress: _relative_error_run(), reads_tuning=False))
     return specs
 
 
@@ -1026,6 +1103,11 @@ def _cell(value: Read | None) -> str:
 
 
 def summarise(size: str, seeds: range, results: list[tuple[RunSpec, dict[str, Any]]]) -> Summary:
+    tuned = [(spec, result) for spec, result in results if spec.payload.get("kind") == "tune"]
+    results = [(spec, result) for spec, result in results
+               if spec.payload.get("kind") != "tune"]
+    trials = lr_trials(tuned)
+    tunings = tuned_lrs(size, trials)
     config = SIZES[size]
     L, mults = config["L"], config["mults"]
     longer = [str(m) for m in mults if m > 1]
@@ -1100,7 +1182,28 @@ def summarise(size: str, seeds: range, results: list[tuple[RunSpec, dict[str, An
          for name in rope_names],
         "100·(extrapolated − sliding)/sliding per seed, mean [95% CI]: the quality lost by "
         "reading positions ≥ L instead of windows of L."))
+    grid = config["train"]["lr_grid"]
+    tried = sorted({lr for t in tunings.values() for lr in t.grid})
+    tuning_table = Table(
+        "Each arm's peak lr: final validation loss on the tuning seeds (loss versus lr)",
+        ["arm", *(f"lr {lr:g}" for lr in tried), "chosen"],
+        [[arm, *(_tuning_cell(trials, arm, lr) if lr in t.grid else "" for lr in tried),
+          f"{t.lr:g} ({'interior' if t.interior else 'at the edge'}"
+          + (f", grid +{t.extended}" if t.extended else "") + ")"]
+         for arm, t in tunings.items()],
+        f"{config['train']['tuning_seeds']} tuning seed(s), disjoint from the evaluation seeds, "
+        f"at L; registered grid {{{', '.join(f'{lr:g}' for lr in grid.base)}}}, grown by "
+        f"×{grid.factor:g} at an edge holding the best lr before evaluation; blank: not tried "
+        "for that arm; '—': a run that did not train (diverged, or not below the unigram "
+        "entropy).")
     notes = []
+    if tunings:
+        tables.append(tuning_table)
+    else:
+        notes.append(f"Every arm trains at peak lr {train_config(size, 0).lr:g} (the middle of "
+                     f"the grid {{{', '.join(f'{lr:g}' for lr in grid.base)}}}): each graded "
+                     "part compares an arm with itself, not with the others; --size full tunes "
+                     "every arm's lr on seeds of its own.")
     if passkey:
         pk_rows = []
         for name, entry in arms_data.items():
@@ -1230,8 +1333,15 @@ def summarise(size: str, seeds: range, results: list[tuple[RunSpec, dict[str, An
                         arms=arms_data, relative_error=relative_error,
                         relative_error_blocklab=relative["blocklab"] if relative else {},
                         finite_past_max_seq_len=finite, yarn=yarn, train=train, order=order,
-                        cost=cost, finetune=finetune)
+                        cost=cost, finetune=finetune, lr_trials=trials,
+                        lr_tuning=list(tunings.values()))
     return Summary("position", size, len(seeds), tables, notes, data, first_seed=seeds.start)
+
+
+def _tuning_cell(trials: list[LrTrial], arm: str, lr: float) -> str:
+    losses = [t.val_loss for t in trials if t.arm == arm and math.isclose(t.lr, lr)]
+    return ("—" if not losses or None in losses
+            else f"{sum(losses) / len(losses):.4f}")
 
 
 def _order_summary(results, train: dict[str, list[PositionRun]], seeds: list[int],
@@ -1336,6 +1446,7 @@ SUITE = Suite(
     plan=plan,
     summarise=summarise,
     default_seeds={"tiny": 1, "quick": 3, "full": 3},
+    tune=tune,
     precisions=("fp32", "bf16"),
     price=price,
 )
