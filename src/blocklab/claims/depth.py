@@ -96,6 +96,11 @@ def c36(ctx: Context) -> Finding:
         (C36_STABLE_PART, rules[C36_STABLE_PART], Estimate.of(effect.pre_vs_post_warm)),
         (C36_IDENTITY_PART, rules[C36_IDENTITY_PART], identity_estimate(data))])
     post_identity = post_identity_estimate(data)
+    swept_cold = effect.pre_vs_post_cold.n > 0  # full sweeps the cold arms too
+    cold_en = (f" Without warmup, pre − post of it: {_ci(effect.pre_vs_post_cold, 2)} "
+               "doublings." if swept_cold else "")
+    cold_zh = (f"无 warmup 时其 pre − post：{_ci(effect.pre_vs_post_cold, 2)} 倍程。"
+               if swept_cold else "")
     verdict = settle([p.verdict for p in parts], all_or_none)
     deep = data.size.get("deep", {})
     scale = {"d_model": deep.get("d_model"), "depth": depth, "steps": deep.get("steps"),
@@ -120,15 +125,14 @@ def c36(ctx: Context) -> Finding:
     return Finding(
         verdict,
         f"Depth {depth}, up to {data.seeds} seeds, paired by seed: {graded}. Largest stable "
-        f"peak lr: {stability_text(data, 'deep', depth)}. Without warmup, pre − post of it: "
-        f"{_ci(effect.pre_vs_post_cold, 2)} doublings. Post-norm blocks' distance from the "
+        f"peak lr: {stability_text(data, 'deep', depth)}.{cold_en} Post-norm blocks' distance "
+        "from the "
         f"identity at initialisation (reported): {post_identity.text()}; they have no bare "
         "identity term, and their Jacobian is the norm's. The shallower training grid's arms "
         f"were tuned to ({fair_en}). One run length on a small model: a part that fails is "
         "not reproduced at this scale, never contradicted." + scale_en,
         f"深度 {depth}、至多 {data.seeds} 个种子，按种子配对：{graded}。最大稳定峰值学习率："
-        f"{stability_text(data, 'deep', depth, zh=True)}。无 warmup 时其 pre − post："
-        f"{_ci(effect.pre_vs_post_cold, 2)} 倍程。Post-Norm 块在初始化时与单位矩阵的距离（仅报告）："
+        f"{stability_text(data, 'deep', depth, zh=True)}。{cold_zh}Post-Norm 块在初始化时与单位矩阵的距离（仅报告）："
         f"{post_identity.text()}；它们没有单独的单位项，其雅可比就是归一化的雅可比。"
         f"较浅训练网格各组调得的学习率：{fair_zh}。"
         "只有一种训练长度且模型很小：不成立的部分只能算“此规模下未复现”，不能算“被否定”。" + scale_zh,

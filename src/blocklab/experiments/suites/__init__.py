@@ -96,8 +96,10 @@ def _run_suites(results: Path, size: str, names: Sequence[str], executor: Execut
     while planned:
         for plan in planned:
             what = "tuning runs" if plan.stage == "tune" else "runs"
+            early = (f" (and {len(plan.early)} run(s) that read no tuning, beside them)"
+                     if plan.early else "")
             echo(f"suite {plan.suite.name} ({size}): {len(plan.specs) - len(plan.missing)} of "
-                 f"{len(plan.specs)} {what} stored, {len(plan.missing)} to run -> "
+                 f"{len(plan.specs)} {what} stored, {len(plan.missing)} to run{early} -> "
                  f"{plan.store.root}")
         todo = [spec for plan in planned for spec in plan.stamped()]
         if todo:
