@@ -58,18 +58,22 @@ def c12_part_name(init: str) -> str:
 
 
 # --- C13: the experiment the page designed (reported, not graded) ------------------------------
+def _finding(metric: str, smallest_effect: float, margin: float) -> Rule:
+    """A rule of C13's finding: registered like any other, graded never."""
+    return Rule(metric=metric, smallest_effect=smallest_effect, margin=margin, min_seeds=4,
+                max_seeds=8, claimed=0.0,
+                decides="no verdict: the page states no result; the estimate is reported as "
+                        "the finding")
+
+
 C13_PART = "warmup interaction (the finding; nothing is claimed)"
-C13_RULE = Rule(
-    metric="(post cold − post warm) − (pre cold − pre warm), final val loss, nats, at the "
-           "deepest depth, each arm at its own tuned peak lr, paired by seed",
-    smallest_effect=0.05, margin=0.02, min_seeds=4, max_seeds=8, claimed=0.0,
-    decides="no verdict: the page states no result; the estimate is reported as the finding")
+C13_RULE = _finding("(post cold − post warm) − (pre cold − pre warm), final val loss, nats, at "
+                    "the deepest depth, each arm at its own tuned peak lr, paired by seed",
+                    0.05, 0.02)
 C13_STABILITY_PART = "warmup interaction of the largest stable lr (the finding)"
-C13_STABILITY_RULE = Rule(
-    metric="(post warm − post cold) − (pre warm − pre cold) of log2(largest stable peak lr), "
-           "doublings, at the deepest depth, paired by seed",
-    smallest_effect=1.0, margin=0.5, min_seeds=4, max_seeds=8, claimed=0.0,
-    decides="no verdict: the page states no result; the estimate is reported as the finding")
+C13_STABILITY_RULE = _finding("(post warm − post cold) − (pre warm − pre cold) of log2(largest "
+                              "stable peak lr), doublings, at the deepest depth, paired by seed",
+                              1.0, 0.5)
 
 # --- C16: gated FFNs against ReLU ----------------------------------------------------------------
 # The metric is (arm − relu)/relu of the final validation loss at equal parameters, steps and
