@@ -131,27 +131,26 @@ def ray_instance():
 
 def test_every_suites_runs_can_be_sent_to_ray_workers():
     cloudpickle = pytest.importorskip("ray.cloudpickle")
-    from blocklab.experiments.suites.ffn import ARMS, plan_at
-
     for name in SUITE_MODULES:
         suite = get_suite(name)
-        specs = ([*suite.tune("tiny"), *plan_at("tiny", range(2), dict.fromkeys(ARMS, 1e-3))]
+        specs = ([*suite.tune("tiny"), *suite.plan("tiny", range(2), [])]
                  if suite.tune else suite.plan("tiny", range(2)))
         for spec in specs:
             assert callable(cloudpickle.loads(cloudpickle.dumps(spec.execute))), spec.label
 
 
 def test_ray_results_equal_the_in_process_results(ray_instance, tmp_path, capsys):
-    # The real ffn suite at its tiny size through the CLI: 12 tuning runs (the 4 arms a rule
-    # grades × 3 lrs), then those 4 arms.
+    # The real ffn suite at its tiny size through the CLI: 16 tuning runs (the 4 arms a rule
+    # grades × 3 lrs, and the point each grid grew at its edge: nothing trains in 5 steps),
+    # then those 4 arms.
     assert main(["suite", "ffn", "--tiny", "--executor", "ray", "--json",
                  "--results", str(tmp_path / "ray")]) == 0
     assert json.loads(capsys.readouterr().out)["runs"] == 4
     run_suite(get_suite("ffn"), "tiny", 1, tmp_path / "local", progress=False,
               rules=suite_rules("tiny")["ffn"])
     trained = 0
-    # the 4 graded arms × 3 lrs of tuning; then those arms, planned_rules.json and summary.json
-    for folder, count in (("tiny+tuning", 12), ("tiny", 6)):
+    # the 4 graded arms × 4 lrs of tuning; then those arms, planned_rules.json and summary.json
+    for folder, count in (("tiny+tuning", 16), ("tiny", 6)):
         on_ray = sorted((tmp_path / "ray" / "ffn" / folder).glob("*.json"))
         local = sorted((tmp_path / "local" / "ffn" / folder).glob("*.json"))
         assert [p.name for p in on_ray] == [p.name for p in local] and len(on_ray) == count
@@ -162,7 +161,7 @@ def test_ray_results_equal_the_in_process_results(ray_instance, tmp_path, capsys
                 assert a["final"]["val_loss"] == b["final"]["val_loss"]
                 assert a["zero_grad_fraction"] == b["zero_grad_fraction"]
                 trained += 1
-    assert trained == 12 + 4
+    assert trained == 16 + 4
 
 
 def test_killed_worker_and_raising_run_are_reported_and_a_rerun_completes_them(

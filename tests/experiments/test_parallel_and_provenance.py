@@ -26,7 +26,8 @@ class Nothing:
     """A summary with nothing to summarise."""
 
 # What a run measures about its own speed; everything else in a result is computed.
-TIMING_KEYS = {"wall_time_s", "train_time_s", "compile_s", "ms_per_step", "tokens_per_s"}
+TIMING_KEYS = {"wall_time_s", "train_time_s", "compile_s", "ms_per_step", "tokens_per_s",
+               "jacobian_s", "final_eval_s"}
 
 
 def _without_timings(value):
@@ -43,7 +44,7 @@ def test_parallel_results_equal_serial_results(tmp_path, name):
     serial = run_suite(suite, "tiny", None, tmp_path / "serial", progress=False)
     parallel = run_suite(suite, "tiny", None, tmp_path / "parallel", progress=False,
                          executor=ParallelExecutor(2))
-    specs = suite.plan("tiny", range(suite.default_seeds["tiny"]))
+    specs = base.plan_suite(suite, "tiny", None, tmp_path / "serial").specs  # tuned settings
     # Timed runs (position's cost run) measure speed and nothing else; they are compared by
     # what they count (parameters, kernels), below.
     timed = [spec for spec in specs if spec.timed]
@@ -217,7 +218,8 @@ def test_one_failed_seed_shrinks_n_and_keeps_the_position_summary(tmp_path):
     suite = get_suite("position")
     run_suite(suite, "tiny", 2, tmp_path, progress=False, executor=ParallelExecutor(2))
     store = base.ResultStore(tmp_path / "position" / "tiny")
-    results = [(spec, store.load(spec.run_id)) for spec in suite.plan("tiny", range(2))]
+    results = [(spec, store.load(spec.run_id))
+               for spec in base.plan_suite(suite, "tiny", 2, tmp_path).specs]
     dropped = next(spec for spec, _ in results if spec.arm == "alibi" and spec.seed == 1)
     kept = [(spec, r) for spec, r in results if spec is not dropped]
     summary = suite.summarise("tiny", range(2), kept)
@@ -233,11 +235,11 @@ def test_failed_placement_runs_count_as_failures_not_as_losses():
     ok = {"status": "ok", "final": {"val_loss": 2.0}, "steps_done": 10}
     stuck = {"status": "stuck", "final": {"val_loss": 5.5}, "steps_done": 4}
     training = placement.SIZES["tiny"].training
-    key = ("train", training.placements[-1], training.depths[0], training.warmups[0],
-           training.lrs[0])
+    key = ("train", training.placements[-1], training.depths[0], training.warmups[0])
     by_key = {(*key, 0): ok, (*key, 1): stuck}
-    rows = placement._training_summary(training, range(2), by_key)
-    row = next(r for r in rows if (r.placement, r.depth, r.warmup, r.lr) == key[1:])
+    rows = placement._training_summary(training, range(2), by_key,
+                                       placement.tuned_lrs(training, []))
+    row = next(r for r in rows if (r.placement, r.depth, r.warmup) == key[1:])
     assert row.failures == 1 and row.status == {"ok": 1, "stuck": 1}
     assert row.val_loss.n == 1 and row.val_loss.mean == 2.0  # 5.5 left out
 

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from blocklab.claims.registry import part_arms
+from blocklab.claims.registry import C36_IDENTITY_PART, C36_STABLE_PART, part_arms
 from blocklab.report.build import decision_budget
 from blocklab.report.figures import (
     VERDICT_COLOURS,
@@ -246,9 +246,10 @@ def test_a_part_beyond_reach_is_counted_apart():
 
 def test_part_arms_name_the_compared_runs():
     arms = ["relu", "swiglu", "geglu", "init/pre/xavier/2", "init/pre/gpt2/2",
-            "train/pre/6/0/0.003", "train/post/12/0/0.003", "train/post/12/100/0.003",
-            "train/pre/12/0/0.003", "train/pre/12/100/0.003",
-            "train/post/12/0/0.001", "rope", "rope+ntk"]
+            "init/pre/xavier/4", "train/pre/6/0", "train/post/12/0", "train/post/12/100",
+            "train/pre/12/0", "train/pre/12/100", "sweep/pre/12/0", "sweep/pre/12/33",
+            "sweep/post/12/0", "sweep/post/12/33", "deep/pre/50/10", "deep/post/50/10",
+            "rope", "rope+ntk"]
 
     def arms_of(claim_id, p):
         return part_arms(claim_id, p["name"], p["rule"]["metric"], arms)
@@ -256,14 +257,19 @@ def test_part_arms_name_the_compared_runs():
     assert arms_of("C16", part("geglu", "inconclusive", 0, 0, 0)) == ["geglu", "relu"]
     assert arms_of("C12", part("pre-norm, gpt2 init", "inconclusive", 0, 0, 0)) \
         == ["init/pre/gpt2/2"]
-    # the deepest depth at the highest lr; each part only the cells its estimate reads
+    # the deepest depth; each part only the arms its estimate reads
     assert arms_of("C19", part("post-norm needs warmup", "inconclusive", 0, 0, 0)) \
-        == ["train/post/12/0/0.003", "train/post/12/100/0.003", "train/pre/12/0/0.003",
-            "train/pre/12/100/0.003"]
+        == ["train/post/12/0", "train/post/12/100", "train/pre/12/0", "train/pre/12/100"]
     assert arms_of("C19", part("pre-norm trains without warmup", "inconclusive", 0, 0, 0)) \
-        == ["train/pre/12/0/0.003", "train/pre/12/100/0.003"]
+        == ["train/pre/12/0", "train/pre/12/100"]
+    assert arms_of("C19", part("pre-norm is stable without warmup", "inconclusive", 0, 0, 0)) \
+        == ["sweep/pre/12/0", "sweep/pre/12/33"]
     assert arms_of("C19", part("post-norm more expressive", "inconclusive", 0, 0, 0)) \
-        == ["train/post/12/100/0.003", "train/pre/12/100/0.003"]
+        == ["train/post/12/100", "train/pre/12/100"]
+    assert arms_of("C36", part(C36_STABLE_PART, "inconclusive", 0, 0, 0)) \
+        == ["deep/pre/50/10", "deep/post/50/10"]
+    assert arms_of("C36", part(C36_IDENTITY_PART, "inconclusive", 0, 0, 0)) \
+        == ["init/pre/xavier/4"]  # the identity term: the deepest xavier probes
     ntk = part("RoPE works at 8× with ntk scaling", "inconclusive", 0, 0, 0,
                the_rule=rule(metric="100·(loss past L − sliding)/sliding, %: rope+ntk at 8×"))
     assert arms_of("C21", ntk) == ["rope+ntk"]

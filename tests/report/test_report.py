@@ -194,6 +194,7 @@ def test_failed_suite_is_reported_not_raised(tmp_path):
     named with its first error and the report is still written."""
     import blocklab.experiments.suites as suites
     from blocklab.experiments.suites import get_suite
+    from blocklab.experiments.suites.base import plan_suite
 
     given, lines = [], []
 
@@ -206,9 +207,10 @@ def test_failed_suite_is_reported_not_raised(tmp_path):
                                progress=False, echo=lines.append)
     # ffn tunes first: its tuning runs go with the other suites' runs, and their failure
     # leaves nothing of ffn to evaluate.
-    planned = {name: get_suite(name).tune("tiny") if get_suite(name).tune else
-               get_suite(name).plan("tiny", range(get_suite(name).default_seeds["tiny"]))
-               for name in SUITES}
+    # (a tuned suite's first round: its tuning runs and the evaluation runs that read none)
+    fresh = {name: plan_suite(get_suite(name), "tiny", None, tmp_path / "fresh")
+             for name in SUITES}
+    planned = {name: plan.missing + plan.early for name, plan in fresh.items()}
     assert len(given) == sum(len(specs) for specs in planned.values())  # one call, every run
     assert set(errors) == set(SUITES)
     first = planned["ffn"][0]
