@@ -671,3 +671,35 @@ def test_c16_says_whether_swiglus_effect_grows_with_model_size(tmp_path, change,
     (row,) = run_claims(["C16"], Context(tmp_path, "quick"))
     assert f"the advantage {word} with size here" in row.summary
     assert [p["d_model"] for p in row.evidence["trend"]] == [32, 64]
+
+
+def test_claims_precision_reads_bf16_results_and_float32_only_suites_at_fp32(tmp_path, capsys):
+    from blocklab.cli import main
+
+    spread = {"xavier": _ci(3.0, 2.5, 3.5, 8), "gpt2": _ci(0.5, 0.3, 0.7, 8),
+              "depth": _ci(0.2, 0.1, 0.3, 8)}
+    # bf16 placement results hold, float32 ones fail: `--precision bf16` grades the former
+    _write(tmp_path, "placement", _placement(0, FAILS, spread, STABLE_FAILS))
+    (tmp_path / "placement" / "quick").rename(tmp_path / "placement" / "quick+bf16")
+    _write(tmp_path, "placement", _placement(0, FAILS, spread, STABLE_FAILS))
+    bf16 = tmp_path / "placement" / "quick+bf16"
+    (bf16 / "summary.json").unlink()
+    summary = Summary("placement", "quick", 3, [], [],
+                      _placement(0, HOLDS, spread, STABLE_HOLDS), runs=1, wall_time_s=1.0)
+    (bf16 / "summary.json").write_text(json.dumps(summary.to_dict()))
+    ctx = Context(tmp_path, "quick", precision="bf16")
+    (row,) = run_claims(["C19"], ctx)
+    assert row.verdict == "conditional" and row.parts[1].verdict == "confirmed"
+    assert "--precision bf16" in row.command
+    (fp32,) = run_claims(["C19"], Context(tmp_path, "quick"))
+    assert fp32.verdict == "inconclusive" and "--precision" not in fp32.command
+    # norm-cost measures float32 only: read at fp32 whatever is asked, and said so
+    assert ctx.precision_of("norm-cost") == "fp32" and ctx.fp32_only == {"norm-cost"}
+    assert main(["claims", "C19", "C18", "--precision", "bf16", "--results",
+                 str(tmp_path)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "norm-cost measure float32 only and were read at fp32" in out
+    assert main(["claims", "--precision", "fp16"]) == 2
+    err = capsys.readouterr()
+    assert "--precision 'fp16' is not allowed; expected one of ['fp32', 'bf16']" in (
+        err.out + err.err) and "Traceback" not in err.err

@@ -234,6 +234,10 @@ class Context:
     results: Path = Path("runs")
     size: str = "quick"
     seed_offset: int = 0  # read the suites run from this seed on (`--seed-offset`)
+    # read the suites whose models trained in this precision (`--precision`); a suite that
+    # measures float32 only (its `precisions`) is read at fp32 and listed in `fp32_only`
+    precision: str = "fp32"
+    fp32_only: set[str] = field(default_factory=set)
     _cache: dict[str, Summary | None] = field(default_factory=dict)
     # suite -> why its stored summary cannot be used (`incomplete`: runs it lists are gone)
     unusable: dict[str, str] = field(default_factory=dict)
@@ -243,8 +247,10 @@ class Context:
         when runs it was made from are no longer stored (the reason kept in `unusable`, the
         rule the report applies too)."""
         if suite not in self._cache:
-            found = load_summary(self.results, suite, self.size, seed_offset=self.seed_offset)
-            reason = None if found is None else incomplete(self.results, found)
+            found = load_summary(self.results, suite, self.size, seed_offset=self.seed_offset,
+                                 precision=self.precision_of(suite))
+            reason = (None if found is None
+                      else incomplete(self.results, found, self.precision_of(suite)))
             if reason:
                 self.unusable[suite] = reason
             self._cache[suite] = None if reason else found
@@ -256,12 +262,23 @@ class Context:
         key = f"{suite}+x2"
         if key not in self._cache:
             found = load_summary(self.results, suite, self.size, seed_offset=self.seed_offset,
-                                 longer=True)
+                                 precision=self.precision_of(suite), longer=True)
             self._cache[key] = found
         return self._cache[key]
 
+    def precision_of(self, suite: str) -> str:
+        """The precision `suite` is read at: the asked one where the suite trains in it, else
+        float32 (the suite measures float32 by design; noted in `fp32_only`)."""
+        from blocklab.experiments.suites import get_suite
+
+        if self.precision in get_suite(suite).precisions:
+            return self.precision
+        self.fp32_only.add(suite)
+        return "fp32"
+
     def suite_command(self, suite: str) -> str:
-        return suite_command(suite, self.size, self.results, self.seed_offset)
+        return suite_command(suite, self.size, self.results, self.seed_offset,
+                             self.precision_of(suite))
 
 
 CHECKS: dict[str, Callable[[Context], Finding]] = {}

@@ -31,6 +31,10 @@ def claims(
     full: bool = typer.Option(False, "--full", help="Shortcut for --size full."),
     seed_offset: int = typer.Option(0, "--seed-offset",
                                     help="Read the suites run with --seed-offset K."),
+    precision: str = typer.Option("fp32", "--precision",
+                                  help="Read the suites whose models trained in this precision "
+                                       "(fp32 or bf16, as `blocklab suite --precision`); a suite "
+                                       "that measures float32 only is read at fp32."),
     rules_only: bool = typer.Option(False, "--rules", help="Print only the registered rules "
                                     "of the experimental claims (every part's rule and hash "
                                     "at --size), reading no results and running no check."),
@@ -54,16 +58,27 @@ def claims(
 
     # Bad input: exit 2 here, before any check runs, not an error inside every check.
     check_seed_offset_option(seed_offset)
+    from blocklab.experiments.summaries import PRECISIONS
+
+    if precision not in PRECISIONS:
+        raise fail(f"--precision {precision!r} is not allowed; expected one of "
+                   f"{list(PRECISIONS)}")
     wanted = claim_ids(ids)
     if rules_only:
         print_rules(wanted, size, as_json, language)
         return
     folder = results_folder(results, size)
-    rows = run_claims(wanted, Context(folder, size, seed_offset=seed_offset))
+    context = Context(folder, size, seed_offset=seed_offset, precision=precision)
+    rows = run_claims(wanted, context)
     if as_json:
         typer.echo(json.dumps([r.to_dict() for r in rows], indent=1, ensure_ascii=False))
     else:
         print_ledger(rows, language, size)
+        if precision != "fp32":
+            read = sorted(context.fp32_only)
+            console().print(f"Read at {precision}: the suites that train in it; "
+                          + (f"{', '.join(read)} measure float32 only and were read at fp32."
+                             if read else "no suite was read at another precision."))
     if any(r.error for r in rows):
         raise typer.Exit(1)
 
