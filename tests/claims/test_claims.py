@@ -680,10 +680,8 @@ def test_claims_precision_reads_bf16_results_and_float32_only_suites_at_fp32(tmp
               "depth": _ci(0.2, 0.1, 0.3, 8)}
     # bf16 placement results hold, float32 ones fail: `--precision bf16` grades the former
     _write(tmp_path, "placement", _placement(0, FAILS, spread, STABLE_FAILS))
-    (tmp_path / "placement" / "quick").rename(tmp_path / "placement" / "quick+bf16")
-    _write(tmp_path, "placement", _placement(0, FAILS, spread, STABLE_FAILS))
     bf16 = tmp_path / "placement" / "quick+bf16"
-    (bf16 / "summary.json").unlink()
+    bf16.mkdir()
     summary = Summary("placement", "quick", 3, [], [],
                       _placement(0, HOLDS, spread, STABLE_HOLDS), runs=1, wall_time_s=1.0)
     (bf16 / "summary.json").write_text(json.dumps(summary.to_dict()))

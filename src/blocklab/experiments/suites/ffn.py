@@ -74,7 +74,14 @@ from blocklab.experiments.suites.base import (
     torch_threads,
 )
 from blocklab.experiments.suites.evaluation import FINAL_EVAL_FRACTION, full_only, listed
-from blocklab.experiments.suites.tuning import LrGrid, tune_arm, tune_arms
+from blocklab.experiments.suites.tuning import (
+    LrGrid,
+    lr_trials,
+    mean_loss,
+    trains,
+    tune_arm,
+    tune_arms,
+)
 from blocklab.experiments.summaries import (
     FfnArm,
     FfnData,
@@ -344,14 +351,6 @@ def tune(size_name: str, tuned: Results = (), precision: str = "fp32") -> list[R
             for seed in range(TUNING_SEEDS, TUNING_SEEDS + size.tuning_seeds)]
 
 
-def lr_trials(tuned: Results) -> list[LrTrial]:
-    return [LrTrial(spec.arm, spec.payload["train"]["lr"], spec.seed,
-                    result.get("status", "missing"),
-                    result["final"]["val_loss"] if _counts(result) else None,
-                    spec.payload["model"]["d_model"])
-            for spec, result in tuned]
-
-
 def choose_lrs(size: Size, trials: list[LrTrial], d_model: int | None = None,
                arms: tuple[str, ...] = ARMS) -> dict[str, float]:
     """Each arm's lr at width `d_model` (default: the size's): the rate of its (grown) grid
@@ -432,13 +431,6 @@ def interpolate(xs: list[float], ys: list[float | None], x: float) -> float | No
     return None
 
 
-def _counts(result: dict[str, Any]) -> bool:
-    val = (result.get("final") or {}).get("val_loss")
-    entropy = (result.get("final") or {}).get("unigram_entropy")
-    return (result.get("status") == "ok" and val is not None and entropy is not None
-            and val < entropy)
-
-
 def _fmt(value: float | None, digits: int = 4) -> str:
     return "—" if value is None else f"{value:.{digits}f}"
 
@@ -473,7 +465,7 @@ def summarise(size_name: str, seeds: range, results: list[tuple[RunSpec, dict[st
     tried_lrs = sorted({lr for t in tunings.values() for lr in t.grid})
 
     def val(result: dict[str, Any]) -> float | None:
-        return result["final"]["val_loss"] if _counts(result) else None
+        return result["final"]["val_loss"] if trains(result) else None
 
     entropies = [r["final"]["unigram_entropy"] for rs in by_arm.values() for r in rs
                  if r.get("final")]
@@ -482,7 +474,7 @@ def summarise(size_name: str, seeds: range, results: list[tuple[RunSpec, dict[st
     fastest = min(timed.values()) if timed else None
 
     def equal_time(arm: str, result: dict[str, Any]) -> float | None:
-        if not _counts(result) or arm not in timed:
+        if not trains(result) or arm not in timed:
             return None
         step = size.steps * fastest / timed[arm]
         curves = result["curves"]
@@ -509,7 +501,7 @@ def summarise(size_name: str, seeds: range, results: list[tuple[RunSpec, dict[st
             d_ff=ffn_width(arm, size.d_model),
             params=param_count(arm, size),
             val_loss=mean_ci(vals),
-            val_bpb=mean_ci([r["final"]["val_bpb"] if _counts(r) else None for r in runs]),
+            val_bpb=mean_ci([r["final"]["val_bpb"] if trains(r) else None for r in runs]),
             delta_vs_relu=paired_difference(vals, base_vals),
             rel_delta_pct=mean_ci(rel),
             ms_per_step=timed.get(arm),
@@ -581,8 +573,7 @@ def summarise(size_name: str, seeds: range, results: list[tuple[RunSpec, dict[st
     grid = Table(
         "Learning rate per arm: final validation loss on the tuning seeds",
         ["arm", *(f"lr {lr:g}" for lr in tried_lrs), "chosen"],
-        [[arm, *(_fmt(_mean_or_none([t.val_loss for t in trials if t.arm == arm
-                                     and t.lr == lr and t.d_model == size.d_model]), 4)
+        [[arm, *(_fmt(mean_loss(trials, arm, lr, size.d_model), 4)
                  if lr in tunings[arm].grid else "" for lr in tried_lrs),
           f"{lrs[arm]:g}" + ("" if tunings[arm].interior else " (grid edge)")
           + (f", grid +{tunings[arm].extended}" if tunings[arm].extended else "")]
@@ -691,10 +682,6 @@ def _trend(size: Size, seeds: range, trials: list[LrTrial], arms: dict[str, FfnA
         points.append(FfnTrendPoint(d_model=d, params=param_count("relu", size, d),
                                     rel_delta_pct=mean_ci(rel), lrs=lrs))
     return points, per_seed
-
-
-def _mean_or_none(values: list[float | None]) -> float | None:
-    return None if not values or None in values else statistics.fmean(values)
 
 
 def _delta_cell(arm: str, stats: Interval, digits: int) -> str:

@@ -88,7 +88,14 @@ from blocklab.experiments.suites.evaluation import (
     graded_only,
     listed,
 )
-from blocklab.experiments.suites.tuning import LrGrid, rounded, tune_arm
+from blocklab.experiments.suites.tuning import (
+    LrGrid,
+    lr_trials,
+    rounded,
+    trains,
+    tune_arm,
+)
+from blocklab.experiments.suites.tuning import tuning_table as tuned_table
 from blocklab.experiments.summaries import (
     ArmTuning,
     GradientProbe,
@@ -277,7 +284,8 @@ def probe_model_config(placement: str, depth: int, probe: Probe) -> ModelConfig:
                        name=f"placement-{placement}-{depth}")
 
 
-def train_model_config(placement: str, depth: int, training: Training) -> ModelConfig:
+def train_model_config(placement: str, depth: int, training: Training | Sweep) -> ModelConfig:
+    """The model of a training grid's or an lr sweep's arm (the same block as the probe's)."""
     return ModelConfig(vocab_size=256, d_model=training.d_model, n_layers=depth,
                        n_heads=training.n_heads, placement=placement,
                        max_seq_len=training.seq_len, name=f"placement-{placement}-{depth}")
@@ -449,15 +457,6 @@ def tune(size_name: str, tuned: Results = (), precision: str = "fp32") -> list[R
     return specs
 
 
-def lr_trials(tuned: Results) -> list[LrTrial]:
-    """The tuning runs as trials of their arm ("<placement>/<depth>/<warmup>")."""
-    return [LrTrial(spec.payload["arm"], spec.payload["train"]["lr"], spec.seed,
-                    result.get("status", "missing"),
-                    _final_val(result) if _trains(result) else None,
-                    spec.payload["model"]["d_model"])
-            for spec, result in tuned]
-
-
 def tuned_lrs(training: Training, trials: list[LrTrial]) -> dict[str, ArmTuning]:
     """Each training arm's tuning: its grid, chosen peak lr and whether that is interior."""
     return {arm_name(*a): tune_arm(training.lr_grid, trials, arm_name(*a))
@@ -488,20 +487,6 @@ def _training_specs(training: Training, seeds: range, lrs: dict[str, ArmTuning],
 
 
 # --- the largest stable learning rate ------------------------------------------------------------
-def _trains(result: dict[str, Any]) -> bool:
-    """A run that trains: it finished (no NaN/inf, loss never above the trainer's divergence
-    bound) and ends below the unigram entropy of the training bytes."""
-    val, entropy = _final_val(result), (result.get("final") or {}).get("unigram_entropy")
-    return (result.get("status") == "ok" and val is not None and entropy is not None
-            and val < entropy)
-
-
-def sweep_model_config(placement: str, depth: int, sweep: Sweep) -> ModelConfig:
-    return ModelConfig(vocab_size=256, d_model=sweep.d_model, n_layers=depth,
-                       n_heads=sweep.n_heads, placement=placement, max_seq_len=sweep.seq_len,
-                       name=f"placement-{placement}-{depth}")
-
-
 def sweep_train_config(sweep: Sweep, warmup: int, lr: float, seed: int,
                        precision: str = "fp32"):
     """As part (b)'s runs (xavier, no clipping, one thread), shorter, evaluated once at the
@@ -541,21 +526,21 @@ def largest_stable_lr(placement: str, depth: int, warmup: int, seed: int, sweep:
     from blocklab.experiments.trainer import run
 
     started = time.perf_counter()
-    mc = sweep_model_config(placement, depth, sweep)
+    mc = train_model_config(placement, depth, sweep)
     entropy: list[float] = []
 
-    def trains(lr: float) -> tuple[bool, dict[str, Any]]:
+    def attempt(lr: float) -> tuple[bool, dict[str, Any]]:
         result = run(mc, sweep_train_config(sweep, warmup, lr, seed, precision), DATA,
                      progress=False, label=f"sweep {placement} L={depth} lr {lr:g}")
         final = result.get("final") or {}
         if final.get("unigram_entropy") is not None:
             entropy.append(final["unigram_entropy"])
-        ok = _trains(result)
+        ok = trains(result)
         return ok, {"lr": lr, "status": result.get("status", "missing"),
                     "val_loss": _final_val(result), "trains": ok}
 
     ladder = sweep.ladder()
-    rung, trials = bisect_stable(ladder, trains)
+    rung, trials = bisect_stable(ladder, attempt)
     return {"status": "ok", "placement": placement, "depth": depth, "warmup": warmup,
             "seed": seed, "rung": rung, "ladder": ladder,
             "max_stable_lr": ladder[rung] if rung >= 0 else None, "trials": trials,
@@ -572,7 +557,7 @@ def _sweep_specs(sweep: Sweep, seeds: range, grid: str, precision: str = "fp32"
         for seed in seeds:
             tc = sweep_train_config(sweep, warmup, sweep.lr_min, seed, precision)
             payload = {"suite": "placement", "kind": grid,
-                       "model": sweep_model_config(placement, depth, sweep).to_dict(),
+                       "model": train_model_config(placement, depth, sweep).to_dict(),
                        "train": train_identity(tc), "ladder": sweep.ladder(), "data": DATA}
 
             def execute(progress, placement=placement, depth=depth, warmup=warmup, seed=seed):
@@ -965,19 +950,10 @@ def summarise(size_name: str, seeds: range, results: list[tuple[RunSpec, dict[st
         "1 means some layer gets twice the gradient of another. A factor that scales every "
         "layer alike (the final norm's 1/√L) cancels here.")
     tuned_arms = [lrs[arm_name(*a)] for a in training.arms()]
-    tried = sorted({lr for t in tuned_arms for lr in t.grid})
-    tuning_table = Table(
-        "Each arm's peak lr: final validation loss on the tuning seeds (loss versus lr)",
-        ["arm", *(f"lr {lr:g}" for lr in tried), "chosen"],
-        [[t.arm, *(_g(_mean_loss(trials, t.arm, lr)) if lr in t.grid else "" for lr in tried),
-          f"{t.lr:g} ({'interior' if t.interior else 'at the edge'}"
-          + (f", grid +{t.extended}" if t.extended else "") + ")"] for t in tuned_arms],
+    tuning_table = tuned_table(
+        tuned_arms, trials, training.lr_grid,
         f"{training.tuning_seeds} tuning seed(s), disjoint from the evaluation seeds, each run "
-        f"as long as the evaluation runs. Registered grid "
-        f"{{{', '.join(f'{lr:g}' for lr in training.lr_grid.base)}}}, grown by "
-        f"×{training.lr_grid.factor:g} at an edge holding the best lr (at most "
-        f"{training.lr_grid.max_extensions} points) before evaluation; blank: not tried for "
-        "that arm; '—': a run that did not train (diverged, or not below the unigram entropy).")
+        "as long as the evaluation runs")
     train_table = Table(
         f"Training {training.steps} steps, xavier init, no gradient clipping, each arm at its "
         "own tuned peak lr",
@@ -1085,11 +1061,6 @@ def summarise(size_name: str, seeds: range, results: list[tuple[RunSpec, dict[st
                     tuning_table,
                     train_table, effect_table, stability_table, stability_effect_table],
                    notes, data, first_seed=seeds.start)
-
-
-def _mean_loss(trials: list[LrTrial], arm: str, lr: float) -> float | None:
-    """Mean final val loss of `arm`'s tuning runs at `lr`; None when one did not train."""
-    return _mean_of([t.val_loss for t in trials if t.arm == arm and math.isclose(t.lr, lr)])
 
 
 def _mean_of(values: list[float | None]) -> float | None:

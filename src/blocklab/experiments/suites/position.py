@@ -101,7 +101,8 @@ from blocklab.experiments.suites.evaluation import (
     graded_only,
     listed,
 )
-from blocklab.experiments.suites.tuning import LrGrid, tune_arm, tune_arms
+from blocklab.experiments.suites.tuning import LrGrid, lr_trials, tune_arm, tune_arms
+from blocklab.experiments.suites.tuning import tuning_table as tuned_table
 from blocklab.experiments.summaries import (
     ArmTuning,
     FineTune,
@@ -899,21 +900,6 @@ def tune(size: str, tuned: Results = (), precision: str = "fp32") -> list[RunSpe
     return specs
 
 
-def lr_trials(tuned: Results) -> list[LrTrial]:
-    """The tuning runs as trials of their arm; a run counts when it finished below the
-    unigram entropy."""
-    def loss(result: dict[str, Any]) -> float | None:
-        final = result.get("final") or {}
-        val, entropy = final.get("val_loss"), final.get("unigram_entropy")
-        ok = (result.get("status") == "ok" and val is not None and entropy is not None
-              and math.isfinite(val) and val < entropy)
-        return val if ok else None
-
-    return [LrTrial(spec.payload["arm"], spec.payload["train"]["lr"], spec.seed,
-                    result.get("status", "missing"), loss(result),
-                    spec.payload["model"]["d_model"]) for spec, result in tuned]
-
-
 def tuned_lrs(size: str, trials: list[LrTrial]) -> dict[str, ArmTuning]:
     """Each arm's tuning: its grid, chosen peak lr and whether that is interior; {} at a size
     that does not tune (every arm at the grid's middle lr)."""
@@ -1183,19 +1169,10 @@ def summarise(size: str, seeds: range, results: list[tuple[RunSpec, dict[str, An
         "100·(extrapolated − sliding)/sliding per seed, mean [95% CI]: the quality lost by "
         "reading positions ≥ L instead of windows of L."))
     grid = config["train"]["lr_grid"]
-    tried = sorted({lr for t in tunings.values() for lr in t.grid})
-    tuning_table = Table(
-        "Each arm's peak lr: final validation loss on the tuning seeds (loss versus lr)",
-        ["arm", *(f"lr {lr:g}" for lr in tried), "chosen"],
-        [[arm, *(_tuning_cell(trials, arm, lr) if lr in t.grid else "" for lr in tried),
-          f"{t.lr:g} ({'interior' if t.interior else 'at the edge'}"
-          + (f", grid +{t.extended}" if t.extended else "") + ")"]
-         for arm, t in tunings.items()],
+    tuning_table = tuned_table(
+        tunings.values(), trials, grid,
         f"{config['train']['tuning_seeds']} tuning seed(s), disjoint from the evaluation seeds, "
-        f"at L; registered grid {{{', '.join(f'{lr:g}' for lr in grid.base)}}}, grown by "
-        f"×{grid.factor:g} at an edge holding the best lr before evaluation; blank: not tried "
-        "for that arm; '—': a run that did not train (diverged, or not below the unigram "
-        "entropy).")
+        "at L")
     notes = []
     if tunings:
         tables.append(tuning_table)
@@ -1336,12 +1313,6 @@ def summarise(size: str, seeds: range, results: list[tuple[RunSpec, dict[str, An
                         cost=cost, finetune=finetune, lr_trials=trials,
                         lr_tuning=list(tunings.values()))
     return Summary("position", size, len(seeds), tables, notes, data, first_seed=seeds.start)
-
-
-def _tuning_cell(trials: list[LrTrial], arm: str, lr: float) -> str:
-    losses = [t.val_loss for t in trials if t.arm == arm and math.isclose(t.lr, lr)]
-    return ("—" if not losses or None in losses
-            else f"{sum(losses) / len(losses):.4f}")
 
 
 def _order_summary(results, train: dict[str, list[PositionRun]], seeds: list[int],

@@ -20,8 +20,10 @@ import math
 import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
-from blocklab.experiments.summaries import ArmTuning, LrTrial
+from blocklab.errors import InputError
+from blocklab.experiments.summaries import ArmTuning, LrTrial, Table
 
 
 @dataclass(frozen=True)
@@ -35,7 +37,58 @@ class LrGrid:
 
     def __post_init__(self) -> None:
         if len(self.base) < 3 or list(self.base) != sorted(self.base):
-            raise ValueError(f"an lr grid needs at least 3 ascending points, got {self.base}")
+            raise InputError(f"an lr grid needs at least 3 ascending points, got {self.base}")
+
+
+def trains(result: dict[str, Any]) -> bool:
+    """A run that counts: it finished ("ok": no NaN/inf, loss never above the trainer's
+    divergence bound) and ends below the unigram entropy of the training bytes."""
+    final = result.get("final") or {}
+    val, entropy = final.get("val_loss"), final.get("unigram_entropy")
+    return (result.get("status") == "ok" and val is not None and entropy is not None
+            and math.isfinite(val) and val < entropy)
+
+
+def lr_trials(tuned: Iterable[tuple[Any, dict[str, Any]]]) -> list[LrTrial]:
+    """Tuning runs, as (spec, result) pairs whose payload names its "arm", "model" and
+    "train", as trials of their arm: the final val loss of a run that `trains`, else None."""
+    return [LrTrial(spec.payload["arm"], spec.payload["train"]["lr"], spec.seed,
+                    result.get("status", "missing"),
+                    result["final"]["val_loss"] if trains(result) else None,
+                    spec.payload["model"]["d_model"]) for spec, result in tuned]
+
+
+def mean_loss(trials: Iterable[LrTrial], arm: str, lr: float, d_model: int | None = None
+              ) -> float | None:
+    """The mean final val loss of `arm`'s tuning runs at `lr`; None when one did not train
+    or none was made (`score`, finite or not)."""
+    value = score(trials, arm, lr, d_model)
+    return value if math.isfinite(value) else None
+
+
+def tuning_table(tunings: Iterable[ArmTuning], trials: list[LrTrial], grid: LrGrid,
+                 seeds_note: str) -> Table:
+    """Each tuned arm's loss versus lr on its tuning seeds and the lr it got, with the grid
+    and how it grows; `seeds_note` says how many tuning seeds ran and where."""
+    tunings = list(tunings)
+    tried = sorted({lr for t in tunings for lr in t.grid})
+
+    def cell(t: ArmTuning, lr: float) -> str:
+        if lr not in t.grid:
+            return ""
+        value = mean_loss(trials, t.arm, lr)
+        return "—" if value is None else f"{value:.4f}"
+
+    return Table(
+        "Each arm's peak lr: final validation loss on the tuning seeds (loss versus lr)",
+        ["arm", *(f"lr {lr:g}" for lr in tried), "chosen"],
+        [[t.arm, *(cell(t, lr) for lr in tried),
+          f"{t.lr:g} ({'interior' if t.interior else 'at the edge'}"
+          + (f", grid +{t.extended}" if t.extended else "") + ")"] for t in tunings],
+        f"{seeds_note}; registered grid {{{', '.join(f'{lr:g}' for lr in grid.base)}}}, grown "
+        f"by ×{grid.factor:g} at an edge holding the best lr (at most {grid.max_extensions} "
+        "points) before evaluation; blank: not tried for that arm; '—': a run that did not "
+        "train (diverged, or not below the unigram entropy).")
 
 
 def rounded(lr: float) -> float:
