@@ -163,7 +163,7 @@ def jobs_executor(jobs: int | None):
 
 def check_seed_offset_option(seed_offset: int) -> int:
     """`--seed-offset` checked before any work, the error naming the option as written."""
-    from blocklab.experiments.summaries import MAX_SEED_OFFSET
+    from blocklab.experiments.options import MAX_SEED_OFFSET
 
     if isinstance(seed_offset, bool) or not 0 <= seed_offset <= MAX_SEED_OFFSET:
         raise InputError(f"--seed-offset {seed_offset} is not allowed; expected an integer in "

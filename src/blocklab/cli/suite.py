@@ -89,12 +89,16 @@ def suite(
         out = old_out
     check_seed_offset_option(seed_offset)
     folder_option(out, "--results")
+    from blocklab.experiments.options import RunOptions
+
+    # Every option a run reads, checked once here and passed on as one value.
+    options = RunOptions.for_suite(chosen, size, seeds, seed_offset=seed_offset,
+                                   precision=precision)
     run_on = chosen_executor(executor, jobs, address, cpus_per_run, gpus_per_run)
-    if precision in chosen.precisions:  # (else run_suite refuses it, in one line)
-        warn_if_bf16_emulated(precision)  # one line on stderr; the suite still runs
+    warn_if_bf16_emulated(options.precision)  # one line on stderr; the suite still runs
     from blocklab.claims.registry import suite_rules
 
-    rules = suite_rules(size).get(chosen.name) if precision == "fp32" else None
+    rules = suite_rules(size).get(chosen.name) if options.precision == "fp32" else None
     if budget is not None and (seeds is not None or precision != "fp32"):
         from blocklab.cli import fail
 
@@ -111,9 +115,8 @@ def suite(
                 typer.echo(f"error: suite {chosen.name} ({size}): {errors[chosen.name]}",
                            err=True)
                 raise typer.Exit(1)
-        summary = run_suite(chosen, size, seeds, out, progress=not (no_progress or as_json),
-                            executor=run_on, seed_offset=seed_offset, precision=precision,
-                            wait=not no_wait, rules=rules)
+        summary = run_suite(chosen, options, out, progress=not (no_progress or as_json),
+                            executor=run_on, wait=not no_wait, rules=rules)
     except Interrupted as stopped:
         raise stop_interrupted(stopped) from None
     except SuiteIncomplete as incomplete:

@@ -60,6 +60,8 @@ from pathlib import Path
 from typing import Any
 
 from blocklab.config import ModelConfig
+from blocklab.experiments.results import ResultStore
+from blocklab.experiments.run_result import RunResult
 
 # Seconds of one optimizer step of `reference_model()` (ffn quick's swiglu arm, batch 16 × 64
 # tokens, one thread) on the 2-core reference machine, quiet, when the reference times below and
@@ -614,18 +616,13 @@ def makespan(seconds: Sequence[float], workers: int, start: float = 0.0) -> floa
     return max(free)
 
 
-def _stored_results(results: Path) -> list[tuple[str, str, dict[str, Any]]]:
+def _stored_results(results: Path) -> list[tuple[str, str, RunResult]]:
     """(suite, size folder, result) of every stored run under `results`."""
     found = []
-    for path in sorted(results.glob("*/*/*.json")):
-        if path.name == "summary.json":
-            continue
-        try:
-            result = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):  # a file being written or not ours: price without it
-            continue
-        if isinstance(result, dict):
-            found.append((path.parent.parent.name, path.parent.name, result))
+    for folder in sorted(p for p in results.glob("*/*") if p.is_dir()):
+        # A file being written, or not a run result: priced without it.
+        found += [(folder.parent.name, folder.name, result)
+                  for _, result in ResultStore(folder).iter_results()]
     return found
 
 
@@ -646,10 +643,9 @@ def estimate_suites(results: str | Path, size: str, names: Sequence[str], *,
 
     A tuned suite's evaluation runs are planned without tuning results (each arm at its grid's
     first choice): their cost does not depend on the learning rate a tuning run picks."""
-    from blocklab.experiments.suites import get_suite
+    from blocklab.experiments.suites import get_suite, suite_options
     from blocklab.experiments.suites.base import (
         ResultStore,
-        seed_range,
         stale_reasons,
         stored_tuning,
         suite_dir,
@@ -658,24 +654,24 @@ def estimate_suites(results: str | Path, size: str, names: Sequence[str], *,
     results = Path(results)
     twins: dict[tuple[str, str, str], list[float]] = {}
     for suite_name, folder, result in _stored_results(results):
-        run, wall = result.get("run"), result.get("wall_time_s")
-        if isinstance(run, dict) and isinstance(wall, int | float) and wall > 0:
-            key = _twin_key(suite_name, folder, str(run.get("label")))
+        run, wall = result.run, result.wall_time_s
+        if run is not None and isinstance(wall, int | float) and wall > 0:
+            key = _twin_key(suite_name, folder, run.label)
             twins.setdefault(key, []).append(float(wall))
     planned = []  # (suite, stage, spec, stored, twin wall times)
     for name in names:
         suite = get_suite(name)
-        seeds = seed_range(suite.default_seeds[size], seed_offset)
-        store = ResultStore(suite_dir(results, suite, size, seed_offset))
+        options = suite_options(suite, size, seed_offset)
+        store = ResultStore(suite_dir(results, suite, options))
         folder = store.root.name
         if suite.tune:
             # the stored tuning runs (a grid grown at an edge included) choose the settings
             # the evaluation runs are planned at; before they are stored, the registered grid
-            tuning_specs, tuning, _, _, tuned = stored_tuning(suite, size, results)
+            tuning_specs, tuning, _, _, tuned = stored_tuning(suite, options, results)
             groups = [(0, tuning, tuning.root.name, tuning_specs),
-                      (1, store, folder, suite.plan(size, seeds, tuned))]
+                      (1, store, folder, suite.plan(options, tuned))]
         else:
-            groups = [(0, store, folder, suite.plan(size, seeds))]
+            groups = [(0, store, folder, suite.plan(options, []))]
         for stage, where, folder, specs in groups:
             stale = stale_reasons(specs, where)
             for spec in specs:

@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from blocklab.config import ModelConfig, write_atomic
-from blocklab.errors import InputError
+from blocklab.errors import InputError, ResultsError
+from blocklab.experiments.run_result import RunResult
 
 
 class _Config(Protocol):
@@ -81,8 +82,10 @@ def json_safe(value: Any) -> Any:
     return value
 
 
-def result_json(result: dict[str, Any]) -> str:
-    """A result as strict JSON text (NaN/inf written as null)."""
+def result_json(result: RunResult | dict[str, Any]) -> str:
+    """A result (or any JSON-able object) as strict JSON text (NaN/inf written as null)."""
+    if isinstance(result, RunResult):
+        result = result.to_dict()
     return json.dumps(json_safe(result), indent=1, allow_nan=False) + "\n"
 
 
@@ -90,7 +93,7 @@ class ResultSink(Protocol):
     """Where an executor puts each result as it finishes (a ResultStore, or a router over
     several)."""
 
-    def save(self, run_id: str, result: dict[str, Any]) -> Any: ...
+    def save(self, run_id: str, result: RunResult) -> Any: ...
 
 
 class ResultStore:
@@ -104,30 +107,33 @@ class ResultStore:
             raise InputError(f"run id {run_id!r} is not a plain file name")
         return self.root / f"{run_id}.json"
 
-    def _read(self, path: Path) -> dict[str, Any] | None:
+    def _read(self, path: Path) -> RunResult | None:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError):
             return None
-        return data if isinstance(data, dict) and "status" in data else None
+        try:
+            return RunResult.from_dict(data, str(path))
+        except ResultsError:  # not a result (or half of one): run it again
+            return None
 
     def has(self, run_id: str) -> bool:
         """True when the result file exists, parses, and has a status."""
         return self._read(self.path_for(run_id)) is not None
 
-    def load(self, run_id: str) -> dict[str, Any]:
+    def load(self, run_id: str) -> RunResult:
         path = self.path_for(run_id)
         data = self._read(path)
         if data is None:
             raise FileNotFoundError(f"no complete result at {path}")
         return data
 
-    def save(self, run_id: str, result: dict[str, Any]) -> Path:
+    def save(self, run_id: str, result: RunResult) -> Path:
         path = self.path_for(run_id)
         write_atomic(path, result_json(result))
         return path
 
-    def iter_results(self) -> Iterator[tuple[str, dict[str, Any]]]:
+    def iter_results(self) -> Iterator[tuple[str, RunResult]]:
         """(run_id, result) for every complete result, in run-id order."""
         if not self.root.is_dir():
             return

@@ -847,13 +847,14 @@ def summary_from_dict(doc: Any, where: str = "summary", data_type: type | None =
                                                     f"{where}.data"))
 
 
-# Seeds are drawn from [0, MAX_SEED_OFFSET + max seeds): a disjoint set needs only an offset.
-MAX_SEED_OFFSET = 10**9
-
 # The sizes a suite runs at and the precisions it may train in (each suite lists its own in
-# `Suite.precisions`): the only folders a summary is stored under.
-SIZES = ("tiny", "quick", "full")
-PRECISIONS = ("fp32", "bf16")
+# `Suite.precisions`), the only folders a summary is stored under, are the run options'.
+from blocklab.experiments.options import (  # noqa: E402 - beside the words that use them
+    PRECISIONS,
+    SIZES,
+    size_folder,
+    suite_command,
+)
 
 # Said once wherever tiny results are shown (a suite's printed summary, the claims ledger, the
 # report): tiny trains a few steps, so its tables are mostly "—" and grade nothing.
@@ -868,34 +869,6 @@ def size_note(size: str, lang: str = "en") -> str | None:
     if size != "tiny":
         return None
     return TINY_NOTE_ZH if lang == "zh" else TINY_NOTE
-
-
-def check_seed_offset(seed_offset: int) -> int:
-    """`seed_offset` if it is an integer in [0, MAX_SEED_OFFSET]; InputError otherwise."""
-    if (isinstance(seed_offset, bool) or not isinstance(seed_offset, int)
-            or not 0 <= seed_offset <= MAX_SEED_OFFSET):
-        raise InputError(f"seed offset {seed_offset!r} is not allowed; expected an integer in "
-                         f"[0, {MAX_SEED_OFFSET}]")
-    return seed_offset
-
-
-def size_folder(size: str, seed_offset: int = 0, precision: str = "fp32",
-                longer: bool = False) -> str:
-    """The folder name of a suite's results at `size`: seeds from `seed_offset` on, runs in
-    bfloat16, and the runs trained twice as long that check a would-be contradiction
-    (`longer`), are kept apart from the default seeds in float32 (`quick`, `quick+seeds1000`,
-    `quick+bf16`, `quick+x2`), so their summaries never mix."""
-    folder = size if check_seed_offset(seed_offset) == 0 else f"{size}+seeds{seed_offset}"
-    folder = folder if precision == "fp32" else f"{folder}+{precision}"
-    return f"{folder}+x2" if longer else folder
-
-
-def suite_command(suite: str, size: str, out_dir: str | Path, seed_offset: int = 0,
-                  precision: str = "fp32") -> str:
-    """The command that runs `suite` and (re)writes its summary."""
-    offset = f" --seed-offset {seed_offset}" if seed_offset else ""
-    bf16 = "" if precision == "fp32" else f" --precision {precision}"
-    return f"blocklab suite {suite} --size {size}{offset}{bf16} --results {out_dir}"
 
 
 def _check_key(suite: Any, size: Any, precision: Any, data_type: type | None) -> None:

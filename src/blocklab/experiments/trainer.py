@@ -70,6 +70,7 @@ from blocklab.experiments.data import (
 from blocklab.experiments.env import environment
 from blocklab.experiments.init import INITS, initialize
 from blocklab.experiments.results import ResultStore, json_safe, result_json, run_id
+from blocklab.experiments.run_result import RunResult
 from blocklab.nn.backends import BACKENDS
 from blocklab.nn.model import PRECISIONS
 
@@ -583,8 +584,8 @@ def check_fits_in_memory(mc: ModelConfig, tc: TrainConfig) -> None:
 
 def train(model_config: ModelConfig, train_config: TrainConfig,
           data: str | Path | Corpus = "stdlib", *, progress: Progress | bool = False,
-          label: str | None = None) -> tuple[nn.Module, dict[str, Any]]:
-    """Train one model and return it with its result dictionary (see `run` for the keys).
+          label: str | None = None) -> tuple[nn.Module, RunResult]:
+    """Train one model and return it with its result (`RunResult`; see `run`).
 
     Args:
         data: "stdlib", "shakespeare", a path, or a loaded `Corpus`.
@@ -774,19 +775,21 @@ def train(model_config: ModelConfig, train_config: TrainConfig,
         "tokens_per_s": (steps_done * tc.batch_size * tc.seq_len / train_seconds
                          if train_seconds > 0 else None),
     }
-    return model, json_safe(result)
+    # Through JSON's values (non-finite -> None), so a result reads the same before and after
+    # it is stored.
+    return model, RunResult.from_dict(json_safe(result))
 
 
 def run(model_config: ModelConfig, train_config: TrainConfig,
         data: str | Path | Corpus = "stdlib", out_path: str | Path | None = None, *,
-        progress: Progress | bool = False, label: str | None = None) -> dict[str, Any]:
+        progress: Progress | bool = False, label: str | None = None) -> RunResult:
     """Train one model; return its result and, given `out_path`, write it there atomically
     (from rank 0 alone inside a process group).
 
-    Result keys: run_id, status ("ok" | "diverged" | "stuck"), reason, model_config,
-    train_config, data {name, sha256, tokenizer, train_bytes, val_bytes, files, ...},
-    environment, curves {step, train_loss, lr, grad_norm, val_step, val {length: [...]},
-    layer_grad_norms {step, layer, down_proj}, residual_rms {step, layer}}, final {val_loss
+    The result's fields (`RunResult`, stored under these keys): run_id, status ("ok" |
+    "diverged" | "stuck"), reason, model_config, train_config, data {name, sha256, tokenizer,
+    train_bytes, val_bytes, files, ...}, environment, curves {step, train_loss, lr,
+    grad_norm, val_step, val {length: [...]}, layer_grad_norms {step, layer, down_proj}, residual_rms {step, layer}}, final {val_loss
     (nats/token at seq_len), val_loss_se (its standard error: the sd of the per-window mean
     losses / sqrt(windows)), val_windows and val_tokens (what was scored at seq_len),
     val_loss_tail (the mean of the last TAIL_EVALS validation losses of the curve at seq_len)
@@ -806,7 +809,7 @@ def run(model_config: ModelConfig, train_config: TrainConfig,
 
 def run_stored(store: ResultStore, model_config: ModelConfig, train_config: TrainConfig,
                data: str | Path | Corpus = "stdlib", *, progress: Progress | bool = False,
-               label: str | None = None) -> dict[str, Any]:
+               label: str | None = None) -> RunResult:
     """The result of this run stored in `store` if there is one; otherwise train, save it there
     (under its run id) and return it."""
     corpus = load_corpus(data)

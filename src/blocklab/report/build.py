@@ -41,7 +41,7 @@ def _offset(seed_offset: int) -> str:
 
 
 def suite_command(suite: str, size: str, results: Path | str, seed_offset: int = 0) -> str:
-    from blocklab.experiments.summaries import suite_command as command
+    from blocklab.experiments.options import suite_command as command
 
     return command(suite, size, results, seed_offset)
 
@@ -119,8 +119,8 @@ def busy_timings(results: Path, name: str, size: str, run_ids: list[str],
     """{label, others_cpu_share} of each stored timed run of a suite's summary that was
     measured while other processes used the CPU (`blocklab.experiments.locks.is_busy`)."""
     from blocklab.experiments.locks import is_busy
+    from blocklab.experiments.options import size_folder
     from blocklab.experiments.results import ResultStore
-    from blocklab.experiments.summaries import size_folder
 
     store = ResultStore(results / name / size_folder(size, seed_offset))
     out = []
@@ -129,10 +129,10 @@ def busy_timings(results: Path, name: str, size: str, run_ids: list[str],
             result = store.load(run_id)
         except FileNotFoundError:
             continue
-        load = result.get("machine_load")
-        if is_busy(load):
-            label = (result.get("run") or {}).get("label", run_id)
-            out.append({"label": str(label), "others_cpu_share": load["others_cpu_share"]})
+        load = result.machine_load
+        if load is not None and is_busy(load):
+            label = result.run.label if result.run is not None else run_id
+            out.append({"label": label, "others_cpu_share": load["others_cpu_share"]})
     return out
 
 
@@ -141,8 +141,8 @@ def run_costs(results: Path, name: str, size: str, run_ids: list[str],
     """{arm, seed, wall_time_s, timed} of each stored run of a suite's summary, from the stored
     result files alone (`timed`: the run measured time, so it ran alone, as the suites run
     every timed run; its result records the machine's load)."""
+    from blocklab.experiments.options import size_folder
     from blocklab.experiments.results import ResultStore
-    from blocklab.experiments.summaries import size_folder
 
     store = ResultStore(results / name / size_folder(size, seed_offset))
     out = []
@@ -151,12 +151,11 @@ def run_costs(results: Path, name: str, size: str, run_ids: list[str],
             result = store.load(run_id)
         except FileNotFoundError:
             continue
-        run = result.get("run") or {}
-        wall = result.get("wall_time_s")
-        if not isinstance(wall, int | float) or "arm" not in run:
+        run, wall = result.run, result.wall_time_s
+        if not isinstance(wall, int | float) or run is None:
             continue
-        out.append({"arm": str(run["arm"]), "seed": run.get("seed"), "wall_time_s": float(wall),
-                    "timed": "machine_load" in result})
+        out.append({"arm": run.arm, "seed": run.seed, "wall_time_s": float(wall),
+                    "timed": result.machine_load is not None})
     return out
 
 
@@ -242,8 +241,8 @@ def _run_curves(results: Path, name: str, size: str, run_ids: list[str],
     the training-loss and validation curves, and the per-layer gradient norms logged during
     training (the first record is at initialisation).
     """
+    from blocklab.experiments.options import size_folder
     from blocklab.experiments.results import ResultStore
-    from blocklab.experiments.summaries import size_folder
 
     store = ResultStore(results / name / size_folder(size, seed_offset))
     out = []
@@ -254,25 +253,24 @@ def _run_curves(results: Path, name: str, size: str, run_ids: list[str],
             raise ResultsError(f"{store.path_for(run_id)}: a run of the stored summary is "
                                f"missing or unreadable; run `{suite_command(name, size, results, seed_offset)}`"
                                " to redo it") from None
-        curves = result.get("curves")
-        if not isinstance(curves, dict) or "train_loss" not in curves:
+        curves = result.curves
+        if curves is None:
             continue
-        run = result.get("run")
-        if not isinstance(run, dict) or sorted(run) != ["arm", "label", "seed"]:
-            raise ResultsError(f"{store.path_for(run_id)}: its run record {run!r} is not "
-                               "{label, arm, seed}; delete the file and run the suite again")
-        grads = curves.get("layer_grad_norms") or {}
-        model, train = result.get("model_config") or {}, result.get("train_config") or {}
+        run = result.run
+        if run is None:
+            raise ResultsError(f"{store.path_for(run_id)}: it has no run record {{label, arm, "
+                               "seed}; delete the file and run the suite again")
+        model, train = result.model_config or {}, result.train_config or {}
         out.append({
-            "run_id": run_id, "arm": run["arm"], "seed": run["seed"], "label": run["label"],
+            "run_id": run_id, "arm": run.arm, "seed": run.seed, "label": run.label,
             # which of a suite's settings the run trained (main arm, trend width, sensitivity)
             "d_model": model.get("d_model"), "init": train.get("init"), "lr": train.get("lr"),
-            "status": result.get("status"), "reason": result.get("reason"),
-            "step": curves.get("step", []), "train_loss": curves["train_loss"],
-            "val_step": curves.get("val_step", []), "val": curves.get("val", {}),
-            "final_val_loss": (result.get("final") or {}).get("val_loss"),
-            "layer_grad_norms": {"step": grads.get("step", []),
-                                 "layer": grads.get("layer", [])},
+            "status": result.status, "reason": result.reason,
+            "step": curves.step, "train_loss": curves.train_loss,
+            "val_step": curves.val_step, "val": curves.val,
+            "final_val_loss": result.final.val_loss if result.final is not None else None,
+            "layer_grad_norms": {"step": curves.layer_grad_norms.step,
+                                 "layer": curves.layer_grad_norms.layer},
         })
     out.sort(key=lambda r: (r["arm"], r["seed"]))
     return out
@@ -375,8 +373,8 @@ def build_report(out: Path | str = "report", results: Path | str = "runs",
     Returns the path of index.html and the document.
     """
     from blocklab.claims.lang import resolve_lang
+    from blocklab.experiments.options import check_seed_offset
     from blocklab.experiments.suites.base import SIZES
-    from blocklab.experiments.summaries import check_seed_offset
 
     lang = resolve_lang(lang)
     if size not in SIZES:

@@ -218,7 +218,7 @@ def test_each_arm_gets_the_lr_with_the_lowest_mean_tuning_loss():
     ("full", ((96, ffn.ARMS), (48, ffn.TREND_ARMS), (64, ffn.TREND_ARMS)))])
 def test_tuning_runs_every_arm_at_every_lr_on_seeds_no_evaluation_uses(name, widths):
     from blocklab.experiments.suites.base import MAX_SEEDS, TUNING_SEEDS
-    from blocklab.experiments.summaries import MAX_SEED_OFFSET
+    from blocklab.experiments.options import MAX_SEED_OFFSET
 
     size = ffn.SIZES[name]
     specs = ffn.tune(name)

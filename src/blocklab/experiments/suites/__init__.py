@@ -17,8 +17,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from blocklab.errors import InputError
+from blocklab.experiments.options import PRECISIONS, SIZES, RunOptions
 from blocklab.experiments.suites.base import (
-    SIZES,
     Executor,
     RunSpec,
     Suite,
@@ -46,10 +46,11 @@ def get_suite(name: str) -> Suite:
 def run_suites(results: Path, size: str, names: Sequence[str] = tuple(SUITE_MODULES), *,
                executor: Executor | None = None, progress: bool = True,
                echo: Callable[[str], None] = print, seed_offset: int = 0,
-               wait: bool = True, rules: Mapping[str, dict[str, str]] | None = None
-               ) -> dict[str, str]:
+               precision: str = "fp32", wait: bool = True,
+               rules: Mapping[str, dict[str, str]] | None = None) -> dict[str, str]:
     """Run every suite of `names` at `size` into `results` (stored runs are reused, so this
-    resumes), each at its default seeds (from `seed_offset` on), then summarise each one.
+    resumes), each at its default seeds (from `seed_offset` on) and in `precision` where it
+    trains in it (`suite_options`), then summarise each one.
 
     The missing runs of all the suites go to `executor` in one call, so worker processes stay
     busy across suite boundaries and every timed run waits until all the others are done.
@@ -64,16 +65,28 @@ def run_suites(results: Path, size: str, names: Sequence[str] = tuple(SUITE_MODU
     suite, recorded in its folder when its runs are first planned (`plan_suite`).
     """
     from blocklab.experiments.locks import suite_locks
-    from blocklab.experiments.suites.base import check_size
 
-    check_size(size)  # bad input is refused before the locks create any folder
+    # Bad input is refused before the locks create any folder.
+    options = {name: suite_options(get_suite(name), size, seed_offset, precision)
+               for name in names}
     with suite_locks(results, [get_suite(name).name for name in names], wait=wait, echo=echo):
-        return _run_suites(results, size, names, executor, progress, echo, seed_offset,
-                           rules or {})
+        return _run_suites(results, size, options, executor, progress, echo, rules or {})
 
 
-def _run_suites(results: Path, size: str, names: Sequence[str], executor: Executor | None,
-                progress: bool, echo: Callable[[str], None], seed_offset: int,
+def suite_options(suite: Suite, size: str, seed_offset: int = 0, precision: str = "fp32"
+                  ) -> RunOptions:
+    """A suite's options when several run together (`blocklab report`, the claims ledger): its
+    default seeds, and `precision` where it trains in it, else float32 (norm-cost and quantize
+    measure float32 kernels and int8 against float32)."""
+    if precision not in PRECISIONS:
+        raise InputError(f"precision={precision!r} is not allowed; expected one of "
+                         f"{list(PRECISIONS)}")
+    chosen = precision if precision in suite.precisions else "fp32"
+    return RunOptions.for_suite(suite, size, seed_offset=seed_offset, precision=chosen)
+
+
+def _run_suites(results: Path, size: str, options: Mapping[str, RunOptions],
+                executor: Executor | None, progress: bool, echo: Callable[[str], None],
                 rules: Mapping[str, dict[str, str]]) -> dict[str, str]:
     from blocklab.experiments.suites.base import (
         CountingSink,
@@ -89,8 +102,8 @@ def _run_suites(results: Path, size: str, names: Sequence[str], executor: Execut
     start = time.perf_counter()
     errors: dict[str, str] = {}
     failed: dict[str, str] = {}
-    planned = [plan_suite(get_suite(name), size, None, results, seed_offset,
-                          rules=rules.get(get_suite(name).name)) for name in names]
+    planned = [plan_suite(get_suite(name), chosen, results, rules.get(get_suite(name).name))
+               for name, chosen in options.items()]
     # Two rounds at most: the first runs every suite's runs (a tuned suite's tuning runs), the
     # second the tuned suites' evaluation runs, planned from their tuning results.
     while planned:
@@ -115,7 +128,7 @@ def _run_suites(results: Path, size: str, names: Sequence[str], executor: Execut
                 if plan.stage == "evaluate":
                     summarise_suite(plan, failed, elapsed)
                 else:
-                    tuned.append(replan_after_tuning(plan, failed, results, seed_offset))
+                    tuned.append(replan_after_tuning(plan, failed, results))
             except SuiteIncomplete as err:
                 errors[plan.suite.name] = _failure_line(err)
                 echo(f"suite {plan.suite.name} ({size}) failed: {errors[plan.suite.name]}")

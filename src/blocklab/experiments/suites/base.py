@@ -40,17 +40,15 @@ from typing import Any
 
 from blocklab.config import write_atomic
 from blocklab.errors import InputError, Interrupted, ResultsError
+from blocklab.experiments.options import RunOptions
 from blocklab.experiments.results import ResultSink, ResultStore, json_safe, result_json
+from blocklab.experiments.run_result import RunLabel, RunResult
 from blocklab.experiments.summaries import (
     Interval,
     SeedBlock,
     Summary,
-    check_seed_offset,
-    size_folder,
     summary_from_dict,
 )
-
-SIZES = ("tiny", "quick", "full")
 
 
 @contextlib.contextmanager
@@ -68,13 +66,13 @@ def torch_threads(n: int) -> Iterator[None]:
 
 @dataclass(frozen=True)
 class RunSpec:
-    """One run of a suite. `execute(progress)` returns the result dict (with a "status")."""
+    """One run of a suite. `execute(progress)` returns its `RunResult`."""
 
     label: str
     arm: str
     seed: int
     payload: dict[str, Any]
-    execute: Callable[[Any], dict[str, Any]] = field(compare=False, repr=False)
+    execute: Callable[[Any], RunResult] = field(compare=False, repr=False)
     # A run that measures time (kernel or step timings): it runs alone, never beside other runs.
     timed: bool = False
     # An evaluation run of a tuned suite whose settings come from the tuning stage. One that
@@ -88,41 +86,41 @@ class RunSpec:
         return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:12]
 
 
-Results = list[tuple[RunSpec, dict[str, Any]]]
+Results = list[tuple[RunSpec, RunResult]]
 
 
 @dataclass(frozen=True)
 class Suite:
-    """`plan(size, seeds)` lists the runs of the seeds in `seeds` (a range: 0…n−1, or from a
-    `--seed-offset`); `summarise(size, seeds, results)` builds tables from `results`: a list of
+    """`plan(options, tuned)` lists the runs of `options.seeds` (`RunOptions`: size, seeds,
+    precision, backend); `summarise(options, results)` builds tables from `results`: a list of
     (spec, result) pairs in plan order.
 
-    A suite with a `tune(size)` stage has `plan(size, seeds, tuned)` instead, `tuned` the
-    (spec, result) pairs of its tuning runs (and [] before any is stored: its runs marked
-    `reads_tuning=False` are taken from that plan to run beside the tuning), and `summarise`
-    gets those pairs first, then the evaluation runs'. A suite listing "bf16" in `precisions`
-    takes `precision=` in `plan` and `tune` and trains every model in it."""
+    A suite with a `tune(options, tuned)` stage gets in `plan` the (spec, result) pairs of its
+    tuning runs as `tuned` (and [] before any is stored: its runs marked `reads_tuning=False`
+    are taken from that plan to run beside the tuning; a suite without one always gets []),
+    and `summarise` gets those pairs first, then the evaluation runs'. A suite listing "bf16"
+    in `precisions` trains every model in `options.precision`."""
 
     name: str
     description: str
-    plan: Callable[..., list[RunSpec]]
-    summarise: Callable[[str, range, Results], Summary]
+    plan: Callable[[RunOptions, Results], list[RunSpec]]
+    summarise: Callable[[RunOptions, Results], Summary]
     default_seeds: dict[str, int] = field(default_factory=lambda: {"tiny": 1, "quick": 2,
                                                                     "full": 5})
-    # `tune(size, tuned=results so far)`: every tuning run, given those already made (a grid
-    # extended where an arm's best rate sat at an edge, `tuning.tune_arm`).
-    tune: Callable[..., list[RunSpec]] | None = None
-    # The precisions its plan (and tune) take as `precision=`; a suite that measures float32
-    # kernels or int8 against float32 lists "fp32" alone.
+    # `tune(options, tuned=results so far)`: every tuning run, given those already made (a
+    # grid extended where an arm's best rate sat at an edge, `tuning.tune_arm`).
+    tune: Callable[[RunOptions, Results], list[RunSpec]] | None = None
+    # The precisions its models train in; a suite that measures float32 kernels or int8
+    # against float32 lists "fp32" alone.
     precisions: tuple[str, ...] = ("fp32",)
     # `price(spec, calibration)`: estimated seconds of one of its runs on this machine, from a
     # `blocklab.experiments.estimate.Calibration`; None for a kind it leaves to the default
     # (a plain training run: `estimate.training_s`).
     price: Callable[[RunSpec, Any], float | None] | None = None
-    # `longer(size, seeds, tuned, arms)`: the evaluation runs of `arms` on `seeds`, each
+    # `longer(options, tuned, arms)`: the evaluation runs of `arms` on `options.seeds`, each
     # trained twice as long (steps and warmup doubled), that check a would-be contradiction;
     # None for a suite whose parts are not decided on training runs.
-    longer: Callable[..., list[RunSpec]] | None = None
+    longer: Callable[[RunOptions, Results, list[str]], list[RunSpec]] | None = None
 
 
 # Tuning runs use seeds from here on: above the largest evaluation seed a user can ask for
@@ -153,45 +151,19 @@ class SuiteIncomplete(RuntimeError):
                          f"these: {runs}")
 
 
-def check_size(size: str) -> None:
-    if size not in SIZES:
-        raise InputError(f"suite size {size!r} is not allowed; expected one of {list(SIZES)}")
+def suite_dir(out_dir: str | Path, suite: Suite, options: RunOptions) -> Path:
+    return Path(out_dir) / suite.name / options.folder()
 
 
-def suite_dir(out_dir: str | Path, suite: Suite, size: str, seed_offset: int = 0,
-              precision: str = "fp32") -> Path:
-    return Path(out_dir) / suite.name / size_folder(size, seed_offset, precision)
-
-
-def longer_dir(out_dir: str | Path, suite: Suite, size: str, seed_offset: int = 0) -> Path:
+def longer_dir(out_dir: str | Path, suite: Suite, options: RunOptions) -> Path:
     """Where a suite's runs trained twice as long are kept (`<size>+x2`)."""
-    return Path(out_dir) / suite.name / size_folder(size, seed_offset, longer=True)
+    return Path(out_dir) / suite.name / options.folder(longer=True)
 
 
-def tuning_dir(out_dir: str | Path, suite: Suite, size: str, precision: str = "fp32") -> Path:
-    """Where a suite's tuning runs at `size` are kept: one folder for every seed offset (one
-    per precision: each tunes its own learning rates)."""
-    return Path(out_dir) / suite.name / size_folder(f"{size}+tuning", 0, precision)
-
-
-def check_precision(suite: Suite, precision: str) -> dict[str, str]:
-    """The keyword arguments that pass `precision` to `suite`'s plan and tune (none for
-    float32-only suites); a one-line InputError for a precision the suite does not take."""
-    if precision not in suite.precisions:
-        raise InputError(f"suite {suite.name}: precision={precision!r} is not allowed; "
-                         f"expected one of {list(suite.precisions)}")
-    return {} if suite.precisions == ("fp32",) else {"precision": precision}
-
-
-# Each seed is a set of full training runs; past this the plan alone would not fit in memory
-# and the runs would take centuries on any machine blocklab targets.
-MAX_SEEDS = 1000
-def seed_range(seeds: int, seed_offset: int = 0) -> range:
-    """The seeds a suite runs: `seeds` of them from `seed_offset` on, each checked."""
-    if isinstance(seeds, bool) or not isinstance(seeds, int) or not 1 <= seeds <= MAX_SEEDS:
-        raise InputError(f"seeds={seeds!r} is not allowed; expected an integer in "
-                         f"[1, {MAX_SEEDS}]")
-    return range(check_seed_offset(seed_offset), seed_offset + seeds)
+def tuning_dir(out_dir: str | Path, suite: Suite, options: RunOptions) -> Path:
+    """Where a suite's tuning runs under `options` are kept: one folder for every seed offset
+    (one per precision: each tunes its own learning rates)."""
+    return Path(out_dir) / suite.name / options.folder(tuning=True)
 
 
 @dataclass(frozen=True)
@@ -205,19 +177,22 @@ class PlannedSuite:
     else "evaluate", with `tuned` the tuning results the plan was made from."""
 
     suite: Suite
-    size: str
-    seeds: range
+    options: RunOptions
+    seeds: range  # the options' seeds and those of any seed block
     specs: list[RunSpec]
     store: ResultStore
     stale: dict[str, list[str]]
     missing: list[RunSpec]
     stage: str = "evaluate"
     tuned: Results = field(default_factory=list)
-    precision: str = "fp32"
     blocks: list[SeedBlock] = field(default_factory=list)
     planned_rules: dict[str, str] = field(default_factory=dict)
     early: list[RunSpec] = field(default_factory=list)
     early_store: ResultStore | None = None
+
+    @property
+    def size(self) -> str:
+        return self.options.size
 
     def stamped(self) -> list[RunSpec]:
         """The missing runs (and the `early` ones), each stamping its result with the
@@ -234,67 +209,57 @@ class PlannedSuite:
                    if self.early_store is not None])
 
 
-def stored_tuning(suite: Suite, size: str, out_dir: str | Path, precision: str = "fp32"
+def stored_tuning(suite: Suite, options: RunOptions, out_dir: str | Path
                   ) -> tuple[list[RunSpec], ResultStore, dict[str, str], list[RunSpec], Results]:
     """A tuned suite's tuning runs against its store: (every tuning run due so far, the store,
     stale reasons, the missing ones, the (spec, result) pairs once none is missing, else []).
 
     A grid grows at an edge only once its points are tuned (`tuning.tune_arm`), so the tuning
     runs are asked for again with the results so far until nothing is added."""
-    extra = check_precision(suite, precision)
-    tuning = suite.tune(size, **extra)
-    store = ResultStore(tuning_dir(out_dir, suite, size, precision))
+    tuning = suite.tune(options, [])
+    store = ResultStore(tuning_dir(out_dir, suite, options))
     while True:
         stale = stale_reasons(tuning, store)
         missing = [s for s in tuning if not store.has(s.run_id) or s.run_id in stale]
         if missing:
             return tuning, store, stale, missing, []
         tuned = [(spec, store.load(spec.run_id)) for spec in tuning]
-        grown = suite.tune(size, tuned=tuned, **extra)
+        grown = suite.tune(options, tuned)
         if {s.run_id for s in grown} <= {s.run_id for s in tuning}:
             return tuning, store, stale, [], tuned
         tuning = grown
 
 
-def plan_suite(suite: Suite, size: str, seeds: int | None, out_dir: str | Path,
-               seed_offset: int = 0, precision: str = "fp32",
+def plan_suite(suite: Suite, options: RunOptions, out_dir: str | Path,
                rules: dict[str, str] | None = None) -> PlannedSuite:
-    """Plan `suite` at `size` (default seeds for None, from `seed_offset` on, trained in
-    `precision`) against the results in `out_dir`, with the seed blocks the sequential design
-    added to some of its arms (`seed_blocks`).
+    """Plan `suite` under `options` against the results in `out_dir`, with the seed blocks
+    the sequential design added to some of its arms (`seed_blocks`).
 
     `rules` ({"<claim> <part>": rule hash} of the rules that grade this suite): recorded in
     the folder (`planned_rules.json`) when no run of it is stored yet, so the summary can say
     which rules its data was planned under; kept as first recorded otherwise."""
-    check_size(size)
-    extra = check_precision(suite, precision)
-    seeds = seed_range(suite.default_seeds[size] if seeds is None else seeds, seed_offset)
+    seeds = options.seeds
     tuned: Results = []
     if suite.tune is not None:
-        tuning, store, stale, missing, tuned = stored_tuning(suite, size, out_dir, precision)
+        tuning, store, stale, missing, tuned = stored_tuning(suite, options, out_dir)
         if missing:
-            early_store = ResultStore(suite_dir(out_dir, suite, size, seed_offset, precision))
-            independent = [s for s in suite.plan(size, seeds, [], **extra) if not s.reads_tuning]
+            early_store = ResultStore(suite_dir(out_dir, suite, options))
+            independent = [s for s in suite.plan(options, []) if not s.reads_tuning]
             early_stale = stale_reasons(independent, early_store)
             early = [s for s in independent
                      if not early_store.has(s.run_id) or s.run_id in early_stale]
             if early:  # the evaluation folder's first runs: record the rules they serve
                 record_rules(early_store.root, rules, fresh=len(early) == len(independent))
-            return PlannedSuite(suite, size, seeds, tuning, store, stale, missing, "tune",
-                                precision=precision, planned_rules=dict(rules or {}),
-                                early=early, early_store=early_store)
-        specs = suite.plan(size, seeds, tuned, **extra)
-    else:
-        specs = suite.plan(size, seeds, **extra)
-    store = ResultStore(suite_dir(out_dir, suite, size, seed_offset, precision))
+            return PlannedSuite(suite, options, seeds, tuning, store, stale, missing, "tune",
+                                planned_rules=dict(rules or {}), early=early,
+                                early_store=early_store)
+    specs = suite.plan(options, tuned)
+    store = ResultStore(suite_dir(out_dir, suite, options))
     blocks = seed_blocks(store.root)
     if blocks:
         seen = {spec.run_id for spec in specs}
         for block in blocks:
-            more = range(block.start, block.stop)
-            planned = (suite.plan(size, more, tuned, **extra) if suite.tune is not None
-                       else suite.plan(size, more, **extra))
-            for spec in planned:
+            for spec in suite.plan(options.with_seeds(range(block.start, block.stop)), tuned):
                 if spec.arm in block.arms and not spec.timed and spec.run_id not in seen:
                     specs.append(spec)
                     seen.add(spec.run_id)
@@ -302,8 +267,8 @@ def plan_suite(suite: Suite, size: str, seeds: int | None, out_dir: str | Path,
     stale = stale_reasons(specs, store)
     missing = [s for s in specs if not store.has(s.run_id) or s.run_id in stale]
     planned_rules = record_rules(store.root, rules, fresh=len(missing) == len(specs))
-    return PlannedSuite(suite, size, seeds, specs, store, stale, missing, "evaluate", tuned,
-                        precision, blocks, planned_rules)
+    return PlannedSuite(suite, options, seeds, specs, store, stale, missing, "evaluate", tuned,
+                        blocks, planned_rules)
 
 
 SEED_BLOCKS = "seed_blocks.json"
@@ -356,16 +321,15 @@ def record_rules(folder: Path, rules: dict[str, str] | None, *, fresh: bool) -> 
     return data
 
 
-def run_suite(suite: Suite, size: str = "quick", seeds: int | None = None,
-              out_dir: str | Path = "runs", *, progress: bool = True,
-              executor: Executor | None = None, seed_offset: int = 0,
-              precision: str = "fp32", wait: bool = True,
+def run_suite(suite: Suite, options: RunOptions, out_dir: str | Path = "runs", *,
+              progress: bool = True, executor: Executor | None = None, wait: bool = True,
               rules: dict[str, str] | None = None) -> Summary:
-    """Run every missing run of `suite`, then summarise all of them and write summary.json.
+    """Run every missing run of `suite` under `options`, then summarise all of them and write
+    summary.json.
 
-    `seed_offset` K runs seeds K … K + seeds − 1 instead of 0 … seeds − 1 (a disjoint set, to
-    check that a verdict survives other seeds), kept in their own folder (`size_folder`), as
-    are runs in `precision` "bf16" (suites whose `precisions` list it).
+    Seeds from an offset K (a disjoint set, to check that a verdict survives other seeds) are
+    kept in their own folder (`RunOptions.folder`), as are runs in precision "bf16" (suites
+    whose `precisions` list it).
 
     Raises SuiteIncomplete (after every other run has finished and been saved) when a run
     failed in an executor that carries on past failures; `execute_in_process` instead lets the
@@ -377,11 +341,8 @@ def run_suite(suite: Suite, size: str = "quick", seeds: int | None = None,
 
     # Planned under the folder's lock: a second process waits here, then finds this one's runs
     # stored and plans only what is still missing.
-    check_size(size)  # bad input is refused before the lock creates the folder
-    check_precision(suite, precision)
-    seed_range(suite.default_seeds[size] if seeds is None else seeds, seed_offset)
     with suite_locks(out_dir, [suite.name], wait=wait, echo=say):
-        planned = plan_suite(suite, size, seeds, out_dir, seed_offset, precision, rules)
+        planned = plan_suite(suite, options, out_dir, rules)
         start = time.perf_counter()
         failed: dict[str, str] = {}
         while True:  # tuning rounds (a grid may grow at an edge), then the evaluation
@@ -394,17 +355,16 @@ def run_suite(suite: Suite, size: str = "quick", seeds: int | None = None,
                     raise interrupted(sink, str(planned.store.root)) from None
             if planned.stage == "evaluate":
                 break
-            planned = replan_after_tuning(planned, failed, out_dir, seed_offset)
+            planned = replan_after_tuning(planned, failed, out_dir)
         return summarise_suite(planned, failed, time.perf_counter() - start)
 
 
-def replan_after_tuning(planned: PlannedSuite, failed: dict[str, str], out_dir: str | Path,
-                        seed_offset: int) -> PlannedSuite:
+def replan_after_tuning(planned: PlannedSuite, failed: dict[str, str], out_dir: str | Path
+                        ) -> PlannedSuite:
     """Plan what follows a round of tuning runs: the evaluation runs, or the tuning runs a grid
     extended at an edge still needs (stage "tune" again). Raises SuiteIncomplete naming the
     tuning runs of that round (with `failed`'s errors) that have no result."""
-    again = plan_suite(planned.suite, planned.size, len(planned.seeds), out_dir, seed_offset,
-                       planned.precision, planned.planned_rules or None)
+    again = plan_suite(planned.suite, planned.options, out_dir, planned.planned_rules or None)
     attempted = {spec.run_id for spec in planned.missing}
     if again.stage == "tune" and any(spec.run_id in attempted for spec in again.missing):
         raise SuiteIncomplete(planned.suite.name, planned.size, [
@@ -429,23 +389,21 @@ def summarise_suite(planned: PlannedSuite, failed: dict[str, str], elapsed_s: fl
             (spec.label, failed.get(spec.run_id, "no result was stored")) for spec in absent],
             len(specs))
     results = [(spec, store.load(spec.run_id)) for spec in specs]
-    summary = suite.summarise(size, planned.seeds, [*planned.tuned, *results])
+    summary = suite.summarise(planned.options.with_seeds(planned.seeds),
+                              [*planned.tuned, *results])
     notes = [f"{len(specs) - len(planned.missing)} of {len(specs)} runs were already stored; "
-             f"this invocation took {elapsed_s:.1f} s"]
-    if planned.precision != "fp32":
-        notes.append(f"every model trained in {planned.precision} (bfloat16 compute, float32 "
-                     "weights and optimizer state)")
+             f"this invocation took {elapsed_s:.1f} s", *planned.options.notes()]
     for block in planned.blocks:
         notes.append(f"seeds {block.start}–{block.stop - 1} were added to {len(block.arms)} "
                      f"arm(s) ({', '.join(block.arms)}) for the parts still undecided at a "
                      f"look: {', '.join(block.parts)}")
     if planned.tuned:
         notes.append(f"planned from {len(planned.tuned)} tuning runs on seeds of their own "
-                     f"(stored in {size_folder(f'{size}+tuning', 0, planned.precision)})")
+                     f"(stored in {planned.options.folder(tuning=True)})")
     from blocklab.experiments.locks import is_busy
 
-    busy = [f"{spec.label} ({result['machine_load']['others_cpu_share']:.0%})"
-            for spec, result in results if is_busy(result.get("machine_load"))]
+    busy = [f"{spec.label} ({result.machine_load['others_cpu_share']:.0%})"
+            for spec, result in results if is_busy(result.machine_load)]
     if busy:
         notes.append("timed while other processes used the CPU (their share in brackets), so "
                      "these timings may read slow; run them again on a quiet machine: "
@@ -460,7 +418,7 @@ def summarise_suite(planned: PlannedSuite, failed: dict[str, str], elapsed_s: fl
         seeds=len(planned.seeds), first_seed=planned.seeds.start,
         run_ids=[spec.run_id for spec in specs], seed_blocks=list(planned.blocks),
         planned_rules=dict(planned.planned_rules),
-        wall_time_s=sum(r.get("wall_time_s", 0.0) or 0.0 for _, r in results))
+        wall_time_s=sum(r.wall_time_s or 0.0 for _, r in results))
     if not dataclasses.is_dataclass(summary.data):
         raise TypeError(f"suite {suite.name}: summarise must return a dataclass as data, got "
                         f"{type(summary.data).__name__}")
@@ -486,27 +444,28 @@ class ResultRouter:
             for spec, store in plan.stores():
                 self._stores.setdefault(spec.run_id, []).append(store)
 
-    def save(self, run_id: str, result: dict[str, Any]) -> None:
+    def save(self, run_id: str, result: RunResult) -> None:
         # Two suites that plan the very same run (same payload) both keep its result.
         for store in self._stores[run_id]:
             store.save(run_id, result)
 
 
-def execute_spec(execute: Callable[[Any], dict[str, Any]], label: str, arm: str, seed: int,
-                 progress: Any) -> dict[str, Any]:
+def execute_spec(execute: Callable[[Any], RunResult], label: str, arm: str, seed: int,
+                 progress: Any) -> RunResult:
     """Run one spec's `execute` and stamp its result with this process's provenance and with
     the spec it ran (`"run": {label, arm, seed}`), so readers such as the report can label a
     stored result without planning the suite again."""
     from blocklab.experiments.provenance import current
 
-    result = execute(progress)
-    result["provenance"] = current().to_dict()
-    result["run"] = {"label": label, "arm": arm, "seed": seed}
+    result = _as_result(execute(progress))
+    result.provenance = current().to_dict()
+    result.run = RunLabel(label, arm, seed)
     return result
 
 
 def _corpus_hashes(result: Any, depth: int = 0) -> list[tuple[str, str]]:
-    """(name, sha256) of every corpus a result records (the trainer's `data`, at any depth)."""
+    """(name, sha256) of every corpus a stored result (its JSON form) records: the trainer's
+    `data`, at any depth (a suite run may wrap training runs)."""
     if not isinstance(result, dict) or depth > 3:
         return []
     found = []
@@ -531,8 +490,8 @@ def stale_reasons(specs: Sequence[RunSpec], store: ResultStore) -> dict[str, lis
         if not store.has(spec.run_id):
             continue
         result = store.load(spec.run_id)
-        reasons = differences(result.get("provenance"), now)
-        for name, sha in _corpus_hashes(result):
+        reasons = differences(result.provenance, now)
+        for name, sha in _corpus_hashes(result.to_dict()):
             if name not in corpus_hash:
                 try:
                     corpus_hash[name] = load_corpus(name).sha256
@@ -568,15 +527,19 @@ def execute_in_process(specs: Sequence[RunSpec], store: ResultSink, progress: bo
             bar.advance(overall)
 
 
-def _execute_locked(spec: RunSpec, progress: Any) -> dict[str, Any]:
+def _as_result(result: Any) -> RunResult:  # TRANSITIONAL: suite runs returning dicts
+    return RunResult.from_dict(json_safe(result)) if isinstance(result, dict) else result
+
+
+def _execute_locked(spec: RunSpec, progress: Any) -> RunResult:
     from blocklab.experiments.locks import OthersCpu, machine_lock
 
     with machine_lock(exclusive=spec.timed, echo=say):
         if not spec.timed:
-            return spec.execute(progress)
+            return _as_result(spec.execute(progress))
         with OthersCpu() as others:
-            result = spec.execute(progress)
-        result["machine_load"] = others.record()
+            result = _as_result(spec.execute(progress))
+        result.machine_load = others.record()
         return result
 
 
@@ -593,7 +556,7 @@ class CountingSink:
     def __init__(self, sink: ResultSink) -> None:
         self.sink, self.saved = sink, 0
 
-    def save(self, run_id: str, result: dict[str, Any]) -> Any:
+    def save(self, run_id: str, result: RunResult) -> Any:
         out = self.sink.save(run_id, result)
         self.saved += 1
         return out

@@ -61,6 +61,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from blocklab.config import FFNS, ModelConfig
+from blocklab.experiments.options import RunOptions
 from blocklab.experiments.results import train_identity
 from blocklab.experiments.suites.base import (
     TUNING_SEEDS,
@@ -333,15 +334,15 @@ def _widths(size: Size) -> list[tuple[int, tuple[str, ...]]]:
     return [(size.d_model, size.arms), *((w, TREND_ARMS) for w in size.trend_widths)]
 
 
-def _size(size_name: str, precision: str) -> Size:
-    return replace(SIZES[size_name], precision=precision)
+def _size(options: RunOptions) -> Size:
+    return replace(SIZES[options.size], precision=options.precision)
 
 
-def tune(size_name: str, tuned: Results = (), precision: str = "fp32") -> list[RunSpec]:
+def tune(options: RunOptions, tuned: Results = ()) -> list[RunSpec]:
     """The tuning stage: every arm the size trains at every lr of its grid (the registered
     one, grown at an edge from the results `tuned` so far), on the tuning seeds, at every
     width the size trains."""
-    size = _size(size_name, precision)
+    size = _size(options)
     trials = lr_trials(list(tuned))
     return [_train_spec("tune", arm, size, seed, lr, size.init,
                         f"ffn tune {arm}" + ("" if d == size.d_model else f" d={d}")
@@ -359,37 +360,35 @@ def choose_lrs(size: Size, trials: list[LrTrial], d_model: int | None = None,
     return {arm: t.lr for arm, t in tune_arms(size.lr_grid, trials, arms, d).items()}
 
 
-def plan(size_name: str, seeds: range, tuned: Results, precision: str = "fp32") -> list[RunSpec]:
+def plan(options: RunOptions, tuned: Results) -> list[RunSpec]:
     """The evaluation runs: every arm of the size at its tuned lr on `seeds`, the sensitivity
     arms at the earlier shared settings, the scale-trend arms at their widths' tuned lrs, and
-    one timing run (the last three at full only); every model trained in `precision`."""
-    size = SIZES[size_name]
+    one timing run (the last three at full only); every model trained in the options'
+    precision."""
+    size = SIZES[options.size]
     trials = lr_trials(tuned)
-    return plan_at(size_name, seeds, choose_lrs(size, trials, arms=size.arms),
-                   {w: choose_lrs(size, trials, w, TREND_ARMS) for w in size.trend_widths},
-                   precision)
+    return plan_at(options, choose_lrs(size, trials, arms=size.arms),
+                   {w: choose_lrs(size, trials, w, TREND_ARMS) for w in size.trend_widths})
 
 
-def longer(size_name: str, seeds: range, tuned: Results, arms: list[str],
-           precision: str = "fp32") -> list[RunSpec]:
+def longer(options: RunOptions, tuned: Results, arms: list[str]) -> list[RunSpec]:
     """`arms` at their tuned lrs on `seeds`, each trained twice as long (steps, warmup and the
     evaluation interval doubled): the check of a would-be contradiction of C16, whose parts
     compare an arm with ReLU at equal steps."""
-    size = SIZES[size_name]
+    size = SIZES[options.size]
     lrs = choose_lrs(size, lr_trials(tuned), arms=size.arms)
-    long = replace(_size(size_name, precision), steps=2 * size.steps,
+    long = replace(_size(options), steps=2 * size.steps,
                    warmup_steps=2 * size.warmup_steps, eval_every=2 * size.eval_every)
     return [_train_spec("train", arm, long, seed, lrs[arm], long.init,
                         f"ffn {arm} ×2 steps seed {seed}")
-            for arm in arms if arm in lrs for seed in seeds]
+            for arm in arms if arm in lrs for seed in options.seeds]
 
 
-def plan_at(size_name: str, seeds: range, lrs: dict[str, float],
-            trend_lrs: dict[int, dict[str, float]] | None = None,
-            precision: str = "fp32") -> list[RunSpec]:
+def plan_at(options: RunOptions, lrs: dict[str, float],
+            trend_lrs: dict[int, dict[str, float]] | None = None) -> list[RunSpec]:
     """`plan` with each arm's learning rate given (`trend_lrs`: per trend width; default the
     same as `lrs`)."""
-    size = _size(size_name, precision)
+    size, seeds = _size(options), options.seeds
     specs = [_train_spec("train", arm, size, seed, lrs[arm], size.init, f"ffn {arm} seed {seed}")
              for arm in size.arms for seed in seeds]
     specs += [_train_spec("sensitivity", arm, size, seed, size.sensitivity_lr,
@@ -408,8 +407,8 @@ def plan_at(size_name: str, seeds: range, lrs: dict[str, float],
                       "models": [model_config(arm, size).to_dict() for arm in size.arms],
                       "batch_size": size.batch_size, "seq_len": size.seq_len,
                       "steps": size.timing_steps, "rounds": size.timing_rounds}
-    if precision != "fp32":  # float32 ids stay those of the runs made before precision existed
-        timing_payload["precision"] = precision
+    if size.precision != "fp32":  # float32 ids stay those of runs made before precision existed
+        timing_payload["precision"] = size.precision
     specs.append(RunSpec("ffn timing", "timing", 0, timing_payload,
                          lambda progress: time_arms(size, size.arms), timed=True,
                          reads_tuning=False))
@@ -435,8 +434,8 @@ def _fmt(value: float | None, digits: int = 4) -> str:
     return "—" if value is None else f"{value:.{digits}f}"
 
 
-def summarise(size_name: str, seeds: range, results: list[tuple[RunSpec, dict[str, Any]]]
-              ) -> Summary:
+def summarise(options: RunOptions, results: Results) -> Summary:
+    size_name, seeds = options.size, options.seeds
     size = SIZES[size_name]
     by_arm: dict[str, list[dict[str, Any]]] = {arm: [{}] * len(seeds) for arm in size.arms}
     again: dict[str, list[dict[str, Any]]] = {arm: [{}] * len(seeds)

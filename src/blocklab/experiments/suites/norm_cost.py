@@ -68,8 +68,10 @@ import numpy as np
 
 from blocklab.config import ModelConfig
 from blocklab.errors import InputError
+from blocklab.experiments.options import RunOptions
 from blocklab.experiments.results import train_identity
 from blocklab.experiments.suites.base import (
+    Results,
     RunSpec,
     Suite,
     format_ci,
@@ -695,11 +697,12 @@ def _like_for_like_spec(config: dict[str, Any], threads: int) -> RunSpec:
                    timed=True)
 
 
-def plan(size: str, seeds: range) -> list[RunSpec]:
+def plan(options: RunOptions, tuned: Results = ()) -> list[RunSpec]:
     """Kernel runs (one per shape and thread count, at full only), one step-time run and one
     like-for-like kernel timing per thread count (both reported beside C18, which the
     analytic counts and the quality runs decide), then the quality runs (rmsnorm and
     layernorm × seeds)."""
+    size, seeds = options.size, options.seeds
     config = SIZES[size]
     kernels = config["kernels"] or {"shapes": []}
     specs = []
@@ -916,7 +919,8 @@ def _ratio_cell(ratios: list[KernelRatio], d, rows, threads, kind, pass_name) ->
     return "—"
 
 
-def summarise(size: str, seeds: range, results: list[tuple[RunSpec, dict[str, Any]]]) -> Summary:
+def summarise(options: RunOptions, results: Results) -> Summary:
+    size, seeds = options.size, options.seeds
     kernels, ratios, compiles = _kernel_rows(results)
     by_key = {(k.impl, k.d, k.rows, k.threads): k for k in kernels}
     shapes = sorted({(k.threads, k.rows, k.d) for k in kernels})

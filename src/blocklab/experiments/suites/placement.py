@@ -70,6 +70,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from blocklab.config import ModelConfig
+from blocklab.experiments.options import RunOptions
 from blocklab.experiments.results import train_identity
 from blocklab.experiments.suites.base import (
     TUNING_SEEDS,
@@ -394,12 +395,11 @@ def _geometric_mean(values: list[float]) -> float | None:
 
 
 # --- plan ----------------------------------------------------------------------------------------
-def plan(size_name: str, seeds: range, tuned: Results, precision: str = "fp32"
-         ) -> list[RunSpec]:
-    """Every evaluation run of the suite at `size_name` on `seeds`, each model in `precision`:
-    the gradient probes, every training arm at the peak lr its tuning runs `tuned` chose, and
-    the largest-stable-lr sweeps."""
-    size = SIZES[size_name]
+def plan(options: RunOptions, tuned: Results) -> list[RunSpec]:
+    """Every evaluation run of the suite under `options` (its size, seeds and precision): the
+    gradient probes, every training arm at the peak lr its tuning runs `tuned` chose, and the
+    largest-stable-lr sweeps."""
+    size, seeds, precision = SIZES[options.size], options.seeds, options.precision
     probe, training = size.probe, size.training
     specs = []
     for placement in probe.placements:
@@ -432,12 +432,12 @@ def arm_name(placement: str, depth: int, warmup: int) -> str:
     return f"{placement}/{depth}/{warmup}"
 
 
-def tune(size_name: str, tuned: Results = (), precision: str = "fp32") -> list[RunSpec]:
+def tune(options: RunOptions, tuned: Results = ()) -> list[RunSpec]:
     """The tuning stage: every training arm at every peak lr of its grid (grown at an edge
     from the results `tuned` so far) on the tuning seeds, as long as the evaluation runs."""
     from blocklab.experiments.trainer import run
 
-    training = SIZES[size_name].training
+    training, precision = SIZES[options.size].training, options.precision
     trials = lr_trials(list(tuned))
     specs = []
     for placement, depth, warmup in training.arms():
@@ -871,8 +871,8 @@ def _slope_cell(stats: Interval, fitted: float | None) -> str:
     return f"{fitted:+.2f} [{stats.ci_low:+.2f}, {stats.ci_high:+.2f}]"
 
 
-def summarise(size_name: str, seeds: range, results: list[tuple[RunSpec, dict[str, Any]]]
-              ) -> Summary:
+def summarise(options: RunOptions, results: Results) -> Summary:
+    size_name, seeds = options.size, options.seeds
     size = SIZES[size_name]
     probe, training, sweep, deep = size.probe, size.training, size.sweep, size.deep
     by_key: dict[tuple, dict[str, Any]] = {}

@@ -85,6 +85,7 @@ import numpy as np
 
 from blocklab.config import ModelConfig
 from blocklab.errors import InputError
+from blocklab.experiments.options import RunOptions
 from blocklab.experiments.results import train_identity
 from blocklab.experiments.suites.base import (
     TUNING_SEEDS,
@@ -876,12 +877,13 @@ def _one_thread() -> Iterator[None]:
         torch.set_num_threads(before)
 
 
-def tune(size: str, tuned: Results = (), precision: str = "fp32") -> list[RunSpec]:
+def tune(options: RunOptions, tuned: Results = ()) -> list[RunSpec]:
     """The tuning stage: every arm the size trains at every peak lr of its grid (grown at an
     edge from the results `tuned` so far) on the tuning seeds, each a plain training run as
     long as the evaluation's."""
     from blocklab.experiments.trainer import run
 
+    size, precision = options.size, options.precision
     t = SIZES[size]["train"]
     trials = lr_trials(list(tuned))
     specs = []
@@ -915,11 +917,12 @@ def arm_lrs(size: str, tuned: Results) -> dict[str, float | None]:
     return {arm: tunings[arm].lr if arm in tunings else None for arm in arms(size)}
 
 
-def plan(size: str, seeds: range, tuned: Results, precision: str = "fp32") -> list[RunSpec]:
+def plan(options: RunOptions, tuned: Results) -> list[RunSpec]:
     """One training run per (arm, seed) at the arm's tuned peak lr (from its tuning runs
     `tuned`); one passkey run per (arm, seed) where the size has them; one timed cost run
     (C31, alone); one relative-error run (float64 and float32 maths, whatever `precision` the
     models train in) where the size plans runs no rule grades."""
+    size, seeds, precision = options.size, options.seeds, options.precision
     config = SIZES[size]
     lrs = arm_lrs(size, tuned)
     specs = []
@@ -1088,7 +1091,8 @@ def _cell(value: Read | None) -> str:
     return format_ci(value, 3) if isinstance(value, Interval) else "—"
 
 
-def summarise(size: str, seeds: range, results: list[tuple[RunSpec, dict[str, Any]]]) -> Summary:
+def summarise(options: RunOptions, results: Results) -> Summary:
+    size, seeds = options.size, options.seeds
     tuned = [(spec, result) for spec, result in results if spec.payload.get("kind") == "tune"]
     results = [(spec, result) for spec, result in results
                if spec.payload.get("kind") != "tune"]

@@ -27,8 +27,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from blocklab.config import ModelConfig
+from blocklab.experiments.options import RunOptions
 from blocklab.experiments.results import train_identity
 from blocklab.experiments.suites.base import (
+    Results,
     RunSpec,
     Suite,
     format_ci,
@@ -190,8 +192,9 @@ def run_quality(size: str, seed: int, progress: Any = False) -> dict[str, Any]:
             "wall_time_s": time.perf_counter() - started}
 
 
-def plan(size: str, seeds: range) -> list[RunSpec]:
+def plan(options: RunOptions, tuned: Results = ()) -> list[RunSpec]:
     """The timed runs (one per timed shape), then one quality run per seed."""
+    size, seeds = options.size, options.seeds
     specs = []
     for t in SIZES[size]["timing"]:
         # "bounds": the runs time the free-layers models too; runs stored before lack them.
@@ -334,7 +337,8 @@ def _round(x: float | None) -> float | None:
     return None if x is None else round(x, 2)
 
 
-def summarise(size: str, seeds: range, results: list[tuple[RunSpec, dict[str, Any]]]) -> Summary:
+def summarise(options: RunOptions, results: Results) -> Summary:
+    size, seeds = options.size, options.seeds
     timed = [(spec, r) for spec, r in results if spec.arm == "timing"]
     quality_runs = [(spec, r) for spec, r in results if spec.arm == "quality"
                     and r.get("status") == "ok"]

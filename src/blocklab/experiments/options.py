@@ -1,0 +1,136 @@
+"""The options every run of one suite invocation shares, as one value checked where it is built.
+
+    options = RunOptions.for_suite(get_suite("ffn"), "quick", seed_offset=1000)
+    run_suite(get_suite("ffn"), options, "runs")     # plan, tune, train, summarise: all read it
+
+`RunOptions` travels unchanged from the command line (or a caller) through planning to the
+trainer's `TrainConfig`; nothing on the way checks it again. Its folder name (`folder`), the
+command that rewrites its results (`command`) and whether a stored run may be reused under it
+(`run_id` compatibility lives in `blocklab.experiments.results.train_identity`) are each said
+in one place. This module needs no PyTorch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from blocklab.errors import InputError
+
+if TYPE_CHECKING:
+    from blocklab.experiments.suites.base import Suite
+
+SIZES = ("tiny", "quick", "full")
+PRECISIONS = ("fp32", "bf16")
+BACKENDS = ("reference", "fast", "compiled")  # `blocklab.nn.backends.BACKENDS` (tested equal)
+# Each seed is a set of full training runs; past this the plan alone would not fit in memory
+# and the runs would take centuries on any machine blocklab targets.
+MAX_SEEDS = 1000
+# Seeds are drawn from [0, MAX_SEED_OFFSET + MAX_SEEDS): a disjoint set needs only an offset.
+MAX_SEED_OFFSET = 10**9
+
+
+def check_seed_offset(seed_offset: int) -> int:
+    """`seed_offset` if it is an integer in [0, MAX_SEED_OFFSET]; InputError otherwise."""
+    if isinstance(seed_offset, bool) or not isinstance(seed_offset, int) \
+            or not 0 <= seed_offset <= MAX_SEED_OFFSET:
+        raise InputError(f"seed offset {seed_offset!r} is not allowed; expected an integer in "
+                         f"[0, {MAX_SEED_OFFSET}]")
+    return seed_offset
+
+
+def seed_range(seeds: int, seed_offset: int = 0) -> range:
+    """The seeds a suite runs: `seeds` of them from `seed_offset` on, each checked."""
+    if isinstance(seeds, bool) or not isinstance(seeds, int) or not 1 <= seeds <= MAX_SEEDS:
+        raise InputError(f"seeds={seeds!r} is not allowed; expected an integer in "
+                         f"[1, {MAX_SEEDS}]")
+    return range(check_seed_offset(seed_offset), seed_offset + seeds)
+
+
+def size_folder(size: str, seed_offset: int = 0, precision: str = "fp32",
+                longer: bool = False) -> str:
+    """The folder name of a suite's results at `size`: seeds from `seed_offset` on, runs in
+    bfloat16, and the runs trained twice as long that check a would-be contradiction
+    (`longer`), are kept apart from the default seeds in float32 (`quick`, `quick+seeds1000`,
+    `quick+bf16`, `quick+x2`), so their summaries never mix."""
+    folder = size if check_seed_offset(seed_offset) == 0 else f"{size}+seeds{seed_offset}"
+    folder = folder if precision == "fp32" else f"{folder}+{precision}"
+    return f"{folder}+x2" if longer else folder
+
+
+def suite_command(suite: str, size: str, out_dir: str | Path, seed_offset: int = 0,
+                  precision: str = "fp32") -> str:
+    """The command that runs `suite` and (re)writes its summary: the one renderer of it."""
+    offset = f" --seed-offset {seed_offset}" if seed_offset else ""
+    bf16 = "" if precision == "fp32" else f" --precision {precision}"
+    return f"blocklab suite {suite} --size {size}{offset}{bf16} --results {out_dir}"
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """What every run of one invocation shares: the suite `size`, the evaluation `seeds` (a
+    range: 0…n−1, or from a seed offset), the `precision` models train in and the `backend`
+    each op runs (`blocklab.nn.backends`). Checked when built; a bad value is an InputError
+    naming it and what is allowed."""
+
+    size: str = "quick"
+    seeds: range = range(1)
+    precision: str = "fp32"
+    backend: str = "fast"
+
+    def __post_init__(self) -> None:
+        if self.size not in SIZES:
+            raise InputError(f"suite size {self.size!r} is not allowed; expected one of "
+                             f"{list(SIZES)}")
+        if not isinstance(self.seeds, range) or self.seeds.step != 1:
+            raise InputError(f"seeds={self.seeds!r} is not allowed; expected a range of "
+                             "consecutive seeds")
+        seed_range(len(self.seeds), self.seeds.start)
+        if self.precision not in PRECISIONS:
+            raise InputError(f"precision={self.precision!r} is not allowed; expected one of "
+                             f"{list(PRECISIONS)}")
+        if self.backend not in BACKENDS:
+            raise InputError(f"backend={self.backend!r} is not allowed; expected one of "
+                             f"{list(BACKENDS)}")
+
+    @classmethod
+    def for_suite(cls, suite: Suite, size: str = "quick", seeds: int | None = None, *,
+                  seed_offset: int = 0, precision: str = "fp32",
+                  backend: str = "fast") -> RunOptions:
+        """The options of `suite` at `size`: its default number of seeds for None, from
+        `seed_offset` on; a precision the suite does not train in is refused here."""
+        if size not in SIZES:
+            raise InputError(f"suite size {size!r} is not allowed; expected one of "
+                             f"{list(SIZES)}")
+        if precision not in suite.precisions:
+            raise InputError(f"suite {suite.name}: precision={precision!r} is not allowed; "
+                             f"expected one of {list(suite.precisions)}")
+        count = suite.default_seeds[size] if seeds is None else seeds
+        return cls(size, seed_range(count, seed_offset), precision, backend)
+
+    @property
+    def seed_offset(self) -> int:
+        return self.seeds.start
+
+    def with_seeds(self, seeds: range) -> RunOptions:
+        """The same options on other seeds (a seed block the sequential design adds)."""
+        return replace(self, seeds=seeds)
+
+    def folder(self, *, longer: bool = False, tuning: bool = False) -> str:
+        """The folder these options' results live in under a suite's folder. Tuning runs
+        have one folder for every seed offset (one per precision: each tunes its own rates)."""
+        if tuning:
+            return size_folder(f"{self.size}+tuning", 0, self.precision)
+        return size_folder(self.size, self.seed_offset, self.precision, longer)
+
+    def notes(self) -> list[str]:
+        """What a summary under these options says about them (nothing at the defaults)."""
+        if self.precision == "fp32":
+            return []
+        return [f"every model trained in {self.precision} (bfloat16 compute, float32 weights "
+                "and optimizer state)"]
+
+    def command(self, suite: str, out_dir: str | Path) -> str:
+        """The command that runs `suite` under these options and rewrites its summary."""
+        return suite_command(suite, self.size, out_dir, self.seed_offset, self.precision)

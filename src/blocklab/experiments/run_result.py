@@ -1,0 +1,218 @@
+"""What one run returns, typed: the trainer's metrics, curves and timings, and what a suite adds.
+
+    result = run(model_config, train_config)           # RunResult
+    result.status, result.final.val_loss                # "ok", 4.61
+    result.curves.val["256"][-1]                        # the last validation loss at 256 tokens
+    result.extra["zero_grad_fraction"]                  # what the suite's run added
+
+A result is stored as one flat JSON object (`to_dict`), the trainer's keys first, then the
+suite's own (`extra`), then the stamps every stored run carries (`provenance`, `run`,
+`machine_load`); `from_dict` reads it back, so files written before this type existed read the
+same. A run that trains no model (a kernel timing, a probe) has `final` and `curves` None and
+only `status`, its suite's keys and the stamps. This module needs no PyTorch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from blocklab.errors import ResultsError
+
+STATUSES = ("ok", "diverged", "stuck")  # what the trainer reports; a suite may add its own
+
+
+@dataclass
+class LayerGradNorms:
+    """Per-layer gradient norms at the logged steps: `layer[i][l]` the whole block l's at step
+    `step[i]`, `down_proj[i][l]` its FFN output projection's."""
+
+    step: list[int] = field(default_factory=list)
+    layer: list[list[float | None]] = field(default_factory=list)
+    down_proj: list[list[float | None]] = field(default_factory=list)
+
+
+@dataclass
+class ResidualRms:
+    """The residual stream's RMS after each layer at the logged steps: `layer[i][l]`."""
+
+    step: list[int] = field(default_factory=list)
+    layer: list[list[float | None]] = field(default_factory=list)
+
+
+@dataclass
+class Curves:
+    """What a training run logged as it went: per step (`step`, `train_loss`, `lr`,
+    `grad_norm`: None where the step diverged) and per validation (`val_step`, `val[length]`)."""
+
+    step: list[int] = field(default_factory=list)
+    train_loss: list[float | None] = field(default_factory=list)
+    lr: list[float] = field(default_factory=list)
+    grad_norm: list[float | None] = field(default_factory=list)
+    val_step: list[int] = field(default_factory=list)
+    val: dict[str, list[float | None]] = field(default_factory=dict)
+    layer_grad_norms: LayerGradNorms = field(default_factory=LayerGradNorms)
+    residual_rms: ResidualRms = field(default_factory=ResidualRms)
+
+
+@dataclass
+class FinalMetrics:
+    """The scores a training run ended with (nats per token unless named _bpb).
+
+    `val_loss` at the trained length with its standard error `val_loss_se` over `val_windows`
+    windows (`val_tokens` tokens); `val_loss_tail`, the mean of the last `val_loss_tail_n`
+    validation losses of the curve; per evaluated length (`val_loss_by_length`, and the loss
+    at each position, `per_position_loss`); `train_loss`, the mean of the last finite training
+    losses; the validation text's unigram entropy; the parameter count; `eval_errors` (length ->
+    message) for lengths the model could not evaluate."""
+
+    val_loss: float | None
+    val_loss_se: float | None
+    val_windows: int
+    val_tokens: int
+    val_loss_tail: float | None
+    val_loss_tail_n: int
+    val_bpb: float | None
+    val_loss_by_length: dict[str, float | None]
+    per_position_loss: dict[str, list[float | None] | None]
+    train_loss: float | None
+    unigram_entropy: float
+    unigram_entropy_bpb: float
+    params: int
+    eval_errors: dict[str, str] | None = None
+
+
+@dataclass
+class RunLabel:
+    """Which planned run a stored result is: the spec's label, arm and seed."""
+
+    label: str
+    arm: str
+    seed: int
+
+
+# The trainer's keys in the order it writes them (a training run has every one of them).
+_TRAINING = ("run_id", "status", "reason", "model_config", "train_config", "data",
+             "environment", "curves", "final", "steps_done", "wall_time_s", "train_time_s",
+             "compile_s", "final_eval_s", "backends", "ms_per_step", "tokens_per_s")
+_STAMPS = ("provenance", "run", "machine_load")
+
+
+@dataclass
+class RunResult:
+    """One run's result. Training fields are None for a run that trains no model."""
+
+    status: str
+    reason: str | None = None
+    run_id: str | None = None
+    model_config: dict[str, Any] | None = None  # `ModelConfig.to_dict()`
+    train_config: dict[str, Any] | None = None  # `TrainConfig.to_dict()`
+    data: dict[str, Any] | None = None  # `Corpus.info()`: name, sha256, tokenizer, sizes
+    environment: dict[str, Any] | None = None  # versions, CPU, threads (`env.environment`)
+    curves: Curves | None = None
+    final: FinalMetrics | None = None
+    steps_done: int | None = None
+    wall_time_s: float | None = None  # everything but compile_s
+    train_time_s: float | None = None  # the optimizer steps alone
+    compile_s: float | None = None  # warm-up under backend "compiled"
+    final_eval_s: float | None = None  # the end-of-run evaluation (final_eval_fraction > 0)
+    backends: dict[str, str] | None = None  # op -> the implementation it ran
+    ms_per_step: float | None = None
+    tokens_per_s: float | None = None
+    extra: dict[str, Any] = field(default_factory=dict)  # what the run's suite recorded
+    provenance: dict[str, Any] | None = None  # `provenance.current().to_dict()`
+    run: RunLabel | None = None
+    machine_load: dict[str, Any] | None = None  # `locks.OthersCpu.record()`, timed runs
+
+    @property
+    def trained(self) -> bool:
+        """Whether this is a training run's result (it has final metrics)."""
+        return self.final is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The flat JSON object a result is stored as (see the module docstring)."""
+        out: dict[str, Any] = {}
+        if self.trained:
+            for name in _TRAINING:
+                out[name] = _plain(getattr(self, name))
+            if self.final is not None and self.final.eval_errors is None:
+                del out["final"]["eval_errors"]
+        else:
+            out["status"] = self.status
+            for name in _TRAINING:
+                value = getattr(self, name)
+                if name != "status" and value is not None:
+                    out[name] = _plain(value)
+        clash = set(self.extra) & set(out)
+        if clash:
+            raise ValueError(f"a run's extra keys {sorted(clash)} shadow its own fields")
+        out.update(self.extra)
+        for name in _STAMPS:
+            value = getattr(self, name)
+            if value is not None:
+                out[name] = _plain(value)
+        return out
+
+    # TRANSITIONAL mapping view (JSON form), removed once every reader uses fields.
+    def __getitem__(self, key: str) -> Any:
+        return self.to_dict()[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.to_dict().get(key, default)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.to_dict()
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        if key in {f.name for f in dataclasses.fields(self)} - {"extra"}:
+            replaced = RunResult.from_dict({**self.to_dict(), key: value})
+            self.__dict__.update(replaced.__dict__)
+        else:
+            self.extra[key] = value
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], where: str = "result") -> RunResult:
+        """A stored result (parsed JSON) as a RunResult; ResultsError names what is wrong."""
+        if not isinstance(data, dict) or not isinstance(data.get("status"), str):
+            raise ResultsError(f"{where}: a run result is an object with a 'status'")
+        known = {f.name for f in dataclasses.fields(cls)} - {"extra", "curves", "final", "run"}
+        kwargs: dict[str, Any] = {k: v for k, v in data.items() if k in known}
+        extra = {k: v for k, v in data.items()
+                 if k not in known and k not in ("curves", "final", "run")}
+        if isinstance(data.get("final"), dict):
+            kwargs["final"] = _build(FinalMetrics, data["final"], f"{where}.final")
+        elif "final" in data:
+            extra["final"] = data["final"]
+        if isinstance(data.get("curves"), dict):
+            curves = dict(data["curves"])
+            curves["layer_grad_norms"] = _build(LayerGradNorms,
+                                                curves.get("layer_grad_norms") or {},
+                                                f"{where}.curves.layer_grad_norms")
+            curves["residual_rms"] = _build(ResidualRms, curves.get("residual_rms") or {},
+                                            f"{where}.curves.residual_rms")
+            kwargs["curves"] = _build(Curves, curves, f"{where}.curves")
+        elif "curves" in data:
+            extra["curves"] = data["curves"]
+        if isinstance(data.get("run"), dict):
+            kwargs["run"] = _build(RunLabel, data["run"], f"{where}.run")
+        return cls(**kwargs, extra=extra)
+
+
+def _build(kind: type, data: dict[str, Any], where: str) -> Any:
+    """`kind(**data)`, with fields missing from older files at their defaults; a missing field
+    without one, or an unknown field, is a ResultsError."""
+    names = {f.name for f in dataclasses.fields(kind)}
+    unknown = sorted(set(data) - names)
+    if unknown:
+        raise ResultsError(f"{where}: unknown field(s) {unknown}")
+    try:
+        return kind(**data)
+    except TypeError as err:
+        raise ResultsError(f"{where}: {err}") from None
+
+
+def _plain(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    return value
