@@ -4,7 +4,17 @@ import math
 
 import pytest
 
-from blocklab.experiments.suites.tuning import LrGrid, rounded, tune_arm
+from blocklab.experiments.run_result import FinalMetrics, RunResult
+from blocklab.experiments.suites.base import RunSpec
+from blocklab.experiments.suites.tuning import (
+    LrGrid,
+    counted_loss,
+    lr_trials,
+    mean_loss,
+    rounded,
+    trains,
+    tune_arm,
+)
 from blocklab.experiments.summaries import LrTrial
 
 GRID = LrGrid((1e-3, 2e-3, 4e-3), 2.0, max_extensions=3)
@@ -75,3 +85,37 @@ def test_every_width_and_arm_is_tuned_apart():
 def test_a_grid_needs_three_ascending_points(base):
     with pytest.raises(ValueError, match="at least 3 ascending"):
         LrGrid(base, 2.0)
+
+
+def finished(status: str, val_loss: float | None, entropy: float = 5.0) -> RunResult:
+    final = FinalMetrics(val_loss=val_loss, val_loss_se=None, val_windows=1, val_tokens=32,
+                         val_loss_tail=val_loss, val_loss_tail_n=1, val_bpb=None,
+                         val_loss_by_length={}, per_position_loss={}, train_loss=val_loss,
+                         unigram_entropy=entropy, unigram_entropy_bpb=entropy / math.log(2),
+                         params=100)
+    return RunResult(status=status, final=final)
+
+
+def test_a_run_counts_when_it_finished_below_the_unigram_entropy():
+    assert trains(finished("ok", 4.0)) and counted_loss(finished("ok", 4.0)) == 4.0
+    for result in (finished("ok", 5.0), finished("ok", 6.0), finished("ok", math.nan),
+                   finished("ok", None), finished("diverged", 4.0), finished("stuck", 4.0),
+                   RunResult(status="ok"), RunResult(status="error", reason="boom")):
+        assert not trains(result) and counted_loss(result) is None
+
+
+def test_tuning_runs_read_as_trials_of_their_arm():
+    def spec(arm: str, lr: float, seed: int, d: int) -> RunSpec:
+        return RunSpec(f"{arm} {lr}", arm, seed, {"arm": arm, "train": {"lr": lr},
+                                                   "model": {"d_model": d}}, lambda p: None)
+
+    tuned = [(spec("a", 1e-3, 7, 32), finished("ok", 3.0)),
+             (spec("a", 1e-3, 8, 32), finished("ok", 2.0)),
+             (spec("a", 2e-3, 7, 32), finished("diverged", 3.0)),
+             (spec("b", 1e-3, 7, 64), finished("ok", 6.0))]
+    trials = lr_trials(tuned)
+    assert trials == [LrTrial("a", 1e-3, 7, "ok", 3.0, 32), LrTrial("a", 1e-3, 8, "ok", 2.0, 32),
+                      LrTrial("a", 2e-3, 7, "diverged", None, 32),
+                      LrTrial("b", 1e-3, 7, "ok", None, 64)]
+    assert mean_loss(trials, "a", 1e-3) == 2.5 and mean_loss(trials, "a", 1e-3, 64) is None
+    assert mean_loss(trials, "a", 2e-3) is None and mean_loss(trials, "b", 1e-3) is None

@@ -20,10 +20,14 @@ import math
 import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from blocklab.errors import InputError
+from blocklab.experiments.run_result import RunResult
 from blocklab.experiments.summaries import ArmTuning, LrTrial, Table
+
+if TYPE_CHECKING:
+    from blocklab.experiments.suites.base import RunSpec
 
 
 @dataclass(frozen=True)
@@ -40,22 +44,27 @@ class LrGrid:
             raise InputError(f"an lr grid needs at least 3 ascending points, got {self.base}")
 
 
-def trains(result: dict[str, Any]) -> bool:
+def trains(result: RunResult) -> bool:
     """A run that counts: it finished ("ok": no NaN/inf, loss never above the trainer's
     divergence bound) and ends below the unigram entropy of the training bytes."""
-    final = result.get("final") or {}
-    val, entropy = final.get("val_loss"), final.get("unigram_entropy")
-    return (result.get("status") == "ok" and val is not None and entropy is not None
-            and math.isfinite(val) and val < entropy)
+    final = result.final
+    if result.status != "ok" or final is None:
+        return False
+    val, entropy = final.val_loss, final.unigram_entropy
+    return val is not None and entropy is not None and math.isfinite(val) and val < entropy
 
 
-def lr_trials(tuned: Iterable[tuple[Any, dict[str, Any]]]) -> list[LrTrial]:
+def counted_loss(result: RunResult) -> float | None:
+    """The final validation loss of a run that `trains`; None for any other run."""
+    return result.final.val_loss if result.final is not None and trains(result) else None
+
+
+def lr_trials(tuned: Iterable[tuple[RunSpec, RunResult]]) -> list[LrTrial]:
     """Tuning runs, as (spec, result) pairs whose payload names its "arm", "model" and
     "train", as trials of their arm: the final val loss of a run that `trains`, else None."""
     return [LrTrial(spec.payload["arm"], spec.payload["train"]["lr"], spec.seed,
-                    result.get("status", "missing"),
-                    result["final"]["val_loss"] if trains(result) else None,
-                    spec.payload["model"]["d_model"]) for spec, result in tuned]
+                    result.status, counted_loss(result), spec.payload["model"]["d_model"])
+            for spec, result in tuned]
 
 
 def mean_loss(trials: Iterable[LrTrial], arm: str, lr: float, d_model: int | None = None
