@@ -171,6 +171,16 @@ def check_seed_offset_option(seed_offset: int) -> int:
     return seed_offset
 
 
+def check_precision_option(precision: str) -> str:
+    """`--precision` if it is fp32 or bf16; else exit 2 with one line."""
+    from blocklab.experiments.options import PRECISIONS
+
+    if precision not in PRECISIONS:
+        raise fail(f"--precision {precision!r} is not allowed; expected one of "
+                   f"{list(PRECISIONS)}")
+    return precision
+
+
 def warn_if_bf16_emulated(precision: str, device: str = "cpu") -> None:
     """One warning line on stderr (the run goes on) for bfloat16 on a CPU without bfloat16
     matrix units, where it is many times slower than float32 (`env.bf16_emulated`)."""

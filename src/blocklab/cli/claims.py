@@ -54,15 +54,11 @@ def claims(
     from blocklab.claims.lang import resolve_lang
     language = resolve_lang(lang)
     size = chosen_size(size, tiny, quick, full)
-    from blocklab.cli import check_seed_offset_option
+    from blocklab.cli import check_precision_option, check_seed_offset_option
 
     # Bad input: exit 2 here, before any check runs, not an error inside every check.
     check_seed_offset_option(seed_offset)
-    from blocklab.experiments.summaries import PRECISIONS
-
-    if precision not in PRECISIONS:
-        raise fail(f"--precision {precision!r} is not allowed; expected one of "
-                   f"{list(PRECISIONS)}")
+    check_precision_option(precision)
     wanted = claim_ids(ids)
     if rules_only:
         print_rules(wanted, size, as_json, language)

@@ -14,11 +14,13 @@ from blocklab.cli import (
     GPUS_PER_RUN_OPTION,
     NO_WAIT_OPTION,
     app,
+    check_precision_option,
     check_seed_offset_option,
     chosen_executor,
     chosen_size,
     folder_option,
     stop_interrupted,
+    warn_if_bf16_emulated,
 )
 
 
@@ -40,6 +42,11 @@ def report(
     seed_offset: int = typer.Option(0, "--seed-offset",
                                     help="Suites run seeds K, K+1, … instead of 0, 1, … (a "
                                          "disjoint set, kept in its own results folder)."),
+    precision: str = typer.Option("fp32", "--precision",
+                                  help="fp32 or bf16: run and read the suites whose models "
+                                       "train in this precision (norm-cost and quantize, "
+                                       "float32 by design, at fp32); bf16 runs the planned "
+                                       "seeds only (--budget adds float32 seeds)."),
     no_run: bool = typer.Option(False, "--no-run",
                                 help="Render what is stored; run no suite."),
     no_progress: bool = typer.Option(False, "--no-progress", help="Hide the progress bars."),
@@ -80,21 +87,30 @@ def report(
     size = chosen_size(size, tiny, quick, full)
     language = resolve_lang(lang)
     check_seed_offset_option(seed_offset)
+    check_precision_option(precision)
     run_on = chosen_executor(executor, jobs, address, cpus_per_run, gpus_per_run)
     folder_option(results, "--results")
     folder_option(out, "--out")
-    budget_s = budget_seconds(budget, size)
+    if precision != "fp32" and budget:
+        from blocklab.cli import fail
+
+        raise fail("--budget adds seeds to the float32 runs the ledger grades; leave it out "
+                   "with --precision bf16 (the planned seeds run)")
+    budget_s = 0.0 if precision != "fp32" else budget_seconds(budget, size)
     if plan:
         print_plan(results, size, seed_offset, jobs, budget_s)
         return
+    if not no_run:
+        warn_if_bf16_emulated(precision)  # one line on stderr; the suites still run
     start = time.perf_counter()
     errors = {}
     record = None
     if not no_run:
         errors, record = run_with_budget(results, size, budget_s, run_on, jobs,
-                                         not no_progress, seed_offset, not no_wait)
+                                         not no_progress, seed_offset, not no_wait,
+                                         precision=precision)
     index, doc = build_report(out, results, size, language, suite_errors=errors,
-                              seed_offset=seed_offset, sequential=record)
+                              seed_offset=seed_offset, precision=precision, sequential=record)
     counts: dict[str, int] = {}
     for row in doc["ledger"]:
         verdict = "check failed" if row["error"] else row["verdict"]
@@ -127,7 +143,8 @@ def budget_seconds(minutes: float | None, size: str) -> float | None:
 
 
 def run_with_budget(results: Path, size: str, budget_s: float | None, run_on, jobs,
-                    progress: bool, seed_offset: int, wait: bool, names=None):
+                    progress: bool, seed_offset: int, wait: bool, names=None,
+                    precision: str = "fp32"):
     """Run the suites `names` (the report's) look by look within `budget_s`: (errors, the
     budget's plan and looks as a dict for report.json)."""
     from blocklab.claims.sequential import plan_budget, run_looks
@@ -141,13 +158,16 @@ def run_with_budget(results: Path, size: str, budget_s: float | None, run_on, jo
 
     def run(rules):
         return run_suites(results, size, names, executor=run_on, progress=progress,
-                          echo=typer.echo, seed_offset=seed_offset, wait=wait, rules=rules)
+                          echo=typer.echo, seed_offset=seed_offset, precision=precision,
+                          wait=wait, rules=rules)
 
     try:
         if budget_s == 0:
             from blocklab.claims.registry import suite_rules
 
-            return run(suite_rules(size)), {"budget_s": 0.0, "planned_looks": 0}
+            # the rules grade float32 results: recorded only beside those
+            rules = suite_rules(size) if precision == "fp32" else None
+            return run(rules), {"budget_s": 0.0, "planned_looks": 0}
         plan = plan_budget(results, size, names, budget_s, workers=workers,
                            seed_offset=seed_offset)
         if budget_s is not None:

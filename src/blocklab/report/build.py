@@ -40,52 +40,57 @@ def _offset(seed_offset: int) -> str:
     return f" --seed-offset {seed_offset}" if seed_offset else ""
 
 
-def suite_command(suite: str, size: str, results: Path | str, seed_offset: int = 0) -> str:
+def suite_command(suite: str, size: str, results: Path | str, seed_offset: int = 0,
+                  precision: str = "fp32") -> str:
     from blocklab.experiments.options import suite_command as command
 
-    return command(suite, size, results, seed_offset)
+    return command(suite, size, results, seed_offset, precision)
 
 
-def report_command(size: str, out: Path | str, results: Path | str, seed_offset: int = 0) -> str:
-    return (f"blocklab report --size {size}{_offset(seed_offset)} --out {out} "
+def report_command(size: str, out: Path | str, results: Path | str, seed_offset: int = 0,
+                   precision: str = "fp32") -> str:
+    bf16 = "" if precision == "fp32" else f" --precision {precision}"
+    return (f"blocklab report --size {size}{_offset(seed_offset)}{bf16} --out {out} "
             f"--results {results}")
 
 
 def collect(results: Path | str = "runs", size: str = "quick", *, out: Path | str = "report",
-            suite_errors: dict[str, str] | None = None, seed_offset: int = 0
-            ) -> dict[str, Any]:
-    """The report document: every number the page shows (and report.json holds)."""
+            suite_errors: dict[str, str] | None = None, seed_offset: int = 0,
+            precision: str = "fp32") -> dict[str, Any]:
+    """The report document: every number the page shows (and report.json holds), read from
+    the suites trained in `precision` (a suite that measures float32 only at fp32, as the
+    ledger reads it: `Context.precision_of`)."""
     from blocklab import __version__
     from blocklab.claims import Context, run_claims
     from blocklab.experiments.env import usable_cores
+    from blocklab.experiments.options import SIZES
     from blocklab.experiments.results import json_safe
-    from blocklab.experiments.suites.base import SIZES
     from blocklab.experiments.summaries import incomplete, load_summary, size_note
 
     if size not in SIZES:
         raise InputError(f"size {size!r} is not allowed; expected one of {list(SIZES)}")
     results = Path(results)
-    ledger = [row.to_dict() for row in run_claims(None, Context(results, size,
-                                                                 seed_offset=seed_offset))]
+    ctx = Context(results, size, seed_offset=seed_offset, precision=precision)
+    ledger = [row.to_dict() for row in run_claims(None, ctx)]
     suites = {}
     for name in SUITES:
         error = (suite_errors or {}).get(name)
+        read_at = ctx.precision_of(name)
         try:
-            summary = load_summary(results, name, size, seed_offset=seed_offset)
+            summary = load_summary(results, name, size, seed_offset=seed_offset,
+                                   precision=read_at)
             # the ledger's rule too: a summary whose runs are gone is not shown, and says why
-            reason = incomplete(results, summary) if summary else None
+            reason = incomplete(results, summary, read_at) if summary else None
             if reason:
                 raise ResultsError(reason)
-            runs = (_run_curves(results, name, size, summary.run_ids, seed_offset)
-                    if summary else [])
-            busy = (busy_timings(results, name, size, summary.run_ids, seed_offset)
-                    if summary else [])
-            costs = (run_costs(results, name, size, summary.run_ids, seed_offset)
-                     if summary else [])
+            ids = summary.run_ids if summary else []
+            runs = _run_curves(results, name, size, ids, seed_offset, read_at)
+            busy = busy_timings(results, name, size, ids, seed_offset, read_at)
+            costs = run_costs(results, name, size, ids, seed_offset, read_at)
         except ResultsError as err:  # shown where the suite's section would be, exit code 1
             summary, runs, busy, costs, error = None, [], [], [], str(err)
         suites[name] = {
-            "command": suite_command(name, size, results, seed_offset),
+            "command": suite_command(name, size, results, seed_offset, read_at),
             # the JSON form (tuples as lists), as summary.json holds it and figures decode it
             "summary": json_safe(summary.to_dict()) if summary else None,
             "error": error,
@@ -99,10 +104,11 @@ def collect(results: Path | str = "runs", size: str = "quick", *, out: Path | st
                       "created": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
                       "version": __version__,
                       "seed_offset": seed_offset,
+                      "precision": precision,
                       # one line to show beside tiny results (None at quick and full)
                       "size_note": ({lang: size_note(size, lang) for lang in ("en", "zh")}
                                     if size_note(size) else None),
-                      "command": report_command(size, out, results, seed_offset)},
+                      "command": report_command(size, out, results, seed_offset, precision)},
         "ledger": ledger,
         # what more seeds would decide, priced from the stored runs' wall time
         "decision_budget": decision_budget(ledger, suites, usable_cores()),
@@ -115,14 +121,14 @@ def collect(results: Path | str = "runs", size: str = "quick", *, out: Path | st
 
 
 def busy_timings(results: Path, name: str, size: str, run_ids: list[str],
-                 seed_offset: int = 0) -> list[dict[str, Any]]:
+                 seed_offset: int = 0, precision: str = "fp32") -> list[dict[str, Any]]:
     """{label, others_cpu_share} of each stored timed run of a suite's summary that was
     measured while other processes used the CPU (`blocklab.experiments.locks.is_busy`)."""
     from blocklab.experiments.locks import is_busy
     from blocklab.experiments.options import size_folder
     from blocklab.experiments.results import ResultStore
 
-    store = ResultStore(results / name / size_folder(size, seed_offset))
+    store = ResultStore(results / name / size_folder(size, seed_offset, precision))
     out = []
     for run_id in run_ids:
         try:
@@ -137,14 +143,14 @@ def busy_timings(results: Path, name: str, size: str, run_ids: list[str],
 
 
 def run_costs(results: Path, name: str, size: str, run_ids: list[str],
-              seed_offset: int = 0) -> list[dict[str, Any]]:
+              seed_offset: int = 0, precision: str = "fp32") -> list[dict[str, Any]]:
     """{arm, seed, wall_time_s, timed} of each stored run of a suite's summary, from the stored
     result files alone (`timed`: the run measured time, so it ran alone, as the suites run
     every timed run; its result records the machine's load)."""
     from blocklab.experiments.options import size_folder
     from blocklab.experiments.results import ResultStore
 
-    store = ResultStore(results / name / size_folder(size, seed_offset))
+    store = ResultStore(results / name / size_folder(size, seed_offset, precision))
     out = []
     for run_id in run_ids:
         try:
@@ -230,7 +236,7 @@ def decision_budget(ledger: list[dict[str, Any]], suites: dict[str, dict[str, An
 
 
 def _run_curves(results: Path, name: str, size: str, run_ids: list[str],
-                seed_offset: int = 0) -> list[dict[str, Any]]:
+                seed_offset: int = 0, precision: str = "fp32") -> list[dict[str, Any]]:
     """Curves of the stored training runs a suite's summary was made from, sorted by
     (arm, seed).
 
@@ -244,14 +250,15 @@ def _run_curves(results: Path, name: str, size: str, run_ids: list[str],
     from blocklab.experiments.options import size_folder
     from blocklab.experiments.results import ResultStore
 
-    store = ResultStore(results / name / size_folder(size, seed_offset))
+    store = ResultStore(results / name / size_folder(size, seed_offset, precision))
     out = []
     for run_id in run_ids:
         try:
             result = store.load(run_id)
         except FileNotFoundError:
             raise ResultsError(f"{store.path_for(run_id)}: a run of the stored summary is "
-                               f"missing or unreadable; run `{suite_command(name, size, results, seed_offset)}`"
+                               "missing or unreadable; run "
+                               f"`{suite_command(name, size, results, seed_offset, precision)}`"
                                " to redo it") from None
         curves = result.curves
         if curves is None:
@@ -364,7 +371,8 @@ def write_report(doc: dict[str, Any], out: Path | str, lang: str) -> Path:
 def build_report(out: Path | str = "report", results: Path | str = "runs",
                  size: str = "quick", lang: str = "en", *,
                  suite_errors: dict[str, str] | None = None, seed_offset: int = 0,
-                 sequential: dict[str, Any] | None = None) -> tuple[Path, dict[str, Any]]:
+                 precision: str = "fp32", sequential: dict[str, Any] | None = None
+                 ) -> tuple[Path, dict[str, Any]]:
     """Collect the stored results, render and write the report; runs nothing (the CLI's
     `report` runs missing suites first, look by look: `blocklab.claims.sequential`).
 
@@ -373,17 +381,19 @@ def build_report(out: Path | str = "report", results: Path | str = "runs",
     Returns the path of index.html and the document.
     """
     from blocklab.claims.lang import resolve_lang
-    from blocklab.experiments.options import check_seed_offset
-    from blocklab.experiments.suites.base import SIZES
+    from blocklab.experiments.options import PRECISIONS, SIZES, check_seed_offset
 
     lang = resolve_lang(lang)
     if size not in SIZES:
         raise InputError(f"size {size!r} is not allowed; expected one of {list(SIZES)}")
     check_seed_offset(seed_offset)
+    if precision not in PRECISIONS:
+        raise InputError(f"precision {precision!r} is not allowed; expected one of "
+                         f"{list(PRECISIONS)}")
     if Path(results).exists() and not Path(results).is_dir():
         raise InputError(f"results {str(results)!r} is a file; expected a folder of suite "
                          "results (or one that does not exist yet)")
     doc = collect(results, size, out=out, suite_errors=suite_errors or {},
-                  seed_offset=seed_offset)
+                  seed_offset=seed_offset, precision=precision)
     doc["sequential"] = sequential
     return write_report(doc, out, lang), doc

@@ -1020,9 +1020,11 @@ def forest_command(doc: dict[str, Any], claim_id: str | None = None) -> str:
     """The command that prints the parts a forest plot draws (the ledger's JSON)."""
     gen = doc["generated"]
     offset = f" --seed-offset {gen['seed_offset']}" if gen.get("seed_offset") else ""
+    precision = gen.get("precision", "fp32")
+    bf16 = "" if precision == "fp32" else f" --precision {precision}"
     ids = f" {claim_id}" if claim_id else ""
     return (f"blocklab claims{ids} --json --size {gen['size']} --results "
-            f"{gen['results']}{offset}")
+            f"{gen['results']}{offset}{bf16}")
 
 
 # --- registry ------------------------------------------------------------------------------------
