@@ -1,5 +1,5 @@
-"""C29–C31 checks: the exact order probes, the SDPA kernel and mask detection, and the verdicts
-the registered rules give on synthetic position summaries (written and read back as
+"""C21 and C29–C31 checks: the exact order probes, the SDPA kernel and mask detection, and the
+verdicts the registered rules give on synthetic position summaries (written and read back as
 `run_suite` stores them)."""
 
 import dataclasses
@@ -122,7 +122,8 @@ def _ci(mean, low=None, high=None, n=10) -> Interval:
 
 
 def _arm(pcts) -> PositionArm:
-    reads = {m: _ci(p) for m, p in pcts.items()}
+    """An arm read at each multiple: a percentage, or a string for a read not made."""
+    reads = {m: (p if isinstance(p, str) else _ci(p)) for m, p in pcts.items()}
     return PositionArm(loss_at_L=_ci(2.0), loss_beyond_L=reads,
                        sliding={m: None for m in pcts}, extrapolated_minus_sliding=reads,
                        extrapolated_vs_sliding_pct=reads, per_position={}, passkey=None)
@@ -193,6 +194,72 @@ def _c30_arms(scaled_16=3.0, plain_16=40.0):
             "rope+ft4x": _arm({"2": 1.0, "4": 2.0, "8": 10.0, "16": 30.0})}
 
 
+# C21: extrapolation bands
+def _extrapolation(arms: dict[str, PositionArm]) -> PositionData:
+    """A position summary read up to 8× only, with no order probe, fine-tune or cost run:
+    what C21 grades."""
+    ramp = YarnRamp(beta_fast=32.0, beta_slow=1.0, ramp_pairs=[0, 1])
+    return PositionData(L=128, mults=[1, 2, 4, 8], eval_lengths=[128, 256, 512, 1024],
+                        arms=arms, relative_error={}, relative_error_blocklab={},
+                        finite_past_max_seq_len={},
+                        yarn=YarnBetas(paper=ramp, rescaled=ramp, rotary_pairs=8,
+                                       reference_length=128),
+                        train={}, order={}, cost=None, finetune=None)
+
+
+def test_extrapolation_grades_against_the_page(tmp_path):
+    unusable = "unavailable (table)"
+    arms = {
+        "learned": _arm({"2": unusable, "4": unusable, "8": unusable}),
+        # The quick plan's long table (16·L rows, `position.arms`): a learned-8L arm is no
+        # arm of that plan, and no rule is registered for it.
+        "learned-16L": _arm({"2": 40.0, "4": 60.0, "8": 80.0}),
+        "sinusoidal": _arm({"2": 30.0, "4": 40.0, "8": 60.0}),  # handicapped: not graded
+        "sinusoidal+scale": _arm({"2": 3.0, "4": 12.0, "8": 40.0}),
+        "alibi": _arm({"2": 0.1, "4": 0.2, "8": 0.3}),
+        "rope": _arm({"2": 2.0, "4": 4.0, "8": 30.0}),
+        "rope+ntk": _arm({"2": 1.0, "4": 2.0, "8": 4.0}),
+        "rope+yarn": _arm({"2": 1.0, "4": 2.0, "8": 4.5}),
+        "rope+linear": _arm({"2": 30.0, "4": 30.0, "8": 30.0}),  # not named by the page
+    }
+    row = _ledger(tmp_path, _extrapolation(arms), ["C21"])["C21"]
+    assert row.verdict == "confirmed", row.summary
+    assert "L = 128 (3 seed(s))" in row.summary
+    names = [p.name for p in row.parts]
+    assert names[0] == "learned absolute (learned-16L) collapses at 2×"
+    assert "sinusoidal (sinusoidal+scale) works at 2×" in names
+    assert names[-2:] == ["RoPE works at 8× with ntk scaling", "RoPE works at 8× with yarn scaling"]
+    assert row.to_dict()["rule"]["min_seeds"] == 3
+
+    arms["rope"] = _arm({"2": 2.0, "4": 9.0, "8": 30.0})  # RoPE degrades at 4×
+    arms["rope+yarn"] = _arm({"2": 1.0, "4": 2.0, "8": 9.0})  # YaRN degrades at 8×: no rescue
+    arms["alibi"] = PositionArm(**{**arms["alibi"].__dict__, "extrapolated_vs_sliding_pct": {
+        "2": _ci(0.1, 0.0, 0.2), "4": _ci(4.0, 2.0, 6.0), "8": _ci(0.3, 0.2, 0.4)}})
+    rows = _ledger(tmp_path, _extrapolation(arms), ["C21", "C22"])
+    row = rows["C21"]
+    assert row.verdict == "conditional"
+    by_name = {p.name: p for p in row.parts}
+    failed = [p.name for p in row.parts if p.verdict == "not-reproduced-at-this-scale"]
+    assert failed == ["RoPE works at 4×", "RoPE works at 8× with yarn scaling"]
+    assert by_name["ALiBi works at 4×"].verdict == "inconclusive"  # CI across 5%
+    # Undecided, it cannot change the verdict: 2 or 3 of 9 statements fail either way.
+    # C22 shows the scaled arms' reads: intervals as plain objects, unmade reads as strings.
+    assert rows["C22"].error is None
+    scaled = rows["C22"].evidence["scaled_arms"]
+    assert set(scaled) == {"rope+ntk", "rope+yarn"} and scaled["rope+yarn"]["8"]["mean"] == 9.0
+
+
+def test_extrapolation_needs_three_seeds(tmp_path):
+    two_seeds = {m: _ci(0.1, 0.0, 0.2, n=2) for m in ("2", "4", "8")}
+    arms = {"alibi": PositionArm(**{**_arm({"2": 0.1}).__dict__,
+                                    "extrapolated_vs_sliding_pct": two_seeds})}
+    row = _ledger(tmp_path, _extrapolation(arms), ["C21"])["C21"]
+    assert row.verdict == "inconclusive"
+    assert [p.estimate.n for p in row.parts] == [2, 2, 2]
+    assert all("needs at least 3" in p.reason for p in row.parts)
+
+
+# C30: RoPE past 8×
 def test_c30_grades_the_statement_and_the_warning_read_both_ways(tmp_path):
     # Scaled RoPE works to 16× and plain RoPE drops there: the statement and the warning read
     # without scaling hold; read with scaling (the same arms drop past 8×) it does not, so the

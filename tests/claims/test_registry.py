@@ -13,8 +13,8 @@ import pytest
 
 from blocklab.claims import Context, run_claims
 from blocklab.claims import registry as reg
-from blocklab.claims.ledger import CHECKS, Finding, Part, register_checks
-from blocklab.claims.rules import Estimate, Rule
+from blocklab.claims.ledger import CHECKS, Finding, register_checks
+from blocklab.claims.rules import Estimate, Part, Rule
 from blocklab.cli import main
 from blocklab.experiments.summaries import (
     FfnData,
@@ -28,7 +28,8 @@ from blocklab.experiments.summaries import (
     TimeRatio,
 )
 
-CHECK_MODULES = ("checks", "positions", "quantization", "depth", "models")
+CHECK_MODULES = ("checks", "placement", "ffn", "norm_cost", "positions", "quantization",
+                 "depth", "models")
 
 
 def _sibling(name: str):
@@ -101,22 +102,22 @@ def fake_results(tmp_path_factory) -> Path:
     """A quick-size summary of every suite, each with every arm, multiple and scheme the
     suites plan, built from the other tests' fakes."""
     root = tmp_path_factory.mktemp("results")
-    tc, tp = _sibling("test_claims"), _sibling("test_positions")
+    tf, tpl, tp = _sibling("test_ffn"), _sibling("test_placement"), _sibling("test_positions")
     td, tq = _sibling("test_depth"), _sibling("test_quantization")
-    rel = tc._ci(-1.5, -2.0, -1.0, 5)
+    rel = tf._ci(-1.5, -2.0, -1.0, 5)
     _store(root, "ffn", FfnData(
-        arms={arm: tc._ffn_arm(rel) for arm in reg.C16_ARMS}, seeds=5, steps=100,
-        init="fan_in", lr_grid=[3e-3], lr_trials=[], lr_at_edge=[], sensitivity=tc.SENSITIVITY,
+        arms={arm: tf._ffn_arm(rel) for arm in reg.C16_ARMS}, seeds=5, steps=100,
+        init="fan_in", lr_grid=[3e-3], lr_trials=[], lr_at_edge=[], sensitivity=tf.SENSITIVITY,
         trend=[], trend_change=Interval(0), warmup_steps=10, unigram_entropy=None,
         baseline="relu", page={}, equal_time_ms=None, size={"d_model": 64}))
-    spread = {"gpt2": tc._ci(0.5, 0.3, 0.7, 4), "xavier": tc._ci(3.0, 2.5, 3.5, 4),
-              "depth": tc._ci(0.2, 0.1, 0.3, 4)}
+    spread = {"gpt2": tpl._ci(0.5, 0.3, 0.7, 4), "xavier": tpl._ci(3.0, 2.5, 3.5, 4),
+              "depth": tpl._ci(0.2, 0.1, 0.3, 4)}
     deep = td._data([td._effect(td._ci(4.8, 4.2, 5.3))])
-    main_grid = tc._placement(0, tc.HOLDS, spread)
+    main_grid = tpl._placement(0, tpl.HOLDS, spread)
     _store(root, "placement", dataclasses.replace(
         main_grid, stability=main_grid.stability + deep.stability,
         stability_effects=main_grid.stability_effects + deep.stability_effects))
-    loss = tc._ci(2.0, 1.9, 2.1)
+    loss = tf._ci(2.0, 1.9, 2.1)
     step = StepTime(threads=1, model={"d_model": 64}, params={"rmsnorm": 10}, rmsnorm_ms=2.0,
                     layernorm_ms=2.0, path="like-for-like",
                     time=TimeRatio(ratio=0.9, ci_low=0.88, ci_high=0.92, repeats=30))
@@ -126,7 +127,7 @@ def fake_results(tmp_path_factory) -> Path:
                             layernorm_impl="layernorm:plain", pass_name="fwdbwd",
                             time=TimeRatio(ratio=0.9, ci_low=0.8, ci_high=1.0, repeats=5))],
         step_time={"like-for-like/1": step},
-        quality=NormQuality(rmsnorm=loss, layernorm=loss, delta=tc._ci(0.0, -0.01, 0.01),
+        quality=NormQuality(rmsnorm=loss, layernorm=loss, delta=tf._ci(0.0, -0.01, 0.01),
                             margin=0.02, equivalent=True, verdict="equivalent",
                             seeds=[0, 1, 2], statuses={}, unigram_entropy=None)))
     reads = {"2": 1.0, "4": 2.0, "8": 3.0, "16": 4.0}
@@ -135,7 +136,7 @@ def fake_results(tmp_path_factory) -> Path:
             sinusoidal: tp._arm({"2": 1.0, "4": 12.0, "8": 40.0, "16": 60.0}),
             "alibi": tp._arm(reads)}
     _store(root, "position", tp._data(arms, cost=tp._cost()))
-    iv = tc._ci(5.0, 4.0, 6.0)
+    iv = tf._ci(5.0, 4.0, 6.0)
     swiglu = [SwigluQuant(scheme=s, ffn_error=iv, logits_error=iv, delta=iv,
                           error_vs_separate_pct=iv)
               for s in ("merged-per-row", "separate-per-row", "merged-per-tensor",

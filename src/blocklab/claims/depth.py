@@ -21,19 +21,8 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from blocklab.claims import registry
-from blocklab.claims.checks import all_or_none, lr_fairness, stability_text, stable_effect
-from blocklab.claims.ledger import (
-    DECIDED,
-    SETTLE_EN,
-    SETTLE_ZH,
-    Context,
-    Finding,
-    Part,
-    claim,
-    missing,
-    scale_text,
-    settle,
-)
+from blocklab.claims.ledger import DECIDED, Context, Finding, claim, missing, scale_text
+from blocklab.claims.placement import lr_fairness, stability_text, stable_effect
 from blocklab.claims.registry import (  # noqa: F401 - the rules' names, as the check uses them
     C36_IDENTITY_PART,
     C36_MIN_SEEDS,
@@ -41,7 +30,7 @@ from blocklab.claims.registry import (  # noqa: F401 - the rules' names, as the 
     C36_STABLE_PART,
     registered,
 )
-from blocklab.claims.rules import Estimate
+from blocklab.claims.rules import SETTLE_EN, SETTLE_ZH, Estimate, Part, all_or_none, settle
 from blocklab.experiments.summaries import Interval
 
 

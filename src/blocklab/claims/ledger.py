@@ -17,121 +17,25 @@ from typing import Any
 
 from blocklab.claims.registry import RULES, SUITE_OF, RuleChange, changes, registered
 from blocklab.claims.rules import (
-    ALPHA,
-    INCONCLUSIVE,
-    Decision,
     Estimate,
+    Part,
     Rule,
-    decide,
-    decide_parts,
-    looks,
+    # Not used here since the parts moved to `rules`; kept importable because the report's
+    # tests patch them on this module to prove that rendering decides nothing.
+    decide,  # noqa: F401
+    decide_parts,  # noqa: F401
 )
 from blocklab.claims.text import CLAIM_TEXT, ERROR, VERDICTS, claim_sources
 from blocklab.errors import InputError
 from blocklab.experiments.summaries import (
     SIZES,
+    Interval,
     Summary,
     check_seed_offset,
     incomplete,
     load_summary,
     suite_command,
 )
-
-
-@dataclass(frozen=True)
-class Part:
-    """One graded part of an experimental claim: its registered rule, the estimate in the
-    rule's metric, and the verdict the rule gives it (`decision` holds the test behind it:
-    p-value, level, and for an inconclusive part what would decide it; None for a part
-    decided without a test, such as an analytic fact or a model that cannot run)."""
-
-    name: str
-    rule: Rule
-    estimate: Estimate
-    verdict: str
-    reason: str
-    decision: Decision | None = None
-    # The hash of the rule its data was planned under, where that differs from `rule`'s
-    # (the rule was edited after the data: shown, never silently regraded); None otherwise.
-    planned_under: str | None = None
-
-    @classmethod
-    def graded(cls, name: str, rule: Rule, estimate: Estimate, **robustness: bool) -> Part:
-        """One part decided alone at α = 0.05 (`rules.decide`)."""
-        return cls.of(name, rule, estimate, decide(rule, estimate, ALPHA, **robustness))
-
-    @classmethod
-    def of(cls, name: str, rule: Rule, estimate: Estimate, decision: Decision) -> Part:
-        return cls(name, rule, estimate, decision.verdict, decision.reason, decision)
-
-    @classmethod
-    def decided_together(cls, specs: list[tuple[str, Rule, Estimate] | Part],
-                         fair_arms: bool | list[bool] = False,
-                         longer_run_agrees: bool | list[bool] = False) -> list[Part]:
-        """A claim's parts decided with Holm's correction (`rules.decide_parts`), in the order
-        given: each spec is (name, rule, estimate), or a Part already decided without a test
-        (an arm that cannot run, an analytic fact), which is kept as it is and not counted in
-        the correction. `fair_arms`, `longer_run_agrees`: one flag, or one per spec."""
-        tested = [s for s in specs if not isinstance(s, Part)]
-
-        def per_test(flags: bool | list[bool]) -> bool | list[bool]:
-            return flags if isinstance(flags, bool) else [
-                a for s, a in zip(specs, flags, strict=True) if not isinstance(s, Part)]
-
-        fair, agrees = per_test(fair_arms), per_test(longer_run_agrees)
-        found = iter(decide_parts([(rule, est) for _, rule, est in tested], ALPHA,
-                                  fair_arms=fair, longer_run_agrees=agrees))
-        return [s if isinstance(s, Part) else cls.of(s[0], s[1], s[2], next(found))
-                for s in specs]
-
-    def to_dict(self) -> dict[str, Any]:
-        """The part as the ledger's JSON gives it: its decision, the estimate {value, ci_low,
-        ci_high, n, sd}, the paired seeds at each look of its sequential design (`looks`,
-        `rules.looks`), its rule with the rule's hash (and `rule_changed_after_data`: the hash
-        its runs were planned under when that differs), and for an inconclusive part the
-        smallest detectable effect and the seeds that would decide it."""
-        d = self.decision
-        out: dict[str, Any] = {
-            "name": self.name, "decision": self.verdict, "verdict": self.verdict,
-            "reason": self.reason, "estimate": asdict(self.estimate),
-            "looks": list(looks(self.rule, self.estimate.n)),
-            "rule": asdict(self.rule), "rule_hash": self.rule.hash,
-            "rule_changed_after_data": self.planned_under,
-            "p_value": None if d is None else d.p_value,
-            "level": None if d is None else d.level,
-            "boundary": None if d is None else d.boundary}
-        if self.verdict == INCONCLUSIVE:
-            out["detectable_effect"] = None if d is None else d.detectable_effect
-            out["seeds_needed"] = None if d is None else d.seeds_needed
-        return out
-
-
-def settle(verdicts: list[str], rule: Callable[[list[str]], str], limit: int = 16) -> str:
-    """A claim's verdict from its parts' by `rule` (a function of fully decided parts), with
-    every inconclusive part counted as undecided, never dropped: the verdict that every way of
-    deciding the inconclusive parts (confirmed, or not reproduced) gives alike, else
-    `inconclusive`. Beyond `limit` inconclusive parts it does not enumerate: inconclusive."""
-    open_at = [i for i, v in enumerate(verdicts) if v == INCONCLUSIVE]
-    if not open_at:
-        return rule(verdicts)
-    if len(open_at) > limit:
-        return INCONCLUSIVE
-    outcomes = set()
-    for bits in range(2 ** len(open_at)):
-        filled = list(verdicts)
-        for j, i in enumerate(open_at):
-            filled[i] = "confirmed" if bits >> j & 1 else "not-reproduced-at-this-scale"
-        outcomes.add(rule(filled))
-        if len(outcomes) > 1:
-            return INCONCLUSIVE
-    return outcomes.pop()
-
-
-SETTLE_EN = ("An inconclusive part counts as undecided, never dropped: the claim takes the verdict "
-             "that every way of deciding its inconclusive parts would give, else it is "
-             "inconclusive. Parts are decided with Holm's correction within the claim.")
-SETTLE_ZH = ("尚无定论的部分按未判定计入，绝不剔除：若这些部分无论如何判定都给出同一结论，论断取该结论，否则论断尚无定论。"
-             "同一论断内的各部分按 Holm 校正判定。")
 
 
 def scale_text(d_model: int | None = None, depth: int | None = None, steps: int | None = None,
@@ -154,6 +58,27 @@ def scale_text(d_model: int | None = None, depth: int | None = None, steps: int 
         return ""
     return (" Reached at this scale: " + ", ".join(bits) + "." if not zh else
             "判定所依据的规模：" + "，".join(bits) + "。")
+
+
+def ci_text(stats: Interval, digits: int = 3, unit: str = "") -> str:
+    """An interval as the findings write it (`format_ci`), then `unit`."""
+    from blocklab.experiments.suites.base import format_ci
+
+    return format_ci(stats, digits) + unit
+
+
+TREND_ZH = {"grows": "增大", "shrinks": "缩小", "shows no resolved trend": "无可分辨的趋势"}
+
+
+def trend_word(change: Interval, grows_when: str) -> str:
+    """'grows' / 'shrinks' when the 95% CI of a change across sizes excludes 0 (`grows_when`:
+    the side, 'below' or 'above', on which the effect grows), else no resolved trend."""
+    if change.ci_low is None or change.ci_high is None:
+        return "shows no resolved trend"
+    side = "below" if change.ci_high < 0 else "above" if change.ci_low > 0 else None
+    if side is None:
+        return "shows no resolved trend"
+    return "grows" if side == grows_when else "shrinks"
 
 
 DECIDED = ("confirmed", "refuted", "conditional", "contradicted-at-this-scale",
@@ -299,10 +224,20 @@ def claim(claim_id: str) -> Callable[[Callable[[Context], Finding]], Callable[[C
 
 
 def register_checks() -> None:
-    """Import the modules whose `@claim` functions fill CHECKS: C01–C28 in `checks`, the later
-    claims by topic (`positions` C29–C31, `quantization` C32–C33, `models` C34–C35, `depth`
-    C36)."""
-    from blocklab.claims import checks, depth, models, positions, quantization  # noqa: F401
+    """Import the modules whose `@claim` functions fill CHECKS: the analytic checks of C01–C28
+    in `checks`, the others by the suite or topic they read (`placement` C12, C13, C19; `ffn`
+    C16; `norm_cost` C18; `positions` C21, C29–C31; `quantization` C32–C33; `models` C34–C35;
+    `depth` C36)."""
+    from blocklab.claims import (  # noqa: F401
+        checks,
+        depth,
+        ffn,
+        models,
+        norm_cost,
+        placement,
+        positions,
+        quantization,
+    )
 
 
 def missing(ctx: Context, suite: str) -> Finding:

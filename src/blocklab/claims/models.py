@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from blocklab.claims.ledger import Context, Finding, Part, claim
-from blocklab.claims.rules import Estimate, Rule
+from blocklab.claims.ledger import Context, Finding, claim
+from blocklab.claims.rules import Estimate, Part, Rule
 
 # --- C34: which models use what ----------------------------------------------------------------
 # Zoo entries standing for each family the page names.

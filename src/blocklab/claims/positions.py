@@ -1,8 +1,9 @@
-"""Checks of C29–C31: order without positions, RoPE past 8× with and without scaling, its cost.
+"""Checks of C21 and C29–C31: extrapolation past the training length, order without positions,
+RoPE past 8× with and without scaling, its cost.
 
 C29's exact parts are computed live on small float64 attention probes (`equivariance_error`,
-`score_asymmetry`); its experimental parts, and all of C30 and C31, read the position suite's
-summary (`PositionData.order`, `.arms`, `.finetune`, `.cost`). Every experimental part is graded
+`score_asymmetry`); its experimental parts, and all of C21, C30 and C31, read the position
+suite's summary (`PositionData.order`, `.arms`, `.finetune`, `.cost`). Every experimental part is graded
 by a rule registered in `registry`, fixed before any data is read.
 """
 
@@ -10,18 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from blocklab.claims.checks import band_part
-from blocklab.claims.ledger import (
-    SETTLE_EN,
-    SETTLE_ZH,
-    Context,
-    Finding,
-    Part,
-    claim,
-    missing,
-    settle,
-)
+from blocklab.claims.ledger import Context, Finding, claim, missing
 from blocklab.claims.registry import (  # noqa: F401 - the rules' names, as the checks used them
+    C21_MIN_SEEDS,
     C29_ORDER_PART,
     C29_ORDER_RULE,
     C29_UNIGRAM_PART,
@@ -38,20 +30,114 @@ from blocklab.claims.registry import (  # noqa: F401 - the rules' names, as the 
     C31_SHARE_TOKENS,
     COLLAPSE_PCT,
     WORKS_PCT,
+    BandPart,
+    c21_fair_arms,
+    c21_plan,
     c30_plan,
     c31_plan,
     c31_rules,
     registered,
 )
-from blocklab.claims.rules import INCONCLUSIVE, Estimate
+from blocklab.claims.rules import (
+    INCONCLUSIVE,
+    SETTLE_EN,
+    SETTLE_ZH,
+    Estimate,
+    Part,
+    PartSpec,
+    Rule,
+    band_part,
+    majority,
+    settle,
+)
 from blocklab.claims.text import VERDICT_ZH
 from blocklab.experiments.summaries import (
     Interval,
+    PositionArm,
     PositionCost,
     PositionData,
     SchemeCost,
     TimeRatio,
 )
+
+# --- C21: extrapolation past the training length ----------------------------------------------
+# Extrapolation grades (`registry.band_rule`): the loss on tokens past the training length L,
+# compared with the same tokens scored by sliding windows of L, per seed: works ≤ WORKS_PCT <
+# degrades ≤ COLLAPSE_PCT < collapses.
+C21_COMBINES = ("confirmed when every statement holds; not reproduced at this scale when more "
+                "than half of the statements do not; otherwise conditional. " + SETTLE_EN)
+C21_COMBINES_ZH = ("每条陈述都成立时成立；超过一半的陈述不成立时为此规模下未复现；否则有条件成立。" + SETTLE_ZH)
+
+
+def _grade(arm: PositionArm, mult: str) -> tuple[str, Interval | None]:
+    """The band of `arm` at `mult` by its 95% CI, with the interval (None: cannot run)."""
+    pct = arm.extrapolated_vs_sliding_pct.get(mult)  # keyed by the multiples the arm was read at
+    if pct is None or isinstance(pct, str):
+        return "collapses", None  # the arm cannot run there at all (e.g. a learned table)
+    if pct.mean is None or pct.n < C21_MIN_SEEDS or not pct.resolved:
+        return "unclear", pct
+    if pct.ci_high <= WORKS_PCT:
+        return "works", pct
+    if pct.ci_low > COLLAPSE_PCT:
+        return "collapses", pct
+    if pct.ci_low > WORKS_PCT and pct.ci_high <= COLLAPSE_PCT:
+        return "degrades", pct
+    return "unclear", pct
+
+
+def _c21_part(p: BandPart, rule: Rule, arms: dict[str, PositionArm]) -> Part | PartSpec:
+    return band_part(p.name, arms.get(p.arm), p.mult, p.want, rule)
+
+
+@claim("C21")
+def c21(ctx: Context) -> Finding:
+    summary = ctx.summary("position")
+    if summary is None:
+        return missing(ctx, "position")
+    data = summary.data
+    arms = data.arms
+    mults = [str(m) for m in data.mults if str(m) != "1"]
+    grades = {name: {m: _grade(arm, m)[0] for m in mults} for name, arm in arms.items()}
+    # The statements and their fair arms as the position suite plans them (`registry.c21_plan`),
+    # each graded where this summary read its arm at its multiple.
+    learned, sinusoidal = c21_fair_arms(ctx.size)
+    rules = registered("C21", ctx.size)
+    parts = Part.decided_together([_c21_part(p, rules[p.name], arms)
+                                   for p in c21_plan(ctx.size)
+                                   if p.arm in arms and p.mult in mults])
+    verdict = settle([p.verdict for p in parts], majority)
+    failed = [p for p in parts if p.verdict in ("not-reproduced-at-this-scale",
+                                                "contradicted-at-this-scale")]
+
+    def fmt(p: Part) -> str:
+        e = p.estimate
+        shown = "" if e.value is None else (
+            f" ({e.value:+.1f}% [{e.ci_low:+.1f}, {e.ci_high:+.1f}])"
+            if e.ci_low is not None and e.ci_high is not None else f" ({e.value:+.1f}%)")
+        return f"{p.name}: {p.reason}{shown}"
+
+    held = [p for p in parts if p.verdict == "confirmed"]
+    unclear = [p for p in parts if p.verdict == INCONCLUSIVE]
+    seeds = summary.seeds
+    return Finding(
+        verdict,
+        f"Trained at L = {data.L} ({seeds} seed(s)); loss past L vs sliding windows of L per "
+        f"seed, graded by the 95% CI: works ≤ {WORKS_PCT:g}% < degrades ≤ {COLLAPSE_PCT:g}% < "
+        f"collapses. Held: {'; '.join(fmt(p) for p in held) or 'none'}. Did not hold: "
+        f"{'; '.join(fmt(p) for p in failed) or 'none'}. Inconclusive: "
+        f"{'; '.join(fmt(p) for p in unclear) or 'none'}. Graded on the fair arms ({learned}, "
+        f"{sinusoidal}); each RoPE scaling by name. A 2-layer byte model trained for minutes: "
+        "a statement that fails here is not reproduced at this scale, not refuted.",
+        f"在 L = {data.L} 上训练（{seeds} 个种子）；逐种子比较 L 之后的损失与长度 L 的滑动窗口，"
+        f"按 95% 置信区间分级：≤ {WORKS_PCT:g}% 为可用，≤ {COLLAPSE_PCT:g}% 为下降，更高为崩溃。成立："
+        f"{'；'.join(fmt(p) for p in held) or '无'}。不成立：{'；'.join(fmt(p) for p in failed) or '无'}。"
+        f"尚无定论：{'；'.join(fmt(p) for p in unclear) or '无'}。按公平的组（{learned}、{sinusoidal}）判定；"
+        "每种 RoPE scaling 单独判定。这是训练几分钟的两层字节模型：此处不成立只代表“此规模下未复现”，不是反驳。",
+        {"grades": grades, "fair_arms": {"learned": learned, "sinusoidal": sinusoidal},
+         "thresholds_pct": {"works": WORKS_PCT, "collapses": COLLAPSE_PCT}},
+        ctx.suite_command("position"), "position_extrapolation", parts, C21_COMBINES,
+        C21_COMBINES_ZH)
+
 
 # --- C29: order without positions ----------------------------------------------------------------
 # Float64 probes: an exact identity holds to rounding (~1e-16 relative), so 1e-12 is generous;

@@ -7,18 +7,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from blocklab.claims.ledger import (
-    DECIDED,
-    SETTLE_EN,
-    SETTLE_ZH,
-    Context,
-    Finding,
-    Part,
-    claim,
-    missing,
-    scale_text,
-    settle,
-)
+from blocklab.claims.ledger import DECIDED, Context, Finding, claim, missing, scale_text
 from blocklab.claims.registry import (  # noqa: F401 - the rules' names, as the checks used them
     C32_LARGEST_PART,
     C32_LARGEST_RULE,
@@ -32,7 +21,7 @@ from blocklab.claims.registry import (  # noqa: F401 - the rules' names, as the 
     C33_TENSOR_RULE,
     registered,
 )
-from blocklab.claims.rules import INCONCLUSIVE, Estimate
+from blocklab.claims.rules import INCONCLUSIVE, SETTLE_EN, SETTLE_ZH, Estimate, Part, settle
 from blocklab.claims.text import VERDICT_ZH
 from blocklab.experiments.summaries import Interval, QuantizeData, QuantTiming
 

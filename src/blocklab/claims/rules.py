@@ -32,7 +32,10 @@ interval that straddled the claim "not reproduced", so the same part flipped bet
 decisions across seed sets whenever the true effect sat near the claimed size.
 
 A claim's parts are decided together by `decide_parts`, with Holm's step-down correction, so
-that the chance of any wrong decision within a claim stays ≤ α however many parts it has.
+that the chance of any wrong decision within a claim stays ≤ α however many parts it has. A
+`Part` holds one part's rule, estimate and decision; `settle` turns the parts' verdicts into the
+claim's by a combining rule (`all_or_none`, `testable_all_or_none`, `majority`, or a claim's
+own), counting an inconclusive part as undecided.
 
 A small model trained for minutes can fail to reproduce a claim about models a thousand times
 larger; it cannot refute it. So `refuted` is kept for claims that do not depend on scale
@@ -46,7 +49,7 @@ import functools
 import hashlib
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -54,7 +57,7 @@ from scipy import stats as sps
 
 from blocklab import stats
 from blocklab.errors import InputError
-from blocklab.experiments.summaries import Interval
+from blocklab.experiments.summaries import Interval, PositionArm
 
 CONFIRMED = "confirmed"
 CONTRADICTED = "contradicted-at-this-scale"
@@ -477,3 +480,166 @@ def _stopped(found: Decision, rule: Rule, est: Estimate, level: float, at: int) 
     return _inconclusive(f"Holm's step-down stopped at part {at}, which was not decided "
                          f"(alone this part would be {found.verdict})", found.p_value, level,
                          found.boundary, sd or 0.0, n, distance, rule.min_seeds)
+
+
+# --- a claim's graded parts, and its verdict from theirs -----------------------------------------
+# Kept here, beside `decide`, so that every check module grades through one module: the checks
+# import these (and nothing private) from rules, and rules imports no check.
+@dataclass(frozen=True)
+class Part:
+    """One graded part of an experimental claim: its registered rule, the estimate in the
+    rule's metric, and the verdict the rule gives it (`decision` holds the test behind it:
+    p-value, level, and for an inconclusive part what would decide it; None for a part
+    decided without a test, such as an analytic fact or a model that cannot run)."""
+
+    name: str
+    rule: Rule
+    estimate: Estimate
+    verdict: str
+    reason: str
+    decision: Decision | None = None
+    # The hash of the rule its data was planned under, where that differs from `rule`'s
+    # (the rule was edited after the data: shown, never silently regraded); None otherwise.
+    planned_under: str | None = None
+
+    @classmethod
+    def graded(cls, name: str, rule: Rule, estimate: Estimate, **robustness: bool) -> Part:
+        """One part decided alone at α = 0.05 (`decide`)."""
+        return cls.of(name, rule, estimate, decide(rule, estimate, ALPHA, **robustness))
+
+    @classmethod
+    def of(cls, name: str, rule: Rule, estimate: Estimate, decision: Decision) -> Part:
+        return cls(name, rule, estimate, decision.verdict, decision.reason, decision)
+
+    @classmethod
+    def decided_together(cls, specs: Sequence[PartSpec | Part],
+                         fair_arms: bool | list[bool] = False,
+                         longer_run_agrees: bool | list[bool] = False) -> list[Part]:
+        """A claim's parts decided with Holm's correction (`decide_parts`), in the order
+        given: each spec is (name, rule, estimate), or a Part already decided without a test
+        (an arm that cannot run, an analytic fact), which is kept as it is and not counted in
+        the correction. `fair_arms`, `longer_run_agrees`: one flag, or one per spec."""
+        tested = [s for s in specs if not isinstance(s, Part)]
+
+        def per_test(flags: bool | list[bool]) -> bool | list[bool]:
+            return flags if isinstance(flags, bool) else [
+                a for s, a in zip(specs, flags, strict=True) if not isinstance(s, Part)]
+
+        fair, agrees = per_test(fair_arms), per_test(longer_run_agrees)
+        found = iter(decide_parts([(rule, est) for _, rule, est in tested], ALPHA,
+                                  fair_arms=fair, longer_run_agrees=agrees))
+        return [s if isinstance(s, Part) else cls.of(s[0], s[1], s[2], next(found))
+                for s in specs]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The part as the ledger's JSON gives it: its decision, the estimate {value, ci_low,
+        ci_high, n, sd}, the paired seeds at each look of its sequential design
+        (`looks`), its rule with the rule's hash (and `rule_changed_after_data`: the hash
+        its runs were planned under when that differs), and for an inconclusive part the
+        smallest detectable effect and the seeds that would decide it."""
+        d = self.decision
+        out: dict[str, Any] = {
+            "name": self.name, "decision": self.verdict, "verdict": self.verdict,
+            "reason": self.reason, "estimate": asdict(self.estimate),
+            "looks": list(looks(self.rule, self.estimate.n)),
+            "rule": asdict(self.rule), "rule_hash": self.rule.hash,
+            "rule_changed_after_data": self.planned_under,
+            "p_value": None if d is None else d.p_value,
+            "level": None if d is None else d.level,
+            "boundary": None if d is None else d.boundary}
+        if self.verdict == INCONCLUSIVE:
+            out["detectable_effect"] = None if d is None else d.detectable_effect
+            out["seeds_needed"] = None if d is None else d.seeds_needed
+        return out
+
+
+# A part still to be decided, with the others of its claim (`Part.decided_together`).
+PartSpec = tuple[str, Rule, Estimate]
+
+
+def settle(verdicts: list[str], rule: Callable[[list[str]], str], limit: int = 16) -> str:
+    """A claim's verdict from its parts' by `rule` (a function of fully decided parts), with
+    every inconclusive part counted as undecided, never dropped: the verdict that every way of
+    deciding the inconclusive parts (confirmed, or not reproduced) gives alike, else
+    `inconclusive`. Beyond `limit` inconclusive parts it does not enumerate: inconclusive."""
+    open_at = [i for i, v in enumerate(verdicts) if v == INCONCLUSIVE]
+    if not open_at:
+        return rule(verdicts)
+    if len(open_at) > limit:
+        return INCONCLUSIVE
+    outcomes = set()
+    for bits in range(2 ** len(open_at)):
+        filled = list(verdicts)
+        for j, i in enumerate(open_at):
+            filled[i] = "confirmed" if bits >> j & 1 else "not-reproduced-at-this-scale"
+        outcomes.add(rule(filled))
+        if len(outcomes) > 1:
+            return INCONCLUSIVE
+    return outcomes.pop()
+
+
+SETTLE_EN = ("An inconclusive part counts as undecided, never dropped: the claim takes the verdict "
+             "that every way of deciding its inconclusive parts would give, else it is "
+             "inconclusive. Parts are decided with Holm's correction within the claim.")
+SETTLE_ZH = ("尚无定论的部分按未判定计入，绝不剔除：若这些部分无论如何判定都给出同一结论，论断取该结论，否则论断尚无定论。"
+             "同一论断内的各部分按 Holm 校正判定。")
+
+
+# Rules for `settle` shared by several claims: each maps fully decided parts to a verdict.
+def all_or_none(verdicts: list[str]) -> str:
+    """Confirmed when every part is, not reproduced when none is, else conditional."""
+    held = sum(v == "confirmed" for v in verdicts)
+    return ("confirmed" if held == len(verdicts) else
+            "not-reproduced-at-this-scale" if held == 0 else "conditional")
+
+
+def testable_all_or_none(verdicts: list[str]) -> str:
+    """`all_or_none` over the testable parts; an untestable part caps it at conditional."""
+    testable = [v for v in verdicts if v != UNTESTABLE]
+    if not testable:
+        return UNTESTABLE
+    verdict = all_or_none(testable)
+    return "conditional" if verdict == "confirmed" and len(testable) < len(verdicts) else verdict
+
+
+def majority(verdicts: list[str]) -> str:
+    """Confirmed when every part is, not reproduced when more than half are not, else
+    conditional."""
+    failed = sum(v != "confirmed" for v in verdicts)
+    if not failed:
+        return "confirmed"
+    return "not-reproduced-at-this-scale" if failed > len(verdicts) / 2 else "conditional"
+
+
+# Parts that some outcome decides without a test (so outside Holm's correction).
+def failed_runs_part(name: str, rule: Rule, interval: Interval, failures: int,
+                     what: str = "pre-norm") -> Part | PartSpec:
+    """A part that failed runs keep from holding: not reproduced, decided by the count and
+    not by a test (so outside Holm's correction); else the spec to decide by its rule."""
+    if failures:
+        return Part(name, rule, Estimate.of(interval), "not-reproduced-at-this-scale",
+                    f"{failures} {what} run(s) failed")
+    return (name, rule, Estimate.of(interval))
+
+
+def untestable_part(name: str, rule: Rule, interval: Interval, reason: str) -> Part:
+    """A registered statement this machine's budget cannot test: its estimate shown, no
+    decision."""
+    return Part(name, rule, Estimate.of(interval), UNTESTABLE, reason)
+
+
+def band_part(name: str, arm: PositionArm | None, mult: str, want: str, rule: Rule
+              ) -> Part | PartSpec:
+    """One statement about an arm at a multiple of L: the spec to decide by its registered
+    `rule` (a `registry.band_rule`), or a Part decided without a test where the arm cannot run
+    there (a learned table past its length collapses) or was not read."""
+    pct = None if arm is None else arm.extrapolated_vs_sliding_pct.get(mult)
+    if arm is None:
+        return Part(name, rule, Estimate(None, None, None, 0), INCONCLUSIVE, "not read")
+    if pct is None or isinstance(pct, str):
+        held = want in ("collapses", "drops")
+        return Part(name, rule, Estimate(None, None, None, 0),
+                    "confirmed" if held else "not-reproduced-at-this-scale",
+                    "the model cannot run there: it collapses" + ("" if held else
+                                                                 f", not {want}"))
+    return (name, rule, Estimate.of(pct))

@@ -1,0 +1,176 @@
+"""C16: SwiGLU (and GeGLU, GLU) lowers the loss against a ReLU FFN at equal parameters.
+
+Read from the ffn suite's summary: per arm, (arm − relu)/relu of the final validation loss in %,
+each arm at its own tuned lr, graded by `registry.c16_rule`; a contradiction also needs the same
+arms trained twice as long (`<size>+x2`) to agree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from blocklab.claims.ledger import (
+    DECIDED,
+    TREND_ZH,
+    Context,
+    Finding,
+    ci_text,
+    claim,
+    missing,
+    scale_text,
+    trend_word,
+)
+from blocklab.claims.registry import (
+    C16_MARGIN_PCT,
+    C16_MIN_SEEDS,
+    C16_SMALLEST_EFFECT_PCT,
+    registered,
+)
+from blocklab.claims.rules import (
+    ALPHA,
+    CONTRADICTED,
+    SETTLE_EN,
+    SETTLE_ZH,
+    Estimate,
+    Part,
+    decide,
+    settle,
+)
+
+# C16's registered rule per part (`registry.c16_rule`): (arm − relu)/relu of the final
+# validation loss at equal parameters, steps and tokens, in % (negative = lower loss = better).
+C16_COMBINES = ("the claim takes the SwiGLU part's verdict; when SwiGLU is confirmed and GeGLU "
+                "or GLU is not, the claim is conditional. " + SETTLE_EN)
+C16_COMBINES_ZH = ("论断取 SwiGLU 部分的判定；SwiGLU 成立而 GeGLU 或 GLU 不成立时为有条件成立。"
+                   + SETTLE_ZH)
+
+
+def combine_c16(parts: list[Part]) -> str:
+    """C16's verdict from its parts (SwiGLU first), by the stated rule `C16_COMBINES`."""
+    def decided(verdicts: list[str]) -> str:
+        if verdicts[0] == "confirmed" and any(v != "confirmed" for v in verdicts[1:]):
+            return "conditional"
+        return verdicts[0]
+
+    return settle([p.verdict for p in parts], decided)
+
+
+def c16_longer_agrees(ctx: Context, rules: dict[str, Any], fair: dict[str, bool]
+                      ) -> dict[str, bool]:
+    """{arm: the runs of that arm and ReLU trained twice as long (`<size>+x2`) lie beyond δ
+    on the side opposite the claim too}; {} without such runs."""
+    longer = ctx.longer_summary("ffn")
+    if longer is None:
+        return {}
+    out = {}
+    for arm, rule in rules.items():
+        found = longer.data.arms.get(arm)
+        if found is None or not found.rel_delta_pct.resolved:
+            continue
+        again = decide(rule, Estimate.of(found.rel_delta_pct), ALPHA, fair_arms=fair[arm],
+                       longer_run_agrees=True)
+        out[arm] = again.verdict == CONTRADICTED
+    return out
+
+
+@claim("C16")
+def c16(ctx: Context) -> Finding:
+    summary = ctx.summary("ffn")
+    if summary is None:
+        return missing(ctx, "ffn")
+    data = summary.data
+    arms = data.arms
+    from blocklab.experiments.suites.ffn import PAGE_GAIN_PCT, page_gain_text
+
+    rules = registered("C16", ctx.size)  # one part per arm, SwiGLU first
+    page = {arm: PAGE_GAIN_PCT[arm] for arm in rules}  # gains over ReLU, %
+    rows = {}
+    specs = []
+    for arm in page:
+        rel = arms[arm].rel_delta_pct  # (arm − relu)/relu in %; negative = better
+        rows[arm] = {"rel_delta_pct": asdict(rel), "page_gain_pct": list(page[arm]),
+                     "val_loss": asdict(arms[arm].val_loss)}
+        specs.append((arm, rules[arm], Estimate.of(rel)))
+    # Fair arms: each compared arm (and ReLU) at its own lr from the grid, tuned on seeds the
+    # CI never sees, with its optimum inside the grid (at an edge a better lr may lie beyond
+    # it). A contradiction also needs the same arms trained twice as long on the same seeds to
+    # lie beyond δ on the same side (`blocklab.claims.sequential.run_longer` runs them).
+    interior = {t.arm: t.interior for t in data.lr_tuning}
+    fair = {arm: bool(interior.get(arm)) and bool(interior.get("relu")) for arm in page}
+    longer = c16_longer_agrees(ctx, rules, fair)
+    parts = Part.decided_together(specs, fair_arms=[fair[arm] for arm in page],
+                                  longer_run_agrees=[longer.get(arm, False) for arm in page])
+    verdict = combine_c16(parts)
+    size = data.size
+    scale = {"d_model": size.get("d_model"), "depth": size.get("n_layers"), "steps": data.steps,
+             "batch": size.get("batch_size"), "seq_len": size.get("seq_len")}
+    scale_en = scale_text(**scale) if verdict in DECIDED else ""
+    scale_zh = scale_text(**scale, zh=True) if verdict in DECIDED else ""
+    graded = ", ".join(f"{p.name} {ci_text(arms[p.name].rel_delta_pct, 2, '%')} → {p.verdict}"
+                       for p in parts)
+    claimed = ", ".join(page_gain_text(a).lstrip("+") for a in page)
+    seeds, steps = data.seeds, data.steps
+    lrs = ", ".join(f"{arm} {arms[arm].lr:g}" for arm in ("relu", *page) if arm in arms)
+    again = data.sensitivity
+    shift = "; ".join(f"{arm} {ci_text(arms[arm].rel_delta_pct, 2, '%')} → "
+                      f"{ci_text(again.rel_delta_pct[arm], 2, '%')}"
+                      for arm in again.rel_delta_pct if arm != "relu" and arm in arms)
+    sensitivity = (f" Under the suite's earlier settings ({again.init} init, one lr "
+                   f"{again.lr:g} for all) the same seeds give: {shift}." if shift else "")
+    sensitivity_zh = (f"在本套件早先的设置下（{again.init} 初始化，所有组共用学习率 {again.lr:g}），同样的种子"
+                      f"给出：{shift}。" if shift else "")
+    if not again.rel_delta_pct:  # a size that trains only the graded arms
+        sensitivity = (" At --size full only (not graded): the re-runs under the suite's "
+                       f"earlier settings ({again.init} init, one shared lr) and the scale "
+                       "trend over widths.")
+        sensitivity_zh = (f"在早先设置下（{again.init} 初始化，共用学习率）的重跑与随宽度的规模趋势只在 "
+                          "--size full 运行（不参与判定）。")
+    edges = (min(data.lr_grid), max(data.lr_grid)) if data.lr_grid else ()
+    points = ", ".join(
+        f"d={p.d_model}: {ci_text(p.rel_delta_pct, 2, '%')}"
+        + (" (an lr at the grid's edge)" if any(lr in edges for lr in p.lrs.values()) else "")
+        for p in data.trend)
+    direction = trend_word(data.trend_change, grows_when="below")
+    trend_en = (f" Scale trend of SwiGLU − ReLU over widths ({points}): change from the "
+                f"smallest to the largest {ci_text(data.trend_change, 2, ' points')}, so the "
+                f"advantage {direction} with size here." if len(data.trend) > 1 else "")
+    trend_zh = (f"规模趋势（SwiGLU 相对 ReLU，按宽度：{points}）：从最小到最大宽度的变化 "
+                f"{ci_text(data.trend_change, 2, ' 个百分点')}，即优势随规模"
+                f"{TREND_ZH[direction]}。" if len(data.trend) > 1 else "")
+    return Finding(
+        verdict,
+        f"Loss change vs ReLU at equal parameters and tokens (negative = better; mean [95% CI] "
+        f"over {seeds} paired seeds, {steps} steps on the stdlib corpus, {data.init} init, each "
+        f"arm at its own lr from {{{', '.join(f'{lr:g}' for lr in data.lr_grid)}}} picked on "
+        f"separate tuning seeds: {lrs}): {graded}. The page claims gains of {claimed}. Each "
+        f"part is graded by its registered rule (at least {C16_MIN_SEEDS} seeds; smallest effect "
+        f"{C16_SMALLEST_EFFECT_PCT:g}%, margin ±{C16_MARGIN_PCT:g}%); a loss beyond δ is "
+        "'contradicted' only when both arms found their best lr inside the grid and the same "
+        "arms trained twice as long agree, else 'not reproduced'"
+        f"{' (at the grid edge: ' + ', '.join(data.lr_at_edge) + ')' if data.lr_at_edge else ''}"
+        f".{sensitivity}{trend_en} A small "
+        f"model ({_size_text(data.size)}); the papers' gains come from far larger ones."
+        + scale_en,
+        f"等参数、等 token 下相对 ReLU 的损失变化（负为更好；{seeds} 个配对种子、{steps} 步、stdlib 语料、"
+        f"{data.init} 初始化，每组在独立调参种子上从 "
+        f"{{{', '.join(f'{lr:g}' for lr in data.lr_grid)}}} 中选出自己的学习率：{lrs}）的均值 "
+        f"[95% 置信区间]：{graded}。页面称分别提升 "
+        f"{'、'.join(page_gain_text(a).lstrip('+') for a in page)}。每一部分按预先登记的规则判定（至少 "
+        f"{C16_MIN_SEEDS} 个种子，最小效应 {C16_SMALLEST_EFFECT_PCT:g}%，等价边界 ±{C16_MARGIN_PCT:g}%）；只有两组的最佳学习率都在网格内部、"
+        f"且同样的组训练两倍长度后结论一致时，超过 δ 的变差才算“此规模下被否定”，否则只算“此规模下未复现”"
+        f"{'（位于网格边缘：' + '、'.join(data.lr_at_edge) + '）' if data.lr_at_edge else ''}。{sensitivity_zh}{trend_zh}这是小模型的结果，论文中的提升来自大得多的模型。"
+        + scale_zh,
+        {"arms": rows, "seeds": seeds, "steps": steps, "init": data.init,
+         "lr": {arm: arm_data.lr for arm, arm_data in arms.items()},
+         "lr_grid": data.lr_grid, "sensitivity": asdict(again),
+         "trend": [asdict(p) for p in data.trend], "trend_change": asdict(data.trend_change),
+         "unigram_entropy": data.unigram_entropy},
+        ctx.suite_command("ffn"), "ffn_variants", parts, C16_COMBINES, C16_COMBINES_ZH)
+
+
+
+def _size_text(size: dict[str, Any]) -> str:
+    keys = (("d_model", "d={}"), ("n_layers", "{} layers"), ("seq_len", "T={}"),
+            ("batch_size", "B={}"), ("lr", "lr={}"))
+    return ", ".join(fmt.format(size[k]) for k, fmt in keys if k in size)

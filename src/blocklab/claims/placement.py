@@ -1,0 +1,349 @@
+"""C12, C13 and C19: where the norm sits, read from the placement suite's summary.
+
+C12 grades how unevenly the loss feels the residual stream across one pre-norm stack at
+initialisation; C13 reports the pre/post × warmup training grid it designs; C19 grades the
+page's statements about warmup and placement on that grid, each arm at its own tuned lr. The
+helpers that read the suite's largest-stable-lr contrasts (`stable_effect`, `stability_text`,
+`lr_fairness`) serve C36 (`depth`) too.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict
+
+from blocklab.claims.ledger import (
+    DECIDED,
+    TREND_ZH,
+    Context,
+    Finding,
+    ci_text,
+    claim,
+    missing,
+    scale_text,
+    trend_word,
+)
+from blocklab.claims.registry import (
+    C12_INITS,
+    C13_PART,
+    C13_STABILITY_PART,
+    c12_part_name,
+    registered,
+    rule_of,
+)
+from blocklab.claims.rules import (
+    SETTLE_EN,
+    SETTLE_ZH,
+    Estimate,
+    Part,
+    all_or_none,
+    failed_runs_part,
+    settle,
+    testable_all_or_none,
+    untestable_part,
+)
+from blocklab.experiments.summaries import (
+    Interval,
+    PlacementCell,
+    PlacementEffect,
+    StabilityEffect,
+)
+
+
+def runs_made(cell: PlacementCell) -> int:
+    """The runs a training cell made: a seed the sequential design added to other arms only
+    is no run of this one (summaries list it as status "missing")."""
+    return cell.runs - cell.status.get("missing", 0)
+
+
+def _failures(cells: list[PlacementCell], placement: str, warmup: bool | None = None
+              ) -> tuple[int, int]:
+    chosen = [c for c in cells if c.placement == placement
+              and (warmup is None or (c.warmup > 0) == warmup)]
+    return sum(c.failures for c in chosen), sum(runs_made(c) for c in chosen)
+
+
+# C12's registered rule (`registry.C12_RULE`): only the pre-norm stack, the block with a local
+# identity term, graded on how unevenly the loss feels the residual stream where it enters
+# each layer of one stack, one part per init.
+C12_COMBINES = ("confirmed when every init's part is confirmed (the spread is then no artefact "
+                "of one init); not reproduced at this scale when none is; otherwise "
+                "conditional: it holds under some inits. The parameter-gradient spreads are "
+                "reported as context and decide nothing. " + SETTLE_EN)
+C12_COMBINES_ZH = ("每种初始化的部分都成立时成立（不均匀不是某一种初始化的产物）；没有一部分成立时为此规模下未复现；"
+                   "否则有条件成立：只在部分初始化下成立。参数梯度的不均匀程度只作背景报告，不参与判定。"
+                   + SETTLE_ZH)
+
+
+def _extreme_layers(profile: list[float | None]) -> tuple[int, int] | None:
+    """(layer with the largest, layer with the smallest) value of a per-layer profile."""
+    usable = [(v, i) for i, v in enumerate(profile) if v is not None and math.isfinite(v)]
+    return (max(usable)[1], min(usable)[1]) if len(usable) > 1 else None
+
+
+def _c12_sensitivity(grads: dict, deepest: str) -> tuple[str, str]:
+    """Per init, where in the stack the sensitivity is largest and smallest (mean profile over
+    seeds, the layers' inputs only), as a sentence in English and in Chinese ('' without a
+    profile)."""
+    en, zh = [], []
+    for init, g in grads.items():
+        found = _extreme_layers((g.per_layer_sensitivity.get(deepest) or [])[:int(deepest)])
+        if found is not None:
+            en.append(f"{init}: largest entering layer {found[0]}, smallest entering layer "
+                      f"{found[1]}")
+            zh.append(f"{init}：进入第 {found[0]} 层时最大，进入第 {found[1]} 层时最小")
+    if not en:
+        return "", ""
+    return f" Where: {'; '.join(en)}.", f"位置：{'；'.join(zh)}。"
+
+
+@claim("C12")
+def c12(ctx: Context) -> Finding:
+    summary = ctx.summary("placement")
+    if summary is None:
+        return missing(ctx, "placement")
+    data = summary.data
+    grads = data.init_gradients["pre"]
+    deepest = str(max(next(iter(grads.values())).depths))
+    rules = registered("C12", ctx.size)
+    # An init the summary lacks is an undecided part (no interval), never a dropped one.
+    parts = Part.decided_together([
+        (c12_part_name(init), rules[c12_part_name(init)],
+         Estimate.of(grads[init].sensitivity_spread_log2.get(deepest, Interval(0))
+                     if init in grads else Interval(0)))
+        for init in C12_INITS])
+    verdict = settle([p.verdict for p in parts], all_or_none)
+    probe = data.size.get("probe", {})
+    scale_en = (scale_text(probe.get("d_model"), int(deepest), note="at initialisation")
+                if verdict in DECIDED else "")
+    scale_zh = (scale_text(probe.get("d_model"), int(deepest), zh=True, note="初始化时")
+                if verdict in DECIDED else "")
+    spreads = "; ".join(f"{p.name}: {2 ** p.estimate.value:.1f}× (log2 {p.estimate.text()}) → "
+                        f"{p.verdict}" for p in parts if p.estimate.value is not None)
+    where_en, where_zh = _c12_sensitivity(grads, deepest)
+    param = "; ".join(f"{init}: log2 {ci_text(g.layer_spread_log2[deepest], 2)}"
+                      for init, g in grads.items() if deepest in g.layer_spread_log2)
+    trained = [c for c in data.training if c.placement == "pre" and c.warmup > 0]
+    during = "; ".join(f"depth {c.depth}, lr {c.lr:g}: "
+                       f"{ci_text(c.grad_first_over_last_log2, 2, '')}" for c in trained)
+    during_en = (f" During training (pre-norm with warmup), log2 of the first layer's over the "
+                 f"last layer's gradient norm: {during}." if during else "")
+    during_zh = (f"训练过程中（Pre-Norm，有 warmup），第一层与最后一层梯度范数之比的 log2：{during}。"
+                 if during else "")
+    return Finding(
+        verdict,
+        f"In one pre-norm stack of {deepest} layers at initialisation, the loss's sensitivity "
+        "to a relative change of the residual stream where it enters a layer, "
+        "‖∂L/∂x_l‖·rms(x_l), is this many times larger at the most sensitive layer than at "
+        f"the least: {spreads}.{where_en} Unlike a parameter gradient, no rescaling "
+        "of the stream moves this number, so the final norm's 1/√L cannot spread it; the "
+        "identity path keeps every layer reachable, not every layer equally felt. Context, "
+        f"not graded: log2(max / min) of ‖∇W_down‖ over the same layers: {param}."
+        + during_en + " Post-norm is not graded here: it has no local identity term." + scale_en,
+        f"在 {deepest} 层 Pre-Norm 堆叠的初始化时刻，损失对进入各层的残差流做相对变化的敏感度 "
+        f"‖∂L/∂x_l‖·rms(x_l)，最敏感的层是最不敏感的层的倍数：{spreads}。{where_zh}与参数梯度不同，"
+        "残差流整体缩放不改变这个量，所以最终归一化的 1/√L 不能造成这种不均匀；单位通路保证每层都能收到梯度，"
+        f"但不保证各层被同等感受。背景（不参与判定）：同一批层上 ‖∇W_down‖ 的 log2(最大/最小)：{param}。"
+        + during_zh + "Post-Norm 没有局部单位项，这里不用它判定。" + scale_zh,
+        {"depth": int(deepest),
+         "sensitivity_spread_log2": {init: asdict(g.sensitivity_spread_log2[deepest])
+                                     for init, g in grads.items()
+                                     if deepest in g.sensitivity_spread_log2},
+         "per_layer_sensitivity": {init: g.per_layer_sensitivity.get(deepest)
+                                   for init, g in grads.items()},
+         "spread_log2": {init: asdict(g.layer_spread_log2[deepest]) for init, g in grads.items()},
+         "per_layer_grad": {init: g.per_layer_grad[deepest] for init, g in grads.items()},
+         "during_training": [{"depth": c.depth, "lr": c.lr,
+                              "first_over_last_log2": asdict(c.grad_first_over_last_log2)}
+                             for c in trained]},
+        ctx.suite_command("placement"), "placement_gradients", parts, C12_COMBINES,
+        C12_COMBINES_ZH)
+
+
+def _effect(data) -> PlacementEffect | None:
+    """The contrast C13 and C19 are graded on: the deepest depth, then the longest warmup."""
+    if not data.effects:
+        return None
+    return max(data.effects, key=lambda e: (e.depth, e.warmup))
+
+
+def stable_effect(data, grid: str) -> StabilityEffect | None:
+    """The largest-stable-lr contrasts of `grid` ("sweep": C13 and C19; "deep": C36) at its
+    deepest depth."""
+    found = [e for e in data.stability_effects if e.grid == grid]
+    return max(found, key=lambda e: (e.depth, e.warmup)) if found else None
+
+
+def stability_text(data, grid: str, depth: int, zh: bool = False) -> str:
+    """Each swept arm's largest stable peak lr at `depth`: geometric mean, the interval in
+    doublings and the censored seeds."""
+    rows = []
+    for a in data.stability:
+        if a.grid != grid or a.depth != depth:
+            continue
+        lr = "—" if a.max_stable_lr is None else f"{a.max_stable_lr:.3g}"
+        ci = a.log2_max_stable
+        span = ("" if not ci.resolved else
+                f" [{a.ladder[0] * 2 ** ci.ci_low:.3g}, {a.ladder[0] * 2 ** ci.ci_high:.3g}]")
+        cold = ("无" if a.warmup == 0 else "有") if zh else ("cold" if a.warmup == 0 else "warm")
+        censored = (f"，{a.censored_low} 个种子无稳定档、{a.censored_high} 个在最高档仍稳定" if zh else
+                    f"; {a.censored_low} seed(s) stable nowhere, {a.censored_high} at the top")
+        rows.append(f"{a.placement} {cold}{' warmup' if zh else ''} {lr}{span} "
+                    f"(n={ci.n}{censored})")
+    return ("；" if zh else "; ").join(rows)
+
+
+def lr_fairness(data) -> tuple[bool, str, str]:
+    """Whether every tuned training arm's optimum is interior, and the words for it."""
+    arms = data.lr_tuning
+    fair = bool(arms) and all(t.interior for t in arms)
+    en = "; ".join(t.words() for t in arms)
+    zh = "；".join(f"{t.arm} {t.lr:g}（{'内部最优' if t.interior else '位于网格边缘'}"
+                  + (f"，网格扩展 {t.extended} 点" if t.extended else "") + "）" for t in arms)
+    return fair, en, zh
+
+
+@claim("C13")
+def c13(ctx: Context) -> Finding:
+    summary = ctx.summary("placement")
+    if summary is None:
+        return missing(ctx, "placement")
+    data = summary.data
+    cells = data.training
+    pre_f, pre_n = _failures(cells, "pre")
+    post_cold, post_cold_n = _failures(cells, "post", warmup=False)
+    post_warm, post_warm_n = _failures(cells, "post", warmup=True)
+    depths = sorted({c.depth for c in cells})
+    effect = _effect(data)
+    stable = stable_effect(data, "sweep")
+    found = found_zh = ""
+    if effect is not None:
+        lrs = ", ".join(f"{k} {v:g}" for k, v in effect.lrs.items())
+        found = (f" At depth {effect.depth}, each arm at its own tuned lr ({lrs}): leaving "
+                 f"out {effect.warmup} warmup steps costs post-norm this much more than "
+                 "pre-norm (final val loss, nats): "
+                 f"{ci_text(effect.warmup_interaction, 3, '')}; pre-norm without vs with "
+                 f"warmup {ci_text(effect.pre_warmup_effect, 3, '')}; post − pre with warmup "
+                 f"{ci_text(effect.post_vs_pre_warm, 3, '')}.")
+        found_zh = (f"深度 {effect.depth}，各组用各自调好的学习率（{lrs}）：去掉 {effect.warmup} 步 warmup 对 "
+                    f"Post-Norm 的损失代价比对 Pre-Norm 多 {ci_text(effect.warmup_interaction, 3, '')}"
+                    f"（最终验证损失，nats）；Pre-Norm 无/有 warmup 之差 "
+                    f"{ci_text(effect.pre_warmup_effect, 3, '')}；有 warmup 时 Post − Pre "
+                    f"{ci_text(effect.post_vs_pre_warm, 3, '')}。")
+    if stable is not None:
+        found += (f" Largest stable peak lr per arm at depth {stable.depth}: "
+                  f"{stability_text(data, 'sweep', stable.depth)}; the warmup interaction of "
+                  f"its log2 is {ci_text(stable.warmup_interaction, 2, ' doublings')}.")
+        found_zh += (f"深度 {stable.depth} 各组的最大稳定峰值学习率："
+                     f"{stability_text(data, 'sweep', stable.depth, zh=True)}；其 log2 的 warmup 交互作用为 "
+                     f"{ci_text(stable.warmup_interaction, 2, ' 倍程')}。")
+    # The page designs this experiment and states no result to check: it is "run", and the
+    # finding is what it found (C19 grades the claims the experiment bears on). Its parts
+    # record the metric and estimate of that finding, registered like any other.
+    why = "the page designed this experiment and stated no result to grade"
+    parts = [] if effect is None else [Part(
+        C13_PART, rule_of("C13", ctx.size, C13_PART), Estimate.of(effect.warmup_interaction),
+        "run", why)]
+    if stable is not None:
+        parts.append(Part(C13_STABILITY_PART, rule_of("C13", ctx.size, C13_STABILITY_PART),
+                          Estimate.of(stable.warmup_interaction), "run", why))
+    return Finding(
+        "run",
+        f"Run here (up to {data.seeds} seeds, depth {depths}, {data.steps} steps, no "
+        f"gradient clipping): pre-norm failed {pre_f}/{pre_n} runs; post-norm failed "
+        f"{post_cold}/{post_cold_n} without warmup and {post_warm}/{post_warm_n} with "
+        f"warmup.{found}",
+        f"本项目已运行（至多 {data.seeds} 个种子，深度 {depths}，{data.steps} 步，无梯度裁剪）："
+        f"Pre-Norm 失败 {pre_f}/{pre_n}；Post-Norm 无 warmup 失败 {post_cold}/{post_cold_n}，"
+        f"有 warmup 时失败 {post_warm}/{post_warm_n}。{found_zh}",
+        {"training": [asdict(c) for c in cells], "effects": [asdict(e) for e in data.effects],
+         "stability": [asdict(a) for a in data.stability if a.grid == "sweep"],
+         "stability_effects": [asdict(e) for e in data.stability_effects
+                               if e.grid == "sweep"],
+         "lr_tuning": [asdict(t) for t in data.lr_tuning]},
+        ctx.suite_command("placement"), "placement_training", parts,
+        "run: the experiment is reported, not graded")
+
+
+# C19's registered rules (`registry.C19_RULES`), one per statement, each arm at its own tuned
+# lr at the deepest depth, paired by seed. Continuous outcomes only: a count of failed runs
+# never decides a part.
+C19_COMBINES = ("confirmed when every testable part is confirmed and none is untestable; "
+                "conditional when some are confirmed (an untestable statement leaves the claim "
+                "conditional at best); not reproduced at this scale when none is. "
+                + SETTLE_EN)
+C19_COMBINES_ZH = ("可检验的部分全部成立且没有不可检验的部分时成立；部分成立时（有不可检验的陈述时至多）有条件成立；"
+                   "没有一部分成立时为此规模下未复现。" + SETTLE_ZH)
+
+
+@claim("C19")
+def c19(ctx: Context) -> Finding:
+    summary = ctx.summary("placement")
+    if summary is None:
+        return missing(ctx, "placement")
+    data = summary.data
+    cells = data.training
+    effect, stable = _effect(data), stable_effect(data, "sweep")
+    if effect is None or stable is None:
+        return Finding("untestable-here", "The placement suite ran no pre/post × warmup grid.",
+                       "位置套件没有运行 pre/post × warmup 网格。", {},
+                       ctx.suite_command("placement"), "placement_training")
+    pre_f, pre_n = _failures(cells, "pre")
+    post_cold, post_cold_n = _failures(cells, "post", warmup=False)
+    post_warm, post_warm_n = _failures(cells, "post", warmup=True)
+    rules = registered("C19", ctx.size)
+    names = list(rules)
+    fair, fair_en, fair_zh = lr_fairness(data)
+    # Contradiction needs every arm at an interior optimum (and no size here trains long
+    # enough to call a stability result more than this scale's).
+    parts = Part.decided_together([
+        failed_runs_part(names[0], rules[names[0]], effect.pre_warmup_effect, pre_f),
+        (names[1], rules[names[1]], Estimate.of(stable.pre_cold_vs_warm)),
+        (names[2], rules[names[2]], Estimate.of(effect.warmup_interaction)),
+        (names[3], rules[names[3]], Estimate.of(stable.warmup_interaction)),
+        (names[4], rules[names[4]], Estimate.of(effect.post_grad_first_over_last_log2)),
+        untestable_part(names[5], rules[names[5]], effect.post_vs_pre_warm,
+                        f"no size trains near convergence ({data.steps} steps here); post − "
+                        "pre with warmup at the tuned lrs is shown, not graded"),
+    ], fair_arms=fair)
+    verdict = settle([p.verdict for p in parts], testable_all_or_none)
+    train = data.size.get("training", {})
+    scale = {"d_model": train.get("d_model"), "depth": effect.depth, "steps": data.steps,
+             "batch": train.get("batch_size"), "seq_len": train.get("seq_len")}
+    scale_en = scale_text(**scale) if verdict in DECIDED else ""
+    scale_zh = scale_text(**scale, zh=True) if verdict in DECIDED else ""
+    post = data.init_gradients["post"]["xavier"]
+    graded = "; ".join(f"{p.name}: {p.estimate.text()} → {p.verdict}" for p in parts)
+    depths = sorted({e.depth for e in data.effects})
+    direction = trend_word(data.interaction_trend, grows_when="above")
+    trend_en = (f" Depth trend: the interaction at depth {depths[-1]} minus at depth "
+                f"{depths[0]} is {ci_text(data.interaction_trend, 3, ' nats')}, so the need "
+                f"for warmup {direction} with depth here." if len(depths) > 1 else "")
+    trend_zh = (f"深度趋势：深度 {depths[-1]} 与深度 {depths[0]} 的交互作用之差为 "
+                f"{ci_text(data.interaction_trend, 3, ' nats')}，即对 warmup 的需要随深度"
+                f"{TREND_ZH[direction]}。" if len(depths) > 1 else "")
+    return Finding(
+        verdict,
+        f"Depth {effect.depth}, up to {data.seeds} seeds, paired by seed, each arm at its own "
+        f"peak lr ({fair_en}): {graded}. Largest stable peak lr: "
+        f"{stability_text(data, 'sweep', stable.depth)}. Failures (counted apart): pre-norm "
+        f"{pre_f}/{pre_n}; post-norm {post_cold}/{post_cold_n} without warmup, "
+        f"{post_warm}/{post_warm_n} with. At initialisation (xavier) the post-norm first "
+        f"layer's gradient changes with depth at log-log slope "
+        f"{ci_text(post.slope_first_ci, 2, '')}.{trend_en}" + scale_en,
+        f"深度 {effect.depth}、至多 {data.seeds} 个种子，按种子配对，各组用各自的峰值学习率（{fair_zh}）：{graded}。"
+        f"最大稳定峰值学习率：{stability_text(data, 'sweep', stable.depth, zh=True)}。失败（单独计数）："
+        f"Pre-Norm {pre_f}/{pre_n}；Post-Norm 无 warmup {post_cold}/{post_cold_n}，有 warmup "
+        f"{post_warm}/{post_warm_n}。初始化时（xavier）Post-Norm 第一层梯度随深度变化的双对数斜率为 "
+        f"{ci_text(post.slope_first_ci, 2, '')}。{trend_zh}" + scale_zh,
+        {"effect": asdict(effect), "stable_effect": asdict(stable),
+         "interaction_trend": asdict(data.interaction_trend),
+         "effects": [asdict(e) for e in data.effects], "failures": {"pre": [pre_f, pre_n],
+                                                "post_cold": [post_cold, post_cold_n],
+                                                "post_warm": [post_warm, post_warm_n]},
+         "post_slope_first": asdict(post.slope_first_ci),
+         "stability": [asdict(a) for a in data.stability if a.grid == "sweep"],
+         "lr_tuning": [asdict(t) for t in data.lr_tuning], "fair_arms": fair,
+         "training": [asdict(c) for c in cells]},
+        ctx.suite_command("placement"), "placement_training", parts, C19_COMBINES,
+        C19_COMBINES_ZH)

@@ -1,0 +1,173 @@
+"""C16 (`blocklab.claims.ffn`): verdicts from fabricated ffn summaries, written the way
+`run_suite` writes them, so the verdict logic is tested without training."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from blocklab.claims import Context, run_claims
+from blocklab.experiments.summaries import (
+    ArmTuning,
+    FfnArm,
+    FfnData,
+    FfnSensitivity,
+    Interval,
+    Summary,
+)
+
+
+def _ci(mean, low, high, n=10) -> Interval:
+    return Interval(n, mean, low, high)
+
+
+def _write(root: Path, suite: str, data) -> None:
+    """Store `data` as the summary of `suite` (quick) exactly as `run_suite` writes one, so the
+    checks read it back through `load_summary` (which checks every field)."""
+    folder = root / suite / "quick"
+    folder.mkdir(parents=True, exist_ok=True)
+    summary = Summary(suite, "quick", 3, [], [], data, runs=1, wall_time_s=1.0)
+    (folder / "summary.json").write_text(json.dumps(summary.to_dict()))
+
+
+SENSITIVITY = FfnSensitivity("gpt2", 3e-3, {}, {})
+
+
+def _ffn_arm(rel: Interval) -> FfnArm:
+    loss = _ci(2.0, 1.9, 2.1)
+    return FfnArm(gated=True, activation="silu", d_ff=171, params=1000, val_loss=loss,
+                  val_bpb=loss, delta_vs_relu=rel, rel_delta_pct=rel, ms_per_step=None,
+                  ms_per_step_train=None, val_loss_equal_time=loss,
+                  delta_vs_relu_equal_time=rel, equal_time_step=None, status={"ok": 3},
+                  counted=3, zero_grad_fraction={"init": 0.0, "final": None}, lr=3e-3)
+
+
+def _ffn_data(swiglu, geglu, glu, lr_at_edge=(), tuned=("relu", "swiglu", "geglu", "glu")
+              ) -> FfnData:
+    arms = {name: _ffn_arm(rel)
+            for name, rel in (("swiglu", swiglu), ("geglu", geglu), ("glu", glu))}
+    grid = (3e-3, 1e-2, 3e-2)
+    tuning = [ArmTuning(arm, grid, 1e-2 if arm not in lr_at_edge else 3e-2,
+                        arm not in lr_at_edge, 0) for arm in tuned]
+    return FfnData(arms=arms, seeds=10, steps=100, init="fan_in", lr_grid=list(grid),
+                   lr_trials=[], lr_at_edge=list(lr_at_edge), sensitivity=SENSITIVITY, trend=[],
+                   trend_change=Interval(0), warmup_steps=10, unigram_entropy=None,
+                   baseline="relu", page={}, equal_time_ms=None, size={"d_model": 64},
+                   lr_tuning=tuning)
+
+
+@pytest.mark.parametrize(("longer", "verdict"), [
+    (None, "would be contradicted"),  # no longer run yet
+    (_ci(1.4, 1.1, 1.7), "contradicted-at-this-scale"),  # twice as long agrees
+    (_ci(0.3, -0.2, 0.8), "would be contradicted"),  # twice as long does not
+])
+def test_c16_is_contradicted_only_when_a_run_twice_as_long_agrees(tmp_path, longer, verdict):
+    worse, fine = _ci(1.5, 1.2, 1.8), _ci(-1.5, -2.0, -1.0)
+    _write(tmp_path, "ffn", _ffn_data(worse, fine, fine))
+    if longer is not None:
+        folder = tmp_path / "ffn" / "quick+x2"
+        folder.mkdir(parents=True)
+        summary = Summary("ffn", "quick", 10, [], [], _ffn_data(longer, fine, fine), runs=1)
+        (folder / "summary.json").write_text(json.dumps(summary.to_dict()))
+    (row,) = run_claims(["C16"], Context(tmp_path, "quick"))
+    swiglu = row.parts[0]
+    if verdict == "contradicted-at-this-scale":
+        assert swiglu.verdict == verdict and row.verdict == verdict
+    else:
+        assert swiglu.verdict == "not-reproduced-at-this-scale"
+        assert swiglu.reason.startswith(verdict) and swiglu.decision.would_contradict
+    # unfair arms (not tuned, or SwiGLU's or ReLU's best lr still at the grid's edge, where a
+    # better one may lie beyond it): never contradicted, whatever the longer run says, and no
+    # longer run is due
+    for unfair in ({"tuned": ()}, {"lr_at_edge": ("swiglu",)}, {"lr_at_edge": ("relu",)}):
+        _write(tmp_path, "ffn", _ffn_data(worse, fine, fine, **unfair))
+        (row,) = run_claims(["C16"], Context(tmp_path, "quick"))
+        assert row.parts[0].verdict == "not-reproduced-at-this-scale"
+        assert not row.parts[0].decision.would_contradict
+        assert "each arm at its own best learning rate" in row.parts[0].reason
+
+
+@pytest.mark.parametrize(("swiglu", "geglu", "glu", "verdict", "parts"), [
+    # Every gain wholly beyond δ = 0.5% even at Holm's levels: confirmed.
+    (_ci(-1.5, -2.0, -1.0, 10), _ci(-1.2, -1.5, -0.9, 10), _ci(-0.9, -1.1, -0.7, 10), "confirmed",
+     ["confirmed"] * 3),
+    # GeGLU's and GLU's intervals reach δ = 0.5%: they are undecided, and so is the claim
+    # (deciding them could make it confirmed or conditional).
+    (_ci(-1.5, -2.0, -1.0, 10), _ci(-1.0, -1.5, -0.5, 10), _ci(-0.5, -1.0, -0.1, 10),
+     "inconclusive", ["confirmed", "inconclusive", "inconclusive"]),
+    # Worse than ReLU with every arm at one lr: not reproduced, never refuted; GeGLU's interval
+    # holds both its claim and no effect (inconclusive), but SwiGLU settles the claim.
+    (_ci(1.5, 1.0, 2.0, 10), _ci(0.2, -1.0, 1.0, 10), _ci(0.1, -0.2, 0.2, 10),
+     "not-reproduced-at-this-scale",
+     ["not-reproduced-at-this-scale", "inconclusive", "not-reproduced-at-this-scale"]),
+    (_ci(-1.5, -2.0, -1.0, 10), _ci(0.2, 0.1, 0.3, 10), _ci(-0.9, -1.1, -0.7, 10), "conditional",
+     ["confirmed", "not-reproduced-at-this-scale", "confirmed"]),
+    # An undecided part is never dropped: SwiGLU confirmed, GeGLU unclear, GLU confirmed.
+    (_ci(-1.5, -2.0, -1.0, 10), _ci(0.2, -1.0, 1.0, 10), _ci(-0.9, -1.1, -0.7, 10), "inconclusive",
+     ["confirmed", "inconclusive", "confirmed"]),
+    # Two seeds, however narrow the interval: the rule needs five.
+    (_ci(1.67, 1.61, 1.72, 2), _ci(-1.0, -1.5, -0.5, 2), _ci(-0.5, -1.0, -0.1, 2),
+     "inconclusive", ["inconclusive"] * 3),
+])
+def test_ffn_verdict_logic(tmp_path, swiglu, geglu, glu, verdict, parts):
+    arms = {name: _ffn_arm(rel)
+            for name, rel in (("swiglu", swiglu), ("geglu", geglu), ("glu", glu))}
+    _write(tmp_path, "ffn", FfnData(arms=arms, seeds=3, steps=100, init="fan_in", lr_grid=[3e-3],
+                                    lr_trials=[], lr_at_edge=[], sensitivity=SENSITIVITY,
+                                    trend=[], trend_change=Interval(0), warmup_steps=10,
+                                    unigram_entropy=None, baseline="relu", page={},
+                                    equal_time_ms=None, size={"d_model": 64}))
+    (row,) = run_claims(["C16"], Context(tmp_path, "quick"))
+    assert row.verdict == verdict and row.error is None
+    assert [p.verdict for p in row.parts] == parts
+    assert [p.name for p in row.parts] == ["swiglu", "geglu", "glu"]
+    shown = row.to_dict()
+    assert shown["rule"] == {"metric": row.parts[0].rule.metric, "smallest_effect": 0.5,
+                             "margin": 0.25, "min_seeds": 5, "claimed": -1.5,
+                             "decides": row.parts[0].rule.decides, "threshold": 0.0,
+                             "test": "effect", "max_seeds": 10}
+    assert shown["estimate"] == {"value": swiglu.mean, "ci_low": swiglu.ci_low,
+                                 "ci_high": swiglu.ci_high, "n": swiglu.n, "sd": None}
+    assert shown["combines"] and len(shown["parts"]) == 3
+    for part, found in zip(shown["parts"], row.parts, strict=True):
+        assert part["decision"] == found.verdict
+        assert part["looks"] == ([5, 8, 10] if found.estimate.n == 10 else [found.estimate.n])
+        assert part["rule_hash"] == found.rule.hash and len(part["rule_hash"]) == 12
+        assert set(part["estimate"]) == {"value", "ci_low", "ci_high", "n", "sd"}
+        if found.verdict == "inconclusive":
+            assert "detectable_effect" in part and "seeds_needed" in part
+    if verdict in ("confirmed", "conditional", "not-reproduced-at-this-scale"):
+        assert "Reached at this scale: d_model 64" in row.summary
+    # Intervals reach the ledger's JSON as plain objects with the same keys as always.
+    assert row.evidence["arms"]["swiglu"]["rel_delta_pct"] == {
+        "n": swiglu.n, "mean": swiglu.mean, "ci_low": swiglu.ci_low, "ci_high": swiglu.ci_high,
+        "sd": None}
+    assert row.evidence["seeds"] == 3 and "d=64" in row.summary
+
+
+def test_the_quick_ffn_suite_runs_the_seeds_c16s_rule_needs():
+    from blocklab.claims.ffn import C16_MIN_SEEDS
+    from blocklab.experiments.suites import get_suite
+
+    seeds = get_suite("ffn").default_seeds
+    assert seeds["quick"] >= C16_MIN_SEEDS and seeds["full"] >= C16_MIN_SEEDS
+
+
+@pytest.mark.parametrize(("change", "word"), [
+    (_ci(-2.0, -3.0, -1.0, 5), "grows"), (_ci(2.0, 1.0, 3.0, 5), "shrinks"),
+    (_ci(0.5, -1.0, 2.0, 5), "shows no resolved trend"), (Interval(0), "shows no resolved trend"),
+])
+def test_c16_says_whether_swiglus_effect_grows_with_model_size(tmp_path, change, word):
+    from blocklab.experiments.summaries import FfnTrendPoint
+
+    arms = {name: _ffn_arm(_ci(-1.0, -2.0, 0.5, 5)) for name in ("relu", "swiglu", "geglu", "glu")}
+    trend = [FfnTrendPoint(d, 1000 * d, _ci(-1.0, -2.0, 0.0, 5), {"relu": 1e-2, "swiglu": 1e-2})
+             for d in (32, 64)]
+    _write(tmp_path, "ffn", FfnData(arms=arms, seeds=5, steps=100, init="fan_in",
+                                    lr_grid=[3e-3, 1e-2, 3e-2], lr_trials=[], lr_at_edge=[],
+                                    sensitivity=SENSITIVITY, trend=trend, trend_change=change,
+                                    warmup_steps=10, unigram_entropy=None, baseline="relu",
+                                    page={}, equal_time_ms=None, size={"d_model": 64}))
+    (row,) = run_claims(["C16"], Context(tmp_path, "quick"))
+    assert f"the advantage {word} with size here" in row.summary
+    assert [p["d_model"] for p in row.evidence["trend"]] == [32, 64]

@@ -1,0 +1,234 @@
+"""C12, C13 and C19 (`blocklab.claims.placement`): verdicts from fabricated placement
+summaries, written the way `run_suite` writes them, so the verdict logic is tested without
+training."""
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from blocklab.claims import Context, run_claims
+from blocklab.experiments.summaries import (
+    ArmTuning,
+    GradientProbe,
+    Interval,
+    PlacementCell,
+    PlacementData,
+    PlacementEffect,
+    SlopePrediction,
+    StabilityArm,
+    StabilityEffect,
+    Summary,
+)
+
+
+def _ci(mean, low, high, n=10) -> Interval:
+    return Interval(n, mean, low, high)
+
+
+def _write(root: Path, suite: str, data) -> None:
+    """Store `data` as the summary of `suite` (quick) exactly as `run_suite` writes one, so the
+    checks read it back through `load_summary` (which checks every field)."""
+    folder = root / suite / "quick"
+    folder.mkdir(parents=True, exist_ok=True)
+    summary = Summary(suite, "quick", 3, [], [], data, runs=1, wall_time_s=1.0)
+    (folder / "summary.json").write_text(json.dumps(summary.to_dict()))
+
+
+def _placement(pre_failures: int, effect: PlacementEffect,
+               spread: dict[str, Interval], stable: StabilityEffect | None = None,
+               interior: bool = True) -> PlacementData:
+    grads = {p: {init: GradientProbe(
+        depths=[2, 4, 8], last_layer_grad=[1.0, 0.7, 0.5], first_layer_grad=[1.0, 1.0, 1.0],
+        slope_last=-0.5, slope_first=0.1, slope_last_ci=Interval(0),
+        slope_first_ci=_ci(0.1, -0.1, 0.3, 4), residual_rms_last=[None, None, None],
+        per_layer_grad={"8": [1.0] * 8},
+        # ‖∇W_down‖'s spread: context only, never graded (as large as xavier's at quick)
+        layer_spread_log2={"8": _ci(3.7, 3.2, 4.2, 4)},
+        sensitivity_spread_log2={"8": spread[init]},
+        per_layer_sensitivity={"8": [4.0, *[1.0] * 6, 0.5, 1.0]})
+        for init in spread} for p in ("pre", "post")}
+    cells = []
+    for p in ("pre", "post"):
+        for w in (0, 100):
+            failures = pre_failures if p == "pre" and w == 0 else 0
+            cells.append(PlacementCell(
+                placement=p, depth=12, warmup=w, lr=3e-3, failures=failures, runs=4,
+                status={"ok": 4 - failures, "diverged": failures},
+                val_loss=_ci(2.0, 1.9, 2.1),
+                delta_vs_pre=None if p == "pre" else _ci(0.1, -0.5, 0.7), steps_done=300.0,
+                val_auc=_ci(2.5, 2.4, 2.6), grad_first_over_last_log2=_ci(-1.0, -2.0, 0.0)))
+    stable = stable or STABLE_HOLDS
+    ladder = [4e-3 * 2 ** k for k in range(7)]
+    stability = [StabilityArm(grid="sweep", placement=p, depth=12, warmup=w, steps=100,
+                              ladder=ladder, rungs=[3, 3, 3, 3], log2_max_stable=_ci(3.0, 3.0,
+                                                                                   3.0, 4),
+                              max_stable_lr=ladder[3], censored_low=0, censored_high=0,
+                              loss_at_lr={"0.032": [2.5] * 4})
+                 for p in ("pre", "post") for w in (0, 100)]
+    tuning = [ArmTuning(f"{p}/12/{w}", (3e-3, 1e-2, 3e-2), 1e-2, interior, 0)
+              for p in ("pre", "post") for w in (0, 100)]
+    return PlacementData(
+        init_gradients=grads,
+        predictions=SlopePrediction(slope_last={"post": 0.0, "pre": -0.5}, init="xavier",
+                                    source="test"),
+        training=cells, effects=[effect], interaction_trend=_ci(0.2, 0.1, 0.3, 4),
+        unigram_entropy=None, seeds=4, steps=300, size={}, lr_tuning=tuning,
+        stability=stability, stability_effects=[stable])
+
+
+def _effect(pre, interaction, post_ratio, post_vs_pre) -> PlacementEffect:
+    return PlacementEffect(depth=12, lrs={"pre cold": 1e-2, "pre warm": 1e-2,
+                                          "post cold": 1e-2, "post warm": 1e-2},
+                           warmup=100, warmup_interaction=interaction,
+                           pre_warmup_effect=pre, post_vs_pre_warm=post_vs_pre,
+                           post_grad_first_over_last_log2=post_ratio,
+                           pre_grad_first_over_last_log2=_ci(0.5, 0.0, 1.0, 8))
+
+
+def _stable(pre_cold_vs_warm, interaction) -> StabilityEffect:
+    return StabilityEffect(grid="sweep", depth=12, warmup=33, pre_cold_vs_warm=pre_cold_vs_warm,
+                           post_warm_vs_cold=interaction, warmup_interaction=interaction,
+                           pre_vs_post_warm=_ci(1.0, 0.5, 1.5, 8),
+                           pre_vs_post_cold=_ci(2.0, 1.5, 2.5, 8))
+
+
+HOLDS = _effect(_ci(0.0, -0.02, 0.02, 8), _ci(0.3, 0.1, 0.5, 8), _ci(-2.0, -3.0, -1.5, 8),
+                _ci(-0.05, -0.08, -0.03, 8))
+FAILS = _effect(_ci(0.2, 0.1, 0.3, 8), _ci(0.01, -0.1, 0.1, 8), _ci(1.0, 0.5, 1.5, 8),
+                _ci(0.05, 0.03, 0.08, 8))
+FEW = _effect(*[_ci(0.0, -0.01, 0.01, 2)] * 4)
+# the largest stable lr: pre-norm loses under half a doubling without warmup, and warmup
+# raises post-norm's by two doublings more than pre-norm's
+STABLE_HOLDS = _stable(_ci(0.0, -0.5, 0.5, 8), _ci(2.0, 1.5, 2.5, 8))
+STABLE_FAILS = _stable(_ci(-3.0, -3.5, -2.5, 8), _ci(0.0, -0.3, 0.3, 8))
+STABLE_FEW = _stable(*[_ci(0.0, -0.01, 0.01, 2)] * 2)
+UNTESTABLE = "untestable-here"
+
+
+@pytest.mark.parametrize(("pre_failures", "effect", "stable", "c19", "parts"), [
+    # every testable part holds; "more expressive" is untestable, so conditional at best
+    (0, HOLDS, STABLE_HOLDS, "conditional", ["confirmed"] * 5 + [UNTESTABLE]),
+    # One pre-norm failure: "trains without warmup" is not shown, whatever the losses say.
+    (1, HOLDS, STABLE_HOLDS, "conditional",
+     ["not-reproduced-at-this-scale", *["confirmed"] * 4, UNTESTABLE]),
+    # The warmup interaction's interval (+0.01 [−0.1, +0.1]) holds both its claimed +0.05 and
+    # no effect: undecided, and deciding it could make the claim conditional.
+    (0, FAILS, STABLE_FAILS, "inconclusive",
+     ["not-reproduced-at-this-scale", "not-reproduced-at-this-scale", "inconclusive",
+      "not-reproduced-at-this-scale", "not-reproduced-at-this-scale", UNTESTABLE]),
+    (0, FEW, STABLE_FEW, "inconclusive", ["inconclusive"] * 5 + [UNTESTABLE]),
+])
+def test_placement_verdict_logic(tmp_path, pre_failures, effect, stable, c19, parts):
+    spread = {"gpt2": _ci(0.5, 0.3, 0.7, 8), "xavier": _ci(3.0, 2.5, 3.5, 8),
+              "depth": _ci(0.2, 0.1, 0.3, 8)}
+    _write(tmp_path, "placement", _placement(pre_failures, effect, spread, stable))
+    rows = {r.id: r for r in run_claims(["C12", "C13", "C19"], Context(tmp_path, "quick"))}
+    assert rows["C13"].verdict == "run"
+    assert rows["C13"].to_dict()["rule"]["min_seeds"] == 4
+    assert rows["C13"].estimate.value == effect.warmup_interaction.mean
+    assert [p.estimate.value for p in rows["C13"].parts] == [
+        effect.warmup_interaction.mean, stable.warmup_interaction.mean]  # the stable-lr finding
+    assert rows["C19"].verdict == c19 and rows["C19"].error is None
+    assert [p.verdict for p in rows["C19"].parts] == parts
+    assert rows["C19"].to_dict()["rule"]["min_seeds"] == 4
+    # C12 on pre-norm only: xavier's 8× sensitivity spread holds, gpt2's 1.4× and depth's 1.1×
+    # do not: it holds under one init of three.
+    assert [p.verdict for p in rows["C12"].parts] == [
+        "not-reproduced-at-this-scale", "confirmed", "not-reproduced-at-this-scale"]
+    assert rows["C12"].verdict == "conditional"
+    cell = rows["C13"].evidence["training"][1]
+    assert cell["placement"] == "pre" and cell["delta_vs_pre"] is None
+    assert set(cell["val_loss"]) == {"n", "mean", "ci_low", "ci_high", "sd"}
+
+
+def test_c12_is_not_confirmed_by_a_parameter_gradient_spread(tmp_path):
+    # Every init's sensitivity within 2× (log2 < 1): not reproduced, though ‖∇W_down‖ spreads
+    # 13× (log2 3.7 [3.2, 4.2]) in the same stacks: that spread is reported, never graded.
+    spread = {"gpt2": _ci(0.5, 0.3, 0.7, 4), "xavier": _ci(0.4, 0.2, 0.6, 4),
+              "depth": _ci(0.1, 0.0, 0.2, 4)}
+    _write(tmp_path, "placement", _placement(0, HOLDS, spread))
+    (row,) = run_claims(["C12"], Context(tmp_path, "quick"))
+    assert row.verdict == "not-reproduced-at-this-scale"
+    assert row.evidence["spread_log2"]["xavier"]["mean"] == 3.7
+    assert "log2 of ‖∇W_down‖" not in row.summary  # named as context, in its own sentence
+    assert "Context, not graded" in row.summary and "+3.70" in row.summary
+    # The sensitivity profile says where: the most sensitive input is layer 0's (4.0), the
+    # least layer 7's (0.5); the final norm's input (the ninth value) is not a layer's.
+    assert "largest entering layer 0, smallest entering layer 7" in row.summary
+
+
+@pytest.mark.parametrize(("means", "verdict"), [
+    ((3.0, 3.0, 3.0), "confirmed"),  # every init: no artefact of one
+    ((3.0, 0.2, 3.0), "conditional"),
+    ((0.2, 0.2, 0.2), "not-reproduced-at-this-scale"),
+])
+def test_c12_needs_the_spread_under_every_init(tmp_path, means, verdict):
+    spread = {init: _ci(m, m - 0.2, m + 0.2, 4)
+              for init, m in zip(("gpt2", "xavier", "depth"), means, strict=True)}
+    _write(tmp_path, "placement", _placement(0, HOLDS, spread))
+    (row,) = run_claims(["C12"], Context(tmp_path, "quick"))
+    assert row.verdict == verdict
+    assert [p.name for p in row.parts] == [
+        "pre-norm, gpt2 init", "pre-norm, xavier init", "pre-norm, depth init"]
+
+
+def test_c12_counts_an_init_the_probes_lack_as_undecided(tmp_path):
+    # Two inits hold; the third was not probed: it may or may not hold, so the claim is
+    # undecided between confirmed and conditional, never confirmed on the other two.
+    spread = {"gpt2": _ci(3.0, 2.8, 3.2, 4), "xavier": _ci(3.0, 2.8, 3.2, 4)}
+    _write(tmp_path, "placement", _placement(0, HOLDS, spread))
+    (row,) = run_claims(["C12"], Context(tmp_path, "quick"))
+    assert [p.verdict for p in row.parts] == ["confirmed", "confirmed", "inconclusive"]
+    assert row.verdict == "inconclusive"
+
+
+def test_claims_precision_reads_bf16_results_and_float32_only_suites_at_fp32(tmp_path, capsys):
+    from blocklab.cli import main
+
+    spread = {"xavier": _ci(3.0, 2.5, 3.5, 8), "gpt2": _ci(0.5, 0.3, 0.7, 8),
+              "depth": _ci(0.2, 0.1, 0.3, 8)}
+    # bf16 placement results hold, float32 ones fail: `--precision bf16` grades the former
+    _write(tmp_path, "placement", _placement(0, FAILS, spread, STABLE_FAILS))
+    bf16 = tmp_path / "placement" / "quick+bf16"
+    bf16.mkdir()
+    summary = Summary("placement", "quick", 3, [], [],
+                      _placement(0, HOLDS, spread, STABLE_HOLDS), runs=1, wall_time_s=1.0)
+    (bf16 / "summary.json").write_text(json.dumps(summary.to_dict()))
+    ctx = Context(tmp_path, "quick", precision="bf16")
+    (row,) = run_claims(["C19"], ctx)
+    assert row.verdict == "conditional" and row.parts[1].verdict == "confirmed"
+    assert "--precision bf16" in row.command
+    (fp32,) = run_claims(["C19"], Context(tmp_path, "quick"))
+    assert fp32.verdict == "inconclusive" and "--precision" not in fp32.command
+    # norm-cost measures float32 only: read at fp32 whatever is asked, and said so
+    assert ctx.precision_of("norm-cost") == "fp32" and ctx.fp32_only == {"norm-cost"}
+    assert main(["claims", "C19", "C18", "--precision", "bf16", "--results",
+                 str(tmp_path)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "norm-cost measure float32 only and were read at fp32" in out
+    assert main(["claims", "--precision", "fp16"]) == 2
+    err = capsys.readouterr()
+    assert "--precision 'fp16' is not allowed; expected one of ['fp32', 'bf16']" in (
+        err.out + err.err) and "Traceback" not in err.err
+
+
+def _sibling(name: str):
+    """A test module beside this one, for its fake-summary builders."""
+    spec = importlib.util.spec_from_file_location(f"_placement_{name}",
+                                                  Path(__file__).with_name(f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_stability_text_names_every_arm_with_its_interval_and_censoring():
+    from blocklab.claims.placement import stability_text
+
+    td = _sibling("test_depth")  # its deep grid censors seeds at both ends of the ladder
+    data = td._data([td._effect(td._ci(4.8, 4.2, 5.3))])
+    text = stability_text(data, "deep", td.DEPTH)
+    pre, post = text.split("; ")[0:2], text
+    assert pre[0].startswith("pre warm ") and "n=4" in pre[0]
+    assert "3 seed(s) stable nowhere" in post  # post-norm: three seeds below the ladder
