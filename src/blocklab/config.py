@@ -357,6 +357,23 @@ def _check_rope_scaling(scaling: dict[str, Any]) -> dict[str, Any]:
     return scaling
 
 
+@contextlib.contextmanager
+def atomic_path(path: Path) -> Iterator[Path]:
+    """A hidden temporary name beside `path` for a writer that creates its own file (a figure,
+    a safetensors checkpoint): renamed over `path` when the block ends, removed if it raises, so
+    a reader sees the old file or the new one, never half. The writer creates the file, so the
+    process umask applies as for a plain open()."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp{path.suffix}"
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
 def write_atomic(path: Path, text: str) -> None:
     """Write `text` to `path` so that a reader sees the old file or the new one, never half.
 

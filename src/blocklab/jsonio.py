@@ -1,5 +1,5 @@
-"""The one reader of JSON a user hands blocklab: a model config.json, a run config, a checkpoint
-index.
+"""The one reader of JSON a user hands blocklab (a model config.json, a run config, a
+checkpoint index), and the one cleaner of what blocklab writes as JSON (`json_safe`).
 
 Every hostile file is refused the same way, as bad input on one line naming the file: one too
 large to be a config (refused before it is read), one that is not UTF-8, malformed JSON, and
@@ -11,7 +11,9 @@ only the standard library and `blocklab.errors`, so the no-torch layers use it t
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import math
 import os
 from pathlib import Path
 from typing import Any
@@ -87,3 +89,17 @@ def _depth(data: Any) -> int:
 
 
 __all__ = ["MAX_BYTES", "MAX_DEPTH", "parse_json", "read_json"]
+
+
+def json_safe(value: Any) -> Any:
+    """Non-finite floats -> None, tuples -> lists, dataclasses -> dicts of their fields,
+    recursively (strict JSON has no NaN)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return json_safe(dataclasses.asdict(value))
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    return value

@@ -12,9 +12,9 @@ imported only there (Agg canvas, no pyplot state) and the file written atomicall
 from __future__ import annotations
 
 import os
-import secrets
 from pathlib import Path
 
+from blocklab.config import atomic_path
 from blocklab.errors import InputError
 from blocklab.reference.ffn import ffn_budget
 
@@ -85,13 +85,6 @@ def plot_sweep(rows: list[dict], path: str | os.PathLike) -> Path:
                          f"{sorted(canvas.get_supported_filetypes())}")
     draw_sweep(fig.subplots(2, 2), rows)
     fig.suptitle("Plain vs gated FFN: parameters and intermediate activations")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # A hidden sibling, renamed over `path` once complete: readers never see half a file.
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp.{fmt}")
-    try:
+    with atomic_path(path) as tmp:  # readers never see half a file
         fig.savefig(tmp, format=fmt)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
     return path

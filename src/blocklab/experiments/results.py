@@ -15,10 +15,8 @@ can read results without it.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
-import math
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol
@@ -26,6 +24,7 @@ from typing import Any, Protocol
 from blocklab.config import ModelConfig, write_atomic
 from blocklab.errors import InputError, ResultsError
 from blocklab.experiments.run_result import RunResult
+from blocklab.jsonio import json_safe
 
 
 class _Config(Protocol):
@@ -66,20 +65,6 @@ def run_id(model_config: ModelConfig | dict, train_config: _Config | dict,
     canonical = json.dumps({"model": model, "train": train, "data": str(data_name)},
                            sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:12]
-
-
-def json_safe(value: Any) -> Any:
-    """Non-finite floats -> None, tuples -> lists, dataclasses -> dicts of their fields,
-    recursively (strict JSON has no NaN)."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return json_safe(dataclasses.asdict(value))
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {str(k): json_safe(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [json_safe(v) for v in value]
-    return value
 
 
 def result_json(result: RunResult | dict[str, Any]) -> str:

@@ -786,20 +786,13 @@ def run(model_config: ModelConfig, train_config: TrainConfig,
     """Train one model; return its result and, given `out_path`, write it there atomically
     (from rank 0 alone inside a process group).
 
-    The result's fields (`RunResult`, stored under these keys): run_id, status ("ok" |
-    "diverged" | "stuck"), reason, model_config, train_config, data {name, sha256, tokenizer,
-    train_bytes, val_bytes, files, ...}, environment, curves {step, train_loss, lr,
-    grad_norm, val_step, val {length: [...]}, layer_grad_norms {step, layer, down_proj}, residual_rms {step, layer}}, final {val_loss
-    (nats/token at seq_len), val_loss_se (its standard error: the sd of the per-window mean
-    losses / sqrt(windows)), val_windows and val_tokens (what was scored at seq_len),
-    val_loss_tail (the mean of the last TAIL_EVALS validation losses of the curve at seq_len)
-    and val_loss_tail_n (how many), val_bpb, val_loss_by_length, per_position_loss,
-    train_loss, unigram_entropy, unigram_entropy_bpb, params[, eval_errors]}, steps_done,
-    wall_time_s (everything but compile_s), train_time_s (the optimizer steps alone),
-    compile_s (warm-up seconds under backend "compiled", else null), final_eval_s (the
-    end-of-run evaluation's seconds with final_eval_fraction > 0, else null), backends
-    (op -> the implementation it ran, `DecoderLM.backends()`), ms_per_step,
-    tokens_per_s. Non-finite numbers are written as null.
+    The result is a `blocklab.experiments.run_result.RunResult`: status ("ok", "diverged",
+    "stuck") and reason, the configs, data and environment, `curves` (per step and per
+    validation), `final` (`FinalMetrics`: val_loss at seq_len with its standard error, the
+    tail mean, per length and per position, train_loss, the unigram entropy, params),
+    timings (wall_time_s without compile_s, train_time_s, compile_s, final_eval_s,
+    ms_per_step, tokens_per_s) and `backends` (op -> the implementation it ran).
+    Non-finite numbers read as None, as they are stored.
     """
     _, result = train(model_config, train_config, data, progress=progress, label=label)
     if out_path is not None and distributed.is_main():  # one writer in a process group

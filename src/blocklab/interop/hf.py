@@ -26,7 +26,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import secrets
 from pathlib import Path
 
 import torch
@@ -34,7 +33,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 from torch import Tensor
 
-from blocklab.config import HF_LLAMA_FAMILY, ModelConfig, shown_value, write_atomic
+from blocklab.config import HF_LLAMA_FAMILY, ModelConfig, atomic_path, shown_value, write_atomic
 from blocklab.errors import CheckpointError, ConfigError, InputError
 from blocklab.jsonio import read_json
 from blocklab.nn.model import DecoderLM
@@ -280,14 +279,6 @@ def save_hf(model: DecoderLM, path: str | os.PathLike, model_type: str = "llama"
         out[hf_name] = tensor.contiguous().clone()
 
     path = Path(path)
-    path.mkdir(parents=True, exist_ok=True)
-    # A hidden sibling that save_file creates (so the process umask applies, as for config.json),
-    # renamed over the weights once complete.
-    tmp = path / f".{WEIGHTS_NAME}.{secrets.token_hex(6)}.tmp"
-    try:
+    with atomic_path(path / WEIGHTS_NAME) as tmp:
         save_file(out, tmp, metadata={"format": "pt"})
-        os.replace(tmp, path / WEIGHTS_NAME)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
     write_atomic(path / CONFIG_NAME, json.dumps(hf_config, indent=2, sort_keys=True) + "\n")

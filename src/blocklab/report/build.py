@@ -14,7 +14,6 @@ curves, the stored per-run results beside them. Rendering reads only the documen
 from __future__ import annotations
 
 import json
-import math
 import re
 import time
 from pathlib import Path
@@ -341,17 +340,9 @@ def _deployment() -> dict[str, Any]:
 # --- write ---------------------------------------------------------------------------------------
 def document_json(doc: dict[str, Any]) -> str:
     """Strict JSON (non-finite floats as null)."""
-    return json.dumps(_finite(doc), indent=1, ensure_ascii=False, allow_nan=False) + "\n"
+    from blocklab.jsonio import json_safe
 
-
-def _finite(value: Any) -> Any:
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {str(k): _finite(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_finite(v) for v in value]
-    return value
+    return json.dumps(json_safe(doc), indent=1, ensure_ascii=False, allow_nan=False) + "\n"
 
 
 def write_report(doc: dict[str, Any], out: Path | str, lang: str) -> Path:
