@@ -22,10 +22,13 @@ import math
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict, cast
 
 import torch
 from torch import Tensor, nn
+
+if TYPE_CHECKING:
+    from blocklab.nn.attention import LayerCache
 
 
 @dataclass(frozen=True)
@@ -85,13 +88,22 @@ def gaussian_probes(like: Tensor, count: int, generator: torch.Generator) -> lis
             .to(device=like.device, dtype=like.dtype) for _ in range(count)]
 
 
+class LayerKwargs(TypedDict, total=False):
+    """The keyword arguments a decoder layer is called with (`blocklab.nn.block`): RoPE's
+    (cos, sin) tables, an attention bias (ALiBi), a KV cache; none for the final norm."""
+
+    rope: tuple[Tensor, Tensor] | None
+    bias: Tensor | None
+    cache: LayerCache | None
+
+
 @dataclass(frozen=True)
 class LayerInput:
     """What one layer was called with: the residual stream x [B, T, d] and its keyword
     arguments (rope, bias, cache), so the layer can be called again on the same input."""
 
     x: Tensor
-    kwargs: dict[str, Any]
+    kwargs: LayerKwargs
 
 
 @contextmanager
@@ -109,7 +121,7 @@ def capture_stream(model: nn.Module) -> Iterator[list[LayerInput]]:
         x = args[0]
         if x.requires_grad:
             x.retain_grad()  # ∂L/∂x_l is a non-leaf gradient: autograd frees it otherwise
-        found.append(LayerInput(x, dict(kwargs)))
+        found.append(LayerInput(x, cast(LayerKwargs, dict(kwargs))))
 
     handles = [layer.register_forward_pre_hook(keep, with_kwargs=True) for layer in model.layers]
     handles.append(model.norm.register_forward_pre_hook(keep, with_kwargs=True))

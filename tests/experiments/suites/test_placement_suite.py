@@ -1,11 +1,35 @@
 """The placement suite: the log-log slope, the at-initialisation probe, the training grid's
 settings, the deep grid (C36), and the tiny grids end to end."""
 
+import dataclasses
+import json
 import math
 
 import pytest
 
+from blocklab.experiments.options import RunOptions
+from blocklab.experiments.run_result import (
+    Curves,
+    FinalMetrics,
+    LayerGradNorms,
+    RunResult,
+)
 from blocklab.experiments.suites import get_suite, placement, run_suite
+
+OPTIONS = RunOptions("tiny", range(1))
+
+
+def _final(val_loss: float | None, entropy: float = 3.3) -> FinalMetrics:
+    return FinalMetrics(val_loss=val_loss, val_loss_se=None, val_windows=1, val_tokens=16,
+                        val_loss_tail=val_loss, val_loss_tail_n=1, val_bpb=None,
+                        val_loss_by_length={}, per_position_loss={}, train_loss=val_loss,
+                        unigram_entropy=entropy, unigram_entropy_bpb=entropy / math.log(2),
+                        params=100)
+
+
+def _probe(result: RunResult) -> placement.ProbeRecord:
+    assert result.status == "ok" and result.final is None  # a probe trains no model
+    return placement.ProbeRecord.of(result)
 
 
 def test_loglog_slope_by_hand():
@@ -23,16 +47,24 @@ def test_loglog_slope_by_hand():
 
 def test_probe_measures_every_layer_and_post_norm_outputs_unit_rms():
     probe = placement.SIZES["tiny"].probe
-    result = placement.init_gradients("post", "xavier", 3, 0, probe)
-    assert result["status"] == "ok" and "wall_time_s" in result
-    assert len(result["down_proj_grad"]) == len(result["residual_rms"]) == 3
-    assert all(g > 0 for g in result["down_proj_grad"])
+    result = placement.init_gradients("post", "xavier", 3, 0, probe, OPTIONS)
+    assert result.wall_time_s > 0
+    record = _probe(result)
+    assert (record.placement, record.init, record.depth, record.seed) == ("post", "xavier", 3, 0)
+    assert len(record.down_proj_grad) == len(record.residual_rms) == len(record.layer_grad) == 3
+    assert all(g > 0 for g in record.down_proj_grad)
     # Closed form: RMSNorm with unit gain outputs RMS sqrt(m / (m + eps)) ≈ 1 for every row.
-    assert result["residual_rms"] == pytest.approx([1.0] * 3, abs=1e-3)
+    assert record.residual_rms == pytest.approx([1.0] * 3, abs=1e-3)
     # The untrained model's loss is near the uniform guess ln 256.
-    assert abs(result["loss"] - math.log(256)) < 0.5
-    again = placement.init_gradients("post", "xavier", 3, 0, probe)
-    assert again["down_proj_grad"] == result["down_proj_grad"]  # seeded
+    assert abs(record.loss - math.log(256)) < 0.5
+    again = _probe(placement.init_gradients("post", "xavier", 3, 0, probe, OPTIONS))
+    assert again.down_proj_grad == record.down_proj_grad  # seeded
+    # Stored as before: the record's keys beside status and wall_time_s, read back the same.
+    stored = json.loads(json.dumps(result.to_dict()))
+    assert set(stored) == {"status", "wall_time_s", "placement", "init", "depth", "seed",
+                           "loss", "down_proj_grad", "layer_grad", "residual_rms",
+                           "sensitivity", "identity_deviation", "jacobian_gain", "jacobian_s"}
+    assert placement.ProbeRecord.of(RunResult.from_dict(stored)) == record
 
 
 def test_xavier_pre_norm_last_layer_gradient_falls_with_depth_and_post_does_not():
@@ -40,8 +72,8 @@ def test_xavier_pre_norm_last_layer_gradient_falls_with_depth_and_post_does_not(
     probe = placement.Probe(d_model=32, n_heads=2, depths=(2, 8, 32), seq_len=16, batch_size=4)
     slopes = {}
     for kind in ("pre", "post"):
-        grads = [placement.init_gradients(kind, "xavier", d, 0, probe)["down_proj_grad"][-1]
-                 for d in probe.depths]
+        grads = [_probe(placement.init_gradients(kind, "xavier", d, 0, probe, OPTIONS))
+                 .down_proj_grad[-1] for d in probe.depths]
         slopes[kind] = placement.loglog_slope(list(probe.depths), grads)
     assert slopes["pre"] < -0.25
     assert abs(slopes["post"]) < 0.15
@@ -50,37 +82,39 @@ def test_xavier_pre_norm_last_layer_gradient_falls_with_depth_and_post_does_not(
 def test_probe_records_sensitivity_everywhere_and_jacobians_at_the_deepest_depth():
     probe = placement.SIZES["tiny"].probe  # depths (2, 4)
     assert "depth" in probe.inits and probe.jacobian_probes >= 2
-    shallow = placement.init_gradients("pre", "depth", 2, 0, probe)
-    deep = placement.init_gradients("pre", "depth", 4, 0, probe)
+    shallow = _probe(placement.init_gradients("pre", "depth", 2, 0, probe, OPTIONS))
+    deep = _probe(placement.init_gradients("pre", "depth", 4, 0, probe, OPTIONS))
     # depth + 1 streams: each layer's input, then the final norm's
-    assert len(shallow["sensitivity"]) == 3 and len(deep["sensitivity"]) == 5
-    assert all(v > 0 for v in deep["sensitivity"])
-    assert shallow["identity_deviation"] is None and shallow["jacobian_gain"] is None
-    assert len(deep["identity_deviation"]) == len(deep["jacobian_gain"]) == 4
+    assert len(shallow.sensitivity) == 3 and len(deep.sensitivity) == 5
+    assert all(v > 0 for v in deep.sensitivity)
+    assert shallow.identity_deviation is None and shallow.jacobian_gain is None
+    assert len(deep.identity_deviation) == len(deep.jacobian_gain) == 4
     # Pre-norm at init, small branches: every block above the first is nearly the identity
     # (layer 0 reads the embedding, RMS 0.02, where the norm's Jacobian is about 50·I).
-    assert all(0 < v < 0.5 for v in deep["identity_deviation"][1:])
-    assert deep["jacobian_gain"][1:] == pytest.approx([1.0] * 3, abs=0.2)
+    assert all(0 < v < 0.5 for v in deep.identity_deviation[1:])
+    assert deep.jacobian_gain[1:] == pytest.approx([1.0] * 3, abs=0.2)
     # The parameter gradients are those of the loss alone (probing adds none).
-    again = placement.init_gradients("pre", "depth", 4, 0, probe)
-    assert again["down_proj_grad"] == deep["down_proj_grad"]
-    assert again["identity_deviation"] == deep["identity_deviation"]  # seeded probes
+    again = _probe(placement.init_gradients("pre", "depth", 4, 0, probe, OPTIONS))
+    assert again.down_proj_grad == deep.down_proj_grad
+    assert again.identity_deviation == deep.identity_deviation  # seeded probes
 
 
 def test_gradient_summary_reads_sensitivity_and_jacobians_per_seed():
     probe = placement.Probe(d_model=8, n_heads=2, depths=(2, 3), seq_len=8, batch_size=1,
                             placements=("pre",), inits=("gpt2",))
 
-    def run(depth: int, seed: int) -> dict:
+    def run(depth: int, seed: int) -> placement.ProbeRecord:
         scale = 1 + seed  # seeds differ by a factor: log2 spreads of 1 and 2 at depth 3
         deepest = depth == 3
-        return {"status": "ok", "down_proj_grad": [1.0] * depth, "residual_rms": [1.0] * depth,
-                "sensitivity": [1.0, 1.0, float(2 * scale), 100.0][:depth] + [100.0],
-                "identity_deviation": [9.0, 0.1 * scale, 0.2 * scale] if deepest else None,
-                "jacobian_gain": [9.0, 1.0, 1.1] if deepest else None}
+        return placement.ProbeRecord(
+            placement="pre", init="gpt2", depth=depth, seed=seed, loss=5.5,
+            down_proj_grad=[1.0] * depth, layer_grad=[1.0] * depth, residual_rms=[1.0] * depth,
+            sensitivity=[1.0, 1.0, float(2 * scale), 100.0][:depth] + [100.0],
+            identity_deviation=[9.0, 0.1 * scale, 0.2 * scale] if deepest else None,
+            jacobian_gain=[9.0, 1.0, 1.1] if deepest else None, jacobian_s=0.0)
 
-    by_key = {("init", "pre", "gpt2", d, s): run(d, s) for d in (2, 3) for s in (0, 1)}
-    got = placement._gradient_summary(probe, range(2), by_key)["pre"]["gpt2"]
+    probes = {("pre", "gpt2", d, s): run(d, s) for d in (2, 3) for s in (0, 1)}
+    got = placement._gradient_summary(probe, range(2), probes)["pre"]["gpt2"]
     # the final norm's input (100) is no layer's and stays out of the spread
     assert got.sensitivity_spread_log2["3"].mean == pytest.approx(1.5)
     assert got.sensitivity_spread_log2["3"].n == 2
@@ -100,10 +134,9 @@ def _middle(size: str) -> float:
 
 def _tuned(size: str) -> list:
     """Tuning results that pick the grid's middle lr for every arm (an interior optimum)."""
-    return [(spec, {"status": "ok", "final": {"val_loss": 2.0 if spec.payload["train"]["lr"]
-                                              == _middle(size) else 2.5,
-                                              "unigram_entropy": 3.3}})
-            for spec in placement.tune(size)]
+    return [(spec, RunResult(status="ok", final=_final(
+                2.0 if spec.payload["train"]["lr"] == _middle(size) else 2.5)))
+            for spec in placement.tune(RunOptions(size), [])]
 
 
 @pytest.mark.parametrize(("size", "cells"), [
@@ -111,7 +144,7 @@ def _tuned(size: str) -> list:
     ("full", [("pre", 6), ("pre", 12), ("pre", 24), ("post", 6), ("post", 12), ("post", 24),
               ("sandwich", 24)])])
 def test_training_grid_turns_clipping_off_and_uses_xavier(size, cells):
-    specs = [s for s in placement.plan(size, range(2), _tuned(size))
+    specs = [s for s in placement.plan(RunOptions(size, range(2)), _tuned(size))
              if s.payload["kind"] == "train"]
     training = placement.SIZES[size].training
     assert len(specs) == len(training.cells()) * len(training.warmups) * 2
@@ -135,19 +168,18 @@ def test_every_arm_is_tuned_on_its_own_seeds_on_a_grid_that_grows_at_an_edge(siz
     assert len(grid.base) >= (3 if size == "quick" else 5)
     assert all(b / a <= (3.4 if size == "quick" else 2.0) + 1e-9  # quick: about ×3
                for a, b in zip(grid.base, grid.base[1:], strict=False))
-    specs = placement.tune(size)
+    specs = placement.tune(RunOptions(size), [])
     assert len(specs) == len(training.arms()) * len(grid.base) * training.tuning_seeds
     assert min(s.seed for s in specs) == TUNING_SEEDS
     assert {s.payload["train"]["steps"] for s in specs} == {training.steps}
     if size == "full":
         assert training.tuning_seeds >= 2
     # one arm best at the grid's top: only that arm's grid grows, by one point
-    tuned = [(spec, {"status": "ok", "final": {
-        "val_loss": (3.0 - spec.payload["train"]["lr"] if spec.payload["arm"].startswith("pre/")
-                     and spec.payload["train"]["warmup_steps"] == 0 else
-                     2.0 + abs(spec.payload["train"]["lr"] - grid.base[1])),
-        "unigram_entropy": 3.3}}) for spec in specs]
-    grown = placement.tune(size, tuned)
+    tuned = [(spec, RunResult(status="ok", final=_final(
+        3.0 - spec.payload["train"]["lr"] if spec.payload["arm"].startswith("pre/")
+        and spec.payload["train"]["warmup_steps"] == 0 else
+        2.0 + abs(spec.payload["train"]["lr"] - grid.base[1])))) for spec in specs]
+    grown = placement.tune(RunOptions(size), tuned)
     added = [s for s in grown if s.run_id not in {t.run_id for t in specs}]
     assert {s.payload["arm"] for s in added} == {f"pre/{d}/0" for p, d in training.cells()
                                                  if p == "pre"}
@@ -156,9 +188,36 @@ def test_every_arm_is_tuned_on_its_own_seeds_on_a_grid_that_grows_at_an_edge(siz
 
 
 def test_run_ids_are_stable_and_distinct():
-    first = [s.run_id for s in placement.plan("quick", range(2), _tuned("quick"))]
-    assert first == [s.run_id for s in placement.plan("quick", range(2), _tuned("quick"))]
+    options = RunOptions("quick", range(2))
+    first = [s.run_id for s in placement.plan(options, _tuned("quick"))]
+    assert first == [s.run_id for s in placement.plan(options, _tuned("quick"))]
     assert len(set(first)) == len(first)
+    # the backend changes speed, not values: the same runs under another backend
+    other = dataclasses.replace(options, backend="reference")
+    assert first == [s.run_id for s in placement.plan(other, _tuned("quick"))]
+    # bf16 is other runs, each one
+    bf16 = [s.run_id for s in placement.plan(dataclasses.replace(options, precision="bf16"),
+                                             _tuned("quick"))]
+    assert len(bf16) == len(first) and not set(bf16) & set(first)
+
+
+def test_every_run_config_carries_the_options_precision_and_backend():
+    size = placement.SIZES["tiny"]
+    options = RunOptions("tiny", range(1), precision="bf16", backend="reference")
+    train = placement.train_config(size.training, options, 3, warmup=2, lr=1e-3)
+    sweep = placement.train_config(size.sweep, options, 3, warmup=2, lr=1e-3)
+    probe = placement.train_config(size.probe, options, 3, init="depth")
+    for tc in (train, sweep, probe):
+        assert (tc.precision, tc.backend, tc.seed) == ("bf16", "reference", 3)
+    assert (train.init, train.grad_clip, train.threads, train.lr, train.warmup_steps) == (
+        "xavier", None, 1, 1e-3, 2)
+    assert (train.eval_every, train.log_every) == (size.training.eval_every,
+                                                  size.training.log_every)
+    assert (sweep.steps, sweep.eval_every, sweep.log_every, sweep.stuck_patience) == (
+        size.sweep.steps, 0, 0, None)
+    assert probe.init == "depth"
+    with pytest.raises(ValueError, match="peak lr"):
+        placement.train_config(size.training, options, 3)
 
 
 def test_bisection_finds_the_largest_stable_rung_in_log2_steps():
@@ -177,7 +236,7 @@ def test_bisection_finds_the_largest_stable_rung_in_log2_steps():
 
 def test_tiny_suite_end_to_end(tmp_path):
     # With the progress bar, as `blocklab suite` runs it.
-    summary = run_suite(get_suite("placement"), "tiny", 1, tmp_path, progress=True)
+    summary = run_suite(get_suite("placement"), OPTIONS, tmp_path, progress=True)
     size = placement.SIZES["tiny"]
     n_probe = len(size.probe.placements) * len(size.probe.inits) * len(size.probe.depths)
     n_train = len(size.training.arms())
@@ -239,12 +298,27 @@ def test_tiny_suite_end_to_end(tmp_path):
                            "Largest stable lr: contrasts paired by seed, in doublings (+1 = "
                            "twice the lr)"]
     assert (tmp_path / "placement" / "tiny" / "summary.json").is_file()
+    # a sweep run is stored as before: its record's keys beside status and wall_time_s
+    stored = [json.loads(p.read_text()) for p in (tmp_path / "placement" / "tiny").glob("*.json")]
+    sweeps = [r for r in stored if "rung" in r]
+    assert len(sweeps) == n_sweep
+    for r in sweeps:
+        assert set(r) == {"status", "wall_time_s", "placement", "depth", "warmup", "seed",
+                          "rung", "ladder", "max_stable_lr", "trials", "unigram_entropy",
+                          "provenance", "run"}
+        assert [set(t) for t in r["trials"]] == [{"lr", "status", "val_loss", "trains"}] * 2
+        record = placement.StableLr.of(RunResult.from_dict(r))
+        assert record.rung == -1 and record.max_stable_lr is None
+        # bisection on 3 rungs: the middle fails, then the foot
+        assert [t.lr for t in record.trials] == [record.ladder[1], record.ladder[0]]
+        assert not any(t.trains for t in record.trials)
+        assert record.unigram_entropy == pytest.approx(data.unigram_entropy)
 
 
 def _run(vals, layers=None, steps=None, status="ok"):
-    return {"status": status, "final": {"val_loss": vals[-1]},
-            "curves": {"val": {"16": vals},
-                       "layer_grad_norms": {"step": steps or [], "layer": layers or []}}}
+    return RunResult(status=status, final=_final(vals[-1]),
+                     curves=Curves(val={"16": vals}, layer_grad_norms=LayerGradNorms(
+                         step=steps or [], layer=layers or [])))
 
 
 def test_loss_curve_area_and_gradient_ratio_by_hand():
@@ -295,16 +369,16 @@ def test_warmup_interaction_by_hand():
     # seed 1: post cold 2.9, warm 2.1; pre cold 2.0, warm 2.1 -> (0.8) - (-0.1) = 0.9
     losses = {("post", 0): (3.0, 2.9), ("post", 100): (2.0, 2.1),
               ("pre", 0): (2.2, 2.0), ("pre", 100): (2.0, 2.1)}
-    by_key = {("train", p, 12, w, seed): _run([v[seed]])
-              for (p, w), v in losses.items() for seed in (0, 1)}
-    (effect,) = placement._effects(training, range(2), by_key, _lrs(training))
+    trained = {(p, 12, w, seed): _run([v[seed]])
+               for (p, w), v in losses.items() for seed in (0, 1)}
+    (effect,) = placement._effects(training, range(2), trained, _lrs(training))
     assert effect.warmup_interaction.mean == pytest.approx(0.85)
     assert effect.warmup_interaction.n == 2
     assert effect.pre_warmup_effect.mean == pytest.approx(0.05)
     assert effect.post_vs_pre_warm.mean == pytest.approx(0.0)
     # A failed run drops its seed from the interaction, not into it.
-    by_key[("train", "post", 12, 0, 1)] = _run([9.9], status="diverged")
-    (effect,) = placement._effects(training, range(2), by_key, _lrs(training))
+    trained[("post", 12, 0, 1)] = _run([9.9], status="diverged")
+    (effect,) = placement._effects(training, range(2), trained, _lrs(training))
     assert effect.warmup_interaction.n == 1
     assert effect.warmup_interaction.mean == pytest.approx(0.8)
 
@@ -315,12 +389,12 @@ def test_depth_trend_of_the_interaction_and_a_placement_kept_to_the_deepest_dept
                                 ("sandwich", 12)]
     # Interaction 0.1 at depth 6 and 0.5 at depth 12 on seed 0; 0.2 and 0.4 on seed 1.
     post_cold = {(6, 0): 2.1, (6, 1): 2.2, (12, 0): 2.5, (12, 1): 2.4}
-    by_key = {}
+    trained = {}
     for (depth, seed), cold in post_cold.items():
-        by_key[("train", "post", depth, 0, seed)] = _run([cold])
+        trained[("post", depth, 0, seed)] = _run([cold])
         for p, w in (("post", 100), ("pre", 0), ("pre", 100)):
-            by_key[("train", p, depth, w, seed)] = _run([2.0])
-    trend = placement.interaction_trend(training, range(2), by_key)
+            trained[(p, depth, w, seed)] = _run([2.0])
+    trend = placement.interaction_trend(training, range(2), trained)
     assert trend.mean == pytest.approx(0.3) and trend.n == 2
 
 
@@ -329,24 +403,30 @@ def test_stability_contrasts_by_hand():
     # rungs per seed: pre cold 4, 5; pre warm 5, 5; post cold 1, 0; post warm 3, 4
     rungs = {("pre", 0): (4, 5), ("pre", sweep.warmup): (5, 5), ("post", 0): (1, 0),
              ("post", sweep.warmup): (3, 4)}
-    by_key = {("sweep", p, 12, w, seed): {"status": "ok", "rung": r[seed], "trials": []}
-              for (p, w), r in rungs.items() for seed in (0, 1)}
-    (effect,) = placement._stability_effects(sweep, "sweep", range(2), by_key)
+    ladder = sweep.ladder()
+
+    def record(p, w, seed, rung):
+        return placement.StableLr(placement=p, depth=12, warmup=w, seed=seed, rung=rung,
+                                  ladder=ladder, max_stable_lr=ladder[rung] if rung >= 0 else None,
+                                  trials=[], unigram_entropy=3.3)
+
+    swept = {("sweep", p, 12, w, seed): record(p, w, seed, r[seed])
+             for (p, w), r in rungs.items() for seed in (0, 1)}
+    (effect,) = placement._stability_effects(sweep, "sweep", range(2), swept)
     assert effect.pre_cold_vs_warm.mean == pytest.approx(-0.5)  # (−1 + 0) / 2
     assert effect.post_warm_vs_cold.mean == pytest.approx(3.0)  # (2 + 4) / 2
     assert effect.warmup_interaction.mean == pytest.approx(2.5)  # ((2 − 1) + (4 − 0)) / 2
     assert effect.pre_vs_post_warm.mean == pytest.approx(1.5)
     assert effect.pre_vs_post_cold.mean == pytest.approx(4.0)
-    arms = placement._stability(sweep, "sweep", range(2), by_key)
+    arms = placement._stability(sweep, "sweep", range(2), swept)
     post_cold = next(a for a in arms if (a.placement, a.warmup) == ("post", 0))
     assert post_cold.max_stable_lr == pytest.approx(sweep.lr_min * 2 ** 0.5)
     # both arms of a pair censored at the same end of the ladder: that seed drops out
     top = sweep.rungs - 1
-    by_key[("sweep", "pre", 12, sweep.warmup, 0)]["rung"] = top
-    by_key[("sweep", "post", 12, sweep.warmup, 0)]["rung"] = top
-    by_key[("sweep", "pre", 12, 0, 1)]["rung"] = -1
-    by_key[("sweep", "post", 12, 0, 1)]["rung"] = -1
-    (effect,) = placement._stability_effects(sweep, "sweep", range(2), by_key)
+    for p, w, seed, rung in (("pre", sweep.warmup, 0, top), ("post", sweep.warmup, 0, top),
+                             ("pre", 0, 1, -1), ("post", 0, 1, -1)):
+        swept[("sweep", p, 12, w, seed)] = record(p, w, seed, rung)
+    (effect,) = placement._stability_effects(sweep, "sweep", range(2), swept)
     assert effect.pre_vs_post_warm.n == 1 and effect.pre_vs_post_warm.mean == 1.0  # seed 1
     assert effect.pre_vs_post_cold.n == 1 and effect.pre_vs_post_cold.mean == 3.0  # seed 0
     # within a placement no pair is censored at one end: (6 − 1) − (6 − 4) and (4 + 1) − (5 + 1)
@@ -354,7 +434,7 @@ def test_stability_contrasts_by_hand():
 
 
 def test_the_sweeps_replace_the_deep_loss_grid_and_fit_the_page():
-    specs = placement.plan("quick", range(4), _tuned("quick"))
+    specs = placement.plan(RunOptions("quick", range(4)), _tuned("quick"))
     deep = [s for s in specs if s.payload["kind"] == "deep"]
     grid = placement.SIZES["quick"].deep
     assert min(grid.depths) >= 50 and set(grid.placements) == {"pre", "post"}

@@ -59,6 +59,11 @@ arm (its tuned lr, statuses, validation loss of the finished runs, paired differ
 pre-norm, loss-curve area, gradient ratio during training, Σ lr), the `PlacementEffect`
 contrasts, each arm's tuning (`lr_trials`, `lr_tuning`), and per swept arm a `StabilityArm` with
 the `StabilityEffect` contrasts.
+
+Every run returns a `RunResult`: a training run the trainer's; a probe and a largest-stable-lr
+run train no model of their own and carry their record in `extra` (`ProbeRecord`; `StableLr`,
+its trainer runs as `SweepRung`s), which the summary decodes once (`stored_results`) before it
+computes its statistics (`statistics_of`) and then its tables.
 """
 
 from __future__ import annotations
@@ -66,12 +71,14 @@ from __future__ import annotations
 import math
 import statistics
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from blocklab.config import ModelConfig
 from blocklab.experiments.options import RunOptions
 from blocklab.experiments.results import train_identity
+from blocklab.experiments.run_result import RunResult
 from blocklab.experiments.suites.base import (
     TUNING_SEEDS,
     Results,
@@ -110,7 +117,11 @@ from blocklab.experiments.summaries import (
     StabilityEffect,
     Summary,
     Table,
+    decode,
 )
+
+if TYPE_CHECKING:
+    from blocklab.experiments.trainer import TrainConfig
 
 DATA = "stdlib"
 PREDICTED_SLOPE_LAST = {"post": 0.0, "pre": -0.5}  # Xiong et al. 2020, Xavier init
@@ -292,41 +303,83 @@ def train_model_config(placement: str, depth: int, training: Training | Sweep) -
                        max_seq_len=training.seq_len, name=f"placement-{placement}-{depth}")
 
 
-def train_config(training: Training, warmup: int, lr: float, seed: int,
-                 precision: str = "fp32"):
-    """Xavier init and no gradient clipping; one thread (bit-reproducible, and faster than two
-    on a busy 2-core machine)."""
+def train_config(grid: Probe | Training | Sweep, options: RunOptions, seed: int, *,
+                 warmup: int = 0, lr: float | None = None, init: str = "xavier"
+                 ) -> TrainConfig:
+    """Every TrainConfig the suite builds, under `options` (its precision and backend; run ids
+    ignore the backend, so they do not change with it).
+
+    Part (b)'s runs and the sweeps' (`grid` a Training or a Sweep): xavier init, no gradient
+    clipping, one thread (bit-reproducible, and faster than two on a busy 2-core machine), peak
+    `lr` after `warmup` steps; a sweep's runs are shorter and evaluated once, at the end. A
+    probe's (`grid` a Probe) trains nothing: `build_model` reads only its seed, `init`,
+    precision and backend."""
     from blocklab.experiments.trainer import TrainConfig
 
-    return TrainConfig(steps=training.steps, batch_size=training.batch_size,
-                       seq_len=training.seq_len, lr=lr, warmup_steps=warmup, grad_clip=None,
-                       init="xavier", seed=seed, eval_every=training.eval_every,
-                       eval_batches=training.eval_batches, stuck_patience=training.stuck_patience,
-                       log_every=training.log_every, threads=1, precision=precision,
-                       final_eval_fraction=training.final_eval_fraction)
+    if isinstance(grid, Probe):
+        return TrainConfig(init=init, seed=seed, precision=options.precision,
+                           backend=options.backend)
+    if lr is None:
+        raise ValueError("a training or sweep run needs its peak lr")
+    if isinstance(grid, Training):
+        eval_every, eval_batches = grid.eval_every, grid.eval_batches
+        stuck_patience, log_every = grid.stuck_patience, grid.log_every
+    else:  # a sweep: one evaluation at the end, no stuck test, no per-layer logging
+        eval_every, eval_batches, stuck_patience, log_every = 0, 1, None, 0
+    return TrainConfig(steps=grid.steps, batch_size=grid.batch_size, seq_len=grid.seq_len,
+                       lr=lr, warmup_steps=warmup, grad_clip=None, init="xavier", seed=seed,
+                       eval_every=eval_every, eval_batches=eval_batches,
+                       stuck_patience=stuck_patience, log_every=log_every, threads=1,
+                       precision=options.precision, backend=options.backend,
+                       final_eval_fraction=grid.final_eval_fraction)
 
 
 # --- part (a): gradients at initialisation ------------------------------------------------------
-def init_gradients(placement: str, init: str, depth: int, seed: int,
-                   probe: Probe, precision: str = "fp32") -> dict[str, Any]:
-    """One forward/backward at initialisation; per-layer gradient norms, residual RMS and the
-    residual stream's sensitivity; at the deepest probed depth also each block's Jacobian.
+@dataclass(frozen=True)
+class ProbeRecord:
+    """What one gradient probe at initialisation adds to its RunResult (`extra`; these are the
+    keys of its stored JSON). Per layer, bottom first; None in a list stands for a non-finite
+    value (stored JSON has no NaN).
 
-    Returns {"status": "ok", "loss", "down_proj_grad": [‖∇ down_proj.weight‖ per layer],
-    "layer_grad": [‖∇ all of the layer's parameters‖ per layer], "residual_rms": [RMS of each
-    layer's output over the batch], "sensitivity": [‖∂L/∂x_l‖·rms(x_l) for the stream x_l
-    ENTERING layer l, then the stream entering the final norm: depth + 1 values],
-    "identity_deviation", "jacobian_gain": [‖J_l − I‖_F/√n, ‖J_l‖_F/√n per layer, J_l the
-    layer's Jacobian at its input in this pass, over its first `probe.jacobian_windows`
-    windows] or None below the deepest depth,
-    "wall_time_s", "jacobian_s", ...} (`blocklab.experiments.jacobian`).
-    """
+    `down_proj_grad`: ‖∇ down_proj.weight‖; `layer_grad`: ‖∇ all of the layer's parameters‖;
+    `residual_rms`: the RMS of each layer's output over the batch; `sensitivity`:
+    ‖∂L/∂x_l‖·rms(x_l) for the stream x_l ENTERING layer l, then the stream entering the final
+    norm (depth + 1 values); `identity_deviation`, `jacobian_gain`: ‖J_l − I‖_F/√n and
+    ‖J_l‖_F/√n, J_l the layer's Jacobian at its input in this pass over the first
+    `Probe.jacobian_windows` windows, at the deepest probed depth only (None below it);
+    `jacobian_s`: the seconds those Jacobians took."""
+
+    placement: str
+    init: str
+    depth: int
+    seed: int
+    loss: float | None
+    down_proj_grad: list[float | None]
+    layer_grad: list[float | None]
+    residual_rms: list[float | None]
+    sensitivity: list[float | None]
+    identity_deviation: list[float | None] | None
+    jacobian_gain: list[float | None] | None
+    jacobian_s: float
+
+    @classmethod
+    def of(cls, result: RunResult, where: str = "probe") -> ProbeRecord:
+        """The record a probe's result carries; ResultsError names what does not fit."""
+        return decode(cls, result.extra, where)
+
+
+def init_gradients(placement: str, init: str, depth: int, seed: int, probe: Probe,
+                   options: RunOptions) -> RunResult:
+    """One forward/backward at initialisation; per-layer gradient norms, residual RMS and the
+    residual stream's sensitivity; at the deepest probed depth also each block's Jacobian
+    (`blocklab.experiments.jacobian`). The result trains no model: status "ok", wall_time_s and
+    a `ProbeRecord` in `extra`."""
     import torch
     import torch.nn.functional as F
 
     from blocklab.experiments import jacobian
     from blocklab.experiments.data import load_corpus, validation_windows
-    from blocklab.experiments.trainer import TrainConfig, build_model
+    from blocklab.experiments.trainer import build_model
 
     started = time.perf_counter()
     batch = validation_windows(load_corpus(DATA).val, probe.seq_len, probe.batch_size)
@@ -340,9 +393,8 @@ def init_gradients(placement: str, init: str, depth: int, seed: int,
         return F.cross_entropy(logits.flatten(0, 1), batch[:, 1:].flatten())
 
     with torch_threads(1):
-        # build_model reads only the seed, init, precision and backend of a TrainConfig.
         model = build_model(probe_model_config(placement, depth, probe),
-                            TrainConfig(init=init, seed=seed, precision=precision))
+                            train_config(probe, options, seed, init=init))
         model.train()
         handles = [layer.register_forward_hook(record) for layer in model.layers]
         try:
@@ -362,15 +414,18 @@ def init_gradients(placement: str, init: str, depth: int, seed: int,
         blocks = (jacobian.layer_deviations(model, sample, probe.jacobian_probes, seed)
                   if depth == max(probe.depths) else None)
         jacobian_s = time.perf_counter() - jacobian_started
-    return {"status": "ok", "placement": placement, "init": init, "depth": depth, "seed": seed,
-            "loss": float(loss), "down_proj_grad": down, "layer_grad": whole,
-            "residual_rms": rms, "sensitivity": sensitivity,
-            "identity_deviation": None if blocks is None else [b.deviation for b in blocks],
-            "jacobian_gain": None if blocks is None else [b.gain for b in blocks],
-            "wall_time_s": time.perf_counter() - started, "jacobian_s": jacobian_s}
+    found = ProbeRecord(
+        placement=placement, init=init, depth=depth, seed=seed, loss=float(loss),
+        down_proj_grad=list(down), layer_grad=list(whole), residual_rms=list(rms),
+        sensitivity=list(sensitivity),
+        identity_deviation=None if blocks is None else [b.deviation for b in blocks],
+        jacobian_gain=None if blocks is None else [b.gain for b in blocks],
+        jacobian_s=jacobian_s)
+    return RunResult(status="ok", wall_time_s=time.perf_counter() - started,
+                     extra=asdict(found))
 
 
-def loglog_slope(xs: list[float], ys: list[float]) -> float | None:
+def loglog_slope(xs: Sequence[float], ys: Sequence[float | None]) -> float | None:
     """Least-squares slope b of log y = a + b·log x; None with fewer than two usable points.
 
     y = c·x^p gives exactly p.
@@ -387,11 +442,11 @@ def loglog_slope(xs: list[float], ys: list[float]) -> float | None:
     return sum((u - mx) * (v - my) for u, v in points) / sxx
 
 
-def _geometric_mean(values: list[float]) -> float | None:
-    values = [v for v in values if v is not None and v > 0 and math.isfinite(v)]
-    if not values:
+def _geometric_mean(values: Sequence[float | None]) -> float | None:
+    usable = [v for v in values if v is not None and v > 0 and math.isfinite(v)]
+    if not usable:
         return None
-    return math.exp(sum(math.log(v) for v in values) / len(values))
+    return math.exp(sum(math.log(v) for v in usable) / len(usable))
 
 
 # --- plan ----------------------------------------------------------------------------------------
@@ -399,32 +454,32 @@ def plan(options: RunOptions, tuned: Results) -> list[RunSpec]:
     """Every evaluation run of the suite under `options` (its size, seeds and precision): the
     gradient probes, every training arm at the peak lr its tuning runs `tuned` chose, and the
     largest-stable-lr sweeps."""
-    size, seeds, precision = SIZES[options.size], options.seeds, options.precision
+    size = SIZES[options.size]
     probe, training = size.probe, size.training
     specs = []
     for placement in probe.placements:
         for init in probe.inits:
             for depth in probe.depths:
-                for seed in seeds:
+                for seed in options.seeds:
                     payload = {"suite": "placement", "kind": "init_gradients",
                                "placement": placement, "init": init, "depth": depth,
                                "seed": seed, "probe": asdict(probe),
                                "model": probe_model_config(placement, depth, probe).to_dict(),
                                "data": DATA}
-                    if precision != "fp32":
-                        payload["precision"] = precision
+                    if options.precision != "fp32":
+                        payload["precision"] = options.precision
 
                     def execute(progress, placement=placement, init=init, depth=depth,
                                 seed=seed):
-                        return init_gradients(placement, init, depth, seed, probe, precision)
+                        return init_gradients(placement, init, depth, seed, probe, options)
 
                     specs.append(RunSpec(f"init {placement} {init} L={depth} seed {seed}",
                                          f"init/{placement}/{init}/{depth}", seed, payload,
                                          execute, reads_tuning=False))
     lrs = tuned_lrs(training, lr_trials(tuned))
-    return (specs + _training_specs(training, seeds, lrs, precision)
-            + _sweep_specs(size.sweep, seeds, "sweep", precision)
-            + _sweep_specs(size.deep, seeds, "deep", precision))
+    return (specs + _training_specs(training, options, lrs)
+            + _sweep_specs(size.sweep, options, "sweep")
+            + _sweep_specs(size.deep, options, "deep"))
 
 
 def arm_name(placement: str, depth: int, warmup: int) -> str:
@@ -437,7 +492,7 @@ def tune(options: RunOptions, tuned: Results = ()) -> list[RunSpec]:
     from the results `tuned` so far) on the tuning seeds, as long as the evaluation runs."""
     from blocklab.experiments.trainer import run
 
-    training, precision = SIZES[options.size].training, options.precision
+    training = SIZES[options.size].training
     trials = lr_trials(list(tuned))
     specs = []
     for placement, depth, warmup in training.arms():
@@ -445,7 +500,7 @@ def tune(options: RunOptions, tuned: Results = ()) -> list[RunSpec]:
         mc = train_model_config(placement, depth, training)
         for lr in tune_arm(training.lr_grid, trials, arm).grid:
             for seed in range(TUNING_SEEDS, TUNING_SEEDS + training.tuning_seeds):
-                tc = train_config(training, warmup, lr, seed, precision)
+                tc = train_config(training, options, seed, warmup=warmup, lr=lr)
                 label = f"tune {placement} L={depth} warmup {warmup} lr {lr:g} seed {seed}"
                 payload = {"suite": "placement", "kind": "tune", "arm": arm,
                            "model": mc.to_dict(), "train": train_identity(tc), "data": DATA}
@@ -463,17 +518,18 @@ def tuned_lrs(training: Training, trials: list[LrTrial]) -> dict[str, ArmTuning]
             for a in training.arms()}
 
 
-def _training_specs(training: Training, seeds: range, lrs: dict[str, ArmTuning],
-                    precision: str = "fp32") -> list[RunSpec]:
-    """Part (b): every arm at its tuned peak lr; arms `train/<placement>/<depth>/<warmup>`."""
+def _training_specs(training: Training, options: RunOptions, lrs: dict[str, ArmTuning]
+                    ) -> list[RunSpec]:
+    """Part (b): every arm at its tuned peak lr on `options.seeds`; arms
+    `train/<placement>/<depth>/<warmup>`."""
     from blocklab.experiments.trainer import run
 
     specs = []
     for placement, depth, warmup in training.arms():
         mc = train_model_config(placement, depth, training)
         lr = lrs[arm_name(placement, depth, warmup)].lr
-        for seed in seeds:
-            tc = train_config(training, warmup, lr, seed, precision)
+        for seed in options.seeds:
+            tc = train_config(training, options, seed, warmup=warmup, lr=lr)
             label = f"{placement} L={depth} warmup {warmup} lr {lr:g} seed {seed}"
             payload = {"suite": "placement", "kind": "train", "model": mc.to_dict(),
                        "train": train_identity(tc), "data": DATA}
@@ -487,28 +543,54 @@ def _training_specs(training: Training, seeds: range, lrs: dict[str, ArmTuning],
 
 
 # --- the largest stable learning rate ------------------------------------------------------------
-def sweep_train_config(sweep: Sweep, warmup: int, lr: float, seed: int,
-                       precision: str = "fp32"):
-    """As part (b)'s runs (xavier, no clipping, one thread), shorter, evaluated once at the
-    end."""
-    from blocklab.experiments.trainer import TrainConfig
+@dataclass(frozen=True)
+class SweepRung:
+    """One short run of a largest-stable-lr bisection: its peak lr, the trainer's status, its
+    final validation loss (None: not finite) and whether it trains (`tuning.trains`)."""
 
-    return TrainConfig(steps=sweep.steps, batch_size=sweep.batch_size, seq_len=sweep.seq_len,
-                       lr=lr, warmup_steps=warmup, grad_clip=None, init="xavier", seed=seed,
-                       eval_every=0, eval_batches=1, stuck_patience=None, log_every=0,
-                       threads=1, precision=precision,
-                       final_eval_fraction=sweep.final_eval_fraction)
+    lr: float
+    status: str
+    val_loss: float | None
+    trains: bool
 
 
-def bisect_stable(ladder: list[float], trains: Any) -> tuple[int, list[dict[str, Any]]]:
-    """The rung of the largest lr in `ladder` (ascending) at which `trains(lr)` returns a run
+@dataclass(frozen=True)
+class StableLr:
+    """What one largest-stable-lr run (one arm on one seed) adds to its RunResult (`extra`;
+    these are the keys of its stored JSON): the `rung` of `ladder` it found (−1: none stable),
+    that lr (`max_stable_lr`, None below the ladder), the bisection's runs in the order they
+    were made (`trials`), and the unigram entropy of the training bytes (None when no run
+    reported it)."""
+
+    placement: str
+    depth: int
+    warmup: int
+    seed: int
+    rung: int
+    ladder: list[float]
+    max_stable_lr: float | None
+    trials: list[SweepRung]
+    unigram_entropy: float | None
+
+    @classmethod
+    def of(cls, result: RunResult, where: str = "sweep") -> StableLr:
+        """The record a sweep's result carries; ResultsError names what does not fit."""
+        return decode(cls, result.extra, where)
+
+
+Record = TypeVar("Record")
+
+
+def bisect_stable(ladder: list[float], attempt: Callable[[float], tuple[bool, Record]]
+                  ) -> tuple[int, list[Record]]:
+    """The rung of the largest lr in `ladder` (ascending) at which `attempt(lr)` makes a run
     that trains, by bisection, taking stability as monotone in lr: −1 when none does.
-    `trains(lr)` returns (stable, record); the records of the runs made come back in order."""
+    `attempt(lr)` returns (stable, record); the records of the runs made come back in order."""
     low, high = -1, len(ladder)  # low: known stable (or none), high: known unstable (or none)
     records = []
     while high - low > 1:
         mid = (low + high) // 2
-        stable, record = trains(ladder[mid])
+        stable, record = attempt(ladder[mid])
         records.append(record)
         if stable:
             low = mid
@@ -518,50 +600,47 @@ def bisect_stable(ladder: list[float], trains: Any) -> tuple[int, list[dict[str,
 
 
 def largest_stable_lr(placement: str, depth: int, warmup: int, seed: int, sweep: Sweep,
-                      precision: str = "fp32", progress: Any = False) -> dict[str, Any]:
+                      options: RunOptions, progress: Any = False) -> RunResult:
     """One arm's largest stable peak lr on `seed`: bisected short runs on the sweep's ladder.
-
-    Returns {"status": "ok", "rung", "max_stable_lr" (None below the ladder), "ladder",
-    "trials": [{"lr", "status", "val_loss", "trains"}], "unigram_entropy", "wall_time_s"}."""
+    The result trains no model of its own: status "ok", wall_time_s and a `StableLr` (its
+    trainer runs as `SweepRung`s) in `extra`."""
     from blocklab.experiments.trainer import run
 
     started = time.perf_counter()
     mc = train_model_config(placement, depth, sweep)
     entropy: list[float] = []
 
-    def attempt(lr: float) -> tuple[bool, dict[str, Any]]:
-        result = run(mc, sweep_train_config(sweep, warmup, lr, seed, precision), DATA,
+    def attempt(lr: float) -> tuple[bool, SweepRung]:
+        result = run(mc, train_config(sweep, options, seed, warmup=warmup, lr=lr), DATA,
                      progress=False, label=f"sweep {placement} L={depth} lr {lr:g}")
-        final = result.get("final") or {}
-        if final.get("unigram_entropy") is not None:
-            entropy.append(final["unigram_entropy"])
+        if result.final is not None:
+            entropy.append(result.final.unigram_entropy)
         ok = trains(result)
-        return ok, {"lr": lr, "status": result.get("status", "missing"),
-                    "val_loss": _final_val(result), "trains": ok}
+        return ok, SweepRung(lr=lr, status=result.status, val_loss=_final_val(result),
+                             trains=ok)
 
     ladder = sweep.ladder()
     rung, trials = bisect_stable(ladder, attempt)
-    return {"status": "ok", "placement": placement, "depth": depth, "warmup": warmup,
-            "seed": seed, "rung": rung, "ladder": ladder,
-            "max_stable_lr": ladder[rung] if rung >= 0 else None, "trials": trials,
-            "unigram_entropy": entropy[0] if entropy else None,
-            "wall_time_s": time.perf_counter() - started}
+    found = StableLr(placement=placement, depth=depth, warmup=warmup, seed=seed, rung=rung,
+                     ladder=ladder, max_stable_lr=ladder[rung] if rung >= 0 else None,
+                     trials=trials, unigram_entropy=entropy[0] if entropy else None)
+    return RunResult(status="ok", wall_time_s=time.perf_counter() - started,
+                     extra=asdict(found))
 
 
-def _sweep_specs(sweep: Sweep, seeds: range, grid: str, precision: str = "fp32"
-                 ) -> list[RunSpec]:
-    """One run per arm and seed, each bisecting its ladder; arms
+def _sweep_specs(sweep: Sweep, options: RunOptions, grid: str) -> list[RunSpec]:
+    """One run per arm and seed of `options.seeds`, each bisecting its ladder; arms
     `<grid>/<placement>/<depth>/<warmup>` (grid "sweep" or "deep")."""
     specs = []
     for placement, depth, warmup in sweep.arms():
-        for seed in seeds:
-            tc = sweep_train_config(sweep, warmup, sweep.lr_min, seed, precision)
+        for seed in options.seeds:
+            tc = train_config(sweep, options, seed, warmup=warmup, lr=sweep.lr_min)
             payload = {"suite": "placement", "kind": grid,
                        "model": train_model_config(placement, depth, sweep).to_dict(),
                        "train": train_identity(tc), "ladder": sweep.ladder(), "data": DATA}
 
             def execute(progress, placement=placement, depth=depth, warmup=warmup, seed=seed):
-                return largest_stable_lr(placement, depth, warmup, seed, sweep, precision,
+                return largest_stable_lr(placement, depth, warmup, seed, sweep, options,
                                          progress)
 
             label = (f"{'deep ' if grid == 'deep' else ''}largest stable lr {placement} "
@@ -571,120 +650,175 @@ def _sweep_specs(sweep: Sweep, seeds: range, grid: str, precision: str = "fp32"
     return specs
 
 
-# --- summary -------------------------------------------------------------------------------------
-def _gradient_summary(probe: Probe, seeds: range,
-                      by_key: dict[tuple, dict[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+# --- summary: the results, read once -------------------------------------------------------------
+ProbeKey = tuple[str, str, int, int]  # (placement, init, depth, seed)
+ArmKey = tuple[str, int, int, int]  # (placement, depth, warmup, seed)
+# (grid: "sweep" or "deep", placement, depth, warmup, seed)
+SweepKey = tuple[str, str, int, int, int]
+
+
+@dataclass(frozen=True)
+class Stored:
+    """A summary's results, each read once: the finished gradient probes' records, part (b)'s
+    training runs, the lr sweeps' records, the tuning runs, and the unigram entropy of the
+    training bytes (from the first training run that reports it). A sweep run always ends "ok"
+    (a failure raises, and nothing is stored)."""
+
+    probes: dict[ProbeKey, ProbeRecord]
+    trained: dict[ArmKey, RunResult]
+    swept: dict[SweepKey, StableLr]
+    tuned: Results
+    unigram_entropy: float | None
+
+
+def stored_results(results: Results) -> Stored:
+    """`results` sorted by kind and keyed; each suite record decoded once."""
+    probes: dict[ProbeKey, ProbeRecord] = {}
+    trained: dict[ArmKey, RunResult] = {}
+    swept: dict[SweepKey, StableLr] = {}
+    tuned: Results = []
+    entropy = None
+    for spec, result in results:
+        payload = spec.payload
+        if payload["kind"] == "init_gradients":
+            if result.status == "ok":
+                probes[(payload["placement"], payload["init"], payload["depth"],
+                        spec.seed)] = ProbeRecord.of(result, spec.label)
+        elif payload["kind"] == "tune":
+            tuned.append((spec, result))
+        else:
+            model, train = payload["model"], payload["train"]
+            arm = (model["placement"], model["n_layers"], train["warmup_steps"], spec.seed)
+            if payload["kind"] == "train":
+                trained[arm] = result
+            elif result.status == "ok":
+                swept[(payload["kind"], *arm)] = StableLr.of(result, spec.label)
+            entropy = entropy or (None if result.final is None
+                                  else result.final.unigram_entropy)
+    return Stored(probes, trained, swept, tuned, entropy)
+
+
+# --- summary: part (a) ---------------------------------------------------------------------------
+def _gradient_summary(probe: Probe, seeds: range, probes: dict[ProbeKey, ProbeRecord]
+                      ) -> dict[str, dict[str, GradientProbe]]:
+    """placement -> init -> its `GradientProbe` over `seeds`."""
+    return {placement: {init: _gradient_probe(probe, seeds, probes, placement, init)
+                        for init in probe.inits}
+            for placement in probe.placements}
+
+
+def _gradient_probe(probe: Probe, seeds: range, probes: dict[ProbeKey, ProbeRecord],
+                    placement: str, init: str) -> GradientProbe:
     depths = list(probe.depths)
-    for placement in probe.placements:
-        out[placement] = {}
-        for init in probe.inits:
-            def runs(depth: int, placement=placement, init=init) -> list[dict[str, Any]]:
-                found = [by_key.get(("init", placement, init, depth, s)) for s in seeds]
-                return [r for r in found if r and r.get("status") == "ok"]
+    deepest = max(depths)
 
-            def at(index: int, depth: int, runs=runs) -> float | None:
-                return _geometric_mean([r["down_proj_grad"][index] for r in runs(depth)])
+    def runs(depth: int) -> list[ProbeRecord]:
+        found = [probes.get((placement, init, depth, s)) for s in seeds]
+        return [r for r in found if r is not None]
 
-            last = [at(-1, d) for d in depths]
-            first = [at(0, d) for d in depths]
-            per_seed_last, per_seed_first = [], []
-            for seed in seeds:
-                rows = [by_key.get(("init", placement, init, d, seed)) for d in depths]
-                if all(r and r.get("status") == "ok" for r in rows):
-                    per_seed_last.append(loglog_slope(depths,
-                                                      [r["down_proj_grad"][-1] for r in rows]))
-                    per_seed_first.append(loglog_slope(depths,
-                                                       [r["down_proj_grad"][0] for r in rows]))
-            out[placement][init] = GradientProbe(
-                depths=depths,
-                last_layer_grad=last,
-                first_layer_grad=first,
-                slope_last=loglog_slope(depths, last),
-                slope_first=loglog_slope(depths, first),
-                slope_last_ci=mean_ci(per_seed_last),
-                slope_first_ci=mean_ci(per_seed_first),
-                residual_rms_last=[mean_ci([r["residual_rms"][-1] for r in runs(d)]).mean
-                                   for d in depths],
-                per_layer_grad={
-                    str(d): [mean_ci([r["down_proj_grad"][i] for r in runs(d)]).mean
-                             for i in range(d)] for d in depths},
-                layer_spread_log2={
-                    str(d): mean_ci([_spread_log2(r["down_proj_grad"]) for r in runs(d)])
-                    for d in depths},
-                **_stream_fields(depths, runs),
-            )
-    return out
+    def at(index: int, depth: int) -> float | None:
+        return _geometric_mean([r.down_proj_grad[index] for r in runs(depth)])
 
-
-def _stream_fields(depths: list[int], runs) -> dict[str, Any]:
-    """The sensitivity and Jacobian fields of a `GradientProbe`, from `runs(depth)` (the
-    finished probe runs of one placement and init at that depth)."""
-    def mean_at(key: str, depth: int, count: int) -> list[float | None]:
-        rows = [r[key] for r in runs(depth) if r.get(key) is not None]
+    def mean_per_layer(rows: list[list[float | None]], count: int) -> list[float | None]:
         return [mean_ci([row[i] for row in rows]).mean for i in range(count)]
 
-    def median_per_seed(key: str, depth: int) -> Interval:
-        return mean_ci([statistics.median(r[key]) for r in runs(depth)
-                        if r.get(key) and all(math.isfinite(v) for v in r[key])])
-
-    deepest = max(depths)
-    return {
-        "per_layer_sensitivity": {str(d): mean_at("sensitivity", d, d + 1) for d in depths},
+    last = [at(-1, d) for d in depths]
+    first = [at(0, d) for d in depths]
+    per_seed_last, per_seed_first = [], []
+    for seed in seeds:
+        found = [probes.get((placement, init, d, seed)) for d in depths]
+        rows = [r for r in found if r is not None]
+        if len(rows) == len(depths):
+            per_seed_last.append(loglog_slope(depths, [r.down_proj_grad[-1] for r in rows]))
+            per_seed_first.append(loglog_slope(depths, [r.down_proj_grad[0] for r in rows]))
+    return GradientProbe(
+        depths=depths,
+        last_layer_grad=last,
+        first_layer_grad=first,
+        slope_last=loglog_slope(depths, last),
+        slope_first=loglog_slope(depths, first),
+        slope_last_ci=mean_ci(per_seed_last),
+        slope_first_ci=mean_ci(per_seed_first),
+        residual_rms_last=[mean_ci([r.residual_rms[-1] for r in runs(d)]).mean
+                           for d in depths],
+        per_layer_grad={
+            str(d): mean_per_layer([r.down_proj_grad for r in runs(d)], d) for d in depths},
+        layer_spread_log2={
+            str(d): mean_ci([_spread_log2(r.down_proj_grad) for r in runs(d)])
+            for d in depths},
+        per_layer_sensitivity={
+            str(d): mean_per_layer([r.sensitivity for r in runs(d)], d + 1) for d in depths},
         # The layers' inputs only: the final norm's input is the last layer's output.
-        "sensitivity_spread_log2": {
-            str(d): mean_ci([_spread_log2(r["sensitivity"][:d]) for r in runs(d)
-                             if r.get("sensitivity")]) for d in depths},
-        "jacobian_depth": deepest,
-        "identity_deviation": mean_at("identity_deviation", deepest, deepest),
-        "jacobian_gain": mean_at("jacobian_gain", deepest, deepest),
+        sensitivity_spread_log2={
+            str(d): mean_ci([_spread_log2(r.sensitivity[:d]) for r in runs(d)
+                             if r.sensitivity]) for d in depths},
+        jacobian_depth=deepest,
+        identity_deviation=mean_per_layer(
+            [r.identity_deviation for r in runs(deepest) if r.identity_deviation is not None],
+            deepest),
+        jacobian_gain=mean_per_layer(
+            [r.jacobian_gain for r in runs(deepest) if r.jacobian_gain is not None], deepest),
         # The median over layers: layer 0's input is the embedding (RMS 0.02 under most
         # inits), where a norm's Jacobian is about 50·I; one such layer must not set the
         # stack's number.
-        "identity_deviation_median": median_per_seed("identity_deviation", deepest),
-        "jacobian_gain_median": median_per_seed("jacobian_gain", deepest),
-    }
+        identity_deviation_median=_median_per_seed(
+            [r.identity_deviation for r in runs(deepest)]),
+        jacobian_gain_median=_median_per_seed([r.jacobian_gain for r in runs(deepest)]),
+    )
 
 
-def _spread_log2(norms: list[float]) -> float | None:
+def _median_per_seed(per_seed: list[list[float | None] | None]) -> Interval:
+    """Over seeds, the median over one stack's layers; a seed with no value or a non-finite one
+    left out."""
+    medians = []
+    for values in per_seed:
+        finite = [v for v in values or [] if v is not None and math.isfinite(v)]
+        if values and len(finite) == len(values):
+            medians.append(statistics.median(finite))
+    return mean_ci(medians)
+
+
+def _spread_log2(norms: Sequence[float | None]) -> float | None:
     """log2(max / min) over one stack's per-layer gradient norms."""
     usable = [v for v in norms if v is not None and math.isfinite(v) and v > 0]
     return math.log2(max(usable) / min(usable)) if len(usable) == len(norms) > 1 else None
 
 
-def _val_auc(result: dict[str, Any], seq_len: int) -> float | None:
+# --- summary: part (b) ---------------------------------------------------------------------------
+def _val_auc(result: RunResult | None, seq_len: int) -> float | None:
     """Mean validation loss over a finished run's evaluations: the area under its curve
     divided by its length (evaluations are evenly spaced)."""
-    if result.get("status") != "ok":
+    if result is None or result.status != "ok" or result.curves is None:
         return None
-    values = (result.get("curves") or {}).get("val", {}).get(str(seq_len)) or []
-    if not values or any(v is None or not math.isfinite(v) for v in values):
+    values = result.curves.val.get(str(seq_len)) or []
+    finite = [v for v in values if v is not None and math.isfinite(v)]
+    if not values or len(finite) != len(values):
         return None
-    return sum(values) / len(values)
+    return sum(finite) / len(finite)
 
 
-def _first_over_last_log2(result: dict[str, Any], warmup: int) -> float | None:
+def _first_over_last_log2(result: RunResult | None, warmup: int) -> float | None:
     """Mean over the logged steps at or after warmup of log2(‖∇ first layer‖ / ‖∇ last
     layer‖) (all of a layer's parameters), for a finished run."""
-    if result.get("status") != "ok":
+    if result is None or result.status != "ok" or result.curves is None:
         return None
-    logged = (result.get("curves") or {}).get("layer_grad_norms") or {}
-    ratios = [math.log2(layers[0] / layers[-1])
-              for step, layers in zip(logged.get("step", []), logged.get("layer", []),
-                                      strict=True)
-              if step >= warmup and len(layers) > 1 and layers[0] and layers[-1]
-              and math.isfinite(layers[0]) and math.isfinite(layers[-1])]
+    logged = result.curves.layer_grad_norms
+    ratios = []
+    for step, layers in zip(logged.step, logged.layer, strict=True):
+        first, last = (layers[0], layers[-1]) if len(layers) > 1 else (None, None)
+        if step >= warmup and first and last and math.isfinite(first) and math.isfinite(last):
+            ratios.append(math.log2(first / last))
     return sum(ratios) / len(ratios) if ratios else None
 
 
-def _final_val(result: dict[str, Any]) -> float | None:
-    value = (result.get("final") or {}).get("val_loss")
+def _final_val(result: RunResult | None) -> float | None:
+    value = None if result is None or result.final is None else result.final.val_loss
     return value if value is not None and math.isfinite(value) else None
 
 
-def _ok_val(result: dict[str, Any]) -> float | None:
+def _ok_val(result: RunResult | None) -> float | None:
     """The final val loss of a run that finished ("ok"); None for a failed or missing one."""
-    return _final_val(result) if result.get("status") == "ok" else None
+    return _final_val(result) if result is not None and result.status == "ok" else None
 
 
 def lr_area(training: Training, warmup: int, lr: float) -> float:
@@ -695,22 +829,21 @@ def lr_area(training: Training, warmup: int, lr: float) -> float:
     return sum(learning_rate(step, tc) for step in range(training.steps))
 
 
-def _training_summary(training: Training, seeds: range, by_key: dict[tuple, dict[str, Any]],
+def _training_summary(training: Training, seeds: range, trained: dict[ArmKey, RunResult],
                       lrs: dict[str, ArmTuning]) -> list[PlacementCell]:
-    """One cell per (placement, depth, warmup) arm, its results keyed
-    `("train", placement, depth, warmup, seed)` in `by_key`."""
+    """One cell per (placement, depth, warmup) arm, its runs keyed
+    `(placement, depth, warmup, seed)` in `trained`."""
     rows = []
     for placement, depth, warmup in training.arms():
-        def results(p: str, depth=depth, warmup=warmup) -> list[dict]:
-            return [by_key.get(("train", p, depth, warmup, s)) or {} for s in seeds]
+        def results(p: str, depth=depth, warmup=warmup) -> list[RunResult | None]:
+            return [trained.get((p, depth, warmup, s)) for s in seeds]
 
         mine = results(placement)
         status: dict[str, int] = {}
         for r in mine:
-            if not r:  # a seed the sequential design added to other arms only
+            if r is None:  # a seed the sequential design added to other arms only
                 continue
-            key = r.get("status", "missing")
-            status[key] = status.get(key, 0) + 1
+            status[r.status] = status.get(r.status, 0) + 1
         # Quality from the runs that finished; stuck and diverged runs are counted in the
         # status columns only. Pairs need both seeds finished (n shown).
         vals = [_ok_val(r) for r in mine]
@@ -721,9 +854,9 @@ def _training_summary(training: Training, seeds: range, by_key: dict[tuple, dict
         rows.append(PlacementCell(
             placement=placement, depth=depth, warmup=warmup, lr=lr,
             failures=status.get("diverged", 0) + status.get("stuck", 0),
-            runs=sum(1 for r in mine if r), status=status, val_loss=mean_ci(vals),
-            delta_vs_pre=delta,
-            steps_done=mean_ci([r.get("steps_done") for r in mine]).mean,
+            runs=sum(1 for r in mine if r is not None), status=status,
+            val_loss=mean_ci(vals), delta_vs_pre=delta,
+            steps_done=mean_ci([None if r is None else r.steps_done for r in mine]).mean,
             val_auc=mean_ci([_val_auc(r, training.seq_len) for r in mine]),
             grad_first_over_last_log2=mean_ci(
                 [_first_over_last_log2(r, warmup) for r in mine]),
@@ -731,32 +864,38 @@ def _training_summary(training: Training, seeds: range, by_key: dict[tuple, dict
     return rows
 
 
-def interaction_per_seed(training: Training, seeds: range, by_key: dict[tuple, dict[str, Any]],
+def _ok_vals(trained: dict[ArmKey, RunResult], seeds: range, placement: str, depth: int,
+             warmup: int) -> list[float | None]:
+    """Per seed, the final val loss of one arm's run if it finished (`_ok_val`)."""
+    return [_ok_val(trained.get((placement, depth, warmup, s))) for s in seeds]
+
+
+def interaction_per_seed(training: Training, seeds: range, trained: dict[ArmKey, RunResult],
                          depth: int, warmup: int) -> list[float | None]:
     """Per seed, (post cold − post warm) − (pre cold − pre warm) of the final validation loss
     (each arm at its own lr); None for a seed where any of the four runs did not finish."""
     def vals(p: str, w: int) -> list[float | None]:
-        return [_ok_val(by_key.get(("train", p, depth, w, s)) or {}) for s in seeds]
+        return _ok_vals(trained, seeds, p, depth, w)
 
-    return [None if None in (a, b, c, d) else (a - b) - (c - d)
+    return [None if a is None or b is None or c is None or d is None else (a - b) - (c - d)
             for a, b, c, d in zip(vals("post", 0), vals("post", warmup), vals("pre", 0),
                                   vals("pre", warmup), strict=True)]
 
 
 def interaction_trend(training: Training, seeds: range,
-                      by_key: dict[tuple, dict[str, Any]]) -> Interval:
+                      trained: dict[ArmKey, RunResult]) -> Interval:
     """The warmup interaction at the deepest depth minus at the shallowest, paired by seed, at
     the longest warmup: positive = post-norm's need for warmup grows with depth. No interval
     with one depth."""
     if len(training.depths) < 2 or not {"pre", "post"} <= set(training.placements):
         return Interval(0)
     warmup = max(training.warmups)
-    deep, shallow = (interaction_per_seed(training, seeds, by_key, d, warmup)
+    deep, shallow = (interaction_per_seed(training, seeds, trained, d, warmup)
                      for d in (max(training.depths), min(training.depths)))
     return paired_difference(deep, shallow)
 
 
-def _effects(training: Training, seeds: range, by_key: dict[tuple, dict[str, Any]],
+def _effects(training: Training, seeds: range, trained: dict[ArmKey, RunResult],
              lrs: dict[str, ArmTuning]) -> list[PlacementEffect]:
     """The contrasts C13 and C19 are graded on, per depth and non-zero warmup."""
     if not {"pre", "post"} <= set(training.placements) or 0 not in training.warmups:
@@ -764,41 +903,41 @@ def _effects(training: Training, seeds: range, by_key: dict[tuple, dict[str, Any
     effects = []
     for depth in training.depths:
         for warmup in [w for w in training.warmups if w > 0]:
-            def vals(p: str, w: int, depth=depth) -> list[float | None]:
-                return [_ok_val(by_key.get(("train", p, depth, w, s)) or {}) for s in seeds]
-
             def ratios(p: str, depth=depth, warmup=warmup) -> Interval:
-                return mean_ci([_first_over_last_log2(
-                    by_key.get(("train", p, depth, warmup, s)) or {}, warmup) for s in seeds])
+                return mean_ci([_first_over_last_log2(trained.get((p, depth, warmup, s)),
+                                                      warmup) for s in seeds])
 
-            post_warm, pre_warm = vals("post", warmup), vals("pre", warmup)
-            interaction = interaction_per_seed(training, seeds, by_key, depth, warmup)
+            post_warm = _ok_vals(trained, seeds, "post", depth, warmup)
+            pre_warm = _ok_vals(trained, seeds, "pre", depth, warmup)
+            interaction = interaction_per_seed(training, seeds, trained, depth, warmup)
             effects.append(PlacementEffect(
                 depth=depth, warmup=warmup,
                 lrs={f"{p} {'warm' if w else 'cold'}": lrs[arm_name(p, depth, w)].lr
                      for p in ("pre", "post") for w in (0, warmup)},
                 warmup_interaction=mean_ci(interaction),
-                pre_warmup_effect=paired_difference(vals("pre", 0), pre_warm),
+                pre_warmup_effect=paired_difference(
+                    _ok_vals(trained, seeds, "pre", depth, 0), pre_warm),
                 post_vs_pre_warm=paired_difference(post_warm, pre_warm),
                 post_grad_first_over_last_log2=ratios("post"),
                 pre_grad_first_over_last_log2=ratios("pre")))
     return effects
 
 
-def _stability(sweep: Sweep, grid: str, seeds: range, by_key: dict[tuple, dict[str, Any]]
+# --- summary: the largest stable lr --------------------------------------------------------------
+def _stability(sweep: Sweep, grid: str, seeds: range, swept: dict[SweepKey, StableLr]
                ) -> list[StabilityArm]:
-    """Per swept arm, the largest stable lr over seeds (results keyed
-    `(grid, placement, depth, warmup, seed)`)."""
+    """Per swept arm, the largest stable lr over seeds (records keyed
+    `(grid, placement, depth, warmup, seed)` in `swept`)."""
     ladder = sweep.ladder()
     out = []
     for placement, depth, warmup in sweep.arms():
-        mine = [by_key.get((grid, placement, depth, warmup, s)) or {} for s in seeds]
-        rungs = [r.get("rung") if r.get("status") == "ok" else None for r in mine]
+        mine = [swept.get((grid, placement, depth, warmup, s)) for s in seeds]
+        rungs = [None if r is None else r.rung for r in mine]
         log2 = mean_ci([None if k is None else float(k) for k in rungs])
         losses: dict[str, list[float | None]] = {}
         for r in mine:
-            for trial in r.get("trials") or []:
-                losses.setdefault(f"{trial['lr']:g}", []).append(trial["val_loss"])
+            for trial in [] if r is None else r.trials:
+                losses.setdefault(f"{trial.lr:g}", []).append(trial.val_loss)
         out.append(StabilityArm(
             grid=grid, placement=placement, depth=depth, warmup=warmup, steps=sweep.steps,
             ladder=ladder, rungs=rungs, log2_max_stable=log2,
@@ -810,7 +949,7 @@ def _stability(sweep: Sweep, grid: str, seeds: range, by_key: dict[tuple, dict[s
 
 
 def _stability_effects(sweep: Sweep, grid: str, seeds: range,
-                       by_key: dict[tuple, dict[str, Any]]) -> list[StabilityEffect]:
+                       swept: dict[SweepKey, StableLr]) -> list[StabilityEffect]:
     """The contrasts of the largest stable lr, per depth, paired by seed, in doublings. A seed
     where both arms are censored at the same end of the ladder (neither stable anywhere, or
     both still stable at its top) says nothing about their difference and drops out; one
@@ -818,8 +957,8 @@ def _stability_effects(sweep: Sweep, grid: str, seeds: range,
     top = sweep.rungs - 1
 
     def rungs(p: str, depth: int, w: int) -> list[float | None]:
-        found = [by_key.get((grid, p, depth, w, s)) or {} for s in seeds]
-        return [float(r["rung"]) if r.get("status") == "ok" else None for r in found]
+        found = [swept.get((grid, p, depth, w, s)) for s in seeds]
+        return [None if r is None else float(r.rung) for r in found]
 
     def known(a: list[float | None], b: list[float | None]
               ) -> tuple[list[float | None], list[float | None]]:
@@ -828,13 +967,13 @@ def _stability_effects(sweep: Sweep, grid: str, seeds: range,
         return ([None if c else x for x, c in zip(a, both_censored, strict=True)],
                 [None if c else y for y, c in zip(b, both_censored, strict=True)])
 
-    swept = set(sweep.arms())
+    swept_arms = set(sweep.arms())
     out = []
     for depth in sweep.depths:
         w = sweep.warmup
 
         def have(*arms: tuple[str, int], depth=depth) -> bool:
-            return all((p, depth, warm) in swept for p, warm in arms)
+            return all((p, depth, warm) in swept_arms for p, warm in arms)
 
         def diff(a: tuple[str, int], b: tuple[str, int], depth=depth) -> Interval:
             return (paired_difference(*known(rungs(a[0], depth, a[1]),
@@ -845,7 +984,8 @@ def _stability_effects(sweep: Sweep, grid: str, seeds: range,
         if have(("pre", 0), ("pre", w), ("post", 0), ("post", w)):
             post_warm, post_cold = known(rungs("post", depth, w), rungs("post", depth, 0))
             pre_warm, pre_cold = known(rungs("pre", depth, w), rungs("pre", depth, 0))
-            per_seed = [None if None in (a, b, c, d) else (a - b) - (c - d)
+            per_seed = [None if a is None or b is None or c is None or d is None
+                        else (a - b) - (c - d)
                         for a, b, c, d in zip(post_warm, post_cold, pre_warm, pre_cold,
                                               strict=True)]
             interaction = mean_ci(per_seed)
@@ -857,6 +997,29 @@ def _stability_effects(sweep: Sweep, grid: str, seeds: range,
             pre_vs_post_warm=diff(("pre", w), ("post", w)),
             pre_vs_post_cold=diff(("pre", 0), ("post", 0))))
     return out
+
+
+# --- summary: statistics, then tables ------------------------------------------------------------
+def statistics_of(size: Size, seeds: range, stored: Stored) -> PlacementData:
+    """Every statistic the summary shows (and the claims ledger reads), from the results read
+    once (`stored_results`)."""
+    training, sweep, deep = size.training, size.sweep, size.deep
+    trials = lr_trials(stored.tuned)
+    lrs = tuned_lrs(training, trials)
+    return PlacementData(
+        init_gradients=_gradient_summary(size.probe, seeds, stored.probes),
+        predictions=SlopePrediction(slope_last=dict(PREDICTED_SLOPE_LAST), init="xavier",
+                                    source=XIONG),
+        training=_training_summary(training, seeds, stored.trained, lrs),
+        effects=_effects(training, seeds, stored.trained, lrs),
+        interaction_trend=interaction_trend(training, seeds, stored.trained),
+        unigram_entropy=stored.unigram_entropy, seeds=len(seeds),
+        steps=training.steps, size=asdict(size), lr_trials=trials,
+        lr_tuning=[lrs[arm_name(*a)] for a in training.arms()],
+        stability=(_stability(sweep, "sweep", seeds, stored.swept)
+                   + _stability(deep, "deep", seeds, stored.swept)),
+        stability_effects=(_stability_effects(sweep, "sweep", seeds, stored.swept)
+                           + _stability_effects(deep, "deep", seeds, stored.swept)))
 
 
 def _g(value: float | None) -> str:
@@ -872,33 +1035,16 @@ def _slope_cell(stats: Interval, fitted: float | None) -> str:
 
 
 def summarise(options: RunOptions, results: Results) -> Summary:
-    size_name, seeds = options.size, options.seeds
-    size = SIZES[size_name]
-    probe, training, sweep, deep = size.probe, size.training, size.sweep, size.deep
-    by_key: dict[tuple, dict[str, Any]] = {}
-    tuned: Results = []
-    entropy = None
-    for spec, result in results:
-        payload = spec.payload
-        if payload["kind"] == "init_gradients":
-            by_key[("init", payload["placement"], payload["init"], payload["depth"],
-                    spec.seed)] = result
-        elif payload["kind"] == "tune":
-            tuned.append((spec, result))
-        else:
-            model, train = payload["model"], payload["train"]
-            by_key[(payload["kind"], model["placement"], model["n_layers"],
-                    train["warmup_steps"], spec.seed)] = result
-            entropy = entropy or (result.get("final") or {}).get("unigram_entropy")
-    trials = lr_trials(tuned)
-    lrs = tuned_lrs(training, trials)
-    gradients = _gradient_summary(probe, seeds, by_key)
-    rows = _training_summary(training, seeds, by_key, lrs)
-    stability = _stability(sweep, "sweep", seeds, by_key) + _stability(deep, "deep", seeds,
-                                                                       by_key)
-    stability_effects = (_stability_effects(sweep, "sweep", seeds, by_key)
-                         + _stability_effects(deep, "deep", seeds, by_key))
+    size = SIZES[options.size]
+    data = statistics_of(size, options.seeds, stored_results(results))
+    return Summary("placement", options.size, len(options.seeds), _tables(size, data),
+                   _notes(size, options.size), data, first_seed=options.seeds.start)
 
+
+def _tables(size: Size, data: PlacementData) -> list[Table]:
+    """The summary's tables, in order, from its statistics."""
+    probe, training = size.probe, size.training
+    gradients = data.init_gradients
     depth_columns = [f"L={d}" for d in probe.depths]
     last_table = Table(
         "At initialisation: ‖∇W_down‖ of the LAST layer vs depth",
@@ -940,7 +1086,6 @@ def summarise(options: RunOptions, results: Results) -> Summary:
          for p, by_init in gradients.items() for i, g in by_init.items()],
         "Post-norm ends every layer in a norm (RMS ≈ 1); the pre-norm stream grows with depth "
         "unless the init scales the residual outputs down.")
-    effects = _effects(training, seeds, by_key, lrs)
     spread_table = Table(
         "At initialisation: how unevenly the layers of ONE stack get gradient",
         ["placement", "init", *depth_columns],
@@ -949,9 +1094,8 @@ def summarise(options: RunOptions, results: Results) -> Summary:
         "log2(max / min) of ‖∇W_down‖ over the layers of one model, mean [95% CI] over seeds: "
         "1 means some layer gets twice the gradient of another. A factor that scales every "
         "layer alike (the final norm's 1/√L) cancels here.")
-    tuned_arms = [lrs[arm_name(*a)] for a in training.arms()]
     tuning_table = tuned_table(
-        tuned_arms, trials, training.lr_grid,
+        data.lr_tuning, data.lr_trials, training.lr_grid,
         f"{training.tuning_seeds} tuning seed(s), disjoint from the evaluation seeds, each run "
         "as long as the evaluation runs")
     train_table = Table(
@@ -966,7 +1110,7 @@ def summarise(options: RunOptions, results: Results) -> Summary:
           format_level(r.val_loss),
           "—" if r.delta_vs_pre is None else format_ci(r.delta_vs_pre, 3),
           format_level(r.val_auc), format_level(r.grad_first_over_last_log2, 2)]
-         for r in rows],
+         for r in data.training],
         "Val loss over the runs that finished (status ok); diverged and stuck runs count in "
         "the failed column only"
         + ("" if training.stuck_patience is None else
@@ -978,7 +1122,7 @@ def summarise(options: RunOptions, results: Results) -> Summary:
         "negative = lower loss than pre-norm. Mean val loss over training: the area under the "
         "validation curve over its length. Gradient ratio: whole first layer over whole last "
         f"layer, logged every {training.log_every} steps after warmup. Unigram "
-        f"entropy of the training bytes: {_g(entropy)} nats.")
+        f"entropy of the training bytes: {_g(data.unigram_entropy)} nats.")
     effect_table = Table(
         "Warmup and placement effects, paired by seed (final val loss, nats)",
         ["depth", "lrs", "warmup", "(post cold − warm) − (pre cold − warm) [95% CI]",
@@ -988,12 +1132,12 @@ def summarise(options: RunOptions, results: Results) -> Summary:
           format_ci(e.warmup_interaction),
           format_ci(e.pre_warmup_effect), format_ci(e.post_vs_pre_warm),
           format_level(e.post_grad_first_over_last_log2, 2),
-          format_level(e.pre_grad_first_over_last_log2, 2)] for e in effects],
+          format_level(e.pre_grad_first_over_last_log2, 2)] for e in data.effects],
         "Positive interaction: leaving warmup out costs post-norm more than pre-norm. Seeds "
         "where any of the four runs failed drop out of the interaction (n shown); failures "
         "are in the training table. Gradient ratios from the runs with warmup. "
         + (f"Depth trend (interaction at the deepest minus the shallowest depth, paired by "
-           f"seed): {format_ci(interaction_trend(training, seeds, by_key))} nats (positive: "
+           f"seed): {format_ci(data.interaction_trend)} nats (positive: "
            "the need for warmup grows with depth)." if len(training.depths) > 1 else
            "Depth trend: at --size full only (this size trains one depth, the deepest)."))
     stability_table = Table(
@@ -1003,7 +1147,7 @@ def summarise(options: RunOptions, results: Results) -> Summary:
         [[a.grid, a.placement, a.depth, a.warmup, a.steps, _g(a.max_stable_lr),
           format_level(a.log2_max_stable, 2), f"{a.censored_low}/{a.censored_high}",
           "; ".join(f"{lr}: {_g(_mean_of(v))}" for lr, v in a.loss_at_lr.items())]
-         for a in stability],
+         for a in data.stability],
         "Per seed, short runs on a doubling ladder of peak lrs, bisected (stability taken as "
         "monotone in lr); a run is stable when it finishes (no NaN/inf, loss never above "
         "4·ln 256) and ends below the unigram entropy. Seeds with no stable rung count as one "
@@ -1018,10 +1162,17 @@ def summarise(options: RunOptions, results: Results) -> Summary:
         [[e.grid, e.depth, e.warmup, format_ci(e.pre_cold_vs_warm, 2),
           format_ci(e.post_warm_vs_cold, 2), format_ci(e.warmup_interaction, 2),
           format_ci(e.pre_vs_post_warm, 2), format_ci(e.pre_vs_post_cold, 2)]
-         for e in stability_effects],
+         for e in data.stability_effects],
         "Positive post warm − post cold: warmup lets post-norm train at a larger lr; positive "
         "interaction: post-norm gains more from warmup than pre-norm; positive pre − post: "
         "pre-norm stays stable at a larger lr. '—': that arm is not swept at this size.")
+    return [last_table, first_table, spread_table, sensitivity_table, rms_table, tuning_table,
+            train_table, effect_table, stability_table, stability_effect_table]
+
+
+def _notes(size: Size, size_name: str) -> list[str]:
+    """The summary's notes: what each part ran at `size`, and what only --size full runs."""
+    probe, training, sweep, deep = size.probe, size.training, size.sweep, size.deep
     notes = [
         f"(a) probe: d_model={probe.d_model}, n_heads={probe.n_heads}, depths "
         f"{list(probe.depths)}, inits {list(probe.inits)}, one forward/backward of the "
@@ -1047,20 +1198,7 @@ def summarise(options: RunOptions, results: Results) -> Summary:
     if left_out:
         notes.append(full_only(left_out, "C13 and C19 read part (b) at its deepest depth and "
                                          "highest lr, pre and post only"))
-    data = PlacementData(
-        init_gradients=gradients,
-        predictions=SlopePrediction(slope_last=dict(PREDICTED_SLOPE_LAST), init="xavier",
-                                    source=XIONG),
-        training=rows, effects=effects,
-        interaction_trend=interaction_trend(training, seeds, by_key),
-        unigram_entropy=entropy, seeds=len(seeds),
-        steps=training.steps, size=asdict(size), lr_trials=trials,
-        lr_tuning=tuned_arms, stability=stability, stability_effects=stability_effects)
-    return Summary("placement", size_name, len(seeds),
-                   [last_table, first_table, spread_table, sensitivity_table, rms_table,
-                    tuning_table,
-                    train_table, effect_table, stability_table, stability_effect_table],
-                   notes, data, first_seed=seeds.start)
+    return notes
 
 
 def _mean_of(values: list[float | None]) -> float | None:
