@@ -57,12 +57,14 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from blocklab.config import FFNS, ModelConfig
 from blocklab.experiments.options import RunOptions
 from blocklab.experiments.results import train_identity
+from blocklab.experiments.run_result import RunResult
 from blocklab.experiments.suites.base import (
     TUNING_SEEDS,
     Results,
@@ -77,6 +79,7 @@ from blocklab.experiments.suites.base import (
 from blocklab.experiments.suites.evaluation import FINAL_EVAL_FRACTION, full_only, listed
 from blocklab.experiments.suites.tuning import (
     LrGrid,
+    counted_loss,
     lr_trials,
     mean_loss,
     trains,
@@ -92,7 +95,11 @@ from blocklab.experiments.summaries import (
     LrTrial,
     Summary,
     Table,
+    decode,
 )
+
+if TYPE_CHECKING:
+    from blocklab.experiments.trainer import TrainConfig
 
 ARMS = ("relu", "gelu", "glu", "reglu", "geglu", "swiglu", "bilinear")
 BASELINE = "relu"
@@ -142,7 +149,6 @@ class Size:
     # Scale trend: relu and swiglu also trained (and tuned) at these widths, so the summary
     # can say whether SwiGLU's effect grows or shrinks with model size.
     trend_widths: tuple[int, ...] = ()
-    precision: str = "fp32"  # every model's (`TrainConfig.precision`); set by `--precision`
     # The arms tuned and trained at the size's own width, those trained again under the
     # sensitivity settings, and whether every arm's step is timed: all of them at full, only
     # what C16 grades at tiny and quick (`evaluation.graded_only`).
@@ -200,23 +206,60 @@ def model_config(arm: str, size: Size, d_model: int | None = None) -> ModelConfi
                        name=f"ffn-{arm}" if d == size.d_model else f"ffn-{arm}-d{d}")
 
 
-def train_config(size: Size, seed: int, lr: float, init: str | None = None):
-    """The same optimisation for every arm but its learning rate. One thread: on a shared
-    2-core machine two threads per run lose more to waiting than they gain, and one thread
-    keeps runs bit-reproducible."""
+def train_config(size: Size, options: RunOptions, seed: int, lr: float,
+                 init: str | None = None) -> TrainConfig:
+    """The same optimisation for every arm but its learning rate, in the options' precision
+    and backend: every TrainConfig of the suite is built here. One thread: on a shared 2-core
+    machine two threads per run lose more to waiting than they gain, and one thread keeps
+    runs bit-reproducible."""
     from blocklab.experiments.trainer import TrainConfig
 
     return TrainConfig(steps=size.steps, batch_size=size.batch_size, seq_len=size.seq_len,
                        lr=lr, warmup_steps=size.warmup_steps, eval_every=size.eval_every,
                        eval_batches=size.eval_batches, log_every=50, seed=seed, threads=1,
-                       init=init or size.init, precision=size.precision,
-                       final_eval_fraction=size.final_eval_fraction)
+                       init=init or size.init, precision=options.precision,
+                       backend=options.backend, final_eval_fraction=size.final_eval_fraction)
 
 
 def param_count(arm: str, size: Size, d_model: int | None = None) -> int:
     from blocklab.budget.params import count_params
 
     return count_params(model_config(arm, size, d_model)).total
+
+
+# --- what a run records beyond the trainer's result (`RunResult.extra`) -------------------------
+@dataclass(frozen=True)
+class ZeroGradFraction:
+    """A training run's C17 probe: the fraction of FFN activation inputs whose loss gradient
+    is exactly zero, at initialisation and after training (`zero_gradient_fraction`)."""
+
+    init: float
+    final: float
+
+    @classmethod
+    def of(cls, result: RunResult, where: str) -> ZeroGradFraction | None:
+        """The probe `result` recorded; None for a run that recorded none."""
+        if "zero_grad_fraction" not in result.extra:
+            return None
+        return decode(cls, result.extra["zero_grad_fraction"], f"{where}.zero_grad_fraction")
+
+
+@dataclass(frozen=True)
+class StepTiming:
+    """The timing run's record (`time_arms`): each arm's median ms per optimizer step, every
+    timed step (ms) and the threads it ran on."""
+
+    ms_per_step: dict[str, float]
+    samples_ms: dict[str, list[float]]
+    threads: int
+
+    @classmethod
+    def of(cls, result: RunResult, where: str) -> StepTiming:
+        """The record of a stored timing run. Its "ms_per_step" (per arm) shares its name with
+        a trainer field, where a stored result puts it; read from the stored form."""
+        stored = result.to_dict()
+        return decode(cls, {name: stored[name] for name in ("ms_per_step", "samples_ms",
+                                                              "threads")}, where)
 
 
 # --- measurements --------------------------------------------------------------------------------
@@ -262,8 +305,8 @@ def _probe_batch(size: Size):
     return validation_windows(load_corpus(DATA).val, size.seq_len, size.batch_size)
 
 
-def train_arm(mc: ModelConfig, size: Size, tc, progress: Any = False,
-              label: str | None = None) -> dict[str, Any]:
+def train_arm(mc: ModelConfig, size: Size, tc: TrainConfig, progress: Any = False,
+              label: str | None = None) -> RunResult:
     """One trainer run of model `mc` under TrainConfig `tc`, with the zero-gradient fractions
     at init and after training."""
     from blocklab.experiments.trainer import build_model, train
@@ -274,15 +317,16 @@ def train_arm(mc: ModelConfig, size: Size, tc, progress: Any = False,
     model, result = train(mc, tc, DATA, progress=progress, label=label)
     with torch_threads(1):
         final = zero_gradient_fraction(model, batch)
-    result["zero_grad_fraction"] = {"init": initial, "final": final}
+    result.extra["zero_grad_fraction"] = asdict(ZeroGradFraction(initial, final))
     return result
 
 
-def time_arms(size: Size, arms: tuple[str, ...] = ARMS) -> dict[str, Any]:
+def time_arms(size: Size, options: RunOptions, arms: tuple[str, ...] = ARMS) -> RunResult:
     """Median ms per optimizer step of each arm, arms interleaved round-robin on one thread.
 
     Each round builds every arm afresh, takes one untimed step (allocations), then times
-    `timing_steps` steps of forward, backward, clipping and AdamW on the suite's batches.
+    `timing_steps` steps of forward, backward, clipping and AdamW on the suite's batches. The
+    result trains no model: its `extra` is the `StepTiming` record.
     """
     from blocklab.experiments.data import load_corpus, sample_batch
     from blocklab.experiments.trainer import (
@@ -298,7 +342,8 @@ def time_arms(size: Size, arms: tuple[str, ...] = ARMS) -> dict[str, Any]:
     with torch_threads(1):
         for round_ in range(size.timing_rounds):
             for arm in arms:
-                tc = train_config(size, seed=0, lr=size.lr_grid.base[len(size.lr_grid.base) // 2])
+                tc = train_config(size, options, seed=0,
+                                  lr=size.lr_grid.base[len(size.lr_grid.base) // 2])
                 model = build_model(model_config(arm, size), tc)
                 optimizer, params = make_optimizer(model, tc), list(model.parameters())
                 for step in range(size.timing_steps + 1):
@@ -309,20 +354,20 @@ def time_arms(size: Size, arms: tuple[str, ...] = ARMS) -> dict[str, Any]:
                                grad_clip=tc.grad_clip)  # the step the arms are trained with
                     if step:
                         samples[arm].append(1000 * (time.perf_counter() - tick))
-    return {"status": "ok", "ms_per_step": {arm: statistics.median(v) for arm, v in
-                                            samples.items()},
-            "samples_ms": samples, "threads": 1, "wall_time_s": time.perf_counter() - started}
+    timing = StepTiming({arm: statistics.median(v) for arm, v in samples.items()}, samples, 1)
+    return RunResult(status="ok", wall_time_s=time.perf_counter() - started,
+                     extra=asdict(timing))
 
 
 # --- plan ----------------------------------------------------------------------------------------
-def _train_spec(kind: str, arm: str, size: Size, seed: int, lr: float, init: str,
-                label: str, d_model: int | None = None) -> RunSpec:
-    mc, tc = model_config(arm, size, d_model), train_config(size, seed, lr, init)
+def _train_spec(kind: str, arm: str, size: Size, options: RunOptions, seed: int, lr: float,
+                init: str, label: str, d_model: int | None = None) -> RunSpec:
+    mc, tc = model_config(arm, size, d_model), train_config(size, options, seed, lr, init)
     payload = {"suite": "ffn", "kind": kind, "arm": arm, "model": mc.to_dict(),
                "train": train_identity(tc),
                "data": DATA, "probe": "zero_grad_fraction"}
 
-    def execute(progress):
+    def execute(progress: Any) -> RunResult:
         return train_arm(mc, size, tc, progress, label)
 
     return RunSpec(label, arm, seed, payload, execute)
@@ -334,17 +379,13 @@ def _widths(size: Size) -> list[tuple[int, tuple[str, ...]]]:
     return [(size.d_model, size.arms), *((w, TREND_ARMS) for w in size.trend_widths)]
 
 
-def _size(options: RunOptions) -> Size:
-    return replace(SIZES[options.size], precision=options.precision)
-
-
 def tune(options: RunOptions, tuned: Results = ()) -> list[RunSpec]:
     """The tuning stage: every arm the size trains at every lr of its grid (the registered
     one, grown at an edge from the results `tuned` so far), on the tuning seeds, at every
     width the size trains."""
-    size = _size(options)
-    trials = lr_trials(list(tuned))
-    return [_train_spec("tune", arm, size, seed, lr, size.init,
+    size = SIZES[options.size]
+    trials = lr_trials(tuned)
+    return [_train_spec("tune", arm, size, options, seed, lr, size.init,
                         f"ffn tune {arm}" + ("" if d == size.d_model else f" d={d}")
                         + f" lr {lr:g} seed {seed}", d)
             for d, arms in _widths(size) for arm in arms
@@ -377,9 +418,9 @@ def longer(options: RunOptions, tuned: Results, arms: list[str]) -> list[RunSpec
     compare an arm with ReLU at equal steps."""
     size = SIZES[options.size]
     lrs = choose_lrs(size, lr_trials(tuned), arms=size.arms)
-    long = replace(_size(options), steps=2 * size.steps,
-                   warmup_steps=2 * size.warmup_steps, eval_every=2 * size.eval_every)
-    return [_train_spec("train", arm, long, seed, lrs[arm], long.init,
+    long = replace(size, steps=2 * size.steps, warmup_steps=2 * size.warmup_steps,
+                   eval_every=2 * size.eval_every)
+    return [_train_spec("train", arm, long, options, seed, lrs[arm], long.init,
                         f"ffn {arm} ×2 steps seed {seed}")
             for arm in arms if arm in lrs for seed in options.seeds]
 
@@ -388,17 +429,17 @@ def plan_at(options: RunOptions, lrs: dict[str, float],
             trend_lrs: dict[int, dict[str, float]] | None = None) -> list[RunSpec]:
     """`plan` with each arm's learning rate given (`trend_lrs`: per trend width; default the
     same as `lrs`)."""
-    size, seeds = _size(options), options.seeds
-    specs = [_train_spec("train", arm, size, seed, lrs[arm], size.init, f"ffn {arm} seed {seed}")
-             for arm in size.arms for seed in seeds]
-    specs += [_train_spec("sensitivity", arm, size, seed, size.sensitivity_lr,
+    size, seeds = SIZES[options.size], options.seeds
+    specs = [_train_spec("train", arm, size, options, seed, lrs[arm], size.init,
+                         f"ffn {arm} seed {seed}") for arm in size.arms for seed in seeds]
+    specs += [_train_spec("sensitivity", arm, size, options, seed, size.sensitivity_lr,
                           size.sensitivity_init,
                           f"ffn {arm} {size.sensitivity_init} lr {size.sensitivity_lr:g} "
                           f"seed {seed}")
               for arm in size.sensitivity_arms for seed in seeds]
     for d in size.trend_widths:
         chosen = (trend_lrs or {}).get(d, lrs)
-        specs += [_train_spec("trend", arm, size, seed, chosen[arm], size.init,
+        specs += [_train_spec("trend", arm, size, options, seed, chosen[arm], size.init,
                               f"ffn {arm} d={d} seed {seed}", d)
                   for arm in TREND_ARMS for seed in seeds]
     if not size.timing:
@@ -407,16 +448,16 @@ def plan_at(options: RunOptions, lrs: dict[str, float],
                       "models": [model_config(arm, size).to_dict() for arm in size.arms],
                       "batch_size": size.batch_size, "seq_len": size.seq_len,
                       "steps": size.timing_steps, "rounds": size.timing_rounds}
-    if size.precision != "fp32":  # float32 ids stay those of runs made before precision existed
-        timing_payload["precision"] = size.precision
+    if options.precision != "fp32":  # float32 ids: those of runs made before precision existed
+        timing_payload["precision"] = options.precision
     specs.append(RunSpec("ffn timing", "timing", 0, timing_payload,
-                         lambda progress: time_arms(size, size.arms), timed=True,
+                         lambda progress: time_arms(size, options, size.arms), timed=True,
                          reads_tuning=False))
     return specs
 
 
 # --- summary -------------------------------------------------------------------------------------
-def interpolate(xs: list[float], ys: list[float | None], x: float) -> float | None:
+def interpolate(xs: Sequence[float], ys: Sequence[float | None], x: float) -> float | None:
     """The piecewise-linear curve through (xs, ys) at x (xs ascending); None outside
     [xs[0], xs[-1]] or when a bracketing y is missing."""
     for i, (xi, yi) in enumerate(zip(xs, ys, strict=True)):
@@ -435,96 +476,184 @@ def _fmt(value: float | None, digits: int = 4) -> str:
 
 
 def summarise(options: RunOptions, results: Results) -> Summary:
-    size_name, seeds = options.size, options.seeds
-    size = SIZES[size_name]
-    by_arm: dict[str, list[dict[str, Any]]] = {arm: [{}] * len(seeds) for arm in size.arms}
-    again: dict[str, list[dict[str, Any]]] = {arm: [{}] * len(seeds)
-                                              for arm in size.sensitivity_arms}
-    timing: dict[str, Any] = {}
-    tuned: Results = []
-    trend_runs: dict[tuple[int, str], list[dict[str, Any]]] = {}
+    """Per-arm statistics first (`arm_stats`, `sensitivity_stats`, `scale_trend`), then the
+    tables and notes built from them."""
+    size, seeds = SIZES[options.size], options.seeds
+    runs = sort_runs(size, seeds, results)
+    trials = lr_trials(runs.tuned)
+    tunings = tune_arms(size.lr_grid, trials, size.arms, size.d_model)  # the arms it tuned
+    arms = arm_stats(size, runs, {arm: t.lr for arm, t in tunings.items()})
+    trend, trend_change = scale_trend(size, seeds, trials, arms, runs)
+    timed = runs.timing.ms_per_step if runs.timing is not None else {}
+    fastest = min(timed.values()) if timed else None
+    data = FfnData(arms=arms, seeds=len(seeds), steps=size.steps, init=size.init,
+                   lr_grid=sorted({lr for t in tunings.values() for lr in t.grid}),
+                   lr_trials=trials,
+                   lr_at_edge=[arm for arm, t in tunings.items() if not t.interior],
+                   lr_tuning=list(tunings.values()),
+                   sensitivity=sensitivity_stats(size, runs), trend=trend,
+                   trend_change=trend_change, warmup_steps=size.warmup_steps,
+                   unigram_entropy=unigram_entropy(runs), baseline=BASELINE,
+                   page=dict(PAGE_GAIN_PCT),
+                   equal_time_ms=None if fastest is None else fastest * size.steps,
+                   size=size_record(size, options))
+    return Summary("ffn", options.size, len(seeds), _tables(size, data), _notes(size, data),
+                   data, first_seed=seeds.start)
+
+
+@dataclass
+class FfnRuns:
+    """The suite's results by kind: per arm one slot per evaluation seed (None where no result
+    is stored) for the training runs, the sensitivity re-runs and, per (d_model, arm), the
+    scale-trend runs; the tuning runs; the timing run's record (None without one)."""
+
+    train: dict[str, list[RunResult | None]]
+    sensitivity: dict[str, list[RunResult | None]]
+    trend: dict[tuple[int, str], list[RunResult | None]]
+    tuned: Results
+    timing: StepTiming | None
+
+
+def sort_runs(size: Size, seeds: range, results: Results) -> FfnRuns:
+    """`results` sorted by the kind their payload names (the timing run's record decoded)."""
+    runs = FfnRuns(train={arm: [None] * len(seeds) for arm in size.arms},
+                   sensitivity={arm: [None] * len(seeds) for arm in size.sensitivity_arms},
+                   trend={}, tuned=[], timing=None)
     for spec, result in results:
         kind = spec.payload["kind"]
         if kind == "timing":
-            timing = result
+            runs.timing = StepTiming.of(result, f"ffn run {spec.label!r}")
         elif kind == "tune":
-            tuned.append((spec, result))
+            runs.tuned.append((spec, result))
         elif kind == "sensitivity":
-            again[spec.arm][seeds.index(spec.seed)] = result
+            runs.sensitivity[spec.arm][seeds.index(spec.seed)] = result
         elif kind == "trend":
             d = spec.payload["model"]["d_model"]
-            trend_runs.setdefault((d, spec.arm), [{}] * len(seeds))[seeds.index(spec.seed)] \
+            runs.trend.setdefault((d, spec.arm), [None] * len(seeds))[seeds.index(spec.seed)] \
                 = result
         else:
-            by_arm[spec.arm][seeds.index(spec.seed)] = result
-    trials = lr_trials(tuned)
-    tunings = tune_arms(size.lr_grid, trials, size.arms, size.d_model)  # the arms it tuned
-    lrs = {arm: t.lr for arm, t in tunings.items()}
-    lr_at_edge = [arm for arm, t in tunings.items() if not t.interior]
-    tried_lrs = sorted({lr for t in tunings.values() for lr in t.grid})
+            runs.train[spec.arm][seeds.index(spec.seed)] = result
+    return runs
 
-    def val(result: dict[str, Any]) -> float | None:
-        return result["final"]["val_loss"] if trains(result) else None
 
-    entropies = [r["final"]["unigram_entropy"] for rs in by_arm.values() for r in rs
-                 if r.get("final")]
-    entropy = entropies[0] if entropies else None
-    timed = timing.get("ms_per_step") or {}
+def _loss(result: RunResult | None) -> float | None:
+    """The final val loss of a run that counts (`tuning.trains`); None otherwise or missing."""
+    return None if result is None else counted_loss(result)
+
+
+def _rel_pct(vals: list[float | None], base: list[float | None]) -> list[float | None]:
+    """Per seed 100·(val − base)/base, None where either is missing."""
+    return [100 * (a - b) / b if a is not None and b is not None else None
+            for a, b in zip(vals, base, strict=True)]
+
+
+def unigram_entropy(runs: FfnRuns) -> float | None:
+    """The unigram entropy of the training bytes, from the first training run that has it."""
+    entropies = [r.final.unigram_entropy for rs in runs.train.values() for r in rs
+                 if r is not None and r.final is not None]
+    return entropies[0] if entropies else None
+
+
+def arm_stats(size: Size, runs: FfnRuns, lrs: dict[str, float]) -> dict[str, FfnArm]:
+    """Each arm of the size over its seeds: quality, deltas vs relu paired by seed, timings,
+    the loss at equal wall-clock, run statuses and zero-gradient fractions."""
+    timed = runs.timing.ms_per_step if runs.timing is not None else {}
     fastest = min(timed.values()) if timed else None
 
-    def equal_time(arm: str, result: dict[str, Any]) -> float | None:
-        if not trains(result) or arm not in timed:
-            return None
-        step = size.steps * fastest / timed[arm]
-        curves = result["curves"]
-        return interpolate(curves["val_step"], curves["val"][str(size.seq_len)], step)
+    def equal_time_step(arm: str) -> float | None:
+        return size.steps * fastest / timed[arm] if arm in timed and fastest is not None else None
 
-    base_vals = [val(r) for r in by_arm[BASELINE]]
-    base_equal = [equal_time(BASELINE, r) for r in by_arm[BASELINE]]
+    def equal_time(arm: str, result: RunResult | None) -> float | None:
+        """The run's validation loss at T*, read off its curve (`interpolate`)."""
+        step = equal_time_step(arm)
+        if result is None or not trains(result) or step is None or result.curves is None:
+            return None
+        curves = result.curves
+        return interpolate(curves.val_step, curves.val[str(size.seq_len)], step)
+
+    base_vals = [_loss(r) for r in runs.train[BASELINE]]
+    base_equal = [equal_time(BASELINE, r) for r in runs.train[BASELINE]]
     arms: dict[str, FfnArm] = {}
     for arm in size.arms:
-        runs = by_arm[arm]
-        vals = [val(r) for r in runs]
-        rel = [100 * (a - b) / b if a is not None and b is not None else None
-               for a, b in zip(vals, base_vals, strict=True)]
+        results = runs.train[arm]
+        vals = [_loss(r) for r in results]
         status: dict[str, int] = {}
-        for r in runs:
-            status[r.get("status", "missing")] = status.get(r.get("status", "missing"), 0) + 1
-        train_ms = [r["ms_per_step"] for r in runs if r.get("ms_per_step")]
-        zero = {when: mean_ci([r["zero_grad_fraction"][when] for r in runs
-                               if "zero_grad_fraction" in r]).mean for when in ("init", "final")}
-        equal = [equal_time(arm, r) for r in runs]
+        for r in results:
+            name = "missing" if r is None else r.status
+            status[name] = status.get(name, 0) + 1
+        train_ms = [r.ms_per_step for r in results if r is not None and r.ms_per_step]
+        probes = [probe for r in results if r is not None
+                  and (probe := ZeroGradFraction.of(r, f"ffn {arm} run {r.run_id}")) is not None]
+        equal = [equal_time(arm, r) for r in results]
         arms[arm] = FfnArm(
             gated=FFNS[arm][0],
             activation=FFNS[arm][1],
             d_ff=ffn_width(arm, size.d_model),
             params=param_count(arm, size),
             val_loss=mean_ci(vals),
-            val_bpb=mean_ci([r["final"]["val_bpb"] if trains(r) else None for r in runs]),
+            val_bpb=mean_ci([r.final.val_bpb if r is not None and r.final is not None
+                             and trains(r) else None for r in results]),
             delta_vs_relu=paired_difference(vals, base_vals),
-            rel_delta_pct=mean_ci(rel),
+            rel_delta_pct=mean_ci(_rel_pct(vals, base_vals)),
             ms_per_step=timed.get(arm),
             ms_per_step_train=sum(train_ms) / len(train_ms) if train_ms else None,
             val_loss_equal_time=mean_ci(equal),
             delta_vs_relu_equal_time=paired_difference(equal, base_equal),
-            equal_time_step=(size.steps * fastest / timed[arm]) if arm in timed else None,
+            equal_time_step=equal_time_step(arm),
             status=status,
             counted=sum(v is not None for v in vals),
-            zero_grad_fraction=zero,
+            zero_grad_fraction={"init": mean_ci([p.init for p in probes]).mean,
+                                "final": mean_ci([p.final for p in probes]).mean},
             lr=lrs[arm],
         )
-    trend, trend_rel = _trend(size, seeds, trials, arms, by_arm, trend_runs, val)
-    trend_change = (paired_difference(trend_rel[-1], trend_rel[0]) if len(trend_rel) > 1
-                    else Interval(0))
-    again_vals = {arm: [val(r) for r in runs] for arm, runs in again.items()}
-    sensitivity = FfnSensitivity(
-        init=size.sensitivity_init, lr=size.sensitivity_lr,
-        val_loss={arm: mean_ci(v) for arm, v in again_vals.items()},
-        rel_delta_pct={arm: mean_ci([100 * (a - b) / b if a is not None and b is not None
-                                     else None for a, b in zip(v, again_vals[BASELINE],
-                                                               strict=True)])
-                       for arm, v in again_vals.items()})
+    return arms
 
+
+def sensitivity_stats(size: Size, runs: FfnRuns) -> FfnSensitivity:
+    """The sensitivity arms under the earlier settings, each against relu under them."""
+    vals = {arm: [_loss(r) for r in results] for arm, results in runs.sensitivity.items()}
+    return FfnSensitivity(
+        init=size.sensitivity_init, lr=size.sensitivity_lr,
+        val_loss={arm: mean_ci(v) for arm, v in vals.items()},
+        rel_delta_pct={arm: mean_ci(_rel_pct(v, vals[BASELINE])) for arm, v in vals.items()})
+
+
+def scale_trend(size: Size, seeds: range, trials: list[LrTrial], arms: dict[str, FfnArm],
+                runs: FfnRuns) -> tuple[list[FfnTrendPoint], Interval]:
+    """The scale-trend points in ascending width (swiglu vs relu, Δ% paired by seed), and the
+    change of that Δ% from the smallest width to the largest, paired by seed."""
+    points, per_seed = [], []
+    for d in sorted({size.d_model, *size.trend_widths}):
+        if d == size.d_model:
+            width_runs = {arm: runs.train[arm] for arm in TREND_ARMS}
+            lrs = {arm: arms[arm].lr for arm in TREND_ARMS}
+        else:
+            width_runs = {arm: runs.trend.get((d, arm), [None] * len(seeds))
+                          for arm in TREND_ARMS}
+            lrs = choose_lrs(size, trials, d, TREND_ARMS)
+        rel = _rel_pct([_loss(r) for r in width_runs["swiglu"]],
+                       [_loss(r) for r in width_runs["relu"]])
+        per_seed.append(rel)
+        points.append(FfnTrendPoint(d_model=d, params=param_count("relu", size, d),
+                                    rel_delta_pct=mean_ci(rel), lrs=lrs))
+    change = paired_difference(per_seed[-1], per_seed[0]) if len(per_seed) > 1 else Interval(0)
+    return points, change
+
+
+def size_record(size: Size, options: RunOptions) -> dict[str, Any]:
+    """The size's settings as the summary records them (`FfnData.size`), with the precision
+    its models trained in after `trend_widths`, where summaries have always held it."""
+    record: dict[str, Any] = {}
+    for name, value in asdict(size).items():
+        record[name] = value
+        if name == "trend_widths":
+            record["precision"] = options.precision
+    return record
+
+
+def _tables(size: Size, data: FfnData) -> list[Table]:
+    """The summary's tables, from its statistics (those the size ran)."""
+    arms = data.arms
     base_params = arms[BASELINE].params
     widths = Table(
         "FFN arms at equal parameter count",
@@ -548,7 +677,7 @@ def summarise(options: RunOptions, results: Results) -> Summary:
         "Δ = arm − relu, paired by seed (same init streams and batches); negative = lower loss "
         f"= better, so the page's '{page_gain_text('swiglu')}' for SwiGLU reads as Δ% ≈ "
         f"−{PAGE_GAIN_PCT['swiglu'][0]:g} to −{PAGE_GAIN_PCT['swiglu'][1]:g}. "
-        f"Unigram entropy of the training bytes: {_fmt(entropy)} nats.")
+        f"Unigram entropy of the training bytes: {_fmt(data.unigram_entropy)} nats.")
     clock = Table(
         "Cost per step and loss at equal wall-clock",
         ["arm", "ms/step (timed)", "ms/step (training runs)", "step at T*",
@@ -568,13 +697,14 @@ def summarise(options: RunOptions, results: Results) -> Summary:
         "Fraction of elements of ∂loss/∂z that are exactly 0, z the input of φ (the gate branch "
         f"of gated FFNs), over all layers, on {size.batch_size} fixed validation windows of "
         f"{size.seq_len} bytes; mean over seeds.")
-    tuning_seeds = sorted({t.seed for t in trials})
+    tunings = {t.arm: t for t in data.lr_tuning}
+    tuning_seeds = sorted({t.seed for t in data.lr_trials})
     grid = Table(
         "Learning rate per arm: final validation loss on the tuning seeds",
-        ["arm", *(f"lr {lr:g}" for lr in tried_lrs), "chosen"],
-        [[arm, *(_fmt(mean_loss(trials, arm, lr, size.d_model), 4)
-                 if lr in tunings[arm].grid else "" for lr in tried_lrs),
-          f"{lrs[arm]:g}" + ("" if tunings[arm].interior else " (grid edge)")
+        ["arm", *(f"lr {lr:g}" for lr in data.lr_grid), "chosen"],
+        [[arm, *(_fmt(mean_loss(data.lr_trials, arm, lr, size.d_model), 4)
+                 if lr in tunings[arm].grid else "" for lr in data.lr_grid),
+          f"{arms[arm].lr:g}" + ("" if tunings[arm].interior else " (grid edge)")
           + (f", grid +{tunings[arm].extended}" if tunings[arm].extended else "")]
          for arm in size.arms],
         f"{size.tuning_seeds} tuning seed(s) ({', '.join(map(str, tuning_seeds))}), disjoint "
@@ -588,10 +718,11 @@ def summarise(options: RunOptions, results: Results) -> Summary:
         "Scale trend: SwiGLU vs ReLU at each model width",
         ["d_model", "params (relu)", "lr relu", "lr swiglu", "Δ% vs relu [95% CI]"],
         [[p.d_model, p.params, f"{p.lrs['relu']:g}", f"{p.lrs['swiglu']:g}",
-          format_ci(p.rel_delta_pct, 2)] for p in trend],
+          format_ci(p.rel_delta_pct, 2)] for p in data.trend],
         "Each width with its own tuned lrs and the same seeds; change from the smallest to the "
-        f"largest width, paired by seed: {format_ci(trend_change, 2)} points (negative: "
+        f"largest width, paired by seed: {format_ci(data.trend_change, 2)} points (negative: "
         "SwiGLU's advantage grows with size).")
+    sensitivity = data.sensitivity
     init_table = Table(
         f"Sensitivity: {size.sensitivity_init} init and one shared lr "
         f"({size.sensitivity_lr:g}) instead of {size.init} init and tuned lrs",
@@ -603,43 +734,40 @@ def summarise(options: RunOptions, results: Results) -> Summary:
         "The same evaluation seeds under both settings; Δ% paired by seed against relu under "
         "the same settings. A difference that changes sign or size between the two columns is "
         "an artefact of initialisation or learning rate, not of the FFN.")
+    tables = [widths, grid, quality, trend_table if size.trend_widths else None,
+              init_table if size.sensitivity_arms else None, clock if size.timing else None,
+              zeros]
+    return [t for t in tables if t is not None]
+
+
+def _notes(size: Size, data: FfnData) -> list[str]:
+    """The summary's notes: the budget, the widths, what counted, the lr grids, what the size
+    left to full."""
     notes = [
         f"Budget: d_model={size.d_model}, n_layers={size.n_layers}, n_heads={size.n_heads}, "
         f"seq_len={size.seq_len}, batch={size.batch_size}, steps={size.steps} "
         f"({size.steps * size.batch_size * size.seq_len:,} training tokens a run), each arm at "
-        f"its own lr from {{{', '.join(f'{lr:g}' for lr in tried_lrs)}}}, "
+        f"its own lr from {{{', '.join(f'{lr:g}' for lr in data.lr_grid)}}}, "
         f"warmup={size.warmup_steps}, cosine to 0.1·lr, AdamW wd 0.1, clip 1.0, {size.init} "
         f"init, 1 thread, data={DATA}.",
         f"Widths: plain d_ff={4 * size.d_model}, gated d_ff={ffn_width('swiglu', size.d_model)}.",
         "A run counts when its status is ok and its final validation loss is below the unigram "
         "entropy; counted runs per arm: "
-        + ", ".join(f"{arm} {a.counted}/{len(seeds)}" for arm, a in arms.items()) + ".",
+        + ", ".join(f"{arm} {a.counted}/{data.seeds}" for arm, a in data.arms.items()) + ".",
     ]
-    if lr_at_edge:
+    if data.lr_at_edge:
         notes.append("Best lr still at an edge of the grid after growing it (the optimum may "
-                     "lie beyond it): " + ", ".join(f"{arm} {lrs[arm]:g}" for arm in lr_at_edge)
+                     "lie beyond it): "
+                     + ", ".join(f"{arm} {data.arms[arm].lr:g}" for arm in data.lr_at_edge)
                      + ".")
-    grown = [t.words() for t in tunings.values() if t.extended]
+    grown = [t.words() for t in data.lr_tuning if t.extended]
     if grown:
         notes.append("Grid grown at an edge before evaluation: " + "; ".join(grown) + ".")
     left_out = _left_out(size)
     if left_out:
         notes.append(full_only(left_out, "C16 grades swiglu, geglu and glu against relu at "
                                          "equal steps and tokens; nothing else here is graded"))
-    data = FfnData(arms=arms, seeds=len(seeds), steps=size.steps, init=size.init,
-                   lr_grid=tried_lrs, lr_trials=trials, lr_at_edge=lr_at_edge,
-                   lr_tuning=list(tunings.values()),
-                   sensitivity=sensitivity, trend=trend, trend_change=trend_change,
-                   warmup_steps=size.warmup_steps,
-                   unigram_entropy=entropy, baseline=BASELINE,
-                   page=dict(PAGE_GAIN_PCT),
-                   equal_time_ms=None if fastest is None else fastest * size.steps,
-                   size=asdict(size))
-    tables = [widths, grid, quality, trend_table if size.trend_widths else None,
-              init_table if size.sensitivity_arms else None, clock if size.timing else None,
-              zeros]
-    return Summary("ffn", size_name, len(seeds), [t for t in tables if t is not None],
-                   notes, data, first_seed=seeds.start)
+    return notes
 
 
 def _left_out(size: Size) -> list[str]:
@@ -658,29 +786,6 @@ def _left_out(size: Size) -> list[str]:
     if not size.timing and full.timing:
         out.append("the timed step of every arm and the loss at equal wall-clock")
     return out
-
-
-def _trend(size: Size, seeds: range, trials: list[LrTrial], arms: dict[str, FfnArm],
-           by_arm: dict[str, list[dict[str, Any]]],
-           trend_runs: dict[tuple[int, str], list[dict[str, Any]]], val
-           ) -> tuple[list[FfnTrendPoint], list[list[float | None]]]:
-    """The scale-trend points in ascending width, and per width the per-seed Δ% (swiglu vs
-    relu), for pairing across widths."""
-    points, per_seed = [], []
-    for d in sorted({size.d_model, *size.trend_widths}):
-        if d == size.d_model:
-            runs = {arm: by_arm[arm] for arm in TREND_ARMS}
-            lrs = {arm: arms[arm].lr for arm in TREND_ARMS}
-        else:
-            runs = {arm: trend_runs.get((d, arm), [{}] * len(seeds)) for arm in TREND_ARMS}
-            lrs = choose_lrs(size, trials, d, TREND_ARMS)
-        base = [val(r) for r in runs["relu"]]
-        rel = [100 * (a - b) / b if a is not None and b is not None else None
-               for a, b in zip([val(r) for r in runs["swiglu"]], base, strict=True)]
-        per_seed.append(rel)
-        points.append(FfnTrendPoint(d_model=d, params=param_count("relu", size, d),
-                                    rel_delta_pct=mean_ci(rel), lrs=lrs))
-    return points, per_seed
 
 
 def _delta_cell(arm: str, stats: Interval, digits: int) -> str:
