@@ -2,6 +2,7 @@
 right tokens, RoPE's relative-position error behaves as float64/bfloat16 must, and the tiny
 grid runs end to end."""
 
+import dataclasses
 import json
 import math
 
@@ -9,6 +10,9 @@ import numpy as np
 import pytest
 import torch
 
+from blocklab.errors import ResultsError
+from blocklab.experiments.options import RunOptions
+from blocklab.experiments.run_result import RunResult
 from blocklab.experiments.suites import get_suite, run_suite
 from blocklab.experiments.suites import position as ps
 from blocklab.experiments.trainer import build_model, evaluate
@@ -37,7 +41,7 @@ def test_every_position_arm_changes_the_forward_output():
 
 
 def test_rope_scalings_change_the_output_past_L():
-    L = ps.SIZES["tiny"]["L"]
+    L = ps.SIZES["tiny"].L
     model = _model("rope")
     ids = torch.randint(0, 256, (1, 2 * L), generator=torch.Generator().manual_seed(1))
     plain = _logits(model, ids)
@@ -49,14 +53,15 @@ def test_rope_scalings_change_the_output_past_L():
 
 
 def test_learned_table_past_L_is_recorded_not_raised():
-    L = ps.SIZES["tiny"]["L"]
+    L = ps.SIZES["tiny"].L
     val = np.arange(4 * L + 10, dtype=np.uint8)
     read = ps.extrapolation(_model("learned"), val, L, (1, 2), n_windows=2)
-    assert read["loss_beyond_L"] == {"2": ps.UNAVAILABLE}
-    assert "learned table" in read["errors"]["2"]
-    assert read["loss_at_L"] is not None and read["sliding"]["2"] is not None
+    assert read.loss_beyond_L == {"2": ps.UNAVAILABLE}
+    assert "learned table" in read.errors["2"]
+    assert read.loss_at_L is not None and read.sliding["2"] is not None
+    assert read.per_position["1"] is not None and read.per_position["2"] is None
     large = ps.extrapolation(_model(ps.schemes("tiny")[2]), val, L, (2,), n_windows=2)
-    assert isinstance(large["loss_beyond_L"]["2"], float)
+    assert isinstance(large.loss_beyond_L["2"], float) and large.errors == {}
     far = ps.finite_far_out(_model("learned"))
     assert far["float32"] is None and "exceeds learned table" in far["error"]
 
@@ -71,15 +76,15 @@ def test_loss_beyond_picks_exactly_the_positions_at_or_past_L():
     # Through the evaluation: the reported number is the mean of the curve's entries >= L.
     model = _model("alibi")
     val = np.random.default_rng(0).integers(0, 256, 5000).astype(np.uint8)
-    L = ps.SIZES["tiny"]["L"]
+    L = ps.SIZES["tiny"].L
     read = ps.extrapolation(model, val, L, (2,), n_windows=2, sliding=False)
-    curve = read["per_position"]["2"]
-    assert len(curve) == 2 * L
-    assert read["loss_beyond_L"]["2"] == pytest.approx(float(np.mean(curve[L:])), rel=1e-12)
+    curve = read.per_position["2"]
+    assert len(curve) == 2 * L and read.sliding == {}
+    assert read.loss_beyond_L["2"] == pytest.approx(float(np.mean(curve[L:])), rel=1e-12)
 
 
 def test_sliding_windows_score_every_token_once_below_the_window():
-    L = ps.SIZES["tiny"]["L"]
+    L = ps.SIZES["tiny"].L
     model = _model("learned")  # any position >= L would raise
     rows = torch.randint(0, 256, (3, 4 * L + 1), generator=torch.Generator().manual_seed(2))
     curve = ps.sliding_window_loss(model, rows, L, L // 2)
@@ -121,8 +126,9 @@ def test_yarn_betas_keep_the_paper_split_of_the_spectrum():
 def test_tiny_suite_end_to_end(tmp_path):
     suite = get_suite("position")
     assert suite is ps.SUITE
-    summary = run_suite(suite, "tiny", out_dir=tmp_path, progress=False)
-    L, mults = ps.SIZES["tiny"]["L"], ps.SIZES["tiny"]["mults"]
+    options = RunOptions.for_suite(suite, "tiny", 1)
+    summary = run_suite(suite, options, tmp_path, progress=False)
+    L, mults = ps.SIZES["tiny"].L, ps.SIZES["tiny"].mults
     first = summary.tables[0]
     assert first.title == f"Loss (nats/token) on positions ≥ L, trained at L={L}"
     assert first.columns == ["arm", "1× (all positions)", "2× (p ≥ L)", "4× (p ≥ L)",
@@ -153,7 +159,7 @@ def test_tiny_suite_end_to_end(tmp_path):
     # the timed cost run with parameters from blocklab.budget and kernels per scheme.
     assert set(data.order) == set(ps.arms("tiny"))
     probe = data.order["none"]
-    assert probe.prefix_len == ps.SIZES["tiny"]["order"]["prefix_len"] and probe.tv.n == 1
+    assert probe.prefix_len == ps.SIZES["tiny"].order.prefix_len and probe.tv.n == 1
     assert 0 <= probe.tv.mean <= 1 and probe.kl.mean >= 0
     run = data.train["none"][0]
     assert probe.loss_minus_unigram.mean == pytest.approx(run.val_loss - run.unigram_entropy)
@@ -175,8 +181,8 @@ def test_tiny_suite_end_to_end(tmp_path):
     assert any("(C29)" in t for t in titles) and any("(C31)" in t for t in titles)
     # tiny and quick do not tune (each graded part compares an arm with itself): every arm at
     # the grid's middle lr, said in a note
-    assert data.lr_tuning == [] and ps.tune("tiny") == ps.tune("quick") == []
-    middle = ps.SIZES["tiny"]["train"]["lr_grid"].base[1]
+    assert data.lr_tuning == [] and ps.tune(options) == ps.tune(RunOptions("quick")) == []
+    middle = ps.SIZES["tiny"].train.lr_grid.base[1]
     assert any(n.startswith(f"Every arm trains at peak lr {middle:g}") for n in summary.notes)
 
 
@@ -186,12 +192,13 @@ def test_full_tunes_every_arm_and_trains_each_at_its_own_lr(tmp_path, monkeypatc
     evaluation, and each arm's evaluation runs at it."""
     from blocklab.experiments.suites.tuning import LrGrid
 
-    assert ps.SIZES["full"]["train"]["tuning_seeds"] == 2
-    assert len(ps.SIZES["full"]["train"]["lr_grid"].base) == 5
+    assert ps.SIZES["full"].train.tuning_seeds == 2
+    assert len(ps.SIZES["full"].train.lr_grid.base) == 5
     tiny = ps.SIZES["tiny"]
-    monkeypatch.setitem(ps.SIZES, "tiny", {**tiny, "train": {
-        **tiny["train"], "tuning_seeds": 1, "lr_grid": LrGrid((1e-3, 3e-3, 1e-2), 3.0, 1)}})
-    summary = run_suite(get_suite("position"), "tiny", out_dir=tmp_path, progress=False)
+    monkeypatch.setitem(ps.SIZES, "tiny", dataclasses.replace(tiny, train=dataclasses.replace(
+        tiny.train, tuning_seeds=1, lr_grid=LrGrid((1e-3, 3e-3, 1e-2), 3.0, 1))))
+    suite = get_suite("position")
+    summary = run_suite(suite, RunOptions.for_suite(suite, "tiny", 1), tmp_path, progress=False)
     data = summary.data
     assert [t.arm for t in data.lr_tuning] == list(ps.arms("tiny"))
     assert all(t.extended == 1 and not t.interior for t in data.lr_tuning)
@@ -206,10 +213,10 @@ def test_full_tunes_every_arm_and_trains_each_at_its_own_lr(tmp_path, monkeypatc
 
 def test_quick_reads_to_16x_and_fine_tunes_ntk_and_yarn():
     quick = ps.SIZES["quick"]
-    assert quick["mults"] == (1, 2, 4, 8, 16)
-    assert quick["finetune"]["kinds"] == (None, "ntk", "yarn")
+    assert quick.mults == (1, 2, 4, 8, 16)
+    assert quick.finetune is not None and quick.finetune.kinds == (None, "ntk", "yarn")
     assert "learned-16L" in ps.arms("quick")
-    cost = [s for s in ps.plan("quick", range(1), []) if s.arm == "cost"]
+    cost = [s for s in ps.plan(RunOptions("quick", range(1)), []) if s.arm == "cost"]
     assert len(cost) == 1 and cost[0].timed
 
 
@@ -220,21 +227,39 @@ def test_full_only_runs_summarise_from_their_runs(monkeypatch):
     from blocklab.experiments.suites.base import RunSpec
 
     assert set(ps.REPORTED_ONLY) <= set(ps.arms("full")) == set(ps.schemes("full"))
-    full = ps.plan("full", range(1), [])
+    full = ps.plan(RunOptions("full", range(1)), [])
     assert {s.arm for s in full} >= {*ps.schemes("full"), "relative_error", "cost"}
     assert {s.arm for s in full if s.payload["kind"] == "passkey"} == {
         f"passkey:{a}" for a in ps.schemes("full")}
-    monkeypatch.setitem(ps.SIZES, "tiny", {**ps.SIZES["tiny"], "passkey": {
-        "steps": 3, "batch_size": 2, "lr": 3e-3, "n": 2, "depths": (0.1, 0.9)}})
+    monkeypatch.setitem(ps.SIZES, "tiny", dataclasses.replace(
+        ps.SIZES["tiny"], passkey=ps.PasskeySetting(steps=3, batch_size=2, lr=3e-3, n=2,
+                                                    depths=(0.1, 0.9))))
+    options = RunOptions("tiny", range(1))
 
     def spec(label, arm):
-        return RunSpec(label, arm, 0, {}, lambda progress: {})
+        return RunSpec(label, arm, 0, {}, lambda progress: RunResult("ok"))
 
-    results = [(spec("learned seed 0", "learned"), ps._train_and_read("tiny", "learned", 0, False)),
+    results = [(spec("learned seed 0", "learned"),
+                ps._train_and_read(options, "learned", 0, False)),
                (spec("passkey learned seed 0", "passkey:learned"),
-                ps._passkey_run("tiny", "learned", 0, False)),
+                ps._passkey_run(options, "learned", 0, False)),
                (spec("rope relative-position error", "relative_error"), ps._relative_error_run())]
-    summary = ps.summarise("tiny", range(1), results)
+    # Each run returns a RunResult that stores as before: a training run wraps the trainer's.
+    trained, passkey, relative = (result for _, result in results)
+    assert trained.status == "ok" and trained.extra["kind"] == "train"
+    assert RunResult.from_dict(trained.extra["train"]).final.val_loss is not None
+    assert set(trained.extra) == {"kind", "arm", "seed", "L", "train", "eval", "finite", "order"}
+    assert passkey.extra["accuracy"]["learned"]["2"] == {"0.1": ps.UNAVAILABLE,
+                                                        "0.9": ps.UNAVAILABLE}
+    assert relative.extra["shifts"] == list(ps.RELATIVE_ERROR_SHIFTS)
+    for _, result in results:
+        assert RunResult.from_dict(result.to_dict()) == result and result.wall_time_s > 0
+    runs = ps.decode_runs(results)
+    assert [r.arm for r in runs.arms] == ["learned"] and runs.cost is None
+    assert runs.arms[0].finite.error and runs.passkey[0].final_train_loss is not None
+    with pytest.raises(ResultsError, match=r"unknown \['evals'\]"):  # decoded, not guessed
+        ps.decode_runs([(results[0][0], RunResult("ok", extra={**trained.extra, "evals": {}}))])
+    summary = ps.summarise(options, results)
     learned = summary.data.arms["learned"]
     assert learned.loss_beyond_L["2"] == ps.UNAVAILABLE
     assert learned.passkey.by_length["2"] == ps.UNAVAILABLE
@@ -245,3 +270,27 @@ def test_full_only_runs_summarise_from_their_runs(monkeypatch):
     note = next(n for n in summary.notes if n.startswith("Run at --size full only"))
     assert "the sinusoidal arm (" in note and "the learned" not in note  # read: not named
     assert "relative-position error" not in note
+
+
+def test_run_ids_are_pinned_and_options_reach_every_train_config():
+    """The sizes' settings are hashed into the run ids (a change re-plans the runs): ids made
+    before `SIZES` held dataclasses stay the same, and the backend, which changes speed only,
+    leaves them alone. Precision and backend reach the TrainConfig every model is built with."""
+    def ids(options):
+        return {s.label: s.run_id for s in ps.plan(options, [])}
+
+    quick = ids(RunOptions("quick", range(2, 3)))
+    assert quick["none seed 2"] == "4cba8fa8c94c"
+    assert quick["position cost (timed)"] == "a16e64df5ec6"
+    full = ids(RunOptions("full", range(2, 3), precision="bf16"))
+    assert full["passkey none seed 2"] == "b8e164f9ce1b" and full["none seed 2"] == "2da9c97d4113"
+    assert ids(RunOptions("full", range(2, 3), "bf16", backend="reference")) == full
+    (size_config,) = {json.dumps(s.payload["size_config"], sort_keys=True)
+                      for s in ps.plan(RunOptions("quick", range(2)), [])
+                      if s.payload["kind"] == "train"}
+    assert json.loads(size_config)["train"]["lr_grid"] == {"base": [1e-3, 3e-3, 1e-2],
+                                                           "factor": 3.0, "max_extensions": 3}
+    tc = ps.train_config(RunOptions("tiny", precision="bf16", backend="reference"), 0, lr=0.5)
+    assert (tc.precision, tc.backend, tc.lr, tc.seq_len) == ("bf16", "reference", 0.5, 128)
+    plain = ps.train_config("tiny", 3)  # a size alone: float32, the default backend
+    assert (plain.precision, plain.backend, plain.seed, plain.lr) == ("fp32", "fast", 3, 3e-3)
