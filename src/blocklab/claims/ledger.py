@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import traceback
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, is_dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,14 +27,12 @@ from blocklab.claims.rules import (
 )
 from blocklab.claims.text import CLAIM_TEXT, ERROR, VERDICTS, claim_sources
 from blocklab.errors import InputError
+from blocklab.experiments.options import SIZES, check_seed_offset, suite_command
 from blocklab.experiments.summaries import (
-    SIZES,
     Interval,
     Summary,
-    check_seed_offset,
     incomplete,
     load_summary,
-    suite_command,
 )
 
 
@@ -367,6 +365,11 @@ def _plain(value: Any) -> Any:
 
 
 def _default(obj: Any) -> Any:
+    # A dataclass row of evidence becomes the dict of its fields, in field order: the dict a
+    # check would have written by hand. Not `json_safe`, which writes a non-finite number as
+    # null, while the ledger keeps it (C10's float16 overflow is Infinity).
+    if is_dataclass(obj) and not isinstance(obj, type):
+        return asdict(obj)
     if hasattr(obj, "tolist"):
         return obj.tolist()
     if hasattr(obj, "item"):

@@ -696,7 +696,8 @@ def c31(ctx: Context) -> Finding:
     kernel = ", ".join(k.removeprefix("aten::") for k in rope.kernels_train) or "none recorded"
     masks = ", ".join(rope.masks_train) or "none recorded"
     alibi_masks = ", ".join(alibi.masks_train) if alibi is not None else "not run"
-    d_model = POSITION_SIZES.get(summary.size, {}).get("model", {}).get("d_model")
+    planned = POSITION_SIZES.get(summary.size)
+    d_model = planned.model.d_model if planned is not None else None
     timing_en, timing_zh = _timings_text(cost, d_model)
     held = {p.name: p.verdict for p in parts}
     evidence = {

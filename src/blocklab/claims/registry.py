@@ -27,10 +27,10 @@ from dataclasses import dataclass
 
 from blocklab.claims.rules import Rule
 from blocklab.errors import InputError, ResultsError
+from blocklab.experiments.options import SIZES
 from blocklab.experiments.suites import ffn as ffn_suite
 from blocklab.experiments.suites import norm_cost as norm_cost_suite
 from blocklab.experiments.suites import position as position_suite
-from blocklab.experiments.suites.base import SIZES
 
 # --- C12: uneven gradient across one pre-norm stack ---------------------------------------------
 # The claim is about a block with a local identity term, so only the pre-norm stack
@@ -270,7 +270,7 @@ def c21_fair_arms(size: str) -> tuple[str, str]:
 def c21_plan(size: str) -> list[BandPart]:
     """C21's statements at the multiples the position suite reads at `size`; "8× with
     scaling" is each training-free RoPE scaling by name (no selection of the best)."""
-    mults = {str(m) for m in position_suite.SIZES[size]["mults"]}
+    mults = {str(m) for m in position_suite.SIZES[size].mults}
     learned, sinusoidal = c21_fair_arms(size)
     scalings = [f"rope+{k}" for k in ("ntk", "yarn") if k in position_suite.SCALINGS]
     wanted = [
@@ -294,18 +294,18 @@ def c30_plan(size: str) -> dict[str, list[BandPart]]:
     scaling), at the multiples of C30_MULTS the suite reads at `size` (the warning's past 8×
     only), for the training-free scalings and the fine-tuned arms the suite plans."""
     plan = position_suite.SIZES[size]
-    mults = [m for m in C30_MULTS if int(m) in plan["mults"]]
+    mults = [m for m in C30_MULTS if int(m) in plan.mults]
     past = [m for m in mults if int(m) > 8]
-    ft = plan["finetune"]
+    ft = plan.finetune
     scaled: list[tuple[str, str]] = []  # (how it is named, arm) of each scaled arm
     for kind in ("ntk", "yarn"):
         scaled.append((f"RoPE + {kind} (training-free)", f"rope+{kind}"))
-        if ft and kind in ft["kinds"]:
-            scaled.append((f"RoPE + {kind} after a {ft['steps']}-step fine-tune",
-                           f"rope+{kind}+ft{ft['factor']}x"))
+        if ft and kind in ft.kinds:
+            scaled.append((f"RoPE + {kind} after a {ft.steps}-step fine-tune",
+                           f"rope+{kind}+ft{ft.factor}x"))
     plain = [("plain RoPE", "rope")]
-    if ft and None in ft["kinds"]:
-        plain.append(("RoPE fine-tuned without scaling", f"rope+ft{ft['factor']}x"))
+    if ft and None in ft.kinds:
+        plain.append(("RoPE fine-tuned without scaling", f"rope+ft{ft.factor}x"))
     return {
         "scaled": [BandPart(f"{label} works at {m}×", arm, m, "works")
                    for label, arm in scaled for m in mults],

@@ -12,14 +12,12 @@ in one place. This module needs no PyTorch.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from blocklab.errors import InputError
-
-if TYPE_CHECKING:
-    from blocklab.experiments.suites.base import Suite
 
 SIZES = ("tiny", "quick", "full")
 PRECISIONS = ("fp32", "bf16")
@@ -67,6 +65,14 @@ def suite_command(suite: str, size: str, out_dir: str | Path, seed_offset: int =
     return f"blocklab suite {suite} --size {size}{offset}{bf16} --results {out_dir}"
 
 
+class SuiteTraits(Protocol):
+    """What options need of a suite (`blocklab.experiments.suites.base.Suite` is one)."""
+
+    name: str
+    precisions: tuple[str, ...]
+    default_seeds: Mapping[str, int]
+
+
 @dataclass(frozen=True)
 class RunOptions:
     """What every run of one invocation shares: the suite `size`, the evaluation `seeds` (a
@@ -95,7 +101,7 @@ class RunOptions:
                              f"{list(BACKENDS)}")
 
     @classmethod
-    def for_suite(cls, suite: Suite, size: str = "quick", seeds: int | None = None, *,
+    def for_suite(cls, suite: SuiteTraits, size: str = "quick", seeds: int | None = None, *,
                   seed_offset: int = 0, precision: str = "fp32",
                   backend: str = "fast") -> RunOptions:
         """The options of `suite` at `size`: its default number of seeds for None, from

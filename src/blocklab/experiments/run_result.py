@@ -177,9 +177,12 @@ class RunResult:
         if not isinstance(data, dict) or not isinstance(data.get("status"), str):
             raise ResultsError(f"{where}: a run result is an object with a 'status'")
         known = {f.name for f in dataclasses.fields(cls)} - {"extra", "curves", "final", "run"}
-        kwargs: dict[str, Any] = {k: v for k, v in data.items() if k in known}
+        # A suite's own key that shares a field's name but not its type (a timing run's
+        # per-arm "ms_per_step") stays the suite's, in `extra`.
+        fits = {k: v for k, v in data.items() if k in known and _fits(k, v)}
+        kwargs: dict[str, Any] = dict(fits)
         extra = {k: v for k, v in data.items()
-                 if k not in known and k not in ("curves", "final", "run")}
+                 if k not in fits and k not in ("curves", "final", "run")}
         if isinstance(data.get("final"), dict):
             kwargs["final"] = _build(FinalMetrics, data["final"], f"{where}.final")
         elif "final" in data:
@@ -197,6 +200,20 @@ class RunResult:
         if isinstance(data.get("run"), dict):
             kwargs["run"] = _build(RunLabel, data["run"], f"{where}.run")
         return cls(**kwargs, extra=extra)
+
+
+# What a field's stored value must be (besides null) to be read as that field.
+_FIELD_TYPES: dict[str, type | tuple[type, ...]] = {
+    "status": str, "reason": str, "run_id": str, "model_config": dict, "train_config": dict,
+    "data": dict, "environment": dict, "steps_done": int, "wall_time_s": (int, float),
+    "train_time_s": (int, float), "compile_s": (int, float), "final_eval_s": (int, float),
+    "backends": dict, "ms_per_step": (int, float), "tokens_per_s": (int, float),
+    "provenance": dict, "machine_load": dict}
+
+
+def _fits(name: str, value: Any) -> bool:
+    return value is None or (isinstance(value, _FIELD_TYPES[name])
+                             and not isinstance(value, bool))
 
 
 def _build(kind: type, data: dict[str, Any], where: str) -> Any:

@@ -24,6 +24,10 @@ from typing import Any, Union
 
 from blocklab.errors import InputError, ResultsError
 
+# The sizes a suite runs at and the precisions it may train in (each suite lists its own in
+# `Suite.precisions`), the only folders a summary is stored under, are the run options'.
+from blocklab.experiments.options import PRECISIONS, SIZES, size_folder, suite_command
+
 # The layout of summary.json; readers refuse any other (3: typed data, one dataclass per suite;
 # 4: the first seed recorded; 6: placement's deep grid for C36; 7: position's order probe,
 # cost run and fine-tune settings for C29–C31; 8: quantize's bounds from measured time shares,
@@ -847,14 +851,6 @@ def summary_from_dict(doc: Any, where: str = "summary", data_type: type | None =
                                                     f"{where}.data"))
 
 
-# The sizes a suite runs at and the precisions it may train in (each suite lists its own in
-# `Suite.precisions`), the only folders a summary is stored under, are the run options'.
-from blocklab.experiments.options import (  # noqa: E402 - beside the words that use them
-    PRECISIONS,
-    SIZES,
-    size_folder,
-    suite_command,
-)
 
 # Said once wherever tiny results are shown (a suite's printed summary, the claims ledger, the
 # report): tiny trains a few steps, so its tables are mostly "—" and grade nothing.

@@ -1,0 +1,62 @@
+"""`blocklab report --precision bf16` reads the suites trained in bf16 (a float32-only suite at
+fp32, as the ledger reads it) and every command it shows carries the flag."""
+
+import json
+
+import pytest
+
+from blocklab.cli import main
+from blocklab.experiments.options import RunOptions
+from blocklab.experiments.suites import get_suite, run_suite
+
+
+@pytest.fixture(scope="module")
+def bf16_ffn(tmp_path_factory):
+    """A results folder whose only ffn results sit where bf16 ones are kept (float32 runs moved
+    there: this CPU emulates bfloat16, and the reader only looks at the folder)."""
+    root = tmp_path_factory.mktemp("precision")
+    ffn = get_suite("ffn")
+    run_suite(ffn, RunOptions.for_suite(ffn, "tiny"), root / "runs", progress=False)
+    (root / "runs" / "ffn" / "tiny").rename(root / "runs" / "ffn" / "tiny+bf16")
+    return root
+
+
+def _report(root, *flags):
+    out = root / ("report" + "".join(flags).replace("-", ""))
+    code = main(["report", "--tiny", "--no-run", "--results", str(root / "runs"), "--out",
+                 str(out), "--lang", "en", *flags])
+    return code, json.loads((out / "report.json").read_text())
+
+
+def test_report_reads_bf16_suites_and_says_so(bf16_ffn):
+    _, doc = _report(bf16_ffn, "--precision", "bf16")
+    gen = doc["generated"]
+    assert gen["precision"] == "bf16" and "--precision bf16" in gen["command"]
+    ffn = doc["suites"]["ffn"]
+    assert ffn["summary"] is not None and ffn["error"] is None
+    assert ffn["runs"]  # the curves are read from the bf16 folder too
+    assert ffn["command"].endswith("--precision bf16 --results " + str(bf16_ffn / "runs"))
+    # norm-cost measures float32 kernels only: its command (and folder) stay fp32
+    assert "--precision" not in doc["suites"]["norm-cost"]["command"]
+    c16 = next(row for row in doc["ledger"] if row["id"] == "C16")
+    assert "--precision bf16" in c16["command"]
+
+
+def test_a_float32_report_does_not_read_bf16_results(bf16_ffn):
+    _, doc = _report(bf16_ffn)
+    assert doc["generated"]["precision"] == "fp32"
+    assert doc["suites"]["ffn"]["summary"] is None
+    assert "--precision" not in doc["suites"]["ffn"]["command"]
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--precision", "fp16"], "--precision 'fp16' is not allowed; expected one of "
+                              "['fp32', 'bf16']"),
+    (["--precision", "bf16", "--budget", "5"], "--budget adds seeds to the float32 runs"),
+])
+def test_bad_precision_flags_exit_2_in_one_line(tmp_path, capsys, flags, message):
+    code = main(["report", "--tiny", "--results", str(tmp_path / "runs"), "--out",
+                 str(tmp_path / "out"), *flags])
+    err = capsys.readouterr()
+    assert code == 2 and message in " ".join((err.out + err.err).split())
+    assert "Traceback" not in err.err and not (tmp_path / "runs").exists()
