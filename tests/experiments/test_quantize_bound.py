@@ -8,22 +8,28 @@ or S = the weight bytes ratio (decode), S is not an upper bound of the layers' s
 result is an estimate.
 """
 
+import dataclasses
 import math
 
 import pytest
 import torch
 
 from blocklab.config import ModelConfig
-from blocklab.errors import InputError
+from blocklab.errors import InputError, ResultsError
 from blocklab.experiments.quantize import (
     FreeLinear,
     amdahl,
     amdahl_parts,
+    measure_schemes,
     part_bytes_ratio,
-    time_schemes,
     without_part,
 )
-from blocklab.experiments.suites.quantize import timing_rows
+from blocklab.experiments.suites.quantize import (
+    SchemeTimes,
+    scheme_rows,
+    scheme_times,
+    timing_rows,
+)
 
 # Measured speed-ups may exceed the measured bound by this factor before the test fails: on a
 # shared 2-core machine a millisecond-long prefill moves by tens of percent between calls.
@@ -48,25 +54,28 @@ def _cfg():
                        ffn="swiglu", max_seq_len=16)
 
 
-def _result(free=True):
+def _times(free=True):
     """Timings in seconds chosen by hand (two repeats, T = 8)."""
-    doc = {"model": _cfg().to_dict(), "spec": {"seq_lens": [8], "compile": False},
-           "prefill_s": {"none": {"8": [10.0, 12.0]}, "ffn/dynamic": {"8": [8.0, 9.6]},
-                         "all/dynamic": {"8": [7.0, 8.4]}},
-           "decode_s": {"none": [1.0, 1.0], "ffn/dynamic": [0.8, 0.8], "all/dynamic": [0.9, 0.9]},
-           "gemm_s": {"none/ffn": {"8": [2.0]}, "ffn/dynamic": {"8": [1.0]},
-                      "none/attention": {"8": [1.0]}, "attention/dynamic": {"8": [0.5]}},
-           "logits_error": {}, "compile_s": {}}
-    if free:
+    return SchemeTimes(
+        prefill_s={"none": {"8": [10.0, 12.0]}, "ffn/dynamic": {"8": [8.0, 9.6]},
+                   "all/dynamic": {"8": [7.0, 8.4]}},
+        decode_s={"none": [1.0, 1.0], "ffn/dynamic": [0.8, 0.8], "all/dynamic": [0.9, 0.9]},
         # ffn free: 10 → 6 (f = 0.4); attention free: 10 → 8 (f = 0.2); both: 10 → 4 (f = 0.6)
-        doc["free_prefill_s"] = {"ffn": {"8": [6.0, 7.2]}, "attention": {"8": [8.0, 9.6]},
-                                 "all": {"8": [4.0, 4.8]}}
-        doc["free_decode_s"] = {"ffn": [0.5, 0.5], "attention": [0.9, 0.9], "all": [0.4, 0.4]}
-    return doc
+        free_prefill_s={"ffn": {"8": [6.0, 7.2]}, "attention": {"8": [8.0, 9.6]},
+                        "all": {"8": [4.0, 4.8]}} if free else None,
+        free_decode_s={"ffn": [0.5, 0.5], "attention": [0.9, 0.9],
+                       "all": [0.4, 0.4]} if free else None,
+        gemm_s={"none/ffn": {"8": [2.0]}, "ffn/dynamic": {"8": [1.0]},
+                "none/attention": {"8": [1.0]}, "attention/dynamic": {"8": [0.5]}},
+        logits_error={}, compile_s={}, threads=1)
+
+
+def _rows(times):
+    return scheme_rows(_cfg(), [8], False, times)
 
 
 def test_bound_and_estimate_from_timings_by_hand():
-    rows = {r.scheme: r for r in timing_rows(_result())}
+    rows = {r.scheme: r for r in _rows(_times())}
     ffn = rows["ffn/dynamic"]
     assert ffn.time_share["8"] == pytest.approx(0.4)
     assert ffn.prefill_bound["8"] == pytest.approx(1 / (1 - 0.4))  # 10/6
@@ -89,13 +98,26 @@ def test_bound_and_estimate_from_timings_by_hand():
 
 
 def test_noise_below_one_keeps_the_estimate_under_the_bound_and_old_results_have_none():
-    doc = _result()
-    doc["free_prefill_s"]["ffn"]["8"] = [11.0, 13.2]  # the free model a little slower: noise
-    ffn = next(r for r in timing_rows(doc) if r.scheme == "ffn/dynamic")
+    times = _times()
+    times.free_prefill_s["ffn"]["8"] = [11.0, 13.2]  # the free model a little slower: noise
+    ffn = next(r for r in _rows(times) if r.scheme == "ffn/dynamic")
     assert ffn.time_share["8"] == 0.0
     assert ffn.prefill_bound["8"] == 1.0 and ffn.prefill_estimate["8"] == 1.0
-    old = next(r for r in timing_rows(_result(free=False)) if r.scheme == "ffn/dynamic")
+    old = next(r for r in _rows(_times(free=False)) if r.scheme == "ffn/dynamic")
     assert old.prefill_bound == {"8": None} and old.decode_estimate is None
+
+
+def test_the_json_form_reads_back_as_the_same_timings():
+    """`blocklab quantize` builds its document from `time_schemes`' JSON form; a record made
+    before the free-layers timings lacks their keys; a wrong value is named."""
+    doc = dataclasses.asdict(_times())
+    assert scheme_times(doc) == _times()
+    spec = {"seq_lens": [8], "compile": False}
+    assert timing_rows({"model": _cfg().to_dict(), "spec": spec, **doc}) == _rows(_times())
+    old = {k: v for k, v in doc.items() if not k.startswith("free_")}
+    assert scheme_times(old) == _times(free=False)
+    with pytest.raises(ResultsError, match=r"decode_s\.none"):
+        scheme_times({**doc, "decode_s": {"none": "fast"}})
 
 
 def test_without_part_frees_only_that_part():
@@ -121,12 +143,12 @@ def test_measured_speedups_respect_the_bound(d_model, seq_len):
     construction, never above the bound."""
     cfg = ModelConfig(vocab_size=256, d_model=d_model, n_layers=1, n_heads=d_model // 32,
                       ffn="swiglu", max_seq_len=seq_len + 8)
-    raw = time_schemes(cfg, seq_lens=[seq_len], repeats=5, threads=1)
+    measured = measure_schemes(cfg, seq_lens=[seq_len], repeats=5, threads=1)
     t = str(seq_len)
-    fastest = {name: min(times[t]) for name, times in raw["prefill_s"].items()}
-    free = {part: min(times[t]) for part, times in raw["free_prefill_s"].items()}
-    fastest_decode = {name: min(times) for name, times in raw["decode_s"].items()}
-    free_decode = {part: min(times) for part, times in raw["free_decode_s"].items()}
+    fastest = {name: min(times[t]) for name, times in measured.prefill_s.items()}
+    free = {part: min(times[t]) for part, times in measured.free_prefill_s.items()}
+    fastest_decode = {name: min(times) for name, times in measured.decode_s.items()}
+    free_decode = {part: min(times) for part, times in measured.free_decode_s.items()}
     for name in fastest:
         if name == "none":
             continue
@@ -136,8 +158,7 @@ def test_measured_speedups_respect_the_bound(d_model, seq_len):
         speedup = fastest_decode["none"] / fastest_decode[name]
         bound = fastest_decode["none"] / free_decode[part]
         assert speedup <= TOLERANCE * bound, (name, "decode", speedup, bound)
-    rows = timing_rows({"model": cfg.to_dict(), "spec": {"seq_lens": [seq_len],
-                                                         "compile": False}, **raw})
+    rows = scheme_rows(cfg, [seq_len], False, measured)
     for row in rows:
         assert row.prefill_estimate[t] <= row.prefill_bound[t] and row.prefill_bound[t] >= 1.0
         assert row.decode_estimate <= row.decode_bound and row.decode_bound >= 1.0

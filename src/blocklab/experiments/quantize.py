@@ -38,6 +38,7 @@ same ratio for the free-layers model, per repeat, so the two share their float t
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 import statistics
 import time
@@ -53,6 +54,7 @@ from blocklab.budget.memory import decode_weight_params_read, kv_cache_bytes
 from blocklab.config import ModelConfig
 from blocklab.errors import InputError
 from blocklab.experiments.suites.base import torch_threads
+from blocklab.experiments.suites.quantize import SchemeLoss, SchemeTimes, SwigluError
 from blocklab.nn.attention import KVCache
 from blocklab.nn.quantize import (
     MODES,
@@ -85,24 +87,23 @@ def scaled_config(cfg: ModelConfig, *, n_layers: int | None = None,
                                   or value < 1):
             raise InputError(f"--{name.replace('_', '-')} {value!r} is not allowed; expected a "
                              "positive integer")
-    changes: dict[str, Any] = {"vocab_size": TIMING_VOCAB, "max_seq_len": max_seq_len,
-                               "sliding_window": None, "tie_embeddings": False, "name": ""}
-    if n_layers is not None:
-        changes["n_layers"] = min(n_layers, cfg.n_layers)
-    if d_model is not None and d_model != cfg.d_model:
-        hd = cfg.head_dim
-        if d_model % hd:
-            raise InputError(f"--d-model {d_model} is not allowed for this model; expected a "
-                             f"multiple of its head_dim {hd}")
-        heads = d_model // hd
-        group = cfg.n_heads // cfg.n_kv_heads
-        kv = max(1, heads // group)
-        while heads % kv:
-            kv -= 1
-        d_ff = max(64, round(cfg.d_ff * d_model / cfg.d_model / 64) * 64)
-        changes.update(d_model=d_model, n_heads=heads, n_kv_heads=kv, head_dim=hd, d_ff=d_ff,
+    if d_model is not None and d_model != cfg.d_model and d_model % cfg.head_dim:
+        raise InputError(f"--d-model {d_model} is not allowed for this model; expected a "
+                         f"multiple of its head_dim {cfg.head_dim}")
+    cut = cfg.replace(vocab_size=TIMING_VOCAB, max_seq_len=max_seq_len, sliding_window=None,
+                      tie_embeddings=False, name="",
+                      n_layers=cfg.n_layers if n_layers is None else min(n_layers, cfg.n_layers))
+    if d_model is None or d_model == cfg.d_model:
+        return cut
+    hd = cfg.head_dim
+    heads = d_model // hd
+    group = cfg.n_heads // cfg.n_kv_heads
+    kv = max(1, heads // group)
+    while heads % kv:
+        kv -= 1
+    d_ff = max(64, round(cfg.d_ff * d_model / cfg.d_model / 64) * 64)
+    return cut.replace(d_model=d_model, n_heads=heads, n_kv_heads=kv, head_dim=hd, d_ff=d_ff,
                        ffn_multiple_of=1, ffn_dim_multiplier=None)
-    return cfg.replace(**changes)
 
 
 def checkpoint_files(path: Path) -> list[Path]:
@@ -211,7 +212,7 @@ def _rows(cfg: ModelConfig, name: str) -> int:
 # --- memory, before anything is built ---
 def timing_bytes(cfg: ModelConfig, seq_lens: Sequence[int], decode_steps: int = 4,
                  schemes: Sequence[tuple[str, str]] | None = None) -> dict[str, int]:
-    """A lower estimate of what `time_schemes` holds at its peak, from `blocklab.budget`:
+    """A lower estimate of what `measure_schemes` holds at its peak, from `blocklab.budget`:
     {"weights": the float model, every scheme's copy (its part's weights at 1 byte plus a
     4-byte scale per row, the rest at 4), one copy per part without that part's layers, and one
     float copy while it is quantized; "activations": the longest prefill's float32 KV cache,
@@ -331,43 +332,42 @@ def _linears(model: nn.Module, part: str, layer: int = 0) -> list[nn.Linear]:
             and name.startswith(f"layers.{layer}.") and part_of(name) == part]
 
 
-@torch.no_grad()
-def time_schemes(cfg: ModelConfig, *, seq_lens: Sequence[int], decode_steps: int = 4,
-                 repeats: int = 3, warmup: int = 1,
-                 schemes: Sequence[tuple[str, str]] = SCHEMES, compile: bool = False,
-                 threads: int | None = None, seed: int = 0, model: nn.Module | None = None,
-                 min_call_s: float = 0.02,
-                 progress: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Prefill and decode seconds of every scheme, and of the float model with each part's
-    linear layers free (`without_part`), per repeat, and the relative logits error. Decode steps
-    continue the prefill of seq_lens[0] tokens (its KV cache). `model`: the float32 DecoderLM of
-    `cfg` to quantize (a checkpoint's); None builds one with random weights (seeded). A prefill
-    shorter than `min_call_s` (the float model's, at warm-up) is timed as the fastest of as many
-    calls (at most 10) as fill `min_call_s`: noise only adds time, and a single call of a
-    millisecond is mostly noise on a shared machine.
+def time_schemes(cfg: ModelConfig, **options: Any) -> dict[str, Any]:
+    """`measure_schemes(cfg, **options)` in its JSON form (`SchemeTimes`' fields as keys), as
+    the `blocklab quantize` command spreads it into its document; a caller that reads the
+    timings calls `measure_schemes`."""
+    return dataclasses.asdict(measure_schemes(cfg, **options))
 
-    Returns {"prefill_s": {scheme: {T: [s per repeat]}}, "decode_s": {scheme: [s per repeat]},
-    "free_prefill_s": {part: {T: [s per repeat]}}, "free_decode_s": {part: [s per repeat]}
-    (parts of FREE_PARTS, timed in the same rotation as the schemes), "gemm_s": {scheme: {T:
-    [s per repeat]}} (the quantized part's own linear layers of layer 0 at [T, d]; "ffn" and
-    "attention" parts only, with "none/<part>" their float baseline), "logits_error": {scheme:
-    ‖ŷ − y‖ / ‖y‖ on the first prefill}, "compile_s": {scheme or "free/<part>": s}}.
+
+@torch.no_grad()
+def measure_schemes(cfg: ModelConfig, *, seq_lens: Sequence[int], decode_steps: int = 4,
+                    repeats: int = 3, warmup: int = 1,
+                    schemes: Sequence[tuple[str, str]] = SCHEMES, compile: bool = False,
+                    threads: int | None = None, seed: int = 0, model: nn.Module | None = None,
+                    min_call_s: float = 0.02,
+                    progress: Callable[[str], None] | None = None) -> SchemeTimes:
+    """Prefill and decode seconds of every scheme, and of the float model with each part's
+    linear layers free (`without_part`), per repeat, and the relative logits error
+    (`SchemeTimes`). Decode steps continue the prefill of seq_lens[0] tokens (its KV cache).
+    `model`: the float32 DecoderLM of `cfg` to quantize (a checkpoint's); None builds one with
+    random weights (seeded). A prefill shorter than `min_call_s` (the float model's, at
+    warm-up) is timed as the fastest of as many calls (at most 10) as fill `min_call_s`: noise
+    only adds time, and a single call of a millisecond is mostly noise on a shared machine.
     """
     if schemes[0] != ("none", "none"):
         raise InputError("the first scheme must be ('none', 'none'): speed-ups are against it")
     threads = threads or torch.get_num_threads()
-    out: dict[str, Any] = {"prefill_s": {}, "decode_s": {}, "free_prefill_s": {},
-                           "free_decode_s": {}, "gemm_s": {}, "logits_error": {},
-                           "compile_s": {}}
+    out = SchemeTimes(prefill_s={}, decode_s={}, free_prefill_s={}, free_decode_s={},
+                      gemm_s={}, logits_error={}, compile_s={}, threads=threads)
     with torch_threads(threads):
         models = build_schemes(cfg, schemes, seed, base=model)
         for part in FREE_PARTS:
             models[f"free/{part}"] = without_part(models["none"], part)
         names = list(models)
         # Where each model's timings go: the schemes' own, or the free models' by part.
-        slots = {name: (out["prefill_s"], out["decode_s"], name) for name in names
+        slots = {name: (out.prefill_s, out.decode_s, name) for name in names
                  if not name.startswith("free/")}
-        slots.update({f"free/{part}": (out["free_prefill_s"], out["free_decode_s"], part)
+        slots.update({f"free/{part}": (out.free_prefill_s, out.free_decode_s, part)
                       for part in FREE_PARTS})
         g = torch.Generator().manual_seed(seed)
         ids = {t: torch.randint(0, cfg.vocab_size, (1, t), generator=g) for t in seq_lens}
@@ -404,7 +404,7 @@ def time_schemes(cfg: ModelConfig, *, seq_lens: Sequence[int], decode_steps: int
                 gemm_sets[scheme_name(part, mode)] = _linears(models[scheme_name(part, mode)],
                                                               part)
         for name in gemm_sets:
-            out["gemm_s"][name] = {str(t): [] for t in seq_lens}
+            out.gemm_s[name] = {str(t): [] for t in seq_lens}
 
         def warm(name, model):  # warm-up (and compile), untimed
             tick = time.perf_counter()
@@ -416,11 +416,11 @@ def time_schemes(cfg: ModelConfig, *, seq_lens: Sequence[int], decode_steps: int
                         reference.setdefault(t, logits)
                         took = max(time.perf_counter() - started, 1e-9)
                         calls[t] = max(calls[t], min(10, math.ceil(min_call_s / took)))
-                    elif t == seq_lens[0] and name in out["prefill_s"]:
+                    elif t == seq_lens[0] and name in out.prefill_s:
                         ref = reference[t]
-                        out["logits_error"][name] = float((logits - ref).norm() / ref.norm())
+                        out.logits_error[name] = float((logits - ref).norm() / ref.norm())
                 decode(model, cache)
-            out["compile_s"][name] = time.perf_counter() - tick if compile else None
+            out.compile_s[name] = time.perf_counter() - tick if compile else None
 
         def measure(name, model):
             prefill_s, decode_s, key = slots[name]
@@ -460,12 +460,11 @@ def time_schemes(cfg: ModelConfig, *, seq_lens: Sequence[int], decode_steps: int
                     gemms(lins, t)  # a call untimed first: allocations, caches
                     tick = time.perf_counter()
                     gemms(lins, t)
-                    out["gemm_s"][name][str(t)].append(time.perf_counter() - tick)
-    out["threads"] = threads
+                    out.gemm_s[name][str(t)].append(time.perf_counter() - tick)
     return out
 
 
-def speedups(timings: dict[str, list[float]], baseline: list[float]) -> list[float]:
+def speedups(timings: Sequence[float], baseline: Sequence[float]) -> list[float]:
     """Per-repeat speed-ups baseline[r] / timings[r]."""
     return [b / t for b, t in zip(baseline, timings, strict=True)]
 
@@ -485,10 +484,9 @@ def validation_loss(model: nn.Module, windows: torch.Tensor, batch: int = 8) -> 
 
 @torch.no_grad()
 def quality_of_schemes(model: nn.Module, windows: torch.Tensor,
-                       schemes: Sequence[tuple[str, str]] = SCHEMES) -> dict[str, dict[str, float]]:
-    """{scheme: {"val_loss", "delta", "logits_error"}} of a trained model under each scheme
-    (torchao, eager); delta = val loss − the float model's; the logits error is
-    ‖ŷ − y‖ / ‖y‖ on the windows."""
+                       schemes: Sequence[tuple[str, str]] = SCHEMES) -> dict[str, SchemeLoss]:
+    """{scheme: SchemeLoss} of a trained model under each scheme (torchao, eager); delta =
+    val loss − the float model's; the logits error is ‖ŷ − y‖ / ‖y‖ on the windows."""
     model = model.eval()
     ref_logits = model(windows[:, :-1])
     ref_loss = validation_loss(model, windows)
@@ -497,17 +495,16 @@ def quality_of_schemes(model: nn.Module, windows: torch.Tensor,
         q = model if part == "none" else quantize_model(copy.deepcopy(model), part, mode)
         loss = ref_loss if part == "none" else validation_loss(q, windows)
         err = float((q(windows[:, :-1]) - ref_logits).norm() / ref_logits.norm())
-        out[scheme_name(part, mode)] = {"val_loss": loss, "delta": loss - ref_loss,
-                                        "logits_error": err}
+        out[scheme_name(part, mode)] = SchemeLoss(val_loss=loss, delta=loss - ref_loss,
+                                                  logits_error=err)
     return out
 
 
 @torch.no_grad()
-def swiglu_errors(model: nn.Module, windows: torch.Tensor) -> dict[str, dict[str, float]]:
-    """C33: {scheme: {"val_loss", "delta", "ffn_error", "logits_error", "max_scale_ratio"}} for
-    every SWIGLU_SCHEMES entry (fake quantization of gate/up/down only, written in
-    `blocklab.nn.quantize`). ffn_error = ‖FFN_q(x) − FFN(x)‖ / ‖FFN(x)‖ over every layer's FFN
-    input x on the windows (captured from the float model)."""
+def swiglu_errors(model: nn.Module, windows: torch.Tensor) -> dict[str, SwigluError]:
+    """C33: {scheme: SwigluError} for every SWIGLU_SCHEMES entry (fake quantization of
+    gate/up/down only, written in `blocklab.nn.quantize`). ffn_error = ‖FFN_q(x) − FFN(x)‖ /
+    ‖FFN(x)‖ over every layer's FFN input x on the windows (captured from the float model)."""
     model = model.eval()
     inputs: list[torch.Tensor] = []
     hooks = [layer.ffn.register_forward_hook(lambda m, args, out: inputs.append(args[0]))
@@ -524,8 +521,8 @@ def swiglu_errors(model: nn.Module, windows: torch.Tensor) -> dict[str, dict[str
         den = sum(float(fl.ffn(x).pow(2).sum()) for fl, x in zip(model.layers, inputs,
                                                                   strict=True))
         loss = validation_loss(q, windows)
-        out[scheme] = {"val_loss": loss, "delta": loss - ref_loss,
-                       "ffn_error": math.sqrt(num / den),
-                       "logits_error": float((q(windows[:, :-1]) - ref_logits).norm()
-                                             / ref_logits.norm())}
+        out[scheme] = SwigluError(val_loss=loss, delta=loss - ref_loss,
+                                  ffn_error=math.sqrt(num / den),
+                                  logits_error=float((q(windows[:, :-1]) - ref_logits).norm()
+                                                     / ref_logits.norm()))
     return out

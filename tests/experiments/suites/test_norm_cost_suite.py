@@ -1,11 +1,18 @@
 """norm-cost suite: the bootstrap and equivalence rules against hand cases, the saved-bytes count
 against closed forms, the implementations against each other, and the tiny grid end to end."""
 
+import json
+
 import pytest
 import torch
 
+from blocklab.errors import ResultsError
+from blocklab.experiments.options import RunOptions
+from blocklab.experiments.results import result_json
+from blocklab.experiments.run_result import RunResult
 from blocklab.experiments.suites import get_suite, run_suite
 from blocklab.experiments.suites import norm_cost as nc
+from blocklab.experiments.suites.base import RunSpec
 from blocklab.experiments.summaries import Interval, TimeRatio
 
 
@@ -75,7 +82,8 @@ def test_implementations_compute_the_same_norms():
 def test_tiny_suite_end_to_end(tmp_path):
     suite = get_suite("norm-cost")
     assert suite is nc.SUITE
-    summary = run_suite(suite, "tiny", out_dir=tmp_path, progress=False)
+    options = RunOptions.for_suite(suite, "tiny")
+    summary = run_suite(suite, options, tmp_path, progress=False)
     titles = [t.title for t in summary.tables]
     # C18 is decided by the counts and the quality runs; the step and the like-for-like
     # kernels are timed and reported; the kernel runs are left to --size full
@@ -103,28 +111,34 @@ def test_tiny_suite_end_to_end(tmp_path):
     assert quality.margin == nc.EQUIVALENCE_MARGIN and quality.delta.n == 2
     assert isinstance(quality.equivalent, bool)
 
-    again = run_suite(suite, "tiny", out_dir=tmp_path, progress=False)  # all stored: no rerun
+    again = run_suite(suite, options, tmp_path, progress=False)  # all stored: no rerun
     assert any(note.startswith(f"{again.runs} of {again.runs} runs were already stored")
                for note in again.notes), again.notes
     assert again.data.quality == quality
 
 
+def _spec(arm: str) -> RunSpec:
+    return RunSpec(arm, arm, 0, {}, lambda progress: RunResult(status="ok"))
+
+
+def _stored(result: RunResult) -> RunResult:
+    """`result` as a store reads it back."""
+    return RunResult.from_dict(json.loads(result_json(result)))
+
+
 def test_kernel_runs_are_full_only_and_their_tables_read_them():
     """The full size plans one kernel run per shape and thread count; the tables, ratios and
     saved bytes come from such runs (timed here at two small shapes)."""
-    from blocklab.experiments.suites.base import RunSpec
-
     full = nc.SIZES["full"]
-    kernels = [s for s in nc.plan("full", range(1)) if s.arm == "kernels"]
-    assert len(kernels) == len(full["kernels"]["shapes"]) * len(full["threads"])
+    kernels = [s for s in nc.plan(RunOptions("full"), []) if s.arm == "kernels"]
+    assert len(kernels) == len(full.kernels.shapes) * len(full.threads)
     assert all(s.timed and s.payload["compile"] for s in kernels)
     assert not any(s.arm == "kernels" for size in ("tiny", "quick")
-                   for s in nc.plan(size, range(1)))
+                   for s in nc.plan(RunOptions(size), []))
     shapes = [(64, 256), (256, 256)]
-    results = [(RunSpec(f"kernels d={d} rows={rows}", "kernels", 0, {}, lambda progress: {}),
-                nc.time_kernels(d, rows, repeats=3, compile=False, threads=1, block_s=0.002))
-               for d, rows in shapes]
-    summary = nc.summarise("full", range(0), results)
+    results = [(_spec("kernels"), _stored(nc.timed_run(lambda d=d, rows=rows: nc.time_kernels(
+        d, rows, repeats=3, compile=False, threads=1, block_s=0.002)))) for d, rows in shapes]
+    summary = nc.summarise(RunOptions("full"), results)
     assert summary.tables[0].title == "Forward+backward, 1 thread(s): median ms per call"
     assert summary.tables[0].columns == ["d", "rows", "impl", "RMSNorm ms", "LayerNorm ms",
                                          "RMS/LN [95% CI]"]
@@ -158,8 +172,12 @@ def test_only_a_compiled_implementation_may_fail_without_stopping_the_timing(mon
 
     monkeypatch.setattr(nc, "build_implementations", impls("rmsnorm:compiled"))
     record = nc.time_kernels(8, 4, repeats=2, compile=False, threads=1, block_s=1e-4)
-    assert record["impls"]["rmsnorm:compiled"]["error"] == "RuntimeError: kernel exploded"
-    assert len(record["impls"]["rmsnorm:plain"]["fwd_s"]) == 2
+    assert record.impls["rmsnorm:compiled"] == nc.ImplTimes(error="RuntimeError: kernel exploded")
+    assert len(record.impls["rmsnorm:plain"].fwd_s) == 2
+    # stored, the failed implementation keeps its error alone; read back, the same record
+    stored = _stored(nc.timed_run(lambda: record))
+    assert stored.extra["impls"]["rmsnorm:compiled"] == {"error": "RuntimeError: kernel exploded"}
+    assert nc.KernelTimes.of(stored, "kernels") == record
     monkeypatch.setattr(nc, "build_implementations", impls("rmsnorm:plain"))
     with pytest.raises(RuntimeError, match="kernel exploded"):
         nc.time_kernels(8, 4, repeats=2, compile=False, threads=1, block_s=1e-4)
@@ -285,14 +303,14 @@ def test_step_share_by_hand_and_at_llama_3_8b():
     from blocklab.budget.flops import prefill_flops
 
     compute = nc.count_compute("quick")
-    step = nc.SIZES["quick"]["step"]
+    step = nc.SIZES["quick"].step
     toy, real = compute.steps
-    tokens, d, layers = step["batch_size"] * step["seq_len"], step["d_model"], step["n_layers"]
+    tokens, d, layers = step.batch_size * step.seq_len, step.d_model, step.n_layers
     assert toy.norm_calls == 2 * layers + 1  # pre-norm: two per layer and the final one
     assert toy.norm_flops == {"rmsnorm": toy.norm_calls * tokens * d * 13,
                               "layernorm": toy.norm_calls * tokens * d * 20}
-    cfg = nc._model_config("rmsnorm", d, layers, step["seq_len"])
-    assert toy.matmul_flops == 3 * prefill_flops(cfg, step["batch_size"], step["seq_len"]).total
+    cfg = nc._model_config("rmsnorm", d, layers, step.seq_len)
+    assert toy.matmul_flops == 3 * prefill_flops(cfg, step.batch_size, step.seq_len).total
     assert toy.saving_pct == pytest.approx(
         100 * 7 * toy.norm_calls * tokens * d / toy.step_flops["layernorm"])
     assert (real.model, real.d_model, real.n_layers, real.norm_calls) == (
@@ -313,16 +331,22 @@ def test_pytorchs_rms_norm_is_not_fused_on_cpu_so_like_for_like_compiles_both():
 
 
 def test_like_for_like_timing_runs_at_tiny_size_and_says_what_it_timed():
-    from blocklab.experiments.suites.base import RunSpec
-
-    result = nc.time_like_for_like(32, 128, repeats=2, threads=1, block_s=0.002)
-    assert result["method"] == "torch.compile" and result["timed_kind"] == "compiled"
-    assert set(result["impls"]) == {"rmsnorm:compiled", "layernorm:compiled"}
-    assert all("torch.compile" in what for what in result["kernels"].values())
-    for rec in result["impls"].values():
-        assert "error" not in rec and len(rec["fwdbwd_s"]) == 2 and "fwd_s" not in rec
-    spec = RunSpec("like-for-like", "like-for-like", 0, {}, lambda progress: {})
-    (timing,) = nc._like_rows([(spec, result)])
+    record = nc.time_like_for_like(32, 128, repeats=2, threads=1, block_s=0.002)
+    assert (record.kind, record.method, record.timed_kind) == ("like-for-like", "torch.compile",
+                                                               "compiled")
+    assert set(record.impls) == {"rmsnorm:compiled", "layernorm:compiled"}
+    assert all("torch.compile" in what for what in record.kernels.values())
+    for rec in record.impls.values():
+        assert rec.error is None and len(rec.fwdbwd_s) == 2 and rec.fwd_s is None
+        assert rec.compile_s > 0 and rec.extra_bytes > 0
+    result = _stored(nc.timed_run(lambda: record))
+    assert result.status == "ok" and result.wall_time_s >= 0 and result.final is None
+    assert result.extra["kind"] == "like-for-like" and "fwd_s" not in result.extra["impls"][
+        "rmsnorm:compiled"]
+    assert nc.LikeForLikeTimes.of(result, "like-for-like") == record
+    with pytest.raises(ResultsError, match="method"):
+        nc.LikeForLikeTimes.of(RunResult("ok", extra={**result.extra, "method": 1}), "l4l")
+    (timing,) = nc._like_rows([(_spec("like-for-like"), result)])
     assert timing.method == "torch.compile" and set(timing.ratios) == {"fwdbwd"}
     assert timing.torch_fused == {"rmsnorm": False, "layernorm": True}
     assert timing.rmsnorm_ms["fwd"] is None and timing.rmsnorm_ms["fwdbwd"] > 0
@@ -332,16 +356,16 @@ def test_like_for_like_timing_runs_at_tiny_size_and_says_what_it_timed():
 
 def test_like_for_like_times_pytorchs_own_kernels_where_both_are_fused(monkeypatch):
     monkeypatch.setattr(nc, "torch_norms_fused", lambda d=8: {"rmsnorm": True, "layernorm": True})
-    result = nc.time_like_for_like(16, 32, repeats=2, threads=1, block_s=1e-4)
-    assert (result["method"], result["timed_kind"]) == ("torch-fused", "torch")
-    assert set(result["impls"]) == {"rmsnorm:torch", "layernorm:torch"}
-    assert all(len(rec["fwd_s"]) == len(rec["fwdbwd_s"]) == 2 for rec in result["impls"].values())
+    record = nc.time_like_for_like(16, 32, repeats=2, threads=1, block_s=1e-4)
+    assert (record.method, record.timed_kind) == ("torch-fused", "torch")
+    assert set(record.impls) == {"rmsnorm:torch", "layernorm:torch"}
+    assert all(len(rec.fwd_s) == len(rec.fwdbwd_s) == 2 for rec in record.impls.values())
 
 
 def test_every_size_plans_one_like_for_like_run_per_thread_count_at_the_step_shape():
     for size, config in nc.SIZES.items():
-        like = [s for s in nc.plan(size, range(1)) if s.arm == "like-for-like"]
-        step = config["step"]
-        assert [s.payload["threads"] for s in like] == config["threads"]
-        assert all(s.timed and s.payload["d"] == step["d_model"]
-                   and s.payload["rows"] == step["batch_size"] * step["seq_len"] for s in like)
+        like = [s for s in nc.plan(RunOptions(size), []) if s.arm == "like-for-like"]
+        step = config.step
+        assert [s.payload["threads"] for s in like] == list(config.threads)
+        assert all(s.timed and s.payload["d"] == step.d_model
+                   and s.payload["rows"] == step.batch_size * step.seq_len for s in like)

@@ -2,9 +2,18 @@
 
 from blocklab.budget import load_zoo, resolve_model
 from blocklab.claims import Context, run_claims
+from blocklab.experiments.options import RunOptions
 from blocklab.experiments.quantize import amdahl, decode_bytes, part_flop_share, scaled_config
+from blocklab.experiments.results import ResultStore
 from blocklab.experiments.suites import run_suite
-from blocklab.experiments.suites.quantize import SUITE, _quality_configs, merge_comparison
+from blocklab.experiments.suites.quantize import (
+    SIZES,
+    SUITE,
+    QualityRecord,
+    TimingRecord,
+    merge_comparison,
+    quality_configs,
+)
 from blocklab.experiments.summaries import QuantizeData, load_summary
 
 
@@ -31,7 +40,8 @@ def test_bounds_from_the_budget():
 
 
 def test_tiny_suite_runs_and_summarises(tmp_path):
-    summary = run_suite(SUITE, "tiny", out_dir=tmp_path, progress=False)
+    options = RunOptions.for_suite(SUITE, "tiny")
+    summary = run_suite(SUITE, options, tmp_path, progress=False)
     assert isinstance(summary.data, QuantizeData)
     schemes = {t.scheme for t in summary.data.timings}
     assert schemes == {"none", "ffn/weight-only", "attention/weight-only", "all/weight-only",
@@ -47,6 +57,18 @@ def test_tiny_suite_runs_and_summarises(tmp_path):
     assert any(t.title.startswith("C33: gate's and up's") for t in summary.tables)
     again = load_summary(tmp_path, "quantize", "tiny")
     assert again.data == summary.data
+    # the stored runs read back as their records: the timing's per-scheme compile times (a
+    # trainer field's name) included, the quality run's training and C33 layers
+    store = ResultStore(tmp_path / "quantize" / "tiny")
+    (timing, quality) = (spec for spec in SUITE.plan(options, []))
+    record = TimingRecord.of(store.load(timing.run_id), timing.label)
+    assert record.spec == SIZES["tiny"].timing[0] and record.times.threads == 1
+    assert set(record.times.compile_s) == schemes | {"free/ffn", "free/attention", "free/all"}
+    assert all(s is None for s in record.times.compile_s.values())  # eager: nothing compiled
+    trained = QualityRecord.of(store.load(quality.run_id), quality.label)
+    assert trained.train.steps_done == SIZES["tiny"].quality.steps
+    assert len(trained.layers) == data.quality_model["n_layers"]
+    assert trained.quality["none"].delta == 0.0
     (c33,) = run_claims(["C33"], Context(tmp_path, "tiny"))
     assert c33.error is None
     exact = c33.parts[0]
@@ -59,7 +81,7 @@ def test_the_per_row_merge_is_exact_on_trained_weights_and_the_comparison_can_fa
     from blocklab.experiments.trainer import train
     from blocklab.nn.quantize import gated_ffn_weights, int8_scale
 
-    mc, tc = _quality_configs("tiny", 0)
+    mc, tc = quality_configs(RunOptions("tiny"), 0)
     model, _ = train(mc, tc, "stdlib", progress=False)
     for layer in model.layers:
         gate, up, down = (w.detach() for w in gated_ffn_weights(layer.ffn))

@@ -47,6 +47,10 @@ bootstrap interval that resamples whole repeats (the two timings of a repeat sta
 Every timing runs on a stated number of CPU threads (one in tiny and quick: on a shared 2-core
 machine two threads contend with other work and slow down many-fold).
 
+Each run returns a `RunResult`: the trainer's for a quality run; for a timing run (no model
+trained) its record in `extra` (`KernelTimes`, `LikeForLikeTimes`, `StepTimes`, read back
+once by the record's `of`).
+
 `Summary.data` (read by the claims ledger, C18, and the report) is a
 `blocklab.experiments.summaries.NormCostData`: kernel timings and saved bytes per implementation
 and shape, RMSNorm/LayerNorm time ratios (`KernelRatio`, `StepTime`, `FusedTiming`, each with a
@@ -57,19 +61,22 @@ quality comparison (`NormQuality`).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import os
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Self
 
 import numpy as np
 
 from blocklab.config import ModelConfig
-from blocklab.errors import InputError
+from blocklab.errors import InputError, ResultsError
 from blocklab.experiments.options import RunOptions
 from blocklab.experiments.results import train_identity
+from blocklab.experiments.run_result import RunResult
 from blocklab.experiments.suites.base import (
     Results,
     RunSpec,
@@ -95,7 +102,14 @@ from blocklab.experiments.summaries import (
     Summary,
     Table,
     TimeRatio,
+    decode,
 )
+
+if TYPE_CHECKING:
+    from torch import nn
+
+    from blocklab.experiments.estimate import Calibration
+    from blocklab.experiments.trainer import TrainConfig
 
 KINDS = ("blocklab", "torch", "plain", "compiled")
 PASSES = ("fwd", "fwdbwd")  # forward (no grad), forward+backward
@@ -106,38 +120,203 @@ EQUIVALENCE_MARGIN = 0.02
 BOOTSTRAP_SAMPLES = 2000
 BOOTSTRAP_SEED = 0
 
-# Each size: CPU threads for the timing runs; the kernel runs (None: not at this size, see the
-# module's docstring): kernel shapes (d, rows), timed repeats, whether the torch.compile'd
-# implementations are included (a cold compile takes ~3 s per implementation and shape on this
-# 2-core machine), the length of one timed block; the step-time model; the quality runs.
-SIZES: dict[str, dict[str, Any]] = {
-    "tiny": {
-        "threads": [1], "kernels": None,
-        "step": {"d_model": 32, "n_layers": 2, "seq_len": 32, "batch_size": 4, "repeats": 3,
-                 "warmup": 1},
-        "like_for_like": {"repeats": 3, "block_s": 0.005},
-        "quality": {"d_model": 32, "n_layers": 2, "seq_len": 32, "batch_size": 4, "steps": 8,
-                    "lr": 3e-3, "warmup_steps": 2, "eval_batches": 1},
-    },
-    "quick": {
-        "threads": [1], "kernels": None,
-        "step": {"d_model": 128, "n_layers": 4, "seq_len": 128, "batch_size": 8, "repeats": 12,
-                 "warmup": 2},
-        "like_for_like": {"repeats": 15, "block_s": 0.01},
-        "quality": {"d_model": 64, "n_layers": 2, "seq_len": 128, "batch_size": 16,
-                    "steps": 400, "lr": 3e-3, "warmup_steps": 20, "eval_batches": 16},
-    },
-    "full": {
-        "threads": [1, 2],
-        "kernels": {"shapes": [(d, rows) for rows in (1024, 8192) for d in (64, 256, 1024, 4096)],
-                    "repeats": 30, "compile": True, "block_s": 0.02},
-        "step": {"d_model": 256, "n_layers": 6, "seq_len": 256, "batch_size": 16, "repeats": 30,
-                 "warmup": 3},
-        "like_for_like": {"repeats": 30, "block_s": 0.02},
-        "quality": {"d_model": 128, "n_layers": 4, "seq_len": 128, "batch_size": 32,
-                    "steps": 1500, "lr": 2e-3, "warmup_steps": 100, "eval_batches": 16},
-    },
+
+@dataclass(frozen=True)
+class KernelGrid:
+    """The kernel runs of a size: one per (d, rows) shape and thread count, `repeats` timed
+    blocks of about `block_s` each, the torch.compile'd implementations included or not (a
+    cold compile takes ~3 s per implementation and shape on the 2-core reference machine)."""
+
+    shapes: tuple[tuple[int, int], ...]
+    repeats: int
+    compile: bool
+    block_s: float
+
+
+@dataclass(frozen=True)
+class StepShape:
+    """The step-time run's models (d_model, n_layers, a [batch_size, seq_len] batch) and its
+    timed repeats after `warmup` untimed ones."""
+
+    d_model: int
+    n_layers: int
+    seq_len: int
+    batch_size: int
+    repeats: int
+    warmup: int
+
+
+@dataclass(frozen=True)
+class LikeShape:
+    """The like-for-like kernel timing (at the step model's shape): timed repeats and the
+    length of one timed block."""
+
+    repeats: int
+    block_s: float
+
+
+@dataclass(frozen=True)
+class QualityShape:
+    """The quality runs' model and training (stdlib, one run per norm and seed)."""
+
+    d_model: int
+    n_layers: int
+    seq_len: int
+    batch_size: int
+    steps: int
+    lr: float
+    warmup_steps: int
+    eval_batches: int
+    final_eval_fraction: float  # `evaluation.FINAL_EVAL_FRACTION` of the size
+
+
+@dataclass(frozen=True)
+class Size:
+    """What one suite size runs: the CPU threads of every timing run, the kernel runs (None:
+    not at this size, see the module's docstring), the step-time and like-for-like timings and
+    the quality runs."""
+
+    threads: tuple[int, ...]
+    kernels: KernelGrid | None
+    step: StepShape
+    like_for_like: LikeShape
+    quality: QualityShape
+
+
+SIZES: dict[str, Size] = {
+    "tiny": Size(
+        threads=(1,), kernels=None,
+        step=StepShape(d_model=32, n_layers=2, seq_len=32, batch_size=4, repeats=3, warmup=1),
+        like_for_like=LikeShape(repeats=3, block_s=0.005),
+        quality=QualityShape(d_model=32, n_layers=2, seq_len=32, batch_size=4, steps=8,
+                             lr=3e-3, warmup_steps=2, eval_batches=1,
+                             final_eval_fraction=FINAL_EVAL_FRACTION["tiny"])),
+    "quick": Size(
+        threads=(1,), kernels=None,
+        step=StepShape(d_model=128, n_layers=4, seq_len=128, batch_size=8, repeats=12,
+                       warmup=2),
+        like_for_like=LikeShape(repeats=15, block_s=0.01),
+        quality=QualityShape(d_model=64, n_layers=2, seq_len=128, batch_size=16, steps=400,
+                             lr=3e-3, warmup_steps=20, eval_batches=16,
+                             final_eval_fraction=FINAL_EVAL_FRACTION["quick"])),
+    "full": Size(
+        threads=(1, 2),
+        kernels=KernelGrid(shapes=tuple((d, rows) for rows in (1024, 8192)
+                                        for d in (64, 256, 1024, 4096)),
+                           repeats=30, compile=True, block_s=0.02),
+        step=StepShape(d_model=256, n_layers=6, seq_len=256, batch_size=16, repeats=30,
+                       warmup=3),
+        like_for_like=LikeShape(repeats=30, block_s=0.02),
+        quality=QualityShape(d_model=128, n_layers=4, seq_len=128, batch_size=32, steps=1500,
+                             lr=2e-3, warmup_steps=100, eval_batches=16,
+                             final_eval_fraction=FINAL_EVAL_FRACTION["full"])),
 }
+
+
+# --- what a timing run records (`RunResult.extra`) -----------------------------------------------
+@dataclass(frozen=True)
+class ImplTimes:
+    """One implementation in a kernel timing (`time_kernels`): seconds per call in each timed
+    repeat of each pass timed (`fwd_s`, `fwdbwd_s`), a compiled one's compile time, the error
+    a compiled one failed with (then nothing else), and the bytes kept for backward
+    (`saved_tensor_bytes`). A field is None where the implementation has none; its stored JSON
+    leaves such keys out."""
+
+    compile_s: float | None = None
+    error: str | None = None
+    bytes: int | None = None
+    extra_bytes: int | None = None
+    tensors: int | None = None
+    fwd_s: list[float] | None = None
+    fwdbwd_s: list[float] | None = None
+
+    def seconds(self, pass_name: str) -> list[float] | None:
+        """The timings of `pass_name` ("fwd" or "fwdbwd"), None where it was not timed."""
+        return self.fwd_s if pass_name == "fwd" else self.fwdbwd_s
+
+    def to_dict(self) -> dict[str, float | str | int | list[float]]:
+        return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
+
+    @classmethod
+    def of(cls, doc: object, where: str) -> ImplTimes:
+        """An implementation's stored record (keys it has none of left out)."""
+        names = [f.name for f in dataclasses.fields(cls)]
+        if not isinstance(doc, dict) or set(doc) - set(names):
+            raise ResultsError(f"{where}: expected an object with keys among {names}")
+        return decode(cls, {name: doc.get(name) for name in names}, where)
+
+
+@dataclass(frozen=True)
+class KernelTimes:
+    """What a kernels run adds to its RunResult (`time_kernels`): its shape [rows, d],
+    threads and repeats, the calls per timed block of each implementation (per pass, PASSES
+    order), each implementation's record, and the process's one-off torch.compile start-up."""
+
+    kind: str  # "kernels"
+    d: int
+    rows: int
+    threads: int
+    repeats: int
+    inner: dict[str, list[int]]
+    impls: dict[str, ImplTimes]
+    inductor_warmup_s: float
+
+    def extra(self) -> dict[str, object]:
+        """The keys it adds to its run's stored JSON."""
+        return {**dataclasses.asdict(self),
+                "impls": {name: rec.to_dict() for name, rec in self.impls.items()}}
+
+    @classmethod
+    def of(cls, result: RunResult, where: str) -> Self:
+        """The record of a stored run; ResultsError names what does not fit."""
+        impls = result.extra.get("impls")
+        if not isinstance(impls, dict):
+            raise ResultsError(f"{where}.impls: expected an object, found {impls!r}")
+        record = decode(cls, {**result.extra, "impls": {}}, where)
+        return dataclasses.replace(record, impls={
+            name: ImplTimes.of(doc, f"{where}.impls.{name}") for name, doc in impls.items()})
+
+
+@dataclass(frozen=True)
+class LikeForLikeTimes(KernelTimes):
+    """What a like-for-like run adds (`time_like_for_like`): its kernel timing (kind
+    "like-for-like"), the method (`like_method`), whether each of PyTorch's functional norms
+    runs fused here, what ran for each norm, and the kind of `build_implementations` timed."""
+
+    method: str
+    torch_fused: dict[str, bool]
+    kernels: dict[str, str]
+    timed_kind: str
+
+
+@dataclass(frozen=True)
+class StepTimes:
+    """What the step-time run adds (`time_training_steps`): threads, the models' shape,
+    their parameter counts per norm and the seconds per optimizer step, {path: {norm: [s]}}."""
+
+    kind: str  # "step"
+    threads: int
+    model: StepShape
+    params: dict[str, int]
+    step_s: dict[str, dict[str, list[float]]]
+
+    def extra(self) -> dict[str, object]:
+        """The keys it adds to its run's stored JSON."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def of(cls, result: RunResult, where: str) -> StepTimes:
+        """The record of a stored run; ResultsError names what does not fit."""
+        return decode(cls, result.extra, where)
+
+
+def timed_run(measure: Callable[[], KernelTimes | StepTimes]) -> RunResult:
+    """The RunResult of a timing run (no model trained): `measure()`'s record as its extra,
+    the seconds it took as its wall time."""
+    started = time.perf_counter()
+    record = measure()
+    return RunResult(status="ok", wall_time_s=time.perf_counter() - started,
+                     extra=record.extra())
 
 
 # --- statistics -----------------------------------------------------------------------------------
@@ -211,7 +390,7 @@ def _plain_norms():
     return PlainRMSNorm, PlainLayerNorm
 
 
-def build_implementations(d: int, kinds: Sequence[str] = KINDS) -> dict[str, Any]:
+def build_implementations(d: int, kinds: Sequence[str] = KINDS) -> dict[str, nn.Module]:
     """'norm:kind' -> a module mapping [rows, d] -> [rows, d] (compiled ones not yet called)."""
     import torch
     from torch import nn
@@ -313,8 +492,9 @@ def _warm_inductor() -> float:
 def time_kernels(d: int, rows: int, *, repeats: int, compile: bool, threads: int,
                  block_s: float = 0.01, seed: int = 0,
                  kinds: Sequence[str] | None = None,
-                 passes: Sequence[str] = PASSES) -> dict[str, Any]:
-    """Forward and forward+backward seconds per call of every implementation at [rows, d].
+                 passes: Sequence[str] = PASSES) -> KernelTimes:
+    """Forward and forward+backward seconds per call of every implementation at [rows, d]
+    (`KernelTimes`).
 
     Forward runs under `torch.no_grad()` (inference); forward+backward computes the gradients
     of x and the parameters with `torch.autograd.grad` for a fixed upstream gradient. Each timed
@@ -328,7 +508,6 @@ def time_kernels(d: int, rows: int, *, repeats: int, compile: bool, threads: int
     """
     import torch
 
-    started = time.perf_counter()
     if kinds is None:
         kinds = KINDS if compile else tuple(k for k in KINDS if k != "compiled")
     elif "compiled" in kinds and not compile:
@@ -340,7 +519,10 @@ def time_kernels(d: int, rows: int, *, repeats: int, compile: bool, threads: int
         x = torch.randn(rows, d, generator=generator).requires_grad_(True)
         upstream = torch.randn(rows, d, generator=generator)
         impls = build_implementations(d, kinds)
-        record: dict[str, dict[str, Any]] = {name: {} for name in impls}
+        compile_s: dict[str, float] = {}
+        errors: dict[str, str] = {}
+        saved: dict[str, dict[str, int]] = {}
+        seconds: dict[str, dict[str, list[float]]] = {name: {} for name in impls}
 
         def forward(module):
             def call():
@@ -365,7 +547,7 @@ def time_kernels(d: int, rows: int, *, repeats: int, compile: bool, threads: int
                 for call in chosen.values():
                     call()
                 if name.endswith(":compiled"):
-                    record[name]["compile_s"] = time.perf_counter() - tick
+                    compile_s[name] = time.perf_counter() - tick
                 for _ in range(2):  # warm-up, untimed
                     for call in chosen.values():
                         call()
@@ -375,10 +557,10 @@ def time_kernels(d: int, rows: int, *, repeats: int, compile: bool, threads: int
                 # implementation that fails is a bug and stops the run.
                 if not name.endswith(":compiled"):
                     raise
-                record[name]["error"] = f"{type(err).__name__}: {err}".splitlines()[0]
+                errors[name] = f"{type(err).__name__}: {err}".splitlines()[0]
                 continue
-            record[name].update(saved_tensor_bytes(lambda m=module: m(x),
-                                                   exclude=[x, *module.parameters()]))
+            saved[name] = saved_tensor_bytes(lambda m=module: m(x),
+                                             exclude=[x, *module.parameters()])
             calls[name] = {key: chosen[key] for key in PASSES if key in chosen}
 
         inner: dict[str, list[int]] = {}  # per pass, in PASSES order
@@ -389,7 +571,7 @@ def time_kernels(d: int, rows: int, *, repeats: int, compile: bool, threads: int
                 call()
                 once = max(time.perf_counter() - tick, 1e-7)
                 counts.append(max(1, min(1000, math.ceil(block_s / once))))
-                record[name][f"{key}_s"] = []
+                seconds[name][key] = []
             inner[name] = counts
 
         names = list(calls)
@@ -400,11 +582,16 @@ def time_kernels(d: int, rows: int, *, repeats: int, compile: bool, threads: int
                     tick = time.perf_counter()
                     for _ in range(count):
                         call()
-                    record[name][f"{key}_s"].append((time.perf_counter() - tick) / count)
-    return {"status": "ok", "kind": "kernels", "d": d, "rows": rows, "threads": threads,
-            "repeats": repeats, "inner": inner, "impls": record,
-            "inductor_warmup_s": inductor_warmup_s,
-            "wall_time_s": time.perf_counter() - started}
+                    seconds[name][key].append((time.perf_counter() - tick) / count)
+    records = {}
+    for name in impls:
+        kept = saved.get(name, {})
+        records[name] = ImplTimes(
+            compile_s=compile_s.get(name), error=errors.get(name), bytes=kept.get("bytes"),
+            extra_bytes=kept.get("extra_bytes"), tensors=kept.get("tensors"),
+            fwd_s=seconds[name].get("fwd"), fwdbwd_s=seconds[name].get("fwdbwd"))
+    return KernelTimes(kind="kernels", d=d, rows=rows, threads=threads, repeats=repeats,
+                       inner=inner, impls=records, inductor_warmup_s=inductor_warmup_s)
 
 
 # --- like for like: equally fused kernels ---------------------------------------------------------
@@ -459,25 +646,25 @@ def like_method(fused: dict[str, bool]) -> str:
 
 
 def time_like_for_like(d: int, rows: int, *, repeats: int, threads: int,
-                       block_s: float = 0.01, seed: int = 0) -> dict[str, Any]:
+                       block_s: float = 0.01, seed: int = 0) -> LikeForLikeTimes:
     """RMSNorm and LayerNorm on a [rows, d] input timed with equally fused kernels
     (`like_method` of `torch_norms_fused`) by `time_kernels`: forward+backward, the training
     pass the claim is about, plus the no-grad forward when both are PyTorch's fused kernels
     (a compiled module compiles once more for it, ~2 s each here; the --size full kernel runs
-    time the compiled forward). Compiled ones compile cold. Returns time_kernels' record plus
-    "method", "torch_fused", "kernels" (norm -> what ran) and "timed_kind" (the kind of
-    `build_implementations` timed)."""
+    time the compiled forward). Compiled ones compile cold. Returns time_kernels' record with
+    the method, `torch_fused`, the kernels (norm -> what ran) and the kind of
+    `build_implementations` timed (`LikeForLikeTimes`)."""
     with torch_threads(threads):
         fused = torch_norms_fused()
     method = like_method(fused)
     kind = _LIKE_KIND[method]
     passes = PASSES if kind != "compiled" else ("fwdbwd",)
-    result = time_kernels(d, rows, repeats=repeats, compile=kind == "compiled",
-                          threads=threads, block_s=block_s, seed=seed, kinds=(kind,),
-                          passes=passes)
-    result.update(kind="like-for-like", method=method, torch_fused=fused,
-                  kernels=dict(LIKE_KERNELS[method]), timed_kind=kind)
-    return result
+    timed = time_kernels(d, rows, repeats=repeats, compile=kind == "compiled",
+                         threads=threads, block_s=block_s, seed=seed, kinds=(kind,),
+                         passes=passes)
+    return LikeForLikeTimes(**{**vars(timed), "kind": "like-for-like"}, method=method,
+                            torch_fused=fused, kernels=dict(LIKE_KERNELS[method]),
+                            timed_kind=kind)
 
 
 # --- what "compute" means: FLOPs and bytes (analytic) ---------------------------------------------
@@ -559,19 +746,19 @@ def count_compute(size: str) -> NormCompute:
     the suite runs) and at the real model's (bf16), and the step shares of both models."""
     from blocklab.budget import resolve_model
 
-    step = SIZES[size]["step"]
+    step = SIZES[size].step
     real = resolve_model(REAL_MODEL).config
-    counts = [count_norm(norm, d, e) for d, e in ((step["d_model"], 4),
+    counts = [count_norm(norm, d, e) for d, e in ((step.d_model, 4),
                                                   (real.d_model, REAL_ELEMENT_BYTES))
               for norm in NORM_NAMES]
     by = {(c.norm, c.d, c.element_bytes): c for c in counts}
     bytes_saving = {
         f"d={d}/{e}B": saving_pct(by["rmsnorm", d, e].fwdbwd_bytes,
                                   by["layernorm", d, e].fwdbwd_bytes)
-        for d, e in ((step["d_model"], 4), (real.d_model, REAL_ELEMENT_BYTES))}
+        for d, e in ((step.d_model, 4), (real.d_model, REAL_ELEMENT_BYTES))}
     rms, ln = counts[0], counts[1]
-    suite_cfg = _model_config("rmsnorm", step["d_model"], step["n_layers"], step["seq_len"])
-    steps = [step_share(suite_cfg, step["batch_size"], step["seq_len"], f"norm-cost {size}"),
+    suite_cfg = _model_config("rmsnorm", step.d_model, step.n_layers, step.seq_len)
+    steps = [step_share(suite_cfg, step.batch_size, step.seq_len, f"norm-cost {size}"),
              step_share(real, 1, real.max_seq_len, REAL_MODEL)]
     return NormCompute(counts=counts,
                        flops_saving_pct=saving_pct(rms.fwdbwd_flops, ln.fwdbwd_flops),
@@ -628,32 +815,32 @@ def like_for_like(model):
 STEP_PATHS = ("blocklab", "like-for-like")
 
 
-def time_training_steps(step: dict[str, Any], *, threads: int, seed: int = 0) -> dict[str, Any]:
+def time_training_steps(step: StepShape, *, threads: int, seed: int = 0) -> StepTimes:
     """Seconds per optimizer step (forward, backward, clip, AdamW) of the rmsnorm and layernorm
     models on each code path of `STEP_PATHS`, the four models' steps interleaved (the order
     rotating by one every repeat); the first `warmup` repeats are not recorded. All see the
-    same batches.
+    same batches. The models are built as a default TrainConfig says (the "fast" backend,
+    float32): the run's payload names no other.
 
-    Returns "step_s": {path: {norm: [seconds per repeat]}}.
+    Returns `StepTimes`, its `step_s` {path: {norm: [seconds per repeat]}}.
     """
     from blocklab.experiments.data import load_corpus, sample_batch
     from blocklab.experiments.trainer import TrainConfig, build_model, make_optimizer, train_step
 
-    started = time.perf_counter()
     corpus = load_corpus("stdlib")
-    tc = TrainConfig(steps=1, batch_size=step["batch_size"], seq_len=step["seq_len"], seed=seed)
+    tc = TrainConfig(steps=1, batch_size=step.batch_size, seq_len=step.seq_len, seed=seed)
     keys = [(path, norm) for path in STEP_PATHS for norm in NORM_NAMES]
     with torch_threads(threads):
         models, optimizers = {}, {}
         for path, norm in keys:
-            mc = _model_config(norm, step["d_model"], step["n_layers"], step["seq_len"])
+            mc = _model_config(norm, step.d_model, step.n_layers, step.seq_len)
             model = build_model(mc, tc)
             models[path, norm] = like_for_like(model) if path == "like-for-like" else model
             optimizers[path, norm] = make_optimizer(models[path, norm], tc)
         params = {key: list(model.parameters()) for key, model in models.items()}
         times: dict[str, dict[str, list[float]]] = {
             path: {norm: [] for norm in NORM_NAMES} for path in STEP_PATHS}
-        for i in range(step["warmup"] + step["repeats"]):
+        for i in range(step.warmup + step.repeats):
             batch = sample_batch(corpus.train, seed=seed, step=i, batch_size=tc.batch_size,
                                  seq_len=tc.seq_len)
             for path, norm in keys[i % len(keys):] + keys[:i % len(keys)]:
@@ -661,40 +848,73 @@ def time_training_steps(step: dict[str, Any], *, threads: int, seed: int = 0) ->
                 train_step(models[path, norm], batch, optimizers[path, norm],
                            params[path, norm], lr=tc.lr,
                            grad_clip=tc.grad_clip)  # the trainer's step, timed whole
-                if i >= step["warmup"]:
+                if i >= step.warmup:
                     times[path][norm].append(time.perf_counter() - tick)
     counts = {norm: sum(p.numel() for p in models["blocklab", norm].parameters())
               for norm in NORM_NAMES}
-    return {"status": "ok", "kind": "step", "threads": threads, "model": step, "params": counts,
-            "step_s": times, "wall_time_s": time.perf_counter() - started}
+    return StepTimes(kind="step", threads=threads, model=step, params=counts, step_s=times)
 
 
 # --- plan -----------------------------------------------------------------------------------------
-def _quality_configs(size: str, norm: str, seed: int):
+def train_config(quality: QualityShape, seed: int, options: RunOptions) -> TrainConfig:
+    """A quality run's training: the one place the suite builds a TrainConfig for a run (in
+    `options`' precision and backend)."""
     from blocklab.experiments.trainer import TrainConfig
 
-    q = SIZES[size]["quality"]
-    mc = _model_config(norm, q["d_model"], q["n_layers"], q["seq_len"])
-    tc = TrainConfig(steps=q["steps"], batch_size=q["batch_size"], seq_len=q["seq_len"],
-                     lr=q["lr"], warmup_steps=q["warmup_steps"], eval_batches=q["eval_batches"],
-                     eval_every=0, log_every=0, seed=seed, threads=1,
-                     final_eval_fraction=FINAL_EVAL_FRACTION[size])
-    return mc, tc
+    q = quality
+    return TrainConfig(steps=q.steps, batch_size=q.batch_size, seq_len=q.seq_len, lr=q.lr,
+                       warmup_steps=q.warmup_steps, eval_batches=q.eval_batches, eval_every=0,
+                       log_every=0, seed=seed, threads=1,
+                       final_eval_fraction=q.final_eval_fraction,
+                       precision=options.precision, backend=options.backend)
 
 
-def _like_for_like_spec(config: dict[str, Any], threads: int) -> RunSpec:
+def _kernels_spec(grid: KernelGrid, d: int, rows: int, threads: int) -> RunSpec:
+    payload = {"suite": "norm-cost", "kind": "kernels", "d": d, "rows": rows,
+               "repeats": grid.repeats, "compile": grid.compile,
+               "compile_cache": "fresh" if grid.compile else None,
+               "threads": threads, "block_s": grid.block_s}
+    return RunSpec(f"kernels d={d} rows={rows} threads={threads}", "kernels", 0, payload,
+                   lambda progress: timed_run(lambda: time_kernels(
+                       d, rows, repeats=grid.repeats, compile=grid.compile, threads=threads,
+                       block_s=grid.block_s)),
+                   timed=True)
+
+
+def _step_spec(step: StepShape, threads: int) -> RunSpec:
+    payload = {"suite": "norm-cost", "kind": "step", "threads": threads,
+               **dataclasses.asdict(step)}
+    return RunSpec(f"step time threads={threads}", "step", 0, payload,
+                   lambda progress: timed_run(lambda: time_training_steps(step,
+                                                                          threads=threads)),
+                   timed=True)
+
+
+def _like_for_like_spec(size: Size, threads: int) -> RunSpec:
     """The like-for-like kernel timing (`time_like_for_like`) at the step model's shape:
     d = d_model, rows = batch_size · seq_len."""
-    step, like = config["step"], config["like_for_like"]
-    d, rows = step["d_model"], step["batch_size"] * step["seq_len"]
+    like = size.like_for_like
+    d, rows = size.step.d_model, size.step.batch_size * size.step.seq_len
     payload = {"suite": "norm-cost", "kind": "like-for-like", "d": d, "rows": rows,
-               "threads": threads, **like}
+               "threads": threads, **dataclasses.asdict(like)}
     return RunSpec(f"like-for-like kernels d={d} rows={rows} threads={threads}",
                    "like-for-like", 0, payload,
-                   lambda progress: time_like_for_like(d, rows, repeats=like["repeats"],
-                                                       threads=threads,
-                                                       block_s=like["block_s"]),
+                   lambda progress: timed_run(lambda: time_like_for_like(
+                       d, rows, repeats=like.repeats, threads=threads, block_s=like.block_s)),
                    timed=True)
+
+
+def _quality_spec(options: RunOptions, norm: str, seed: int) -> RunSpec:
+    from blocklab.experiments.trainer import run
+
+    q = SIZES[options.size].quality
+    mc = _model_config(norm, q.d_model, q.n_layers, q.seq_len)
+    tc = train_config(q, seed, options)
+    payload = {"suite": "norm-cost", "kind": "quality", "model": mc.to_dict(),
+               "train": train_identity(tc), "data": "stdlib"}
+    label = f"quality {norm} seed {seed}"
+    return RunSpec(label, norm, seed, payload,
+                   lambda progress: run(mc, tc, "stdlib", progress=progress, label=label))
 
 
 def plan(options: RunOptions, tuned: Results = ()) -> list[RunSpec]:
@@ -702,41 +922,16 @@ def plan(options: RunOptions, tuned: Results = ()) -> list[RunSpec]:
     like-for-like kernel timing per thread count (both reported beside C18, which the
     analytic counts and the quality runs decide), then the quality runs (rmsnorm and
     layernorm × seeds)."""
-    size, seeds = options.size, options.seeds
-    config = SIZES[size]
-    kernels = config["kernels"] or {"shapes": []}
+    size = SIZES[options.size]
     specs = []
-    for threads in config["threads"]:
-        for d, rows in kernels["shapes"]:
-            compile = kernels["compile"]
-            payload = {"suite": "norm-cost", "kind": "kernels", "d": d, "rows": rows,
-                       "repeats": kernels["repeats"], "compile": compile,
-                       "compile_cache": "fresh" if compile else None,
-                       "threads": threads, "block_s": kernels["block_s"]}
-
-            def execute(progress, d=d, rows=rows, threads=threads, compile=compile):
-                return time_kernels(d, rows, repeats=kernels["repeats"], compile=compile,
-                                    threads=threads, block_s=kernels["block_s"])
-            specs.append(RunSpec(f"kernels d={d} rows={rows} threads={threads}", "kernels", 0,
-                                 payload, execute, timed=True))
-        step_payload = {"suite": "norm-cost", "kind": "step", "threads": threads,
-                        **config["step"]}
-        specs.append(RunSpec(f"step time threads={threads}", "step", 0, step_payload,
-                             lambda progress, t=threads: time_training_steps(config["step"],
-                                                                             threads=t),
-                             timed=True))
-        specs.append(_like_for_like_spec(config, threads))
-    from blocklab.experiments.trainer import run
-
-    for seed in seeds:
-        for norm in NORM_NAMES:
-            mc, tc = _quality_configs(size, norm, seed)
-            payload = {"suite": "norm-cost", "kind": "quality", "model": mc.to_dict(),
-                       "train": train_identity(tc), "data": "stdlib"}
-            label = f"quality {norm} seed {seed}"
-            specs.append(RunSpec(label, norm, seed, payload,
-                                 lambda progress, mc=mc, tc=tc, label=label:
-                                 run(mc, tc, "stdlib", progress=progress, label=label)))
+    for threads in size.threads:
+        if size.kernels is not None:
+            specs += [_kernels_spec(size.kernels, d, rows, threads)
+                      for d, rows in size.kernels.shapes]
+        specs.append(_step_spec(size.step, threads))
+        specs.append(_like_for_like_spec(size, threads))
+    specs += [_quality_spec(options, norm, seed) for seed in options.seeds
+              for norm in NORM_NAMES]
     return specs
 
 
@@ -750,7 +945,7 @@ _ELEMENT_REFERENCE_S = {"fwd_s": 3.0e-9, "fwdbwd_s": 6.6e-9}  # blocklab's kerne
 _KIND_FACTOR = {"blocklab": 1.0, "torch": 2.5, "plain": 4.5, "compiled": 1.2}
 
 
-def price(spec: RunSpec, cal) -> float | None:
+def price(spec: RunSpec, cal: Calibration) -> float | None:
     """Estimated seconds of one run on this machine from a calibration (`blocklab.experiments.
     estimate`): a kernels run is (per implementation and pass) its warm-up and block-sizing
     calls plus `repeats` blocks of at least block_s, and the cold compiles; a step run builds
@@ -771,8 +966,8 @@ def price(spec: RunSpec, cal) -> float | None:
         if payload["compile"]:
             seconds += len(NORM_NAMES) * cal.reference_s(_COLD_COMPILE_REFERENCE_S)
             # The process's first compile, paid by a size's first kernels run.
-            firsts = {(tuple(c["kernels"]["shapes"][0]), c["threads"][0])
-                      for c in SIZES.values() if c["kernels"]}
+            firsts = {(c.kernels.shapes[0], c.threads[0])
+                      for c in SIZES.values() if c.kernels is not None}
             if ((payload["d"], payload["rows"]), payload["threads"]) in firsts:
                 seconds += cal.reference_s(_INDUCTOR_WARM_REFERENCE_S)
         return seconds
@@ -789,7 +984,7 @@ def price(spec: RunSpec, cal) -> float | None:
     return None
 
 
-def _like_for_like_price(payload: dict[str, Any], cal) -> float:
+def _like_for_like_price(payload: dict[str, Any], cal: Calibration) -> float:
     """A like-for-like run priced as on a CPU, where F.rms_norm is not fused: the compiled
     kind, forward+backward only, two cold compiles, and the process's first compile at a size
     that plans no kernel runs (which would have paid it first)."""
@@ -798,8 +993,8 @@ def _like_for_like_price(payload: dict[str, Any], cal) -> float:
     seconds = len(NORM_NAMES) * (4 * call + payload["repeats"]
                                  * max(call, cal.fixed_s(payload["block_s"])))
     seconds += len(NORM_NAMES) * cal.reference_s(_COLD_COMPILE_REFERENCE_S)
-    alone = any(c["kernels"] is None and c["step"]["d_model"] == payload["d"]
-                and c["step"]["batch_size"] * c["step"]["seq_len"] == payload["rows"]
+    alone = any(c.kernels is None and c.step.d_model == payload["d"]
+                and c.step.batch_size * c.step.seq_len == payload["rows"]
                 for c in SIZES.values())
     return seconds + (cal.reference_s(_INDUCTOR_WARM_REFERENCE_S) if alone else 0.0)
 
@@ -809,58 +1004,187 @@ def _median_ms(values: Sequence[float] | None) -> float | None:
     return None if not values else 1000 * float(np.median(values))
 
 
-def _kernel_rows(results) -> tuple[list[KernelTiming], list[KernelRatio], list[CompileTime]]:
+def _kernel_rows(results: Results
+                 ) -> tuple[list[KernelTiming], list[KernelRatio], list[CompileTime]]:
+    """Every implementation's timing per kernels run, the RMSNorm/LayerNorm ratios within each
+    kind (both passes) and the compile times of the compiled kind."""
     kernels, ratios, compiles = [], [], []
     for spec, result in results:
-        if spec.arm != "kernels" or result.get("status") != "ok":
+        if spec.arm != "kernels" or result.status != "ok":
             continue
-        d, rows, threads = result["d"], result["rows"], result["threads"]
-        impls = result["impls"]
-        for name, rec in impls.items():
+        record = KernelTimes.of(result, spec.label)
+        d, rows, threads = record.d, record.rows, record.threads
+        for name, rec in record.impls.items():
             kernels.append(KernelTiming(
                 impl=name, d=d, rows=rows, threads=threads,
-                fwd_ms=_median_ms(rec.get("fwd_s")), fwdbwd_ms=_median_ms(rec.get("fwdbwd_s")),
-                saved_bytes=rec.get("bytes"), extra_saved_bytes=rec.get("extra_bytes"),
-                compile_s=rec.get("compile_s"), error=rec.get("error")))
+                fwd_ms=_median_ms(rec.fwd_s), fwdbwd_ms=_median_ms(rec.fwdbwd_s),
+                saved_bytes=rec.bytes, extra_saved_bytes=rec.extra_bytes,
+                compile_s=rec.compile_s, error=rec.error))
         for kind in KINDS:
-            rms, ln = impls.get(f"rmsnorm:{kind}"), impls.get(f"layernorm:{kind}")
+            rms = record.impls.get(f"rmsnorm:{kind}")
+            ln = record.impls.get(f"layernorm:{kind}")
             if rms is None or ln is None:
                 continue
             if kind == "compiled":
                 compiles.append(CompileTime(
-                    d=d, rows=rows, threads=threads, rmsnorm_s=rms.get("compile_s"),
-                    layernorm_s=ln.get("compile_s"), error=rms.get("error") or ln.get("error"),
-                    inductor_warmup_s=result.get("inductor_warmup_s")))
-            if "fwd_s" not in rms or "fwd_s" not in ln:
+                    d=d, rows=rows, threads=threads, rmsnorm_s=rms.compile_s,
+                    layernorm_s=ln.compile_s, error=rms.error or ln.error,
+                    inductor_warmup_s=record.inductor_warmup_s))
+            if rms.fwd_s is None or ln.fwd_s is None:
                 continue
             for pass_name in ("fwd", "fwdbwd"):
                 ratios.append(KernelRatio(
                     d=d, rows=rows, threads=threads, impl=f"rmsnorm:{kind}",
                     layernorm_impl=f"layernorm:{kind}", pass_name=pass_name,
-                    time=bootstrap_ratio_ci(rms[f"{pass_name}_s"], ln[f"{pass_name}_s"])))
+                    time=bootstrap_ratio_ci(rms.seconds(pass_name) or [],
+                                            ln.seconds(pass_name) or [])))
     return kernels, ratios, compiles
 
 
-def _like_rows(results) -> list[FusedTiming]:
+def _like_rows(results: Results) -> list[FusedTiming]:
     """The like-for-like kernel timings (`time_like_for_like`), one per thread count."""
     out = []
     for spec, result in results:
-        if spec.arm != "like-for-like" or result.get("status") != "ok":
+        if spec.arm != "like-for-like" or result.status != "ok":
             continue
-        kind = result["timed_kind"]
-        rms, ln = (result["impls"].get(f"{norm}:{kind}", {}) for norm in NORM_NAMES)
+        record = LikeForLikeTimes.of(result, spec.label)
+        rms, ln = (record.impls.get(f"{norm}:{record.timed_kind}", ImplTimes())
+                   for norm in NORM_NAMES)
         out.append(FusedTiming(
-            d=result["d"], rows=result["rows"], threads=result["threads"],
-            method=result["method"], kernels=result["kernels"],
-            torch_fused=result["torch_fused"],
-            rmsnorm_ms={p: _median_ms(rms.get(f"{p}_s")) for p in PASSES},
-            layernorm_ms={p: _median_ms(ln.get(f"{p}_s")) for p in PASSES},
-            ratios={p: bootstrap_ratio_ci(rms[f"{p}_s"], ln[f"{p}_s"]) for p in PASSES
-                    if rms.get(f"{p}_s") and ln.get(f"{p}_s")},
-            compile_s={norm: rec.get("compile_s") for norm, rec in zip(NORM_NAMES, (rms, ln),
-                                                                       strict=True)},
-            error=rms.get("error") or ln.get("error")))
+            d=record.d, rows=record.rows, threads=record.threads, method=record.method,
+            kernels=record.kernels, torch_fused=record.torch_fused,
+            rmsnorm_ms={p: _median_ms(rms.seconds(p)) for p in PASSES},
+            layernorm_ms={p: _median_ms(ln.seconds(p)) for p in PASSES},
+            ratios={p: bootstrap_ratio_ci(rms.seconds(p) or [], ln.seconds(p) or [])
+                    for p in PASSES if rms.seconds(p) and ln.seconds(p)},
+            compile_s={norm: rec.compile_s for norm, rec in zip(NORM_NAMES, (rms, ln),
+                                                                strict=True)},
+            error=rms.error or ln.error))
     return out
+
+
+def _step_times(results: Results) -> dict[str, StepTime]:
+    """"<path>/<threads>" -> the step time of each code path of each step-time run."""
+    out = {}
+    for spec, result in results:
+        if spec.arm != "step" or result.status != "ok":
+            continue
+        record = StepTimes.of(result, spec.label)
+        for path, times in record.step_s.items():
+            out[f"{path}/{record.threads}"] = StepTime(
+                threads=record.threads, model=dataclasses.asdict(record.model),
+                params=record.params, rmsnorm_ms=_ms(times["rmsnorm"]),
+                layernorm_ms=_ms(times["layernorm"]),
+                time=bootstrap_ratio_ci(times["rmsnorm"], times["layernorm"]), path=path)
+    return out
+
+
+def _quality(results: Results) -> NormQuality:
+    """RMSNorm's and LayerNorm's validation losses over the seeds both ran, their paired
+    difference and its verdict against EQUIVALENCE_MARGIN."""
+    losses: dict[str, dict[int, float | None]] = {norm: {} for norm in NORM_NAMES}
+    statuses: dict[str, list[str]] = {norm: [] for norm in NORM_NAMES}
+    entropy = None
+    for spec, result in results:
+        if spec.arm in NORM_NAMES:
+            final = result.final
+            losses[spec.arm][spec.seed] = (final.val_loss if result.status == "ok" and final
+                                           else None)
+            statuses[spec.arm].append(result.status)
+            if final is not None:
+                entropy = final.unigram_entropy
+    seed_list = sorted(set(losses["rmsnorm"]) & set(losses["layernorm"]))
+    rms_losses = [losses["rmsnorm"][s] for s in seed_list]
+    ln_losses = [losses["layernorm"][s] for s in seed_list]
+    delta = paired_difference(rms_losses, ln_losses)
+    equivalent, verdict = equivalence(delta, EQUIVALENCE_MARGIN)
+    return NormQuality(rmsnorm=mean_ci(rms_losses), layernorm=mean_ci(ln_losses), delta=delta,
+                       margin=EQUIVALENCE_MARGIN, equivalent=equivalent, verdict=verdict,
+                       seeds=seed_list, statuses=statuses, unigram_entropy=entropy)
+
+
+def _ms(values: Sequence[float]) -> float:
+    return 1000 * float(np.median(values))
+
+
+def _kernel_tables(kernels: list[KernelTiming], ratios: list[KernelRatio]) -> list[Table]:
+    """Per thread count, the forward+backward and forward times of every kind and shape, then
+    the bytes saved for backward (none without kernel runs)."""
+    by_key = {(k.impl, k.d, k.rows, k.threads): k for k in kernels}
+    shapes = sorted({(k.threads, k.rows, k.d) for k in kernels})
+
+    def pairs(threads: int) -> Iterator[tuple[int, int, str, KernelTiming, KernelTiming]]:
+        for t, rows, d in shapes:
+            for kind in KINDS:
+                rms = by_key.get((f"rmsnorm:{kind}", d, rows, t))
+                ln = by_key.get((f"layernorm:{kind}", d, rows, t))
+                if t == threads and rms is not None and ln is not None:
+                    yield d, rows, kind, rms, ln
+
+    tables = []
+    for threads in sorted({t for t, _, _ in shapes}):
+        for pass_name, title in (("fwdbwd", "Forward+backward"), ("fwd", "Forward (no grad)")):
+            tables.append(Table(
+                f"{title}, {threads} thread(s): median ms per call",
+                ["d", "rows", "impl", "RMSNorm ms", "LayerNorm ms", "RMS/LN [95% CI]"],
+                [[d, rows, kind, getattr(rms, f"{pass_name}_ms"), getattr(ln, f"{pass_name}_ms"),
+                  _ratio_cell(ratios, d, rows, threads, kind, pass_name)]
+                 for d, rows, kind, rms, ln in pairs(threads)],
+                "Ratio < 1: RMSNorm faster; CI: bootstrap over paired repeats."))
+    if shapes:  # no kernel runs at a size that plans only what a rule grades
+        first = min(t for t, _, _ in shapes)
+        tables.append(Table(
+            "Saved for backward beyond the input and parameters, KiB",
+            ["d", "rows", "impl", "RMSNorm", "LayerNorm"],
+            [[d, rows, kind, rms.extra_saved_bytes / 1024, ln.extra_saved_bytes / 1024]
+             for d, rows, kind, rms, ln in pairs(first)
+             if rms.extra_saved_bytes is not None and ln.extra_saved_bytes is not None],
+            "Counted exactly with torch.autograd.graph.saved_tensors_hooks (distinct storages); "
+            "the input x, also saved, is rows·d·4 bytes for every implementation."))
+    return tables
+
+
+def _span_notes(ratios: list[KernelRatio]) -> list[str]:
+    notes = []
+    for pass_name, title in (("fwdbwd", "forward+backward"), ("fwd", "forward")):
+        spans = []
+        for kind in KINDS:
+            values = [r.time.ratio for r in ratios
+                      if r.pass_name == pass_name and r.impl == f"rmsnorm:{kind}"]
+            if values:
+                spans.append(f"{kind} {min(values):.2f}–{max(values):.2f}")
+        if spans:
+            notes.append(f"RMSNorm/LayerNorm {title} time ratio over the shapes: "
+                         + ", ".join(spans) + ".")
+    return notes
+
+
+def _step_table(step_time: dict[str, StepTime]) -> Table:
+    return Table(
+        "Training step time, DecoderLM with RMSNorm vs LayerNorm (median ms)",
+        ["model", "code path", "threads", "RMSNorm ms", "LayerNorm ms",
+         "ratio RMS/LN [95% CI]"],
+        [[f"d={st.model['d_model']} L={st.model['n_layers']} T={st.model['seq_len']} "
+          f"B={st.model['batch_size']}", st.path, st.threads, st.rmsnorm_ms, st.layernorm_ms,
+          _ratio_text(st.time, 3)] for st in step_time.values()],
+        "Forward, backward, clipping and AdamW; the four models' steps interleave. blocklab: "
+        "the models as built (RMSNorm fused with the residual add in one kernel); "
+        "like-for-like: both norms by PyTorch's functional ops (F.rms_norm, F.layer_norm), "
+        "the residual added apart. On a CPU F.rms_norm is a composite of elementary ops and "
+        "F.layer_norm one fused kernel, so neither path is equally fused; see the "
+        "like-for-like kernel table.")
+
+
+def _quality_table(quality: NormQuality) -> Table:
+    entropy = quality.unigram_entropy
+    return Table(
+        "Quality: validation loss (nats/token) on stdlib, paired by seed",
+        ["RMSNorm", "LayerNorm", "Δ RMS − LN", "margin", "verdict"],
+        [[format_ci(quality.rmsnorm), format_ci(quality.layernorm), format_ci(quality.delta),
+          f"±{EQUIVALENCE_MARGIN}", quality.verdict]],
+        f"Equivalent when the whole 95% CI of Δ lies inside ±{EQUIVALENCE_MARGIN} nats/token; "
+        f"unigram entropy of the training bytes: "
+        f"{'—' if entropy is None else f'{entropy:.3f}'} nats.")
 
 
 def _compute_tables(compute: NormCompute) -> list[Table]:
@@ -922,54 +1246,13 @@ def _ratio_cell(ratios: list[KernelRatio], d, rows, threads, kind, pass_name) ->
 def summarise(options: RunOptions, results: Results) -> Summary:
     size, seeds = options.size, options.seeds
     kernels, ratios, compiles = _kernel_rows(results)
-    by_key = {(k.impl, k.d, k.rows, k.threads): k for k in kernels}
-    shapes = sorted({(k.threads, k.rows, k.d) for k in kernels})
-    tables = []
-    for threads in sorted({t for t, _, _ in shapes}):
-        for pass_name, title in (("fwdbwd", "Forward+backward"), ("fwd", "Forward (no grad)")):
-            rows_out = []
-            for t, rows, d in shapes:
-                for kind in KINDS:
-                    rms = by_key.get((f"rmsnorm:{kind}", d, rows, t))
-                    ln = by_key.get((f"layernorm:{kind}", d, rows, t))
-                    if t != threads or rms is None or ln is None:
-                        continue
-                    rows_out.append([d, rows, kind, getattr(rms, f"{pass_name}_ms"),
-                                     getattr(ln, f"{pass_name}_ms"),
-                                     _ratio_cell(ratios, d, rows, t, kind, pass_name)])
-            tables.append(Table(
-                f"{title}, {threads} thread(s): median ms per call",
-                ["d", "rows", "impl", "RMSNorm ms", "LayerNorm ms", "RMS/LN [95% CI]"],
-                rows_out,
-                "Ratio < 1: RMSNorm faster; CI: bootstrap over paired repeats."))
-    first = min((t for t, _, _ in shapes), default=None)
-    memory_rows = []
-    for t, rows, d in shapes:
-        for kind in KINDS:
-            rms = by_key.get((f"rmsnorm:{kind}", d, rows, t))
-            ln = by_key.get((f"layernorm:{kind}", d, rows, t))
-            if (t != first or rms is None or ln is None or rms.extra_saved_bytes is None
-                    or ln.extra_saved_bytes is None):
-                continue
-            memory_rows.append([d, rows, kind, rms.extra_saved_bytes / 1024,
-                                ln.extra_saved_bytes / 1024])
-    if shapes:  # no kernel runs at a size that plans only what a rule grades
-        tables.append(Table(
-            "Saved for backward beyond the input and parameters, KiB",
-            ["d", "rows", "impl", "RMSNorm", "LayerNorm"], memory_rows,
-            "Counted exactly with torch.autograd.graph.saved_tensors_hooks (distinct storages); "
-            "the input x, also saved, is rows·d·4 bytes for every implementation."))
-    notes = []
-    for pass_name, title in (("fwdbwd", "forward+backward"), ("fwd", "forward")):
-        spans = []
-        for kind in KINDS:
-            values = [r.time.ratio for r in ratios
-                      if r.pass_name == pass_name and r.impl == f"rmsnorm:{kind}"]
-            if values:
-                spans.append(f"{kind} {min(values):.2f}–{max(values):.2f}")
-        if spans:
-            notes.append(f"RMSNorm/LayerNorm {title} time ratio over the shapes: "
-                         + ", ".join(spans) + ".")
+    step_time = _step_times(results)
+    like = _like_rows(results)
+    compute = count_compute(size)
+    quality = _quality(results)
+
+    tables = _kernel_tables(kernels, ratios)
+    notes = _span_notes(ratios)
     if compiles:
         tables.append(Table(
             "torch.compile time (cold: fresh inductor cache), seconds",
@@ -983,79 +1266,25 @@ def summarise(options: RunOptions, results: Results) -> Summary:
         failed = [c for c in compiles if c.error]
         if failed:
             notes.append(f"torch.compile failed at {len(failed)} shape(s): {failed[0].error}")
-    planned = SIZES[size]["kernels"]
+    planned = SIZES[size].kernels
     if planned is None:
         notes.append(full_only(
             ["the kernel runs: each implementation's forward and forward+backward time per "
              "shape, the bytes saved for backward and torch.compile's compile times"],
             "C18 is decided by the analytic FLOP and byte counts and the quality runs; the "
             "kernels are reported beside them"))
-    elif not planned["compile"]:
+    elif not planned.compile:
         notes.append(f"torch.compile is not part of the {size} grid (a cold compile takes "
                      "seconds per implementation and shape); the full grid includes it.")
-
-    step_time: dict[str, StepTime] = {}
-    step_rows = []
-    for spec, result in results:
-        if spec.arm != "step" or result.get("status") != "ok":
-            continue
-        m = result["model"]
-        for path, times in result["step_s"].items():
-            entry = StepTime(threads=result["threads"], model=m, params=result["params"],
-                             rmsnorm_ms=_median_ms(times["rmsnorm"]),
-                             layernorm_ms=_median_ms(times["layernorm"]),
-                             time=bootstrap_ratio_ci(times["rmsnorm"], times["layernorm"]),
-                             path=path)
-            step_time[f"{path}/{result['threads']}"] = entry
-            step_rows.append([f"d={m['d_model']} L={m['n_layers']} T={m['seq_len']} "
-                              f"B={m['batch_size']}", path, result["threads"], entry.rmsnorm_ms,
-                              entry.layernorm_ms, _ratio_text(entry.time, 3)])
-    tables.append(Table(
-        "Training step time, DecoderLM with RMSNorm vs LayerNorm (median ms)",
-        ["model", "code path", "threads", "RMSNorm ms", "LayerNorm ms",
-         "ratio RMS/LN [95% CI]"], step_rows,
-        "Forward, backward, clipping and AdamW; the four models' steps interleave. blocklab: "
-        "the models as built (RMSNorm fused with the residual add in one kernel); "
-        "like-for-like: both norms by PyTorch's functional ops (F.rms_norm, F.layer_norm), "
-        "the residual added apart. On a CPU F.rms_norm is a composite of elementary ops and "
-        "F.layer_norm one fused kernel, so neither path is equally fused; see the "
-        "like-for-like kernel table."))
-    like = _like_rows(results)
+    tables.append(_step_table(step_time))
     if like:
         tables.append(_like_table(like))
-        failed = [t for t in like if t.error]
-        if failed:
-            notes.append(f"The like-for-like kernel timing failed to compile: {failed[0].error}")
-    compute = count_compute(size)
+        failed_like = [t for t in like if t.error]
+        if failed_like:
+            notes.append("The like-for-like kernel timing failed to compile: "
+                         f"{failed_like[0].error}")
     tables.extend(_compute_tables(compute))
-
-    losses: dict[str, dict[int, float | None]] = {norm: {} for norm in NORM_NAMES}
-    statuses: dict[str, list[str]] = {norm: [] for norm in NORM_NAMES}
-    entropy = None
-    for spec, result in results:
-        if spec.arm in NORM_NAMES:
-            final = result.get("final") or {}
-            ok = result.get("status") == "ok"
-            losses[spec.arm][spec.seed] = final.get("val_loss") if ok else None
-            statuses[spec.arm].append(result.get("status", "?"))
-            entropy = final.get("unigram_entropy", entropy)
-    seed_list = sorted(set(losses["rmsnorm"]) & set(losses["layernorm"]))
-    rms_losses = [losses["rmsnorm"][s] for s in seed_list]
-    ln_losses = [losses["layernorm"][s] for s in seed_list]
-    delta = paired_difference(rms_losses, ln_losses)
-    equivalent, verdict = equivalence(delta, EQUIVALENCE_MARGIN)
-    quality = NormQuality(rmsnorm=mean_ci(rms_losses), layernorm=mean_ci(ln_losses),
-                          delta=delta, margin=EQUIVALENCE_MARGIN, equivalent=equivalent,
-                          verdict=verdict, seeds=seed_list, statuses=statuses,
-                          unigram_entropy=entropy)
-    tables.append(Table(
-        "Quality: validation loss (nats/token) on stdlib, paired by seed",
-        ["RMSNorm", "LayerNorm", "Δ RMS − LN", "margin", "verdict"],
-        [[format_ci(quality.rmsnorm), format_ci(quality.layernorm), format_ci(delta),
-          f"±{EQUIVALENCE_MARGIN}", verdict]],
-        f"Equivalent when the whole 95% CI of Δ lies inside ±{EQUIVALENCE_MARGIN} nats/token; "
-        f"unigram entropy of the training bytes: "
-        f"{'—' if entropy is None else f'{entropy:.3f}'} nats."))
+    tables.append(_quality_table(quality))
     notes.append("Timings run on the stated number of CPU threads with other work possibly "
                  "sharing the machine; repeats interleave the implementations so drift hits all "
                  "of them, and medians ignore the slow outliers.")
