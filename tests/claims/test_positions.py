@@ -98,7 +98,7 @@ def pytest_approx(value):
 
 
 def test_kernel_and_mask_detection_names_each_scheme():
-    L = ps.SIZES["tiny"]["L"]
+    L = ps.SIZES["tiny"].L
     ids = torch.randint(0, 256, (1, L), generator=torch.Generator().manual_seed(0))
     for scheme in ps.COST_SCHEMES:
         model = build_model(ps.arm_config("tiny", scheme), ps.train_config("tiny", 0)).eval()
