@@ -3,7 +3,7 @@
 import pytest
 
 import blocklab.claims.models as models
-from blocklab.claims.ledger import Context
+from blocklab.claims.ledger import Context, run_claims
 
 
 @pytest.fixture(scope="module")
@@ -17,11 +17,11 @@ def c35():
 
 
 def _row(finding, pairing):
-    return next(r for r in finding.evidence["pairings"] if r["pairing"] == pairing)
+    return next(r for r in finding.evidence["pairings"] if r.pairing == pairing)
 
 
 def test_c34_one_verdict_per_pairing(c34):
-    verdicts = {r["pairing"]: r["verdict"] for r in c34.evidence["pairings"]}
+    verdicts = {r.pairing: r.verdict for r in c34.evidence["pairings"]}
     assert verdicts == {
         "GPT-2/BERT use a plain FFN": "holds",
         "GPT-2/BERT use absolute positions": "holds",
@@ -36,8 +36,9 @@ def test_c34_one_verdict_per_pairing(c34):
         "Llama, Qwen and GPT-3 use pre-norm": "holds",  # GPT-3: its paper, §2.1
     }
     assert c34.summary and c34.summary_zh and c34.command.startswith("blocklab budget")
-    for row in c34.evidence["pairings"]:
-        assert {"pairing", "models", "says", "source", "verdict"} <= set(row)
+    (row,) = run_claims(["C34"], Context())
+    for shown in row.evidence["pairings"]:  # each row as the ledger's JSON holds it
+        assert list(shown) == ["pairing", "models", "says", "source", "verdict", "per_model"]
 
 
 def test_c34_each_pairing_is_a_part_and_a_wrong_one_refutes(c34):
@@ -45,7 +46,7 @@ def test_c34_each_pairing_is_a_part_and_a_wrong_one_refutes(c34):
     # other pairings say; Claude 4 (no config, no paper) stays in as untestable-here.
     assert c34.verdict == "refuted"
     parts = {p.name: p.verdict for p in c34.parts}
-    assert [p.name for p in c34.parts] == [r["pairing"] for r in c34.evidence["pairings"]]
+    assert [p.name for p in c34.parts] == [r.pairing for r in c34.evidence["pairings"]]
     assert parts["PaLM uses GeGLU"] == parts["GLM uses ALiBi"] == "refuted"
     assert parts["Claude 4 combines pre-norm, SwiGLU and RoPE"] == "untestable-here"
     assert parts["Llama 4 combines pre-norm, SwiGLU and RoPE"] == "conditional"
@@ -71,7 +72,7 @@ def test_c34_each_pairing_is_a_part_and_a_wrong_one_refutes(c34):
 
 def test_c34_combines_its_pairings_by_the_stated_rule():
     def rows(*verdicts):
-        return [{"verdict": v} for v in verdicts]
+        return [models.PairingRow("p", [], {}, "", v, {}) for v in verdicts]
 
     assert models.combine_c34(rows("holds", "fails", "untestable")) == "refuted"
     assert models.combine_c34(rows("holds", "partly")) == "conditional"
@@ -81,35 +82,35 @@ def test_c34_combines_its_pairings_by_the_stated_rule():
 
 def test_c34_reads_the_configs(c34):
     # mosaicml/mpt-7b config.json: attn_config.alibi = true.
-    assert "position=alibi" in _row(c34, "MPT uses ALiBi")["says"]["mpt-7b"]
+    assert "position=alibi" in _row(c34, "MPT uses ALiBi").says["mpt-7b"]
     # THUDM chatglm2-6b: RotaryEmbedding on half of each head.
-    assert "position=rope" in _row(c34, "GLM uses ALiBi")["says"]["chatglm2-6b"]
+    assert "position=rope" in _row(c34, "GLM uses ALiBi").says["chatglm2-6b"]
     # Llama 4 Scout: no_rope_layers has a 0 at layers 3, 7, ..., 47: 36 of 48 rotate.
-    says = _row(c34, "Llama 4 combines pre-norm, SwiGLU and RoPE")["says"]
+    says = _row(c34, "Llama 4 combines pre-norm, SwiGLU and RoPE").says
     assert "in 36 of 48 layers" in says["llama-4-scout-17b-16e"]
-    assert "SwiGLU" in _row(c34, "PaLM uses GeGLU")["says"]["PaLM"]
+    assert "SwiGLU" in _row(c34, "PaLM uses GeGLU").says["PaLM"]
 
 
 def test_c34_gpt3_pre_norm_from_its_paper_and_gpt2s_config(c34):
     # GPT-3 released no config: Brown et al. 2020, §2.1 keeps GPT-2's architecture "including
     # ... pre-normalization"; GPT-2's config.json (openai-community/gpt2) is that layout.
     row = _row(c34, "Llama, Qwen and GPT-3 use pre-norm")
-    assert "GPT-3 (no config released)" in row["models"]
-    assert "Brown et al. 2020" in row["source"] and "arXiv:2005.14165" in row["source"]
-    assert "pre-normalization" in row["says"]["GPT-3"]
-    assert "gpt2 config.json" in row["says"]["GPT-3"]
-    assert "placement=pre" in row["says"]["GPT-3"]
-    assert row["per_model"]["GPT-3"] == "holds"
-    assert all(row["per_model"][m] == "holds" for m in models.LLAMA + models.QWEN)
+    assert "GPT-3 (no config released)" in row.models
+    assert "Brown et al. 2020" in row.source and "arXiv:2005.14165" in row.source
+    assert "pre-normalization" in row.says["GPT-3"]
+    assert "gpt2 config.json" in row.says["GPT-3"]
+    assert "placement=pre" in row.says["GPT-3"]
+    assert row.per_model["GPT-3"] == "holds"
+    assert all(row.per_model[m] == "holds" for m in models.LLAMA + models.QWEN)
     claude = _row(c34, "Claude 4 combines pre-norm, SwiGLU and RoPE")
-    assert claude["models"] == ["Claude 4 (no config or paper released)"]
-    assert claude["per_model"] == {} and claude["source"] == "none public"
+    assert claude.models == ["Claude 4 (no config or paper released)"]
+    assert claude.per_model == {} and claude.source == "none public"
 
 
 def test_c35_formula_share_by_hand(c35):
     # meta-llama-3-8b: d = 4096, d_ff = 14336: 3·14336 / (3·14336 + 4·4096).
     row = c35.evidence["models"]["meta-llama-3-8b"]
-    assert row["formula_share"] == pytest.approx(43008 / (43008 + 16384), abs=5e-5)
+    assert row.formula_share == pytest.approx(43008 / (43008 + 16384), abs=5e-5)
 
 
 def test_c35_exact_share_by_hand(c35):
@@ -119,9 +120,9 @@ def test_c35_exact_share_by_hand(c35):
     attn = 2 * d * d + 2 * d * kv
     exact = ffn / (ffn + attn + 2 * d)
     row = c35.evidence["models"]["meta-llama-3-8b"]
-    assert row["exact_share"] == pytest.approx(exact, abs=5e-5)
-    assert row["difference_points"] == pytest.approx(100 * (exact - 43008 / 59392), abs=0.01)
-    assert row["main_cause"] == "attention_shape" and not row["holds"]
+    assert row.exact_share == pytest.approx(exact, abs=5e-5)
+    assert row.difference_points == pytest.approx(100 * (exact - 43008 / 59392), abs=0.01)
+    assert row.main_cause == "attention_shape" and not row.holds
 
 
 def test_c35_plain_and_moe_ffns(c35):
@@ -130,22 +131,22 @@ def test_c35_plain_and_moe_ffns(c35):
     d, m = 768, 3072
     ffn, attn, norms = 2 * d * m + m + d, 4 * d * d + 4 * d, 4 * d
     gpt2 = c35.evidence["models"]["gpt2"]
-    assert gpt2["exact_share"] == pytest.approx(ffn / (ffn + attn + norms), abs=5e-5)
-    assert gpt2["main_cause"] == "ffn_form"
+    assert gpt2.exact_share == pytest.approx(ffn / (ffn + attn + norms), abs=5e-5)
+    assert gpt2.main_cause == "ffn_form"
     # Llama 4 Scout: 16 routed + 1 shared expert of 8192, router [16, 5120]; GQA 40/8 × 128.
     d, m = 5120, 8192
     ffn = 17 * 3 * d * m + 16 * d
     attn = 2 * d * 40 * 128 + 2 * d * 8 * 128
     scout = c35.evidence["models"]["llama-4-scout-17b-16e"]
-    assert scout["exact_share"] == pytest.approx(ffn / (ffn + attn + 2 * d), abs=5e-5)
-    assert scout["formula_share"] == pytest.approx(3 * m / (3 * m + 4 * d), abs=5e-5)
-    assert scout["main_cause"] == "ffn_form"
+    assert scout.exact_share == pytest.approx(ffn / (ffn + attn + 2 * d), abs=5e-5)
+    assert scout.formula_share == pytest.approx(3 * m / (3 * m + 4 * d), abs=5e-5)
+    assert scout.main_cause == "ffn_form"
 
 
 def test_c35_verdict_by_tolerance(c35):
     rows = c35.evidence["models"]
     # Llama-2-7B is MHA with d_ff = 11008, no biases: the formula is exact up to its norms.
-    assert rows["llama-2-7b"]["holds"] and abs(rows["llama-2-7b"]["difference_points"]) < 0.01
-    held = [n for n, r in rows.items() if r["holds"]]
-    assert all(abs(rows[n]["difference_points"]) <= 2.0 for n in held)
+    assert rows["llama-2-7b"].holds and abs(rows["llama-2-7b"].difference_points) < 0.01
+    held = [n for n, r in rows.items() if r.holds]
+    assert all(abs(rows[n].difference_points) <= 2.0 for n in held)
     assert c35.verdict == "conditional" and 0 < len(held) < len(rows)

@@ -9,8 +9,8 @@ they read: `placement` (C12, C13, C19), `ffn` (C16), `norm_cost` (C18), `positio
 from __future__ import annotations
 
 import math
-from dataclasses import asdict
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 import numpy as np
 
@@ -19,29 +19,42 @@ from blocklab.claims.ledger import Context, Finding, claim
 
 # report/figures.py draws C21's bands from these names here, where C21 was once graded.
 from blocklab.claims.registry import COLLAPSE_PCT, WORKS_PCT  # noqa: F401
-from blocklab.experiments.summaries import Interval, Read
+from blocklab.experiments.summaries import Read
+
+if TYPE_CHECKING:
+    from blocklab.verify import Check
 
 
-def _verify(group: str, claim_id: str) -> tuple[bool, list[dict[str, Any]]]:
+@dataclass(frozen=True)
+class VerifyRow:
+    """One reference check behind a worked-number claim, as its evidence shows it."""
+
+    check: str
+    expected: str
+    got: str
+    max_error: float | None
+    passed: bool
+
+
+def _verify(group: str, claim_id: str) -> tuple[bool, list[Check]]:
     from blocklab.verify import run_checks
 
-    rows = [c.to_dict() for c in run_checks([group]) if c.claim == claim_id]
-    return all(r["passed"] for r in rows) and bool(rows), rows
+    rows = [c for c in run_checks([group]) if c.claim == claim_id]
+    return all(r.passed for r in rows) and bool(rows), rows
 
 
 def _worked(claim_id: str, en: str, zh: str, groups: tuple[str, ...] = ("worked",)) -> Finding:
-    rows: list[dict[str, Any]] = []
+    rows: list[Check] = []
     ok = True
     for group in groups:
         passed, found = _verify(group, claim_id)
         ok &= passed
         rows += found
-    checks = [{"check": r["name"], "expected": r["expected"], "got": r["got"],
-               "max_error": r["max_error"], "passed": r["passed"]} for r in rows]
+    checks = [VerifyRow(r.name, r.expected, r.got, r.max_error, r.passed) for r in rows]
     if ok:
         return Finding("confirmed", en, zh, {"checks": checks},
                        "blocklab verify --group " + " --group ".join(groups))
-    failed = [c["check"] for c in checks if not c["passed"]]
+    failed = [c.check for c in checks if not c.passed]
     return Finding("refuted", f"Reference checks failed: {failed}", f"参考检查未通过：{failed}",
                    {"checks": checks}, "blocklab verify")
 
@@ -148,6 +161,17 @@ def _llama_rmsnorm_excerpt(hidden_states, weight, variance_epsilon: float):
     return weight * hidden_states.to(input_dtype)
 
 
+class Fp16Evidence(TypedDict):
+    """C10's evidence."""
+
+    input_fp16: list[float]
+    fp16_mean_square: float  # inf: the squares overflow float16
+    fp32_mean_square: float
+    output_dtype: str
+    max_error_vs_float64: float
+    hugging_face_source: dict[str, str | list[str] | float]  # LLAMA_RMSNORM_SOURCE, + the diff
+
+
 @claim("C10")
 def c10(ctx: Context) -> Finding:
     import torch
@@ -164,7 +188,7 @@ def c10(ctx: Context) -> Finding:
     err = float(np.max(np.abs(y.double().numpy()[0] - exact)))
     same = float((y.double() - quoted.double()).abs().max())
     src = LLAMA_RMSNORM_SOURCE
-    evidence: dict[str, Any] = {
+    evidence: Fp16Evidence = {
         "input_fp16": x.tolist()[0],
         "fp16_mean_square": float(naive_mean_square),
         "fp32_mean_square": float(x.float().pow(2).mean(-1)),
@@ -277,6 +301,14 @@ def c17(ctx: Context) -> Finding:
         "python -c 'from blocklab.reference import silu_grad; print(silu_grad(-2.0))'")
 
 
+class RopeShiftEvidence(TypedDict):
+    """C20's evidence."""
+
+    float64_gap_by_shift: dict[int, float]  # {shift: max |q_m·k_n − q_(m+s)·k_(n+s)|}
+    # the position suite's dtype -> [[shift, max error], ...], where it ran
+    low_precision_error: NotRequired[dict[str, list[list[float | None]]]]
+
+
 @claim("C20")
 def c20(ctx: Context) -> Finding:
     rng = np.random.default_rng(0)
@@ -284,7 +316,7 @@ def c20(ctx: Context) -> Finding:
     gaps = {shift: max(ref.relative_position_gap(q, k, 10, 3, shift, layout=layout)
                        for layout in ("half_split", "interleaved"))
             for shift in (1, 100, 10_000, 1_000_000)}
-    evidence: dict[str, Any] = {"float64_gap_by_shift": gaps}
+    evidence: RopeShiftEvidence = {"float64_gap_by_shift": gaps}
     summary = ctx.summary("position")
     rel = None if summary is None else summary.data.relative_error
     note_en = note_zh = ""
@@ -311,15 +343,25 @@ def _budget(name: str, seq_len: int = 4096) -> dict[str, Any]:
     return model_budget(resolved.config, seq_len=seq_len, label=name)
 
 
-def _layer_shares(name: str) -> dict[str, Any]:
+@dataclass(frozen=True)
+class LayerShares:
+    """The weight matrices of one layer: attention's, the FFN's, their sum, the FFN's share."""
+
+    attention: int
+    ffn: int
+    matrices: int
+    ffn_share: float
+
+
+def _layer_shares(name: str) -> LayerShares:
     from blocklab.budget import count_params, resolve_model
 
     counts = count_params(resolve_model(name).config)
     layer = counts.layer
     attn = sum(v for k, v in layer.items() if k in ("q_proj", "k_proj", "v_proj", "o_proj"))
     ffn = sum(v for k, v in layer.items() if k in ("gate_proj", "up_proj", "down_proj"))
-    return {"attention": attn, "ffn": ffn, "matrices": attn + ffn,
-            "ffn_share": ffn / (attn + ffn)}
+    return LayerShares(attention=attn, ffn=ffn, matrices=attn + ffn,
+                       ffn_share=ffn / (attn + ffn))
 
 
 @claim("C15")
@@ -328,22 +370,22 @@ def c15(ctx: Context) -> Finding:
 
     page = _layer_shares("page-001-example")
     real = _layer_shares("meta-llama-3-8b")
-    zoo = {name: round(_layer_shares(name)["ffn_share"], 4) for name in list_zoo()}
+    zoo = {name: round(_layer_shares(name).ffn_share, 4) for name in list_zoo()}
     # Half a percentage point of slack: GPT-2/BERT sit at exactly 2/3 before rounding.
     outside = {k: v for k, v in zoo.items() if not 2 / 3 - 0.005 <= v <= 3 / 4 + 0.005}
-    in_range = 2 / 3 - 0.005 <= real["ffn_share"] <= 3 / 4 + 0.005
-    example_ok = abs(page["matrices"] - 177e6) / 177e6 < 0.01
+    in_range = 2 / 3 - 0.005 <= real.ffn_share <= 3 / 4 + 0.005
+    example_ok = abs(page.matrices - 177e6) / 177e6 < 0.01
     verdict = "confirmed" if in_range and example_ok and not outside else "refuted"
     return Finding(
         verdict,
-        f"The example itself is right: {page['attention']:,} attention + {page['ffn']:,} FFN = "
-        f"{page['matrices']:,} weights per layer, FFN {page['ffn_share']:.1%}. But d_ff = 11,008 is "
-        f"Llama-2-7B's; Meta-Llama-3-8B has d_ff = 14,336: {real['attention']:,} + {real['ffn']:,} "
-        f"= {real['matrices']:,}, FFN {real['ffn_share']:.1%}, above the stated 2/3–3/4. "
+        f"The example itself is right: {page.attention:,} attention + {page.ffn:,} FFN = "
+        f"{page.matrices:,} weights per layer, FFN {page.ffn_share:.1%}. But d_ff = 11,008 is "
+        f"Llama-2-7B's; Meta-Llama-3-8B has d_ff = 14,336: {real.attention:,} + {real.ffn:,} "
+        f"= {real.matrices:,}, FFN {real.ffn_share:.1%}, above the stated 2/3–3/4. "
         f"{len(outside)} of {len(zoo)} zoo models fall outside that range.",
-        f"示例本身正确：每层 {page['attention']:,} 注意力 + {page['ffn']:,} FFN = {page['matrices']:,}，"
-        f"FFN 占 {page['ffn_share']:.1%}。但 d_ff = 11,008 属于 Llama-2-7B；Meta-Llama-3-8B 的 d_ff = 14,336："
-        f"{real['attention']:,} + {real['ffn']:,} = {real['matrices']:,}，FFN 占 {real['ffn_share']:.1%}，"
+        f"示例本身正确：每层 {page.attention:,} 注意力 + {page.ffn:,} FFN = {page.matrices:,}，"
+        f"FFN 占 {page.ffn_share:.1%}。但 d_ff = 11,008 属于 Llama-2-7B；Meta-Llama-3-8B 的 d_ff = 14,336："
+        f"{real.attention:,} + {real.ffn:,} = {real.matrices:,}，FFN 占 {real.ffn_share:.1%}，"
         f"超出所述 2/3–3/4。动物园中 {len(outside)}/{len(zoo)} 个模型不在该范围内。",
         {"page_example": page, "meta_llama_3_8b": real, "zoo_ffn_share_of_layer_matrices": zoo},
         "blocklab budget page-001-example && blocklab budget meta-llama-3-8b")
@@ -519,15 +561,23 @@ def c28(ctx: Context) -> Finding:
         "blocklab doctor CONFIG")
 
 
+class NearestTestEvidence(TypedDict):
+    """C22's evidence."""
+
+    nearest_test: str
+    # {arm: {multiple: its loss past L}} of the RoPE scalings, where the position suite ran
+    scaled_arms: NotRequired[dict[str, dict[str, Read]]]
+
+
 @claim("C22")
 def c22(ctx: Context) -> Finding:
     summary = ctx.summary("position")
     nearest = f"{ctx.suite_command('position')} (RoPE with YaRN/NTK at up to 8× the train length)"
-    evidence: dict[str, Any] = {"nearest_test": nearest}
+    evidence: NearestTestEvidence = {"nearest_test": nearest}
     if summary is not None:
         arms = summary.data.arms
-        evidence["scaled_arms"] = {k: {m: _read_json(r) for m, r in v.loss_beyond_L.items()}
-                                   for k, v in arms.items()
+        # each read an Interval (the ledger writes its fields) or the words of a read not made
+        evidence["scaled_arms"] = {k: dict(v.loss_beyond_L) for k, v in arms.items()
                                    if "yarn" in k or "ntk" in k or "dynamic" in k}
     return Finding(
         "untestable-here",
@@ -538,9 +588,3 @@ def c22(ctx: Context) -> Finding:
         "从 4K 外推到 128K（32 倍）且质量损失小于 5% 需要十亿级参数、在 4K 上训练的模型和长上下文基准；"
         "2 核 CPU 无法训练。我们能做的最接近的测试是小模型在训练长度 2–8 倍上的免训练 RoPE scaling（位置实验）。",
         evidence, nearest)
-
-
-def _read_json(read: Read) -> dict[str, Any] | str:
-    """A position read as evidence: an interval's fields, or the string of a read not made."""
-    return asdict(read) if isinstance(read, Interval) else read
-

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, is_dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -94,7 +94,9 @@ class Finding:
     verdict: str
     summary: str
     summary_zh: str
-    evidence: dict[str, Any] = field(default_factory=dict)
+    # Any JSON object: a dict, or a TypedDict of the check's fixed shape, whose values may be
+    # dataclass rows; the ledger only writes it out (`_plain`), as ClaimResult.evidence.
+    evidence: Mapping[str, object] = field(default_factory=dict)
     command: str = ""
     figure: str | None = None  # key of a report figure that shows the evidence
     parts: list[Part] = field(default_factory=list)

@@ -10,7 +10,6 @@ untestable here and stays in the ledger as such.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from blocklab.claims.ledger import Context, Finding, claim
 from blocklab.claims.rules import Estimate, Part, Rule
@@ -24,28 +23,34 @@ QWEN_3 = ("qwen3-8b",)
 LLAMA = ("llama-2-7b", *LLAMA_3, *LLAMA_4)
 QWEN = (*QWEN_2, *QWEN_3)
 
-# Statements of primary sources, for models whose config was never released: `facts` holds
-# what the source states, in `ModelConfig`'s words.
-PAPERS: dict[str, dict[str, Any]] = {
-    "PaLM": {
-        "source": "Chowdhery et al. 2022, 'PaLM: Scaling Language Modeling with Pathways', "
-                  "arXiv:2204.02311, §2 Model Architecture",
-        "says": "'SwiGLU Activation – We use SwiGLU activations (Swish(xW)·xV) for the MLP "
-                "intermediate activations'; PaLM also uses RoPE, multi-query attention and "
-                "parallel layers. No config.json or weights were released.",
-        "facts": {"ffn": "swiglu", "position": "rope"},
-    },
-    "GPT-3": {
-        "source": "Brown et al. 2020, 'Language Models are Few-Shot Learners', "
-                  "arXiv:2005.14165, §2.1 Model and Architectures",
-        "says": "'We use the same model and architecture as GPT-2, including the modified "
-                "initialization, pre-normalization, and reversible tokenization described "
-                "therein, with the exception that we use alternating dense and locally banded "
-                "sparse attention patterns'. GPT-2 moved layer norm to the input of each "
-                "sub-block (pre-norm). No config.json or weights were released.",
-        "facts": {"placement": "pre"},
-        "layout_of": "gpt2",  # the zoo config of the layout the paper says it keeps
-    },
+
+@dataclass(frozen=True)
+class PaperSource:
+    """A primary source's statement about a model whose config was never released."""
+
+    source: str  # the citation
+    says: str  # the statement, quoted where it can be
+    facts: dict[str, str]  # what it states, in `ModelConfig`'s words: {field: value}
+    layout_of: str | None = None  # the zoo config of the layout the paper says it keeps
+
+
+PAPERS = {
+    "PaLM": PaperSource(
+        source="Chowdhery et al. 2022, 'PaLM: Scaling Language Modeling with Pathways', "
+               "arXiv:2204.02311, §2 Model Architecture",
+        says="'SwiGLU Activation – We use SwiGLU activations (Swish(xW)·xV) for the MLP "
+             "intermediate activations'; PaLM also uses RoPE, multi-query attention and "
+             "parallel layers. No config.json or weights were released.",
+        facts={"ffn": "swiglu", "position": "rope"}),
+    "GPT-3": PaperSource(
+        source="Brown et al. 2020, 'Language Models are Few-Shot Learners', "
+               "arXiv:2005.14165, §2.1 Model and Architectures",
+        says="'We use the same model and architecture as GPT-2, including the modified "
+             "initialization, pre-normalization, and reversible tokenization described "
+             "therein, with the exception that we use alternating dense and locally banded "
+             "sparse attention patterns'. GPT-2 moved layer norm to the input of each "
+             "sub-block (pre-norm). No config.json or weights were released.",
+        facts={"placement": "pre"}, layout_of="gpt2"),
 }
 GLM_SOURCE = {
     "source": "Zeng et al. 2022, 'GLM-130B: An Open Bilingual Pre-trained Model', "
@@ -141,35 +146,48 @@ PART_VERDICT = {"holds": "confirmed", "fails": "refuted", "partly": "conditional
                 "untestable": "untestable-here"}
 
 
-def _facts(name: str) -> dict[str, Any]:
+@dataclass(frozen=True)
+class ModelFacts:
     """What a zoo model's config says about its FFN, positions and norm placement."""
+
+    ffn: str
+    gated: bool
+    position: str
+    placement: str
+    rope_layers: int  # layers that rotate q and k (the rest NoPE); 0 without RoPE
+    n_layers: int
+    moe: bool
+
+
+def _facts(name: str) -> ModelFacts:
+    """A zoo model's `ModelFacts`, from its config."""
     from blocklab.budget import resolve_model
 
     cfg = resolve_model(name).config
     rope_layers = cfg.n_layers - cfg.n_nope_layers if cfg.position == "rope" else 0
-    return {"ffn": cfg.ffn, "gated": cfg.gated, "position": cfg.position,
-            "placement": cfg.placement, "rope_layers": rope_layers, "n_layers": cfg.n_layers,
-            "moe": cfg.n_experts > 0}
+    return ModelFacts(ffn=cfg.ffn, gated=cfg.gated, position=cfg.position,
+                      placement=cfg.placement, rope_layers=rope_layers, n_layers=cfg.n_layers,
+                      moe=cfg.n_experts > 0)
 
 
-def _model_verdict(feature: str, f: dict[str, Any]) -> str:
+def _model_verdict(feature: str, f: ModelFacts) -> str:
     """'holds', 'partly' or 'fails' for one model's facts against one feature."""
-    rope = ("holds" if f["rope_layers"] == f["n_layers"] else
-            "partly" if f["rope_layers"] else "fails")
+    rope = ("holds" if f.rope_layers == f.n_layers else
+            "partly" if f.rope_layers else "fails")
     if feature == "plain_ffn":
-        return "fails" if f["gated"] else "holds"
+        return "fails" if f.gated else "holds"
     if feature == "learned_positions":
-        return "holds" if f["position"] == "learned" else "fails"
+        return "holds" if f.position == "learned" else "fails"
     if feature in ("swiglu", "geglu"):
-        return "holds" if f["ffn"].startswith(feature) else "fails"
+        return "holds" if f.ffn.startswith(feature) else "fails"
     if feature == "alibi":
-        return "holds" if f["position"] == "alibi" else "fails"
+        return "holds" if f.position == "alibi" else "fails"
     if feature == "rope":
         return "holds" if rope != "fails" else "fails"  # RoPE in most layers still uses RoPE
     if feature == "pre_norm":
-        return "holds" if f["placement"] == "pre" else "fails"
+        return "holds" if f.placement == "pre" else "fails"
     # "modern": pre-norm + SwiGLU + RoPE in every layer
-    if f["placement"] != "pre" or f["ffn"] != "swiglu":
+    if f.placement != "pre" or f.ffn != "swiglu":
         return "fails"
     return rope
 
@@ -178,7 +196,7 @@ def _paper_verdict(feature: str, paper: str) -> str:
     """'holds' or 'fails' for what a paper states about one feature (a feature it does not
     state is a bug in PAGE_PAIRINGS: KeyError)."""
     field, value = PAPER_FACT[feature]
-    return "holds" if PAPERS[paper]["facts"][field] == value else "fails"
+    return "holds" if PAPERS[paper].facts[field] == value else "fails"
 
 
 def _combine(verdicts: list[str]) -> str:
@@ -187,24 +205,35 @@ def _combine(verdicts: list[str]) -> str:
     return "fails" if all(v == "fails" for v in verdicts) else "partly"
 
 
-def _says(f: dict[str, Any]) -> str:
-    ffn = f"ffn={f['ffn']} ({'gated' if f['gated'] else 'plain'}{', MoE' if f['moe'] else ''})"
-    pos = f"position={f['position']}"
-    if f["position"] == "rope" and f["rope_layers"] < f["n_layers"]:
-        pos += f" in {f['rope_layers']} of {f['n_layers']} layers (the rest NoPE)"
-    return f"{ffn}, {pos}, placement={f['placement']}"
+def _says(f: ModelFacts) -> str:
+    ffn = f"ffn={f.ffn} ({'gated' if f.gated else 'plain'}{', MoE' if f.moe else ''})"
+    pos = f"position={f.position}"
+    if f.position == "rope" and f.rope_layers < f.n_layers:
+        pos += f" in {f.rope_layers} of {f.n_layers} layers (the rest NoPE)"
+    return f"{ffn}, {pos}, placement={f.placement}"
 
 
 def _paper_says(paper: str) -> str:
     src = PAPERS[paper]
-    layout = src.get("layout_of")
-    if layout is None:
-        return src["says"]
-    return (f"{src['says']} The zoo's {layout} config.json (the layout it keeps): "
-            f"{_says(_facts(layout))}.")
+    if src.layout_of is None:
+        return src.says
+    return (f"{src.says} The zoo's {src.layout_of} config.json (the layout it keeps): "
+            f"{_says(_facts(src.layout_of))}.")
 
 
-def check_pairing(p: Pairing) -> dict[str, Any]:
+@dataclass(frozen=True)
+class PairingRow:
+    """One pairing's evidence row (the ledger's JSON holds its fields in this order)."""
+
+    pairing: str  # as the page puts it
+    models: list[str]  # the zoo models, then those settled by a paper or by neither
+    says: dict[str, str]  # {model: what its config or source says}
+    source: str
+    verdict: str  # 'holds', 'fails', 'partly', or 'untestable' with no public config or paper
+    per_model: dict[str, str]  # {model: 'holds', 'partly' or 'fails'}
+
+
+def check_pairing(p: Pairing) -> PairingRow:
     """One evidence row: the pairing, its models, what their configs (or sources) say, and its
     verdict ('holds', 'fails', 'partly', or 'untestable' with no public config or paper)."""
     facts = {name: _facts(name) for name in p.models}
@@ -215,51 +244,51 @@ def check_pairing(p: Pairing) -> dict[str, Any]:
     says.update({name: UNPUBLISHED[name] for name in p.unpublished})
     sources = (["config.json of each zoo model (blocklab budget NAME --json)"] if p.models
                else [])
-    sources += [PAPERS[paper]["source"] for paper in p.papers]
+    sources += [PAPERS[paper].source for paper in p.papers]
     if p.family == "GLM":
         sources.append(GLM_SOURCE["source"])
         says["GLM-130B"] = GLM_SOURCE["says"]
     models = [*p.models, *(f"{paper} (no config released)" for paper in p.papers),
               *(f"{name} (no config or paper released)" for name in p.unpublished)]
     verdict = _combine(list(per_model.values())) if per_model else "untestable"
-    return {"pairing": p.text, "models": models, "says": says,
-            "source": "; ".join(sources) or "none public", "verdict": verdict,
-            "per_model": per_model}
+    return PairingRow(pairing=p.text, models=models, says=says,
+                      source="; ".join(sources) or "none public", verdict=verdict,
+                      per_model=per_model)
 
 
-def _why(p: Pairing, row: dict[str, Any], zh: bool = False) -> str:
+def _why(p: Pairing, row: PairingRow, zh: bool = False) -> str:
     """Why a pairing is not 'holds', in a few words."""
-    if row["verdict"] == "untestable":
+    if row.verdict == "untestable":
         return "无公开配置或论文" if zh else "no public config or paper"
-    if row["verdict"] == "fails" and p.if_wrong[zh]:
+    if row.verdict == "fails" and p.if_wrong[zh]:
         return p.if_wrong[zh]
     notes = []
-    for name, v in row["per_model"].items():
+    for name, v in row.per_model.items():
         f = _facts(name) if name in p.models else None
         if v == "partly" and f is not None:
-            notes.append(f"{name} 仅在 {f['rope_layers']}/{f['n_layers']} 层用 RoPE" if zh else
-                         f"{name} uses RoPE in {f['rope_layers']} of {f['n_layers']} layers, "
+            notes.append(f"{name} 仅在 {f.rope_layers}/{f.n_layers} 层用 RoPE" if zh else
+                         f"{name} uses RoPE in {f.rope_layers} of {f.n_layers} layers, "
                          "NoPE in the rest")
         elif v == "fails":
             notes.append(f"{name} 不是" if zh else f"not {name}")
     return "；".join(notes) if zh else "; ".join(notes)
 
 
-def pairing_part(p: Pairing, row: dict[str, Any]) -> Part:
+def pairing_part(p: Pairing, row: PairingRow) -> Part:
     """One pairing as a graded part: the share of its models that have the feature."""
-    verdicts = list(row["per_model"].values())
+    verdicts = list(row.per_model.values())
     estimate = (Estimate(sum(v == "holds" for v in verdicts) / len(verdicts), None, None,
                          len(verdicts)) if verdicts else Estimate(None, None, None, 0))
-    reason = ("every named model's config or paper shows it" if row["verdict"] == "holds"
+    reason = ("every named model's config or paper shows it" if row.verdict == "holds"
               else _why(p, row))
-    return Part(p.text, C34_RULES[p.text], estimate, PART_VERDICT[row["verdict"]], reason)
+    return Part(p.text, C34_RULES[p.text], estimate, PART_VERDICT[row.verdict], reason)
 
 
-def combine_c34(rows: list[dict[str, Any]]) -> str:
+def combine_c34(rows: list[PairingRow]) -> str:
     """C34_COMBINES over the pairings' verdicts."""
-    if any(r["verdict"] == "fails" for r in rows):
+    if any(r.verdict == "fails" for r in rows):
         return "refuted"
-    if all(r["verdict"] == "holds" for r in rows):
+    if all(r.verdict == "holds" for r in rows):
         return "confirmed"
     return "conditional"
 
@@ -269,7 +298,7 @@ def c34(ctx: Context) -> Finding:
     rows = [check_pairing(p) for p in PAGE_PAIRINGS]
     parts = [pairing_part(p, r) for p, r in zip(PAGE_PAIRINGS, rows, strict=True)]
     verdict = combine_c34(rows)
-    by = {v: [(p, r) for p, r in zip(PAGE_PAIRINGS, rows, strict=True) if r["verdict"] == v]
+    by = {v: [(p, r) for p, r in zip(PAGE_PAIRINGS, rows, strict=True) if r.verdict == v]
           for v in ("holds", "fails", "partly", "untestable")}
     checkable = len(rows) - len(by["untestable"])
 
@@ -300,8 +329,8 @@ def c34(ctx: Context) -> Finding:
     shown = {"pairing": "pairing", "models": "models", "says": "what the configs and sources say",
              "source": "source", "verdict": "verdict"}
     report_table = {"columns": list(shown.values()), "rows": [
-        [r["pairing"], ", ".join(r["models"]),
-         "; ".join(f"{k}: {v}" for k, v in r["says"].items()), r["source"], r["verdict"]]
+        [r.pairing, ", ".join(r.models),
+         "; ".join(f"{k}: {v}" for k, v in r.says.items()), r.source, r.verdict]
         for r in rows]}
     return Finding(verdict, en, zh, {"pairings": rows, "table": report_table},
                    "blocklab budget mpt-7b --json && blocklab budget chatglm2-6b --json && "
@@ -319,7 +348,29 @@ def formula_share(d_model: int, d_ff: int) -> float:
     return 3 * d_ff / (3 * d_ff + 4 * d_model)
 
 
-def share_steps(name: str) -> dict[str, Any]:
+@dataclass(frozen=True)
+class ShareSteps:
+    """One zoo model's row of C35 (the ledger's JSON holds its fields in this order)."""
+
+    d_model: int
+    d_ff: int  # one expert's width for an MoE model
+    ffn: str
+    n_heads: int
+    n_kv_heads: int
+    head_dim: int
+    moe: bool
+    formula_share: float  # the page's 3·d_ff / (3·d_ff + 4·d_model), rounded to 4 places
+    exact_share: float  # FFN over FFN + attention + norms of one layer, rounded to 4 places
+    matrices_share: float  # the same with weights and biases but no norms
+    difference_points: float  # exact − formula, in percentage points
+    effects_points: dict[str, float]  # {step: its change of the share, in points}
+    main_cause: str  # the step that moves the share most ("none": within 0.005 points)
+    holds: bool  # |difference| ≤ TOLERANCE_POINTS
+    in_page_range: bool  # exact share within PAGE_RANGE
+    layer: dict[str, int]  # {"ffn", "attention", "norms": parameters of one layer}
+
+
+def share_steps(name: str) -> ShareSteps:
     """Formula share, exact share, and the change each departure from the formula makes.
 
     The formula assumes FFN = 3·d·d_ff and attention = 4·d². Applied one at a time, in this
@@ -351,15 +402,15 @@ def share_steps(name: str) -> dict[str, Any]:
     cause = max(effects, key=lambda k: abs(effects[k]))
     exact = shares["norms"]
     diff = 100 * (exact - shares["formula"])
-    return {"d_model": d, "d_ff": m, "ffn": cfg.ffn, "n_heads": cfg.n_heads,
-            "n_kv_heads": cfg.n_kv_heads, "head_dim": cfg.head_dim, "moe": cfg.n_experts > 0,
-            "formula_share": round(shares["formula"], 4), "exact_share": round(exact, 4),
-            "matrices_share": round(shares["biases"], 4), "difference_points": round(diff, 2),
-            "effects_points": effects,
-            "main_cause": cause if abs(diff) > 0.005 else "none",
-            "holds": abs(diff) <= TOLERANCE_POINTS,
-            "in_page_range": PAGE_RANGE[0] <= exact <= PAGE_RANGE[1],
-            "layer": {"ffn": ffn, "attention": attn, "norms": norms}}
+    return ShareSteps(d_model=d, d_ff=m, ffn=cfg.ffn, n_heads=cfg.n_heads,
+                      n_kv_heads=cfg.n_kv_heads, head_dim=cfg.head_dim, moe=cfg.n_experts > 0,
+                      formula_share=round(shares["formula"], 4), exact_share=round(exact, 4),
+                      matrices_share=round(shares["biases"], 4),
+                      difference_points=round(diff, 2), effects_points=effects,
+                      main_cause=cause if abs(diff) > 0.005 else "none",
+                      holds=abs(diff) <= TOLERANCE_POINTS,
+                      in_page_range=PAGE_RANGE[0] <= exact <= PAGE_RANGE[1],
+                      layer={"ffn": ffn, "attention": attn, "norms": norms})
 
 
 CAUSE_TEXT = {"ffn_form": ("the FFN is not 3·d·d_ff (plain: 2 matrices; MoE: all experts)",
@@ -375,29 +426,29 @@ def c35(ctx: Context) -> Finding:
     from blocklab.budget import list_zoo
 
     table = {name: share_steps(name) for name in list_zoo()}
-    held = sorted(n for n, r in table.items() if r["holds"])
-    missed = {n: r for n, r in table.items() if not r["holds"]}
-    worst = max(table, key=lambda n: abs(table[n]["difference_points"]))
+    held = sorted(n for n, r in table.items() if r.holds)
+    missed = {n: r for n, r in table.items() if not r.holds}
+    worst = max(table, key=lambda n: abs(table[n].difference_points))
     by_cause: dict[str, list[str]] = {}
     for n, r in missed.items():
-        by_cause.setdefault(r["main_cause"], []).append(n)
+        by_cause.setdefault(r.main_cause, []).append(n)
     verdict = "confirmed" if not missed else "refuted" if not held else "conditional"
     causes_en = "; ".join(f"{CAUSE_TEXT[c][0]}: {', '.join(sorted(ns))}"
                           for c, ns in sorted(by_cause.items()))
     causes_zh = "；".join(f"{CAUSE_TEXT[c][1]}：{'、'.join(sorted(ns))}"
                           for c, ns in sorted(by_cause.items()))
     w = table[worst]
-    small = max(abs(r["effects_points"]["biases"]) + abs(r["effects_points"]["norms"])
+    small = max(abs(r.effects_points["biases"]) + abs(r.effects_points["norms"])
                 for r in table.values())
-    in_range = sum(r["in_page_range"] for r in table.values())
+    in_range = sum(r.in_page_range for r in table.values())
     en = (f"Within {TOLERANCE_POINTS:g} percentage points of the exact per-layer share for "
           f"{len(held)} of {len(table)} zoo models. Off by more for {len(missed)}, mainly because "
-          f"{causes_en}. Worst: {worst}, formula {w['formula_share']:.1%} vs exact "
-          f"{w['exact_share']:.1%}. Biases and norms together move it by at most {small:.2f} points. "
+          f"{causes_en}. Worst: {worst}, formula {w.formula_share:.1%} vs exact "
+          f"{w.exact_share:.1%}. Biases and norms together move it by at most {small:.2f} points. "
           f"{in_range} of {len(table)} exact shares lie in the stated 2/3–3/4.")
     zh = (f"{len(table)} 个动物园模型中有 {len(held)} 个的公式值与每层精确占比相差在 "
           f"{TOLERANCE_POINTS:g} 个百分点以内。其余 {len(missed)} 个偏差更大，主要原因：{causes_zh}。"
-          f"最大偏差：{worst}，公式 {w['formula_share']:.1%}，精确 {w['exact_share']:.1%}。"
+          f"最大偏差：{worst}，公式 {w.formula_share:.1%}，精确 {w.exact_share:.1%}。"
           f"偏置与归一化参数合计最多改变 {small:.2f} 个百分点。精确占比落在 2/3–3/4 内的有 "
           f"{in_range}/{len(table)} 个。")
     return Finding(verdict, en, zh,
@@ -405,10 +456,10 @@ def c35(ctx: Context) -> Finding:
                     "models": table,
                     "table": {"columns": ["model", "formula share", "exact share",
                                           "difference (points)", "main cause", "holds"],
-                              "rows": [[name, f"{m['formula_share']:.1%}",
-                                        f"{m['exact_share']:.1%}",
-                                        f"{m['difference_points']:+.2f}", m["main_cause"],
-                                        "yes" if m["holds"] else "no"]
+                              "rows": [[name, f"{m.formula_share:.1%}",
+                                        f"{m.exact_share:.1%}",
+                                        f"{m.difference_points:+.2f}", m.main_cause,
+                                        "yes" if m.holds else "no"]
                                        for name, m in table.items()],
                               "caption": f"within ±{TOLERANCE_POINTS:g} points: holds"}},
                    "blocklab budget NAME --json  (params.layer, for every NAME in "

@@ -51,7 +51,7 @@ import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from scipy import stats as sps
 
@@ -246,7 +246,7 @@ class Decision:
     # unfair arms no longer run could decide it, so none is due.
     would_contradict: bool = False
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, str | float | bool | None]:
         return asdict(self)
 
 
@@ -531,14 +531,14 @@ class Part:
         return [s if isinstance(s, Part) else cls.of(s[0], s[1], s[2], next(found))
                 for s in specs]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> PartJson:
         """The part as the ledger's JSON gives it: its decision, the estimate {value, ci_low,
         ci_high, n, sd}, the paired seeds at each look of its sequential design
         (`looks`), its rule with the rule's hash (and `rule_changed_after_data`: the hash
         its runs were planned under when that differs), and for an inconclusive part the
         smallest detectable effect and the seeds that would decide it."""
         d = self.decision
-        out: dict[str, Any] = {
+        out: PartJson = {
             "name": self.name, "decision": self.verdict, "verdict": self.verdict,
             "reason": self.reason, "estimate": asdict(self.estimate),
             "looks": list(looks(self.rule, self.estimate.n)),
@@ -551,6 +551,26 @@ class Part:
             out["detectable_effect"] = None if d is None else d.detectable_effect
             out["seeds_needed"] = None if d is None else d.seeds_needed
         return out
+
+
+class PartJson(TypedDict):
+    """A part in the ledger's JSON (`Part.to_dict`), keys in this order."""
+
+    name: str
+    decision: str
+    verdict: str
+    reason: str
+    estimate: dict[str, float | None]  # Estimate's fields
+    looks: list[int]
+    rule: dict[str, str | float | None]  # Rule's fields
+    rule_hash: str
+    rule_changed_after_data: str | None
+    p_value: float | None
+    level: float | None
+    boundary: float | None
+    # only on an inconclusive part: what the spent seeds detect, and what would decide it
+    detectable_effect: NotRequired[float | None]
+    seeds_needed: NotRequired[int | None]
 
 
 # A part still to be decided, with the others of its claim (`Part.decided_together`).
