@@ -2,9 +2,9 @@
 
 One random-weight SwiGLU DecoderLM (head_dim 64, byte vocabulary, float32) and its int8 copies
 (nothing, FFN only, attention only, all linear layers; weight-only or dynamic int8, by
-`blocklab.nn.quantize.quantize_model`) are timed side by side in one process by
-`blocklab.experiments.quantize.time_schemes`: every repeat runs each scheme once, in an order
-rotated by one per repeat; a prefill of T tokens per T, then one-token decode steps on the KV cache
+`blocklab.nn.int8.quantize_model`) are timed side by side in one process by
+`blocklab.experiments.int8_measurements.time_schemes`: every repeat runs each scheme once, in an
+order rotated by one per repeat; a prefill of T tokens per T, then one-token decode steps on the KV cache
 of the first T (median of the steps). Prints median ms and the speed-up float / scheme (ratio of
 the medians) next to two bounds:
 
@@ -35,7 +35,7 @@ from typing import Any
 import torch
 
 from blocklab.config import ModelConfig
-from blocklab.experiments.quantize import (
+from blocklab.experiments.int8_measurements import (
     TIMING_VOCAB,
     amdahl,
     decode_bytes,
@@ -43,7 +43,7 @@ from blocklab.experiments.quantize import (
     time_schemes,
 )
 from blocklab.experiments.suites.quantize import cpu_flags
-from blocklab.nn.quantize import MODES
+from blocklab.nn.int8 import MODES
 
 med = statistics.median
 

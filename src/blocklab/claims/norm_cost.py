@@ -8,7 +8,7 @@ loss difference; every timing is reported beside the parts and grades nothing.
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Any
+from typing import TypedDict
 
 from blocklab.claims.ledger import DECIDED, Context, Finding, ci_text, claim, missing, scale_text
 from blocklab.claims.registry import (
@@ -155,9 +155,9 @@ def c18(ctx: Context) -> Finding:
         fair_arms=True, longer_run_agrees=False)
     quality_part = parts[-1]
     verdict = combine_c18(parts[:-1], quality_part)
-    q = NORM_SIZES[ctx.size]["quality"]
-    scale = {"d_model": q["d_model"], "depth": q["n_layers"], "steps": q["steps"],
-             "batch": q["batch_size"], "seq_len": q["seq_len"]}
+    q = NORM_SIZES[ctx.size].quality
+    scale = {"d_model": q.d_model, "depth": q.n_layers, "steps": q.steps,
+             "batch": q.batch_size, "seq_len": q.seq_len}
     scale_en = scale_text(**scale, note="quality part") if verdict in DECIDED else ""
     scale_zh = (scale_text(**scale, zh=True, note="质量部分") if verdict in DECIDED else "")
     threads = min((s.threads for s in data.step_time.values()), default=None)
@@ -211,7 +211,27 @@ def c18(ctx: Context) -> Finding:
         ctx.suite_command("norm-cost"), "norm_cost", parts, C18_COMBINES, C18_COMBINES_ZH)
 
 
-def _ratio_row(r: KernelRatio) -> dict[str, Any]:
+# A kernel ratio as C18's evidence shows it, flat ("pass" is a keyword: no dataclass field).
+RatioRow = TypedDict("RatioRow", {
+    "d": int, "rows": int, "threads": int, "impl": str, "layernorm_impl": str, "pass": str,
+    "ratio_vs_layernorm": float, "ci_low": float, "ci_high": float, "repeats": int})
+
+
+class StepRow(TypedDict):
+    """A training-step timing as C18's evidence shows it, flat."""
+
+    threads: int
+    model: dict[str, int]  # the timed shape: d_model, n_layers, seq_len, batch_size, ...
+    params: dict[str, int]
+    rmsnorm_ms: float
+    layernorm_ms: float
+    ratio: float
+    ci_low: float
+    ci_high: float
+    repeats: int
+
+
+def _ratio_row(r: KernelRatio) -> RatioRow:
     """A kernel ratio as evidence, in the flat form the ledger has always shown."""
     return {"d": r.d, "rows": r.rows, "threads": r.threads, "impl": r.impl,
             "layernorm_impl": r.layernorm_impl, "pass": r.pass_name,
@@ -219,7 +239,7 @@ def _ratio_row(r: KernelRatio) -> dict[str, Any]:
             "ci_high": r.time.ci_high, "repeats": r.time.repeats}
 
 
-def _step_row(s: StepTime) -> dict[str, Any]:
+def _step_row(s: StepTime) -> StepRow:
     """A training-step timing as evidence, flat as the ledger has always shown it."""
     return {"threads": s.threads, "model": s.model, "params": s.params,
             "rmsnorm_ms": s.rmsnorm_ms, "layernorm_ms": s.layernorm_ms, "ratio": s.time.ratio,

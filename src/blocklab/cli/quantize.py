@@ -1,6 +1,7 @@
 """`blocklab quantize MODEL`: int8 prefill/decode speed-up and error per scheme, on a stack cut
 to fit this machine (a checkpoint's own weights, else random ones), beside the bound no scheme
-can beat (its layers made free) and an Amdahl estimate (`blocklab.experiments.quantize`)."""
+can beat (its layers made free) and an Amdahl estimate
+(`blocklab.experiments.int8_measurements`)."""
 
 from __future__ import annotations
 
@@ -52,7 +53,7 @@ def quantize(
         raise fail(f"MODEL {model!r} is empty; expected a zoo name (`blocklab budget --list`), "
                    "a config.json or a Hugging Face checkpoint folder")
     from blocklab.budget import count_params, resolve_model
-    from blocklab.experiments.quantize import (
+    from blocklab.experiments.int8_measurements import (
         check_timing_fits,
         checkpoint_files,
         checkpoint_layers,

@@ -632,7 +632,7 @@ class PositionData:
 class QuantTiming:
     """One int8 scheme's prefill and decode time against nothing quantized (speed-up = time of
     the float model / time of this scheme, per repeat; > 1 faster), with the bound it cannot
-    beat and an Amdahl estimate (`blocklab.experiments.quantize` derives both)."""
+    beat and an Amdahl estimate (`blocklab.experiments.int8_measurements` derives both)."""
 
     scheme: str  # "none", or "<part>/<mode>": ffn|attention|all / weight-only|dynamic
     part: str
@@ -668,7 +668,7 @@ class QuantQuality:
 class SwigluQuant:
     """C33: one way of quantizing SwiGLU's gate, up and down, over seeds."""
 
-    scheme: str  # a key of blocklab.nn.quantize.SWIGLU_SCHEMES
+    scheme: str  # a key of blocklab.nn.int8.SWIGLU_SCHEMES
     ffn_error: Interval  # ‖FFN_q(x) − FFN(x)‖ / ‖FFN(x)‖ on the model's own FFN inputs
     logits_error: Interval
     delta: Interval  # val loss − float, nats/token

@@ -11,21 +11,19 @@ from collections import Counter
 import pytest
 
 from blocklab.claims.registry import registered
+from blocklab.experiments.options import RunOptions
 from blocklab.experiments.suites import ffn, get_suite, norm_cost, placement, position
-from blocklab.experiments.suites.base import seed_range
 from blocklab.experiments.suites.evaluation import graded_only
 
 GRADED_ONLY = ("tiny", "quick")
 
 
-def _seeds(name: str, size: str) -> range:
-    return seed_range(get_suite(name).default_seeds[size])
+def _options(name: str, size: str) -> RunOptions:
+    return RunOptions.for_suite(get_suite(name), size)
 
 
 def _plan(name: str, size: str):
-    suite = get_suite(name)
-    return suite.plan(size, _seeds(name, size), []) if suite.tune else suite.plan(
-        size, _seeds(name, size))
+    return get_suite(name).plan(_options(name, size), [])
 
 
 def _arm_at(metric: str) -> str:
@@ -58,12 +56,12 @@ def test_ffn_tunes_and_trains_c16s_arms_and_their_baseline_only(size):
     expected = _c16_arms(size)
     assert expected == {"relu", "glu", "geglu", "swiglu"}
     d = ffn.SIZES[size].d_model
-    tuning = ffn.tune(size)
+    tuning = ffn.tune(_options("ffn", size))
     assert {(s.arm, s.payload["model"]["d_model"]) for s in tuning} == {(a, d) for a in expected}
     specs = _plan("ffn", size)
     assert {s.payload["kind"] for s in specs} == {"train"}  # no sensitivity, trend nor timing
     assert {s.payload["model"]["d_model"] for s in specs} == {d}
-    _each_seed_once(specs, expected, _seeds("ffn", size))
+    _each_seed_once(specs, expected, _options("ffn", size).seeds)
 
 
 def test_ffn_full_plans_every_arm_the_sensitivity_arms_the_trend_and_the_timing():
@@ -75,7 +73,7 @@ def test_ffn_full_plans_every_arm_the_sensitivity_arms_the_trend_and_the_timing(
                      "trend": set(ffn.TREND_ARMS), "timing": {"timing"}}
     assert {s.payload["model"]["d_model"] for s in specs if s.payload["kind"] == "trend"} == set(
         full.trend_widths)
-    assert {(s.arm, s.payload["model"]["d_model"]) for s in ffn.tune("full")} == {
+    assert {(s.arm, s.payload["model"]["d_model"]) for s in ffn.tune(_options("ffn", "full"))} == {
         *((a, full.d_model) for a in ffn.ARMS),
         *((a, w) for a in ffn.TREND_ARMS for w in full.trend_widths)}
 
@@ -103,9 +101,9 @@ def test_norm_cost_plans_the_quality_runs_and_the_reported_timings_only(size):
     assert {s.arm for s in specs} == expected | NORM_COST_REPORTED
     for arm in NORM_COST_REPORTED:
         assert [s.timed for s in specs if s.arm == arm] == [True] * len(
-            norm_cost.SIZES[size]["threads"])
+            norm_cost.SIZES[size].threads)
     _each_seed_once([s for s in specs if s.arm not in NORM_COST_REPORTED], expected,
-                    _seeds("norm-cost", size))
+                    _options("norm-cost", size).seeds)
 
 
 def test_norm_cost_full_plans_the_kernel_runs_too():
@@ -178,13 +176,13 @@ def _position_arms(size: str) -> set[str]:
 @pytest.mark.parametrize("size", GRADED_ONLY)
 def test_position_trains_the_graded_arms_and_times_the_cost_run_only(size):
     expected = _position_arms(size)
-    L = max(position.SIZES[size]["mults"])
+    L = max(position.SIZES[size].mults)
     assert expected == {"none", f"learned-{L}L", "sinusoidal+scale", "rope", "alibi", "cost"}
     specs = _plan("position", size)
     assert {s.arm for s in specs} == expected  # no passkey, no relative-error run
     assert [s.timed for s in specs if s.arm == "cost"] == [True]
     _each_seed_once([s for s in specs if s.arm != "cost"], expected - {"cost"},
-                    _seeds("position", size))
+                    _options("position", size).seeds)
 
 
 def test_position_full_trains_every_scheme_its_passkey_models_and_the_relative_error():
@@ -208,7 +206,7 @@ def test_every_training_run_scores_its_sizes_fraction_of_the_validation_split(na
 
     assert FINAL_EVAL_FRACTION == {"tiny": 0.0, "quick": 0.125, "full": 1.0}
     suite = get_suite(name)
-    specs = [*(suite.tune(size) if suite.tune else []), *_plan(name, size)]
+    specs = [*(suite.tune(_options(name, size)) if suite.tune else []), *_plan(name, size)]
     trained = [s for s in specs if "train" in s.payload and s.payload["kind"] != "cost"]
     assert trained
     for spec in trained:  # left out of the run's identity at 0.0, as before the field existed

@@ -4,8 +4,8 @@ how SwiGLU's three matrices may be quantized (C33).
 Two kinds of run:
 
     timing    (timed, alone) one random-weight DecoderLM of the size's shape, quantized by torchao
-              in every scheme of `blocklab.experiments.quantize.SCHEMES` (ffn / attention / all
-              linear layers × weight-only / dynamic int8); prefill at each T and one-token decode
+              in every scheme of `blocklab.experiments.int8_measurements.SCHEMES` (ffn /
+              attention / all linear layers × weight-only / dynamic int8); prefill at each T and one-token decode
               on the KV cache, repeats interleaved (`measure_schemes`), with the float model whose
               quantized layers are free: its speed-up is the bound 1 / (1 − f) no scheme can
               beat, f the layers' share of the time; the parts' own GEMMs timed alone give the
@@ -15,7 +15,7 @@ Two kinds of run:
               (`blocklab.experiments.trainer.train`), then its validation loss and logits error
               under every scheme (torchao), and the C33 comparison: gate/up/down quantized
               separately, or gate|up merged with one per-tensor scale or per-row scales
-              (fake quantization written in `blocklab.nn.quantize`): the FFN output error
+              (fake quantization written in `blocklab.nn.int8`): the FFN output error
               and validation loss of each, and per layer (`merge_comparison`) the merged
               against the separate weights and how far apart gate's and up's scales are.
 
@@ -136,7 +136,8 @@ THREADS = 1  # timings on one thread: on a shared 2-core machine two threads con
 # --- what a run records (`RunResult.extra`) ------------------------------------------------------
 @dataclass(frozen=True)
 class SchemeTimes:
-    """What `blocklab.experiments.quantize.measure_schemes` measured, seconds per repeat (T: a
+    """What `blocklab.experiments.int8_measurements.measure_schemes` measured, seconds per repeat
+    (T: a
     prefill length, as a string). A timing run stores its fields beside `TimingRecord`'s.
 
     prefill_s       {scheme: {T: [s]}}
@@ -284,7 +285,7 @@ def cpu_flags() -> dict[str, bool]:
 
 
 def timing_config(t: TimedShape) -> ModelConfig:
-    from blocklab.experiments.quantize import TIMING_VOCAB
+    from blocklab.experiments.int8_measurements import TIMING_VOCAB
 
     return ModelConfig(vocab_size=TIMING_VOCAB, d_model=t.d_model, n_layers=t.n_layers,
                        n_heads=t.n_heads, d_ff=t.d_ff, ffn="swiglu",
@@ -294,7 +295,7 @@ def timing_config(t: TimedShape) -> ModelConfig:
 def run_timing(t: TimedShape) -> RunResult:
     import time
 
-    from blocklab.experiments.quantize import measure_schemes
+    from blocklab.experiments.int8_measurements import measure_schemes
 
     started = time.perf_counter()
     cfg = timing_config(t)
@@ -337,7 +338,7 @@ def merge_comparison(gate: Tensor, up: Tensor, down: Tensor,
     """
     import torch
 
-    from blocklab.nn.quantize import fake_quantize, int8_scale, quantize_swiglu
+    from blocklab.nn.int8 import fake_quantize, int8_scale, quantize_swiglu
 
     def largest(a, b):
         return max(float((x - y).abs().max()) for x, y in zip(a, b, strict=True))
@@ -365,10 +366,10 @@ def run_quality(options: RunOptions, seed: int, progress: Any = False) -> RunRes
     import time
 
     from blocklab.experiments.data import load_corpus, validation_windows
-    from blocklab.experiments.quantize import quality_of_schemes, swiglu_errors
+    from blocklab.experiments.int8_measurements import quality_of_schemes, swiglu_errors
     from blocklab.experiments.suites.base import torch_threads
     from blocklab.experiments.trainer import train
-    from blocklab.nn.quantize import gated_ffn_weights
+    from blocklab.nn.int8 import gated_ffn_weights
 
     started = time.perf_counter()
     mc, tc = quality_configs(options, seed)
@@ -434,7 +435,7 @@ def price(spec: RunSpec, cal) -> float | None:
     a forward and a validation pass of the windows for every scheme of `quality_of_schemes`
     and `swiglu_errors`, and the quantizing."""
     from blocklab.experiments.estimate import training_s
-    from blocklab.experiments.quantize import SCHEMES, SWIGLU_SCHEMES
+    from blocklab.experiments.int8_measurements import SCHEMES, SWIGLU_SCHEMES
 
     payload = spec.payload
     if payload["kind"] == "timing":
@@ -453,14 +454,15 @@ def scheme_rows(cfg: ModelConfig, seq_lens: Sequence[int], compiled: bool,
                 times: SchemeTimes) -> list[QuantTiming]:
     """One QuantTiming per scheme timed on the model `cfg` (`measure_schemes`' `times` at
     `seq_lens`, compiled or not): speed-ups, the bound 1 / (1 − f) measured by the free-layers
-    models and the Amdahl estimate (see `blocklab.experiments.quantize`). Noise can time the
+    models and the Amdahl estimate (see `blocklab.experiments.int8_measurements`). Noise can time
+    the
     free-layers model a little behind the float one: f is then 0 and the bound 1, the least it
     can be, and the estimate is kept at most the bound. Bounds and estimates are None for
     timings without the free-layers models."""
     import math
     import statistics
 
-    from blocklab.experiments.quantize import (
+    from blocklab.experiments.int8_measurements import (
         amdahl_parts,
         free_speedup,
         part_bytes_ratio,

@@ -1,4 +1,4 @@
-"""Int8 quantization maths (blocklab.nn.quantize) against hand derivations and torchao."""
+"""Int8 quantization maths (blocklab.nn.int8) against hand derivations and torchao."""
 
 import pytest
 import torch
@@ -6,7 +6,7 @@ from torch import nn
 
 from blocklab.config import ModelConfig
 from blocklab.nn import DecoderLM
-from blocklab.nn.quantize import (
+from blocklab.nn.int8 import (
     fake_quantize,
     int8_scale,
     is_quantized,
@@ -47,7 +47,7 @@ def test_dequantized_within_half_a_step():
 def test_matches_torchao_bit_for_bit():
     from torchao.quantization import quantize_
 
-    from blocklab.nn.quantize import torchao_config
+    from blocklab.nn.int8 import torchao_config
 
     w = _weights()[0]
     for granularity in ("per-row", "per-tensor"):
@@ -94,7 +94,7 @@ def test_ffn_only_leaves_attention_untouched():
 def test_quiet_torchao_import_puts_the_log_levels_back_even_on_error():
     import logging
 
-    from blocklab.nn.quantize import quiet_torchao_import
+    from blocklab.nn.int8 import quiet_torchao_import
 
     loggers = [logging.getLogger(n) for n in ("torchao", "torch.utils._pytree")]
     before = [lg.level for lg in loggers]

@@ -16,7 +16,7 @@ import torch
 
 from blocklab.config import ModelConfig
 from blocklab.errors import InputError, ResultsError
-from blocklab.experiments.quantize import (
+from blocklab.experiments.int8_measurements import (
     FreeLinear,
     amdahl,
     amdahl_parts,

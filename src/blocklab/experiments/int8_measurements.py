@@ -3,7 +3,7 @@ quantized layers' share of the time lets a scheme gain at most, and what quantiz
 error and loss.
 
     schemes   (part, mode): nothing quantized, or the ffn / attention / all linear layers by
-              torchao in "weight-only" or "dynamic" int8 (`blocklab.nn.quantize`)
+              torchao in "weight-only" or "dynamic" int8 (`blocklab.nn.int8`)
     timing    every scheme is a quantized copy of the same model (random weights, or a
               checkpoint's); a repeat runs every scheme once, in an order rotated by one each
               repeat (drift hits all alike): a prefill of T tokens per T (filling a KV cache),
@@ -56,7 +56,7 @@ from blocklab.errors import InputError
 from blocklab.experiments.suites.base import torch_threads
 from blocklab.experiments.suites.quantize import SchemeLoss, SchemeTimes, SwigluError
 from blocklab.nn.attention import KVCache
-from blocklab.nn.quantize import (
+from blocklab.nn.int8 import (
     MODES,
     SWIGLU_SCHEMES,
     linear_filter,
@@ -503,7 +503,7 @@ def quality_of_schemes(model: nn.Module, windows: torch.Tensor,
 @torch.no_grad()
 def swiglu_errors(model: nn.Module, windows: torch.Tensor) -> dict[str, SwigluError]:
     """C33: {scheme: SwigluError} for every SWIGLU_SCHEMES entry (fake quantization of
-    gate/up/down only, written in `blocklab.nn.quantize`). ffn_error = ‖FFN_q(x) − FFN(x)‖ /
+    gate/up/down only, written in `blocklab.nn.int8`). ffn_error = ‖FFN_q(x) − FFN(x)‖ /
     ‖FFN(x)‖ over every layer's FFN input x on the windows (captured from the float model)."""
     model = model.eval()
     inputs: list[torch.Tensor] = []
