@@ -9,7 +9,7 @@ import torch
 from blocklab.claims.quantization import c32_parts, c33_parts, combine_c32, combine_c33
 from blocklab.claims.registry import C33_DELTA
 from blocklab.config import ModelConfig
-from blocklab.experiments.quantize import swiglu_errors
+from blocklab.experiments.int8_measurements import swiglu_errors
 from blocklab.experiments.suites.quantize import merge_comparison, swiglu_summary
 from blocklab.experiments.summaries import (
     Interval,
@@ -17,7 +17,7 @@ from blocklab.experiments.summaries import (
     QuantTiming,
 )
 from blocklab.nn import DecoderLM
-from blocklab.nn.quantize import gated_ffn_weights, int8_scale
+from blocklab.nn.int8 import gated_ffn_weights, int8_scale
 
 
 def _timing(scheme, speedup, n=5):

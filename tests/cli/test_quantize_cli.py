@@ -94,7 +94,7 @@ def test_more_layers_than_the_checkpoint_is_refused(capsys, tmp_path):
 def test_a_checkpoint_is_timed_with_its_own_weights_and_vocab(capsys, tmp_path):
     import torch
 
-    from blocklab.experiments.quantize import checkpoint_layers
+    from blocklab.experiments.int8_measurements import checkpoint_layers
 
     model = _checkpoint(tmp_path)
     code, out, err = _run(capsys, str(tmp_path), "--layers", "2", "--seq", "8", "--repeats",

@@ -2,8 +2,13 @@
 
 from blocklab.budget import load_zoo, resolve_model
 from blocklab.claims import Context, run_claims
+from blocklab.experiments.int8_measurements import (
+    amdahl,
+    decode_bytes,
+    part_flop_share,
+    scaled_config,
+)
 from blocklab.experiments.options import RunOptions
-from blocklab.experiments.quantize import amdahl, decode_bytes, part_flop_share, scaled_config
 from blocklab.experiments.results import ResultStore
 from blocklab.experiments.suites import run_suite
 from blocklab.experiments.suites.quantize import (
@@ -79,7 +84,7 @@ def test_the_per_row_merge_is_exact_on_trained_weights_and_the_comparison_can_fa
     import torch
 
     from blocklab.experiments.trainer import train
-    from blocklab.nn.quantize import gated_ffn_weights, int8_scale
+    from blocklab.nn.int8 import gated_ffn_weights, int8_scale
 
     mc, tc = quality_configs(RunOptions("tiny"), 0)
     model, _ = train(mc, tc, "stdlib", progress=False)
