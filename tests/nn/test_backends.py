@@ -9,11 +9,13 @@ Functions do not round intermediate gradients to bfloat16 as autograd on the ref
 and Inductor keeps fused intermediates in float32).
 """
 
+import dataclasses
+
 import pytest
 import torch
 
 from blocklab.config import ModelConfig
-from blocklab.errors import InputError
+from blocklab.errors import InputError, KernelUnavailable
 from blocklab.nn import DecoderLM, backends
 from blocklab.nn.linear import Linear
 
@@ -89,14 +91,15 @@ def _spy(monkeypatch) -> set[tuple[str, str]]:
     """Record (op, implementation) of every registered implementation that is called."""
     calls: set[tuple[str, str]] = set()
     for op in backends.OPS:
-        for name in backends.IMPLEMENTATIONS:
-            fn = backends.implementation(op, name)
+        for name in backends.implementations(op):
+            entry = backends._REGISTRY[op, name]
 
-            def recorder(*args, _fn=fn, _key=(op, name)):
+            def recorder(*args, _fn=entry.fn, _key=(op, name)):
                 calls.add(_key)
                 return _fn(*args)
 
-            monkeypatch.setitem(backends._REGISTRY, (op, name), recorder)
+            monkeypatch.setitem(backends._REGISTRY, (op, name),
+                                dataclasses.replace(entry, fn=recorder))
     return calls
 
 
@@ -145,11 +148,16 @@ def test_modules_given_other_impls_show_every_implementation_they_run(monkeypatc
     assert {impl for op, impl in calls if op == "rms_norm"} == {fast, "reference"}
 
 
-def test_interleaved_rope_and_other_activations_report_the_reference():
+def test_interleaved_rope_and_other_activations_report_the_reference(monkeypatch):
+    calls = _spy(monkeypatch)
     _, model = _pair("fast", "fp32", rope_layout="interleaved", ffn="reglu")
     said = model.backends()
     assert said["rope"] == "reference"
-    assert "gated_activation" not in said  # ReLU gate: one PyTorch op, nothing to pick
+    # ReLU: no kernel declares it, so "fast" runs the reference expression
+    assert said["gated_activation"] == "reference"
+    _run(model, _ids())
+    assert ("gated_activation", "reference") in calls
+    assert ("gated_activation", "cpu") not in calls
 
 
 def test_bf16_keeps_float32_weights_and_gradients_and_computes_in_bfloat16():
@@ -215,6 +223,22 @@ def test_module_impl_names_backends_and_implementations():
         RMSNorm(8, impl=impl)
 
 
-def test_registry_refuses_unknown_names():
+def test_registry_refuses_unknown_names_and_undeclared_capabilities():
     with pytest.raises(ValueError, match="unknown op or implementation"):
-        backends.register("softmax", "reference", lambda x: x)
+        backends.register("softmax", "reference", lambda x: x, backends.ANYWHERE)
+    with pytest.raises(TypeError, match="capabilities must be a Capabilities"):
+        backends.register("rope", "lean", lambda x: x, None)
+
+
+def test_each_op_keeps_the_reference_and_the_kernels_only_where_they_win():
+    """What benchmarks/backend_ops.py measured: no lean gated activation or RoPE (slower than the
+    reference everywhere); the lean norms are "fast"'s fallback."""
+    assert backends.implementations("rms_norm") == ("reference", "lean", "cpu", "triton")
+    assert backends.implementations("add_rms_norm") == ("reference", "lean", "cpu", "triton")
+    assert backends.implementations("gated_activation") == ("reference", "cpu", "triton")
+    assert backends.implementations("rope") == ("reference", "cpu", "triton")
+    for op, name in backends.FAST_FALLBACK.items():
+        assert name in backends.implementations(op)
+    with pytest.raises(KernelUnavailable, match=r"rope impl='lean' cannot run here: rope has "
+                                                r"no 'lean' implementation"):
+        backends.resolve("rope", "lean", torch.randn(1, 1, 2, 4))

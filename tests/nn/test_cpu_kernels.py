@@ -144,7 +144,8 @@ def test_fast_picks_cpu_for_float32_and_lean_otherwise():
 
 def test_explicit_cpu_impl_on_bfloat16_raises_with_reason():
     norm = RMSNorm(8, impl="cpu")
-    with pytest.raises(RuntimeError, match="torch.float32 only"):
+    with pytest.raises(RuntimeError, match=r"impl='cpu' cannot run here: unsupported dtype "
+                                           r"bfloat16 \(it supports float32\)"):
         norm(torch.randn(2, 8, dtype=torch.bfloat16))
 
 
@@ -212,6 +213,19 @@ def test_cpu_gated_activation_rejects_bad_input():
         cpu_kernels.gated_activation(torch.randn(2, 4), torch.randn(2, 5), "silu")
 
 
+@needs_kernels
+def test_c_code_refuses_an_activation_code_it_has_no_loop_for(monkeypatch):
+    """A name added to ACTIVATIONS without C code is refused by the C functions, forward and
+    backward, instead of being computed as GELU (what their `else` branch used to do)."""
+    from blocklab.errors import KernelUnavailable
+    monkeypatch.setitem(cpu_kernels.ACTIVATIONS, "gelu_tanh", 2)
+    gate, up = torch.randn(2, 4), torch.randn(2, 4)
+    with pytest.raises(KernelUnavailable, match="no code for activation 'gelu_tanh'"):
+        cpu_kernels.gated_activation(gate, up, "gelu_tanh")
+    with pytest.raises(KernelUnavailable, match="no code for activation 'gelu_tanh'"):
+        cpu_kernels._gated_backward_impl(up, gate, up, "gelu_tanh", True, True)
+
+
 def _rope_tables(r, per_batch):
     from blocklab.nn.position import rotary_cos_sin
     inv_freq = 1.0 / 10000 ** (torch.arange(0, r, 2).float() / r)
@@ -253,9 +267,9 @@ def test_cpu_rope_second_derivative_and_bad_input():
     (h,) = torch.autograd.grad(g.sum(), q)
     # d/dq of (R q)·q is (R + Rᵀ) q; its sum's gradient is (R + Rᵀ)ᵀ 1 = (Rᵀ + R) 1
     ones = torch.ones_like(q)
-    from blocklab.nn.lean import rotate_half_split
+    from blocklab.nn.position import apply_rotary
     rt = cpu_kernels._rope(ones, c4, s4, inverse=True)
-    assert_close(h, rotate_half_split(ones, c4, s4) + rt, **F32)
+    assert_close(h, apply_rotary(ones, ones, cos, sin, impl="reference")[0] + rt, **F32)
     with pytest.raises(ValueError, match="do not fit"):
         cpu_kernels.rope_half_split(torch.randn(1, 1, 5, 4), c4, s4)
     with pytest.raises(ValueError, match="expected torch.float32"):

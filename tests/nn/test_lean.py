@@ -1,4 +1,4 @@
-"""The fast paths of `blocklab.nn.lean` against the reference modules and functions.
+"""The lean norms of `blocklab.nn.lean` against the reference RMSNorm.
 
 Tolerances: float32 values and gradients to 1e-6 (atol and rtol; the fused RMSNorm sums x² in
 another order, so 1/s differs in the last bit); bfloat16 forward values are bit for bit the
@@ -12,9 +12,7 @@ import torch
 from torch.testing import assert_close
 
 from blocklab.nn import lean
-from blocklab.nn.ffn import GatedFeedForward
 from blocklab.nn.norm import RMSNorm, resolve_rms_impl
-from blocklab.nn.position import apply_rotary, rotary_cos_sin
 
 F32 = dict(atol=1e-6, rtol=1e-6)
 BF16 = dict(atol=2**-6, rtol=2**-6)
@@ -99,61 +97,3 @@ def test_triton_impl_on_cpu_raises_clearly(monkeypatch):
     norm = RMSNorm(8, impl="triton")
     with pytest.raises(RuntimeError, match="impl='triton' cannot run here"):
         norm(torch.randn(2, 8))
-
-
-@pytest.mark.parametrize("activation", ["silu", "gelu"])
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_gated_activation_matches_autograd(activation, dtype):
-    torch.manual_seed(0)
-    gate, up = torch.randn(3, 5, 16, dtype=dtype), torch.randn(3, 5, 16, dtype=dtype)
-    g = torch.randn_like(gate)
-    act = lean.GATED_ACTIVATIONS[activation]
-    results = []
-    for fn in (lambda a, b: act(a) * b, lambda a, b: lean.gated_activation(a, b, activation)):
-        a, b = gate.clone().requires_grad_(), up.clone().requires_grad_()
-        y = fn(a, b)
-        y.backward(g)
-        results.append((y, a.grad, b.grad))
-    tol = F32 if dtype == torch.float32 else BF16
-    if dtype == torch.float32:  # the compiled CPU kernel (tested in test_cpu_kernels)
-        assert_close(results[1][0], results[0][0], **F32)
-    else:  # the tensor-op Function: the reference's own expression
-        assert torch.equal(results[1][0], results[0][0])
-    for got, want in zip(results[1][1:], results[0][1:], strict=True):
-        assert got.dtype == dtype
-        assert_close(got, want, **tol)
-
-
-def test_gated_activation_gradcheck_float64():
-    torch.manual_seed(0)
-    a = torch.randn(4, 5, dtype=torch.float64, requires_grad=True)
-    b = torch.randn(4, 5, dtype=torch.float64, requires_grad=True)
-    for activation in ("silu", "gelu"):
-        assert torch.autograd.gradcheck(
-            lambda x, y, k=activation: lean.gated_activation(x, y, k), (a, b))
-
-
-@pytest.mark.parametrize("impl", ["fast", "lean", "compiled"])
-def test_gated_ffn_implementations_match_the_reference(impl):
-    torch.manual_seed(0)
-    ffn = GatedFeedForward(8, 12, impl=impl)
-    plain = GatedFeedForward(8, 12, impl="reference")
-    plain.load_state_dict(ffn.state_dict())
-    x = torch.randn(2, 3, 8)
-    assert_close(ffn(x), plain(x), **F32)  # float32 on CPU: the C kernel's exp under "fast"
-    with pytest.raises(ValueError, match="impl='fused'"):
-        GatedFeedForward(8, 12, impl="fused")
-
-
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64])
-@pytest.mark.parametrize("rotary_dim", [8, 4])
-def test_rotate_half_split_is_exactly_apply_rotary(dtype, rotary_dim):
-    torch.manual_seed(0)
-    q = torch.randn(2, 3, 5, 8, dtype=dtype)
-    inv_freq = 1.0 / 10000 ** (torch.arange(0, rotary_dim, 2).float() / rotary_dim)
-    cos, sin = rotary_cos_sin(torch.arange(5), inv_freq)
-    want, _ = apply_rotary(q, q, cos, sin)
-    got, _ = apply_rotary(q, q, cos, sin, impl="lean")
-    assert got.dtype == dtype
-    assert torch.equal(got, want)
-    assert torch.equal(lean.rotate_half_split(q, cos[None, None], sin[None, None]), want)

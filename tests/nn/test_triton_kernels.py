@@ -152,6 +152,16 @@ CHECK_GATED_ROPE = textwrap.dedent("""
         assert "activation='relu'" in str(e)
     else:
         raise AssertionError("relu accepted")
+    # the kernel itself has a branch per activation and refuses a name without one, rather
+    # than computing it as another activation
+    a, y = torch.randn(2, 8), torch.empty(2, 8)
+    try:
+        tk._gated_fwd_kernel[(2, 1)](a, a, y, 8, 8, 8, BLOCK=8, ACT="relu")
+    except Exception as e:
+        assert "gated activation without Triton code" in str(e), str(e)
+    else:
+        raise AssertionError("the kernel ran an activation it has no code for")
+    assert tk.ACTIVATIONS == {"silu", "gelu"}
     try:
         tk.rope_half_split(torch.randn(1, 1, 3, 4), torch.randn(1, 1, 3, 6),
                            torch.randn(1, 1, 3, 6))

@@ -139,45 +139,51 @@ int blocklab_rms_backward(const float *dy, const float *x, const float *rinv, co
     return 0;
 }
 
-/* Gated activations y = phi(gate) * up, phi = SiLU (act 0) or exact GELU (act 1).
+/* Gated activations y = phi(gate) * up, phi = SiLU (ACT_SILU) or exact GELU (ACT_GELU).
  * gate and up are [n, m] with row strides sg and su (views into one gate_up output work);
- * y, dgate and dup are contiguous [n, m]. */
+ * y, dgate and dup are contiguous [n, m]. Each activation has its own loop; a code without one
+ * returns -1 before anything is written, so no activation is ever computed as another. */
 #define SQRT_HALF 0.70710678118654752f
 #define INV_SQRT_2PI 0.39894228040143268f
+enum { ACT_SILU = 0, ACT_GELU = 1, N_ACTIVATIONS = 2 };
 
-void blocklab_gated_forward(const float *gate, long sg, const float *up, long su, float *y,
-                            long n, long m, int act, int threads) {
+int blocklab_gated_forward(const float *gate, long sg, const float *up, long su, float *y,
+                           long n, long m, int act, int threads) {
+    if (act < 0 || act >= N_ACTIVATIONS) return -1;
 #pragma omp parallel for num_threads(threads) schedule(static)
     for (long i = 0; i < n; ++i) {
         const float *z = gate + i * sg, *u = up + i * su;
         float *yi = y + i * m;
-        if (act == 0) {
+        if (act == ACT_SILU) {
 #pragma omp simd
             for (long j = 0; j < m; ++j) yi[j] = z[j] / (1.0f + expf(-z[j])) * u[j];
-        } else {
+        } else if (act == ACT_GELU) {
 #pragma omp simd
             for (long j = 0; j < m; ++j)
                 yi[j] = z[j] * (0.5f * (1.0f + erff(z[j] * SQRT_HALF))) * u[j];
         }
     }
+    return 0;
 }
 
-/* dgate = dy * up * phi'(gate), dup = dy * phi(gate); either may be NULL. */
-void blocklab_gated_backward(const float *dy, const float *gate, long sg, const float *up,
-                             long su, float *dgate, float *dup, long n, long m, int act,
-                             int threads) {
+/* dgate = dy * up * phi'(gate), dup = dy * phi(gate); either may be NULL. Returns 0, or -1 for
+ * an activation code without code here. */
+int blocklab_gated_backward(const float *dy, const float *gate, long sg, const float *up,
+                            long su, float *dgate, float *dup, long n, long m, int act,
+                            int threads) {
+    if (act < 0 || act >= N_ACTIVATIONS) return -1;
 #pragma omp parallel for num_threads(threads) schedule(static)
     for (long i = 0; i < n; ++i) {
         const float *g = dy + i * m, *z = gate + i * sg, *u = up + i * su;
         float *dz = dgate ? dgate + i * m : NULL, *du = dup ? dup + i * m : NULL;
-        if (act == 0) {
+        if (act == ACT_SILU) {
 #pragma omp simd
             for (long j = 0; j < m; ++j) {
                 float s = 1.0f / (1.0f + expf(-z[j]));
                 if (du) du[j] = g[j] * (z[j] * s);
                 if (dz) dz[j] = g[j] * u[j] * (s * (1.0f + z[j] * (1.0f - s)));
             }
-        } else {
+        } else if (act == ACT_GELU) {
 #pragma omp simd
             for (long j = 0; j < m; ++j) {
                 float cdf = 0.5f * (1.0f + erff(z[j] * SQRT_HALF));
@@ -186,6 +192,7 @@ void blocklab_gated_backward(const float *dy, const float *gate, long sg, const 
             }
         }
     }
+    return 0;
 }
 
 /* Half-split RoPE of x [B, H, T, hd] (strides sb, sh, st; last axis contiguous) by cos, sin

@@ -30,11 +30,13 @@ The build cache (`cache_dir()`) is code this process will run, so it is handled 
 Only float32 inputs (any strides) with a float32 gain take this path; the "fast" backend gives
 bfloat16 and float64 to its fallback, whose forward values are bit for bit the reference's.
 
-Gated activations: y = φ(gate)·up for SiLU (SwiGLU) and exact GELU (GeGLU), φ recomputed in
-backward from the saved gate and up; exp and erf come from glibc's vector maths (libmvec) where
-it exists. Gradients are first-order kernels; under create_graph=True the backward instead
-differentiates the reference expression, so higher derivatives are right, only slower. (RoPE is
-linear: its backward is the same op rotating the other way, differentiable in turn.)
+Gated activations: y = φ(gate)·up for SiLU (SwiGLU) and exact GELU (GeGLU), the activations
+of `ACTIVATIONS`, each with its own code in C (any other is refused, by name here and by code
+in C), φ recomputed in backward from the saved gate and up; exp and erf come from glibc's
+vector maths (libmvec) where it exists. Gradients are first-order kernels; under
+create_graph=True the backward instead differentiates the registered reference implementation
+(`blocklab.nn.backends`), so higher derivatives are right, only slower. (RoPE is linear: its
+backward is the same op rotating the other way, differentiable in turn.)
 
 The kernels are torch.library custom ops: `torch.ops.blocklab.cpu_rms_norm`, `cpu_add_rms_norm`,
 `cpu_rms_norm_backward`, `cpu_gated_activation`, `cpu_gated_activation_backward`, `cpu_rope`.
@@ -43,7 +45,8 @@ autograd formula calling the backward ones, so torch.compile keeps each kernel a
 its forward and backward graphs instead of breaking the graph at ctypes. Importing this module
 registers them; building and loading wait for the first call. In eager mode a custom op costs
 more per call than the autograd.Function it replaced (the dispatcher and PyTorch's Python
-wrappers), and the first call of any custom op in a process imports torch._dynamo.
+wrappers, and the first call of any custom op in a process imports the compiler's tracer), so
+eager calls go through autograd Functions running the same kernels.
 
 Outputs are fresh tensors from PyTorch's allocator, like every other op's: nothing is reused
 behind a caller's back. Large fresh outputs cost page faults under glibc's default settings;
@@ -65,7 +68,6 @@ import platform
 import re
 import stat
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -76,11 +78,14 @@ import torch
 from torch import Tensor
 
 from blocklab.errors import InputError, KernelUnavailable
+from blocklab.nn import backends
 from blocklab.nn.lean import check_rope_operands, rows_of
 
 FLAGS = ("-O3", "-march=native", "-fopenmp", "-fno-math-errno", "-shared", "-fPIC", "-std=c11")
 # Vector expf/erff from glibc's libmvec where it exists (x86-64 glibc); scalar calls otherwise.
 VARIANTS = (("-DBLOCKLAB_MVEC", "-lmvec", "-lm"), ("-lm",))
+# The gated activations the C code has a loop for, by the code it takes (ACT_SILU, ACT_GELU);
+# blocklab.nn.ffn declares the same set at registration.
 ACTIVATIONS = {"silu": 0, "gelu": 1}
 SYMBOLS = ("blocklab_rms_forward", "blocklab_rms_backward", "blocklab_gated_forward",
            "blocklab_gated_backward", "blocklab_rope")
@@ -280,9 +285,9 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.blocklab_rms_backward.argtypes = [p, p, p, p, p, p, p, n, n, i, i]
     lib.blocklab_rms_backward.restype = ctypes.c_int
     lib.blocklab_gated_forward.argtypes = [p, n, p, n, p, n, n, i, i]
-    lib.blocklab_gated_forward.restype = None
+    lib.blocklab_gated_forward.restype = ctypes.c_int
     lib.blocklab_gated_backward.argtypes = [p, p, n, p, n, p, p, n, n, i, i]
-    lib.blocklab_gated_backward.restype = None
+    lib.blocklab_gated_backward.restype = ctypes.c_int
     lib.blocklab_rope.argtypes = [p, n, n, n, p, p, n, n, p, n, n, n, n, n, i, i]
     lib.blocklab_rope.restype = None
 
@@ -348,11 +353,12 @@ def _load_reason() -> str | None:
 
 # torch.compile cannot trace the loader (a lock, files, a compiler): once the kernels loaded it
 # traces only the lock-free check in _load; before that, this mark has it run _load_reason
-# while tracing and keep the answer as a constant. Marking imports torch._dynamo (seconds), so
-# it is done only when that is imported already, as it is when norm.py's lazy import of this
-# module runs under torch.compile. (Imported before torch._dynamo and first loaded under
-# torch.compile, the loader is a graph break, once; an error under fullgraph=True.)
-if "torch._dynamo" in sys.modules:
+# while tracing and keep the answer as a constant. Marking imports the compiler (seconds), so
+# it is done only when this module is imported during a compilation, as it is when norm.py's
+# lazy import of it runs under torch.compile (torch.compiler.is_compiling() holds for the whole
+# compile session, also in code run for real rather than traced). (Imported earlier and first
+# loaded under torch.compile, the loader is a graph break, once; an error under fullgraph=True.)
+if torch.compiler.is_compiling():
     torch.compiler.assume_constant_result(_load_reason)
 
 
@@ -525,8 +531,9 @@ def _(grad, x, rinv, weight, grad_h, unit_offset, weight_grad):
 
 
 def _rms_reference(x: Tensor, weight: Tensor, eps: float, unit_offset: bool) -> Tensor:
-    gain = 1.0 + weight if unit_offset else weight
-    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * gain
+    # both cast orders coincide in float32
+    return backends.implementation("rms_norm", "reference")(x, weight, eps, "llama",
+                                                            unit_offset)
 
 
 def _differentiable_grads(fn, inputs: tuple[Tensor, ...],
@@ -630,6 +637,12 @@ def _gated_operands(op: str, gate: Tensor, up: Tensor, activation: str) -> None:
     _operand(op, "up", up, gate.shape)
 
 
+def _gated_status(op: str, status: int, activation: str) -> None:
+    if status != 0:  # ACTIVATIONS names a code the C source has no loop for
+        raise KernelUnavailable(f"blocklab::{op}: the C kernel has no code for activation "
+                                f"{activation!r} (code {ACTIVATIONS[activation]})")
+
+
 def _gated_impl(gate: Tensor, up: Tensor, activation: str) -> Tensor:
     """φ(gate) · up; gate, up: [..., m] (rows read in place where evenly spaced, as the two
     halves of a packed gate_up output are) -> [..., m]."""
@@ -638,9 +651,10 @@ def _gated_impl(gate: Tensor, up: Tensor, activation: str) -> Tensor:
     g2, sg = rows_of(gate)
     u2, su = rows_of(up)
     y = _empty(gate.shape)
-    lib.blocklab_gated_forward(g2.data_ptr(), sg, u2.data_ptr(), su, y.data_ptr(),
-                               g2.shape[0], g2.shape[1], ACTIVATIONS[activation],
-                               torch.get_num_threads())
+    status = lib.blocklab_gated_forward(g2.data_ptr(), sg, u2.data_ptr(), su, y.data_ptr(),
+                                        g2.shape[0], g2.shape[1], ACTIVATIONS[activation],
+                                        torch.get_num_threads())
+    _gated_status("cpu_gated_activation", status, activation)
     return y
 
 
@@ -664,10 +678,12 @@ def _gated_backward_impl(grad: Tensor, gate: Tensor, up: Tensor, activation: str
     grad = grad.contiguous()
     d_gate = _empty(gate.shape if gate_grad else (0,))
     d_up = _empty(up.shape if up_grad else (0,))
-    lib.blocklab_gated_backward(grad.data_ptr(), g2.data_ptr(), sg, u2.data_ptr(), su,
-                                d_gate.data_ptr() if gate_grad else None,
-                                d_up.data_ptr() if up_grad else None, g2.shape[0], g2.shape[1],
-                                ACTIVATIONS[activation], torch.get_num_threads())
+    status = lib.blocklab_gated_backward(grad.data_ptr(), g2.data_ptr(), sg, u2.data_ptr(), su,
+                                         d_gate.data_ptr() if gate_grad else None,
+                                         d_up.data_ptr() if up_grad else None, g2.shape[0],
+                                         g2.shape[1], ACTIVATIONS[activation],
+                                         torch.get_num_threads())
+    _gated_status(op, status, activation)
     return d_gate, d_up
 
 
@@ -689,9 +705,9 @@ def _gated_setup(ctx, inputs, output) -> None:
 def _gated_backward(ctx, grad: Tensor):
     gate, up = ctx.saved_tensors
     if torch.is_grad_enabled():  # create_graph=True: a gradient that is differentiable
-        act = torch.nn.functional.silu if ctx.activation == "silu" else \
-            torch.nn.functional.gelu
-        return (*_differentiable_grads(lambda a, b: act(a) * b, (gate, up), (grad,)), None)
+        reference = backends.implementation("gated_activation", "reference")
+        return (*_differentiable_grads(lambda a, b: reference(a, b, ctx.activation),
+                                       (gate, up), (grad,)), None)
     gate_grad, up_grad = ctx.needs_input_grad[:2]
     kernel = _gated_backward_impl if getattr(ctx, "eager", False) else _gated_backward_op
     d_gate, d_up = kernel(grad, gate, up, ctx.activation, gate_grad, up_grad)
@@ -772,7 +788,8 @@ _EagerRope = _eager_function("_EagerRope", _rope_impl, _rope_setup, _rope_backwa
 def rope_half_split(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
     """The half_split RoPE rotation of float32 CPU x: [B, H, T, hd] (any strides) by cos, sin:
     [1 or B, 1, T, r] (r even, r <= hd; constants, no gradient flows to them) -> [B, H, T, hd];
-    the maths of `blocklab.nn.lean.rotate_half_split`, forward values equal bit for bit."""
+    the maths of `blocklab.nn.position.apply_rotary`'s half_split layout, forward values equal
+    bit for bit."""
     _require(x, None)
     if cos.dtype != torch.float32 or sin.dtype != torch.float32:
         raise InputError(f"rope_half_split: cos, sin are {cos.dtype}, {sin.dtype}; expected "

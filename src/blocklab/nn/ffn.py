@@ -12,6 +12,7 @@ checkpoints load by name.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from functools import partial
 
 import torch
@@ -20,8 +21,7 @@ from torch import nn
 
 from blocklab.config import FFNS, gated_ffn_width
 from blocklab.errors import InputError
-from blocklab.nn import backends, lean
-from blocklab.nn.lean import GATED_ACTIVATIONS
+from blocklab.nn import backends
 from blocklab.nn.linear import Linear
 from blocklab.reference.ffn import equal_param_width
 
@@ -100,10 +100,10 @@ class GatedFeedForward(nn.Module):
         packed: hold gate and up as one `gate_up_proj` Linear(d_model, 2·d_ff), gate rows first,
             and split its output: the same function with one matmul instead of two. Its
             state dict then has `gate_up_proj.*` instead of `gate_proj.*` and `up_proj.*`.
-        impl: how φ(gate) ⊙ up is computed for "silu" and "gelu" (the kinds with kernels): a
-            backend ("fast", "compiled", "reference") or an implementation ("reference",
-            "lean", "cpu", "triton"); see `blocklab.nn.backends`. Other activations always run
-            the reference expression.
+        impl: how φ(gate) ⊙ up is computed: a backend ("fast", "compiled", "reference") or
+            an implementation ("reference", "cpu", "triton"); see `blocklab.nn.backends`. A
+            kernel runs only the activations it declares (`KERNEL_ACTIVATIONS`); a backend
+            gives any other to the reference expression, a kernel named here refuses it.
 
     Shapes:
         x: [B, T, d_model] -> gate, up: [B, T, d_ff] -> [B, T, d_model].
@@ -137,9 +137,8 @@ class GatedFeedForward(nn.Module):
 
     def gated(self, gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
         """φ(gate) ⊙ up by the implementation `impl` resolves to; gate, up: [..., d_ff]."""
-        if self.activation not in GATED_ACTIVATIONS:
-            return self.act(gate) * up
-        impl = backends.resolve("gated_activation", self.impl, gate, up)
+        impl = backends.resolve("gated_activation", self.impl, gate, up,
+                                activation=self.activation)
         return backends.implementation("gated_activation", impl)(gate, up, self.activation)
 
     def extra_repr(self) -> str:
@@ -204,9 +203,9 @@ def equal_param_gated_width(plain_width: int, multiple_of: int = 1) -> int:
     return equal_param_width(plain_width, multiple_of)
 
 
-
 def _reference_gated(gate: torch.Tensor, up: torch.Tensor, activation: str) -> torch.Tensor:
-    return GATED_ACTIVATIONS[activation](gate) * up
+    """φ(gate) · up for any activation of `ACTIVATIONS`; gate, up: [..., d_ff] -> [..., d_ff]."""
+    return ACTIVATIONS[activation](gate) * up
 
 
 def _cpu_gated(gate: torch.Tensor, up: torch.Tensor, activation: str) -> torch.Tensor:
@@ -219,6 +218,15 @@ def _triton_gated(gate: torch.Tensor, up: torch.Tensor, activation: str) -> torc
     return triton_kernels.gated_activation(gate, up, activation)
 
 
-for _name, _fn in (("reference", _reference_gated), ("lean", lean.gated_activation),
-                   ("cpu", _cpu_gated), ("triton", _triton_gated)):
-    backends.register("gated_activation", _name, _fn)
+# The activations the C and Triton kernels have code for (`cpu_kernels.ACTIVATIONS`,
+# `triton_kernels.ACTIVATIONS`; a test holds the three equal). The kernel modules are imported
+# on first use only, so the set is spelled here. A gated activation missing from it runs the
+# reference expression under every backend.
+KERNEL_ACTIVATIONS = frozenset({"silu", "gelu"})
+
+for _name, _fn, _can in (
+        ("reference", _reference_gated, backends.ANYWHERE),
+        ("cpu", _cpu_gated, replace(backends.CPU_KERNEL, activations=KERNEL_ACTIVATIONS)),
+        ("triton", _triton_gated,
+         replace(backends.TRITON_KERNEL, activations=KERNEL_ACTIVATIONS))):
+    backends.register("gated_activation", _name, _fn, _can)

@@ -1,10 +1,11 @@
-"""Lean implementations of RMSNorm, residual-add + RMSNorm, gated activations and RoPE: autograd
-Functions in plain PyTorch that save less for backward (the implementation "lean" of
-`blocklab.nn.backends`; any dtype, any device).
+"""Lean implementations of RMSNorm and residual-add + RMSNorm: autograd Functions in plain
+PyTorch that save less for backward (the implementation "lean" of `blocklab.nn.backends`; any
+dtype, any device), and the operand helpers the kernels of `cpu_kernels` and `triton_kernels`
+share.
 
-Each function here computes the same maths as a readable reference elsewhere in `blocklab.nn`
-(`RMSNorm` with impl="reference", `GatedFeedForward`'s `act(gate) * up`, `apply_rotary`) and is
-tested against it. What they save is memory traffic and saved-for-backward memory:
+Each function here computes the same maths as the readable reference (`RMSNorm` with
+impl="reference") and is tested against it. What they save is memory traffic and
+saved-for-backward memory:
 
     RMSNorm     forward saves x, the per-row 1/s and the gain; backward recomputes
                 x̂ = x · (1/s) instead of keeping it, then
@@ -12,25 +13,22 @@ tested against it. What they save is memory traffic and saved-for-backward memor
                 (autograd on the reference keeps x², the mean, x̂ and its cast: 3-4 full tensors)
     add+RMSNorm h = x + residual, y = RMSNorm(h); returns (y, h) and saves h instead of both
                 (the fused residual form of Liger-Kernel and flash-attention's `layer_norm`)
-    gated act   y = φ(gate) · up saving gate and up only; φ(gate) is recomputed in backward
-                (autograd keeps φ(gate) as a third [B, T, d_ff] tensor)
-    RoPE        the two halves rotated as x1·cos − x2·sin and x2·cos + x1·sin, joined by one
-                torch.cat, with no `rotate_half` copy of x
+
+(A lean gated activation, recomputing φ in backward, and a lean RoPE, rotating the two halves
+without a `rotate_half` copy, were removed: by `benchmarks/backend_ops.py` the first took 2-4.7×
+the reference's time, the second 1.3-1.4× in float32 and tied it in bfloat16, saving nothing.)
 
 Numerics follow `blocklab.nn.norm`: statistics in float32 (float64 stays float64), the gain
 applied in the llama or gemma order, the output in the input dtype. Forward values are bit for
 bit those of the reference; gradients are computed in float32 without the reference's rounding
 of intermediate gradients to the input dtype, so in bfloat16 they agree to bfloat16 precision.
 
-Shape legend: N: rows (all leading axes), d: the normalised axis, d_ff: FFN hidden width.
+Shape legend: N: rows (all leading axes), d: the normalised axis.
 """
 
 from __future__ import annotations
 
-import math
-
 import torch
-import torch.nn.functional as F
 from torch import Tensor
 
 from blocklab.errors import InputError
@@ -168,6 +166,7 @@ def add_rms_norm(x: Tensor, residual: Tensor, weight: Tensor, eps: float = 1e-6,
     return AddRMSNormFunction.apply(x, residual, weight, eps, cast, unit_offset)
 
 
+# --- operands the kernels of `cpu_kernels` and `triton_kernels` share ---------------------------
 def rows_of(t: Tensor) -> tuple[Tensor, int]:
     """t: [..., m] as [N, m] rows and their stride, without a copy when the rows are evenly
     spaced with a contiguous last axis (the halves of a fused gate_up output are); the kernels
@@ -182,54 +181,6 @@ def rows_of(t: Tensor) -> tuple[Tensor, int]:
     return t.contiguous().view(-1, m), m
 
 
-# --- gated activations ------------------------------------------------------------------------
-_SQRT_HALF = 1.0 / math.sqrt(2.0)
-_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
-
-
-def _act_and_grad(gate: Tensor, activation: str) -> tuple[Tensor, Tensor]:
-    """φ(gate) and φ'(gate), in gate's dtype promoted to at least float32."""
-    z = gate.to(_compute_dtype(gate.dtype))
-    if activation == "silu":
-        s = torch.sigmoid(z)
-        act = z * s
-        return act, s * (1.0 + z * (1.0 - s))  # d/dz z·σ(z) = σ(1 + z(1 − σ))
-    cdf = 0.5 * (1.0 + torch.erf(z * _SQRT_HALF))  # exact GELU: z·Φ(z)
-    return z * cdf, cdf + z * torch.exp(-0.5 * z * z) * _INV_SQRT_2PI
-
-
-GATED_ACTIVATIONS = {"silu": F.silu, "gelu": F.gelu}
-
-
-class GatedActivationFunction(torch.autograd.Function):
-    """y = φ(gate) · up (SwiGLU for φ = SiLU, GeGLU for exact GELU) saving gate and up only."""
-
-    @staticmethod
-    def forward(ctx, gate: Tensor, up: Tensor, activation: str) -> Tensor:
-        ctx.save_for_backward(gate, up)
-        ctx.activation = activation
-        return GATED_ACTIVATIONS[activation](gate) * up  # the reference's expression
-
-    @staticmethod
-    def backward(ctx, grad: Tensor):
-        gate, up = ctx.saved_tensors
-        act, dact = _act_and_grad(gate, ctx.activation)
-        g = grad.to(act.dtype)
-        d_up = (g * act).to(up.dtype) if ctx.needs_input_grad[1] else None
-        d_gate = dact.mul_(g).mul_(up).to(gate.dtype) if ctx.needs_input_grad[0] else None
-        return d_gate, d_up, None
-
-
-def gated_activation(gate: Tensor, up: Tensor, activation: str = "silu") -> Tensor:
-    """φ(gate) · up for gate, up: [..., d_ff] -> [..., d_ff]; activation "silu" or "gelu"
-    (the autograd Function above, any dtype and device)."""
-    if activation not in GATED_ACTIVATIONS:
-        raise InputError(f"gated_activation: activation={activation!r} is not allowed; "
-                         f"expected one of {sorted(GATED_ACTIVATIONS)}")
-    return GatedActivationFunction.apply(gate, up, activation)
-
-
-# --- RoPE -------------------------------------------------------------------------------------
 def check_rope_operands(x: Tensor, cos: Tensor, sin: Tensor) -> None:
     """The operands a RoPE kernel takes: x [B, H, T, hd] and constant cos, sin [1 or B, 1, T, r]
     with r even and r <= hd; a one-line ValueError otherwise."""
@@ -241,25 +192,3 @@ def check_rope_operands(x: Tensor, cos: Tensor, sin: Tensor) -> None:
                          "[B, H, T, hd] and cos, sin [1 or B, 1, T, r], r even, r <= hd")
     if cos.requires_grad or sin.requires_grad:
         raise InputError("rope_half_split: cos and sin must not require grad")
-
-
-def rotate_half_split(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
-    """The half_split rotation of x: [..., head_dim] by cos, sin: [..., r] broadcastable to x.
-
-        out[:h]   = x1 · cos[:h] − x2 · sin[:h]       h = r/2, x1 = x[:h], x2 = x[h:r]
-        out[h:r]  = x2 · cos[h:] + x1 · sin[h:]
-        out[r:]   = x[r:]
-
-    Exactly the reference `x·cos + rotate_half(x)·sin` (negating is exact, and a + (−b) rounds
-    as a − b), in float32 (float64 stays float64), cast back to x's dtype.
-    """
-    r = cos.shape[-1]
-    h = r // 2
-    compute = _compute_dtype(x.dtype)
-    x1, x2 = x[..., :h].to(compute), x[..., h:r].to(compute)
-    c, s = cos.to(compute), sin.to(compute)
-    c1, c2, s1, s2 = c[..., :h], c[..., h:], s[..., :h], s[..., h:]
-    parts = [(x1 * c1 - x2 * s1).to(x.dtype), (x2 * c2 + x1 * s2).to(x.dtype)]
-    if r < x.shape[-1]:
-        parts.append(x[..., r:])
-    return torch.cat(parts, dim=-1)

@@ -24,7 +24,6 @@ from blocklab.nn import backends
 from blocklab.nn.attention import Attention, KVCache
 from blocklab.nn.block import Block
 from blocklab.nn.ffn import GatedFeedForward, build_ffn
-from blocklab.nn.lean import GATED_ACTIVATIONS
 from blocklab.nn.linear import Linear
 from blocklab.nn.norm import RMSNorm, build_norm
 from blocklab.nn.position import ALiBi, LearnedPositions, RotaryEmbedding, SinusoidalPositions
@@ -223,23 +222,22 @@ class DecoderLM(nn.Module):
 
     def backends(self) -> dict[str, str]:
         """op -> the implementation it runs in this model on its device and compute dtype, for
-        the ops of `blocklab.nn.backends` the model has (e.g. {"rms_norm": "cpu", "rope":
-        "lean"}); modules given different impls show every implementation, comma-separated.
+        the ops of `blocklab.nn.backends` the model has (e.g. {"rms_norm": "lean", "rope":
+        "reference"}); modules given different impls show every implementation, comma-separated.
         """
         device = self.embed_tokens.weight.device
         x = torch.empty(0, dtype=self.compute_dtype(), device=device)
         f32 = torch.empty(0, dtype=torch.float32, device=device)
         found: dict[str, set[str]] = {}
 
-        def note(op: str, impl: str, other: Tensor) -> None:
-            found.setdefault(op, set()).add(backends.resolve(op, impl, x, other))
+        def note(op: str, impl: str, other: Tensor, activation: str | None = None) -> None:
+            found.setdefault(op, set()).add(backends.resolve(op, impl, x, other, activation))
 
         for module in self.modules():
             if isinstance(module, RMSNorm):
                 note("rms_norm", module.impl, module.weight)
             elif isinstance(module, GatedFeedForward):
-                if module.activation in GATED_ACTIVATIONS:
-                    note("gated_activation", module.impl, x)
+                note("gated_activation", module.impl, x, module.activation)
             elif isinstance(module, Attention) and self.config.position == "rope":
                 if module.rope_layout == "half_split":
                     note("rope", module.impl, f32)

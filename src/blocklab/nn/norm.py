@@ -97,12 +97,13 @@ def _triton_add_rms(x, residual, weight, eps, cast, unit_offset):
     return triton_kernels.add_rms_norm(x, residual, weight, eps, cast, unit_offset)
 
 
-for _name, _rms, _add in (("reference", reference_rms_norm, _reference_add),
-                          ("lean", lean.rms_norm, lean.add_rms_norm),
-                          ("cpu", _cpu_rms, _cpu_add_rms),
-                          ("triton", _triton_rms, _triton_add_rms)):
-    backends.register("rms_norm", _name, _rms)
-    backends.register("add_rms_norm", _name, _add)
+for _name, _rms, _add, _can in (
+        ("reference", reference_rms_norm, _reference_add, backends.ANYWHERE),
+        ("lean", lean.rms_norm, lean.add_rms_norm, backends.ANYWHERE),
+        ("cpu", _cpu_rms, _cpu_add_rms, backends.CPU_KERNEL),
+        ("triton", _triton_rms, _triton_add_rms, backends.TRITON_KERNEL)):
+    backends.register("rms_norm", _name, _rms, _can)
+    backends.register("add_rms_norm", _name, _add, _can)
 
 
 class RMSNorm(nn.Module):

@@ -21,7 +21,7 @@ import torch
 from torch import Tensor, nn
 
 from blocklab.errors import InputError
-from blocklab.nn import backends, lean
+from blocklab.nn import backends
 from blocklab.nn.rope_scaling import rope_frequencies, rope_type_of
 
 LAYOUTS = ("half_split", "interleaved")
@@ -128,10 +128,9 @@ def apply_rotary(
 
     ``impl`` picks how the half_split rotation is computed (`blocklab.nn.backends`): the
     reference above, or ``x1·cos − x2·sin, x2·cos + x1·sin`` on the two halves with no
-    ``rotate_half`` copy (``lean``: `blocklab.nn.lean.rotate_half_split`; ``cpu`` and
-    ``triton``: one kernel per direction), the same values bit for bit. A backend ("fast",
-    "compiled") picks one. The interleaved layout, and cos or sin that require grad, always
-    take the reference.
+    ``rotate_half`` copy (``cpu`` and ``triton``: one kernel per direction), the same values
+    bit for bit. A backend ("fast", "compiled") picks one. The interleaved layout, and cos or
+    sin that require grad, always take the reference.
 
     Returns q, k rotated, with the input shapes and dtypes.
     """
@@ -195,9 +194,10 @@ def _triton_rope(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
     return triton_kernels.rope_half_split(x, cos, sin)
 
 
-for _name, _fn in (("reference", _reference_half_split), ("lean", lean.rotate_half_split),
-                   ("cpu", _cpu_rope), ("triton", _triton_rope)):
-    backends.register("rope", _name, _fn)
+for _name, _fn, _can in (("reference", _reference_half_split, backends.ANYWHERE),
+                         ("cpu", _cpu_rope, backends.CPU_KERNEL),
+                         ("triton", _triton_rope, backends.TRITON_KERNEL)):
+    backends.register("rope", _name, _fn, _can)
 
 
 class RotaryEmbedding(nn.Module):

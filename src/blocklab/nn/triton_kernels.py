@@ -344,38 +344,49 @@ def add_rms_norm(x: Tensor, residual: Tensor, weight: Tensor, eps: float = 1e-6,
 
 
 # --- gated activations ------------------------------------------------------------------------
-_GATED = {"silu": 0, "gelu": 1}
+# The gated activations the kernels have code for, by name (a constexpr: each is compiled on
+# its own branch, and a name without one fails to compile); blocklab.nn.ffn declares the same
+# set at registration.
+ACTIVATIONS = frozenset({"silu", "gelu"})
 
 if triton is not None:
 
     @triton.jit
-    def _phi(z, GELU: tl.constexpr):
-        if GELU:
-            return z * 0.5 * (1.0 + tl.math.erf(z * 0.7071067811865476))
-        return z * tl.sigmoid(z)
+    def _phi(z, ACT: tl.constexpr):
+        if ACT == "silu":
+            y = z * tl.sigmoid(z)
+        elif ACT == "gelu":  # exact: z·Φ(z)
+            y = z * 0.5 * (1.0 + tl.math.erf(z * 0.7071067811865476))
+        else:
+            tl.static_assert(False, "gated activation without Triton code")
+        return y
 
     @triton.jit
-    def _dphi(z, GELU: tl.constexpr):
-        if GELU:
+    def _dphi(z, ACT: tl.constexpr):
+        if ACT == "silu":
+            s = tl.sigmoid(z)
+            dy = s * (1.0 + z * (1.0 - s))
+        elif ACT == "gelu":
             cdf = 0.5 * (1.0 + tl.math.erf(z * 0.7071067811865476))
-            return cdf + z * tl.exp(-0.5 * z * z) * 0.3989422804014327
-        s = tl.sigmoid(z)
-        return s * (1.0 + z * (1.0 - s))
+            dy = cdf + z * tl.exp(-0.5 * z * z) * 0.3989422804014327
+        else:
+            tl.static_assert(False, "gated activation without Triton code")
+        return dy
 
     @triton.jit
     def _gated_fwd_kernel(G, U, Y, stride_g, stride_u, m, BLOCK: tl.constexpr,
-                          GELU: tl.constexpr):
+                          ACT: tl.constexpr):
         row = tl.program_id(0)
         cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
         mask = cols < m
         z = tl.load(G + row * stride_g + cols, mask=mask, other=0.0).to(tl.float32)
         u = tl.load(U + row * stride_u + cols, mask=mask, other=0.0).to(tl.float32)
-        act = _phi(z, GELU).to(Y.dtype.element_ty).to(tl.float32)
+        act = _phi(z, ACT).to(Y.dtype.element_ty).to(tl.float32)
         tl.store(Y + row * m + cols, (act * u).to(Y.dtype.element_ty), mask=mask)
 
     @triton.jit
     def _gated_bwd_kernel(DY, G, U, DG, DU, stride_g, stride_u, m, BLOCK: tl.constexpr,
-                          GELU: tl.constexpr, NEED_DG: tl.constexpr, NEED_DU: tl.constexpr):
+                          ACT: tl.constexpr, NEED_DG: tl.constexpr, NEED_DU: tl.constexpr):
         row = tl.program_id(0)
         cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
         mask = cols < m
@@ -383,10 +394,10 @@ if triton is not None:
         z = tl.load(G + row * stride_g + cols, mask=mask, other=0.0).to(tl.float32)
         u = tl.load(U + row * stride_u + cols, mask=mask, other=0.0).to(tl.float32)
         if NEED_DU:
-            act = _phi(z, GELU).to(DU.dtype.element_ty).to(tl.float32)
+            act = _phi(z, ACT).to(DU.dtype.element_ty).to(tl.float32)
             tl.store(DU + row * m + cols, (g * act).to(DU.dtype.element_ty), mask=mask)
         if NEED_DG:
-            tl.store(DG + row * m + cols, (g * u * _dphi(z, GELU)).to(DG.dtype.element_ty),
+            tl.store(DG + row * m + cols, (g * u * _dphi(z, ACT)).to(DG.dtype.element_ty),
                      mask=mask)
 
 
@@ -396,9 +407,9 @@ def _gated_block(m: int) -> int:
 
 def _gated_operands(op: str, gate: Tensor, up: Tensor, activation: str) -> None:
     _launchable(op, gate)
-    if activation not in _GATED:
+    if activation not in ACTIVATIONS:
         raise InputError(f"blocklab::{op}: activation={activation!r} is not allowed; "
-                         f"expected one of {sorted(_GATED)}")
+                         f"expected one of {sorted(ACTIVATIONS)}")
     _operand(op, "up", up, gate.shape, gate, (gate.dtype,))
 
 
@@ -414,7 +425,7 @@ def _gated_op(gate: Tensor, up: Tensor, activation: str) -> Tensor:
     if n and m:
         block = _gated_block(m)
         _gated_fwd_kernel[(n, triton.cdiv(m, block))](g2, u2, y, sg, su, m, BLOCK=block,
-                                                      GELU=_GATED[activation] == 1)
+                                                      ACT=activation)
     return y
 
 
@@ -440,7 +451,7 @@ def _gated_backward_op(grad: Tensor, gate: Tensor, up: Tensor, activation: str,
         block = _gated_block(m)
         _gated_bwd_kernel[(n, triton.cdiv(m, block))](
             grad, g2, u2, dg if gate_grad else grad, du if up_grad else grad, sg, su, m,
-            BLOCK=block, GELU=_GATED[activation] == 1, NEED_DG=gate_grad, NEED_DU=up_grad)
+            BLOCK=block, ACT=activation, NEED_DG=gate_grad, NEED_DU=up_grad)
     return dg, du
 
 
@@ -468,9 +479,9 @@ _gated_op.register_autograd(_gated_backward, setup_context=_gated_setup)
 
 def gated_activation(gate: Tensor, up: Tensor, activation: str = "silu") -> Tensor:
     """φ(gate) · up for gate, up: [..., m] -> [..., m] by Triton ("silu" or "gelu")."""
-    if activation not in _GATED:
+    if activation not in ACTIVATIONS:
         raise InputError(f"gated_activation: activation={activation!r} is not allowed; "
-                         f"expected one of {sorted(_GATED)}")
+                         f"expected one of {sorted(ACTIVATIONS)}")
     if gate.shape != up.shape or gate.dtype != up.dtype:
         raise InputError(f"gated_activation: gate {tuple(gate.shape)} {gate.dtype} and up "
                          f"{tuple(up.shape)} {up.dtype} differ")
@@ -571,8 +582,8 @@ _rope_op.register_autograd(_rope_backward, setup_context=_rope_setup)
 
 def rope_half_split(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
     """The half_split RoPE rotation of x: [B, H, T, hd] by cos, sin: [1 or B, 1, T, r] (r even,
-    r <= hd), by Triton; the same maths as `blocklab.nn.lean.rotate_half_split`. cos and sin
-    are constants here (no gradient flows to them)."""
+    r <= hd), by Triton; the maths of `blocklab.nn.position.apply_rotary`'s half_split layout.
+    cos and sin are constants here (no gradient flows to them)."""
     reason = unavailable_reason(x)
     if reason is not None:
         raise KernelUnavailable(f"triton RoPE cannot run: {reason}")
