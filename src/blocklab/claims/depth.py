@@ -31,10 +31,11 @@ from blocklab.claims.registry import (  # noqa: F401 - the rules' names, as the 
     registered,
 )
 from blocklab.claims.rules import SETTLE_EN, SETTLE_ZH, Estimate, Part, all_or_none, settle
-from blocklab.experiments.summaries import Interval
+from blocklab.experiments.summaries import Interval, PlacementData
 
 
-def identity_estimate(data, init: str | None = None, placement: str = "pre") -> Estimate:
+def identity_estimate(data: PlacementData, init: str | None = None, placement: str = "pre"
+                      ) -> Estimate:
     """Part (b)'s estimate (`registry.C36_IDENTITY_RULE`): per seed, the median over the
     layers of the deepest probed stack of ‖J_l − I‖_F/√n at initialisation (J_l = ∂x_{l+1}/∂x_l,
     n = B·T·d; 0 = the block is the identity), then its mean and 95% CI over seeds. From the
@@ -45,7 +46,7 @@ def identity_estimate(data, init: str | None = None, placement: str = "pre") -> 
     return Estimate.of(Interval(0) if probe is None else probe.identity_deviation_median)
 
 
-def post_identity_estimate(data, init: str | None = None) -> Estimate:
+def post_identity_estimate(data: PlacementData, init: str | None = None) -> Estimate:
     """`identity_estimate` of post-norm blocks, y = N(x + F(x)): reported beside part (b),
     not graded. They have no bare identity term, yet at initialisation their Jacobian can be
     near I too: at a unit-RMS input x with ε ≈ 0, J_N = I − x̂x̂ᵀ per token (x̂ = x/‖x‖), I but

@@ -7,8 +7,8 @@ arms trained twice as long (`<size>+x2`) to agree.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict
-from typing import Any
 
 from blocklab.claims.ledger import (
     DECIDED,
@@ -34,6 +34,7 @@ from blocklab.claims.rules import (
     SETTLE_ZH,
     Estimate,
     Part,
+    Rule,
     decide,
     settle,
 )
@@ -56,7 +57,7 @@ def combine_c16(parts: list[Part]) -> str:
     return settle([p.verdict for p in parts], decided)
 
 
-def c16_longer_agrees(ctx: Context, rules: dict[str, Any], fair: dict[str, bool]
+def c16_longer_agrees(ctx: Context, rules: Mapping[str, Rule], fair: Mapping[str, bool]
                       ) -> dict[str, bool]:
     """{arm: the runs of that arm and ReLU trained twice as long (`<size>+x2`) lie beyond δ
     on the side opposite the claim too}; {} without such runs."""
@@ -170,7 +171,8 @@ def c16(ctx: Context) -> Finding:
 
 
 
-def _size_text(size: dict[str, Any]) -> str:
+def _size_text(size: Mapping[str, object]) -> str:
+    """The suite size's model and training settings (its values only formatted)."""
     keys = (("d_model", "d={}"), ("n_layers", "{} layers"), ("seq_len", "T={}"),
             ("batch_size", "B={}"), ("lr", "lr={}"))
     return ", ".join(fmt.format(size[k]) for k, fmt in keys if k in size)

@@ -10,6 +10,7 @@ helpers that read the suite's largest-stable-lr contrasts (`stable_effect`, `sta
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import asdict
 
 from blocklab.claims.ledger import (
@@ -43,8 +44,10 @@ from blocklab.claims.rules import (
     untestable_part,
 )
 from blocklab.experiments.summaries import (
+    GradientProbe,
     Interval,
     PlacementCell,
+    PlacementData,
     PlacementEffect,
     StabilityEffect,
 )
@@ -81,7 +84,7 @@ def _extreme_layers(profile: list[float | None]) -> tuple[int, int] | None:
     return (max(usable)[1], min(usable)[1]) if len(usable) > 1 else None
 
 
-def _c12_sensitivity(grads: dict, deepest: str) -> tuple[str, str]:
+def _c12_sensitivity(grads: Mapping[str, GradientProbe], deepest: str) -> tuple[str, str]:
     """Per init, where in the stack the sensitivity is largest and smallest (mean profile over
     seeds, the layers' inputs only), as a sentence in English and in Chinese ('' without a
     profile)."""
@@ -160,21 +163,21 @@ def c12(ctx: Context) -> Finding:
         C12_COMBINES_ZH)
 
 
-def _effect(data) -> PlacementEffect | None:
+def _effect(data: PlacementData) -> PlacementEffect | None:
     """The contrast C13 and C19 are graded on: the deepest depth, then the longest warmup."""
     if not data.effects:
         return None
     return max(data.effects, key=lambda e: (e.depth, e.warmup))
 
 
-def stable_effect(data, grid: str) -> StabilityEffect | None:
+def stable_effect(data: PlacementData, grid: str) -> StabilityEffect | None:
     """The largest-stable-lr contrasts of `grid` ("sweep": C13 and C19; "deep": C36) at its
     deepest depth."""
     found = [e for e in data.stability_effects if e.grid == grid]
     return max(found, key=lambda e: (e.depth, e.warmup)) if found else None
 
 
-def stability_text(data, grid: str, depth: int, zh: bool = False) -> str:
+def stability_text(data: PlacementData, grid: str, depth: int, zh: bool = False) -> str:
     """Each swept arm's largest stable peak lr at `depth`: geometric mean, the interval in
     doublings and the censored seeds."""
     rows = []
@@ -193,7 +196,7 @@ def stability_text(data, grid: str, depth: int, zh: bool = False) -> str:
     return ("；" if zh else "; ").join(rows)
 
 
-def lr_fairness(data) -> tuple[bool, str, str]:
+def lr_fairness(data: PlacementData) -> tuple[bool, str, str]:
     """Whether every tuned training arm's optimum is interior, and the words for it."""
     arms = data.lr_tuning
     fair = bool(arms) and all(t.interior for t in arms)

@@ -9,7 +9,8 @@ by a rule registered in `registry`, fixed before any data is read.
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import NotRequired, TypedDict
 
 from blocklab.claims.ledger import Context, Finding, claim, missing
 from blocklab.claims.registry import (  # noqa: F401 - the rules' names, as the checks used them
@@ -53,6 +54,7 @@ from blocklab.claims.rules import (
 from blocklab.claims.text import VERDICT_ZH
 from blocklab.experiments.summaries import (
     Interval,
+    OrderProbe,
     PositionArm,
     PositionCost,
     PositionData,
@@ -214,8 +216,46 @@ def score_asymmetry(seed: int = 0, tied: bool = False) -> float:
     return float((s - s.T).abs().max() / s.abs().max())
 
 
-def _interval_json(stats: Interval) -> dict[str, Any]:
-    return {"mean": stats.mean, "ci_low": stats.ci_low, "ci_high": stats.ci_high, "n": stats.n}
+@dataclass(frozen=True)
+class IntervalRow:
+    """An interval as C29's evidence shows it: mean, 95% CI and seeds (no sd)."""
+
+    mean: float | None
+    ci_low: float | None
+    ci_high: float | None
+    n: int
+
+    @classmethod
+    def of(cls, stats: Interval) -> IntervalRow:
+        return cls(stats.mean, stats.ci_low, stats.ci_high, stats.n)
+
+
+@dataclass(frozen=True)
+class OrderRow:
+    """One arm's order probe (`OrderProbe`) as C29's evidence shows it."""
+
+    tv: IntervalRow
+    kl: IntervalRow
+    loss_minus_unigram: IntervalRow
+    prefix_len: int
+    prefixes: int
+
+    @classmethod
+    def of(cls, o: OrderProbe) -> OrderRow:
+        return cls(IntervalRow.of(o.tv), IntervalRow.of(o.kl),
+                   IntervalRow.of(o.loss_minus_unigram), o.prefix_len, o.prefixes)
+
+
+class OrderEvidence(TypedDict):
+    """C29's evidence: the float64 probes, and the position suite's order probe where it ran."""
+
+    bidirectional_equivariance_error: float
+    causal_equivariance_error: float
+    score_asymmetry: float
+    score_asymmetry_tied_wq_wk: float
+    tolerances: dict[str, float]
+    probe: str
+    order_probe: NotRequired[dict[str, OrderRow]]
 
 
 @claim("C29")
@@ -223,7 +263,7 @@ def c29(ctx: Context) -> Finding:
     bidirectional = equivariance_error(causal=False)
     causal = equivariance_error(causal=True)
     asymmetry, tied = score_asymmetry(), score_asymmetry(tied=True)
-    evidence: dict[str, Any] = {
+    evidence: OrderEvidence = {
         "bidirectional_equivariance_error": bidirectional, "causal_equivariance_error": causal,
         "score_asymmetry": asymmetry, "score_asymmetry_tied_wq_wk": tied,
         "tolerances": {"exact": EXACT_TOL, "broken": BROKEN_TOL},
@@ -238,11 +278,7 @@ def c29(ctx: Context) -> Finding:
         (C29_UNIGRAM_PART, rules[C29_UNIGRAM_PART],
          Estimate.of(none.loss_minus_unigram if none else empty))])
     if order:
-        evidence["order_probe"] = {arm: {"tv": _interval_json(o.tv), "kl": _interval_json(o.kl),
-                                         "loss_minus_unigram":
-                                             _interval_json(o.loss_minus_unigram),
-                                         "prefix_len": o.prefix_len, "prefixes": o.prefixes}
-                                   for arm, o in order.items()}
+        evidence["order_probe"] = {arm: OrderRow.of(o) for arm, o in order.items()}
     holds = bidirectional <= EXACT_TOL
     breaks = causal > BROKEN_TOL
     verdict = "refuted" if not holds else "conditional" if breaks else "confirmed"
@@ -654,27 +690,66 @@ def _timings_text(cost: PositionCost, d_model: int | None) -> tuple[str, str]:
     return en, zh
 
 
-def _timings_json(cost: PositionCost) -> dict[str, Any]:
+# C31's timings as its evidence shows them (reported, never graded); a ratio is
+# [ratio, ci_low, ci_high] against no positions.
+@dataclass(frozen=True)
+class SchemeTimingRow:
+    train_ms: float
+    decode_ms: float
+    train_ratio: list[float]
+    decode_ratio: list[float]
+
+
+@dataclass(frozen=True)
+class ToyShapeRow:
+    label: str
+    L: int
+    batch_size: int
+    decode_tokens: int
+    repeats: int
+    threads: int
+    schemes: dict[str, SchemeTimingRow]
+
+
+@dataclass(frozen=True)
+class RealShapeRow:
+    label: str
+    d_model: int
+    n_layers: int
+    n_heads: int
+    batch_size: int
+    prompt_tokens: int
+    decode_tokens: int
+    repeats: int
+    threads: int
+    prefill_ms: dict[str, float]
+    decode_ms: dict[str, float]
+    prefill_ratio: dict[str, list[float]]
+    decode_ratio: dict[str, list[float]]
+    wall_time_s: float
+
+
+@dataclass(frozen=True)
+class TimingsRow:
+    toy_shape: ToyShapeRow
+    realistic_shape: RealShapeRow | None
+
+
+def _timings_row(cost: PositionCost) -> TimingsRow:
     def ratio(r: TimeRatio) -> list[float]:
         return [r.ratio, r.ci_low, r.ci_high]
 
-    toy = {"label": "per-op overhead at a toy shape", "L": cost.L,
-           "batch_size": cost.batch_size, "decode_tokens": cost.decode_tokens,
-           "repeats": cost.repeats, "threads": cost.threads,
-           "schemes": {name: {"train_ms": c.train_ms, "decode_ms": c.decode_ms,
-                              "train_ratio": ratio(c.train_vs_none),
-                              "decode_ratio": ratio(c.decode_vs_none)}
-                       for name, c in cost.schemes.items()}}
+    toy = ToyShapeRow(
+        "per-op overhead at a toy shape", cost.L, cost.batch_size, cost.decode_tokens,
+        cost.repeats, cost.threads,
+        {name: SchemeTimingRow(c.train_ms, c.decode_ms, ratio(c.train_vs_none),
+                               ratio(c.decode_vs_none)) for name, c in cost.schemes.items()})
     real = cost.realistic
-    return {"toy_shape": toy, "realistic_shape": None if real is None else {
-        "label": real.label, "d_model": real.d_model, "n_layers": real.n_layers,
-        "n_heads": real.n_heads, "batch_size": real.batch_size,
-        "prompt_tokens": real.prompt_tokens, "decode_tokens": real.decode_tokens,
-        "repeats": real.repeats, "threads": real.threads, "prefill_ms": real.prefill_ms,
-        "decode_ms": real.decode_ms,
-        "prefill_ratio": {k: ratio(v) for k, v in real.prefill_vs_none.items()},
-        "decode_ratio": {k: ratio(v) for k, v in real.decode_vs_none.items()},
-        "wall_time_s": real.wall_time_s}}
+    return TimingsRow(toy, None if real is None else RealShapeRow(
+        real.label, real.d_model, real.n_layers, real.n_heads, real.batch_size,
+        real.prompt_tokens, real.decode_tokens, real.repeats, real.threads, real.prefill_ms,
+        real.decode_ms, {k: ratio(v) for k, v in real.prefill_vs_none.items()},
+        {k: ratio(v) for k, v in real.decode_vs_none.items()}, real.wall_time_s))
 
 
 @claim("C31")
@@ -711,7 +786,7 @@ def c31(ctx: Context) -> Finding:
                         "masks_train": c.masks_train, "masks_decode": c.masks_decode,
                         "flash_train": c.flash_train, "flash_decode": c.flash_decode}
                  for name, c in cost.schemes.items()},
-        "timings_reported_not_graded": _timings_json(cost)}
+        "timings_reported_not_graded": _timings_row(cost)}
     return Finding(
         verdict,
         f"Decided by counts, not timings. Parameters: RoPE adds {zoo['rope'] - zoo['none']} at "
