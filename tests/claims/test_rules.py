@@ -1,5 +1,6 @@
 """Registered rules: a part's decision follows from the estimate, its CI and the rule alone
-(SPEC §6), and a claim's parts are decided together with Holm's correction."""
+(SPEC §6), a claim's parts are decided together with Holm's correction, and the claim's
+verdict follows from its parts' by a combining rule that never drops an undecided part."""
 
 import math
 
@@ -8,17 +9,26 @@ import pytest
 from scipy import stats as sps
 
 from blocklab import stats
+from blocklab.claims import rules  # its testable_all_or_none would be collected as a test
 from blocklab.claims.rules import (
     CONFIRMED,
     CONTRADICTED,
     INCONCLUSIVE,
     NOT_REPRODUCED,
+    UNTESTABLE,
     Estimate,
+    Part,
     Rule,
+    all_or_none,
+    band_part,
     decide,
     decide_parts,
+    failed_runs_part,
     grade,
+    majority,
+    settle,
 )
+from blocklab.experiments.summaries import Interval, PositionArm
 
 # The C16 shape: a loss change in %, negative = better, a gain of 1.5% claimed.
 RULE = Rule(metric="Δ%", smallest_effect=1.0, margin=0.25, min_seeds=5, claimed=-1.5)
@@ -264,3 +274,48 @@ def test_estimate_text():
     assert Estimate(-0.0646, -2.8378, 2.7085, 5).text() == "-0.0646 [-2.84, +2.71] (n=5)"
     assert Estimate(1.5, None, None, 1).text() == "+1.5 (n=1)"
     assert Estimate(None, None, None, 0).text() == "—"
+
+
+# --- a claim's verdict from its parts ------------------------------------------------------------
+@pytest.mark.parametrize(("verdicts", "every", "testable", "most"), [
+    ([CONFIRMED] * 3, CONFIRMED, CONFIRMED, CONFIRMED),
+    ([CONFIRMED, CONFIRMED, NOT_REPRODUCED], "conditional", "conditional", "conditional"),
+    ([CONFIRMED, NOT_REPRODUCED, NOT_REPRODUCED], "conditional", "conditional", NOT_REPRODUCED),
+    ([NOT_REPRODUCED] * 3, NOT_REPRODUCED, NOT_REPRODUCED, NOT_REPRODUCED),
+    ([CONFIRMED, CONFIRMED, UNTESTABLE], "conditional", "conditional", "conditional"),
+])
+def test_the_shared_combining_rules(verdicts, every, testable, most):
+    assert all_or_none(verdicts) == every
+    assert majority(verdicts) == most
+    # an untestable part caps the claim at conditional, and alone leaves it untestable
+    assert rules.testable_all_or_none(verdicts) == testable
+    assert rules.testable_all_or_none([UNTESTABLE]) == UNTESTABLE
+
+
+def test_settle_counts_an_inconclusive_part_as_undecided_never_dropped():
+    # Whichever way the open part goes, two of three fail: not reproduced either way.
+    assert settle([NOT_REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE], majority) == NOT_REPRODUCED
+    # Here it decides between confirmed and conditional: the claim is inconclusive.
+    assert settle([CONFIRMED, CONFIRMED, INCONCLUSIVE], all_or_none) == INCONCLUSIVE
+    assert settle([CONFIRMED] * 20 + [INCONCLUSIVE] * 17, all_or_none) == INCONCLUSIVE
+
+
+def test_part_builders_decide_without_a_test_only_what_no_test_can():
+    iv = Interval(8, 0.3, 0.1, 0.5)
+    spec = failed_runs_part("p", RULE, iv, failures=0)
+    assert spec == ("p", RULE, Estimate.of(iv))  # decided with the claim's other parts
+    failed = failed_runs_part("p", RULE, iv, failures=2)
+    assert isinstance(failed, Part) and failed.verdict == NOT_REPRODUCED
+    assert failed.reason == "2 pre-norm run(s) failed" and failed.decision is None
+
+    def arm(read):
+        return PositionArm(loss_at_L=iv, loss_beyond_L={"8": read}, sliding={"8": None},
+                           extrapolated_minus_sliding={"8": read},
+                           extrapolated_vs_sliding_pct={"8": read}, per_position={},
+                           passkey=None)
+
+    assert band_part("b", arm(iv), "8", "works", RULE) == ("b", RULE, Estimate.of(iv))
+    table = arm("unavailable (table)")  # a learned table cannot run past its length
+    assert band_part("b", table, "8", "collapses", RULE).verdict == CONFIRMED
+    assert band_part("b", table, "8", "works", RULE).verdict == NOT_REPRODUCED
+    assert band_part("b", None, "8", "works", RULE).verdict == INCONCLUSIVE  # not read
