@@ -288,3 +288,20 @@ def test_fast_on_cpu_float32_runs_the_c_kernels_for_the_kernel_activations():
     for activation in sorted(KERNEL_ACTIVATIONS):
         assert backends.resolve("gated_activation", "fast", gate, gate, activation) == want
         assert backends.resolve("gated_activation", "compiled", gate, gate, activation) == want
+
+
+def test_a_new_gated_activation_needs_only_its_ffn_kind_and_its_function(monkeypatch):
+    """Adding a gated FFN to the model takes two entries: its kind in `blocklab.config.FFNS`
+    and its function in `blocklab.nn.ffn.ACTIVATIONS`. No kernel declares it, so every backend
+    runs the reference expression, and the property holds."""
+    from blocklab.config import ModelConfig
+    from blocklab.nn import DecoderLM
+    monkeypatch.setitem(FFNS, "softglu", (True, "softplus"))
+    monkeypatch.setitem(ACTIVATIONS, "softplus", torch.nn.functional.softplus)
+    for backend in backends.BACKENDS:
+        for dtype in DTYPES.values():
+            assert_matches_reference(*run_step("softglu", backend, dtype, EXAMPLE), dtype)
+    model = DecoderLM(ModelConfig(vocab_size=32, d_model=16, n_layers=1, n_heads=2, d_ff=24,
+                                  max_seq_len=8, ffn="softglu"))
+    assert model.backends()["gated_activation"] == "reference"
+    model(torch.randint(0, 32, (1, 5))).sum().backward()

@@ -30,7 +30,10 @@ def _identity(x: torch.Tensor) -> torch.Tensor:
     return x
 
 
-# name -> elementwise function; a gated FFN applies it to the gate branch only.
+# name -> elementwise function; a gated FFN applies it to the gate branch only. A new gated FFN
+# takes its kind in `blocklab.config.FFNS` and its function here, nothing else: it runs the
+# reference expression under every backend until a kernel has code for it and it joins
+# KERNEL_ACTIVATIONS below.
 ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "relu": F.relu,
     "gelu": F.gelu,  # exact: x·Φ(x), with the erf
