@@ -24,7 +24,7 @@ def test_training_flops_are_three_forward_passes_a_step():
     ffn = 2 * tokens * 3 * d * ff * layers  # SwiGLU: gate, up, down
     head = 2 * tokens * d * 256
     assert forward - proj - ffn - head == prefill_flops(MODEL, 4, 16).attention_scores
-    assert estimate.training_flops(MODEL.to_dict(), 4, 16, 10) == 3 * forward * 10
+    assert estimate.training_flops(MODEL, 4, 16, 10) == 3 * forward * 10
 
 
 def _fake_calibration(specs, step_s=0.02):
@@ -111,7 +111,7 @@ def test_the_final_evaluation_is_priced_by_the_tokens_it_scores():
     from blocklab.experiments.data import FINAL_EVAL_TOKENS, final_window_count
     from blocklab.experiments.trainer import TrainConfig
 
-    model = MODEL.to_dict()
+    model = MODEL
     timing = estimate.Timing(build_s=0.01, step_s=0.02, forward_s=0.006, call_s=0.001)
     key = estimate._key(model, 4, 16, "fp32")
     cal = estimate.Calibration(seconds=0.0, timings={key: timing}, measured=1, fitted=0,
@@ -119,8 +119,12 @@ def test_the_final_evaluation_is_priced_by_the_tokens_it_scores():
                                val_tokens=644_017)
     train = TrainConfig(steps=10, batch_size=4, seq_len=16, eval_batches=2).to_dict()
     assert "final_eval_fraction" not in train  # priced as before the field existed
-    base = estimate.training_s(model, train, cal)
-    prices = [estimate.training_s(model, dict(train, final_eval_fraction=f), cal)
+
+    def shape(**changes):
+        return estimate.TrainShape.from_payload(dict(train, **changes))
+
+    base = estimate.training_s(model, shape(), cal)
+    prices = [estimate.training_s(model, shape(final_eval_fraction=f), cal)
               for f in (0.0, 0.01, 0.125, 0.5, 1.0)]
     assert prices[0] == base and all(a < b for a, b in zip(prices, prices[1:], strict=False))
     # each chunk of FINAL_EVAL_TOKENS tokens is one no-grad forward: the call's overhead once,
@@ -128,13 +132,13 @@ def test_the_final_evaluation_is_priced_by_the_tokens_it_scores():
     windows = final_window_count(644_017, 16, 0.125, minimum=8)
     assert windows == math.ceil(0.125 * 644_017 / 16)
     rows = FINAL_EVAL_TOKENS // 16
-    assert prices[2] - base == pytest.approx(estimate.evaluation_s(model, train, windows, 16, cal,
+    assert prices[2] - base == pytest.approx(estimate.evaluation_s(model, shape(), windows, 16, cal,
                                                                    FINAL_EVAL_TOKENS))
     chunks = math.ceil(windows / rows)
     assert prices[2] - base < chunks * timing.call_s + (windows / 4) * timing.forward_s
     assert prices[2] - base > chunks * timing.call_s
     # a smaller validation split passed in costs less
-    assert estimate.training_s(model, dict(train, final_eval_fraction=0.125), cal,
+    assert estimate.training_s(model, shape(final_eval_fraction=0.125), cal,
                                val_tokens=64_000) < prices[2]
 
 

@@ -49,7 +49,6 @@ from __future__ import annotations
 
 import dataclasses
 import heapq
-import json
 import math
 import re
 import sys
@@ -57,7 +56,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple, TypeVar
 
 from blocklab.config import ModelConfig
 from blocklab.experiments.results import ResultStore
@@ -78,28 +77,78 @@ REFERENCE_ROUND_S = 1.0
 REFERENCE_WORKER_START_S = 2.0
 REFERENCE_STARTUP_S = 3.0
 REFERENCE_CORPUS_S = 0.5
-# Model-config keys that do not change a step's cost measurably.
+# Model-config fields that do not change a step's cost measurably, at the value a `ShapeKey`
+# holds them at (ModelConfig's defaults).
 _COSTLESS_KEYS = ("name", "max_seq_len", "embed_scale", "rope_theta", "rope_scaling")
+_COSTLESS = {f.name: f.default for f in dataclasses.fields(ModelConfig)
+             if f.name in _COSTLESS_KEYS}
 
 
-def reference_model() -> dict[str, Any]:
+def reference_model() -> ModelConfig:
     return ModelConfig(vocab_size=256, d_model=64, n_layers=2, n_heads=4, ffn="swiglu",
-                       d_ff=171, max_seq_len=64).to_dict()
+                       d_ff=171, max_seq_len=64)
 
 
-def _key(model: dict[str, Any], batch: int, seq: int, precision: str) -> tuple:
-    cost = {k: v for k, v in model.items() if k not in _COSTLESS_KEYS}
-    return (json.dumps(cost, sort_keys=True, default=str), batch, seq, precision)
+@dataclass(frozen=True)
+class TrainShape:
+    """The train settings a price reads, from a run's train config (a `TrainConfig`'s dict in a
+    RunSpec payload): batch shape, steps, precision and the evaluations `trainer.train` makes.
+    The defaults are what a payload without the key is priced at."""
+
+    batch_size: int
+    seq_len: int
+    steps: int
+    precision: str = "fp32"
+    eval_every: int = 50
+    eval_batches: int = 4
+    eval_lengths: tuple[int, ...] = ()
+    final_eval_fraction: float = 0.0
+
+    @classmethod
+    def from_payload(cls, train: dict[str, Any]) -> TrainShape:
+        """From a payload's train dict (`TrainConfig.to_dict`, `train_identity`)."""
+        return cls(batch_size=train["batch_size"], seq_len=train["seq_len"],
+                   steps=train["steps"], precision=train.get("precision", "fp32"),
+                   eval_every=train.get("eval_every", 50),
+                   eval_batches=train.get("eval_batches", 4),
+                   eval_lengths=tuple(train.get("eval_lengths", ())),
+                   final_eval_fraction=train.get("final_eval_fraction", 0.0))
 
 
-def _family(key: tuple) -> tuple:
-    cost = json.loads(key[0])
-    cost.pop("n_layers", None)
-    return (json.dumps(cost, sort_keys=True), *key[1:])
+class ShapeKey(NamedTuple):
+    """One shape a calibration times: the model with its costless fields at their defaults
+    (models that differ only there cost the same), the batch shape and the precision."""
+
+    model: ModelConfig
+    batch: int
+    seq: int
+    precision: str
+
+    @property
+    def layers(self) -> int:
+        return self.model.n_layers
+
+    @property
+    def family(self) -> tuple[object, ...]:
+        """The shape but the depth: models of one family are interpolated in n_layers."""
+        cost = tuple(getattr(self.model, f.name) for f in dataclasses.fields(ModelConfig)
+                     if f.name != "n_layers")
+        return (cost, self.batch, self.seq, self.precision)
 
 
-def _layers(key: tuple) -> int:
-    return json.loads(key[0])["n_layers"]
+def _key(model: ModelConfig, batch: int, seq: int, precision: str) -> ShapeKey:
+    model = _from_dict(model, ModelConfig.from_dict)
+    return ShapeKey(dataclasses.replace(model, **_COSTLESS), batch, seq, precision)
+
+
+_T = TypeVar("_T")
+
+
+def _from_dict(value: _T | dict[str, Any], of_dict: Callable[[dict[str, Any]], _T]) -> _T:
+    """Adapter for the suites' `price` functions that still pass a payload's model or train
+    dict (norm_cost's and quantize's): `of_dict(value)` for a dict, else `value`. Every other
+    caller passes a `ModelConfig` and a `TrainShape`; drop this once those two do."""
+    return of_dict(value) if isinstance(value, dict) else value
 
 
 @dataclass(frozen=True)
@@ -119,7 +168,7 @@ class Calibration:
     times counts, so `scaled(k)` multiplies every price by k."""
 
     seconds: float  # how long the calibration took
-    timings: dict[tuple, Timing]  # by `_key`, measured or filled in (see `fitted`)
+    timings: dict[ShapeKey, Timing]  # by `_key`, measured or filled in (see `fitted`)
     measured: int  # shapes timed directly
     fitted: int  # shapes filled in from others (same family, or the least-squares fit)
     speed: float  # this machine's step time on the reference model / the reference machine's
@@ -131,29 +180,30 @@ class Calibration:
     # (shared cores, caches and memory, and whatever else loads the machine now).
     contention: float = 1.0
     val_tokens: int = 0  # the calibrated corpus's validation split (0: unknown)
-    models: dict[tuple, dict[str, Any]] = field(default_factory=dict)
+    models: dict[ShapeKey, ModelConfig] = field(default_factory=dict)
     scale: float = 1.0
 
     def scaled(self, k: float) -> Calibration:
         return dataclasses.replace(self, scale=self.scale * k)
 
-    def _timing(self, model: dict[str, Any], batch: int, seq: int, precision: str) -> Timing:
+    def _timing(self, model: ModelConfig, batch: int, seq: int, precision: str) -> Timing:
         key = _key(model, batch, seq, precision)
         if key not in self.timings:
-            raise KeyError(f"shape not calibrated: {model.get('name') or key[1:]}")
+            name = _from_dict(model, ModelConfig.from_dict).name
+            raise KeyError(f"shape not calibrated: {name or key[1:]}")
         return self.timings[key]
 
-    def step_s(self, model: dict[str, Any], batch: int, seq: int,
+    def step_s(self, model: ModelConfig, batch: int, seq: int,
                precision: str = "fp32") -> float:
         """One `train_step` of `model` on [batch, seq + 1] tokens."""
         return self.scale * self._timing(model, batch, seq, precision).step_s
 
-    def build_s(self, model: dict[str, Any], batch: int, seq: int,
+    def build_s(self, model: ModelConfig, batch: int, seq: int,
                 precision: str = "fp32") -> float:
         """`build_model` of `model` (construction and seeded initialisation)."""
         return self.scale * self._timing(model, batch, seq, precision).build_s
 
-    def forward_s(self, model: dict[str, Any], batch: int, seq: int, rows: int, length: int,
+    def forward_s(self, model: ModelConfig, batch: int, seq: int, rows: int, length: int,
                   precision: str = "fp32") -> float:
         """A no-grad forward of [rows, length] tokens through the model calibrated at [batch,
         seq]: the call's fixed overhead plus the measured forward's remainder scaled by FLOPs
@@ -161,8 +211,8 @@ class Calibration:
         from blocklab.budget.flops import prefill_flops
 
         t = self._timing(model, batch, seq, precision)
-        config = ModelConfig.from_dict(dict(model, max_seq_len=max(model["max_seq_len"],
-                                                                   seq, length)))
+        model = _from_dict(model, ModelConfig.from_dict)
+        config = dataclasses.replace(model, max_seq_len=max(model.max_seq_len, seq, length))
         ratio = (prefill_flops(config, rows, length).total
                  / prefill_flops(config, batch, seq).total)
         return self.scale * (t.call_s + max(0.0, t.forward_s - t.call_s) * ratio)
@@ -175,7 +225,7 @@ class Calibration:
         """A time measured here (startup, a worker's imports), scaled like every price."""
         return self.scale * seconds
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, float]:
         return {"seconds": self.seconds, "measured": self.measured, "fitted": self.fitted,
                 "speed": self.speed, "startup_s": self.startup_s,
                 "worker_start_s": self.worker_start_s, "corpus_s": self.corpus_s,
@@ -194,19 +244,23 @@ class _Requests:
     val_tokens = 0
 
     def __init__(self) -> None:
-        self.shapes: dict[tuple, dict[str, Any]] = {}
+        self.shapes: dict[ShapeKey, ModelConfig] = {}
 
-    def _note(self, model: dict[str, Any], batch: int, seq: int, precision: str) -> float:
-        self.shapes.setdefault(_key(model, batch, seq, precision), model)
+    def _note(self, model: ModelConfig, batch: int, seq: int, precision: str) -> float:
+        self.shapes.setdefault(_key(model, batch, seq, precision),
+                               _from_dict(model, ModelConfig.from_dict))
         return 1.0
 
-    def step_s(self, model, batch, seq, precision="fp32") -> float:
+    def step_s(self, model: ModelConfig, batch: int, seq: int, precision: str = "fp32"
+               ) -> float:
         return self._note(model, batch, seq, precision)
 
-    def build_s(self, model, batch, seq, precision="fp32") -> float:
+    def build_s(self, model: ModelConfig, batch: int, seq: int, precision: str = "fp32"
+                ) -> float:
         return self._note(model, batch, seq, precision)
 
-    def forward_s(self, model, batch, seq, rows, length, precision="fp32") -> float:
+    def forward_s(self, model: ModelConfig, batch: int, seq: int, rows: int, length: int,
+                  precision: str = "fp32") -> float:
         return self._note(model, batch, seq, precision)
 
     def reference_s(self, seconds: float) -> float:
@@ -222,11 +276,11 @@ class _Probe:
     keeps the median step. Steps of all shapes are taken in rounds, so a burst of load from
     other processes falls on a few samples of many shapes, not on all samples of one."""
 
-    def __init__(self, model: dict[str, Any], batch: int, seq: int, precision: str,
+    def __init__(self, model: ModelConfig, batch: int, seq: int, precision: str,
                  tokens) -> None:
         from blocklab.experiments.trainer import TrainConfig, build_model, make_optimizer
 
-        config = ModelConfig.from_dict(dict(model, max_seq_len=max(model["max_seq_len"], seq)))
+        config = dataclasses.replace(model, max_seq_len=max(model.max_seq_len, seq))
         self.tc = TrainConfig(steps=4, batch_size=batch, seq_len=seq, precision=precision,
                               threads=1)
         self.tokens, self.samples = tokens, []
@@ -281,8 +335,8 @@ def _process_age_s() -> float | None:
         return None
 
 
-def calibrate(shapes: dict[tuple, dict[str, Any]], budget_s: float = 15.0) -> Calibration:
-    """Time `shapes` (`_key` -> a model dict of that shape) on this machine in one thread,
+def calibrate(shapes: dict[ShapeKey, ModelConfig], budget_s: float = 15.0) -> Calibration:
+    """Time `shapes` (`_key` -> a model of that shape) on this machine in one thread,
     spending about `budget_s` seconds on them (beyond the imports a fresh worker pays, timed
     here when not yet imported); see the module docstring."""
     from blocklab.experiments.data import load_corpus, stdlib_corpus
@@ -308,12 +362,12 @@ def calibrate(shapes: dict[tuple, dict[str, Any]], budget_s: float = 15.0) -> Ca
     tokens = data.train
     corpus = None if cached else time.perf_counter() - tick
     reference = _key(reference_model(), *REFERENCE_SHAPE, "fp32")
-    families: dict[tuple, list[tuple]] = {}
+    families: dict[tuple[object, ...], list[ShapeKey]] = {}
     for key in shapes:
-        families.setdefault(_family(key), []).append(key)
+        families.setdefault(key.family, []).append(key)
     # Each family's deepest model first, then its shallowest: two points fix a line in depth.
-    deepest = [max(keys, key=_layers) for keys in families.values()]
-    shallowest = [min(keys, key=_layers) for keys in families.values()]
+    deepest = [max(keys, key=lambda k: k.layers) for keys in families.values()]
+    shallowest = [min(keys, key=lambda k: k.layers) for keys in families.values()]
     order = [reference] + deepest + [k for k in shallowest if k not in deepest]
     models = dict(shapes)
     models[reference] = reference_model()
@@ -322,14 +376,14 @@ def calibrate(shapes: dict[tuple, dict[str, Any]], budget_s: float = 15.0) -> Ca
     def spent(fraction: float) -> bool:
         return time.perf_counter() - measuring > fraction * budget_s
 
-    probes: dict[tuple, _Probe] = {}
+    probes: dict[ShapeKey, _Probe] = {}
     with torch_threads(1):
         for key in dict.fromkeys(order):
             # The reference model and one asked for always; the rest while 60% of the budget
             # lasts, then more steps of each, round after round, while the rest lasts.
             if len(probes) >= 2 and spent(0.6):
                 break
-            probes[key] = _Probe(models[key], key[1], key[2], key[3], tokens)
+            probes[key] = _Probe(models[key], key.batch, key.seq, key.precision, tokens)
         for _round in range(4):
             for probe in probes.values():
                 if not spent(1.0):
@@ -409,7 +463,7 @@ def _run_overhead(reference: Timing) -> float:
     and one evaluation: validation windows, the unigram entropy, curves and the result."""
     from blocklab.experiments.trainer import TrainConfig, train
 
-    config = ModelConfig.from_dict(reference_model())
+    config = reference_model()
     batch, seq = REFERENCE_SHAPE
     tc = TrainConfig(steps=1, batch_size=batch, seq_len=seq, eval_every=0, eval_batches=1,
                      log_every=0, threads=1)
@@ -421,8 +475,8 @@ def _run_overhead(reference: Timing) -> float:
     return max(0.0, min(walls) - reference.build_s - reference.step_s - reference.forward_s)
 
 
-def _fill(shapes: dict[tuple, dict[str, Any]], timings: dict[tuple, Timing],
-          models: dict[tuple, dict[str, Any]]) -> dict[tuple, Timing]:
+def _fill(shapes: dict[ShapeKey, ModelConfig], timings: dict[ShapeKey, Timing],
+          models: dict[ShapeKey, ModelConfig]) -> dict[ShapeKey, Timing]:
     """Timings of the shapes not measured: linear in n_layers between two measured members of
     their family, else the least-squares fit of every measured shape."""
     filled = {}
@@ -430,36 +484,36 @@ def _fill(shapes: dict[tuple, dict[str, Any]], timings: dict[tuple, Timing],
     for key in shapes:
         if key in timings:
             continue
-        family = sorted((_layers(k), timings[k]) for k in timings if _family(k) == _family(key))
+        family = sorted((k.layers, timings[k]) for k in timings if k.family == key.family)
         if len(family) >= 2 and family[0][0] != family[-1][0]:
             (l0, t0), (l1, t1) = family[0], family[-1]
-            w = (_layers(key) - l0) / (l1 - l0)
+            w = (key.layers - l0) / (l1 - l0)
             filled[key] = Timing(*(max(1e-6, a + w * (b - a))
                                    for a, b in zip(dataclasses.astuple(t0),
                                                    dataclasses.astuple(t1), strict=True)))
         elif family:
             layers, t = family[0]
-            r = (1 + _layers(key)) / (1 + layers)
+            r = (1 + key.layers) / (1 + layers)
             filled[key] = Timing(t.build_s * r, t.step_s * r, t.forward_s * r, t.call_s * r)
         else:
             filled[key] = fit(key)
     return filled
 
 
-def _fit(timings: dict[tuple, Timing], models: dict[tuple, dict[str, Any]]
-         ) -> Callable[[tuple], Timing]:
+def _fit(timings: dict[ShapeKey, Timing], models: dict[ShapeKey, ModelConfig]
+         ) -> Callable[[ShapeKey], Timing]:
     """Least squares of each measured time on (1, n_layers, training FLOPs); non-negative
     predictions."""
     import numpy as np
 
     keys = list(timings)
 
-    def features(key: tuple) -> list[float]:
-        flops = training_flops(models[key], key[1], key[2], 1)
-        return [1.0, float(_layers(key)), flops]
+    def features(key: ShapeKey) -> list[float]:
+        flops = training_flops(models[key], key.batch, key.seq, 1)
+        return [1.0, float(key.layers), flops]
 
     if len(keys) < 3:  # too few points for three coefficients: the nearest in FLOPs, scaled
-        def nearest(key: tuple) -> Timing:
+        def nearest(key: ShapeKey) -> Timing:
             flops = features(key)[2]
             near = min(keys, key=lambda k: abs(math.log(features(k)[2] / flops)))
             r = flops / features(near)[2]
@@ -471,7 +525,7 @@ def _fit(timings: dict[tuple, Timing], models: dict[tuple, dict[str, Any]]
     scale = x.max(axis=0)
     coef, *_ = np.linalg.lstsq(x / scale, y, rcond=None)
 
-    def predict(key: tuple) -> Timing:
+    def predict(key: ShapeKey) -> Timing:
         values = (np.array(features(key)) / scale) @ coef
         floor = y.min(axis=0)
         return Timing(*(float(max(v, f)) for v, f in zip(values, floor, strict=True)))
@@ -479,21 +533,20 @@ def _fit(timings: dict[tuple, Timing], models: dict[tuple, dict[str, Any]]
 
 
 # --- pricing ----------------------------------------------------------------------------------
-def training_flops(model: dict[str, Any], batch_size: int, seq_len: int, steps: int) -> float:
-    """Matmul FLOPs of `steps` training steps of the model config dict `model`: 3 forward
-    passes a step (forward, and a backward of twice the forward)."""
+def training_flops(model: ModelConfig, batch_size: int, seq_len: int, steps: int) -> float:
+    """Matmul FLOPs of `steps` training steps of `model`: 3 forward passes a step (forward, and
+    a backward of twice the forward)."""
     from blocklab.budget.flops import prefill_flops
 
-    config = ModelConfig.from_dict(dict(model, max_seq_len=max(model["max_seq_len"], seq_len)))
+    config = dataclasses.replace(model, max_seq_len=max(model.max_seq_len, seq_len))
     return 3.0 * prefill_flops(config, batch_size, seq_len).total * steps
 
 
-def evaluation_s(model: dict[str, Any], train: dict[str, Any], rows: int, length: int,
+def evaluation_s(model: ModelConfig, train: TrainShape, rows: int, length: int,
                  cal, batch_tokens: int | None = None) -> float:
     """`trainer.evaluate` of `rows` windows of `length` tokens: forwards of batch_tokens //
     length rows (batch_tokens default: the run's batch_size × seq_len)."""
-    batch, seq = train["batch_size"], train["seq_len"]
-    precision = train.get("precision", "fp32")
+    batch, seq, precision = train.batch_size, train.seq_len, train.precision
     chunk = max(1, (batch_tokens or batch * seq) // length)
     full, rest = divmod(rows, chunk)
     seconds = full * cal.forward_s(model, batch, seq, chunk, length, precision)
@@ -502,36 +555,36 @@ def evaluation_s(model: dict[str, Any], train: dict[str, Any], rows: int, length
     return seconds
 
 
-def final_evaluation_s(model: dict[str, Any], train: dict[str, Any], cal,
+def final_evaluation_s(model: ModelConfig, train: TrainShape, cal,
                        val_tokens: int | None = None) -> float:
     """`trainer.train`'s end-of-run evaluation: at each eval length, `final_window_count`
     windows (final_eval_fraction of `val_tokens`, default the calibrated corpus's validation
     split, and at least a periodic evaluation's); 0 when final_eval_fraction is 0."""
     from blocklab.experiments.data import FINAL_EVAL_TOKENS, final_window_count
 
-    fraction = train.get("final_eval_fraction", 0.0)
+    fraction = train.final_eval_fraction
     if not fraction:
         return 0.0
-    periodic = train.get("eval_batches", 4) * train["batch_size"]
+    periodic = train.eval_batches * train.batch_size
     n_val = cal.val_tokens if val_tokens is None else val_tokens
-    batch_tokens = max(train["batch_size"] * train["seq_len"], FINAL_EVAL_TOKENS)
+    batch_tokens = max(train.batch_size * train.seq_len, FINAL_EVAL_TOKENS)
     return sum(evaluation_s(model, train, final_window_count(n_val, length, fraction, periodic),
                             length, cal, batch_tokens)
-               for length in sorted({*train.get("eval_lengths", ()), train["seq_len"]}))
+               for length in sorted({*train.eval_lengths, train.seq_len}))
 
 
-def training_s(model: dict[str, Any], train: dict[str, Any], cal,
+def training_s(model: ModelConfig, train: TrainShape, cal,
                val_tokens: int | None = None) -> float:
     """Seconds of `trainer.train(model, train)`: model build, steps, every validation (every
     eval_every steps and at the end, at each eval length, eval_batches × batch_size windows)
     and the end-of-run evaluation (`final_evaluation_s`; `val_tokens` the run's validation
     split, default the calibrated corpus's)."""
-    batch, seq, steps = train["batch_size"], train["seq_len"], train["steps"]
-    precision = train.get("precision", "fp32")
-    every = train.get("eval_every", 50)
+    train = _from_dict(train, TrainShape.from_payload)
+    batch, seq, steps = train.batch_size, train.seq_len, train.steps
+    precision, every = train.precision, train.eval_every
     evaluations = (steps // every if every else 0) + (1 if not every or steps % every else 0)
-    rows = train.get("eval_batches", 4) * batch
-    lengths = sorted({*train.get("eval_lengths", ()), seq})
+    rows = train.eval_batches * batch
+    lengths = sorted({*train.eval_lengths, seq})
     per_evaluation = sum(evaluation_s(model, train, rows, length, cal) for length in lengths)
     return (cal.fixed_s(cal.run_s) + cal.build_s(model, batch, seq, precision)
             + steps * cal.step_s(model, batch, seq, precision)
@@ -544,7 +597,7 @@ def default_price(spec, cal) -> float | None:
     None (a kind only its suite knows how to price)."""
     model, train = spec.payload.get("model"), spec.payload.get("train")
     if isinstance(model, dict) and isinstance(train, dict) and "steps" in train:
-        return training_s(model, train, cal)
+        return training_s(ModelConfig.from_dict(model), TrainShape.from_payload(train), cal)
     return None
 
 
@@ -729,8 +782,8 @@ def estimate_suites(results: str | Path, size: str, names: Sequence[str], *,
     return SizeEstimate(size, suites, rounds, calibration, fixed)
 
 
-def shapes_of(specs: Iterable[tuple[Any, Any]]) -> dict[tuple, dict[str, Any]]:
-    """The model shapes (`_key` -> model) a calibration must time to price every (suite,
+def shapes_of(specs: Iterable[tuple[Any, Any]]) -> dict[ShapeKey, ModelConfig]:
+    """The model shapes (`ShapeKey` -> model) a calibration must time to price every (suite,
     spec) of `specs` (for `calibrate`)."""
     requests = _Requests()
     price_specs(specs, requests)

@@ -1228,13 +1228,14 @@ def price(spec: RunSpec, cal) -> float | None:
     makes (⌈log2(rungs + 1)⌉); training runs are the trainer's (the default)."""
     payload = spec.payload
     if payload["kind"] in ("sweep", "deep"):
-        from blocklab.experiments.estimate import training_s
+        from blocklab.experiments.estimate import TrainShape, training_s
 
         runs = math.ceil(math.log2(len(payload["ladder"]) + 1))
-        return runs * training_s(payload["model"], payload["train"], cal)
+        return runs * training_s(ModelConfig.from_dict(payload["model"]),
+                                 TrainShape.from_payload(payload["train"]), cal)
     if payload["kind"] != "init_gradients":
         return None
-    probe, model = payload["probe"], payload["model"]
+    probe, model = payload["probe"], ModelConfig.from_dict(payload["model"])
     b, t, precision = probe["batch_size"], probe["seq_len"], payload.get("precision", "fp32")
     return cal.build_s(model, b, t, precision) + cal.step_s(model, b, t, precision)
 

@@ -1302,7 +1302,7 @@ def price(spec: RunSpec, cal) -> float | None:
     far-out check and, for rope, every training-free scaling and each fine-tune with its reads;
     a passkey run its training steps and grid; the cost run its builds, profiled calls and
     interleaved repeats."""
-    from blocklab.experiments.estimate import evaluation_s, training_s
+    from blocklab.experiments.estimate import TrainShape, evaluation_s, training_s
 
     payload = spec.payload
     kind = payload["kind"]
@@ -1312,10 +1312,10 @@ def price(spec: RunSpec, cal) -> float | None:
                 and _same_size(config, payload))
     config = SIZES[size]
     L, mults, n = config.L, config.mults, config.eval_windows
-    model = payload["model"]
-    train = payload.get("train") or train_identity(train_config(
-        RunOptions(size, precision=payload.get("precision", "fp32")), 0))
-    B, precision = train["batch_size"], train.get("precision", "fp32")
+    model = ModelConfig.from_dict(payload["model"])
+    train = TrainShape.from_payload(payload.get("train") or train_identity(train_config(
+        RunOptions(size, precision=payload.get("precision", "fp32")), 0)))
+    B, precision = train.batch_size, train.precision
 
     def forward(rows: int, length: int) -> float:
         return cal.forward_s(model, B, L, rows, length, precision)
@@ -1358,9 +1358,9 @@ def price(spec: RunSpec, cal) -> float | None:
         n_decode = cost.decode_tokens
         seconds = cal.reference_s(_PROFILER_REFERENCE_S) + realistic_price(size, cal)
         for scheme in PARAM_SCHEMES:
-            seconds += cal.build_s(arm_config(size, scheme).to_dict(), B, L, precision)
+            seconds += cal.build_s(arm_config(size, scheme), B, L, precision)
         for scheme in COST_SCHEMES:
-            m = arm_config(size, scheme).to_dict()
+            m = arm_config(size, scheme)
             step = cal.step_s(m, B, L, precision)
             prefill = cal.forward_s(m, B, L, 1, L - n_decode, precision)
             token = cal.forward_s(m, B, L, 1, 1, precision)
