@@ -40,7 +40,7 @@ from blocklab.experiments.suites import position as position_suite
 # ‖∇W_down‖ also moves with the stream's size alone (under xavier the stream grows, and the
 # norms that read it divide by it), so any init that grows the stream confirmed the old
 # metric by construction. One part per init, each reported; the claim needs every one
-# (`checks.C12_COMBINES`), so no single init can carry it.
+# (`placement.C12_COMBINES`), so no single init can carry it.
 C12_INITS = ("gpt2", "xavier", "depth")
 C12_RULE = Rule(
     metric="log2(max / min) of the residual stream's sensitivity ‖∂L/∂x_l‖·rms(x_l) over the "
