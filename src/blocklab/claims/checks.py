@@ -134,7 +134,7 @@ def c09(ctx: Context) -> Finding:
 # quoted (Apache-2.0) so that C10's evidence reads the same whatever is installed here:
 # transformers 5.24.0, src/transformers/models/llama/modeling_llama.py, lines 62–67.
 # tests/nn/test_norm.py compares blocklab's RMSNorm with the installed LlamaRMSNorm directly.
-LLAMA_RMSNORM_SOURCE = {
+LLAMA_RMSNORM_SOURCE: dict[str, str | list[str]] = {
     "repository": "huggingface/transformers",
     "version": "5.24.0",
     "path": "src/transformers/models/llama/modeling_llama.py",
@@ -194,7 +194,7 @@ def c10(ctx: Context) -> Finding:
         "fp32_mean_square": float(x.float().pow(2).mean(-1)),
         "output_dtype": str(y.dtype),
         "max_error_vs_float64": err,
-        "hugging_face_source": dict(src, blocklab_vs_excerpt_max_abs_diff=same),
+        "hugging_face_source": {**src, "blocklab_vs_excerpt_max_abs_diff": same},
     }
     ok = (math.isinf(evidence["fp16_mean_square"]) and y.dtype == torch.float16
           and err < 2e-3 and same == 0.0)
