@@ -4,9 +4,9 @@ One random-weight SwiGLU DecoderLM (head_dim 64, byte vocabulary, float32) and i
 (nothing, FFN only, attention only, all linear layers; weight-only or dynamic int8, by
 `blocklab.nn.int8.quantize_model`) are timed side by side in one process by
 `blocklab.experiments.int8_measurements.time_schemes`: every repeat runs each scheme once, in an
-order rotated by one per repeat; a prefill of T tokens per T, then one-token decode steps on the KV cache
-of the first T (median of the steps). Prints median ms and the speed-up float / scheme (ratio of
-the medians) next to two bounds:
+order rotated by one per repeat; a prefill of T tokens per T, then one-token decode steps on the
+KV cache of the first T (median of the steps). Prints median ms and the speed-up float / scheme
+(ratio of the medians) next to two bounds:
 
     prefill   Amdahl 1 / (1 − s + s/k): s the part's FLOP share from `blocklab.budget`, k the
               int8 GEMM speed-up of the part's own linear layers timed alone at [T, d_model]

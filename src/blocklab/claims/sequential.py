@@ -160,23 +160,25 @@ def coverage_of(planned: Any) -> dict[str, int]:
 
 
 def _plan(results: Path, size: str, name: str, seed_offset: int) -> Any:
-    from blocklab.experiments.suites import get_suite
+    from blocklab.experiments.suites import get_suite, suite_options
     from blocklab.experiments.suites.base import plan_suite
 
-    return plan_suite(get_suite(name), size, None, results, seed_offset)
+    suite = get_suite(name)
+    return plan_suite(suite, suite_options(suite, size, seed_offset), results)
 
 
 def arm_wall_s(results: Path, size: str, name: str, seed_offset: int) -> dict[str, float]:
     """{arm: mean stored wall time of its runs} in suite `name`'s folder: what this machine
     took for the same work."""
-    from blocklab.experiments.suites import get_suite
+    from blocklab.experiments.suites import get_suite, suite_options
     from blocklab.experiments.suites.base import ResultStore, suite_dir
 
-    store = ResultStore(suite_dir(results, get_suite(name), size, seed_offset))
+    suite = get_suite(name)
+    store = ResultStore(suite_dir(results, suite, suite_options(suite, size, seed_offset)))
     walls: dict[str, list[float]] = {}
     for spec in _plan(results, size, name, seed_offset).specs:
         if store.has(spec.run_id):
-            wall = store.load(spec.run_id).get("wall_time_s")
+            wall = store.load(spec.run_id).wall_time_s
             if isinstance(wall, int | float):
                 walls.setdefault(spec.arm, []).append(float(wall))
     return {arm: sum(w) / len(w) for arm, w in walls.items()}
@@ -237,7 +239,7 @@ def _next_look(looks: Looks, rows: Sequence[Any], planned: dict[str, Any],
     """Run look k + 1 for the open parts the plan bought it for, if it fits; False (with
     `looks.stopped` said) when the design stops here."""
     from blocklab.experiments.estimate import makespan
-    from blocklab.experiments.suites import get_suite
+    from blocklab.experiments.suites import get_suite, suite_options
     from blocklab.experiments.suites.base import add_seed_blocks, suite_dir
 
     wanted = [w for w in open_parts(rows, size, lambda s: arms.get(s, []))
@@ -264,7 +266,8 @@ def _next_look(looks: Looks, rows: Sequence[Any], planned: dict[str, Any],
     echo(f"look {k + 1}: {len(wanted)} part(s) still open; adding {runs} run(s) ({added}), "
          f"about {estimate / 60:.1f} min")
     for name, bs in blocks.items():
-        add_seed_blocks(suite_dir(results, get_suite(name), size, seed_offset), bs)
+        suite = get_suite(name)
+        add_seed_blocks(suite_dir(results, suite, suite_options(suite, size, seed_offset)), bs)
     began = time.perf_counter()
     looks.errors.update(run(rules=rules))
     looks.records.append(LookRecord(k + 1, blocks, runs, estimate,
@@ -364,8 +367,8 @@ def worst_case_blocks(size: str, names: Sequence[str], seed_offset: int = 0
 def _planned_arms(size: str, names: Sequence[str], seed_offset: int
                   ) -> tuple[dict[str, list[str]], dict[str, dict[str, int]]]:
     """({suite: planned arms}, {suite: {arm: planned seeds}}) before anything runs."""
+    from blocklab.experiments.options import seed_range
     from blocklab.experiments.suites import get_suite
-    from blocklab.experiments.suites.base import seed_range
 
     arms: dict[str, list[str]] = {}
     coverage: dict[str, dict[str, int]] = {}
@@ -380,7 +383,9 @@ def _planned_arms(size: str, names: Sequence[str], seed_offset: int
 def _suite_specs(suite: Any, size: str, seeds: range) -> list[Any]:
     """A suite's evaluation runs on `seeds` before anything runs (a tuned suite planned without
     tuning results, as the estimator prices it: the cost does not depend on the lr chosen)."""
-    return suite.plan(size, seeds, []) if suite.tune else suite.plan(size, seeds)
+    from blocklab.experiments.suites import suite_options
+
+    return suite.plan(suite_options(suite, size).with_seeds(seeds), [])
 
 
 def _parts_at_look(size: str, names: Sequence[str], arms: dict[str, list[str]], j: int
@@ -528,11 +533,12 @@ def run_longer(results: Path, size: str, wanted: dict[str, list[Wanted]], *, exe
         suite = get_suite(name)
         base = _plan(results, size, name, seed_offset)
         arms = sorted({arm for w in parts for arm in w.arms})
-        specs = suite.longer(size, base.seeds, base.tuned, arms)
-        store = ResultStore(longer_dir(results, suite, size, seed_offset))
+        options = base.options.with_seeds(base.seeds)
+        specs = suite.longer(options, base.tuned, arms)
+        store = ResultStore(longer_dir(results, suite, options))
         stale = stale_reasons(specs, store)
         missing = [s for s in specs if not store.has(s.run_id) or s.run_id in stale]
-        planned = PlannedSuite(suite, size, base.seeds, specs, store, stale, missing,
+        planned = PlannedSuite(suite, options, base.seeds, specs, store, stale, missing,
                                "evaluate", base.tuned)
         start = time.perf_counter()
         failed = {}

@@ -56,7 +56,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple
 
 from blocklab.config import ModelConfig
 from blocklab.experiments.results import ResultStore
@@ -137,18 +137,7 @@ class ShapeKey(NamedTuple):
 
 
 def _key(model: ModelConfig, batch: int, seq: int, precision: str) -> ShapeKey:
-    model = _from_dict(model, ModelConfig.from_dict)
     return ShapeKey(dataclasses.replace(model, **_COSTLESS), batch, seq, precision)
-
-
-_T = TypeVar("_T")
-
-
-def _from_dict(value: _T | dict[str, Any], of_dict: Callable[[dict[str, Any]], _T]) -> _T:
-    """Adapter for the suites' `price` functions that still pass a payload's model or train
-    dict (norm_cost's and quantize's): `of_dict(value)` for a dict, else `value`. Every other
-    caller passes a `ModelConfig` and a `TrainShape`; drop this once those two do."""
-    return of_dict(value) if isinstance(value, dict) else value
 
 
 @dataclass(frozen=True)
@@ -189,8 +178,7 @@ class Calibration:
     def _timing(self, model: ModelConfig, batch: int, seq: int, precision: str) -> Timing:
         key = _key(model, batch, seq, precision)
         if key not in self.timings:
-            name = _from_dict(model, ModelConfig.from_dict).name
-            raise KeyError(f"shape not calibrated: {name or key[1:]}")
+            raise KeyError(f"shape not calibrated: {model.name or key[1:]}")
         return self.timings[key]
 
     def step_s(self, model: ModelConfig, batch: int, seq: int,
@@ -211,7 +199,6 @@ class Calibration:
         from blocklab.budget.flops import prefill_flops
 
         t = self._timing(model, batch, seq, precision)
-        model = _from_dict(model, ModelConfig.from_dict)
         config = dataclasses.replace(model, max_seq_len=max(model.max_seq_len, seq, length))
         ratio = (prefill_flops(config, rows, length).total
                  / prefill_flops(config, batch, seq).total)
@@ -247,8 +234,7 @@ class _Requests:
         self.shapes: dict[ShapeKey, ModelConfig] = {}
 
     def _note(self, model: ModelConfig, batch: int, seq: int, precision: str) -> float:
-        self.shapes.setdefault(_key(model, batch, seq, precision),
-                               _from_dict(model, ModelConfig.from_dict))
+        self.shapes.setdefault(_key(model, batch, seq, precision), model)
         return 1.0
 
     def step_s(self, model: ModelConfig, batch: int, seq: int, precision: str = "fp32"
@@ -579,7 +565,6 @@ def training_s(model: ModelConfig, train: TrainShape, cal,
     eval_every steps and at the end, at each eval length, eval_batches × batch_size windows)
     and the end-of-run evaluation (`final_evaluation_s`; `val_tokens` the run's validation
     split, default the calibrated corpus's)."""
-    train = _from_dict(train, TrainShape.from_payload)
     batch, seq, steps = train.batch_size, train.seq_len, train.steps
     precision, every = train.precision, train.eval_every
     evaluations = (steps // every if every else 0) + (1 if not every or steps % every else 0)

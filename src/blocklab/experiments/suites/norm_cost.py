@@ -977,7 +977,7 @@ def price(spec: RunSpec, cal: Calibration) -> float | None:
         b, t = payload["batch_size"], payload["seq_len"]
         seconds = 0.0
         for norm in NORM_NAMES:
-            model = _model_config(norm, payload["d_model"], payload["n_layers"], t).to_dict()
+            model = _model_config(norm, payload["d_model"], payload["n_layers"], t)
             seconds += len(STEP_PATHS) * (cal.build_s(model, b, t) + (
                 payload["warmup"] + payload["repeats"]) * cal.step_s(model, b, t))
         return seconds

@@ -5,12 +5,13 @@ Two kinds of run:
 
     timing    (timed, alone) one random-weight DecoderLM of the size's shape, quantized by torchao
               in every scheme of `blocklab.experiments.int8_measurements.SCHEMES` (ffn /
-              attention / all linear layers × weight-only / dynamic int8); prefill at each T and one-token decode
-              on the KV cache, repeats interleaved (`measure_schemes`), with the float model whose
-              quantized layers are free: its speed-up is the bound 1 / (1 − f) no scheme can
-              beat, f the layers' share of the time; the parts' own GEMMs timed alone give the
-              k of the Amdahl estimate 1 / (1 − f + f/k) (decode: S = the layers' bytes, float
-              / int8, in place of k). Eager always; torch.compile'd too where the size says so.
+              attention / all linear layers × weight-only / dynamic int8); prefill at each T
+              and one-token decode on the KV cache, repeats interleaved (`measure_schemes`),
+              with the float model whose quantized layers are free: its speed-up is the bound
+              1 / (1 − f) no scheme can beat, f the layers' share of the time; the parts' own
+              GEMMs timed alone give the k of the Amdahl estimate 1 / (1 − f + f/k) (decode:
+              S = the layers' bytes, float / int8, in place of k). Eager always;
+              torch.compile'd too where the size says so.
     quality   one per seed: a small SwiGLU model trained by the one training loop
               (`blocklab.experiments.trainer.train`), then its validation loss and logits error
               under every scheme (torchao), and the C33 comparison: gate/up/down quantized
@@ -434,7 +435,7 @@ def price(spec: RunSpec, cal) -> float | None:
     estimate`): a timing run its size's reference time; a quality run the trainer's run, then
     a forward and a validation pass of the windows for every scheme of `quality_of_schemes`
     and `swiglu_errors`, and the quantizing."""
-    from blocklab.experiments.estimate import training_s
+    from blocklab.experiments.estimate import TrainShape, training_s
     from blocklab.experiments.int8_measurements import SCHEMES, SWIGLU_SCHEMES
 
     payload = spec.payload
@@ -442,8 +443,9 @@ def price(spec: RunSpec, cal) -> float | None:
         size = next((name for name, config in SIZES.items()
                      if any(timing_payload(t) == payload for t in config.timing)), "full")
         return cal.reference_s(_TIMING_REFERENCE_S[size])
-    model, train = payload["model"], payload["train"]
-    b, t = train["batch_size"], train["seq_len"]
+    model = ModelConfig.from_dict(payload["model"])
+    train = TrainShape.from_payload(payload["train"])
+    b, t = train.batch_size, train.seq_len
     forward = cal.forward_s(model, b, t, payload["eval_windows"], t)
     return (training_s(model, train, cal) + 2 * (len(SCHEMES) + len(SWIGLU_SCHEMES) + 1)
             * forward + cal.reference_s(_QUALITY_REFERENCE_S))
