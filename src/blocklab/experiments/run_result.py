@@ -154,23 +154,6 @@ class RunResult:
                 out[name] = _plain(value)
         return out
 
-    # TRANSITIONAL mapping view (JSON form), removed once every reader uses fields.
-    def __getitem__(self, key: str) -> Any:
-        return self.to_dict()[key]
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self.to_dict().get(key, default)
-
-    def __contains__(self, key: str) -> bool:
-        return key in self.to_dict()
-
-    def __setitem__(self, key: str, value: Any) -> None:
-        if key in {f.name for f in dataclasses.fields(self)} - {"extra"}:
-            replaced = RunResult.from_dict({**self.to_dict(), key: value})
-            self.__dict__.update(replaced.__dict__)
-        else:
-            self.extra[key] = value
-
     @classmethod
     def from_dict(cls, data: dict[str, Any], where: str = "result") -> RunResult:
         """A stored result (parsed JSON) as a RunResult; ResultsError names what is wrong."""

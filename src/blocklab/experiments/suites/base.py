@@ -457,7 +457,7 @@ def execute_spec(execute: Callable[[Any], RunResult], label: str, arm: str, seed
     stored result without planning the suite again."""
     from blocklab.experiments.provenance import current
 
-    result = _as_result(execute(progress))
+    result = execute(progress)
     result.provenance = current().to_dict()
     result.run = RunLabel(label, arm, seed)
     return result
@@ -527,18 +527,14 @@ def execute_in_process(specs: Sequence[RunSpec], store: ResultSink, progress: bo
             bar.advance(overall)
 
 
-def _as_result(result: Any) -> RunResult:  # TRANSITIONAL: suite runs returning dicts
-    return RunResult.from_dict(json_safe(result)) if isinstance(result, dict) else result
-
-
 def _execute_locked(spec: RunSpec, progress: Any) -> RunResult:
     from blocklab.experiments.locks import OthersCpu, machine_lock
 
     with machine_lock(exclusive=spec.timed, echo=say):
         if not spec.timed:
-            return _as_result(spec.execute(progress))
+            return spec.execute(progress)
         with OthersCpu() as others:
-            result = _as_result(spec.execute(progress))
+            result = spec.execute(progress)
         result.machine_load = others.record()
         return result
 
