@@ -51,7 +51,6 @@ import dataclasses
 import heapq
 import math
 import re
-import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -75,6 +74,8 @@ REFERENCE_SHAPE = (16, 64)
 REFERENCE_BUILD_S = {"tiny": 11.0, "quick": 14.0, "full": 18.0}
 REFERENCE_ROUND_S = 1.0
 REFERENCE_WORKER_START_S = 2.0
+# Below this, turning deterministic algorithms on imported nothing (the compiler stack was in).
+_IMPORTED_S = 0.05
 REFERENCE_STARTUP_S = 3.0
 REFERENCE_CORPUS_S = 0.5
 # Model-config fields that do not change a step's cost measurably, at the value a `ShapeKey`
@@ -330,18 +331,18 @@ def calibrate(shapes: dict[ShapeKey, ModelConfig], budget_s: float = 15.0) -> Ca
 
     started = time.perf_counter()
     startup = _process_age_s()
-    if "torch._inductor" in sys.modules:
-        worker = None
-    else:  # what a fresh worker's first run pays: `trainer._runtime` turning on deterministic
-        # algorithms, which imports the compiler stack (the state is put back as it was)
-        tick = time.perf_counter()
-        import torch
+    # What a fresh worker's first run pays: `trainer._runtime` turning on deterministic
+    # algorithms, which imports the compiler stack (the state is put back as it was). A call
+    # this fast found the stack imported already: this process cannot tell that cost.
+    tick = time.perf_counter()
+    import torch
 
-        deterministic = torch.are_deterministic_algorithms_enabled()
-        warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
-        torch.use_deterministic_algorithms(True, warn_only=True)
-        torch.use_deterministic_algorithms(deterministic, warn_only=warn_only)
-        worker = time.perf_counter() - tick
+    deterministic = torch.are_deterministic_algorithms_enabled()
+    warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    torch.use_deterministic_algorithms(deterministic, warn_only=warn_only)
+    worker = time.perf_counter() - tick
+    worker = worker if worker > _IMPORTED_S else None
     cached = stdlib_corpus.cache_info().currsize > 0
     tick = time.perf_counter()
     data = load_corpus("stdlib")
