@@ -16,9 +16,6 @@ import numpy as np
 
 from blocklab import reference as ref
 from blocklab.claims.ledger import Context, Finding, claim
-
-# report/figures.py draws C21's bands from these names here, where C21 was once graded.
-from blocklab.claims.registry import COLLAPSE_PCT, WORKS_PCT  # noqa: F401
 from blocklab.experiments.summaries import Read
 
 if TYPE_CHECKING:

@@ -512,7 +512,7 @@ def fig_position_scaling(doc: dict[str, Any]) -> bytes | None:
         means, err = _ci_bars(stats)
         ax.errorbar(longer, means, yerr=err, fmt=style, marker="o", ms=3, capsize=3,
                     color=colour, label=label)
-    from blocklab.claims.checks import COLLAPSE_PCT, WORKS_PCT
+    from blocklab.claims.registry import COLLAPSE_PCT, WORKS_PCT
 
     ax.axhline(WORKS_PCT, color="grey", ls=":", lw=1)
     ax.axhline(COLLAPSE_PCT, color="grey", ls="-.", lw=1)

@@ -819,6 +819,6 @@ def price(spec: RunSpec, cal) -> float | None:
 
 
 SUITE = Suite("ffn", "plain vs gated FFNs at equal parameter count (C16, C17)", plan, summarise,
-              # C16's registered rule needs five paired seeds (blocklab.claims.checks).
+              # C16's registered rule needs five paired seeds (blocklab.claims.ffn).
               default_seeds={"tiny": 1, "quick": 5, "full": 8}, tune=tune,
               precisions=("fp32", "bf16"), price=price, longer=longer)
