@@ -1,4 +1,4 @@
-"""The compiled CPU kernels' build cache, attacked: outputs never reused, broken or foreign
+"""The C kernels' build cache, attacked: outputs never reused, broken or foreign
 builds never loaded, the compiler spawned only to build.
 
 Every corrupted file here is a fresh copy (a new inode): overwriting the library this test

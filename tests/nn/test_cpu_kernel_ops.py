@@ -1,4 +1,4 @@
-"""The compiled CPU kernels as torch.library custom ops: each op passes opcheck (schema, fake
+"""The C kernels as torch.library custom ops: each op passes opcheck (schema, fake
 implementation, autograd registration, AOT dispatch), and torch.compile traces the public
 functions without a graph break, with eager's values and gradients (float32, 1e-6).
 
@@ -176,7 +176,7 @@ def test_registering_the_ops_builds_and_loads_nothing(tmp_path):
                      "cpu_gated_activation_backward", "cpu_rms_norm", "cpu_rms_norm_backward",
                      "cpu_rope"]
     assert loaded is False
-    assert err.startswith("KernelUnavailable: compiled CPU kernels cannot run here: no C compiler")
+    assert err.startswith("KernelUnavailable: the C kernels cannot run here: no C compiler")
 
 
 # --- torch.compile ------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The compiled CPU kernels against the reference module, and their fallback.
+"""The C kernels against the reference module, and their fallback.
 
 Tolerances: float32 values and input gradients to 1e-6 (atol and rtol) against the float32
 reference (the kernel sums x² in its own order). The gain gradient is a sum over all rows, which

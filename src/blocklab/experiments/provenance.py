@@ -69,7 +69,7 @@ def current() -> Provenance:
     return Provenance(blocklab=blocklab.__version__, source_sha256=source_sha256(),
                       torch=torch.__version__, numpy=numpy.__version__,
                       python=platform.python_version(),
-                      kernels=cpu_kernels.unavailable_reason() or "compiled")
+                      kernels=cpu_kernels.unavailable_reason() or "built")
 
 
 def differences(stored: dict[str, Any] | None, now: Provenance) -> list[str]:

@@ -101,7 +101,7 @@ _loaded = False
 
 
 def cache_dir() -> Path:
-    """Where compiled kernels are kept: $BLOCKLAB_CACHE_DIR, else $XDG_CACHE_HOME/blocklab, else
+    """Where the built C kernels are kept: $BLOCKLAB_CACHE_DIR, else $XDG_CACHE_HOME/blocklab, else
     ~/.cache/blocklab."""
     env = os.environ.get("BLOCKLAB_CACHE_DIR")
     if env:
@@ -363,14 +363,14 @@ if torch.compiler.is_compiling():
 
 
 def unavailable_reason(x: Tensor | None = None, weight: Tensor | None = None) -> str | None:
-    """Why the compiled kernels cannot take x (and weight), or None when they can."""
+    """Why the C kernels cannot take x (and weight), or None when they can."""
     if x is not None:
         if x.device.type != "cpu":
-            return f"x is on {x.device.type}, the compiled kernels run on CPU only"
+            return f"x is on {x.device.type}, the C kernels run on CPU only"
         if x.dtype != torch.float32:
-            return f"x is {x.dtype}, the compiled kernels take torch.float32 only"
+            return f"x is {x.dtype}, the C kernels take torch.float32 only"
     if weight is not None and weight.dtype != torch.float32:
-        return f"weight is {weight.dtype}, the compiled kernels take torch.float32 only"
+        return f"weight is {weight.dtype}, the C kernels take torch.float32 only"
     return _load_reason()
 
 
@@ -381,7 +381,7 @@ def available(x: Tensor | None = None, weight: Tensor | None = None) -> bool:
 def _require(x: Tensor, weight: Tensor | None) -> None:
     reason = unavailable_reason(x, weight)
     if reason is not None:
-        raise KernelUnavailable(f"compiled CPU kernels cannot run here: {reason}")
+        raise KernelUnavailable(f"the C kernels cannot run here: {reason}")
 
 
 # --- the kernels as custom ops (see the module docstring) -------------------------------------
@@ -391,7 +391,7 @@ def _require(x: Tensor, weight: Tensor | None) -> None:
 def _kernels() -> ctypes.CDLL:
     lib = _load()
     if lib is None:
-        raise KernelUnavailable(f"compiled CPU kernels cannot run here: {_reason}")
+        raise KernelUnavailable(f"the C kernels cannot run here: {_reason}")
     return lib
 
 
