@@ -98,6 +98,7 @@ from blocklab.experiments.suites.base import (
     format_ci,
     mean_ci,
     paired_difference,
+    torch_threads,
 )
 from blocklab.experiments.suites.evaluation import (
     FINAL_EVAL_FRACTION,
@@ -952,7 +953,7 @@ def time_position_cost(options: RunOptions, seed: int = 0) -> RunResult:
         params[scheme] = count_params(mc).total
         params_module[scheme] = sum(p.numel() for p in build_model(mc, tc).parameters())
     kernels: dict[str, SchemeKernels] = {}
-    with _one_thread():
+    with torch_threads(1):
         models = {s: build_model(arm_config(size, s), tc).train() for s in COST_SCHEMES}
         optimizers = {s: make_optimizer(m, tc) for s, m in models.items()}
         weights = {s: list(m.parameters()) for s, m in models.items()}
@@ -1086,7 +1087,7 @@ def _train_and_read(options: RunOptions, arm: str, seed: int, progress,
     extra = {"kind": "train", "arm": arm, "seed": seed, "L": config.L,
              "train": trained.to_dict()}
     if trained.status == "ok":
-        with _one_thread():
+        with torch_threads(1):
             extra["eval"] = extrapolation(model, corpus.val, config.L, config.mults,
                                           config.eval_windows)
             extra["finite"] = finite_far_out(model)
@@ -1158,7 +1159,7 @@ def _passkey_run(options: RunOptions, arm: str, seed: int, progress) -> RunResul
     config = SIZES[options.size]
     pk, L = config.passkey, config.L
     assert pk is not None, f"size {options.size} has no passkey models"
-    with _one_thread():
+    with torch_threads(1):
         model, last_loss = train_passkey_model(arm_config(options.size, arm), options, seed)
         accuracy = {arm: passkey_grid(model, L, config.mults, pk.depths, pk.n, 7 + seed)}
         if arm == "rope":
@@ -1177,26 +1178,12 @@ def _relative_error_run() -> RunResult:
     """C20's relative-position error in every dtype, both pipelines; its result's `extra` is
     a `RelativeErrorRun`."""
     started = time.perf_counter()
-    with _one_thread():
+    with torch_threads(1):
         naive = {dt: rope_relative_error(dt) for dt in RELATIVE_ERROR_DTYPES}
         ours = {dt: rope_relative_error_blocklab(dt) for dt in RELATIVE_ERROR_DTYPES}
     record = RelativeErrorRun(shifts=list(RELATIVE_ERROR_SHIFTS), naive=naive, blocklab=ours)
     return RunResult(status="ok", wall_time_s=time.perf_counter() - started,
                      extra=_record("relative_error", record))
-
-
-@contextlib.contextmanager
-def _one_thread() -> Iterator[None]:
-    """Every run of this suite uses one CPU thread, as its training does (`TrainConfig.threads`):
-    bit-reproducible, and not slowed by thread contention when other work shares the CPU."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def tune(options: RunOptions, tuned: Results = ()) -> list[RunSpec]:
