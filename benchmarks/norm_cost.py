@@ -15,7 +15,7 @@ import argparse
 import json
 import statistics
 
-from blocklab.experiments.suites.norm_cost import KINDS, bootstrap_ratio_ci, time_kernels
+from blocklab.experiments.suites.norm_cost import KINDS, PASSES, bootstrap_ratio_ci, time_kernels
 
 
 def main() -> None:
@@ -31,21 +31,24 @@ def main() -> None:
     result = time_kernels(args.d, args.rows, repeats=args.repeats, compile=args.compile,
                           threads=args.threads)
     if args.json:
-        print(json.dumps(result, indent=1))
+        print(json.dumps(result.extra(), indent=1))
         return
-    impls = result["impls"]
+    impls = result.impls
     print(f"d={args.d} rows={args.rows} threads={args.threads} repeats={args.repeats}")
     print(f"{'impl':10} {'pass':7} {'RMS ms':>9} {'LN ms':>9}  RMS/LN [95% CI]")
     for kind in KINDS:
         rms, ln = impls.get(f"rmsnorm:{kind}"), impls.get(f"layernorm:{kind}")
-        if rms is None or ln is None or "fwd_s" not in rms or "fwd_s" not in ln:
-            continue
-        for key in ("fwd_s", "fwdbwd_s"):
-            stats = bootstrap_ratio_ci(rms[key], ln[key])
-            print(f"{kind:10} {key[:-2]:7} {1e3 * statistics.median(rms[key]):9.3f} "
-                  f"{1e3 * statistics.median(ln[key]):9.3f}  {stats.ratio:.3f} "
+        if rms is None or ln is None or rms.fwd_s is None or ln.fwd_s is None:
+            continue  # not timed here, or a compiled one that failed (its error recorded)
+        for name in PASSES:
+            a, b = rms.seconds(name), ln.seconds(name)
+            if a is None or b is None:
+                continue
+            stats = bootstrap_ratio_ci(a, b)
+            print(f"{kind:10} {name:7} {1e3 * statistics.median(a):9.3f} "
+                  f"{1e3 * statistics.median(b):9.3f}  {stats.ratio:.3f} "
                   f"[{stats.ci_low:.3f}, {stats.ci_high:.3f}]")
-        print(f"{'':10} {'saved':7} {rms['extra_bytes']:9d} {ln['extra_bytes']:9d}  bytes beyond "
+        print(f"{'':10} {'saved':7} {rms.extra_bytes:9d} {ln.extra_bytes:9d}  bytes beyond "
               "input and parameters")
 
 

@@ -24,6 +24,10 @@ import json
 import math
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from blocklab.experiments.run_result import RunResult
 
 PRECISIONS = ("fp32", "bf16")
 
@@ -39,10 +43,11 @@ def _configs(args: argparse.Namespace, precision: str, seed: int):
     return model, train
 
 
-def _row(result: dict) -> dict:
-    return {"precision": result["train_config"]["precision"],
-            "seed": result["train_config"]["seed"], "status": result["status"],
-            "val_loss": result["final"]["val_loss"], "ms_per_step": result["ms_per_step"]}
+def _row(result: RunResult) -> dict:
+    train = result.train_config or {}
+    return {"precision": train["precision"], "seed": train["seed"], "status": result.status,
+            "val_loss": result.final.val_loss if result.final is not None else None,
+            "ms_per_step": result.ms_per_step}
 
 
 def _one(args: argparse.Namespace, precision: str, seed: int, path: str) -> dict:

@@ -154,8 +154,8 @@ def test_suite_bf16_warns_before_it_runs(tmp_path, capsys, monkeypatch):
     _cpu(monkeypatch, "avx2")
     started = []
 
-    def run_suite(*args, **kwargs):
-        started.append(kwargs["precision"])
+    def run_suite(suite, options, *args, **kwargs):
+        started.append(options.precision)
         raise typer.Exit(0)
 
     monkeypatch.setattr(suites, "run_suite", run_suite)

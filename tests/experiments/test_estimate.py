@@ -10,6 +10,7 @@ from blocklab.budget.flops import prefill_flops
 from blocklab.cli import main
 from blocklab.config import ModelConfig
 from blocklab.experiments import estimate
+from blocklab.experiments.options import RunOptions
 from blocklab.experiments.suites import get_suite, run_suite
 from blocklab.report.build import SUITES
 
@@ -42,11 +43,9 @@ def _all_specs(size):
     out = []
     for name in SUITES:
         suite = get_suite(name)
-        seeds = range(suite.default_seeds[size])
-        if suite.tune:
-            out += [(suite, spec) for spec in suite.tune(size) + suite.plan(size, seeds, [])]
-        else:
-            out += [(suite, spec) for spec in suite.plan(size, seeds)]
+        options = RunOptions.for_suite(suite, size)
+        tuning = suite.tune(options, []) if suite.tune else []
+        out += [(suite, spec) for spec in tuning + suite.plan(options, [])]
     return out
 
 
@@ -143,7 +142,7 @@ def test_the_final_evaluation_is_priced_by_the_tokens_it_scores():
 
 
 def test_stored_runs_cost_nothing_and_their_twins_cost_their_wall_time(tmp_path):
-    run_suite(get_suite("placement"), "tiny", 1, tmp_path, progress=False)
+    run_suite(get_suite("placement"), RunOptions("tiny", range(1)), tmp_path, progress=False)
     done = estimate.estimate_suites(tmp_path, "tiny", ["placement"])
     (suite,) = done.suites
     assert suite.stored == suite.runs > 0 and done.core_s == 0.0 and suite.unknown == 0

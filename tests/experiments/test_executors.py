@@ -11,6 +11,8 @@ import pytest
 
 from blocklab.claims.registry import suite_rules
 from blocklab.cli import main
+from blocklab.experiments.options import RunOptions
+from blocklab.experiments.run_result import RunResult
 from blocklab.experiments.suites import SUITE_MODULES, base, get_suite, run_suite
 from blocklab.experiments.summaries import Interval, Summary
 
@@ -25,7 +27,8 @@ def _toy_suite(log_dir, crash=None, fail=None, no_status=None):
     processes, so a list would not do). On its first attempt, run `crash` kills its worker and
     run `fail` raises; run `no_status` returns a result without a status every time."""
 
-    def plan(size, seeds):
+    def plan(options, tuned=()):
+        size, seeds = options.size, options.seeds
         specs = []
         for arm in ("a", "b"):
             for seed in seeds:
@@ -39,19 +42,20 @@ def _toy_suite(log_dir, crash=None, fail=None, no_status=None):
                     if first and label == fail:
                         raise ValueError("boom")
                     (log_dir / f"done-{arm}{seed}-{time.time_ns()}").touch()
-                    if label == no_status:
-                        return {"value": 0.0}
-                    return {"status": "ok", "value": seed + (1.0 if arm == "a" else 0.0),
-                            "wall_time_s": 0.5}
+                    if label == no_status:  # stored, but not readable as a result
+                        return RunResult(None, extra={"value": 0.0})  # type: ignore[arg-type]
+                    return RunResult("ok", wall_time_s=0.5,
+                                     extra={"value": seed + (1.0 if arm == "a" else 0.0)})
 
                 specs.append(base.RunSpec(label, arm, seed,
                                           {"arm": arm, "seed": seed, "size": size}, execute))
         return specs
 
-    def summarise(size, seeds, results):
-        a = [r["value"] for s, r in results if s.arm == "a"]
-        b = [r["value"] for s, r in results if s.arm == "b"]
-        return Summary("toy", size, seeds, [], data=ToyData(base.paired_difference(a, b)))
+    def summarise(options, results):
+        size, seeds = options.size, options.seeds
+        a = [r.extra["value"] for s, r in results if s.arm == "a"]
+        b = [r.extra["value"] for s, r in results if s.arm == "b"]
+        return Summary("toy", size, len(seeds), [], data=ToyData(base.paired_difference(a, b)))
 
     return base.Suite("toy", "a toy", plan, summarise)
 
@@ -71,12 +75,14 @@ def test_runs_an_executor_leaves_missing_are_named_and_a_rerun_completes_them(tm
 
     suite = _toy_suite(tmp_path)
     with pytest.raises(base.SuiteIncomplete) as caught:
-        run_suite(suite, "tiny", 2, tmp_path / "out", progress=False, executor=executor)
+        run_suite(suite, RunOptions.for_suite(suite, "tiny", 2), tmp_path / "out", progress=False,
+                  executor=executor)
     assert caught.value.missing == [("b/0", "LostNode: gone"), ("b/1", "LostNode: gone")]
     assert "2 of 4 runs have no result" in str(caught.value)
     assert not (tmp_path / "out" / "toy" / "tiny" / "summary.json").exists()
     assert _done(tmp_path) == ["a0", "a1"]
-    summary = run_suite(suite, "tiny", 2, tmp_path / "out", progress=False)
+    summary = run_suite(suite, RunOptions.for_suite(suite, "tiny", 2), tmp_path / "out",
+                        progress=False)
     assert _done(tmp_path) == ["a0", "a1", "b0", "b1"]  # the rerun ran only arm b
     assert summary.data.diff.mean == 1.0
 
@@ -133,8 +139,8 @@ def test_every_suites_runs_can_be_sent_to_ray_workers():
     cloudpickle = pytest.importorskip("ray.cloudpickle")
     for name in SUITE_MODULES:
         suite = get_suite(name)
-        specs = ([*suite.tune("tiny"), *suite.plan("tiny", range(2), [])]
-                 if suite.tune else suite.plan("tiny", range(2)))
+        options = RunOptions.for_suite(suite, "tiny", 2)
+        specs = [*(suite.tune(options, []) if suite.tune else []), *suite.plan(options, [])]
         for spec in specs:
             assert callable(cloudpickle.loads(cloudpickle.dumps(spec.execute))), spec.label
 
@@ -146,7 +152,7 @@ def test_ray_results_equal_the_in_process_results(ray_instance, tmp_path, capsys
     assert main(["suite", "ffn", "--tiny", "--executor", "ray", "--json",
                  "--results", str(tmp_path / "ray")]) == 0
     assert json.loads(capsys.readouterr().out)["runs"] == 4
-    run_suite(get_suite("ffn"), "tiny", 1, tmp_path / "local", progress=False,
+    run_suite(get_suite("ffn"), RunOptions("tiny", range(1)), tmp_path / "local", progress=False,
               rules=suite_rules("tiny")["ffn"])
     trained = 0
     # the 4 graded arms × 4 lrs of tuning; then those arms, planned_rules.json and summary.json
@@ -171,7 +177,8 @@ def test_killed_worker_and_raising_run_are_reported_and_a_rerun_completes_them(
     suite = _toy_suite(tmp_path, crash="a/1", fail="b/0")
     executor = RayExecutor(max_retries=0)
     with pytest.raises(base.SuiteIncomplete) as caught:
-        run_suite(suite, "tiny", 2, tmp_path / "out", progress=False, executor=executor)
+        run_suite(suite, RunOptions.for_suite(suite, "tiny", 2), tmp_path / "out", progress=False,
+                  executor=executor)
     errors = dict(caught.value.missing)
     assert sorted(errors) == ["a/1", "b/0"]
     assert errors["a/1"].startswith("WorkerCrashedError: ")
@@ -180,7 +187,8 @@ def test_killed_worker_and_raising_run_are_reported_and_a_rerun_completes_them(
     store = tmp_path / "out" / "toy" / "tiny"
     assert len(list(store.glob("*.json"))) == 2 and not (store / "summary.json").exists()
 
-    summary = run_suite(suite, "tiny", 2, tmp_path / "out", progress=False, executor=executor)
+    summary = run_suite(suite, RunOptions.for_suite(suite, "tiny", 2), tmp_path / "out",
+                        progress=False, executor=executor)
     assert _done(tmp_path) == ["a0", "a1", "b0", "b1"]  # only the two missing runs ran again
     assert summary.data.diff.mean == 1.0 and (store / "summary.json").exists()
 
@@ -192,11 +200,12 @@ def test_a_run_that_cannot_be_pickled_is_named_before_anything_starts(ray_instan
 
     lock = threading.Lock()
 
-    def plan(size, seeds):
+    def plan(options, tuned=()):
         return [base.RunSpec("locked", "a", 0, {"seed": 0},
-                             lambda progress: {"status": "ok", "held": lock.locked()})]
+                             lambda progress: RunResult("ok", extra={"held": lock.locked()}))]
 
-    suite = base.Suite("toy", "a toy", plan, lambda size, seeds, results: None)
+    suite = base.Suite("toy", "a toy", plan, lambda options, results: None)
     with pytest.raises(ValueError, match="run 'locked' cannot be sent to Ray workers: "
                                          "TypeError: cannot pickle '_thread.lock' object"):
-        run_suite(suite, "tiny", 1, tmp_path, progress=False, executor=RayExecutor())
+        run_suite(suite, RunOptions.for_suite(suite, "tiny", 1), tmp_path, progress=False,
+                  executor=RayExecutor())

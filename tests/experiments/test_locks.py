@@ -18,7 +18,9 @@ from blocklab.cli import main
 from blocklab.errors import Busy, Interrupted
 from blocklab.experiments import locks
 from blocklab.experiments.locks import OthersCpu, machine_lock, suite_locks
+from blocklab.experiments.options import RunOptions
 from blocklab.experiments.results import ResultStore
+from blocklab.experiments.run_result import RunResult
 from blocklab.experiments.suites.base import RunSpec, Suite, execute_in_process, run_suite
 from blocklab.experiments.summaries import Summary
 
@@ -145,7 +147,8 @@ def test_others_cpu_sees_a_busy_process_and_flags_it():
 
 
 def _suite(specs: list[RunSpec]) -> Suite:
-    def summarise(size, seeds, results):
+    def summarise(options, results):
+        size, seeds = options.size, options.seeds
         from dataclasses import dataclass
 
         @dataclass(frozen=True)
@@ -155,15 +158,15 @@ def _suite(specs: list[RunSpec]) -> Suite:
         return Summary(suite="fake", size=size, seeds=len(seeds), tables=[],
                        data=Data(len(results)))
 
-    return Suite(name="fake", description="", plan=lambda size, seeds: specs,
+    return Suite(name="fake", description="", plan=lambda options, tuned=(): specs,
                  summarise=summarise)
 
 
 def test_a_timed_run_records_the_machine_load(tmp_path):
-    spec = RunSpec("timed", "a", 0, {"k": 1}, lambda progress: {"status": "ok"}, timed=True)
+    spec = RunSpec("timed", "a", 0, {"k": 1}, lambda progress: RunResult("ok"), timed=True)
     store = ResultStore(tmp_path)
     execute_in_process([spec], store, False)
-    load = store.load(spec.run_id)["machine_load"]
+    load = store.load(spec.run_id).machine_load
     assert set(load) == {"others_cpu_share", "loadavg_1min", "cores"}
 
 
@@ -171,10 +174,10 @@ def test_ctrl_c_says_how_many_runs_were_kept(tmp_path):
     def stop(progress):
         raise KeyboardInterrupt
 
-    specs = [RunSpec(f"r{i}", "a", i, {"i": i}, lambda progress: {"status": "ok"})
+    specs = [RunSpec(f"r{i}", "a", i, {"i": i}, lambda progress: RunResult("ok"))
              for i in range(2)] + [RunSpec("r2", "a", 2, {"i": 2}, stop)]
     with pytest.raises(Interrupted, match=r"2 run\(s\) finished .* kept in .*fake"):
-        run_suite(_suite(specs), "tiny", 1, tmp_path, progress=False)
+        run_suite(_suite(specs), RunOptions("tiny", range(1)), tmp_path, progress=False)
     assert len(list((tmp_path / "fake" / "tiny").glob("*.json"))) == 2
 
 
@@ -251,10 +254,10 @@ def test_a_busy_timing_is_flagged_in_the_summary_and_the_report(tmp_path, monkey
             return {"others_cpu_share": self.share, "loadavg_1min": 1.0, "cores": 2}
 
     monkeypatch.setattr(lock_module, "OthersCpu", Busy)
-    specs = [RunSpec("kernel timing", "a", 0, {"t": 1}, lambda progress: {"status": "ok"},
+    specs = [RunSpec("kernel timing", "a", 0, {"t": 1}, lambda progress: RunResult("ok"),
                      timed=True),
-             RunSpec("training", "a", 0, {"t": 2}, lambda progress: {"status": "ok"})]
-    summary = run_suite(_suite(specs), "tiny", 1, tmp_path, progress=False)
+             RunSpec("training", "a", 0, {"t": 2}, lambda progress: RunResult("ok"))]
+    summary = run_suite(_suite(specs), RunOptions("tiny", range(1)), tmp_path, progress=False)
     assert any("kernel timing (40%)" in note for note in summary.notes), summary.notes
     flagged = busy_timings(tmp_path, "fake", "tiny", summary.run_ids)
     assert flagged == [{"label": "kernel timing", "others_cpu_share": 0.4}]

@@ -12,13 +12,15 @@ import pytest
 
 from blocklab.experiments import provenance
 from blocklab.experiments.executors import ParallelExecutor, usable_cores
+from blocklab.experiments.options import RunOptions
+from blocklab.experiments.run_result import FinalMetrics, RunResult
 from blocklab.experiments.suites import base, get_suite, run_suite
 from blocklab.experiments.summaries import Summary
 
 
 @dataclass(frozen=True)
 class Recorded:
-    results: list[dict[str, Any]]
+    results: list[dict[str, Any]]  # each run's `extra`
 
 
 @dataclass(frozen=True)
@@ -41,10 +43,12 @@ def _without_timings(value):
 @pytest.mark.parametrize("name", ["placement", "position"])
 def test_parallel_results_equal_serial_results(tmp_path, name):
     suite = get_suite(name)
-    serial = run_suite(suite, "tiny", None, tmp_path / "serial", progress=False)
-    parallel = run_suite(suite, "tiny", None, tmp_path / "parallel", progress=False,
-                         executor=ParallelExecutor(2))
-    specs = base.plan_suite(suite, "tiny", None, tmp_path / "serial").specs  # tuned settings
+    serial = run_suite(suite, RunOptions.for_suite(suite, "tiny", None), tmp_path / "serial",
+                       progress=False)
+    parallel = run_suite(suite, RunOptions.for_suite(suite, "tiny", None), tmp_path / "parallel",
+                         progress=False, executor=ParallelExecutor(2))
+    specs = base.plan_suite(suite, RunOptions.for_suite(suite, "tiny", None),
+                            tmp_path / "serial").specs  # tuned settings
     # Timed runs (position's cost run) measure speed and nothing else; they are compared by
     # what they count (parameters, kernels), below.
     timed = [spec for spec in specs if spec.timed]
@@ -72,7 +76,7 @@ def _recording_suite(log: Path):
     def untimed(progress, seed):
         with open(log, "a") as handle:
             handle.write(json.dumps({"seed": seed, "pid": os.getpid()}) + "\n")
-        return {"status": "ok", "value": float(seed)}
+        return RunResult("ok", extra={"value": float(seed)})
 
     def timed(progress):
         pids = [json.loads(line)["pid"] for line in log.read_text().splitlines()]
@@ -83,16 +87,19 @@ def _recording_suite(log: Path):
                 alive.append(pid)
             except ProcessLookupError:
                 pass
-        return {"status": "ok", "pid": os.getpid(), "workers_alive": alive}
+        return RunResult("ok", extra={"pid": os.getpid(), "workers_alive": alive})
 
-    def plan(size, seeds):
+    def plan(options, tuned=()):
+        seeds = options.seeds
         specs = [base.RunSpec(f"run {s}", "run", s, {"seed": s},
                               lambda progress, s=s: untimed(progress, s)) for s in seeds]
         specs.append(base.RunSpec("timing", "timing", 0, {"timing": True}, timed, timed=True))
         return specs
 
-    def summarise(size, seeds, results):
-        return Summary("recording", size, seeds, [], data=Recorded([r for _, r in results]))
+    def summarise(options, results):
+        size, seeds = options.size, options.seeds
+        return Summary("recording", size, len(seeds), [],
+                       data=Recorded([r.extra for _, r in results]))
 
     return base.Suite("recording", "runs that say where they ran", plan, summarise)
 
@@ -100,8 +107,8 @@ def _recording_suite(log: Path):
 def test_untimed_runs_use_workers_and_timed_runs_run_alone_here(tmp_path):
     log = tmp_path / "log.jsonl"
     log.touch()
-    summary = run_suite(_recording_suite(log), "tiny", 4, tmp_path / "runs", progress=False,
-                        executor=ParallelExecutor(2))
+    summary = run_suite(_recording_suite(log), RunOptions("tiny", range(4)), tmp_path / "runs",
+                        progress=False, executor=ParallelExecutor(2))
     pids = {json.loads(line)["pid"] for line in log.read_text().splitlines()}
     assert os.getpid() not in pids and 1 <= len(pids) <= 2  # in workers, not here
     timed = summary.data.results[-1]
@@ -109,19 +116,21 @@ def test_untimed_runs_use_workers_and_timed_runs_run_alone_here(tmp_path):
 
 
 def test_failed_run_in_a_worker_is_listed_and_the_others_are_stored(tmp_path):
-    def plan(size, seeds):
+    def plan(options, tuned=()):
         def execute(progress, s):
             if s == 1:
                 raise RuntimeError("run 1 broke")
-            return {"status": "ok"}
+            return RunResult("ok")
         return [base.RunSpec(f"run {s}", "run", s, {"seed": s},
                              lambda progress, s=s: execute(progress, s)) for s in range(3)]
 
     suite = base.Suite("flaky", "one run raises", plan,
-                       lambda size, seeds, results: Summary("flaky", size, seeds, [],
-                                                            data=Nothing()))
+                       lambda options, results: Summary("flaky", options.size,
+                                                        len(options.seeds), [],
+                                                        data=Nothing()))
     with pytest.raises(base.SuiteIncomplete) as err:
-        run_suite(suite, "tiny", 3, tmp_path, progress=False, executor=ParallelExecutor(2))
+        run_suite(suite, RunOptions.for_suite(suite, "tiny", 3), tmp_path, progress=False,
+                  executor=ParallelExecutor(2))
     assert err.value.missing == [("run 1", "RuntimeError: run 1 broke")]
     assert len(list((tmp_path / "flaky" / "tiny").glob("*.json"))) == 2
 
@@ -135,16 +144,17 @@ def test_jobs_must_be_a_positive_count():
 
 # --- provenance ---------------------------------------------------------------------------------
 def _counting_suite(calls: list):
-    def plan(size, seeds):
+    def plan(options, tuned=()):
+        seeds = options.seeds
         return [base.RunSpec(f"run {s}", "run", s, {"seed": s},
-                             lambda progress, s=s: calls.append(s) or {
-                                 "status": "ok", "data": {"name": "stdlib",
-                                                          "sha256": _stdlib_sha()}})
+                             lambda progress, s=s: calls.append(s) or RunResult(
+                                 "ok", data={"name": "stdlib", "sha256": _stdlib_sha()}))
                 for s in seeds]
 
     return base.Suite("counting", "counts its runs", plan,
-                      lambda size, seeds, results: Summary("counting", size, seeds, [],
-                                                            data=Nothing()))
+                      lambda options, results: Summary("counting", options.size,
+                                                       len(options.seeds), [],
+                                                       data=Nothing()))
 
 
 def _stdlib_sha() -> str:
@@ -154,13 +164,14 @@ def _stdlib_sha() -> str:
 
 def test_results_record_provenance_and_are_reused_when_it_matches(tmp_path):
     calls: list = []
-    run_suite(_counting_suite(calls), "tiny", 2, tmp_path, progress=False)
+    run_suite(_counting_suite(calls), RunOptions("tiny", range(2)), tmp_path, progress=False)
     stored = json.loads(next((tmp_path / "counting" / "tiny").glob("[!s]*.json")).read_text())
     now = provenance.current().to_dict()
     assert stored["provenance"] == now
     assert set(now) == set(provenance.RESULT_KEYS)
     assert len(now["source_sha256"]) == 64 and now["torch"].startswith("2.")
-    summary = run_suite(_counting_suite(calls), "tiny", 2, tmp_path, progress=False)
+    summary = run_suite(_counting_suite(calls), RunOptions("tiny", range(2)), tmp_path,
+                        progress=False)
     assert calls == [0, 1]  # nothing re-run
     assert not any("provenance" in note for note in summary.notes)
 
@@ -168,22 +179,23 @@ def test_results_record_provenance_and_are_reused_when_it_matches(tmp_path):
 @pytest.mark.parametrize("key", ["torch", "source_sha256", "kernels", "blocklab"])
 def test_a_result_with_other_provenance_is_run_again(tmp_path, monkeypatch, key):
     calls: list = []
-    run_suite(_counting_suite(calls), "tiny", 2, tmp_path, progress=False)
+    run_suite(_counting_suite(calls), RunOptions("tiny", range(2)), tmp_path, progress=False)
     real = provenance.current()
     changed = provenance.Provenance(**{**real.to_dict(), key: "something else"})
     monkeypatch.setattr(provenance, "current", lambda: changed)
-    summary = run_suite(_counting_suite(calls), "tiny", 2, tmp_path, progress=False)
+    summary = run_suite(_counting_suite(calls), RunOptions("tiny", range(2)), tmp_path,
+                        progress=False)
     assert calls == [0, 1, 0, 1]
     assert any(note == "2 stored run(s) were run again because their provenance differs from "
                f"this code and machine: {key} (2)" for note in summary.notes), summary.notes
     calls.clear()
-    run_suite(_counting_suite(calls), "tiny", 2, tmp_path, progress=False)
+    run_suite(_counting_suite(calls), RunOptions("tiny", range(2)), tmp_path, progress=False)
     assert calls == []  # the re-run results carry the new provenance
 
 
 def test_a_result_without_provenance_or_with_another_corpus_is_run_again(tmp_path):
     calls: list = []
-    run_suite(_counting_suite(calls), "tiny", 2, tmp_path, progress=False)
+    run_suite(_counting_suite(calls), RunOptions("tiny", range(2)), tmp_path, progress=False)
     files = sorted(p for p in (tmp_path / "counting" / "tiny").glob("*.json")
                    if p.name != "summary.json")
     first, second = (json.loads(p.read_text()) for p in files)
@@ -191,7 +203,8 @@ def test_a_result_without_provenance_or_with_another_corpus_is_run_again(tmp_pat
     second["data"]["sha256"] = "0" * 64  # what an older Python's standard library hashed to
     files[0].write_text(json.dumps(first))
     files[1].write_text(json.dumps(second))
-    summary = run_suite(_counting_suite(calls), "tiny", 2, tmp_path, progress=False)
+    summary = run_suite(_counting_suite(calls), RunOptions("tiny", range(2)), tmp_path,
+                        progress=False)
     assert sorted(calls) == [0, 0, 1, 1]
     note = next(n for n in summary.notes if "provenance" in n)
     assert "corpus stdlib (1)" in note and "provenance missing (1)" in note
@@ -216,30 +229,40 @@ def test_source_hash_covers_what_decides_results_and_nothing_else(tmp_path):
 # --- failures apart from quality ----------------------------------------------------------------
 def test_one_failed_seed_shrinks_n_and_keeps_the_position_summary(tmp_path):
     suite = get_suite("position")
-    run_suite(suite, "tiny", 2, tmp_path, progress=False, executor=ParallelExecutor(2))
+    run_suite(suite, RunOptions.for_suite(suite, "tiny", 2), tmp_path, progress=False,
+              executor=ParallelExecutor(2))
     store = base.ResultStore(tmp_path / "position" / "tiny")
+    options = RunOptions.for_suite(suite, "tiny", 2)
     results = [(spec, store.load(spec.run_id))
-               for spec in base.plan_suite(suite, "tiny", 2, tmp_path).specs]
+               for spec in base.plan_suite(suite, options, tmp_path).specs]
     dropped = next(spec for spec, _ in results if spec.arm == "alibi" and spec.seed == 1)
     kept = [(spec, r) for spec, r in results if spec is not dropped]
-    summary = suite.summarise("tiny", range(2), kept)
+    summary = suite.summarise(options, kept)
     alibi, rope = summary.data.arms["alibi"], summary.data.arms["rope"]
     m = next(iter(alibi.loss_beyond_L))
     assert alibi.loss_beyond_L[m].n == 1 and rope.loss_beyond_L[m].n == 2
     assert alibi.extrapolated_minus_sliding[m].n == 1
 
 
+def _final(val_loss: float) -> FinalMetrics:
+    """A finished training run's final metrics with `val_loss` (the rest placeholders)."""
+    return FinalMetrics(val_loss=val_loss, val_loss_se=None, val_windows=1, val_tokens=32,
+                        val_loss_tail=val_loss, val_loss_tail_n=1, val_bpb=None,
+                        val_loss_by_length={}, per_position_loss={}, train_loss=val_loss,
+                        unigram_entropy=5.0, unigram_entropy_bpb=7.2, params=1)
+
+
 def test_failed_placement_runs_count_as_failures_not_as_losses():
     from blocklab.experiments.suites import placement
 
-    ok = {"status": "ok", "final": {"val_loss": 2.0}, "steps_done": 10}
-    stuck = {"status": "stuck", "final": {"val_loss": 5.5}, "steps_done": 4}
+    ok = RunResult("ok", final=_final(2.0), steps_done=10)
+    stuck = RunResult("stuck", final=_final(5.5), steps_done=4)
     training = placement.SIZES["tiny"].training
-    key = ("train", training.placements[-1], training.depths[0], training.warmups[0])
-    by_key = {(*key, 0): ok, (*key, 1): stuck}
-    rows = placement._training_summary(training, range(2), by_key,
+    key = (training.placements[-1], training.depths[0], training.warmups[0])
+    trained = {(*key, 0): ok, (*key, 1): stuck}
+    rows = placement._training_summary(training, range(2), trained,
                                        placement.tuned_lrs(training, []))
-    row = next(r for r in rows if (r.placement, r.depth, r.warmup) == key[1:])
+    row = next(r for r in rows if (r.placement, r.depth, r.warmup) == key)
     assert row.failures == 1 and row.status == {"ok": 1, "stuck": 1}
     assert row.val_loss.n == 1 and row.val_loss.mean == 2.0  # 5.5 left out
 
@@ -253,13 +276,14 @@ def test_run_suites_runs_all_suites_in_one_pool_and_timed_runs_last(tmp_path, mo
     log = tmp_path / "order.log"
 
     def make(name, fail=False):
-        def plan(size, seeds):
+        def plan(options, tuned=()):
+            seeds = options.seeds
             def execute(progress, label):
                 if fail and label.endswith("1"):
                     raise RuntimeError(f"{label} broke")
                 with open(log, "a") as f:  # one short line: appends do not interleave
                     f.write(f"{label}\n")
-                return {"status": "ok"}
+                return RunResult("ok")
             specs = [base.RunSpec(f"{name} run {s}", "run", s, {"suite": name, "seed": s},
                                   lambda progress, s=s: execute(progress, f"{name} run {s}"))
                      for s in seeds]
@@ -268,8 +292,9 @@ def test_run_suites_runs_all_suites_in_one_pool_and_timed_runs_last(tmp_path, mo
                                       timed=True))
             return specs
         return base.Suite(name, name, plan,
-                          lambda size, seeds, results: Summary(name, size, seeds, [],
-                                                               data=Nothing()),
+                          lambda options, results: Summary(name, options.size,
+                                                           len(options.seeds), [],
+                                                           data=Nothing()),
                           default_seeds={"tiny": 3, "quick": 3, "full": 3})
 
     fake = {"one": make("one"), "two": make("two", fail=True), "three": make("three")}

@@ -9,6 +9,7 @@ from blocklab.config import ModelConfig
 from blocklab.experiments import results as rs
 from blocklab.experiments import trainer as tr
 from blocklab.experiments.results import ResultStore, run_id
+from blocklab.experiments.run_result import RunResult
 from blocklab.experiments.trainer import TrainConfig
 
 
@@ -37,9 +38,9 @@ def test_run_id_counts_precision_but_not_backend():
 def test_store_save_load_has_and_iter(tmp_path):
     store = ResultStore(tmp_path)
     assert not store.has("abc") and list(store.iter_results()) == []
-    store.save("abc", {"status": "ok", "x": float("nan"), "t": (1, 2)})
+    store.save("abc", RunResult("ok", extra={"x": float("nan"), "t": (1, 2)}))
     assert store.has("abc")
-    assert store.load("abc") == {"status": "ok", "x": None, "t": [1, 2]}
+    assert store.load("abc") == RunResult("ok", extra={"x": None, "t": [1, 2]})
     (tmp_path / "half.json").write_text('{"status": "o')  # a torn write
     (tmp_path / "nostatus.json").write_text('{"final": {}}')
     assert not store.has("half") and not store.has("nostatus")
@@ -90,10 +91,10 @@ def test_interrupted_grid_resumes_by_skipping_done_runs(monkeypatch, tmp_path, t
     results = [tr.run_stored(store, tiny_model, cfg, "stdlib") for cfg in grid]
     assert trained == [1, 2]  # seed 0 was skipped
     assert results[0] == done
-    assert [r["train_config"]["seed"] for r in results] == [0, 1, 2]
+    assert [r.train_config["seed"] for r in results] == [0, 1, 2]
     assert sorted(rid for rid, _ in store.iter_results()) == sorted(
         run_id(tiny_model, cfg, "stdlib") for cfg in grid)
-    assert all(r["run_id"] == run_id(tiny_model, cfg, "stdlib")
+    assert all(r.run_id == run_id(tiny_model, cfg, "stdlib")
                for r, cfg in zip(results, grid, strict=True))
 
 

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 import pytest
 
 from blocklab.errors import ResultsError
+from blocklab.experiments.options import RunOptions
+from blocklab.experiments.run_result import RunResult
 from blocklab.experiments.suites import base
 from blocklab.experiments.summaries import (
     DATA_TYPES,
@@ -124,23 +126,23 @@ def test_a_suite_that_writes_a_summary_that_cannot_be_read_fails_at_once(tmp_pat
     class Strict:
         value: float  # not optional: a NaN is written as null and cannot be read back
 
-    def plan(size, seeds):
-        return [base.RunSpec("one", "a", 0, {"x": 1}, lambda progress: {"status": "ok"})]
+    def plan(options, tuned=()):
+        return [base.RunSpec("one", "a", 0, {"x": 1}, lambda progress: RunResult("ok"))]
 
-    def summarise(size, seeds, results):
-        return Summary("nan", size, seeds, [], data=Strict(float("nan")))
+    def summarise(options, results):
+        return Summary("nan", options.size, len(options.seeds), [], data=Strict(float("nan")))
 
     with pytest.raises(RuntimeError, match=r"does not read back: .*value: expected float"):
-        base.run_suite(base.Suite("nan", "writes NaN", plan, summarise), "tiny", 1, tmp_path,
-                       progress=False)
+        base.run_suite(base.Suite("nan", "writes NaN", plan, summarise), RunOptions("tiny",
+                       range(1)), tmp_path, progress=False)
     assert not (tmp_path / "nan" / "tiny" / "summary.json").exists()
 
-    def untyped(size, seeds, results):
-        return Summary("nan", size, seeds, [], data={"value": 1.0})
+    def untyped(options, results):
+        return Summary("nan", options.size, len(options.seeds), [], data={"value": 1.0})
 
     with pytest.raises(TypeError, match="dataclass as data"):
-        base.run_suite(base.Suite("nan", "untyped", plan, untyped), "tiny", 1, tmp_path,
-                       progress=False)
+        base.run_suite(base.Suite("nan", "untyped", plan, untyped), RunOptions("tiny", range(1)),
+                       tmp_path, progress=False)
 
 
 def test_reading_summaries_needs_no_torch():

@@ -190,13 +190,13 @@ def test_default_init_is_seeded_per_module(tiny_model):
 def test_same_seed_same_curve_bit_for_bit(tiny_model, tiny_train):
     a = tr.run(tiny_model, tiny_train)
     b = tr.run(tiny_model, tiny_train)
-    assert a["status"] == b["status"] == "ok"
-    assert a["curves"]["train_loss"] == b["curves"]["train_loss"]
-    assert a["curves"]["grad_norm"] == b["curves"]["grad_norm"]
-    assert a["curves"]["val"] == b["curves"]["val"]
-    assert a["final"]["val_loss"] == b["final"]["val_loss"]
+    assert a.status == b.status == "ok"
+    assert a.curves.train_loss == b.curves.train_loss
+    assert a.curves.grad_norm == b.curves.grad_norm
+    assert a.curves.val == b.curves.val
+    assert a.final.val_loss == b.final.val_loss
     c = tr.run(tiny_model, tiny_train.replace(seed=1))
-    assert c["curves"]["train_loss"] != a["curves"]["train_loss"]
+    assert c.curves.train_loss != a.curves.train_loss
 
 
 def test_arms_see_the_same_batches(monkeypatch, tiny_model, tiny_train):
@@ -220,11 +220,11 @@ def test_arms_see_the_same_batches(monkeypatch, tiny_model, tiny_train):
 # --- watchdogs -----------------------------------------------------------------------------------
 def test_huge_learning_rate_is_recorded_as_diverged(tiny_model, tiny_train):
     result = tr.run(tiny_model, tiny_train.replace(lr=1e3, steps=30, grad_clip=None))
-    assert result["status"] == "diverged" and "step" in result["reason"]
-    curve = result["curves"]["train_loss"]
-    assert len(curve) == result["steps_done"] + 1 < 30
+    assert result.status == "diverged" and "step" in result.reason
+    curve = result.curves.train_loss
+    assert len(curve) == result.steps_done + 1 < 30
     assert all(math.isfinite(x) for x in curve[:-1])
-    json.dumps(result, allow_nan=False)  # strict JSON: non-finite numbers became null
+    json.dumps(result.to_dict(), allow_nan=False)  # strict JSON: non-finite numbers became null
 
 
 def test_injected_nan_loss_is_recorded_not_raised(monkeypatch, tiny_model, tiny_train):
@@ -238,20 +238,20 @@ def test_injected_nan_loss_is_recorded_not_raised(monkeypatch, tiny_model, tiny_
 
     monkeypatch.setattr(tr, "_lm_loss", sometimes_nan)
     result = tr.run(tiny_model, tiny_train)
-    assert result["status"] == "diverged" and result["steps_done"] == 3
-    assert result["curves"]["train_loss"][3] is None
-    assert all(isinstance(x, float) for x in result["curves"]["train_loss"][:3])
-    assert result["curves"]["step"] == [0, 1, 2, 3]
-    assert result["final"]["val_loss"] is not None  # evaluated on the last good weights
+    assert result.status == "diverged" and result.steps_done == 3
+    assert result.curves.train_loss[3] is None
+    assert all(isinstance(x, float) for x in result.curves.train_loss[:3])
+    assert result.curves.step == [0, 1, 2, 3]
+    assert result.final.val_loss is not None  # evaluated on the last good weights
 
 
 def test_stuck_run_ends_early_and_keeps_its_curve(tiny_model, tiny_train):
     cfg = tiny_train.replace(lr=1e-7, warmup_steps=2, stuck_patience=4, steps=50)
     result = tr.run(tiny_model, cfg)
-    assert result["status"] == "stuck" and result["steps_done"] == 6
-    assert len(result["curves"]["train_loss"]) == 6
-    assert "unigram entropy" in result["reason"]
-    assert result["final"]["train_loss"] > result["final"]["unigram_entropy"]
+    assert result.status == "stuck" and result.steps_done == 6
+    assert len(result.curves.train_loss) == 6
+    assert "unigram entropy" in result.reason
+    assert result.final.train_loss > result.final.unigram_entropy
 
 
 # --- evaluation and the result -------------------------------------------------------------------
@@ -259,43 +259,44 @@ def test_result_keys_and_shapes(tiny_model, tiny_train, tmp_path):
     cfg = tiny_train.replace(eval_lengths=(64,))
     out = tmp_path / "r" / "result.json"
     result = tr.run(tiny_model, cfg, "stdlib", out)
-    assert json.loads(out.read_text()) == result
+    stored = json.loads(out.read_text())
+    assert stored == result.to_dict()
     assert {"run_id", "status", "model_config", "train_config", "data", "environment", "curves",
-            "final", "wall_time_s", "tokens_per_s", "steps_done", "backends"} <= set(result)
-    assert set(result["data"]) >= {"name", "sha256", "train_bytes", "val_bytes", "files"}
-    env = result["environment"]
+            "final", "wall_time_s", "tokens_per_s", "steps_done", "backends"} <= set(stored)
+    assert set(result.data) >= {"name", "sha256", "train_bytes", "val_bytes", "files"}
+    env = result.environment
     assert {"python", "torch", "numpy", "platform", "cpu_count", "threads", "cpu_kernels",
             "allocator", "cpu_capability"} <= set(env)
     assert env["cpu_capability"] == torch.backends.cpu.get_cpu_capability()
-    assert result["backends"]["rms_norm"] in ("cpu", "lean")  # float32 on CPU, "fast"
-    assert (result["train_config"]["precision"], result["train_config"]["backend"]) == (
+    assert result.backends["rms_norm"] in ("cpu", "lean")  # float32 on CPU, "fast"
+    assert (result.train_config["precision"], result.train_config["backend"]) == (
         "fp32", "fast")
     assert env["allocator"].startswith("glibc malloc") or env["allocator"] == "default"
     assert env["threads"] == 1 and socket.gethostname() not in json.dumps(env)
-    curves, final = result["curves"], result["final"]
-    assert curves["step"] == list(range(8)) and len(curves["lr"]) == 8
-    assert curves["val_step"] == [4, 8] and set(curves["val"]) == {"32", "64"}
-    assert curves["layer_grad_norms"]["step"] == [0, 2, 4, 6]
-    assert all(len(row) == 2 for row in curves["layer_grad_norms"]["down_proj"])
-    assert all(len(row) == 2 for row in curves["residual_rms"]["layer"])
-    assert final["val_loss"] == final["val_loss_by_length"]["32"] == curves["val"]["32"][-1]
-    assert final["val_bpb"] == pytest.approx(final["val_loss"] / math.log(2))
-    assert len(final["per_position_loss"]["64"]) == 64
+    curves, final = result.curves, result.final
+    assert curves.step == list(range(8)) and len(curves.lr) == 8
+    assert curves.val_step == [4, 8] and set(curves.val) == {"32", "64"}
+    assert curves.layer_grad_norms.step == [0, 2, 4, 6]
+    assert all(len(row) == 2 for row in curves.layer_grad_norms.down_proj)
+    assert all(len(row) == 2 for row in curves.residual_rms.layer)
+    assert final.val_loss == final.val_loss_by_length["32"] == curves.val["32"][-1]
+    assert final.val_bpb == pytest.approx(final.val_loss / math.log(2))
+    assert len(final.per_position_loss["64"]) == 64
     # final_eval_fraction 0.0: the numbers are the last periodic evaluation's, its standard
     # error from its eval_batches × batch_size windows
-    assert final["val_windows"] == 4 and final["val_tokens"] == 4 * 32
-    assert final["val_loss_se"] > 0 and result["final_eval_s"] is None
-    assert final["val_loss_tail_n"] == 2
-    assert final["val_loss_tail"] == pytest.approx(sum(curves["val"]["32"]) / 2)
-    assert final["params"] == sum(p.numel() for p in tr.build_model(tiny_model, cfg).parameters())
+    assert final.val_windows == 4 and final.val_tokens == 4 * 32
+    assert final.val_loss_se > 0 and result.final_eval_s is None
+    assert final.val_loss_tail_n == 2
+    assert final.val_loss_tail == pytest.approx(sum(curves.val["32"]) / 2)
+    assert final.params == sum(p.numel() for p in tr.build_model(tiny_model, cfg).parameters())
 
 
 def test_lengths_a_learned_table_cannot_reach_are_recorded(tiny_model, tiny_train):
     model = tiny_model.replace(position="learned", max_seq_len=32)
     result = tr.run(model, tiny_train.replace(eval_lengths=(64,), steps=2))
-    assert result["status"] == "ok"
-    assert result["final"]["val_loss_by_length"]["64"] is None
-    assert "max_seq_len" in result["final"]["eval_errors"]["64"]
+    assert result.status == "ok"
+    assert result.final.val_loss_by_length["64"] is None
+    assert "max_seq_len" in result.final.eval_errors["64"]
 
 
 def test_run_restores_threads_and_determinism_flags(tiny_model, tiny_train):
@@ -315,9 +316,9 @@ def test_training_beats_the_unigram_entropy(tiny_model):
     cfg = TrainConfig(steps=60, batch_size=8, seq_len=64, lr=3e-3, warmup_steps=5,
                       eval_every=0, eval_batches=2, threads=1)
     result = tr.run(tiny_model.replace(d_model=64, n_heads=4), cfg)
-    final = result["final"]
-    assert result["status"] == "ok"
-    assert final["val_loss"] < final["unigram_entropy"] < math.log(256)
+    final = result.final
+    assert result.status == "ok"
+    assert final.val_loss < final.unigram_entropy < math.log(256)
 
 
 def test_compiled_run_reports_its_warm_up_apart_and_matches_eager(tiny_model, tiny_train,
@@ -338,16 +339,16 @@ def test_compiled_run_reports_its_warm_up_apart_and_matches_eager(tiny_model, ti
     compiled = tr.train(tiny_model, cfg.replace(backend="compiled"), "stdlib")[1]
     # the warm-up built every graph: none is compiled once the steps (and evaluations) run
     assert graphs_at_step[0] == counters["stats"]["unique_graphs"]
-    assert eager["compile_s"] is None
-    assert compiled["compile_s"] > 0
+    assert eager.compile_s is None
+    assert compiled.compile_s > 0
     # wall_time_s leaves the warm-up out: three tiny steps take far less than compiling them
-    assert 0 < compiled["wall_time_s"] < compiled["compile_s"]
+    assert 0 < compiled.wall_time_s < compiled.compile_s
     # the warm-up is not a training step: same steps, same curve up to float32 rounding
-    assert compiled["steps_done"] == eager["steps_done"] == 3
-    losses = compiled["curves"]["train_loss"]
-    assert losses == pytest.approx(eager["curves"]["train_loss"], rel=1e-4)
-    assert compiled["final"]["val_windows"] == eager["final"]["val_windows"] > 4
-    assert compiled["final"]["val_loss"] == pytest.approx(eager["final"]["val_loss"], rel=1e-4)
+    assert compiled.steps_done == eager.steps_done == 3
+    losses = compiled.curves.train_loss
+    assert losses == pytest.approx(eager.curves.train_loss, rel=1e-4)
+    assert compiled.final.val_windows == eager.final.val_windows > 4
+    assert compiled.final.val_loss == pytest.approx(eager.final.val_loss, rel=1e-4)
 
 
 # --- the end-of-run evaluation --------------------------------------------------------------------
@@ -358,15 +359,15 @@ def test_final_eval_scores_the_asked_fraction_of_validation_on_disjoint_windows(
     n_val = load_corpus("stdlib").val.size
     cfg = tiny_train.replace(steps=2, batch_size=16, eval_every=0, final_eval_fraction=0.125)
     result = tr.run(tiny_model, cfg)
-    final = result["final"]
-    assert final["val_tokens"] >= n_val / 8
-    assert final["val_tokens"] == final["val_windows"] * 32
-    assert final["val_windows"] <= n_val / 8 / 32 + 1  # no more than the fraction asks
-    assert result["final_eval_s"] > 0 and len(final["per_position_loss"]["32"]) == 32
+    final = result.final
+    assert final.val_tokens >= n_val / 8
+    assert final.val_tokens == final.val_windows * 32
+    assert final.val_windows <= n_val / 8 / 32 + 1  # no more than the fraction asks
+    assert result.final_eval_s > 0 and len(final.per_position_loss["32"]) == 32
     # the windows, at positions: evenly spread, no scored token twice
     positions = np.arange(n_val)
     rows = tr.final_windows(positions, cfg)[32].numpy()
-    assert rows.shape == (final["val_windows"], 33)
+    assert rows.shape == (final.val_windows, 33)
     assert (np.diff(rows[:, 0]) >= 32).all() and rows[0, 0] == 0 and rows[-1, -1] == n_val - 1
 
 
@@ -385,7 +386,7 @@ def test_final_val_loss_and_its_standard_error_by_hand(tiny_model, tiny_train):
     val = load_corpus("stdlib").val
     cfg = tiny_train.replace(eval_every=1, final_eval_fraction=0.002)  # 8 periodic evals
     model, result = tr.train(tiny_model, cfg)
-    final, curve = result["final"], result["curves"]["val"]["32"]
+    final, curve = result.final, result.curves.val["32"]
     # the windows, independently: ceil(0.002 · n_val / 32), starts evenly spread in integers
     n = math.ceil(0.002 * val.size / 32)
     last = val.size - 33
@@ -395,14 +396,14 @@ def test_final_val_loss_and_its_standard_error_by_hand(tiny_model, tiny_train):
     with torch.no_grad():
         logits = model(rows[:, :-1]).double()
     losses = [float(F.cross_entropy(logits[i], rows[i, 1:])) for i in range(n)]
-    assert final["val_windows"] == n and final["val_tokens"] == 32 * n
-    assert final["val_loss"] == pytest.approx(statistics.fmean(losses), abs=1e-6)
-    assert final["val_loss_se"] == pytest.approx(statistics.stdev(losses) / math.sqrt(n),
-                                                 abs=1e-6)
-    assert final["val_bpb"] == pytest.approx(final["val_loss"] / math.log(2))
+    assert final.val_windows == n and final.val_tokens == 32 * n
+    assert final.val_loss == pytest.approx(statistics.fmean(losses), abs=1e-6)
+    assert final.val_loss_se == pytest.approx(statistics.stdev(losses) / math.sqrt(n),
+                                              abs=1e-6)
+    assert final.val_bpb == pytest.approx(final.val_loss / math.log(2))
     # the curve keeps the periodic evaluations; the tail averages its last TAIL_EVALS
-    assert len(curve) == 8 and final["val_loss_tail_n"] == tr.TAIL_EVALS == 4
-    assert final["val_loss_tail"] == pytest.approx(statistics.fmean(curve[-4:]))
+    assert len(curve) == 8 and final.val_loss_tail_n == tr.TAIL_EVALS == 4
+    assert final.val_loss_tail == pytest.approx(statistics.fmean(curve[-4:]))
 
 
 def test_standard_error_needs_two_windows():

@@ -2,6 +2,7 @@
 claim, embeds every image, loads nothing from the network, and says what to run when results
 are missing."""
 
+import dataclasses
 import json
 import re
 import shutil
@@ -12,6 +13,8 @@ import pytest
 from blocklab.claims import claim_sources
 from blocklab.cli import main
 from blocklab.experiments.executors import ParallelExecutor
+from blocklab.experiments.options import RunOptions
+from blocklab.experiments.run_result import RunLabel
 from blocklab.experiments.suites import run_suites
 from blocklab.report.build import SUITES, build_report, collect, write_report
 from blocklab.report.figures import make_figures
@@ -208,7 +211,8 @@ def test_failed_suite_is_reported_not_raised(tmp_path):
     # ffn tunes first: its tuning runs go with the other suites' runs, and their failure
     # leaves nothing of ffn to evaluate.
     # (a tuned suite's first round: its tuning runs and the evaluation runs that read none)
-    fresh = {name: plan_suite(get_suite(name), "tiny", None, tmp_path / "fresh")
+    fresh = {name: plan_suite(get_suite(name), RunOptions.for_suite(get_suite(name), "tiny", None),
+             tmp_path / "fresh")
              for name in SUITES}
     planned = {name: plan.missing + plan.early for name, plan in fresh.items()}
     assert len(given) == sum(len(specs) for specs in planned.values())  # one call, every run
@@ -269,23 +273,22 @@ def test_stored_runs_are_labelled_by_their_run_record(built):
     _, doc, _ = built
     results = doc["generated"]["results"]
     stored = dict(ResultStore(f"{results}/ffn/tiny").iter_results())
-    assert stored and all(set(r["run"]) == {"label", "arm", "seed"} for r in stored.values())
+    assert stored and all(isinstance(r.run, RunLabel) for r in stored.values())
     runs = doc["suites"]["ffn"]["runs"]
-    trained = {k for k, r in stored.items() if "train_loss" in (r.get("curves") or {})}
+    trained = {k for k, r in stored.items() if r.curves is not None}
     assert {r["run_id"] for r in runs} == trained
     assert [(r["arm"], r["seed"]) for r in runs] == sorted((r["arm"], r["seed"]) for r in runs)
     for r in runs:
-        assert stored[r["run_id"]]["run"] == {"label": r["label"], "arm": r["arm"],
-                                              "seed": r["seed"]}
+        assert stored[r["run_id"]].run == RunLabel(r["label"], r["arm"], r["seed"])
     placement = doc["suites"]["placement"]["runs"]
     assert placement and all(r["arm"].startswith(("train/", "deep/")) for r in placement)
 
 
 def test_run_curves_are_the_summarys_runs_only(built, tmp_path):
     """Curves come from the runs the summary lists: other result files in the folder (an
-    earlier configuration, more seeds) are not plotted; a listed run that is gone or carries a
-    run record of the wrong shape is a suite error, not a silent gap."""
-    from blocklab.experiments.results import ResultStore
+    earlier configuration, more seeds) are not plotted; a listed run that is gone, has no run
+    record or carries one of the wrong shape is a suite error, not a silent gap."""
+    from blocklab.experiments.results import ResultStore, result_json
 
     _, doc, _ = built
     results = tmp_path / "runs"
@@ -293,15 +296,24 @@ def test_run_curves_are_the_summarys_runs_only(built, tmp_path):
     store = ResultStore(results / "ffn" / "tiny")
     first, *_ = doc["suites"]["ffn"]["runs"]
     result = store.load(first["run_id"])
-    store.save("0000000extra", {**result, "run": {**result["run"], "seed": 99}})
+    store.save("0000000extra",
+               dataclasses.replace(result, run=dataclasses.replace(result.run, seed=99)))
     fresh = collect(results, "tiny", out=tmp_path / "out")
     assert fresh["suites"]["ffn"]["error"] is None
     assert [r["run_id"] for r in fresh["suites"]["ffn"]["runs"]] == [
         r["run_id"] for r in doc["suites"]["ffn"]["runs"]]
-    store.save(first["run_id"], {**result, "run": {"arm": "relu"}})
+    store.save(first["run_id"], dataclasses.replace(result, run=None))
     broken = collect(results, "tiny", out=tmp_path / "out")
     assert broken["suites"]["ffn"]["summary"] is None
-    assert f"{first['run_id']}.json: its run record" in broken["suites"]["ffn"]["error"]
+    assert f"{first['run_id']}.json: it has no run record" in broken["suites"]["ffn"]["error"]
+    # a run record of the wrong shape: the file does not read as a result
+    store.path_for(first["run_id"]).write_text(
+        result_json({**result.to_dict(), "run": {"arm": "relu"}}))
+    broken = collect(results, "tiny", out=tmp_path / "out")
+    assert broken["suites"]["ffn"]["summary"] is None
+    error = broken["suites"]["ffn"]["error"]
+    assert "a run of the stored summary is missing or unreadable (1 of" in error
+    assert f"first {first['run_id']}.json" in error
     store.path_for(first["run_id"]).unlink()
     gone = collect(results, "tiny", out=tmp_path / "out")
     assert "a run of the stored summary is missing" in gone["suites"]["ffn"]["error"]

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 import pytest
 
+from blocklab.experiments.options import MAX_SEED_OFFSET, MAX_SEEDS, RunOptions
+from blocklab.experiments.run_result import RunResult
 from blocklab.experiments.suites import base
 from blocklab.experiments.summaries import Interval, Summary, Table, load_summary
 
@@ -41,7 +43,8 @@ def test_format_ci():
 
 
 def _toy_suite(calls, fail_at=None):
-    def plan(size, seeds):
+    def plan(options, tuned=()):
+        size, seeds = options.size, options.seeds
         specs = []
         for arm in ("a", "b"):
             for seed in seeds:
@@ -49,18 +52,19 @@ def _toy_suite(calls, fail_at=None):
                     if fail_at == (arm, seed):
                         raise KeyboardInterrupt
                     calls.append((arm, seed))
-                    return {"status": "ok", "value": seed + (1.0 if arm == "a" else 0.0),
-                            "wall_time_s": 0.5}
+                    return RunResult("ok", wall_time_s=0.5,
+                                     extra={"value": seed + (1.0 if arm == "a" else 0.0)})
                 specs.append(base.RunSpec(f"{arm}/{seed}", arm, seed,
                                           {"arm": arm, "seed": seed, "size": size}, execute))
         return specs
 
-    def summarise(size, seeds, results):
-        a = [r["value"] for s, r in results if s.arm == "a"]
-        b = [r["value"] for s, r in results if s.arm == "b"]
+    def summarise(options, results):
+        size, seeds = options.size, options.seeds
+        a = [r.extra["value"] for s, r in results if s.arm == "a"]
+        b = [r.extra["value"] for s, r in results if s.arm == "b"]
         diff = base.paired_difference(a, b)
-        return Summary("toy", size, seeds, [Table("toy", ["Δ"], [[base.format_ci(diff)]])],
-                       data=ToyData(diff))
+        table = Table("toy", ["Δ"], [[base.format_ci(diff)]])
+        return Summary("toy", size, len(seeds), [table], data=ToyData(diff))
 
     return base.Suite("toy", "a toy", plan, summarise)
 
@@ -68,11 +72,13 @@ def _toy_suite(calls, fail_at=None):
 def test_run_suite_resumes_after_interrupt(tmp_path):
     calls = []
     with pytest.raises(KeyboardInterrupt):
-        base.run_suite(_toy_suite(calls, fail_at=("b", 1)), "tiny", 3, tmp_path, progress=False)
+        base.run_suite(_toy_suite(calls, fail_at=("b", 1)), RunOptions("tiny", range(3)), tmp_path,
+                       progress=False)
     done_before = list(calls)
     assert done_before == [("a", 0), ("a", 1), ("a", 2), ("b", 0)]
     calls.clear()
-    summary = base.run_suite(_toy_suite(calls), "tiny", 3, tmp_path, progress=False)
+    summary = base.run_suite(_toy_suite(calls), RunOptions("tiny", range(3)), tmp_path,
+                             progress=False)
     assert calls == [("b", 1), ("b", 2)]  # nothing finished is recomputed
     assert summary.data.diff.mean == 1.0 and summary.runs == 6
     stored = json.loads((tmp_path / "toy" / "tiny" / "summary.json").read_text())
@@ -83,34 +89,36 @@ def test_run_suite_resumes_after_interrupt(tmp_path):
 
 def test_bad_size_and_seeds(tmp_path):
     with pytest.raises(ValueError, match=r"suite size 'huge'"):
-        base.run_suite(_toy_suite([]), "huge", 1, tmp_path)
+        base.run_suite(_toy_suite([]), RunOptions("huge", range(1)), tmp_path)
     with pytest.raises(ValueError, match=r"seeds=0"):
-        base.run_suite(_toy_suite([]), "tiny", 0, tmp_path)
+        base.run_suite(_toy_suite([]), RunOptions("tiny", range(0)), tmp_path)
 
 
 def test_seed_offset_runs_disjoint_seeds_in_their_own_folder(tmp_path):
     calls = []
-    summary = base.run_suite(_toy_suite(calls), "tiny", 2, tmp_path, progress=False,
-                             seed_offset=1000)
+    summary = base.run_suite(_toy_suite(calls), RunOptions("tiny", range(1000, 1000 + 2)),
+                             tmp_path, progress=False)
     assert sorted(calls) == [("a", 1000), ("a", 1001), ("b", 1000), ("b", 1001)]
     assert summary.first_seed == 1000 and summary.seeds == 2
     assert (tmp_path / "toy" / "tiny+seeds1000" / "summary.json").is_file()
     assert load_summary(tmp_path, "toy", "tiny", ToyData, seed_offset=1000) == summary
     assert load_summary(tmp_path, "toy", "tiny", ToyData) is None  # seeds 0… never ran
     calls.clear()
-    base.run_suite(_toy_suite(calls), "tiny", 2, tmp_path, progress=False)
+    base.run_suite(_toy_suite(calls), RunOptions("tiny", range(2)), tmp_path, progress=False)
     assert sorted(calls) == [("a", 0), ("a", 1), ("b", 0), ("b", 1)]
     with pytest.raises(ValueError, match=r"seed offset -1 is not allowed"):
-        base.run_suite(_toy_suite([]), "tiny", 1, tmp_path, seed_offset=-1)
+        base.run_suite(_toy_suite([]), RunOptions("tiny", range(-1, -1 + 1)), tmp_path)
 
 
 def _tuned_suite(calls, fail_tuning=False, grow=False):
     """A toy suite with a tuning stage: two candidate scales, picked on a tuning seed; the
     evaluation runs record the scale they were planned with. `grow`: a best scale at the
     grid's top edge (2.0) adds 3.0, once 1.0 and 2.0 are tuned."""
-    def tune(size, tuned=()):
+    def tune(options, tuned=()):
+        size = options.size
         scales = [1.0, 2.0]
-        if grow and tuned and min(tuned, key=lambda p: p[1]["loss"])[0].payload["scale"] == 2.0:
+        best = min(tuned, key=lambda p: p[1].extra["loss"])[0] if tuned else None
+        if grow and best is not None and best.payload["scale"] == 2.0:
             scales.append(3.0)
         specs = []
         for scale in scales:
@@ -118,56 +126,61 @@ def _tuned_suite(calls, fail_tuning=False, grow=False):
                 if fail_tuning and scale == 2.0:
                     raise RuntimeError("tuning run broke")
                 calls.append(("tune", scale))
-                return {"status": "ok", "loss": abs(scale - 2.0)}  # 2.0 is best
+                return RunResult("ok", extra={"loss": abs(scale - 2.0)})  # 2.0 is best
             specs.append(base.RunSpec(f"tune/{scale}", "tune", base.TUNING_SEEDS,
                                       {"scale": scale, "size": size}, execute))
         return specs
 
-    def plan(size, seeds, tuned):
+    def plan(options, tuned):
+        seeds = options.seeds
         # before tuning (the runs that read none of it are planned from this), scale 1.0
-        best = (min(tuned, key=lambda pair: pair[1]["loss"])[0].payload["scale"] if tuned
+        best = (min(tuned, key=lambda pair: pair[1].extra["loss"])[0].payload["scale"] if tuned
                 else 1.0)
         specs = []
         for seed in seeds:
             def execute(progress, seed=seed):
                 calls.append(("eval", seed))
-                return {"status": "ok", "value": best * (seed + 1)}
+                return RunResult("ok", extra={"value": best * (seed + 1)})
             specs.append(base.RunSpec(f"eval/{seed}", "eval", seed,
                                       {"seed": seed, "scale": best}, execute))
         return specs
 
-    def summarise(size, seeds, results):
+    def summarise(options, results):
+        size, seeds = options.size, options.seeds
         kinds = [spec.arm for spec, _ in results]
         tuning = kinds.count("tune")  # tuning results first
         assert tuning >= 2 and kinds == ["tune"] * tuning + ["eval"] * len(seeds)
-        values = [r["value"] for spec, r in results if spec.arm == "eval"]
-        return Summary("tuned", size, seeds, [], data=ToyData(base.mean_ci(values)))
+        values = [r.extra["value"] for spec, r in results if spec.arm == "eval"]
+        return Summary("tuned", size, len(seeds), [], data=ToyData(base.mean_ci(values)))
 
     return base.Suite("tuned", "tunes first", plan, summarise, tune=tune)
 
 
 def test_a_tuned_suite_plans_its_evaluation_from_stored_tuning_results(tmp_path):
     calls = []
-    summary = base.run_suite(_tuned_suite(calls), "tiny", 2, tmp_path, progress=False)
+    summary = base.run_suite(_tuned_suite(calls), RunOptions("tiny", range(2)), tmp_path,
+                             progress=False)
     assert calls == [("tune", 1.0), ("tune", 2.0), ("eval", 0), ("eval", 1)]
     assert summary.data.diff.mean == 3.0  # values 2 and 4: planned at the best scale, 2.0
     assert (tmp_path / "tuned" / "tiny+tuning").is_dir()
     # Other evaluation seeds reuse the stored tuning runs: one choice for every seed offset.
     calls.clear()
-    base.run_suite(_tuned_suite(calls), "tiny", 2, tmp_path, progress=False, seed_offset=1000)
+    base.run_suite(_tuned_suite(calls), RunOptions("tiny", range(1000, 1000 + 2)), tmp_path,
+                   progress=False)
     assert calls == [("eval", 1000), ("eval", 1001)]
-    assert base.TUNING_SEEDS > 10**9 + base.MAX_SEEDS  # beyond any evaluation seed
+    assert base.TUNING_SEEDS > MAX_SEED_OFFSET + MAX_SEEDS  # beyond any evaluation seed
 
 
 def test_a_grid_grown_at_an_edge_is_tuned_before_anything_is_evaluated(tmp_path):
     calls = []
     suite = _tuned_suite(calls, grow=True)
-    summary = base.run_suite(suite, "tiny", 1, tmp_path, progress=False)
+    summary = base.run_suite(suite, RunOptions.for_suite(suite, "tiny", 1), tmp_path,
+                             progress=False)
     assert calls == [("tune", 1.0), ("tune", 2.0), ("tune", 3.0), ("eval", 0)]
     assert summary.data.diff.mean == 2.0  # 3.0's loss is 1.0: 2.0 stays best, now interior
     # a second process finds every tuning run, the grown one included, stored
     calls.clear()
-    planned = base.plan_suite(suite, "tiny", 1, tmp_path)
+    planned = base.plan_suite(suite, RunOptions.for_suite(suite, "tiny", 1), tmp_path)
     assert planned.stage == "evaluate" and not planned.missing and calls == []
     assert [spec.payload["scale"] for spec, _ in planned.tuned] == [1.0, 2.0, 3.0]
 
@@ -177,27 +190,28 @@ def test_runs_that_read_no_tuning_run_beside_the_tuning_runs(tmp_path):
     suite = _tuned_suite(calls)
     plan = suite.plan
 
-    def plan_with_a_probe(size, seeds, tuned):
+    def plan_with_a_probe(options, tuned):
         def probe(progress):
             calls.append(("probe", 0))
-            return {"status": "ok", "value": 0.0}
+            return RunResult("ok", extra={"value": 0.0})
 
-        return [*plan(size, seeds, tuned),
+        return [*plan(options, tuned),
                 base.RunSpec("probe", "probe", 0, {"probe": 1}, probe, reads_tuning=False)]
 
-    def summarise(size, seeds, results):
-        values = [r["value"] for spec, r in results if spec.arm == "eval"]
-        return Summary("tuned", size, seeds, [], data=ToyData(base.mean_ci(values)))
+    def summarise(options, results):
+        size, seeds = options.size, options.seeds
+        values = [r.extra["value"] for spec, r in results if spec.arm == "eval"]
+        return Summary("tuned", size, len(seeds), [], data=ToyData(base.mean_ci(values)))
 
     suite = dataclasses.replace(suite, plan=plan_with_a_probe, summarise=summarise)
-    first = base.plan_suite(suite, "tiny", 1, tmp_path)
+    first = base.plan_suite(suite, RunOptions.for_suite(suite, "tiny", 1), tmp_path)
     assert first.stage == "tune" and [s.label for s in first.early] == ["probe"]
     assert first.early_store.root == tmp_path / "tuned" / "tiny"
-    base.run_suite(suite, "tiny", 1, tmp_path, progress=False)
+    base.run_suite(suite, RunOptions.for_suite(suite, "tiny", 1), tmp_path, progress=False)
     # the probe ran in the first round, with the tuning runs, and was not run again
     assert calls[:3] == [("tune", 1.0), ("tune", 2.0), ("probe", 0)] and calls[3:] == [
         ("eval", 0)]
-    assert base.plan_suite(suite, "tiny", 1, tmp_path).missing == []
+    assert base.plan_suite(suite, RunOptions.for_suite(suite, "tiny", 1), tmp_path).missing == []
 
 
 def test_bf16_runs_a_suite_that_takes_it_in_folders_of_its_own(tmp_path):
@@ -205,16 +219,17 @@ def test_bf16_runs_a_suite_that_takes_it_in_folders_of_its_own(tmp_path):
     tuned = _tuned_suite(calls)
     suite_tune = tuned.tune
 
-    def tune(size, precision, tuned=()):
-        seen.append(("tune", precision))
-        return suite_tune(size, tuned)
+    def tune(options, tuned=()):
+        seen.append(("tune", options.precision))
+        return suite_tune(options, tuned)
 
-    def plan(size, seeds, results, precision):
-        seen.append(("plan", precision))
-        return tuned.plan(size, seeds, results)
+    def plan(options, results):
+        seen.append(("plan", options.precision))
+        return tuned.plan(options, results)
 
     suite = dataclasses.replace(tuned, tune=tune, plan=plan, precisions=("fp32", "bf16"))
-    summary = base.run_suite(suite, "tiny", 1, tmp_path, progress=False, precision="bf16")
+    summary = base.run_suite(suite, RunOptions.for_suite(suite, "tiny", 1, precision="bf16"),
+                             tmp_path, progress=False)
     # tuning planned (with the evaluation runs that read no tuning), then asked again with the
     # results (nothing grows), then evaluated; every call in bf16
     assert seen[0] == ("tune", "bf16") and seen[-1] == ("plan", "bf16")
@@ -229,7 +244,7 @@ def test_bf16_runs_a_suite_that_takes_it_in_folders_of_its_own(tmp_path):
 def test_a_float32_only_suite_refuses_bf16_in_one_line(tmp_path):
     with pytest.raises(ValueError, match=r"^suite toy: precision='bf16' is not allowed; "
                                          r"expected one of \['fp32'\]$"):
-        base.run_suite(_toy_suite([]), "tiny", 1, tmp_path, precision="bf16")
+        RunOptions.for_suite(_toy_suite([]), "tiny", 1, precision="bf16")
     assert not (tmp_path / "toy").exists()
 
 
@@ -238,8 +253,8 @@ def test_a_failed_tuning_run_names_itself_and_nothing_is_evaluated(tmp_path):
 
     calls = []
     with pytest.raises(base.SuiteIncomplete, match=r"tune/2.0 \(RuntimeError: tuning run broke"):
-        base.run_suite(_tuned_suite(calls, fail_tuning=True), "tiny", 2, tmp_path,
-                       progress=False, executor=ParallelExecutor(2))
+        base.run_suite(_tuned_suite(calls, fail_tuning=True), RunOptions("tiny", range(2)),
+                       tmp_path, progress=False, executor=ParallelExecutor(2))
     assert ("eval", 0) not in calls
 
 

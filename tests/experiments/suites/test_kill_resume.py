@@ -8,6 +8,7 @@ import sys
 import time
 from pathlib import Path
 
+from blocklab.experiments.options import RunOptions
 from blocklab.experiments.suites import get_suite
 
 CMD = [sys.executable, "-m", "blocklab", "suite", "ffn", "--tiny", "--no-progress", "--jobs", "2"]
@@ -43,7 +44,8 @@ def _alive(pid: int) -> bool:
 def test_killed_suite_resumes_without_recomputing(tmp_path):
     # ffn tunes first: the kill lands among its tuning runs.
     folder = tmp_path / "ffn" / "tiny+tuning"
-    total = len(get_suite("ffn").tune("tiny"))
+    ffn = get_suite("ffn")
+    total = len(ffn.tune(RunOptions.for_suite(ffn, "tiny"), []))
     proc = subprocess.Popen([*CMD, "--out", str(tmp_path)], stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE)
     deadline = time.monotonic() + 120
@@ -70,7 +72,7 @@ def test_killed_suite_resumes_without_recomputing(tmp_path):
     # every tuning run due, the points a grid grew at an edge included (tiny: one per arm)
     from blocklab.experiments.suites.base import stored_tuning
 
-    due, _, _, missing, _ = stored_tuning(get_suite("ffn"), "tiny", tmp_path)
+    due, _, _, missing, _ = stored_tuning(ffn, RunOptions.for_suite(ffn, "tiny"), tmp_path)
     assert not missing and len(after) == len(due) > total
     assert {k: after[k] for k in before} == before  # finished runs were not redone
     summary = json.loads((tmp_path / "ffn" / "tiny" / "summary.json").read_text())

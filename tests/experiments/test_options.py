@@ -1,0 +1,151 @@
+"""RunOptions: checked once where they are built (each bad value an InputError naming it and
+what is allowed), a suite's defaults, the one folder name and the one command renderer."""
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from blocklab.errors import InputError
+from blocklab.experiments import options as opts
+from blocklab.experiments.options import MAX_SEED_OFFSET, MAX_SEEDS, RunOptions
+from blocklab.experiments.suites.base import Suite
+
+SIZES = r"\['tiny', 'quick', 'full'\]"
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"size": "huge"}, rf"^suite size 'huge' is not allowed; expected one of {SIZES}$"),
+    ({"size": "Quick"}, rf"^suite size 'Quick' is not allowed; expected one of {SIZES}$"),
+    ({"seeds": range(0)}, rf"^seeds=0 is not allowed; expected an integer in \[1, {MAX_SEEDS}\]$"),
+    ({"seeds": range(MAX_SEEDS + 1)},
+     rf"^seeds={MAX_SEEDS + 1} is not allowed; expected an integer in \[1, {MAX_SEEDS}\]$"),
+    ({"seeds": [0, 1]},
+     r"^seeds=\[0, 1\] is not allowed; expected a range of consecutive seeds$"),
+    ({"seeds": 3}, r"^seeds=3 is not allowed; expected a range of consecutive seeds$"),
+    ({"seeds": range(0, 6, 2)},
+     r"^seeds=range\(0, 6, 2\) is not allowed; expected a range of consecutive seeds$"),
+    ({"seeds": range(-1, 1)},
+     rf"^seed offset -1 is not allowed; expected an integer in \[0, {MAX_SEED_OFFSET}\]$"),
+    ({"seeds": range(MAX_SEED_OFFSET + 1, MAX_SEED_OFFSET + 2)},
+     rf"^seed offset {MAX_SEED_OFFSET + 1} is not allowed; expected an integer in "
+     rf"\[0, {MAX_SEED_OFFSET}\]$"),
+    ({"precision": "fp16"},
+     r"^precision='fp16' is not allowed; expected one of \['fp32', 'bf16'\]$"),
+    ({"backend": "fused"},
+     r"^backend='fused' is not allowed; expected one of \['reference', 'fast', 'compiled'\]$"),
+])
+def test_a_bad_option_is_an_input_error_naming_it_and_what_is_allowed(kwargs, message):
+    assert issubclass(InputError, ValueError)
+    with pytest.raises(InputError, match=message):
+        RunOptions(**kwargs)
+
+
+def test_the_defaults_and_the_edges_are_allowed():
+    default = RunOptions()
+    assert (default.size, default.seeds, default.precision, default.backend) == (
+        "quick", range(1), "fp32", "fast")
+    assert default.seed_offset == 0
+    assert len(RunOptions("full", range(MAX_SEEDS)).seeds) == MAX_SEEDS
+    last = RunOptions("tiny", range(MAX_SEED_OFFSET, MAX_SEED_OFFSET + MAX_SEEDS))
+    assert last.seed_offset == MAX_SEED_OFFSET
+    assert RunOptions("tiny", range(2), "bf16", "compiled").backend == "compiled"
+
+
+def test_options_are_frozen_and_other_seeds_are_checked_too():
+    options = RunOptions("quick", range(2))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        options.size = "full"  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        options.seeds = range(5)  # type: ignore[misc]
+    more = options.with_seeds(range(2, 4))
+    assert more == RunOptions("quick", range(2, 4)) and options.seeds == range(2)
+    with pytest.raises(InputError, match=r"^seeds=0 is not allowed"):
+        options.with_seeds(range(0))
+
+
+# --- a suite's options ----------------------------------------------------------------------------
+def _suite(precisions=("fp32",)) -> Suite:
+    return Suite("toy", "a toy", lambda options, tuned: [], lambda options, results: None,
+                 default_seeds={"tiny": 1, "quick": 3, "full": 7}, precisions=precisions)
+
+
+def test_for_suite_takes_the_suites_default_seeds_from_the_offset():
+    suite = _suite()
+    assert RunOptions.for_suite(suite, "quick") == RunOptions("quick", range(3))
+    assert RunOptions.for_suite(suite, "full").seeds == range(7)
+    assert RunOptions.for_suite(suite, "tiny", None).seeds == range(1)
+    assert RunOptions.for_suite(suite, "quick", seed_offset=1000).seeds == range(1000, 1003)
+    assert RunOptions.for_suite(suite, "quick", 2, seed_offset=5).seeds == range(5, 7)
+    assert RunOptions.for_suite(suite, "quick", backend="reference").backend == "reference"
+    bf16 = RunOptions.for_suite(_suite(("fp32", "bf16")), "tiny", precision="bf16")
+    assert bf16 == RunOptions("tiny", range(1), "bf16")
+
+
+def test_for_suite_refuses_what_the_suite_or_any_run_cannot_take_in_one_line():
+    suite = _suite()
+    with pytest.raises(InputError, match=r"^suite toy: precision='bf16' is not allowed; "
+                                         r"expected one of \['fp32'\]$"):
+        RunOptions.for_suite(suite, "quick", precision="bf16")
+    with pytest.raises(InputError, match=rf"^suite size 'huge' is not allowed; expected one of "
+                                         rf"{SIZES}$"):
+        RunOptions.for_suite(suite, "huge")
+    with pytest.raises(InputError, match=r"^seeds=0 is not allowed"):
+        RunOptions.for_suite(suite, "quick", 0)
+    with pytest.raises(InputError, match=r"^seed offset -3 is not allowed"):
+        RunOptions.for_suite(suite, "quick", seed_offset=-3)
+    with pytest.raises(InputError, match=r"^backend='fused' is not allowed"):
+        RunOptions.for_suite(suite, "quick", backend="fused")
+
+
+# --- the folder and the command -------------------------------------------------------------------
+@pytest.mark.parametrize(("options", "kwargs", "folder"), [
+    (RunOptions("quick", range(2)), {}, "quick"),
+    (RunOptions("quick", range(1000, 1002)), {}, "quick+seeds1000"),
+    (RunOptions("quick", range(2), "bf16"), {}, "quick+bf16"),
+    (RunOptions("quick", range(1000, 1002), "bf16"), {}, "quick+seeds1000+bf16"),
+    (RunOptions("quick", range(2)), {"longer": True}, "quick+x2"),
+    (RunOptions("quick", range(2)), {"tuning": True}, "quick+tuning"),
+    (RunOptions("quick", range(2), "bf16"), {"tuning": True}, "quick+tuning+bf16"),
+    # one tuning folder for every seed offset
+    (RunOptions("quick", range(1000, 1002)), {"tuning": True}, "quick+tuning"),
+    (RunOptions("quick", range(1000, 1002), "bf16"), {"tuning": True}, "quick+tuning+bf16"),
+    (RunOptions("tiny", range(1), backend="compiled"), {}, "tiny"),  # speed only
+])
+def test_folder_names(options, kwargs, folder):
+    assert options.folder(**kwargs) == folder
+
+
+def test_the_command_that_rewrites_the_results():
+    options = RunOptions("quick", range(1000, 1003), "bf16")
+    assert options.command("ffn", "runs") == (
+        "blocklab suite ffn --size quick --seed-offset 1000 --precision bf16 --results runs")
+    assert RunOptions("quick", range(3)).command("ffn", Path("runs")) == (
+        "blocklab suite ffn --size quick --results runs")
+    assert RunOptions("full", range(5), backend="reference").command("norm-cost", "out") == (
+        "blocklab suite norm-cost --size full --results out")
+
+
+def test_notes_name_bf16_and_nothing_at_the_defaults():
+    assert RunOptions().notes() == []
+    (note,) = RunOptions(precision="bf16").notes()
+    assert "bf16" in note
+
+
+# --- the torch-free copies ------------------------------------------------------------------------
+def test_backends_and_precisions_equal_the_models():
+    from blocklab.nn import backends, model
+
+    assert opts.BACKENDS == backends.BACKENDS
+    assert opts.PRECISIONS == tuple(model.PRECISIONS)
+
+
+def test_options_need_no_torch():
+    import subprocess
+    import sys
+
+    code = ("import sys; from blocklab.experiments.options import RunOptions; "
+            "RunOptions('tiny', range(2), 'bf16', 'compiled').folder(); "
+            "assert 'torch' not in sys.modules, 'torch'")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
