@@ -121,8 +121,6 @@ def test_an_extra_key_that_shadows_a_timings_field_raises():
         RunResult("ok", wall_time_s=1.0, extra={"wall_time_s": 2.0}).to_dict()
 
 
-@pytest.mark.xfail(strict=True, reason="to_dict writes the stamps over a suite's extra keys "
-                                       "of the same name instead of refusing them")
 @pytest.mark.parametrize("key", STAMPS)
 def test_an_extra_key_that_shadows_a_stamp_raises(key):
     stamped = _stamped(RunResult("ok", extra={key: "the suite's own"}))
@@ -220,3 +218,9 @@ def test_a_file_stored_before_run_result_reads_with_its_run_label(tmp_path):
     assert {k: v for k, v in again.items() if k != "curves"} == {
         k: v for k, v in old.items() if k != "curves"}
     assert _round_trip(result) == result
+
+
+@pytest.mark.parametrize("run", ["x", 3, ["label", "arm", 0]])
+def test_a_run_record_that_is_not_an_object_is_a_results_error(run):
+    with pytest.raises(ResultsError, match=r"^f\.json\.run: expected an object"):
+        RunResult.from_dict({"status": "ok", "run": run}, "f.json")

@@ -192,19 +192,20 @@ def train(
     with machine_lock(echo=err.print), distributed.process_group(train_config.device):
         result = run(model_config, train_config, corpus, out / "result.json", progress=progress)
     if not main_rank:
-        raise typer.Exit(0 if result["status"] == "ok" else 1)
-    summary = {key: result[key] for key in ("run_id", "status", "reason", "steps_done",
+        raise typer.Exit(0 if result.status == "ok" else 1)
+    stored = result.to_dict()  # the JSON form: what result.json holds
+    summary = {key: stored[key] for key in ("run_id", "status", "reason", "steps_done",
                                             "wall_time_s", "compile_s", "ms_per_step",
                                             "tokens_per_s", "backends")}
     summary["precision"] = train_config.precision
     summary["backend"] = train_config.backend
-    summary["final"] = {k: v for k, v in result["final"].items() if k != "per_position_loss"}
+    summary["final"] = {k: v for k, v in stored["final"].items() if k != "per_position_loss"}
     summary["result"] = str(out / "result.json")
     if as_json:
         typer.echo(json.dumps(summary, indent=2))
     else:
         _print_summary(summary, model_config, corpus.name)
-    if result["status"] != "ok":
+    if result.status != "ok":
         raise typer.Exit(1)
 
 

@@ -144,7 +144,7 @@ class RunResult:
                 value = getattr(self, name)
                 if name != "status" and value is not None:
                     out[name] = _plain(value)
-        clash = set(self.extra) & set(out)
+        clash = set(self.extra) & (set(out) | set(_STAMPS))
         if clash:
             raise ValueError(f"a run's extra keys {sorted(clash)} shadow its own fields")
         out.update(self.extra)
@@ -182,6 +182,9 @@ class RunResult:
             extra["curves"] = data["curves"]
         if isinstance(data.get("run"), dict):
             kwargs["run"] = _build(RunLabel, data["run"], f"{where}.run")
+        elif data.get("run") is not None:
+            raise ResultsError(f"{where}.run: expected an object {{label, arm, seed}}, got "
+                               f"{data['run']!r}")
         return cls(**kwargs, extra=extra)
 
 

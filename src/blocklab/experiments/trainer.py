@@ -596,7 +596,7 @@ def train(model_config: ModelConfig, train_config: TrainConfig,
     With `train_config.backend == "compiled"` every graph the run needs is built before the
     first step (forward and backward on the first batch with and without the per-layer logging
     hooks, evaluation at each length, the end-of-run evaluation's shapes); that wall time, the
-    compile cost, is reported as result["compile_s"] (None otherwise), not in train_time_s.
+    compile cost, is reported as `result.compile_s` (None otherwise), not in train_time_s.
     Every evaluation runs with the per-layer hooks still on (inactive), as they were compiled.
 
     Inside a process group every rank must call this with the same arguments, and each gets
