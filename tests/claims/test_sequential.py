@@ -14,6 +14,7 @@ from blocklab.claims.ledger import Context, run_claims
 from blocklab.claims.registry import suite_rules
 from blocklab.claims.rules import ALPHA, Rule, look_level, looks
 from blocklab.claims.sequential import Wanted, next_blocks, run_looks, worst_case_blocks
+from blocklab.experiments.options import RunOptions
 from blocklab.experiments.suites import run_suites
 from blocklab.experiments.summaries import load_summary
 
@@ -108,7 +109,8 @@ def test_a_would_be_contradiction_gets_its_arms_trained_twice_as_long(tmp_path):
     from blocklab.claims.sequential import run_longer
     from blocklab.experiments.suites import get_suite, run_suite
 
-    run_suite(get_suite("ffn"), "tiny", None, tmp_path, progress=False)
+    run_suite(get_suite("ffn"), RunOptions.for_suite(get_suite("ffn"), "tiny", None), tmp_path,
+              progress=False)
     due = {"ffn": [Wanted("C16", "swiglu", "ffn", ("relu", "swiglu"), 1, 1)]}
     assert run_longer(tmp_path, "tiny", due, executor=None, progress=False) == {}
     longer = load_summary(tmp_path, "ffn", "tiny", longer=True)
@@ -129,7 +131,7 @@ def _calibration(size, names):
     pairs = []
     for name in names:
         suite = get_suite(name)
-        specs = (suite.plan(size, range(12), []) if suite.tune else suite.plan(size, range(12)))
+        specs = suite.plan(RunOptions(size, range(12)), [])
         pairs += [(suite, s) for s in specs]
     shapes = estimate.shapes_of(pairs)
     timing = estimate.Timing(build_s=0.01, step_s=0.02, forward_s=0.007, call_s=0.001)
