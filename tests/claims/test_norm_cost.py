@@ -1,7 +1,6 @@
 """C18 (`blocklab.claims.norm_cost`): verdicts from fabricated norm-cost summaries, written
 the way `run_suite` writes them, and its combining rule."""
 
-import json
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ from blocklab.experiments.summaries import (
     StepTime,
     Summary,
     TimeRatio,
+    save_summary,
 )
 
 
@@ -23,12 +23,9 @@ def _ci(mean, low, high, n=10) -> Interval:
 
 
 def _write(root: Path, suite: str, data) -> None:
-    """Store `data` as the summary of `suite` (quick) exactly as `run_suite` writes one, so the
-    checks read it back through `load_summary` (which checks every field)."""
-    folder = root / suite / "quick"
-    folder.mkdir(parents=True, exist_ok=True)
-    summary = Summary(suite, "quick", 3, [], [], data, runs=1, wall_time_s=1.0)
-    (folder / "summary.json").write_text(json.dumps(summary.to_dict()))
+    """Store `data` as the summary of `suite` (quick), as `run_suite` does."""
+    save_summary(root / suite / "quick", Summary(suite, "quick", 3, [], [], data, runs=1,
+                                                 wall_time_s=1.0))
 
 
 def _ratio(impl, ratio, low, high, d=1024, pass_name="fwdbwd") -> KernelRatio:

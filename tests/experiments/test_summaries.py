@@ -26,6 +26,7 @@ from blocklab.experiments.summaries import (
     Table,
     decode,
     load_summary,
+    save_summary,
     summary_from_dict,
 )
 
@@ -66,6 +67,20 @@ def test_a_summary_reads_back_equal_and_typed(tmp_path):
     assert back == summary
     assert isinstance(back.data.arms["swiglu"].delta_vs_relu, Interval)
     assert back.data.page["swiglu"] == (1.0, 2.0)  # tuples survive JSON's lists
+
+
+def test_save_summary_writes_what_load_summary_reads(tmp_path):
+    summary = _ffn_summary()
+    path = save_summary(tmp_path / "ffn" / "quick", summary)
+    assert path == tmp_path / "ffn" / "quick" / "summary.json"
+    assert load_summary(tmp_path, "ffn", "quick") == summary
+    assert not [p for p in path.parent.iterdir() if p.name != "summary.json"]  # no temp left
+    broken = dataclasses.replace(summary, data=dataclasses.replace(
+        summary.data, arms={"swiglu": _arm(counted=2.5)}))  # an int field holding a float
+    with pytest.raises(RuntimeError, match=r"suite ffn wrote a summary that does not read "
+                                           r"back: .*counted: expected int, found 2\.5"):
+        save_summary(tmp_path / "ffn" / "quick", broken)
+    assert load_summary(tmp_path, "ffn", "quick") == summary  # the good one is kept
 
 
 @pytest.mark.parametrize("change, message", [

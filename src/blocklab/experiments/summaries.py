@@ -921,6 +921,25 @@ def load_summary(out_dir: str | Path, suite: str, size: str, data_type: type | N
     return summary
 
 
+def save_summary(folder: str | Path, summary: Summary) -> Path:
+    """Write `summary` to `folder`/summary.json, atomically, as `load_summary` reads it back.
+
+    A summary whose fields do not read back is not written: that is a bug in the suite that
+    filled it (a RuntimeError naming the field), not a results error for the user."""
+    from blocklab.config import write_atomic
+    from blocklab.jsonio import json_safe
+
+    text = json.dumps(json_safe(summary.to_dict()), indent=1, allow_nan=False) + "\n"
+    try:
+        summary_from_dict(json.loads(text), f"summary of {summary.suite}", type(summary.data))
+    except ResultsError as err:
+        raise RuntimeError(f"suite {summary.suite} wrote a summary that does not read back: "
+                           f"{err}") from err
+    path = Path(folder) / "summary.json"
+    write_atomic(path, text)
+    return path
+
+
 def incomplete(out_dir: str | Path, summary: Summary, precision: str = "fp32") -> str | None:
     """Why the stored `summary` under `out_dir` cannot be used, or None when it can: every run
     it lists (`run_ids`) must still have a complete result beside it (a file that parses and

@@ -41,13 +41,13 @@ from typing import Any
 from blocklab.config import write_atomic
 from blocklab.errors import InputError, Interrupted, ResultsError
 from blocklab.experiments.options import RunOptions
-from blocklab.experiments.results import ResultSink, ResultStore, json_safe, result_json
+from blocklab.experiments.results import ResultSink, ResultStore, json_safe
 from blocklab.experiments.run_result import RunLabel, RunResult
 from blocklab.experiments.summaries import (
     Interval,
     SeedBlock,
     Summary,
-    summary_from_dict,
+    save_summary,
 )
 
 
@@ -422,15 +422,7 @@ def summarise_suite(planned: PlannedSuite, failed: dict[str, str], elapsed_s: fl
     if not dataclasses.is_dataclass(summary.data):
         raise TypeError(f"suite {suite.name}: summarise must return a dataclass as data, got "
                         f"{type(summary.data).__name__}")
-    text = result_json(summary.to_dict())
-    # What is written must read back: a field the writer filled wrongly fails here, not later
-    # in the ledger (a bug in the suite, so not a ResultsError for the user).
-    try:
-        summary_from_dict(json.loads(text), f"summary of {suite.name}", type(summary.data))
-    except ResultsError as err:
-        raise RuntimeError(f"suite {suite.name} wrote a summary that does not read back: "
-                           f"{err}") from err
-    write_atomic(store.root / "summary.json", text)
+    save_summary(store.root, summary)
     return summary
 
 
