@@ -3,12 +3,15 @@
     data        corpora (stdlib, shakespeare, your files), `ByteTokenizer`, batch sampler
     synthetic   passkey retrieval, associative recall, copy; `passkey_accuracy`
     init        named initialisations (gpt2, xavier, fan_in, depth, default)
-    trainer     `TrainConfig`, `train`, `run` -> one JSON result; `run_stored` (trains only
+    trainer     `TrainConfig`, `train`, `run` -> one `RunResult`; `run_stored` (trains only
                 what a `ResultStore` lacks)
+    run_result  `RunResult`, a run's typed result (no PyTorch)
+    options     `RunOptions`: size, seeds, precision and backend of a suite invocation
     results     `run_id`, `ResultStore` (a folder of results; imports no trainer, no PyTorch)
     env         the environment record stored in every result
 
-Names are imported on first use, so reading results (`ResultStore`) needs no PyTorch.
+Names are imported on first use, so reading results (`ResultStore`, `RunResult`) needs no
+PyTorch.
 """
 
 from __future__ import annotations
@@ -41,6 +44,8 @@ _EXPORTS = {
     "train": "trainer",
     "ResultStore": "results",
     "run_id": "results",
+    "RunResult": "run_result",
+    "RunOptions": "options",
     "environment": "env",
 }
 

@@ -18,7 +18,9 @@ otherwise, so a rerun with the same results folder completes only the missing ru
                          its label and the others carry on
 
     from blocklab.experiments.executors import RayExecutor
-    run_suite(get_suite("ffn"), "quick", out_dir="runs", executor=RayExecutor(address="auto"))
+    ffn = get_suite("ffn")
+    run_suite(ffn, RunOptions.for_suite(ffn, "quick"), "runs",
+              executor=RayExecutor(address="auto"))
 
 Ray ships each run to a worker by pickling its `RunSpec.execute` function with cloudpickle:
 closures over plain values (sizes, seeds, labels) travel as they are, and functions of

@@ -2,13 +2,13 @@
 
 A suite is a grid of independent runs (arms × seeds). Each run is a `RunSpec`: a label, the
 arm and seed it belongs to, a JSON-able `payload` that fully determines it (hashed into its
-run id), and an `execute` function that produces its result dictionary. `run_suite` executes
+run id), and an `execute` function that returns its `RunResult`. `run_suite` executes
 the specs whose result is not stored yet, each one written atomically the moment it finishes,
 so an interrupted suite resumes where it stopped and nothing finished is lost. Then the suite's
 `summarise` turns stored results into tables; it never trains anything.
 
-    suite = SUITES["ffn"]
-    summary = run_suite(suite, size="quick", seeds=2, out_dir="runs")
+    suite = get_suite("ffn")
+    summary = run_suite(suite, RunOptions.for_suite(suite, "quick", 2), "runs")
 
 A suite may also tune before it measures (`Suite.tune`): say, each arm's learning rate picked
 from a grid on seeds of its own. Those tuning runs are a first stage, stored apart
