@@ -43,12 +43,24 @@ _TRAIN_IGNORED = ("threads", "device", "backend")
 _TRAIN_ADDED = {"precision": "fp32"}
 
 
+def added_identity(**fields: str) -> dict[str, str]:
+    """Of fields added to run ids after the first ids were issued (precision), those not at
+    their default: what a run's payload must name so that its id is the one it had before the
+    field existed (`added_identity(precision="fp32")` is {}). The one rule of id
+    compatibility, for train configs (`train_identity`) and the suites' other payloads alike."""
+    unknown = set(fields) - set(_TRAIN_ADDED)
+    if unknown:
+        raise TypeError(f"not an added identity field: {sorted(unknown)}")
+    return {k: v for k, v in fields.items() if _TRAIN_ADDED[k] != v}
+
+
 def train_identity(train_config: _Config | dict) -> dict[str, Any]:
     """The fields of a train config that make a run what it is: all but threads, device and
-    backend (speed, not values), and precision only when it is not the default float32."""
+    backend (speed, not values), and an added field (precision) only off its default."""
     train = train_config if isinstance(train_config, dict) else train_config.to_dict()
-    return {k: v for k, v in train.items()
-            if k not in _TRAIN_IGNORED and not (k in _TRAIN_ADDED and _TRAIN_ADDED[k] == v)}
+    kept = {k: v for k, v in train.items() if k not in _TRAIN_IGNORED}
+    added = added_identity(**{k: kept.pop(k) for k in _TRAIN_ADDED if k in kept})
+    return {k: v for k, v in train.items() if k in kept or k in added}
 
 
 def run_id(model_config: ModelConfig | dict, train_config: _Config | dict,

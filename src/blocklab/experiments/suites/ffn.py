@@ -63,7 +63,7 @@ from typing import TYPE_CHECKING, Any
 
 from blocklab.config import FFNS, ModelConfig
 from blocklab.experiments.options import RunOptions
-from blocklab.experiments.results import train_identity
+from blocklab.experiments.results import added_identity, train_identity
 from blocklab.experiments.run_result import RunResult
 from blocklab.experiments.suites.base import (
     TUNING_SEEDS,
@@ -447,8 +447,7 @@ def plan_at(options: RunOptions, lrs: dict[str, float],
                       "models": [model_config(arm, size).to_dict() for arm in size.arms],
                       "batch_size": size.batch_size, "seq_len": size.seq_len,
                       "steps": size.timing_steps, "rounds": size.timing_rounds}
-    if options.precision != "fp32":  # float32 ids: those of runs made before precision existed
-        timing_payload["precision"] = options.precision
+    timing_payload.update(added_identity(precision=options.precision))
     specs.append(RunSpec("ffn timing", "timing", 0, timing_payload,
                          lambda progress: time_arms(size, options, size.arms), timed=True,
                          reads_tuning=False))

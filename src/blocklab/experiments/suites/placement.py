@@ -77,7 +77,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from blocklab.config import ModelConfig
 from blocklab.experiments.options import RunOptions
-from blocklab.experiments.results import train_identity
+from blocklab.experiments.results import added_identity, train_identity
 from blocklab.experiments.run_result import RunResult
 from blocklab.experiments.suites.base import (
     TUNING_SEEDS,
@@ -466,8 +466,7 @@ def plan(options: RunOptions, tuned: Results) -> list[RunSpec]:
                                "seed": seed, "probe": asdict(probe),
                                "model": probe_model_config(placement, depth, probe).to_dict(),
                                "data": DATA}
-                    if options.precision != "fp32":
-                        payload["precision"] = options.precision
+                    payload.update(added_identity(precision=options.precision))
 
                     def execute(progress, placement=placement, init=init, depth=depth,
                                 seed=seed):

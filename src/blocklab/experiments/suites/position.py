@@ -88,7 +88,7 @@ import numpy as np
 from blocklab.config import ModelConfig
 from blocklab.errors import InputError, ResultsError
 from blocklab.experiments.options import RunOptions
-from blocklab.experiments.results import json_safe, train_identity
+from blocklab.experiments.results import added_identity, json_safe, train_identity
 from blocklab.experiments.run_result import RunResult
 from blocklab.experiments.suites.base import (
     TUNING_SEEDS,
@@ -1253,8 +1253,7 @@ def plan(options: RunOptions, tuned: Results) -> list[RunSpec]:
                            "model": arm_config(size, arm).to_dict(), "L": config.L,
                            "mults": config.mults,
                            "passkey": dataclasses.asdict(config.passkey), "seed": seed}
-                if precision != "fp32":
-                    payload["precision"] = precision
+                payload.update(added_identity(precision=precision))
                 specs.append(RunSpec(f"passkey {arm} seed {seed}", f"passkey:{arm}", seed,
                                      payload, lambda progress, arm=arm, seed=seed:
                                      _passkey_run(options, arm, seed, progress),
