@@ -446,8 +446,8 @@ def test_ledger_figures_render_from_report_json_alone(built, monkeypatch):
     ledger.register_checks()
     for module, name in ((trainer, "train"), (trainer, "run"), (suite_base, "run_suite"),
                          (suite_base, "execute_in_process"), (claims, "run_claims"),
-                         (ledger, "run_claims"), (ledger, "decide"), (ledger, "decide_parts"),
-                         (rules, "decide"), (rules, "decide_parts"), (build, "collect"),
+                         (ledger, "run_claims"), (rules, "decide"), (rules, "decide_parts"),
+                         (rules, "settle"), (build, "collect"),
                          (build, "decision_budget"), (build, "run_costs")):
         monkeypatch.setattr(module, name, forbidden)
     for cid in list(ledger.CHECKS):

@@ -20,10 +20,6 @@ from blocklab.claims.rules import (
     Estimate,
     Part,
     Rule,
-    # Not used here since the parts moved to `rules`; kept importable because the report's
-    # tests patch them on this module to prove that rendering decides nothing.
-    decide,  # noqa: F401
-    decide_parts,  # noqa: F401
 )
 from blocklab.claims.text import CLAIM_TEXT, ERROR, VERDICTS, claim_sources
 from blocklab.errors import InputError
