@@ -3,7 +3,7 @@
 One random-weight SwiGLU DecoderLM (head_dim 64, byte vocabulary, float32) and its int8 copies
 (nothing, FFN only, attention only, all linear layers; weight-only or dynamic int8, by
 `blocklab.nn.int8.quantize_model`) are timed side by side in one process by
-`blocklab.experiments.int8_measurements.time_schemes`: every repeat runs each scheme once, in an
+`blocklab.experiments.int8_measurements.measure_schemes`: every repeat runs each scheme once, in an
 order rotated by one per repeat; a prefill of T tokens per T, then one-token decode steps on the
 KV cache of the first T (median of the steps). Prints median ms and the speed-up float / scheme
 (ratio of the medians) next to two bounds:
@@ -16,8 +16,8 @@ KV cache of the first T (median of the steps). Prints median ms and the speed-up
               the KV cache unchanged)
 
 `--compile` also times torch.compile'd models (dynamic shapes; one scheme at a time with its
-repeats back to back, as `time_schemes` does it); warm-up including compilation is reported apart,
-and k stays the eager GEMMs'. The CPU's int8 flags are printed: without VNNI (avx512_vnni,
+repeats back to back, as `measure_schemes` does it); warm-up including compilation is reported
+apart, and k stays the eager GEMMs'. The CPU's int8 flags are printed: without VNNI (avx512_vnni,
 avx_vnni) or AMX (amx_int8) torch's int8 GEMMs take a slow path, slower than float32.
 
     python benchmarks/quantize.py [--d-model 1024] [--layers 2] [--seq 512 1024]
@@ -28,6 +28,7 @@ avx_vnni) or AMX (amx_int8) torch's int8 GEMMs take a slow path, slower than flo
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import statistics
 from typing import Any
@@ -39,10 +40,10 @@ from blocklab.experiments.int8_measurements import (
     TIMING_VOCAB,
     amdahl,
     decode_bytes,
+    measure_schemes,
     part_flop_share,
-    time_schemes,
 )
-from blocklab.experiments.suites.quantize import cpu_flags
+from blocklab.experiments.suites.quantize import SchemeTimes, cpu_flags
 from blocklab.nn.int8 import MODES
 
 med = statistics.median
@@ -58,15 +59,15 @@ def prefill_bound(cfg: ModelConfig, part: str, t: int, k: dict[str, float]) -> f
     return 1.0 / (1.0 - sum(s.values()) + sum(s[p] / k[p] for p in s))
 
 
-def summarise(cfg: ModelConfig, raw: dict[str, Any], lens: list[str]) -> dict[str, Any]:
+def summarise(cfg: ModelConfig, times: SchemeTimes, lens: list[str]) -> dict[str, Any]:
     """Median ms, speed-ups vs float and bounds per scheme; the GEMM k per mode, part and T."""
-    gemm = raw["gemm_s"]
+    gemm = times.gemm_s
     k = {mode: {p: {t: med(gemm[f"none/{p}"][t]) / med(gemm[f"{p}/{mode}"][t]) for t in lens}
                 for p in ("ffn", "attention")} for mode in MODES}
-    base_prefill, base_decode = raw["prefill_s"]["none"], med(raw["decode_s"]["none"])
+    base_prefill, base_decode = times.prefill_s["none"], med(times.decode_s["none"])
     context = int(lens[0])  # decode continues the first prefill
     rows = []
-    for name, prefill in raw["prefill_s"].items():
+    for name, prefill in times.prefill_s.items():
         part, mode = ("none", "none") if name == "none" else name.split("/")
         rows.append({
             "scheme": name,
@@ -75,12 +76,12 @@ def summarise(cfg: ModelConfig, raw: dict[str, Any], lens: list[str]) -> dict[st
             "prefill_bound": {t: prefill_bound(cfg, part, int(t), {p: k[mode][p][t] for p in
                                                                   k.get(mode, {})})
                               for t in lens},
-            "decode_ms": 1e3 * med(raw["decode_s"][name]),
-            "decode_speedup": base_decode / med(raw["decode_s"][name]),
+            "decode_ms": 1e3 * med(times.decode_s[name]),
+            "decode_speedup": base_decode / med(times.decode_s[name]),
             "decode_bound": decode_bytes(cfg, "none", context) / decode_bytes(cfg, part, context),
-            "logits_error": raw["logits_error"].get(name),
-            "compile_s": raw["compile_s"].get(name)})
-    return {"rows": rows, "gemm_speedup": k, "raw": raw}
+            "logits_error": times.logits_error.get(name),
+            "compile_s": times.compile_s.get(name)})
+    return {"rows": rows, "gemm_speedup": k, "raw": dataclasses.asdict(times)}
 
 
 def print_run(kind: str, run: dict[str, Any], lens: list[str]) -> None:
@@ -122,10 +123,10 @@ def main() -> None:
     lens = [str(t) for t in args.seq]
     runs = {}
     for kind in ("eager", "compiled") if args.compile else ("eager",):
-        raw = time_schemes(cfg, seq_lens=args.seq, decode_steps=args.decode_steps,
-                           repeats=args.repeats, compile=kind == "compiled",
-                           threads=args.threads)
-        runs[kind] = summarise(cfg, raw, lens)
+        times = measure_schemes(cfg, seq_lens=args.seq, decode_steps=args.decode_steps,
+                                repeats=args.repeats, compile=kind == "compiled",
+                                threads=args.threads)
+        runs[kind] = summarise(cfg, times, lens)
     flags = cpu_flags()
     result = {"config": {"d_model": cfg.d_model, "n_layers": cfg.n_layers, "d_ff": cfg.d_ff,
                          "n_heads": cfg.n_heads, "seq_lens": args.seq,

@@ -57,10 +57,10 @@ def quantize(
         check_timing_fits,
         checkpoint_files,
         checkpoint_layers,
+        measure_schemes,
         scaled_config,
-        time_schemes,
     )
-    from blocklab.experiments.suites.quantize import cpu_flags, timing_rows
+    from blocklab.experiments.suites.quantize import cpu_flags, scheme_rows
 
     path = Path(model)
     checkpoint = path.is_dir()
@@ -98,10 +98,9 @@ def quantize(
         cfg = base.config
     docs = []
     for compiled in ((False, True) if compile else (False,)):
-        raw = time_schemes(cfg, seq_lens=sorted(seq), repeats=repeats, compile=compiled,
-                           threads=threads, model=base)
-        spec = {"seq_lens": sorted(seq), "compile": compiled}
-        rows = timing_rows({"model": cfg.to_dict(), "spec": spec, **raw})
+        times = measure_schemes(cfg, seq_lens=sorted(seq), repeats=repeats, compile=compiled,
+                                threads=threads, model=base)
+        rows = scheme_rows(cfg, sorted(seq), compiled, times)
         docs += [{"scheme": r.scheme, "compiled": r.compiled, "prefill_ms": r.prefill_ms,
                   "prefill_speedup": {t: s.mean for t, s in r.prefill_speedup.items()},
                   "prefill_estimate": r.prefill_estimate, "prefill_bound": r.prefill_bound,

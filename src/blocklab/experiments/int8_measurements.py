@@ -38,13 +38,11 @@ same ratio for the free-layers model, per repeat, so the two share their float t
 from __future__ import annotations
 
 import copy
-import dataclasses
 import math
 import statistics
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 import torch
 from torch import nn
@@ -332,14 +330,6 @@ def _linears(model: nn.Module, part: str, layer: int = 0) -> list[nn.Linear]:
             and name.startswith(f"layers.{layer}.") and part_of(name) == part]
 
 
-def time_schemes(cfg: ModelConfig, **options: Any) -> dict[str, Any]:
-    """`measure_schemes(cfg, **options)` in its JSON form (`SchemeTimes`' fields as keys), as
-    the `blocklab quantize` command spreads it into its document; a caller that reads the
-    timings calls `measure_schemes`."""
-    return dataclasses.asdict(measure_schemes(cfg, **options))
-
-
-@torch.no_grad()
 def measure_schemes(cfg: ModelConfig, *, seq_lens: Sequence[int], decode_steps: int = 4,
                     repeats: int = 3, warmup: int = 1,
                     schemes: Sequence[tuple[str, str]] = SCHEMES, compile: bool = False,

@@ -227,8 +227,8 @@ _FREE = ("free_prefill_s", "free_decode_s")  # absent from records made before t
 
 
 def scheme_times(doc: dict[str, Any], where: str = "timings") -> SchemeTimes:
-    """`SchemeTimes` from the keys of its JSON form in `doc` (`time_schemes`' output with other
-    keys beside; free-layers timings absent from before they were timed read as None);
+    """`SchemeTimes` from the keys of its JSON form in `doc` (`dataclasses.asdict` of one, with
+    other keys beside; free-layers timings absent from before they were timed read as None);
     ResultsError names what does not fit."""
     return decode(SchemeTimes, {name: doc.get(name) for name in _TIMES}, where)
 
@@ -540,15 +540,6 @@ def scheme_rows(cfg: ModelConfig, seq_lens: Sequence[int], compiled: bool,
             prefill_bound=bound, decode_time_share=d_share, decode_estimate=d_estimate,
             decode_bound=d_bound, compile_s=times.compile_s.get(scheme)))
     return out
-
-
-def timing_rows(doc: dict[str, Any]) -> list[QuantTiming]:
-    """`scheme_rows` of a timing document: `time_schemes`' JSON output with "model"
-    (`ModelConfig.to_dict()`) and "spec" ({"seq_lens", "compile"}), as the `blocklab quantize`
-    command builds it."""
-    spec = doc["spec"]
-    return scheme_rows(ModelConfig.from_dict(doc["model"]), spec["seq_lens"],
-                       bool(spec["compile"]), scheme_times(doc))
 
 
 @dataclass(frozen=True)
