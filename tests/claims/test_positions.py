@@ -19,6 +19,7 @@ from blocklab.claims.registry import (
     CHANGED_AFTER_DATA,
     registered,
 )
+from blocklab.experiments.options import RunOptions
 from blocklab.experiments.suites import position as ps
 from blocklab.experiments.summaries import (
     FineTune,
@@ -73,7 +74,8 @@ def test_reversed_prefix_keeps_the_bag_and_the_last_token():
 
 
 def test_order_probe_matches_a_direct_computation_and_is_zero_on_palindromes():
-    model = build_model(ps.arm_config("tiny", "none"), ps.train_config("tiny", 0)).eval()
+    tc = ps.train_config(RunOptions("tiny"), 0)
+    model = build_model(ps.arm_config("tiny", "none"), tc).eval()
     val = np.random.default_rng(0).integers(0, 256, 4000).astype(np.uint8)
     probe = ps.order_probe(model, val, prefix_len=16, prefixes=3)
     from blocklab.experiments.data import validation_windows
@@ -101,7 +103,8 @@ def test_kernel_and_mask_detection_names_each_scheme():
     L = ps.SIZES["tiny"].L
     ids = torch.randint(0, 256, (1, L), generator=torch.Generator().manual_seed(0))
     for scheme in ps.COST_SCHEMES:
-        model = build_model(ps.arm_config("tiny", scheme), ps.train_config("tiny", 0)).eval()
+        tc = ps.train_config(RunOptions("tiny"), 0)
+        model = build_model(ps.arm_config("tiny", scheme), tc).eval()
         with torch.no_grad():
             kernels = ps.sdpa_kernels(lambda m=model: m(ids))
             masks = ps.sdpa_masks(lambda m=model: m(ids))

@@ -20,8 +20,6 @@ from typing import Any
 
 from blocklab.errors import ResultsError
 
-STATUSES = ("ok", "diverged", "stuck")  # what the trainer reports; a suite may add its own
-
 
 @dataclass
 class LayerGradNorms:

@@ -19,7 +19,7 @@ from blocklab.experiments.trainer import build_model, evaluate
 
 
 def _model(arm, size="tiny", seed=0):
-    return build_model(ps.arm_config(size, arm), ps.train_config(size, seed)).eval()
+    return build_model(ps.arm_config(size, arm), ps.train_config(RunOptions(size), seed)).eval()
 
 
 def _logits(model, ids):
@@ -292,5 +292,5 @@ def test_run_ids_are_pinned_and_options_reach_every_train_config():
                                                            "factor": 3.0, "max_extensions": 3}
     tc = ps.train_config(RunOptions("tiny", precision="bf16", backend="reference"), 0, lr=0.5)
     assert (tc.precision, tc.backend, tc.lr, tc.seq_len) == ("bf16", "reference", 0.5, 128)
-    plain = ps.train_config("tiny", 3)  # a size alone: float32, the default backend
+    plain = ps.train_config(RunOptions("tiny"), 3)  # float32, the default backend
     assert (plain.precision, plain.backend, plain.seed, plain.lr) == ("fp32", "fast", 3, 3e-3)

@@ -316,12 +316,10 @@ def arm_config(size: str, arm: str) -> ModelConfig:
                        name=f"position-{arm}")
 
 
-def train_config(options: RunOptions | str, seed: int, lr: float | None = None) -> TrainConfig:
+def train_config(options: RunOptions, seed: int, lr: float | None = None) -> TrainConfig:
     """The training run of an arm at `lr` (its tuned peak lr; None: the middle of the
     registered grid, for the runs no arm's tuning applies to, such as the timed cost run), in
-    `options`' precision and on its backend (a size name alone: float32, the default backend,
-    as for a model built to be probed)."""
-    options = RunOptions(options) if isinstance(options, str) else options
+    `options`' precision and on its backend."""
     size = options.size
     t = SIZES[size].train
     base = t.lr_grid.base

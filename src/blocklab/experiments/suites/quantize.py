@@ -207,10 +207,10 @@ class TimingRecord:
 
     @classmethod
     def of(cls, result: RunResult, where: str) -> TimingRecord:
-        """The record of a stored timing run; ResultsError names what does not fit. Its
-        "compile_s" (per scheme) shares its name with a trainer field, where a stored result
-        puts it; read from the stored form."""
-        fields = {**result.extra, "compile_s": result.to_dict().get("compile_s")}
+        """The record of a stored timing run; ResultsError names what does not fit. (Its
+        per-scheme "compile_s" is the suite's own, in `extra`, though a training run's field
+        has the name: `RunResult.from_dict` keeps a key of another type there.)"""
+        fields = dict(result.extra)
         expected = {"kind", "model", "spec", "cpu_flags", *_TIMES}
         missing = sorted(expected - set(fields) - set(_FREE))
         unknown = sorted(set(fields) - expected)
