@@ -117,10 +117,16 @@ TRITON_KERNEL = Capabilities(dtypes=frozenset({torch.float16, torch.bfloat16, to
                              devices=_TRITON_DEVICES)
 
 
+# Why a registered kernel family cannot run a call it declared it can (it did not build or
+# load, or reads the call's second operand in another dtype), or None: (x, other) -> reason.
+Probe = Callable[[Tensor, "Tensor | None"], "str | None"]
+
+
 @dataclass(frozen=True)
 class Registered:
     fn: Callable[..., object]
     capabilities: Capabilities
+    loaded: Probe | None = None
 
 
 _REGISTRY: dict[tuple[str, str], Registered] = {}
@@ -142,15 +148,18 @@ def check_backend(backend: str) -> str:
 
 
 def register(op: str, name: str, fn: Callable[..., object],
-             capabilities: Capabilities) -> None:
+             capabilities: Capabilities, loaded: Probe | None = None) -> None:
     """Make `fn` the implementation `name` of `op`, able to run what `capabilities` declares
-    (done once, by the module defining it)."""
+    when `loaded` (x, other) says nothing against it (done once, by the module defining it).
+
+    The probe is how this registry learns about kernels without importing them: the kernel
+    modules import this one for their fallbacks, so an import back would be a circle."""
     if op not in OPS or name not in IMPLEMENTATIONS:
         raise ValueError(f"cannot register {name!r} for {op!r}: unknown op or implementation")
     if not isinstance(capabilities, Capabilities):
         raise TypeError(f"register({op!r}, {name!r}): capabilities must be a Capabilities, "
                         f"not {type(capabilities).__name__}")
-    _REGISTRY[op, name] = Registered(fn, capabilities)
+    _REGISTRY[op, name] = Registered(fn, capabilities, loaded)
 
 
 def implementations(op: str) -> tuple[str, ...]:
@@ -176,24 +185,6 @@ def _entry(op: str, name: str) -> Registered:
                                 f"{list(implementations(op))}") from None
 
 
-def _loaded_reason(op: str, name: str, x: Tensor, other: Tensor | None) -> str | None:
-    """Why kernel family `name` cannot run `op` here although it declared it can: the kernels
-    did not build or load, or the op's second operand is one they do not read."""
-    if name == "cpu":
-        from blocklab.nn import cpu_kernels
-        return cpu_kernels.unavailable_reason(x, other)
-    if name != "triton":
-        return None
-    from blocklab.nn import triton_kernels
-    reason = triton_kernels.unavailable_reason(x)
-    # The Triton norms and RoPE cast a float32 gain or cos/sin themselves; gate and up of the
-    # gated activation are read as one dtype.
-    if reason is None and op == "gated_activation" and other is not None \
-            and other.dtype != x.dtype:
-        reason = f"gate and up of different dtypes ({x.dtype}, {other.dtype})"
-    return reason
-
-
 def unavailable_reason(op: str, name: str, x: Tensor, other: Tensor | None = None,
                        activation: str | None = None) -> str | None:
     """Why implementation `name` cannot run `op` on x (other, activation), or None when it can.
@@ -205,10 +196,11 @@ def unavailable_reason(op: str, name: str, x: Tensor, other: Tensor | None = Non
         return None
     if (op, name) not in _REGISTRY:
         return f"{op} has no {name!r} implementation (it has {_listed(implementations(op))})"
-    refused = _REGISTRY[op, name].capabilities.refusal(x, activation)
+    entry = _REGISTRY[op, name]
+    refused = entry.capabilities.refusal(x, activation)
     if refused is not None:
         return f"unsupported {refused}"
-    return _loaded_reason(op, name, x, other)
+    return None if entry.loaded is None else entry.loaded(x, other)
 
 
 def resolve(op: str, impl: str, x: Tensor, other: Tensor | None = None,

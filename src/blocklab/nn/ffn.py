@@ -21,7 +21,7 @@ from torch import nn
 
 from blocklab.config import FFNS, gated_ffn_width
 from blocklab.errors import InputError
-from blocklab.nn import backends
+from blocklab.nn import backends, kernel_probes
 from blocklab.nn.linear import Linear
 from blocklab.reference.ffn import equal_param_width
 
@@ -227,9 +227,11 @@ def _triton_gated(gate: torch.Tensor, up: torch.Tensor, activation: str) -> torc
 # reference expression under every backend.
 KERNEL_ACTIVATIONS = frozenset({"silu", "gelu"})
 
-for _name, _fn, _can in (
-        ("reference", _reference_gated, backends.ANYWHERE),
-        ("cpu", _cpu_gated, replace(backends.CPU_KERNEL, activations=KERNEL_ACTIVATIONS)),
+for _name, _fn, _can, _loaded in (
+        ("reference", _reference_gated, backends.ANYWHERE, None),
+        ("cpu", _cpu_gated, replace(backends.CPU_KERNEL, activations=KERNEL_ACTIVATIONS),
+         kernel_probes.cpu),
         ("triton", _triton_gated,
-         replace(backends.TRITON_KERNEL, activations=KERNEL_ACTIVATIONS))):
-    backends.register("gated_activation", _name, _fn, _can)
+         replace(backends.TRITON_KERNEL, activations=KERNEL_ACTIVATIONS),
+         kernel_probes.triton_gated)):
+    backends.register("gated_activation", _name, _fn, _can, _loaded)

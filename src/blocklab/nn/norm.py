@@ -29,7 +29,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from blocklab.errors import InputError
-from blocklab.nn import backends, lean
+from blocklab.nn import backends, kernel_probes, lean
 
 CASTS = ("llama", "gemma")
 
@@ -97,13 +97,13 @@ def _triton_add_rms(x, residual, weight, eps, cast, unit_offset):
     return triton_kernels.add_rms_norm(x, residual, weight, eps, cast, unit_offset)
 
 
-for _name, _rms, _add, _can in (
-        ("reference", reference_rms_norm, _reference_add, backends.ANYWHERE),
-        ("lean", lean.rms_norm, lean.add_rms_norm, backends.ANYWHERE),
-        ("cpu", _cpu_rms, _cpu_add_rms, backends.CPU_KERNEL),
-        ("triton", _triton_rms, _triton_add_rms, backends.TRITON_KERNEL)):
-    backends.register("rms_norm", _name, _rms, _can)
-    backends.register("add_rms_norm", _name, _add, _can)
+for _name, _rms, _add, _can, _loaded in (
+        ("reference", reference_rms_norm, _reference_add, backends.ANYWHERE, None),
+        ("lean", lean.rms_norm, lean.add_rms_norm, backends.ANYWHERE, None),
+        ("cpu", _cpu_rms, _cpu_add_rms, backends.CPU_KERNEL, kernel_probes.cpu),
+        ("triton", _triton_rms, _triton_add_rms, backends.TRITON_KERNEL, kernel_probes.triton)):
+    backends.register("rms_norm", _name, _rms, _can, _loaded)
+    backends.register("add_rms_norm", _name, _add, _can, _loaded)
 
 
 class RMSNorm(nn.Module):

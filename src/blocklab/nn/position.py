@@ -21,7 +21,7 @@ import torch
 from torch import Tensor, nn
 
 from blocklab.errors import InputError
-from blocklab.nn import backends
+from blocklab.nn import backends, kernel_probes
 from blocklab.nn.rope_scaling import rope_frequencies, rope_type_of
 
 LAYOUTS = ("half_split", "interleaved")
@@ -194,10 +194,11 @@ def _triton_rope(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
     return triton_kernels.rope_half_split(x, cos, sin)
 
 
-for _name, _fn, _can in (("reference", _reference_half_split, backends.ANYWHERE),
-                         ("cpu", _cpu_rope, backends.CPU_KERNEL),
-                         ("triton", _triton_rope, backends.TRITON_KERNEL)):
-    backends.register("rope", _name, _fn, _can)
+for _name, _fn, _can, _loaded in (
+        ("reference", _reference_half_split, backends.ANYWHERE, None),
+        ("cpu", _cpu_rope, backends.CPU_KERNEL, kernel_probes.cpu),
+        ("triton", _triton_rope, backends.TRITON_KERNEL, kernel_probes.triton)):
+    backends.register("rope", _name, _fn, _can, _loaded)
 
 
 class RotaryEmbedding(nn.Module):
