@@ -133,3 +133,56 @@ def test_a_cpu_without_int8_instructions_is_noted_under_the_table(capsys, monkey
     assert code == 0
     assert ("no fast path" in out) is not vnni
     assert "an estimate, not a bound" in out
+
+
+def _nan_checkpoint(folder):
+    import torch
+
+    model = _checkpoint(folder)
+    with torch.no_grad():
+        model.layers[0].ffn.gate_proj.weight[0, :3] = float("nan")
+        model.layers[1].attention.q_proj.weight[1, 1] = float("inf")
+        model.layers[2].ffn.down_proj.weight[0, 0] = float("nan")  # not timed with --layers 2
+    from blocklab.interop import save_hf
+
+    save_hf(model, folder)
+
+
+def test_a_checkpoint_with_nan_weights_is_flagged_and_its_errors_left_out(capsys, tmp_path):
+    _nan_checkpoint(tmp_path)
+    code, out, err = _run(capsys, str(tmp_path), "--layers", "2", "--seq", "8", "--repeats",
+                          "1", "--json")
+    assert code == 0, err
+    doc = json.loads(out)  # strict JSON: no NaN token
+    assert doc["nonfinite_weights"] == {"layers.0.ffn.gate_proj.weight": 3,
+                                        "layers.1.attention.q_proj.weight": 1}
+    assert all(d["logits_error"] is None for d in doc["schemes"])
+    assert all(d["decode_speedup"] > 0 for d in doc["schemes"])  # the timings stand
+    assert err.startswith("warning: ") and err.count("\n") == 1
+    for text in ("2 timed weight tensor(s)", "layers.0.ffn.gate_proj.weight (3)",
+                 "layers.1.attention.q_proj.weight (1)", "no measurement"):
+        assert text in err, (text, err)
+    assert "down_proj" not in err
+
+
+def test_nan_errors_are_not_printed_as_measurements(capsys, tmp_path, monkeypatch):
+    _nan_checkpoint(tmp_path)
+    monkeypatch.setenv("COLUMNS", "200")
+    code, out, err = _run(capsys, str(tmp_path), "--layers", "1", "--seq", "8", "--repeats",
+                          "1")
+    assert code == 0, err
+    rows = [line for line in out.splitlines() if "/weight-only" in line or "/dynamic" in line]
+    assert len(rows) == 6
+    for row in rows:
+        assert "nan" not in row.lower() and row.rstrip(" │").endswith("—"), row
+    assert "layers.0.ffn.gate_proj.weight (3)" in err
+
+
+def test_a_finite_checkpoint_has_no_warning(capsys, tmp_path):
+    _checkpoint(tmp_path)
+    code, out, err = _run(capsys, str(tmp_path), "--layers", "1", "--seq", "8", "--repeats",
+                          "1", "--json")
+    assert code == 0 and "warning" not in err
+    doc = json.loads(out)
+    assert doc["nonfinite_weights"] == {}
+    assert all(d["logits_error"] is not None for d in doc["schemes"][1:])

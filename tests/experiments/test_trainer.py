@@ -299,6 +299,27 @@ def test_lengths_a_learned_table_cannot_reach_are_recorded(tiny_model, tiny_trai
     assert "max_seq_len" in result.final.eval_errors["64"]
 
 
+def test_seq_len_past_a_learned_table_is_refused_before_any_data_is_read(
+        monkeypatch, tiny_model, tiny_train):
+    from blocklab.errors import ConfigError
+
+    def no_data(*args, **kwargs):
+        raise AssertionError("the corpus was read before the check")
+
+    monkeypatch.setattr(tr, "load_corpus", no_data)
+    model = tiny_model.replace(position="learned", max_seq_len=16)
+    with pytest.raises(ConfigError, match=r"^TrainConfig\.seq_len=32 is not allowed with learned "
+                                          r"positions of ModelConfig\.max_seq_len=16 "
+                                          r"\(max_position_embeddings\)") as info:
+        tr.train(model, tiny_train)
+    assert type(info.value) is ConfigError and "\n" not in str(info.value)
+    assert "expected seq_len <= 16" in str(info.value)
+    tr.check_seq_len(model, tiny_train.replace(seq_len=16))  # a table exactly as long: fine
+    # Positions that extrapolate (or extend their cache) have no such limit.
+    for position in ("rope", "alibi", "sinusoidal", "none"):
+        tr.check_seq_len(tiny_model.replace(position=position, max_seq_len=16), tiny_train)
+
+
 def test_run_restores_threads_and_determinism_flags(tiny_model, tiny_train):
     before = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
     tr.run(tiny_model, tiny_train.replace(steps=1, threads=1))

@@ -10,6 +10,7 @@ from blocklab.nn.int8 import (
     fake_quantize,
     int8_scale,
     is_quantized,
+    nonfinite_weights,
     quantize_int8,
     quantize_model,
     quantize_swiglu,
@@ -107,3 +108,19 @@ def test_quiet_torchao_import_puts_the_log_levels_back_even_on_error():
     finally:
         for lg, level in zip(loggers, before, strict=True):
             lg.setLevel(level)
+
+
+def test_nonfinite_weights_names_each_tensor_with_its_count():
+    model = DecoderLM(ModelConfig(vocab_size=32, d_model=16, n_layers=2, n_heads=2, d_ff=32,
+                                  ffn="swiglu", tie_embeddings=True))
+    assert nonfinite_weights(model) == {}
+    with torch.no_grad():
+        model.layers[0].ffn.gate_proj.weight[0, :3] = float("nan")
+        model.layers[1].attention.q_proj.weight[2, 2] = float("-inf")
+        model.embed_tokens.weight[4, 0] = float("inf")  # tied: lm_head is the same tensor
+    assert nonfinite_weights(model) == {"embed_tokens.weight": 1,
+                                        "layers.0.ffn.gate_proj.weight": 3,
+                                        "layers.1.attention.q_proj.weight": 1}
+    # Why it matters: the tensor's int8 scale is not finite, so its error is no measurement.
+    w = model.layers[0].ffn.gate_proj.weight
+    assert not torch.isfinite(int8_scale(w, "per-tensor")).all()

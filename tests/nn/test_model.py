@@ -2,12 +2,14 @@
 the table, every FFN × norm × placement, and the config options DecoderLM refuses."""
 
 import itertools
+import math
 
 import pytest
 import torch
 from torch.testing import assert_close
 
 from blocklab.config import FFNS, NORMS, PLACEMENTS, ModelConfig
+from blocklab.errors import InputError
 from blocklab.nn import DecoderLM, KVCache
 
 F32 = dict(atol=1e-5, rtol=1e-5)
@@ -221,3 +223,133 @@ def test_compiled_model_matches_eager_and_reports_its_warm_up(caplog):
     assert_close(compiled(ids), eager(ids), **F32)
     for (name, p), q in zip(compiled.named_parameters(), eager.parameters(), strict=True):
         assert_close(p.grad, q.grad, **F32, msg=name)
+
+
+# --- generate() checks every argument before it builds a cache or computes a token ----------
+LEARNED = dict(position="learned", max_seq_len=8)
+PROMPT = torch.tensor([[1, 2, 3, 4]])
+
+
+@pytest.fixture
+def nothing_computed(monkeypatch):
+    """Counts KV caches built and forward passes run, inside blocklab.nn.model."""
+    import blocklab.nn.model as model_module
+
+    counts = {"caches": 0, "forwards": 0}
+    real_cache, real_forward = model_module.KVCache, DecoderLM.forward
+
+    def cache(*args, **kwargs):
+        counts["caches"] += 1
+        return real_cache(*args, **kwargs)
+
+    def forward(self, *args, **kwargs):
+        counts["forwards"] += 1
+        return real_forward(self, *args, **kwargs)
+
+    monkeypatch.setattr(model_module, "KVCache", cache)
+    monkeypatch.setattr(DecoderLM, "forward", forward)
+    return counts
+
+
+BAD_GENERATE = {  # id: (prompt, kwargs, what the message must name)
+    "empty prompt": (torch.zeros(1, 0, dtype=torch.long), {}, r"input_ids \(the prompt\) is empty"),
+    "empty batch": (torch.zeros(0, 3, dtype=torch.long), {}, r"input_ids \(the prompt\) is empty"),
+    "list prompt": ([[1, 2, 3]], {}, r"input_ids \(the prompt\) must be a tensor, got list"),
+    "1-D prompt": (torch.tensor([1, 2]), {}, r"input_ids \(the prompt\) must be \[B, T\]"),
+    "3-D prompt": (PROMPT[None], {}, r"input_ids \(the prompt\) must be \[B, T\].*\(1, 1, 4\)"),
+    "float prompt": (PROMPT.float(), {}, r"input_ids \(the prompt\) must be an integer"),
+    "bool prompt": (PROMPT > 2, {}, r"input_ids \(the prompt\) must be an integer"),
+    "negative id": (PROMPT - 2, {}, r"input_ids \(the prompt\) holds token id -1"),
+    "id = vocab": (PROMPT + 60, {}, r"input_ids \(the prompt\) holds token id 64.*\[0, 64\)"),
+    "prompt on another device": (PROMPT.to("meta"), {}, r"input_ids \(the prompt\) is on meta"),
+    "max_new_tokens -1": (PROMPT, {"max_new_tokens": -1}, r"max_new_tokens=-1"),
+    "max_new_tokens True": (PROMPT, {"max_new_tokens": True}, r"max_new_tokens=True"),
+    "max_new_tokens 1.5": (PROMPT, {"max_new_tokens": 1.5}, r"max_new_tokens=1\.5"),
+    "max_new_tokens '3'": (PROMPT, {"max_new_tokens": "3"}, r"max_new_tokens='3'"),
+    "max_new_tokens None": (PROMPT, {"max_new_tokens": None}, r"max_new_tokens=None"),
+    "max_new_tokens 2**60": (PROMPT, {"max_new_tokens": 2**60}, r"max_new_tokens=1152921"),
+    "temperature '0.5'": (PROMPT, {"temperature": "0.5"}, r"temperature='0\.5'"),
+    "temperature None": (PROMPT, {"temperature": None}, r"temperature=None"),
+    "temperature True": (PROMPT, {"temperature": True}, r"temperature=True"),
+    "temperature -1": (PROMPT, {"temperature": -1.0}, r"temperature=-1\.0"),
+    "temperature inf": (PROMPT, {"temperature": math.inf}, r"temperature=inf"),
+    "temperature nan": (PROMPT, {"temperature": math.nan}, r"temperature=nan"),
+    "temperature 10**400": (PROMPT, {"temperature": 10**400}, r"temperature=1000.*401 chars"),
+    "temperature tensor": (PROMPT, {"temperature": torch.tensor(0.5)}, r"temperature=tensor"),
+    "generator not one": (PROMPT, {"temperature": 1.0, "generator": 7}, r"generator must be"),
+    "use_cache 1": (PROMPT, {"use_cache": 1}, r"use_cache=1"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_GENERATE))
+def test_generate_refuses_a_bad_argument_before_any_work(case, nothing_computed):
+    prompt, kwargs, match = BAD_GENERATE[case]
+    model = _model()
+    with pytest.raises(InputError, match=match) as info:
+        model.generate(prompt, **{"max_new_tokens": 3, **kwargs})
+    assert type(info.value) is InputError
+    assert "\n" not in str(info.value) and "KVCache" not in str(info.value)
+    assert nothing_computed == {"caches": 0, "forwards": 0}
+
+
+@pytest.mark.parametrize("use_cache", [True, False])
+def test_generate_past_a_learned_table_is_refused_up_front(use_cache, nothing_computed):
+    model = _model(**LEARNED)
+    # The last new token is never fed back: a 4-token prompt reads positions 0 … 3 + n − 1.
+    with pytest.raises(InputError, match=r"max_new_tokens=6 after a 4-token prompt reads "
+                                         r"position 8.*max_seq_len=8.*at most 5 new tokens"):
+        model.generate(PROMPT, 6, use_cache=use_cache)
+    with pytest.raises(InputError, match=r"input_ids \(the prompt\) has 9 tokens.*"
+                                         r"max_seq_len=8"):
+        model.generate(torch.zeros(1, 9, dtype=torch.long), 0, use_cache=use_cache)
+    assert nothing_computed == {"caches": 0, "forwards": 0}
+    out = model.generate(PROMPT, 5, use_cache=use_cache)  # exactly fills the table
+    assert out.shape == (1, 9)
+
+
+def test_generate_zero_new_tokens_returns_a_copy_without_a_cache(nothing_computed):
+    model = _model()
+    out = model.generate(PROMPT, 0)
+    assert torch.equal(out, PROMPT) and out is not PROMPT
+    assert nothing_computed == {"caches": 0, "forwards": 0}
+
+
+def test_generate_accepts_numpy_numbers():
+    import numpy as np
+
+    model = _model()
+    greedy = model.generate(PROMPT, np.int64(3))
+    assert greedy.shape == (1, 7) and greedy.dtype == torch.long
+    sampled = model.generate(PROMPT, 3, temperature=np.float32(0.5),
+                             generator=torch.Generator().manual_seed(0))
+    assert sampled.shape == (1, 7)
+
+
+def test_generate_extreme_temperatures_have_their_limits():
+    model = _model()
+    greedy = model.generate(_ids(length=4), 6)
+    # A temperature so small that logits / temperature overflows float32 still samples the
+    # argmax (softmax of the max-shifted logits), with no NaN reaching multinomial.
+    tiny = model.generate(_ids(length=4), 6, temperature=1e-300,
+                          generator=torch.Generator().manual_seed(0))
+    assert torch.equal(tiny, greedy)
+    # A huge one samples uniformly: still valid token ids.
+    huge = model.generate(_ids(length=4), 6, temperature=1e300,
+                          generator=torch.Generator().manual_seed(0))
+    assert huge.shape == (2, 10) and 0 <= huge.min() and huge.max() < TINY["vocab_size"]
+
+
+@pytest.mark.parametrize("temperature", [0.0, 1.0])
+def test_generate_with_nan_weights_raises_instead_of_picking_tokens(temperature):
+    model = _model()
+    with torch.no_grad():
+        model.lm_head.weight[5, 0] = float("nan")
+    with pytest.raises(InputError, match=r"logits are not finite.*at 3 of 3 steps, first at "
+                                         r"step 0"):
+        model.generate(PROMPT, 3, temperature=temperature,
+                       generator=torch.Generator().manual_seed(0))
+
+
+def test_forward_refuses_ids_on_another_device():
+    with pytest.raises(InputError, match=r"input_ids is on meta, the model on cpu"):
+        _model()(PROMPT.to("meta"))

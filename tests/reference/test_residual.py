@@ -153,3 +153,16 @@ def test_constant_input_with_zero_eps_is_rejected_as_on_the_page():
     # The page's residual_paths calls norm_statistics, which also checks LayerNorm's denominator.
     with pytest.raises(ValueError, match=r"LayerNorm denominator is zero.*x=\[2\.0, 2\.0\]"):
         residual_paths([2.0, 2.0], np.zeros((2, 2)), eps=0.0)
+
+
+def test_a_constant_post_norm_input_is_named_as_x_plus_a_x():
+    # x = [1, 3] is not constant; x + A·x = [1 + 1, 3 - 1] = [2, 2] is, and only it is refused.
+    with pytest.raises(ValueError, match=r"LayerNorm denominator is zero: variance \+ eps = 0 "
+                                         r"for constant x \+ A·x=\[2\.0, 2\.0\] \(the post-norm "
+                                         r"input\), eps=0\.0") as info:
+        residual_paths([1, 3], [[1, 0], [0, -1 / 3]], eps=0)
+    assert "constant x=" not in str(info.value) and "[1.0, 3.0]" not in str(info.value)
+    # A zero post-norm input (A = -I) is named the same way by the RMSNorm check.
+    with pytest.raises(ValueError, match=r"RMSNorm denominator is zero: mean\(\(x \+ A·x\)\^2\) "
+                                         r"\+ eps = 0 for x \+ A·x=\[0\.0, 0\.0\]"):
+        residual_paths([1.0, 3.0], -np.eye(2), eps=0.0)

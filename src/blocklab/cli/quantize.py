@@ -93,9 +93,15 @@ def quantize(
                       advice="use a smaller --layers or --seq" if checkpoint else
                       "use a smaller --d-model, --layers or --seq")
     base = None
+    nonfinite: dict[str, int] = {}
     if checkpoint:
+        from blocklab.nn.int8 import nonfinite_weights
+
         base = checkpoint_layers(path, layers)
         cfg = base.config
+        nonfinite = nonfinite_weights(base)
+        if nonfinite:
+            typer.echo(f"warning: {_nonfinite_note(model, nonfinite)}", err=True)
     docs = []
     for compiled in ((False, True) if compile else (False,)):
         times = measure_schemes(cfg, seq_lens=sorted(seq), repeats=repeats, compile=compiled,
@@ -117,7 +123,7 @@ def quantize(
     fast_int8 = any(flags.get(f) for f in INT8_FLAGS)
     out = {"model": resolved.label, "timed_config": cfg.to_dict(), "note": note,
            "weights": "checkpoint" if checkpoint else "random", "cpu_flags": flags,
-           "int8_fast_path": fast_int8, "schemes": docs}
+           "int8_fast_path": fast_int8, "nonfinite_weights": nonfinite, "schemes": docs}
     if as_json:
         typer.echo(json.dumps(out, indent=2))
         return
@@ -147,6 +153,16 @@ def quantize(
         console().print("note: this CPU has none of AVX-512 VNNI, AVX-VNNI or AMX-int8, so int8 "
                         "has no fast path here: every scheme is expected to be slower than "
                         "float32.")
+
+
+def _nonfinite_note(model: str, counts: dict[str, int], shown: int = 4) -> str:
+    """One line naming the timed tensors that hold NaN or inf, with their counts."""
+    names = [f"{name} ({n:,})" for name, n in list(counts.items())[:shown]]
+    more = f" and {len(counts) - shown} more" if len(counts) > shown else ""
+    return (f"MODEL {model}: {len(counts)} timed weight tensor(s) hold NaN or inf entries: "
+            f"{', '.join(names)}{more}; the int8 scale of such a tensor is not finite, so a "
+            "logits error through it is no measurement and is left out (— in the table, null "
+            "with --json); the timings stand")
 
 
 def _number(x: float | None) -> str:

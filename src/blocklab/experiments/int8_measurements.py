@@ -338,7 +338,9 @@ def measure_schemes(cfg: ModelConfig, *, seq_lens: Sequence[int], decode_steps: 
                     progress: Callable[[str], None] | None = None) -> SchemeTimes:
     """Prefill and decode seconds of every scheme, and of the float model with each part's
     linear layers free (`without_part`), per repeat, and the relative logits error
-    (`SchemeTimes`). Decode steps continue the prefill of seq_lens[0] tokens (its KV cache).
+    (`SchemeTimes`; None where it is not finite, as with NaN or inf weights, which
+    `blocklab.nn.int8.nonfinite_weights` names). Decode steps continue the prefill of
+    seq_lens[0] tokens (its KV cache).
     `model`: the float32 DecoderLM of `cfg` to quantize (a checkpoint's); None builds one with
     random weights (seeded). A prefill shorter than `min_call_s` (the float model's, at
     warm-up) is timed as the fastest of as many calls (at most 10) as fill `min_call_s`: noise
@@ -408,7 +410,9 @@ def measure_schemes(cfg: ModelConfig, *, seq_lens: Sequence[int], decode_steps: 
                         calls[t] = max(calls[t], min(10, math.ceil(min_call_s / took)))
                     elif t == seq_lens[0] and name in out.prefill_s:
                         ref = reference[t]
-                        out.logits_error[name] = float((logits - ref).norm() / ref.norm())
+                        error = float((logits - ref).norm() / ref.norm())
+                        # NaN from non-finite weights (`nonfinite_weights`) is no measurement
+                        out.logits_error[name] = error if math.isfinite(error) else None
                 decode(model, cache)
             out.compile_s[name] = time.perf_counter() - tick if compile else None
 

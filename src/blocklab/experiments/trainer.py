@@ -540,6 +540,19 @@ def check_device(device: str) -> None:
                          f"0..{torch.cuda.device_count() - 1}")
 
 
+def check_seq_len(mc: ModelConfig, tc: TrainConfig) -> None:
+    """Refuse, before any data is read, training windows longer than a learned position table
+    (ConfigError naming TrainConfig.seq_len and ModelConfig.max_seq_len): the table has no row
+    past max_seq_len, so the first step would fail. Evaluation lengths past it are allowed:
+    `evaluate` records them as unavailable."""
+    if mc.position == "learned" and tc.seq_len > mc.max_seq_len:
+        raise ConfigError(
+            f"TrainConfig.seq_len={tc.seq_len} is not allowed with learned positions of "
+            f"ModelConfig.max_seq_len={mc.max_seq_len} (max_position_embeddings): the table has "
+            f"no row for positions {mc.max_seq_len} to {tc.seq_len - 1}; expected seq_len <= "
+            f"{mc.max_seq_len}, a longer table, or another position scheme")
+
+
 def training_bytes(mc: ModelConfig, tc: TrainConfig) -> tuple[int, int]:
     """(state, activations): a lower estimate of a float32 AdamW run's memory, from
     `blocklab.budget`. State: weights, gradients and two moments, 16 bytes per parameter.
@@ -606,6 +619,7 @@ def train(model_config: ModelConfig, train_config: TrainConfig,
     started = time.perf_counter()
     mc, tc = model_config, train_config
     check_device(tc.device)
+    check_seq_len(mc, tc)
     check_fits_in_memory(mc, tc)
     rank, world_size = distributed.rank_and_world_size()
     rows = distributed.local_rows(tc.batch_size, rank, world_size)  # this rank's slice

@@ -201,6 +201,20 @@ def quantize_model(model: nn.Module, part: str, mode: str,
     return model
 
 
+@torch.no_grad()
+def nonfinite_weights(model: nn.Module) -> dict[str, int]:
+    """{name: count of NaN or ±inf entries} for every parameter of `model` that holds any (a
+    tied weight once, under its first name); empty when every weight is finite. A non-finite
+    weight makes its int8 scale max(|w|)/127.5 NaN or inf, so every error measured through
+    that tensor is NaN: not a measurement of quantization."""
+    counts = {}
+    for name, weight in model.named_parameters():
+        bad = int((~torch.isfinite(weight)).sum())
+        if bad:
+            counts[name] = bad
+    return counts
+
+
 def is_quantized(linear: nn.Module) -> bool:
     """Whether an nn.Linear's weight is a torchao int8 tensor (not a plain float tensor)."""
     weight = getattr(linear, "weight", None)
@@ -209,6 +223,6 @@ def is_quantized(linear: nn.Module) -> bool:
 
 
 __all__ = ["GRANULARITIES", "MODES", "PARTS", "SWIGLU_SCHEMES", "fake_quantize",
-           "gated_ffn_weights", "int8_scale", "is_quantized", "linear_filter", "part_of",
-           "quantize_int8", "quantize_model", "quantize_swiglu", "swiglu_quantized_copy",
-           "torchao_config"]
+           "gated_ffn_weights", "int8_scale", "is_quantized", "linear_filter",
+           "nonfinite_weights", "part_of", "quantize_int8", "quantize_model", "quantize_swiglu",
+           "swiglu_quantized_copy", "torchao_config"]

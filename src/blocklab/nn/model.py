@@ -11,14 +11,16 @@ Shape legend: B: batch, T: tokens in this call, V: vocab_size, d_model: width.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
+import numbers
 import time
 
 import torch
 from torch import Tensor, nn
 
-from blocklab.config import ModelConfig
+from blocklab.config import MAX_SIZE, ModelConfig, shown_value
 from blocklab.errors import InputError
 from blocklab.nn import backends
 from blocklab.nn.attention import Attention, KVCache
@@ -116,23 +118,28 @@ def build_position(cfg: ModelConfig) -> nn.Module | None:
     return None
 
 
-def _check_ids(input_ids: Tensor, vocab_size: int) -> None:
-    """Token ids must be an integer [B, T] tensor in [0, vocab_size): nn.Embedding would raise
-    a bare IndexError on CPU and a device-side assert (which ends the process) on CUDA. One
-    aminmax and one read-back."""
+def _check_ids(input_ids: Tensor, vocab_size: int, device: torch.device | None = None,
+               name: str = "input_ids") -> None:
+    """Token ids must be an integer [B, T] tensor in [0, vocab_size), on `device` when given:
+    nn.Embedding would raise a bare IndexError on CPU and a device-side assert (which ends the
+    process) on CUDA. One aminmax and one read-back; `name` is the argument as the caller knows
+    it."""
     if not isinstance(input_ids, Tensor):
-        raise InputError(f"input_ids must be a tensor, got {type(input_ids).__name__}")
+        raise InputError(f"{name} must be a tensor, got {type(input_ids).__name__}")
     dtype = input_ids.dtype
     if dtype.is_floating_point or dtype.is_complex or dtype == torch.bool:
-        raise InputError(f"input_ids must be an integer tensor, got dtype {dtype}")
+        raise InputError(f"{name} must be an integer tensor, got dtype {dtype}")
     if input_ids.dim() != 2:
-        raise InputError(f"input_ids must be [B, T], got shape {tuple(input_ids.shape)}")
+        raise InputError(f"{name} must be [B, T], got shape {tuple(input_ids.shape)}")
+    if device is not None and input_ids.device != device:
+        raise InputError(f"{name} is on {input_ids.device}, the model on {device}; expected "
+                         "the model's device")
     if input_ids.numel() == 0:
         return
     lo, hi = torch.stack(torch.aminmax(input_ids)).tolist()
     if lo < 0 or hi >= vocab_size:
         bad = lo if lo < 0 else hi
-        raise InputError(f"input_ids holds token id {bad}; allowed ids are in [0, {vocab_size}) "
+        raise InputError(f"{name} holds token id {bad}; allowed ids are in [0, {vocab_size}) "
                          f"(vocab_size={vocab_size})")
 
 
@@ -262,7 +269,7 @@ class DecoderLM(nn.Module):
         """input_ids: [B, T] -> logits [B, T, vocab_size]."""
         cfg = self.config
         if not torch.compiler.is_compiling():  # a read-back would break the compiled graph
-            _check_ids(input_ids, cfg.vocab_size)
+            _check_ids(input_ids, cfg.vocab_size, self.embed_tokens.weight.device)
         B, T = input_ids.shape
         past = 0 if cache is None else cache.length
         known = {}  # positions we make ourselves need no check (and no read-back)
@@ -301,35 +308,102 @@ class DecoderLM(nn.Module):
             logits = cap * torch.tanh(logits / cap)
         return logits.float() if logits.dtype != torch.float64 else logits
 
+    def _check_generate(self, input_ids: Tensor, max_new_tokens: int, temperature: float,
+                        generator: torch.Generator | None, use_cache: bool) -> tuple[int, float]:
+        """`generate`'s arguments, all checked before anything is computed: (max_new_tokens,
+        temperature) as int and float, or an InputError naming the first one not allowed."""
+        prompt = "input_ids (the prompt)"
+        device = self.embed_tokens.weight.device
+        _check_ids(input_ids, self.config.vocab_size, device, prompt)
+        B, T = input_ids.shape
+        if B == 0 or T == 0:
+            raise InputError(f"{prompt} is empty, shape {(B, T)}; expected at least one "
+                             "sequence of at least one token")
+        if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, numbers.Integral) \
+                or not 0 <= max_new_tokens <= MAX_SIZE:
+            raise InputError(f"max_new_tokens={shown_value(max_new_tokens)} is not allowed; "
+                             f"expected an integer in [0, {MAX_SIZE}]")
+        value = math.nan  # a bool or a string that looks like a number is not one
+        if isinstance(temperature, numbers.Real) and not isinstance(temperature, bool):
+            with contextlib.suppress(OverflowError):  # an int beyond float range
+                value = float(temperature)
+        if not (math.isfinite(value) and value >= 0):
+            raise InputError(f"temperature={shown_value(temperature)} is not allowed; expected a "
+                             "finite number >= 0 (0: greedy)")
+        if generator is not None and not isinstance(generator, torch.Generator):
+            raise InputError(f"generator must be a torch.Generator or None, got "
+                             f"{type(generator).__name__}")
+        if generator is not None and value > 0 and generator.device.type != device.type:
+            raise InputError(f"generator is on {generator.device}, the model on {device}; "
+                             "expected a generator on the model's device")
+        if not isinstance(use_cache, bool):
+            raise InputError(f"use_cache={shown_value(use_cache)} is not allowed; expected True "
+                             "or False")
+        if isinstance(self.position, LearnedPositions):
+            # The last new token is only predicted, never fed back: the positions read are
+            # 0 … T + max_new_tokens − 2.
+            rows = self.position.max_seq_len
+            if T > rows:
+                raise InputError(f"{prompt} has {T} tokens, more than the learned position "
+                                 f"table's max_seq_len={rows} rows; a learned table cannot "
+                                 "extrapolate")
+            if T + max_new_tokens - 1 > rows:
+                raise InputError(
+                    f"max_new_tokens={max_new_tokens} after a {T}-token prompt reads position "
+                    f"{T + max_new_tokens - 2}, past the learned position table of "
+                    f"max_seq_len={rows} (positions 0 to {rows - 1}); at most "
+                    f"{rows - T + 1} new tokens fit after this prompt")
+        return int(max_new_tokens), value
+
     @torch.no_grad()
     def generate(self, input_ids: Tensor, max_new_tokens: int, temperature: float = 0.0,
                  generator: torch.Generator | None = None, use_cache: bool = True) -> Tensor:
         """Append `max_new_tokens` tokens to `input_ids` [B, T]; returns [B, T + max_new_tokens].
 
         temperature 0 picks the most likely token (greedy); > 0 samples from
-        softmax(logits / temperature) with `generator`. With `use_cache` the prompt is run once
-        and each new token attends to cached keys and values; without it every step recomputes
-        the whole sequence (same tokens, slower).
+        softmax(logits / temperature) with `generator` (on the model's device; unused when
+        greedy). With `use_cache` the prompt is run once and each new token attends to cached
+        keys and values; without it every step recomputes the whole sequence (same tokens,
+        slower). max_new_tokens 0 returns a copy of the prompt.
+
+        Every argument is checked before a cache is allocated or a token computed: a prompt
+        that `forward` would refuse, an empty one, one on another device, a length past a
+        learned position table, a max_new_tokens or temperature that is not a number in range
+        raise an InputError naming it. Logits that are not finite (NaN or inf weights) raise
+        an InputError after the last step instead of deciding tokens.
         """
-        if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) \
-                or max_new_tokens < 0:
-            raise InputError(f"max_new_tokens={max_new_tokens!r} is not allowed; expected an "
-                             "integer >= 0")
-        if not (math.isfinite(temperature) and temperature >= 0):
-            raise InputError(f"temperature={temperature!r} is not allowed; expected a finite "
-                             "number >= 0")
+        max_new_tokens, temperature = self._check_generate(input_ids, max_new_tokens,
+                                                           temperature, generator, use_cache)
+        if max_new_tokens == 0:
+            return input_ids.clone()
         tokens = input_ids
         cache = None
         if use_cache:
             cache = KVCache(self.config.n_layers, max_len=input_ids.shape[1] + max_new_tokens)
         step_input = input_ids
+        finite = []  # per step, read back once at the end: no device sync inside the loop
         for _ in range(max_new_tokens):
             logits = self(step_input if use_cache else tokens, cache=cache)[:, -1]  # (B, V)
+            finite.append(torch.isfinite(logits).all())
             if temperature == 0:
                 next_token = logits.argmax(dim=-1, keepdim=True)  # (B, 1)
             else:
-                probs = torch.softmax(logits / temperature, dim=-1)
+                # Shifted by the row max first (softmax is shift-invariant) and divided in
+                # float64, where every temperature > 0 is > 0: a tiny one then sends every other
+                # logit to −inf instead of overflowing to inf − inf (or 0 / 0 in float32).
+                shifted = (logits - logits.amax(dim=-1, keepdim=True)).double()  # (B, V)
+                scaled = shifted / temperature
+                probs = torch.softmax(scaled, dim=-1)  # (B, V)
+                # NaN probabilities are a device-side assert in CUDA's multinomial, which ends
+                # the process; such rows draw from uniform weights and are reported below.
+                probs = torch.where(torch.isfinite(probs).all(-1, keepdim=True), probs, 1.0)
                 next_token = torch.multinomial(probs, 1, generator=generator)
             tokens = torch.cat((tokens, next_token), dim=1)
             step_input = next_token
+        bad = (~torch.stack(finite)).nonzero().flatten().tolist()
+        if bad:
+            raise InputError(f"generate: the model's logits are not finite (NaN or inf) at "
+                             f"{len(bad)} of {max_new_tokens} steps, first at step {bad[0]}; "
+                             "its weights or activations hold NaN or inf, so no token it "
+                             "picks means anything")
         return tokens

@@ -1,16 +1,71 @@
 """Input checks shared by the reference functions.
 
-Every check raises ``ValueError`` with a one-line message that names the bad value or shape and
-says what is allowed, so a caller can fix the input without reading the source.
+Every check raises ``InputError`` (a ``ValueError``) with a one-line message that names the bad
+value or shape and says what is allowed, so a caller can fix the input without reading the
+source. Only real numbers are accepted, as ``ModelConfig`` does: Python and NumPy ints and
+floats, and NumPy arrays of them. A string that looks like a number (``"1e-6"``), a bool (True
+is not 1 here), None or a complex number is refused, where ``np.asarray(..., dtype=float64)``
+would convert the first two silently. A result that overflows float64 although every input was
+finite is refused too (``check_overflow``), never returned as inf or NaN.
 """
 
 from __future__ import annotations
 
 import math
+import numbers
 
 import numpy as np
 
 from blocklab.errors import InputError
+
+# As ModelConfig's MAX_SIZE: integers above 2**53 are not exact in float64, so sizes past it
+# would give counts and shares that are silently wrong once a caller turns them into floats.
+MAX_SIZE = 2**53
+_NUMBER_KINDS = "iuf"  # NumPy dtype kinds of signed and unsigned integers and floats
+
+
+def shown(value) -> str:
+    """repr(value) for an error message, its middle elided when long (a 400-digit number)."""
+    text = repr(value)
+    return text if len(text) <= 60 else f"{text[:28]}...{text[-12:]} ({len(text)} chars)"
+
+
+def real_numbers(value, name: str, expected: str) -> np.ndarray:
+    """``value`` as a float64 array (any shape, 0-d for a scalar) if it holds only real
+    numbers, else ``InputError`` saying ``{name} must be {expected}`` and which element is not
+    one. Finiteness is left to the caller."""
+    if not (isinstance(value, np.ndarray) and value.dtype.kind in _NUMBER_KINDS):
+        try:
+            cells = np.asarray(value, dtype=object)
+        except ValueError as err:  # nested sequences NumPy cannot lay out at all
+            raise InputError(f"{name} must be {expected}, got {shown(value)}") from err
+        for cell in cells.flat:
+            if isinstance(cell, list | tuple | np.ndarray):
+                raise InputError(f"{name} must be {expected}, got {shown(value)}: its nested "
+                                 "sequences have different lengths")
+            if isinstance(cell, bool | np.bool_) or not isinstance(cell, numbers.Real):
+                raise InputError(f"{name} must be {expected}, got {shown(value)}: "
+                                 f"{shown(cell)} is a {type(cell).__name__}, not a real number")
+            try:
+                float(cell)
+            except OverflowError:
+                raise InputError(f"{name} must be {expected}, got {shown(value)}: {shown(cell)} "
+                                 "is beyond the float64 range") from None
+    return np.asarray(value, dtype=np.float64)
+
+
+def check_overflow(where: str, results: dict, inputs: str) -> None:
+    """Refuse results that overflowed float64 although every input was finite (inf, or NaN
+    from inf − inf): ``InputError`` naming the first such result, where, and the inputs.
+    Compute the results under ``np.errstate(over="ignore", invalid="ignore")``: the error is
+    the report, not a RuntimeWarning before it."""
+    for name, value in results.items():
+        arr = np.asarray(value, dtype=np.float64)
+        bad = ~np.isfinite(arr)
+        if np.any(bad):
+            at = "" if arr.ndim == 0 else f" at {np.argwhere(bad)[0].tolist()}"
+            raise InputError(f"{where}: {name} overflows float64{at} for {inputs}; rescale the "
+                             "inputs")
 
 
 def describe(values, limit: int = 8) -> str:
@@ -25,10 +80,7 @@ def describe(values, limit: int = 8) -> str:
 
 def as_vector(x, name: str = "x") -> np.ndarray:
     """Return ``x`` as a finite, non-empty, 1-D float64 array or raise ``ValueError``."""
-    try:
-        arr = np.asarray(x, dtype=np.float64)
-    except (TypeError, ValueError) as err:
-        raise InputError(f"{name} must be a 1-D sequence of real numbers, got {x!r}") from err
+    arr = real_numbers(x, name, "a 1-D sequence of real numbers")
     if arr.ndim != 1 or arr.size == 0:
         raise InputError(f"{name} must be a non-empty 1-D vector, got shape {arr.shape}")
     bad = np.flatnonzero(~np.isfinite(arr))
@@ -41,10 +93,7 @@ def as_vector(x, name: str = "x") -> np.ndarray:
 
 def as_matrix(a, name: str) -> np.ndarray:
     """Return ``a`` as a finite 2-D float64 array with no empty axis or raise ``ValueError``."""
-    try:
-        arr = np.asarray(a, dtype=np.float64)
-    except (TypeError, ValueError) as err:
-        raise InputError(f"{name} must be a 2-D [out, in] matrix of real numbers") from err
+    arr = real_numbers(a, name, "a 2-D [out, in] matrix of real numbers")
     if arr.ndim != 2 or 0 in arr.shape:
         raise InputError(f"{name} must be a non-empty 2-D [out, in] matrix, got shape {arr.shape}")
     if not np.all(np.isfinite(arr)):
@@ -55,24 +104,19 @@ def as_matrix(a, name: str) -> np.ndarray:
 
 def as_eps(eps) -> float:
     """Return ``eps`` as a finite, non-negative float or raise ``ValueError``."""
-    try:
-        value = float(eps)
-    except (TypeError, ValueError) as err:
-        raise InputError(f"eps must be a finite real number >= 0, got {eps!r}") from err
-    if not math.isfinite(value) or value < 0:
-        raise InputError(f"eps must be a finite real number >= 0, got {eps!r}")
+    value = as_scalar(eps, "eps", "a finite real number >= 0")
+    if value < 0:
+        raise InputError(f"eps must be a finite real number >= 0, got {shown(eps)}")
     return value
 
 
-def as_scalar(value, name: str) -> float:
-    """Return ``value`` as a finite float or raise ``ValueError``."""
-    try:
-        out = float(value)
-    except (TypeError, ValueError) as err:
-        raise InputError(f"{name} must be a finite real number, got {value!r}") from err
-    if not math.isfinite(out):
-        raise InputError(f"{name} must be a finite real number, got {value!r}")
-    return out
+def as_scalar(value, name: str, expected: str = "a finite real number") -> float:
+    """Return ``value`` (a real number, or a 0-d array of one) as a finite float or raise
+    ``ValueError`` saying ``{name} must be {expected}``."""
+    arr = real_numbers(value, name, expected)
+    if arr.ndim != 0 or not math.isfinite(float(arr)):
+        raise InputError(f"{name} must be {expected}, got {shown(value)}")
+    return float(arr)
 
 
 def as_channel_vector(v, name: str, width: int) -> np.ndarray:

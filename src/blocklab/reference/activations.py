@@ -1,8 +1,10 @@
 """Elementwise activations used by FFNs, and their derivatives, in float64.
 
-Every function accepts a scalar, a list or an array ``z`` of any shape and returns a float64
-result of the same shape (a NumPy scalar for scalar input). Non-finite entries propagate; none of
-these functions warns or overflows for finite ``|z|`` up to the float64 maximum.
+Every function accepts a scalar, a list or an array ``z`` of real numbers, of any shape, and
+returns a float64 result of the same shape (a NumPy scalar for scalar input); a string, a bool,
+None or a complex number raises ``InputError`` (a ``ValueError``). Non-finite entries propagate,
+as elementwise maps should; none of these functions warns or overflows for finite ``|z|`` up to
+the float64 maximum.
 
     sigmoid(z)   = 1 / (1 + exp(-z))            sigmoid'(z) = sigmoid(z) sigmoid(-z)
     silu(z)      = z sigmoid(z)                 silu'(z)    = sigmoid(z) (1 + z sigmoid(-z))
@@ -19,6 +21,8 @@ import math
 
 import numpy as np
 
+from ._validate import real_numbers
+
 _SQRT_2 = math.sqrt(2.0)
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
@@ -33,7 +37,7 @@ _erf = np.frompyfunc(math.erf, 1, 1)
 
 
 def _float64(z) -> np.ndarray:
-    return np.asarray(z, dtype=np.float64)
+    return real_numbers(z, "z", "a real number or an array of real numbers")
 
 
 def _result(out: np.ndarray):

@@ -23,7 +23,7 @@ import numpy as np
 
 from blocklab.errors import InputError
 
-from ._validate import as_matrix, as_vector
+from ._validate import MAX_SIZE, as_matrix, as_vector, check_overflow, describe, shown
 from .activations import silu, silu_grad
 
 
@@ -71,14 +71,20 @@ def swiglu(x, gate_matrix, up_matrix, down_matrix) -> dict:
         ``hidden_elements`` = m (ints).
 
     Raises:
-        ValueError: empty or non-finite input, a matrix that is not 2-D or not finite, branch
-            widths that differ, or any width that does not chain (W_g, W_u: [m, d]; W_d: [d, m]).
+        ValueError: empty or non-finite input, anything that is not a real number (a string,
+            a bool, None), a matrix that is not 2-D or not finite, branch widths that differ,
+            any width that does not chain (W_g, W_u: [m, d]; W_d: [d, m]), or a gate, up,
+            hidden or output that overflows float64 (the message names which).
     """
     x, w_g, w_u, w_d = _check_swiglu_inputs(x, gate_matrix, up_matrix, down_matrix)
-    gate = w_g @ x
-    up = w_u @ x
-    hidden = silu(gate) * up
-    output = w_d @ hidden
+    with np.errstate(over="ignore", invalid="ignore"):
+        gate = w_g @ x
+        up = w_u @ x
+        hidden = silu(gate) * up
+        output = w_d @ hidden
+    check_overflow("swiglu", {"gate = W_g x": gate, "up = W_u x": up,
+                              "hidden = SiLU(gate) (*) up": hidden, "output = W_d hidden": output},
+                   _inputs(x, w_g, w_u, w_d))
     d, m = x.shape[0], gate.shape[0]
     return {
         "gate": gate,
@@ -100,16 +106,29 @@ def swiglu_jacobian(x, gate_matrix, up_matrix, down_matrix) -> np.ndarray:
     Same arguments and errors as :func:`swiglu`.
     """
     x, w_g, w_u, w_d = _check_swiglu_inputs(x, gate_matrix, up_matrix, down_matrix)
-    gate = w_g @ x
-    up = w_u @ x
-    # diag(v) @ W is v[:, None] * W: scale row i of W by v_i.
-    dh_dx = (silu_grad(gate) * up)[:, None] * w_g + silu(gate)[:, None] * w_u  # [m, d]
-    return w_d @ dh_dx
+    with np.errstate(over="ignore", invalid="ignore"):
+        gate = w_g @ x
+        up = w_u @ x
+        # diag(v) @ W is v[:, None] * W: scale row i of W by v_i.
+        dh_dx = (silu_grad(gate) * up)[:, None] * w_g + silu(gate)[:, None] * w_u  # [m, d]
+        jacobian = w_d @ dh_dx
+    check_overflow("swiglu_jacobian", {"gate = W_g x": gate, "up = W_u x": up,
+                                       "dh/dx": dh_dx, "the Jacobian W_d dh/dx": jacobian},
+                   _inputs(x, w_g, w_u, w_d))
+    return jacobian
+
+
+def _inputs(x: np.ndarray, *matrices: np.ndarray) -> str:
+    largest = max(float(np.max(np.abs(w))) for w in matrices)
+    return f"x={describe(x)} and matrix entries up to |{largest:g}|"
 
 
 def _positive_int(value, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise InputError(f"{name} must be a positive integer, got {value!r}")
+        raise InputError(f"{name} must be a positive integer, got {shown(value)}")
+    if value > MAX_SIZE:
+        raise InputError(f"{name} must be a positive integer at most 2**53 = {MAX_SIZE} (beyond "
+                         f"it sizes are not exact in float64), got {shown(value)}")
     return int(value)
 
 
@@ -138,8 +157,11 @@ def ffn_budget(d: int, m: int, batch: int, seq_len: int, gated: bool, bias: bool
         dict of ints: ``matrix_params, bias_params, total_params, branch_elements, branches,
         intermediate_elements``.
 
+    The counts are exact Python ints, whatever their size.
+
     Raises:
-        ValueError: a size that is not a positive integer, or a flag that is not a bool.
+        ValueError: a size that is not a positive integer at most 2**53 (as ``ModelConfig``),
+            or a flag that is not a bool.
     """
     d = _positive_int(d, "d")
     m = _positive_int(m, "m")
@@ -199,7 +221,13 @@ def llama_ffn_width(d: int, multiple_of: int = 256, ffn_dim_multiplier: float | 
                 f"ffn_dim_multiplier must be a positive real number or None, "
                 f"got {ffn_dim_multiplier!r}"
             )
-        hidden = int(ffn_dim_multiplier * hidden)
+        scaled = ffn_dim_multiplier * hidden
+        if not scaled <= MAX_SIZE:  # inf, or a width no config allows
+            raise InputError(
+                f"ffn_dim_multiplier={ffn_dim_multiplier!r} makes the width {scaled:g} for "
+                f"d={d}, beyond 2**53 = {MAX_SIZE}"
+            )
+        hidden = int(scaled)
     if hidden < 1:
         raise InputError(
             f"ffn_dim_multiplier={ffn_dim_multiplier!r} leaves no intermediate width for d={d}"

@@ -8,7 +8,7 @@ import numpy as np
 
 from blocklab.errors import InputError
 
-from ._validate import as_vector
+from ._validate import as_vector, real_numbers
 
 # Central differences have truncation error O(h^2 f''') and rounding error O(eps_mach |f| / h);
 # the sum is smallest near h ~ eps_mach^(1/3) (about 6e-6 in float64), giving errors of order
@@ -38,7 +38,7 @@ def central_difference_jacobian(f: Callable, x, step=None) -> np.ndarray:
     if step is None:
         steps = _CBRT_EPS * np.maximum(1.0, np.abs(x))
     else:
-        steps = np.asarray(step, dtype=np.float64)
+        steps = real_numbers(step, "step", "a positive scalar or a vector of them")
         if steps.shape not in ((), (n,)):
             raise InputError(f"step must be a scalar or have shape ({n},), got {steps.shape}")
         if not np.all(np.isfinite(steps) & (steps > 0)):
@@ -63,7 +63,7 @@ def central_difference_jacobian(f: Callable, x, step=None) -> np.ndarray:
 
 
 def _evaluate(f: Callable, x: np.ndarray) -> np.ndarray:
-    out = np.atleast_1d(np.asarray(f(x), dtype=np.float64))
+    out = np.atleast_1d(real_numbers(f(x), "f(x)", "a real number or a 1-D vector of them"))
     if out.ndim != 1:
         raise InputError(f"f must return a scalar or a 1-D vector, got shape {out.shape}")
     if not np.all(np.isfinite(out)):

@@ -19,52 +19,68 @@ import numpy as np
 
 from blocklab.errors import InputError
 
-from ._validate import as_channel_vector, as_eps, as_scalar, as_vector, describe
+from ._validate import (
+    as_channel_vector,
+    as_eps,
+    as_scalar,
+    as_vector,
+    check_overflow,
+    describe,
+)
 
 # Tolerance of the invariance table: outputs of a norm are O(1), so an absolute 1e-12 is a few
 # thousand ulps, far above rounding yet far below any real deviation.
 INVARIANCE_TOL = 1e-12
 
 
-def _rms_scale(x: np.ndarray, eps: float) -> float:
-    """s = sqrt(mean(x^2) + eps), rejecting a zero, underflowed or overflowed denominator."""
+def _squared(name: str) -> str:
+    return name if name.isalnum() else f"({name})"  # x^2, but (a·x)^2
+
+
+def _rms_scale(x: np.ndarray, eps: float, name: str = "x", role: str = "") -> float:
+    """s = sqrt(mean(x^2) + eps), rejecting a zero, underflowed or overflowed denominator.
+    `name` is what x is to the caller (``x``, ``x + A·x``), `role` a note after its values."""
     # The page's formula is kept as written (no rescaling), so squares must stay in float64
     # range; say so rather than return inf/0 or blame the caller for a zero input.
+    sq = _squared(name)
     with np.errstate(over="ignore", under="ignore"):
         square_mean = float(np.mean(x * x))
     if not np.isfinite(square_mean):
-        raise InputError(f"mean(x^2) overflows float64 for x={describe(x)}; rescale x")
+        raise InputError(f"mean({sq}^2) overflows float64 for {name}={describe(x)}{role}; "
+                         f"rescale {name}")
     if square_mean + eps <= 0:
         if np.any(x != 0):
             raise InputError(
-                f"mean(x^2) + eps underflows to 0 in float64 for x={describe(x)}, "
-                f"eps={eps!r}; rescale x or use eps > 0"
+                f"mean({sq}^2) + eps underflows to 0 in float64 for {name}={describe(x)}{role}, "
+                f"eps={eps!r}; rescale {name} or use eps > 0"
             )
         raise InputError(
-            f"RMSNorm denominator is zero: mean(x^2) + eps = 0 for x={describe(x)}, "
-            f"eps={eps!r}; use eps > 0 or a non-zero x"
+            f"RMSNorm denominator is zero: mean({sq}^2) + eps = 0 for {name}={describe(x)}"
+            f"{role}, eps={eps!r}; use eps > 0 or a non-zero {name}"
         )
     return float(np.sqrt(square_mean + eps))
 
 
-def _centred(x: np.ndarray, eps: float) -> tuple[np.ndarray, float]:
+def _centred(x: np.ndarray, eps: float, name: str = "x",
+             role: str = "") -> tuple[np.ndarray, float]:
     """c = x - mu and sigma = sqrt(mean(c^2) + eps), rejecting a zero denominator."""
     # A constant x has variance exactly 0, but x - mean(x) need not round to 0 (mean([0.1] * 3)
     # is 0.10000000000000002), so test constancy directly instead of trusting the rounded sum.
     if eps == 0 and np.all(x == x[0]):
         raise InputError(
-            f"LayerNorm denominator is zero: variance + eps = 0 for constant x={describe(x)}, "
-            f"eps=0.0; use eps > 0 or a non-constant x"
+            f"LayerNorm denominator is zero: variance + eps = 0 for constant {name}="
+            f"{describe(x)}{role}, eps=0.0; use eps > 0 or a non-constant {name}"
         )
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
         c = x - np.mean(x)
         variance = float(np.mean(c * c))
     if not np.isfinite(variance):
-        raise InputError(f"variance overflows float64 for x={describe(x)}; rescale x")
+        raise InputError(f"variance overflows float64 for {name}={describe(x)}{role}; rescale "
+                         f"{name}")
     if variance + eps <= 0:
         raise InputError(
-            f"variance + eps underflows to 0 in float64 for x={describe(x)}, eps={eps!r}; "
-            f"rescale x or use eps > 0"
+            f"variance + eps underflows to 0 in float64 for {name}={describe(x)}{role}, "
+            f"eps={eps!r}; rescale {name} or use eps > 0"
         )
     return c, float(np.sqrt(variance + eps))
 
@@ -89,17 +105,21 @@ def norm_statistics(x, eps=1e-6) -> dict:
             either norm (all-zero x with eps = 0, or constant x with eps = 0), since both norms
             are computed together.
     """
-    x = as_vector(x, "x")
-    eps = as_eps(eps)
-    s = _rms_scale(x, eps)
-    c, sigma = _centred(x, eps)
+    return _statistics(as_vector(x, "x"), as_eps(eps))
+
+
+def _statistics(x: np.ndarray, eps: float, name: str = "x", role: str = "") -> dict:
+    """:func:`norm_statistics` of an x and eps already checked; errors call x `name` (what it
+    is to the caller, as ``x + A·x``), with `role` after its values."""
+    s = _rms_scale(x, eps, name, role)
+    c, sigma = _centred(x, eps, name, role)
     return {
         "mean": float(np.mean(x)),
         "square_mean": float(np.mean(x * x)),
         "variance": float(np.mean(c * c)),
         "rmsnorm": x / s,
         "layernorm": c / sigma,
-        "jacobian": rmsnorm_jacobian(x, eps),
+        "jacobian": _unit_rms_jacobian(x, s),
     }
 
 
@@ -107,7 +127,11 @@ def rmsnorm(x, eps=1e-6, gain=None) -> np.ndarray:
     """``gain (*) x / sqrt(mean(x^2) + eps)``; x, gain: [d] (gain defaults to ones) -> [d]."""
     x = as_vector(x, "x")
     eps = as_eps(eps)
-    return _gain(gain, x.shape[0]) * (x / _rms_scale(x, eps))
+    gain = _gain(gain, x.shape[0])
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = gain * (x / _rms_scale(x, eps))
+    check_overflow("rmsnorm", {"gain (*) x / s": out}, _inputs(x, gain))
+    return out
 
 
 def layernorm(x, eps=1e-6, gain=None, bias=None) -> np.ndarray:
@@ -117,7 +141,12 @@ def layernorm(x, eps=1e-6, gain=None, bias=None) -> np.ndarray:
     d = x.shape[0]
     c, sigma = _centred(x, eps)
     shift = np.zeros(d) if bias is None else as_channel_vector(bias, "bias", d)
-    return _gain(gain, d) * (c / sigma) + shift
+    gain = _gain(gain, d)
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = gain * (c / sigma) + shift
+    check_overflow("layernorm", {"gain (*) (x - mu) / sigma + bias": out},
+                   _inputs(x, gain, shift))
+    return out
 
 
 def rmsnorm_jacobian(x, eps=1e-6, gain=None) -> np.ndarray:
@@ -129,11 +158,24 @@ def rmsnorm_jacobian(x, eps=1e-6, gain=None) -> np.ndarray:
     """
     x = as_vector(x, "x")
     eps = as_eps(eps)
-    d = x.shape[0]
-    s = _rms_scale(x, eps)
-    jac = np.eye(d) / s - np.outer(x, x) / (d * s**3)
-    # diag(gain) @ J scales row i by gain_i.
-    return _gain(gain, d)[:, None] * jac
+    gain = _gain(gain, x.shape[0])
+    jac = _unit_rms_jacobian(x, _rms_scale(x, eps))
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = gain[:, None] * jac  # diag(gain) @ J scales row i by gain_i
+    check_overflow("rmsnorm_jacobian", {"diag(gain) J": out}, _inputs(x, gain))
+    return out
+
+
+def _unit_rms_jacobian(x: np.ndarray, s: float) -> np.ndarray:
+    """I / s - x x^T / (d s^3), written (I - u u^T / d) / s with u = x / s: s^3 underflows to
+    0 for |x| ~ 1e-110 although the Jacobian is finite."""
+    u = x / s
+    return (np.eye(x.shape[0]) - np.outer(u, u) / x.shape[0]) / s
+
+
+def _inputs(x: np.ndarray, *vectors: np.ndarray) -> str:
+    largest = max(float(np.max(np.abs(v))) for v in vectors)
+    return f"x={describe(x)} and gain/bias entries up to |{largest:g}|"
 
 
 def layernorm_jacobian(x, eps=1e-6, gain=None) -> np.ndarray:
@@ -148,9 +190,14 @@ def layernorm_jacobian(x, eps=1e-6, gain=None) -> np.ndarray:
     eps = as_eps(eps)
     d = x.shape[0]
     c, sigma = _centred(x, eps)
+    gain = _gain(gain, d)
     centring = np.eye(d) - np.full((d, d), 1.0 / d)
-    jac = centring / sigma - np.outer(c, c) / (d * sigma**3)
-    return _gain(gain, d)[:, None] * jac
+    u = c / sigma  # as in _unit_rms_jacobian: sigma^3 can underflow where J is finite
+    jac = (centring - np.outer(u, u) / d) / sigma
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = gain[:, None] * jac
+    check_overflow("layernorm_jacobian", {"diag(gain) J": out}, _inputs(x, gain))
+    return out
 
 
 def radial_action(x, eps=1e-6) -> np.ndarray:
@@ -182,12 +229,27 @@ def scale_invariance_gap(x, a, eps=1e-6) -> float:
     eps = as_eps(eps)
     a = as_scalar(a, "a")
     s = _rms_scale(x, eps)
-    s_a = _rms_scale(a * x, eps)
-    if a > 0:
-        f = eps * (a * a - 1.0) / ((a * s + s_a) * s_a * s)
-    else:
-        f = a / s_a - 1.0 / s
-    return float(np.max(np.abs(x)) * abs(f))
+    with np.errstate(over="ignore"):
+        ax = a * x
+    inputs = f"a={a!r}, x={describe(x)}, eps={eps!r}"
+    check_overflow("scale_invariance_gap", {"a·x": ax}, inputs)
+    # NumPy floats: a division by an underflowed 0 gives inf (refused below), not a
+    # ZeroDivisionError. The factors are grouped so that none overflows or underflows to 0
+    # where the gap itself is representable: max|x| / s <= sqrt(d), eps / (s + ...) <= sqrt(eps).
+    s, s_a = np.float64(s), np.float64(_rms_scale(ax, eps, "a·x"))
+    m = np.max(np.abs(x))
+    with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
+        if a < 0:  # the two terms add: |f| = |a| / s_a + 1 / s
+            gap = np.max(np.abs(ax)) / s_a + m / s
+        elif eps == 0 or m == 0:
+            gap = np.float64(0.0)  # exact invariance, or RMSNorm(0) = 0 at every scale
+        elif a > 1:  # divided through by a^2, which can overflow where f cannot
+            r = s_a / a
+            gap = (m / s) * (eps / (s + r) / r) * (1.0 - 1.0 / (a * a))
+        else:
+            gap = (m / s) * (eps / (a * s + s_a) / s_a) * (1.0 - a * a)
+    check_overflow("scale_invariance_gap", {"the gap": gap}, inputs)
+    return float(abs(gap))
 
 
 def _transforms(x: np.ndarray, shift: float, scale: float, channel_scales: np.ndarray):
@@ -226,8 +288,13 @@ def shift_scale_table(x, eps=1e-6, shift=2.0, scale=3.0, channel_scales=None) ->
     else:
         channel_scales = as_channel_vector(channel_scales, "channel_scales", d)
     norms = {"rmsnorm": lambda v: rmsnorm(v, eps), "layernorm": lambda v: layernorm(v, eps)}
+    with np.errstate(over="ignore"):
+        transformed = _transforms(x, shift, scale, channel_scales)
+    check_overflow("shift_scale_table", transformed,
+                   f"x={describe(x)}, shift={shift!r}, scale={scale!r}, channel_scales="
+                   f"{describe(channel_scales)}")
     rows = []
-    for name, tx in _transforms(x, shift, scale, channel_scales).items():
+    for name, tx in transformed.items():
         for norm_name, norm in norms.items():
             base, moved = norm(x), norm(tx)
             deviation = float(np.max(np.abs(moved - base)))

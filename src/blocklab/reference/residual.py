@@ -20,8 +20,8 @@ import numpy as np
 
 from blocklab.errors import InputError
 
-from ._validate import as_eps, as_matrix, as_vector
-from .norms import norm_statistics, rmsnorm_jacobian
+from ._validate import as_eps, as_matrix, as_vector, check_overflow, describe
+from .norms import _statistics, rmsnorm_jacobian
 
 
 def _square_for(x: np.ndarray, matrix) -> np.ndarray:
@@ -45,23 +45,39 @@ def residual_paths(x, matrix, eps=1e-6) -> dict:
         ``post_jacobian`` J_N(x + A x) (I + A), [d, d].
 
     Raises:
-        ValueError: a matrix that is not [d, d] with d = len(x), or any error of
-            :func:`~blocklab.reference.norms.norm_statistics` for x or for x + A x (it checks
-            the LayerNorm denominator too, so a constant input with eps = 0 is rejected).
+        ValueError: a matrix that is not [d, d] with d = len(x); any error of
+            :func:`~blocklab.reference.norms.norm_statistics` for x or for the post-norm input
+            x + A·x, named as such (it checks the LayerNorm denominator too, so a constant x or
+            x + A·x with eps = 0 is rejected, as on the page); or a result that overflows
+            float64 (the message names which).
     """
     x = as_vector(x, "x")
     a = _square_for(x, matrix)
+    eps = as_eps(eps)
     d = x.shape[0]
-    norm_x = norm_statistics(x, eps)
-    inner = x + a @ x
-    norm_inner = norm_statistics(inner, eps)
+    inputs = _inputs(x, a)
+    norm_x = _statistics(x, eps)
+    with np.errstate(over="ignore", invalid="ignore"):
+        inner = x + a @ x
+    check_overflow("residual_paths", {"the post-norm input x + A·x": inner}, inputs)
+    norm_inner = _statistics(inner, eps, "x + A·x", " (the post-norm input)")
     identity = np.eye(d)
-    return {
-        "pre": x + a @ norm_x["rmsnorm"],
-        "post": norm_inner["rmsnorm"],
-        "pre_jacobian": identity + a @ norm_x["jacobian"],
-        "post_jacobian": norm_inner["jacobian"] @ (identity + a),
-    }
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = {
+            "pre": x + a @ norm_x["rmsnorm"],
+            "post": norm_inner["rmsnorm"],
+            "pre_jacobian": identity + a @ norm_x["jacobian"],
+            "post_jacobian": norm_inner["jacobian"] @ (identity + a),
+        }
+    check_overflow("residual_paths", {"pre = x + A·N(x)": out["pre"],
+                                      "pre_jacobian = I + A·J_N(x)": out["pre_jacobian"],
+                                      "post_jacobian = J_N(x + A·x)·(I + A)":
+                                          out["post_jacobian"]}, inputs)
+    return out
+
+
+def _inputs(x: np.ndarray, a: np.ndarray) -> str:
+    return f"x={describe(x)} and matrix entries up to |{float(np.max(np.abs(a))):g}|"
 
 
 def commutator(matrix, x, eps=1e-6) -> dict:
@@ -74,6 +90,10 @@ def commutator(matrix, x, eps=1e-6) -> dict:
     x = as_vector(x, "x")
     a = _square_for(x, matrix)
     jac = rmsnorm_jacobian(x, as_eps(eps))
-    a_jn = a @ jac
-    jn_a = jac @ a
-    return {"a_jn": a_jn, "jn_a": jn_a, "max_difference": float(np.max(np.abs(a_jn - jn_a)))}
+    with np.errstate(over="ignore", invalid="ignore"):
+        a_jn = a @ jac
+        jn_a = jac @ a
+        difference = np.max(np.abs(a_jn - jn_a))
+    check_overflow("commutator", {"A·J_N(x)": a_jn, "J_N(x)·A": jn_a,
+                                  "max |A·J_N(x) − J_N(x)·A|": difference}, _inputs(x, a))
+    return {"a_jn": a_jn, "jn_a": jn_a, "max_difference": float(difference)}

@@ -25,7 +25,7 @@ import numpy as np
 
 from blocklab.errors import InputError
 
-from ._validate import as_scalar, as_vector
+from ._validate import as_scalar, as_vector, check_overflow, describe
 
 
 def _half_split_pairs(d: int) -> tuple[np.ndarray, np.ndarray]:
@@ -73,7 +73,8 @@ def rope_rotate(x, position, base=10000.0, layout="half_split") -> np.ndarray:
 
     Raises:
         ValueError: empty, odd-length or non-finite x; non-finite position; base <= 1 or not
-            finite; a layout not in ``ROPE_LAYOUTS``.
+            finite; anything that is not a real number; a layout not in ``ROPE_LAYOUTS``; a
+            rotated pair that overflows float64 (|x| near the float64 maximum).
     """
     x = _check_even(as_vector(x, "x"), "x")
     position = as_scalar(position, "position")
@@ -83,8 +84,11 @@ def rope_rotate(x, position, base=10000.0, layout="half_split") -> np.ndarray:
     cos, sin = np.cos(angle), np.sin(angle)
     first, second = ROPE_LAYOUTS[layout](d)
     out = np.empty_like(x)
-    out[first] = x[first] * cos - x[second] * sin
-    out[second] = x[first] * sin + x[second] * cos
+    with np.errstate(over="ignore", invalid="ignore"):
+        out[first] = x[first] * cos - x[second] * sin
+        out[second] = x[first] * sin + x[second] * cos
+    check_overflow("rope_rotate", {"the rotated x": out},
+                   f"x={describe(x)}, position={position!r}")
     return out
 
 
@@ -95,13 +99,22 @@ def rope_score(q, k, m, n, base=10000.0, layout="half_split") -> float:
     if q.shape != k.shape:
         raise InputError(f"q and k must have the same length, got {q.shape[0]} and {k.shape[0]}")
     m, n = as_scalar(m, "m"), as_scalar(n, "n")
-    return float(rope_rotate(q, m, base, layout) @ rope_rotate(k, n, base, layout))
+    with np.errstate(over="ignore", invalid="ignore"):
+        score = rope_rotate(q, m, base, layout) @ rope_rotate(k, n, base, layout)
+    check_overflow("rope_score", {"the score rope(q, m)·rope(k, n)": score},
+                   f"q={describe(q)}, k={describe(k)}")
+    return float(score)
 
 
 def relative_position_gap(q, k, m, n, shift, base=10000.0, layout="half_split") -> float:
     """``|score(m, n) - score(m + shift, n + shift)|``: zero up to rounding, since only m - n
     enters the score."""
     shift = as_scalar(shift, "shift")
+    m, n = as_scalar(m, "m"), as_scalar(n, "n")
+    check_overflow("relative_position_gap", {"m + shift": m + shift, "n + shift": n + shift},
+                   f"m={m!r}, n={n!r}, shift={shift!r}")
     before = rope_score(q, k, m, n, base, layout)
-    after = rope_score(q, k, as_scalar(m, "m") + shift, as_scalar(n, "n") + shift, base, layout)
+    after = rope_score(q, k, m + shift, n + shift, base, layout)
+    check_overflow("relative_position_gap", {"the score difference": before - after},
+                   f"scores {before!r} and {after!r}")
     return math.fabs(before - after)
