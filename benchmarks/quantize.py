@@ -43,7 +43,8 @@ from blocklab.experiments.int8_measurements import (
     measure_schemes,
     part_flop_share,
 )
-from blocklab.experiments.suites.quantize import SchemeTimes, cpu_flags
+from blocklab.experiments.int8_records import SchemeTimes
+from blocklab.experiments.suites.quantize import cpu_flags
 from blocklab.nn.int8 import MODES
 
 med = statistics.median

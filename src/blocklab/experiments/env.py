@@ -5,9 +5,10 @@ Bit-for-bit reproducibility holds on one machine with one thread count; this rec
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from blocklab.errors import InputError
@@ -105,3 +106,16 @@ def environment(device: str = "cpu") -> dict:
     if device.startswith("cuda") and torch.cuda.is_available():
         record["accelerator"] = torch.cuda.get_device_name(torch.device(device))
     return record
+
+
+@contextlib.contextmanager
+def torch_threads(n: int) -> Iterator[None]:
+    """Run the block with `n` torch CPU threads, restoring the previous count afterwards."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)

@@ -327,7 +327,7 @@ def calibrate(shapes: dict[ShapeKey, ModelConfig], budget_s: float = 15.0) -> Ca
     spending about `budget_s` seconds on them (beyond the imports a fresh worker pays, timed
     here when not yet imported); see the module docstring."""
     from blocklab.experiments.data import load_corpus, stdlib_corpus
-    from blocklab.experiments.suites.base import torch_threads
+    from blocklab.experiments.env import torch_threads
 
     started = time.perf_counter()
     startup = _process_age_s()

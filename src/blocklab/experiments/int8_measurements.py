@@ -51,8 +51,8 @@ from blocklab.budget import count_params, decode_flops, prefill_flops
 from blocklab.budget.memory import decode_weight_params_read, kv_cache_bytes
 from blocklab.config import ModelConfig
 from blocklab.errors import InputError
-from blocklab.experiments.suites.base import torch_threads
-from blocklab.experiments.suites.quantize import SchemeLoss, SchemeTimes, SwigluError
+from blocklab.experiments.env import torch_threads
+from blocklab.experiments.int8_records import SchemeLoss, SchemeTimes, SwigluError
 from blocklab.nn.attention import KVCache
 from blocklab.nn.int8 import (
     MODES,
@@ -69,6 +69,8 @@ SCHEMES: tuple[tuple[str, str], ...] = (("none", "none"),) + tuple(
 FREE_PARTS = ("ffn", "attention", "all")  # the parts made free, one model each, for the bounds
 FLOAT_BYTES = 4  # the timed models are float32
 TIMING_VOCAB = 256  # a byte vocabulary: the head stays small, so the timings are the blocks'
+
+
 
 
 def scheme_name(part: str, mode: str) -> str:

@@ -62,6 +62,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from blocklab.config import FFNS, ModelConfig
+from blocklab.experiments.env import torch_threads
 from blocklab.experiments.options import RunOptions
 from blocklab.experiments.results import added_identity, train_identity
 from blocklab.experiments.run_result import RunResult
@@ -74,7 +75,6 @@ from blocklab.experiments.suites.base import (
     format_level,
     mean_ci,
     paired_difference,
-    torch_threads,
 )
 from blocklab.experiments.suites.evaluation import FINAL_EVAL_FRACTION, full_only, listed
 from blocklab.experiments.suites.tuning import (

@@ -74,6 +74,7 @@ import numpy as np
 
 from blocklab.config import ModelConfig
 from blocklab.errors import InputError, ResultsError
+from blocklab.experiments.env import torch_threads
 from blocklab.experiments.options import RunOptions
 from blocklab.experiments.results import train_identity
 from blocklab.experiments.run_result import RunResult
@@ -84,7 +85,6 @@ from blocklab.experiments.suites.base import (
     format_ci,
     mean_ci,
     paired_difference,
-    torch_threads,
 )
 from blocklab.experiments.suites.evaluation import FINAL_EVAL_FRACTION, full_only
 from blocklab.experiments.summaries import (

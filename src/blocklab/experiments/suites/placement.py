@@ -76,6 +76,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from blocklab.config import ModelConfig
+from blocklab.experiments.env import torch_threads
 from blocklab.experiments.options import RunOptions
 from blocklab.experiments.results import added_identity, train_identity
 from blocklab.experiments.run_result import RunResult
@@ -88,7 +89,6 @@ from blocklab.experiments.suites.base import (
     format_level,
     mean_ci,
     paired_difference,
-    torch_threads,
 )
 from blocklab.experiments.suites.evaluation import (
     FINAL_EVAL_FRACTION,

@@ -87,6 +87,7 @@ import numpy as np
 
 from blocklab.config import ModelConfig
 from blocklab.errors import InputError, ResultsError
+from blocklab.experiments.env import torch_threads
 from blocklab.experiments.options import RunOptions
 from blocklab.experiments.results import added_identity, json_safe, train_identity
 from blocklab.experiments.run_result import RunResult
@@ -98,7 +99,6 @@ from blocklab.experiments.suites.base import (
     format_ci,
     mean_ci,
     paired_difference,
-    torch_threads,
 )
 from blocklab.experiments.suites.evaluation import (
     FINAL_EVAL_FRACTION,

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from blocklab.config import ModelConfig
 from blocklab.errors import ResultsError
+from blocklab.experiments.int8_records import SchemeLoss, SchemeTimes, SwigluError
 from blocklab.experiments.options import RunOptions
 from blocklab.experiments.results import train_identity
 from blocklab.experiments.run_result import RunResult
@@ -135,56 +136,6 @@ THREADS = 1  # timings on one thread: on a shared 2-core machine two threads con
 
 
 # --- what a run records (`RunResult.extra`) ------------------------------------------------------
-@dataclass(frozen=True)
-class SchemeTimes:
-    """What `blocklab.experiments.int8_measurements.measure_schemes` measured, seconds per repeat
-    (T: a
-    prefill length, as a string). A timing run stores its fields beside `TimingRecord`'s.
-
-    prefill_s       {scheme: {T: [s]}}
-    decode_s        {scheme: [s]}: the median one-token step on the KV cache of seq_lens[0]
-    free_prefill_s  {part: {T: [s]}}, free_decode_s {part: [s]}: the float model with that
-                    part's linear layers free (ffn, attention, all; timed in the same rotation
-                    as the schemes); None in a record made before they were timed
-    gemm_s          {scheme: {T: [s]}}: the quantized part's own linear layers of layer 0 at
-                    [T, d] ("ffn" and "attention" parts only, "none/<part>" their float
-                    baseline)
-    logits_error    {scheme: ‖ŷ − y‖ / ‖y‖ on the first prefill} (every scheme but "none")
-    compile_s       {scheme or "free/<part>": s of warm-up under torch.compile, else None}
-    threads         the CPU threads it ran on
-    """
-
-    prefill_s: dict[str, dict[str, list[float]]]
-    decode_s: dict[str, list[float]]
-    free_prefill_s: dict[str, dict[str, list[float]]] | None
-    free_decode_s: dict[str, list[float]] | None
-    gemm_s: dict[str, dict[str, list[float]]]
-    logits_error: dict[str, float | None]  # None: not finite
-    compile_s: dict[str, float | None]
-    threads: int
-
-
-@dataclass(frozen=True)
-class SchemeLoss:
-    """A trained model under one scheme (`quality_of_schemes`): validation loss (nats/token),
-    its difference to the float model's and the relative logits error ‖ŷ − y‖ / ‖y‖."""
-
-    val_loss: float
-    delta: float
-    logits_error: float
-
-
-@dataclass(frozen=True)
-class SwigluError:
-    """A trained model with SwiGLU's gate/up/down quantized one way (`swiglu_errors`): as
-    `SchemeLoss`, and the FFN output error ‖FFN_q(x) − FFN(x)‖ / ‖FFN(x)‖ over every layer."""
-
-    val_loss: float
-    delta: float
-    ffn_error: float
-    logits_error: float
-
-
 @dataclass(frozen=True)
 class TimingRecord:
     """What a timing run adds to its RunResult (`run_timing`): the timed model
@@ -367,8 +318,8 @@ def run_quality(options: RunOptions, seed: int, progress: Any = False) -> RunRes
     import time
 
     from blocklab.experiments.data import load_corpus, validation_windows
+    from blocklab.experiments.env import torch_threads
     from blocklab.experiments.int8_measurements import quality_of_schemes, swiglu_errors
-    from blocklab.experiments.suites.base import torch_threads
     from blocklab.experiments.trainer import train
     from blocklab.nn.int8 import gated_ffn_weights
 
