@@ -48,7 +48,7 @@ def test_gated_width_matches_published_models(d, multiple_of, multiplier, expect
         ({"partial_rotary_factor": 0.0}, r"partial_rotary_factor=0.0"),
         ({"head_dim": 6, "partial_rotary_factor": 0.5}, r"even rotary dim"),
         ({"rope_scaling": {"rope_type": "magic", "factor": 2}}, r"rope_type in"),
-        ({"rope_scaling": {"rope_type": "linear"}}, r"positive 'factor'"),
+        ({"rope_scaling": {"rope_type": "linear"}}, r"expected 'factor' for rope_type 'linear'"),
         ({"rope_scaling": {"rope_type": "linear", "factor": 2, "speed": 1}}, r"speed"),
         ({"residual_scale": 0.0}, r"residual_scale=0.0"),
     ],

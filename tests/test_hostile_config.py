@@ -151,7 +151,6 @@ def test_llama4_layer_lists_that_fit():
     ({**LLAMA_HF, "rope_theta": 0}, "rope_theta", "rope_theta"),
     ({**LLAMA_HF, "rope_parameters": {"rope_type": "default", "rope_theta": 0.5}},
      "rope_parameters.rope_theta", "rope_theta"),
-    ({**LLAMA_HF, "partial_rotary_factor": 2}, "partial_rotary_factor", "partial_rotary_factor"),
     ({**LLAMA_HF, "model_type": "mistral", "sliding_window": -1}, "sliding_window",
      "sliding_window"),
     ({"model_type": "gpt2", "vocab_size": 50257, "n_embd": 768, "n_layer": 12, "n_head": 12,
@@ -163,6 +162,15 @@ def test_llama4_layer_lists_that_fit():
 def test_hf_errors_name_the_key_and_the_field(hf, key, field):
     with pytest.raises(ConfigError, match=rf"config\.json {key}: ModelConfig\.{field}="):
         ModelConfig.from_hf(hf)
+
+
+@pytest.mark.parametrize("value", [2, 0.5, 0, "1", True])
+def test_partial_rotary_factor_a_llama_config_cannot_express(value):
+    # transformers' Llama-family rotary embedding rotates the whole head: it ignores the factor
+    # (or, with a scaled rope_type, fails), so a factor other than 1 would build another model.
+    with pytest.raises(ConfigError, match=r"config\.json partial_rotary_factor="):
+        ModelConfig.from_hf({**LLAMA_HF, "partial_rotary_factor": value})
+    assert ModelConfig.from_hf({**LLAMA_HF, "partial_rotary_factor": 1.0}).rotary_dim == 16
 
 
 def test_budget_names_intermediate_size(tmp_path, capsys):

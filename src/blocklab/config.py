@@ -4,8 +4,9 @@ Every string choice is resolved through an explicit registry (`FFNS`, `NORMS`, `
 `POSITIONS`, ...); unknown names and unknown keys raise a one-line `ValueError` naming the field,
 the value and what is allowed. `ModelConfig` converts to and from JSON and Hugging Face
 `config.json` dictionaries (Llama, Mistral, Qwen2, Qwen3 both ways; Gemma, Gemma-2, GPT-2, BERT,
-MPT, ChatGLM and Llama 4 (text) in, for the budget calculator). This module imports no torch:
-`blocklab.budget` builds on it.
+MPT, ChatGLM and Llama 4 (text) in, for the budget calculator), read as transformers reads them:
+where two keys of one config.json disagree and transformers would silently take one, the read
+fails naming both. This module imports no torch: `blocklab.budget` builds on it.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from blocklab.errors import ConfigError
 from blocklab.jsonio import parse_json
@@ -225,7 +226,8 @@ class ModelConfig:
                        f"a factor giving an even rotary dim (head_dim={self.head_dim} gives "
                        f"{self.rotary_dim})")
         if self.rope_scaling is not None:
-            object.__setattr__(self, "rope_scaling", _check_rope_scaling(self.rope_scaling))
+            object.__setattr__(self, "rope_scaling",
+                               _check_rope_scaling(self.rope_scaling, theta=self.rope_theta))
 
     # --- derived -----------------------------------------------------------------------------
     @property
@@ -321,39 +323,112 @@ def _choice(name: str, value: Any, allowed) -> None:
         raise _bad(name, value, f"one of {sorted(allowed)}")
 
 
-_ROPE_SCALING_KEYS = {
-    "rope_type", "factor", "original_max_position_embeddings", "attention_factor", "beta_fast",
-    "beta_slow", "mscale", "mscale_all_dim", "truncate", "low_freq_factor", "high_freq_factor",
+# What each scaled RoPE reads besides `rope_type`: (required keys, optional keys). The same keys
+# as `blocklab.nn.rope_scaling` (which refuses any other) and transformers'
+# `RotaryEmbeddingConfigMixin._validate_<type>_rope_parameters`; "ntk" is ours alone.
+ROPE_SCALING_KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "linear": (("factor",), ("original_max_position_embeddings",)),
+    "ntk": (("factor",), ("original_max_position_embeddings",)),
+    "dynamic": (("factor",), ("original_max_position_embeddings",)),
+    "yarn": (("factor",), ("original_max_position_embeddings", "attention_factor", "beta_fast",
+                           "beta_slow", "mscale", "mscale_all_dim", "truncate")),
+    "llama3": (("factor", "low_freq_factor", "high_freq_factor"),
+               ("original_max_position_embeddings",)),
+}
+# What each key holds, as (check, what is expected). Null means "the default" only where
+# transformers reads it so (YaRN's betas and attention factor); mscale 0 reads as unset there.
+_ROPE_VALUES: dict[str, tuple[Any, str]] = {
+    "factor": (lambda v: _real(v) and v > 0, "a finite number > 0"),
+    "low_freq_factor": (lambda v: _real(v) and v > 0, "a finite number > 0"),
+    "high_freq_factor": (lambda v: _real(v) and v > 0, "a finite number > 0"),
+    "original_max_position_embeddings": (
+        lambda v: not isinstance(v, bool) and isinstance(v, int) and 0 < v <= MAX_SIZE,
+        "a positive integer up to 2**53 (the context length trained on)"),
+    "attention_factor": (lambda v: v is None or (_real(v) and v > 0),
+                         "a finite number > 0, or null"),
+    "beta_fast": (lambda v: v is None or (_real(v) and v > 0), "a finite number > 0, or null"),
+    "beta_slow": (lambda v: v is None or (_real(v) and v > 0), "a finite number > 0, or null"),
+    "mscale": (lambda v: v is None or (_real(v) and v >= 0), "a finite number >= 0, or null"),
+    "mscale_all_dim": (lambda v: v is None or (_real(v) and v >= 0),
+                       "a finite number >= 0, or null"),
+    # transformers reads a null truncate as false, the YaRN paper's default is true: say which.
+    "truncate": (lambda v: isinstance(v, bool), "true or false"),
 }
 
 
-def _check_rope_scaling(scaling: dict[str, Any]) -> dict[str, Any]:
+def _check_rope_scaling(scaling: Any, prefix: str = "ModelConfig.", name: str = "rope_scaling",
+                        theta: float | None = None) -> dict[str, Any] | None:
+    """`scaling` checked key by key and normalised to {"rope_type": ..., <its keys>}; None for
+    plain RoPE. Each error is one line naming the key path (`ModelConfig.rope_scaling.factor=`,
+    `config.json rope_parameters.factor=`: `prefix` and `name`).
+
+    `theta`, when given, is the rope_theta that a `rope_theta` inside `scaling` must equal (v5
+    configs keep theta there).
+    """
+    where = f"{prefix}{name}"
     if not isinstance(scaling, dict):
-        raise _bad("rope_scaling", scaling, "an object with 'rope_type' and 'factor', or null")
+        raise ConfigError(f"{where}={shown_value(scaling)} is not allowed; expected an object "
+                          "with 'rope_type' and 'factor', or null")
     scaling = dict(scaling)
+    if "type" in scaling and "rope_type" in scaling and scaling["type"] != scaling["rope_type"]:
+        raise ConfigError(f"{where}.type={shown_value(scaling['type'])} and {name}.rope_type="
+                          f"{shown_value(scaling['rope_type'])} disagree; transformers reads "
+                          "rope_type: keep one")
     kind = scaling.pop("type", None)  # transformers v4 wrote "type"
     scaling.setdefault("rope_type", kind)
-    scaling.pop("rope_theta", None)  # v5 keeps theta inside rope_parameters
-    if scaling["rope_type"] is None:
+    if "rope_theta" in scaling:
+        inner = scaling.pop("rope_theta")
+        if theta is not None and inner != theta:
+            raise ConfigError(f"{where}.rope_theta={shown_value(inner)} and {prefix}rope_theta="
+                              f"{shown_value(theta)} disagree; set rope_theta alone")
+    kind = scaling["rope_type"]
+    if kind is None:
         if len(scaling) > 1:
             # transformers 5 reads {"factor": 8} as "default" and only warns that the factor is
             # unused; whoever wrote a factor meant some scaling, so say which ones exist.
-            raise _bad("rope_scaling", {k: v for k, v in scaling.items() if k != "rope_type"},
-                       f"a 'rope_type' (or v4 'type') key, one of {list(ROPE_SCALING_TYPES)}")
-        return None  # type: ignore[return-value]  # {}: no scaling
-    if scaling["rope_type"] not in ROPE_SCALING_TYPES:
-        raise _bad("rope_scaling", scaling["rope_type"], f"a rope_type in {ROPE_SCALING_TYPES}")
-    unknown = sorted(set(scaling) - _ROPE_SCALING_KEYS)
+            raise ConfigError(
+                f"{where}={shown_value({k: v for k, v in scaling.items() if k != 'rope_type'})} "
+                f"is not allowed; expected a 'rope_type' (or v4 'type') key, one of "
+                f"{list(ROPE_SCALING_TYPES)}")
+        return None  # {}: no scaling
+    if not isinstance(kind, str) or kind not in ROPE_SCALING_TYPES:
+        raise ConfigError(f"{where}.rope_type={shown_value(kind)} is not allowed; expected a "
+                          f"rope_type in {ROPE_SCALING_TYPES}")
+    others = sorted(k for k in scaling if k != "rope_type")
+    if kind == "default":
+        if others:  # transformers warns and drops them; a factor was meant to scale something
+            raise ConfigError(f"{where}.{others[0]}={shown_value(scaling[others[0]])} is not "
+                              "read under rope_type 'default'; expected a scaling rope_type "
+                              f"such as 'linear' or 'yarn', or no {others[0]!r}")
+        return None
+    required, optional = ROPE_SCALING_KEYS[kind]
+    unknown = [k for k in others if k not in required + optional]
     if unknown:
-        raise _bad("rope_scaling", unknown, f"keys from {sorted(_ROPE_SCALING_KEYS)}")
-    if scaling["rope_type"] == "default":
-        return None  # type: ignore[return-value]
-    factor = scaling.get("factor")
-    if not (_real(factor) and factor > 0):
-        raise _bad("rope_scaling", scaling, "a finite positive 'factor'")
-    for key, value in scaling.items():
-        if key not in ("rope_type", "truncate") and value is not None and not _real(value):
-            raise _bad("rope_scaling", scaling, f"a finite number for {key!r}")
+        raise ConfigError(f"{where} has key(s) {unknown} that rope_type {kind!r} does not read; "
+                          f"expected keys from {sorted(required + optional)}")
+    missing = [k for k in required if k not in scaling]
+    if missing:
+        raise ConfigError(f"{where}={shown_value(scaling)} is not allowed; expected "
+                          f"{' and '.join(repr(k) for k in missing)} for rope_type {kind!r} "
+                          f"({_ROPE_VALUES[missing[0]][1]})")
+    for key in others:
+        check, expected = _ROPE_VALUES[key]
+        if not check(scaling[key]):
+            raise ConfigError(f"{where}.{key}={shown_value(scaling[key])} is not allowed; "
+                              f"expected {expected}")
+    # Two keys bounding one range: transformers only warns, blocklab.nn refuses.
+    if kind == "yarn":
+        fast, slow = (32 if scaling.get("beta_fast") is None else scaling["beta_fast"],
+                      1 if scaling.get("beta_slow") is None else scaling["beta_slow"])
+        if not fast > slow:
+            raise ConfigError(f"{where}.beta_fast={shown_value(fast)} is not allowed with "
+                              f"{name}.beta_slow={shown_value(slow)}; expected beta_fast > "
+                              "beta_slow (null or absent: 32 and 1)")
+    if kind == "llama3" and not scaling["high_freq_factor"] > scaling["low_freq_factor"]:
+        raise ConfigError(f"{where}.high_freq_factor={shown_value(scaling['high_freq_factor'])} "
+                          f"is not allowed with {name}.low_freq_factor="
+                          f"{shown_value(scaling['low_freq_factor'])}; expected high_freq_factor "
+                          "> low_freq_factor")
     return scaling
 
 
@@ -420,6 +495,43 @@ _HF_KEYS = {"vocab_size": "vocab_size", "d_model": "hidden_size", "n_layers": "n
             "attn_scale": "query_pre_attn_scalar", "attn_logit_softcap": "attn_logit_softcapping",
             "final_logit_softcap": "final_logit_softcapping"}
 
+# A config.json read as transformers 5 reads it. Where it leaves a size out, transformers takes
+# its config class's default (the `@strict` dataclass fields of LlamaConfig, MistralConfig, ...);
+# None means derived: head_dim = hidden_size // num_attention_heads, num_key_value_heads =
+# num_attention_heads. tests/test_config_hf_resolution.py checks these against the installed
+# transformers.
+HF_ABSENT_SIZES: dict[str, dict[str, int | None]] = {
+    "llama": {"head_dim": None, "num_key_value_heads": None},
+    "mistral": {"head_dim": None, "num_key_value_heads": 8},
+    "qwen2": {"head_dim": None, "num_key_value_heads": 32},
+    "qwen3": {"head_dim": 128, "num_key_value_heads": 32},
+    "gemma": {"head_dim": 256, "num_key_value_heads": 16},
+    "gemma2": {"head_dim": 256, "num_key_value_heads": 4},
+    "llama4_text": {"head_dim": 128, "num_key_value_heads": 8},
+}
+# Sizes a config class refuses as null (an `int` field; Qwen2Attention reads a null head_dim and
+# fails). Elsewhere null means derived, as when absent from llama.
+_HF_NOT_NULL: dict[str, tuple[str, ...]] = {
+    "mistral": ("num_key_value_heads",), "qwen2": ("head_dim",), "qwen3": ("head_dim",),
+    "gemma": ("head_dim", "num_key_value_heads"), "gemma2": ("head_dim", "num_key_value_heads"),
+    "llama4_text": ("head_dim", "num_key_value_heads"),
+}
+# Config classes that refuse hidden_size % num_attention_heads != 0 even with head_dim given
+# (LlamaConfig.validate_architecture, Gemma2Config.validate_architecture).
+HF_HIDDEN_DIVISIBLE = ("llama", "gemma2")
+# RotaryEmbeddingConfigMixin.default_theta where a config class overrides 10,000.
+_HF_DEFAULT_THETA = {"llama4_text": 500000.0}
+# The key each family's MLP reads its activation from, its default, and the alias it ignores
+# (GemmaMLP reads hidden_act, Gemma2MLP hidden_activation; transformers 4 read the reverse).
+_HF_ACT_KEYS = {"gemma": ("hidden_act", "gelu_pytorch_tanh", "hidden_activation"),
+                "gemma2": ("hidden_activation", "gelu_pytorch_tanh", "hidden_act")}
+_HF_ACT_KEYS_DEFAULT = ("hidden_act", "silu", "hidden_activation")
+# rope_types transformers' ROPE_INIT_FUNCTIONS has and blocklab.nn computes ("ntk" is ours).
+HF_ROPE_TYPES = ("default", "linear", "dynamic", "yarn", "llama3")
+# Layer-type names a per-layer-type rope_parameters is keyed by (Gemma 3 style).
+_HF_LAYER_TYPES = ("full_attention", "sliding_attention", "chunked_attention")
+_ORIGINAL = "original_max_position_embeddings"
+
 
 @contextlib.contextmanager
 def _named_by(keys: dict[str, str]) -> Iterator[None]:
@@ -469,37 +581,233 @@ def _hf_str(hf: dict[str, Any], key: str, default: str | None, where: str = "") 
     return value
 
 
-def _hf_rope(hf: dict[str, Any]) -> tuple[float, dict[str, Any] | None, float, dict[str, str]]:
-    """(theta, scaling, partial_rotary_factor, their config.json keys) from v5
-    `rope_parameters` or the v4 keys."""
-    params, where = hf.get("rope_parameters"), "rope_parameters"
-    if isinstance(params, dict) and "full_attention" in params:  # per-layer-type layout
-        params, where = params["full_attention"], "rope_parameters.full_attention"
-    if params is not None and not isinstance(params, dict):
-        raise ConfigError(f"config.json {where}={shown_value(params)} is not allowed; expected "
-                          "an object with 'rope_type' and 'rope_theta', or null")
-    params = params or {}
-    # v5 keeps theta and the partial factor inside rope_parameters, v4 at the top level.
-    found = {name: (f"{where}.{name}", params[name]) if params.get(name) is not None
-             else (name, hf.get(name)) for name in ("rope_theta", "partial_rotary_factor")}
-    (theta_key, theta), (partial_key, partial) = found["rope_theta"], found[
-        "partial_rotary_factor"]
-    if "rope_parameters" in hf and hf["rope_parameters"] is not None:
-        scaling_key = where
-        scaling = {k: v for k, v in params.items() if k not in ("rope_theta",
-                                                                "partial_rotary_factor")}
-    else:
-        scaling_key, scaling = "rope_scaling", hf.get("rope_scaling")
-    if scaling is not None:
-        if not isinstance(scaling, dict):
-            raise ConfigError(f"config.json {scaling_key}={shown_value(scaling)} is not allowed; "
-                              "expected an object with 'rope_type' and 'factor', or null")
-        if not scaling or scaling.get("rope_type", scaling.get("type")) == "default":
-            scaling = None
-    keys = {"rope_theta": theta_key, "rope_scaling": scaling_key,
-            "partial_rotary_factor": partial_key}
-    return (_hf_float(theta_key, 10000.0 if theta is None else theta), scaling,
-            _hf_float(partial_key, 1.0 if partial is None else partial), keys)
+def _is_size(value: Any) -> bool:
+    return not isinstance(value, bool) and isinstance(value, int) and value > 0
+
+
+def hf_size(hf: dict[str, Any], key: str, model_type: str | None = None) -> Any:
+    """`head_dim` or `num_key_value_heads` of a Llama-family config.json as transformers 5
+    resolves it: the value written, else the config class's default for an absent key (None:
+    derived from hidden_size and num_attention_heads). A null the class refuses raises."""
+    model_type = hf.get("model_type") if model_type is None else model_type
+    absent = HF_ABSENT_SIZES.get(model_type) if isinstance(model_type, str) else None
+    if absent is None:  # not a Llama-family type: null and absent both mean derived
+        return hf.get(key)
+    if key not in hf:
+        return absent[key]
+    if hf[key] is None and key in _HF_NOT_NULL.get(model_type, ()):
+        default = f" (absent, it is {absent[key]})" if absent[key] is not None else ""
+        raise ConfigError(f"config.json {key}=None is not allowed for {model_type}; expected an "
+                          f"integer: transformers' {model_type} config refuses null{default}")
+    return hf[key]
+
+
+def hf_defaults_taken(hf: dict[str, Any], model_type: str | None = None) -> dict[str, int]:
+    """Sizes `hf` leaves out that transformers fills with a class default rather than
+    deriving (Qwen3's head_dim of 128, Gemma's 16 key/value heads): {key: value}."""
+    model_type = hf.get("model_type") if model_type is None else model_type
+    absent = HF_ABSENT_SIZES.get(model_type, {}) if isinstance(model_type, str) else {}
+    return {key: value for key, value in absent.items() if value is not None and key not in hf}
+
+
+def _hf_sizes(hf: dict[str, Any], model_type: str) -> tuple[Any, Any, dict[str, str]]:
+    """(head_dim, n_kv_heads, their config.json keys) as transformers resolves them; refuses a
+    hidden_size the heads do not divide where the config class does."""
+    heads = _need(hf, "num_attention_heads")
+    hidden = hf.get("hidden_size")
+    if model_type in HF_HIDDEN_DIVISIBLE and _is_size(hidden) and _is_size(heads) \
+            and hidden % heads:
+        raise ConfigError(f"config.json hidden_size={hidden} is not a multiple of "
+                          f"num_attention_heads={heads}; transformers' {model_type} config refuses "
+                          f"that even with head_dim={shown_value(hf.get('head_dim'))}: expected "
+                          f"num_attention_heads dividing {hidden}")
+    absent = HF_ABSENT_SIZES[model_type]
+    # An error about a size the file leaves out says where the value came from.
+    keys = {field_name: key if key in hf or absent[key] is None else
+            f"{key} (absent: transformers' {model_type} default {absent[key]})"
+            for field_name, key in (("head_dim", "head_dim"),
+                                    ("n_kv_heads", "num_key_value_heads"))}
+    kv = hf_size(hf, "num_key_value_heads", model_type)
+    return hf_size(hf, "head_dim", model_type), heads if kv is None else kv, keys
+
+
+def _hf_act(hf: dict[str, Any], model_type: str) -> str:
+    """Our activation name for the key the family's MLP reads; an alias it ignores that names
+    another activation is refused, naming both."""
+    key, default, ignored = _HF_ACT_KEYS.get(model_type, _HF_ACT_KEYS_DEFAULT)
+    name = _hf_str(hf, key, default) or default
+    if model_type == "gemma" and name == "gelu":
+        name = "gelu_pytorch_tanh"  # GemmaConfig: the released "gelu" meant the tanh form (#29402)
+    act = _HF_ACTS.get(name)
+    if act is None:
+        raise ConfigError(f"config.json {key}={shown_value(hf[key])} is not allowed; "
+                          f"expected one of {sorted(_HF_ACTS)}")
+    other = _hf_str(hf, ignored, None)
+    if other is not None and _HF_ACTS.get(other) != act:
+        said = f"{key}={shown_value(hf[key])}" if hf.get(key) is not None else \
+            f"{key} (absent: {default!r})"
+        raise ConfigError(f"config.json {said} and {ignored}={shown_value(other)} disagree; "
+                          f"transformers' {model_type} reads {key} and ignores {ignored}: "
+                          "remove one or make them agree")
+    return act
+
+
+def _hf_alias(hf: dict[str, Any], key: str, alias: str, model_type: str,
+              required: bool = True) -> tuple[str, Any]:
+    """(the key used, its value) for a setting transformers' config stores as `key` and also
+    takes as `alias` (its attribute_map); there the alias wins, so both written and different
+    is refused, naming both. Null counts as absent; absent raises when `required`."""
+    if hf.get(alias) is None:
+        if required:
+            _need(hf, key, alias)
+        return key, hf.get(key)
+    if hf.get(key) is not None and hf[key] != hf[alias]:
+        raise ConfigError(f"config.json {key}={shown_value(hf[key])} and {alias}="
+                          f"{shown_value(hf[alias])} disagree; transformers' {model_type} "
+                          f"stores {alias} as {key} and keeps {alias}: remove one or make them "
+                          "agree")
+    return alias, hf[alias]
+
+
+class _Rope(NamedTuple):
+    """One object's reading of RoPE: `key` is rope_scaling, rope_parameters or None (neither
+    written); `effective` is every value transformers would use, for comparing two."""
+
+    key: str | None
+    theta: float
+    theta_key: str | None  # the config.json key theta came from; None: the class default
+    scaling: dict[str, Any] | None
+    effective: dict[str, Any]
+
+
+def _hf_rope(hf: dict[str, Any], model_type: str) -> tuple[float, dict[str, Any] | None,
+                                                          dict[str, str]]:
+    """(theta, scaling, the config.json keys they came from) as transformers 5 reads them
+    (`RotaryEmbeddingConfigMixin.convert_rope_params_to_dict`): a non-empty `rope_scaling` wins
+    and `rope_parameters` is then ignored (v4 read rope_scaling too); `rope_theta` inside that
+    object wins over the top-level one, which wins over the class's `default_theta`.
+
+    Where transformers silently prefers one of two keys that disagree this refuses, naming both:
+    rope_scaling against rope_parameters, a nested against the top-level rope_theta or
+    partial_rotary_factor, type against rope_type, an original length written twice.
+    """
+    found = []
+    for key in ("rope_scaling", "rope_parameters"):
+        value = hf.get(key)
+        if value is not None and not isinstance(value, dict):
+            raise ConfigError(f"config.json {key}={shown_value(value)} is not allowed; expected "
+                              "an object with 'rope_type' and 'rope_theta', or null")
+        if value:
+            found.append(_hf_rope_of(hf, model_type, key, value))
+    if len(found) == 2 and found[0].effective != found[1].effective:
+        differ = [k for k in dict.fromkeys([*found[0].effective, *found[1].effective])
+                  if found[0].effective.get(k) != found[1].effective.get(k)]
+        said = ", ".join(f"{k} {_said(found[0], k, model_type)} vs "
+                         f"{_said(found[1], k, model_type)}" for k in differ)
+        raise ConfigError(f"config.json rope_scaling and rope_parameters disagree: {said}; "
+                          "transformers reads rope_scaling and ignores rope_parameters: remove "
+                          "one or make them agree")
+    rope = found[0] if found else _hf_rope_of(hf, model_type, None, {})
+    return rope.theta, rope.scaling, {"rope_theta": rope.theta_key or "rope_theta",
+                                      "rope_scaling": rope.key or "rope_scaling"}
+
+
+def _said(rope: _Rope, key: str, model_type: str) -> str:
+    """How `rope` gives `key` in a disagreement: the value, and where it came from when that is
+    not the object itself."""
+    if key not in rope.effective:
+        return "(none)"
+    value = shown_value(rope.effective[key])
+    if key == "rope_theta" and rope.theta_key is None:
+        return f"{value} (transformers' {model_type} default)"
+    if key == "rope_theta" and rope.theta_key == "rope_theta":
+        return f"{value} (from the top-level rope_theta)"
+    if key == _ORIGINAL and _ORIGINAL not in (rope.scaling or {}):
+        return f"{value} (from max_position_embeddings)"
+    return value
+
+
+def _hf_rope_of(hf: dict[str, Any], model_type: str, key: str | None,
+                params: dict[str, Any]) -> _Rope:
+    """RoPE as the object `hf[key]` (None: neither object) and the top-level keys give it."""
+    for name, value in params.items():
+        if name in _HF_LAYER_TYPES or isinstance(value, dict):
+            raise ConfigError(f"config.json {key}.{name}: RoPE parameters per layer type are "
+                              f"not read by transformers' {model_type} model, which takes one "
+                              f"flat {key} object (rope_type, rope_theta, factor, ...); expected "
+                              f"{key} without {name!r}")
+    theta_key, theta = _hf_nested(hf, key, params, "rope_theta",
+                                  _HF_DEFAULT_THETA.get(model_type, 10000.0))
+    theta = _hf_float(theta_key or "rope_theta", theta)
+    partial_key, partial = _hf_nested(hf, key, params, "partial_rotary_factor", None)
+    if partial is not None and _hf_float(partial_key or "", partial) != 1.0:
+        # LlamaRotaryEmbedding's default init uses the whole head_dim; the scaled inits rotate
+        # int(head_dim * factor) channels and the forward then fails on mismatched shapes.
+        raise ConfigError(f"config.json {partial_key}={shown_value(partial)} is not allowed for "
+                          f"{model_type}; expected 1 or absent: transformers' {model_type} "
+                          "rotates the whole head (it ignores partial_rotary_factor, or fails "
+                          "with a scaled rope_type)")
+    scaling = None
+    if key is not None:
+        where = f"config.json {key}"
+        scaling = _check_rope_scaling({k: v for k, v in params.items()
+                                       if k not in ("rope_theta", "partial_rotary_factor")},
+                                      "config.json ", key)
+        if scaling is not None and scaling["rope_type"] not in HF_ROPE_TYPES:
+            raise ConfigError(f"{where}.rope_type={shown_value(scaling['rope_type'])} is not a "
+                              f"transformers rope_type; expected one of {list(HF_ROPE_TYPES)}")
+    effective = {"rope_type": "default" if scaling is None else scaling["rope_type"],
+                 "rope_theta": theta,
+                 **{k: v for k, v in (scaling or {}).items() if v is not None}}
+    original = _hf_original_length(hf, model_type, key, scaling)
+    if original is not None:
+        effective[_ORIGINAL] = original
+    return _Rope(key, theta, theta_key, scaling, effective)
+
+
+def _hf_nested(hf: dict[str, Any], key: str | None, params: dict[str, Any], name: str,
+               default: Any) -> tuple[str | None, Any]:
+    """(the config.json key it came from, value) of `name`, read inside `params` = hf[key]
+    first, as transformers does, then at the top level (a null there counts as absent when the
+    object has it), then (None, `default`); written in both places with different values is
+    refused."""
+    if key is not None and name in params:
+        if hf.get(name) is not None and hf[name] != params[name]:
+            raise ConfigError(f"config.json {key}.{name}={shown_value(params[name])} and {name}="
+                              f"{shown_value(hf[name])} disagree; transformers reads {key}.{name} "
+                              f"and ignores the top-level {name}: remove one or make them agree")
+        return f"{key}.{name}", params[name]
+    if name in hf:
+        return name, hf[name]
+    return None, default
+
+
+def _hf_original_length(hf: dict[str, Any], model_type: str, key: str | None,
+                        scaling: dict[str, Any] | None) -> int | None:
+    """The pre-scaling context length transformers uses: `{key}.original_max_position_embeddings`
+    for yarn and llama3 (max_position_embeddings when absent), always max_position_embeddings
+    for dynamic; None for the others, which read none. Another key saying otherwise is refused:
+    the nested one for dynamic, the top-level one (Phi-3 style, which Llama-family configs
+    ignore) for all three."""
+    trained = hf.get("max_position_embeddings")
+    if scaling is None or scaling["rope_type"] not in ("dynamic", "yarn", "llama3") \
+            or trained is None:  # a missing max_position_embeddings is reported where it is read
+        return None
+    used_key, used = "max_position_embeddings", trained
+    if _ORIGINAL in scaling:
+        nested = scaling[_ORIGINAL]
+        if scaling["rope_type"] == "dynamic" and nested != trained:
+            raise ConfigError(f"config.json {key}.{_ORIGINAL}={shown_value(nested)} and "
+                              f"max_position_embeddings={shown_value(trained)} disagree; "
+                              "transformers' dynamic scaling starts at max_position_embeddings "
+                              f"and ignores {key}.{_ORIGINAL}: remove one or make them agree")
+        used_key, used = f"{key}.{_ORIGINAL}", nested
+    if hf.get(_ORIGINAL) is not None and hf[_ORIGINAL] != used:
+        raise ConfigError(f"config.json {_ORIGINAL}={shown_value(hf[_ORIGINAL])} and "
+                          f"{used_key}={shown_value(used)} disagree; transformers' {model_type} "
+                          f"reads {used_key} and ignores the top-level {_ORIGINAL}: remove one "
+                          "or make them agree")
+    return used
 
 
 def _hf_float(key: str, value: Any) -> float:
@@ -515,10 +823,15 @@ def _hf_float(key: str, value: Any) -> float:
 
 
 def from_hf(hf: dict[str, Any]) -> ModelConfig:
-    """`ModelConfig` from a Hugging Face config.json dictionary.
+    """`ModelConfig` from a Hugging Face config.json dictionary, read as the installed
+    transformers 5 reads it for that model_type (class defaults for absent sizes, rope_scaling
+    before rope_parameters, nested rope_theta before the top-level one, attribute_map aliases).
 
     Raises ConfigError naming the config.json key (and the ModelConfig field it sets) for a
-    missing key, a value of the wrong type or out of range, or an unsupported model_type.
+    missing key, a value of the wrong type or out of range, or an unsupported model_type; and,
+    naming both keys, where two keys give one setting different values and transformers would
+    silently take one (rope_scaling against rope_parameters, rope_theta inside and outside,
+    hidden_act against hidden_activation, n_embd against hidden_size, ...).
     """
     if not isinstance(hf, dict):
         raise ConfigError(f"Hugging Face config must be a JSON object, got {type(hf).__name__}")
@@ -545,28 +858,18 @@ _HF_OTHER_TYPES = ("gemma", "gemma2", "gpt2", "bert", "mpt", "chatglm", "llama4"
 
 def _from_hf_llama_family(hf: dict[str, Any], model_type: str, name: str) -> ModelConfig:
     """Llama, Mistral, Qwen2, Qwen3, Gemma and Gemma-2."""
-    act_key = _key(hf, "hidden_act", "hidden_activation")
-    default_act = "silu"
-    if model_type == "gemma":
-        # transformers' GemmaMLP reads hidden_activation only and, when it is absent, uses
-        # the tanh approximation whatever hidden_act says (google/gemma-7b says "gelu").
-        act_key, default_act = "hidden_activation", "gelu_pytorch_tanh"
-    act = _HF_ACTS.get(_hf_str(hf, act_key, default_act))
-    if act is None:
-        raise ConfigError(f"config.json {act_key}={shown_value(hf[act_key])} is not allowed; "
-                          f"expected one of {sorted(_HF_ACTS)}")
-    theta, scaling, partial, rope_keys = _hf_rope(hf)
-    keys = {**_HF_KEYS, **rope_keys}
-    heads = _need(hf, "num_attention_heads")
-    kv = hf.get("num_key_value_heads")
+    act = _hf_act(hf, model_type)
+    theta, scaling, rope_keys = _hf_rope(hf, model_type)
+    head_dim, kv, size_keys = _hf_sizes(hf, model_type)
+    keys = {**_HF_KEYS, **rope_keys, **size_keys}
     bias = _hf_bool(hf, "attention_bias", False)
     common = dict(
         vocab_size=_need(hf, "vocab_size"),
         d_model=_need(hf, "hidden_size"),
         n_layers=_need(hf, "num_hidden_layers"),
-        n_heads=heads,
-        n_kv_heads=heads if kv is None else kv,  # transformers: None means one per query head
-        head_dim=hf.get("head_dim"),
+        n_heads=_need(hf, "num_attention_heads"),
+        n_kv_heads=kv,
+        head_dim=head_dim,
         d_ff=_need(hf, "intermediate_size"),
         ffn=_GATED_BY_ACT[act],
         ffn_bias=_hf_bool(hf, "mlp_bias", False),
@@ -576,7 +879,6 @@ def _from_hf_llama_family(hf: dict[str, Any], model_type: str, name: str) -> Mod
         position="rope",
         rope_theta=theta,
         rope_scaling=scaling,
-        partial_rotary_factor=partial,
         tie_embeddings=_hf_bool(hf, "tie_word_embeddings", model_type in ("gemma", "gemma2")),
         name=name,
     )
@@ -611,22 +913,40 @@ def _from_hf_llama_family(hf: dict[str, Any], model_type: str, name: str) -> Mod
 def _from_hf_gpt2(hf: dict[str, Any], name: str) -> ModelConfig:
     """GPT-2: a plain GELU (tanh) FFN, LayerNorm, learned positions, tied embeddings."""
     act = _HF_ACTS.get(_hf_str(hf, "activation_function", "gelu_new"), "gelu_tanh")
-    d = _need(hf, "n_embd", "hidden_size")
+    # GPT2Config.attribute_map: hidden_size, num_hidden_layers, ... are other names of n_embd,
+    # n_layer, ...; n_ctx is a leftover it no longer reads (n_positions defaults to 1024).
+    (d_key, d), (layers_key, layers), (heads_key, heads) = (
+        _hf_alias(hf, key, alias, "gpt2") for key, alias in (
+            ("n_embd", "hidden_size"), ("n_layer", "num_hidden_layers"),
+            ("n_head", "num_attention_heads")))
+    pos_key, positions = _hf_alias(hf, "n_positions", "max_position_embeddings", "gpt2",
+                                   required=False)
+    n_ctx = hf.get("n_ctx")
+    if n_ctx is not None:
+        used = 1024 if positions is None else positions
+        if n_ctx != used:
+            said = f"{pos_key}={shown_value(used)}" if positions is not None else \
+                "n_positions (absent: 1024)"
+            raise ConfigError(f"config.json n_ctx={shown_value(n_ctx)} and {said} disagree; "
+                              "transformers' gpt2 reads n_positions and ignores n_ctx: remove "
+                              "one or make them agree")
+        if positions is None:  # n_ctx alone, equal to n_positions' default
+            pos_key, positions = "n_ctx", used
+    if positions is None:
+        _need(hf, "n_positions", "max_position_embeddings")
     inner = hf.get("n_inner")  # transformers: None means 4·n_embd
-    keys = {"vocab_size": "vocab_size", "d_model": _key(hf, "n_embd", "hidden_size"),
-            "n_layers": "n_layer", "n_heads": "n_head",
-            "d_ff": "n_inner" if inner is not None else _key(hf, "n_embd", "hidden_size"),
-            "norm_eps": "layer_norm_epsilon", "max_seq_len": _key(hf, "n_positions", "n_ctx")}
+    keys = {"vocab_size": "vocab_size", "d_model": d_key, "n_layers": layers_key,
+            "n_heads": heads_key, "d_ff": "n_inner" if inner is not None else d_key,
+            "norm_eps": "layer_norm_epsilon", "max_seq_len": pos_key}
     with _named_by(keys):
         if inner is None:
             _positive_int("d_model", d)  # before 4·d would repeat a string or a list
         return ModelConfig(
-            vocab_size=_need(hf, "vocab_size"), d_model=d, n_layers=_need(hf, "n_layer"),
-            n_heads=_need(hf, "n_head"), d_ff=4 * d if inner is None else inner, ffn=act,
+            vocab_size=_need(hf, "vocab_size"), d_model=d, n_layers=layers,
+            n_heads=heads, d_ff=4 * d if inner is None else inner, ffn=act,
             ffn_bias=True, attn_bias=True, attn_out_bias=True, norm="layernorm",
             norm_eps=_hf_float("layer_norm_epsilon", hf.get("layer_norm_epsilon", 1e-5)),
-            position="learned",
-            max_seq_len=_need(hf, "n_positions", "n_ctx"), tie_embeddings=True, name=name)
+            position="learned", max_seq_len=positions, tie_embeddings=True, name=name)
 
 
 def _from_hf_bert(hf: dict[str, Any], name: str) -> ModelConfig:
@@ -656,15 +976,20 @@ def _from_hf_mpt(hf: dict[str, Any], name: str) -> ModelConfig:
     if _hf_bool(attn, "rope", False, "attn_config."):
         raise ConfigError("config.json attn_config.rope=true is not supported for mpt; expected "
                           "ALiBi or learned positions")
-    keys = {"vocab_size": "vocab_size", "d_model": "d_model", "n_layers": "n_layers",
-            "n_heads": "n_heads", "n_kv_heads": "attn_config.kv_n_heads",
+    # MptConfig.attribute_map: hidden_size, num_attention_heads, num_hidden_layers are other
+    # names of d_model, n_heads, n_layers.
+    (d_key, d), (heads_key, heads), (layers_key, layers) = (
+        _hf_alias(hf, key, alias, "mpt") for key, alias in (
+            ("d_model", "hidden_size"), ("n_heads", "num_attention_heads"),
+            ("n_layers", "num_hidden_layers")))
+    keys = {"vocab_size": "vocab_size", "d_model": d_key, "n_layers": layers_key,
+            "n_heads": heads_key, "n_kv_heads": "attn_config.kv_n_heads",
             "d_ff": "expansion_ratio", "norm_eps": "layer_norm_epsilon",
             "max_seq_len": "max_seq_len"}
-    heads = _need(hf, "n_heads")
     kind = _hf_str(attn, "attn_type", "multihead_attention", "attn_config.")
     kv = {"multiquery_attention": 1, "grouped_query_attention": attn.get("kv_n_heads")}.get(
         kind, heads)
-    d, ratio = _need(hf, "d_model"), _need(hf, "expansion_ratio")
+    ratio = _need(hf, "expansion_ratio")
     with _named_by(keys):
         _positive_int("d_model", d)  # before d·ratio, which would repeat a string or a list
     if not (_real(ratio) and ratio > 0 and float(d * ratio).is_integer()):
@@ -676,7 +1001,7 @@ def _from_hf_mpt(hf: dict[str, Any], name: str) -> ModelConfig:
         "learned" if _hf_bool(hf, "learned_pos_emb", True) else "none")
     with _named_by(keys):
         return ModelConfig(
-            vocab_size=_need(hf, "vocab_size"), d_model=d, n_layers=_need(hf, "n_layers"),
+            vocab_size=_need(hf, "vocab_size"), d_model=d, n_layers=layers,
             n_heads=heads, n_kv_heads=kv, d_ff=int(d * ratio), ffn="gelu", ffn_bias=bias,
             attn_bias=bias, attn_out_bias=bias, norm="layernorm", norm_bias=bias,
             norm_eps=_hf_float("layer_norm_epsilon", hf.get("layer_norm_epsilon", 1e-5)),
@@ -738,8 +1063,9 @@ def _from_hf_llama4(hf: dict[str, Any], name: str) -> ModelConfig:
         if not isinstance(hf, dict):
             raise ConfigError(f"config.json text_config={shown_value(hf)} is not allowed; "
                               "expected an object")
-    theta, scaling, partial, rope_keys = _hf_rope(hf)
-    keys = {**_HF_KEYS, **rope_keys, "d_ff": "intermediate_size_mlp",
+    theta, scaling, rope_keys = _hf_rope(hf, "llama4_text")
+    head_dim, kv, size_keys = _hf_sizes(hf, "llama4_text")
+    keys = {**_HF_KEYS, **rope_keys, **size_keys, "d_ff": "intermediate_size_mlp",
             "moe_d_ff": "intermediate_size", "n_experts": "num_local_experts",
             "experts_per_token": "num_experts_per_tok",
             "moe_every": _key(hf, "moe_layers", "interleave_moe_layer_step"),
@@ -772,11 +1098,11 @@ def _from_hf_llama4(hf: dict[str, Any], name: str) -> ModelConfig:
         return ModelConfig(
             vocab_size=_need(hf, "vocab_size"), d_model=_need(hf, "hidden_size"),
             n_layers=layers, n_heads=_need(hf, "num_attention_heads"),
-            n_kv_heads=hf.get("num_key_value_heads"), head_dim=hf.get("head_dim"),
+            n_kv_heads=kv, head_dim=head_dim,
             d_ff=_need(hf, "intermediate_size_mlp"), ffn="swiglu", attn_bias=bias,
             attn_out_bias=bias, norm="rmsnorm",
             norm_eps=_hf_float("rms_norm_eps", hf.get("rms_norm_eps", 1e-5)), position="rope",
-            rope_theta=theta, rope_scaling=scaling, partial_rotary_factor=partial,
+            rope_theta=theta, rope_scaling=scaling,
             max_seq_len=_need(hf, "max_position_embeddings"),
             tie_embeddings=_hf_bool(hf, "tie_word_embeddings", False),
             n_experts=_need(hf, "num_local_experts"),
@@ -799,6 +1125,20 @@ def to_hf(cfg: ModelConfig, model_type: str = "llama") -> dict[str, Any]:
         problems.append(f"placement={cfg.placement!r} (Llama-family is pre-norm with final norm)")
     if cfg.position != "rope" or cfg.rope_layout != "half_split":
         problems.append(f"position={cfg.position!r}/{cfg.rope_layout} (needs half_split RoPE)")
+    # What from_hf refuses, because transformers would read it differently:
+    if cfg.partial_rotary_factor != 1.0:
+        problems.append(f"partial_rotary_factor={cfg.partial_rotary_factor} (transformers' "
+                        f"{model_type} rotates the whole head)")
+    if cfg.rope_type not in HF_ROPE_TYPES:
+        problems.append(f"rope_scaling {cfg.rope_type!r} (transformers has no such rope_type; "
+                        "'dynamic' is its length-dependent form)")
+    original = (cfg.rope_scaling or {}).get(_ORIGINAL, cfg.max_seq_len)
+    if cfg.rope_type == "dynamic" and original != cfg.max_seq_len:
+        problems.append(f"dynamic rope_scaling from {_ORIGINAL}={original} (transformers' "
+                        f"dynamic scaling starts at max_position_embeddings={cfg.max_seq_len})")
+    if model_type in HF_HIDDEN_DIVISIBLE and cfg.d_model % cfg.n_heads:
+        problems.append(f"d_model={cfg.d_model} with n_heads={cfg.n_heads} (transformers' "
+                        f"{model_type} needs hidden_size divisible by num_attention_heads)")
     if cfg.qk_norm != (model_type == "qwen3"):
         problems.append(f"qk_norm={cfg.qk_norm} (only qwen3 has it)")
     if model_type == "qwen2" and not (cfg.attn_bias and not cfg.attn_out_bias):
@@ -831,8 +1171,6 @@ def to_hf(cfg: ModelConfig, model_type: str = "llama") -> dict[str, Any]:
         "tie_word_embeddings": cfg.tie_embeddings,
         "torch_dtype": "float32",
     }
-    if cfg.partial_rotary_factor != 1.0:
-        out["partial_rotary_factor"] = cfg.partial_rotary_factor
     if model_type in ("llama", "qwen3"):
         out["attention_bias"] = cfg.attn_bias
     if model_type == "llama":

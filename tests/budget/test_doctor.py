@@ -163,3 +163,51 @@ def test_bad_serve_len(bad):
 def test_unreadable_config_is_value_error():
     with pytest.raises(ValueError, match="missing"):
         diagnose({"model_type": "llama", "hidden_size": 64})
+
+
+# --- sizes and RoPE read as transformers reads them ----------------------------------------------
+QWEN3 = load_zoo("qwen3-8b").config  # head_dim 128 written, hidden_size 4096, 32 heads, 8 kv
+
+
+def test_head_dim_left_to_the_class_default_is_reported_not_derived():
+    # Qwen3Config's head_dim default is 128, whatever hidden_size / num_attention_heads is.
+    raw = {k: v for k, v in QWEN3.items() if k != "head_dim"}
+    raw.update(hidden_size=4100, num_attention_heads=41, num_key_value_heads=41)
+    findings = diagnose(raw)
+    assert "head-dim" not in codes(findings)
+    assumed = [f for f in findings if f.code == "default-assumed"]
+    assert [f.detail for f in assumed] == [{"key": "head_dim", "value": 128}]
+
+
+def test_kv_heads_left_to_the_class_default():
+    # MistralConfig's num_key_value_heads default is 8: it does not divide 4 heads.
+    mistral = {**load_zoo("mistral-7b-v0.1").config, "num_attention_heads": 4}
+    del mistral["num_key_value_heads"]
+    findings = diagnose(mistral)
+    assert codes(findings) == ["kv-heads"]
+    assert "num_key_value_heads=8 (absent: transformers' mistral default)" in findings[0].reason
+
+
+def test_llama_hidden_size_the_heads_do_not_divide_even_with_head_dim():
+    findings = diagnose({**LLAMA, "hidden_size": 4100, "head_dim": 128})
+    assert codes(findings) == ["head-dim"] and exit_code(findings) == 1
+    assert "transformers' llama config refuses that even with head_dim=128" in findings[0].reason
+    # Mistral's config accepts it: q_proj is heads x head_dim wide, o_proj maps back.
+    mistral = {**load_zoo("mistral-7b-v0.1").config, "hidden_size": 4100, "head_dim": 128}
+    assert "head-dim" not in codes(diagnose(mistral))
+
+
+@pytest.mark.parametrize("change, needles", [
+    ({"rope_scaling": {"rope_type": "linear", "factor": 2},
+      "rope_parameters": {"rope_type": "default", "rope_theta": 500000}},
+     ["rope_scaling and rope_parameters disagree"]),
+    ({"rope_scaling": {"rope_type": "yarn", "factor": 4, "original_max_position_embeddings": -5}},
+     ["rope_scaling.original_max_position_embeddings=-5"]),
+    ({"rope_theta": 10000, "rope_parameters": {"rope_type": "default", "rope_theta": 500000}},
+     ["rope_parameters.rope_theta=500000", "rope_theta=10000"]),
+])
+def test_two_keys_that_disagree_are_bad_input_not_a_finding(change, needles):
+    with pytest.raises(ValueError) as caught:
+        diagnose({**LLAMA, **change}, serve_len=8192)
+    for needle in needles:
+        assert needle in str(caught.value)

@@ -3,6 +3,7 @@
 `save_hf` output must load in `AutoModelForCausalLM` and give the same logits again."""
 
 import json
+import re
 
 import pytest
 import torch
@@ -10,7 +11,7 @@ from safetensors.torch import load_file, save_file
 from torch.testing import assert_close
 
 from blocklab.config import ModelConfig
-from blocklab.errors import CheckpointError
+from blocklab.errors import CheckpointError, ConfigError
 from blocklab.interop import blocklab_to_hf_name, hf_to_blocklab_name, load_hf, save_hf
 from blocklab.nn import DecoderLM
 from blocklab.nn.position import permute_half_split_to_interleaved
@@ -248,3 +249,56 @@ def test_name_mapping_round_trips():
     assert blocklab_to_hf_name("layers.0.ffn_norm.weight") == \
         "model.layers.0.post_attention_layernorm.weight"
     assert hf_to_blocklab_name("model.layers.0.mlp.extra.weight") is None
+
+
+# --- a config.json that says something twice ---------------------------------------------------
+def _edited_checkpoint(tmp_path, family, **changes):
+    """A transformers checkpoint of `family` whose config.json gets `changes` (None removes)."""
+    hf = _hf_model(family)
+    hf.save_pretrained(tmp_path)
+    config = json.loads((tmp_path / "config.json").read_text())
+    config.update(changes)
+    config = {k: v for k, v in config.items() if v is not None}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    return hf
+
+
+def test_load_hf_refuses_rope_scaling_against_rope_parameters(tmp_path):
+    """The issue: transformers reads rope_scaling (linear x2, theta 10,000) and ignores
+    rope_parameters (theta 500,000); taking rope_parameters gave logits 1.3e-3 off. Refused."""
+    _edited_checkpoint(tmp_path, "llama_linear",
+                       rope_scaling={"rope_type": "linear", "factor": 2.0},
+                       rope_parameters={"rope_type": "default", "rope_theta": 500000.0})
+    with pytest.raises(ConfigError) as caught:
+        load_hf(tmp_path)
+    message = str(caught.value)
+    assert message.startswith(str(tmp_path / "config.json"))
+    assert "rope_scaling and rope_parameters disagree" in message and "\n" not in message
+
+
+@pytest.mark.parametrize("changes, needle", [
+    (dict(rope_theta=500000.0), "rope_parameters.rope_theta=10000.0 and rope_theta=500000.0"),
+    (dict(rope_parameters={"rope_type": "yarn", "factor": 2.0, "rope_theta": 10000.0,
+                           "original_max_position_embeddings": -5}),
+     "rope_parameters.original_max_position_embeddings=-5 is not allowed"),
+    (dict(partial_rotary_factor=0.5), "partial_rotary_factor=0.5 is not allowed for llama"),
+])
+def test_load_hf_refuses_other_disagreements(tmp_path, changes, needle):
+    _edited_checkpoint(tmp_path, "llama_linear", **changes)
+    with pytest.raises(ConfigError, match=re.escape(needle)):
+        load_hf(tmp_path)
+
+
+@pytest.mark.parametrize("family, changes", [
+    # to_hf writes both layouts and the top-level theta; they agree.
+    ("llama_linear", dict(rope_theta=10000.0, rope_scaling={"type": "linear", "factor": 2.0})),
+    ("llama_yarn", dict(rope_theta=10000, rope_scaling={
+        "rope_type": "yarn", "factor": 2.0, "original_max_position_embeddings": 8})),
+    ("llama_dynamic", dict(rope_scaling={}, original_max_position_embeddings=None)),
+    ("qwen3", dict(partial_rotary_factor=1.0, rope_theta=10000.0)),
+])
+def test_agreeing_duplicates_load_as_transformers_loads_them(tmp_path, family, changes):
+    _edited_checkpoint(tmp_path, family, **changes)
+    theirs = transformers.AutoModelForCausalLM.from_pretrained(tmp_path).eval()
+    ids = _ids()
+    assert_close(_ours(load_hf(tmp_path), ids), _hf_logits(theirs, ids), **PARITY)

@@ -3,8 +3,11 @@
 Each `Finding` has a level (error, warning, info), a stable code, the reason and a suggested fix.
 Checks, in order:
 
-- `head-dim`, `kv-heads` (error): n_heads does not divide hidden_size with no explicit head_dim,
-  or n_kv_heads does not divide n_heads; no config can be built, so the other checks are skipped.
+- `head-dim`, `kv-heads` (error): n_heads does not divide hidden_size with no head_dim (none
+  written and none by the model type's default), or for a type whose transformers config refuses
+  it whatever head_dim says (llama, gemma2); or n_kv_heads does not divide n_heads. Absent sizes
+  are read as transformers reads them (`blocklab.config.hf_size`). No config can be built, so
+  the other checks are skipped.
 - `q-width` (info): n_heads·head_dim differs from d_model (legal, o_proj maps back; Gemma-2).
 - `context` (error): serving past max_position_embeddings with RoPE and no rope_scaling, or with a
   learned position table (it has no row there). Page 001: "长上下文质量下降 / RoPE 导致 NaN".
@@ -29,7 +32,9 @@ Checks, in order:
 - `tied-checkpoint` (warning) / `missing-head` (error): a tied config whose checkpoint stores
   lm_head.weight, or an untied config whose checkpoint has none (the head would be random).
   Needs the checkpoint's safetensors files beside the config.json; only their headers are read.
-- `default-assumed` (info): a key the config.json leaves out was taken from transformers' default.
+- `default-assumed` (info): a key the config.json leaves out was taken from transformers' default
+  (max_position_embeddings; head_dim and num_key_value_heads where the class default is a number,
+  not derived: Qwen3's head_dim 128, Gemma's 16 key/value heads).
 """
 
 from __future__ import annotations
@@ -40,7 +45,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from blocklab.config import ModelConfig, shown_value
+from blocklab.config import (
+    HF_HIDDEN_DIVISIBLE,
+    ModelConfig,
+    hf_defaults_taken,
+    hf_size,
+    shown_value,
+)
 from blocklab.errors import InputError
 from blocklab.jsonio import parse_json, read_json
 
@@ -81,24 +92,33 @@ def _structure(raw: dict[str, Any]) -> list[Finding]:
     """Head arithmetic of a Hugging Face config.json, checked before building a ModelConfig."""
     if "d_model" in raw and "model_type" not in raw:
         return []  # a ModelConfig JSON validates itself
+    model_type = raw.get("model_type")
     hidden = raw.get("hidden_size", raw.get("n_embd"))
     heads = raw.get("num_attention_heads", raw.get("n_head"))
-    kv = raw.get("num_key_value_heads") or heads
+    # As transformers reads them: an absent size may take the class default (Mistral's 8 K/V
+    # heads), and a null it refuses is bad input.
+    kv, head_dim = hf_size(raw, "num_key_value_heads") or heads, hf_size(raw, "head_dim")
     if not all(isinstance(v, int) and v > 0 for v in (hidden, heads, kv)):
         return []  # missing or malformed: reported as bad input when the config is built
     found = []
-    if raw.get("head_dim") is None and hidden % heads:
+    if hidden % heads and (head_dim is None or model_type in HF_HIDDEN_DIVISIBLE):
+        why = ("no head_dim is given, so the per-head width is not an integer"
+               if head_dim is None else f"transformers' {model_type} config refuses that even "
+               f"with head_dim={head_dim}")
+        fix = f"choose num_attention_heads dividing {hidden}"
+        if model_type not in HF_HIDDEN_DIVISIBLE:
+            fix = f"set head_dim explicitly, or {fix}"
         found.append(Finding(
             "error", "head-dim",
-            f"hidden_size={hidden} is not divisible by num_attention_heads={heads} and no "
-            f"head_dim is given, so the per-head width is not an integer",
-            f"set head_dim explicitly, or choose num_attention_heads dividing {hidden}",
-            {"hidden_size": hidden, "num_attention_heads": heads}))
+            f"hidden_size={hidden} is not divisible by num_attention_heads={heads} and {why}",
+            fix, {"hidden_size": hidden, "num_attention_heads": heads}))
     if heads % kv:
+        said = "" if "num_key_value_heads" in raw or kv == heads else \
+            f" (absent: transformers' {model_type} default)"
         found.append(Finding(
             "error", "kv-heads",
-            f"num_key_value_heads={kv} does not divide num_attention_heads={heads}: grouped-query "
-            f"attention shares each K/V head among n_heads/n_kv_heads query heads",
+            f"num_key_value_heads={kv}{said} does not divide num_attention_heads={heads}: "
+            f"grouped-query attention shares each K/V head among n_heads/n_kv_heads query heads",
             f"use a divisor of {heads}: "
             f"{[k for k in range(1, heads + 1) if heads % k == 0]}",
             {"num_attention_heads": heads, "num_key_value_heads": kv}))
@@ -336,8 +356,9 @@ def diagnose(raw: dict[str, Any], *, serve_len: int | None = None, training: boo
     if found:
         return found
     cfg, filled = config_from_json(raw)
-    for key in filled:
-        value = HF_DEFAULTS[raw["model_type"]][key]
+    defaults = {key: HF_DEFAULTS[raw["model_type"]][key] for key in filled}
+    defaults.update(hf_defaults_taken(raw))
+    for key, value in defaults.items():
         found.append(Finding(
             "info", "default-assumed",
             f"{key} is absent from the config; transformers' default {value} is assumed",

@@ -173,9 +173,13 @@ def load_hf(path: str | os.PathLike, dtype: torch.dtype | None = None,
         InputError: a layout or dtype that is not allowed.
         CheckpointError (an InputError): no config.json or weights; a file that is not JSON or
             not safetensors; an index without a weight map or naming files outside `path`; a
-            model_type outside the Llama family or an unsupported config; integer weights;
-            tensors missing from / unexpected in the checkpoint (all listed), or of the wrong
-            shape. Each is checked before the model is built.
+            model_type outside the Llama family; integer weights; tensors missing from /
+            unexpected in the checkpoint (all listed), or of the wrong shape. Each is checked
+            before the model is built.
+        ConfigError (an InputError): a config.json value blocklab cannot build, or two keys
+            that disagree where transformers would silently read one (rope_scaling against
+            rope_parameters, a nested against a top-level rope_theta, ...), as
+            `ModelConfig.from_hf` raises it, prefixed with the config.json path.
     """
     for name, value in (("layout", layout), ("rope_layout", rope_layout)):
         if value not in LAYOUTS:
@@ -198,8 +202,8 @@ def load_hf(path: str | os.PathLike, dtype: torch.dtype | None = None,
                               f"supported; expected one of {list(HF_LLAMA_FAMILY)}")
     try:
         cfg = ModelConfig.from_hf(hf_config).replace(rope_layout=rope_layout)
-    except ConfigError as err:
-        raise CheckpointError(f"{config_path}: {err}") from None
+    except ConfigError as err:  # the config's own error, so callers can tell it from the weights'
+        raise ConfigError(f"{config_path}: {err}") from None
 
     tensors: dict[str, Tensor] = {}
     unexpected = []
