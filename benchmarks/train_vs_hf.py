@@ -68,6 +68,7 @@ from blocklab.config import ModelConfig
 from blocklab.experiments.env import BF16_FLAGS, cpu_flags
 from blocklab.experiments.trainer import TrainConfig, make_optimizer, train_step
 from blocklab.interop.hf import hf_to_blocklab_name
+from blocklab.interop.hf_config import to_hf
 from blocklab.nn import DecoderLM
 
 SOURCES = ("os.py", "typing.py", "argparse.py", "inspect.py", "dataclasses.py", "pathlib.py")
@@ -126,7 +127,7 @@ def model_config(args) -> ModelConfig:
 
 def build_hf(cfg: ModelConfig):
     from transformers import LlamaConfig, LlamaForCausalLM
-    return LlamaForCausalLM(LlamaConfig(**{k: v for k, v in cfg.to_hf("llama").items()
+    return LlamaForCausalLM(LlamaConfig(**{k: v for k, v in to_hf(cfg, "llama").items()
                                            if k != "architectures"},
                                         attn_implementation="sdpa"))
 

@@ -5,6 +5,7 @@ import json
 import pytest
 
 from blocklab.config import FFNS, ModelConfig, gated_ffn_width, write_atomic
+from blocklab.interop.hf_config import from_hf, to_hf
 
 
 def test_defaults_derive_sizes():
@@ -115,7 +116,7 @@ V4_LLAMA = {
 def test_from_hf_v4_and_v5_agree():
     v5 = {k: v for k, v in V4_LLAMA.items() if k not in ("rope_theta", "rope_scaling")}
     v5["rope_parameters"] = {"rope_theta": 500000.0, **V4_LLAMA["rope_scaling"]}
-    a, b = ModelConfig.from_hf(V4_LLAMA), ModelConfig.from_hf(v5)
+    a, b = from_hf(V4_LLAMA), from_hf(v5)
     assert a == b
     assert a.rope_theta == 500000.0 and a.rope_type == "llama3" and a.tie_embeddings
     assert a.head_dim == 16 and a.n_kv_heads == 2 and a.ffn == "swiglu"
@@ -123,40 +124,40 @@ def test_from_hf_v4_and_v5_agree():
 
 def test_v4_type_key_is_accepted():
     hf = dict(V4_LLAMA, rope_scaling={"type": "linear", "factor": 2.0})
-    assert ModelConfig.from_hf(hf).rope_scaling == {"rope_type": "linear", "factor": 2.0}
+    assert from_hf(hf).rope_scaling == {"rope_type": "linear", "factor": 2.0}
 
 
 @pytest.mark.parametrize("model_type", ["llama", "mistral", "qwen2", "qwen3"])
 def test_hf_round_trip(model_type):
-    cfg = ModelConfig.from_hf(dict(V4_LLAMA, model_type=model_type))
-    hf = cfg.to_hf(model_type)
-    assert ModelConfig.from_hf(hf) == cfg
+    cfg = from_hf(dict(V4_LLAMA, model_type=model_type))
+    hf = to_hf(cfg, model_type)
+    assert from_hf(hf) == cfg
     json.dumps(hf)  # serialisable as config.json
 
 
 def test_hf_family_specifics():
-    qwen2 = ModelConfig.from_hf(dict(V4_LLAMA, model_type="qwen2"))
+    qwen2 = from_hf(dict(V4_LLAMA, model_type="qwen2"))
     assert qwen2.attn_bias and not qwen2.attn_out_bias
-    qwen3 = ModelConfig.from_hf(dict(V4_LLAMA, model_type="qwen3", head_dim=32))
+    qwen3 = from_hf(dict(V4_LLAMA, model_type="qwen3", head_dim=32))
     assert qwen3.qk_norm and qwen3.head_dim == 32
 
 
 def test_to_hf_refuses_what_the_family_cannot_express():
     with pytest.raises(ValueError, match=r"cannot export to llama: .*ffn='gelu'"):
-        ModelConfig(ffn="gelu").to_hf("llama")
+        to_hf(ModelConfig(ffn="gelu"), "llama")
     with pytest.raises(ValueError, match=r"placement='post'"):
-        ModelConfig(placement="post").to_hf("llama")
+        to_hf(ModelConfig(placement="post"), "llama")
     with pytest.raises(ValueError, match=r"model_type='gpt2' is not exportable"):
-        ModelConfig().to_hf("gpt2")
+        to_hf(ModelConfig(), "gpt2")
 
 
 def test_from_hf_errors():
     with pytest.raises(ValueError, match=r"unsupported Hugging Face model_type 't5'"):
-        ModelConfig.from_hf({"model_type": "t5"})
+        from_hf({"model_type": "t5"})
     with pytest.raises(ValueError, match=r"missing 'hidden_size'"):
-        ModelConfig.from_hf({k: v for k, v in V4_LLAMA.items() if k != "hidden_size"})
+        from_hf({k: v for k, v in V4_LLAMA.items() if k != "hidden_size"})
     with pytest.raises(ValueError, match=r"hidden_act='tanh' is not allowed"):
-        ModelConfig.from_hf(dict(V4_LLAMA, hidden_act="tanh"))
+        from_hf(dict(V4_LLAMA, hidden_act="tanh"))
 
 
 def test_wrong_types_are_value_errors():
@@ -166,7 +167,7 @@ def test_wrong_types_are_value_errors():
 
 def test_qwen_sliding_window_defaults_off_mistral_on():
     base = dict(V4_LLAMA, sliding_window=16)
-    assert ModelConfig.from_hf(dict(base, model_type="qwen2")).sliding_window is None
-    assert ModelConfig.from_hf(dict(base, model_type="qwen2",
+    assert from_hf(dict(base, model_type="qwen2")).sliding_window is None
+    assert from_hf(dict(base, model_type="qwen2",
                                     use_sliding_window=True)).sliding_window == 16
-    assert ModelConfig.from_hf(dict(base, model_type="mistral")).sliding_window == 16
+    assert from_hf(dict(base, model_type="mistral")).sliding_window == 16

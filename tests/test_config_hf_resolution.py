@@ -25,14 +25,15 @@ from torch.testing import assert_close
 
 from blocklab.budget.zoo import config_from_json, list_zoo, load_zoo
 from blocklab.cli import main
-from blocklab.config import (
+from blocklab.config import ModelConfig
+from blocklab.errors import ConfigError
+from blocklab.interop.hf_config import (
     HF_ABSENT_SIZES,
     HF_HIDDEN_DIVISIBLE,
     HF_LLAMA_FAMILY,
-    ModelConfig,
     from_hf,
+    to_hf,
 )
-from blocklab.errors import ConfigError
 from blocklab.nn.rope_scaling import rope_frequencies
 
 transformers = pytest.importorskip("transformers")
@@ -258,9 +259,9 @@ def test_our_exported_configs_write_both_layouts_and_read_back(model_type, scali
     cfg = ModelConfig(vocab_size=128, d_model=64, n_layers=2, n_heads=4, n_kv_heads=2,
                       max_seq_len=64, rope_theta=5e5, rope_scaling=scaling,
                       qk_norm=model_type == "qwen3", attn_bias=model_type == "qwen2")
-    hf = cfg.to_hf(model_type)
+    hf = to_hf(cfg, model_type)
     assert "rope_scaling" in hf and "rope_parameters" in hf and "rope_theta" in hf
-    assert ModelConfig.from_hf(hf) == cfg
+    assert from_hf(hf) == cfg
     assert_same_model(hf, tmp_path)
 
 
@@ -456,7 +457,7 @@ def test_to_hf_refuses_what_transformers_would_read_differently(changes, needle)
     cfg = ModelConfig(**{**dict(vocab_size=128, d_model=64, n_layers=2, n_heads=4,
                                 max_seq_len=64), **changes})
     with pytest.raises(ConfigError, match=rf"cannot export to llama: .*{needle}"):
-        cfg.to_hf("llama")
+        to_hf(cfg, "llama")
 
 
 # --- 5. the command line: exit 2, one line naming both keys, no traceback -------------------------

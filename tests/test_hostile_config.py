@@ -15,6 +15,7 @@ from blocklab.budget.zoo import config_from_json, list_zoo, load_zoo, resolve_mo
 from blocklab.cli import main
 from blocklab.config import ModelConfig
 from blocklab.errors import CheckpointError, ConfigError, InputError
+from blocklab.interop.hf_config import from_hf
 from blocklab.jsonio import MAX_DEPTH, parse_json, read_json
 
 LLAMA_HF = {"model_type": "llama", "vocab_size": 256, "hidden_size": 64,
@@ -79,7 +80,7 @@ def checkpoint(tmp_path):
     from blocklab.nn import DecoderLM
 
     torch.manual_seed(0)
-    save_hf(DecoderLM(ModelConfig.from_hf(LLAMA_HF)), tmp_path / "ckpt")
+    save_hf(DecoderLM(from_hf(LLAMA_HF)), tmp_path / "ckpt")
     return tmp_path / "ckpt"
 
 
@@ -117,19 +118,19 @@ def test_llama4_moe_layers_of_the_wrong_shape(tmp_path, capsys, value):
                                   "every k-th layer")
     assert "TypeError" not in line
     with pytest.raises(ConfigError, match=r"moe_layers=.* is not allowed; expected"):
-        ModelConfig.from_hf({**LLAMA4_HF, "moe_layers": value})
+        from_hf({**LLAMA4_HF, "moe_layers": value})
 
 
 @pytest.mark.parametrize("value", ["all", [1, 1], [1, 1, 1, 2], [0.0, 1, 1, 1]])
 def test_llama4_no_rope_layers_of_the_wrong_shape(value):
     with pytest.raises(ConfigError, match=r"no_rope_layers=.* expected one 1 \(RoPE\) or 0"):
-        ModelConfig.from_hf({**LLAMA4_HF, "no_rope_layers": value})
+        from_hf({**LLAMA4_HF, "no_rope_layers": value})
 
 
 def test_llama4_layer_lists_that_fit():
-    cfg = ModelConfig.from_hf({**LLAMA4_HF, "moe_layers": [1, 3], "no_rope_layers": [1, 1, 1, 1]})
+    cfg = from_hf({**LLAMA4_HF, "moe_layers": [1, 3], "no_rope_layers": [1, 1, 1, 1]})
     assert cfg.moe_every == 2 and cfg.nope_every is None  # all RoPE: no NoPE layers
-    cfg = ModelConfig.from_hf({**LLAMA4_HF, "no_rope_layers": [1, 0, 1, 0]})
+    cfg = from_hf({**LLAMA4_HF, "no_rope_layers": [1, 0, 1, 0]})
     assert cfg.nope_every == 2
 
 
@@ -161,7 +162,7 @@ def test_llama4_layer_lists_that_fit():
 ])
 def test_hf_errors_name_the_key_and_the_field(hf, key, field):
     with pytest.raises(ConfigError, match=rf"config\.json {key}: ModelConfig\.{field}="):
-        ModelConfig.from_hf(hf)
+        from_hf(hf)
 
 
 @pytest.mark.parametrize("value", [2, 0.5, 0, "1", True])
@@ -169,8 +170,8 @@ def test_partial_rotary_factor_a_llama_config_cannot_express(value):
     # transformers' Llama-family rotary embedding rotates the whole head: it ignores the factor
     # (or, with a scaled rope_type, fails), so a factor other than 1 would build another model.
     with pytest.raises(ConfigError, match=r"config\.json partial_rotary_factor="):
-        ModelConfig.from_hf({**LLAMA_HF, "partial_rotary_factor": value})
-    assert ModelConfig.from_hf({**LLAMA_HF, "partial_rotary_factor": 1.0}).rotary_dim == 16
+        from_hf({**LLAMA_HF, "partial_rotary_factor": value})
+    assert from_hf({**LLAMA_HF, "partial_rotary_factor": 1.0}).rotary_dim == 16
 
 
 def test_budget_names_intermediate_size(tmp_path, capsys):
@@ -198,7 +199,7 @@ def test_gemma2_query_pre_attn_scalar_zero():
     gemma2 = load_zoo("gemma-2-2b").config
     for value in (0, -256):
         with pytest.raises(ConfigError, match=r"query_pre_attn_scalar=.* expected a number > 0"):
-            ModelConfig.from_hf({**gemma2, "query_pre_attn_scalar": value})
+            from_hf({**gemma2, "query_pre_attn_scalar": value})
 
 
 HOSTILE = ["x", "", [], [{}], {}, {"a": 1}, -1, 0, 1.5, True, 10**400, float("nan"),
@@ -253,12 +254,12 @@ def test_rope_scaling_without_a_type(tmp_path, capsys, scaling):
 
 @pytest.mark.parametrize("scaling", [None, {}, {"rope_type": "default"}, {"type": "default"}])
 def test_rope_scaling_that_means_none_still_reads(scaling):
-    assert ModelConfig.from_hf({**LLAMA_HF, "rope_scaling": scaling}).rope_scaling is None
+    assert from_hf({**LLAMA_HF, "rope_scaling": scaling}).rope_scaling is None
     assert ModelConfig(rope_scaling=scaling).rope_scaling is None
 
 
 def test_rope_scaling_v4_type_key_still_reads():
-    cfg = ModelConfig.from_hf({**LLAMA_HF, "rope_scaling": {"type": "linear", "factor": 2.0}})
+    cfg = from_hf({**LLAMA_HF, "rope_scaling": {"type": "linear", "factor": 2.0}})
     assert cfg.rope_scaling == {"rope_type": "linear", "factor": 2.0}
 
 

@@ -254,11 +254,10 @@ def test_train_config_rejects_huge_steps():
 def checkpoint(tmp_path):
     import torch
 
-    from blocklab.config import ModelConfig
-    from blocklab.interop import save_hf
+    from blocklab.interop import from_hf, save_hf
     from blocklab.nn import DecoderLM
     torch.manual_seed(0)
-    cfg = ModelConfig.from_hf(LLAMA_HF)
+    cfg = from_hf(LLAMA_HF)
     save_hf(DecoderLM(cfg), tmp_path / "ckpt")
     return tmp_path / "ckpt"
 

@@ -6,8 +6,8 @@ Checks, in order:
 - `head-dim`, `kv-heads` (error): n_heads does not divide hidden_size with no head_dim (none
   written and none by the model type's default), or for a type whose transformers config refuses
   it whatever head_dim says (llama, gemma2); or n_kv_heads does not divide n_heads. Absent sizes
-  are read as transformers reads them (`blocklab.config.hf_size`). No config can be built, so
-  the other checks are skipped.
+  are read as transformers reads them (`blocklab.interop.hf_config.hf_size`). No config can be
+  built, so the other checks are skipped.
 - `q-width` (info): n_heads·head_dim differs from d_model (legal, o_proj maps back; Gemma-2).
 - `context` (error): serving past max_position_embeddings with RoPE and no rope_scaling, or with a
   learned position table (it has no row there). Page 001: "长上下文质量下降 / RoPE 导致 NaN".
@@ -45,14 +45,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from blocklab.config import (
-    HF_HIDDEN_DIVISIBLE,
-    ModelConfig,
-    hf_defaults_taken,
-    hf_size,
-    shown_value,
-)
+from blocklab.config import ModelConfig, shown_value
 from blocklab.errors import InputError
+from blocklab.interop.hf_config import HF_HIDDEN_DIVISIBLE, hf_defaults_taken, hf_size
 from blocklab.jsonio import parse_json, read_json
 
 from .memory import nbytes

@@ -21,12 +21,13 @@ from typing import Any
 
 from blocklab.config import ModelConfig
 from blocklab.errors import InputError
+from blocklab.interop.hf_config import from_hf
 from blocklab.jsonio import parse_json, read_json
 
 ZOO_FIELDS = ("name", "hf_id", "config", "published_params", "params_exact", "params_source",
               "params_counts", "notes")
 
-# transformers 5.x class defaults of keys that `ModelConfig.from_hf` needs and a config.json may
+# transformers 5.x class defaults of keys that `from_hf` needs and a config.json may
 # omit (LlamaConfig, MistralConfig, Qwen2Config, Qwen3Config, Gemma2Config `__init__` defaults).
 HF_DEFAULTS: dict[str, dict[str, Any]] = {
     "llama": {"max_position_embeddings": 2048},
@@ -109,7 +110,7 @@ def config_from_json(data: dict[str, Any]) -> tuple[ModelConfig, tuple[str, ...]
         return ModelConfig.from_dict(data), ()
     hf, filled = with_hf_defaults(data)
     # from_hf names the key of any value of the wrong type or shape; anything else is a bug.
-    return ModelConfig.from_hf(hf), filled
+    return from_hf(hf), filled
 
 
 @dataclass(frozen=True)

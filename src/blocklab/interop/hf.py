@@ -33,8 +33,9 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 from torch import Tensor
 
-from blocklab.config import HF_LLAMA_FAMILY, ModelConfig, atomic_path, shown_value, write_atomic
+from blocklab.config import ModelConfig, atomic_path, shown_value, write_atomic
 from blocklab.errors import CheckpointError, ConfigError, InputError
+from blocklab.interop.hf_config import HF_LLAMA_FAMILY, from_hf, to_hf
 from blocklab.jsonio import read_json
 from blocklab.nn.model import DecoderLM
 from blocklab.nn.position import (
@@ -201,7 +202,7 @@ def load_hf(path: str | os.PathLike, dtype: torch.dtype | None = None,
                               f"{shown_value(hf_config.get('model_type'))}, which is not "
                               f"supported; expected one of {list(HF_LLAMA_FAMILY)}")
     try:
-        cfg = ModelConfig.from_hf(hf_config).replace(rope_layout=rope_layout)
+        cfg = from_hf(hf_config).replace(rope_layout=rope_layout)
     except ConfigError as err:  # the config's own error, so callers can tell it from the weights'
         raise ConfigError(f"{config_path}: {err}") from None
 
@@ -271,7 +272,7 @@ def save_hf(model: DecoderLM, path: str | os.PathLike, model_type: str = "llama"
     if cfg.rope_layout == "interleaved":
         _relayout_qk(tensors, cfg, permute_interleaved_to_half_split)
         cfg = cfg.replace(rope_layout="half_split")
-    hf_config = cfg.to_hf(model_type)  # raises before anything is written
+    hf_config = to_hf(cfg, model_type)  # raises before anything is written
     hf_config["torch_dtype"] = str(tensors["embed_tokens.weight"].dtype).removeprefix("torch.")
     if cfg.tie_embeddings:
         tensors.pop("lm_head.weight", None)
