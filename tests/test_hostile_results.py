@@ -7,6 +7,7 @@ any work; tiny results say that tiny decides nothing.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -186,3 +187,155 @@ def test_the_library_readers_share_one_rule(tiny_ffn, tmp_path):
     Path(results / "ffn" / "tiny" / f"{summary.run_ids[-1]}.json").write_text("{}")
     ctx = Context(results, "tiny")
     assert ctx.summary("ffn") is None and ctx.unusable["ffn"] == incomplete(results, summary)
+
+
+# --- a damaged stored file: named, run again, nothing else lost or mixed in ----------------------
+def _snapshot(root: Path) -> dict[Path, bytes]:
+    return {p: p.read_bytes() for p in sorted(root.rglob("*.json"))}
+
+
+def _suite(results: Path, capsys) -> tuple[int, str, str]:
+    return run_cli(["suite", "ffn", "--tiny", "--seeds", "1", "--results", str(results),
+                    "--no-progress", "--jobs", "1", "--json"], capsys)
+
+
+# (how a run file is damaged, what the ledger then says of it)
+RUN_DAMAGE = {
+    "NaN": (lambda t: re.sub(r'"val_loss": [-0-9.e]+', '"val_loss": NaN', t, count=1),
+            "final.val_loss: NaN is not strict JSON"),
+    "Infinity": (lambda t: re.sub(r'"init": [-0-9.e]+', '"init": Infinity', t, count=1),
+                 "zero_grad_fraction.init: Infinity is not strict JSON"),
+    "-Infinity": (lambda t: re.sub(r'"wall_time_s": [-0-9.e]+', '"wall_time_s": -Infinity', t,
+                                   count=1), "wall_time_s: -Infinity is not strict JSON"),
+    "a key twice": (lambda t: t.replace('"status": "ok"', '"status": "ok", "status": "ok"', 1),
+                    "key 'status' is given twice in one object"),
+    "cut short": (lambda t: t[: len(t) // 3], "malformed JSON"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(RUN_DAMAGE))
+def test_a_damaged_run_file_is_named_and_run_again(tiny_ffn, tmp_path, capsys, kind):
+    """A stored run edited to hold NaN (or Infinity, a key twice, or cut short) is no result:
+    the ledger grades nothing from it and names the file and what is wrong; the suite runs
+    that run again, rewrites the summary, and leaves every other stored file as it was."""
+    damage, message = RUN_DAMAGE[kind]
+    results = tmp_path / "runs"
+    shutil.copytree(tiny_ffn[0], results)
+    folder = results / "ffn" / "tiny"
+    run_ids = json.loads((folder / "summary.json").read_text())["run_ids"]
+    target = folder / f"{run_ids[1]}.json"
+    target.write_text(damage(target.read_text()))
+    others = {p: b for p, b in _snapshot(results).items()
+              if p not in (target, folder / "summary.json")}
+
+    code, out, err = run_cli(["claims", "C16", "--tiny", "--results", str(results), "--json"],
+                             capsys)
+    assert code == 0, err
+    (row,) = json.loads(out)
+    assert row["verdict"] == "missing-results" and row["error"] is None
+    assert f"first {target.name}, damaged: {message}" in row["summary"], row["summary"]
+
+    code, out, err = _suite(results, capsys)
+    assert code == 0, err
+    notes = json.loads(out)["notes"]
+    assert f"{len(run_ids) - 1} of {len(run_ids)} runs were already stored" in " ".join(notes)
+    from blocklab.experiments.results import ResultStore
+    from blocklab.jsonio import read_json
+
+    assert read_json(target)["status"] == "ok"  # strict JSON again
+    assert ResultStore(folder).has(run_ids[1])
+    assert {p: b for p, b in _snapshot(results).items() if p in others} == others
+    assert set(_snapshot(results)) == {*others, target, folder / "summary.json"}
+    code, out, _ = run_cli(["claims", "C16", "--tiny", "--results", str(results), "--json"],
+                           capsys)
+    assert json.loads(out)[0]["verdict"] != "missing-results"
+
+
+def test_a_damaged_tuning_run_is_run_again_alone(tiny_ffn, tmp_path, capsys):
+    results = tmp_path / "runs"
+    shutil.copytree(tiny_ffn[0], results)
+    tuning = sorted((results / "ffn" / "tiny+tuning").glob("*.json"))
+    target = tuning[0]
+    target.write_text(target.read_text().replace('"status": "ok"', '"status": NaN', 1))
+    others = {p: b for p, b in _snapshot(results).items()
+              if p != target and p.name != "summary.json"}
+    code, _, err = _suite(results, capsys)
+    assert code == 0, err
+    assert {p: b for p, b in _snapshot(results).items() if p in others} == others
+    from blocklab.jsonio import read_json
+
+    assert read_json(target)["status"] == "ok"
+
+
+def test_the_suite_says_which_damaged_file_it_runs_again(tiny_ffn, tmp_path, capsys):
+    results = tmp_path / "runs"
+    shutil.copytree(tiny_ffn[0], results)
+    folder = results / "ffn" / "tiny"
+    target = folder / f"{json.loads((folder / 'summary.json').read_text())['run_ids'][0]}.json"
+    target.write_text(RUN_DAMAGE["NaN"][0](target.read_text()))
+    code, out, err = _suite(results, capsys)
+    assert code == 0, err
+    said = f"{target}: final.val_loss: NaN is not strict JSON"
+    assert said in err and said in " ".join(json.loads(out)["notes"])
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda t: re.sub(r'"wall_time_s": [-0-9.e]+', '"wall_time_s": NaN', t, count=1),
+     "wall_time_s: NaN is not strict JSON"),
+    (lambda t: t.replace('"suite": "ffn"', '"suite": "ffn", "suite": "ffn"', 1),
+     "key 'suite' is given twice in one object"),
+])
+def test_a_damaged_summary_is_refused_naming_it_and_rewritten_by_the_suite(
+        tiny_ffn, tmp_path, capsys, damage, message):
+    results = tmp_path / "runs"
+    shutil.copytree(tiny_ffn[0], results)
+    path = results / "ffn" / "tiny" / "summary.json"
+    path.write_text(damage(path.read_text()))
+    runs = {p: b for p, b in _snapshot(results).items() if p != path}
+    code, out, _ = run_cli(["claims", "C16", "--tiny", "--results", str(results), "--json"],
+                           capsys)
+    (row,) = json.loads(out)
+    assert code == 1 and row["verdict"] == "error"
+    assert f"{path}: {message}" in row["error"]
+    assert f"run `blocklab suite ffn --size tiny --results {results}` to rewrite it" \
+        in row["error"]
+    code, _, err = _suite(results, capsys)
+    assert code == 0, err
+    assert {p: b for p, b in _snapshot(results).items() if p != path} == runs  # none re-run
+    code, out, _ = run_cli(["claims", "C16", "--tiny", "--results", str(results), "--json"],
+                           capsys)
+    assert code == 0 and json.loads(out)[0]["verdict"] != "error"
+
+
+def test_planned_rules_with_a_key_twice_stop_the_suite_naming_the_file(tiny_ffn, tmp_path,
+                                                                      capsys):
+    results = tmp_path / "runs"
+    shutil.copytree(tiny_ffn[0], results)
+    path = results / "ffn" / "tiny" / "planned_rules.json"
+    rules = json.loads(path.read_text())
+    key = sorted(rules)[0]
+    path.write_text("{" + f'"{key}": "x", ' + path.read_text().lstrip()[1:])
+    before = _snapshot(results)
+    assert_one_line_exit_2(["suite", "ffn", "--tiny", "--seeds", "1", "--results", str(results),
+                            "--no-progress", "--jobs", "1"], capsys,
+                           f"{path}: key '{key}' is given twice in one object")
+    assert _snapshot(results) == before
+
+
+# --- claims on a folder that holds another size ---------------------------------------------------
+def test_claims_at_quick_on_a_folder_of_tiny_results_name_the_tiny_ones(tiny_ffn, capsys):
+    results = tiny_ffn[0]
+    read = f"blocklab claims --size tiny --results {results}"
+    code, out, _ = run_cli(["claims", "--results", str(results)], capsys)
+    assert code == 0
+    lines = [line for line in out.splitlines() if "lack results" in line]
+    assert len(lines) == 1 and lines[0].endswith(
+        f"{results} holds results at --size tiny (ffn): {read}"), lines
+    code, out, _ = run_cli(["claims", "C16", "--results", str(results), "--json"], capsys)
+    (row,) = json.loads(out)
+    assert row["verdict"] == "missing-results"
+    assert f"Results of 'ffn' at --size tiny are stored there: `{read}`." in row["summary"]
+    assert row["evidence"]["stored"] == [{"size": "tiny", "seed_offset": 0,
+                                          "precision": "fp32", "command": read}]
+    code, out, _ = run_cli(["claims", "--tiny", "--results", str(results)], capsys)
+    assert code == 0 and "holds results at" not in out  # it reads them: nothing to point at

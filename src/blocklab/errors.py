@@ -6,8 +6,11 @@
     │   │                             line and exits with code 2
     │   ├── ConfigError               a model, training or suite configuration
     │   ├── CheckpointError           a checkpoint folder, config.json or safetensors file
-    │   └── ResultsError              a stored result or summary this version cannot read
-    │                                 (malformed, or written under another schema)
+    │   ├── ResultsError              a stored result or summary this version cannot read
+    │   │                             (malformed, or written under another schema)
+    │   └── LockUnavailable           a lock file blocklab cannot open (another user's, in a
+    │                                 folder it cannot write): the message names the file and
+    │                                 how to name another
     ├── KernelUnavailable (RuntimeError)
     │                                 an explicitly requested fast path cannot run here (the
     │                                 automatic choice falls back instead and records why)
@@ -41,6 +44,10 @@ class ResultsError(InputError):
     """A stored result or suite summary is malformed or has another schema version."""
 
 
+class LockUnavailable(InputError):
+    """A lock file (the machine's, a results folder's) cannot be opened by this user."""
+
+
 class KernelUnavailable(BlocklabError, RuntimeError):
     """An explicitly requested kernel implementation cannot run on this input or machine."""
 
@@ -54,4 +61,4 @@ class Interrupted(KeyboardInterrupt):
 
 
 __all__ = ["BlocklabError", "Busy", "CheckpointError", "ConfigError", "InputError", "Interrupted",
-           "KernelUnavailable", "ResultsError"]
+           "KernelUnavailable", "LockUnavailable", "ResultsError"]

@@ -1,12 +1,20 @@
 """The one reader of JSON a user hands blocklab (a model config.json, a run config, a
-checkpoint index), and the one cleaner of what blocklab writes as JSON (`json_safe`).
+checkpoint index) or that blocklab stored (a run's result, a suite summary), and the one
+cleaner of what blocklab writes as JSON (`json_safe`).
 
 Every hostile file is refused the same way, as bad input on one line naming the file: one too
 large to be a config (refused before it is read), one that is not UTF-8, malformed JSON, and
 JSON nested deeper than any config is. The last matters because `json.loads` recurses once per
 level: `'[' * 100_000` raises RecursionError, and a structure a few hundred levels deep that
-does parse makes later recursion (repr in an error message, copying) fail instead. Imports
-only the standard library and `blocklab.errors`, so the no-torch layers use it too.
+does parse makes later recursion (repr in an error message, copying) fail instead.
+
+The JSON must be strict (RFC 8259), which Python's `json` is not by default: it reads NaN,
+Infinity and -Infinity (and 1e999 as infinity), keeps the last of a key given twice, and
+takes strings holding half of a surrogate pair. blocklab never writes any of these, so in a
+stored result one means the file was edited or damaged; in a config a repeated key
+(`{"hidden_size": 64, "hidden_size": 96}`) is a typo that must not silently pick a value.
+Each is refused, naming the key or the value. Imports only the standard library and
+`blocklab.errors`, so the no-torch layers use it too.
 """
 
 from __future__ import annotations
@@ -26,23 +34,116 @@ MAX_BYTES = 16 * 2**20  # a config.json or an index is kilobytes
 MAX_DEPTH = 64
 
 
+class _Unreadable:
+    """Stands in the parsed value for a number strict JSON has no float for: NaN, Infinity,
+    -Infinity, or one too large for a float (1e999, which Python reads as infinity), so that
+    the check after parsing can say where it sits."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def problem(self) -> str:
+        if self.text in ("NaN", "Infinity", "-Infinity"):
+            return f"{self.text} is not strict JSON (it has no nan, inf or -inf)"
+        return f"{self.text[:40]} is too large for a float (it would read as inf)"
+
+
+def _float(text: str) -> float | _Unreadable:
+    value = float(text)
+    return value if math.isfinite(value) else _Unreadable(text)
+
+
 def parse_json(text: str | bytes, source: str, error: type[InputError] = InputError) -> Any:
-    """The JSON value in `text`; anything unreadable raises `error` naming `source`."""
+    """The JSON value in `text`; anything unreadable raises `error` naming `source`, and so
+    does what strict JSON does not allow, naming where it sits ("model.d_model: NaN is not
+    strict JSON", "key 'hidden_size' is given twice"): NaN, Infinity, -Infinity, a number too
+    large for a float, a key given twice in one object, a string with a lone surrogate."""
+    repeated: list[tuple[dict[str, Any], str]] = []  # (object, its key given twice)
+
+    def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        data: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in data:
+                repeated.append((data, key))
+            data[key] = value
+        return data
+
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_constant=_Unreadable, parse_float=_float,
+                          object_pairs_hook=unique_keys)
     except RecursionError:
-        data = None
-        depth = MAX_DEPTH + 1  # deeper than the parser can go
+        raise error(_too_deep(source)) from None  # deeper than the parser can go
     except UnicodeDecodeError:  # bytes that are not UTF-8 (or UTF-16/32)
         raise error(f"{source}: not UTF-8 text") from None
     except json.JSONDecodeError as err:
         raise error(f"{source}: malformed JSON: {err}") from None
-    else:
-        depth = _depth(data)
-    if depth > MAX_DEPTH:
-        raise error(f"{source}: JSON nested more than {MAX_DEPTH} levels deep; a config nests a "
-                    "few levels")
+    except ValueError as err:  # an integer of more digits than Python converts (4300)
+        raise error(f"{source}: malformed JSON: {str(err).split(';')[0]}") from None
+    problem = _check(data, {id(obj): key for obj, key in reversed(repeated)})
+    if problem is None and repeated:  # (only in an object a repeated key then replaced)
+        problem = f"key {repeated[0][1][:80]!r} is given twice in one object; keep one"
+    if problem == _TOO_DEEP:
+        raise error(_too_deep(source))
+    if problem is not None:
+        raise error(f"{source}: {problem}")
     return data
+
+
+def _too_deep(source: str) -> str:
+    return f"{source}: JSON nested more than {MAX_DEPTH} levels deep; a config nests a few levels"
+
+
+_TOO_DEEP = "too deep"
+
+
+def _check(data: Any, repeated: dict[int, str]) -> str | None:
+    """The first thing (in document order) that strict JSON does not allow in a parsed value,
+    said with where it sits, or `_TOO_DEEP` when it nests more than MAX_DEPTH levels, or None.
+    Iterative, so a deep value cannot exhaust the stack; `repeated` maps id(object) to a key
+    that object was given twice."""
+    stack: list[tuple[Any, int, tuple | None]] = [(data, 0, None)]  # (value, depth, trail)
+    while stack:
+        value, depth, trail = stack.pop()
+        if isinstance(value, dict | list):
+            if depth >= MAX_DEPTH:
+                return _TOO_DEEP
+            if isinstance(value, dict):
+                if id(value) in repeated:
+                    return (_at(trail) + f"key {repeated[id(value)][:80]!r} is given twice in "
+                            "one object; keep one")
+                items = list(value.items())
+                for key, _ in items:
+                    if _bad_text(key):
+                        return _at(trail) + f"the key {key[:40]!r} {_bad_text(key)}"
+            else:
+                items = list(enumerate(value))
+            stack.extend((item, depth + 1, (trail, key)) for key, item in reversed(items))
+        elif isinstance(value, _Unreadable):
+            return _at(trail) + value.problem()
+        elif isinstance(value, str) and _bad_text(value):
+            return _at(trail) + f"the string {value[:40]!r} {_bad_text(value)}"
+    return None
+
+
+def _bad_text(text: str) -> str | None:
+    """Why `text` is no text (half of a surrogate pair alone, "\\ud800": no character, and
+    nothing UTF-8 can write), else None."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        return f"holds a lone surrogate ({err.object[err.start]!r}), which is no character"
+    return None
+
+
+def _at(trail: tuple | None) -> str:
+    """"model.d_model: " for the trail (((None, "model"), "d_model")), "" at the top."""
+    keys = []
+    while trail is not None:
+        trail, key = trail
+        keys.append(f"[{key}]" if isinstance(key, int) else f".{key[:80]}")
+    return "".join(reversed(keys)).lstrip(".") + ": " if keys else ""
 
 
 def read_json(path: str | os.PathLike, source: str | None = None,
@@ -50,42 +151,28 @@ def read_json(path: str | os.PathLike, source: str | None = None,
     """The JSON value in the file `path`; messages name it as `source` (default: the path).
 
     Raises `error` for a file that cannot be read, is larger than `max_bytes` (checked before
-    reading), is not UTF-8, is malformed or nests more than MAX_DEPTH levels.
+    reading), is not UTF-8, is malformed, is not strict JSON (`parse_json`) or nests more than
+    MAX_DEPTH levels.
     """
     path = Path(path)
     source = str(path) if source is None else source
     try:
         size = path.stat().st_size
         if size > max_bytes:
-            raise error(f"{source}: {size / 2**20:,.0f} MiB is too large for a config (at most "
-                        f"{max_bytes // 2**20} MiB)")
+            raise error(f"{source}: {size / 2**20:,.0f} MiB is too large for a config or a "
+                        f"result (at most {max_bytes // 2**20} MiB)")
         with path.open("rb") as handle:
             raw = handle.read(max_bytes + 1)  # the file may have grown since stat
     except OSError as err:
         raise error(f"{source}: cannot read it ({err.strerror or err})") from None
     if len(raw) > max_bytes:
-        raise error(f"{source}: too large for a config (at most {max_bytes // 2**20} MiB)")
+        raise error(f"{source}: too large for a config or a result (at most "
+                    f"{max_bytes // 2**20} MiB)")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise error(f"{source}: not UTF-8 text") from None
     return parse_json(text, source, error)
-
-
-def _depth(data: Any) -> int:
-    """Nesting depth of a parsed JSON value (a scalar is 0), without recursion."""
-    deepest, stack = 0, [(data, 0)]
-    while stack:
-        value, depth = stack.pop()
-        if isinstance(value, dict):
-            value = list(value.values())
-        if isinstance(value, list):
-            depth += 1
-            deepest = max(deepest, depth)
-            if depth > MAX_DEPTH:
-                break
-            stack.extend((item, depth) for item in value)
-    return deepest
 
 
 __all__ = ["MAX_BYTES", "MAX_DEPTH", "parse_json", "read_json"]

@@ -37,3 +37,45 @@ def test_a_summary_whose_runs_are_gone_reads_as_missing_results(tmp_path, monkey
     assert row.command == f"blocklab suite ffn --size quick --results {tmp_path}"
     assert "0123456789ab.json" in row.summary_zh
     assert ctx.summary("ffn") is None and "0123456789ab.json" in ctx.unusable["ffn"]
+
+
+def test_missing_results_name_the_sizes_the_folder_does_hold(tmp_path):
+    """A folder with no summary at the asked size, seed offset and precision says which it
+    does hold, each with the command that reads it; folders that are no summary's (tuning
+    runs, runs trained twice as long, names `size_folder` does not give) are passed over."""
+    from blocklab.experiments.summaries import stored_keys
+
+    for folder in ["ffn/tiny", "ffn/quick+seeds1000", "ffn/full+bf16", "placement/tiny",
+                   "ffn/quick+x2", "ffn/tiny+seeds07", "ffn/huge", "notasuite/quick",
+                   "ffn/tiny+seeds1000+seeds5"]:
+        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder / "summary.json").write_text("{}")
+    (tmp_path / "ffn" / "tiny+tuning").mkdir()  # runs, no summary
+    (tmp_path / "ffn" / "quick").mkdir()  # an interrupted suite: no summary yet
+    assert stored_keys(tmp_path, "ffn") == [("ffn", "tiny", 0, "fp32"),
+                                            ("ffn", "quick", 1000, "fp32"),
+                                            ("ffn", "full", 0, "bf16")]
+    ctx = Context(tmp_path, "quick")
+    (row,) = run_claims(["C16"], ctx)
+    assert row.verdict == "missing-results" and row.error is None
+    for flags in ["--size tiny", "--size quick --seed-offset 1000",
+                  "--size full --precision bf16"]:
+        read = f"blocklab claims {flags} --results {tmp_path}"
+        assert f"Results of 'ffn' at {flags} are stored there: `{read}`." in row.summary
+        assert read in row.summary_zh
+        assert any(s["command"] == read for s in row.evidence["stored"])
+    assert row.command == f"blocklab suite ffn --size quick --results {tmp_path}"
+    assert ctx.stored_elsewhere() == {("tiny", 0, "fp32"): ["ffn", "placement"],
+                                      ("quick", 1000, "fp32"): ["ffn"],
+                                      ("full", 0, "bf16"): ["ffn"]}
+    assert list(Context(tmp_path, "tiny").stored_elsewhere("ffn")) == [
+        ("quick", 1000, "fp32"), ("full", 0, "bf16")]  # not the one it reads
+
+
+def test_a_folder_holding_nothing_else_adds_nothing(tmp_path):
+    (row,) = run_claims(["C16"], Context(tmp_path, "quick"))
+    assert row.summary == (f"No stored 'ffn' suite results under {tmp_path} (quick); run "
+                           f"`blocklab suite ffn --size quick --results {tmp_path}`.")
+    assert row.evidence == {}
+    (row,) = run_claims(["C16"], Context(tmp_path / "absent", "quick"))
+    assert row.verdict == "missing-results" and row.error is None

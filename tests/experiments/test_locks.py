@@ -234,7 +234,7 @@ def test_a_results_or_out_folder_that_is_a_file(tmp_path, capsys, argv, option):
     code = main([a.replace("{file}", str(file)) for a in argv])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1, err
-    assert err[0].startswith(f"error: {option} {file}") and "file" in err[0]
+    assert err[0].startswith(f"error: {option} ") and str(file) in err[0] and "file" in err[0]
     assert not (tmp_path / "ffn").exists()
 
 
@@ -261,3 +261,203 @@ def test_a_busy_timing_is_flagged_in_the_summary_and_the_report(tmp_path, monkey
     assert any("kernel timing (40%)" in note for note in summary.notes), summary.notes
     flagged = busy_timings(tmp_path, "fake", "tiny", summary.run_ids)
     assert flagged == [{"label": "kernel timing", "others_cpu_share": 0.4}]
+
+
+# --- locks for every user ------------------------------------------------------------------------
+# The machine lock lives in /tmp, shared by every user; a lock file another user made must serve
+# this one too. The tests make files another user owns and run the locking code as a third user,
+# in a forked child that drops root (a fork, so nothing is exec'd that the user could not read).
+needs_root = pytest.mark.skipif(
+    not hasattr(os, "geteuid") or os.geteuid() != 0,
+    reason="needs root: files owned by another user, and a child that becomes a third (setuid)")
+OWNER, USER = 4242, 65534  # the lock file's owner (another user) and the user who runs
+
+
+def _start_as(uid: int, job) -> tuple[int, int]:
+    """Fork a child that becomes user `uid` and runs `job()`; (pid, pipe) for `_finish`."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        try:
+            os.close(read)
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+            try:
+                out = {"ok": job()}
+            except Exception as err:  # noqa: BLE001 - reported to the parent as it is
+                out = {"error": type(err).__name__, "message": str(err)}
+            os.write(write, json.dumps(out).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    return pid, read
+
+
+def _finish(pid: int, read: int, timeout_s: float = 60) -> dict:
+    import select
+    import signal
+
+    if not select.select([read], [], [], timeout_s)[0]:  # a hang fails the test, not CI
+        os.kill(pid, signal.SIGKILL)
+    with os.fdopen(read, "rb") as pipe:
+        data = pipe.read()
+    os.waitpid(pid, 0)
+    return json.loads(data or b'{"error": "the child died or hung"}')
+
+
+def _as(uid: int, job) -> dict:
+    return _finish(*_start_as(uid, job))
+
+
+@pytest.fixture
+def shared_tmp(monkeypatch):
+    """A folder like /tmp (every user may write, sticky) with the machine lock named in it."""
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    folder = Path(tempfile.mkdtemp(prefix="blocklab-shared-"))
+    folder.chmod(0o1777)
+    monkeypatch.setenv("BLOCKLAB_MACHINE_LOCK", str(folder / "machine.lock"))
+    yield folder
+    shutil.rmtree(folder)
+
+
+def _others_lock(path, mode: int) -> None:
+    path.write_text("")
+    os.chown(path, OWNER, OWNER)
+    path.chmod(mode)
+
+
+def _train_then_time() -> str:
+    with machine_lock(), machine_lock(exclusive=True):
+        return "held"
+
+
+@needs_root
+@pytest.mark.parametrize("mode", [0o644, 0o444, 0o666])
+def test_another_users_machine_lock_serves_this_user(shared_tmp, mode):
+    """The bug: a lock made by the first user to train (umask 022: 0644) refused everyone else
+    with Permission denied. flock needs no write access, so it is held read-only."""
+    path = shared_tmp / "machine.lock"
+    _others_lock(path, mode)
+    assert _as(USER, _train_then_time) == {"ok": "held"}
+    info = path.stat()
+    assert (info.st_uid, info.st_mode & 0o777, path.read_text()) == (OWNER, mode, "")
+
+
+@needs_root
+def test_timing_still_waits_for_another_users_training(shared_tmp):
+    """Held read-only, the lock still keeps a timing alone: it waits for the other user's
+    shared hold, and says so."""
+    path = shared_tmp / "machine.lock"
+    _others_lock(path, 0o644)
+
+    def time_alone() -> dict:
+        said: list[str] = []
+        start = time.monotonic()
+        with machine_lock(exclusive=True, echo=said.append):
+            return {"waited": time.monotonic() - start, "said": said}
+
+    other = _hold_machine_lock("shared", 1.5)  # another process's training run
+    out = _as(USER, time_alone)
+    other.wait()
+    assert out["ok"]["waited"] > 0.5, out
+    assert out["ok"]["said"] and "waiting for other blocklab runs" in out["ok"]["said"][0]
+
+
+@needs_root
+def test_a_machine_lock_made_under_a_strict_umask_is_still_shared(shared_tmp):
+    """Whoever makes the lock first makes it 0666 whatever their umask (open's mode is cut by
+    it), so the next user can use it."""
+    path = shared_tmp / "machine.lock"
+
+    def make() -> str:
+        os.umask(0o077)
+        return _train_then_time()
+
+    assert _as(OWNER, make) == {"ok": "held"}
+    assert path.stat().st_uid == OWNER and path.stat().st_mode & 0o777 == 0o666
+    assert _as(USER, _train_then_time) == {"ok": "held"}
+
+
+@needs_root
+def test_a_machine_lock_this_user_cannot_open_is_one_line(shared_tmp):
+    path = shared_tmp / "machine.lock"
+    _others_lock(path, 0o600)  # made so by hand, or by an old blocklab under umask 077
+    out = _as(USER, _train_then_time)
+    assert out["error"] == "LockUnavailable", out
+    assert out["message"] == (
+        f"cannot open the lock file {path} (Permission denied, owned by uid {OWNER}); set "
+        "$BLOCKLAB_MACHINE_LOCK to a file every blocklab user on this machine can open (all "
+        "must name the same one, so that timed runs stay alone)")
+
+
+@needs_root
+def test_another_users_suite_lock_serves_this_user(shared_tmp):
+    """A results folder shared between users: the folder's lock, made by one, is held by the
+    other read-only (it cannot stamp it), and who holds it is still said right."""
+    with suite_locks(shared_tmp, ["ffn"]):  # made by root, 0644 under umask 022
+        pass
+    lock = shared_tmp / "ffn" / ".lock"
+    (shared_tmp / "ffn").chmod(0o777)
+    assert lock.read_bytes() == b""  # a released lock names no holder
+
+    def hold(seconds: float = 0) -> str:
+        with suite_locks(shared_tmp, ["ffn"], wait=False):
+            time.sleep(seconds)
+            return "held"
+
+    assert _as(USER, hold) == {"ok": "held"}
+    with suite_locks(shared_tmp, ["ffn"]):
+        out = _as(USER, hold)
+    assert out["error"] == "Busy" and f"pid {os.getpid()}" in out["message"], out
+    child = _start_as(USER, lambda: hold(2.0))
+    time.sleep(0.7)
+    with pytest.raises(Busy, match="in use by another process"):
+        hold()  # not by this process, whose stamp is gone
+    assert _finish(*child) == {"ok": "held"}
+    lock.chmod(0o600)
+    out = _as(USER, hold)
+    assert out["error"] == "LockUnavailable", out
+    assert out["message"].startswith(f"cannot open the lock file {lock} (Permission denied, "
+                                     "owned by root)")
+    assert "--results" in out["message"]
+
+
+@pytest.mark.parametrize("make, reason", [
+    (lambda p: p.mkdir(), "is not a regular file"),
+    (lambda p: os.mkfifo(p), "is not a regular file"),  # opened without waiting for a writer
+    (lambda p: p.symlink_to(p.parent / "nowhere" / "x"), "(a link to nothing)"),
+    (lambda p: p.parent.joinpath("file").write_text("") or None, "a file stands in its folder"),
+])
+def test_a_machine_lock_path_that_is_no_lock_file(tmp_path, monkeypatch, make, reason):
+    from blocklab.errors import LockUnavailable
+
+    path = tmp_path / "machine.lock"
+    make(path)
+    if "folder" in reason:
+        path = tmp_path / "file" / "machine.lock"
+    monkeypatch.setenv("BLOCKLAB_MACHINE_LOCK", str(path))
+    with pytest.raises(LockUnavailable) as err, machine_lock():
+        pass
+    assert str(path) in str(err.value) and reason in str(err.value)
+    assert "$BLOCKLAB_MACHINE_LOCK" in str(err.value)
+    assert locks._HELD.fd is None
+
+
+@pytest.mark.parametrize("argv", [
+    ["train", "--steps", "1"],
+    ["suite", "ffn", "--tiny", "--seeds", "1", "--no-progress", "--jobs", "1"],
+])
+def test_cli_says_a_lock_it_cannot_open_on_one_line(tmp_path, monkeypatch, capsys, argv):
+    (tmp_path / "file").write_text("")
+    path = tmp_path / "file" / "machine.lock"
+    monkeypatch.setenv("BLOCKLAB_MACHINE_LOCK", str(path))
+    monkeypatch.chdir(tmp_path)
+    code = main([*argv, *(["--results", str(tmp_path / "runs")] if argv[0] == "suite" else [])])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1, err
+    assert err[0].startswith(f"error: cannot open the lock file {path}")
+    assert "$BLOCKLAB_MACHINE_LOCK" in err[0]

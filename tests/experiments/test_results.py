@@ -2,6 +2,7 @@
 
 import json
 import math
+import os
 
 import pytest
 
@@ -128,3 +129,122 @@ def test_added_identity_is_the_one_rule_of_id_compatibility(tiny_train):
     # train configs follow the same rule
     assert "precision" not in rs.train_identity(tiny_train)
     assert rs.train_identity(tiny_train.replace(precision="bf16"))["precision"] == "bf16"
+
+
+# --- a damaged result file: named, run again, nothing else touched -------------------------------
+# (how the file is damaged, what `damaged` says of it after the path)
+DAMAGE = {
+    "NaN": (lambda t: t.replace('"val": 1.5', '"val": NaN'), "val: NaN is not strict JSON"),
+    "Infinity": (lambda t: t.replace("1.5", "Infinity"), "val: Infinity is not strict JSON"),
+    "-Infinity": (lambda t: t.replace("1.5", "-Infinity"), "val: -Infinity is not strict"),
+    "1e999": (lambda t: t.replace("1.5", "1e999"), "val: 1e999 is too large for a float"),
+    "a key twice": (lambda t: t.replace('"val"', '"status": "ok",\n "val"'),
+                    "key 'status' is given twice in one object"),
+    "cut short": (lambda t: t[: len(t) // 2], "malformed JSON"),
+    "empty": (lambda t: "", "malformed JSON"),
+    "a lone surrogate": (lambda t: t.replace("1.5", '"\\udc80"'), "val: the string '\\udc80'"),
+    "an integer of 5000 digits": (lambda t: t.replace("1.5", "7" * 5000),
+                                  "malformed JSON: Exceeds the limit (4300 digits)"),
+    "a list": (lambda t: "[" + t + "]", "a run result is an object with a 'status'"),
+    "a status that is a number": (lambda t: t.replace('"ok"', "5"),
+                                  "a run result is an object with a 'status'"),
+    "not UTF-8": (lambda t: t.encode("utf-16"), "not UTF-8 text"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(DAMAGE))
+def test_a_damaged_result_file_is_named_and_run_again(tmp_path, kind):
+    damage, message = DAMAGE[kind]
+    store = ResultStore(tmp_path)
+    store.save("aaa", RunResult("ok", extra={"val": 1.5}))
+    store.save("bbb", RunResult("ok", extra={"val": 2.5}))
+    other = (tmp_path / "bbb.json").read_bytes()
+    path = tmp_path / "aaa.json"
+    damaged = damage(path.read_text())
+    path.write_bytes(damaged if isinstance(damaged, bytes) else damaged.encode("utf-8",
+                                                                               "surrogatepass"))
+    assert not store.has("aaa") and store.has("bbb")
+    assert list(store.damaged) == [path]
+    assert store.damaged[path].startswith(f"{path}: {message}"), store.damaged[path]
+    assert "\n" not in store.damaged[path]
+    with pytest.raises(FileNotFoundError, match=message.split(":")[0]):
+        store.load("aaa")
+    assert [rid for rid, _ in store.iter_results()] == ["bbb"]
+    store.save("aaa", RunResult("ok", extra={"val": 1.5}))  # run again: replaced whole
+    assert store.load("aaa") == RunResult("ok", extra={"val": 1.5})
+    assert (tmp_path / "bbb.json").read_bytes() == other
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["aaa.json", "bbb.json"]
+
+
+def test_a_result_path_that_is_no_file(tmp_path):
+    """A folder, a link to nothing or a pipe where a result belongs is damaged, not a run to
+    wait on (reading a pipe would never end); a folder cannot be replaced, so saving there
+    says what to move."""
+    store = ResultStore(tmp_path)
+    (tmp_path / "dir.json").mkdir()
+    (tmp_path / "link.json").symlink_to(tmp_path / "nowhere.json")
+    os.mkfifo(tmp_path / "fifo.json")
+    for name in ("dir", "link", "fifo"):
+        assert not store.has(name)
+        path = tmp_path / f"{name}.json"
+        assert store.damaged[path] == f"{path}: not a regular file"
+    assert not store.has("missing") and tmp_path / "missing.json" not in store.damaged
+    store.save("link", RunResult("ok"))
+    store.save("fifo", RunResult("ok"))
+    assert store.has("link") and store.has("fifo")
+    with pytest.raises(rs.ResultsError, match=f"{tmp_path / 'dir.json'} is a folder where"):
+        store.save("dir", RunResult("ok"))
+
+
+def test_other_json_files_beside_the_runs_are_not_damaged_runs(tmp_path):
+    store = ResultStore(tmp_path)
+    store.save("aaa", RunResult("ok"))
+    (tmp_path / "summary.json").write_text('{"suite": "ffn"}')
+    assert [rid for rid, _ in store.iter_results()] == ["aaa"] and store.damaged == {}
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0,
+                    reason="needs root: a file another user owns, read by a third (setuid)")
+def test_a_result_file_this_user_may_not_read_is_named_and_run_again():
+    """In a results folder shared by users, a run another user stored unreadable (mode 0600)
+    is damaged for this one: named, and run again in its place; the rest is untouched."""
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    folder = Path(tempfile.mkdtemp(prefix="blocklab-shared-"))  # (pytest's is root's alone)
+    try:
+        folder.chmod(0o777)
+        store = ResultStore(folder)
+        store.save("aaa", RunResult("ok", extra={"val": 1.5}))
+        store.save("bbb", RunResult("ok", extra={"val": 2.5}))
+        os.chown(folder / "aaa.json", 4242, 4242)
+        (folder / "aaa.json").chmod(0o600)
+        other = (folder / "bbb.json").read_bytes()
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child, as user 65534 (a fork: nothing to exec that it cannot read)
+            try:
+                try:
+                    os.setgroups([])
+                    os.setgid(65534)
+                    os.setuid(65534)
+                    mine = ResultStore(folder)
+                    said = [mine.has("aaa"), mine.has("bbb"), [str(p) for p in mine.damaged],
+                            list(mine.damaged.values())]
+                    mine.save("aaa", RunResult("ok", extra={"val": 1.5}))
+                except Exception as err:  # noqa: BLE001 - reported to the parent
+                    said = [repr(err)]
+                os.write(write, json.dumps(said).encode())
+            finally:
+                os._exit(0)  # never back into pytest
+        os.close(write)
+        with os.fdopen(read, "rb") as pipe:
+            said = json.loads(pipe.read() or b'["the child died"]')
+        os.waitpid(pid, 0)
+        assert said == [False, True, [str(folder / "aaa.json")],
+                        [f"{folder / 'aaa.json'}: cannot read it (Permission denied)"]]
+        assert (folder / "aaa.json").stat().st_uid == 65534 and store.has("aaa")
+        assert (folder / "bbb.json").read_bytes() == other
+    finally:
+        shutil.rmtree(folder)

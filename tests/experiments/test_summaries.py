@@ -225,7 +225,8 @@ def test_a_summary_whose_runs_are_gone_is_incomplete(tmp_path):
     assert incomplete(tmp_path, back) is None
     (folder / "bbb.json").write_text("{truncated")
     reason = incomplete(tmp_path, back)
-    assert "a run of the stored summary is missing or unreadable (1 of 2, first bbb.json)" in reason
+    assert ("a run of the stored summary is missing or unreadable (1 of 2, first bbb.json, "
+            "damaged: malformed JSON: ") in reason
     assert f"`blocklab suite ffn --size quick --results {tmp_path}`" in reason
     (folder / "bbb.json").unlink()
     assert "(1 of 2, first bbb.json)" in incomplete(tmp_path, back)

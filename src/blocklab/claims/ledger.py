@@ -25,10 +25,12 @@ from blocklab.claims.text import CLAIM_TEXT, ERROR, VERDICTS, claim_sources
 from blocklab.errors import InputError
 from blocklab.experiments.options import SIZES, check_seed_offset, suite_command
 from blocklab.experiments.summaries import (
+    DATA_TYPES,
     Interval,
     Summary,
     incomplete,
     load_summary,
+    stored_keys,
 )
 
 
@@ -201,6 +203,34 @@ class Context:
         return suite_command(suite, self.size, self.results, self.seed_offset,
                              self.precision_of(suite))
 
+    def stored_elsewhere(self, suite: str | None = None
+                         ) -> dict[tuple[str, int, str], list[str]]:
+        """{(size, seed offset, precision): suites} of the summaries under `results` (of
+        `suite`, or of every suite) that this context does not read, those of another --size,
+        --seed-offset or --precision: what to name when what it reads is missing."""
+        keys: dict[tuple[str, int, str], list[str]] = {}
+        for name, size, offset, precision in stored_keys(self.results, suite):
+            if name not in DATA_TYPES:
+                continue  # a folder that is no suite's
+            if (size, offset, precision) != (self.size, self.seed_offset,
+                                              self.precision_of(name)):
+                keys.setdefault((size, offset, precision), []).append(name)
+        return keys
+
+
+def claims_command(results: str | Path, size: str, seed_offset: int = 0,
+                   precision: str = "fp32") -> str:
+    """The `blocklab claims` command that reads the summaries of `size` (from `seed_offset`,
+    in `precision`) under `results`."""
+    return f"blocklab claims {key_flags(size, seed_offset, precision)} --results {results}"
+
+
+def key_flags(size: str, seed_offset: int = 0, precision: str = "fp32") -> str:
+    """The options that name a summary's folder: `--size tiny --seed-offset 1000`."""
+    offset = f" --seed-offset {seed_offset}" if seed_offset else ""
+    other = "" if precision == "fp32" else f" --precision {precision}"
+    return f"--size {size}{offset}{other}"
+
 
 CHECKS: dict[str, Callable[[Context], Finding]] = {}
 # Claims about training and speed that a small model on this machine can test but not settle:
@@ -248,11 +278,21 @@ def missing(ctx: Context, suite: str) -> Finding:
             f"incomplete, so nothing is graded from them: {reason}.",
             f"{ctx.results} 下的 '{suite}' 实验结果（{ctx.size}）不完整，因此不据此评判：{reason}。",
             {"incomplete": reason}, command)
+    # The folder may hold this suite at another size, seed offset or precision: say how to
+    # read those, rather than only how to run these.
+    held = [(key, claims_command(ctx.results, *key)) for key in ctx.stored_elsewhere(suite)]
     return Finding(
         "missing-results",
-        f"No stored '{suite}' suite results under {ctx.results} ({ctx.size}); run `{command}`.",
-        f"{ctx.results} 下没有 '{suite}' 实验结果（{ctx.size}）；请运行 `{command}`。",
-        {}, command)
+        f"No stored '{suite}' suite results under {ctx.results} ({ctx.size}); run `{command}`."
+        + "".join(f" Results of '{suite}' at {key_flags(*key)} are stored there: `{read}`."
+                  for key, read in held),
+        f"{ctx.results} 下没有 '{suite}' 实验结果（{ctx.size}）；请运行 `{command}`。"
+        + "".join(f"该文件夹存有 '{suite}' 在 {key_flags(*key)} 下的结果：`{read}`。"
+                  for key, read in held),
+        {"stored": [{"size": size, "seed_offset": offset, "precision": precision,
+                     "command": read} for (size, offset, precision), read in held]}
+        if held else {},
+        command)
 
 
 # Why a registered part carries no decision, by the claim's verdict.

@@ -70,6 +70,7 @@ def claims(
         typer.echo(json.dumps([r.to_dict() for r in rows], indent=1, ensure_ascii=False))
     else:
         print_ledger(rows, language, size)
+        print_stored_elsewhere(rows, context, language)
         if precision != "fp32":
             read = sorted(context.fp32_only)
             console().print(f"Read at {precision}: the suites that train in it; "
@@ -77,6 +78,25 @@ def claims(
                              if read else "no suite was read at another precision."))
     if any(r.error for r in rows):
         raise typer.Exit(1)
+
+
+def print_stored_elsewhere(rows, context, lang: str) -> None:
+    """When claims lack results, the summaries the folder holds at another --size,
+    --seed-offset or --precision, each with the command that reads them (one line each)."""
+    from blocklab.claims.ledger import claims_command, key_flags
+
+    lacking = sum(r.verdict == "missing-results" for r in rows)
+    elsewhere = context.stored_elsewhere() if lacking else {}
+    out = console()
+    for key, suites in elsewhere.items():
+        command = claims_command(context.results, *key)
+        if lang == "zh":
+            out.print(f"{lacking} 条论断缺少结果；{context.results} 存有 {key_flags(*key)} 下的"
+                      f"结果（{', '.join(suites)}）：{command}", soft_wrap=True, markup=False)
+        else:
+            out.print(f"{lacking} claim(s) lack results; {context.results} holds results at "
+                      f"{key_flags(*key)} ({', '.join(suites)}): {command}", soft_wrap=True,
+                      markup=False)
 
 
 def results_folder(results: str | None, size: str = "quick") -> Path:

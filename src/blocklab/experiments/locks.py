@@ -14,19 +14,26 @@
 Both are `flock` locks on files, so a process that dies (even by SIGKILL) releases them, and
 forked worker processes share their parent's. The machine lock lives in the temporary folder
 (`$BLOCKLAB_MACHINE_LOCK` names another file). Locks are advisory: only blocklab honours them.
+
+Every user of a machine shares its lock, so the machine lock is created readable and writable
+by all (0666, set after creation: `open`'s mode is cut by the umask), and either lock is held
+through a read-only descriptor where the file is another user's (flock needs no write access).
+A lock file that cannot be opened even so is one `LockUnavailable` naming the file and what to
+do, never an OSError from deep in a run.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from blocklab.errors import Busy
+from blocklab.errors import Busy, LockUnavailable
 
 try:
     import fcntl
@@ -36,9 +43,75 @@ except ImportError:  # pragma: no cover - not POSIX: no locking
 Echo = Callable[[str], None]
 
 
-def _open(path: Path) -> int:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
+_FLAGS = getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)  # (a FIFO must not hang)
+
+
+def _open(path: Path, *, write: bool, everyone: bool, fix: str) -> tuple[int, bool]:
+    """A descriptor of the lock file `path`, and whether it is writable (the holder's name
+    is stamped in it then). An existing file is opened as it is: for writing where `write`
+    asks and its mode allows, else read-only. A missing one is created, with mode 0666 kept
+    whatever the umask where `everyone` shares it. One that cannot be opened (another user's
+    that this user may not read, a folder it cannot write, something not a file) raises
+    LockUnavailable, naming the file and `fix`.
+
+    An existing file is never opened with O_CREAT: in a sticky folder such as /tmp, Linux
+    refuses that for another user's file even when its mode allows (fs.protected_regular)."""
+    fd = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):  # a file where a folder should be
+        raise LockUnavailable(f"cannot open the lock file {path} (a file stands in its "
+                              f"folder's path, {path.parent}); {fix}") from None
+    except OSError as err:
+        raise LockUnavailable(f"cannot open the lock file {path} (its folder cannot be made: "
+                              f"{err.strerror or err}); {fix}") from None
+    try:
+        for _ in range(100):
+            if write:
+                with contextlib.suppress(PermissionError, FileNotFoundError):
+                    fd, writable = os.open(path, os.O_RDWR | _FLAGS), True
+            if fd is None:
+                with contextlib.suppress(FileNotFoundError):
+                    fd, writable = os.open(path, os.O_RDONLY | _FLAGS), False
+            if fd is None:
+                access = os.O_RDWR if write else os.O_RDONLY
+                # (another process may create it meanwhile: then open that one)
+                with contextlib.suppress(FileExistsError):
+                    fd = os.open(path, access | os.O_CREAT | os.O_EXCL | _FLAGS, 0o666)
+                    writable = write
+                    if everyone:
+                        os.fchmod(fd, 0o666)
+            if fd is not None:
+                break
+        else:  # neither there to open nor absent to create, 100 times: a link to nothing
+            raise LockUnavailable(f"cannot open the lock file {path} (a link to nothing); "
+                                  f"{fix}")
+        regular = stat.S_ISREG(os.fstat(fd).st_mode)
+    except OSError as err:
+        if fd is not None:
+            os.close(fd)
+        raise LockUnavailable(f"cannot open the lock file {path} ({err.strerror or err}"
+                              f"{_owner(path)}); {fix}") from None
+    if not regular:  # a folder or a FIFO: flock on it would lock something else than a file
+        os.close(fd)
+        raise LockUnavailable(f"the lock file {path} is not a regular file; {fix}")
+    return fd, writable
+
+
+def _owner(path: Path) -> str:
+    """", owned by <user>" when `path` exists and is another user's, else ""."""
+    try:
+        uid = os.stat(path).st_uid
+    except OSError:
+        return ""
+    if uid == os.getuid():
+        return ""
+    try:
+        import pwd
+
+        return f", owned by {pwd.getpwuid(uid).pw_name}"
+    except (ImportError, KeyError):
+        return f", owned by uid {uid}"
 
 
 def _holder(fd: int) -> str:
@@ -69,10 +142,12 @@ def suite_locks(results: str | Path, suites: Sequence[str], *, wait: bool = True
         yield
         return
     fds: list[int] = []
+    stamped: list[int] = []
     try:
         for name in sorted(set(suites)):
             folder = Path(results) / name
-            fd = _open(folder / ".lock")
+            fd, writable = _open(folder / ".lock", write=True, everyone=False, fix=(
+                "its owner can make it readable (chmod a+r), or use another --results folder"))
             fds.append(fd)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -84,10 +159,15 @@ def suite_locks(results: str | Path, suites: Sequence[str], *, wait: bool = True
                 if echo is not None:
                     echo(f"waiting for {holder} to finish with {folder} …")
                 fcntl.flock(fd, fcntl.LOCK_EX)
-            _stamp(fd)
+            if writable:  # (another user's lock is held read-only: "another process")
+                _stamp(fd)
+                stamped.append(fd)
         yield
     finally:
         for fd in fds:
+            if fd in stamped:  # a holder that could not stamp must not read as this one
+                with contextlib.suppress(OSError):
+                    os.ftruncate(fd, 0)
             os.close(fd)  # closing releases the lock
 
 
@@ -125,7 +205,12 @@ def machine_lock(exclusive: bool = False, *, echo: Echo | None = None) -> Iterat
             _HELD.depth -= 1
         return
     before = (_HELD.fd, _HELD.mode, _HELD.depth)
-    fd = _HELD.fd if _HELD.fd is not None else _open(machine_lock_path())
+    if _HELD.fd is not None:
+        fd = _HELD.fd
+    else:  # read-only: no one writes in it, and every user can open it so
+        fd, _ = _open(machine_lock_path(), write=False, everyone=True, fix=(
+            "set $BLOCKLAB_MACHINE_LOCK to a file every blocklab user on this machine can "
+            "open (all must name the same one, so that timed runs stay alone)"))
     flag = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
     try:
         fcntl.flock(fd, flag | fcntl.LOCK_NB)

@@ -8,15 +8,18 @@
 results, it never trains.)
 
 A result is one file `<root>/<run_id>.json`, written atomically: a reader (or a crash) sees the
-previous file or the complete new one, never half. A file that does not parse, or has no
-"status", does not count as done and is run again. This module imports no PyTorch, so reports
-can read results without it.
+previous file or the complete new one, never half. A file that is damaged (cut short, not
+strict JSON — NaN, Infinity, a key given twice — or with no "status") does not count as done:
+it is run again, and the store keeps why in `damaged`, naming the file, so the suite can say
+which it replaced. This module imports no PyTorch, so reports can read results without it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol
@@ -24,7 +27,7 @@ from typing import Any, Protocol
 from blocklab.config import ModelConfig, write_atomic
 from blocklab.errors import InputError, ResultsError
 from blocklab.experiments.run_result import RunResult
-from blocklab.jsonio import json_safe
+from blocklab.jsonio import json_safe, read_json
 
 
 class _Config(Protocol):
@@ -86,6 +89,11 @@ def result_json(result: RunResult | dict[str, Any]) -> str:
     return json.dumps(json_safe(result), indent=1, allow_nan=False) + "\n"
 
 
+# A result's curves grow with its steps (a long `blocklab train` run logging every step keeps
+# megabytes); far above any the suites write, and below what would exhaust memory to parse.
+RESULT_MAX_BYTES = 256 * 2**20
+
+
 class ResultSink(Protocol):
     """Where an executor puts each result as it finishes (a ResultStore, or a router over
     several)."""
@@ -94,47 +102,67 @@ class ResultSink(Protocol):
 
 
 class ResultStore:
-    """A folder of results, one `<run_id>.json` per run."""
+    """A folder of results, one `<run_id>.json` per run.
+
+    `damaged` maps the path of each result file this store found but could not use (it does
+    not read as strict JSON, or is not a result) to why, as one line that names the file; a
+    file missing altogether is not damaged, only not run yet."""
 
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
+        self.damaged: dict[Path, str] = {}
 
     def path_for(self, run_id: str) -> Path:
         if not run_id or any(c in run_id for c in "/\\") or run_id.startswith("."):
             raise InputError(f"run id {run_id!r} is not a plain file name")
         return self.root / f"{run_id}.json"
 
-    def _read(self, path: Path) -> RunResult | None:
+    def _read(self, path: Path, note: bool = True) -> RunResult | None:
+        """The result stored at `path`; None when there is none or it is damaged (recorded in
+        `damaged` if `note`), so either way the run is run again."""
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-            return None
+            regular = stat.S_ISREG(os.stat(path).st_mode)
+        except FileNotFoundError:
+            if not os.path.lexists(path):
+                return None  # not run yet
+            regular = False  # a link to nothing
+        except OSError:
+            regular = True  # (read_json says what is wrong)
         try:
+            if not regular:  # a folder, a link to nothing, or a pipe that would never end
+                raise ResultsError(f"{path}: not a regular file")
+            data = read_json(path, error=ResultsError, max_bytes=RESULT_MAX_BYTES)
             return RunResult.from_dict(data, str(path))
-        except ResultsError:  # not a result (or half of one): run it again
+        except ResultsError as err:  # not a result, or half of one: run it again
+            if note and os.path.lexists(path):  # (not one deleted meanwhile)
+                self.damaged[path] = str(err)
             return None
 
     def has(self, run_id: str) -> bool:
-        """True when the result file exists, parses, and has a status."""
+        """True when the result file exists, reads as strict JSON, and has a status."""
         return self._read(self.path_for(run_id)) is not None
 
     def load(self, run_id: str) -> RunResult:
         path = self.path_for(run_id)
         data = self._read(path)
         if data is None:
-            raise FileNotFoundError(f"no complete result at {path}")
+            raise FileNotFoundError(self.damaged.get(path) or f"no complete result at {path}")
         return data
 
     def save(self, run_id: str, result: RunResult) -> Path:
         path = self.path_for(run_id)
+        if path.is_dir() and not path.is_symlink():  # a file cannot replace a folder
+            raise ResultsError(f"{path} is a folder where the result of run {run_id} belongs; "
+                               "move it away and run again")
         write_atomic(path, result_json(result))
         return path
 
     def iter_results(self) -> Iterator[tuple[str, RunResult]]:
-        """(run_id, result) for every complete result, in run-id order."""
+        """(run_id, result) for every complete result, in run-id order (other JSON files
+        beside them, such as summary.json, are passed over, not counted as damaged)."""
         if not self.root.is_dir():
             return
         for path in sorted(self.root.glob("*.json")):
-            data = self._read(path)
+            data = self._read(path, note=False)
             if data is not None:
                 yield path.stem, data

@@ -27,6 +27,7 @@ from blocklab.errors import InputError, ResultsError
 # The sizes a suite runs at and the precisions it may train in (each suite lists its own in
 # `Suite.precisions`), the only folders a summary is stored under, are the run options'.
 from blocklab.experiments.options import PRECISIONS, SIZES, size_folder, suite_command
+from blocklab.jsonio import json_safe, parse_json, read_json
 
 # The layout of summary.json; readers refuse any other (3: typed data, one dataclass per suite;
 # 4: the first seed recorded; 6: placement's deep grid for C36; 7: position's order probe,
@@ -906,10 +907,10 @@ def load_summary(out_dir: str | Path, suite: str, size: str, data_type: type | N
         return None
     rerun = (f"run `{suite_command(suite, size, out_dir, seed_offset, precision)}` to "
              "rewrite it (stored runs whose provenance matches are reused)")
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ResultsError(f"{path} is not a readable summary ({err}); {rerun}") from None
+    try:  # strict JSON: a NaN, an Infinity or a key given twice is a damaged summary
+        doc = read_json(path, error=ResultsError)
+    except ResultsError as err:
+        raise ResultsError(f"{err}; {rerun}") from None
     try:
         summary = summary_from_dict(doc, str(path), data_type)
     except ResultsError as err:
@@ -921,17 +922,50 @@ def load_summary(out_dir: str | Path, suite: str, size: str, data_type: type | N
     return summary
 
 
+def stored_keys(out_dir: str | Path, suite: str | None = None
+                ) -> list[tuple[str, str, int, str]]:
+    """(suite, size, seed offset, precision) of every summary stored under `out_dir` (of
+    `suite` alone, if given), sorted: what `load_summary` can read there, so a reader that
+    finds none at the size it was asked for can say which sizes the folder does hold. Read
+    from the folder names `size_folder` gives; the runs trained twice as long (`+x2`) and the
+    tuning runs are parts of a summary, not summaries, and folders that cannot be listed hold
+    nothing readable."""
+    root = Path(out_dir)
+    try:
+        suites = [root / suite] if suite is not None else [p for p in root.iterdir()
+                                                             if p.is_dir()]
+        folders = [f for d in suites if d.is_dir() for f in d.iterdir()]
+    except OSError:
+        return []
+    keys = []
+    for folder in folders:
+        size, *rest = folder.name.split("+")
+        offsets = [r.removeprefix("seeds") for r in rest if r.startswith("seeds")]
+        precision = next((r for r in rest if r in PRECISIONS), "fp32")
+        if (size not in SIZES or len(offsets) > 1 or not all(o.isdigit() for o in offsets)
+                or not (folder / "summary.json").is_file()):
+            continue
+        offset = int(offsets[0]) if offsets else 0
+        try:  # the one rule of folder names decides: quick+seeds07 or quick+x2 is no key
+            if size_folder(size, offset, precision) != folder.name:
+                continue
+        except InputError:  # a seed offset out of range
+            continue
+        keys.append((folder.parent.name, size, offset, precision))
+    return sorted(keys, key=lambda k: (k[0], SIZES.index(k[1]), k[2], k[3]))
+
+
 def save_summary(folder: str | Path, summary: Summary) -> Path:
     """Write `summary` to `folder`/summary.json, atomically, as `load_summary` reads it back.
 
     A summary whose fields do not read back is not written: that is a bug in the suite that
     filled it (a RuntimeError naming the field), not a results error for the user."""
     from blocklab.config import write_atomic
-    from blocklab.jsonio import json_safe
 
     text = json.dumps(json_safe(summary.to_dict()), indent=1, allow_nan=False) + "\n"
     try:
-        summary_from_dict(json.loads(text), f"summary of {summary.suite}", type(summary.data))
+        summary_from_dict(parse_json(text, f"summary of {summary.suite}", ResultsError),
+                          f"summary of {summary.suite}", type(summary.data))
     except ResultsError as err:
         raise RuntimeError(f"suite {summary.suite} wrote a summary that does not read back: "
                            f"{err}") from err
@@ -958,6 +992,9 @@ def incomplete(out_dir: str | Path, summary: Summary, precision: str = "fp32") -
     if not gone:
         return None
     command = suite_command(summary.suite, summary.size, out_dir, summary.first_seed, precision)
+    first = gone[0].name
+    if gone[0] in store.damaged:  # say what is wrong ("final.val_loss: NaN is not strict …")
+        first += f", damaged: {store.damaged[gone[0]].removeprefix(f'{gone[0]}: ')}"
     return (f"{folder / 'summary.json'}: a run of the stored summary is missing or unreadable "
-            f"({len(gone)} of {len(summary.run_ids)}, first {gone[0].name}); run `{command}` "
+            f"({len(gone)} of {len(summary.run_ids)}, first {first}); run `{command}` "
             "to redo it and rewrite the summary")

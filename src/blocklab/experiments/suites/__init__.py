@@ -96,6 +96,7 @@ def _run_suites(results: Path, size: str, options: Mapping[str, RunOptions],
         interrupted,
         plan_suite,
         replan_after_tuning,
+        say_damaged,
         summarise_suite,
     )
 
@@ -114,6 +115,7 @@ def _run_suites(results: Path, size: str, options: Mapping[str, RunOptions],
             echo(f"suite {plan.suite.name} ({size}): {len(plan.specs) - len(plan.missing)} of "
                  f"{len(plan.specs)} {what} stored, {len(plan.missing)} to run{early} -> "
                  f"{plan.store.root}")
+            say_damaged(plan)
         todo = [spec for plan in planned for spec in plan.stamped()]
         if todo:
             sink = CountingSink(ResultRouter(planned))

@@ -329,6 +329,7 @@ def run_suite(suite: Suite, options: RunOptions, out_dir: str | Path = "runs", *
     # stored and plans only what is still missing.
     with suite_locks(out_dir, [suite.name], wait=wait, echo=say):
         planned = plan_suite(suite, options, out_dir, rules)
+        say_damaged(planned)
         start = time.perf_counter()
         failed: dict[str, str] = {}
         while True:  # tuning rounds (a grid may grow at an edge), then the evaluation
@@ -342,7 +343,15 @@ def run_suite(suite: Suite, options: RunOptions, out_dir: str | Path = "runs", *
             if planned.stage == "evaluate":
                 break
             planned = replan_after_tuning(planned, failed, out_dir)
+            say_damaged(planned)
         return summarise_suite(planned, failed, time.perf_counter() - start)
+
+
+def say_damaged(planned: PlannedSuite) -> None:
+    """Name each stored run file of the plan that is damaged: it is run again and replaced."""
+    for store in (planned.store, planned.early_store):
+        for why in (store.damaged.values() if store is not None else ()):
+            say(f"{why}; it is run again")
 
 
 def replan_after_tuning(planned: PlannedSuite, failed: dict[str, str], out_dir: str | Path
@@ -394,6 +403,9 @@ def summarise_suite(planned: PlannedSuite, failed: dict[str, str], elapsed_s: fl
         notes.append("timed while other processes used the CPU (their share in brackets), so "
                      "these timings may read slow; run them again on a quiet machine: "
                      + ", ".join(busy))
+    if store.damaged:
+        notes.append(f"{len(store.damaged)} stored run file(s) were damaged and were run "
+                     "again: " + "; ".join(store.damaged.values()))
     if stale:
         counts = Counter(reason for reasons in stale.values() for reason in reasons)
         notes.append(

@@ -1,0 +1,108 @@
+"""The one JSON reader reads strict JSON only (`blocklab.jsonio.parse_json`): NaN, Infinity,
+-Infinity, a number too large for a float, a key given twice and a lone surrogate are refused on
+one line that names the file and where in it, for a user's config as for a stored result."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from blocklab.cli import main
+from blocklab.config import ModelConfig
+from blocklab.errors import ConfigError, InputError, ResultsError
+from blocklab.jsonio import MAX_DEPTH, json_safe, parse_json, read_json
+
+# (text, what the message must say after "source: ")
+NOT_STRICT = [
+    ('{"final": {"val_loss": NaN}}', "final.val_loss: NaN is not strict JSON"),
+    ('{"a": [1, Infinity]}', "a[1]: Infinity is not strict JSON"),
+    ("-Infinity", "-Infinity is not strict JSON"),
+    ('{"wall_time_s": 1e999}', "wall_time_s: 1e999 is too large for a float"),
+    ('{"x": -1e400}', "x: -1e400 is too large for a float"),
+    ('{"hidden_size": 64, "hidden_size": 96}', "key 'hidden_size' is given twice in one object"),
+    ('{"model": {"d_model": 64, "n_heads": 2, "d_model": 96}}',
+     "model: key 'd_model' is given twice"),
+    ('[{"a": 1}, {"b": 1, "b": 1}]', "[1]: key 'b' is given twice"),  # even with equal values
+    ('{"reason": "\\ud800"}', "reason: the string '\\ud800' holds a lone surrogate"),
+    ('{"\\udfff": 1}', "the key '\\udfff' holds a lone surrogate"),
+    ("1" * 5000, "malformed JSON: Exceeds the limit (4300 digits)"),
+]
+
+
+@pytest.mark.parametrize("text, message", NOT_STRICT)
+def test_what_strict_json_does_not_allow_is_refused_saying_where(text, message):
+    with pytest.raises(ResultsError) as err:
+        parse_json(text, "run.json", ResultsError)
+    assert str(err.value).startswith(f"run.json: {message}"), str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_the_first_problem_in_document_order_is_named():
+    with pytest.raises(InputError, match=r"f: a: NaN"):
+        parse_json('{"a": NaN, "b": Infinity}', "f")
+    with pytest.raises(InputError, match=r"f: a\[0\]: key 'k'"):
+        parse_json('{"a": [{"k": 1, "k": 2}], "b": NaN}', "f")
+
+
+def test_a_key_given_twice_in_an_object_that_was_itself_replaced_is_still_named():
+    with pytest.raises(InputError, match="key 'a' is given twice"):
+        parse_json('{"a": {"x": 1, "x": 2}, "a": 3}', "f")
+
+
+def test_strict_json_still_reads_what_blocklab_writes():
+    value = {"a": [1.5, -2, 1e300, -1e-300, 0.0, None, True, "ü"], "b": {"c": 10**400}}
+    assert parse_json(json.dumps(value), "f") == value
+    deepest = "[" * MAX_DEPTH + "]" * MAX_DEPTH
+    assert parse_json(deepest, "f") is not None
+    with pytest.raises(InputError, match="nested more than"):
+        parse_json("[" + deepest + "]", "f")
+
+
+def test_blocklab_never_writes_what_it_refuses_to_read():
+    from blocklab.experiments.results import result_json
+
+    text = result_json({"x": float("nan"), "y": [float("inf"), -float("inf")], "z": (1,)})
+    assert parse_json(text, "f") == {"x": None, "y": [None, None], "z": [1]}
+    assert json_safe({"x": float("nan")}) == {"x": None}
+
+
+def test_read_json_names_the_file(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text('{"hidden_size": 64, "hidden_size": 96}')
+    with pytest.raises(InputError) as err:
+        read_json(path)
+    assert str(err.value) == (f"{path}: key 'hidden_size' is given twice in one object; "
+                              "keep one")
+
+
+def test_a_model_config_with_a_key_given_twice_is_refused():
+    with pytest.raises(ConfigError, match="key 'd_model' is given twice"):
+        ModelConfig.from_json('{"d_model": 64, "d_model": 96}')
+
+
+# --- the CLI: a user's config, one line, exit 2 --------------------------------------------------
+HF = ('{"model_type": "llama", "vocab_size": 256, "hidden_size": 64, "hidden_size": 96, '
+      '"intermediate_size": 176, "num_hidden_layers": 2, "num_attention_heads": 4}')
+
+
+@pytest.mark.parametrize("command", [["budget"], ["doctor"]])
+def test_a_hugging_face_config_with_a_key_given_twice(tmp_path, capsys, command):
+    path = tmp_path / "config.json"
+    path.write_text(HF)
+    assert main([*command, str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"error: {path}: key 'hidden_size' is given twice in one object; keep one"]
+
+
+@pytest.mark.parametrize("text, needle", [
+    ('{"model": {"d_model": 64, "d_model": 96}}', "model: key 'd_model' is given twice"),
+    ('{"train": {"lr": NaN}}', "train.lr: NaN is not strict JSON"),
+    ('{"train": {"steps": 1e999}}', "train.steps: 1e999 is too large for a float"),
+])
+def test_a_run_config_that_is_not_strict_json(tmp_path, capsys, text, needle):
+    path = tmp_path / "run.json"
+    path.write_text(text)
+    assert main(["train", "--config", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: --config {path}: {needle}"), err
