@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from blocklab.claims import CHECKS, CLAIM_TEXT, Context, run_claims
+from blocklab.claims import CHECKS, CLAIM_TEXT, Context, Finding, run_claims
 from blocklab.claims.text import claim_sources, claims_markdown, parse_claims
 from blocklab.experiments.summaries import SUMMARY_SCHEMA, Summary
 
@@ -161,6 +161,6 @@ def test_a_summary_of_another_schema_fails_loudly(tmp_path, content):
 def test_a_scale_dependent_claim_refuted_by_its_check_is_an_error(monkeypatch):
     from blocklab.claims import ledger
 
-    monkeypatch.setitem(ledger.CHECKS, "C16", lambda ctx: ledger.Finding("refuted", "x", "x"))
+    monkeypatch.setitem(ledger.CHECKS, "C16", lambda ctx: Finding("refuted", "x", "x"))
     (row,) = run_claims(["C16"])
     assert row.verdict == "error" and "depends on scale" in row.error

@@ -24,11 +24,11 @@ def test_bad_input_is_refused_before_any_check(monkeypatch, ids, ctx, needle):
 
 
 def test_a_summary_whose_runs_are_gone_reads_as_missing_results(tmp_path, monkeypatch):
-    from blocklab.claims import ledger
+    from blocklab.claims import finding
     from blocklab.experiments.summaries import Summary
 
     stored = Summary("ffn", "quick", 1, [], data=None, runs=1, run_ids=["0123456789ab"])
-    monkeypatch.setattr(ledger, "load_summary", lambda *args, **kwargs: stored)
+    monkeypatch.setattr(finding, "load_summary", lambda *args, **kwargs: stored)
     ctx = Context(tmp_path, "quick")
     (row,) = run_claims(["C16"], ctx)
     assert row.verdict == "missing-results" and row.error is None

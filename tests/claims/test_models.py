@@ -3,7 +3,8 @@
 import pytest
 
 import blocklab.claims.models as models
-from blocklab.claims.ledger import Context, run_claims
+from blocklab.claims.finding import Context
+from blocklab.claims.ledger import run_claims
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,8 @@ import numpy as np
 import torch
 
 from blocklab.claims import positions as cp
-from blocklab.claims.ledger import Context, run_claims
+from blocklab.claims.finding import Context
+from blocklab.claims.ledger import run_claims
 from blocklab.claims.registry import (
     C31_ALIBI_FLOPS_PART,
     C31_ROPE_FLOPS_PART,

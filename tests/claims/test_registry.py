@@ -13,7 +13,8 @@ import pytest
 
 from blocklab.claims import Context, run_claims
 from blocklab.claims import registry as reg
-from blocklab.claims.ledger import CHECKS, Finding, register_checks
+from blocklab.claims.finding import CHECKS, Finding
+from blocklab.claims.ledger import register_checks
 from blocklab.claims.rules import Estimate, Part, Rule
 from blocklab.cli import main
 from blocklab.experiments.summaries import (

@@ -10,7 +10,8 @@ import pytest
 from scipy import stats as sps
 
 from blocklab import stats
-from blocklab.claims.ledger import Context, run_claims
+from blocklab.claims.finding import Context
+from blocklab.claims.ledger import run_claims
 from blocklab.claims.registry import suite_rules
 from blocklab.claims.rules import ALPHA, Rule, look_level, looks
 from blocklab.claims.sequential import Wanted, next_blocks, run_looks, worst_case_blocks

@@ -5,7 +5,8 @@
         print(row.id, row.verdict, row.summary)
 """
 
-from blocklab.claims.ledger import CHECKS, ClaimResult, Context, Finding, run_claims
+from blocklab.claims.finding import CHECKS, Context, Finding
+from blocklab.claims.ledger import ClaimResult, run_claims
 from blocklab.claims.text import CLAIM_TEXT, VERDICT_ZH, VERDICTS, claim_sources
 
 __all__ = ["CHECKS", "CLAIM_TEXT", "VERDICTS", "VERDICT_ZH", "ClaimResult", "Context", "Finding",

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 import numpy as np
 
 from blocklab import reference as ref
-from blocklab.claims.ledger import Context, Finding, claim
+from blocklab.claims.finding import Context, Finding, claim
 from blocklab.experiments.summaries import Read
 
 if TYPE_CHECKING:

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from blocklab.claims import registry
-from blocklab.claims.ledger import DECIDED, Context, Finding, claim, missing, scale_text
+from blocklab.claims.finding import DECIDED, Context, Finding, claim, missing, scale_text
 from blocklab.claims.placement import lr_fairness, stability_text, stable_effect
 from blocklab.claims.registry import (  # noqa: F401 - the rules' names, as the check uses them
     C36_IDENTITY_PART,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import asdict
 
-from blocklab.claims.ledger import (
+from blocklab.claims.finding import (
     DECIDED,
     TREND_ZH,
     Context,

@@ -1,6 +1,7 @@
 """The claims ledger: one check per claim id, each returning a verdict with its evidence.
 
-A check is a function `check(ctx) -> Finding`, registered with `@claim("Cxx")`. Analytic checks
+A check is a function `check(ctx) -> Finding`, registered with `@claim("Cxx")` (both defined in
+`claims.finding`, below the check modules; this module imports them all). Analytic checks
 compute live (reference maths, budgets, small torch probes); experimental checks read the stored
 suite summaries under `ctx.results` and, when a summary is missing, say so and name the command
 that produces it instead of guessing.
@@ -10,101 +11,23 @@ from __future__ import annotations
 
 import json
 import traceback
-from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, is_dataclass, replace
-from pathlib import Path
 from typing import Any
 
+from blocklab.claims.finding import (
+    CHECKS,
+    SCALE_DEPENDENT,
+    Context,
+)
 from blocklab.claims.registry import RULES, SUITE_OF, RuleChange, changes, registered
 from blocklab.claims.rules import (
     Estimate,
     Part,
     Rule,
 )
-from blocklab.claims.text import CLAIM_TEXT, ERROR, VERDICTS, claim_sources
+from blocklab.claims.text import CLAIM_TEXT, ERROR, claim_sources
 from blocklab.errors import InputError
-from blocklab.experiments.options import SIZES, check_seed_offset, suite_command
-from blocklab.experiments.summaries import (
-    DATA_TYPES,
-    Interval,
-    Summary,
-    incomplete,
-    load_summary,
-    stored_keys,
-)
-
-
-def scale_text(d_model: int | None = None, depth: int | None = None, steps: int | None = None,
-               batch: int | None = None, seq_len: int | None = None, zh: bool = False,
-               note: str = "") -> str:
-    """The scale a verdict was reached at: width d_model, depth, and training tokens
-    (steps × batch × seq_len), each where known; '' when none is."""
-    bits = []
-    if d_model is not None:
-        bits.append(f"d_model {d_model}" if not zh else f"宽度 d_model {d_model}")
-    if depth is not None:
-        bits.append(f"{depth} layers" if not zh else f"{depth} 层")
-    if steps is not None and batch is not None and seq_len is not None:
-        tokens = steps * batch * seq_len
-        bits.append(f"{tokens:,} training tokens ({steps} steps × {batch} × {seq_len})" if not zh
-                    else f"训练 {tokens:,} 个 token（{steps} 步 × {batch} × {seq_len}）")
-    if note:
-        bits.append(note)
-    if not bits:
-        return ""
-    return (" Reached at this scale: " + ", ".join(bits) + "." if not zh else
-            "判定所依据的规模：" + "，".join(bits) + "。")
-
-
-def ci_text(stats: Interval, digits: int = 3, unit: str = "") -> str:
-    """An interval as the findings write it (`format_ci`), then `unit`."""
-    from blocklab.experiments.suites.base import format_ci
-
-    return format_ci(stats, digits) + unit
-
-
-TREND_ZH = {"grows": "增大", "shrinks": "缩小", "shows no resolved trend": "无可分辨的趋势"}
-
-
-def trend_word(change: Interval, grows_when: str) -> str:
-    """'grows' / 'shrinks' when the 95% CI of a change across sizes excludes 0 (`grows_when`:
-    the side, 'below' or 'above', on which the effect grows), else no resolved trend."""
-    if change.ci_low is None or change.ci_high is None:
-        return "shows no resolved trend"
-    side = "below" if change.ci_high < 0 else "above" if change.ci_low > 0 else None
-    if side is None:
-        return "shows no resolved trend"
-    return "grows" if side == grows_when else "shrinks"
-
-
-DECIDED = ("confirmed", "refuted", "conditional", "contradicted-at-this-scale",
-           "not-reproduced-at-this-scale")
-
-
-@dataclass(frozen=True)
-class Finding:
-    """What a check found: verdict, a sentence in each language, numbers, how to reproduce.
-
-    Experimental checks also give their graded `parts` (the first is the headline) and
-    `combines`, the stated rule that turns the parts' verdicts into the claim's.
-    """
-
-    verdict: str
-    summary: str
-    summary_zh: str
-    # Any JSON object: a dict, or a TypedDict of the check's fixed shape, whose values may be
-    # dataclass rows; the ledger only writes it out (`_plain`), as ClaimResult.evidence.
-    evidence: Mapping[str, object] = field(default_factory=dict)
-    command: str = ""
-    figure: str | None = None  # key of a report figure that shows the evidence
-    parts: list[Part] = field(default_factory=list)
-    combines: str = ""
-    combines_zh: str = ""
-
-    def __post_init__(self) -> None:
-        if self.verdict not in VERDICTS:
-            raise InputError(f"verdict {self.verdict!r} is not allowed; expected one of "
-                             f"{list(VERDICTS)}")
+from blocklab.experiments.options import SIZES, check_seed_offset
 
 
 @dataclass(frozen=True)
@@ -150,105 +73,6 @@ class ClaimResult:
         return _plain(out)
 
 
-@dataclass
-class Context:
-    """Where experimental checks find suite results (`<results>/<suite>/<size>/summary.json`)."""
-
-    results: Path = Path("runs")
-    size: str = "quick"
-    seed_offset: int = 0  # read the suites run from this seed on (`--seed-offset`)
-    # read the suites whose models trained in this precision (`--precision`); a suite that
-    # measures float32 only (its `precisions`) is read at fp32 and listed in `fp32_only`
-    precision: str = "fp32"
-    fp32_only: set[str] = field(default_factory=set)
-    _cache: dict[str, Summary | None] = field(default_factory=dict)
-    # suite -> why its stored summary cannot be used (`incomplete`: runs it lists are gone)
-    unusable: dict[str, str] = field(default_factory=dict)
-
-    def summary(self, suite: str) -> Summary | None:
-        """The typed summary of `suite` (`load_summary`), None when it has not been run or
-        when runs it was made from are no longer stored (the reason kept in `unusable`, the
-        rule the report applies too)."""
-        if suite not in self._cache:
-            found = load_summary(self.results, suite, self.size, seed_offset=self.seed_offset,
-                                 precision=self.precision_of(suite))
-            reason = (None if found is None
-                      else incomplete(self.results, found, self.precision_of(suite)))
-            if reason:
-                self.unusable[suite] = reason
-            self._cache[suite] = None if reason else found
-        return self._cache[suite]
-
-    def longer_summary(self, suite: str) -> Summary | None:
-        """The summary of `suite`'s runs trained twice as long (`<size>+x2`, run to check a
-        would-be contradiction), None when there is none or its runs are gone."""
-        key = f"{suite}+x2"
-        if key not in self._cache:
-            found = load_summary(self.results, suite, self.size, seed_offset=self.seed_offset,
-                                 precision=self.precision_of(suite), longer=True)
-            self._cache[key] = found
-        return self._cache[key]
-
-    def precision_of(self, suite: str) -> str:
-        """The precision `suite` is read at: the asked one where the suite trains in it, else
-        float32 (the suite measures float32 by design; noted in `fp32_only`)."""
-        from blocklab.experiments.suites import get_suite
-
-        if self.precision in get_suite(suite).precisions:
-            return self.precision
-        self.fp32_only.add(suite)
-        return "fp32"
-
-    def suite_command(self, suite: str) -> str:
-        return suite_command(suite, self.size, self.results, self.seed_offset,
-                             self.precision_of(suite))
-
-    def stored_elsewhere(self, suite: str | None = None
-                         ) -> dict[tuple[str, int, str], list[str]]:
-        """{(size, seed offset, precision): suites} of the summaries under `results` (of
-        `suite`, or of every suite) that this context does not read, those of another --size,
-        --seed-offset or --precision: what to name when what it reads is missing."""
-        keys: dict[tuple[str, int, str], list[str]] = {}
-        for name, size, offset, precision in stored_keys(self.results, suite):
-            if name not in DATA_TYPES:
-                continue  # a folder that is no suite's
-            if (size, offset, precision) != (self.size, self.seed_offset,
-                                              self.precision_of(name)):
-                keys.setdefault((size, offset, precision), []).append(name)
-        return keys
-
-
-def claims_command(results: str | Path, size: str, seed_offset: int = 0,
-                   precision: str = "fp32") -> str:
-    """The `blocklab claims` command that reads the summaries of `size` (from `seed_offset`,
-    in `precision`) under `results`."""
-    return f"blocklab claims {key_flags(size, seed_offset, precision)} --results {results}"
-
-
-def key_flags(size: str, seed_offset: int = 0, precision: str = "fp32") -> str:
-    """The options that name a summary's folder: `--size tiny --seed-offset 1000`."""
-    offset = f" --seed-offset {seed_offset}" if seed_offset else ""
-    other = "" if precision == "fp32" else f" --precision {precision}"
-    return f"--size {size}{offset}{other}"
-
-
-CHECKS: dict[str, Callable[[Context], Finding]] = {}
-# Claims about training and speed that a small model on this machine can test but not settle:
-# their checks may say "not reproduced" or "contradicted at this scale", never "refuted". (C31
-# is decided by exact counts at a real model's shape, so a wrong count refutes it.)
-SCALE_DEPENDENT = frozenset({"C13", "C16", "C18", "C19", "C21", "C22", "C30", "C32", "C36"})
-
-
-def claim(claim_id: str) -> Callable[[Callable[[Context], Finding]], Callable[[Context], Finding]]:
-    def register(fn: Callable[[Context], Finding]) -> Callable[[Context], Finding]:
-        if claim_id in CHECKS:
-            raise InputError(f"claim {claim_id} registered twice")
-        CHECKS[claim_id] = fn
-        return fn
-
-    return register
-
-
 def register_checks() -> None:
     """Import the modules whose `@claim` functions fill CHECKS: the analytic checks of C01–C28
     in `checks`, the others by the suite or topic they read (`placement` C12, C13, C19; `ffn`
@@ -264,35 +88,6 @@ def register_checks() -> None:
         positions,
         quantization,
     )
-
-
-def missing(ctx: Context, suite: str) -> Finding:
-    """The finding of an experimental check whose suite has not been run, or whose stored
-    summary lists runs that are gone (`Context.unusable`)."""
-    command = ctx.suite_command(suite)
-    reason = ctx.unusable.get(suite)
-    if reason:
-        return Finding(
-            "missing-results",
-            f"The stored '{suite}' suite results under {ctx.results} ({ctx.size}) are "
-            f"incomplete, so nothing is graded from them: {reason}.",
-            f"{ctx.results} 下的 '{suite}' 实验结果（{ctx.size}）不完整，因此不据此评判：{reason}。",
-            {"incomplete": reason}, command)
-    # The folder may hold this suite at another size, seed offset or precision: say how to
-    # read those, rather than only how to run these.
-    held = [(key, claims_command(ctx.results, *key)) for key in ctx.stored_elsewhere(suite)]
-    return Finding(
-        "missing-results",
-        f"No stored '{suite}' suite results under {ctx.results} ({ctx.size}); run `{command}`."
-        + "".join(f" Results of '{suite}' at {key_flags(*key)} are stored there: `{read}`."
-                  for key, read in held),
-        f"{ctx.results} 下没有 '{suite}' 实验结果（{ctx.size}）；请运行 `{command}`。"
-        + "".join(f"该文件夹存有 '{suite}' 在 {key_flags(*key)} 下的结果：`{read}`。"
-                  for key, read in held),
-        {"stored": [{"size": size, "seed_offset": offset, "precision": precision,
-                     "command": read} for (size, offset, precision), read in held]}
-        if held else {},
-        command)
 
 
 # Why a registered part carries no decision, by the claim's verdict.

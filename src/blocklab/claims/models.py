@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from blocklab.claims.ledger import Context, Finding, claim
+from blocklab.claims.finding import Context, Finding, claim
 from blocklab.claims.rules import Estimate, Part, Rule
 
 # --- C34: which models use what ----------------------------------------------------------------

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import TypedDict
 
-from blocklab.claims.ledger import DECIDED, Context, Finding, ci_text, claim, missing, scale_text
+from blocklab.claims.finding import DECIDED, Context, Finding, ci_text, claim, missing, scale_text
 from blocklab.claims.registry import (
     C18_BYTES_PART,
     C18_FLOPS_PART,

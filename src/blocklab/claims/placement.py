@@ -13,7 +13,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import asdict
 
-from blocklab.claims.ledger import (
+from blocklab.claims.finding import (
     DECIDED,
     TREND_ZH,
     Context,

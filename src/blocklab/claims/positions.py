@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NotRequired, TypedDict
 
-from blocklab.claims.ledger import Context, Finding, claim, missing
+from blocklab.claims.finding import Context, Finding, claim, missing
 from blocklab.claims.registry import (  # noqa: F401 - the rules' names, as the checks used them
     C21_MIN_SEEDS,
     C29_ORDER_PART,

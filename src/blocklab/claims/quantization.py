@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from blocklab.claims.ledger import DECIDED, Context, Finding, claim, missing, scale_text
+from blocklab.claims.finding import DECIDED, Context, Finding, claim, missing, scale_text
 from blocklab.claims.registry import (  # noqa: F401 - the rules' names, as the checks used them
     C32_LARGEST_PART,
     C32_LARGEST_RULE,

@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from blocklab.claims.ledger import Context, run_claims
+from blocklab.claims.finding import Context
+from blocklab.claims.ledger import run_claims
 from blocklab.claims.registry import SUITE_OF, part_arms, registered, suite_rules
 from blocklab.claims.rules import INCONCLUSIVE, Rule
 from blocklab.experiments.summaries import SeedBlock

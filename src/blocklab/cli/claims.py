@@ -83,7 +83,7 @@ def claims(
 def print_stored_elsewhere(rows, context, lang: str) -> None:
     """When claims lack results, the summaries the folder holds at another --size,
     --seed-offset or --precision, each with the command that reads them (one line each)."""
-    from blocklab.claims.ledger import claims_command, key_flags
+    from blocklab.claims.finding import claims_command, key_flags
 
     lacking = sum(r.verdict == "missing-results" for r in rows)
     elsewhere = context.stored_elsewhere() if lacking else {}
