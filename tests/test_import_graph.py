@@ -1,5 +1,9 @@
-"""blocklab's modules import each other without a circle (module-level imports; an import
-inside a function runs only when called, so it cannot leave a module half-initialised)."""
+"""blocklab's modules import each other without a circle, and its packages only downwards.
+
+Every import counts: at module level, inside a function (it runs when called, and is still a
+dependency a reader must follow) and under `if TYPE_CHECKING:` (a type a module needs is a
+module it depends on).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,23 @@ import ast
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src"
+
+# The packages from the bottom up: a module may import its own package and those listed before
+# it, never one after. Modules on one line do not import each other.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("blocklab",),  # the package's __init__: its version, nothing else
+    ("errors",),
+    ("jsonio", "reference", "stats", "allocator"),
+    ("config", "verify"),
+    ("nn",),
+    ("interop",),
+    ("budget",),
+    ("experiments",),
+    ("claims",),
+    ("report",),
+    ("cli",),
+    ("__main__",),  # python -m blocklab
+)
 
 
 def _modules() -> dict[str, Path]:
@@ -18,27 +39,44 @@ def _modules() -> dict[str, Path]:
 
 
 def _imports(path: Path, name: str, known: set[str]) -> set[str]:
-    """The blocklab modules `path` imports at module level (also under `if`: TYPE_CHECKING
-    blocks are skipped). `from package import submodule` depends on the submodule only."""
+    """The blocklab modules `path` imports anywhere in it (module level, functions, TYPE_CHECKING
+    blocks; relative imports resolved). `from package import submodule` depends on the
+    submodule only."""
     found: set[str] = set()
-    body = ast.parse(path.read_text(encoding="utf-8")).body
-    nodes = []
-    for node in body:
-        if isinstance(node, ast.If):
-            if "TYPE_CHECKING" in ast.unparse(node.test):
-                continue
-            nodes += node.body
-        else:
-            nodes.append(node)
-    for node in nodes:
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             found |= {a.name for a in node.names if a.name in known}
-        elif isinstance(node, ast.ImportFrom) and node.module in known:
-            subs = {f"{node.module}.{a.name}" for a in node.names} & known
+        elif isinstance(node, ast.ImportFrom):
+            module = node.module
+            if node.level:
+                base = package.split(".")[:len(package.split(".")) - (node.level - 1)]
+                module = ".".join(base + ([module] if module else []))
+            if module not in known:
+                continue
+            subs = {f"{module}.{a.name}" for a in node.names} & known
             found |= subs
             if len(subs) < len(node.names):  # a name defined in the module itself
-                found.add(node.module)
+                found.add(module)
     return found - {name}
+
+
+def _package(module: str) -> str:
+    """The top-level package (or module) of blocklab that `module` belongs to."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def _upward(graph: dict[str, set[str]]) -> list[str]:
+    """Every import from a package to one above it (or beside it on its layer)."""
+    rank = {name: i for i, layer in enumerate(LAYERS) for name in layer}
+    out = []
+    for module, deps in sorted(graph.items()):
+        for dep in sorted(deps):
+            a, b = _package(module), _package(dep)
+            if a != b and rank[b] >= rank[a]:
+                out.append(f"{module} -> {dep}")
+    return out
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -80,7 +118,40 @@ def test_the_import_graph_has_no_circle():
     modules = _modules()
     graph = {name: _imports(path, name, set(modules)) for name, path in modules.items()}
     assert len(graph) > 50 and graph["blocklab.claims.sequential"]  # the walk sees imports
+    # a function-local import is seen: the ledger imports its check modules inside one
+    assert "blocklab.claims.checks" in graph["blocklab.claims.ledger"]
     assert _cycles(graph) == []
+
+
+def test_every_package_has_a_layer():
+    rank = {name for layer in LAYERS for name in layer}
+    assert {_package(m) for m in _modules()} == rank
+
+
+def test_packages_import_only_downwards():
+    modules = _modules()
+    graph = {name: _imports(path, name, set(modules)) for name, path in modules.items()}
+    assert _upward(graph) == []
+
+
+def test_the_layer_check_finds_an_upward_arrow(tmp_path):
+    assert _upward({"blocklab.nn.model": {"blocklab.experiments.trainer"}}) == [
+        "blocklab.nn.model -> blocklab.experiments.trainer"]
+    assert _upward({"blocklab.jsonio": {"blocklab.stats"}}) == [  # beside it on its layer
+        "blocklab.jsonio -> blocklab.stats"]
+    assert _upward({"blocklab.cli.train": {"blocklab.nn.model"}}) == []
+
+
+def test_the_walk_reads_imports_inside_functions_and_type_checking(tmp_path):
+    module = tmp_path / "m.py"
+    module.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                      "    from blocklab.nn import model\n"
+                      "def f():\n    from blocklab.claims.ledger import run_claims\n"
+                      "    from . import sibling\n")
+    known = {"blocklab.nn", "blocklab.nn.model", "blocklab.claims.ledger", "blocklab.x",
+             "blocklab.x.sibling"}
+    assert _imports(module, "blocklab.x.m", known) == {
+        "blocklab.nn.model", "blocklab.claims.ledger", "blocklab.x.sibling"}
 
 
 def test_the_cycle_finder_finds_a_circle():
