@@ -4,18 +4,25 @@ Each command lives in its own module here and registers itself on `app`. Modules
 PyTorch only inside the commands that need it, so `blocklab verify` and `blocklab budget`
 start fast.
 
-Exit codes: 0 success; 1 a failed check, a finding, a failed run, or a bug (printed as
-"internal error", with `--debug` for the traceback); 2 bad input (a usage error or a
-`blocklab.errors.InputError`: one line on stderr, never a traceback); 130 interrupted; 141 the
-reader of our output went away (`blocklab verify | head`), as the shell reports SIGPIPE.
+Exit codes: 0 success; 1 a failed check, a finding, a failed run, output that cannot be
+written (stdout closed or full), or a bug (printed as "internal error", with `--debug` for the
+traceback); 2 bad input (a usage error or a `blocklab.errors.InputError`: one line on stderr,
+never a traceback), output paths included (`blocklab.cli.paths`); 130 interrupted (Ctrl-C);
+141 the reader of our output went away (`blocklab verify | head`), as the shell reports
+SIGPIPE; 143 stopped by SIGTERM, after the same cleanup and line as Ctrl-C.
 """
 
 from __future__ import annotations
 
+import contextlib
 import inspect
+import io
 import os
+import signal
 import sys
-from pathlib import Path
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
 
 import typer
 from typer.core import TyperCommand, TyperGroup
@@ -92,6 +99,7 @@ app = _Typer(
 )
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 0, 1, 2, 130, 141
+EXIT_TERMINATED = 128 + signal.SIGTERM  # 143: SIGTERM stopped it, as the shell reports that
 
 
 @app.callback()
@@ -218,26 +226,6 @@ NO_WAIT_OPTION = typer.Option(False, "--no-wait",
                                    "waiting for it.")
 
 
-def folder_option(path: Path, option: str) -> Path:
-    """`path` as a folder to write into, checked before any work: it, or the nearest part of
-    it that exists, must be a writable folder (it is created if missing)."""
-    shown = str(path)
-    if path.exists() and not path.is_dir():
-        raise InputError(f"{option} {shown}: is a file, not a folder; name a folder (created "
-                         "if missing)")
-    parent = path
-    while not parent.exists():
-        if parent.parent == parent:
-            break
-        parent = parent.parent
-    if parent.exists() and not parent.is_dir():
-        raise InputError(f"{option} {shown}: {parent} is a file, so the folder cannot be "
-                         "created there")
-    if parent.exists() and not os.access(parent, os.W_OK | os.X_OK):
-        raise InputError(f"{option} {shown}: {parent} is not writable")
-    return path
-
-
 class Stopped(Exception):
     """Ctrl-C stopped a command, with what it kept: `main` prints it and returns 130 (typer
     answers a KeyboardInterrupt with 130 and no word, so commands re-raise it as this)."""
@@ -273,11 +261,28 @@ def _usage_message(err: typer.TyperException) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI on `argv` (default: sys.argv[1:]) and return the exit code."""
+    """Run the CLI on `argv` (default: sys.argv[1:]) and return the exit code.
+
+    SIGTERM is answered as Ctrl-C is (the runs kept are saved and named) with exit code 143,
+    128 + SIGTERM, and only while this call runs: the previous handler is put back after. A
+    closed stdout, or one that fails to take the output (a full disk), is exit code 1 with
+    one line on stderr, never a silent success."""
     _register()
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args
     args = [a for a in args if a != "--debug"]
+    if _stdout_closed():  # `blocklab budget X >&-`: nothing could be written, so do nothing
+        typer.echo("error: cannot write the output: stdout is closed", err=True)
+        return EXIT_FAILED
+    with _sigterm_as_interrupt() as sigterm:
+        code = _dispatch(args, debug)
+        sigterm.armed = False  # the command has returned: its exit code stands
+        code = _flushed(code)
+    return EXIT_TERMINATED if sigterm.received and code == EXIT_INTERRUPTED else code
+
+
+def _dispatch(args: list[str], debug: bool) -> int:
+    """Run the command `args` and return its exit code, every error reported as one line."""
     try:
         result = app(args=args, prog_name="blocklab", standalone_mode=False)
         if result == EXIT_INTERRUPTED:  # typer's own answer to Ctrl-C, which prints nothing
@@ -305,11 +310,10 @@ def main(argv: list[str] | None = None) -> int:
         typer.echo(f"error: {_one_line(err)}", err=True)
         return EXIT_FAILED
     except BrokenPipeError:
-        # The reader left early: stop writing, and keep Python's exit-time flush quiet.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return EXIT_BROKEN_PIPE
+        return _reader_gone()
     except OSError as err:  # the environment (disk full, permissions), not the input's shape
+        if _from_output(err):  # stdout itself failed (`> /dev/full`), not a file we write
+            return _cannot_write(err)
         typer.echo(f"error: {_one_line(err)}", err=True)
         return EXIT_FAILED
     except Exception as err:  # noqa: BLE001 - the top level: a bug is reported as one, never as bad input
@@ -319,6 +323,115 @@ def main(argv: list[str] | None = None) -> int:
         typer.echo(f"internal error (a bug in blocklab): {type(err).__name__}: {_one_line(err)}; "
                    "run again with --debug for the traceback", err=True)
         return EXIT_FAILED
+
+
+@dataclass
+class _Sigterm:
+    """Whether SIGTERM came (`received`), and whether it still stops the command (`armed`)."""
+
+    received: bool = False
+    armed: bool = True
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[_Sigterm]:
+    """Inside, SIGTERM raises KeyboardInterrupt while `armed`, so a command stops as on
+    Ctrl-C (the runs finished are kept and named).
+
+    Worker processes this one forked (`multiprocessing`) are sent SIGTERM too and die of it
+    at once, as they did before (results are saved by this process only): a pool would
+    otherwise run every queued run before it let go. A second SIGTERM ends this process at
+    once. Installed from the main thread only (Python allows no other), and not where the
+    caller ignores SIGTERM or set a handler outside Python (getsignal says None: it could not
+    be put back); the previous handler is back on the way out."""
+    state = _Sigterm()
+    previous = signal.getsignal(signal.SIGTERM)
+    if (threading.current_thread() is not threading.main_thread()
+            or previous is None or previous == signal.SIG_IGN):
+        yield state
+        return
+    owner = os.getpid()
+
+    def on_sigterm(signum: int, frame) -> None:
+        if os.getpid() != owner or state.received:  # a forked worker, or the second SIGTERM
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return
+        state.received = True
+        multiprocessing = sys.modules.get("multiprocessing")
+        for child in multiprocessing.active_children() if multiprocessing else ():
+            with contextlib.suppress(OSError):
+                os.kill(child.pid, signum)
+        if state.armed:
+            raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, on_sigterm)
+    try:
+        yield state
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _stdout_closed() -> bool:
+    """Whether file descriptor 1 was closed when this process started (Python then sets
+    sys.stdout to None, and print, click and rich drop the output without a word) or since."""
+    if sys.stdout is None:
+        return True
+    try:
+        os.fstat(sys.stdout.fileno())
+    except (AttributeError, ValueError, io.UnsupportedOperation):
+        return False  # a stream with no descriptor (a test's capture) is open
+    except OSError:
+        return True
+    return False
+
+
+def _from_output(err: OSError) -> bool:
+    """Whether `err` was raised writing the command's output: by rich or click (typer's
+    echo), which write to stdout and stderr only (a file blocklab writes fails with its name
+    in the error)."""
+    frame = err.__traceback__
+    while frame is not None and frame.tb_next is not None:
+        frame = frame.tb_next
+    module = "" if frame is None else frame.tb_frame.f_globals.get("__name__", "")
+    return err.filename is None and module.split(".")[0] in ("rich", "click", "typer")
+
+
+def _flushed(code: int) -> int:
+    """`code`, or 141 or 1 with one line if what stays in stdout's buffer cannot be written
+    (Python would otherwise flush it at exit, fail, and exit 120 with a traceback)."""
+    try:
+        if sys.stdout is not None:
+            sys.stdout.flush()
+    except BrokenPipeError:
+        return _reader_gone()
+    except OSError as err:
+        return _cannot_write(err)
+    return code
+
+
+def _cannot_write(err: OSError) -> int:
+    typer.echo(f"error: cannot write the output: {err.strerror or _one_line(err)}", err=True)
+    _drop_stdout()
+    return EXIT_FAILED
+
+
+def _reader_gone() -> int:
+    """The reader left early: stop writing, and keep Python's exit-time flush quiet."""
+    _drop_stdout()
+    return EXIT_BROKEN_PIPE
+
+
+def _drop_stdout() -> None:
+    """Point file descriptor 1 at /dev/null, so what stays in sys.stdout's buffer is dropped
+    quietly when Python exits (a failed flush there prints a traceback and exits 120)."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, ValueError, io.UnsupportedOperation):
+        return  # a stream with no descriptor: nothing flushes it at exit
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
 
 
 def run() -> None:  # pragma: no cover - console script shim

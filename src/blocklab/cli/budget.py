@@ -46,6 +46,10 @@ def budget(
         raise fail(f"--dtype {dtype!r} is not allowed; expected one of {', '.join(DTYPES)}")
     if plot is not None and not sweep_:
         raise fail("--plot needs --sweep")
+    if plot is not None:
+        from blocklab.cli.paths import output_file
+
+        output_file(plot, "--plot")  # before any work: the figure's folder, names, rights
     if list_ or sweep_:
         if model is not None:
             raise fail(f"{'--list' if list_ else '--sweep'} takes no MODEL (got {model!r})")
@@ -274,7 +278,7 @@ def _sweep(seq: int | None, batch: int | None, as_json: bool, plot: str | None) 
     if batch is not None:
         base["batch"] = batch
     rows = sweep(base)
-    saved = plot_sweep(rows, plot) if plot else None
+    saved = None if plot is None else plot_sweep(rows, plot)
     if as_json:
         typer.echo(json.dumps({"base": base, "rows": rows,
                                "plot": None if saved is None else str(saved)}, indent=2))

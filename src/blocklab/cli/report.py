@@ -18,10 +18,10 @@ from blocklab.cli import (
     check_seed_offset_option,
     chosen_executor,
     chosen_size,
-    folder_option,
     stop_interrupted,
     warn_if_bf16_emulated,
 )
+from blocklab.cli.paths import output_folder
 
 
 @app.command()
@@ -33,9 +33,9 @@ def report(
     jobs: int = typer.Option(None, "--jobs", "-j",
                              help="Suite runs at once in worker processes, each single-threaded "
                                   "(default: the usable cores); timed runs run alone."),
-    out: Path = typer.Option(Path("report"), "--out",
+    out: str = typer.Option("report", "--out", metavar="DIR",
                              help="Folder for index.html and report.json."),
-    results: Path = typer.Option(Path("runs"), "--results",
+    results: str = typer.Option("runs", "--results", metavar="DIR",
                                  help="Folder of suite results, shared with `blocklab suite` and "
                                       "`blocklab claims` (resumable)."),
     lang: str = typer.Option(None, "--lang", help="en or zh (default: from the locale)."),
@@ -89,8 +89,11 @@ def report(
     check_seed_offset_option(seed_offset)
     check_precision_option(precision)
     run_on = chosen_executor(executor, jobs, address, cpus_per_run, gpus_per_run)
-    folder_option(results, "--results")
-    folder_option(out, "--out")
+    # Before any work: --out (unless --plan, which writes nothing) and, where suites will
+    # run, every folder they write under --results.
+    out_path = None if plan else output_folder(out, "--out", ["index.html", "report.json"])
+    results_path = (read_results(results) if no_run or plan else
+                    suite_results(results, size, seed_offset, precision))
     if precision != "fp32" and budget:
         from blocklab.cli import fail
 
@@ -98,7 +101,7 @@ def report(
                    "with --precision bf16 (the planned seeds run)")
     budget_s = 0.0 if precision != "fp32" else budget_seconds(budget, size)
     if plan:
-        print_plan(results, size, seed_offset, jobs, budget_s)
+        print_plan(results_path, size, seed_offset, jobs, budget_s)
         return
     if not no_run:
         warn_if_bf16_emulated(precision)  # one line on stderr; the suites still run
@@ -106,10 +109,10 @@ def report(
     errors = {}
     record = None
     if not no_run:
-        errors, record = run_with_budget(results, size, budget_s, run_on, jobs,
+        errors, record = run_with_budget(results_path, size, budget_s, run_on, jobs,
                                          not no_progress, seed_offset, not no_wait,
                                          precision=precision)
-    index, doc = build_report(out, results, size, language, suite_errors=errors,
+    index, doc = build_report(out_path, results_path, size, language, suite_errors=errors,
                               seed_offset=seed_offset, precision=precision, sequential=record)
     counts: dict[str, int] = {}
     for row in doc["ledger"]:
@@ -126,6 +129,29 @@ def report(
     if failed:
         typer.echo(f"failed to run: {', '.join(failed)}", err=True)
         raise typer.Exit(1)
+
+
+def suite_results(results: str, size: str, seed_offset: int, precision: str) -> Path:
+    """--results where the report's suites will run: every folder they write into
+    (`<results>/<suite>/<size>/`, its tuning and longer-run folders) checked."""
+    from blocklab.cli.paths import results_folder
+    from blocklab.experiments.suites import get_suite, suite_options
+    from blocklab.report.build import SUITES
+
+    return results_folder(results, "--results", {
+        name: suite_options(get_suite(name), size, seed_offset, precision) for name in SUITES})
+
+
+def read_results(results: str) -> Path:
+    """--results when only read (--no-run, --plan): a folder, or missing (no results yet)."""
+    from blocklab.cli import fail
+
+    if not results.strip():
+        raise fail(f"--results {results!r} is empty; expected a folder of suite results")
+    path = Path(results)
+    if path.exists() and not path.is_dir():
+        raise fail(f"--results {results!r} is a file; expected a folder of suite results")
+    return path
 
 
 def budget_seconds(minutes: float | None, size: str) -> float | None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
@@ -18,7 +17,6 @@ from blocklab.cli import (
     chosen_executor,
     chosen_size,
     console,
-    folder_option,
     stop_interrupted,
     warn_if_bf16_emulated,
 )
@@ -44,10 +42,10 @@ def suite(
                                        "optimizer state) for the suites that train models: "
                                        "ffn, placement, position; kept in its own results "
                                        "folder (<size>+bf16)."),
-    out: Path = typer.Option(Path("runs"), "--results",
+    out: str = typer.Option("runs", "--results", metavar="DIR",
                              help="Results folder, shared with `report` and `claims` "
                                   "(resumable)."),
-    old_out: Path = typer.Option(None, "--out", hidden=True,
+    old_out: str = typer.Option(None, "--out", hidden=True,
                                  help="Deprecated spelling of --results."),
     jobs: int = typer.Option(None, "--jobs", "-j",
                              help="Runs at once in worker processes, each single-threaded "
@@ -86,14 +84,17 @@ def suite(
         # `report --out` names the HTML folder; one word, one meaning: --results everywhere.
         typer.echo("warning: `suite --out` is deprecated and will be removed; use --results "
                    "(the results folder in every command)", err=True)
-        out = old_out
     check_seed_offset_option(seed_offset)
-    folder_option(out, "--results")
+    from blocklab.cli.paths import results_folder
     from blocklab.experiments.options import RunOptions
 
     # Every option a run reads, checked once here and passed on as one value.
     options = RunOptions.for_suite(chosen, size, seeds, seed_offset=seed_offset,
                                    precision=precision)
+    # Before any run: every folder the suite writes into, `<results>/<suite>/<size>/` and its
+    # tuning and longer-run folders too, not only the results folder itself.
+    out = results_folder(out if old_out is None else old_out,
+                         "--results" if old_out is None else "--out", {chosen.name: options})
     run_on = chosen_executor(executor, jobs, address, cpus_per_run, gpus_per_run)
     warn_if_bf16_emulated(options.precision)  # one line on stderr; the suite still runs
     from blocklab.claims.registry import suite_rules

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,6 +12,7 @@ from typing import Any
 import typer
 
 from blocklab.cli import app, console, warn_if_bf16_emulated
+from blocklab.cli.paths import output_folder
 from blocklab.errors import InputError
 from blocklab.jsonio import read_json
 
@@ -61,19 +61,6 @@ def _named_as_written(flags: dict[str, Any], file: dict[str, Any], config: Path 
         raise type(err)(f"{where}: {err}") from None
 
 
-def _writable_folder(out: Path) -> None:
-    """Check, before any training, that result.json can be written into the folder `out`."""
-    if out.exists() and not out.is_dir():
-        raise InputError(f"--out {out} is a file; expected a folder to hold result.json")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        probe = out / f".blocklab-write-test-{os.getpid()}"
-        probe.touch()
-        probe.unlink()
-    except OSError as err:
-        raise InputError(f"--out {out} is not a writable folder ({err.strerror or err})") from None
-
-
 def _lengths(text: str) -> list[int]:
     try:
         return [int(part) for part in text.split(",") if part.strip()]
@@ -117,7 +104,7 @@ def train(
                                "rank uses cuda:LOCAL_RANK."),
     data: str = typer.Option(None, help="stdlib, shakespeare, or a text file or folder "
                              "(default: stdlib)."),
-    out: Path = typer.Option(None, "--out",
+    out: str = typer.Option(None, "--out", metavar="DIR",
                              help="Folder for result.json (default: runs/<run id>)."),
     precision: str = typer.Option(None, help="fp32, or bf16: bfloat16 compute with float32 "
                                   "weights and optimizer state (default: fp32)."),
@@ -147,6 +134,7 @@ def train(
         TrainConfig,
         check_device,
         check_fits_in_memory,
+        check_seq_len,
         make_progress,
         run,
     )
@@ -173,11 +161,14 @@ def train(
     with _named_as_written(train_flags, file, config, "train"):
         train_config = TrainConfig.from_dict(train_fields)
         check_device(train_config.device)  # before any process group or data is set up
+        check_seq_len(model_config, train_config)
     check_fits_in_memory(model_config, train_config)
     corpus = load_corpus(data or file.get("data", "stdlib"))
-    out = out if out is not None else Path("runs") / run_id(model_config, train_config,
-                                                            corpus.name)
-    _writable_folder(out)
+    if out is None:
+        out = str(Path("runs") / run_id(model_config, train_config, corpus.name))
+    # Checked, not created: result.json's folder is made when the result is written, so a
+    # run refused or stopped before that leaves no empty folder behind.
+    out = output_folder(out, "--out", ["result.json"])
     rank = distributed.torchrun_rank()
     if rank is not None:  # fail on every rank alike, before any of them waits for the others
         distributed.local_rows(train_config.batch_size, rank.rank, rank.world_size)
