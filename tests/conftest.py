@@ -1,17 +1,74 @@
-"""Fixtures shared across the test packages."""
+"""Fixtures shared across the test packages.
 
+The tests run in one worker process per usable core (pytest-xdist, `-n auto` in pyproject).
+A test module that times the machine or depends on its timing (a calibration, a signal sent
+mid-run, locks) is marked `exclusive`: it runs with no other test beside it, every other
+test holding a shared turn that it waits for (`machine_turn`).
+"""
+
+import contextlib
+import fcntl
 import os
+from pathlib import Path
 
 import pytest
 import torch
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "exclusive: times or locks the machine; runs with no other test beside it")
+
+
+def _shared_folder(tmp_path_factory) -> Path:
+    """A folder every worker of this test session sees (the workers' base temp folders are
+    siblings under it); the session's own base folder when there are no workers."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+@contextlib.contextmanager
+def _flock(path: Path, mode: int):
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        fcntl.flock(fd, mode)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+@pytest.fixture(autouse=True)
+def machine_turn(request, tmp_path_factory):
+    """A shared turn for every test, an exclusive one for a test marked `exclusive`.
+
+    A readers-writer lock over the workers (flock): the turnstile, taken briefly by every test
+    and held by an exclusive one while it waits, keeps a stream of shared turns from starving
+    it."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        yield
+        return
+    folder = _shared_folder(tmp_path_factory)
+    turnstile, turn = folder / "turnstile.lock", folder / "turn.lock"
+    if request.node.get_closest_marker("exclusive"):
+        with _flock(turnstile, fcntl.LOCK_EX), _flock(turn, fcntl.LOCK_EX):
+            yield
+        return
+    with _flock(turnstile, fcntl.LOCK_EX):
+        held = _flock(turn, fcntl.LOCK_SH)
+        held.__enter__()
+    try:
+        yield
+    finally:
+        held.__exit__(None, None, None)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def own_machine_lock(tmp_path_factory):
-    """The tests' timed runs take a machine lock of their own, so a blocklab run elsewhere on
-    the machine neither waits for the tests nor makes them wait (subprocesses inherit it)."""
+    """The tests' timed runs take a machine lock of their own, shared by the test workers, so
+    a blocklab run elsewhere on the machine neither waits for the tests nor makes them wait
+    (subprocesses inherit it)."""
     before = os.environ.get("BLOCKLAB_MACHINE_LOCK")
-    os.environ["BLOCKLAB_MACHINE_LOCK"] = str(tmp_path_factory.mktemp("lock") / "machine.lock")
+    os.environ["BLOCKLAB_MACHINE_LOCK"] = str(_shared_folder(tmp_path_factory) / "machine.lock")
     yield
     if before is None:
         os.environ.pop("BLOCKLAB_MACHINE_LOCK", None)

@@ -14,6 +14,9 @@ from blocklab.experiments.options import RunOptions
 from blocklab.experiments.suites import get_suite, run_suite
 from blocklab.report.build import SUITES
 
+# It times the machine, or signals or locks it mid-run: no other test beside it.
+pytestmark = pytest.mark.exclusive
+
 MODEL = ModelConfig(vocab_size=256, d_model=32, n_layers=2, n_heads=2, d_ff=64, max_seq_len=16)
 
 

@@ -24,6 +24,9 @@ from blocklab.experiments.run_result import RunResult
 from blocklab.experiments.suites.base import RunSpec, Suite, execute_in_process, run_suite
 from blocklab.experiments.summaries import Summary
 
+# It times the machine, or signals or locks it mid-run: no other test beside it.
+pytestmark = pytest.mark.exclusive
+
 
 def _blocklab(*args: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "blocklab", *args], stdout=subprocess.PIPE,

@@ -12,6 +12,9 @@ from blocklab.experiments.suites import position as ps
 from blocklab.experiments.suites import position_cost as pc
 from blocklab.experiments.summaries import ShapeTiming, TimeRatio
 
+# It times the machine, or signals or locks it mid-run: no other test beside it.
+pytestmark = pytest.mark.exclusive
+
 
 def test_time_shapes_runs_at_tiny_and_returns_every_field():
     before = torch.get_num_threads()
