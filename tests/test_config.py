@@ -4,8 +4,9 @@ import json
 
 import pytest
 
-from blocklab.config import FFNS, ModelConfig, gated_ffn_width, write_atomic
+from blocklab.config import FFNS, ModelConfig, gated_ffn_width
 from blocklab.interop.hf_config import from_hf, to_hf
+from blocklab.jsonio import write_atomic
 
 
 def test_defaults_derive_sizes():

@@ -329,7 +329,7 @@ def test_load_hf_config_far_larger_than_the_weights_fails_before_building(checkp
 
 
 def test_write_atomic_leaves_the_process_umask_alone(tmp_path, monkeypatch):
-    from blocklab.config import write_atomic
+    from blocklab.jsonio import write_atomic
     calls = []
     monkeypatch.setattr(os, "umask", lambda *a: calls.append(a) or 0o022)
     write_atomic(tmp_path / "out.txt", "x")
@@ -338,7 +338,7 @@ def test_write_atomic_leaves_the_process_umask_alone(tmp_path, monkeypatch):
 
 
 def test_write_atomic_gives_plain_open_permissions(tmp_path):
-    from blocklab.config import write_atomic
+    from blocklab.jsonio import write_atomic
     old = os.umask(0o027)
     try:
         write_atomic(tmp_path / "a.txt", "x")

@@ -11,19 +11,16 @@ fails naming both. This module imports no torch: `blocklab.budget` builds on it.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import math
 import os
-import secrets
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from blocklab.errors import ConfigError
-from blocklab.jsonio import parse_json
+from blocklab.jsonio import parse_json, write_atomic
 from blocklab.reference.ffn import llama_ffn_width
 
 # name -> (gated, activation); the activation acts on the gate branch of a gated FFN.
@@ -404,55 +401,3 @@ def check_rope_scaling(scaling: Any, prefix: str = "ModelConfig.", name: str = "
                           f"{shown_value(scaling['low_freq_factor'])}; expected high_freq_factor "
                           "> low_freq_factor")
     return scaling
-
-
-@contextlib.contextmanager
-def atomic_path(path: Path) -> Iterator[Path]:
-    """A hidden temporary name beside `path` for a writer that creates its own file (a figure,
-    a safetensors checkpoint): renamed over `path` when the block ends, removed if it raises, so
-    a reader sees the old file or the new one, never half. The writer creates the file, so the
-    process umask applies as for a plain open()."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp{path.suffix}"
-    try:
-        yield tmp
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write `text` to `path` so that a reader sees the old file or the new one, never half.
-
-    The temporary file is created with mode 0666 and the kernel applies the process umask, as
-    for a plain open(): the umask is never read or changed (changing it, even for a moment,
-    would affect files other threads create meanwhile).
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    for _ in range(100):
-        tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
-        try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0),
-                         0o666)
-            break
-        except FileExistsError:
-            continue
-    else:  # pragma: no cover - 100 collisions of 48 random bits
-        raise FileExistsError(f"no free temporary name beside {path}")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except OSError as err:
-        tmp.unlink(missing_ok=True)
-        if err.filename is not None or err.errno is None:
-            raise
-        # A full disk or a quota says nothing of where: name the file being written.
-        raise OSError(err.errno, err.strerror, str(path)) from err
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise

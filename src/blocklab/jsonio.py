@@ -15,14 +15,20 @@ stored result one means the file was edited or damaged; in a config a repeated k
 (`{"hidden_size": 64, "hidden_size": 96}`) is a typo that must not silently pick a value.
 Each is refused, naming the key or the value. Imports only the standard library and
 `blocklab.errors`, so the no-torch layers use it too.
+
+Every file blocklab writes goes through `write_atomic` (text) or `atomic_path` (a writer that
+creates its own file): a reader sees the old file or the new one, never half.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import math
 import os
+import secrets
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -190,3 +196,56 @@ def json_safe(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [json_safe(v) for v in value]
     return value
+
+
+# --- writing ------------------------------------------------------------------------------------
+@contextlib.contextmanager
+def atomic_path(path: Path) -> Iterator[Path]:
+    """A hidden temporary name beside `path` for a writer that creates its own file (a figure,
+    a safetensors checkpoint): renamed over `path` when the block ends, removed if it raises, so
+    a reader sees the old file or the new one, never half. The writer creates the file, so the
+    process umask applies as for a plain open()."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp{path.suffix}"
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write `text` to `path` so that a reader sees the old file or the new one, never half.
+
+    The temporary file is created with mode 0666 and the kernel applies the process umask, as
+    for a plain open(): the umask is never read or changed (changing it, even for a moment,
+    would affect files other threads create meanwhile).
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for _ in range(100):
+        tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0),
+                         0o666)
+            break
+        except FileExistsError:
+            continue
+    else:  # pragma: no cover - 100 collisions of 48 random bits
+        raise FileExistsError(f"no free temporary name beside {path}")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except OSError as err:
+        tmp.unlink(missing_ok=True)
+        if err.filename is not None or err.errno is None:
+            raise
+        # A full disk or a quota says nothing of where: name the file being written.
+        raise OSError(err.errno, err.strerror, str(path)) from err
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise

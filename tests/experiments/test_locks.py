@@ -197,7 +197,7 @@ def test_cli_prints_what_an_interruption_kept(monkeypatch, capsys):
 
 
 def test_a_full_disk_names_the_file(tmp_path, monkeypatch):
-    from blocklab.config import write_atomic
+    from blocklab.jsonio import write_atomic
 
     def full(fd):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))

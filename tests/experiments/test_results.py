@@ -64,9 +64,9 @@ def test_result_is_written_atomically(monkeypatch, tmp_path, tiny_model, tiny_tr
     def crash(src, dst):
         raise OSError("disk full")
 
-    import blocklab.config
+    import blocklab.jsonio
 
-    monkeypatch.setattr(blocklab.config.os, "replace", crash)
+    monkeypatch.setattr(blocklab.jsonio.os, "replace", crash)
     with pytest.raises(OSError, match="disk full"):
         tr.run(tiny_model, tiny_train.replace(steps=1), out_path=out)
     assert json.loads(out.read_text()) == {"status": "ok", "old": True}  # old file intact

@@ -14,8 +14,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from blocklab.config import atomic_path
 from blocklab.errors import InputError
+from blocklab.jsonio import atomic_path
 from blocklab.reference.ffn import ffn_budget
 
 PAGE_BASE = {"batch": 2, "seq_len": 1024, "d": 512, "m": 2048}

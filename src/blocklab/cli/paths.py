@@ -9,7 +9,7 @@ path as typed and why), not an OSError about a temporary file after minutes of t
 Checked without creating anything:
 - the text names something: not empty, no NUL byte;
 - every name on the way fits the file system's NAME_MAX, the temporary name each file is
-  written through included (`blocklab.config.atomic_path`, `write_atomic`:
+  written through included (`blocklab.jsonio.atomic_path`, `write_atomic`:
   `.NAME.<12 hex>.tmp` and the suffix), and the longest path written fits PATH_MAX;
 - every folder a file goes into is a folder or can be made one: no part of its path is a file,
   a symbolic link to nothing or a loop of symbolic links, and every part can be searched;
@@ -85,7 +85,7 @@ def results_folder(text: str, option: str, chosen: Mapping[str, RunOptions]) -> 
 
 
 def temporary_name(name: str) -> str:
-    """The longest name a file `name` is written through (`blocklab.config.atomic_path`)."""
+    """The longest name a file `name` is written through (`blocklab.jsonio.atomic_path`)."""
     return f".{name}.{'0' * 12}.tmp{Path(name).suffix}"
 
 

@@ -24,10 +24,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
-from blocklab.config import ModelConfig, write_atomic
+from blocklab.config import ModelConfig
 from blocklab.errors import InputError, ResultsError
 from blocklab.experiments.run_result import RunResult
-from blocklab.jsonio import json_safe, read_json
+from blocklab.jsonio import json_safe, read_json, write_atomic
 
 
 class _Config(Protocol):

@@ -960,7 +960,7 @@ def save_summary(folder: str | Path, summary: Summary) -> Path:
 
     A summary whose fields do not read back is not written: that is a bug in the suite that
     filled it (a RuntimeError naming the field), not a results error for the user."""
-    from blocklab.config import write_atomic
+    from blocklab.jsonio import write_atomic
 
     text = json.dumps(json_safe(summary.to_dict()), indent=1, allow_nan=False) + "\n"
     try:

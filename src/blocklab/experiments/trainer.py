@@ -54,7 +54,7 @@ from rich.progress import (
 from torch import nn
 
 from blocklab.allocator import tune_cpu_allocator
-from blocklab.config import MAX_SIZE, ModelConfig, shown_value, write_atomic
+from blocklab.config import MAX_SIZE, ModelConfig, shown_value
 from blocklab.errors import ConfigError, InputError
 from blocklab.experiments import distributed
 from blocklab.experiments.data import (
@@ -71,6 +71,7 @@ from blocklab.experiments.env import environment
 from blocklab.experiments.init import INITS, initialize
 from blocklab.experiments.results import ResultStore, json_safe, result_json, run_id
 from blocklab.experiments.run_result import RunResult
+from blocklab.jsonio import write_atomic
 from blocklab.nn.backends import BACKENDS
 from blocklab.nn.model import PRECISIONS
 

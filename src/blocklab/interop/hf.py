@@ -33,10 +33,10 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 from torch import Tensor
 
-from blocklab.config import ModelConfig, atomic_path, shown_value, write_atomic
+from blocklab.config import ModelConfig, shown_value
 from blocklab.errors import CheckpointError, ConfigError, InputError
 from blocklab.interop.hf_config import HF_LLAMA_FAMILY, from_hf, to_hf
-from blocklab.jsonio import read_json
+from blocklab.jsonio import atomic_path, read_json, write_atomic
 from blocklab.nn.model import DecoderLM
 from blocklab.nn.position import (
     LAYOUTS,

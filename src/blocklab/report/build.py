@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from blocklab.claims.registry import part_arms
-from blocklab.config import write_atomic
 from blocklab.errors import InputError, ResultsError
+from blocklab.jsonio import write_atomic
 
 SUITES = ("ffn", "norm-cost", "placement", "position", "quantize")
 SCHEMA = 1

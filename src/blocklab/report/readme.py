@@ -16,9 +16,9 @@ import sys
 from pathlib import Path
 
 from blocklab.claims import ClaimResult, Context, run_claims
-from blocklab.config import write_atomic
 from blocklab.errors import InputError
 from blocklab.experiments.summaries import SIZES, size_note
+from blocklab.jsonio import write_atomic
 
 START, END = "<!-- verdicts:start -->", "<!-- verdicts:end -->"
 

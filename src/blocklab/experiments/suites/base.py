@@ -37,7 +37,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from blocklab.config import write_atomic
 from blocklab.errors import InputError, Interrupted, ResultsError
 from blocklab.experiments.options import RunOptions
 from blocklab.experiments.results import ResultSink, ResultStore, json_safe
@@ -48,6 +47,7 @@ from blocklab.experiments.summaries import (
     Summary,
     save_summary,
 )
+from blocklab.jsonio import write_atomic
 
 
 @dataclass(frozen=True)
