@@ -260,7 +260,7 @@ def test_failed_placement_runs_count_as_failures_not_as_losses():
     training = placement.SIZES["tiny"].training
     key = (training.placements[-1], training.depths[0], training.warmups[0])
     trained = {(*key, 0): ok, (*key, 1): stuck}
-    rows = placement._training_summary(training, range(2), trained,
+    rows = placement.training_summary(training, range(2), trained,
                                        placement.tuned_lrs(training, []))
     row = next(r for r in rows if (r.placement, r.depth, r.warmup) == key)
     assert row.failures == 1 and row.status == {"ok": 1, "stuck": 1}

@@ -341,7 +341,7 @@ C29_UNIGRAM_RULE = Rule(
 # run's profile). The cost run's step times are reported only: at the suite's toy shape (d_model
 # 64 at quick) a RoPE decode step measured +30.8%, the per-op overhead of a few small
 # elementwise ops, and overrode a rotation worth 0.003% of the FLOPs; the realistic-shape
-# timing (`experiments.suites.position_cost`) is reported beside it.
+# timing (`experiments.suites.position.realistic_cost`) is reported beside it.
 C31_SHARE_PCT = 1.0  # "costs little": at most 1% of a prefill's FLOPs
 C31_SHARE_TOKENS = 4096  # the prefill the shares are counted on (batch 1)
 C31_ROPE_PARAMS_PART = "RoPE adds no parameters"

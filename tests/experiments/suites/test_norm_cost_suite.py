@@ -13,6 +13,11 @@ from blocklab.experiments.run_result import RunResult
 from blocklab.experiments.suites import get_suite, run_suite
 from blocklab.experiments.suites import norm_cost as nc
 from blocklab.experiments.suites.base import RunSpec
+from blocklab.experiments.suites.norm_cost import fused as nc_fused
+from blocklab.experiments.suites.norm_cost import kernels as nc_kernels
+from blocklab.experiments.suites.norm_cost import readings as nc_readings
+from blocklab.experiments.suites.norm_cost import sizes as nc_sizes
+from blocklab.experiments.suites.norm_cost import tables as nc_tables
 from blocklab.experiments.summaries import Interval, TimeRatio
 
 
@@ -170,7 +175,8 @@ def test_only_a_compiled_implementation_may_fail_without_stopping_the_timing(mon
             return built
         return build
 
-    monkeypatch.setattr(nc, "build_implementations", impls("rmsnorm:compiled"))
+    # patched where time_kernels reads it
+    monkeypatch.setattr(nc_kernels, "build_implementations", impls("rmsnorm:compiled"))
     record = nc.time_kernels(8, 4, repeats=2, compile=False, threads=1, block_s=1e-4)
     assert record.impls["rmsnorm:compiled"] == nc.ImplTimes(error="RuntimeError: kernel exploded")
     assert len(record.impls["rmsnorm:plain"].fwd_s) == 2
@@ -178,7 +184,7 @@ def test_only_a_compiled_implementation_may_fail_without_stopping_the_timing(mon
     stored = _stored(nc.timed_run(lambda: record))
     assert stored.extra["impls"]["rmsnorm:compiled"] == {"error": "RuntimeError: kernel exploded"}
     assert nc.KernelTimes.of(stored, "kernels") == record
-    monkeypatch.setattr(nc, "build_implementations", impls("rmsnorm:plain"))
+    monkeypatch.setattr(nc_kernels, "build_implementations", impls("rmsnorm:plain"))
     with pytest.raises(RuntimeError, match="kernel exploded"):
         nc.time_kernels(8, 4, repeats=2, compile=False, threads=1, block_s=1e-4)
 
@@ -187,7 +193,7 @@ def test_like_for_like_computes_the_same_model_by_pytorchs_own_kernels():
     from blocklab.experiments.trainer import TrainConfig, build_model
     from blocklab.nn.norm import RMSNorm
 
-    mc = nc._model_config("rmsnorm", 64, 2, 16)
+    mc = nc_sizes.model_config("rmsnorm", 64, 2, 16)
     built = build_model(mc, TrainConfig(seed=3))
     swapped = nc.like_for_like(build_model(mc, TrainConfig(seed=3)))
     assert not any(isinstance(m, RMSNorm) for m in swapped.modules())
@@ -214,7 +220,7 @@ def test_cold_compile_restores_the_cache_variables_even_when_the_block_raises(mo
         else:
             monkeypatch.setenv(name, before)
     seen = {}
-    with pytest.raises(RuntimeError, match="inside"), nc._cold_compile():
+    with pytest.raises(RuntimeError, match="inside"), nc_kernels._cold_compile():
         seen = {n: os.environ[n] for n in ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")}
         assert os.path.isdir(seen["TORCHINDUCTOR_CACHE_DIR"])
         raise RuntimeError("inside")
@@ -309,7 +315,7 @@ def test_step_share_by_hand_and_at_llama_3_8b():
     assert toy.norm_calls == 2 * layers + 1  # pre-norm: two per layer and the final one
     assert toy.norm_flops == {"rmsnorm": toy.norm_calls * tokens * d * 13,
                               "layernorm": toy.norm_calls * tokens * d * 20}
-    cfg = nc._model_config("rmsnorm", d, layers, step.seq_len)
+    cfg = nc_sizes.model_config("rmsnorm", d, layers, step.seq_len)
     assert toy.matmul_flops == 3 * prefill_flops(cfg, step.batch_size, step.seq_len).total
     assert toy.saving_pct == pytest.approx(
         100 * 7 * toy.norm_calls * tokens * d / toy.step_flops["layernorm"])
@@ -346,16 +352,18 @@ def test_like_for_like_timing_runs_at_tiny_size_and_says_what_it_timed():
     assert nc.LikeForLikeTimes.of(result, "like-for-like") == record
     with pytest.raises(ResultsError, match="method"):
         nc.LikeForLikeTimes.of(RunResult("ok", extra={**result.extra, "method": 1}), "l4l")
-    (timing,) = nc._like_rows([(_spec("like-for-like"), result)])
+    (timing,) = nc_readings.like_rows([(_spec("like-for-like"), result)])
     assert timing.method == "torch.compile" and set(timing.ratios) == {"fwdbwd"}
     assert timing.torch_fused == {"rmsnorm": False, "layernorm": True}
     assert timing.rmsnorm_ms["fwd"] is None and timing.rmsnorm_ms["fwdbwd"] > 0
-    table = nc._like_table([timing])
+    table = nc_tables.like_table([timing])
     assert "torch.compile" in table.caption and "composite" in table.caption
 
 
 def test_like_for_like_times_pytorchs_own_kernels_where_both_are_fused(monkeypatch):
-    monkeypatch.setattr(nc, "torch_norms_fused", lambda d=8: {"rmsnorm": True, "layernorm": True})
+    # patched where time_like_for_like reads it
+    monkeypatch.setattr(nc_fused, "torch_norms_fused",
+                        lambda d=8: {"rmsnorm": True, "layernorm": True})
     record = nc.time_like_for_like(16, 32, repeats=2, threads=1, block_s=1e-4)
     assert (record.method, record.timed_kind) == ("torch-fused", "torch")
     assert set(record.impls) == {"rmsnorm:torch", "layernorm:torch"}

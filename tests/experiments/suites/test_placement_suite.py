@@ -15,6 +15,13 @@ from blocklab.experiments.run_result import (
     RunResult,
 )
 from blocklab.experiments.suites import get_suite, placement, run_suite
+from blocklab.experiments.suites.placement import (
+    gradient_stats,
+    outcomes,
+    stability_stats,
+    training_stats,
+)
+from blocklab.experiments.summaries import Interval
 
 OPTIONS = RunOptions("tiny", range(1))
 
@@ -114,7 +121,7 @@ def test_gradient_summary_reads_sensitivity_and_jacobians_per_seed():
             jacobian_gain=[9.0, 1.0, 1.1] if deepest else None, jacobian_s=0.0)
 
     probes = {("pre", "gpt2", d, s): run(d, s) for d in (2, 3) for s in (0, 1)}
-    got = placement._gradient_summary(probe, range(2), probes)["pre"]["gpt2"]
+    got = gradient_stats.gradient_summary(probe, range(2), probes)["pre"]["gpt2"]
     # the final norm's input (100) is no layer's and stays out of the spread
     assert got.sensitivity_spread_log2["3"].mean == pytest.approx(1.5)
     assert got.sensitivity_spread_log2["3"].n == 2
@@ -291,7 +298,7 @@ def test_tiny_suite_end_to_end(tmp_path):
     assert (sweep.grid, deep.grid) == ("sweep", "deep")
     # every pair censored at the ladder's foot says nothing about a difference: no seed counts
     assert sweep.warmup_interaction.n == deep.pre_vs_post_warm.n == 0
-    assert deep.pre_cold_vs_warm == placement.Interval(0)  # deep: warm arms only at tiny
+    assert deep.pre_cold_vs_warm == Interval(0)  # deep: warm arms only at tiny
     titles = [t.title for t in summary.tables]
     assert titles[-2:] == ["Largest stable peak lr per arm (C13, C19 at the training depth; "
                            "C36 in deep stacks)",
@@ -322,14 +329,14 @@ def _run(vals, layers=None, steps=None, status="ok"):
 
 
 def test_loss_curve_area_and_gradient_ratio_by_hand():
-    assert placement._val_auc(_run([3.0, 2.0, 1.0]), 16) == pytest.approx(2.0)
-    assert placement._val_auc(_run([3.0, 2.0], status="diverged"), 16) is None
+    assert outcomes.val_auc(_run([3.0, 2.0, 1.0]), 16) == pytest.approx(2.0)
+    assert outcomes.val_auc(_run([3.0, 2.0], status="diverged"), 16) is None
     # Steps before warmup are left out: log2(4/1) = 2 at step 5, log2(1/2) = -1 at step 10.
     run = _run([2.0], layers=[[9.0, 9.0, 0.1], [4.0, 2.0, 1.0], [1.0, 5.0, 2.0]],
                steps=[0, 5, 10])
-    assert placement._first_over_last_log2(run, warmup=5) == pytest.approx(0.5)
-    assert placement._first_over_last_log2(run, warmup=11) is None
-    assert placement._spread_log2([1.0, 8.0, 2.0]) == pytest.approx(3.0)
+    assert outcomes.first_over_last_log2(run, warmup=5) == pytest.approx(0.5)
+    assert outcomes.first_over_last_log2(run, warmup=11) is None
+    assert gradient_stats._spread_log2([1.0, 8.0, 2.0]) == pytest.approx(3.0)
 
 
 def test_lr_area_by_hand():
@@ -371,14 +378,14 @@ def test_warmup_interaction_by_hand():
               ("pre", 0): (2.2, 2.0), ("pre", 100): (2.0, 2.1)}
     trained = {(p, 12, w, seed): _run([v[seed]])
                for (p, w), v in losses.items() for seed in (0, 1)}
-    (effect,) = placement._effects(training, range(2), trained, _lrs(training))
+    (effect,) = training_stats.placement_effects(training, range(2), trained, _lrs(training))
     assert effect.warmup_interaction.mean == pytest.approx(0.85)
     assert effect.warmup_interaction.n == 2
     assert effect.pre_warmup_effect.mean == pytest.approx(0.05)
     assert effect.post_vs_pre_warm.mean == pytest.approx(0.0)
     # A failed run drops its seed from the interaction, not into it.
     trained[("post", 12, 0, 1)] = _run([9.9], status="diverged")
-    (effect,) = placement._effects(training, range(2), trained, _lrs(training))
+    (effect,) = training_stats.placement_effects(training, range(2), trained, _lrs(training))
     assert effect.warmup_interaction.n == 1
     assert effect.warmup_interaction.mean == pytest.approx(0.8)
 
@@ -412,13 +419,13 @@ def test_stability_contrasts_by_hand():
 
     swept = {("sweep", p, 12, w, seed): record(p, w, seed, r[seed])
              for (p, w), r in rungs.items() for seed in (0, 1)}
-    (effect,) = placement._stability_effects(sweep, "sweep", range(2), swept)
+    (effect,) = stability_stats.stability_effects(sweep, "sweep", range(2), swept)
     assert effect.pre_cold_vs_warm.mean == pytest.approx(-0.5)  # (−1 + 0) / 2
     assert effect.post_warm_vs_cold.mean == pytest.approx(3.0)  # (2 + 4) / 2
     assert effect.warmup_interaction.mean == pytest.approx(2.5)  # ((2 − 1) + (4 − 0)) / 2
     assert effect.pre_vs_post_warm.mean == pytest.approx(1.5)
     assert effect.pre_vs_post_cold.mean == pytest.approx(4.0)
-    arms = placement._stability(sweep, "sweep", range(2), swept)
+    arms = stability_stats.stability_arms(sweep, "sweep", range(2), swept)
     post_cold = next(a for a in arms if (a.placement, a.warmup) == ("post", 0))
     assert post_cold.max_stable_lr == pytest.approx(sweep.lr_min * 2 ** 0.5)
     # both arms of a pair censored at the same end of the ladder: that seed drops out
@@ -426,7 +433,7 @@ def test_stability_contrasts_by_hand():
     for p, w, seed, rung in (("pre", sweep.warmup, 0, top), ("post", sweep.warmup, 0, top),
                              ("pre", 0, 1, -1), ("post", 0, 1, -1)):
         swept[("sweep", p, 12, w, seed)] = record(p, w, seed, rung)
-    (effect,) = placement._stability_effects(sweep, "sweep", range(2), swept)
+    (effect,) = stability_stats.stability_effects(sweep, "sweep", range(2), swept)
     assert effect.pre_vs_post_warm.n == 1 and effect.pre_vs_post_warm.mean == 1.0  # seed 1
     assert effect.pre_vs_post_cold.n == 1 and effect.pre_vs_post_cold.mean == 3.0  # seed 0
     # within a placement no pair is censored at one end: (6 − 1) − (6 − 4) and (4 + 1) − (5 + 1)

@@ -1,5 +1,5 @@
-"""C31's timing at a realistic shape (`position_cost`): reported, never graded; the tiny size
-exercises the code in a fraction of a second and says it is not a realistic timing."""
+"""C31's timing at a realistic shape (`position.realistic_cost`): reported, never graded; the
+tiny size exercises the code in a fraction of a second and says it is not a realistic timing."""
 
 import dataclasses
 import time
@@ -9,7 +9,8 @@ import torch
 
 from blocklab.experiments.options import RunOptions
 from blocklab.experiments.suites import position as ps
-from blocklab.experiments.suites import position_cost as pc
+from blocklab.experiments.suites.position import pricing
+from blocklab.experiments.suites.position import realistic_cost as pc
 from blocklab.experiments.summaries import ShapeTiming, TimeRatio
 
 # It times the machine, or signals or locks it mid-run: no other test beside it.
@@ -70,5 +71,5 @@ def test_the_cost_run_plans_and_prices_the_realistic_timing():
 
         step_s = forward_s = build_s
 
-    expected = pc.REFERENCE_S["quick"] + ps._PROFILER_REFERENCE_S
+    expected = pc.REFERENCE_S["quick"] + pricing._PROFILER_REFERENCE_S
     assert ps.price(cost, Cal()) == pytest.approx(expected)

@@ -15,6 +15,9 @@ from blocklab.experiments.options import RunOptions
 from blocklab.experiments.run_result import RunResult
 from blocklab.experiments.suites import get_suite, run_suite
 from blocklab.experiments.suites import position as ps
+from blocklab.experiments.suites.position.passkey import passkey_run
+from blocklab.experiments.suites.position.relative_error import relative_error_run
+from blocklab.experiments.suites.position.runs import train_and_read
 from blocklab.experiments.trainer import build_model, evaluate
 
 
@@ -240,10 +243,10 @@ def test_full_only_runs_summarise_from_their_runs(monkeypatch):
         return RunSpec(label, arm, 0, {}, lambda progress: RunResult("ok"))
 
     results = [(spec("learned seed 0", "learned"),
-                ps._train_and_read(options, "learned", 0, False)),
+                train_and_read(options, "learned", 0, False)),
                (spec("passkey learned seed 0", "passkey:learned"),
-                ps._passkey_run(options, "learned", 0, False)),
-               (spec("rope relative-position error", "relative_error"), ps._relative_error_run())]
+                passkey_run(options, "learned", 0, False)),
+               (spec("rope relative-position error", "relative_error"), relative_error_run())]
     # Each run returns a RunResult that stores as before: a training run wraps the trainer's.
     trained, passkey, relative = (result for _, result in results)
     assert trained.status == "ok" and trained.extra["kind"] == "train"

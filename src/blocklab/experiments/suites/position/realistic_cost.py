@@ -11,7 +11,7 @@ do in a real model:
                   read it, per scheme (none, rope, alibi), the order rotating every repeat
     tiny          d_model 64, 2 heads, 1 layer, 32 + 4 tokens: it only exercises the code
 
-fp32, one thread (the caller's `_one_thread`). At quick it costs about 26 s of one core
+fp32, one thread (the caller's `torch_threads(1)`). At quick it costs about 26 s of one core
 (`REFERENCE_S`: 26 s measured on a 2-core machine under light load, 45 s with both cores
 busy with other work).
 
@@ -147,7 +147,7 @@ def time_shapes(size: str, seed: int = 0) -> ShapeTimes:
 def shape_timing(times: ShapeTimes | None) -> ShapeTiming | None:
     """`time_shapes`' measurements as a `ShapeTiming`: medians in ms and each scheme's ratio
     to "none" with a paired bootstrap 95% CI; None for a run from before it was timed."""
-    from blocklab.experiments.suites.norm_cost import bootstrap_ratio_ci
+    from blocklab.experiments.suites.norm_cost.stats import bootstrap_ratio_ci
 
     if times is None:
         return None

@@ -1,0 +1,120 @@
+"""`ffn` suite: plain vs gated FFNs at equal parameter count (claims C16, C17).
+
+Seven arms share everything except the FFN of every layer:
+
+    plain  relu, gelu                              y = W_d φ(W_u x)           d_ff = 4·d
+    gated  glu, reglu, geglu, swiglu, bilinear     y = W_d (φ(W_g x) ⊙ W_u x)  d_ff = ⌈2·4d/3⌉
+
+so every arm holds (within 3·d weights a layer) the same 2·d·4d FFN weights
+(`blocklab.nn.ffn.equal_param_gated_width`). Each arm × seed is one trainer run on the default
+`stdlib` corpus with the same optimiser, schedule and token budget; arms with the same seed
+start from the same embeddings and attention weights and see the same batches in the same order
+(the trainer draws every parameter from its own (seed, name) stream and batches from (seed,
+step)), so differences are paired by seed.
+
+Fair arms. Weights start from the `fan_in` init (std 1/√fan_in: unit-variance pre-activations,
+where GELU and SiLU are curved; gpt2's fixed 0.02 leaves them nearly linear at small width).
+Each arm trains at its own learning rate: the tuning stage runs every arm at every rate of
+`lr_grid` on `tuning_seeds` seeds taken from `TUNING_SEEDS` (never an evaluation seed), and
+the rate with the lowest mean final validation loss is the arm's. A best rate at an edge of the
+grid grows the grid there until it is interior (`blocklab.experiments.suites.tuning`); one still
+at an edge is flagged. Sensitivity: relu, gelu and swiglu run again on the evaluation seeds at the
+old settings (gpt2 init, one shared lr), so the summary shows how much of a difference those
+choices made. Scale trend: relu and swiglu are also tuned and trained at other widths.
+
+What each size runs (`blocklab.experiments.suites.evaluation`): at --size tiny and --size quick
+the suite plans only the runs a registered rule grades. C16 grades swiglu, geglu and glu
+against relu, so those sizes tune and train relu, glu, geglu and swiglu at their own width and
+nothing else; gelu, reglu, bilinear, the sensitivity re-runs, the scale-trend widths and the
+timing run below (reported in tables only) run at --size full, and the summary names them.
+
+Two extra measurements ride along:
+
+    timing      one run, not per seed: every arm's optimizer step timed round-robin (the arms
+                interleaved, so load from other processes falls on all of them alike); the
+                median ms/step sets the equal-wall-clock comparison below.
+    zero grads  (C17) in every training run, at initialisation and after training, on fixed
+                validation windows: the fraction of the FFN activation's inputs (the gate branch
+                of a gated FFN, the up branch of a plain one) whose loss gradient is exactly 0.
+                ReLU zeroes it for every negative input; SiLU, GELU and sigmoid do not.
+
+Equal wall-clock: arm a's validation curve is put on a time axis t = step · ms_a (ms_a its
+timed ms/step). T* is the time at which the fastest arm finishes its steps; every run's curve
+is interpolated linearly at T*, i.e. at step `steps · ms_fastest / ms_a`. Slower arms are read
+mid-schedule, before their cosine decay has ended, which favours the fastest arm somewhat: a
+run given only T* from the start would decay earlier and end a little lower.
+
+A run counts towards the statistics when its status is "ok" and its final validation loss is
+below the unigram entropy of the training bytes (the loss of the best context-free model).
+
+`Summary.data` (read by the claims ledger and the report) is a
+`blocklab.experiments.summaries.FfnData`: per arm (`FfnArm`) the validation loss, its paired
+difference from ReLU (nats and %), timings, loss at equal wall-clock, run statuses and zero-gradient
+fractions; deltas are arm − relu, so negative is better.
+"""
+
+from __future__ import annotations
+
+from blocklab.experiments.suites.base import Suite
+from blocklab.experiments.suites.ffn.configs import (
+    ffn_width,
+    model_config,
+    param_count,
+    train_config,
+)
+from blocklab.experiments.suites.ffn.plan import choose_lrs, longer, plan, plan_at, tune
+from blocklab.experiments.suites.ffn.price import price
+from blocklab.experiments.suites.ffn.records import StepTiming, ZeroGradFraction
+from blocklab.experiments.suites.ffn.runs import time_arms, train_arm, zero_gradient_fraction
+from blocklab.experiments.suites.ffn.sizes import (
+    ARMS,
+    BASELINE,
+    DATA,
+    GRADED_ARMS,
+    PAGE_GAIN_PCT,
+    SENSITIVITY_ARMS,
+    SIZES,
+    TREND_ARMS,
+    Size,
+    page_gain_text,
+)
+from blocklab.experiments.suites.ffn.stats import interpolate, size_record
+from blocklab.experiments.suites.ffn.summary import summarise
+
+SUITE = Suite("ffn", "plain vs gated FFNs at equal parameter count (C16, C17)", plan, summarise,
+              # C16's registered rule needs five paired seeds (blocklab.claims.ffn).
+              default_seeds={"tiny": 1, "quick": 5, "full": 8}, tune=tune,
+              precisions=("fp32", "bf16"), price=price, longer=longer)
+
+
+__all__ = [
+    "ARMS",
+    "BASELINE",
+    "DATA",
+    "GRADED_ARMS",
+    "PAGE_GAIN_PCT",
+    "SENSITIVITY_ARMS",
+    "SIZES",
+    "SUITE",
+    "TREND_ARMS",
+    "Size",
+    "StepTiming",
+    "ZeroGradFraction",
+    "choose_lrs",
+    "ffn_width",
+    "interpolate",
+    "longer",
+    "model_config",
+    "page_gain_text",
+    "param_count",
+    "plan",
+    "plan_at",
+    "price",
+    "size_record",
+    "summarise",
+    "time_arms",
+    "train_arm",
+    "train_config",
+    "tune",
+    "zero_gradient_fraction",
+]

@@ -1,0 +1,190 @@
+"""`norm-cost`: what RMSNorm saves over LayerNorm in compute, time and memory, and what it costs in
+quality.
+
+The page says RMSNorm needs "about 7% less compute" than LayerNorm at nearly the same quality
+(C18). What "compute" means is decided by counting (`count_compute`, no run needed): FLOPs per
+normalised row of width d by `blocklab.budget.flops`' conventions (forward RMSNorm 4, LayerNorm
+7 per element; backward 9 and 13), bytes an ideal fused kernel moves per row, and the norms'
+share of a training step's FLOPs at the step model's shape and at meta-llama-3-8b's. Timings
+are reported beside the counts, never graded. Four kinds of run:
+
+    kernels    one run per (d, rows) shape: every implementation below, forward (no grad) and
+               forward+backward, timed in R repeats; within a repeat each implementation runs
+               once, in an order rotated by one every repeat, so machine drift hits all alike.
+               Bytes saved for backward are counted by `saved_tensor_bytes` (exact, no timing).
+    like-for-like
+               one run at the step model's shape (d = d_model, rows = batch · seq_len): RMSNorm
+               against LayerNorm with equally fused kernels (`time_like_for_like`): PyTorch's
+               own where both F.rms_norm and F.layer_norm run fused (`torch_norms_fused`), else
+               both through torch.compile (on a CPU F.rms_norm is a composite of six ops while
+               F.layer_norm is one fused kernel); the summary says which.
+    step       one run: a small DecoderLM with norm="rmsnorm" and one with "layernorm" (same
+               everything else, same initial weights where names match), training steps
+               alternated between the models, on two code paths:
+                   blocklab       the models as built: blocklab's RMSNorm adds the residual and
+                                  normalises in one fused kernel, LayerNorm is F.layer_norm
+                   like-for-like  both norms by PyTorch's functional ops (F.rms_norm and
+                                  F.layer_norm), the residual added apart in both (the name is
+                                  kept for stored results; on a CPU F.rms_norm is unfused)
+    quality    trainer runs of the same two models on stdlib, paired by seed; the paired Δ val
+               loss is judged against an equivalence margin.
+
+What each size runs (`blocklab.experiments.suites.evaluation`): at --size tiny and --size quick
+the suite plans the quality runs C18 grades and the two reported timings (step, like-for-like);
+the kernel runs (reported beside C18, not graded) run at --size full, and the summary says so.
+
+Implementations (the RMSNorm and LayerNorm of one row share a "kind", and ratios compare within
+a kind, so an implementation detail is never credited to the normalisation):
+
+    kind       RMSNorm                                   LayerNorm
+    blocklab   blocklab.nn.RMSNorm                       blocklab.nn.LayerNorm (F.layer_norm)
+    torch      torch.nn.RMSNorm (F.rms_norm)             torch.nn.LayerNorm (F.layer_norm)
+    plain      x · rsqrt(mean(x²) + ε) · g               (x − μ) · rsqrt(mean((x − μ)²) + ε) · g + b
+    compiled   torch.compile(plain)                      torch.compile(plain)
+
+Time ratios are median(RMSNorm) / median(LayerNorm) over the repeats, with a 95% percentile
+bootstrap interval that resamples whole repeats (the two timings of a repeat stay paired).
+Every timing runs on a stated number of CPU threads (one in tiny and quick: on a shared 2-core
+machine two threads contend with other work and slow down many-fold).
+
+Each run returns a `RunResult`: the trainer's for a quality run; for a timing run (no model
+trained) its record in `extra` (`KernelTimes`, `LikeForLikeTimes`, `StepTimes`, read back
+once by the record's `of`).
+
+`Summary.data` (read by the claims ledger, C18, and the report) is a
+`blocklab.experiments.summaries.NormCostData`: kernel timings and saved bytes per implementation
+and shape, RMSNorm/LayerNorm time ratios (`KernelRatio`, `StepTime`, `FusedTiming`, each with a
+bootstrap `TimeRatio`), compile times, the analytic counts (`NormCompute`) and the paired
+quality comparison (`NormQuality`).
+
+The package, one job per module:
+
+    sizes            what each size runs (`SIZES`), the run keys, the models (`model_config`)
+    records          what a timing run stores in `RunResult.extra`, and `timed_run`
+    stats            the bootstrap time ratio and the equivalence verdict
+    implementations  the RMSNorm and LayerNorm of each kind
+    kernels          the kernels run's measurement (`time_kernels`, `saved_tensor_bytes`)
+    fused            the like-for-like timing with equally fused kernels
+    step             the step-time run's measurement
+    compute          the analytic FLOP and byte counts
+    specs            the RunSpecs (`plan`)
+    pricing          a run's estimated seconds (`price`)
+    readings         the summary's data read off the stored runs
+    tables           the summary's tables
+    summary          `summarise`
+"""
+
+from __future__ import annotations
+
+from blocklab.experiments.suites.base import Suite
+from blocklab.experiments.suites.norm_cost.compute import (
+    NORM_PARAMS,
+    NORM_STATS,
+    REAL_ELEMENT_BYTES,
+    REAL_MODEL,
+    STAT_BYTES,
+    count_compute,
+    count_norm,
+    saving_pct,
+    step_share,
+)
+from blocklab.experiments.suites.norm_cost.fused import (
+    LIKE_KERNELS,
+    like_method,
+    time_like_for_like,
+    torch_norms_fused,
+)
+from blocklab.experiments.suites.norm_cost.implementations import EPS, build_implementations
+from blocklab.experiments.suites.norm_cost.kernels import saved_tensor_bytes, time_kernels
+from blocklab.experiments.suites.norm_cost.pricing import price
+from blocklab.experiments.suites.norm_cost.records import (
+    ImplTimes,
+    KernelTimes,
+    LikeForLikeTimes,
+    StepTimes,
+    timed_run,
+)
+from blocklab.experiments.suites.norm_cost.sizes import (
+    EQUIVALENCE_MARGIN,
+    KINDS,
+    NORM_NAMES,
+    PASSES,
+    SIZES,
+    KernelGrid,
+    LikeShape,
+    QualityShape,
+    Size,
+    StepShape,
+)
+from blocklab.experiments.suites.norm_cost.specs import plan, train_config
+from blocklab.experiments.suites.norm_cost.stats import (
+    BOOTSTRAP_SAMPLES,
+    BOOTSTRAP_SEED,
+    bootstrap_ratio_ci,
+    equivalence,
+)
+from blocklab.experiments.suites.norm_cost.step import (
+    STEP_PATHS,
+    like_for_like,
+    time_training_steps,
+)
+from blocklab.experiments.suites.norm_cost.summary import summarise
+
+__all__ = [
+    "BOOTSTRAP_SAMPLES",
+    "BOOTSTRAP_SEED",
+    "EPS",
+    "EQUIVALENCE_MARGIN",
+    "KINDS",
+    "LIKE_KERNELS",
+    "NORM_NAMES",
+    "NORM_PARAMS",
+    "NORM_STATS",
+    "PASSES",
+    "REAL_ELEMENT_BYTES",
+    "REAL_MODEL",
+    "SIZES",
+    "STAT_BYTES",
+    "STEP_PATHS",
+    "SUITE",
+    "ImplTimes",
+    "KernelGrid",
+    "KernelTimes",
+    "LikeForLikeTimes",
+    "LikeShape",
+    "QualityShape",
+    "Size",
+    "StepShape",
+    "StepTimes",
+    "bootstrap_ratio_ci",
+    "build_implementations",
+    "count_compute",
+    "count_norm",
+    "equivalence",
+    "like_for_like",
+    "like_method",
+    "plan",
+    "price",
+    "saved_tensor_bytes",
+    "saving_pct",
+    "step_share",
+    "summarise",
+    "time_kernels",
+    "time_like_for_like",
+    "time_training_steps",
+    "timed_run",
+    "torch_norms_fused",
+    "train_config",
+]
+
+
+SUITE = Suite(
+    name="norm-cost",
+    description="RMSNorm vs LayerNorm: kernel time and saved memory, training step time, and "
+                "paired quality (C18)",
+    plan=plan,
+    summarise=summarise,
+    # Seeds are the paired quality runs; timings get their repeats instead.
+    default_seeds={"tiny": 2, "quick": 3, "full": 8},
+    price=price,
+)

@@ -1,0 +1,143 @@
+"""`placement` suite: pre vs post vs sandwich norm, at initialisation, in training at each arm's
+best lr, and at the largest lr each trains stably (C12, C13, C19, C36).
+
+    pre:       y = x + F(N(x))         post:  y = N(x + F(x))         sandwich:  y = x + P(F(N(x)))
+
+Part (a), at initialisation, no training. For every placement × init (gpt2, xavier, depth) ×
+depth L × seed: one forward and backward pass of the next-byte loss on fixed validation windows,
+then the gradient norm of every layer's FFN output matrix (`down_proj`, Xiong et al.'s W²), the
+RMS of the residual stream each layer outputs, and the stream's sensitivity ‖∂L/∂x_l‖·rms(x_l)
+where it enters each layer (C12: unlike a parameter gradient, no global rescaling of the stream
+moves it); at the deepest L also each block's Jacobian's distance from the identity,
+‖J_l − I‖_F/√n (C36's "gradient ≈ 1"), from Gaussian-probe vector-Jacobian products
+(`blocklab.experiments.jacobian`). How the last (and first) layer's gradient scales
+with depth is the least-squares slope of log ‖∇W²‖ on log L. Xiong et al. 2020, "On Layer
+Normalization in the Transformer Architecture" (Theorems 1–2, Xavier initialisation): for
+post-LN the last layer's gradient does not depend on L (slope 0), for pre-LN it falls as
+1/√L (slope −0.5), because the pre-LN residual stream grows as √L and the final norm divides
+by it. GPT-2's init shrinks the residual output projections by 1/√(2L), which keeps the stream
+from growing, so the prediction is for xavier; gpt2 is measured beside it.
+
+Part (b), training. placement × depth × warmup × seed, xavier init, gradient clipping OFF
+(clipping would hide the failure being studied), otherwise the trainer's defaults. Each
+(placement, depth, warmup) arm trains at its own peak lr: the tuning stage runs every arm at
+every lr of `Training.lr_grid` on tuning seeds of its own, the grid grows at an edge holding the
+best lr until that optimum is interior (`blocklab.experiments.suites.tuning`), and the summary
+records for every arm whether it is. Outcomes are continuous: the final validation loss, the
+mean validation loss over the run (area under the curve) and, from the per-layer gradient norms
+the trainer logs during training, log2 of the first layer's gradient norm over the last
+layer's. A run that diverges (NaN/inf or a loss above 4·ln 256) is counted as a failure, apart
+from the losses. Post and sandwich cells are compared with the pre cell of the same depth and
+warmup, paired by seed (same init streams and batches), and the warmup effect is read as an
+interaction: (post cold − post warm) − (pre cold − pre warm), per seed, with its interval. A
+warmup spends less learning rate (Σ lr over the steps, shown per arm): that confound is shown,
+not removed.
+
+Largest stable lr (C13, C19 at part (b)'s deepest depth; part (c), C36's deep stacks of 50
+layers and more). Stability's natural outcome: per arm and seed, short runs on a doubling ladder
+of peak lrs (`Sweep`), bisected, taking stability as monotone in lr; a run is stable when it
+finishes and ends below the unigram entropy of the training bytes (a post-norm stack that
+stalls at the byte-frequency model has stopped training). The contrasts are paired by seed in
+doublings: without − with warmup for pre-norm, the warmup interaction, and pre − post. These
+sweeps replace the deep grid of losses at one shared lr that C36 was once graded on.
+
+What each size runs (`blocklab.experiments.suites.evaluation`): at --size tiny and --size quick
+the suite plans only the runs a registered rule grades. C13 and C19 read part (b) at its
+deepest depth, pre and post, with and without warmup, and that depth's sweep; the shallower
+depths (the depth trend) and sandwich norm run at --size full, and the summary names them. C36
+reads the deep sweep. The gradient probes of (a) keep every placement at every size: C12 grades
+the pre-norm ones, and the post and sandwich probes beside them (one forward and backward each,
+and the block Jacobians at the deepest depth: 216 probes, about 57 s of one core together at
+quick on the 2-core reference machine, of which about 15 s the Jacobians) are the comparison
+C12's and C19's texts and the gradients figure read.
+
+`Summary.data` (read by the claims ledger and the report) is a
+`blocklab.experiments.summaries.PlacementData`: per placement and init a `GradientProbe` (gradient
+norms at initialisation across depth, fitted slopes with intervals over per-seed slopes, residual
+RMS, spread across one stack's layers), the predicted slopes, one `PlacementCell` per training
+arm (its tuned lr, statuses, validation loss of the finished runs, paired difference from
+pre-norm, loss-curve area, gradient ratio during training, Σ lr), the `PlacementEffect`
+contrasts, each arm's tuning (`lr_trials`, `lr_tuning`), and per swept arm a `StabilityArm` with
+the `StabilityEffect` contrasts.
+
+Every run returns a `RunResult`: a training run the trainer's; a probe and a largest-stable-lr
+run train no model of their own and carry their record in `extra` (`ProbeRecord`; `StableLr`,
+its trainer runs as `SweepRung`s), which the summary decodes once (`stored_results`) before it
+computes its statistics (`statistics_of`) and then its tables.
+
+The package, one job a module (each imports only those listed above it):
+
+    sizes            the grids at each size (`SIZES`) and the constants every part shares
+    configs          the ModelConfig and TrainConfig of every run; the lr a schedule spends
+    probes           part (a): one gradient probe at initialisation (`init_gradients`)
+    outcomes         what one stored training run says (final and mean val loss, gradient ratio)
+    sweep            one arm's largest stable lr, bisected (`largest_stable_lr`)
+    plan             the RunSpecs: the tuning stage (`tune`), the evaluation runs (`plan`), prices
+    stored           the results, sorted by kind, keyed and decoded once (`stored_results`)
+    gradient_stats   part (a)'s statistics: slopes over depth, spreads, Jacobians
+    training_stats   part (b)'s statistics: one cell per arm, the contrasts paired by seed
+    stability_stats  the largest stable lr's statistics, per arm and paired by seed
+    stats            every statistic of the summary (`statistics_of`)
+    summary          the Summary: statistics, then tables and notes (`summarise`)
+"""
+
+from __future__ import annotations
+
+from blocklab.experiments.suites.base import Suite
+from blocklab.experiments.suites.placement.configs import lr_area, train_config
+from blocklab.experiments.suites.placement.gradient_stats import loglog_slope
+from blocklab.experiments.suites.placement.plan import plan, price, tune, tuned_lrs
+from blocklab.experiments.suites.placement.probes import ProbeRecord, init_gradients
+from blocklab.experiments.suites.placement.sizes import (
+    SIZES,
+    Probe,
+    Size,
+    Sweep,
+    Training,
+    arm_name,
+)
+from blocklab.experiments.suites.placement.stats import statistics_of
+from blocklab.experiments.suites.placement.summary import summarise
+from blocklab.experiments.suites.placement.sweep import (
+    StableLr,
+    SweepRung,
+    bisect_stable,
+    largest_stable_lr,
+)
+from blocklab.experiments.suites.placement.training_stats import (
+    interaction_trend,
+    training_summary,
+)
+
+__all__ = [
+    "SIZES",
+    "SUITE",
+    "Probe",
+    "ProbeRecord",
+    "Size",
+    "StableLr",
+    "Sweep",
+    "SweepRung",
+    "Training",
+    "arm_name",
+    "bisect_stable",
+    "init_gradients",
+    "interaction_trend",
+    "largest_stable_lr",
+    "loglog_slope",
+    "lr_area",
+    "plan",
+    "price",
+    "statistics_of",
+    "summarise",
+    "train_config",
+    "training_summary",
+    "tune",
+    "tuned_lrs",
+]
+
+SUITE = Suite("placement", "pre vs post vs sandwich norm: gradients at init and training, "
+              "and deep stacks (C12, C13, C19, C36)", plan, summarise,
+              # C19's and C36's registered rules need four paired seeds (blocklab.claims).
+              default_seeds={"tiny": 1, "quick": 4, "full": 5}, tune=tune,
+              precisions=("fp32", "bf16"), price=price)

@@ -1,0 +1,179 @@
+"""The placement suite's grids at each size: part (a)'s gradient probe, part (b)'s training
+grid, and the largest-stable-lr sweeps (at part (b)'s depth, and part (c)'s deep stacks), with
+the constants every part shares."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from blocklab.experiments.suites.evaluation import FINAL_EVAL_FRACTION
+from blocklab.experiments.suites.tuning import LrGrid, rounded
+
+DATA = "stdlib"
+PREDICTED_SLOPE_LAST = {"post": 0.0, "pre": -0.5}  # Xiong et al. 2020, Xavier init
+XIONG = "Xiong et al. 2020, On Layer Normalization in the Transformer Architecture"
+
+
+@dataclass(frozen=True)
+class Probe:
+    """Part (a): gradients, residual-stream sensitivity and block Jacobians at initialisation.
+    The Jacobians (`blocklab.experiments.jacobian.identity_deviation`, `jacobian_probes`
+    Gaussian probes per layer) are measured at the deepest depth only, on the first
+    `jacobian_windows` windows of the batch: each probe costs about one backward pass of the
+    stack, and J is block-diagonal over the windows (attention mixes positions within a
+    window only), so a few windows are a sample of the same per-entry norm. At quick this
+    halves their cost (2 of 8 windows: about 0.25 s a stack of 64 instead of 0.6 s)."""
+
+    d_model: int
+    n_heads: int
+    depths: tuple[int, ...]
+    seq_len: int
+    batch_size: int
+    placements: tuple[str, ...] = ("pre", "post", "sandwich")
+    # gpt2 and depth shrink the residual branches (by 1/√(2L), or by 1/√(2(i + 1)) at
+    # layer i); xavier does not, and its stream grows with depth.
+    inits: tuple[str, ...] = ("gpt2", "xavier", "depth")
+    jacobian_probes: int = 2
+    jacobian_windows: int = 2
+
+
+@dataclass(frozen=True)
+class Training:
+    """Part (b): pre vs post at each depth, with and without warmup, each arm at its own peak
+    lr tuned on `lr_grid` (grown at an edge until the optimum is interior)."""
+
+    d_model: int
+    n_heads: int
+    depths: tuple[int, ...]
+    warmups: tuple[int, ...]
+    lr_grid: LrGrid
+    tuning_seeds: int
+    placements: tuple[str, ...]
+    seq_len: int
+    batch_size: int
+    steps: int
+    stuck_patience: int | None
+    eval_every: int
+    eval_batches: int
+    log_every: int = 10  # per-layer gradient norms every this many steps
+    # Placements trained at the deepest depth only (the shallower depths are there for the
+    # pre/post depth trend).
+    deepest_only: tuple[str, ...] = ()
+    # The validation fraction every run scores at its end (`evaluation.FINAL_EVAL_FRACTION`).
+    final_eval_fraction: float = 0.0
+
+    def cells(self) -> list[tuple[str, int]]:
+        """(placement, depth) pairs of the grid."""
+        deepest = max(self.depths)
+        return [(p, d) for p in self.placements for d in self.depths
+                if d == deepest or p not in self.deepest_only]
+
+    def arms(self) -> list[tuple[str, int, int]]:
+        """(placement, depth, warmup) of every tuned and evaluated arm."""
+        return [(p, d, w) for p, d in self.cells() for w in self.warmups]
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """The largest stable peak lr per (placement, warmup) arm at each depth: per seed, short
+    runs on the doubling ladder `lr_min · 2^k` (k < rungs), bisected. With rungs = 2^j − 1,
+    j runs a seed find the rung between "none stable" and "the top one stable"."""
+
+    d_model: int
+    n_heads: int
+    depths: tuple[int, ...]
+    warmup: int  # the warm arms' warmup (the cold arms have none)
+    placements: tuple[str, ...]
+    warm: tuple[bool, ...]  # which of cold (False) and warm (True) are swept
+    seq_len: int
+    batch_size: int
+    steps: int
+    lr_min: float
+    rungs: int = 7
+    final_eval_fraction: float = 0.0
+
+    def ladder(self) -> list[float]:
+        return [rounded(self.lr_min * 2 ** k) for k in range(self.rungs)]
+
+    def arms(self) -> list[tuple[str, int, int]]:
+        return [(p, d, self.warmup if w else 0) for p in self.placements for d in self.depths
+                for w in self.warm]
+
+
+@dataclass(frozen=True)
+class Size:
+    probe: Probe
+    training: Training
+    sweep: Sweep  # the training grid's largest stable lrs (C13, C19)
+    deep: Sweep  # part (c): C36's deep stacks, pre and post
+
+
+SIZES = {
+    "tiny": Size(
+        Probe(d_model=32, n_heads=2, depths=(2, 4), seq_len=16, batch_size=2),
+        Training(d_model=32, n_heads=2, depths=(2,), warmups=(0, 2),
+                 lr_grid=LrGrid((1e-3, 3e-3, 1e-2), 3.0, max_extensions=1), tuning_seeds=1,
+                 placements=("pre", "post"), seq_len=16, batch_size=2, steps=5,
+                 stuck_patience=None, eval_every=0, eval_batches=1, log_every=1,
+                 final_eval_fraction=FINAL_EVAL_FRACTION["tiny"]),
+        Sweep(d_model=32, n_heads=2, depths=(2,), warmup=2, placements=("pre", "post"),
+              warm=(False, True), seq_len=16, batch_size=2, steps=5, lr_min=1e-3, rungs=3,
+              final_eval_fraction=FINAL_EVAL_FRACTION["tiny"]),
+        Sweep(d_model=16, n_heads=2, depths=(4,), warmup=2, placements=("pre", "post"),
+              warm=(True,), seq_len=16, batch_size=2, steps=5, lr_min=1e-3, rungs=3,
+              final_eval_fraction=FINAL_EVAL_FRACTION["tiny"])),
+    # Depth 12, pre and post, with and without warmup, each arm at its own tuned lr: the
+    # contrast C13 and C19 grade, and nothing else (the depth trend and sandwich norm run at
+    # full). Every run to the end (no stuck test: outcomes are losses, not counts), 4 seeds so
+    # the warmup interaction has an interval.
+    "quick": Size(
+        Probe(d_model=64, n_heads=4, depths=(2, 4, 8, 16, 32, 64), seq_len=64, batch_size=8),
+        # 200 steps with warmup over the first third (about 17 s a run on one core of the
+        # 2-core reference machine), so that `report --quick` fits 20 minutes.
+        # A coarse grid (×3) centred on the earlier shared 3e-3; it grows at an edge. 150 steps
+        # (warmup over the first third), about 15 s a run on one core of the 2-core reference
+        # machine, tuning runs included, so that `report --quick` fits 20 minutes.
+        Training(d_model=32, n_heads=2, depths=(12,), warmups=(0, 50),
+                 lr_grid=LrGrid((3e-3, 1e-2, 3e-2), 3.0), tuning_seeds=1,
+                 placements=("pre", "post"), seq_len=64, batch_size=16, steps=150,
+                 stuck_patience=None, eval_every=25, eval_batches=4,
+                 final_eval_fraction=FINAL_EVAL_FRACTION["quick"]),
+        # Largest stable lr at depth 12: 60 steps (warmup over the first third), ladder
+        # 0.032 … 2.048. Seed 0 in 60 steps: every arm trained at 0.064 and 0.256, both cold
+        # arms diverged at 1.0, both warm arms still trained there. 3 bisected runs a seed and
+        # arm, about 6 s each.
+        Sweep(d_model=32, n_heads=2, depths=(12,), warmup=20, placements=("pre", "post"),
+              warm=(False, True), seq_len=64, batch_size=16, steps=60, lr_min=0.032,
+              final_eval_fraction=FINAL_EVAL_FRACTION["quick"]),
+        # C36: 50 layers (the page's "50+"), pre and post, both with warmup (post-norm's best
+        # schedule). A 50-layer d = 32 step at seq_len 32 takes about 0.23 s on one core
+        # (per-op overhead), so 30 steps and the end-of-run evaluation cost about 12 s a run,
+        # 3 runs a seed and arm. Ladder 0.032 … 2.048: in 40 steps both placements trained
+        # past the unigram model from 0.016 to 1.024 on every seed (0.002 was too slow), so the
+        # ladder starts higher and reaches past where depth 12 diverged.
+        Sweep(d_model=32, n_heads=2, depths=(50,), warmup=10, placements=("pre", "post"),
+              warm=(True,), seq_len=32, batch_size=16, steps=30, lr_min=0.032,
+              final_eval_fraction=FINAL_EVAL_FRACTION["quick"])),
+    # Hours: (pre, post at 3 depths + sandwich at 24) × 2 warmups × 5 seeds = 70 training
+    # runs after 7 × 2 × 5 tuning runs, and the sweeps' 3 runs per arm and seed
+    # (`blocklab report --full --plan` estimates them).
+    "full": Size(
+        Probe(d_model=128, n_heads=4, depths=(2, 4, 8, 16, 32, 64), seq_len=128, batch_size=8),
+        Training(d_model=64, n_heads=4, depths=(6, 12, 24), warmups=(0, 100),
+                 lr_grid=LrGrid((1e-3, 2e-3, 4e-3, 8e-3, 1.6e-2), 2.0), tuning_seeds=2,
+                 placements=("pre", "post", "sandwich"), seq_len=64,
+                 batch_size=16, steps=1000, stuck_patience=None, eval_every=50, eval_batches=8,
+                 deepest_only=("sandwich",), final_eval_fraction=FINAL_EVAL_FRACTION["full"]),
+        Sweep(d_model=64, n_heads=4, depths=(24,), warmup=100, placements=("pre", "post"),
+              warm=(False, True), seq_len=64, batch_size=16, steps=500, lr_min=8e-3,
+              final_eval_fraction=FINAL_EVAL_FRACTION["full"]),
+        # C36 at 48 and 64 layers. Both ladders 0.008 … 0.512 (quick's runs diverged near 1.0).
+        Sweep(d_model=64, n_heads=4, depths=(48, 64), warmup=100, placements=("pre", "post"),
+              warm=(False, True), seq_len=64, batch_size=16, steps=500, lr_min=8e-3,
+              final_eval_fraction=FINAL_EVAL_FRACTION["full"])),
+}
+
+
+def arm_name(placement: str, depth: int, warmup: int) -> str:
+    """A training arm's tuning name: "<placement>/<depth>/<warmup>"."""
+    return f"{placement}/{depth}/{warmup}"

@@ -1,0 +1,183 @@
+"""`position`: train at length L, read at 1×, 2×, … 16× L: every position scheme, RoPE scaling.
+
+Arms, all the same model except for how it learns positions (C21):
+
+    none              no position signal (NoPE; causal masking alone orders tokens)
+    learned           learned absolute table with L rows: cannot run past L, recorded, not
+                      crashed
+    learned-8L        learned table with (max multiple)·L rows, trained at L, so rows >= L only
+                      ever see weight decay
+    sinusoidal        fixed sin/cos table added to the embeddings
+    sinusoidal+scale  the same with token embeddings × sqrt(d_model), the original
+                      Transformer's recipe (Vaswani et al. 2017, §3.4): without it the
+                      unit-amplitude table swamps N(0, 0.02²) embeddings and the arm trains
+                      worse even within L
+    rope              rotary q/k (theta 10,000), rotary table sized L and extended on demand
+    alibi             linear distance bias on the attention scores
+
+Each arm trains with `trainer.train` on stdlib windows of L tokens. Its model is then scored on
+fixed validation windows of m·L tokens, m in the size's multiples:
+
+    loss_beyond_L   mean loss at the positions p >= L of each window (`loss_beyond`): the
+                    tokens the model reads at positions it never trained on (m >= 2)
+    sliding         the same tokens scored with sliding windows of L (stride L/2), so no
+                    position >= L is ever used: what the model gets without extrapolating
+    per_position    the loss curve over positions, in buckets of L/8
+
+Per-position losses are indexed by the input position p: entry p is the loss of predicting
+token p + 1 from tokens 0..p.
+
+The trained RoPE model is also read with scaling applied at inference, training-free (same
+weights, `config.replace(rope_scaling=...)`, factor m = eval length / L, original length L):
+linear (position interpolation), ntk, dynamic, yarn with the paper's β and yarn with β re-derived
+for our L (`yarn_betas`). It is also fine-tuned briefly at a longer length with each scaling
+of the size's `finetune` (as the papers do; plain RoPE with the same fine-tune is the control)
+and read again (C22, C30).
+
+Two checks need no training: `rope_relative_error` measures |score(m, n) − score(m+s, n+s)| in
+float64, float32, bfloat16 and float16 (C20), and every trained model is run at positions far
+past its max_seq_len to see that outputs stay finite (C26). The passkey test (full size) trains a
+separate passkey model per arm at L and scores retrieval by length and depth.
+
+Order without positions (C29): every trained arm's next-token distribution after a validation
+prefix is compared with the one after the same prefix with its first k − 1 tokens reversed and
+its last token kept (`order_probe`, total-variation distance and KL). Cost (C31): one timed run
+(alone, one thread) builds the none, rope and alibi models and interleaves their training steps
+and KV-cache decode steps, counts parameters with `blocklab.budget`, and names the SDPA kernel
+PyTorch dispatches for each (profiler op names) and the mask attention.py hands it.
+
+`Summary.data` (read by the claims ledger, C20–C22, C26, C29–C31, and the report) is a
+`blocklab.experiments.summaries.PositionData`; multiples m of L are string keys ("2", "4", ...).
+Per arm (`PositionArm`): loss on positions ≥ L at each multiple, the sliding-window loss on the
+same tokens, their paired difference (nats and %), bucketed per-position loss and passkey
+accuracy; a read a learned table cannot make is the string "unavailable (table)". Beside the
+arms: RoPE's relative-position error by dtype, finiteness far past max_seq_len, the YaRN ramps,
+every training run's status, the order probe per arm (`OrderProbe`), the cost run
+(`PositionCost`) and the fine-tune settings (`FineTune`).
+
+Arm names: the seven above, "rope+<scaling>" for training-free scaling and
+"rope[+<scaling>]+ft<k>x" for the fine-tuned variants.
+
+What each size runs (`blocklab.experiments.suites.evaluation`): at --size tiny and --size quick
+the suite plans only the runs a registered rule grades. C21 grades learned-<max>L,
+sinusoidal+scale, alibi and rope (its scalings are read off the rope run, its fine-tunes extend
+it), C30 the rope run, C29 the none run and C31 the cost run; so those sizes train none,
+learned-<max>L, sinusoidal+scale, rope and alibi and time the cost run. The learned table of L
+rows and sinusoidal without the embedding scale (`REPORTED_ONLY`), the passkey models and the
+relative-error run (reported only) run at --size full, and the summary says so. Reads made
+inside a graded run (every training-free scaling, the order probe, the far-out check) ride
+along with it.
+
+The package, one job per module (each imports only from those above it):
+
+    sizes           SIZES and what each size runs: arms, their models and training runs
+    scaling         RoPE scaling configs, YaRN's β for our L, a model copied with a scaling
+    realistic_cost  C31's timing at a realistic shape (reported, not graded)
+    records         what the runs store, as typed records; `decode_runs`
+    reads           a model read at every multiple of L; finiteness far past max_seq_len
+    relative_error  C20's relative-position error by dtype, and its run
+    order           C29's order probe
+    sdpa_dispatch   the SDPA kernels and masks a call gets (profiler op names)
+    cost            C31's timed cost run
+    runs            an arm's training run and its reads
+    passkey         the passkey models (full size)
+    planning        the tuning stage and the evaluation plan
+    pricing         estimated seconds of each run
+    stats           the statistics of `summarise`
+    tables          `summarise`: statistics first, then tables and notes
+"""
+
+from __future__ import annotations
+
+from blocklab.experiments.suites.base import Suite
+from blocklab.experiments.suites.position.order import order_probe, reversed_prefixes
+from blocklab.experiments.suites.position.planning import plan, tune
+from blocklab.experiments.suites.position.pricing import price
+from blocklab.experiments.suites.position.reads import (
+    extrapolation,
+    finite_far_out,
+    loss_beyond,
+    sliding_window_loss,
+)
+from blocklab.experiments.suites.position.records import decode_runs
+from blocklab.experiments.suites.position.relative_error import (
+    RELATIVE_ERROR_DTYPES,
+    RELATIVE_ERROR_SHIFTS,
+    rope_relative_error,
+    rope_relative_error_blocklab,
+)
+from blocklab.experiments.suites.position.scaling import (
+    SCALINGS,
+    scaling_config,
+    with_rope_scaling,
+    yarn_betas,
+    yarn_ramp_pairs,
+)
+from blocklab.experiments.suites.position.sdpa_dispatch import (
+    accepted_by,
+    sdpa_kernels,
+    sdpa_masks,
+)
+from blocklab.experiments.suites.position.sizes import (
+    COST_SCHEMES,
+    PARAM_SCHEMES,
+    REPORTED_ONLY,
+    SIZES,
+    UNAVAILABLE,
+    PasskeySetting,
+    arm_config,
+    arms,
+    schemes,
+    train_config,
+)
+from blocklab.experiments.suites.position.tables import summarise
+
+__all__ = [
+    "COST_SCHEMES",
+    "PARAM_SCHEMES",
+    "RELATIVE_ERROR_DTYPES",
+    "RELATIVE_ERROR_SHIFTS",
+    "REPORTED_ONLY",
+    "SCALINGS",
+    "SIZES",
+    "SUITE",
+    "UNAVAILABLE",
+    "PasskeySetting",
+    "accepted_by",
+    "arm_config",
+    "arms",
+    "decode_runs",
+    "extrapolation",
+    "finite_far_out",
+    "loss_beyond",
+    "order_probe",
+    "plan",
+    "price",
+    "reversed_prefixes",
+    "rope_relative_error",
+    "rope_relative_error_blocklab",
+    "scaling_config",
+    "schemes",
+    "sdpa_kernels",
+    "sdpa_masks",
+    "sliding_window_loss",
+    "summarise",
+    "train_config",
+    "tune",
+    "with_rope_scaling",
+    "yarn_betas",
+    "yarn_ramp_pairs",
+]
+
+
+SUITE = Suite(
+    name="position",
+    description="Train at L, read at 1×..16× L: every position scheme and RoPE scaling; order "
+                "without positions; position cost (C20–C22, C26, C29–C31)",
+    plan=plan,
+    summarise=summarise,
+    default_seeds={"tiny": 1, "quick": 3, "full": 3},
+    tune=tune,
+    precisions=("fp32", "bf16"),
+    price=price,
+)

@@ -1,0 +1,102 @@
+"""`quantize`: real int8 quantization of a DecoderLM, prefill and decode speed per scheme (C32), and
+how SwiGLU's three matrices may be quantized (C33).
+
+Two kinds of run:
+
+    timing    (timed, alone) one random-weight DecoderLM of the size's shape, quantized by torchao
+              in every scheme of `blocklab.experiments.int8_measurements.SCHEMES` (ffn /
+              attention / all linear layers × weight-only / dynamic int8); prefill at each T
+              and one-token decode on the KV cache, repeats interleaved (`measure_schemes`),
+              with the float model whose quantized layers are free: its speed-up is the bound
+              1 / (1 − f) no scheme can beat, f the layers' share of the time; the parts' own
+              GEMMs timed alone give the k of the Amdahl estimate 1 / (1 − f + f/k) (decode:
+              S = the layers' bytes, float / int8, in place of k). Eager always;
+              torch.compile'd too where the size says so.
+    quality   one per seed: a small SwiGLU model trained by the one training loop
+              (`blocklab.experiments.trainer.train`), then its validation loss and logits error
+              under every scheme (torchao), and the C33 comparison: gate/up/down quantized
+              separately, or gate|up merged with one per-tensor scale or per-row scales
+              (fake quantization written in `blocklab.nn.int8`): the FFN output error
+              and validation loss of each, and per layer (`merge_comparison`) the merged
+              against the separate weights and how far apart gate's and up's scales are.
+
+Each run's result is a `RunResult` whose `extra` holds its record (`TimingRecord`,
+`QualityRecord`), read back once by the record's `of`. `Summary.data` is a
+`blocklab.experiments.summaries.QuantizeData`.
+"""
+
+from __future__ import annotations
+
+from blocklab.experiments.suites.base import Suite
+from blocklab.experiments.suites.quantize.plan import plan, timing_payload
+from blocklab.experiments.suites.quantize.price import price
+from blocklab.experiments.suites.quantize.records import (
+    LayerMerge,
+    QualityRecord,
+    TimingRecord,
+    TrainedModel,
+    scheme_times,
+)
+from blocklab.experiments.suites.quantize.runs import (
+    cpu_flags,
+    merge_comparison,
+    quality_configs,
+    run_quality,
+    run_timing,
+    timing_config,
+)
+from blocklab.experiments.suites.quantize.sizes import (
+    SIZES,
+    THREADS,
+    QualityShape,
+    Size,
+    TimedShape,
+)
+from blocklab.experiments.suites.quantize.stats import (
+    merge_stats,
+    merged_tensor_loss_penalty,
+    swiglu_summary,
+)
+from blocklab.experiments.suites.quantize.summary import summarise
+from blocklab.experiments.suites.quantize.timings import TimedRun, scheme_rows, timed_runs
+
+SUITE = Suite(
+    name="quantize",
+    description="int8 quantization (torchao): prefill/decode speed-up per scheme against the "
+                "roofline (C32); SwiGLU's matrices quantized separately vs merged (C33)",
+    plan=plan,
+    summarise=summarise,
+    default_seeds={"tiny": 1, "quick": 3, "full": 5},
+    price=price,
+)
+
+
+__all__ = [
+    "SIZES",
+    "SUITE",
+    "THREADS",
+    "LayerMerge",
+    "QualityRecord",
+    "QualityShape",
+    "Size",
+    "TimedRun",
+    "TimedShape",
+    "TimingRecord",
+    "TrainedModel",
+    "cpu_flags",
+    "merge_comparison",
+    "merge_stats",
+    "merged_tensor_loss_penalty",
+    "plan",
+    "price",
+    "quality_configs",
+    "run_quality",
+    "run_timing",
+    "scheme_rows",
+    "scheme_times",
+    "summarise",
+    "swiglu_summary",
+    "timed_runs",
+    "timing_config",
+    "timing_payload",
+]
