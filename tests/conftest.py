@@ -85,3 +85,34 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+class _Processes:
+    """Processes as Linux's /proc shows them, for tests that stop a command mid-run."""
+
+    @staticmethod
+    def children(pid: int) -> list[int]:
+        """The processes whose parent is `pid`."""
+        found = []
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                found.append(int(stat.parent.name))
+        return found
+
+    @staticmethod
+    def alive(pid: int) -> bool:
+        """Running (a zombie waiting for its new parent to reap it has exited)."""
+        try:
+            state = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return False
+        return state != "Z"
+
+
+@pytest.fixture
+def processes() -> _Processes:
+    return _Processes()

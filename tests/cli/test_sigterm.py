@@ -28,35 +28,14 @@ def _stored(folder: Path) -> dict[str, int]:
             if p.name not in ("summary.json", "planned_rules.json", "seed_blocks.json")}
 
 
-def _children(pid: int) -> list[int]:
-    """The processes whose parent is `pid` (Linux /proc)."""
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid:
-            found.append(int(stat.parent.name))
-    return found
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
-def test_sigterm_mid_suite_keeps_the_runs_and_the_rerun_resumes(tmp_path):
+def test_sigterm_mid_suite_keeps_the_runs_and_the_rerun_resumes(tmp_path, processes):
     folder = tmp_path / "ffn" / "tiny+tuning"  # ffn tunes first: SIGTERM lands there
     proc = subprocess.Popen([*SUITE, "--results", str(tmp_path)], stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 180
     while len(_stored(folder)) < 2 and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.05)
-    workers = _children(proc.pid)
+    workers = processes.children(proc.pid)
     proc.send_signal(signal.SIGTERM)  # to the parent alone, as `kill PID` sends it
     _, err = proc.communicate(timeout=60)
     kept = _stored(folder)
@@ -75,9 +54,9 @@ def test_sigterm_mid_suite_keeps_the_runs_and_the_rerun_resumes(tmp_path):
 
     # The workers were stopped with their parent, not left to finish the queue.
     deadline = time.monotonic() + 10
-    while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
+    while any(processes.alive(pid) for pid in workers) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert workers and not [pid for pid in workers if _alive(pid)]
+    assert workers and not [pid for pid in workers if processes.alive(pid)]
 
     rerun = subprocess.run([*SUITE, "--results", str(tmp_path)], capture_output=True,
                            text=True, timeout=600)

@@ -24,29 +24,7 @@ def _results(folder: Path) -> dict[str, float]:
             if p.name != "summary.json"}
 
 
-def _children(pid: int) -> list[int]:
-    """The processes whose parent is `pid` (Linux /proc)."""
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid:
-            found.append(int(stat.parent.name))
-    return found
-
-
-def _alive(pid: int) -> bool:
-    """Running (a zombie waiting for its new parent to reap it has exited)."""
-    try:
-        state = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
-def test_killed_suite_resumes_without_recomputing(tmp_path):
+def test_killed_suite_resumes_without_recomputing(tmp_path, processes):
     # ffn tunes first: the kill lands among its tuning runs.
     folder = tmp_path / "ffn" / "tiny+tuning"
     ffn = get_suite("ffn")
@@ -56,7 +34,7 @@ def test_killed_suite_resumes_without_recomputing(tmp_path):
     deadline = time.monotonic() + 120
     while len(_results(folder)) < 2 and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.05)
-    workers = _children(proc.pid)
+    workers = processes.children(proc.pid)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     before = _results(folder)
@@ -66,9 +44,9 @@ def test_killed_suite_resumes_without_recomputing(tmp_path):
 
     # The killed suite's worker processes notice and exit instead of waiting forever.
     deadline = time.monotonic() + 10
-    while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
+    while any(processes.alive(pid) for pid in workers) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert workers and not [pid for pid in workers if _alive(pid)]
+    assert workers and not [pid for pid in workers if processes.alive(pid)]
 
     rerun = subprocess.run([*CMD, "--out", str(tmp_path)], capture_output=True, text=True,
                            timeout=300)
