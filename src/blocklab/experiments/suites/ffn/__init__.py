@@ -62,8 +62,8 @@ from blocklab.experiments.suites.ffn.configs import (
     param_count,
     train_config,
 )
-from blocklab.experiments.suites.ffn.plan import choose_lrs, longer, plan, plan_at, tune
-from blocklab.experiments.suites.ffn.price import price
+from blocklab.experiments.suites.ffn.planning import choose_lrs, longer, plan, plan_at, tune
+from blocklab.experiments.suites.ffn.pricing import price
 from blocklab.experiments.suites.ffn.records import StepTiming, ZeroGradFraction
 from blocklab.experiments.suites.ffn.runs import time_arms, train_arm, zero_gradient_fraction
 from blocklab.experiments.suites.ffn.sizes import (

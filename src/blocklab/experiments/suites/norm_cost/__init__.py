@@ -67,7 +67,7 @@ The package, one job per module:
     fused            the like-for-like timing with equally fused kernels
     step             the step-time run's measurement
     compute          the analytic FLOP and byte counts
-    specs            the RunSpecs (`plan`)
+    planning         the RunSpecs (`plan`)
     pricing          a run's estimated seconds (`price`)
     readings         the summary's data read off the stored runs
     tables           the summary's tables
@@ -96,6 +96,7 @@ from blocklab.experiments.suites.norm_cost.fused import (
 )
 from blocklab.experiments.suites.norm_cost.implementations import EPS, build_implementations
 from blocklab.experiments.suites.norm_cost.kernels import saved_tensor_bytes, time_kernels
+from blocklab.experiments.suites.norm_cost.planning import plan, train_config
 from blocklab.experiments.suites.norm_cost.pricing import price
 from blocklab.experiments.suites.norm_cost.records import (
     ImplTimes,
@@ -116,7 +117,6 @@ from blocklab.experiments.suites.norm_cost.sizes import (
     Size,
     StepShape,
 )
-from blocklab.experiments.suites.norm_cost.specs import plan, train_config
 from blocklab.experiments.suites.norm_cost.stats import (
     BOOTSTRAP_SAMPLES,
     BOOTSTRAP_SEED,

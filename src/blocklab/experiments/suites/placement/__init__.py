@@ -72,7 +72,7 @@ The package, one job a module (each imports only those listed above it):
     probes           part (a): one gradient probe at initialisation (`init_gradients`)
     outcomes         what one stored training run says (final and mean val loss, gradient ratio)
     sweep            one arm's largest stable lr, bisected (`largest_stable_lr`)
-    plan             the RunSpecs: the tuning stage (`tune`), the evaluation runs (`plan`), prices
+    planning         the RunSpecs: the tuning stage (`tune`), the evaluation runs (`plan`), prices
     stored           the results, sorted by kind, keyed and decoded once (`stored_results`)
     gradient_stats   part (a)'s statistics: slopes over depth, spreads, Jacobians
     training_stats   part (b)'s statistics: one cell per arm, the contrasts paired by seed
@@ -86,7 +86,7 @@ from __future__ import annotations
 from blocklab.experiments.suites.base import Suite
 from blocklab.experiments.suites.placement.configs import lr_area, train_config
 from blocklab.experiments.suites.placement.gradient_stats import loglog_slope
-from blocklab.experiments.suites.placement.plan import plan, price, tune, tuned_lrs
+from blocklab.experiments.suites.placement.planning import plan, price, tune, tuned_lrs
 from blocklab.experiments.suites.placement.probes import ProbeRecord, init_gradients
 from blocklab.experiments.suites.placement.sizes import (
     SIZES,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from blocklab.experiments.suites.placement.gradient_stats import gradient_summary
-from blocklab.experiments.suites.placement.plan import tuned_lrs
+from blocklab.experiments.suites.placement.planning import tuned_lrs
 from blocklab.experiments.suites.placement.sizes import (
     PREDICTED_SLOPE_LAST,
     XIONG,

@@ -28,8 +28,8 @@ Each run's result is a `RunResult` whose `extra` holds its record (`TimingRecord
 from __future__ import annotations
 
 from blocklab.experiments.suites.base import Suite
-from blocklab.experiments.suites.quantize.plan import plan, timing_payload
-from blocklab.experiments.suites.quantize.price import price
+from blocklab.experiments.suites.quantize.planning import plan, timing_payload
+from blocklab.experiments.suites.quantize.pricing import price
 from blocklab.experiments.suites.quantize.records import (
     LayerMerge,
     QualityRecord,

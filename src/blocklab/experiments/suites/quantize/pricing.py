@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from blocklab.config import ModelConfig
 from blocklab.experiments.suites.base import RunSpec
-from blocklab.experiments.suites.quantize.plan import timing_payload
+from blocklab.experiments.suites.quantize.planning import timing_payload
 from blocklab.experiments.suites.quantize.sizes import SIZES
 
 # Reference-machine seconds (`blocklab.experiments.estimate`) of what a calibration does not time:
