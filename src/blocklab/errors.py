@@ -44,6 +44,12 @@ class ResultsError(InputError):
     """A stored result or suite summary is malformed or has another schema version."""
 
 
+class PositionsBeyondTable(InputError):
+    """A learned position table has no row for a position asked of it: the one failure an
+    evaluation records as "unavailable" at a length (every other error is a bug or a fault
+    and ends the run as an error, never as a reading)."""
+
+
 class LockUnavailable(InputError):
     """A lock file (the machine's, a results folder's) cannot be opened by this user."""
 

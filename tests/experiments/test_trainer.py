@@ -430,3 +430,31 @@ def test_final_val_loss_and_its_standard_error_by_hand(tiny_model, tiny_train):
 def test_standard_error_needs_two_windows():
     assert tr.standard_error([]) is None and tr.standard_error([1.0]) is None
     assert tr.standard_error([1.0, 3.0]) == pytest.approx(math.sqrt(2) / math.sqrt(2))
+
+
+def test_an_evaluation_crash_propagates_and_only_a_short_table_reads_as_unavailable(tiny_model):
+    """A length a learned table has no row for is recorded as unavailable (a reading the
+    position suite reports); any other error inside the evaluation (a shape bug, out of
+    memory) ends the run as an error, never as a missing reading that a rule could grade."""
+    from blocklab.nn import DecoderLM
+
+    torch.manual_seed(0)
+    learned = DecoderLM(tiny_model.replace(position="learned", max_seq_len=16))
+    windows = {8: torch.randint(0, 256, (2, 9)), 32: torch.randint(0, 256, (2, 33))}
+    scores = tr.evaluate(learned, windows, batch_tokens=64)
+    assert scores[8]["loss"] is not None and math.isfinite(scores[8]["loss"])
+    assert scores[32]["loss"] is None
+    assert scores[32]["error"].startswith("PositionsBeyondTable: position 31 exceeds")
+
+    class Broken(torch.nn.Module):
+        def __init__(self, error: type[Exception]) -> None:
+            super().__init__()
+            self.weight = torch.nn.Parameter(torch.zeros(1))
+            self.error = error
+
+        def forward(self, ids):
+            raise self.error("a bug")
+
+    for error in (RuntimeError, IndexError, ValueError, InputError):
+        with pytest.raises(error, match="a bug"):
+            tr.evaluate(Broken(error), {8: windows[8]}, batch_tokens=64)

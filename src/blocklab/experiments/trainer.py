@@ -55,7 +55,7 @@ from torch import nn
 
 from blocklab.allocator import tune_cpu_allocator
 from blocklab.config import MAX_SIZE, ModelConfig, shown_value
-from blocklab.errors import ConfigError, InputError
+from blocklab.errors import ConfigError, InputError, PositionsBeyondTable
 from blocklab.experiments import distributed
 from blocklab.experiments.data import (
     Corpus,
@@ -303,8 +303,10 @@ def evaluate(model: nn.Module, windows: dict[int, torch.Tensor],
 
     Returns:
         L -> {"loss": mean nats/token, "per_position": [L] mean loss at each position[,
-        "per_window": [n] mean loss of each window]}; a length the model cannot run (a learned
-        table too short) gives {"loss": None, "per_position": None, "error": message}.
+        "per_window": [n] mean loss of each window]}; a length a learned position table is too
+        short for gives {"loss": None, "per_position": None, "error": message}. Any other
+        error (a shape bug, out of memory) propagates: the run fails, and a failed run is an
+        error, never a reading.
     """
     device = next(model.parameters()).device
     was_training = model.training
@@ -324,7 +326,7 @@ def evaluate(model: nn.Module, windows: dict[int, torch.Tensor],
                         total += loss.double().sum(0).cpu()
                         if per_window:
                             windows_mean.append(loss.double().mean(1).cpu())
-                except (ValueError, IndexError, RuntimeError) as err:
+                except PositionsBeyondTable as err:  # anything else is a fault: it propagates
                     out[length] = {"loss": None, "per_position": None,
                                    "error": f"{type(err).__name__}: {err}".splitlines()[0]}
                     continue

@@ -21,7 +21,7 @@ import torch
 from torch import Tensor, nn
 
 from blocklab.config import MAX_SIZE, ModelConfig, shown_value
-from blocklab.errors import InputError
+from blocklab.errors import InputError, PositionsBeyondTable
 from blocklab.nn import backends
 from blocklab.nn.attention import Attention, KVCache
 from blocklab.nn.block import Block
@@ -344,11 +344,11 @@ class DecoderLM(nn.Module):
             # 0 … T + max_new_tokens − 2.
             rows = self.position.max_seq_len
             if T > rows:
-                raise InputError(f"{prompt} has {T} tokens, more than the learned position "
-                                 f"table's max_seq_len={rows} rows; a learned table cannot "
-                                 "extrapolate")
+                raise PositionsBeyondTable(
+                    f"{prompt} has {T} tokens, more than the learned position table's "
+                    f"max_seq_len={rows} rows; a learned table cannot extrapolate")
             if T + max_new_tokens - 1 > rows:
-                raise InputError(
+                raise PositionsBeyondTable(
                     f"max_new_tokens={max_new_tokens} after a {T}-token prompt reads position "
                     f"{T + max_new_tokens - 2}, past the learned position table of "
                     f"max_seq_len={rows} (positions 0 to {rows - 1}); at most "

@@ -20,7 +20,7 @@ import math
 import torch
 from torch import Tensor, nn
 
-from blocklab.errors import InputError
+from blocklab.errors import InputError, PositionsBeyondTable
 from blocklab.nn import backends, kernel_probes
 from blocklab.nn.rope_scaling import rope_frequencies, rope_type_of
 
@@ -450,9 +450,9 @@ class SinusoidalPositions(nn.Module):
 class LearnedPositions(nn.Module):
     """A learned absolute position table, ``nn.Embedding(max_seq_len, d_model)`` (GPT-2, BERT).
 
-    It has no row for a position it was not trained on, so positions >= ``max_seq_len`` raise a
-    ValueError instead of indexing out of range. Initialisation is ``nn.Embedding``'s N(0, 1);
-    the model that owns it chooses its own init.
+    It has no row for a position it was not trained on, so positions >= ``max_seq_len`` raise
+    `PositionsBeyondTable` (an InputError) instead of indexing out of range. Initialisation is
+    ``nn.Embedding``'s N(0, 1); the model that owns it chooses its own init.
 
     Shapes:
         positions: [T] or [B, T] (integer, >= 0)
@@ -467,7 +467,7 @@ class LearnedPositions(nn.Module):
     def forward(self, positions: Tensor, max_position: int | None = None) -> Tensor:
         _, max_position = _check_positions(positions, max_position)
         if max_position >= self.max_seq_len:
-            raise InputError(
+            raise PositionsBeyondTable(
                 f"position {max_position} exceeds learned table of max_seq_len="
                 f"{self.max_seq_len}; a learned table cannot extrapolate: shorten the sequence "
                 "or use rope, alibi or sinusoidal positions"

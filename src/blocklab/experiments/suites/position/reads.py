@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from blocklab.errors import InputError
+from blocklab.errors import InputError, PositionsBeyondTable
 from blocklab.experiments.suites.position.records import LengthReads
 from blocklab.experiments.suites.position.sizes import UNAVAILABLE
 
@@ -110,7 +110,7 @@ def finite_far_out(model, position: int = FAR_POSITION, tokens: int = 16
             with torch.no_grad():
                 logits = copy_(ids, positions=positions)
             out[dtype] = bool(torch.isfinite(logits).all())
-        except ValueError as err:
+        except PositionsBeyondTable as err:
             out[dtype] = None
             out["error"] = str(err).splitlines()[0]
     return out
