@@ -106,3 +106,22 @@ def test_a_run_config_that_is_not_strict_json(tmp_path, capsys, text, needle):
     assert main(["train", "--config", str(path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"error: --config {path}: {needle}"), err
+
+
+def test_output_json_names_non_finite_numbers_and_is_strict():
+    from blocklab.jsonio import output_json
+
+    text = output_json({"a": [float("inf"), -float("inf"), float("nan"), 1.5], "b": (2,)})
+    assert parse_json(text, "output") == {"a": ["Infinity", "-Infinity", "NaN", 1.5], "b": [2]}
+
+
+def test_every_json_output_is_strict_json(capsys):
+    """C10's float16 overflow is an infinite reading: `claims --json` writes it as the string
+    "Infinity", so strict parsers (jq, ours) read the whole ledger."""
+    assert main(["claims", "C10", "--json"]) == 0
+    (row,) = parse_json(capsys.readouterr().out, "claims --json")
+    assert row["evidence"]["fp16_mean_square"] == "Infinity"
+    for command in (["verify", "--group", "worked", "--json"],
+                    ["budget", "meta-llama-3-8b", "--json"], ["claims", "--rules", "--json"]):
+        assert main(command) in (0, 1)
+        parse_json(capsys.readouterr().out, " ".join(command))

@@ -198,6 +198,24 @@ def json_safe(value: Any) -> Any:
     return value
 
 
+def output_json(value: Any, indent: int | None = None, ensure_ascii: bool = True) -> str:
+    """`value` as strict JSON for a command's `--json` output: a non-finite float, which strict
+    JSON cannot hold, is written as the string "Infinity", "-Infinity" or "NaN" (a reading such
+    as a float16 overflow keeps its meaning, and jq and other strict parsers read the output)."""
+    return json.dumps(_named_non_finite(value), indent=indent, ensure_ascii=ensure_ascii,
+                      allow_nan=False)
+
+
+def _named_non_finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dict):
+        return {k: _named_non_finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_named_non_finite(v) for v in value]
+    return value
+
+
 # --- writing ------------------------------------------------------------------------------------
 @contextlib.contextmanager
 def atomic_path(path: Path) -> Iterator[Path]:

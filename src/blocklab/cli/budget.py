@@ -5,13 +5,13 @@ Formats what `blocklab.budget` computes; imports no torch (matplotlib only for -
 
 from __future__ import annotations
 
-import json
 import re
 
 import typer
 
 from blocklab.cli import app, console, fail
 from blocklab.config import MAX_SIZE
+from blocklab.jsonio import output_json
 
 DEFAULT_SEQ = 4096
 DEFAULT_BATCH = 1
@@ -72,7 +72,7 @@ def budget(
     if resolved.entry is not None:
         doc["published_params"] = resolved.entry.published_params
     if as_json:
-        typer.echo(json.dumps(doc, indent=2))
+        typer.echo(output_json(doc, indent=2))
     else:
         _print_budget(doc)
 
@@ -253,7 +253,7 @@ def _list(as_json: bool) -> None:
                      "computed_params": count_params(resolved.config).total,
                      "params_exact": entry.params_exact, "params_source": entry.params_source})
     if as_json:
-        typer.echo(json.dumps({"zoo": rows}, indent=2))
+        typer.echo(output_json({"zoo": rows}, indent=2))
         return
     from rich.table import Table
 
@@ -280,7 +280,7 @@ def _sweep(seq: int | None, batch: int | None, as_json: bool, plot: str | None) 
     rows = sweep(base)
     saved = None if plot is None else plot_sweep(rows, plot)
     if as_json:
-        typer.echo(json.dumps({"base": base, "rows": rows,
+        typer.echo(output_json({"base": base, "rows": rows,
                                "plot": None if saved is None else str(saved)}, indent=2))
         return
     from rich.table import Table

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import typer
 
 from blocklab.cli import app, chosen_size, console, fail
+from blocklab.jsonio import output_json
 
 VERDICT_STYLE = {"confirmed": "green", "refuted": "red", "conditional": "yellow",
                  "untestable-here": "magenta",
@@ -67,7 +67,7 @@ def claims(
     context = Context(folder, size, seed_offset=seed_offset, precision=precision)
     rows = run_claims(wanted, context)
     if as_json:
-        typer.echo(json.dumps([r.to_dict() for r in rows], indent=1, ensure_ascii=False))
+        typer.echo(output_json([r.to_dict() for r in rows], indent=1, ensure_ascii=False))
     else:
         print_ledger(rows, language, size)
         print_stored_elsewhere(rows, context, language)
@@ -174,7 +174,7 @@ def print_rules(ids: list[str] | None, size: str, as_json: bool, lang: str) -> N
 
     wanted = ids or sorted(RULES)  # an analytic claim has no registered rules: no parts
     if as_json:
-        typer.echo(json.dumps([
+        typer.echo(output_json([
             {"id": cid, "size": size,
              "parts": [{"name": name, "rule": asdict(rule), "rule_hash": rule.hash}
                        for name, rule in registered(cid, size).items()],

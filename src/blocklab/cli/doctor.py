@@ -5,7 +5,6 @@ Exit code 1 when any finding is an error, 0 otherwise, 2 for input that is not a
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import typer
@@ -13,6 +12,7 @@ import typer
 from blocklab.cli import app, console
 from blocklab.cli.budget import positive_int
 from blocklab.errors import InputError
+from blocklab.jsonio import output_json
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
@@ -49,7 +49,7 @@ def doctor(
     code = exit_code(findings)
     counts = {level: sum(f.level == level for f in findings) for level in _STYLE}
     if as_json:
-        typer.echo(json.dumps({"model": found.label, "source": found.source,
+        typer.echo(output_json({"model": found.label, "source": found.source,
                                "serve_len": serve_len, "training": training,
                                "findings": [f.to_dict() for f in findings], "counts": counts,
                                "exit_code": code}, indent=2, ensure_ascii=False))

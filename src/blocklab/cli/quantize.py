@@ -5,12 +5,12 @@ can beat (its layers made free) and an Amdahl estimate
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import typer
 
 from blocklab.cli import app, console, fail
+from blocklab.jsonio import output_json
 
 MAX_REPEATS = 1000  # a timing of hours at most, even for the largest shapes allowed
 INT8_FLAGS = ("avx512_vnni", "avx_vnni", "amx_int8")  # int8 dot-product instructions
@@ -125,7 +125,7 @@ def quantize(
            "weights": "checkpoint" if checkpoint else "random", "cpu_flags": flags,
            "int8_fast_path": fast_int8, "nonfinite_weights": nonfinite, "schemes": docs}
     if as_json:
-        typer.echo(json.dumps(out, indent=2))
+        typer.echo(output_json(out, indent=2))
         return
     from rich.table import Table
 

@@ -14,7 +14,7 @@ import typer
 from blocklab.cli import app, console, warn_if_bf16_emulated
 from blocklab.cli.paths import output_folder
 from blocklab.errors import InputError
-from blocklab.jsonio import read_json
+from blocklab.jsonio import output_json, read_json
 
 # The CLI's small default model: trains in about a minute on two CPU cores.
 _MODEL_DEFAULTS = {"vocab_size": 256, "d_model": 128, "n_layers": 4, "n_heads": 4}
@@ -193,7 +193,7 @@ def train(
     summary["final"] = {k: v for k, v in stored["final"].items() if k != "per_position_loss"}
     summary["result"] = str(out / "result.json")
     if as_json:
-        typer.echo(json.dumps(summary, indent=2))
+        typer.echo(output_json(summary, indent=2))
     else:
         _print_summary(summary, model_config, corpus.name)
     if result.status != "ok":

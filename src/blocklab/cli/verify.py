@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import time
 
 import typer
 
 from blocklab.cli import app, console
+from blocklab.jsonio import output_json
 
 
 @app.command()
@@ -29,7 +29,7 @@ def verify(
     seconds = time.perf_counter() - start
     failed = [c for c in checks if not c.passed]
     if as_json:
-        typer.echo(json.dumps({"checks": [c.to_dict() for c in checks], "passed": not failed,
+        typer.echo(output_json({"checks": [c.to_dict() for c in checks], "passed": not failed,
                                "n_checks": len(checks), "n_failed": len(failed),
                                "seconds": round(seconds, 4)}, indent=2, ensure_ascii=False))
     else:
