@@ -177,7 +177,8 @@ def test_claims_and_report_agree_on_a_summary_whose_runs_are_gone(tiny_ffn, tmp_
 def test_the_library_readers_share_one_rule(tiny_ffn, tmp_path):
     """`Context.summary` and the report's `collect` read the same summary the same way."""
     from blocklab.claims import Context
-    from blocklab.experiments.summaries import incomplete, load_summary
+    from blocklab.experiments.suites import load_summary
+    from blocklab.experiments.summaries import incomplete
 
     results = tmp_path / "runs"
     shutil.copytree(tiny_ffn[0], results)

@@ -242,28 +242,35 @@ def write_atomic(path: Path, text: str) -> None:
     would affect files other threads create meanwhile).
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    for _ in range(100):
-        tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
-        try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0),
-                         0o666)
-            break
-        except FileExistsError:
-            continue
-    else:  # pragma: no cover - 100 collisions of 48 random bits
-        raise FileExistsError(f"no free temporary name beside {path}")
+    # One try from the moment a temporary name is ours: a KeyboardInterrupt raised by a signal
+    # handler (Ctrl-C, SIGTERM) between two statements, even right after the file is created,
+    # still removes it.
+    tmp: Path | None = None
     try:
+        for _ in range(100):
+            tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
+            try:
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL
+                             | getattr(os, "O_CLOEXEC", 0), 0o666)
+            except FileExistsError:
+                tmp = None  # another writer's: never ours to remove
+                continue
+            break
+        else:  # pragma: no cover - 100 collisions of 48 random bits
+            raise FileExistsError(f"no free temporary name beside {path}")
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
     except OSError as err:
-        tmp.unlink(missing_ok=True)
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
         if err.filename is not None or err.errno is None:
             raise
         # A full disk or a quota says nothing of where: name the file being written.
         raise OSError(err.errno, err.strerror, str(path)) from err
     except BaseException:
-        tmp.unlink(missing_ok=True)
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
         raise

@@ -21,10 +21,6 @@ def _ids(text: str) -> set[str]:
 
 
 def test_every_claim_id_has_a_check_and_text():
-    from blocklab.claims.ledger import register_checks
-
-    register_checks()
-
     ids = _ids(claims_markdown())
     assert len(ids) == 36
     assert ids == set(CHECKS) == set(CLAIM_TEXT) == set(claim_sources())
@@ -145,7 +141,7 @@ def _ffn_without_arms() -> dict:
                                      _ffn_without_arms()])
 def test_a_summary_of_another_schema_fails_loudly(tmp_path, content):
     from blocklab.errors import ResultsError
-    from blocklab.experiments.summaries import load_summary
+    from blocklab.experiments.suites import load_summary
 
     folder = tmp_path / "ffn" / "quick"
     folder.mkdir(parents=True)

@@ -10,14 +10,13 @@ import pytest
 import blocklab.claims.depth  # noqa: F401 - registers C36 (the ledger imports it too)
 from blocklab.claims import Context, run_claims
 from blocklab.claims.registry import C36_IDENTITY_PART, C36_STABLE_PART
-from blocklab.experiments.summaries import (
-    Interval,
+from blocklab.experiments.suites.placement.data import (
     PlacementData,
     SlopePrediction,
     StabilityArm,
     StabilityEffect,
-    Summary,
 )
+from blocklab.experiments.summaries import Interval, Summary
 
 DEPTH = 50
 LADDER = [2e-3 * 2 ** k for k in range(7)]

@@ -10,7 +10,8 @@ import pytest
 
 from blocklab.claims import depth, registry
 from blocklab.claims.rules import Estimate, decide
-from blocklab.experiments.summaries import GradientProbe, Interval
+from blocklab.experiments.suites.placement.data import GradientProbe
+from blocklab.experiments.summaries import Interval
 
 
 def _probe(median: Interval) -> GradientProbe:

@@ -7,15 +7,8 @@ from pathlib import Path
 import pytest
 
 from blocklab.claims import Context, run_claims
-from blocklab.experiments.summaries import (
-    ArmTuning,
-    FfnArm,
-    FfnData,
-    FfnSensitivity,
-    Interval,
-    Summary,
-    save_summary,
-)
+from blocklab.experiments.suites.ffn.data import FfnArm, FfnData, FfnSensitivity
+from blocklab.experiments.summaries import ArmTuning, Interval, Summary, save_summary
 
 
 def _ci(mean, low, high, n=10) -> Interval:
@@ -156,7 +149,7 @@ def test_the_quick_ffn_suite_runs_the_seeds_c16s_rule_needs():
     (_ci(0.5, -1.0, 2.0, 5), "shows no resolved trend"), (Interval(0), "shows no resolved trend"),
 ])
 def test_c16_says_whether_swiglus_effect_grows_with_model_size(tmp_path, change, word):
-    from blocklab.experiments.summaries import FfnTrendPoint
+    from blocklab.experiments.suites.ffn.data import FfnTrendPoint
 
     arms = {name: _ffn_arm(_ci(-1.0, -2.0, 0.5, 5)) for name in ("relu", "swiglu", "geglu", "glu")}
     trend = [FfnTrendPoint(d, 1000 * d, _ci(-1.0, -2.0, 0.0, 5), {"relu": 1e-2, "swiglu": 1e-2})

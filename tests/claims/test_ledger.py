@@ -15,7 +15,6 @@ from blocklab.errors import InputError
 def test_bad_input_is_refused_before_any_check(monkeypatch, ids, ctx, needle):
     from blocklab.claims import ledger
 
-    ledger.register_checks()
     for cid in set(ids):
         monkeypatch.setitem(ledger.CHECKS, cid, lambda ctx: pytest.fail("a check ran"))
     with pytest.raises(InputError) as err:

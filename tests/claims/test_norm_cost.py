@@ -6,16 +6,13 @@ from pathlib import Path
 import pytest
 
 from blocklab.claims import Context, run_claims
-from blocklab.experiments.summaries import (
-    Interval,
+from blocklab.experiments.suites.norm_cost.data import (
     KernelRatio,
     NormCostData,
     NormQuality,
     StepTime,
-    Summary,
-    TimeRatio,
-    save_summary,
 )
+from blocklab.experiments.summaries import Interval, Summary, TimeRatio, save_summary
 
 
 def _ci(mean, low, high, n=10) -> Interval:
@@ -41,7 +38,7 @@ def _step_time(path: str, ratio: float, low: float, high: float) -> StepTime:
 
 
 def _norm_cost(step, equivalent: bool, like_ratio: float = 0.84) -> NormCostData:
-    from blocklab.experiments.summaries import FusedTiming
+    from blocklab.experiments.suites.norm_cost.data import FusedTiming
 
     loss = _ci(2.0, 1.9, 2.1)
     like = FusedTiming(

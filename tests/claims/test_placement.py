@@ -9,19 +9,16 @@ from pathlib import Path
 import pytest
 
 from blocklab.claims import Context, run_claims
-from blocklab.experiments.summaries import (
-    ArmTuning,
+from blocklab.experiments.suites.placement.data import (
     GradientProbe,
-    Interval,
     PlacementCell,
     PlacementData,
     PlacementEffect,
     SlopePrediction,
     StabilityArm,
     StabilityEffect,
-    Summary,
-    save_summary,
 )
+from blocklab.experiments.summaries import ArmTuning, Interval, Summary, save_summary
 
 
 def _ci(mean, low, high, n=10) -> Interval:
@@ -208,7 +205,7 @@ def test_claims_precision_reads_bf16_results_and_float32_only_suites_at_fp32(tmp
     assert "norm-cost measure float32 only and were read at fp32" in out
     assert main(["claims", "--precision", "fp16"]) == 2
     err = capsys.readouterr()
-    assert "--precision 'fp16' is not allowed; expected one of ['fp32', 'bf16']" in (
+    assert "--precision='fp16' is not allowed; expected one of ['fp32', 'bf16']" in (
         err.out + err.err) and "Traceback" not in err.err
 
 

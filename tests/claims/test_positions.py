@@ -22,20 +22,18 @@ from blocklab.claims.registry import (
 )
 from blocklab.experiments.options import RunOptions
 from blocklab.experiments.suites import position as ps
-from blocklab.experiments.summaries import (
+from blocklab.experiments.suites.position.data import (
     FineTune,
-    Interval,
     OrderProbe,
     PositionArm,
     PositionCost,
     PositionData,
     SchemeCost,
     ShapeTiming,
-    Summary,
-    TimeRatio,
     YarnBetas,
     YarnRamp,
 )
+from blocklab.experiments.summaries import Interval, Summary, TimeRatio
 from blocklab.experiments.trainer import build_model
 from blocklab.nn import Attention
 

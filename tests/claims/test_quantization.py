@@ -11,11 +11,8 @@ from blocklab.claims.registry import C33_DELTA
 from blocklab.config import ModelConfig
 from blocklab.experiments.int8_measurements import swiglu_errors
 from blocklab.experiments.suites.quantize import merge_comparison, swiglu_summary
-from blocklab.experiments.summaries import (
-    Interval,
-    QuantizeData,
-    QuantTiming,
-)
+from blocklab.experiments.suites.quantize.data import QuantizeData, QuantTiming
+from blocklab.experiments.summaries import Interval
 from blocklab.nn import DecoderLM
 from blocklab.nn.int8 import gated_ffn_weights, int8_scale
 

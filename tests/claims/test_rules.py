@@ -28,7 +28,8 @@ from blocklab.claims.rules import (
     majority,
     settle,
 )
-from blocklab.experiments.summaries import Interval, PositionArm
+from blocklab.experiments.suites.position.data import PositionArm
+from blocklab.experiments.summaries import Interval
 
 # The C16 shape: a loss change in %, negative = better, a gain of 1.5% claimed.
 RULE = Rule(metric="Δ%", smallest_effect=1.0, margin=0.25, min_seeds=5, claimed=-1.5)

@@ -10,14 +10,13 @@ import pytest
 from scipy import stats as sps
 
 from blocklab import stats
+from blocklab.claims.catalogue import suite_rules
 from blocklab.claims.finding import Context
 from blocklab.claims.ledger import run_claims
-from blocklab.claims.registry import suite_rules
 from blocklab.claims.rules import ALPHA, Rule, look_level, looks
 from blocklab.claims.sequential import Wanted, next_blocks, run_looks, worst_case_blocks
 from blocklab.experiments.options import RunOptions
-from blocklab.experiments.suites import run_suites
-from blocklab.experiments.summaries import load_summary
+from blocklab.experiments.suites import load_summary, run_suites
 
 RULE = Rule("m", 0.5, 0.25, 5, -1.5, max_seeds=10)
 

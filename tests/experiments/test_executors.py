@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from blocklab.claims.registry import suite_rules
+from blocklab.claims.catalogue import suite_rules
 from blocklab.cli import main
 from blocklab.experiments.options import RunOptions
 from blocklab.experiments.run_result import RunResult
@@ -57,7 +57,7 @@ def _toy_suite(log_dir, crash=None, fail=None, no_status=None):
         b = [r.extra["value"] for s, r in results if s.arm == "b"]
         return Summary("toy", size, len(seeds), [], data=ToyData(base.paired_difference(a, b)))
 
-    return base.Suite("toy", "a toy", plan, summarise)
+    return base.Suite("toy", "a toy", plan, summarise, ToyData)
 
 
 def _done(log_dir):
@@ -204,7 +204,7 @@ def test_a_run_that_cannot_be_pickled_is_named_before_anything_starts(ray_instan
         return [base.RunSpec("locked", "a", 0, {"seed": 0},
                              lambda progress: RunResult("ok", extra={"held": lock.locked()}))]
 
-    suite = base.Suite("toy", "a toy", plan, lambda options, results: None)
+    suite = base.Suite("toy", "a toy", plan, lambda options, results: None, ToyData)
     with pytest.raises(ValueError, match="run 'locked' cannot be sent to Ray workers: "
                                          "TypeError: cannot pickle '_thread.lock' object"):
         run_suite(suite, RunOptions.for_suite(suite, "tiny", 1), tmp_path, progress=False,

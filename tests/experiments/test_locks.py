@@ -150,19 +150,19 @@ def test_others_cpu_sees_a_busy_process_and_flags_it():
 
 
 def _suite(specs: list[RunSpec]) -> Suite:
+    from dataclasses import dataclass
+
+    @dataclass(frozen=True)
+    class Data:
+        n: int
+
     def summarise(options, results):
         size, seeds = options.size, options.seeds
-        from dataclasses import dataclass
-
-        @dataclass(frozen=True)
-        class Data:
-            n: int
-
         return Summary(suite="fake", size=size, seeds=len(seeds), tables=[],
                        data=Data(len(results)))
 
     return Suite(name="fake", description="", plan=lambda options, tuned=(): specs,
-                 summarise=summarise)
+                 summarise=summarise, data_type=Data)
 
 
 def test_a_timed_run_records_the_machine_load(tmp_path):

@@ -65,9 +65,14 @@ def test_options_are_frozen_and_other_seeds_are_checked_too():
 
 
 # --- a suite's options ----------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class _NoData:
+    """The data type of a toy suite that is never summarised."""
+
+
 def _suite(precisions=("fp32",)) -> Suite:
     return Suite("toy", "a toy", lambda options, tuned: [], lambda options, results: None,
-                 default_seeds={"tiny": 1, "quick": 3, "full": 7}, precisions=precisions)
+                 _NoData, default_seeds={"tiny": 1, "quick": 3, "full": 7}, precisions=precisions)
 
 
 def test_for_suite_takes_the_suites_default_seeds_from_the_offset():
@@ -134,10 +139,13 @@ def test_notes_name_bf16_and_nothing_at_the_defaults():
 
 # --- the torch-free copies ------------------------------------------------------------------------
 def test_backends_and_precisions_equal_the_models():
+    from blocklab import precision
     from blocklab.nn import backends, model
 
     assert opts.BACKENDS == backends.BACKENDS
-    assert opts.PRECISIONS == tuple(model.PRECISIONS)
+    # one list of precisions, and nn maps every one of them (and nothing else) to a dtype
+    assert opts.PRECISIONS is precision.PRECISIONS
+    assert tuple(model._DTYPES) == precision.PRECISIONS
 
 
 def test_options_need_no_torch():

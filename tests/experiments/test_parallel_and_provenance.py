@@ -101,7 +101,7 @@ def _recording_suite(log: Path):
         return Summary("recording", size, len(seeds), [],
                        data=Recorded([r.extra for _, r in results]))
 
-    return base.Suite("recording", "runs that say where they ran", plan, summarise)
+    return base.Suite("recording", "runs that say where they ran", plan, summarise, Recorded)
 
 
 def test_untimed_runs_use_workers_and_timed_runs_run_alone_here(tmp_path):
@@ -127,7 +127,7 @@ def test_failed_run_in_a_worker_is_listed_and_the_others_are_stored(tmp_path):
     suite = base.Suite("flaky", "one run raises", plan,
                        lambda options, results: Summary("flaky", options.size,
                                                         len(options.seeds), [],
-                                                        data=Nothing()))
+                                                        data=Nothing()), Nothing)
     with pytest.raises(base.SuiteIncomplete) as err:
         run_suite(suite, RunOptions.for_suite(suite, "tiny", 3), tmp_path, progress=False,
                   executor=ParallelExecutor(2))
@@ -154,7 +154,7 @@ def _counting_suite(calls: list):
     return base.Suite("counting", "counts its runs", plan,
                       lambda options, results: Summary("counting", options.size,
                                                        len(options.seeds), [],
-                                                       data=Nothing()))
+                                                       data=Nothing()), Nothing)
 
 
 def _stdlib_sha() -> str:
@@ -295,7 +295,7 @@ def test_run_suites_runs_all_suites_in_one_pool_and_timed_runs_last(tmp_path, mo
                           lambda options, results: Summary(name, options.size,
                                                            len(options.seeds), [],
                                                            data=Nothing()),
-                          default_seeds={"tiny": 3, "quick": 3, "full": 3})
+                          Nothing, default_seeds={"tiny": 3, "quick": 3, "full": 3})
 
     fake = {"one": make("one"), "two": make("two", fail=True), "three": make("three")}
     monkeypatch.setattr(suites, "get_suite", fake.__getitem__)

@@ -9,23 +9,19 @@ from dataclasses import dataclass
 import pytest
 
 from blocklab.errors import ResultsError
+from blocklab.experiments import summaries
 from blocklab.experiments.options import RunOptions
 from blocklab.experiments.run_result import RunResult
-from blocklab.experiments.suites import base
+from blocklab.experiments.suites import SUITE_MODULES, base, load_summary
+from blocklab.experiments.suites.ffn.data import FfnArm, FfnData, FfnSensitivity, FfnTrendPoint
+from blocklab.experiments.suites.position.data import PositionArm
 from blocklab.experiments.summaries import (
-    DATA_TYPES,
     SUMMARY_SCHEMA,
-    FfnArm,
-    FfnData,
-    FfnSensitivity,
-    FfnTrendPoint,
     Interval,
     LrTrial,
-    PositionArm,
     Summary,
     Table,
     decode,
-    load_summary,
     save_summary,
     summary_from_dict,
 )
@@ -92,7 +88,7 @@ def test_save_summary_writes_what_load_summary_reads(tmp_path):
     (lambda d: d["data"].update(seeds=True), r"data\.seeds: expected int, found True"),
     (lambda d: d["data"]["arms"]["swiglu"].update(gated=1), r"gated: expected bool, found 1"),
     (lambda d: d.update(schema=SUMMARY_SCHEMA - 1), rf"summary schema {SUMMARY_SCHEMA - 1}"),
-    (lambda d: d.update(suite="ffn2"), r"unknown suite 'ffn2'"),
+    (lambda d: d.update(suite="ffn2"), r"holds suite 'ffn2' at size 'quick'"),
     (lambda d: d["data"].update(page={"swiglu": [1.0]}), r"data\.page\.swiglu: expected"),
 ])
 def test_a_field_that_does_not_match_fails_naming_it(tmp_path, change, message):
@@ -130,12 +126,6 @@ def test_unions_take_the_member_that_fits():
         decode(PositionArm, {**arm, "loss_beyond_L": {"2": 7}})
 
 
-def test_every_suite_has_a_data_type():
-    from blocklab.experiments.suites import SUITE_MODULES
-
-    assert set(DATA_TYPES) == set(SUITE_MODULES)
-
-
 def test_a_suite_that_writes_a_summary_that_cannot_be_read_fails_at_once(tmp_path):
     @dataclass(frozen=True)
     class Strict:
@@ -148,16 +138,16 @@ def test_a_suite_that_writes_a_summary_that_cannot_be_read_fails_at_once(tmp_pat
         return Summary("nan", options.size, len(options.seeds), [], data=Strict(float("nan")))
 
     with pytest.raises(RuntimeError, match=r"does not read back: .*value: expected float"):
-        base.run_suite(base.Suite("nan", "writes NaN", plan, summarise), RunOptions("tiny",
-                       range(1)), tmp_path, progress=False)
+        base.run_suite(base.Suite("nan", "writes NaN", plan, summarise, Strict),
+                       RunOptions("tiny", range(1)), tmp_path, progress=False)
     assert not (tmp_path / "nan" / "tiny" / "summary.json").exists()
 
     def untyped(options, results):
         return Summary("nan", options.size, len(options.seeds), [], data={"value": 1.0})
 
     with pytest.raises(TypeError, match="dataclass as data"):
-        base.run_suite(base.Suite("nan", "untyped", plan, untyped), RunOptions("tiny", range(1)),
-                       tmp_path, progress=False)
+        base.run_suite(base.Suite("nan", "untyped", plan, untyped, Strict),
+                       RunOptions("tiny", range(1)), tmp_path, progress=False)
 
 
 def test_reading_summaries_needs_no_torch():
@@ -172,9 +162,10 @@ def test_summary_from_dict_with_an_explicit_type():
         diff: Interval
 
     doc = Summary("toy", "tiny", 1, [], data=Toy(Interval(1, 0.5))).to_dict()
-    assert summary_from_dict(doc, data_type=Toy).data.diff.mean == 0.5
-    with pytest.raises(ResultsError, match="unknown suite 'toy'"):
-        summary_from_dict(doc)
+    assert summary_from_dict(doc, "summary", Toy).data.diff.mean == 0.5
+    with pytest.raises(ResultsError, match=r"summary\.data: FfnData fields differ \(missing "
+                                           r"\['arms', .*unknown \['diff'\]\)"):
+        summary_from_dict(doc, "summary", FfnData)  # the type asked for decides, not the name
 
 
 @pytest.mark.parametrize("suite, size, precision, needle", [
@@ -190,7 +181,7 @@ def test_load_summary_refuses_what_no_summary_can_have(tmp_path, suite, size, pr
     from blocklab.errors import InputError
     from blocklab.experiments.summaries import PRECISIONS, SIZES
 
-    allowed = {"suite": list(DATA_TYPES), "size": list(SIZES),
+    allowed = {"suite": list(SUITE_MODULES), "size": list(SIZES),
                "precision": list(PRECISIONS)}[needle.split()[0]]
     with pytest.raises(InputError) as err:
         load_summary(tmp_path, suite, size, precision=precision)
@@ -206,9 +197,9 @@ def test_load_summary_of_a_valid_key_not_run_is_none(tmp_path):
 def test_an_explicit_data_type_takes_any_plain_suite_name_but_no_path(tmp_path):
     from blocklab.errors import InputError
 
-    assert load_summary(tmp_path, "toy", "tiny", FfnData) is None
+    assert summaries.load_summary(tmp_path, "toy", "tiny", FfnData) is None
     with pytest.raises(InputError, match=r"suite '\.\./ffn' is not allowed"):
-        load_summary(tmp_path, "../ffn", "tiny", FfnData)
+        summaries.load_summary(tmp_path, "../ffn", "tiny", FfnData)
 
 
 def test_a_summary_whose_runs_are_gone_is_incomplete(tmp_path):

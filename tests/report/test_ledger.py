@@ -9,7 +9,8 @@ import re
 
 import pytest
 
-from blocklab.claims.registry import C36_IDENTITY_PART, C36_STABLE_PART, part_arms
+from blocklab.claims.catalogue import part_arms
+from blocklab.claims.registry import C18_FLOPS_PART, C36_IDENTITY_PART, C36_STABLE_PART
 from blocklab.report.build import decision_budget
 from blocklab.report.figures import (
     VERDICT_COLOURS,
@@ -34,9 +35,10 @@ from blocklab.report.html import (
 
 def rule(claimed=-1.5, delta=0.5, margin=0.25, test="effect", threshold=0.0, min_seeds=5,
          metric="(val loss swiglu − relu)/relu at equal parameters and tokens, % "
-                "(negative = better)"):
+                "(negative = better)", max_seeds=10):
     return {"metric": metric, "smallest_effect": delta, "margin": margin,
-            "min_seeds": min_seeds, "claimed": claimed, "threshold": threshold, "test": test,
+            "min_seeds": min_seeds, "max_seeds": max_seeds, "claimed": claimed,
+            "threshold": threshold, "test": test,
             "decides": "confirmed when the 95% CI lies wholly beyond b"}
 
 
@@ -276,7 +278,24 @@ def test_part_arms_name_the_compared_runs():
     tuned = part("RoPE + yarn after a 40-step fine-tune works at 8×", "inconclusive", 0, 0, 0,
                  the_rule=rule(metric="loss past L vs sliding, %: rope+yarn+ft4x at 8×"))
     assert arms_of("C30", tuned) == ["rope"]  # read off the rope run it extends
-    assert arms_of("C99", ntk) == []
+    # a part not measured on seeds may name no arm (C18's exact counts); one measured on
+    # seeds that names none is a bug, never a silent []
+    assert part_arms("C18", C18_FLOPS_PART, "exact", arms, seeded=False) == []
+    assert part_arms("C99", "x", ntk["rule"]["metric"], arms, seeded=False) == []
+    with pytest.raises(LookupError, match=r"C16 part 'swiglu' .* suite 'ffn'"):
+        part_arms("C16", "swiglu", "m", ["geglu", "glu"])  # neither swiglu nor relu
+    with pytest.raises(LookupError, match="C99 part"):
+        arms_of("C99", ntk)
+
+
+def test_budget_prices_a_part_not_measured_on_seeds_at_the_whole_suite():
+    exact = part(C18_FLOPS_PART, "inconclusive", 6.0, 5.0, 7.0, n=3, seeds_needed=4,
+                 the_rule=rule(max_seeds=None, metric="exact FLOPs"))
+    ledger = [row("C18", "inconclusive", [exact], "blocklab suite norm-cost --size quick")]
+    costs = [{"arm": arm, "seed": seed, "wall_time_s": 10.0, "timed": False}
+             for arm in ("layernorm", "rmsnorm") for seed in range(3)]
+    (priced,) = decision_budget(ledger, {"norm-cost": {"run_costs": costs}}, workers=1)["parts"]
+    assert priced["whole_suite"] and priced["arms"] == ["layernorm", "rmsnorm"]
 
 
 def test_budget_sentence_at_the_top_of_the_ledger(doc):

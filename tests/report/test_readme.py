@@ -143,7 +143,6 @@ def test_a_check_that_fails_writes_nothing(tmp_path, capsys, fast_ledger, monkey
     def broken(ctx):
         raise KeyError("arms")
 
-    ledger.register_checks()
     monkeypatch.setitem(ledger.CHECKS, "C02", broken)
     path = _readme(tmp_path)
     line = _one_line_error(capsys, main([str(path), "--results", str(tmp_path),

@@ -364,12 +364,13 @@ def test_rendering_stored_results_trains_nothing(built, tmp_path, monkeypatch):
 
 def test_ffn_figures_draw_the_compared_arms_not_the_trend_or_sensitivity_runs(built):
     from blocklab.experiments.suites import ffn
+    from blocklab.experiments.suites.ffn.data import FfnData
     from blocklab.experiments.summaries import summary_from_dict
     from blocklab.report.figures import _compared_runs
 
     _, doc, _ = built
     runs = doc["suites"]["ffn"]["runs"]
-    data = summary_from_dict(doc["suites"]["ffn"]["summary"], "ffn").data
+    data = summary_from_dict(doc["suites"]["ffn"]["summary"], "ffn", FfnData).data
     size = ffn.SIZES["tiny"]
     # At tiny the document holds the graded arms' runs only ...
     assert {r["init"] for r in runs} == {"fan_in"}
@@ -443,7 +444,6 @@ def test_ledger_figures_render_from_report_json_alone(built, monkeypatch):
     def forbidden(*args, **kwargs):
         raise AssertionError("rendering trained, ran a suite or a claim check")
 
-    ledger.register_checks()
     for module, name in ((trainer, "train"), (trainer, "run"), (suite_base, "run_suite"),
                          (suite_base, "execute_in_process"), (claims, "run_claims"),
                          (ledger, "run_claims"), (rules, "decide"), (rules, "decide_parts"),

@@ -50,7 +50,7 @@ def test_a_float32_report_does_not_read_bf16_results(bf16_ffn):
 
 
 @pytest.mark.parametrize("flags, message", [
-    (["--precision", "fp16"], "--precision 'fp16' is not allowed; expected one of "
+    (["--precision", "fp16"], "--precision='fp16' is not allowed; expected one of "
                               "['fp32', 'bf16']"),
     (["--precision", "bf16", "--budget", "5"], "--budget adds seeds to the float32 runs"),
 ])

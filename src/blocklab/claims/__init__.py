@@ -5,7 +5,8 @@
         print(row.id, row.verdict, row.summary)
 """
 
-from blocklab.claims.finding import CHECKS, Context, Finding
+from blocklab.claims.catalogue import CHECKS
+from blocklab.claims.finding import Context, Finding
 from blocklab.claims.ledger import ClaimResult, run_claims
 from blocklab.claims.text import CLAIM_TEXT, VERDICT_ZH, VERDICTS, claim_sources
 

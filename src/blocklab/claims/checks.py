@@ -16,7 +16,7 @@ import numpy as np
 
 from blocklab import reference as ref
 from blocklab.claims.finding import Context, Finding, claim
-from blocklab.experiments.summaries import Read
+from blocklab.experiments.suites.position.data import Read
 
 if TYPE_CHECKING:
     from blocklab.verify import Check
@@ -566,7 +566,7 @@ class NearestTestEvidence(TypedDict):
     scaled_arms: NotRequired[dict[str, dict[str, Read]]]
 
 
-@claim("C22")
+@claim("C22", scale_dependent=True)
 def c22(ctx: Context) -> Finding:
     summary = ctx.summary("position")
     nearest = f"{ctx.suite_command('position')} (RoPE with YaRN/NTK at up to 8× the train length)"

@@ -22,7 +22,7 @@ from dataclasses import asdict
 
 from blocklab.claims import registry
 from blocklab.claims.finding import DECIDED, Context, Finding, claim, missing, scale_text
-from blocklab.claims.placement import lr_fairness, stability_text, stable_effect
+from blocklab.claims.placement import at_deepest, lr_fairness, stability_text, stable_effect
 from blocklab.claims.registry import (  # noqa: F401 - the rules' names, as the check uses them
     C36_IDENTITY_PART,
     C36_MIN_SEEDS,
@@ -31,7 +31,8 @@ from blocklab.claims.registry import (  # noqa: F401 - the rules' names, as the 
     registered,
 )
 from blocklab.claims.rules import SETTLE_EN, SETTLE_ZH, Estimate, Part, all_or_none, settle
-from blocklab.experiments.summaries import Interval, PlacementData
+from blocklab.experiments.suites.placement.data import PlacementData
+from blocklab.experiments.summaries import Interval
 
 
 def identity_estimate(data: PlacementData, init: str | None = None, placement: str = "pre"
@@ -69,7 +70,19 @@ def _ci(stats: Interval, digits: int = 3) -> str:
             f"{stats.ci_high:+.{digits}f}] (n={stats.n})")
 
 
-@claim("C36")
+def c36_arms(part: str, metric: str, arms: list[str]) -> list[str]:
+    """The arms a C36 part reads: (a) the deep stacks' stable-lr sweeps with warmup at the
+    deepest depth (`placement.at_deepest`); (b) the pre-norm probes of the graded init at the
+    deepest probed depth (`init/pre/<init>/<depth>`)."""
+    if part == C36_STABLE_PART:
+        return at_deepest(("deep", None, "warm"), arms)
+    probes = [a.split("/") for a in arms
+              if a.startswith(f"init/pre/{registry.C36_IDENTITY_INIT}/")]
+    deepest = max((int(p[3]) for p in probes), default=0)
+    return ["/".join(p) for p in probes if int(p[3]) == deepest]
+
+
+@claim("C36", suite="placement", scale_dependent=True, arms=c36_arms, subsection=True)
 def c36(ctx: Context) -> Finding:
     summary = ctx.summary("placement")
     if summary is None:

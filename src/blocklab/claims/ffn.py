@@ -38,6 +38,7 @@ from blocklab.claims.rules import (
     decide,
     settle,
 )
+from blocklab.experiments.suites.ffn import BASELINE
 
 # C16's registered rule per part (`registry.c16_rule`): (arm − relu)/relu of the final
 # validation loss at equal parameters, steps and tokens, in % (negative = lower loss = better).
@@ -75,7 +76,12 @@ def c16_longer_agrees(ctx: Context, rules: Mapping[str, Rule], fair: Mapping[str
     return out
 
 
-@claim("C16")
+def c16_arms(part: str, metric: str, arms: list[str]) -> list[str]:
+    """The arms a C16 part reads: its gated arm (the part is named after it) and ReLU."""
+    return [a for a in (part, BASELINE) if a in arms]
+
+
+@claim("C16", suite="ffn", scale_dependent=True, arms=c16_arms)
 def c16(ctx: Context) -> Finding:
     summary = ctx.summary("ffn")
     if summary is None:

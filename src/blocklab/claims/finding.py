@@ -1,10 +1,15 @@
-"""What a claim's check is: `check(ctx) -> Finding`, registered with `@claim("Cxx")` in
-`CHECKS`, reading suite results through its `Context`; the helpers every check writes its
-findings with (`scale_text`, `ci_text`, `trend_word`) and the finding of a check whose results
-are missing (`missing`).
+"""What a claim's check is: `check(ctx) -> Finding`, reading suite results through its
+`Context`, declared with `@claim` as one `ClaimSpec` beside it; the helpers every check writes
+its findings with (`scale_text`, `ci_text`, `trend_word`) and the finding of a check whose
+results are missing (`missing`).
 
-This module sits below the check modules (`checks`, `ffn`, `placement`, ...), which import it;
-the ledger above them imports every check module (`ledger.register_checks`) and runs them.
+    @claim("C16", suite="ffn", scale_dependent=True, arms=c16_arms)
+    def c16(ctx: Context) -> Finding: ...
+
+This module sits below the check modules (`checks`, `ffn`, `placement`, ...), which import it
+and declare their claims into `DECLARED`; `claims.catalogue` above them imports every check
+module and derives what the others read from the specs (`CHECKS`, `SUITE_OF`,
+`SCALE_DEPENDENT`, `part_arms`, `suite_rules`, the claims with a report subsection).
 """
 
 from __future__ import annotations
@@ -17,14 +22,8 @@ from blocklab.claims.rules import Part
 from blocklab.claims.text import VERDICTS
 from blocklab.errors import InputError
 from blocklab.experiments.options import suite_command
-from blocklab.experiments.summaries import (
-    DATA_TYPES,
-    Interval,
-    Summary,
-    incomplete,
-    load_summary,
-    stored_keys,
-)
+from blocklab.experiments.suites import SUITE_MODULES, load_summary
+from blocklab.experiments.summaries import Interval, Summary, incomplete, stored_keys
 
 
 def scale_text(d_model: int | None = None, depth: int | None = None, steps: int | None = None,
@@ -160,7 +159,7 @@ class Context:
         --seed-offset or --precision: what to name when what it reads is missing."""
         keys: dict[tuple[str, int, str], list[str]] = {}
         for name, size, offset, precision in stored_keys(self.results, suite):
-            if name not in DATA_TYPES:
+            if name not in SUITE_MODULES:
                 continue  # a folder that is no suite's
             if (size, offset, precision) != (self.size, self.seed_offset,
                                               self.precision_of(name)):
@@ -182,18 +181,60 @@ def key_flags(size: str, seed_offset: int = 0, precision: str = "fp32") -> str:
     return f"--size {size}{offset}{other}"
 
 
-CHECKS: dict[str, Callable[[Context], Finding]] = {}
-# Claims about training and speed that a small model on this machine can test but not settle:
-# their checks may say "not reproduced" or "contradicted at this scale", never "refuted". (C31
-# is decided by exact counts at a real model's shape, so a wrong count refutes it.)
-SCALE_DEPENDENT = frozenset({"C13", "C16", "C18", "C19", "C21", "C22", "C30", "C32", "C36"})
+Check = Callable[[Context], Finding]
+# (part name, the part's rule metric, the suite's planned arms) -> the arms whose runs the part
+# is estimated from
+Arms = Callable[[str, str, list[str]], list[str]]
 
 
-def claim(claim_id: str) -> Callable[[Callable[[Context], Finding]], Callable[[Context], Finding]]:
-    def register(fn: Callable[[Context], Finding]) -> Callable[[Context], Finding]:
-        if claim_id in CHECKS:
+@dataclass(frozen=True)
+class ClaimSpec:
+    """One claim as its check declares it (`@claim`), read through `claims.catalogue`.
+
+    id: the claim id, "C16"
+    check: `check(ctx) -> Finding`
+    suite: the suite whose runs its registered parts are graded on (`registry.RULES`); None
+        for a claim with no part measured on a suite's runs (an analytic one)
+    scale_dependent: a claim about training or speed that a small model on this machine can
+        test but not settle: its check may say "not reproduced" or "contradicted at this
+        scale", never "refuted" (C31 is decided by exact counts at a real model's shape, so a
+        wrong count refutes it; it is not)
+    arms: for a claim with a suite, which of the suite's arms each part reads (`Arms`), so that
+        one more seed of a part costs one more run of each: what the sequential design adds
+        seeds to (`catalogue.part_arms`)
+    subsection: the claim gets a subsection of its own in the report's "more claims" section
+        (the claims added after the first ledger, each with its check's table and figure)
+    """
+
+    id: str
+    check: Check
+    suite: str | None = None
+    scale_dependent: bool = False
+    arms: Arms | None = None
+    subsection: bool = False
+
+    def __post_init__(self) -> None:
+        if self.suite is not None and self.arms is None:
+            raise TypeError(f"claim {self.id} reads suite {self.suite!r} but gives no arms "
+                            "function: say which of its arms each part reads (arms=...)")
+        if self.suite is None and self.arms is not None:
+            raise TypeError(f"claim {self.id} gives an arms function but no suite: arms are "
+                            "a suite's (suite=...)")
+
+
+# Every ClaimSpec declared so far, in the order the check modules were imported: read them
+# through `claims.catalogue.SPECS`, which imports every check module first.
+DECLARED: dict[str, ClaimSpec] = {}
+
+
+def claim(claim_id: str, *, suite: str | None = None, scale_dependent: bool = False,
+          arms: Arms | None = None, subsection: bool = False) -> Callable[[Check], Check]:
+    """Declare the decorated function as the check of `claim_id` (`ClaimSpec`, validated
+    here: a claim with a suite must say which arms its parts read, one without must not)."""
+    def register(fn: Check) -> Check:
+        if claim_id in DECLARED:
             raise InputError(f"claim {claim_id} registered twice")
-        CHECKS[claim_id] = fn
+        DECLARED[claim_id] = ClaimSpec(claim_id, fn, suite, scale_dependent, arms, subsection)
         return fn
 
     return register

@@ -1,10 +1,11 @@
 """The claims ledger: one check per claim id, each returning a verdict with its evidence.
 
-A check is a function `check(ctx) -> Finding`, registered with `@claim("Cxx")` (both defined in
-`claims.finding`, below the check modules; this module imports them all). Analytic checks
-compute live (reference maths, budgets, small torch probes); experimental checks read the stored
-suite summaries under `ctx.results` and, when a summary is missing, say so and name the command
-that produces it instead of guessing.
+A check is a function `check(ctx) -> Finding`, declared with `@claim("Cxx", ...)` beside it
+(both defined in `claims.finding`, below the check modules) and collected with every other in
+`claims.catalogue` (above them: it imports them all), whose `CHECKS` this module runs. Analytic
+checks compute live (reference maths, budgets, small torch probes); experimental checks read
+the stored suite summaries under `ctx.results` and, when a summary is missing, say so and name
+the command that produces it instead of guessing.
 """
 
 from __future__ import annotations
@@ -14,12 +15,9 @@ import traceback
 from dataclasses import asdict, dataclass, field, is_dataclass, replace
 from typing import Any
 
-from blocklab.claims.finding import (
-    CHECKS,
-    SCALE_DEPENDENT,
-    Context,
-)
-from blocklab.claims.registry import RULES, SUITE_OF, RuleChange, changes, registered
+from blocklab.claims.catalogue import CHECKS, SCALE_DEPENDENT, SUITE_OF
+from blocklab.claims.finding import Context
+from blocklab.claims.registry import RULES, RuleChange, changes, registered
 from blocklab.claims.rules import (
     Estimate,
     Part,
@@ -73,23 +71,6 @@ class ClaimResult:
         return _plain(out)
 
 
-def register_checks() -> None:
-    """Import the modules whose `@claim` functions fill CHECKS: the analytic checks of C01–C28
-    in `checks`, the others by the suite or topic they read (`placement` C12, C13, C19; `ffn`
-    C16; `norm_cost` C18; `positions` C21, C29–C31; `quantization` C32–C33; `models` C34–C35;
-    `depth` C36)."""
-    from blocklab.claims import (  # noqa: F401
-        checks,
-        depth,
-        ffn,
-        models,
-        norm_cost,
-        placement,
-        positions,
-        quantization,
-    )
-
-
 # Why a registered part carries no decision, by the claim's verdict.
 UNGRADED = {"missing-results": "no results stored: graded by this rule once they are",
             "untestable-here": "not graded: untestable here",
@@ -137,8 +118,6 @@ def run_claims(ids: list[str] | None = None, ctx: Context | None = None) -> list
     nor passes for a finding; the CLI then exits 1. So does a check that grades a part by a
     rule other than the one registered for it (`blocklab.claims.registry`). A check that grades
     no part (no results stored, untestable here) shows its registered parts with their rules."""
-    register_checks()
-
     ctx = ctx or Context()
     # Checked once here, not as an error inside every experimental check.
     if ctx.size not in SIZES:

@@ -293,7 +293,7 @@ def combine_c34(rows: list[PairingRow]) -> str:
     return "conditional"
 
 
-@claim("C34")
+@claim("C34", subsection=True)
 def c34(ctx: Context) -> Finding:
     rows = [check_pairing(p) for p in PAGE_PAIRINGS]
     parts = [pairing_part(p, r) for p, r in zip(PAGE_PAIRINGS, rows, strict=True)]
@@ -421,7 +421,7 @@ CAUSE_TEXT = {"ffn_form": ("the FFN is not 3·d·d_ff (plain: 2 matrices; MoE: a
               "none": ("nothing", "无")}
 
 
-@claim("C35")
+@claim("C35", subsection=True)
 def c35(ctx: Context) -> Finding:
     from blocklab.budget import list_zoo
 

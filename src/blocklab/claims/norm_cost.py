@@ -13,6 +13,7 @@ from typing import TypedDict
 from blocklab.claims.finding import DECIDED, Context, Finding, ci_text, claim, missing, scale_text
 from blocklab.claims.registry import (
     C18_BYTES_PART,
+    C18_COMPUTE_RULES,
     C18_FLOPS_PART,
     C18_QUALITY_PART,
     C18_STEP_FLOPS_PART,
@@ -27,7 +28,12 @@ from blocklab.claims.rules import (
     Rule,
     settle,
 )
-from blocklab.experiments.summaries import FusedTiming, KernelRatio, NormCompute, StepTime
+from blocklab.experiments.suites.norm_cost.data import (
+    FusedTiming,
+    KernelRatio,
+    NormCompute,
+    StepTime,
+)
 
 # C18's registered rules (`registry.C18_COMPUTE_RULES`, `registry.c18_quality_rule`): what
 # "compute" means decides the claim, by exact counts of FLOPs and bytes
@@ -129,7 +135,13 @@ def _c18_timing_text(like: list[FusedTiming], built: StepTime | None,
     return en, zh
 
 
-@claim("C18")
+def c18_arms(part: str, metric: str, arms: list[str]) -> list[str]:
+    """The arms a C18 part reads: both norms' runs for quality; none for a compute part,
+    which is an exact count."""
+    return [] if part in C18_COMPUTE_RULES else ["layernorm", "rmsnorm"]
+
+
+@claim("C18", suite="norm-cost", scale_dependent=True, arms=c18_arms)
 def c18(ctx: Context) -> Finding:
     from blocklab.experiments.suites.norm_cost import SIZES as NORM_SIZES
     from blocklab.experiments.suites.norm_cost import count_compute

@@ -10,6 +10,7 @@ helpers that read the suite's largest-stable-lr contrasts (`stable_effect`, `sta
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import asdict
 
@@ -28,6 +29,7 @@ from blocklab.claims.registry import (
     C12_INITS,
     C13_PART,
     C13_STABILITY_PART,
+    C19_EXPRESSIVE_PART,
     c12_part_name,
     registered,
     rule_of,
@@ -43,14 +45,14 @@ from blocklab.claims.rules import (
     testable_all_or_none,
     untestable_part,
 )
-from blocklab.experiments.summaries import (
+from blocklab.experiments.suites.placement.data import (
     GradientProbe,
-    Interval,
     PlacementCell,
     PlacementData,
     PlacementEffect,
     StabilityEffect,
 )
+from blocklab.experiments.summaries import Interval
 
 
 def runs_made(cell: PlacementCell) -> int:
@@ -100,7 +102,13 @@ def _c12_sensitivity(grads: Mapping[str, GradientProbe], deepest: str) -> tuple[
     return f" Where: {'; '.join(en)}.", f"位置：{'；'.join(zh)}。"
 
 
-@claim("C12")
+def c12_arms(part: str, metric: str, arms: list[str]) -> list[str]:
+    """The arms a C12 part reads: its init's pre-norm probes (`init/pre/<init>/<depth>`)."""
+    init = re.search(r"pre-norm, (\S+) init", part)
+    return [a for a in arms if init and a.startswith(f"init/pre/{init.group(1)}/")]
+
+
+@claim("C12", suite="placement", arms=c12_arms)
 def c12(ctx: Context) -> Finding:
     summary = ctx.summary("placement")
     if summary is None:
@@ -206,7 +214,41 @@ def lr_fairness(data: PlacementData) -> tuple[bool, str, str]:
     return fair, en, zh
 
 
-@claim("C13")
+# Which arms of the deepest (placement, warmup) contrast a C13 or C19 part reads: the grid
+# ("train": part (b) at each arm's tuned lr; "sweep": its largest stable lrs), "pre" / "post" /
+# None (both) and "cold" (warmup 0) / "warm" / None (both).
+_CELLS = {
+    C13_PART: ("train", None, None),
+    C13_STABILITY_PART: ("sweep", None, None),
+    "pre-norm trains without warmup": ("train", "pre", None),
+    "pre-norm is stable without warmup": ("sweep", "pre", None),
+    "post-norm needs warmup": ("train", None, None),
+    "post-norm needs warmup to be stable": ("sweep", None, None),
+    "post-norm gradients vanish in the lower layers": ("train", "post", "warm"),
+    C19_EXPRESSIVE_PART: ("train", None, "warm"),
+}
+
+
+def at_deepest(cell: tuple[str, str | None, str | None], arms: list[str]) -> list[str]:
+    """The arms `<grid>/<placement>/<depth>/<warmup>` of `cell` (grid, placement or None,
+    "cold" / "warm" or None) at the deepest depth of its grid: the contrast that C13, C19 and
+    C36 (`depth`) are graded on."""
+    grid, placement, warmup = cell
+    cells = [a.split("/") for a in arms if a.startswith(grid + "/") and a.count("/") == 3]
+    if not cells:
+        return []
+    depth = max(int(c[2]) for c in cells)
+    cells = [c for c in cells if int(c[2]) == depth and placement in (None, c[1])
+             and warmup in (None, "cold" if int(c[3]) == 0 else "warm")]
+    return ["/".join(c) for c in cells]
+
+
+def contrast_arms(part: str, metric: str, arms: list[str]) -> list[str]:
+    """The arms a C13 or C19 part reads: its cell of the deepest contrast (`_CELLS`)."""
+    return at_deepest(_CELLS.get(part, ("train", None, None)), arms)
+
+
+@claim("C13", suite="placement", scale_dependent=True, arms=contrast_arms)
 def c13(ctx: Context) -> Finding:
     summary = ctx.summary("placement")
     if summary is None:
@@ -279,7 +321,7 @@ C19_COMBINES_ZH = ("可检验的部分全部成立且没有不可检验的部分
                    "没有一部分成立时为此规模下未复现。" + SETTLE_ZH)
 
 
-@claim("C19")
+@claim("C19", suite="placement", scale_dependent=True, arms=contrast_arms)
 def c19(ctx: Context) -> Finding:
     summary = ctx.summary("placement")
     if summary is None:

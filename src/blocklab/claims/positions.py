@@ -9,6 +9,7 @@ by a rule registered in `registry`, fixed before any data is read.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import NotRequired, TypedDict
 
@@ -52,15 +53,14 @@ from blocklab.claims.rules import (
     settle,
 )
 from blocklab.claims.text import VERDICT_ZH
-from blocklab.experiments.summaries import (
-    Interval,
+from blocklab.experiments.suites.position.data import (
     OrderProbe,
     PositionArm,
     PositionCost,
     PositionData,
     SchemeCost,
-    TimeRatio,
 )
+from blocklab.experiments.summaries import Interval, TimeRatio
 
 # --- C21: extrapolation past the training length ----------------------------------------------
 # Extrapolation grades (`registry.band_rule`): the loss on tokens past the training length L,
@@ -91,7 +91,20 @@ def _c21_part(p: BandPart, rule: Rule, arms: dict[str, PositionArm]) -> Part | P
     return band_part(p.name, arms.get(p.arm), p.mult, p.want, rule)
 
 
-@claim("C21")
+_ARM_AT = re.compile(r": (\S+) at \d+×$")
+
+
+def band_arms(part: str, metric: str, arms: list[str]) -> list[str]:
+    """The arm a C21 or C30 part reads, named in its rule's metric ("…: <arm> at <k>×"). An
+    arm read with scaling or after a fine-tune (rope+ntk, rope+yarn+ft…) is read off the run
+    of the arm it extends: the longest planned arm its name starts with."""
+    found = _ARM_AT.search(metric)
+    name = found.group(1) if found else ""
+    base = [a for a in arms if name == a or name.startswith(a + "+")]
+    return [max(base, key=len)] if base else []
+
+
+@claim("C21", suite="position", scale_dependent=True, arms=band_arms)
 def c21(ctx: Context) -> Finding:
     summary = ctx.summary("position")
     if summary is None:
@@ -258,7 +271,12 @@ class OrderEvidence(TypedDict):
     order_probe: NotRequired[dict[str, OrderRow]]
 
 
-@claim("C29")
+def c29_arms(part: str, metric: str, arms: list[str]) -> list[str]:
+    """The arm C29's experimental parts read: the decoder trained without positions."""
+    return ["none"]
+
+
+@claim("C29", suite="position", arms=c29_arms, subsection=True)
 def c29(ctx: Context) -> Finding:
     bidirectional = equivariance_error(causal=False)
     causal = equivariance_error(causal=True)
@@ -423,7 +441,7 @@ def _part_text(p: Part) -> str:
     return f"{p.name}: {p.reason}{shown}"
 
 
-@claim("C30")
+@claim("C30", suite="position", scale_dependent=True, arms=band_arms, subsection=True)
 def c30(ctx: Context) -> Finding:
     summary = ctx.summary("position")
     if summary is None:
@@ -752,7 +770,12 @@ def _timings_row(cost: PositionCost) -> TimingsRow:
         {k: ratio(v) for k, v in real.decode_vs_none.items()}, real.wall_time_s))
 
 
-@claim("C31")
+def c31_arms(part: str, metric: str, arms: list[str]) -> list[str]:
+    """The arm C31's parts read: the suite's cost run."""
+    return ["cost"]
+
+
+@claim("C31", suite="position", arms=c31_arms, subsection=True)
 def c31(ctx: Context) -> Finding:
     from blocklab.experiments.suites.position import SIZES as POSITION_SIZES
 

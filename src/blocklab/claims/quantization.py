@@ -23,7 +23,8 @@ from blocklab.claims.registry import (  # noqa: F401 - the rules' names, as the 
 )
 from blocklab.claims.rules import INCONCLUSIVE, SETTLE_EN, SETTLE_ZH, Estimate, Part, settle
 from blocklab.claims.text import VERDICT_ZH
-from blocklab.experiments.summaries import Interval, QuantizeData, QuantTiming
+from blocklab.experiments.suites.quantize.data import QuantizeData, QuantTiming
+from blocklab.experiments.summaries import Interval
 
 # C32's registered rules (`registry.C32_SPEEDUP_RULE`, `registry.C32_LARGEST_RULE`): prefill of
 # the largest timed T, dynamic int8 (the mode that makes the GEMMs themselves int8; weight-only
@@ -137,7 +138,12 @@ def combine_c32(speed: Part, largest: Part) -> str:
     return settle([speed.verdict, largest.verdict], decided)
 
 
-@claim("C32")
+def c32_arms(part: str, metric: str, arms: list[str]) -> list[str]:
+    """The arm C32's parts read: the suite's timing run (its repeats play the seeds)."""
+    return ["timing"]
+
+
+@claim("C32", suite="quantize", scale_dependent=True, arms=c32_arms, subsection=True)
 def c32(ctx: Context) -> Finding:
     summary = ctx.summary("quantize")
     if summary is None:
@@ -253,7 +259,13 @@ def _ratio_text(ratios: list[float], zh: bool = False) -> str:
             f"{low:.3g}× to {high:.3g}× (median {mid:.3g}×)")
 
 
-@claim("C33")
+def c33_arms(part: str, metric: str, arms: list[str]) -> list[str]:
+    """The arms a C33 part reads: the trained models' quality runs for the per-tensor part;
+    none for the exactness part, decided on every layer at once."""
+    return [] if part == C33_EXACT_PART else ["quality"]
+
+
+@claim("C33", suite="quantize", arms=c33_arms, subsection=True)
 def c33(ctx: Context) -> Finding:
     summary = ctx.summary("quantize")
     if summary is None:

@@ -13,7 +13,11 @@ from a stored summary. A check grades only parts listed here, each by the rule l
 tests/claims/test_registry.py grades fake summaries and checks that every part a check
 graded carries the rule listed here, hash for hash.
 
-The checks import this module and it imports none of them: the rules' constants live here.
+The check modules import this module and it imports none of them: the rules' constants live
+here. What else a claim is (the suite its parts are graded on, the arms each part reads, its
+scale dependence) is declared beside its check (`finding.ClaimSpec`) and collected, with
+`suite_rules`, in `claims.catalogue`; the suites are read here for the rules' own constants
+only.
 
 `CHANGED_AFTER_DATA` lists the rules that were edited after results had been seen, with the
 date and what changed; `blocklab claims` shows each under the claims it affects.
@@ -21,7 +25,6 @@ date and what changed; `blocklab claims` shows each under the claims it affects.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -535,88 +538,6 @@ def rule_of(claim_id: str, size: str, part: str) -> Rule:
         raise ResultsError(f"{claim_id} part {part!r} has no rule registered for size {size!r}; "
                            f"the registered parts are {list(rules)}")
     return rules[part]
-
-
-# --- where each claim's parts are measured -------------------------------------------------------
-# The suite whose summary each experimental claim reads.
-SUITE_OF = {"C12": "placement", "C13": "placement", "C16": "ffn", "C18": "norm-cost",
-            "C19": "placement", "C21": "position", "C29": "position", "C30": "position",
-            "C31": "position", "C32": "quantize", "C33": "quantize", "C36": "placement"}
-_ARM_AT = re.compile(r": (\S+) at \d+×$")
-# Which arms of the deepest (placement, warmup) contrast a C13/C19/C36 part reads: the grid
-# ("train": part (b) at each arm's tuned lr; "sweep": its largest stable lrs; "deep": C36's
-# deep stacks' largest stable lrs; "init": the pre-norm probes), "pre" / "post" / None (both)
-# and "cold" (warmup 0) / "warm" / None (both).
-_CELLS = {
-    C13_PART: ("train", None, None),
-    C13_STABILITY_PART: ("sweep", None, None),
-    "pre-norm trains without warmup": ("train", "pre", None),
-    "pre-norm is stable without warmup": ("sweep", "pre", None),
-    "post-norm needs warmup": ("train", None, None),
-    "post-norm needs warmup to be stable": ("sweep", None, None),
-    "post-norm gradients vanish in the lower layers": ("train", "post", "warm"),
-    C19_EXPRESSIVE_PART: ("train", None, "warm"),
-    C36_STABLE_PART: ("deep", None, "warm"),
-}
-
-
-def suite_rules(size: str) -> dict[str, dict[str, str]]:
-    """{suite: {"<claim> <part>": rule hash}}: the registered rules that grade each suite's
-    data at `size`, recorded in its results folder when its runs are first planned."""
-    out: dict[str, dict[str, str]] = {}
-    for claim_id, suite in SUITE_OF.items():
-        for name, rule in registered(claim_id, size).items():
-            out.setdefault(suite, {})[f"{claim_id} {name}"] = rule.hash
-    return out
-
-
-def part_arms(claim_id: str, name: str, metric: str, arms: list[str]) -> list[str]:
-    """The arms (of `arms`, a suite's arm names) whose runs the part `name` of `claim_id` is
-    estimated from, so that one more seed of the part costs one more run of each; [] for a
-    part not measured on seeds of arms (an analytic part, or a claim of no suite)."""
-    def at_deepest() -> list[str]:
-        # <grid>/<placement>/<depth>/<warmup>: the contrast at the deepest depth that C13, C19
-        # and C36 are graded on
-        grid, placement, warmup = _CELLS.get(name, ("train", None, None))
-        cells = [a.split("/") for a in arms if a.startswith(grid + "/") and a.count("/") == 3]
-        if not cells:
-            return []
-        depth = max(int(c[2]) for c in cells)
-        cells = [c for c in cells if int(c[2]) == depth and placement in (None, c[1])
-                 and warmup in (None, "cold" if int(c[3]) == 0 else "warm")]
-        return ["/".join(c) for c in cells]
-
-    if claim_id == "C12":
-        init = re.search(r"pre-norm, (\S+) init", name)
-        found = [a for a in arms if init and a.startswith(f"init/pre/{init.group(1)}/")]
-    elif claim_id == "C16":
-        found = [a for a in (name, ffn_suite.BASELINE) if a in arms]
-    elif claim_id == "C18":
-        found = [] if name in C18_COMPUTE_RULES else ["layernorm", "rmsnorm"]
-    elif claim_id in ("C13", "C19") or (claim_id == "C36" and name in _CELLS):
-        found = at_deepest()
-    elif claim_id == "C36":  # the identity term: the pre-norm probes at the deepest depth
-        probes = [a.split("/") for a in arms if a.startswith(f"init/pre/{C36_IDENTITY_INIT}/")]
-        deepest = max((int(p[3]) for p in probes), default=0)
-        found = ["/".join(p) for p in probes if int(p[3]) == deepest]
-    elif claim_id in ("C21", "C30"):
-        # an arm read with scaling or after a fine-tune (rope+ntk, rope+yarn+ft…) is read off
-        # the run of the arm it extends: the longest planned arm its name starts with
-        arm = _ARM_AT.search(metric)
-        name_ = arm.group(1) if arm else ""
-        base = [a for a in arms if name_ == a or name_.startswith(a + "+")]
-        found = [max(base, key=len)] if base else []
-    elif claim_id == "C29":
-        found = ["none"]
-    elif claim_id == "C31":
-        found = ["cost"]
-    elif claim_id == "C32":
-        found = ["timing"]
-    elif claim_id == "C33":
-        found = [] if name == C33_EXACT_PART else ["quality"]
-    else:
-        found = []
-    return [a for a in found if a in arms]
 
 
 # --- rules edited after results were seen --------------------------------------------------------

@@ -57,7 +57,8 @@ from scipy import stats as sps
 
 from blocklab import stats
 from blocklab.errors import InputError
-from blocklab.experiments.summaries import Interval, PositionArm
+from blocklab.experiments.suites.position.data import PositionArm
+from blocklab.experiments.summaries import Interval
 
 CONFIRMED = "confirmed"
 CONTRADICTED = "contradicted-at-this-scale"

@@ -24,9 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from blocklab.claims.catalogue import SUITE_OF, part_arms, suite_rules
 from blocklab.claims.finding import Context
 from blocklab.claims.ledger import run_claims
-from blocklab.claims.registry import SUITE_OF, part_arms, registered, suite_rules
+from blocklab.claims.registry import registered
 from blocklab.claims.rules import INCONCLUSIVE, Rule
 from blocklab.experiments.summaries import SeedBlock
 
@@ -96,11 +97,12 @@ def sequential(rule: Rule) -> bool:
 def open_parts(rows: Sequence[Any], size: str, arms_of: Callable[[str], list[str]]
                ) -> list[Wanted]:
     """The parts of `rows` (ledger rows) still open: inconclusive, measured on seeds of arms,
-    with a look left in their design. `arms_of(suite)` lists a suite's planned arms."""
+    with a look left in their design. `arms_of(suite)` lists a suite's planned arms ([]: the
+    suite is not planned now, and its parts are not open)."""
     out = []
     for row in rows:
         suite = SUITE_OF.get(row.id)
-        if suite is None or row.error:
+        if suite is None or row.error or not arms_of(suite):
             continue
         rules = registered(row.id, size)
         for part in row.parts:
@@ -111,9 +113,9 @@ def open_parts(rows: Sequence[Any], size: str, arms_of: Callable[[str], list[str
             if n < 1:  # no result to build on: the suite's own plan runs it first
                 continue
             target = rule.next_look(n)
-            arms = tuple(part_arms(row.id, part.name, rule.metric, arms_of(suite)))
-            if target is None or not arms:
+            if target is None:
                 continue
+            arms = tuple(part_arms(row.id, part.name, rule.metric, arms_of(suite)))
             out.append(Wanted(row.id, part.name, suite, arms, n, target))
     return out
 
@@ -400,9 +402,7 @@ def _parts_at_look(size: str, names: Sequence[str], arms: dict[str, list[str]], 
             if not sequential(rule) or len(rule.schedule) <= j:
                 continue
             mine = tuple(part_arms(cid, part, rule.metric, arms[suite]))
-            if mine:
-                out.append(Wanted(cid, part, suite, mine, rule.schedule[j - 1],
-                                  rule.schedule[j]))
+            out.append(Wanted(cid, part, suite, mine, rule.schedule[j - 1], rule.schedule[j]))
     return out
 
 
@@ -492,23 +492,24 @@ def plan_budget(results: Path, size: str, names: Sequence[str], budget_s: float 
 
 def would_contradict(rows: Sequence[Any], size: str, arms_of: Callable[[str], list[str]]
                      ) -> dict[str, list[Wanted]]:
-    """{suite: parts} whose interval lies wholly beyond δ on the opposite side while a 2×
-    longer run has not yet agreed (`Decision.would_contradict`), on suites that can train
-    their arms twice as long (`Suite.longer`)."""
+    """{suite: parts} measured on seeds whose interval lies wholly beyond δ on the opposite
+    side while a 2× longer run has not yet agreed (`Decision.would_contradict`), on suites
+    that can train their arms twice as long (`Suite.longer`) and are planned now (`arms_of`)."""
     from blocklab.experiments.suites import get_suite
 
     out: dict[str, list[Wanted]] = {}
     for row in rows:
         suite = SUITE_OF.get(row.id)
-        if suite is None or row.error or get_suite(suite).longer is None:
+        if (suite is None or row.error or not arms_of(suite)
+                or get_suite(suite).longer is None):
             continue
         for part in row.parts:
-            if part.decision is None or not part.decision.would_contradict:
+            if (part.decision is None or not part.decision.would_contradict
+                    or not sequential(part.rule)):
                 continue
             arms = tuple(part_arms(row.id, part.name, part.rule.metric, arms_of(suite)))
-            if arms:
-                out.setdefault(suite, []).append(
-                    Wanted(row.id, part.name, suite, arms, part.estimate.n, part.estimate.n))
+            out.setdefault(suite, []).append(
+                Wanted(row.id, part.name, suite, arms, part.estimate.n, part.estimate.n))
     return out
 
 

@@ -181,12 +181,9 @@ def check_seed_offset_option(seed_offset: int) -> int:
 
 def check_precision_option(precision: str) -> str:
     """`--precision` if it is fp32 or bf16; else exit 2 with one line."""
-    from blocklab.experiments.options import PRECISIONS
+    from blocklab.precision import check_precision
 
-    if precision not in PRECISIONS:
-        raise fail(f"--precision {precision!r} is not allowed; expected one of "
-                   f"{list(PRECISIONS)}")
-    return precision
+    return check_precision(precision, "--precision")
 
 
 def warn_if_bf16_emulated(precision: str, device: str = "cpu") -> None:

@@ -189,7 +189,7 @@ def run_with_budget(results: Path, size: str, budget_s: float | None, run_on, jo
 
     try:
         if budget_s == 0:
-            from blocklab.claims.registry import suite_rules
+            from blocklab.claims.catalogue import suite_rules
 
             # the rules grade float32 results: recorded only beside those
             rules = suite_rules(size) if precision == "fp32" else None

@@ -97,7 +97,7 @@ def suite(
                          "--results" if old_out is None else "--out", {chosen.name: options})
     run_on = chosen_executor(executor, jobs, address, cpus_per_run, gpus_per_run)
     warn_if_bf16_emulated(options.precision)  # one line on stderr; the suite still runs
-    from blocklab.claims.registry import suite_rules
+    from blocklab.claims.catalogue import suite_rules
 
     rules = suite_rules(size).get(chosen.name) if options.precision == "fp32" else None
     if budget is not None and (seeds is not None or precision != "fp32"):

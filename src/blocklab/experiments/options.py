@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Protocol
 
 from blocklab.errors import InputError
+from blocklab.precision import PRECISIONS, Precision, check_precision  # noqa: F401 (read with SIZES)
 
 SIZES = ("tiny", "quick", "full")
-PRECISIONS = ("fp32", "bf16")
 BACKENDS = ("reference", "fast", "compiled")  # `blocklab.nn.backends.BACKENDS` (tested equal)
 # Each seed is a set of full training runs; past this the plan alone would not fit in memory
 # and the runs would take centuries on any machine blocklab targets.
@@ -82,7 +82,7 @@ class RunOptions:
 
     size: str = "quick"
     seeds: range = range(1)
-    precision: str = "fp32"
+    precision: Precision = "fp32"
     backend: str = "fast"
 
     def __post_init__(self) -> None:
@@ -93,9 +93,7 @@ class RunOptions:
             raise InputError(f"seeds={self.seeds!r} is not allowed; expected a range of "
                              "consecutive seeds")
         seed_range(len(self.seeds), self.seeds.start)
-        if self.precision not in PRECISIONS:
-            raise InputError(f"precision={self.precision!r} is not allowed; expected one of "
-                             f"{list(PRECISIONS)}")
+        check_precision(self.precision)
         if self.backend not in BACKENDS:
             raise InputError(f"backend={self.backend!r} is not allowed; expected one of "
                              f"{list(BACKENDS)}")

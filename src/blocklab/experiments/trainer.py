@@ -38,7 +38,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.nn.functional as F
@@ -70,10 +70,13 @@ from blocklab.experiments.data import (
 from blocklab.experiments.env import environment
 from blocklab.experiments.init import INITS, initialize
 from blocklab.experiments.results import ResultStore, json_safe, result_json, run_id
-from blocklab.experiments.run_result import RunResult
+from blocklab.experiments.run_result import Curves, RunResult
 from blocklab.jsonio import write_atomic
+from blocklab.precision import Precision, check_precision
+
+if TYPE_CHECKING:
+    from blocklab.experiments.options import RunOptions
 from blocklab.nn.backends import BACKENDS
-from blocklab.nn.model import PRECISIONS
 
 SCHEDULES = ("cosine", "constant")
 STATUSES = ("ok", "diverged", "stuck")
@@ -168,9 +171,16 @@ class TrainConfig:
     divergence_factor: float | None = 4.0
     threads: int | None = None
     device: str = "cpu"
-    precision: str = "fp32"
+    precision: Precision = "fp32"
     backend: str = "fast"
     final_eval_fraction: float = 0.0
+
+    @classmethod
+    def for_run(cls, options: RunOptions, seed: int, **settings: Any) -> TrainConfig:
+        """A suite run's training: its own `settings` (steps, lr, schedule, evaluation…) on
+        `seed`, in the precision and on the backend of the run's `options`. Every suite builds
+        its TrainConfigs here, so a run option reaches every run the same way."""
+        return cls(seed=seed, precision=options.precision, backend=options.backend, **settings)
 
     def __post_init__(self) -> None:
         _int("steps", self.steps, 1)
@@ -216,8 +226,7 @@ class TrainConfig:
             _int("threads", self.threads, 1)
         if not (isinstance(self.device, str) and self.device.split(":")[0] in ("cpu", "cuda")):
             raise _bad("device", self.device, "'cpu' or 'cuda[:index]'")
-        if self.precision not in PRECISIONS:
-            raise _bad("precision", self.precision, f"one of {list(PRECISIONS)}")
+        check_precision(self.precision, "TrainConfig.precision", ConfigError)
         if self.backend not in BACKENDS:
             raise _bad("backend", self.backend, f"one of {list(BACKENDS)}")
         object.__setattr__(self, "final_eval_fraction", _number(
@@ -639,21 +648,16 @@ def train(model_config: ModelConfig, train_config: TrainConfig,
     limit = None if tc.divergence_factor is None else tc.divergence_factor * math.log(
         mc.vocab_size)
     label = label or f"{mc.ffn}·{mc.norm}·{mc.placement}·{mc.position} seed {tc.seed}"
-    curves: dict[str, Any] = {
-        "step": [], "train_loss": [], "lr": [], "grad_norm": [], "val_step": [],
-        "val": {str(length): [] for length in tc.eval_lengths},
-        "layer_grad_norms": {"step": [], "layer": [], "down_proj": []},
-        "residual_rms": {"step": [], "layer": []},
-    }
+    curves = Curves(val={str(length): [] for length in tc.eval_lengths})
     status, reason, steps_done, train_seconds = "ok", None, 0, 0.0
     last_eval: dict[int, dict[str, Any]] | None = None
 
     def validate() -> None:
         nonlocal last_eval
         last_eval = evaluate(model, windows, tc.batch_size * tc.seq_len, per_window=True)
-        curves["val_step"].append(steps_done)
+        curves.val_step.append(steps_done)
         for length, scores in last_eval.items():
-            curves["val"][str(length)].append(scores["loss"])
+            curves.val[str(length)].append(scores["loss"])
 
     with _runtime(tc), _progress_task(progress, label, tc.steps) as advance:
         env = environment(tc.device)
@@ -696,11 +700,11 @@ def train(model_config: ModelConfig, train_config: TrainConfig,
                     recorder.active = False
                     if log_now:
                         whole, down = _layer_grad_norms(model.layers)
-                        curves["layer_grad_norms"]["step"].append(step)
-                        curves["layer_grad_norms"]["layer"].append(whole)
-                        curves["layer_grad_norms"]["down_proj"].append(down)
-                        curves["residual_rms"]["step"].append(step)
-                        curves["residual_rms"]["layer"].append(recorder.take())
+                        curves.layer_grad_norms.step.append(step)
+                        curves.layer_grad_norms.layer.append(whole)
+                        curves.layer_grad_norms.down_proj.append(down)
+                        curves.residual_rms.step.append(step)
+                        curves.residual_rms.layer.append(recorder.take())
 
                 result = train_step(
                     forward, batch, optimizer, params, lr=lr, grad_clip=tc.grad_clip,
@@ -708,10 +712,10 @@ def train(model_config: ModelConfig, train_config: TrainConfig,
                     after_backward=log_gradients)
                 recorder.active = False
                 loss_value = result.loss
-                curves["step"].append(step)
-                curves["train_loss"].append(loss_value)
-                curves["lr"].append(lr)
-                curves["grad_norm"].append(result.grad_norm)
+                curves.step.append(step)
+                curves.train_loss.append(loss_value)
+                curves.lr.append(lr)
+                curves.grad_norm.append(result.grad_norm)
                 if result.grad_norm is None:
                     status, reason = "diverged", f"train loss {loss_value:.4g} at step {step}"
                     if math.isfinite(loss_value):
@@ -728,7 +732,7 @@ def train(model_config: ModelConfig, train_config: TrainConfig,
                     validate()
                 if tc.stuck_patience is not None and \
                         steps_done == tc.warmup_steps + tc.stuck_patience:
-                    recent = curves["train_loss"][-_SMOOTH:]
+                    recent = curves.train_loss[-_SMOOTH:]
                     smoothed = sum(recent) / len(recent)
                     if smoothed > entropy:
                         status = "stuck"
@@ -738,7 +742,7 @@ def train(model_config: ModelConfig, train_config: TrainConfig,
                         break
             # Still with the recorder's (inactive) hooks on, as the warm-up compiled every
             # evaluation graph: removing them first would make a compiled model build new ones.
-            if not curves["val_step"] or curves["val_step"][-1] != steps_done:
+            if not curves.val_step or curves.val_step[-1] != steps_done:
                 validate()
             final_eval_s = None
             scored = last_eval
@@ -749,10 +753,10 @@ def train(model_config: ModelConfig, train_config: TrainConfig,
         finally:
             recorder.remove()
 
-    finite_losses = [x for x in curves["train_loss"] if _finite(x)][-_SMOOTH:]
+    finite_losses = [x for x in curves.train_loss if _finite(x)][-_SMOOTH:]
     val_loss = scored[tc.seq_len]["loss"]
     window_losses = scored[tc.seq_len].get("per_window") or []
-    tail = curves["val"][str(tc.seq_len)][-TAIL_EVALS:]
+    tail = curves.val[str(tc.seq_len)][-TAIL_EVALS:]
     final = {
         "val_loss": val_loss,
         "val_loss_se": standard_error(window_losses),
@@ -779,7 +783,7 @@ def train(model_config: ModelConfig, train_config: TrainConfig,
         "train_config": tc.to_dict(),
         "data": corpus.info(),
         "environment": env,
-        "curves": curves,
+        "curves": dataclasses.asdict(curves),
         "final": final,
         "steps_done": steps_done,
         # The run's own time: compiling is a one-off cost of the machine's cache, kept apart.

@@ -29,13 +29,15 @@ from blocklab.nn.ffn import GatedFeedForward, build_ffn
 from blocklab.nn.linear import Linear
 from blocklab.nn.norm import RMSNorm, build_norm
 from blocklab.nn.position import ALiBi, LearnedPositions, RotaryEmbedding, SinusoidalPositions
+from blocklab.precision import Precision, check_precision
 
 # Scaling variants that read the pre-training length; Hugging Face fills it in from
 # max_position_embeddings when a config leaves it out (`standardize_rope_params`, and the
 # dynamic variant reads max_position_embeddings directly).
 _NEEDS_ORIGINAL_LENGTH = ("dynamic", "yarn", "llama3")
 _log = logging.getLogger(__name__)
-PRECISIONS = {"fp32": None, "bf16": torch.bfloat16}  # None: compute in the parameters' dtype
+# The one place a `blocklab.precision.Precision` becomes a dtype (None: the parameters' own).
+_DTYPES: dict[Precision, torch.dtype | None] = {"fp32": None, "bf16": torch.bfloat16}
 
 
 # --- build: config -> modules -----------------------------------------------------------------
@@ -174,15 +176,12 @@ class DecoderLM(nn.Module):
         in float32 (or float64 for a float64 model).
     """
 
-    def __init__(self, config: ModelConfig, *, backend: str = "fast", precision: str = "fp32",
+    def __init__(self, config: ModelConfig, *, backend: str = "fast", precision: Precision = "fp32",
                  packed_gate_up: bool = False, packed_qkv: bool = False) -> None:
         super().__init__()
         _check_supported(config)
         self.backend = backends.check_backend(backend)
-        if precision not in PRECISIONS:
-            raise InputError(f"precision={precision!r} is not allowed; expected one of "
-                             f"{list(PRECISIONS)}")
-        self.precision = precision
+        self.precision = check_precision(precision)
         self.config = config
         impl = backend
         self.embed_tokens = nn.Embedding(config.vocab_size, config.d_model)
@@ -225,7 +224,7 @@ class DecoderLM(nn.Module):
     def compute_dtype(self) -> torch.dtype:
         """The dtype activations are computed in: bfloat16 under precision "bf16", else the
         embedding's dtype."""
-        return PRECISIONS[self.precision] or self.embed_tokens.weight.dtype
+        return _DTYPES[self.precision] or self.embed_tokens.weight.dtype
 
     def backends(self) -> dict[str, str]:
         """op -> the implementation it runs in this model on its device and compute dtype, for
@@ -283,7 +282,7 @@ class DecoderLM(nn.Module):
             x = x * torch.tensor(math.sqrt(cfg.d_model), dtype=x.dtype)
         if cfg.position in ("learned", "sinusoidal"):
             x = x + self.position(positions, **known).to(x.dtype)
-        compute = PRECISIONS[self.precision]
+        compute = _DTYPES[self.precision]
         if compute is not None and x.dtype != compute:
             x = x.to(compute)  # bfloat16 from here on; every Linear follows its input's dtype
         if self.embed_norm is not None:

@@ -19,11 +19,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from blocklab.claims.registry import part_arms
+from blocklab.claims.catalogue import part_arms
 from blocklab.errors import InputError, ResultsError
+from blocklab.experiments.suites import SUITE_MODULES
 from blocklab.jsonio import write_atomic
 
-SUITES = ("ffn", "norm-cost", "placement", "position", "quantize")
+# The registered suites, in their order: the page shows each in its `Suite.section`.
+SUITES = tuple(SUITE_MODULES)
 SCHEMA = 1
 
 # Deployment figures: a small, a mid-size and a large dense model.
@@ -64,7 +66,8 @@ def collect(results: Path | str = "runs", size: str = "quick", *, out: Path | st
     from blocklab.experiments.env import usable_cores
     from blocklab.experiments.options import SIZES
     from blocklab.experiments.results import json_safe
-    from blocklab.experiments.summaries import incomplete, load_summary, size_note
+    from blocklab.experiments.suites import load_summary
+    from blocklab.experiments.summaries import incomplete, size_note
 
     if size not in SIZES:
         raise InputError(f"size {size!r} is not allowed; expected one of {list(SIZES)}")
@@ -199,7 +202,10 @@ def decision_budget(ledger: list[dict[str, Any]], suites: dict[str, dict[str, An
                 unsized.append(entry)
                 continue
             arms = sorted({c["arm"] for c in costs})
-            chosen = part_arms(row["id"], part["name"], part["rule"]["metric"], arms)
+            # a part measured on seeds must name its arms; another (an exact count, timing
+            # repeats) may name none, and is priced at the whole suite
+            chosen = part_arms(row["id"], part["name"], part["rule"]["metric"], arms,
+                               seeded=part["rule"]["max_seeds"] is not None)
             runs = [c for c in costs if c["arm"] in (chosen or arms)]
             units = n or len({c["seed"] for c in runs}) or 1
             extra = max(int(needed) - n, 0)
@@ -372,15 +378,14 @@ def build_report(out: Path | str = "report", results: Path | str = "runs",
     Returns the path of index.html and the document.
     """
     from blocklab.claims.lang import resolve_lang
-    from blocklab.experiments.options import PRECISIONS, SIZES, check_seed_offset
+    from blocklab.experiments.options import SIZES, check_seed_offset
+    from blocklab.precision import check_precision
 
     lang = resolve_lang(lang)
     if size not in SIZES:
         raise InputError(f"size {size!r} is not allowed; expected one of {list(SIZES)}")
     check_seed_offset(seed_offset)
-    if precision not in PRECISIONS:
-        raise InputError(f"precision {precision!r} is not allowed; expected one of "
-                         f"{list(PRECISIONS)}")
+    check_precision(precision)
     if Path(results).exists() and not Path(results).is_dir():
         raise InputError(f"results {str(results)!r} is a file; expected a folder of suite "
                          "results (or one that does not exist yet)")

@@ -23,17 +23,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from blocklab.experiments.suites import get_suite
 from blocklab.experiments.suites.evaluation import AT_FULL
-from blocklab.experiments.summaries import (
-    FfnData,
-    Interval,
-    NormCostData,
-    PerPosition,
-    PlacementData,
-    PositionData,
-    Read,
-    summary_from_dict,
-)
+from blocklab.experiments.suites.ffn.data import FfnData
+from blocklab.experiments.suites.norm_cost.data import NormCostData
+from blocklab.experiments.suites.placement.data import PlacementData
+from blocklab.experiments.suites.position.data import PerPosition, PositionData, Read
+from blocklab.experiments.summaries import Interval, summary_from_dict
 
 PART_LABELS = {"attention_proj": "attention projections", "attention_scores": "scores + values",
                "ffn": "FFN", "lm_head": "lm_head"}
@@ -101,13 +97,14 @@ def fig_ffn_budget(doc: dict[str, Any]) -> bytes | None:
 def _summary(doc: dict[str, Any], suite: str) -> tuple[Any, list[dict[str, Any]]]:
     """(typed summary data, stored runs) of a suite; (None, []) when it has not been run.
 
-    The data is the suite's entry of `summaries.DATA_TYPES` (FfnData, NormCostData, ...),
-    decoded from the document's summary dict; ResultsError when that dict does not match.
+    The data is an instance of the suite's `data_type` (FfnData, NormCostData, ...), decoded
+    from the document's summary dict; ResultsError when that dict does not match.
     """
     entry = doc["suites"][suite]
     if entry["summary"] is None:
         return None, []
-    summary = summary_from_dict(entry["summary"], f"report document: summary of {suite}")
+    summary = summary_from_dict(entry["summary"], f"report document: summary of {suite}",
+                                get_suite(suite).data_type)
     return summary.data, entry["runs"]
 
 
@@ -1028,22 +1025,24 @@ def forest_command(doc: dict[str, Any], claim_id: str | None = None) -> str:
 
 
 # --- registry ------------------------------------------------------------------------------------
-# key -> (figure function, command that reproduces its numbers given the document)
+# key -> (figure function, command that reproduces its numbers given the document). The command
+# is None for a figure a suite draws beside its tables (`Suite.figures`): that suite's command.
+# The others keep their own: a figure shown with its claim (the subsections of C29–C32 and C36),
+# which reads one suite's results; one drawn from two suites' results, or from no suite's.
 FIGURES: dict[str, tuple[Callable[[dict[str, Any]], bytes | None],
-                         Callable[[dict[str, Any]], str]]] = {
+                         Callable[[dict[str, Any]], str] | None]] = {
     "ffn_budget": (fig_ffn_budget, lambda doc: "blocklab budget --sweep --plot ffn_budget.png"),
-    "ffn_variants": (fig_ffn_variants, lambda doc: _suite_command(doc, "ffn")),
-    "ffn_loss_curves": (fig_ffn_loss_curves, lambda doc: _suite_command(doc, "ffn")),
-    "norm_cost": (fig_norm_cost, lambda doc: _suite_command(doc, "norm-cost")),
-    "placement_training": (fig_placement_training, lambda doc: _suite_command(doc, "placement")),
-    "placement_gradients": (fig_placement_gradients,
-                             lambda doc: _suite_command(doc, "placement")),
+    "ffn_variants": (fig_ffn_variants, None),
+    "ffn_loss_curves": (fig_ffn_loss_curves, None),
+    "norm_cost": (fig_norm_cost, None),
+    "placement_training": (fig_placement_training, None),
+    "placement_gradients": (fig_placement_gradients, None),
     "placement_deep": (fig_placement_deep, lambda doc: _suite_command(doc, "placement")),
+    # beside the ffn suite's tables (`Suite.figures`), from the ffn and placement suites' results
     "scale_trend": (fig_scale_trend, lambda doc: f"{_suite_command(doc, 'ffn')}; "
                                                  f"{_suite_command(doc, 'placement')}"),
-    "position_extrapolation": (fig_position_extrapolation,
-                               lambda doc: _suite_command(doc, "position")),
-    "passkey": (fig_passkey, lambda doc: _suite_command(doc, "position")),
+    "position_extrapolation": (fig_position_extrapolation, None),
+    "passkey": (fig_passkey, None),
     "position_order": (fig_position_order, lambda doc: _suite_command(doc, "position")),
     "position_scaling": (fig_position_scaling, lambda doc: _suite_command(doc, "position")),
     "position_cost": (fig_position_cost, lambda doc: _suite_command(doc, "position")),
@@ -1083,11 +1082,24 @@ def make_figures(doc: dict[str, Any]) -> dict[str, Figure]:
         try:
             png = draw(doc)
         except Exception as err:  # recorded in the figure and reported; see the docstring
-            out[key] = Figure(key, b"", command(doc), _describe(err))
+            out[key] = Figure(key, b"", figure_command(doc, key, command), _describe(err))
             continue
         if png is not None:
-            out[key] = Figure(key, png, command(doc))
+            out[key] = Figure(key, png, figure_command(doc, key, command))
     return out
+
+
+def figure_command(doc: dict[str, Any], key: str,
+                   command: Callable[[dict[str, Any]], str] | None) -> str:
+    """The command that reproduces figure `key`'s numbers: its own (`command`), else that of
+    the one suite of the document that lists it in `Suite.figures`."""
+    if command is not None:
+        return command(doc)
+    owners = [name for name in doc["suites"] if key in get_suite(name).figures]
+    if len(owners) != 1:  # a bug in FIGURES or in the suites' figures, not the user's input
+        raise RuntimeError(f"figure {key} has no command of its own and is listed by "
+                           f"{len(owners)} suites ({', '.join(owners) or 'none'}), not one")
+    return _suite_command(doc, owners[0])
 
 
 def _describe(err: Exception) -> str:

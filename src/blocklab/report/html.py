@@ -7,10 +7,12 @@ output; the only markup text may carry is a `backticked` name, which the `prose`
 into <code>. The page loads nothing from anywhere, so it opens from disk and offline.
 
 Layout: header, table of contents, the claims ledger, then one section per page topic (FFN,
-normalization, placement, position encodings, deployment) and the claims added later. Suite
-sections whose results are missing show the command that produces them. This module computes
-what the templates show (the words of each part's line, table rows, counts); the templates
-hold the markup.
+normalization, placement, position encodings, deployment) and the claims added later. Each
+suite's results (its tables, notes and figures) are shown under its heading in the section its
+`Suite.section` names, a section of their own before the claims added later when the page has
+no such topic; a suite whose results are missing shows the command that produces them. This
+module computes what the templates show (the words of each part's line, table rows, counts,
+the sections); the templates hold the markup.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from jinja2.utils import Namespace
 from markupsafe import Markup, escape
 
 from blocklab.claims import VERDICT_ZH
+from blocklab.claims.catalogue import SUBSECTION_CLAIMS
+from blocklab.experiments.suites import get_suite
 from blocklab.report.figures import VERDICT_COLOURS, Figure, forest_key
 from blocklab.report.i18n import DECISION_SHORT, caption, t
 
@@ -384,11 +388,48 @@ def _gib(n: int) -> str:
     return f"{n / 2**30:,.2f} GiB"
 
 
-# Claims added after the first ledger: one subsection each, with the check's own table and figure.
-ADDED_CLAIMS = ("C29", "C30", "C31", "C32", "C33", "C34", "C35", "C36")
-SECTIONS = (("ledger", "sec_ledger"), ("ffn", "sec_ffn"), ("normalization", "sec_norm"),
-            ("placement", "sec_placement"), ("position", "sec_position"),
-            ("deployment", "sec_deploy"), ("more-claims", "sec_more_claims"))
+# Claims added after the first ledger: one subsection each, with the check's own table and figure
+# (each declared with `@claim(..., subsection=True)` beside its check).
+ADDED_CLAIMS = SUBSECTION_CLAIMS
+# The sections the page template writes before the claims added later ("more-claims"), in
+# order, with their titles (i18n keys). A suite's results are shown in the one its
+# `Suite.section` names (`suites_in` in the template); a suite whose section is none of these
+# gets one of its own, titled by its heading, before "more-claims".
+PAGE_SECTIONS = (("ledger", "sec_ledger"), ("ffn", "sec_ffn"), ("normalization", "sec_norm"),
+                 ("placement", "sec_placement"), ("position", "sec_position"),
+                 ("deployment", "sec_deploy"))
+
+
+def shown_suites(doc: dict[str, Any], lang: str) -> list[dict[str, Any]]:
+    """The document's suites, in its order, as the page shows them: {name, section, heading,
+    figures} from each registered suite (`blocklab.experiments.suites.get_suite`)."""
+    out = []
+    for name in doc.get("suites", {}):
+        suite = get_suite(name)
+        out.append({"name": name, "section": suite.section,
+                    "heading": suite.heading[1] if lang == "zh" else suite.heading[0],
+                    "figures": list(suite.figures)})
+    return out
+
+
+def sections(suites: list[dict[str, Any]], lang: str) -> list[dict[str, Any]]:
+    """The page's sections in order, its table of contents: {id, title, suites, own}, where
+    `suites` counts the suites shown in it and `own` marks a section the template does not
+    write, made for the suites that name it: PAGE_SECTIONS, those, then "more-claims"."""
+    out = [{"id": anchor, "title": t(key, lang), "suites": 0, "own": False}
+           for anchor, key in PAGE_SECTIONS]
+    by_id = {s["id"]: s for s in out}
+    for suite in suites:
+        if suite["section"] in ("ledger", "more-claims"):  # a bug in the suite's definition
+            raise ValueError(f"suite {suite['name']}: section {suite['section']!r} shows no "
+                             "suite's results")
+        if suite["section"] not in by_id:
+            by_id[suite["section"]] = {"id": suite["section"], "title": suite["heading"],
+                                       "suites": 0, "own": True}
+            out.append(by_id[suite["section"]])
+        by_id[suite["section"]]["suites"] += 1
+    return [*out, {"id": "more-claims", "title": t("sec_more_claims", lang), "suites": 0,
+                   "own": False}]
 
 
 def _ffn(doc: dict[str, Any], lang: str) -> dict[str, Any]:
@@ -493,7 +534,7 @@ def environment() -> Environment:
 
 def _context(doc: dict[str, Any], figures: dict[str, Figure], lang: str) -> dict[str, Any]:
     """What every template sees: the document, the figures, the language and its words."""
-    return {"doc": doc, "figures": figures, "lang": lang,
+    return {"doc": doc, "figures": figures, "lang": lang, "suites": shown_suites(doc, lang),
             "t": lambda key: t(key, lang), "caption": lambda key: caption(key, lang),
             "verdict_names": VERDICT_ZH if lang == "zh" else VERDICT_EN,
             "forest_key": forest_key,
@@ -509,8 +550,9 @@ def render_html(doc: dict[str, Any], figures: dict[str, Figure], lang: str) -> s
     gen = doc["generated"]
     rows = {r["id"]: r for r in doc["ledger"]}
     page = environment().get_template("page.html.j2")
+    context = _context(doc, figures, lang)
     return page.render(
-        _context(doc, figures, lang), css=Markup(CSS), sections=SECTIONS,
+        context, css=Markup(CSS), sections=sections(context["suites"], lang),
         generated=t("generated", lang).format(size=gen["size"], results=gen["results"],
                                               created=gen["created"], version=gen["version"]),
         size_note=(gen.get("size_note") or {}).get(lang),

@@ -3,6 +3,7 @@
 `t(key, lang)` returns the string; `{name}` placeholders are filled by the caller with
 `str.format`. Figure captions live in `CAPTIONS` (what the figure shows; the reproducing command
 is appended by the renderer). A missing key raises KeyError: a typo must not render silently.
+A suite's heading is the suite's own (`Suite.heading`), so a new suite needs no words here.
 """
 
 from __future__ import annotations
@@ -35,26 +36,18 @@ STRINGS: dict[str, tuple[str, str]] = {
                           "以下每条论断给出判定、检查结果、分项判定与预先登记的规则，以及支撑它的表格或图。"),
     "sub_ffn_budget": ("Parameter and activation budgets (page 000, practice task)",
                        "参数与激活预算（页面 000 实践任务）"),
-    "sub_ffn_suite": ("Variants at equal parameter count (ffn suite)",
-                      "等参数量下的 FFN 变体（ffn 实验）"),
     "sub_shift_scale": ("Shift and scale invariance", "平移与缩放不变性"),
     "sub_jacobians": ("Analytic Jacobians against finite differences",
                       "解析雅可比与有限差分对照"),
-    "sub_norm_cost": ("RMSNorm vs LayerNorm cost (norm-cost suite)",
-                      "RMSNorm 与 LayerNorm 的开销（norm-cost 实验）"),
-    "sub_placement_suite": ("Training and gradients (placement suite)",
-                            "训练与梯度（placement 实验）"),
     "placement_deep_note": ("The largest stable learning rates of this suite (its sweep tables: "
                             "pre vs post norm at the training depth, and in deep stacks of 50 "
                             "layers and more) settle C19's stability parts and C36; their figure "
                             "and graded parts are under ",
                             "本实验的最大稳定学习率（扫描表：训练深度下以及 50 层及以上深层堆叠中的 Pre 与 Post 对比）"
                             "用于判定 C19 的稳定性部分与 C36；其图与分项判定见 "),
-    "sub_extrapolation": ("Length extrapolation (position suite)", "长度外推（position 实验）"),
     "sub_rope_check": ("RoPE relative-position check", "RoPE 相对位置检查"),
     "sub_flops": ("Where the FLOPs go", "FLOPs 的去向"),
     "sub_kv": ("KV cache", "KV 缓存"),
-    "sub_quantize": ("int8 quantization (quantize suite)", "int8 量化（quantize 实验）"),
     "quantize_intro": ("Real int8 quantization (torchao) of a model's FFN, attention or all "
                        "linear layers, weight-only or with dynamic activations: speed of "
                        "prefill and decode against their bounds, and the error on a trained "

@@ -66,7 +66,7 @@ def _toy_suite(calls, fail_at=None):
         table = Table("toy", ["Δ"], [[base.format_ci(diff)]])
         return Summary("toy", size, len(seeds), [table], data=ToyData(diff))
 
-    return base.Suite("toy", "a toy", plan, summarise)
+    return base.Suite("toy", "a toy", plan, summarise, ToyData)
 
 
 def test_run_suite_resumes_after_interrupt(tmp_path):
@@ -153,7 +153,7 @@ def _tuned_suite(calls, fail_tuning=False, grow=False):
         values = [r.extra["value"] for spec, r in results if spec.arm == "eval"]
         return Summary("tuned", size, len(seeds), [], data=ToyData(base.mean_ci(values)))
 
-    return base.Suite("tuned", "tunes first", plan, summarise, tune=tune)
+    return base.Suite("tuned", "tunes first", plan, summarise, ToyData, tune=tune)
 
 
 def test_a_tuned_suite_plans_its_evaluation_from_stored_tuning_results(tmp_path):
@@ -275,3 +275,35 @@ def test_run_suites_evaluates_a_tuned_suite_in_a_second_round(tmp_path, monkeypa
     assert errors == {}
     assert rounds == [["a/0", "b/0", "tune/1.0", "tune/2.0"], ["eval/0"]]  # one default seed
     assert load_summary(tmp_path, "tuned", "tiny", ToyData).data.diff.mean == 2.0
+
+
+@dataclass(frozen=True)
+class OtherData:
+    diff: Interval
+
+
+def test_run_suite_refuses_a_summary_whose_data_is_not_the_suites_data_type(tmp_path):
+    """A summary of another type is a bug in the suite: nothing is written that readers, who
+    decode the stored data as `Suite.data_type`, could not read back."""
+    suite = dataclasses.replace(_toy_suite([]), data_type=OtherData)
+    with pytest.raises(RuntimeError, match=r"suite toy: summarise returned data of type "
+                                           r"ToyData, not its data_type OtherData"):
+        base.run_suite(suite, RunOptions("tiny", range(1)), tmp_path, progress=False)
+    assert not (tmp_path / "toy" / "tiny" / "summary.json").exists()
+    assert load_summary(tmp_path, "toy", "tiny", ToyData) is None
+
+
+def test_a_suite_is_checked_where_it_is_defined_and_names_its_place_in_the_report():
+    toy = _toy_suite([])
+    # one that names no section gets a section of its own, headed by its name
+    assert (toy.section, toy.heading, toy.figures) == ("toy", ("toy", "toy"), ())
+    placed = dataclasses.replace(toy, section="deployment", heading=("Toy", "玩具"),
+                                 figures=("toy_figure",))
+    assert (placed.section, placed.heading, placed.figures) == (
+        "deployment", ("Toy", "玩具"), ("toy_figure",))
+    with pytest.raises(TypeError, match=r"suite toy: data_type must be a dataclass, got "
+                                        r"<class 'dict'>"):
+        dataclasses.replace(toy, data_type=dict)
+    with pytest.raises(ValueError, match=r"suite toy: section 'Toy results' is not a page "
+                                         r"anchor"):
+        dataclasses.replace(toy, section="Toy results")

@@ -11,7 +11,8 @@ from blocklab.experiments.options import RunOptions
 from blocklab.experiments.suites import position as ps
 from blocklab.experiments.suites.position import pricing
 from blocklab.experiments.suites.position import realistic_cost as pc
-from blocklab.experiments.summaries import ShapeTiming, TimeRatio
+from blocklab.experiments.suites.position.data import ShapeTiming
+from blocklab.experiments.summaries import TimeRatio
 
 # It times the machine, or signals or locks it mid-run: no other test beside it.
 pytestmark = pytest.mark.exclusive

@@ -10,7 +10,7 @@ from blocklab.experiments.int8_measurements import (
 )
 from blocklab.experiments.options import RunOptions
 from blocklab.experiments.results import ResultStore
-from blocklab.experiments.suites import run_suite
+from blocklab.experiments.suites import load_summary, run_suite
 from blocklab.experiments.suites.quantize import (
     SIZES,
     SUITE,
@@ -19,7 +19,7 @@ from blocklab.experiments.suites.quantize import (
     merge_comparison,
     quality_configs,
 )
-from blocklab.experiments.summaries import QuantizeData, load_summary
+from blocklab.experiments.suites.quantize.data import QuantizeData
 
 
 def test_amdahl_by_hand():

@@ -1,12 +1,15 @@
-"""The experiment suites that settle the pages' claims, by name.
+"""The experiment suites that settle the pages' claims, by name, in the report's order.
 
     ffn        plain vs gated FFNs at equal parameter count (C16, C17)
+    norm-cost  RMSNorm vs LayerNorm time, memory and quality (C18)
     placement  pre vs post vs sandwich norm: gradients at init across depth, and training (C12,
                C13, C19); deep pre vs post stacks (C36)
-    norm-cost  RMSNorm vs LayerNorm time, memory and quality (C18)
     position   length extrapolation of every position scheme and RoPE scaling (C20, C21, C22,
                C30), the order probe (C29) and each scheme's cost (C31)
     quantize   int8 quantization: prefill/decode speed-up per scheme, SwiGLU merging (C32, C33)
+
+Each is a package `suites/<module>/` whose `SUITE` says what the rest of blocklab asks of it: its
+runs, its summary's data type, and where the report shows it (section, heading, figures).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from blocklab.errors import InputError
+from blocklab.experiments import summaries
 from blocklab.experiments.options import PRECISIONS, SIZES, RunOptions
 from blocklab.experiments.suites.base import (
     Executor,
@@ -28,10 +32,10 @@ from blocklab.experiments.suites.base import (
     paired_difference,
     run_suite,
 )
-from blocklab.experiments.summaries import Summary, Table, load_summary
+from blocklab.experiments.summaries import Summary, Table
 
-# suite name -> module holding `SUITE`
-SUITE_MODULES = {"ffn": "ffn", "placement": "placement", "norm-cost": "norm_cost",
+# suite name -> module holding `SUITE`, in the order the report shows them
+SUITE_MODULES = {"ffn": "ffn", "norm-cost": "norm_cost", "placement": "placement",
                  "position": "position", "quantize": "quantize"}
 
 
@@ -41,6 +45,20 @@ def get_suite(name: str) -> Suite:
         raise InputError(f"unknown suite {name!r}; allowed: {list(SUITE_MODULES)}")
     module = importlib.import_module(f"blocklab.experiments.suites.{SUITE_MODULES[name]}")
     return module.SUITE
+
+
+def registered_suites() -> list[Suite]:
+    """Every suite of `SUITE_MODULES`, in its order."""
+    return [get_suite(name) for name in SUITE_MODULES]
+
+
+def load_summary(out_dir: str | Path, name: str, size: str, *, seed_offset: int = 0,
+                 precision: str = "fp32", longer: bool = False) -> Summary | None:
+    """The stored summary of the registered suite `name`, its data typed by the suite's
+    `data_type` (`blocklab.experiments.summaries.load_summary`, whose errors it raises); a
+    one-line InputError lists the suites for a name that is none of them."""
+    return summaries.load_summary(out_dir, name, size, get_suite(name).data_type,
+                                  seed_offset=seed_offset, precision=precision, longer=longer)
 
 
 def run_suites(results: Path, size: str, names: Sequence[str] = tuple(SUITE_MODULES), *,
@@ -145,4 +163,4 @@ def _failure_line(err) -> str:
 
 __all__ = ["SIZES", "SUITE_MODULES", "RunSpec", "Suite", "Summary", "Table", "format_ci",
            "format_level", "get_suite", "load_summary", "mean_ci", "paired_difference",
-           "run_suite", "run_suites"]
+           "registered_suites", "run_suite", "run_suites"]

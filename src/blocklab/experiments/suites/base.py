@@ -30,6 +30,7 @@ import functools
 import hashlib
 import json
 import math
+import re
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -85,12 +86,27 @@ class Suite:
     tuning runs as `tuned` (and [] before any is stored: its runs marked `reads_tuning=False`
     are taken from that plan to run beside the tuning; a suite without one always gets []),
     and `summarise` gets those pairs first, then the evaluation runs'. A suite listing "bf16"
-    in `precisions` trains every model in `options.precision`."""
+    in `precisions` trains every model in `options.precision`.
+
+    The report shows a suite's results (its tables, notes and `figures`) under its `heading`
+    (English, Chinese) in the page section `section` names ("ffn", "normalization", ...); a
+    section the page does not have becomes one of its own. A suite that names none gets a
+    section of its own called after it, headed by its name."""
 
     name: str
     description: str
     plan: Callable[[RunOptions, Results], list[RunSpec]]
     summarise: Callable[[RunOptions, Results], Summary]
+    # The dataclass of its summary's `data` (its package's data.py): `run_suite` refuses a
+    # summary whose data is not one, and readers decode a stored summary's data as it.
+    data_type: type
+    # The id of the report section its results are shown in ("": one of its own, `name`) and
+    # the heading above them, (English, Chinese) (("", ""): its name).
+    section: str = ""
+    heading: tuple[str, str] = ("", "")
+    # Keys of the report figures drawn beside its tables (`blocklab.report.figures.FIGURES`),
+    # in page order; their reproducing command is the suite's unless FIGURES gives their own.
+    figures: tuple[str, ...] = ()
     default_seeds: dict[str, int] = field(default_factory=lambda: {"tiny": 1, "quick": 2,
                                                                     "full": 5})
     # `tune(options, tuned=results so far)`: every tuning run, given those already made (a
@@ -107,6 +123,23 @@ class Suite:
     # trained twice as long (steps and warmup doubled), that check a would-be contradiction;
     # None for a suite whose parts are not decided on training runs.
     longer: Callable[[RunOptions, Results, list[str]], list[RunSpec]] | None = None
+
+    def __post_init__(self) -> None:
+        # A mistake here is a bug in the suite's definition, not the user's input.
+        if not (isinstance(self.data_type, type) and dataclasses.is_dataclass(self.data_type)):
+            raise TypeError(f"suite {self.name}: data_type must be a dataclass, got "
+                            f"{self.data_type!r}")
+        if not self.section:
+            object.__setattr__(self, "section", self.name)
+        if self.heading == ("", ""):
+            object.__setattr__(self, "heading", (self.name, self.name))
+        if not _SECTION_ID.fullmatch(self.section):
+            raise ValueError(f"suite {self.name}: section {self.section!r} is not a page "
+                             "anchor (lower-case letters, digits and '-')")
+
+
+# A page section's id, used as its anchor (`<section id=...>`, `#...` in the contents).
+_SECTION_ID = re.compile(r"[a-z][a-z0-9-]*")
 
 
 # Tuning runs use seeds from here on: above the largest evaluation seed a user can ask for
@@ -420,6 +453,10 @@ def summarise_suite(planned: PlannedSuite, failed: dict[str, str], elapsed_s: fl
     if not dataclasses.is_dataclass(summary.data):
         raise TypeError(f"suite {suite.name}: summarise must return a dataclass as data, got "
                         f"{type(summary.data).__name__}")
+    if not isinstance(summary.data, suite.data_type):
+        raise RuntimeError(f"suite {suite.name}: summarise returned data of type "
+                           f"{type(summary.data).__name__}, not its data_type "
+                           f"{suite.data_type.__name__}")
     save_summary(store.root, summary)
     return summary
 

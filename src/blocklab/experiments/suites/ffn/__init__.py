@@ -47,10 +47,10 @@ run given only T* from the start would decay earlier and end a little lower.
 A run counts towards the statistics when its status is "ok" and its final validation loss is
 below the unigram entropy of the training bytes (the loss of the best context-free model).
 
-`Summary.data` (read by the claims ledger and the report) is a
-`blocklab.experiments.summaries.FfnData`: per arm (`FfnArm`) the validation loss, its paired
-difference from ReLU (nats and %), timings, loss at equal wall-clock, run statuses and zero-gradient
-fractions; deltas are arm − relu, so negative is better.
+`Summary.data` (read by the claims ledger and the report) is a `data.FfnData`: per arm
+(`FfnArm`) the validation loss, its paired difference from ReLU (nats and %), timings, loss at
+equal wall-clock, run statuses and zero-gradient fractions; deltas are arm − relu, so negative is
+better.
 """
 
 from __future__ import annotations
@@ -62,6 +62,7 @@ from blocklab.experiments.suites.ffn.configs import (
     param_count,
     train_config,
 )
+from blocklab.experiments.suites.ffn.data import FfnData
 from blocklab.experiments.suites.ffn.planning import choose_lrs, longer, plan, plan_at, tune
 from blocklab.experiments.suites.ffn.pricing import price
 from blocklab.experiments.suites.ffn.records import StepTiming, ZeroGradFraction
@@ -82,6 +83,10 @@ from blocklab.experiments.suites.ffn.stats import interpolate, size_record
 from blocklab.experiments.suites.ffn.summary import summarise
 
 SUITE = Suite("ffn", "plain vs gated FFNs at equal parameter count (C16, C17)", plan, summarise,
+              FfnData, section="ffn",
+              heading=("Variants at equal parameter count (ffn suite)",
+                       "等参数量下的 FFN 变体（ffn 实验）"),
+              figures=("ffn_variants", "ffn_loss_curves", "scale_trend"),
               # C16's registered rule needs five paired seeds (blocklab.claims.ffn).
               default_seeds={"tiny": 1, "quick": 5, "full": 8}, tune=tune,
               precisions=("fp32", "bf16"), price=price, longer=longer)

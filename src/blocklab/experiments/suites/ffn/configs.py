@@ -39,11 +39,11 @@ def train_config(size: Size, options: RunOptions, seed: int, lr: float,
     runs bit-reproducible."""
     from blocklab.experiments.trainer import TrainConfig
 
-    return TrainConfig(steps=size.steps, batch_size=size.batch_size, seq_len=size.seq_len,
-                       lr=lr, warmup_steps=size.warmup_steps, eval_every=size.eval_every,
-                       eval_batches=size.eval_batches, log_every=50, seed=seed, threads=1,
-                       init=init or size.init, precision=options.precision,
-                       backend=options.backend, final_eval_fraction=size.final_eval_fraction)
+    return TrainConfig.for_run(
+        options, seed, steps=size.steps, batch_size=size.batch_size, seq_len=size.seq_len,
+        lr=lr, warmup_steps=size.warmup_steps, eval_every=size.eval_every,
+        eval_batches=size.eval_batches, log_every=50, threads=1, init=init or size.init,
+        final_eval_fraction=size.final_eval_fraction)
 
 
 def param_count(arm: str, size: Size, d_model: int | None = None) -> int:

@@ -13,17 +13,12 @@ from blocklab.experiments.options import RunOptions
 from blocklab.experiments.run_result import RunResult
 from blocklab.experiments.suites.base import Results, mean_ci, paired_difference
 from blocklab.experiments.suites.ffn.configs import ffn_width, param_count
+from blocklab.experiments.suites.ffn.data import FfnArm, FfnSensitivity, FfnTrendPoint
 from blocklab.experiments.suites.ffn.planning import choose_lrs
 from blocklab.experiments.suites.ffn.records import StepTiming, ZeroGradFraction
 from blocklab.experiments.suites.ffn.sizes import BASELINE, TREND_ARMS, Size
 from blocklab.experiments.suites.tuning import counted_loss, trains
-from blocklab.experiments.summaries import (
-    FfnArm,
-    FfnSensitivity,
-    FfnTrendPoint,
-    Interval,
-    LrTrial,
-)
+from blocklab.experiments.summaries import Interval, LrTrial
 
 
 def interpolate(xs: Sequence[float], ys: Sequence[float | None], x: float) -> float | None:

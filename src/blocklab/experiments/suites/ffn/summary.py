@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from blocklab.experiments.options import RunOptions
 from blocklab.experiments.suites.base import Results
+from blocklab.experiments.suites.ffn.data import FfnData
 from blocklab.experiments.suites.ffn.sizes import BASELINE, PAGE_GAIN_PCT, SIZES
 from blocklab.experiments.suites.ffn.stats import (
     arm_stats,
@@ -16,7 +17,7 @@ from blocklab.experiments.suites.ffn.stats import (
 )
 from blocklab.experiments.suites.ffn.tables import summary_notes, summary_tables
 from blocklab.experiments.suites.tuning import lr_trials, tune_arms
-from blocklab.experiments.summaries import FfnData, Summary
+from blocklab.experiments.summaries import Summary
 
 
 def summarise(options: RunOptions, results: Results) -> Summary:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from blocklab.experiments.suites.base import format_ci, format_level
 from blocklab.experiments.suites.evaluation import full_only, listed
 from blocklab.experiments.suites.ffn.configs import ffn_width
+from blocklab.experiments.suites.ffn.data import FfnData
 from blocklab.experiments.suites.ffn.sizes import (
     ARMS,
     BASELINE,
@@ -16,7 +17,7 @@ from blocklab.experiments.suites.ffn.sizes import (
     page_gain_text,
 )
 from blocklab.experiments.suites.tuning import mean_loss
-from blocklab.experiments.summaries import FfnData, Interval, Table
+from blocklab.experiments.summaries import Interval, Table
 
 
 def _fmt(value: float | None, digits: int = 4) -> str:

@@ -51,14 +51,14 @@ Each run returns a `RunResult`: the trainer's for a quality run; for a timing ru
 trained) its record in `extra` (`KernelTimes`, `LikeForLikeTimes`, `StepTimes`, read back
 once by the record's `of`).
 
-`Summary.data` (read by the claims ledger, C18, and the report) is a
-`blocklab.experiments.summaries.NormCostData`: kernel timings and saved bytes per implementation
-and shape, RMSNorm/LayerNorm time ratios (`KernelRatio`, `StepTime`, `FusedTiming`, each with a
-bootstrap `TimeRatio`), compile times, the analytic counts (`NormCompute`) and the paired
-quality comparison (`NormQuality`).
+`Summary.data` (read by the claims ledger, C18, and the report) is a `data.NormCostData`: kernel
+timings and saved bytes per implementation and shape, RMSNorm/LayerNorm time ratios (`KernelRatio`,
+`StepTime`, `FusedTiming`, each with a bootstrap `TimeRatio`), compile times, the analytic counts
+(`NormCompute`) and the paired quality comparison (`NormQuality`).
 
 The package, one job per module:
 
+    data             the summary's data (`NormCostData`, the suite's `data_type`)
     sizes            what each size runs (`SIZES`), the run keys, the models (`model_config`)
     records          what a timing run stores in `RunResult.extra`, and `timed_run`
     stats            the bootstrap time ratio and the equivalence verdict
@@ -88,6 +88,7 @@ from blocklab.experiments.suites.norm_cost.compute import (
     saving_pct,
     step_share,
 )
+from blocklab.experiments.suites.norm_cost.data import NormCostData
 from blocklab.experiments.suites.norm_cost.fused import (
     LIKE_KERNELS,
     like_method,
@@ -184,6 +185,11 @@ SUITE = Suite(
                 "paired quality (C18)",
     plan=plan,
     summarise=summarise,
+    data_type=NormCostData,
+    section="normalization",
+    heading=("RMSNorm vs LayerNorm cost (norm-cost suite)",
+             "RMSNorm 与 LayerNorm 的开销（norm-cost 实验）"),
+    figures=("norm_cost",),
     # Seeds are the paired quality runs; timings get their repeats instead.
     default_seeds={"tiny": 2, "quick": 3, "full": 8},
     price=price,

@@ -4,8 +4,8 @@ step model and at a real model (`count_compute`)."""
 
 from __future__ import annotations
 
+from blocklab.experiments.suites.norm_cost.data import NormCompute, NormCount, StepShare
 from blocklab.experiments.suites.norm_cost.sizes import NORM_NAMES, SIZES, model_config
-from blocklab.experiments.summaries import NormCompute, NormCount, StepShare
 
 # Per-row statistics a fused kernel keeps for backward (float32 whatever the input's dtype):
 # RMSNorm the 1/rms, LayerNorm the mean and the 1/std. Parameters: γ; γ and β.

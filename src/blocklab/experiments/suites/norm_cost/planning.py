@@ -33,11 +33,10 @@ def train_config(quality: QualityShape, seed: int, options: RunOptions) -> Train
     from blocklab.experiments.trainer import TrainConfig
 
     q = quality
-    return TrainConfig(steps=q.steps, batch_size=q.batch_size, seq_len=q.seq_len, lr=q.lr,
-                       warmup_steps=q.warmup_steps, eval_batches=q.eval_batches, eval_every=0,
-                       log_every=0, seed=seed, threads=1,
-                       final_eval_fraction=q.final_eval_fraction,
-                       precision=options.precision, backend=options.backend)
+    return TrainConfig.for_run(options, seed, steps=q.steps, batch_size=q.batch_size,
+                               seq_len=q.seq_len, lr=q.lr, warmup_steps=q.warmup_steps,
+                               eval_batches=q.eval_batches, eval_every=0, log_every=0,
+                               threads=1, final_eval_fraction=q.final_eval_fraction)
 
 
 def _kernels_spec(grid: KernelGrid, d: int, rows: int, threads: int) -> RunSpec:

@@ -10,6 +10,14 @@ from collections.abc import Sequence
 import numpy as np
 
 from blocklab.experiments.suites.base import Results, mean_ci, paired_difference
+from blocklab.experiments.suites.norm_cost.data import (
+    CompileTime,
+    FusedTiming,
+    KernelRatio,
+    KernelTiming,
+    NormQuality,
+    StepTime,
+)
 from blocklab.experiments.suites.norm_cost.records import (
     ImplTimes,
     KernelTimes,
@@ -23,14 +31,6 @@ from blocklab.experiments.suites.norm_cost.sizes import (
     PASSES,
 )
 from blocklab.experiments.suites.norm_cost.stats import bootstrap_ratio_ci, equivalence
-from blocklab.experiments.summaries import (
-    CompileTime,
-    FusedTiming,
-    KernelRatio,
-    KernelTiming,
-    NormQuality,
-    StepTime,
-)
 
 
 def _median_ms(values: Sequence[float] | None) -> float | None:

@@ -7,6 +7,7 @@ from blocklab.experiments.options import RunOptions
 from blocklab.experiments.suites.base import Results
 from blocklab.experiments.suites.evaluation import full_only
 from blocklab.experiments.suites.norm_cost.compute import count_compute
+from blocklab.experiments.suites.norm_cost.data import NormCostData
 from blocklab.experiments.suites.norm_cost.readings import (
     kernel_rows,
     like_rows,
@@ -22,7 +23,7 @@ from blocklab.experiments.suites.norm_cost.tables import (
     span_notes,
     step_table,
 )
-from blocklab.experiments.summaries import NormCostData, Summary, Table
+from blocklab.experiments.summaries import Summary, Table
 
 
 def summarise(options: RunOptions, results: Results) -> Summary:

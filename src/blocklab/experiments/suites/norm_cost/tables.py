@@ -5,17 +5,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from blocklab.experiments.suites.base import format_ci
-from blocklab.experiments.suites.norm_cost.sizes import EQUIVALENCE_MARGIN, KINDS
-from blocklab.experiments.summaries import (
+from blocklab.experiments.suites.norm_cost.data import (
     FusedTiming,
     KernelRatio,
     KernelTiming,
     NormCompute,
     NormQuality,
     StepTime,
-    Table,
-    TimeRatio,
 )
+from blocklab.experiments.suites.norm_cost.sizes import EQUIVALENCE_MARGIN, KINDS
+from blocklab.experiments.summaries import Table, TimeRatio
 
 
 def kernel_tables(kernels: list[KernelTiming], ratios: list[KernelRatio]) -> list[Table]:

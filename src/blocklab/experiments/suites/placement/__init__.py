@@ -51,14 +51,13 @@ and the block Jacobians at the deepest depth: 216 probes, about 57 s of one core
 quick on the 2-core reference machine, of which about 15 s the Jacobians) are the comparison
 C12's and C19's texts and the gradients figure read.
 
-`Summary.data` (read by the claims ledger and the report) is a
-`blocklab.experiments.summaries.PlacementData`: per placement and init a `GradientProbe` (gradient
-norms at initialisation across depth, fitted slopes with intervals over per-seed slopes, residual
-RMS, spread across one stack's layers), the predicted slopes, one `PlacementCell` per training
-arm (its tuned lr, statuses, validation loss of the finished runs, paired difference from
-pre-norm, loss-curve area, gradient ratio during training, Σ lr), the `PlacementEffect`
-contrasts, each arm's tuning (`lr_trials`, `lr_tuning`), and per swept arm a `StabilityArm` with
-the `StabilityEffect` contrasts.
+`Summary.data` (read by the claims ledger and the report) is a `data.PlacementData`: per placement
+and init a `GradientProbe` (gradient norms at initialisation across depth, fitted slopes with
+intervals over per-seed slopes, residual RMS, spread across one stack's layers), the predicted
+slopes, one `PlacementCell` per training arm (its tuned lr, statuses, validation loss of the
+finished runs, paired difference from pre-norm, loss-curve area, gradient ratio during training, Σ
+lr), the `PlacementEffect` contrasts, each arm's tuning (`lr_trials`, `lr_tuning`), and per swept
+arm a `StabilityArm` with the `StabilityEffect` contrasts.
 
 Every run returns a `RunResult`: a training run the trainer's; a probe and a largest-stable-lr
 run train no model of their own and carry their record in `extra` (`ProbeRecord`; `StableLr`,
@@ -85,6 +84,7 @@ from __future__ import annotations
 
 from blocklab.experiments.suites.base import Suite
 from blocklab.experiments.suites.placement.configs import lr_area, train_config
+from blocklab.experiments.suites.placement.data import PlacementData
 from blocklab.experiments.suites.placement.gradient_stats import loglog_slope
 from blocklab.experiments.suites.placement.planning import plan, price, tune, tuned_lrs
 from blocklab.experiments.suites.placement.probes import ProbeRecord, init_gradients
@@ -137,7 +137,11 @@ __all__ = [
 ]
 
 SUITE = Suite("placement", "pre vs post vs sandwich norm: gradients at init and training, "
-              "and deep stacks (C12, C13, C19, C36)", plan, summarise,
+              "and deep stacks (C12, C13, C19, C36)", plan, summarise, PlacementData,
+              section="placement",
+              heading=("Training and gradients (placement suite)", "训练与梯度（placement 实验）"),
+              # The stable-lr figure (placement_deep) sits with C36's graded parts.
+              figures=("placement_training", "placement_gradients"),
               # C19's and C36's registered rules need four paired seeds (blocklab.claims).
               default_seeds={"tiny": 1, "quick": 4, "full": 5}, tune=tune,
               precisions=("fp32", "bf16"), price=price)

@@ -42,8 +42,7 @@ def train_config(grid: Probe | Training | Sweep, options: RunOptions, seed: int,
     from blocklab.experiments.trainer import TrainConfig
 
     if isinstance(grid, Probe):
-        return TrainConfig(init=init, seed=seed, precision=options.precision,
-                           backend=options.backend)
+        return TrainConfig.for_run(options, seed, init=init)
     if lr is None:
         raise ValueError("a training or sweep run needs its peak lr")
     if isinstance(grid, Training):
@@ -51,12 +50,11 @@ def train_config(grid: Probe | Training | Sweep, options: RunOptions, seed: int,
         stuck_patience, log_every = grid.stuck_patience, grid.log_every
     else:  # a sweep: one evaluation at the end, no stuck test, no per-layer logging
         eval_every, eval_batches, stuck_patience, log_every = 0, 1, None, 0
-    return TrainConfig(steps=grid.steps, batch_size=grid.batch_size, seq_len=grid.seq_len,
-                       lr=lr, warmup_steps=warmup, grad_clip=None, init="xavier", seed=seed,
-                       eval_every=eval_every, eval_batches=eval_batches,
-                       stuck_patience=stuck_patience, log_every=log_every, threads=1,
-                       precision=options.precision, backend=options.backend,
-                       final_eval_fraction=grid.final_eval_fraction)
+    return TrainConfig.for_run(
+        options, seed, steps=grid.steps, batch_size=grid.batch_size, seq_len=grid.seq_len,
+        lr=lr, warmup_steps=warmup, grad_clip=None, init="xavier", eval_every=eval_every,
+        eval_batches=eval_batches, stuck_patience=stuck_patience, log_every=log_every,
+        threads=1, final_eval_fraction=grid.final_eval_fraction)
 
 
 def lr_area(training: Training, warmup: int, lr: float) -> float:

@@ -9,10 +9,11 @@ import statistics
 from collections.abc import Sequence
 
 from blocklab.experiments.suites.base import mean_ci
+from blocklab.experiments.suites.placement.data import GradientProbe
 from blocklab.experiments.suites.placement.probes import ProbeRecord
 from blocklab.experiments.suites.placement.sizes import Probe
 from blocklab.experiments.suites.placement.stored import ProbeKey
-from blocklab.experiments.summaries import GradientProbe, Interval
+from blocklab.experiments.summaries import Interval
 
 
 def loglog_slope(xs: Sequence[float], ys: Sequence[float | None]) -> float | None:

@@ -4,10 +4,11 @@ paired by seed, in doublings."""
 from __future__ import annotations
 
 from blocklab.experiments.suites.base import mean_ci, paired_difference
+from blocklab.experiments.suites.placement.data import StabilityArm, StabilityEffect
 from blocklab.experiments.suites.placement.sizes import Sweep
 from blocklab.experiments.suites.placement.stored import SweepKey
 from blocklab.experiments.suites.placement.sweep import StableLr
-from blocklab.experiments.summaries import Interval, StabilityArm, StabilityEffect
+from blocklab.experiments.summaries import Interval
 
 
 def stability_arms(sweep: Sweep, grid: str, seeds: range, swept: dict[SweepKey, StableLr]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
+from blocklab.experiments.suites.placement.data import PlacementData, SlopePrediction
 from blocklab.experiments.suites.placement.gradient_stats import gradient_summary
 from blocklab.experiments.suites.placement.planning import tuned_lrs
 from blocklab.experiments.suites.placement.sizes import (
@@ -24,7 +25,6 @@ from blocklab.experiments.suites.placement.training_stats import (
     training_summary,
 )
 from blocklab.experiments.suites.tuning import lr_trials
-from blocklab.experiments.summaries import PlacementData, SlopePrediction
 
 
 def statistics_of(size: Size, seeds: range, stored: Stored) -> PlacementData:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from blocklab.experiments.options import RunOptions
 from blocklab.experiments.suites.base import Results, format_ci, format_level
 from blocklab.experiments.suites.evaluation import full_only, graded_only, listed
+from blocklab.experiments.suites.placement.data import PlacementData
 from blocklab.experiments.suites.placement.sizes import (
     DATA,
     PREDICTED_SLOPE_LAST,
@@ -14,7 +15,7 @@ from blocklab.experiments.suites.placement.sizes import (
 from blocklab.experiments.suites.placement.stats import statistics_of
 from blocklab.experiments.suites.placement.stored import stored_results
 from blocklab.experiments.suites.tuning import tuning_table as tuned_table
-from blocklab.experiments.summaries import Interval, PlacementData, Summary, Table
+from blocklab.experiments.summaries import Interval, Summary, Table
 
 
 def _g(value: float | None) -> str:

@@ -6,10 +6,11 @@ from __future__ import annotations
 from blocklab.experiments.run_result import RunResult
 from blocklab.experiments.suites.base import mean_ci, paired_difference
 from blocklab.experiments.suites.placement.configs import lr_area
+from blocklab.experiments.suites.placement.data import PlacementCell, PlacementEffect
 from blocklab.experiments.suites.placement.outcomes import first_over_last_log2, ok_val, val_auc
 from blocklab.experiments.suites.placement.sizes import Training, arm_name
 from blocklab.experiments.suites.placement.stored import ArmKey
-from blocklab.experiments.summaries import ArmTuning, Interval, PlacementCell, PlacementEffect
+from blocklab.experiments.summaries import ArmTuning, Interval
 
 
 def training_summary(training: Training, seeds: range, trained: dict[ArmKey, RunResult],

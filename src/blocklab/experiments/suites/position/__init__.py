@@ -47,7 +47,7 @@ and KV-cache decode steps, counts parameters with `blocklab.budget`, and names t
 PyTorch dispatches for each (profiler op names) and the mask attention.py hands it.
 
 `Summary.data` (read by the claims ledger, C20–C22, C26, C29–C31, and the report) is a
-`blocklab.experiments.summaries.PositionData`; multiples m of L are string keys ("2", "4", ...).
+`data.PositionData`; multiples m of L are string keys ("2", "4", ...).
 Per arm (`PositionArm`): loss on positions ≥ L at each multiple, the sliding-window loss on the
 same tokens, their paired difference (nats and %), bucketed per-position loss and passkey
 accuracy; a read a learned table cannot make is the string "unavailable (table)". Beside the
@@ -70,6 +70,7 @@ along with it.
 
 The package, one job per module (each imports only from those above it):
 
+    data            the summary's data (`PositionData`, the suite's `data_type`)
     sizes           SIZES and what each size runs: arms, their models and training runs
     scaling         RoPE scaling configs, YaRN's β for our L, a model copied with a scaling
     realistic_cost  C31's timing at a realistic shape (reported, not graded)
@@ -90,6 +91,7 @@ The package, one job per module (each imports only from those above it):
 from __future__ import annotations
 
 from blocklab.experiments.suites.base import Suite
+from blocklab.experiments.suites.position.data import PositionData
 from blocklab.experiments.suites.position.order import order_probe, reversed_prefixes
 from blocklab.experiments.suites.position.planning import plan, tune
 from blocklab.experiments.suites.position.pricing import price
@@ -176,6 +178,11 @@ SUITE = Suite(
                 "without positions; position cost (C20–C22, C26, C29–C31)",
     plan=plan,
     summarise=summarise,
+    data_type=PositionData,
+    section="position",
+    heading=("Length extrapolation (position suite)", "长度外推（position 实验）"),
+    # C29–C31's figures (position_order, position_scaling, position_cost) sit with their claims.
+    figures=("position_extrapolation", "passkey"),
     default_seeds={"tiny": 1, "quick": 3, "full": 3},
     tune=tune,
     precisions=("fp32", "bf16"),

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from blocklab.config import ModelConfig
-from blocklab.experiments.summaries import ShapeTiming
+from blocklab.experiments.suites.position.data import ShapeTiming
 
 SCHEMES = ("none", "rope", "alibi")  # "none" first: the baseline of every ratio
 VOCAB = 256  # the suite's byte vocabulary: the head is a negligible share at d_model 1024

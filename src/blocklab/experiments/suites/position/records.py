@@ -12,10 +12,11 @@ from blocklab.errors import ResultsError
 from blocklab.experiments.results import json_safe
 from blocklab.experiments.run_result import RunResult
 from blocklab.experiments.suites.base import Results
+from blocklab.experiments.suites.position.data import FiniteRead
 from blocklab.experiments.suites.position.realistic_cost import ShapeTimes
 from blocklab.experiments.suites.position.scaling import RopeScaling
 from blocklab.experiments.suites.position.sizes import FineTuneSetting
-from blocklab.experiments.summaries import FiniteRead, decode
+from blocklab.experiments.summaries import decode
 
 # mult of L -> needle depth -> passkey accuracy, or UNAVAILABLE where the model cannot read
 # that far (multiples and depths as strings).

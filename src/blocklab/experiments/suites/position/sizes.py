@@ -200,6 +200,5 @@ def suite_train_config(options: RunOptions, seed: int, **settings: Any) -> Train
     fine-tunes, the cost run's models): `settings` in `options`' precision and backend."""
     from blocklab.experiments.trainer import TrainConfig
 
-    return TrainConfig(seed=seed, precision=options.precision, backend=options.backend,
-                       **settings)
+    return TrainConfig.for_run(options, seed, **settings)
 

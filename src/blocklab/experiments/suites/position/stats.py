@@ -10,6 +10,20 @@ from collections.abc import Sequence
 import numpy as np
 
 from blocklab.experiments.suites.base import mean_ci, paired_difference
+from blocklab.experiments.suites.position.data import (
+    FineTune,
+    FiniteRead,
+    OrderProbe,
+    PasskeySummary,
+    PerPosition,
+    PositionArm,
+    PositionCost,
+    PositionRun,
+    Read,
+    SchemeCost,
+    YarnBetas,
+    YarnRamp,
+)
 from blocklab.experiments.suites.position.realistic_cost import shape_timing
 from blocklab.experiments.suites.position.records import (
     CostRun,
@@ -31,21 +45,7 @@ from blocklab.experiments.suites.position.sizes import (
     PositionSize,
     arms,
 )
-from blocklab.experiments.summaries import (
-    FineTune,
-    FiniteRead,
-    Interval,
-    OrderProbe,
-    PasskeySummary,
-    PerPosition,
-    PositionArm,
-    PositionCost,
-    PositionRun,
-    Read,
-    SchemeCost,
-    YarnBetas,
-    YarnRamp,
-)
+from blocklab.experiments.summaries import Interval
 
 
 def _bucketed(curves: list[list[float | None]], width: int) -> list[float]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from blocklab.experiments.options import RunOptions
 from blocklab.experiments.suites.base import Results, format_ci
 from blocklab.experiments.suites.evaluation import full_only, graded_only, listed
+from blocklab.experiments.suites.position.data import FiniteRead, PositionData, Read
 from blocklab.experiments.suites.position.planning import tuned_lrs
 from blocklab.experiments.suites.position.reads import FAR_POSITION
 from blocklab.experiments.suites.position.records import decode_runs
@@ -28,15 +29,7 @@ from blocklab.experiments.suites.position.stats import (
 )
 from blocklab.experiments.suites.tuning import lr_trials
 from blocklab.experiments.suites.tuning import tuning_table as tuned_table
-from blocklab.experiments.summaries import (
-    FiniteRead,
-    Interval,
-    PositionData,
-    Read,
-    Summary,
-    Table,
-    TimeRatio,
-)
+from blocklab.experiments.summaries import Interval, Summary, Table, TimeRatio
 
 
 def _cell(value: Read | None) -> str:

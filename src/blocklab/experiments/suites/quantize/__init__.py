@@ -21,13 +21,13 @@ Two kinds of run:
               against the separate weights and how far apart gate's and up's scales are.
 
 Each run's result is a `RunResult` whose `extra` holds its record (`TimingRecord`,
-`QualityRecord`), read back once by the record's `of`. `Summary.data` is a
-`blocklab.experiments.summaries.QuantizeData`.
+`QualityRecord`), read back once by the record's `of`. `Summary.data` is a `data.QuantizeData`.
 """
 
 from __future__ import annotations
 
 from blocklab.experiments.suites.base import Suite
+from blocklab.experiments.suites.quantize.data import QuantizeData
 from blocklab.experiments.suites.quantize.planning import plan, timing_payload
 from blocklab.experiments.suites.quantize.pricing import price
 from blocklab.experiments.suites.quantize.records import (
@@ -66,6 +66,10 @@ SUITE = Suite(
                 "roofline (C32); SwiGLU's matrices quantized separately vs merged (C33)",
     plan=plan,
     summarise=summarise,
+    data_type=QuantizeData,
+    section="deployment",
+    heading=("int8 quantization (quantize suite)", "int8 量化（quantize 实验）"),
+    # Its figure (quantize_speedup) sits with C32's graded parts.
     default_seeds={"tiny": 1, "quick": 3, "full": 5},
     price=price,
 )

@@ -62,9 +62,9 @@ def quality_configs(options: RunOptions, seed: int) -> tuple[ModelConfig, TrainC
     q = SIZES[options.size].quality
     mc = ModelConfig(vocab_size=256, d_model=q.d_model, n_layers=q.n_layers,
                      n_heads=q.n_heads, ffn="swiglu", max_seq_len=q.seq_len)
-    tc = TrainConfig(steps=q.steps, batch_size=q.batch_size, seq_len=q.seq_len, lr=q.lr,
-                     warmup_steps=q.warmup_steps, eval_every=0, log_every=0, eval_batches=1,
-                     seed=seed, threads=1, precision=options.precision, backend=options.backend)
+    tc = TrainConfig.for_run(options, seed, steps=q.steps, batch_size=q.batch_size,
+                             seq_len=q.seq_len, lr=q.lr, warmup_steps=q.warmup_steps,
+                             eval_every=0, log_every=0, eval_batches=1, threads=1)
     return mc, tc
 
 

@@ -8,8 +8,9 @@ from dataclasses import dataclass
 
 from blocklab.experiments.int8_records import SwigluError
 from blocklab.experiments.suites.base import mean_ci, paired_difference
+from blocklab.experiments.suites.quantize.data import QuantQuality, SwigluQuant
 from blocklab.experiments.suites.quantize.records import QualityRecord
-from blocklab.experiments.summaries import Interval, QuantQuality, SwigluQuant
+from blocklab.experiments.summaries import Interval
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from blocklab.experiments.options import RunOptions
 from blocklab.experiments.suites.base import Results, format_ci, format_level
+from blocklab.experiments.suites.quantize.data import QuantizeData
 from blocklab.experiments.suites.quantize.records import QualityRecord
 from blocklab.experiments.suites.quantize.stats import (
     merge_stats,
@@ -14,7 +15,7 @@ from blocklab.experiments.suites.quantize.stats import (
 )
 from blocklab.experiments.suites.quantize.tables import timing_table
 from blocklab.experiments.suites.quantize.timings import timed_runs
-from blocklab.experiments.summaries import QuantizeData, Summary, Table
+from blocklab.experiments.summaries import Summary, Table
 
 
 def summarise(options: RunOptions, results: Results) -> Summary:

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from blocklab.config import ModelConfig
 from blocklab.experiments.int8_records import SchemeTimes
 from blocklab.experiments.suites.base import Results, mean_ci
+from blocklab.experiments.suites.quantize.data import QuantTiming
 from blocklab.experiments.suites.quantize.records import TimingRecord
-from blocklab.experiments.summaries import QuantTiming
 
 
 def scheme_rows(cfg: ModelConfig, seq_lens: Sequence[int], compiled: bool,

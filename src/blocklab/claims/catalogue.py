@@ -1,0 +1,74 @@
+"""Every claim's spec, collected: what the ledger, the sequential design and the report read
+about the claims, derived from what each check declares beside itself (`finding.ClaimSpec`).
+
+    from blocklab.claims.catalogue import SPECS, part_arms
+    SPECS["C16"].suite                                 # "ffn"
+    part_arms("C16", "swiglu", metric, ["glu", "relu", "swiglu"])  # ["swiglu", "relu"]
+
+This module sits above the check modules and imports them all; they import none of it. The
+analytic checks of C01–C28 are in `checks`, the others in the module of the suite or topic
+they read (`placement` C12, C13, C19; `ffn` C16; `norm_cost` C18; `positions` C21, C29–C31;
+`quantization` C32–C33; `models` C34–C35; `depth` C36).
+
+Adding a claim means listing it in `CLAIMS.md` with its page section, restating it in
+`text.CLAIM_TEXT`, writing its check with its `@claim(...)` declaration in one of them (with
+its arms function, for a claim graded on a suite's runs) and, for an experimental claim,
+registering its rules in `registry.RULES` (fixed before any data is read): no list here or
+elsewhere to extend.
+"""
+
+from __future__ import annotations
+
+from blocklab.claims import (  # noqa: F401 - imported for their @claim declarations
+    checks,
+    depth,
+    ffn,
+    models,
+    norm_cost,
+    placement,
+    positions,
+    quantization,
+)
+from blocklab.claims.finding import DECLARED, Check, ClaimSpec
+from blocklab.claims.registry import registered
+
+SPECS: dict[str, ClaimSpec] = dict(sorted(DECLARED.items()))
+CHECKS: dict[str, Check] = {cid: spec.check for cid, spec in SPECS.items()}
+# The suite whose runs each experimental claim's parts are graded on.
+SUITE_OF: dict[str, str] = {cid: spec.suite for cid, spec in SPECS.items()
+                            if spec.suite is not None}
+# Claims a run here may not refute (`ClaimSpec.scale_dependent`).
+SCALE_DEPENDENT = frozenset(cid for cid, spec in SPECS.items() if spec.scale_dependent)
+# Claims with a subsection of their own in the report's "more claims" section, in id order.
+SUBSECTION_CLAIMS = tuple(cid for cid, spec in SPECS.items() if spec.subsection)
+
+
+def part_arms(claim_id: str, part: str, metric: str, arms: list[str], *,
+              seeded: bool = True) -> list[str]:
+    """The arms (of `arms`, the names of the suite's arms) whose runs the part `part` of
+    `claim_id` is estimated from (its spec's arms function), so that one more seed of the
+    part costs one more run of each.
+
+    For a part measured on seeds (`seeded`: its rule has a sequential design, max_seeds set)
+    naming none of `arms` is a bug in the arms function, raised as a LookupError naming the
+    claim, the part and the suite. With `seeded=False` (a part the report only prices, such
+    as an exact count) it may name none: []."""
+    spec = SPECS.get(claim_id)
+    found = [] if spec is None or spec.arms is None else spec.arms(part, metric, arms)
+    found = [a for a in found if a in arms]
+    if seeded and not found:
+        suite = None if spec is None else spec.suite
+        raise LookupError(f"{claim_id} part {part!r} reads none of suite {suite!r}'s arms "
+                          f"{arms}: a part measured on seeds must name the arms it is "
+                          "estimated from (a bug in the arms function beside its check)")
+    return found
+
+
+def suite_rules(size: str) -> dict[str, dict[str, str]]:
+    """{suite: {"<claim> <part>": rule hash}}: the registered rules that grade each suite's
+    data at `size`, recorded in its results folder when its runs are first planned."""
+    out: dict[str, dict[str, str]] = {}
+    for claim_id, suite in SUITE_OF.items():
+        for name, rule in registered(claim_id, size).items():
+            out.setdefault(suite, {})[f"{claim_id} {name}"] = rule.hash
+    return out

@@ -1,0 +1,50 @@
+"""The catalogue: every claim declared once beside its check, and what is derived from it."""
+
+import dataclasses
+
+import pytest
+
+from blocklab.claims import catalogue
+from blocklab.claims.catalogue import SPECS, SUITE_OF, part_arms
+from blocklab.claims.finding import DECLARED, Finding, claim
+from blocklab.claims.registry import RULES, registered
+from blocklab.claims.sequential import _planned_arms, sequential
+from blocklab.claims.text import CLAIM_TEXT
+
+
+def test_every_claim_is_declared_once_and_every_registered_claim_has_a_suite():
+    assert set(SPECS) == set(CLAIM_TEXT) and list(SPECS) == sorted(SPECS)
+    assert set(SUITE_OF) == set(RULES)  # a claim's parts are graded on its suite's runs
+    assert all(spec.id == cid for cid, spec in SPECS.items())
+
+
+@pytest.mark.parametrize("size", ["tiny", "quick", "full"])
+@pytest.mark.parametrize("claim_id", sorted(SUITE_OF))
+def test_every_part_measured_on_seeds_reads_planned_arms(claim_id, size):
+    suite = SUITE_OF[claim_id]
+    planned = _planned_arms(size, [suite], 0)[0][suite]
+    seeded = {name: rule for name, rule in registered(claim_id, size).items()
+              if sequential(rule)}
+    for name, rule in seeded.items():
+        arms = part_arms(claim_id, name, rule.metric, planned)
+        assert arms and set(arms) <= set(planned), (claim_id, name, size)
+
+
+def _check(ctx):
+    return Finding("untestable-here", "s", "s")
+
+
+def test_a_claim_with_a_suite_but_no_arms_is_refused_where_it_is_declared():
+    with pytest.raises(TypeError, match="claim C99 reads suite 'ffn' but gives no arms"):
+        claim("C99", suite="ffn")(_check)
+    with pytest.raises(TypeError, match="claim C99 gives an arms function but no suite"):
+        claim("C99", arms=lambda part, metric, arms: arms)(_check)
+    assert "C99" not in DECLARED
+
+
+def test_a_part_measured_on_seeds_that_reads_no_arm_is_an_error(monkeypatch):
+    spec = dataclasses.replace(SPECS["C16"], arms=lambda part, metric, arms: [])
+    monkeypatch.setitem(catalogue.SPECS, "C16", spec)
+    with pytest.raises(LookupError, match=r"C16 part 'glu' reads none of suite 'ffn'"):
+        part_arms("C16", "glu", "m", ["glu", "relu"])
+    assert part_arms("C16", "glu", "m", ["glu", "relu"], seeded=False) == []
