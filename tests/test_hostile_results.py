@@ -177,6 +177,7 @@ def test_claims_and_report_agree_on_a_summary_whose_runs_are_gone(tiny_ffn, tmp_
 def test_the_library_readers_share_one_rule(tiny_ffn, tmp_path):
     """`Context.summary` and the report's `collect` read the same summary the same way."""
     from blocklab.claims import Context
+    from blocklab.experiments.options import RunRequest
     from blocklab.experiments.suites import load_summary
     from blocklab.experiments.summaries import incomplete
 
@@ -184,9 +185,9 @@ def test_the_library_readers_share_one_rule(tiny_ffn, tmp_path):
     shutil.copytree(tiny_ffn[0], results)
     summary = load_summary(results, "ffn", "tiny")
     assert incomplete(results, summary) is None
-    assert Context(results, "tiny").summary("ffn") == summary
+    assert Context(RunRequest(results, "tiny")).summary("ffn") == summary
     Path(results / "ffn" / "tiny" / f"{summary.run_ids[-1]}.json").write_text("{}")
-    ctx = Context(results, "tiny")
+    ctx = Context(RunRequest(results, "tiny"))
     assert ctx.summary("ffn") is None and ctx.unusable["ffn"] == incomplete(results, summary)
 
 

@@ -1,6 +1,7 @@
 """The catalogue: every claim declared once beside its check, and what is derived from it."""
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 
@@ -10,6 +11,7 @@ from blocklab.claims.finding import DECLARED, Finding, claim
 from blocklab.claims.registry import RULES, registered
 from blocklab.claims.sequential import _planned_arms, sequential
 from blocklab.claims.text import CLAIM_TEXT
+from blocklab.experiments.options import RunRequest
 
 
 def test_every_claim_is_declared_once_and_every_registered_claim_has_a_suite():
@@ -22,7 +24,7 @@ def test_every_claim_is_declared_once_and_every_registered_claim_has_a_suite():
 @pytest.mark.parametrize("claim_id", sorted(SUITE_OF))
 def test_every_part_measured_on_seeds_reads_planned_arms(claim_id, size):
     suite = SUITE_OF[claim_id]
-    planned = _planned_arms(size, [suite], 0)[0][suite]
+    planned = _planned_arms(RunRequest(Path("runs"), size), [suite])[0][suite]
     seeded = {name: rule for name, rule in registered(claim_id, size).items()
               if sequential(rule)}
     for name, rule in seeded.items():

@@ -11,6 +11,7 @@ import pytest
 
 from blocklab.claims import CHECKS, CLAIM_TEXT, Context, Finding, run_claims
 from blocklab.claims.text import claim_sources, claims_markdown, parse_claims
+from blocklab.experiments.options import RunRequest
 from blocklab.experiments.summaries import SUMMARY_SCHEMA, Summary
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "CLAIMS.md"
@@ -77,7 +78,7 @@ ANALYTIC = {
 
 @pytest.fixture(scope="module")
 def analytic(tmp_path_factory):
-    ctx = Context(tmp_path_factory.mktemp("empty"), "quick")
+    ctx = Context(RunRequest(tmp_path_factory.mktemp("empty"), "quick"))
     return {r.id: r for r in run_claims(sorted(ANALYTIC), ctx)}
 
 
@@ -98,7 +99,8 @@ def test_corrected_figures(analytic):
 
 
 def test_missing_results_name_the_command(tmp_path):
-    rows = run_claims(["C12", "C13", "C16", "C18", "C19", "C21"], Context(tmp_path, "quick"))
+    rows = run_claims(["C12", "C13", "C16", "C18", "C19", "C21"],
+                      Context(RunRequest(tmp_path, "quick")))
     for row in rows:
         assert row.verdict == "missing-results" and row.error is None
         assert row.command.startswith("blocklab suite ") and str(tmp_path) in row.command
@@ -149,7 +151,7 @@ def test_a_summary_of_another_schema_fails_loudly(tmp_path, content):
                                          else json.dumps(content))
     with pytest.raises(ResultsError, match=r"summary\.json.*blocklab suite ffn --size quick"):
         load_summary(tmp_path, "ffn", "quick")
-    (row,) = run_claims(["C16"], Context(tmp_path, "quick"))
+    (row,) = run_claims(["C16"], Context(RunRequest(tmp_path, "quick")))
     assert row.verdict == "error" and "ResultsError" in row.error
     assert load_summary(tmp_path, "placement", "quick") is None  # not run: no error
 

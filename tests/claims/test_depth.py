@@ -10,6 +10,7 @@ import pytest
 import blocklab.claims.depth  # noqa: F401 - registers C36 (the ledger imports it too)
 from blocklab.claims import Context, run_claims
 from blocklab.claims.registry import C36_IDENTITY_PART, C36_STABLE_PART
+from blocklab.experiments.options import RunRequest
 from blocklab.experiments.suites.placement.data import (
     PlacementData,
     SlopePrediction,
@@ -64,7 +65,7 @@ def _write(root: Path, data: PlacementData) -> None:
 
 
 def _c36(root: Path):
-    (row,) = run_claims(["C36"], Context(root, "quick"))
+    (row,) = run_claims(["C36"], Context(RunRequest(root, "quick")))
     assert row.error is None, row.error
     return row
 
@@ -105,7 +106,7 @@ def test_c36_grades_the_deepest_depth_of_the_deep_grid(tmp_path):
 
 
 def test_c36_without_results_or_without_a_deep_sweep(tmp_path):
-    (row,) = run_claims(["C36"], Context(tmp_path, "quick"))
+    (row,) = run_claims(["C36"], Context(RunRequest(tmp_path, "quick")))
     assert row.verdict == "missing-results" and "placement" in row.summary
     _write(tmp_path, dataclasses.replace(_data([]), stability=[], stability_effects=[]))
     assert _c36(tmp_path).verdict == "untestable-here"

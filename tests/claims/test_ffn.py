@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from blocklab.claims import Context, run_claims
+from blocklab.experiments.options import RunRequest
 from blocklab.experiments.suites.ffn.data import FfnArm, FfnData, FfnSensitivity
 from blocklab.experiments.summaries import ArmTuning, Interval, Summary, save_summary
 
@@ -60,7 +61,7 @@ def test_c16_is_contradicted_only_when_a_run_twice_as_long_agrees(tmp_path, long
         folder.mkdir(parents=True)
         summary = Summary("ffn", "quick", 10, [], [], _ffn_data(longer, fine, fine), runs=1)
         (folder / "summary.json").write_text(json.dumps(summary.to_dict()))
-    (row,) = run_claims(["C16"], Context(tmp_path, "quick"))
+    (row,) = run_claims(["C16"], Context(RunRequest(tmp_path, "quick")))
     swiglu = row.parts[0]
     if verdict == "contradicted-at-this-scale":
         assert swiglu.verdict == verdict and row.verdict == verdict
@@ -72,7 +73,7 @@ def test_c16_is_contradicted_only_when_a_run_twice_as_long_agrees(tmp_path, long
     # longer run is due
     for unfair in ({"tuned": ()}, {"lr_at_edge": ("swiglu",)}, {"lr_at_edge": ("relu",)}):
         _write(tmp_path, "ffn", _ffn_data(worse, fine, fine, **unfair))
-        (row,) = run_claims(["C16"], Context(tmp_path, "quick"))
+        (row,) = run_claims(["C16"], Context(RunRequest(tmp_path, "quick")))
         assert row.parts[0].verdict == "not-reproduced-at-this-scale"
         assert not row.parts[0].decision.would_contradict
         assert "each arm at its own best learning rate" in row.parts[0].reason
@@ -108,7 +109,7 @@ def test_ffn_verdict_logic(tmp_path, swiglu, geglu, glu, verdict, parts):
                                     trend=[], trend_change=Interval(0), warmup_steps=10,
                                     unigram_entropy=None, baseline="relu", page={},
                                     equal_time_ms=None, size={"d_model": 64}))
-    (row,) = run_claims(["C16"], Context(tmp_path, "quick"))
+    (row,) = run_claims(["C16"], Context(RunRequest(tmp_path, "quick")))
     assert row.verdict == verdict and row.error is None
     assert [p.verdict for p in row.parts] == parts
     assert [p.name for p in row.parts] == ["swiglu", "geglu", "glu"]
@@ -159,6 +160,6 @@ def test_c16_says_whether_swiglus_effect_grows_with_model_size(tmp_path, change,
                                     sensitivity=SENSITIVITY, trend=trend, trend_change=change,
                                     warmup_steps=10, unigram_entropy=None, baseline="relu",
                                     page={}, equal_time_ms=None, size={"d_model": 64}))
-    (row,) = run_claims(["C16"], Context(tmp_path, "quick"))
+    (row,) = run_claims(["C16"], Context(RunRequest(tmp_path, "quick")))
     assert f"the advantage {word} with size here" in row.summary
     assert [p["d_model"] for p in row.evidence["trend"]] == [32, 64]

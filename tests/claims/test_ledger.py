@@ -1,24 +1,29 @@
 """The ledger refuses bad input once, before any check runs, and never grades from a stored
 summary whose runs are gone (the report's rule, `blocklab.experiments.summaries.incomplete`)."""
 
+from pathlib import Path
+
 import pytest
 
 from blocklab.claims import Context, run_claims
 from blocklab.errors import InputError
+from blocklab.experiments.options import RunRequest
 
 
-@pytest.mark.parametrize("ids, ctx, needle", [
-    (["C02", "C02"], Context(), "claim id(s) ['C02'] asked for more than once"),
-    (["C16"], Context(size="bogus"), "size 'bogus' is not allowed"),
-    (["C16"], Context(seed_offset=-5), "-5 is not allowed"),
+@pytest.mark.parametrize("ids, make, needle", [
+    (["C02", "C02"], lambda: RunRequest(Path("runs"), "quick"),
+     "claim id(s) ['C02'] asked for more than once"),
+    # checked once, where the request is built
+    (["C16"], lambda: RunRequest(Path("runs"), "bogus"), "size 'bogus' is not allowed"),
+    (["C16"], lambda: RunRequest(Path("runs"), "quick", seed_offset=-5), "-5 is not allowed"),
 ])
-def test_bad_input_is_refused_before_any_check(monkeypatch, ids, ctx, needle):
+def test_bad_input_is_refused_before_any_check(monkeypatch, ids, make, needle):
     from blocklab.claims import ledger
 
     for cid in set(ids):
         monkeypatch.setitem(ledger.CHECKS, cid, lambda ctx: pytest.fail("a check ran"))
     with pytest.raises(InputError) as err:
-        run_claims(ids, ctx)
+        run_claims(ids, Context(make()))
     assert needle in str(err.value)
 
 
@@ -28,7 +33,7 @@ def test_a_summary_whose_runs_are_gone_reads_as_missing_results(tmp_path, monkey
 
     stored = Summary("ffn", "quick", 1, [], data=None, runs=1, run_ids=["0123456789ab"])
     monkeypatch.setattr(finding, "load_summary", lambda *args, **kwargs: stored)
-    ctx = Context(tmp_path, "quick")
+    ctx = Context(RunRequest(tmp_path, "quick"))
     (row,) = run_claims(["C16"], ctx)
     assert row.verdict == "missing-results" and row.error is None
     assert "incomplete" in row.summary and "0123456789ab.json" in row.summary
@@ -54,7 +59,7 @@ def test_missing_results_name_the_sizes_the_folder_does_hold(tmp_path):
     assert stored_keys(tmp_path, "ffn") == [("ffn", "tiny", 0, "fp32"),
                                             ("ffn", "quick", 1000, "fp32"),
                                             ("ffn", "full", 0, "bf16")]
-    ctx = Context(tmp_path, "quick")
+    ctx = Context(RunRequest(tmp_path, "quick"))
     (row,) = run_claims(["C16"], ctx)
     assert row.verdict == "missing-results" and row.error is None
     for flags in ["--size tiny", "--size quick --seed-offset 1000",
@@ -64,17 +69,18 @@ def test_missing_results_name_the_sizes_the_folder_does_hold(tmp_path):
         assert read in row.summary_zh
         assert any(s["command"] == read for s in row.evidence["stored"])
     assert row.command == f"blocklab suite ffn --size quick --results {tmp_path}"
-    assert ctx.stored_elsewhere() == {("tiny", 0, "fp32"): ["ffn", "placement"],
-                                      ("quick", 1000, "fp32"): ["ffn"],
-                                      ("full", 0, "bf16"): ["ffn"]}
-    assert list(Context(tmp_path, "tiny").stored_elsewhere("ffn")) == [
-        ("quick", 1000, "fp32"), ("full", 0, "bf16")]  # not the one it reads
+    # each keyed by the request that reads it: the context's, at another key
+    assert ctx.stored_elsewhere() == {RunRequest(tmp_path, "tiny"): ["ffn", "placement"],
+                                      RunRequest(tmp_path, "quick", 1000): ["ffn"],
+                                      RunRequest(tmp_path, "full", 0, "bf16"): ["ffn"]}
+    assert list(Context(RunRequest(tmp_path, "tiny")).stored_elsewhere("ffn")) == [
+        RunRequest(tmp_path, "quick", 1000), RunRequest(tmp_path, "full", 0, "bf16")]
 
 
 def test_a_folder_holding_nothing_else_adds_nothing(tmp_path):
-    (row,) = run_claims(["C16"], Context(tmp_path, "quick"))
+    (row,) = run_claims(["C16"], Context(RunRequest(tmp_path, "quick")))
     assert row.summary == (f"No stored 'ffn' suite results under {tmp_path} (quick); run "
                            f"`blocklab suite ffn --size quick --results {tmp_path}`.")
     assert row.evidence == {}
-    (row,) = run_claims(["C16"], Context(tmp_path / "absent", "quick"))
+    (row,) = run_claims(["C16"], Context(RunRequest(tmp_path / "absent", "quick")))
     assert row.verdict == "missing-results" and row.error is None

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from blocklab.claims import Context, run_claims
+from blocklab.experiments.options import RunRequest
 from blocklab.experiments.suites.norm_cost.data import (
     KernelRatio,
     NormCostData,
@@ -79,7 +80,7 @@ def test_norm_cost_compute_is_decided_by_the_counts_not_by_timings(tmp_path, equ
     found = set()
     for step, like in (((0.90, 0.88, 0.92), 0.5), ((1.05, 1.03, 1.07), 1.5)):
         _write(tmp_path, "norm-cost", _norm_cost(step, equivalent, like))
-        (row,) = run_claims(["C18"], Context(tmp_path, "quick"))
+        (row,) = run_claims(["C18"], Context(RunRequest(tmp_path, "quick")))
         assert row.error is None
         assert [p.verdict for p in row.parts] == [NR, NR, NR, quality]
         found.add((row.verdict, tuple(p.estimate.value for p in row.parts[:3])))

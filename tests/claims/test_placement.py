@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from blocklab.claims import Context, run_claims
+from blocklab.experiments.options import RunRequest
 from blocklab.experiments.suites.placement.data import (
     GradientProbe,
     PlacementCell,
@@ -119,7 +120,8 @@ def test_placement_verdict_logic(tmp_path, pre_failures, effect, stable, c19, pa
     spread = {"gpt2": _ci(0.5, 0.3, 0.7, 8), "xavier": _ci(3.0, 2.5, 3.5, 8),
               "depth": _ci(0.2, 0.1, 0.3, 8)}
     _write(tmp_path, "placement", _placement(pre_failures, effect, spread, stable))
-    rows = {r.id: r for r in run_claims(["C12", "C13", "C19"], Context(tmp_path, "quick"))}
+    rows = {r.id: r for r in run_claims(["C12", "C13", "C19"],
+                                        Context(RunRequest(tmp_path, "quick")))}
     assert rows["C13"].verdict == "run"
     assert rows["C13"].to_dict()["rule"]["min_seeds"] == 4
     assert rows["C13"].estimate.value == effect.warmup_interaction.mean
@@ -144,7 +146,7 @@ def test_c12_is_not_confirmed_by_a_parameter_gradient_spread(tmp_path):
     spread = {"gpt2": _ci(0.5, 0.3, 0.7, 4), "xavier": _ci(0.4, 0.2, 0.6, 4),
               "depth": _ci(0.1, 0.0, 0.2, 4)}
     _write(tmp_path, "placement", _placement(0, HOLDS, spread))
-    (row,) = run_claims(["C12"], Context(tmp_path, "quick"))
+    (row,) = run_claims(["C12"], Context(RunRequest(tmp_path, "quick")))
     assert row.verdict == "not-reproduced-at-this-scale"
     assert row.evidence["spread_log2"]["xavier"]["mean"] == 3.7
     assert "log2 of ‖∇W_down‖" not in row.summary  # named as context, in its own sentence
@@ -163,7 +165,7 @@ def test_c12_needs_the_spread_under_every_init(tmp_path, means, verdict):
     spread = {init: _ci(m, m - 0.2, m + 0.2, 4)
               for init, m in zip(("gpt2", "xavier", "depth"), means, strict=True)}
     _write(tmp_path, "placement", _placement(0, HOLDS, spread))
-    (row,) = run_claims(["C12"], Context(tmp_path, "quick"))
+    (row,) = run_claims(["C12"], Context(RunRequest(tmp_path, "quick")))
     assert row.verdict == verdict
     assert [p.name for p in row.parts] == [
         "pre-norm, gpt2 init", "pre-norm, xavier init", "pre-norm, depth init"]
@@ -174,7 +176,7 @@ def test_c12_counts_an_init_the_probes_lack_as_undecided(tmp_path):
     # undecided between confirmed and conditional, never confirmed on the other two.
     spread = {"gpt2": _ci(3.0, 2.8, 3.2, 4), "xavier": _ci(3.0, 2.8, 3.2, 4)}
     _write(tmp_path, "placement", _placement(0, HOLDS, spread))
-    (row,) = run_claims(["C12"], Context(tmp_path, "quick"))
+    (row,) = run_claims(["C12"], Context(RunRequest(tmp_path, "quick")))
     assert [p.verdict for p in row.parts] == ["confirmed", "confirmed", "inconclusive"]
     assert row.verdict == "inconclusive"
 
@@ -191,11 +193,11 @@ def test_claims_precision_reads_bf16_results_and_float32_only_suites_at_fp32(tmp
     summary = Summary("placement", "quick", 3, [], [],
                       _placement(0, HOLDS, spread, STABLE_HOLDS), runs=1, wall_time_s=1.0)
     (bf16 / "summary.json").write_text(json.dumps(summary.to_dict()))
-    ctx = Context(tmp_path, "quick", precision="bf16")
+    ctx = Context(RunRequest(tmp_path, "quick", precision="bf16"))
     (row,) = run_claims(["C19"], ctx)
     assert row.verdict == "conditional" and row.parts[1].verdict == "confirmed"
     assert "--precision bf16" in row.command
-    (fp32,) = run_claims(["C19"], Context(tmp_path, "quick"))
+    (fp32,) = run_claims(["C19"], Context(RunRequest(tmp_path, "quick")))
     assert fp32.verdict == "inconclusive" and "--precision" not in fp32.command
     # norm-cost measures float32 only: read at fp32 whatever is asked, and said so
     assert ctx.precision_of("norm-cost") == "fp32" and ctx.fp32_only == {"norm-cost"}

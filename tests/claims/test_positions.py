@@ -20,7 +20,7 @@ from blocklab.claims.registry import (
     CHANGED_AFTER_DATA,
     registered,
 )
-from blocklab.experiments.options import RunOptions
+from blocklab.experiments.options import RunOptions, RunRequest
 from blocklab.experiments.suites import position as ps
 from blocklab.experiments.suites.position.data import (
     FineTune,
@@ -185,7 +185,7 @@ def _ledger(tmp_path: Path, data: PositionData, ids):
     folder.mkdir(parents=True, exist_ok=True)
     summary = Summary("position", "quick", 3, [], [], data, runs=1, wall_time_s=1.0)
     (folder / "summary.json").write_text(json.dumps(summary.to_dict()))
-    return {r.id: r for r in run_claims(ids, Context(results=tmp_path, size="quick"))}
+    return {r.id: r for r in run_claims(ids, Context(RunRequest(tmp_path, "quick")))}
 
 
 def _c30_arms(scaled_16=3.0, plain_16=40.0):

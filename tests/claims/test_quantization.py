@@ -10,6 +10,7 @@ from blocklab.claims.quantization import c32_parts, c33_parts, combine_c32, comb
 from blocklab.claims.registry import C33_DELTA
 from blocklab.config import ModelConfig
 from blocklab.experiments.int8_measurements import swiglu_errors
+from blocklab.experiments.options import RunRequest
 from blocklab.experiments.suites.quantize import merge_comparison, swiglu_summary
 from blocklab.experiments.suites.quantize.data import QuantizeData, QuantTiming
 from blocklab.experiments.summaries import Interval
@@ -66,7 +67,7 @@ def test_c32_without_int8_instructions_is_untestable_and_never_contradicted(tmp_
     folder.mkdir(parents=True)
     summary = Summary("quantize", "quick", 5, [], data=data)
     (folder / "summary.json").write_text(json.dumps(summary.to_dict()), encoding="utf-8")
-    row = run_claims(["C32"], Context(tmp_path, "quick"))[0]
+    row = run_claims(["C32"], Context(RunRequest(tmp_path, "quick")))[0]
     assert row.error is None and row.verdict == "untestable-here"
     assert "no VNNI/AMX int8" in row.summary
     # the text says which figure is a bound and which an estimate
@@ -188,7 +189,7 @@ def test_c33_check_reads_the_summary(tmp_path, scales_4x_apart):
     folder.mkdir(parents=True)
     summary = Summary("quantize", "quick", len(C33_SEEDS), [], data=scales_4x_apart)
     (folder / "summary.json").write_text(json.dumps(summary.to_dict()), encoding="utf-8")
-    (row,) = run_claims(["C33"], Context(tmp_path, "quick"))
+    (row,) = run_claims(["C33"], Context(RunRequest(tmp_path, "quick")))
     assert row.error is None and row.verdict == "conditional"
     assert "4×" in row.summary and "merging is free" in row.summary
     assert "4×" in row.summary_zh

@@ -17,6 +17,7 @@ from blocklab.claims.catalogue import CHECKS
 from blocklab.claims.finding import Finding
 from blocklab.claims.rules import Estimate, Part, Rule
 from blocklab.cli import main
+from blocklab.experiments.options import RunRequest
 from blocklab.experiments.suites.ffn.data import FfnData
 from blocklab.experiments.suites.norm_cost.data import (
     KernelRatio,
@@ -143,7 +144,7 @@ def fake_results(tmp_path_factory) -> Path:
 
 
 def test_every_part_a_check_grades_has_the_registered_rule(fake_results):
-    rows = run_claims(sorted(reg.RULES), Context(fake_results, "quick"))
+    rows = run_claims(sorted(reg.RULES), Context(RunRequest(fake_results, "quick")))
     for row in rows:
         planned = reg.registered(row.id, "quick")
         assert row.error is None, (row.id, row.error)
@@ -167,7 +168,7 @@ def test_a_check_grading_by_another_rule_is_an_error(monkeypatch, tmp_path):
         return Finding("confirmed", "s", "s", parts=[part])
 
     monkeypatch.setitem(CHECKS, "C16", edited)
-    (row,) = run_claims(["C16"], Context(tmp_path, "quick"))
+    (row,) = run_claims(["C16"], Context(RunRequest(tmp_path, "quick")))
     assert row.verdict == "error" and "not registered" in row.error
     # The registered parts are still shown, with their own rules.
     assert row.parts[0].rule == reg.c16_rule("swiglu")

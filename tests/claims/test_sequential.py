@@ -4,6 +4,7 @@ seeds, records them and the rules they were planned under."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,7 +16,7 @@ from blocklab.claims.finding import Context
 from blocklab.claims.ledger import run_claims
 from blocklab.claims.rules import ALPHA, Rule, look_level, looks
 from blocklab.claims.sequential import Wanted, next_blocks, run_looks, worst_case_blocks
-from blocklab.experiments.options import RunOptions
+from blocklab.experiments.options import RunOptions, RunRequest
 from blocklab.experiments.suites import load_summary, run_suites
 
 RULE = Rule("m", 0.5, 0.25, 5, -1.5, max_seeds=10)
@@ -68,19 +69,20 @@ def test_seed_blocks_go_to_the_arms_of_open_parts_only():
 
 
 def test_the_worst_case_plan_reaches_every_rules_last_look():
-    blocks = worst_case_blocks("quick", ["ffn"])
+    blocks = worst_case_blocks(RunRequest(Path("runs"), "quick"), ["ffn"])
     assert [b.stop for look in blocks for b in look["ffn"]] == [8, 10]
     assert all(set(b.arms) == {"relu", "swiglu", "geglu", "glu"}
                for look in blocks for b in look["ffn"])
 
 
 def test_a_run_adds_seeds_where_parts_are_open_and_records_the_rules(tmp_path):
+    request = RunRequest(tmp_path, "tiny", budget_s=600)
+
     def run(rules):
-        return run_suites(tmp_path, "tiny", ["quantize"], progress=False, echo=lambda s: None,
+        return run_suites(request, ["quantize"], progress=False, echo=lambda s: None,
                           rules=rules)
 
-    done = run_looks(tmp_path, "tiny", ["quantize"], budget_s=600, run=run, workers=1,
-                     echo=lambda s: None)
+    done = run_looks(request, ["quantize"], run=run, workers=1, echo=lambda s: None)
     assert done.records and not done.errors
     folder = tmp_path / "quantize" / "tiny"
     added = json.loads((folder / "seed_blocks.json").read_text())
@@ -89,7 +91,7 @@ def test_a_run_adds_seeds_where_parts_are_open_and_records_the_rules(tmp_path):
     assert summary.seed_blocks and summary.seeds == max(b["stop"] for b in added)
     planned = json.loads((folder / "planned_rules.json").read_text())
     assert planned == suite_rules("tiny")["quantize"] == summary.planned_rules
-    (c33,) = run_claims(["C33"], Context(tmp_path, "tiny"))
+    (c33,) = run_claims(["C33"], Context(RunRequest(tmp_path, "tiny")))
     tensor = c33.parts[1].to_dict()
     assert tensor["estimate"]["n"] >= 3 and len(tensor["looks"]) >= 2
     assert tensor["rule_changed_after_data"] is None
@@ -99,10 +101,34 @@ def test_a_run_adds_seeds_where_parts_are_open_and_records_the_rules(tmp_path):
     planned[key] = "0123456789ab"
     (folder / "planned_rules.json").write_text(json.dumps(planned))
     run(suite_rules("tiny"))  # not fresh: the first record is kept
-    (c33,) = run_claims(["C33"], Context(tmp_path, "tiny"))
+    (c33,) = run_claims(["C33"], Context(RunRequest(tmp_path, "tiny")))
     shown = c33.parts[1].to_dict()
     assert shown["rule_changed_after_data"] == "0123456789ab"
     assert "rule changed after data" in shown["reason"] and shown["rule_hash"] in shown["reason"]
+
+
+def test_every_look_grades_what_the_request_names_its_precision_too(tmp_path, monkeypatch):
+    """The ledger of each look reads the request the suites ran under, precision included
+    (it once read float32 whatever the request); no rules are recorded beside bf16 runs."""
+    from blocklab.claims import sequential
+
+    request = RunRequest(tmp_path, "tiny", 1000, "bf16", budget_s=600)
+    graded, recorded = [], []
+    monkeypatch.setattr(sequential, "run_claims", lambda ids, ctx: graded.append(ctx) or [])
+
+    def run(rules):
+        recorded.append(rules)
+        return {}
+
+    looks = sequential.run_looks(request, ["ffn", "norm-cost"], run=run, workers=1,
+                                 echo=lambda s: None)
+    assert looks.stopped == "every part is decided or at its last look"
+    (ctx,) = graded
+    assert ctx.request is request
+    assert (ctx.results, ctx.size, ctx.seed_offset, ctx.precision) == (tmp_path, "tiny", 1000,
+                                                                       "bf16")
+    assert ctx.precision_of("ffn") == "bf16" and ctx.precision_of("norm-cost") == "fp32"
+    assert recorded == [{}]
 
 
 def test_a_would_be_contradiction_gets_its_arms_trained_twice_as_long(tmp_path):
@@ -112,7 +138,7 @@ def test_a_would_be_contradiction_gets_its_arms_trained_twice_as_long(tmp_path):
     run_suite(get_suite("ffn"), RunOptions.for_suite(get_suite("ffn"), "tiny", None), tmp_path,
               progress=False)
     due = {"ffn": [Wanted("C16", "swiglu", "ffn", ("relu", "swiglu"), 1, 1)]}
-    assert run_longer(tmp_path, "tiny", due, executor=None, progress=False) == {}
+    assert run_longer(RunRequest(tmp_path, "tiny"), due, executor=None, progress=False) == {}
     longer = load_summary(tmp_path, "ffn", "tiny", longer=True)
     short = load_summary(tmp_path, "ffn", "tiny")
     assert longer.runs == 2 and longer.run_ids != short.run_ids
@@ -120,7 +146,7 @@ def test_a_would_be_contradiction_gets_its_arms_trained_twice_as_long(tmp_path):
               if p.name != "summary.json"]
     assert sorted(r["run"]["arm"] for r in stored) == ["relu", "swiglu"]
     assert all(len(r["curves"]["train_loss"]) == 2 * 5 for r in stored)  # tiny trains 5 steps
-    assert Context(tmp_path, "tiny").longer_summary("ffn").run_ids == longer.run_ids
+    assert Context(RunRequest(tmp_path, "tiny")).longer_summary("ffn").run_ids == longer.run_ids
 
 
 def _calibration(size, names):
@@ -145,17 +171,18 @@ def test_the_budget_buys_seed_blocks_cheapest_first_and_the_same_plan_twice(tmp_
 
     names = ["ffn", "position"]
     cal = _calibration("quick", names)
-    free = plan_budget(tmp_path, "quick", names, None, workers=2, calibration=cal)
+    free = plan_budget(RunRequest(tmp_path, "quick", budget_s=None), names, workers=2,
+                       calibration=cal)
     assert free.allowed is None and free.admits(Wanted("C16", "x", "ffn", ("relu",), 5, 10))
     # ffn's 4 arms by 3 then 2 seeds (C16: 5, 8, 10); position's 5 by 2 then 1 (3, 5, 6)
     assert [runs for runs, _ in free.looks] == [4 * 3 + 5 * 2, 4 * 2 + 5 * 1]
-    everything = plan_budget(tmp_path, "quick", names, 1e9, workers=2, calibration=cal)
+    everything = plan_budget(RunRequest(tmp_path, "quick", budget_s=1e9), names, workers=2,
+                             calibration=cal)
     assert everything.allowed[("ffn", "relu")] == 10  # C16's last look
     assert everything.allowed[("position", "rope")] == 6
-    tight = plan_budget(tmp_path, "quick", names, free.first_s + BUILD_RESERVE_S + 60,
-                        workers=2, calibration=cal)
-    again = plan_budget(tmp_path, "quick", names, free.first_s + BUILD_RESERVE_S + 60,
-                        workers=2, calibration=cal)
+    request = RunRequest(tmp_path, "quick", budget_s=free.first_s + BUILD_RESERVE_S + 60)
+    tight = plan_budget(request, names, workers=2, calibration=cal)
+    again = plan_budget(request, names, workers=2, calibration=cal)
     assert tight == again and tight.spent_s <= tight.budget_s
     assert 0 < len(tight.parts) < len(everything.parts)
     assert set(tight.parts) <= set(everything.parts)
@@ -180,5 +207,5 @@ def test_the_plan_times_the_shapes_its_blocks_need_when_the_first_look_did_not(t
     monkeypatch.setattr(estimate, "calibrate", calibrate)
     monkeypatch.setattr(estimate, "estimate_suites", lambda *a, **k: estimate.SizeEstimate(
         "quick", [], [], partial, {}))
-    plan = plan_budget(tmp_path, "quick", ["ffn"], 1e9, workers=2)
+    plan = plan_budget(RunRequest(tmp_path, "quick", budget_s=1e9), ["ffn"], workers=2)
     assert asked and asked[0] <= set(full.timings) and plan.allowed[("ffn", "relu")] == 10

@@ -43,3 +43,172 @@ def test_an_ffn_kind_without_its_activation_is_refused(monkeypatch):
                       max_seq_len=8)
     with pytest.raises(ValueError, match="activation='relu2' is not allowed"):
         DecoderLM(cfg)
+
+
+# --- a suite and a claim graded on it ------------------------------------------------------------
+# The recipes of docs/contributors.md, done to a copy of the package exactly as a contributor
+# edits the source: the files below are every file touched, and the commands see the new suite
+# planned and run, the new claim's part seeded, graded and rendered.
+TOY_SUITE = '''"""`toy` suite: two arms whose runs draw one number each; b − a, paired by seed."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from blocklab.experiments.run_result import RunResult
+from blocklab.experiments.suites.base import RunSpec, Suite, format_ci, paired_difference
+from blocklab.experiments.summaries import Interval, Summary, Table
+
+ARMS = ("a", "b")
+
+
+@dataclass(frozen=True)
+class ToyData:
+    gap: Interval  # b − a, paired by seed
+
+
+def _draw(arm: str, seed: int) -> RunResult:
+    value = random.Random(f"{arm}/{seed}").gauss(0.0, 0.1) + (1.0 if arm == "b" else 0.0)
+    return RunResult("ok", extra={"value": value})
+
+
+def plan(options, tuned):
+    return [RunSpec(f"{arm} seed {seed}", arm, seed,
+                    {"suite": "toy", "arm": arm, "seed": seed, "size": options.size},
+                    lambda progress, arm=arm, seed=seed: _draw(arm, seed))
+            for arm in ARMS for seed in options.seeds]
+
+
+def summarise(options, results):
+    values = {arm: [r.extra["value"] for s, r in results if s.arm == arm] for arm in ARMS}
+    gap = paired_difference(values["b"], values["a"])
+    return Summary("toy", options.size, len(options.seeds),
+                   [Table("Toy gap", ["b − a"], [[format_ci(gap)]])], data=ToyData(gap))
+
+
+SUITE = Suite("toy", "two arms, one number each (a contributor's example)", plan, summarise,
+              ToyData, default_seeds={"tiny": 6, "quick": 6, "full": 6}, section="toy",
+              heading=("Toy suite", "示例套件"))
+'''
+
+TOY_CHECK = '''"""C99: the toy suite's b lies above a."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from blocklab.claims.finding import Context, Finding, claim, missing
+from blocklab.claims.registry import registered
+from blocklab.claims.rules import Estimate, Part
+
+
+def c99_arms(part: str, metric: str, arms: list[str]) -> list[str]:
+    return [a for a in ("a", "b") if a in arms]
+
+
+@claim("C99", suite="toy", arms=c99_arms)
+def c99(ctx: Context) -> Finding:
+    summary = ctx.summary("toy")
+    if summary is None:
+        return missing(ctx, "toy")
+    gap = summary.data.gap
+    parts = Part.decided_together([(name, rule, Estimate.of(gap))
+                                   for name, rule in registered("C99", ctx.size).items()])
+    verdict = parts[0].verdict
+    return Finding(verdict, f"b − a = {gap.mean:.3f}", f"b − a = {gap.mean:.3f}",
+                   {"gap": asdict(gap)}, ctx.suite_command("toy"), None, parts,
+                   "the one part decides", "由唯一的部分决定")
+'''
+
+TOY_RULE = '''    "C99": lambda size: {"b above a": Rule(
+        metric="b − a, paired by seed", smallest_effect=0.5, margin=0.1, min_seeds=3,
+        claimed=1.0, max_seeds=6)},
+'''
+
+
+def _edit(path, anchor: str, text: str) -> None:
+    """Insert `text` after `anchor` in `path` (the anchor must be there once)."""
+    source = path.read_text(encoding="utf-8")
+    assert source.count(anchor) == 1, f"{path.name}: {anchor!r} is not there once"
+    path.write_text(source.replace(anchor, anchor + text), encoding="utf-8")
+
+
+def _blocklab(src, *args: str) -> str:
+    import os
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "blocklab", *args], capture_output=True,
+                          text=True, timeout=600, env={**os.environ, "PYTHONPATH": str(src)})
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+def test_a_new_suite_and_claim_are_planned_seeded_graded_and_rendered(tmp_path):
+    import json
+    import shutil
+    from pathlib import Path
+
+    import blocklab
+
+    src = tmp_path / "src"
+    package = shutil.copytree(Path(blocklab.__file__).parent, src / "blocklab",
+                              ignore=shutil.ignore_patterns("__pycache__", "*.so"))
+    touched = []
+
+    def write(relative: str, text: str) -> None:
+        (package / relative).parent.mkdir(parents=True, exist_ok=True)
+        (package / relative).write_text(text, encoding="utf-8")
+        touched.append(relative)
+
+    def edit(relative: str, anchor: str, text: str) -> None:
+        _edit(package / relative, anchor, text)
+        touched.append(relative)
+
+    # the suite: its package, and its name in the suite registry
+    write("experiments/suites/toy/__init__.py", TOY_SUITE)
+    edit("experiments/suites/__init__.py", '"quantize": "quantize"', ', "toy": "toy"')
+    # the claim: the list, its words, its rules, its check (a new check module, imported once)
+    edit("claims/CLAIMS.md", "[§ 为什么 Pre-Norm 成为主流？]\n",
+         "- C99 A toy: the toy suite's b lies above a. [§ 为什么 Pre-Norm 成为主流？]\n")
+    edit("claims/text.py", "CLAIM_TEXT: dict[str, tuple[str, str]] = {\n",
+         '    "C99": ("The toy suite\'s b lies above a.", "示例套件中 b 高于 a。"),\n')
+    edit("claims/registry.py", "RULES: dict[str, Callable[[str], dict[str, Rule]]] = {\n",
+         TOY_RULE)
+    write("claims/toy.py", TOY_CHECK)
+    edit("claims/catalogue.py", "    quantization,\n", "    toy,\n")
+    assert len(set(touched)) == 7  # 2 for the suite, 5 for the claim: no list elsewhere
+
+    # planned: the rule is recorded with the suite's runs; seeded: its design adds seeds to a, b
+    probe = ("import json; from blocklab.claims.catalogue import SUITE_OF, part_arms, "
+             "suite_rules; from blocklab.claims.registry import registered; "
+             "rule = registered('C99', 'tiny')['b above a']; "
+             "print(json.dumps([SUITE_OF['C99'], sorted(suite_rules('tiny')['toy']), "
+             "part_arms('C99', 'b above a', rule.metric, ['a', 'b']), rule.schedule]))")
+    import os
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "PYTHONPATH": str(src)})
+    assert done.returncode == 0, done.stderr[-3000:]
+    suite, rules, arms, schedule = json.loads(done.stdout)
+    assert (suite, rules, arms) == ("toy", ["C99 b above a"], ["a", "b"])
+    assert len(schedule) > 1  # more than one look: the design can add seeds
+
+    results, out = tmp_path / "runs", tmp_path / "report"
+    _blocklab(src, "suite", "toy", "--tiny", "--no-progress", "--results", str(results))
+    ledger = json.loads(_blocklab(src, "claims", "C99", "--json", "--tiny", "--results",
+                                  str(results)))
+    (row,) = [r for r in (ledger if isinstance(ledger, list) else ledger["claims"])
+              if r["id"] == "C99"]
+    assert row["error"] is None and row["verdict"] == "confirmed"
+    assert [p["name"] for p in row["parts"]] == ["b above a"]
+    assert row["parts"][0]["decision"] == "confirmed"
+    # rendered: the suite in a section of its own, the claim in the ledger
+    _blocklab(src, "report", "--tiny", "--no-run", "--results", str(results), "--out", str(out),
+              "--lang", "en")
+    page = (out / "index.html").read_text(encoding="utf-8")
+    assert 'id="toy"' in page and "Toy suite" in page and "Toy gap" in page
+    assert "C99" in page and "The toy suite&#39;s b lies above a." in page

@@ -10,7 +10,7 @@ from blocklab.budget.flops import prefill_flops
 from blocklab.cli import main
 from blocklab.config import ModelConfig
 from blocklab.experiments import estimate
-from blocklab.experiments.options import RunOptions
+from blocklab.experiments.options import RunOptions, RunRequest
 from blocklab.experiments.suites import get_suite, run_suite
 from blocklab.report.build import SUITES
 
@@ -70,22 +70,22 @@ def test_every_planned_run_gets_a_finite_positive_price(size):
 def test_prices_scale_linearly_with_the_calibration(tmp_path):
     specs = _all_specs("quick")
     calibration = _fake_calibration(specs)
-    one = estimate.estimate_suites(tmp_path, "quick", SUITES, calibration=calibration)
-    two = estimate.estimate_suites(tmp_path, "quick", SUITES,
-                                   calibration=calibration.scaled(2.0))
+    request = RunRequest(tmp_path, "quick")
+    one = estimate.estimate_suites(request, SUITES, calibration=calibration)
+    two = estimate.estimate_suites(request, SUITES, calibration=calibration.scaled(2.0))
     assert two.core_s == pytest.approx(2 * one.core_s)
     assert two.wall_s(2) == pytest.approx(2 * one.wall_s(2))
     # Twice the step time, nothing else changed: training-bound prices grow, fixed ones do not.
     slower = _fake_calibration(specs, step_s=0.04)
-    ffn = estimate.estimate_suites(tmp_path, "quick", ["ffn"], calibration=slower).suites[0]
-    base = estimate.estimate_suites(tmp_path, "quick", ["ffn"], calibration=calibration)
+    ffn = estimate.estimate_suites(request, ["ffn"], calibration=slower).suites[0]
+    base = estimate.estimate_suites(request, ["ffn"], calibration=calibration)
     assert ffn.untimed_s == pytest.approx(2 * base.suites[0].untimed_s)
     assert not any(tmp_path.iterdir())
 
 
 def test_the_schedule_has_rounds_timed_runs_alone_and_a_tail(tmp_path):
     specs = _all_specs("quick")
-    plan = estimate.estimate_suites(tmp_path, "quick", SUITES,
+    plan = estimate.estimate_suites(RunRequest(tmp_path, "quick"), SUITES,
                                     calibration=_fake_calibration(specs))
     # everything with the tuned suites' tuning runs, then their evaluation
     first, second = plan.rounds
@@ -146,14 +146,14 @@ def test_the_final_evaluation_is_priced_by_the_tokens_it_scores():
 
 def test_stored_runs_cost_nothing_and_their_twins_cost_their_wall_time(tmp_path):
     run_suite(get_suite("placement"), RunOptions("tiny", range(1)), tmp_path, progress=False)
-    done = estimate.estimate_suites(tmp_path, "tiny", ["placement"])
+    done = estimate.estimate_suites(RunRequest(tmp_path, "tiny"), ["placement"])
     (suite,) = done.suites
     assert suite.stored == suite.runs > 0 and done.core_s == 0.0 and suite.unknown == 0
     assert done.calibration is None and done.wall_s(2) == 0.0  # nothing to run or calibrate
     # Seeds 1000… are not stored: each is priced at its stored twin's (seed 0's) wall time;
     # the tuning runs, shared by every seed offset, are.
-    other = estimate.estimate_suites(tmp_path, "tiny", ["placement"], seed_offset=1000,
-                                     budget_s=0.5)
+    other = estimate.estimate_suites(RunRequest(tmp_path, "tiny", seed_offset=1000),
+                                     ["placement"], calibration_s=0.5)
     (suite,) = other.suites
     tuning = [p for p in (tmp_path / "placement" / "tiny+tuning").glob("*.json")]
     assert suite.stored == len(tuning) > 0 and suite.unknown == 0

@@ -262,7 +262,7 @@ def test_a_busy_timing_is_flagged_in_the_summary_and_the_report(tmp_path, monkey
              RunSpec("training", "a", 0, {"t": 2}, lambda progress: RunResult("ok"))]
     summary = run_suite(_suite(specs), RunOptions("tiny", range(1)), tmp_path, progress=False)
     assert any("kernel timing (40%)" in note for note in summary.notes), summary.notes
-    flagged = busy_timings(tmp_path, "fake", "tiny", summary.run_ids)
+    flagged = busy_timings(ResultStore(tmp_path / "fake" / "tiny"), summary.run_ids)
     assert flagged == [{"label": "kernel timing", "others_cpu_share": 0.4}]
 
 

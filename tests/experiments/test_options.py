@@ -1,5 +1,6 @@
 """RunOptions: checked once where they are built (each bad value an InputError naming it and
-what is allowed), a suite's defaults, the one folder name and the one command renderer."""
+what is allowed), a suite's defaults, the one folder name and the one command renderer; a
+RunRequest: checked the same way, and the options and commands it gives each suite."""
 
 import dataclasses
 from pathlib import Path
@@ -154,6 +155,81 @@ def test_options_need_no_torch():
 
     code = ("import sys; from blocklab.experiments.options import RunOptions; "
             "RunOptions('tiny', range(2), 'bf16', 'compiled').folder(); "
+            "assert 'torch' not in sys.modules, 'torch'")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+# --- a run request --------------------------------------------------------------------------------
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"size": "huge"}, rf"^size 'huge' is not allowed; expected one of {SIZES}$"),
+    ({"seed_offset": -1},
+     rf"^seed offset -1 is not allowed; expected an integer in \[0, {MAX_SEED_OFFSET}\]$"),
+    ({"seed_offset": MAX_SEED_OFFSET + 1},
+     rf"^seed offset {MAX_SEED_OFFSET + 1} is not allowed; expected an integer in "
+     rf"\[0, {MAX_SEED_OFFSET}\]$"),
+    ({"seed_offset": True}, r"^seed offset True is not allowed"),
+    ({"seed_offset": 1.5}, r"^seed offset 1.5 is not allowed"),
+    ({"precision": "fp16"},
+     r"^precision='fp16' is not allowed; expected one of \['fp32', 'bf16'\]$"),
+    ({"budget_s": -1.0}, r"^budget_s=-1.0 is not allowed; expected seconds, a finite number "
+                         r">= 0, or None \(no limit\)$"),
+    ({"budget_s": float("inf")}, r"^budget_s=inf is not allowed"),
+    ({"budget_s": float("nan")}, r"^budget_s=nan is not allowed"),
+    ({"budget_s": "600"}, r"^budget_s='600' is not allowed"),
+    ({"budget_s": True}, r"^budget_s=True is not allowed"),
+])
+def test_a_bad_request_is_one_input_error_line_naming_it_and_what_is_allowed(kwargs, message):
+    from blocklab.experiments.options import RunRequest
+
+    with pytest.raises(InputError, match=message) as err:
+        RunRequest(**{"results": Path("runs"), "size": "quick", **kwargs})
+    assert "\n" not in str(err.value)
+
+
+def test_a_request_is_frozen_with_defaults_that_run_the_planned_seeds_only():
+    from blocklab.experiments.options import RunRequest
+
+    request = RunRequest("runs", "quick")  # a str names the same folder
+    assert request == RunRequest(Path("runs"), "quick", 0, "fp32", 0.0)
+    assert isinstance(request.results, Path)
+    assert RunRequest(Path("runs"), "full", budget_s=None).budget_s is None  # no limit
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        request.size = "full"  # type: ignore[misc]
+    # another key of the same request is checked too
+    with pytest.raises(InputError, match=r"^size 'huge' is not allowed"):
+        dataclasses.replace(request, size="huge")
+
+
+def test_a_request_gives_each_suite_its_options_and_its_commands():
+    from blocklab.experiments.options import RunRequest
+
+    bf16 = RunRequest(Path("runs"), "quick", 1000, "bf16")
+    trains, measures = _suite(("fp32", "bf16")), _suite()
+    assert bf16.options(trains) == RunOptions("quick", range(1000, 1003), "bf16")
+    # a suite that measures float32 only runs (and is read) at fp32, not refused
+    assert bf16.precision_of(measures) == "fp32"
+    assert bf16.options(measures) == RunOptions("quick", range(1000, 1003), "fp32")
+    assert RunRequest(Path("runs"), "full").options(trains) == RunOptions("full", range(7))
+    assert bf16.flags() == "--size quick --seed-offset 1000 --precision bf16"
+    assert RunRequest(Path("runs"), "tiny").flags() == "--size tiny"
+    assert bf16.suite_command(trains) == (
+        "blocklab suite toy --size quick --seed-offset 1000 --precision bf16 --results runs")
+    assert bf16.suite_command(measures) == (
+        "blocklab suite toy --size quick --seed-offset 1000 --results runs")
+    assert bf16.claims_command() == (
+        "blocklab claims --size quick --seed-offset 1000 --precision bf16 --results runs")
+    assert bf16.report_command("out") == ("blocklab report --size quick --seed-offset 1000 "
+                                          "--precision bf16 --out out --results runs")
+
+
+def test_a_request_needs_no_torch():
+    import subprocess
+    import sys
+
+    code = ("import sys; from pathlib import Path; "
+            "from blocklab.experiments.options import RunRequest; "
+            "RunRequest(Path('runs'), 'tiny', 5, 'bf16').claims_command(); "
             "assert 'torch' not in sys.modules, 'torch'")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr

@@ -12,7 +12,7 @@ import pytest
 
 from blocklab.experiments import provenance
 from blocklab.experiments.executors import ParallelExecutor, usable_cores
-from blocklab.experiments.options import RunOptions
+from blocklab.experiments.options import RunOptions, RunRequest
 from blocklab.experiments.run_result import FinalMetrics, RunResult
 from blocklab.experiments.suites import base, get_suite, run_suite
 from blocklab.experiments.summaries import Summary
@@ -299,7 +299,7 @@ def test_run_suites_runs_all_suites_in_one_pool_and_timed_runs_last(tmp_path, mo
 
     fake = {"one": make("one"), "two": make("two", fail=True), "three": make("three")}
     monkeypatch.setattr(suites, "get_suite", fake.__getitem__)
-    errors = suites.run_suites(tmp_path / "runs", "tiny", list(fake),
+    errors = suites.run_suites(RunRequest(tmp_path / "runs", "tiny"), list(fake),
                                executor=ParallelExecutor(2), progress=False,
                                echo=lambda line: None)
     assert list(errors) == ["two"] and "two run 1" in errors["two"]

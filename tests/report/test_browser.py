@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from blocklab.claims import claim_sources
+from blocklab.experiments.options import RunRequest
 from blocklab.experiments.suites import run_suites
 from blocklab.report.build import build_report
 from blocklab.report.figures import experimental_rows
@@ -129,8 +130,9 @@ class _BodyData(HTMLParser):
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
     root = tmp_path_factory.mktemp("browser")
-    errors = run_suites(root / "runs", "tiny", SUITES, progress=False, echo=lambda line: None)
-    index, _ = build_report(root / "report", root / "runs", "tiny", "en", suite_errors=errors)
+    request = RunRequest(root / "runs", "tiny")
+    errors = run_suites(request, SUITES, progress=False, echo=lambda line: None)
+    index, _ = build_report(request, root / "report", "en", suite_errors=errors)
     return index
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from blocklab.experiments.options import RunOptions
+from blocklab.experiments.options import RunOptions, RunRequest
 from blocklab.experiments.run_result import RunResult
 from blocklab.experiments.suites import SUITE_MODULES, base, get_suite, run_suite
 from blocklab.experiments.summaries import Interval, Summary, Table
@@ -59,7 +59,7 @@ def toy_page(tmp_path_factory):
                    (lambda doc: b"toy png" if doc["suites"]["toy"]["summary"] else None, None))
         mp.setitem(i18n.CAPTIONS, "toy_figure", ("The toy's values.", "玩具的数值。"))
         run_suite(toy, RunOptions("tiny", range(2)), root / "runs", progress=False)
-        index, doc = build.build_report(root / "report", root / "runs", "tiny", "en")
+        index, doc = build.build_report(RunRequest(root / "runs", "tiny"), root / "report", "en")
         zh = render_html(doc, figures.make_figures(doc), "zh")
     return index.read_text(encoding="utf-8"), zh, doc, root / "runs"
 

@@ -13,7 +13,7 @@ import pytest
 from blocklab.claims import claim_sources
 from blocklab.cli import main
 from blocklab.experiments.executors import ParallelExecutor
-from blocklab.experiments.options import RunOptions
+from blocklab.experiments.options import RunOptions, RunRequest
 from blocklab.experiments.run_result import RunLabel
 from blocklab.experiments.suites import run_suites
 from blocklab.report.build import SUITES, build_report, collect, write_report
@@ -67,9 +67,10 @@ def built(tmp_path_factory):
     report` does, then build the English report from what they stored."""
     root = tmp_path_factory.mktemp("report")
     lines: list[str] = []
-    errors = run_suites(root / "runs", "tiny", SUITES, executor=ParallelExecutor(2),
+    request = RunRequest(root / "runs", "tiny")
+    errors = run_suites(request, SUITES, executor=ParallelExecutor(2),
                         progress=False, echo=lines.append)
-    index, doc = build_report(root / "report", root / "runs", "tiny", "en", suite_errors=errors)
+    index, doc = build_report(request, root / "report", "en", suite_errors=errors)
     return index, doc, lines
 
 
@@ -206,7 +207,7 @@ def test_failed_suite_is_reported_not_raised(tmp_path):
         given.extend(specs)
         return {s.run_id: "RuntimeError: ffn exploded" for s in specs if "relu" in s.label}
 
-    errors = suites.run_suites(tmp_path / "runs", "tiny", SUITES, executor=failing,
+    errors = suites.run_suites(RunRequest(tmp_path / "runs", "tiny"), SUITES, executor=failing,
                                progress=False, echo=lines.append)
     # ffn tunes first: its tuning runs go with the other suites' runs, and their failure
     # leaves nothing of ffn to evaluate.
@@ -219,7 +220,7 @@ def test_failed_suite_is_reported_not_raised(tmp_path):
     assert set(errors) == set(SUITES)
     first = planned["ffn"][0]
     assert first.arm == "relu" and first.payload["kind"] == "tune"
-    index, doc = build_report(tmp_path / "out", tmp_path / "runs", "tiny", "en",
+    index, doc = build_report(RunRequest(tmp_path / "runs", "tiny"), tmp_path / "out", "en",
                               suite_errors=errors)
     assert doc["suites"]["ffn"]["error"] == (
         f"{len(planned['ffn'])} of {len(planned['ffn'])} runs failed, first: {first.label}: "
@@ -298,29 +299,29 @@ def test_run_curves_are_the_summarys_runs_only(built, tmp_path):
     result = store.load(first["run_id"])
     store.save("0000000extra",
                dataclasses.replace(result, run=dataclasses.replace(result.run, seed=99)))
-    fresh = collect(results, "tiny", out=tmp_path / "out")
+    fresh = collect(RunRequest(results, "tiny"), out=tmp_path / "out")
     assert fresh["suites"]["ffn"]["error"] is None
     assert [r["run_id"] for r in fresh["suites"]["ffn"]["runs"]] == [
         r["run_id"] for r in doc["suites"]["ffn"]["runs"]]
     store.save(first["run_id"], dataclasses.replace(result, run=None))
-    broken = collect(results, "tiny", out=tmp_path / "out")
+    broken = collect(RunRequest(results, "tiny"), out=tmp_path / "out")
     assert broken["suites"]["ffn"]["summary"] is None
     assert f"{first['run_id']}.json: it has no run record" in broken["suites"]["ffn"]["error"]
     # a run record of the wrong shape: the file does not read as a result
     store.path_for(first["run_id"]).write_text(
         result_json({**result.to_dict(), "run": {"arm": "relu"}}))
-    broken = collect(results, "tiny", out=tmp_path / "out")
+    broken = collect(RunRequest(results, "tiny"), out=tmp_path / "out")
     assert broken["suites"]["ffn"]["summary"] is None
     error = broken["suites"]["ffn"]["error"]
     assert "a run of the stored summary is missing or unreadable (1 of" in error
     assert f"first {first['run_id']}.json" in error
     store.path_for(first["run_id"]).unlink()
-    gone = collect(results, "tiny", out=tmp_path / "out")
+    gone = collect(RunRequest(results, "tiny"), out=tmp_path / "out")
     assert "a run of the stored summary is missing" in gone["suites"]["ffn"]["error"]
 
 
 def test_write_report_is_renderable_from_collected_doc(tmp_path):
-    doc = collect(tmp_path / "runs", "tiny", out=tmp_path / "out")
+    doc = collect(RunRequest(tmp_path / "runs", "tiny"), out=tmp_path / "out")
     index = write_report(doc, tmp_path / "out", "zh")
     assert "缺少" in index.read_text(encoding="utf-8") or "没有" in index.read_text(
         encoding="utf-8")
@@ -353,7 +354,7 @@ def test_rendering_stored_results_trains_nothing(built, tmp_path, monkeypatch):
         monkeypatch.setattr(module, name, forbidden)
     _, doc, _ = built
     results = doc["generated"]["results"]
-    fresh = collect(results, "tiny", out=tmp_path / "out")
+    fresh = collect(RunRequest(results, "tiny"), out=tmp_path / "out")
     assert all(fresh["suites"][name]["summary"] for name in SUITES)
     index = write_report(fresh, tmp_path / "out", "en")
     assert index.is_file()
@@ -422,7 +423,7 @@ def test_a_tiny_report_names_what_runs_at_full_only(built, tmp_path, capsys):
 
 
 def test_a_tiny_report_says_it_is_a_smoke_test(tmp_path):
-    doc = collect(tmp_path / "runs", "tiny", out=tmp_path / "out")
+    doc = collect(RunRequest(tmp_path / "runs", "tiny"), out=tmp_path / "out")
     for lang in ("en", "zh"):
         page = render_html(doc, {}, lang)
         note = doc["generated"]["size_note"][lang]

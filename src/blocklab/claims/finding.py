@@ -1,7 +1,8 @@
 """What a claim's check is: `check(ctx) -> Finding`, reading suite results through its
-`Context`, declared with `@claim` as one `ClaimSpec` beside it; the helpers every check writes
-its findings with (`scale_text`, `ci_text`, `trend_word`) and the finding of a check whose
-results are missing (`missing`).
+`Context` (what one `RunRequest` names: results folder, size, seed offset, precision), declared
+with `@claim` as one `ClaimSpec` beside it; the helpers every check writes its findings with
+(`scale_text`, `ci_text`, `trend_word`) and the finding of a check whose results are missing
+(`missing`).
 
     @claim("C16", suite="ffn", scale_dependent=True, arms=c16_arms)
     def c16(ctx: Context) -> Finding: ...
@@ -15,14 +16,14 @@ module and derives what the others read from the specs (`CHECKS`, `SUITE_OF`,
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from blocklab.claims.rules import Part
 from blocklab.claims.text import VERDICTS
 from blocklab.errors import InputError
-from blocklab.experiments.options import suite_command
-from blocklab.experiments.suites import SUITE_MODULES, load_summary
+from blocklab.experiments.options import RunRequest
+from blocklab.experiments.suites import SUITE_MODULES, get_suite, load_summary
 from blocklab.experiments.summaries import Interval, Summary, incomplete, stored_keys
 
 
@@ -101,18 +102,38 @@ class Finding:
 
 @dataclass
 class Context:
-    """Where experimental checks find suite results (`<results>/<suite>/<size>/summary.json`)."""
+    """Where experimental checks find suite results: the summaries `request` names
+    (`<results>/<suite>/<size>/summary.json`, the folder of its seed offset and precision).
+    A suite that measures float32 only (its `precisions`) is read at fp32 and listed in
+    `fp32_only`."""
 
-    results: Path = Path("runs")
-    size: str = "quick"
-    seed_offset: int = 0  # read the suites run from this seed on (`--seed-offset`)
-    # read the suites whose models trained in this precision (`--precision`); a suite that
-    # measures float32 only (its `precisions`) is read at fp32 and listed in `fp32_only`
-    precision: str = "fp32"
+    request: RunRequest = field(default_factory=lambda: RunRequest(Path("runs"), "quick"))
     fp32_only: set[str] = field(default_factory=set)
     _cache: dict[str, Summary | None] = field(default_factory=dict)
     # suite -> why its stored summary cannot be used (`incomplete`: runs it lists are gone)
     unusable: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # `Context(path, "quick")`, the form before the request, would otherwise pass silently
+        if not isinstance(self.request, RunRequest):
+            raise TypeError(f"Context takes a RunRequest, not {type(self.request).__name__}: "
+                            "Context(RunRequest(results, size, ...))")
+
+    @property
+    def results(self) -> Path:
+        return self.request.results
+
+    @property
+    def size(self) -> str:
+        return self.request.size
+
+    @property
+    def seed_offset(self) -> int:
+        return self.request.seed_offset
+
+    @property
+    def precision(self) -> str:
+        return self.request.precision
 
     def summary(self, suite: str) -> Summary | None:
         """The typed summary of `suite` (`load_summary`), None when it has not been run or
@@ -139,46 +160,33 @@ class Context:
         return self._cache[key]
 
     def precision_of(self, suite: str) -> str:
-        """The precision `suite` is read at: the asked one where the suite trains in it, else
+        """The precision `suite` is read at: the request's where the suite trains in it, else
         float32 (the suite measures float32 by design; noted in `fp32_only`)."""
-        from blocklab.experiments.suites import get_suite
-
-        if self.precision in get_suite(suite).precisions:
-            return self.precision
-        self.fp32_only.add(suite)
-        return "fp32"
+        chosen = self.request.precision_of(get_suite(suite))
+        if chosen != self.precision:
+            self.fp32_only.add(suite)
+        return chosen
 
     def suite_command(self, suite: str) -> str:
-        return suite_command(suite, self.size, self.results, self.seed_offset,
-                             self.precision_of(suite))
+        """The command that runs `suite` under the request (at the precision it is read at)."""
+        self.precision_of(suite)  # noted in `fp32_only`, as every read of a suite is
+        return self.request.suite_command(get_suite(suite))
 
-    def stored_elsewhere(self, suite: str | None = None
-                         ) -> dict[tuple[str, int, str], list[str]]:
-        """{(size, seed offset, precision): suites} of the summaries under `results` (of
-        `suite`, or of every suite) that this context does not read, those of another --size,
-        --seed-offset or --precision: what to name when what it reads is missing."""
-        keys: dict[tuple[str, int, str], list[str]] = {}
+    def stored_elsewhere(self, suite: str | None = None) -> dict[RunRequest, list[str]]:
+        """{request: suites} of the summaries under `results` (of `suite`, or of every suite)
+        that this context does not read, those of another --size, --seed-offset or
+        --precision, each keyed by the request that reads them: what to name when what it
+        reads is missing."""
+        keys: dict[RunRequest, list[str]] = {}
         for name, size, offset, precision in stored_keys(self.results, suite):
             if name not in SUITE_MODULES:
                 continue  # a folder that is no suite's
             if (size, offset, precision) != (self.size, self.seed_offset,
                                               self.precision_of(name)):
-                keys.setdefault((size, offset, precision), []).append(name)
+                other = replace(self.request, size=size, seed_offset=offset,
+                                precision=precision)
+                keys.setdefault(other, []).append(name)
         return keys
-
-
-def claims_command(results: str | Path, size: str, seed_offset: int = 0,
-                   precision: str = "fp32") -> str:
-    """The `blocklab claims` command that reads the summaries of `size` (from `seed_offset`,
-    in `precision`) under `results`."""
-    return f"blocklab claims {key_flags(size, seed_offset, precision)} --results {results}"
-
-
-def key_flags(size: str, seed_offset: int = 0, precision: str = "fp32") -> str:
-    """The options that name a summary's folder: `--size tiny --seed-offset 1000`."""
-    offset = f" --seed-offset {seed_offset}" if seed_offset else ""
-    other = "" if precision == "fp32" else f" --precision {precision}"
-    return f"--size {size}{offset}{other}"
 
 
 Check = Callable[[Context], Finding]
@@ -254,16 +262,17 @@ def missing(ctx: Context, suite: str) -> Finding:
             {"incomplete": reason}, command)
     # The folder may hold this suite at another size, seed offset or precision: say how to
     # read those, rather than only how to run these.
-    held = [(key, claims_command(ctx.results, *key)) for key in ctx.stored_elsewhere(suite)]
+    held = list(ctx.stored_elsewhere(suite))
     return Finding(
         "missing-results",
         f"No stored '{suite}' suite results under {ctx.results} ({ctx.size}); run `{command}`."
-        + "".join(f" Results of '{suite}' at {key_flags(*key)} are stored there: `{read}`."
-                  for key, read in held),
+        + "".join(f" Results of '{suite}' at {other.flags()} are stored there: "
+                  f"`{other.claims_command()}`." for other in held),
         f"{ctx.results} 下没有 '{suite}' 实验结果（{ctx.size}）；请运行 `{command}`。"
-        + "".join(f"该文件夹存有 '{suite}' 在 {key_flags(*key)} 下的结果：`{read}`。"
-                  for key, read in held),
-        {"stored": [{"size": size, "seed_offset": offset, "precision": precision,
-                     "command": read} for (size, offset, precision), read in held]}
+        + "".join(f"该文件夹存有 '{suite}' 在 {other.flags()} 下的结果："
+                  f"`{other.claims_command()}`。" for other in held),
+        {"stored": [{"size": other.size, "seed_offset": other.seed_offset,
+                     "precision": other.precision, "command": other.claims_command()}
+                    for other in held]}
         if held else {},
         command)

@@ -4,7 +4,8 @@ A check is a function `check(ctx) -> Finding`, declared with `@claim("Cxx", ...)
 (both defined in `claims.finding`, below the check modules) and collected with every other in
 `claims.catalogue` (above them: it imports them all), whose `CHECKS` this module runs. Analytic
 checks compute live (reference maths, budgets, small torch probes); experimental checks read
-the stored suite summaries under `ctx.results` and, when a summary is missing, say so and name
+the stored suite summaries that `ctx.request` names (results folder, size, seed offset,
+precision: checked when the request was built) and, when a summary is missing, say so and name
 the command that produces it instead of guessing.
 """
 
@@ -25,7 +26,6 @@ from blocklab.claims.rules import (
 )
 from blocklab.claims.text import CLAIM_TEXT, ERROR, claim_sources
 from blocklab.errors import InputError
-from blocklab.experiments.options import SIZES, check_seed_offset
 
 
 @dataclass(frozen=True)
@@ -119,10 +119,6 @@ def run_claims(ids: list[str] | None = None, ctx: Context | None = None) -> list
     rule other than the one registered for it (`blocklab.claims.registry`). A check that grades
     no part (no results stored, untestable here) shows its registered parts with their rules."""
     ctx = ctx or Context()
-    # Checked once here, not as an error inside every experimental check.
-    if ctx.size not in SIZES:
-        raise InputError(f"size {ctx.size!r} is not allowed; expected one of {list(SIZES)}")
-    check_seed_offset(ctx.seed_offset)
     sources = claim_sources()
     wanted = sorted(sources) if not ids else ids
     unknown = [i for i in wanted if i not in sources]

@@ -8,12 +8,17 @@ block of seeds to the arms of the undecided parts only (`next_blocks`), runs the
 again. Decided parts get no more seeds; a part whose arms another undecided part extends keeps
 its own paired seeds unless every arm it compares was extended.
 
-    looks = run_looks(Path("runs"), "quick", ["ffn", "placement"], budget_s=20 * 60)
+    request = RunRequest(Path("runs"), "quick", budget_s=20 * 60)
+    plan = plan_budget(request, ["ffn", "placement"], workers=2)
+    looks = run_looks(request, ["ffn", "placement"], plan=plan, run=..., workers=2)
 
-The budget is turned into a plan before anything runs (`plan_budget`: the still-missing runs
-of the first look, priced by `blocklab.experiments.estimate`, then the worst case of each
-further look, every sequential part undecided); the run then stops at the planned number of
-looks, or earlier when every part is decided or the measured time would pass the budget.
+One `RunRequest` (`blocklab.experiments.options`) says what every step reads: the results
+folder, size, seed offset and precision the suites run and the ledger grades at, and the
+budget. The budget is turned into a plan before anything runs (`plan_budget`: the
+still-missing runs of the first look, priced by `blocklab.experiments.estimate`, then the worst
+case of each further look, every sequential part undecided); the run then stops at the planned
+number of looks, or earlier when every part is decided or the measured time would pass the
+budget.
 """
 
 from __future__ import annotations
@@ -21,7 +26,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from blocklab.claims.catalogue import SUITE_OF, part_arms, suite_rules
@@ -29,6 +33,7 @@ from blocklab.claims.finding import Context
 from blocklab.claims.ledger import run_claims
 from blocklab.claims.registry import registered
 from blocklab.claims.rules import INCONCLUSIVE, Rule
+from blocklab.experiments.options import RunRequest
 from blocklab.experiments.summaries import SeedBlock
 
 # Default budgets of `blocklab report` per size, in seconds (None: every look to max_seeds).
@@ -92,6 +97,13 @@ def claims_of(names: Sequence[str]) -> list[str]:
 
 def sequential(rule: Rule) -> bool:
     return rule.max_seeds is not None
+
+
+def recorded_rules(request: RunRequest) -> dict[str, dict[str, str]]:
+    """{suite: {"<claim> <part>": rule hash}}: the registered rules recorded beside the
+    request's runs when they are planned, those of its size; none at a precision other than
+    fp32 (the rules grade float32 results)."""
+    return suite_rules(request.size) if request.precision == "fp32" else {}
 
 
 def open_parts(rows: Sequence[Any], size: str, arms_of: Callable[[str], list[str]]
@@ -162,24 +174,24 @@ def coverage_of(planned: Any) -> dict[str, int]:
     return out
 
 
-def _plan(results: Path, size: str, name: str, seed_offset: int) -> Any:
-    from blocklab.experiments.suites import get_suite, suite_options
+def _plan(request: RunRequest, name: str) -> Any:
+    from blocklab.experiments.suites import get_suite
     from blocklab.experiments.suites.base import plan_suite
 
     suite = get_suite(name)
-    return plan_suite(suite, suite_options(suite, size, seed_offset), results)
+    return plan_suite(suite, request.options(suite), request.results)
 
 
-def arm_wall_s(results: Path, size: str, name: str, seed_offset: int) -> dict[str, float]:
+def arm_wall_s(request: RunRequest, name: str) -> dict[str, float]:
     """{arm: mean stored wall time of its runs} in suite `name`'s folder: what this machine
     took for the same work."""
-    from blocklab.experiments.suites import get_suite, suite_options
+    from blocklab.experiments.suites import get_suite
     from blocklab.experiments.suites.base import ResultStore, suite_dir
 
     suite = get_suite(name)
-    store = ResultStore(suite_dir(results, suite, suite_options(suite, size, seed_offset)))
+    store = ResultStore(suite_dir(request.results, suite, request.options(suite)))
     walls: dict[str, list[float]] = {}
-    for spec in _plan(results, size, name, seed_offset).specs:
+    for spec in _plan(request, name).specs:
         if store.has(spec.run_id):
             wall = store.load(spec.run_id).wall_time_s
             if isinstance(wall, int | float):
@@ -187,76 +199,74 @@ def arm_wall_s(results: Path, size: str, name: str, seed_offset: int) -> dict[st
     return {arm: sum(w) / len(w) for arm, w in walls.items()}
 
 
-def block_seconds(results: Path, size: str, blocks: dict[str, list[SeedBlock]],
-                  seed_offset: int) -> tuple[int, list[float]]:
+def block_seconds(request: RunRequest, blocks: dict[str, list[SeedBlock]]
+                  ) -> tuple[int, list[float]]:
     """(runs, seconds of each run) of `blocks`, each run priced at `arm_wall_s` (0 for an arm
     with no stored run)."""
     seconds: list[float] = []
     for name, bs in blocks.items():
-        walls = arm_wall_s(results, size, name, seed_offset)
+        walls = arm_wall_s(request, name)
         for b in bs:
             for arm in b.arms:
                 seconds += [walls.get(arm, 0.0)] * (b.stop - b.start)
     return len(seconds), seconds
 
 
-def run_looks(results: Path, size: str, names: Sequence[str], *,
-              budget_s: float | None, plan: BudgetPlan | None = None,
+def run_looks(request: RunRequest, names: Sequence[str], *, plan: BudgetPlan | None = None,
               run: Callable[..., dict[str, str]], workers: int,
-              echo: Callable[[str], None] = print, seed_offset: int = 0,
-              executor: Any = None, progress: bool = False) -> Looks:
+              echo: Callable[[str], None] = print, executor: Any = None,
+              progress: bool = False) -> Looks:
     """Run the first look (`run(rules=…)`: the suites at their planned seeds, the registered
     rule hashes recorded with their runs), then further looks while parts are open, at most
-    the blocks `plan` bought for them (`plan_budget`; None: no limit) and within `budget_s` of
-    wall time from now. Last, the parts that
-    would be contradicted get their arms trained twice as long on the same seeds
-    (`run_longer`, with `executor`), when that fits the budget too.
+    the blocks `plan` bought for them (`plan_budget`; None: no limit) and within the
+    request's `budget_s` of wall time from now. Last, the parts that would be contradicted get
+    their arms trained twice as long on the same seeds (`run_longer`, with `executor`), when
+    that fits the budget too. Every look reads and grades what `request` names (its results
+    folder, size, seed offset and precision).
 
     `run(rules=…)` runs and summarises the suites (`blocklab.experiments.suites.run_suites`
-    with the caller's executor and folder), returning {suite: error}."""
+    with the caller's executor and the same request), returning {suite: error}."""
     start = time.perf_counter()
-    rules = suite_rules(size)
-    looks = Looks(budget_s, None if plan is None else plan.planned_looks)
+    rules = recorded_rules(request)
+    looks = Looks(request.budget_s, None if plan is None else plan.planned_looks)
     looks.errors = run(rules=rules)
     ids = claims_of(names)
     k = 1
     while True:
-        rows = run_claims(ids, Context(results, size, seed_offset))
-        planned = {name: _plan(results, size, name, seed_offset) for name in names
-                   if name not in looks.errors}
+        rows = run_claims(ids, Context(request))
+        planned = {name: _plan(request, name) for name in names if name not in looks.errors}
         arms = {name: sorted({spec.arm for spec in p.specs}) for name, p in planned.items()}
-        if not _next_look(looks, rows, planned, arms, k, start, results, size, run, rules,
-                          workers, echo, seed_offset, plan):
+        if not _next_look(looks, rows, planned, arms, k, start, request, run, rules, workers,
+                          echo, plan):
             break
         k += 1
-    _check_contradictions(looks, rows, arms, start, results, size, workers, echo,
-                          seed_offset, executor, progress)
+    _check_contradictions(looks, rows, arms, start, request, workers, echo, executor, progress)
     return looks
 
 
 def _next_look(looks: Looks, rows: Sequence[Any], planned: dict[str, Any],
-               arms: dict[str, list[str]], k: int, start: float, results: Path, size: str,
+               arms: dict[str, list[str]], k: int, start: float, request: RunRequest,
                run: Callable[..., dict[str, str]], rules: dict[str, dict[str, str]],
-               workers: int, echo: Callable[[str], None], seed_offset: int,
-               plan: BudgetPlan | None) -> bool:
+               workers: int, echo: Callable[[str], None], plan: BudgetPlan | None) -> bool:
     """Run look k + 1 for the open parts the plan bought it for, if it fits; False (with
     `looks.stopped` said) when the design stops here."""
     from blocklab.experiments.estimate import makespan
-    from blocklab.experiments.suites import get_suite, suite_options
+    from blocklab.experiments.suites import get_suite
     from blocklab.experiments.suites.base import add_seed_blocks, suite_dir
 
-    wanted = [w for w in open_parts(rows, size, lambda s: arms.get(s, []))
+    wanted = [w for w in open_parts(rows, request.size, lambda s: arms.get(s, []))
               if w.suite in planned]
     looks.still_open = wanted
     bought = [w for w in wanted if plan is None or plan.admits(w)]
-    blocks = next_blocks(bought, {s: coverage_of(p) for s, p in planned.items()}, seed_offset)
+    blocks = next_blocks(bought, {s: coverage_of(p) for s, p in planned.items()},
+                         request.seed_offset)
     if not blocks:
         looks.stopped = ("every part is decided or at its last look" if not wanted else
                          "the budget's plan buys no more seeds for the parts still open"
                          if not bought else "the open parts' arms cannot run more seeds")
         return False
     wanted = bought
-    runs, seconds = block_seconds(results, size, blocks, seed_offset)
+    runs, seconds = block_seconds(request, blocks)
     estimate = makespan(seconds, max(workers, 1))
     elapsed = time.perf_counter() - start
     if looks.budget_s is not None and elapsed + estimate + BUILD_RESERVE_S > looks.budget_s:
@@ -270,7 +280,7 @@ def _next_look(looks: Looks, rows: Sequence[Any], planned: dict[str, Any],
          f"about {estimate / 60:.1f} min")
     for name, bs in blocks.items():
         suite = get_suite(name)
-        add_seed_blocks(suite_dir(results, suite, suite_options(suite, size, seed_offset)), bs)
+        add_seed_blocks(suite_dir(request.results, suite, request.options(suite)), bs)
     began = time.perf_counter()
     looks.errors.update(run(rules=rules))
     looks.records.append(LookRecord(k + 1, blocks, runs, estimate,
@@ -279,19 +289,18 @@ def _next_look(looks: Looks, rows: Sequence[Any], planned: dict[str, Any],
 
 
 def _check_contradictions(looks: Looks, rows: Sequence[Any], arms: dict[str, list[str]],
-                          start: float, results: Path, size: str, workers: int,
-                          echo: Callable[[str], None], seed_offset: int, executor: Any,
-                          progress: bool) -> None:
+                          start: float, request: RunRequest, workers: int,
+                          echo: Callable[[str], None], executor: Any, progress: bool) -> None:
     """Train the arms of would-be contradictions twice as long, if that fits the budget."""
     from blocklab.experiments.estimate import makespan
 
-    due = would_contradict(rows, size, lambda s: arms.get(s, []))
+    due = would_contradict(rows, request.size, lambda s: arms.get(s, []))
     if not due:
         return
     seconds = []
     for name, parts in due.items():
-        walls = arm_wall_s(results, size, name, seed_offset)
-        n = len(_plan(results, size, name, seed_offset).seeds)
+        walls = arm_wall_s(request, name)
+        n = len(_plan(request, name).seeds)
         seconds += [2 * walls.get(arm, 0.0)  # every seed, twice the steps
                     for arm in sorted({a for w in parts for a in w.arms})] * n
     estimate = makespan(seconds, max(workers, 1))
@@ -305,8 +314,7 @@ def _check_contradictions(looks: Looks, rows: Sequence[Any], arms: dict[str, lis
         return
     echo(f"{names} would be contradicted: training their arms twice as long on the same "
          f"seeds, about {estimate / 60:.1f} min")
-    looks.errors.update(run_longer(results, size, due, executor=executor, progress=progress,
-                                   seed_offset=seed_offset))
+    looks.errors.update(run_longer(request, due, executor=executor, progress=progress))
     looks.longer = f"run for {names}"
 
 
@@ -347,48 +355,46 @@ class BudgetPlan:
             self.allowed.get((w.suite, arm), 0) >= w.target for arm in w.arms)
 
 
-def worst_case_blocks(size: str, names: Sequence[str], seed_offset: int = 0
+def worst_case_blocks(request: RunRequest, names: Sequence[str]
                       ) -> list[dict[str, list[SeedBlock]]]:
     """Each further look's seed blocks when every sequential part is still open: look j
     brings every part's arms to the j-th point of its schedule past its first look, from the
     suites' planned seeds."""
-    arms, coverage = _planned_arms(size, names, seed_offset)
+    first = request.seed_offset
+    arms, coverage = _planned_arms(request, names)
     out = []
     for j in range(1, 64):
-        wanted = [w for w in _parts_at_look(size, names, arms, j)]
-        blocks = next_blocks(wanted, coverage, seed_offset)
+        wanted = [w for w in _parts_at_look(request.size, names, arms, j)]
+        blocks = next_blocks(wanted, coverage, first)
         if not blocks:
             return out
         for name, bs in blocks.items():
             for b in bs:
                 for arm in b.arms:
-                    coverage[name][arm] = max(coverage[name][arm], b.stop - seed_offset)
+                    coverage[name][arm] = max(coverage[name][arm], b.stop - first)
         out.append(blocks)
     return out
 
 
-def _planned_arms(size: str, names: Sequence[str], seed_offset: int
+def _planned_arms(request: RunRequest, names: Sequence[str]
                   ) -> tuple[dict[str, list[str]], dict[str, dict[str, int]]]:
     """({suite: planned arms}, {suite: {arm: planned seeds}}) before anything runs."""
-    from blocklab.experiments.options import seed_range
     from blocklab.experiments.suites import get_suite
 
     arms: dict[str, list[str]] = {}
     coverage: dict[str, dict[str, int]] = {}
     for name in names:
         suite = get_suite(name)
-        seeds = seed_range(suite.default_seeds[size], seed_offset)
-        arms[name] = sorted({spec.arm for spec in _suite_specs(suite, size, seeds)})
+        seeds = request.options(suite).seeds  # the suite's planned seeds
+        arms[name] = sorted({spec.arm for spec in _suite_specs(request, suite, seeds)})
         coverage[name] = dict.fromkeys(arms[name], len(seeds))
     return arms, coverage
 
 
-def _suite_specs(suite: Any, size: str, seeds: range) -> list[Any]:
+def _suite_specs(request: RunRequest, suite: Any, seeds: range) -> list[Any]:
     """A suite's evaluation runs on `seeds` before anything runs (a tuned suite planned without
     tuning results, as the estimator prices it: the cost does not depend on the lr chosen)."""
-    from blocklab.experiments.suites import suite_options
-
-    return suite.plan(suite_options(suite, size).with_seeds(seeds), [])
+    return suite.plan(request.options(suite).with_seeds(seeds), [])
 
 
 def _parts_at_look(size: str, names: Sequence[str], arms: dict[str, list[str]], j: int
@@ -406,12 +412,13 @@ def _parts_at_look(size: str, names: Sequence[str], arms: dict[str, list[str]], 
     return out
 
 
-def plan_budget(results: Path, size: str, names: Sequence[str], budget_s: float | None, *,
-                workers: int, seed_offset: int = 0, calibration: Any = None) -> BudgetPlan:
-    """The seed blocks `budget_s` of wall time buys on this machine, decided before anything
-    runs: the first look's missing runs (`estimate.estimate_suites`), then look by look each
-    sequential part's next block, cheapest first, while the total fits (`BudgetPlan`), all
-    priced with one calibration of this machine. Same budget, same calibration: same plan."""
+def plan_budget(request: RunRequest, names: Sequence[str], *, workers: int,
+                calibration: Any = None) -> BudgetPlan:
+    """The seed blocks the request's `budget_s` of wall time buys on this machine, decided
+    before anything runs: the first look's missing runs (`estimate.estimate_suites`), then look
+    by look each sequential part's next block, cheapest first, while the total fits
+    (`BudgetPlan`), all priced with one calibration of this machine. Same request, same
+    calibration: same plan."""
     from blocklab.experiments.estimate import (
         calibrate,
         estimate_suites,
@@ -421,11 +428,11 @@ def plan_budget(results: Path, size: str, names: Sequence[str], budget_s: float 
     )
     from blocklab.experiments.suites import get_suite
 
-    first = estimate_suites(results, size, names, seed_offset=seed_offset,
-                            calibration=calibration)
+    budget_s, size, seed_offset = request.budget_s, request.size, request.seed_offset
+    first = estimate_suites(request, names, calibration=calibration)
     cal = first.calibration
     first_s = first.wall_s(workers) if cal is not None else 0.0
-    arms, coverage = _planned_arms(size, names, seed_offset)
+    arms, coverage = _planned_arms(request, names)
     cache: dict[tuple[str, int, int], list[Any]] = {}
 
     def specs_of(suite_name: str, arm: str, have: int, target: int) -> list[tuple[Any, Any]]:
@@ -433,11 +440,11 @@ def plan_budget(results: Path, size: str, names: Sequence[str], budget_s: float 
         if key not in cache:
             suite = get_suite(suite_name)
             more = range(seed_offset + have, seed_offset + target)
-            cache[key] = [(suite, spec) for spec in _suite_specs(suite, size, more)
+            cache[key] = [(suite, spec) for spec in _suite_specs(request, suite, more)
                           if not spec.timed]
         return [(suite, spec) for suite, spec in cache[key] if spec.arm == arm]
 
-    worst = worst_case_blocks(size, names, seed_offset)
+    worst = worst_case_blocks(request, names)
     needed = shapes_of([pair for look in worst for name, bs in look.items() for b in bs
                         for arm in b.arms
                         for pair in specs_of(name, arm, b.start - seed_offset,
@@ -513,8 +520,8 @@ def would_contradict(rows: Sequence[Any], size: str, arms_of: Callable[[str], li
     return out
 
 
-def run_longer(results: Path, size: str, wanted: dict[str, list[Wanted]], *, executor: Any,
-               progress: bool, seed_offset: int = 0) -> dict[str, str]:
+def run_longer(request: RunRequest, wanted: dict[str, list[Wanted]], *, executor: Any,
+               progress: bool) -> dict[str, str]:
     """Train the arms of `wanted`'s parts twice as long on the same seeds (`Suite.longer`),
     stored and summarised in `<size>+x2` beside the suite's folder, where the ledger reads
     whether the longer run agrees. Returns {suite: error} for a suite whose runs failed."""
@@ -533,11 +540,11 @@ def run_longer(results: Path, size: str, wanted: dict[str, list[Wanted]], *, exe
     errors = {}
     for name, parts in wanted.items():
         suite = get_suite(name)
-        base = _plan(results, size, name, seed_offset)
+        base = _plan(request, name)
         arms = sorted({arm for w in parts for arm in w.arms})
         options = base.options.with_seeds(base.seeds)
         specs = suite.longer(options, base.tuned, arms)
-        store = ResultStore(longer_dir(results, suite, options))
+        store = ResultStore(longer_dir(request.results, suite, options))
         stale = stale_reasons(specs, store)
         missing = [s for s in specs if not store.has(s.run_id) or s.run_id in stale]
         planned = PlannedSuite(suite, options, base.seeds, specs, store, stale, missing,

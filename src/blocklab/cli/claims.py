@@ -1,4 +1,8 @@
-"""`blocklab claims`: the ledger of the pages' claims, each with a verdict and its evidence."""
+"""`blocklab claims`: the ledger of the pages' claims, each with a verdict and its evidence.
+
+The options that name what to read (--results, --size, --seed-offset, --precision) are checked
+and turned into one `RunRequest`, which the ledger's `Context` reads.
+"""
 
 from __future__ import annotations
 
@@ -52,6 +56,8 @@ def claims(
     """
     from blocklab.claims import Context, run_claims
     from blocklab.claims.lang import resolve_lang
+    from blocklab.experiments.options import RunRequest
+
     language = resolve_lang(lang)
     size = chosen_size(size, tiny, quick, full)
     from blocklab.cli import check_precision_option, check_seed_offset_option
@@ -63,8 +69,8 @@ def claims(
     if rules_only:
         print_rules(wanted, size, as_json, language)
         return
-    folder = results_folder(results, size)
-    context = Context(folder, size, seed_offset=seed_offset, precision=precision)
+    # What every check reads, built once.
+    context = Context(RunRequest(results_folder(results, size), size, seed_offset, precision))
     rows = run_claims(wanted, context)
     if as_json:
         typer.echo(output_json([r.to_dict() for r in rows], indent=1, ensure_ascii=False))
@@ -83,19 +89,17 @@ def claims(
 def print_stored_elsewhere(rows, context, lang: str) -> None:
     """When claims lack results, the summaries the folder holds at another --size,
     --seed-offset or --precision, each with the command that reads them (one line each)."""
-    from blocklab.claims.finding import claims_command, key_flags
-
     lacking = sum(r.verdict == "missing-results" for r in rows)
     elsewhere = context.stored_elsewhere() if lacking else {}
     out = console()
-    for key, suites in elsewhere.items():
-        command = claims_command(context.results, *key)
+    for other, suites in elsewhere.items():
+        command = other.claims_command()
         if lang == "zh":
-            out.print(f"{lacking} 条论断缺少结果；{context.results} 存有 {key_flags(*key)} 下的"
+            out.print(f"{lacking} 条论断缺少结果；{context.results} 存有 {other.flags()} 下的"
                       f"结果（{', '.join(suites)}）：{command}", soft_wrap=True, markup=False)
         else:
             out.print(f"{lacking} claim(s) lack results; {context.results} holds results at "
-                      f"{key_flags(*key)} ({', '.join(suites)}): {command}", soft_wrap=True,
+                      f"{other.flags()} ({', '.join(suites)}): {command}", soft_wrap=True,
                       markup=False)
 
 

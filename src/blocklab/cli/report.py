@@ -1,9 +1,16 @@
-"""`blocklab report`: run the missing suite results, then write one self-contained HTML page."""
+"""`blocklab report`: run the missing suite results, then write one self-contained HTML page.
+
+The options are checked and turned into one `RunRequest` (results folder, size, seed offset,
+precision, budget) before any work; that request is passed whole to the suites
+(`run_suites`), the sequential design (`plan_budget`, `run_looks`), the estimate (`--plan`)
+and the report (`build_report`), so each reads and runs the same thing.
+"""
 
 from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -22,6 +29,9 @@ from blocklab.cli import (
     warn_if_bf16_emulated,
 )
 from blocklab.cli.paths import output_folder
+
+if TYPE_CHECKING:
+    from blocklab.experiments.options import RunRequest
 
 
 @app.command()
@@ -82,26 +92,32 @@ def report(
     Example: [bold]blocklab report --tiny --out report --lang zh[/bold]
     """
     from blocklab.claims.lang import resolve_lang
+    from blocklab.experiments.options import RunRequest
     from blocklab.report.build import build_report
 
     size = chosen_size(size, tiny, quick, full)
     language = resolve_lang(lang)
     check_seed_offset_option(seed_offset)
     check_precision_option(precision)
-    run_on = chosen_executor(executor, jobs, address, cpus_per_run, gpus_per_run)
-    # Before any work: --out (unless --plan, which writes nothing) and, where suites will
-    # run, every folder they write under --results.
-    out_path = None if plan else output_folder(out, "--out", ["index.html", "report.json"])
-    results_path = (read_results(results) if no_run or plan else
-                    suite_results(results, size, seed_offset, precision))
     if precision != "fp32" and budget:
         from blocklab.cli import fail
 
         raise fail("--budget adds seeds to the float32 runs the ledger grades; leave it out "
                    "with --precision bf16 (the planned seeds run)")
     budget_s = 0.0 if precision != "fp32" else budget_seconds(budget, size)
+    # What to run and read, built once: the suites, the sequential design, the estimate and
+    # the report are all handed this one request.
+    request = RunRequest(Path(results), size, seed_offset, precision, budget_s)
+    run_on = chosen_executor(executor, jobs, address, cpus_per_run, gpus_per_run)
+    # Before any work: --out (unless --plan, which writes nothing) and, where suites will
+    # run, every folder they write under --results.
+    out_path = None if plan else output_folder(out, "--out", ["index.html", "report.json"])
+    if no_run or plan:
+        read_results(results)
+    else:
+        suite_results(results, request)
     if plan:
-        print_plan(results_path, size, seed_offset, jobs, budget_s)
+        print_plan(request, jobs)
         return
     if not no_run:
         warn_if_bf16_emulated(precision)  # one line on stderr; the suites still run
@@ -109,11 +125,9 @@ def report(
     errors = {}
     record = None
     if not no_run:
-        errors, record = run_with_budget(results_path, size, budget_s, run_on, jobs,
-                                         not no_progress, seed_offset, not no_wait,
-                                         precision=precision)
-    index, doc = build_report(out_path, results_path, size, language, suite_errors=errors,
-                              seed_offset=seed_offset, precision=precision, sequential=record)
+        errors, record = run_with_budget(request, run_on, jobs, not no_progress, not no_wait)
+    index, doc = build_report(request, out_path, language, suite_errors=errors,
+                              sequential=record)
     counts: dict[str, int] = {}
     for row in doc["ledger"]:
         verdict = "check failed" if row["error"] else row["verdict"]
@@ -131,15 +145,16 @@ def report(
         raise typer.Exit(1)
 
 
-def suite_results(results: str, size: str, seed_offset: int, precision: str) -> Path:
-    """--results where the report's suites will run: every folder they write into
-    (`<results>/<suite>/<size>/`, its tuning and longer-run folders) checked."""
+def suite_results(results: str, request: RunRequest) -> Path:
+    """--results (`results`, as written) where the report's suites will run under `request`:
+    every folder they write into (`<results>/<suite>/<size>/`, its tuning and longer-run
+    folders) checked."""
     from blocklab.cli.paths import results_folder
-    from blocklab.experiments.suites import get_suite, suite_options
+    from blocklab.experiments.suites import get_suite
     from blocklab.report.build import SUITES
 
     return results_folder(results, "--results", {
-        name: suite_options(get_suite(name), size, seed_offset, precision) for name in SUITES})
+        name: request.options(get_suite(name)) for name in SUITES})
 
 
 def read_results(results: str) -> Path:
@@ -168,12 +183,11 @@ def budget_seconds(minutes: float | None, size: str) -> float | None:
     return 60.0 * minutes
 
 
-def run_with_budget(results: Path, size: str, budget_s: float | None, run_on, jobs,
-                    progress: bool, seed_offset: int, wait: bool, names=None,
-                    precision: str = "fp32"):
-    """Run the suites `names` (the report's) look by look within `budget_s`: (errors, the
-    budget's plan and looks as a dict for report.json)."""
-    from blocklab.claims.sequential import plan_budget, run_looks
+def run_with_budget(request: RunRequest, run_on, jobs, progress: bool, wait: bool,
+                    names=None):
+    """Run the suites `names` (the report's) under `request`, look by look within its
+    `budget_s`: (errors, the budget's plan and looks as a dict for report.json)."""
+    from blocklab.claims.sequential import plan_budget, recorded_rules, run_looks
     from blocklab.errors import Interrupted
     from blocklab.experiments.executors import usable_cores
     from blocklab.experiments.suites import run_suites
@@ -181,29 +195,22 @@ def run_with_budget(results: Path, size: str, budget_s: float | None, run_on, jo
 
     names = list(SUITES if names is None else names)
     workers = usable_cores() if jobs is None else jobs
+    budget_s = request.budget_s
 
     def run(rules):
-        return run_suites(results, size, names, executor=run_on, progress=progress,
-                          echo=typer.echo, seed_offset=seed_offset, precision=precision,
-                          wait=wait, rules=rules)
+        return run_suites(request, names, executor=run_on, progress=progress,
+                          echo=typer.echo, wait=wait, rules=rules)
 
     try:
         if budget_s == 0:
-            from blocklab.claims.catalogue import suite_rules
-
-            # the rules grade float32 results: recorded only beside those
-            rules = suite_rules(size) if precision == "fp32" else None
-            return run(rules), {"budget_s": 0.0, "planned_looks": 0}
-        plan = plan_budget(results, size, names, budget_s, workers=workers,
-                           seed_offset=seed_offset)
+            return run(recorded_rules(request)), {"budget_s": 0.0, "planned_looks": 0}
+        plan = plan_budget(request, names, workers=workers)
         if budget_s is not None:
             typer.echo(f"budget {budget_s / 60:.0f} min: first look about "
                        f"{plan.first_s / 60:.1f} min; seeds planned for {len(plan.parts)} "
                        f"part-look(s) where still open, about {plan.spent_s / 60:.1f} min in all")
-        looks = run_looks(results, size, names, budget_s=budget_s, plan=plan, run=run,
-                          workers=workers,
-                          echo=typer.echo, seed_offset=seed_offset, executor=run_on,
-                          progress=progress)
+        looks = run_looks(request, names, plan=plan, run=run, workers=workers,
+                          echo=typer.echo, executor=run_on, progress=progress)
     except Interrupted as stopped:
         raise stop_interrupted(stopped) from None
     typer.echo(f"sequential design: {len(looks.records)} further look(s) run; stopped: "
@@ -211,10 +218,10 @@ def run_with_budget(results: Path, size: str, budget_s: float | None, run_on, jo
     return looks.errors, {**plan.to_dict(), **looks.to_dict()}
 
 
-def print_plan(results: Path, size: str, seed_offset: int, jobs: int | None,
-               budget_s: float | None = None) -> None:
-    """The runs `report` would still do at `size`, with their estimated time here: a few
-    seconds of calibration first (`blocklab.experiments.estimate`)."""
+def print_plan(request: RunRequest, jobs: int | None) -> None:
+    """The runs `report` would still do under `request`, with their estimated time here: a
+    few seconds of calibration first (`blocklab.experiments.estimate`), and what further looks
+    the request's budget buys (`blocklab.claims.sequential.plan_budget`)."""
     from rich.table import Table
 
     from blocklab.cli import console
@@ -224,9 +231,10 @@ def print_plan(results: Path, size: str, seed_offset: int, jobs: int | None,
 
     out = console()
     with out.status("calibrating this machine (one thread, a few seconds)"):
-        plan = estimate_suites(results, size, SUITES, seed_offset=seed_offset)
+        plan = estimate_suites(request, SUITES)
     workers = usable_cores() if jobs is None else jobs
-    table = Table(title=f"blocklab report --size {size}: runs still to do")
+    budget_s = request.budget_s
+    table = Table(title=f"blocklab report --size {request.size}: runs still to do")
     for column in ("suite", "runs", "stored", "to run", "core time", "timed (alone)",
                    "unpriced"):
         table.add_column(column)
@@ -250,8 +258,7 @@ def print_plan(results: Path, size: str, seed_offset: int, jobs: int | None,
     if budget_s != 0:
         from blocklab.claims.sequential import plan_budget
 
-        looks = plan_budget(results, size, SUITES, budget_s, workers=workers,
-                            seed_offset=seed_offset, calibration=cal)
+        looks = plan_budget(request, SUITES, workers=workers, calibration=cal)
         costs = ", ".join(f"{r} runs {hours(w)}" for r, w in looks.looks) or "none"
         per_claim: dict[str, int] = {}
         for bought in looks.parts:

@@ -86,9 +86,10 @@ def suite(
                    "(the results folder in every command)", err=True)
     check_seed_offset_option(seed_offset)
     from blocklab.cli.paths import results_folder
-    from blocklab.experiments.options import RunOptions
+    from blocklab.experiments.options import RunOptions, RunRequest
 
-    # Every option a run reads, checked once here and passed on as one value.
+    # Every option a run reads, checked once here and passed on as one value (a precision
+    # this suite does not train in is refused).
     options = RunOptions.for_suite(chosen, size, seeds, seed_offset=seed_offset,
                                    precision=precision)
     # Before any run: every folder the suite writes into, `<results>/<suite>/<size>/` and its
@@ -97,20 +98,22 @@ def suite(
                          "--results" if old_out is None else "--out", {chosen.name: options})
     run_on = chosen_executor(executor, jobs, address, cpus_per_run, gpus_per_run)
     warn_if_bf16_emulated(options.precision)  # one line on stderr; the suite still runs
-    from blocklab.claims.catalogue import suite_rules
-
-    rules = suite_rules(size).get(chosen.name) if options.precision == "fp32" else None
     if budget is not None and (seeds is not None or precision != "fp32"):
         from blocklab.cli import fail
 
         raise fail("--budget adds seeds to the planned seeds of float32 runs (what the ledger "
                    "grades); leave out --seeds and --precision with it")
+    from blocklab.claims.sequential import recorded_rules
+    from blocklab.cli.report import budget_seconds, run_with_budget
+
+    # The same options as one request, for the sequential design (--budget) and the rules
+    # recorded beside the runs; 0 s of budget without --budget: the planned seeds only.
+    request = RunRequest(out, size, seed_offset, options.precision,
+                         0.0 if budget is None else budget_seconds(budget, size))
+    rules = recorded_rules(request).get(chosen.name)
     try:
         if budget is not None:
-            from blocklab.cli.report import budget_seconds, run_with_budget
-
-            errors, _ = run_with_budget(out, size, budget_seconds(budget, size), run_on, jobs,
-                                        not (no_progress or as_json), seed_offset,
+            errors, _ = run_with_budget(request, run_on, jobs, not (no_progress or as_json),
                                         not no_wait, names=[chosen.name])
             if errors:
                 typer.echo(f"error: suite {chosen.name} ({size}): {errors[chosen.name]}",

@@ -6,7 +6,9 @@
     trainer     `TrainConfig`, `train`, `run` -> one `RunResult`; `run_stored` (trains only
                 what a `ResultStore` lacks)
     run_result  `RunResult`, a run's typed result (no PyTorch)
-    options     `RunOptions`: size, seeds, precision and backend of a suite invocation
+    options     `RunRequest`: what one command asks to run or read (results, size, seed
+                offset, precision, budget); `RunOptions`: size, seeds, precision and backend
+                of a suite invocation
     results     `run_id`, `ResultStore` (a folder of results; imports no trainer, no PyTorch)
     env         the environment record stored in every result
 
@@ -46,6 +48,7 @@ _EXPORTS = {
     "run_id": "results",
     "RunResult": "run_result",
     "RunOptions": "options",
+    "RunRequest": "options",
     "environment": "env",
 }
 

@@ -41,7 +41,7 @@ A calibration takes 3-5 s for tiny and about 15-20 s for quick (its shape budget
 a machine shared with other work every time moves with that work's load: the estimate is for
 the load the calibration saw.
 
-    plan = estimate_suites(Path("runs"), "quick", ["ffn", "placement"])
+    plan = estimate_suites(RunRequest(Path("runs"), "quick"), ["ffn", "placement"])
     plan.wall_s(workers=2)
 """
 
@@ -58,6 +58,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from blocklab.config import ModelConfig
+from blocklab.experiments.options import RunRequest
 from blocklab.experiments.results import ResultStore
 from blocklab.experiments.run_result import RunResult
 
@@ -674,15 +675,16 @@ def _twin_key(suite: str, folder: str, label: str) -> tuple[str, str, str]:
     return suite, size, _SEED.sub("seed", label)
 
 
-def estimate_suites(results: str | Path, size: str, names: Sequence[str], *,
-                    seed_offset: int = 0, calibration: Calibration | None = None,
-                    budget_s: float = 15.0) -> SizeEstimate:
-    """Estimate the runs `blocklab report --size SIZE` would still have to do for `names`,
-    calibrating this machine first (or pricing with `calibration`).
+def estimate_suites(request: RunRequest, names: Sequence[str], *,
+                    calibration: Calibration | None = None,
+                    calibration_s: float = 15.0) -> SizeEstimate:
+    """Estimate the runs `blocklab report` would still have to do for `names` under `request`
+    (each suite at `request.options(suite)`), calibrating this machine first, for about
+    `calibration_s` seconds (or pricing with `calibration`).
 
     A tuned suite's evaluation runs are planned without tuning results (each arm at its grid's
     first choice): their cost does not depend on the learning rate a tuning run picks."""
-    from blocklab.experiments.suites import get_suite, suite_options
+    from blocklab.experiments.suites import get_suite
     from blocklab.experiments.suites.base import (
         ResultStore,
         stale_reasons,
@@ -690,7 +692,7 @@ def estimate_suites(results: str | Path, size: str, names: Sequence[str], *,
         suite_dir,
     )
 
-    results = Path(results)
+    results, size = request.results, request.size
     twins: dict[tuple[str, str, str], list[float]] = {}
     for suite_name, folder, result in _stored_results(results):
         run, wall = result.run, result.wall_time_s
@@ -700,7 +702,7 @@ def estimate_suites(results: str | Path, size: str, names: Sequence[str], *,
     planned = []  # (suite, stage, spec, stored, twin wall times)
     for name in names:
         suite = get_suite(name)
-        options = suite_options(suite, size, seed_offset)
+        options = request.options(suite)
         store = ResultStore(suite_dir(results, suite, options))
         folder = store.root.name
         if suite.tune:
@@ -726,10 +728,10 @@ def estimate_suites(results: str | Path, size: str, names: Sequence[str], *,
     todo = [(suite, spec) for suite, _, spec, done, same in planned if not done and not same]
     # Something to run, even if only stored twins price it: the fixed costs need a calibration.
     if calibration is None and any(not done for *_, done, _ in planned):
-        requests = _Requests()
+        shapes = _Requests()  # the shapes the prices ask for
         for suite, spec in todo:
-            price(suite, spec, requests)
-        calibration = calibrate(requests.shapes, budget_s)
+            price(suite, spec, shapes)
+        calibration = calibrate(shapes.shapes, calibration_s)
     by_suite: dict[str, dict[str, float]] = {
         name: {"runs": 0, "stored": 0, "untimed": 0.0, "timed": 0.0, "unknown": 0, "twin": 0}
         for name in names}

@@ -1,17 +1,25 @@
-"""The options every run of one suite invocation shares, as one value checked where it is built.
+"""What one command asks to run or read, and the options every run of one suite shares: each
+one value, checked where it is built.
 
-    options = RunOptions.for_suite(get_suite("ffn"), "quick", seed_offset=1000)
-    run_suite(get_suite("ffn"), options, "runs")     # plan, tune, train, summarise: all read it
+    request = RunRequest(Path("runs"), "quick", seed_offset=1000)   # built once, in the CLI
+    run_suites(request, ["ffn", "placement"])      # the suites, the ledger, the report: read it
+    options = request.options(get_suite("ffn"))    # one suite's RunOptions under the request
+    run_suite(get_suite("ffn"), options, "runs")   # plan, tune, train, summarise: all read it
 
-`RunOptions` travels unchanged from the command line (or a caller) through planning to the
-trainer's `TrainConfig`; nothing on the way checks it again. Its folder name (`folder`), the
-command that rewrites its results (`command`) and whether a stored run may be reused under it
-(`run_id` compatibility lives in `blocklab.experiments.results.train_identity`) are each said
-in one place. This module needs no PyTorch.
+`RunRequest` is what a command was asked (results folder, size, seed offset, precision, the
+sequential design's budget); it travels whole from the command line to `run_suites`, the
+sequential design (`blocklab.claims.sequential`), the ledger's `Context`, the report
+(`blocklab.report.build`) and the estimator, and renders the commands that repeat it.
+`RunOptions` travels unchanged from there (or a caller) through planning to the trainer's
+`TrainConfig`; nothing on the way checks either again. Its folder name (`folder`), the command
+that rewrites its results (`command`) and whether a stored run may be reused under it (`run_id`
+compatibility lives in `blocklab.experiments.results.train_identity`) are each said in one
+place. This module needs no PyTorch.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -138,3 +146,68 @@ class RunOptions:
     def command(self, suite: str, out_dir: str | Path) -> str:
         """The command that runs `suite` under these options and rewrites its summary."""
         return suite_command(suite, self.size, out_dir, self.seed_offset, self.precision)
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """What one command asks to run or read, built once (in the CLI) and passed whole.
+
+    results: the folder of suite results (`<results>/<suite>/<size>/`)
+    size: tiny, quick or full
+    seed_offset: every suite runs its default number of seeds from this one on (0: 0, 1, …)
+    precision: what the suites that train models train in; a suite that measures float32 only
+        (norm-cost, quantize) runs and is read at fp32 (`precision_of`)
+    budget_s: the wall-clock seconds the sequential design may spend on further looks (None:
+        no limit); 0, the default, runs the planned seeds only, as every command but `report`
+        does (which passes --budget, or its size's `claims.sequential.DEFAULT_BUDGET_S`)
+
+    Checked when built: a bad value is a one-line InputError naming it and what is allowed."""
+
+    results: Path
+    size: str
+    seed_offset: int = 0
+    precision: Precision = "fp32"
+    budget_s: float | None = 0.0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.results, Path):  # a str names the same folder
+            object.__setattr__(self, "results", Path(self.results))
+        if self.size not in SIZES:
+            raise InputError(f"size {self.size!r} is not allowed; expected one of {list(SIZES)}")
+        check_seed_offset(self.seed_offset)
+        check_precision(self.precision)
+        budget = self.budget_s
+        if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int | float)
+                                   or not math.isfinite(budget) or budget < 0):
+            raise InputError(f"budget_s={budget!r} is not allowed; expected seconds, a finite "
+                             "number >= 0, or None (no limit)")
+
+    def precision_of(self, suite: SuiteTraits) -> Precision:
+        """The precision `suite` runs and is read in: the request's where the suite trains in
+        it, else float32 (norm-cost and quantize measure float32 kernels and int8 against
+        float32)."""
+        return self.precision if self.precision in suite.precisions else "fp32"
+
+    def options(self, suite: SuiteTraits) -> RunOptions:
+        """`suite`'s options under this request: its default seeds from the seed offset, in
+        `precision_of(suite)`."""
+        return RunOptions.for_suite(suite, self.size, seed_offset=self.seed_offset,
+                                    precision=self.precision_of(suite))
+
+    def flags(self) -> str:
+        """The options that name this request's folders: `--size tiny --seed-offset 1000`."""
+        offset = f" --seed-offset {self.seed_offset}" if self.seed_offset else ""
+        other = "" if self.precision == "fp32" else f" --precision {self.precision}"
+        return f"--size {self.size}{offset}{other}"
+
+    def suite_command(self, suite: SuiteTraits) -> str:
+        """The command that runs `suite` under this request and rewrites its summary."""
+        return self.options(suite).command(suite.name, self.results)
+
+    def claims_command(self) -> str:
+        """The `blocklab claims` command that reads what this request names."""
+        return f"blocklab claims {self.flags()} --results {self.results}"
+
+    def report_command(self, out: str | Path) -> str:
+        """The `blocklab report` command that runs this request and writes its report to `out`."""
+        return f"blocklab report {self.flags()} --out {out} --results {self.results}"

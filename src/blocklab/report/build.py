@@ -1,14 +1,17 @@
 """Collect every number the report shows into one JSON document, then render and write it.
 
-    doc = collect(results="runs", size="quick")      # ledger, suite summaries, budgets, checks
+    request = RunRequest(Path("runs"), "quick")     # what to read (built once, in the CLI)
+    doc = collect(request)                            # ledger, suite summaries, budgets, checks
     html = render_html(doc, make_figures(doc), "en")  # blocklab.report.html / .figures
-    build_report("report", results="runs", size="quick", lang="en")  # renders what is stored
+    build_report(request, "report", "en")             # renders what is stored
 
-`collect` runs no experiment and no maths of its own: the ledger comes from `blocklab.claims`,
-the analytic tables from `blocklab.verify`, `blocklab.reference` and `blocklab.budget`, the
-experiments from the stored suite summaries (`<results>/<suite>/<size>/summary.json`) and, for
-curves, the stored per-run results beside them. Rendering reads only the document, so
-`report.json` holds every number the page shows (and the page can be rendered again from it).
+`collect` reads what the request names (results folder, size, seed offset, precision: the
+ledger's `Context` reads the same request) and runs no experiment and no maths of its own: the
+ledger comes from `blocklab.claims`, the analytic tables from `blocklab.verify`,
+`blocklab.reference` and `blocklab.budget`, the experiments from the stored suite summaries
+(`<results>/<suite>/<size>/summary.json`) and, for curves, the stored per-run results beside
+them. Rendering reads only the document, so `report.json` holds every number the page shows
+(and the page can be rendered again from it).
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from typing import Any
 
 from blocklab.claims.catalogue import part_arms
 from blocklab.errors import InputError, ResultsError
+from blocklab.experiments.options import RunRequest
+from blocklab.experiments.results import ResultStore
 from blocklab.experiments.suites import SUITE_MODULES
 from blocklab.jsonio import write_atomic
 
@@ -37,62 +42,44 @@ SHIFT_SCALE_X = (1.0, 3.0, -2.0, 0.5)
 SHIFT_SCALE_EPS = (0.0, 1e-6)
 
 
-def _offset(seed_offset: int) -> str:
-    return f" --seed-offset {seed_offset}" if seed_offset else ""
-
-
-def suite_command(suite: str, size: str, results: Path | str, seed_offset: int = 0,
-                  precision: str = "fp32") -> str:
-    from blocklab.experiments.options import suite_command as command
-
-    return command(suite, size, results, seed_offset, precision)
-
-
-def report_command(size: str, out: Path | str, results: Path | str, seed_offset: int = 0,
-                   precision: str = "fp32") -> str:
-    bf16 = "" if precision == "fp32" else f" --precision {precision}"
-    return (f"blocklab report --size {size}{_offset(seed_offset)}{bf16} --out {out} "
-            f"--results {results}")
-
-
-def collect(results: Path | str = "runs", size: str = "quick", *, out: Path | str = "report",
-            suite_errors: dict[str, str] | None = None, seed_offset: int = 0,
-            precision: str = "fp32") -> dict[str, Any]:
+def collect(request: RunRequest, *, out: Path | str = "report",
+            suite_errors: dict[str, str] | None = None) -> dict[str, Any]:
     """The report document: every number the page shows (and report.json holds), read from
-    the suites trained in `precision` (a suite that measures float32 only at fp32, as the
-    ledger reads it: `Context.precision_of`)."""
+    the suites `request` names, each at the options it gives them (`RunRequest.options`: a
+    suite that measures float32 only at fp32, as the ledger reads it)."""
     from blocklab import __version__
     from blocklab.claims import Context, run_claims
     from blocklab.experiments.env import usable_cores
-    from blocklab.experiments.options import SIZES
     from blocklab.experiments.results import json_safe
-    from blocklab.experiments.suites import load_summary
+    from blocklab.experiments.suites import get_suite, load_summary
+    from blocklab.experiments.suites.base import suite_dir
     from blocklab.experiments.summaries import incomplete, size_note
 
-    if size not in SIZES:
-        raise InputError(f"size {size!r} is not allowed; expected one of {list(SIZES)}")
-    results = Path(results)
-    ctx = Context(results, size, seed_offset=seed_offset, precision=precision)
+    results, size = request.results, request.size
+    ctx = Context(request)
     ledger = [row.to_dict() for row in run_claims(None, ctx)]
     suites = {}
     for name in SUITES:
         error = (suite_errors or {}).get(name)
-        read_at = ctx.precision_of(name)
+        suite = get_suite(name)
+        options = request.options(suite)
+        command = options.command(name, results)
         try:
-            summary = load_summary(results, name, size, seed_offset=seed_offset,
-                                   precision=read_at)
+            summary = load_summary(results, name, size, seed_offset=request.seed_offset,
+                                   precision=options.precision)
             # the ledger's rule too: a summary whose runs are gone is not shown, and says why
-            reason = incomplete(results, summary, read_at) if summary else None
+            reason = incomplete(results, summary, options.precision) if summary else None
             if reason:
                 raise ResultsError(reason)
             ids = summary.run_ids if summary else []
-            runs = _run_curves(results, name, size, ids, seed_offset, read_at)
-            busy = busy_timings(results, name, size, ids, seed_offset, read_at)
-            costs = run_costs(results, name, size, ids, seed_offset, read_at)
+            store = ResultStore(suite_dir(results, suite, options))
+            runs = _run_curves(store, ids, command)
+            busy = busy_timings(store, ids)
+            costs = run_costs(store, ids)
         except ResultsError as err:  # shown where the suite's section would be, exit code 1
             summary, runs, busy, costs, error = None, [], [], [], str(err)
         suites[name] = {
-            "command": suite_command(name, size, results, seed_offset, read_at),
+            "command": command,
             # the JSON form (tuples as lists), as summary.json holds it and figures decode it
             "summary": json_safe(summary.to_dict()) if summary else None,
             "error": error,
@@ -105,12 +92,12 @@ def collect(results: Path | str = "runs", size: str = "quick", *, out: Path | st
         "generated": {"size": size, "results": str(results), "out": str(out),
                       "created": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
                       "version": __version__,
-                      "seed_offset": seed_offset,
-                      "precision": precision,
+                      "seed_offset": request.seed_offset,
+                      "precision": request.precision,
                       # one line to show beside tiny results (None at quick and full)
                       "size_note": ({lang: size_note(size, lang) for lang in ("en", "zh")}
                                     if size_note(size) else None),
-                      "command": report_command(size, out, results, seed_offset, precision)},
+                      "command": request.report_command(out)},
         "ledger": ledger,
         # what more seeds would decide, priced from the stored runs' wall time
         "decision_budget": decision_budget(ledger, suites, usable_cores()),
@@ -122,15 +109,12 @@ def collect(results: Path | str = "runs", size: str = "quick", *, out: Path | st
     }
 
 
-def busy_timings(results: Path, name: str, size: str, run_ids: list[str],
-                 seed_offset: int = 0, precision: str = "fp32") -> list[dict[str, Any]]:
-    """{label, others_cpu_share} of each stored timed run of a suite's summary that was
-    measured while other processes used the CPU (`blocklab.experiments.locks.is_busy`)."""
+def busy_timings(store: ResultStore, run_ids: list[str]) -> list[dict[str, Any]]:
+    """{label, others_cpu_share} of each stored timed run of a suite's summary (its runs in
+    `store`) that was measured while other processes used the CPU
+    (`blocklab.experiments.locks.is_busy`)."""
     from blocklab.experiments.locks import is_busy
-    from blocklab.experiments.options import size_folder
-    from blocklab.experiments.results import ResultStore
 
-    store = ResultStore(results / name / size_folder(size, seed_offset, precision))
     out = []
     for run_id in run_ids:
         try:
@@ -144,15 +128,10 @@ def busy_timings(results: Path, name: str, size: str, run_ids: list[str],
     return out
 
 
-def run_costs(results: Path, name: str, size: str, run_ids: list[str],
-              seed_offset: int = 0, precision: str = "fp32") -> list[dict[str, Any]]:
-    """{arm, seed, wall_time_s, timed} of each stored run of a suite's summary, from the stored
-    result files alone (`timed`: the run measured time, so it ran alone, as the suites run
-    every timed run; its result records the machine's load)."""
-    from blocklab.experiments.options import size_folder
-    from blocklab.experiments.results import ResultStore
-
-    store = ResultStore(results / name / size_folder(size, seed_offset, precision))
+def run_costs(store: ResultStore, run_ids: list[str]) -> list[dict[str, Any]]:
+    """{arm, seed, wall_time_s, timed} of each stored run of a suite's summary (its runs in
+    `store`), from the stored result files alone (`timed`: the run measured time, so it ran
+    alone, as the suites run every timed run; its result records the machine's load)."""
     out = []
     for run_id in run_ids:
         try:
@@ -240,31 +219,25 @@ def decision_budget(ledger: list[dict[str, Any]], suites: dict[str, dict[str, An
             "parts": parts, "unsized": unsized}
 
 
-def _run_curves(results: Path, name: str, size: str, run_ids: list[str],
-                seed_offset: int = 0, precision: str = "fp32") -> list[dict[str, Any]]:
+def _run_curves(store: ResultStore, run_ids: list[str], command: str
+                ) -> list[dict[str, Any]]:
     """Curves of the stored training runs a suite's summary was made from, sorted by
-    (arm, seed).
+    (arm, seed); a run that is gone is a ResultsError naming `command`, which redoes it.
 
-    Read from the stored result files alone (`<results>/<suite>/<size>/<run_id>.json` for each
-    of the summary's `run_ids`), each labelled by the `run` record (label, arm, seed) that
-    `run_suite` stamps on it; nothing is planned or computed. Results that are not training
-    runs (no training-loss curve) are left out. Only what the figures need is kept: status,
-    the training-loss and validation curves, and the per-layer gradient norms logged during
-    training (the first record is at initialisation).
+    Read from the stored result files alone (`<results>/<suite>/<size>/<run_id>.json` in
+    `store` for each of the summary's `run_ids`), each labelled by the `run` record (label,
+    arm, seed) that `run_suite` stamps on it; nothing is planned or computed. Results that are
+    not training runs (no training-loss curve) are left out. Only what the figures need is
+    kept: status, the training-loss and validation curves, and the per-layer gradient norms
+    logged during training (the first record is at initialisation).
     """
-    from blocklab.experiments.options import size_folder
-    from blocklab.experiments.results import ResultStore
-
-    store = ResultStore(results / name / size_folder(size, seed_offset, precision))
     out = []
     for run_id in run_ids:
         try:
             result = store.load(run_id)
         except FileNotFoundError:
             raise ResultsError(f"{store.path_for(run_id)}: a run of the stored summary is "
-                               "missing or unreadable; run "
-                               f"`{suite_command(name, size, results, seed_offset, precision)}`"
-                               " to redo it") from None
+                               f"missing or unreadable; run `{command}` to redo it") from None
         curves = result.curves
         if curves is None:
             continue
@@ -365,31 +338,24 @@ def write_report(doc: dict[str, Any], out: Path | str, lang: str) -> Path:
     return out / "index.html"
 
 
-def build_report(out: Path | str = "report", results: Path | str = "runs",
-                 size: str = "quick", lang: str = "en", *,
-                 suite_errors: dict[str, str] | None = None, seed_offset: int = 0,
-                 precision: str = "fp32", sequential: dict[str, Any] | None = None
-                 ) -> tuple[Path, dict[str, Any]]:
-    """Collect the stored results, render and write the report; runs nothing (the CLI's
-    `report` runs missing suites first, look by look: `blocklab.claims.sequential`).
+def build_report(request: RunRequest, out: Path | str = "report", lang: str = "en", *,
+                 suite_errors: dict[str, str] | None = None,
+                 sequential: dict[str, Any] | None = None) -> tuple[Path, dict[str, Any]]:
+    """Collect the stored results `request` names, render and write the report to `out`;
+    runs nothing (the CLI's `report` runs missing suites first, look by look, under the same
+    request: `blocklab.claims.sequential`).
 
     `suite_errors`: {suite: error} of suites that failed to run, shown where they belong.
     `sequential`: the budget's plan and the looks run (`Looks.to_dict`), kept in report.json.
     Returns the path of index.html and the document.
     """
     from blocklab.claims.lang import resolve_lang
-    from blocklab.experiments.options import SIZES, check_seed_offset
-    from blocklab.precision import check_precision
 
     lang = resolve_lang(lang)
-    if size not in SIZES:
-        raise InputError(f"size {size!r} is not allowed; expected one of {list(SIZES)}")
-    check_seed_offset(seed_offset)
-    check_precision(precision)
-    if Path(results).exists() and not Path(results).is_dir():
+    results = request.results
+    if results.exists() and not results.is_dir():
         raise InputError(f"results {str(results)!r} is a file; expected a folder of suite "
                          "results (or one that does not exist yet)")
-    doc = collect(results, size, out=out, suite_errors=suite_errors or {},
-                  seed_offset=seed_offset, precision=precision)
+    doc = collect(request, out=out, suite_errors=suite_errors or {})
     doc["sequential"] = sequential
     return write_report(doc, out, lang), doc

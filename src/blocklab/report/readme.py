@@ -17,6 +17,7 @@ from pathlib import Path
 
 from blocklab.claims import ClaimResult, Context, run_claims
 from blocklab.errors import InputError
+from blocklab.experiments.options import RunRequest
 from blocklab.experiments.summaries import SIZES, size_note
 from blocklab.jsonio import write_atomic
 
@@ -80,8 +81,9 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _check_args(args: argparse.Namespace) -> Path:
-    """The results folder, once every argument is known to be usable (InputError otherwise)."""
+def _check_args(args: argparse.Namespace) -> RunRequest:
+    """What the arguments ask the ledger to read, once every one is known to be usable
+    (InputError otherwise, naming the option as written)."""
     read_readme(args.readme)
     if args.size not in SIZES:
         raise InputError(f"--size {args.size!r} is not allowed; expected one of {list(SIZES)}")
@@ -94,7 +96,7 @@ def _check_args(args: argparse.Namespace) -> Path:
     if not results.is_dir():
         raise InputError(f"--results {args.results!r} is a file; expected a folder of suite "
                          "results")
-    return results
+    return RunRequest(results, args.size)
 
 
 def _how(args: argparse.Namespace) -> str:
@@ -110,8 +112,7 @@ def run(argv: list[str] | None = None) -> None:
     """Check the arguments, run the ledger, and write the table; InputError for bad input or a
     table that would hold missing results, RuntimeError when a check fails to run."""
     args = _parser().parse_args(argv)
-    results = _check_args(args)
-    rows = run_claims(None, Context(results, args.size))
+    rows = run_claims(None, Context(_check_args(args)))
     failed = [r.id for r in rows if r.error]
     if failed:
         raise RuntimeError(f"the check(s) of {', '.join(failed)} failed to run (see `blocklab "

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from blocklab.experiments.options import MAX_SEED_OFFSET, MAX_SEEDS, RunOptions
+from blocklab.experiments.options import MAX_SEED_OFFSET, MAX_SEEDS, RunOptions, RunRequest
 from blocklab.experiments.run_result import RunResult
 from blocklab.experiments.suites import base
 from blocklab.experiments.summaries import Interval, Summary, Table, load_summary
@@ -270,8 +270,8 @@ def test_run_suites_evaluates_a_tuned_suite_in_a_second_round(tmp_path, monkeypa
         rounds.append(sorted(spec.label for spec in specs))
         return base.execute_in_process(specs, store, progress)
 
-    errors = suites.run_suites(tmp_path, "tiny", ["tuned", "toy"], executor=executor,
-                               progress=False, echo=lambda line: None)
+    errors = suites.run_suites(RunRequest(tmp_path, "tiny"), ["tuned", "toy"],
+                               executor=executor, progress=False, echo=lambda line: None)
     assert errors == {}
     assert rounds == [["a/0", "b/0", "tune/1.0", "tune/2.0"], ["eval/0"]]  # one default seed
     assert load_summary(tmp_path, "tuned", "tiny", ToyData).data.diff.mean == 2.0

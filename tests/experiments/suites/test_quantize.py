@@ -8,7 +8,7 @@ from blocklab.experiments.int8_measurements import (
     part_flop_share,
     scaled_config,
 )
-from blocklab.experiments.options import RunOptions
+from blocklab.experiments.options import RunOptions, RunRequest
 from blocklab.experiments.results import ResultStore
 from blocklab.experiments.suites import load_summary, run_suite
 from blocklab.experiments.suites.quantize import (
@@ -74,7 +74,7 @@ def test_tiny_suite_runs_and_summarises(tmp_path):
     assert trained.train.steps_done == SIZES["tiny"].quality.steps
     assert len(trained.layers) == data.quality_model["n_layers"]
     assert trained.quality["none"].delta == 0.0
-    (c33,) = run_claims(["C33"], Context(tmp_path, "tiny"))
+    (c33,) = run_claims(["C33"], Context(RunRequest(tmp_path, "tiny")))
     assert c33.error is None
     exact = c33.parts[0]
     assert exact.verdict == "confirmed" and exact.estimate.n == layers

@@ -10,6 +10,8 @@
 
 Each is a package `suites/<module>/` whose `SUITE` says what the rest of blocklab asks of it: its
 runs, its summary's data type, and where the report shows it (section, heading, figures).
+`run_suites` runs several of them under one `RunRequest` (`blocklab report`, the sequential
+design), each at the options the request gives it (`RunRequest.options`).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from pathlib import Path
 
 from blocklab.errors import InputError
 from blocklab.experiments import summaries
-from blocklab.experiments.options import PRECISIONS, SIZES, RunOptions
+from blocklab.experiments.options import SIZES, RunOptions, RunRequest
 from blocklab.experiments.suites.base import (
     Executor,
     RunSpec,
@@ -61,14 +63,14 @@ def load_summary(out_dir: str | Path, name: str, size: str, *, seed_offset: int 
                                   seed_offset=seed_offset, precision=precision, longer=longer)
 
 
-def run_suites(results: Path, size: str, names: Sequence[str] = tuple(SUITE_MODULES), *,
+def run_suites(request: RunRequest, names: Sequence[str] = tuple(SUITE_MODULES), *,
                executor: Executor | None = None, progress: bool = True,
-               echo: Callable[[str], None] = print, seed_offset: int = 0,
-               precision: str = "fp32", wait: bool = True,
+               echo: Callable[[str], None] = print, wait: bool = True,
                rules: Mapping[str, dict[str, str]] | None = None) -> dict[str, str]:
-    """Run every suite of `names` at `size` into `results` (stored runs are reused, so this
-    resumes), each at its default seeds (from `seed_offset` on) and in `precision` where it
-    trains in it (`suite_options`), then summarise each one.
+    """Run every suite of `names` at the request's size into its results folder (stored runs
+    are reused, so this resumes), each at the options the request gives it
+    (`RunRequest.options`: its default seeds from the seed offset, in the request's precision
+    where it trains in it), then summarise each one.
 
     The missing runs of all the suites go to `executor` in one call, so worker processes stay
     busy across suite boundaries and every timed run waits until all the others are done.
@@ -76,34 +78,22 @@ def run_suites(results: Path, size: str, names: Sequence[str] = tuple(SUITE_MODU
     still are, so a report can be written that says which are missing and why.
 
     Every suite's folder is locked for the whole call: another process running one of them
-    in `results` is waited for (saying so through `echo`), or, with `wait=False`, refused
-    with `blocklab.errors.Busy`.
+    in the results folder is waited for (saying so through `echo`), or, with `wait=False`,
+    refused with `blocklab.errors.Busy`.
 
     `rules`: {suite: {"<claim> <part>": rule hash}}, the registered rules that grade each
     suite, recorded in its folder when its runs are first planned (`plan_suite`).
     """
     from blocklab.experiments.locks import suite_locks
 
-    # Bad input is refused before the locks create any folder.
-    options = {name: suite_options(get_suite(name), size, seed_offset, precision)
-               for name in names}
-    with suite_locks(results, [get_suite(name).name for name in names], wait=wait, echo=echo):
-        return _run_suites(results, size, options, executor, progress, echo, rules or {})
+    # Bad input (an unknown suite) is refused before the locks create any folder.
+    options = {name: request.options(get_suite(name)) for name in names}
+    with suite_locks(request.results, [get_suite(name).name for name in names], wait=wait,
+                     echo=echo):
+        return _run_suites(request, options, executor, progress, echo, rules or {})
 
 
-def suite_options(suite: Suite, size: str, seed_offset: int = 0, precision: str = "fp32"
-                  ) -> RunOptions:
-    """A suite's options when several run together (`blocklab report`, the claims ledger): its
-    default seeds, and `precision` where it trains in it, else float32 (norm-cost and quantize
-    measure float32 kernels and int8 against float32)."""
-    if precision not in PRECISIONS:
-        raise InputError(f"precision={precision!r} is not allowed; expected one of "
-                         f"{list(PRECISIONS)}")
-    chosen = precision if precision in suite.precisions else "fp32"
-    return RunOptions.for_suite(suite, size, seed_offset=seed_offset, precision=chosen)
-
-
-def _run_suites(results: Path, size: str, options: Mapping[str, RunOptions],
+def _run_suites(request: RunRequest, options: Mapping[str, RunOptions],
                 executor: Executor | None, progress: bool, echo: Callable[[str], None],
                 rules: Mapping[str, dict[str, str]]) -> dict[str, str]:
     from blocklab.experiments.suites.base import (
@@ -118,6 +108,7 @@ def _run_suites(results: Path, size: str, options: Mapping[str, RunOptions],
         summarise_suite,
     )
 
+    results, size = request.results, request.size
     start = time.perf_counter()
     errors: dict[str, str] = {}
     failed: dict[str, str] = {}
