@@ -20,6 +20,12 @@ def pytest_configure(config):
         "markers", "exclusive: times or locks the machine; runs with no other test beside it")
 
 
+def pytest_collection_modifyitems(config, items):
+    """The tests that need the machine to themselves run last, one after another: spread among
+    the others, each would idle the other workers while it waits for its turn and runs."""
+    items.sort(key=lambda item: item.get_closest_marker("exclusive") is not None)
+
+
 def _shared_folder(tmp_path_factory) -> Path:
     """A folder every worker of this test session sees (the workers' base temp folders are
     siblings under it); the session's own base folder when there are no workers."""
@@ -74,6 +80,31 @@ def own_machine_lock(tmp_path_factory):
         os.environ.pop("BLOCKLAB_MACHINE_LOCK", None)
     else:
         os.environ["BLOCKLAB_MACHINE_LOCK"] = before
+
+
+@pytest.fixture(scope="session")
+def tiny_runs(tmp_path_factory) -> Path:
+    """Every registered suite run at --size tiny into one folder, once per test session: the
+    first worker to ask runs them (two worker processes, as `blocklab report` does), the
+    others wait for it and read the same folder. Read it, never write to it: a test that
+    changes results copies it first (`shutil.copytree`). `echo.txt` beside the suites holds
+    what the run said, a line each."""
+    from blocklab.experiments.executors import ParallelExecutor
+    from blocklab.experiments.options import RunRequest
+    from blocklab.experiments.suites import SUITE_MODULES, run_suites
+
+    shared = _shared_folder(tmp_path_factory)
+    folder, done = shared / "tiny-runs", shared / "tiny-runs.done"
+    with _flock(shared / "tiny-runs.lock", fcntl.LOCK_EX):
+        if not done.exists():
+            lines: list[str] = []
+            errors = run_suites(RunRequest(folder, "tiny"), list(SUITE_MODULES),
+                                executor=ParallelExecutor(2), progress=False,
+                                echo=lines.append)
+            assert not errors, errors
+            (folder / "echo.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+            done.touch()
+    return folder
 
 
 @pytest.fixture(scope="module")

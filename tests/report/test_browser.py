@@ -23,7 +23,6 @@ import pytest
 
 from blocklab.claims import claim_sources
 from blocklab.experiments.options import RunRequest
-from blocklab.experiments.suites import run_suites
 from blocklab.report.build import build_report
 from blocklab.report.figures import experimental_rows
 
@@ -128,11 +127,9 @@ class _BodyData(HTMLParser):
 
 
 @pytest.fixture(scope="module")
-def report(tmp_path_factory):
+def report(tmp_path_factory, tiny_runs):
     root = tmp_path_factory.mktemp("browser")
-    request = RunRequest(root / "runs", "tiny")
-    errors = run_suites(request, SUITES, progress=False, echo=lambda line: None)
-    index, _ = build_report(request, root / "report", "en", suite_errors=errors)
+    index, _ = build_report(RunRequest(tiny_runs, "tiny"), root / "report", "en")
     return index
 
 

@@ -135,6 +135,7 @@ def train(
         check_device,
         check_fits_in_memory,
         check_seq_len,
+        check_vocab,
         make_progress,
         run,
     )
@@ -164,6 +165,7 @@ def train(
         check_seq_len(model_config, train_config)
     check_fits_in_memory(model_config, train_config)
     corpus = load_corpus(data or file.get("data", "stdlib"))
+    check_vocab(model_config, corpus)  # bad input is said at once, never after a wait
     if out is None:
         out = str(Path("runs") / run_id(model_config, train_config, corpus.name))
     # Checked, not created: result.json's folder is made when the result is written, so a

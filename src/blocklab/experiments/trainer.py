@@ -565,6 +565,14 @@ def check_seq_len(mc: ModelConfig, tc: TrainConfig) -> None:
             f"{mc.max_seq_len}, a longer table, or another position scheme")
 
 
+def check_vocab(mc: ModelConfig, corpus: Corpus) -> None:
+    """ConfigError unless the model's vocabulary holds every id of the corpus's tokenizer
+    (checked before a run waits for the machine or builds anything)."""
+    if mc.vocab_size < corpus.tokenizer.vocab_size:
+        raise ConfigError(f"ModelConfig.vocab_size={mc.vocab_size} is smaller than the "
+                          f"{corpus.tokenizer.name} tokenizer's {corpus.tokenizer.vocab_size}")
+
+
 def training_bytes(mc: ModelConfig, tc: TrainConfig) -> tuple[int, int]:
     """(state, activations): a lower estimate of a float32 AdamW run's memory, from
     `blocklab.budget`. State: weights, gradients and two moments, 16 bytes per parameter.
@@ -638,9 +646,7 @@ def train(model_config: ModelConfig, train_config: TrainConfig,
     if rank != 0:
         progress = False
     corpus = load_corpus(data)
-    if mc.vocab_size < corpus.tokenizer.vocab_size:
-        raise ConfigError(f"ModelConfig.vocab_size={mc.vocab_size} is smaller than the "
-                         f"{corpus.tokenizer.name} tokenizer's {corpus.tokenizer.vocab_size}")
+    check_vocab(mc, corpus)
     windows = {length: validation_windows(corpus.val, length, tc.eval_batches * tc.batch_size)
                for length in tc.eval_lengths}
     ending = final_windows(corpus.val, tc) if tc.final_eval_fraction > 0 else None
