@@ -173,16 +173,17 @@ def test_summary_from_dict_with_an_explicit_type():
     ("FFN", "quick", "fp32", "suite 'FFN'"),
     ("ffn", "bogus", "fp32", "size 'bogus'"),
     ("ffn", "quick+tuning", "fp32", "size 'quick+tuning'"),
-    ("ffn", "quick", "fp16", "precision 'fp16'"),
+    ("ffn", "quick", "fp16", "precision='fp16'"),
 ])
 def test_load_summary_refuses_what_no_summary_can_have(tmp_path, suite, size, precision,
                                                        needle):
     """An unknown suite, size or precision is the caller's mistake, not "not run yet"."""
     from blocklab.errors import InputError
-    from blocklab.experiments.summaries import PRECISIONS, SIZES
+    from blocklab.experiments.options import SIZES
+    from blocklab.precision import PRECISIONS
 
     allowed = {"suite": list(SUITE_MODULES), "size": list(SIZES),
-               "precision": list(PRECISIONS)}[needle.split()[0]]
+               "precision": list(PRECISIONS)}[needle.split()[0].split("=")[0]]
     with pytest.raises(InputError) as err:
         load_summary(tmp_path, suite, size, precision=precision)
     assert needle in str(err.value) and str(allowed) in str(err.value)

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Protocol
 
 from blocklab.errors import InputError
-from blocklab.precision import PRECISIONS, Precision, check_precision  # noqa: F401 (read with SIZES)
+from blocklab.precision import Precision, check_precision
 
 SIZES = ("tiny", "quick", "full")
 BACKENDS = ("reference", "fast", "compiled")  # `blocklab.nn.backends.BACKENDS` (tested equal)

@@ -31,8 +31,9 @@ from blocklab.errors import InputError, ResultsError
 
 # The sizes a suite runs at and the precisions it may train in (each suite lists its own in
 # `Suite.precisions`), the only folders a summary is stored under, are the run options'.
-from blocklab.experiments.options import PRECISIONS, SIZES, size_folder, suite_command
+from blocklab.experiments.options import SIZES, size_folder, suite_command
 from blocklab.jsonio import json_safe, parse_json, read_json
+from blocklab.precision import PRECISIONS, check_precision
 
 # The layout of summary.json; readers refuse any other (3: typed data, one dataclass per suite;
 # 4: the first seed recorded; 6: placement's deep grid for C36; 7: position's order probe,
@@ -277,9 +278,7 @@ def _check_key(suite: Any, size: Any, precision: Any) -> None:
         raise InputError(f"suite {suite!r} is not allowed; expected a plain folder name")
     if not isinstance(size, str) or size not in SIZES:
         raise InputError(f"size {size!r} is not allowed; expected one of {list(SIZES)}")
-    if not isinstance(precision, str) or precision not in PRECISIONS:
-        raise InputError(f"precision {precision!r} is not allowed; expected one of "
-                         f"{list(PRECISIONS)}")
+    check_precision(precision)
 
 
 def load_summary(out_dir: str | Path, suite: str, size: str, data_type: type, *,
