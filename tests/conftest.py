@@ -1,9 +1,11 @@
 """Fixtures shared across the test packages.
 
 The tests run in one worker process per usable core (pytest-xdist, `-n auto` in pyproject).
-A test module that times the machine or depends on its timing (a calibration, a signal sent
-mid-run, locks) is marked `exclusive`: it runs with no other test beside it, every other
-test holding a shared turn that it waits for (`machine_turn`).
+A test that times the machine (a calibration, a kernel timing with a bound) is marked
+`exclusive`: it runs with no other test beside it, every other test holding a shared turn that
+it waits for (`machine_turn`). Tests that only lock, signal or kill take no exclusive turn:
+they wait on what they observe (a file written, a lock held), not on the clock, and the lock
+tests hold a machine lock of their own.
 """
 
 import contextlib
@@ -17,7 +19,7 @@ import torch
 
 def pytest_configure(config):
     config.addinivalue_line(
-        "markers", "exclusive: times or locks the machine; runs with no other test beside it")
+        "markers", "exclusive: times the machine; runs with no other test beside it")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -12,12 +12,7 @@ import threading
 import time
 from pathlib import Path
 
-import pytest
-
 from blocklab.cli import main
-
-# It times the machine, or signals or locks it mid-run: no other test beside it.
-pytestmark = pytest.mark.exclusive
 
 SUITE = [sys.executable, "-m", "blocklab", "suite", "ffn", "--tiny", "--no-progress",
          "--jobs", "2"]

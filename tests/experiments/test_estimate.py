@@ -14,9 +14,6 @@ from blocklab.experiments.options import RunOptions, RunRequest
 from blocklab.experiments.suites import get_suite, run_suite
 from blocklab.report.build import SUITES
 
-# It times the machine, or signals or locks it mid-run: no other test beside it.
-pytestmark = pytest.mark.exclusive
-
 MODEL = ModelConfig(vocab_size=256, d_model=32, n_layers=2, n_heads=2, d_ff=64, max_seq_len=16)
 
 
@@ -164,6 +161,7 @@ def test_stored_runs_cost_nothing_and_their_twins_cost_their_wall_time(tmp_path)
     assert other.core_s == pytest.approx(walls)
 
 
+@pytest.mark.exclusive  # it times the machine: no other test beside it
 def test_calibration_times_every_shape_asked_for_within_its_budget():
     specs = [(s, spec) for s, spec in _all_specs("tiny") if s.name == "placement"]
     requests = estimate._Requests()
@@ -181,6 +179,7 @@ def test_calibration_times_every_shape_asked_for_within_its_budget():
     assert all(p is not None and p > 0 for p in prices)
 
 
+@pytest.mark.exclusive  # it times the machine: no other test beside it
 def test_report_plan_calibrates_runs_nothing_and_prints_the_estimate(tmp_path, capsys,
                                                                        monkeypatch):
     calibrate = estimate.calibrate

@@ -24,8 +24,12 @@ from blocklab.experiments.run_result import RunResult
 from blocklab.experiments.suites.base import RunSpec, Suite, execute_in_process, run_suite
 from blocklab.experiments.summaries import Summary
 
-# It times the machine, or signals or locks it mid-run: no other test beside it.
-pytestmark = pytest.mark.exclusive
+
+@pytest.fixture(autouse=True)
+def own_lock(tmp_path, monkeypatch):
+    """A machine lock of each test's own: what these tests hold, wait for and measure is theirs
+    alone, whatever the other test workers train or time meanwhile."""
+    monkeypatch.setenv("BLOCKLAB_MACHINE_LOCK", str(tmp_path / "machine.lock"))
 
 
 def _blocklab(*args: str) -> subprocess.Popen:

@@ -8,13 +8,8 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
 from blocklab.experiments.options import RunOptions
 from blocklab.experiments.suites import get_suite
-
-# It times the machine, or signals or locks it mid-run: no other test beside it.
-pytestmark = pytest.mark.exclusive
 
 CMD = [sys.executable, "-m", "blocklab", "suite", "ffn", "--tiny", "--no-progress", "--jobs", "2"]
 

@@ -14,10 +14,8 @@ from blocklab.experiments.suites.position import realistic_cost as pc
 from blocklab.experiments.suites.position.data import ShapeTiming
 from blocklab.experiments.summaries import TimeRatio
 
-# It times the machine, or signals or locks it mid-run: no other test beside it.
-pytestmark = pytest.mark.exclusive
 
-
+@pytest.mark.exclusive  # it times the machine: no other test beside it
 def test_time_shapes_runs_at_tiny_and_returns_every_field():
     before = torch.get_num_threads()
     torch.set_num_threads(1)  # as the cost run's `_one_thread` does
