@@ -109,6 +109,37 @@ def tiny_runs(tmp_path_factory) -> Path:
     return folder
 
 
+UNRASTERIZED = b"\x89PNG unrasterized"
+
+
+@contextlib.contextmanager
+def figures_unrasterized():
+    """Every figure of a report built from the data as the report builds it (which figures
+    exist, which fail and why), but not rasterized: a few placeholder bytes for its PNG. For
+    tests whose subject is the page's words, not its images; the report tests' shared build
+    (`built`) and the browser test draw every figure for real. Rasterizing is about 6 s of a
+    tiny report's 8."""
+    from blocklab.report import figures
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(figures, "_png", lambda fig: UNRASTERIZED)
+        yield
+
+
+@pytest.fixture
+def unrasterized():
+    """`figures_unrasterized` for one test."""
+    with figures_unrasterized():
+        yield
+
+
+@pytest.fixture(scope="module")
+def unrasterized_in_module():
+    """`figures_unrasterized` for a module's fixtures and tests."""
+    with figures_unrasterized():
+        yield
+
+
 @pytest.fixture(scope="module")
 def one_thread():
     """One torch thread for a module of tiny-tensor tests: one thread is fastest there, and it

@@ -140,7 +140,8 @@ def test_the_tiny_suite_prints_that_tiny_decides_nothing(tiny_ffn):
     assert " ".join(TINY_NOTE.split()) in " ".join(printed.split())
 
 
-def test_claims_and_report_agree_on_a_summary_whose_runs_are_gone(tiny_ffn, tmp_path, capsys):
+def test_claims_and_report_agree_on_a_summary_whose_runs_are_gone(tiny_ffn, tmp_path, capsys,
+                                                                  unrasterized):
     results = tmp_path / "runs"
     shutil.copytree(tiny_ffn[0], results)
     folder = results / "ffn" / "tiny"

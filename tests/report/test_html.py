@@ -44,7 +44,7 @@ def _toy_suite() -> base.Suite:
 
 
 @pytest.fixture(scope="module")
-def toy_page(tmp_path_factory):
+def toy_page(tmp_path_factory, unrasterized_in_module):
     """The tiny report of a results folder holding only the toy suite's runs, the toy suite
     registered beside the real ones (which show that their results are missing)."""
     root = tmp_path_factory.mktemp("toy")

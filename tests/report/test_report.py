@@ -141,7 +141,7 @@ def test_report_json_has_every_number(built):
     assert data == json.loads(json.dumps(data))  # strict JSON round trip
 
 
-def test_chinese_headings_and_captions(built):
+def test_chinese_headings_and_captions(built, unrasterized):
     _, doc, _ = built
     page = render_html(doc, make_figures(doc), "zh")
     assert '<html lang="zh-CN">' in page
@@ -153,7 +153,7 @@ def test_chinese_headings_and_captions(built):
         assert source["page"] in page and source["section"] in page
 
 
-def test_cli_resumes_missing_runs_with_progress(built, tmp_path, capsys):
+def test_cli_resumes_missing_runs_with_progress(built, tmp_path, capsys, unrasterized):
     """The command's default path: progress bars on, only the missing run is run again."""
     _, doc, _ = built
     results = tmp_path / "runs"
@@ -171,7 +171,7 @@ def test_cli_resumes_missing_runs_with_progress(built, tmp_path, capsys):
     assert (tmp_path / "out" / "index.html").is_file()
 
 
-def test_missing_results_name_the_command(tmp_path, capsys):
+def test_missing_results_name_the_command(tmp_path, capsys, unrasterized):
     results = tmp_path / "nothing-here"
     code = main(["report", "--no-run", "--tiny", "--out", str(tmp_path / "out"), "--results",
                  str(results), "--lang", "en", "--no-progress"])
@@ -189,7 +189,7 @@ def test_missing_results_name_the_command(tmp_path, capsys):
         "missing-results", "untestable-here"}
 
 
-def test_failed_suite_is_reported_not_raised(tmp_path):
+def test_failed_suite_is_reported_not_raised(tmp_path, unrasterized):
     """Every suite's missing runs go to the executor in one call; a suite whose runs failed is
     named with its first error and the report is still written."""
     import blocklab.experiments.suites as suites
@@ -225,7 +225,7 @@ def test_failed_suite_is_reported_not_raised(tmp_path):
     assert any("failed" in line for line in lines)
 
 
-def test_a_figure_that_fails_is_a_notice_not_a_crash(built, tmp_path, monkeypatch):
+def test_a_figure_that_fails_is_a_notice_not_a_crash(built, tmp_path, monkeypatch, unrasterized):
     import blocklab.report.figures as figures
 
     def broken(doc):
@@ -244,7 +244,7 @@ def test_a_figure_that_fails_is_a_notice_not_a_crash(built, tmp_path, monkeypatc
     assert data["figure_errors"]["ffn_variants"].startswith("KeyError: 'arms' (in broken, ")
 
 
-def test_a_summary_that_does_not_decode_is_a_figure_error(built, tmp_path):
+def test_a_summary_that_does_not_decode_is_a_figure_error(built, tmp_path, unrasterized):
     """Figures read the typed summary: a renamed field in the document fails the figures of
     that suite with a ResultsError naming the field, shown on the page and in report.json."""
     _, doc, _ = built
@@ -316,7 +316,7 @@ def test_run_curves_are_the_summarys_runs_only(built, tmp_path):
     assert "a run of the stored summary is missing" in gone["suites"]["ffn"]["error"]
 
 
-def test_write_report_is_renderable_from_collected_doc(tmp_path):
+def test_write_report_is_renderable_from_collected_doc(tmp_path, unrasterized):
     doc = collect(RunRequest(tmp_path / "runs", "tiny"), out=tmp_path / "out")
     index = write_report(doc, tmp_path / "out", "zh")
     assert "缺少" in index.read_text(encoding="utf-8") or "没有" in index.read_text(
@@ -336,7 +336,7 @@ def test_two_sizes_is_exit_2(tmp_path, capsys):
     assert capsys.readouterr().err.count("\n") == 1
 
 
-def test_rendering_stored_results_trains_nothing(built, tmp_path, monkeypatch):
+def test_rendering_stored_results_trains_nothing(built, tmp_path, monkeypatch, unrasterized):
     """The report module renders: with every training entry point broken, collecting and
     writing the report from stored results still works, and so does `report --no-run`."""
     import blocklab.experiments.suites.base as suite_base
@@ -384,7 +384,7 @@ def test_ffn_figures_draw_the_compared_arms_not_the_trend_or_sensitivity_runs(bu
     assert sorted((r["arm"], r["seed"]) for r in kept) == compared
 
 
-def test_a_tiny_report_names_what_runs_at_full_only(built, tmp_path, capsys):
+def test_a_tiny_report_names_what_runs_at_full_only(built, tmp_path, capsys, unrasterized):
     """`blocklab report --tiny` from the stored tiny runs: each suite's section names the arms
     no registered rule grades as run at --size full only, the claims say so where they would
     have shown them, and nothing of theirs is drawn or tabled."""

@@ -11,7 +11,7 @@ from blocklab.experiments.suites import get_suite, run_suite
 
 
 @pytest.fixture(scope="module")
-def bf16_ffn(tmp_path_factory):
+def bf16_ffn(tmp_path_factory, unrasterized_in_module):
     """A results folder whose only ffn results sit where bf16 ones are kept (float32 runs moved
     there: this CPU emulates bfloat16, and the reader only looks at the folder)."""
     root = tmp_path_factory.mktemp("precision")
