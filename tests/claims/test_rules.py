@@ -133,6 +133,71 @@ def test_the_p_value_decides_exactly_where_the_interval_does():
         assert (found.p_value < 0.05) == (found.verdict != INCONCLUSIVE)
 
 
+@pytest.mark.parametrize("level", [0.05, 0.01, 0.0036, 0.0002])
+@pytest.mark.parametrize("rule", [
+    RULE,  # a gain claimed below zero, with a margin of no effect
+    Rule(metric="gain", smallest_effect=1.0, margin=0.0, min_seeds=3, claimed=7.0),
+    Rule(metric="Δ%", smallest_effect=0.5, margin=0.5, min_seeds=3, claimed=0.0,
+         test="equivalence"),
+    Rule(metric="Δ%", smallest_effect=1.0, margin=0.0, min_seeds=3, claimed=0.0,
+         test="at-most", threshold=5.0)], ids=["effect-", "effect+", "band", "at-most"])
+def test_the_interval_a_decision_carries_is_the_one_that_decided_it(rule, level):
+    """At every level, the part's decision is what its carried interval shows: wholly beyond
+    the boundary (confirmed), wholly short of it or inside ±margin (not reproduced), across
+    it (inconclusive); that interval is the 95% one rescaled to the level, and its coverage is
+    1 − level (1 − 2·level for two one-sided tests)."""
+    rng = np.random.default_rng(7)
+    seen = set()
+    for _ in range(400):
+        n = int(rng.integers(3, 12))
+        scale = 0.1 if rule.test == "equivalence" else 1.0  # the band is ±0.5 wide
+        est = t_estimate(float(rng.normal(0, 6 * scale)), float(rng.uniform(0.2, 6) * scale), n)
+        found = decide(rule, est, level)
+        iv = found.interval
+        assert iv is not None and iv.low <= est.value <= iv.high
+        tost = iv.confidence == pytest.approx(1 - 2 * level)
+        assert tost or iv.confidence == pytest.approx(1 - level)
+        t95 = sps.t.ppf(0.975, n - 1)
+        t_at = sps.t.ppf(0.5 + iv.confidence / 2, n - 1)
+        assert iv.high - iv.low == pytest.approx((est.ci_high - est.ci_low) * t_at / t95)
+        assert f"{iv.label} {iv.bracket}" in found.reason
+        seen.add(found.verdict)
+        if n < rule.min_seeds:  # decided by the count: undecided whatever the interval shows
+            assert found.verdict == INCONCLUSIVE and "before it reads" in found.reason
+            continue
+        if rule.test == "equivalence":
+            inside = rule.claimed - rule.margin < iv.low and iv.high < rule.claimed + rule.margin
+            outside = iv.high < rule.claimed - rule.margin or iv.low > rule.claimed + rule.margin
+            assert (found.verdict == CONFIRMED) == (tost and inside)
+            assert (found.verdict == NOT_REPRODUCED) == (not tost and outside)
+            continue
+        s, b = (-1, -5.0) if rule.test == "at-most" else (
+            (1, 1.0) if rule.claimed > 0 else (-1, 1.0))
+        low, high = sorted((s * iv.low, s * iv.high))
+        if found.verdict == CONFIRMED:
+            assert low > b and not tost
+        elif found.verdict == NOT_REPRODUCED:
+            assert (high < b and not tost) or (tost and -rule.margin < iv.low
+                                               and iv.high < rule.margin)
+        else:
+            assert found.verdict == INCONCLUSIVE and low <= b <= high
+    assert {CONFIRMED, INCONCLUSIVE} <= seen
+
+
+def test_the_interval_is_labelled_with_its_coverage():
+    found = decide(RULE, t_estimate(-1.99, 1.0, 5), 0.0036)
+    assert found.interval.label == "99.64% CI"
+    assert found.reason.startswith(f"the 99.64% CI {found.interval.bracket} ")
+    assert rules.confidence_text(0.95) == "95%" and rules.confidence_text(0.99978) == "99.978%"
+    part = Part.of("x", RULE, t_estimate(-1.99, 1.0, 5), found).to_dict()
+    assert part["interval"] == {"low": found.interval.low, "high": found.interval.high,
+                                "confidence": pytest.approx(1 - 0.0036)}
+    # no interval below two seeds, and none on a part decided without a test
+    assert decide(RULE, Estimate(-2.0, None, None, 1)).interval is None
+    assert failed_runs_part("p", RULE, Interval(-1.0, -2.0, 0.0, 5, 1.0), 1).to_dict()[
+        "interval"] is None
+
+
 def test_a_positive_claim_is_decided_on_its_own_side():
     up = Rule(metric="gain", smallest_effect=1.0, margin=0.5, min_seeds=3, claimed=7.0)
     assert decide(up, Estimate(5.0, 2.0, 8.0, 3)).verdict == CONFIRMED

@@ -43,11 +43,16 @@ def rule(claimed=-1.5, delta=0.5, margin=0.25, test="effect", threshold=0.0, min
 
 
 def part(name, decision, value, low, high, n=5, seeds_needed=None, the_rule=None,
-         reason="the 95% CI lies wholly below -0.5 on the claimed side", level=0.05):
+         reason="the 95% CI lies wholly below -0.5 on the claimed side", level=0.05,
+         interval=None):
+    """A ledger part; `interval` (low, high, coverage): the one its decision read, else none
+    stored (a part decided without a test, or a document from before intervals were kept)."""
     out = {"name": name, "decision": decision, "verdict": decision, "reason": reason,
            "estimate": {"value": value, "ci_low": low, "ci_high": high, "n": n, "sd": 0.4},
            "looks": [n] if n else [], "rule": the_rule or rule(), "rule_hash": "abc123def456",
-           "p_value": 0.01, "level": level, "boundary": -0.5}
+           "p_value": 0.01, "level": level, "boundary": -0.5,
+           "interval": None if interval is None else dict(
+               zip(("low", "high", "confidence"), interval, strict=True))}
     if decision == "inconclusive":
         out["detectable_effect"] = 0.6
         out["seeds_needed"] = seeds_needed
@@ -69,9 +74,11 @@ SUITE = "blocklab suite ffn --size quick --results runs"
 @pytest.fixture
 def doc():
     c16 = row("C16", "inconclusive", [
-        part("swiglu", "confirmed", -1.42, -2.01, -0.83),
+        part("swiglu", "confirmed", -1.42, -2.01, -0.83, level=0.0036,
+             interval=(-2.31, -0.53, 0.9964)),
         part("geglu", "not-reproduced-at-this-scale", -0.1, -0.3, 0.1,
-             reason="the 90% CI lies inside ±0.25 (no effect)"),
+             reason="the 90% CI [-0.27, +0.07] lies inside ±0.25 (no effect)",
+             interval=(-0.27, 0.07, 0.9)),
         part("glu", "inconclusive", -0.6, -1.5, 0.3, seeds_needed=12,
              reason="the 95% CI straddles the claim's boundary; …"),
     ], SUITE)
@@ -146,9 +153,9 @@ def test_a_claim_without_experimental_parts_draws_no_forest(doc):
 
 def test_overview_normalises_by_the_boundary_and_the_band(doc):
     swiglu = doc["ledger"][1]["parts"][0]  # claimed −1.5 %, δ 0.5: the boundary at −0.5
-    value, low, high = normalised(swiglu)
-    assert value == pytest.approx(1.42 / 0.5) and low == pytest.approx(0.83 / 0.5)
-    assert high == pytest.approx(2.01 / 0.5)
+    value, low, high = normalised(swiglu)  # the interval its decision read: [−2.31, −0.53]
+    assert value == pytest.approx(1.42 / 0.5) and low == pytest.approx(0.53 / 0.5)
+    assert high == pytest.approx(2.31 / 0.5)
     band = doc["ledger"][2]["parts"][0]  # equivalence ±0.02: the band is [−1, 1]
     assert normalised(band)[1:] == (pytest.approx(-1.5), pytest.approx(2.5))
     bound = doc["ledger"][3]["parts"][0]  # at most 5 %: the bound at 1, holding to its right
@@ -161,8 +168,9 @@ def test_one_line_of_words_per_part(doc):
     line = part_line(confirmed, "en")
     assert line.count("<li") == 1 and "<br" not in line
     words = re.sub(r"<[^>]+>", "", line)
-    assert words == ("confirmed1. swiglu: −1.42% [−2.01, −0.83] (n=5), claimed −1.5%; the CI "
-                     "lies beyond −0.5")
+    # the interval its decision read, labelled with its coverage, never the 95% one
+    assert words == ("confirmed1. swiglu: −1.42% [−2.31, −0.53] (99.64% CI, n=5), claimed "
+                     "−1.5%; the 99.64% CI lies beyond −0.5")
     assert 'class="d v-confirmed"' in line
     assert "no effect: the 90% CI lies inside ±0.25" in part_line(absent, "en")
     budget = doc["decision_budget"]["parts"][0]

@@ -30,7 +30,15 @@ from blocklab.claims.registry import (  # noqa: F401 - the rules' names, as the 
     C36_STABLE_PART,
     registered,
 )
-from blocklab.claims.rules import SETTLE_EN, SETTLE_ZH, Estimate, Part, all_or_none, settle
+from blocklab.claims.rules import (
+    SETTLE_EN,
+    SETTLE_ZH,
+    Estimate,
+    Part,
+    all_or_none,
+    decided_text,
+    settle,
+)
 from blocklab.experiments.suites.placement.data import PlacementData
 from blocklab.experiments.summaries import Interval
 
@@ -110,7 +118,7 @@ def c36(ctx: Context) -> Finding:
              "batch": deep.get("batch_size"), "seq_len": deep.get("seq_len")}
     scale_en = scale_text(**scale) if verdict in DECIDED else ""
     scale_zh = scale_text(**scale, zh=True) if verdict in DECIDED else ""
-    graded = "; ".join(f"{p.name}: {p.estimate.text()} → {p.verdict}" for p in parts)
+    graded = "; ".join(f"{p.name}: {decided_text(p)} → {p.verdict}" for p in parts)
     _, fair_en, fair_zh = lr_fairness(data)
     arms = [a for a in data.stability if a.grid == "deep"]
     table = {

@@ -36,6 +36,7 @@ from blocklab.claims.rules import (
     Part,
     Rule,
     decide,
+    decided_text,
     settle,
 )
 from blocklab.experiments.suites.ffn import BASELINE
@@ -114,8 +115,7 @@ def c16(ctx: Context) -> Finding:
              "batch": size.get("batch_size"), "seq_len": size.get("seq_len")}
     scale_en = scale_text(**scale) if verdict in DECIDED else ""
     scale_zh = scale_text(**scale, zh=True) if verdict in DECIDED else ""
-    graded = ", ".join(f"{p.name} {ci_text(arms[p.name].rel_delta_pct, 2, '%')} → {p.verdict}"
-                       for p in parts)
+    graded = ", ".join(f"{p.name} {decided_text(p, 3, '%')} → {p.verdict}" for p in parts)
     claimed = ", ".join(page_gain_text(a).lstrip("+") for a in page)
     seeds, steps = data.seeds, data.steps
     lrs = ", ".join(f"{arm} {arms[arm].lr:g}" for arm in ("relu", *page) if arm in arms)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import TypedDict
 
-from blocklab.claims.finding import DECIDED, Context, Finding, ci_text, claim, missing, scale_text
+from blocklab.claims.finding import DECIDED, Context, Finding, claim, missing, scale_text
 from blocklab.claims.registry import (
     C18_BYTES_PART,
     C18_COMPUTE_RULES,
@@ -26,6 +26,7 @@ from blocklab.claims.rules import (
     Estimate,
     Part,
     Rule,
+    decided_text,
     settle,
 )
 from blocklab.experiments.suites.norm_cost.data import (
@@ -180,7 +181,6 @@ def c18(ctx: Context) -> Finding:
     real = next(s for s in compute.steps if s.model != f"norm-cost {ctx.size}")
     toy = next(s for s in compute.steps if s.model == f"norm-cost {ctx.size}")
     span_text = "; ".join(f"{k} {lo:.2f}–{hi:.2f}×" for k, (lo, hi) in sorted(spans.items()))
-    delta = quality.delta
     n_seeds = len(quality.seeds)
     if spans:
         kernels_en = ("Reported beside it, the norm's own forward+backward time ratio per "
@@ -204,8 +204,9 @@ def c18(ctx: Context) -> Finding:
         f"training step of {real.model} needs at most {step.estimate.value:.4f}% fewer FLOPs "
         f"({toy.saving_pct:.3f}% at the suite's d={toy.d_model} model) → {step.verdict}. "
         "'About 7%' is 5–9%. Quality: paired Δ val loss "
-        f"(RMS − LN) {ci_text(delta)} nats/token over {n_seeds} seeds, equivalence within "
-        f"±{quality_part.rule.margin:g} by two one-sided tests → {quality_part.verdict}. "
+        f"(RMS − LN) {decided_text(quality_part)} nats/token over {n_seeds} seeds, "
+        f"equivalence within ±{quality_part.rule.margin:g} by two one-sided tests → "
+        f"{quality_part.verdict}. "
         + timing_en + kernels_en + C18_PAGE_NOTE + scale_en,
         f"按精确计数衡量“计算量”（blocklab.budget 的 FLOP 约定：RMSNorm 每元素前向 4 + 反向 9 FLOPs，LayerNorm "
         f"7 + 13）：每个归一化行 RMSNorm 的前向+反向 FLOPs 少 {compute.flops_saving_pct:.1f}%（前向少 "
@@ -213,7 +214,7 @@ def c18(ctx: Context) -> Finding:
         f"{bytes_.estimate.value:.3f}%（同样读写 x、y、dy、dx；行统计量一个对两个；d={real.d_model}，bf16）→ "
         f"{bytes_.verdict}；{real.model} 的整个训练步 FLOPs 至多少 {step.estimate.value:.4f}%（本实验 "
         f"d={toy.d_model} 的模型为 {toy.saving_pct:.3f}%）→ {step.verdict}。“约 7%”指 5–9%。质量：配对 Δ 验证损失"
-        f"（RMS − LN）{ci_text(delta)} nats/token，{n_seeds} 个种子，按双单侧检验判断是否在 "
+        f"（RMS − LN）{decided_text(quality_part)} nats/token，{n_seeds} 个种子，按双单侧检验判断是否在 "
         f"±{quality_part.rule.margin:g} 内等价 → {quality_part.verdict}。"
         + timing_zh + kernels_zh + C18_PAGE_NOTE_ZH + scale_zh,
         {"compute": asdict(compute), "like_for_like": [asdict(t) for t in data.like_for_like],

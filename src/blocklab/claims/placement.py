@@ -40,6 +40,7 @@ from blocklab.claims.rules import (
     Estimate,
     Part,
     all_or_none,
+    decided_text,
     failed_runs_part,
     settle,
     testable_all_or_none,
@@ -129,7 +130,7 @@ def c12(ctx: Context) -> Finding:
                 if verdict in DECIDED else "")
     scale_zh = (scale_text(probe.get("d_model"), int(deepest), zh=True, note="初始化时")
                 if verdict in DECIDED else "")
-    spreads = "; ".join(f"{p.name}: {2 ** p.estimate.value:.1f}× (log2 {p.estimate.text()}) → "
+    spreads = "; ".join(f"{p.name}: {2 ** p.estimate.value:.1f}× (log2 {decided_text(p)}) → "
                         f"{p.verdict}" for p in parts if p.estimate.value is not None)
     where_en, where_zh = _c12_sensitivity(grads, deepest)
     param = "; ".join(f"{init}: log2 {ci_text(g.layer_spread_log2[deepest], 2)}"
@@ -358,7 +359,7 @@ def c19(ctx: Context) -> Finding:
     scale_en = scale_text(**scale) if verdict in DECIDED else ""
     scale_zh = scale_text(**scale, zh=True) if verdict in DECIDED else ""
     post = data.init_gradients["post"]["xavier"]
-    graded = "; ".join(f"{p.name}: {p.estimate.text()} → {p.verdict}" for p in parts)
+    graded = "; ".join(f"{p.name}: {decided_text(p)} → {p.verdict}" for p in parts)
     depths = sorted({e.depth for e in data.effects})
     direction = trend_word(data.interaction_trend, grows_when="above")
     trend_en = (f" Depth trend: the interaction at depth {depths[-1]} minus at depth "

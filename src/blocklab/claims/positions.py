@@ -49,6 +49,7 @@ from blocklab.claims.rules import (
     PartSpec,
     Rule,
     band_part,
+    decided_text,
     majority,
     settle,
 )
@@ -124,29 +125,24 @@ def c21(ctx: Context) -> Finding:
     failed = [p for p in parts if p.verdict in ("not-reproduced-at-this-scale",
                                                 "contradicted-at-this-scale")]
 
-    def fmt(p: Part) -> str:
-        e = p.estimate
-        shown = "" if e.value is None else (
-            f" ({e.value:+.1f}% [{e.ci_low:+.1f}, {e.ci_high:+.1f}])"
-            if e.ci_low is not None and e.ci_high is not None else f" ({e.value:+.1f}%)")
-        return f"{p.name}: {p.reason}{shown}"
-
     held = [p for p in parts if p.verdict == "confirmed"]
     unclear = [p for p in parts if p.verdict == INCONCLUSIVE]
     seeds = summary.seeds
     return Finding(
         verdict,
         f"Trained at L = {data.L} ({seeds} seed(s)); loss past L vs sliding windows of L per "
-        f"seed, graded by the 95% CI: works ≤ {WORKS_PCT:g}% < degrades ≤ {COLLAPSE_PCT:g}% < "
-        f"collapses. Held: {'; '.join(fmt(p) for p in held) or 'none'}. Did not hold: "
-        f"{'; '.join(fmt(p) for p in failed) or 'none'}. Inconclusive: "
-        f"{'; '.join(fmt(p) for p in unclear) or 'none'}. Graded on the fair arms ({learned}, "
+        f"seed, each part graded by the interval its decision reads (its look's level after "
+        f"Holm's correction): works ≤ {WORKS_PCT:g}% < degrades ≤ {COLLAPSE_PCT:g}% < "
+        f"collapses. Held: {'; '.join(_part_text(p) for p in held) or 'none'}. Did not hold: "
+        f"{'; '.join(_part_text(p) for p in failed) or 'none'}. Inconclusive: "
+        f"{'; '.join(_part_text(p) for p in unclear) or 'none'}. Graded on the fair arms ({learned}, "
         f"{sinusoidal}); each RoPE scaling by name. A 2-layer byte model trained for minutes: "
         "a statement that fails here is not reproduced at this scale, not refuted.",
         f"在 L = {data.L} 上训练（{seeds} 个种子）；逐种子比较 L 之后的损失与长度 L 的滑动窗口，"
-        f"按 95% 置信区间分级：≤ {WORKS_PCT:g}% 为可用，≤ {COLLAPSE_PCT:g}% 为下降，更高为崩溃。成立："
-        f"{'；'.join(fmt(p) for p in held) or '无'}。不成立：{'；'.join(fmt(p) for p in failed) or '无'}。"
-        f"尚无定论：{'；'.join(fmt(p) for p in unclear) or '无'}。按公平的组（{learned}、{sinusoidal}）判定；"
+        f"每个部分按其判定所读的置信区间（其观察点的水平，经 Holm 校正）分级：≤ {WORKS_PCT:g}% 为可用，"
+        f"≤ {COLLAPSE_PCT:g}% 为下降，更高为崩溃。成立："
+        f"{'；'.join(_part_text(p) for p in held) or '无'}。不成立：{'；'.join(_part_text(p) for p in failed) or '无'}。"
+        f"尚无定论：{'；'.join(_part_text(p) for p in unclear) or '无'}。按公平的组（{learned}、{sinusoidal}）判定；"
         "每种 RoPE scaling 单独判定。这是训练几分钟的两层字节模型：此处不成立只代表“此规模下未复现”，不是反驳。",
         {"grades": grades, "fair_arms": {"learned": learned, "sinusoidal": sinusoidal},
          "thresholds_pct": {"works": WORKS_PCT, "collapses": COLLAPSE_PCT}},
@@ -434,10 +430,10 @@ def reading_status(parts: list[Part]) -> str:
 
 
 def _part_text(p: Part) -> str:
-    e = p.estimate
-    shown = "" if e.value is None else (
-        f" ({e.value:+.1f}% [{e.ci_low:+.1f}, {e.ci_high:+.1f}])"
-        if e.ci_low is not None and e.ci_high is not None else f" ({e.value:+.1f}%)")
+    """'<name>: <reason>', the reason naming the interval its decision read; a part decided
+    without a test shows its estimate after it (its 95% interval, so labelled)."""
+    read = p.decision is not None and p.decision.interval is not None
+    shown = "" if read or p.estimate.value is None else f" ({decided_text(p, 3, '%')})"
     return f"{p.name}: {p.reason}{shown}"
 
 
@@ -478,7 +474,8 @@ def c30(ctx: Context) -> Finding:
     return Finding(
         verdict,
         f"Trained at L = {data.L} ({summary.seeds} seed(s)), read up to {longest}×; loss past L "
-        f"vs sliding windows of L per seed, graded by the 95% CI (works ≤ {WORKS_PCT:g}% < "
+        f"vs sliding windows of L per seed, each part graded by the interval its decision reads "
+        f"(its look's level after Holm's correction; works ≤ {WORKS_PCT:g}% < "
         f"degrades ≤ {COLLAPSE_PCT:g}% < collapses); NTK and YaRN each by name, training-free "
         f"(factor = length / L) and {ft_en}. The page's warning has no qualifier, so it is "
         f"graded read both ways: {readings_en}. Held: "
@@ -493,7 +490,7 @@ def c30(ctx: Context) -> Finding:
         f"verdict the claim is inconclusive: {verdict}. A "
         "2-layer byte model: what fails here is not reproduced at this scale, not refuted." + note,
         f"在 L = {data.L} 上训练（{summary.seeds} 个种子），读到 {longest} 倍；逐种子比较 L 之后的损失与长度 L 的"
-        f"滑动窗口，按 95% 置信区间分级（≤ {WORKS_PCT:g}% 为可用，≤ {COLLAPSE_PCT:g}% 为下降，更高为崩溃）；"
+        f"滑动窗口，每个部分按其判定所读的置信区间（其观察点的水平，经 Holm 校正）分级（≤ {WORKS_PCT:g}% 为可用，≤ {COLLAPSE_PCT:g}% 为下降，更高为崩溃）；"
         f"NTK 与 YaRN 分别判定，免训练（因子 = 长度 / L）与{ft_zh}。页面的警告不带限定，因此按两种读法分别检验："
         f"{readings_zh}。成立 {len(held)} 项，不成立 {len(failed)} 项，尚无定论 {len(unclear)} 项"
         "（详见英文与证据）。合并规则：第一句与“不做 scaling”读法中的部分过半不成立时为“此规模下未复现”；"

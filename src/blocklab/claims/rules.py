@@ -246,6 +246,9 @@ class Decision:
     # run has not confirmed it yet (the verdict is then not reproduced): that run is due. With
     # unfair arms no longer run could decide it, so none is due.
     would_contradict: bool = False
+    # The interval the decisive reading was read on (`Interval`): the (1 − level) interval,
+    # or the (1 − 2·level) one of two one-sided tests; None without an interval (n < 2).
+    interval: DecidingInterval | None = None
 
     def to_dict(self) -> dict[str, str | float | bool | None]:
         return asdict(self)
@@ -253,6 +256,38 @@ class Decision:
 
 # A compatibility name: the old `grade` returned a Graded (verdict, reason).
 Graded = Decision
+
+
+@dataclass(frozen=True)
+class DecidingInterval:
+    """The interval a part was decided on, in the metric's units: the estimate's stored 95%
+    interval with its arms rescaled to `confidence` (two-sided coverage, 1 − level, or
+    1 − 2·level for two one-sided tests). It is the interval the decision reads: the part is
+    confirmed exactly when it lies wholly beyond the boundary, and so on (`decide`)."""
+
+    low: float
+    high: float
+    confidence: float
+
+    @property
+    def label(self) -> str:
+        """'99.64% CI': the coverage to the digits that tell it apart from 95%."""
+        return f"{confidence_text(self.confidence)} CI"
+
+    @property
+    def bracket(self) -> str:
+        """'[+0.41, +3.57]'."""
+        return f"[{self.low:+.3g}, {self.high:+.3g}]"
+
+
+def confidence_text(confidence: float) -> str:
+    """A coverage as a percentage with two significant digits of what it misses: 95%, 99.64%,
+    99.978%."""
+    miss = 100 * (1 - confidence)
+    if not 0 < miss < 100:
+        return f"{100 * confidence:g}%"
+    decimals = max(0, 1 - math.floor(math.log10(miss)))
+    return f"{100 - miss:.{decimals}f}".rstrip("0").rstrip(".") + "%"
 
 
 # --- one part ------------------------------------------------------------------------------------
@@ -302,7 +337,8 @@ def decide(rule: Rule, estimate: Estimate, alpha: float = ALPHA, *, fair_arms: b
            longer_run_agrees: bool = False) -> Decision:
     """The decision on `estimate` under `rule` at two-sided level `alpha` (see the module
     docstring for the table). The stored interval is a 95% one; at another level its two arms
-    are rescaled by t_{1−alpha/2} / t_{0.975} (the same test, another quantile).
+    are rescaled by t_{1−alpha/2} / t_{0.975} (the same test, another quantile), and the
+    decision carries that interval (`Decision.interval`) and names it in its reason.
 
     `fair_arms`: every arm ran at its own best learning rate; `longer_run_agrees`: a run twice
     as long agreed. A contradiction needs both; without them it is reported as not reproduced,
@@ -323,17 +359,19 @@ def decide(rule: Rule, estimate: Estimate, alpha: float = ALPHA, *, fair_arms: b
     sd = e.sd
     if sd is None:
         sd = (se_lo + se_hi) / 2 * math.sqrt(n)
-    pct = f"{100 * (1 - alpha):.4g}%"
-    readings: list[tuple[float, str, str]] = []  # (p, verdict, reason)
+    ci = _rescaled(e.value, se_lo, se_hi, df, 1 - alpha)  # two-sided readings
+    tost = _rescaled(e.value, se_lo, se_hi, df, 1 - 2 * alpha)  # two one-sided tests
+    # (p, verdict, reason, the interval it reads)
+    readings: list[tuple[float, str, str, DecidingInterval]] = []
     if rule.test == "equivalence":
         m = e.value
         band = f"[{low_edge:g}, {high_edge:g}]" if rule.claimed else f"±{rule.margin:g}"
         readings.append((_tost(m, low_edge, high_edge, se_lo, se_hi, df), CONFIRMED,
-                         f"the {100 * (1 - 2 * alpha):.4g}% CI lies inside {band} "
-                         "(two one-sided tests)"))
+                         f"the {tost.label} {tost.bracket} lies inside {band} (two one-sided "
+                         "tests)", tost))
         readings.append((min(_p_below(m - low_edge, se_hi, df),
                              _p_above(m - high_edge, se_lo, df)), NOT_REPRODUCED,
-                         f"the {pct} CI lies wholly outside {band}"))
+                         f"the {ci.label} {ci.bracket} lies wholly outside {band}", ci))
         distance = min(abs(m - low_edge), abs(m - high_edge))
     else:
         # Oriented: the claimed side positive; the lower arm of the oriented interval is the
@@ -344,45 +382,62 @@ def decide(rule: Rule, estimate: Estimate, alpha: float = ALPHA, *, fair_arms: b
         short = "short of" if s > 0 else "above"
         raw_b = s * b
         readings.append((_p_above(m - b, lo_se, df), CONFIRMED,
-                         f"the {pct} CI lies wholly {where} {raw_b:g} on the claimed side"))
+                         f"the {ci.label} {ci.bracket} lies wholly {where} {raw_b:g} on the "
+                         "claimed side", ci))
         readings.append((_p_below(m - b, hi_se, df), NOT_REPRODUCED,
-                         f"the {pct} CI lies wholly {short} {raw_b:g}: an effect may remain, "
-                         "smaller than claimed"))
+                         f"the {ci.label} {ci.bracket} lies wholly {short} {raw_b:g}: an "
+                         "effect may remain, smaller than claimed", ci))
         if rule.test == "effect" and rule.margin > 0:
             readings.append((_tost(e.value, -rule.margin, rule.margin, se_lo, se_hi, df),
-                             NOT_REPRODUCED, f"the {100 * (1 - 2 * alpha):.4g}% CI lies inside "
-                                             f"±{rule.margin:g} (no effect)"))
+                             NOT_REPRODUCED, f"the {tost.label} {tost.bracket} lies inside "
+                                             f"±{rule.margin:g} (no effect)", tost))
         distance = abs(m - b)
-    p, verdict, reason = min(readings, key=lambda r: r[0])
+    p, verdict, reason, read = min(readings, key=lambda r: r[0])
     if n < rule.min_seeds:
-        return _inconclusive(f"{n} paired seed(s); the rule needs at least {rule.min_seeds}",
-                             None, alpha, boundary, sd, n, distance, rule.min_seeds)
+        return _inconclusive(f"{n} paired seed(s); the rule needs at least {rule.min_seeds} "
+                             f"before it reads the {ci.label} {ci.bracket}", None, alpha,
+                             boundary, sd, n, distance, rule.min_seeds, ci)
     if p >= alpha:
-        return _inconclusive(f"the {pct} CI straddles the claim's boundary", p, alpha,
-                             boundary, sd, n, distance, rule.min_seeds)
+        if rule.test == "equivalence":
+            why = (f"the {read.label} {read.bracket} lies neither inside {band} nor wholly "
+                   "outside it")
+        else:  # the two-sided interval across b (no reading decides, the TOST's neither)
+            why, read = f"the {ci.label} {ci.bracket} straddles the claim's boundary {raw_b:g}", ci
+        return _inconclusive(why, p, alpha, boundary, sd, n, distance, rule.min_seeds, read)
     if verdict == NOT_REPRODUCED and rule.test == "effect":
         delta = abs(rule.smallest_effect)
         p_opposite = _p_below(m + delta, hi_se, df)
         if p_opposite < alpha:
-            why = (f"the {pct} CI lies wholly beyond {-s * delta:g}, δ on the opposite side")
+            why = (f"the {ci.label} {ci.bracket} lies wholly beyond {-s * delta:g}, δ on the "
+                   "opposite side")
             if fair_arms and longer_run_agrees:
-                return Decision(CONTRADICTED, why, p, alpha, boundary)
+                return Decision(CONTRADICTED, why, p, alpha, boundary, interval=ci)
             missing = [text for done, text in (
                 (fair_arms, "each arm at its own best learning rate"),
                 (longer_run_agrees, "a 2× longer run")) if not done]
             verb = "has" if len(missing) == 1 else "have"
             return Decision(NOT_REPRODUCED, f"would be contradicted ({why}); "
                                             f"{' and '.join(missing)} {verb} not confirmed it",
-                            p, alpha, boundary, would_contradict=fair_arms)
-    return Decision(verdict, reason, p, alpha, boundary)
+                            p, alpha, boundary, would_contradict=fair_arms, interval=ci)
+    return Decision(verdict, reason, p, alpha, boundary, interval=read)
+
+
+def _rescaled(value: float, se_lo: float, se_hi: float, df: int,
+              confidence: float) -> DecidingInterval:
+    """The two-sided `confidence` interval of a value whose standard errors below and above
+    are se_lo, se_hi (Student t, df degrees of freedom)."""
+    t = float(sps.t.ppf(0.5 + confidence / 2, df))
+    return DecidingInterval(value - t * se_lo, value + t * se_hi, confidence)
 
 
 def _inconclusive(why: str, p: float | None, alpha: float, boundary: float | None,
-                  sd: float, n: int, distance: float, min_seeds: int) -> Decision:
+                  sd: float, n: int, distance: float, min_seeds: int,
+                  interval: DecidingInterval | None = None) -> Decision:
     """An inconclusive decision with what the spent seeds could detect and what would
     decide it (`blocklab.stats`, 80% power, two-sided at `alpha`)."""
     if not (sd > 0 and math.isfinite(sd)):
-        return Decision(INCONCLUSIVE, f"{why}; no spread to size it by", p, alpha, boundary)
+        return Decision(INCONCLUSIVE, f"{why}; no spread to size it by", p, alpha, boundary,
+                        interval=interval)
     detectable = stats.detectable_effect(sd, n, power=POWER, alpha=alpha)
     needed = (stats.seeds_needed(distance, sd, power=POWER, alpha=alpha, max_n=MAX_SEEDS)
               if distance > 0 else None)
@@ -391,7 +446,8 @@ def _inconclusive(why: str, p: float | None, alpha: float, boundary: float | Non
     more = f"{needed}" if needed is not None else f"more than {MAX_SEEDS:,}"
     return Decision(INCONCLUSIVE, f"{why}; {n} seeds detect an effect of {detectable:.3g} "
                                   f"(80% power at sd {sd:.3g}), and about {more} would decide "
-                                  "it at this spread", p, alpha, boundary, detectable, needed)
+                                  "it at this spread", p, alpha, boundary, detectable, needed,
+                    interval=interval)
 
 
 def grade(rule: Rule, estimate: Estimate, *, fair_arms: bool = False,
@@ -480,7 +536,8 @@ def _stopped(found: Decision, rule: Rule, est: Estimate, level: float, at: int) 
         distance = abs(s * est.value - b)
     return _inconclusive(f"Holm's step-down stopped at part {at}, which was not decided "
                          f"(alone this part would be {found.verdict})", found.p_value, level,
-                         found.boundary, sd or 0.0, n, distance, rule.min_seeds)
+                         found.boundary, sd or 0.0, n, distance, rule.min_seeds,
+                         found.interval)
 
 
 # --- a claim's graded parts, and its verdict from theirs -----------------------------------------
@@ -534,7 +591,8 @@ class Part:
 
     def to_dict(self) -> PartJson:
         """The part as the ledger's JSON gives it: its decision, the estimate {value, ci_low,
-        ci_high, n, sd}, the paired seeds at each look of its sequential design
+        ci_high, n, sd} (a 95% interval), the interval the decision read at its level
+        (`interval`: {low, high, confidence}), the paired seeds at each look of its sequential design
         (`looks`), its rule with the rule's hash (and `rule_changed_after_data`: the hash
         its runs were planned under when that differs), and for an inconclusive part the
         smallest detectable effect and the seeds that would decide it."""
@@ -547,11 +605,30 @@ class Part:
             "rule_changed_after_data": self.planned_under,
             "p_value": None if d is None else d.p_value,
             "level": None if d is None else d.level,
-            "boundary": None if d is None else d.boundary}
+            "boundary": None if d is None else d.boundary,
+            "interval": None if d is None or d.interval is None else asdict(d.interval)}
         if self.verdict == INCONCLUSIVE:
             out["detectable_effect"] = None if d is None else d.detectable_effect
             out["seeds_needed"] = None if d is None else d.seeds_needed
         return out
+
+
+def decided_text(part: Part, digits: int = 3, unit: str = "") -> str:
+    """'+1.99 [+0.41, +3.57] (99.64% CI, n=5)': a part's estimate with the interval its
+    decision read, labelled with its coverage; the stored 95% interval, so labelled, for a
+    part decided without a test; '+0.3 (n=1)' or '—' without one."""
+    e = part.estimate
+    if e.value is None:
+        return "—"
+    iv = None if part.decision is None else part.decision.interval
+    if iv is not None:
+        low, high, label = iv.low, iv.high, iv.label
+    elif e.ci_low is not None and e.ci_high is not None:
+        low, high, label = e.ci_low, e.ci_high, "95% CI"
+    else:
+        return f"{e.value:+.{digits}g}{unit} (n={e.n})"
+    return (f"{e.value:+.{digits}g}{unit} [{low:+.{digits}g}, {high:+.{digits}g}]{unit} "
+            f"({label}, n={e.n})")
 
 
 class PartJson(TypedDict):
@@ -569,6 +646,8 @@ class PartJson(TypedDict):
     p_value: float | None
     level: float | None
     boundary: float | None
+    # the interval the decision read ({low, high, confidence}: DecidingInterval's fields)
+    interval: dict[str, float] | None
     # only on an inconclusive part: what the spent seeds detect, and what would decide it
     detectable_effect: NotRequired[float | None]
     seeds_needed: NotRequired[int | None]

@@ -151,10 +151,13 @@ def rule_text(rule) -> str:
 
 
 def part_line(part, zh: bool = False) -> str:
-    """One part in a line: verdict, estimate [CI] (n), and its registered rule."""
+    """One part in a line: verdict, the estimate with the interval its decision read
+    ('+1.99 [+0.41, +3.57] (99.64% CI, n=5)'; the stored 95% one for a part decided without a
+    test), and its registered rule."""
     from blocklab.claims import VERDICT_ZH
+    from blocklab.claims.rules import decided_text
 
-    value = part.estimate.text()
+    value = decided_text(part)
     verdict = VERDICT_ZH[part.verdict] if zh else part.verdict
     style = VERDICT_STYLE.get(part.verdict, "")
     return (f"• {part.name}: [{style}]{verdict}[/{style}] {value}; {part.reason}. [dim]"

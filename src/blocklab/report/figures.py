@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from blocklab.claims.rules import confidence_text
 from blocklab.experiments.suites import get_suite
 from blocklab.experiments.suites.evaluation import AT_FULL
 from blocklab.experiments.suites.ffn.data import FfnData
@@ -799,8 +800,19 @@ def part_geometry(rule: dict[str, Any]) -> dict[str, Any]:
             "margin": margin if margin > 0 else None, "claimed": claimed, "delta": delta}
 
 
+def interval_of(part: dict[str, Any]) -> tuple[float | None, float | None, str]:
+    """(low, high, coverage) of the interval a part shows: the one its decision read
+    (`interval`, at its level), else the estimate's stored 95% one."""
+    iv = part.get("interval")
+    if iv is not None:
+        return iv["low"], iv["high"], confidence_text(iv["confidence"])
+    e = part["estimate"]
+    return e.get("ci_low"), e.get("ci_high"), "95%"
+
+
 def normalised(part: dict[str, Any]) -> tuple[float | None, float | None, float | None]:
-    """(value, ci_low, ci_high) of a part on the overview's shared axis (None where absent).
+    """(value, low, high) of a part on the overview's shared axis (None where absent), the
+    interval the one its decision read (`interval_of`).
 
     A directional part (an effect, a bound): 1 + (s·x − s·b)/δ, so the boundary sits at 1,
     the claim holds to the right of it, and for a plain effect claim 0 is no effect and 1 is
@@ -818,7 +830,8 @@ def normalised(part: dict[str, Any]) -> tuple[float | None, float | None, float 
         scale = g["delta"] or abs(g["claimed"]) or 1.0
         return 1 + (g["side"] * x - g["side"] * g["boundary"]) / scale
 
-    value, low, high = f(e.get("value")), f(e.get("ci_low")), f(e.get("ci_high"))
+    shown_low, shown_high, _ = interval_of(part)
+    value, low, high = f(e.get("value")), f(shown_low), f(shown_high)
     if low is not None and high is not None and low > high:
         low, high = high, low
     return value, low, high
@@ -837,10 +850,14 @@ def _short_name(name: str, limit: int = 44) -> str:
 
 
 def _looks_text(part: dict[str, Any]) -> str:
+    """'n=5, 2 looks, 99.64% CI': the seeds, the looks and the coverage of the interval
+    drawn."""
     looks = part.get("looks") or []
     n = part["estimate"].get("n") or 0
     look = f"{len(looks)} look" + ("s" if len(looks) != 1 else "")
-    return f"n={n}, {look}"
+    low, high, coverage = interval_of(part)
+    return f"n={n}, {look}" + (f", {coverage} CI" if low is not None and high is not None
+                                 else "")
 
 
 def _draw_estimate(ax, y: float, value, low, high, decision: str, clip=None) -> None:
@@ -890,7 +907,8 @@ def _part_panel(ax, part: dict[str, Any], number: int) -> None:
         points += [-g["margin"], g["margin"]]
     if g["test"] == "effect":
         points.append(-g["side"] * g["delta"])
-    points += [x for x in (e.get("value"), e.get("ci_low"), e.get("ci_high")) if x is not None]
+    low, high, _ = interval_of(part)
+    points += [x for x in (e.get("value"), low, high) if x is not None]
     points = [p for p in points if math.isfinite(p)]
     left, right = min(points), max(points)
     pad = 0.12 * (right - left or 1.0)
@@ -908,8 +926,7 @@ def _part_panel(ax, part: dict[str, Any], number: int) -> None:
         ax.axvline(-g["side"] * g["delta"], color=CLAIM_SHADE, ls=":", lw=0.9)
         if g["claimed"] != g["boundary"]:
             ax.plot([g["claimed"]], [0], "x", color=CLAIM_SHADE, ms=6, mew=1.5)
-    _draw_estimate(ax, 0.0, e.get("value"), e.get("ci_low"), e.get("ci_high"),
-                   part["decision"])
+    _draw_estimate(ax, 0.0, e.get("value"), low, high, part["decision"])
     if e.get("value") is None:
         ax.text(0.5, 0.5, "no estimate: " + _short_name(part.get("reason", ""), 60),
                 transform=ax.transAxes, ha="center", va="center", fontsize=7, color="#59636e")
@@ -938,8 +955,9 @@ def _unit(metric: str) -> str:
 
 
 def fig_forest(doc: dict[str, Any], claim_id: str) -> bytes | None:
-    """A claim's parts, one row each in its own metric's units: the estimate with its 95%
-    interval in the colour (and marker) of its decision; shaded red, what the claim allows
+    """A claim's parts, one row each in its own metric's units: the estimate with the interval
+    its decision read (at its level: coverage on the right) in the colour (and marker) of its
+    decision; shaded red, what the claim allows
     (beyond the boundary, or the band); dashed, the boundary (δ, or the stated bound); dotted,
     δ on the opposite side; ×, the claimed size; grey, ±margin of no effect. n and looks on the
     right. Read from the document's ledger alone."""

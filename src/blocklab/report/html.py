@@ -29,7 +29,7 @@ from markupsafe import Markup, escape
 from blocklab.claims import VERDICT_ZH
 from blocklab.claims.catalogue import SUBSECTION_CLAIMS
 from blocklab.experiments.suites import get_suite
-from blocklab.report.figures import VERDICT_COLOURS, Figure, forest_key
+from blocklab.report.figures import VERDICT_COLOURS, Figure, forest_key, interval_of
 from blocklab.report.i18n import DECISION_SHORT, caption, t
 
 VERDICT_EN = {"confirmed": "confirmed", "refuted": "refuted", "conditional": "conditional",
@@ -186,15 +186,22 @@ def _unit_of(metric: str) -> str:
 
 
 def estimate_words(part: dict[str, Any]) -> str:
-    """'−1.42% [−2.01, −0.83] (n=5)', '+0.3% (n=1)' or 'no estimate'."""
+    """'−1.42% [−2.31, −0.53] (99.64% CI, n=5)': the estimate with the interval its decision
+    read, labelled with its coverage (the stored 95% one for a part decided without a test);
+    '+0.3% (n=1)' without an interval; '—' without an estimate."""
     e = part["estimate"]
     unit = _unit_of(part["rule"]["metric"])
+    n = e.get("n", 0)
     if e.get("value") is None:
         return "—"
-    if e.get("ci_low") is None or e.get("ci_high") is None:
-        return f"{_signed(e['value'])}{unit} (n={e.get('n', 0)})"
-    return (f"{_signed(e['value'])}{unit} [{_signed(e['ci_low'])}, {_signed(e['ci_high'])}] "
-            f"(n={e.get('n', 0)})")
+    low, high, coverage = interval_of(part)
+    if low is None or high is None:
+        return f"{_signed(e['value'])}{unit} (n={n})"
+    return f"{_signed(e['value'])}{unit} [{_signed(low)}, {_signed(high)}] ({coverage} CI, n={n})"
+
+
+def _coverage(part: dict[str, Any]) -> str:
+    return interval_of(part)[2]
 
 
 def claimed_words(rule: dict[str, Any], lang: str) -> str:
@@ -230,16 +237,17 @@ def why_words(part: dict[str, Any], lang: str, budget: dict[str, Any] | None) ->
         return reason
     if decision == "run":
         return t("why_run", lang)
+    c = _coverage(part)
     if decision == "confirmed":
-        return t("why_band_in" if g["band"] else "why_beyond", lang).format(b=bound)
+        return t("why_band_in" if g["band"] else "why_beyond", lang).format(b=bound, c=c)
     if decision == "contradicted-at-this-scale":
-        return t("why_contradicted", lang).format(d=_num(g["delta"]))
+        return t("why_contradicted", lang).format(d=_num(g["delta"]), c=c)
     if decision == "not-reproduced-at-this-scale":
         if "would be contradicted" in reason:
             return t("why_would_contradict", lang)
         if "inside ±" in reason and g["margin"] is not None:
-            return t("why_no_effect", lang).format(m=_num(g["margin"]))
-        return t("why_band_out" if g["band"] else "why_short", lang).format(b=bound)
+            return t("why_no_effect", lang).format(m=_num(g["margin"]), c=c)
+        return t("why_band_out" if g["band"] else "why_short", lang).format(b=bound, c=c)
     if decision == "inconclusive":
         if "Holm's step-down stopped" in reason:
             why = t("why_holm", lang)
@@ -248,9 +256,10 @@ def why_words(part: dict[str, Any], lang: str, budget: dict[str, Any] | None) ->
         elif n < rule["min_seeds"]:
             why = t("why_few_seeds", lang).format(n=n, min=rule["min_seeds"])
         elif g["band"] is not None:
-            why = t("why_straddles", lang).format(b=f"{_num(g['band'][0])}/{_num(g['band'][1])}")
+            why = t("why_straddles", lang).format(
+                b=f"{_num(g['band'][0])}/{_num(g['band'][1])}", c=c)
         else:
-            why = t("why_straddles", lang).format(b=bound)
+            why = t("why_straddles", lang).format(b=bound, c=c)
         needed = part.get("seeds_needed")
         if needed is not None:
             why += t("why_needed", lang).format(needed=needed)
@@ -264,8 +273,8 @@ def why_words(part: dict[str, Any], lang: str, budget: dict[str, Any] | None) ->
 def line_words(part: dict[str, Any], lang: str, budget: dict[str, Any] | None = None
                ) -> dict[str, str]:
     """One graded part as one line: {decision, label, words}: its decision, the short name
-    of it shown in the chip's colour, and the words, e.g. 'swiglu: −1.42% [−2.01, −0.83]
-    (n=5), claimed −1.5%; the CI lies beyond −0.5'."""
+    of it shown in the chip's colour, and the words, e.g. 'swiglu: −1.42% [−2.31, −0.53]
+    (99.64% CI, n=5), claimed −1.5%; the 99.64% CI lies beyond −0.5'."""
     decision = part["decision"]
     words = t("part_line", lang).format(name=part["name"], estimate=estimate_words(part),
                                         claimed=claimed_words(part["rule"], lang),
