@@ -385,3 +385,9 @@ def test_part_builders_decide_without_a_test_only_what_no_test_can():
     assert band_part("b", table, "8", "collapses", RULE).verdict == CONFIRMED
     assert band_part("b", table, "8", "works", RULE).verdict == NOT_REPRODUCED
     assert band_part("b", None, "8", "works", RULE).verdict == INCONCLUSIVE  # not read
+    # a multiple the arm was not read at is not read, never "cannot run: it collapses"
+    unread = band_part("b", arm(iv), "16", "drops", RULE)
+    assert unread.verdict == INCONCLUSIVE and unread.reason == "not read at 16×"
+    # any other string is a bug in the suite: an error, never a verdict
+    with pytest.raises(RuntimeError, match="neither a number nor"):
+        band_part("b", arm("failed"), "8", "drops", RULE)

@@ -58,6 +58,7 @@ from scipy import stats as sps
 from blocklab import stats
 from blocklab.errors import InputError
 from blocklab.experiments.suites.position.data import PositionArm
+from blocklab.experiments.suites.position.sizes import UNAVAILABLE
 from blocklab.experiments.summaries import Interval
 
 CONFIRMED = "confirmed"
@@ -210,14 +211,19 @@ def look_level(rule: Rule, n: int, alpha: float = ALPHA) -> float:
     interval misses, is at most alpha whatever the dependence between looks (Bonferroni over
     the looks). The normal-theory boundaries of the same spending function, read with Student
     t intervals at 5–10 seeds, crossed 6.9% of the time at alpha = 5% (simulated): spending
-    by increments is exact with t intervals, and costs only at the last look. Past max_seeds
-    nothing is left to spend (0.0: a registered redesign would be needed). `alpha` for a fixed
-    design, or before any look."""
+    by increments is exact with t intervals, and costs only at the last look.
+
+    Past max_seeds a look is read as the design's last (its final share, never more: the
+    fraction stays 1), never as a further look that would spend more than alpha. The runner
+    extends no part past its last look; n > max_seeds comes from a size whose plan starts past
+    the design (--size full) or from arms another part extended. `alpha` for a fixed design,
+    or before any look."""
     taken = looks(rule, n)
     if rule.max_seeds is None or len(taken) == 0:
         return alpha
-    if n > rule.max_seeds:
-        return 0.0
+    if n >= rule.max_seeds:
+        last = rule.schedule[-2] / rule.max_seeds if len(rule.schedule) > 1 else 0.0
+        return alpha - _spent(last, alpha)
     before = taken[-2] / rule.max_seeds if len(taken) > 1 else 0.0
     return _spent(n / rule.max_seeds, alpha) - _spent(before, alpha)
 
@@ -366,11 +372,6 @@ def decide(rule: Rule, estimate: Estimate, alpha: float = ALPHA, *, fair_arms: b
     else:
         s, b = _side_and_boundary(rule)
     boundary = None if b is None else s * b
-    if alpha <= 0:  # `look_level` past max_seeds
-        return Decision(INCONCLUSIVE, f"{n} paired seeds, past the design's maximum of "
-                                      f"{rule.max_seeds}: its looks have spent every share of "
-                                      "α, so only a registered redesign could decide it",
-                        None, 0.0, boundary)
     if not e.resolved or n < 2:
         return Decision(INCONCLUSIVE, f"{n} seed(s) give no interval; the rule needs at least "
                                       f"{rule.min_seeds}", None, alpha, boundary,
@@ -519,7 +520,6 @@ def decide_parts(parts: Sequence[Any], alpha: float = ALPHA, *,
     order = sorted(range(m), key=lambda k: (first[k].p_value is None,
                                             1.0 if first[k].p_value is None
                                             else first[k].p_value / bases[k], k))
-    # (a part with no test, or past its design's maximum, has p None: ordered last)
     out: list[Decision | None] = [None] * m
     stopped_at: int | None = None
     for i, k in enumerate(order):
@@ -771,9 +771,13 @@ def band_part(name: str, arm: PositionArm | None, mult: str, want: str, rule: Ru
     `rule` (a `registry.band_rule`), or a Part decided without a test where the arm cannot run
     there (a learned table past its length collapses) or was not read."""
     pct = None if arm is None else arm.extrapolated_vs_sliding_pct.get(mult)
-    if arm is None:
-        return Part(name, rule, Estimate(None, None, None, 0), INCONCLUSIVE, "not read")
-    if pct is None or isinstance(pct, str):
+    if arm is None or pct is None:  # not read (never "cannot run": that is only UNAVAILABLE)
+        return Part(name, rule, Estimate(None, None, None, 0), INCONCLUSIVE,
+                    "not read" if arm is None else f"not read at {mult}×")
+    if isinstance(pct, str):
+        if pct != UNAVAILABLE:  # a bug in the suite, never a verdict
+            raise RuntimeError(f"{name}: the reading at {mult}× is {pct!r}, neither a number nor "
+                             f"{UNAVAILABLE!r}")
         held = want in ("collapses", "drops")
         return Part(name, rule, Estimate(None, None, None, 0),
                     "confirmed" if held else "not-reproduced-at-this-scale",

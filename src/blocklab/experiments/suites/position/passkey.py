@@ -10,6 +10,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from blocklab.config import ModelConfig
+from blocklab.errors import PositionsBeyondTable
 from blocklab.experiments.env import torch_threads
 from blocklab.experiments.options import RunOptions
 from blocklab.experiments.run_result import RunResult
@@ -74,7 +75,7 @@ def passkey_grid(model, L: int, mults: Sequence[int], depths: Sequence[float], n
             try:
                 row[str(depth)] = passkey_accuracy(model, n=n, length=m * L + 1, depth=depth,
                                                    seed=seed)
-            except ValueError:
+            except PositionsBeyondTable:  # any other error is a fault: the run fails
                 row[str(depth)] = UNAVAILABLE
         grid[str(m)] = row
     return grid

@@ -104,7 +104,13 @@ def _arm_statistics(size: str, name: str, by_seed: dict[int, LengthReads],
         source = by_seed if own else rope
         sliding = [source[s].sliding.get(m) if s in source else None for s in seeds]
         sliding_at[m] = mean_ci(sliding) if own else None
-        if any(v == UNAVAILABLE for v in values):
+        read = [v for v in values if v is not None]
+        if any(v == UNAVAILABLE for v in read):
+            # A table too short for m·L is so for every seed; one seed's alone is a fault.
+            if not all(v == UNAVAILABLE for v in read):
+                raise RuntimeError(f"arm {name} at {m}×L: {sum(v == UNAVAILABLE for v in read)} "
+                                   f"of {len(read)} seeds could not run there; a position "
+                                   "table is too short for every seed or for none")
             beyond[m] = minus[m] = pct[m] = UNAVAILABLE
             continue
         losses = [v if isinstance(v, float) else None for v in values]
