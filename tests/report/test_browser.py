@@ -27,7 +27,8 @@ from blocklab.report.build import build_report
 from blocklab.report.figures import experimental_rows
 
 SUITES = ("ffn", "norm-cost", "placement", "position")
-EVIDENCE_LINES = 8  # lines of words in a ledger row's evidence, details folded, parts aside
+EVIDENCE_LINES = 9  # lines of words in a ledger row's evidence, details folded, parts aside
+# (one of them the count of the rule edits made after the data, where there are any)
 
 HEAD_PROBE = """<script>
 window.__errors = [];

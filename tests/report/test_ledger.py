@@ -200,6 +200,21 @@ def test_evidence_cell_puts_pictures_and_lines_first_and_folds_the_rest(doc):
     assert "<pre>" in folded  # the numbers
 
 
+def test_a_rule_changed_after_the_data_shows_beside_its_claim(doc):
+    row = {**doc["ledger"][1], "rules_changed": [
+        {"date": "2026-12-01", "claims": ["C16"], "what": "δ raised from 1% to 10%"}]}
+    for lang, count, words in (
+            ("en", "Rules edited after the data: 1 (latest 2026-12-01)",
+             "Rule changed after the data were seen (2026-12-01): δ raised"),
+            ("zh", "结果公布后修改的规则：1 处（最近 2026-12-01）",
+             "结果公布后修改的规则（2026-12-01）：δ raised")):
+        cell = evidence_cell(row, {}, lang, 1, doc)
+        fold = cell.index('<details class="more">')
+        assert '<p class="changed">' + count in cell[:fold]  # counted in view, never folded
+        assert '<p class="changed">' + words in cell[fold:]  # each edit in full in details
+    assert 'class="changed"' not in evidence_cell(doc["ledger"][1], {}, "en", 1, doc)
+
+
 def test_lead_is_the_first_sentence_within_three_lines():
     assert lead_and_rest("One. Two three.", "en") == ("One.", "Two three.")
     assert lead_and_rest("一。二。", "zh") == ("一。", "二。")

@@ -569,6 +569,15 @@ CHANGED_AFTER_DATA: tuple[RuleChange, ...] = (
                "each part measured on seeds has a sequential design: max_seeds = 2 × "
                "min_seeds, seeds added in blocks of ⌈min_seeds / 2⌉ to the arms of undecided "
                "parts, each look read at its Lan–DeMets O'Brien–Fleming level"),
+    RuleChange("2026-12-02", tuple(RULES),
+               "how parts are decided (rules.DECISION_VERSION, now in every rule's hash): each "
+               "look of a sequential design spends its increment of the O'Brien–Fleming "
+               "spending function (the normal-theory levels, read with t intervals at 5–10 "
+               "seeds, wrongly decided 6.9% of null parts at α = 5%), each part's design is "
+               "computed at its Holm share of α (was: the design at α divided by Holm's rank), "
+               "and a look past max_seeds is read as the last; the interval a rule names is read "
+               "at the part's level and is the one shown, with its coverage. Made after the quick "
+               "results had been seen; fewer parts are decided under it"),
     RuleChange("2026-12-01", ("C33",),
                "the per-tensor part: δ raised from 1% to 10% more FFN output error (merging "
                "under one per-tensor scale can only raise the error, so any growth was "

@@ -75,6 +75,13 @@ ALPHA = 0.05  # two-sided error rate of every stored interval (95%) and of a cla
 POWER = 0.8  # the power at which an inconclusive part states what could be detected
 MAX_SEEDS = 10_000  # seeds_needed looks no further ("more than 10,000")
 
+# How parts are decided (`decide`, `decide_parts`, `look_level`): part of every rule's hash,
+# so results planned before a change to the procedure are flagged, never silently regraded.
+# Change it with the procedure, and say what changed in registry.CHANGED_AFTER_DATA.
+DECISION_VERSION = ("2026-12-02: each look spends its increment of the O'Brien–Fleming "
+                    "function, each part's design at its Holm share of α; a decision carries "
+                    "the interval it read")
+
 DECIDES = ("confirmed when the 95% CI lies wholly beyond the claim's boundary b (the smallest "
            "effect δ, or the threshold of a claim of 'more than t' when larger) on the claimed "
            "side; not reproduced at this scale when it lies wholly short of b, or the 90% CI "
@@ -135,9 +142,10 @@ class Rule:
     @property
     def hash(self) -> str:
         """The first 12 hex digits of the sha256 of the rule's canonical JSON (sorted keys, no
-        spaces): a result records it to say which rule it was planned under."""
-        text = json.dumps(asdict(self), sort_keys=True, separators=(",", ":"),
-                          ensure_ascii=False)
+        spaces) with the version of the decision procedure (`DECISION_VERSION`) under the key
+        "decision": a result records it to say which rule, decided how, it was planned under."""
+        text = json.dumps({**asdict(self), "decision": DECISION_VERSION}, sort_keys=True,
+                          separators=(",", ":"), ensure_ascii=False)
         return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 

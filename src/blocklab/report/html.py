@@ -78,6 +78,7 @@ table.ledger td.claim { min-width: 16em; }
          font-weight: 600; white-space: nowrap; border: 1px solid transparent; }
 .counts .badge { margin-right: 6px; }
 .error { color: #a40e26; font-weight: 600; }
+.changed { color: #7d4e00; font-size: 0.92em; margin: 0.2em 0; }
 .notice { background: #fff8c5; border: 1px solid #e8c95a; border-radius: 8px;
           padding: 10px 14px; margin: 10px 0; }
 .notice.fail { background: #ffebe9; border-color: #ff9fa8; }

@@ -89,6 +89,10 @@ STRINGS: dict[str, tuple[str, str]] = {
     # one line per part: "<name> <estimate>, claimed <claim>: <why>"
     "part_line": ("{name}: {estimate}, {claimed}; {why}", "{name}：{estimate}，{claimed}；{why}"),
     "part_claimed": ("claimed {claim}", "声称 {claim}"),
+    "rule_changed": ("Rule changed after the data were seen ({date}): {what}",
+                     "结果公布后修改的规则（{date}）：{what}"),
+    "rules_changed": ("Rules edited after the data: {n} (latest {date}), see details",
+                      "结果公布后修改的规则：{n} 处（最近 {date}），见详情"),
     "why_run": ("the finding; nothing is claimed", "实验结果，无所声称"),
     # {c}: the coverage of the interval the decision read ("99.64%"), never a fixed 95%
     "why_beyond": ("the {c} CI lies beyond {b}", "{c} 置信区间整体越过 {b}"),
