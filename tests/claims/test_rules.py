@@ -174,13 +174,12 @@ def test_the_interval_a_decision_carries_is_the_one_that_decided_it(rule, level)
         s, b = (-1, -5.0) if rule.test == "at-most" else (
             (1, 1.0) if rule.claimed > 0 else (-1, 1.0))
         low, high = sorted((s * iv.low, s * iv.high))
-        if found.verdict == CONFIRMED:
-            assert low > b and not tost
-        elif found.verdict == NOT_REPRODUCED:
-            assert (high < b and not tost) or (tost and -rule.margin < iv.low
-                                               and iv.high < rule.margin)
-        else:
-            assert found.verdict == INCONCLUSIVE and low <= b <= high
+        # each verdict exactly when its interval shows it (a rule that always said one thing,
+        # or decided by anything but this interval, fails here)
+        assert (found.verdict == CONFIRMED) == (not tost and low > b)
+        assert (found.verdict == NOT_REPRODUCED) == (
+            (not tost and high < b) or (tost and -rule.margin < iv.low and iv.high < rule.margin))
+        assert (found.verdict == INCONCLUSIVE) == (not tost and low <= b <= high)
     assert {CONFIRMED, INCONCLUSIVE} <= seen
 
 
