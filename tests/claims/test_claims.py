@@ -162,3 +162,16 @@ def test_a_scale_dependent_claim_refuted_by_its_check_is_an_error(monkeypatch):
     monkeypatch.setitem(ledger.CHECKS, "C16", lambda ctx: Finding("refuted", "x", "x"))
     (row,) = run_claims(["C16"])
     assert row.verdict == "error" and "depends on scale" in row.error
+
+
+def test_c26_and_c27_verdicts_follow_from_what_was_computed():
+    from blocklab.claims.checks import c26_verdict, c27_verdict
+
+    assert c26_verdict(extended_finite=False, fp16_angles_nan=False) == "confirmed"
+    assert c26_verdict(extended_finite=True, fp16_angles_nan=True) == "conditional"
+    assert c26_verdict(extended_finite=True, fp16_angles_nan=False) == "refuted"
+    assert c27_verdict(True, [5e5, 1e6]) == "conditional"
+    assert c27_verdict(False, [5e5, 1e6]) == "refuted"
+    assert c27_verdict(True, [1e4, 5e5, 1e6]) == "conditional"  # most raised it
+    assert c27_verdict(True, []) == "inconclusive"
+    assert c27_verdict(True, [1e4, 1e6]) == "inconclusive"

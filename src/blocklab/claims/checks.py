@@ -460,6 +460,16 @@ def c25(ctx: Context) -> Finding:
         {"layer_activation_elements": counts}, "blocklab budget meta-llama-3-8b --json")
 
 
+def c26_verdict(extended_finite: bool, fp16_angles_nan: bool) -> str:
+    """C26 ("RoPE produces NaN when positions exceed the rotary table") from what was run:
+    confirmed when positions past the table give non-finite cos/sin; conditional when they
+    stay finite but angles formed in float16 give NaN (the NaN is the precision's, not the
+    table's); refuted when neither gives NaN."""
+    if not extended_finite:
+        return "confirmed"
+    return "conditional" if fp16_angles_nan else "refuted"
+
+
 @claim("C26")
 def c26(ctx: Context) -> Finding:
     import torch
@@ -475,7 +485,7 @@ def c26(ctx: Context) -> Finding:
     angles16 = pos16 * torch.tensor(1.0, dtype=torch.float16)
     nan16 = torch.isnan(torch.cos(angles16)).tolist()
     return Finding(
-        "conditional",
+        c26_verdict(finite, any(nan16)),
         f"RoPE's table is a cache of cos/sin of m·θ_i: ours extends past its 16 precomputed "
         f"positions (positions up to 99,700 finite: {finite}); a fixed table would raise an index "
         f"error, not NaN. NaN does appear when the angle m·θ_i is formed in float16: position "
@@ -486,6 +496,21 @@ def c26(ctx: Context) -> Finding:
         {"extended_positions_finite": finite, "fp16_cos_nan_at": {"60000": nan16[0],
                                                                    "70000": nan16[1]}},
         "python -m pytest tests/nn/test_position.py -k far")
+
+
+LONG_CONTEXT = 32_768  # tokens: a zoo model trained for at least this is a long-context one
+
+
+def c27_verdict(wavelength_grows: bool, long_context_thetas: list[float]) -> str:
+    """C27 ("raising the RoPE base towards 1,000,000 suits long contexts") from what was
+    computed: conditional (on training at that base) when a larger base lengthens the slowest
+    rotation and most long-context RoPE models of the zoo raised their base above 10,000;
+    refuted when a larger base does not lengthen it; inconclusive when the zoo holds no
+    long-context RoPE model, or as many kept 10,000 as raised it."""
+    if not wavelength_grows:
+        return "refuted"
+    raised = sum(theta > 1e4 for theta in long_context_thetas)
+    return "conditional" if raised > len(long_context_thetas) - raised else "inconclusive"
 
 
 @claim("C27")
@@ -503,16 +528,25 @@ def c27(ctx: Context) -> Finding:
                                                                           cfg.rotary_dim))})
     w10k = rope_longest_wavelength(1e4, 128)
     w1m = rope_longest_wavelength(1e6, 128)
+    long_thetas = [r["rope_theta"] for r in rows if r["context"] >= LONG_CONTEXT]
+    kept = [r["model"] for r in rows if r["context"] >= LONG_CONTEXT and r["rope_theta"] <= 1e4]
+    kept_en = (f" Of the zoo's {len(long_thetas)} RoPE models trained for ≥ {LONG_CONTEXT:,} "
+               f"tokens, {len(long_thetas) - len(kept)} raised θ; kept at 10,000: "
+               f"{', '.join(kept) or 'none'}.")
+    kept_zh = (f"库中 {len(long_thetas)} 个训练长度 ≥ {LONG_CONTEXT:,} 的 RoPE 模型里，"
+               f"{len(long_thetas) - len(kept)} 个提高了 θ；保持 10,000 的：{'、'.join(kept) or '无'}。")
     return Finding(
-        "conditional",
+        c27_verdict(w1m > w10k, long_thetas),
         f"With head_dim 128 the slowest rotary pair completes one turn in {w10k:,.0f} positions at "
         f"θ = 10,000 and {w1m:,.0f} at θ = 1,000,000, so a larger base keeps distant positions "
         "distinguishable; long-context zoo models do raise it (e.g. Llama 3: 500,000; Qwen: "
         "1,000,000). Condition: the model must be trained or fine-tuned at that base — changing "
-        "θ of a trained model without training moves every angle (see the position suite).",
+        "θ of a trained model without training moves every angle (see the position suite)."
+        + kept_en,
         f"head_dim 为 128 时，最慢的旋转对在 θ = 10,000 下 {w10k:,.0f} 个位置转一圈，θ = 1,000,000 下为 "
         f"{w1m:,.0f}，因此更大的基频使远距离位置仍可区分；长上下文模型确实提高了基频（如 Llama 3 为 500,000，"
-        "Qwen 为 1,000,000）。条件：模型须在该基频下训练或微调——直接修改已训练模型的 θ 会改变所有角度。",
+        "Qwen 为 1,000,000）。条件：模型须在该基频下训练或微调——直接修改已训练模型的 θ 会改变所有角度。"
+        + kept_zh,
         {"zoo": rows, "longest_wavelength_theta_1e4": w10k, "longest_wavelength_theta_1e6": w1m},
         "blocklab doctor meta-llama-3-8b --serve-len 131072")
 
