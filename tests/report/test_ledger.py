@@ -35,7 +35,7 @@ from blocklab.report.html import (
 
 def rule(claimed=-1.5, delta=0.5, margin=0.25, test="effect", threshold=0.0, min_seeds=5,
          metric="(val loss swiglu − relu)/relu at equal parameters and tokens, % "
-                "(negative = better)", max_seeds=10):
+                "(negative = better)", max_seeds=20):
     return {"metric": metric, "smallest_effect": delta, "margin": margin,
             "min_seeds": min_seeds, "max_seeds": max_seeds, "claimed": claimed,
             "threshold": threshold, "test": test,
@@ -255,7 +255,8 @@ def test_budget_prices_an_arm_shared_by_parts_once():
 
 def test_a_part_beyond_reach_is_counted_apart():
     parts = [part("swiglu", "inconclusive", -0.6, -1.5, 0.3, seeds_needed=9),
-             part("geglu", "inconclusive", -0.6, -1.5, 0.3, seeds_needed=5000)]
+             part("geglu", "inconclusive", -0.6, -1.5, 0.3, seeds_needed=5000,
+                  the_rule=rule(max_seeds=10_000))]
     ledger = [row("C16", "inconclusive", parts, SUITE)]
     costs = [{"arm": arm, "seed": seed, "wall_time_s": 10.0, "timed": False}
              for arm in ("relu", "swiglu", "geglu") for seed in range(5)]
@@ -311,14 +312,32 @@ def test_part_arms_name_the_compared_runs():
         arms_of("C99", ntk)
 
 
-def test_budget_prices_a_part_not_measured_on_seeds_at_the_whole_suite():
-    exact = part(C18_FLOPS_PART, "inconclusive", 6.0, 5.0, 7.0, n=3, seeds_needed=4,
-                 the_rule=rule(max_seeds=None, metric="exact FLOPs"))
-    ledger = [row("C18", "inconclusive", [exact], "blocklab suite norm-cost --size quick")]
-    costs = [{"arm": arm, "seed": seed, "wall_time_s": 10.0, "timed": False}
-             for arm in ("layernorm", "rmsnorm") for seed in range(3)]
-    (priced,) = decision_budget(ledger, {"norm-cost": {"run_costs": costs}}, workers=1)["parts"]
-    assert priced["whole_suite"] and priced["arms"] == ["layernorm", "rmsnorm"]
+def test_the_budget_promises_only_what_the_designs_can_run():
+    """A part that needs more seeds than its design's max_seeds, or has a fixed design, is
+    never extended by the sequential runner: listed apart with the redesign it would need,
+    never counted in what more minutes would decide."""
+    fixed = part(C18_FLOPS_PART, "inconclusive", 6.0, 5.0, 7.0, n=3, seeds_needed=4,
+                 the_rule=rule(max_seeds=None, min_seeds=3, metric="exact FLOPs"))
+    past = part("geglu", "inconclusive", -0.6, -1.5, 0.3, seeds_needed=51,
+                the_rule=rule(max_seeds=10))
+    within = part("swiglu", "inconclusive", -0.6, -1.5, 0.3, seeds_needed=9,
+                  the_rule=rule(max_seeds=10))
+    ledger = [row("C18", "inconclusive", [fixed], "blocklab suite norm-cost --size quick"),
+              row("C16", "inconclusive", [past, within], SUITE)]
+    costs = {"norm-cost": {"run_costs": [
+        {"arm": arm, "seed": seed, "wall_time_s": 10.0, "timed": False}
+        for arm in ("layernorm", "rmsnorm") for seed in range(3)]},
+        "ffn": {"run_costs": [{"arm": arm, "seed": seed, "wall_time_s": 10.0, "timed": False}
+                              for arm in ("relu", "swiglu", "geglu") for seed in range(5)]}}
+    budget = decision_budget(ledger, costs, workers=1)
+    assert [p["part"] for p in budget["parts"]] == ["swiglu"]
+    assert {p["part"]: p["redesign"] for p in budget["beyond_design"]} == {
+        C18_FLOPS_PART: "a sequential design to 4 seeds (fixed at 3 now)",
+        "geglu": "max_seeds 10 → 51"}
+    text = budget_sentence({"decision_budget": budget}, "en")
+    assert "these 1 inconclusive parts would likely be decided" in text
+    assert "2 more would need more seeds than their registered designs allow" in text
+    assert "past its design: max_seeds 10 → 51" in text
 
 
 def test_budget_sentence_at_the_top_of_the_ledger(doc):

@@ -165,8 +165,12 @@ def decision_budget(ledger: list[dict[str, Any]], suites: dict[str, dict[str, An
     (`within_reach` false); `seconds` is the time of the parts within reach together, each
     stored arm priced once, at the most extra seeds any of them asks of it. Parts whose spread
     cannot be read (fewer than two seeds) or that would need more seeds than the rules look at
-    are listed apart (`unsized`): no number of seeds can be priced for them here."""
-    parts, unsized = [], []
+    are listed apart (`unsized`): no number of seeds can be priced for them here. So are parts
+    whose seeds needed exceed their registered design's max_seeds, or that have a fixed
+    design (`beyond_design`, each with the redesign it would need): the sequential runner
+    never takes a part past its design, so no budget would run them, and the sentence counts
+    only what `--budget` could run."""
+    parts, unsized, beyond_design = [], [], []
     for row in ledger:
         match = _SUITE.search(row.get("command") or "")
         for part in row.get("parts") or []:
@@ -179,6 +183,13 @@ def decision_budget(ledger: list[dict[str, Any]], suites: dict[str, dict[str, An
             costs = ((suites.get(suite) or {}).get("run_costs") or []) if suite else []
             if needed is None or not costs:
                 unsized.append(entry)
+                continue
+            top = part["rule"].get("max_seeds")
+            if top is None or int(needed) > int(top):
+                entry["redesign"] = (f"a sequential design to {needed} seeds (fixed at "
+                                     f"{part['rule']['min_seeds']} now)" if top is None else
+                                     f"max_seeds {top} → {needed}")
+                beyond_design.append(entry)
                 continue
             arms = sorted({c["arm"] for c in costs})
             # a part measured on seeds must name its arms; another (an exact count, timing
@@ -216,7 +227,7 @@ def decision_budget(ledger: list[dict[str, Any]], suites: dict[str, dict[str, An
     return {"workers": workers, "reach_s": REACH_S, "seconds": seconds,
             "within_reach": len(parts) - len(beyond),
             "beyond_reach": len(beyond), "beyond_seconds": sum(p["seconds"] for p in beyond),
-            "parts": parts, "unsized": unsized}
+            "parts": parts, "unsized": unsized, "beyond_design": beyond_design}
 
 
 def _run_curves(store: ResultStore, run_ids: list[str], command: str

@@ -335,6 +335,8 @@ def budget_words(budget: dict[str, Any], lang: str) -> str:
         out.append(t("budget_beyond", lang).format(b=budget["beyond_reach"],
                                                    hours=budget["reach_s"] / 3600,
                                                    minutes=shown(budget["beyond_seconds"])))
+    if budget.get("beyond_design"):
+        out.append(t("budget_design", lang).format(d=len(budget["beyond_design"])))
     if budget["unsized"]:
         out.append(t("budget_unsized", lang).format(u=len(budget["unsized"])))
     return ("" if lang == "zh" else " ").join(out)  # Chinese sentences join without a space
@@ -358,12 +360,16 @@ def design_words(design: dict[str, Any], lang: str) -> str:
 
 
 def budget_rows(budget: dict[str, Any], lang: str) -> list[list[Any]]:
-    """The parts the budget sentence counts, then those it cannot price, as table rows."""
+    """The parts the budget sentence counts, those past their designs (with the redesign each
+    would need), then those it cannot price, as table rows."""
     rows = [[p["claim"], p["part"], p["n"], p["seeds_needed"], p["extra_seeds"],
              f"{p['seed_cost_s']:.1f}", f"{p['seconds'] / 60:.1f}",
              ", ".join(p["arms"]) + (f" ({t('whole_suite', lang)})" if p["whole_suite"]
                                      else "")]
             for p in budget["parts"]]
+    rows += [[p["claim"], p["part"], p["n"], p["seeds_needed"], "—", "—", "—",
+              t("needs_redesign", lang).format(redesign=p["redesign"])]
+             for p in budget.get("beyond_design") or []]
     return rows + [[p["claim"], p["part"], p["n"], "—", "—", "—", "—", "—"]
                    for p in budget["unsized"]]
 

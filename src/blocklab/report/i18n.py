@@ -142,6 +142,10 @@ STRINGS: dict[str, tuple[str, str]] = {
     "budget_unsized": ("{u} other inconclusive part(s) cannot be priced yet: too few seeds to "
                        "read their spread, or more seeds than the rules look at.",
                        "另有 {u} 个尚无定论的部分暂无法估算：种子太少，读不出离散程度，或所需种子超出规则考虑的范围。"),
+    "budget_design": ("{d} more would need more seeds than their registered designs allow: "
+                      "no budget runs them without a redesign registered before more data.",
+                      "另有 {d} 个部分所需种子超出其登记设计的上限：不在数据之前登记新设计，任何预算都不会运行它们。"),
+    "needs_redesign": ("past its design: {redesign}", "超出设计：{redesign}"),
     "budget_which": ("which parts, and what each costs", "是哪些部分，各需多少代价"),
     "budget_caption": ("Seeds needed: 80% power at the observed spread. Cost of a seed: the "
                        "stored wall time of the runs of the arms the part compares (the whole "
