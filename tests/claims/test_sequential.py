@@ -117,6 +117,27 @@ def test_a_claims_looks_and_holm_keep_every_wrong_decision_within_alpha(m):
     assert wrong > 0.02  # it spends α: a design that never decides would pass the line above
 
 
+def test_each_look_buys_the_likeliest_decisions_per_second_that_fit():
+    from blocklab.claims.sequential import buy, chance_to_decide
+
+    coverage = {"ffn": {"relu": 5, "swiglu": 5, "geglu": 5, "glu": 5}}
+    walls = {"ffn": {"relu": 10.0, "swiglu": 10.0, "geglu": 30.0, "glu": 10.0}}
+    likely = Wanted("C16", "swiglu", "ffn", ("relu", "swiglu"), 5, 8, chance=0.9)
+    dear = Wanted("C16", "geglu", "ffn", ("relu", "geglu"), 5, 8, chance=0.9)
+    unlikely = Wanted("C16", "glu", "ffn", ("relu", "glu"), 5, 8, chance=0.05)
+    parts = [unlikely, dear, likely]
+    assert buy(parts, coverage, 0, walls, 1, None) == parts  # no budget: every open part
+    # 1 worker: swiglu's block is 3 seeds × (10 + 10) s = 60 s; geglu's 120 s; glu's 60 s
+    assert buy(parts, coverage, 0, walls, 1, 60.0) == [likely]
+    # geglu does not fit beside swiglu in 130 s; glu (shares relu's seeds) does
+    assert buy(parts, coverage, 0, walls, 1, 130.0) == [likely, unlikely]
+    assert buy(parts, coverage, 0, walls, 1, 10.0) == []
+    # the chance follows the distance from the boundary and the spread
+    near, far = (Estimate(v, v - 1, v + 1, 5, 1.0) for v in (-0.6, -3.0))
+    assert chance_to_decide(RULE, far, 8) > chance_to_decide(RULE, near, 8)
+    assert chance_to_decide(RULE, Estimate(-1.0, None, None, 1), 8) == 1.0
+
+
 def test_seed_blocks_go_to_the_arms_of_open_parts_only():
     wanted = [Wanted("C16", "geglu", "ffn", ("geglu", "relu"), 5, 8),
               Wanted("C16", "glu", "ffn", ("glu", "relu"), 5, 8),

@@ -14,11 +14,12 @@ its own paired seeds unless every arm it compares was extended.
 
 One `RunRequest` (`blocklab.experiments.options`) says what every step reads: the results
 folder, size, seed offset and precision the suites run and the ledger grades at, and the
-budget. The budget is turned into a plan before anything runs (`plan_budget`: the
-still-missing runs of the first look, priced by `blocklab.experiments.estimate`, then the worst
-case of each further look, every sequential part undecided); the run then stops at the planned
-number of looks, or earlier when every part is decided or the measured time would pass the
-budget.
+budget. Before anything runs the budget is priced (`plan_budget`: the still-missing runs of
+the first look, by `blocklab.experiments.estimate`, then the worst case of each further look,
+every sequential part undecided): an estimate for `report --plan`. The run itself re-plans
+after every look with the time then left (`buy`): the open parts' next blocks likeliest to
+decide a part per second of compute, while they fit. It stops when every part is decided or
+at its last look, or when no open part's next block fits in the time left.
 """
 
 from __future__ import annotations
@@ -52,6 +53,10 @@ class Wanted:
     arms: tuple[str, ...]
     n: int
     target: int
+    # The chance that its next look decides it: the power at the target's look level of a
+    # true effect as far from the boundary as the one seen, at the spread seen (1: unknown).
+    # It orders what a budget buys, never what is decided.
+    chance: float = 1.0
 
 
 @dataclass
@@ -128,8 +133,59 @@ def open_parts(rows: Sequence[Any], size: str, arms_of: Callable[[str], list[str
             if target is None:
                 continue
             arms = tuple(part_arms(row.id, part.name, rule.metric, arms_of(suite)))
-            out.append(Wanted(row.id, part.name, suite, arms, n, target))
+            out.append(Wanted(row.id, part.name, suite, arms, n, target,
+                              chance_to_decide(rule, part.estimate, target)))
     return out
+
+
+def chance_to_decide(rule: Rule, estimate: Any, target: int) -> float:
+    """The power of the part's test at `target` seeds at that look's level (`look_level`,
+    before Holm's share) against an effect as far from the claim's boundary as the estimate,
+    at its spread; 1.0 where there is no spread to read (so such a part is not passed over)."""
+    from blocklab import stats
+    from blocklab.claims.rules import look_level
+
+    value, sd = estimate.value, estimate.sd
+    if value is None or sd is None or not sd > 0:
+        return 1.0
+    if rule.test == "equivalence":
+        distance = min(abs(value - rule.claimed + rule.margin),
+                       abs(value - rule.claimed - rule.margin))
+    else:
+        side = 1.0 if (rule.test == "at-least" or (rule.test == "effect" and rule.claimed > 0)) \
+            else -1.0
+        bound = (rule.threshold if rule.test in ("at-most", "at-least")
+                 else side * max(abs(rule.smallest_effect), side * rule.threshold))
+        distance = abs(value - bound)
+    level = look_level(rule, target)
+    if distance == 0 or level <= 0:
+        return 0.0
+    return stats.power(distance, sd, target, alpha=level)
+
+
+def buy(wanted: Sequence[Wanted], coverage: dict[str, dict[str, int]], first_seed: int,
+        walls: dict[str, dict[str, float]], workers: int, left_s: float | None
+        ) -> list[Wanted]:
+    """The open parts whose next blocks fit in `left_s` seconds of wall time (None: all),
+    bought greedily, the likeliest to be decided per second of compute first (`Wanted.chance`
+    over the wall time of its own block); a part that does not fit is passed over for
+    cheaper ones. Re-run after every look with the time then left."""
+    from blocklab.experiments.estimate import makespan
+
+    def wall(ws: Sequence[Wanted]) -> float:
+        seconds = [walls.get(name, {}).get(arm, 0.0)
+                   for name, bs in next_blocks(ws, coverage, first_seed).items()
+                   for b in bs for arm in b.arms for _ in range(b.stop - b.start)]
+        return makespan(seconds, max(workers, 1))
+
+    if left_s is None:
+        return list(wanted)
+    ranked = sorted(wanted, key=lambda w: (-w.chance / max(wall([w]), 1e-6), w.claim, w.part))
+    chosen: list[Wanted] = []
+    for w in ranked:
+        if wall([*chosen, w]) <= left_s:
+            chosen.append(w)
+    return chosen
 
 
 def next_blocks(wanted: Sequence[Wanted], coverage: dict[str, dict[str, int]],
@@ -217,9 +273,9 @@ def run_looks(request: RunRequest, names: Sequence[str], *, plan: BudgetPlan | N
               echo: Callable[[str], None] = print, executor: Any = None,
               progress: bool = False) -> Looks:
     """Run the first look (`run(rules=…)`: the suites at their planned seeds, the registered
-    rule hashes recorded with their runs), then further looks while parts are open, at most
-    the blocks `plan` bought for them (`plan_budget`; None: no limit) and within the
-    request's `budget_s` of wall time from now. Last, the parts that would be contradicted get
+    rule hashes recorded with their runs), then further looks while parts are open, each
+    buying the blocks that fit in what is left of the request's `budget_s` of wall time from
+    now (`buy`; `plan`, priced before any data, is kept as the estimate it was). Last, the parts that would be contradicted get
     their arms trained twice as long on the same seeds (`run_longer`, with `executor`), when
     that fits the budget too. Every look reads and grades what `request` names (its results
     folder, size, seed offset and precision).
@@ -257,12 +313,19 @@ def _next_look(looks: Looks, rows: Sequence[Any], planned: dict[str, Any],
     wanted = [w for w in open_parts(rows, request.size, lambda s: arms.get(s, []))
               if w.suite in planned]
     looks.still_open = wanted
-    bought = [w for w in wanted if plan is None or plan.admits(w)]
-    blocks = next_blocks(bought, {s: coverage_of(p) for s, p in planned.items()},
-                         request.seed_offset)
+    # Re-planned at every look with the time left (the plan made before any data only
+    # estimates): the blocks likeliest to decide a part per second, while they fit.
+    coverage = {s: coverage_of(p) for s, p in planned.items()}
+    elapsed = time.perf_counter() - start
+    left = (None if looks.budget_s is None
+            else looks.budget_s - elapsed - BUILD_RESERVE_S)
+    walls = {name: arm_wall_s(request, name) for name in {w.suite for w in wanted}}
+    bought = buy(wanted, coverage, request.seed_offset, walls, workers, left)
+    blocks = next_blocks(bought, coverage, request.seed_offset)
     if not blocks:
         looks.stopped = ("every part is decided or at its last look" if not wanted else
-                         "the budget's plan buys no more seeds for the parts still open"
+                         f"no open part's next block fits in the {max(left or 0, 0) / 60:.1f} "
+                         f"min left of the budget ({len(wanted)} part(s) open)"
                          if not bought else "the open parts' arms cannot run more seeds")
         return False
     wanted = bought
