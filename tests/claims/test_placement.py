@@ -42,7 +42,9 @@ def _placement(pre_failures: int, effect: PlacementEffect,
         per_layer_grad={"8": [1.0] * 8},
         # ‖∇W_down‖'s spread: context only, never graded (as large as xavier's at quick)
         layer_spread_log2={"8": _ci(3.7, 3.2, 4.2, 4)},
-        sensitivity_spread_log2={"8": spread[init]},
+        # with layer 0 (the embedding's input: larger, never graded) and without it (graded)
+        sensitivity_spread_log2={"8": _ci(3.0, 2.8, 3.2, 4)},
+        sensitivity_spread_past_embedding_log2={"8": spread[init]},
         per_layer_sensitivity={"8": [4.0, *[1.0] * 6, 0.5, 1.0]})
         for init in spread} for p in ("pre", "post")}
     cells = []

@@ -147,11 +147,12 @@ def c16(ctx: Context) -> Finding:
                 f"{TREND_ZH[direction]}。" if len(data.trend) > 1 else "")
     return Finding(
         verdict,
-        f"Loss change vs ReLU at equal parameters and tokens (negative = better; mean [95% CI] "
-        f"over {seeds} paired seeds, {steps} steps on the stdlib corpus, {data.init} init, each "
+        f"Loss change vs ReLU at equal parameters and tokens (negative = better; mean and the "
+        f"interval its decision read, over {seeds} paired seeds, {steps} steps on the stdlib corpus, {data.init} init, each "
         f"arm at its own lr from {{{', '.join(f'{lr:g}' for lr in data.lr_grid)}}} picked on "
         f"separate tuning seeds: {lrs}): {graded}. The page claims gains of {claimed}. Each "
-        f"part is graded by its registered rule (at least {C16_MIN_SEEDS} seeds; smallest effect "
+        f"part is graded by its registered rule (at least {C16_MIN_SEEDS} seeds; confirmed only "
+        f"beyond the low end of the page's stated gain; smallest effect "
         f"{C16_SMALLEST_EFFECT_PCT:g}%, margin ±{C16_MARGIN_PCT:g}%); a loss beyond δ is "
         "'contradicted' only when both arms found their best lr inside the grid and the same "
         "arms trained twice as long agree, else 'not reproduced'"
@@ -162,9 +163,9 @@ def c16(ctx: Context) -> Finding:
         f"等参数、等 token 下相对 ReLU 的损失变化（负为更好；{seeds} 个配对种子、{steps} 步、stdlib 语料、"
         f"{data.init} 初始化，每组在独立调参种子上从 "
         f"{{{', '.join(f'{lr:g}' for lr in data.lr_grid)}}} 中选出自己的学习率：{lrs}）的均值 "
-        f"[95% 置信区间]：{graded}。页面称分别提升 "
+        f"及其判定所读的置信区间：{graded}。页面称分别提升 "
         f"{'、'.join(page_gain_text(a).lstrip('+') for a in page)}。每一部分按预先登记的规则判定（至少 "
-        f"{C16_MIN_SEEDS} 个种子，最小效应 {C16_SMALLEST_EFFECT_PCT:g}%，等价边界 ±{C16_MARGIN_PCT:g}%）；只有两组的最佳学习率都在网格内部、"
+        f"{C16_MIN_SEEDS} 个种子，只有越过页面所称提升的下限才算成立，最小效应 {C16_SMALLEST_EFFECT_PCT:g}%，等价边界 ±{C16_MARGIN_PCT:g}%）；只有两组的最佳学习率都在网格内部、"
         f"且同样的组训练两倍长度后结论一致时，超过 δ 的变差才算“此规模下被否定”，否则只算“此规模下未复现”"
         f"{'（位于网格边缘：' + '、'.join(data.lr_at_edge) + '）' if data.lr_at_edge else ''}。{sensitivity_zh}{trend_zh}这是小模型的结果，论文中的提升来自大得多的模型。"
         + scale_zh,

@@ -121,8 +121,8 @@ def c12(ctx: Context) -> Finding:
     # An init the summary lacks is an undecided part (no interval), never a dropped one.
     parts = Part.decided_together([
         (c12_part_name(init), rules[c12_part_name(init)],
-         Estimate.of(grads[init].sensitivity_spread_log2.get(deepest, Interval(0))
-                     if init in grads else Interval(0)))
+         Estimate.of(grads[init].sensitivity_spread_past_embedding_log2.get(
+             deepest, Interval(0)) if init in grads else Interval(0)))
         for init in C12_INITS])
     verdict = settle([p.verdict for p in parts], all_or_none)
     probe = data.size.get("probe", {})

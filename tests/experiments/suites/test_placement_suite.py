@@ -126,6 +126,9 @@ def test_gradient_summary_reads_sensitivity_and_jacobians_per_seed():
     assert got.sensitivity_spread_log2["3"].mean == pytest.approx(1.5)
     assert got.sensitivity_spread_log2["3"].n == 2
     assert got.sensitivity_spread_log2["2"].mean == pytest.approx(0.0)
+    # without layer 0 (the embedding's input): layers 1 … 2 at depth 3 give 1 and 2·scale
+    assert got.sensitivity_spread_past_embedding_log2["3"].mean == pytest.approx(1.5)
+    assert got.sensitivity_spread_past_embedding_log2["2"].n == 0  # one layer: no spread
     assert got.per_layer_sensitivity["3"] == pytest.approx([1.0, 1.0, 3.0, 100.0])
     assert got.jacobian_depth == 3
     assert got.identity_deviation == pytest.approx([9.0, 0.15, 0.3])

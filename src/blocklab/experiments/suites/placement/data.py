@@ -41,6 +41,9 @@ class GradientProbe:
     # log2(max / min) of it over the layers' inputs of one stack (the final norm's input left
     # out), per seed, at each depth.
     sensitivity_spread_log2: dict[str, Interval] = field(default_factory=dict)
+    # The same over the inputs of layers 1 … L−1: layer 0's input is the embedding stream
+    # (RMS 0.02 under most inits), whose scale, not depth, sets its sensitivity (C12 reads it).
+    sensitivity_spread_past_embedding_log2: dict[str, Interval] = field(default_factory=dict)
     # Each block's Jacobian J_l at its input, at depth `jacobian_depth` (the deepest probed):
     # ‖J_l − I‖_F/√n (0: the block is the identity) and ‖J_l‖_F/√n, per layer, means over
     # seeds; and their median over the layers of one stack, per seed.

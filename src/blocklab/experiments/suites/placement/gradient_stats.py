@@ -93,6 +93,9 @@ def _gradient_probe(probe: Probe, seeds: range, probes: dict[ProbeKey, ProbeReco
         sensitivity_spread_log2={
             str(d): mean_ci([_spread_log2(r.sensitivity[:d]) for r in runs(d)
                              if r.sensitivity]) for d in depths},
+        sensitivity_spread_past_embedding_log2={
+            str(d): mean_ci([_spread_log2(r.sensitivity[1:d]) for r in runs(d)
+                             if r.sensitivity]) for d in depths},
         jacobian_depth=deepest,
         identity_deviation=mean_per_layer(
             [r.identity_deviation for r in runs(deepest) if r.identity_deviation is not None],
