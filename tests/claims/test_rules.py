@@ -183,6 +183,16 @@ def test_the_interval_a_decision_carries_is_the_one_that_decided_it(rule, level)
     assert {CONFIRMED, INCONCLUSIVE} <= seen
 
 
+def test_the_t_distribution_is_scipys_to_the_last_bit():
+    """`decide` reads Student t through scipy.special (stdtr, stdtrit) to skip scipy.stats's
+    argument checks; the numbers are scipy.stats.t's exactly."""
+    rng = np.random.default_rng(3)
+    for x, df in zip(rng.normal(0, 5, 300), rng.integers(1, 40, 300), strict=True):
+        assert rules._p_above(float(x), 1.0, int(df)) == min(1.0, 2 * float(sps.t.sf(x, df)))
+    for q, df in zip(rng.uniform(0.5, 0.99999, 300), rng.integers(1, 40, 300), strict=True):
+        assert rules._t_quantile(float(q), int(df)) == float(sps.t.ppf(q, df))
+
+
 def test_the_interval_is_labelled_with_its_coverage():
     found = decide(RULE, t_estimate(-1.99, 1.0, 5), 0.0036)
     assert found.interval.label == "99.64% CI"

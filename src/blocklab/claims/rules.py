@@ -53,6 +53,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any, NotRequired, TypedDict
 
+from scipy import special
 from scipy import stats as sps
 
 from blocklab import stats
@@ -331,7 +332,7 @@ def _side_and_boundary(rule: Rule) -> tuple[float, float]:
 @functools.lru_cache(maxsize=4096)
 def _t_quantile(q: float, df: int) -> float:
     """Student t's q quantile (cached: the same few are asked for at every look)."""
-    return float(sps.t.ppf(q, df))
+    return float(special.stdtrit(df, q))  # = scipy.stats.t.ppf(q, df)
 
 
 def _ses(e: Estimate, n: int) -> tuple[float, float]:
@@ -346,7 +347,9 @@ def _p_above(x: float, se: float, df: int) -> float:
     exceeds the null by x with standard error se: 2·P(T_df ≥ x / se), capped at 1."""
     if se <= 0:
         return 0.0 if x > 0 else 1.0
-    return min(1.0, 2 * float(sps.t.sf(x / se, df)))
+    # Student t's survival function as scipy.stats.t.sf computes it (`stdtr(df, −t)`), without
+    # the distribution object's argument checks: it runs for every reading of every look.
+    return min(1.0, 2 * float(special.stdtr(df, -x / se)))
 
 
 def _p_below(x: float, se: float, df: int) -> float:
