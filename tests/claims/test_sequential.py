@@ -117,6 +117,29 @@ def test_a_claims_looks_and_holm_keep_every_wrong_decision_within_alpha(m):
     assert wrong > 0.02  # it spends α: a design that never decides would pass the line above
 
 
+def test_the_seeds_that_would_decide_are_read_at_their_future_looks_levels():
+    """An inconclusive part says how many seeds would decide it at the level the look at that
+    many seeds would be read at (its design's increment at its Holm share), not at today's;
+    a part that needs more than its design allows says so."""
+    from blocklab.claims.rules import POWER, _seeds_to_decide
+
+    near = Estimate(-1.0, -2.2, 0.2, 5, 1.0)  # 0.5 from the boundary at −0.5, sd 1
+    (found,) = decide_parts([(RULE, near)])
+    assert found.verdict == INCONCLUSIVE
+    needed = found.seeds_needed
+    assert needed is not None and needed > RULE.max_seeds
+    assert f"about {needed} (past its design's 10) would decide it" in found.reason
+    # at the design's last share: 80% power at `needed` seeds, not one fewer
+    last = look_level(RULE, 10)
+    assert stats.power(0.5, 1.0, needed, alpha=last) >= POWER
+    assert stats.power(0.5, 1.0, needed - 1, alpha=last) < POWER
+    # far from the boundary: the next look within the design decides it, at that look's level
+    m = _seeds_to_decide(RULE, 5, 1.0, 2.0, ALPHA)
+    assert 5 < m <= RULE.max_seeds
+    assert stats.power(2.0, 1.0, m, alpha=look_level(RULE, m)) >= POWER
+    assert all(stats.power(2.0, 1.0, k, alpha=look_level(RULE, k)) < POWER for k in range(6, m))
+
+
 def test_each_look_buys_the_likeliest_decisions_per_second_that_fit():
     from blocklab.claims.sequential import buy, chance_to_decide
 

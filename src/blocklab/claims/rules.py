@@ -365,7 +365,8 @@ def _tost(m: float, low_edge: float, high_edge: float, se_lo: float, se_hi: floa
 
 
 def decide(rule: Rule, estimate: Estimate, alpha: float = ALPHA, *, fair_arms: bool = False,
-           longer_run_agrees: bool = False, explain: bool = True) -> Decision:
+           longer_run_agrees: bool = False, explain: bool = True,
+           share: float | None = None) -> Decision:
     """The decision on `estimate` under `rule` at two-sided level `alpha` (see the module
     docstring for the table). The stored interval is a 95% one; at another level its two arms
     are rescaled by t_{1−alpha/2} / t_{0.975} (the same test, another quantile), and the
@@ -375,8 +376,10 @@ def decide(rule: Rule, estimate: Estimate, alpha: float = ALPHA, *, fair_arms: b
     as long agreed. A contradiction needs both; without them it is reported as not reproduced,
     with the reason that it would be contradicted. `explain=False` leaves out what would decide
     an inconclusive part (the seeds needed: the slow part, which no verdict depends on), as the
-    simulations of the error rates do."""
+    simulations of the error rates do. `share`: the part's Holm share of α, whose design
+    sizes the seeds an inconclusive part would need at its future looks' levels."""
     e, n = estimate, estimate.n
+    design = None if share is None else (rule, share)
     if rule.test == "equivalence":
         low_edge, high_edge = rule.claimed - rule.margin, rule.claimed + rule.margin
         b = None
@@ -429,7 +432,7 @@ def decide(rule: Rule, estimate: Estimate, alpha: float = ALPHA, *, fair_arms: b
     if n < rule.min_seeds:
         return _inconclusive(f"{n} paired seed(s); the rule needs at least {rule.min_seeds} "
                              f"before it reads the {ci.label} {ci.bracket}", None, alpha,
-                             boundary, sd, n, distance, rule.min_seeds, ci, explain)
+                             boundary, sd, n, distance, rule.min_seeds, ci, explain, design)
     if p >= alpha:
         if rule.test == "equivalence":
             why = (f"the {read.label} {read.bracket} lies neither inside {band} nor wholly "
@@ -437,7 +440,7 @@ def decide(rule: Rule, estimate: Estimate, alpha: float = ALPHA, *, fair_arms: b
         else:  # the two-sided interval across b (no reading decides, the TOST's neither)
             why, read = f"the {ci.label} {ci.bracket} straddles the claim's boundary {raw_b:g}", ci
         return _inconclusive(why, p, alpha, boundary, sd, n, distance, rule.min_seeds, read,
-                             explain)
+                             explain, design)
     if verdict == NOT_REPRODUCED and rule.test == "effect":
         delta = abs(rule.smallest_effect)
         p_opposite = _p_below(m + delta, hi_se, df)
@@ -466,24 +469,49 @@ def _rescaled(value: float, se_lo: float, se_hi: float, df: int,
 
 def _inconclusive(why: str, p: float | None, alpha: float, boundary: float | None,
                   sd: float, n: int, distance: float, min_seeds: int,
-                  interval: DecidingInterval | None = None, explain: bool = True) -> Decision:
+                  interval: DecidingInterval | None = None, explain: bool = True,
+                  design: tuple[Rule, float] | None = None) -> Decision:
     """An inconclusive decision with what the spent seeds could detect and what would
-    decide it (`blocklab.stats`, 80% power, two-sided at `alpha`; left out unless `explain`)."""
+    decide it (`blocklab.stats`, 80% power, two-sided at `alpha`; left out unless `explain`).
+    `design` (rule, Holm share of α): the seeds are those whose look, taken next, would decide
+    it at the level that look would be read at (`_seeds_to_decide`), not at today's."""
     if not explain:
         return Decision(INCONCLUSIVE, why, p, alpha, boundary, interval=interval)
     if not (sd > 0 and math.isfinite(sd)):
         return Decision(INCONCLUSIVE, f"{why}; no spread to size it by", p, alpha, boundary,
                         interval=interval)
     detectable = stats.detectable_effect(sd, n, power=POWER, alpha=alpha)
-    needed = (stats.seeds_needed(distance, sd, power=POWER, alpha=alpha, max_n=MAX_SEEDS)
-              if distance > 0 else None)
+    if design is not None and design[0].max_seeds is not None:
+        needed = _seeds_to_decide(design[0], n, sd, distance, design[1])
+    else:
+        needed = (stats.seeds_needed(distance, sd, power=POWER, alpha=alpha, max_n=MAX_SEEDS)
+                  if distance > 0 else None)
     if needed is not None:
         needed = max(needed, min_seeds)
     more = f"{needed}" if needed is not None else f"more than {MAX_SEEDS:,}"
+    if design is not None and design[0].max_seeds is not None and (
+            needed is None or needed > design[0].max_seeds):
+        more += f" (past its design's {design[0].max_seeds})"
     return Decision(INCONCLUSIVE, f"{why}; {n} seeds detect an effect of {detectable:.3g} "
                                   f"(80% power at sd {sd:.3g}), and about {more} would decide "
                                   "it at this spread", p, alpha, boundary, detectable, needed,
                     interval=interval)
+
+
+def _seeds_to_decide(rule: Rule, n: int, sd: float, distance: float,
+                     share: float) -> int | None:
+    """The fewest seeds n' > n whose look, taken next, decides a part `distance` from its
+    boundary with 80% power at the level that look would be read at (`look_level` at the
+    part's Holm share of α); past max_seeds at the design's last share. None: more than
+    MAX_SEEDS, or no distance to detect."""
+    if not distance > 0:
+        return None
+    for m in range(max(n + 1, rule.min_seeds), rule.max_seeds + 1):
+        level = look_level(rule, m, share)
+        if level > 0 and stats.power(distance, sd, m, alpha=level) >= POWER:
+            return m
+    last = look_level(rule, rule.max_seeds, share)
+    return stats.seeds_needed(distance, sd, power=POWER, alpha=last, max_n=MAX_SEEDS)
 
 
 def grade(rule: Rule, estimate: Estimate, *, fair_arms: bool = False,
@@ -540,7 +568,7 @@ def decide_parts(parts: Sequence[Any], alpha: float = ALPHA, *,
         # Fleming nominal level shrinks faster than α does).
         level = look_level(rule, max(est.n, rule.min_seeds), alpha / (m - i))
         found = decide(rule, est, level, fair_arms=fair[k], longer_run_agrees=agrees[k],
-                       explain=explain)
+                       explain=explain, share=alpha / (m - i))
         notes = []
         if bases[k] < alpha and est.n >= rule.min_seeds:
             taken = looks(rule, est.n)
@@ -553,7 +581,7 @@ def decide_parts(parts: Sequence[Any], alpha: float = ALPHA, *,
         holm = f" ({'; '.join(notes)})" if notes else ""
         if stopped_at is not None:
             if found.verdict != INCONCLUSIVE:
-                found = _stopped(found, rule, est, level, stopped_at, explain)
+                found = _stopped(found, rule, est, level, stopped_at, explain, alpha / (m - i))
             out[k] = replace(found, reason=found.reason + holm)
             continue
         out[k] = replace(found, reason=found.reason + holm)
@@ -571,7 +599,7 @@ def _flags(value: bool | Sequence[bool], m: int, name: str) -> list[bool]:
 
 
 def _stopped(found: Decision, rule: Rule, est: Estimate, level: float, at: int,
-             explain: bool = True) -> Decision:
+             explain: bool = True, share: float | None = None) -> Decision:
     """A part after Holm's procedure stopped: inconclusive, with what alone it would be."""
     n, sd = est.n, est.sd
     if sd is None and est.resolved and n >= 2:
@@ -585,7 +613,7 @@ def _stopped(found: Decision, rule: Rule, est: Estimate, level: float, at: int,
     return _inconclusive(f"Holm's step-down stopped at part {at}, which was not decided "
                          f"(alone this part would be {found.verdict})", found.p_value, level,
                          found.boundary, sd or 0.0, n, distance, rule.min_seeds,
-                         found.interval, explain)
+                         found.interval, explain, None if share is None else (rule, share))
 
 
 # --- a claim's graded parts, and its verdict from theirs -----------------------------------------
