@@ -214,6 +214,14 @@ def test_a_run_adds_seeds_where_parts_are_open_and_records_the_rules(tmp_path):
     assert shown["rule_changed_after_data"] == "0123456789ab"
     assert "rule changed after data" in shown["reason"] and shown["rule_hash"] in shown["reason"]
 
+    # Runs stored with no record (from before rules were recorded): never re-recorded under
+    # today's rules; every graded part says its runs have no record.
+    (folder / "planned_rules.json").unlink()
+    run(suite_rules("tiny"))
+    assert not (folder / "planned_rules.json").exists()
+    (c33,) = run_claims(["C33"], Context(RunRequest(tmp_path, "tiny")))
+    assert "no record of the rule its runs were planned under" in c33.parts[1].reason
+
 
 def test_every_look_grades_what_the_request_names_its_precision_too(tmp_path, monkeypatch):
     """The ledger of each look reads the request the suites ran under, precision included

@@ -97,14 +97,19 @@ def unregistered(claim_id: str, parts: list[Part], rules: dict[str, Rule]) -> li
 def flag_changed_rules(claim_id: str, parts: list[Part], ctx: Context) -> list[Part]:
     """`parts` with every part whose rule differs from the one its suite's runs were planned
     under (the summary's `planned_rules`) flagged: "rule changed after data: …" added to its
-    reason and `planned_under` set. A summary with no record flags nothing."""
+    reason and `planned_under` set. A summary of a folder whose runs were stored with no
+    record of their rules says so on every part it grades: "no record", never assumed
+    planned under today's."""
     suite = SUITE_OF.get(claim_id)
     summary = ctx.summary(suite) if suite and parts else None
     planned = summary.planned_rules if summary is not None else {}
     out = []
     for part in parts:
         then = planned.get(f"{claim_id} {part.name}")
-        if then is not None and then != part.rule.hash:
+        if summary is not None and not planned and part.decision is not None:
+            part = replace(part, reason=f"{part.reason}; no record of the rule its runs were "
+                                        "planned under (stored before rules were recorded)")
+        elif then is not None and then != part.rule.hash:
             part = replace(part, planned_under=then,
                            reason=f"{part.reason}; rule changed after data: its runs were "
                                   f"planned under rule {then}, graded under {part.rule.hash}")

@@ -321,10 +321,11 @@ def add_seed_blocks(folder: Path, blocks: Sequence[SeedBlock]) -> None:
 
 def record_rules(folder: Path, rules: dict[str, str] | None, *, fresh: bool) -> dict[str, str]:
     """The rule hashes the folder's runs were planned under: `rules`, written to
-    planned_rules.json when the folder holds no reusable run yet (`fresh`) or has no record;
-    else the record as first written."""
+    planned_rules.json when the folder holds no reusable run yet (`fresh`); else the record as
+    first written, or {} when there is none: runs stored before any record are never
+    re-recorded under today's rules (the ledger says their parts have no record)."""
     path = Path(folder) / PLANNED_RULES
-    if rules is not None and (fresh or not path.exists()):
+    if rules is not None and fresh:
         path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(path, json.dumps(dict(sorted(rules.items())), indent=1,
                                       ensure_ascii=False) + "\n")
