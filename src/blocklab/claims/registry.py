@@ -51,7 +51,7 @@ C12_RULE = Rule(
            "(layer 0's input is the embedding stream), at initialisation, per seed (1 = a "
            "relative change of one layer's input moves the loss twice as much as another's)",
     smallest_effect=1.0, margin=0.25, min_seeds=2, max_seeds=4, claimed=2.0, threshold=1.0,
-    decides="confirmed when the 95% CI lies above 1 (a more than 2× spread) for an init; not "
+    decides="confirmed when the CI at its level lies above 1 (a more than 2× spread) for an init; not "
             "reproduced at this scale when it lies below 1 or inside ±margin; otherwise "
             "inconclusive, as below min_seeds")
 
@@ -153,8 +153,8 @@ def c18_quality_rule(margin: float = norm_cost_suite.EQUIVALENCE_MARGIN) -> Rule
     return Rule(metric="Δ validation loss RMSNorm − LayerNorm, nats/token, paired by seed",
                 smallest_effect=margin, margin=margin, min_seeds=3, max_seeds=6, claimed=0.0,
                 test="equivalence",
-                decides="confirmed when the 90% CI lies inside ±margin (two one-sided tests); "
-                        "not reproduced at this scale when the 95% CI lies wholly outside it; "
+                decides="confirmed when the (1 − 2·level) CI lies inside ±margin (two one-sided tests); "
+                        "not reproduced at this scale when the CI at its level lies wholly outside it; "
                         "otherwise inconclusive, as below min_seeds")
 
 
@@ -169,15 +169,15 @@ C19_RULES = {
                "nats (0 = warmup not needed)",
         smallest_effect=0.05, margin=0.05, min_seeds=C19_MIN_SEEDS,
         max_seeds=2 * C19_MIN_SEEDS, claimed=0.0, test="equivalence",
-        decides="confirmed when the 90% CI lies inside ±margin (two one-sided tests) and no "
-                "pre-norm run failed; not reproduced at this scale when the 95% CI lies wholly "
+        decides="confirmed when the (1 − 2·level) CI lies inside ±margin (two one-sided tests) and no "
+                "pre-norm run failed; not reproduced at this scale when the CI at its level lies wholly "
                 "outside ±margin or a pre-norm run failed; otherwise inconclusive"),
     "pre-norm is stable without warmup": Rule(
         metric="pre-norm log2(largest stable peak lr) without − with warmup, doublings, "
                "paired by seed (0 = warmup not needed; −1 = half the lr without it)",
         smallest_effect=1.0, margin=1.0, min_seeds=C19_MIN_SEEDS,
         max_seeds=2 * C19_MIN_SEEDS, claimed=-1.0, threshold=-1.0, test="at-least",
-        decides="confirmed when the 95% CI's lower bound lies above −1 (without warmup the "
+        decides="confirmed when the CI at its level's lower bound lies above −1 (without warmup the "
                 "largest stable lr is less than one doubling lower: non-inferiority); not "
                 "reproduced at this scale when its upper bound lies below −1; otherwise "
                 "inconclusive, as below min_seeds"),
@@ -215,12 +215,12 @@ WORKS_PCT = 5.0  # at most 5% worse than sliding windows: "works"
 COLLAPSE_PCT = 25.0  # more than 25% worse (or unusable): "collapses"; in between: "degrades"
 C21_MIN_SEEDS = 3
 C21_METRIC = "100·(loss past L − sliding-window loss)/sliding-window loss on the same tokens, %"
-C21_DECIDES = (f"works when the 95% CI's upper end is below {WORKS_PCT:g}%; collapses when its "
+C21_DECIDES = (f"works when the CI at its level's upper end is below {WORKS_PCT:g}%; collapses when its "
                f"lower end is above {COLLAPSE_PCT:g}% or the model cannot run there; degrades "
-               f"when the 90% CI lies inside ({WORKS_PCT:g}%, {COLLAPSE_PCT:g}%). A statement is "
+               f"when the (1 − 2·level) CI lies inside ({WORKS_PCT:g}%, {COLLAPSE_PCT:g}%). A statement is "
                "confirmed when its interval shows the page's grade, not reproduced at this "
                "scale when its interval excludes it, otherwise inconclusive")
-C30_DECIDES = (f"works when the 95% CI's upper end is below {WORKS_PCT:g}%; drops (degrades or "
+C30_DECIDES = (f"works when the CI at its level's upper end is below {WORKS_PCT:g}%; drops (degrades or "
                f"collapses) when its lower end is above {WORKS_PCT:g}% or the model cannot run "
                "there. A part is confirmed when its interval shows the page's grade, not "
                "reproduced at this scale when it shows the other, otherwise inconclusive")
@@ -330,14 +330,14 @@ C29_ORDER_RULE = Rule(
            "validation prefix and after the same prefix with its first k − 1 tokens reversed "
            "(last token kept), mean over prefixes, per seed; in [0, 1]; > 0: it sees order",
     smallest_effect=0.02, margin=0.005, min_seeds=3, max_seeds=6, claimed=0.02,
-    decides="confirmed (the causal decoder sees order) when the 95% CI over seeds lies above "
+    decides="confirmed (the causal decoder sees order) when the CI at its level over seeds lies above "
             "δ = 0.02; not reproduced at this scale when it lies below it or inside ±margin; "
             "otherwise inconclusive, as below min_seeds")
 C29_UNIGRAM_RULE = Rule(
     metric="NoPE decoder validation loss − unigram entropy of the training bytes, nats/token, "
            "per seed; < 0: it uses its context",
     smallest_effect=0.1, margin=0.02, min_seeds=3, max_seeds=6, claimed=-0.1,
-    decides="confirmed (the decoder uses context) when the 95% CI over seeds lies below "
+    decides="confirmed (the decoder uses context) when the CI at its level over seeds lies below "
             "−δ = −0.1 nats; not reproduced at this scale when it lies above it or inside "
             "±margin; otherwise inconclusive, as below min_seeds")
 
@@ -458,11 +458,11 @@ C33_TENSOR_RULE = Rule(
             "up and down err alike (√((2 + 1.25²) / 3) ≈ 1.09), about 0.14 bit of int8's "
             "resolution; 1% (0.014 bit) would be no reason to store gate and up apart. A loss "
             "δ (0.01 nats) was not chosen: int8 moves these models' validation loss by 1e-4 "
-            "nats or less under every scheme, so no merge could reach it. Confirmed when the 95% "
-            "CI lies wholly beyond +10%; not reproduced at this scale when it lies wholly short "
-            "of +10%, or the 90% CI inside ±5%; otherwise inconclusive, as with fewer seeds "
-            "than min_seeds. Seeds are added in blocks of 2 up to max_seeds, each look read at "
-            "its Lan–DeMets O'Brien–Fleming level")
+            "nats or less under every scheme, so no merge could reach it. Confirmed when the CI "
+            "at its level lies wholly beyond +10%; not reproduced at this scale when it lies "
+            "wholly short of +10%, or the (1 − 2·level) CI inside ±5%; otherwise inconclusive, "
+            "as with fewer seeds than min_seeds. Seeds are added in blocks of 2 up to max_seeds, "
+            "each look read at its share of the Lan–DeMets O'Brien–Fleming spending")
 
 # --- C36 (b): the identity term of the block Jacobian ("gradient ≈ 1") ---------------------------
 # The page's "gradient ≈ 1" is the identity term of a pre-norm block's Jacobian
@@ -483,7 +483,7 @@ C36_IDENTITY_RULE = Rule(
            "as large as I)",
     smallest_effect=0.1, margin=0.0, min_seeds=2, max_seeds=4,
     claimed=C36_IDENTITY_THRESHOLD, threshold=C36_IDENTITY_THRESHOLD, test="at-most",
-    decides="confirmed when the 95% CI's upper bound lies below 0.5 (the non-identity part "
+    decides="confirmed when the CI at its level's upper bound lies below 0.5 (the non-identity part "
             "is under half the identity's size: the identity dominates); not reproduced at "
             "this scale when its lower bound lies above 0.5; otherwise inconclusive, as below "
             "min_seeds")

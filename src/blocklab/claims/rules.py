@@ -83,10 +83,10 @@ DECISION_VERSION = ("2026-12-02: each look spends its increment of the O'Brien�
                     "function, each part's design at its Holm share of α; a decision carries "
                     "the interval it read")
 
-DECIDES = ("confirmed when the 95% CI lies wholly beyond the claim's boundary b (the smallest "
-           "effect δ, or the threshold of a claim of 'more than t' when larger) on the claimed "
-           "side; not reproduced at this scale when it lies wholly short of b, or the 90% CI "
-           "lies inside ±margin; contradicted when it lies wholly beyond δ on the opposite side "
+DECIDES = ("confirmed when the CI at its level (its look's share of α after Holm) lies wholly "
+           "beyond the claim's boundary b (the smallest effect δ, or the threshold of a claim "
+           "of 'more than t' when larger) on the claimed side; not reproduced at this scale "
+           "when it lies wholly short of b, or the (1 − 2·level) CI lies inside ±margin; contradicted when it lies wholly beyond δ on the opposite side "
            "and a 2× longer run agrees (else not reproduced); otherwise inconclusive, as with "
            "fewer seeds than min_seeds. Parts of one claim are decided with Holm's correction")
 
