@@ -598,18 +598,23 @@ def _flags(value: bool | Sequence[bool], m: int, name: str) -> list[bool]:
     return flags
 
 
+def boundary_distance(rule: Rule, value: float) -> float:
+    """How far `value` lies from the claim's boundary b (for a band, from its nearer edge),
+    in the metric's units: the effect a part must resolve to be decided."""
+    if rule.test == "equivalence":
+        return min(abs(value - rule.claimed + rule.margin),
+                   abs(value - rule.claimed - rule.margin))
+    s, b = _side_and_boundary(rule)
+    return abs(s * value - b)
+
+
 def _stopped(found: Decision, rule: Rule, est: Estimate, level: float, at: int,
              explain: bool = True, share: float | None = None) -> Decision:
     """A part after Holm's procedure stopped: inconclusive, with what alone it would be."""
     n, sd = est.n, est.sd
     if sd is None and est.resolved and n >= 2:
         sd = Estimate.from_interval(est.value, est.ci_low, est.ci_high, n).sd
-    if rule.test == "equivalence":
-        distance = min(abs(est.value - rule.claimed + rule.margin),
-                       abs(est.value - rule.claimed - rule.margin))
-    else:
-        s, b = _side_and_boundary(rule)
-        distance = abs(s * est.value - b)
+    distance = boundary_distance(rule, est.value)
     return _inconclusive(f"Holm's step-down stopped at part {at}, which was not decided "
                          f"(alone this part would be {found.verdict})", found.p_value, level,
                          found.boundary, sd or 0.0, n, distance, rule.min_seeds,

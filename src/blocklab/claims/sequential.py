@@ -29,11 +29,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from blocklab import stats
 from blocklab.claims.catalogue import SUITE_OF, part_arms, suite_rules
 from blocklab.claims.finding import Context
 from blocklab.claims.ledger import run_claims
 from blocklab.claims.registry import registered
-from blocklab.claims.rules import INCONCLUSIVE, Rule
+from blocklab.claims.rules import INCONCLUSIVE, Rule, boundary_distance, look_level
 from blocklab.experiments.options import RunRequest
 from blocklab.experiments.summaries import SeedBlock
 
@@ -142,21 +143,10 @@ def chance_to_decide(rule: Rule, estimate: Any, target: int) -> float:
     """The power of the part's test at `target` seeds at that look's level (`look_level`,
     before Holm's share) against an effect as far from the claim's boundary as the estimate,
     at its spread; 1.0 where there is no spread to read (so such a part is not passed over)."""
-    from blocklab import stats
-    from blocklab.claims.rules import look_level
-
     value, sd = estimate.value, estimate.sd
     if value is None or sd is None or not sd > 0:
         return 1.0
-    if rule.test == "equivalence":
-        distance = min(abs(value - rule.claimed + rule.margin),
-                       abs(value - rule.claimed - rule.margin))
-    else:
-        side = 1.0 if (rule.test == "at-least" or (rule.test == "effect" and rule.claimed > 0)) \
-            else -1.0
-        bound = (rule.threshold if rule.test in ("at-most", "at-least")
-                 else side * max(abs(rule.smallest_effect), side * rule.threshold))
-        distance = abs(value - bound)
+    distance = boundary_distance(rule, value)
     level = look_level(rule, target)
     if distance == 0 or level <= 0:
         return 0.0
