@@ -231,7 +231,7 @@ def test_extrapolation_grades_against_the_page(tmp_path):
     assert names[0] == "learned absolute (learned-16L) collapses at 2×"
     assert "sinusoidal (sinusoidal+scale) works at 2×" in names
     assert names[-2:] == ["RoPE works at 8× with ntk scaling", "RoPE works at 8× with yarn scaling"]
-    assert row.to_dict()["rule"]["min_seeds"] == 3
+    assert row.to_dict()["rule"]["min_seeds"] == 4
 
     arms["rope"] = _arm({"2": 2.0, "4": 9.0, "8": 30.0})  # RoPE degrades at 4×
     arms["rope+yarn"] = _arm({"2": 1.0, "4": 2.0, "8": 9.0})  # YaRN degrades at 8×: no rescue
@@ -251,14 +251,15 @@ def test_extrapolation_grades_against_the_page(tmp_path):
     assert set(scaled) == {"rope+ntk", "rope+yarn"} and scaled["rope+yarn"]["8"]["mean"] == 9.0
 
 
-def test_extrapolation_needs_three_seeds(tmp_path):
-    two_seeds = {m: _ci(0.1, 0.0, 0.2, n=2) for m in ("2", "4", "8")}
+def test_extrapolation_needs_four_seeds(tmp_path):
+    # the design's first look is at 4 seeds: 3, however clear, decide nothing
+    three_seeds = {m: _ci(0.1, 0.0, 0.2, n=3) for m in ("2", "4", "8")}
     arms = {"alibi": PositionArm(**{**_arm({"2": 0.1}).__dict__,
-                                    "extrapolated_vs_sliding_pct": two_seeds})}
+                                    "extrapolated_vs_sliding_pct": three_seeds})}
     row = _ledger(tmp_path, _extrapolation(arms), ["C21"])["C21"]
     assert row.verdict == "inconclusive"
-    assert [p.estimate.n for p in row.parts] == [2, 2, 2]
-    assert all("needs at least 3" in p.reason for p in row.parts)
+    assert [p.estimate.n for p in row.parts] == [3, 3, 3]
+    assert all("needs at least 4" in p.reason for p in row.parts)
 
 
 # C30: RoPE past 8×

@@ -206,8 +206,9 @@ def test_claims_rules_prints_the_rules_and_the_edits_after_data(capsys):
     assert set(listed) == set(reg.RULES)
     assert [p["rule_hash"] for p in listed["C18"]["parts"]] == [
         r.hash for r in reg.registered("C18", "quick").values()]
-    # its own edit, the ledger's decision rule and (seeds, not timed repeats) the looks
-    for cid, edits in (("C16", 6), ("C30", 4), ("C32", 3)):
+    # its own edits, the ledger's decision rule and (seeds, not timed repeats) the looks and
+    # their designs
+    for cid, edits in (("C16", 6), ("C30", 5), ("C32", 3)):
         assert len(listed[cid]["rules_changed"]) == edits, cid
     assert main(["claims", "--rules", "C16", "C02"]) == 0
     out = capsys.readouterr().out

@@ -5,7 +5,7 @@ per-row merge compared on every layer's weights, and the FFN output error per se
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 from blocklab.claims.finding import DECIDED, Context, Finding, claim, missing, scale_text
 from blocklab.claims.registry import (  # noqa: F401 - the rules' names, as the checks used them
@@ -15,13 +15,22 @@ from blocklab.claims.registry import (  # noqa: F401 - the rules' names, as the 
     C32_SPEED_PART,
     C32_SPEEDUP_RULE,
     C33_DELTA,
+    C33_SENSITIVITY_DELTA,
     C33_EXACT_PART,
     C33_EXACT_RULE,
     C33_TENSOR_PART,
     C33_TENSOR_RULE,
     registered,
 )
-from blocklab.claims.rules import INCONCLUSIVE, SETTLE_EN, SETTLE_ZH, Estimate, Part, settle
+from blocklab.claims.rules import (
+    INCONCLUSIVE,
+    SETTLE_EN,
+    SETTLE_ZH,
+    Estimate,
+    Part,
+    decide,
+    settle,
+)
 from blocklab.claims.text import VERDICT_ZH
 from blocklab.experiments.suites.quantize.data import QuantizeData, QuantTiming
 from blocklab.experiments.summaries import Interval
@@ -225,6 +234,18 @@ def c33_parts(data: QuantizeData, size: str = "quick") -> list[Part]:
     return Part.decided_together([exact, (C33_TENSOR_PART, rules[C33_TENSOR_PART], estimate)])
 
 
+def c33_sensitivity(tensor: Part) -> str | None:
+    """The per-tensor part's interval read against δ = 10% instead of its registered 1%, at the
+    level it was decided at (same interval, same test): a sensitivity line, never a decision.
+    None when the part has no test (too few seeds, no data)."""
+    d = tensor.decision
+    if d is None or d.p_value is None:
+        return None
+    rule = replace(tensor.rule, smallest_effect=C33_SENSITIVITY_DELTA,
+                   margin=C33_SENSITIVITY_DELTA / 2)
+    return decide(rule, tensor.estimate, d.level, explain=False).verdict
+
+
 def combine_c33(exact: Part, tensor: Part) -> str:
     """C33's verdict from its parts (`C33_COMBINES`)."""
     def decided(verdicts: list[str]) -> str:
@@ -287,6 +308,13 @@ def c33(ctx: Context) -> Finding:
     scale_zh = (scale_text(qm.get("d_model"), qm.get("n_layers"), zh=True, note="训练后的模型")
                 if verdict in DECIDED else "")
     ratio_en, ratio_zh = _ratio_text(ratios), _ratio_text(ratios, zh=True)
+    sensitivity = c33_sensitivity(tensor_part)
+    sens_en = sens_zh = ""
+    if sensitivity is not None:
+        sens_en = (f" (sensitivity, deciding nothing: the same interval read against "
+                   f"{C33_SENSITIVITY_DELTA:g}% → {sensitivity})")
+        sens_zh = (f"（敏感性分析，不作判定：同一区间对照 {C33_SENSITIVITY_DELTA:g}% → "
+                   f"{VERDICT_ZH[sensitivity]}）")
     if exact.verdict == "confirmed":
         row_en = (f"Per-row scales: merging changes nothing, bit-identical on all "
                   f"{exact.estimate.n} trained layer(s) (every layer of every seed; max |merged − "
@@ -322,17 +350,18 @@ def c33(ctx: Context) -> Finding:
         f"grid as many times coarser as the two scales are apart; in the trained layers they "
         f"are {ratio_en} apart, so the FFN output error goes from {_text(sep_err, 5)} to "
         f"{_text(merged_err, 5)}: {_ci_text(pct, 2, '%')} paired by seed, against δ = "
-        f"{C33_DELTA:g}% → {tensor_part.verdict}. The validation loss moves by "
+        f"{C33_DELTA:g}% → {tensor_part.verdict}{sens_en}. The validation loss moves by "
         f"{_ci_text(loss, 5)} nats/token (merged − separate per tensor).{tail_en}" + scale_en,
         f"gate 与 up 读入同一个 x，可存为一个 [2·d_ff, d] 矩阵；down 读入隐层（宽 d_ff），无法与之合并。{row_zh}"
         f"单一逐张量缩放：合并后的缩放取 gate 与 up 中较大者，另一个矩阵的量化网格随之变粗，倍数即两者缩放之比；"
         f"训练层中两者相差 {ratio_zh}，FFN 输出误差由 {_text(sep_err, 5)} 变为 {_text(merged_err, 5)}："
-        f"按种子配对 {_ci_text(pct, 2, '%')}，对照 δ = {C33_DELTA:g}% → {VERDICT_ZH[tensor_part.verdict]}。"
+        f"按种子配对 {_ci_text(pct, 2, '%')}，对照 δ = {C33_DELTA:g}% → {VERDICT_ZH[tensor_part.verdict]}{sens_zh}。"
         f"验证损失变化 {_ci_text(loss, 5)} nats/token（逐张量合并 − 分开）。{tail_zh}" + scale_zh,
         {"swiglu": [asdict(s) for s in data.swiglu],
          "merged_per_row_max_diff": data.merged_per_row_max_diff,
          "merged_per_tensor_max_diff": data.merged_per_tensor_max_diff,
          "layers_compared": exact.estimate.n, "gate_up_scale_ratio": ratios,
-         "merged_tensor_loss_penalty": asdict(loss), "delta_pct": C33_DELTA},
+         "merged_tensor_loss_penalty": asdict(loss), "delta_pct": C33_DELTA,
+         "sensitivity": {"delta_pct": C33_SENSITIVITY_DELTA, "verdict": sensitivity}},
         ctx.suite_command("quantize"), None, [exact, tensor_part], C33_COMBINES,
         C33_COMBINES_ZH)

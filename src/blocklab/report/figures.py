@@ -345,7 +345,8 @@ def fig_placement_deep(doc: dict[str, Any]) -> bytes | None:
             continue
         for x, a in enumerate(arms):
             colour = PLACEMENT_COLOURS.get(a.placement, "C7")
-            lrs = [a.ladder[0] * 2.0 ** k for k in a.rungs if k is not None]
+            step = a.ladder[1] / a.ladder[0] if len(a.ladder) > 1 else 2.0
+            lrs = [a.ladder[0] * step ** k for k in a.rungs if k is not None]
             ax.plot([x] * len(lrs), lrs, "o", ms=5, alpha=0.6, color=colour)
             if a.max_stable_lr is not None:
                 ax.plot([x - 0.3, x + 0.3], [a.max_stable_lr] * 2, lw=2, color=colour)

@@ -410,6 +410,9 @@ def test_depth_trend_of_the_interaction_and_a_placement_kept_to_the_deepest_dept
 
 def test_stability_contrasts_by_hand():
     sweep = placement.SIZES["quick"].sweep
+    # quick's ladder climbs in √2 rungs: a rung is half a doubling
+    assert sweep.step == pytest.approx(math.sqrt(2)) and sweep.ladder()[2] == 0.064
+    h = 0.5
     # rungs per seed: pre cold 4, 5; pre warm 5, 5; post cold 1, 0; post warm 3, 4
     rungs = {("pre", 0): (4, 5), ("pre", sweep.warmup): (5, 5), ("post", 0): (1, 0),
              ("post", sweep.warmup): (3, 4)}
@@ -423,24 +426,24 @@ def test_stability_contrasts_by_hand():
     swept = {("sweep", p, 12, w, seed): record(p, w, seed, r[seed])
              for (p, w), r in rungs.items() for seed in (0, 1)}
     (effect,) = stability_stats.stability_effects(sweep, "sweep", range(2), swept)
-    assert effect.pre_cold_vs_warm.mean == pytest.approx(-0.5)  # (−1 + 0) / 2
-    assert effect.post_warm_vs_cold.mean == pytest.approx(3.0)  # (2 + 4) / 2
-    assert effect.warmup_interaction.mean == pytest.approx(2.5)  # ((2 − 1) + (4 − 0)) / 2
-    assert effect.pre_vs_post_warm.mean == pytest.approx(1.5)
-    assert effect.pre_vs_post_cold.mean == pytest.approx(4.0)
+    assert effect.pre_cold_vs_warm.mean == pytest.approx(-0.5 * h)  # (−1 + 0) / 2 rungs
+    assert effect.post_warm_vs_cold.mean == pytest.approx(3.0 * h)  # (2 + 4) / 2
+    assert effect.warmup_interaction.mean == pytest.approx(2.5 * h)  # ((2 − 1) + (4 − 0)) / 2
+    assert effect.pre_vs_post_warm.mean == pytest.approx(1.5 * h)
+    assert effect.pre_vs_post_cold.mean == pytest.approx(4.0 * h)
     arms = stability_stats.stability_arms(sweep, "sweep", range(2), swept)
     post_cold = next(a for a in arms if (a.placement, a.warmup) == ("post", 0))
-    assert post_cold.max_stable_lr == pytest.approx(sweep.lr_min * 2 ** 0.5)
+    assert post_cold.max_stable_lr == pytest.approx(sweep.lr_min * 2 ** (0.5 * h))
     # both arms of a pair censored at the same end of the ladder: that seed drops out
     top = sweep.rungs - 1
     for p, w, seed, rung in (("pre", sweep.warmup, 0, top), ("post", sweep.warmup, 0, top),
                              ("pre", 0, 1, -1), ("post", 0, 1, -1)):
         swept[("sweep", p, 12, w, seed)] = record(p, w, seed, rung)
     (effect,) = stability_stats.stability_effects(sweep, "sweep", range(2), swept)
-    assert effect.pre_vs_post_warm.n == 1 and effect.pre_vs_post_warm.mean == 1.0  # seed 1
-    assert effect.pre_vs_post_cold.n == 1 and effect.pre_vs_post_cold.mean == 3.0  # seed 0
-    # within a placement no pair is censored at one end: (6 − 1) − (6 − 4) and (4 + 1) − (5 + 1)
-    assert effect.warmup_interaction.n == 2 and effect.warmup_interaction.mean == 1.0
+    assert effect.pre_vs_post_warm.n == 1 and effect.pre_vs_post_warm.mean == pytest.approx(1.0 * h)  # seed 1
+    assert effect.pre_vs_post_cold.n == 1 and effect.pre_vs_post_cold.mean == pytest.approx(3.0 * h)  # seed 0
+    # within a placement no pair is censored at one end: (12 − 1) − (12 − 4) and (4 + 1) − (5 + 1)
+    assert effect.warmup_interaction.n == 2 and effect.warmup_interaction.mean == pytest.approx(1.0 * h)
 
 
 def test_the_sweeps_replace_the_deep_loss_grid_and_fit_the_page():

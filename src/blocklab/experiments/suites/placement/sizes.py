@@ -4,6 +4,8 @@ the constants every part shares."""
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass
 
 from blocklab.experiments.suites.evaluation import FINAL_EVAL_FRACTION
@@ -76,8 +78,9 @@ class Training:
 @dataclass(frozen=True)
 class Sweep:
     """The largest stable peak lr per (placement, warmup) arm at each depth: per seed, short
-    runs on the doubling ladder `lr_min · 2^k` (k < rungs), bisected. With rungs = 2^j − 1,
-    j runs a seed find the rung between "none stable" and "the top one stable"."""
+    runs on the ladder `lr_min · step^k` (k < rungs), bisected. With rungs = 2^j − 1, j runs a
+    seed find the rung between "none stable" and "the top one stable"; with 2^(j−1) < rungs + 1
+    ≤ 2^j, j runs. Outcomes are read in doublings (`doublings`): a rung is log2(step) of one."""
 
     d_model: int
     n_heads: int
@@ -91,9 +94,14 @@ class Sweep:
     lr_min: float
     rungs: int = 7
     final_eval_fraction: float = 0.0
+    step: float = 2.0  # the ratio of neighbouring rungs
 
     def ladder(self) -> list[float]:
-        return [rounded(self.lr_min * 2 ** k) for k in range(self.rungs)]
+        return [rounded(self.lr_min * self.step ** k) for k in range(self.rungs)]
+
+    def doublings(self, rung: int) -> float:
+        """A rung index (−1: below the ladder) in doublings of lr above lr_min."""
+        return rung * math.log2(self.step)
 
     def arms(self) -> list[tuple[str, int, int]]:
         return [(p, d, self.warmup if w else 0) for p in self.placements for d in self.depths
@@ -139,21 +147,23 @@ SIZES = {
                  stuck_patience=None, eval_every=25, eval_batches=4,
                  final_eval_fraction=FINAL_EVAL_FRACTION["quick"]),
         # Largest stable lr at depth 12: 60 steps (warmup over the first third), ladder
-        # 0.032 … 2.048. Seed 0 in 60 steps: every arm trained at 0.064 and 0.256, both cold
-        # arms diverged at 1.0, both warm arms still trained there. 3 bisected runs a seed and
-        # arm, about 6 s each.
+        # 0.032 … 2.048 in steps of √2. Seed 0 in 60 steps: every arm trained at 0.064 and
+        # 0.256, both cold arms diverged at 1.0, both warm arms still trained there. On a
+        # doubling ladder a contrast moved in whole doublings, and C19's boundary of −1 sat on
+        # a rung (−1 on every seed: never decidable); √2 rungs read half doublings. 4 bisected
+        # runs a seed and arm, about 6 s each.
         Sweep(d_model=32, n_heads=2, depths=(12,), warmup=20, placements=("pre", "post"),
               warm=(False, True), seq_len=64, batch_size=16, steps=60, lr_min=0.032,
-              final_eval_fraction=FINAL_EVAL_FRACTION["quick"]),
+              rungs=13, step=math.sqrt(2), final_eval_fraction=FINAL_EVAL_FRACTION["quick"]),
         # C36: 50 layers (the page's "50+"), pre and post, both with warmup (post-norm's best
         # schedule). A 50-layer d = 32 step at seq_len 32 takes about 0.23 s on one core
         # (per-op overhead), so 30 steps and the end-of-run evaluation cost about 12 s a run,
         # 3 runs a seed and arm. Ladder 0.032 … 2.048: in 40 steps both placements trained
         # past the unigram model from 0.016 to 1.024 on every seed (0.002 was too slow), so the
-        # ladder starts higher and reaches past where depth 12 diverged.
+        # ladder starts higher and reaches past where depth 12 diverged; √2 rungs as at depth 12.
         Sweep(d_model=32, n_heads=2, depths=(50,), warmup=10, placements=("pre", "post"),
               warm=(True,), seq_len=32, batch_size=16, steps=30, lr_min=0.032,
-              final_eval_fraction=FINAL_EVAL_FRACTION["quick"])),
+              rungs=13, step=math.sqrt(2), final_eval_fraction=FINAL_EVAL_FRACTION["quick"])),
     # Hours: (pre, post at 3 depths + sandwich at 24) × 2 warmups × 5 seeds = 70 training
     # runs after 7 × 2 × 5 tuning runs, and the sweeps' 3 runs per arm and seed
     # (`blocklab report --full --plan` estimates them).

@@ -20,7 +20,7 @@ def stability_arms(sweep: Sweep, grid: str, seeds: range, swept: dict[SweepKey, 
     for placement, depth, warmup in sweep.arms():
         mine = [swept.get((grid, placement, depth, warmup, s)) for s in seeds]
         rungs = [None if r is None else r.rung for r in mine]
-        log2 = mean_ci([None if k is None else float(k) for k in rungs])
+        log2 = mean_ci([None if k is None else sweep.doublings(k) for k in rungs])
         losses: dict[str, list[float | None]] = {}
         for r in mine:
             for trial in [] if r is None else r.trials:
@@ -45,11 +45,13 @@ def stability_effects(sweep: Sweep, grid: str, seeds: range,
 
     def rungs(p: str, depth: int, w: int) -> list[float | None]:
         found = [swept.get((grid, p, depth, w, s)) for s in seeds]
-        return [None if r is None else float(r.rung) for r in found]
+        return [None if r is None else sweep.doublings(r.rung) for r in found]
+
+    ends = (sweep.doublings(-1), sweep.doublings(top))
 
     def known(a: list[float | None], b: list[float | None]
               ) -> tuple[list[float | None], list[float | None]]:
-        both_censored = [x is not None and x == y and x in (-1, top) for x, y in
+        both_censored = [x is not None and x == y and x in ends for x, y in
                          zip(a, b, strict=True)]
         return ([None if c else x for x, c in zip(a, both_censored, strict=True)],
                 [None if c else y for y, c in zip(b, both_censored, strict=True)])
