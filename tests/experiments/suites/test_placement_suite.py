@@ -440,10 +440,12 @@ def test_stability_contrasts_by_hand():
                              ("pre", 0, 1, -1), ("post", 0, 1, -1)):
         swept[("sweep", p, 12, w, seed)] = record(p, w, seed, rung)
     (effect,) = stability_stats.stability_effects(sweep, "sweep", range(2), swept)
-    assert effect.pre_vs_post_warm.n == 1 and effect.pre_vs_post_warm.mean == pytest.approx(1.0 * h)  # seed 1
-    assert effect.pre_vs_post_cold.n == 1 and effect.pre_vs_post_cold.mean == pytest.approx(3.0 * h)  # seed 0
+    warm, cold = effect.pre_vs_post_warm, effect.pre_vs_post_cold
+    assert warm.n == 1 and warm.mean == pytest.approx(1.0 * h)  # seed 1
+    assert cold.n == 1 and cold.mean == pytest.approx(3.0 * h)  # seed 0
     # within a placement no pair is censored at one end: (12 − 1) − (12 − 4) and (4 + 1) − (5 + 1)
-    assert effect.warmup_interaction.n == 2 and effect.warmup_interaction.mean == pytest.approx(1.0 * h)
+    interaction = effect.warmup_interaction
+    assert interaction.n == 2 and interaction.mean == pytest.approx(1.0 * h)
 
 
 def test_the_sweeps_replace_the_deep_loss_grid_and_fit_the_page():

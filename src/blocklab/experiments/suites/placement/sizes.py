@@ -5,7 +5,6 @@ the constants every part shares."""
 from __future__ import annotations
 
 import math
-
 from dataclasses import dataclass
 
 from blocklab.experiments.suites.evaluation import FINAL_EVAL_FRACTION
