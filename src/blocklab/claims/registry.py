@@ -608,8 +608,9 @@ CHANGED_AFTER_DATA: tuple[RuleChange, ...] = (
                "later. Made after the quick results had been seen: at 5 seeds 8 of C21's and "
                "C30's 24 parts were decided"),
     RuleChange("2026-12-02", ("C13", "C19", "C36"),
-               "the largest stable lr is found on a ladder of √2 rungs at quick (13 rungs, "
-               "0.032 … 2.048, 4 bisected runs a seed and arm; was 7 doubling rungs, 3 runs): "
+               "the largest stable lr is found on a ladder of √2 rungs at quick (7 rungs, "
+               "0.362 … 2.9, where every arm's answer had lain; was 7 doubling rungs, 0.032 … "
+               "2.048; 3 bisected runs a seed and arm either way): "
                "on whole doublings C19's boundary of −1 sat on a rung and 'pre-norm is stable "
                "without warmup' read −1 on every seed but one, which no number of seeds could "
                "decide. Made after the quick results had been seen"),

@@ -411,7 +411,7 @@ def test_depth_trend_of_the_interaction_and_a_placement_kept_to_the_deepest_dept
 def test_stability_contrasts_by_hand():
     sweep = placement.SIZES["quick"].sweep
     # quick's ladder climbs in √2 rungs: a rung is half a doubling
-    assert sweep.step == pytest.approx(math.sqrt(2)) and sweep.ladder()[2] == 0.064
+    assert sweep.step == pytest.approx(math.sqrt(2)) and sweep.ladder()[2] == 0.724
     h = 0.5
     # rungs per seed: pre cold 4, 5; pre warm 5, 5; post cold 1, 0; post warm 3, 4
     rungs = {("pre", 0): (4, 5), ("pre", sweep.warmup): (5, 5), ("post", 0): (1, 0),
@@ -443,7 +443,7 @@ def test_stability_contrasts_by_hand():
     warm, cold = effect.pre_vs_post_warm, effect.pre_vs_post_cold
     assert warm.n == 1 and warm.mean == pytest.approx(1.0 * h)  # seed 1
     assert cold.n == 1 and cold.mean == pytest.approx(3.0 * h)  # seed 0
-    # within a placement no pair is censored at one end: (12 − 1) − (12 − 4) and (4 + 1) − (5 + 1)
+    # within a placement no pair is censored at one end: (6 − 1) − (6 − 4) and (4 + 1) − (5 + 1)
     interaction = effect.warmup_interaction
     assert interaction.n == 2 and interaction.mean == pytest.approx(1.0 * h)
 

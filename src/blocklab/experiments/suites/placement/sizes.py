@@ -146,23 +146,25 @@ SIZES = {
                  stuck_patience=None, eval_every=25, eval_batches=4,
                  final_eval_fraction=FINAL_EVAL_FRACTION["quick"]),
         # Largest stable lr at depth 12: 60 steps (warmup over the first third), ladder
-        # 0.032 … 2.048 in steps of √2. Seed 0 in 60 steps: every arm trained at 0.064 and
-        # 0.256, both cold arms diverged at 1.0, both warm arms still trained there. On a
-        # doubling ladder a contrast moved in whole doublings, and C19's boundary of −1 sat on
-        # a rung (−1 on every seed: never decidable); √2 rungs read half doublings. 4 bisected
-        # runs a seed and arm, about 6 s each.
+        # 0.362 … 2.9 in steps of √2. Seed 0 in 60 steps: every arm trained at 0.064 and
+        # 0.256, both cold arms diverged at 1.0, both warm arms still trained there; on 6
+        # seeds every arm's largest stable lr lay in 0.512 … 2.05. On a doubling ladder a
+        # contrast moved in whole doublings, and C19's boundary of −1 sat on a rung (−1 on
+        # every seed: never decidable); √2 rungs read half doublings at the same 3 bisected
+        # runs a seed and arm (about 6 s each), over the range where the answers lie.
         Sweep(d_model=32, n_heads=2, depths=(12,), warmup=20, placements=("pre", "post"),
-              warm=(False, True), seq_len=64, batch_size=16, steps=60, lr_min=0.032,
-              rungs=13, step=math.sqrt(2), final_eval_fraction=FINAL_EVAL_FRACTION["quick"]),
+              warm=(False, True), seq_len=64, batch_size=16, steps=60, lr_min=0.362,
+              step=math.sqrt(2), final_eval_fraction=FINAL_EVAL_FRACTION["quick"]),
         # C36: 50 layers (the page's "50+"), pre and post, both with warmup (post-norm's best
         # schedule). A 50-layer d = 32 step at seq_len 32 takes about 0.23 s on one core
         # (per-op overhead), so 30 steps and the end-of-run evaluation cost about 12 s a run,
         # 3 runs a seed and arm. Ladder 0.032 … 2.048: in 40 steps both placements trained
         # past the unigram model from 0.016 to 1.024 on every seed (0.002 was too slow), so the
-        # ladder starts higher and reaches past where depth 12 diverged; √2 rungs as at depth 12.
+        # ladder starts higher and reaches past where depth 12 diverged. √2 rungs as at depth 12
+        # (0.362 … 2.9): on 6 seeds both placements' largest stable lr lay in 0.512 … 1.02.
         Sweep(d_model=32, n_heads=2, depths=(50,), warmup=10, placements=("pre", "post"),
-              warm=(True,), seq_len=32, batch_size=16, steps=30, lr_min=0.032,
-              rungs=13, step=math.sqrt(2), final_eval_fraction=FINAL_EVAL_FRACTION["quick"])),
+              warm=(True,), seq_len=32, batch_size=16, steps=30, lr_min=0.362,
+              step=math.sqrt(2), final_eval_fraction=FINAL_EVAL_FRACTION["quick"])),
     # Hours: (pre, post at 3 depths + sandwich at 24) × 2 warmups × 5 seeds = 70 training
     # runs after 7 × 2 × 5 tuning runs, and the sweeps' 3 runs per arm and seed
     # (`blocklab report --full --plan` estimates them).
