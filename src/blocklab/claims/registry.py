@@ -214,10 +214,11 @@ C19_RULES = {
 WORKS_PCT = 5.0  # at most 5% worse than sliding windows: "works"
 COLLAPSE_PCT = 25.0  # more than 25% worse (or unusable): "collapses"; in between: "degrades"
 C21_MIN_SEEDS = 4
-# A look at 3 seeds sits at 30% of a 10-seed design, where O'Brien–Fleming spends 1e-6 of α:
-# no power. Ten seeds of the four graded arms cost about 12.5 core-minutes at quick (75 s a seed),
-# a third of the default quick budget's 40.
-C21_MAX_SEEDS = 10
+# A look at 3 seeds sits at 3/8 of an 8-seed design, where O'Brien–Fleming spends 2e-5 of α:
+# no power. The maximum is what the default quick budget reaches: its first look (every suite
+# at its first seeds) takes about 15.5 of its 20 minutes on 2 cores, and the 4 further seeds of
+# the four graded arms cost about 5 core-minutes (75 s a seed) of the 9 left.
+C21_MAX_SEEDS = 8
 C21_METRIC = "100·(loss past L − sliding-window loss)/sliding-window loss on the same tokens, %"
 C21_DECIDES = (f"works when the CI at its level's upper end is below {WORKS_PCT:g}%; collapses when its "
                f"lower end is above {COLLAPSE_PCT:g}% or the model cannot run there; degrades "
@@ -600,7 +601,7 @@ CHANGED_AFTER_DATA: tuple[RuleChange, ...] = (
                "results had been seen"),
     RuleChange("2026-12-02", ("C21", "C30", "C12", "C36"),
                "the sequential designs: C21's and C30's from 3–6 seeds (looks at 3, 5, 6) to "
-               "4–10 (looks at 4, 6, 8, 10), C12's from 2–4 (looks at 2, 3, 4) and C36's "
+               "4–8 (looks at 4, 6, 8), C12's from 2–4 (looks at 2, 3, 4) and C36's "
                "identity part from 2–4 to 4–8: no look at 2 or 3 seeds, where the O'Brien–"
                "Fleming share of α leaves a part no power, and a maximum the default quick "
                "budget reaches (a position seed of the four graded arms costs about 75 "
