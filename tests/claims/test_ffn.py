@@ -1,6 +1,7 @@
 """C16 (`blocklab.claims.ffn`): verdicts from fabricated ffn summaries, written the way
 `run_suite` writes them, so the verdict logic is tested without training."""
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -37,7 +38,8 @@ def _ffn_arm(rel: Interval) -> FfnArm:
 def _ffn_data(swiglu, geglu, glu, lr_at_edge=(), tuned=("relu", "swiglu", "geglu", "glu")
               ) -> FfnData:
     arms = {name: _ffn_arm(rel)
-            for name, rel in (("swiglu", swiglu), ("geglu", geglu), ("glu", glu))}
+            for name, rel in (("relu", Interval(0)), ("swiglu", swiglu), ("geglu", geglu),
+                              ("glu", glu))}
     grid = (3e-3, 1e-2, 3e-2)
     tuning = [ArmTuning(arm, grid, 1e-2 if arm not in lr_at_edge else 3e-2,
                         arm not in lr_at_edge, 0) for arm in tuned]
@@ -108,7 +110,8 @@ def test_c16_is_contradicted_only_when_a_run_twice_as_long_agrees(tmp_path, long
 ])
 def test_ffn_verdict_logic(tmp_path, swiglu, geglu, glu, verdict, parts):
     arms = {name: _ffn_arm(rel)
-            for name, rel in (("swiglu", swiglu), ("geglu", geglu), ("glu", glu))}
+            for name, rel in (("relu", Interval(0)), ("swiglu", swiglu), ("geglu", geglu),
+                              ("glu", glu))}
     _write(tmp_path, "ffn", FfnData(arms=arms, seeds=3, steps=100, init="fan_in", lr_grid=[3e-3],
                                     lr_trials=[], lr_at_edge=[], sensitivity=SENSITIVITY,
                                     trend=[], trend_change=Interval(0), warmup_steps=10,
@@ -168,3 +171,21 @@ def test_c16_says_whether_swiglus_effect_grows_with_model_size(tmp_path, change,
     (row,) = run_claims(["C16"], Context(RunRequest(tmp_path, "quick")))
     assert f"the advantage {word} with size here" in row.summary
     assert [p["d_model"] for p in row.evidence["trend"]] == [32, 64]
+
+
+def test_c16_counts_the_runs_that_failed_beside_each_decision(tmp_path):
+    """A diverged or stuck run leaves its seed out of the pairs: each part says how many of its
+    arm's and ReLU's runs failed, and a never-made run is not a failure."""
+    fine = _ci(-1.5, -2.0, -1.0)
+    data = _ffn_data(fine, fine, fine)
+    arms = dict(data.arms)
+    arms["swiglu"] = dataclasses.replace(arms["swiglu"], status={"ok": 3, "diverged": 2})
+    arms["relu"] = dataclasses.replace(arms["relu"], status={"ok": 4, "stuck": 1})
+    arms["glu"] = dataclasses.replace(arms["glu"], status={"ok": 3, "missing": 2})
+    _write(tmp_path, "ffn", dataclasses.replace(data, arms=arms))
+    (row,) = run_claims(["C16"], Context(RunRequest(tmp_path, "quick")))
+    parts = {p.name: p for p in row.parts}
+    assert "3 run(s) failed (diverged or stuck: swiglu 2, relu 1)" in parts["swiglu"].reason
+    assert "1 run(s) failed (diverged or stuck: relu 1)" in parts["geglu"].reason
+    assert "1 run(s) failed (diverged or stuck: relu 1)" in parts["glu"].reason
+    assert "glu 2" not in parts["glu"].reason  # two runs never made: not failures

@@ -223,3 +223,35 @@ def test_rules_changed_after_data_are_noted_under_their_claims(tmp_path, capsys)
     edited = {cid for change in reg.CHANGED_AFTER_DATA for cid in change.claims}
     assert {"C16", "C30", "C32"} <= edited and edited <= set(reg.RULES)
     assert all(c.date.startswith("2026-1") for c in reg.CHANGED_AFTER_DATA)
+
+
+def test_a_change_to_a_metric_s_code_flags_the_parts_planned_before_it(monkeypatch):
+    """The recorded hash covers the rule, the decision procedure and the metric's code
+    (`Suite.metric_version`): bumping the version flags every part its suite's runs grade."""
+    import dataclasses
+    from types import SimpleNamespace
+
+    from blocklab.claims.catalogue import planned_hash, suite_rules
+    from blocklab.claims.ledger import flag_changed_rules
+    from blocklab.claims.rules import Estimate, Part
+    from blocklab.experiments.suites import quantize
+
+    rule = reg.registered("C33", "quick")[reg.C33_TENSOR_PART]
+    before = planned_hash("C33", rule)
+    assert before != rule.hash and len(before) == 12
+    assert suite_rules("quick")["quantize"][f"C33 {reg.C33_TENSOR_PART}"] == before
+    part = Part.graded(reg.C33_TENSOR_PART, rule, Estimate(5.0, 4.0, 6.0, 3, 0.4))
+    summary = SimpleNamespace(planned_rules=suite_rules("quick")["quantize"])
+    ctx = SimpleNamespace(summary=lambda suite: summary)
+    (same,) = flag_changed_rules("C33", [part], ctx)
+    assert same.planned_under is None and "changed after data" not in same.reason
+
+    monkeypatch.setattr(quantize, "SUITE", dataclasses.replace(
+        quantize.SUITE, metric_version="2099-01-01: the error measured another way"))
+    after = planned_hash("C33", rule)
+    assert after != before and rule.hash == part.rule.hash  # the rule itself is unchanged
+    (flagged,) = flag_changed_rules("C33", [part], ctx)
+    assert flagged.planned_under == before
+    assert f"planned under rule {before}, graded under {after}" in flagged.reason
+    # a claim no suite measures keeps its rule's own hash
+    assert planned_hash("C99", rule) == rule.hash

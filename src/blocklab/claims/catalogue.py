@@ -19,6 +19,8 @@ elsewhere to extend.
 
 from __future__ import annotations
 
+import hashlib
+
 from blocklab.claims import (  # noqa: F401 - imported for their @claim declarations
     checks,
     depth,
@@ -31,6 +33,7 @@ from blocklab.claims import (  # noqa: F401 - imported for their @claim declarat
 )
 from blocklab.claims.finding import DECLARED, Check, ClaimSpec
 from blocklab.claims.registry import registered
+from blocklab.claims.rules import Rule
 
 SPECS: dict[str, ClaimSpec] = dict(sorted(DECLARED.items()))
 CHECKS: dict[str, Check] = {cid: spec.check for cid, spec in SPECS.items()}
@@ -64,11 +67,26 @@ def part_arms(claim_id: str, part: str, metric: str, arms: list[str], *,
     return found
 
 
+def planned_hash(claim_id: str, rule: Rule) -> str:
+    """The hash a part's runs are recorded under: its rule's (`Rule.hash`: the rule's fields
+    and the decision procedure's version) with the version of the code that computes its
+    metric from its suite's runs (`Suite.metric_version`), 12 hex digits of their sha256.
+    The rule's own hash for a claim no suite measures."""
+    suite = SUITE_OF.get(claim_id)
+    if suite is None:
+        return rule.hash
+    from blocklab.experiments.suites import get_suite
+
+    text = f"{rule.hash}\n{get_suite(suite).metric_version}"
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
 def suite_rules(size: str) -> dict[str, dict[str, str]]:
-    """{suite: {"<claim> <part>": rule hash}}: the registered rules that grade each suite's
-    data at `size`, recorded in its results folder when its runs are first planned."""
+    """{suite: {"<claim> <part>": planned hash}}: the registered rules that grade each suite's
+    data at `size`, with the metric code's version (`planned_hash`), recorded in its results
+    folder when its runs are first planned."""
     out: dict[str, dict[str, str]] = {}
     for claim_id, suite in SUITE_OF.items():
         for name, rule in registered(claim_id, size).items():
-            out.setdefault(suite, {})[f"{claim_id} {name}"] = rule.hash
+            out.setdefault(suite, {})[f"{claim_id} {name}"] = planned_hash(claim_id, rule)
     return out

@@ -38,6 +38,7 @@ from blocklab.claims.rules import (
     decide,
     decided_text,
     settle,
+    with_failed_seeds,
 )
 from blocklab.experiments.suites.ffn import BASELINE
 
@@ -82,6 +83,12 @@ def c16_arms(part: str, metric: str, arms: list[str]) -> list[str]:
     return [a for a in (part, BASELINE) if a in arms]
 
 
+def failed_runs(status: Mapping[str, int]) -> int:
+    """The runs of an arm that diverged or got stuck (its `FfnArm.status`; "missing" runs were
+    never made and are not failures)."""
+    return status.get("diverged", 0) + status.get("stuck", 0)
+
+
 @claim("C16", suite="ffn", scale_dependent=True, arms=c16_arms)
 def c16(ctx: Context) -> Finding:
     summary = ctx.summary("ffn")
@@ -109,6 +116,8 @@ def c16(ctx: Context) -> Finding:
     longer = c16_longer_agrees(ctx, rules, fair)
     parts = Part.decided_together(specs, fair_arms=[fair[arm] for arm in page],
                                   longer_run_agrees=[longer.get(arm, False) for arm in page])
+    parts = [with_failed_seeds(p, {a: failed_runs(arms[a].status) for a in (arm, "relu")})
+             for p, arm in zip(parts, page, strict=True)]
     verdict = combine_c16(parts)
     size = data.size
     scale = {"d_model": size.get("d_model"), "depth": size.get("n_layers"), "steps": data.steps,

@@ -16,7 +16,7 @@ import traceback
 from dataclasses import asdict, dataclass, field, is_dataclass, replace
 from typing import Any
 
-from blocklab.claims.catalogue import CHECKS, SCALE_DEPENDENT, SUITE_OF
+from blocklab.claims.catalogue import CHECKS, SCALE_DEPENDENT, SUITE_OF, planned_hash
 from blocklab.claims.finding import Context
 from blocklab.claims.registry import RULES, RuleChange, changes, registered
 from blocklab.claims.rules import (
@@ -109,10 +109,11 @@ def flag_changed_rules(claim_id: str, parts: list[Part], ctx: Context) -> list[P
         if summary is not None and not planned and part.decision is not None:
             part = replace(part, reason=f"{part.reason}; no record of the rule its runs were "
                                         "planned under (stored before rules were recorded)")
-        elif then is not None and then != part.rule.hash:
+        elif then is not None and then != (now := planned_hash(claim_id, part.rule)):
             part = replace(part, planned_under=then,
                            reason=f"{part.reason}; rule changed after data: its runs were "
-                                  f"planned under rule {then}, graded under {part.rule.hash}")
+                                  f"planned under rule {then}, graded under {now} (the rule, "
+                                  "its decision procedure and its metric's code)")
         out.append(part)
     return out
 

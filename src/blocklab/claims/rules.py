@@ -49,7 +49,7 @@ import functools
 import hashlib
 import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any, NotRequired, TypedDict
 
@@ -801,6 +801,20 @@ def failed_runs_part(name: str, rule: Rule, interval: Interval, failures: int,
         return Part(name, rule, Estimate.of(interval), "not-reproduced-at-this-scale",
                     f"{failures} {what} run(s) failed")
     return (name, rule, Estimate.of(interval))
+
+
+def with_failed_seeds(part: Part, failed: Mapping[str, int]) -> Part:
+    """`part` with the runs that failed on its arms counted in its reason: {arm: runs that
+    diverged or got stuck}. A failed run is missing data: its seed leaves the pairs (the
+    estimate's n counts the rest), and the count is shown beside the decision, never hidden
+    in a smaller n."""
+    counted = {arm: k for arm, k in failed.items() if k}
+    if not counted:
+        return part
+    total = sum(counted.values())
+    where = ", ".join(f"{arm} {k}" for arm, k in counted.items())
+    return replace(part, reason=f"{part.reason}; {total} run(s) failed (diverged or stuck: "
+                                f"{where}): missing data, left out of the pairs")
 
 
 def untestable_part(name: str, rule: Rule, interval: Interval, reason: str) -> Part:

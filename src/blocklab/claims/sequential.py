@@ -106,10 +106,10 @@ def sequential(rule: Rule) -> bool:
 
 
 def recorded_rules(request: RunRequest) -> dict[str, dict[str, str]]:
-    """{suite: {"<claim> <part>": rule hash}}: the registered rules recorded beside the
-    request's runs when they are planned, those of its size; none at a precision other than
-    fp32 (the rules grade float32 results)."""
-    return suite_rules(request.size) if request.precision == "fp32" else {}
+    """{suite: {"<claim> <part>": planned hash}}: the registered rules recorded beside the
+    request's runs when they are planned (`catalogue.planned_hash`), those of its size, at
+    every precision: the ledger grades a bf16 folder by the same rules."""
+    return suite_rules(request.size)
 
 
 def open_parts(rows: Sequence[Any], size: str, arms_of: Callable[[str], list[str]]

@@ -4,6 +4,7 @@ import dataclasses
 import json
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -169,6 +170,29 @@ def test_a_tuned_suite_plans_its_evaluation_from_stored_tuning_results(tmp_path)
                    progress=False)
     assert calls == [("eval", 1000), ("eval", 1001)]
     assert base.TUNING_SEEDS > MAX_SEED_OFFSET + MAX_SEEDS  # beyond any evaluation seed
+
+
+def test_the_tuning_and_evaluation_folders_record_the_rules_they_were_planned_under(tmp_path):
+    """Both folders of a tuned suite record the rule hashes when first planned (the tuning
+    chooses the lrs the rules' arms train at); a later plan never re-records them."""
+    rules = {"C99 a part": "0123456789ab"}
+    base.run_suite(_tuned_suite([]), RunOptions("tiny", range(2)), tmp_path, progress=False,
+                   rules=rules)
+    for folder in ("tiny+tuning", "tiny"):
+        path = tmp_path / "tuned" / folder / base.PLANNED_RULES
+        assert json.loads(path.read_text()) == rules, folder
+    base.run_suite(_tuned_suite([]), RunOptions("tiny", range(3)), tmp_path, progress=False,
+                   rules={"C99 a part": "ffffffffffff"})
+    for folder in ("tiny+tuning", "tiny"):
+        path = tmp_path / "tuned" / folder / base.PLANNED_RULES
+        assert json.loads(path.read_text()) == rules, folder
+
+
+def test_a_bf16_request_records_the_rules_like_any_other():
+    from blocklab.claims.sequential import recorded_rules
+
+    fp32 = recorded_rules(RunRequest(Path("r"), "quick"))
+    assert fp32 and recorded_rules(RunRequest(Path("r"), "quick", precision="bf16")) == fp32
 
 
 def test_a_grid_grown_at_an_edge_is_tuned_before_anything_is_evaluated(tmp_path):

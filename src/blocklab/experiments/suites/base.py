@@ -123,6 +123,12 @@ class Suite:
     # trained twice as long (steps and warmup doubled), that check a would-be contradiction;
     # None for a suite whose parts are not decided on training runs.
     longer: Callable[[RunOptions, Results, list[str]], list[RunSpec]] | None = None
+    # The version of the code that turns its runs into the metrics registered rules read
+    # (its summary's statistics): part of every recorded rule hash (`claims.catalogue.
+    # planned_hash`), so a folder planned before a metric changed is flagged, never silently
+    # regraded. Change it with any such change, saying what changed; "" for a suite no
+    # registered rule reads.
+    metric_version: str = ""
 
     def __post_init__(self) -> None:
         # A mistake here is a bug in the suite's definition, not the user's input.
@@ -261,6 +267,8 @@ def plan_suite(suite: Suite, options: RunOptions, out_dir: str | Path,
     tuned: Results = []
     if suite.tune is not None:
         tuning, store, stale, missing, tuned = stored_tuning(suite, options, out_dir)
+        # The tuning folder records them too: its runs choose the lrs the rules' arms train at.
+        record_rules(store.root, rules, fresh=len(missing) == len(tuning))
         if missing:
             early_store = ResultStore(suite_dir(out_dir, suite, options))
             independent = [s for s in suite.plan(options, []) if not s.reads_tuning]

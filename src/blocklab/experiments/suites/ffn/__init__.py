@@ -82,12 +82,16 @@ from blocklab.experiments.suites.ffn.sizes import (
 from blocklab.experiments.suites.ffn.stats import interpolate, size_record
 from blocklab.experiments.suites.ffn.summary import summarise
 
+# How its runs become the metrics the registered rules read (`Suite.metric_version`).
+METRIC_VERSION = ("2026-12-02: C16's % gain over ReLU of the final validation loss at each arm's "
+                  "tuned lr, paired by seed")
 SUITE = Suite("ffn", "plain vs gated FFNs at equal parameter count (C16, C17)", plan, summarise,
               FfnData, section="ffn",
               heading=("Variants at equal parameter count (ffn suite)",
                        "等参数量下的 FFN 变体（ffn 实验）"),
               figures=("ffn_variants", "ffn_loss_curves", "scale_trend"),
               # C16's registered rule needs five paired seeds (blocklab.claims.ffn).
+              metric_version=METRIC_VERSION,
               default_seeds={"tiny": 1, "quick": 5, "full": 8}, tune=tune,
               precisions=("fp32", "bf16"), price=price, longer=longer)
 

@@ -179,6 +179,8 @@ __all__ = [
 ]
 
 
+# How its runs become the metrics the registered rules read (`Suite.metric_version`).
+METRIC_VERSION = ("2026-12-02: C18's RMSNorm − LayerNorm final validation loss, paired by seed")
 SUITE = Suite(
     name="norm-cost",
     description="RMSNorm vs LayerNorm: kernel time and saved memory, training step time, and "
@@ -191,6 +193,7 @@ SUITE = Suite(
              "RMSNorm 与 LayerNorm 的开销（norm-cost 实验）"),
     figures=("norm_cost",),
     # Seeds are the paired quality runs; timings get their repeats instead.
+    metric_version=METRIC_VERSION,
     default_seeds={"tiny": 2, "quick": 3, "full": 8},
     price=price,
 )

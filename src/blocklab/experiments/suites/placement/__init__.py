@@ -136,6 +136,10 @@ __all__ = [
     "tuned_lrs",
 ]
 
+# How its runs become the metrics the registered rules read (`Suite.metric_version`).
+METRIC_VERSION = ("2026-12-02: C12's log2 sensitivity spread over layers 1 … L−1; largest stable lr"
+                  " on the size's ladder, read in doublings (Sweep.doublings); losses at each arm's"
+                  " tuned lr, paired by seed")
 SUITE = Suite("placement", "pre vs post vs sandwich norm: gradients at init and training, "
               "and deep stacks (C12, C13, C19, C36)", plan, summarise, PlacementData,
               section="placement",
@@ -143,5 +147,6 @@ SUITE = Suite("placement", "pre vs post vs sandwich norm: gradients at init and 
               # The stable-lr figure (placement_deep) sits with C36's graded parts.
               figures=("placement_training", "placement_gradients"),
               # C19's and C36's registered rules need four paired seeds (blocklab.claims).
+              metric_version=METRIC_VERSION,
               default_seeds={"tiny": 1, "quick": 4, "full": 5}, tune=tune,
               precisions=("fp32", "bf16"), price=price)

@@ -172,6 +172,9 @@ __all__ = [
 ]
 
 
+# How its runs become the metrics the registered rules read (`Suite.metric_version`).
+METRIC_VERSION = ("2026-12-02: loss past L against sliding windows of L on the same validation "
+                  "windows, % per seed; order probe TV and loss against the unigram entropy")
 SUITE = Suite(
     name="position",
     description="Train at L, read at 1×..16× L: every position scheme and RoPE scaling; order "
@@ -183,6 +186,7 @@ SUITE = Suite(
     heading=("Length extrapolation (position suite)", "长度外推（position 实验）"),
     # C29–C31's figures (position_order, position_scaling, position_cost) sit with their claims.
     figures=("position_extrapolation", "passkey"),
+    metric_version=METRIC_VERSION,
     default_seeds={"tiny": 1, "quick": 4, "full": 4},
     tune=tune,
     precisions=("fp32", "bf16"),

@@ -60,6 +60,9 @@ from blocklab.experiments.suites.quantize.stats import (
 from blocklab.experiments.suites.quantize.summary import summarise
 from blocklab.experiments.suites.quantize.timings import TimedRun, scheme_rows, timed_runs
 
+# How its runs become the metrics the registered rules read (`Suite.metric_version`).
+METRIC_VERSION = ("2026-12-02: C33's FFN output error of merged against separate per-tensor scales,"
+                  " % per seed")
 SUITE = Suite(
     name="quantize",
     description="int8 quantization (torchao): prefill/decode speed-up per scheme against the "
@@ -70,6 +73,7 @@ SUITE = Suite(
     section="deployment",
     heading=("int8 quantization (quantize suite)", "int8 量化（quantize 实验）"),
     # Its figure (quantize_speedup) sits with C32's graded parts.
+    metric_version=METRIC_VERSION,
     default_seeds={"tiny": 1, "quick": 3, "full": 5},
     price=price,
 )
