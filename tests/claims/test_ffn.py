@@ -10,7 +10,7 @@ import pytest
 from blocklab.claims import Context, run_claims
 from blocklab.experiments.options import RunRequest
 from blocklab.experiments.suites.ffn.data import FfnArm, FfnData, FfnSensitivity
-from blocklab.experiments.summaries import ArmTuning, Interval, Summary, save_summary
+from blocklab.experiments.summaries import ArmTuning, Interval, LrTrial, Summary, save_summary
 
 
 def _ci(mean, low, high, n=10) -> Interval:
@@ -35,16 +35,25 @@ def _ffn_arm(rel: Interval) -> FfnArm:
                   counted=3, zero_grad_fraction={"init": 0.0, "final": None}, lr=3e-3)
 
 
-def _ffn_data(swiglu, geglu, glu, lr_at_edge=(), tuned=("relu", "swiglu", "geglu", "glu")
-              ) -> FfnData:
+def _curve(arm, grid, losses, d_model=64):
+    """One tuning seed of `arm` at each rate of `grid`."""
+    return [LrTrial(arm, lr, 0, "ok", loss, d_model) for lr, loss in zip(grid, losses,
+                                                                        strict=True)]
+
+
+def _ffn_data(swiglu, geglu, glu, lr_at_edge=(), tuned=("relu", "swiglu", "geglu", "glu"),
+              curves=None) -> FfnData:
     arms = {name: _ffn_arm(rel)
             for name, rel in (("relu", Interval(0)), ("swiglu", swiglu), ("geglu", geglu),
                               ("glu", glu))}
     grid = (3e-3, 1e-2, 3e-2)
     tuning = [ArmTuning(arm, grid, 1e-2 if arm not in lr_at_edge else 3e-2,
                         arm not in lr_at_edge, 0) for arm in tuned]
+    # symmetric in log lr about the chosen 1e-2: no lr bias
+    trials = [t for arm in tuned
+              for t in _curve(arm, grid, (curves or {}).get(arm, (2.1, 2.0, 2.1)))]
     return FfnData(arms=arms, seeds=10, steps=100, init="fan_in", lr_grid=list(grid),
-                   lr_trials=[], lr_at_edge=list(lr_at_edge), sensitivity=SENSITIVITY, trend=[],
+                   lr_trials=trials, lr_at_edge=list(lr_at_edge), sensitivity=SENSITIVITY, trend=[],
                    trend_change=Interval(0), warmup_steps=10, unigram_entropy=None,
                    baseline="relu", page={}, equal_time_ms=None, size={"d_model": 64},
                    lr_tuning=tuning)
@@ -109,14 +118,8 @@ def test_c16_is_contradicted_only_when_a_run_twice_as_long_agrees(tmp_path, long
      "inconclusive", ["inconclusive"] * 3),
 ])
 def test_ffn_verdict_logic(tmp_path, swiglu, geglu, glu, verdict, parts):
-    arms = {name: _ffn_arm(rel)
-            for name, rel in (("relu", Interval(0)), ("swiglu", swiglu), ("geglu", geglu),
-                              ("glu", glu))}
-    _write(tmp_path, "ffn", FfnData(arms=arms, seeds=3, steps=100, init="fan_in", lr_grid=[3e-3],
-                                    lr_trials=[], lr_at_edge=[], sensitivity=SENSITIVITY,
-                                    trend=[], trend_change=Interval(0), warmup_steps=10,
-                                    unigram_entropy=None, baseline="relu", page={},
-                                    equal_time_ms=None, size={"d_model": 64}))
+    # every arm tuned to an interior rate whose curve is symmetric about it: fair arms
+    _write(tmp_path, "ffn", _ffn_data(swiglu, geglu, glu))
     (row,) = run_claims(["C16"], Context(RunRequest(tmp_path, "quick")))
     assert row.verdict == verdict and row.error is None
     assert [p.verdict for p in row.parts] == parts
@@ -142,7 +145,7 @@ def test_ffn_verdict_logic(tmp_path, swiglu, geglu, glu, verdict, parts):
     assert row.evidence["arms"]["swiglu"]["rel_delta_pct"] == {
         "n": swiglu.n, "mean": swiglu.mean, "ci_low": swiglu.ci_low, "ci_high": swiglu.ci_high,
         "sd": None}
-    assert row.evidence["seeds"] == 3 and "d=64" in row.summary
+    assert row.evidence["seeds"] == 10 and "d=64" in row.summary
 
 
 def test_the_quick_ffn_suite_runs_the_seeds_c16s_rule_needs():
@@ -189,3 +192,19 @@ def test_c16_counts_the_runs_that_failed_beside_each_decision(tmp_path):
     assert "1 run(s) failed (diverged or stuck: relu 1)" in parts["geglu"].reason
     assert "1 run(s) failed (diverged or stuck: relu 1)" in parts["glu"].reason
     assert "glu 2" not in parts["glu"].reason  # two runs never made: not failures
+
+
+def test_c16_confirms_a_gain_only_on_arms_whose_tuned_rates_leave_it_no_bias(tmp_path):
+    """SwiGLU's curve is steep on one side: its optimum lies between 1e-2 and 3e-2 and the
+    chosen 1e-2 leaves loss on the table that ReLU's (symmetric) does not; the gap that bias
+    puts there exceeds δ/2, so an interval wholly past the page's 1% does not confirm."""
+    gain = _ci(-3.0, -3.4, -2.6)  # better than ReLU by 3% on every reading
+    lopsided = {"swiglu": (2.30, 2.00, 1.98)}
+    _write(tmp_path, "ffn", _ffn_data(gain, gain, gain, curves=lopsided))
+    (row,) = run_claims(["C16"], Context(RunRequest(tmp_path, "quick")))
+    parts = {p.name: p for p in row.parts}
+    assert parts["glu"].verdict == "confirmed" and parts["swiglu"].verdict == "inconclusive"
+    # Holm's step-down stops at SwiGLU, so GeGLU (ranked after it) is not decided either
+    assert parts["geglu"].verdict == "inconclusive" and "step-down stopped" in parts["geglu"].reason
+    assert "the tuned rates bias the gap by" in parts["swiglu"].reason
+    assert "a confirmation needs fair arms" in parts["swiglu"].reason

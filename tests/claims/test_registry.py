@@ -104,7 +104,7 @@ def fake_results(tmp_path_factory) -> Path:
     td, tq = _sibling("test_depth"), _sibling("test_quantization")
     rel = tf._ci(-1.5, -2.0, -1.0, 5)
     _store(root, "ffn", FfnData(
-        arms={arm: tf._ffn_arm(rel) for arm in reg.C16_ARMS}, seeds=5, steps=100,
+        arms={arm: tf._ffn_arm(rel) for arm in ("relu", *reg.C16_ARMS)}, seeds=5, steps=100,
         init="fan_in", lr_grid=[3e-3], lr_trials=[], lr_at_edge=[], sensitivity=tf.SENSITIVITY,
         trend=[], trend_change=Interval(0), warmup_steps=10, unigram_entropy=None,
         baseline="relu", page={}, equal_time_ms=None, size={"d_model": 64}))
@@ -208,7 +208,7 @@ def test_claims_rules_prints_the_rules_and_the_edits_after_data(capsys):
         r.hash for r in reg.registered("C18", "quick").values()]
     # its own edits, the ledger's decision rule and (seeds, not timed repeats) the looks and
     # their designs
-    for cid, edits in (("C16", 6), ("C30", 5), ("C32", 3)):
+    for cid, edits in (("C16", 7), ("C30", 5), ("C32", 3)):
         assert len(listed[cid]["rules_changed"]) == edits, cid
     assert main(["claims", "--rules", "C16", "C02"]) == 0
     out = capsys.readouterr().out

@@ -21,6 +21,7 @@ from blocklab.claims.finding import (
     scale_text,
     trend_word,
 )
+from blocklab.claims.lr_bias import comparison_bias, lr_bias
 from blocklab.claims.registry import (
     C16_MARGIN_PCT,
     C16_MIN_SEEDS,
@@ -41,6 +42,7 @@ from blocklab.claims.rules import (
     with_failed_seeds,
 )
 from blocklab.experiments.suites.ffn import BASELINE
+from blocklab.experiments.suites.ffn.data import FfnData
 
 # C16's registered rule per part (`registry.c16_rule`): (arm − relu)/relu of the final
 # validation loss at equal parameters, steps and tokens, in % (negative = lower loss = better).
@@ -83,6 +85,36 @@ def c16_arms(part: str, metric: str, arms: list[str]) -> list[str]:
     return [a for a in (part, BASELINE) if a in arms]
 
 
+def c16_lr_bias(data: FfnData) -> dict[str, float | None]:
+    """{arm: the % its and ReLU's tuned rates put into its gap to ReLU} (`lr_bias`: a parabola
+    in log lr through each chosen rate and its neighbours; positive = the arm looks worse than
+    at both optima); None where a curve gives no optimum to read."""
+    d_model = data.size.get("d_model")
+    chosen = {t.arm: t.lr for t in data.lr_tuning}
+    if BASELINE not in chosen:
+        return {}
+    base = lr_bias(data.lr_trials, BASELINE, chosen[BASELINE], d_model)
+    loss = data.arms[BASELINE].val_loss.mean if BASELINE in data.arms else None
+    return {arm: comparison_bias(lr_bias(data.lr_trials, arm, lr, d_model), base, loss)
+            for arm, lr in chosen.items() if arm != BASELINE}
+
+
+def c16_unfair(arm: str, interior: Mapping[str, bool], bias: float | None, rule: Rule
+               ) -> str | None:
+    """Why `arm` and ReLU are not fair enough to confirm a gain on (None: they are): a tuned
+    rate at the grid's edge, a tuning curve with no optimum to read, or a bias of the tuned
+    rates larger than half the smallest effect δ."""
+    edge = [a for a in (arm, BASELINE) if not interior.get(a)]
+    if edge:
+        return f"{' and '.join(edge)} tuned at the grid's edge"
+    if bias is None:
+        return "the tuning curves give no optimum to read the lr bias by"
+    if abs(bias) > rule.smallest_effect / 2:
+        return (f"the tuned rates bias the gap by {bias:+.2f}% (more than δ/2 = "
+                f"{rule.smallest_effect / 2:g}%)")
+    return None
+
+
 def failed_runs(status: Mapping[str, int]) -> int:
     """The runs of an arm that diverged or got stuck (its `FfnArm.status`; "missing" runs were
     never made and are not failures)."""
@@ -114,8 +146,11 @@ def c16(ctx: Context) -> Finding:
     interior = {t.arm: t.interior for t in data.lr_tuning}
     fair = {arm: bool(interior.get(arm)) and bool(interior.get("relu")) for arm in page}
     longer = c16_longer_agrees(ctx, rules, fair)
+    bias = c16_lr_bias(data)
+    unfair = [c16_unfair(arm, interior, bias.get(arm), rules[arm]) for arm in page]
     parts = Part.decided_together(specs, fair_arms=[fair[arm] for arm in page],
-                                  longer_run_agrees=[longer.get(arm, False) for arm in page])
+                                  longer_run_agrees=[longer.get(arm, False) for arm in page],
+                                  unfair=unfair)
     parts = [with_failed_seeds(p, {a: failed_runs(arms[a].status) for a in (arm, "relu")})
              for p, arm in zip(parts, page, strict=True)]
     verdict = combine_c16(parts)
@@ -142,6 +177,14 @@ def c16(ctx: Context) -> Finding:
                        "trend over widths.")
         sensitivity_zh = (f"在早先设置下（{again.init} 初始化，共用学习率）的重跑与随宽度的规模趋势只在 "
                           "--size full 运行（不参与判定）。")
+    shown_bias = ", ".join(f"{arm} {'—' if bias.get(arm) is None else f'{bias[arm]:+.2f}%'}"
+                           for arm in page)
+    bias_en = (f" What the tuned rates leave in each gap (a parabola in log lr through each "
+               f"chosen rate and its neighbours, the arm's excess loss minus ReLU's, % of "
+               f"ReLU's loss): {shown_bias}; a gain is confirmed only where both rates are "
+               f"interior and this bias is within δ/2.")
+    bias_zh = (f"调得的学习率在各差距中留下的偏差（对数学习率上过所选点及其两邻点的抛物线，该组多余损失减去 ReLU 的，"
+               f"占 ReLU 损失的百分比）：{shown_bias}；只有两组学习率都在网格内部且偏差不超过 δ/2 时提升才算成立。")
     edges = (min(data.lr_grid), max(data.lr_grid)) if data.lr_grid else ()
     points = ", ".join(
         f"d={p.d_model}: {ci_text(p.rel_delta_pct, 2, '%')}"
@@ -166,7 +209,7 @@ def c16(ctx: Context) -> Finding:
         "'contradicted' only when both arms found their best lr inside the grid and the same "
         "arms trained twice as long agree, else 'not reproduced'"
         f"{' (at the grid edge: ' + ', '.join(data.lr_at_edge) + ')' if data.lr_at_edge else ''}"
-        f".{sensitivity}{trend_en} A small "
+        f".{bias_en}{sensitivity}{trend_en} A small "
         f"model ({_size_text(data.size)}); the papers' gains come from far larger ones."
         + scale_en,
         f"等参数、等 token 下相对 ReLU 的损失变化（负为更好；{seeds} 个配对种子、{steps} 步、stdlib 语料、"
@@ -176,13 +219,13 @@ def c16(ctx: Context) -> Finding:
         f"{'、'.join(page_gain_text(a).lstrip('+') for a in page)}。每一部分按预先登记的规则判定（至少 "
         f"{C16_MIN_SEEDS} 个种子，只有越过页面所称提升的下限才算成立，最小效应 {C16_SMALLEST_EFFECT_PCT:g}%，等价边界 ±{C16_MARGIN_PCT:g}%）；只有两组的最佳学习率都在网格内部、"
         f"且同样的组训练两倍长度后结论一致时，超过 δ 的变差才算“此规模下被否定”，否则只算“此规模下未复现”"
-        f"{'（位于网格边缘：' + '、'.join(data.lr_at_edge) + '）' if data.lr_at_edge else ''}。{sensitivity_zh}{trend_zh}这是小模型的结果，论文中的提升来自大得多的模型。"
+        f"{'（位于网格边缘：' + '、'.join(data.lr_at_edge) + '）' if data.lr_at_edge else ''}。{bias_zh}{sensitivity_zh}{trend_zh}这是小模型的结果，论文中的提升来自大得多的模型。"
         + scale_zh,
         {"arms": rows, "seeds": seeds, "steps": steps, "init": data.init,
          "lr": {arm: arm_data.lr for arm, arm_data in arms.items()},
          "lr_grid": data.lr_grid, "sensitivity": asdict(again),
          "trend": [asdict(p) for p in data.trend], "trend_change": asdict(data.trend_change),
-         "unigram_entropy": data.unigram_entropy},
+         "unigram_entropy": data.unigram_entropy, "lr_bias_pct": bias},
         ctx.suite_command("ffn"), "ffn_variants", parts, C16_COMBINES, C16_COMBINES_ZH)
 
 

@@ -615,6 +615,12 @@ CHANGED_AFTER_DATA: tuple[RuleChange, ...] = (
                "on whole doublings C19's boundary of −1 sat on a rung and 'pre-norm is stable "
                "without warmup' read −1 on every seed but one, which no number of seeds could "
                "decide. Made after the quick results had been seen"),
+    RuleChange("2026-12-02", ("C16",),
+               "a gain is confirmed only on fair arms: both tuned rates interior and the bias "
+               "they put into the gap (a parabola in log lr through each chosen rate and its "
+               "neighbours, the arm's excess loss minus ReLU's) within δ/2; the bias is shown. "
+               "Fair arms gated contradiction only before. Made after the quick results had "
+               "been seen (GLU's tuned rate left about +0.66% against ReLU's)"),
     RuleChange("2026-12-02", ("C33",),
                "the per-tensor part is graded at its registered δ = 1% (margin 0.5%) again; "
                "the 10% reading of the same interval is shown beside it and decides nothing"),

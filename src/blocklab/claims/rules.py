@@ -81,7 +81,8 @@ MAX_SEEDS = 10_000  # seeds_needed looks no further ("more than 10,000")
 # Change it with the procedure, and say what changed in registry.CHANGED_AFTER_DATA.
 DECISION_VERSION = ("2026-12-02: each look spends its increment of the O'Brien–Fleming "
                     "function, each part's design at its Holm share of α; a decision carries "
-                    "the interval it read")
+                    "the interval it read; a part whose arms are not fair (`unfair`) is never "
+                    "confirmed")
 
 DECIDES = ("confirmed when the CI at its level (its look's share of α after Holm) lies wholly "
            "beyond the claim's boundary b (the smallest effect δ, or the threshold of a claim "
@@ -366,7 +367,7 @@ def _tost(m: float, low_edge: float, high_edge: float, se_lo: float, se_hi: floa
 
 def decide(rule: Rule, estimate: Estimate, alpha: float = ALPHA, *, fair_arms: bool = False,
            longer_run_agrees: bool = False, explain: bool = True,
-           share: float | None = None) -> Decision:
+           share: float | None = None, unfair: str | None = None) -> Decision:
     """The decision on `estimate` under `rule` at two-sided level `alpha` (see the module
     docstring for the table). The stored interval is a 95% one; at another level its two arms
     are rescaled by t_{1−alpha/2} / t_{0.975} (the same test, another quantile), and the
@@ -377,7 +378,9 @@ def decide(rule: Rule, estimate: Estimate, alpha: float = ALPHA, *, fair_arms: b
     with the reason that it would be contradicted. `explain=False` leaves out what would decide
     an inconclusive part (the seeds needed: the slow part, which no verdict depends on), as the
     simulations of the error rates do. `share`: the part's Holm share of α, whose design
-    sizes the seeds an inconclusive part would need at its future looks' levels."""
+    sizes the seeds an inconclusive part would need at its future looks' levels. `unfair`:
+    why the compared arms are not fair enough to confirm on (a tuned rate that leaves more
+    than the claim could carry): a part its interval would confirm stays inconclusive."""
     e, n = estimate, estimate.n
     design = None if share is None else (rule, share)
     if rule.test == "equivalence":
@@ -456,6 +459,9 @@ def decide(rule: Rule, estimate: Estimate, alpha: float = ALPHA, *, fair_arms: b
             return Decision(NOT_REPRODUCED, f"would be contradicted ({why}); "
                                             f"{' and '.join(missing)} {verb} not confirmed it",
                             p, alpha, boundary, would_contradict=fair_arms, interval=ci)
+    if verdict == CONFIRMED and unfair:
+        return Decision(INCONCLUSIVE, f"{reason}, but {unfair}: a confirmation needs fair arms",
+                        p, alpha, boundary, interval=read)
     return Decision(verdict, reason, p, alpha, boundary, interval=read)
 
 
@@ -525,7 +531,8 @@ def grade(rule: Rule, estimate: Estimate, *, fair_arms: bool = False,
 def decide_parts(parts: Sequence[Any], alpha: float = ALPHA, *,
                  fair_arms: bool | Sequence[bool] = False,
                  longer_run_agrees: bool | Sequence[bool] = False,
-                 explain: bool = True) -> list[Decision]:
+                 explain: bool = True,
+                 unfair: Sequence[str | None] | None = None) -> list[Decision]:
     """The decisions on a claim's m parts: each at its look's level of the sequential design
     (`look_level`), with Holm's step-down correction across the parts (Holm 1979).
 
@@ -550,10 +557,13 @@ def decide_parts(parts: Sequence[Any], alpha: float = ALPHA, *,
     pairs = [(p.rule, p.estimate) if hasattr(p, "rule") else tuple(p) for p in parts]
     agrees = _flags(longer_run_agrees, len(pairs), "longer_run_agrees")
     fair = _flags(fair_arms, len(pairs), "fair_arms")
+    why_unfair = [None] * len(pairs) if unfair is None else list(unfair)
+    if len(why_unfair) != len(pairs):
+        raise ValueError(f"unfair has {len(why_unfair)} entries for {len(pairs)} parts")
     # Below min_seeds a part is undecided whatever its level: read at the first look's.
     bases = [look_level(rule, max(est.n, rule.min_seeds), alpha) for rule, est in pairs]
     first = [decide(rule, est, base, fair_arms=fair[k], longer_run_agrees=agrees[k],
-                    explain=False)
+                    explain=False, unfair=why_unfair[k])
              for k, ((rule, est), base) in enumerate(zip(pairs, bases, strict=True))]
     m = len(pairs)
     order = sorted(range(m), key=lambda k: (first[k].p_value is None,
@@ -568,7 +578,7 @@ def decide_parts(parts: Sequence[Any], alpha: float = ALPHA, *,
         # Fleming nominal level shrinks faster than α does).
         level = look_level(rule, max(est.n, rule.min_seeds), alpha / (m - i))
         found = decide(rule, est, level, fair_arms=fair[k], longer_run_agrees=agrees[k],
-                       explain=explain, share=alpha / (m - i))
+                       explain=explain, share=alpha / (m - i), unfair=why_unfair[k])
         notes = []
         if bases[k] < alpha and est.n >= rule.min_seeds:
             taken = looks(rule, est.n)
@@ -653,7 +663,8 @@ class Part:
     @classmethod
     def decided_together(cls, specs: Sequence[PartSpec | Part],
                          fair_arms: bool | list[bool] = False,
-                         longer_run_agrees: bool | list[bool] = False) -> list[Part]:
+                         longer_run_agrees: bool | list[bool] = False,
+                         unfair: list[str | None] | None = None) -> list[Part]:
         """A claim's parts decided with Holm's correction (`decide_parts`), in the order
         given: each spec is (name, rule, estimate), or a Part already decided without a test
         (an arm that cannot run, an analytic fact), which is kept as it is and not counted in
@@ -665,8 +676,10 @@ class Part:
                 a for s, a in zip(specs, flags, strict=True) if not isinstance(s, Part)]
 
         fair, agrees = per_test(fair_arms), per_test(longer_run_agrees)
+        why = None if unfair is None else [
+            u for s, u in zip(specs, unfair, strict=True) if not isinstance(s, Part)]
         found = iter(decide_parts([(rule, est) for _, rule, est in tested], ALPHA,
-                                  fair_arms=fair, longer_run_agrees=agrees))
+                                  fair_arms=fair, longer_run_agrees=agrees, unfair=why))
         return [s if isinstance(s, Part) else cls.of(s[0], s[1], s[2], next(found))
                 for s in specs]
 
