@@ -327,3 +327,46 @@ def test_the_plan_times_the_shapes_its_blocks_need_when_the_first_look_did_not(t
         "quick", [], [], partial, {}))
     plan = plan_budget(RunRequest(tmp_path, "quick", budget_s=1e9), ["ffn"], workers=2)
     assert asked and asked[0] <= set(full.timings) and plan.allowed[("ffn", "relu")] == 10
+
+
+def test_the_minutes_the_report_promises_buy_the_promised_parts_look_by_look():
+    """What more budget decides is what `--budget` runs: the report's price of the open parts
+    within their designs (`report.build.decision_budget`) is the time the runner's own
+    purchases (`sequential.buy`, look by look, re-planned with the time left) need to take
+    every promised part to the seeds its sentence names, from the same stored wall times."""
+    from dataclasses import asdict
+
+    from blocklab.claims.registry import c16_rule
+    from blocklab.claims.sequential import buy
+    from blocklab.experiments.estimate import makespan
+    from blocklab.report.build import decision_budget
+
+    arms, seed_s, n, needed = ("relu", "swiglu", "geglu"), 10.0, 5, 10
+    rule = c16_rule("swiglu")  # seeds 5–10, looks at 5, 8, 10
+    parts = [{"name": name, "decision": "inconclusive", "estimate": {"n": n},
+              "seeds_needed": needed, "rule": asdict(rule)} for name in ("swiglu", "geglu")]
+    ledger = [{"id": "C16", "command": "blocklab suite ffn --size quick", "parts": parts}]
+    costs = {"ffn": {"run_costs": [{"arm": a, "seed": s, "wall_time_s": seed_s,
+                                    "timed": False} for a in arms for s in range(n)]}}
+    promise = decision_budget(ledger, costs, workers=2)
+    assert promise["within_reach"] == 2 and not promise["beyond_design"]
+
+    coverage = {"ffn": dict.fromkeys(arms, n)}
+    walls = {"ffn": dict.fromkeys(arms, seed_s)}
+    left, reached = promise["seconds"], dict.fromkeys(("swiglu", "geglu"), n)
+    while True:
+        wanted = [Wanted("C16", p, "ffn", (p, "relu"), reached[p], rule.next_look(reached[p]))
+                  for p in reached if rule.next_look(reached[p]) is not None]
+        chosen = buy(wanted, coverage, 0, walls, workers=2, left_s=left)
+        if not chosen:
+            break
+        blocks = next_blocks(chosen, coverage, 0)["ffn"]
+        left -= makespan([seed_s for b in blocks for _ in b.arms
+                          for _ in range(b.stop - b.start)], 2)
+        for b in blocks:
+            for arm in b.arms:
+                coverage["ffn"][arm] = b.stop
+        for w in chosen:
+            reached[w.part] = w.target
+    assert reached == {"swiglu": needed, "geglu": needed}  # every promised part, in full
+    assert left == pytest.approx(0.0, abs=1e-9)  # and the promise was exactly its price

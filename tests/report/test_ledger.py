@@ -238,7 +238,10 @@ def test_budget_prices_the_inconclusive_parts_from_stored_wall_time(doc):
     assert quality["seconds"] == pytest.approx(1 * 20.0 / 2)
     # a part with one seed has no spread to size it by: listed apart, never priced
     assert [(p["claim"], p["part"]) for p in budget["unsized"]] == [("C21", "ALiBi works at 2×")]
-    assert budget["seconds"] == pytest.approx(420.0 + 10.0)
+    # what the runner runs for them (`looks_seconds`): glu goes look by look to 14, the first
+    # look of its design (5, 8, 11, 14, …) past the 12 seeds it needs, with relu: 6 runs of
+    # 60 s a look on 2 workers; C18's 3 → 5 (4 runs of 10 s) rides in the first look
+    assert budget["seconds"] == pytest.approx((180.0 + 20.0) + 180.0 + 180.0)
 
 
 def test_budget_prices_an_arm_shared_by_parts_once():
@@ -248,8 +251,9 @@ def test_budget_prices_an_arm_shared_by_parts_once():
     costs = [{"arm": arm, "seed": seed, "wall_time_s": 10.0, "timed": False}
              for arm in ("relu", "swiglu", "geglu") for seed in range(5)]
     budget = decision_budget(ledger, {"ffn": {"run_costs": costs}}, workers=1)
-    # relu at the most extra seeds any part asks of it (4), swiglu 4, geglu 2
-    assert budget["seconds"] == pytest.approx(10.0 * (4 + 4 + 2))
+    # the runner's looks on one worker: relu, swiglu and geglu 5 → 8 (geglu needs 7), then
+    # relu and swiglu 8 → 11 (swiglu needs 9); relu run once per seed for both parts
+    assert budget["seconds"] == pytest.approx(10.0 * (9 + 6))
     assert sum(p["seconds"] for p in budget["parts"]) == pytest.approx(10.0 * (8 + 4))
 
 
@@ -263,7 +267,8 @@ def test_a_part_beyond_reach_is_counted_apart():
     budget = decision_budget(ledger, {"ffn": {"run_costs": costs}}, workers=1)
     assert [p["within_reach"] for p in budget["parts"]] == [True, False]
     assert budget["within_reach"] == 1 and budget["beyond_reach"] == 1
-    assert budget["seconds"] == pytest.approx(4 * 20.0)  # geglu's 4,995 seeds left out
+    # swiglu and relu to 11 (the look past the 9 swiglu needs); geglu's 4,995 seeds left out
+    assert budget["seconds"] == pytest.approx(6 * 20.0)
     assert budget["beyond_seconds"] == pytest.approx(4995 * 20.0)
     text = budget_sentence({"decision_budget": budget}, "en")
     assert "these 1 inconclusive parts would likely be decided" in text
@@ -342,12 +347,12 @@ def test_the_budget_promises_only_what_the_designs_can_run():
 
 def test_budget_sentence_at_the_top_of_the_ledger(doc):
     text = budget_sentence(doc, "en")
-    assert ("With about 7.2 more minutes on this machine (2 worker processes), these 2 "
+    assert ("With about 9.3 more minutes on this machine (2 worker processes), these 2 "
             "inconclusive parts would likely be decided") in text
     assert "1 other inconclusive part(s) cannot be priced yet" in text
     assert "<td>glu</td>" in text and "<td>nearly the same quality</td>" in text
     zh = budget_sentence(doc, "zh")
-    assert "再运行约 7.2 分钟，这 2 个尚无定论的部分很可能得到判定" in zh
+    assert "再运行约 9.3 分钟，这 2 个尚无定论的部分很可能得到判定" in zh
     section = ledger_section(doc, make_figures(doc), "en")
     assert section.index('<p class="budget">') < section.index('id="fig-ledger_overview"') \
         < section.index('<table class="ledger">')

@@ -215,9 +215,10 @@ WORKS_PCT = 5.0  # at most 5% worse than sliding windows: "works"
 COLLAPSE_PCT = 25.0  # more than 25% worse (or unusable): "collapses"; in between: "degrades"
 C21_MIN_SEEDS = 4
 # A look at 3 seeds sits at 3/8 of an 8-seed design, where O'Brien–Fleming spends 2e-5 of α:
-# no power. The maximum is what the default quick budget reaches: its first look (every suite
-# at its first seeds) takes about 15.5 of its 20 minutes on 2 cores, and the 4 further seeds of
-# the four graded arms cost about 5 core-minutes (75 s a seed) of the 9 left.
+# no power. At 8 seeds the quick run's spreads decide about three parts in four (at 6 of a
+# 6-seed design two in three). The 4 seeds beyond the first look cost about 7 core-minutes (the
+# four graded arms, 106 s a seed in the worker pool); on 2 cores the default 20-minute budget's
+# first look (every suite at its first seeds) takes about 19, so `--budget 30` reaches 8.
 C21_MAX_SEEDS = 8
 C21_METRIC = "100·(loss past L − sliding-window loss)/sliding-window loss on the same tokens, %"
 C21_DECIDES = (f"works when the CI at its level's upper end is below {WORKS_PCT:g}%; collapses when its "
@@ -603,11 +604,11 @@ CHANGED_AFTER_DATA: tuple[RuleChange, ...] = (
                "the sequential designs: C21's and C30's from 3–6 seeds (looks at 3, 5, 6) to "
                "4–8 (looks at 4, 6, 8), C12's from 2–4 (looks at 2, 3, 4) and C36's "
                "identity part from 2–4 to 4–8: no look at 2 or 3 seeds, where the O'Brien–"
-               "Fleming share of α leaves a part no power, and a maximum the default quick "
-               "budget reaches (a position seed of the four graded arms costs about 75 "
-               "core-seconds, an init probe well under one). A larger maximum only spends α "
-               "later. Made after the quick results had been seen: at 5 seeds 8 of C21's and "
-               "C30's 24 parts were decided"),
+               "Fleming share of α leaves a part no power, and a maximum a 30-minute quick "
+               "budget reaches on 2 cores (a position seed of the four graded arms costs about "
+               "106 core-seconds in the worker pool, an init probe well under one). A larger "
+               "maximum only spends α later. Made after the quick results had been seen: at 5 "
+               "seeds 8 of C21's and C30's 24 parts were decided"),
     RuleChange("2026-12-02", ("C13", "C19", "C36"),
                "the largest stable lr is found on a ladder of √2 rungs at quick (7 rungs, "
                "0.362 … 2.9, where every arm's answer had lain; was 7 doubling rungs, 0.032 … "

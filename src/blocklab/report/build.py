@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from blocklab.claims.catalogue import part_arms
+from blocklab.claims.rules import Rule
 from blocklab.errors import InputError, ResultsError
 from blocklab.experiments.options import RunRequest
 from blocklab.experiments.results import ResultStore
@@ -162,8 +163,10 @@ def decision_budget(ledger: list[dict[str, Any]], suites: dict[str, dict[str, An
     (`part_arms`; the whole suite where not known) divided by its seeds (repeats, for a part
     timed within one run); the extra seeds' runs share `workers` processes, and timed runs run
     alone. Parts that would take longer than REACH_S alone are out of reach here
-    (`within_reach` false); `seconds` is the time of the parts within reach together, each
-    stored arm priced once, at the most extra seeds any of them asks of it. Parts whose spread
+    (`within_reach` false); `seconds` is what the sequential runner takes to run the parts
+    within reach together (`looks_seconds`: look by look to the first look of each design at
+    or past its seeds needed, each look's runs across the workers, an arm shared by parts run
+    once), so the minutes promised are the minutes `--budget` spends on them. Parts whose spread
     cannot be read (fewer than two seeds) or that would need more seeds than the rules look at
     are listed apart (`unsized`): no number of seeds can be priced for them here. So are parts
     whose seeds needed exceed their registered design's max_seeds, or that have a fixed
@@ -211,23 +214,58 @@ def decision_budget(ledger: list[dict[str, Any]], suites: dict[str, dict[str, An
             entry.update({"suite": suite, "arms": chosen or arms, "whole_suite": not chosen,
                           "extra_seeds": extra, "seed_cost_s": pool + alone,
                           "seconds": seconds, "within_reach": seconds <= REACH_S,
-                          "_per_arm": per_arm})
+                          "_per_arm": per_arm, "_rule": Rule(**part["rule"])})
             parts.append(entry)
-    shared: dict[tuple[str, str], tuple[float, float, int]] = {}
+    within = [p for p in parts if p["within_reach"]]
+    seconds = looks_seconds(within, workers)
     for p in parts:
-        per_arm = p.pop("_per_arm")
-        if not p["within_reach"]:
-            continue
-        for arm, (pool, alone) in per_arm.items():
-            old = shared.get((p["suite"], arm), (0.0, 0.0, 0))
-            shared[(p["suite"], arm)] = (max(old[0], pool), max(old[1], alone),
-                                         max(old[2], p["extra_seeds"]))
-    seconds = sum(extra * (pool / workers + alone) for pool, alone, extra in shared.values())
+        p.pop("_per_arm")
+        p.pop("_rule")
     beyond = [p for p in parts if not p["within_reach"]]
     return {"workers": workers, "reach_s": REACH_S, "seconds": seconds,
             "within_reach": len(parts) - len(beyond),
             "beyond_reach": len(beyond), "beyond_seconds": sum(p["seconds"] for p in beyond),
             "parts": parts, "unsized": unsized, "beyond_design": beyond_design}
+
+
+def looks_seconds(parts: list[dict[str, Any]], workers: int) -> float:
+    """The wall time the sequential runner takes to bring every part of `parts` (entries of
+    `decision_budget`, with their rule and per-arm seed costs) to its seeds_needed: look by
+    look as their designs schedule them (`Rule.next_look`), each look's new runs handed to
+    `workers` processes (`estimate.makespan`, as `sequential.buy` prices a purchase) and the
+    timed runs alone. An arm read by several parts is extended once, to the seeds the most
+    demanding of them asks (`sequential.next_blocks`)."""
+    from blocklab.claims.sequential import Wanted, next_blocks
+    from blocklab.experiments.estimate import makespan
+
+    cost: dict[tuple[str, str], tuple[float, float]] = {}
+    coverage: dict[str, dict[str, int]] = {}
+    for p in parts:
+        for arm, (pool, alone) in p["_per_arm"].items():
+            old = cost.get((p["suite"], arm), (0.0, 0.0))
+            cost[(p["suite"], arm)] = (max(old[0], pool), max(old[1], alone))
+            have = coverage.setdefault(p["suite"], {})
+            have[arm] = max(have.get(arm, 0), p["n"])
+    reached = [p["n"] for p in parts]
+    seconds = 0.0
+    while True:
+        wanted = {k: Wanted(p["claim"], p["part"], p["suite"], tuple(p["arms"]), reached[k],
+                            target)
+                  for k, p in enumerate(parts) if reached[k] < int(p["seeds_needed"])
+                  and (target := p["_rule"].next_look(reached[k])) is not None}
+        if not wanted:
+            return seconds
+        pooled: list[float] = []
+        for suite, blocks in next_blocks(list(wanted.values()), coverage, 0).items():
+            for block in blocks:
+                for arm in block.arms:
+                    pool, alone = cost[(suite, arm)]
+                    pooled += [pool] * (block.stop - block.start)
+                    seconds += alone * (block.stop - block.start)
+                    coverage[suite][arm] = block.stop
+        seconds += makespan(pooled, workers)
+        for k, w in wanted.items():
+            reached[k] = w.target
 
 
 def _run_curves(store: ResultStore, run_ids: list[str], command: str
