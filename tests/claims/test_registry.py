@@ -255,3 +255,20 @@ def test_a_change_to_a_metric_s_code_flags_the_parts_planned_before_it(monkeypat
     assert f"planned under rule {before}, graded under {after}" in flagged.reason
     # a claim no suite measures keeps its rule's own hash
     assert planned_hash("C99", rule) == rule.hash
+
+
+@pytest.mark.parametrize("size", ["quick", "full"])
+def test_no_sizes_first_look_lies_past_its_design(size):
+    """Each suite's planned seeds at a size (its first look) fit every seeded rule that grades
+    it: a plan past a design's maximum would be read at the design's last share from the start,
+    a look the design never had. Nor is any first look at 2 seeds or fewer."""
+    from blocklab.claims.catalogue import SUITE_OF
+    from blocklab.experiments.suites import get_suite
+
+    for claim_id, suite in SUITE_OF.items():
+        planned = get_suite(suite).default_seeds[size]
+        for name, rule in reg.registered(claim_id, size).items():
+            if rule.max_seeds is None:
+                continue
+            assert planned <= rule.max_seeds, (claim_id, name, planned, rule.schedule)
+            assert rule.schedule[0] >= 3, (claim_id, name, rule.schedule)

@@ -148,10 +148,15 @@ C18_COMPUTE_RULES = {
 }
 
 
-def c18_quality_rule(margin: float = norm_cost_suite.EQUIVALENCE_MARGIN) -> Rule:
-    """C18's quality part; `margin` is the norm-cost suite's planned equivalence margin."""
+def c18_quality_rule(margin: float = norm_cost_suite.EQUIVALENCE_MARGIN,
+                     size: str = "quick") -> Rule:
+    """C18's quality part at `size`; `margin` is the norm-cost suite's planned equivalence
+    margin. The design starts where the size's plan starts: 3–6 seeds, at --size full (8
+    planned seeds) 8–16, so that no size's first look lies past its design's last."""
+    first = 8 if size == "full" else 3
     return Rule(metric="Δ validation loss RMSNorm − LayerNorm, nats/token, paired by seed",
-                smallest_effect=margin, margin=margin, min_seeds=3, max_seeds=6, claimed=0.0,
+                smallest_effect=margin, margin=margin, min_seeds=first, max_seeds=2 * first,
+                claimed=0.0,
                 test="equivalence",
                 decides="confirmed when the (1 − 2·level) CI lies inside ±margin (two one-sided tests); "
                         "not reproduced at this scale when the CI at its level lies wholly outside it; "
@@ -519,7 +524,7 @@ RULES: dict[str, Callable[[str], dict[str, Rule]]] = {
     "C12": lambda size: {c12_part_name(init): C12_RULE for init in C12_INITS},
     "C13": lambda size: {C13_PART: C13_RULE, C13_STABILITY_PART: C13_STABILITY_RULE},
     "C16": lambda size: {arm: c16_rule(arm) for arm in C16_ARMS},
-    "C18": lambda size: {**C18_COMPUTE_RULES, C18_QUALITY_PART: c18_quality_rule()},
+    "C18": lambda size: {**C18_COMPUTE_RULES, C18_QUALITY_PART: c18_quality_rule(size=size)},
     "C19": lambda size: dict(C19_RULES),
     "C21": lambda size: _bands(c21_plan(size), c21_rule),
     "C29": lambda size: {C29_ORDER_PART: C29_ORDER_RULE, C29_UNIGRAM_PART: C29_UNIGRAM_RULE},
@@ -622,6 +627,10 @@ CHANGED_AFTER_DATA: tuple[RuleChange, ...] = (
                "neighbours, the arm's excess loss minus ReLU's) within δ/2; the bias is shown. "
                "Fair arms gated contradiction only before. Made after the quick results had "
                "been seen (GLU's tuned rate left about +0.66% against ReLU's)"),
+    RuleChange("2026-12-02", ("C18",),
+               "the quality part's design at --size full starts where that size's plan does "
+               "(8 seeds, looks at 8, 12, 16; it was 3–6, so the full plan's first look lay past "
+               "the design's last); quick and tiny keep 3–6. No full results had been run"),
     RuleChange("2026-12-02", ("C33",),
                "the per-tensor part is graded at its registered δ = 1% (margin 0.5%) again; "
                "the 10% reading of the same interval is shown beside it and decides nothing"),
