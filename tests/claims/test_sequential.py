@@ -245,7 +245,8 @@ def test_every_look_grades_what_the_request_names_its_precision_too(tmp_path, mo
     assert (ctx.results, ctx.size, ctx.seed_offset, ctx.precision) == (tmp_path, "tiny", 1000,
                                                                        "bf16")
     assert ctx.precision_of("ffn") == "bf16" and ctx.precision_of("norm-cost") == "fp32"
-    assert recorded == [{}]
+    # the bf16 folders record the rules that grade them, as fp32 folders do
+    assert recorded == [suite_rules("tiny")]
 
 
 def test_a_would_be_contradiction_gets_its_arms_trained_twice_as_long(tmp_path):

@@ -155,8 +155,9 @@ def test_ray_results_equal_the_in_process_results(ray_instance, tmp_path, capsys
     run_suite(get_suite("ffn"), RunOptions("tiny", range(1)), tmp_path / "local", progress=False,
               rules=suite_rules("tiny")["ffn"])
     trained = 0
-    # the 4 graded arms × 4 lrs of tuning; then those arms, planned_rules.json and summary.json
-    for folder, count in (("tiny+tuning", 16), ("tiny", 6)):
+    # the 4 graded arms × 4 lrs of tuning and planned_rules.json; then those arms,
+    # planned_rules.json and summary.json
+    for folder, count in (("tiny+tuning", 17), ("tiny", 6)):
         on_ray = sorted((tmp_path / "ray" / "ffn" / folder).glob("*.json"))
         local = sorted((tmp_path / "local" / "ffn" / folder).glob("*.json"))
         assert [p.name for p in on_ray] == [p.name for p in local] and len(on_ray) == count
