@@ -2,6 +2,7 @@
 summaries, written the way `run_suite` writes them, so the verdict logic is tested without
 training."""
 
+import dataclasses
 import importlib.util
 import json
 from pathlib import Path
@@ -19,7 +20,7 @@ from blocklab.experiments.suites.placement.data import (
     StabilityArm,
     StabilityEffect,
 )
-from blocklab.experiments.summaries import ArmTuning, Interval, Summary, save_summary
+from blocklab.experiments.summaries import ArmTuning, Interval, LrTrial, Summary, save_summary
 
 
 def _ci(mean, low, high, n=10) -> Interval:
@@ -67,12 +68,16 @@ def _placement(pre_failures: int, effect: PlacementEffect,
                  for p in ("pre", "post") for w in (0, 100)]
     tuning = [ArmTuning(f"{p}/12/{w}", (3e-3, 1e-2, 3e-2), 1e-2, interior, 0)
               for p in ("pre", "post") for w in (0, 100)]
+    # each arm's tuning curve symmetric in log lr about its chosen 1e-2: no lr bias
+    trials = [LrTrial(f"{p}/12/{w}", lr, 0, "ok", loss, 32)
+              for p in ("pre", "post") for w in (0, 100)
+              for lr, loss in zip((3e-3, 1e-2, 3e-2), (2.7, 2.5, 2.7), strict=True)]
     return PlacementData(
         init_gradients=grads,
         predictions=SlopePrediction(slope_last={"post": 0.0, "pre": -0.5}, init="xavier",
                                     source="test"),
         training=cells, effects=[effect], interaction_trend=_ci(0.2, 0.1, 0.3, 4),
-        unigram_entropy=None, seeds=4, steps=300, size={}, lr_tuning=tuning,
+        unigram_entropy=None, seeds=4, steps=300, size={}, lr_tuning=tuning, lr_trials=trials,
         stability=stability, stability_effects=[stable])
 
 
@@ -232,3 +237,21 @@ def test_the_stability_text_names_every_arm_with_its_interval_and_censoring():
     pre, post = text.split("; ")[0:2], text
     assert pre[0].startswith("pre warm ") and "n=4" in pre[0]
     assert "3 seed(s) stable nowhere" in post  # post-norm: three seeds below the ladder
+
+
+def test_c19_confirms_a_loss_contrast_only_when_the_tuned_rates_leave_it_no_bias(tmp_path):
+    """Pre-norm without warmup: its curve is lopsided, so the chosen 1e-2 leaves loss on the
+    table that the warm arm's does not; that bias exceeds δ/2 of the equivalence part, which
+    stays inconclusive however tight its interval, and says why."""
+    spread = {init: _ci(0.5, 0.3, 0.7, 8) for init in ("gpt2", "xavier", "depth")}
+    data = _placement(0, HOLDS, spread, STABLE_HOLDS)
+    lopsided = [t if t.arm != "pre/12/0" else LrTrial(t.arm, t.lr, t.seed, t.status,
+                                                      {3e-3: 3.2, 1e-2: 2.5, 3e-2: 2.45}[t.lr],
+                                                      t.d_model)
+                for t in data.lr_trials]
+    _write(tmp_path, "placement", dataclasses.replace(data, lr_trials=lopsided))
+    (row,) = run_claims(["C19"], Context(RunRequest(tmp_path, "quick")))
+    first = row.parts[0]
+    assert first.verdict == "inconclusive"
+    assert "the tuned rates bias the contrast by" in first.reason
+    assert "a confirmation needs fair arms" in first.reason

@@ -25,6 +25,7 @@ from blocklab.claims.finding import (
     scale_text,
     trend_word,
 )
+from blocklab.claims.lr_bias import lr_bias
 from blocklab.claims.registry import (
     C12_INITS,
     C13_PART,
@@ -39,6 +40,7 @@ from blocklab.claims.rules import (
     SETTLE_ZH,
     Estimate,
     Part,
+    Rule,
     all_or_none,
     decided_text,
     failed_runs_part,
@@ -215,6 +217,40 @@ def lr_fairness(data: PlacementData) -> tuple[bool, str, str]:
     return fair, en, zh
 
 
+def c19_lr_bias(data: PlacementData, depth: int, warmup: int) -> dict[str, float | None]:
+    """The nats the tuned rates put into C19's two loss contrasts at `depth` (`lr_bias`: a
+    parabola in log lr through each arm's chosen rate and its neighbours): "cold − warm" for
+    pre-norm's (cold − warm) and "interaction" for (post cold − post warm) − (pre cold − pre
+    warm); None where an arm's curve gives no optimum to read."""
+    chosen = {t.arm: t.lr for t in data.lr_tuning}
+
+    def excess(placement: str, w: int) -> float | None:
+        arm = f"{placement}/{depth}/{w}"
+        return None if arm not in chosen else lr_bias(data.lr_trials, arm, chosen[arm]).excess
+
+    ex = {(p, w): excess(p, w) for p in ("pre", "post") for w in (0, warmup)}
+    pre = (None if ex[("pre", 0)] is None or ex[("pre", warmup)] is None
+           else ex[("pre", 0)] - ex[("pre", warmup)])
+    post = (None if ex[("post", 0)] is None or ex[("post", warmup)] is None
+            else ex[("post", 0)] - ex[("post", warmup)])
+    return {"cold − warm": pre,
+            "interaction": None if pre is None or post is None else post - pre}
+
+
+def loss_unfair(fair: bool, bias: float | None, rule: Rule) -> str | None:
+    """Why arms compared on their losses at tuned rates are not fair enough to confirm on
+    (None: they are): a rate at its grid's edge, no optimum to read the bias by, or a bias
+    of the tuned rates larger than half the smallest effect δ."""
+    if not fair:
+        return "a tuned rate sits at its grid's edge"
+    if bias is None:
+        return "the tuning curves give no optimum to read the lr bias by"
+    if abs(bias) > rule.smallest_effect / 2:
+        return (f"the tuned rates bias the contrast by {bias:+.3f} nats (more than δ/2 = "
+                f"{rule.smallest_effect / 2:g})")
+    return None
+
+
 # Which arms of the deepest (placement, warmup) contrast a C13 or C19 part reads: the grid
 # ("train": part (b) at each arm's tuned lr; "sweep": its largest stable lrs), "pre" / "post" /
 # None (both) and "cold" (warmup 0) / "warm" / None (both).
@@ -341,7 +377,12 @@ def c19(ctx: Context) -> Finding:
     names = list(rules)
     fair, fair_en, fair_zh = lr_fairness(data)
     # Contradiction needs every arm at an interior optimum (and no size here trains long
-    # enough to call a stability result more than this scale's).
+    # enough to call a stability result more than this scale's); a loss contrast at tuned
+    # rates is confirmed only when the rates' own bias leaves it within δ/2.
+    bias = c19_lr_bias(data, effect.depth, effect.warmup)
+    bias_text = ", ".join(f"{k} {'—' if v is None else f'{v:+.3f} nats'}" for k, v in bias.items())
+    unfair = [loss_unfair(fair, bias["cold − warm"], rules[names[0]]), None,
+              loss_unfair(fair, bias["interaction"], rules[names[2]]), None, None, None]
     parts = Part.decided_together([
         failed_runs_part(names[0], rules[names[0]], effect.pre_warmup_effect, pre_f),
         (names[1], rules[names[1]], Estimate.of(stable.pre_cold_vs_warm)),
@@ -351,7 +392,7 @@ def c19(ctx: Context) -> Finding:
         untestable_part(names[5], rules[names[5]], effect.post_vs_pre_warm,
                         f"no size trains near convergence ({data.steps} steps here); post − "
                         "pre with warmup at the tuned lrs is shown, not graded"),
-    ], fair_arms=fair)
+    ], fair_arms=fair, unfair=unfair)
     verdict = settle([p.verdict for p in parts], testable_all_or_none)
     train = data.size.get("training", {})
     scale = {"d_model": train.get("d_model"), "depth": effect.depth, "steps": data.steps,
@@ -371,13 +412,17 @@ def c19(ctx: Context) -> Finding:
     return Finding(
         verdict,
         f"Depth {effect.depth}, up to {data.seeds} seeds, paired by seed, each arm at its own "
-        f"peak lr ({fair_en}): {graded}. Largest stable peak lr: "
+        f"peak lr ({fair_en}; what the tuned rates put into the loss contrasts, by a parabola "
+        f"in log lr through each chosen rate and its neighbours: {bias_text}; a loss contrast "
+        f"is confirmed only within δ/2 of it): {graded}. Largest stable peak lr: "
         f"{stability_text(data, 'sweep', stable.depth)}. Failures (counted apart): pre-norm "
         f"{pre_f}/{pre_n}; post-norm {post_cold}/{post_cold_n} without warmup, "
         f"{post_warm}/{post_warm_n} with. At initialisation (xavier) the post-norm first "
         f"layer's gradient changes with depth at log-log slope "
         f"{ci_text(post.slope_first_ci, 2, '')}.{trend_en}" + scale_en,
-        f"深度 {effect.depth}、至多 {data.seeds} 个种子，按种子配对，各组用各自的峰值学习率（{fair_zh}）：{graded}。"
+        f"深度 {effect.depth}、至多 {data.seeds} 个种子，按种子配对，各组用各自的峰值学习率（{fair_zh}；"
+        f"调得的学习率在损失对比中留下的偏差（对数学习率上过所选点及其两邻点的抛物线）：{bias_text}；"
+        f"只有偏差不超过 δ/2 时损失对比才可成立）：{graded}。"
         f"最大稳定峰值学习率：{stability_text(data, 'sweep', stable.depth, zh=True)}。失败（单独计数）："
         f"Pre-Norm {pre_f}/{pre_n}；Post-Norm 无 warmup {post_cold}/{post_cold_n}，有 warmup "
         f"{post_warm}/{post_warm_n}。初始化时（xavier）Post-Norm 第一层梯度随深度变化的双对数斜率为 "
@@ -390,6 +435,6 @@ def c19(ctx: Context) -> Finding:
          "post_slope_first": asdict(post.slope_first_ci),
          "stability": [asdict(a) for a in data.stability if a.grid == "sweep"],
          "lr_tuning": [asdict(t) for t in data.lr_tuning], "fair_arms": fair,
-         "training": [asdict(c) for c in cells]},
+         "lr_bias_nats": bias, "training": [asdict(c) for c in cells]},
         ctx.suite_command("placement"), "placement_training", parts, C19_COMBINES,
         C19_COMBINES_ZH)

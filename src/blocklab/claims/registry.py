@@ -631,6 +631,11 @@ CHANGED_AFTER_DATA: tuple[RuleChange, ...] = (
                "the quality part's design at --size full starts where that size's plan does "
                "(8 seeds, looks at 8, 12, 16; it was 3–6, so the full plan's first look lay past "
                "the design's last); quick and tiny keep 3–6. No full results had been run"),
+    RuleChange("2026-12-02", ("C19",),
+               "its two loss contrasts at tuned rates (pre-norm without − with warmup, and the "
+               "warmup interaction) are confirmed only when the bias the tuned rates put into "
+               "them (a parabola in log lr through each chosen rate and its neighbours) is "
+               "within δ/2, as C16's; the bias is shown. Neither had been confirmed"),
     RuleChange("2026-12-02", ("C33",),
                "the per-tensor part is graded at its registered δ = 1% (margin 0.5%) again; "
                "the 10% reading of the same interval is shown beside it and decides nothing"),
