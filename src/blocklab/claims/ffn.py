@@ -21,7 +21,7 @@ from blocklab.claims.finding import (
     scale_text,
     trend_word,
 )
-from blocklab.claims.lr_bias import comparison_bias, lr_bias
+from blocklab.claims.lr_bias import comparison_bias, lr_bias, unfair_reason
 from blocklab.claims.registry import (
     C16_MARGIN_PCT,
     C16_MIN_SEEDS,
@@ -101,18 +101,10 @@ def c16_lr_bias(data: FfnData) -> dict[str, float | None]:
 
 def c16_unfair(arm: str, interior: Mapping[str, bool], bias: float | None, rule: Rule
                ) -> str | None:
-    """Why `arm` and ReLU are not fair enough to confirm a gain on (None: they are): a tuned
-    rate at the grid's edge, a tuning curve with no optimum to read, or a bias of the tuned
-    rates larger than half the smallest effect δ."""
+    """Why `arm` and ReLU are not fair enough to confirm a gain on (`unfair_reason`)."""
     edge = [a for a in (arm, BASELINE) if not interior.get(a)]
-    if edge:
-        return f"{' and '.join(edge)} tuned at the grid's edge"
-    if bias is None:
-        return "the tuning curves give no optimum to read the lr bias by"
-    if abs(bias) > rule.smallest_effect / 2:
-        return (f"the tuned rates bias the gap by {bias:+.2f}% (more than δ/2 = "
-                f"{rule.smallest_effect / 2:g}%)")
-    return None
+    return unfair_reason(f"{' and '.join(edge)} tuned at the grid's edge" if edge else None,
+                         bias, rule.smallest_effect, "gap", "%")
 
 
 def failed_runs(status: Mapping[str, int]) -> int:

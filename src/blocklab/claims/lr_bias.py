@@ -87,3 +87,19 @@ def comparison_bias(arm: LrBias, baseline: LrBias, baseline_loss: float | None
     if arm.excess is None or baseline.excess is None or not baseline_loss:
         return None
     return 100 * (arm.excess - baseline.excess) / baseline_loss
+
+
+def unfair_reason(edge: str | None, bias: float | None, delta: float, what: str,
+                  unit: str = "", digits: int = 2) -> str | None:
+    """Why arms compared at their tuned rates are not fair enough to confirm on (None: they
+    are): `edge` (a rate at its grid's edge, said by the caller), no optimum to read the bias
+    by, or a bias (`comparison_bias`, in the contrast's `unit`) beyond half the smallest
+    effect `delta`."""
+    if edge:
+        return edge
+    if bias is None:
+        return "the tuning curves give no optimum to read the lr bias by"
+    if abs(bias) > delta / 2:
+        return (f"the tuned rates bias the {what} by {bias:+.{digits}f}{unit} (more than "
+                f"δ/2 = {delta / 2:g}{unit})")
+    return None

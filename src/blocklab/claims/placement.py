@@ -25,7 +25,7 @@ from blocklab.claims.finding import (
     scale_text,
     trend_word,
 )
-from blocklab.claims.lr_bias import lr_bias
+from blocklab.claims.lr_bias import lr_bias, unfair_reason
 from blocklab.claims.registry import (
     C12_INITS,
     C13_PART,
@@ -40,7 +40,6 @@ from blocklab.claims.rules import (
     SETTLE_ZH,
     Estimate,
     Part,
-    Rule,
     all_or_none,
     decided_text,
     failed_runs_part,
@@ -237,20 +236,6 @@ def c19_lr_bias(data: PlacementData, depth: int, warmup: int) -> dict[str, float
             "interaction": None if pre is None or post is None else post - pre}
 
 
-def loss_unfair(fair: bool, bias: float | None, rule: Rule) -> str | None:
-    """Why arms compared on their losses at tuned rates are not fair enough to confirm on
-    (None: they are): a rate at its grid's edge, no optimum to read the bias by, or a bias
-    of the tuned rates larger than half the smallest effect δ."""
-    if not fair:
-        return "a tuned rate sits at its grid's edge"
-    if bias is None:
-        return "the tuning curves give no optimum to read the lr bias by"
-    if abs(bias) > rule.smallest_effect / 2:
-        return (f"the tuned rates bias the contrast by {bias:+.3f} nats (more than δ/2 = "
-                f"{rule.smallest_effect / 2:g})")
-    return None
-
-
 # Which arms of the deepest (placement, warmup) contrast a C13 or C19 part reads: the grid
 # ("train": part (b) at each arm's tuned lr; "sweep": its largest stable lrs), "pre" / "post" /
 # None (both) and "cold" (warmup 0) / "warm" / None (both).
@@ -381,8 +366,11 @@ def c19(ctx: Context) -> Finding:
     # rates is confirmed only when the rates' own bias leaves it within δ/2.
     bias = c19_lr_bias(data, effect.depth, effect.warmup)
     bias_text = ", ".join(f"{k} {'—' if v is None else f'{v:+.3f} nats'}" for k, v in bias.items())
-    unfair = [loss_unfair(fair, bias["cold − warm"], rules[names[0]]), None,
-              loss_unfair(fair, bias["interaction"], rules[names[2]]), None, None, None]
+    edge = None if fair else "a tuned rate sits at its grid's edge"
+    unfair = [unfair_reason(edge, bias["cold − warm"], rules[names[0]].smallest_effect,
+                            "contrast", " nats", 3), None,
+              unfair_reason(edge, bias["interaction"], rules[names[2]].smallest_effect,
+                            "contrast", " nats", 3), None, None, None]
     parts = Part.decided_together([
         failed_runs_part(names[0], rules[names[0]], effect.pre_warmup_effect, pre_f),
         (names[1], rules[names[1]], Estimate.of(stable.pre_cold_vs_warm)),
