@@ -111,6 +111,7 @@ def test_backends_names_what_runs(monkeypatch, backend, precision):
     _, model = _pair(backend, precision)
     _run(model, _ids())
     said = model.backends()
+    assert said.pop("attention") == "sdpa"  # fp32, or bf16 under the static calibration
     assert set(said) == {"rms_norm", "add_rms_norm", "gated_activation", "rope"}
     assert calls == set(said.items())
     if backend == "reference":
@@ -121,11 +122,12 @@ def test_fast_backend_on_cpu_float32_runs_the_c_kernels_where_they_build():
     from blocklab.nn import cpu_kernels
     _, model = _pair("fast", "fp32")
     if cpu_kernels.available():
-        assert model.backends() == dict.fromkeys(backends.OPS, "cpu")
+        assert model.backends() == {**dict.fromkeys(backends.OPS, "cpu"), "attention": "sdpa"}
     else:
-        assert model.backends() == backends.FAST_FALLBACK
+        assert model.backends() == {**backends.FAST_FALLBACK, "attention": "sdpa"}
     _, bf16 = _pair("fast", "bf16")
-    assert bf16.backends() == backends.FAST_FALLBACK  # the C kernels take float32 only
+    # the C kernels take float32 only
+    assert bf16.backends() == {**backends.FAST_FALLBACK, "attention": "sdpa"}
 
 
 def test_compiled_backend_keeps_kernels_only_where_they_beat_inductor():
@@ -133,8 +135,8 @@ def test_compiled_backend_keeps_kernels_only_where_they_beat_inductor():
     _, model = _pair("compiled", "fp32")
     said = model.backends()
     kernel = "cpu" if cpu_kernels.available() else "reference"
-    assert said == {op: kernel if op in backends.COMPILED_KERNELS else "reference"
-                    for op in backends.OPS}
+    assert said == {**{op: kernel if op in backends.COMPILED_KERNELS else "reference"
+                       for op in backends.OPS}, "attention": "sdpa"}
 
 
 def test_modules_given_other_impls_show_every_implementation_they_run(monkeypatch):

@@ -230,6 +230,8 @@ class DecoderLM(nn.Module):
         """op -> the implementation it runs in this model on its device and compute dtype, for
         the ops of `blocklab.nn.backends` the model has (e.g. {"rms_norm": "lean", "rope":
         "reference"}); modules given different impls show every implementation, comma-separated.
+        "attention": the attention implementations forward ran ("sdpa", "math"; see
+        `Attention._measured`).
         """
         device = self.embed_tokens.weight.device
         x = torch.empty(0, dtype=self.compute_dtype(), device=device)
@@ -252,7 +254,15 @@ class DecoderLM(nn.Module):
             elif isinstance(module, Block) and module.placement == "pre" \
                     and isinstance(module.ffn_norm, RMSNorm):
                 note("add_rms_norm", module.ffn_norm.impl, module.ffn_norm.weight)
-        return {op: ", ".join(sorted(found[op])) for op in backends.OPS if op in found}
+        # Attention: what forward ran ("sdpa", or "math" where softcapping or the calibration
+        # of bfloat16 on CPU chose matmul attention); before any forward, what it would run
+        # without a calibration.
+        for module in self.modules():
+            if isinstance(module, Attention):
+                found.setdefault("attention", set()).update(
+                    module.ran or {"math" if module.logit_softcap is not None else "sdpa"})
+        return {op: ", ".join(sorted(found[op])) for op in (*backends.OPS, "attention")
+                if op in found}
 
     @staticmethod
     def _init_weights(module: nn.Module) -> None:

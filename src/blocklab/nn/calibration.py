@@ -1,0 +1,149 @@
+"""Which implementation is fastest on this machine, measured at the shapes a model runs, kept.
+
+A kernel that wins on one CPU can lose on another: PyTorch's fused CPU attention
+(`scaled_dot_product_attention`) in bfloat16 is the case in point. On an AVX-512 BF16 EPYC, one
+thread, forward + backward of one causal layer [B, H, T, hd]:
+
+    shape            SDPA bf16   matmul attention bf16   (fp32 SDPA)
+    16, 4, 64, 16      4.9 ms        1.1 ms                 1.4 ms
+    8, 4, 128, 16      5.5 ms        1.9 ms                 1.8 ms
+    16, 4, 256, 64    29.5 ms       22.2 ms                28.0 ms
+    8, 8, 512, 64    101 ms        189 ms                 113 ms
+
+so neither is right everywhere. `fastest(op, key, candidates)` times the candidates (callables
+that run the op once at the shape in question, forward and backward where gradients are
+wanted), in turn, `ROUNDS` times after a warm-up call each, and returns the name with the
+smallest median. The answer is kept per process and on disk, one small JSON file per question
+under `cache_dir()/calibration/<machine>/`, where <machine> hashes the CPU's model name and
+flags and the torch version: a later process on the same machine reuses it without timing, a
+machine with another CPU measures its own. Files are written atomically; two processes that
+measure the same question at once both write a valid answer and either may stay.
+
+`$BLOCKLAB_CALIBRATION`: "measure" (the default) as above; "static" skips every measurement
+and `fastest` returns the `default` each caller names (the choice made before calibration
+existed). Which implementation a model ran is what `DecoderLM.backends()` reports and every
+training result records, so results made under either setting say so.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import torch
+
+from blocklab.errors import InputError
+from blocklab.nn.cpu_kernels import cache_dir  # the one cache root of blocklab.nn
+
+MODES = ("measure", "static")
+ROUNDS = 5
+_MEMO: dict[tuple[str, str], str] = {}
+
+
+def mode() -> str:
+    """$BLOCKLAB_CALIBRATION, checked: "measure" (unset) or "static"."""
+    value = os.environ.get("BLOCKLAB_CALIBRATION", "measure")
+    if value not in MODES:
+        raise InputError(f"BLOCKLAB_CALIBRATION={value!r} is not allowed; expected one of "
+                         f"{list(MODES)}")
+    return value
+
+
+def machine_key() -> str:
+    """16 hex digits naming this CPU (model name and flags) and torch version."""
+    lines = []
+    try:
+        lines = [line for line in Path("/proc/cpuinfo").read_text().splitlines()
+                 if line.startswith(("model name", "flags"))][:2]
+    except OSError:
+        pass
+    text = "\0".join([*lines, platform.machine(), platform.processor(), torch.__version__])
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def folder() -> Path:
+    """Where this machine's answers are kept."""
+    return cache_dir() / "calibration" / machine_key()
+
+
+def question(op: str, key: Mapping[str, object]) -> str:
+    """A stable name for one question: the op and its shape key, sorted."""
+    return op + "-" + hashlib.sha256(json.dumps(dict(key), sort_keys=True).encode()
+                                     ).hexdigest()[:16]
+
+
+def fastest(op: str, key: Mapping[str, object], candidates: Mapping[str, Callable[[], object]],
+            default: str) -> str:
+    """The name of the fastest of `candidates` for `op` at `key` on this machine.
+
+    key: what identifies the shape (JSON-serialisable values); candidates: name -> a callable
+    running the op once at that shape; default: the answer under "static" and the name every
+    caller falls back to (it must be one of the candidates).
+    """
+    if default not in candidates:
+        raise InputError(f"fastest({op!r}): default={default!r} is not one of the candidates "
+                         f"{sorted(candidates)}")
+    if mode() == "static" or len(candidates) == 1:
+        return default
+    name = question(op, key)
+    memo = _MEMO.get((op, name))
+    if memo in candidates:
+        return memo
+    stored = _read(folder() / f"{name}.json")
+    if stored is not None and stored.get("fastest") in candidates \
+            and set(stored.get("median_s", {})) == set(candidates):
+        _MEMO[op, name] = stored["fastest"]
+        return stored["fastest"]
+    seconds = measure(candidates)
+    best = min(seconds, key=seconds.get)
+    _write(folder() / f"{name}.json", {"op": op, "key": dict(key), "fastest": best,
+                                      "median_s": seconds, "rounds": ROUNDS,
+                                      "threads": torch.get_num_threads()})
+    _MEMO[op, name] = best
+    return best
+
+
+def measure(candidates: Mapping[str, Callable[[], object]]) -> dict[str, float]:
+    """name -> median seconds of one call over ROUNDS rounds, every candidate once a round in
+    turn (so that load from other processes falls on all of them alike), after one warm-up call
+    each. Gradients stay as the caller's callables leave them."""
+    times: dict[str, list[float]] = {name: [] for name in candidates}
+    for fn in candidates.values():
+        fn()
+    for _ in range(ROUNDS):
+        for name, fn in candidates.items():
+            tick = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - tick)
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+def _read(path: Path) -> dict | None:
+    try:
+        value = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None  # absent or damaged: measured again and rewritten
+    return value if isinstance(value, dict) else None
+
+
+def _write(path: Path, value: dict) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile("w", dir=path.parent, suffix=".tmp",
+                                         delete=False) as handle:
+            json.dump(value, handle, indent=1)
+        os.replace(handle.name, path)
+    except OSError:
+        pass  # a read-only cache costs a measurement per process, never a wrong answer
+
+
+def forget() -> None:
+    """Drop this process's memo (tests; a changed $BLOCKLAB_CACHE_DIR)."""
+    _MEMO.clear()

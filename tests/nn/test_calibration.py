@@ -1,0 +1,136 @@
+"""blocklab.nn.calibration: the fastest implementation, measured once per machine and shape,
+kept on disk, reused, overridable; and the attention choice it drives in bfloat16 on CPU."""
+
+import json
+import time
+
+import pytest
+import torch
+
+from blocklab.config import ModelConfig
+from blocklab.errors import InputError
+from blocklab.nn import DecoderLM, calibration
+from blocklab.nn.attention import Attention
+
+
+@pytest.fixture
+def measuring(monkeypatch, tmp_path):
+    monkeypatch.setenv("BLOCKLAB_CALIBRATION", "measure")
+    monkeypatch.setenv("BLOCKLAB_CACHE_DIR", str(tmp_path))
+    calibration.forget()
+    yield tmp_path
+    calibration.forget()
+
+
+def _slow(seconds):
+    return lambda: time.sleep(seconds)
+
+
+def _never():
+    raise AssertionError("a kept answer must not be measured again")
+
+
+def test_the_faster_candidate_wins_and_is_kept_on_disk(measuring):
+    key = {"shape": [2, 3]}
+    assert calibration.fastest("op", key, {"slow": _slow(0.004), "quick": _slow(0)},
+                               default="slow") == "quick"
+    [stored] = (measuring / "calibration" / calibration.machine_key()).glob("op-*.json")
+    record = json.loads(stored.read_text())
+    assert record["fastest"] == "quick" and record["key"] == key
+    assert record["median_s"]["slow"] > record["median_s"]["quick"]
+    # the memo answers in-process; a fresh process (memo dropped) reads the file
+    assert calibration.fastest("op", key, {"slow": _never, "quick": _never},
+                               default="slow") == "quick"
+    calibration.forget()
+    assert calibration.fastest("op", key, {"slow": _never, "quick": _never},
+                               default="slow") == "quick"
+
+
+def test_another_shape_or_another_machine_is_measured_anew(measuring, monkeypatch):
+    calibration.fastest("op", {"n": 1}, {"a": _slow(0.003), "b": _slow(0)}, default="a")
+    assert calibration.fastest("op", {"n": 2}, {"a": _slow(0), "b": _slow(0.003)},
+                               default="a") == "a"
+    calibration.forget()
+    monkeypatch.setattr(calibration, "machine_key", lambda: "another-cpu")
+    assert calibration.fastest("op", {"n": 1}, {"a": _slow(0), "b": _slow(0.003)},
+                               default="b") == "a"
+
+
+def test_a_damaged_or_stale_file_is_measured_again_and_rewritten(measuring):
+    key = {"n": 3}
+    folder = measuring / "calibration" / calibration.machine_key()
+    folder.mkdir(parents=True)
+    path = folder / f"{calibration.question('op', key)}.json"
+    path.write_text("{not json")
+    assert calibration.fastest("op", key, {"a": _slow(0.003), "b": _slow(0)},
+                               default="a") == "b"
+    assert json.loads(path.read_text())["fastest"] == "b"
+    # a file that measured other candidates does not answer for these
+    calibration.forget()
+    assert calibration.fastest("op", key, {"a": _slow(0.003), "c": _slow(0)},
+                               default="a") == "c"
+
+
+def test_static_returns_the_default_without_timing(monkeypatch, tmp_path):
+    monkeypatch.setenv("BLOCKLAB_CALIBRATION", "static")
+    monkeypatch.setenv("BLOCKLAB_CACHE_DIR", str(tmp_path))
+    assert calibration.fastest("op", {}, {"a": _never, "b": _never}, default="b") == "b"
+    assert not (tmp_path / "calibration").exists()
+
+
+def test_bad_settings_are_one_line_input_errors(monkeypatch):
+    monkeypatch.setenv("BLOCKLAB_CALIBRATION", "fastest")
+    with pytest.raises(InputError, match="BLOCKLAB_CALIBRATION='fastest' is not allowed"):
+        calibration.mode()
+    monkeypatch.setenv("BLOCKLAB_CALIBRATION", "static")
+    with pytest.raises(InputError, match="default='c' is not one of"):
+        calibration.fastest("op", {}, {"a": _never, "b": _never}, default="c")
+
+
+def _attention(n_kv_heads=2):
+    torch.manual_seed(0)
+    return Attention(d_model=32, n_heads=4, n_kv_heads=n_kv_heads, head_dim=8)
+
+
+@pytest.mark.parametrize("n_kv_heads", [4, 2])
+def test_matmul_and_fused_attention_agree_in_bf16_values_and_gradients(monkeypatch,
+                                                                         n_kv_heads):
+    """Both causal implementations against a float64 reference of the same module: outputs
+    and input gradients within bfloat16 rounding (2e-2 relative to the largest value)."""
+    x = torch.randn(2, 24, 32)
+    results = {}
+    for choice in ("sdpa", "math"):
+        monkeypatch.setattr(Attention, "_measured", lambda self, q, k, c=choice: c)
+        module = _attention(n_kv_heads)
+        xb = x.to(torch.bfloat16).requires_grad_()
+        y = module(xb)
+        y.float().square().sum().backward()
+        results[choice] = (y.float(), xb.grad.float())
+    monkeypatch.setattr(Attention, "_measured", lambda self, q, k: "math")
+    module = _attention(n_kv_heads).double()
+    x64 = x.to(torch.bfloat16).double().requires_grad_()
+    y64 = module(x64)
+    y64.square().sum().backward()
+    for choice, (y, grad) in results.items():
+        for got, want in ((y, y64), (grad, x64.grad)):
+            scale = want.abs().max().item()
+            assert (got.double() - want).abs().max().item() <= 2e-2 * scale, choice
+
+
+def test_a_bf16_model_on_cpu_runs_and_reports_the_measured_attention(measuring):
+    torch.manual_seed(0)
+    cfg = ModelConfig(vocab_size=64, d_model=32, n_layers=2, n_heads=4, max_seq_len=32)
+    model = DecoderLM(cfg, precision="bf16")
+    assert model.backends()["attention"] == "sdpa"  # nothing ran yet
+    ids = torch.randint(0, 64, (2, 32))
+    model(ids).float().sum().backward()
+    [stored] = (measuring / "calibration" / calibration.machine_key()).glob("attention-*.json")
+    record = json.loads(stored.read_text())
+    assert record["key"] == {"dtype": "bfloat16", "B": 2, "H": 4, "H_kv": 4, "T": 32,
+                             "hd": 8, "grad": True, "threads": torch.get_num_threads()}
+    assert model.backends()["attention"] == record["fastest"]
+    # float32 asks nothing: SDPA, as before calibration
+    fp32 = DecoderLM(cfg)
+    fp32(ids)
+    assert fp32.backends()["attention"] == "sdpa"
+    assert len(list(stored.parent.glob("attention-*.json"))) == 1
