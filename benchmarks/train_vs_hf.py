@@ -8,8 +8,10 @@ exact) on 2 CPU threads. Configs (`--config`):
     P    vocab 256, d_model 512, 8 layers, 8 heads, d_ff 1376, T 512, B 8
 
 Arms: "blocklab" (`DecoderLM(backend=--backend, precision=--precision)`), "hf" (eager, SDPA
-attention) and, with `--hf-compile`, "hf_compiled" (the same HF model compiled in place,
-`model.compile()`). Precision (`--precision`): fp32, or bf16, where blocklab computes in
+attention), with `--hf-compile` "hf_compiled" (the same HF model compiled in place,
+`model.compile()`), and with `--precision bf16 --with-fp32` "blocklab_fp32" (blocklab's own
+float32 step, the same weights: its "speed-up" line is what bfloat16 buys blocklab here).
+Precision (`--precision`): fp32, or bf16, where blocklab computes in
 bfloat16 with float32 weights (`precision="bf16"`) and Hugging Face runs its float32 model under
 `torch.autocast("cpu", dtype=torch.bfloat16)`, the usual way.
 
@@ -45,7 +47,12 @@ saves (its backward has to concatenate the two output gradients). Both models us
 
     python benchmarks/train_vs_hf.py [--config bar|P] [--precision fp32|bf16]
         [--backend fast|reference|compiled] [--hf-compile] [--steps 20] [--warmup 3]
-        [--no-packed-qkv] [--no-memory] [--json]
+        [--no-packed-qkv] [--no-memory] [--rounds 1] [--profile] [--json]
+
+`--rounds N` repeats the timed steps N times on fresh batches and prints the median and range
+of the per-round speed-ups; `--profile` then profiles 3 steps per arm and prints where each
+step's time goes (`step_profile.py`: matmul, attention, norm/activation/RoPE kernels,
+elementwise ops, casts, loss, optimizer, other) and the casts it makes.
 """
 
 from __future__ import annotations
@@ -78,7 +85,7 @@ CONFIGS = {
     "P": {"vocab_size": 256, "d_model": 512, "n_layers": 8, "n_heads": 8, "d_ff": 1376,
           "seq_len": 512, "batch": 8},
 }
-ARMS = ("blocklab", "hf", "hf_compiled")
+ARMS = ("blocklab", "hf", "hf_compiled", "blocklab_fp32")
 MEMORY_STEPS = 3
 
 
@@ -139,7 +146,7 @@ def build_blocklab(cfg: ModelConfig, args) -> DecoderLM:
 
 def forward_of(arm: str, model, precision: str):
     """ids [B, T] -> logits [B, T, V] for one arm; the Hugging Face arms under autocast in bf16."""
-    if arm == "blocklab":
+    if arm.startswith("blocklab"):
         return model  # bfloat16 compute is the model's own (precision="bf16")
 
     def forward(ids):
@@ -252,6 +259,12 @@ def main() -> None:
                         help="one matmul for the q, k, v projections")
     parser.add_argument("--packed-gate-up", action=argparse.BooleanOptionalAction,
                         default=False, help="one matmul for the gate and up projections")
+    parser.add_argument("--with-fp32", action="store_true",
+                        help="with --precision bf16: add blocklab's float32 step as an arm")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="repeat the timed steps; report each round's ratio (median, spread)")
+    parser.add_argument("--profile", action="store_true",
+                        help="after timing, profile 3 steps per arm (step_profile.py categories)")
     parser.add_argument("--no-memory", action="store_true",
                         help="skip the per-arm peak-memory subprocesses")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
@@ -260,8 +273,8 @@ def main() -> None:
     load = os.getloadavg()  # before this process adds its own load
     args.batch = args.batch or CONFIGS[args.config]["batch"]
     args.seq_len = args.seq_len or CONFIGS[args.config]["seq_len"]
-    if args.steps < 1 or args.warmup < 0:
-        parser.error("--steps must be >= 1 and --warmup >= 0")
+    if args.steps < 1 or args.warmup < 0 or args.rounds < 1:
+        parser.error("--steps and --rounds must be >= 1 and --warmup >= 0")
 
     torch.set_num_threads(args.threads)
     if args.memory_of is not None:
@@ -274,6 +287,12 @@ def main() -> None:
     ours = build_blocklab(cfg, args)
     copy_hf_weights(hf, ours)
     models = {"blocklab": ours, "hf": hf}
+    if args.with_fp32 and args.precision == "bf16":
+        # blocklab's own float32 step beside its bfloat16 one: what bf16 buys on this CPU
+        ours_fp32 = DecoderLM(cfg, backend=args.backend, precision="fp32",
+                              packed_gate_up=args.packed_gate_up, packed_qkv=args.packed_qkv)
+        ours_fp32.load_state_dict(ours.state_dict())
+        models["blocklab_fp32"] = ours_fp32
     if args.hf_compile:
         hf_compiled = build_hf(cfg)
         hf_compiled.load_state_dict(hf.state_dict())
@@ -292,17 +311,38 @@ def main() -> None:
     chunks = batches(data, args.batch, args.seq_len, 1 + args.warmup + args.steps)
     first = next(chunks)
     first_s = {arm: first_call(forwards[arm], models[arm], first) for arm in arms}
-    for step, chunk in enumerate(chunks):
-        # Swap the order every step so that no arm always runs on a cache another just
-        # warmed (or cooled).
-        for arm in arms if step % 2 == 0 else arms[::-1]:
-            start = time.perf_counter()
-            result = train_step(forwards[arm], chunk, optims[arm], params[arm], lr=tc.lr,
-                                grad_clip=tc.grad_clip)
-            if step >= args.warmup:
-                seconds[arm].append(time.perf_counter() - start)
-            losses[arm] = result.loss
-    memory = {} if args.no_memory else {arm: measure_memory(arm, args) for arm in arms}
+    # Rounds: the timed steps again on fresh batches; each round's ratio of median steps is
+    # one reading, so the spread across rounds shows how far one reading can be trusted.
+    round_ratios: dict[str, list[float]] = {arm: [] for arm in arms if arm != "blocklab"}
+    for rnd in range(args.rounds):
+        this_round: dict[str, list[float]] = {arm: [] for arm in arms}
+        if rnd:
+            chunks = batches(data, args.batch, args.seq_len, args.steps, seed=rnd)
+        for step, chunk in enumerate(chunks):
+            # Swap the order every step so that no arm always runs on a cache another just
+            # warmed (or cooled).
+            for arm in arms if step % 2 == 0 else arms[::-1]:
+                start = time.perf_counter()
+                result = train_step(forwards[arm], chunk, optims[arm], params[arm], lr=tc.lr,
+                                    grad_clip=tc.grad_clip)
+                if rnd or step >= args.warmup:
+                    this_round[arm].append(time.perf_counter() - start)
+                losses[arm] = result.loss
+        for arm in arms:
+            seconds[arm].extend(this_round[arm])
+        for arm in round_ratios:
+            round_ratios[arm].append(statistics.median(this_round[arm])
+                                     / statistics.median(this_round["blocklab"]))
+    profiles = {}
+    if args.profile:
+        from step_profile import profile_step  # this folder's module: python puts it on the path
+        chunk = first
+        for arm in arms:
+            profiles[arm] = profile_step(lambda arm=arm: train_step(
+                forwards[arm], chunk, optims[arm], params[arm], lr=tc.lr,
+                grad_clip=tc.grad_clip), steps=3)
+    memory = {} if args.no_memory else {arm: measure_memory(arm, args) for arm in arms
+                                        if arm != "blocklab_fp32"}
 
     tokens = args.batch * args.seq_len  # per step
     # The median step resists other processes' bursts on a shared machine, the best step shows
@@ -334,6 +374,9 @@ def main() -> None:
         "ratio_best": best["blocklab"] / best["hf"],
         "ratio_mean": mean["blocklab"] / mean["hf"],
         "speedup": speedup,
+        "rounds": {arm: {"ratios": r, "median": statistics.median(r), "min": min(r),
+                         "max": max(r)} for arm, r in round_ratios.items()},
+        "profile": profiles,
         "first_call_s": first_s,
         "peak_memory": memory,
         "final_loss": losses,
@@ -377,6 +420,20 @@ def main() -> None:
         print(f"  blocklab speed-up over {arm}: {speedup[arm]:.3f}× ({arm} step time / "
               f"blocklab's; best steps: {best['blocklab'] / best[arm]:.3f}, mean: "
               f"{mean['blocklab'] / mean[arm]:.3f})")
+    for arm, r in result["rounds"].items():
+        if len(r["ratios"]) > 1:
+            print(f"  over {len(r['ratios'])} rounds of {args.steps} steps: blocklab speed-up "
+                  f"over {arm} median {r['median']:.3f}× (min {r['min']:.3f}, max "
+                  f"{r['max']:.3f})")
+    if profiles:
+        from step_profile import CATEGORIES
+        print("profile (torch.profiler, 3 steps; ms of own CPU time per step; casts: "
+              "aten::_to_copy calls per step)")
+        print(f"{'category':>12} " + " ".join(f"{arm:>12}" for arm in profiles))
+        for cat in CATEGORIES:
+            print(f"{cat:>12} " + " ".join(f"{p['ms'][cat]:>12.1f}" for p in profiles.values()))
+        print(f"{'total':>12} " + " ".join(f"{p['total_ms']:>12.1f}" for p in profiles.values()))
+        print(f"{'casts':>12} " + " ".join(f"{p['casts']:>12.0f}" for p in profiles.values()))
     for arm, mem in memory.items():
         if "error" in mem:
             print(f"  peak memory of {arm}: not measured ({mem['error']})")

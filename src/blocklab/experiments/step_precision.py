@@ -1,0 +1,54 @@
+"""Which compute precision trains a shape faster on this machine: float32 or bfloat16.
+
+bfloat16 pays where the matrix products dominate a step and the CPU has bfloat16 dot products
+(AVX-512 BF16, AMX): on the AVX-512 BF16 EPYC of the 2-core reference machine a step at d 256 ×
+4 layers × 4,096 tokens ran 1.61× faster in bfloat16 and 1.88× at d 512 × 8 layers
+(`benchmarks/train_vs_hf.py --with-fp32`), while at the quick suites' d 32–64 the casts and
+per-op costs win and float32 is faster. `faster_precision(config, batch, seq_len)` times one
+training step (`train_step`, `make_optimizer`) of the model in each precision at that shape,
+through `blocklab.nn.calibration` (measured once per machine and shape, kept, reused;
+$BLOCKLAB_CALIBRATION=static answers "fp32" without timing), and returns the faster.
+
+This is the piece a run that may choose its precision asks; a run records the precision it
+trained in (its id and provenance carry it), so results made in either never mix.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+
+from blocklab.config import ModelConfig
+from blocklab.experiments.trainer import TrainConfig, build_model, make_optimizer, train_step
+from blocklab.nn import calibration
+from blocklab.precision import Precision
+
+
+def faster_precision(config: ModelConfig, batch: int, seq_len: int,
+                     backend: str = "fast") -> Precision:
+    """"fp32" or "bf16": the precision whose training step at [batch, seq_len] ran faster here.
+
+    The step is timed at the thread count the caller set (`torch.get_num_threads()`), part of
+    the kept answer's key, as are the model's shape and the backend.
+    """
+    key = {"config": dataclasses.asdict(config), "batch": batch, "seq_len": seq_len,
+           "backend": backend, "threads": torch.get_num_threads()}
+
+    def candidate(precision: Precision):
+        built: list = []
+
+        def step() -> None:  # built on its first (warm-up) call: nothing when the answer is kept
+            if not built:
+                tc = TrainConfig(seed=0, precision=precision, backend=backend, lr=1e-3)
+                model = build_model(config, tc)
+                generator = torch.Generator().manual_seed(0)
+                built.extend([model, make_optimizer(model, tc), list(model.parameters()),
+                              torch.randint(0, config.vocab_size, (batch, seq_len + 1),
+                                            generator=generator)])
+            model, optimizer, params, ids = built
+            train_step(model, ids, optimizer, params, lr=1e-3, grad_clip=1.0)
+        return step
+
+    steps = {precision: candidate(precision) for precision in ("fp32", "bf16")}
+    return calibration.fastest("step_precision", key, steps, default="fp32")  # type: ignore
