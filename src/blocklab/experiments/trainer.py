@@ -457,19 +457,12 @@ def _layer_grad_norms(layers: nn.ModuleList) -> tuple[list[float], list[float | 
 def make_optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.AdamW:
     """The one optimizer of every training and timing loop: AdamW with `config`'s betas and
     eps, weight decay on matrices and embeddings only (norm gains and biases are not decayed,
-    as in nanoGPT and GPT-3).
-
-    `foreach=True`: one multi-tensor kernel per update term instead of a Python loop over the
-    parameters (PyTorch picks the loop on CPU by default). Its updates are bit-identical to the
-    loop's (tests/experiments/test_trainer.py) and a step of a 50-layer d 32 model takes about
-    a tenth less time; `fused=True` is faster still but rounds differently, so it would move
-    every stored result."""
+    as in nanoGPT and GPT-3)."""
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
     groups = [{"params": decay, "weight_decay": config.weight_decay},
               {"params": no_decay, "weight_decay": 0.0}]
-    return torch.optim.AdamW(groups, lr=config.lr, betas=config.betas, eps=config.adam_eps,
-                             foreach=True)
+    return torch.optim.AdamW(groups, lr=config.lr, betas=config.betas, eps=config.adam_eps)
 
 
 @dataclass(frozen=True)
@@ -507,9 +500,8 @@ def train_step(forward: Callable[[torch.Tensor], torch.Tensor], batch: torch.Ten
     loss.backward()
     if after_backward is not None:
         after_backward()
-    # foreach: the per-tensor norms in one call (bit-identical to the loop CPU gets by default)
     grad_norm = float(torch.nn.utils.clip_grad_norm_(
-        params, math.inf if grad_clip is None else grad_clip, foreach=True))
+        params, math.inf if grad_clip is None else grad_clip))
     if not math.isfinite(grad_norm):
         return StepResult(loss_value, grad_norm, False)
     optimizer.step()
