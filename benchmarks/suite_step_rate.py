@@ -1,13 +1,13 @@
 """The suites' training steps at their quick shapes: model FLOP rate against a lone GEMM's.
 
 A quick suite run trains a small model on one thread (two runs side by side on a 2-core
-machine), where per-op costs weigh as much as the matrix products. For each shape this times,
-in one process and in turn (so that machine load falls on both alike), the step as it was with
-PyTorch's CPU defaults (AdamW and gradient clipping as Python loops over the parameters,
-"loop") and blocklab's step (`make_optimizer` + `train_step`: multi-tensor kernels,
-"foreach"), and prints the median step, the model FLOP rate (3× the forward FLOPs of
-`blocklab.budget`, over the step time) and that rate as a fraction of a lone float32 GEMM at
-the FFN's up-projection shape [B·T, d] × [d, d_ff] (its median rate on the same thread).
+machine), where per-op costs weigh as much as the matrix products. For each shape this times
+blocklab's training step (`make_optimizer` + `train_step`) in float32 and in bfloat16 compute
+(attention as `blocklab.nn.calibration` measured it at the shape), in one process and in turn
+(so that machine load falls on both alike), and prints the median step, the model FLOP rate
+(3× the forward FLOPs of `blocklab.budget`, over the step time) and that rate as a fraction of
+a lone GEMM in the same dtype at the FFN's up-projection shape [B·T, d] × [d, d_ff] (its median
+rate on the same thread).
 
     shape      suite       d    layers  heads  d_ff   T    B
     ffn        ffn         64   2       4      176    64   16
@@ -25,13 +25,14 @@ import statistics
 import time
 
 import torch
-import torch.nn.functional as F
 
 from blocklab.budget.flops import prefill_flops
 from blocklab.config import ModelConfig
 from blocklab.experiments.trainer import TrainConfig, make_optimizer, train_step
 from blocklab.nn import DecoderLM
 
+ARMS = ("fp32", "bf16")
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 SHAPES = {
     "ffn": dict(d_model=64, n_layers=2, n_heads=4, d_ff=176, seq_len=64, batch=16),
     "placement": dict(d_model=32, n_layers=12, n_heads=2, d_ff=85, seq_len=64, batch=16),
@@ -45,22 +46,9 @@ def config_of(shape: dict) -> ModelConfig:
                        max_seq_len=shape["seq_len"])
 
 
-def loop_step(model, batch, optimizer, params, lr):
-    """The step with PyTorch's CPU defaults: what `train_step` ran before foreach."""
-    for group in optimizer.param_groups:
-        group["lr"] = lr
-    logits = model(batch[:, :-1])
-    loss = F.cross_entropy(logits.flatten(0, 1), batch[:, 1:].flatten())
-    loss.item()
-    optimizer.zero_grad(set_to_none=True)
-    loss.backward()
-    torch.nn.utils.clip_grad_norm_(params, 1.0, foreach=False)
-    optimizer.step()
-
-
-def gemm_rate(m: int, k: int, n: int, repeats: int = 50) -> float:
-    """Median FLOP/s of a lone float32 [m, k] × [k, n] product."""
-    a, b = torch.randn(m, k), torch.randn(k, n)
+def gemm_rate(m: int, k: int, n: int, dtype: torch.dtype, repeats: int = 50) -> float:
+    """Median FLOP/s of a lone [m, k] × [k, n] product in `dtype`."""
+    a, b = torch.randn(m, k, dtype=dtype), torch.randn(k, n, dtype=dtype)
     for _ in range(5):
         a @ b
     times = []
@@ -75,30 +63,23 @@ def measure(shape: dict, rounds: int, steps: int) -> dict:
     cfg = config_of(shape)
     tc = TrainConfig(lr=1e-3)
     models, optimizers, params = {}, {}, {}
-    for arm in ("loop", "foreach"):
+    for arm in ARMS:
         torch.manual_seed(0)
-        models[arm] = DecoderLM(cfg)
+        models[arm] = DecoderLM(cfg, precision=arm)
         optimizers[arm] = make_optimizer(models[arm], tc)
-        if arm == "loop":
-            for group in optimizers[arm].param_groups:
-                group["foreach"] = False
         params[arm] = list(models[arm].parameters())
     generator = torch.Generator().manual_seed(0)
     batch = torch.randint(0, 256, (shape["batch"], shape["seq_len"] + 1), generator=generator)
 
     def step(arm):
-        if arm == "loop":
-            loop_step(models[arm], batch, optimizers[arm], params[arm], tc.lr)
-        else:
-            train_step(models[arm], batch, optimizers[arm], params[arm], lr=tc.lr,
-                       grad_clip=1.0)
+        train_step(models[arm], batch, optimizers[arm], params[arm], lr=tc.lr, grad_clip=1.0)
 
     for arm in models:
         for _ in range(3):
             step(arm)
     medians: dict[str, list[float]] = {arm: [] for arm in models}
     for rnd in range(rounds):
-        for arm in (("loop", "foreach") if rnd % 2 == 0 else ("foreach", "loop")):
+        for arm in ARMS if rnd % 2 == 0 else ARMS[::-1]:
             times = []
             for _ in range(steps):
                 tick = time.perf_counter()
@@ -106,14 +87,16 @@ def measure(shape: dict, rounds: int, steps: int) -> dict:
                 times.append(time.perf_counter() - tick)
             medians[arm].append(statistics.median(times))
     flops = 3 * prefill_flops(cfg, shape["batch"], shape["seq_len"], causal=True).total
-    gemm = gemm_rate(shape["batch"] * shape["seq_len"], shape["d_model"], shape["d_ff"])
-    out = {"shape": shape, "model_flops": flops, "gemm_flop_s": gemm, "arms": {}}
+    out = {"shape": shape, "model_flops": flops, "arms": {}}
     for arm, m in medians.items():
         sec = statistics.median(m)
-        out["arms"][arm] = {"step_ms": sec * 1e3, "flop_s": flops / sec,
+        gemm = gemm_rate(shape["batch"] * shape["seq_len"], shape["d_model"], shape["d_ff"],
+                         DTYPES[arm])
+        out["arms"][arm] = {"step_ms": sec * 1e3, "flop_s": flops / sec, "gemm_flop_s": gemm,
                             "fraction_of_gemm": flops / sec / gemm,
-                            "round_ms": [x * 1e3 for x in m]}
-    out["speedup"] = out["arms"]["loop"]["step_ms"] / out["arms"]["foreach"]["step_ms"]
+                            "round_ms": [x * 1e3 for x in m],
+                            "attention": models[arm].backends()["attention"]}
+    out["bf16_speedup"] = out["arms"]["fp32"]["step_ms"] / out["arms"]["bf16"]["step_ms"]
     return out
 
 
@@ -134,13 +117,14 @@ def main() -> None:
     print(f"torch {torch.__version__}, CPU capability "
           f"{torch.backends.cpu.get_cpu_capability()}, 1 thread; median of {args.rounds} "
           f"rounds × {args.steps} steps")
-    print(f"{'shape':>10} {'arm':>8} {'step ms':>8} {'GFLOP/s':>8} {'GEMM GFLOP/s':>13} "
-          f"{'fraction':>9}")
+    print(f"{'shape':>10} {'arm':>6} {'step ms':>8} {'GFLOP/s':>8} {'GEMM GFLOP/s':>13} "
+          f"{'fraction':>9} attention")
     for name, r in results.items():
         for arm, a in r["arms"].items():
-            print(f"{name:>10} {arm:>8} {a['step_ms']:>8.2f} {a['flop_s'] / 1e9:>8.1f} "
-                  f"{r['gemm_flop_s'] / 1e9:>13.1f} {a['fraction_of_gemm']:>9.2f}")
-        print(f"{name:>10} foreach speed-up over loop: {r['speedup']:.3f}×")
+            print(f"{name:>10} {arm:>6} {a['step_ms']:>8.2f} {a['flop_s'] / 1e9:>8.1f} "
+                  f"{a['gemm_flop_s'] / 1e9:>13.1f} {a['fraction_of_gemm']:>9.2f} "
+                  f"{a['attention']}")
+        print(f"{name:>10} bf16 speed-up over fp32: {r['bf16_speedup']:.3f}×")
 
 
 if __name__ == "__main__":
