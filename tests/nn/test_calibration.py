@@ -6,6 +6,8 @@ import time
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from blocklab.config import ModelConfig
 from blocklab.errors import InputError
@@ -115,6 +117,38 @@ def test_matmul_and_fused_attention_agree_in_bf16_values_and_gradients(monkeypat
         for got, want in ((y, y64), (grad, x64.grad)):
             scale = want.abs().max().item()
             assert (got.double() - want).abs().max().item() <= 2e-2 * scale, choice
+
+
+@settings(max_examples=12, deadline=None)
+@given(batch=st.integers(1, 3), heads=st.sampled_from([(2, 1), (2, 2), (4, 2), (4, 4)]),
+       seq_len=st.integers(2, 40), head_dim=st.sampled_from([4, 8, 16]),
+       dtype=st.sampled_from([torch.float32, torch.bfloat16]), seed=st.integers(0, 99))
+def test_property_matmul_attention_matches_the_fused_kernel(batch, heads, seq_len, head_dim,
+                                                            dtype, seed):
+    """Any shape, grouped or not, either dtype: the matmul path's output and the gradients of
+    q, k and v against SDPA's causal kernel, to 1e-5 (float32) or 2e-2 (bfloat16) of the
+    largest value."""
+    n_heads, n_kv = heads
+    module = Attention(d_model=n_heads * head_dim, n_heads=n_heads, n_kv_heads=n_kv,
+                       head_dim=head_dim)
+    g = torch.Generator().manual_seed(seed)
+    shapes = ((batch, n_heads, seq_len, head_dim), (batch, n_kv, seq_len, head_dim),
+              (batch, n_kv, seq_len, head_dim))
+    base = [torch.randn(s, generator=g).to(dtype) for s in shapes]
+    out = {}
+    for name in ("sdpa", "math"):
+        q, k, v = (t.clone().requires_grad_() for t in base)
+        if name == "sdpa":
+            y = module._sdpa(q, k, v, None, True)
+        else:
+            y = module._explicit(q, k, v, torch.ones(seq_len, seq_len, dtype=torch.bool).tril(),
+                                 None)
+        y.float().square().sum().backward()
+        out[name] = [y, q.grad, k.grad, v.grad]
+    tol = 1e-5 if dtype == torch.float32 else 2e-2
+    for got, want in zip(out["math"], out["sdpa"], strict=True):
+        scale = max(want.abs().max().item(), 1.0)
+        assert (got.float() - want.float()).abs().max().item() <= tol * scale
 
 
 def test_a_bf16_model_on_cpu_runs_and_reports_the_measured_attention(measuring):
