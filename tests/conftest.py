@@ -185,3 +185,15 @@ class _Processes:
 @pytest.fixture
 def processes() -> _Processes:
     return _Processes()
+
+
+@pytest.fixture
+def measuring(monkeypatch, tmp_path):
+    """Calibration measuring (not pinned) into a cache of this test's own: the cache folder."""
+    from blocklab.nn import calibration
+
+    monkeypatch.setenv("BLOCKLAB_CALIBRATION", "measure")
+    monkeypatch.setenv("BLOCKLAB_CACHE_DIR", str(tmp_path))
+    calibration.forget()
+    yield tmp_path
+    calibration.forget()

@@ -3,7 +3,6 @@ through blocklab.nn.calibration and kept."""
 
 import json
 
-import pytest
 import torch
 
 from blocklab.config import ModelConfig
@@ -11,15 +10,6 @@ from blocklab.experiments import step_precision
 from blocklab.nn import calibration
 
 CFG = ModelConfig(vocab_size=64, d_model=32, n_layers=1, n_heads=2, max_seq_len=16)
-
-
-@pytest.fixture
-def measuring(monkeypatch, tmp_path):
-    monkeypatch.setenv("BLOCKLAB_CALIBRATION", "measure")
-    monkeypatch.setenv("BLOCKLAB_CACHE_DIR", str(tmp_path))
-    calibration.forget()
-    yield tmp_path
-    calibration.forget()
 
 
 def test_both_steps_are_timed_and_the_faster_is_kept(measuring):

@@ -15,15 +15,6 @@ from blocklab.nn import DecoderLM, calibration
 from blocklab.nn.attention import Attention
 
 
-@pytest.fixture
-def measuring(monkeypatch, tmp_path):
-    monkeypatch.setenv("BLOCKLAB_CALIBRATION", "measure")
-    monkeypatch.setenv("BLOCKLAB_CACHE_DIR", str(tmp_path))
-    calibration.forget()
-    yield tmp_path
-    calibration.forget()
-
-
 def _slow(seconds):
     return lambda: time.sleep(seconds)
 
