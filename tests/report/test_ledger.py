@@ -215,6 +215,31 @@ def test_a_rule_changed_after_the_data_shows_beside_its_claim(doc):
     assert 'class="changed"' not in evidence_cell(doc["ledger"][1], {}, "en", 1, doc)
 
 
+def test_the_scale_tested_here_is_in_view_and_the_papers_under_details(doc):
+    row = {**doc["ledger"][1],
+           "scale": {"text": "d 64 × 2 layers, 131k parameters", "text_zh": "d 64 × 2 层"},
+           "anchors": [{"source": "Shazeer 2020", "secondary": False, "model": "T5-base",
+                        "scale": "220M parameters", "setting": "C4", "metric": "log-ppl",
+                        "result": "SwiGLU -2.4%"},
+                       {"source": "Narang 2021", "secondary": True, "model": "T5", "scale": "",
+                        "setting": "C4", "metric": "loss", "result": "SwiGLU -2.7%"}],
+           "anchor_reading": "A small gain is what the trend predicts."}
+    for lang, tested, papers, secondary in (
+            ("en", "Tested here at d 64 × 2 layers, 131k parameters.",
+             "Published, each at its own scale", "(read in a copy of the table)"),
+            ("zh", "本地测试规模：d 64 × 2 层。", "已发表的结果（各在其自身规模）",
+             "(转引自他处的表格)")):
+        cell = evidence_cell(row, {}, lang, 1, doc)
+        fold = cell.index('<details class="more">')
+        assert '<p class="scale">' + tested in cell[:fold]
+        folded = cell[fold:]
+        assert papers in folded and "Shazeer 2020: T5-base, 220M parameters; C4; log-ppl: " \
+            "SwiGLU -2.4%" in folded
+        assert "Narang 2021 " + secondary in folded
+        assert "A small gain is what the trend predicts." in folded
+    assert 'class="scale"' not in evidence_cell(doc["ledger"][1], {}, "en", 1, doc)
+
+
 def test_lead_is_the_first_sentence_within_three_lines():
     assert lead_and_rest("One. Two three.", "en") == ("One.", "Two three.")
     assert lead_and_rest("一。二。", "zh") == ("一。", "二。")

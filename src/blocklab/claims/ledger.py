@@ -16,6 +16,7 @@ import traceback
 from dataclasses import asdict, dataclass, field, is_dataclass, replace
 from typing import Any
 
+from blocklab.claims.anchors import Anchor, anchors, reading
 from blocklab.claims.catalogue import CHECKS, SCALE_DEPENDENT, SUITE_OF, planned_hash
 from blocklab.claims.finding import Context
 from blocklab.claims.registry import RULES, RuleChange, changes, registered
@@ -26,6 +27,7 @@ from blocklab.claims.rules import (
 )
 from blocklab.claims.text import CLAIM_TEXT, ERROR, claim_sources
 from blocklab.errors import InputError
+from blocklab.experiments.suites import get_suite
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,9 @@ class ClaimResult:
     parts: list[Part] = field(default_factory=list)
     combines: str = ""
     combines_zh: str = ""
+    # The scale its suite's graded runs had at the ledger's size (`Scale.to_dict`); None for
+    # an analytic claim or a suite whose graded measurements are timings.
+    scale: dict[str, Any] | None = None
 
     @property
     def rule(self) -> Rule | None:
@@ -61,8 +66,15 @@ class ClaimResult:
         (`registry.CHANGED_AFTER_DATA`)."""
         return changes(self.id)
 
+    @property
+    def anchors(self) -> list[Anchor]:
+        """The published results bearing on this claim, each at its own scale."""
+        return anchors(self.id)
+
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
+        out["anchors"] = [a.to_dict() for a in self.anchors]
+        out["anchor_reading"] = reading(self.id)
         out["parts"] = [p.to_dict() for p in self.parts]
         out["rule"] = None if self.rule is None else asdict(self.rule)
         out["rule_hash"] = None if self.rule is None else self.rule.hash
@@ -170,7 +182,15 @@ def run_claims(ids: list[str] | None = None, ctx: Context | None = None) -> list
                                found.summary, found.summary_zh, _plain(found.evidence),
                                found.command, found.figure, None, parts,
                                found.combines, found.combines_zh))
-    return out
+    return [replace(row, scale=_scale(row.id, ctx)) for row in out]
+
+
+def _scale(claim_id: str, ctx: Context) -> dict[str, Any] | None:
+    """The scale of the runs `claim_id` is graded on at the ledger's size, or None."""
+    suite = SUITE_OF.get(claim_id)
+    scale_of = get_suite(suite).scale if suite else None
+    scale = None if scale_of is None else scale_of(ctx.size, claim_id)
+    return None if scale is None else scale.to_dict()
 
 
 def _plain(value: Any) -> Any:

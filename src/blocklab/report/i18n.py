@@ -93,6 +93,9 @@ STRINGS: dict[str, tuple[str, str]] = {
                      "结果公布后修改的规则（{date}）：{what}"),
     "rules_changed": ("Rules edited after the data: {n} (latest {date}), see details",
                       "结果公布后修改的规则：{n} 处（最近 {date}），见详情"),
+    "tested_at": ("Tested here at {scale}.", "本地测试规模：{scale}。"),
+    "papers": ("Published, each at its own scale", "已发表的结果（各在其自身规模）"),
+    "paper_secondary": ("read in a copy of the table", "转引自他处的表格"),
     "why_run": ("the finding; nothing is claimed", "实验结果，无所声称"),
     # {c}: the coverage of the interval the decision read ("99.64%"), never a fixed 95%
     "why_beyond": ("the {c} CI lies beyond {b}", "{c} 置信区间整体越过 {b}"),

@@ -42,6 +42,7 @@ from blocklab.errors import InputError, Interrupted, ResultsError
 from blocklab.experiments.options import RunOptions
 from blocklab.experiments.results import ResultSink, ResultStore, json_safe
 from blocklab.experiments.run_result import RunLabel, RunResult
+from blocklab.experiments.scale import Scale
 from blocklab.experiments.summaries import (
     Interval,
     SeedBlock,
@@ -129,6 +130,12 @@ class Suite:
     # regraded. Change it with any such change, saying what changed; "" for a suite no
     # registered rule reads.
     metric_version: str = ""
+    # (size, claim id) -> the scale of the training runs the claim is graded on (model,
+    # parameters, training tokens; `blocklab.experiments.scale`), which a verdict "at this
+    # scale" names; None for a claim graded on no training run (a probe at initialisation, a
+    # timing), and no function for a suite that trains nothing it grades.
+    scale: Callable[[str, str], Scale | None] | None = field(default=None, compare=False,
+                                                              repr=False)
 
     def __post_init__(self) -> None:
         # A mistake here is a bug in the suite's definition, not the user's input.

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from blocklab.config import FFNS, ModelConfig
 from blocklab.experiments.options import RunOptions
+from blocklab.experiments.scale import Scale
 from blocklab.experiments.suites.ffn.sizes import Size
 
 if TYPE_CHECKING:
@@ -50,3 +51,12 @@ def param_count(arm: str, size: Size, d_model: int | None = None) -> int:
     from blocklab.budget.params import count_params
 
     return count_params(model_config(arm, size, d_model)).total
+
+
+def scale(size: str, claim: str) -> Scale:
+    """The scale C16's runs are graded at: the baseline (ReLU) arm's model and one run's
+    training tokens at `size`."""
+    from blocklab.experiments.suites.ffn.sizes import SIZES
+
+    s = SIZES[size]
+    return Scale.of(model_config("relu", s), s.steps * s.batch_size * s.seq_len)

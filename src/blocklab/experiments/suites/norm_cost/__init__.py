@@ -118,6 +118,7 @@ from blocklab.experiments.suites.norm_cost.sizes import (
     Size,
     StepShape,
 )
+from blocklab.experiments.suites.norm_cost.sizes import scale as norm_cost_scale
 from blocklab.experiments.suites.norm_cost.stats import (
     BOOTSTRAP_SAMPLES,
     BOOTSTRAP_SEED,
@@ -193,7 +194,7 @@ SUITE = Suite(
              "RMSNorm 与 LayerNorm 的开销（norm-cost 实验）"),
     figures=("norm_cost",),
     # Seeds are the paired quality runs; timings get their repeats instead.
-    metric_version=METRIC_VERSION,
+    scale=norm_cost_scale, metric_version=METRIC_VERSION,
     default_seeds={"tiny": 2, "quick": 3, "full": 8},
     price=price,
 )

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from blocklab.config import ModelConfig
+from blocklab.experiments.scale import Scale
 from blocklab.experiments.suites.evaluation import FINAL_EVAL_FRACTION
 
 KINDS = ("blocklab", "torch", "plain", "compiled")
@@ -114,3 +115,11 @@ def model_config(norm: str, d_model: int, n_layers: int, seq_len: int) -> ModelC
     return ModelConfig(vocab_size=256, d_model=d_model, n_layers=n_layers,
                        n_heads=max(1, d_model // 32), max_seq_len=seq_len, norm=norm,
                        position="rope", name=f"norm-cost-{norm}")
+
+
+def scale(size: str, claim: str) -> Scale:
+    """The scale C18's quality runs are graded at: the RMSNorm model of the quality shape and
+    one run's training tokens at `size`."""
+    q = SIZES[size].quality
+    return Scale.of(model_config("rmsnorm", q.d_model, q.n_layers, q.seq_len),
+                    q.steps * q.batch_size * q.seq_len)

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from blocklab.config import ModelConfig
 from blocklab.experiments.options import RunOptions
+from blocklab.experiments.scale import Scale
 from blocklab.experiments.suites.placement.sizes import Probe, Sweep, Training
 
 if TYPE_CHECKING:
@@ -63,3 +64,17 @@ def lr_area(training: Training, warmup: int, lr: float) -> float:
 
     tc = TrainConfig(steps=training.steps, lr=lr, warmup_steps=warmup)
     return sum(learning_rate(step, tc) for step in range(training.steps))
+
+
+def scale(size: str, claim: str) -> Scale | None:
+    """The scale a placement claim's training runs have at `size`: C36's deep stacks (the
+    pre-norm model at its depth, one ladder run's tokens); C13's and C19's training contrast
+    (the pre-norm model at the training grid's deepest depth, one run's tokens); None for C12,
+    read at initialisation."""
+    from blocklab.experiments.suites.placement.sizes import SIZES
+
+    if claim == "C12":
+        return None
+    grid = SIZES[size].deep if claim == "C36" else SIZES[size].training
+    return Scale.of(train_model_config("pre", grid.depths[-1], grid),
+                    grid.steps * grid.batch_size * grid.seq_len)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from blocklab.config import ModelConfig
 from blocklab.experiments.options import RunOptions
+from blocklab.experiments.scale import Scale
 from blocklab.experiments.suites.evaluation import FINAL_EVAL_FRACTION, graded_only
 from blocklab.experiments.suites.tuning import LrGrid
 
@@ -202,3 +203,16 @@ def suite_train_config(options: RunOptions, seed: int, **settings: Any) -> Train
 
     return TrainConfig.for_run(options, seed, **settings)
 
+
+def scale(size: str, claim: str) -> Scale | None:
+    """The scale C21's, C29's and C30's runs are graded at: the RoPE arm's model trained at L
+    and one run's training tokens at `size`; None for C31 (parameter counts and timings)."""
+    if claim == "C31":
+        return None
+    config = SIZES[size]
+    return Scale.of(arm_config(size, "rope"),
+                    config.train.steps * config.train.batch_size * config.L,
+                    f"d {config.model.d_model} × {config.model.n_layers} layers, trained at "
+                    f"L = {config.L}",
+                    f"d {config.model.d_model} × {config.model.n_layers} 层，"
+                    f"训练长度 L = {config.L}")

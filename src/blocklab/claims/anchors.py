@@ -1,0 +1,74 @@
+"""Published results beside the claims, each at the scale it was measured at.
+
+The package data `anchors.json` holds, per source, the claims it bears on, the model and
+training it was measured with (parameters and training tokens where the source gives them),
+the metric and the result, and whether it was read in a copy of the table (`secondary`); one
+reading per claim says how the paper and the page differ. A claim's row in the ledger carries
+them (`ClaimResult.anchors`, `anchor_reading`) beside the scale its own runs had
+(`blocklab.experiments.scale`), so a verdict at d 64 is read beside Shazeer 2020 at 220M.
+
+    anchors("C16")[0].source         # 'Shazeer 2020, "GLU Variants Improve Transformer", ...'
+    anchors("C16")[0].flops          # 4.5e19: 6 · 220M parameters · 34.4B tokens
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from functools import cache
+from importlib import resources
+
+from blocklab.experiments.scale import flops_text
+
+
+@dataclass(frozen=True)
+class Anchor:
+    claims: tuple[str, ...]
+    source: str
+    secondary: bool
+    model: str
+    params: int | None
+    tokens: int | None
+    setting: str
+    metric: str
+    result: str
+
+    @property
+    def flops(self) -> float | None:
+        """Training compute 6 · params · tokens, where the source gives both."""
+        if self.params is None or self.tokens is None:
+            return None
+        return 6.0 * self.params * self.tokens
+
+    def scale_text(self) -> str:
+        """"220M parameters, 34.4B tokens, 4.5·10^19 FLOPs", as far as the source gives it."""
+        bits = []
+        if self.params is not None:
+            bits.append(f"{self.params / 1e6:.3g}M parameters")
+        if self.tokens is not None:
+            bits.append(f"{self.tokens / 1e9:.3g}B tokens")
+        if self.flops is not None:
+            bits.append(f"{flops_text(self.flops)} FLOPs")
+        return ", ".join(bits)
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "claims": list(self.claims), "flops": self.flops,
+                "scale": self.scale_text()}
+
+
+@cache
+def _data() -> tuple[tuple[Anchor, ...], dict[str, str]]:
+    raw = json.loads(resources.files("blocklab.claims").joinpath("anchors.json").read_text(
+        encoding="utf-8"))
+    rows = tuple(Anchor(**{**row, "claims": tuple(row["claims"])}) for row in raw["anchors"])
+    return rows, dict(raw["readings"])
+
+
+def anchors(claim_id: str) -> list[Anchor]:
+    """The published results bearing on `claim_id`, in the file's order ([] when none)."""
+    return [a for a in _data()[0] if claim_id in a.claims]
+
+
+def reading(claim_id: str) -> str | None:
+    """How the published results and the page's statement relate, for `claim_id`."""
+    return _data()[1].get(claim_id)
