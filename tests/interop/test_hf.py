@@ -234,8 +234,16 @@ def test_save_hf_splits_fused_projections(tmp_path):
     save_hf(fused, tmp_path)
     names = set(load_file(tmp_path / "model.safetensors"))
     assert names == {blocklab_to_hf_name(n) for n in DecoderLM(cfg).state_dict()}
-    ids = torch.randint(0, 32, (1, 5))
-    assert_close(_ours(load_hf(tmp_path), ids), _ours(fused, ids), atol=1e-5, rtol=1e-5)
+    ids = torch.randint(0, 32, (1, 5), generator=torch.Generator().manual_seed(0))
+    got, want = _ours(load_hf(tmp_path), ids), _ours(fused, ids)
+    # Split and packed projections sum in different orders: float32 rounding of logits whose
+    # N(0, 1) weights make them large: 24 terms a sum at 6e-8 each bound it by 2e-6 of the largest.
+    assert_close(got, want, atol=2e-6 * want.abs().max().item(), rtol=1e-5)
+    for seed in range(20):  # any input, not one lucky draw
+        ids = torch.randint(0, 32, (1, 5), generator=torch.Generator().manual_seed(seed))
+        want = _ours(fused, ids)
+        assert_close(_ours(load_hf(tmp_path), ids), want, atol=2e-6 * want.abs().max().item(),
+                     rtol=1e-5)
 
 
 def test_name_mapping_round_trips():
