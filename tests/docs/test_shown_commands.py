@@ -84,3 +84,12 @@ def test_a_changed_line_is_caught():
     assert in_order(("a", "c"), printed) is None
     assert in_order(("c", "a"), printed) == "a"  # order matters
     assert in_order(("b  │ 2",), printed) == "b  │ 2"
+
+
+def test_every_relative_link_points_at_a_file():
+    broken = []
+    for page in PAGES:
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", page.read_text("utf-8")):
+            if "://" not in target and not (page.parent / target).exists():
+                broken.append(f"{page.relative_to(ROOT)} -> {target}")
+    assert not broken
