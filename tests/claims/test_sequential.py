@@ -371,3 +371,42 @@ def test_the_minutes_the_report_promises_buy_the_promised_parts_look_by_look():
             reached[w.part] = w.target
     assert reached == {"swiglu": needed, "geglu": needed}  # every promised part, in full
     assert left == pytest.approx(0.0, abs=1e-9)  # and the promise was exactly its price
+
+
+def test_a_look_that_fits_when_priced_runs_however_long_the_pricing_took(tmp_path, monkeypatch):
+    """Reading the stored runs' wall times takes a while on a full folder; the look is bought
+    with the time left after that reading and then run, never priced again against a clock
+    that moved on (a fresh quick report once stopped there with 4 minutes unused)."""
+    from blocklab.claims import sequential
+
+    clock = [0.0]
+    monkeypatch.setattr(sequential.time, "perf_counter", lambda: clock[0])
+
+    def slow_walls(request, name):
+        clock[0] += 100.0  # reading the folder took 100 s
+        return {"quality": 50.0}
+
+    wanted = Wanted("C33", "part", "quantize", ("quality",), 4, 6)
+    monkeypatch.setattr(sequential, "open_parts", lambda rows, size, arms: [wanted])
+    monkeypatch.setattr(sequential, "arm_wall_s", slow_walls)
+    monkeypatch.setattr(sequential, "coverage_of", lambda planned: {"quality": 4})
+    added, ran = [], []
+    monkeypatch.setattr("blocklab.experiments.suites.base.add_seed_blocks",
+                        lambda folder, blocks: added.extend(blocks))
+    looks = sequential.Looks(300.0, None)
+    # 300 s budget, 100 s spent reading, 30 s kept for the build: 170 s left, and 2 more
+    # seeds of 50 s on one worker take 100 s
+    assert sequential._next_look(looks, [], {"quantize": None}, {"quantize": ["quality"]}, 1,
+                                 0.0, RunRequest(tmp_path, "quick", budget_s=300.0),
+                                 lambda rules: ran.append(rules) or {}, {}, 1,
+                                 lambda s: None, None)
+    assert [(b.start, b.stop, b.arms) for b in added] == [(4, 6, ["quality"])]
+    assert ran == [{}] and looks.records[0].runs == 2
+    assert looks.records[0].estimated_s == 100.0
+
+    # with 60 s left after the reading nothing fits: the stop says so
+    clock[0], looks = 0.0, sequential.Looks(190.0, None)
+    assert not sequential._next_look(looks, [], {"quantize": None}, {"quantize": ["quality"]},
+                                     1, 0.0, RunRequest(tmp_path, "quick", budget_s=190.0),
+                                     lambda rules: {}, {}, 1, lambda s: None, None)
+    assert looks.stopped.startswith("no open part's next block fits in the 1.0 min left")

@@ -163,10 +163,7 @@ def buy(wanted: Sequence[Wanted], coverage: dict[str, dict[str, int]], first_see
     from blocklab.experiments.estimate import makespan
 
     def wall(ws: Sequence[Wanted]) -> float:
-        seconds = [walls.get(name, {}).get(arm, 0.0)
-                   for name, bs in next_blocks(ws, coverage, first_seed).items()
-                   for b in bs for arm in b.arms for _ in range(b.stop - b.start)]
-        return makespan(seconds, max(workers, 1))
+        return makespan(priced(next_blocks(ws, coverage, first_seed), walls), max(workers, 1))
 
     if left_s is None:
         return list(wanted)
@@ -245,17 +242,13 @@ def arm_wall_s(request: RunRequest, name: str) -> dict[str, float]:
     return {arm: sum(w) / len(w) for arm, w in walls.items()}
 
 
-def block_seconds(request: RunRequest, blocks: dict[str, list[SeedBlock]]
-                  ) -> tuple[int, list[float]]:
-    """(runs, seconds of each run) of `blocks`, each run priced at `arm_wall_s` (0 for an arm
-    with no stored run)."""
-    seconds: list[float] = []
-    for name, bs in blocks.items():
-        walls = arm_wall_s(request, name)
-        for b in bs:
-            for arm in b.arms:
-                seconds += [walls.get(arm, 0.0)] * (b.stop - b.start)
-    return len(seconds), seconds
+def priced(blocks: dict[str, list[SeedBlock]], walls: dict[str, dict[str, float]]
+           ) -> list[float]:
+    """The seconds of each run of `blocks`, each priced at its arm's stored mean wall time
+    (`walls`: {suite: `arm_wall_s`}; 0 for an arm with no stored run)."""
+    return [walls.get(name, {}).get(arm, 0.0)
+            for name, bs in blocks.items() for b in bs for arm in b.arms
+            for _ in range(b.stop - b.start)]
 
 
 def run_looks(request: RunRequest, names: Sequence[str], *, plan: BudgetPlan | None = None,
@@ -306,10 +299,13 @@ def _next_look(looks: Looks, rows: Sequence[Any], planned: dict[str, Any],
     # Re-planned at every look with the time left (the plan made before any data only
     # estimates): the blocks likeliest to decide a part per second, while they fit.
     coverage = {s: coverage_of(p) for s, p in planned.items()}
+    # Prices first (reading the stored runs takes a while), then the time left, then what
+    # fits in it at those prices: the look bought is the look checked, never re-priced after
+    # the clock moved on (which stopped a fresh quick report with 4 minutes unused).
+    walls = {name: arm_wall_s(request, name) for name in {w.suite for w in wanted}}
     elapsed = time.perf_counter() - start
     left = (None if looks.budget_s is None
             else looks.budget_s - elapsed - BUILD_RESERVE_S)
-    walls = {name: arm_wall_s(request, name) for name in {w.suite for w in wanted}}
     bought = buy(wanted, coverage, request.seed_offset, walls, workers, left)
     blocks = next_blocks(bought, coverage, request.seed_offset)
     if not blocks:
@@ -319,14 +315,11 @@ def _next_look(looks: Looks, rows: Sequence[Any], planned: dict[str, Any],
                          if not bought else "the open parts' arms cannot run more seeds")
         return False
     wanted = bought
-    runs, seconds = block_seconds(request, blocks)
-    estimate = makespan(seconds, max(workers, 1))
-    elapsed = time.perf_counter() - start
-    if looks.budget_s is not None and elapsed + estimate + BUILD_RESERVE_S > looks.budget_s:
-        looks.stopped = (f"look {k + 1} ({runs} runs, about {estimate / 60:.1f} min) would "
-                         f"pass the budget of {looks.budget_s / 60:.0f} min "
-                         f"({elapsed / 60:.1f} min spent)")
-        return False
+    seconds = priced(blocks, walls)
+    runs, estimate = len(seconds), makespan(seconds, max(workers, 1))
+    if left is not None and estimate > left:  # `buy` keeps to `left`: a bug if it did not
+        raise AssertionError(f"look {k + 1} bought {estimate:.0f} s of runs with {left:.0f} s "
+                             "left")
     added = "; ".join(f"{s}: seeds {b.start}–{b.stop - 1} of {len(b.arms)} arm(s)"
                       for s, bs in blocks.items() for b in bs)
     echo(f"look {k + 1}: {len(wanted)} part(s) still open; adding {runs} run(s) ({added}), "
