@@ -39,6 +39,23 @@ def test_the_faster_candidate_wins_and_is_kept_on_disk(measuring):
                                default="slow") == "quick"
 
 
+def test_measuring_leaves_the_global_random_stream_where_it_was(measuring):
+    """A run seeded before its first bf16 attention call draws the same numbers afterwards
+    whether this process measured (the candidates draw inputs, one even reseeds) or not."""
+    def draws():
+        torch.randn(1000)
+
+    def reseeds():
+        torch.manual_seed(123)
+        torch.randn(10)
+
+    torch.manual_seed(7)
+    expected = torch.randn(5)
+    torch.manual_seed(7)
+    calibration.fastest("rng", {}, {"a": draws, "b": reseeds}, default="a")
+    assert torch.equal(torch.randn(5), expected)
+
+
 def test_another_shape_or_another_machine_is_measured_anew(measuring, monkeypatch):
     calibration.fastest("op", {"n": 1}, {"a": _slow(0.003), "b": _slow(0)}, default="a")
     assert calibration.fastest("op", {"n": 2}, {"a": _slow(0), "b": _slow(0.003)},

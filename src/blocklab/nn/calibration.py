@@ -113,15 +113,20 @@ def fastest(op: str, key: Mapping[str, object], candidates: Mapping[str, Callabl
 def measure(candidates: Mapping[str, Callable[[], object]]) -> dict[str, float]:
     """name -> median seconds of one call over ROUNDS rounds, every candidate once a round in
     turn (so that load from other processes falls on all of them alike), after one warm-up call
-    each. Gradients stay as the caller's callables leave them."""
+    each. Gradients stay as the caller's callables leave them.
+
+    The global (CPU) random state is restored afterwards: a candidate that draws inputs or
+    seeds a model must not shift a seeded run's random stream in the one process that happened
+    to measure (a later process reads the kept answer and draws nothing)."""
     times: dict[str, list[float]] = {name: [] for name in candidates}
-    for fn in candidates.values():
-        fn()
-    for _ in range(ROUNDS):
-        for name, fn in candidates.items():
-            tick = time.perf_counter()
+    with torch.random.fork_rng(devices=[]):
+        for fn in candidates.values():
             fn()
-            times[name].append(time.perf_counter() - tick)
+        for _ in range(ROUNDS):
+            for name, fn in candidates.items():
+                tick = time.perf_counter()
+                fn()
+                times[name].append(time.perf_counter() - tick)
     return {name: statistics.median(t) for name, t in times.items()}
 
 
