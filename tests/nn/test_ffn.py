@@ -16,6 +16,7 @@ from blocklab.nn.ffn import (
     build_ffn,
     equal_param_gated_width,
     ffn_width,
+    narrowed,
 )
 
 EXACT = dict(atol=0.0, rtol=0.0)
@@ -239,3 +240,100 @@ def test_bad_arguments_raise_one_line(make, match):
     with pytest.raises(ValueError, match=match) as info:
         make()
     assert "\n" not in str(info.value)
+
+
+# --- narrowed: nested widths -----------------------------------------------------------------
+def _zero_dropped(ffn, k):
+    """A copy of `ffn` whose channels k … d_ff−1 contribute nothing: down_proj's columns
+    zeroed (the dropped channels then reach no output, whatever the activation)."""
+    import copy
+
+    twin = copy.deepcopy(ffn)
+    with torch.no_grad():
+        twin.down_proj.weight[:, k:] = 0.0
+    return twin
+
+
+@pytest.mark.parametrize("kind", ["swiglu", "geglu", "relu", "gelu"])
+@pytest.mark.parametrize("packed", [False, True])
+@pytest.mark.parametrize("bias", [False, True])
+def test_narrowed_equals_the_whole_ffn_with_dropped_channels_zeroed(kind, packed, bias):
+    """Values and gradients: the FFN at its first k channels equals the whole FFN with the
+    other channels' down columns zeroed; the dropped rows and columns get no gradient."""
+    if packed and not FFNS[kind][0]:
+        return
+    torch.manual_seed(0)
+    d, m, k = 8, 12, 5
+    ffn = build_ffn(kind, d, m, bias=bias, packed=packed).double()
+    twin = _zero_dropped(ffn, k)
+    x = _randn(2, 3, d, dtype=torch.float64)
+    with narrowed(ffn, k):
+        out = ffn(x)
+    assert ffn.width is None  # restored
+    assert_close(out, twin(x), **F64)
+    out.square().sum().backward()
+    twin(x).square().sum().backward()
+    down = ffn.down_proj.weight.grad
+    assert_close(down[:, :k], twin.down_proj.weight.grad[:, :k], **F64)
+    assert torch.count_nonzero(down[:, k:]) == 0
+    inputs = ["gate_up_proj"] if packed else (["gate_proj", "up_proj"] if FFNS[kind][0]
+                                             else ["up_proj"])
+    for name in inputs:
+        grad, want = getattr(ffn, name).weight.grad, getattr(twin, name).weight.grad
+        rows = (torch.cat([torch.arange(k), torch.arange(m, m + k)]) if packed
+                else torch.arange(k))
+        assert_close(grad[rows], want[rows], **F64)
+        dropped = torch.ones(grad.shape[0], dtype=torch.bool)
+        dropped[rows] = False
+        assert torch.count_nonzero(grad[dropped]) == 0
+
+
+def test_narrowed_swiglu_matches_the_float64_reference():
+    from blocklab.reference import sliced_swiglu
+
+    torch.manual_seed(1)
+    ffn = GatedFeedForward(6, 10).double()
+    x = _randn(6, dtype=torch.float64)
+    with narrowed(ffn, 4):
+        out = ffn(x)
+    want = sliced_swiglu(x.numpy(), ffn.gate_proj.weight.detach().numpy(),
+                         ffn.up_proj.weight.detach().numpy(),
+                         ffn.down_proj.weight.detach().numpy(), 4)["output"]
+    assert_close(out, torch.from_numpy(want), **F64)
+
+
+def test_narrowed_reaches_every_layer_and_restores_on_error():
+    from blocklab.nn import DecoderLM
+
+    model = DecoderLM(ModelConfig(vocab_size=32, d_model=16, n_layers=3, n_heads=2,
+                                  ffn="swiglu", d_ff=24))
+    ffns = [layer.ffn for layer in model.layers]
+    with narrowed(model, 6):
+        assert [f.width for f in ffns] == [6, 6, 6]
+    with pytest.raises(RuntimeError, match="inside"):
+        with narrowed(model, 12):
+            raise RuntimeError("inside")
+    assert [f.width for f in ffns] == [None, None, None]
+    with narrowed(model, 24):  # the whole width: nothing sliced
+        assert [f.width for f in ffns] == [None, None, None]
+    tokens = torch.randint(0, 32, (2, 5), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad(), narrowed(model, 24):
+        assert torch.equal(model(tokens), model(tokens))
+
+
+@pytest.mark.parametrize("width", [0, -1, 2.5, True, "8"])
+def test_narrowed_rejects_bad_width(width):
+    with pytest.raises(ValueError, match="narrowed: width="), narrowed(GatedFeedForward(4, 8),
+                                                                        width):
+        pass
+
+
+def test_narrowed_bf16_is_close_to_float32():
+    torch.manual_seed(2)
+    ffn = GatedFeedForward(16, 32)
+    x = _randn(4, 16)
+    with narrowed(ffn, 8):
+        full = ffn(x)
+        half = ffn(x.bfloat16())
+    assert half.dtype == torch.bfloat16
+    assert_close(half.float(), full, atol=2e-2 * full.abs().max().item(), rtol=0)

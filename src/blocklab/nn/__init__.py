@@ -3,7 +3,7 @@ the block that joins them and the decoder-only model built from a `ModelConfig`.
 
 from blocklab.nn.attention import Attention, KVCache, LayerCache, attention_mask
 from blocklab.nn.block import Block
-from blocklab.nn.ffn import FeedForward, GatedFeedForward, build_ffn
+from blocklab.nn.ffn import FeedForward, GatedFeedForward, build_ffn, narrowed
 from blocklab.nn.model import DecoderLM, build_attention, build_block, build_position
 from blocklab.nn.norm import LayerNorm, RMSNorm, build_norm
 from blocklab.nn.position import (
@@ -37,6 +37,7 @@ __all__ = [
     "build_attention",
     "build_block",
     "build_ffn",
+    "narrowed",
     "build_norm",
     "build_position",
     "permute_half_split_to_interleaved",

@@ -11,7 +11,8 @@ checkpoints load by name.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from functools import partial
 
@@ -77,12 +78,18 @@ class FeedForward(nn.Module):
         _positive("FeedForward", "d_ff", d_ff)
         self.act = _activation("FeedForward", activation)
         self.activation = activation
+        self.d_ff = d_ff
+        self.width: int | None = None  # a prefix width k < d_ff while `narrowed`
         self.up_proj = Linear(d_model, d_ff, bias=bias)
         self.down_proj = Linear(d_ff, d_model, bias=bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """x: [B, T, d_model] -> [B, T, d_model]."""
-        return self.down_proj(self.act(self.up_proj(x)))
+        """x: [B, T, d_model] -> [B, T, d_model] (-> [B, T, width] inside, when narrowed)."""
+        if self.width is None:
+            return self.down_proj(self.act(self.up_proj(x)))
+        k = self.width
+        return _linear(self.down_proj, self.act(_linear(self.up_proj, x, rows=slice(0, k))),
+                       cols=slice(0, k))
 
     def extra_repr(self) -> str:
         return f"activation={self.activation!r}"
@@ -121,6 +128,7 @@ class GatedFeedForward(nn.Module):
         self.act = _activation("GatedFeedForward", activation)
         self.activation = activation
         self.d_ff = d_ff
+        self.width: int | None = None  # a prefix width k < d_ff while `narrowed`
         self.packed = packed
         self.impl = backends.check_choice("GatedFeedForward", impl)
         if packed:
@@ -131,7 +139,19 @@ class GatedFeedForward(nn.Module):
         self.down_proj = Linear(d_ff, d_model, bias=bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """x: [B, T, d_model] -> [B, T, d_model]."""
+        """x: [B, T, d_model] -> [B, T, d_model]; gate, up: [B, T, d_ff], or [B, T, width]
+        when narrowed (the first `width` channels of each branch and of down_proj's input)."""
+        if self.width is not None:
+            k = self.width
+            if self.packed:
+                m = self.d_ff
+                gate_up = _linear(self.gate_up_proj, x, rows=torch.cat(
+                    [torch.arange(k), torch.arange(m, m + k)]).to(x.device))
+                gate, up = gate_up.split(k, dim=-1)  # 2 × [B, T, k]
+            else:
+                gate = _linear(self.gate_proj, x, rows=slice(0, k))
+                up = _linear(self.up_proj, x, rows=slice(0, k))
+            return _linear(self.down_proj, self.gated(gate, up), cols=slice(0, k))
         if self.packed:
             gate, up = self.gate_up_proj(x).split(self.d_ff, dim=-1)  # 2 × [B, T, d_ff]
         else:
@@ -146,6 +166,47 @@ class GatedFeedForward(nn.Module):
 
     def extra_repr(self) -> str:
         return f"activation={self.activation!r}, packed={self.packed}, impl={self.impl!r}"
+
+
+def _linear(layer: nn.Linear, x: torch.Tensor, rows: slice | torch.Tensor = slice(None),
+            cols: slice = slice(None)) -> torch.Tensor:
+    """`layer`(x) with only some of its weight's output `rows` (and their bias entries) or input
+    `cols` (the bias kept whole): slices of the one weight, so its gradient lands in the slice
+    and nowhere else. Computes in x's floating dtype, as `blocklab.nn.linear.Linear`."""
+    weight = layer.weight[rows][:, cols]
+    bias = None if layer.bias is None else layer.bias[rows]
+    if x.dtype != weight.dtype and x.dtype.is_floating_point:
+        weight = weight.to(x.dtype)
+        bias = None if bias is None else bias.to(x.dtype)
+    return F.linear(x, weight, bias)
+
+
+@contextmanager
+def narrowed(model: nn.Module, width: int | None) -> Iterator[nn.Module]:
+    """Run every FFN of `model` at its first `width` intermediate channels (gate, up and down
+    sliced together; None or a width ≥ an FFN's d_ff: that FFN whole) until the block ends,
+    then restore each FFN's previous width. The width control of nested-width FFNs (page
+    000's 2026 note on MoSE): one trained model read at several widths.
+
+        with narrowed(model, 48):
+            logits = model(tokens)   # every FFN at its first 48 channels
+
+    Backward outside the block is fine: the slices are views saved by autograd."""
+    if width is not None and (isinstance(width, bool) or not isinstance(width, int)
+                              or width < 1):
+        raise InputError(f"narrowed: width={width!r} is not allowed; expected a positive "
+                         "integer or None")
+    ffns = [m for m in model.modules() if isinstance(m, FeedForward | GatedFeedForward)]
+    if not ffns:
+        raise InputError("narrowed: the model has no FeedForward or GatedFeedForward to narrow")
+    before = [m.width for m in ffns]
+    for m in ffns:
+        m.width = None if width is None or width >= m.d_ff else width
+    try:
+        yield model
+    finally:
+        for m, w in zip(ffns, before, strict=True):
+            m.width = w
 
 
 def build_ffn(kind: str, d_model: int, d_ff: int, bias: bool = False,

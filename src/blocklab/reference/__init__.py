@@ -17,7 +17,14 @@ from .activations import (
     silu,
     silu_grad,
 )
-from .ffn import equal_param_width, ffn_budget, llama_ffn_width, swiglu, swiglu_jacobian
+from .ffn import (
+    equal_param_width,
+    ffn_budget,
+    llama_ffn_width,
+    sliced_swiglu,
+    swiglu,
+    swiglu_jacobian,
+)
 from .finite_diff import central_difference_jacobian
 from .norms import (
     layernorm,
@@ -68,6 +75,7 @@ __all__ = [
     "sigmoid_grad",
     "silu",
     "silu_grad",
+    "sliced_swiglu",
     "swiglu",
     "swiglu_jacobian",
 ]

@@ -96,6 +96,35 @@ def swiglu(x, gate_matrix, up_matrix, down_matrix) -> dict:
     }
 
 
+def sliced_swiglu(x, gate_matrix, up_matrix, down_matrix, width) -> dict:
+    """:func:`swiglu` at a prefix width: only the first ``width`` intermediate channels kept,
+    i.e. the first ``width`` rows of W_g and W_u and the first ``width`` columns of W_d::
+
+        y_k = W_d[:, :k] (SiLU(W_g[:k] x) (*) (W_u[:k] x))
+
+    The width control of nested-width FFNs (page 000's 2026 note on MoSE): one set of weights
+    read at several widths. Equal to the full SwiGLU with channels k … m−1 zeroed in any one
+    of the three matrices' dropped slices.
+
+    Args:
+        x, gate_matrix, up_matrix, down_matrix: as :func:`swiglu` (W_g, W_u: [m, d]; W_d: [d, m]).
+        width: k, an integer with 1 ≤ k ≤ m.
+
+    Returns:
+        :func:`swiglu`'s dict at width k (``gate``, ``up``, ``hidden``: [k]; ``parameters`` =
+        3 d k, ``hidden_elements`` = k).
+
+    Raises:
+        ValueError: as :func:`swiglu`, or a width that is not an integer in 1 … m.
+    """
+    x, w_g, w_u, w_d = _check_swiglu_inputs(x, gate_matrix, up_matrix, down_matrix)
+    m = w_g.shape[0]
+    k = _positive_int(width, "width")
+    if k > m:
+        raise InputError(f"width must be at most the intermediate width m = {m}, got {k}")
+    return swiglu(x, w_g[:k], w_u[:k], w_d[:, :k])
+
+
 def swiglu_jacobian(x, gate_matrix, up_matrix, down_matrix) -> np.ndarray:
     """Analytic Jacobian ``dy/dx`` of :func:`swiglu`, [d, d].
 
