@@ -458,3 +458,65 @@ def test_an_evaluation_crash_propagates_and_only_a_short_table_reads_as_unavaila
     for error in (RuntimeError, IndexError, ValueError, InputError):
         with pytest.raises(error, match="a bug"):
             tr.evaluate(Broken(error), {8: windows[8]}, batch_tokens=64)
+
+
+# --- nested-width training ----------------------------------------------------------------------
+@pytest.mark.parametrize("value", [(0,), (4, 4), "8", (2.5,), 3])
+def test_bad_nested_widths_name_the_field(value):
+    with pytest.raises(InputError, match=r"TrainConfig\.nested_widths="):
+        TrainConfig(nested_widths=value)
+
+
+def test_nested_widths_off_leaves_run_ids_unchanged_and_on_round_trips(tiny_model, tiny_train):
+    assert "nested_widths" not in tiny_train.to_dict()
+    assert run_id(tiny_model, tiny_train, "stdlib") == "55628090f39f"
+    on = tiny_train.replace(nested_widths=[16, 64, 32])
+    assert on.nested_widths == (64, 32, 16) and on.to_dict()["nested_widths"] == [64, 32, 16]
+    assert TrainConfig.from_dict(json.loads(json.dumps(on.to_dict()))) == on
+    assert run_id(tiny_model, on, "stdlib") != "55628090f39f"
+    with pytest.raises(InputError, match="TrainConfig.backend='compiled'"):
+        tiny_train.replace(backend="compiled", nested_widths=[8])
+
+
+def test_nested_loss_is_the_mean_of_the_losses_at_each_width_by_hand():
+    """A hand case: the mean of three cross-entropies, each computed with the FFN's dropped
+    channels zeroed in a copy of the model (no narrowing involved)."""
+    import copy
+
+    from blocklab.config import ModelConfig
+    from blocklab.nn import DecoderLM
+
+    torch.manual_seed(0)
+    model = DecoderLM(ModelConfig(vocab_size=16, d_model=8, n_layers=2, n_heads=2, ffn="swiglu",
+                                  d_ff=12)).double()
+    batch = torch.randint(0, 16, (2, 7), generator=torch.Generator().manual_seed(1))
+    got = tr.nested_loss(model, model, (12, 6, 3), batch)
+    losses = []
+    for k in (12, 6, 3):
+        twin = copy.deepcopy(model)
+        with torch.no_grad():
+            for layer in twin.layers:
+                layer.ffn.down_proj.weight[:, k:] = 0.0
+        logits = twin(batch[:, :-1])
+        losses.append(F.cross_entropy(logits.flatten(0, 1), batch[:, 1:].flatten()))
+    assert torch.allclose(got, sum(losses) / 3, rtol=1e-12, atol=0)
+    got.backward()  # every width's gradient reaches the shared weights
+    grad = model.layers[0].ffn.gate_proj.weight.grad
+    assert torch.count_nonzero(grad[:3]) > 0 and torch.count_nonzero(grad[6:]) > 0
+
+
+def test_nested_run_trains_every_width_and_a_width_past_d_ff_is_refused(tiny_train):
+    from blocklab.config import ModelConfig
+    from blocklab.errors import ConfigError
+
+    mc = ModelConfig(vocab_size=256, d_model=32, n_layers=2, n_heads=2, max_seq_len=256,
+                     ffn="swiglu", d_ff=64)
+    nested = tiny_train.replace(nested_widths=[64, 32, 16], steps=6, log_every=0)
+    model, result = tr.train(mc, nested)
+    assert result.status == "ok" and result.train_config["nested_widths"] == [64, 32, 16]
+    plain_model, plain = tr.train(mc, nested.replace(nested_widths=[]))
+    # the same seed and batches, another loss: the weights part ways
+    assert not torch.equal(model.layers[0].ffn.gate_proj.weight,
+                           plain_model.layers[0].ffn.gate_proj.weight)
+    with pytest.raises(ConfigError, match=r"nested_widths=\[128\] .* d_ff = 64"):
+        tr.train(mc, tiny_train.replace(nested_widths=[128]))

@@ -35,8 +35,9 @@ import contextlib
 import dataclasses
 import math
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -77,6 +78,7 @@ from blocklab.precision import Precision, check_precision
 if TYPE_CHECKING:
     from blocklab.experiments.options import RunOptions
 from blocklab.nn.backends import BACKENDS
+from blocklab.nn.ffn import narrowed
 
 SCHEDULES = ("cosine", "constant")
 STATUSES = ("ok", "diverged", "stuck")
@@ -84,7 +86,7 @@ _SMOOTH = 10  # train losses averaged for the stuck test and the final train los
 TAIL_EVALS = 4  # periodic validation losses averaged into the final val_loss_tail
 # TrainConfig fields added after run ids were first issued: `to_dict` leaves them out at these
 # values, so a config that does not set them serialises (and is identified) as before.
-_ADDED_AT_DEFAULT = {"final_eval_fraction": 0.0}
+_ADDED_AT_DEFAULT: dict[str, Any] = {"final_eval_fraction": 0.0, "nested_widths": []}
 
 
 def _bad(name: str, value: Any, allowed: str) -> ConfigError:
@@ -148,6 +150,11 @@ class TrainConfig:
         (`blocklab.nn.backends`); "compiled" warms up every graph the run needs before the
         first step and reports that time as the result's compile_s. Like threads and device it
         changes speed, not values (beyond float rounding), so it is not part of the run id.
+    nested_widths: () for ordinary training; else nested-width training (page 000's 2026
+        note on MoSE): each step's loss is the mean of the next-token losses with every FFN at
+        each of these prefix widths of its intermediate channels (`blocklab.nn.narrowed`; a
+        width ≥ d_ff is the whole FFN), on the same batch, so every width is trained on every
+        token. Left out of `to_dict` when empty (run ids of ordinary configs unchanged).
     """
 
     steps: int = 200
@@ -174,6 +181,7 @@ class TrainConfig:
     precision: Precision = "fp32"
     backend: str = "fast"
     final_eval_fraction: float = 0.0
+    nested_widths: tuple[int, ...] = ()
 
     @classmethod
     def for_run(cls, options: RunOptions, seed: int, **settings: Any) -> TrainConfig:
@@ -231,11 +239,23 @@ class TrainConfig:
             raise _bad("backend", self.backend, f"one of {list(BACKENDS)}")
         object.__setattr__(self, "final_eval_fraction", _number(
             "final_eval_fraction", self.final_eval_fraction, 0.0, 1.0))
+        widths = self.nested_widths
+        if not isinstance(widths, tuple | list):
+            raise _bad("nested_widths", widths, "a list of distinct positive integers")
+        for width in widths:
+            _int("nested_widths", width, 1)
+        if len(set(widths)) != len(widths):
+            raise _bad("nested_widths", widths, "a list of distinct positive integers")
+        if widths and self.backend == "compiled":
+            raise _bad("backend", self.backend, "'fast' or 'reference' with nested_widths "
+                       "(each width is a graph of its own)")
+        object.__setattr__(self, "nested_widths", tuple(sorted(widths, reverse=True)))
 
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
         data["betas"] = list(self.betas)
         data["eval_lengths"] = list(self.eval_lengths)
+        data["nested_widths"] = list(self.nested_widths)
         for name, default in _ADDED_AT_DEFAULT.items():  # absent at their default: the run ids
             if data[name] == default:                    # of configs without them unchanged
                 del data[name]
@@ -250,7 +270,7 @@ class TrainConfig:
         if unknown:
             raise ConfigError(f"unknown TrainConfig key(s) {unknown}; allowed: {sorted(known)}")
         data = dict(data)
-        for key in ("betas", "eval_lengths"):
+        for key in ("betas", "eval_lengths", "nested_widths"):
             if isinstance(data.get(key), list):
                 data[key] = tuple(data[key])
         return cls(**data)
@@ -299,6 +319,20 @@ def count_parameters(model: nn.Module) -> int:
 def _lm_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     """Mean next-token cross-entropy in nats: logits [B, T, V], targets [B, T]."""
     return F.cross_entropy(logits.flatten(0, 1), targets.flatten())
+
+
+def nested_loss(forward: Callable[[torch.Tensor], torch.Tensor], model: nn.Module,
+                widths: Sequence[int], batch: torch.Tensor) -> torch.Tensor:
+    """Nested-width training's loss of batch [B, T + 1]: the mean over `widths` of the
+    next-token loss with every FFN of `model` at that prefix width (`blocklab.nn.narrowed`),
+    `forward` being the model (or its data-parallel wrapper). Equal weights: every width is
+    trained on every token, the full one too."""
+    total = None
+    for width in widths:
+        with narrowed(model, width):
+            loss = _lm_loss(forward(batch[:, :-1]), batch[:, 1:])
+        total = loss if total is None else total + loss
+    return total / len(widths)
 
 
 def evaluate(model: nn.Module, windows: dict[int, torch.Tensor],
@@ -479,18 +513,20 @@ class StepResult:
 def train_step(forward: Callable[[torch.Tensor], torch.Tensor], batch: torch.Tensor,
                optimizer: torch.optim.Optimizer, params: list[nn.Parameter], *, lr: float,
                grad_clip: float | None, loss_ok: Callable[[float], bool] | None = None,
-               after_backward: Callable[[], None] | None = None) -> StepResult:
+               after_backward: Callable[[], None] | None = None,
+               loss_of: Callable[[torch.Tensor], torch.Tensor] | None = None) -> StepResult:
     """One training step on batch [B, T + 1]: set lr, next-token loss of forward(batch[:, :-1])
     against batch[:, 1:], backward, clip the global gradient norm to `grad_clip` (None: no
     clipping), AdamW. The step every loop runs, trained or timed.
 
     `loss_ok(loss)` False stops before backward (a diverged loss); a non-finite gradient norm
     stops before the update; `after_backward` runs between backward and clipping (gradient
-    logging).
+    logging); `loss_of(batch)` replaces the next-token loss of forward (`nested_loss`).
     """
     for group in optimizer.param_groups:
         group["lr"] = lr
-    loss = _lm_loss(forward(batch[:, :-1]), batch[:, 1:])
+    loss = (_lm_loss(forward(batch[:, :-1]), batch[:, 1:]) if loss_of is None
+            else loss_of(batch))
     # Every rank must see the same loss: it decides when all of them stop.
     loss_value = (distributed.mean_over_ranks(loss).item() if distributed.active()
                   else loss.item())
@@ -563,6 +599,13 @@ def check_seq_len(mc: ModelConfig, tc: TrainConfig) -> None:
             f"ModelConfig.max_seq_len={mc.max_seq_len} (max_position_embeddings): the table has "
             f"no row for positions {mc.max_seq_len} to {tc.seq_len - 1}; expected seq_len <= "
             f"{mc.max_seq_len}, a longer table, or another position scheme")
+
+
+def check_nested_widths(mc: ModelConfig, tc: TrainConfig) -> None:
+    """Nested-width training narrows the FFN: every width must lie within the model's d_ff."""
+    if tc.nested_widths and max(tc.nested_widths) > mc.d_ff:
+        raise ConfigError(f"TrainConfig.nested_widths={list(tc.nested_widths)} is not allowed "
+                          f"for this model; expected widths of at most its d_ff = {mc.d_ff}")
 
 
 def check_vocab(mc: ModelConfig, corpus: Corpus) -> None:
@@ -640,6 +683,7 @@ def train(model_config: ModelConfig, train_config: TrainConfig,
     mc, tc = model_config, train_config
     check_device(tc.device)
     check_seq_len(mc, tc)
+    check_nested_widths(mc, tc)
     check_fits_in_memory(mc, tc)
     rank, world_size = distributed.rank_and_world_size()
     rows = distributed.local_rows(tc.batch_size, rank, world_size)  # this rank's slice
@@ -674,6 +718,8 @@ def train(model_config: ModelConfig, train_config: TrainConfig,
         params = list(model.parameters())
         optimizer = make_optimizer(model, tc)
         recorder = _ResidualRecorder(model.layers)
+        loss_of = (partial(nested_loss, forward, model, tc.nested_widths)
+                   if tc.nested_widths else None)
         compile_s = None
         if tc.backend == "compiled":
             tick = time.perf_counter()
@@ -715,7 +761,7 @@ def train(model_config: ModelConfig, train_config: TrainConfig,
                 result = train_step(
                     forward, batch, optimizer, params, lr=lr, grad_clip=tc.grad_clip,
                     loss_ok=lambda v: math.isfinite(v) and (limit is None or v <= limit),
-                    after_backward=log_gradients)
+                    after_backward=log_gradients, loss_of=loss_of)
                 recorder.active = False
                 loss_value = result.loss
                 curves.step.append(step)
