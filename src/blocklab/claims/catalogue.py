@@ -8,7 +8,7 @@ about the claims, derived from what each check declares beside itself (`finding.
 This module sits above the check modules and imports them all; they import none of it. The
 analytic checks of C01–C28 are in `checks`, the others in the module of the suite or topic
 they read (`placement` C12, C13, C19; `ffn` C16; `norm_cost` C18; `positions` C21, C29–C31;
-`quantization` C32–C33; `models` C34–C35; `depth` C36).
+`quantization` C32–C33; `models` C34–C35; `depth` C36; `width` C37).
 
 Adding a claim means listing it in `CLAIMS.md` with its page section, restating it in
 `text.CLAIM_TEXT`, writing its check with its `@claim(...)` declaration in one of them (with
@@ -30,6 +30,7 @@ from blocklab.claims import (  # noqa: F401 - imported for their @claim declarat
     placement,
     positions,
     quantization,
+    width,
 )
 from blocklab.claims.finding import DECLARED, Check, ClaimSpec
 from blocklab.claims.registry import registered

@@ -516,6 +516,46 @@ C36_RULES = {
 
 
 # --- the registry --------------------------------------------------------------------------------
+# --- C37: the FFN's width as a control point (page 000, § 2026研究进展) ---------------------------
+# Read from the width suite: the SwiGLU decoder trained (a) ordinarily, (b) with nested widths
+# m, m/2, m/4 and (c) at m/2 alone, each read at its prefix widths. Every metric is a paired %
+# of a validation loss. δ and the margins are 2%: the size of the architecture gains the pages
+# quote (SwiGLU's "about 1–2%"), so a width control that loses more than a gated FFN gains is
+# not "little", and slicing that loses less than that is not the warned-of failure.
+C37_SMALLEST_EFFECT_PCT = 2.0
+C37_MARGIN_PCT = 2.0
+C37_SLICED_PARTS = {2: "slicing an ordinary FFN to m/2 is worse than nested training there",
+                    4: "slicing an ordinary FFN to m/4 is worse than nested training there"}
+C37_PRICE_PART = "nested training costs little at the full width m"
+C37_NARROW_PART = "nested training at m/2 comes close to training at m/2 alone"
+
+
+def c37_rules(size: str) -> dict[str, Rule]:
+    """C37's parts at `size`, the warning first: 4–8 seeds (looks at 4, 6, 8), at --size full
+    8–16, where that size's plan starts."""
+    first = 8 if size == "full" else 4
+    design = {"min_seeds": first, "max_seeds": 2 * first}
+    sliced = {name: Rule(metric=f"100·(val loss of the ordinary model sliced to m/{k} − the "
+                                f"nested model's at m/{k}) / the nested model's, %, paired by "
+                                "seed (positive = slicing worse)",
+                         smallest_effect=C37_SMALLEST_EFFECT_PCT, margin=C37_MARGIN_PCT / 2,
+                         claimed=C37_SMALLEST_EFFECT_PCT, **design)
+              for k, name in C37_SLICED_PARTS.items()}
+    band = ("confirmed when the (1 − 2·level) CI lies inside ±margin (two one-sided tests); "
+            "not reproduced at this scale when the CI at its level lies wholly outside it; "
+            "otherwise inconclusive, as below min_seeds")
+    return {**sliced,
+            C37_PRICE_PART: Rule(metric="100·(val loss of the nested model at m − the ordinary "
+                                        "model's) / the ordinary model's, %, paired by seed",
+                                 smallest_effect=C37_MARGIN_PCT, margin=C37_MARGIN_PCT,
+                                 claimed=0.0, test="equivalence", decides=band, **design),
+            C37_NARROW_PART: Rule(metric="100·(val loss of the nested model at m/2 − the model "
+                                         "trained at m/2 alone) / the latter's, %, paired by "
+                                         "seed",
+                                  smallest_effect=C37_MARGIN_PCT, margin=C37_MARGIN_PCT,
+                                  claimed=0.0, test="equivalence", decides=band, **design)}
+
+
 def _bands(parts: list[BandPart], rule: Callable[[str, str, str], Rule]) -> dict[str, Rule]:
     return {p.name: rule(p.arm, p.mult, p.want) for p in parts}
 
@@ -534,6 +574,7 @@ RULES: dict[str, Callable[[str], dict[str, Rule]]] = {
     "C32": lambda size: {C32_SPEED_PART: C32_SPEEDUP_RULE, C32_LARGEST_PART: C32_LARGEST_RULE},
     "C33": lambda size: {C33_EXACT_PART: C33_EXACT_RULE, C33_TENSOR_PART: C33_TENSOR_RULE},
     "C36": lambda size: dict(C36_RULES),
+    "C37": c37_rules,
 }
 
 
@@ -577,15 +618,16 @@ CHANGED_AFTER_DATA: tuple[RuleChange, ...] = (
     RuleChange("2026-12-01", ("C30",),
                "the band logic: each statement graded against the 5% edge only, so an "
                "interval wholly past 5% drops whether or not it straddles C21's 25% edge"),
-    RuleChange("2026-12-01", tuple(c for c in RULES if c != "C13"),  # C13 is reported, not decided
+    # C13 is reported, not decided; C37 was registered after these changes
+    RuleChange("2026-12-01", tuple(c for c in RULES if c not in ("C13", "C37")),
                "the ledger's decision rule: a part was confirmed when its 95% CI excluded 0; "
                "it is now confirmed only when the CI lies wholly beyond δ (or the claim's "
                "threshold), with Holm's correction within a claim"),
-    RuleChange("2026-12-01", tuple(c for c in RULES if c not in ("C31", "C32")),
+    RuleChange("2026-12-01", tuple(c for c in RULES if c not in ("C31", "C32", "C37")),
                "each part measured on seeds has a sequential design: max_seeds = 2 × "
                "min_seeds, seeds added in blocks of ⌈min_seeds / 2⌉ to the arms of undecided "
                "parts, each look read at its Lan–DeMets O'Brien–Fleming level"),
-    RuleChange("2026-12-02", tuple(RULES),
+    RuleChange("2026-12-02", tuple(c for c in RULES if c != "C37"),
                "how parts are decided (rules.DECISION_VERSION, now in every rule's hash): each "
                "look of a sequential design spends its increment of the O'Brien–Fleming "
                "spending function (the normal-theory levels, read with t intervals at 5–10 "

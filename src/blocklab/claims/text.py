@@ -1,6 +1,6 @@
 """The claims in our own words (English and Chinese), and where each one stands on its page.
 
-`CLAIMS.md` beside this file is the list of claims to settle (ids C01–C36, each citing its
+`CLAIMS.md` beside this file is the list of claims to settle (ids C01–C37, each citing its
 `[§ section heading]`, or inline `(§ heading)`s, as written on the page); `claim_sources()`
 parses it, so the ledger cites the page file and the section heading exactly as they appear
 there.
@@ -124,6 +124,12 @@ CLAIM_TEXT: dict[str, tuple[str, str]] = {
     "C36": ("Pre-norm lets deep stacks (50+ layers) train stably, because the residual path "
             "carries the gradient straight back (gradient ≈ 1).",
             "Pre-Norm 让深层网络（50 层以上）稳定训练，因为残差路径把梯度直接传回（梯度 ≈ 1）。"),
+    "C37": ("The FFN's intermediate width can be a control point of conditional computation "
+            "(MoSE: nested widths inside experts), but multi-width training is part of that "
+            "method: slicing an ordinary trained FFN to a narrower width does not give what "
+            "nested-width training gives at that width.",
+            "FFN 的中间宽度可以成为条件计算的控制点（MoSE：专家内部的嵌套宽度），但多宽度训练是该方法的一部分："
+            "把普通训练的 FFN 直接切片到更窄的宽度，得不到嵌套宽度训练在该宽度上的效果。"),
 }
 
 # `refuted` is for claims that do not depend on scale (arithmetic, configs, identities); an

@@ -30,6 +30,7 @@ from blocklab.experiments.suites.ffn.data import FfnData
 from blocklab.experiments.suites.norm_cost.data import NormCostData
 from blocklab.experiments.suites.placement.data import PlacementData
 from blocklab.experiments.suites.position.data import PerPosition, PositionData, Read
+from blocklab.experiments.suites.width.data import WidthData
 from blocklab.experiments.summaries import Interval, summary_from_dict
 
 PART_LABELS = {"attention_proj": "attention projections", "attention_scores": "scores + values",
@@ -194,6 +195,51 @@ def fig_ffn_loss_curves(doc: dict[str, Any]) -> bytes | None:
     ax.set_ylabel("validation loss (nats/token)")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8, ncols=2)
+    return _png(fig)
+
+
+# --- width ---------------------------------------------------------------------------------------
+WIDTH_ARMS = {"ordinary": ("(a) trained at m, sliced", "C0", "o-"),
+              "nested": ("(b) nested-width training", "C1", "s-"),
+              "narrow": ("(c) trained at m/2 alone", "C2", "D")}
+
+
+def fig_width_control(doc: dict[str, Any]) -> bytes | None:
+    """C37: validation loss against the FFN width k each model is read at (mean [95% CI] over
+    seeds), for the three arms; right: the same against the forward FLOPs per token of that
+    width (`blocklab.budget`), so width reads as compute saved against loss paid."""
+    data: WidthData | None
+    data, _ = _summary(doc, "width")
+    if data is None or not data.points:
+        return None
+    fig, axes = _new(10, 4.0, 2, 1)
+    m = data.widths[0]
+    for ax, key, label in ((axes[0, 0], "width", "FFN width k (first k channels kept)"),
+                           (axes[0, 1], "flops_per_token",
+                            "forward FLOPs per token at width k (blocklab.budget)")):
+        for j, (arm, (name, colour, style)) in enumerate(WIDTH_ARMS.items()):
+            xs, points = [], []
+            for p in data.points:
+                if arm in p.loss and p.loss[arm].mean is not None:
+                    xs.append(getattr(p, key) * (1 + 0.02 * (j - 1)))  # dodge
+                    points.append(p.loss[arm])
+            if not points:
+                continue
+            ax.plot(xs, [iv.mean for iv in points], style, color=colour, ms=5, lw=1.2,
+                    label=name)
+            for x, iv in zip(xs, points, strict=True):
+                _errorbar(ax, x, iv, fmt="none", color=colour, capsize=3)
+        ax.set_xlabel(label)
+        ax.grid(True, alpha=0.3)
+    left = axes[0, 0]
+    left.set_xscale("log", base=2)  # m, m/2, m/4 evenly spaced
+    left.set_xticks(data.widths, [f"{k}\n" + ("m" if k == m else f"m/{m // k}")
+                                  for k in data.widths])
+    left.minorticks_off()
+    left.set_ylabel("validation loss (nats/token)")
+    left.set_title("loss at each width [95% CI over seeds]", fontsize=10)
+    left.legend(fontsize=8)
+    axes[0, 1].set_title("the same against compute per token", fontsize=10)
     return _png(fig)
 
 
@@ -1053,6 +1099,7 @@ FIGURES: dict[str, tuple[Callable[[dict[str, Any]], bytes | None],
     "ffn_budget": (fig_ffn_budget, lambda doc: "blocklab budget --sweep --plot ffn_budget.png"),
     "ffn_variants": (fig_ffn_variants, None),
     "ffn_loss_curves": (fig_ffn_loss_curves, None),
+    "width_control": (fig_width_control, None),
     "norm_cost": (fig_norm_cost, None),
     "placement_training": (fig_placement_training, None),
     "placement_gradients": (fig_placement_gradients, None),

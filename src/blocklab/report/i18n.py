@@ -282,6 +282,16 @@ CAPTIONS: dict[str, tuple[str, str]] = {
     "ffn_loss_curves": ("Validation loss during training, one line per FFN variant and seed; "
                         "every arm sees the same batches in the same order.",
                         "训练过程中的验证损失，每个 FFN 变体的每个种子一条线；所有变体以相同顺序看到相同的批次。"),
+    "width_control": ("C37. Left: validation loss of each model read at FFN width k (the first k "
+                      "channels of gate, up and down kept; mean and 95% CI over seeds): (a) "
+                      "trained at m and sliced, (b) trained with nested widths m, m/2, m/4, (c) "
+                      "trained at m/2 alone. Right: the same against the forward FLOPs per token "
+                      "a model of width k costs, so the width reads as compute saved against loss "
+                      "paid.",
+                      "C37。左：每个模型在 FFN 宽度 k 上读取时的验证损失（保留 gate、up、down 的前 k 个通道；"
+                      "种子均值与 95% 置信区间）：(a) 在 m 上训练后切片，(b) 以嵌套宽度 m、m/2、m/4 训练，"
+                      "(c) 单独在 m/2 上训练。右：同样的损失对宽度 k 的模型每个 token 的前向 FLOPs，"
+                      "即宽度作为控制点时省下的计算与付出的损失。"),
     "scale_trend": ("Left: SwiGLU's validation loss relative to ReLU's (%, paired by seed, each "
                     "arm at its own tuned learning rate) against model size; the red band is "
                     "the page's claimed 1–2% gain. Right: how much more leaving out warmup "

@@ -7,6 +7,7 @@
     position   length extrapolation of every position scheme and RoPE scaling (C20, C21, C22,
                C30), the order probe (C29) and each scheme's cost (C31)
     quantize   int8 quantization: prefill/decode speed-up per scheme, SwiGLU merging (C32, C33)
+    width      the FFN's width as a control point: sliced vs nested-width training (C37)
 
 Each is a package `suites/<module>/` whose `SUITE` says what the rest of blocklab asks of it: its
 runs, its summary's data type, and where the report shows it (section, heading, figures).
@@ -38,7 +39,7 @@ from blocklab.experiments.summaries import Summary, Table
 
 # suite name -> module holding `SUITE`, in the order the report shows them
 SUITE_MODULES = {"ffn": "ffn", "norm-cost": "norm_cost", "placement": "placement",
-                 "position": "position", "quantize": "quantize"}
+                 "position": "position", "quantize": "quantize", "width": "width"}
 
 
 def get_suite(name: str) -> Suite:

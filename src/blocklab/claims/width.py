@@ -1,0 +1,121 @@
+"""C37: the FFN's width can be a control point, but slicing an ordinary model is not
+nested-width training (page 000, § 2026研究进展).
+
+Read from the width suite's summary: the ordinary model sliced to m/2 and m/4 against the nested
+model there, the nested model's price at m, and its m/2 against a model trained at m/2 alone,
+each a paired % of the validation loss graded by `registry.c37_rules`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from blocklab.claims.finding import DECIDED, Context, Finding, ci_text, claim, missing
+from blocklab.claims.registry import (
+    C37_MARGIN_PCT,
+    C37_NARROW_PART,
+    C37_PRICE_PART,
+    C37_SLICED_PARTS,
+    C37_SMALLEST_EFFECT_PCT,
+    registered,
+)
+from blocklab.claims.rules import (
+    CONFIRMED,
+    SETTLE_EN,
+    SETTLE_ZH,
+    Estimate,
+    Part,
+    decided_text,
+    settle,
+    with_failed_seeds,
+)
+from blocklab.experiments.suites.width.data import WidthData
+
+C37_COMBINES = ("the page's warning is the two sliced parts: the claim is confirmed when both "
+                "are and nested training also comes close to training at m/2 alone and costs "
+                "little at m; conditional when both sliced parts are confirmed and one of the "
+                "other two is not; otherwise it takes the m/2 sliced part's verdict. "
+                + SETTLE_EN)
+C37_COMBINES_ZH = ("页面的警示对应两个切片部分：两者都成立，且嵌套训练在 m/2 上接近单独训练的 m/2 模型、在 m 上代价很小时，"
+                   "论断成立；两个切片部分成立而另两部分有一个不成立时为有条件成立；否则取 m/2 切片部分的判定。"
+                   + SETTLE_ZH)
+
+
+def combine_c37(parts: list[Part]) -> str:
+    """C37's verdict from its parts (sliced m/2, sliced m/4, price, narrow), by `C37_COMBINES`."""
+    def decided(verdicts: list[str]) -> str:
+        warning = verdicts[:2]
+        if all(v == CONFIRMED for v in warning):
+            return CONFIRMED if all(v == CONFIRMED for v in verdicts) else "conditional"
+        return verdicts[0]
+
+    return settle([p.verdict for p in parts], decided)
+
+
+def c37_arms(part: str, metric: str, arms: list[str]) -> list[str]:
+    """The arms a C37 part reads: the nested arm and the ordinary one, or the narrow one."""
+    other = "narrow" if part == C37_NARROW_PART else "ordinary"
+    return [a for a in ("nested", other) if a in arms]
+
+
+def _failed(status: dict[str, int]) -> int:
+    return status.get("diverged", 0) + status.get("stuck", 0)
+
+
+@claim("C37", suite="width", scale_dependent=True, arms=c37_arms)
+def c37(ctx: Context) -> Finding:
+    summary = ctx.summary("width")
+    if summary is None:
+        return missing(ctx, "width")
+    data: WidthData = summary.data
+    rules = registered("C37", ctx.size)
+    m = data.widths[0]
+    estimates = {**{name: data.sliced_vs_nested_pct[str(m // k)]
+                    for k, name in C37_SLICED_PARTS.items()},
+                 C37_PRICE_PART: data.nested_price_pct,
+                 C37_NARROW_PART: data.nested_vs_narrow_pct}
+    parts = Part.decided_together([(name, rule, Estimate.of(estimates[name]))
+                                   for name, rule in rules.items()])
+    parts = [with_failed_seeds(p, {a: _failed(data.status.get(a, {}))
+                                   for a in c37_arms(p.name, "", list(data.status))})
+             for p in parts]
+    verdict = combine_c37(parts)
+    graded = "; ".join(f"{p.name}: {decided_text(p, 2, '%')} → {p.verdict}" for p in parts)
+    graded_zh = "；".join(f"{p.name}：{decided_text(p, 2, '%')} → {p.verdict}" for p in parts)
+    by_width = ", ".join(
+        f"k={p.width}: " + " / ".join(f"{arm} {p.loss[arm].mean:.3f}" for arm in p.loss
+                                      if p.loss[arm].mean is not None)
+        + f" ({p.ffn_params:,} FFN parameters, {p.flops_per_token:,} FLOPs/token)"
+        for p in data.points)
+    size = data.size
+    model = (f"d_model {size.get('d_model')} × {size.get('n_layers')} layers, SwiGLU m = {m}, "
+             f"{data.steps} steps of {size.get('batch_size')} × {size.get('seq_len')} tokens")
+    at_scale = " At this scale only: a toy model trained for minutes." if verdict in DECIDED \
+        else ""
+    at_scale_zh = "仅限此规模：训练数分钟的小模型。" if verdict in DECIDED else ""
+    return Finding(
+        verdict,
+        f"The same SwiGLU decoder ({model}, every arm at lr {data.lr:g} tuned on the ordinary "
+        f"one) trained ordinarily, with nested widths ({data.scheme}) and at m/2 alone, over "
+        f"{data.seeds} paired seeds; each read at its prefix widths by keeping the first k "
+        f"channels of gate, up and down. Validation loss (ordinary / nested / narrow): "
+        f"{by_width}. Graded (mean and the interval its decision read): {graded}. Each part "
+        f"is graded by its registered rule (δ {C37_SMALLEST_EFFECT_PCT:g}% for the sliced "
+        f"parts, ±{C37_MARGIN_PCT:g}% for the two equivalences). The page makes no "
+        "measurement of its own here (\"新内容未执行真实模型实验\"); MoSE's own results are at "
+        f"far larger scale.{at_scale}",
+        f"同一个 SwiGLU 解码器（{model}，各组都用在普通模型上调得的学习率 {data.lr:g}）分别普通训练、"
+        f"嵌套宽度训练、以及单独在 m/2 宽度训练，共 {data.seeds} 个配对种子；每个模型保留 gate、up、down 的前 k "
+        f"个通道，在各前缀宽度上读取。验证损失（普通 / 嵌套 / 窄模型）：{by_width}。判定（均值及其判定所读的区间）："
+        f"{graded_zh}。每一部分按预先登记的规则判定（切片部分 δ = {C37_SMALLEST_EFFECT_PCT:g}%，"
+        f"两个等价部分的边界 ±{C37_MARGIN_PCT:g}%）。页面自己在此没有做实验（“新内容未执行真实模型实验”）；"
+        f"MoSE 的结果来自大得多的规模。{at_scale_zh}",
+        {"widths": data.widths, "narrow": data.narrow, "lr": data.lr, "seeds": data.seeds,
+         "steps": data.steps, "scheme": data.scheme,
+         "points": [asdict(p) for p in data.points],
+         "sliced_vs_nested_pct": {k: asdict(v) for k, v in data.sliced_vs_nested_pct.items()},
+         "nested_price_pct": asdict(data.nested_price_pct),
+         "nested_vs_narrow_pct": asdict(data.nested_vs_narrow_pct),
+         "status": data.status,
+         "interval_text": {p.name: ci_text(estimates[p.name], 2, "%") for p in parts}},
+        ctx.suite_command("width"), "width_control", parts, C37_COMBINES, C37_COMBINES_ZH)
