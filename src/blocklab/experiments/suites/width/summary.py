@@ -13,7 +13,6 @@ from blocklab.experiments.suites.base import (
     format_ci,
     format_level,
     mean_ci,
-    paired_difference,
 )
 from blocklab.experiments.suites.tuning import lr_trials, tuning_table
 from blocklab.experiments.suites.width.configs import model_config
@@ -116,7 +115,7 @@ def tables(size: Size, data: WidthData) -> list[Table]:
            for k, iv in data.sliced_vs_nested_pct.items()),
          ["(b) nested − (a) ordinary at m", format_ci(data.nested_price_pct, 2),
           data.nested_price_pct.n],
-         [f"(b) nested at m/2 − (c) trained at m/2", format_ci(data.nested_vs_narrow_pct, 2),
+         ["(b) nested at m/2 − (c) trained at m/2", format_ci(data.nested_vs_narrow_pct, 2),
           data.nested_vs_narrow_pct.n]],
         "Positive = the first is worse (higher loss).")
     tuned = tuning_table(data.lr_tuning, data.lr_trials, size.lr_grid,
