@@ -140,6 +140,7 @@ def fake_results(tmp_path_factory) -> Path:
               for s in ("merged-per-row", "separate-per-row", "merged-per-tensor",
                         "separate-per-tensor")]
     _store(root, "quantize", dataclasses.replace(tq._data(1.8, 1.2), swiglu=swiglu))
+    _store(root, "width", _sibling("test_width")._data())
     return root
 
 

@@ -153,7 +153,7 @@ def test_report_in_headless_chromium(report, tmp_path):
     assert probe["errors"] == []
     assert probe["images"] >= 8
     assert probe["broken"] == [], f"images that did not decode: {probe['broken']}"
-    assert probe["ledgerRows"] == len(claim_sources()) == 36
+    assert probe["ledgerRows"] == len(claim_sources()) == 37
     assert probe["deadAnchors"] == []
     assert [r for r in probe["resources"] if not r.startswith("data:")] == []
 

@@ -33,19 +33,17 @@ from blocklab.experiments.suites.width.data import WidthData
 
 C37_COMBINES = ("the page's warning is the two sliced parts: the claim is confirmed when both "
                 "are and nested training also comes close to training at m/2 alone and costs "
-                "little at m; conditional when both sliced parts are confirmed and one of the "
-                "other two is not; otherwise it takes the m/2 sliced part's verdict. "
-                + SETTLE_EN)
+                "little at m; conditional when the m/2 sliced part is confirmed and any other "
+                "part is not; otherwise it takes the m/2 sliced part's verdict. " + SETTLE_EN)
 C37_COMBINES_ZH = ("页面的警示对应两个切片部分：两者都成立，且嵌套训练在 m/2 上接近单独训练的 m/2 模型、在 m 上代价很小时，"
-                   "论断成立；两个切片部分成立而另两部分有一个不成立时为有条件成立；否则取 m/2 切片部分的判定。"
+                   "论断成立；m/2 切片部分成立而其余任一部分不成立时为有条件成立；否则取 m/2 切片部分的判定。"
                    + SETTLE_ZH)
 
 
 def combine_c37(parts: list[Part]) -> str:
     """C37's verdict from its parts (sliced m/2, sliced m/4, price, narrow), by `C37_COMBINES`."""
     def decided(verdicts: list[str]) -> str:
-        warning = verdicts[:2]
-        if all(v == CONFIRMED for v in warning):
+        if verdicts[0] == CONFIRMED:
             return CONFIRMED if all(v == CONFIRMED for v in verdicts) else "conditional"
         return verdicts[0]
 
