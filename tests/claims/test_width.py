@@ -49,8 +49,8 @@ def _c37(root: Path, data: WidthData):
 def test_the_rules_are_registered_with_their_designs():
     quick, full = registered("C37", "quick"), registered("C37", "full")
     assert list(quick) == [*C37_SLICED_PARTS.values(), C37_PRICE_PART, C37_NARROW_PART]
-    for rules, first in ((quick, 4), (full, 8)):
-        assert {(r.min_seeds, r.max_seeds) for r in rules.values()} == {(first, 2 * first)}
+    for rules, design in ((quick, (6, 8)), (full, (8, 12))):
+        assert {(r.min_seeds, r.max_seeds) for r in rules.values()} == {design}
     sliced = quick[C37_SLICED_PARTS[2]]
     assert (sliced.test, sliced.smallest_effect, sliced.claimed > 0) == ("effect", 2.0, True)
     for name in (C37_PRICE_PART, C37_NARROW_PART):

@@ -40,8 +40,9 @@ SUITE = Suite("width", "the FFN's width as a control point: sliced vs nested-wid
               heading=("The FFN's width as a control point (width suite)",
                        "FFN 宽度作为控制点（width 实验）"),
               figures=("width_control",), scale=scale, metric_version=METRIC_VERSION,
-              # C37's registered rules read four paired seeds first (blocklab.claims.width).
-              default_seeds={"tiny": 1, "quick": 4, "full": 8}, tune=tune,
+              # C37's registered rules read six paired seeds first, eight at full
+              # (blocklab.claims.registry.c37_rules).
+              default_seeds={"tiny": 1, "quick": 6, "full": 8}, tune=tune,
               precisions=("fp32", "bf16"), price=price)
 
 __all__ = ["ARMS", "DATA", "SIZES", "SUITE", "TUNED_ARM", "Size", "WidthData", "WidthPoint",

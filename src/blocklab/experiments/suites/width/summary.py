@@ -107,7 +107,8 @@ def tables(size: Size, data: WidthData) -> list[Table]:
          for p in data.points],
         f"d_model={size.d_model}, {size.n_layers} layer(s), SwiGLU, m = {m}, {size.steps} "
         f"steps, every arm at lr {data.lr:g} (tuned on the ordinary arm); nested training: "
-        f"{data.scheme}. Parameters and FLOPs by blocklab.budget for a model of width k.")
+        f"{data.scheme}. (c) is read at m/4 by slicing it. Parameters and FLOPs by "
+        "blocklab.budget for a model of width k.")
     contrasts = Table(
         "The contrasts C37 grades (paired by seed, % of the second loss)",
         ["contrast", "Δ% [95% CI]", "n"],
