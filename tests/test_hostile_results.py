@@ -79,7 +79,7 @@ def test_claims_default_results_folder_may_be_missing(tmp_path, capsys, monkeypa
 
 # --- claims and report: unusual ids and option values --------------------------------------------
 @pytest.mark.parametrize("argv, needles", [
-    (["claims", "C99"], ["unknown claim id(s) ['C99']", "C01 … C36"]),
+    (["claims", "C99"], ["unknown claim id(s) ['C99']", "C01 … C37"]),
     (["claims", "c99"], ["unknown claim id(s) ['c99']"]),  # named as the user wrote it
     (["claims", "C16", "c16"], ["claim id(s) ['c16'] asked for more than once"]),
     (["claims", "C16", "--size", "bogus"], ["--size 'bogus'", "'tiny', 'quick', 'full'"]),

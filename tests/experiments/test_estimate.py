@@ -87,7 +87,7 @@ def test_the_schedule_has_rounds_timed_runs_alone_and_a_tail(tmp_path):
     # everything with the tuned suites' tuning runs, then their evaluation
     first, second = plan.rounds
     tuned = {name for name in SUITES if get_suite(name).tune}
-    assert tuned == {"ffn", "placement", "position"}  # position tunes at full only
+    assert tuned == {"ffn", "placement", "position", "width"}  # position tunes at full only
     # (the runs that read nothing the tuning chooses run in the first round, beside it)
     assert len(second.untimed) == sum(1 for suite, s in specs if suite.name in tuned
                                       and s.payload["kind"] != "tune" and not s.timed

@@ -11,6 +11,7 @@ import pytest
 
 from blocklab.claims.catalogue import part_arms
 from blocklab.claims.registry import C18_FLOPS_PART, C36_IDENTITY_PART, C36_STABLE_PART
+from blocklab.experiments.suites import SUITE_MODULES
 from blocklab.report.build import decision_budget
 from blocklab.report.figures import (
     VERDICT_COLOURS,
@@ -106,7 +107,7 @@ def doc():
     ledger = [c02, c16, c18, c21, c34]
     suites = {name: {"summary": None, "command": f"blocklab suite {name}", "runs": [],
                      "busy_timings": [], "run_costs": costs.get(name, []), "error": None}
-              for name in ("ffn", "norm-cost", "placement", "position", "quantize")}
+              for name in SUITE_MODULES}
     return {"generated": {"size": "quick", "results": "runs", "seed_offset": 0},
             "ledger": ledger, "suites": suites,
             "rope": {"float64_gap_by_shift": {}, "command": "blocklab verify --group rope"},

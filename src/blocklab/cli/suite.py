@@ -85,6 +85,12 @@ def suite(
         typer.echo("warning: `suite --out` is deprecated and will be removed; use --results "
                    "(the results folder in every command)", err=True)
     check_seed_offset_option(seed_offset)
+    if budget is not None and (seeds is not None or precision != "fp32"):
+        from blocklab.cli import fail
+
+        # Bad input is one line, before any warning about this machine.
+        raise fail("--budget adds seeds to the planned seeds of float32 runs (what the ledger "
+                   "grades); leave out --seeds and --precision with it")
     from blocklab.cli.paths import results_folder
     from blocklab.experiments.options import RunOptions, RunRequest
 
@@ -98,11 +104,6 @@ def suite(
                          "--results" if old_out is None else "--out", {chosen.name: options})
     run_on = chosen_executor(executor, jobs, address, cpus_per_run, gpus_per_run)
     warn_if_bf16_emulated(options.precision)  # one line on stderr; the suite still runs
-    if budget is not None and (seeds is not None or precision != "fp32"):
-        from blocklab.cli import fail
-
-        raise fail("--budget adds seeds to the planned seeds of float32 runs (what the ledger "
-                   "grades); leave out --seeds and --precision with it")
     from blocklab.claims.sequential import recorded_rules
     from blocklab.cli.report import budget_seconds, run_with_budget
 

@@ -228,7 +228,10 @@ def fig_width_control(doc: dict[str, Any]) -> bytes | None:
             ax.plot(xs, [iv.mean for iv in points], style, color=colour, ms=5, lw=1.2,
                     label=name)
             for x, iv in zip(xs, points, strict=True):
-                _errorbar(ax, x, iv, fmt="none", color=colour, capsize=3)
+                if iv.resolved:  # one seed: the point alone, already drawn
+                    ax.errorbar([x], [iv.mean], yerr=[[iv.mean - iv.ci_low],
+                                                      [iv.ci_high - iv.mean]],
+                                fmt="none", color=colour, capsize=3)
         ax.set_xlabel(label)
         ax.grid(True, alpha=0.3)
     left = axes[0, 0]

@@ -24,7 +24,8 @@ def test_every_registered_suite_reads_its_tiny_summary_back_as_its_data_type(nam
 
 def test_the_loader_by_name_refuses_a_suite_that_is_not_registered(tmp_path):
     with pytest.raises(InputError, match=r"unknown suite 'attention'; allowed: \['ffn', "
-                                         r"'norm-cost', 'placement', 'position', 'quantize'\]"):
+                                         r"'norm-cost', 'placement', 'position', 'quantize', "
+                                         r"'width'\]"):
         load_summary(tmp_path, "attention", "tiny")
     assert load_summary(tmp_path, "position", "tiny") is None  # registered, not run yet
 

@@ -37,7 +37,7 @@ METRIC_VERSION = ("2026-12-02: C37's % contrasts of the final validation loss at
                   "m, m/2, m/4, paired by seed")
 SUITE = Suite("width", "the FFN's width as a control point: sliced vs nested-width training "
               "(C37)", plan, summarise, WidthData, section="ffn",
-              heading=("The FFN's width as a control point (width suite)",
+              heading=("FFN width as a control point (width suite)",
                        "FFN 宽度作为控制点（width 实验）"),
               figures=("width_control",), scale=scale, metric_version=METRIC_VERSION,
               # C37's registered rules read six paired seeds first, eight at full
