@@ -196,7 +196,7 @@ def test_report_plan_calibrates_runs_nothing_and_prints_the_estimate(tmp_path, c
                  str(tmp_path)]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "Sequential design: further looks if every part stayed open:" in out
-    assert "a budget of 600 min buys seeds for" in out and "C21 ×" in out
+    assert "a budget of 10.0 h buys seeds for" in out and "C21 ×" in out
     assert not any(tmp_path.iterdir())
 
 
