@@ -38,6 +38,7 @@ from blocklab.claims.rules import (
     Rule,
     decide,
     decided_text,
+    failed_runs,
     settle,
     with_failed_seeds,
 )
@@ -105,12 +106,6 @@ def c16_unfair(arm: str, interior: Mapping[str, bool], bias: float | None, rule:
     edge = [a for a in (arm, BASELINE) if not interior.get(a)]
     return unfair_reason(f"{' and '.join(edge)} tuned at the grid's edge" if edge else None,
                          bias, rule.smallest_effect, "gap", "%")
-
-
-def failed_runs(status: Mapping[str, int]) -> int:
-    """The runs of an arm that diverged or got stuck (its `FfnArm.status`; "missing" runs were
-    never made and are not failures)."""
-    return status.get("diverged", 0) + status.get("stuck", 0)
 
 
 @claim("C16", suite="ffn", scale_dependent=True, arms=c16_arms)

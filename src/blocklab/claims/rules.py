@@ -816,6 +816,12 @@ def failed_runs_part(name: str, rule: Rule, interval: Interval, failures: int,
     return (name, rule, Estimate.of(interval))
 
 
+def failed_runs(status: Mapping[str, int]) -> int:
+    """The runs of an arm that diverged or got stuck, from its {status: runs} count ("missing"
+    runs were never made and are not failures)."""
+    return status.get("diverged", 0) + status.get("stuck", 0)
+
+
 def with_failed_seeds(part: Part, failed: Mapping[str, int]) -> Part:
     """`part` with the runs that failed on its arms counted in its reason: {arm: runs that
     diverged or got stuck}. A failed run is missing data: its seed leaves the pairs (the

@@ -26,6 +26,7 @@ from blocklab.claims.rules import (
     Estimate,
     Part,
     decided_text,
+    failed_runs,
     settle,
     with_failed_seeds,
 )
@@ -56,10 +57,6 @@ def c37_arms(part: str, metric: str, arms: list[str]) -> list[str]:
     return [a for a in ("nested", other) if a in arms]
 
 
-def _failed(status: dict[str, int]) -> int:
-    return status.get("diverged", 0) + status.get("stuck", 0)
-
-
 @claim("C37", suite="width", scale_dependent=True, arms=c37_arms)
 def c37(ctx: Context) -> Finding:
     summary = ctx.summary("width")
@@ -74,7 +71,7 @@ def c37(ctx: Context) -> Finding:
                  C37_NARROW_PART: data.nested_vs_narrow_pct}
     parts = Part.decided_together([(name, rule, Estimate.of(estimates[name]))
                                    for name, rule in rules.items()])
-    parts = [with_failed_seeds(p, {a: _failed(data.status.get(a, {}))
+    parts = [with_failed_seeds(p, {a: failed_runs(data.status.get(a, {}))
                                    for a in c37_arms(p.name, "", list(data.status))})
              for p in parts]
     verdict = combine_c37(parts)
