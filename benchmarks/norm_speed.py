@@ -1,6 +1,7 @@
 """RMSNorm forward + backward speed against LayerNorm, on CPU in one process.
 
-Compares, at d in {256, 1024, 4096} and 8192 rows in float32 with 2 threads:
+Compares, at d in {256, 1024, 4096} and 8192 rows in float32 (or `--dtype bfloat16`) with 2
+threads:
 
     cpu        blocklab RMSNorm(impl="cpu"): the compiled one-pass C kernels (what
                impl="fast" picks for float32 on CPU)
@@ -20,7 +21,8 @@ fresh tensor is a new mapping whose pages fault on first touch; `--tune-malloc` 
 `blocklab.allocator` (what the trainer does) first, so freed memory is reused instead. The
 setting is process-wide, so it falls on all variants alike; run both ways to see its share.
 
-    python benchmarks/norm_speed.py [--repeats 15] [--tune-malloc] [--json out.json]
+    python benchmarks/norm_speed.py [--repeats 15] [--tune-malloc] [--dtype bfloat16]
+                                    [--json out.json]
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from blocklab.allocator import tune_cpu_allocator
 from blocklab.nn.norm import RMSNorm
 
 ROWS = 8192
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 DIMS = (256, 1024, 4096)
 
 
@@ -57,13 +60,13 @@ def copy_bandwidth(repeats: int) -> float:
     return 2 * src.numel() * 4 / statistics.median(times)
 
 
-def _variants(d: int) -> dict:
-    cpu = RMSNorm(d, impl="cpu")
+def _variants(d: int, dtype: torch.dtype) -> dict:
+    cpu = RMSNorm(d, impl="cpu")  # float32 gains: blocklab's bfloat16 models keep them so
     lean = RMSNorm(d, impl="lean")
     reference = RMSNorm(d, impl="reference")
-    torch_rms = torch.nn.RMSNorm(d, eps=1e-6)
-    ln_w = torch.ones(d, requires_grad=True)
-    ln_b = torch.zeros(d, requires_grad=True)
+    torch_rms = torch.nn.RMSNorm(d, eps=1e-6).to(dtype)
+    ln_w = torch.ones(d, dtype=dtype, requires_grad=True)
+    ln_b = torch.zeros(d, dtype=dtype, requires_grad=True)
     return {
         "cpu": cpu,
         "lean": lean,
@@ -73,10 +76,10 @@ def _variants(d: int) -> dict:
     }
 
 
-def bench(d: int, repeats: int) -> dict:
-    x = torch.randn(ROWS, d, requires_grad=True)
-    g = torch.randn(ROWS, d)
-    variants = _variants(d)
+def bench(d: int, repeats: int, dtype: torch.dtype = torch.float32) -> dict:
+    x = torch.randn(ROWS, d, dtype=dtype, requires_grad=True)
+    g = torch.randn(ROWS, d, dtype=dtype)
+    variants = _variants(d, dtype)
     times: dict[str, list[float]] = {name: [] for name in variants}
 
     def step(fn):
@@ -95,24 +98,28 @@ def main() -> None:
     parser.add_argument("--tune-malloc", action="store_true",
                         help="apply blocklab.allocator's glibc settings first")
     parser.add_argument("--json", default=None)
+    parser.add_argument("--dtype", choices=tuple(DTYPES), default="float32",
+                        help="of x and the gradient (bfloat16: the C norms' bfloat16 kernels)")
     args = parser.parse_args()
+    dtype = DTYPES[args.dtype]
     torch.set_num_threads(2)
     allocator = tune_cpu_allocator() if args.tune_malloc else None
     load = os.getloadavg()
     bandwidth = copy_bandwidth(args.repeats)
     print(f"torch {torch.__version__}, threads 2, load average {load[0]:.2f} {load[1]:.2f} "
           f"{load[2]:.2f}, copy bandwidth {bandwidth / 1e9:.2f} GB/s, "
-          f"allocator: {allocator or 'as is'}")
+          f"allocator: {allocator or 'as is'}"
+          + ("" if dtype == torch.float32 else f", {args.dtype}"))
     names = ("cpu", "lean", "reference", "torch", "layernorm")
     print(f"{'d':>5} " + " ".join(f"{n + ' ms':>14}" for n in names)
           + f" {'cpu/ln':>7} {'cpu/ref':>8} {'bw frac':>8}")
     results = {"load_average": load, "copy_bandwidth_Bps": bandwidth, "rows": ROWS,
-               "allocator": allocator, "dims": {}}
+               "allocator": allocator, "dtype": args.dtype, "dims": {}}
     for d in DIMS:
-        t = bench(d, args.repeats)
+        t = bench(d, args.repeats, dtype)
         # fwd: read x, write y; bwd: read x, g, write dx (the minimum a one-pass kernel each
         # way moves).
-        min_bytes = 5 * ROWS * d * 4
+        min_bytes = 5 * ROWS * d * dtype.itemsize
         frac = min_bytes / t["cpu"] / bandwidth
         ratios = {"cpu_over_layernorm": t["cpu"] / t["layernorm"],
                   "cpu_over_reference": t["cpu"] / t["reference"],

@@ -126,8 +126,10 @@ def test_fast_backend_on_cpu_float32_runs_the_c_kernels_where_they_build():
     else:
         assert model.backends() == {**backends.FAST_FALLBACK, "attention": "sdpa"}
     _, bf16 = _pair("fast", "bf16")
-    # the C kernels take float32 only
-    assert bf16.backends() == {**backends.FAST_FALLBACK, "attention": "sdpa"}
+    # bfloat16: the C norms (bfloat16 in and out); the gated activation and RoPE kernels take
+    # float32 only
+    norms = ({"rms_norm": "cpu", "add_rms_norm": "cpu"} if cpu_kernels.available() else {})
+    assert bf16.backends() == {**backends.FAST_FALLBACK, **norms, "attention": "sdpa"}
 
 
 def test_compiled_backend_keeps_kernels_only_where_they_beat_inductor():

@@ -264,10 +264,14 @@ def test_capabilities_name_the_unsupported_value_and_what_is_supported():
     assert kernel.refusal(x, "silu") == "device 'cpu' (it supports cuda)"
     assert backends.ANYWHERE.refusal(x.bfloat16(), None) is None
     with pytest.raises(KernelUnavailable, match=r"rms_norm impl='cpu' cannot run here: "
+                                                r"unsupported dtype float16 \(it supports "
+                                                r"bfloat16, float32\)"):
+        backends.resolve("rms_norm", "cpu", x.half(), torch.ones(3))
+    with pytest.raises(KernelUnavailable, match=r"rope impl='cpu' cannot run here: "
                                                 r"unsupported dtype bfloat16 \(it supports "
                                                 r"float32\)"):
-        backends.resolve("rms_norm", "cpu", x.bfloat16(), torch.ones(3))
-    assert backends.resolve("rms_norm", "fast", x.bfloat16(), torch.ones(3)) == "lean"
+        backends.resolve("rope", "cpu", x.bfloat16(), torch.ones(3))
+    assert backends.resolve("rms_norm", "fast", x.half(), torch.ones(3)) == "lean"
 
 
 def test_kernel_declarations_match_the_kernels_own_tables():

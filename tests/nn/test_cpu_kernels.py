@@ -134,19 +134,22 @@ def test_cpu_add_rms_norm_rejects_mismatch():
 
 
 @needs_kernels
-def test_fast_picks_cpu_for_float32_and_lean_otherwise():
+def test_fast_picks_cpu_for_float32_and_bfloat16_and_lean_otherwise():
     w = torch.ones(8)
     assert resolve_rms_impl("fast", torch.randn(2, 8), w) == "cpu"
-    assert resolve_rms_impl("fast", torch.randn(2, 8, dtype=torch.bfloat16), w) == "lean"
+    assert resolve_rms_impl("fast", torch.randn(2, 8, dtype=torch.bfloat16), w) == "cpu"
+    assert resolve_rms_impl("fast", torch.randn(2, 8, dtype=torch.bfloat16),
+                            w.bfloat16()) == "cpu"
     assert resolve_rms_impl("fast", torch.randn(2, 8), w.bfloat16()) == "lean"
     assert resolve_rms_impl("fast", torch.randn(2, 8, dtype=torch.float64), w) == "lean"
+    assert resolve_rms_impl("fast", torch.randn(2, 8, dtype=torch.float16), w) == "lean"
 
 
-def test_explicit_cpu_impl_on_bfloat16_raises_with_reason():
+def test_explicit_cpu_impl_on_float16_raises_with_reason():
     norm = RMSNorm(8, impl="cpu")
     with pytest.raises(RuntimeError, match=r"impl='cpu' cannot run here: unsupported dtype "
-                                           r"bfloat16 \(it supports float32\)"):
-        norm(torch.randn(2, 8, dtype=torch.bfloat16))
+                                           r"float16 \(it supports bfloat16, float32\)"):
+        norm(torch.randn(2, 8, dtype=torch.float16))
 
 
 def _no_worse_than_torch(got, want32, want64):
@@ -331,3 +334,137 @@ def test_second_derivatives_go_through_the_reference(which):
             assert got is None or not got.abs().max()
         else:
             assert_close(got, want, atol=1e-5, rtol=1e-5)
+
+
+# --- RMSNorm and residual-add + RMSNorm in bfloat16 -------------------------------------------
+# Forward: bit for bit the reference's bfloat16 output (the kernel widens, computes in float32
+# and rounds where the reference rounds; only the order of the x² sum differs, which moved no
+# output over these draws). Gradients: held to the float64 truth, at most twice the error of
+# the lean Function (the bfloat16 fallback before these kernels) plus 2⁻¹⁰ of the largest
+# entry: both round each gradient once, from float32.
+def _bf16_case(seed, shape, weight_dtype, strided=False):
+    gen = torch.Generator().manual_seed(seed)
+    x = (3 * torch.randn(shape, generator=gen)).bfloat16()
+    if strided:  # a transposed view, as q and k arrive under qk-norm
+        x = x.transpose(0, 1).contiguous().transpose(0, 1)
+    w = (1 + 0.3 * torch.randn(shape[-1], generator=gen)).to(weight_dtype)
+    g = torch.randn(shape, generator=gen).bfloat16()
+    res = torch.randn(shape, generator=gen).bfloat16()
+    return x, w, g, res
+
+
+def _grads(fn, x, w, g):
+    x, w = x.detach().clone().requires_grad_(), w.detach().clone().requires_grad_()
+    y = fn(x, w)
+    y.backward(g)
+    return y.detach(), x.grad, w.grad
+
+
+def _assert_no_worse(got, lean_got, truth, what):
+    err = (got.double() - truth).abs().max()
+    err_lean = (lean_got.double() - truth).abs().max()
+    assert err <= 2 * err_lean + 2.0**-10 * truth.abs().max(), (what, err, err_lean)
+
+
+@needs_kernels
+@pytest.mark.parametrize("cast", ["llama", "gemma"])
+@pytest.mark.parametrize("unit_offset", [False, True])
+@pytest.mark.parametrize("weight_dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("shape, strided", [((64, 200), False), ((6, 5, 48), True),
+                                            ((3, 7), False)])
+def test_cpu_rmsnorm_bfloat16_matches_reference(cast, unit_offset, weight_dtype, shape,
+                                                strided):
+    from blocklab.nn import lean
+    from blocklab.nn.norm import reference_rms_norm
+    x, w, g, _ = _bf16_case(0, shape, weight_dtype, strided)
+
+    def kernel(a, b):
+        return cpu_kernels.rms_norm(a, b, 1e-5, unit_offset, cast)
+
+    def leaned(a, b):
+        return lean.rms_norm(a, b, 1e-5, cast, unit_offset)
+
+    y, dx, dw = _grads(kernel, x, w, g)
+    y_ref = reference_rms_norm(x, w, 1e-5, cast, unit_offset)
+    assert y.dtype == dx.dtype == torch.bfloat16 and dw.dtype == weight_dtype
+    assert torch.equal(y, y_ref)
+    _, dx_lean, dw_lean = _grads(leaned, x, w, g)
+    _, dx64, dw64 = _grads(lambda a, b: reference_rms_norm(a, b, 1e-5, cast, unit_offset),
+                           x.double(), w.double(), g.double())
+    _assert_no_worse(dx, dx_lean, dx64, "dx")
+    _assert_no_worse(dw, dw_lean, dw64, "dw")
+
+
+@needs_kernels
+@pytest.mark.parametrize("cast", ["llama", "gemma"])
+@pytest.mark.parametrize("use_h", [True, False])
+def test_cpu_add_rms_norm_bfloat16_matches_sum_then_reference(cast, use_h):
+    from blocklab.nn import lean
+    from blocklab.nn.norm import reference_rms_norm
+    x, w, g, res = _bf16_case(1, (32, 96), torch.float32)
+    gh = torch.randn(32, 96, generator=torch.Generator().manual_seed(2)).bfloat16()
+
+    def run(fn):
+        a, b = x.clone().requires_grad_(), res.clone().requires_grad_()
+        ww = w.clone().requires_grad_()
+        y, h = fn(a, b, ww)
+        ((y.float() * g.float()).sum() + ((h.float() * gh.float()).sum() if use_h else 0)
+         ).backward()
+        return y.detach(), h.detach(), a.grad, b.grad, ww.grad
+
+    y, h, da, db, dw = run(lambda a, b, ww: cpu_kernels.add_rms_norm(a, b, ww, 1e-5, False,
+                                                                     cast))
+    assert torch.equal(h, x + res)
+    assert torch.equal(y, reference_rms_norm(x + res, w, 1e-5, cast))
+    assert torch.equal(da, db)  # the one gradient of h, handed to both summands
+    _, _, da_lean, _, dw_lean = run(lambda a, b, ww: lean.add_rms_norm(a, b, ww, 1e-5, cast))
+    _, _, da64, _, dw64 = run(lambda a, b, ww: tuple(
+        t.double() for t in reversed(_reference_add_f64(a, b, ww, cast))))
+    _assert_no_worse(da, da_lean, da64, "dx")
+    _assert_no_worse(dw, dw_lean, dw64, "dw")
+
+
+def _reference_add_f64(a, b, w, cast):
+    """(h, y) of the sum then RMSNorm in float64, from bfloat16 leaves (gradients flow back)."""
+    from blocklab.nn.norm import reference_rms_norm
+    h = a.double() + b.double()
+    return h, reference_rms_norm(h, w.double(), 1e-5, cast)
+
+
+@needs_kernels
+def test_cpu_rmsnorm_bfloat16_second_derivative_goes_through_the_reference():
+    from blocklab.nn.norm import reference_rms_norm
+    x, w, _, _ = _bf16_case(3, (4, 16), torch.float32)
+    outs = []
+    for fn in (lambda a, b: cpu_kernels.rms_norm(a, b, 1e-5),
+               lambda a, b: reference_rms_norm(a, b, 1e-5)):
+        a, b = x.clone().requires_grad_(), w.clone().requires_grad_()
+        (ga,) = torch.autograd.grad(fn(a, b).float().pow(2).sum(), (a,), create_graph=True)
+        (gb,) = torch.autograd.grad(ga.float().sum(), (b,))
+        outs.append((ga, gb))
+    assert torch.equal(outs[0][0], outs[1][0]) and torch.equal(outs[0][1], outs[1][1])
+
+
+@needs_kernels
+def test_bfloat16_norms_stay_out_of_torch_compile(monkeypatch):
+    """Under torch.compile bfloat16 runs the reference expression (Inductor fuses it); the C
+    norms take it in eager mode only, and float32 keeps its custom ops."""
+    x, w = torch.randn(2, 8).bfloat16(), torch.ones(8)
+    assert cpu_kernels.unavailable_reason(x, w, bfloat16=True) is None
+    assert "float32 only" in cpu_kernels.unavailable_reason(x, w)
+    assert "float32 or torch.bfloat16" in cpu_kernels.unavailable_reason(x.half(), w,
+                                                                         bfloat16=True)
+    monkeypatch.setattr(torch.compiler, "is_compiling", lambda: True)
+    assert cpu_kernels.unavailable_reason(x, w, bfloat16=True) == \
+        "bfloat16 takes the C kernels in eager mode only"
+    assert cpu_kernels.unavailable_reason(x.float(), w, bfloat16=True) is None
+
+
+@needs_kernels
+def test_cpu_rmsnorm_bfloat16_rounds_nan_and_inf_as_pytorch_does():
+    from blocklab.nn.norm import reference_rms_norm
+    x = torch.tensor([[1.0, float("nan"), 2.0], [1e30, 3.0, -4.0], [0.0, 0.0, 0.0]]).bfloat16()
+    w = torch.ones(3)
+    got, want = cpu_kernels.rms_norm(x, w, 1e-6), reference_rms_norm(x, w, 1e-6)
+    assert torch.equal(got.isnan(), want.isnan())
+    assert torch.equal(got[~got.isnan()], want[~want.isnan()])

@@ -1,5 +1,6 @@
 /* RMSNorm, residual-add + RMSNorm, gated activations (SwiGLU, GeGLU) and half-split RoPE on
- * CPU, float32, forward and backward.
+ * CPU, float32, forward and backward; RMSNorm and residual-add + RMSNorm in bfloat16 too
+ * (bfloat16 in and out, float32 inside: see the bfloat16 section at the end).
  *
  * Compiled on first use by blocklab/nn/cpu_kernels.py (cc -O3 -march=native -fopenmp) and called
  * through ctypes with raw pointers to contiguous row-major tensors. Rows are split across
@@ -14,7 +15,9 @@
  */
 #include <math.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #ifdef BLOCKLAB_MVEC
 /* glibc's libmvec has SIMD expf/erff; math.h declares them only under -ffast-math, which would
@@ -226,4 +229,149 @@ void blocklab_rope(const float *x, long sb, long sh, long st, const float *cos_,
         }
         for (long j = 2 * half; j < hd; ++j) o[j] = xi[j];
     }
+}
+
+/* --- bfloat16 RMSNorm ------------------------------------------------------------------------
+ * bfloat16 tensors arrive as their 16-bit patterns (uint16_t). Each value is widened exactly
+ * to float32 (the pattern in the high half), the row is worked on in float32, and each output
+ * is rounded once to nearest-even, as PyTorch rounds a float32 result to bfloat16 (NaN to a
+ * quiet NaN). The rounding points follow blocklab.nn.norm's reference in bfloat16:
+ *
+ *   h = bf16(x + res)                                   (PyTorch's bfloat16 add)
+ *   r = 1 / sqrt(mean(h^2) + eps)                        (float32, LANES partial sums)
+ *   llama: y = bf16(g * bf16(h * r))     gemma: y = bf16((h * r) * g)
+ *
+ * g is the float32 gain with any unit offset already applied the way the cast order applies
+ * it (the caller computes it). Backward, in float32 from the bfloat16 inputs, rounded once:
+ *   p = sum_j dy*g*h,  dx = bf16(r*dy*g - h * r^3 * p / d (+ dh))
+ *   dw = sum_rows dy * bf16(h*r) (llama: the gain multiplied the rounded value) or dy*h*r.
+ */
+static inline float from_bf16(uint16_t b) {
+    uint32_t u = (uint32_t)b << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+static inline uint16_t to_bf16(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+    return (uint16_t)(((u & 0x7fffffffu) > 0x7f800000u) ? 0x7fc0u : rounded);
+}
+
+static inline float row_sumsq_bf16(const uint16_t *restrict x, long d) {
+    float acc[LANES] = {0};
+    long j = 0;
+    for (; j + LANES <= d; j += LANES)
+        for (int k = 0; k < LANES; ++k) {
+            float v = from_bf16(x[j + k]);
+            acc[k] += v * v;
+        }
+    for (int k = 0; j < d; ++j, ++k) {
+        float v = from_bf16(x[j]);
+        acc[k] += v * v;
+    }
+    return combine(acc);
+}
+
+/* sum_j a[j] * g[j] * b[j] over bfloat16 a, b and float32 g. */
+static inline float row_dot3_bf16(const uint16_t *restrict a, const float *restrict g,
+                                  const uint16_t *restrict b, long d) {
+    float acc[LANES] = {0};
+    long j = 0;
+    for (; j + LANES <= d; j += LANES)
+        for (int k = 0; k < LANES; ++k)
+            acc[k] += from_bf16(a[j + k]) * g[j + k] * from_bf16(b[j + k]);
+    for (int k = 0; j < d; ++j, ++k) acc[k] += from_bf16(a[j]) * g[j] * from_bf16(b[j]);
+    return combine(acc);
+}
+
+void blocklab_rms_forward_bf16(const uint16_t *x, const uint16_t *res, uint16_t *h,
+                               const float *g, uint16_t *y, float *rinv, long n, long d,
+                               float eps, int gemma, int threads) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (long i = 0; i < n; ++i) {
+        const uint16_t *xi = x + i * d;
+        uint16_t *yi = y + i * d;
+        if (res) {
+            const uint16_t *ri = res + i * d;
+            uint16_t *hi = h + i * d;
+#pragma omp simd
+            for (long j = 0; j < d; ++j) hi[j] = to_bf16(from_bf16(xi[j]) + from_bf16(ri[j]));
+            xi = hi;
+        }
+        float r = 1.0f / sqrtf(row_sumsq_bf16(xi, d) / (float)d + eps);
+        rinv[i] = r;
+        if (gemma) {
+#pragma omp simd
+            for (long j = 0; j < d; ++j) yi[j] = to_bf16((from_bf16(xi[j]) * r) * g[j]);
+        } else {
+#pragma omp simd
+            for (long j = 0; j < d; ++j)
+                yi[j] = to_bf16(g[j] * from_bf16(to_bf16(from_bf16(xi[j]) * r)));
+        }
+    }
+}
+
+/* Returns 0, or -1 when scratch memory ran out. dh and dw may be NULL. */
+int blocklab_rms_backward_bf16(const uint16_t *dy, const uint16_t *x, const float *rinv,
+                               const float *g, const uint16_t *dh, uint16_t *dx, float *dw,
+                               long n, long d, int gemma, int threads) {
+    double *dw_part = NULL;
+    if (threads < 1) threads = 1;
+    if (dw) {
+        dw_part = calloc((size_t)threads * (size_t)d, sizeof(double));
+        if (!dw_part) return -1;
+    }
+#pragma omp parallel num_threads(threads)
+    {
+#ifdef _OPENMP
+        extern int omp_get_thread_num(void);
+        extern int omp_get_num_threads(void);
+        int t = omp_get_thread_num(), nt = omp_get_num_threads();
+#else
+        int t = 0, nt = 1;
+#endif
+        long lo = n * t / nt, hi = n * (t + 1) / nt;
+        double *dwt = dw_part ? dw_part + (long)t * d : NULL;
+        for (long i = lo; i < hi; ++i) {
+            const uint16_t *gi = dy + i * d, *xi = x + i * d;
+            uint16_t *dxi = dx + i * d;
+            float r = rinv[i];
+            float c = r * r * r * row_dot3_bf16(gi, g, xi, d) / (float)d;
+            if (dh) {
+                const uint16_t *hi_ = dh + i * d;
+#pragma omp simd
+                for (long j = 0; j < d; ++j)
+                    dxi[j] = to_bf16(r * from_bf16(gi[j]) * g[j] - from_bf16(xi[j]) * c
+                                     + from_bf16(hi_[j]));
+            } else {
+#pragma omp simd
+                for (long j = 0; j < d; ++j)
+                    dxi[j] = to_bf16(r * from_bf16(gi[j]) * g[j] - from_bf16(xi[j]) * c);
+            }
+            if (dwt) {
+                if (gemma) {
+#pragma omp simd
+                    for (long j = 0; j < d; ++j)
+                        dwt[j] += (double)(from_bf16(gi[j]) * from_bf16(xi[j])) * r;
+                } else {
+#pragma omp simd
+                    for (long j = 0; j < d; ++j)
+                        dwt[j] += (double)(from_bf16(gi[j])
+                                           * from_bf16(to_bf16(from_bf16(xi[j]) * r)));
+                }
+            }
+        }
+    }
+    if (dw) {
+        for (long j = 0; j < d; ++j) {
+            double total = 0.0;
+            for (int t = 0; t < threads; ++t) total += dw_part[(long)t * d + j];
+            dw[j] = (float)total;
+        }
+        free(dw_part);
+    }
+    return 0;
 }

@@ -18,6 +18,12 @@ def cpu(x: Tensor, other: Tensor | None) -> str | None:
     return cpu_kernels.unavailable_reason(x, other)
 
 
+def cpu_norm(x: Tensor, other: Tensor | None) -> str | None:
+    """As `cpu`, for the norms, whose C kernels take bfloat16 too (in eager mode)."""
+    from blocklab.nn import cpu_kernels
+    return cpu_kernels.unavailable_reason(x, other, bfloat16=True)
+
+
 def triton(x: Tensor, other: Tensor | None) -> str | None:
     """Why the Triton kernels cannot take x, or None. They cast a float32 gain or cos/sin
     themselves, so the second operand's dtype does not matter to the norms and RoPE."""

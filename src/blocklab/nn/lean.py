@@ -140,7 +140,7 @@ class AddRMSNormFunction(torch.autograd.Function):
         return dh, dh, dw, None, None, None
 
 
-def _check_cast(cast: str) -> None:
+def check_cast(cast: str) -> None:
     if cast not in CASTS:
         raise InputError(f"cast={cast!r} is not allowed; expected one of {list(CASTS)}")
 
@@ -148,7 +148,7 @@ def _check_cast(cast: str) -> None:
 def rms_norm(x: Tensor, weight: Tensor, eps: float = 1e-6, cast: str = "llama",
              unit_offset: bool = False) -> Tensor:
     """RMSNorm of x: [..., d] with gain weight: [d] -> [..., d] in x's dtype (autograd Function)."""
-    _check_cast(cast)
+    check_cast(cast)
     return RMSNormFunction.apply(x, weight, eps, cast, unit_offset)
 
 
@@ -159,7 +159,7 @@ def add_rms_norm(x: Tensor, residual: Tensor, weight: Tensor, eps: float = 1e-6,
     The pre-norm residual step `h = x + sublayer_out; next = norm(h)` in one call, saving one
     tensor for backward instead of two.
     """
-    _check_cast(cast)
+    check_cast(cast)
     if x.shape != residual.shape:
         raise InputError(f"add_rms_norm: x {tuple(x.shape)} and residual "
                          f"{tuple(residual.shape)} shapes differ")

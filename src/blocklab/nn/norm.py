@@ -79,12 +79,12 @@ def _reference_add(x, residual, weight, eps, cast, unit_offset):
 
 def _cpu_rms(x, weight, eps, cast, unit_offset):
     from blocklab.nn import cpu_kernels
-    return cpu_kernels.rms_norm(x, weight, eps, unit_offset)  # one cast order in float32
+    return cpu_kernels.rms_norm(x, weight, eps, unit_offset, cast)
 
 
 def _cpu_add_rms(x, residual, weight, eps, cast, unit_offset):
     from blocklab.nn import cpu_kernels
-    return cpu_kernels.add_rms_norm(x, residual, weight, eps, unit_offset)
+    return cpu_kernels.add_rms_norm(x, residual, weight, eps, unit_offset, cast)
 
 
 def _triton_rms(x, weight, eps, cast, unit_offset):
@@ -100,7 +100,7 @@ def _triton_add_rms(x, residual, weight, eps, cast, unit_offset):
 for _name, _rms, _add, _can, _loaded in (
         ("reference", reference_rms_norm, _reference_add, backends.ANYWHERE, None),
         ("lean", lean.rms_norm, lean.add_rms_norm, backends.ANYWHERE, None),
-        ("cpu", _cpu_rms, _cpu_add_rms, backends.CPU_KERNEL, kernel_probes.cpu),
+        ("cpu", _cpu_rms, _cpu_add_rms, backends.CPU_NORM_KERNEL, kernel_probes.cpu_norm),
         ("triton", _triton_rms, _triton_add_rms, backends.TRITON_KERNEL, kernel_probes.triton)):
     backends.register("rms_norm", _name, _rms, _can, _loaded)
     backends.register("add_rms_norm", _name, _add, _can, _loaded)
