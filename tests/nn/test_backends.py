@@ -126,10 +126,11 @@ def test_fast_backend_on_cpu_float32_runs_the_c_kernels_where_they_build():
     else:
         assert model.backends() == {**backends.FAST_FALLBACK, "attention": "sdpa"}
     _, bf16 = _pair("fast", "bf16")
-    # bfloat16: the C norms (bfloat16 in and out); the gated activation and RoPE kernels take
-    # float32 only
-    norms = ({"rms_norm": "cpu", "add_rms_norm": "cpu"} if cpu_kernels.available() else {})
-    assert bf16.backends() == {**backends.FAST_FALLBACK, **norms, "attention": "sdpa"}
+    # bfloat16: the C norms and RoPE (bfloat16 in and out); the gated activation's kernel
+    # takes float32 only
+    kernels = ({"rms_norm": "cpu", "add_rms_norm": "cpu", "rope": "cpu"}
+               if cpu_kernels.available() else {})
+    assert bf16.backends() == {**backends.FAST_FALLBACK, **kernels, "attention": "sdpa"}
 
 
 def test_compiled_backend_keeps_kernels_only_where_they_beat_inductor():

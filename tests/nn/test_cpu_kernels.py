@@ -260,6 +260,42 @@ def test_cpu_rope_matches_reference(hd, r, per_batch):
 
 
 @needs_kernels
+@pytest.mark.parametrize("hd, r, per_batch", [(16, 16, False), (16, 8, True), (12, 6, False)])
+def test_cpu_rope_bfloat16_matches_reference_bit_for_bit(hd, r, per_batch):
+    """bfloat16: rotated in float32 and rounded once, as the reference does, both ways (the
+    gradient is the transposed rotation of the rounded incoming gradient, rounded once)."""
+    from blocklab.nn.position import _reference_half_split, apply_rotary
+    torch.manual_seed(0)
+    cos, sin = _rope_tables(r, per_batch)
+    c4 = cos[:, None] if per_batch else cos[None, None]
+    s4 = sin[:, None] if per_batch else sin[None, None]
+    q = (3 * torch.randn(2, 5, 3, hd)).bfloat16().transpose(1, 2)
+    g = torch.randn(2, 3, 5, hd).bfloat16()
+    c16, s16 = c4.bfloat16(), s4.bfloat16()
+
+    def run(fn):
+        a = q.clone().requires_grad_()
+        y = fn(a)
+        y.backward(g)
+        return y, a.grad
+
+    for got, want in ((lambda a: cpu_kernels.rope_half_split(a, c4, s4),
+                       lambda a: _reference_half_split(a, c4, s4)),
+                      (lambda a: apply_rotary(a, a, cos, sin, impl="fast")[0],
+                       lambda a: _reference_half_split(a, c4, s4)),
+                      (lambda a: cpu_kernels.rope_half_split(a, c16, s16),
+                       lambda a: _reference_half_split(a, c16, s16))):
+        (y, dx), (y_ref, dx_ref) = run(got), run(want)
+        assert y.dtype == dx.dtype == torch.bfloat16
+        assert torch.equal(y, y_ref) and torch.equal(dx, dx_ref)
+    a = q.clone().requires_grad_()  # a second derivative runs the rotation again
+    (ga,) = torch.autograd.grad((cpu_kernels.rope_half_split(a, c4, s4).float() ** 2).sum(), a,
+                                create_graph=True)
+    (gg,) = torch.autograd.grad(ga.float().sum(), a)
+    assert gg.dtype == torch.bfloat16 and torch.isfinite(gg.float()).all()
+
+
+@needs_kernels
 def test_cpu_rope_second_derivative_and_bad_input():
     torch.manual_seed(0)
     cos, sin = _rope_tables(8, False)
@@ -277,6 +313,8 @@ def test_cpu_rope_second_derivative_and_bad_input():
         cpu_kernels.rope_half_split(torch.randn(1, 1, 5, 4), c4, s4)
     with pytest.raises(ValueError, match="expected torch.float32"):
         cpu_kernels.rope_half_split(q, c4.double(), s4.double())
+    with pytest.raises(ValueError, match="expected torch.float32 with a float32 x"):
+        cpu_kernels.rope_half_split(q, c4.bfloat16(), s4.bfloat16())
 
 
 @pytest.fixture

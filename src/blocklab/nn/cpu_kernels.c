@@ -1,6 +1,6 @@
 /* RMSNorm, residual-add + RMSNorm, gated activations (SwiGLU, GeGLU) and half-split RoPE on
- * CPU, float32, forward and backward; RMSNorm and residual-add + RMSNorm in bfloat16 too
- * (bfloat16 in and out, float32 inside: see the bfloat16 section at the end).
+ * CPU, float32, forward and backward; RMSNorm, residual-add + RMSNorm and RoPE in bfloat16 too
+ * (bfloat16 in and out, float32 inside: see the bfloat16 sections at the end).
  *
  * Compiled on first use by blocklab/nn/cpu_kernels.py (cc -O3 -march=native -fopenmp) and called
  * through ctypes with raw pointers to contiguous row-major tensors. Rows are split across
@@ -374,4 +374,37 @@ int blocklab_rms_backward_bf16(const uint16_t *dy, const uint16_t *x, const floa
         free(dw_part);
     }
     return 0;
+}
+
+/* --- bfloat16 RoPE ---------------------------------------------------------------------------
+ * blocklab_rope on bfloat16 x and out (cos and sin float32): each element widened exactly, the
+ * rotation computed in float32 as blocklab_rope computes it, rounded once, as the reference
+ * rotates in float32 and casts back; channels past r copied bit for bit. */
+void blocklab_rope_bf16(const uint16_t *x, long sb, long sh, long st, const float *cos_,
+                        const float *sin_, long cb, long ct, uint16_t *out, long B, long H,
+                        long T, long hd, long half, int inverse, int threads) {
+    long n = B * H * T;
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (long i = 0; i < n; ++i) {
+        long t = i % T, h = (i / T) % H, b = i / (T * H);
+        const uint16_t *xi = x + b * sb + h * sh + t * st;
+        const float *c = cos_ + b * cb + t * ct, *s = sin_ + b * cb + t * ct;
+        uint16_t *o = out + i * hd;
+        if (inverse) {
+#pragma omp simd
+            for (long j = 0; j < half; ++j) {
+                float x1 = from_bf16(xi[j]), x2 = from_bf16(xi[half + j]);
+                o[j] = to_bf16(x1 * c[j] + x2 * s[half + j]);
+                o[half + j] = to_bf16(x2 * c[half + j] - x1 * s[j]);
+            }
+        } else {
+#pragma omp simd
+            for (long j = 0; j < half; ++j) {
+                float x1 = from_bf16(xi[j]), x2 = from_bf16(xi[half + j]);
+                o[j] = to_bf16(x1 * c[j] - x2 * s[j]);
+                o[half + j] = to_bf16(x2 * c[half + j] + x1 * s[half + j]);
+            }
+        }
+        for (long j = 2 * half; j < hd; ++j) o[j] = xi[j];
+    }
 }

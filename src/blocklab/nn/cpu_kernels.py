@@ -94,7 +94,7 @@ VARIANTS = (("-DBLOCKLAB_MVEC", "-lmvec", "-lm"), ("-lm",))
 ACTIVATIONS = {"silu": 0, "gelu": 1}
 SYMBOLS = ("blocklab_rms_forward", "blocklab_rms_backward", "blocklab_gated_forward",
            "blocklab_gated_backward", "blocklab_rope", "blocklab_rms_forward_bf16",
-           "blocklab_rms_backward_bf16")
+           "blocklab_rms_backward_bf16", "blocklab_rope_bf16")
 PREFIX = "blocklab_cpu_kernels_"
 MANIFEST_MAX_BYTES = 4096
 LIBRARY_MAX_BYTES = 64 * 2**20
@@ -300,6 +300,8 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.blocklab_rms_forward_bf16.restype = None
     lib.blocklab_rms_backward_bf16.argtypes = [p, p, p, p, p, p, p, n, n, i, i]
     lib.blocklab_rms_backward_bf16.restype = ctypes.c_int
+    lib.blocklab_rope_bf16.argtypes = [p, n, n, n, p, p, n, n, p, n, n, n, n, n, i, i]
+    lib.blocklab_rope_bf16.restype = None
 
 
 def _one_line(exc: BaseException) -> str:
@@ -374,9 +376,10 @@ if torch.compiler.is_compiling():
 
 def unavailable_reason(x: Tensor | None = None, weight: Tensor | None = None,
                        bfloat16: bool = False) -> str | None:
-    """Why the C kernels cannot take x (and weight), or None when they can. With `bfloat16`
-    (the norms) a bfloat16 x with a float32 or bfloat16 gain is taken too, in eager mode only:
-    under torch.compile Inductor fuses the bfloat16 reference expression instead."""
+    """Why the C kernels cannot take x (and weight: the norm's gain, RoPE's cos), or None when
+    they can. With `bfloat16` (the norms and RoPE) a bfloat16 x with a float32 or bfloat16
+    second operand is taken too, in eager mode only: under torch.compile Inductor fuses the
+    bfloat16 reference expression instead."""
     if x is not None:
         if x.device.type != "cpu":
             return f"x is on {x.device.type}, the C kernels run on CPU only"
@@ -384,8 +387,8 @@ def unavailable_reason(x: Tensor | None = None, weight: Tensor | None = None,
             if torch.compiler.is_compiling():
                 return "bfloat16 takes the C kernels in eager mode only"
             if weight is not None and weight.dtype not in (torch.float32, torch.bfloat16):
-                return (f"weight is {weight.dtype}, the bfloat16 kernels take a torch.float32 "
-                        "or torch.bfloat16 gain")
+                return (f"weight is {weight.dtype}, the bfloat16 kernels take it in "
+                        "torch.float32 or torch.bfloat16")
             return _load_reason()
         if x.dtype != torch.float32:
             allowed = "torch.float32 or torch.bfloat16" if bfloat16 else "torch.float32 only"
@@ -885,18 +888,20 @@ def gated_activation(gate: Tensor, up: Tensor, activation: str = "silu") -> Tens
 
 # --- RoPE -------------------------------------------------------------------------------------
 def _rope(x: Tensor, cos: Tensor, sin: Tensor, inverse: bool) -> Tensor:
-    """x: [B, H, T, hd], cos, sin: [1 or B, 1, T, r] -> contiguous [B, H, T, hd]."""
+    """x: [B, H, T, hd] (float32, or bfloat16 with float32 cos and sin), cos, sin:
+    [1 or B, 1, T, r] -> contiguous [B, H, T, hd] in x's dtype."""
     lib = _kernels()
     if x.stride(-1) != 1:
         x = x.contiguous()
     B, H, T, hd = x.shape
     if cos.stride(-1) != 1 or cos.stride() != sin.stride():
         cos, sin = cos.contiguous(), sin.contiguous()
-    out = _empty((B, H, T, hd))
+    out = torch.empty((B, H, T, hd), dtype=x.dtype)
     cb = cos.stride(0) if cos.shape[0] > 1 else 0
-    lib.blocklab_rope(x.data_ptr(), x.stride(0), x.stride(1), x.stride(2), cos.data_ptr(),
-                      sin.data_ptr(), cb, cos.stride(2), out.data_ptr(), B, H, T, hd,
-                      cos.shape[-1] // 2, int(inverse), torch.get_num_threads())
+    kernel = lib.blocklab_rope_bf16 if x.dtype == torch.bfloat16 else lib.blocklab_rope
+    kernel(x.data_ptr(), x.stride(0), x.stride(1), x.stride(2), cos.data_ptr(),
+           sin.data_ptr(), cb, cos.stride(2), out.data_ptr(), B, H, T, hd,
+           cos.shape[-1] // 2, int(inverse), torch.get_num_threads())
     return out
 
 
@@ -936,14 +941,37 @@ _EagerRope = _eager_function("_EagerRope", _rope_impl, _rope_setup, _rope_backwa
 
 
 def rope_half_split(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
-    """The half_split RoPE rotation of float32 CPU x: [B, H, T, hd] (any strides) by cos, sin:
-    [1 or B, 1, T, r] (r even, r <= hd; constants, no gradient flows to them) -> [B, H, T, hd];
-    the maths of `blocklab.nn.position.apply_rotary`'s half_split layout, forward values equal
-    bit for bit."""
-    _require(x, None)
-    if cos.dtype != torch.float32 or sin.dtype != torch.float32:
+    """The half_split RoPE rotation of float32 CPU x: [B, H, T, hd] (any strides; bfloat16 too
+    in eager mode) by cos, sin: [1 or B, 1, T, r] (r even, r <= hd; constants, no gradient
+    flows to them) -> [B, H, T, hd] in x's dtype; the maths of
+    `blocklab.nn.position.apply_rotary`'s half_split layout, forward values equal bit for bit
+    (in bfloat16: rotated in float32 and rounded once, as the reference does)."""
+    _require(x, None, bfloat16=True)
+    if cos.dtype not in (torch.float32, torch.bfloat16) or cos.dtype != sin.dtype:
         raise InputError(f"rope_half_split: cos, sin are {cos.dtype}, {sin.dtype}; expected "
-                         "torch.float32")
+                         "torch.float32 (or both torch.bfloat16 with a bfloat16 x)")
     check_rope_operands(x, cos, sin)
+    if x.dtype == torch.bfloat16:
+        return RopeBF16.apply(x, cos.float(), sin.float(), False)
+    if cos.dtype != torch.float32:
+        raise InputError(f"rope_half_split: cos, sin are {cos.dtype}; expected torch.float32 "
+                         "with a float32 x")
     call = _rope_op if torch.compiler.is_compiling() else _EagerRope.apply
     return call(x, cos, sin, False)
+
+
+class RopeBF16(torch.autograd.Function):
+    """The rotation of bfloat16 x (eager): R x, or Rᵀ x when `inverse`; its gradient is the
+    other one, this Function again, so create_graph=True needs no special case."""
+
+    @staticmethod
+    def forward(ctx, x, cos, sin, inverse):
+        ctx.save_for_backward(cos, sin)
+        ctx.inverse = inverse
+        return _rope(x, cos, sin, inverse)
+
+    @staticmethod
+    def backward(ctx, grad):
+        cos, sin = ctx.saved_tensors
+        return RopeBF16.apply(grad.to(torch.bfloat16), cos, sin, not ctx.inverse), None, None, \
+            None

@@ -18,8 +18,8 @@ def cpu(x: Tensor, other: Tensor | None) -> str | None:
     return cpu_kernels.unavailable_reason(x, other)
 
 
-def cpu_norm(x: Tensor, other: Tensor | None) -> str | None:
-    """As `cpu`, for the norms, whose C kernels take bfloat16 too (in eager mode)."""
+def cpu_bf16(x: Tensor, other: Tensor | None) -> str | None:
+    """As `cpu`, for the norms and RoPE, whose C kernels take bfloat16 too (in eager mode)."""
     from blocklab.nn import cpu_kernels
     return cpu_kernels.unavailable_reason(x, other, bfloat16=True)
 

@@ -100,7 +100,7 @@ def _triton_add_rms(x, residual, weight, eps, cast, unit_offset):
 for _name, _rms, _add, _can, _loaded in (
         ("reference", reference_rms_norm, _reference_add, backends.ANYWHERE, None),
         ("lean", lean.rms_norm, lean.add_rms_norm, backends.ANYWHERE, None),
-        ("cpu", _cpu_rms, _cpu_add_rms, backends.CPU_NORM_KERNEL, kernel_probes.cpu_norm),
+        ("cpu", _cpu_rms, _cpu_add_rms, backends.CPU_KERNEL_BF16, kernel_probes.cpu_bf16),
         ("triton", _triton_rms, _triton_add_rms, backends.TRITON_KERNEL, kernel_probes.triton)):
     backends.register("rms_norm", _name, _rms, _can, _loaded)
     backends.register("add_rms_norm", _name, _add, _can, _loaded)

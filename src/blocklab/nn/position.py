@@ -196,7 +196,7 @@ def _triton_rope(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
 
 for _name, _fn, _can, _loaded in (
         ("reference", _reference_half_split, backends.ANYWHERE, None),
-        ("cpu", _cpu_rope, backends.CPU_KERNEL, kernel_probes.cpu),
+        ("cpu", _cpu_rope, backends.CPU_KERNEL_BF16, kernel_probes.cpu_bf16),
         ("triton", _triton_rope, backends.TRITON_KERNEL, kernel_probes.triton)):
     backends.register("rope", _name, _fn, _can, _loaded)
 
