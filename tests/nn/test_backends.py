@@ -126,11 +126,11 @@ def test_fast_backend_on_cpu_float32_runs_the_c_kernels_where_they_build():
     else:
         assert model.backends() == {**backends.FAST_FALLBACK, "attention": "sdpa"}
     _, bf16 = _pair("fast", "bf16")
-    # bfloat16: the C norms and RoPE (bfloat16 in and out); the gated activation's kernel
-    # takes float32 only
-    kernels = ({"rms_norm": "cpu", "add_rms_norm": "cpu", "rope": "cpu"}
-               if cpu_kernels.available() else {})
-    assert bf16.backends() == {**backends.FAST_FALLBACK, **kernels, "attention": "sdpa"}
+    # bfloat16: the C kernels too (bfloat16 in and out, float32 inside)
+    if cpu_kernels.available():
+        assert bf16.backends() == {**dict.fromkeys(backends.OPS, "cpu"), "attention": "sdpa"}
+    else:
+        assert bf16.backends() == {**backends.FAST_FALLBACK, "attention": "sdpa"}
 
 
 def test_compiled_backend_keeps_kernels_only_where_they_beat_inductor():

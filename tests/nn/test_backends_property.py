@@ -268,9 +268,9 @@ def test_capabilities_name_the_unsupported_value_and_what_is_supported():
                                                 r"bfloat16, float32\)"):
         backends.resolve("rms_norm", "cpu", x.half(), torch.ones(3))
     with pytest.raises(KernelUnavailable, match=r"gated_activation impl='cpu' cannot run "
-                                                r"here: unsupported dtype bfloat16 \(it "
-                                                r"supports float32\)"):
-        backends.resolve("gated_activation", "cpu", x.bfloat16(), x.bfloat16(), "silu")
+                                                r"here: unsupported dtype float64 \(it "
+                                                r"supports bfloat16, float32\)"):
+        backends.resolve("gated_activation", "cpu", x.double(), x.double(), "silu")
     assert backends.resolve("rms_norm", "fast", x.half(), torch.ones(3)) == "lean"
 
 

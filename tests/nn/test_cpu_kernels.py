@@ -209,11 +209,47 @@ def test_cpu_gated_activation_grad_for_one_input_only():
     assert_close(gate.grad, want, **F32)
 
 
+@needs_kernels
+@pytest.mark.parametrize("activation", ["silu", "gelu"])
+@pytest.mark.parametrize("packed", [False, True])
+def test_cpu_gated_activation_bfloat16_rounds_where_the_reference_rounds(activation, packed):
+    """bfloat16: φ(gate) rounded, then the product; backward dy·φ and dy·up rounded, then φ's
+    derivative applied. SiLU: bit for bit the reference's values and gradients. GELU: its erf
+    in the far negative tail is a different float32 function from PyTorch's, so each output is
+    held to the float64 truth, no worse than PyTorch's own bfloat16 error (twice it, or 2⁻¹⁰
+    of the largest entry), as the float32 kernels are."""
+    torch.manual_seed(4)
+    gu = (3 * torch.randn(2, 40, 2 * 176)).bfloat16()
+    gate, up = ((gu[..., :176], gu[..., 176:]) if packed
+                else (gu[..., :176].contiguous(), gu[..., 176:].contiguous()))
+    grad = torch.randn(2, 40, 176).bfloat16()
+    a, b = gate.clone().requires_grad_(), up.clone().requires_grad_()
+    y = cpu_kernels.gated_activation(a, b, activation)
+    y.backward(grad)
+    got = (y, a.grad, b.grad)
+    ref16 = _gated_reference(gate, up, activation, grad)
+    ref64 = _gated_reference(gate.double(), up.double(), activation, grad.double())
+    for g, want16, want64 in zip(got, ref16, ref64, strict=True):
+        assert g.dtype == torch.bfloat16
+        if activation == "silu":
+            assert torch.equal(g, want16)
+        err = (g.double() - want64).abs().max()
+        err_torch = (want16.double() - want64).abs().max()
+        assert err <= max(2 * err_torch, 2.0**-10 * want64.abs().max()), (err, err_torch)
+    a = gate.clone().requires_grad_()  # a gradient for gate only, and a second derivative
+    (ga,) = torch.autograd.grad(cpu_kernels.gated_activation(a, up, activation).float().sum(),
+                                a, create_graph=True)
+    (gg,) = torch.autograd.grad(ga.float().sum(), a)
+    assert ga.dtype == gg.dtype == torch.bfloat16 and torch.isfinite(gg.float()).all()
+
+
 def test_cpu_gated_activation_rejects_bad_input():
     with pytest.raises(ValueError, match="activation='relu' is not allowed"):
         cpu_kernels.gated_activation(torch.randn(2, 4), torch.randn(2, 4), "relu")
     with pytest.raises(ValueError, match="shapes differ"):
         cpu_kernels.gated_activation(torch.randn(2, 4), torch.randn(2, 5), "silu")
+    with pytest.raises(ValueError, match="gate is torch.bfloat16 and up torch.float32"):
+        cpu_kernels.gated_activation(torch.randn(2, 4).bfloat16(), torch.randn(2, 4), "silu")
 
 
 @needs_kernels

@@ -59,8 +59,7 @@ OPS = ("rms_norm", "add_rms_norm", "gated_activation", "rope")
 # Ops called with an activation name; `resolve` needs it to check the kernels' declared sets.
 ACTIVATION_OPS = ("gated_activation",)
 
-# What "fast" runs where no kernel can (float64, float16, bfloat16 for the gated activation on
-# CPU; no C compiler), by
+# What "fast" runs where no kernel can (float64 and float16 on CPU; no C compiler), by
 # benchmarks/backend_ops.py: the lean norms take 0.75-0.81× the reference's time in bfloat16
 # (P and bar, one thread) and save the normalised copies for backward. The other ops have no
 # implementation besides the kernels that beats the reference.
@@ -114,7 +113,7 @@ _TRITON_DEVICES = frozenset({"cuda", "cpu"}) \
     if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0") else frozenset({"cuda"})
 ANYWHERE = Capabilities(dtypes=FLOATS)
 CPU_KERNEL = Capabilities(dtypes=frozenset({torch.float32}), devices=frozenset({"cpu"}))
-# The C norms and RoPE also take bfloat16 (bfloat16 in and out, float32 inside; eager mode).
+# The C kernels also take bfloat16 (bfloat16 in and out, float32 inside; eager mode).
 CPU_KERNEL_BF16 = Capabilities(dtypes=frozenset({torch.float32, torch.bfloat16}),
                                devices=frozenset({"cpu"}))
 TRITON_KERNEL = Capabilities(dtypes=frozenset({torch.float16, torch.bfloat16, torch.float32}),

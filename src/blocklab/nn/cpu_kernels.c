@@ -1,5 +1,5 @@
 /* RMSNorm, residual-add + RMSNorm, gated activations (SwiGLU, GeGLU) and half-split RoPE on
- * CPU, float32, forward and backward; RMSNorm, residual-add + RMSNorm and RoPE in bfloat16 too
+ * CPU, float32, forward and backward; every one of them in bfloat16 too
  * (bfloat16 in and out, float32 inside: see the bfloat16 sections at the end).
  *
  * Compiled on first use by blocklab/nn/cpu_kernels.py (cc -O3 -march=native -fopenmp) and called
@@ -407,4 +407,65 @@ void blocklab_rope_bf16(const uint16_t *x, long sb, long sh, long st, const floa
         }
         for (long j = 2 * half; j < hd; ++j) o[j] = xi[j];
     }
+}
+
+/* --- bfloat16 gated activations ----------------------------------------------------------------
+ * The reference `phi(gate) * up` in bfloat16 rounds phi's output, then the product; its
+ * gradient rounds dy * phi (d_up), dy * up, and phi's backward applied to that (d_gate). Each
+ * of those roundings is made here, in the same order, from float32 arithmetic. */
+static inline float phi(float z, int act) {
+    return act == ACT_SILU ? z / (1.0f + expf(-z)) : z * (0.5f * (1.0f + erff(z * SQRT_HALF)));
+}
+
+int blocklab_gated_forward_bf16(const uint16_t *gate, long sg, const uint16_t *up, long su,
+                                uint16_t *y, long n, long m, int act, int threads) {
+    if (act < 0 || act >= N_ACTIVATIONS) return -1;
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (long i = 0; i < n; ++i) {
+        const uint16_t *z = gate + i * sg, *u = up + i * su;
+        uint16_t *yi = y + i * m;
+        if (act == ACT_SILU) {
+#pragma omp simd
+            for (long j = 0; j < m; ++j)
+                yi[j] = to_bf16(from_bf16(to_bf16(phi(from_bf16(z[j]), ACT_SILU)))
+                                * from_bf16(u[j]));
+        } else if (act == ACT_GELU) {
+#pragma omp simd
+            for (long j = 0; j < m; ++j)
+                yi[j] = to_bf16(from_bf16(to_bf16(phi(from_bf16(z[j]), ACT_GELU)))
+                                * from_bf16(u[j]));
+        }
+    }
+    return 0;
+}
+
+int blocklab_gated_backward_bf16(const uint16_t *dy, const uint16_t *gate, long sg,
+                                 const uint16_t *up, long su, uint16_t *dgate, uint16_t *dup,
+                                 long n, long m, int act, int threads) {
+    if (act < 0 || act >= N_ACTIVATIONS) return -1;
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (long i = 0; i < n; ++i) {
+        const uint16_t *g = dy + i * m, *z = gate + i * sg, *u = up + i * su;
+        uint16_t *dz = dgate ? dgate + i * m : NULL, *du = dup ? dup + i * m : NULL;
+        if (act == ACT_SILU) {
+#pragma omp simd
+            for (long j = 0; j < m; ++j) {
+                float zj = from_bf16(z[j]), gj = from_bf16(g[j]);
+                float s = 1.0f / (1.0f + expf(-zj));
+                if (du) du[j] = to_bf16(gj * from_bf16(to_bf16(zj * s)));
+                if (dz) dz[j] = to_bf16(from_bf16(to_bf16(gj * from_bf16(u[j])))
+                                        * (s * (1.0f + zj * (1.0f - s))));
+            }
+        } else if (act == ACT_GELU) {
+#pragma omp simd
+            for (long j = 0; j < m; ++j) {
+                float zj = from_bf16(z[j]), gj = from_bf16(g[j]);
+                float cdf = 0.5f * (1.0f + erff(zj * SQRT_HALF));
+                if (du) du[j] = to_bf16(gj * from_bf16(to_bf16(zj * cdf)));
+                if (dz) dz[j] = to_bf16(from_bf16(to_bf16(gj * from_bf16(u[j])))
+                                        * (cdf + zj * expf(-0.5f * zj * zj) * INV_SQRT_2PI));
+            }
+        }
+    }
+    return 0;
 }

@@ -1,5 +1,5 @@
 """Compiled CPU kernels for RMSNorm, residual-add + RMSNorm, gated activations and half-split
-RoPE (float32).
+RoPE (float32 and bfloat16).
 
 On CPU, PyTorch has one C++ kernel for LayerNorm each way but none for RMSNorm's backward, so
 RMSNorm built from tensor ops makes several passes and allocations and ends up slower than the
@@ -27,13 +27,15 @@ The build cache (`cache_dir()`) is code this process will run, so it is handled 
 - Loading a build marks its manifest as used (its mtime); builds of other versions unused for
   a week are removed when a new build is made.
 
-Float32 inputs (any strides) with a float32 gain take every kernel. The norms also take
-bfloat16 x (float32 or bfloat16 gain) in eager mode: bfloat16 in and out, float32 inside, each
-output rounded once where the reference rounds, so forward values are bit for bit the
-reference's up to the order of the x² sum (on AVX-512 BF16, 5-7× faster than the lean
-fallback at [4096, 256-1024] forward + backward, `benchmarks/norm_speed.py --dtype bfloat16`).
-The "fast" backend gives the other dtypes (and bfloat16 for the gated activation and RoPE) to
-its fallback, whose forward values are bit for bit the reference's.
+Float32 inputs (any strides) with a float32 gain take every kernel. Every kernel also takes
+bfloat16 (a float32 or bfloat16 gain, cos and sin) in eager mode: bfloat16 in and out, float32
+inside, each output rounded where the reference rounds. RoPE and the SiLU gate then equal the
+reference bit for bit both ways; the norms' forward too, up to the order of the x² sum; GELU
+up to erf's float32 rounding. (The norms run 5-25× faster than the lean fallback at [8192,
+256-1024] forward + backward: `benchmarks/norm_speed.py --dtype bfloat16`.) Under
+torch.compile bfloat16 takes the reference expression, which Inductor fuses. The "fast"
+backend gives the other dtypes to its fallback, whose forward values are bit for bit the
+reference's.
 
 Gated activations: y = φ(gate)·up for SiLU (SwiGLU) and exact GELU (GeGLU), the activations
 of `ACTIVATIONS`, each with its own code in C (any other is refused, by name here and by code
@@ -94,7 +96,8 @@ VARIANTS = (("-DBLOCKLAB_MVEC", "-lmvec", "-lm"), ("-lm",))
 ACTIVATIONS = {"silu": 0, "gelu": 1}
 SYMBOLS = ("blocklab_rms_forward", "blocklab_rms_backward", "blocklab_gated_forward",
            "blocklab_gated_backward", "blocklab_rope", "blocklab_rms_forward_bf16",
-           "blocklab_rms_backward_bf16", "blocklab_rope_bf16")
+           "blocklab_rms_backward_bf16", "blocklab_rope_bf16", "blocklab_gated_forward_bf16",
+           "blocklab_gated_backward_bf16")
 PREFIX = "blocklab_cpu_kernels_"
 MANIFEST_MAX_BYTES = 4096
 LIBRARY_MAX_BYTES = 64 * 2**20
@@ -302,6 +305,10 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.blocklab_rms_backward_bf16.restype = ctypes.c_int
     lib.blocklab_rope_bf16.argtypes = [p, n, n, n, p, p, n, n, p, n, n, n, n, n, i, i]
     lib.blocklab_rope_bf16.restype = None
+    lib.blocklab_gated_forward_bf16.argtypes = lib.blocklab_gated_forward.argtypes
+    lib.blocklab_gated_forward_bf16.restype = ctypes.c_int
+    lib.blocklab_gated_backward_bf16.argtypes = lib.blocklab_gated_backward.argtypes
+    lib.blocklab_gated_backward_bf16.restype = ctypes.c_int
 
 
 def _one_line(exc: BaseException) -> str:
@@ -872,18 +879,68 @@ _EagerGated = _eager_function("_EagerGated", _gated_impl, _gated_setup, _gated_b
 
 
 def gated_activation(gate: Tensor, up: Tensor, activation: str = "silu") -> Tensor:
-    """φ(gate) · up for float32 CPU gate, up: [..., d_ff] -> [..., d_ff] (SwiGLU for "silu",
-    GeGLU for "gelu", the exact erf form)."""
+    """φ(gate) · up for float32 CPU gate, up: [..., d_ff] (both bfloat16 too, in eager mode)
+    -> [..., d_ff] (SwiGLU for "silu", GeGLU for "gelu", the exact erf form)."""
     if activation not in ACTIVATIONS:
         raise InputError(f"gated_activation: activation={activation!r} is not allowed; "
                          f"expected one of {sorted(ACTIVATIONS)}")
     if gate.shape != up.shape:
         raise InputError(f"gated_activation: gate {tuple(gate.shape)} and up "
                          f"{tuple(up.shape)} shapes differ")
+    if gate.dtype != up.dtype:
+        raise InputError(f"gated_activation: gate is {gate.dtype} and up {up.dtype}; expected "
+                         "one dtype")
     for t in (gate, up):
-        _require(t, None)
+        _require(t, None, bfloat16=True)
+    if gate.dtype == torch.bfloat16:
+        return GatedBF16.apply(gate, up, activation)
     call = _gated_op if torch.compiler.is_compiling() else _EagerGated.apply
     return call(gate, up, activation)
+
+
+def _gated_bf16(gate: Tensor, up: Tensor, activation: str) -> Tensor:
+    lib = _kernels()
+    g2, sg = rows_of(gate)
+    u2, su = rows_of(up)
+    y = torch.empty(gate.shape, dtype=torch.bfloat16)
+    status = lib.blocklab_gated_forward_bf16(g2.data_ptr(), sg, u2.data_ptr(), su,
+                                             y.data_ptr(), g2.shape[0], g2.shape[1],
+                                             ACTIVATIONS[activation], torch.get_num_threads())
+    _gated_status("gated_activation (bfloat16)", status, activation)
+    return y
+
+
+class GatedBF16(torch.autograd.Function):
+    """φ(gate) · up in bfloat16 by the C kernels (eager), rounded where the reference rounds;
+    φ recomputed in backward from the saved gate and up."""
+
+    @staticmethod
+    def forward(ctx, gate, up, activation):
+        ctx.save_for_backward(gate, up)
+        ctx.activation = activation
+        return _gated_bf16(gate, up, activation)
+
+    @staticmethod
+    def backward(ctx, grad):
+        gate, up = ctx.saved_tensors
+        if torch.is_grad_enabled():  # create_graph=True: a gradient that is differentiable
+            reference = backends.implementation("gated_activation", "reference")
+            return (*_differentiable_grads(lambda a, b: reference(a, b, ctx.activation),
+                                           (gate, up), (grad,)), None)
+        gate_grad, up_grad = ctx.needs_input_grad[:2]
+        lib = _kernels()
+        g2, sg = rows_of(gate)
+        u2, su = rows_of(up)
+        grad = grad.to(torch.bfloat16).contiguous()
+        d_gate = torch.empty(gate.shape, dtype=torch.bfloat16) if gate_grad else None
+        d_up = torch.empty(up.shape, dtype=torch.bfloat16) if up_grad else None
+        status = lib.blocklab_gated_backward_bf16(grad.data_ptr(), g2.data_ptr(), sg,
+                                                  u2.data_ptr(), su, _ptr(d_gate), _ptr(d_up),
+                                                  g2.shape[0], g2.shape[1],
+                                                  ACTIVATIONS[ctx.activation],
+                                                  torch.get_num_threads())
+        _gated_status("gated_activation backward (bfloat16)", status, ctx.activation)
+        return d_gate, d_up, None
 
 
 # --- RoPE -------------------------------------------------------------------------------------

@@ -290,8 +290,8 @@ KERNEL_ACTIVATIONS = frozenset({"silu", "gelu"})
 
 for _name, _fn, _can, _loaded in (
         ("reference", _reference_gated, backends.ANYWHERE, None),
-        ("cpu", _cpu_gated, replace(backends.CPU_KERNEL, activations=KERNEL_ACTIVATIONS),
-         kernel_probes.cpu),
+        ("cpu", _cpu_gated, replace(backends.CPU_KERNEL_BF16, activations=KERNEL_ACTIVATIONS),
+         kernel_probes.cpu_gated),
         ("triton", _triton_gated,
          replace(backends.TRITON_KERNEL, activations=KERNEL_ACTIVATIONS),
          kernel_probes.triton_gated)):

@@ -24,6 +24,14 @@ def cpu_bf16(x: Tensor, other: Tensor | None) -> str | None:
     return cpu_kernels.unavailable_reason(x, other, bfloat16=True)
 
 
+def cpu_gated(x: Tensor, other: Tensor | None) -> str | None:
+    """As `cpu_bf16`, and gate and up are read as one dtype."""
+    reason = cpu_bf16(x, other)
+    if reason is None and other is not None and other.dtype != x.dtype:
+        reason = f"gate and up of different dtypes ({x.dtype}, {other.dtype})"
+    return reason
+
+
 def triton(x: Tensor, other: Tensor | None) -> str | None:
     """Why the Triton kernels cannot take x, or None. They cast a float32 gain or cos/sin
     themselves, so the second operand's dtype does not matter to the norms and RoPE."""
