@@ -36,3 +36,26 @@ def test_static_answers_fp32_without_timing(monkeypatch):
     monkeypatch.setenv("BLOCKLAB_CALIBRATION", "static")
     monkeypatch.setattr(step_precision, "build_model", None)  # would fail if called
     assert step_precision.faster_precision(CFG, batch=2, seq_len=16) == "fp32"
+
+
+def test_suite_precision_times_at_one_thread_and_says_what_it_measured(measuring):
+    torch.set_num_threads(2)
+    choice = step_precision.suite_precision((CFG, 2, 16))
+    assert torch.get_num_threads() == 2  # restored
+    [stored] = (measuring / "calibration" / calibration.machine_key()).glob(
+        "step_precision-*.json")
+    record = json.loads(stored.read_text())
+    assert record["key"]["threads"] == 1
+    assert choice.precision == record["fastest"]
+    assert choice.step_ms == {k: 1e3 * v for k, v in record["median_s"].items()}
+    ms = ", ".join(f"{k} {1e3 * v:.1f} ms" for k, v in sorted(record["median_s"].items()))
+    assert choice.text() == (f"--precision auto: {choice.precision}, the faster training step "
+                             f"on this CPU at d 32 × 1 layers, 2 × 16 tokens, 1 thread ({ms} "
+                             "a step)")
+
+
+def test_suite_precision_under_static_calibration_is_fp32_and_says_so(monkeypatch):
+    monkeypatch.setenv("BLOCKLAB_CALIBRATION", "static")
+    choice = step_precision.suite_precision((CFG, 2, 16))
+    assert choice.precision == "fp32" and choice.step_ms == {}
+    assert "pinned by BLOCKLAB_CALIBRATION=static" in choice.text()

@@ -40,8 +40,10 @@ def suite(
     precision: str = typer.Option("fp32", "--precision",
                                   help="fp32, or bf16 (bfloat16 compute, float32 weights and "
                                        "optimizer state) for the suites that train models: "
-                                       "ffn, placement, position; kept in its own results "
-                                       "folder (<size>+bf16)."),
+                                       "ffn, placement, position, width; kept in its own "
+                                       "results folder (<size>+bf16). auto: whichever of the "
+                                       "two trains the suite's shape faster on this CPU "
+                                       "(timed once, kept; says which and why)."),
     out: str = typer.Option("runs", "--results", metavar="DIR",
                              help="Results folder, shared with `report` and `claims` "
                                   "(resumable)."),
@@ -85,7 +87,7 @@ def suite(
         typer.echo("warning: `suite --out` is deprecated and will be removed; use --results "
                    "(the results folder in every command)", err=True)
     check_seed_offset_option(seed_offset)
-    if budget is not None and (seeds is not None or precision != "fp32"):
+    if budget is not None and (seeds is not None or precision not in ("fp32", "auto")):
         from blocklab.cli import fail
 
         # Bad input is one line, before any warning about this machine.
@@ -93,6 +95,9 @@ def suite(
                    "grades); leave out --seeds and --precision with it")
     from blocklab.cli.paths import results_folder
     from blocklab.experiments.options import RunOptions, RunRequest
+
+    if precision == "auto":
+        precision = auto_precision(chosen, size, budget is not None)
 
     # Every option a run reads, checked once here and passed on as one value (a precision
     # this suite does not train in is refused).
@@ -169,3 +174,26 @@ def _cell(value) -> str:
     if isinstance(value, float):
         return f"{value:.4g}"
     return str(value)
+
+
+def auto_precision(suite, size: str, with_budget: bool) -> str:
+    """`--precision auto`: the precision whose training step at the suite's main shape is
+    faster on this CPU (float32 for a suite that trains in float32 only), said on stderr."""
+    from blocklab.cli import fail
+    from blocklab.experiments.options import SIZES
+
+    if size not in SIZES:  # checked again, with the same message, where the options are built
+        return "fp32"
+    if suite.shape is None or "bf16" not in suite.precisions:
+        typer.echo(f"--precision auto: fp32 (suite {suite.name} measures float32 only)",
+                   err=True)
+        return "fp32"
+    from blocklab.experiments.step_precision import suite_precision
+
+    choice = suite_precision(suite.shape(size))
+    if with_budget and choice.precision != "fp32":
+        raise fail("--budget adds seeds to the planned seeds of float32 runs (what the ledger "
+                   "grades), and --precision auto chose bf16 here; use --precision fp32 with "
+                   "--budget")
+    typer.echo(choice.text(), err=True)
+    return choice.precision

@@ -16,6 +16,7 @@ trained in (its id and provenance carry it), so results made in either never mix
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 
 import torch
 
@@ -25,6 +26,45 @@ from blocklab.nn import calibration
 from blocklab.precision import Precision
 
 
+@dataclass(frozen=True)
+class Choice:
+    """What `--precision auto` chose for a suite: the precision and why."""
+
+    precision: Precision
+    step_ms: dict[str, float]  # median step per precision as measured ({} under "static")
+    shape: str  # the timed shape in words
+
+    def text(self) -> str:
+        if not self.step_ms:
+            return (f"--precision auto: {self.precision} (calibration pinned by "
+                    f"BLOCKLAB_CALIBRATION=static; {self.shape})")
+        times = ", ".join(f"{name} {ms:.1f} ms" for name, ms in sorted(self.step_ms.items()))
+        return (f"--precision auto: {self.precision}, the faster training step on this CPU at "
+                f"{self.shape} ({times} a step)")
+
+
+def suite_precision(shape: tuple[ModelConfig, int, int], backend: str = "fast") -> Choice:
+    """The precision a suite's runs train in under `--precision auto`: the faster of float32
+    and bfloat16 at the suite's main training shape (model, batch, seq_len), timed at one
+    thread, as every suite run trains (measured once per machine and shape, kept)."""
+    from blocklab.experiments.env import torch_threads
+
+    config, batch, seq_len = shape
+    with torch_threads(1):
+        chosen = faster_precision(config, batch, seq_len, backend)
+        key = calibration_key(config, batch, seq_len, backend)
+        stored = calibration.kept("step_precision", key) or {}
+    seconds = stored.get("median_s") or {}
+    words = (f"d {config.d_model} × {config.n_layers} layers, {batch} × {seq_len} tokens, "
+             "1 thread")
+    return Choice(chosen, {name: 1e3 * s for name, s in seconds.items()}, words)
+
+
+def calibration_key(config: ModelConfig, batch: int, seq_len: int, backend: str) -> dict:
+    return {"config": dataclasses.asdict(config), "batch": batch, "seq_len": seq_len,
+            "backend": backend, "threads": torch.get_num_threads()}
+
+
 def faster_precision(config: ModelConfig, batch: int, seq_len: int,
                      backend: str = "fast") -> Precision:
     """"fp32" or "bf16": the precision whose training step at [batch, seq_len] ran faster here.
@@ -32,8 +72,7 @@ def faster_precision(config: ModelConfig, batch: int, seq_len: int,
     The step is timed at the thread count the caller set (`torch.get_num_threads()`), part of
     the kept answer's key, as are the model's shape and the backend.
     """
-    key = {"config": dataclasses.asdict(config), "batch": batch, "seq_len": seq_len,
-           "backend": backend, "threads": torch.get_num_threads()}
+    key = calibration_key(config, batch, seq_len, backend)
 
     def candidate(precision: Precision):
         built: list = []

@@ -110,6 +110,14 @@ def fastest(op: str, key: Mapping[str, object], candidates: Mapping[str, Callabl
     return best
 
 
+def kept(op: str, key: Mapping[str, object]) -> dict | None:
+    """The stored answer to `op` at `key` on this machine (its "fastest" and "median_s"), or
+    None when none is kept (not measured yet, or "static")."""
+    if mode() == "static":
+        return None
+    return _read(folder() / f"{question(op, key)}.json")
+
+
 def measure(candidates: Mapping[str, Callable[[], object]]) -> dict[str, float]:
     """name -> median seconds of one call over ROUNDS rounds, every candidate once a round in
     turn (so that load from other processes falls on all of them alike), after one warm-up call

@@ -136,6 +136,11 @@ class Suite:
     # timing), and no function for a suite that trains nothing it grades.
     scale: Callable[[str, str], Scale | None] | None = field(default=None, compare=False,
                                                               repr=False)
+    # size -> (model config, batch, seq_len) of its main training runs: the shape
+    # `--precision auto` times in float32 and bfloat16 (`step_precision.suite_precision`);
+    # None for a suite that trains in float32 only.
+    shape: Callable[[str], tuple[Any, int, int]] | None = field(default=None, compare=False,
+                                                                 repr=False)
 
     def __post_init__(self) -> None:
         # A mistake here is a bug in the suite's definition, not the user's input.

@@ -63,6 +63,7 @@ from blocklab.experiments.suites.ffn.configs import (
     train_config,
 )
 from blocklab.experiments.suites.ffn.configs import scale as ffn_scale
+from blocklab.experiments.suites.ffn.configs import shape as ffn_shape
 from blocklab.experiments.suites.ffn.data import FfnData
 from blocklab.experiments.suites.ffn.planning import choose_lrs, longer, plan, plan_at, tune
 from blocklab.experiments.suites.ffn.pricing import price
@@ -92,7 +93,7 @@ SUITE = Suite("ffn", "plain vs gated FFNs at equal parameter count (C16, C17)", 
                        "等参数量下的 FFN 变体（ffn 实验）"),
               figures=("ffn_variants", "ffn_loss_curves", "scale_trend"),
               # C16's registered rule needs five paired seeds (blocklab.claims.ffn).
-              scale=ffn_scale, metric_version=METRIC_VERSION,
+              scale=ffn_scale, shape=ffn_shape, metric_version=METRIC_VERSION,
               default_seeds={"tiny": 1, "quick": 5, "full": 8}, tune=tune,
               precisions=("fp32", "bf16"), price=price, longer=longer)
 

@@ -53,6 +53,15 @@ def param_count(arm: str, size: Size, d_model: int | None = None) -> int:
     return count_params(model_config(arm, size, d_model)).total
 
 
+def shape(size: str) -> tuple[ModelConfig, int, int]:
+    """The baseline (ReLU) arm's model, batch and sequence length at `size`: the shape whose
+    step `--precision auto` times."""
+    from blocklab.experiments.suites.ffn.sizes import SIZES
+
+    s = SIZES[size]
+    return model_config("relu", s), s.batch_size, s.seq_len
+
+
 def scale(size: str, claim: str) -> Scale:
     """The scale C16's runs are graded at: the baseline (ReLU) arm's model and one run's
     training tokens at `size`."""

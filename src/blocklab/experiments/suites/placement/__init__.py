@@ -85,6 +85,7 @@ from __future__ import annotations
 from blocklab.experiments.suites.base import Suite
 from blocklab.experiments.suites.placement.configs import lr_area, train_config
 from blocklab.experiments.suites.placement.configs import scale as placement_scale
+from blocklab.experiments.suites.placement.configs import shape as placement_shape
 from blocklab.experiments.suites.placement.data import PlacementData
 from blocklab.experiments.suites.placement.gradient_stats import loglog_slope
 from blocklab.experiments.suites.placement.planning import plan, price, tune, tuned_lrs
@@ -148,6 +149,6 @@ SUITE = Suite("placement", "pre vs post vs sandwich norm: gradients at init and 
               # The stable-lr figure (placement_deep) sits with C36's graded parts.
               figures=("placement_training", "placement_gradients"),
               # C19's and C36's registered rules need four paired seeds (blocklab.claims).
-              scale=placement_scale, metric_version=METRIC_VERSION,
+              scale=placement_scale, shape=placement_shape, metric_version=METRIC_VERSION,
               default_seeds={"tiny": 1, "quick": 4, "full": 5}, tune=tune,
               precisions=("fp32", "bf16"), price=price)

@@ -66,6 +66,15 @@ def lr_area(training: Training, warmup: int, lr: float) -> float:
     return sum(learning_rate(step, tc) for step in range(training.steps))
 
 
+def shape(size: str) -> tuple[ModelConfig, int, int]:
+    """Part (b)'s pre-norm model at its deepest depth, batch and sequence length at `size`
+    (`--precision auto`)."""
+    from blocklab.experiments.suites.placement.sizes import SIZES
+
+    t = SIZES[size].training
+    return train_model_config("pre", max(t.depths), t), t.batch_size, t.seq_len
+
+
 def scale(size: str, claim: str) -> Scale | None:
     """The scale a placement claim's training runs have at `size`: C36's deep stacks (the
     pre-norm model at its depth, one ladder run's tokens); C13's and C19's training contrast

@@ -133,6 +133,7 @@ from blocklab.experiments.suites.position.sizes import (
     train_config,
 )
 from blocklab.experiments.suites.position.sizes import scale as position_scale
+from blocklab.experiments.suites.position.sizes import shape as position_shape
 from blocklab.experiments.suites.position.tables import summarise
 
 __all__ = [
@@ -187,7 +188,7 @@ SUITE = Suite(
     heading=("Length extrapolation (position suite)", "长度外推（position 实验）"),
     # C29–C31's figures (position_order, position_scaling, position_cost) sit with their claims.
     figures=("position_extrapolation", "passkey"),
-    scale=position_scale, metric_version=METRIC_VERSION,
+    scale=position_scale, shape=position_shape, metric_version=METRIC_VERSION,
     default_seeds={"tiny": 1, "quick": 4, "full": 4},
     tune=tune,
     precisions=("fp32", "bf16"),

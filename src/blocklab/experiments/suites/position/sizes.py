@@ -204,6 +204,11 @@ def suite_train_config(options: RunOptions, seed: int, **settings: Any) -> Train
     return TrainConfig.for_run(options, seed, **settings)
 
 
+def shape(size: str) -> tuple[ModelConfig, int, int]:
+    """The RoPE arm's model, batch and training length L at `size` (`--precision auto`)."""
+    return arm_config(size, "rope"), SIZES[size].train.batch_size, SIZES[size].L
+
+
 def scale(size: str, claim: str) -> Scale | None:
     """The scale C21's, C29's and C30's runs are graded at: the RoPE arm's model trained at L
     and one run's training tokens at `size`; None for C31 (parameter counts and timings)."""

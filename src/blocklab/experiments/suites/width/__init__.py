@@ -24,7 +24,7 @@ and FLOPs, and the three contrasts C37 grades.
 from __future__ import annotations
 
 from blocklab.experiments.suites.base import Suite
-from blocklab.experiments.suites.width.configs import model_config, scale, train_config
+from blocklab.experiments.suites.width.configs import model_config, scale, shape, train_config
 from blocklab.experiments.suites.width.data import WidthData, WidthPoint
 from blocklab.experiments.suites.width.planning import plan, read_widths, tune
 from blocklab.experiments.suites.width.pricing import price
@@ -39,7 +39,8 @@ SUITE = Suite("width", "the FFN's width as a control point: sliced vs nested-wid
               "(C37)", plan, summarise, WidthData, section="ffn",
               heading=("FFN width as a control point (width suite)",
                        "FFN 宽度作为控制点（width 实验）"),
-              figures=("width_control",), scale=scale, metric_version=METRIC_VERSION,
+              figures=("width_control",), scale=scale, shape=shape,
+              metric_version=METRIC_VERSION,
               # C37's registered rules read six paired seeds first, eight at full
               # (blocklab.claims.registry.c37_rules).
               default_seeds={"tiny": 1, "quick": 6, "full": 8}, tune=tune,

@@ -37,6 +37,14 @@ def train_config(arm: str, size: Size, options: RunOptions, seed: int, lr: float
         nested_widths=size.widths if arm == "nested" else ())
 
 
+def shape(size: str) -> tuple[ModelConfig, int, int]:
+    """The ordinary arm's model, batch and sequence length at `size` (`--precision auto`)."""
+    from blocklab.experiments.suites.width.sizes import SIZES
+
+    s = SIZES[size]
+    return model_config("ordinary", s), s.batch_size, s.seq_len
+
+
 def scale(size: str, claim: str) -> Scale:
     """The scale C37's runs are graded at: the ordinary model and one run's training tokens."""
     s = SIZES[size]
