@@ -37,6 +37,48 @@ static inline float combine(const float *acc) {
     return total;
 }
 
+#ifdef _OPENMP
+extern int omp_get_thread_num(void);
+extern int omp_get_num_threads(void);
+#endif
+
+/* The rows [lo, hi) of the calling thread's share of n, in a parallel region. */
+static inline void my_rows(long n, long *lo, long *hi) {
+#ifdef _OPENMP
+    int t = omp_get_thread_num(), nt = omp_get_num_threads();
+#else
+    int t = 0, nt = 1;
+#endif
+    *lo = n * t / nt;
+    *hi = n * (t + 1) / nt;
+}
+
+/* dw's per-thread float64 partial sums, threads x d zeroed; NULL when dw is NULL or memory ran
+ * out (the caller tells them apart by dw). */
+static double *dw_scratch(const float *dw, int threads, long d) {
+    return dw ? calloc((size_t)threads * (size_t)d, sizeof(double)) : NULL;
+}
+
+/* The calling thread's row of the partial sums, or NULL without them. */
+static inline double *my_part(double *part, long d) {
+#ifdef _OPENMP
+    return part ? part + (long)omp_get_thread_num() * d : NULL;
+#else
+    return part;
+#endif
+}
+
+/* dw = the threads' partial sums added in a fixed thread order; frees them. */
+static void dw_reduce(double *part, float *dw, int threads, long d) {
+    if (!dw) return;
+    for (long j = 0; j < d; ++j) {
+        double total = 0.0;
+        for (int t = 0; t < threads; ++t) total += part[(long)t * d + j];
+        dw[j] = (float)total;
+    }
+    free(part);
+}
+
 static inline float row_sumsq(const float *restrict x, long d) {
     float acc[LANES] = {0};
     long j = 0;
@@ -90,23 +132,14 @@ void blocklab_rms_forward(const float *x, const float *res, float *h, const floa
 int blocklab_rms_backward(const float *dy, const float *x, const float *rinv, const float *w,
                           const float *dh, float *dx, float *dw, long n, long d,
                           int unit_offset, int threads) {
-    double *dw_part = NULL;
     if (threads < 1) threads = 1;
-    if (dw) {
-        dw_part = calloc((size_t)threads * (size_t)d, sizeof(double));
-        if (!dw_part) return -1;
-    }
+    double *dw_part = dw_scratch(dw, threads, d);
+    if (dw && !dw_part) return -1;
 #pragma omp parallel num_threads(threads)
     {
-#ifdef _OPENMP
-        extern int omp_get_thread_num(void);
-        extern int omp_get_num_threads(void);
-        int t = omp_get_thread_num(), nt = omp_get_num_threads();
-#else
-        int t = 0, nt = 1;
-#endif
-        long lo = n * t / nt, hi = n * (t + 1) / nt;
-        double *dwt = dw_part ? dw_part + (long)t * d : NULL;
+        long lo, hi;
+        my_rows(n, &lo, &hi);
+        double *dwt = my_part(dw_part, d);
         for (long i = lo; i < hi; ++i) {
             const float *gi = dy + i * d, *xi = x + i * d;
             float *dxi = dx + i * d;
@@ -131,14 +164,7 @@ int blocklab_rms_backward(const float *dy, const float *x, const float *rinv, co
             }
         }
     }
-    if (dw) {
-        for (long j = 0; j < d; ++j) {
-            double total = 0.0;
-            for (int t = 0; t < threads; ++t) total += dw_part[(long)t * d + j];
-            dw[j] = (float)total;
-        }
-        free(dw_part);
-    }
+    dw_reduce(dw_part, dw, threads, d);
     return 0;
 }
 
@@ -318,23 +344,14 @@ void blocklab_rms_forward_bf16(const uint16_t *x, const uint16_t *res, uint16_t 
 int blocklab_rms_backward_bf16(const uint16_t *dy, const uint16_t *x, const float *rinv,
                                const float *g, const uint16_t *dh, uint16_t *dx, float *dw,
                                long n, long d, int gemma, int threads) {
-    double *dw_part = NULL;
     if (threads < 1) threads = 1;
-    if (dw) {
-        dw_part = calloc((size_t)threads * (size_t)d, sizeof(double));
-        if (!dw_part) return -1;
-    }
+    double *dw_part = dw_scratch(dw, threads, d);
+    if (dw && !dw_part) return -1;
 #pragma omp parallel num_threads(threads)
     {
-#ifdef _OPENMP
-        extern int omp_get_thread_num(void);
-        extern int omp_get_num_threads(void);
-        int t = omp_get_thread_num(), nt = omp_get_num_threads();
-#else
-        int t = 0, nt = 1;
-#endif
-        long lo = n * t / nt, hi = n * (t + 1) / nt;
-        double *dwt = dw_part ? dw_part + (long)t * d : NULL;
+        long lo, hi;
+        my_rows(n, &lo, &hi);
+        double *dwt = my_part(dw_part, d);
         for (long i = lo; i < hi; ++i) {
             const uint16_t *gi = dy + i * d, *xi = x + i * d;
             uint16_t *dxi = dx + i * d;
@@ -365,14 +382,7 @@ int blocklab_rms_backward_bf16(const uint16_t *dy, const uint16_t *x, const floa
             }
         }
     }
-    if (dw) {
-        for (long j = 0; j < d; ++j) {
-            double total = 0.0;
-            for (int t = 0; t < threads; ++t) total += dw_part[(long)t * d + j];
-            dw[j] = (float)total;
-        }
-        free(dw_part);
-    }
+    dw_reduce(dw_part, dw, threads, d);
     return 0;
 }
 

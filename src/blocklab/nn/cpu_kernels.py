@@ -862,12 +862,18 @@ def _gated_setup(ctx, inputs, output) -> None:
     ctx.activation = activation
 
 
+def _gated_reference_grads(activation: str, gate: Tensor, up: Tensor, grad: Tensor):
+    """(d_gate, d_up, None) through the reference, as a graph: the kernels' own gradients
+    carry none, so higher derivatives go this way."""
+    reference = backends.implementation("gated_activation", "reference")
+    return (*_differentiable_grads(lambda a, b: reference(a, b, activation), (gate, up),
+                                   (grad,)), None)
+
+
 def _gated_backward(ctx, grad: Tensor):
     gate, up = ctx.saved_tensors
     if torch.is_grad_enabled():  # create_graph=True: a gradient that is differentiable
-        reference = backends.implementation("gated_activation", "reference")
-        return (*_differentiable_grads(lambda a, b: reference(a, b, ctx.activation),
-                                       (gate, up), (grad,)), None)
+        return _gated_reference_grads(ctx.activation, gate, up, grad)
     gate_grad, up_grad = ctx.needs_input_grad[:2]
     kernel = _gated_backward_impl if getattr(ctx, "eager", False) else _gated_backward_op
     d_gate, d_up = kernel(grad, gate, up, ctx.activation, gate_grad, up_grad)
@@ -924,9 +930,7 @@ class GatedBF16(torch.autograd.Function):
     def backward(ctx, grad):
         gate, up = ctx.saved_tensors
         if torch.is_grad_enabled():  # create_graph=True: a gradient that is differentiable
-            reference = backends.implementation("gated_activation", "reference")
-            return (*_differentiable_grads(lambda a, b: reference(a, b, ctx.activation),
-                                           (gate, up), (grad,)), None)
+            return _gated_reference_grads(ctx.activation, gate, up, grad)
         gate_grad, up_grad = ctx.needs_input_grad[:2]
         lib = _kernels()
         g2, sg = rows_of(gate)
