@@ -19,17 +19,14 @@ def cpu(x: Tensor, other: Tensor | None) -> str | None:
 
 
 def cpu_bf16(x: Tensor, other: Tensor | None) -> str | None:
-    """As `cpu`, for the norms and RoPE, whose C kernels take bfloat16 too (in eager mode)."""
+    """As `cpu`, for the ops whose C kernels take bfloat16 too (in eager mode)."""
     from blocklab.nn import cpu_kernels
     return cpu_kernels.unavailable_reason(x, other, bfloat16=True)
 
 
 def cpu_gated(x: Tensor, other: Tensor | None) -> str | None:
     """As `cpu_bf16`, and gate and up are read as one dtype."""
-    reason = cpu_bf16(x, other)
-    if reason is None and other is not None and other.dtype != x.dtype:
-        reason = f"gate and up of different dtypes ({x.dtype}, {other.dtype})"
-    return reason
+    return cpu_bf16(x, other) or _one_dtype(x, other)
 
 
 def triton(x: Tensor, other: Tensor | None) -> str | None:
@@ -41,7 +38,11 @@ def triton(x: Tensor, other: Tensor | None) -> str | None:
 
 def triton_gated(x: Tensor, other: Tensor | None) -> str | None:
     """As `triton`, and gate and up are read as one dtype."""
-    reason = triton(x, other)
-    if reason is None and other is not None and other.dtype != x.dtype:
-        reason = f"gate and up of different dtypes ({x.dtype}, {other.dtype})"
-    return reason
+    return triton(x, other) or _one_dtype(x, other)
+
+
+def _one_dtype(gate: Tensor, up: Tensor | None) -> str | None:
+    """Why a gated kernel cannot read gate and up together (two dtypes), or None."""
+    if up is not None and up.dtype != gate.dtype:
+        return f"gate and up of different dtypes ({gate.dtype}, {up.dtype})"
+    return None
