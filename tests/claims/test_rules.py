@@ -3,6 +3,7 @@
 verdict follows from its parts' by a combining rule that never drops an undecided part."""
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -303,7 +304,7 @@ def test_holm_textbook_example():
     found = decide_parts(parts)
     assert [d.verdict for d in found] == [CONFIRMED, INCONCLUSIVE, INCONCLUSIVE, CONFIRMED]
     assert [d.level for d in found] == pytest.approx([0.05 / 3, 0.05 / 1, 0.05 / 2, 0.05 / 4])
-    assert "Holm's step-down stopped at part 3" in found[1].reason
+    assert "Holm's step-down stopped at test 3" in found[1].reason
     assert found[1].detectable_effect is not None and found[2].seeds_needed is not None
 
 
@@ -319,6 +320,47 @@ def test_an_undecidable_part_counts_in_holm_and_stays_inconclusive():
     assert found[0].level == pytest.approx(0.025)
     found = decide_parts([(UP, with_p(0.03)), (UP, Estimate(2.0, None, None, 1))])
     assert found[0].verdict == INCONCLUSIVE  # 0.03 > 0.05 / 2: never dropped to m = 1
+
+
+WORKS = Rule(metric="loss past L, %", smallest_effect=5.0, margin=0.0, min_seeds=4,
+             claimed=5.0, threshold=5.0, test="at-most", max_seeds=8)
+DROPS = Rule(metric="loss past L, %", smallest_effect=5.0, margin=0.0, min_seeds=4,
+             claimed=5.0, threshold=5.0, test="at-least", max_seeds=8)
+
+
+def test_parts_reading_one_estimate_against_one_threshold_are_one_holm_test():
+    """'works at 16×' (at most 5%) and 'drops at 16×' (at least 5%) on one estimate are one
+    two-sided test: one Holm rank and one level, decided together in opposite directions;
+    the claim's count of tests is 2 here, not 3."""
+    low = t_estimate(2.0, 0.4, 8)  # far below 5: works, does not drop
+    other = t_estimate(2.5, 0.5, 8)
+    found = decide_parts([(WORKS, low), (DROPS, low), (WORKS, other)])
+    assert [d.verdict for d in found] == [CONFIRMED, NOT_REPRODUCED, CONFIRMED]
+    assert found[0].level == found[1].level
+    assert found[0].interval == found[1].interval
+    assert "one test with 1 other part" in found[0].reason
+    assert "test 1 of 2" in found[0].reason and "test 2 of 2" in found[2].reason
+    # m = 2 tests: the pair's level is its design at α/2, the same as a claim of two parts
+    alone = decide_parts([(WORKS, low), (WORKS, other)])
+    assert found[0].level == pytest.approx(alone[0].level)
+    assert found[2].level == pytest.approx(alone[1].level)
+
+
+def test_parts_are_one_test_only_when_estimate_threshold_and_design_agree():
+    est = t_estimate(6.0, 1.0, 8)
+    assert rules.same_test((WORKS, est), (DROPS, est))
+    assert not rules.same_test((WORKS, est), (DROPS, t_estimate(6.0, 1.0, 7)))
+    assert not rules.same_test((WORKS, est), (replace(DROPS, threshold=25.0), est))
+    assert not rules.same_test((WORKS, est), (replace(DROPS, max_seeds=10), est))
+    effect = Rule(metric="m", smallest_effect=5.0, margin=1.0, min_seeds=4, claimed=5.0,
+                  max_seeds=8)  # an effect test also reads ±margin: a different test
+    assert not rules.same_test((WORKS, est), (effect, est))
+    unresolved = Estimate(6.0, None, None, 1)
+    assert not rules.same_test((WORKS, unresolved), (DROPS, unresolved))
+    # three parts, none shared: Holm counts three
+    found = decide_parts([(WORKS, t_estimate(2.0, 0.4, 8)), (WORKS, t_estimate(2.1, 0.4, 8)),
+                          (DROPS, t_estimate(9.0, 0.4, 8))])
+    assert [d.reason.count("of 3") for d in found] == [1, 1, 1]
 
 
 # --- opposite decisions across disjoint seed sets ------------------------------------------------

@@ -117,6 +117,38 @@ def test_a_claims_looks_and_holm_keep_every_wrong_decision_within_alpha(m):
     assert wrong > 0.02  # it spends α: a design that never decides would pass the line above
 
 
+def test_parts_counted_as_one_test_keep_the_claims_error_within_alpha():
+    """A claim of C30's shape: pairs of parts that read one estimate against 5%, one claiming
+    'at most' and one 'at least' (Holm counts each pair once), and single parts, every true
+    effect exactly on 5% (so any decision is wrong). Run look by look at seeds 4, 6, 8 through
+    `decide_parts`: the chance that any part is ever decided stays within α."""
+    works = Rule("x", 5.0, 0.0, 4, 5.0, threshold=5.0, test="at-most", max_seeds=8)
+    drops = Rule("x", 5.0, 0.0, 4, 5.0, threshold=5.0, test="at-least", max_seeds=8)
+    rng = np.random.default_rng(7)
+    reps, estimates_of = 3000, 5  # 3 pairs and 2 single parts
+    wrong = 0
+    for _ in range(reps):
+        data = rng.normal(5.0, 2.0, (estimates_of, works.max_seeds))
+        n = [works.min_seeds] * estimates_of
+        ever = False
+        while True:
+            est = []
+            for k in range(estimates_of):
+                iv = stats.paired_interval(data[k, :n[k]])
+                est.append(Estimate(iv.value, iv.ci_low, iv.ci_high, n[k], iv.sd))
+            parts = [(works, est[0]), (drops, est[0]), (works, est[1]), (drops, est[1]),
+                     (works, est[2]), (drops, est[2]), (works, est[3]), (drops, est[4])]
+            found = decide_parts(parts, explain=False)
+            ever |= any(d.verdict != INCONCLUSIVE for d in found)
+            following = works.next_look(max(n))
+            if following is None or ever:
+                break
+            n = [following] * estimates_of
+        wrong += ever
+    within = ALPHA + 2 * math.sqrt(ALPHA * (1 - ALPHA) / reps)
+    assert 0.02 < wrong / reps <= within
+
+
 def test_the_seeds_that_would_decide_are_read_at_their_future_looks_levels():
     """An inconclusive part says how many seeds would decide it at the level the look at that
     many seeds would be read at (its design's increment at its Holm share), not at today's;

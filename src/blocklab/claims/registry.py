@@ -609,6 +609,15 @@ class RuleChange:
 
 
 CHANGED_AFTER_DATA: tuple[RuleChange, ...] = (
+    RuleChange("2026-12-03", tuple(c for c in RULES if c != "C13"),
+               "how parts are decided (rules.DECISION_VERSION, in every rule's hash): Holm's "
+               "correction counts distinct tests, not parts. C30's four statements 'works at "
+               "16×' with a scaling and the warnings 'drops clearly at 16×' of the same "
+               "scaling read one estimate against one threshold (5%) under one design: one "
+               "two-sided test whose wrong decisions are one event, counted once (C30: 10 "
+               "tests, was 14 parts); no other claim has such a pair, so no other decision "
+               "moves. Made after the quick results had been seen (the 4-seed look decided "
+               "none of C30's parts under either count)"),
     RuleChange("2026-12-02", ("C37",),
                "the design, from 4–8 seeds (looks at 4, 6, 8) to 6–8 (looks at 6 and 8; "
                "--size full 8–12 from 8–16): at 4 of 8 seeds the O'Brien–Fleming share of a "

@@ -79,10 +79,11 @@ MAX_SEEDS = 10_000  # seeds_needed looks no further ("more than 10,000")
 # How parts are decided (`decide`, `decide_parts`, `look_level`): part of every rule's hash,
 # so results planned before a change to the procedure are flagged, never silently regraded.
 # Change it with the procedure, and say what changed in registry.CHANGED_AFTER_DATA.
-DECISION_VERSION = ("2026-12-02: each look spends its increment of the O'Brien–Fleming "
+DECISION_VERSION = ("2026-12-03: each look spends its increment of the O'Brien–Fleming "
                     "function, each part's design at its Holm share of α; a decision carries "
                     "the interval it read; a part whose arms are not fair (`unfair`) is never "
-                    "confirmed")
+                    "confirmed; Holm counts distinct tests (parts reading one estimate against "
+                    "one threshold are one test)")
 
 DECIDES = ("confirmed when the CI at its level (its look's share of α after Holm) lies wholly "
            "beyond the claim's boundary b (the smallest effect δ, or the threshold of a claim "
@@ -553,6 +554,14 @@ def decide_parts(parts: Sequence[Any], alpha: float = ALPHA, *,
     design at its Holm share of alpha, Ye, Li, Jiang & Wang 2013), so the chance of any wrong
     decision in the claim stays ≤ alpha (tests/claims/test_rules.py simulates it through this
     function, look by look).
+
+    m counts tests, not parts: parts that read one estimate against one threshold under one
+    design, one claiming "at most t" and another "at least t" (`same_test`), are one two-sided
+    test. Their wrong decisions are one event (confirming "at most t" wrongly is reading
+    the interval wholly below t when the effect is above, which is exactly when "at least t"
+    is wrongly not reproduced), so the family's error is the union over distinct tests, and
+    Holm over those keeps it ≤ alpha; they take one rank and one level, and are decided
+    together.
     Decisions come back in the parts' order."""
     pairs = [(p.rule, p.estimate) if hasattr(p, "rule") else tuple(p) for p in parts]
     agrees = _flags(longer_run_agrees, len(pairs), "longer_run_agrees")
@@ -565,39 +574,68 @@ def decide_parts(parts: Sequence[Any], alpha: float = ALPHA, *,
     first = [decide(rule, est, base, fair_arms=fair[k], longer_run_agrees=agrees[k],
                     explain=False, unfair=why_unfair[k])
              for k, ((rule, est), base) in enumerate(zip(pairs, bases, strict=True))]
-    m = len(pairs)
-    order = sorted(range(m), key=lambda k: (first[k].p_value is None,
-                                            1.0 if first[k].p_value is None
-                                            else first[k].p_value / bases[k], k))
-    out: list[Decision | None] = [None] * m
+    tests = _tests(pairs)
+    m = len(tests)
+    order = sorted(range(m), key=lambda j: (first[tests[j][0]].p_value is None,
+                                            1.0 if first[tests[j][0]].p_value is None
+                                            else first[tests[j][0]].p_value
+                                            / bases[tests[j][0]], j))
+    out: list[Decision | None] = [None] * len(pairs)
     stopped_at: int | None = None
-    for i, k in enumerate(order):
-        rule, est = pairs[k]
-        # The look's level in the design computed at Holm's share α/(m − i) of alpha, not
-        # the design at alpha divided by m − i (which spends more than its share: an O'Brien–
-        # Fleming nominal level shrinks faster than α does).
-        level = look_level(rule, max(est.n, rule.min_seeds), alpha / (m - i))
-        found = decide(rule, est, level, fair_arms=fair[k], longer_run_agrees=agrees[k],
-                       explain=explain, share=alpha / (m - i), unfair=why_unfair[k])
-        notes = []
-        if bases[k] < alpha and est.n >= rule.min_seeds:
-            taken = looks(rule, est.n)
-            notes.append(f"look {len(taken)} of the sequential design at n = "
-                         f"{', '.join(map(str, taken))} (max {rule.max_seeds}), read at "
-                         f"α = {bases[k]:.3g}")
-        if m > 1:
-            notes.append(f"Holm: part {i + 1} of {m} by p, its design at α/{m - i}, read at "
-                         f"α = {level:.3g}")
-        holm = f" ({'; '.join(notes)})" if notes else ""
-        if stopped_at is not None:
-            if found.verdict != INCONCLUSIVE:
+    for i, j in enumerate(order):
+        undecided = False
+        for k in tests[j]:
+            rule, est = pairs[k]
+            # The look's level in the design computed at Holm's share α/(m − i) of alpha, not
+            # the design at alpha divided by m − i (which spends more than its share: an
+            # O'Brien–Fleming nominal level shrinks faster than α does).
+            level = look_level(rule, max(est.n, rule.min_seeds), alpha / (m - i))
+            found = decide(rule, est, level, fair_arms=fair[k], longer_run_agrees=agrees[k],
+                           explain=explain, share=alpha / (m - i), unfair=why_unfair[k])
+            notes = []
+            if bases[k] < alpha and est.n >= rule.min_seeds:
+                taken = looks(rule, est.n)
+                notes.append(f"look {len(taken)} of the sequential design at n = "
+                             f"{', '.join(map(str, taken))} (max {rule.max_seeds}), read at "
+                             f"α = {bases[k]:.3g}")
+            if m > 1:
+                notes.append(f"Holm: test {i + 1} of {m} by p, its design at α/{m - i}, "
+                             f"read at α = {level:.3g}")
+            if len(tests[j]) > 1:
+                notes.append(f"one test with {len(tests[j]) - 1} other part(s) of this claim "
+                             "that read the same interval against the same threshold")
+            holm = f" ({'; '.join(notes)})" if notes else ""
+            if stopped_at is not None and found.verdict != INCONCLUSIVE:
                 found = _stopped(found, rule, est, level, stopped_at, explain, alpha / (m - i))
             out[k] = replace(found, reason=found.reason + holm)
-            continue
-        out[k] = replace(found, reason=found.reason + holm)
-        if found.verdict == INCONCLUSIVE:
+            undecided = undecided or found.verdict == INCONCLUSIVE
+        if stopped_at is None and undecided:
             stopped_at = i + 1
     return [d for d in out if d is not None]
+
+
+def same_test(a: tuple[Rule, Estimate], b: tuple[Rule, Estimate]) -> bool:
+    """Whether two parts are one two-sided test: one estimate read against one threshold
+    under one sequential design, one part claiming "at most t" and the other "at least t"
+    (or both the same side). Each then reads the same interval at the same level, and each
+    one's wrong decision is the other's."""
+    (ra, ea), (rb, eb) = a, b
+    return (ra.test in ("at-most", "at-least") and rb.test in ("at-most", "at-least")
+            and ra.threshold == rb.threshold
+            and (ra.min_seeds, ra.max_seeds) == (rb.min_seeds, rb.max_seeds)
+            and ea == eb and ea.resolved)
+
+
+def _tests(pairs: Sequence[tuple[Rule, Estimate]]) -> list[list[int]]:
+    """The parts' indices grouped into distinct tests (`same_test`), in first-seen order."""
+    groups: list[list[int]] = []
+    for k, pair in enumerate(pairs):
+        home = next((g for g in groups if same_test(pairs[g[0]], pair)), None)
+        if home is None:
+            groups.append([k])
+        else:
+            home.append(k)
+    return groups
 
 
 def _flags(value: bool | Sequence[bool], m: int, name: str) -> list[bool]:
@@ -625,7 +663,7 @@ def _stopped(found: Decision, rule: Rule, est: Estimate, level: float, at: int,
     if sd is None and est.resolved and n >= 2:
         sd = Estimate.from_interval(est.value, est.ci_low, est.ci_high, n).sd
     distance = boundary_distance(rule, est.value)
-    return _inconclusive(f"Holm's step-down stopped at part {at}, which was not decided "
+    return _inconclusive(f"Holm's step-down stopped at test {at}, which was not decided "
                          f"(alone this part would be {found.verdict})", found.p_value, level,
                          found.boundary, sd or 0.0, n, distance, rule.min_seeds,
                          found.interval, explain, None if share is None else (rule, share))
