@@ -193,6 +193,33 @@ def test_each_look_buys_the_likeliest_decisions_per_second_that_fit():
     assert chance_to_decide(RULE, Estimate(-1.0, None, None, 1), 8) == 1.0
 
 
+def test_a_bought_part_keeps_the_time_its_later_looks_need():
+    """A part likely to be decided only at its last look is bought with the time of both of
+    its looks reserved: the cheap block of a part unlikely to decide anything is not bought
+    beside it when it would leave the second look no time (greedy next blocks alone, by
+    chance per second, bought both and left 10 s of the 40 the last look needs)."""
+    from blocklab.claims.sequential import buy, path_seconds
+
+    coverage = {"ffn": {"relu": 5, "swiglu": 5, "glu": 5}}
+    walls = {"ffn": {"relu": 10.0, "swiglu": 10.0, "glu": 10.0}}
+    likely = Wanted("C16", "swiglu", "ffn", ("relu", "swiglu"), 5, 8, chance=0.2,
+                    later=((8, 0.2), (10, 0.9)))
+    unlikely = Wanted("C16", "glu", "ffn", ("relu", "glu"), 5, 8, chance=0.1,
+                      later=((8, 0.1), (10, 0.15)))
+    # to 8: 3 seeds × 2 arms × 10 s; then to 10: 2 × 2 × 10 s (1 worker)
+    assert path_seconds({likely: 10}, coverage, 0, walls, 1) == pytest.approx(100.0)
+    assert path_seconds({likely: 8}, coverage, 0, walls, 1) == pytest.approx(60.0)
+    # both to 8 share relu's seeds: 9 runs, then swiglu's last look: 4 runs
+    assert path_seconds({likely: 10, unlikely: 8}, coverage, 0, walls, 1) == \
+        pytest.approx(130.0)
+    assert buy([unlikely, likely], coverage, 0, walls, 1, 100.0) == [likely]
+    # with time for both paths, both are bought, the likelier first
+    assert buy([unlikely, likely], coverage, 0, walls, 1, 130.0) == [likely, unlikely]
+    # the time for the likely part's first look only: its shorter path is still bought
+    assert buy([likely], coverage, 0, walls, 1, 70.0) == [likely]
+    assert buy([likely], coverage, 0, walls, 1, 50.0) == []
+
+
 def test_seed_blocks_go_to_the_arms_of_open_parts_only():
     wanted = [Wanted("C16", "geglu", "ffn", ("geglu", "relu"), 5, 8),
               Wanted("C16", "glu", "ffn", ("glu", "relu"), 5, 8),

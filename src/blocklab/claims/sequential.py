@@ -17,8 +17,9 @@ folder, size, seed offset and precision the suites run and the ledger grades at,
 budget. Before anything runs the budget is priced (`plan_budget`: the still-missing runs of
 the first look, by `blocklab.experiments.estimate`, then the worst case of each further look,
 every sequential part undecided): an estimate for `report --plan`. The run itself re-plans
-after every look with the time then left (`buy`): the open parts' next blocks likeliest to
-decide a part per second of compute, while they fit. It stops when every part is decided or
+after every look with the time then left (`buy`): each open part with the looks it may
+stop at, the likeliest to decide a part per second of compute first, its later looks' time
+reserved while the whole path fits; the parts bought get their next block. It stops when every part is decided or
 at its last look, or when no open part's next block fits in the time left.
 """
 
@@ -26,7 +27,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from blocklab import stats
@@ -58,6 +59,13 @@ class Wanted:
     # true effect as far from the boundary as the one seen, at the spread seen (1: unknown).
     # It orders what a budget buys, never what is decided.
     chance: float = 1.0
+    # Every look left in its design, (seeds, chance that look decides it), the next one first:
+    # what the budget reserves for a part it buys, so that the time its later looks need is
+    # not spent on blocks that are unlikely to decide anything (empty: the next look only).
+    later: tuple[tuple[int, float], ...] = ()
+
+    def path(self) -> tuple[tuple[int, float], ...]:
+        return self.later or ((self.target, self.chance),)
 
 
 @dataclass
@@ -134,8 +142,9 @@ def open_parts(rows: Sequence[Any], size: str, arms_of: Callable[[str], list[str
             if target is None:
                 continue
             arms = tuple(part_arms(row.id, part.name, rule.metric, arms_of(suite)))
-            out.append(Wanted(row.id, part.name, suite, arms, n, target,
-                              chance_to_decide(rule, part.estimate, target)))
+            later = tuple((t, chance_to_decide(rule, part.estimate, t))
+                          for t in rule.schedule if t > n)
+            out.append(Wanted(row.id, part.name, suite, arms, n, target, later[0][1], later))
     return out
 
 
@@ -156,23 +165,55 @@ def chance_to_decide(rule: Rule, estimate: Any, target: int) -> float:
 def buy(wanted: Sequence[Wanted], coverage: dict[str, dict[str, int]], first_seed: int,
         walls: dict[str, dict[str, float]], workers: int, left_s: float | None
         ) -> list[Wanted]:
-    """The open parts whose next blocks fit in `left_s` seconds of wall time (None: all),
-    bought greedily, the likeliest to be decided per second of compute first (`Wanted.chance`
-    over the wall time of its own block); a part that does not fit is passed over for
-    cheaper ones. Re-run after every look with the time then left."""
-    from blocklab.experiments.estimate import makespan
+    """The open parts whose next blocks this look buys with `left_s` seconds of wall time left
+    (None: all), re-run after every look with the time then left.
 
-    def wall(ws: Sequence[Wanted]) -> float:
-        return makespan(priced(next_blocks(ws, coverage, first_seed), walls), max(workers, 1))
-
+    Each part is bought with a path: its looks up to one it may stop at (`Wanted.path`), and
+    the time of the whole path, look by look (each look waits for its slowest run), is
+    reserved while the path fits. Paths are taken greedily, the likeliest to decide a part per
+    second of compute first (the chance at the path's last look over the path's own wall
+    time); a part whose path does not fit is passed over for cheaper ones, and a shorter path
+    of the same part may still fit. So time that a likely part's later looks need is not spent
+    on blocks unlikely to decide anything; the parts bought get their next block now."""
     if left_s is None:
         return list(wanted)
-    ranked = sorted(wanted, key=lambda w: (-w.chance / max(wall([w]), 1e-6), w.claim, w.part))
-    chosen: list[Wanted] = []
-    for w in ranked:
-        if wall([*chosen, w]) <= left_s:
-            chosen.append(w)
-    return chosen
+    options = [(w, t, chance) for w in wanted for t, chance in w.path()]
+
+    def alone(option: tuple[Wanted, int, float]) -> float:
+        w, t, chance = option
+        return chance / max(path_seconds({w: t}, coverage, first_seed, walls, workers), 1e-6)
+
+    ranked = sorted(options, key=lambda o: (-alone(o), o[0].claim, o[0].part, o[1]))
+    chosen: dict[Wanted, int] = {}
+    for w, t, _ in ranked:
+        if w in chosen:
+            continue
+        if path_seconds({**chosen, w: t}, coverage, first_seed, walls, workers) <= left_s:
+            chosen[w] = t
+    return list(chosen)
+
+
+def path_seconds(paths: dict[Wanted, int], coverage: dict[str, dict[str, int]],
+                 first_seed: int, walls: dict[str, dict[str, float]], workers: int) -> float:
+    """The wall time of the looks that take each part of `paths` to the seeds it maps to,
+    through its design's looks (`Wanted.path`), as the runner runs them: look by look, each
+    look's runs across `workers` (`makespan`), every part still open."""
+    from blocklab.experiments.estimate import makespan
+
+    have = {suite: dict(arms) for suite, arms in coverage.items()}
+    steps = {w: [t for t, _ in w.path() if t <= final] for w, final in paths.items()}
+    total, j = 0.0, 0
+    while True:
+        look = [replace(w, target=ts[j]) for w, ts in steps.items() if j < len(ts)]
+        if not look:
+            return total
+        blocks = next_blocks(look, have, first_seed)
+        total += makespan(priced(blocks, walls), max(workers, 1))
+        for suite, bs in blocks.items():
+            for b in bs:
+                for arm in b.arms:
+                    have.setdefault(suite, {})[arm] = b.stop - first_seed
+        j += 1
 
 
 def next_blocks(wanted: Sequence[Wanted], coverage: dict[str, dict[str, int]],
@@ -297,7 +338,7 @@ def _next_look(looks: Looks, rows: Sequence[Any], planned: dict[str, Any],
               if w.suite in planned]
     looks.still_open = wanted
     # Re-planned at every look with the time left (the plan made before any data only
-    # estimates): the blocks likeliest to decide a part per second, while they fit.
+    # estimates): each part with its path of looks, likeliest per second first, while they fit.
     coverage = {s: coverage_of(p) for s, p in planned.items()}
     # Prices first (reading the stored runs takes a while), then the time left, then what
     # fits in it at those prices: the look bought is the look checked, never re-priced after
