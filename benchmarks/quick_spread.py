@@ -24,6 +24,7 @@ from pathlib import Path
 
 
 def ffn(results: Path, seeds: int, jobs: int) -> None:
+    from blocklab import stats
     from blocklab.claims.sequential import Wanted, run_longer
     from blocklab.experiments.executors import ParallelExecutor
     from blocklab.experiments.options import RunRequest
@@ -31,8 +32,6 @@ def ffn(results: Path, seeds: int, jobs: int) -> None:
     from blocklab.experiments.suites import get_suite
     from blocklab.experiments.suites.base import longer_dir, suite_dir
     from blocklab.experiments.suites.ffn import SIZES
-
-    from blocklab import stats
 
     request = RunRequest(results, "quick")
     suite = get_suite("ffn")
