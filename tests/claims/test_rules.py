@@ -352,6 +352,8 @@ def test_parts_are_one_test_only_when_estimate_threshold_and_design_agree():
     assert not rules.same_test((WORKS, est), (DROPS, t_estimate(6.0, 1.0, 7)))
     assert not rules.same_test((WORKS, est), (replace(DROPS, threshold=25.0), est))
     assert not rules.same_test((WORKS, est), (replace(DROPS, max_seeds=10), est))
+    # two quantities whose estimates happen to agree are two tests
+    assert not rules.same_test((WORKS, est), (replace(DROPS, metric="another arm, %"), est))
     effect = Rule(metric="m", smallest_effect=5.0, margin=1.0, min_seeds=4, claimed=5.0,
                   max_seeds=8)  # an effect test also reads ±margin: a different test
     assert not rules.same_test((WORKS, est), (effect, est))

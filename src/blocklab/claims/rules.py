@@ -615,13 +615,14 @@ def decide_parts(parts: Sequence[Any], alpha: float = ALPHA, *,
 
 
 def same_test(a: tuple[Rule, Estimate], b: tuple[Rule, Estimate]) -> bool:
-    """Whether two parts are one two-sided test: one estimate read against one threshold
-    under one sequential design, one part claiming "at most t" and the other "at least t"
-    (or both the same side). Each then reads the same interval at the same level, and each
-    one's wrong decision is the other's."""
+    """Whether two parts are one two-sided test: one estimate of one metric (the same
+    quantity, not two that happen to agree) read against one threshold under one sequential
+    design, one part claiming "at most t" and the other "at least t" (or both the same side).
+    Each then reads the same interval at the same level, and each one's wrong decision is the
+    other's."""
     (ra, ea), (rb, eb) = a, b
     return (ra.test in ("at-most", "at-least") and rb.test in ("at-most", "at-least")
-            and ra.threshold == rb.threshold
+            and ra.metric == rb.metric and ra.threshold == rb.threshold
             and (ra.min_seeds, ra.max_seeds) == (rb.min_seeds, rb.max_seeds)
             and ea == eb and ea.resolved)
 
