@@ -87,7 +87,9 @@ def report(
 
     The suites first run at their planned seeds; then, while a part of a claim is undecided
     and its design has a look left, the next block of seeds runs for the arms it compares
-    only, as long as the budget allows (`blocklab.claims.sequential`).
+    only, as long as the budget allows: the parts likeliest to be decided per second of
+    compute first, each with the time its later looks need kept for them
+    (`blocklab.claims.sequential`).
 
     Example: [bold]blocklab report --tiny --out report --lang zh[/bold]
     """

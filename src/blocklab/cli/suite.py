@@ -71,7 +71,8 @@ def suite(
     the failed runs are listed, exit code 1, and the same command again runs only those.
 
     With --budget, the claim parts graded on this suite that are still undecided get the
-    next block of seeds of their sequential design, arm by arm, while the budget allows
+    next block of seeds of their sequential design, arm by arm, while the budget allows,
+    the likeliest to be decided per second first, each with its later looks' time kept
     (`blocklab.claims.sequential`; the planned seeds and float32 only).
 
     Example: [bold]blocklab suite ffn --size quick --seeds 2 --results runs --jobs 2[/bold]
