@@ -4,15 +4,16 @@ Two measurements, each on what a quick report stores:
 
 ffn    C16's paired gaps (val loss arm − ReLU) / ReLU, %, per seed, at the quick length and
        trained twice as long on the same seeds at the same tuned learning rates (the ffn
-       suite's own `longer` runs, stored in `<size>+x2` beside the suite's folder): mean, 95%
-       interval and sd of each gap at both lengths. The quick runs are read from RESULTS
-       (`blocklab report --quick --results RESULTS`, or `blocklab suite ffn --quick`).
+       suite's own `longer` runs, stored in `<size>+x2` beside the suite's folder), on every
+       seed the folder's ffn plan holds: mean, 95% interval and sd of each gap at both
+       lengths. The quick runs are read from RESULTS (`blocklab report --quick --results
+       RESULTS`, or `blocklab suite ffn --quick --results RESULTS`).
 windows  the position suite's metric (loss past L against sliding windows of L, %) of one
        freshly trained quick arm, read on `--sets` disjoint sets of the suite's 16 validation
        windows at 2× and 16×: the sd across sets is the evaluation's share of the per-seed
        spread; the sd across seeds is in the report.
 
-    python benchmarks/quick_spread.py ffn --results runs [--seeds 5] [--jobs 2]
+    python benchmarks/quick_spread.py ffn --results runs [--jobs 2]
     python benchmarks/quick_spread.py windows [--arm rope] [--seed 11] [--sets 8]
 """
 
@@ -20,10 +21,11 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 from pathlib import Path
 
 
-def ffn(results: Path, seeds: int, jobs: int) -> None:
+def ffn(results: Path, jobs: int) -> None:
     from blocklab import stats
     from blocklab.claims.sequential import Wanted, run_longer
     from blocklab.experiments.executors import ParallelExecutor
@@ -35,9 +37,14 @@ def ffn(results: Path, seeds: int, jobs: int) -> None:
 
     request = RunRequest(results, "quick")
     suite = get_suite("ffn")
-    options = request.options(suite).with_seeds(range(seeds))
+    options = request.options(suite)
+    if not any(ResultStore(suite_dir(results, suite, options)).iter_results()):
+        print(f"no quick ffn runs under {results}: run `blocklab suite ffn --quick "
+              f"--results {results}` first", file=sys.stderr)
+        raise SystemExit(2)
     arms = tuple(SIZES["quick"].arms)
-    wanted = Wanted("C16", "all arms", "ffn", arms, seeds, seeds)
+    # run_longer trains these arms on every seed the folder's plan holds
+    wanted = Wanted("C16", "all arms", "ffn", arms, 0, 0)
     errors = run_longer(request, {"ffn": [wanted]}, executor=ParallelExecutor(jobs),
                         progress=True)
     if errors:
@@ -103,7 +110,6 @@ def main() -> None:
     sub = parser.add_subparsers(dest="what", required=True)
     f = sub.add_parser("ffn")
     f.add_argument("--results", type=Path, required=True)
-    f.add_argument("--seeds", type=int, default=5)
     f.add_argument("--jobs", type=int, default=2)
     w = sub.add_parser("windows")
     w.add_argument("--arm", default="rope")
@@ -111,7 +117,7 @@ def main() -> None:
     w.add_argument("--sets", type=int, default=8)
     args = parser.parse_args()
     if args.what == "ffn":
-        ffn(args.results, args.seeds, args.jobs)
+        ffn(args.results, args.jobs)
     else:
         windows(args.arm, args.seed, args.sets)
 

@@ -19,8 +19,9 @@ the first look, by `blocklab.experiments.estimate`, then the worst case of each 
 every sequential part undecided): an estimate for `report --plan`. The run itself re-plans
 after every look with the time then left (`buy`): each open part with the looks it may
 stop at, the likeliest to decide a part per second of compute first, its later looks' time
-reserved while the whole path fits; the parts bought get their next block. It stops when every part is decided or
-at its last look, or when no open part's next block fits in the time left.
+reserved while the whole path fits; the parts bought get their next block. It stops when
+every part is decided or at its last look, or when no open part's next block fits in the
+time left.
 """
 
 from __future__ import annotations
