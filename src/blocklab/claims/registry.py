@@ -30,7 +30,8 @@ from dataclasses import dataclass
 
 from blocklab.claims.rules import Rule
 from blocklab.errors import InputError, ResultsError
-from blocklab.experiments.options import SIZES
+from blocklab.experiments.ladder import RUNGS
+from blocklab.experiments.options import ALL_SIZES
 from blocklab.experiments.suites import ffn as ffn_suite
 from blocklab.experiments.suites import norm_cost as norm_cost_suite
 from blocklab.experiments.suites import position as position_suite
@@ -561,6 +562,10 @@ def _bands(parts: list[BandPart], rule: Callable[[str, str, str], Rule]) -> dict
     return {p.name: rule(p.arm, p.mult, p.want) for p in parts}
 
 
+# The claims measured on the ladder of sizes (`blocklab.experiments.ladder`): the same
+# registered rules grade each rung.
+LADDER_CLAIMS = ("C16",)
+
 RULES: dict[str, Callable[[str], dict[str, Rule]]] = {
     "C12": lambda size: {c12_part_name(init): C12_RULE for init in C12_INITS},
     "C13": lambda size: {C13_PART: C13_RULE, C13_STABILITY_PART: C13_STABILITY_RULE},
@@ -582,8 +587,10 @@ RULES: dict[str, Callable[[str], dict[str, Rule]]] = {
 def registered(claim_id: str, size: str = "quick") -> dict[str, Rule]:
     """{part name: Rule} of `claim_id` at suite size `size`, in the order the check grades
     them; {} for a claim with no registered rules (an analytic one)."""
-    if size not in SIZES:
-        raise InputError(f"size {size!r} is not allowed; expected one of {list(SIZES)}")
+    if size not in ALL_SIZES:
+        raise InputError(f"size {size!r} is not allowed; expected one of {list(ALL_SIZES)}")
+    if size in RUNGS and claim_id not in LADDER_CLAIMS:  # measured at tiny, quick, full only
+        return {}
     plan = RULES.get(claim_id)
     return {} if plan is None else plan(size)
 

@@ -133,14 +133,18 @@ SIZE_CHOICES = ("tiny", "quick", "full")
 
 
 def chosen_size(size: str | None, tiny: bool = False, quick: bool = False,
-                full: bool = False) -> str:
+                full: bool = False, *, rungs: bool = False) -> str:
     """The suite size from `--size NAME` or one of its shortcuts `--tiny/--quick/--full`
-    (default quick); more than one choice is bad input."""
+    (default quick); more than one choice is bad input. `rungs`: the ladder's rungs
+    (`blocklab.experiments.ladder.RUNGS`) are sizes too (`blocklab suite`)."""
+    from blocklab.experiments.ladder import RUNGS
+
+    choices = SIZE_CHOICES + (RUNGS if rungs else ())
     given = [name for name, flag in (("tiny", tiny), ("quick", quick), ("full", full)) if flag]
     if size is not None:
-        if size not in SIZE_CHOICES:
+        if size not in choices:
             raise InputError(f"--size {size!r} is not allowed; expected one of "
-                             f"{list(SIZE_CHOICES)}")
+                             f"{list(choices)}")
         given.append(size)
     if len(set(given)) > 1:
         raise InputError(f"choose one size, got {', '.join(sorted(set(given)))}; use --size "

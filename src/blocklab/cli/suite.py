@@ -29,7 +29,9 @@ if TYPE_CHECKING:
 @app.command()
 def suite(
     name: str = typer.Argument(..., help=f"The suite: {', '.join(SUITE_MODULES)}."),
-    size: str = typer.Option(None, "--size", help="tiny, quick (the default) or full."),
+    size: str = typer.Option(None, "--size", help="tiny, quick (the default) or full; ffn also "
+                             "rung1, rung2, rung3 (the quick comparison at 4×, 16×, 64× its "
+                             "training compute: `blocklab ladder`)."),
     quick: bool = typer.Option(False, "--quick", help="Shortcut for --size quick."),
     full: bool = typer.Option(False, "--full", help="Shortcut for --size full."),
     tiny: bool = typer.Option(False, "--tiny", help="Shortcut for --size tiny (runs in seconds)."),
@@ -77,7 +79,7 @@ def suite(
 
     Example: [bold]blocklab suite ffn --size quick --seeds 2 --results runs --jobs 2[/bold]
     """
-    size = chosen_size(size, tiny, quick, full)
+    size = chosen_size(size, tiny, quick, full, rungs=True)
     from blocklab.errors import Interrupted
     from blocklab.experiments.suites import get_suite, run_suite
     from blocklab.experiments.suites.base import SuiteIncomplete
@@ -181,10 +183,10 @@ def auto_precision(suite, size: str, with_budget: bool) -> str:
     """`--precision auto`: the precision whose training step at the suite's main shape is
     faster on this CPU (float32 for a suite that trains in float32 only), said on stderr."""
     from blocklab.cli import fail
-    from blocklab.experiments.options import SIZES
+    from blocklab.experiments.options import ALL_SIZES
 
-    if size not in SIZES:  # checked again, with the same message, where the options are built
-        return "fp32"
+    if size not in ALL_SIZES or size not in suite.default_seeds:  # refused where the options
+        return "fp32"  # are built, with the message that says why
     if suite.shape is None or "bf16" not in suite.precisions:
         typer.echo(f"--precision auto: fp32 (suite {suite.name} measures float32 only)",
                    err=True)

@@ -58,6 +58,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from blocklab.config import ModelConfig
+from blocklab.experiments.ladder import RUNGS
 from blocklab.experiments.options import RunRequest
 from blocklab.experiments.results import ResultStore
 from blocklab.experiments.run_result import RunResult
@@ -72,7 +73,8 @@ REFERENCE_SHAPE = (16, 64)
 # `speed`: rendering the report (figures, ledger; quick and full guessed from tiny's), summarising
 # the suites and forking the next pool after each round, and what cannot be timed here when
 # this process already did it (the compiler stack's imports, the corpus, the start).
-REFERENCE_BUILD_S = {"tiny": 11.0, "quick": 14.0, "full": 18.0}
+# A ladder rung's summaries and figures are the quick size's.
+REFERENCE_BUILD_S = {"tiny": 11.0, "quick": 14.0, "full": 18.0, **dict.fromkeys(RUNGS, 14.0)}
 REFERENCE_ROUND_S = 1.0
 REFERENCE_WORKER_START_S = 2.0
 # Below this, turning deterministic algorithms on imported nothing (the compiler stack was in).

@@ -26,9 +26,13 @@ from pathlib import Path
 from typing import Protocol
 
 from blocklab.errors import InputError
+from blocklab.experiments.ladder import RUNGS
 from blocklab.precision import Precision, check_precision
 
-SIZES = ("tiny", "quick", "full")
+SIZES = ("tiny", "quick", "full")  # every suite has these
+# With the ladder's rungs (`blocklab.experiments.ladder`): the quick size at 4×, 16×, 64× the
+# training compute, which the suites with a ladder have (`Suite.default_seeds` lists a suite's).
+ALL_SIZES = SIZES + RUNGS
 BACKENDS = ("reference", "fast", "compiled")  # `blocklab.nn.backends.BACKENDS` (tested equal)
 # Each seed is a set of full training runs; past this the plan alone would not fit in memory
 # and the runs would take centuries on any machine blocklab targets.
@@ -94,9 +98,9 @@ class RunOptions:
     backend: str = "fast"
 
     def __post_init__(self) -> None:
-        if self.size not in SIZES:
+        if self.size not in ALL_SIZES:
             raise InputError(f"suite size {self.size!r} is not allowed; expected one of "
-                             f"{list(SIZES)}")
+                             f"{list(ALL_SIZES)}")
         if not isinstance(self.seeds, range) or self.seeds.step != 1:
             raise InputError(f"seeds={self.seeds!r} is not allowed; expected a range of "
                              "consecutive seeds")
@@ -112,9 +116,12 @@ class RunOptions:
                   backend: str = "fast") -> RunOptions:
         """The options of `suite` at `size`: its default number of seeds for None, from
         `seed_offset` on; a precision the suite does not train in is refused here."""
-        if size not in SIZES:
+        if size not in ALL_SIZES:
             raise InputError(f"suite size {size!r} is not allowed; expected one of "
-                             f"{list(SIZES)}")
+                             f"{list(ALL_SIZES)}")
+        if size not in suite.default_seeds:
+            raise InputError(f"suite {suite.name} has no size {size!r} (a ladder rung); its "
+                             f"sizes are {list(suite.default_seeds)}")
         if precision not in suite.precisions:
             raise InputError(f"suite {suite.name}: precision={precision!r} is not allowed; "
                              f"expected one of {list(suite.precisions)}")
@@ -153,7 +160,7 @@ class RunRequest:
     """What one command asks to run or read, built once (in the CLI) and passed whole.
 
     results: the folder of suite results (`<results>/<suite>/<size>/`)
-    size: tiny, quick or full
+    size: tiny, quick or full, or a ladder rung (rung1–rung3) of a suite that has one
     seed_offset: every suite runs its default number of seeds from this one on (0: 0, 1, …)
     precision: what the suites that train models train in; a suite that measures float32 only
         (norm-cost, quantize) runs and is read at fp32 (`precision_of`)
@@ -172,8 +179,9 @@ class RunRequest:
     def __post_init__(self) -> None:
         if not isinstance(self.results, Path):  # a str names the same folder
             object.__setattr__(self, "results", Path(self.results))
-        if self.size not in SIZES:
-            raise InputError(f"size {self.size!r} is not allowed; expected one of {list(SIZES)}")
+        if self.size not in ALL_SIZES:
+            raise InputError(f"size {self.size!r} is not allowed; expected one of "
+                             f"{list(ALL_SIZES)}")
         check_seed_offset(self.seed_offset)
         check_precision(self.precision)
         budget = self.budget_s

@@ -31,7 +31,7 @@ from blocklab.errors import InputError, ResultsError
 
 # The sizes a suite runs at and the precisions it may train in (each suite lists its own in
 # `Suite.precisions`), the only folders a summary is stored under, are the run options'.
-from blocklab.experiments.options import SIZES, size_folder, suite_command
+from blocklab.experiments.options import ALL_SIZES, size_folder, suite_command
 from blocklab.jsonio import json_safe, parse_json, read_json
 from blocklab.precision import PRECISIONS, check_precision
 
@@ -272,12 +272,12 @@ def size_note(size: str, lang: str = "en") -> str | None:
 
 def _check_key(suite: Any, size: Any, precision: Any) -> None:
     """InputError unless (suite, size, precision) names a summary that can exist: a suite
-    named as a plain folder name, a size of SIZES, a precision of PRECISIONS."""
+    named as a plain folder name, a size of ALL_SIZES, a precision of PRECISIONS."""
     if (not isinstance(suite, str) or not suite or suite.startswith(".")
             or any(c in suite for c in "/\\")):
         raise InputError(f"suite {suite!r} is not allowed; expected a plain folder name")
-    if not isinstance(size, str) or size not in SIZES:
-        raise InputError(f"size {size!r} is not allowed; expected one of {list(SIZES)}")
+    if not isinstance(size, str) or size not in ALL_SIZES:
+        raise InputError(f"size {size!r} is not allowed; expected one of {list(ALL_SIZES)}")
     check_precision(precision)
 
 
@@ -338,7 +338,7 @@ def stored_keys(out_dir: str | Path, suite: str | None = None
         size, *rest = folder.name.split("+")
         offsets = [r.removeprefix("seeds") for r in rest if r.startswith("seeds")]
         precision = next((r for r in rest if r in PRECISIONS), "fp32")
-        if (size not in SIZES or len(offsets) > 1 or not all(o.isdigit() for o in offsets)
+        if (size not in ALL_SIZES or len(offsets) > 1 or not all(o.isdigit() for o in offsets)
                 or not (folder / "summary.json").is_file()):
             continue
         offset = int(offsets[0]) if offsets else 0
@@ -348,7 +348,7 @@ def stored_keys(out_dir: str | Path, suite: str | None = None
         except InputError:  # a seed offset out of range
             continue
         keys.append((folder.parent.name, size, offset, precision))
-    return sorted(keys, key=lambda k: (k[0], SIZES.index(k[1]), k[2], k[3]))
+    return sorted(keys, key=lambda k: (k[0], ALL_SIZES.index(k[1]), k[2], k[3]))
 
 
 def save_summary(folder: str | Path, summary: Summary) -> Path:

@@ -23,8 +23,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-# The sizes that plan only what a registered rule grades.
-GRADED_ONLY_SIZES = ("tiny", "quick")
+from blocklab.experiments.ladder import RUNGS
+
+# The sizes that plan only what a registered rule grades (a ladder rung is the quick size grown).
+GRADED_ONLY_SIZES = ("tiny", "quick", *RUNGS)
 # TrainConfig.final_eval_fraction of every suite's training runs, by size.
 FINAL_EVAL_FRACTION = {"tiny": 0.0, "quick": 0.125, "full": 1.0}
 # The words every summary, claim text and figure uses for what its size left out.
@@ -44,6 +46,7 @@ def listed(names: Sequence[str]) -> str:
 
 def full_only(names: Sequence[str], why: str = "no registered rule grades them") -> str:
     """The note of a graded-only size for what it left out: 'Run at --size full only (<why>;
-    --size tiny and --size quick plan only the runs a registered rule grades): <names>.'"""
-    return (f"Run {AT_FULL} ({why}; --size tiny and --size quick plan only the runs a "
-            f"registered rule grades): {listed(names)}.")
+    --size tiny, quick and the ladder's rungs plan only the runs a registered rule grades):
+    <names>.'"""
+    return (f"Run {AT_FULL} ({why}; --size tiny, quick and the ladder's rungs plan only the "
+            f"runs a registered rule grades): {listed(names)}.")

@@ -55,6 +55,7 @@ better.
 
 from __future__ import annotations
 
+from blocklab.experiments.ladder import RUNGS
 from blocklab.experiments.suites.base import Suite
 from blocklab.experiments.suites.ffn.configs import (
     ffn_width,
@@ -94,7 +95,8 @@ SUITE = Suite("ffn", "plain vs gated FFNs at equal parameter count (C16, C17)", 
               figures=("ffn_variants", "ffn_loss_curves", "scale_trend"),
               # C16's registered rule needs five paired seeds (blocklab.claims.ffn).
               scale=ffn_scale, shape=ffn_shape, metric_version=METRIC_VERSION,
-              default_seeds={"tiny": 1, "quick": 5, "full": 8}, tune=tune,
+              default_seeds={"tiny": 1, "quick": 5, "full": 8, **dict.fromkeys(RUNGS, 5)},
+              tune=tune,
               precisions=("fp32", "bf16"), price=price, longer=longer)
 
 

@@ -3,8 +3,9 @@ each size's model and training budget."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from blocklab.experiments import ladder
 from blocklab.experiments.suites.evaluation import FINAL_EVAL_FRACTION
 from blocklab.experiments.suites.tuning import LrGrid
 
@@ -93,3 +94,38 @@ SIZES = {
                  eval_batches=16, timing_steps=20, timing_rounds=5, sensitivity_lr=2e-3,
                  trend_widths=(48, 64), final_eval_fraction=FINAL_EVAL_FRACTION["full"]),
 }
+
+
+def _baseline_params(size: Size, d_model: int) -> int:
+    """The ReLU arm's parameters at `d_model` (d_ff = 4·d: no gated width to round, so no
+    PyTorch import), as `configs.param_count` counts them."""
+    from blocklab.budget.params import count_params
+    from blocklab.config import ModelConfig
+
+    return count_params(ModelConfig(vocab_size=256, d_model=d_model, n_layers=size.n_layers,
+                                    n_heads=d_model // (size.d_model // size.n_heads),
+                                    ffn=BASELINE, d_ff=4 * d_model,
+                                    max_seq_len=size.seq_len)).total
+
+
+def rung(name: str, base: Size) -> Size:
+    """`base` (the quick size) grown to ladder rung `name` by `blocklab.experiments.ladder`'s
+    rule: width × √2 and batch × √2 a rung at the same depth and heads' width, steps so that
+    6 · parameters · tokens is `ladder.multiple(name)` × the base's; warmup and the evaluation
+    interval keep their share of the steps, and the lr grid is the base's (it grows at an edge,
+    so each rung finds its own optimum)."""
+    times = ladder.multiple(name)
+    head = base.d_model // base.n_heads
+    d = ladder.width(base.d_model, times, head)
+    b = ladder.batch(base.batch_size, times)
+    n = ladder.steps(_baseline_params(base, base.d_model),
+                     base.steps * base.batch_size * base.seq_len, _baseline_params(base, d),
+                     times, b * base.seq_len)
+    return replace(base, d_model=d, n_heads=d // head, batch_size=b, steps=n,
+                   warmup_steps=max(1, round(n * base.warmup_steps / base.steps)),
+                   eval_every=max(1, round(n * base.eval_every / base.steps)))
+
+
+# The ladder's rungs: C16's comparison (tiny and quick's arms) at 4×, 16× and 64× the quick
+# size's training compute.
+SIZES.update({name: rung(name, SIZES[ladder.BASE]) for name in ladder.RUNGS})
