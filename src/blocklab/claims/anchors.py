@@ -14,7 +14,8 @@ them (`ClaimResult.anchors`, `anchor_reading`) beside the scale its own runs had
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
 from functools import cache
 from importlib import resources
 
@@ -32,6 +33,9 @@ class Anchor:
     setting: str
     metric: str
     result: str
+    # The result per compared arm, in % of the baseline's metric (C16: {"swiglu": -2.4, ...}),
+    # where the source gives one: what a ladder's figure draws.
+    effects: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def flops(self) -> float | None:
@@ -52,7 +56,8 @@ class Anchor:
         return ", ".join(bits)
 
     def to_dict(self) -> dict:
-        return {**asdict(self), "claims": list(self.claims), "flops": self.flops,
+        return {**asdict(self), "claims": list(self.claims), "effects": dict(self.effects),
+                "flops": self.flops,
                 "scale": self.scale_text()}
 
 

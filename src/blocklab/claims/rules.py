@@ -331,6 +331,14 @@ def _side_and_boundary(rule: Rule) -> tuple[float, float]:
     return s, max(abs(rule.smallest_effect), s * rule.threshold)
 
 
+def claimed_boundary(rule: Rule) -> float:
+    """The boundary a part is confirmed beyond, in the metric's own units and sign (what
+    `Decision.boundary` holds): δ, or the threshold where that lies further out, on the
+    claimed side; the bound itself for "at-most" / "at-least"."""
+    s, b = _side_and_boundary(rule)
+    return s * b
+
+
 @functools.lru_cache(maxsize=4096)
 def _t_quantile(q: float, df: int) -> float:
     """Student t's q quantile (cached: the same few are asked for at every look)."""

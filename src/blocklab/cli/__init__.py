@@ -111,7 +111,7 @@ def _root(
 
 
 # Command modules, in the order `blocklab --help` lists them.
-_COMMANDS = ("verify", "budget", "doctor", "train", "suite", "claims", "report",
+_COMMANDS = ("verify", "budget", "doctor", "train", "suite", "claims", "report", "ladder",
              "quantize")
 
 

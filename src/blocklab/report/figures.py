@@ -172,6 +172,62 @@ def fig_ffn_variants(doc: dict[str, Any]) -> bytes | None:
     return _png(fig)
 
 
+def fig_ladder(doc: dict[str, Any]) -> bytes | None:
+    """A claim's ladder (`blocklab.claims.ladder.ladder_dict`): one panel per part, its effect
+    at each rung against training FLOPs (mean and 95% CI over the rung's seeds), the fitted
+    line with its 95% band (dashed past the top rung: an extrapolation), the page's statement
+    (red band) and the published results at their own compute (stars)."""
+    rungs = [r for r in doc["rungs"] if r["parts"] and r["flops"]]
+    if not rungs:
+        return None
+    base = doc["base_flops"]
+    trends = {t["part"]: t for t in doc["trends"]}
+    names = [p["name"] for p in rungs[0]["parts"]]
+    fig, axes = _new(4.2 * len(names), 4.0, len(names), 1)
+    papers = [a for a in doc["anchors"] if a.get("flops") and a.get("effects")]
+    far = max([a["flops"] for a in papers] + [r["flops"] for r in rungs])
+    for ax, name in zip(axes[0], names, strict=True):
+        for rung in rungs:
+            part = next(p for p in rung["parts"] if p["name"] == name)
+            e = part["estimate"]
+            if e["value"] is None:
+                continue
+            low = e["value"] - e["ci_low"] if e["ci_low"] is not None else 0.0
+            high = e["ci_high"] - e["value"] if e["ci_high"] is not None else 0.0
+            ax.errorbar([rung["flops"]], [e["value"]], yerr=[[low], [high]], fmt="o",
+                        color="C0", capsize=4)
+            ax.annotate(rung["size"], (rung["flops"], e["value"]), textcoords="offset points",
+                        xytext=(5, 5), fontsize=7)
+        trend = trends.get(name)
+        fit = trend and trend["fit"]
+        if fit:
+            top = max(r["x"] for r in rungs)
+            for start, stop, style in ((0.0, top, "-"), (top, math.log(far / base, 4), "--")):
+                xs = [start + (stop - start) * k / 40 for k in range(41)]
+                ys = [fit["intercept"] + fit["slope"] * x for x in xs]
+                ax.plot([base * 4 ** x for x in xs], ys, style, color="C0", lw=1.2,
+                        label=("fit over the rungs" if style == "-" else "extrapolated")
+                        if name == names[0] else None)
+        claimed = trend["boundary"] if trend else None
+        if claimed is not None:
+            ax.axhline(claimed, color="red", lw=1, alpha=0.6,
+                       label="the page's statement (its low end)" if name == names[0]
+                       else None)
+        for k, paper in enumerate(papers):
+            if name in paper["effects"]:
+                ax.plot([paper["flops"]], [paper["effects"][name]], MARKERS[(k + 6) % 8],
+                        color="C3", ms=9, label=paper["source"].split(",")[0] + f" ({k + 1})"
+                        if name == names[0] else None)
+        ax.axhline(0, color="grey", lw=1)
+        ax.set_xscale("log")
+        ax.set_xlabel("training compute (FLOPs, 6 · parameters · tokens)")
+        ax.set_title(f"{name} − relu", fontsize=10)
+        ax.grid(True, alpha=0.3)
+    axes[0, 0].set_ylabel("Δ% of validation loss vs ReLU (negative = better)")
+    axes[0, 0].legend(fontsize=7)
+    return _png(fig)
+
+
 def fig_ffn_loss_curves(doc: dict[str, Any]) -> bytes | None:
     data: FfnData | None
     data, runs = _summary(doc, "ffn")

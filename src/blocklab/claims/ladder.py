@@ -1,0 +1,169 @@
+"""A headline claim on the ladder of sizes (`blocklab.experiments.ladder`): each rung's parts
+decided by the engine at that rung's scale, each part's effect fitted against training
+compute, and the published results beside it at their own compute.
+
+    ladder = read_ladder("C16", Path("runs"), {"quick": "bf16", "rung1": "bf16"})
+    ladder.rungs[1].result.parts          # C16's parts at rung1, decided by the engine
+    ladder.trends[0].fit.slope            # SwiGLU − ReLU, % per 4× training compute
+    ladder.trends[0].meeting              # where that line would reach the page's −1%
+
+A rung is read exactly as the ledger reads a size (`ledger.run_claims` with the rung as the
+size): its registered rules, Holm across the claim's parts, the interval that decided each
+part, and an `error` (never a verdict) for a check that fails. The trend is a line in
+log4(compute / the quick size's), i.e. per rung, through every seed of every rung stored
+(`trend.fit_line`); where it meets the page's statement is Fieller's interval
+(`trend.meets`), an extrapolation past the top rung. No PyTorch.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from blocklab.claims.anchors import Anchor, anchors
+from blocklab.claims.ledger import ClaimResult, run_claims
+from blocklab.claims.registry import LADDER_CLAIMS, registered
+from blocklab.claims.rules import Rule, claimed_boundary
+from blocklab.claims.trend import LineFit, Meeting, fit_line, meets
+from blocklab.errors import InputError
+from blocklab.experiments import ladder as rule
+from blocklab.experiments.options import RunRequest
+from blocklab.experiments.summaries import Interval
+
+SIZES = (rule.BASE, *rule.RUNGS)  # the ladder's rungs, cheapest first
+
+
+@dataclass(frozen=True)
+class Rung:
+    """One rung read: its size, compute multiple over the quick size, the precision its runs
+    trained in, and the claim as the ledger grades it there (None: no results stored)."""
+
+    size: str
+    multiple: int
+    precision: str
+    result: ClaimResult | None
+
+    @property
+    def flops(self) -> float | None:
+        return None if self.result is None or self.result.scale is None else \
+            float(self.result.scale["flops"])
+
+    def estimate(self, part: str) -> Interval | None:
+        """The part's estimate over this rung's seeds (95% Student-t, with its sd)."""
+        if self.result is None:
+            return None
+        found = next((p for p in self.result.parts if p.name == part), None)
+        if found is None or found.estimate.value is None:
+            return None
+        e = found.estimate
+        return Interval(e.n, e.value, e.ci_low, e.ci_high, e.sd)
+
+
+@dataclass(frozen=True)
+class PartTrend:
+    """One part's effect against compute: the line through every rung's seeds (None with
+    fewer than two rungs stored, `why` saying so) and where it would reach the rule's
+    boundary (the page's statement)."""
+
+    part: str
+    boundary: float
+    fit: LineFit | None
+    meeting: Meeting | None
+    why: str = ""
+
+    def direction(self, claimed_sign: float) -> str:
+        """'grows' (the slope's interval lies wholly on the claimed side: the effect moves
+        towards the claim as compute grows), 'shrinks' (wholly on the other side) or
+        'unresolved'."""
+        if self.fit is None:
+            return "unresolved"
+        low, high = self.fit.slope_low * claimed_sign, self.fit.slope_high * claimed_sign
+        return "grows" if low > 0 else "shrinks" if high < 0 else "unresolved"
+
+
+@dataclass(frozen=True)
+class Ladder:
+    claim: str
+    rungs: list[Rung]
+    trends: list[PartTrend]
+    anchors: list[Anchor]
+    base_flops: float | None  # the quick rung's training compute (the x axis's origin)
+
+    def x_of(self, flops: float) -> float | None:
+        """`flops` in rungs above the quick size: log4(flops / base)."""
+        if self.base_flops is None or not flops > 0:
+            return None
+        return math.log(flops / self.base_flops, 4)
+
+
+def read_ladder(claim_id: str, results: Path, precisions: dict[str, str],
+                seed_offset: int = 0) -> Ladder:
+    """Every rung of `claim_id`'s ladder graded from what is stored under `results` (each
+    rung in `precisions[size]`, fp32 where not given), and each part's trend over the rungs
+    that have results."""
+    if claim_id not in LADDER_CLAIMS:
+        raise InputError(f"claim {claim_id!r} has no ladder; the claims measured on one are "
+                         f"{list(LADDER_CLAIMS)}")
+    from blocklab.claims.finding import Context
+
+    rungs = []
+    for size in SIZES:
+        precision = precisions.get(size, "fp32")
+        ctx = Context(RunRequest(results, size, seed_offset, precision))
+        (graded,) = run_claims([claim_id], ctx)
+        stored = graded.verdict != "missing-results" and graded.parts and any(
+            p.estimate.n for p in graded.parts)
+        rungs.append(Rung(size, rule.multiple(size), precision, graded if stored else None))
+    base = rungs[0].flops
+    if base is None:  # the quick rung's compute from any rung's (multiples are exact)
+        base = next((r.flops / r.multiple for r in rungs if r.flops is not None), None)
+    trends = [_trend(part, r, rungs, base) for part, r in registered(claim_id, "quick").items()]
+    return Ladder(claim_id, rungs, trends, anchors(claim_id), base)
+
+
+def _trend(part: str, part_rule: Rule, rungs: list[Rung], base: float | None) -> PartTrend:
+    boundary = claimed_boundary(part_rule)
+    points = []
+    for rung in rungs:
+        found = rung.estimate(part)
+        if found is not None and rung.flops is not None and base:
+            points.append((math.log(rung.flops / base, 4), found))
+    if len({x for x, _ in points}) < 2:
+        return PartTrend(part, boundary, None, None,
+                         f"{len(points)} rung(s) with results: a trend needs two or more")
+    fit = fit_line(points)
+    top = max(x for x, _ in points)
+    return PartTrend(part, boundary, fit, meets(fit, boundary, top))
+
+
+def ladder_dict(ladder: Ladder) -> dict:
+    """The ladder as `blocklab ladder --json` and its stored `<claim>.json` give it: each
+    rung's scale, precision, verdict and parts (the estimate over its seeds, the interval that
+    decided it at its level), each part's trend and where it meets the page, and the published
+    results at their compute (`x`: rungs above the quick size)."""
+    rungs = []
+    for r in ladder.rungs:
+        res = r.result
+        rungs.append({
+            "size": r.size, "multiple": r.multiple, "precision": r.precision,
+            "flops": r.flops, "x": None if r.flops is None else ladder.x_of(r.flops),
+            "scale": None if res is None else res.scale,
+            "verdict": None if res is None else res.verdict,
+            "error": None if res is None else res.error,
+            "parts": [] if res is None else [p.to_dict() for p in res.parts]})
+    signs = {p: rule.claimed for p, rule in registered(ladder.claim, "quick").items()}
+    trends = [{"part": t.part, "boundary": t.boundary,
+               "fit": None if t.fit is None else t.fit.to_dict(),
+               "meeting": None if t.meeting is None else t.meeting.to_dict(),
+               "direction": t.direction(math.copysign(1.0, signs[t.part])), "why": t.why}
+              for t in ladder.trends]
+    papers = [{**a.to_dict(), "x": None if a.flops is None else ladder.x_of(a.flops)}
+              for a in ladder.anchors]
+    return {"claim": ladder.claim, "base_flops": ladder.base_flops, "rule": _RULE_TEXT,
+            "rungs": rungs, "trends": trends, "anchors": papers}
+
+
+_RULE_TEXT = ("each rung 4× the training compute (6 · parameters · tokens) of the one below: "
+              "width and batch ×√2 a rung at the quick size's depth, the training tokens "
+              "filling the compute; every arm tuned at every rung")

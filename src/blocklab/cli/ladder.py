@@ -1,0 +1,263 @@
+"""`blocklab ladder`: a headline claim on a ladder of model sizes, priced, run within a budget,
+each rung decided by the engine, the trend fitted and the papers beside it.
+
+The rungs are suite sizes (`quick`, `rung1`, `rung2`, `rung3`: 1×, 4×, 16×, 64× the quick
+size's training compute, `blocklab.experiments.ladder`), so each is run, stored and resumed
+as `blocklab suite <suite> --size <rung>` would; the precision of each is the faster one on
+this CPU at the rung's shape (`--precision auto`, timed once and kept) unless given.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import typer
+
+from blocklab.cli import app, check_seed_offset_option, console, fail, stop_interrupted
+
+PRECISIONS = ("auto", "fp32", "bf16")
+
+
+@app.command()
+def ladder(
+    claim: str = typer.Argument("C16", help="The claim whose ladder to run: C16."),
+    results: str = typer.Option("runs", "--results", metavar="DIR",
+                                 help="Results folder, shared with `suite`, `claims` and "
+                                      "`report` (resumable); the ladder's own files go to "
+                                      "DIR/ladder/."),
+    plan: bool = typer.Option(False, "--plan", help="Price every rung on this machine (a few "
+                              "seconds of calibration each) and run nothing."),
+    budget: float = typer.Option(None, "--budget", metavar="MINUTES",
+                                 help="Run the rungs that fit in this many minutes of wall "
+                                      "time, cheapest first, each whole or not at all "
+                                      "(default: every rung)."),
+    precision: str = typer.Option("auto", "--precision",
+                                  help="auto (each rung in whichever of fp32 and bf16 trains "
+                                       "its shape faster on this CPU), fp32 or bf16."),
+    seed_offset: int = typer.Option(0, "--seed-offset",
+                                    help="Seeds K, K+1, … instead of 0, 1, …"),
+    jobs: int = typer.Option(None, "--jobs", "-j",
+                             help="Runs at once in worker processes (default: the usable "
+                                  "cores)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the ladder as JSON."),
+    no_progress: bool = typer.Option(False, "--no-progress", help="Hide the progress bar."),
+) -> None:
+    """Measure a claim on a ladder of sizes: the same registered comparison at 1×, 4×, 16×
+    and 64× the quick size's training compute, every arm tuned at every rung, each rung's
+    parts decided by the engine, the effect fitted against compute, and the published results
+    drawn at their own compute. Writes DIR/ladder/<claim>.json and <claim>.png.
+
+    Example: [bold]blocklab ladder C16 --plan[/bold], then [bold]blocklab ladder C16 --budget
+    60[/bold]
+    """
+    from blocklab.claims.registry import LADDER_CLAIMS
+
+    if claim not in LADDER_CLAIMS:
+        raise fail(f"claim {claim!r} has no ladder; allowed: {list(LADDER_CLAIMS)}")
+    if precision not in PRECISIONS:
+        raise fail(f"--precision {precision!r} is not allowed; expected one of "
+                   f"{list(PRECISIONS)}")
+    if budget is not None and not (budget >= 0 and budget < float("inf")):
+        raise fail(f"--budget {budget!r} is not allowed; expected minutes, a finite number "
+                   ">= 0")
+    check_seed_offset_option(seed_offset)
+    from blocklab.claims.catalogue import SUITE_OF
+    from blocklab.claims.ladder import SIZES
+    from blocklab.cli.paths import output_folder
+    from blocklab.experiments.executors import usable_cores
+    from blocklab.experiments.options import RunOptions, RunRequest
+    from blocklab.experiments.suites import get_suite
+    from blocklab.experiments.suites.base import PLANNED_RULES
+
+    suite = get_suite(SUITE_OF[claim])
+    chosen = {size: _precision(suite, size, precision) for size in SIZES}
+    options = [RunOptions.for_suite(suite, size, seed_offset=seed_offset,
+                                    precision=chosen[size]) for size in SIZES]
+    # Before any run: every folder the rungs and the ladder's own files go into.
+    files = [f"{suite.name}/.lock", f"ladder/{claim}.json", f"ladder/{claim}.png"]
+    files += [f"{suite.name}/{folder}/{PLANNED_RULES}" for o in options
+              for folder in dict.fromkeys((o.folder(), o.folder(tuning=True),
+                                           o.folder(longer=True)))]
+    out = output_folder(results, "--results", files)
+    workers = usable_cores() if jobs is None else jobs
+    requests = {size: RunRequest(out, size, seed_offset, chosen[size]) for size in SIZES}
+    prices = _prices(requests, suite.name, workers)
+    _print_plan(suite.name, requests, prices, workers)
+    if plan:
+        return
+    started = time.monotonic()
+    ran = _run_rungs(suite.name, requests, prices, budget, started, jobs, not no_progress)
+    _report(claim, out, chosen, seed_offset, as_json, ran)
+
+
+def _precision(suite, size: str, asked: str) -> str:
+    """The rung's precision: as asked, or for auto the faster one on this CPU (said on
+    stderr)."""
+    if asked != "auto":
+        return asked
+    from blocklab.experiments.step_precision import suite_precision
+
+    choice = suite_precision(suite.shape(size))
+    typer.echo(f"{size}: {choice.text()}", err=True)
+    return choice.precision
+
+
+def _prices(requests, suite: str, workers: int) -> dict[str, tuple[float, int, int]]:
+    """{size: (estimated wall s on `workers`, runs planned, runs stored)}."""
+    from blocklab.experiments.estimate import estimate_suites
+
+    out = {}
+    with console(stderr=True).status("pricing the rungs on this machine (one thread, a few "
+                                     "seconds each)"):
+        for size, request in requests.items():
+            found = estimate_suites(request, [suite], calibration_s=6.0)
+            runs = sum(s.runs for s in found.suites)
+            stored = sum(s.stored for s in found.suites)
+            out[size] = (0.0 if runs == stored else found.wall_s(workers), runs, stored)
+    return out
+
+
+def _print_plan(suite: str, requests, prices, workers: int) -> None:
+    from rich.table import Table
+
+    from blocklab.experiments.estimate import hours
+    from blocklab.experiments.suites import get_suite
+
+    table = Table(title=f"blocklab ladder: {suite} on {workers} worker(s)")
+    for column in ("rung", "compute", "model", "tokens", "FLOPs", "precision", "runs",
+                   "stored", "estimated wall"):
+        table.add_column(column)
+    total = 0.0
+    for size, request in requests.items():
+        scale = get_suite(suite).scale(size, "")
+        wall, runs, stored = prices[size]
+        total += wall
+        from blocklab.experiments.ladder import multiple
+        from blocklab.experiments.scale import flops_text
+
+        table.add_row(size, f"{multiple(size)}×", scale.model, f"{scale.tokens:,}",
+                      flops_text(scale.flops), request.precision, str(runs), str(stored),
+                      hours(wall) if runs > stored else "stored")
+    console().print(table)
+    console().print(f"Every rung still to run: about {hours(total)} wall on this machine.")
+
+
+def _run_rungs(suite: str, requests, prices, budget: float | None, started: float,
+               jobs: int | None, progress: bool) -> list[str]:
+    """Run the rungs not yet stored, cheapest first, each only when its estimate fits in the
+    budget left (never a rung half-seeded); the rungs run."""
+    from blocklab.errors import Interrupted
+    from blocklab.experiments.estimate import hours
+    from blocklab.experiments.executors import jobs_executor
+    from blocklab.experiments.suites import run_suites
+
+    ran = []
+    todo = sorted((s for s in requests if prices[s][1] > prices[s][2]),
+                  key=lambda s: prices[s][0])
+    for size in todo:
+        left = None if budget is None else budget * 60 - (time.monotonic() - started)
+        if left is not None and prices[size][0] > left:
+            typer.echo(f"{size}: about {hours(prices[size][0])}, {hours(max(left, 0))} of the "
+                       f"budget left: not run (a larger --budget runs it)", err=True)
+            continue
+        try:
+            errors = run_suites(requests[size], [suite], executor=jobs_executor(jobs),
+                                progress=progress, echo=typer.echo)
+        except Interrupted as stopped:
+            raise stop_interrupted(stopped) from None
+        if errors:
+            raise typer.Exit(_failed(size, errors[suite]))
+        ran.append(size)
+    return ran
+
+
+def _failed(size: str, error: str) -> int:
+    typer.echo(f"error: rung {size}: {error}", err=True)
+    return 1
+
+
+def _report(claim: str, out: Path, chosen: dict[str, str], seed_offset: int, as_json: bool,
+            ran: list[str]) -> None:
+    """Grade every rung stored, fit the trends, write DIR/ladder/<claim>.json and .png, and
+    print them."""
+    from blocklab.claims.ladder import ladder_dict, read_ladder
+    from blocklab.jsonio import output_json, write_atomic
+    from blocklab.report.figures import fig_ladder
+
+    found = read_ladder(claim, out, chosen, seed_offset)
+    doc = ladder_dict(found)
+    folder = out / "ladder"
+    folder.mkdir(parents=True, exist_ok=True)
+    write_atomic(folder / f"{claim}.json", output_json(doc, indent=1))
+    png = fig_ladder(doc)
+    if png is not None:
+        from blocklab.jsonio import atomic_path
+
+        with atomic_path(folder / f"{claim}.png") as tmp:
+            tmp.write_bytes(png)
+    if as_json:
+        typer.echo(output_json(doc, indent=1))
+        return
+    _print_ladder(doc, folder, claim)
+    if any(r["error"] for r in doc["rungs"]):
+        raise typer.Exit(1)
+
+
+def _print_ladder(doc: dict, folder: Path, claim: str) -> None:
+    from rich.table import Table
+
+    from blocklab.claims.rules import confidence_text
+
+    out = console()
+    table = Table(title=f"{claim} on the ladder ({doc['rule']})")
+    for column in ("rung", "scale", "precision", "part", "estimate [95% CI]",
+                   "deciding interval", "decision"):
+        table.add_column(column)
+    for rung in doc["rungs"]:
+        if not rung["parts"]:
+            table.add_row(rung["size"], "", rung["precision"], "", "", "", "not run")
+            continue
+        for i, part in enumerate(rung["parts"]):
+            e, iv = part["estimate"], part.get("interval")
+            table.add_row(rung["size"] if i == 0 else "",
+                          rung["scale"]["text"] if i == 0 and rung["scale"] else "",
+                          rung["precision"] if i == 0 else "", part["name"], _estimate(e),
+                          "—" if not iv else f"[{iv['low']:+.3g}, {iv['high']:+.3g}] "
+                          f"({confidence_text(iv['confidence'])})", part["verdict"])
+    out.print(table)
+    for trend in doc["trends"]:
+        out.print(_trend_line(trend))
+    for paper in doc["anchors"]:
+        effects = ", ".join(f"{k} {v:+g}%" for k, v in paper["effects"].items())
+        if effects:
+            out.print(f"{paper['source']}: {effects} at {paper['scale']}.")
+    out.print(f"Written: {folder / (claim + '.json')} and {folder / (claim + '.png')}.")
+
+
+def _estimate(e: dict) -> str:
+    if e.get("value") is None:
+        return "—"
+    if e.get("ci_low") is None:
+        return f"{e['value']:+.3g} (n={e['n']})"
+    return f"{e['value']:+.3g} [{e['ci_low']:+.3g}, {e['ci_high']:+.3g}] (n={e['n']})"
+
+
+def _trend_line(trend: dict) -> str:
+    """One part's trend in words: its slope per 4× compute with the interval, its direction,
+    and where the line would reach the page's boundary."""
+    fit = trend["fit"]
+    if fit is None:
+        return f"{trend['part']}: no trend yet ({trend['why']})."
+    text = (f"{trend['part']}: {fit['slope']:+.3g}% per 4× training compute "
+            f"[{fit['slope_low']:+.3g}, {fit['slope_high']:+.3g}] ({fit['level']:.0%} CI, "
+            f"{fit['n']} seeds on {fit['rungs']} rungs): the effect {trend['direction']}")
+    meeting = trend["meeting"]
+    if meeting and meeting["at"] is not None:
+        low, high = meeting["low"], meeting["high"]
+        span = ("unbounded: the slope's interval includes 0" if low is None
+                else f"[{low:.1f}, {high:.1f}] rungs")
+        text += (f"; the line would reach {meeting['threshold']:+g}% at "
+                 f"{meeting['at']:.1f} rungs above quick ({span})"
+                 + (", an extrapolation" if meeting["extrapolated"] else ""))
+    return text + "."
