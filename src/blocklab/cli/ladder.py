@@ -14,7 +14,14 @@ from pathlib import Path
 
 import typer
 
-from blocklab.cli import app, check_seed_offset_option, console, fail, stop_interrupted
+from blocklab.cli import (
+    app,
+    check_seed_offset_option,
+    console,
+    fail,
+    jobs_executor,
+    stop_interrupted,
+)
 
 PRECISIONS = ("auto", "fp32", "bf16")
 
@@ -80,6 +87,7 @@ def ladder(
               for folder in dict.fromkeys((o.folder(), o.folder(tuning=True),
                                            o.folder(longer=True)))]
     out = output_folder(results, "--results", files)
+    run_on = jobs_executor(jobs)  # --jobs checked before any work
     workers = usable_cores() if jobs is None else jobs
     requests = {size: RunRequest(out, size, seed_offset, chosen[size]) for size in SIZES}
     prices = _prices(requests, suite.name, workers)
@@ -87,7 +95,7 @@ def ladder(
     if plan:
         return
     started = time.monotonic()
-    ran = _run_rungs(suite.name, requests, prices, budget, started, jobs, not no_progress)
+    ran = _run_rungs(suite.name, requests, prices, budget, started, run_on, not no_progress)
     _report(claim, out, chosen, seed_offset, as_json, ran)
 
 
@@ -143,13 +151,12 @@ def _print_plan(suite: str, requests, prices, workers: int) -> None:
     console().print(f"Every rung still to run: about {hours(total)} wall on this machine.")
 
 
-def _run_rungs(suite: str, requests, prices, budget: float | None, started: float,
-               jobs: int | None, progress: bool) -> list[str]:
+def _run_rungs(suite: str, requests, prices, budget: float | None, started: float, run_on,
+               progress: bool) -> list[str]:
     """Run the rungs not yet stored, cheapest first, each only when its estimate fits in the
     budget left (never a rung half-seeded); the rungs run."""
     from blocklab.errors import Interrupted
     from blocklab.experiments.estimate import hours
-    from blocklab.experiments.executors import jobs_executor
     from blocklab.experiments.suites import run_suites
 
     ran = []
@@ -162,7 +169,7 @@ def _run_rungs(suite: str, requests, prices, budget: float | None, started: floa
                        f"budget left: not run (a larger --budget runs it)", err=True)
             continue
         try:
-            errors = run_suites(requests[size], [suite], executor=jobs_executor(jobs),
+            errors = run_suites(requests[size], [suite], executor=run_on,
                                 progress=progress, echo=typer.echo)
         except Interrupted as stopped:
             raise stop_interrupted(stopped) from None
