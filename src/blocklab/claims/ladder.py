@@ -78,7 +78,7 @@ class PartTrend:
         'unresolved'."""
         if self.fit is None:
             return "unresolved"
-        low, high = self.fit.slope_low * claimed_sign, self.fit.slope_high * claimed_sign
+        low, high = sorted((self.fit.slope_low * claimed_sign, self.fit.slope_high * claimed_sign))
         return "grows" if low > 0 else "shrinks" if high < 0 else "unresolved"
 
 
@@ -133,8 +133,8 @@ def _trend(part: str, part_rule: Rule, rungs: list[Rung], base: float | None) ->
         return PartTrend(part, boundary, None, None,
                          f"{len(points)} rung(s) with results: a trend needs two or more")
     fit = fit_line(points)
-    top = max(x for x, _ in points)
-    return PartTrend(part, boundary, fit, meets(fit, boundary, top))
+    xs = [x for x, _ in points]
+    return PartTrend(part, boundary, fit, meets(fit, boundary, min(xs), max(xs)))
 
 
 def ladder_dict(ladder: Ladder) -> dict:

@@ -69,22 +69,30 @@ class LineFit:
 class Meeting:
     """Where the fitted line reaches `threshold`: at x = `at` (None when the slope is 0), in
     [low, high] at the fit's level; a None bound is unbounded on that side (the slope's
-    interval includes 0). `beyond` is the top rung's x: a meeting past it is an
-    extrapolation."""
+    interval includes 0). `first` and `top` are the lowest and highest rungs' x: a meeting
+    outside them is an extrapolation, and one below `first` says the line moves away from
+    the threshold as compute grows."""
 
     threshold: float
     at: float | None
     low: float | None
     high: float | None
-    beyond: float
+    first: float
+    top: float
 
     @property
     def extrapolated(self) -> bool:
-        return self.at is None or self.at > self.beyond
+        return self.at is None or not self.first <= self.at <= self.top
+
+    @property
+    def behind(self) -> bool:
+        """The line reaches the threshold only below the smallest rung: growing compute takes
+        it further away."""
+        return self.at is not None and self.at < self.first
 
     def to_dict(self) -> dict:
         return {"threshold": self.threshold, "at": self.at, "low": self.low, "high": self.high,
-                "extrapolated": self.extrapolated}
+                "extrapolated": self.extrapolated, "behind": self.behind}
 
 
 def fit_line(points: Sequence[tuple[float, Interval]], level: float = LEVEL) -> LineFit:
@@ -111,7 +119,7 @@ def fit_line(points: Sequence[tuple[float, Interval]], level: float = LEVEL) -> 
                    len({x for x, _ in used}), x_mean, sxx, level)
 
 
-def meets(fit: LineFit, threshold: float, beyond: float) -> Meeting:
+def meets(fit: LineFit, threshold: float, first: float, top: float) -> Meeting:
     """Fieller's interval for the x where the mean line equals `threshold`: the x whose band
     (`LineFit.band`) contains it, the roots of (a + b·x − θ)² = t²·s²·(1/n + (x − x̄)²/Sxx)."""
     a, b, theta = fit.intercept, fit.slope, threshold
@@ -121,8 +129,8 @@ def meets(fit: LineFit, threshold: float, beyond: float) -> Meeting:
     c = a + b * fit.x_mean - theta
     qa, qb, qc = b * b - k / fit.sxx, 2 * b * c, c * c - k / fit.n
     if qa <= 0:  # the slope's interval includes 0: the set is unbounded
-        return Meeting(threshold, at, None, None, beyond)
+        return Meeting(threshold, at, None, None, first, top)
     root = math.sqrt(max(qb * qb - 4 * qa * qc, 0.0))
     low, high = sorted(((-qb - root) / (2 * qa) + fit.x_mean,
                         (-qb + root) / (2 * qa) + fit.x_mean))
-    return Meeting(threshold, at, low, high, beyond)
+    return Meeting(threshold, at, low, high, first, top)

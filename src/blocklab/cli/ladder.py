@@ -69,6 +69,7 @@ def ladder(
         raise fail(f"--budget {budget!r} is not allowed; expected minutes, a finite number "
                    ">= 0")
     check_seed_offset_option(seed_offset)
+    run_on = jobs_executor(jobs)  # --jobs checked before any work
     from blocklab.claims.catalogue import SUITE_OF
     from blocklab.claims.ladder import SIZES
     from blocklab.cli.paths import output_folder
@@ -87,7 +88,6 @@ def ladder(
               for folder in dict.fromkeys((o.folder(), o.folder(tuning=True),
                                            o.folder(longer=True)))]
     out = output_folder(results, "--results", files)
-    run_on = jobs_executor(jobs)  # --jobs checked before any work
     workers = usable_cores() if jobs is None else jobs
     requests = {size: RunRequest(out, size, seed_offset, chosen[size]) for size in SIZES}
     prices = _prices(requests, suite.name, workers)
@@ -260,7 +260,10 @@ def _trend_line(trend: dict) -> str:
             f"[{fit['slope_low']:+.3g}, {fit['slope_high']:+.3g}] ({fit['level']:.0%} CI, "
             f"{fit['n']} seeds on {fit['rungs']} rungs): the effect {trend['direction']}")
     meeting = trend["meeting"]
-    if meeting and meeting["at"] is not None:
+    if meeting and meeting["behind"]:
+        text += (f"; the line moves away from {meeting['threshold']:+g}% as compute grows "
+                 "(it crosses it only below the smallest rung)")
+    elif meeting and meeting["at"] is not None:
         low, high = meeting["low"], meeting["high"]
         span = ("unbounded: the slope's interval includes 0" if low is None
                 else f"[{low:.1f}, {high:.1f}] rungs")
