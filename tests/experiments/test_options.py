@@ -12,7 +12,7 @@ from blocklab.experiments import options as opts
 from blocklab.experiments.options import MAX_SEED_OFFSET, MAX_SEEDS, RunOptions
 from blocklab.experiments.suites.base import Suite
 
-SIZES = r"\['tiny', 'quick', 'full'\]"
+SIZES = r"\['tiny', 'quick', 'full', 'rung1', 'rung2', 'rung3'\]"
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [
@@ -96,6 +96,9 @@ def test_for_suite_refuses_what_the_suite_or_any_run_cannot_take_in_one_line():
     with pytest.raises(InputError, match=rf"^suite size 'huge' is not allowed; expected one of "
                                          rf"{SIZES}$"):
         RunOptions.for_suite(suite, "huge")
+    with pytest.raises(InputError, match=r"^suite toy has no size 'rung1' \(a ladder rung\); "
+                                         r"its sizes are \['tiny', 'quick', 'full'\]$"):
+        RunOptions.for_suite(suite, "rung1")
     with pytest.raises(InputError, match=r"^seeds=0 is not allowed"):
         RunOptions.for_suite(suite, "quick", 0)
     with pytest.raises(InputError, match=r"^seed offset -3 is not allowed"):
