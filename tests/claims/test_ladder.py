@@ -30,7 +30,8 @@ def _graded(size: str) -> ClaimResult:
     parts = Part.decided_together(specs, fair_arms=True)
     flops = QUICK_FLOPS * {"quick": 1, "rung1": 4, "rung2": 16}[size]
     return ClaimResult("C16", "", "", "", "", parts[0].verdict, "", "", {}, "", None, None,
-                       parts, scale={"flops": flops, "text": f"{size} scale"})
+                       parts, scale={"flops": flops, "text": f"{size} scale",
+                                           "text_zh": f"{size} 规模"})
 
 
 @pytest.fixture

@@ -24,7 +24,8 @@ def _seeds(seed: int = 0):
     xs = [0, 1, 2, 3]
     counts = [5, 5, 6, 4]
     # a curved truth, so the rung means miss the line and lack of fit enters the error
-    return {x: 0.3 - 0.4 * x + 0.1 * x * x + rng.normal(0, 0.8, n) for x, n in zip(xs, counts)}
+    return {x: 0.3 - 0.4 * x + 0.1 * x * x + rng.normal(0, 0.8, n)
+            for x, n in zip(xs, counts, strict=True)}
 
 
 def test_the_line_is_the_regression_on_every_seed():

@@ -7,6 +7,7 @@ tests train nothing and run no claim check."""
 import io
 import re
 
+import markupsafe
 import pytest
 
 from blocklab.claims.catalogue import part_arms
@@ -436,3 +437,67 @@ def test_the_design_sentence_says_budget_looks_runs_and_why_it_stopped():
     assert "still open" not in text
     unbounded = design_words({**design, "budget_s": None, "still_open": [{}]}, "zh")
     assert "不设上限" in unbounded and "仍有 1 个部分" in unbounded
+
+
+def _c16(doc):
+    return next(r for r in doc["ledger"] if r["id"] == "C16")
+
+
+def _ladder_doc(tmp_path, monkeypatch, stored: str | None):
+    """The report's ladders read from `<results>/ladder/C16.json` holding `stored`, with the
+    rungs graded from estimates put in the ledger's place (tests/claims/test_ladder.py)."""
+    from blocklab.claims import ladder as ladder_module
+    from blocklab.report.build import ladders
+
+    from ..claims.test_ladder import MEANS, _graded
+
+    def run_claims(ids, ctx):
+        if ctx.size in MEANS:
+            return [_graded(ctx.size)]
+        return [_graded("quick").__class__("C16", "", "", "", "", "missing-results", "", "",
+                                           {}, "", None, None, [])]
+
+    monkeypatch.setattr(ladder_module, "run_claims", run_claims)
+    if stored is not None:
+        (tmp_path / "ladder").mkdir()
+        (tmp_path / "ladder" / "C16.json").write_text(stored)
+    return ladders(tmp_path)
+
+
+def test_the_ladder_shows_each_rung_decided_and_the_trend_in_the_claims_details(
+        doc, tmp_path, monkeypatch):
+    import json
+
+    from blocklab.report.figures import make_figures
+
+    assert _ladder_doc(tmp_path, monkeypatch, None) == {}  # not run: nothing shown
+    rungs = [{"size": s, "precision": "bf16"} for s in ("quick", "rung1", "rung2", "rung3")]
+    found = _ladder_doc(tmp_path, monkeypatch, json.dumps({"rungs": rungs, "seed_offset": 0}))
+    assert [r["precision"] for r in found["C16"]["rungs"]] == ["bf16"] * 4
+    page = {**doc, "ladders": found}
+    figures = {k: v for k, v in make_figures(page).items() if k == "ladder_C16"}
+    assert figures["ladder_C16"].png.startswith(b"\x89PNG")
+    assert figures["ladder_C16"].command == f"blocklab ladder C16 --results {tmp_path}"
+    for lang, heading, trend in (
+            ("en", "On the ladder of sizes", "swiglu: -0.40% per 4× training compute"),
+            ("zh", "规模阶梯", "swiglu：每 4 倍训练算力 -0.40%")):
+        cell = evidence_cell(_c16(page), figures, lang, 1, page)
+        folded = cell[cell.index('<details class="more">'):]
+        assert heading in folded and trend in folded and 'id="fig-ladder_C16"' in folded
+        assert ("rung3 (64× compute): no results stored" in folded if lang == "en"
+                else "rung3（64× 算力）：尚无结果" in folded)
+    other = next(r for r in page["ledger"] if r["id"] != "C16")
+    assert "ladder" not in evidence_cell(other, figures, "en", 1, page)
+
+
+@pytest.mark.parametrize("stored", ["{not json", '{"rungs": [], "seed_offset": 0}',
+                                    '{"rungs": [{"size": "quick", "precision": "fp64"}]}'])
+def test_a_damaged_ladder_file_is_named_with_the_command_that_rewrites_it(
+        doc, tmp_path, monkeypatch, stored):
+    found = _ladder_doc(tmp_path, monkeypatch, stored)
+    error = found["C16"]["error"]
+    assert error.startswith(f"{tmp_path / 'ladder' / 'C16.json'}: cannot be read (")
+    assert error.endswith(f"`blocklab ladder C16 --results {tmp_path}` rewrites it from the "
+                          "runs stored")
+    cell = evidence_cell(_c16(doc), {}, "en", 1, {**doc, "ladders": found})
+    assert '<p class="error">' + str(markupsafe.escape(error)) + "</p>" in cell

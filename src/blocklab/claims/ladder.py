@@ -63,14 +63,14 @@ class Rung:
 @dataclass(frozen=True)
 class PartTrend:
     """One part's effect against compute: the line through every rung's seeds (None with
-    fewer than two rungs stored, `why` saying so) and where it would reach the rule's
-    boundary (the page's statement)."""
+    fewer than two rungs stored) and where it would reach the rule's boundary (the page's
+    statement)."""
 
     part: str
     boundary: float
     fit: LineFit | None
     meeting: Meeting | None
-    why: str = ""
+    rungs: int  # rungs with results for this part
 
     def direction(self, claimed_sign: float) -> str:
         """'grows' (the slope's interval lies wholly on the claimed side: the effect moves
@@ -89,6 +89,7 @@ class Ladder:
     trends: list[PartTrend]
     anchors: list[Anchor]
     base_flops: float | None  # the quick rung's training compute (the x axis's origin)
+    seed_offset: int = 0
 
     def x_of(self, flops: float) -> float | None:
         """`flops` in rungs above the quick size: log4(flops / base)."""
@@ -119,7 +120,7 @@ def read_ladder(claim_id: str, results: Path, precisions: dict[str, str],
     if base is None:  # the quick rung's compute from any rung's (multiples are exact)
         base = next((r.flops / r.multiple for r in rungs if r.flops is not None), None)
     trends = [_trend(part, r, rungs, base) for part, r in registered(claim_id, "quick").items()]
-    return Ladder(claim_id, rungs, trends, anchors(claim_id), base)
+    return Ladder(claim_id, rungs, trends, anchors(claim_id), base, seed_offset)
 
 
 def _trend(part: str, part_rule: Rule, rungs: list[Rung], base: float | None) -> PartTrend:
@@ -130,11 +131,10 @@ def _trend(part: str, part_rule: Rule, rungs: list[Rung], base: float | None) ->
         if found is not None and rung.flops is not None and base:
             points.append((math.log(rung.flops / base, 4), found))
     if len({x for x, _ in points}) < 2:
-        return PartTrend(part, boundary, None, None,
-                         f"{len(points)} rung(s) with results: a trend needs two or more")
+        return PartTrend(part, boundary, None, None, len(points))
     fit = fit_line(points)
     xs = [x for x, _ in points]
-    return PartTrend(part, boundary, fit, meets(fit, boundary, min(xs), max(xs)))
+    return PartTrend(part, boundary, fit, meets(fit, boundary, min(xs), max(xs)), len(points))
 
 
 def ladder_dict(ladder: Ladder) -> dict:
@@ -156,14 +156,86 @@ def ladder_dict(ladder: Ladder) -> dict:
     trends = [{"part": t.part, "boundary": t.boundary,
                "fit": None if t.fit is None else t.fit.to_dict(),
                "meeting": None if t.meeting is None else t.meeting.to_dict(),
-               "direction": t.direction(math.copysign(1.0, signs[t.part])), "why": t.why}
+               "direction": t.direction(math.copysign(1.0, signs[t.part])),
+               "rungs_with_results": t.rungs}
               for t in ladder.trends]
     papers = [{**a.to_dict(), "x": None if a.flops is None else ladder.x_of(a.flops)}
               for a in ladder.anchors]
     return {"claim": ladder.claim, "base_flops": ladder.base_flops, "rule": _RULE_TEXT,
+            "seed_offset": ladder.seed_offset,
             "rungs": rungs, "trends": trends, "anchors": papers}
 
 
 _RULE_TEXT = ("each rung 4× the training compute (6 · parameters · tokens) of the one below: "
               "width and batch ×√2 a rung at the quick size's depth, the training tokens "
               "filling the compute; every arm tuned at every rung")
+
+
+_DIRECTION = {"grows": ("moves towards the claim as compute grows", "随算力增长向论断方向移动"),
+              "shrinks": ("moves away from the claim as compute grows", "随算力增长远离论断"),
+              "unresolved": ("shows no resolved trend", "无可分辨的趋势")}
+
+
+def rung_line(rung: dict, lang: str = "en") -> str:
+    """One rung in words: its scale and precision, then each part's estimate over its seeds
+    and the interval that decided it, at that interval's level, and the decision."""
+    from blocklab.claims.rules import confidence_text
+    from blocklab.claims.text import VERDICT_ZH
+
+    zh = lang == "zh"
+    if not rung["parts"]:
+        return (f"{rung['size']}（{rung['multiple']}× 算力）：尚无结果" if zh else
+                f"{rung['size']} ({rung['multiple']}× compute): no results stored")
+    scale = rung["scale"]["text_zh" if zh else "text"] if rung["scale"] else ""
+    bits = []
+    for part in rung["parts"]:
+        e, iv = part["estimate"], part.get("interval")
+        value = "—" if e["value"] is None else f"{e['value']:+.2f}%"
+        decided = ("" if not iv else f" [{iv['low']:+.2f}, {iv['high']:+.2f}] "
+                   f"({confidence_text(iv['confidence'])} CI{'，判定所用' if zh else ', deciding'})")
+        verdict = VERDICT_ZH.get(part["verdict"], part["verdict"]) if zh else part["verdict"]
+        bits.append(f"{part['name']} {value}{decided} → {verdict}")
+    sep = "；" if zh else "; "
+    return f"{rung['size']} ({scale}, {rung['precision']}): {sep.join(bits)}"
+
+
+def trend_line(trend: dict, papers: list[dict], lang: str = "en") -> str:
+    """One part's trend in words: the slope per 4× compute with its interval, its direction,
+    where the line would reach the page's boundary (an extrapolation where it is), and the
+    published results for that arm at their compute."""
+    from blocklab.experiments.scale import flops_text
+
+    zh = lang == "zh"
+    fit, name = trend["fit"], trend["part"]
+    if fit is None:
+        k = trend["rungs_with_results"]
+        text = (f"{name}：尚无趋势（{k} 级有结果，趋势至少需要两级）" if zh
+                else f"{name}: no trend yet ({k} rung(s) with results; a trend needs two)")
+    else:
+        words = _DIRECTION[trend["direction"]][1 if zh else 0]
+        text = (f"{name}：每 4 倍训练算力 {fit['slope']:+.2f}% [{fit['slope_low']:+.2f}, "
+                f"{fit['slope_high']:+.2f}]（95% CI，{fit['rungs']} 级共 {fit['n']} 个种子），{words}"
+                if zh else
+                f"{name}: {fit['slope']:+.2f}% per 4× training compute [{fit['slope_low']:+.2f}, "
+                f"{fit['slope_high']:+.2f}] (95% CI, {fit['n']} seeds on {fit['rungs']} rungs): "
+                f"the effect {words}")
+        meeting = trend["meeting"]
+        if meeting and meeting["behind"]:
+            text += ("；直线只在最小一级之下才到达 " if zh else
+                     "; the line crosses ") + f"{meeting['threshold']:+g}%" + (
+                "" if zh else " only below the smallest rung")
+        elif meeting and meeting["at"] is not None:
+            span = ((f"[{meeting['low']:.1f}, {meeting['high']:.1f}]") if meeting["low"] is not
+                    None else ("无界：斜率区间含 0" if zh else "unbounded: the slope's interval "
+                               "includes 0"))
+            extra = ("，外推" if zh else ", an extrapolation") if meeting["extrapolated"] else ""
+            text += (f"；直线在 quick 之上 {meeting['at']:.1f} 级到达页面的 "
+                     f"{meeting['threshold']:+g}%（{span}{extra}）" if zh else
+                     f"; the line would reach the page's {meeting['threshold']:+g}% "
+                     f"{meeting['at']:.1f} rungs above quick ({span}{extra})")
+    shown = [f"{p['source'].split(',')[0]} {'于' if zh else 'at'} {flops_text(p['flops'])} "
+             f"FLOPs: {p['effects'][name]:+g}%" for p in papers
+             if p.get("flops") and name in (p.get("effects") or {})]
+    if shown:
+        text += ("；" if zh else "; ") + ("；" if zh else "; ").join(shown)
+    return text + ("。" if zh else ".")

@@ -212,62 +212,12 @@ def _report(claim: str, out: Path, chosen: dict[str, str], seed_offset: int, as_
 
 
 def _print_ladder(doc: dict, folder: Path, claim: str) -> None:
-    from rich.table import Table
-
-    from blocklab.claims.rules import confidence_text
+    from blocklab.claims.ladder import rung_line, trend_line
 
     out = console()
-    table = Table(title=f"{claim} on the ladder ({doc['rule']})")
-    for column in ("rung", "scale", "precision", "part", "estimate [95% CI]",
-                   "deciding interval", "decision"):
-        table.add_column(column)
+    out.print(f"{claim} on the ladder ({doc['rule']}):")
     for rung in doc["rungs"]:
-        if not rung["parts"]:
-            table.add_row(rung["size"], "", rung["precision"], "", "", "", "not run")
-            continue
-        for i, part in enumerate(rung["parts"]):
-            e, iv = part["estimate"], part.get("interval")
-            table.add_row(rung["size"] if i == 0 else "",
-                          rung["scale"]["text"] if i == 0 and rung["scale"] else "",
-                          rung["precision"] if i == 0 else "", part["name"], _estimate(e),
-                          "—" if not iv else f"[{iv['low']:+.3g}, {iv['high']:+.3g}] "
-                          f"({confidence_text(iv['confidence'])})", part["verdict"])
-    out.print(table)
+        out.print("  " + rung_line(rung))
     for trend in doc["trends"]:
-        out.print(_trend_line(trend))
-    for paper in doc["anchors"]:
-        effects = ", ".join(f"{k} {v:+g}%" for k, v in paper["effects"].items())
-        if effects:
-            out.print(f"{paper['source']}: {effects} at {paper['scale']}.")
+        out.print("  " + trend_line(trend, doc["anchors"]))
     out.print(f"Written: {folder / (claim + '.json')} and {folder / (claim + '.png')}.")
-
-
-def _estimate(e: dict) -> str:
-    if e.get("value") is None:
-        return "—"
-    if e.get("ci_low") is None:
-        return f"{e['value']:+.3g} (n={e['n']})"
-    return f"{e['value']:+.3g} [{e['ci_low']:+.3g}, {e['ci_high']:+.3g}] (n={e['n']})"
-
-
-def _trend_line(trend: dict) -> str:
-    """One part's trend in words: its slope per 4× compute with the interval, its direction,
-    and where the line would reach the page's boundary."""
-    fit = trend["fit"]
-    if fit is None:
-        return f"{trend['part']}: no trend yet ({trend['why']})."
-    text = (f"{trend['part']}: {fit['slope']:+.3g}% per 4× training compute "
-            f"[{fit['slope_low']:+.3g}, {fit['slope_high']:+.3g}] ({fit['level']:.0%} CI, "
-            f"{fit['n']} seeds on {fit['rungs']} rungs): the effect {trend['direction']}")
-    meeting = trend["meeting"]
-    if meeting and meeting["behind"]:
-        text += (f"; the line moves away from {meeting['threshold']:+g}% as compute grows "
-                 "(it crosses it only below the smallest rung)")
-    elif meeting and meeting["at"] is not None:
-        low, high = meeting["low"], meeting["high"]
-        span = ("unbounded: the slope's interval includes 0" if low is None
-                else f"[{low:.1f}, {high:.1f}] rungs")
-        text += (f"; the line would reach {meeting['threshold']:+g}% at "
-                 f"{meeting['at']:.1f} rungs above quick ({span})"
-                 + (", an extrapolation" if meeting["extrapolated"] else ""))
-    return text + "."

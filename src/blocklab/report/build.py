@@ -103,6 +103,8 @@ def collect(request: RunRequest, *, out: Path | str = "report",
         # what more seeds would decide, priced from the stored runs' wall time
         "decision_budget": decision_budget(ledger, suites, usable_cores()),
         "suites": suites,
+        # each headline claim's ladder of sizes, where `blocklab ladder` has run it
+        "ladders": ladders(results),
         "ffn_budget": _ffn_budget(),
         "normalization": _normalization(),
         "rope": _rope(),
@@ -307,6 +309,43 @@ def _run_curves(store: ResultStore, run_ids: list[str], command: str
                                  "layer": curves.layer_grad_norms.layer},
         })
     out.sort(key=lambda r: (r["arm"], r["seed"]))
+    return out
+
+
+def ladders(results: Path) -> dict[str, dict[str, Any]]:
+    """{claim: its ladder (`claims.ladder.ladder_dict`) re-graded from the runs stored now,
+    each rung in the precision and on the seeds its `blocklab ladder` run chose (read from
+    `<results>/ladder/<claim>.json`), with its lines in each language} for every claim whose
+    ladder has been run; {claim: {"error": ...}} naming a stored file that cannot be read
+    and the command that rewrites it."""
+    from blocklab.claims.ladder import SIZES, ladder_dict, read_ladder, rung_line, trend_line
+    from blocklab.claims.registry import LADDER_CLAIMS
+    from blocklab.jsonio import read_json
+    from blocklab.precision import PRECISIONS
+
+    out: dict[str, dict[str, Any]] = {}
+    for claim_id in LADDER_CLAIMS:
+        path = Path(results) / "ladder" / f"{claim_id}.json"
+        if not path.exists():
+            continue
+        command = f"blocklab ladder {claim_id} --results {results}"
+        try:
+            stored = read_json(path)
+            precisions = {r["size"]: r["precision"] for r in stored["rungs"]}
+            offset = stored["seed_offset"]
+            if set(precisions) != set(SIZES) or not set(precisions.values()) <= set(PRECISIONS) \
+                    or not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
+                raise ValueError("its rungs, precisions or seed offset are not the ladder's")
+        except (InputError, ValueError, KeyError, TypeError) as err:
+            out[claim_id] = {"error": f"{path}: cannot be read ({err}); `{command}` rewrites "
+                                      "it from the runs stored", "command": command}
+            continue
+        doc = ladder_dict(read_ladder(claim_id, Path(results), precisions, offset))
+        doc["command"] = command + (f" --seed-offset {offset}" if offset else "")
+        doc["lines"] = {lang: [rung_line(r, lang) for r in doc["rungs"]]
+                        + [trend_line(t, doc["anchors"], lang) for t in doc["trends"]]
+                        for lang in ("en", "zh")}
+        out[claim_id] = doc
     return out
 
 

@@ -228,6 +228,11 @@ def fig_ladder(doc: dict[str, Any]) -> bytes | None:
     return _png(fig)
 
 
+def _ladder_figure(doc: dict[str, Any], claim_id: str) -> bytes | None:
+    found = doc.get("ladders", {}).get(claim_id)
+    return None if not found or found.get("error") else fig_ladder(found)
+
+
 def fig_ffn_loss_curves(doc: dict[str, Any]) -> bytes | None:
     data: FfnData | None
     data, runs = _summary(doc, "ffn")
@@ -1182,6 +1187,9 @@ FIGURES: dict[str, tuple[Callable[[dict[str, Any]], bytes | None],
                      lambda doc: "blocklab budget meta-llama-3-8b --seq 65536 --json"),
     "kv_cache": (fig_kv_cache, lambda doc: "blocklab budget meta-llama-3-8b --seq 131072"),
     "ledger_overview": (fig_ledger_overview, lambda doc: forest_command(doc)),
+    # a claim's ladder of sizes (`blocklab ladder`), in its ledger row
+    "ladder_C16": (lambda doc: _ladder_figure(doc, "C16"),
+                   lambda doc: doc["ladders"]["C16"]["command"]),
 }
 
 

@@ -95,6 +95,8 @@ STRINGS: dict[str, tuple[str, str]] = {
                       "结果公布后修改的规则：{n} 处（最近 {date}），见详情"),
     "tested_at": ("Tested here at {scale}.", "本地测试规模：{scale}。"),
     "papers": ("Published, each at its own scale", "已发表的结果（各在其自身规模）"),
+    "ladder": ("On the ladder of sizes (each rung 4× the compute of the one below)",
+               "规模阶梯（每一级的训练算力是下一级的 4 倍）"),
     "paper_secondary": ("read in a copy of the table", "转引自他处的表格"),
     "why_run": ("the finding; nothing is claimed", "实验结果，无所声称"),
     # {c}: the coverage of the interval the decision read ("99.64%"), never a fixed 95%
@@ -250,6 +252,13 @@ STRINGS: dict[str, tuple[str, str]] = {
 
 # Figure key -> (English caption, Chinese caption): what the figure shows.
 CAPTIONS: dict[str, tuple[str, str]] = {
+    "ladder_C16": ("C16 on the ladder of sizes: each gated FFN's loss change against ReLU at each "
+                   "rung (mean and 95% CI over its seeds) against training compute, the line "
+                   "fitted through every rung's seeds (dashed past the top rung: an "
+                   "extrapolation), the page's statement (red line: the low end of its gain) and "
+                   "the published results at their own compute (markers).",
+                   "C16 的规模阶梯：各门控 FFN 相对 ReLU 的损失变化在每一级（其种子上的均值与 95% CI）随训练算力的变化，"
+                   "过所有级种子的拟合直线（超出最高一级的虚线为外推），页面的说法（红线：其提升的下限），以及各自算力下的已发表结果（标记）。"),
     "ledger_overview": ("Every part of every experimental claim on one axis, grouped by claim: "
                         "the estimate and its 95% CI coloured by decision as the verdict chips "
                         "(hollow: inconclusive), the stretch the claim allows shaded red. The "
