@@ -13,7 +13,12 @@ rate on the same thread).
     ffn        ffn         64   2       4      176    64   16
     placement  placement   32   12      2      85     64   16
     deep       placement   32   50      2      85     32   16   (C36's 50 layers)
+    rung1      ffn ladder  96   2       6      384    64   23   (C16 at 4× quick's compute)
+    rung2      ffn ladder  128  2       8      512    64   32   (16×)
+    rung3      ffn ladder  176  2       11     704    64   45   (64×: the top rung)
 
+The ladder's rungs are the ReLU arm's model at each rung (`blocklab ladder`, whose
+`--precision auto` picks the faster precision per rung from one timed step of each).
     python benchmarks/suite_step_rate.py [--rounds 5] [--steps 10] [--json]
 """
 
@@ -28,6 +33,8 @@ import torch
 
 from blocklab.budget.flops import prefill_flops
 from blocklab.config import ModelConfig
+from blocklab.experiments.ladder import RUNGS
+from blocklab.experiments.suites.ffn import SIZES as FFN_SIZES
 from blocklab.experiments.trainer import TrainConfig, make_optimizer, train_step
 from blocklab.nn import DecoderLM
 
@@ -38,6 +45,11 @@ SHAPES = {
     "placement": dict(d_model=32, n_layers=12, n_heads=2, d_ff=85, seq_len=64, batch=16),
     "deep": dict(d_model=32, n_layers=50, n_heads=2, d_ff=85, seq_len=32, batch=16),
 }
+for _rung in RUNGS:  # the ladder's rungs, as `blocklab ladder` trains them (the ReLU arm)
+    _size = FFN_SIZES[_rung]
+    SHAPES[_rung] = dict(d_model=_size.d_model, n_layers=_size.n_layers,
+                         n_heads=_size.n_heads, d_ff=4 * _size.d_model, seq_len=_size.seq_len,
+                         batch=_size.batch_size)
 
 
 def config_of(shape: dict) -> ModelConfig:
