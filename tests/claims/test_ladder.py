@@ -87,3 +87,45 @@ def test_the_dict_places_rungs_and_papers_on_one_compute_axis(stored, tmp_path):
 def test_only_a_claim_with_a_ladder_is_read():
     with pytest.raises(InputError, match="claim 'C21' has no ladder"):
         read_ladder("C21", ".", {})
+
+
+def test_seed_gaps_pair_each_arm_with_relu_on_its_own_seed(tmp_path, monkeypatch):
+    """On a tiny ffn run of 2 seeds (whose 5-step runs do not count, so every final loss is
+    let count here): each gap is 100·(arm − relu)/relu of the two runs' final losses."""
+    import blocklab.experiments.suites.tuning as tuning
+    from blocklab.claims.ladder import seed_gaps
+    from blocklab.experiments.options import RunOptions
+    from blocklab.experiments.results import ResultStore
+    from blocklab.experiments.suites import get_suite, run_suite
+
+    suite = get_suite("ffn")
+    run_suite(suite, RunOptions.for_suite(suite, "tiny", 2), tmp_path, progress=False)
+    monkeypatch.setattr(tuning, "counted_loss", lambda r: r.final.val_loss)
+    loss = {(r.run.arm, r.run.seed): r.final.val_loss
+            for _, r in ResultStore(tmp_path / "ffn" / "tiny").iter_results()}
+    gaps = seed_gaps(tmp_path, "tiny", "fp32")
+    assert set(gaps) == {"glu", "geglu", "swiglu"} and all(set(g) == {0, 1}
+                                                           for g in gaps.values())
+    for arm, by_seed in gaps.items():
+        for seed, gap in by_seed.items():
+            base = loss[("relu", seed)]
+            assert gap == pytest.approx(100 * (loss[(arm, seed)] - base) / base, rel=1e-12)
+    assert seed_gaps(tmp_path, "tiny", "bf16") == {}  # not run in bf16
+
+
+def test_the_precision_check_reads_bf16_minus_fp32_by_seed(monkeypatch, tmp_path):
+    fp32 = {arm: {s: 0.3 * s - 0.5 for s in range(5)} for arm in ("swiglu", "geglu", "glu")}
+    bf16 = {"swiglu": {s: v + 0.02 * (-1) ** s for s, v in fp32["swiglu"].items()},
+            "geglu": {s: v + 0.05 for s, v in fp32["geglu"].items()},
+            # GLU moved by its tuned rate: two points worse on every seed
+            "glu": {s: v + 2.0 + 0.1 * (s % 2) for s, v in fp32["glu"].items()}}
+    monkeypatch.setattr(ladder_module, "seed_gaps",
+                        lambda results, size, precision, offset: fp32 if precision == "fp32"
+                        else bf16)
+    parts = {p.name: p for p in ladder_module.precision_parts(tmp_path)}
+    assert [parts[a].verdict for a in ("swiglu", "geglu", "glu")] == [
+        "confirmed", "confirmed", "not-reproduced-at-this-scale"]
+    assert parts["geglu"].estimate.value == pytest.approx(0.05)
+    assert parts["glu"].estimate.value == pytest.approx(2.04) and parts["glu"].estimate.n == 5
+    monkeypatch.setattr(ladder_module, "seed_gaps", lambda *a: {})
+    assert ladder_module.precision_parts(tmp_path) == []

@@ -18,13 +18,13 @@ log4(compute / the quick size's), i.e. per rung, through every seed of every run
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from blocklab.claims.anchors import Anchor, anchors
 from blocklab.claims.ledger import ClaimResult, run_claims
-from blocklab.claims.registry import LADDER_CLAIMS, registered
-from blocklab.claims.rules import Rule, claimed_boundary
+from blocklab.claims.registry import C16_PRECISION_RULES, LADDER_CLAIMS, registered
+from blocklab.claims.rules import Estimate, Part, Rule, claimed_boundary
 from blocklab.claims.trend import LineFit, Meeting, fit_line, meets
 from blocklab.errors import InputError
 from blocklab.experiments import ladder as rule
@@ -90,6 +90,8 @@ class Ladder:
     anchors: list[Anchor]
     base_flops: float | None  # the quick rung's training compute (the x axis's origin)
     seed_offset: int = 0
+    # the precision check at the quick rung (`precision_parts`); [] until both are stored
+    precision: list[Part] = field(default_factory=list)
 
     def x_of(self, flops: float) -> float | None:
         """`flops` in rungs above the quick size: log4(flops / base)."""
@@ -120,7 +122,8 @@ def read_ladder(claim_id: str, results: Path, precisions: dict[str, str],
     if base is None:  # the quick rung's compute from any rung's (multiples are exact)
         base = next((r.flops / r.multiple for r in rungs if r.flops is not None), None)
     trends = [_trend(part, r, rungs, base) for part, r in registered(claim_id, "quick").items()]
-    return Ladder(claim_id, rungs, trends, anchors(claim_id), base, seed_offset)
+    return Ladder(claim_id, rungs, trends, anchors(claim_id), base, seed_offset,
+                  precision_parts(results, seed_offset))
 
 
 def _trend(part: str, part_rule: Rule, rungs: list[Rung], base: float | None) -> PartTrend:
@@ -163,6 +166,7 @@ def ladder_dict(ladder: Ladder) -> dict:
               for a in ladder.anchors]
     return {"claim": ladder.claim, "base_flops": ladder.base_flops, "rule": _RULE_TEXT,
             "seed_offset": ladder.seed_offset,
+            "precision_check": [p.to_dict() for p in ladder.precision],
             "rungs": rungs, "trends": trends, "anchors": papers}
 
 
@@ -190,13 +194,24 @@ def rung_line(rung: dict, lang: str = "en") -> str:
     bits = []
     for part in rung["parts"]:
         e, iv = part["estimate"], part.get("interval")
-        value = "—" if e["value"] is None else f"{e['value']:+.2f}%"
+        value = "—" if e["value"] is None else f"{e['value']:+.2f}"
         decided = ("" if not iv else f" [{iv['low']:+.2f}, {iv['high']:+.2f}] "
                    f"({confidence_text(iv['confidence'])} CI{'，判定所用' if zh else ', deciding'})")
         verdict = VERDICT_ZH.get(part["verdict"], part["verdict"]) if zh else part["verdict"]
         bits.append(f"{part['name']} {value}{decided} → {verdict}")
     sep = "；" if zh else "; "
     return f"{rung['size']} ({scale}, {rung['precision']}): {sep.join(bits)}"
+
+
+def precision_line(parts: list[dict], lang: str = "en") -> str | None:
+    """The precision check in words (the quick rung's gaps in bf16 against fp32, same seeds),
+    as `rung_line` writes a rung's parts; None before both precisions are stored."""
+    if not parts:
+        return None
+    line = rung_line({"size": "quick", "multiple": 1, "parts": parts, "precision": "bf16 − fp32",
+                      "scale": {"text": "each gap to ReLU, bf16 minus fp32, same seeds",
+                                "text_zh": "各自相对 ReLU 的差距，bf16 减 fp32，相同种子"}}, lang)
+    return ("精度检查 " if lang == "zh" else "precision check at ") + line
 
 
 def trend_line(trend: dict, papers: list[dict], lang: str = "en") -> str:
@@ -239,3 +254,67 @@ def trend_line(trend: dict, papers: list[dict], lang: str = "en") -> str:
     if shown:
         text += ("；" if zh else "; ") + ("；" if zh else "; ").join(shown)
     return text + ("。" if zh else ".")
+
+
+def seed_gaps(results: Path, size: str, precision: str, seed_offset: int = 0
+              ) -> dict[str, dict[int, float]]:
+    """{arm: {seed: 100 · (loss_arm − loss_relu) / loss_relu}} of the ffn runs stored at
+    `size` in `precision` (the summary's own training runs, those that count), {} when the
+    size has no usable summary there."""
+    from blocklab.experiments.options import RunOptions
+    from blocklab.experiments.results import ResultStore
+    from blocklab.experiments.suites import get_suite, load_summary
+    from blocklab.experiments.suites.base import suite_dir
+    from blocklab.experiments.suites.ffn import BASELINE
+    from blocklab.experiments.suites.tuning import counted_loss
+    from blocklab.experiments.summaries import incomplete
+
+    summary = load_summary(results, "ffn", size, seed_offset=seed_offset, precision=precision)
+    if summary is None or incomplete(results, summary, precision):
+        return {}
+    suite = get_suite("ffn")
+    options = RunOptions.for_suite(suite, size, summary.seeds, seed_offset=seed_offset,
+                                   precision=precision)
+    store = ResultStore(suite_dir(results, suite, options))
+    losses: dict[tuple[str, int], float] = {}
+    for run_id in summary.run_ids:
+        result = store.load(run_id)
+        label = result.run
+        loss = counted_loss(result)
+        if label is None or loss is None:
+            continue
+        arm, seed = label.arm, label.seed
+        if label.label == f"ffn {arm} seed {seed}":
+            losses[(arm, seed)] = loss
+    out: dict[str, dict[int, float]] = {}
+    for (arm, seed), loss in losses.items():
+        base = losses.get((BASELINE, seed))
+        if arm != BASELINE and base is not None:
+            out.setdefault(arm, {})[seed] = 100 * (loss - base) / base
+    return out
+
+
+def precision_parts(results: Path, seed_offset: int = 0) -> list[Part]:
+    """The ladder's precision check at the quick rung (`registry.C16_PRECISION_RULES`): per
+    gated arm, its gap to ReLU in bf16 minus the same gap in fp32, paired by seed, decided
+    with Holm across the arms; [] until both precisions' quick runs are stored."""
+    import statistics
+
+    from scipy import stats
+
+    fp32 = seed_gaps(results, "quick", "fp32", seed_offset)
+    bf16 = seed_gaps(results, "quick", "bf16", seed_offset)
+    if not fp32 or not bf16:
+        return []
+    specs = []
+    for arm, part_rule in C16_PRECISION_RULES.items():
+        seeds = sorted(set(fp32.get(arm, {})) & set(bf16.get(arm, {})))
+        diffs = [bf16[arm][s] - fp32[arm][s] for s in seeds]
+        if len(diffs) >= 2:
+            mean, sd = statistics.fmean(diffs), statistics.stdev(diffs)
+            half = float(stats.t.ppf(0.975, len(diffs) - 1)) * sd / math.sqrt(len(diffs))
+            found = Interval(len(diffs), mean, mean - half, mean + half, sd)
+        else:
+            found = Interval(len(diffs), diffs[0] if diffs else None)
+        specs.append((arm, part_rule, Estimate.of(found)))
+    return Part.decided_together(specs)

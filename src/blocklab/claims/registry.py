@@ -565,6 +565,25 @@ def _bands(parts: list[BandPart], rule: Callable[[str, str, str], Rule]) -> dict
 # The claims measured on the ladder of sizes (`blocklab.experiments.ladder`): the same
 # registered rules grade each rung.
 LADDER_CLAIMS = ("C16",)
+# Does the precision move C16's comparison? At the quick rung, each gated arm's gap to ReLU
+# trained in bfloat16 against the same gap in float32 on the same seeds (each precision's
+# whole pipeline: its own tuned rates), equal within C16's smallest effect: one part per arm,
+# Holm across them, a fixed design on the quick size's five seeds. Its own family: it grades
+# the ladder's precision, never C16's verdict.
+C16_PRECISION_MARGIN = C16_SMALLEST_EFFECT_PCT
+
+
+def c16_precision_rule(arm: str) -> Rule:
+    return Rule(metric=f"(bf16 − fp32) of ({arm} − relu)/relu val loss, % points, paired by "
+                       "seed, each precision at its own tuned rates",
+                smallest_effect=C16_PRECISION_MARGIN, margin=C16_PRECISION_MARGIN,
+                min_seeds=C16_MIN_SEEDS, claimed=0.0, test="equivalence",
+                decides="confirmed (the precision does not move the gap) when the (1 − 2·level) "
+                        "CI lies inside ±margin (two one-sided tests); not reproduced when the "
+                        "CI at its level lies wholly outside it; otherwise inconclusive")
+
+
+C16_PRECISION_RULES = {arm: c16_precision_rule(arm) for arm in C16_ARMS}
 
 RULES: dict[str, Callable[[str], dict[str, Rule]]] = {
     "C12": lambda size: {c12_part_name(init): C12_RULE for init in C12_INITS},
@@ -616,6 +635,13 @@ class RuleChange:
 
 
 CHANGED_AFTER_DATA: tuple[RuleChange, ...] = (
+    RuleChange("2026-12-03", ("C16",),
+               "added beside C16, not to it: the ladder's precision check "
+               "(`C16_PRECISION_RULES`: each gated arm's gap to ReLU in bf16 against fp32 on "
+               "the same seeds, equal within ±0.5 points), registered after the quick "
+               "size's fp32 and bf16 arm means had been seen (GLU's tuned rate differed "
+               "between the two: 0.01 in fp32, 0.03 in bf16); C16's own parts, rules and "
+               "verdict are unchanged"),
     RuleChange("2026-12-03", tuple(c for c in RULES if c != "C13"),
                "how parts are decided (rules.DECISION_VERSION, in every rule's hash): Holm's "
                "correction counts distinct tests, not parts. C30's four statements 'works at "

@@ -24,6 +24,9 @@ from blocklab.cli import (
 )
 
 PRECISIONS = ("auto", "fp32", "bf16")
+# The quick rung again in float32, for the ladder's precision check
+# (`blocklab.claims.ladder.precision_parts`), where the quick rung trains in bfloat16.
+CHECK = "quick (fp32)"
 
 
 @app.command()
@@ -80,8 +83,8 @@ def ladder(
 
     suite = get_suite(SUITE_OF[claim])
     chosen = {size: _precision(suite, size, precision) for size in SIZES}
-    options = [RunOptions.for_suite(suite, size, seed_offset=seed_offset,
-                                    precision=chosen[size]) for size in SIZES]
+    options = [RunOptions.for_suite(suite, size, seed_offset=seed_offset, precision=p)
+               for size in SIZES for p in dict.fromkeys((chosen[size], "fp32"))]
     # Before any run: every folder the rungs and the ladder's own files go into.
     files = [f"{suite.name}/.lock", f"ladder/{claim}.json", f"ladder/{claim}.png"]
     files += [f"{suite.name}/{folder}/{PLANNED_RULES}" for o in options
@@ -90,6 +93,8 @@ def ladder(
     out = output_folder(results, "--results", files)
     workers = usable_cores() if jobs is None else jobs
     requests = {size: RunRequest(out, size, seed_offset, chosen[size]) for size in SIZES}
+    if chosen["quick"] == "bf16":  # the precision check: the quick rung in fp32 too
+        requests[CHECK] = RunRequest(out, "quick", seed_offset, "fp32")
     prices = _prices(requests, suite.name, workers)
     _print_plan(suite.name, requests, prices, workers)
     if plan:
@@ -130,6 +135,8 @@ def _print_plan(suite: str, requests, prices, workers: int) -> None:
     from rich.table import Table
 
     from blocklab.experiments.estimate import hours
+    from blocklab.experiments.ladder import multiple
+    from blocklab.experiments.scale import flops_text
     from blocklab.experiments.suites import get_suite
 
     table = Table(title=f"blocklab ladder: {suite} on {workers} worker(s)")
@@ -137,18 +144,17 @@ def _print_plan(suite: str, requests, prices, workers: int) -> None:
                    "stored", "estimated wall"):
         table.add_column(column)
     total = 0.0
-    for size, request in requests.items():
-        scale = get_suite(suite).scale(size, "")
-        wall, runs, stored = prices[size]
+    for label, request in requests.items():
+        scale = get_suite(suite).scale(request.size, "")
+        wall, runs, stored = prices[label]
         total += wall
-        from blocklab.experiments.ladder import multiple
-        from blocklab.experiments.scale import flops_text
-
-        table.add_row(size, f"{multiple(size)}×", scale.model, f"{scale.tokens:,}",
+        table.add_row(label, f"{multiple(request.size)}×", scale.model, f"{scale.tokens:,}",
                       flops_text(scale.flops), request.precision, str(runs), str(stored),
                       hours(wall) if runs > stored else "stored")
     console().print(table)
-    console().print(f"Every rung still to run: about {hours(total)} wall on this machine.")
+    console().print(f"Every rung still to run: about {hours(total)} wall on this machine"
+                    + (f" ({CHECK}: the quick rung again in float32, for the precision check)"
+                       if CHECK in requests else "") + ".")
 
 
 def _run_rungs(suite: str, requests, prices, budget: float | None, started: float, run_on,
@@ -212,7 +218,7 @@ def _report(claim: str, out: Path, chosen: dict[str, str], seed_offset: int, as_
 
 
 def _print_ladder(doc: dict, folder: Path, claim: str) -> None:
-    from blocklab.claims.ladder import rung_line, trend_line
+    from blocklab.claims.ladder import precision_line, rung_line, trend_line
 
     out = console()
     out.print(f"{claim} on the ladder ({doc['rule']}):")
@@ -220,4 +226,7 @@ def _print_ladder(doc: dict, folder: Path, claim: str) -> None:
         out.print("  " + rung_line(rung))
     for trend in doc["trends"]:
         out.print("  " + trend_line(trend, doc["anchors"]))
+    check = precision_line(doc["precision_check"])
+    if check:
+        out.print("  " + check)
     out.print(f"Written: {folder / (claim + '.json')} and {folder / (claim + '.png')}.")

@@ -318,7 +318,14 @@ def ladders(results: Path) -> dict[str, dict[str, Any]]:
     `<results>/ladder/<claim>.json`), with its lines in each language} for every claim whose
     ladder has been run; {claim: {"error": ...}} naming a stored file that cannot be read
     and the command that rewrites it."""
-    from blocklab.claims.ladder import SIZES, ladder_dict, read_ladder, rung_line, trend_line
+    from blocklab.claims.ladder import (
+        SIZES,
+        ladder_dict,
+        precision_line,
+        read_ladder,
+        rung_line,
+        trend_line,
+    )
     from blocklab.claims.registry import LADDER_CLAIMS
     from blocklab.jsonio import read_json
     from blocklab.precision import PRECISIONS
@@ -344,6 +351,8 @@ def ladders(results: Path) -> dict[str, dict[str, Any]]:
         doc["command"] = command + (f" --seed-offset {offset}" if offset else "")
         doc["lines"] = {lang: [rung_line(r, lang) for r in doc["rungs"]]
                         + [trend_line(t, doc["anchors"], lang) for t in doc["trends"]]
+                        + [line for line in [precision_line(doc["precision_check"], lang)]
+                           if line]
                         for lang in ("en", "zh")}
         out[claim_id] = doc
     return out
