@@ -208,8 +208,8 @@ def test_claims_rules_prints_the_rules_and_the_edits_after_data(capsys):
     assert [p["rule_hash"] for p in listed["C18"]["parts"]] == [
         r.hash for r in reg.registered("C18", "quick").values()]
     # its own edits, the ledger's decision rule and (seeds, not timed repeats) the looks and
-    # their designs
-    for cid, edits in (("C16", 8), ("C30", 6), ("C32", 4)):
+    # their designs; C16 also the precision check registered beside it
+    for cid, edits in (("C16", 9), ("C30", 6), ("C32", 4)):
         assert len(listed[cid]["rules_changed"]) == edits, cid
     assert main(["claims", "--rules", "C16", "C02"]) == 0
     out = capsys.readouterr().out

@@ -179,7 +179,7 @@ def test_load_summary_refuses_what_no_summary_can_have(tmp_path, suite, size, pr
                                                        needle):
     """An unknown suite, size or precision is the caller's mistake, not "not run yet"."""
     from blocklab.errors import InputError
-    from blocklab.experiments.options import SIZES
+    from blocklab.experiments.options import ALL_SIZES as SIZES
     from blocklab.precision import PRECISIONS
 
     allowed = {"suite": list(SUITE_MODULES), "size": list(SIZES),

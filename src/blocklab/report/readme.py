@@ -17,8 +17,8 @@ from pathlib import Path
 
 from blocklab.claims import ClaimResult, Context, run_claims
 from blocklab.errors import InputError
-from blocklab.experiments.options import RunRequest
-from blocklab.experiments.summaries import SIZES, size_note
+from blocklab.experiments.options import SIZES, RunRequest
+from blocklab.experiments.summaries import size_note
 from blocklab.jsonio import write_atomic
 
 START, END = "<!-- verdicts:start -->", "<!-- verdicts:end -->"
