@@ -216,8 +216,8 @@ def fig_ladder(doc: dict[str, Any]) -> bytes | None:
         for k, paper in enumerate(papers):
             if name in paper["effects"]:
                 ax.plot([paper["flops"]], [paper["effects"][name]], MARKERS[(k + 6) % 8],
-                        color="C3", ms=9, label=paper["source"].split(",")[0] + f" ({k + 1})"
-                        if name == names[0] else None)
+                        color="C3", ms=9, label=_paper_label(paper) if name == names[0]
+                        else None)
         ax.axhline(0, color="grey", lw=1)
         ax.set_xscale("log")
         ax.set_xlabel("training compute (FLOPs, 6 · parameters · tokens)")
@@ -226,6 +226,12 @@ def fig_ladder(doc: dict[str, Any]) -> bytes | None:
     axes[0, 0].set_ylabel("Δ% of validation loss vs ReLU (negative = better)")
     axes[0, 0].legend(fontsize=7)
     return _png(fig)
+
+
+def _paper_label(paper: dict[str, Any]) -> str:
+    """'Shazeer 2020, 34.4B tokens': the source's first words and its training tokens."""
+    tokens = f", {paper['tokens'] / 1e9:.3g}B tokens" if paper.get("tokens") else ""
+    return paper["source"].split(",")[0] + tokens
 
 
 def _ladder_figure(doc: dict[str, Any], claim_id: str) -> bytes | None:
