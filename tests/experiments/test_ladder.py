@@ -44,5 +44,5 @@ def test_only_suites_with_a_ladder_have_the_rungs():
     ffn = get_suite("ffn")
     assert RunOptions.for_suite(ffn, "rung2").folder() == "rung2"
     assert RunOptions.for_suite(ffn, "rung2", precision="bf16").folder() == "rung2+bf16"
-    with pytest.raises(InputError, match="suite norm-cost has no size 'rung1'"):
-        RunOptions.for_suite(get_suite("norm-cost"), "rung1")
+    with pytest.raises(InputError, match="suite placement has no size 'rung1'"):
+        RunOptions.for_suite(get_suite("placement"), "rung1")

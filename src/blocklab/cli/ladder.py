@@ -27,6 +27,7 @@ PRECISIONS = ("auto", "fp32", "bf16")
 # The quick rung again in float32, for the ladder's precision check
 # (`blocklab.claims.ladder.precision_parts`), where the quick rung trains in bfloat16.
 CHECK = "quick (fp32)"
+PRECISION_CHECKED = ("C16",)  # the claims with a registered precision check
 
 
 @app.command()
@@ -93,7 +94,7 @@ def ladder(
     out = output_folder(results, "--results", files)
     workers = usable_cores() if jobs is None else jobs
     requests = {size: RunRequest(out, size, seed_offset, chosen[size]) for size in SIZES}
-    if chosen["quick"] == "bf16":  # the precision check: the quick rung in fp32 too
+    if claim in PRECISION_CHECKED and chosen["quick"] == "bf16":  # the quick rung in fp32 too
         requests[CHECK] = RunRequest(out, "quick", seed_offset, "fp32")
     prices = _prices(requests, suite.name, workers)
     _print_plan(suite.name, requests, prices, workers)
@@ -109,6 +110,9 @@ def _precision(suite, size: str, asked: str) -> str:
     stderr)."""
     if asked != "auto":
         return asked
+    if suite.shape is None or "bf16" not in suite.precisions:
+        typer.echo(f"{size}: fp32 (suite {suite.name} measures float32 only)", err=True)
+        return "fp32"
     from blocklab.experiments.step_precision import suite_precision
 
     choice = suite_precision(suite.shape(size))

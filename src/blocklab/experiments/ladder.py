@@ -25,6 +25,7 @@ and Figure 5: a few % across a wide range of aspect ratios d_model / depth; the 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from blocklab.errors import InputError
 
@@ -62,3 +63,16 @@ def steps(base_params: int, base_tokens: int, params: int, times: int,
     """Steps that make 6 · params · tokens `times` × the base's 6 · base_params ·
     base_tokens, rounded to a whole step."""
     return max(1, round(times * base_params * base_tokens / (params * tokens_per_step)))
+
+
+def grown(size: str, d_model: int, batch_size: int, base_steps: int, head_width: int,
+          params: Callable[[int], int], window: int) -> tuple[int, int, int]:
+    """(d_model, batch, steps) of the quick shape (`d_model`, `batch_size`, `base_steps` of
+    `window`-token sequences, heads `head_width` wide) grown to rung `size` by the rule:
+    width and batch × times^(1/4), steps filling `multiple(size)` × the quick compute, where
+    `params(d)` is the exact parameter count of the suite's model at width d."""
+    times = multiple(size)
+    d = width(d_model, times, head_width)
+    b = batch(batch_size, times)
+    n = steps(params(d_model), base_steps * batch_size * window, params(d), times, b * window)
+    return d, b, n

@@ -27,8 +27,9 @@ from blocklab.experiments.ladder import RUNGS
 
 # The sizes that plan only what a registered rule grades (a ladder rung is the quick size grown).
 GRADED_ONLY_SIZES = ("tiny", "quick", *RUNGS)
-# TrainConfig.final_eval_fraction of every suite's training runs, by size.
-FINAL_EVAL_FRACTION = {"tiny": 0.0, "quick": 0.125, "full": 1.0}
+# TrainConfig.final_eval_fraction of every suite's training runs, by size (a rung: quick's).
+FINAL_EVAL_FRACTION = {"tiny": 0.0, "quick": 0.125, "full": 1.0,
+                       **dict.fromkeys(RUNGS, 0.125)}
 # The words every summary, claim text and figure uses for what its size left out.
 AT_FULL = "at --size full only"
 

@@ -114,13 +114,9 @@ def rung(name: str, base: Size) -> Size:
     6 · parameters · tokens is `ladder.multiple(name)` × the base's; warmup and the evaluation
     interval keep their share of the steps, and the lr grid is the base's (it grows at an edge,
     so each rung finds its own optimum)."""
-    times = ladder.multiple(name)
     head = base.d_model // base.n_heads
-    d = ladder.width(base.d_model, times, head)
-    b = ladder.batch(base.batch_size, times)
-    n = ladder.steps(_baseline_params(base, base.d_model),
-                     base.steps * base.batch_size * base.seq_len, _baseline_params(base, d),
-                     times, b * base.seq_len)
+    d, b, n = ladder.grown(name, base.d_model, base.batch_size, base.steps, head,
+                           lambda width: _baseline_params(base, width), base.seq_len)
     return replace(base, d_model=d, n_heads=d // head, batch_size=b, steps=n,
                    warmup_steps=max(1, round(n * base.warmup_steps / base.steps)),
                    eval_every=max(1, round(n * base.eval_every / base.steps)))

@@ -76,6 +76,7 @@ The package, one job per module:
 
 from __future__ import annotations
 
+from blocklab.experiments.ladder import RUNGS
 from blocklab.experiments.suites.base import Suite
 from blocklab.experiments.suites.norm_cost.compute import (
     NORM_PARAMS,
@@ -195,6 +196,6 @@ SUITE = Suite(
     figures=("norm_cost",),
     # Seeds are the paired quality runs; timings get their repeats instead.
     scale=norm_cost_scale, metric_version=METRIC_VERSION,
-    default_seeds={"tiny": 2, "quick": 3, "full": 8},
+    default_seeds={"tiny": 2, "quick": 3, "full": 8, **dict.fromkeys(RUNGS, 3)},
     price=price,
 )

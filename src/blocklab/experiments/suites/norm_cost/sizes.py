@@ -4,9 +4,10 @@ quality runs build (`model_config`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from blocklab.config import ModelConfig
+from blocklab.experiments import ladder
 from blocklab.experiments.scale import Scale
 from blocklab.experiments.suites.evaluation import FINAL_EVAL_FRACTION
 
@@ -115,6 +116,30 @@ def model_config(norm: str, d_model: int, n_layers: int, seq_len: int) -> ModelC
     return ModelConfig(vocab_size=256, d_model=d_model, n_layers=n_layers,
                        n_heads=max(1, d_model // 32), max_seq_len=seq_len, norm=norm,
                        position="rope", name=f"norm-cost-{norm}")
+
+
+def rung(name: str, base: Size) -> Size:
+    """`base` (the quick size) grown to ladder rung `name` by `blocklab.experiments.ladder`'s
+    rule, on its quality runs (C18's part on the ladder): width and batch × √2 a rung at the
+    same depth and heads of 32, steps filling `ladder.multiple(name)` × the base's
+    6 · parameters · tokens (the RMSNorm model's), warmup keeping its share, both norms at
+    the base's one lr (the registered comparison: one lr for both). The timings are the
+    base's (reported beside C18, not on the ladder)."""
+    q = base.quality
+
+    def params(d_model: int) -> int:
+        from blocklab.budget.params import count_params
+
+        return count_params(model_config("rmsnorm", d_model, q.n_layers, q.seq_len)).total
+
+    d, b, n = ladder.grown(name, q.d_model, q.batch_size, q.steps, 32, params, q.seq_len)
+    return replace(base, quality=replace(q, d_model=d, batch_size=b, steps=n,
+                                         warmup_steps=max(1, round(n * q.warmup_steps
+                                                                   / q.steps))))
+
+
+# The ladder's rungs (C18's quality): the quick size at 4×, 16× and 64× its training compute.
+SIZES.update({name: rung(name, SIZES[ladder.BASE]) for name in ladder.RUNGS})
 
 
 def scale(size: str, claim: str) -> Scale:

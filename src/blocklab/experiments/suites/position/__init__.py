@@ -90,6 +90,7 @@ The package, one job per module (each imports only from those above it):
 
 from __future__ import annotations
 
+from blocklab.experiments.ladder import RUNGS
 from blocklab.experiments.suites.base import Suite
 from blocklab.experiments.suites.position.data import PositionData
 from blocklab.experiments.suites.position.order import order_probe, reversed_prefixes
@@ -189,7 +190,7 @@ SUITE = Suite(
     # C29–C31's figures (position_order, position_scaling, position_cost) sit with their claims.
     figures=("position_extrapolation", "passkey"),
     scale=position_scale, shape=position_shape, metric_version=METRIC_VERSION,
-    default_seeds={"tiny": 1, "quick": 4, "full": 4},
+    default_seeds={"tiny": 1, "quick": 4, "full": 4, **dict.fromkeys(RUNGS, 4)},
     tune=tune,
     precisions=("fp32", "bf16"),
     price=price,

@@ -71,6 +71,7 @@ def time_position_cost(options: RunOptions, seed: int = 0) -> RunResult:
     size = options.size
     config = SIZES[size]
     cost = config.cost
+    assert cost is not None, f"size {size} has no timed cost run"
     L, n_decode = config.L, cost.decode_tokens
     corpus = load_corpus("stdlib")
     tc = train_config(options, seed)

@@ -74,8 +74,8 @@ def arm_lrs(size: str, tuned: Results) -> dict[str, float | None]:
 def plan(options: RunOptions, tuned: Results) -> list[RunSpec]:
     """One training run per (arm, seed) at the arm's tuned peak lr (from its tuning runs
     `tuned`); one passkey run per (arm, seed) where the size has them; one timed cost run
-    (C31, alone); one relative-error run (float64 and float32 maths, whatever precision the
-    models train in) where the size plans runs no rule grades."""
+    (C31, alone) where the size has one; one relative-error run (float64 and float32 maths,
+    whatever precision the models train in) where the size plans runs no rule grades."""
     size, seeds, precision = options.size, options.seeds, options.precision
     config = SIZES[size]
     lrs = arm_lrs(size, tuned)
@@ -103,14 +103,16 @@ def plan(options: RunOptions, tuned: Results) -> list[RunSpec]:
                                      payload, lambda progress, arm=arm, seed=seed:
                                      passkey_run(options, arm, seed, progress),
                                      reads_tuning=False))
-    payload = {"suite": "position", "kind": "cost", "model": arm_config(size, "rope").to_dict(),
-               "schemes": COST_SCHEMES, "param_schemes": PARAM_SCHEMES,
-               "cost": dataclasses.asdict(config.cost),
-               "train": train_identity(train_config(options, 0)),
-               "realistic": dataclasses.asdict(REALISTIC_SHAPES[size])}
-    specs.append(RunSpec("position cost (timed)", "cost", 0, payload,
-                         lambda progress: time_position_cost(options, 0), timed=True,
-                         reads_tuning=False))
+    if config.cost is not None:
+        payload = {"suite": "position", "kind": "cost",
+                   "model": arm_config(size, "rope").to_dict(),
+                   "schemes": COST_SCHEMES, "param_schemes": PARAM_SCHEMES,
+                   "cost": dataclasses.asdict(config.cost),
+                   "train": train_identity(train_config(options, 0)),
+                   "realistic": dataclasses.asdict(REALISTIC_SHAPES[size])}
+        specs.append(RunSpec("position cost (timed)", "cost", 0, payload,
+                             lambda progress: time_position_cost(options, 0), timed=True,
+                             reads_tuning=False))
     if graded_only(size):
         return specs
     payload = {"suite": "position", "kind": "relative_error",

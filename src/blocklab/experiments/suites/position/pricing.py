@@ -87,6 +87,7 @@ def price(spec: RunSpec, cal) -> float | None:
         return seconds
     if kind == "cost":
         cost = config.cost
+        assert cost is not None, f"size {size} has no timed cost run"
         n_decode = cost.decode_tokens
         seconds = cal.reference_s(_PROFILER_REFERENCE_S) + realistic_price(size, cal)
         for scheme in PARAM_SCHEMES:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from blocklab.config import ModelConfig
+from blocklab.experiments import ladder
 from blocklab.experiments.options import RunOptions
 from blocklab.experiments.scale import Scale
 from blocklab.experiments.suites.evaluation import FINAL_EVAL_FRACTION, graded_only
@@ -99,7 +100,7 @@ class PositionSize:
     finetune: FineTuneSetting | None
     passkey: PasskeySetting | None
     order: OrderSetting
-    cost: CostSetting
+    cost: CostSetting | None  # None: no timed cost run (the ladder's rungs: C31 is not on it)
 
     def payload(self) -> dict[str, Any]:
         """The size as a training run's payload holds it ("size_config", plain JSON values):
@@ -144,6 +145,39 @@ SIZES: dict[str, PositionSize] = {
         order=OrderSetting(prefix_len=128, prefixes=128),
         cost=CostSetting(warmup=3, repeats=30, decode_tokens=64)),
 }
+def _rope_params(base: PositionSize, d_model: int) -> int:
+    """The RoPE arm's exact parameters at `d_model`, `base`'s depth and heads' width."""
+    from blocklab.budget.params import count_params
+
+    head = base.model.d_model // base.model.n_heads
+    return count_params(ModelConfig(vocab_size=256, d_model=d_model, n_layers=base.model.n_layers,
+                                    n_heads=d_model // head, position="rope",
+                                    max_seq_len=base.L, rope_theta=THETA)).total
+
+
+def rung(name: str, base: PositionSize) -> PositionSize:
+    """`base` (the quick size) grown to ladder rung `name` by `blocklab.experiments.ladder`'s
+    rule: width and batch × √2 a rung at the same depth, heads' width and L, steps filling
+    `ladder.multiple(name)` × the base's 6 · parameters · tokens (the RoPE arm's), warmup
+    keeping its share. Every arm keeps the base's lr (the quick design does not tune: each
+    part compares an arm with itself); the RoPE fine-tunes keep their steps (so C30's parts
+    keep their names), each step a rung's larger batch; the multiples read, the windows
+    scored and C29's order probe are the base's; no timed cost run (C31 is not on the
+    ladder)."""
+    head = base.model.d_model // base.model.n_heads
+    t = base.train
+    d, b, n = ladder.grown(name, base.model.d_model, t.batch_size, t.steps, head,
+                           lambda width: _rope_params(base, width), base.L)
+    return dataclasses.replace(
+        base, model=ModelShape(d_model=d, n_layers=base.model.n_layers, n_heads=d // head),
+        train=dataclasses.replace(t, steps=n, batch_size=b,
+                                  warmup_steps=max(1, round(n * t.warmup_steps / t.steps))),
+        cost=None)
+
+
+# The ladder's rungs (C21 and C30): the quick size at 4×, 16× and 64× its training compute.
+SIZES.update({name: rung(name, SIZES[ladder.BASE]) for name in ladder.RUNGS})
+
 # C31's timed run compares these schemes; "none" is the baseline of every ratio.
 COST_SCHEMES = ("none", "rope", "alibi")
 # C31's parameter count also covers the absolute schemes (no timing: they add to the input
