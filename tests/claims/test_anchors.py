@@ -41,3 +41,31 @@ def test_the_ledger_row_carries_its_scale_and_the_papers():
     assert c16["anchor_reading"] == reading("C16")
     [c01] = [r.to_dict() for r in run_claims(["C01"])]
     assert c01["scale"] is None and c01["anchors"] == []
+
+
+def test_each_effect_names_a_registered_part_and_is_the_tables_own_number():
+    """An effect is keyed by an arm of C16 or a part's name (C21, C30), and the position
+    effects are the change in loss from the table's perplexities, by hand:
+    100 · ln(ppl_long / ppl_L) / ln(ppl_L)."""
+    import math
+
+    from blocklab.claims.registry import registered
+
+    for claim in ("C16", "C18", "C19", "C21", "C30"):
+        for a in anchors(claim):
+            parts = {p for c in a.claims for p in registered(c, "quick")}
+            assert set(a.effects) <= parts, (a.source, set(a.effects) - parts)
+
+    def loss_change(before: float, after: float) -> float:
+        return round(100 * math.log(after / before) / math.log(before), 1)
+
+    press = anchors("C21")[0]
+    assert press.source.startswith("Press et al. 2021")
+    assert press.effects == {"RoPE works at 2×": loss_change(20.07, 21.37),  # +2.1
+                             "ALiBi works at 2×": loss_change(19.73, 18.73),  # −1.7
+                             "sinusoidal (sinusoidal+scale) works at 2×": loss_change(20.05,
+                                                                                      43.54)}
+    replication = anchors("C30")[0]
+    assert replication.effects == {
+        "warning (no scaling): plain RoPE drops clearly at 16×": loss_change(121.62, 279.71)}
+    assert "not the same measure" in press.metric  # the measures differ, and it says so

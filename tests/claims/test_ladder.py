@@ -85,8 +85,90 @@ def test_the_dict_places_rungs_and_papers_on_one_compute_axis(stored, tmp_path):
 
 
 def test_only_a_claim_with_a_ladder_is_read():
-    with pytest.raises(InputError, match="claim 'C21' has no ladder"):
-        read_ladder("C21", ".", {})
+    with pytest.raises(InputError, match="claim 'C19' has no ladder"):
+        read_ladder("C19", ".", {})
+
+
+def _fake_rungs(monkeypatch, claim: str, means: dict[str, dict[str, float]], sd: float,
+                n: int = 4):
+    """Each rung of `means` ({size: {part: mean}}) graded from n seeds of spread sd (the
+    other seeded parts at 0; analytic parts as the ledger reads them: one exact value)."""
+    def run_claims(ids, ctx):
+        rules = registered(claim, ctx.size)
+        if ctx.size not in means:
+            return [ClaimResult(claim, "", "", "", "", "missing-results", "", "", {}, "",
+                                None, None, [Part(name, r, Estimate(None, None, None, 0),
+                                                  "missing-results", "")
+                                             for name, r in rules.items()])]
+        specs = []
+        for name, r in rules.items():
+            if r.min_seeds < 2:
+                specs.append((name, r, Estimate.of(Interval(1, r.claimed))))
+                continue
+            mean = means[ctx.size].get(name, 0.0)
+            half = 3.182 * sd / math.sqrt(n)
+            specs.append((name, r, Estimate.of(Interval(n, mean, mean - half, mean + half,
+                                                        sd))))
+        parts = Part.decided_together(specs)
+        flops = QUICK_FLOPS * {"quick": 1, "rung1": 4, "rung2": 16}[ctx.size]
+        return [ClaimResult(claim, "", "", "", "", parts[0].verdict, "", "", {}, "", None,
+                            None, parts, scale={"flops": flops, "text": ctx.size,
+                                                "text_zh": ctx.size})]
+
+    monkeypatch.setattr(ladder_module, "run_claims", run_claims)
+
+
+def test_a_claim_of_at_most_t_moves_towards_it_as_its_effect_falls(monkeypatch, tmp_path):
+    """C21's "RoPE works at 2×" claims the loss past L at most 5% above sliding windows:
+    an effect growing 2 points a rung moves away from it, and the line reaches 5 at 1.5
+    rungs; no precision check (C16's alone)."""
+    part = "RoPE works at 2×"
+    _fake_rungs(monkeypatch, "C21", {"quick": {part: 2.0}, "rung1": {part: 4.0},
+                                     "rung2": {part: 6.0}}, sd=0.5)
+    doc = ladder_dict(read_ladder("C21", tmp_path, {}))
+    trend = next(t for t in doc["trends"] if t["part"] == part)
+    assert trend["fit"]["slope"] == pytest.approx(2.0) and trend["direction"] == "shrinks"
+    assert trend["boundary"] == 5.0 and trend["band"] is None
+    assert trend["meeting"]["at"] == pytest.approx(1.5)
+    assert doc["precision_check"] == [] and doc["axis"].startswith("loss past L")
+    assert "no tuning" in doc["rule"] and "lr 0.003" in doc["rule"]
+    assert len(doc["trends"]) == len(registered("C21", "quick"))  # every part is seeded
+    line = ladder_module.trend_line(trend, doc["anchors"])
+    assert line.startswith("RoPE works at 2×: +2.00% per 4× training compute")
+    assert "moves away from the claim" in line
+    # Press et al. give no training compute: named with its reading, not placed on the axis
+    assert "Press et al. 2021 (its training compute not given): +2.1%" in line
+    assert fig_ladder(doc).startswith(b"\x89PNG")  # ten panels on three rows
+
+
+def test_towards_by_hand():
+    from blocklab.claims.ladder import towards
+
+    rules = registered("C21", "quick")
+    assert towards(rules["RoPE works at 2×"]) == -1.0  # at most 5%: smaller is closer
+    assert towards(rules["learned absolute (learned-16L) collapses at 2×"]) == 1.0
+    assert towards(registered("C16", "quick")["swiglu"]) == -1.0  # a gain: negative
+    assert towards(registered("C18", "quick")["nearly the same quality"]) is None
+
+
+def test_a_claim_of_no_difference_has_a_band_and_its_analytic_parts_no_trend(
+        monkeypatch, tmp_path):
+    """C18: the quality gap drifting +0.01 nats a rung leaves the ±0.02 band at 2 rungs; the
+    exact counts (analytic, one value) have no trend."""
+    part = "nearly the same quality"
+    _fake_rungs(monkeypatch, "C18", {"quick": {part: 0.0}, "rung1": {part: 0.01},
+                                     "rung2": {part: 0.02}}, sd=0.002, n=3)
+    doc = ladder_dict(read_ladder("C18", tmp_path, {}))
+    assert [t["part"] for t in doc["trends"]] == [part]
+    [trend] = doc["trends"]
+    assert trend["band"] == [-0.02, 0.02] and trend["direction"] == "drifts"
+    assert trend["boundary"] == pytest.approx(0.02)
+    assert trend["meeting"]["at"] == pytest.approx(2.0)
+    assert "both norms at the registered lr 0.003" in doc["rule"]
+    line = ladder_module.trend_line(trend, doc["anchors"], unit="nats")
+    assert line.startswith("nearly the same quality: +0.0100 nats per 4× training compute")
+    assert "drifts away from no difference" in line
+    assert fig_ladder(doc).startswith(b"\x89PNG")
 
 
 def test_seed_gaps_pair_each_arm_with_relu_on_its_own_seed(tmp_path, monkeypatch):

@@ -9,7 +9,7 @@ from .conftest import one_line_error
 
 
 @pytest.mark.parametrize(("argv", "message"), [
-    (["C21"], "claim 'C21' has no ladder; allowed: ['C16']"),
+    (["C19"], "claim 'C19' has no ladder; allowed: ['C16', 'C18', 'C21', 'C30']"),
     (["C16", "--precision", "fp16"], "--precision 'fp16' is not allowed"),
     (["C16", "--budget", "-1"], "--budget -1.0 is not allowed"),
     (["C16", "--budget", "inf"], "--budget inf is not allowed"),
@@ -45,3 +45,11 @@ def test_the_budget_runs_whole_rungs_cheapest_first(monkeypatch):
     ran.clear()
     assert ladder_cli._run_rungs("ffn", requests, prices, None, time.monotonic(), None,
                                  False) == ["quick", "rung1", "rung2"]
+
+
+def test_a_suite_that_measures_float32_only_runs_its_rungs_in_fp32(capsys):
+    from blocklab.experiments.suites import get_suite
+
+    assert ladder_cli._precision(get_suite("norm-cost"), "rung2", "auto") == "fp32"
+    assert "rung2: fp32 (suite norm-cost measures float32 only)" in capsys.readouterr().err
+    assert ladder_cli._precision(get_suite("position"), "rung2", "fp32") == "fp32"

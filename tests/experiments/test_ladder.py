@@ -46,3 +46,63 @@ def test_only_suites_with_a_ladder_have_the_rungs():
     assert RunOptions.for_suite(ffn, "rung2", precision="bf16").folder() == "rung2+bf16"
     with pytest.raises(InputError, match="suite placement has no size 'rung1'"):
         RunOptions.for_suite(get_suite("placement"), "rung1")
+
+
+def _numel(config) -> int:
+    """Parameters of the model the runs build, counted on the module (independent of
+    `budget.count_params`, which the sizes use)."""
+    from blocklab.nn import DecoderLM
+
+    return sum(p.numel() for p in DecoderLM(config).parameters())
+
+
+@pytest.mark.parametrize("rung", ladder.RUNGS)
+def test_each_position_rung_trains_its_multiple_and_keeps_the_reads(rung):
+    from blocklab.experiments.suites.position.sizes import SIZES as POSITION, arm_config
+
+    quick, size = POSITION["quick"], POSITION[rung]
+    tokens = size.train.steps * size.train.batch_size * size.L
+    base = _numel(arm_config("quick", "rope")) * quick.train.steps * quick.train.batch_size \
+        * quick.L
+    # 6 · params · tokens of the RoPE arm, within the rounding of the steps to a whole step
+    assert _numel(arm_config(rung, "rope")) * tokens / base == pytest.approx(
+        ladder.multiple(rung), rel=3e-3)
+    assert size.model.d_model == ladder.width(64, ladder.multiple(rung), 32)
+    assert size.model.d_model // size.model.n_heads == 32 and size.model.n_layers == 2
+    assert size.train.batch_size == ladder.batch(16, ladder.multiple(rung))
+    # what each part reads is the quick size's: L, the multiples, the windows, the lr, the
+    # fine-tunes' steps (so C30's parts keep their names); no timed cost run
+    assert (size.L, size.mults, size.eval_windows) == (quick.L, quick.mults, quick.eval_windows)
+    assert size.train.lr_grid == quick.train.lr_grid and size.train.tuning_seeds == 0
+    assert size.finetune == quick.finetune and size.order == quick.order
+    assert size.cost is None and quick.cost is not None
+
+
+def test_a_position_rung_plans_its_arms_and_no_timed_run():
+    from blocklab.experiments.suites.position.planning import plan
+
+    suite = get_suite("position")
+    specs = plan(RunOptions.for_suite(suite, "rung1", 1), [])
+    quick = plan(RunOptions.for_suite(suite, "quick", 1), [])
+    assert [s.arm for s in specs] == [s.arm for s in quick if s.arm != "cost"]
+    assert not any(s.timed for s in specs)
+    assert RunOptions.for_suite(suite, "rung3").seeds == range(4)  # quick's seeds
+
+
+@pytest.mark.parametrize("rung", ladder.RUNGS)
+def test_each_norm_cost_rung_grows_the_quality_runs_alone(rung):
+    from blocklab.experiments.suites.norm_cost.sizes import SIZES as NORM, model_config
+
+    quick, size = NORM["quick"], NORM[rung]
+    q0, q = quick.quality, size.quality
+
+    def compute(shape):
+        return _numel(model_config("rmsnorm", shape.d_model, shape.n_layers, shape.seq_len)) \
+            * shape.steps * shape.batch_size * shape.seq_len
+
+    assert compute(q) / compute(q0) == pytest.approx(ladder.multiple(rung), rel=3e-3)
+    assert q.lr == q0.lr and q.n_layers == q0.n_layers and q.seq_len == q0.seq_len
+    assert q.warmup_steps == round(q.steps * q0.warmup_steps / q0.steps)
+    # the timings are the quick size's (reported beside C18, not on the ladder)
+    assert (size.step, size.like_for_like, size.kernels) == (quick.step, quick.like_for_like,
+                                                              quick.kernels)

@@ -72,14 +72,35 @@ class PartTrend:
     meeting: Meeting | None
     rungs: int  # rungs with results for this part
 
-    def direction(self, claimed_sign: float) -> str:
-        """'grows' (the slope's interval lies wholly on the claimed side: the effect moves
-        towards the claim as compute grows), 'shrinks' (wholly on the other side) or
-        'unresolved'."""
+    def direction(self, towards: float | None) -> str:
+        """'grows' (the slope's interval lies wholly on the side `towards` (`towards`: the
+        effect moves towards the claim as compute grows), 'shrinks' (wholly on the other
+        side), 'drifts' (a claim of no difference, `towards` None, whose slope's interval
+        excludes 0) or 'unresolved'."""
         if self.fit is None:
             return "unresolved"
-        low, high = sorted((self.fit.slope_low * claimed_sign, self.fit.slope_high * claimed_sign))
+        if towards is None:
+            return "drifts" if self.fit.slope_low > 0 or self.fit.slope_high < 0 \
+                else "unresolved"
+        low, high = sorted((self.fit.slope_low * towards, self.fit.slope_high * towards))
         return "grows" if low > 0 else "shrinks" if high < 0 else "unresolved"
+
+
+def towards(part_rule: Rule) -> float | None:
+    """The sign of a slope that moves a part's effect towards its claim as compute grows: the
+    claimed sign of an effect, − for a claim of "at most t", + for "at least t"; None for a
+    claim of no difference (an equivalence: its claim is the band around `claimed`)."""
+    if part_rule.test == "equivalence":
+        return None
+    if part_rule.test in ("at-most", "at-least"):
+        return -1.0 if part_rule.test == "at-most" else 1.0
+    return math.copysign(1.0, part_rule.claimed)
+
+
+def seeded(part_rule: Rule) -> bool:
+    """Whether a part is read over seeds (so it has a trend): an analytic count or a single
+    timed run has min_seeds 1."""
+    return part_rule.min_seeds >= 2
 
 
 @dataclass(frozen=True)
@@ -121,13 +142,17 @@ def read_ladder(claim_id: str, results: Path, precisions: dict[str, str],
     base = rungs[0].flops
     if base is None:  # the quick rung's compute from any rung's (multiples are exact)
         base = next((r.flops / r.multiple for r in rungs if r.flops is not None), None)
-    trends = [_trend(part, r, rungs, base) for part, r in registered(claim_id, "quick").items()]
-    return Ladder(claim_id, rungs, trends, anchors(claim_id), base, seed_offset,
-                  precision_parts(results, seed_offset))
+    trends = [_trend(part, r, rungs, base) for part, r in registered(claim_id, "quick").items()
+              if seeded(r)]
+    checked = precision_parts(results, seed_offset) if claim_id in PRECISION_CHECKED else []
+    return Ladder(claim_id, rungs, trends, anchors(claim_id), base, seed_offset, checked)
 
 
 def _trend(part: str, part_rule: Rule, rungs: list[Rung], base: float | None) -> PartTrend:
-    boundary = claimed_boundary(part_rule)
+    # a claim of no difference: the band's upper edge until a slope says which way it leaves
+    equivalence = part_rule.test == "equivalence"
+    boundary = part_rule.claimed + part_rule.margin if equivalence else \
+        claimed_boundary(part_rule)
     points = []
     for rung in rungs:
         found = rung.estimate(part)
@@ -137,6 +162,8 @@ def _trend(part: str, part_rule: Rule, rungs: list[Rung], base: float | None) ->
         return PartTrend(part, boundary, None, None, len(points))
     fit = fit_line(points)
     xs = [x for x, _ in points]
+    if equivalence:  # where the line would leave the band, on its way out
+        boundary = part_rule.claimed + math.copysign(part_rule.margin, fit.slope)
     return PartTrend(part, boundary, fit, meets(fit, boundary, min(xs), max(xs)), len(points))
 
 
@@ -155,16 +182,17 @@ def ladder_dict(ladder: Ladder) -> dict:
             "verdict": None if res is None else res.verdict,
             "error": None if res is None else res.error,
             "parts": [] if res is None else [p.to_dict() for p in res.parts]})
-    signs = {p: rule.claimed for p, rule in registered(ladder.claim, "quick").items()}
-    trends = [{"part": t.part, "boundary": t.boundary,
+    rules = registered(ladder.claim, "quick")
+    trends = [{"part": t.part, "boundary": t.boundary, "band": _band(rules[t.part]),
                "fit": None if t.fit is None else t.fit.to_dict(),
                "meeting": None if t.meeting is None else t.meeting.to_dict(),
-               "direction": t.direction(math.copysign(1.0, signs[t.part])),
+               "direction": t.direction(towards(rules[t.part])),
                "rungs_with_results": t.rungs}
               for t in ladder.trends]
     papers = [{**a.to_dict(), "x": None if a.flops is None else ladder.x_of(a.flops)}
               for a in ladder.anchors]
-    return {"claim": ladder.claim, "base_flops": ladder.base_flops, "rule": _RULE_TEXT,
+    return {"claim": ladder.claim, "base_flops": ladder.base_flops,
+            "rule": f"{_RULE_TEXT}; {lr_rule(ladder.claim)}", "axis": AXES[ladder.claim],
             "seed_offset": ladder.seed_offset,
             "precision_check": [p.to_dict() for p in ladder.precision],
             "rungs": rungs, "trends": trends, "anchors": papers}
@@ -172,11 +200,46 @@ def ladder_dict(ladder: Ladder) -> dict:
 
 _RULE_TEXT = ("each rung 4× the training compute (6 · parameters · tokens) of the one below: "
               "width and batch ×√2 a rung at the quick size's depth, the training tokens "
-              "filling the compute; every arm tuned at every rung")
+              "filling the compute")
+# The claims whose ladder carries the precision check (`precision_parts`).
+PRECISION_CHECKED = ("C16",)
+# Each ladder's parts' unit, and its y axis: what their effects are, in that unit.
+UNITS = {"C16": "%", "C18": "nats", "C21": "%", "C30": "%"}
+AXES = {"C16": "Δ% of validation loss vs ReLU (negative = better)",
+        "C18": "Δ validation loss RMSNorm − LayerNorm (nats/token)",
+        "C21": "loss past L vs sliding windows of L, same tokens (%)",
+        "C30": "loss past L vs sliding windows of L, same tokens (%)"}
+
+
+def lr_rule(claim_id: str) -> str:
+    """How each rung sets its arms' learning rate: tuned at every rung (ffn), or the quick
+    size's registered lr kept (norm-cost's one shared lr; position's, whose parts compare an
+    arm with itself), read from the suites' sizes."""
+    if claim_id == "C16":
+        return "every arm tuned at every rung"
+    if claim_id == "C18":
+        from blocklab.experiments.suites.norm_cost.sizes import SIZES as NORM_SIZES
+
+        return (f"both norms at the registered lr {NORM_SIZES[rule.BASE].quality.lr:g} at "
+                "every rung (the comparison shares one lr)")
+    from blocklab.experiments.suites.position.sizes import SIZES as POSITION_SIZES
+
+    base = POSITION_SIZES[rule.BASE].train.lr_grid.base
+    return (f"every arm at the registered lr {base[len(base) // 2]:g} at every rung (each "
+            "part compares an arm with itself; no tuning)")
+
+
+def _band(part_rule: Rule) -> list[float] | None:
+    """The claim's band [low, high] for a claim of no difference (equivalence), else None."""
+    if part_rule.test != "equivalence":
+        return None
+    return [part_rule.claimed - part_rule.margin, part_rule.claimed + part_rule.margin]
 
 
 _DIRECTION = {"grows": ("moves towards the claim as compute grows", "随算力增长向论断方向移动"),
               "shrinks": ("moves away from the claim as compute grows", "随算力增长远离论断"),
+              "drifts": ("drifts away from no difference as compute grows",
+                         "随算力增长偏离无差异"),
               "unresolved": ("shows no resolved trend", "无可分辨的趋势")}
 
 
@@ -214,13 +277,15 @@ def precision_line(parts: list[dict], lang: str = "en") -> str | None:
     return ("精度检查 " if lang == "zh" else "precision check at ") + line
 
 
-def trend_line(trend: dict, papers: list[dict], lang: str = "en") -> str:
-    """One part's trend in words: the slope per 4× compute with its interval, its direction,
-    where the line would reach the page's boundary (an extrapolation where it is), and the
-    published results for that arm at their compute."""
+def trend_line(trend: dict, papers: list[dict], lang: str = "en", unit: str = "%") -> str:
+    """One part's trend in words: the slope per 4× compute with its interval (in `unit`, the
+    part's), its direction, where the line would reach the page's boundary (an extrapolation
+    where it is), and the published results for that part, at their compute where the source
+    gives it."""
     from blocklab.experiments.scale import flops_text
 
     zh = lang == "zh"
+    u = unit if unit == "%" else f" {unit}"
     fit, name = trend["fit"], trend["part"]
     if fit is None:
         k = trend["rungs_with_results"]
@@ -228,16 +293,19 @@ def trend_line(trend: dict, papers: list[dict], lang: str = "en") -> str:
                 else f"{name}: no trend yet ({k} rung(s) with results; a trend needs two)")
     else:
         words = _DIRECTION[trend["direction"]][1 if zh else 0]
-        text = (f"{name}：每 4 倍训练算力 {fit['slope']:+.2f}% [{fit['slope_low']:+.2f}, "
-                f"{fit['slope_high']:+.2f}]（95% CI，{fit['rungs']} 级共 {fit['n']} 个种子），{words}"
+        digits = 2 if unit == "%" else 4
+        text = (f"{name}：每 4 倍训练算力 {fit['slope']:+.{digits}f}{u} "
+                f"[{fit['slope_low']:+.{digits}f}, {fit['slope_high']:+.{digits}f}]"
+                f"（95% CI，{fit['rungs']} 级共 {fit['n']} 个种子），{words}"
                 if zh else
-                f"{name}: {fit['slope']:+.2f}% per 4× training compute [{fit['slope_low']:+.2f}, "
-                f"{fit['slope_high']:+.2f}] (95% CI, {fit['n']} seeds on {fit['rungs']} rungs): "
-                f"the effect {words}")
+                f"{name}: {fit['slope']:+.{digits}f}{u} per 4× training compute "
+                f"[{fit['slope_low']:+.{digits}f}, "
+                f"{fit['slope_high']:+.{digits}f}] (95% CI, {fit['n']} seeds on {fit['rungs']} "
+                f"rungs): the effect {words}")
         meeting = trend["meeting"]
         if meeting and meeting["behind"]:
             text += ("；直线只在最小一级之下才到达 " if zh else
-                     "; the line crosses ") + f"{meeting['threshold']:+g}%" + (
+                     "; the line crosses ") + f"{meeting['threshold']:+g}{u}" + (
                 "" if zh else " only below the smallest rung")
         elif meeting and meeting["at"] is not None:
             span = ((f"[{meeting['low']:.1f}, {meeting['high']:.1f}]") if meeting["low"] is not
@@ -245,12 +313,14 @@ def trend_line(trend: dict, papers: list[dict], lang: str = "en") -> str:
                                "includes 0"))
             extra = ("，外推" if zh else ", an extrapolation") if meeting["extrapolated"] else ""
             text += (f"；直线在 quick 之上 {meeting['at']:.1f} 级到达页面的 "
-                     f"{meeting['threshold']:+g}%（{span}{extra}）" if zh else
-                     f"; the line would reach the page's {meeting['threshold']:+g}% "
+                     f"{meeting['threshold']:+g}{u}（{span}{extra}）" if zh else
+                     f"; the line would reach the page's {meeting['threshold']:+g}{u} "
                      f"{meeting['at']:.1f} rungs above quick ({span}{extra})")
-    shown = [f"{p['source'].split(',')[0]} {'于' if zh else 'at'} {flops_text(p['flops'])} "
-             f"FLOPs: {p['effects'][name]:+g}%" for p in papers
-             if p.get("flops") and name in (p.get("effects") or {})]
+    shown = [f"{p['source'].split(',')[0]} "
+             + (f"{'于' if zh else 'at'} {flops_text(p['flops'])} FLOPs" if p.get("flops") else
+                "（来源未给出训练算力）" if zh else "(its training compute not given)")
+             + f": {p['effects'][name]:+g}{u}" for p in papers
+             if name in (p.get("effects") or {})]
     if shown:
         text += ("；" if zh else "; ") + ("；" if zh else "; ").join(shown)
     return text + ("。" if zh else ".")

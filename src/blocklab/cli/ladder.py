@@ -27,12 +27,12 @@ PRECISIONS = ("auto", "fp32", "bf16")
 # The quick rung again in float32, for the ladder's precision check
 # (`blocklab.claims.ladder.precision_parts`), where the quick rung trains in bfloat16.
 CHECK = "quick (fp32)"
-PRECISION_CHECKED = ("C16",)  # the claims with a registered precision check
 
 
 @app.command()
 def ladder(
-    claim: str = typer.Argument("C16", help="The claim whose ladder to run: C16."),
+    claim: str = typer.Argument("C16", help="The claim whose ladder to run: C16, C18, C21 or "
+                                "C30 (C21 and C30 share the position suite's rungs)."),
     results: str = typer.Option("runs", "--results", metavar="DIR",
                                  help="Results folder, shared with `suite`, `claims` and "
                                       "`report` (resumable); the ladder's own files go to "
@@ -55,9 +55,10 @@ def ladder(
     no_progress: bool = typer.Option(False, "--no-progress", help="Hide the progress bar."),
 ) -> None:
     """Measure a claim on a ladder of sizes: the same registered comparison at 1×, 4×, 16×
-    and 64× the quick size's training compute, every arm tuned at every rung, each rung's
-    parts decided by the engine, the effect fitted against compute, and the published results
-    drawn at their own compute. Writes DIR/ladder/<claim>.json and <claim>.png.
+    and 64× the quick size's training compute (C16: every arm tuned at every rung; C18, C21,
+    C30: the quick size's registered lr), each rung's parts decided by the engine, the
+    effect fitted against compute, and the published results drawn at their own compute.
+    Writes DIR/ladder/<claim>.json and <claim>.png.
 
     Example: [bold]blocklab ladder C16 --plan[/bold], then [bold]blocklab ladder C16 --budget
     60[/bold]
@@ -75,7 +76,7 @@ def ladder(
     check_seed_offset_option(seed_offset)
     run_on = jobs_executor(jobs)  # --jobs checked before any work
     from blocklab.claims.catalogue import SUITE_OF
-    from blocklab.claims.ladder import SIZES
+    from blocklab.claims.ladder import PRECISION_CHECKED, SIZES
     from blocklab.cli.paths import output_folder
     from blocklab.experiments.executors import usable_cores
     from blocklab.experiments.options import RunOptions, RunRequest
@@ -222,14 +223,14 @@ def _report(claim: str, out: Path, chosen: dict[str, str], seed_offset: int, as_
 
 
 def _print_ladder(doc: dict, folder: Path, claim: str) -> None:
-    from blocklab.claims.ladder import precision_line, rung_line, trend_line
+    from blocklab.claims.ladder import UNITS, precision_line, rung_line, trend_line
 
     out = console()
     out.print(f"{claim} on the ladder ({doc['rule']}):")
     for rung in doc["rungs"]:
         out.print("  " + rung_line(rung))
     for trend in doc["trends"]:
-        out.print("  " + trend_line(trend, doc["anchors"]))
+        out.print("  " + trend_line(trend, doc["anchors"], unit=UNITS[claim]))
     check = precision_line(doc["precision_check"])
     if check:
         out.print("  " + check)

@@ -15,6 +15,7 @@ the captions under each figure carry the language.
 from __future__ import annotations
 
 import base64
+import functools
 import io
 import math
 import traceback
@@ -173,24 +174,29 @@ def fig_ffn_variants(doc: dict[str, Any]) -> bytes | None:
 
 
 def fig_ladder(doc: dict[str, Any]) -> bytes | None:
-    """A claim's ladder (`blocklab.claims.ladder.ladder_dict`): one panel per part, its effect
-    at each rung against training FLOPs (mean and 95% CI over the rung's seeds), the fitted
-    line with its 95% band (dashed past the top rung: an extrapolation), the page's statement
-    (red band) and the published results at their own compute (stars)."""
+    """A claim's ladder (`blocklab.claims.ladder.ladder_dict`): one panel per part read over
+    seeds (four to a row), its effect at each rung against training FLOPs (mean and 95% CI
+    over the rung's seeds), the fitted line with its 95% band (dashed past the top rung: an
+    extrapolation), the page's statement (red: its boundary, or the band of a claim of no
+    difference) and the published results at their own compute (markers)."""
     rungs = [r for r in doc["rungs"] if r["parts"] and r["flops"]]
     if not rungs:
         return None
     base = doc["base_flops"]
     trends = {t["part"]: t for t in doc["trends"]}
-    names = [p["name"] for p in rungs[0]["parts"]]
-    fig, axes = _new(4.2 * len(names), 4.0, len(names), 1)
+    names = [t["part"] for t in doc["trends"]]
+    cols = min(4, len(names))
+    rows = math.ceil(len(names) / cols)
+    fig, axes = _new(4.2 * cols, 3.8 * rows, cols, rows)
     papers = [a for a in doc["anchors"] if a.get("flops") and a.get("effects")]
     far = max([a["flops"] for a in papers] + [r["flops"] for r in rungs])
-    for ax, name in zip(axes[0], names, strict=True):
+    first = axes[0, 0]
+    for k, name in enumerate(names):
+        ax = axes[k // cols, k % cols]
         for rung in rungs:
-            part = next(p for p in rung["parts"] if p["name"] == name)
-            e = part["estimate"]
-            if e["value"] is None:
+            part = next((p for p in rung["parts"] if p["name"] == name), None)
+            e = part and part["estimate"]
+            if not e or e["value"] is None:
                 continue
             low = e["value"] - e["ci_low"] if e["ci_low"] is not None else 0.0
             high = e["ci_high"] - e["value"] if e["ci_high"] is not None else 0.0
@@ -198,8 +204,8 @@ def fig_ladder(doc: dict[str, Any]) -> bytes | None:
                         color="C0", capsize=4)
             ax.annotate(rung["size"], (rung["flops"], e["value"]), textcoords="offset points",
                         xytext=(5, 5), fontsize=7)
-        trend = trends.get(name)
-        fit = trend and trend["fit"]
+        trend = trends[name]
+        fit = trend["fit"]
         if fit:
             top = max(r["x"] for r in rungs)
             for start, stop, style in ((0.0, top, "-"), (top, math.log(far / base, 4), "--")):
@@ -207,24 +213,33 @@ def fig_ladder(doc: dict[str, Any]) -> bytes | None:
                 ys = [fit["intercept"] + fit["slope"] * x for x in xs]
                 ax.plot([base * 4 ** x for x in xs], ys, style, color="C0", lw=1.2,
                         label=("fit over the rungs" if style == "-" else "extrapolated")
-                        if name == names[0] else None)
-        claimed = trend["boundary"] if trend else None
-        if claimed is not None:
-            ax.axhline(claimed, color="red", lw=1, alpha=0.6,
-                       label="the page's statement (its low end)" if name == names[0]
-                       else None)
-        for k, paper in enumerate(papers):
+                        if ax is first else None)
+        band = trend.get("band")
+        if band:
+            ax.axhspan(band[0], band[1], color="red", alpha=0.1,
+                       label="the page's statement (no difference: its band)"
+                       if ax is first else None)
+        elif trend["boundary"] is not None:
+            ax.axhline(trend["boundary"], color="red", lw=1, alpha=0.6,
+                       label="the page's statement (its boundary)" if ax is first else None)
+        for j, paper in enumerate(papers):
             if name in paper["effects"]:
-                ax.plot([paper["flops"]], [paper["effects"][name]], MARKERS[(k + 6) % 8],
-                        color="C3", ms=9, label=_paper_label(paper) if name == names[0]
-                        else None)
+                ax.plot([paper["flops"]], [paper["effects"][name]], MARKERS[(j + 6) % 8],
+                        color="C3", ms=9, label=_paper_label(paper))
         ax.axhline(0, color="grey", lw=1)
         ax.set_xscale("log")
         ax.set_xlabel("training compute (FLOPs, 6 · parameters · tokens)")
-        ax.set_title(f"{name} − relu", fontsize=10)
+        ax.set_title(f"{name} − relu" if doc["claim"] == "C16" else name, fontsize=9)
         ax.grid(True, alpha=0.3)
-    axes[0, 0].set_ylabel("Δ% of validation loss vs ReLU (negative = better)")
-    axes[0, 0].legend(fontsize=7)
+    for k in range(len(names), rows * cols):
+        axes[k // cols, k % cols].set_visible(False)
+    for r in range(rows):
+        axes[r, 0].set_ylabel(doc.get("axis") or "effect", fontsize=8)
+    handles: dict[str, Any] = {}
+    for ax in axes.flat:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            handles.setdefault(label, handle)
+    first.legend(list(handles.values()), list(handles), fontsize=7)
     return _png(fig)
 
 
@@ -237,6 +252,10 @@ def _paper_label(paper: dict[str, Any]) -> str:
 def _ladder_figure(doc: dict[str, Any], claim_id: str) -> bytes | None:
     found = doc.get("ladders", {}).get(claim_id)
     return None if not found or found.get("error") else fig_ladder(found)
+
+
+def _ladder_command(doc: dict[str, Any], claim_id: str) -> str:
+    return doc["ladders"][claim_id]["command"]
 
 
 def fig_ffn_loss_curves(doc: dict[str, Any]) -> bytes | None:
@@ -1194,8 +1213,9 @@ FIGURES: dict[str, tuple[Callable[[dict[str, Any]], bytes | None],
     "kv_cache": (fig_kv_cache, lambda doc: "blocklab budget meta-llama-3-8b --seq 131072"),
     "ledger_overview": (fig_ledger_overview, lambda doc: forest_command(doc)),
     # a claim's ladder of sizes (`blocklab ladder`), in its ledger row
-    "ladder_C16": (lambda doc: _ladder_figure(doc, "C16"),
-                   lambda doc: doc["ladders"]["C16"]["command"]),
+    **{f"ladder_{claim}": (functools.partial(_ladder_figure, claim_id=claim),
+                           functools.partial(_ladder_command, claim_id=claim))
+       for claim in ("C16", "C18", "C21", "C30")},
 }
 
 

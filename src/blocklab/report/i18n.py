@@ -259,6 +259,30 @@ CAPTIONS: dict[str, tuple[str, str]] = {
                    "the published results at their own compute (markers).",
                    "C16 的规模阶梯：各门控 FFN 相对 ReLU 的损失变化在每一级（其种子上的均值与 95% CI）随训练算力的变化，"
                    "过所有级种子的拟合直线（超出最高一级的虚线为外推），页面的说法（红线：其提升的下限），以及各自算力下的已发表结果（标记）。"),
+    "ladder_C18": ("C18 on the ladder of sizes: RMSNorm's validation loss minus LayerNorm's at "
+                   "each rung (mean and 95% CI over its seeds) against training compute, the "
+                   "line fitted through every rung's seeds (dashed past the top rung: an "
+                   "extrapolation) and the page's 'nearly the same quality' (red band: the "
+                   "registered margin).",
+                   "C18 的规模阶梯：每一级 RMSNorm 与 LayerNorm 的验证损失之差（其种子上的均值与 95% CI）随训练算力的变化，"
+                   "过所有级种子的拟合直线（超出最高一级的虚线为外推），以及页面的“质量几乎相同”（红带：登记的容差）。"),
+    "ladder_C21": ("C21 on the ladder of sizes: each scheme's loss past the training length L "
+                   "against sliding windows of L on the same tokens, at each multiple of L "
+                   "registered, at each rung (mean and 95% CI over its seeds) against training "
+                   "compute, the line fitted through every rung's seeds (dashed: an "
+                   "extrapolation) and the page's statement (red line: its boundary).",
+                   "C21 的规模阶梯：各位置编码在训练长度 L 之外的损失相对同一批 token 上长度 L 滑动窗口的损失，"
+                   "在每个登记的倍数、每一级（其种子上的均值与 95% CI）随训练算力的变化，过所有级种子的拟合直线"
+                   "（虚线为外推），以及页面的说法（红线：其边界）。"),
+    "ladder_C30": ("C30 on the ladder of sizes: RoPE with and without scaling (training-free and "
+                   "after the short fine-tune), loss past L against sliding windows of L on the "
+                   "same tokens at 8× and 16× L, at each rung (mean and 95% CI over its seeds) "
+                   "against training compute, the line fitted through every rung's seeds "
+                   "(dashed: an extrapolation) and the page's statement (red line: its "
+                   "boundary).",
+                   "C30 的规模阶梯：RoPE 有无缩放（免训练与短微调后）在 8× 与 16× L 处、L 之外的损失相对同一批 token 上"
+                   "长度 L 滑动窗口的损失，每一级（其种子上的均值与 95% CI）随训练算力的变化，过所有级种子的拟合直线"
+                   "（虚线为外推），以及页面的说法（红线：其边界）。"),
     "ledger_overview": ("Every part of every experimental claim on one axis, grouped by claim: "
                         "the estimate and its 95% CI coloured by decision as the verdict chips "
                         "(hollow: inconclusive), the stretch the claim allows shaded red. The "
