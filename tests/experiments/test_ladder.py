@@ -58,7 +58,8 @@ def _numel(config) -> int:
 
 @pytest.mark.parametrize("rung", ladder.RUNGS)
 def test_each_position_rung_trains_its_multiple_and_keeps_the_reads(rung):
-    from blocklab.experiments.suites.position.sizes import SIZES as POSITION, arm_config
+    from blocklab.experiments.suites.position.sizes import SIZES as POSITION
+    from blocklab.experiments.suites.position.sizes import arm_config
 
     quick, size = POSITION["quick"], POSITION[rung]
     tokens = size.train.steps * size.train.batch_size * size.L
@@ -91,7 +92,8 @@ def test_a_position_rung_plans_its_arms_and_no_timed_run():
 
 @pytest.mark.parametrize("rung", ladder.RUNGS)
 def test_each_norm_cost_rung_grows_the_quality_runs_alone(rung):
-    from blocklab.experiments.suites.norm_cost.sizes import SIZES as NORM, model_config
+    from blocklab.experiments.suites.norm_cost.sizes import SIZES as NORM
+    from blocklab.experiments.suites.norm_cost.sizes import model_config
 
     quick, size = NORM["quick"], NORM[rung]
     q0, q = quick.quality, size.quality
