@@ -85,8 +85,8 @@ def test_the_dict_places_rungs_and_papers_on_one_compute_axis(stored, tmp_path):
 
 
 def test_only_a_claim_with_a_ladder_is_read():
-    with pytest.raises(InputError, match="claim 'C19' has no ladder"):
-        read_ladder("C19", ".", {})
+    with pytest.raises(InputError, match="claim 'C36' has no ladder"):
+        read_ladder("C36", ".", {})
 
 
 def _fake_rungs(monkeypatch, claim: str, means: dict[str, dict[str, float]], sd: float,
@@ -165,7 +165,7 @@ def test_a_claim_of_no_difference_has_a_band_and_its_analytic_parts_no_trend(
     assert trend["boundary"] == pytest.approx(0.02)
     assert trend["meeting"]["at"] == pytest.approx(2.0)
     assert "both norms at the registered lr 0.003" in doc["rule"]
-    line = ladder_module.trend_line(trend, doc["anchors"], unit="nats")
+    line = ladder_module.trend_line(trend, doc["anchors"])
     assert line.startswith("nearly the same quality: +0.0100 nats per 4× training compute")
     assert "drifts away from no difference" in line
     assert fig_ladder(doc).startswith(b"\x89PNG")

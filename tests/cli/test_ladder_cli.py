@@ -9,7 +9,7 @@ from .conftest import one_line_error
 
 
 @pytest.mark.parametrize(("argv", "message"), [
-    (["C19"], "claim 'C19' has no ladder; allowed: ['C16', 'C18', 'C21', 'C30']"),
+    (["C36"], "claim 'C36' has no ladder; allowed: ['C16', 'C18', 'C19', 'C21', 'C30']"),
     (["C16", "--precision", "fp16"], "--precision 'fp16' is not allowed"),
     (["C16", "--budget", "-1"], "--budget -1.0 is not allowed"),
     (["C16", "--budget", "inf"], "--budget inf is not allowed"),

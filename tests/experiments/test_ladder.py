@@ -44,8 +44,8 @@ def test_only_suites_with_a_ladder_have_the_rungs():
     ffn = get_suite("ffn")
     assert RunOptions.for_suite(ffn, "rung2").folder() == "rung2"
     assert RunOptions.for_suite(ffn, "rung2", precision="bf16").folder() == "rung2+bf16"
-    with pytest.raises(InputError, match="suite placement has no size 'rung1'"):
-        RunOptions.for_suite(get_suite("placement"), "rung1")
+    with pytest.raises(InputError, match="suite width has no size 'rung1'"):
+        RunOptions.for_suite(get_suite("width"), "rung1")
 
 
 def _numel(config) -> int:
@@ -108,3 +108,62 @@ def test_each_norm_cost_rung_grows_the_quality_runs_alone(rung):
     # the timings are the quick size's (reported beside C18, not on the ladder)
     assert (size.step, size.like_for_like, size.kernels) == (quick.step, quick.like_for_like,
                                                               quick.kernels)
+
+
+@pytest.mark.parametrize("rung", ladder.RUNGS)
+def test_each_placement_rung_grows_what_c19_reads(rung):
+    from blocklab.experiments.suites.placement.configs import train_model_config
+    from blocklab.experiments.suites.placement.sizes import SIZES as PLACEMENT
+
+    quick, size = PLACEMENT["quick"], PLACEMENT[rung]
+    t0, t = quick.training, size.training
+
+    def compute(grid):
+        return _numel(train_model_config("pre", 12, grid)) * grid.steps * grid.batch_size \
+            * grid.seq_len
+
+    assert compute(t) / compute(t0) == pytest.approx(ladder.multiple(rung), rel=4e-3)
+    assert t.depths == t0.depths == (12,) and t.d_model // t.n_heads == 16
+    assert t.warmups == (0, round(50 * t.steps / 150)) and t.lr_grid == t0.lr_grid
+    # the sweep at the rung's width and batch, its runs and warmup keeping their share, its
+    # lr ladder moved down by the width ratio (same √2 steps, same 7 rungs)
+    s0, s = quick.sweep, size.sweep
+    assert (s.d_model, s.batch_size) == (t.d_model, t.batch_size)
+    assert s.steps == round(60 * t.steps / 150) and s.warmup == round(20 * t.steps / 150)
+    assert s.lr_min == float(f"{0.362 * 32 / t.d_model:.3g}")  # to 3 digits, as grids are
+    assert s.rungs == s0.rungs and s.step == s0.step
+
+
+def test_a_placement_rung_plans_no_probe_and_no_deep_stacks():
+    from blocklab.experiments.suites.placement.planning import plan
+
+    suite = get_suite("placement")
+    arms = {spec.arm.split("/")[0] for spec in plan(RunOptions.for_suite(suite, "rung1", 1), [])}
+    assert arms == {"train", "sweep"}
+    quick = {spec.arm.split("/")[0] for spec in plan(RunOptions.for_suite(suite, "quick", 1), [])}
+    assert {"init", "deep"} <= quick
+
+
+def test_a_rung_without_probe_or_deep_stacks_summarises_and_grades_c19(tmp_path, monkeypatch):
+    """A placement rung shaped as the tiny size (so it runs in seconds) with the rung's
+    omissions: it runs, summarises with no probe or deep-stack rows, and C19 is graded on it
+    (no error), while C36 is not registered there."""
+    from dataclasses import replace
+
+    from blocklab.claims.finding import Context
+    from blocklab.claims.ledger import run_claims
+    from blocklab.experiments.options import RunRequest
+    from blocklab.experiments.suites import load_summary, run_suite
+    from blocklab.experiments.suites.placement import sizes
+
+    tiny = sizes.SIZES["tiny"]
+    monkeypatch.setitem(sizes.SIZES, "rung1", replace(
+        tiny, probe=replace(tiny.probe, placements=()), deep=replace(tiny.deep, placements=())))
+    suite = get_suite("placement")
+    run_suite(suite, RunOptions.for_suite(suite, "rung1", 1), tmp_path, progress=False)
+    data = load_summary(tmp_path, "placement", "rung1").data
+    assert data.init_gradients == {} and {a.grid for a in data.stability} == {"sweep"}
+    c19, c36 = run_claims(["C19", "C36"], Context(RunRequest(tmp_path, "rung1", 0, "fp32")))
+    assert c19.error is None and len(c19.parts) == 6
+    assert all(p.estimate.n <= 1 for p in c19.parts)  # one seed: graded, never decided
+    assert c36.parts == [] or c36.verdict == "missing-results"

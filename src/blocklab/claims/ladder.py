@@ -184,6 +184,7 @@ def ladder_dict(ladder: Ladder) -> dict:
             "parts": [] if res is None else [p.to_dict() for p in res.parts]})
     rules = registered(ladder.claim, "quick")
     trends = [{"part": t.part, "boundary": t.boundary, "band": _band(rules[t.part]),
+               "unit": part_unit(ladder.claim, rules[t.part]),
                "fit": None if t.fit is None else t.fit.to_dict(),
                "meeting": None if t.meeting is None else t.meeting.to_dict(),
                "direction": t.direction(towards(rules[t.part])),
@@ -204,11 +205,20 @@ _RULE_TEXT = ("each rung 4× the training compute (6 · parameters · tokens) of
 # The claims whose ladder carries the precision check (`precision_parts`).
 PRECISION_CHECKED = ("C16",)
 # Each ladder's parts' unit, and its y axis: what their effects are, in that unit.
-UNITS = {"C16": "%", "C18": "nats", "C21": "%", "C30": "%"}
+UNITS = {"C16": "%", "C18": "nats", "C21": "%", "C30": "%"}  # C19: each part's own
 AXES = {"C16": "Δ% of validation loss vs ReLU (negative = better)",
         "C18": "Δ validation loss RMSNorm − LayerNorm (nats/token)",
         "C21": "loss past L vs sliding windows of L, same tokens (%)",
-        "C30": "loss past L vs sliding windows of L, same tokens (%)"}
+        "C30": "loss past L vs sliding windows of L, same tokens (%)",
+        "C19": "effect, in the unit its panel names"}
+
+
+def part_unit(claim_id: str, part_rule: Rule) -> str:
+    """The unit a part's effect is in: the claim's (`UNITS`), or for C19's mixed parts the
+    one its metric names (nats of loss, doublings of lr, else a log2 ratio)."""
+    if claim_id in UNITS:
+        return UNITS[claim_id]
+    return next((word for word in ("nats", "doublings") if word in part_rule.metric), "log2")
 
 
 def lr_rule(claim_id: str) -> str:
@@ -217,6 +227,9 @@ def lr_rule(claim_id: str) -> str:
     arm with itself), read from the suites' sizes."""
     if claim_id == "C16":
         return "every arm tuned at every rung"
+    if claim_id == "C19":
+        return ("every training arm tuned at every rung; the stable-lr ladder moved down by "
+                "the width ratio (Adam's stable lr ∝ 1 / width)")
     if claim_id == "C18":
         from blocklab.experiments.suites.norm_cost.sizes import SIZES as NORM_SIZES
 
@@ -277,14 +290,15 @@ def precision_line(parts: list[dict], lang: str = "en") -> str | None:
     return ("精度检查 " if lang == "zh" else "precision check at ") + line
 
 
-def trend_line(trend: dict, papers: list[dict], lang: str = "en", unit: str = "%") -> str:
-    """One part's trend in words: the slope per 4× compute with its interval (in `unit`, the
-    part's), its direction, where the line would reach the page's boundary (an extrapolation
+def trend_line(trend: dict, papers: list[dict], lang: str = "en") -> str:
+    """One part's trend in words: the slope per 4× compute with its interval (in the part's
+    unit), its direction, where the line would reach the page's boundary (an extrapolation
     where it is), and the published results for that part, at their compute where the source
     gives it."""
     from blocklab.experiments.scale import flops_text
 
     zh = lang == "zh"
+    unit = trend.get("unit", "%")
     u = unit if unit == "%" else f" {unit}"
     fit, name = trend["fit"], trend["part"]
     if fit is None:
@@ -293,7 +307,7 @@ def trend_line(trend: dict, papers: list[dict], lang: str = "en", unit: str = "%
                 else f"{name}: no trend yet ({k} rung(s) with results; a trend needs two)")
     else:
         words = _DIRECTION[trend["direction"]][1 if zh else 0]
-        digits = 2 if unit == "%" else 4
+        digits = {"%": 2, "nats": 4}.get(unit, 3)
         text = (f"{name}：每 4 倍训练算力 {fit['slope']:+.{digits}f}{u} "
                 f"[{fit['slope_low']:+.{digits}f}, {fit['slope_high']:+.{digits}f}]"
                 f"（95% CI，{fit['rungs']} 级共 {fit['n']} 个种子），{words}"

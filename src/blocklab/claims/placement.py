@@ -387,7 +387,13 @@ def c19(ctx: Context) -> Finding:
              "batch": train.get("batch_size"), "seq_len": train.get("seq_len")}
     scale_en = scale_text(**scale) if verdict in DECIDED else ""
     scale_zh = scale_text(**scale, zh=True) if verdict in DECIDED else ""
-    post = data.init_gradients["post"]["xavier"]
+    # the probe at initialisation, reported beside (a ladder rung runs none)
+    post = data.init_gradients.get("post", {}).get("xavier")
+    probe_en = "" if post is None else (
+        " At initialisation (xavier) the post-norm first layer's gradient changes with depth "
+        f"at log-log slope {ci_text(post.slope_first_ci, 2, '')}.")
+    probe_zh = "" if post is None else (
+        f"初始化时（xavier）Post-Norm 第一层梯度随深度变化的双对数斜率为 {ci_text(post.slope_first_ci, 2, '')}。")
     graded = "; ".join(f"{p.name}: {decided_text(p)} → {p.verdict}" for p in parts)
     depths = sorted({e.depth for e in data.effects})
     direction = trend_word(data.interaction_trend, grows_when="above")
@@ -405,22 +411,19 @@ def c19(ctx: Context) -> Finding:
         f"is confirmed only within δ/2 of it): {graded}. Largest stable peak lr: "
         f"{stability_text(data, 'sweep', stable.depth)}. Failures (counted apart): pre-norm "
         f"{pre_f}/{pre_n}; post-norm {post_cold}/{post_cold_n} without warmup, "
-        f"{post_warm}/{post_warm_n} with. At initialisation (xavier) the post-norm first "
-        f"layer's gradient changes with depth at log-log slope "
-        f"{ci_text(post.slope_first_ci, 2, '')}.{trend_en}" + scale_en,
+        f"{post_warm}/{post_warm_n} with.{probe_en}{trend_en}" + scale_en,
         f"深度 {effect.depth}、至多 {data.seeds} 个种子，按种子配对，各组用各自的峰值学习率（{fair_zh}；"
         f"调得的学习率在损失对比中留下的偏差（对数学习率上过所选点及其两邻点的抛物线）：{bias_text}；"
         f"只有偏差不超过 δ/2 时损失对比才可成立）：{graded}。"
         f"最大稳定峰值学习率：{stability_text(data, 'sweep', stable.depth, zh=True)}。失败（单独计数）："
         f"Pre-Norm {pre_f}/{pre_n}；Post-Norm 无 warmup {post_cold}/{post_cold_n}，有 warmup "
-        f"{post_warm}/{post_warm_n}。初始化时（xavier）Post-Norm 第一层梯度随深度变化的双对数斜率为 "
-        f"{ci_text(post.slope_first_ci, 2, '')}。{trend_zh}" + scale_zh,
+        f"{post_warm}/{post_warm_n}。{probe_zh}{trend_zh}" + scale_zh,
         {"effect": asdict(effect), "stable_effect": asdict(stable),
          "interaction_trend": asdict(data.interaction_trend),
          "effects": [asdict(e) for e in data.effects], "failures": {"pre": [pre_f, pre_n],
                                                 "post_cold": [post_cold, post_cold_n],
                                                 "post_warm": [post_warm, post_warm_n]},
-         "post_slope_first": asdict(post.slope_first_ci),
+         "post_slope_first": None if post is None else asdict(post.slope_first_ci),
          "stability": [asdict(a) for a in data.stability if a.grid == "sweep"],
          "lr_tuning": [asdict(t) for t in data.lr_tuning], "fair_arms": fair,
          "lr_bias_nats": bias, "training": [asdict(c) for c in cells]},

@@ -564,7 +564,7 @@ def _bands(parts: list[BandPart], rule: Callable[[str, str, str], Rule]) -> dict
 
 # The claims measured on the ladder of sizes (`blocklab.experiments.ladder`): the same
 # registered rules grade each rung (C21 and C30 share the position suite's rungs).
-LADDER_CLAIMS = ("C16", "C18", "C21", "C30")
+LADDER_CLAIMS = ("C16", "C18", "C19", "C21", "C30")
 # Does the precision move C16's comparison? At the quick rung, each gated arm's gap to ReLU
 # trained in bfloat16 against the same gap in float32 on the same seeds (each precision's
 # whole pipeline: its own tuned rates), equal within C16's smallest effect: one part per arm,

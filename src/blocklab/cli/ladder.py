@@ -31,8 +31,8 @@ CHECK = "quick (fp32)"
 
 @app.command()
 def ladder(
-    claim: str = typer.Argument("C16", help="The claim whose ladder to run: C16, C18, C21 or "
-                                "C30 (C21 and C30 share the position suite's rungs)."),
+    claim: str = typer.Argument("C16", help="The claim whose ladder to run: C16, C18, C19, C21 "
+                                "or C30 (C21 and C30 share the position suite's rungs)."),
     results: str = typer.Option("runs", "--results", metavar="DIR",
                                  help="Results folder, shared with `suite`, `claims` and "
                                       "`report` (resumable); the ladder's own files go to "
@@ -55,8 +55,8 @@ def ladder(
     no_progress: bool = typer.Option(False, "--no-progress", help="Hide the progress bar."),
 ) -> None:
     """Measure a claim on a ladder of sizes: the same registered comparison at 1×, 4×, 16×
-    and 64× the quick size's training compute (C16: every arm tuned at every rung; C18, C21,
-    C30: the quick size's registered lr), each rung's parts decided by the engine, the
+    and 64× the quick size's training compute (C16, C19: every arm tuned at every rung; C18,
+    C21, C30: the quick size's registered lr), each rung's parts decided by the engine, the
     effect fitted against compute, and the published results drawn at their own compute.
     Writes DIR/ladder/<claim>.json and <claim>.png.
 
@@ -223,14 +223,14 @@ def _report(claim: str, out: Path, chosen: dict[str, str], seed_offset: int, as_
 
 
 def _print_ladder(doc: dict, folder: Path, claim: str) -> None:
-    from blocklab.claims.ladder import UNITS, precision_line, rung_line, trend_line
+    from blocklab.claims.ladder import precision_line, rung_line, trend_line
 
     out = console()
     out.print(f"{claim} on the ladder ({doc['rule']}):")
     for rung in doc["rungs"]:
         out.print("  " + rung_line(rung))
     for trend in doc["trends"]:
-        out.print("  " + trend_line(trend, doc["anchors"], unit=UNITS[claim]))
+        out.print("  " + trend_line(trend, doc["anchors"]))
     check = precision_line(doc["precision_check"])
     if check:
         out.print("  " + check)

@@ -229,7 +229,9 @@ def fig_ladder(doc: dict[str, Any]) -> bytes | None:
         ax.axhline(0, color="grey", lw=1)
         ax.set_xscale("log")
         ax.set_xlabel("training compute (FLOPs, 6 · parameters · tokens)")
-        ax.set_title(f"{name} − relu" if doc["claim"] == "C16" else name, fontsize=9)
+        unit = trend.get("unit", "%")
+        ax.set_title(f"{name} − relu" if doc["claim"] == "C16" else
+                     f"{name} ({unit})" if doc["claim"] == "C19" else name, fontsize=9)
         ax.grid(True, alpha=0.3)
     for k in range(len(names), rows * cols):
         axes[k // cols, k % cols].set_visible(False)
@@ -1215,7 +1217,7 @@ FIGURES: dict[str, tuple[Callable[[dict[str, Any]], bytes | None],
     # a claim's ladder of sizes (`blocklab ladder`), in its ledger row
     **{f"ladder_{claim}": (functools.partial(_ladder_figure, claim_id=claim),
                            functools.partial(_ladder_command, claim_id=claim))
-       for claim in ("C16", "C18", "C21", "C30")},
+       for claim in ("C16", "C18", "C19", "C21", "C30")},
 }
 
 

@@ -82,6 +82,7 @@ The package, one job a module (each imports only those listed above it):
 
 from __future__ import annotations
 
+from blocklab.experiments.ladder import RUNGS
 from blocklab.experiments.suites.base import Suite
 from blocklab.experiments.suites.placement.configs import lr_area, train_config
 from blocklab.experiments.suites.placement.configs import scale as placement_scale
@@ -150,5 +151,6 @@ SUITE = Suite("placement", "pre vs post vs sandwich norm: gradients at init and 
               figures=("placement_training", "placement_gradients"),
               # C19's and C36's registered rules need four paired seeds (blocklab.claims).
               scale=placement_scale, shape=placement_shape, metric_version=METRIC_VERSION,
-              default_seeds={"tiny": 1, "quick": 4, "full": 5}, tune=tune,
+              default_seeds={"tiny": 1, "quick": 4, "full": 5, **dict.fromkeys(RUNGS, 4)},
+              tune=tune,
               precisions=("fp32", "bf16"), price=price)

@@ -5,8 +5,9 @@ the constants every part shares."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from blocklab.experiments import ladder
 from blocklab.experiments.suites.evaluation import FINAL_EVAL_FRACTION
 from blocklab.experiments.suites.tuning import LrGrid, rounded
 
@@ -188,3 +189,45 @@ SIZES = {
 def arm_name(placement: str, depth: int, warmup: int) -> str:
     """A training arm's tuning name: "<placement>/<depth>/<warmup>"."""
     return f"{placement}/{depth}/{warmup}"
+
+
+def _pre_params(training: Training, d_model: int) -> int:
+    """The pre-norm model's exact parameters at `d_model`, part (b)'s depth and heads' width."""
+    from blocklab.budget.params import count_params
+    from blocklab.config import ModelConfig
+
+    head = training.d_model // training.n_heads
+    return count_params(ModelConfig(vocab_size=256, d_model=d_model,
+                                    n_layers=max(training.depths), n_heads=d_model // head,
+                                    placement="pre", max_seq_len=training.seq_len)).total
+
+
+def rung(name: str, base: Size) -> Size:
+    """`base` (the quick size) grown to ladder rung `name` by `blocklab.experiments.ladder`'s
+    rule, on what C19 reads (part (b)'s training grid and its largest-stable-lr sweep): width
+    and batch × √2 a rung at depth 12 and heads of 16, the training steps filling
+    `ladder.multiple(name)` × the base's 6 · parameters · tokens (the pre-norm model's), and
+    every length in steps (warmups, evaluation interval, the sweep's runs) keeping its share.
+    Each training arm is tuned at every rung (the base's grid, grown at an edge); the sweep's
+    lr ladder is the base's moved down by the width ratio, base d / d (Adam's largest stable
+    lr for hidden weights ∝ 1 / width, Yang et al. 2022, "Tensor Programs V", Table 3), so
+    the answers stay on it. No probe (part (a)) and no deep stacks (C36): not on the ladder."""
+    t, sweep = base.training, base.sweep
+    head = t.d_model // t.n_heads
+    d, b, n = ladder.grown(name, t.d_model, t.batch_size, t.steps, head,
+                           lambda width: _pre_params(t, width), t.seq_len)
+
+    def share(k: int) -> int:
+        return max(1, round(k * n / t.steps)) if k else 0
+
+    training = replace(t, d_model=d, n_heads=d // head, batch_size=b, steps=n,
+                       warmups=tuple(share(w) for w in t.warmups),
+                       eval_every=share(t.eval_every))
+    swept = replace(sweep, d_model=d, n_heads=d // head, batch_size=b, steps=share(sweep.steps),
+                    warmup=share(sweep.warmup), lr_min=rounded(sweep.lr_min * t.d_model / d))
+    return replace(base, probe=replace(base.probe, placements=()), training=training,
+                   sweep=swept, deep=replace(base.deep, placements=()))
+
+
+# The ladder's rungs (C19): the quick size at 4×, 16× and 64× its training compute.
+SIZES.update({name: rung(name, SIZES[ladder.BASE]) for name in ladder.RUNGS})
