@@ -123,8 +123,10 @@ def test_a_claim_of_at_most_t_moves_towards_it_as_its_effect_falls(monkeypatch, 
     an effect growing 2 points a rung moves away from it, and the line reaches 5 at 1.5
     rungs; no precision check (C16's alone)."""
     part = "RoPE works at 2×"
-    _fake_rungs(monkeypatch, "C21", {"quick": {part: 2.0}, "rung1": {part: 4.0},
-                                     "rung2": {part: 6.0}}, sd=0.5)
+    alibi = "ALiBi works at 2×"  # flat within its spread
+    _fake_rungs(monkeypatch, "C21", {"quick": {part: 2.0, alibi: 0.1},
+                                     "rung1": {part: 4.0, alibi: 0.0},
+                                     "rung2": {part: 6.0, alibi: 0.2}}, sd=0.5)
     doc = ladder_dict(read_ladder("C21", tmp_path, {}))
     trend = next(t for t in doc["trends"] if t["part"] == part)
     assert trend["fit"]["slope"] == pytest.approx(2.0) and trend["direction"] == "shrinks"
@@ -138,6 +140,10 @@ def test_a_claim_of_at_most_t_moves_towards_it_as_its_effect_falls(monkeypatch, 
     assert "moves away from the claim" in line
     # Press et al. give no training compute: named with its reading, not placed on the axis
     assert "Press et al. 2021 (its training compute not given): +2.1%" in line
+    flat = next(t for t in doc["trends"] if t["part"] == alibi)
+    assert flat["direction"] == "unresolved"
+    assert ("where the line would reach the page's +5% is unresolved (the slope's interval "
+            "includes 0)") in ladder_module.trend_line(flat, doc["anchors"])
     assert fig_ladder(doc).startswith(b"\x89PNG")  # ten panels on three rows
 
 
@@ -167,7 +173,8 @@ def test_a_claim_of_no_difference_has_a_band_and_its_analytic_parts_no_trend(
     assert "both norms at the registered lr 0.003" in doc["rule"]
     line = ladder_module.trend_line(trend, doc["anchors"])
     assert line.startswith("nearly the same quality: +0.0100 nats per 4× training compute")
-    assert "drifts away from no difference" in line
+    assert "drifts as compute grows" in line
+    assert "would reach the claimed band's edge +0.02 nats 2.0 rungs above quick" in line
     assert fig_ladder(doc).startswith(b"\x89PNG")
 
 

@@ -251,8 +251,8 @@ def _band(part_rule: Rule) -> list[float] | None:
 
 _DIRECTION = {"grows": ("moves towards the claim as compute grows", "随算力增长向论断方向移动"),
               "shrinks": ("moves away from the claim as compute grows", "随算力增长远离论断"),
-              "drifts": ("drifts away from no difference as compute grows",
-                         "随算力增长偏离无差异"),
+              "drifts": ("drifts as compute grows (a claimed band: its slope's interval "
+                         "excludes 0)", "随算力增长而漂移（登记区间：斜率区间不含 0）"),
               "unresolved": ("shows no resolved trend", "无可分辨的趋势")}
 
 
@@ -317,18 +317,23 @@ def trend_line(trend: dict, papers: list[dict], lang: str = "en") -> str:
                 f"{fit['slope_high']:+.{digits}f}] (95% CI, {fit['n']} seeds on {fit['rungs']} "
                 f"rungs): the effect {words}")
         meeting = trend["meeting"]
+        edge = (("登记区间的边界 " if zh else "the claimed band's edge ") if trend.get("band")
+                else ("页面的 " if zh else "the page's "))
         if meeting and meeting["behind"]:
             text += ("；直线只在最小一级之下才到达 " if zh else
                      "; the line crosses ") + f"{meeting['threshold']:+g}{u}" + (
                 "" if zh else " only below the smallest rung")
+        elif meeting and meeting["at"] is not None and meeting["low"] is None:
+            text += (f"；斜率区间含 0，无法确定直线何处到达{edge}{meeting['threshold']:+g}{u}"
+                     if zh else f"; where the line would reach {edge}"
+                     f"{meeting['threshold']:+g}{u} is unresolved (the slope's interval "
+                     "includes 0)")
         elif meeting and meeting["at"] is not None:
-            span = ((f"[{meeting['low']:.1f}, {meeting['high']:.1f}]") if meeting["low"] is not
-                    None else ("无界：斜率区间含 0" if zh else "unbounded: the slope's interval "
-                               "includes 0"))
             extra = ("，外推" if zh else ", an extrapolation") if meeting["extrapolated"] else ""
-            text += (f"；直线在 quick 之上 {meeting['at']:.1f} 级到达页面的 "
+            span = f"[{meeting['low']:.1f}, {meeting['high']:.1f}]"
+            text += (f"；直线在 quick 之上 {meeting['at']:.1f} 级到达{edge}"
                      f"{meeting['threshold']:+g}{u}（{span}{extra}）" if zh else
-                     f"; the line would reach the page's {meeting['threshold']:+g}{u} "
+                     f"; the line would reach {edge}{meeting['threshold']:+g}{u} "
                      f"{meeting['at']:.1f} rungs above quick ({span}{extra})")
     shown = [f"{p['source'].split(',')[0]} "
              + (f"{'于' if zh else 'at'} {flops_text(p['flops'])} FLOPs" if p.get("flops") else

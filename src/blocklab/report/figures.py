@@ -212,16 +212,14 @@ def fig_ladder(doc: dict[str, Any]) -> bytes | None:
                 xs = [start + (stop - start) * k / 40 for k in range(41)]
                 ys = [fit["intercept"] + fit["slope"] * x for x in xs]
                 ax.plot([base * 4 ** x for x in xs], ys, style, color="C0", lw=1.2,
-                        label=("fit over the rungs" if style == "-" else "extrapolated")
-                        if ax is first else None)
+                        label="fit over the rungs" if style == "-" else "extrapolated")
         band = trend.get("band")
         if band:
             ax.axhspan(band[0], band[1], color="red", alpha=0.1,
-                       label="the page's statement (no difference: its band)"
-                       if ax is first else None)
+                       label="the page's statement (its band)")
         elif trend["boundary"] is not None:
             ax.axhline(trend["boundary"], color="red", lw=1, alpha=0.6,
-                       label="the page's statement (its boundary)" if ax is first else None)
+                       label="the page's statement (its boundary)")
         for j, paper in enumerate(papers):
             if name in paper["effects"]:
                 ax.plot([paper["flops"]], [paper["effects"][name]], MARKERS[(j + 6) % 8],
