@@ -75,8 +75,8 @@ class PartTrend:
     def direction(self, towards: float | None) -> str:
         """'grows' (the slope's interval lies wholly on the side `towards` (`towards`: the
         effect moves towards the claim as compute grows), 'shrinks' (wholly on the other
-        side), 'drifts' (a claim of no difference, `towards` None, whose slope's interval
-        excludes 0) or 'unresolved'."""
+        side), 'drifts' (a claimed band, `towards` None, whose slope's interval excludes 0)
+        or 'unresolved'."""
         if self.fit is None:
             return "unresolved"
         if towards is None:
@@ -89,7 +89,7 @@ class PartTrend:
 def towards(part_rule: Rule) -> float | None:
     """The sign of a slope that moves a part's effect towards its claim as compute grows: the
     claimed sign of an effect, − for a claim of "at most t", + for "at least t"; None for a
-    claim of no difference (an equivalence: its claim is the band around `claimed`)."""
+    claimed band (an equivalence: within ±margin of `claimed`, 0 for "no difference")."""
     if part_rule.test == "equivalence":
         return None
     if part_rule.test in ("at-most", "at-least"):
@@ -149,7 +149,7 @@ def read_ladder(claim_id: str, results: Path, precisions: dict[str, str],
 
 
 def _trend(part: str, part_rule: Rule, rungs: list[Rung], base: float | None) -> PartTrend:
-    # a claim of no difference: the band's upper edge until a slope says which way it leaves
+    # a claimed band: its upper edge until a slope says which way the line leaves it
     equivalence = part_rule.test == "equivalence"
     boundary = part_rule.claimed + part_rule.margin if equivalence else \
         claimed_boundary(part_rule)
@@ -243,7 +243,7 @@ def lr_rule(claim_id: str) -> str:
 
 
 def _band(part_rule: Rule) -> list[float] | None:
-    """The claim's band [low, high] for a claim of no difference (equivalence), else None."""
+    """The claim's band [low, high] for an equivalence (claimed ± margin), else None."""
     if part_rule.test != "equivalence":
         return None
     return [part_rule.claimed - part_rule.margin, part_rule.claimed + part_rule.margin]
