@@ -266,6 +266,15 @@ CAPTIONS: dict[str, tuple[str, str]] = {
                    "registered margin).",
                    "C18 的规模阶梯：每一级 RMSNorm 与 LayerNorm 的验证损失之差（其种子上的均值与 95% CI）随训练算力的变化，"
                    "过所有级种子的拟合直线（超出最高一级的虚线为外推），以及页面的“质量几乎相同”（红带：登记的容差）。"),
+    "ladder_C19": ("C19 on the ladder of sizes: each of the page's statements on where the norm "
+                   "sits (pre-norm without and with warmup, post-norm's need for warmup, its "
+                   "lower layers' gradients), at each rung (mean and 95% CI over its seeds) "
+                   "against training compute, each panel in its own unit, the line fitted "
+                   "through every rung's seeds (dashed past the top rung: an extrapolation) and "
+                   "the page's statement (red: its boundary or band).",
+                   "C19 的规模阶梯：页面关于归一化位置的各项说法（Pre-Norm 有无 warmup、Post-Norm 是否需要 warmup、"
+                   "其低层梯度），每一级（其种子上的均值与 95% CI）随训练算力的变化，各面板使用各自的单位，"
+                   "过所有级种子的拟合直线（超出最高一级的虚线为外推），以及页面的说法（红色：其边界或区间）。"),
     "ladder_C21": ("C21 on the ladder of sizes: each scheme's loss past the training length L "
                    "against sliding windows of L on the same tokens, at each multiple of L "
                    "registered, at each rung (mean and 95% CI over its seeds) against training "
