@@ -108,3 +108,70 @@ def test_claims_reads_what_its_request_names(tmp_path, received):
                  "--results", str(tmp_path)]) == 0
     (request,) = received["run_claims"]
     assert request == RunRequest(tmp_path, "tiny", 2, "bf16")
+
+
+# --- --device ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("command", [["suite", "ffn", "--tiny"], ["report", "--tiny"],
+                                     ["ladder", "C16", "--budget", "1"]])
+@pytest.mark.parametrize("device, message", [
+    ("cuda", "error: --device cuda is not allowed here: this PyTorch ({version}) sees no CUDA "
+             "device; use 'cpu'"),
+    ("tpu", "error: --device 'tpu' is not allowed; expected cpu, cuda or cuda:<index>"),
+])
+def test_a_device_this_machine_lacks_is_one_line_before_any_work(tmp_path, capfd, command,
+                                                                 device, message):
+    import torch
+
+    if device == "cuda" and torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")  # the refusal is what is tested here
+    runs = tmp_path / "runs"
+    code = main([*command, "--device", device, "--results", str(runs), "--no-progress",
+                 *(["--out", str(tmp_path / "out")] if command[0] == "report" else [])])
+    assert code == 2
+    assert capfd.readouterr().err == message.format(version=torch.__version__) + "\n"
+    assert not runs.exists() and not (tmp_path / "out").exists()
+
+
+@pytest.fixture
+def cuda_present(monkeypatch):
+    """The trainer's device check answering as on a machine with a GPU."""
+    from blocklab.experiments import trainer
+
+    monkeypatch.setattr(trainer, "check_device", lambda device: None)
+
+
+def test_report_hands_the_device_to_its_one_request(tmp_path, received, cuda_present):
+    code = main(["report", "--tiny", "--device", "cuda:0", "--results", str(tmp_path / "runs"),
+                 "--out", str(tmp_path / "out"), "--no-progress"])
+    assert code == 0
+    (request,) = received["run_suites"]
+    assert request == RunRequest(tmp_path / "runs", "tiny", 0, "fp32", 0.0, "cuda:0")
+    assert received["build_report"][0] is request
+
+
+def test_a_rendered_report_reads_and_needs_no_device(tmp_path, received):
+    """--no-run trains nothing, so a device this machine lacks is not checked there."""
+    assert main(["report", "--tiny", "--no-run", "--device", "cuda", "--results",
+                 str(tmp_path / "runs"), "--out", str(tmp_path / "out")]) == 0
+    assert received["build_report"][0].device == "cpu"
+
+
+@pytest.mark.parametrize("command", [["suite", "ffn", "--tiny"], ["report", "--tiny"],
+                                     ["ladder", "C16"]])
+def test_runs_on_a_gpu_go_one_after_another(tmp_path, capfd, cuda_present, command):
+    code = main([*command, "--device", "cuda", "--jobs", "2", "--results",
+                 str(tmp_path / "runs")])
+    assert code == 2
+    assert capfd.readouterr().err == ("error: --jobs 2 is not allowed with --device cuda: runs "
+                                      "on a GPU go one after another in this process; expected "
+                                      "--jobs 1 or none\n")
+
+
+def test_the_ladder_on_a_gpu_trains_bf16_and_says_its_prices_are_this_cpus(tmp_path, capfd,
+                                                                           cuda_present):
+    assert main(["ladder", "C16", "--plan", "--device", "cuda", "--results",
+                 str(tmp_path / "runs")]) == 0
+    captured = capfd.readouterr()
+    assert "quick: bf16 on cuda (its bf16 units; not timed here)" in captured.err
+    assert "The prices are this CPU's; on cuda the rungs run one after another" in \
+        " ".join(captured.out.split())

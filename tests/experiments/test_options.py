@@ -35,6 +35,11 @@ SIZES = r"\['tiny', 'quick', 'full', 'rung1', 'rung2', 'rung3'\]"
      r"^precision='fp16' is not allowed; expected one of \['fp32', 'bf16'\]$"),
     ({"backend": "fused"},
      r"^backend='fused' is not allowed; expected one of \['reference', 'fast', 'compiled'\]$"),
+    ({"device": "tpu"}, r"^device 'tpu' is not allowed; expected cpu, cuda or cuda:<index>$"),
+    ({"device": "cuda:x"}, r"^device 'cuda:x' is not allowed; expected cpu, cuda or "),
+    ({"device": "cuda:"}, r"^device 'cuda:' is not allowed"),
+    ({"device": "cpu:0"}, r"^device 'cpu:0' is not allowed"),
+    ({"device": None}, r"^device None is not allowed"),
 ])
 def test_a_bad_option_is_an_input_error_naming_it_and_what_is_allowed(kwargs, message):
     assert issubclass(InputError, ValueError)
@@ -180,6 +185,7 @@ def test_options_need_no_torch():
     ({"budget_s": float("nan")}, r"^budget_s=nan is not allowed"),
     ({"budget_s": "600"}, r"^budget_s='600' is not allowed"),
     ({"budget_s": True}, r"^budget_s=True is not allowed"),
+    ({"device": "gpu"}, r"^device 'gpu' is not allowed; expected cpu, cuda or cuda:<index>$"),
 ])
 def test_a_bad_request_is_one_input_error_line_naming_it_and_what_is_allowed(kwargs, message):
     from blocklab.experiments.options import RunRequest
@@ -235,3 +241,52 @@ def test_a_request_needs_no_torch():
             "assert 'torch' not in sys.modules, 'torch'")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+def test_the_device_reaches_every_suites_options_and_each_trainconfig_but_no_folder():
+    """A request's device is its suites' options' device, and `TrainConfig.for_run` (where
+    every suite builds its training) carries it; a run's identity and folder ignore it."""
+    from blocklab.experiments.options import RunRequest
+    from blocklab.experiments.results import run_id, train_identity
+    from blocklab.experiments.trainer import TrainConfig
+
+    trains = _suite(("fp32", "bf16"))
+    gpu = RunRequest(Path("runs"), "quick", device="cuda:1")
+    options = gpu.options(trains)
+    assert options == RunOptions("quick", range(3), device="cuda:1")
+    assert options.folder() == RunRequest(Path("runs"), "quick").options(trains).folder()
+    tc = TrainConfig.for_run(options, 4, steps=10)
+    assert (tc.device, tc.seed, tc.steps) == ("cuda:1", 4, 10)
+    cpu = TrainConfig.for_run(RunOptions("quick", range(3)), 4, steps=10)
+    assert train_identity(tc) == train_identity(cpu)
+    assert run_id({"d": 1}, tc, "x") == run_id({"d": 1}, cpu, "x")
+    # a suite that measures this CPU's float32 kernels (norm-cost, quantize) stays on it
+    assert gpu.device_of(_suite()) == "cpu" and gpu.options(_suite()).device == "cpu"
+
+
+def test_every_suite_builds_its_trainconfigs_through_for_run():
+    """No suite trains from a TrainConfig it constructs itself, so the device (and every other
+    run option) cannot miss one of its runs. Two build one for what is not a training run:
+    norm-cost's timed steps (a measurement of this CPU, in float32 on the fast backend, as its
+    payload says) and placement's lr schedule sums (arithmetic)."""
+    not_training = {"norm_cost/step.py": "time_training_steps",
+                    "placement/configs.py": "lr_area"}
+    import ast
+
+    import blocklab.experiments.suites as suites_package
+
+    root = Path(suites_package.__file__).parent
+    direct = []
+    for path in sorted(root.rglob("*.py")):
+        for function in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef | ast.Module):
+                continue
+            for node in ast.walk(function):
+                called = getattr(node, "func", None)
+                name = getattr(called, "id", getattr(called, "attr", None))
+                if isinstance(node, ast.Call) and name == "TrainConfig" \
+                        and not isinstance(function, ast.Module):
+                    direct.append((path.relative_to(root).as_posix(), function.name))
+    assert sorted(set(direct)) == sorted(not_training.items())
+    uses = [p for p in root.rglob("*.py") if "TrainConfig.for_run(" in p.read_text("utf-8")]
+    assert len(uses) >= 6  # ffn, width, placement, position, norm-cost, quantize

@@ -173,6 +173,34 @@ def jobs_executor(jobs: int | None):
     return ParallelExecutor(usable_cores() if jobs is None else check_threads(jobs, "--jobs"))
 
 
+DEVICE_OPTION = typer.Option("cpu", "--device",
+                             help="Where the models train: cpu, cuda or cuda:<index> (on a "
+                                  "GPU, bf16 is the same mixed precision on its bf16 units and "
+                                  "attention is PyTorch's fused kernel). Runs on cuda go one "
+                                  "after another in this process; each records its device.")
+
+
+def check_device_option(device: str, jobs: int | None) -> None:
+    """`--device` named right and present on this machine, before any work (exit 2 with one
+    line otherwise); on a GPU the runs share it one after another, so --jobs above 1 is
+    refused there."""
+    from blocklab.experiments.options import check_device_name
+
+    check_device_name(device, "--device")
+    if device == "cpu":
+        return
+    if jobs is not None and jobs != 1:
+        raise InputError(f"--jobs {jobs} is not allowed with --device {device}: runs on a GPU "
+                         "go one after another in this process; expected --jobs 1 or none")
+    from blocklab.experiments.trainer import check_device
+
+    try:
+        check_device(device)
+    except InputError as missing:  # said as the option the user wrote
+        raise InputError(str(missing).replace(f"TrainConfig.device={device!r}",
+                                              f"--device {device}")) from None
+
+
 def check_seed_offset_option(seed_offset: int) -> int:
     """`--seed-offset` checked before any work, the error naming the option as written."""
     from blocklab.experiments.options import MAX_SEED_OFFSET

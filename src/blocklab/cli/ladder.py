@@ -4,7 +4,8 @@ each rung decided by the engine, the trend fitted and the papers beside it.
 The rungs are suite sizes (`quick`, `rung1`, `rung2`, `rung3`: 1×, 4×, 16×, 64× the quick
 size's training compute, `blocklab.experiments.ladder`), so each is run, stored and resumed
 as `blocklab suite <suite> --size <rung>` would; the precision of each is the faster one on
-this CPU at the rung's shape (`--precision auto`, timed once and kept) unless given.
+this CPU at the rung's shape (`--precision auto`, timed once and kept) unless given; with
+`--device cuda` the rungs train on the GPU in bf16, one run after another.
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ from pathlib import Path
 import typer
 
 from blocklab.cli import (
+    DEVICE_OPTION,
     app,
+    check_device_option,
     check_seed_offset_option,
     console,
     fail,
@@ -53,6 +56,7 @@ def ladder(
                                   "cores)."),
     as_json: bool = typer.Option(False, "--json", help="Print the ladder as JSON."),
     no_progress: bool = typer.Option(False, "--no-progress", help="Hide the progress bar."),
+    device: str = DEVICE_OPTION,
 ) -> None:
     """Measure a claim on a ladder of sizes: the same registered comparison at 1×, 4×, 16×
     and 64× the quick size's training compute (C16, C19: every arm tuned at every rung; C18,
@@ -74,7 +78,9 @@ def ladder(
         raise fail(f"--budget {budget!r} is not allowed; expected minutes, a finite number "
                    ">= 0")
     check_seed_offset_option(seed_offset)
-    run_on = jobs_executor(jobs)  # --jobs checked before any work
+    if not plan:  # where the rungs will train: named right and present here
+        check_device_option(device, jobs)
+    run_on = jobs_executor(1 if device != "cpu" else jobs)  # --jobs checked before any work
     from blocklab.claims.catalogue import SUITE_OF
     from blocklab.claims.ladder import PRECISION_CHECKED, SIZES
     from blocklab.cli.paths import output_folder
@@ -84,7 +90,11 @@ def ladder(
     from blocklab.experiments.suites.base import PLANNED_RULES
 
     suite = get_suite(SUITE_OF[claim])
-    chosen = {size: _precision(suite, size, precision) for size in SIZES}
+    if device != "cpu" and "bf16" not in suite.precisions:
+        typer.echo(f"--device {device}: suite {suite.name} measures this CPU's float32 "
+                   "kernels; its rungs run on the CPU", err=True)
+        device, run_on = "cpu", jobs_executor(None)
+    chosen = {size: _precision(suite, size, precision, device) for size in SIZES}
     options = [RunOptions.for_suite(suite, size, seed_offset=seed_offset, precision=p)
                for size in SIZES for p in dict.fromkeys((chosen[size], "fp32"))]
     # Before any run: every folder the rungs and the ladder's own files go into.
@@ -93,12 +103,13 @@ def ladder(
               for folder in dict.fromkeys((o.folder(), o.folder(tuning=True),
                                            o.folder(longer=True)))]
     out = output_folder(results, "--results", files)
-    workers = usable_cores() if jobs is None else jobs
-    requests = {size: RunRequest(out, size, seed_offset, chosen[size]) for size in SIZES}
+    workers = 1 if device != "cpu" else usable_cores() if jobs is None else jobs
+    requests = {size: RunRequest(out, size, seed_offset, chosen[size], device=device)
+                for size in SIZES}
     if claim in PRECISION_CHECKED and chosen["quick"] == "bf16":  # the quick rung in fp32 too
-        requests[CHECK] = RunRequest(out, "quick", seed_offset, "fp32")
+        requests[CHECK] = RunRequest(out, "quick", seed_offset, "fp32", device=device)
     prices = _prices(requests, suite.name, workers)
-    _print_plan(suite.name, requests, prices, workers)
+    _print_plan(suite.name, requests, prices, workers, device)
     if plan:
         return
     started = time.monotonic()
@@ -106,14 +117,17 @@ def ladder(
     _report(claim, out, chosen, seed_offset, as_json, ran)
 
 
-def _precision(suite, size: str, asked: str) -> str:
-    """The rung's precision: as asked, or for auto the faster one on this CPU (said on
-    stderr)."""
+def _precision(suite, size: str, asked: str, device: str = "cpu") -> str:
+    """The rung's precision: as asked, or for auto the faster one on this CPU, bf16 on a GPU
+    (said on stderr)."""
     if asked != "auto":
         return asked
     if suite.shape is None or "bf16" not in suite.precisions:
         typer.echo(f"{size}: fp32 (suite {suite.name} measures float32 only)", err=True)
         return "fp32"
+    if device != "cpu":
+        typer.echo(f"{size}: bf16 on {device} (its bf16 units; not timed here)", err=True)
+        return "bf16"
     from blocklab.experiments.step_precision import suite_precision
 
     choice = suite_precision(suite.shape(size))
@@ -136,7 +150,7 @@ def _prices(requests, suite: str, workers: int) -> dict[str, tuple[float, int, i
     return out
 
 
-def _print_plan(suite: str, requests, prices, workers: int) -> None:
+def _print_plan(suite: str, requests, prices, workers: int, device: str = "cpu") -> None:
     from rich.table import Table
 
     from blocklab.experiments.estimate import hours
@@ -160,6 +174,9 @@ def _print_plan(suite: str, requests, prices, workers: int) -> None:
     console().print(f"Every rung still to run: about {hours(total)} wall on this machine"
                     + (f" ({CHECK}: the quick rung again in float32, for the precision check)"
                        if CHECK in requests else "") + ".")
+    if device != "cpu":  # the calibration times this CPU, one thread a run
+        console().print(f"The prices are this CPU's; on {device} the rungs run one after "
+                        "another and faster, so --budget is a bound, not a forecast there.")
 
 
 def _run_rungs(suite: str, requests, prices, budget: float | None, started: float, run_on,

@@ -1,7 +1,7 @@
 """`blocklab report`: run the missing suite results, then write one self-contained HTML page.
 
 The options are checked and turned into one `RunRequest` (results folder, size, seed offset,
-precision, budget) before any work; that request is passed whole to the suites
+precision, budget, device) before any work; that request is passed whole to the suites
 (`run_suites`), the sequential design (`plan_budget`, `run_looks`), the estimate (`--plan`)
 and the report (`build_report`), so each reads and runs the same thing.
 """
@@ -17,10 +17,12 @@ import typer
 from blocklab.cli import (
     ADDRESS_OPTION,
     CPUS_PER_RUN_OPTION,
+    DEVICE_OPTION,
     EXECUTOR_OPTION,
     GPUS_PER_RUN_OPTION,
     NO_WAIT_OPTION,
     app,
+    check_device_option,
     check_precision_option,
     check_seed_offset_option,
     chosen_executor,
@@ -72,6 +74,7 @@ def report(
                                  help="Wall-clock minutes for the run: seeds are added, look by "
                                       "look, to the arms of parts still undecided while they "
                                       "fit (default: tiny 0, quick 20, full no limit)."),
+    device: str = DEVICE_OPTION,
 ) -> None:
     """Write OUT/index.html (plots embedded, opens from disk) and OUT/report.json: the claims
     ledger, the FFN, normalization, placement, position and deployment sections.
@@ -101,6 +104,10 @@ def report(
     language = resolve_lang(lang)
     check_seed_offset_option(seed_offset)
     check_precision_option(precision)
+    if not (no_run or plan):  # where models will train: named right and present here
+        check_device_option(device, jobs if executor == "process" else None)
+        if device != "cpu" and executor == "process":
+            jobs = 1
     if precision != "fp32" and budget:
         from blocklab.cli import fail
 
@@ -109,7 +116,8 @@ def report(
     budget_s = 0.0 if precision != "fp32" else budget_seconds(budget, size)
     # What to run and read, built once: the suites, the sequential design, the estimate and
     # the report are all handed this one request.
-    request = RunRequest(Path(results), size, seed_offset, precision, budget_s)
+    request = RunRequest(Path(results), size, seed_offset, precision, budget_s,
+                         "cpu" if no_run or plan else device)
     run_on = chosen_executor(executor, jobs, address, cpus_per_run, gpus_per_run)
     # Before any work: --out (unless --plan, which writes nothing) and, where suites will
     # run, every folder they write under --results.
@@ -122,7 +130,7 @@ def report(
         print_plan(request, jobs)
         return
     if not no_run:
-        warn_if_bf16_emulated(precision)  # one line on stderr; the suites still run
+        warn_if_bf16_emulated(precision, device)  # one line on stderr; the suites still run
     start = time.perf_counter()
     errors = {}
     record = None

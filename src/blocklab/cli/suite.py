@@ -9,10 +9,12 @@ import typer
 from blocklab.cli import (
     ADDRESS_OPTION,
     CPUS_PER_RUN_OPTION,
+    DEVICE_OPTION,
     EXECUTOR_OPTION,
     GPUS_PER_RUN_OPTION,
     NO_WAIT_OPTION,
     app,
+    check_device_option,
     check_seed_offset_option,
     chosen_executor,
     chosen_size,
@@ -66,6 +68,7 @@ def suite(
                                  help="Then add seeds, look by look, to the arms of the claim "
                                       "parts this suite leaves undecided, within this many "
                                       "minutes of wall time (as `report --budget`)."),
+    device: str = DEVICE_OPTION,
 ) -> None:
     """Run a suite of seeded experiments; runs stored under --results are reused when their
     provenance matches this code and machine, and run again otherwise.
@@ -91,6 +94,7 @@ def suite(
         typer.echo("warning: `suite --out` is deprecated and will be removed; use --results "
                    "(the results folder in every command)", err=True)
     check_seed_offset_option(seed_offset)
+    check_device_option(device, jobs if executor == "process" else None)
     if budget is not None and (seeds is not None or precision not in ("fp32", "auto")):
         from blocklab.cli import fail
 
@@ -101,25 +105,30 @@ def suite(
     from blocklab.experiments.options import RunOptions, RunRequest
 
     if precision == "auto":
-        precision = auto_precision(chosen, size, budget is not None)
+        precision = auto_precision(chosen, size, budget is not None, device)
 
     # Every option a run reads, checked once here and passed on as one value (a precision
     # this suite does not train in is refused).
+    if device != "cpu" and "bf16" not in chosen.precisions:
+        typer.echo(f"--device {device}: suite {chosen.name} measures this CPU's float32 "
+                   "kernels; it runs on the CPU", err=True)
+        device = "cpu"
     options = RunOptions.for_suite(chosen, size, seeds, seed_offset=seed_offset,
-                                   precision=precision)
+                                   precision=precision, device=device)
     # Before any run: every folder the suite writes into, `<results>/<suite>/<size>/` and its
     # tuning and longer-run folders too, not only the results folder itself.
     out = results_folder(out if old_out is None else old_out,
                          "--results" if old_out is None else "--out", {chosen.name: options})
-    run_on = chosen_executor(executor, jobs, address, cpus_per_run, gpus_per_run)
-    warn_if_bf16_emulated(options.precision)  # one line on stderr; the suite still runs
+    run_on = chosen_executor(executor, 1 if device != "cpu" and executor == "process" else jobs,
+                             address, cpus_per_run, gpus_per_run)
+    warn_if_bf16_emulated(options.precision, device)  # one line on stderr; the suite still runs
     from blocklab.claims.sequential import recorded_rules
     from blocklab.cli.report import budget_seconds, run_with_budget
 
     # The same options as one request, for the sequential design (--budget) and the rules
     # recorded beside the runs; 0 s of budget without --budget: the planned seeds only.
     request = RunRequest(out, size, seed_offset, options.precision,
-                         0.0 if budget is None else budget_seconds(budget, size))
+                         0.0 if budget is None else budget_seconds(budget, size), device)
     rules = recorded_rules(request).get(chosen.name)
     try:
         if budget is not None:
@@ -180,9 +189,10 @@ def _cell(value) -> str:
     return str(value)
 
 
-def auto_precision(suite, size: str, with_budget: bool) -> str:
+def auto_precision(suite, size: str, with_budget: bool, device: str = "cpu") -> str:
     """`--precision auto`: the precision whose training step at the suite's main shape is
-    faster on this CPU (float32 for a suite that trains in float32 only), said on stderr."""
+    faster on this CPU (float32 for a suite that trains in float32 only; bf16 on a GPU), said
+    on stderr."""
     from blocklab.cli import fail
     from blocklab.experiments.options import ALL_SIZES
 
@@ -192,6 +202,14 @@ def auto_precision(suite, size: str, with_budget: bool) -> str:
         typer.echo(f"--precision auto: fp32 (suite {suite.name} measures float32 only)",
                    err=True)
         return "fp32"
+    if device != "cpu":
+        if with_budget:
+            raise fail("--budget adds seeds to the planned seeds of float32 runs (what the "
+                       "ledger grades), and --precision auto is bf16 on a GPU; use "
+                       "--precision fp32 with --budget")
+        typer.echo(f"--precision auto: bf16 on {device} (its bf16 units; not timed here)",
+                   err=True)
+        return "bf16"
     from blocklab.experiments.step_precision import suite_precision
 
     choice = suite_precision(suite.shape(size))

@@ -50,6 +50,16 @@ def check_seed_offset(seed_offset: int) -> int:
     return seed_offset
 
 
+def check_device_name(device: str, what: str = "device") -> str:
+    """`device` if it names a device a run may train on, "cpu", "cuda" or "cuda:<index>";
+    InputError otherwise. Whether this machine has it is the trainer's `check_device`."""
+    kind, colon, index = device.partition(":") if isinstance(device, str) else ("", "", "")
+    if not (device == "cpu" or (kind == "cuda" and (not colon or index.isdigit()))):
+        raise InputError(f"{what} {device!r} is not allowed; expected cpu, cuda or "
+                         "cuda:<index>")
+    return device
+
+
 def seed_range(seeds: int, seed_offset: int = 0) -> range:
     """The seeds a suite runs: `seeds` of them from `seed_offset` on, each checked."""
     if isinstance(seeds, bool) or not isinstance(seeds, int) or not 1 <= seeds <= MAX_SEEDS:
@@ -88,14 +98,16 @@ class SuiteTraits(Protocol):
 @dataclass(frozen=True)
 class RunOptions:
     """What every run of one invocation shares: the suite `size`, the evaluation `seeds` (a
-    range: 0…n−1, or from a seed offset), the `precision` models train in and the `backend`
-    each op runs (`blocklab.nn.backends`). Checked when built; a bad value is an InputError
-    naming it and what is allowed."""
+    range: 0…n−1, or from a seed offset), the `precision` models train in, the `backend`
+    each op runs (`blocklab.nn.backends`) and the `device` models train on (like the backend,
+    it changes speed and rounding, not which run it is: `train_identity`). Checked when built;
+    a bad value is an InputError naming it and what is allowed."""
 
     size: str = "quick"
     seeds: range = range(1)
     precision: Precision = "fp32"
     backend: str = "fast"
+    device: str = "cpu"
 
     def __post_init__(self) -> None:
         if self.size not in ALL_SIZES:
@@ -109,11 +121,12 @@ class RunOptions:
         if self.backend not in BACKENDS:
             raise InputError(f"backend={self.backend!r} is not allowed; expected one of "
                              f"{list(BACKENDS)}")
+        check_device_name(self.device)
 
     @classmethod
     def for_suite(cls, suite: SuiteTraits, size: str = "quick", seeds: int | None = None, *,
                   seed_offset: int = 0, precision: str = "fp32",
-                  backend: str = "fast") -> RunOptions:
+                  backend: str = "fast", device: str = "cpu") -> RunOptions:
         """The options of `suite` at `size`: its default number of seeds for None, from
         `seed_offset` on; a precision the suite does not train in is refused here."""
         if size not in ALL_SIZES:
@@ -126,7 +139,7 @@ class RunOptions:
             raise InputError(f"suite {suite.name}: precision={precision!r} is not allowed; "
                              f"expected one of {list(suite.precisions)}")
         count = suite.default_seeds[size] if seeds is None else seeds
-        return cls(size, seed_range(count, seed_offset), precision, backend)
+        return cls(size, seed_range(count, seed_offset), precision, backend, device)
 
     @property
     def seed_offset(self) -> int:
@@ -167,6 +180,8 @@ class RunRequest:
     budget_s: the wall-clock seconds the sequential design may spend on further looks (None:
         no limit); 0, the default, runs the planned seeds only, as every command but `report`
         does (which passes --budget, or its size's `claims.sequential.DEFAULT_BUDGET_S`)
+    device: where the models train (cpu, cuda, cuda:<index>); it names no folder: a run's
+        results do not depend on it beyond rounding, and each run records it
 
     Checked when built: a bad value is a one-line InputError naming it and what is allowed."""
 
@@ -175,6 +190,7 @@ class RunRequest:
     seed_offset: int = 0
     precision: Precision = "fp32"
     budget_s: float | None = 0.0
+    device: str = "cpu"
 
     def __post_init__(self) -> None:
         if not isinstance(self.results, Path):  # a str names the same folder
@@ -184,6 +200,7 @@ class RunRequest:
                              f"{list(ALL_SIZES)}")
         check_seed_offset(self.seed_offset)
         check_precision(self.precision)
+        check_device_name(self.device)
         budget = self.budget_s
         if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int | float)
                                    or not math.isfinite(budget) or budget < 0):
@@ -196,11 +213,18 @@ class RunRequest:
         float32)."""
         return self.precision if self.precision in suite.precisions else "fp32"
 
+    def device_of(self, suite: SuiteTraits) -> str:
+        """Where `suite`'s models train: the request's device where the suite trains in bf16
+        too (ffn, placement, position, width), else this CPU (norm-cost and quantize measure
+        this CPU's float32 kernels and int8 paths)."""
+        return self.device if "bf16" in suite.precisions else "cpu"
+
     def options(self, suite: SuiteTraits) -> RunOptions:
         """`suite`'s options under this request: its default seeds from the seed offset, in
-        `precision_of(suite)`."""
+        `precision_of(suite)`, on `device_of(suite)`."""
         return RunOptions.for_suite(suite, self.size, seed_offset=self.seed_offset,
-                                    precision=self.precision_of(suite))
+                                    precision=self.precision_of(suite),
+                                    device=self.device_of(suite))
 
     def flags(self) -> str:
         """The options that name this request's folders: `--size tiny --seed-offset 1000`."""

@@ -186,9 +186,10 @@ class TrainConfig:
     @classmethod
     def for_run(cls, options: RunOptions, seed: int, **settings: Any) -> TrainConfig:
         """A suite run's training: its own `settings` (steps, lr, schedule, evaluation…) on
-        `seed`, in the precision and on the backend of the run's `options`. Every suite builds
-        its TrainConfigs here, so a run option reaches every run the same way."""
-        return cls(seed=seed, precision=options.precision, backend=options.backend, **settings)
+        `seed`, in the precision, on the backend and on the device of the run's `options`. Every
+        suite builds its TrainConfigs here, so a run option reaches every run the same way."""
+        return cls(seed=seed, precision=options.precision, backend=options.backend,
+                   device=options.device, **settings)
 
     def __post_init__(self) -> None:
         _int("steps", self.steps, 1)

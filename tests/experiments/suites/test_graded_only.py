@@ -202,9 +202,8 @@ def test_quantize_plans_the_timing_and_quality_runs(size):
 @pytest.mark.parametrize("size", ["tiny", "quick", "full"])
 @pytest.mark.parametrize("name", ["ffn", "placement", "norm-cost", "position"])
 def test_every_training_run_scores_its_sizes_fraction_of_the_validation_split(name, size):
-    from blocklab.experiments.suites.evaluation import FINAL_EVAL_FRACTION
-
     from blocklab.experiments.ladder import RUNGS
+    from blocklab.experiments.suites.evaluation import FINAL_EVAL_FRACTION
 
     # a rung scores what quick scores: an eighth, so its evaluation grows with its model only
     assert FINAL_EVAL_FRACTION == {"tiny": 0.0, "quick": 0.125, "full": 1.0,
