@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Any
 
 from blocklab.config import ModelConfig
@@ -48,6 +48,7 @@ def zero_gradient_fraction(model, batch) -> float:
         branch = ffn.gate_proj if hasattr(ffn, "gate_proj") else ffn.up_proj
         handles.append(branch.register_forward_hook(watch))
     try:
+        batch = batch.to(next(model.parameters()).device)
         logits = model(batch[:, :-1])  # [B, T, V]
         F.cross_entropy(logits.flatten(0, 1), batch[:, 1:].flatten()).backward()
     finally:
@@ -100,8 +101,11 @@ def time_arms(size: Size, options: RunOptions, arms: tuple[str, ...] = ARMS) -> 
     with torch_threads(1):
         for round_ in range(size.timing_rounds):
             for arm in arms:
-                tc = train_config(size, options, seed=0,
-                                  lr=size.lr_grid.base[len(size.lr_grid.base) // 2])
+                # this CPU's step time (perf_counter, no device sync): on the CPU whatever
+                # --device the models train on
+                tc = replace(train_config(size, options, seed=0,
+                                          lr=size.lr_grid.base[len(size.lr_grid.base) // 2]),
+                             device="cpu")
                 model = build_model(model_config(arm, size), tc)
                 optimizer, params = make_optimizer(model, tc), list(model.parameters())
                 for step in range(size.timing_steps + 1):

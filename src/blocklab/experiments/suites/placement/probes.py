@@ -68,8 +68,9 @@ def init_gradients(placement: str, init: str, depth: int, seed: int, probe: Prob
         rms.append(float(output.detach().float().pow(2).mean().sqrt()))
 
     def loss_of(model) -> torch.Tensor:
-        logits = model(batch[:, :-1])  # [B, T, V]
-        return F.cross_entropy(logits.flatten(0, 1), batch[:, 1:].flatten())
+        tokens = batch.to(next(model.parameters()).device)
+        logits = model(tokens[:, :-1])  # [B, T, V]
+        return F.cross_entropy(logits.flatten(0, 1), tokens[:, 1:].flatten())
 
     with torch_threads(1):
         model = build_model(probe_model_config(placement, depth, probe),

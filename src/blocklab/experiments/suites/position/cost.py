@@ -4,6 +4,7 @@ each position scheme, with the realistic-shape timing (`realistic_cost`) beside 
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import numpy as np
 
@@ -74,7 +75,9 @@ def time_position_cost(options: RunOptions, seed: int = 0) -> RunResult:
     assert cost is not None, f"size {size} has no timed cost run"
     L, n_decode = config.L, cost.decode_tokens
     corpus = load_corpus("stdlib")
-    tc = train_config(options, seed)
+    # this CPU's step and decode times (perf_counter, no device sync): on the CPU whatever
+    # --device the models train on
+    tc = replace(train_config(options, seed), device="cpu")
     params: dict[str, int] = {}
     params_module: dict[str, int] = {}
     for scheme in PARAM_SCHEMES:

@@ -31,7 +31,9 @@ def order_probe(model, val_tokens, prefix_len: int, prefixes: int) -> dict[str, 
     model.eval()
     try:
         with torch.no_grad():
-            logits = model(torch.cat((rows, reversed_prefixes(rows))))[:, -1].double()
+            device = next(model.parameters()).device
+            logits = model(torch.cat((rows, reversed_prefixes(rows))).to(device))[:, -1]
+            logits = logits.double().cpu()
     finally:
         model.train(was_training)
     log_p, log_q = logits.log_softmax(-1).chunk(2)  # [N, V] each

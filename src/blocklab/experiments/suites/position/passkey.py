@@ -56,7 +56,7 @@ def train_passkey_model(mc: ModelConfig, options: RunOptions, seed: int):
     for step in range(steps):
         chunk = example_ids[step * batch_size:(step + 1) * batch_size]
         batch = np.stack([passkey_example(s, L + 1, float(rng.uniform())).tokens for s in chunk])
-        tokens = torch.from_numpy(batch.astype(np.int64))  # [B, L + 1]
+        tokens = torch.from_numpy(batch.astype(np.int64)).to(tc.device)  # [B, L + 1]
         loss = train_step(model, tokens, optimizer, params, lr=learning_rate(step, tc),
                           grad_clip=tc.grad_clip).loss
     return model.eval(), loss

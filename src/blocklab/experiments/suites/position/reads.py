@@ -40,7 +40,7 @@ def sliding_window_loss(model, rows, window: int, stride: int,
                          "positions")
     starts = list(range(0, n - window + 1, stride))
     pieces = torch.stack([rows[:, s:s + window + 1] for s in starts], dim=1)  # [N, W, window+1]
-    flat = pieces.flatten(0, 1)
+    flat = pieces.flatten(0, 1).to(next(model.parameters()).device)
     losses = []
     was_training = model.training
     model.eval()
@@ -52,7 +52,7 @@ def sliding_window_loss(model, rows, window: int, stride: int,
                                               reduction="none"))
     finally:
         model.train(was_training)
-    loss = torch.cat(losses).view(n_rows, len(starts), window)
+    loss = torch.cat(losses).cpu().view(n_rows, len(starts), window)
     per_position = torch.empty(n_rows, n, dtype=torch.float64)
     for w, start in enumerate(starts):
         keep = 0 if w == 0 else window - stride
@@ -100,8 +100,9 @@ def finite_far_out(model, position: int = FAR_POSITION, tokens: int = 16
 
     import torch
 
-    ids = torch.arange(tokens)[None] % model.config.vocab_size
-    positions = torch.arange(position, position + tokens)
+    device = next(model.parameters()).device
+    ids = torch.arange(tokens, device=device)[None] % model.config.vocab_size
+    positions = torch.arange(position, position + tokens, device=device)
     out: dict[str, int | bool | str | None] = {"position": position,
                                                "max_seq_len": model.config.max_seq_len}
     for dtype in ("float32", "bfloat16"):

@@ -48,7 +48,7 @@ def _finetune(model, scaling: RopeScaling | None, corpus, options: RunOptions, s
     rows = max(1, config.train.batch_size // ft.factor)
     for step in range(ft.steps):
         batch = sample_batch(corpus.train, seed=seed, step=config.train.steps + step,
-                             batch_size=rows, seq_len=ft.factor * L)
+                             batch_size=rows, seq_len=ft.factor * L).to(tc.device)
         train_step(tuned, batch, optimizer, params, lr=ft.lr * min(1.0, (step + 1) / warmup),
                    grad_clip=tc.grad_clip)
     return tuned.eval()

@@ -56,12 +56,12 @@ def scaling_config(kind: str, factor: float, L: int) -> RopeScaling:
 
 
 def with_rope_scaling(model, scaling: RopeScaling | None):
-    """A copy of a trained RoPE `DecoderLM` with `scaling`: same weights, backend and precision,
-    new rotary table."""
+    """A copy of a trained RoPE `DecoderLM` with `scaling`: same weights, backend, precision and
+    device, new rotary table."""
     from blocklab.nn import DecoderLM
 
     scaled = DecoderLM(model.config.replace(rope_scaling=scaling), backend=model.backend,
                        precision=model.precision)
     scaled.load_state_dict(model.state_dict())
-    return scaled.eval()
+    return scaled.to(next(model.parameters()).device).eval()
 
