@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from blocklab.claims.trend import fit_line, meets
+from blocklab.claims.trend import LineFit, fit_line, meets
 from blocklab.errors import InputError
 from blocklab.experiments.summaries import Interval
 
@@ -86,3 +86,16 @@ def test_one_rung_is_no_trend():
     with pytest.raises(InputError, match="two sizes or more"):
         fit_line([(0, _interval([1.0])), (1, _interval([2.0]))])
     assert math.isfinite(fit_line([(0, _interval([1.0, 1.5])), (1, _interval([2.0]))]).slope)
+
+
+def test_the_fit_read_back_from_its_dict_draws_the_same_band():
+    fit = fit_line([(x, _interval(v)) for x, v in _seeds(3).items()])
+    again = LineFit.from_dict(fit.to_dict())
+    assert again == fit
+    assert again.band(1.7) == fit.band(1.7)
+    # at the seeds' mean x the band is the mean's own interval: t · s / √n either side
+    low, high = fit.band(fit.x_mean)
+    assert (high - low) / 2 == pytest.approx(fit.t * fit.s / math.sqrt(fit.n), rel=1e-12)
+    # a fit stored before its centre was kept has no band to draw
+    old = {k: v for k, v in fit.to_dict().items() if k not in ("x_mean", "sxx")}
+    assert LineFit.from_dict(old) is None

@@ -62,7 +62,18 @@ class LineFit:
     def to_dict(self) -> dict:
         return {"slope": self.slope, "intercept": self.intercept, "slope_low": self.slope_low,
                 "slope_high": self.slope_high, "s": self.s, "df": self.df, "n": self.n,
-                "rungs": self.rungs, "level": self.level}
+                "rungs": self.rungs, "x_mean": self.x_mean, "sxx": self.sxx,
+                "level": self.level}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> LineFit | None:
+        """The fit `to_dict` wrote; None for one written before the line's centre (x_mean,
+        sxx) was stored, whose band cannot be drawn."""
+        if data.get("x_mean") is None or not data.get("sxx"):
+            return None
+        return cls(**{k: data[k] for k in ("slope", "intercept", "slope_low", "slope_high",
+                                            "s", "df", "n", "rungs", "x_mean", "sxx",
+                                            "level")})
 
 
 @dataclass(frozen=True)

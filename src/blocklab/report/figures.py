@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from blocklab.claims.rules import confidence_text
+from blocklab.claims.trend import LineFit
 from blocklab.experiments.suites import get_suite
 from blocklab.experiments.suites.evaluation import AT_FULL
 from blocklab.experiments.suites.ffn.data import FfnData
@@ -79,6 +80,23 @@ def _plain_log_ticks(axis) -> None:
     axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
     axis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
     axis.set_minor_formatter(NullFormatter())
+
+
+def _sparse_minor_labels(axis, limits) -> None:
+    """On a log axis spanning under two decades, label only the 3 × 10^k minor ticks (beside
+    the 10^k ones): every minor tick labelled would overlap; none leaves one label."""
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    low, high = limits
+    if not (low > 0 and high / low < 100):
+        axis.set_minor_formatter(NullFormatter())
+        return
+
+    def label(value: float, _) -> str:
+        exponent = math.floor(math.log10(value) + 1e-9)
+        return f"$3\\times10^{{{exponent}}}$" if round(value / 10**exponent, 6) == 3 else ""
+
+    axis.set_minor_formatter(FuncFormatter(label))
 
 
 def _finite(values) -> list[float]:
@@ -189,6 +207,7 @@ def fig_ladder(doc: dict[str, Any]) -> bytes | None:
     rows = math.ceil(len(names) / cols)
     fig, axes = _new(4.2 * cols, 3.8 * rows, cols, rows)
     papers = [a for a in doc["anchors"] if a.get("flops") and a.get("effects")]
+    unplaced = [a for a in doc["anchors"] if not a.get("flops") and a.get("effects")]
     far = max([a["flops"] for a in papers] + [r["flops"] for r in rungs])
     first = axes[0, 0]
     for k, name in enumerate(names):
@@ -213,6 +232,12 @@ def fig_ladder(doc: dict[str, Any]) -> bytes | None:
                 ys = [fit["intercept"] + fit["slope"] * x for x in xs]
                 ax.plot([base * 4 ** x for x in xs], ys, style, color="C0", lw=1.2,
                         label="fit over the rungs" if style == "-" else "extrapolated")
+                line = LineFit.from_dict(fit)
+                if line is not None and line.df >= 1:
+                    low, high = zip(*(line.band(x) for x in xs), strict=True)
+                    ax.fill_between([base * 4 ** x for x in xs], low, high, color="C0",
+                                    alpha=0.12 if style == "-" else 0.06, lw=0,
+                                    label=f"the fit's {fit['level']:.0%} band")
         band = trend.get("band")
         if band:
             ax.axhspan(band[0], band[1], color="red", alpha=0.1,
@@ -224,8 +249,14 @@ def fig_ladder(doc: dict[str, Any]) -> bytes | None:
             if name in paper["effects"]:
                 ax.plot([paper["flops"]], [paper["effects"][name]], MARKERS[(j + 6) % 8],
                         color="C3", ms=9, label=_paper_label(paper))
+        for j, paper in enumerate(unplaced):  # no compute to place it at: on the right edge
+            if name in paper["effects"]:
+                ax.plot([1.0], [paper["effects"][name]], MARKERS[(j + 3) % 8], color="C1",
+                        ms=9, transform=ax.get_yaxis_transform(), clip_on=False,
+                        label=_paper_label(paper) + " (compute not given: right edge)")
         ax.axhline(0, color="grey", lw=1)
         ax.set_xscale("log")
+        _sparse_minor_labels(ax.xaxis, ax.get_xlim())
         ax.set_xlabel("training compute (FLOPs, 6 · parameters · tokens)")
         unit = trend.get("unit", "%")
         ax.set_title(f"{name} − relu" if doc["claim"] == "C16" else
