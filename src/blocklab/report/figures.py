@@ -220,7 +220,9 @@ def fig_ladder(doc: dict[str, Any]) -> bytes | None:
             low = e["value"] - e["ci_low"] if e["ci_low"] is not None else 0.0
             high = e["ci_high"] - e["value"] if e["ci_high"] is not None else 0.0
             ax.errorbar([rung["flops"]], [e["value"]], yerr=[[low], [high]], fmt="o",
-                        color="C0", capsize=4)
+                        color="C0", capsize=4,
+                        label="a rung's seeds: mean, 95% CI (what the fit reads)"
+                        if rung is rungs[0] else None)
             ax.annotate(rung["size"], (rung["flops"], e["value"]), textcoords="offset points",
                         xytext=(5, 5), fontsize=7)
         trend = trends[name]
