@@ -3,7 +3,7 @@ whose training compute is 6 · parameters · tokens by hand."""
 
 from importlib import resources
 
-from blocklab.claims.anchors import anchors, reading
+from blocklab.claims.anchors import anchors, reading, short_source
 from blocklab.claims.ledger import run_claims
 from blocklab.claims.text import claim_sources
 
@@ -69,3 +69,17 @@ def test_each_effect_names_a_registered_part_and_is_the_tables_own_number():
     assert replication.effects == {
         "warning (no scaling): plain RoPE drops clearly at 16×": loss_change(121.62, 279.71)}
     assert "not the same measure" in press.metric  # the measures differ, and it says so
+
+
+def test_a_source_is_named_up_to_its_first_comma_outside_parentheses():
+    assert short_source('Shazeer 2020, "GLU Variants Improve Transformer", Table 1') == \
+        "Shazeer 2020"
+    replication = ("a public 15-seed replication (repository "
+                   "bob80333/investigating_extrapolation, experiments.txt)")
+    assert short_source(replication + ", table 2") == replication
+    assert short_source("no comma at all") == "no comma at all"
+    # every shipped source's name has balanced parentheses
+    for claim in ("C16", "C18", "C19", "C21", "C30"):
+        for anchor in anchors(claim):
+            name = short_source(anchor.source)
+            assert name.count("(") == name.count(")"), name

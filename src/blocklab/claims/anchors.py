@@ -61,6 +61,18 @@ class Anchor:
                 "scale": self.scale_text()}
 
 
+def short_source(source: str) -> str:
+    """A source's name: its text up to the first comma outside parentheses ('Shazeer 2020';
+    'a public 15-seed replication (repository bob80333/investigating_extrapolation,
+    experiments.txt)' stays whole up to its closing parenthesis)."""
+    depth = 0
+    for k, char in enumerate(source):
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            return source[:k]
+    return source
+
+
 @cache
 def _data() -> tuple[tuple[Anchor, ...], dict[str, str]]:
     raw = json.loads(resources.files("blocklab.claims").joinpath("anchors.json").read_text(

@@ -21,7 +21,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from blocklab.claims.anchors import Anchor, anchors
+from blocklab.claims.anchors import Anchor, anchors, short_source
 from blocklab.claims.ledger import ClaimResult, run_claims
 from blocklab.claims.registry import C16_PRECISION_RULES, LADDER_CLAIMS, registered
 from blocklab.claims.rules import Estimate, Part, Rule, claimed_boundary
@@ -335,7 +335,7 @@ def trend_line(trend: dict, papers: list[dict], lang: str = "en") -> str:
                      f"{meeting['threshold']:+g}{u}（{span}{extra}）" if zh else
                      f"; the line would reach {edge}{meeting['threshold']:+g}{u} "
                      f"{meeting['at']:.1f} rungs above quick ({span}{extra})")
-    shown = [f"{p['source'].split(',')[0]} "
+    shown = [f"{short_source(p['source'])} "
              + (f"{'于' if zh else 'at'} {flops_text(p['flops'])} FLOPs" if p.get("flops") else
                 "（来源未给出训练算力）" if zh else "(its training compute not given)")
              + f": {p['effects'][name]:+g}{u}" for p in papers

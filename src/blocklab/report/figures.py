@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from blocklab.claims.anchors import short_source
 from blocklab.claims.rules import confidence_text
 from blocklab.claims.trend import LineFit
 from blocklab.experiments.suites import get_suite
@@ -279,7 +280,7 @@ def fig_ladder(doc: dict[str, Any]) -> bytes | None:
 def _paper_label(paper: dict[str, Any]) -> str:
     """'Shazeer 2020, 34.4B tokens': the source's first words and its training tokens."""
     tokens = f", {paper['tokens'] / 1e9:.3g}B tokens" if paper.get("tokens") else ""
-    return paper["source"].split(",")[0] + tokens
+    return short_source(paper["source"]) + tokens
 
 
 def _ladder_figure(doc: dict[str, Any], claim_id: str) -> bytes | None:
