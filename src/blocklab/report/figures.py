@@ -231,6 +231,8 @@ def fig_ladder(doc: dict[str, Any]) -> bytes | None:
         if fit:
             top = max(r["x"] for r in rungs)
             for start, stop, style in ((0.0, top, "-"), (top, math.log(far / base, 4), "--")):
+                if stop <= start:  # no paper beyond the top rung: nothing to extrapolate to
+                    continue
                 xs = [start + (stop - start) * k / 40 for k in range(41)]
                 ys = [fit["intercept"] + fit["slope"] * x for x in xs]
                 ax.plot([base * 4 ** x for x in xs], ys, style, color="C0", lw=1.2,
