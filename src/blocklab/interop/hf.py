@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import warnings
 from pathlib import Path
 
 import torch
@@ -100,29 +101,103 @@ def _load_safetensors(file: Path) -> dict[str, Tensor]:
         raise CheckpointError(f"{file} is not a readable safetensors file: {message}") from None
 
 
+def _weight_map(index: Path) -> dict[str, str]:
+    """The tensor name -> shard file map of a sharded checkpoint's index."""
+    data = read_json(index, error=CheckpointError)
+    weight_map = data.get("weight_map") if isinstance(data, dict) else None
+    if not (isinstance(weight_map, dict) and weight_map
+            and all(isinstance(v, str) for v in weight_map.values())):
+        raise CheckpointError(f"{index} has no 'weight_map' object of tensor name -> shard file")
+    return weight_map
+
+
 def _read_tensors(path: Path) -> dict[str, Tensor]:
     single, index = path / WEIGHTS_NAME, path / INDEX_NAME
+    if single.is_file() and index.is_file():  # a reader may take either: refused, not guessed
+        raise CheckpointError(f"checkpoint {path} holds both {WEIGHTS_NAME} and {INDEX_NAME}; "
+                              "expected one checkpoint: remove the one that is not current")
     if single.is_file():
         return _load_safetensors(single)
-    if index.is_file():
-        data = read_json(index, error=CheckpointError)
-        weight_map = data.get("weight_map") if isinstance(data, dict) else None
-        if not (isinstance(weight_map, dict) and weight_map
-                and all(isinstance(v, str) for v in weight_map.values())):
-            raise CheckpointError(f"{index} has no 'weight_map' object of tensor name -> shard "
-                                  "file")
-        root = path.resolve()
-        tensors: dict[str, Tensor] = {}
-        for shard in sorted(set(weight_map.values())):
-            file = (path / shard).resolve()
-            if not file.is_relative_to(root):  # a shard is a file of this checkpoint, no other
-                raise CheckpointError(f"{index} names shard {shard!r}, outside the checkpoint "
-                                      f"folder {path}")
-            if not file.is_file():
-                raise CheckpointError(f"{index} names shard {shard!r}, which is not in {path}")
-            tensors.update(_load_safetensors(file))
-        return tensors
-    raise CheckpointError(f"no {WEIGHTS_NAME} or {INDEX_NAME} in {path}")
+    if not index.is_file():
+        raise CheckpointError(f"no {WEIGHTS_NAME} or {INDEX_NAME} in {path}")
+    weight_map = _weight_map(index)
+    root = path.resolve()
+    shards: dict[str, dict[str, Tensor]] = {}
+    for shard in sorted(set(weight_map.values())):
+        file = (path / shard).resolve()
+        if not file.is_relative_to(root):  # a shard is a file of this checkpoint, no other
+            raise CheckpointError(f"{index} names shard {shard!r}, outside the checkpoint "
+                                  f"folder {path}")
+        if not file.is_file():
+            raise CheckpointError(f"{index} names shard {shard!r}, which is not in {path}")
+        shards[shard] = _load_safetensors(file)
+    # The index and the shards must agree tensor by tensor: otherwise which copy a reader gets
+    # depends on whether it reads by the index or by the files.
+    held: dict[str, list[str]] = {}
+    for shard, part in shards.items():
+        for name in part:
+            held.setdefault(name, []).append(shard)
+    for name, where in sorted(held.items()):
+        if len(where) > 1:
+            raise CheckpointError(f"{index}: tensor {name} is stored in more than one shard "
+                                  f"({', '.join(where)}); expected exactly one")
+        if weight_map.get(name) != where[0]:
+            named = ("does not name it" if name not in weight_map
+                     else f"names shard {weight_map[name]} for it")
+            raise CheckpointError(f"{index}: tensor {name} is in shard {where[0]}, but the "
+                                  f"index {named}")
+    absent = [f"{name} (in {shard})" for name, shard in sorted(weight_map.items())
+              if name not in held]
+    if absent:
+        raise CheckpointError(f"{index} names tensors that their shards do not hold: "
+                              f"{_listed(absent)}")
+    return {name: t for part in shards.values() for name, t in part.items()}
+
+
+def _check_tied_head(tensors: dict[str, Tensor], config_path: Path) -> None:
+    """Drop a stored lm_head that equals the embedding; refuse one that does not, rather than
+    silently choose (transformers would overwrite it with the embedding)."""
+    head, embed = tensors.get("lm_head.weight"), tensors.get("embed_tokens.weight")
+    if head is None or embed is None:
+        return
+    if head.shape != embed.shape:
+        difference = f"shape {tuple(head.shape)} against {tuple(embed.shape)}"
+    else:
+        common = torch.promote_types(head.dtype, embed.dtype)
+        head, embed = head.to(common), embed.to(common)
+        if torch.allclose(head, embed, rtol=0.0, atol=0.0, equal_nan=True):
+            del tensors["lm_head.weight"]
+            return
+        difference = f"max abs difference {(head - embed).abs().max().item():.3g}"
+    raise CheckpointError(f"{config_path} says tie_word_embeddings: true, but the checkpoint's "
+                          f"lm_head.weight differs from model.embed_tokens.weight ({difference}); "
+                          "set tie_word_embeddings to false to load the stored head untied")
+
+
+def _one_dtype(tensors: dict[str, Tensor], path: Path) -> torch.dtype:
+    """The dtype every weight shares. A mix is refused: which dtype to cast them to (and so
+    which to round) is the caller's choice, made with load_hf's `dtype`."""
+    names: dict[torch.dtype, list[str]] = {}
+    for name, tensor in sorted(tensors.items()):
+        names.setdefault(tensor.dtype, []).append(blocklab_to_hf_name(name) or name)
+    if len(names) > 1:
+        mix = [f"{str(dtype).removeprefix('torch.')} ({_listed(n, 3, ', ')})"
+               for dtype, n in names.items()]
+        raise CheckpointError(f"checkpoint {path} mixes dtypes: {'; '.join(mix)}; pass dtype= "
+                              "to load_hf (e.g. torch.float32) to cast every tensor to one")
+    return next(iter(names))
+
+
+def _warn_non_finite(tensors: dict[str, Tensor], path: Path) -> None:
+    bad = []
+    for name, tensor in sorted(tensors.items()):
+        if not torch.isfinite(tensor).all():
+            nan = int(tensor.isnan().sum())
+            bad.append(f"{blocklab_to_hf_name(name) or name}: {nan} NaN, "
+                       f"{int(tensor.isinf().sum())} inf")
+    if bad:
+        warnings.warn(f"checkpoint {path} has non-finite weights: {_listed(bad)}",
+                      RuntimeWarning, stacklevel=3)
 
 
 def _relayout_qk(tensors: dict[str, Tensor], cfg: ModelConfig, permute) -> None:
@@ -164,7 +239,8 @@ def load_hf(path: str | os.PathLike, dtype: torch.dtype | None = None,
     Args:
         path: directory with config.json and model.safetensors (or a sharded
             model.safetensors.index.json).
-        dtype: parameter dtype; None keeps the checkpoint's.
+        dtype: parameter dtype, every weight cast to it; None keeps the checkpoint's, which
+            must then be one dtype throughout.
         layout: RoPE layout of the checkpoint's q/k rows: "half_split" (Hugging Face) or
             "interleaved" (Meta's original checkpoints).
         rope_layout: RoPE layout of the returned model; the q/k rows are permuted when it
@@ -172,15 +248,23 @@ def load_hf(path: str | os.PathLike, dtype: torch.dtype | None = None,
 
     Raises:
         InputError: a layout or dtype that is not allowed.
-        CheckpointError (an InputError): no config.json or weights; a file that is not JSON or
-            not safetensors; an index without a weight map or naming files outside `path`; a
+        CheckpointError (an InputError): no config.json or weights; both model.safetensors
+            and an index (which one is the checkpoint is unknown); a file that is not JSON or
+            not safetensors; an index without a weight map or naming files outside `path`; an
+            index that disagrees with its shards (a tensor it names that its shard lacks, one
+            a shard holds that it names elsewhere or not at all, one in two shards); a
             model_type outside the Llama family; integer weights; tensors missing from /
-            unexpected in the checkpoint (all listed), or of the wrong shape. Each is checked
-            before the model is built.
+            unexpected in the checkpoint (all listed), or of the wrong shape; a stored
+            lm_head.weight that differs from the embedding when the config says
+            tie_word_embeddings; with `dtype=None`, weights of more than one dtype (pass
+            `dtype` to cast them all). Each is checked before the model is built.
         ConfigError (an InputError): a config.json value blocklab cannot build, or two keys
             that disagree where transformers would silently read one (rope_scaling against
             rope_parameters, a nested against a top-level rope_theta, ...), as
             `ModelConfig.from_hf` raises it, prefixed with the config.json path.
+
+    Warns:
+        RuntimeWarning: weights holding NaN or inf (the tensors and their counts).
     """
     for name, value in (("layout", layout), ("rope_layout", rope_layout)):
         if value not in LAYOUTS:
@@ -218,9 +302,8 @@ def load_hf(path: str | os.PathLike, dtype: torch.dtype | None = None,
             raise CheckpointError(f"checkpoint {path}: tensor {hf_name} is {tensor.dtype}; "
                                   "expected floating-point weights")
         tensors[ours] = tensor
-    if cfg.tie_embeddings:
-        # Tied checkpoints usually omit lm_head; where one is stored it is the embedding.
-        tensors.pop("lm_head.weight", None)
+    if cfg.tie_embeddings:  # tied checkpoints usually omit lm_head; a stored one must agree
+        _check_tied_head(tensors, config_path)
     if layout != rope_layout:
         permute = (permute_interleaved_to_half_split if layout == "interleaved"
                    else permute_half_split_to_interleaved)
@@ -243,16 +326,18 @@ def load_hf(path: str | os.PathLike, dtype: torch.dtype | None = None,
     if wrong:
         raise CheckpointError(f"checkpoint {path} has tensors of the wrong shape (checkpoint vs "
                               f"config {CONFIG_NAME}): {_listed(wrong)}")
+    stored = _one_dtype(tensors, path) if dtype is None else dtype
+    _warn_non_finite(tensors, path)
     model = DecoderLM(cfg)
-    model.to(tensors["embed_tokens.weight"].dtype if dtype is None else dtype)
+    model.to(stored)
     # Copies into the existing parameters, so a tied lm_head stays tied.
     model.load_state_dict(tensors, strict=False)
     return model
 
 
-def _listed(items: list[str], limit: int = 4) -> str:
-    shown = "; ".join(items[:limit])
-    return shown + (f"; and {len(items) - limit} more" if len(items) > limit else "")
+def _listed(items: list[str], limit: int = 4, sep: str = "; ") -> str:
+    shown = sep.join(items[:limit])
+    return shown + (f"{sep}and {len(items) - limit} more" if len(items) > limit else "")
 
 
 def save_hf(model: DecoderLM, path: str | os.PathLike, model_type: str = "llama") -> None:
@@ -264,8 +349,16 @@ def save_hf(model: DecoderLM, path: str | os.PathLike, model_type: str = "llama"
     is saved with its q/k rows permuted to Hugging Face's half-split order, and fused
     `qkv_proj` / `gate_up_proj` tensors are split into Hugging Face's separate projections.
 
+    A folder holding an older sharded checkpoint is replaced whole: once the new files are in
+    place, its model.safetensors.index.json and the shards it names (safetensors files inside
+    `path` only) are removed. `path` is created when missing.
+
     Raises:
         ValueError: the config is not expressible as `model_type` (see `ModelConfig.to_hf`).
+        InputError: `path` is a file, or lies under one.
+        CheckpointError (an InputError): `path` holds a model.safetensors.index.json that is
+            not JSON or has no weight map, so the shards it names are unknown. Each is raised
+            before anything is written.
     """
     cfg = model.config
     tensors = _unpacked({name: t.detach() for name, t in model.state_dict().items()}, cfg)
@@ -284,6 +377,37 @@ def save_hf(model: DecoderLM, path: str | os.PathLike, model_type: str = "llama"
         out[hf_name] = tensor.contiguous().clone()
 
     path = Path(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise InputError(f"save_hf: path {str(path)!r} is a file or lies under one; it must be "
+                         "a folder (created when missing)") from None
+    stale = _stale_shards(path)  # an unreadable older index is refused before anything is written
     with atomic_path(path / WEIGHTS_NAME) as tmp:
         save_file(out, tmp, metadata={"format": "pt"})
     write_atomic(path / CONFIG_NAME, json.dumps(hf_config, indent=2, sort_keys=True) + "\n")
+    # The older sharded checkpoint goes whole, its index first: until then a reader sees an
+    # index beside model.safetensors, which load_hf refuses as ambiguous rather than guess.
+    if stale is not None:
+        (path / INDEX_NAME).unlink(missing_ok=True)
+        for file in stale:
+            file.unlink(missing_ok=True)
+
+
+def _stale_shards(path: Path) -> list[Path] | None:
+    """The shard files an older sharded checkpoint's index in `path` names (only safetensors
+    files inside `path`, never the files save_hf writes); None when there is no index."""
+    index = path / INDEX_NAME
+    if not index.exists():
+        return None
+    try:
+        weight_map = _weight_map(index)
+    except CheckpointError as err:
+        raise CheckpointError(f"save_hf: {path} holds an older {INDEX_NAME} that cannot be read, "
+                              f"so its shards cannot be replaced ({err}); remove it or save to "
+                              "another folder") from None
+    root = path.resolve()
+    keep = {root / WEIGHTS_NAME, root / CONFIG_NAME}
+    files = {(path / shard).resolve() for shard in weight_map.values()}
+    return sorted(f for f in files if f.is_relative_to(root) and f not in keep
+                  and f.suffix == ".safetensors" and f.is_file())
