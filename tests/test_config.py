@@ -169,6 +169,9 @@ def test_wrong_types_are_value_errors():
 def test_qwen_sliding_window_defaults_off_mistral_on():
     base = dict(V4_LLAMA, sliding_window=16)
     assert from_hf(dict(base, model_type="qwen2")).sliding_window is None
+    # Switched on, Qwen windows layers i >= max_window_layers (default 28): none of these 2.
     assert from_hf(dict(base, model_type="qwen2",
-                                    use_sliding_window=True)).sliding_window == 16
+                                    use_sliding_window=True)).sliding_window is None
+    assert from_hf(dict(base, model_type="qwen2", use_sliding_window=True,
+                        max_window_layers=0)).sliding_window == 16
     assert from_hf(dict(base, model_type="mistral")).sliding_window == 16

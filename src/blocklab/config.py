@@ -45,6 +45,8 @@ PLACEMENTS = ("pre", "post", "sandwich")
 POSITIONS = ("none", "learned", "sinusoidal", "rope", "alibi")
 ROPE_LAYOUTS = ("half_split", "interleaved")
 ROPE_SCALING_TYPES = ("default", "linear", "dynamic", "ntk", "yarn", "llama3")
+# Per-layer attention, named as transformers' `layer_types` names them.
+LAYER_TYPES = ("full_attention", "sliding_attention")
 
 
 
@@ -117,6 +119,9 @@ class ModelConfig:
     attn_logit_softcap: float | None = None
     final_logit_softcap: float | None = None
     sliding_window: int | None = None
+    # One entry per layer from LAYER_TYPES: which layers `sliding_window` applies to (Qwen2/3's
+    # max_window_layers, Gemma 2's alternation). None: every layer, when a window is set.
+    layer_types: tuple[str, ...] | None = None
     causal: bool = True
     type_vocab_size: int = 0  # BERT token-type embeddings (budget only)
     pooler: bool = False  # BERT pooler (budget only)
@@ -210,6 +215,21 @@ class ModelConfig:
         if self.rope_scaling is not None:
             object.__setattr__(self, "rope_scaling",
                                check_rope_scaling(self.rope_scaling, theta=self.rope_theta))
+        if self.layer_types is not None:
+            object.__setattr__(self, "layer_types", self._checked_layer_types())
+
+    def _checked_layer_types(self) -> tuple[str, ...]:
+        """`layer_types` as a tuple (JSON gives a list), one known entry per layer, and a
+        window to apply where a layer is marked sliding."""
+        value = self.layer_types
+        if not isinstance(value, list | tuple) or len(value) != self.n_layers \
+                or not all(isinstance(t, str) and t in LAYER_TYPES for t in value):
+            raise _bad("layer_types", value, f"None or one of {list(LAYER_TYPES)} per layer "
+                       f"({self.n_layers} in all)")
+        if self.sliding_window is None and "sliding_attention" in value:
+            raise _bad("layer_types", value, "no 'sliding_attention' layer while "
+                       "sliding_window is None")
+        return tuple(value)
 
     # --- derived -----------------------------------------------------------------------------
     @property
@@ -230,6 +250,18 @@ class ModelConfig:
         """Layers without RoPE (indices nope_every-1, 2·nope_every-1, ...); 0 when unset."""
         return self.n_layers // self.nope_every if self.nope_every else 0
 
+    def attention_window(self, layer: int) -> int | None:
+        """The sliding window of layer `layer` (keys each query sees, itself included); None
+        where the layer attends to every earlier position."""
+        if self.layer_types is None or self.layer_types[layer] == "sliding_attention":
+            return self.sliding_window
+        return None
+
+    @property
+    def windowed_layers(self) -> int:
+        """How many layers attend through `sliding_window`."""
+        return sum(self.attention_window(i) is not None for i in range(self.n_layers))
+
     @property
     def rotary_dim(self) -> int:
         return int(self.head_dim * self.partial_rotary_factor)
@@ -240,7 +272,13 @@ class ModelConfig:
 
     # --- JSON ----------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        data = dataclasses.asdict(self)
+        # Fields added after run ids (hashes of this dict) were first issued are left out at
+        # their default, so the ids of earlier runs stay what they were.
+        for name, default in _ADDED_FIELDS.items():
+            if data[name] == default:
+                del data[name]
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ModelConfig:
@@ -268,10 +306,18 @@ class ModelConfig:
 
     def replace(self, **changes: Any) -> ModelConfig:
         """A copy with `changes`. Derived sizes (n_kv_heads, head_dim, d_ff) keep their current
-        values unless given; pass them as None to derive them again from the new sizes."""
+        values unless given; pass them as None to derive them again from the new sizes.
+        Fewer layers keep the first layers' `layer_types` (a model cut to its first layers)."""
         data = self.to_dict()
+        cut = changes.get("n_layers")
+        if self.layer_types is not None and "layer_types" not in changes \
+                and isinstance(cut, int) and 0 < cut < self.n_layers:
+            data["layer_types"] = self.layer_types[:cut]
         data.update(changes)
         return ModelConfig.from_dict(data)
+
+
+_ADDED_FIELDS: dict[str, Any] = {"layer_types": None}
 
 
 def positive_int(name: str, value: Any) -> None:

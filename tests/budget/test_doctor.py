@@ -211,3 +211,34 @@ def test_two_keys_that_disagree_are_bad_input_not_a_finding(change, needles):
         diagnose({**LLAMA, **change}, serve_len=8192)
     for needle in needles:
         assert needle in str(caught.value)
+
+
+QWEN_WINDOWED = dict(model_type="qwen2", vocab_size=128, hidden_size=64, intermediate_size=171,
+                     num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
+                     max_position_embeddings=64, use_sliding_window=True, sliding_window=8)
+
+
+@pytest.mark.parametrize("keys, windowed, needle", [
+    (dict(max_window_layers=1), [1, 2, 3], "on 3 of 4 layers (1–3; the others attend"),
+    (dict(max_window_layers=0), [0, 1, 2, 3], "on every layer"),
+    (dict(layer_types=["sliding_attention", "full_attention"] * 2), [0, 2], "(0, 2;"),
+    (dict(max_window_layers=4), [], "no layer uses it (max_window_layers=4 is not below"),
+    (dict(use_sliding_window=False), [], "no layer uses it (use_sliding_window is not true)"),
+])
+def test_attention_layout_names_the_windowed_layers(keys, windowed, needle):
+    """The layers named are those transformers windows (its own reading of the config)."""
+    transformers = pytest.importorskip("transformers")
+    raw = {**QWEN_WINDOWED, **keys}
+    hf = transformers.Qwen2Config(**raw)
+    assert windowed == [i for i, t in enumerate(hf.layer_types)
+                        if t == "sliding_attention" and hf.sliding_window is not None]
+    finding = next(f for f in diagnose(raw) if f.code == "attention-layout")
+    assert finding.level == "info" and needle in finding.reason
+    assert finding.detail["windowed_layers"] == windowed
+
+
+def test_attention_layout_says_when_the_window_does_not_bite():
+    raw = {**QWEN_WINDOWED, "max_window_layers": 0}
+    reason = next(f.reason for f in diagnose(raw, serve_len=8) if f.code == "attention-layout")
+    assert "covers the whole context, so it changes nothing there" in reason
+    assert not any(f.code == "attention-layout" for f in diagnose(LLAMA))

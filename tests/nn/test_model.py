@@ -353,3 +353,33 @@ def test_generate_with_nan_weights_raises_instead_of_picking_tokens(temperature)
 def test_forward_refuses_ids_on_another_device():
     with pytest.raises(InputError, match=r"input_ids is on meta, the model on cpu"):
         _model()(PROMPT.to("meta"))
+
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int8, torch.int16, torch.int32])
+def test_narrow_integer_ids_give_the_long_ids_logits(dtype):
+    torch.manual_seed(0)
+    model = DecoderLM(ModelConfig(vocab_size=100, d_model=32, n_layers=1, n_heads=2)).eval()
+    ids = torch.randint(0, 100, (2, 6))
+    with torch.no_grad():
+        assert torch.equal(model(ids.to(dtype)), model(ids))
+
+
+def test_ids_of_other_dtypes_and_out_of_range_are_one_line_errors():
+    model = DecoderLM(ModelConfig(vocab_size=100, d_model=32, n_layers=1, n_heads=2)).eval()
+    with pytest.raises(InputError, match=r"got dtype torch.uint16; allowed: \['int64'"):
+        model(torch.zeros(1, 3, dtype=torch.uint16))
+    with pytest.raises(InputError, match="holds token id -1"):
+        model(torch.tensor([[1, -1]], dtype=torch.int8))
+
+
+def test_a_compiled_model_checks_ids_too():
+    """Under torch.compile the check runs eagerly before the graph: a bad id is the same
+    InputError, never an index error from generated code."""
+    torch.manual_seed(0)
+    model = DecoderLM(ModelConfig(vocab_size=100, d_model=32, n_layers=1, n_heads=2),
+                      backend="compiled").eval()
+    with torch.no_grad():
+        good = model(torch.randint(0, 100, (1, 4)))
+        with pytest.raises(InputError, match="holds token id 100"):
+            model(torch.tensor([[1, 100, 2, 3]]))
+    assert good.shape == (1, 4, 100)

@@ -77,9 +77,10 @@ def model_budget(cfg: ModelConfig, *, batch: int = 1, seq_len: int = 4096, dtype
     decode = decode_flops(cfg, batch, seq_len, causal)
     act = activation_dtype(dtype)
     notes = []
-    if cfg.sliding_window is not None and cfg.sliding_window < seq_len:
-        notes.append(f"sliding_window={cfg.sliding_window} < seq_len: FLOPs and KV cache are "
-                     f"counted as full attention in every layer (an upper bound)")
+    if cfg.windowed_layers and cfg.sliding_window < seq_len:
+        notes.append(f"sliding_window={cfg.sliding_window} < seq_len in {cfg.windowed_layers} "
+                     f"of {cfg.n_layers} layers: FLOPs and KV cache are counted as full "
+                     f"attention in every layer (an upper bound)")
     if not cfg.causal:
         notes.append("encoder (bidirectional): scores are always the full T² count; decode and "
                      "KV-cache figures are hypothetical")

@@ -32,6 +32,10 @@ Checks, in order:
 - `tied-checkpoint` (warning) / `missing-head` (error): a tied config whose checkpoint stores
   lm_head.weight, or an untied config whose checkpoint has none (the head would be random).
   Needs the checkpoint's safetensors files beside the config.json; only their headers are read.
+- `attention-layout` (info): which layers attend through a sliding window, read as transformers
+  reads it (Qwen2/3's `use_sliding_window`, `max_window_layers` and `layer_types`; Mistral's
+  window on every layer, 4096 when the key is absent; Gemma 2's alternation), or that a window
+  the config names is used by no layer.
 - `default-assumed` (info): a key the config.json leaves out was taken from transformers' default
   (max_position_embeddings; head_dim and num_key_value_heads where the class default is a number,
   not derived: Qwen3's head_dim 128, Gemma's 16 key/value heads).
@@ -335,6 +339,48 @@ def _q_width(cfg: ModelConfig) -> list[Finding]:
         {"q_width": width, "d_model": cfg.d_model})]
 
 
+def _layer_ranges(layers: list[int]) -> str:
+    """[0, 1, 2, 5] -> "0–2, 5"."""
+    parts, start = [], None
+    for i, layer in enumerate(layers):
+        start = layer if start is None else start
+        if i + 1 == len(layers) or layers[i + 1] != layer + 1:
+            parts.append(str(start) if start == layer else f"{start}–{layer}")
+            start = None
+    return ", ".join(parts)
+
+
+def _attention_layout(cfg: ModelConfig, raw: dict[str, Any], length: int) -> list[Finding]:
+    windowed = [i for i in range(cfg.n_layers) if cfg.attention_window(i) is not None]
+    named = raw.get("sliding_window")
+    if not windowed:
+        if named is None:
+            return []
+        why = ("use_sliding_window is not true" if raw.get("use_sliding_window") is not True
+               else f"max_window_layers={raw.get('max_window_layers', 28)} is not below "
+               f"num_hidden_layers={cfg.n_layers}" if raw.get("layer_types") is None
+               else "layer_types marks no layer sliding_attention")
+        return [Finding(
+            "info", "attention-layout",
+            f"sliding_window={named} is set but no layer uses it ({why}): every layer attends "
+            "to the whole context, as transformers reads this config",
+            "fine if intended; to window layers i >= k set use_sliding_window=true and "
+            "max_window_layers=k (or layer_types)", {"windowed_layers": []})]
+    window, n = cfg.sliding_window, len(windowed)
+    which = "every layer" if n == cfg.n_layers else \
+        f"{n} of {cfg.n_layers} layers ({_layer_ranges(windowed)}; the others attend to the " \
+        "whole context)"
+    bites = (f"at {length:,} tokens the window is shorter than the context" if window < length
+             else f"at {length:,} tokens the window covers the whole context, so it changes "
+             "nothing there")
+    return [Finding(
+        "info", "attention-layout",
+        f"a sliding window of {window:,} positions on {which}; {bites}",
+        "nothing to fix; a windowed layer sees at most the last "
+        f"{window:,} positions, so older tokens reach it only through earlier layers",
+        {"sliding_window": window, "windowed_layers": windowed})]
+
+
 def diagnose(raw: dict[str, Any], *, serve_len: int | None = None, training: bool = False,
              checkpoint_dir: str | Path | None = None) -> list[Finding]:
     """Findings for the config `raw` (a config.json dict), errors first.
@@ -359,6 +405,7 @@ def diagnose(raw: dict[str, Any], *, serve_len: int | None = None, training: boo
             f"{key} is absent from the config; transformers' default {value} is assumed",
             f"write {key} into the config.json", {"key": key, "value": value}))
     found += _q_width(cfg)
+    found += _attention_layout(cfg, raw, serve_len or cfg.max_seq_len)
     found += _context(cfg, serve_len)
     found += _rope_base(cfg, serve_len or cfg.max_seq_len)
     found += _ffn_ratio(cfg)

@@ -41,6 +41,7 @@ import copy
 import math
 import statistics
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -118,7 +119,10 @@ def checkpoint_layers(path: str | Path, n_layers: int) -> nn.Module:
     from blocklab.interop import load_hf
     from blocklab.nn import DecoderLM
 
-    full = load_hf(path, dtype=torch.float32)
+    with warnings.catch_warnings():
+        # the quantize command says itself which weights are not finite, once
+        warnings.simplefilter("ignore", RuntimeWarning)
+        full = load_hf(path, dtype=torch.float32)
     if not 1 <= n_layers <= full.config.n_layers:
         raise InputError(f"--layers {n_layers} is not allowed for {path}; expected 1 to "
                          f"{full.config.n_layers}")

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 from blocklab.config import (
+    LAYER_TYPES,
     ModelConfig,
     check_rope_scaling,
     positive_int,
@@ -443,10 +444,8 @@ def _from_hf_llama_family(hf: dict[str, Any], model_type: str, name: str) -> Mod
         common.update(attn_bias=bias, attn_out_bias=bias)
     if model_type == "qwen3":
         common.update(qk_norm=True)
-    # Mistral has no switch (a window applies when set); Qwen's switch defaults to off.
-    if model_type in ("mistral", "qwen2", "qwen3") and _hf_bool(hf, "use_sliding_window",
-                                                                 model_type == "mistral"):
-        common.update(sliding_window=hf.get("sliding_window"))
+    if model_type in ("mistral", "qwen2", "qwen3", "gemma2"):
+        common.update(_hf_attention_layout(hf, model_type, common["n_layers"]))
     if model_type == "gemma":  # Gemma 1: pre-norm, (1 + γ) gains, scaled embeddings
         common.update(norm_unit_offset=True, norm_cast="gemma", embed_scale=True)
     if model_type == "gemma2":
@@ -459,10 +458,87 @@ def _from_hf_llama_family(hf: dict[str, Any], model_type: str, name: str) -> Mod
                       embed_scale=True,
                       attn_scale=None if scalar is None else float(scalar) ** -0.5,
                       attn_logit_softcap=hf.get("attn_logit_softcapping"),
-                      final_logit_softcap=hf.get("final_logit_softcapping"),
-                      sliding_window=hf.get("sliding_window"))
+                      final_logit_softcap=hf.get("final_logit_softcapping"))
     with _named_by(keys):
         return ModelConfig(**common)
+
+
+# The window each family's config class gives when config.json leaves `sliding_window` out (an
+# explicit null means no window).
+_HF_DEFAULT_WINDOW = 4096
+_HF_DEFAULT_MAX_WINDOW_LAYERS = 28  # Qwen2Config / Qwen3Config
+# Old layer-type names transformers still reads (configuration_utils._LEGACY_LAYER_TYPE_REMAP).
+_HF_LEGACY_LAYER_TYPES = {"attention": "full_attention"}
+
+
+def _hf_attention_layout(hf: dict[str, Any], model_type: str, n_layers: Any) -> dict[str, Any]:
+    """`sliding_window` and `layer_types` as transformers 5 reads them:
+
+    - mistral: the window (4096 when absent) on every layer; MistralConfig ignores
+      `layer_types`, so one that asks for anything else fails naming it;
+    - qwen2, qwen3: a window only under `use_sliding_window` (default false), on the layers
+      `layer_types` marks sliding, or without it on layers i >= `max_window_layers` (default
+      28);
+    - gemma2: the window on the layers `layer_types` marks sliding, else on even layers.
+
+    A window no layer uses is dropped, and one every layer uses needs no `layer_types`, so
+    equal attention reads as one `ModelConfig`.
+    """
+    window = hf.get("sliding_window", _HF_DEFAULT_WINDOW)
+    if window is not None:
+        with _named_by({"sliding_window": "sliding_window"}):
+            positive_int("sliding_window", window)
+    if model_type in ("qwen2", "qwen3") and not _hf_bool(hf, "use_sliding_window", False):
+        window = None
+    with _named_by({"n_layers": "num_hidden_layers"}):
+        positive_int("n_layers", n_layers)
+    derived = None
+    if model_type in ("qwen2", "qwen3"):
+        first = hf.get("max_window_layers")
+        if first is not None and not (isinstance(first, int) and not isinstance(first, bool)
+                                      and first >= 0):
+            raise ConfigError(f"config.json max_window_layers={shown_value(first)} is not "
+                              "allowed; expected an integer >= 0 (the first windowed layer)")
+        start = _HF_DEFAULT_MAX_WINDOW_LAYERS if first is None else first
+        derived = ["sliding_attention" if window is not None and i >= start else
+                   "full_attention" for i in range(n_layers)]
+    elif model_type == "gemma2":
+        derived = ["sliding_attention" if (i + 1) % 2 else "full_attention"
+                   for i in range(n_layers)]
+    given = hf.get("layer_types")
+    if given is not None:
+        names = [_HF_LEGACY_LAYER_TYPES.get(t, t) if isinstance(t, str) else t
+                 for t in given] if isinstance(given, list) else []
+        if len(names) != n_layers or any(t not in LAYER_TYPES for t in names):
+            raise ConfigError(f"config.json layer_types={shown_value(given)} is not allowed; "
+                              f"expected one of {list(LAYER_TYPES)} per layer, {n_layers} in "
+                              "all")
+        given = names
+    if model_type == "mistral":
+        every = ["sliding_attention" if window is not None else "full_attention"] * n_layers
+        if given is not None and given != every:
+            raise ConfigError(f"config.json layer_types={shown_value(given)} is not read by "
+                              "transformers' mistral, which windows every layer when "
+                              "sliding_window is set; model_type ministral reads per-layer "
+                              "windows")
+        types = every
+    elif given is not None:
+        # Where both are given transformers reads layer_types alone; max_window_layers then is
+        # only the class default that save_pretrained writes beside it, not a second opinion.
+        types = given
+    else:
+        types = derived
+    if window is None and "sliding_attention" in types:
+        # transformers builds no sliding mask for such a layer and fails at run time
+        off = "sliding_window=None" if model_type == "gemma2" else "use_sliding_window is false"
+        raise ConfigError(f"config.json layer_types marks sliding layers while {off}; "
+                          "transformers cannot run it (set a window, or mark every layer "
+                          "full_attention)")
+    if window is None or "sliding_attention" not in types:
+        return {"sliding_window": None, "layer_types": None}
+    if all(t == "sliding_attention" for t in types):
+        return {"sliding_window": window, "layer_types": None}
+    return {"sliding_window": window, "layer_types": tuple(types)}
 
 
 def _from_hf_gpt2(hf: dict[str, Any], name: str) -> ModelConfig:
@@ -676,8 +752,13 @@ def to_hf(cfg: ModelConfig, model_type: str = "llama") -> dict[str, Any]:
         problems.append(f"ffn={cfg.ffn!r} (Llama-family MLPs are gated: swiglu, reglu, geglu)")
     if cfg.norm != "rmsnorm" or cfg.norm_unit_offset or cfg.norm_cast != "llama":
         problems.append("norm (Llama-family uses RMSNorm with a plain gain, llama cast)")
-    if cfg.placement != "pre" or not cfg.final_norm or cfg.residual_scale != 1.0:
-        problems.append(f"placement={cfg.placement!r} (Llama-family is pre-norm with final norm)")
+    if cfg.placement != "pre":
+        problems.append(f"placement={cfg.placement!r} (Llama-family is pre-norm)")
+    if not cfg.final_norm:
+        problems.append("final_norm=False (Llama-family ends with a norm)")
+    if cfg.residual_scale != 1.0:
+        problems.append(f"residual_scale={cfg.residual_scale} (Llama-family adds the residual "
+                        "unscaled: 1.0)")
     if cfg.position != "rope" or cfg.rope_layout != "half_split":
         problems.append(f"position={cfg.position!r}/{cfg.rope_layout} (needs half_split RoPE)")
     # What from_hf refuses, because transformers would read it differently:
@@ -732,10 +813,30 @@ def to_hf(cfg: ModelConfig, model_type: str = "llama") -> dict[str, Any]:
         out["mlp_bias"] = cfg.ffn_bias
     elif cfg.ffn_bias:
         raise ConfigError(f"cannot export to {model_type}: ffn_bias=True (only llama has mlp_bias)")
-    if model_type in ("mistral", "qwen2", "qwen3"):
-        out["sliding_window"] = cfg.sliding_window
-        if model_type != "mistral":
-            out["use_sliding_window"] = cfg.sliding_window is not None
-    elif cfg.sliding_window is not None:
-        raise ConfigError("cannot export to llama: sliding_window is set (llama has none)")
+    out.update(_hf_layout_keys(cfg, model_type))
+    return out
+
+
+def _hf_layout_keys(cfg: ModelConfig, model_type: str) -> dict[str, Any]:
+    """The keys that make transformers window exactly the layers `cfg` windows."""
+    windowed = [cfg.attention_window(i) is not None for i in range(cfg.n_layers)]
+    window = cfg.sliding_window if any(windowed) else None
+    if model_type == "llama":
+        if window is not None:
+            raise ConfigError("cannot export to llama: sliding_window is set (llama has none)")
+        return {}
+    if model_type == "mistral":
+        if window is not None and not all(windowed):
+            raise ConfigError(f"cannot export to mistral: only {sum(windowed)} of "
+                              f"{cfg.n_layers} layers are windowed (mistral windows every "
+                              "layer; qwen2 and qwen3 window some)")
+        return {"sliding_window": window}  # null, not absent: absent means 4096
+    # qwen2, qwen3: layer_types says it all; max_window_layers says the same where a suffix of
+    # the layers is windowed (older readers take it), and is left out where none can.
+    types = ["sliding_attention" if w else "full_attention" for w in windowed]
+    out: dict[str, Any] = {"use_sliding_window": window is not None,
+                           "sliding_window": window, "layer_types": types}
+    first = windowed.index(True) if window is not None else cfg.n_layers
+    if all(windowed[first:]):
+        out["max_window_layers"] = first
     return out

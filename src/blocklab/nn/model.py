@@ -66,7 +66,10 @@ def build_norm_for(cfg: ModelConfig, dim: int | None = None, impl: str = "fast")
                       impl=impl)
 
 
-def build_attention(cfg: ModelConfig, packed_qkv: bool = False, impl: str = "fast") -> Attention:
+def build_attention(cfg: ModelConfig, packed_qkv: bool = False, impl: str = "fast",
+                    layer: int = 0) -> Attention:
+    """Layer `layer`'s attention: its sliding window is the config's where that layer is marked
+    sliding (`ModelConfig.attention_window`)."""
     q_norm = k_norm = None
     if cfg.qk_norm:  # per-head RMSNorm over head_dim (Qwen3), whatever the block norm is
         q_norm = RMSNorm(cfg.head_dim, eps=cfg.norm_eps, unit_offset=cfg.norm_unit_offset,
@@ -76,19 +79,19 @@ def build_attention(cfg: ModelConfig, packed_qkv: bool = False, impl: str = "fas
     return Attention(cfg.d_model, cfg.n_heads, cfg.n_kv_heads, cfg.head_dim,
                      qkv_bias=cfg.attn_bias, out_bias=cfg.attn_out_bias, q_norm=q_norm,
                      k_norm=k_norm, rope_layout=cfg.rope_layout, scale=cfg.attn_scale,
-                     logit_softcap=cfg.attn_logit_softcap, sliding_window=cfg.sliding_window,
-                     packed_qkv=packed_qkv, impl=impl)
+                     logit_softcap=cfg.attn_logit_softcap,
+                     sliding_window=cfg.attention_window(layer), packed_qkv=packed_qkv, impl=impl)
 
 
 def build_block(cfg: ModelConfig, packed_gate_up: bool = False, packed_qkv: bool = False,
-                impl: str = "fast") -> Block:
+                impl: str = "fast", layer: int = 0) -> Block:
     """One decoder layer. `packed_gate_up` stores a gated FFN's gate and up projections as one
     matrix (same function, one matmul; ignored for plain FFNs, which have no gate), `packed_qkv`
     the q, k, v projections; `impl` is every op's backend or implementation
-    (`blocklab.nn.backends`)."""
+    (`blocklab.nn.backends`); `layer` is its index (layers may differ in their attention window)."""
     sandwich = cfg.placement == "sandwich"
     return Block(
-        build_attention(cfg, packed_qkv, impl),
+        build_attention(cfg, packed_qkv, impl, layer),
         build_ffn(cfg.ffn, cfg.d_model, cfg.d_ff, bias=cfg.ffn_bias,
                   packed=packed_gate_up and cfg.gated, impl=impl),
         build_norm_for(cfg, impl=impl),
@@ -120,6 +123,12 @@ def build_position(cfg: ModelConfig) -> nn.Module | None:
     return None
 
 
+# Integer dtypes ids may come in; nn.Embedding takes int32 and int64 only, so the narrower ones
+# are widened (losslessly). The unsigned 16-64-bit types have too few kernels to be taken.
+_ID_DTYPES = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8)
+
+
+@torch.compiler.disable  # runs eagerly under torch.compile too: a bad id is never an index error
 def _check_ids(input_ids: Tensor, vocab_size: int, device: torch.device | None = None,
                name: str = "input_ids") -> None:
     """Token ids must be an integer [B, T] tensor in [0, vocab_size), on `device` when given:
@@ -129,8 +138,9 @@ def _check_ids(input_ids: Tensor, vocab_size: int, device: torch.device | None =
     if not isinstance(input_ids, Tensor):
         raise InputError(f"{name} must be a tensor, got {type(input_ids).__name__}")
     dtype = input_ids.dtype
-    if dtype.is_floating_point or dtype.is_complex or dtype == torch.bool:
-        raise InputError(f"{name} must be an integer tensor, got dtype {dtype}")
+    if dtype not in _ID_DTYPES:
+        raise InputError(f"{name} must be an integer tensor, got dtype {dtype}; allowed: "
+                         f"{[str(d).removeprefix('torch.') for d in _ID_DTYPES]}")
     if input_ids.dim() != 2:
         raise InputError(f"{name} must be [B, T], got shape {tuple(input_ids.shape)}")
     if device is not None and input_ids.device != device:
@@ -187,8 +197,8 @@ class DecoderLM(nn.Module):
         self.embed_tokens = nn.Embedding(config.vocab_size, config.d_model)
         self.position = build_position(config)
         self.embed_norm = build_norm_for(config, impl=impl) if config.embed_norm else None
-        self.layers = nn.ModuleList(build_block(config, packed_gate_up, packed_qkv, impl)
-                                    for _ in range(config.n_layers))
+        self.layers = nn.ModuleList(build_block(config, packed_gate_up, packed_qkv, impl, i)
+                                    for i in range(config.n_layers))
         self.norm = build_norm_for(config, impl=impl) if config.final_norm else nn.Identity()
         self.lm_head = Linear(config.d_model, config.vocab_size, bias=False)
         self.apply(self._init_weights)
@@ -277,8 +287,9 @@ class DecoderLM(nn.Module):
                 cache: KVCache | None = None) -> Tensor:
         """input_ids: [B, T] -> logits [B, T, vocab_size]."""
         cfg = self.config
-        if not torch.compiler.is_compiling():  # a read-back would break the compiled graph
-            _check_ids(input_ids, cfg.vocab_size, self.embed_tokens.weight.device)
+        _check_ids(input_ids, cfg.vocab_size, self.embed_tokens.weight.device)
+        if input_ids.dtype not in (torch.int64, torch.int32):
+            input_ids = input_ids.long()  # what nn.Embedding takes
         B, T = input_ids.shape
         past = 0 if cache is None else cache.length
         known = {}  # positions we make ourselves need no check (and no read-back)
