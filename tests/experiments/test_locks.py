@@ -468,3 +468,85 @@ def test_cli_says_a_lock_it_cannot_open_on_one_line(tmp_path, monkeypatch, capsy
     assert code == 2 and len(err) == 1, err
     assert err[0].startswith(f"error: cannot open the lock file {path}")
     assert "$BLOCKLAB_MACHINE_LOCK" in err[0]
+
+
+# --- one machine lock, whatever each shell's TMPDIR -----------------------------------------------
+def _without_named_lock(tmpdir) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "BLOCKLAB_MACHINE_LOCK"}
+    return {**env, "TMPDIR": str(tmpdir)}
+
+
+@pytest.fixture
+def two_tmpdirs(monkeypatch):
+    """Two shells' temporary folders, and no $BLOCKLAB_MACHINE_LOCK: the default lock."""
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    monkeypatch.delenv("BLOCKLAB_MACHINE_LOCK", raising=False)
+    parent = Path(tempfile.mkdtemp(prefix="blocklab-tmpdirs-"))
+    parent.chmod(0o755)  # (each may be another user's TMPDIR: it must reach them)
+    folders = [parent / "a", parent / "b"]
+    for folder in folders:
+        folder.mkdir()
+        folder.chmod(0o777)
+    yield folders
+    shutil.rmtree(parent)
+
+
+def test_two_shells_with_other_tmpdirs_share_the_machine_lock(two_tmpdirs):
+    """The bug: the lock lived in $TMPDIR, so a shell with another TMPDIR timed beside a
+    training run instead of waiting for it."""
+    a, b = (_without_named_lock(folder) for folder in two_tmpdirs)
+    show = "from blocklab.experiments.locks import machine_lock_path as p; print(p())"
+    paths = [subprocess.run([sys.executable, "-c", show], env=env, capture_output=True,
+                            text=True, check=True).stdout.strip() for env in (a, b)]
+    assert paths == ["/tmp/blocklab-machine.lock"] * 2  # /tmp: every user's, whatever TMPDIR
+    trains = subprocess.Popen([sys.executable, "-c", textwrap.dedent("""
+        import time
+        from blocklab.experiments.locks import machine_lock
+        with machine_lock():
+            print("held", flush=True)
+            time.sleep(1.5)
+        """)], stdout=subprocess.PIPE, text=True, env=a)
+    assert trains.stdout.readline().strip() == "held"
+    times = subprocess.run([sys.executable, "-c", textwrap.dedent("""
+        import json, time
+        from blocklab.experiments.locks import machine_lock
+        said, start = [], time.monotonic()
+        with machine_lock(exclusive=True, echo=said.append):
+            print(json.dumps({"waited": time.monotonic() - start, "said": said}))
+        """)], capture_output=True, text=True, env=b, timeout=60)
+    trains.wait()
+    out = json.loads(times.stdout)
+    assert out["waited"] > 0.5, out
+    assert out["said"] and "waiting for other blocklab runs" in out["said"][0]
+
+
+@needs_root
+def test_another_user_with_another_tmpdir_waits_on_the_same_lock(two_tmpdirs):
+    """Another user, in a shell of its own TMPDIR, finds the lock this user holds (made 0666,
+    or held read-only where it is another user's), and its timing waits."""
+    import tempfile
+
+    def time_alone() -> dict:
+        os.environ["TMPDIR"] = str(two_tmpdirs[1])
+        tempfile.tempdir = None  # (gettempdir caches its answer)
+        said: list[str] = []
+        start = time.monotonic()
+        with machine_lock(exclusive=True, echo=said.append):
+            return {"path": str(locks.machine_lock_path()), "waited": time.monotonic() - start,
+                    "said": said}
+
+    trains = subprocess.Popen([sys.executable, "-c", textwrap.dedent("""
+        import time
+        from blocklab.experiments.locks import machine_lock
+        with machine_lock():
+            print("held", flush=True)
+            time.sleep(1.5)
+        """)], stdout=subprocess.PIPE, text=True, env=_without_named_lock(two_tmpdirs[0]))
+    assert trains.stdout.readline().strip() == "held"
+    out = _as(USER, time_alone)
+    trains.wait()
+    assert out.get("ok", {}).get("path") == "/tmp/blocklab-machine.lock", out
+    assert out["ok"]["waited"] > 0.5 and "waiting for" in out["ok"]["said"][0], out

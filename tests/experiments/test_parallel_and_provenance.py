@@ -168,7 +168,7 @@ def test_results_record_provenance_and_are_reused_when_it_matches(tmp_path):
     stored = json.loads(next((tmp_path / "counting" / "tiny").glob("[!s]*.json")).read_text())
     now = provenance.current().to_dict()
     assert stored["provenance"] == now
-    assert set(now) == set(provenance.RESULT_KEYS)
+    assert set(now) == {*provenance.RESULT_KEYS, "machine"}
     assert len(now["source_sha256"]) == 64 and now["torch"].startswith("2.")
     summary = run_suite(_counting_suite(calls), RunOptions("tiny", range(2)), tmp_path,
                         progress=False)
@@ -208,6 +208,74 @@ def test_a_result_without_provenance_or_with_another_corpus_is_run_again(tmp_pat
     assert sorted(calls) == [0, 0, 1, 1]
     note = next(n for n in summary.notes if "provenance" in n)
     assert "corpus stdlib (1)" in note and "provenance missing (1)" in note
+
+
+# The instruction sets CPU timings depend on, as every run records them.
+MACHINE_FLAGS = ("avx2", "avx512f", "avx512_bf16", "avx512_vnni", "amx_bf16", "amx_tile")
+
+
+def _timing_and_training_suite(calls: list):
+    def plan(options, tuned=()):
+        return [base.RunSpec("kernel timing", "time", 0, {"timing": 0},
+                             lambda progress: calls.append("timing") or RunResult(
+                                 "ok", extra={"ms": 1.0}), timed=True),
+                base.RunSpec("training", "train", 0, {"training": 0},
+                             lambda progress: calls.append("training") or RunResult(
+                                 "ok", extra={"loss": 2.0}))]
+
+    return base.Suite("mixed", "times and trains", plan,
+                      lambda options, results: Summary("mixed", options.size,
+                                                       len(options.seeds), [],
+                                                       data=Nothing()), Nothing)
+
+
+def _stored_provenances(folder: Path, edit) -> None:
+    for path in folder.glob("*.json"):
+        if path.name not in ("summary.json", "planned_rules.json"):
+            data = json.loads(path.read_text())
+            edit(data["provenance"])
+            path.write_text(json.dumps(data))
+
+
+def test_every_run_records_the_machine_it_ran_on(tmp_path):
+    from blocklab.experiments.env import cpu_flags, cpu_model
+
+    run_suite(_timing_and_training_suite([]), RunOptions("tiny", range(1)), tmp_path,
+              progress=False)
+    for path in (tmp_path / "mixed" / "tiny").glob("[!sp]*.json"):
+        assert json.loads(path.read_text())["provenance"]["machine"] == {
+            "cpu": cpu_model(), "flags": cpu_flags(MACHINE_FLAGS), "cores": usable_cores()}
+
+
+def _elsewhere(**changed):
+    def edit(stored: dict) -> None:
+        stored["machine"] = {**stored.get("machine", {}), **changed}
+    return edit
+
+
+@pytest.mark.parametrize("edit, reason", [
+    (_elsewhere(cores=64), "timed on another machine"),
+    (_elsewhere(cpu="AMD EPYC 7763 64-Core Processor", cores=64,
+                flags={name: True for name in MACHINE_FLAGS}), "timed on another machine"),
+    (lambda stored: stored.pop("machine", None), "timed on an unrecorded machine"),
+])
+def test_a_timing_from_another_machine_is_run_again_and_a_training_run_reused(tmp_path, edit,
+                                                                             reason):
+    """The bug: a timing stored on a 64-core machine was shown as this one's ("6 of 6 runs
+    were already stored"). Losses are any machine's; timings are only this machine's."""
+    calls: list = []
+    options = RunOptions("tiny", range(1))
+    run_suite(_timing_and_training_suite(calls), options, tmp_path, progress=False)
+    _stored_provenances(tmp_path / "mixed" / "tiny", edit)
+    calls.clear()
+    summary = run_suite(_timing_and_training_suite(calls), options, tmp_path, progress=False)
+    assert calls == ["timing"]
+    assert summary.notes[0].startswith("1 of 2 runs were already stored")
+    assert ("1 stored run(s) were run again because their provenance differs from this code "
+            f"and machine: {reason} (1)") in summary.notes, summary.notes
+    calls.clear()
+    run_suite(_timing_and_training_suite(calls), options, tmp_path, progress=False)
+    assert calls == []  # the timing now records this machine
 
 
 def test_source_hash_covers_what_decides_results_and_nothing_else(tmp_path):

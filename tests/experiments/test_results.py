@@ -10,7 +10,7 @@ from blocklab.config import ModelConfig
 from blocklab.experiments import results as rs
 from blocklab.experiments import trainer as tr
 from blocklab.experiments.results import ResultStore, run_id
-from blocklab.experiments.run_result import RunResult
+from blocklab.experiments.run_result import RunLabel, RunResult
 from blocklab.experiments.trainer import TrainConfig
 
 
@@ -248,3 +248,24 @@ def test_a_result_file_this_user_may_not_read_is_named_and_run_again():
         assert (folder / "bbb.json").read_bytes() == other
     finally:
         shutil.rmtree(folder)
+
+
+def test_a_file_holding_another_runs_result_is_not_that_run(tmp_path):
+    """The bug: a run's file overwritten with another run's result was read as that run. A
+    result names the run it is (a lone training run its run id; a suite's run the id of the
+    spec it ran, `run.run_id`), and under another run's name it is not read: it says why and
+    is run again."""
+    store = ResultStore(tmp_path)
+    store.save("bbbbbbbbbbbb", RunResult("ok", run_id="bbbbbbbbbbbb"))
+    store.save("cccccccccccc", RunResult("ok", run=RunLabel("c/0", "c", 0, "cccccccccccc")))
+    for key, source in (("aaaaaaaaaaaa", "bbbbbbbbbbbb"), ("dddddddddddd", "cccccccccccc")):
+        store.path_for(key).write_bytes(store.path_for(source).read_bytes())
+    assert store.has("bbbbbbbbbbbb") and store.has("cccccccccccc")
+    assert not store.has("aaaaaaaaaaaa") and not store.has("dddddddddddd")
+    path = store.path_for("aaaaaaaaaaaa")
+    assert store.damaged[path] == (f"{path} did not match its name: it holds the result of "
+                                   "run bbbbbbbbbbbb")
+    assert [rid for rid, _ in store.iter_results()] == ["bbbbbbbbbbbb", "cccccccccccc"]
+    # one stored before results named their run (no id to check) still reads, as it did
+    store.save("eeeeeeeeeeee", RunResult("ok", run=RunLabel("e/0", "e", 0)))
+    assert store.has("eeeeeeeeeeee")

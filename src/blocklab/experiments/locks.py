@@ -12,8 +12,9 @@
                                                  while a timed run ran (recorded in its result)
 
 Both are `flock` locks on files, so a process that dies (even by SIGKILL) releases them, and
-forked worker processes share their parent's. The machine lock lives in the temporary folder
-(`$BLOCKLAB_MACHINE_LOCK` names another file). Locks are advisory: only blocklab honours them.
+forked worker processes share their parent's. The machine lock is /tmp/blocklab-machine.lock,
+whatever $TMPDIR says, so every user and shell finds the same one (`$BLOCKLAB_MACHINE_LOCK` names
+another file). Locks are advisory: only blocklab honours them.
 
 Every user of a machine shares its lock, so the machine lock is created readable and writable
 by all (0666, set after creation: `open`'s mode is cut by the umask), and either lock is held
@@ -171,9 +172,17 @@ def suite_locks(results: str | Path, suites: Sequence[str], *, wait: bool = True
             os.close(fd)  # closing releases the lock
 
 
+# One file for every user and shell of the machine: /tmp, never $TMPDIR, which differs
+# between users and shells (each would lock a file of its own, and a timing would run beside
+# another's training). POSIX gives every system a /tmp all users may write.
+SHARED_MACHINE_LOCK = (Path("/tmp/blocklab-machine.lock") if os.name == "posix"
+                       else Path(tempfile.gettempdir()) / "blocklab-machine.lock")
+
+
 def machine_lock_path() -> Path:
+    """$BLOCKLAB_MACHINE_LOCK where set, else `SHARED_MACHINE_LOCK`."""
     named = os.environ.get("BLOCKLAB_MACHINE_LOCK")
-    return Path(named) if named else Path(tempfile.gettempdir()) / "blocklab-machine.lock"
+    return Path(named) if named else SHARED_MACHINE_LOCK
 
 
 @dataclass
@@ -298,5 +307,5 @@ def is_busy(record: object) -> bool:
     return isinstance(share, int | float) and share > BUSY_SHARE
 
 
-__all__ = ["BUSY_SHARE", "OthersCpu", "is_busy", "machine_lock", "machine_lock_path",
-           "suite_locks"]
+__all__ = ["BUSY_SHARE", "SHARED_MACHINE_LOCK", "OthersCpu", "is_busy", "machine_lock",
+           "machine_lock_path", "suite_locks"]

@@ -6,6 +6,10 @@ for a trained run, when its corpus hash equals the corpus's hash here; otherwise
 it again and says how many it re-ran and why. So a resumed suite never mixes results of older
 code, another PyTorch, other kernels or another Python's standard library (the `stdlib` corpus).
 
+It also records the machine (`Machine`: CPU model, instruction sets, usable cores). Losses are
+any machine's, but a timing is only this machine's when it was measured on it: a timed run
+stored on another machine, or on one it does not record, is run again (`differences`).
+
 The source hash covers the package files that decide what a run computes (the model, the
 training loop and experiments, the config); editing the report or the CLI does not invalidate
 stored results. This module imports no PyTorch until `current()` is called.
@@ -21,16 +25,43 @@ from pathlib import Path
 from typing import Any
 
 import blocklab
+from blocklab.experiments.env import cpu_flags, cpu_model, usable_cores
 
 # Package parts whose code decides a run's numbers.
 RESULT_SOURCES = ("config.py", "allocator.py", "nn", "experiments")
 RESULT_KEYS = ("blocklab", "source_sha256", "torch", "numpy", "python", "kernels")
+# The instruction sets CPU timings depend on: vector width, bfloat16 and int8 units.
+MACHINE_FLAGS = ("avx2", "avx512f", "avx512_bf16", "avx512_vnni", "amx_bf16", "amx_tile")
+
+
+@dataclass(frozen=True)
+class Machine:
+    """The CPU a result was computed on: its model name, which of MACHINE_FLAGS it has, and the
+    cores this process could use."""
+
+    cpu: str
+    flags: dict[str, bool]
+    cores: int
+
+    @classmethod
+    def here(cls) -> Machine:
+        return cls(cpu_model(), cpu_flags(MACHINE_FLAGS), usable_cores())
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Machine | None:
+        """A stored record as a Machine; None where there is none (a result stored before runs
+        recorded their machine) or it is not one."""
+        try:
+            return cls(**data)
+        except TypeError:
+            return None
 
 
 @dataclass(frozen=True)
 class Provenance:
     """blocklab: package version; source_sha256: hash of RESULT_SOURCES; torch, numpy, python:
-    versions; kernels: the CPU kernel backend ("compiled" or why not: the fallback)."""
+    versions; kernels: the CPU kernel backend ("compiled" or why not: the fallback); machine:
+    where it ran (compared for timed runs alone)."""
 
     blocklab: str
     source_sha256: str
@@ -38,8 +69,9 @@ class Provenance:
     numpy: str
     python: str
     kernels: str
+    machine: Machine
 
-    def to_dict(self) -> dict[str, str]:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -69,13 +101,23 @@ def current() -> Provenance:
     return Provenance(blocklab=blocklab.__version__, source_sha256=source_sha256(),
                       torch=torch.__version__, numpy=numpy.__version__,
                       python=platform.python_version(),
-                      kernels=cpu_kernels.unavailable_reason() or "built")
+                      kernels=cpu_kernels.unavailable_reason() or "built",
+                      machine=Machine.here())
 
 
-def differences(stored: dict[str, Any] | None, now: Provenance) -> list[str]:
-    """The RESULT_KEYS in which a stored result's provenance differs from `now` (all of them
-    naming "provenance" when the result has none)."""
+def differences(stored: dict[str, Any] | None, now: Provenance, *,
+                timed: bool = False) -> list[str]:
+    """Why a stored result's provenance does not let it stand for one computed `now`: the
+    RESULT_KEYS in which it differs ("provenance missing" when it has none), and for a `timed`
+    run a machine other than `now`'s or none recorded."""
     if not isinstance(stored, dict):
         return ["provenance missing"]
     here = now.to_dict()
-    return [key for key in RESULT_KEYS if stored.get(key) != here[key]]
+    reasons = [key for key in RESULT_KEYS if stored.get(key) != here[key]]
+    if timed:
+        machine = Machine.from_dict(stored.get("machine"))
+        if machine is None:
+            reasons.append("timed on an unrecorded machine")
+        elif machine != now.machine:
+            reasons.append("timed on another machine")
+    return reasons

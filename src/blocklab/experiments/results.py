@@ -11,7 +11,9 @@ A result is one file `<root>/<run_id>.json`, written atomically: a reader (or a 
 previous file or the complete new one, never half. A file that is damaged (cut short, not
 strict JSON — NaN, Infinity, a key given twice — or with no "status") does not count as done:
 it is run again, and the store keeps why in `damaged`, naming the file, so the suite can say
-which it replaced. This module imports no PyTorch, so reports can read results without it.
+which it replaced. So is a file that holds another run's result (copied or written over): a
+result names the run it is (`RunResult.claimed_id`), and only under that name is it read. This
+module imports no PyTorch, so reports can read results without it.
 """
 
 from __future__ import annotations
@@ -105,8 +107,8 @@ class ResultStore:
     """A folder of results, one `<run_id>.json` per run.
 
     `damaged` maps the path of each result file this store found but could not use (it does
-    not read as strict JSON, or is not a result) to why, as one line that names the file; a
-    file missing altogether is not damaged, only not run yet."""
+    not read as strict JSON, is not a result, or is another run's) to why, as one line that
+    names the file; a file missing altogether is not damaged, only not run yet."""
 
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
@@ -132,7 +134,12 @@ class ResultStore:
             if not regular:  # a folder, a link to nothing, or a pipe that would never end
                 raise ResultsError(f"{path}: not a regular file")
             data = read_json(path, error=ResultsError, max_bytes=RESULT_MAX_BYTES)
-            return RunResult.from_dict(data, str(path))
+            result = RunResult.from_dict(data, str(path))
+            # Every reader comes here: a file proves it is the run its name says, or is no run.
+            if result.claimed_id is not None and result.claimed_id != path.stem:
+                raise ResultsError(f"{path} did not match its name: it holds the result of run "
+                                   f"{result.claimed_id}")
+            return result
         except ResultsError as err:  # not a result, or half of one: run it again
             if note and os.path.lexists(path):  # (not one deleted meanwhile)
                 self.damaged[path] = str(err)

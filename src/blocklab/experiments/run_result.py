@@ -83,11 +83,14 @@ class FinalMetrics:
 
 @dataclass
 class RunLabel:
-    """Which planned run a stored result is: the spec's label, arm and seed."""
+    """Which planned run a stored result is: the spec's label, arm and seed, and its run id
+    (the hash of its settings, which its file must be named by; None in results stored before
+    it was recorded). Labels compare by label, arm and seed: the id is the file's proof."""
 
     label: str
     arm: str
     seed: int
+    run_id: str | None = field(default=None, compare=False)
 
 
 # The trainer's keys in the order it writes them (a training run has every one of them).
@@ -124,6 +127,15 @@ class RunResult:
     machine_load: dict[str, Any] | None = None  # `locks.OthersCpu.record()`, timed runs
 
     @property
+    def claimed_id(self) -> str | None:
+        """The run id this result says it is: a suite run's (`run.run_id`), or a lone training
+        run's own (one with no suite stamps, as `trainer.run_stored` keeps it); None for a suite
+        run stored before runs recorded their id."""
+        if self.run is not None:
+            return self.run.run_id
+        return self.run_id if self.provenance is None else None
+
+    @property
     def trained(self) -> bool:
         """Whether this is a training run's result (it has final metrics)."""
         return self.final is not None
@@ -150,6 +162,8 @@ class RunResult:
             value = getattr(self, name)
             if value is not None:
                 out[name] = _plain(value)
+        if self.run is not None and self.run.run_id is None:  # written back as it was stored
+            del out["run"]["run_id"]
         return out
 
     @classmethod

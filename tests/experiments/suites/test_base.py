@@ -331,3 +331,76 @@ def test_a_suite_is_checked_where_it_is_defined_and_names_its_place_in_the_repor
     with pytest.raises(ValueError, match=r"suite toy: section 'Toy results' is not a page "
                                          r"anchor"):
         dataclasses.replace(toy, section="Toy results")
+
+
+def test_a_run_file_overwritten_with_another_runs_result_is_run_again(tmp_path, capsys):
+    """The bug: a/0's file holding b/0's result was reused as a/0, silently."""
+    options = RunOptions("tiny", range(2))
+    base.run_suite(_toy_suite([]), options, tmp_path, progress=False)
+    ids = {spec.label: spec.run_id for spec in _toy_suite([]).plan(options, [])}
+    folder = tmp_path / "toy" / "tiny"
+    target = folder / f"{ids['a/0']}.json"
+    target.write_bytes((folder / f"{ids['b/0']}.json").read_bytes())
+    capsys.readouterr()
+    calls = []
+    summary = base.run_suite(_toy_suite(calls), options, tmp_path, progress=False)
+    assert calls == [("a", 0)]
+    assert summary.data.diff.mean == 1.0  # b/0's value read as a/0's would make it 0.5
+    why = f"{target} did not match its name: it holds the result of run {ids['b/0']}"
+    assert capsys.readouterr().err.splitlines() == [f"{why}; it is run again"]
+    assert f"1 stored run file(s) were damaged and were run again: {why}" in summary.notes
+    assert "3 of 4 runs were already stored" in summary.notes[0]
+
+
+def _tuned_suite_with_a_probe(calls, stop_at_eval=False):
+    """`_tuned_suite` with a probe that reads no tuning (it runs beside the tuning runs)."""
+    suite = _tuned_suite(calls)
+
+    def plan(options, tuned):
+        def probe(progress):
+            calls.append(("probe", 0))
+            return RunResult("ok", extra={"value": 0.0})
+
+        evals = suite.plan(options, tuned)
+        if stop_at_eval:
+            evals = [dataclasses.replace(spec, execute=_interrupt) for spec in evals]
+        return [*evals, base.RunSpec("probe", "probe", 0, {"probe": 1}, probe,
+                                     reads_tuning=False)]
+
+    def summarise(options, results):
+        values = [r.extra["value"] for spec, r in results if spec.arm == "eval"]
+        return Summary("tuned", options.size, len(options.seeds), [],
+                       data=ToyData(base.mean_ci(values)))
+
+    return dataclasses.replace(suite, plan=plan, summarise=summarise)
+
+
+def _interrupt(progress):
+    raise KeyboardInterrupt
+
+
+def test_already_stored_counts_only_what_was_stored_before_the_command(tmp_path):
+    """The bug: a run made beside the tuning runs was counted "already stored" once the
+    evaluation was planned after them ("24 of 28 runs were already stored" from a command
+    that had run all 28)."""
+    options = RunOptions("tiny", range(1))
+
+    def stored_note(summary: Summary) -> str:
+        return summary.notes[0].split(";")[0]
+
+    first = base.run_suite(_tuned_suite_with_a_probe([]), options, tmp_path, progress=False)
+    assert stored_note(first) == "0 of 2 runs were already stored"
+    again = base.run_suite(_tuned_suite_with_a_probe([]), options, tmp_path, progress=False)
+    assert stored_note(again) == "2 of 2 runs were already stored"
+
+    # killed after the tuning round: the probe stored, the evaluation run not
+    other = tmp_path / "killed"
+    from blocklab.errors import Interrupted
+
+    with pytest.raises(Interrupted):
+        base.run_suite(_tuned_suite_with_a_probe([], stop_at_eval=True), options, other,
+                       progress=False)
+    calls = []
+    rerun = base.run_suite(_tuned_suite_with_a_probe(calls), options, other, progress=False)
+    assert calls == [("eval", 0)]
+    assert stored_note(rerun) == "1 of 2 runs were already stored"

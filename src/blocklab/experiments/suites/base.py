@@ -226,17 +226,27 @@ class PlannedSuite:
     planned_rules: dict[str, str] = field(default_factory=dict)
     early: list[RunSpec] = field(default_factory=list)
     early_store: ResultStore | None = None
+    # Run ids this command ran in an earlier round (the early runs, beside the tuning): stored
+    # now, but not stored before it began.
+    ran: frozenset[str] = frozenset()
 
     @property
     def size(self) -> str:
         return self.options.size
+
+    @property
+    def stored_before(self) -> int:
+        """How many of `specs` were stored before this command began: neither to run now nor
+        run by it in an earlier round."""
+        made = self.ran | {spec.run_id for spec in self.missing}
+        return sum(spec.run_id not in made for spec in self.specs)
 
     def stamped(self) -> list[RunSpec]:
         """The missing runs (and the `early` ones), each stamping its result with the
         provenance of the process that computed it, whichever executor runs it (a Ray node may
         differ from this machine), and with the spec it ran."""
         return [dataclasses.replace(spec, execute=functools.partial(
-            execute_spec, spec.execute, spec.label, spec.arm, spec.seed))
+            execute_spec, spec.execute, RunLabel(spec.label, spec.arm, spec.seed, spec.run_id)))
             for spec in [*self.missing, *self.early]]
 
     def stores(self) -> list[tuple[RunSpec, ResultStore]]:
@@ -419,7 +429,8 @@ def replan_after_tuning(planned: PlannedSuite, failed: dict[str, str], out_dir: 
         raise SuiteIncomplete(planned.suite.name, planned.size, [
             (spec.label, failed.get(spec.run_id, "no result was stored"))
             for spec in again.missing], len(again.specs))
-    return again
+    return dataclasses.replace(again, ran=planned.ran | attempted
+                               | {spec.run_id for spec in planned.early})
 
 
 def summarise_suite(planned: PlannedSuite, failed: dict[str, str], elapsed_s: float) -> Summary:
@@ -440,7 +451,7 @@ def summarise_suite(planned: PlannedSuite, failed: dict[str, str], elapsed_s: fl
     results = [(spec, store.load(spec.run_id)) for spec in specs]
     summary = suite.summarise(planned.options.with_seeds(planned.seeds),
                               [*planned.tuned, *results])
-    notes = [f"{len(specs) - len(planned.missing)} of {len(specs)} runs were already stored; "
+    notes = [f"{planned.stored_before} of {len(specs)} runs were already stored; "
              f"this invocation took {elapsed_s:.1f} s", *planned.options.notes()]
     for block in planned.blocks:
         notes.append(f"seeds {block.start}–{block.stop - 1} were added to {len(block.arms)} "
@@ -498,16 +509,17 @@ class ResultRouter:
             store.save(run_id, result)
 
 
-def execute_spec(execute: Callable[[Any], RunResult], label: str, arm: str, seed: int,
+def execute_spec(execute: Callable[[Any], RunResult], run: RunLabel,
                  progress: Any) -> RunResult:
     """Run one spec's `execute` and stamp its result with this process's provenance and with
-    the spec it ran (`"run": {label, arm, seed}`), so readers such as the report can label a
-    stored result without planning the suite again."""
+    the spec it ran (`"run": {label, arm, seed, run_id}`), so readers such as the report can
+    label a stored result without planning the suite again, and the store can tell a file
+    that holds another run's result (`ResultStore`)."""
     from blocklab.experiments.provenance import current
 
     result = execute(progress)
     result.provenance = current().to_dict()
-    result.run = RunLabel(label, arm, seed)
+    result.run = run
     return result
 
 
@@ -527,8 +539,9 @@ def _corpus_hashes(result: Any, depth: int = 0) -> list[tuple[str, str]]:
 
 
 def stale_reasons(specs: Sequence[RunSpec], store: ResultStore) -> dict[str, list[str]]:
-    """run_id -> why its stored result may not be reused here (provenance keys that differ, or
-    "corpus <name>" whose bytes changed); stored results that may be reused are absent."""
+    """run_id -> why its stored result may not be reused here (provenance keys that differ, a
+    timing made on another machine, or "corpus <name>" whose bytes changed); stored results
+    that may be reused are absent."""
     from blocklab.experiments.data import load_corpus
     from blocklab.experiments.provenance import current, differences
 
@@ -538,7 +551,7 @@ def stale_reasons(specs: Sequence[RunSpec], store: ResultStore) -> dict[str, lis
         if not store.has(spec.run_id):
             continue
         result = store.load(spec.run_id)
-        reasons = differences(result.provenance, now)
+        reasons = differences(result.provenance, now, timed=spec.timed)
         for name, sha in _corpus_hashes(result.to_dict()):
             if name not in corpus_hash:
                 try:
