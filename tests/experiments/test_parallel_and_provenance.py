@@ -4,6 +4,8 @@ libraries or data are run again, and the summary says so."""
 import dataclasses
 import json
 import os
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -244,7 +246,19 @@ def test_every_run_records_the_machine_it_ran_on(tmp_path):
               progress=False)
     for path in (tmp_path / "mixed" / "tiny").glob("[!sp]*.json"):
         assert json.loads(path.read_text())["provenance"]["machine"] == {
-            "cpu": cpu_model(), "flags": cpu_flags(MACHINE_FLAGS), "cores": usable_cores()}
+            "cpu": cpu_model(), "flags": cpu_flags(MACHINE_FLAGS), "cores": os.cpu_count()}
+
+
+def test_the_machine_is_the_same_under_a_narrower_affinity():
+    """taskset or a worker pinned to one core leaves the machine what it is: its timings are
+    not run again on every command that runs with another affinity."""
+    if not hasattr(os, "sched_setaffinity"):
+        pytest.skip("no sched_setaffinity on this platform")
+    code = ("import os; from blocklab.experiments.provenance import Machine; "
+            "os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}); print(Machine.here())")
+    pinned = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            check=True).stdout.strip()
+    assert pinned == repr(provenance.Machine.here())
 
 
 def _elsewhere(**changed):

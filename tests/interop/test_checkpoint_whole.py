@@ -169,6 +169,20 @@ def test_one_dtype_throughout_is_kept(tmp_path):
     assert {p.dtype for p in _no_warnings(load_hf, tmp_path).parameters()} == {torch.bfloat16}
 
 
+def test_float8_weights_are_checked_and_cast_when_asked(tmp_path):
+    """float8 has no isfinite or comparison kernels: the checks widen it, never crash on it."""
+    tensors = _saved(tmp_path, tied=True)
+    f8 = {k: v.to(torch.float8_e4m3fn) for k, v in tensors.items()}
+    _write(tmp_path, f8 | {"lm_head.weight": f8[EMBED].clone()})
+    _refused(tmp_path, "float8_e4m3fn", "pass dtype=")
+    model = _no_warnings(load_hf, tmp_path, dtype=torch.bfloat16)
+    assert torch.equal(model.embed_tokens.weight, f8[EMBED].bfloat16())
+    f8[UP].view(-1)[:2] = float("nan")
+    _write(tmp_path, f8)
+    with pytest.warns(RuntimeWarning, match=f"{UP}: 2 NaN, 0 inf"):
+        load_hf(tmp_path, dtype=torch.float32)
+
+
 # --- non-finite weights -----------------------------------------------------------------------
 def test_non_finite_weights_warn_with_counts(tmp_path):
     tensors = _saved(tmp_path)

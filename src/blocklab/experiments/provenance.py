@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
 import platform
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import blocklab
-from blocklab.experiments.env import cpu_flags, cpu_model, usable_cores
+from blocklab.experiments.env import cpu_flags, cpu_model
 
 # Package parts whose code decides a run's numbers.
 RESULT_SOURCES = ("config.py", "allocator.py", "nn", "experiments")
@@ -36,8 +37,9 @@ MACHINE_FLAGS = ("avx2", "avx512f", "avx512_bf16", "avx512_vnni", "amx_bf16", "a
 
 @dataclass(frozen=True)
 class Machine:
-    """The CPU a result was computed on: its model name, which of MACHINE_FLAGS it has, and the
-    cores this process could use."""
+    """The CPU a result was computed on: its model name, which of MACHINE_FLAGS it has, and how
+    many CPUs the machine has online (not how many this process may use: taskset, a cgroup or
+    a worker's affinity change that, not the machine, and timings run at a set thread count)."""
 
     cpu: str
     flags: dict[str, bool]
@@ -45,7 +47,7 @@ class Machine:
 
     @classmethod
     def here(cls) -> Machine:
-        return cls(cpu_model(), cpu_flags(MACHINE_FLAGS), usable_cores())
+        return cls(cpu_model(), cpu_flags(MACHINE_FLAGS), os.cpu_count() or 1)
 
     @classmethod
     def from_dict(cls, data: Any) -> Machine | None:

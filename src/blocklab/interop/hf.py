@@ -154,6 +154,12 @@ def _read_tensors(path: Path) -> dict[str, Tensor]:
     return {name: t for part in shards.values() for name, t in part.items()}
 
 
+def _widened(tensor: Tensor) -> Tensor:
+    """float8 has no isfinite, isnan or comparison kernels on the CPU: checked in float32,
+    which holds every float8 value exactly."""
+    return tensor.float() if tensor.dtype.itemsize == 1 else tensor
+
+
 def _check_tied_head(tensors: dict[str, Tensor], config_path: Path) -> None:
     """Drop a stored lm_head that equals the embedding; refuse one that does not, rather than
     silently choose (transformers would overwrite it with the embedding)."""
@@ -164,7 +170,7 @@ def _check_tied_head(tensors: dict[str, Tensor], config_path: Path) -> None:
         difference = f"shape {tuple(head.shape)} against {tuple(embed.shape)}"
     else:
         common = torch.promote_types(head.dtype, embed.dtype)
-        head, embed = head.to(common), embed.to(common)
+        head, embed = _widened(head.to(common)), _widened(embed.to(common))
         if torch.allclose(head, embed, rtol=0.0, atol=0.0, equal_nan=True):
             del tensors["lm_head.weight"]
             return
@@ -185,12 +191,18 @@ def _one_dtype(tensors: dict[str, Tensor], path: Path) -> torch.dtype:
                for dtype, n in names.items()]
         raise CheckpointError(f"checkpoint {path} mixes dtypes: {'; '.join(mix)}; pass dtype= "
                               "to load_hf (e.g. torch.float32) to cast every tensor to one")
-    return next(iter(names))
+    dtype = next(iter(names))
+    if dtype.itemsize == 1:
+        raise CheckpointError(f"checkpoint {path} is stored in {str(dtype).removeprefix('torch.')}"
+                              ", which blocklab.nn does not compute in; pass dtype= to load_hf "
+                              "(torch.bfloat16 or torch.float32) to cast it")
+    return dtype
 
 
 def _warn_non_finite(tensors: dict[str, Tensor], path: Path) -> None:
     bad = []
     for name, tensor in sorted(tensors.items()):
+        tensor = _widened(tensor)
         if not torch.isfinite(tensor).all():
             nan = int(tensor.isnan().sum())
             bad.append(f"{blocklab_to_hf_name(name) or name}: {nan} NaN, "
