@@ -53,3 +53,51 @@ def test_a_suite_that_measures_float32_only_runs_its_rungs_in_fp32(capsys):
     assert ladder_cli._precision(get_suite("norm-cost"), "rung2", "auto") == "fp32"
     assert "rung2: fp32 (suite norm-cost measures float32 only)" in capsys.readouterr().err
     assert ladder_cli._precision(get_suite("position"), "rung2", "fp32") == "fp32"
+
+
+def test_written_names_only_the_files_written(tmp_path, capsys):
+    """No rung has results: the ladder's JSON is written, its figure is not, and the line
+    says so."""
+    ladder_cli._report("C16", tmp_path, dict.fromkeys(("quick", "rung1", "rung2", "rung3"),
+                                                      "fp32"), 0, False, [])
+    folder = tmp_path / "ladder"
+    assert (folder / "C16.json").is_file() and not (folder / "C16.png").exists()
+    out = capsys.readouterr().out
+    assert f"Written: {folder / 'C16.json'}; no figure ({folder / 'C16.png'}) yet: no rung " \
+           "has results to draw." in out
+    assert f"and {folder / 'C16.png'}" not in out
+
+
+def test_a_results_folder_it_cannot_write_is_refused_before_any_timing(tmp_path, blocklab,
+                                                                       error_line, read_only):
+    """--precision auto times each rung's step (seconds): a folder the ladder could not write
+    its runs into is refused before that, with nothing else said."""
+    results = read_only(tmp_path / "runs")
+    proc = blocklab("ladder", "C16", "--results", str(results), "--budget", "0",
+                    bound_by_modes=True)
+    assert proc.returncode == 2
+    assert error_line(proc) == (f"error: --results {str(results)!r}: the folder "
+                                f"{str(results)!r} is not writable (permission denied)")
+
+
+def test_a_read_only_file_system_is_named(tmp_path, error_line):
+    """A folder on a file system mounted read-only (a tmpfs mounted so in a mount namespace of
+    its own): its mode allows writing, the mount does not, and the line says which."""
+    import shutil
+    import subprocess
+    import sys
+
+    if shutil.which("unshare") is None:
+        pytest.skip("no unshare(1) here to mount a read-only file system")
+    results = tmp_path / "mounted"
+    results.mkdir()
+    proc = subprocess.run(
+        ["unshare", "--mount", "sh", "-c", 'mount -t tmpfs -o ro tmpfs "$1" && shift && '
+         'exec "$@"', "sh", str(results), sys.executable, "-m", "blocklab", "ladder", "C16",
+         "--results", str(results), "--budget", "0"],
+        capture_output=True, text=True, timeout=300)
+    if proc.returncode != 2 and proc.stderr.startswith(("unshare:", "mount:")):
+        pytest.skip(f"a read-only file system cannot be mounted here: {proc.stderr.strip()}")
+    assert proc.returncode == 2, proc.stderr
+    assert error_line(proc).endswith(f"the folder {str(results)!r} is not writable (a "
+                                     "read-only file system)")

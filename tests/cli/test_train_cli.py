@@ -96,3 +96,56 @@ def test_cli_import_and_help_do_not_import_torch():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert "--no-progress" in result.stdout
+
+
+@pytest.mark.parametrize(("args", "config", "message"), [
+    (["--warmup", "30"], None, "error: --warmup 30 is more than --steps 20: the learning rate "
+                               "would still be warming up when training ends; expected a "
+                               "warmup of at most 20 steps"),
+    ([], {"train": {"warmup_steps": 21}}, "train.warmup_steps=21 is more than --steps 20"),
+])
+def test_warmup_longer_than_the_run_is_one_line_exit_2(tmp_path, capsys, args, config,
+                                                       message):
+    if config is not None:
+        (tmp_path / "run.json").write_text(json.dumps(config))
+        args = [*args, "--config", str(tmp_path / "run.json")]
+    assert main(["train", *TINY, *args, "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_warmup_as_long_as_the_run_is_allowed(tmp_path, capsys):
+    short = [a if a != "20" else "3" for a in TINY]
+    assert main(["train", *short, "--warmup", "3", "--out", str(tmp_path)]) == 0
+    assert json.loads((tmp_path / "result.json").read_text())["train_config"]["warmup_steps"] == 3
+
+
+@pytest.mark.parametrize(("text", "extra", "message"), [
+    ("", [], "is empty; expected text to train on"),
+    ("x" * 300, [], "holds 300 tokens, 30 of them in its validation split; a validation "
+                    "window of 32 (--seq-len, --eval-lengths) needs 33"),
+    ("x" * 3000, ["--eval-lengths", "512"], "a validation window of 512"),
+])
+def test_data_too_small_is_refused_before_waiting_for_the_machine(tmp_path, blocklab,
+                                                                  error_line, text, extra,
+                                                                  message):
+    """Another blocklab process holds the machine lock (a timing): bad data is said at once,
+    not after that process is done."""
+    import fcntl
+    import os
+
+    data = tmp_path / "data.txt"
+    data.write_text(text)
+    lock = tmp_path / "machine.lock"
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        proc = blocklab("train", *TINY, *extra, "--data", str(data), "--out",
+                        str(tmp_path / "o"), env={**os.environ, "BLOCKLAB_MACHINE_LOCK": str(lock)},
+                        timeout=90)
+    finally:
+        os.close(fd)
+    assert proc.returncode == 2
+    assert error_line(proc).startswith(f"error: --data {str(data)!r} ")
+    assert message in error_line(proc)

@@ -10,10 +10,17 @@ traceback); 2 bad input (a usage error or a `blocklab.errors.InputError`: one li
 never a traceback), output paths included (`blocklab.cli.paths`); 130 interrupted (Ctrl-C);
 141 the reader of our output went away (`blocklab verify | head`), as the shell reports
 SIGPIPE; 143 stopped by SIGTERM, after the same cleanup and line as Ctrl-C.
+
+An output encoding that is not Unicode (PYTHONIOENCODING=ascii, a Latin-1 locale) is the
+user's setting, never a crash: a symbol it cannot show is written in ASCII (· as *, ≈ as ~,
+× as x, … as ...; `ascii_fallback`), JSON is written with \\u escapes (`json_text`), and
+Chinese text, which has no such stand-in, is refused before any work (`check_shows_chinese`:
+exit 2 with one line naming the encoding and the fix).
 """
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import inspect
 import io
@@ -118,7 +125,9 @@ _COMMANDS = ("verify", "budget", "doctor", "train", "suite", "claims", "report",
 def console(stderr: bool = False):
     """A rich Console for command output. When the reader of stdout goes away
     (`blocklab verify | head`), rich's default exits with code 1, the code of a failed check;
-    this one raises BrokenPipeError so that `main` returns 141 instead."""
+    this one raises BrokenPipeError so that `main` returns 141 instead. Where the stream's
+    encoding is not Unicode, text is put in ASCII stand-ins (`ascii_fallback`) before it is
+    laid out, so that a table's columns still line up."""
     from rich.console import Console
 
     class _Console(Console):
@@ -126,7 +135,113 @@ def console(stderr: bool = False):
             self.quiet = True
             raise BrokenPipeError
 
+        def render_str(self, text: str, **kwargs):
+            if not unicode_output(self.file):
+                text = text.encode(self.encoding, ASCII_FALLBACK).decode(self.encoding)
+            return super().render_str(text, **kwargs)
+
     return _Console(stderr=stderr)
+
+
+# What a symbol the output encoding cannot show is written as (`ascii_fallback`).
+_ASCII_STAND_INS = {
+    "·": "*", "×": "x", "≈": "~", "±": "+/-", "≥": ">=", "≤": "<=", "≠": "!=", "≡": "==",
+    "−": "-", "–": "-", "—": "--", "…": "...", "→": "->", "←": "<-", "↔": "<->", "•": "*",
+    "√": "sqrt", "∞": "inf", "∂": "d", "∇": "grad", "∈": "in", "‖": "||", "§": "sec",
+    "⌈": "ceil(", "⌉": ")", "⌊": "floor(", "⌋": ")", "‘": "'", "’": "'", "“": '"', "”": '"',
+    "δ": "delta", "Δ": "Delta", "σ": "sigma", "μ": "mu", "α": "alpha", "β": "beta",
+    "γ": "gamma", "ε": "eps", "θ": "theta", "λ": "lambda", "π": "pi", "Σ": "sum", "∑": "sum",
+    "✓": "ok", "✗": "x",
+}
+_SUPERSCRIPTS = dict(zip("⁰¹²³⁴⁵⁶⁷⁸⁹⁻ᵀⁿ", "0123456789-Tn", strict=True))
+ASCII_FALLBACK = "blocklab.ascii"
+# A sample of the words `--lang zh` prints: an encoding that cannot write them cannot show it.
+_CHINESE_SAMPLE = "结论账本：页面中的每条论断，判定证据出处规则"
+
+
+def _ascii_stand_in(err: UnicodeError) -> tuple[str, int]:
+    """The codecs error handler `ascii_fallback` installs: each character the encoding cannot
+    write as its ASCII stand-in (a run of superscripts as ^19, a box-drawing line as |, - or
+    +, a letter with an accent as the letter), anything else as ? (?? for a wide character,
+    so that a table's columns stay where they were)."""
+    if not isinstance(err, UnicodeEncodeError):
+        raise err
+    import unicodedata
+
+    text, out = err.object, []
+    for at in range(err.start, err.end):
+        char = text[at]
+        name = unicodedata.name(char, "")
+        if char in _SUPERSCRIPTS:
+            out.append(("" if at > err.start and text[at - 1] in _SUPERSCRIPTS else "^")
+                       + _SUPERSCRIPTS[char])
+        elif char == "·" and text[at - 1:at] == " " and text[at + 1:at + 2] == " ":
+            out.append("-")  # a separator ("relu · rmsnorm"), not a product
+        elif char in _ASCII_STAND_INS:
+            out.append(_ASCII_STAND_INS[char])
+        elif name.startswith("BOX DRAWINGS"):
+            across, down = "HORIZONTAL" in name, "VERTICAL" in name
+            out.append("|" if down and not across else "-" if across and not down else "+")
+        else:
+            plain = unicodedata.normalize("NFKD", char).encode("ascii", "ignore").decode()
+            wide = unicodedata.east_asian_width(char) in "WF"
+            out.append(plain if plain.isalnum() else "??" if wide else "?")
+    return "".join(out), err.end
+
+
+codecs.register_error(ASCII_FALLBACK, _ascii_stand_in)
+
+
+def _encoding(stream) -> str:
+    return getattr(stream, "encoding", None) or "utf-8"
+
+
+def unicode_output(stream=None) -> bool:
+    """Whether `stream` (default: stdout) writes in an encoding that can show any text."""
+    try:
+        name = codecs.lookup(_encoding(sys.stdout if stream is None else stream)).name
+    except LookupError:
+        return False
+    return name.startswith("utf") or name == "gb18030"
+
+
+def check_shows_chinese(asked: str) -> None:
+    """InputError (exit 2, one line) unless stdout's encoding can write Chinese; `asked`
+    says where the language came from (`--lang zh`, or the locale)."""
+    encoding = _encoding(sys.stdout)
+    try:
+        _CHINESE_SAMPLE.encode(encoding)
+    except (UnicodeEncodeError, LookupError):
+        raise InputError(f"the output encoding {encoding!r} cannot show Chinese ({asked}); "
+                         "set PYTHONIOENCODING=utf-8 (or a UTF-8 locale), or use --lang en "
+                         "or --json") from None
+
+
+def json_text(value, indent: int | None = None) -> str:
+    """`value` as a command's `--json` output: text as it is where stdout writes Unicode,
+    \\u escapes (the same JSON) where its encoding could not show every character."""
+    from blocklab.jsonio import output_json
+
+    return output_json(value, indent=indent, ensure_ascii=not unicode_output())
+
+
+@contextlib.contextmanager
+def ascii_fallback() -> Iterator[None]:
+    """Inside, stdout and stderr, where their encoding is not Unicode and they would fail on
+    a character they cannot write (errors strict, or stderr's backslashreplace), write it as
+    its ASCII stand-in (`_ascii_stand_in`) instead; their errors setting is back after."""
+    changed = []
+    for stream in (sys.stdout, sys.stderr):
+        if (isinstance(stream, io.TextIOWrapper) and not unicode_output(stream)
+                and stream.errors in ("strict", "backslashreplace")):
+            changed.append((stream, stream.errors))
+            stream.reconfigure(errors=ASCII_FALLBACK)
+    try:
+        yield
+    finally:
+        for stream, errors in changed:
+            with contextlib.suppress(OSError, ValueError):
+                stream.reconfigure(errors=errors)
 
 
 SIZE_CHOICES = ("tiny", "quick", "full")
@@ -303,7 +418,7 @@ def main(argv: list[str] | None = None) -> int:
     if _stdout_closed():  # `blocklab budget X >&-`: nothing could be written, so do nothing
         typer.echo("error: cannot write the output: stdout is closed", err=True)
         return EXIT_FAILED
-    with _sigterm_as_interrupt() as sigterm:
+    with ascii_fallback(), _sigterm_as_interrupt() as sigterm:
         code = _dispatch(args, debug)
         sigterm.armed = False  # the command has returned: its exit code stands
         code = _flushed(code)

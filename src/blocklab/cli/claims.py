@@ -10,8 +10,7 @@ from pathlib import Path
 
 import typer
 
-from blocklab.cli import app, chosen_size, console, fail
-from blocklab.jsonio import output_json
+from blocklab.cli import app, check_shows_chinese, chosen_size, console, fail, json_text
 
 VERDICT_STYLE = {"confirmed": "green", "refuted": "red", "conditional": "yellow",
                  "untestable-here": "magenta",
@@ -24,7 +23,10 @@ VERDICT_STYLE = {"confirmed": "green", "refuted": "red", "conditional": "yellow"
 def claims(
     ids: list[str] = typer.Argument(None, help="Claim ids (C01 … C36); all when omitted."),
     as_json: bool = typer.Option(False, "--json", help="Print the ledger as JSON."),
-    lang: str = typer.Option(None, "--lang", help="en or zh (default: from the locale)."),
+    lang: str = typer.Option(None, "--lang", help="en or zh (default: from the locale). zh "
+                             "needs an output encoding that can show Chinese, such as UTF-8; "
+                             "in one that cannot (PYTHONIOENCODING=ascii) it is refused, and "
+                             "English writes its symbols in ASCII (· as *, ≈ as ~)."),
     results: str = typer.Option(None, "--results", help="Folder of suite results (from "
                                 "blocklab suite/report; default: runs, where a missing folder "
                                 "reads as results not run yet)."),
@@ -66,6 +68,8 @@ def claims(
     check_seed_offset_option(seed_offset)
     check_precision_option(precision)
     wanted = claim_ids(ids)
+    if language == "zh" and not as_json:  # before any check runs
+        check_shows_chinese("--lang zh" if lang else "the locale's language, zh")
     if rules_only:
         print_rules(wanted, size, as_json, language)
         return
@@ -73,7 +77,7 @@ def claims(
     context = Context(RunRequest(results_folder(results, size), size, seed_offset, precision))
     rows = run_claims(wanted, context)
     if as_json:
-        typer.echo(output_json([r.to_dict() for r in rows], indent=1, ensure_ascii=False))
+        typer.echo(json_text([r.to_dict() for r in rows], indent=1))
     else:
         print_ledger(rows, language, size)
         print_stored_elsewhere(rows, context, language)
@@ -181,12 +185,12 @@ def print_rules(ids: list[str] | None, size: str, as_json: bool, lang: str) -> N
 
     wanted = ids or sorted(RULES)  # an analytic claim has no registered rules: no parts
     if as_json:
-        typer.echo(output_json([
+        typer.echo(json_text([
             {"id": cid, "size": size,
              "parts": [{"name": name, "rule": asdict(rule), "rule_hash": rule.hash}
                        for name, rule in registered(cid, size).items()],
              "rules_changed": [asdict(c) for c in changes(cid)]} for cid in wanted],
-            indent=1, ensure_ascii=False))
+            indent=1))
         return
     zh = lang == "zh"
     out = console()

@@ -9,10 +9,9 @@ from pathlib import Path
 
 import typer
 
-from blocklab.cli import app, console
+from blocklab.cli import app, console, json_text
 from blocklab.cli.budget import positive_int
 from blocklab.errors import InputError
-from blocklab.jsonio import output_json
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
@@ -49,10 +48,10 @@ def doctor(
     code = exit_code(findings)
     counts = {level: sum(f.level == level for f in findings) for level in _STYLE}
     if as_json:
-        typer.echo(output_json({"model": found.label, "source": found.source,
-                               "serve_len": serve_len, "training": training,
-                               "findings": [f.to_dict() for f in findings], "counts": counts,
-                               "exit_code": code}, indent=2, ensure_ascii=False))
+        typer.echo(json_text({"model": found.label, "source": found.source,
+                             "serve_len": serve_len, "training": training,
+                             "findings": [f.to_dict() for f in findings], "counts": counts,
+                             "exit_code": code}, indent=2))
     else:
         _print(found.label, findings, counts)
     if code:

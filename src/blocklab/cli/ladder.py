@@ -62,7 +62,7 @@ def ladder(
     and 64× the quick size's training compute (C16, C19: every arm tuned at every rung; C18,
     C21, C30: the quick size's registered lr), each rung's parts decided by the engine, the
     effect fitted against compute, and the published results drawn at their own compute.
-    Writes DIR/ladder/<claim>.json and <claim>.png.
+    Writes DIR/ladder/<claim>.json and, once a rung has results, <claim>.png.
 
     Example: [bold]blocklab ladder C16 --plan[/bold], then [bold]blocklab ladder C16 --budget
     60[/bold]
@@ -94,15 +94,23 @@ def ladder(
         typer.echo(f"--device {device}: suite {suite.name} measures this CPU's float32 "
                    "kernels; its rungs run on the CPU", err=True)
         device, run_on = "cpu", jobs_executor(None)
-    chosen = {size: _precision(suite, size, precision, device) for size in SIZES}
+    # Before any work, the timing of --precision auto included: every precision a rung may
+    # take (one the suite does not train in is refused here); --plan writes nothing, a run
+    # writes into every folder of the rungs and the ladder's own files.
+    precisions = suite.precisions if precision == "auto" else dict.fromkeys((precision, "fp32"))
     options = [RunOptions.for_suite(suite, size, seed_offset=seed_offset, precision=p)
-               for size in SIZES for p in dict.fromkeys((chosen[size], "fp32"))]
-    # Before any run: every folder the rungs and the ladder's own files go into.
-    files = [f"{suite.name}/.lock", f"ladder/{claim}.json", f"ladder/{claim}.png"]
-    files += [f"{suite.name}/{folder}/{PLANNED_RULES}" for o in options
-              for folder in dict.fromkeys((o.folder(), o.folder(tuning=True),
-                                           o.folder(longer=True)))]
-    out = output_folder(results, "--results", files)
+               for size in SIZES for p in precisions]
+    if plan:
+        from blocklab.cli.report import read_results
+
+        out = read_results(results)
+    else:
+        files = [f"{suite.name}/.lock", f"ladder/{claim}.json", f"ladder/{claim}.png"]
+        files += [f"{suite.name}/{folder}/{PLANNED_RULES}" for o in options
+                  for folder in dict.fromkeys((o.folder(), o.folder(tuning=True),
+                                               o.folder(longer=True)))]
+        out = output_folder(results, "--results", files)
+    chosen = {size: _precision(suite, size, precision, device) for size in SIZES}
     workers = 1 if device != "cpu" else usable_cores() if jobs is None else jobs
     requests = {size: RunRequest(out, size, seed_offset, chosen[size], device=device)
                 for size in SIZES}
@@ -225,7 +233,7 @@ def _report(claim: str, out: Path, chosen: dict[str, str], seed_offset: int, as_
     folder = out / "ladder"
     folder.mkdir(parents=True, exist_ok=True)
     write_atomic(folder / f"{claim}.json", output_json(doc, indent=1))
-    png = fig_ladder(doc)
+    png = fig_ladder(doc)  # None: no rung has results yet, so there is nothing to draw
     if png is not None:
         from blocklab.jsonio import atomic_path
 
@@ -234,12 +242,12 @@ def _report(claim: str, out: Path, chosen: dict[str, str], seed_offset: int, as_
     if as_json:
         typer.echo(output_json(doc, indent=1))
         return
-    _print_ladder(doc, folder, claim)
+    _print_ladder(doc, folder, claim, png is not None)
     if any(r["error"] for r in doc["rungs"]):
         raise typer.Exit(1)
 
 
-def _print_ladder(doc: dict, folder: Path, claim: str) -> None:
+def _print_ladder(doc: dict, folder: Path, claim: str, drawn: bool = True) -> None:
     from blocklab.claims.ladder import precision_line, rung_line, trend_line
 
     out = console()
@@ -251,4 +259,8 @@ def _print_ladder(doc: dict, folder: Path, claim: str) -> None:
     check = precision_line(doc["precision_check"])
     if check:
         out.print("  " + check)
-    out.print(f"Written: {folder / (claim + '.json')} and {folder / (claim + '.png')}.")
+    json_file, png_file = folder / f"{claim}.json", folder / f"{claim}.png"
+    out.print(f"Written: {json_file} and {png_file}." if drawn else
+              f"Written: {json_file}; no figure ({png_file}) yet: no rung has results to draw.",
+              soft_wrap=True, markup=False)
+

@@ -36,6 +36,11 @@ if TYPE_CHECKING:
 _NAME_MAX, _PATH_MAX = 255, 4096
 
 
+class NotWritable(InputError):
+    """A folder the command would write into exists (or its nearest existing part does) and
+    this process may not create files there: a reader may still read it."""
+
+
 def output_file(text: str, option: str) -> Path:
     """`text` as a file the command will write (atomically, through a temporary name beside
     it); InputError naming `option` if it cannot be."""
@@ -192,16 +197,24 @@ def _check_writable(nearest: Path, folder: Path, option: str, shown: str) -> Non
     `folder` below it can be made."""
     reason = None
     if not os.access(nearest, os.W_OK | os.X_OK):
-        reason = "permission denied"
+        reason = "a read-only file system" if _read_only_mount(nearest) else "permission denied"
     else:
         probe = nearest / f".blocklab-write-test-{os.getpid()}-{secrets.token_hex(4)}"
         try:
             os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
             os.unlink(probe)
         except OSError as err:
-            reason = err.strerror or str(err)
+            reason = ("a read-only file system" if err.errno == errno.EROFS else
+                      err.strerror or str(err))
     if reason is None:
         return
     made = "" if nearest == folder else f", so {_shown(folder)} cannot be created in it"
-    raise InputError(f"{option} {shown}: {_where(nearest)} is not writable "
-                     f"({reason}){made}")
+    raise NotWritable(f"{option} {shown}: {_where(nearest)} is not writable ({reason}){made}")
+
+
+def _read_only_mount(folder: Path) -> bool:
+    """Whether `folder` is on a file system mounted read-only (where no mode change helps)."""
+    try:
+        return bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+    except (OSError, AttributeError):
+        return False

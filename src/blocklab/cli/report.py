@@ -30,7 +30,8 @@ from blocklab.cli import (
     stop_interrupted,
     warn_if_bf16_emulated,
 )
-from blocklab.cli.paths import output_folder
+from blocklab.cli.paths import NotWritable, output_folder
+from blocklab.errors import InputError
 
 if TYPE_CHECKING:
     from blocklab.experiments.options import RunRequest
@@ -81,8 +82,10 @@ def report(
 
     Suite results missing under --results are run first at the chosen size (runs already
     stored are skipped, so an interrupted report resumes); --no-run renders only what is there
-    and names the command for each missing suite. Exit code 1 if a suite, a claim check or a
-    figure failed (the report is still written, saying so where it happened).
+    and names the command for each missing suite. A --results folder that cannot be written
+    (read-only) is read as with --no-run when it holds every run and summary (one note on
+    stderr); one that lacks some, or with --budget, is refused. Exit code 1 if a suite, a
+    claim check or a figure failed (the report is still written, saying so where it happened).
 
     --plan runs nothing and prints, per suite, the runs still missing and their estimated
     time on this machine (`blocklab.experiments.estimate`), and how many further looks of the
@@ -125,7 +128,17 @@ def report(
     if no_run or plan:
         read_results(results)
     else:
-        suite_results(results, request)
+        try:
+            suite_results(results, request)
+        except NotWritable as cannot_write:
+            # Reading needs no write: a folder that holds every run (and its summary) is
+            # read as with --no-run, unless a budget was asked for to run more seeds.
+            if budget or not every_run_stored(request):
+                raise InputError(f"{cannot_write}, and the report would run or add runs "
+                                 "there; --no-run renders what it holds") from None
+            typer.echo(f"note: {cannot_write}; it holds every run the report reads, so "
+                       "they are read as with --no-run (no seeds added)", err=True)
+            no_run = True
     if plan:
         print_plan(request, jobs)
         return
@@ -165,6 +178,31 @@ def suite_results(results: str, request: RunRequest) -> Path:
 
     return results_folder(results, "--results", {
         name: request.options(get_suite(name)) for name in SUITES})
+
+
+def every_run_stored(request: RunRequest) -> bool:
+    """Whether `request`'s results folder holds every run the report's suites plan and each
+    suite's summary of exactly those runs: then the report has nothing to run or write there
+    (planned read-only: no rules are recorded, no lock is taken)."""
+    from blocklab.experiments.suites import get_suite, load_summary
+    from blocklab.experiments.suites.base import plan_suite
+    from blocklab.report.build import SUITES
+
+    try:
+        for name in SUITES:
+            suite = get_suite(name)
+            options = request.options(suite)
+            planned = plan_suite(suite, options, request.results)
+            if planned.stage != "evaluate" or planned.missing:
+                return False
+            summary = load_summary(request.results, name, request.size,
+                                   seed_offset=request.seed_offset,
+                                   precision=options.precision)
+            if summary is None or set(summary.run_ids) != {s.run_id for s in planned.specs}:
+                return False
+    except (InputError, OSError):  # unreadable or damaged: not all stored
+        return False
+    return True
 
 
 def read_results(results: str) -> Path:

@@ -61,6 +61,44 @@ def _named_as_written(flags: dict[str, Any], file: dict[str, Any], config: Path 
         raise type(err)(f"{where}: {err}") from None
 
 
+def _as_written(name: str, value: Any, flags: dict[str, Any], file: dict[str, Any],
+                config: Path | None) -> str:
+    """The TrainConfig field `name` and its `value` as the user set it: the flag, the key in
+    the --config file, or the flag's default."""
+    flag = _FLAG_OF.get(name, "--" + name.replace("_", "-"))
+    if name in flags:
+        return f"{flag} {value}"
+    if name in file.get("train", {}):
+        return f"--config {config}: train.{name}={value}"
+    return f"{flag} {value} (the default)"
+
+
+def _check_warmup(tc, flags: dict[str, Any], file: dict[str, Any], config: Path | None) -> None:
+    """Warmup that outlasts the run is refused: the learning rate would never reach its peak
+    (warmup equal to the steps reaches it on the last step)."""
+    if tc.warmup_steps > tc.steps:
+        warmup = _as_written("warmup_steps", tc.warmup_steps, flags, file, config)
+        steps = _as_written("steps", tc.steps, flags, file, config)
+        raise InputError(f"{warmup} is more than {steps}: the learning rate would still be "
+                         f"warming up when training ends; expected a warmup of at most "
+                         f"{tc.steps} steps")
+
+
+def _check_windows(corpus, tc, option: str) -> None:
+    """The data holds a training window and the longest validation window (`seq_len` and
+    `eval_lengths` tokens, plus the next token each predicts), as the run will cut them."""
+    if corpus.train.size + corpus.val.size == 0:
+        raise InputError(f"{option} {corpus.name!r} is empty; expected text to train on")
+    for split, tokens, length, options in (
+            ("train", corpus.train, tc.seq_len, "--seq-len"),
+            ("validation", corpus.val, max(tc.eval_lengths), "--seq-len, --eval-lengths")):
+        if tokens.size < length + 1:
+            raise InputError(
+                f"{option} {corpus.name!r} holds {corpus.train.size + corpus.val.size:,} "
+                f"tokens, {tokens.size:,} of them in its {split} split; a {split} window of "
+                f"{length} ({options}) needs {length + 1}: use more text or shorter windows")
+
+
 def _lengths(text: str) -> list[int]:
     try:
         return [int(part) for part in text.split(",") if part.strip()]
@@ -163,9 +201,12 @@ def train(
         train_config = TrainConfig.from_dict(train_fields)
         check_device(train_config.device)  # before any process group or data is set up
         check_seq_len(model_config, train_config)
+    _check_warmup(train_config, train_flags, file, config)
     check_fits_in_memory(model_config, train_config)
     corpus = load_corpus(data or file.get("data", "stdlib"))
-    check_vocab(model_config, corpus)  # bad input is said at once, never after a wait
+    # Bad input is said at once, never after a wait for the machine lock.
+    check_vocab(model_config, corpus)
+    _check_windows(corpus, train_config, "--data" if data else f"--config {config}: data")
     if out is None:
         out = str(Path("runs") / run_id(model_config, train_config, corpus.name))
     # Checked, not created: result.json's folder is made when the result is written, so a

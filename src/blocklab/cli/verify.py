@@ -6,8 +6,7 @@ import time
 
 import typer
 
-from blocklab.cli import app, console
-from blocklab.jsonio import output_json
+from blocklab.cli import app, console, json_text
 
 
 @app.command()
@@ -29,9 +28,9 @@ def verify(
     seconds = time.perf_counter() - start
     failed = [c for c in checks if not c.passed]
     if as_json:
-        typer.echo(output_json({"checks": [c.to_dict() for c in checks], "passed": not failed,
-                               "n_checks": len(checks), "n_failed": len(failed),
-                               "seconds": round(seconds, 4)}, indent=2, ensure_ascii=False))
+        typer.echo(json_text({"checks": [c.to_dict() for c in checks], "passed": not failed,
+                             "n_checks": len(checks), "n_failed": len(failed),
+                             "seconds": round(seconds, 4)}, indent=2))
     else:
         _print_table(checks, seconds)
     if failed:
