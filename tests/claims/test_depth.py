@@ -110,3 +110,22 @@ def test_c36_without_results_or_without_a_deep_sweep(tmp_path):
     assert row.verdict == "missing-results" and "placement" in row.summary
     _write(tmp_path, dataclasses.replace(_data([]), stability=[], stability_effects=[]))
     assert _c36(tmp_path).verdict == "untestable-here"
+
+
+def test_c36_stability_part_is_untestable_where_post_norm_learned_at_no_rate(tmp_path):
+    """The same interval as the confirmed scenario, but post-norm's deep stack learned at no
+    rate of the ladder on 3 of 4 seeds: a model that learned nothing measures no stability."""
+    data = _data([_effect(_ci(4.8, 4.2, 5.3))])
+    arms = [dataclasses.replace(a, unlearned_low=3) if a.placement == "post" else a
+            for a in data.stability]
+    _write(tmp_path, dataclasses.replace(data, stability=arms))
+    stable = next(p for p in _c36(tmp_path).parts if p.name == C36_STABLE_PART)
+    assert stable.verdict == "untestable-here"
+    assert "post-norm with warmup (lr sweep) on 3 of 4 seeds" in stable.reason
+    assert "did not learn" in stable.reason
+    # diverging at the lowest rate is an instability, and data: still graded
+    arms = [dataclasses.replace(a, unlearned_low=1) if a.placement == "post" else a
+            for a in data.stability]
+    _write(tmp_path, dataclasses.replace(data, stability=arms))
+    stable = next(p for p in _c36(tmp_path).parts if p.name == C36_STABLE_PART)
+    assert stable.verdict == CONFIRMED

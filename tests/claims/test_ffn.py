@@ -188,9 +188,10 @@ def test_c16_counts_the_runs_that_failed_beside_each_decision(tmp_path):
     _write(tmp_path, "ffn", dataclasses.replace(data, arms=arms))
     (row,) = run_claims(["C16"], Context(RunRequest(tmp_path, "quick")))
     parts = {p.name: p for p in row.parts}
-    assert "3 run(s) failed (diverged or stuck: swiglu 2, relu 1)" in parts["swiglu"].reason
-    assert "1 run(s) failed (diverged or stuck: relu 1)" in parts["geglu"].reason
-    assert "1 run(s) failed (diverged or stuck: relu 1)" in parts["glu"].reason
+    assert ("3 run(s) failed (diverged, stuck or did not learn: swiglu 2, relu 1)"
+            in parts["swiglu"].reason)
+    assert "1 run(s) failed (diverged, stuck or did not learn: relu 1)" in parts["geglu"].reason
+    assert "1 run(s) failed (diverged, stuck or did not learn: relu 1)" in parts["glu"].reason
     assert "glu 2" not in parts["glu"].reason  # two runs never made: not failures
 
 

@@ -172,3 +172,24 @@ def test_split_keeps_train_non_empty_when_every_file_hashes_to_validation(monkey
     monkeypatch.setattr(d, "is_validation_file", lambda path: True)
     train, val = d._split_by_file(["a.txt", "b.txt"])
     assert train and val and not set(train) & set(val)
+
+
+def test_references_by_hand(tmp_path):
+    """Train "abab…", validate "aab": counted by hand with add-one smoothing over 256 byte
+    values. Unigram: p(a) = p(b) = (n/2 + 1) / (n + 256). Bigram: after "a", "b" always
+    followed in training, so p(a|a) = 1 / (n_a + 256) and p(b|a) = (n_a + 1) / (n_a + 256)."""
+    train = np.frombuffer(b"ab" * 50, dtype=np.uint8)
+    val = np.frombuffer(b"aab", dtype=np.uint8)
+    corpus = d.Corpus("hand", train, val, "x" * 64, ("t",), ("v",), d.ByteTokenizer())
+    ref = d.references(corpus)
+    p_uni = (50 + 1) / (100 + 256)
+    assert ref.unigram == pytest.approx(-math.log(p_uni), rel=1e-12)
+    n_a = 50  # "a" is followed 50 times (every "a" in "abab…ab" has a successor)
+    expected = -(math.log(1 / (n_a + 256)) + math.log((n_a + 1) / (n_a + 256))) / 2
+    assert ref.bigram == pytest.approx(expected, rel=1e-12)
+    assert ref.share(ref.unigram) == 0 and ref.share(ref.bigram) == pytest.approx(1)
+
+
+def test_stdlib_references_lie_between_uniform_and_zero():
+    ref = d.references(d.load_corpus("stdlib"))
+    assert 0 < ref.bigram < ref.unigram < math.log(256)

@@ -119,18 +119,18 @@ def test_each_placement_rung_grows_what_c19_reads(rung):
     t0, t = quick.training, size.training
 
     def compute(grid):
-        return _numel(train_model_config("pre", 12, grid)) * grid.steps * grid.batch_size \
+        return _numel(train_model_config("pre", 6, grid)) * grid.steps * grid.batch_size \
             * grid.seq_len
 
     assert compute(t) / compute(t0) == pytest.approx(ladder.multiple(rung), rel=4e-3)
-    assert t.depths == t0.depths == (12,) and t.d_model // t.n_heads == 16
-    assert t.warmups == (0, round(50 * t.steps / 150)) and t.lr_grid == t0.lr_grid
+    assert t.depths == t0.depths == (6,) and t.d_model // t.n_heads == 16
+    assert t.warmups == (0, round(100 * t.steps / 300)) and t.lr_grid == t0.lr_grid
     # the sweep at the rung's width and batch, its runs and warmup keeping their share, its
-    # lr ladder moved down by the width ratio (same √2 steps, same 7 rungs)
+    # lr ladder moved down by the width ratio (same doublings, same 10 rungs)
     s0, s = quick.sweep, size.sweep
     assert (s.d_model, s.batch_size) == (t.d_model, t.batch_size)
-    assert s.steps == round(60 * t.steps / 150) and s.warmup == round(20 * t.steps / 150)
-    assert s.lr_min == float(f"{0.362 * 32 / t.d_model:.3g}")  # to 3 digits, as grids are
+    assert s.steps == round(150 * t.steps / 300) and s.warmup == round(50 * t.steps / 300)
+    assert s.lr_min == float(f"{0.001 * 32 / t.d_model:.3g}")  # to 3 digits, as grids are
     assert s.rungs == s0.rungs and s.step == s0.step
 
 

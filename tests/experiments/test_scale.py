@@ -45,8 +45,8 @@ def test_every_graded_claim_has_its_scale_or_says_it_trains_nothing(size):
 def test_c36_names_its_deep_stack_not_the_training_grid():
     deep = get_suite("placement").scale("quick", "C36")
     grid = get_suite("placement").scale("quick", "C19")
-    assert deep.model == "d 32 × 50 layers" and grid.model == "d 32 × 12 layers"
-    assert deep.tokens == 30 * 16 * 32  # the deep ladder's 30 steps of 16 × 32 tokens
+    assert deep.model == "d 32 × 50 layers" and grid.model == "d 32 × 6 layers"
+    assert deep.tokens == 100 * 16 * 32  # the deep ladder's 100 steps of 16 × 32 tokens
     position = get_suite("position").scale("quick", "C21")
     assert position.model == "d 64 × 2 layers, trained at L = 128"
     assert position.tokens == 300 * 16 * 128

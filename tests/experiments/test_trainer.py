@@ -520,3 +520,36 @@ def test_nested_run_trains_every_width_and_a_width_past_d_ff_is_refused(tiny_tra
                            plain_model.layers[0].ffn.gate_proj.weight)
     with pytest.raises(ConfigError, match=r"nested_widths=\[128\] .* d_ff = 64"):
         tr.train(mc, tiny_train.replace(nested_widths=[128]))
+
+
+# --- did the run learn? ------------------------------------------------------------------------
+def test_a_run_at_the_unigram_reference_did_not_learn(tiny_model, tiny_train):
+    """A run whose loss stays at the frequencies (an lr too small to move it) is a failure of
+    its own kind, with a reason naming both references, never an "ok" measurement."""
+    cfg = tiny_train.replace(lr=1e-7, steps=4, learn_margin=0.25)
+    result = tr.run(tiny_model, cfg)
+    final = result.final
+    assert result.status == "did_not_learn" and result.steps_done == 4
+    assert final.learned_share < 0.25 and final.val_loss > final.unigram_loss - 0.25 * (
+        final.unigram_loss - final.bigram_loss)
+    assert "unigram reference" in result.reason and "bigram reference" in result.reason
+    assert "25%" in result.reason
+    # The same run without a registered margin is "ok": the status is the suite's rule.
+    assert tr.run(tiny_model, cfg.replace(learn_margin=None)).status == "ok"
+
+
+def test_a_run_that_learned_is_ok_and_records_how_far(tiny_model, tiny_train):
+    result = tr.run(tiny_model, tiny_train.replace(steps=150, batch_size=8, lr=1e-2,
+                                                   learn_margin=0.25, eval_every=0))
+    final = result.final
+    assert result.status == "ok", result.reason
+    assert final.learned_share == pytest.approx(
+        (final.unigram_loss - final.val_loss) / (final.unigram_loss - final.bigram_loss))
+    assert final.learned_share >= 0.25
+
+
+def test_learn_margin_is_checked_and_left_out_of_ids_when_off(tiny_train):
+    assert "learn_margin" not in tiny_train.to_dict()
+    assert tiny_train.replace(learn_margin=0.5).to_dict()["learn_margin"] == 0.5
+    with pytest.raises(ValueError, match="learn_margin"):
+        tiny_train.replace(learn_margin=1.5)

@@ -22,7 +22,13 @@ from dataclasses import asdict
 
 from blocklab.claims import registry
 from blocklab.claims.finding import DECIDED, Context, Finding, claim, missing, scale_text
-from blocklab.claims.placement import at_deepest, lr_fairness, stability_text, stable_effect
+from blocklab.claims.placement import (
+    at_deepest,
+    learned_nowhere,
+    lr_fairness,
+    stability_text,
+    stable_effect,
+)
 from blocklab.claims.registry import (  # noqa: F401 - the rules' names, as the check uses them
     C36_IDENTITY_PART,
     C36_MIN_SEEDS,
@@ -38,6 +44,7 @@ from blocklab.claims.rules import (
     all_or_none,
     decided_text,
     settle,
+    unless_unlearned,
 )
 from blocklab.experiments.suites.placement.data import PlacementData
 from blocklab.experiments.summaries import Interval
@@ -104,7 +111,9 @@ def c36(ctx: Context) -> Finding:
     depth = effect.depth
     rules = registered("C36", ctx.size)
     parts = Part.decided_together([
-        (C36_STABLE_PART, rules[C36_STABLE_PART], Estimate.of(effect.pre_vs_post_warm)),
+        unless_unlearned((C36_STABLE_PART, rules[C36_STABLE_PART],
+                          Estimate.of(effect.pre_vs_post_warm)),
+                         learned_nowhere(data, "deep", depth, ("pre", True), ("post", True))),
         (C36_IDENTITY_PART, rules[C36_IDENTITY_PART], identity_estimate(data))])
     post_identity = post_identity_estimate(data)
     swept_cold = effect.pre_vs_post_cold.n > 0  # full sweeps the cold arms too

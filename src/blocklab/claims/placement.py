@@ -13,6 +13,7 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import asdict
+from functools import partial
 
 from blocklab.claims.finding import (
     DECIDED,
@@ -45,6 +46,7 @@ from blocklab.claims.rules import (
     failed_runs_part,
     settle,
     testable_all_or_none,
+    unless_unlearned,
     untestable_part,
 )
 from blocklab.experiments.suites.placement.data import (
@@ -61,6 +63,36 @@ def runs_made(cell: PlacementCell) -> int:
     """The runs a training cell made: a seed the sequential design added to other arms only
     is no run of this one (summaries list it as status "missing")."""
     return cell.runs - cell.status.get("missing", 0)
+
+
+def unlearned(cells: list[PlacementCell], depth: int, *arms: tuple[str, bool]
+              ) -> dict[str, tuple[int, int]]:
+    """{arm: (runs that did not learn, runs made)} of the training cells `arms` ((placement,
+    warm)) at `depth`, for `rules.unless_unlearned`."""
+    out = {}
+    for placement, warm in arms:
+        chosen = [c for c in cells if c.placement == placement and c.depth == depth
+                  and (c.warmup > 0) == warm]
+        out[f"{placement}-norm {'with' if warm else 'without'} warmup"] = (
+            sum(c.status.get("did_not_learn", 0) for c in chosen),
+            sum(runs_made(c) for c in chosen))
+    return out
+
+
+def learned_nowhere(data: PlacementData, grid: str, depth: int, *arms: tuple[str, bool]
+                    ) -> dict[str, tuple[int, int]]:
+    """{arm: (seeds on which no rate of the ladder learned, seeds swept)} of the stable-lr
+    sweeps `arms` ((placement, warm)) of `grid` at `depth`: seeds stable nowhere because the
+    ladder's lowest rate did not learn (`StabilityArm.unlearned_low`), not because it
+    diverged (which is an instability, and data)."""
+    out = {}
+    for placement, warm in arms:
+        chosen = [a for a in data.stability if a.grid == grid and a.depth == depth
+                  and a.placement == placement and (a.warmup > 0) == warm]
+        out[f"{placement}-norm {'with' if warm else 'without'} warmup (lr sweep)"] = (
+            sum(a.unlearned_low for a in chosen),
+            sum(sum(r is not None for r in a.rungs) for a in chosen))
+    return out
 
 
 def _failures(cells: list[PlacementCell], placement: str, warmup: bool | None = None
@@ -371,12 +403,22 @@ def c19(ctx: Context) -> Finding:
                             "contrast", " nats", 3), None,
               unfair_reason(edge, bias["interaction"], rules[names[2]].smallest_effect,
                             "contrast", " nats", 3), None, None, None]
+    pre, post = (("pre", False), ("pre", True)), (("post", False), ("post", True))
+    trained = partial(unlearned, cells, effect.depth)
+    swept = partial(learned_nowhere, data, "sweep", stable.depth)
+    first = failed_runs_part(names[0], rules[names[0]], effect.pre_warmup_effect, pre_f)
     parts = Part.decided_together([
-        failed_runs_part(names[0], rules[names[0]], effect.pre_warmup_effect, pre_f),
-        (names[1], rules[names[1]], Estimate.of(stable.pre_cold_vs_warm)),
-        (names[2], rules[names[2]], Estimate.of(effect.warmup_interaction)),
-        (names[3], rules[names[3]], Estimate.of(stable.warmup_interaction)),
-        (names[4], rules[names[4]], Estimate.of(effect.post_grad_first_over_last_log2)),
+        first if isinstance(first, Part) else unless_unlearned(first, trained(*pre)),
+        unless_unlearned((names[1], rules[names[1]], Estimate.of(stable.pre_cold_vs_warm)),
+                         swept(*pre)),
+        unless_unlearned((names[2], rules[names[2]], Estimate.of(effect.warmup_interaction)),
+                         trained(*pre, *post)),
+        unless_unlearned((names[3], rules[names[3]], Estimate.of(stable.warmup_interaction)),
+                         swept(*pre, *post)),
+        # gradients read on live networks only: a run that did not learn is no measurement
+        unless_unlearned((names[4], rules[names[4]],
+                          Estimate.of(effect.post_grad_first_over_last_log2)),
+                         trained(("post", True))),
         untestable_part(names[5], rules[names[5]], effect.post_vs_pre_warm,
                         f"no size trains near convergence ({data.steps} steps here); post − "
                         "pre with warmup at the tuned lrs is shown, not graded"),

@@ -58,6 +58,7 @@ from scipy import stats as sps
 
 from blocklab import stats
 from blocklab.errors import InputError
+from blocklab.experiments.run_result import failed_count
 from blocklab.experiments.suites.position.data import PositionArm
 from blocklab.experiments.suites.position.sizes import UNAVAILABLE
 from blocklab.experiments.summaries import Interval
@@ -864,14 +865,14 @@ def failed_runs_part(name: str, rule: Rule, interval: Interval, failures: int,
 
 
 def failed_runs(status: Mapping[str, int]) -> int:
-    """The runs of an arm that diverged or got stuck, from its {status: runs} count ("missing"
-    runs were never made and are not failures)."""
-    return status.get("diverged", 0) + status.get("stuck", 0)
+    """The runs of an arm that diverged, got stuck or did not learn, from its {status: runs}
+    count ("missing" runs were never made and are not failures)."""
+    return failed_count(dict(status))
 
 
 def with_failed_seeds(part: Part, failed: Mapping[str, int]) -> Part:
     """`part` with the runs that failed on its arms counted in its reason: {arm: runs that
-    diverged or got stuck}. A failed run is missing data: its seed leaves the pairs (the
+    diverged, got stuck or did not learn}. A failed run is missing data: its seed leaves the pairs (the
     estimate's n counts the rest), and the count is shown beside the decision, never hidden
     in a smaller n."""
     counted = {arm: k for arm, k in failed.items() if k}
@@ -879,8 +880,23 @@ def with_failed_seeds(part: Part, failed: Mapping[str, int]) -> Part:
         return part
     total = sum(counted.values())
     where = ", ".join(f"{arm} {k}" for arm, k in counted.items())
-    return replace(part, reason=f"{part.reason}; {total} run(s) failed (diverged or stuck: "
+    return replace(part, reason=f"{part.reason}; {total} run(s) failed (diverged, stuck or did not learn: "
                                 f"{where}): missing data, left out of the pairs")
+
+
+def unless_unlearned(spec: PartSpec, unlearned: Mapping[str, tuple[int, int]]) -> Part | PartSpec:
+    """`spec`, or untestable here where an arm it reads did not learn on most of its seeds:
+    {arm: (seeds on which it did not learn, seeds it ran)}. A model that learned nothing
+    beyond token frequencies measures nothing (its loss contrast, gradients or stability say
+    nothing about the page's statement), so the part has no verdict, only that reason."""
+    name, rule, estimate = spec
+    dead = [f"{arm} on {k} of {n}" for arm, (k, n) in unlearned.items() if n and 2 * k > n]
+    if not dead:
+        return spec
+    return Part(name, rule, estimate, UNTESTABLE,
+                f"did not learn ({'; '.join(dead)} seeds: short of the registered share of "
+                "the way from the unigram to the bigram reference); no measurement is read "
+                "from a model that did not learn")
 
 
 def untestable_part(name: str, rule: Rule, interval: Interval, reason: str) -> Part:

@@ -63,7 +63,8 @@ class FinalMetrics:
     validation losses of the curve; per evaluated length (`val_loss_by_length`, and the loss
     at each position, `per_position_loss`); `train_loss`, the mean of the last finite training
     losses; the validation text's unigram entropy; the parameter count; `eval_errors` (length ->
-    message) for lengths the model could not evaluate."""
+    message) for lengths the model could not evaluate; the no-training references and the share
+    of the way between them the run reached."""
 
     val_loss: float | None
     val_loss_se: float | None
@@ -79,6 +80,24 @@ class FinalMetrics:
     unigram_entropy_bpb: float
     params: int
     eval_errors: dict[str, str] | None = None
+    # What no training gives (`blocklab.experiments.data.References`) and how far val_loss has
+    # come from the first towards the second (0 = unigram, 1 = bigram); None in older results.
+    unigram_loss: float | None = None
+    bigram_loss: float | None = None
+    learned_share: float | None = None
+
+
+# FinalMetrics fields added after results were first stored (None in older files).
+_FINAL_ADDED = ("unigram_loss", "bigram_loss", "learned_share")
+
+# How a training run can fail (`trainer.STATUSES` beside "ok"): each is missing data, counted
+# apart from quality, never a measurement.
+FAILED_STATUSES = ("diverged", "stuck", "did_not_learn")
+
+
+def failed_count(status: dict[str, int]) -> int:
+    """The failed runs of a {status: runs} count ("missing" runs were never made)."""
+    return sum(status.get(s, 0) for s in FAILED_STATUSES)
 
 
 @dataclass
@@ -146,8 +165,12 @@ class RunResult:
         if self.trained:
             for name in _TRAINING:
                 out[name] = _plain(getattr(self, name))
-            if self.final is not None and self.final.eval_errors is None:
-                del out["final"]["eval_errors"]
+            if self.final is not None:
+                # left out when None, so a result stored before a field existed writes back
+                # as it was read
+                for name in ("eval_errors", *_FINAL_ADDED):
+                    if getattr(self.final, name) is None:
+                        del out["final"][name]
         else:
             out["status"] = self.status
             for name in _TRAINING:

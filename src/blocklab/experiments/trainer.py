@@ -63,6 +63,7 @@ from blocklab.experiments.data import (
     bits_per_byte,
     final_window_count,
     load_corpus,
+    references,
     sample_batch,
     spread_windows,
     unigram_entropy,
@@ -81,12 +82,13 @@ from blocklab.nn.backends import BACKENDS
 from blocklab.nn.ffn import narrowed
 
 SCHEDULES = ("cosine", "constant")
-STATUSES = ("ok", "diverged", "stuck")
+STATUSES = ("ok", "diverged", "stuck", "did_not_learn")
 _SMOOTH = 10  # train losses averaged for the stuck test and the final train loss
 TAIL_EVALS = 4  # periodic validation losses averaged into the final val_loss_tail
 # TrainConfig fields added after run ids were first issued: `to_dict` leaves them out at these
 # values, so a config that does not set them serialises (and is identified) as before.
-_ADDED_AT_DEFAULT: dict[str, Any] = {"final_eval_fraction": 0.0, "nested_widths": []}
+_ADDED_AT_DEFAULT: dict[str, Any] = {"final_eval_fraction": 0.0, "nested_widths": [],
+                                     "learn_margin": None}
 
 
 def _bad(name: str, value: Any, allowed: str) -> ConfigError:
@@ -155,6 +157,10 @@ class TrainConfig:
         each of these prefix widths of its intermediate channels (`blocklab.nn.narrowed`; a
         width ≥ d_ff is the whole FFN), on the same batch, so every width is trained on every
         token. Left out of `to_dict` when empty (run ids of ordinary configs unchanged).
+    learn_margin: the share of the way from the unigram to the bigram reference
+        (`blocklab.experiments.data.References`) the final validation loss must reach; a run
+        that finishes short of it ends as "did_not_learn", a failure like "diverged", never a
+        measurement. None = off (and left out of `to_dict`).
     """
 
     steps: int = 200
@@ -182,12 +188,17 @@ class TrainConfig:
     backend: str = "fast"
     final_eval_fraction: float = 0.0
     nested_widths: tuple[int, ...] = ()
+    learn_margin: float | None = None
 
     @classmethod
     def for_run(cls, options: RunOptions, seed: int, **settings: Any) -> TrainConfig:
         """A suite run's training: its own `settings` (steps, lr, schedule, evaluation…) on
-        `seed`, in the precision, on the backend and on the device of the run's `options`. Every
-        suite builds its TrainConfigs here, so a run option reaches every run the same way."""
+        `seed`, in the precision, on the backend and on the device of the run's `options`, held
+        to the size's registered `LEARN_MARGIN` unless its settings name one. Every suite
+        builds its TrainConfigs here, so a run option reaches every run the same way."""
+        from blocklab.experiments.options import LEARN_MARGIN
+
+        settings.setdefault("learn_margin", LEARN_MARGIN[options.size])
         return cls(seed=seed, precision=options.precision, backend=options.backend,
                    device=options.device, **settings)
 
@@ -233,6 +244,9 @@ class TrainConfig:
                 "divergence_factor", self.divergence_factor, 1.0, low_open=True))
         if self.threads is not None:
             _int("threads", self.threads, 1)
+        if self.learn_margin is not None:
+            object.__setattr__(self, "learn_margin", _number("learn_margin", self.learn_margin,
+                                                             0.0, 1.0))
         if not (isinstance(self.device, str) and self.device.split(":")[0] in ("cpu", "cuda")):
             raise _bad("device", self.device, "'cpu' or 'cuda[:index]'")
         check_precision(self.precision, "TrainConfig.precision", ConfigError)
@@ -696,6 +710,7 @@ def train(model_config: ModelConfig, train_config: TrainConfig,
                for length in tc.eval_lengths}
     ending = final_windows(corpus.val, tc) if tc.final_eval_fraction > 0 else None
     entropy = unigram_entropy(corpus.train, corpus.tokenizer.vocab_size)
+    reference = references(corpus)
     limit = None if tc.divergence_factor is None else tc.divergence_factor * math.log(
         mc.vocab_size)
     label = label or f"{mc.ffn}·{mc.norm}·{mc.placement}·{mc.position} seed {tc.seed}"
@@ -824,7 +839,18 @@ def train(model_config: ModelConfig, train_config: TrainConfig,
         "unigram_entropy": entropy,
         "unigram_entropy_bpb": bits_per_byte(entropy),
         "params": count_parameters(model),
+        "unigram_loss": reference.unigram,
+        "bigram_loss": reference.bigram,
+        "learned_share": reference.share(val_loss) if _finite(val_loss) else None,
     }
+    if status == "ok" and tc.learn_margin is not None and not (
+            _finite(val_loss) and reference.share(val_loss) >= tc.learn_margin):
+        status = "did_not_learn"
+        reached = (f"final val loss {val_loss:.3f} reaches {reference.share(val_loss):.0%}"
+                   if _finite(val_loss) else "no finite final val loss reaches any")
+        reason = (f"{reached} of the way from the unigram reference {reference.unigram:.3f} "
+                  f"to the bigram reference {reference.bigram:.3f}; the suite registered "
+                  f"{tc.learn_margin:.0%} as trained")
     errors = {str(k): v["error"] for k, v in scored.items() if "error" in v}
     if errors:
         final["eval_errors"] = errors
@@ -861,9 +887,10 @@ def run(model_config: ModelConfig, train_config: TrainConfig,
     (from rank 0 alone inside a process group).
 
     The result is a `blocklab.experiments.run_result.RunResult`: status ("ok", "diverged",
-    "stuck") and reason, the configs, data and environment, `curves` (per step and per
-    validation), `final` (`FinalMetrics`: val_loss at seq_len with its standard error, the
-    tail mean, per length and per position, train_loss, the unigram entropy, params),
+    "stuck", "did_not_learn") and reason, the configs, data and environment, `curves` (per
+    step and per validation), `final` (`FinalMetrics`: val_loss at seq_len with its standard
+    error, the tail mean, per length and per position, train_loss, the unigram entropy,
+    params, the no-training references and the share of the way between them reached),
     timings (wall_time_s without compile_s, train_time_s, compile_s, final_eval_s,
     ms_per_step, tokens_per_s) and `backends` (op -> the implementation it ran).
     Non-finite numbers read as None, as they are stored.

@@ -351,9 +351,9 @@ CAPTIONS: dict[str, tuple[str, str]] = {
     "placement_training": ("Training loss of pre-, post- (and sandwich-) norm models without "
                        "gradient clipping, one line per run, one panel per depth, each arm at "
                        "its own tuned peak learning rate; line style = warmup steps, × = the "
-                       "run ended diverged or stuck.",
+                       "run ended diverged, stuck or without learning.",
                        "不做梯度裁剪时 Pre、Post（及 Sandwich）归一化模型的训练损失：每次运行一条线，每个深度"
-                       "一个子图（各组用各自调好的峰值学习率）；线型表示 warmup 步数，× 表示该运行以发散或停滞结束。"),
+                       "一个子图（各组用各自调好的峰值学习率）；线型表示 warmup 步数，× 表示该运行以发散、停滞或未学到东西结束。"),
     "placement_deep": ("Largest stable peak learning rate per arm, one dot per seed (bisected "
                        "short runs on a doubling ladder; stable = finished and below the "
                        "unigram entropy), the bar their geometric mean. Left: at the training "

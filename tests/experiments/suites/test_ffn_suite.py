@@ -25,7 +25,7 @@ TABLE_COLUMNS = {
 }
 LRS = dict.fromkeys(ffn.ARMS, 3e-3)
 TINY = RunOptions("tiny")
-QUALITY_COLUMNS = ["arm", "ok/div/stuck", "val loss (nats) [95% CI]", "bits/byte",
+QUALITY_COLUMNS = ["arm", "ok/div/stuck/no-learn", "val loss (nats) [95% CI]", "bits/byte",
                    "Δ vs relu [95% CI]", "Δ% vs relu [95% CI]", "page: gain vs ReLU"]
 
 

@@ -150,7 +150,7 @@ def _tuned(size: str) -> list:
 
 
 @pytest.mark.parametrize(("size", "cells"), [
-    ("quick", [("pre", 12), ("post", 12)]),  # the contrast C13 and C19 grade, nothing else
+    ("quick", [("pre", 6), ("post", 6)]),  # the contrast C13 and C19 grade, nothing else
     ("full", [("pre", 6), ("pre", 12), ("pre", 24), ("post", 6), ("post", 12), ("post", 24),
               ("sandwich", 24)])])
 def test_training_grid_turns_clipping_off_and_uses_xavier(size, cells):
@@ -163,6 +163,8 @@ def test_training_grid_turns_clipping_off_and_uses_xavier(size, cells):
         assert spec.payload["train"]["grad_clip"] is None
         assert spec.payload["train"]["init"] == "xavier"
         assert spec.payload["train"]["lr"] == _middle(size)  # the arm's tuned lr
+        # registered before any data: a run must learn to count (`options.LEARN_MARGIN`)
+        assert spec.payload["train"]["learn_margin"] == 0.25
     cells = {(s.payload["model"]["placement"], s.payload["train"]["warmup_steps"]) for s in specs}
     warm = max(training.warmups)  # quick: over the first third of the run; full: 100 steps
     assert warm == (round(training.steps / 3) if size == "quick" else 100)
@@ -262,7 +264,7 @@ def test_tiny_suite_end_to_end(tmp_path):
                   ].columns == ["placement", "init", *depth_columns]
     train_table = next(t for t in summary.tables if t.title.startswith("Training"))
     assert train_table.columns == ["placement", "depth", "warmup", "lr", "Σ lr over steps",
-                                   "failed/runs (div, stuck)", "val loss [95% CI]",
+                                   "failed/runs (div, stuck, no learning)", "val loss [95% CI]",
                                    "Δ vs pre [95% CI]", "mean val loss over training",
                                    "log2 ‖∇first‖/‖∇last‖ [95% CI]"]
     assert len(train_table.rows) == n_train
@@ -410,20 +412,21 @@ def test_depth_trend_of_the_interaction_and_a_placement_kept_to_the_deepest_dept
 
 def test_stability_contrasts_by_hand():
     sweep = placement.SIZES["quick"].sweep
-    # quick's ladder climbs in √2 rungs: a rung is half a doubling
-    assert sweep.step == pytest.approx(math.sqrt(2)) and sweep.ladder()[2] == 0.724
-    h = 0.5
+    # quick's ladder climbs in doublings from 0.001: a rung is one doubling
+    assert sweep.step == 2 and sweep.ladder()[2] == 0.004
+    h = 1.0
+    depth = sweep.depths[0]
     # rungs per seed: pre cold 4, 5; pre warm 5, 5; post cold 1, 0; post warm 3, 4
     rungs = {("pre", 0): (4, 5), ("pre", sweep.warmup): (5, 5), ("post", 0): (1, 0),
              ("post", sweep.warmup): (3, 4)}
     ladder = sweep.ladder()
 
     def record(p, w, seed, rung):
-        return placement.StableLr(placement=p, depth=12, warmup=w, seed=seed, rung=rung,
+        return placement.StableLr(placement=p, depth=depth, warmup=w, seed=seed, rung=rung,
                                   ladder=ladder, max_stable_lr=ladder[rung] if rung >= 0 else None,
                                   trials=[], unigram_entropy=3.3)
 
-    swept = {("sweep", p, 12, w, seed): record(p, w, seed, r[seed])
+    swept = {("sweep", p, depth, w, seed): record(p, w, seed, r[seed])
              for (p, w), r in rungs.items() for seed in (0, 1)}
     (effect,) = stability_stats.stability_effects(sweep, "sweep", range(2), swept)
     assert effect.pre_cold_vs_warm.mean == pytest.approx(-0.5 * h)  # (−1 + 0) / 2 rungs
@@ -438,7 +441,7 @@ def test_stability_contrasts_by_hand():
     top = sweep.rungs - 1
     for p, w, seed, rung in (("pre", sweep.warmup, 0, top), ("post", sweep.warmup, 0, top),
                              ("pre", 0, 1, -1), ("post", 0, 1, -1)):
-        swept[("sweep", p, 12, w, seed)] = record(p, w, seed, rung)
+        swept[("sweep", p, depth, w, seed)] = record(p, w, seed, rung)
     (effect,) = stability_stats.stability_effects(sweep, "sweep", range(2), swept)
     warm, cold = effect.pre_vs_post_warm, effect.pre_vs_post_cold
     assert warm.n == 1 and warm.mean == pytest.approx(1.0 * h)  # seed 1
@@ -446,6 +449,34 @@ def test_stability_contrasts_by_hand():
     # within a placement no pair is censored at one end: (6 − 1) − (6 − 4) and (4 + 1) − (5 + 1)
     interaction = effect.warmup_interaction
     assert interaction.n == 2 and interaction.mean == pytest.approx(1.0 * h)
+
+
+def test_a_stability_sweep_does_not_call_a_rate_that_did_not_learn_stable():
+    """A rate at which a run only avoids diverging is not stable: a seed whose lowest rung did
+    not learn is stable nowhere and counted as learned nowhere; one whose lowest rung diverged
+    is stable nowhere too, but that is an instability, and data."""
+    from blocklab.experiments.suites.placement.sweep import SweepRung, bisect_stable
+    from blocklab.experiments.suites.tuning import trains
+
+    sweep = placement.SIZES["quick"].sweep
+    ladder, depth = sweep.ladder(), sweep.depths[0]
+    flat = _run([3.22], status="did_not_learn")  # at the unigram's loss, never diverged
+    assert not trains(flat)
+    rung, trials = bisect_stable(ladder, lambda lr: (trains(flat), SweepRung(
+        lr=lr, status=flat.status, val_loss=3.22, trains=False)))
+    assert rung == -1 and trials[-1].lr == ladder[0]
+
+    def record(seed, status):
+        return placement.StableLr(
+            placement="post", depth=depth, warmup=0, seed=seed, rung=-1, ladder=ladder,
+            max_stable_lr=None, trials=[SweepRung(ladder[0], status, None, False)],
+            unigram_entropy=3.3)
+
+    swept = {("sweep", "post", depth, 0, 0): record(0, "did_not_learn"),
+             ("sweep", "post", depth, 0, 1): record(1, "diverged")}
+    arms = stability_stats.stability_arms(sweep, "sweep", range(2), swept)
+    post_cold = next(a for a in arms if (a.placement, a.warmup) == ("post", 0))
+    assert (post_cold.censored_low, post_cold.unlearned_low) == (2, 1)
 
 
 def test_the_sweeps_replace_the_deep_loss_grid_and_fit_the_page():

@@ -46,7 +46,8 @@ class LrGrid:
 
 def trains(result: RunResult) -> bool:
     """A run that counts: it finished ("ok": no NaN/inf, loss never above the trainer's
-    divergence bound) and ends below the unigram entropy of the training bytes."""
+    divergence bound, and learned where its size registers `TrainConfig.learn_margin`) and
+    ends below the unigram entropy of the training bytes."""
     final = result.final
     if result.status != "ok" or final is None:
         return False

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from blocklab.experiments.run_result import FAILED_STATUSES
 from blocklab.experiments.suites.base import format_ci, format_level
 from blocklab.experiments.suites.evaluation import full_only, listed
 from blocklab.experiments.suites.ffn.configs import ffn_width
@@ -40,8 +41,8 @@ def summary_tables(size: Size, data: FfnData) -> list[Table]:
         f"{size.n_layers} layer(s), bias-free, RMSNorm pre-norm, RoPE, untied embeddings.")
     quality = Table(
         f"Validation loss after {size.steps} steps (equal steps and tokens)",
-        ["arm", "ok/div/stuck", "val loss (nats) [95% CI]", "bits/byte", "Δ vs relu [95% CI]",
-         "Δ% vs relu [95% CI]", "page: gain vs ReLU"],
+        ["arm", "ok/div/stuck/no-learn", "val loss (nats) [95% CI]", "bits/byte",
+         "Δ vs relu [95% CI]", "Δ% vs relu [95% CI]", "page: gain vs ReLU"],
         [[arm, _status_cell(a.status), format_level(a.val_loss, 4),
           _fmt(a.val_bpb.mean), _delta_cell(arm, a.delta_vs_relu, 4),
           _delta_cell(arm, a.rel_delta_pct, 2),
@@ -166,4 +167,4 @@ def _delta_cell(arm: str, stats: Interval, digits: int) -> str:
 
 
 def _status_cell(status: dict[str, int]) -> str:
-    return "/".join(str(status.get(s, 0)) for s in ("ok", "diverged", "stuck"))
+    return "/".join(str(status.get(s, 0)) for s in ("ok", *FAILED_STATUSES))

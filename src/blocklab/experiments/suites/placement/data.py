@@ -106,8 +106,9 @@ class PlacementEffect:
 class StabilityArm:
     """The largest stable learning rate of one (placement, depth, warmup) arm: per seed, short
     runs on a doubling ladder of peak lrs, bisected (stability taken as monotone in lr). A run
-    is stable when it finishes (no NaN/inf, loss never above 4·ln 256) and ends below the
-    unigram entropy of the training bytes (it learned more than byte frequencies)."""
+    is stable when it finishes (no NaN/inf, loss never above 4·ln 256), ends below the
+    unigram entropy of the training bytes and, where the size registers a learn margin, learned
+    (`TrainConfig.learn_margin`): a rate at which a run only avoids diverging is not stable."""
 
     grid: str  # "main" (C13, C19: the training grid's depth) or "deep" (C36)
     placement: str
@@ -125,6 +126,9 @@ class StabilityArm:
     censored_high: int  # seeds where the top rung was stable
     # The sweep's runs: per lr tried, the final val loss of each (None: it did not finish).
     loss_at_lr: dict[str, list[float | None]]
+    # Of the seeds where no rung was stable, those whose run at the ladder's first rung did not
+    # learn (rather than diverged): the arm learned at no rate on the ladder.
+    unlearned_low: int = 0
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,9 @@ def stability_arms(sweep: Sweep, grid: str, seeds: range, swept: dict[SweepKey, 
             max_stable_lr=None if log2.mean is None else ladder[0] * 2 ** log2.mean,
             censored_low=sum(1 for k in rungs if k == -1),
             censored_high=sum(1 for k in rungs if k == len(ladder) - 1),
-            loss_at_lr=dict(sorted(losses.items(), key=lambda kv: float(kv[0])))))
+            loss_at_lr=dict(sorted(losses.items(), key=lambda kv: float(kv[0]))),
+            unlearned_low=sum(1 for r in mine if r is not None and r.rung == -1 and any(
+                t.lr == ladder[0] and t.status == "did_not_learn" for t in r.trials))))
     return out
 
 

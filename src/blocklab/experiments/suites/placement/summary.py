@@ -97,18 +97,19 @@ def _tables(size: Size, data: PlacementData) -> list[Table]:
     train_table = Table(
         f"Training {training.steps} steps, xavier init, no gradient clipping, each arm at its "
         "own tuned peak lr",
-        ["placement", "depth", "warmup", "lr", "Σ lr over steps", "failed/runs (div, stuck)",
-         "val loss [95% CI]", "Δ vs pre [95% CI]", "mean val loss over training",
-         "log2 ‖∇first‖/‖∇last‖ [95% CI]"],
+        ["placement", "depth", "warmup", "lr", "Σ lr over steps",
+         "failed/runs (div, stuck, no learning)", "val loss [95% CI]", "Δ vs pre [95% CI]",
+         "mean val loss over training", "log2 ‖∇first‖/‖∇last‖ [95% CI]"],
         [[r.placement, r.depth, r.warmup, f"{r.lr:g}", _g(r.lr_area),
           f"{r.failures}/{r.runs} ({r.status.get('diverged', 0)}, "
-          f"{r.status.get('stuck', 0)})",
+          f"{r.status.get('stuck', 0)}, {r.status.get('did_not_learn', 0)})",
           format_level(r.val_loss),
           "—" if r.delta_vs_pre is None else format_ci(r.delta_vs_pre, 3),
           format_level(r.val_auc), format_level(r.grad_first_over_last_log2, 2)]
          for r in data.training],
-        "Val loss over the runs that finished (status ok); diverged and stuck runs count in "
-        "the failed column only"
+        "Val loss over the runs that finished and learned (status ok); runs that diverged, got "
+        "stuck or did not learn (ended short of the registered share of the way from the "
+        "unigram to the bigram reference) count in the failed column only"
         + ("" if training.stuck_patience is None else
            f" (a stuck run stops at warmup + {training.stuck_patience} steps)")
         + ". Δ = this − pre at the same "
@@ -146,7 +147,9 @@ def _tables(size: Size, data: PlacementData) -> list[Table]:
          for a in data.stability],
         "Per seed, short runs on a doubling ladder of peak lrs, bisected (stability taken as "
         "monotone in lr); a run is stable when it finishes (no NaN/inf, loss never above "
-        "4·ln 256) and ends below the unigram entropy. Seeds with no stable rung count as one "
+        "4·ln 256), ends below the unigram entropy and, where the size registers it, learned (a "
+        "quarter of the way from the unigram to the bigram reference): a rate at which a run "
+        "only avoids diverging is not stable. Seeds with no stable rung count as one "
         "rung below the ladder, and those stable at the top as the top (both censored, "
         "counted). Loss at each lr: the mean final val loss of the sweep runs made there "
         "('—' when one did not finish).")

@@ -3,7 +3,7 @@ paired by seed."""
 
 from __future__ import annotations
 
-from blocklab.experiments.run_result import RunResult
+from blocklab.experiments.run_result import RunResult, failed_count
 from blocklab.experiments.suites.base import mean_ci, paired_difference
 from blocklab.experiments.suites.placement.configs import lr_area
 from blocklab.experiments.suites.placement.data import PlacementCell, PlacementEffect
@@ -37,7 +37,7 @@ def training_summary(training: Training, seeds: range, trained: dict[ArmKey, Run
         lr = lrs[arm_name(placement, depth, warmup)].lr
         rows.append(PlacementCell(
             placement=placement, depth=depth, warmup=warmup, lr=lr,
-            failures=status.get("diverged", 0) + status.get("stuck", 0),
+            failures=failed_count(status),
             runs=sum(1 for r in mine if r is not None), status=status,
             val_loss=mean_ci(vals), delta_vs_pre=delta,
             steps_done=mean_ci([None if r is None else r.steps_done for r in mine]).mean,
