@@ -209,10 +209,13 @@ def test_claims_rules_prints_the_rules_and_the_edits_after_data(capsys):
         r.hash for r in reg.registered("C18", "quick").values()]
     # its own edits, the ledger's decision rule and (seeds, not timed repeats) the looks and
     # their designs; C16 also the precision check registered beside it
-    for cid, edits in (("C16", 9), ("C30", 6), ("C32", 4)):
+    for cid, edits in (("C16", 10), ("C30", 7), ("C32", 5)):
         assert len(listed[cid]["rules_changed"]) == edits, cid
+    # the rule every training run is held to, visible before any data
+    assert {r["learn_margin"] for r in listed.values()} == {0.25}
     assert main(["claims", "--rules", "C16", "C02"]) == 0
     out = capsys.readouterr().out
+    assert "Every training run must close at least 25% of the way from the unigram" in out
     assert "seeds 5–10 (looks at 5, 8, 10)" in out and "rule changed after data (2026-11-30)" in out
     assert "C02: analytic, no registered rules" in out
 

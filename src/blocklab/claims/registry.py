@@ -635,6 +635,26 @@ class RuleChange:
 
 
 CHANGED_AFTER_DATA: tuple[RuleChange, ...] = (
+    RuleChange("2026-12-05", ("C13", "C19", "C36"),
+               "the placement suite's quick design, after quick results showed post-norm "
+               "learning nothing at depth 12 (final val loss 3.20–3.22 at every lr from 0.003 "
+               "to 0.09, the unigram reference's 3.21): part (b)'s training grid at depth 6 for "
+               "300 steps (warmup 100) on the lr grid {0.001, 0.003, 0.01}, was depth 12 for "
+               "150 steps (warmup 50) on {0.003, 0.01, 0.03}; the depth-6 stable-lr sweep 150 "
+               "steps on 0.001 … 0.512 in doublings, was depth 12, 60 steps on 0.362 … 2.9 in "
+               "√2 steps; the deep sweep (C36) 100 steps on 0.001 … 0.064, was 30 steps on "
+               "0.362 … 2.9. Chosen by a reported pilot (placement/sizes.py) in which every "
+               "quick training arm learns at an interior rate; metrics, δ, margins and "
+               "combining rules unchanged"),
+    RuleChange("2026-12-05", tuple(c for c in RULES if c != "C13"),
+               "how parts are decided (rules.DECISION_VERSION, in every rule's hash): every "
+               "training run at quick, full and the ladder's rungs must close a quarter of the "
+               "way from the unigram to the bigram reference of its corpus "
+               "(experiments.options.LEARN_MARGIN) or it ends 'did_not_learn', a failure "
+               "counted apart; a stability sweep counts a rate as stable only where its run "
+               "learned; and a part whose arm did not learn on most of its seeds is untestable "
+               "here. Made after quick results had been seen (C13, C19 and C36 rested on a "
+               "post-norm arm that never learned)"),
     RuleChange("2026-12-03", ("C16",),
                "added beside C16, not to it: the ladder's precision check "
                "(`C16_PRECISION_RULES`: each gated arm's gap to ReLU in bf16 against fp32 on "

@@ -80,11 +80,12 @@ MAX_SEEDS = 10_000  # seeds_needed looks no further ("more than 10,000")
 # How parts are decided (`decide`, `decide_parts`, `look_level`): part of every rule's hash,
 # so results planned before a change to the procedure are flagged, never silently regraded.
 # Change it with the procedure, and say what changed in registry.CHANGED_AFTER_DATA.
-DECISION_VERSION = ("2026-12-03: each look spends its increment of the O'Brien–Fleming "
+DECISION_VERSION = ("2026-12-05: each look spends its increment of the O'Brien–Fleming "
                     "function, each part's design at its Holm share of α; a decision carries "
                     "the interval it read; a part whose arms are not fair (`unfair`) is never "
                     "confirmed; Holm counts distinct tests (parts reading one estimate against "
-                    "one threshold are one test)")
+                    "one threshold are one test); a part whose arm did not learn on most of "
+                    "its seeds is untestable here (`unless_unlearned`)")
 
 DECIDES = ("confirmed when the CI at its level (its look's share of α after Holm) lies wholly "
            "beyond the claim's boundary b (the smallest effect δ, or the threshold of a claim "

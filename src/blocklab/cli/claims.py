@@ -174,6 +174,25 @@ def changed_lines(changes, zh: bool = False) -> list[str]:
     return [f"[yellow]{label} ({c.date}): {c.what}[/yellow]" for c in changes]
 
 
+def learned_rule(size: str, zh: bool = False) -> str:
+    """The rule every training run at `size` is held to before it counts as data."""
+    from blocklab.experiments.options import LEARN_MARGIN
+
+    margin = LEARN_MARGIN[size]
+    if margin is None:
+        return ("在此规模下训练运行不检查是否学到东西（几步的连通性检查，不作为发现）" if zh else
+                f"Training runs at {size} are not checked for learning (plumbing runs of a few "
+                "steps, read as no finding).")
+    if zh:
+        return (f"每次训练运行须从 unigram 参考损失向 bigram 参考损失走过至少 {margin:.0%}，"
+                "否则记为“未学到”（did_not_learn）：单独计数的失败，从不当作测量；"
+                "多数种子未学到的组所支撑的部分为“此处不可检验”。")
+    return (f"Every training run must close at least {margin:.0%} of the way from the unigram "
+            "to the bigram reference loss of its corpus, else it 'did not learn': a failure "
+            "counted apart, never a measurement; a part whose arm did not learn on most seeds "
+            "is untestable here.")
+
+
 def print_rules(ids: list[str] | None, size: str, as_json: bool, lang: str) -> None:
     """The registered rules of the experimental claims at `size` (all, or `ids`), part by
     part with their hashes, and the rule edits made after results were seen."""
@@ -185,8 +204,10 @@ def print_rules(ids: list[str] | None, size: str, as_json: bool, lang: str) -> N
 
     wanted = ids or sorted(RULES)  # an analytic claim has no registered rules: no parts
     if as_json:
+        from blocklab.experiments.options import LEARN_MARGIN
+
         typer.echo(json_text([
-            {"id": cid, "size": size,
+            {"id": cid, "size": size, "learn_margin": LEARN_MARGIN[size],
              "parts": [{"name": name, "rule": asdict(rule), "rule_hash": rule.hash}
                        for name, rule in registered(cid, size).items()],
              "rules_changed": [asdict(c) for c in changes(cid)]} for cid in wanted],
@@ -194,6 +215,7 @@ def print_rules(ids: list[str] | None, size: str, as_json: bool, lang: str) -> N
         return
     zh = lang == "zh"
     out = console()
+    out.print(learned_rule(size, zh), soft_wrap=True)
     for cid in wanted:
         rules = registered(cid, size)
         if cid not in RULES:

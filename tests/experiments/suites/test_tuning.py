@@ -53,6 +53,24 @@ def test_a_diverging_point_past_the_edge_makes_the_optimum_interior():
     assert (t.lr, t.interior, t.grid[-1]) == (4e-3, True, 8e-3)
 
 
+def test_a_flat_grid_of_runs_that_did_not_learn_is_not_called_interior():
+    """Post-norm at depth 12 ended at 3.212, 3.208, 3.206, 3.208 across a 30× range of rates:
+    the unigram's loss, no optimum. Those runs end "did_not_learn" (they count as no loss),
+    so the grid has no optimum: it grows downwards to its cap and is never called interior."""
+    trials = [LrTrial("post", lr, 0, "did_not_learn", None, 32)
+              for lr in (1e-3, 2e-3, 4e-3)]
+    for _ in range(GRID.max_extensions + 1):
+        t = tune_arm(GRID, trials, "post")
+        trials += [LrTrial("post", lr, 0, "did_not_learn", None, 32) for lr in t.grid
+                   if not any(x.lr == lr for x in trials)]
+    t = tune_arm(GRID, trials, "post")
+    assert not t.interior and t.extended == GRID.max_extensions
+    assert t.grid[0] == rounded(1e-3 / 2 ** GRID.max_extensions)
+    # a did-not-learn run is no loss: never counted, whatever its value
+    assert not trains(finished("did_not_learn", 3.2)) and counted_loss(
+        finished("did_not_learn", 3.2)) is None
+
+
 def test_a_bottom_edge_grows_downwards_and_the_cap_ends_it():
     losses = {1e-3: 2.0, 2e-3: 2.5, 4e-3: 3.0}
     for _ in range(5):  # every new lower point is better still
