@@ -42,9 +42,9 @@ from blocklab.claims.rules import (
     Estimate,
     Part,
     all_or_none,
-    decided_text,
     settle,
     unless_unlearned,
+    verdict_text,
 )
 from blocklab.experiments.suites.placement.data import PlacementData
 from blocklab.experiments.summaries import Interval
@@ -127,7 +127,7 @@ def c36(ctx: Context) -> Finding:
              "batch": deep.get("batch_size"), "seq_len": deep.get("seq_len")}
     scale_en = scale_text(**scale) if verdict in DECIDED else ""
     scale_zh = scale_text(**scale, zh=True) if verdict in DECIDED else ""
-    graded = "; ".join(f"{p.name}: {decided_text(p)} → {p.verdict}" for p in parts)
+    graded = "; ".join(f"{p.name}: {verdict_text(p)}" for p in parts)
     _, fair_en, fair_zh = lr_fairness(data)
     arms = [a for a in data.stability if a.grid == "deep"]
     table = {

@@ -48,6 +48,7 @@ from blocklab.claims.rules import (
     testable_all_or_none,
     unless_unlearned,
     untestable_part,
+    verdict_text,
 )
 from blocklab.experiments.suites.placement.data import (
     GradientProbe,
@@ -436,7 +437,7 @@ def c19(ctx: Context) -> Finding:
         f"at log-log slope {ci_text(post.slope_first_ci, 2, '')}.")
     probe_zh = "" if post is None else (
         f"初始化时（xavier）Post-Norm 第一层梯度随深度变化的双对数斜率为 {ci_text(post.slope_first_ci, 2, '')}。")
-    graded = "; ".join(f"{p.name}: {decided_text(p)} → {p.verdict}" for p in parts)
+    graded = "; ".join(f"{p.name}: {verdict_text(p)}" for p in parts)
     depths = sorted({e.depth for e in data.effects})
     direction = trend_word(data.interaction_trend, grows_when="above")
     trend_en = (f" Depth trend: the interaction at depth {depths[-1]} minus at depth "

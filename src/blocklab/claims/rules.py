@@ -756,6 +756,18 @@ class Part:
         return out
 
 
+UNLEARNED = "did not learn"  # how `unless_unlearned` begins its reason
+
+
+def verdict_text(part: Part, digits: int = 3, unit: str = "") -> str:
+    """'<estimate> → <verdict>', and why where the verdict is untestable because an arm did
+    not learn: a reader must see that no measurement was read, not only the word."""
+    text = f"{decided_text(part, digits, unit)} → {part.verdict}"
+    if part.verdict == UNTESTABLE and part.reason.startswith(UNLEARNED):
+        text += f" ({part.reason.split(': ')[0]})"
+    return text
+
+
 def decided_text(part: Part, digits: int = 3, unit: str = "") -> str:
     """'+1.99 [+0.41, +3.57] (99.64% CI, n=5)': a part's estimate with the interval its
     decision read, labelled with its coverage; the stored 95% interval, so labelled, for a
@@ -895,8 +907,8 @@ def unless_unlearned(spec: PartSpec, unlearned: Mapping[str, tuple[int, int]]) -
     if not dead:
         return spec
     return Part(name, rule, estimate, UNTESTABLE,
-                f"did not learn ({'; '.join(dead)} seeds: short of the registered share of "
-                "the way from the unigram to the bigram reference); no measurement is read "
+                f"{UNLEARNED} ({'; '.join(dead)} seeds): short of the registered share of "
+                "the way from the unigram to the bigram reference; no measurement is read "
                 "from a model that did not learn")
 
 
