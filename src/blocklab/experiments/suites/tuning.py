@@ -9,9 +9,9 @@ tuned before anything is evaluated. That repeats until the best rate is interior
 interior, not a grid of some size.
 
 A rate scores the mean final validation loss over the tuning seeds; a run that does not count
-(diverged, stuck, above the unigram entropy) scores +inf, so a rate that fails on any tuning
-seed loses to one that never fails, and a rate beyond the one where training breaks down is
-never chosen. Ties go to the smaller rate.
+(diverged, stuck, did not learn, above the unigram entropy) scores +inf, so a rate that fails
+on any tuning seed loses to one that never fails, and a rate beyond the one where training
+breaks down is never chosen. Ties go to the smaller rate.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from blocklab.experiments.summaries import ArmTuning, Interval, LrTrial
 @dataclass(frozen=True)
 class FfnArm:
     """One FFN arm over its seeds. Deltas are arm − relu, paired by seed; `status` counts runs
-    by status (ok, diverged, stuck); quality uses only the `counted` runs."""
+    by status (ok, diverged, stuck, did_not_learn); quality uses only the `counted` runs."""
 
     gated: bool
     activation: str

@@ -86,8 +86,8 @@ def summary_tables(size: Size, data: FfnData) -> list[Table]:
         f"at an edge of the registered grid {{{', '.join(f'{lr:g}' for lr in size.lr_grid.base)}"
         f"}} grows the grid there (×{size.lr_grid.factor:g}, at most "
         f"{size.lr_grid.max_extensions} points) until it is interior; blank: not tried for that "
-        "arm. '—' marks an lr at which a tuning run did not count (diverged, stuck or above "
-        "the unigram entropy).")
+        "arm. '—' marks an lr at which a tuning run did not count (diverged, stuck, did not "
+        "learn or above the unigram entropy).")
     trend_table = Table(
         "Scale trend: SwiGLU vs ReLU at each model width",
         ["d_model", "params (relu)", "lr relu", "lr swiglu", "Δ% vs relu [95% CI]"],

@@ -36,8 +36,8 @@ def width_losses(model: nn.Module, tc: TrainConfig, widths: tuple[int, ...]) -> 
 def train_arm(mc: ModelConfig, tc: TrainConfig, widths: tuple[int, ...], progress: Any = False,
               label: str | None = None) -> RunResult:
     """One trainer run of `mc` under `tc`, then its loss at each of `widths` in
-    `extra["width_loss"]` (none for a run that diverged or got stuck: its weights are not a
-    model to read)."""
+    `extra["width_loss"]` (none for a run that diverged, got stuck or did not learn: its
+    weights are not a model to read)."""
     from blocklab.experiments.trainer import train
 
     model, result = train(mc, tc, DATA, progress=progress, label=label)

@@ -128,5 +128,5 @@ def notes(size: Size, data: WidthData) -> list[str]:
     bad = {arm: {k: v for k, v in s.items() if k not in ("ok", "missing")}
            for arm, s in data.status.items()}
     failed = "; ".join(f"{arm}: {s}" for arm, s in bad.items() if s)
-    return [f"Runs on the {DATA} corpus; a run that diverged or got stuck is left out of the "
-            f"pairs" + (f" ({failed})." if failed else " (none did).")]
+    return [f"Runs on the {DATA} corpus; a run that diverged, got stuck or did not learn is "
+            f"left out of the pairs" + (f" ({failed})." if failed else " (none did).")]
