@@ -122,8 +122,10 @@ def test_for_suite_refuses_what_the_suite_or_any_run_cannot_take_in_one_line():
     (RunOptions("quick", range(2)), {"tuning": True}, "quick+tuning"),
     (RunOptions("quick", range(2), "bf16"), {"tuning": True}, "quick+tuning+bf16"),
     # one tuning folder for every seed offset
-    (RunOptions("quick", range(1000, 1002)), {"tuning": True}, "quick+tuning"),
-    (RunOptions("quick", range(1000, 1002), "bf16"), {"tuning": True}, "quick+tuning+bf16"),
+    # a replication re-tunes on seeds of its own, in a folder of its own
+    (RunOptions("quick", range(1000, 1002)), {"tuning": True}, "quick+tuning+seeds1000"),
+    (RunOptions("quick", range(1000, 1002), "bf16"), {"tuning": True},
+     "quick+tuning+seeds1000+bf16"),
     (RunOptions("tiny", range(1), backend="compiled"), {}, "tiny"),  # speed only
 ])
 def test_folder_names(options, kwargs, folder):

@@ -553,3 +553,9 @@ def test_learn_margin_is_checked_and_left_out_of_ids_when_off(tiny_train):
     assert tiny_train.replace(learn_margin=0.5).to_dict()["learn_margin"] == 0.5
     with pytest.raises(ValueError, match="learn_margin"):
         tiny_train.replace(learn_margin=1.5)
+
+
+@pytest.mark.parametrize("value", [10**400, -(10**400), float("nan"), float("inf")])
+def test_a_learning_rate_beyond_float_range_is_a_one_line_error(tiny_train, value):
+    with pytest.raises(ValueError, match=r"TrainConfig.lr=.* is not allowed; expected a finite"):
+        tiny_train.replace(lr=value)

@@ -160,9 +160,10 @@ class RunOptions:
 
     def folder(self, *, longer: bool = False, tuning: bool = False) -> str:
         """The folder these options' results live in under a suite's folder. Tuning runs
-        have one folder for every seed offset (one per precision: each tunes its own rates)."""
+        have one folder per seed offset (a replication re-tunes on seeds of its own) and per
+        precision (each tunes its own rates)."""
         if tuning:
-            return size_folder(f"{self.size}+tuning", 0, self.precision)
+            return size_folder(f"{self.size}+tuning", self.seed_offset, self.precision)
         return size_folder(self.size, self.seed_offset, self.precision, longer)
 
     def notes(self) -> list[str]:

@@ -102,6 +102,9 @@ def _int(name: str, value: Any, minimum: int) -> None:
 
 
 def _finite(value: Any) -> bool:
+    """A number that is finite as a float: not None, NaN, ±inf or an int beyond float range."""
+    if value is None:
+        return False
     try:
         return math.isfinite(value)
     except OverflowError:  # an int beyond float range
@@ -584,10 +587,6 @@ def _progress_task(progress: Progress | bool, label: str, total: int) -> Iterato
         finally:
             if not owned:  # a suite keeps its own overall bar; finished runs leave it
                 bar.update(task, visible=False)
-
-
-def _finite(value: float | None) -> bool:
-    return value is not None and math.isfinite(value)
 
 
 def check_device(device: str) -> None:

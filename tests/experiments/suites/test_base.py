@@ -128,8 +128,9 @@ def _tuned_suite(calls, fail_tuning=False, grow=False):
                     raise RuntimeError("tuning run broke")
                 calls.append(("tune", scale))
                 return RunResult("ok", extra={"loss": abs(scale - 2.0)})  # 2.0 is best
-            specs.append(base.RunSpec(f"tune/{scale}", "tune", base.TUNING_SEEDS,
-                                      {"scale": scale, "size": size}, execute))
+            (seed,) = base.tuning_seeds(options, 1)
+            specs.append(base.RunSpec(f"tune/{scale}", "tune", seed,
+                                      {"scale": scale, "size": size, "seed": seed}, execute))
         return specs
 
     def plan(options, tuned):
@@ -164,11 +165,17 @@ def test_a_tuned_suite_plans_its_evaluation_from_stored_tuning_results(tmp_path)
     assert calls == [("tune", 1.0), ("tune", 2.0), ("eval", 0), ("eval", 1)]
     assert summary.data.diff.mean == 3.0  # values 2 and 4: planned at the best scale, 2.0
     assert (tmp_path / "tuned" / "tiny+tuning").is_dir()
-    # Other evaluation seeds reuse the stored tuning runs: one choice for every seed offset.
+    # A replication at another seed offset re-tunes on seeds of its own (the choice of rate is
+    # part of what must replicate), in a folder of its own; the first offset's stay as stored.
     calls.clear()
     base.run_suite(_tuned_suite(calls), RunOptions("tiny", range(1000, 1000 + 2)), tmp_path,
                    progress=False)
-    assert calls == [("eval", 1000), ("eval", 1001)]
+    assert calls == [("tune", 1.0), ("tune", 2.0), ("eval", 1000), ("eval", 1001)]
+    assert (tmp_path / "tuned" / "tiny+tuning+seeds1000").is_dir()
+    assert base.tuning_seeds(RunOptions("tiny", range(2)), 2) == range(
+        base.TUNING_SEEDS, base.TUNING_SEEDS + 2)
+    assert base.tuning_seeds(RunOptions("tiny", range(1000, 1002)), 2) == range(
+        base.TUNING_SEEDS + 1000, base.TUNING_SEEDS + 1002)
     assert base.TUNING_SEEDS > MAX_SEED_OFFSET + MAX_SEEDS  # beyond any evaluation seed
 
 

@@ -12,10 +12,11 @@ so an interrupted suite resumes where it stopped and nothing finished is lost. T
 
 A suite may also tune before it measures (`Suite.tune`): say, each arm's learning rate picked
 from a grid on seeds of its own. Those tuning runs are a first stage, stored apart
-(`runs/<suite>/<size>+tuning`, shared by every seed offset, so disjoint evaluation seeds are
-judged at the same choices); once all of them are stored, `plan` gets their results and plans
-the evaluation runs at the chosen settings. The tuning seeds (`TUNING_SEEDS`) lie beyond every
-evaluation seed a user can ask for, so a choice is never made on the data that grades it.
+(`runs/<suite>/<size>+tuning`, and `+seeds<K>` at seed offset K: a replication re-tunes on
+seeds of its own, since the choice is part of what must replicate); once all of them are
+stored, `plan` gets their results and plans the evaluation runs at the chosen settings. The
+tuning seeds (`tuning_seeds`: TUNING_SEEDS plus the offset) lie beyond every evaluation seed a
+user can ask for, so a choice is never made on the data that grades it.
 
 Where the runs execute is the executor's business: `execute_in_process` (the default) runs them
 here one after another; `blocklab.experiments.executors.RayExecutor` sends each to a Ray
@@ -165,6 +166,14 @@ _SECTION_ID = re.compile(r"[a-z][a-z0-9-]*")
 TUNING_SEEDS = 2_000_000_000
 
 
+def tuning_seeds(options: RunOptions, n: int) -> range:
+    """The `n` tuning seeds under `options`: from TUNING_SEEDS plus its seed offset, so a
+    replication at another offset re-tunes on fresh seeds as well as re-training (the choice
+    of rate is part of what replicates); at offset 0, the seeds tuning has always used."""
+    start = TUNING_SEEDS + options.seed_offset
+    return range(start, start + n)
+
+
 # An executor runs `specs`, saves each result with `store.save(spec.run_id, result)` (a
 # ResultStore, or a ResultRouter over several suites' stores) the moment it finishes, and may
 # return {run_id: one-line error} for runs that failed without stopping the rest. `progress` is
@@ -198,8 +207,8 @@ def longer_dir(out_dir: str | Path, suite: Suite, options: RunOptions) -> Path:
 
 
 def tuning_dir(out_dir: str | Path, suite: Suite, options: RunOptions) -> Path:
-    """Where a suite's tuning runs under `options` are kept: one folder for every seed offset
-    (one per precision: each tunes its own learning rates)."""
+    """Where a suite's tuning runs under `options` are kept: one folder per seed offset (a
+    replication re-tunes on its own seeds) and per precision (each tunes its own rates)."""
     return Path(out_dir) / suite.name / options.folder(tuning=True)
 
 

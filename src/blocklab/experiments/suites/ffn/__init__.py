@@ -15,7 +15,7 @@ step)), so differences are paired by seed.
 Fair arms. Weights start from the `fan_in` init (std 1/√fan_in: unit-variance pre-activations,
 where GELU and SiLU are curved; gpt2's fixed 0.02 leaves them nearly linear at small width).
 Each arm trains at its own learning rate: the tuning stage runs every arm at every rate of
-`lr_grid` on `tuning_seeds` seeds taken from `TUNING_SEEDS` (never an evaluation seed), and
+`lr_grid` on `tuning_seeds` seeds from `suites.base.tuning_seeds` (never an evaluation seed), and
 the rate with the lowest mean final validation loss is the arm's. A best rate at an edge of the
 grid grows the grid there until it is interior (`blocklab.experiments.suites.tuning`); one still
 at an edge is flagged. Sensitivity: relu, gelu and swiglu run again on the evaluation seeds at the

@@ -9,7 +9,7 @@ from typing import Any
 from blocklab.experiments.options import RunOptions
 from blocklab.experiments.results import added_identity, train_identity
 from blocklab.experiments.run_result import RunResult
-from blocklab.experiments.suites.base import TUNING_SEEDS, Results, RunSpec
+from blocklab.experiments.suites.base import Results, RunSpec, tuning_seeds
 from blocklab.experiments.suites.ffn.configs import model_config, train_config
 from blocklab.experiments.suites.ffn.runs import time_arms, train_arm
 from blocklab.experiments.suites.ffn.sizes import ARMS, DATA, SIZES, TREND_ARMS, Size
@@ -47,7 +47,7 @@ def tune(options: RunOptions, tuned: Results = ()) -> list[RunSpec]:
                         + f" lr {lr:g} seed {seed}", d)
             for d, arms in _widths(size) for arm in arms
             for lr in tune_arm(size.lr_grid, trials, arm, d).grid
-            for seed in range(TUNING_SEEDS, TUNING_SEEDS + size.tuning_seeds)]
+            for seed in tuning_seeds(options, size.tuning_seeds)]
 
 
 def choose_lrs(size: Size, trials: list[LrTrial], d_model: int | None = None,

@@ -10,7 +10,7 @@ from dataclasses import asdict
 from blocklab.config import ModelConfig
 from blocklab.experiments.options import RunOptions
 from blocklab.experiments.results import added_identity, train_identity
-from blocklab.experiments.suites.base import TUNING_SEEDS, Results, RunSpec
+from blocklab.experiments.suites.base import Results, RunSpec, tuning_seeds
 from blocklab.experiments.suites.placement.configs import (
     probe_model_config,
     train_config,
@@ -72,7 +72,7 @@ def tune(options: RunOptions, tuned: Results = ()) -> list[RunSpec]:
         arm = arm_name(placement, depth, warmup)
         mc = train_model_config(placement, depth, training)
         for lr in tune_arm(training.lr_grid, trials, arm).grid:
-            for seed in range(TUNING_SEEDS, TUNING_SEEDS + training.tuning_seeds):
+            for seed in tuning_seeds(options, training.tuning_seeds):
                 tc = train_config(training, options, seed, warmup=warmup, lr=lr)
                 label = f"tune {placement} L={depth} warmup {warmup} lr {lr:g} seed {seed}"
                 payload = {"suite": "placement", "kind": "tune", "arm": arm,

@@ -7,7 +7,7 @@ import dataclasses
 
 from blocklab.experiments.options import RunOptions
 from blocklab.experiments.results import added_identity, train_identity
-from blocklab.experiments.suites.base import TUNING_SEEDS, Results, RunSpec
+from blocklab.experiments.suites.base import Results, RunSpec, tuning_seeds
 from blocklab.experiments.suites.evaluation import graded_only
 from blocklab.experiments.suites.position.cost import time_position_cost
 from blocklab.experiments.suites.position.passkey import passkey_run
@@ -44,7 +44,7 @@ def tune(options: RunOptions, tuned: Results = ()) -> list[RunSpec]:
     for arm in arms(size):
         mc = arm_config(size, arm)
         for lr in tune_arm(t.lr_grid, trials, arm).grid:
-            for seed in range(TUNING_SEEDS, TUNING_SEEDS + t.tuning_seeds):
+            for seed in tuning_seeds(options, t.tuning_seeds):
                 tc = train_config(options, seed, lr)
                 label = f"tune {arm} lr {lr:g} seed {seed}"
                 payload = {"suite": "position", "kind": "tune", "arm": arm,

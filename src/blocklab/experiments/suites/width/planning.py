@@ -8,7 +8,7 @@ from typing import Any
 from blocklab.experiments.options import RunOptions
 from blocklab.experiments.results import train_identity
 from blocklab.experiments.run_result import RunResult
-from blocklab.experiments.suites.base import TUNING_SEEDS, Results, RunSpec
+from blocklab.experiments.suites.base import Results, RunSpec, tuning_seeds
 from blocklab.experiments.suites.tuning import lr_trials, tune_arm
 from blocklab.experiments.suites.width.configs import model_config, train_config
 from blocklab.experiments.suites.width.runs import train_arm
@@ -41,7 +41,7 @@ def tune(options: RunOptions, tuned: Results = ()) -> list[RunSpec]:
     grid = tune_arm(size.lr_grid, lr_trials(tuned), TUNED_ARM, size.d_model).grid
     return [_spec("tune", TUNED_ARM, size, options, seed, lr,
                   f"width tune {TUNED_ARM} lr {lr:g} seed {seed}")
-            for lr in grid for seed in range(TUNING_SEEDS, TUNING_SEEDS + size.tuning_seeds)]
+            for lr in grid for seed in tuning_seeds(options, size.tuning_seeds)]
 
 
 def tuning(size: Size, trials: list[LrTrial]) -> ArmTuning:
