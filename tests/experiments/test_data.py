@@ -193,3 +193,16 @@ def test_references_by_hand(tmp_path):
 def test_stdlib_references_lie_between_uniform_and_zero():
     ref = d.references(d.load_corpus("stdlib"))
     assert 0 < ref.bigram < ref.unigram < math.log(256)
+
+
+def test_references_are_kept_by_content_not_by_name():
+    """The references are counted once per corpus and kept by its content hash: a corpus of
+    the same name but other text gets its own, never the first one's."""
+    def corpus(text: bytes, sha: str):
+        tokens = np.frombuffer(text, dtype=np.uint8)
+        return d.Corpus("same", tokens, tokens, sha, ("t",), ("v",), d.ByteTokenizer())
+
+    first = d.references(corpus(b"ab" * 50, "1" * 64))
+    other = d.references(corpus(b"abc" * 40, "2" * 64))
+    assert first != other
+    assert d.references(corpus(b"ab" * 50, "1" * 64)) == first

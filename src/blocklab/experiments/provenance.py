@@ -6,7 +6,7 @@ for a trained run, when its corpus hash equals the corpus's hash here; otherwise
 it again and says how many it re-ran and why. So a resumed suite never mixes results of older
 code, another PyTorch, other kernels or another Python's standard library (the `stdlib` corpus).
 
-It also records the machine (`Machine`: CPU model, instruction sets, usable cores). Losses are
+It also records the machine (`Machine`: CPU model, instruction sets, online CPUs). Losses are
 any machine's, but a timing is only this machine's when it was measured on it: a timed run
 stored on another machine, or on one it does not record, is run again (`differences`).
 

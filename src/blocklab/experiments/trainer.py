@@ -72,7 +72,7 @@ from blocklab.experiments.data import (
 from blocklab.experiments.env import environment
 from blocklab.experiments.init import INITS, initialize
 from blocklab.experiments.results import ResultStore, json_safe, result_json, run_id
-from blocklab.experiments.run_result import Curves, RunResult
+from blocklab.experiments.run_result import FAILED_STATUSES, Curves, RunResult
 from blocklab.jsonio import write_atomic
 from blocklab.precision import Precision, check_precision
 
@@ -82,7 +82,7 @@ from blocklab.nn.backends import BACKENDS
 from blocklab.nn.ffn import narrowed
 
 SCHEDULES = ("cosine", "constant")
-STATUSES = ("ok", "diverged", "stuck", "did_not_learn")
+STATUSES = ("ok", *FAILED_STATUSES)
 _SMOOTH = 10  # train losses averaged for the stuck test and the final train loss
 TAIL_EVALS = 4  # periodic validation losses averaged into the final val_loss_tail
 # TrainConfig fields added after run ids were first issued: `to_dict` leaves them out at these
