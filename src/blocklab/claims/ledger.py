@@ -26,7 +26,7 @@ from blocklab.claims.rules import (
     Rule,
 )
 from blocklab.claims.text import CLAIM_TEXT, ERROR, claim_sources
-from blocklab.errors import InputError
+from blocklab.errors import InputError, ResultsError
 from blocklab.experiments.suites import get_suite
 
 
@@ -182,7 +182,28 @@ def run_claims(ids: list[str] | None = None, ctx: Context | None = None) -> list
                                found.summary, found.summary_zh, _plain(found.evidence),
                                found.command, found.figure, None, parts,
                                found.combines, found.combines_zh))
-    return [replace(row, scale=_scale(row.id, ctx)) for row in out]
+    return [_mixed(replace(row, scale=_scale(row.id, ctx)), ctx) for row in out]
+
+
+def _mixed(row: ClaimResult, ctx: Context) -> ClaimResult:
+    """`row` with its evidence ending in the sentences that say its suite's runs came from
+    more than one machine or ran other bf16 attention kernels (`summaries.mixed_notes`, from
+    the summary's `machines` and `kernels`), in English and Chinese; as it was otherwise."""
+    from blocklab.experiments.summaries import mixed_notes
+
+    suite = SUITE_OF.get(row.id)
+    if suite is None or row.error is not None:
+        return row
+    try:
+        summary = ctx.summary(suite)
+    except (InputError, ResultsError):  # its check said so already
+        return row
+    if summary is None or not (summary.machines or summary.kernels):
+        return row
+    en = " ".join(mixed_notes(summary.machines, summary.kernels, "en"))
+    zh = "".join(mixed_notes(summary.machines, summary.kernels, "zh"))
+    return replace(row, summary=f"{row.summary} {en}".strip(),
+                   summary_zh=f"{row.summary_zh}{zh}")
 
 
 def _scale(claim_id: str, ctx: Context) -> dict[str, Any] | None:

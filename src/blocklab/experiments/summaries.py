@@ -124,6 +124,15 @@ class SeedBlock:
 
 
 @dataclass(frozen=True)
+class RunCount:
+    """How many of a summary's runs share one thing their numbers depend on: a machine
+    (`provenance.machine_name`) or an attention kernel."""
+
+    name: str
+    runs: int
+
+
+@dataclass(frozen=True)
 class Summary:
     """A suite's summary: tables and notes to show, typed `data` for the ledger and figures.
 
@@ -131,7 +140,13 @@ class Summary:
         `run_ids`; `seeds` counts every seed any arm ran)
     planned_rules: {"<claim> <part>": rule hash} of the registered rules when the suite's runs
         were first planned, so a reader can tell a part graded under another rule than its
-        data was planned under"""
+        data was planned under
+    machines: the machines (CPU model and instruction sets) its runs were made on, with how
+        many runs each, where there were two or more; [] where all came from one (or none
+        was recorded)
+    kernels: the attention kernels its bf16 training runs ran (`DecoderLM.backends()`), with
+        how many runs each, where they differ; [] otherwise. Both are said in one sentence
+        each by `mixed_notes` (in its notes, the ledger and the report)."""
 
     suite: str
     size: str
@@ -145,9 +160,52 @@ class Summary:
     first_seed: int = 0  # seeds first_seed … first_seed + seeds − 1 (`--seed-offset`)
     seed_blocks: list[SeedBlock] = field(default_factory=list)
     planned_rules: dict[str, str] = field(default_factory=dict)
+    machines: list[RunCount] = field(default_factory=list)
+    kernels: list[RunCount] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {"schema": SUMMARY_SCHEMA, **dataclasses.asdict(self)}
+
+
+# Summary fields added without a new SUMMARY_SCHEMA: a summary stored before them reads them at
+# their default (nothing mixed, as far as it says).
+_SUMMARY_ADDED = ("machines", "kernels")
+
+
+def mixed_notes(machines: list[Any], kernels: list[Any], lang: str = "en") -> list[str]:
+    """One sentence for each way a summary's runs were mixed: `machines` and `kernels` as
+    `Summary.machines` and `Summary.kernels` hold them (RunCount, or their JSON form), in
+    English or Chinese ("zh"); [] when neither names two or more."""
+    def counted(items: list[Any]) -> list[tuple[str, int]]:
+        return [(i["name"], i["runs"]) if isinstance(i, dict) else (i.name, i.runs)
+                for i in items]
+
+    zh = lang == "zh"
+    out = []
+    found = counted(machines)
+    if len(found) > 1:
+        total = sum(n for _, n in found)
+        if zh:
+            out.append(f"这 {total} 次运行来自 {len(found)} 台不同的机器（CPU 型号或指令集不同），"
+                       "其计时与 bf16 内核可能因机器而异：" + "；".join(
+                           f"{name}（{n} 次运行）" for name, n in found) + "。")
+        else:
+            out.append(f"These {total} runs were made on {len(found)} different machines (CPU "
+                       "model or instruction sets), whose timings and bf16 kernels may differ: "
+                       + "; ".join(f"{name} ({n} run{'s' * (n != 1)})" for name, n in found)
+                       + ".")
+    found = counted(kernels)
+    if len(found) > 1:
+        total = sum(n for _, n in found)
+        if zh:
+            out.append(f"其 {total} 次 bf16 训练运行使用了不同的注意力内核（其 bfloat16 数值"
+                       "因内核而异），在此一并比较：" + "；".join(f"{name}（{n} 次运行）"
+                                          for name, n in found) + "。")
+        else:
+            out.append(f"Its {total} bf16 training runs ran different attention kernels, "
+                       "whose bfloat16 numbers differ, compared together here: " + "; ".join(
+                           f"{name} ({n} run{'s' * (n != 1)})" for name, n in found) + ".")
+    return out
 
 
 # --- reading -----------------------------------------------------------------------------------
@@ -247,6 +305,8 @@ def _summary_fields(doc: Any, where: str) -> Summary:
         raise ResultsError(f"{where} has summary schema {found!r}; this blocklab reads schema "
                            f"{SUMMARY_SCHEMA}")
     body = {k: v for k, v in doc.items() if k not in ("schema", "data")}
+    for name in _SUMMARY_ADDED:
+        body.setdefault(name, [])
     return decode(Summary, {**body, "data": None}, where)
 
 

@@ -29,6 +29,7 @@ from markupsafe import Markup, escape
 from blocklab.claims import VERDICT_ZH
 from blocklab.claims.catalogue import SUBSECTION_CLAIMS
 from blocklab.experiments.suites import get_suite
+from blocklab.experiments.summaries import mixed_notes
 from blocklab.report.figures import VERDICT_COLOURS, Figure, forest_key, interval_of
 from blocklab.report.i18n import DECISION_SHORT, caption, t
 
@@ -544,8 +545,16 @@ def environment() -> Environment:
                         "line_of": _line_of, "numbers": _numbers,
                         "budget_words": _budget_words,
                         "design_words": _design_words, "budget_rows": _budget_rows,
-                        "verdict_counts": verdict_counts})
+                        "verdict_counts": verdict_counts, "mixed_words": mixed_words})
     return env
+
+
+def mixed_words(summary: dict[str, Any], lang: str) -> list[str]:
+    """The sentences that say a suite's runs came from more than one machine or ran other bf16
+    attention kernels (`summaries.mixed_notes`, from its summary's `machines` and `kernels`),
+    shown as notices above its tables; [] for a summary that names none (one stored before
+    they were recorded too)."""
+    return mixed_notes(summary.get("machines") or [], summary.get("kernels") or [], lang)
 
 
 def _context(doc: dict[str, Any], figures: dict[str, Figure], lang: str) -> dict[str, Any]:

@@ -46,8 +46,10 @@ from blocklab.experiments.run_result import RunLabel, RunResult
 from blocklab.experiments.scale import Scale
 from blocklab.experiments.summaries import (
     Interval,
+    RunCount,
     SeedBlock,
     Summary,
+    mixed_notes,
     save_summary,
 )
 from blocklab.jsonio import write_atomic
@@ -485,8 +487,11 @@ def summarise_suite(planned: PlannedSuite, failed: dict[str, str], elapsed_s: fl
         notes.append(
             f"{len(stale)} stored run(s) were run again because their provenance differs from "
             "this code and machine: " + ", ".join(f"{k} ({n})" for k, n in sorted(counts.items())))
+    machines, kernels = mixed_runs([result for _, result in results])
+    notes += mixed_notes(machines, kernels)
     summary = dataclasses.replace(
         summary, runs=len(specs), notes=[*summary.notes, *notes],
+        machines=machines, kernels=kernels,
         seeds=len(planned.seeds), first_seed=planned.seeds.start,
         run_ids=[spec.run_id for spec in specs], seed_blocks=list(planned.blocks),
         planned_rules=dict(planned.planned_rules),
@@ -518,16 +523,55 @@ class ResultRouter:
             store.save(run_id, result)
 
 
+def mixed_runs(results: Sequence[RunResult]) -> tuple[list[RunCount], list[RunCount]]:
+    """How the runs of one suite folder were mixed: (the machines they were made on, the
+    attention kernels its bf16 training runs ran), each with how many runs, most runs first;
+    a list with fewer than two entries is left empty, so a folder made on one machine under
+    one kernel says nothing. A run whose machine or kernel was not recorded (stored before
+    they were) counts under "an unrecorded machine" or "unrecorded": beside a recorded one it
+    is named, while a folder that records none of them has nothing to tell apart."""
+    from blocklab.experiments.provenance import Machine, machine_name, trained_record
+
+    machines: Counter[str] = Counter()
+    kernels: Counter[str] = Counter()
+    for result in results:
+        machines[machine_name(Machine.from_dict((result.provenance or {}).get("machine")))] += 1
+        # the kernels from the training record itself, which results stored before their
+        # provenance named them hold too
+        record = trained_record(result.to_dict())
+        if record is None:
+            continue
+        config, env = record["train_config"], record.get("environment") or {}
+        if config.get("precision") != "bf16":
+            continue
+        backends = record.get("backends")
+        kernel = (backends.get("attention") if isinstance(backends, dict) else None) \
+            or "unrecorded"
+        device = config.get("device") or "cpu"
+        if device != "cpu":  # a GPU's kernels are its own, whatever they are named
+            kernel += f" on {env.get('accelerator') or device}"
+        kernels[kernel] += 1
+
+    def listed(counts: Counter[str]) -> list[RunCount]:
+        if len(counts) < 2:
+            return []
+        return [RunCount(name, n) for name, n in sorted(counts.items(),
+                                                        key=lambda kv: (-kv[1], kv[0]))]
+
+    return listed(machines), listed(kernels)
+
+
 def execute_spec(execute: Callable[[Any], RunResult], run: RunLabel,
                  progress: Any) -> RunResult:
-    """Run one spec's `execute` and stamp its result with this process's provenance and with
-    the spec it ran (`"run": {label, arm, seed, run_id}`), so readers such as the report can
-    label a stored result without planning the suite again, and the store can tell a file
-    that holds another run's result (`ResultStore`)."""
+    """Run one spec's `execute` and stamp its result with this process's provenance (with how
+    the run used the machine: `Provenance.of_run`) and with the spec it ran (`"run": {label,
+    arm, seed, run_id}`), so readers such as the report can label a stored result without
+    planning the suite again, and the store can tell a file that holds another run's result
+    (`ResultStore`)."""
     from blocklab.experiments.provenance import current
 
     result = execute(progress)
-    result.provenance = current().to_dict()
+    result.provenance = current().of_run(result).to_dict()
     result.run = run
     return result
 
