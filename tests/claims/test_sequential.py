@@ -172,54 +172,6 @@ def test_the_seeds_that_would_decide_are_read_at_their_future_looks_levels():
     assert all(stats.power(2.0, 1.0, k, alpha=look_level(RULE, k)) < POWER for k in range(6, m))
 
 
-def test_each_look_buys_the_likeliest_decisions_per_second_that_fit():
-    from blocklab.claims.sequential import buy, chance_to_decide
-
-    coverage = {"ffn": {"relu": 5, "swiglu": 5, "geglu": 5, "glu": 5}}
-    walls = {"ffn": {"relu": 10.0, "swiglu": 10.0, "geglu": 30.0, "glu": 10.0}}
-    likely = Wanted("C16", "swiglu", "ffn", ("relu", "swiglu"), 5, 8, chance=0.9)
-    dear = Wanted("C16", "geglu", "ffn", ("relu", "geglu"), 5, 8, chance=0.9)
-    unlikely = Wanted("C16", "glu", "ffn", ("relu", "glu"), 5, 8, chance=0.05)
-    parts = [unlikely, dear, likely]
-    assert buy(parts, coverage, 0, walls, 1, None) == parts  # no budget: every open part
-    # 1 worker: swiglu's block is 3 seeds × (10 + 10) s = 60 s; geglu's 120 s; glu's 60 s
-    assert buy(parts, coverage, 0, walls, 1, 60.0) == [likely]
-    # geglu does not fit beside swiglu in 130 s; glu (shares relu's seeds) does
-    assert buy(parts, coverage, 0, walls, 1, 130.0) == [likely, unlikely]
-    assert buy(parts, coverage, 0, walls, 1, 10.0) == []
-    # the chance follows the distance from the boundary and the spread
-    near, far = (Estimate(v, v - 1, v + 1, 5, 1.0) for v in (-0.6, -3.0))
-    assert chance_to_decide(RULE, far, 8) > chance_to_decide(RULE, near, 8)
-    assert chance_to_decide(RULE, Estimate(-1.0, None, None, 1), 8) == 1.0
-
-
-def test_a_bought_part_keeps_the_time_its_later_looks_need():
-    """A part likely to be decided only at its last look is bought with the time of both of
-    its looks reserved: the cheap block of a part unlikely to decide anything is not bought
-    beside it when it would leave the second look no time (greedy next blocks alone, by
-    chance per second, bought both and left 10 s of the 40 the last look needs)."""
-    from blocklab.claims.sequential import buy, path_seconds
-
-    coverage = {"ffn": {"relu": 5, "swiglu": 5, "glu": 5}}
-    walls = {"ffn": {"relu": 10.0, "swiglu": 10.0, "glu": 10.0}}
-    likely = Wanted("C16", "swiglu", "ffn", ("relu", "swiglu"), 5, 8, chance=0.2,
-                    later=((8, 0.2), (10, 0.9)))
-    unlikely = Wanted("C16", "glu", "ffn", ("relu", "glu"), 5, 8, chance=0.1,
-                      later=((8, 0.1), (10, 0.15)))
-    # to 8: 3 seeds × 2 arms × 10 s; then to 10: 2 × 2 × 10 s (1 worker)
-    assert path_seconds({likely: 10}, coverage, 0, walls, 1) == pytest.approx(100.0)
-    assert path_seconds({likely: 8}, coverage, 0, walls, 1) == pytest.approx(60.0)
-    # both to 8 share relu's seeds: 9 runs, then swiglu's last look: 4 runs
-    assert path_seconds({likely: 10, unlikely: 8}, coverage, 0, walls, 1) == \
-        pytest.approx(130.0)
-    assert buy([unlikely, likely], coverage, 0, walls, 1, 100.0) == [likely]
-    # with time for both paths, both are bought, the likelier first
-    assert buy([unlikely, likely], coverage, 0, walls, 1, 130.0) == [likely, unlikely]
-    # the time for the likely part's first look only: its shorter path is still bought
-    assert buy([likely], coverage, 0, walls, 1, 70.0) == [likely]
-    assert buy([likely], coverage, 0, walls, 1, 50.0) == []
-
-
 def test_seed_blocks_go_to_the_arms_of_open_parts_only():
     wanted = [Wanted("C16", "geglu", "ffn", ("geglu", "relu"), 5, 8),
               Wanted("C16", "glu", "ffn", ("glu", "relu"), 5, 8),
@@ -343,35 +295,35 @@ def _calibration(size, names):
                                 startup_s=3.0, worker_start_s=5.0)
 
 
-def test_the_budget_buys_seed_blocks_cheapest_first_and_the_same_plan_twice(tmp_path):
-    from blocklab.claims.sequential import BUILD_RESERVE_S, plan_budget
+def test_the_price_is_the_worst_case_of_every_look_and_a_cap_admits_whole_looks(tmp_path):
+    from blocklab.claims.sequential import BUILD_RESERVE_S, price_plan
 
     names = ["ffn", "position"]
     cal = _calibration("quick", names)
-    free = plan_budget(RunRequest(tmp_path, "quick", budget_s=None), names, workers=2,
-                       calibration=cal)
-    assert free.allowed is None and free.admits(Wanted("C16", "x", "ffn", ("relu",), 5, 10))
+    free = price_plan(RunRequest(tmp_path, "quick", budget_s=None), names, workers=2,
+                      calibration=cal)
+    assert free.admitted is None
     # ffn's 4 arms by 3 then 2 seeds (C16: 5, 8, 10); position's 4 extrapolating arms by 2
     # (C21, C30: 4, 6, 8) and its arm without positions by 1 (C29: 3, 5, 6; run at 4)
     assert [runs for runs, _ in free.looks] == [4 * 3 + 4 * 2 + 1, 4 * 2 + 4 * 2 + 1]
-    everything = plan_budget(RunRequest(tmp_path, "quick", budget_s=1e9), names, workers=2,
-                             calibration=cal)
-    assert everything.allowed[("ffn", "relu")] == 10  # C16's last look
-    assert everything.allowed[("position", "rope")] == 8
-    request = RunRequest(tmp_path, "quick", budget_s=free.first_s + BUILD_RESERVE_S + 60)
-    tight = plan_budget(request, names, workers=2, calibration=cal)
-    again = plan_budget(request, names, workers=2, calibration=cal)
-    assert tight == again and tight.spent_s <= tight.budget_s
-    assert 0 < len(tight.parts) < len(everything.parts)
-    assert set(tight.parts) <= set(everything.parts)
-    assert not tight.admits(Wanted("C16", "swiglu", "ffn", ("relu", "swiglu"), 8, 10))
+    assert free.price_s == pytest.approx(free.first_s + BUILD_RESERVE_S
+                                         + sum(w for _, w in free.looks))
+    one_look = free.first_s + BUILD_RESERVE_S + free.looks[0][1]
+    capped = price_plan(RunRequest(tmp_path, "quick", budget_s=one_look + 1), names,
+                        workers=2, calibration=cal)
+    assert capped.admitted == 1 and capped == price_plan(
+        RunRequest(tmp_path, "quick", budget_s=one_look + 1), names, workers=2,
+        calibration=cal)
+    assert price_plan(RunRequest(tmp_path, "quick", budget_s=one_look - 1), names, workers=2,
+                      calibration=cal).admitted == 0
+    assert "admits 1 of them" in capped.text() and "admits" not in free.text()
 
 
 def test_the_plan_times_the_shapes_its_blocks_need_when_the_first_look_did_not(tmp_path,
                                                                              monkeypatch):
     """With the first look's runs priced from stored twins, its calibration lacks shapes the
-    seed blocks train: the plan calibrates them instead of failing."""
-    from blocklab.claims.sequential import plan_budget
+    seed blocks train: the price calibrates them instead of failing."""
+    from blocklab.claims.sequential import price_plan
     from blocklab.experiments import estimate
 
     full = _calibration("quick", ["ffn"])
@@ -385,19 +337,103 @@ def test_the_plan_times_the_shapes_its_blocks_need_when_the_first_look_did_not(t
     monkeypatch.setattr(estimate, "calibrate", calibrate)
     monkeypatch.setattr(estimate, "estimate_suites", lambda *a, **k: estimate.SizeEstimate(
         "quick", [], [], partial, {}))
-    plan = plan_budget(RunRequest(tmp_path, "quick", budget_s=1e9), ["ffn"], workers=2)
-    assert asked and asked[0] <= set(full.timings) and plan.allowed[("ffn", "relu")] == 10
+    plan = price_plan(RunRequest(tmp_path, "quick", budget_s=None), ["ffn"], workers=2)
+    assert asked and asked[0] <= set(full.timings) and all(w > 0 for _, w in plan.looks)
 
 
-def test_the_minutes_the_report_promises_buy_the_promised_parts_look_by_look():
-    """What more budget decides is what `--budget` runs: the report's price of the open parts
-    within their designs (`report.build.decision_budget`) is the time the runner's own
-    purchases (`sequential.buy`, look by look, re-planned with the time left) need to take
-    every promised part to the seeds its sentence names, from the same stored wall times."""
+def _fake_plan_run(tmp_path, monkeypatch, *, admitted=None):
+    """run_looks on a fake suite whose parts decide as their arms gain seeds: C33's part
+    decides at 6 seeds, C29's never. Returns (looks, the blocks added, the clock reads)."""
+    from types import SimpleNamespace
+
+    from blocklab.claims import sequential
+
+    have = {"quality": 3}
+    added = []
+
+    def rows_now(ids, ctx):
+        part = SimpleNamespace(name="p", verdict="inconclusive" if have["quality"] < 6
+                               else "confirmed", estimate=SimpleNamespace(n=have["quality"]))
+        return [SimpleNamespace(id="C33", error=None, parts=[part])]
+
+    rule = Rule("m", 0.5, 0.25, 3, -1.5, max_seeds=8)
+    monkeypatch.setattr(sequential, "run_claims", rows_now)
+    monkeypatch.setattr(sequential, "registered", lambda cid, size: {"p": rule})
+    monkeypatch.setattr(sequential, "part_arms", lambda *a: ["quality"])
+    monkeypatch.setattr(sequential, "_plan", lambda request, name: SimpleNamespace(
+        specs=[SimpleNamespace(arm="quality", seed=s) for s in range(have["quality"])],
+        seeds=range(0, 3)))
+    monkeypatch.setattr(sequential, "arm_wall_s", lambda request, name: {"quality": 50.0})
+
+    def add(folder, blocks):
+        added.extend((b.start, b.stop) for b in blocks)
+        have["quality"] = max(b.stop for b in blocks)
+
+    monkeypatch.setattr("blocklab.experiments.suites.base.add_seed_blocks", add)
+    plan = sequential.WorkPlan(None if admitted is None else 1.0, 0.0, [], admitted, 2)
+    looks = sequential.run_looks(RunRequest(tmp_path, "quick", budget_s=plan.budget_s),
+                                 ["quantize"], plan=plan, run=lambda rules: {}, workers=2,
+                                 echo=lambda s: None)
+    return looks, added
+
+
+def test_the_plan_runs_every_look_whatever_the_clock_and_workers_say(tmp_path, monkeypatch):
+    """Machine independence: the looks run are the design's, whatever the clock reads (a
+    machine ten thousand times slower), the calibration's prices or the workers; a cap cuts
+    whole looks and names them."""
+    from blocklab.claims import sequential
+
+    looks, added = _fake_plan_run(tmp_path, monkeypatch)
+    assert added == [(3, 5), (5, 7)]  # C33's design 3, 5, 7, 8: decided at 7 ≥ 6
+    assert looks.stopped == "every part is decided or at its last look" and not looks.cut
+    ticks = iter(range(0, 10**9, 10**5))
+    monkeypatch.setattr(sequential.time, "perf_counter", lambda: float(next(ticks)))
+    slow, slow_added = _fake_plan_run(tmp_path, monkeypatch)
+    assert slow_added == added and slow.stopped == looks.stopped
+    capped, capped_added = _fake_plan_run(tmp_path, monkeypatch, admitted=1)
+    assert capped_added == [(3, 5)]
+    assert capped.cut == ["C33 p to n = 7"] and "admits 1 further look(s)" in capped.stopped
+
+
+def test_machine_independence_same_runs_and_verdicts_at_other_prices_and_workers(tmp_path):
+    """A real plan run twice, priced with a calibration and with one twice as slow, on two
+    workers and on one: every run planned (the seed blocks and run ids) and every verdict
+    is the same."""
+    from dataclasses import replace as dc_replace
+
+    from blocklab.claims.sequential import WorkPlan
+
+    outcomes = []
+    for speed, workers in ((1.0, 2), (2.0, 1)):
+        folder = tmp_path / f"x{speed}"
+        request = RunRequest(folder, "tiny", budget_s=None)
+        cal = dc_replace(_calibration("tiny", ["quantize"]), speed=speed)
+        plan = WorkPlan(None, 10.0 * speed, [(4, 100.0 * speed)], None, workers)
+        assert cal.speed == speed
+
+        def run(rules, request=request):
+            return run_suites(request, ["quantize"], progress=False, echo=lambda s: None,
+                              rules=rules)
+
+        looks = run_looks(request, ["quantize"], plan=plan, run=run, workers=workers,
+                          echo=lambda s: None)
+        summary = load_summary(folder, "quantize", "tiny")
+        rows = run_claims(["C32", "C33"], Context(RunRequest(folder, "tiny")))
+        outcomes.append((
+            [(b.start, b.stop, b.arms) for r in looks.records for bs in r.blocks.values()
+             for b in bs], sorted(summary.run_ids),
+            [(row.id, row.verdict, [(p.name, p.verdict) for p in row.parts]) for row in rows]))
+    assert outcomes[0][0]  # further looks ran
+    assert outcomes[0] == outcomes[1]
+
+
+def test_the_price_the_report_states_for_more_seeds_is_the_plans_looks():
+    """What more seeds would decide (`report.build.decision_budget`) is priced as the plan
+    runs them: look by look, every open part to its next look, from the same stored wall
+    times."""
     from dataclasses import asdict
 
     from blocklab.claims.registry import c16_rule
-    from blocklab.claims.sequential import buy
     from blocklab.experiments.estimate import makespan
     from blocklab.report.build import decision_budget
 
@@ -410,62 +446,34 @@ def test_the_minutes_the_report_promises_buy_the_promised_parts_look_by_look():
                                     "timed": False} for a in arms for s in range(n)]}}
     promise = decision_budget(ledger, costs, workers=2)
     assert promise["within_reach"] == 2 and not promise["beyond_design"]
-
     coverage = {"ffn": dict.fromkeys(arms, n)}
-    walls = {"ffn": dict.fromkeys(arms, seed_s)}
-    left, reached = promise["seconds"], dict.fromkeys(("swiglu", "geglu"), n)
-    while True:
-        wanted = [Wanted("C16", p, "ffn", (p, "relu"), reached[p], rule.next_look(reached[p]))
-                  for p in reached if rule.next_look(reached[p]) is not None]
-        chosen = buy(wanted, coverage, 0, walls, workers=2, left_s=left)
-        if not chosen:
-            break
-        blocks = next_blocks(chosen, coverage, 0)["ffn"]
-        left -= makespan([seed_s for b in blocks for _ in b.arms
-                          for _ in range(b.stop - b.start)], 2)
+    spent, reached = 0.0, n
+    while rule.next_look(reached) is not None:
+        target = rule.next_look(reached)
+        wanted = [Wanted("C16", p, "ffn", (p, "relu"), reached, target)
+                  for p in ("swiglu", "geglu")]
+        blocks = next_blocks(wanted, coverage, 0)["ffn"]
+        spent += makespan([seed_s for b in blocks for _ in b.arms
+                           for _ in range(b.stop - b.start)], 2)
         for b in blocks:
             for arm in b.arms:
                 coverage["ffn"][arm] = b.stop
-        for w in chosen:
-            reached[w.part] = w.target
-    assert reached == {"swiglu": needed, "geglu": needed}  # every promised part, in full
-    assert left == pytest.approx(0.0, abs=1e-9)  # and the promise was exactly its price
+        reached = target
+    assert promise["seconds"] == pytest.approx(spent)
 
 
-def test_a_look_that_fits_when_priced_runs_however_long_the_pricing_took(tmp_path, monkeypatch):
-    """Reading the stored runs' wall times takes a while on a full folder; the look is bought
-    with the time left after that reading and then run, never priced again against a clock
-    that moved on (a fresh quick report once stopped there with 4 minutes unused)."""
-    from blocklab.claims import sequential
+def test_a_part_that_lost_seeds_asks_for_the_next_block_not_for_seeds_it_has():
+    """A part reading fewer pairs than its arms ran (a censored or failed seed) is extended
+    past its arms' seeds: it once asked for its min_seeds, which its arms had, and stalled."""
+    from types import SimpleNamespace
 
-    clock = [0.0]
-    monkeypatch.setattr(sequential.time, "perf_counter", lambda: clock[0])
+    from blocklab.claims.sequential import open_parts
 
-    def slow_walls(request, name):
-        clock[0] += 100.0  # reading the folder took 100 s
-        return {"quality": 50.0}
-
-    wanted = Wanted("C33", "part", "quantize", ("quality",), 4, 6)
-    monkeypatch.setattr(sequential, "open_parts", lambda rows, size, arms: [wanted])
-    monkeypatch.setattr(sequential, "arm_wall_s", slow_walls)
-    monkeypatch.setattr(sequential, "coverage_of", lambda planned: {"quality": 4})
-    added, ran = [], []
-    monkeypatch.setattr("blocklab.experiments.suites.base.add_seed_blocks",
-                        lambda folder, blocks: added.extend(blocks))
-    looks = sequential.Looks(300.0, None)
-    # 300 s budget, 100 s spent reading, 30 s kept for the build: 170 s left, and 2 more
-    # seeds of 50 s on one worker take 100 s
-    assert sequential._next_look(looks, [], {"quantize": None}, {"quantize": ["quality"]}, 1,
-                                 0.0, RunRequest(tmp_path, "quick", budget_s=300.0),
-                                 lambda rules: ran.append(rules) or {}, {}, 1,
-                                 lambda s: None, None)
-    assert [(b.start, b.stop, b.arms) for b in added] == [(4, 6, ["quality"])]
-    assert ran == [{}] and looks.records[0].runs == 2
-    assert looks.records[0].estimated_s == 100.0
-
-    # with 60 s left after the reading nothing fits: the stop says so
-    clock[0], looks = 0.0, sequential.Looks(190.0, None)
-    assert not sequential._next_look(looks, [], {"quantize": None}, {"quantize": ["quality"]},
-                                     1, 0.0, RunRequest(tmp_path, "quick", budget_s=190.0),
-                                     lambda rules: {}, {}, 1, lambda s: None, None)
-    assert looks.stopped.startswith("no open part's next block fits in the 1.0 min left")
+    rule_rows = [SimpleNamespace(id="C19", error=None, parts=[SimpleNamespace(
+        name="pre-norm is stable without warmup", verdict=INCONCLUSIVE,
+        estimate=SimpleNamespace(n=3))])]
+    arms = lambda suite: ["sweep/pre/6/0", "sweep/pre/6/50"]  # noqa: E731
+    (alone,) = open_parts(rule_rows, "quick", arms)
+    (covered,) = open_parts(rule_rows, "quick", arms,
+                            {"placement": dict.fromkeys(arms("placement"), 4)})
+    assert alone.target == 4 and covered.target > 4

@@ -1,5 +1,5 @@
 """The CLI builds one `RunRequest` from its options and hands that same object to every step:
-the suites (`run_suites`), the sequential design (`plan_budget`, `run_looks`), the estimate
+the suites (`run_suites`), the plan of work (`price_plan`, `run_looks`), the estimate
 (`--plan`), the report (`build_report`) and the ledger (`Context`)."""
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ def received(monkeypatch):
 
     seen: dict[str, list[RunRequest]] = {}
 
-    def plan_budget(request, names, *, workers, calibration=None):
-        seen.setdefault("plan_budget", []).append(request)
-        return sequential.BudgetPlan(request.budget_s, 0.0, [], 0, workers, {})
+    def price_plan(request, names, *, workers, calibration=None):
+        seen.setdefault("price_plan", []).append(request)
+        return sequential.WorkPlan(request.budget_s, 0.0, [], 0, workers)
 
     def run_looks(request, names, *, plan, run, workers, echo, executor, progress):
         seen.setdefault("run_looks", []).append(request)
@@ -46,7 +46,7 @@ def received(monkeypatch):
         seen.setdefault("run_claims", []).append(ctx.request)
         return []
 
-    monkeypatch.setattr(sequential, "plan_budget", plan_budget)
+    monkeypatch.setattr(sequential, "price_plan", price_plan)
     monkeypatch.setattr(sequential, "run_looks", run_looks)
     monkeypatch.setattr(suites, "run_suites", run_suites)
     monkeypatch.setattr(build, "build_report", build_report)
@@ -60,8 +60,8 @@ def test_report_hands_one_request_to_the_suites_the_design_and_the_report(tmp_pa
     code = main(["report", "--quick", "--seed-offset", "7", "--budget", "5", "--results",
                  str(tmp_path / "runs"), "--out", str(tmp_path / "out"), "--no-progress"])
     assert code == 0
-    assert set(received) == {"plan_budget", "run_looks", "run_suites", "build_report"}
-    (request,) = received["plan_budget"]
+    assert set(received) == {"price_plan", "run_looks", "run_suites", "build_report"}
+    (request,) = received["price_plan"]
     assert request == RunRequest(tmp_path / "runs", "quick", 7, "fp32", 300.0)
     assert all(got is request for steps in received.values() for got in steps)
 
@@ -98,7 +98,7 @@ def test_suite_budget_hands_its_request_to_the_design(tmp_path, received, monkey
     with pytest.raises(_SuiteRan):
         main(["suite", "ffn", "--tiny", "--budget", "2", "--results", str(tmp_path / "runs"),
               "--no-progress"])
-    (request,) = received["plan_budget"]
+    (request,) = received["price_plan"]
     assert request == RunRequest(tmp_path / "runs", "tiny", 0, "fp32", 120.0)
     assert received["run_looks"][0] is request and received["run_suites"][0] is request
 

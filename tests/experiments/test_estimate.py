@@ -188,15 +188,15 @@ def test_report_plan_calibrates_runs_nothing_and_prints_the_estimate(tmp_path, c
     assert main(["report", "--tiny", "--plan", "--results", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "runs still to do" in out and "Calibration:" in out and "wall on" in out
-    assert "Sequential design" not in out  # tiny's default budget is 0: no further looks
+    assert "Plan of work" not in out  # tiny's default cap is 0: the first look only
     assert not any(tmp_path.iterdir())  # nothing ran, nothing was written
-    # A budget far past tiny's seconds of work: a calibration taken under a burst of load on a
-    # slow shared machine (minutes of "process start") still leaves it seeds to buy.
+    # A cap far past tiny's seconds of work: a calibration taken under a burst of load on a
+    # slow shared machine (minutes of "process start") still admits every look.
     assert main(["report", "--tiny", "--plan", "--budget", "600", "--results",
                  str(tmp_path)]) == 0
     out = " ".join(capsys.readouterr().out.split())
-    assert "Sequential design: further looks if every part stayed open:" in out
-    assert "a budget of 10.0 h buys seeds for" in out and "C21 ×" in out
+    assert "Plan of work: further looks if every part stayed open:" in out
+    assert "a cap of 10.0 h admits 2 of them, whole looks from the first" in out
     assert not any(tmp_path.iterdir())
 
 

@@ -431,12 +431,14 @@ def test_the_design_sentence_says_budget_looks_runs_and_why_it_stopped():
               "looks": [{"runs": 6}, {"runs": 4}], "still_open": [],
               "longer": "run for C16 swiglu"}
     text = design_words(design, "en")
-    assert "a budget of 20 min on 2 worker processes" in text
+    assert "registered before the data; cap: 20 min) on 2 worker processes" in text
     assert "2 further look(s) added 10 run(s)" in text and "every part is decided" in text
     assert "twice as long for would-be contradictions: run for C16 swiglu" in text
     assert "still open" not in text
     unbounded = design_words({**design, "budget_s": None, "still_open": [{}]}, "zh")
-    assert "不设上限" in unbounded and "仍有 1 个部分" in unbounded
+    assert "无，运行每一次查看" in unbounded and "仍有 1 个部分" in unbounded
+    cut = design_words({**design, "cut": ["C16 glu to n = 8"]}, "en")
+    assert "The cap cut: C16 glu to n = 8." in cut
 
 
 def _c16(doc):

@@ -2,7 +2,7 @@
 
 The options are checked and turned into one `RunRequest` (results folder, size, seed offset,
 precision, budget, device) before any work; that request is passed whole to the suites
-(`run_suites`), the sequential design (`plan_budget`, `run_looks`), the estimate (`--plan`)
+(`run_suites`), the plan of work (`price_plan`, `run_looks`), the estimate (`--plan`)
 and the report (`build_report`), so each reads and runs the same thing.
 """
 
@@ -72,9 +72,11 @@ def report(
                               help="Run nothing: count the runs still missing and estimate "
                                    "their time on this machine."),
     budget: float = typer.Option(None, "--budget", metavar="MINUTES",
-                                 help="Wall-clock minutes for the run: seeds are added, look by "
-                                      "look, to the arms of parts still undecided while they "
-                                      "fit (default: tiny 0, quick 20, full no limit)."),
+                                 help="An optional cap in minutes: the plan runs its whole "
+                                      "looks from the first while their price on this machine "
+                                      "fits, and the report names the looks it cut (default: "
+                                      "tiny 0, the first look; quick and full: the whole "
+                                      "plan)."),
     device: str = DEVICE_OPTION,
 ) -> None:
     """Write OUT/index.html (plots embedded, opens from disk) and OUT/report.json: the claims
@@ -88,14 +90,15 @@ def report(
     claim check or a figure failed (the report is still written, saying so where it happened).
 
     --plan runs nothing and prints, per suite, the runs still missing and their estimated
-    time on this machine (`blocklab.experiments.estimate`), and how many further looks of the
-    sequential design --budget buys.
+    time on this machine (`blocklab.experiments.estimate`), the plan's further looks, and how
+    many of them a --budget cap admits.
 
-    The suites first run at their planned seeds; then, while a part of a claim is undecided
-    and its design has a look left, the next block of seeds runs for the arms it compares
-    only, as long as the budget allows: the parts likeliest to be decided per second of
-    compute first, each with the time its later looks need kept for them
-    (`blocklab.claims.sequential`).
+    The plan of work is registered before any data: the suites first run at their planned
+    seeds; then, while a part of a claim is undecided and its design has a look left, the
+    next block of its seeds runs for the arms it compares; last, a part that would be
+    contradicted gets its arms trained twice as long (`blocklab.claims.sequential`). What runs
+    depends on the seeds and the data only, never on this machine's speed or load, so the same
+    seeds give the same verdicts on any machine.
 
     Example: [bold]blocklab report --tiny --out report --lang zh[/bold]
     """
@@ -233,9 +236,10 @@ def budget_seconds(minutes: float | None, size: str) -> float | None:
 
 def run_with_budget(request: RunRequest, run_on, jobs, progress: bool, wait: bool,
                     names=None):
-    """Run the suites `names` (the report's) under `request`, look by look within its
-    `budget_s`: (errors, the budget's plan and looks as a dict for report.json)."""
-    from blocklab.claims.sequential import plan_budget, recorded_rules, run_looks
+    """Run the suites `names` (the report's) under `request`: the registered plan of work,
+    every look of every design, priced first (a cap, `budget_s`, admits a prefix of whole
+    looks): (errors, the plan and its looks as a dict for report.json)."""
+    from blocklab.claims.sequential import price_plan, recorded_rules, run_looks
     from blocklab.errors import Interrupted
     from blocklab.experiments.executors import usable_cores
     from blocklab.experiments.suites import run_suites
@@ -249,27 +253,28 @@ def run_with_budget(request: RunRequest, run_on, jobs, progress: bool, wait: boo
         return run_suites(request, names, executor=run_on, progress=progress,
                           echo=typer.echo, wait=wait, rules=rules)
 
+    start = time.perf_counter()
     try:
         if budget_s == 0:
-            return run(recorded_rules(request)), {"budget_s": 0.0, "planned_looks": 0}
-        plan = plan_budget(request, names, workers=workers)
-        if budget_s is not None:
-            typer.echo(f"budget {budget_s / 60:.0f} min: first look about "
-                       f"{plan.first_s / 60:.1f} min; seeds planned for {len(plan.parts)} "
-                       f"part-look(s) where still open, about {plan.spent_s / 60:.1f} min in all")
+            return run(recorded_rules(request)), {"budget_s": 0.0, "admitted_looks": 0}
+        plan = price_plan(request, names, workers=workers)
+        typer.echo(plan.text())
         looks = run_looks(request, names, plan=plan, run=run, workers=workers,
                           echo=typer.echo, executor=run_on, progress=progress)
     except Interrupted as stopped:
         raise stop_interrupted(stopped) from None
-    typer.echo(f"sequential design: {len(looks.records)} further look(s) run; stopped: "
-               f"{looks.stopped}; {len(looks.still_open)} part(s) still open")
-    return looks.errors, {**plan.to_dict(), **looks.to_dict()}
+    wall = time.perf_counter() - start
+    typer.echo(f"plan run: {len(looks.records)} further look(s); stopped: {looks.stopped}; "
+               f"{len(looks.still_open)} part(s) still open; {wall / 60:.1f} min against a "
+               f"price of {plan.price_s / 60:.1f} min at most"
+               + (f"; cut by the cap: {', '.join(looks.cut)}" if looks.cut else ""))
+    return looks.errors, {**plan.to_dict(), **looks.to_dict(), "wall_s": wall}
 
 
 def print_plan(request: RunRequest, jobs: int | None) -> None:
     """The runs `report` would still do under `request`, with their estimated time here: a
-    few seconds of calibration first (`blocklab.experiments.estimate`), and what further looks
-    the request's budget buys (`blocklab.claims.sequential.plan_budget`)."""
+    few seconds of calibration first (`blocklab.experiments.estimate`), the plan's further
+    looks and what a cap admits of them (`blocklab.claims.sequential.price_plan`)."""
     from rich.table import Table
 
     from blocklab.cli import console
@@ -304,21 +309,15 @@ def print_plan(request: RunRequest, jobs: int | None) -> None:
               + (f"; {twins} run(s) priced at a stored twin's wall time" if twins else "")
               + ".")
     if budget_s != 0:
-        from blocklab.claims.sequential import plan_budget
+        from blocklab.claims.sequential import price_plan
 
-        looks = plan_budget(request, SUITES, workers=workers, calibration=cal)
-        costs = ", ".join(f"{r} runs {hours(w)}" for r, w in looks.looks) or "none"
-        per_claim: dict[str, int] = {}
-        for bought in looks.parts:
-            claim_id = bought.split(" ", 1)[0]
-            per_claim[claim_id] = per_claim.get(claim_id, 0) + 1
-        out.print(f"Sequential design: further looks if every part stayed open: {costs}; "
-                  + ("no budget limit" if budget_s is None else
-                     f"a budget of {hours(budget_s)} buys seeds for {len(looks.parts)} "
-                     f"part-look(s), cheapest first, where still open"
-                     + (" (" + ", ".join(f"{c} ×{n}" for c, n in sorted(per_claim.items()))
-                        + ")" if per_claim else ""))
-                  + ".")
+        priced = price_plan(request, SUITES, workers=workers, calibration=cal)
+        costs = ", ".join(f"{r} runs {hours(w)}" for r, w in priced.looks) or "none"
+        out.print(f"Plan of work: further looks if every part stayed open: {costs}"
+                  + ("" if budget_s is None else
+                     f"; a cap of {hours(budget_s)} admits {priced.admitted} of them, whole "
+                     "looks from the first")
+                  + f"; the whole plan at most {hours(priced.price_s)}.")
     out.print(f"Estimated: {hours(plan.core_s)} of one core; {hours(plan.wall_s(workers))} wall "
               f"on {workers} worker(s), with process start {hours(fixed.get('startup', 0))}, "
               f"each worker's first imports {hours(fixed.get('worker_start', 0))} and the "

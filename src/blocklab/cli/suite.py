@@ -65,9 +65,10 @@ def suite(
     cpus_per_run: float = CPUS_PER_RUN_OPTION,
     gpus_per_run: float = GPUS_PER_RUN_OPTION,
     budget: float = typer.Option(None, "--budget", metavar="MINUTES",
-                                 help="Then add seeds, look by look, to the arms of the claim "
-                                      "parts this suite leaves undecided, within this many "
-                                      "minutes of wall time (as `report --budget`)."),
+                                 help="Then run the plan's further looks for the claim parts "
+                                      "this suite leaves undecided: its whole looks from the "
+                                      "first while their price here fits in this many minutes "
+                                      "(as `report --budget`)."),
     device: str = DEVICE_OPTION,
 ) -> None:
     """Run a suite of seeded experiments; runs stored under --results are reused when their
@@ -77,9 +78,8 @@ def suite(
     the failed runs are listed, exit code 1, and the same command again runs only those.
 
     With --budget, the claim parts graded on this suite that are still undecided get the
-    next block of seeds of their sequential design, arm by arm, while the budget allows,
-    the likeliest to be decided per second first, each with its later looks' time kept
-    (`blocklab.claims.sequential`; the planned seeds and float32 only).
+    next blocks of seeds of their sequential designs, look by look, as many whole looks of the
+    plan as the cap admits (`blocklab.claims.sequential`; the planned seeds and float32 only).
 
     Example: [bold]blocklab suite ffn --size quick --seeds 2 --results runs --jobs 2[/bold]
     """

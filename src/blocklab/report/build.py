@@ -234,7 +234,7 @@ def looks_seconds(parts: list[dict[str, Any]], workers: int) -> float:
     """The wall time the sequential runner takes to bring every part of `parts` (entries of
     `decision_budget`, with their rule and per-arm seed costs) to its seeds_needed: look by
     look as their designs schedule them (`Rule.next_look`), each look's new runs handed to
-    `workers` processes (`estimate.makespan`, as `sequential.buy` prices a purchase) and the
+    `workers` processes (`estimate.makespan`, as the plan prices a look) and the
     timed runs alone. An arm read by several parts is extended once, to the seeds the most
     demanding of them asks (`sequential.next_blocks`)."""
     from blocklab.claims.sequential import Wanted, next_blocks

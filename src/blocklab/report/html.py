@@ -357,6 +357,8 @@ def design_words(design: dict[str, Any], lang: str) -> str:
         out.append(t("design_open", lang).format(n=len(design["still_open"])))
     if design.get("longer"):
         out.append(t("design_longer", lang).format(what=design["longer"]))
+    if design.get("cut"):
+        out.append(t("design_cut", lang).format(what=", ".join(design["cut"])))
     return ("" if lang == "zh" else " ").join(out)
 
 

@@ -122,13 +122,14 @@ STRINGS: dict[str, tuple[str, str]] = {
                        "key is under figure {n}.",
                        "{id}：每个部分按其指标的单位绘制，颜色表示判定；图例见图 {n}。"),
     # the sequential design as run
-    "design_budget": ("Sequential design: a budget of {budget} on {workers} worker processes; "
-                      "the suites ran at their planned seeds (the first look), then {looks} "
-                      "further look(s) added {runs} run(s) to the arms of undecided parts; it "
-                      "stopped because {stopped}.",
-                      "序贯设计：预算 {budget}，{workers} 个工作进程；各套件先按计划的种子运行（第一次查看），"
+    "design_budget": ("Plan of work (registered before the data; cap: {budget}) on {workers} "
+                      "worker processes: the suites ran at their planned seeds (the first look), "
+                      "then {looks} further look(s) added {runs} run(s) to the arms of undecided "
+                      "parts; it stopped because {stopped}.",
+                      "工作计划（在数据之前登记；上限：{budget}），{workers} 个工作进程：各套件先按计划的种子运行（第一次查看），"
                       "随后 {looks} 次追加查看为尚未判定部分的各组增加了 {runs} 次运行；停止原因：{stopped}。"),
-    "design_unbounded": ("no limit", "不设上限"),
+    "design_unbounded": ("none, every look", "无，运行每一次查看"),
+    "design_cut": ("The cap cut: {what}.", "上限截去：{what}。"),
     "design_open": ("{n} part(s) were still open when it stopped.",
                     "停止时仍有 {n} 个部分尚未判定。"),
     "design_longer": ("Runs twice as long for would-be contradictions: {what}.",
@@ -342,11 +343,12 @@ CAPTIONS: dict[str, tuple[str, str]] = {
                     "红色带为页面声称的 1–2% 提升。右：去掉 warmup 对 Post-Norm 的代价比对 Pre-Norm 多出多少，"
                     "随深度的变化。误差线为 95% 置信区间。"),
     "norm_cost": ("Time of RMSNorm divided by LayerNorm's, per hidden size d, for each "
-                  "implementation and row count (median over interleaved repeats, 95% bootstrap "
-                  "CI); right: a whole training step of a small decoder. Below 1 RMSNorm is "
+                  "implementation and row count (geometric mean of the paired ratios of "
+                  "interleaved repeats, 95% Student t CI on their logs); right: a whole "
+                  "training step of a small decoder. Below 1 RMSNorm is "
                   "faster; the dotted red line is the page's '7% less'.",
-                  "RMSNorm 与 LayerNorm 耗时之比，按隐藏维度 d、实现方式与行数给出（交错重复的中位数，95% "
-                  "bootstrap 置信区间）；右：小型解码器的完整训练步。低于 1 表示 RMSNorm 更快；红色虚线为页面所说的"
+                  "RMSNorm 与 LayerNorm 耗时之比，按隐藏维度 d、实现方式与行数给出（交错重复的逐次配对比值的几何平均，"
+                  "95% 置信区间按对数比值的 Student t 计算）；右：小型解码器的完整训练步。低于 1 表示 RMSNorm 更快；红色虚线为页面所说的"
                   "“少 7%”。"),
     "placement_training": ("Training loss of pre-, post- (and sandwich-) norm models without "
                        "gradient clipping, one line per run, one panel per depth, each arm at "
@@ -400,22 +402,25 @@ CAPTIONS: dict[str, tuple[str, str]] = {
                          "分别为无 scaling 的 RoPE、NTK-aware 与 YaRN。实线：免训练；虚线：短暂微调后（RoPE 虚线为"
                          "不加 scaling 的同样微调）。点线与点划线：5%（可用）与 25%（崩溃）分界。种子均值与 95% "
                          "置信区间。"),
-    "quantize_speedup": ("C32: speed-up of each int8 scheme over float32 (95% CI over "
-                         "interleaved repeats), prefill at the longest length (left) and one "
+    "quantize_speedup": ("C32: speed-up of each int8 scheme over float32 (geometric mean of "
+                         "the paired ratios of interleaved repeats, 95% Student t CI on their "
+                         "logs), prefill at the longest length (left) and one "
                          "decode step with the KV cache (right); dashed: the bound, Amdahl over "
                          "the quantized layers' FLOP share with their own int8 GEMM speed-up "
                          "(prefill) and the bytes a float step reads over the int8 step's "
                          "(decode). Below 1: slower than float32.",
-                         "C32：各 int8 方案相对 float32 的加速比（交替重复的 95% 置信区间），左为最长长度的"
+                         "C32：各 int8 方案相对 float32 的加速比（交替重复逐次配对比值的几何平均，95% 置信区间按对数比值的 "
+                         "Student t 计算），左为最长长度的"
                          "预填充，右为带 KV 缓存的一步解码；虚线为上界：预填充按量化层的 FLOP 占比与其自身 "
                          "int8 GEMM 加速比用 Amdahl 定律计算，解码为 float 步与 int8 步读取字节数之比。"
                          "低于 1 表示比 float32 慢。"),
-    "position_cost": ("C31: median training-step and decode-step time of each position scheme "
+    "position_cost": ("C31: training-step and decode-step time of each position scheme "
                       "divided by that of the same model without positions (one thread, "
-                      "interleaved repeats, paired bootstrap 95% CI); dotted: +10%, the rule's "
+                      "interleaved repeats; geometric mean of the paired ratios, 95% Student t "
+                      "CI on their logs); dotted: +10%, the rule's "
                       "bound for 'costs little'.",
-                      "C31：各位置编码方案的训练步与解码步中位时间除以无位置编码的同一模型（单线程、交替重复、"
-                      "配对 bootstrap 95% 置信区间）；点线：+10%，即规则中“开销很小”的上限。"),
+                      "C31：各位置编码方案的训练步与解码步时间除以无位置编码的同一模型（单线程、交替重复；"
+                      "逐次配对比值的几何平均，95% 置信区间按对数比值的 Student t 计算）；点线：+10%，即规则中“开销很小”的上限。"),
     "passkey": ("Passkey retrieval accuracy by position scheme and context length (mean over "
                 "needle depths and seeds; n/a = the scheme cannot run at that length).",
                 "各位置编码方案在不同上下文长度下的 passkey 检索准确率（对插入深度与种子取均值；n/a 表示"
