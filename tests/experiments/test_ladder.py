@@ -1,6 +1,8 @@
 """The ladder's rule: each rung 4× the training compute of the one below, checked by hand
 and against the exact parameter count of the models the ffn suite builds."""
 
+from dataclasses import replace
+
 import pytest
 
 from blocklab.errors import InputError
@@ -32,7 +34,9 @@ def test_each_ffn_rung_trains_its_multiple_of_the_quick_compute(rung):
     assert param_count("relu", size) * tokens / base == pytest.approx(times, rel=2e-3)
     assert size.n_layers == quick.n_layers and size.seq_len == quick.seq_len
     assert size.d_model // size.n_heads == quick.d_model // quick.n_heads  # heads of 16
-    assert size.arms == quick.arms and size.lr_grid == quick.lr_grid
+    # the quick grid, without quick's refinement, on one tuning seed
+    assert size.arms == quick.arms and size.lr_grid == replace(quick.lr_grid, refine=False)
+    assert quick.lr_grid.refine and size.tuning_seeds == 1
     assert size.warmup_steps == round(size.steps * quick.warmup_steps / quick.steps)
     # the parameters about double a rung (width ×√2, rounded to whole heads)
     assert 1.6 ** ladder.steps_up(rung) < param_count("relu", size) / param_count(
@@ -124,7 +128,8 @@ def test_each_placement_rung_grows_what_c19_reads(rung):
 
     assert compute(t) / compute(t0) == pytest.approx(ladder.multiple(rung), rel=4e-3)
     assert t.depths == t0.depths == (6,) and t.d_model // t.n_heads == 16
-    assert t.warmups == (0, round(100 * t.steps / 300)) and t.lr_grid == t0.lr_grid
+    assert t.warmups == (0, round(100 * t.steps / 300))
+    assert t.lr_grid == replace(t0.lr_grid, refine=False) and t.tuning_seeds == 1
     # the sweep at the rung's width and batch, its runs and warmup keeping their share, its
     # lr ladder moved down by the width ratio (same doublings, same 10 rungs)
     s0, s = quick.sweep, size.sweep

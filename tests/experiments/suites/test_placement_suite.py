@@ -21,6 +21,7 @@ from blocklab.experiments.suites.placement import (
     stability_stats,
     training_stats,
 )
+from blocklab.experiments.suites.tuning import rounded
 from blocklab.experiments.summaries import Interval
 
 OPTIONS = RunOptions("tiny", range(1))
@@ -193,10 +194,19 @@ def test_every_arm_is_tuned_on_its_own_seeds_on_a_grid_that_grows_at_an_edge(siz
         2.0 + abs(spec.payload["train"]["lr"] - grid.base[1])))) for spec in specs]
     grown = placement.tune(RunOptions(size), tuned)
     added = [s for s in grown if s.run_id not in {t.run_id for t in specs}]
-    assert {s.payload["arm"] for s in added} == {f"pre/{d}/0" for p, d in training.cells()
-                                                 if p == "pre"}
-    assert {s.payload["train"]["lr"] for s in added} == {
+    edge = {f"pre/{d}/0" for p, d in training.cells() if p == "pre"}
+    assert {s.payload["arm"] for s in added if s.payload["arm"] in edge} == edge
+    assert {s.payload["train"]["lr"] for s in added if s.payload["arm"] in edge} == {
         round(grid.base[-1] * grid.factor, 6)}
+    # the arms whose best is interior: refined half a step either side of it at quick
+    # (`LrGrid.refine`), on every tuning seed; nothing more at full
+    refined = [s for s in added if s.payload["arm"] not in edge]
+    assert grid.refine == (size == "quick")
+    assert len(refined) == (2 * (len(training.arms()) - len(edge)) * training.tuning_seeds
+                            if grid.refine else 0)
+    assert {s.payload["train"]["lr"] for s in refined} == (
+        {rounded(grid.base[1] / 3 ** 0.5), rounded(grid.base[1] * 3 ** 0.5)}
+        if grid.refine else set())
 
 
 def test_run_ids_are_stable_and_distinct():

@@ -137,3 +137,119 @@ def test_tuning_runs_read_as_trials_of_their_arm():
                       LrTrial("b", 1e-3, 7, "ok", None, 64)]
     assert mean_loss(trials, "a", 1e-3) == 2.5 and mean_loss(trials, "a", 1e-3, 64) is None
     assert mean_loss(trials, "a", 2e-3) is None and mean_loss(trials, "b", 1e-3) is None
+
+
+REFINED = LrGrid((1e-3, 3e-3, 1e-2), 3.0, max_extensions=2, refine=True)
+
+
+def curve(opt: float):
+    """A loss curve in log lr with its minimum at `opt`."""
+    return lambda lr: 2.0 + (math.log(lr) - math.log(opt)) ** 2
+
+
+def test_refinement_waits_for_an_interior_optimum_then_tries_half_a_step_either_side():
+    loss, seeds = curve(7e-4), (7, 8)  # optimum below the registered grid
+    assert tune_arm(REFINED, [], "a").grid == REFINED.base  # nothing tuned: the grid as is
+    losses = {lr: loss(lr) for lr in REFINED.base}
+    t = tune_arm(REFINED, trials_for(losses, seeds=seeds), "a")
+    # best at the bottom edge: the grid grows there first, no refinement yet
+    assert t.grid == (3.33e-4, 1e-3, 3e-3, 1e-2) and not t.interior and t.extended == 1
+    losses[3.33e-4] = loss(3.33e-4)
+    t = tune_arm(REFINED, trials_for(losses, seeds=seeds), "a")
+    # 1e-3 is now interior: refined at 1e-3·3^(∓1/2), untried, so nothing is interior yet
+    assert t.grid == (3.33e-4, 5.77e-4, 1e-3, 1.73e-3, 3e-3, 1e-2)
+    assert (t.lr, t.interior, t.extended) == (1e-3, False, 1)
+    # one tuning seed of a refined point is not enough: the refinement runs on both
+    partial = trials_for(losses, seeds=seeds) + trials_for({5.77e-4: loss(5.77e-4)}, seeds=(7,))
+    assert not tune_arm(REFINED, partial, "a").interior
+    losses.update({lr: loss(lr) for lr in (5.77e-4, 1.73e-3)})
+    t = tune_arm(REFINED, trials_for(losses, seeds=seeds), "a")
+    # the choice is among every point tried: the refined 5.77e-4 is nearest the optimum
+    assert t.grid == (3.33e-4, 5.77e-4, 1e-3, 1.73e-3, 3e-3, 1e-2)
+    assert (t.lr, t.interior, t.extended) == (5.77e-4, True, 1)
+    assert mean_loss(trials_for(losses, seeds=seeds), "a", t.lr) == pytest.approx(loss(5.77e-4))
+
+
+def test_no_refinement_around_an_edge_the_extensions_could_not_leave():
+    grid = LrGrid((1e-3, 3e-3, 1e-2), 3.0, max_extensions=1, refine=True)
+    loss = curve(1.0)  # far above the grid: the best stays at the top edge
+    losses = {lr: loss(lr) for lr in (1e-3, 3e-3, 1e-2, 3e-2)}
+    t = tune_arm(grid, trials_for(losses), "a")
+    assert t.grid == (1e-3, 3e-3, 1e-2, 3e-2) and (t.lr, t.interior) == (3e-2, False)
+
+
+def test_without_refine_an_interior_optimum_keeps_its_grid():
+    grid = LrGrid((1e-3, 3e-3, 1e-2), 3.0)
+    losses = {lr: curve(5e-3)(lr) for lr in grid.base}
+    t = tune_arm(grid, trials_for(losses, seeds=(7, 8)), "a")
+    assert (t.grid, t.lr, t.interior, t.extended) == (grid.base, 3e-3, True, 0)
+
+
+def test_the_lr_bias_reads_the_refined_neighbours():
+    from blocklab.claims.lr_bias import lr_bias
+
+    loss = curve(4e-3)
+    lrs = (1e-3, 1.73e-3, 3e-3, 5.2e-3, 1e-2)  # refined around 3e-3
+    bias = lr_bias(trials_for({lr: loss(lr) for lr in lrs}, seeds=(7, 8)), "a", 5.2e-3)
+    # the parabola through 3e-3, 5.2e-3 and 1e-2 finds the optimum the curve has
+    assert bias.optimum == pytest.approx(4e-3, rel=0.02)
+    assert bias.excess == pytest.approx(loss(5.2e-3) - 2.0, rel=0.05)
+
+
+def tuning_rounds(name: str, size: str, opt: float | None = None) -> list[list[RunSpec]]:
+    """The suite's tuning stage at `size` as the runner plans it (`base.stored_tuning`): each
+    round's new runs, every run scoring on the loss curve with its optimum at `opt` (default:
+    near the middle point of the registered grid, a little above it)."""
+    from blocklab.experiments.options import RunOptions
+    from blocklab.experiments.suites import get_suite
+
+    suite = get_suite(name)
+    options = RunOptions.for_suite(suite, size, None)
+    rounds: list[list[RunSpec]] = []
+    tuned: list[tuple[RunSpec, RunResult]] = []
+    specs = suite.tune(options, tuned)
+    if opt is None:
+        lrs = sorted({s.payload["train"]["lr"] for s in specs})
+        opt = 1.2 * lrs[len(lrs) // 2]
+    while new := [s for s in specs if s.run_id not in {t.run_id for t, _ in tuned}]:
+        rounds.append(new)
+        tuned += [(s, finished("ok", curve(opt)(s.payload["train"]["lr"]) / 2)) for s in new]
+        specs = suite.tune(options, tuned)
+    return rounds
+
+
+@pytest.mark.parametrize("name", ["ffn", "placement", "width"])
+def test_quick_refines_each_interior_optimum_on_both_tuning_seeds(name):
+    # an optimum inside the quick grid: round 1 the ×3 grid, round 2 its refinement around
+    # the best point, on the same two tuning seeds
+    first, *more = tuning_rounds(name, "quick")
+    arms = {s.payload["arm"] for s in first}
+    seeds = sorted({s.seed for s in first})
+    assert len(seeds) == 2 and len(first) == 3 * len(arms) * 2
+    assert len(more) == 1
+    refined = more[0]
+    assert len(refined) == 2 * len(arms) * 2
+    for arm in arms:
+        runs = [s for s in refined if s.payload["arm"] == arm]
+        lrs = sorted({s.payload["train"]["lr"] for s in runs})
+        assert sorted(s.seed for s in runs) == sorted(seeds * 2)
+        base = {s.payload["train"]["lr"] for s in first if s.payload["arm"] == arm}
+        best = sorted(base)[1]
+        assert lrs == [rounded(best / math.sqrt(3)), rounded(best * math.sqrt(3))]
+
+
+@pytest.mark.parametrize("name", ["ffn", "placement", "width"])
+def test_tiny_and_the_rungs_plan_their_grids_without_refinement(name):
+    from blocklab.experiments import ladder
+    from blocklab.experiments.suites import get_suite
+
+    sizes = ["tiny", "full", *(r for r in ladder.RUNGS if r in get_suite(name).default_seeds)]
+    for size in sizes:
+        rounds = tuning_rounds(name, size)
+        # an interior optimum on the registered grid: one round, that grid, nothing more
+        assert len(rounds) == 1, size
+        specs = rounds[0]
+        assert len({s.seed for s in specs}) == (2 if size == "full" else 1)
+    # tiny's grid grows at an edge exactly as before: one point, then the evaluation
+    grown = tuning_rounds(name, "tiny", 2e-2)  # above tiny's grid (1e-3, 3e-3, 1e-2)
+    assert len(grown) == 2 and {s.payload["train"]["lr"] for s in grown[1]} == {3e-2}

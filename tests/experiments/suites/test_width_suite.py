@@ -58,7 +58,8 @@ def test_only_the_nested_arm_trains_with_nested_widths_and_all_share_one_lr():
 def test_the_tuning_stage_tunes_the_ordinary_arm_on_seeds_no_evaluation_uses():
     specs = width.tune(RunOptions("quick", range(4)), [])
     assert {s.arm for s in specs} == {"ordinary"}
-    assert sorted(s.payload["train"]["lr"] for s in specs) == [3e-3, 1e-2, 3e-2]
+    assert sorted(s.payload["train"]["lr"] for s in specs) == [3e-3, 3e-3, 1e-2, 1e-2, 3e-2, 3e-2]
+    assert len({s.seed for s in specs}) == width.SIZES["quick"].tuning_seeds == 2
     assert all(s.seed not in range(4) for s in specs)
 
 

@@ -6,7 +6,14 @@ loss. A best rate at an edge of the grid says only that the optimum may lie beyo
 grid is extended there, one point at a time (the grid's own spacing), and the new point is
 tuned before anything is evaluated. That repeats until the best rate is interior or
 `LrGrid.max_extensions` points were added; the summary records which, and "fair" means
-interior, not a grid of some size.
+interior (the chosen rate has a tried rate on each side), not a grid of some size.
+
+A grid registered with `refine=True` then refines around an interior best: once every point of
+the grown grid is tuned and its best is interior, the arm is also tuned at best·factor^(−1/2)
+and best·factor^(+1/2) (on the same tuning seeds), and the arm's rate is the best of every
+point tried, coarse or refined. A coarse ×3 grid can leave an arm half a step from its optimum;
+refining halves that step where it matters, and the parabola `claims.lr_bias` reads through the
+chosen rate and its nearest tried neighbours is then read over ×√3 on each side.
 
 A rate scores the mean final validation loss over the tuning seeds; a run that does not count
 (diverged, stuck, did not learn, above the unigram entropy) scores +inf, so a rate that fails
@@ -33,11 +40,13 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class LrGrid:
     """A registered learning-rate grid: `base` (ascending), extended at an edge by `factor`
-    (the spacing between neighbours) at most `max_extensions` times per arm."""
+    (the spacing between neighbours) at most `max_extensions` times per arm; with `refine`,
+    an interior best of the grown grid is also tried at best·factor^(∓1/2)."""
 
     base: tuple[float, ...]
     factor: float
     max_extensions: int = 3
+    refine: bool = False
 
     def __post_init__(self) -> None:
         if len(self.base) < 3 or list(self.base) != sorted(self.base):
@@ -97,7 +106,9 @@ def tuning_table(tunings: Iterable[ArmTuning], trials: list[LrTrial], grid: LrGr
           + (f", grid +{t.extended}" if t.extended else "") + ")"] for t in tunings],
         f"{seeds_note}; registered grid {{{', '.join(f'{lr:g}' for lr in grid.base)}}}, grown "
         f"by ×{grid.factor:g} at an edge holding the best lr (at most {grid.max_extensions} "
-        "points) before evaluation; blank: not tried for that arm; '—': a run that did not "
+        "points)" + (f", then refined at ×{grid.factor:g}^(±1/2) around an interior best"
+                     if grid.refine else "")
+        + " before evaluation; blank: not tried for that arm; '—': a run that did not "
         "train (diverged, or not below the unigram entropy).")
 
 
@@ -125,7 +136,10 @@ def tune_arm(grid: LrGrid, trials: list[LrTrial], arm: str,
              d_model: int | None = None) -> ArmTuning:
     """The grid `arm` needs, from its tuning runs so far: the registered one, extended at
     whichever edge holds the best rate until it is interior, an extension is still untried
-    (then the grid ends with it: run it, then ask again) or `max_extensions` are used up."""
+    (then the grid ends with it: run it, then ask again) or `max_extensions` are used up;
+    with `grid.refine`, once that grid is tuned and its best is interior, also the two points
+    half a step (×factor^(1/2)) either side of that best. The chosen rate is the best of every
+    point of the grid returned; `extended` counts the edge extensions only."""
     lrs = list(grid.base)
     for _ in range(grid.max_extensions):
         if not all(tried(trials, arm, lr, d_model) for lr in lrs):
@@ -137,10 +151,26 @@ def tune_arm(grid: LrGrid, trials: list[LrTrial], arm: str,
             lrs.insert(0, rounded(lrs[0] / grid.factor))
         else:
             break
+    extended = len(lrs) - len(grid.base)
+    if grid.refine:
+        lrs = sorted({*lrs, *refinement(grid, trials, arm, lrs, d_model)})
     best = min(lrs, key=lambda lr: (score(trials, arm, lr, d_model), lr))
     interior = (lrs[0] < best < lrs[-1] and math.isfinite(score(trials, arm, best, d_model))
                 and all(tried(trials, arm, lr, d_model) for lr in lrs))
-    return ArmTuning(arm, tuple(lrs), best, interior, len(lrs) - len(grid.base))
+    return ArmTuning(arm, tuple(lrs), best, interior, extended)
+
+
+def refinement(grid: LrGrid, trials: list[LrTrial], arm: str, coarse: list[float],
+               d_model: int | None = None) -> tuple[float, ...]:
+    """The points that refine `arm`'s grown grid `coarse` (ascending): best·factor^(∓1/2)
+    once every point of `coarse` is tuned and its best is interior and counts; () before."""
+    if not all(tried(trials, arm, lr, d_model) for lr in coarse):
+        return ()
+    best = min(coarse, key=lambda lr: (score(trials, arm, lr, d_model), lr))
+    if not (coarse[0] < best < coarse[-1] and math.isfinite(score(trials, arm, best, d_model))):
+        return ()
+    half = math.sqrt(grid.factor)
+    return rounded(best / half), rounded(best * half)
 
 
 def tune_arms(grid: LrGrid, trials: list[LrTrial], arms: Iterable[str],

@@ -18,9 +18,12 @@ Each arm trains at its own learning rate: the tuning stage runs every arm at eve
 `lr_grid` on `tuning_seeds` seeds from `suites.base.tuning_seeds` (never an evaluation seed), and
 the rate with the lowest mean final validation loss is the arm's. A best rate at an edge of the
 grid grows the grid there until it is interior (`blocklab.experiments.suites.tuning`); one still
-at an edge is flagged. Sensitivity: relu, gelu and swiglu run again on the evaluation seeds at the
-old settings (gpt2 init, one shared lr), so the summary shows how much of a difference those
-choices made. Scale trend: relu and swiglu are also tuned and trained at other widths.
+at an edge is flagged. At --size quick the grid is ×3 steps on two tuning seeds, and an interior
+best is refined: the arm is also tuned at ×√3 either side of it and takes the best of every rate
+tried (`LrGrid.refine`), so a half-step miss does not put its lr bias into a gap to ReLU.
+Sensitivity: relu, gelu and swiglu run again on the evaluation seeds at the old settings (gpt2
+init, one shared lr), so the summary shows how much of a difference those choices made. Scale
+trend: relu and swiglu are also tuned and trained at other widths.
 
 What each size runs (`blocklab.experiments.suites.evaluation`): at --size tiny and --size quick
 the suite plans only the runs a registered rule grades. C16 grades swiglu, geglu and glu

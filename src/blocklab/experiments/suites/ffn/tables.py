@@ -85,9 +85,11 @@ def summary_tables(size: Size, data: FfnData) -> list[Table]:
         "from the evaluation seeds; each arm is then evaluated at its own chosen lr. A best lr "
         f"at an edge of the registered grid {{{', '.join(f'{lr:g}' for lr in size.lr_grid.base)}"
         f"}} grows the grid there (×{size.lr_grid.factor:g}, at most "
-        f"{size.lr_grid.max_extensions} points) until it is interior; blank: not tried for that "
-        "arm. '—' marks an lr at which a tuning run did not count (diverged, stuck, did not "
-        "learn or above the unigram entropy).")
+        f"{size.lr_grid.max_extensions} points) until it is interior"
+        + (f", then an interior best is refined at ×{size.lr_grid.factor:g}^(±1/2) and the "
+           "best of every point tried is chosen" if size.lr_grid.refine else "")
+        + "; blank: not tried for that arm. '—' marks an lr at which a tuning run did not "
+        "count (diverged, stuck, did not learn or above the unigram entropy).")
     trend_table = Table(
         "Scale trend: SwiGLU vs ReLU at each model width",
         ["d_model", "params (relu)", "lr relu", "lr swiglu", "Δ% vs relu [95% CI]"],

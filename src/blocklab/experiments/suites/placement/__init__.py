@@ -23,7 +23,9 @@ Part (b), training. placement × depth × warmup × seed, xavier init, gradient 
 (placement, depth, warmup) arm trains at its own peak lr: the tuning stage runs every arm at
 every lr of `Training.lr_grid` on tuning seeds of its own, the grid grows at an edge holding the
 best lr until that optimum is interior (`blocklab.experiments.suites.tuning`), and the summary
-records for every arm whether it is. Outcomes are continuous: the final validation loss, the
+records for every arm whether it is. At --size quick (×3 steps, two tuning seeds) an interior
+optimum is refined: the arm is also tuned at ×√3 either side of it and takes the best rate tried
+(`LrGrid.refine`). Outcomes are continuous: the final validation loss, the
 mean validation loss over the run (area under the curve) and, from the per-layer gradient norms
 the trainer logs during training, log2 of the first layer's gradient norm over the last
 layer's. A run that diverges (NaN/inf or a loss above 4·ln 256) is counted as a failure, apart

@@ -144,8 +144,10 @@ SIZES = {
         # 1e-2): post warm 3.38 / 2.56 / 2.16 / 2.61 at 3e-4 … 1e-2, post cold 2.56 / 2.29 at
         # 1e-3 / 3e-3, pre cold 2.61 / 2.32 / 2.14 at 1e-3 … 1e-2. 300 steps of 6 layers cost
         # what 150 of 12 did (about 15 s a run on one core of the 2-core reference machine).
+        # Each arm's interior optimum on the ×3 grid is refined at ×√3 either side of it
+        # (`LrGrid.refine`), on two tuning seeds, so a half-step miss does not bias a contrast.
         Training(d_model=32, n_heads=2, depths=(6,), warmups=(0, 100),
-                 lr_grid=LrGrid((1e-3, 3e-3, 1e-2), 3.0), tuning_seeds=1,
+                 lr_grid=LrGrid((1e-3, 3e-3, 1e-2), 3.0, refine=True), tuning_seeds=2,
                  placements=("pre", "post"), seq_len=64, batch_size=16, steps=300,
                  stuck_patience=None, eval_every=50, eval_batches=4,
                  final_eval_fraction=FINAL_EVAL_FRACTION["quick"]),
@@ -207,10 +209,11 @@ def rung(name: str, base: Size) -> Size:
     and batch × √2 a rung at the base's depth and heads of 16, the training steps filling
     `ladder.multiple(name)` × the base's 6 · parameters · tokens (the pre-norm model's), and
     every length in steps (warmups, evaluation interval, the sweep's runs) keeping its share.
-    Each training arm is tuned at every rung (the base's grid, grown at an edge); the sweep's
-    lr ladder is the base's moved down by the width ratio, base d / d (Adam's largest stable
-    lr for hidden weights ∝ 1 / width, Yang et al. 2022, "Tensor Programs V", Table 3), so
-    the answers stay on it. No probe (part (a)) and no deep stacks (C36): not on the ladder."""
+    Each training arm is tuned at every rung (the base's grid, grown at an edge, without the
+    base's refinement, on one tuning seed); the sweep's lr ladder is the base's moved down by
+    the width ratio, base d / d (Adam's largest stable lr for hidden weights ∝ 1 / width, Yang
+    et al. 2022, "Tensor Programs V", Table 3), so the answers stay on it. No probe (part (a))
+    and no deep stacks (C36): not on the ladder."""
     t, sweep = base.training, base.sweep
     head = t.d_model // t.n_heads
     d, b, n = ladder.grown(name, t.d_model, t.batch_size, t.steps, head,
@@ -221,7 +224,8 @@ def rung(name: str, base: Size) -> Size:
 
     training = replace(t, d_model=d, n_heads=d // head, batch_size=b, steps=n,
                        warmups=tuple(share(w) for w in t.warmups),
-                       eval_every=share(t.eval_every))
+                       eval_every=share(t.eval_every),
+                       lr_grid=replace(t.lr_grid, refine=False), tuning_seeds=1)
     swept = replace(sweep, d_model=d, n_heads=d // head, batch_size=b, steps=share(sweep.steps),
                     warmup=share(sweep.warmup), lr_min=rounded(sweep.lr_min * t.d_model / d))
     return replace(base, probe=replace(base.probe, placements=()), training=training,

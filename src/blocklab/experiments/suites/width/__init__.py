@@ -14,8 +14,10 @@ A width k keeps the first k rows of gate_proj and up_proj and the first k column
 in every layer (`blocklab.nn.narrowed`; `blocklab.reference.sliced_swiglu`), so a model read at
 k costs what a model of width k costs: its parameters and FLOPs come from `blocklab.budget`.
 Every arm trains at one learning rate, tuned on the ordinary arm on tuning seeds (nested-width
-methods train with their baseline's hyperparameters); arms with the same seed start from the same
-embeddings and attention weights and see the same batches, so the contrasts are paired by seed.
+methods train with their baseline's hyperparameters; at --size quick two tuning seeds, a ×3 grid
+grown at an edge and then refined at ×√3 either side of its interior best, `LrGrid.refine`);
+arms with the same seed start from the same embeddings and attention weights and see the same
+batches, so the contrasts are paired by seed.
 
 `Summary.data` is a `data.WidthData`: each arm's loss at each width, with the width's parameters
 and FLOPs, and the three contrasts C37 grades.

@@ -60,9 +60,12 @@ SIZES = {
                  tuning_seeds=1, warmup_steps=0, eval_every=0, eval_batches=1,
                  final_eval_fraction=FINAL_EVAL_FRACTION["tiny"]),
     # The ffn suite's quick model and budget (d 64 × 2 layers, 300 steps of 1,024 tokens) with
-    # m = 192: Llama's 8d/3 rounded up to a multiple of 64, so m/2 and m/4 are whole.
+    # m = 192: Llama's 8d/3 rounded up to a multiple of 64, so m/2 and m/4 are whole. The
+    # ×3 grid's interior optimum is refined at ×√3 either side (`LrGrid.refine`), on two
+    # tuning seeds.
     "quick": Size(d_model=64, n_layers=2, n_heads=4, seq_len=64, batch_size=16, steps=300,
-                  d_ff=192, lr_grid=LrGrid((3e-3, 1e-2, 3e-2), 3.0), tuning_seeds=1,
+                  d_ff=192, lr_grid=LrGrid((3e-3, 1e-2, 3e-2), 3.0, refine=True),
+                  tuning_seeds=2,
                   warmup_steps=15, eval_every=25, eval_batches=8,
                   final_eval_fraction=FINAL_EVAL_FRACTION["quick"]),
     "full": Size(d_model=96, n_layers=3, n_heads=4, seq_len=128, batch_size=16, steps=1500,
