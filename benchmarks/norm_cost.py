@@ -1,9 +1,10 @@
 """RMSNorm vs LayerNorm at one shape: forward and forward+backward time, saved bytes, ratios.
 
 The same measurement as one kernel run of the `norm-cost` suite (implementations interleaved
-within every repeat, medians, paired bootstrap CI of the RMSNorm / LayerNorm time ratio within
-each implementation kind), for a shape or thread count the suite's grids do not cover. Nothing is
-stored; the suite is the place for results the claims ledger reads.
+within every repeat, medians, and the RMSNorm / LayerNorm time ratio within each implementation
+kind as the geometric mean of paired ratios with a Student t CI on the log ratios), for a shape
+or thread count the suite's grids do not cover. Nothing is stored; the suite is the place for
+results the claims ledger reads.
 
     python benchmarks/norm_cost.py [--d 1024] [--rows 8192] [--threads 1] [--repeats 12]
                                    [--compile] [--json]
@@ -15,7 +16,8 @@ import argparse
 import json
 import statistics
 
-from blocklab.experiments.suites.norm_cost import KINDS, PASSES, bootstrap_ratio_ci, time_kernels
+from blocklab.experiments.suites.norm_cost import KINDS, PASSES, time_kernels
+from blocklab.experiments.summaries import RATIO_METHOD, TimeRatio
 
 
 def main() -> None:
@@ -34,7 +36,8 @@ def main() -> None:
         print(json.dumps(result.extra(), indent=1))
         return
     impls = result.impls
-    print(f"d={args.d} rows={args.rows} threads={args.threads} repeats={args.repeats}")
+    print(f"d={args.d} rows={args.rows} threads={args.threads} repeats={args.repeats}; "
+          f"RMS/LN: {RATIO_METHOD}")
     print(f"{'impl':10} {'pass':7} {'RMS ms':>9} {'LN ms':>9}  RMS/LN [95% CI]")
     for kind in KINDS:
         rms, ln = impls.get(f"rmsnorm:{kind}"), impls.get(f"layernorm:{kind}")
@@ -44,7 +47,7 @@ def main() -> None:
             a, b = rms.seconds(name), ln.seconds(name)
             if a is None or b is None:
                 continue
-            stats = bootstrap_ratio_ci(a, b)
+            stats = TimeRatio.paired(a, b)
             print(f"{kind:10} {name:7} {1e3 * statistics.median(a):9.3f} "
                   f"{1e3 * statistics.median(b):9.3f}  {stats.ratio:.3f} "
                   f"[{stats.ci_low:.3f}, {stats.ci_high:.3f}]")

@@ -2,9 +2,12 @@
 scales are set, measured by the suite's own functions."""
 
 import dataclasses
+import math
 
+import numpy as np
 import pytest
 import torch
+from scipy import stats as sps
 
 from blocklab.claims.quantization import c32_parts, c33_parts, combine_c32, combine_c33
 from blocklab.claims.registry import C33_DELTA
@@ -13,18 +16,28 @@ from blocklab.experiments.int8_measurements import swiglu_errors
 from blocklab.experiments.options import RunRequest
 from blocklab.experiments.suites.quantize import merge_comparison, swiglu_summary
 from blocklab.experiments.suites.quantize.data import QuantizeData, QuantTiming
-from blocklab.experiments.summaries import Interval
+from blocklab.experiments.summaries import Interval, TimeRatio
 from blocklab.nn import DecoderLM
 from blocklab.nn.int8 import gated_ffn_weights, int8_scale
 
+JITTER = (1.0, 1.02, 0.98, 1.01, 0.99, 1.03, 0.97, 1.0)  # per-repeat noise of a scheme's time
+
+
+def _float_s(n):
+    return [0.1 * (1 + 0.05 * i) for i in range(n)]  # the float model's prefill, drifting
+
 
 def _timing(scheme, speedup, n=5):
+    """A scheme's timing row: prefill seconds per repeat (the float model's / `speedup`, with a
+    little noise of its own) and the speed-ups `scheme_rows` would read off them."""
     part, mode = ("none", "none") if scheme == "none" else scheme.split("/")
-    iv = Interval(n, speedup, speedup - 0.05, speedup + 0.05, 0.05)
+    base = _float_s(n)
+    own = base if scheme == "none" else [f / speedup * JITTER[i] for i, f in enumerate(base)]
+    ratio = TimeRatio.paired(base, own)
     return QuantTiming(scheme=scheme, part=part, mode=mode, compiled=False,
-                       prefill_ms={"512": 100 / speedup}, prefill_speedup={"512": iv},
-                       decode_ms=1.0, decode_speedup=iv, logits_error=0.01,
-                       flop_share={"512": 0.6}, time_share={"512": 0.5},
+                       prefill_ms={"512": 1000 * own[0]}, prefill_s={"512": own},
+                       prefill_speedup={"512": ratio}, decode_ms=1.0, decode_speedup=ratio,
+                       logits_error=0.01, flop_share={"512": 0.6}, time_share={"512": 0.5},
                        gemm_speedup={"512": 2.0}, prefill_estimate={"512": 1 / (0.5 + 0.25)},
                        prefill_bound={"512": 2.0}, decode_time_share=0.5,
                        decode_estimate=1.6, decode_bound=2.0, compile_s=None)
@@ -78,6 +91,109 @@ def test_c32_without_int8_instructions_is_untestable_and_never_contradicted(tmp_
 def test_c32_too_few_repeats_inconclusive():
     parts, _ = c32_parts(_data(1.8, 1.2, n=2))
     assert parts[0].verdict == "inconclusive" and "needs at least 3" in parts[0].reason
+
+
+def _log_t_interval(a, b, confidence):
+    """100·ln of a[i] / b[i]: the Student t interval of the mean at `confidence`, by hand."""
+    logs = [100 * math.log(x / y) for x, y in zip(a, b, strict=True)]
+    n = len(logs)
+    m = sum(logs) / n
+    sd = math.sqrt(sum((x - m) ** 2 for x in logs) / (n - 1))
+    half = float(sps.t.ppf(0.5 + confidence / 2, n - 1)) * sd / math.sqrt(n)
+    return m - half, m + half
+
+
+def test_c32_decision_reads_the_interval_it_prints(tmp_path):
+    # Both parts are graded on 100·ln(ratio) (log-percent) with the registered percent sizes
+    # mapped there, so the interval each decision reads is the log-scale t interval at its
+    # level, computed here by hand, and the one the ledger prints beside the verdict.
+    import json
+
+    from blocklab.claims import Context, run_claims
+    from blocklab.claims.registry import log_pct
+    from blocklab.claims.rules import decided_text
+    from blocklab.experiments.summaries import Summary
+
+    data = _data(1.3, 1.2, n=6)
+    parts, numbers = c32_parts(data)
+    rows = {r.scheme: r for r in data.timings}
+    base, ffn, attn = (rows[k].prefill_s["512"] for k in ("none", "ffn/dynamic",
+                                                          "attention/dynamic"))
+    for part, (a, b) in zip(parts, ((base, ffn), (attn, ffn)), strict=True):
+        decision = part.decision
+        assert decision.interval.confidence == pytest.approx(1 - decision.level)
+        low, high = _log_t_interval(a, b, decision.interval.confidence)
+        assert (decision.interval.low, decision.interval.high) == (
+            pytest.approx(low, rel=1e-9), pytest.approx(high, rel=1e-9))
+        # the stored 95% interval is the table's TimeRatio on the log scale
+        ratio = TimeRatio.paired(a, b)
+        assert (part.estimate.ci_low, part.estimate.ci_high) == (
+            pytest.approx(100 * math.log(ratio.ci_low), rel=1e-12),
+            pytest.approx(100 * math.log(ratio.ci_high), rel=1e-12))
+        # the verdict is what that interval says against δ = 5% mapped to this scale
+        assert (low > log_pct(5.0)) == (part.verdict == "confirmed")
+        assert f"[{low:+.3g}, {high:+.3g}]" in decided_text(part)
+    assert [p.verdict for p in parts] == ["confirmed", "confirmed"]
+    # Holm over the two parts: the first is read at 97.5%, the second at 95%
+    assert sorted(p.decision.level for p in parts) == [0.025, 0.05]
+    assert numbers["repeats"] == 6
+    folder = tmp_path / "quantize" / "quick"
+    folder.mkdir(parents=True)
+    summary = Summary("quantize", "quick", 6, [], data=data)
+    (folder / "summary.json").write_text(json.dumps(summary.to_dict()), encoding="utf-8")
+    row = run_claims(["C32"], Context(RunRequest(tmp_path, "quick")))[0]
+    assert row.error is None
+    for part in row.parts:
+        assert decided_text(part) in row.summary
+    assert "geometric mean of paired ratios, Student t on log ratios over 6 repeats" in row.summary
+
+
+def test_c32_is_graded_on_the_log_scale_not_by_rescaling_percent():
+    # One interval, two readings at 98.75%: rescaling the arms of the percent interval
+    # 100·(r − 1) by a t-quantile ratio (what `rules.decide` does to any interval it is given)
+    # is not the t interval at that level, which is the log one mapped by the same monotone
+    # transform; C32 grades the latter.
+    from blocklab.claims.quantization import log_estimate
+
+    base = _float_s(6)
+    ffn = [f / 1.3 * j for f, j in zip(base, (1.0, 1.3, 0.75, 1.2, 0.85, 1.1), strict=True)]
+    ratio = TimeRatio.paired(base, ffn)
+    est = log_estimate(ratio)
+    t95, t_strict = (float(sps.t.ppf(q, 5)) for q in (0.975, 0.99375))
+    log_low = est.value - t_strict / t95 * (est.value - est.ci_low)
+    exact_low = _log_t_interval(base, ffn, 0.9875)[0]
+    assert log_low == pytest.approx(exact_low, rel=1e-9)
+    pct = [100 * (x - 1) for x in (ratio.ratio, ratio.ci_low)]
+    pct_low = pct[0] - t_strict / t95 * (pct[0] - pct[1])
+    assert abs(pct_low - 100 * math.expm1(exact_low / 100)) > 1.0  # percent points apart
+
+
+@pytest.mark.parametrize("n", [4, 8])
+def test_timing_intervals_cover_at_their_nominal_levels(n):
+    """Simulated timings with lognormal noise (σ = 0.3 on each timing and on each repeat's
+    shared slowness): the 95% interval of `TimeRatio.paired` and the 99.5% interval `decide`
+    reads after rescaling it on the log scale each cover the true geometric-mean ratio at their
+    nominal rate within ±2 percentage points (2000 replications: binomial sd 0.49 points at 95%,
+    0.16 at 99.5%)."""
+    from blocklab.claims.quantization import log_estimate
+    from blocklab.claims.rules import Rule, decide
+
+    rng = np.random.default_rng(20261205 + n)
+    reps, true = 2000, 1.2
+    rule = Rule(metric="simulated log ratio", smallest_effect=5.0, margin=0.0, min_seeds=2,
+                claimed=10.0)
+    at95 = at995 = 0
+    for _ in range(reps):
+        slow = 0.05 * rng.lognormal(0.0, 0.3, size=n)  # each repeat's shared slowness
+        a = true * slow * rng.lognormal(0.0, 0.3, size=n)
+        b = slow * rng.lognormal(0.0, 0.3, size=n)
+        ratio = TimeRatio.paired(a, b)
+        at95 += ratio.ci_low <= true <= ratio.ci_high
+        iv = decide(rule, log_estimate(ratio), 0.005, explain=False).interval
+        assert iv.confidence == pytest.approx(0.995)
+        at995 += iv.low <= 100 * math.log(true) <= iv.high
+    assert abs(at95 / reps - 0.95) <= 0.02, at95 / reps
+    assert abs(at995 / reps - 0.995) <= 0.02, at995 / reps
 
 
 # --- C33 -----------------------------------------------------------------------------------------

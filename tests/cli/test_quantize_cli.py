@@ -16,7 +16,7 @@ def test_bad_input_is_one_line_exit_2(capsys, args):
 
 def test_json(capsys):
     assert main(["quantize", "llama-3.2-1b", "--layers", "1", "--d-model", "128", "--seq",
-                 "16", "--repeats", "1", "--json"]) == 0
+                 "16", "--repeats", "2", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["timed_config"]["n_layers"] == 1 and doc["timed_config"]["d_model"] == 128
     assert "random weights" in doc["note"]
@@ -67,6 +67,7 @@ def test_d_model_must_be_positive_and_fit_the_heads(capsys, value):
 @pytest.mark.parametrize("args, names", [
     (["llama-3.2-1b", "--seq", "16", "--seq", "16"], ["--seq 16"]),
     (["llama-3.2-1b", "--repeats", str(10**9)], ["--repeats 1000000000"]),
+    (["llama-3.2-1b", "--repeats", "1"], ["--repeats 1", ">= 2"]),  # no interval from one
     ([""], ["MODEL ''"]),
     (["llama-3.2-1b", "--layers", "17"], ["--layers 17", "16 layers"]),
     (["llama-3.2-1b", "--seq", "8193"], ["--seq"]),
@@ -98,7 +99,7 @@ def test_a_checkpoint_is_timed_with_its_own_weights_and_vocab(capsys, tmp_path):
 
     model = _checkpoint(tmp_path)
     code, out, err = _run(capsys, str(tmp_path), "--layers", "2", "--seq", "8", "--repeats",
-                          "1", "--json")
+                          "2", "--json")
     assert code == 0, err
     doc = json.loads(out)
     assert doc["weights"] == "checkpoint" and "checkpoint's own weights" in doc["note"]
@@ -113,7 +114,7 @@ def test_a_checkpoint_is_timed_with_its_own_weights_and_vocab(capsys, tmp_path):
 
 def test_json_labels_the_bound_and_the_estimate(capsys):
     code, out, _ = _run(capsys, "llama-3.2-1b", "--layers", "1", "--d-model", "64", "--seq",
-                        "8", "--repeats", "1", "--json")
+                        "8", "--repeats", "2", "--json")
     assert code == 0
     ffn = next(d for d in json.loads(out)["schemes"] if d["scheme"] == "ffn/dynamic")
     assert ffn["prefill_estimate"]["8"] <= ffn["prefill_bound"]["8"]
@@ -129,7 +130,7 @@ def test_a_cpu_without_int8_instructions_is_noted_under_the_table(capsys, monkey
     monkeypatch.setattr(suite, "cpu_flags", lambda: flags)
     monkeypatch.setenv("COLUMNS", "200")
     code, out, _ = _run(capsys, "llama-3.2-1b", "--layers", "1", "--d-model", "64", "--seq",
-                        "8", "--repeats", "1")
+                        "8", "--repeats", "2")
     assert code == 0
     assert ("no fast path" in out) is not vnni
     assert "an estimate, not a bound" in out
@@ -151,7 +152,7 @@ def _nan_checkpoint(folder):
 def test_a_checkpoint_with_nan_weights_is_flagged_and_its_errors_left_out(capsys, tmp_path):
     _nan_checkpoint(tmp_path)
     code, out, err = _run(capsys, str(tmp_path), "--layers", "2", "--seq", "8", "--repeats",
-                          "1", "--json")
+                          "2", "--json")
     assert code == 0, err
     doc = json.loads(out)  # strict JSON: no NaN token
     assert doc["nonfinite_weights"] == {"layers.0.ffn.gate_proj.weight": 3,
@@ -169,7 +170,7 @@ def test_nan_errors_are_not_printed_as_measurements(capsys, tmp_path, monkeypatc
     _nan_checkpoint(tmp_path)
     monkeypatch.setenv("COLUMNS", "200")
     code, out, err = _run(capsys, str(tmp_path), "--layers", "1", "--seq", "8", "--repeats",
-                          "1")
+                          "2")
     assert code == 0, err
     rows = [line for line in out.splitlines() if "/weight-only" in line or "/dynamic" in line]
     assert len(rows) == 6
@@ -181,7 +182,7 @@ def test_nan_errors_are_not_printed_as_measurements(capsys, tmp_path, monkeypatc
 def test_a_finite_checkpoint_has_no_warning(capsys, tmp_path):
     _checkpoint(tmp_path)
     code, out, err = _run(capsys, str(tmp_path), "--layers", "1", "--seq", "8", "--repeats",
-                          "1", "--json")
+                          "2", "--json")
     assert code == 0 and "warning" not in err
     doc = json.loads(out)
     assert doc["nonfinite_weights"] == {}

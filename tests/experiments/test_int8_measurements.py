@@ -77,7 +77,10 @@ def test_bound_and_estimate_from_timings_by_hand():
     assert ffn.prefill_bound["8"] == pytest.approx(1 / (1 - 0.4))  # 10/6
     assert ffn.gemm_speedup["8"] == 2.0
     assert ffn.prefill_estimate["8"] == pytest.approx(1 / (0.6 + 0.4 / 2))  # 1.25
-    assert ffn.prefill_speedup["8"].mean == pytest.approx(1.25)
+    # 10/8 and 12/9.6: both repeats 1.25, so the geometric mean and its interval are 1.25
+    speed = ffn.prefill_speedup["8"]
+    assert (speed.ratio, speed.ci_low, speed.ci_high) == pytest.approx((1.25, 1.25, 1.25))
+    assert ffn.prefill_s["8"] == [8.0, 9.6] and speed.repeats == 2
     assert ffn.flop_share["8"] != ffn.time_share["8"]  # FLOPs are not time
     # decode: f = 0.5, S = float32 bytes / (int8 bytes + a float32 scale per row)
     d, m = 16, 32

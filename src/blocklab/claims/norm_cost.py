@@ -114,11 +114,12 @@ def _c18_timing_text(like: list[FusedTiming], built: StepTime | None,
                   "两者都经 torch.compile 编译，因为本机 CPU 上 F.rms_norm 不是融合内核")
         en += (f"Reported, not graded: with equally fused kernels ({how}), RMSNorm/LayerNorm "
                f"forward+backward time is {r.ratio:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}] "
-               f"(d={timed.d}, {timed.rows} rows, {timed.threads} thread(s), {r.repeats} "
-               "repeats). ")
+               f"(d={timed.d}, {timed.rows} rows, {timed.threads} thread(s); {r.method()}, "
+               "95% CI). ")
         zh += (f"只报告、不参与判定：在同等融合的内核下（{how_zh}），RMSNorm/LayerNorm 前向+反向时间比为 "
                f"{r.ratio:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}]（d={timed.d}，{timed.rows} 行，"
-               f"{timed.threads} 线程，{r.repeats} 次重复）。")
+               f"{timed.threads} 线程；逐次重复配对比值的几何平均，95% 置信区间按对数比值的 Student t 计算，"
+               f"{r.repeats} 次重复）。")
     if functional is not None:
         s = functional.time
         en += (f"A whole training step with PyTorch's functional norms (F.rms_norm unfused "

@@ -61,7 +61,7 @@ from blocklab.experiments.suites.position.data import (
     PositionData,
     SchemeCost,
 )
-from blocklab.experiments.summaries import Interval, TimeRatio
+from blocklab.experiments.summaries import RATIO_METHOD, Interval, TimeRatio
 
 # --- C21: extrapolation past the training length ----------------------------------------------
 # Extrapolation grades (`registry.band_rule`): the loss on tokens past the training length L,
@@ -522,12 +522,6 @@ C31_COMBINES_ZH = ("按计数而非计时判定：RoPE 的某部分不成立（�
                    "步时（玩具形状下的逐算子开销，以及真实形状下的预填充与解码）只报告，不参与判定。" + SETTLE_ZH)
 
 
-def _overhead(ratio: TimeRatio) -> Estimate:
-    # A bootstrap interval of a ratio: its sd is the t-equivalent of its half width.
-    return Estimate.from_interval(100 * (ratio.ratio - 1), 100 * (ratio.ci_low - 1),
-                                  100 * (ratio.ci_high - 1), ratio.repeats)
-
-
 def zoo_params() -> dict[str, int]:
     """count_params of Llama 3 8B's shape with each position scheme (4,096 positions for the
     learned table)."""
@@ -664,8 +658,11 @@ def combine_c31(parts: list[Part]) -> str:
 
 
 def _ratio_pct(ratio: TimeRatio) -> str:
-    e = _overhead(ratio)
-    return f"{e.value:+.1f}% [{e.ci_low:+.1f}, {e.ci_high:+.1f}]"
+    """A reported (never graded) time ratio as an overhead, 100·(r − 1) % with its 95%
+    interval mapped the same way (the geometric mean of paired ratios, Student t on log
+    ratios: `TimeRatio.paired`)."""
+    low, high = 100 * (ratio.ci_low - 1), 100 * (ratio.ci_high - 1)
+    return f"{100 * (ratio.ratio - 1):+.1f}% [{low:+.1f}, {high:+.1f}]"
 
 
 def _timings_text(cost: PositionCost, d_model: int | None) -> tuple[str, str]:
@@ -680,10 +677,11 @@ def _timings_text(cost: PositionCost, d_model: int | None) -> tuple[str, str]:
           f"{cost.L}, batch {cost.batch_size}, {cost.repeats} interleaved repeats, "
           f"{cost.threads} thread): " + "; ".join(
               f"{s} training step {t}, decode step {d} vs no positions" for s, (t, d) in
-              per.items()) + ".")
+              per.items()) + f" (each the {RATIO_METHOD}, with its 95% CI).")
     zh = (f" 计时仅报告，不参与判定。玩具形状下的逐算子开销（{width_zh}L = {cost.L}，批大小 {cost.batch_size}，"
           f"{cost.repeats} 次交替重复，{cost.threads} 线程）：" + "；".join(
-              f"{s} 训练步 {t}，解码步 {d}（相对无位置编码）" for s, (t, d) in per.items()) + "。")
+              f"{s} 训练步 {t}，解码步 {d}（相对无位置编码）" for s, (t, d) in per.items())
+          + "（均为逐次重复配对比值的几何平均，95% 置信区间按对数比值的 Student t 计算）。")
     real = cost.realistic
     if real is None:
         return (en + " No realistic-shape timing in this summary (stored before it was timed).",

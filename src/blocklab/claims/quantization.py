@@ -5,6 +5,7 @@ per-row merge compared on every layer's weights, and the FFN output error per se
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, replace
 
 from blocklab.claims.finding import DECIDED, Context, Finding, claim, missing, scale_text
@@ -29,11 +30,12 @@ from blocklab.claims.rules import (
     Estimate,
     Part,
     decide,
+    decided_text,
     settle,
 )
 from blocklab.claims.text import VERDICT_ZH
 from blocklab.experiments.suites.quantize.data import QuantizeData, QuantTiming
-from blocklab.experiments.summaries import Interval
+from blocklab.experiments.summaries import RATIO_METHOD, Interval, TimeRatio
 
 # C32's registered rules (`registry.C32_SPEEDUP_RULE`, `registry.C32_LARGEST_RULE`): prefill of
 # the largest timed T, dynamic int8 (the mode that makes the GEMMs themselves int8; weight-only
@@ -68,13 +70,15 @@ def _timing(data: QuantizeData, scheme: str, compiled: bool = False) -> QuantTim
     return None
 
 
-def _pct(stats: Interval) -> Estimate:
-    """An Interval of speed-ups as 100·(x − 1) %."""
-    def pct(v: float | None) -> float | None:
-        return None if v is None else 100 * (v - 1)
-
-    return Estimate(pct(stats.mean), pct(stats.ci_low), pct(stats.ci_high), stats.n,
-                    None if stats.sd is None else 100 * stats.sd)
+def log_estimate(ratio: TimeRatio) -> Estimate:
+    """A ratio of paired timings (`TimeRatio.paired`) as the Estimate C32's rules read: on the
+    log scale, 100·ln(ratio) with 100·ln of its 95% bounds. There it is the Student t interval
+    of the mean log ratio, its arms t_{0.975, n−1} standard errors each, so the sd
+    `Estimate.from_interval` reads off its half width is the log ratios' own (×100) and
+    `rules.decide` rescales it to any level exactly; the rules' boundaries are the registered
+    percent sizes through the same map (`registry.log_pct`)."""
+    return Estimate.from_interval(100 * math.log(ratio.ratio), 100 * math.log(ratio.ci_low),
+                                  100 * math.log(ratio.ci_high), ratio.repeats)
 
 
 def _text(x: float | None, digits: int = 2) -> str:
@@ -105,35 +109,25 @@ def c32_parts(data: QuantizeData, size: str = "quick") -> tuple[list[Part], dict
     lens = sorted(ffn.prefill_speedup, key=int)
     t = lens[-1]
     # The same sign at every other T plays the part of "a 2× longer run agrees".
-    signs = {(ffn.prefill_speedup[x].mean or 1.0) > 1.0 for x in lens}
+    signs = {ffn.prefill_speedup[x].ratio > 1.0 for x in lens}
     agrees = len(lens) > 1 and len(signs) == 1
     rules = registered("C32", size)
-    speed_spec = (C32_SPEED_PART, rules[C32_SPEED_PART], _pct(ffn.prefill_speedup[t]))
-    # Per-repeat ratio of the two speed-ups = t_attention / t_ffn, rebuilt from the intervals'
-    # means only where the raw repeats are not kept: the summary stores speed-up intervals, so
-    # the ratio's interval is the difference of the two in percent (conservative: unpaired).
     a, b = ffn.prefill_speedup[t], attn.prefill_speedup[t]
-    if a.mean is None or b.mean is None:
-        largest_est = Estimate(None, None, None, 0)
-    else:
-        mean = 100 * (a.mean / b.mean - 1)
-        if a.resolved and b.resolved:
-            low = 100 * (a.ci_low / b.ci_high - 1)
-            high = 100 * (a.ci_high / b.ci_low - 1)
-            # Not a t interval: the sd is the t-equivalent of its half width.
-            largest_est = Estimate.from_interval(mean, low, high, min(a.n, b.n))
-        else:
-            largest_est = Estimate(mean, None, None, min(a.n, b.n))
+    # The speed-up of FFN-only over attention-only's, repeat by repeat, is t_attention / t_ffn
+    # of that repeat (the float time cancels): a ratio paired by repeat like the speed-ups.
+    over = TimeRatio.paired(attn.prefill_s[t], ffn.prefill_s[t])
     speed, largest = Part.decided_together(
-        [speed_spec, (C32_LARGEST_PART, rules[C32_LARGEST_PART], largest_est)],
+        [(C32_SPEED_PART, rules[C32_SPEED_PART], log_estimate(a)),
+         (C32_LARGEST_PART, rules[C32_LARGEST_PART], log_estimate(over))],
         fair_arms=int8_hardware(data), longer_run_agrees=agrees)
     # estimate: Amdahl over the FFN's share of the time with its GEMMs' k (not a bound);
     # bound: the FFN's layers made free, which no FFN-only scheme can beat.
     numbers = {"T": int(t), "ffn_flop_share": ffn.flop_share[t],
                "ffn_time_share": ffn.time_share[t], "k_ffn": ffn.gemm_speedup[t],
                "estimate_ffn": ffn.prefill_estimate[t], "bound_ffn": ffn.prefill_bound[t],
-               "speedup_ffn": a.mean, "speedup_attention": b.mean,
-               "k_attention": attn.gemm_speedup[t], "decode_ffn": ffn.decode_speedup.mean,
+               "speedup_ffn": a.ratio, "speedup_attention": b.ratio,
+               "ffn_over_attention": over.ratio, "repeats": a.repeats,
+               "k_attention": attn.gemm_speedup[t], "decode_ffn": ffn.decode_speedup.ratio,
                "decode_estimate_ffn": ffn.decode_estimate, "decode_bound_ffn": ffn.decode_bound}
     return [speed, largest], numbers
 
@@ -170,12 +164,12 @@ def c32(ctx: Context) -> Finding:
                 if verdict in DECIDED else "")
     wo = _timing(data, "ffn/weight-only")
     wo_text = "" if wo is None else (
-        f" Weight-only int8 of the FFN: prefill ×{_text(wo.prefill_speedup[str(n['T'])].mean)}, "
-        f"decode ×{_text(wo.decode_speedup.mean)} (estimate from the bytes read "
+        f" Weight-only int8 of the FFN: prefill ×{_text(wo.prefill_speedup[str(n['T'])].ratio)}, "
+        f"decode ×{_text(wo.decode_speedup.ratio)} (estimate from the bytes read "
         f"×{_text(wo.decode_estimate)}, bound ×{_text(wo.decode_bound)}).")
     wo_zh = "" if wo is None else (
-        f"仅对 FFN 做 weight-only int8：prefill ×{_text(wo.prefill_speedup[str(n['T'])].mean)}，"
-        f"decode ×{_text(wo.decode_speedup.mean)}（按读取字节的估计 ×{_text(wo.decode_estimate)}，"
+        f"仅对 FFN 做 weight-only int8：prefill ×{_text(wo.prefill_speedup[str(n['T'])].ratio)}，"
+        f"decode ×{_text(wo.decode_speedup.ratio)}（按读取字节的估计 ×{_text(wo.decode_estimate)}，"
         f"上界 ×{_text(wo.decode_bound)}）。")
     m = data.model
     cpu = ("" if vnni else " This CPU has no VNNI/AMX int8 instructions, so torch's int8 GEMM "
@@ -194,7 +188,10 @@ def c32(ctx: Context) -> Finding:
         f"int8 GEMMs run k = {_text(n['k_ffn'])}× the float ones, so Amdahl over the time "
         f"share estimates FFN-only at ×{_text(n['estimate_ffn'])}; measured "
         f"×{_text(n['speedup_ffn'])} (attention-only "
-        f"×{_text(n['speedup_attention'])}) → {parts[0].verdict} / {parts[1].verdict}."
+        f"×{_text(n['speedup_attention'])}) → {parts[0].verdict} / {parts[1].verdict}. "
+        f"Each speed-up is the {RATIO_METHOD} over {n['repeats']} repeats, graded on "
+        f"100·ln(ratio), where that t interval holds at every level: FFN-only "
+        f"{decided_text(parts[0])}, FFN-only over attention-only {decided_text(parts[1])}."
         f"{wo_text}{cpu} The page's ~99% share counts Llama-3-8B at T=4096, with the attention "
         "projections left out of its sum." + scale_en,
         f"d={m.get('d_model')}、{m.get('n_layers')} 层、prefill T={n['T']}（{C32_MODE} int8，eager，"
@@ -204,6 +201,9 @@ def c32(ctx: Context) -> Finding:
         f"k = {_text(n['k_ffn'])} 倍，按时间占比的 Amdahl 估计仅量化 FFN 为 ×{_text(n['estimate_ffn'])}；"
         f"实测 ×{_text(n['speedup_ffn'])}（仅量化注意力 "
         f"×{_text(n['speedup_attention'])}）→ {parts[0].verdict} / {parts[1].verdict}。"
+        f"各加速比为 {n['repeats']} 次重复逐次配对比值的几何平均，在 100·ln(比值) 上判定（对数比值的 Student t "
+        f"区间在任何水平下都成立）：仅量化 FFN {decided_text(parts[0])}，FFN 相对注意力 "
+        f"{decided_text(parts[1])}。"
         f"{wo_zh}{cpu_zh}页面的约 99% 是 Llama-3-8B 在 T=4096 下、未计注意力投影时的比例。" + scale_zh,
         {**n, "timings": [asdict(r) for r in data.timings], "cpu_flags": data.cpu_flags},
         ctx.suite_command("quantize"), "quantize_speedup", parts, C32_COMBINES,

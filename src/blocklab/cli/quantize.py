@@ -25,7 +25,8 @@ def quantize(
     d_model: int = typer.Option(None, "--d-model", help="Scale the width to this d_model "
                                 "(heads and d_ff in proportion; not with a checkpoint)."),
     seq: list[int] = typer.Option([512], "--seq", help="Prefill length(s) T (repeatable)."),
-    repeats: int = typer.Option(3, "--repeats", help="Interleaved timing repeats."),
+    repeats: int = typer.Option(3, "--repeats", help="Interleaved timing repeats (at least 2: "
+                                "a speed-up's interval needs two paired repeats)."),
     compile: bool = typer.Option(False, "--compile", help="Time torch.compile'd models too."),
     threads: int = typer.Option(1, "--threads", help="torch CPU threads."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
@@ -34,7 +35,7 @@ def quantize(
 
     Example: [bold]blocklab quantize llama-3.2-1b --layers 2 --d-model 1024 --seq 512[/bold]
     """
-    for name, value, low in (("--layers", layers, 1), ("--repeats", repeats, 1)):
+    for name, value, low in (("--layers", layers, 1), ("--repeats", repeats, 2)):
         if value < low:
             raise fail(f"{name} {value} is not allowed; expected an integer >= {low}")
     from blocklab.experiments.env import check_threads
@@ -48,7 +49,7 @@ def quantize(
                    "lengths")
     if repeats > MAX_REPEATS:
         raise fail(f"--repeats {repeats} is not allowed; expected an integer in "
-                   f"[1, {MAX_REPEATS}]")
+                   f"[2, {MAX_REPEATS}]")
     if not model.strip():
         raise fail(f"MODEL {model!r} is empty; expected a zoo name (`blocklab budget --list`), "
                    "a config.json or a Hugging Face checkpoint folder")
@@ -108,11 +109,11 @@ def quantize(
                                 threads=threads, model=base)
         rows = scheme_rows(cfg, sorted(seq), compiled, times)
         docs += [{"scheme": r.scheme, "compiled": r.compiled, "prefill_ms": r.prefill_ms,
-                  "prefill_speedup": {t: s.mean for t, s in r.prefill_speedup.items()},
+                  "prefill_speedup": {t: s.ratio for t, s in r.prefill_speedup.items()},
                   "prefill_estimate": r.prefill_estimate, "prefill_bound": r.prefill_bound,
                   "flop_share": r.flop_share, "time_share": r.time_share,
                   "gemm_speedup": r.gemm_speedup, "decode_ms": r.decode_ms,
-                  "decode_speedup": r.decode_speedup.mean, "decode_estimate": r.decode_estimate,
+                  "decode_speedup": r.decode_speedup.ratio, "decode_estimate": r.decode_estimate,
                   "decode_bound": r.decode_bound, "decode_time_share": r.decode_time_share,
                   "logits_error": r.logits_error} for r in rows]
     weights = ("the checkpoint's own weights" if checkpoint else "random weights")

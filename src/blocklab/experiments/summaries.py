@@ -11,7 +11,7 @@ turning a verdict into "no data":
 
 (`blocklab.experiments.suites.load_summary("runs", "ffn", "quick")` reads a registered suite's,
 typed by its `data_type`.) This module holds what every summary shares: `Summary`, `Interval`,
-`Table`, the parts two suites use (`LrTrial`, `ArmTuning`, `TimeRatio`), and `decode`, which
+`Table`, the parts several suites use (`LrTrial`, `ArmTuning`, `TimeRatio`), and `decode`, which
 checks every field against its annotation (exact key sets, no coercion beyond int → float) and
 raises `ResultsError` with the path of the first mismatch. It imports no suite and needs no
 PyTorch.
@@ -23,6 +23,7 @@ import dataclasses
 import json
 import types
 import typing
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union
@@ -39,8 +40,10 @@ from blocklab.precision import PRECISIONS, check_precision
 # 4: the first seed recorded; 6: placement's deep grid for C36; 7: position's order probe,
 # cost run and fine-tune settings for C29–C31; 8: quantize's bounds from measured time shares,
 # its Amdahl figures kept apart as estimates; 10: tuned arms and largest stable learning
-# rates in placement, lr grids that grow at an edge).
-SUMMARY_SCHEMA = 10
+# rates in placement, lr grids that grow at an edge; 11: every timing ratio a geometric mean of
+# paired ratios with a Student t interval on their logs, where a median ratio had a bootstrap
+# interval, and quantize's speed-ups such ratios with each scheme's per-repeat prefill times).
+SUMMARY_SCHEMA = 11
 
 
 @dataclass(frozen=True)
@@ -101,14 +104,36 @@ class ArmTuning:
         return f"{self.arm} {self.lr:g} ({where}{grown})"
 
 
+# How every TimeRatio is made (`TimeRatio.paired`), as tables and notes name it.
+RATIO_METHOD = "geometric mean of paired ratios, Student t on log ratios"
+
+
 @dataclass(frozen=True)
 class TimeRatio:
-    """median(RMSNorm) / median(LayerNorm) time with a paired bootstrap 95% interval."""
+    """A ratio of two timings measured in the same interleaved repeats (time of one variant /
+    time of the other, e.g. RMSNorm / LayerNorm, or float / int8 for a speed-up): the
+    geometric mean of the per-repeat ratios with its 95% Student t interval on their logs,
+    mapped back by exp (`RATIO_METHOD`, `paired`)."""
 
     ratio: float
     ci_low: float
     ci_high: float
     repeats: int
+
+    @classmethod
+    def paired(cls, a: Sequence[float], b: Sequence[float]) -> TimeRatio:
+        """a[i] / b[i] over repeats i (a[i] and b[i] timed in the same repeat) by
+        `blocklab.stats.log_ratio_interval`: exp(mean ln(a_i / b_i)) with
+        [exp(low), exp(high)] of the 95% t interval of that mean. At least 2 repeats, every
+        timing > 0 (else InputError)."""
+        from blocklab.stats import log_ratio_interval
+
+        e = log_ratio_interval(list(a), list(b))
+        return cls(ratio=e.value, ci_low=e.ci_low, ci_high=e.ci_high, repeats=e.n)
+
+    def method(self) -> str:
+        """'geometric mean of paired ratios, Student t on log ratios, 12 repeats'."""
+        return f"{RATIO_METHOD}, {self.repeats} repeats"
 
 
 @dataclass(frozen=True)

@@ -888,10 +888,12 @@ def fig_quantize_speedup(doc: dict[str, Any]) -> bytes | None:
     names = [x.scheme for x in timings]
     for ax, phase in ((axes[0, 0], "prefill"), (axes[0, 1], "decode")):
         for i, x in enumerate(timings):
-            stats = x.prefill_speedup.get(seq) if phase == "prefill" else x.decode_speedup
+            r = x.prefill_speedup.get(seq) if phase == "prefill" else x.decode_speedup
             bound = x.prefill_bound.get(seq) if phase == "prefill" else x.decode_bound
             colour = "C0" if x.part == "ffn" else "C1" if x.part == "attention" else "C2"
-            _errorbar(ax, i, stats, fmt="o", color=colour, capsize=4, ms=6)
+            if r is not None:  # geometric mean of paired ratios, Student t on log ratios
+                ax.errorbar([i], [r.ratio], yerr=[[r.ratio - r.ci_low], [r.ci_high - r.ratio]],
+                            fmt="o", color=colour, capsize=4, ms=6)
             if bound is not None:
                 ax.plot([i - 0.3, i + 0.3], [bound, bound], color=colour, ls="--", lw=1)
         ax.set_xticks(range(len(names)), [n.replace("/", "\n") for n in names], fontsize=8)

@@ -1,7 +1,8 @@
-"""norm-cost suite: the bootstrap and equivalence rules against hand cases, the saved-bytes count
+"""norm-cost suite: the time ratio and equivalence rules against hand cases, the saved-bytes count
 against closed forms, the implementations against each other, and the tiny grid end to end."""
 
 import json
+import math
 
 import pytest
 import torch
@@ -21,20 +22,37 @@ from blocklab.experiments.suites.norm_cost import tables as nc_tables
 from blocklab.experiments.summaries import Interval, TimeRatio
 
 
-def test_bootstrap_ratio_ci_by_hand():
-    # Two paired repeats: a resample is {0,0} (ratio 1), {1,1} (ratio 3) or mixed (median 2,
-    # ratio 2) with probabilities 1/4, 1/4, 1/2, so the 2.5% and 97.5% percentiles of 2000
-    # resamples are 1 and 3, and the point estimate is median(a) / median(b) = 2.
-    stats = nc.bootstrap_ratio_ci([1.0, 3.0], [1.0, 1.0])
-    assert stats == TimeRatio(ratio=2.0, ci_low=1.0, ci_high=3.0, repeats=2)
-    # a = 2·b pair by pair: every resample has ratio exactly 2.
-    exact = nc.bootstrap_ratio_ci([2.0, 4.0, 6.0, 10.0], [1.0, 2.0, 3.0, 5.0])
+def test_time_ratio_by_hand():
+    # Per-repeat ratios 3 and 1: logs ln 3 and 0, mean ln√3, sd ln3/√2, and the 95% interval
+    # exp(mean ± t_{0.975, 1} · sd / √2), t_{0.975, 1} from scipy.
+    from scipy import stats as sps
+
+    ratio = TimeRatio.paired([1.0, 3.0], [1.0, 1.0])
+    m, half = math.log(3) / 2, float(sps.t.ppf(0.975, 1)) * math.log(3) / 2
+    assert ratio.ratio == pytest.approx(math.sqrt(3), rel=1e-12)
+    assert ratio.ci_low == pytest.approx(math.exp(m - half), rel=1e-12)
+    assert ratio.ci_high == pytest.approx(math.exp(m + half), rel=1e-12)
+    assert ratio.repeats == 2
+    assert ratio.method() == "geometric mean of paired ratios, Student t on log ratios, 2 repeats"
+    # a = 2·b pair by pair: every repeat's ratio is exactly 2.
+    exact = TimeRatio.paired([2.0, 4.0, 6.0, 10.0], [1.0, 2.0, 3.0, 5.0])
     assert exact.ratio == exact.ci_low == exact.ci_high == 2.0
-    # Fixed seed: the same interval every time.
-    noisy = ([1.0, 1.3, 0.9, 1.1, 1.2], [1.0, 1.0, 1.1, 0.9, 1.05])
-    assert nc.bootstrap_ratio_ci(*noisy) == nc.bootstrap_ratio_ci(*noisy)
-    with pytest.raises(ValueError, match="equal, non-zero lengths"):
-        nc.bootstrap_ratio_ci([1.0], [1.0, 2.0])
+    with pytest.raises(ValueError, match="equal lengths"):
+        TimeRatio.paired([1.0], [1.0, 2.0])
+    with pytest.raises(ValueError, match="at least 2 pairs"):
+        TimeRatio.paired([1.0], [1.0])
+
+
+def test_tables_name_the_ratio_method():
+    ratio = TimeRatio.paired([1.0, 1.1, 0.9], [1.0, 1.0, 1.0])
+    from blocklab.experiments.suites.norm_cost.data import StepTime
+
+    step = StepTime(threads=1, model={"d_model": 8, "n_layers": 1, "seq_len": 4,
+                                      "batch_size": 1}, params={}, rmsnorm_ms=1.0,
+                    layernorm_ms=1.0, time=ratio, path="blocklab")
+    caption = nc_tables.step_table({"blocklab/1": step}).caption
+    assert "geometric mean of paired ratios, Student t on log ratios, 3 repeats" in caption
+    assert "bootstrap" not in caption
 
 
 def test_equivalence_rule_by_hand():

@@ -42,8 +42,9 @@ a kind, so an implementation detail is never credited to the normalisation):
     plain      x · rsqrt(mean(x²) + ε) · g               (x − μ) · rsqrt(mean((x − μ)²) + ε) · g + b
     compiled   torch.compile(plain)                      torch.compile(plain)
 
-Time ratios are median(RMSNorm) / median(LayerNorm) over the repeats, with a 95% percentile
-bootstrap interval that resamples whole repeats (the two timings of a repeat stay paired).
+Time ratios are RMSNorm / LayerNorm per repeat (the two timings of a repeat are paired): the
+geometric mean of the paired ratios with a 95% Student t interval on their logs, mapped back by
+exp (`TimeRatio.paired`), valid at the few repeats a timing has, where a bootstrap is not.
 Every timing runs on a stated number of CPU threads (one in tiny and quick: on a shared 2-core
 machine two threads contend with other work and slow down many-fold).
 
@@ -53,7 +54,7 @@ once by the record's `of`).
 
 `Summary.data` (read by the claims ledger, C18, and the report) is a `data.NormCostData`: kernel
 timings and saved bytes per implementation and shape, RMSNorm/LayerNorm time ratios (`KernelRatio`,
-`StepTime`, `FusedTiming`, each with a bootstrap `TimeRatio`), compile times, the analytic counts
+`StepTime`, `FusedTiming`, each a `TimeRatio` of paired repeats), compile times, the analytic counts
 (`NormCompute`) and the paired quality comparison (`NormQuality`).
 
 The package, one job per module:
@@ -61,7 +62,7 @@ The package, one job per module:
     data             the summary's data (`NormCostData`, the suite's `data_type`)
     sizes            what each size runs (`SIZES`), the run keys, the models (`model_config`)
     records          what a timing run stores in `RunResult.extra`, and `timed_run`
-    stats            the bootstrap time ratio and the equivalence verdict
+    stats            the equivalence verdict
     implementations  the RMSNorm and LayerNorm of each kind
     kernels          the kernels run's measurement (`time_kernels`, `saved_tensor_bytes`)
     fused            the like-for-like timing with equally fused kernels
@@ -120,12 +121,7 @@ from blocklab.experiments.suites.norm_cost.sizes import (
     StepShape,
 )
 from blocklab.experiments.suites.norm_cost.sizes import scale as norm_cost_scale
-from blocklab.experiments.suites.norm_cost.stats import (
-    BOOTSTRAP_SAMPLES,
-    BOOTSTRAP_SEED,
-    bootstrap_ratio_ci,
-    equivalence,
-)
+from blocklab.experiments.suites.norm_cost.stats import equivalence
 from blocklab.experiments.suites.norm_cost.step import (
     STEP_PATHS,
     like_for_like,
@@ -134,8 +130,6 @@ from blocklab.experiments.suites.norm_cost.step import (
 from blocklab.experiments.suites.norm_cost.summary import summarise
 
 __all__ = [
-    "BOOTSTRAP_SAMPLES",
-    "BOOTSTRAP_SEED",
     "EPS",
     "EQUIVALENCE_MARGIN",
     "KINDS",
@@ -159,7 +153,6 @@ __all__ = [
     "Size",
     "StepShape",
     "StepTimes",
-    "bootstrap_ratio_ci",
     "build_implementations",
     "count_compute",
     "count_norm",

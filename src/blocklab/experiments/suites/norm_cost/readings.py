@@ -30,7 +30,8 @@ from blocklab.experiments.suites.norm_cost.sizes import (
     NORM_NAMES,
     PASSES,
 )
-from blocklab.experiments.suites.norm_cost.stats import bootstrap_ratio_ci, equivalence
+from blocklab.experiments.suites.norm_cost.stats import equivalence
+from blocklab.experiments.summaries import TimeRatio
 
 
 def _median_ms(values: Sequence[float] | None) -> float | None:
@@ -69,8 +70,8 @@ def kernel_rows(results: Results
                 ratios.append(KernelRatio(
                     d=d, rows=rows, threads=threads, impl=f"rmsnorm:{kind}",
                     layernorm_impl=f"layernorm:{kind}", pass_name=pass_name,
-                    time=bootstrap_ratio_ci(rms.seconds(pass_name) or [],
-                                            ln.seconds(pass_name) or [])))
+                    time=TimeRatio.paired(rms.seconds(pass_name) or [],
+                                          ln.seconds(pass_name) or [])))
     return kernels, ratios, compiles
 
 
@@ -88,7 +89,7 @@ def like_rows(results: Results) -> list[FusedTiming]:
             kernels=record.kernels, torch_fused=record.torch_fused,
             rmsnorm_ms={p: _median_ms(rms.seconds(p)) for p in PASSES},
             layernorm_ms={p: _median_ms(ln.seconds(p)) for p in PASSES},
-            ratios={p: bootstrap_ratio_ci(rms.seconds(p) or [], ln.seconds(p) or [])
+            ratios={p: TimeRatio.paired(rms.seconds(p) or [], ln.seconds(p) or [])
                     for p in PASSES if rms.seconds(p) and ln.seconds(p)},
             compile_s={norm: rec.compile_s for norm, rec in zip(NORM_NAMES, (rms, ln),
                                                                 strict=True)},
@@ -108,7 +109,7 @@ def step_times(results: Results) -> dict[str, StepTime]:
                 threads=record.threads, model=dataclasses.asdict(record.model),
                 params=record.params, rmsnorm_ms=_ms(times["rmsnorm"]),
                 layernorm_ms=_ms(times["layernorm"]),
-                time=bootstrap_ratio_ci(times["rmsnorm"], times["layernorm"]), path=path)
+                time=TimeRatio.paired(times["rmsnorm"], times["layernorm"]), path=path)
     return out
 
 

@@ -70,7 +70,9 @@ def summarise(options: RunOptions, results: Results) -> Summary:
     tables.append(quality_table(quality))
     notes.append("Timings run on the stated number of CPU threads with other work possibly "
                  "sharing the machine; repeats interleave the implementations so drift hits all "
-                 "of them, and medians ignore the slow outliers.")
+                 "of them and cancels in each repeat's ratio; times are medians over the repeats, "
+                 "ratios the geometric mean of the paired per-repeat ratios with a Student t "
+                 "interval on their logs.")
     data = NormCostData(kernels=kernels, ratios=ratios, compile=compiles, step_time=step_time,
                         quality=quality, compute=compute, like_for_like=like)
     return Summary("norm-cost", size, len(seeds), tables, notes, data, first_seed=seeds.start)

@@ -14,7 +14,7 @@ from blocklab.experiments.suites.norm_cost.data import (
     StepTime,
 )
 from blocklab.experiments.suites.norm_cost.sizes import EQUIVALENCE_MARGIN, KINDS
-from blocklab.experiments.summaries import Table, TimeRatio
+from blocklab.experiments.summaries import RATIO_METHOD, Table, TimeRatio
 
 
 def kernel_tables(kernels: list[KernelTiming], ratios: list[KernelRatio]) -> list[Table]:
@@ -40,7 +40,9 @@ def kernel_tables(kernels: list[KernelTiming], ratios: list[KernelRatio]) -> lis
                 [[d, rows, kind, getattr(rms, f"{pass_name}_ms"), getattr(ln, f"{pass_name}_ms"),
                   _ratio_cell(ratios, d, rows, threads, kind, pass_name)]
                  for d, rows, kind, rms, ln in pairs(threads)],
-                "Ratio < 1: RMSNorm faster; CI: bootstrap over paired repeats."))
+                "Ratio < 1: RMSNorm faster; ratio and CI: "
+                + _method([r.time for r in ratios if r.threads == threads
+                           and r.pass_name == pass_name]) + "."))
     if shapes:  # no kernel runs at a size that plans only what a rule grades
         first = min(t for t, _, _ in shapes)
         tables.append(Table(
@@ -82,7 +84,8 @@ def step_table(step_time: dict[str, StepTime]) -> Table:
         "like-for-like: both norms by PyTorch's functional ops (F.rms_norm, F.layer_norm), "
         "the residual added apart. On a CPU F.rms_norm is a composite of elementary ops and "
         "F.layer_norm one fused kernel, so neither path is equally fused; see the "
-        "like-for-like kernel table.")
+        "like-for-like kernel table. Ratio and CI: "
+        + _method([st.time for st in step_time.values()]) + ".")
 
 
 def quality_table(quality: NormQuality) -> Table:
@@ -137,7 +140,18 @@ def like_table(like: list[FusedTiming]) -> Table:
         f"{'fused' if fused['rmsnorm'] else 'a composite of elementary ops'}, F.layer_norm "
         f"{'fused' if fused['layernorm'] else 'a composite'}; both are timed through "
         f"{'their fused kernels' if like[0].method == 'torch-fused' else 'torch.compile'}. "
+        "Ratio and CI: " + _method([r for t in like for r in t.ratios.values()]) + ". "
         "Reported; C18's 'compute' is decided by the FLOP and byte counts.")
+
+
+def _method(ratios: list[TimeRatio]) -> str:
+    """How the ratios were made and from how many repeats: 'geometric mean of paired ratios,
+    Student t on log ratios, 12 repeats' (a range where they differ)."""
+    counts = sorted({r.repeats for r in ratios})
+    if not counts:
+        return RATIO_METHOD
+    n = str(counts[0]) if len(counts) == 1 else f"{counts[0]}–{counts[-1]}"
+    return f"{RATIO_METHOD}, {n} repeats"
 
 
 def _ratio_text(stats: TimeRatio, digits: int = 2) -> str:

@@ -101,7 +101,7 @@ class SchemeCost:
     params_module: int  # counted on the built module
     train_ms: float  # median training step (forward, backward, clip, AdamW)
     decode_ms: float  # median decode step per token (KV cache, no grad)
-    train_vs_none: TimeRatio  # median(scheme) / median(none), paired bootstrap 95% CI
+    train_vs_none: TimeRatio  # scheme / none per repeat: geometric mean, 95% t on log ratios
     decode_vs_none: TimeRatio
     kernels_train: list[str]  # aten ops dispatched for SDPA, forward and backward
     kernels_decode: list[str]
@@ -129,7 +129,7 @@ class ShapeTiming:
     threads: int
     prefill_ms: dict[str, float]  # median per scheme
     decode_ms: dict[str, float]  # median per token, per scheme
-    prefill_vs_none: dict[str, TimeRatio]  # median(scheme) / median(none), paired bootstrap
+    prefill_vs_none: dict[str, TimeRatio]  # scheme / none per repeat (`TimeRatio.paired`)
     decode_vs_none: dict[str, TimeRatio]
     wall_time_s: float
 

@@ -146,8 +146,9 @@ def time_shapes(size: str, seed: int = 0) -> ShapeTimes:
 
 def shape_timing(times: ShapeTimes | None) -> ShapeTiming | None:
     """`time_shapes`' measurements as a `ShapeTiming`: medians in ms and each scheme's ratio
-    to "none" with a paired bootstrap 95% CI; None for a run from before it was timed."""
-    from blocklab.experiments.suites.norm_cost.stats import bootstrap_ratio_ci
+    to "none" by `TimeRatio.paired` (geometric mean of paired ratios, Student t on log ratios,
+    95%); None for a run from before it was timed."""
+    from blocklab.experiments.summaries import TimeRatio
 
     if times is None:
         return None
@@ -159,8 +160,8 @@ def shape_timing(times: ShapeTimes | None) -> ShapeTiming | None:
         repeats=times.repeats, threads=times.threads,
         prefill_ms={k: 1000 * float(np.median(v)) for k, v in prefill.items()},
         decode_ms={k: 1000 * float(np.median(v)) for k, v in decode.items()},
-        prefill_vs_none={k: bootstrap_ratio_ci(v, prefill["none"]) for k, v in prefill.items()},
-        decode_vs_none={k: bootstrap_ratio_ci(v, decode["none"]) for k, v in decode.items()},
+        prefill_vs_none={k: TimeRatio.paired(v, prefill["none"]) for k, v in prefill.items()},
+        decode_vs_none={k: TimeRatio.paired(v, decode["none"]) for k, v in decode.items()},
         wall_time_s=float(times.wall_time_s))
 
 

@@ -45,7 +45,7 @@ from blocklab.experiments.suites.position.sizes import (
     PositionSize,
     arms,
 )
-from blocklab.experiments.summaries import Interval
+from blocklab.experiments.summaries import Interval, TimeRatio
 
 
 def _bucketed(curves: list[list[float | None]], width: int) -> list[float]:
@@ -203,9 +203,8 @@ def order_summary(runs: Runs, train: dict[str, list[PositionRun]], seeds: list[i
 
 
 def cost_summary(record: CostRun | None) -> PositionCost | None:
-    """C31's timed run as a `PositionCost`; ratios against "none" by `bootstrap_ratio_ci`."""
-    from blocklab.experiments.suites.norm_cost.stats import bootstrap_ratio_ci
-
+    """C31's timed run as a `PositionCost`; ratios against "none" by `TimeRatio.paired` (the
+    geometric mean of paired ratios, Student t on log ratios)."""
     if record is None:
         return None
     train, decode_s = record.train_s, record.decode_s
@@ -216,8 +215,8 @@ def cost_summary(record: CostRun | None) -> PositionCost | None:
             params=record.params[name], params_module=record.params_module[name],
             train_ms=1000 * float(np.median(train[name])),
             decode_ms=1000 * float(np.median(decode_s[name])),
-            train_vs_none=bootstrap_ratio_ci(train[name], train["none"]),
-            decode_vs_none=bootstrap_ratio_ci(decode_s[name], decode_s["none"]),
+            train_vs_none=TimeRatio.paired(train[name], train["none"]),
+            decode_vs_none=TimeRatio.paired(decode_s[name], decode_s["none"]),
             kernels_train=k.train, kernels_decode=k.decode, masks_train=k.train_mask,
             masks_decode=k.decode_mask, flash_train=k.flash_train,
             flash_decode=k.flash_decode)

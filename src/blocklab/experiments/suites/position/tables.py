@@ -29,7 +29,7 @@ from blocklab.experiments.suites.position.stats import (
 )
 from blocklab.experiments.suites.tuning import lr_trials
 from blocklab.experiments.suites.tuning import tuning_table as tuned_table
-from blocklab.experiments.summaries import Interval, Summary, Table, TimeRatio
+from blocklab.experiments.summaries import RATIO_METHOD, Interval, Summary, Table, TimeRatio
 
 
 def _cell(value: Read | None) -> str:
@@ -207,10 +207,11 @@ def summarise(options: RunOptions, results: Results) -> Summary:
               ", ".join(k.removeprefix("aten::") for k in c.kernels_train),
               ", ".join(c.masks_train), ", ".join(c.masks_decode)]
              for name, c in cost.schemes.items()],
-            f"Medians over {cost.repeats} interleaved repeats, ratio with a paired bootstrap "
-            f"95% CI. Training: batch {cost.batch_size} × L={cost.L}; decode: one token at a "
-            f"time after {cost.prompt_tokens} cached tokens. Kernels: the aten ops PyTorch "
-            "dispatched (profiler names); masks: what attention.py hands SDPA."))
+            f"Medians over {cost.repeats} interleaved repeats; × none: {RATIO_METHOD}, "
+            f"{cost.repeats} repeats, 95% CI. Training: batch {cost.batch_size} × L={cost.L}; "
+            f"decode: one token at a time after {cost.prompt_tokens} cached tokens. Kernels: "
+            "the aten ops PyTorch dispatched (profiler names); masks: what attention.py hands "
+            "SDPA."))
     data = PositionData(L=L, mults=list(mults), eval_lengths=[m * L for m in mults],
                         arms=arms_data,
                         relative_error=relative.naive if relative is not None else {},

@@ -12,23 +12,28 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from blocklab.experiments.summaries import Interval
+from blocklab.experiments.summaries import Interval, TimeRatio
 
 
 @dataclass(frozen=True)
 class QuantTiming:
     """One int8 scheme's prefill and decode time against nothing quantized (speed-up = time of
-    the float model / time of this scheme, per repeat; > 1 faster), with the bound it cannot
-    beat and an Amdahl estimate (`blocklab.experiments.int8_measurements` derives both)."""
+    the float model / time of this scheme in the same repeat, as a `TimeRatio`: the geometric
+    mean of the paired ratios with a 95% Student t interval on their logs; > 1 faster), with
+    the bound it cannot beat and an Amdahl estimate (`blocklab.experiments.int8_measurements`
+    derives both)."""
 
     scheme: str  # "none", or "<part>/<mode>": ffn|attention|all / weight-only|dynamic
     part: str
     mode: str
     compiled: bool
     prefill_ms: dict[str, float]  # seq_len -> median ms
-    prefill_speedup: dict[str, Interval]  # seq_len -> mean and 95% CI over repeats
+    # seq_len -> seconds per repeat (repeat i of every scheme interleaved with the others': the
+    # pairs a comparison of two schemes reads, as C32's FFN-only against attention-only)
+    prefill_s: dict[str, list[float]]
+    prefill_speedup: dict[str, TimeRatio]  # seq_len -> float / scheme time, paired repeats
     decode_ms: float
-    decode_speedup: Interval
+    decode_speedup: TimeRatio
     logits_error: float | None  # ‖ŷ − y‖ / ‖y‖ of the prefill logits (random weights)
     flop_share: dict[str, float]  # seq_len -> FLOP share of the quantized layers (not time)
     time_share: dict[str, float | None]  # seq_len -> f, their share of the float prefill's time

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from blocklab.experiments.suites.base import format_level
 from blocklab.experiments.suites.quantize.timings import TimedRun
-from blocklab.experiments.summaries import Interval, Table
+from blocklab.experiments.summaries import RATIO_METHOD, Table, TimeRatio
 
 
-def _x(stats: Interval) -> str:
-    return "—" if stats.mean is None else format_level(stats, 2)
+def _x(stats: TimeRatio) -> str:
+    return f"{stats.ratio:.2f} [{stats.ci_low:.2f}, {stats.ci_high:.2f}]"
 
 
 def _round(x: float | None) -> float | None:
@@ -30,7 +29,8 @@ def timing_table(run: TimedRun) -> Table:
           *[_round(row.prefill_bound[t]) for t in lens], _x(row.decode_speedup),
           _round(row.decode_estimate), _round(row.decode_bound), row.logits_error]
          for row in run.rows],
-        "Speed-up = float time / scheme time per repeat (mean [95% CI]). bound = 1/(1 − f), "
+        f"Speed-up = float time / scheme time per repeat ({RATIO_METHOD}, "
+        f"{spec.repeats} repeats: ratio [95% CI]). bound = 1/(1 − f), "
         "f the quantized layers' share of the float model's time, measured as the speed-up "
         "of the model with those layers free (zeros out): no scheme beats it, up to timing "
         "noise. estimate = Amdahl 1/(1 − f + f/S), an estimate, not a bound: prefill S = k, "

@@ -8,19 +8,21 @@ from dataclasses import dataclass
 
 from blocklab.config import ModelConfig
 from blocklab.experiments.int8_records import SchemeTimes
-from blocklab.experiments.suites.base import Results, mean_ci
+from blocklab.experiments.suites.base import Results
 from blocklab.experiments.suites.quantize.data import QuantTiming
 from blocklab.experiments.suites.quantize.records import TimingRecord
+from blocklab.experiments.summaries import TimeRatio
 
 
 def scheme_rows(cfg: ModelConfig, seq_lens: Sequence[int], compiled: bool,
                 times: SchemeTimes) -> list[QuantTiming]:
     """One QuantTiming per scheme timed on the model `cfg` (`measure_schemes`' `times` at
-    `seq_lens`, compiled or not): speed-ups, the bound 1 / (1 − f) measured by the free-layers
-    models and the Amdahl estimate (see `blocklab.experiments.int8_measurements`). Noise can time
-    the
-    free-layers model a little behind the float one: f is then 0 and the bound 1, the least it
-    can be, and the estimate is kept at most the bound. Bounds and estimates are None for
+    `seq_lens`, compiled or not): speed-ups (`TimeRatio.paired`: the geometric mean of the
+    per-repeat float / scheme ratios, Student t on their logs), the bound 1 / (1 − f)
+    measured by the free-layers models and the Amdahl estimate (see
+    `blocklab.experiments.int8_measurements`). Noise can time the free-layers model a little
+    behind the float one: f is then 0 and the bound 1, the least it can be, and the estimate
+    is kept at most the bound. Bounds and estimates are None for
     timings without the free-layers models."""
     import math
     import statistics
@@ -30,7 +32,6 @@ def scheme_rows(cfg: ModelConfig, seq_lens: Sequence[int], compiled: bool,
         free_speedup,
         part_bytes_ratio,
         part_flop_share,
-        speedups,
         time_share,
     )
 
@@ -93,9 +94,10 @@ def scheme_rows(cfg: ModelConfig, seq_lens: Sequence[int], compiled: bool,
         out.append(QuantTiming(
             scheme=scheme, part=part, mode=mode, compiled=compiled,
             prefill_ms={t: 1000 * statistics.median(prefill[t]) for t in lens},
-            prefill_speedup={t: mean_ci(speedups(prefill[t], base_prefill[t])) for t in lens},
+            prefill_s={t: list(prefill[t]) for t in lens},
+            prefill_speedup={t: TimeRatio.paired(base_prefill[t], prefill[t]) for t in lens},
             decode_ms=1000 * statistics.median(times.decode_s[scheme]),
-            decode_speedup=mean_ci(speedups(times.decode_s[scheme], base_decode)),
+            decode_speedup=TimeRatio.paired(base_decode, times.decode_s[scheme]),
             logits_error=times.logits_error.get(scheme),
             flop_share=flop, time_share=share, gemm_speedup=k, prefill_estimate=estimate,
             prefill_bound=bound, decode_time_share=d_share, decode_estimate=d_estimate,
