@@ -10,6 +10,9 @@ d_1, …, d_n. This module turns such lists into decisions:
     detectable_effect  the smallest effect n seeds detect with the wanted power
     seeds_needed       the fewest seeds that detect an effect with the wanted power
     spent_alpha        the Lan–DeMets O'Brien–Fleming-type alpha-spending function
+    pocock_spent_alpha the Lan–DeMets Pocock-type alpha-spending function
+    hsd_spent_alpha    the Hwang–Shih–DeCani alpha-spending family, parameter γ
+    spent_by           one of SPENDINGS by name ("obf", "pocock", "hsd(γ)", "fixed")
     obrien_fleming_design
                        boundaries and per-look nominal alpha of a group-sequential design
     log_ratio_interval a ratio of paired timings: the geometric mean of the paired
@@ -333,6 +336,61 @@ def spent_alpha(t: float, alpha: float = 0.05) -> float:
         return 0.0
     # 1 − Φ(x) written with the survival function, exact for the tiny early values.
     return float(4 * stats.norm.sf(stats.norm.isf(alpha / 4) / math.sqrt(t)))
+
+
+def _check_fraction(t: float) -> float:
+    if not (isinstance(t, int | float) and 0 <= t <= 1):
+        raise InputError(f"information fraction t must lie in [0, 1], got {t!r}")
+    return float(t)
+
+
+def pocock_spent_alpha(t: float, alpha: float = 0.05) -> float:
+    """Lan–DeMets Pocock-type spending function (Lan & DeMets 1983):
+
+        α*(t) = α · ln(1 + (e − 1)·t),   0 ≤ t ≤ 1,   α*(0) = 0,   α*(1) = α.
+
+    It spends early: about 62% of α by half the information. Linear in α, so the two-sided
+    function and twice the one-sided one at α/2 are the same function."""
+    alpha, t = _check_alpha(alpha), _check_fraction(t)
+    return 0.0 if t == 0 else alpha if t == 1 else alpha * math.log1p((math.e - 1) * t)
+
+
+def hsd_spent_alpha(t: float, alpha: float = 0.05, gamma: float = -4.0) -> float:
+    """Hwang–Shih–DeCani spending function with parameter γ ≠ 0 (Hwang, Shih & DeCani 1990):
+
+        α*(t) = α · (1 − e^{−γt}) / (1 − e^{−γ}),   0 ≤ t ≤ 1.
+
+    γ = −4 spends about as late as O'Brien–Fleming, γ = 1 about as early as Pocock; γ → 0
+    is the uniform α·t (not allowed here: name it by another γ). Linear in α, like Pocock's."""
+    alpha, t = _check_alpha(alpha), _check_fraction(t)
+    gamma = _check_finite(gamma, "gamma")
+    if gamma == 0:
+        raise InputError("gamma must be nonzero (γ → 0 is the uniform α·t), got 0")
+    if t == 0:
+        return 0.0
+    if t == 1:
+        return alpha
+    return alpha * math.expm1(-gamma * t) / math.expm1(-gamma)
+
+
+# The spending functions a registered rule may name (`blocklab.claims.rules.Rule.spending`):
+# O'Brien–Fleming, Pocock, three Hwang–Shih–DeCani γ's, and "fixed": nothing spent before the
+# last look (t = 1), α there.
+SPENDINGS = ("obf", "pocock", "hsd(-4)", "hsd(-2)", "hsd(1)", "fixed")
+
+
+def spent_by(spending: str, t: float, alpha: float = 0.05) -> float:
+    """α*(t) of the spending function named `spending` (one of SPENDINGS)."""
+    if spending == "obf":
+        return spent_alpha(t, alpha)
+    if spending == "pocock":
+        return pocock_spent_alpha(t, alpha)
+    if spending in SPENDINGS and spending.startswith("hsd(") and spending.endswith(")"):
+        return hsd_spent_alpha(t, alpha, float(spending[4:-1]))
+    if spending == "fixed":
+        alpha, t = _check_alpha(alpha), _check_fraction(t)
+        return alpha if t == 1 else 0.0
+    raise InputError(f"spending {spending!r} is not allowed; expected one of {list(SPENDINGS)}")
 
 
 def _check_fractions(fractions: ArrayLike) -> np.ndarray:

@@ -177,7 +177,7 @@ def test_a_check_grading_by_another_rule_is_an_error(monkeypatch, tmp_path):
 
 # --- shown with no results stored ---------------------------------------------------------------
 RULE_KEYS = {"metric", "smallest_effect", "margin", "min_seeds", "max_seeds", "claimed",
-             "threshold", "test", "decides"}
+             "threshold", "test", "decides", "spending"}
 
 
 def test_claims_json_lists_every_registered_rule_with_no_results(tmp_path, capsys):
@@ -210,7 +210,7 @@ def test_claims_rules_prints_the_rules_and_the_edits_after_data(capsys):
     # its own edits, the ledger's decision rule and (seeds, not timed repeats) the looks and
     # their designs; C16 also the precision check registered beside it; C32 also its two
     # timed parts' interval method (the geometric mean of paired ratios, t on log ratios)
-    for cid, edits in (("C16", 10), ("C30", 7), ("C32", 7)):
+    for cid, edits in (("C16", 12), ("C30", 8), ("C32", 7)):
         assert len(listed[cid]["rules_changed"]) == edits, cid
     # the rule every training run is held to, visible before any data
     assert {r["learn_margin"] for r in listed.values()} == {0.25}

@@ -100,12 +100,11 @@ def c16_lr_bias(data: FfnData) -> dict[str, float | None]:
             for arm, lr in chosen.items() if arm != BASELINE}
 
 
-def c16_unfair(arm: str, interior: Mapping[str, bool], bias: float | None, rule: Rule
-               ) -> str | None:
-    """Why `arm` and ReLU are not fair enough to confirm a gain on (`unfair_reason`)."""
+def c16_unfair(arm: str, interior: Mapping[str, bool], bias: float | None) -> str | None:
+    """Why the lr bias of `arm` and ReLU cannot be read (`unfair_reason`)."""
     edge = [a for a in (arm, BASELINE) if not interior.get(a)]
     return unfair_reason(f"{' and '.join(edge)} tuned at the grid's edge" if edge else None,
-                         bias, rule.smallest_effect, "gap", "%")
+                         bias)
 
 
 @claim("C16", suite="ffn", scale_dependent=True, arms=c16_arms)
@@ -134,10 +133,10 @@ def c16(ctx: Context) -> Finding:
     fair = {arm: bool(interior.get(arm)) and bool(interior.get("relu")) for arm in page}
     longer = c16_longer_agrees(ctx, rules, fair)
     bias = c16_lr_bias(data)
-    unfair = [c16_unfair(arm, interior, bias.get(arm), rules[arm]) for arm in page]
+    unfair = [c16_unfair(arm, interior, bias.get(arm)) for arm in page]
     parts = Part.decided_together(specs, fair_arms=[fair[arm] for arm in page],
                                   longer_run_agrees=[longer.get(arm, False) for arm in page],
-                                  unfair=unfair)
+                                  unfair=unfair, bias=[bias.get(arm) for arm in page])
     parts = [with_failed_seeds(p, {a: failed_runs(arms[a].status) for a in (arm, "relu")})
              for p, arm in zip(parts, page, strict=True)]
     verdict = combine_c16(parts)

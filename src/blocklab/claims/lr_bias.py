@@ -6,8 +6,8 @@ A grid of ×3 steps cannot put every arm at its own optimum: one arm's best poin
 its optimum while another's sits half a step away, and the comparison then carries the
 difference of what each left behind, on every evaluation seed alike (no interval sees it).
 `lr_bias` estimates what one arm left; `comparison_bias` the difference two arms' estimates
-make to a relative gap, in %, so a part can show it beside its decision and refuse to confirm
-on arms whose bias could carry the claim.
+make to a relative gap, in %, so a part can show it beside its decision, and `rules.decide`
+lets a decision stand only where the estimate with and without that bias gives it.
 
     bias = lr_bias(trials, "swiglu", chosen=1e-2)   # LrBias(optimum=0.017, excess=0.012)
 """
@@ -89,17 +89,13 @@ def comparison_bias(arm: LrBias, baseline: LrBias, baseline_loss: float | None
     return 100 * (arm.excess - baseline.excess) / baseline_loss
 
 
-def unfair_reason(edge: str | None, bias: float | None, delta: float, what: str,
-                  unit: str = "", digits: int = 2) -> str | None:
-    """Why arms compared at their tuned rates are not fair enough to confirm on (None: they
-    are): `edge` (a rate at its grid's edge, said by the caller), no optimum to read the bias
-    by, or a bias (`comparison_bias`, in the contrast's `unit`) beyond half the smallest
-    effect `delta`."""
+def unfair_reason(edge: str | None, bias: float | None) -> str | None:
+    """Why the bias of arms compared at their tuned rates cannot be read (None: it can, and
+    `rules.decide` reads the part with and without it): `edge` (a rate at its grid's edge,
+    said by the caller: a better rate may lie beyond it), or no optimum on a tuning curve to
+    read the bias by. Known from the tuning runs alone, before any evaluation data."""
     if edge:
         return edge
     if bias is None:
         return "the tuning curves give no optimum to read the lr bias by"
-    if abs(bias) > delta / 2:
-        return (f"the tuned rates bias the {what} by {bias:+.{digits}f}{unit} (more than "
-                f"δ/2 = {delta / 2:g}{unit})")
     return None

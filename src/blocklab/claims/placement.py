@@ -400,10 +400,8 @@ def c19(ctx: Context) -> Finding:
     bias = c19_lr_bias(data, effect.depth, effect.warmup)
     bias_text = ", ".join(f"{k} {'—' if v is None else f'{v:+.3f} nats'}" for k, v in bias.items())
     edge = None if fair else "a tuned rate sits at its grid's edge"
-    unfair = [unfair_reason(edge, bias["cold − warm"], rules[names[0]].smallest_effect,
-                            "contrast", " nats", 3), None,
-              unfair_reason(edge, bias["interaction"], rules[names[2]].smallest_effect,
-                            "contrast", " nats", 3), None, None, None]
+    unfair = [unfair_reason(edge, bias["cold − warm"]), None,
+              unfair_reason(edge, bias["interaction"]), None, None, None]
     pre, post = (("pre", False), ("pre", True)), (("post", False), ("post", True))
     trained = partial(unlearned, cells, effect.depth)
     swept = partial(learned_nowhere, data, "sweep", stable.depth)
@@ -423,7 +421,8 @@ def c19(ctx: Context) -> Finding:
         untestable_part(names[5], rules[names[5]], effect.post_vs_pre_warm,
                         f"no size trains near convergence ({data.steps} steps here); post − "
                         "pre with warmup at the tuned lrs is shown, not graded"),
-    ], fair_arms=fair, unfair=unfair)
+    ], fair_arms=fair, unfair=unfair,
+        bias=[bias["cold − warm"], None, bias["interaction"], None, None, None])
     verdict = settle([p.verdict for p in parts], testable_all_or_none)
     train = data.size.get("training", {})
     scale = {"d_model": train.get("d_model"), "depth": effect.depth, "steps": data.steps,

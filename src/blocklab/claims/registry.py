@@ -653,6 +653,23 @@ class RuleChange:
 
 
 CHANGED_AFTER_DATA: tuple[RuleChange, ...] = (
+    RuleChange("2026-12-05", ("C16", "C19"),
+               "the lr bias gates every decision it could flip: a part is read as measured "
+               "and with the tuned rates' whole bias removed, and a decision stands only "
+               "where both readings give it (it blocked confirmations alone, beyond δ/2); a "
+               "part whose bias cannot be read (a rate at its grid's edge, no optimum on a "
+               "tuning curve) loses its confirming reading before any evaluation data, gets "
+               "no further seeds and no longer stops Holm's step-down; at quick each tuned "
+               "arm is tuned on two seeds and its interior optimum refined at ×√3. Chosen "
+               "from simulations of the decision code before these seeds' data (an adverse "
+               "bias of +0.6 points gave a wrong 'not reproduced' 40% of the time, 0.2% "
+               "gated), never by which reading decides more on seeds 0"),
+    RuleChange("2026-12-05", ("C13", "C16", "C19", "C21", "C29", "C30", "C33", "C36", "C37"),
+               "the plan of work: every look of every part's design runs (it ran the looks "
+               "the wall clock bought, so a slower or busier machine decided fewer parts), "
+               "and a part that lost seeds (a failed run, a censored reading) gets the next "
+               "block past its arms' seeds; --budget is an optional cap of whole looks. The "
+               "designs themselves are unchanged"),
     RuleChange("2026-12-05", ("C32",),
                f"part '{C32_SPEED_PART}': interval method changed for validity at the repeats' "
                "n (not chosen by data): the arithmetic mean of the per-repeat speed-ups with a "

@@ -80,12 +80,14 @@ MAX_SEEDS = 10_000  # seeds_needed looks no further ("more than 10,000")
 # How parts are decided (`decide`, `decide_parts`, `look_level`): part of every rule's hash,
 # so results planned before a change to the procedure are flagged, never silently regraded.
 # Change it with the procedure, and say what changed in registry.CHANGED_AFTER_DATA.
-DECISION_VERSION = ("2026-12-05: each look spends its increment of the O'Brien–Fleming "
+DECISION_VERSION = ("2026-12-05b: each look spends its increment of the part's spending "
                     "function, each part's design at its Holm share of α; a decision carries "
-                    "the interval it read; a part whose arms are not fair (`unfair`) is never "
-                    "confirmed; Holm counts distinct tests (parts reading one estimate against "
-                    "one threshold are one test); a part whose arm did not learn on most of "
-                    "its seeds is untestable here (`unless_unlearned`)")
+                    "the interval it read; a decision stands only where the estimate with and "
+                    "without the tuned rates' lr bias gives it (`bias`); a part whose bias "
+                    "cannot be read (`unfair`) loses its confirming reading before any data; "
+                    "Holm counts distinct tests (parts reading one estimate against one "
+                    "threshold are one test); a part whose arm did not learn on most of its "
+                    "seeds is untestable here (`unless_unlearned`)")
 
 DECIDES = ("confirmed when the CI at its level (its look's share of α after Holm) lies wholly "
            "beyond the claim's boundary b (the smallest effect δ, or the threshold of a claim "
@@ -116,11 +118,17 @@ class Rule:
     # Lan–DeMets O'Brien–Fleming level of its information fraction n / max_seeds. None: a
     # fixed design, read once at α (repeats of one timed run, an analytic fact).
     max_seeds: int | None = None
+    # The spending function the looks spend α by (`stats.SPENDINGS`): "obf" (O'Brien–Fleming),
+    # "pocock", "hsd(γ)" (Hwang–Shih–DeCani), or "fixed": one look, at max_seeds, read at α.
+    spending: str = "obf"
 
     def __post_init__(self) -> None:
         if self.test not in TESTS:
             raise InputError(f"rule test {self.test!r} is not allowed; expected one of "
                              f"{list(TESTS)}")
+        if self.spending not in stats.SPENDINGS:
+            raise InputError(f"rule spending {self.spending!r} is not allowed; expected one of "
+                             f"{list(stats.SPENDINGS)}")
         top = self.min_seeds if self.max_seeds is None else self.max_seeds
         if not 1 <= self.min_seeds <= top:
             raise InputError(f"rule {self.metric!r}: min_seeds {self.min_seeds} and max_seeds "
@@ -134,9 +142,11 @@ class Rule:
     @property
     def schedule(self) -> tuple[int, ...]:
         """The planned looks, in paired seeds: min_seeds, then every `block` seeds, ending at
-        max_seeds; (min_seeds,) for a fixed design."""
+        max_seeds; (min_seeds,) for a fixed design; (max_seeds,) for spending "fixed"."""
         if self.max_seeds is None:
             return (self.min_seeds,)
+        if self.spending == "fixed":
+            return (self.max_seeds,)
         points = list(range(self.min_seeds, self.max_seeds, self.block))
         return (*points, self.max_seeds)
 
@@ -214,8 +224,9 @@ def looks(rule: Rule, n: int) -> tuple[int, ...]:
 
 
 def look_level(rule: Rule, n: int, alpha: float = ALPHA) -> float:
-    """The two-sided level of the look at `n` paired seeds: the share of `alpha` the
-    Lan–DeMets O'Brien–Fleming spending function (`blocklab.stats.spent_alpha`) gives that look,
+    """The two-sided level of the look at `n` paired seeds: the share of `alpha` the rule's
+    spending function (`Rule.spending`, `blocklab.stats.spent_by`; by default the Lan–DeMets
+    O'Brien–Fleming one, `blocklab.stats.spent_alpha`) gives that look,
 
         level = α*(n / max_seeds) − α*(n_prev / max_seeds),
 
@@ -230,20 +241,22 @@ def look_level(rule: Rule, n: int, alpha: float = ALPHA) -> float:
     fraction stays 1), never as a further look that would spend more than alpha. The runner
     extends no part past its last look; n > max_seeds comes from a size whose plan starts past
     the design (--size full) or from arms another part extended. `alpha` for a fixed design,
-    or before any look."""
+    or before any look. Spending "fixed" spends nothing before its one look at max_seeds: a
+    reading at fewer seeds gets level 0 (it is no look of the design)."""
     taken = looks(rule, n)
     if rule.max_seeds is None or len(taken) == 0:
         return alpha
     if n >= rule.max_seeds:
         last = rule.schedule[-2] / rule.max_seeds if len(rule.schedule) > 1 else 0.0
-        return alpha - _spent(last, alpha)
+        return alpha - _spent(last, alpha, rule.spending)
     before = taken[-2] / rule.max_seeds if len(taken) > 1 else 0.0
-    return _spent(n / rule.max_seeds, alpha) - _spent(before, alpha)
+    return (_spent(n / rule.max_seeds, alpha, rule.spending)
+            - _spent(before, alpha, rule.spending))
 
 
-@functools.lru_cache(maxsize=1024)
-def _spent(fraction: float, alpha: float) -> float:
-    return 0.0 if fraction <= 0 else stats.spent_alpha(fraction, alpha)
+@functools.lru_cache(maxsize=4096)
+def _spent(fraction: float, alpha: float, spending: str = "obf") -> float:
+    return 0.0 if fraction <= 0 else stats.spent_by(spending, fraction, alpha)
 
 
 @dataclass(frozen=True)
@@ -276,6 +289,12 @@ class Decision:
     # The interval the decisive reading was read on (`Interval`): the (1 − level) interval,
     # or the (1 − 2·level) one of two one-sided tests; None without an interval (n < 2).
     interval: DecidingInterval | None = None
+    # (verdict, p) of each verdict's most decisive reading, made before the rule's minimum
+    # seeds or level are applied: what `decide` reads an lr bias by (empty without a reading).
+    p_by_verdict: tuple[tuple[str, float], ...] = ()
+    # Why the arms' bias could not be read (`decide`'s `unfair`): the part was never to be
+    # confirmed, and the plan buys it no more seeds.
+    unfair: str | None = None
 
     def to_dict(self) -> dict[str, str | float | bool | None]:
         return asdict(self)
@@ -378,7 +397,56 @@ def _tost(m: float, low_edge: float, high_edge: float, se_lo: float, se_hi: floa
 
 def decide(rule: Rule, estimate: Estimate, alpha: float = ALPHA, *, fair_arms: bool = False,
            longer_run_agrees: bool = False, explain: bool = True,
-           share: float | None = None, unfair: str | None = None) -> Decision:
+           share: float | None = None, unfair: str | None = None,
+           bias: float | None = None) -> Decision:
+    """The decision on `estimate` under `rule` at two-sided level `alpha` (`decide_read`),
+    standing only where every admissible reading of the arms' learning-rate bias gives it.
+
+    `bias`: the part of the estimate, in the metric's units, that the tuned rates put there
+    (`blocklab.claims.lr_bias`; the fair effect is the estimate less it). The correction lies
+    anywhere between none and all of it, so the part is read twice, as measured and with the
+    whole bias removed (the verdict is monotone in the shift, so the two ends settle every
+    reading between): the same verdict stands, with the larger p of the two; different
+    verdicts give `inconclusive`, saying which each reading gives. So the bias gates every
+    decision it could flip (confirmed, not reproduced, contradicted), in either direction.
+
+    `unfair`: why the arms' bias cannot be read at all (a rate at its grid's edge, no optimum
+    on a tuning curve), known from the tuning runs before any evaluation data: the part
+    loses its confirming direction (its confirming reading is never made, so its p is that of
+    the readings left and Holm does not stall on it) and the planner buys it no seeds."""
+    found = decide_read(rule, estimate, alpha, fair_arms=fair_arms,
+                        longer_run_agrees=longer_run_agrees, explain=explain, share=share,
+                        unfair=unfair)
+    if not bias or not estimate.resolved:
+        return found
+    e = estimate
+    fair = decide_read(rule, Estimate(e.value - bias, e.ci_low - bias, e.ci_high - bias, e.n,
+                                      e.sd), alpha, fair_arms=fair_arms,
+                       longer_run_agrees=longer_run_agrees, explain=False, share=share,
+                       unfair=unfair)
+    # Each verdict's p is the larger of its two readings' (it holds only if both reject), and
+    # the part's p the smallest of those: a part the bias keeps undecided sorts late in Holm's
+    # order instead of stopping the parts after it.
+    one, two = dict(found.p_by_verdict), dict(fair.p_by_verdict)
+    ps = {v: max(one[v], two[v]) for v in one.keys() & two.keys()}
+    p = min(ps.values()) if ps else None
+    if fair.verdict == found.verdict:
+        if found.verdict == INCONCLUSIVE:
+            return found if found.p_value is None else replace(found, p_value=p)
+        return replace(found, p_value=ps.get(found.verdict, p),
+                       would_contradict=found.would_contradict and fair.would_contradict,
+                       reason=f"{found.reason}; it stands with the tuned rates' bias "
+                              f"{bias:+.3g} removed too")
+    return Decision(INCONCLUSIVE, f"read as measured it is {found.verdict}, with the tuned "
+                                  f"rates' bias {bias:+.3g} removed {fair.verdict}: a decision "
+                                  "stands only where every reading of the bias gives it",
+                    p, alpha, found.boundary, interval=found.interval)
+
+
+def decide_read(rule: Rule, estimate: Estimate, alpha: float = ALPHA, *,
+                fair_arms: bool = False, longer_run_agrees: bool = False,
+                explain: bool = True, share: float | None = None,
+                unfair: str | None = None) -> Decision:
     """The decision on `estimate` under `rule` at two-sided level `alpha` (see the module
     docstring for the table). The stored interval is a 95% one; at another level its two arms
     are rescaled by t_{1−alpha/2} / t_{0.975} (the same test, another quantile), and the
@@ -390,8 +458,9 @@ def decide(rule: Rule, estimate: Estimate, alpha: float = ALPHA, *, fair_arms: b
     an inconclusive part (the seeds needed: the slow part, which no verdict depends on), as the
     simulations of the error rates do. `share`: the part's Holm share of α, whose design
     sizes the seeds an inconclusive part would need at its future looks' levels. `unfair`:
-    why the compared arms are not fair enough to confirm on (a tuned rate that leaves more
-    than the claim could carry): a part its interval would confirm stays inconclusive."""
+    why the compared arms' bias cannot be read: the confirming reading is not made (the part
+    can be not reproduced or contradicted, never confirmed), and an inconclusive part says
+    why."""
     e, n = estimate, estimate.n
     design = None if share is None else (rule, share)
     if rule.test == "equivalence":
@@ -416,9 +485,10 @@ def decide(rule: Rule, estimate: Estimate, alpha: float = ALPHA, *, fair_arms: b
     if rule.test == "equivalence":
         m = e.value
         band = f"[{low_edge:g}, {high_edge:g}]" if rule.claimed else f"±{rule.margin:g}"
-        readings.append((_tost(m, low_edge, high_edge, se_lo, se_hi, df), CONFIRMED,
-                         f"the {tost.label} {tost.bracket} lies inside {band} (two one-sided "
-                         "tests)", tost))
+        if not unfair:
+            readings.append((_tost(m, low_edge, high_edge, se_lo, se_hi, df), CONFIRMED,
+                             f"the {tost.label} {tost.bracket} lies inside {band} (two "
+                             "one-sided tests)", tost))
         readings.append((min(_p_below(m - low_edge, se_hi, df),
                              _p_above(m - high_edge, se_lo, df)), NOT_REPRODUCED,
                          f"the {ci.label} {ci.bracket} lies wholly outside {band}", ci))
@@ -431,9 +501,10 @@ def decide(rule: Rule, estimate: Estimate, alpha: float = ALPHA, *, fair_arms: b
         where = "beyond" if s > 0 else "below"
         short = "short of" if s > 0 else "above"
         raw_b = s * b
-        readings.append((_p_above(m - b, lo_se, df), CONFIRMED,
-                         f"the {ci.label} {ci.bracket} lies wholly {where} {raw_b:g} on the "
-                         "claimed side", ci))
+        if not unfair:
+            readings.append((_p_above(m - b, lo_se, df), CONFIRMED,
+                             f"the {ci.label} {ci.bracket} lies wholly {where} {raw_b:g} on "
+                             "the claimed side", ci))
         readings.append((_p_below(m - b, hi_se, df), NOT_REPRODUCED,
                          f"the {ci.label} {ci.bracket} lies wholly {short} {raw_b:g}: an "
                          "effect may remain, smaller than claimed", ci))
@@ -443,18 +514,22 @@ def decide(rule: Rule, estimate: Estimate, alpha: float = ALPHA, *, fair_arms: b
                                              f"±{rule.margin:g} (no effect)", tost))
         distance = abs(m - b)
     p, verdict, reason, read = min(readings, key=lambda r: r[0])
+    by = {v: min(r[0] for r in readings if r[1] == v) for v in {r[1] for r in readings}}
     if n < rule.min_seeds:
-        return _inconclusive(f"{n} paired seed(s); the rule needs at least {rule.min_seeds} "
-                             f"before it reads the {ci.label} {ci.bracket}", None, alpha,
-                             boundary, sd, n, distance, rule.min_seeds, ci, explain, design)
+        return _with_ps(by, _inconclusive(
+            f"{n} paired seed(s); the rule needs at least {rule.min_seeds} before it reads the "
+            f"{ci.label} {ci.bracket}", None, alpha, boundary, sd, n, distance, rule.min_seeds,
+            ci, explain, design))
     if p >= alpha:
         if rule.test == "equivalence":
             why = (f"the {read.label} {read.bracket} lies neither inside {band} nor wholly "
                    "outside it")
         else:  # the two-sided interval across b (no reading decides, the TOST's neither)
             why, read = f"the {ci.label} {ci.bracket} straddles the claim's boundary {raw_b:g}", ci
-        return _inconclusive(why, p, alpha, boundary, sd, n, distance, rule.min_seeds, read,
-                             explain, design)
+        if unfair:
+            why += f" (never confirmed here: {unfair})"
+        return _with_ps(by, _inconclusive(why, p, alpha, boundary, sd, n, distance,
+                                          rule.min_seeds, read, explain, design))
     if verdict == NOT_REPRODUCED and rule.test == "effect":
         delta = abs(rule.smallest_effect)
         p_opposite = _p_below(m + delta, hi_se, df)
@@ -462,18 +537,21 @@ def decide(rule: Rule, estimate: Estimate, alpha: float = ALPHA, *, fair_arms: b
             why = (f"the {ci.label} {ci.bracket} lies wholly beyond {-s * delta:g}, δ on the "
                    "opposite side")
             if fair_arms and longer_run_agrees:
-                return Decision(CONTRADICTED, why, p, alpha, boundary, interval=ci)
+                return _with_ps(by, Decision(CONTRADICTED, why, p, alpha, boundary, interval=ci))
             missing = [text for done, text in (
                 (fair_arms, "each arm at its own best learning rate"),
                 (longer_run_agrees, "a 2× longer run")) if not done]
             verb = "has" if len(missing) == 1 else "have"
-            return Decision(NOT_REPRODUCED, f"would be contradicted ({why}); "
-                                            f"{' and '.join(missing)} {verb} not confirmed it",
-                            p, alpha, boundary, would_contradict=fair_arms, interval=ci)
-    if verdict == CONFIRMED and unfair:
-        return Decision(INCONCLUSIVE, f"{reason}, but {unfair}: a confirmation needs fair arms",
-                        p, alpha, boundary, interval=read)
-    return Decision(verdict, reason, p, alpha, boundary, interval=read)
+            return _with_ps(by, Decision(
+                NOT_REPRODUCED, f"would be contradicted ({why}); {' and '.join(missing)} {verb} "
+                "not confirmed it", p, alpha, boundary, would_contradict=fair_arms,
+                interval=ci))
+    return _with_ps(by, Decision(verdict, reason, p, alpha, boundary, interval=read))
+
+
+def _with_ps(by: dict[str, float], found: Decision) -> Decision:
+    """`found` with the p of each verdict's readings (what `decide` reads the bias by)."""
+    return replace(found, p_by_verdict=tuple(sorted(by.items())))
 
 
 def _rescaled(value: float, se_lo: float, se_hi: float, df: int,
@@ -543,7 +621,8 @@ def decide_parts(parts: Sequence[Any], alpha: float = ALPHA, *,
                  fair_arms: bool | Sequence[bool] = False,
                  longer_run_agrees: bool | Sequence[bool] = False,
                  explain: bool = True,
-                 unfair: Sequence[str | None] | None = None) -> list[Decision]:
+                 unfair: Sequence[str | None] | None = None,
+                 bias: Sequence[float | None] | None = None) -> list[Decision]:
     """The decisions on a claim's m parts: each at its look's level of the sequential design
     (`look_level`), with Holm's step-down correction across the parts (Holm 1979).
 
@@ -579,10 +658,13 @@ def decide_parts(parts: Sequence[Any], alpha: float = ALPHA, *,
     why_unfair = [None] * len(pairs) if unfair is None else list(unfair)
     if len(why_unfair) != len(pairs):
         raise ValueError(f"unfair has {len(why_unfair)} entries for {len(pairs)} parts")
+    biases = [None] * len(pairs) if bias is None else list(bias)
+    if len(biases) != len(pairs):
+        raise ValueError(f"bias has {len(biases)} entries for {len(pairs)} parts")
     # Below min_seeds a part is undecided whatever its level: read at the first look's.
     bases = [look_level(rule, max(est.n, rule.min_seeds), alpha) for rule, est in pairs]
     first = [decide(rule, est, base, fair_arms=fair[k], longer_run_agrees=agrees[k],
-                    explain=False, unfair=why_unfair[k])
+                    explain=False, unfair=why_unfair[k], bias=biases[k])
              for k, ((rule, est), base) in enumerate(zip(pairs, bases, strict=True))]
     tests = _tests(pairs)
     m = len(tests)
@@ -601,7 +683,8 @@ def decide_parts(parts: Sequence[Any], alpha: float = ALPHA, *,
             # O'Brien–Fleming nominal level shrinks faster than α does).
             level = look_level(rule, max(est.n, rule.min_seeds), alpha / (m - i))
             found = decide(rule, est, level, fair_arms=fair[k], longer_run_agrees=agrees[k],
-                           explain=explain, share=alpha / (m - i), unfair=why_unfair[k])
+                           explain=explain, share=alpha / (m - i), unfair=why_unfair[k],
+                           bias=biases[k])
             notes = []
             if bases[k] < alpha and est.n >= rule.min_seeds:
                 taken = looks(rule, est.n)
@@ -617,7 +700,7 @@ def decide_parts(parts: Sequence[Any], alpha: float = ALPHA, *,
             holm = f" ({'; '.join(notes)})" if notes else ""
             if stopped_at is not None and found.verdict != INCONCLUSIVE:
                 found = _stopped(found, rule, est, level, stopped_at, explain, alpha / (m - i))
-            out[k] = replace(found, reason=found.reason + holm)
+            out[k] = replace(found, reason=found.reason + holm, unfair=why_unfair[k])
             undecided = undecided or found.verdict == INCONCLUSIVE
         if stopped_at is None and undecided:
             stopped_at = i + 1
@@ -713,7 +796,8 @@ class Part:
     def decided_together(cls, specs: Sequence[PartSpec | Part],
                          fair_arms: bool | list[bool] = False,
                          longer_run_agrees: bool | list[bool] = False,
-                         unfair: list[str | None] | None = None) -> list[Part]:
+                         unfair: list[str | None] | None = None,
+                         bias: list[float | None] | None = None) -> list[Part]:
         """A claim's parts decided with Holm's correction (`decide_parts`), in the order
         given: each spec is (name, rule, estimate), or a Part already decided without a test
         (an arm that cannot run, an analytic fact), which is kept as it is and not counted in
@@ -727,8 +811,11 @@ class Part:
         fair, agrees = per_test(fair_arms), per_test(longer_run_agrees)
         why = None if unfair is None else [
             u for s, u in zip(specs, unfair, strict=True) if not isinstance(s, Part)]
+        shift = None if bias is None else [
+            b for s, b in zip(specs, bias, strict=True) if not isinstance(s, Part)]
         found = iter(decide_parts([(rule, est) for _, rule, est in tested], ALPHA,
-                                  fair_arms=fair, longer_run_agrees=agrees, unfair=why))
+                                  fair_arms=fair, longer_run_agrees=agrees, unfair=why,
+                                  bias=shift))
         return [s if isinstance(s, Part) else cls.of(s[0], s[1], s[2], next(found))
                 for s in specs]
 

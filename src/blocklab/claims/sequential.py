@@ -129,6 +129,8 @@ def open_parts(rows: Sequence[Any], size: str, arms_of: Callable[[str], list[str
             rule = rules.get(part.name)
             if rule is None or not sequential(rule) or part.verdict != INCONCLUSIVE:
                 continue
+            if getattr(getattr(part, "decision", None), "unfair", None):  # no seeds: see decide
+                continue
             n = part.estimate.n
             if n < 1:  # no result to build on: the suite's own plan runs it first
                 continue

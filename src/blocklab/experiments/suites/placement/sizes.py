@@ -152,13 +152,15 @@ SIZES = {
                  stuck_patience=None, eval_every=50, eval_batches=4,
                  final_eval_fraction=FINAL_EVAL_FRACTION["quick"]),
         # Largest lr at which a run still learns, at the training depth: 150 steps (warmup
-        # over the first third), ladder 0.001 … 0.512 in doublings, 4 bisected runs a seed and
-        # arm (about 5 s each). Pilot at depth 6, 150 steps: pre-norm learned at every lr from
+        # over the first third), ladder 0.001 … 16.4 in doublings (15 rungs: 4 bisected runs
+        # a seed and arm, about 5 s each, as 10 rungs took; at 0.001 … 0.512 pre-norm was
+        # still stable at the top on most seeds, a censored reading that left its pair out).
+        # Pilot at depth 6, 150 steps: pre-norm learned at every lr from
         # 0.01 to 0.3, cold or warm (2.49 … 2.94); post-norm at none of them (3.21 … 3.25).
         # "Stable" is "learned": a rate at which a run only avoids diverging is not stable.
         Sweep(d_model=32, n_heads=2, depths=(6,), warmup=50, placements=("pre", "post"),
               warm=(False, True), seq_len=64, batch_size=16, steps=150, lr_min=0.001,
-              rungs=10, final_eval_fraction=FINAL_EVAL_FRACTION["quick"]),
+              rungs=15, final_eval_fraction=FINAL_EVAL_FRACTION["quick"]),
         # C36: 50 layers (the page's "50+"), pre and post, both with warmup (post-norm's best
         # schedule). A 50-layer d = 32 step at seq_len 32 takes about 0.23 s on one core, so
         # 100 steps cost about 25 s a run, 3 runs a seed and arm. Pilot (100 steps, warmup
