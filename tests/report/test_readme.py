@@ -132,8 +132,29 @@ def test_a_tiny_table_says_tiny_decides_nothing(tmp_path, fast_ledger):
     path = _readme(tmp_path)
     assert main([str(path), "--size", "tiny", "--results", str(tmp_path),
                  "--allow-missing"]) == 0
-    assert f"--size tiny --results {tmp_path} --allow-missing`; {TINY_NOTE}._" in (
-        path.read_text(encoding="utf-8"))
+    assert (f"--size tiny --results {tmp_path} --allow-missing`; results of `blocklab report "
+            f"--tiny`; {TINY_NOTE}._") in path.read_text(encoding="utf-8")
+
+
+def test_the_table_names_the_commit_and_the_machine_that_made_its_results(tmp_path,
+                                                                         fast_ledger):
+    import json
+
+    from blocklab.experiments.provenance import Machine, machine_name
+    from blocklab.report.readme import main
+
+    here = Machine("Some CPU", {"avx2": True, "avx512f": False}, 2)
+    run = tmp_path / "ffn" / "quick" / "0123456789ab.json"
+    run.parent.mkdir(parents=True)
+    run.write_text(json.dumps({"provenance": {"machine": vars(here)}}), encoding="utf-8")
+    (run.parent / "seed_blocks.json").write_text("[]", encoding="utf-8")  # not a run: skipped
+    path = _readme(tmp_path)
+    assert main([str(path), "--results", str(tmp_path), "--commit", "abc1234",
+                 "--allow-missing"]) == 0
+    text = path.read_text(encoding="utf-8")
+    assert (f"results of `blocklab report --quick` at commit abc1234 on "
+            f"{machine_name(here)}, 2 CPUs;") in text
+    assert "--commit abc1234 --allow-missing`" in text
 
 
 def test_a_check_that_fails_writes_nothing(tmp_path, capsys, fast_ledger, monkeypatch):

@@ -12,6 +12,8 @@ unless `--allow-missing` asks for it; a check that fails to run writes nothing (
 from __future__ import annotations
 
 import argparse
+import json
+import re
 import sys
 from pathlib import Path
 
@@ -76,9 +78,32 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--results", default="runs",
                         help="folder of suite results (default: runs)")
     parser.add_argument("--size", default="quick", help="tiny, quick (the default) or full")
+    parser.add_argument("--commit", default=None,
+                        help="the commit whose `blocklab report` made the results, named "
+                             "above the table")
     parser.add_argument("--allow-missing", action="store_true",
                         help="write the table even where claims read missing-results")
     return parser
+
+
+def machines_of(results: Path, size: str) -> list[str]:
+    """The machines (`provenance.machine_name`, with online CPUs) that made the runs stored
+    under `results` at `size`, most runs first: what the table was measured on."""
+    from blocklab.experiments.provenance import Machine, machine_name
+
+    counts: dict[str, int] = {}
+    for path in sorted(results.glob(f"*/{size}/*.json")):
+        if not re.fullmatch(r"[0-9a-f]{12}\.json", path.name):
+            continue  # summaries and records beside the runs
+        try:
+            stored = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        found = Machine.from_dict((stored.get("provenance") or {}).get("machine"))
+        if found is not None:
+            name = f"{machine_name(found)}, {found.cores} CPUs"
+            counts[name] = counts.get(name, 0) + 1
+    return sorted(counts, key=lambda name: -counts[name])
 
 
 def _check_args(args: argparse.Namespace) -> RunRequest:
@@ -103,6 +128,8 @@ def _how(args: argparse.Namespace) -> str:
     how = f"python -m blocklab.report.readme README.md --size {args.size}"
     if args.results != "runs":
         how += f" --results {args.results}"
+    if args.commit:
+        how += f" --commit {args.commit}"
     if args.allow_missing:
         how += " --allow-missing"
     return how
@@ -125,7 +152,11 @@ def run(argv: list[str] | None = None) -> None:
             f"at --size {args.size} ({', '.join(missing)}), so the table would read "
             f"missing-results; run `blocklab report --size {args.size} --results "
             f"{args.results}` first, or pass --allow-missing to write them so")
-    update_readme(args.readme, rows, _how(args), size_note(args.size))
+    machines = machines_of(Path(args.results), args.size)
+    made = (f"results of `blocklab report --{args.size}`"
+            + (f" at commit {args.commit}" if args.commit else "")
+            + (f" on {' and '.join(machines)}" if machines else ""))
+    update_readme(args.readme, rows, _how(args), f"{made}; {size_note(args.size)}")
 
 
 def main(argv: list[str] | None = None) -> int:
