@@ -479,3 +479,13 @@ def test_the_lr_bias_gate_stops_wrong_not_reproduced_decisions_in_either_directi
     mc = 3 * np.sqrt(0.025 * 0.975 / reps)
     assert before / reps > 0.3  # the adverse bias alone decides wrongly this often
     assert after / reps <= 0.025 + mc
+
+
+def test_a_fixed_design_read_before_its_one_look_decides_nothing_and_does_not_crash():
+    """Spending "fixed" has one look at max_seeds: a reading at fewer seeds has level 0, is no
+    look of the design, and stays inconclusive (it once divided by that level)."""
+    fixed = Rule("m", 0.5, 0.25, 3, -1.5, max_seeds=8, spending="fixed")
+    early = Estimate(-3.0, -3.5, -2.5, 5, 0.5)
+    found = decide_parts([(fixed, early), (RULE, Estimate(-3.0, -3.5, -2.5, 5, 0.5))])
+    assert found[0].verdict == INCONCLUSIVE
+    assert decide_parts([(fixed, Estimate(-3.0, -3.5, -2.5, 8, 0.5))])[0].verdict == CONFIRMED

@@ -414,6 +414,10 @@ def decide(rule: Rule, estimate: Estimate, alpha: float = ALPHA, *, fair_arms: b
     on a tuning curve), known from the tuning runs before any evaluation data: the part
     loses its confirming direction (its confirming reading is never made, so its p is that of
     the readings left and Holm does not stall on it) and the planner buys it no seeds."""
+    if alpha <= 0:  # a "fixed" design read before its one look at max_seeds
+        return Decision(INCONCLUSIVE, f"{estimate.n} paired seed(s) are no look of its design "
+                                      f"(one look, at {rule.max_seeds} seeds)", None, alpha,
+                        None if rule.test == "equivalence" else claimed_boundary(rule))
     found = decide_read(rule, estimate, alpha, fair_arms=fair_arms,
                         longer_run_agrees=longer_run_agrees, explain=explain, share=share,
                         unfair=unfair)
@@ -668,8 +672,12 @@ def decide_parts(parts: Sequence[Any], alpha: float = ALPHA, *,
              for k, ((rule, est), base) in enumerate(zip(pairs, bases, strict=True))]
     tests = _tests(pairs)
     m = len(tests)
-    order = sorted(range(m), key=lambda j: (first[tests[j][0]].p_value is None,
+    # A reading at no look of its design (level 0: a "fixed" design before its one look)
+    # decides nothing and sorts last, as one with no test does.
+    order = sorted(range(m), key=lambda j: (first[tests[j][0]].p_value is None
+                                            or bases[tests[j][0]] <= 0,
                                             1.0 if first[tests[j][0]].p_value is None
+                                            or bases[tests[j][0]] <= 0
                                             else first[tests[j][0]].p_value
                                             / bases[tests[j][0]], j))
     out: list[Decision | None] = [None] * len(pairs)

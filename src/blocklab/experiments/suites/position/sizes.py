@@ -104,8 +104,13 @@ class PositionSize:
 
     def payload(self) -> dict[str, Any]:
         """The size as a training run's payload holds it ("size_config", plain JSON values):
-        its run id hashes this, so a change to any setting re-plans the run."""
-        return dataclasses.asdict(self)
+        its run id hashes this, so a change to any setting re-plans the run. A grid without
+        refinement leaves `refine` out, so ids made before grids could refine stay."""
+        out = dataclasses.asdict(self)
+        grid = out["train"].get("lr_grid")
+        if isinstance(grid, dict) and not grid.get("refine"):
+            grid.pop("refine", None)
+        return out
 
 
 SIZES: dict[str, PositionSize] = {
