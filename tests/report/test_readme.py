@@ -153,7 +153,7 @@ def test_the_table_names_the_commit_and_the_machine_that_made_its_results(tmp_pa
                  "--allow-missing"]) == 0
     text = path.read_text(encoding="utf-8")
     assert (f"results of `blocklab report --quick` at commit abc1234 on "
-            f"{machine_name(here)}, 2 CPUs;") in text
+            f"{machine_name(here)}, 2 CPUs._") in text
     assert "--commit abc1234 --allow-missing`" in text
 
 

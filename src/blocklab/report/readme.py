@@ -156,7 +156,8 @@ def run(argv: list[str] | None = None) -> None:
     made = (f"results of `blocklab report --{args.size}`"
             + (f" at commit {args.commit}" if args.commit else "")
             + (f" on {' and '.join(machines)}" if machines else ""))
-    update_readme(args.readme, rows, _how(args), f"{made}; {size_note(args.size)}")
+    update_readme(args.readme, rows, _how(args),
+                  "; ".join(x for x in (made, size_note(args.size)) if x))
 
 
 def main(argv: list[str] | None = None) -> int:
