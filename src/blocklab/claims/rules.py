@@ -441,10 +441,21 @@ def decide(rule: Rule, estimate: Estimate, alpha: float = ALPHA, *, fair_arms: b
                        would_contradict=found.would_contradict and fair.would_contradict,
                        reason=f"{found.reason}; it stands with the tuned rates' bias "
                               f"{bias:+.3g} removed too")
-    return Decision(INCONCLUSIVE, f"read as measured it is {found.verdict}, with the tuned "
-                                  f"rates' bias {bias:+.3g} removed {fair.verdict}: a decision "
-                                  "stands only where every reading of the bias gives it",
-                    p, alpha, found.boundary, interval=found.interval)
+    why = (f"read as measured it is {found.verdict}, with the tuned rates' bias {bias:+.3g} "
+           f"removed {fair.verdict}: a decision stands only where every reading of the bias "
+           "gives it")
+    sd = e.sd if e.sd is not None else Estimate.from_interval(e.value, e.ci_low, e.ci_high,
+                                                              e.n).sd
+    detectable = None
+    if explain and sd is not None and sd > 0 and e.n >= 2:
+        # What the seeds resolve, said as for any inconclusive part; more seeds do not remove
+        # a bias every seed shares, so no count of seeds is promised.
+        detectable = stats.detectable_effect(sd, e.n, power=POWER, alpha=alpha)
+        why += (f"; {e.n} seeds detect an effect of {detectable:.3g} (80% power at sd "
+                f"{sd:.3g}), and no number of seeds removes a bias every seed shares: a finer "
+                "tuning grid would")
+    return Decision(INCONCLUSIVE, why, p, alpha, found.boundary, detectable,
+                    interval=found.interval)
 
 
 def decide_read(rule: Rule, estimate: Estimate, alpha: float = ALPHA, *,
