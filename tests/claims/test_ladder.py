@@ -1,5 +1,6 @@
 """A claim on the ladder: each rung graded as the ledger grades a size (here with estimates
-put in its place), the trend through every rung's seeds, the papers at their compute."""
+put in its place), where each part is first decided, the trend through the rung means, the
+papers at their compute."""
 
 import math
 
@@ -16,8 +17,10 @@ from blocklab.experiments.summaries import Interval
 from blocklab.report.figures import fig_ladder
 
 QUICK_FLOPS = 2.4e11
-# SwiGLU − ReLU at each rung: −0.2, −0.6, −1.0 % (5 seeds, sd 0.5); GeGLU and GLU flat
-MEANS = {"quick": -0.2, "rung1": -0.6, "rung2": -1.0}
+# SwiGLU − ReLU at each rung: −0.2, −0.65, −1.0, −2.0 % (5 seeds, sd 0.2); GeGLU and GLU
+# flat at +0.1
+MEANS = {"quick": -0.2, "rung1": -0.65, "rung2": -1.0, "rung3": -2.0}
+FLOPS = {"quick": 1, "rung1": 4, "rung2": 16, "rung3": 64}
 
 
 def _graded(size: str) -> ClaimResult:
@@ -25,10 +28,10 @@ def _graded(size: str) -> ClaimResult:
     specs = []
     for part, rule in rules.items():
         mean = MEANS[size] if part == "swiglu" else 0.1
-        half = 2.776 * 0.5 / math.sqrt(5)
-        specs.append((part, rule, Estimate.of(Interval(5, mean, mean - half, mean + half, 0.5))))
+        half = 2.776 * 0.2 / math.sqrt(5)
+        specs.append((part, rule, Estimate.of(Interval(5, mean, mean - half, mean + half, 0.2))))
     parts = Part.decided_together(specs, fair_arms=True)
-    flops = QUICK_FLOPS * {"quick": 1, "rung1": 4, "rung2": 16}[size]
+    flops = QUICK_FLOPS * FLOPS[size]
     return ClaimResult("C16", "", "", "", "", parts[0].verdict, "", "", {}, "", None, None,
                        parts, scale={"flops": flops, "text": f"{size} scale",
                                            "text_zh": f"{size} 规模"})
@@ -36,12 +39,13 @@ def _graded(size: str) -> ClaimResult:
 
 @pytest.fixture
 def stored(monkeypatch):
-    """Rungs quick, rung1 and rung2 graded; rung3 has no results stored."""
+    """Every rung graded (`missing` names rungs with no results stored)."""
     asked = []
+    asked_missing: list[str] = []
 
     def run_claims(ids, ctx):
         asked.append((ctx.size, ctx.precision))
-        if ctx.size not in MEANS:
+        if ctx.size not in MEANS or ctx.size in asked_missing:
             rules = registered("C16", ctx.size)
             return [ClaimResult("C16", "", "", "", "", "missing-results", "", "", {}, "", None,
                                 None, [Part(n, r, Estimate(None, None, None, 0),
@@ -49,27 +53,52 @@ def stored(monkeypatch):
         return [_graded(ctx.size)]
 
     monkeypatch.setattr(ladder_module, "run_claims", run_claims)
-    return asked
+    return asked, asked_missing
 
 
-def test_each_rung_is_graded_in_its_precision_and_the_trend_fits_the_stored_ones(stored,
-                                                                                  tmp_path):
+def test_each_rung_is_graded_in_its_precision_and_the_trend_fits_the_rung_means(stored,
+                                                                                   tmp_path):
+    asked, _ = stored
     found = read_ladder("C16", tmp_path, {"quick": "bf16", "rung1": "bf16"})
-    assert stored == [("quick", "bf16"), ("rung1", "bf16"), ("rung2", "fp32"),
-                      ("rung3", "fp32")]
-    assert [r.size for r in found.rungs if r.result is not None] == ["quick", "rung1", "rung2"]
-    assert found.rungs[3].result is None and found.base_flops == QUICK_FLOPS
+    assert asked == [("quick", "bf16"), ("rung1", "bf16"), ("rung2", "fp32"),
+                     ("rung3", "fp32")]
+    assert found.base_flops == QUICK_FLOPS
     swiglu = found.trends[0]
     assert swiglu.part == "swiglu" and swiglu.boundary == -1.0  # the page's "1–2%": its low end
-    # means −0.2, −0.6, −1.0 at x = 0, 1, 2: slope −0.4 per 4× compute, through every seed
-    assert swiglu.fit.slope == pytest.approx(-0.4) and swiglu.fit.n == 15
-    assert swiglu.fit.slope_high < 0 and swiglu.direction(-1.0) == "grows"
-    assert swiglu.meeting.at == pytest.approx(2.0) and not swiglu.meeting.extrapolated
+    # equal seeds a rung: the line through the four means, t on 2 degrees of freedom
+    from scipy import stats
+
+    ref = stats.linregress(range(4), list(MEANS.values()))
+    assert swiglu.fit.slope == pytest.approx(ref.slope) and swiglu.fit.n == 20
+    assert swiglu.fit.df == 2 and swiglu.fit.slope_high < 0
+    assert swiglu.direction(-1.0) == "grows"
+    assert swiglu.meeting.at == pytest.approx((-1.0 - ref.intercept) / ref.slope)
+    assert not swiglu.meeting.extrapolated
+    # the page's −1% is first decided where a rung's interval clears it: rung3's −2.0
+    verdicts = [next(p for p in r.result.parts if p.name == "swiglu").verdict
+                for r in found.rungs]
+    assert verdicts[1:] == ["inconclusive", "inconclusive", "confirmed"]
+    assert (swiglu.appears.size, swiglu.appears.verdict) == ("rung3", "confirmed")
     assert found.trends[1].fit.slope == pytest.approx(0.0, abs=1e-12)
-    assert found.trends[1].direction(-1.0) == "unresolved"
+    assert found.trends[1].direction(-1.0) == "none"
+
+
+def test_a_rung_without_results_leaves_the_trend_to_the_others(stored, tmp_path):
+    _, missing = stored
+    missing.append("rung3")
+    found = read_ladder("C16", tmp_path, {})
+    assert [r.size for r in found.rungs if r.result is not None] == ["quick", "rung1", "rung2"]
+    assert found.trends[0].fit.rungs == 3 and found.trends[0].fit.df == 1
+    missing.append("rung2")
+    two = read_ladder("C16", tmp_path, {})
+    assert two.trends[0].fit is None and two.trends[0].direction(-1.0) == "none"
+    line = ladder_module.trend_line(ladder_dict(two)["trends"][0])
+    assert "a trend with the rung as its unit needs three" in line
 
 
 def test_the_dict_places_rungs_and_papers_on_one_compute_axis(stored, tmp_path):
+    _, missing = stored
+    missing.append("rung3")
     doc = ladder_dict(read_ladder("C16", tmp_path, {}))
     assert [r["x"] for r in doc["rungs"][:3]] == pytest.approx([0.0, 1.0, 2.0])
     assert doc["rungs"][3]["x"] is None
@@ -82,6 +111,29 @@ def test_the_dict_places_rungs_and_papers_on_one_compute_axis(stored, tmp_path):
     assert doc["trends"][0]["meeting"]["threshold"] == -1.0
     png = fig_ladder(doc)
     assert png.startswith(b"\x89PNG")
+
+
+def test_the_lead_sentence_is_where_a_part_is_first_decided(stored, tmp_path):
+    doc = ladder_dict(read_ladder("C16", tmp_path, {}))
+    swiglu = doc["trends"][0]
+    seen = swiglu["appears"]
+    rung = next(r for r in doc["rungs"] if r["size"] == seen["size"])
+    part = next(p for p in rung["parts"] if p["name"] == "swiglu")
+    # the interval quoted is the one that decided the part at that rung
+    assert (seen["low"], seen["high"], seen["confidence"]) == (
+        part["interval"]["low"], part["interval"]["high"], part["interval"]["confidence"])
+    assert seen["x"] == pytest.approx(math.log(FLOPS[seen["size"]], 4))
+    line = ladder_module.appears_line(swiglu, doc["rungs"], doc["anchors"])
+    assert line.startswith(f"swiglu: first decided at {seen['size']} "
+                           f"({FLOPS[seen['size']]}× compute")
+    assert "the one that decided it" in line and "Shazeer 2020" in line and "-2.4%" in line
+    zh = ladder_module.appears_line(swiglu, doc["rungs"], doc["anchors"], "zh")
+    assert zh.startswith(f"swiglu：最早在 {seen['size']}")
+    # a part no rung decides says so, and up to which compute
+    glu = next(t for t in doc["trends"] if t["part"] == "glu")
+    if glu["appears"] is None:
+        assert "no rung decides it (4 rung(s) stored" in ladder_module.appears_line(
+            glu, doc["rungs"], doc["anchors"])
 
 
 def test_only_a_claim_with_a_ladder_is_read():
@@ -110,7 +162,7 @@ def _fake_rungs(monkeypatch, claim: str, means: dict[str, dict[str, float]], sd:
             specs.append((name, r, Estimate.of(Interval(n, mean, mean - half, mean + half,
                                                         sd))))
         parts = Part.decided_together(specs)
-        flops = QUICK_FLOPS * {"quick": 1, "rung1": 4, "rung2": 16}[ctx.size]
+        flops = QUICK_FLOPS * FLOPS[ctx.size]
         return [ClaimResult(claim, "", "", "", "", parts[0].verdict, "", "", {}, "", None,
                             None, parts, scale={"flops": flops, "text": ctx.size,
                                                 "text_zh": ctx.size})]
@@ -120,30 +172,33 @@ def _fake_rungs(monkeypatch, claim: str, means: dict[str, dict[str, float]], sd:
 
 def test_a_claim_of_at_most_t_moves_towards_it_as_its_effect_falls(monkeypatch, tmp_path):
     """C21's "RoPE works at 2×" claims the loss past L at most 5% above sliding windows:
-    an effect growing 2 points a rung moves away from it, and the line reaches 5 at 1.5
-    rungs; no precision check (C16's alone)."""
+    an effect growing about 2 points a rung moves away from it, and the line reaches 5 near
+    1.5 rungs; no precision check (C16's alone)."""
     part = "RoPE works at 2×"
     alibi = "ALiBi works at 2×"  # flat within its spread
     _fake_rungs(monkeypatch, "C21", {"quick": {part: 2.0, alibi: 0.1},
-                                     "rung1": {part: 4.0, alibi: 0.0},
-                                     "rung2": {part: 6.0, alibi: 0.2}}, sd=0.5)
+                                     "rung1": {part: 4.1, alibi: 0.0},
+                                     "rung2": {part: 5.9, alibi: 0.2},
+                                     "rung3": {part: 8.0, alibi: 0.05}}, sd=0.5)
     doc = ladder_dict(read_ladder("C21", tmp_path, {}))
     trend = next(t for t in doc["trends"] if t["part"] == part)
-    assert trend["fit"]["slope"] == pytest.approx(2.0) and trend["direction"] == "shrinks"
+    assert trend["fit"]["slope"] == pytest.approx(1.98) and trend["direction"] == "shrinks"
     assert trend["boundary"] == 5.0 and trend["band"] is None
-    assert trend["meeting"]["at"] == pytest.approx(1.5)
+    assert trend["meeting"]["at"] == pytest.approx(1.5, abs=0.05)
     assert doc["precision_check"] == [] and doc["axis"].startswith("loss past L")
     assert "no tuning" in doc["rule"] and "lr 0.003" in doc["rule"]
     assert len(doc["trends"]) == len(registered("C21", "quick"))  # every part is seeded
-    line = ladder_module.trend_line(trend, doc["anchors"])
-    assert line.startswith("RoPE works at 2×: +2.00% per 4× training compute")
-    assert "moves away from the claim" in line
+    line = ladder_module.trend_line(trend)
+    assert line.startswith("RoPE works at 2×: +1.98% per 4× training compute")
+    assert "(95% CI with the rung as the unit: 4 rungs, t on 2 df; 16 seeds)" in line
+    assert "moves away from the claim" in line and "a line is consistent" in line
     # Press et al. give no training compute: named with its reading, not placed on the axis
-    assert "Press et al. 2021 (its training compute not given): +2.1%" in line
+    lead = ladder_module.appears_line(trend, doc["rungs"], doc["anchors"])
+    assert "Press et al. 2021 (its training compute not given): +2.1%" in lead
     flat = next(t for t in doc["trends"] if t["part"] == alibi)
-    assert flat["direction"] == "unresolved"
-    assert ("where the line would reach the page's +5% is unresolved (the slope's interval "
-            "includes 0)") in ladder_module.trend_line(flat, doc["anchors"])
+    assert flat["direction"] == "none"
+    flat_line = ladder_module.trend_line(flat)
+    assert "no trend detectable across 4 rungs" in flat_line and "reaches" not in flat_line
     assert fig_ladder(doc).startswith(b"\x89PNG")  # ten panels on three rows
 
 
@@ -162,19 +217,20 @@ def test_a_claim_of_no_difference_has_a_band_and_its_analytic_parts_no_trend(
     """C18: the quality gap drifting +0.01 nats a rung leaves the ±0.02 band at 2 rungs; the
     exact counts (analytic, one value) have no trend."""
     part = "nearly the same quality"
-    _fake_rungs(monkeypatch, "C18", {"quick": {part: 0.0}, "rung1": {part: 0.01},
-                                     "rung2": {part: 0.02}}, sd=0.002, n=3)
+    _fake_rungs(monkeypatch, "C18", {"quick": {part: 0.0}, "rung1": {part: 0.0105},
+                                     "rung2": {part: 0.0195}, "rung3": {part: 0.03}},
+                sd=0.002, n=3)
     doc = ladder_dict(read_ladder("C18", tmp_path, {}))
     assert [t["part"] for t in doc["trends"]] == [part]
     [trend] = doc["trends"]
     assert trend["band"] == [-0.02, 0.02] and trend["direction"] == "drifts"
     assert trend["boundary"] == pytest.approx(0.02)
-    assert trend["meeting"]["at"] == pytest.approx(2.0)
+    assert trend["meeting"]["at"] == pytest.approx(2.0, abs=0.05)
     assert "both norms at the registered lr 0.003" in doc["rule"]
-    line = ladder_module.trend_line(trend, doc["anchors"])
-    assert line.startswith("nearly the same quality: +0.0100 nats per 4× training compute")
+    line = ladder_module.trend_line(trend)
+    assert line.startswith("nearly the same quality: +0.0099 nats per 4× training compute")
     assert "drifts as compute grows" in line
-    assert "would reach the claimed band's edge +0.02 nats 2.0 rungs above quick" in line
+    assert "reaches the claimed band's edge +0.02 nats 2.0 rungs above quick" in line
     assert fig_ladder(doc).startswith(b"\x89PNG")
 
 

@@ -454,7 +454,7 @@ def _ladder_doc(tmp_path, monkeypatch, stored: str | None):
     from ..claims.test_ladder import MEANS, _graded
 
     def run_claims(ids, ctx):
-        if ctx.size in MEANS:
+        if ctx.size in MEANS and ctx.size != "rung3":  # rung3: no results stored
             return [_graded(ctx.size)]
         return [_graded("quick").__class__("C16", "", "", "", "", "missing-results", "", "",
                                            {}, "", None, None, [])]
@@ -486,6 +486,10 @@ def test_the_ladder_shows_each_rung_decided_and_the_trend_in_the_claims_details(
         cell = evidence_cell(_c16(page), figures, lang, 1, page)
         folded = cell[cell.index('<details class="more">'):]
         assert heading in folded and trend in folded and 'id="fig-ladder_C16"' in folded
+        # the lead sentence, before any rung or slope: where each part is first decided
+        lead = ("swiglu: no rung decides it (3 rung(s) stored" if lang == "en" else
+                "swiglu：3 级（至")
+        assert lead in folded and folded.index(lead) < folded.index(trend)
         assert ("rung3 (64× compute): no results stored" in folded if lang == "en"
                 else "rung3（64× 算力）：尚无结果" in folded)
     other = next(r for r in page["ledger"] if r["id"] != "C16")

@@ -1,18 +1,22 @@
 """A headline claim on the ladder of sizes (`blocklab.experiments.ladder`): each rung's parts
-decided by the engine at that rung's scale, each part's effect fitted against training
-compute, and the published results beside it at their own compute.
+decided by the engine at that rung's scale, where each part is first decided, the effect
+against training compute with the rung as the unit, and the published results beside it at
+their own compute.
 
     ladder = read_ladder("C16", Path("runs"), {"quick": "bf16", "rung1": "bf16"})
     ladder.rungs[1].result.parts          # C16's parts at rung1, decided by the engine
-    ladder.trends[0].fit.slope            # SwiGLU − ReLU, % per 4× training compute
-    ladder.trends[0].meeting              # where that line would reach the page's −1%
+    ladder.trends[0].appears              # the smallest rung that decides SwiGLU − ReLU
+    ladder.trends[0].fit.slope            # its % per 4× training compute, over the rungs
 
 A rung is read exactly as the ledger reads a size (`ledger.run_claims` with the rung as the
-size): its registered rules, Holm across the claim's parts, the interval that decided each
-part, and an `error` (never a verdict) for a check that fails. The trend is a line in
-log4(compute / the quick size's), i.e. per rung, through every seed of every rung stored
-(`trend.fit_line`); where it meets the page's statement is Fieller's interval
-(`trend.meets`), an extrapolation past the top rung. No PyTorch.
+size): its registered rules, Holm across the claim's parts, the lr-bias gate, the interval
+that decided each part, and an `error` (never a verdict) for a check that fails. The first
+reading of a part is where it is first decided (`Appearance`): the smallest rung whose
+engine confirms it or finds it not reproduced. The trend is a line in log4(compute / the
+quick size's), i.e. per rung, through the rung means with the rung as the unit of
+replication (`trend.fit_line`: three rungs at least, Student t on rungs − 2 degrees of
+freedom, its lack of fit tested); where it meets the page's statement (`trend.meets`) is
+read only inside the rungs measured. No PyTorch.
 """
 
 from __future__ import annotations
@@ -24,7 +28,14 @@ from pathlib import Path
 from blocklab.claims.anchors import Anchor, anchors, short_source
 from blocklab.claims.ledger import ClaimResult, run_claims
 from blocklab.claims.registry import C16_PRECISION_RULES, LADDER_CLAIMS, registered
-from blocklab.claims.rules import Estimate, Part, Rule, claimed_boundary
+from blocklab.claims.rules import (
+    CONFIRMED,
+    NOT_REPRODUCED,
+    Estimate,
+    Part,
+    Rule,
+    claimed_boundary,
+)
 from blocklab.claims.trend import LineFit, Meeting, fit_line, meets
 from blocklab.errors import InputError
 from blocklab.experiments import ladder as rule
@@ -60,30 +71,77 @@ class Rung:
         return Interval(e.n, e.value, e.ci_low, e.ci_high, e.sd)
 
 
+DECIDED = (CONFIRMED, NOT_REPRODUCED)  # what "the page's statement is decided" means here
+
+
+@dataclass(frozen=True)
+class Appearance:
+    """The smallest rung at which the engine decides a part (`DECIDED`): its size, compute
+    multiple and FLOPs, the verdict, the estimate and the interval that decided it (at
+    `confidence`)."""
+
+    size: str
+    multiple: int
+    flops: float | None
+    verdict: str
+    value: float
+    low: float
+    high: float
+    confidence: float
+
+    def to_dict(self) -> dict:
+        return {"size": self.size, "multiple": self.multiple, "flops": self.flops,
+                "verdict": self.verdict, "value": self.value, "low": self.low,
+                "high": self.high, "confidence": self.confidence}
+
+
+def first_decided(part: str, rungs: list[Rung]) -> Appearance | None:
+    """The cheapest rung whose engine decides `part`, None when no stored rung does."""
+    for rung in rungs:
+        found = rung.result and next((p for p in rung.result.parts if p.name == part), None)
+        if found is None or found.verdict not in DECIDED:
+            continue
+        d = found.decision
+        if d is None or d.interval is None or found.estimate.value is None:
+            continue
+        return Appearance(rung.size, rung.multiple, rung.flops, found.verdict,
+                          found.estimate.value, d.interval.low, d.interval.high,
+                          d.interval.confidence)
+    return None
+
+
 @dataclass(frozen=True)
 class PartTrend:
-    """One part's effect against compute: the line through every rung's seeds (None with
-    fewer than two rungs stored) and where it would reach the rule's boundary (the page's
-    statement)."""
+    """One part across the rungs: where it is first decided (`appears`), the line through
+    the rung means (None with fewer than three rungs stored) and where it would reach the
+    rule's boundary (the page's statement) inside the rungs measured."""
 
     part: str
     boundary: float
     fit: LineFit | None
     meeting: Meeting | None
     rungs: int  # rungs with results for this part
+    appears: Appearance | None = None
 
     def direction(self, towards: float | None) -> str:
         """'grows' (the slope's interval lies wholly on the side `towards` (`towards`: the
         effect moves towards the claim as compute grows), 'shrinks' (wholly on the other
         side), 'drifts' (a claimed band, `towards` None, whose slope's interval excludes 0)
-        or 'unresolved'."""
+        or 'none' (the interval holds 0: no trend detectable across the rungs)."""
         if self.fit is None:
-            return "unresolved"
+            return "none"
         if towards is None:
-            return "drifts" if self.fit.slope_low > 0 or self.fit.slope_high < 0 \
-                else "unresolved"
+            return "drifts" if self.fit.slope_low > 0 or self.fit.slope_high < 0 else "none"
         low, high = sorted((self.fit.slope_low * towards, self.fit.slope_high * towards))
-        return "grows" if low > 0 else "shrinks" if high < 0 else "unresolved"
+        return "grows" if low > 0 else "shrinks" if high < 0 else "none"
+
+    @property
+    def line_fits(self) -> bool | None:
+        """False where the lack-of-fit test rejects a line at 5% (the rung means bend away
+        from it by more than their seeds' spread), None where it cannot be tested."""
+        if self.fit is None or self.fit.lack_of_fit is None:
+            return None
+        return self.fit.lack_of_fit.p >= 0.05
 
 
 def towards(part_rule: Rule) -> float | None:
@@ -158,13 +216,15 @@ def _trend(part: str, part_rule: Rule, rungs: list[Rung], base: float | None) ->
         found = rung.estimate(part)
         if found is not None and rung.flops is not None and base:
             points.append((math.log(rung.flops / base, 4), found))
-    if len({x for x, _ in points}) < 2:
-        return PartTrend(part, boundary, None, None, len(points))
+    appears = first_decided(part, rungs)
+    if len({x for x, _ in points}) < 3:
+        return PartTrend(part, boundary, None, None, len(points), appears)
     fit = fit_line(points)
     xs = [x for x, _ in points]
     if equivalence:  # where the line would leave the band, on its way out
         boundary = part_rule.claimed + math.copysign(part_rule.margin, fit.slope)
-    return PartTrend(part, boundary, fit, meets(fit, boundary, min(xs), max(xs)), len(points))
+    return PartTrend(part, boundary, fit, meets(fit, boundary, min(xs), max(xs)), len(points),
+                     appears)
 
 
 def ladder_dict(ladder: Ladder) -> dict:
@@ -188,6 +248,10 @@ def ladder_dict(ladder: Ladder) -> dict:
                "fit": None if t.fit is None else t.fit.to_dict(),
                "meeting": None if t.meeting is None else t.meeting.to_dict(),
                "direction": t.direction(towards(rules[t.part])),
+               "line_fits": t.line_fits,
+               "appears": None if t.appears is None else {
+                   **t.appears.to_dict(),
+                   "x": None if t.appears.flops is None else ladder.x_of(t.appears.flops)},
                "rungs_with_results": t.rungs}
               for t in ladder.trends]
     papers = [{**a.to_dict(), "x": None if a.flops is None else ladder.x_of(a.flops)}
@@ -253,7 +317,7 @@ _DIRECTION = {"grows": ("moves towards the claim as compute grows", "随算力�
               "shrinks": ("moves away from the claim as compute grows", "随算力增长远离论断"),
               "drifts": ("drifts as compute grows (a claimed band: its slope's interval "
                          "excludes 0)", "随算力增长而漂移（登记区间：斜率区间不含 0）"),
-              "unresolved": ("shows no resolved trend", "无可分辨的趋势")}
+              "none": ("no trend detectable across {k} rungs", "{k} 级之间检测不到趋势")}
 
 
 def rung_line(rung: dict, lang: str = "en") -> str:
@@ -290,58 +354,105 @@ def precision_line(parts: list[dict], lang: str = "en") -> str | None:
     return ("精度检查 " if lang == "zh" else "precision check at ") + line
 
 
-def trend_line(trend: dict, papers: list[dict], lang: str = "en") -> str:
-    """One part's trend in words: the slope per 4× compute with its interval (in the part's
-    unit), its direction, where the line would reach the page's boundary (an extrapolation
-    where it is), and the published results for that part, at their compute where the source
-    gives it."""
+def _papers(name: str, papers: list[dict], u: str, zh: bool) -> list[str]:
+    """The published results for part `name`, each at its training compute where given."""
+    from blocklab.experiments.scale import flops_text
+
+    return [f"{short_source(p['source'])} "
+            + (f"{'于' if zh else 'at'} {flops_text(p['flops'])} FLOPs" if p.get("flops") else
+               "（来源未给出训练算力）" if zh else "(its training compute not given)")
+            + f": {p['effects'][name]:+g}{u}" for p in papers
+            if name in (p.get("effects") or {})]
+
+
+def _unit(trend: dict) -> tuple[str, int]:
+    unit = trend.get("unit", "%")
+    return (unit if unit == "%" else f" {unit}"), {"%": 2, "nats": 4}.get(unit, 3)
+
+
+def appears_line(trend: dict, rungs: list[dict], papers: list[dict], lang: str = "en") -> str:
+    """Where a part is first decided, in words: the smallest rung whose engine confirms it or
+    finds it not reproduced, with that rung's compute, the estimate and the interval that
+    decided it; else that no rung stored decides it and up to which compute; then the
+    published results at their own compute. The ladder's lead sentence, before any slope."""
+    from blocklab.claims.rules import confidence_text
+    from blocklab.claims.text import VERDICT_ZH
     from blocklab.experiments.scale import flops_text
 
     zh = lang == "zh"
-    unit = trend.get("unit", "%")
-    u = unit if unit == "%" else f" {unit}"
+    u, digits = _unit(trend)
+    name, seen = trend["part"], trend.get("appears")
+    stored = [r for r in rungs if any(p["name"] == name for p in r["parts"])]
+    if seen:
+        verdict = VERDICT_ZH.get(seen["verdict"], seen["verdict"]) if zh else seen["verdict"]
+        at = (f"{seen['size']}（{seen['multiple']}× 算力"
+              + (f"，{flops_text(seen['flops'])} FLOPs" if seen["flops"] else "") + "）"
+              if zh else f"{seen['size']} ({seen['multiple']}× compute"
+              + (f", {flops_text(seen['flops'])} FLOPs" if seen["flops"] else "") + ")")
+        interval = (f"{seen['value']:+.{digits}f}{u} [{seen['low']:+.{digits}f}, "
+                    f"{seen['high']:+.{digits}f}]（{confidence_text(seen['confidence'])} CI，"
+                    "判定所用）" if zh else
+                    f"{seen['value']:+.{digits}f}{u} [{seen['low']:+.{digits}f}, "
+                    f"{seen['high']:+.{digits}f}] ({confidence_text(seen['confidence'])} CI, "
+                    "the one that decided it)")
+        text = (f"{name}：最早在 {at} 判定：{verdict}，{interval}" if zh else
+                f"{name}: first decided at {at}: {verdict}, {interval}")
+    elif stored:
+        top = stored[-1]
+        reach = f"{flops_text(top['flops'])} FLOPs" if top.get("flops") else top["size"]
+        text = (f"{name}：{len(stored)} 级（至 {reach}）均未判定" if zh else
+                f"{name}: no rung decides it ({len(stored)} rung(s) stored, up to {reach})")
+    else:
+        text = f"{name}：尚无结果" if zh else f"{name}: no rung has results yet"
+    shown = _papers(name, papers, u, zh)
+    if shown:
+        text += ("；已发表：" if zh else "; published: ") + ("；" if zh else "; ").join(shown)
+    return text + ("。" if zh else ".")
+
+
+def trend_line(trend: dict, lang: str = "en") -> str:
+    """One part's trend in words, the rung the unit: the slope per 4× compute with its
+    interval (in the part's unit, t on rungs − 2 degrees of freedom), what it detects ("no
+    trend detectable across N rungs" where the interval holds 0), whether a line fits the rung
+    means (the lack-of-fit test), and where the line reaches the page's boundary only when
+    that lies inside the rungs measured."""
+    zh = lang == "zh"
+    u, digits = _unit(trend)
     fit, name = trend["fit"], trend["part"]
     if fit is None:
         k = trend["rungs_with_results"]
-        text = (f"{name}：尚无趋势（{k} 级有结果，趋势至少需要两级）" if zh
-                else f"{name}: no trend yet ({k} rung(s) with results; a trend needs two)")
-    else:
-        words = _DIRECTION[trend["direction"]][1 if zh else 0]
-        digits = {"%": 2, "nats": 4}.get(unit, 3)
-        text = (f"{name}：每 4 倍训练算力 {fit['slope']:+.{digits}f}{u} "
-                f"[{fit['slope_low']:+.{digits}f}, {fit['slope_high']:+.{digits}f}]"
-                f"（95% CI，{fit['rungs']} 级共 {fit['n']} 个种子），{words}"
-                if zh else
-                f"{name}: {fit['slope']:+.{digits}f}{u} per 4× training compute "
-                f"[{fit['slope_low']:+.{digits}f}, "
-                f"{fit['slope_high']:+.{digits}f}] (95% CI, {fit['n']} seeds on {fit['rungs']} "
-                f"rungs): the effect {words}")
-        meeting = trend["meeting"]
+        return (f"{name}：尚无趋势（{k} 级有结果；以级为单位的趋势至少需要三级）。" if zh else
+                f"{name}: no trend yet ({k} rung(s) with results; a trend with the rung as "
+                "its unit needs three).")
+    words = _DIRECTION[trend["direction"]][1 if zh else 0].format(k=fit["rungs"])
+    text = (f"{name}：每 4 倍训练算力 {fit['slope']:+.{digits}f}{u} "
+            f"[{fit['slope_low']:+.{digits}f}, {fit['slope_high']:+.{digits}f}]"
+            f"（95% CI，以级为单位：{fit['rungs']} 级，t 自由度 {fit['df']}；共 {fit['n']} 个种子），"
+            f"{words}" if zh else
+            f"{name}: {fit['slope']:+.{digits}f}{u} per 4× training compute "
+            f"[{fit['slope_low']:+.{digits}f}, {fit['slope_high']:+.{digits}f}] (95% CI with the "
+            f"rung as the unit: {fit['rungs']} rungs, t on {fit['df']} df; {fit['n']} seeds): "
+            f"{'the effect ' if trend['direction'] != 'none' else ''}{words}")
+    lack = fit.get("lack_of_fit")
+    if lack:
+        fits = lack["p"] >= 0.05
+        text += (("；直线与各级均值相容" if fits else "；直线不拟合各级均值")
+                 + f"（失拟 F({lack['df1']}, {lack['df2']}) = {lack['f']:.2f}，p = {lack['p']:.2g}）"
+                 if zh else
+                 ("; a line is consistent with the rung means" if fits else
+                  "; a line does not fit the rung means")
+                 + f" (lack of fit F({lack['df1']}, {lack['df2']}) = {lack['f']:.2f}, "
+                 f"p = {lack['p']:.2g})")
+    meeting = trend["meeting"]
+    if meeting and meeting["at"] is not None and meeting["low"] is not None \
+            and not meeting["extrapolated"]:
         edge = (("登记区间的边界 " if zh else "the claimed band's edge ") if trend.get("band")
                 else ("页面的 " if zh else "the page's "))
-        if meeting and meeting["behind"]:
-            text += ("；直线只在最小一级之下才到达 " if zh else
-                     "; the line crosses ") + f"{meeting['threshold']:+g}{u}" + (
-                "" if zh else " only below the smallest rung")
-        elif meeting and meeting["at"] is not None and meeting["low"] is None:
-            text += (f"；斜率区间含 0，无法确定直线何处到达{edge}{meeting['threshold']:+g}{u}"
-                     if zh else f"; where the line would reach {edge}"
-                     f"{meeting['threshold']:+g}{u} is unresolved (the slope's interval "
-                     "includes 0)")
-        elif meeting and meeting["at"] is not None:
-            extra = ("，外推" if zh else ", an extrapolation") if meeting["extrapolated"] else ""
-            span = f"[{meeting['low']:.1f}, {meeting['high']:.1f}]"
-            text += (f"；直线在 quick 之上 {meeting['at']:.1f} 级到达{edge}"
-                     f"{meeting['threshold']:+g}{u}（{span}{extra}）" if zh else
-                     f"; the line would reach {edge}{meeting['threshold']:+g}{u} "
-                     f"{meeting['at']:.1f} rungs above quick ({span}{extra})")
-    shown = [f"{short_source(p['source'])} "
-             + (f"{'于' if zh else 'at'} {flops_text(p['flops'])} FLOPs" if p.get("flops") else
-                "（来源未给出训练算力）" if zh else "(its training compute not given)")
-             + f": {p['effects'][name]:+g}{u}" for p in papers
-             if name in (p.get("effects") or {})]
-    if shown:
-        text += ("；" if zh else "; ") + ("；" if zh else "; ").join(shown)
+        span = f"[{meeting['low']:.1f}, {meeting['high']:.1f}]"
+        text += (f"；直线在 quick 之上 {meeting['at']:.1f} 级到达{edge}"
+                 f"{meeting['threshold']:+g}{u}（{span}）" if zh else
+                 f"; the line reaches {edge}{meeting['threshold']:+g}{u} "
+                 f"{meeting['at']:.1f} rungs above quick ({span})")
     return text + ("。" if zh else ".")
 
 

@@ -1,19 +1,33 @@
-"""A claim's effect against training compute: a straight line through the seeds of every rung
-of a ladder, its interval, and where it would meet the page's statement.
+"""A claim's effect against training compute, with the rung as the unit of replication: a
+line through the rungs' means, its interval, whether a line fits at all, and where it meets
+the page's statement inside the rungs measured.
 
     fit = fit_line([(0, Interval(5, -0.3, ...)), (1, Interval(5, -0.6, ...)), ...])
     fit.slope, fit.slope_low, fit.slope_high     # % per rung (4× compute), 95% interval
-    meets(fit, -1.0)                             # the rung where the line reaches −1%, or None
+    fit.lack_of_fit.p                            # does a line fit the rung means?
+    meets(fit, -1.0, first, top)                 # where the line reaches −1%, or None bounds
 
-The line is ordinary least squares on every seed's value (the seeds are the replication; a
-rung's seeds share its x), computed exactly from each rung's n, mean and sd: the slope and
-intercept are those of the per-seed regression, and its residual sum of squares is the
-within-rung spread plus the rung means' distance from the line, on N − 2 degrees of freedom
-(N seeds in all), so a curved trend widens the interval rather than hiding. Where the line
-meets a threshold θ is Fieller's interval: the x at which the mean line's confidence band
-contains θ; it is bounded only when the slope's own interval excludes 0 (otherwise the line
-may never reach θ, and `meets` says so with None bounds). Both are extrapolations past the
-top rung and are labelled as such by their readers. No PyTorch.
+Why rungs, not seeds: every seed of a rung shares that rung's tuning (its learning rates and
+their bias), its shape and its data order, so a rung's mean sits off any line by more than its
+seeds' spread says. Counting the seeds as independent (the per-seed regression, n − 2 degrees
+of freedom) then gives a slope interval that covers the true slope far less often than it
+states (`benchmarks/trend_coverage.py`). Here each rung's mean is one observation with
+variance τ² + σ²/n_j: σ² the seeds' pooled within-rung variance, τ² the rung-to-rung variance
+about the line (DerSimonian–Laird's moment estimate for a meta-regression). The line is
+weighted least squares with weights 1 / (τ² + σ²/n_j), and its slope's variance is scaled by
+the Knapp–Hartung factor (the rung means' weighted residual square on k − 2 degrees of
+freedom), read on Student's t with k − 2 degrees of freedom for k rungs. So
+three rungs are the fewest that give an interval, and four give one on 2 degrees of freedom:
+as wide as four observations allow.
+
+The lack of fit is the classical F test of the line against one mean per rung, on the seeds
+(k − 2 and N − k degrees of freedom): a small p says the rung means bend away from any line
+by more than their seeds' spread, and the effect's shape across rungs is not a line.
+
+Where the line meets a threshold θ is Fieller's interval, from the same band; it is read only
+between the smallest and the top rung (`Meeting.extrapolated` marks one past them, which
+the ladder's readers do not report as a finding: a fitted line stops where its data stops).
+No PyTorch.
 """
 
 from __future__ import annotations
@@ -22,6 +36,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 from scipy import stats
 
 from blocklab.errors import InputError
@@ -31,20 +46,41 @@ LEVEL = 0.95
 
 
 @dataclass(frozen=True)
+class LackOfFit:
+    """The F test of a line against one mean per rung: F on (`df1`, `df2`) = (k − 2,
+    N − k) degrees of freedom and its p value."""
+
+    f: float
+    df1: int
+    df2: int
+    p: float
+
+    def to_dict(self) -> dict:
+        return {"f": self.f, "df1": self.df1, "df2": self.df2, "p": self.p}
+
+
+@dataclass(frozen=True)
 class LineFit:
-    """y = intercept + slope · x over `n` seeds on `rungs` distinct x; `s` the residual
-    standard deviation on `df` = n − 2 degrees of freedom; the slope's interval at `level`."""
+    """y = intercept + slope · x through `rungs` rung means (`n` seeds in all); the slope's
+    interval at `level` on `df` = rungs − 2 degrees of freedom. `weight` (W) and `sxx` are
+    the weighted sums Σw and Σw(x − x_mean)², `scale` the Knapp–Hartung factor, `tau`
+    the estimated rung-to-rung sd about the line, `within_sd` the seeds' pooled sd (None when
+    no rung has two seeds)."""
 
     slope: float
     intercept: float
     slope_low: float
     slope_high: float
-    s: float
     df: int
     n: int
     rungs: int
     x_mean: float
     sxx: float
+    weight: float
+    scale: float
+    tau: float
+    within_sd: float | None
+    lack_of_fit: LackOfFit | None
     level: float = LEVEL
 
     @property
@@ -56,24 +92,30 @@ class LineFit:
 
     def band(self, x: float) -> tuple[float, float]:
         """The `level` confidence interval of the mean line at x."""
-        half = self.t * self.s * math.sqrt(1 / self.n + (x - self.x_mean) ** 2 / self.sxx)
+        half = self.t * math.sqrt(self.scale * (1 / self.weight
+                                                + (x - self.x_mean) ** 2 / self.sxx))
         return self.at(x) - half, self.at(x) + half
 
     def to_dict(self) -> dict:
         return {"slope": self.slope, "intercept": self.intercept, "slope_low": self.slope_low,
-                "slope_high": self.slope_high, "s": self.s, "df": self.df, "n": self.n,
+                "slope_high": self.slope_high, "df": self.df, "n": self.n,
                 "rungs": self.rungs, "x_mean": self.x_mean, "sxx": self.sxx,
-                "level": self.level}
+                "weight": self.weight, "scale": self.scale, "tau": self.tau,
+                "within_sd": self.within_sd,
+                "lack_of_fit": None if self.lack_of_fit is None else self.lack_of_fit.to_dict(),
+                "level": self.level, "unit": "rung"}
 
     @classmethod
     def from_dict(cls, data: dict) -> LineFit | None:
-        """The fit `to_dict` wrote; None for one written before the line's centre (x_mean,
-        sxx) was stored, whose band cannot be drawn."""
-        if data.get("x_mean") is None or not data.get("sxx"):
+        """The fit `to_dict` wrote; None for one written by the per-seed fit this replaced
+        (no rung-level weights), whose band is not this one's."""
+        if data.get("unit") != "rung":
             return None
+        lack = data.get("lack_of_fit")
         return cls(**{k: data[k] for k in ("slope", "intercept", "slope_low", "slope_high",
-                                            "s", "df", "n", "rungs", "x_mean", "sxx",
-                                            "level")})
+                                            "df", "n", "rungs", "x_mean", "sxx", "weight",
+                                            "scale", "tau", "within_sd", "level")},
+                   lack_of_fit=None if lack is None else LackOfFit(**lack))
 
 
 @dataclass(frozen=True)
@@ -107,38 +149,82 @@ class Meeting:
 
 
 def fit_line(points: Sequence[tuple[float, Interval]], level: float = LEVEL) -> LineFit:
-    """OLS of every seed's value on x, from (x, Interval of the seeds at x) per rung; rungs
-    with no seeds are left out. InputError with fewer than two distinct x or fewer than 3
-    seeds (no degree of freedom left for the error)."""
+    """The rung-level line through (x, Interval of a rung's seeds) per rung (rungs with no
+    seeds left out; two rungs at one x are one rung to the fit's degrees of freedom only if
+    their x differ). InputError with fewer than three distinct x: two rung means fit any line
+    exactly and leave no degree of freedom for the rung-to-rung variation."""
     used = [(float(x), i) for x, i in points if i.n > 0 and i.mean is not None]
-    if len({x for x, _ in used}) < 2 or sum(i.n for _, i in used) < 3:
-        raise InputError(f"a trend needs seeds at two sizes or more and 3 seeds in all; got "
-                         f"{[(x, i.n) for x, i in used]}")
-    n = sum(i.n for _, i in used)
-    x_mean = sum(i.n * x for x, i in used) / n
-    y_mean = sum(i.n * i.mean for _, i in used) / n
-    sxx = sum(i.n * (x - x_mean) ** 2 for x, i in used)
-    sxy = sum(i.n * (x - x_mean) * (i.mean - y_mean) for x, i in used)
-    slope = sxy / sxx
-    intercept = y_mean - slope * x_mean
-    within = sum((i.n - 1) * (i.sd or 0.0) ** 2 for _, i in used)
-    between = sum(i.n * (i.mean - intercept - slope * x) ** 2 for x, i in used)
-    df = n - 2
-    s = math.sqrt((within + between) / df)
-    half = float(stats.t.ppf(0.5 + level / 2, df)) * s / math.sqrt(sxx)
-    return LineFit(slope, intercept, slope - half, slope + half, s, df, n,
-                   len({x for x, _ in used}), x_mean, sxx, level)
+    if len({x for x, _ in used}) < 3:
+        raise InputError(f"a trend needs rungs at three sizes or more (the rung is the unit "
+                         f"of replication); got {[(x, i.n) for x, i in used]}")
+    x = np.array([p for p, _ in used])
+    y = np.array([i.mean for _, i in used], dtype=float)
+    n = np.array([i.n for _, i in used], dtype=float)
+    k, total = len(used), int(n.sum())
+    within = sum((i.n - 1) * i.sd ** 2 for _, i in used if i.n > 1 and i.sd is not None)
+    within_df = sum(i.n - 1 for _, i in used if i.n > 1 and i.sd is not None)
+    sigma2 = within / within_df if within_df else None
+    # Rung-to-rung variance τ² about the line (DerSimonian–Laird for a meta-regression),
+    # from the fixed-effect fit weighted by n_j / σ²; without σ² (one seed a rung) every rung
+    # weighs the same and τ² takes all of the rung means' scatter.
+    tau2 = 0.0
+    if sigma2:
+        w0 = n / sigma2
+        fixed = _wls(x, y, w0)[0]
+        residual = y - fixed[0] - fixed[1] * x
+        q = float(np.sum(w0 * residual ** 2))
+        design = np.column_stack([np.ones(k), x])
+        inv = np.linalg.inv(design.T @ (w0[:, None] * design))
+        c = float(w0.sum() - np.trace(inv @ (design.T @ ((w0 ** 2)[:, None] * design))))
+        tau2 = max(0.0, (q - (k - 2)) / c) if c > 0 else 0.0
+        w = 1.0 / (tau2 + sigma2 / n)
+    else:
+        w = np.ones(k)
+    line, x_mean, sxx = _wls(x, y, w)
+    slope, intercept = float(line[1]), float(line[0])
+    df = k - 2
+    # Knapp–Hartung: the weights' variance scaled by the rung means' own scatter about the
+    # line, so the interval rests on the k − 2 degrees of freedom the rungs give.
+    scale = float(np.sum(w * (y - intercept - slope * x) ** 2)) / df
+    half = float(stats.t.ppf(0.5 + level / 2, df)) * math.sqrt(scale / sxx)
+    return LineFit(slope, intercept, slope - half, slope + half, df, total, k, x_mean, sxx,
+                   float(w.sum()), scale, math.sqrt(tau2),
+                   None if sigma2 is None else math.sqrt(sigma2),
+                   _lack_of_fit(x, y, n, within, within_df), level)
+
+
+def _wls(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, float, float]:
+    """The weighted least-squares line as [intercept, slope], the weighted mean x and
+    Σw(x − x̄)²."""
+    x_mean = float(np.sum(w * x) / np.sum(w))
+    sxx = float(np.sum(w * (x - x_mean) ** 2))
+    slope = float(np.sum(w * (x - x_mean) * y) / sxx)
+    intercept = float(np.sum(w * y) / np.sum(w)) - slope * x_mean
+    return np.array([intercept, slope]), x_mean, sxx
+
+
+def _lack_of_fit(x: np.ndarray, y: np.ndarray, n: np.ndarray, within: float,
+                 within_df: int) -> LackOfFit | None:
+    """The per-seed line's extra residual over one mean per rung, F on (k − 2, N − k); None
+    without seeds to estimate the pure error from."""
+    if not within_df or within <= 0:
+        return None
+    line = _wls(x, y, n)[0]
+    between = float(np.sum(n * (y - line[0] - line[1] * x) ** 2))
+    df1 = len(x) - 2
+    f = (between / df1) / (within / within_df)
+    return LackOfFit(f, df1, within_df, float(stats.f.sf(f, df1, within_df)))
 
 
 def meets(fit: LineFit, threshold: float, first: float, top: float) -> Meeting:
     """Fieller's interval for the x where the mean line equals `threshold`: the x whose band
-    (`LineFit.band`) contains it, the roots of (a + b·x − θ)² = t²·s²·(1/n + (x − x̄)²/Sxx)."""
+    (`LineFit.band`) contains it, the roots of (a + b·x − θ)² = t²·v·(1/W + (x − x̄)²/Sxx)."""
     a, b, theta = fit.intercept, fit.slope, threshold
     at = None if b == 0 else (theta - a) / b
-    k = (fit.t * fit.s) ** 2
-    # In u = x − x̄: (c + b·u)² = k·(1/n + u²/Sxx), c the line's distance from θ at x̄.
+    k = fit.t ** 2 * fit.scale
+    # In u = x − x̄: (c + b·u)² = k·(1/W + u²/Sxx), c the line's distance from θ at x̄.
     c = a + b * fit.x_mean - theta
-    qa, qb, qc = b * b - k / fit.sxx, 2 * b * c, c * c - k / fit.n
+    qa, qb, qc = b * b - k / fit.sxx, 2 * b * c, c * c - k / fit.weight
     if qa <= 0:  # the slope's interval includes 0: the set is unbounded
         return Meeting(threshold, at, None, None, first, top)
     root = math.sqrt(max(qb * qb - 4 * qa * qc, 0.0))

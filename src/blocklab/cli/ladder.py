@@ -248,14 +248,19 @@ def _report(claim: str, out: Path, chosen: dict[str, str], seed_offset: int, as_
 
 
 def _print_ladder(doc: dict, folder: Path, claim: str, drawn: bool = True) -> None:
-    from blocklab.claims.ladder import precision_line, rung_line, trend_line
+    from blocklab.claims.ladder import appears_line, precision_line, rung_line, trend_line
 
     out = console()
     out.print(f"{claim} on the ladder ({doc['rule']}):")
+    out.print("Where each part is first decided:")
+    for trend in doc["trends"]:
+        out.print("  " + appears_line(trend, doc["rungs"], doc["anchors"]))
+    out.print("Each rung, the interval that decided each part:")
     for rung in doc["rungs"]:
         out.print("  " + rung_line(rung))
+    out.print("The trend across the rungs (the rung the unit of replication):")
     for trend in doc["trends"]:
-        out.print("  " + trend_line(trend, doc["anchors"]))
+        out.print("  " + trend_line(trend))
     check = precision_line(doc["precision_check"])
     if check:
         out.print("  " + check)

@@ -320,6 +320,7 @@ def ladders(results: Path) -> dict[str, dict[str, Any]]:
     and the command that rewrites it."""
     from blocklab.claims.ladder import (
         SIZES,
+        appears_line,
         ladder_dict,
         precision_line,
         read_ladder,
@@ -349,8 +350,10 @@ def ladders(results: Path) -> dict[str, dict[str, Any]]:
             continue
         doc = ladder_dict(read_ladder(claim_id, Path(results), precisions, offset))
         doc["command"] = command + (f" --seed-offset {offset}" if offset else "")
-        doc["lines"] = {lang: [rung_line(r, lang) for r in doc["rungs"]]
-                        + [trend_line(t, doc["anchors"], lang) for t in doc["trends"]]
+        doc["lines"] = {lang: [appears_line(t, doc["rungs"], doc["anchors"], lang)
+                               for t in doc["trends"]]
+                        + [rung_line(r, lang) for r in doc["rungs"]]
+                        + [trend_line(t, lang) for t in doc["trends"]]
                         + [line for line in [precision_line(doc["precision_check"], lang)]
                            if line]
                         for lang in ("en", "zh")}
