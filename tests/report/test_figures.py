@@ -1,5 +1,9 @@
 """Which command a report figure names (`blocklab.report.figures.figure_command`): the suite's
-for a figure a suite draws beside its tables, its own for any other."""
+for a figure a suite draws beside its tables, its own for any other. The ladder figure
+(`fig_ladder`) on C16's ladder read from graded rungs: its fitted line stops at the top rung,
+the rung that first decides a part is ringed, and its titles say where no line fits."""
+
+import math
 
 import pytest
 
@@ -32,3 +36,167 @@ def test_a_figure_without_a_command_that_no_suite_lists_is_a_bug():
     with pytest.raises(RuntimeError, match=r"figure kv_cache has no command of its own and "
                                            r"is listed by 0 suites \(none\), not one"):
         figure_command(_doc(), "kv_cache", None)
+
+
+# The ladder figure (`fig_ladder`): a fitted line stops where the data stops.
+
+QUICK_FLOPS = 2.4e11
+# SwiGLU − ReLU falling ~0.4% a rung; GeGLU zig-zagging (no line fits; first decided at
+# rung2); GLU flat (no trend)
+LADDER_MEANS = {"quick": {"swiglu": -0.2, "geglu": 0.3, "glu": 0.1},
+                "rung1": {"swiglu": -0.6, "geglu": -0.4, "glu": -0.1},
+                "rung2": {"swiglu": -1.1, "geglu": 0.5, "glu": 0.05},
+                "rung3": {"swiglu": -1.35, "geglu": -0.5, "glu": 0.0}}
+
+
+def _ladder_doc(monkeypatch, tmp_path, sizes=("quick", "rung1", "rung2", "rung3")) -> dict:
+    """C16's ladder as `ladder_dict` gives it, each rung of `sizes` graded from 5 seeds of
+    sd 0.3 around `LADDER_MEANS`, the others with no results stored."""
+    from blocklab.claims import ladder as ladder_module
+    from blocklab.claims.ledger import ClaimResult
+    from blocklab.claims.registry import registered
+    from blocklab.claims.rules import Estimate, Part
+    from blocklab.experiments.ladder import multiple
+    from blocklab.experiments.summaries import Interval
+
+    def run_claims(ids, ctx):
+        rules = registered("C16", ctx.size)
+        if ctx.size not in sizes:
+            return [ClaimResult("C16", "", "", "", "", "missing-results", "", "", {}, "", None,
+                                None, [Part(name, r, Estimate(None, None, None, 0),
+                                            "missing-results", "")
+                                       for name, r in rules.items()])]
+        specs = []
+        for name, r in rules.items():
+            mean, half = LADDER_MEANS[ctx.size][name], 2.776 * 0.3 / math.sqrt(5)
+            specs.append((name, r, Estimate.of(Interval(5, mean, mean - half, mean + half,
+                                                        0.3))))
+        parts = Part.decided_together(specs, fair_arms=True)
+        return [ClaimResult("C16", "", "", "", "", parts[0].verdict, "", "", {}, "", None,
+                            None, parts, scale={"flops": QUICK_FLOPS * multiple(ctx.size),
+                                                "text": ctx.size, "text_zh": ctx.size})]
+
+    monkeypatch.setattr(ladder_module, "run_claims", run_claims)
+    return ladder_module.ladder_dict(ladder_module.read_ladder("C16", tmp_path, {}))
+
+
+def _drawn(doc: dict, name: str):
+    """The panel of part `name` in the drawn ladder figure."""
+    from blocklab.report.figures import _draw_ladder
+
+    fig = _draw_ladder(doc)
+    names = [t["part"] for t in doc["trends"]]
+    return [ax for ax in fig.axes if ax.get_visible() and ax.get_title()][names.index(name)]
+
+
+def _drawn_lines(ax) -> list:
+    """The panel's lines in data coordinates (not markers alone, not the axes-wide ones)."""
+    return [line for line in ax.get_lines() if line.get_linestyle() != "None"
+            and line.get_transform() == ax.transData]
+
+
+def test_a_ladder_line_stops_at_the_top_rung_and_only_a_dashed_segment_reaches_a_paper(
+        monkeypatch, tmp_path):
+    from matplotlib.collections import PolyCollection
+
+    from blocklab.claims.trend import LineFit
+    from blocklab.report.figures import _ladder_segments, fig_ladder
+
+    doc = _ladder_doc(monkeypatch, tmp_path)
+    top = QUICK_FLOPS * 64
+    paper = {"source": "A paper 2099, far away", "flops": top * 1e6, "tokens": None,
+             "effects": {"swiglu": -2.4}}
+    doc["anchors"] = [paper]
+    fit, extrapolation = _ladder_segments(doc, "swiglu")
+    assert fit.kind == "fit" and fit.flops[0] == pytest.approx(QUICK_FLOPS)
+    assert max(fit.flops) == pytest.approx(top) and fit.band is not None
+    line = LineFit.from_dict(doc["trends"][0]["fit"])
+    assert (fit.band[0][-1], fit.band[1][-1]) == pytest.approx(line.band(3.0))  # the line's
+    assert extrapolation.kind == "extrapolation" and extrapolation.band is None
+    assert extrapolation.flops == (top, paper["flops"])
+    assert extrapolation.y == (pytest.approx(fit.y[-1]), -2.4)  # the line's end to the paper
+    x = math.log(paper["flops"] / QUICK_FLOPS, 4)
+    low, high = line.band(x)
+    assert extrapolation.label.startswith("extrapolation to A paper 2099: not a finding\n"
+                                          "extrapolated line at 1.5·10^19 FLOPs: ")
+    assert f"{line.at(x):+.1f} [{low:+.1f}, {high:+.1f}]%".replace("-", "−") in \
+        extrapolation.label
+    # the parts the paper gives no effect for reach no further than the top rung
+    assert [s.kind for s in _ladder_segments(doc, "geglu")] == ["fit"]
+    # and so the figure: every line and band in data coordinates stops at the top rung but
+    # the one dashed segment, which stops at the paper's compute
+    ax = _drawn(doc, "swiglu")
+    beyond = [line for line in _drawn_lines(ax) if max(line.get_xdata()) > top * (1 + 1e-9)]
+    assert len(beyond) == 1 and beyond[0].get_linestyle() == "--"
+    assert list(beyond[0].get_xdata()) == [top, paper["flops"]]
+    assert list(beyond[0].get_ydata()) == [pytest.approx(fit.y[-1]), -2.4]
+    bands = [c for c in ax.collections if isinstance(c, PolyCollection)]
+    assert bands and all(max(p.vertices[:, 0].max() for p in c.get_paths()) <= top * (1 + 1e-9)
+                         for c in bands)
+    assert fig_ladder(doc).startswith(b"\x89PNG")
+
+
+def test_with_fewer_than_three_rungs_a_ladder_draws_its_points_alone(monkeypatch, tmp_path):
+    from matplotlib.collections import PolyCollection
+
+    from blocklab.report.figures import _ladder_segments, _ladder_title, fig_ladder
+
+    doc = _ladder_doc(monkeypatch, tmp_path, sizes=("quick", "rung1"))
+    for trend in doc["trends"]:
+        assert trend["fit"] is None and _ladder_segments(doc, trend["part"]) == []
+        assert "\n" not in _ladder_title(doc, trend["part"])
+        ax = _drawn(doc, trend["part"])
+        assert _drawn_lines(ax) == []
+        assert not any(isinstance(c, PolyCollection) for c in ax.collections)
+        points = [line for line in ax.get_lines() if line.get_marker() == "o"]
+        assert sorted(x for line in points for x in line.get_xdata()) == [QUICK_FLOPS,
+                                                                           4 * QUICK_FLOPS]
+    assert fig_ladder(doc).startswith(b"\x89PNG")
+
+
+def test_the_rung_that_first_decides_a_part_is_ringed(monkeypatch, tmp_path):
+    from blocklab.report.figures import _ladder_appears
+
+    doc = _ladder_doc(monkeypatch, tmp_path)
+    geglu = next(t for t in doc["trends"] if t["part"] == "geglu")
+    seen = geglu["appears"]
+    rung = next(r for r in doc["rungs"] if r["size"] == seen["size"])
+    assert seen["flops"] == rung["flops"] == QUICK_FLOPS * seen["multiple"]
+    label = f"first decided here ({seen['verdict']})"
+    assert _ladder_appears(doc, "geglu") == (seen["flops"], seen["value"], label)
+    [ring] = [line for line in _drawn(doc, "geglu").get_lines() if line.get_label() == label]
+    assert list(ring.get_xdata()) == [seen["flops"]] and list(ring.get_ydata()) == [
+        seen["value"]]
+    # a part no stored rung decides: nothing marked
+    swiglu = next(t for t in doc["trends"] if t["part"] == "swiglu")
+    assert swiglu["appears"] is None and _ladder_appears(doc, "swiglu") is None
+    assert not any(line.get_label().startswith("first decided")
+                   for line in _drawn(doc, "swiglu").get_lines())
+
+
+def test_a_ladder_panel_says_where_no_line_fits_or_no_trend_is_detectable(monkeypatch,
+                                                                           tmp_path):
+    from blocklab.report.figures import _ladder_title
+
+    doc = _ladder_doc(monkeypatch, tmp_path)
+    trends = {t["part"]: t for t in doc["trends"]}
+    assert trends["geglu"]["line_fits"] is False
+    p = trends["geglu"]["fit"]["lack_of_fit"]["p"]
+    assert _ladder_title(doc, "geglu") == f"geglu − relu\nno line fits (lack of fit p = {p:.2g})"
+    assert trends["glu"]["direction"] == "none" and trends["glu"]["line_fits"] is True
+    assert _ladder_title(doc, "glu") == "glu − relu\ntrend: none detectable across 4 rungs"
+    assert trends["swiglu"]["direction"] == "grows"
+    assert _ladder_title(doc, "swiglu") == "swiglu − relu"
+
+
+def test_a_fit_stored_per_seed_draws_its_line_but_no_band_and_no_extrapolation(monkeypatch,
+                                                                               tmp_path):
+    from blocklab.report.figures import _ladder_segments, _signed
+
+    doc = _ladder_doc(monkeypatch, tmp_path)
+    del doc["trends"][0]["fit"]["unit"]  # as the per-seed fit wrote it
+    [segment] = _ladder_segments(doc, "swiglu")
+    assert segment.kind == "fit" and segment.band is None
+    assert max(segment.flops) == pytest.approx(QUICK_FLOPS * 64)
+    assert _signed(-11.2, -40.1, 18.3) == "−11 [−40, +18]"
+    assert _signed(0.0123, -0.03, 0.054) == "+0.012 [−0.030, +0.054]"

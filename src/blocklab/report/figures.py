@@ -195,54 +195,152 @@ def fig_ffn_variants(doc: dict[str, Any]) -> bytes | None:
 def fig_ladder(doc: dict[str, Any]) -> bytes | None:
     """A claim's ladder (`blocklab.claims.ladder.ladder_dict`): one panel per part read over
     seeds (four to a row), its effect at each rung against training FLOPs (mean and 95% CI
-    over the rung's seeds), the fitted line with its 95% band (dashed past the top rung: an
-    extrapolation), the page's statement (red: its boundary, or the band of a claim of no
-    difference) and the published results at their own compute (markers)."""
+    over the rung's seeds), a ring on the rung where the engine first decides it, the fitted
+    line with its 95% band from the smallest to the top rung with results (a fitted line stops
+    where the data stops), the page's statement (red: its boundary, or the band of a claim of
+    no difference) and the published results at their own compute (markers). Past the top
+    rung only a thin dashed segment runs from the line's end to each paper's point, labelled
+    as an extrapolation, not a finding, with the line's 95% band at the paper's compute in
+    its label. A panel's title says where no line fits the rung means (lack of fit at 5%) or
+    no trend is detectable. None when no rung has results."""
+    fig = _draw_ladder(doc)
+    return None if fig is None else _png(fig)
+
+
+@dataclass(frozen=True)
+class _Segment:
+    """A line a ladder panel draws: "fit" (the line over the rungs, with its band: None for a
+    fit stored before the rung was the unit, whose band is not this one's) or
+    "extrapolation" (from the line at the top rung to a paper's point, no band)."""
+
+    kind: str
+    flops: tuple[float, ...]
+    y: tuple[float, ...]
+    band: tuple[tuple[float, ...], tuple[float, ...]] | None
+    label: str
+
+
+def _ladder_points(doc: dict[str, Any], name: str) -> list[tuple[dict[str, Any], dict]]:
+    """(rung, its estimate of part `name`) for each rung with compute and a value for it."""
+    found = []
+    for rung in doc["rungs"]:
+        if not rung["parts"] or not rung["flops"]:
+            continue
+        part = next((p for p in rung["parts"] if p["name"] == name), None)
+        if part and part["estimate"] and part["estimate"]["value"] is not None:
+            found.append((rung, part["estimate"]))
+    return found
+
+
+def _ladder_segments(doc: dict[str, Any], name: str) -> list[_Segment]:
+    """The lines part `name`'s panel draws: none without a fit (fewer than three rungs); else
+    the fitted line and its band from the smallest to the top rung with results, then for
+    each published result past the top rung (with its compute and an effect for the part) a
+    straight segment from the line at the top rung to the paper's point, ending there."""
+    trend = next(t for t in doc["trends"] if t["part"] == name)
+    fit, base = trend["fit"], doc["base_flops"]
+    flops = [rung["flops"] for rung, _ in _ladder_points(doc, name)]
+    if not fit or not base or not flops or max(flops) <= min(flops):
+        return []
+    first, top = math.log(min(flops) / base, 4), math.log(max(flops) / base, 4)
+    xs = [first + (top - first) * k / 40 for k in range(41)]
+    line = LineFit.from_dict(fit)
+    band = None if line is None else tuple(zip(*(line.band(x) for x in xs), strict=True))
+    segments = [_Segment("fit", tuple(base * 4 ** x for x in xs),
+                         tuple(fit["intercept"] + fit["slope"] * x for x in xs), band,
+                         "fit over the rungs" + ("" if band is None else
+                                                 f" and its {fit['level']:.0%} band"))]
+    if line is None:  # no band to state at the paper's compute: no extrapolation drawn
+        return segments
+    from blocklab.experiments.scale import flops_text
+
+    unit = trend.get("unit", "%")
+    for paper in doc["anchors"]:
+        effect = (paper.get("effects") or {}).get(name)
+        if effect is None or not paper.get("flops") or paper["flops"] <= max(flops):
+            continue
+        x = math.log(paper["flops"] / base, 4)
+        low, high = line.band(x)
+        segments.append(_Segment(
+            "extrapolation", (max(flops), paper["flops"]), (line.at(top), effect), None,
+            f"extrapolation to {_paper_label(paper)}: not a finding\nextrapolated line at "
+            f"{flops_text(paper['flops'])} FLOPs: {_signed(line.at(x), low, high)}"
+            f"{'%' if unit == '%' else ' ' + unit}"))
+    return segments
+
+
+def _signed(value: float, low: float, high: float) -> str:
+    """'−11 [−40, +18]': a value and its interval, signed, to two digits of the largest."""
+    largest = max(abs(value), abs(low), abs(high))
+    digits = max(0, 1 - math.floor(math.log10(largest))) if largest > 0 else 0
+
+    def text(v: float) -> str:
+        return f"{v:+.{digits}f}".replace("-", "−")
+
+    return f"{text(value)} [{text(low)}, {text(high)}]"
+
+
+def _ladder_appears(doc: dict[str, Any], name: str) -> tuple[float, float, str] | None:
+    """(FLOPs, estimate, label) of the rung where the engine first decides part `name`
+    (`trend["appears"]`), None where no rung stored decides it."""
+    trend = next(t for t in doc["trends"] if t["part"] == name)
+    seen = trend.get("appears")
+    if not seen or not seen.get("flops") or seen.get("value") is None:
+        return None
+    return seen["flops"], seen["value"], f"first decided here ({seen['verdict']})"
+
+
+def _ladder_title(doc: dict[str, Any], name: str) -> str:
+    """The part's name, and a second line where no line fits the rung means (the lack-of-fit
+    test rejects one at 5%) or, a line fitting, its slope's interval holds 0."""
+    trend = next(t for t in doc["trends"] if t["part"] == name)
+    title = (f"{name} − relu" if doc["claim"] == "C16" else
+             f"{name} ({trend.get('unit', '%')})" if doc["claim"] == "C19" else name)
+    fit = trend["fit"]
+    lack = fit and fit.get("lack_of_fit")
+    if trend.get("line_fits") is False:
+        return title + "\nno line fits" + (f" (lack of fit p = {lack['p']:.2g})" if lack else "")
+    if fit and trend.get("direction") == "none":
+        return title + f"\ntrend: none detectable across {fit['rungs']} rungs"
+    return title
+
+
+def _draw_ladder(doc: dict[str, Any]):
+    """`fig_ladder`'s matplotlib figure, None when no rung has results."""
     rungs = [r for r in doc["rungs"] if r["parts"] and r["flops"]]
     if not rungs:
         return None
-    base = doc["base_flops"]
-    trends = {t["part"]: t for t in doc["trends"]}
     names = [t["part"] for t in doc["trends"]]
     cols = min(4, len(names))
     rows = math.ceil(len(names) / cols)
     fig, axes = _new(4.2 * cols, 3.8 * rows, cols, rows)
     papers = [a for a in doc["anchors"] if a.get("flops") and a.get("effects")]
     unplaced = [a for a in doc["anchors"] if not a.get("flops") and a.get("effects")]
-    far = max([a["flops"] for a in papers] + [r["flops"] for r in rungs])
-    first = axes[0, 0]
+    own: dict[Any, list[tuple[Any, str]]] = {}  # a panel's own legend entries (its numbers)
     for k, name in enumerate(names):
         ax = axes[k // cols, k % cols]
-        for rung in rungs:
-            part = next((p for p in rung["parts"] if p["name"] == name), None)
-            e = part and part["estimate"]
-            if not e or e["value"] is None:
-                continue
+        for rung, e in _ladder_points(doc, name):
             low = e["value"] - e["ci_low"] if e["ci_low"] is not None else 0.0
             high = e["ci_high"] - e["value"] if e["ci_high"] is not None else 0.0
             ax.errorbar([rung["flops"]], [e["value"]], yerr=[[low], [high]], fmt="o",
                         color="C0", capsize=4,
-                        label="a rung's seeds: mean, 95% CI (what the fit reads)"
-                        if rung is rungs[0] else None)
+                        label="a rung's seeds: mean, 95% CI (what the fit reads)")
             ax.annotate(rung["size"], (rung["flops"], e["value"]), textcoords="offset points",
                         xytext=(5, 5), fontsize=7)
-        trend = trends[name]
-        fit = trend["fit"]
-        if fit:
-            top = max(r["x"] for r in rungs)
-            for start, stop, style in ((0.0, top, "-"), (top, math.log(far / base, 4), "--")):
-                if stop <= start:  # no paper beyond the top rung: nothing to extrapolate to
-                    continue
-                xs = [start + (stop - start) * k / 40 for k in range(41)]
-                ys = [fit["intercept"] + fit["slope"] * x for x in xs]
-                ax.plot([base * 4 ** x for x in xs], ys, style, color="C0", lw=1.2,
-                        label="fit over the rungs" if style == "-" else "extrapolated")
-                line = LineFit.from_dict(fit)
-                if line is not None and line.df >= 1:
-                    low, high = zip(*(line.band(x) for x in xs), strict=True)
-                    ax.fill_between([base * 4 ** x for x in xs], low, high, color="C0",
-                                    alpha=0.12 if style == "-" else 0.06, lw=0,
-                                    label=f"the fit's {fit['level']:.0%} band")
+        seen = _ladder_appears(doc, name)
+        if seen is not None:
+            ax.plot([seen[0]], [seen[1]], "o", ms=15, mfc="none", mec="black", mew=1.4,
+                    zorder=4, label=seen[2])
+        for segment in _ladder_segments(doc, name):
+            if segment.kind == "fit":
+                ax.plot(segment.flops, segment.y, "-", color="C0", lw=1.2, label=segment.label)
+                if segment.band is not None:
+                    ax.fill_between(segment.flops, *segment.band, color="C0", alpha=0.12, lw=0)
+            else:
+                (handle,) = ax.plot(segment.flops, segment.y, "--", color="grey", lw=0.8,
+                                    alpha=0.5)
+                own.setdefault(ax, []).append((handle, segment.label))
+        trend = next(t for t in doc["trends"] if t["part"] == name)
         band = trend.get("band")
         if band:
             ax.axhspan(band[0], band[1], color="red", alpha=0.1,
@@ -263,9 +361,7 @@ def fig_ladder(doc: dict[str, Any]) -> bytes | None:
         ax.set_xscale("log")
         _sparse_minor_labels(ax.xaxis, ax.get_xlim())
         ax.set_xlabel("training compute (FLOPs, 6 · parameters · tokens)")
-        unit = trend.get("unit", "%")
-        ax.set_title(f"{name} − relu" if doc["claim"] == "C16" else
-                     f"{name} ({unit})" if doc["claim"] == "C19" else name, fontsize=9)
+        ax.set_title(_ladder_title(doc, name), fontsize=9)
         ax.grid(True, alpha=0.3)
     for k in range(len(names), rows * cols):
         axes[k // cols, k % cols].set_visible(False)
@@ -275,8 +371,13 @@ def fig_ladder(doc: dict[str, Any]) -> bytes | None:
     for ax in axes.flat:
         for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
             handles.setdefault(label, handle)
-    first.legend(list(handles.values()), list(handles), fontsize=7)
-    return _png(fig)
+    # the entries every panel shares once, under the panels; each extrapolation's numbers in
+    # its own panel
+    fig.legend(list(handles.values()), list(handles), loc="outside lower center",
+               ncols=min(3, len(handles)), fontsize=7)
+    for ax, entries in own.items():
+        ax.legend([h for h, _ in entries], [label for _, label in entries], fontsize=6)
+    return fig
 
 
 def _paper_label(paper: dict[str, Any]) -> str:
