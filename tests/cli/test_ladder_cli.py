@@ -23,28 +23,32 @@ def test_bad_input_is_one_line_before_any_work(blocklab, tmp_path, argv, message
     assert not (tmp_path / "runs").exists()
 
 
-def test_the_budget_runs_whole_rungs_cheapest_first(monkeypatch):
+def test_the_budget_admits_whole_rungs_by_price_cheapest_first(monkeypatch):
+    """Each rung runs its registered plan of work (`report.run_with_budget` on the ladder's
+    suite); a budget admits rungs by their priced plans before anything runs: the clock is
+    never read, so a slow machine runs the same rungs."""
     ran = []
 
-    def run_suites(request, names, **kwargs):
+    def run_with_budget(request, run_on, jobs, progress, wait, names):
         ran.append((request.size, names))
-        return {}
+        return {}, {}
 
-    import blocklab.experiments.suites as suites
+    import blocklab.cli.report as report_cli
 
-    monkeypatch.setattr(suites, "run_suites", run_suites)
+    monkeypatch.setattr(report_cli, "run_with_budget", run_with_budget)
+    monkeypatch.setattr(ladder_cli, "time", None, raising=False)  # no clock to read
     requests = {size: type("R", (), {"size": size})() for size in
                 ("quick", "rung1", "rung2", "rung3")}
-    # (estimated wall s, runs, stored): rung3 is stored; 10 minutes buy quick and rung1 only
+    # (priced plan s, runs, stored): 10 minutes admit quick and rung1; rung3 is stored (its
+    # plan re-reads it at no cost, then adds any look still due)
     prices = {"quick": (100.0, 32, 0), "rung1": (300.0, 32, 0), "rung2": (900.0, 32, 0),
               "rung3": (0.0, 32, 32)}
-    import time
-
-    done = ladder_cli._run_rungs("ffn", requests, prices, 10.0, time.monotonic(), None, False)
-    assert done == ["quick", "rung1"] == [size for size, _ in ran]
+    done = ladder_cli._run_rungs("ffn", requests, prices, 10.0, None, None, False)
+    assert done == ["rung3", "quick", "rung1"] == [size for size, _ in ran]
+    assert all(names == ["ffn"] for _, names in ran)
     ran.clear()
-    assert ladder_cli._run_rungs("ffn", requests, prices, None, time.monotonic(), None,
-                                 False) == ["quick", "rung1", "rung2"]
+    assert ladder_cli._run_rungs("ffn", requests, prices, None, None, 1, False) == [
+        "rung3", "quick", "rung1", "rung2"]
 
 
 def test_a_suite_that_measures_float32_only_runs_its_rungs_in_fp32(capsys):

@@ -11,6 +11,7 @@ from blocklab.experiments.options import ALL_SIZES, SIZES, RunOptions
 from blocklab.experiments.suites import get_suite
 from blocklab.experiments.suites.ffn import SIZES as FFN_SIZES
 from blocklab.experiments.suites.ffn import param_count
+from blocklab.experiments.suites.tuning import rounded
 
 
 def test_multiples_and_widths_by_hand():
@@ -34,9 +35,11 @@ def test_each_ffn_rung_trains_its_multiple_of_the_quick_compute(rung):
     assert param_count("relu", size) * tokens / base == pytest.approx(times, rel=2e-3)
     assert size.n_layers == quick.n_layers and size.seq_len == quick.seq_len
     assert size.d_model // size.n_heads == quick.d_model // quick.n_heads  # heads of 16
-    # the quick grid, without quick's refinement, on one tuning seed
-    assert size.arms == quick.arms and size.lr_grid == replace(quick.lr_grid, refine=False)
-    assert quick.lr_grid.refine and size.tuning_seeds == 1
+    # tuned as at quick: its grid moved by the width ratio, refined, on two tuning seeds
+    assert size.arms == quick.arms and size.lr_grid == replace(
+        quick.lr_grid, base=tuple(rounded(lr * quick.d_model / size.d_model)
+                                  for lr in quick.lr_grid.base))
+    assert size.lr_grid.refine and size.tuning_seeds == quick.tuning_seeds == 2
     assert size.warmup_steps == round(size.steps * quick.warmup_steps / quick.steps)
     # the parameters about double a rung (width ×√2, rounded to whole heads)
     assert 1.6 ** ladder.steps_up(rung) < param_count("relu", size) / param_count(
@@ -129,7 +132,9 @@ def test_each_placement_rung_grows_what_c19_reads(rung):
     assert compute(t) / compute(t0) == pytest.approx(ladder.multiple(rung), rel=4e-3)
     assert t.depths == t0.depths == (6,) and t.d_model // t.n_heads == 16
     assert t.warmups == (0, round(100 * t.steps / 300))
-    assert t.lr_grid == replace(t0.lr_grid, refine=False) and t.tuning_seeds == 1
+    assert t.lr_grid == replace(t0.lr_grid, base=tuple(rounded(lr * t0.d_model / t.d_model)
+                                                       for lr in t0.lr_grid.base))
+    assert t.lr_grid.refine and t.tuning_seeds == t0.tuning_seeds == 2
     # the sweep at the rung's width and batch, its runs and warmup keeping their share, its
     # lr ladder moved down by the width ratio (same doublings, same 10 rungs)
     s0, s = quick.sweep, size.sweep

@@ -3,14 +3,15 @@ each rung decided by the engine, the trend fitted and the papers beside it.
 
 The rungs are suite sizes (`quick`, `rung1`, `rung2`, `rung3`: 1×, 4×, 16×, 64× the quick
 size's training compute, `blocklab.experiments.ladder`), so each is run, stored and resumed
-as `blocklab suite <suite> --size <rung>` would; the precision of each is the faster one on
-this CPU at the rung's shape (`--precision auto`, timed once and kept) unless given; with
-`--device cuda` the rungs train on the GPU in bf16, one run after another.
+as `blocklab suite <suite> --size <rung>` would, and each runs its parts' registered plan of
+work (every look of every design, `claims.sequential`), as `report --quick` runs the quick
+size. One precision serves every rung, so no rung-to-rung change is the precision's: the
+faster one on this CPU at the top rung's shape (`--precision auto`, timed once and kept)
+unless given; with `--device cuda` the rungs train on the GPU in bf16, one run after another.
 """
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import typer
@@ -23,7 +24,6 @@ from blocklab.cli import (
     console,
     fail,
     jobs_executor,
-    stop_interrupted,
 )
 
 PRECISIONS = ("auto", "fp32", "bf16")
@@ -43,9 +43,9 @@ def ladder(
     plan: bool = typer.Option(False, "--plan", help="Price every rung on this machine (a few "
                               "seconds of calibration each) and run nothing."),
     budget: float = typer.Option(None, "--budget", metavar="MINUTES",
-                                 help="Run the rungs that fit in this many minutes of wall "
-                                      "time, cheapest first, each whole or not at all "
-                                      "(default: every rung)."),
+                                 help="Run the rungs whose priced plans fit in this many "
+                                      "minutes, cheapest first, each whole or not at all, "
+                                      "chosen before anything runs (default: every rung)."),
     precision: str = typer.Option("auto", "--precision",
                                   help="auto (each rung in whichever of fp32 and bf16 trains "
                                        "its shape faster on this CPU), fp32 or bf16."),
@@ -60,8 +60,9 @@ def ladder(
 ) -> None:
     """Measure a claim on a ladder of sizes: the same registered comparison at 1×, 4×, 16×
     and 64× the quick size's training compute (C16, C19: every arm tuned at every rung; C18,
-    C21, C30: the quick size's registered lr), each rung's parts decided by the engine, the
-    effect fitted against compute, and the published results drawn at their own compute.
+    C21, C30: the quick size's registered lr), each rung running its parts' registered plan
+    of work in one precision, where each part is first decided, the effect's trend with the
+    rung as its unit, and the published results drawn at their own compute.
     Writes DIR/ladder/<claim>.json and, once a rung has results, <claim>.png.
 
     Example: [bold]blocklab ladder C16 --plan[/bold], then [bold]blocklab ladder C16 --budget
@@ -110,7 +111,8 @@ def ladder(
                   for folder in dict.fromkeys((o.folder(), o.folder(tuning=True),
                                                o.folder(longer=True)))]
         out = output_folder(results, "--results", files)
-    chosen = {size: _precision(suite, size, precision, device) for size in SIZES}
+    one = _precision(suite, SIZES[-1], precision, device)  # the top rung's shape decides
+    chosen = dict.fromkeys(SIZES, one)
     workers = 1 if device != "cpu" else usable_cores() if jobs is None else jobs
     requests = {size: RunRequest(out, size, seed_offset, chosen[size], device=device)
                 for size in SIZES}
@@ -120,14 +122,13 @@ def ladder(
     _print_plan(suite.name, requests, prices, workers, device)
     if plan:
         return
-    started = time.monotonic()
-    ran = _run_rungs(suite.name, requests, prices, budget, started, run_on, not no_progress)
+    ran = _run_rungs(suite.name, requests, prices, budget, run_on, jobs, not no_progress)
     _report(claim, out, chosen, seed_offset, as_json, ran)
 
 
 def _precision(suite, size: str, asked: str, device: str = "cpu") -> str:
-    """The rung's precision: as asked, or for auto the faster one on this CPU, bf16 on a GPU
-    (said on stderr)."""
+    """The ladder's one precision: as asked, or for auto the faster one on this CPU at rung
+    `size`'s shape, bf16 on a GPU (said on stderr)."""
     if asked != "auto":
         return asked
     if suite.shape is None or "bf16" not in suite.precisions:
@@ -144,7 +145,10 @@ def _precision(suite, size: str, asked: str, device: str = "cpu") -> str:
 
 
 def _prices(requests, suite: str, workers: int) -> dict[str, tuple[float, int, int]]:
-    """{size: (estimated wall s on `workers`, runs planned, runs stored)}."""
+    """{size: (the rung's plan of work at most, wall s on `workers`: its first look's runs
+    still missing, then every further look as if every part stayed open; the first look's
+    runs planned; those stored)}."""
+    from blocklab.claims.sequential import price_plan
     from blocklab.experiments.estimate import estimate_suites
 
     out = {}
@@ -154,7 +158,11 @@ def _prices(requests, suite: str, workers: int) -> dict[str, tuple[float, int, i
             found = estimate_suites(request, [suite], calibration_s=6.0)
             runs = sum(s.runs for s in found.suites)
             stored = sum(s.stored for s in found.suites)
-            out[size] = (0.0 if runs == stored else found.wall_s(workers), runs, stored)
+            plan = price_plan(request, [suite], workers=workers,
+                              calibration=found.calibration)
+            further = sum(wall for _, wall in plan.looks)
+            out[size] = ((0.0 if runs == stored else found.wall_s(workers)) + further, runs,
+                         stored)
     return out
 
 
@@ -187,28 +195,25 @@ def _print_plan(suite: str, requests, prices, workers: int, device: str = "cpu")
                         "another and faster, so --budget is a bound, not a forecast there.")
 
 
-def _run_rungs(suite: str, requests, prices, budget: float | None, started: float, run_on,
+def _run_rungs(suite: str, requests, prices, budget: float | None, run_on, jobs: int | None,
                progress: bool) -> list[str]:
-    """Run the rungs not yet stored, cheapest first, each only when its estimate fits in the
-    budget left (never a rung half-seeded); the rungs run."""
-    from blocklab.errors import Interrupted
+    """Run each rung's plan of work whole (stored runs reused, so this resumes), cheapest
+    first. A budget admits rungs before anything runs, cheapest first while their summed
+    prices fit, never a rung in part; nothing reads the clock, so what runs is the same on a
+    slow machine and a fast one. The rungs run."""
+    from blocklab.cli.report import run_with_budget
     from blocklab.experiments.estimate import hours
-    from blocklab.experiments.suites import run_suites
 
-    ran = []
-    todo = sorted((s for s in requests if prices[s][1] > prices[s][2]),
-                  key=lambda s: prices[s][0])
-    for size in todo:
-        left = None if budget is None else budget * 60 - (time.monotonic() - started)
-        if left is not None and prices[size][0] > left:
-            typer.echo(f"{size}: about {hours(prices[size][0])}, {hours(max(left, 0))} of the "
-                       f"budget left: not run (a larger --budget runs it)", err=True)
+    ran, total = [], 0.0
+    for size in sorted(requests, key=lambda s: prices[s][0]):
+        if budget is not None and total + prices[size][0] > budget * 60:
+            typer.echo(f"{size}: its plan about {hours(prices[size][0])} at most, past the "
+                       f"budget with {hours(total)} admitted before it: not run (a larger "
+                       "--budget runs it)", err=True)
             continue
-        try:
-            errors = run_suites(requests[size], [suite], executor=run_on,
-                                progress=progress, echo=typer.echo)
-        except Interrupted as stopped:
-            raise stop_interrupted(stopped) from None
+        total += prices[size][0]
+        typer.echo(f"{size}: its registered plan of work", err=True)
+        errors, _ = run_with_budget(requests[size], run_on, jobs, progress, True, [suite])
         if errors:
             raise typer.Exit(_failed(size, errors[suite]))
         ran.append(size)

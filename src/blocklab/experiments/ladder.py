@@ -12,7 +12,11 @@ parameters grow by width alone: d_model × √2 a rung, rounded to a whole numbe
 size's heads' width, at the quick size's depth; the training tokens are then chosen so that
 the rung's compute is exactly `multiple` × the quick size's (tokens ≈ ∝ parameters, since the
 parameters only roughly double after rounding). They are split between the batch and the
-steps: the batch grows × 2^(1/2) a rung (× 4^(1/4)), the steps take the rest.
+steps: the batch grows × 2^(1/2) a rung (× 4^(1/4)), the steps take the rest. What else a
+rung holds is fixed by rule: every length in steps (warmup, evaluation interval) keeps its
+share of the steps, each tuned arm's lr grid is the quick size's moved by the width ratio
+(`centred`), refined around its optimum and tuned on the quick size's tuning seeds, and one
+precision serves every rung of a ladder.
 
 Why the depth is held: C16 swaps the FFN at equal parameters, and at a fixed depth every
 rung's FFN holds the same share of the block's parameters, so the trend reads width and
@@ -63,6 +67,16 @@ def steps(base_params: int, base_tokens: int, params: int, times: int,
     """Steps that make 6 · params · tokens `times` × the base's 6 · base_params ·
     base_tokens, rounded to a whole step."""
     return max(1, round(times * base_params * base_tokens / (params * tokens_per_step)))
+
+
+def centred(lrs: tuple[float, ...], base_width: int, width: int) -> tuple[float, ...]:
+    """An lr grid moved by the width ratio base_width / width: Adam's best and largest stable
+    lr for the hidden weights scale as 1 / width (Yang et al. 2022, "Tensor Programs V",
+    Table 3), so a rung's grid starts where its optimum is expected and grows at an edge only
+    where that guess is off. Each point rounded as the suites round rates."""
+    from blocklab.experiments.suites.tuning import rounded
+
+    return tuple(rounded(lr * base_width / width) for lr in lrs)
 
 
 def grown(size: str, d_model: int, batch_size: int, base_steps: int, head_width: int,

@@ -115,15 +115,18 @@ def rung(name: str, base: Size) -> Size:
     """`base` (the quick size) grown to ladder rung `name` by `blocklab.experiments.ladder`'s
     rule: width × √2 and batch × √2 a rung at the same depth and heads' width, steps so that
     6 · parameters · tokens is `ladder.multiple(name)` × the base's; warmup and the evaluation
-    interval keep their share of the steps, and the lr grid is the base's (it grows at an edge,
-    so each rung finds its own optimum) without the base's refinement, on one tuning seed."""
+    interval keep their share of the steps, and the lr grid is the base's moved by the width
+    ratio (`ladder.centred`; it grows at an edge, so each rung finds its own optimum), refined
+    around the optimum on the base's two tuning seeds, as at quick: every rung's arms as fair
+    as the quick size's."""
     head = base.d_model // base.n_heads
     d, b, n = ladder.grown(name, base.d_model, base.batch_size, base.steps, head,
                            lambda width: _baseline_params(base, width), base.seq_len)
     return replace(base, d_model=d, n_heads=d // head, batch_size=b, steps=n,
                    warmup_steps=max(1, round(n * base.warmup_steps / base.steps)),
                    eval_every=max(1, round(n * base.eval_every / base.steps)),
-                   lr_grid=replace(base.lr_grid, refine=False), tuning_seeds=1)
+                   lr_grid=replace(base.lr_grid, base=ladder.centred(base.lr_grid.base,
+                                                                     base.d_model, d)))
 
 
 # The ladder's rungs: C16's comparison (tiny and quick's arms) at 4×, 16× and 64× the quick

@@ -211,9 +211,10 @@ def rung(name: str, base: Size) -> Size:
     and batch × √2 a rung at the base's depth and heads of 16, the training steps filling
     `ladder.multiple(name)` × the base's 6 · parameters · tokens (the pre-norm model's), and
     every length in steps (warmups, evaluation interval, the sweep's runs) keeping its share.
-    Each training arm is tuned at every rung (the base's grid, grown at an edge, without the
-    base's refinement, on one tuning seed); the sweep's lr ladder is the base's moved down by
-    the width ratio, base d / d (Adam's largest stable lr for hidden weights ∝ 1 / width, Yang
+    Each training arm is tuned at every rung as at quick (the base's grid moved by the width
+    ratio, `ladder.centred`, grown at an edge and refined around its optimum, on the base's
+    two tuning seeds); the sweep's lr ladder is the base's moved down by the same ratio,
+    base d / d (Adam's largest stable lr for hidden weights ∝ 1 / width, Yang
     et al. 2022, "Tensor Programs V", Table 3), so the answers stay on it. No probe (part (a))
     and no deep stacks (C36): not on the ladder."""
     t, sweep = base.training, base.sweep
@@ -227,7 +228,8 @@ def rung(name: str, base: Size) -> Size:
     training = replace(t, d_model=d, n_heads=d // head, batch_size=b, steps=n,
                        warmups=tuple(share(w) for w in t.warmups),
                        eval_every=share(t.eval_every),
-                       lr_grid=replace(t.lr_grid, refine=False), tuning_seeds=1)
+                       lr_grid=replace(t.lr_grid, base=ladder.centred(t.lr_grid.base,
+                                                                      t.d_model, d)))
     swept = replace(sweep, d_model=d, n_heads=d // head, batch_size=b, steps=share(sweep.steps),
                     warmup=share(sweep.warmup), lr_min=rounded(sweep.lr_min * t.d_model / d))
     return replace(base, probe=replace(base.probe, placements=()), training=training,
