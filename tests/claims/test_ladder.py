@@ -20,7 +20,7 @@ QUICK_FLOPS = 2.4e11
 # SwiGLU − ReLU at each rung: −0.2, −0.65, −1.0, −2.0 % (5 seeds, sd 0.2); GeGLU and GLU
 # flat at +0.1
 MEANS = {"quick": -0.2, "rung1": -0.65, "rung2": -1.0, "rung3": -2.0}
-FLOPS = {"quick": 1, "rung1": 4, "rung2": 16, "rung3": 64}
+FLOPS = {"quick": 1, "rung1": 2, "rung2": 4, "rung3": 8}
 
 
 def _graded(size: str) -> ClaimResult:
@@ -104,7 +104,7 @@ def test_the_dict_places_rungs_and_papers_on_one_compute_axis(stored, tmp_path):
     assert doc["rungs"][3]["x"] is None
     assert doc["rungs"][3]["parts"] == [] and doc["rungs"][3]["verdict"] is None
     shazeer = doc["anchors"][0]
-    assert shazeer["x"] == pytest.approx(math.log(anchors("C16")[0].flops / QUICK_FLOPS, 4))
+    assert shazeer["x"] == pytest.approx(math.log2(anchors("C16")[0].flops / QUICK_FLOPS))
     assert shazeer["effects"]["swiglu"] == -2.4
     part = doc["rungs"][2]["parts"][0]
     assert part["name"] == "swiglu" and part["interval"]["confidence"] > 0.95  # what decided
@@ -122,7 +122,7 @@ def test_the_lead_sentence_is_where_a_part_is_first_decided(stored, tmp_path):
     # the interval quoted is the one that decided the part at that rung
     assert (seen["low"], seen["high"], seen["confidence"]) == (
         part["interval"]["low"], part["interval"]["high"], part["interval"]["confidence"])
-    assert seen["x"] == pytest.approx(math.log(FLOPS[seen["size"]], 4))
+    assert seen["x"] == pytest.approx(math.log2(FLOPS[seen["size"]]))
     line = ladder_module.appears_line(swiglu, doc["rungs"], doc["anchors"])
     assert line.startswith(f"swiglu: first decided at {seen['size']} "
                            f"({FLOPS[seen['size']]}× compute")
@@ -189,7 +189,7 @@ def test_a_claim_of_at_most_t_moves_towards_it_as_its_effect_falls(monkeypatch, 
     assert "no tuning" in doc["rule"] and "lr 0.003" in doc["rule"]
     assert len(doc["trends"]) == len(registered("C21", "quick"))  # every part is seeded
     line = ladder_module.trend_line(trend)
-    assert line.startswith("RoPE works at 2×: +1.98% per 4× training compute")
+    assert line.startswith("RoPE works at 2×: +1.98% per 2× training compute")
     assert "(95% CI with the rung as the unit: 4 rungs, t on 2 df; 16 seeds)" in line
     assert "moves away from the claim" in line and "a line is consistent" in line
     # Press et al. give no training compute: named with its reading, not placed on the axis
@@ -228,7 +228,7 @@ def test_a_claim_of_no_difference_has_a_band_and_its_analytic_parts_no_trend(
     assert trend["meeting"]["at"] == pytest.approx(2.0, abs=0.05)
     assert "both norms at the registered lr 0.003" in doc["rule"]
     line = ladder_module.trend_line(trend)
-    assert line.startswith("nearly the same quality: +0.0099 nats per 4× training compute")
+    assert line.startswith("nearly the same quality: +0.0099 nats per 2× training compute")
     assert "drifts as compute grows" in line
     assert "reaches the claimed band's edge +0.02 nats 2.0 rungs above quick" in line
     assert fig_ladder(doc).startswith(b"\x89PNG")

@@ -172,6 +172,6 @@ def test_the_ladder_on_a_gpu_trains_bf16_and_says_its_prices_are_this_cpus(tmp_p
     assert main(["ladder", "C16", "--plan", "--device", "cuda", "--results",
                  str(tmp_path / "runs")]) == 0
     captured = capfd.readouterr()
-    assert "quick: bf16 on cuda (its bf16 units; not timed here)" in captured.err
+    assert "rung3: bf16 on cuda (its bf16 units; not timed here)" in captured.err
     assert "The prices are this CPU's; on cuda the rungs run one after another" in \
         " ".join(captured.out.split())

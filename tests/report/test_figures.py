@@ -103,7 +103,7 @@ def test_a_ladder_line_stops_at_the_top_rung_and_only_a_dashed_segment_reaches_a
     from blocklab.report.figures import _ladder_segments, fig_ladder
 
     doc = _ladder_doc(monkeypatch, tmp_path)
-    top = QUICK_FLOPS * 64
+    top = QUICK_FLOPS * 8
     paper = {"source": "A paper 2099, far away", "flops": top * 1e6, "tokens": None,
              "effects": {"swiglu": -2.4}}
     doc["anchors"] = [paper]
@@ -115,12 +115,13 @@ def test_a_ladder_line_stops_at_the_top_rung_and_only_a_dashed_segment_reaches_a
     assert extrapolation.kind == "extrapolation" and extrapolation.band is None
     assert extrapolation.flops == (top, paper["flops"])
     assert extrapolation.y == (pytest.approx(fit.y[-1]), -2.4)  # the line's end to the paper
-    x = math.log(paper["flops"] / QUICK_FLOPS, 4)
+    x = math.log2(paper["flops"] / QUICK_FLOPS)
     low, high = line.band(x)
     assert extrapolation.label.startswith("extrapolation to A paper 2099: not a finding\n"
-                                          "extrapolated line at 1.5·10^19 FLOPs: ")
-    assert f"{line.at(x):+.1f} [{low:+.1f}, {high:+.1f}]%".replace("-", "−") in \
-        extrapolation.label
+                                          "extrapolated line at 1.9·10^18 FLOPs: ")
+    digits = max(0, 1 - math.floor(math.log10(max(abs(line.at(x)), abs(low), abs(high)))))
+    assert f"{line.at(x):+.{digits}f} [{low:+.{digits}f}, {high:+.{digits}f}]%".replace(
+        "-", "−") in extrapolation.label
     # the parts the paper gives no effect for reach no further than the top rung
     assert [s.kind for s in _ladder_segments(doc, "geglu")] == ["fit"]
     # and so the figure: every line and band in data coordinates stops at the top rung but
@@ -150,7 +151,7 @@ def test_with_fewer_than_three_rungs_a_ladder_draws_its_points_alone(monkeypatch
         assert not any(isinstance(c, PolyCollection) for c in ax.collections)
         points = [line for line in ax.get_lines() if line.get_marker() == "o"]
         assert sorted(x for line in points for x in line.get_xdata()) == [QUICK_FLOPS,
-                                                                           4 * QUICK_FLOPS]
+                                                                           2 * QUICK_FLOPS]
     assert fig_ladder(doc).startswith(b"\x89PNG")
 
 
@@ -197,6 +198,6 @@ def test_a_fit_stored_per_seed_draws_its_line_but_no_band_and_no_extrapolation(m
     del doc["trends"][0]["fit"]["unit"]  # as the per-seed fit wrote it
     [segment] = _ladder_segments(doc, "swiglu")
     assert segment.kind == "fit" and segment.band is None
-    assert max(segment.flops) == pytest.approx(QUICK_FLOPS * 64)
+    assert max(segment.flops) == pytest.approx(QUICK_FLOPS * 8)
     assert _signed(-11.2, -40.1, 18.3) == "−11 [−40, +18]"
     assert _signed(0.0123, -0.03, 0.054) == "+0.012 [−0.030, +0.054]"

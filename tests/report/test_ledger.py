@@ -481,8 +481,8 @@ def test_the_ladder_shows_each_rung_decided_and_the_trend_in_the_claims_details(
     assert figures["ladder_C16"].png.startswith(b"\x89PNG")
     assert figures["ladder_C16"].command == f"blocklab ladder C16 --results {tmp_path}"
     for lang, heading, trend in (
-            ("en", "On the ladder of sizes", "swiglu: -0.40% per 4× training compute"),
-            ("zh", "规模阶梯", "swiglu：每 4 倍训练算力 -0.40%")):
+            ("en", "On the ladder of sizes", "swiglu: -0.40% per 2× training compute"),
+            ("zh", "规模阶梯", "swiglu：训练算力每 2 倍 -0.40%")):
         cell = evidence_cell(_c16(page), figures, lang, 1, page)
         folded = cell[cell.index('<details class="more">'):]
         assert heading in folded and trend in folded and 'id="fig-ladder_C16"' in folded
@@ -490,8 +490,8 @@ def test_the_ladder_shows_each_rung_decided_and_the_trend_in_the_claims_details(
         lead = ("swiglu: no rung decides it (3 rung(s) stored" if lang == "en" else
                 "swiglu：3 级（至")
         assert lead in folded and folded.index(lead) < folded.index(trend)
-        assert ("rung3 (64× compute): no results stored" in folded if lang == "en"
-                else "rung3（64× 算力）：尚无结果" in folded)
+        assert ("rung3 (8× compute): no results stored" in folded if lang == "en"
+                else "rung3（8× 算力）：尚无结果" in folded)
     other = next(r for r in page["ledger"] if r["id"] != "C16")
     assert "ladder" not in evidence_cell(other, figures, "en", 1, page)
 

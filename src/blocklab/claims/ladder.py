@@ -6,17 +6,17 @@ their own compute.
     ladder = read_ladder("C16", Path("runs"), {"quick": "bf16", "rung1": "bf16"})
     ladder.rungs[1].result.parts          # C16's parts at rung1, decided by the engine
     ladder.trends[0].appears              # the smallest rung that decides SwiGLU − ReLU
-    ladder.trends[0].fit.slope            # its % per 4× training compute, over the rungs
+    ladder.trends[0].fit.slope            # its % per rung (2× training compute)
 
 A rung is read exactly as the ledger reads a size (`ledger.run_claims` with the rung as the
 size): its registered rules, Holm across the claim's parts, the lr-bias gate, the interval
 that decided each part, and an `error` (never a verdict) for a check that fails. The first
 reading of a part is where it is first decided (`Appearance`): the smallest rung whose
-engine confirms it or finds it not reproduced. The trend is a line in log4(compute / the
-quick size's), i.e. per rung, through the rung means with the rung as the unit of
-replication (`trend.fit_line`: three rungs at least, Student t on rungs − 2 degrees of
-freedom, its lack of fit tested); where it meets the page's statement (`trend.meets`) is
-read only inside the rungs measured. No PyTorch.
+engine confirms it or finds it not reproduced. The trend is a line in rungs above the quick
+size (log2 of the compute over the quick size's, `rule.rungs_above`), through the rung means
+with the rung as the unit of replication (`trend.fit_line`: three rungs at least, Student t
+on rungs − 2 degrees of freedom, its lack of fit tested); where it meets the page's statement
+(`trend.meets`) is read only inside the rungs measured. No PyTorch.
 """
 
 from __future__ import annotations
@@ -173,10 +173,10 @@ class Ladder:
     precision: list[Part] = field(default_factory=list)
 
     def x_of(self, flops: float) -> float | None:
-        """`flops` in rungs above the quick size: log4(flops / base)."""
+        """`flops` in rungs above the quick size (`experiments.ladder.rungs_above`)."""
         if self.base_flops is None or not flops > 0:
             return None
-        return math.log(flops / self.base_flops, 4)
+        return rule.rungs_above(flops, self.base_flops)
 
 
 def read_ladder(claim_id: str, results: Path, precisions: dict[str, str],
@@ -215,7 +215,7 @@ def _trend(part: str, part_rule: Rule, rungs: list[Rung], base: float | None) ->
     for rung in rungs:
         found = rung.estimate(part)
         if found is not None and rung.flops is not None and base:
-            points.append((math.log(rung.flops / base, 4), found))
+            points.append((rule.rungs_above(rung.flops, base), found))
     appears = first_decided(part, rungs)
     if len({x for x, _ in points}) < 3:
         return PartTrend(part, boundary, None, None, len(points), appears)
@@ -263,9 +263,10 @@ def ladder_dict(ladder: Ladder) -> dict:
             "rungs": rungs, "trends": trends, "anchors": papers}
 
 
-_RULE_TEXT = ("each rung 4× the training compute (6 · parameters · tokens) of the one below: "
-              "width and batch ×√2 a rung at the quick size's depth, the training tokens "
-              "filling the compute")
+_RULE_TEXT = (f"each rung {rule.STEP}× the training compute (6 · parameters · tokens) of the "
+              "one below: width and batch × compute^(1/4) at the quick size's depth, the "
+              "training tokens filling the compute; one precision, warmup and evaluation "
+              "interval a fixed share of the steps")
 # The claims whose ladder carries the precision check (`precision_parts`).
 PRECISION_CHECKED = ("C16",)
 # Each ladder's parts' unit, and its y axis: what their effects are, in that unit.
@@ -411,8 +412,8 @@ def appears_line(trend: dict, rungs: list[dict], papers: list[dict], lang: str =
 
 
 def trend_line(trend: dict, lang: str = "en") -> str:
-    """One part's trend in words, the rung the unit: the slope per 4× compute with its
-    interval (in the part's unit, t on rungs − 2 degrees of freedom), what it detects ("no
+    """One part's trend in words, the rung the unit: the slope per rung (`STEP`× compute) with
+    its interval (in the part's unit, t on rungs − 2 degrees of freedom), what it detects ("no
     trend detectable across N rungs" where the interval holds 0), whether a line fits the rung
     means (the lack-of-fit test), and where the line reaches the page's boundary only when
     that lies inside the rungs measured."""
@@ -425,11 +426,11 @@ def trend_line(trend: dict, lang: str = "en") -> str:
                 f"{name}: no trend yet ({k} rung(s) with results; a trend with the rung as "
                 "its unit needs three).")
     words = _DIRECTION[trend["direction"]][1 if zh else 0].format(k=fit["rungs"])
-    text = (f"{name}：每 4 倍训练算力 {fit['slope']:+.{digits}f}{u} "
+    text = (f"{name}：训练算力每 {rule.STEP} 倍 {fit['slope']:+.{digits}f}{u} "
             f"[{fit['slope_low']:+.{digits}f}, {fit['slope_high']:+.{digits}f}]"
             f"（95% CI，以级为单位：{fit['rungs']} 级，t 自由度 {fit['df']}；共 {fit['n']} 个种子），"
             f"{words}" if zh else
-            f"{name}: {fit['slope']:+.{digits}f}{u} per 4× training compute "
+            f"{name}: {fit['slope']:+.{digits}f}{u} per {rule.STEP}× training compute "
             f"[{fit['slope_low']:+.{digits}f}, {fit['slope_high']:+.{digits}f}] (95% CI with the "
             f"rung as the unit: {fit['rungs']} rungs, t on {fit['df']} df; {fit['n']} seeds): "
             f"{'the effect ' if trend['direction'] != 'none' else ''}{words}")

@@ -1,7 +1,7 @@
 """`blocklab ladder`: a headline claim on a ladder of model sizes, priced, run within a budget,
 each rung decided by the engine, the trend fitted and the papers beside it.
 
-The rungs are suite sizes (`quick`, `rung1`, `rung2`, `rung3`: 1×, 4×, 16×, 64× the quick
+The rungs are suite sizes (`quick`, `rung1`, `rung2`, `rung3`: 1×, 2×, 4×, 8× the quick
 size's training compute, `blocklab.experiments.ladder`), so each is run, stored and resumed
 as `blocklab suite <suite> --size <rung>` would, and each runs its parts' registered plan of
 work (every look of every design, `claims.sequential`), as `report --quick` runs the quick
@@ -58,8 +58,8 @@ def ladder(
     no_progress: bool = typer.Option(False, "--no-progress", help="Hide the progress bar."),
     device: str = DEVICE_OPTION,
 ) -> None:
-    """Measure a claim on a ladder of sizes: the same registered comparison at 1×, 4×, 16×
-    and 64× the quick size's training compute (C16, C19: every arm tuned at every rung; C18,
+    """Measure a claim on a ladder of sizes: the same registered comparison at 1×, 2×, 4× and
+    8× the quick size's training compute (C16, C19: every arm tuned at every rung; C18,
     C21, C30: the quick size's registered lr), each rung running its parts' registered plan
     of work in one precision, where each part is first decided, the effect's trend with the
     rung as its unit, and the published results drawn at their own compute.

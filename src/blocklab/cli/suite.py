@@ -33,7 +33,7 @@ def suite(
     name: str = typer.Argument(..., help=f"The suite: {', '.join(SUITE_MODULES)}."),
     size: str = typer.Option(None, "--size", help="tiny, quick (the default) or full; ffn, "
                              "norm-cost, placement and position also rung1, rung2, rung3 (the "
-                             "quick comparison at 4×, 16×, 64× its training compute: "
+                             "quick comparison at 2×, 4×, 8× its training compute: "
                              "`blocklab ladder`)."),
     quick: bool = typer.Option(False, "--quick", help="Shortcut for --size quick."),
     full: bool = typer.Option(False, "--full", help="Shortcut for --size full."),

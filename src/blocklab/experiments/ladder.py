@@ -1,18 +1,23 @@
 """The ladder of model sizes a headline claim is measured on: each rung the same registered
-comparison at 4× the training compute of the rung below, so a verdict reached on a toy model
-can be read against the trend it sits on (`blocklab.claims.ladder` fits it).
+comparison at `STEP` = 2× the training compute of the rung below, so a verdict reached on a
+toy model can be read against the rungs above it (`blocklab.claims.ladder` reads them).
 
-    RUNGS                 # ("rung1", "rung2", "rung3"): 4×, 16× and 64× the quick size
-    multiple("rung2")     # 16: training compute over the quick size's (1 for "quick")
-    width(64, 16, 16)     # 128: the quick width grown ×√2 per rung, on the 16-wide heads
+    RUNGS                 # ("rung1", "rung2", "rung3"): 2×, 4× and 8× the quick size
+    multiple("rung2")     # 4: training compute over the quick size's (1 for "quick")
+    width(64, 4, 16)      # 96: the quick width × 4^(1/4), on the 16-wide heads
 
-The rule (one for every ladder; the suite applies it to its quick size): each rung doubles
-the parameters and the training tokens, so 4× the compute (6 · parameters · tokens). The
-parameters grow by width alone: d_model × √2 a rung, rounded to a whole number of the quick
-size's heads' width, at the quick size's depth; the training tokens are then chosen so that
-the rung's compute is exactly `multiple` × the quick size's (tokens ≈ ∝ parameters, since the
-parameters only roughly double after rounding). They are split between the batch and the
-steps: the batch grows × 2^(1/2) a rung (× 4^(1/4)), the steps take the rest. What else a
+Why 2× a rung: four rungs are the fewest that give the trend, with the rung as its unit,
+two degrees of freedom, and where a part is first decided is read more finely; at 2× the four
+cost about 15× the quick size's compute where 4× rungs cost 85× (on the 2-core reference
+machine the C16 ladder at 4× rungs was priced at 2.3 hours, its top rung alone 85 minutes).
+
+The rule (one for every ladder; the suite applies it to its quick size): parameters and
+training tokens grow alike, each × √STEP a rung, so STEP × the compute (6 · parameters ·
+tokens). The parameters grow by width alone: d_model × times^(1/4), rounded to a whole
+number of the quick size's heads' width, at the quick size's depth; the training tokens are
+then chosen so that the rung's compute is exactly `multiple` × the quick size's (the
+rounding of the width moves the parameters, and the tokens make up for it). They are split
+between the batch and the steps: the batch grows × times^(1/4), the steps take the rest. What else a
 rung holds is fixed by rule: every length in steps (warmup, evaluation interval) keeps its
 share of the steps, each tuned arm's lr grid is the quick size's moved by the width ratio
 (`centred`), refined around its optimum and tuned on the quick size's tuning seeds, and one
@@ -35,11 +40,12 @@ from blocklab.errors import InputError
 
 BASE = "quick"  # the rung 0 of every ladder
 RUNGS = ("rung1", "rung2", "rung3")
-_MULTIPLE = {BASE: 1, **{name: 4 ** (k + 1) for k, name in enumerate(RUNGS)}}
+STEP = 2  # training compute of a rung over the one below
+_MULTIPLE = {BASE: 1, **{name: STEP ** (k + 1) for k, name in enumerate(RUNGS)}}
 
 
 def multiple(size: str) -> int:
-    """Training compute of `size` over the quick size's: 1, 4, 16, 64."""
+    """Training compute of `size` over the quick size's: 1, 2, 4, 8."""
     if size not in _MULTIPLE:
         raise InputError(f"ladder rung {size!r} is not allowed; expected one of "
                          f"{list(_MULTIPLE)}")
@@ -47,18 +53,23 @@ def multiple(size: str) -> int:
 
 
 def steps_up(size: str) -> int:
-    """The rung's index: 0 for quick, k for rung k (each 4× the one below)."""
-    return round(math.log(multiple(size), 4))
+    """The rung's index: 0 for quick, k for rung k (each `STEP`× the one below)."""
+    return round(math.log(multiple(size), STEP))
+
+
+def rungs_above(flops: float, base_flops: float) -> float:
+    """`flops` in rungs above the quick size's `base_flops`: log_STEP(flops / base)."""
+    return math.log(flops / base_flops, STEP)
 
 
 def width(base_width: int, times: int, head_width: int) -> int:
-    """d_model at `times` × the base's compute: base_width × times^(1/4) (×√2 a rung, so the
-    parameters double), rounded to a whole number of heads of `head_width`."""
+    """d_model at `times` × the base's compute: base_width × times^(1/4) (so the parameters
+    grow × √times), rounded to a whole number of heads of `head_width`."""
     return max(1, round(base_width * times ** 0.25 / head_width)) * head_width
 
 
 def batch(base_batch: int, times: int) -> int:
-    """The batch at `times` × the base's compute: × times^(1/4) (×√2 a rung), rounded."""
+    """The batch at `times` × the base's compute: × times^(1/4), rounded."""
     return max(1, round(base_batch * times ** 0.25))
 
 

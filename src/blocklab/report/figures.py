@@ -27,6 +27,7 @@ from typing import Any
 from blocklab.claims.anchors import short_source
 from blocklab.claims.rules import confidence_text
 from blocklab.claims.trend import LineFit
+from blocklab.experiments.ladder import STEP, rungs_above
 from blocklab.experiments.suites import get_suite
 from blocklab.experiments.suites.evaluation import AT_FULL
 from blocklab.experiments.suites.ffn.data import FfnData
@@ -242,11 +243,11 @@ def _ladder_segments(doc: dict[str, Any], name: str) -> list[_Segment]:
     flops = [rung["flops"] for rung, _ in _ladder_points(doc, name)]
     if not fit or not base or not flops or max(flops) <= min(flops):
         return []
-    first, top = math.log(min(flops) / base, 4), math.log(max(flops) / base, 4)
+    first, top = rungs_above(min(flops), base), rungs_above(max(flops), base)
     xs = [first + (top - first) * k / 40 for k in range(41)]
     line = LineFit.from_dict(fit)
     band = None if line is None else tuple(zip(*(line.band(x) for x in xs), strict=True))
-    segments = [_Segment("fit", tuple(base * 4 ** x for x in xs),
+    segments = [_Segment("fit", tuple(base * STEP ** x for x in xs),
                          tuple(fit["intercept"] + fit["slope"] * x for x in xs), band,
                          "fit over the rungs" + ("" if band is None else
                                                  f" and its {fit['level']:.0%} band"))]
@@ -259,7 +260,7 @@ def _ladder_segments(doc: dict[str, Any], name: str) -> list[_Segment]:
         effect = (paper.get("effects") or {}).get(name)
         if effect is None or not paper.get("flops") or paper["flops"] <= max(flops):
             continue
-        x = math.log(paper["flops"] / base, 4)
+        x = rungs_above(paper["flops"], base)
         low, high = line.band(x)
         segments.append(_Segment(
             "extrapolation", (max(flops), paper["flops"]), (line.at(top), effect), None,

@@ -95,8 +95,8 @@ STRINGS: dict[str, tuple[str, str]] = {
                       "结果公布后修改的规则：{n} 处（最近 {date}），见详情"),
     "tested_at": ("Tested here at {scale}.", "本地测试规模：{scale}。"),
     "papers": ("Published, each at its own scale", "已发表的结果（各在其自身规模）"),
-    "ladder": ("On the ladder of sizes (each rung 4× the compute of the one below)",
-               "规模阶梯（每一级的训练算力是下一级的 4 倍）"),
+    "ladder": ("On the ladder of sizes (each rung 2× the compute of the one below): where "
+               "each part is first decided", "规模阶梯（每一级的训练算力是下一级的 2 倍）：各部分最早在哪一级判定"),
     "paper_secondary": ("read in a copy of the table", "转引自他处的表格"),
     "why_run": ("the finding; nothing is claimed", "实验结果，无所声称"),
     # {c}: the coverage of the interval the decision read ("99.64%"), never a fixed 95%
