@@ -274,3 +274,24 @@ def test_the_precision_check_reads_bf16_minus_fp32_by_seed(monkeypatch, tmp_path
     assert parts["glu"].estimate.value == pytest.approx(2.04) and parts["glu"].estimate.n == 5
     monkeypatch.setattr(ladder_module, "seed_gaps", lambda *a: {})
     assert ladder_module.precision_parts(tmp_path) == []
+
+
+def test_what_changes_between_rungs_is_read_from_the_suites_sizes():
+    from blocklab.experiments import ladder as rule
+    from blocklab.experiments.suites.ffn.sizes import SIZES as FFN
+
+    changes = ladder_module.rung_changes("C16", ["bf16"] * 4)
+    sizes = ("quick", *rule.RUNGS)
+    widths = " → ".join(str(rule.width(64, rule.multiple(s), 16)) for s in sizes)
+    batches = " → ".join(str(rule.batch(16, rule.multiple(s))) for s in sizes)
+    tokens = " → ".join(f"{FFN[s].steps * FFN[s].batch_size * FFN[s].seq_len / 1e6:.2f}M"
+                        for s in sizes)
+    assert changes["en"][0].startswith(f"d_model {widths} (heads 4 → 5 → 6 → 7, each 16 wide)")
+    assert f"batch {batches} sequences" in changes["en"][0]
+    assert changes["en"][1].endswith(f"training tokens {tokens}")
+    assert changes["en"][2].endswith("; one precision (bf16)")
+    mixed = ladder_module.rung_changes("C16", ["fp32", "bf16", "bf16", "bf16"])
+    assert mixed["en"][2].endswith("precision per rung: fp32 → bf16 → bf16 → bf16")
+    assert mixed["zh"][2].endswith("各级精度：fp32 → bf16 → bf16 → bf16")
+    # C18's suite has no model shape to read: parameters and tokens only
+    assert ladder_module.rung_changes("C18", ["fp32"] * 4)["en"][0].startswith("parameters ")

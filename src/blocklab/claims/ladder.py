@@ -260,7 +260,46 @@ def ladder_dict(ladder: Ladder) -> dict:
             "rule": f"{_RULE_TEXT}; {lr_rule(ladder.claim)}", "axis": AXES[ladder.claim],
             "seed_offset": ladder.seed_offset,
             "precision_check": [p.to_dict() for p in ladder.precision],
+            "changes": rung_changes(ladder.claim, [r.precision for r in ladder.rungs]),
             "rungs": rungs, "trends": trends, "anchors": papers}
+
+
+def rung_changes(claim_id: str, precisions: list[str]) -> dict[str, list[str]]:
+    """What moves from rung to rung and what is held, in each language ({"en": [...], "zh":
+    [...]}), read from the suite's own sizes: the width (and heads), the batch, the training
+    tokens; held: depth, sequence length, data, optimizer and schedule shares, and the
+    precision where every rung has the same one (else each rung's)."""
+    from blocklab.claims.catalogue import SUITE_OF
+    from blocklab.experiments.suites import get_suite
+
+    suite = get_suite(SUITE_OF[claim_id])
+    scales = [suite.scale(size, "") for size in SIZES]
+    shapes = [suite.shape(size) if suite.shape is not None else None for size in SIZES]
+
+    def arrow(values: list) -> str:
+        return " → ".join(str(v) for v in values)
+
+    en, zh = [], []
+    if all(shapes):
+        widths = arrow([cfg.d_model for cfg, _, _ in shapes])
+        heads = arrow([cfg.n_heads for cfg, _, _ in shapes])
+        batches = arrow([batch for _, batch, _ in shapes])
+        en.append(f"d_model {widths} (heads {heads}, each {shapes[0][0].head_dim} wide); "
+                  f"batch {batches} sequences")
+        zh.append(f"d_model {widths}（头数 {heads}，每头 {shapes[0][0].head_dim} 维）；"
+                  f"批大小 {batches} 条序列")
+    tokens = arrow([f"{s.tokens / 1e6:.2f}M" for s in scales])
+    params = arrow([f"{s.params / 1e6:.2f}M" for s in scales])
+    en.append(f"parameters {params}; training tokens {tokens}")
+    zh.append(f"参数 {params}；训练 token {tokens}")
+    one = len(set(precisions)) == 1
+    held = f"one precision ({precisions[0]})" if one else \
+        "precision per rung: " + arrow(precisions)
+    en.append(f"held: depth, sequence length, data, optimizer, warmup and evaluation as "
+              f"shares of the steps; {held}")
+    zh.append("不变：深度、序列长度、数据、优化器，预热与评估按步数的固定比例；"
+              + (f"统一精度（{precisions[0]}）" if one else "各级精度：" + arrow(precisions)))
+    return {"en": en, "zh": zh}
 
 
 _RULE_TEXT = (f"each rung {rule.STEP}× the training compute (6 · parameters · tokens) of the "

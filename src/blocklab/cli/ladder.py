@@ -260,6 +260,7 @@ def _print_ladder(doc: dict, folder: Path, claim: str, drawn: bool = True) -> No
     out.print("Where each part is first decided:")
     for trend in doc["trends"]:
         out.print("  " + appears_line(trend, doc["rungs"], doc["anchors"]))
+    out.print("What changes between rungs: " + "; ".join(doc["changes"]["en"]))
     out.print("Each rung, the interval that decided each part:")
     for rung in doc["rungs"]:
         out.print("  " + rung_line(rung))

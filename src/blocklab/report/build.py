@@ -352,6 +352,8 @@ def ladders(results: Path) -> dict[str, dict[str, Any]]:
         doc["command"] = command + (f" --seed-offset {offset}" if offset else "")
         doc["lines"] = {lang: [appears_line(t, doc["rungs"], doc["anchors"], lang)
                                for t in doc["trends"]]
+                        + [("各级之间变化的：" if lang == "zh" else "What changes between rungs: ")
+                           + ("；" if lang == "zh" else "; ").join(doc["changes"][lang])]
                         + [rung_line(r, lang) for r in doc["rungs"]]
                         + [trend_line(t, lang) for t in doc["trends"]]
                         + [line for line in [precision_line(doc["precision_check"], lang)]
