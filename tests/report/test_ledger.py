@@ -481,14 +481,14 @@ def test_the_ladder_shows_each_rung_decided_and_the_trend_in_the_claims_details(
     assert figures["ladder_C16"].png.startswith(b"\x89PNG")
     assert figures["ladder_C16"].command == f"blocklab ladder C16 --results {tmp_path}"
     for lang, heading, trend in (
-            ("en", "On the ladder of sizes", "swiglu: -0.40% per 2× training compute"),
-            ("zh", "规模阶梯", "swiglu：训练算力每 2 倍 -0.40%")):
+            ("en", "On the ladder of sizes", "swiglu: -0.39% per 2× training compute"),
+            ("zh", "规模阶梯", "swiglu：训练算力每 2 倍 -0.39%")):
         cell = evidence_cell(_c16(page), figures, lang, 1, page)
         folded = cell[cell.index('<details class="more">'):]
         assert heading in folded and trend in folded and 'id="fig-ladder_C16"' in folded
         # the lead sentence, before any rung or slope: where each part is first decided
-        lead = ("swiglu: no rung decides it (3 rung(s) stored" if lang == "en" else
-                "swiglu：3 级（至")
+        lead = ("swiglu: first decided at rung1 (2× compute" if lang == "en" else
+                "swiglu：最早在 rung1（2× 算力")
         assert lead in folded and folded.index(lead) < folded.index(trend)
         assert ("rung3 (8× compute): no results stored" in folded if lang == "en"
                 else "rung3（8× 算力）：尚无结果" in folded)

@@ -95,11 +95,13 @@ class Appearance:
                 "high": self.high, "confidence": self.confidence}
 
 
-def first_decided(part: str, rungs: list[Rung]) -> Appearance | None:
-    """The cheapest rung whose engine decides `part`, None when no stored rung does."""
+def first_decided(part: str, rungs: list[Rung], verdicts: tuple[str, ...] = DECIDED
+                  ) -> Appearance | None:
+    """The cheapest rung whose engine gives `part` one of `verdicts` (by default: decides
+    it), None when no stored rung does."""
     for rung in rungs:
         found = rung.result and next((p for p in rung.result.parts if p.name == part), None)
-        if found is None or found.verdict not in DECIDED:
+        if found is None or found.verdict not in verdicts:
             continue
         d = found.decision
         if d is None or d.interval is None or found.estimate.value is None:
@@ -112,9 +114,11 @@ def first_decided(part: str, rungs: list[Rung]) -> Appearance | None:
 
 @dataclass(frozen=True)
 class PartTrend:
-    """One part across the rungs: where it is first decided (`appears`), the line through
-    the rung means (None with fewer than three rungs stored) and where it would reach the
-    rule's boundary (the page's statement) inside the rungs measured."""
+    """One part across the rungs: where it is first decided (`appears`) and first confirmed
+    (`confirmed`, which may come later: a part not reproduced on a small rung can be
+    confirmed on a larger one), the line through the rung means (None with fewer than three
+    rungs stored) and where it would reach the rule's boundary (the page's statement) inside
+    the rungs measured."""
 
     part: str
     boundary: float
@@ -122,6 +126,7 @@ class PartTrend:
     meeting: Meeting | None
     rungs: int  # rungs with results for this part
     appears: Appearance | None = None
+    confirmed: Appearance | None = None
 
     def direction(self, towards: float | None) -> str:
         """'grows' (the slope's interval lies wholly on the side `towards` (`towards`: the
@@ -216,15 +221,15 @@ def _trend(part: str, part_rule: Rule, rungs: list[Rung], base: float | None) ->
         found = rung.estimate(part)
         if found is not None and rung.flops is not None and base:
             points.append((rule.rungs_above(rung.flops, base), found))
-    appears = first_decided(part, rungs)
+    appears, confirmed = first_decided(part, rungs), first_decided(part, rungs, (CONFIRMED,))
     if len({x for x, _ in points}) < 3:
-        return PartTrend(part, boundary, None, None, len(points), appears)
+        return PartTrend(part, boundary, None, None, len(points), appears, confirmed)
     fit = fit_line(points)
     xs = [x for x, _ in points]
     if equivalence:  # where the line would leave the band, on its way out
         boundary = part_rule.claimed + math.copysign(part_rule.margin, fit.slope)
     return PartTrend(part, boundary, fit, meets(fit, boundary, min(xs), max(xs)), len(points),
-                     appears)
+                     appears, confirmed)
 
 
 def ladder_dict(ladder: Ladder) -> dict:
@@ -249,9 +254,8 @@ def ladder_dict(ladder: Ladder) -> dict:
                "meeting": None if t.meeting is None else t.meeting.to_dict(),
                "direction": t.direction(towards(rules[t.part])),
                "line_fits": t.line_fits,
-               "appears": None if t.appears is None else {
-                   **t.appears.to_dict(),
-                   "x": None if t.appears.flops is None else ladder.x_of(t.appears.flops)},
+               "appears": _appearance(ladder, t.appears),
+               "confirmed": _appearance(ladder, t.confirmed),
                "rungs_with_results": t.rungs}
               for t in ladder.trends]
     papers = [{**a.to_dict(), "x": None if a.flops is None else ladder.x_of(a.flops)}
@@ -262,6 +266,12 @@ def ladder_dict(ladder: Ladder) -> dict:
             "precision_check": [p.to_dict() for p in ladder.precision],
             "changes": rung_changes(ladder.claim, [r.precision for r in ladder.rungs]),
             "rungs": rungs, "trends": trends, "anchors": papers}
+
+
+def _appearance(ladder: Ladder, seen: Appearance | None) -> dict | None:
+    if seen is None:
+        return None
+    return {**seen.to_dict(), "x": None if seen.flops is None else ladder.x_of(seen.flops)}
 
 
 def rung_changes(claim_id: str, precisions: list[str]) -> dict[str, list[str]]:
@@ -413,8 +423,9 @@ def _unit(trend: dict) -> tuple[str, int]:
 def appears_line(trend: dict, rungs: list[dict], papers: list[dict], lang: str = "en") -> str:
     """Where a part is first decided, in words: the smallest rung whose engine confirms it or
     finds it not reproduced, with that rung's compute, the estimate and the interval that
-    decided it; else that no rung stored decides it and up to which compute; then the
-    published results at their own compute. The ladder's lead sentence, before any slope."""
+    decided it, and the smallest rung that confirms it where that comes later; else that no
+    rung stored decides it and up to which compute; then the published results at their own
+    compute. The ladder's lead sentence, before any slope."""
     from blocklab.claims.rules import confidence_text
     from blocklab.claims.text import VERDICT_ZH
     from blocklab.experiments.scale import flops_text
@@ -423,20 +434,28 @@ def appears_line(trend: dict, rungs: list[dict], papers: list[dict], lang: str =
     u, digits = _unit(trend)
     name, seen = trend["part"], trend.get("appears")
     stored = [r for r in rungs if any(p["name"] == name for p in r["parts"])]
+
+    def where(at: dict) -> str:
+        flops = f"{flops_text(at['flops'])} FLOPs" if at["flops"] else ""
+        return (f"{at['size']}（{at['multiple']}× 算力" + (f"，{flops}" if flops else "") + "）"
+                if zh else f"{at['size']} ({at['multiple']}× compute"
+                + (f", {flops}" if flops else "") + ")")
+
+    def decided(at: dict) -> str:
+        verdict = VERDICT_ZH.get(at["verdict"], at["verdict"]) if zh else at["verdict"]
+        span = (f"{at['value']:+.{digits}f}{u} [{at['low']:+.{digits}f}, "
+                f"{at['high']:+.{digits}f}]")
+        return (f"{verdict}，{span}（{confidence_text(at['confidence'])} CI，判定所用）" if zh
+                else f"{verdict}, {span} ({confidence_text(at['confidence'])} CI, the one "
+                "that decided it)")
+
     if seen:
-        verdict = VERDICT_ZH.get(seen["verdict"], seen["verdict"]) if zh else seen["verdict"]
-        at = (f"{seen['size']}（{seen['multiple']}× 算力"
-              + (f"，{flops_text(seen['flops'])} FLOPs" if seen["flops"] else "") + "）"
-              if zh else f"{seen['size']} ({seen['multiple']}× compute"
-              + (f", {flops_text(seen['flops'])} FLOPs" if seen["flops"] else "") + ")")
-        interval = (f"{seen['value']:+.{digits}f}{u} [{seen['low']:+.{digits}f}, "
-                    f"{seen['high']:+.{digits}f}]（{confidence_text(seen['confidence'])} CI，"
-                    "判定所用）" if zh else
-                    f"{seen['value']:+.{digits}f}{u} [{seen['low']:+.{digits}f}, "
-                    f"{seen['high']:+.{digits}f}] ({confidence_text(seen['confidence'])} CI, "
-                    "the one that decided it)")
-        text = (f"{name}：最早在 {at} 判定：{verdict}，{interval}" if zh else
-                f"{name}: first decided at {at}: {verdict}, {interval}")
+        text = (f"{name}：最早在 {where(seen)}判定：{decided(seen)}" if zh else
+                f"{name}: first decided at {where(seen)}: {decided(seen)}")
+        later = trend.get("confirmed")
+        if later and later["size"] != seen["size"]:
+            text += (f"；在 {where(later)}证实：{decided(later)}" if zh else
+                     f"; confirmed at {where(later)}: {decided(later)}")
     elif stored:
         top = stored[-1]
         reach = f"{flops_text(top['flops'])} FLOPs" if top.get("flops") else top["size"]

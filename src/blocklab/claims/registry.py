@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from blocklab.claims.rules import Rule
 from blocklab.errors import InputError, ResultsError
@@ -90,16 +90,22 @@ C16_MARGIN_PCT = 0.25
 C16_MIN_SEEDS = 5  # two paired seeds gave a CI of width 0.1% that three more seeds overturned
 
 
-def c16_rule(arm: str) -> Rule:
+def c16_rule(arm: str, size: str = "quick") -> Rule:
     """Confirmed only when the whole interval lies beyond the low end of the page's stated
     gain (`threshold`: SwiGLU's "about 1–2%" is not confirmed by a 0.6% gain), or beyond δ
-    where that is larger."""
+    where that is larger. At tiny, quick and full a sequential design of 5 to 10 seeds; on a
+    ladder rung above quick one fixed look at `ffn.RUNG_SEEDS` seeds (chosen by simulation,
+    docs/rung_seeds.md)."""
     low, high = ffn_suite.PAGE_GAIN_PCT[arm]
-    return Rule(metric=f"(val loss {arm} − relu)/relu at equal parameters and tokens, % "
+    rule = Rule(metric=f"(val loss {arm} − relu)/relu at equal parameters and tokens, % "
                        "(negative = better)",
                 smallest_effect=C16_SMALLEST_EFFECT_PCT, margin=C16_MARGIN_PCT,
                 min_seeds=C16_MIN_SEEDS, max_seeds=2 * C16_MIN_SEEDS,
                 claimed=-(low + high) / 2, threshold=-low)
+    if size in RUNGS:
+        return replace(rule, min_seeds=ffn_suite.RUNG_SEEDS, max_seeds=ffn_suite.RUNG_SEEDS,
+                       spending="fixed")
+    return rule
 
 
 # --- C18: RMSNorm's cost and quality -------------------------------------------------------------
@@ -606,7 +612,7 @@ C16_PRECISION_RULES = {arm: c16_precision_rule(arm) for arm in C16_ARMS}
 RULES: dict[str, Callable[[str], dict[str, Rule]]] = {
     "C12": lambda size: {c12_part_name(init): C12_RULE for init in C12_INITS},
     "C13": lambda size: {C13_PART: C13_RULE, C13_STABILITY_PART: C13_STABILITY_RULE},
-    "C16": lambda size: {arm: c16_rule(arm) for arm in C16_ARMS},
+    "C16": lambda size: {arm: c16_rule(arm, size) for arm in C16_ARMS},
     "C18": lambda size: {**C18_COMPUTE_RULES, C18_QUALITY_PART: c18_quality_rule(size=size)},
     "C19": lambda size: dict(C19_RULES),
     "C21": lambda size: _bands(c21_plan(size), c21_rule),
@@ -653,6 +659,13 @@ class RuleChange:
 
 
 CHANGED_AFTER_DATA: tuple[RuleChange, ...] = (
+    RuleChange("2026-12-05", ("C16",),
+               "the ladder's rungs step 2× in compute (1×, 2×, 4×, 8×; they stepped 4×), are "
+               "tuned as the quick size is, share one precision, and each rung above quick "
+               "reads one fixed look at 12 paired seeds (it read the quick size's 5–10 seed "
+               "design, first look only): chosen by simulation of four rungs at the quick "
+               "size's spreads (benchmarks/rung_seeds.py) before any data of these rungs; "
+               "the 4×-rung results are not read by it"),
     RuleChange("2026-12-05", ("C16", "C19"),
                "the lr bias gates every decision it could flip: a part is read as measured "
                "and with the tuned rates' whole bias removed, and a decision stands only "

@@ -114,10 +114,12 @@ def ladder(
     one = _precision(suite, SIZES[-1], precision, device)  # the top rung's shape decides
     chosen = dict.fromkeys(SIZES, one)
     workers = 1 if device != "cpu" else usable_cores() if jobs is None else jobs
-    requests = {size: RunRequest(out, size, seed_offset, chosen[size], device=device)
-                for size in SIZES}
+    # budget_s None: each rung runs its whole registered plan, every look
+    requests = {size: RunRequest(out, size, seed_offset, chosen[size], device=device,
+                                 budget_s=None) for size in SIZES}
     if claim in PRECISION_CHECKED and chosen["quick"] == "bf16":  # the quick rung in fp32 too
-        requests[CHECK] = RunRequest(out, "quick", seed_offset, "fp32", device=device)
+        requests[CHECK] = RunRequest(out, "quick", seed_offset, "fp32", device=device,
+                                     budget_s=None)
     prices = _prices(requests, suite.name, workers)
     _print_plan(suite.name, requests, prices, workers, device)
     if plan:

@@ -79,6 +79,7 @@ from blocklab.experiments.suites.ffn.sizes import (
     DATA,
     GRADED_ARMS,
     PAGE_GAIN_PCT,
+    RUNG_SEEDS,
     SENSITIVITY_ARMS,
     SIZES,
     TREND_ARMS,
@@ -98,7 +99,7 @@ SUITE = Suite("ffn", "plain vs gated FFNs at equal parameter count (C16, C17)", 
               figures=("ffn_variants", "ffn_loss_curves", "scale_trend"),
               # C16's registered rule needs five paired seeds (blocklab.claims.ffn).
               scale=ffn_scale, shape=ffn_shape, metric_version=METRIC_VERSION,
-              default_seeds={"tiny": 1, "quick": 5, "full": 8, **dict.fromkeys(RUNGS, 5)},
+              default_seeds={"tiny": 1, "quick": 5, "full": 8, **dict.fromkeys(RUNGS, RUNG_SEEDS)},
               tune=tune,
               precisions=("fp32", "bf16"), price=price, longer=longer)
 
@@ -109,6 +110,7 @@ __all__ = [
     "DATA",
     "GRADED_ARMS",
     "PAGE_GAIN_PCT",
+    "RUNG_SEEDS",
     "SENSITIVITY_ARMS",
     "SIZES",
     "SUITE",
