@@ -3,7 +3,7 @@ line through the rungs' means, its interval, whether a line fits at all, and whe
 the page's statement inside the rungs measured.
 
     fit = fit_line([(0, Interval(5, -0.3, ...)), (1, Interval(5, -0.6, ...)), ...])
-    fit.slope, fit.slope_low, fit.slope_high     # % per rung (4× compute), 95% interval
+    fit.slope, fit.slope_low, fit.slope_high     # % per rung (2× compute), 95% interval
     fit.lack_of_fit.p                            # does a line fit the rung means?
     meets(fit, -1.0, first, top)                 # where the line reaches −1%, or None bounds
 

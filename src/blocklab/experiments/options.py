@@ -30,7 +30,7 @@ from blocklab.experiments.ladder import RUNGS
 from blocklab.precision import Precision, check_precision
 
 SIZES = ("tiny", "quick", "full")  # every suite has these
-# With the ladder's rungs (`blocklab.experiments.ladder`): the quick size at 4×, 16×, 64× the
+# With the ladder's rungs (`blocklab.experiments.ladder`): the quick size at 2×, 4×, 8× the
 # training compute, which the suites with a ladder have (`Suite.default_seeds` lists a suite's).
 ALL_SIZES = SIZES + RUNGS
 # What a suite's training run must reach to count as trained, registered by size before any

@@ -255,44 +255,48 @@ STRINGS: dict[str, tuple[str, str]] = {
 CAPTIONS: dict[str, tuple[str, str]] = {
     "ladder_C16": ("C16 on the ladder of sizes: each gated FFN's loss change against ReLU at each "
                    "rung (mean and 95% CI over its seeds) against training compute, the line "
-                   "fitted through every rung's seeds (dashed past the top rung: an "
-                   "extrapolation), the page's statement (red line: the low end of its gain) and "
+                   "through the rung means with its 95% band, the rung as the unit, drawn from "
+                   "the smallest to the top rung only (past it, a thin dashed segment to a paper "
+                   "is an extrapolation, not a finding; the rung that first decides a part is "
+                   "ringed), the page's statement (red line: the low end of its gain) and "
                    "the published results at their own compute (markers).",
                    "C16 的规模阶梯：各门控 FFN 相对 ReLU 的损失变化在每一级（其种子上的均值与 95% CI）随训练算力的变化，"
-                   "过所有级种子的拟合直线（超出最高一级的虚线为外推），页面的说法（红线：其提升的下限），以及各自算力下的已发表结果（标记）。"),
+                   "过各级均值、以级为单位的拟合直线及其 95% 带，只画在最低一级到最高一级之间（其外到已发表结果的细虚线为外推，不是结论；最早判定该部分的一级画圈），页面的说法（红线：其提升的下限），以及各自算力下的已发表结果（标记）。"),
     "ladder_C18": ("C18 on the ladder of sizes: RMSNorm's validation loss minus LayerNorm's at "
                    "each rung (mean and 95% CI over its seeds) against training compute, the "
-                   "line fitted through every rung's seeds (dashed past the top rung: an "
-                   "extrapolation) and the page's 'nearly the same quality' (red band: the "
+                   "line through the rung means with its 95% band, the rung as the unit, drawn "
+                   "from the smallest to the top rung only, and the page's 'nearly the same quality' (red band: the "
                    "registered margin).",
                    "C18 的规模阶梯：每一级 RMSNorm 与 LayerNorm 的验证损失之差（其种子上的均值与 95% CI）随训练算力的变化，"
-                   "过所有级种子的拟合直线（超出最高一级的虚线为外推），以及页面的“质量几乎相同”（红带：登记的容差）。"),
+                   "过各级均值、以级为单位的拟合直线及其 95% 带，只画在最低一级到最高一级之间（其外到已发表结果的细虚线为外推，不是结论；最早判定该部分的一级画圈），以及页面的“质量几乎相同”（红带：登记的容差）。"),
     "ladder_C19": ("C19 on the ladder of sizes: each of the page's statements on where the norm "
                    "sits (pre-norm without and with warmup, post-norm's need for warmup, its "
                    "lower layers' gradients), at each rung (mean and 95% CI over its seeds) "
-                   "against training compute, each panel in its own unit, the line fitted "
-                   "through every rung's seeds (dashed past the top rung: an extrapolation) and "
-                   "the page's statement (red: its boundary or band).",
+                   "against training compute, each panel in its own unit, the line "
+                   "through the rung means with its 95% band, the rung as the unit, drawn from "
+                   "the smallest to the top rung only, and the page's statement (red: its boundary or band).",
                    "C19 的规模阶梯：页面关于归一化位置的各项说法（Pre-Norm 有无 warmup、Post-Norm 是否需要 warmup、"
                    "其低层梯度），每一级（其种子上的均值与 95% CI）随训练算力的变化，各面板使用各自的单位，"
-                   "过所有级种子的拟合直线（超出最高一级的虚线为外推），以及页面的说法（红色：其边界或区间）。"),
+                   "过各级均值、以级为单位的拟合直线及其 95% 带，只画在最低一级到最高一级之间（其外到已发表结果的细虚线为外推，不是结论；最早判定该部分的一级画圈），以及页面的说法（红色：其边界或区间）。"),
     "ladder_C21": ("C21 on the ladder of sizes: each scheme's loss past the training length L "
                    "against sliding windows of L on the same tokens, at each multiple of L "
                    "registered, at each rung (mean and 95% CI over its seeds) against training "
-                   "compute, the line fitted through every rung's seeds (dashed: an "
-                   "extrapolation) and the page's statement (red line: its boundary).",
+                   "compute, the line through the rung means with its "
+                   "95% band, the rung as the unit, drawn from the smallest to the top rung "
+                   "only, and the page's statement (red line: its boundary).",
                    "C21 的规模阶梯：各位置编码在训练长度 L 之外的损失相对同一批 token 上长度 L 滑动窗口的损失，"
-                   "在每个登记的倍数、每一级（其种子上的均值与 95% CI）随训练算力的变化，过所有级种子的拟合直线"
-                   "（虚线为外推），以及页面的说法（红线：其边界）。"),
+                   "在每个登记的倍数、每一级（其种子上的均值与 95% CI）随训练算力的变化，过各级均值、以级为单位的拟合直线及其 95% 带，只画在最低一级到最高一级之间（其外到已发表结果的细虚线为外推，不是结论；最早判定该部分的一级画圈）"
+                   "，以及页面的说法（红线：其边界）。"),
     "ladder_C30": ("C30 on the ladder of sizes: RoPE with and without scaling (training-free and "
                    "after the short fine-tune), loss past L against sliding windows of L on the "
                    "same tokens at 8× and 16× L, at each rung (mean and 95% CI over its seeds) "
-                   "against training compute, the line fitted through every rung's seeds "
-                   "(dashed: an extrapolation) and the page's statement (red line: its "
+                   "against training compute, the line through the rung means "
+                   "with its 95% band, the rung as the unit, drawn from the smallest to the top "
+                   "rung only, and the page's statement (red line: its "
                    "boundary).",
                    "C30 的规模阶梯：RoPE 有无缩放（免训练与短微调后）在 8× 与 16× L 处、L 之外的损失相对同一批 token 上"
-                   "长度 L 滑动窗口的损失，每一级（其种子上的均值与 95% CI）随训练算力的变化，过所有级种子的拟合直线"
-                   "（虚线为外推），以及页面的说法（红线：其边界）。"),
+                   "长度 L 滑动窗口的损失，每一级（其种子上的均值与 95% CI）随训练算力的变化，过各级均值、以级为单位的拟合直线及其 95% 带，只画在最低一级到最高一级之间（其外到已发表结果的细虚线为外推，不是结论；最早判定该部分的一级画圈）"
+                   "，以及页面的说法（红线：其边界）。"),
     "ledger_overview": ("Every part of every experimental claim on one axis, grouped by claim: "
                         "the estimate and its 95% CI coloured by decision as the verdict chips "
                         "(hollow: inconclusive), the stretch the claim allows shaded red. The "

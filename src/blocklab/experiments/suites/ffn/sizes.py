@@ -135,6 +135,6 @@ def rung(name: str, base: Size) -> Size:
                                                                      base.d_model, d)))
 
 
-# The ladder's rungs: C16's comparison (tiny and quick's arms) at 4×, 16× and 64× the quick
+# The ladder's rungs: C16's comparison (tiny and quick's arms) at 2×, 4× and 8× the quick
 # size's training compute.
 SIZES.update({name: rung(name, SIZES[ladder.BASE]) for name in ladder.RUNGS})
