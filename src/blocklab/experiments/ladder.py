@@ -84,9 +84,9 @@ def centred(lrs: tuple[float, ...], base_width: int, width: int) -> tuple[float,
     """An lr grid moved by the width ratio base_width / width: Adam's best and largest stable
     lr for the hidden weights scale as 1 / width (Yang et al. 2022, "Tensor Programs V",
     Table 3), so a rung's grid starts where its optimum is expected and grows at an edge only
-    where that guess is off. Each point to 3 significant digits, as the suites spell rates
-    (`suites.tuning.rounded`: one spelling, one run id)."""
-    return tuple(float(f"{lr * base_width / width:.3g}") for lr in lrs)
+    where that guess is off. Unrounded: the suites spell each rate with
+    `suites.tuning.rounded` (one spelling, one run id)."""
+    return tuple(lr * base_width / width for lr in lrs)
 
 
 def grown(size: str, d_model: int, batch_size: int, base_steps: int, head_width: int,

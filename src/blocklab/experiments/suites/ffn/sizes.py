@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 
 from blocklab.experiments import ladder
 from blocklab.experiments.suites.evaluation import FINAL_EVAL_FRACTION
-from blocklab.experiments.suites.tuning import LrGrid
+from blocklab.experiments.suites.tuning import LrGrid, rounded
 
 ARMS = ("relu", "gelu", "glu", "reglu", "geglu", "swiglu", "bilinear")
 BASELINE = "relu"
@@ -131,8 +131,8 @@ def rung(name: str, base: Size) -> Size:
     return replace(base, d_model=d, n_heads=d // head, batch_size=b, steps=n,
                    warmup_steps=max(1, round(n * base.warmup_steps / base.steps)),
                    eval_every=max(1, round(n * base.eval_every / base.steps)),
-                   lr_grid=replace(base.lr_grid, base=ladder.centred(base.lr_grid.base,
-                                                                     base.d_model, d)))
+                   lr_grid=replace(base.lr_grid, base=tuple(
+                       map(rounded, ladder.centred(base.lr_grid.base, base.d_model, d)))))
 
 
 # The ladder's rungs: C16's comparison (tiny and quick's arms) at 2×, 4× and 8× the quick

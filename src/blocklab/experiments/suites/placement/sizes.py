@@ -228,8 +228,8 @@ def rung(name: str, base: Size) -> Size:
     training = replace(t, d_model=d, n_heads=d // head, batch_size=b, steps=n,
                        warmups=tuple(share(w) for w in t.warmups),
                        eval_every=share(t.eval_every),
-                       lr_grid=replace(t.lr_grid, base=ladder.centred(t.lr_grid.base,
-                                                                      t.d_model, d)))
+                       lr_grid=replace(t.lr_grid, base=tuple(
+                           map(rounded, ladder.centred(t.lr_grid.base, t.d_model, d)))))
     swept = replace(sweep, d_model=d, n_heads=d // head, batch_size=b, steps=share(sweep.steps),
                     warmup=share(sweep.warmup), lr_min=rounded(sweep.lr_min * t.d_model / d))
     return replace(base, probe=replace(base.probe, placements=()), training=training,
