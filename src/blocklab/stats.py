@@ -5,7 +5,6 @@ paired, so the evidence about an arm-vs-arm claim is the list of per-seed differ
 d_1, …, d_n. This module turns such lists into decisions:
 
     paired_interval    mean of d with its two-sided (1 − α) Student-t interval
-    tost               equivalence within ±margin by two one-sided t tests
     power              chance that the t test on n seeds detects a true effect
     detectable_effect  the smallest effect n seeds detect with the wanted power
     seeds_needed       the fewest seeds that detect an effect with the wanted power
@@ -13,8 +12,6 @@ d_1, …, d_n. This module turns such lists into decisions:
     pocock_spent_alpha the Lan–DeMets Pocock-type alpha-spending function
     hsd_spent_alpha    the Hwang–Shih–DeCani alpha-spending family, parameter γ
     spent_by           one of SPENDINGS by name ("obf", "pocock", "hsd(γ)", "fixed")
-    obrien_fleming_design
-                       boundaries and per-look nominal alpha of a group-sequential design
     log_ratio_interval a ratio of paired timings: the geometric mean of the paired
                        ratios with a Student t interval on their logs
 
@@ -62,50 +59,6 @@ class Estimate:
     def half_width(self) -> float:
         """(ci_high − ci_low) / 2."""
         return (self.ci_high - self.ci_low) / 2
-
-
-@dataclass(frozen=True)
-class Equivalence:
-    """The two one-sided tests (TOST) of equivalence within ±margin.
-
-    p_lower: p-value of H0: μ ≤ −margin against μ > −margin
-    p_upper: p-value of H0: μ ≥ +margin against μ < +margin
-    equivalent: both p-values below alpha, the same as `interval` lying strictly inside ±margin
-    interval: the (1 − 2·alpha) t interval (a 90% interval for alpha = 0.05)
-    margin, alpha: as given (alpha is each one-sided test's level)
-    """
-
-    p_lower: float
-    p_upper: float
-    equivalent: bool
-    interval: Estimate
-    margin: float
-    alpha: float
-
-    @property
-    def p_value(self) -> float:
-        """The TOST p-value, max(p_lower, p_upper): equivalence is shown when it is < alpha."""
-        return max(self.p_lower, self.p_upper)
-
-
-@dataclass(frozen=True)
-class SequentialDesign:
-    """A two-sided group-sequential design with Lan–DeMets O'Brien–Fleming-type spending.
-
-    fractions: information fractions t_1 < … < t_K = 1 of the looks (seeds so far / seeds at
-        the last look)
-    alpha: the overall two-sided type-I error rate
-    boundaries: c_k; stop at look k when |Z_k| ≥ c_k
-    spent: α*(t_k), the cumulative type-I error spent by look k (`spent_alpha`)
-    nominal_alpha: 2·(1 − Φ(c_k)), the two-sided level of look k taken alone; a (1 −
-        nominal_alpha[k]) interval at look k is the repeated confidence interval of the design
-    """
-
-    fractions: tuple[float, ...]
-    alpha: float
-    boundaries: tuple[float, ...]
-    spent: tuple[float, ...]
-    nominal_alpha: tuple[float, ...]
 
 
 # --- input checks -------------------------------------------------------------------------------
@@ -184,47 +137,6 @@ def paired_interval(differences: ArrayLike, alpha: float = 0.05) -> Estimate:
     if d.size < 2:
         raise InputError(f"differences has {d.size} value; a t interval needs at least 2")
     return interval_from_summary(float(d.mean()), float(d.std(ddof=1)), int(d.size), alpha)
-
-
-# --- equivalence (TOST) -------------------------------------------------------------------------
-def tost_from_summary(mean: float, sd: float, n: int, margin: float,
-                      alpha: float = 0.05) -> Equivalence:
-    """Two one-sided t tests of equivalence within ±margin (Schuirmann 1987), from summary
-    numbers. With se = sd / √n and df = n − 1:
-
-        p_lower = P(T_df ≥ (mean + margin) / se)    H0: μ ≤ −margin
-        p_upper = P(T_df ≤ (mean − margin) / se)    H0: μ ≥ +margin
-
-    Equivalence is shown when both are < alpha, which is the same as the (1 − 2·alpha) t
-    interval lying strictly inside (−margin, +margin)."""
-    margin = _check_finite(margin, "margin")
-    if margin <= 0:
-        raise InputError(f"margin must be > 0, got {margin!r}")
-    alpha = _check_alpha(alpha)
-    if alpha >= 0.5:
-        raise InputError(f"alpha must be < 0.5 for TOST (its interval is 1 − 2·alpha), "
-                         f"got {alpha!r}")
-    interval = interval_from_summary(mean, sd, n, 2 * alpha)
-    se = interval.sd / math.sqrt(n)
-    if se == 0:
-        # Every difference equal: the statistics are ±inf (or 0/0 on the margin itself);
-        # decide as the interval [mean, mean] does.
-        p_lower = 0.0 if mean > -margin else 1.0
-        p_upper = 0.0 if mean < margin else 1.0
-    else:
-        p_lower = float(stats.t.sf((mean + margin) / se, n - 1))
-        p_upper = float(stats.t.cdf((mean - margin) / se, n - 1))
-    equivalent = p_lower < alpha and p_upper < alpha
-    return Equivalence(p_lower, p_upper, equivalent, interval, margin, alpha)
-
-
-def tost(differences: ArrayLike, margin: float, alpha: float = 0.05) -> Equivalence:
-    """Two one-sided t tests of equivalence within ±margin of per-seed differences
-    (`tost_from_summary`); differences: [n], finite, n ≥ 2."""
-    d = _sample(differences, "differences")
-    if d.size < 2:
-        raise InputError(f"differences has {d.size} value; a t test needs at least 2")
-    return tost_from_summary(float(d.mean()), float(d.std(ddof=1)), int(d.size), margin, alpha)
 
 
 # --- power and the detectable effect ------------------------------------------------------------
@@ -316,7 +228,13 @@ def seeds_needed(effect: float, sd: float, power: float = 0.8, alpha: float = 0.
     return high
 
 
-# --- group-sequential design --------------------------------------------------------------------
+# --- alpha spending over the looks of a sequential design ---------------------------------------
+def _check_fraction(t: float) -> float:
+    if not (isinstance(t, int | float) and 0 <= t <= 1):
+        raise InputError(f"information fraction t must lie in [0, 1], got {t!r}")
+    return float(t)
+
+
 def spent_alpha(t: float, alpha: float = 0.05) -> float:
     """Two-sided Lan–DeMets O'Brien–Fleming-type spending function (Lan & DeMets 1983): the
     type-I error a symmetric two-sided design may have spent by information fraction t,
@@ -329,19 +247,11 @@ def spent_alpha(t: float, alpha: float = 0.05) -> float:
     boundaries start at 4.877. (Putting the two-sided α straight into the one-sided function,
     2 − 2·Φ(z_{1−α/2} / √t), is another function: it starts K = 5 at 4.383.) It spends almost
     nothing early, so early looks stop only on overwhelming evidence."""
-    alpha = _check_alpha(alpha)
-    if not (isinstance(t, int | float) and 0 <= t <= 1):
-        raise InputError(f"information fraction t must lie in [0, 1], got {t!r}")
+    alpha, t = _check_alpha(alpha), _check_fraction(t)
     if t == 0:
         return 0.0
     # 1 − Φ(x) written with the survival function, exact for the tiny early values.
     return float(4 * stats.norm.sf(stats.norm.isf(alpha / 4) / math.sqrt(t)))
-
-
-def _check_fraction(t: float) -> float:
-    if not (isinstance(t, int | float) and 0 <= t <= 1):
-        raise InputError(f"information fraction t must lie in [0, 1], got {t!r}")
-    return float(t)
 
 
 def pocock_spent_alpha(t: float, alpha: float = 0.05) -> float:
@@ -393,114 +303,6 @@ def spent_by(spending: str, t: float, alpha: float = 0.05) -> float:
     raise InputError(f"spending {spending!r} is not allowed; expected one of {list(SPENDINGS)}")
 
 
-def _check_fractions(fractions: ArrayLike) -> np.ndarray:
-    t = _sample(fractions, "fractions")
-    if t[0] <= 0:
-        raise InputError(f"fractions[0] is {t[0]}; information fractions must be > 0")
-    steps = np.diff(t)
-    if np.any(steps <= 0):
-        k = int(np.flatnonzero(steps <= 0)[0]) + 1
-        raise InputError(f"fractions must increase strictly, got fractions[{k}] = {t[k]} after "
-                         f"{t[k - 1]}")
-    if t[-1] != 1:
-        raise InputError(f"fractions must end at 1 (the last look sees all seeds), "
-                         f"got {t[-1]}")
-    return t
-
-
-def _simpson_weights(n_points: int, step: float) -> np.ndarray:
-    """Composite Simpson weights (1, 4, 2, 4, …, 4, 1)·step/3 for an odd number of points."""
-    w = np.full(n_points, 2.0)
-    w[1::2] = 4.0
-    w[0] = w[-1] = 1.0
-    return w * step / 3
-
-
-def obrien_fleming_design(fractions: ArrayLike, alpha: float = 0.05) -> SequentialDesign:
-    """Two-sided group-sequential boundaries c_1, …, c_K at information fractions
-    t_1 < … < t_K = 1 from Lan–DeMets O'Brien–Fleming-type alpha spending (`spent_alpha`).
-
-    Under H0 the look statistics Z_k are jointly normal with Cov(Z_i, Z_j) = √(t_i / t_j), i.e.
-    Z_k = S(t_k) / √t_k for a standard Brownian motion S. Each c_k solves
-
-        P(|Z_j| < c_j for j < k, |Z_k| ≥ c_k) = α*(t_k) − α*(t_{k−1})
-
-    so the chance of ever crossing by look k is α*(t_k), and α*(1) = alpha overall. The
-    probabilities come from the Armitage–McPherson–Rowe (1969) recursion: the sub-density of
-    S(t_k) on the continuation region |s| < c_k·√t_k is carried from look to look by
-    convolving with the N(0, t_k − t_{k−1}) increment (composite Simpson rule on a grid much
-    finer than the increment's sd), and each c_k is found with `scipy.optimize.brentq`.
-
-    fractions: [K], strictly increasing, in (0, 1], ending at 1 (e.g. seeds done at each look /
-    seeds at the last look). Returns the boundaries with each look's nominal two-sided alpha,
-    2·(1 − Φ(c_k)): a caller builds look k's interval at that level, e.g.
-    `paired_interval(d, alpha=design.nominal_alpha[k])` (the t quantile in place of the normal
-    one is the usual small-sample adjustment)."""
-    t = _check_fractions(fractions)
-    alpha = _check_alpha(alpha)
-    spent = [spent_alpha(float(tk), alpha) for tk in t]
-    increments = np.diff([0.0, *spent])
-    if np.any(increments <= 0):
-        k = int(np.flatnonzero(increments <= 0)[0])
-        raise InputError(f"fractions[{k}] = {t[k]} spends no alpha (its share underflows); "
-                         "put the first look later")
-
-    # Look 1 alone: |Z_1| ≥ c_1 has probability 2·(1 − Φ(c_1)).
-    boundaries = [float(stats.norm.isf(increments[0] / 2))]
-    grid = density = weights = None
-    for k in range(1, len(t)):
-        step_sd = math.sqrt(t[k] - t[k - 1])
-        if grid is None:  # sub-density of S(t_1) on |s| < c_1·√t_1
-            grid, weights = _continuation_grid(boundaries[0] * math.sqrt(t[0]), step_sd)
-            density = stats.norm.pdf(grid, scale=math.sqrt(t[0]))
-        else:  # carry the previous look's sub-density to S(t_{k−1}) on its continuation region
-            new_grid, new_weights = _continuation_grid(boundaries[-1] * math.sqrt(t[k - 1]),
-                                                       step_sd)
-            prev_sd = math.sqrt(t[k - 1] - t[k - 2])
-            density = _convolve(new_grid, grid, weights * density, prev_sd)
-            grid, weights = new_grid, new_weights
-        mass = weights * density
-        root_t = math.sqrt(t[k])
-
-        def crossing(c: float, mass=mass, grid=grid, step_sd=step_sd, root_t=root_t) -> float:
-            b = c * root_t  # the boundary on the S scale
-            up = stats.norm.sf((b - grid) / step_sd)
-            down = stats.norm.sf((b + grid) / step_sd)
-            return float(mass @ (up + down))
-
-        target = float(increments[k])
-        # Crossing at c is at most P(|Z_k| ≥ c) = 2·(1 − Φ(c)), so c = Φ⁻¹(1 − target/2)
-        # crosses no more than the target; c = 0 crosses all that is left (≥ target).
-        high = float(stats.norm.isf(target / 2))
-        c = optimize.brentq(lambda c, target=target: crossing(c) - target, 0.0, high,
-                            xtol=1e-10, rtol=1e-12)
-        boundaries.append(float(c))
-    nominal = [float(2 * stats.norm.sf(c)) for c in boundaries]
-    return SequentialDesign(tuple(float(x) for x in t), alpha, tuple(boundaries),
-                            tuple(spent), tuple(nominal))
-
-
-def _convolve(points: np.ndarray, grid: np.ndarray, mass: np.ndarray, sd: float) -> np.ndarray:
-    """Σ_i mass_i · φ((x − grid_i) / sd) / sd at each x of `points`, in blocks of rows so that
-    closely spaced looks (fine grids) do not build one huge matrix."""
-    out = np.empty_like(points)
-    rows = max(1, 4_000_000 // grid.size)
-    for start in range(0, points.size, rows):
-        x = points[start:start + rows, None]
-        out[start:start + rows] = stats.norm.pdf((x - grid[None, :]) / sd) @ mass / sd
-    return out
-
-
-def _continuation_grid(half_width: float, step_sd: float) -> tuple[np.ndarray, np.ndarray]:
-    """An odd-sized grid on [−half_width, half_width] with Simpson weights, its spacing at most
-    1/24 of the next increment's sd (the Gaussian kernel it is convolved with) and 0.02."""
-    spacing = min(0.02, step_sd / 24)
-    intervals = max(100, 2 * math.ceil(half_width / spacing))
-    intervals += intervals % 2  # Simpson's rule needs an even number of intervals
-    grid = np.linspace(-half_width, half_width, intervals + 1)
-    return grid, _simpson_weights(intervals + 1, grid[1] - grid[0])
-
-
 # --- ratios of paired timings -------------------------------------------------------------------
 def log_ratio_interval(numerators: ArrayLike, denominators: ArrayLike,
                        alpha: float = 0.05) -> Estimate:
@@ -536,7 +338,6 @@ def log_ratio_interval(numerators: ArrayLike, denominators: ArrayLike,
 
 
 __all__ = [
-    "Equivalence", "Estimate", "SequentialDesign", "detectable_effect", "interval_from_summary",
-    "log_ratio_interval", "obrien_fleming_design", "paired_interval", "power", "seeds_needed",
-    "spent_alpha", "tost", "tost_from_summary",
+    "SPENDINGS", "Estimate", "detectable_effect", "interval_from_summary", "log_ratio_interval",
+    "paired_interval", "power", "seeds_needed", "spent_alpha", "spent_by",
 ]

@@ -194,6 +194,17 @@ def test_the_t_distribution_is_scipys_to_the_last_bit():
         assert rules._t_quantile(float(q), int(df)) == float(sps.t.ppf(q, df))
 
 
+def test_the_two_one_sided_tests_are_scipys_one_sided_t_tests():
+    """TOST (Schuirmann 1987): the larger p of the two one-sided t tests against the band's
+    edges, each as scipy's `ttest_1samp` gives it."""
+    d = np.array([0.12, -0.05, 0.08, 0.02, -0.01, 0.06])
+    se = float(d.std(ddof=1)) / math.sqrt(d.size)
+    lower = sps.ttest_1samp(d, popmean=-0.15, alternative="greater").pvalue
+    upper = sps.ttest_1samp(d, popmean=0.15, alternative="less").pvalue
+    p = rules._tost(float(d.mean()), -0.15, 0.15, se, se, d.size - 1)
+    assert p == pytest.approx(max(lower, upper), rel=1e-10)
+
+
 def test_the_interval_is_labelled_with_its_coverage():
     found = decide(RULE, t_estimate(-1.99, 1.0, 5), 0.0036)
     assert found.interval.label == "99.64% CI"
