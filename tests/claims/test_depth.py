@@ -11,7 +11,7 @@ import blocklab.claims.depth  # noqa: F401 - registers C36 (the ledger imports i
 from blocklab.claims import Context, run_claims
 from blocklab.claims.registry import C36_IDENTITY_PART, C36_STABLE_PART
 from blocklab.experiments.options import RunRequest
-from blocklab.experiments.suites.placement.data import (
+from blocklab.experiments.suites.placement.summary import (
     PlacementData,
     SlopePrediction,
     StabilityArm,

@@ -10,7 +10,7 @@ import pytest
 
 from blocklab.claims import depth, registry
 from blocklab.claims.rules import Estimate, decide
-from blocklab.experiments.suites.placement.data import GradientProbe
+from blocklab.experiments.suites.placement.summary import GradientProbe
 from blocklab.experiments.summaries import Interval
 
 

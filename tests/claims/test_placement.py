@@ -11,7 +11,7 @@ import pytest
 
 from blocklab.claims import Context, run_claims
 from blocklab.experiments.options import RunRequest
-from blocklab.experiments.suites.placement.data import (
+from blocklab.experiments.suites.placement.summary import (
     GradientProbe,
     PlacementCell,
     PlacementData,

@@ -121,8 +121,8 @@ def test_each_norm_cost_rung_grows_the_quality_runs_alone(rung):
 
 @pytest.mark.parametrize("rung", ladder.RUNGS)
 def test_each_placement_rung_grows_what_c19_reads(rung):
-    from blocklab.experiments.suites.placement.configs import train_model_config
-    from blocklab.experiments.suites.placement.sizes import SIZES as PLACEMENT
+    from blocklab.experiments.suites.placement.runs import SIZES as PLACEMENT
+    from blocklab.experiments.suites.placement.runs import model_config as train_model_config
 
     quick, size = PLACEMENT["quick"], PLACEMENT[rung]
     t0, t = quick.training, size.training
@@ -147,7 +147,7 @@ def test_each_placement_rung_grows_what_c19_reads(rung):
 
 
 def test_a_placement_rung_plans_no_probe_and_no_deep_stacks():
-    from blocklab.experiments.suites.placement.planning import plan
+    from blocklab.experiments.suites.placement.runs import plan
 
     suite = get_suite("placement")
     arms = {spec.arm.split("/")[0] for spec in plan(RunOptions.for_suite(suite, "rung1", 1), [])}
@@ -166,7 +166,7 @@ def test_a_rung_without_probe_or_deep_stacks_summarises_and_grades_c19(tmp_path,
     from blocklab.claims.ledger import run_claims
     from blocklab.experiments.options import RunRequest
     from blocklab.experiments.suites import load_summary, run_suite
-    from blocklab.experiments.suites.placement import sizes
+    from blocklab.experiments.suites.placement import runs as sizes
 
     tiny = sizes.SIZES["tiny"]
     monkeypatch.setitem(sizes.SIZES, "rung1", replace(

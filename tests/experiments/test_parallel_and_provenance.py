@@ -341,7 +341,7 @@ def _final(val_loss: float) -> FinalMetrics:
 
 
 def test_failed_placement_runs_count_as_failures_not_as_losses():
-    from blocklab.experiments.suites import placement
+    from blocklab.experiments.suites.placement import summary as placement
 
     ok = RunResult("ok", final=_final(2.0), steps_done=10)
     stuck = RunResult("stuck", final=_final(5.5), steps_done=4)

@@ -46,7 +46,7 @@ from blocklab.claims.rules import (
     unless_unlearned,
     verdict_text,
 )
-from blocklab.experiments.suites.placement.data import PlacementData
+from blocklab.experiments.suites.placement.summary import PlacementData
 from blocklab.experiments.summaries import Interval
 
 

@@ -50,7 +50,7 @@ from blocklab.claims.rules import (
     untestable_part,
     verdict_text,
 )
-from blocklab.experiments.suites.placement.data import (
+from blocklab.experiments.suites.placement.summary import (
     GradientProbe,
     PlacementCell,
     PlacementData,

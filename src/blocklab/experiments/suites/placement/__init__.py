@@ -53,106 +53,48 @@ and the block Jacobians at the deepest depth: 216 probes, about 57 s of one core
 quick on the 2-core reference machine, of which about 15 s the Jacobians) are the comparison
 C12's and C19's texts and the gradients figure read.
 
-`Summary.data` (read by the claims ledger and the report) is a `data.PlacementData`: per placement
-and init a `GradientProbe` (gradient norms at initialisation across depth, fitted slopes with
-intervals over per-seed slopes, residual RMS, spread across one stack's layers), the predicted
-slopes, one `PlacementCell` per training arm (its tuned lr, statuses, validation loss of the
-finished runs, paired difference from pre-norm, loss-curve area, gradient ratio during training, Σ
-lr), the `PlacementEffect` contrasts, each arm's tuning (`lr_trials`, `lr_tuning`), and per swept
-arm a `StabilityArm` with the `StabilityEffect` contrasts.
+`Summary.data` (read by the claims ledger and the report) is a `summary.PlacementData`: per
+placement and init a `GradientProbe` (gradient norms at initialisation across depth, fitted
+slopes with intervals over per-seed slopes, residual RMS, spread across one stack's layers), the
+predicted slopes, one `PlacementCell` per training arm (its tuned lr, statuses, validation loss
+of the finished runs, paired difference from pre-norm, loss-curve area, gradient ratio during
+training, Σ lr), the `PlacementEffect` contrasts, each arm's tuning (`lr_trials`, `lr_tuning`),
+and per swept arm a `StabilityArm` with the `StabilityEffect` contrasts.
 
 Every run returns a `RunResult`: a training run the trainer's; a probe and a largest-stable-lr
 run train no model of their own and carry their record in `extra` (`ProbeRecord`; `StableLr`,
 its trainer runs as `SweepRung`s), which the summary decodes once (`stored_results`) before it
 computes its statistics (`statistics_of`) and then its tables.
 
-The package, one job a module (each imports only those listed above it):
+The package, one job a module (`summary` imports `runs`, never the other way):
 
-    sizes            the grids at each size (`SIZES`) and the constants every part shares
-    configs          the ModelConfig and TrainConfig of every run; the lr a schedule spends
-    probes           part (a): one gradient probe at initialisation (`init_gradients`)
-    outcomes         what one stored training run says (final and mean val loss, gradient ratio)
-    sweep            one arm's largest stable lr, bisected (`largest_stable_lr`)
-    planning         the RunSpecs: the tuning stage (`tune`), the evaluation runs (`plan`), prices
-    stored           the results, sorted by kind, keyed and decoded once (`stored_results`)
-    gradient_stats   part (a)'s statistics: slopes over depth, spreads, Jacobians
-    training_stats   part (b)'s statistics: one cell per arm, the contrasts paired by seed
-    stability_stats  the largest stable lr's statistics, per arm and paired by seed
-    stats            every statistic of the summary (`statistics_of`)
-    summary          the Summary: statistics, then tables and notes (`summarise`)
+    runs     what the suite plans and runs: the grids at each size (`SIZES`), every run's
+             ModelConfig and TrainConfig, the gradient probe (`init_gradients`), one arm's
+             largest stable lr (`largest_stable_lr`), the tuning stage (`tune`), the evaluation
+             runs (`plan`) and their prices (`price`)
+    summary  what it summarises: `PlacementData` and its parts, the results read once
+             (`stored_results`), every statistic (`statistics_of`), the tables (`summarise`)
 """
 
 from __future__ import annotations
 
 from blocklab.experiments.ladder import RUNGS
 from blocklab.experiments.suites.base import Suite
-from blocklab.experiments.suites.placement.configs import lr_area, train_config
-from blocklab.experiments.suites.placement.configs import scale as placement_scale
-from blocklab.experiments.suites.placement.configs import shape as placement_shape
-from blocklab.experiments.suites.placement.data import PlacementData
-from blocklab.experiments.suites.placement.gradient_stats import loglog_slope
-from blocklab.experiments.suites.placement.planning import plan, price, tune, tuned_lrs
-from blocklab.experiments.suites.placement.probes import ProbeRecord, init_gradients
-from blocklab.experiments.suites.placement.sizes import (
-    SIZES,
-    Probe,
-    Size,
-    Sweep,
-    Training,
-    arm_name,
-)
-from blocklab.experiments.suites.placement.stats import statistics_of
-from blocklab.experiments.suites.placement.summary import summarise
-from blocklab.experiments.suites.placement.sweep import (
-    StableLr,
-    SweepRung,
-    bisect_stable,
-    largest_stable_lr,
-)
-from blocklab.experiments.suites.placement.training_stats import (
-    interaction_trend,
-    training_summary,
-)
-
-__all__ = [
-    "SIZES",
-    "SUITE",
-    "Probe",
-    "ProbeRecord",
-    "Size",
-    "StableLr",
-    "Sweep",
-    "SweepRung",
-    "Training",
-    "arm_name",
-    "bisect_stable",
-    "init_gradients",
-    "interaction_trend",
-    "largest_stable_lr",
-    "loglog_slope",
-    "lr_area",
-    "plan",
-    "price",
-    "statistics_of",
-    "summarise",
-    "train_config",
-    "training_summary",
-    "tune",
-    "tuned_lrs",
-]
+from blocklab.experiments.suites.placement import runs, summary
 
 # How its runs become the metrics the registered rules read (`Suite.metric_version`).
 METRIC_VERSION = ("2026-12-02: C12's log2 sensitivity spread over layers 1 … L−1; largest stable lr"
                   " on the size's ladder, read in doublings (Sweep.doublings); losses at each arm's"
                   " tuned lr, paired by seed")
 SUITE = Suite("placement", "pre vs post vs sandwich norm: gradients at init and training, "
-              "and deep stacks (C12, C13, C19, C36)", plan, summarise, PlacementData,
+              "and deep stacks (C12, C13, C19, C36)", runs.plan, summary.summarise,
+              summary.PlacementData,
               section="placement",
               heading=("Training and gradients (placement suite)", "训练与梯度（placement 实验）"),
               # The stable-lr figure (placement_deep) sits with C36's graded parts.
               figures=("placement_training", "placement_gradients"),
               # C19's and C36's registered rules need four paired seeds (blocklab.claims).
-              scale=placement_scale, shape=placement_shape, metric_version=METRIC_VERSION,
+              scale=runs.scale, shape=runs.shape, metric_version=METRIC_VERSION,
               default_seeds={"tiny": 1, "quick": 4, "full": 5, **dict.fromkeys(RUNGS, 4)},
-              tune=tune,
-              precisions=("fp32", "bf16"), price=price)
+              tune=runs.tune,
+              precisions=("fp32", "bf16"), price=runs.price)

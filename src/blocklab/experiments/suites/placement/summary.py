@@ -1,23 +1,605 @@
-"""The placement suite's Summary: its statistics, then its tables and notes in words."""
+"""What the placement suite summarises: its `Summary.data` (`PlacementData`, the suite's
+`data_type`), every statistic in it, and its tables and notes (`summarise`).
+
+    data         the summary's frozen dataclasses, which `blocklab.experiments.summaries.decode`
+                 reads back field by field (a renamed or missing field fails naming it)
+    stored       the results, sorted by kind, keyed and decoded once (`stored_results`)
+    outcomes     what one stored training run says (final and mean val loss, gradient ratio)
+    gradients    part (a): slopes over depth, spreads, sensitivity, Jacobians
+    training     part (b): one cell per arm, the contrasts paired by seed
+    stability    the largest stable lr, per arm and paired by seed
+    statistics   every statistic of the summary (`statistics_of`)
+    tables       the Summary: statistics, then tables and notes (`summarise`)
+"""
 
 from __future__ import annotations
 
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
 from blocklab.experiments.options import RunOptions
-from blocklab.experiments.suites.base import Results, format_ci, format_level
-from blocklab.experiments.suites.evaluation import full_only, graded_only, listed
-from blocklab.experiments.suites.placement.data import PlacementData
-from blocklab.experiments.suites.placement.sizes import (
-    DATA,
-    PREDICTED_SLOPE_LAST,
-    SIZES,
-    Size,
+from blocklab.experiments.run_result import RunResult, failed_count
+from blocklab.experiments.suites.base import (
+    Results,
+    format_ci,
+    format_level,
+    mean_ci,
+    paired_difference,
 )
-from blocklab.experiments.suites.placement.stats import statistics_of
-from blocklab.experiments.suites.placement.stored import stored_results
+from blocklab.experiments.suites.evaluation import full_only, graded_only, listed
+from blocklab.experiments.suites.placement.runs import (
+    DATA,
+    SIZES,
+    Probe,
+    ProbeRecord,
+    Size,
+    StableLr,
+    Sweep,
+    Training,
+    arm_name,
+    final_val,
+    lr_area,
+    tuned_lrs,
+)
+from blocklab.experiments.suites.tuning import lr_trials
 from blocklab.experiments.suites.tuning import tuning_table as tuned_table
-from blocklab.experiments.summaries import Interval, Summary, Table
+from blocklab.experiments.summaries import ArmTuning, Interval, LrTrial, Summary, Table
+
+PREDICTED_SLOPE_LAST = {"post": 0.0, "pre": -0.5}  # Xiong et al. 2020, Xavier init
+XIONG = "Xiong et al. 2020, On Layer Normalization in the Transformer Architecture"
 
 
+# --- data ----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class GradientProbe:
+    """‖∇W_down‖ at initialisation across depths for one placement and init (geometric means
+    over seeds); slopes are least squares of log ‖∇‖ on log depth. Then the residual stream's
+    sensitivity and, at the deepest depth, each block's Jacobian
+    (`blocklab.experiments.jacobian`)."""
+
+    depths: list[int]
+    last_layer_grad: list[float | None]
+    first_layer_grad: list[float | None]
+    slope_last: float | None
+    slope_first: float | None
+    slope_last_ci: Interval  # over per-seed slopes
+    slope_first_ci: Interval
+    residual_rms_last: list[float | None]
+    per_layer_grad: dict[str, list[float | None]]  # depth -> per layer, bottom first
+    # log2(max / min) of ‖∇W_down‖ over the layers of one stack, per seed, at each depth: how
+    # unevenly gradients reach the layers of one model (the final norm's 1/√L scales them all).
+    layer_spread_log2: dict[str, Interval]
+    # ‖∂L/∂x_l‖·rms(x_l), x_l the stream entering layer l: the loss's sensitivity to a relative
+    # change of the stream, which no global rescaling of the stream changes. Depth -> depth + 1
+    # values (the layers' inputs bottom first, then the final norm's input), means over seeds.
+    per_layer_sensitivity: dict[str, list[float | None]] = field(default_factory=dict)
+    # log2(max / min) of it over the layers' inputs of one stack (the final norm's input left
+    # out), per seed, at each depth.
+    sensitivity_spread_log2: dict[str, Interval] = field(default_factory=dict)
+    # The same over the inputs of layers 1 … L−1: layer 0's input is the embedding stream
+    # (RMS 0.02 under most inits), whose scale, not depth, sets its sensitivity (C12 reads it).
+    sensitivity_spread_past_embedding_log2: dict[str, Interval] = field(default_factory=dict)
+    # Each block's Jacobian J_l at its input, at depth `jacobian_depth` (the deepest probed):
+    # ‖J_l − I‖_F/√n (0: the block is the identity) and ‖J_l‖_F/√n, per layer, means over
+    # seeds; and their median over the layers of one stack, per seed.
+    jacobian_depth: int | None = None
+    identity_deviation: list[float | None] = field(default_factory=list)
+    jacobian_gain: list[float | None] = field(default_factory=list)
+    identity_deviation_median: Interval = Interval(0)
+    jacobian_gain_median: Interval = Interval(0)
+
+
+@dataclass(frozen=True)
+class SlopePrediction:
+    slope_last: dict[str, float]  # placement -> predicted slope of the last layer's gradient
+    init: str
+    source: str
+
+
+@dataclass(frozen=True)
+class PlacementCell:
+    """One (placement, depth, warmup) arm of the training grid over its seeds, trained at its
+    own tuned peak lr."""
+
+    placement: str
+    depth: int
+    warmup: int
+    lr: float  # the arm's own peak lr, tuned on seeds of its own
+    failures: int  # diverged + stuck
+    runs: int
+    status: dict[str, int]
+    val_loss: Interval  # finished runs only
+    delta_vs_pre: Interval | None  # paired by seed where both finished; None for pre itself
+    steps_done: float | None
+    val_auc: Interval  # mean validation loss over the run's evaluations (area under the curve)
+    # log2(‖∇ first layer‖ / ‖∇ last layer‖) during training: the mean over the logged steps
+    # after warmup of each finished run, then over seeds. Negative: the bottom gets less.
+    grad_first_over_last_log2: Interval
+    # Σ lr over the run's steps (the schedule's area): a warmup arm spends less of it, which
+    # confounds "needs warmup" with "had less learning rate"; shown beside the losses.
+    lr_area: float | None = None
+
+
+@dataclass(frozen=True)
+class PlacementEffect:
+    """A contrast between training arms at one depth, each at its own tuned lr, paired by seed
+    (nats, final validation loss): `warmup_interaction` = (post cold − post warm) − (pre cold −
+    pre warm); `pre_warmup_effect` = pre cold − pre warm; `post_vs_pre_warm` = post warm − pre
+    warm."""
+
+    depth: int
+    lrs: dict[str, float]  # "<placement> <cold|warm>" -> that arm's tuned peak lr
+    warmup: int
+    warmup_interaction: Interval
+    pre_warmup_effect: Interval
+    post_vs_pre_warm: Interval
+    post_grad_first_over_last_log2: Interval  # post with warmup, during training
+    pre_grad_first_over_last_log2: Interval  # pre with warmup, during training
+
+
+@dataclass(frozen=True)
+class StabilityArm:
+    """The largest stable learning rate of one (placement, depth, warmup) arm: per seed, short
+    runs on a doubling ladder of peak lrs, bisected (stability taken as monotone in lr). A run
+    is stable when it finishes (no NaN/inf, loss never above 4·ln 256), ends below the
+    unigram entropy of the training bytes and, where the size registers a learn margin, learned
+    (`TrainConfig.learn_margin`): a rate at which a run only avoids diverging is not stable."""
+
+    grid: str  # "main" (C13, C19: the training grid's depth) or "deep" (C36)
+    placement: str
+    depth: int
+    warmup: int
+    steps: int
+    ladder: list[float]  # the peak lrs, ascending, each twice the last
+    # Per seed, the rung (index into `ladder`) of the largest stable lr; −1 when not even the
+    # first is stable, len(ladder) − 1 when the top one is (censored: it may be higher).
+    rungs: list[int | None]
+    # log2(largest stable lr / ladder[0]) over seeds: mean [95% CI], in doublings.
+    log2_max_stable: Interval
+    max_stable_lr: float | None  # 2 ** mean · ladder[0] (a geometric mean)
+    censored_low: int  # seeds where no rung was stable
+    censored_high: int  # seeds where the top rung was stable
+    # The sweep's runs: per lr tried, the final val loss of each (None: it did not finish).
+    loss_at_lr: dict[str, list[float | None]]
+    # Of the seeds where no rung was stable, those whose run at the ladder's first rung did not
+    # learn (rather than diverged): the arm learned at no rate on the ladder.
+    unlearned_low: int = 0
+
+
+@dataclass(frozen=True)
+class StabilityEffect:
+    """Contrasts of the largest stable lr at one depth, paired by seed, in doublings
+    (log2 of a ratio of lrs; +1 = twice as large)."""
+
+    grid: str
+    depth: int
+    warmup: int  # the warmup compared with none
+    pre_cold_vs_warm: Interval  # pre cold − pre warm (0: warmup not needed)
+    post_warm_vs_cold: Interval  # post warm − post cold (positive: warmup helps post-norm)
+    # (post warm − post cold) − (pre warm − pre cold): positive = post-norm needs warmup more
+    warmup_interaction: Interval
+    pre_vs_post_warm: Interval  # pre warm − post warm (positive: pre-norm stable at larger lr)
+    pre_vs_post_cold: Interval  # pre cold − post cold
+
+
+@dataclass(frozen=True)
+class PlacementData:
+    init_gradients: dict[str, dict[str, GradientProbe]]  # placement -> init -> probe
+    predictions: SlopePrediction
+    training: list[PlacementCell]
+    effects: list[PlacementEffect]
+    # Warmup interaction at the deepest minus the shallowest depth, paired by seed (highest lr,
+    # longest warmup): positive = post-norm's need for warmup grows with depth.
+    interaction_trend: Interval
+    unigram_entropy: float | None
+    seeds: int
+    steps: int
+    size: dict[str, Any]
+    # Each training arm's tuning ("<placement>/<depth>/<warmup>"): the loss-versus-lr curve on
+    # the tuning seeds, and where each arm's optimum fell.
+    lr_trials: list[LrTrial] = field(default_factory=list)
+    lr_tuning: list[ArmTuning] = field(default_factory=list)
+    # The largest stable lr per arm, at the training grid's depth ("main") and in the deep
+    # stacks of C36 ("deep"), and its contrasts.
+    stability: list[StabilityArm] = field(default_factory=list)
+    stability_effects: list[StabilityEffect] = field(default_factory=list)
+
+
+# --- stored --------------------------------------------------------------------------------------
+ProbeKey = tuple[str, str, int, int]  # (placement, init, depth, seed)
+ArmKey = tuple[str, int, int, int]  # (placement, depth, warmup, seed)
+# (grid: "sweep" or "deep", placement, depth, warmup, seed)
+SweepKey = tuple[str, str, int, int, int]
+
+
+@dataclass(frozen=True)
+class Stored:
+    """A summary's results, each read once: the finished gradient probes' records, part (b)'s
+    training runs, the lr sweeps' records, the tuning runs, and the unigram entropy of the
+    training bytes (from the first training run that reports it). A sweep run always ends "ok"
+    (a failure raises, and nothing is stored)."""
+
+    probes: dict[ProbeKey, ProbeRecord]
+    trained: dict[ArmKey, RunResult]
+    swept: dict[SweepKey, StableLr]
+    tuned: Results
+    unigram_entropy: float | None
+
+
+def stored_results(results: Results) -> Stored:
+    """`results` sorted by kind and keyed; each suite record decoded once."""
+    probes: dict[ProbeKey, ProbeRecord] = {}
+    trained: dict[ArmKey, RunResult] = {}
+    swept: dict[SweepKey, StableLr] = {}
+    tuned: Results = []
+    entropy = None
+    for spec, result in results:
+        payload = spec.payload
+        if payload["kind"] == "init_gradients":
+            if result.status == "ok":
+                probes[(payload["placement"], payload["init"], payload["depth"],
+                        spec.seed)] = ProbeRecord.of(result, spec.label)
+        elif payload["kind"] == "tune":
+            tuned.append((spec, result))
+        else:
+            model, train = payload["model"], payload["train"]
+            arm = (model["placement"], model["n_layers"], train["warmup_steps"], spec.seed)
+            if payload["kind"] == "train":
+                trained[arm] = result
+            elif result.status == "ok":
+                swept[(payload["kind"], *arm)] = StableLr.of(result, spec.label)
+            entropy = entropy or (None if result.final is None
+                                  else result.final.unigram_entropy)
+    return Stored(probes, trained, swept, tuned, entropy)
+
+
+# --- outcomes ------------------------------------------------------------------------------------
+def val_auc(result: RunResult | None, seq_len: int) -> float | None:
+    """Mean validation loss over a finished run's evaluations: the area under its curve
+    divided by its length (evaluations are evenly spaced)."""
+    if result is None or result.status != "ok" or result.curves is None:
+        return None
+    values = result.curves.val.get(str(seq_len)) or []
+    finite = [v for v in values if v is not None and math.isfinite(v)]
+    if not values or len(finite) != len(values):
+        return None
+    return sum(finite) / len(finite)
+
+
+def first_over_last_log2(result: RunResult | None, warmup: int) -> float | None:
+    """Mean over the logged steps at or after warmup of log2(‖∇ first layer‖ / ‖∇ last
+    layer‖) (all of a layer's parameters), for a finished run."""
+    if result is None or result.status != "ok" or result.curves is None:
+        return None
+    logged = result.curves.layer_grad_norms
+    ratios = []
+    for step, layers in zip(logged.step, logged.layer, strict=True):
+        first, last = (layers[0], layers[-1]) if len(layers) > 1 else (None, None)
+        if step >= warmup and first and last and math.isfinite(first) and math.isfinite(last):
+            ratios.append(math.log2(first / last))
+    return sum(ratios) / len(ratios) if ratios else None
+
+
+def ok_val(result: RunResult | None) -> float | None:
+    """The final val loss of a run that finished ("ok"); None for a failed or missing one."""
+    return final_val(result) if result is not None and result.status == "ok" else None
+
+
+# --- gradients -----------------------------------------------------------------------------------
+def loglog_slope(xs: Sequence[float], ys: Sequence[float | None]) -> float | None:
+    """Least-squares slope b of log y = a + b·log x; None with fewer than two usable points.
+
+    y = c·x^p gives exactly p.
+    """
+    points = [(math.log(x), math.log(y)) for x, y in zip(xs, ys, strict=True)
+              if x is not None and y is not None and x > 0 and y > 0 and math.isfinite(y)]
+    if len(points) < 2:
+        return None
+    mx = sum(u for u, _ in points) / len(points)
+    my = sum(v for _, v in points) / len(points)
+    sxx = sum((u - mx) ** 2 for u, _ in points)
+    if sxx == 0:
+        return None
+    return sum((u - mx) * (v - my) for u, v in points) / sxx
+
+
+def _geometric_mean(values: Sequence[float | None]) -> float | None:
+    usable = [v for v in values if v is not None and v > 0 and math.isfinite(v)]
+    if not usable:
+        return None
+    return math.exp(sum(math.log(v) for v in usable) / len(usable))
+
+
+def gradient_summary(probe: Probe, seeds: range, probes: dict[ProbeKey, ProbeRecord]
+                      ) -> dict[str, dict[str, GradientProbe]]:
+    """placement -> init -> its `GradientProbe` over `seeds`."""
+    return {placement: {init: _gradient_probe(probe, seeds, probes, placement, init)
+                        for init in probe.inits}
+            for placement in probe.placements}
+
+
+def _gradient_probe(probe: Probe, seeds: range, probes: dict[ProbeKey, ProbeRecord],
+                    placement: str, init: str) -> GradientProbe:
+    depths = list(probe.depths)
+    deepest = max(depths)
+
+    def runs(depth: int) -> list[ProbeRecord]:
+        found = [probes.get((placement, init, depth, s)) for s in seeds]
+        return [r for r in found if r is not None]
+
+    def at(index: int, depth: int) -> float | None:
+        return _geometric_mean([r.down_proj_grad[index] for r in runs(depth)])
+
+    def mean_per_layer(rows: list[list[float | None]], count: int) -> list[float | None]:
+        return [mean_ci([row[i] for row in rows]).mean for i in range(count)]
+
+    last = [at(-1, d) for d in depths]
+    first = [at(0, d) for d in depths]
+    per_seed_last, per_seed_first = [], []
+    for seed in seeds:
+        found = [probes.get((placement, init, d, seed)) for d in depths]
+        rows = [r for r in found if r is not None]
+        if len(rows) == len(depths):
+            per_seed_last.append(loglog_slope(depths, [r.down_proj_grad[-1] for r in rows]))
+            per_seed_first.append(loglog_slope(depths, [r.down_proj_grad[0] for r in rows]))
+    return GradientProbe(
+        depths=depths,
+        last_layer_grad=last,
+        first_layer_grad=first,
+        slope_last=loglog_slope(depths, last),
+        slope_first=loglog_slope(depths, first),
+        slope_last_ci=mean_ci(per_seed_last),
+        slope_first_ci=mean_ci(per_seed_first),
+        residual_rms_last=[mean_ci([r.residual_rms[-1] for r in runs(d)]).mean
+                           for d in depths],
+        per_layer_grad={
+            str(d): mean_per_layer([r.down_proj_grad for r in runs(d)], d) for d in depths},
+        layer_spread_log2={
+            str(d): mean_ci([_spread_log2(r.down_proj_grad) for r in runs(d)])
+            for d in depths},
+        per_layer_sensitivity={
+            str(d): mean_per_layer([r.sensitivity for r in runs(d)], d + 1) for d in depths},
+        # The layers' inputs only: the final norm's input is the last layer's output.
+        sensitivity_spread_log2={
+            str(d): mean_ci([_spread_log2(r.sensitivity[:d]) for r in runs(d)
+                             if r.sensitivity]) for d in depths},
+        sensitivity_spread_past_embedding_log2={
+            str(d): mean_ci([_spread_log2(r.sensitivity[1:d]) for r in runs(d)
+                             if r.sensitivity]) for d in depths},
+        jacobian_depth=deepest,
+        identity_deviation=mean_per_layer(
+            [r.identity_deviation for r in runs(deepest) if r.identity_deviation is not None],
+            deepest),
+        jacobian_gain=mean_per_layer(
+            [r.jacobian_gain for r in runs(deepest) if r.jacobian_gain is not None], deepest),
+        # The median over layers: layer 0's input is the embedding (RMS 0.02 under most
+        # inits), where a norm's Jacobian is about 50·I; one such layer must not set the
+        # stack's number.
+        identity_deviation_median=_median_per_seed(
+            [r.identity_deviation for r in runs(deepest)]),
+        jacobian_gain_median=_median_per_seed([r.jacobian_gain for r in runs(deepest)]),
+    )
+
+
+def _median_per_seed(per_seed: list[list[float | None] | None]) -> Interval:
+    """Over seeds, the median over one stack's layers; a seed with no value or a non-finite one
+    left out."""
+    medians = []
+    for values in per_seed:
+        finite = [v for v in values or [] if v is not None and math.isfinite(v)]
+        if values and len(finite) == len(values):
+            medians.append(statistics.median(finite))
+    return mean_ci(medians)
+
+
+def _spread_log2(norms: Sequence[float | None]) -> float | None:
+    """log2(max / min) over one stack's per-layer gradient norms."""
+    usable = [v for v in norms if v is not None and math.isfinite(v) and v > 0]
+    return math.log2(max(usable) / min(usable)) if len(usable) == len(norms) > 1 else None
+
+
+# --- training ------------------------------------------------------------------------------------
+def training_summary(training: Training, seeds: range, trained: dict[ArmKey, RunResult],
+                      lrs: dict[str, ArmTuning]) -> list[PlacementCell]:
+    """One cell per (placement, depth, warmup) arm, its runs keyed
+    `(placement, depth, warmup, seed)` in `trained`."""
+    rows = []
+    for placement, depth, warmup in training.arms():
+        def results(p: str, depth=depth, warmup=warmup) -> list[RunResult | None]:
+            return [trained.get((p, depth, warmup, s)) for s in seeds]
+
+        mine = results(placement)
+        status: dict[str, int] = {}
+        for r in mine:
+            if r is None:  # a seed the sequential design added to other arms only
+                continue
+            status[r.status] = status.get(r.status, 0) + 1
+        # Quality from the runs that finished; stuck and diverged runs are counted in the
+        # status columns only. Pairs need both seeds finished (n shown).
+        vals = [ok_val(r) for r in mine]
+        delta = None
+        if placement != "pre" and "pre" in training.placements:
+            delta = paired_difference(vals, [ok_val(r) for r in results("pre")])
+        lr = lrs[arm_name(placement, depth, warmup)].lr
+        rows.append(PlacementCell(
+            placement=placement, depth=depth, warmup=warmup, lr=lr,
+            failures=failed_count(status),
+            runs=sum(1 for r in mine if r is not None), status=status,
+            val_loss=mean_ci(vals), delta_vs_pre=delta,
+            steps_done=mean_ci([None if r is None else r.steps_done for r in mine]).mean,
+            val_auc=mean_ci([val_auc(r, training.seq_len) for r in mine]),
+            grad_first_over_last_log2=mean_ci(
+                [first_over_last_log2(r, warmup) for r in mine]),
+            lr_area=lr_area(training, warmup, lr)))
+    return rows
+
+
+def _ok_vals(trained: dict[ArmKey, RunResult], seeds: range, placement: str, depth: int,
+             warmup: int) -> list[float | None]:
+    """Per seed, the final val loss of one arm's run if it finished (`ok_val`)."""
+    return [ok_val(trained.get((placement, depth, warmup, s))) for s in seeds]
+
+
+def interaction_per_seed(training: Training, seeds: range, trained: dict[ArmKey, RunResult],
+                         depth: int, warmup: int) -> list[float | None]:
+    """Per seed, (post cold − post warm) − (pre cold − pre warm) of the final validation loss
+    (each arm at its own lr); None for a seed where any of the four runs did not finish."""
+    def vals(p: str, w: int) -> list[float | None]:
+        return _ok_vals(trained, seeds, p, depth, w)
+
+    return [None if a is None or b is None or c is None or d is None else (a - b) - (c - d)
+            for a, b, c, d in zip(vals("post", 0), vals("post", warmup), vals("pre", 0),
+                                  vals("pre", warmup), strict=True)]
+
+
+def interaction_trend(training: Training, seeds: range,
+                      trained: dict[ArmKey, RunResult]) -> Interval:
+    """The warmup interaction at the deepest depth minus at the shallowest, paired by seed, at
+    the longest warmup: positive = post-norm's need for warmup grows with depth. No interval
+    with one depth."""
+    if len(training.depths) < 2 or not {"pre", "post"} <= set(training.placements):
+        return Interval(0)
+    warmup = max(training.warmups)
+    deep, shallow = (interaction_per_seed(training, seeds, trained, d, warmup)
+                     for d in (max(training.depths), min(training.depths)))
+    return paired_difference(deep, shallow)
+
+
+def placement_effects(training: Training, seeds: range, trained: dict[ArmKey, RunResult],
+             lrs: dict[str, ArmTuning]) -> list[PlacementEffect]:
+    """The contrasts C13 and C19 are graded on, per depth and non-zero warmup."""
+    if not {"pre", "post"} <= set(training.placements) or 0 not in training.warmups:
+        return []
+    effects = []
+    for depth in training.depths:
+        for warmup in [w for w in training.warmups if w > 0]:
+            def ratios(p: str, depth=depth, warmup=warmup) -> Interval:
+                return mean_ci([first_over_last_log2(trained.get((p, depth, warmup, s)),
+                                                      warmup) for s in seeds])
+
+            post_warm = _ok_vals(trained, seeds, "post", depth, warmup)
+            pre_warm = _ok_vals(trained, seeds, "pre", depth, warmup)
+            interaction = interaction_per_seed(training, seeds, trained, depth, warmup)
+            effects.append(PlacementEffect(
+                depth=depth, warmup=warmup,
+                lrs={f"{p} {'warm' if w else 'cold'}": lrs[arm_name(p, depth, w)].lr
+                     for p in ("pre", "post") for w in (0, warmup)},
+                warmup_interaction=mean_ci(interaction),
+                pre_warmup_effect=paired_difference(
+                    _ok_vals(trained, seeds, "pre", depth, 0), pre_warm),
+                post_vs_pre_warm=paired_difference(post_warm, pre_warm),
+                post_grad_first_over_last_log2=ratios("post"),
+                pre_grad_first_over_last_log2=ratios("pre")))
+    return effects
+
+
+# --- stability -----------------------------------------------------------------------------------
+def stability_arms(sweep: Sweep, grid: str, seeds: range, swept: dict[SweepKey, StableLr]
+               ) -> list[StabilityArm]:
+    """Per swept arm, the largest stable lr over seeds (records keyed
+    `(grid, placement, depth, warmup, seed)` in `swept`)."""
+    ladder = sweep.ladder()
+    out = []
+    for placement, depth, warmup in sweep.arms():
+        mine = [swept.get((grid, placement, depth, warmup, s)) for s in seeds]
+        rungs = [None if r is None else r.rung for r in mine]
+        log2 = mean_ci([None if k is None else sweep.doublings(k) for k in rungs])
+        losses: dict[str, list[float | None]] = {}
+        for r in mine:
+            for trial in [] if r is None else r.trials:
+                losses.setdefault(f"{trial.lr:g}", []).append(trial.val_loss)
+        out.append(StabilityArm(
+            grid=grid, placement=placement, depth=depth, warmup=warmup, steps=sweep.steps,
+            ladder=ladder, rungs=rungs, log2_max_stable=log2,
+            max_stable_lr=None if log2.mean is None else ladder[0] * 2 ** log2.mean,
+            censored_low=sum(1 for k in rungs if k == -1),
+            censored_high=sum(1 for k in rungs if k == len(ladder) - 1),
+            loss_at_lr=dict(sorted(losses.items(), key=lambda kv: float(kv[0]))),
+            unlearned_low=sum(1 for r in mine if r is not None and r.rung == -1 and any(
+                t.lr == ladder[0] and t.status == "did_not_learn" for t in r.trials))))
+    return out
+
+
+def stability_effects(sweep: Sweep, grid: str, seeds: range,
+                       swept: dict[SweepKey, StableLr]) -> list[StabilityEffect]:
+    """The contrasts of the largest stable lr, per depth, paired by seed, in doublings. A seed
+    where both arms are censored at the same end of the ladder (neither stable anywhere, or
+    both still stable at its top) says nothing about their difference and drops out; one
+    censored on one side counts at the ladder's end, a bound on the difference."""
+    top = sweep.rungs - 1
+
+    def rungs(p: str, depth: int, w: int) -> list[float | None]:
+        found = [swept.get((grid, p, depth, w, s)) for s in seeds]
+        return [None if r is None else sweep.doublings(r.rung) for r in found]
+
+    ends = (sweep.doublings(-1), sweep.doublings(top))
+
+    def known(a: list[float | None], b: list[float | None]
+              ) -> tuple[list[float | None], list[float | None]]:
+        both_censored = [x is not None and x == y and x in ends for x, y in
+                         zip(a, b, strict=True)]
+        return ([None if c else x for x, c in zip(a, both_censored, strict=True)],
+                [None if c else y for y, c in zip(b, both_censored, strict=True)])
+
+    swept_arms = set(sweep.arms())
+    out = []
+    for depth in sweep.depths:
+        w = sweep.warmup
+
+        def have(*arms: tuple[str, int], depth=depth) -> bool:
+            return all((p, depth, warm) in swept_arms for p, warm in arms)
+
+        def diff(a: tuple[str, int], b: tuple[str, int], depth=depth) -> Interval:
+            return (paired_difference(*known(rungs(a[0], depth, a[1]),
+                                             rungs(b[0], depth, b[1])))
+                    if have(a, b) else Interval(0))
+
+        interaction = Interval(0)
+        if have(("pre", 0), ("pre", w), ("post", 0), ("post", w)):
+            post_warm, post_cold = known(rungs("post", depth, w), rungs("post", depth, 0))
+            pre_warm, pre_cold = known(rungs("pre", depth, w), rungs("pre", depth, 0))
+            per_seed = [None if a is None or b is None or c is None or d is None
+                        else (a - b) - (c - d)
+                        for a, b, c, d in zip(post_warm, post_cold, pre_warm, pre_cold,
+                                              strict=True)]
+            interaction = mean_ci(per_seed)
+        out.append(StabilityEffect(
+            grid=grid, depth=depth, warmup=w,
+            pre_cold_vs_warm=diff(("pre", 0), ("pre", w)),
+            post_warm_vs_cold=diff(("post", w), ("post", 0)),
+            warmup_interaction=interaction,
+            pre_vs_post_warm=diff(("pre", w), ("post", w)),
+            pre_vs_post_cold=diff(("pre", 0), ("post", 0))))
+    return out
+
+
+# --- statistics ----------------------------------------------------------------------------------
+def statistics_of(size: Size, seeds: range, stored: Stored) -> PlacementData:
+    """Every statistic the summary shows (and the claims ledger reads), from the results read
+    once (`stored_results`)."""
+    training, sweep, deep = size.training, size.sweep, size.deep
+    trials = lr_trials(stored.tuned)
+    lrs = tuned_lrs(training, trials)
+    return PlacementData(
+        init_gradients=gradient_summary(size.probe, seeds, stored.probes),
+        predictions=SlopePrediction(slope_last=dict(PREDICTED_SLOPE_LAST), init="xavier",
+                                    source=XIONG),
+        training=training_summary(training, seeds, stored.trained, lrs),
+        effects=placement_effects(training, seeds, stored.trained, lrs),
+        interaction_trend=interaction_trend(training, seeds, stored.trained),
+        unigram_entropy=stored.unigram_entropy, seeds=len(seeds),
+        steps=training.steps, size=asdict(size), lr_trials=trials,
+        lr_tuning=[lrs[arm_name(*a)] for a in training.arms()],
+        stability=(stability_arms(sweep, "sweep", seeds, stored.swept)
+                   + stability_arms(deep, "deep", seeds, stored.swept)),
+        stability_effects=(stability_effects(sweep, "sweep", seeds, stored.swept)
+                           + stability_effects(deep, "deep", seeds, stored.swept)))
+
+
+# --- tables --------------------------------------------------------------------------------------
 def _g(value: float | None) -> str:
     return "—" if value is None else f"{value:.3g}"
 

@@ -1,0 +1,639 @@
+"""What the placement suite plans and runs: the grids at each size (`SIZES`), the ModelConfig and
+TrainConfig of every run, part (a)'s gradient probe (`init_gradients`, its `ProbeRecord`), one
+arm's largest stable lr (`largest_stable_lr`, its `StableLr`), and the RunSpecs: the tuning stage
+(`tune`), the evaluation runs (`plan`) and what each costs (`price`).
+
+    sizes      part (a)'s probe, part (b)'s training grid and the largest-stable-lr sweeps (at
+               part (b)'s depth, and part (c)'s deep stacks) at each size
+    configs    the ModelConfig and TrainConfig of every run; the lr a schedule spends
+    probes     part (a): one gradient probe at initialisation and the record it stores
+    sweeps     one arm's bisection on a doubling ladder of peak lrs and the record it stores
+    planning   the RunSpecs, and what each run costs
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from blocklab.config import ModelConfig
+from blocklab.experiments import ladder
+from blocklab.experiments.env import torch_threads
+from blocklab.experiments.options import RunOptions
+from blocklab.experiments.results import added_identity, train_identity
+from blocklab.experiments.run_result import RunResult
+from blocklab.experiments.scale import Scale
+from blocklab.experiments.suites.base import Results, RunSpec, tuning_seeds
+from blocklab.experiments.suites.evaluation import FINAL_EVAL_FRACTION
+from blocklab.experiments.suites.tuning import LrGrid, lr_trials, rounded, trains, tune_arm
+from blocklab.experiments.summaries import ArmTuning, LrTrial, decode
+
+if TYPE_CHECKING:
+    from blocklab.experiments.trainer import TrainConfig
+
+
+# --- sizes ---------------------------------------------------------------------------------------
+DATA = "stdlib"
+
+
+@dataclass(frozen=True)
+class Probe:
+    """Part (a): gradients, residual-stream sensitivity and block Jacobians at initialisation.
+    The Jacobians (`blocklab.experiments.jacobian.identity_deviation`, `jacobian_probes`
+    Gaussian probes per layer) are measured at the deepest depth only, on the first
+    `jacobian_windows` windows of the batch: each probe costs about one backward pass of the
+    stack, and J is block-diagonal over the windows (attention mixes positions within a
+    window only), so a few windows are a sample of the same per-entry norm. At quick this
+    halves their cost (2 of 8 windows: about 0.25 s a stack of 64 instead of 0.6 s)."""
+
+    d_model: int
+    n_heads: int
+    depths: tuple[int, ...]
+    seq_len: int
+    batch_size: int
+    placements: tuple[str, ...] = ("pre", "post", "sandwich")
+    # gpt2 and depth shrink the residual branches (by 1/√(2L), or by 1/√(2(i + 1)) at
+    # layer i); xavier does not, and its stream grows with depth.
+    inits: tuple[str, ...] = ("gpt2", "xavier", "depth")
+    jacobian_probes: int = 2
+    jacobian_windows: int = 2
+
+
+@dataclass(frozen=True)
+class Training:
+    """Part (b): pre vs post at each depth, with and without warmup, each arm at its own peak
+    lr tuned on `lr_grid` (grown at an edge until the optimum is interior)."""
+
+    d_model: int
+    n_heads: int
+    depths: tuple[int, ...]
+    warmups: tuple[int, ...]
+    lr_grid: LrGrid
+    tuning_seeds: int
+    placements: tuple[str, ...]
+    seq_len: int
+    batch_size: int
+    steps: int
+    stuck_patience: int | None
+    eval_every: int
+    eval_batches: int
+    log_every: int = 10  # per-layer gradient norms every this many steps
+    # Placements trained at the deepest depth only (the shallower depths are there for the
+    # pre/post depth trend).
+    deepest_only: tuple[str, ...] = ()
+    # The validation fraction every run scores at its end (`evaluation.FINAL_EVAL_FRACTION`).
+    final_eval_fraction: float = 0.0
+
+    def cells(self) -> list[tuple[str, int]]:
+        """(placement, depth) pairs of the grid."""
+        deepest = max(self.depths)
+        return [(p, d) for p in self.placements for d in self.depths
+                if d == deepest or p not in self.deepest_only]
+
+    def arms(self) -> list[tuple[str, int, int]]:
+        """(placement, depth, warmup) of every tuned and evaluated arm."""
+        return [(p, d, w) for p, d in self.cells() for w in self.warmups]
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """The largest stable peak lr per (placement, warmup) arm at each depth: per seed, short
+    runs on the ladder `lr_min · step^k` (k < rungs), bisected. With rungs = 2^j − 1, j runs a
+    seed find the rung between "none stable" and "the top one stable"; with 2^(j−1) < rungs + 1
+    ≤ 2^j, j runs. Outcomes are read in doublings (`doublings`): a rung is log2(step) of one."""
+
+    d_model: int
+    n_heads: int
+    depths: tuple[int, ...]
+    warmup: int  # the warm arms' warmup (the cold arms have none)
+    placements: tuple[str, ...]
+    warm: tuple[bool, ...]  # which of cold (False) and warm (True) are swept
+    seq_len: int
+    batch_size: int
+    steps: int
+    lr_min: float
+    rungs: int = 7
+    final_eval_fraction: float = 0.0
+    step: float = 2.0  # the ratio of neighbouring rungs
+
+    def ladder(self) -> list[float]:
+        return [rounded(self.lr_min * self.step ** k) for k in range(self.rungs)]
+
+    def doublings(self, rung: int) -> float:
+        """A rung index (−1: below the ladder) in doublings of lr above lr_min."""
+        return rung * math.log2(self.step)
+
+    def arms(self) -> list[tuple[str, int, int]]:
+        return [(p, d, self.warmup if w else 0) for p in self.placements for d in self.depths
+                for w in self.warm]
+
+
+@dataclass(frozen=True)
+class Size:
+    probe: Probe
+    training: Training
+    sweep: Sweep  # the training grid's largest stable lrs (C13, C19)
+    deep: Sweep  # part (c): C36's deep stacks, pre and post
+
+
+SIZES = {
+    "tiny": Size(
+        Probe(d_model=32, n_heads=2, depths=(2, 4), seq_len=16, batch_size=2),
+        Training(d_model=32, n_heads=2, depths=(2,), warmups=(0, 2),
+                 lr_grid=LrGrid((1e-3, 3e-3, 1e-2), 3.0, max_extensions=1), tuning_seeds=1,
+                 placements=("pre", "post"), seq_len=16, batch_size=2, steps=5,
+                 stuck_patience=None, eval_every=0, eval_batches=1, log_every=1,
+                 final_eval_fraction=FINAL_EVAL_FRACTION["tiny"]),
+        Sweep(d_model=32, n_heads=2, depths=(2,), warmup=2, placements=("pre", "post"),
+              warm=(False, True), seq_len=16, batch_size=2, steps=5, lr_min=1e-3, rungs=3,
+              final_eval_fraction=FINAL_EVAL_FRACTION["tiny"]),
+        Sweep(d_model=16, n_heads=2, depths=(4,), warmup=2, placements=("pre", "post"),
+              warm=(True,), seq_len=16, batch_size=2, steps=5, lr_min=1e-3, rungs=3,
+              final_eval_fraction=FINAL_EVAL_FRACTION["tiny"])),
+    # Depth 6, pre and post, with and without warmup, each arm at its own tuned lr: the
+    # contrast C13 and C19 grade, and nothing else (the depth trend and sandwich norm run at
+    # full). Every run to the end (no stuck test: outcomes are losses, not counts), 4 seeds so
+    # the warmup interaction has an interval. Every run must close a quarter of the way from
+    # the unigram to the bigram reference (`options.LEARN_MARGIN`) to count as trained.
+    "quick": Size(
+        Probe(d_model=64, n_heads=4, depths=(2, 4, 8, 16, 32, 64), seq_len=64, batch_size=8),
+        # Chosen by a pilot (seed 0, final val loss; unigram reference 3.21, bigram 2.45). At
+        # depth 12 and 150 steps post-norm learned at no lr from 0.003 to 0.09, warmup or not
+        # (3.20-3.22: the unigram's loss), and in 300 steps only at 1e-3 with warmup (2.86).
+        # At depth 6 and 300 steps every arm learns at an interior optimum of (1e-3, 3e-3,
+        # 1e-2): post warm 3.38 / 2.56 / 2.16 / 2.61 at 3e-4 … 1e-2, post cold 2.56 / 2.29 at
+        # 1e-3 / 3e-3, pre cold 2.61 / 2.32 / 2.14 at 1e-3 … 1e-2. 300 steps of 6 layers cost
+        # what 150 of 12 did (about 15 s a run on one core of the 2-core reference machine).
+        # Each arm's interior optimum on the ×3 grid is refined at ×√3 either side of it
+        # (`LrGrid.refine`), on two tuning seeds, so a half-step miss does not bias a contrast.
+        Training(d_model=32, n_heads=2, depths=(6,), warmups=(0, 100),
+                 lr_grid=LrGrid((1e-3, 3e-3, 1e-2), 3.0, refine=True), tuning_seeds=2,
+                 placements=("pre", "post"), seq_len=64, batch_size=16, steps=300,
+                 stuck_patience=None, eval_every=50, eval_batches=4,
+                 final_eval_fraction=FINAL_EVAL_FRACTION["quick"]),
+        # Largest lr at which a run still learns, at the training depth: 150 steps (warmup
+        # over the first third), ladder 0.001 … 16.4 in doublings (15 rungs: 4 bisected runs
+        # a seed and arm, about 5 s each, as 10 rungs took; at 0.001 … 0.512 pre-norm was
+        # still stable at the top on most seeds, a censored reading that left its pair out).
+        # Pilot at depth 6, 150 steps: pre-norm learned at every lr from
+        # 0.01 to 0.3, cold or warm (2.49 … 2.94); post-norm at none of them (3.21 … 3.25).
+        # "Stable" is "learned": a rate at which a run only avoids diverging is not stable.
+        Sweep(d_model=32, n_heads=2, depths=(6,), warmup=50, placements=("pre", "post"),
+              warm=(False, True), seq_len=64, batch_size=16, steps=150, lr_min=0.001,
+              rungs=15, final_eval_fraction=FINAL_EVAL_FRACTION["quick"]),
+        # C36: 50 layers (the page's "50+"), pre and post, both with warmup (post-norm's best
+        # schedule). A 50-layer d = 32 step at seq_len 32 takes about 0.23 s on one core, so
+        # 100 steps cost about 25 s a run, 3 runs a seed and arm. Pilot (100 steps, warmup
+        # 30): pre-norm learned at 0.003, 0.01 and 0.03 (2.88, 2.82, 2.87); post-norm not at
+        # 0.003 (3.23). Ladder 0.001 … 0.064 in doublings.
+        Sweep(d_model=32, n_heads=2, depths=(50,), warmup=30, placements=("pre", "post"),
+              warm=(True,), seq_len=32, batch_size=16, steps=100, lr_min=0.001,
+              final_eval_fraction=FINAL_EVAL_FRACTION["quick"])),
+    # Hours: (pre, post at 3 depths + sandwich at 24) × 2 warmups × 5 seeds = 70 training
+    # runs after 7 × 2 × 5 tuning runs, and the sweeps' 3 runs per arm and seed
+    # (`blocklab report --full --plan` estimates them).
+    "full": Size(
+        Probe(d_model=128, n_heads=4, depths=(2, 4, 8, 16, 32, 64), seq_len=128, batch_size=8),
+        Training(d_model=64, n_heads=4, depths=(6, 12, 24), warmups=(0, 100),
+                 lr_grid=LrGrid((1e-3, 2e-3, 4e-3, 8e-3, 1.6e-2), 2.0), tuning_seeds=2,
+                 placements=("pre", "post", "sandwich"), seq_len=64,
+                 batch_size=16, steps=1000, stuck_patience=None, eval_every=50, eval_batches=8,
+                 deepest_only=("sandwich",), final_eval_fraction=FINAL_EVAL_FRACTION["full"]),
+        Sweep(d_model=64, n_heads=4, depths=(24,), warmup=100, placements=("pre", "post"),
+              warm=(False, True), seq_len=64, batch_size=16, steps=500, lr_min=8e-3,
+              final_eval_fraction=FINAL_EVAL_FRACTION["full"]),
+        # C36 at 48 and 64 layers. Both ladders 0.008 … 0.512 (quick's runs diverged near 1.0).
+        Sweep(d_model=64, n_heads=4, depths=(48, 64), warmup=100, placements=("pre", "post"),
+              warm=(False, True), seq_len=64, batch_size=16, steps=500, lr_min=8e-3,
+              final_eval_fraction=FINAL_EVAL_FRACTION["full"])),
+}
+
+
+def arm_name(placement: str, depth: int, warmup: int) -> str:
+    """A training arm's tuning name: "<placement>/<depth>/<warmup>"."""
+    return f"{placement}/{depth}/{warmup}"
+
+
+def _pre_params(training: Training, d_model: int) -> int:
+    """The pre-norm model's exact parameters at `d_model`, part (b)'s depth and heads' width."""
+    from blocklab.budget.params import count_params
+
+    head = training.d_model // training.n_heads
+    return count_params(ModelConfig(vocab_size=256, d_model=d_model,
+                                    n_layers=max(training.depths), n_heads=d_model // head,
+                                    placement="pre", max_seq_len=training.seq_len)).total
+
+
+def rung(name: str, base: Size) -> Size:
+    """`base` (the quick size) grown to ladder rung `name` by `blocklab.experiments.ladder`'s
+    rule, on what C19 reads (part (b)'s training grid and its largest-stable-lr sweep): width
+    and batch × √2 a rung at the base's depth and heads of 16, the training steps filling
+    `ladder.multiple(name)` × the base's 6 · parameters · tokens (the pre-norm model's), and
+    every length in steps (warmups, evaluation interval, the sweep's runs) keeping its share.
+    Each training arm is tuned at every rung as at quick (the base's grid moved by the width
+    ratio, `ladder.centred`, grown at an edge and refined around its optimum, on the base's
+    two tuning seeds); the sweep's lr ladder is the base's moved down by the same ratio,
+    base d / d (Adam's largest stable lr for hidden weights ∝ 1 / width, Yang
+    et al. 2022, "Tensor Programs V", Table 3), so the answers stay on it. No probe (part (a))
+    and no deep stacks (C36): not on the ladder."""
+    t, sweep = base.training, base.sweep
+    head = t.d_model // t.n_heads
+    d, b, n = ladder.grown(name, t.d_model, t.batch_size, t.steps, head,
+                           lambda width: _pre_params(t, width), t.seq_len)
+
+    def share(k: int) -> int:
+        return max(1, round(k * n / t.steps)) if k else 0
+
+    training = replace(t, d_model=d, n_heads=d // head, batch_size=b, steps=n,
+                       warmups=tuple(share(w) for w in t.warmups),
+                       eval_every=share(t.eval_every),
+                       lr_grid=replace(t.lr_grid, base=tuple(
+                           map(rounded, ladder.centred(t.lr_grid.base, t.d_model, d)))))
+    swept = replace(sweep, d_model=d, n_heads=d // head, batch_size=b, steps=share(sweep.steps),
+                    warmup=share(sweep.warmup), lr_min=rounded(sweep.lr_min * t.d_model / d))
+    return replace(base, probe=replace(base.probe, placements=()), training=training,
+                   sweep=swept, deep=replace(base.deep, placements=()))
+
+
+# The ladder's rungs (C19): the quick size at 4×, 16× and 64× its training compute.
+SIZES.update({name: rung(name, SIZES[ladder.BASE]) for name in ladder.RUNGS})
+
+
+# --- configs -------------------------------------------------------------------------------------
+def model_config(placement: str, depth: int, grid: Probe | Training | Sweep) -> ModelConfig:
+    """The model of a probe, a training grid's arm or an lr sweep's arm: the project's default
+    block (RMSNorm, SwiGLU at 8d/3, RoPE, final norm); only the placement and depth vary."""
+    return ModelConfig(vocab_size=256, d_model=grid.d_model, n_layers=depth,
+                       n_heads=grid.n_heads, placement=placement, max_seq_len=grid.seq_len,
+                       name=f"placement-{placement}-{depth}")
+
+
+def train_config(grid: Probe | Training | Sweep, options: RunOptions, seed: int, *,
+                 warmup: int = 0, lr: float | None = None, init: str = "xavier"
+                 ) -> TrainConfig:
+    """Every TrainConfig the suite builds, under `options` (its precision and backend; run ids
+    ignore the backend, so they do not change with it).
+
+    Part (b)'s runs and the sweeps' (`grid` a Training or a Sweep): xavier init, no gradient
+    clipping, one thread (bit-reproducible, and faster than two on a busy 2-core machine), peak
+    `lr` after `warmup` steps; a sweep's runs are shorter and evaluated once, at the end. A
+    probe's (`grid` a Probe) trains nothing: `build_model` reads only its seed, `init`,
+    precision and backend."""
+    from blocklab.experiments.trainer import TrainConfig
+
+    if isinstance(grid, Probe):
+        return TrainConfig.for_run(options, seed, init=init)
+    if lr is None:
+        raise ValueError("a training or sweep run needs its peak lr")
+    if isinstance(grid, Training):
+        eval_every, eval_batches = grid.eval_every, grid.eval_batches
+        stuck_patience, log_every = grid.stuck_patience, grid.log_every
+    else:  # a sweep: one evaluation at the end, no stuck test, no per-layer logging
+        eval_every, eval_batches, stuck_patience, log_every = 0, 1, None, 0
+    return TrainConfig.for_run(
+        options, seed, steps=grid.steps, batch_size=grid.batch_size, seq_len=grid.seq_len,
+        lr=lr, warmup_steps=warmup, grad_clip=None, init="xavier", eval_every=eval_every,
+        eval_batches=eval_batches, stuck_patience=stuck_patience, log_every=log_every,
+        threads=1, final_eval_fraction=grid.final_eval_fraction)
+
+
+def lr_area(training: Training, warmup: int, lr: float) -> float:
+    """Σ over the run's steps of the scheduled lr (`trainer.learning_rate`)."""
+    from blocklab.experiments.trainer import TrainConfig, learning_rate
+
+    tc = TrainConfig(steps=training.steps, lr=lr, warmup_steps=warmup)
+    return sum(learning_rate(step, tc) for step in range(training.steps))
+
+
+def shape(size: str) -> tuple[ModelConfig, int, int]:
+    """Part (b)'s pre-norm model at its deepest depth, batch and sequence length at `size`
+    (`--precision auto`)."""
+    t = SIZES[size].training
+    return model_config("pre", max(t.depths), t), t.batch_size, t.seq_len
+
+
+def scale(size: str, claim: str) -> Scale | None:
+    """The scale a placement claim's training runs have at `size`: C36's deep stacks (the
+    pre-norm model at its depth, one ladder run's tokens); C13's and C19's training contrast
+    (the pre-norm model at the training grid's deepest depth, one run's tokens); None for C12,
+    read at initialisation."""
+    if claim == "C12":
+        return None
+    grid = SIZES[size].deep if claim == "C36" else SIZES[size].training
+    return Scale.of(model_config("pre", grid.depths[-1], grid),
+                    grid.steps * grid.batch_size * grid.seq_len)
+
+
+# --- probes --------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ProbeRecord:
+    """What one gradient probe at initialisation adds to its RunResult (`extra`; these are the
+    keys of its stored JSON). Per layer, bottom first; None in a list stands for a non-finite
+    value (stored JSON has no NaN).
+
+    `down_proj_grad`: ‖∇ down_proj.weight‖; `layer_grad`: ‖∇ all of the layer's parameters‖;
+    `residual_rms`: the RMS of each layer's output over the batch; `sensitivity`:
+    ‖∂L/∂x_l‖·rms(x_l) for the stream x_l ENTERING layer l, then the stream entering the final
+    norm (depth + 1 values); `identity_deviation`, `jacobian_gain`: ‖J_l − I‖_F/√n and
+    ‖J_l‖_F/√n, J_l the layer's Jacobian at its input in this pass over the first
+    `Probe.jacobian_windows` windows, at the deepest probed depth only (None below it);
+    `jacobian_s`: the seconds those Jacobians took."""
+
+    placement: str
+    init: str
+    depth: int
+    seed: int
+    loss: float | None
+    down_proj_grad: list[float | None]
+    layer_grad: list[float | None]
+    residual_rms: list[float | None]
+    sensitivity: list[float | None]
+    identity_deviation: list[float | None] | None
+    jacobian_gain: list[float | None] | None
+    jacobian_s: float
+
+    @classmethod
+    def of(cls, result: RunResult, where: str = "probe") -> ProbeRecord:
+        """The record a probe's result carries; ResultsError names what does not fit."""
+        return decode(cls, result.extra, where)
+
+
+def init_gradients(placement: str, init: str, depth: int, seed: int, probe: Probe,
+                   options: RunOptions) -> RunResult:
+    """One forward/backward at initialisation; per-layer gradient norms, residual RMS and the
+    residual stream's sensitivity; at the deepest probed depth also each block's Jacobian
+    (`blocklab.experiments.jacobian`). The result trains no model: status "ok", wall_time_s and
+    a `ProbeRecord` in `extra`."""
+    import torch
+    import torch.nn.functional as F
+
+    from blocklab.experiments import jacobian
+    from blocklab.experiments.data import load_corpus, validation_windows
+    from blocklab.experiments.trainer import build_model
+
+    started = time.perf_counter()
+    batch = validation_windows(load_corpus(DATA).val, probe.seq_len, probe.batch_size)
+    rms: list[float] = []
+
+    def record(module, inputs, output) -> None:
+        rms.append(float(output.detach().float().pow(2).mean().sqrt()))
+
+    def loss_of(model) -> torch.Tensor:
+        tokens = batch.to(next(model.parameters()).device)
+        logits = model(tokens[:, :-1])  # [B, T, V]
+        return F.cross_entropy(logits.flatten(0, 1), tokens[:, 1:].flatten())
+
+    with torch_threads(1):
+        model = build_model(model_config(placement, depth, probe),
+                            train_config(probe, options, seed, init=init))
+        model.train()
+        handles = [layer.register_forward_hook(record) for layer in model.layers]
+        try:
+            loss, sensitivity, inputs = jacobian.residual_sensitivity(model, loss_of)
+        finally:
+            for handle in handles:
+                handle.remove()
+
+        def norm(params) -> float:
+            return float(torch.linalg.vector_norm(torch.stack(
+                [torch.linalg.vector_norm(p.grad) for p in params if p.grad is not None])))
+
+        down = [norm([layer.ffn.down_proj.weight]) for layer in model.layers]
+        whole = [norm(list(layer.parameters())) for layer in model.layers]
+        jacobian_started = time.perf_counter()
+        sample = [jacobian.LayerInput(i.x[:probe.jacobian_windows], i.kwargs) for i in inputs]
+        blocks = (jacobian.layer_deviations(model, sample, probe.jacobian_probes, seed)
+                  if depth == max(probe.depths) else None)
+        jacobian_s = time.perf_counter() - jacobian_started
+    found = ProbeRecord(
+        placement=placement, init=init, depth=depth, seed=seed, loss=float(loss),
+        down_proj_grad=list(down), layer_grad=list(whole), residual_rms=list(rms),
+        sensitivity=list(sensitivity),
+        identity_deviation=None if blocks is None else [b.deviation for b in blocks],
+        jacobian_gain=None if blocks is None else [b.gain for b in blocks],
+        jacobian_s=jacobian_s)
+    return RunResult(status="ok", wall_time_s=time.perf_counter() - started,
+                     extra=asdict(found))
+
+
+# --- sweeps --------------------------------------------------------------------------------------
+def final_val(result: RunResult | None) -> float | None:
+    """A run's final validation loss; None where it has none or it is not finite."""
+    value = None if result is None or result.final is None else result.final.val_loss
+    return value if value is not None and math.isfinite(value) else None
+
+
+@dataclass(frozen=True)
+class SweepRung:
+    """One short run of a largest-stable-lr bisection: its peak lr, the trainer's status, its
+    final validation loss (None: not finite) and whether it trains (`tuning.trains`)."""
+
+    lr: float
+    status: str
+    val_loss: float | None
+    trains: bool
+
+
+@dataclass(frozen=True)
+class StableLr:
+    """What one largest-stable-lr run (one arm on one seed) adds to its RunResult (`extra`;
+    these are the keys of its stored JSON): the `rung` of `ladder` it found (−1: none stable),
+    that lr (`max_stable_lr`, None below the ladder), the bisection's runs in the order they
+    were made (`trials`), and the unigram entropy of the training bytes (None when no run
+    reported it)."""
+
+    placement: str
+    depth: int
+    warmup: int
+    seed: int
+    rung: int
+    ladder: list[float]
+    max_stable_lr: float | None
+    trials: list[SweepRung]
+    unigram_entropy: float | None
+
+    @classmethod
+    def of(cls, result: RunResult, where: str = "sweep") -> StableLr:
+        """The record a sweep's result carries; ResultsError names what does not fit."""
+        return decode(cls, result.extra, where)
+
+
+Record = TypeVar("Record")
+
+
+def bisect_stable(ladder: list[float], attempt: Callable[[float], tuple[bool, Record]]
+                  ) -> tuple[int, list[Record]]:
+    """The rung of the largest lr in `ladder` (ascending) at which `attempt(lr)` makes a run
+    that trains, by bisection, taking stability as monotone in lr: −1 when none does.
+    `attempt(lr)` returns (stable, record); the records of the runs made come back in order."""
+    low, high = -1, len(ladder)  # low: known stable (or none), high: known unstable (or none)
+    records = []
+    while high - low > 1:
+        mid = (low + high) // 2
+        stable, record = attempt(ladder[mid])
+        records.append(record)
+        if stable:
+            low = mid
+        else:
+            high = mid
+    return low, records
+
+
+def largest_stable_lr(placement: str, depth: int, warmup: int, seed: int, sweep: Sweep,
+                      options: RunOptions, progress: Any = False) -> RunResult:
+    """One arm's largest stable peak lr on `seed`: bisected short runs on the sweep's ladder.
+    The result trains no model of its own: status "ok", wall_time_s and a `StableLr` (its
+    trainer runs as `SweepRung`s) in `extra`."""
+    from blocklab.experiments.trainer import run
+
+    started = time.perf_counter()
+    mc = model_config(placement, depth, sweep)
+    entropy: list[float] = []
+
+    def attempt(lr: float) -> tuple[bool, SweepRung]:
+        result = run(mc, train_config(sweep, options, seed, warmup=warmup, lr=lr), DATA,
+                     progress=False, label=f"sweep {placement} L={depth} lr {lr:g}")
+        if result.final is not None:
+            entropy.append(result.final.unigram_entropy)
+        ok = trains(result)
+        return ok, SweepRung(lr=lr, status=result.status, val_loss=final_val(result),
+                             trains=ok)
+
+    ladder = sweep.ladder()
+    rung, trials = bisect_stable(ladder, attempt)
+    found = StableLr(placement=placement, depth=depth, warmup=warmup, seed=seed, rung=rung,
+                     ladder=ladder, max_stable_lr=ladder[rung] if rung >= 0 else None,
+                     trials=trials, unigram_entropy=entropy[0] if entropy else None)
+    return RunResult(status="ok", wall_time_s=time.perf_counter() - started,
+                     extra=asdict(found))
+
+
+# --- planning ------------------------------------------------------------------------------------
+def plan(options: RunOptions, tuned: Results) -> list[RunSpec]:
+    """Every evaluation run of the suite under `options` (its size, seeds and precision): the
+    gradient probes, every training arm at the peak lr its tuning runs `tuned` chose, and the
+    largest-stable-lr sweeps."""
+    size = SIZES[options.size]
+    probe, training = size.probe, size.training
+    specs = []
+    for placement in probe.placements:
+        for init in probe.inits:
+            for depth in probe.depths:
+                for seed in options.seeds:
+                    payload = {"suite": "placement", "kind": "init_gradients",
+                               "placement": placement, "init": init, "depth": depth,
+                               "seed": seed, "probe": asdict(probe),
+                               "model": model_config(placement, depth, probe).to_dict(),
+                               "data": DATA}
+                    payload.update(added_identity(precision=options.precision))
+
+                    def execute(progress, placement=placement, init=init, depth=depth,
+                                seed=seed):
+                        return init_gradients(placement, init, depth, seed, probe, options)
+
+                    specs.append(RunSpec(f"init {placement} {init} L={depth} seed {seed}",
+                                         f"init/{placement}/{init}/{depth}", seed, payload,
+                                         execute, reads_tuning=False))
+    lrs = tuned_lrs(training, lr_trials(tuned))
+    return (specs + _training_specs(training, options, lrs)
+            + _sweep_specs(size.sweep, options, "sweep")
+            + _sweep_specs(size.deep, options, "deep"))
+
+
+def tune(options: RunOptions, tuned: Results = ()) -> list[RunSpec]:
+    """The tuning stage: every training arm at every peak lr of its grid (grown at an edge
+    from the results `tuned` so far) on the tuning seeds, as long as the evaluation runs."""
+    from blocklab.experiments.trainer import run
+
+    training = SIZES[options.size].training
+    trials = lr_trials(list(tuned))
+    specs = []
+    for placement, depth, warmup in training.arms():
+        arm = arm_name(placement, depth, warmup)
+        mc = model_config(placement, depth, training)
+        for lr in tune_arm(training.lr_grid, trials, arm).grid:
+            for seed in tuning_seeds(options, training.tuning_seeds):
+                tc = train_config(training, options, seed, warmup=warmup, lr=lr)
+                label = f"tune {placement} L={depth} warmup {warmup} lr {lr:g} seed {seed}"
+                payload = {"suite": "placement", "kind": "tune", "arm": arm,
+                           "model": mc.to_dict(), "train": train_identity(tc), "data": DATA}
+
+                def execute(progress, mc=mc, tc=tc, label=label, run=run):
+                    return run(mc, tc, DATA, progress=progress, label=label)
+
+                specs.append(RunSpec(label, f"tune/{arm}", seed, payload, execute))
+    return specs
+
+
+def tuned_lrs(training: Training, trials: list[LrTrial]) -> dict[str, ArmTuning]:
+    """Each training arm's tuning: its grid, chosen peak lr and whether that is interior."""
+    return {arm_name(*a): tune_arm(training.lr_grid, trials, arm_name(*a))
+            for a in training.arms()}
+
+
+def _training_specs(training: Training, options: RunOptions, lrs: dict[str, ArmTuning]
+                    ) -> list[RunSpec]:
+    """Part (b): every arm at its tuned peak lr on `options.seeds`; arms
+    `train/<placement>/<depth>/<warmup>`."""
+    from blocklab.experiments.trainer import run
+
+    specs = []
+    for placement, depth, warmup in training.arms():
+        mc = model_config(placement, depth, training)
+        lr = lrs[arm_name(placement, depth, warmup)].lr
+        for seed in options.seeds:
+            tc = train_config(training, options, seed, warmup=warmup, lr=lr)
+            label = f"{placement} L={depth} warmup {warmup} lr {lr:g} seed {seed}"
+            payload = {"suite": "placement", "kind": "train", "model": mc.to_dict(),
+                       "train": train_identity(tc), "data": DATA}
+
+            def execute(progress, mc=mc, tc=tc, label=label, run=run):
+                return run(mc, tc, DATA, progress=progress, label=label)
+
+            specs.append(RunSpec(label, f"train/{arm_name(placement, depth, warmup)}", seed,
+                                 payload, execute))
+    return specs
+
+
+def _sweep_specs(sweep: Sweep, options: RunOptions, grid: str) -> list[RunSpec]:
+    """One run per arm and seed of `options.seeds`, each bisecting its ladder; arms
+    `<grid>/<placement>/<depth>/<warmup>` (grid "sweep" or "deep")."""
+    specs = []
+    for placement, depth, warmup in sweep.arms():
+        for seed in options.seeds:
+            tc = train_config(sweep, options, seed, warmup=warmup, lr=sweep.lr_min)
+            payload = {"suite": "placement", "kind": grid,
+                       "model": model_config(placement, depth, sweep).to_dict(),
+                       "train": train_identity(tc), "ladder": sweep.ladder(), "data": DATA}
+
+            def execute(progress, placement=placement, depth=depth, warmup=warmup, seed=seed):
+                return largest_stable_lr(placement, depth, warmup, seed, sweep, options,
+                                         progress)
+
+            label = (f"{'deep ' if grid == 'deep' else ''}largest stable lr {placement} "
+                     f"L={depth} warmup {warmup} seed {seed}")
+            specs.append(RunSpec(label, f"{grid}/{arm_name(placement, depth, warmup)}", seed,
+                                 payload, execute, reads_tuning=False))
+    return specs
+
+
+def price(spec: RunSpec, cal) -> float | None:
+    """Estimated seconds of one run on this machine (`blocklab.experiments.estimate`): a
+    gradient probe builds its model and takes one forward+backward (priced as a step) on
+    [batch_size, seq_len]; a largest-stable-lr run is as many trainer runs as its bisection
+    makes (⌈log2(rungs + 1)⌉); training runs are the trainer's (the default)."""
+    payload = spec.payload
+    if payload["kind"] in ("sweep", "deep"):
+        from blocklab.experiments.estimate import TrainShape, training_s
+
+        runs = math.ceil(math.log2(len(payload["ladder"]) + 1))
+        return runs * training_s(ModelConfig.from_dict(payload["model"]),
+                                 TrainShape.from_payload(payload["train"]), cal)
+    if payload["kind"] != "init_gradients":
+        return None
+    probe, model = payload["probe"], ModelConfig.from_dict(payload["model"])
+    b, t, precision = probe["batch_size"], probe["seq_len"], payload.get("precision", "fp32")
+    return cal.build_s(model, b, t, precision) + cal.step_s(model, b, t, precision)

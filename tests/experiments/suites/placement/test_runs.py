@@ -1,0 +1,232 @@
+"""The placement suite's runs (`placement.runs`): the at-initialisation probe, the training
+grid's settings and tuning, the run configs and ids, the largest-stable-lr bisection and the
+deep grid (C36)."""
+
+import dataclasses
+import json
+import math
+
+import pytest
+
+from blocklab.experiments.options import RunOptions
+from blocklab.experiments.run_result import FinalMetrics, RunResult
+from blocklab.experiments.suites.placement import runs
+from blocklab.experiments.suites.placement.summary import loglog_slope
+from blocklab.experiments.suites.tuning import rounded
+
+OPTIONS = RunOptions("tiny", range(1))
+
+
+def _final(val_loss: float | None, entropy: float = 3.3) -> FinalMetrics:
+    return FinalMetrics(val_loss=val_loss, val_loss_se=None, val_windows=1, val_tokens=16,
+                        val_loss_tail=val_loss, val_loss_tail_n=1, val_bpb=None,
+                        val_loss_by_length={}, per_position_loss={}, train_loss=val_loss,
+                        unigram_entropy=entropy, unigram_entropy_bpb=entropy / math.log(2),
+                        params=100)
+
+
+def _probe(result: RunResult) -> runs.ProbeRecord:
+    assert result.status == "ok" and result.final is None  # a probe trains no model
+    return runs.ProbeRecord.of(result)
+
+
+def test_probe_measures_every_layer_and_post_norm_outputs_unit_rms():
+    probe = runs.SIZES["tiny"].probe
+    result = runs.init_gradients("post", "xavier", 3, 0, probe, OPTIONS)
+    assert result.wall_time_s > 0
+    record = _probe(result)
+    assert (record.placement, record.init, record.depth, record.seed) == ("post", "xavier", 3, 0)
+    assert len(record.down_proj_grad) == len(record.residual_rms) == len(record.layer_grad) == 3
+    assert all(g > 0 for g in record.down_proj_grad)
+    # Closed form: RMSNorm with unit gain outputs RMS sqrt(m / (m + eps)) ≈ 1 for every row.
+    assert record.residual_rms == pytest.approx([1.0] * 3, abs=1e-3)
+    # The untrained model's loss is near the uniform guess ln 256.
+    assert abs(record.loss - math.log(256)) < 0.5
+    again = _probe(runs.init_gradients("post", "xavier", 3, 0, probe, OPTIONS))
+    assert again.down_proj_grad == record.down_proj_grad  # seeded
+    # Stored as before: the record's keys beside status and wall_time_s, read back the same.
+    stored = json.loads(json.dumps(result.to_dict()))
+    assert set(stored) == {"status", "wall_time_s", "placement", "init", "depth", "seed",
+                           "loss", "down_proj_grad", "layer_grad", "residual_rms",
+                           "sensitivity", "identity_deviation", "jacobian_gain", "jacobian_s"}
+    assert runs.ProbeRecord.of(RunResult.from_dict(stored)) == record
+
+
+def test_xavier_pre_norm_last_layer_gradient_falls_with_depth_and_post_does_not():
+    # The measurement the suite makes, at a small width: Xiong et al.'s direction of effect.
+    probe = runs.Probe(d_model=32, n_heads=2, depths=(2, 8, 32), seq_len=16, batch_size=4)
+    slopes = {}
+    for kind in ("pre", "post"):
+        grads = [_probe(runs.init_gradients(kind, "xavier", d, 0, probe, OPTIONS))
+                 .down_proj_grad[-1] for d in probe.depths]
+        slopes[kind] = loglog_slope(list(probe.depths), grads)
+    assert slopes["pre"] < -0.25
+    assert abs(slopes["post"]) < 0.15
+
+
+def test_probe_records_sensitivity_everywhere_and_jacobians_at_the_deepest_depth():
+    probe = runs.SIZES["tiny"].probe  # depths (2, 4)
+    assert "depth" in probe.inits and probe.jacobian_probes >= 2
+    shallow = _probe(runs.init_gradients("pre", "depth", 2, 0, probe, OPTIONS))
+    deep = _probe(runs.init_gradients("pre", "depth", 4, 0, probe, OPTIONS))
+    # depth + 1 streams: each layer's input, then the final norm's
+    assert len(shallow.sensitivity) == 3 and len(deep.sensitivity) == 5
+    assert all(v > 0 for v in deep.sensitivity)
+    assert shallow.identity_deviation is None and shallow.jacobian_gain is None
+    assert len(deep.identity_deviation) == len(deep.jacobian_gain) == 4
+    # Pre-norm at init, small branches: every block above the first is nearly the identity
+    # (layer 0 reads the embedding, RMS 0.02, where the norm's Jacobian is about 50·I).
+    assert all(0 < v < 0.5 for v in deep.identity_deviation[1:])
+    assert deep.jacobian_gain[1:] == pytest.approx([1.0] * 3, abs=0.2)
+    # The parameter gradients are those of the loss alone (probing adds none).
+    again = _probe(runs.init_gradients("pre", "depth", 4, 0, probe, OPTIONS))
+    assert again.down_proj_grad == deep.down_proj_grad
+    assert again.identity_deviation == deep.identity_deviation  # seeded probes
+
+
+def _middle(size: str) -> float:
+    base = runs.SIZES[size].training.lr_grid.base
+    return base[len(base) // 2]
+
+
+def _tuned(size: str) -> list:
+    """Tuning results that pick the grid's middle lr for every arm (an interior optimum)."""
+    return [(spec, RunResult(status="ok", final=_final(
+                2.0 if spec.payload["train"]["lr"] == _middle(size) else 2.5)))
+            for spec in runs.tune(RunOptions(size), [])]
+
+
+@pytest.mark.parametrize(("size", "cells"), [
+    ("quick", [("pre", 6), ("post", 6)]),  # the contrast C13 and C19 grade, nothing else
+    ("full", [("pre", 6), ("pre", 12), ("pre", 24), ("post", 6), ("post", 12), ("post", 24),
+              ("sandwich", 24)])])
+def test_training_grid_turns_clipping_off_and_uses_xavier(size, cells):
+    specs = [s for s in runs.plan(RunOptions(size, range(2)), _tuned(size))
+             if s.payload["kind"] == "train"]
+    training = runs.SIZES[size].training
+    assert len(specs) == len(training.cells()) * len(training.warmups) * 2
+    assert training.cells() == cells
+    for spec in specs:
+        assert spec.payload["train"]["grad_clip"] is None
+        assert spec.payload["train"]["init"] == "xavier"
+        assert spec.payload["train"]["lr"] == _middle(size)  # the arm's tuned lr
+        # registered before any data: a run must learn to count (`options.LEARN_MARGIN`)
+        assert spec.payload["train"]["learn_margin"] == 0.25
+    cells = {(s.payload["model"]["placement"], s.payload["train"]["warmup_steps"]) for s in specs}
+    warm = max(training.warmups)  # quick: over the first third of the run; full: 100 steps
+    assert warm == (round(training.steps / 3) if size == "quick" else 100)
+    assert {("pre", 0), ("post", 0), ("pre", warm), ("post", warm)} <= cells
+
+
+@pytest.mark.parametrize("size", ["quick", "full"])
+def test_every_arm_is_tuned_on_its_own_seeds_on_a_grid_that_grows_at_an_edge(size):
+    from blocklab.experiments.suites.base import TUNING_SEEDS
+
+    training = runs.SIZES[size].training
+    grid = training.lr_grid
+    assert len(grid.base) >= (3 if size == "quick" else 5)
+    assert all(b / a <= (3.4 if size == "quick" else 2.0) + 1e-9  # quick: about ×3
+               for a, b in zip(grid.base, grid.base[1:], strict=False))
+    specs = runs.tune(RunOptions(size), [])
+    assert len(specs) == len(training.arms()) * len(grid.base) * training.tuning_seeds
+    assert min(s.seed for s in specs) == TUNING_SEEDS
+    assert {s.payload["train"]["steps"] for s in specs} == {training.steps}
+    if size == "full":
+        assert training.tuning_seeds >= 2
+    # one arm best at the grid's top: only that arm's grid grows, by one point
+    tuned = [(spec, RunResult(status="ok", final=_final(
+        3.0 - spec.payload["train"]["lr"] if spec.payload["arm"].startswith("pre/")
+        and spec.payload["train"]["warmup_steps"] == 0 else
+        2.0 + abs(spec.payload["train"]["lr"] - grid.base[1])))) for spec in specs]
+    grown = runs.tune(RunOptions(size), tuned)
+    added = [s for s in grown if s.run_id not in {t.run_id for t in specs}]
+    edge = {f"pre/{d}/0" for p, d in training.cells() if p == "pre"}
+    assert {s.payload["arm"] for s in added if s.payload["arm"] in edge} == edge
+    assert {s.payload["train"]["lr"] for s in added if s.payload["arm"] in edge} == {
+        round(grid.base[-1] * grid.factor, 6)}
+    # the arms whose best is interior: refined half a step either side of it at quick
+    # (`LrGrid.refine`), on every tuning seed; nothing more at full
+    refined = [s for s in added if s.payload["arm"] not in edge]
+    assert grid.refine == (size == "quick")
+    assert len(refined) == (2 * (len(training.arms()) - len(edge)) * training.tuning_seeds
+                            if grid.refine else 0)
+    assert {s.payload["train"]["lr"] for s in refined} == (
+        {rounded(grid.base[1] / 3 ** 0.5), rounded(grid.base[1] * 3 ** 0.5)}
+        if grid.refine else set())
+
+
+def test_run_ids_are_stable_and_distinct():
+    options = RunOptions("quick", range(2))
+    first = [s.run_id for s in runs.plan(options, _tuned("quick"))]
+    assert first == [s.run_id for s in runs.plan(options, _tuned("quick"))]
+    assert len(set(first)) == len(first)
+    # the backend changes speed, not values: the same runs under another backend
+    other = dataclasses.replace(options, backend="reference")
+    assert first == [s.run_id for s in runs.plan(other, _tuned("quick"))]
+    # bf16 is other runs, each one
+    bf16 = [s.run_id for s in runs.plan(dataclasses.replace(options, precision="bf16"),
+                                             _tuned("quick"))]
+    assert len(bf16) == len(first) and not set(bf16) & set(first)
+
+
+def test_every_run_config_carries_the_options_precision_and_backend():
+    size = runs.SIZES["tiny"]
+    options = RunOptions("tiny", range(1), precision="bf16", backend="reference")
+    train = runs.train_config(size.training, options, 3, warmup=2, lr=1e-3)
+    sweep = runs.train_config(size.sweep, options, 3, warmup=2, lr=1e-3)
+    probe = runs.train_config(size.probe, options, 3, init="depth")
+    for tc in (train, sweep, probe):
+        assert (tc.precision, tc.backend, tc.seed) == ("bf16", "reference", 3)
+    assert (train.init, train.grad_clip, train.threads, train.lr, train.warmup_steps) == (
+        "xavier", None, 1, 1e-3, 2)
+    assert (train.eval_every, train.log_every) == (size.training.eval_every,
+                                                  size.training.log_every)
+    assert (sweep.steps, sweep.eval_every, sweep.log_every, sweep.stuck_patience) == (
+        size.sweep.steps, 0, 0, None)
+    assert probe.init == "depth"
+    with pytest.raises(ValueError, match="peak lr"):
+        runs.train_config(size.training, options, 3)
+
+
+def test_bisection_finds_the_largest_stable_rung_in_log2_steps():
+    ladder = [2.0 ** k for k in range(7)]
+    for top in range(-1, 7):  # stable up to rung `top`
+        tried = []
+
+        def trains(lr, top=top, tried=tried):
+            tried.append(lr)
+            return math.log2(lr) <= top, {"lr": lr}
+
+        rung, records = runs.bisect_stable(ladder, trains)
+        assert rung == top and len(records) == len(tried) == 3  # 8 outcomes, 3 runs
+        assert [r["lr"] for r in records] == tried
+
+
+def test_lr_area_by_hand():
+    from blocklab.experiments.suites.tuning import LrGrid
+
+    training = runs.Training(d_model=8, n_heads=1, depths=(2,), warmups=(0, 2),
+                                  lr_grid=LrGrid((1.0, 2.0, 4.0), 2.0), tuning_seeds=1,
+                                  placements=("pre",), seq_len=8, batch_size=1, steps=4,
+                                  stuck_patience=None, eval_every=0, eval_batches=1)
+    # cosine from 1 to 0.1 over 4 steps: 1, 0.1 + 0.9·(1 + cos(π/4))/2, 0.55, 0.1 + 0.9·(1 −
+    # cos(π/4))/2 (sum 2.2 + 0.9 = 3.1... by hand: 1 + 0.86820 + 0.55 + 0.23180 = 2.65)
+    assert runs.lr_area(training, 0, 1.0) == pytest.approx(2.65, abs=1e-5)
+    # warmup 2: 0.5, 1, then cosine over the last 2 steps: 1, 0.55 -> 3.05
+    assert runs.lr_area(training, 2, 1.0) == pytest.approx(0.5 + 1.0 + 1.0 + 0.55)
+
+
+def test_the_sweeps_replace_the_deep_loss_grid_and_fit_the_page():
+    specs = runs.plan(RunOptions("quick", range(4)), _tuned("quick"))
+    deep = [s for s in specs if s.payload["kind"] == "deep"]
+    grid = runs.SIZES["quick"].deep
+    assert min(grid.depths) >= 50 and set(grid.placements) == {"pre", "post"}
+    assert len(deep) == len(grid.arms()) * 4
+    assert all(s.arm.startswith("deep/") for s in deep)
+    assert not any(s.payload["kind"] == "train_deep" for s in specs)
+    sweep = [s for s in specs if s.payload["kind"] == "sweep"]
+    assert len(sweep) == 2 * 2 * 4  # placements × (cold, warm) × seeds
+    assert {s.payload["model"]["n_layers"] for s in sweep} == set(
+        runs.SIZES["quick"].training.depths)
+    full = runs.SIZES["full"].deep
+    assert min(full.depths) >= 48
