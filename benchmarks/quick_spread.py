@@ -77,8 +77,13 @@ def windows(arm: str, seed: int, sets: int) -> None:
 
     from blocklab.experiments.data import load_corpus
     from blocklab.experiments.options import RunOptions
-    from blocklab.experiments.suites.position.reads import loss_beyond, sliding_window_loss
-    from blocklab.experiments.suites.position.sizes import SIZES, arm_config, train_config
+    from blocklab.experiments.suites.position.runs import (
+        SIZES,
+        arm_config,
+        loss_beyond,
+        sliding_window_loss,
+        train_config,
+    )
     from blocklab.experiments.trainer import evaluate, train
 
     torch.set_num_threads(1)

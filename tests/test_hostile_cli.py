@@ -181,7 +181,7 @@ def test_sdpa_kernels_writes_no_profiler_markers(capfd):
     import torch
     import torch.nn.functional as F
 
-    from blocklab.experiments.suites.position import sdpa_kernels
+    from blocklab.experiments.suites.position.timing import sdpa_kernels
 
     q = torch.randn(1, 2, 8, 4)  # [B, n_heads, T, head_dim]
 

@@ -29,7 +29,7 @@ from blocklab.claims.rules import (
     majority,
     settle,
 )
-from blocklab.experiments.suites.position.data import PositionArm
+from blocklab.experiments.suites.position.summary import PositionArm
 from blocklab.experiments.summaries import Interval
 
 # The C16 shape: a loss change in %, negative = better, a gain of 1.5% claimed.

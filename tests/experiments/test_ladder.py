@@ -67,8 +67,8 @@ def _numel(config) -> int:
 
 @pytest.mark.parametrize("rung", ladder.RUNGS)
 def test_each_position_rung_trains_its_multiple_and_keeps_the_reads(rung):
-    from blocklab.experiments.suites.position.sizes import SIZES as POSITION
-    from blocklab.experiments.suites.position.sizes import arm_config
+    from blocklab.experiments.suites.position.runs import SIZES as POSITION
+    from blocklab.experiments.suites.position.runs import arm_config
 
     quick, size = POSITION["quick"], POSITION[rung]
     tokens = size.train.steps * size.train.batch_size * size.L
@@ -89,7 +89,7 @@ def test_each_position_rung_trains_its_multiple_and_keeps_the_reads(rung):
 
 
 def test_a_position_rung_plans_its_arms_and_no_timed_run():
-    from blocklab.experiments.suites.position.planning import plan
+    from blocklab.experiments.suites.position.runs import plan
 
     suite = get_suite("position")
     specs = plan(RunOptions.for_suite(suite, "rung1", 1), [])

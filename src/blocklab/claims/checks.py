@@ -16,7 +16,7 @@ import numpy as np
 
 from blocklab import reference as ref
 from blocklab.claims.finding import Context, Finding, claim
-from blocklab.experiments.suites.position.data import Read
+from blocklab.experiments.suites.position.summary import Read
 
 if TYPE_CHECKING:
     from blocklab.verify import Check

@@ -349,7 +349,7 @@ def lr_rule(claim_id: str) -> str:
 
         return (f"both norms at the registered lr {NORM_SIZES[rule.BASE].quality.lr:g} at "
                 "every rung (the comparison shares one lr)")
-    from blocklab.experiments.suites.position.sizes import SIZES as POSITION_SIZES
+    from blocklab.experiments.suites.position.runs import SIZES as POSITION_SIZES
 
     base = POSITION_SIZES[rule.BASE].train.lr_grid.base
     return (f"every arm at the registered lr {base[len(base) // 2]:g} at every rung (each "

@@ -54,7 +54,9 @@ from blocklab.claims.rules import (
     settle,
 )
 from blocklab.claims.text import VERDICT_ZH
-from blocklab.experiments.suites.position.data import (
+from blocklab.experiments.suites.base import format_ci
+from blocklab.experiments.suites.position.runs import SIZES as POSITION_SIZES
+from blocklab.experiments.suites.position.summary import (
     OrderProbe,
     PositionArm,
     PositionCost,
@@ -299,7 +301,7 @@ def c29(ctx: Context) -> Finding:
 
     def tv_text(arm: str) -> str:
         o = order.get(arm)
-        return "not run" if o is None else _ci(o.tv, 3)
+        return "not run" if o is None else format_ci(o.tv, 3)
 
     if none is not None:
         gap = none.loss_minus_unigram
@@ -307,11 +309,11 @@ def c29(ctx: Context) -> Finding:
                   f"next-token distribution moves by TV {tv_text('none')} when the first "
                   f"{none.prefix_len - 1} tokens of a {none.prefix_len}-token prefix are reversed "
                   f"(RoPE: {tv_text('rope')}), and its loss minus the unigram entropy is "
-                  f"{_ci(gap, 3)} nats (< 0: it uses its context).")
+                  f"{format_ci(gap, 3)} nats (< 0: it uses its context).")
         exp_zh = (f"训练结果（位置实验，{none.tv.n} 个种子）：把 {none.prefix_len} 个 token 前缀的前 "
                   f"{none.prefix_len - 1} 个倒序（保留最后一个）后，NoPE 解码器的下一 token 分布变化 "
                   f"TV {tv_text('none')}（RoPE：{tv_text('rope')}）；其损失减去 unigram 熵为 "
-                  f"{_ci(gap, 3)} nats（< 0 表示利用了上下文）。")
+                  f"{format_ci(gap, 3)} nats（< 0 表示利用了上下文）。")
     else:
         command = ctx.suite_command("position")
         exp_en = f" The trained NoPE probe needs the position suite: `{command}`."
@@ -332,12 +334,6 @@ def c29(ctx: Context) -> Finding:
         "顺序不可见的真正原因是一对 token 的分数只取决于这两个 token 本身，而与它们的位置无关。" + exp_zh,
         evidence, "blocklab claims C29 && " + ctx.suite_command("position"), "position_order",
         parts, C29_COMBINES, C29_COMBINES_ZH)
-
-
-def _ci(stats: Interval, digits: int) -> str:
-    from blocklab.experiments.suites.base import format_ci
-
-    return format_ci(stats, digits)
 
 
 # --- C30: RoPE to 8–16× with NTK / YaRN, and the warning past 8× read both ways ---------------
@@ -574,13 +570,6 @@ def flop_shares(seq_len: int = C31_SHARE_TOKENS) -> dict[str, dict[str, float]]:
     return out
 
 
-def rope_flop_share(seq_len: int = 4096) -> dict[str, float]:
-    """RoPE's FLOPs in a prefill of Llama 3 8B's shape (3 per rotated element of q and k) and
-    their share of the prefill's matmul and elementwise FLOPs together."""
-    rope = flop_shares(seq_len)["rope"]
-    return {"seq_len": seq_len, "rope_flops": rope["flops"], "share": rope["share"]}
-
-
 def alibi_share_bound() -> float:
     """ALiBi's share of a prefill of Llama 3 8B's shape at any length: (n_layers + 1)·H·T²
     over more than the causal score matmuls' n_layers · 4·H·head_dim · T(T+1)/2, so below
@@ -772,8 +761,6 @@ def c31_arms(part: str, metric: str, arms: list[str]) -> list[str]:
 
 @claim("C31", suite="position", arms=c31_arms, subsection=True)
 def c31(ctx: Context) -> Finding:
-    from blocklab.experiments.suites.position import SIZES as POSITION_SIZES
-
     summary = ctx.summary("position")
     if summary is None or summary.data.cost is None:
         return missing(ctx, "position")

@@ -35,7 +35,7 @@ from blocklab.experiments.ladder import RUNGS
 from blocklab.experiments.options import ALL_SIZES
 from blocklab.experiments.suites import ffn as ffn_suite
 from blocklab.experiments.suites import norm_cost as norm_cost_suite
-from blocklab.experiments.suites import position as position_suite
+from blocklab.experiments.suites.position import runs as position_suite
 
 # --- C12: uneven gradient across one pre-norm stack ---------------------------------------------
 # The claim is about a block with a local identity term, so only the pre-norm stack

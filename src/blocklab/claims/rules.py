@@ -59,8 +59,8 @@ from scipy import stats as sps
 from blocklab import stats
 from blocklab.errors import InputError
 from blocklab.experiments.run_result import failed_count
-from blocklab.experiments.suites.position.data import PositionArm
-from blocklab.experiments.suites.position.sizes import UNAVAILABLE
+from blocklab.experiments.suites.position.runs import UNAVAILABLE
+from blocklab.experiments.suites.position.summary import PositionArm
 from blocklab.experiments.summaries import Interval
 
 CONFIRMED = "confirmed"

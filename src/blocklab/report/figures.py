@@ -33,7 +33,7 @@ from blocklab.experiments.suites.evaluation import AT_FULL
 from blocklab.experiments.suites.ffn.data import FfnData
 from blocklab.experiments.suites.norm_cost.data import NormCostData
 from blocklab.experiments.suites.placement.summary import PlacementData
-from blocklab.experiments.suites.position.data import PerPosition, PositionData, Read
+from blocklab.experiments.suites.position.summary import PerPosition, PositionData, Read
 from blocklab.experiments.suites.width.data import WidthData
 from blocklab.experiments.summaries import Interval, summary_from_dict
 

@@ -47,7 +47,7 @@ and KV-cache decode steps, counts parameters with `blocklab.budget`, and names t
 PyTorch dispatches for each (profiler op names) and the mask attention.py hands it.
 
 `Summary.data` (read by the claims ledger, C20–C22, C26, C29–C31, and the report) is a
-`data.PositionData`; multiples m of L are string keys ("2", "4", ...).
+`summary.PositionData`; multiples m of L are string keys ("2", "4", ...).
 Per arm (`PositionArm`): loss on positions ≥ L at each multiple, the sliding-window loss on the
 same tokens, their paired difference (nats and %), bucketed per-position loss and passkey
 accuracy; a read a learned table cannot make is the string "unavailable (table)". Beside the
@@ -68,112 +68,22 @@ relative-error run (reported only) run at --size full, and the summary says so. 
 inside a graded run (every training-free scaling, the order probe, the far-out check) ride
 along with it.
 
-The package, one job per module (each imports only from those above it):
+The package, in three modules (each imports only from those above it):
 
-    data            the summary's data (`PositionData`, the suite's `data_type`)
-    sizes           SIZES and what each size runs: arms, their models and training runs
-    scaling         RoPE scaling configs, YaRN's β for our L, a model copied with a scaling
-    realistic_cost  C31's timing at a realistic shape (reported, not graded)
-    records         what the runs store, as typed records; `decode_runs`
-    reads           a model read at every multiple of L; finiteness far past max_seq_len
-    relative_error  C20's relative-position error by dtype, and its run
-    order           C29's order probe
-    sdpa_dispatch   the SDPA kernels and masks a call gets (profiler op names)
-    cost            C31's timed cost run
-    runs            an arm's training run and its reads
-    passkey         the passkey models (full size)
-    planning        the tuning stage and the evaluation plan
-    pricing         estimated seconds of each run
-    stats           the statistics of `summarise`
-    tables          `summarise`: statistics first, then tables and notes
+    timing   what C31 times beside its toy-shape cost run: the SDPA kernels and masks a call
+             gets (profiler op names), and step times at a realistic shape
+    runs     what the suite plans and runs: SIZES and what each size runs, RoPE scaling, the
+             typed records the runs store, every run and its reads, the plan and its prices
+    summary  what it summarises: the summary's data (`PositionData`, the suite's
+             `data_type`), its statistics and `summarise` with its tables and notes
 """
 
 from __future__ import annotations
 
 from blocklab.experiments.ladder import RUNGS
 from blocklab.experiments.suites.base import Suite
-from blocklab.experiments.suites.position.data import PositionData
-from blocklab.experiments.suites.position.order import order_probe, reversed_prefixes
-from blocklab.experiments.suites.position.planning import plan, tune
-from blocklab.experiments.suites.position.pricing import price
-from blocklab.experiments.suites.position.reads import (
-    extrapolation,
-    finite_far_out,
-    loss_beyond,
-    sliding_window_loss,
-)
-from blocklab.experiments.suites.position.records import decode_runs
-from blocklab.experiments.suites.position.relative_error import (
-    RELATIVE_ERROR_DTYPES,
-    RELATIVE_ERROR_SHIFTS,
-    rope_relative_error,
-    rope_relative_error_blocklab,
-)
-from blocklab.experiments.suites.position.scaling import (
-    SCALINGS,
-    scaling_config,
-    with_rope_scaling,
-    yarn_betas,
-    yarn_ramp_pairs,
-)
-from blocklab.experiments.suites.position.sdpa_dispatch import (
-    accepted_by,
-    sdpa_kernels,
-    sdpa_masks,
-)
-from blocklab.experiments.suites.position.sizes import (
-    COST_SCHEMES,
-    PARAM_SCHEMES,
-    REPORTED_ONLY,
-    SIZES,
-    UNAVAILABLE,
-    PasskeySetting,
-    arm_config,
-    arms,
-    schemes,
-    train_config,
-)
-from blocklab.experiments.suites.position.sizes import scale as position_scale
-from blocklab.experiments.suites.position.sizes import shape as position_shape
-from blocklab.experiments.suites.position.tables import summarise
-
-__all__ = [
-    "COST_SCHEMES",
-    "PARAM_SCHEMES",
-    "RELATIVE_ERROR_DTYPES",
-    "RELATIVE_ERROR_SHIFTS",
-    "REPORTED_ONLY",
-    "SCALINGS",
-    "SIZES",
-    "SUITE",
-    "UNAVAILABLE",
-    "PasskeySetting",
-    "accepted_by",
-    "arm_config",
-    "arms",
-    "decode_runs",
-    "extrapolation",
-    "finite_far_out",
-    "loss_beyond",
-    "order_probe",
-    "plan",
-    "price",
-    "reversed_prefixes",
-    "rope_relative_error",
-    "rope_relative_error_blocklab",
-    "scaling_config",
-    "schemes",
-    "sdpa_kernels",
-    "sdpa_masks",
-    "sliding_window_loss",
-    "summarise",
-    "train_config",
-    "tune",
-    "with_rope_scaling",
-    "yarn_betas",
-    "yarn_ramp_pairs",
-]
-
+from blocklab.experiments.suites.position.runs import plan, price, scale, shape, tune
+from blocklab.experiments.suites.position.summary import PositionData, summarise
 
 # How its runs become the metrics the registered rules read (`Suite.metric_version`).
 METRIC_VERSION = ("2026-12-02: loss past L against sliding windows of L on the same validation "
@@ -189,7 +99,7 @@ SUITE = Suite(
     heading=("Length extrapolation (position suite)", "长度外推（position 实验）"),
     # C29–C31's figures (position_order, position_scaling, position_cost) sit with their claims.
     figures=("position_extrapolation", "passkey"),
-    scale=position_scale, shape=position_shape, metric_version=METRIC_VERSION,
+    scale=scale, shape=shape, metric_version=METRIC_VERSION,
     default_seeds={"tiny": 1, "quick": 4, "full": 4, **dict.fromkeys(RUNGS, 4)},
     tune=tune,
     precisions=("fp32", "bf16"),

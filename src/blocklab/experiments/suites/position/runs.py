@@ -1,32 +1,823 @@
-"""A training run of one arm and everything read from its model: the reads at every multiple
-of L, the far-out check, the order probe and, for RoPE, every training-free scaling and
-fine-tune."""
+"""What the position suite plans and runs, one section each, in the order they build on one
+another:
+
+    sizes           SIZES and what each size runs: arms, their models and training runs
+    scaling         RoPE scaling configs, YaRN's β for our L, a model copied with a scaling
+    records         what the runs store, as typed records; `decode_runs`
+    reads           a model read at every multiple of L; finiteness far past max_seq_len
+    relative error  C20's relative-position error by dtype, and its run
+    order           C29's order probe
+    training runs   an arm's training run and its reads (`train_and_read`)
+    passkey         the passkey models (full size)
+    cost            C31's timed cost run (`time_position_cost`)
+    planning        the tuning stage and the evaluation plan
+    pricing         estimated seconds of each run
+
+The SDPA probes and the realistic-shape timing the cost run calls are in `timing`; what the
+summary makes of the records, in `summary`.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
+from blocklab.config import ModelConfig
+from blocklab.errors import InputError, PositionsBeyondTable, ResultsError
+from blocklab.experiments import ladder
 from blocklab.experiments.env import torch_threads
 from blocklab.experiments.options import RunOptions
-from blocklab.experiments.results import json_safe
+from blocklab.experiments.results import added_identity, json_safe, train_identity
 from blocklab.experiments.run_result import RunResult
-from blocklab.experiments.suites.position.order import order_probe
-from blocklab.experiments.suites.position.reads import extrapolation, finite_far_out
-from blocklab.experiments.suites.position.records import FineTunedReads, ScaledReads
-from blocklab.experiments.suites.position.scaling import (
-    SCALINGS,
-    RopeScaling,
-    scaling_config,
-    with_rope_scaling,
+from blocklab.experiments.scale import Scale
+from blocklab.experiments.suites.base import Results, RunSpec, tuning_seeds
+from blocklab.experiments.suites.evaluation import FINAL_EVAL_FRACTION, graded_only
+from blocklab.experiments.suites.position.timing import (
+    COST_SCHEMES,
+    REALISTIC_SHAPES,
+    THETA,
+    ShapeTimes,
+    accepted_by,
+    realistic_price,
+    sdpa_kernels,
+    sdpa_masks,
+    time_realistic_shapes,
 )
-from blocklab.experiments.suites.position.sizes import (
-    SIZES,
-    arm_config,
-    suite_train_config,
-    train_config,
-)
+from blocklab.experiments.suites.tuning import LrGrid, lr_trials, tune_arm, tune_arms
+from blocklab.experiments.summaries import ArmTuning, LrTrial, decode
+
+if TYPE_CHECKING:
+    from blocklab.experiments.trainer import TrainConfig
 
 
+# --- sizes ----------------------------------------------------------------------------------------
+UNAVAILABLE = "unavailable (table)"
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """What every arm's model shares: width, depth and heads."""
+
+    d_model: int
+    n_layers: int
+    n_heads: int
+
+
+@dataclass(frozen=True)
+class TrainSetting:
+    """Each arm's training run at L: `steps` of `batch_size` windows, warmup over the first
+    `warmup_steps`, peak lr tuned on `lr_grid` with `tuning_seeds` seeds (0: no tuning, every
+    arm at the grid's middle lr)."""
+
+    steps: int
+    batch_size: int
+    warmup_steps: int
+    lr_grid: LrGrid
+    tuning_seeds: int
+
+
+@dataclass(frozen=True)
+class FineTuneSetting:
+    """`steps` of AdamW at `factor`·L tokens per window (constant `lr` after a 10% warmup), for
+    the RoPE model with each scaling of `kinds` (None: plain RoPE, the control that gets the
+    same extra training), the scaling's factor being the longest multiple read."""
+
+    factor: int
+    steps: int
+    lr: float
+    kinds: tuple[str | None, ...]
+
+
+@dataclass(frozen=True)
+class PasskeySetting:
+    """The passkey models: `steps` of `batch_size` passkey examples at peak `lr`, scored on `n`
+    examples per (length, needle depth) at every depth of `depths`."""
+
+    steps: int
+    batch_size: int
+    lr: float
+    n: int
+    depths: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class OrderSetting:
+    """C29's order probe: `prefixes` validation prefixes of `prefix_len` tokens per seed."""
+
+    prefix_len: int
+    prefixes: int
+
+
+@dataclass(frozen=True)
+class CostSetting:
+    """C31's timed run: `repeats` interleaved repeats after `warmup` unrecorded ones; decode
+    timed over `decode_tokens` tokens after a prompt of L − decode_tokens."""
+
+    warmup: int
+    repeats: int
+    decode_tokens: int
+
+
+@dataclass(frozen=True)
+class PositionSize:
+    """One suite size: the model, the training length L, the multiples of L read
+    (`eval_windows` validation windows each), the training, the RoPE fine-tune, the passkey
+    models (None: not run at this size), the order probe and the timed cost run."""
+
+    model: ModelShape
+    L: int
+    mults: tuple[int, ...]
+    train: TrainSetting
+    eval_windows: int
+    finetune: FineTuneSetting | None
+    passkey: PasskeySetting | None
+    order: OrderSetting
+    cost: CostSetting | None  # None: no timed cost run (the ladder's rungs: C31 is not on it)
+
+    def payload(self) -> dict[str, Any]:
+        """The size as a training run's payload holds it ("size_config", plain JSON values):
+        its run id hashes this, so a change to any setting re-plans the run. A grid without
+        refinement leaves `refine` out, so ids made before grids could refine stay."""
+        out = dataclasses.asdict(self)
+        grid = out["train"].get("lr_grid")
+        if isinstance(grid, dict) and not grid.get("refine"):
+            grid.pop("refine", None)
+        return out
+
+
+SIZES: dict[str, PositionSize] = {
+    "tiny": PositionSize(
+        model=ModelShape(d_model=32, n_layers=2, n_heads=2), L=128, mults=(1, 2, 4),
+        train=TrainSetting(steps=4, batch_size=2, warmup_steps=1,
+                           lr_grid=LrGrid((1e-3, 3e-3, 1e-2), 3.0, max_extensions=1),
+                           tuning_seeds=0),
+        eval_windows=2,
+        finetune=FineTuneSetting(factor=2, steps=2, lr=1e-3, kinds=(None, "ntk", "yarn")),
+        passkey=None,  # no registered rule grades it: full only
+        order=OrderSetting(prefix_len=32, prefixes=4),
+        cost=CostSetting(warmup=1, repeats=3, decode_tokens=4)),
+    "quick": PositionSize(
+        model=ModelShape(d_model=64, n_layers=2, n_heads=2), L=128, mults=(1, 2, 4, 8, 16),
+        # Every arm at the grid's middle lr (tuning_seeds 0): each graded part compares an arm
+        # with itself (loss past L against the same model's sliding windows; order without
+        # positions), not arms with one another, and tuning five arms would cost about 5
+        # core-minutes of the quick budget. --size full tunes every arm.
+        train=TrainSetting(steps=300, batch_size=16, warmup_steps=20,
+                           lr_grid=LrGrid((1e-3, 3e-3, 1e-2), 3.0), tuning_seeds=0),
+        eval_windows=16,
+        finetune=FineTuneSetting(factor=4, steps=40, lr=1e-3, kinds=(None, "ntk", "yarn")),
+        passkey=None,
+        order=OrderSetting(prefix_len=64, prefixes=64),
+        cost=CostSetting(warmup=2, repeats=20, decode_tokens=32)),
+    "full": PositionSize(
+        model=ModelShape(d_model=128, n_layers=4, n_heads=4), L=256, mults=(1, 2, 4, 8, 16),
+        train=TrainSetting(steps=2000, batch_size=32, warmup_steps=100,
+                           lr_grid=LrGrid((5e-4, 1e-3, 2e-3, 4e-3, 8e-3), 2.0),
+                           tuning_seeds=2),
+        eval_windows=32,
+        finetune=FineTuneSetting(factor=4, steps=200, lr=5e-4,
+                                 kinds=(None, "linear", "ntk", "yarn", "yarn-rescaled")),
+        passkey=PasskeySetting(steps=2000, batch_size=32, lr=3e-3, n=32,
+                               depths=(0.1, 0.3, 0.5, 0.7, 0.9)),
+        order=OrderSetting(prefix_len=128, prefixes=128),
+        cost=CostSetting(warmup=3, repeats=30, decode_tokens=64)),
+}
+
+
+def _rope_params(base: PositionSize, d_model: int) -> int:
+    """The RoPE arm's exact parameters at `d_model`, `base`'s depth and heads' width."""
+    from blocklab.budget.params import count_params
+
+    head = base.model.d_model // base.model.n_heads
+    return count_params(ModelConfig(vocab_size=256, d_model=d_model, n_layers=base.model.n_layers,
+                                    n_heads=d_model // head, position="rope",
+                                    max_seq_len=base.L, rope_theta=THETA)).total
+
+
+def rung(name: str, base: PositionSize) -> PositionSize:
+    """`base` (the quick size) grown to ladder rung `name` by `blocklab.experiments.ladder`'s
+    rule: width and batch × √2 a rung at the same depth, heads' width and L, steps filling
+    `ladder.multiple(name)` × the base's 6 · parameters · tokens (the RoPE arm's), warmup
+    keeping its share. Every arm keeps the base's lr (the quick design does not tune: each
+    part compares an arm with itself); the RoPE fine-tunes keep their steps (so C30's parts
+    keep their names), each step a rung's larger batch; the multiples read, the windows
+    scored and C29's order probe are the base's; no timed cost run (C31 is not on the
+    ladder)."""
+    head = base.model.d_model // base.model.n_heads
+    t = base.train
+    d, b, n = ladder.grown(name, base.model.d_model, t.batch_size, t.steps, head,
+                           lambda width: _rope_params(base, width), base.L)
+    return dataclasses.replace(
+        base, model=ModelShape(d_model=d, n_layers=base.model.n_layers, n_heads=d // head),
+        train=dataclasses.replace(t, steps=n, batch_size=b,
+                                  warmup_steps=max(1, round(n * t.warmup_steps / t.steps))),
+        cost=None)
+
+
+# The ladder's rungs (C21 and C30): the quick size at 4×, 16× and 64× its training compute.
+SIZES.update({name: rung(name, SIZES[ladder.BASE]) for name in ladder.RUNGS})
+
+# C31's parameter count also covers the absolute schemes (no timing: they add to the input
+# embedding only).
+PARAM_SCHEMES = ("none", "learned", "sinusoidal", "rope", "alibi")
+
+
+# The schemes no registered rule grades: C21 reads a learned table long enough to be read past
+# L and sinusoidal with the embedding scale instead. Trained at full only.
+REPORTED_ONLY = ("learned", "sinusoidal")
+
+
+def schemes(size: str) -> tuple[str, ...]:
+    """Every position arm of the suite's design at `size` (what the full size trains)."""
+    return ("none", "learned", f"learned-{max(SIZES[size].mults)}L", "sinusoidal",
+            "sinusoidal+scale", "rope", "alibi")
+
+
+def arms(size: str) -> tuple[str, ...]:
+    """The arms `size` trains: every scheme at full; at tiny and quick those a registered
+    rule grades (`evaluation.graded_only`)."""
+    return tuple(a for a in schemes(size)
+                 if not (graded_only(size) and a in REPORTED_ONLY))
+
+
+def arm_config(size: str, arm: str) -> ModelConfig:
+    """The model of `arm`: only `position` differs, and with it the learned table's length or
+    the embedding scale of sinusoidal+scale."""
+    config = SIZES[size]
+    L, shape = config.L, config.model
+    position = arm.split("-")[0].split("+")[0]
+    max_seq_len = max(config.mults) * L if arm.startswith("learned-") else L
+    return ModelConfig(vocab_size=256, d_model=shape.d_model, n_layers=shape.n_layers,
+                       n_heads=shape.n_heads, position=position, max_seq_len=max_seq_len,
+                       rope_theta=THETA, embed_scale=arm == "sinusoidal+scale",
+                       name=f"position-{arm}")
+
+
+def train_config(options: RunOptions, seed: int, lr: float | None = None) -> TrainConfig:
+    """The training run of an arm at `lr` (its tuned peak lr; None: the middle of the
+    registered grid, for the runs no arm's tuning applies to, such as the timed cost run), in
+    `options`' precision and on its backend."""
+    size = options.size
+    t = SIZES[size].train
+    base = t.lr_grid.base
+    return suite_train_config(options, seed, steps=t.steps, batch_size=t.batch_size,
+                         seq_len=SIZES[size].L, lr=base[len(base) // 2] if lr is None else lr,
+                         warmup_steps=t.warmup_steps, eval_every=0, log_every=0,
+                         eval_batches=1, threads=1,
+                         final_eval_fraction=FINAL_EVAL_FRACTION[size])
+
+
+def suite_train_config(options: RunOptions, seed: int, **settings: Any) -> TrainConfig:
+    """Every TrainConfig this suite builds (its training runs, the passkey models, the RoPE
+    fine-tunes, the cost run's models): `settings` in `options`' precision and backend."""
+    from blocklab.experiments.trainer import TrainConfig
+
+    return TrainConfig.for_run(options, seed, **settings)
+
+
+def shape(size: str) -> tuple[ModelConfig, int, int]:
+    """The RoPE arm's model, batch and training length L at `size` (`--precision auto`)."""
+    return arm_config(size, "rope"), SIZES[size].train.batch_size, SIZES[size].L
+
+
+def scale(size: str, claim: str) -> Scale | None:
+    """The scale C21's, C29's and C30's runs are graded at: the RoPE arm's model trained at L
+    and one run's training tokens at `size`; None for C31 (parameter counts and timings)."""
+    if claim == "C31":
+        return None
+    config = SIZES[size]
+    return Scale.of(arm_config(size, "rope"),
+                    config.train.steps * config.train.batch_size * config.L,
+                    f"d {config.model.d_model} × {config.model.n_layers} layers, trained at "
+                    f"L = {config.L}",
+                    f"d {config.model.d_model} × {config.model.n_layers} 层，"
+                    f"训练长度 L = {config.L}")
+
+
+# --- scaling --------------------------------------------------------------------------------------
+# YaRN's beta_fast = 32, beta_slow = 1 were tuned on Llama 2: 4096 tokens, theta 10^4.
+YARN_REFERENCE_LENGTH = 4096
+YARN_PAPER_BETAS = (32.0, 1.0)
+SCALINGS = ("linear", "ntk", "dynamic", "yarn", "yarn-rescaled")
+# A RoPE model's `ModelConfig.rope_scaling`: "rope_type", "factor" and, per type, the original
+# length and YaRN's β.
+RopeScaling = dict[str, str | int | float]
+
+
+def yarn_betas(L: int, reference_length: int = YARN_REFERENCE_LENGTH,
+               betas: tuple[float, float] = YARN_PAPER_BETAS) -> tuple[float, float]:
+    """(beta_fast, beta_slow) for training length L, keeping YaRN's split of the spectrum.
+
+    YaRN ramps channel pair i by the number of turns it completes within the original length,
+    L / (2π θ^(2i/r)). At a fixed fraction f = 2i/r of the rotary spectrum that count is
+    L / (2π θ^f): proportional to L, whatever head_dim is. β_fast = 32 and β_slow = 1 were
+    tuned at L = 4096 with θ = 10⁴ (Llama 2), where pairs below 33% of the spectrum are kept,
+    pairs above 70% are interpolated and the rest are ramped. Scaling both β by
+    L / reference_length keeps those fractions at our L (and at our θ, which is the same).
+    """
+    scale = L / reference_length
+    return betas[0] * scale, betas[1] * scale
+
+
+def yarn_ramp_pairs(L: int, rotary_dim: int, beta_fast: float, beta_slow: float,
+                    theta: float = THETA) -> tuple[int, int]:
+    """The (low, high) pair indices of YaRN's ramp, as `blocklab.nn.rope_scaling.yarn_rope`
+    computes them (truncated): pairs < low keep their frequency, pairs >= high are divided by
+    the factor."""
+    def pair_for_turns(turns: float) -> float:
+        return rotary_dim * math.log(L / (turns * 2 * math.pi)) / (2 * math.log(theta))
+
+    low = max(math.floor(pair_for_turns(beta_fast)), 0)
+    high = min(math.ceil(pair_for_turns(beta_slow)), rotary_dim - 1)
+    return low, high
+
+
+def scaling_config(kind: str, factor: float, L: int) -> RopeScaling:
+    """The rope_scaling dict of `kind` at `factor` for a model trained at L."""
+    if kind in ("linear", "ntk"):
+        return {"rope_type": kind, "factor": float(factor)}
+    scaling: RopeScaling = {"rope_type": "yarn" if kind.startswith("yarn") else kind,
+                            "factor": float(factor), "original_max_position_embeddings": L}
+    if kind == "yarn-rescaled":
+        scaling["beta_fast"], scaling["beta_slow"] = yarn_betas(L)
+    return scaling
+
+
+def with_rope_scaling(model, scaling: RopeScaling | None):
+    """A copy of a trained RoPE `DecoderLM` with `scaling`: same weights, backend, precision and
+    device, new rotary table."""
+    from blocklab.nn import DecoderLM
+
+    scaled = DecoderLM(model.config.replace(rope_scaling=scaling), backend=model.backend,
+                       precision=model.precision)
+    scaled.load_state_dict(model.state_dict())
+    return scaled.to(next(model.parameters()).device).eval()
+
+
+# --- records --------------------------------------------------------------------------------------
+# mult of L -> needle depth -> passkey accuracy, or UNAVAILABLE where the model cannot read
+# that far (multiples and depths as strings).
+PasskeyGrid = dict[str, dict[str, float | str]]
+
+
+@dataclass(frozen=True)
+class FiniteRead:
+    """Are the logits finite at positions far past max_seq_len (None: the model raised)?"""
+
+    position: int
+    max_seq_len: int
+    float32: bool | None
+    bfloat16: bool | None
+    error: str | None
+
+
+@dataclass(frozen=True)
+class LengthReads:
+    """One model read at every multiple m of L (`extrapolation`; multiples as strings): the
+    loss at L (m = 1); per longer m, the mean loss on positions >= L (UNAVAILABLE where the
+    model cannot run that far) and on the same tokens in sliding windows of L; the
+    per-position loss (None where the model raised) and the error of each read it could not
+    make."""
+
+    loss_at_L: float | None
+    loss_beyond_L: dict[str, float | str | None]
+    sliding: dict[str, float | None]
+    per_position: dict[str, list[float | None] | None]
+    errors: dict[str, str]
+
+
+@dataclass(frozen=True)
+class ScaledReads:
+    """The trained RoPE model read with training-free scaling at each multiple m >= 2 (same
+    weights, factor m); `scaling[m]` is the rope_scaling it was read with."""
+
+    loss_beyond_L: dict[str, float | str | None]
+    per_position: dict[str, list[float | None] | None]
+    errors: dict[str, str]
+    scaling: dict[str, RopeScaling]
+
+    def reads(self) -> LengthReads:
+        """As a `LengthReads`: no read at L, no sliding windows of its own."""
+        return LengthReads(None, self.loss_beyond_L, {}, self.per_position, self.errors)
+
+
+@dataclass(frozen=True)
+class FineTunedReads:
+    """The RoPE model fine-tuned with `scaling` (None: the control, plain RoPE) as `finetune`
+    says, then read at every multiple with it."""
+
+    loss_at_L: float | None
+    loss_beyond_L: dict[str, float | str | None]
+    sliding: dict[str, float | None]
+    per_position: dict[str, list[float | None] | None]
+    errors: dict[str, str]
+    scaling: RopeScaling | None
+    finetune: FineTuneSetting
+
+    def reads(self) -> LengthReads:
+        return LengthReads(self.loss_at_L, self.loss_beyond_L, self.sliding, self.per_position,
+                           self.errors)
+
+
+@dataclass(frozen=True)
+class OrderRead:
+    """`order_probe` of one model: mean TV distance and KL over `prefixes` prefixes."""
+
+    tv: float | None
+    kl: float | None
+    prefix_len: int
+    prefixes: int
+
+
+# The keys of a training run's record (`train_and_read`): always, then where the model
+# trained ("ok"), then for rope only.
+_ARM_RUN_KEYS = ("kind", "arm", "seed", "L", "train")
+_ARM_READ_KEYS = ("eval", "finite", "order", "variants")
+
+
+@dataclass(frozen=True)
+class ArmRun:
+    """One training run of an arm as stored by `train_and_read`: its status, the trainer's
+    result and, when it trained, the model's reads at every multiple (stored as "eval"), its
+    logits far past max_seq_len, its order probe and, for rope, every scaled and fine-tuned
+    variant by arm name ({} for the others)."""
+
+    arm: str
+    seed: int
+    L: int
+    status: str
+    train: RunResult
+    reads: LengthReads | None
+    finite: FiniteRead | None
+    order: OrderRead | None
+    variants: dict[str, ScaledReads | FineTunedReads]
+
+    @classmethod
+    def from_result(cls, result: RunResult, where: str) -> ArmRun:
+        """The record of a training run's result; ResultsError names what does not fit."""
+        extra = result.extra
+        missing = [k for k in _ARM_RUN_KEYS if k not in extra]
+        unknown = sorted(set(extra) - {*_ARM_RUN_KEYS, *_ARM_READ_KEYS})
+        if missing or unknown:
+            raise ResultsError(f"{where}: a training run's fields differ (missing {missing}, "
+                               f"unknown {unknown})")
+        finite = extra.get("finite")
+        if isinstance(finite, dict):  # "error" is stored only where the model raised
+            finite = {"error": None, **finite}
+        return cls(
+            arm=decode(str, extra["arm"], f"{where}.arm"),
+            seed=decode(int, extra["seed"], f"{where}.seed"),
+            L=decode(int, extra["L"], f"{where}.L"),
+            status=result.status,
+            train=RunResult.from_dict(extra["train"], f"{where}.train"),
+            reads=decode(LengthReads | None, extra.get("eval"), f"{where}.eval"),
+            finite=decode(FiniteRead | None, finite, f"{where}.finite"),
+            order=decode(OrderRead | None, extra.get("order"), f"{where}.order"),
+            variants=decode(dict[str, ScaledReads | FineTunedReads],
+                            extra.get("variants") or {}, f"{where}.variants"))
+
+
+@dataclass(frozen=True)
+class PasskeyRun:
+    """One passkey run (`passkey_run`): the passkey model of `arm`, its last training loss and
+    its accuracy grid per model read (the arm, and for rope every training-free scaling)."""
+
+    arm: str
+    seed: int
+    final_train_loss: float | None
+    accuracy: dict[str, PasskeyGrid]
+
+
+@dataclass(frozen=True)
+class RelativeErrorRun:
+    """The relative-error run (`relative_error_run`): per dtype, [[shift, max error], ...]
+    through the naive pipeline and through blocklab's own (C20)."""
+
+    shifts: list[int]
+    naive: dict[str, list[list[int | float | None]]]
+    blocklab: dict[str, list[list[int | float | None]]]
+
+
+@dataclass(frozen=True)
+class SchemeKernels:
+    """The SDPA kernels (profiler op names) and masks of one scheme's training forward+backward
+    and decode step, and whether SDPA restricted to flash attention accepts each (or its
+    refusal)."""
+
+    train: list[str]
+    train_mask: list[str]
+    flash_train: bool | str
+    decode: list[str]
+    decode_mask: list[str]
+    flash_decode: bool | str
+
+
+@dataclass(frozen=True)
+class CostRun:
+    """C31's timed run (`time_position_cost`): parameters per scheme (`blocklab.budget` and the
+    built module), every recorded training-step and per-token decode time per scheme, the
+    kernels, and the realistic-shape timing (None in a run from before it was timed)."""
+
+    threads: int
+    L: int
+    batch_size: int
+    decode_tokens: int
+    prompt_tokens: int
+    params: dict[str, int]
+    params_module: dict[str, int]
+    train_s: dict[str, list[float]]
+    decode_s: dict[str, list[float]]
+    kernels: dict[str, SchemeKernels]
+    realistic: ShapeTimes | None
+    repeats: int
+
+
+def record_extra(kind: str, record: Any) -> dict[str, Any]:
+    """A run's `extra`: its kind, then the record's fields (plain JSON values)."""
+    return json_safe({"kind": kind, **dataclasses.asdict(record)})
+
+
+@dataclass(frozen=True)
+class Runs:
+    """The suite's evaluation runs, each decoded once: the training runs, the passkey runs, the
+    cost run and the relative-error run (None where not among them)."""
+
+    arms: list[ArmRun]
+    passkey: list[PasskeyRun]
+    cost: CostRun | None
+    relative_error: RelativeErrorRun | None
+
+
+def decode_runs(results: Results) -> Runs:
+    """`results` as typed records, by the kind each run stored; ResultsError names a run that
+    does not fit its kind."""
+    arm_runs, passkey = [], []
+    cost: CostRun | None = None
+    relative: RelativeErrorRun | None = None
+    for spec, result in results:
+        where = f"position run {spec.label!r}"
+        kind = result.extra.get("kind")
+        fields = {k: v for k, v in result.extra.items() if k != "kind"}
+        if kind == "train":
+            arm_runs.append(ArmRun.from_result(result, where))
+        elif kind == "passkey":
+            passkey.append(decode(PasskeyRun, fields, where))
+        elif kind == "cost" and cost is None:
+            # "realistic" is absent from a cost run from before it was timed
+            cost = decode(CostRun, {"realistic": None, **fields}, where)
+        elif kind == "relative_error" and relative is None:
+            relative = decode(RelativeErrorRun, fields, where)
+    return Runs(arm_runs, passkey, cost, relative)
+
+
+# --- reads ----------------------------------------------------------------------------------------
+FAR_POSITION = 100_000  # C26: positions this far past max_seq_len must still give finite logits
+
+
+def loss_beyond(per_position: Sequence[float], L: int) -> float:
+    """Mean of the per-position losses at input positions p >= L (the tokens past training)."""
+    if len(per_position) <= L:
+        raise InputError(f"a window of {len(per_position)} positions has none at or past L={L}")
+    return float(np.mean(np.asarray(per_position[L:], dtype=np.float64)))
+
+
+def sliding_window_loss(model, rows, window: int, stride: int,
+                        batch_tokens: int = 16384) -> list[float]:
+    """Per-position loss of `rows` [N, n + 1] read in windows of `window` tokens.
+
+    Windows start at 0, stride, 2·stride, ... (n − window must be a multiple of stride); the
+    first window scores all its targets, every later one only its last `stride`, so every
+    target is scored once, with between window − stride + 1 and window tokens of context, at
+    positions below `window`. Returns [n] losses, averaged over the N rows.
+    """
+    import torch
+    import torch.nn.functional as F
+
+    n_rows, n = rows.shape[0], rows.shape[1] - 1
+    if n < window or (n - window) % stride:
+        raise InputError(f"sliding windows of {window} with stride {stride} do not tile {n} "
+                         "positions")
+    starts = list(range(0, n - window + 1, stride))
+    pieces = torch.stack([rows[:, s:s + window + 1] for s in starts], dim=1)  # [N, W, window+1]
+    flat = pieces.flatten(0, 1).to(next(model.parameters()).device)
+    losses = []
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            for chunk in flat.split(max(1, batch_tokens // window)):
+                logits = model(chunk[:, :-1])  # [b, window, V]
+                losses.append(F.cross_entropy(logits.transpose(1, 2), chunk[:, 1:],
+                                              reduction="none"))
+    finally:
+        model.train(was_training)
+    loss = torch.cat(losses).cpu().view(n_rows, len(starts), window)
+    per_position = torch.empty(n_rows, n, dtype=torch.float64)
+    for w, start in enumerate(starts):
+        keep = 0 if w == 0 else window - stride
+        per_position[:, start + keep:start + window] = loss[:, w, keep:].double()
+    return per_position.mean(0).tolist()
+
+
+def extrapolation(model, val_tokens, L: int, mults: Sequence[int], n_windows: int, *,
+                  sliding: bool = True) -> LengthReads:
+    """Full-context and sliding-window losses of `model` at every multiple of L (the sliding
+    windows only with `sliding`), as `LengthReads`."""
+    from blocklab.experiments.data import validation_windows
+    from blocklab.experiments.trainer import evaluate
+
+    loss_at_L = None
+    beyond: dict[str, float | str | None] = {}
+    slid: dict[str, float | None] = {}
+    per_position: dict[str, list[float | None] | None] = {}
+    errors: dict[str, str] = {}
+    for m in mults:
+        rows = validation_windows(val_tokens, m * L, n_windows)
+        scores = evaluate(model, {m * L: rows}, batch_tokens=16384)[m * L]
+        key = str(m)
+        per_position[key] = scores["per_position"]
+        if scores["loss"] is None:
+            errors[key] = scores["error"]
+            if m > 1:
+                beyond[key] = UNAVAILABLE
+        elif m == 1:
+            loss_at_L = scores["loss"]
+        else:
+            beyond[key] = loss_beyond(scores["per_position"], L)
+        if sliding and m > 1:
+            curve = sliding_window_loss(model, rows, L, L // 2)
+            slid[key] = loss_beyond(curve, L)
+    return LengthReads(loss_at_L, beyond, slid, per_position, errors)
+
+
+def finite_far_out(model, position: int = FAR_POSITION, tokens: int = 16
+                   ) -> dict[str, int | bool | str | None]:
+    """Run `model` on `tokens` tokens at positions position .. position + tokens − 1, in float32
+    and bfloat16: are the logits finite? A learned table raises instead: None, and the first
+    line of its error under "error" (a key only then)."""
+    import copy
+
+    import torch
+
+    device = next(model.parameters()).device
+    ids = torch.arange(tokens, device=device)[None] % model.config.vocab_size
+    positions = torch.arange(position, position + tokens, device=device)
+    out: dict[str, int | bool | str | None] = {"position": position,
+                                               "max_seq_len": model.config.max_seq_len}
+    for dtype in ("float32", "bfloat16"):
+        copy_ = copy.deepcopy(model).to(getattr(torch, dtype)).eval()
+        try:
+            with torch.no_grad():
+                logits = copy_(ids, positions=positions)
+            out[dtype] = bool(torch.isfinite(logits).all())
+        except PositionsBeyondTable as err:
+            out[dtype] = None
+            out["error"] = str(err).splitlines()[0]
+    return out
+
+
+# --- relative error (C20) -------------------------------------------------------------------------
+RELATIVE_ERROR_SHIFTS = (0, 10, 100, 1000, 10_000, 100_000, 1_000_000)
+RELATIVE_ERROR_DTYPES = ("float64", "float32", "bfloat16", "float16")
+
+
+def rope_relative_error(dtype: str, shifts: Sequence[int] = RELATIVE_ERROR_SHIFTS, *,
+                        head_dim: int = 64, theta: float = THETA, samples: int = 64,
+                        seed: int = 0) -> list[list[float | None]]:
+    """[[s, max |score(m, n) − score(m + s, n + s)|], ...] with RoPE done entirely in `dtype`.
+
+    Positions, frequencies, angles, cos/sin and the rotation are all computed in `dtype` (as
+    code that casts everything to the model dtype does); the dot product q·k / sqrt(head_dim)
+    is then taken in float64, so only the position arithmetic is measured. q, k ~ N(0, 1) and
+    the offsets m − n in [0, 64) are drawn once from `seed` and reused for every shift; the
+    maximum over `samples` draws is reported. Exactly, RoPE scores depend on m − n only, so the
+    error is rounding alone; NaN/inf (a float16 position past 65504) is reported as None.
+    """
+    import torch
+
+    dt = getattr(torch, dtype)
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn(samples, head_dim, generator=g, dtype=torch.float64)
+    k = torch.randn(samples, head_dim, generator=g, dtype=torch.float64)
+    n = torch.randint(0, 64, (samples,), generator=g)
+    m = n + torch.randint(0, 64, (samples,), generator=g)
+    inv_freq = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim))
+
+    def rotate(x, positions):
+        angles = positions.to(dt)[:, None] * inv_freq.to(dt)  # [samples, head_dim/2]
+        cos, sin = angles.cos(), angles.sin()
+        x = x.to(dt)
+        x1, x2 = x[:, :head_dim // 2], x[:, head_dim // 2:]
+        return torch.cat((x1 * cos - x2 * sin, x2 * cos + x1 * sin), dim=-1).double()
+
+    def scores(shift: int):
+        return (rotate(q, m + shift) * rotate(k, n + shift)).sum(-1) / math.sqrt(head_dim)
+
+    return _shift_errors(scores, shifts)
+
+
+def _shift_errors(scores, shifts: Sequence[int]) -> list[list[float | None]]:
+    """[[s, max |scores(s) − scores(0)|], ...], None where the error is not finite."""
+    base = scores(0)
+    out: list[list[float | None]] = []
+    for shift in shifts:
+        err = (scores(shift) - base).abs().max().item()
+        out.append([shift, err if math.isfinite(err) else None])
+    return out
+
+
+def rope_relative_error_blocklab(dtype: str, shifts: Sequence[int] = RELATIVE_ERROR_SHIFTS, *,
+                                 head_dim: int = 64, theta: float = THETA, samples: int = 64,
+                                 seed: int = 0) -> list[list[float | None]]:
+    """As `rope_relative_error`, through blocklab's own RoPE numerics: float32 frequencies and
+    angles (`rope_frequencies`, `rotary_cos_sin`, what `RotaryEmbedding` tables) and
+    `apply_rotary` (rotation in float32, cast back to `dtype`), with q and k given in `dtype`.
+    The table itself is skipped: at s = 10^6 it would hold a million rows."""
+    import torch
+
+    from blocklab.nn import apply_rotary
+    from blocklab.nn.position import rotary_cos_sin
+    from blocklab.nn.rope_scaling import rope_frequencies
+
+    dt = getattr(torch, dtype)
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn(samples, head_dim, generator=g, dtype=torch.float64)
+    k = torch.randn(samples, head_dim, generator=g, dtype=torch.float64)
+    n = torch.randint(0, 64, (samples,), generator=g)
+    m = n + torch.randint(0, 64, (samples,), generator=g)
+    inv_freq, _ = rope_frequencies(head_dim, theta)
+
+    def rotated(x, positions):
+        cos, sin = rotary_cos_sin(positions[None], inv_freq)  # [1, samples, head_dim]
+        x = x.to(dt)[None, None]  # [1, 1, samples, head_dim]
+        out, _ = apply_rotary(x, x, cos, sin)
+        return out.double().flatten(0, 2)
+
+    def scores(shift: int):
+        return (rotated(q, m + shift) * rotated(k, n + shift)).sum(-1) / math.sqrt(head_dim)
+
+    return _shift_errors(scores, shifts)
+
+
+def relative_error_run() -> RunResult:
+    """C20's relative-position error in every dtype, both pipelines; its result's `extra` is
+    a `RelativeErrorRun`."""
+    started = time.perf_counter()
+    with torch_threads(1):
+        naive = {dt: rope_relative_error(dt) for dt in RELATIVE_ERROR_DTYPES}
+        ours = {dt: rope_relative_error_blocklab(dt) for dt in RELATIVE_ERROR_DTYPES}
+    record = RelativeErrorRun(shifts=list(RELATIVE_ERROR_SHIFTS), naive=naive, blocklab=ours)
+    return RunResult(status="ok", wall_time_s=time.perf_counter() - started,
+                     extra=record_extra("relative_error", record))
+
+
+# --- order (C29) ----------------------------------------------------------------------------------
+def reversed_prefixes(rows):
+    """Each row [N, k] with its first k − 1 tokens reversed and its last token kept:
+    (x_1, …, x_k) -> (x_(k−1), …, x_1, x_k). The same bag of tokens and the same token being
+    read, so a model without position information whose output at a position depended only on
+    that bag (bidirectional attention) would predict the same next token from both."""
+    import torch
+
+    return torch.cat((rows[:, :-1].flip(1), rows[:, -1:]), dim=1)
+
+
+def order_probe(model, val_tokens, prefix_len: int, prefixes: int) -> dict[str, float]:
+    """How much `model`'s next-token distribution moves when a prefix is reversed (C29).
+
+    `prefixes` fixed validation windows of `prefix_len` tokens x; p = softmax(logits after x),
+    q = the same after `reversed_prefixes(x)`, both in float64. Returns the means over the
+    prefixes of the total-variation distance TV = ½ Σ_v |p_v − q_v| (in [0, 1]) and of
+    KL(p ‖ q) in nats.
+    """
+    import torch
+
+    from blocklab.experiments.data import validation_windows
+
+    rows = validation_windows(val_tokens, prefix_len - 1, prefixes)  # [N, prefix_len]
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            device = next(model.parameters()).device
+            logits = model(torch.cat((rows, reversed_prefixes(rows))).to(device))[:, -1]
+            logits = logits.double().cpu()
+    finally:
+        model.train(was_training)
+    log_p, log_q = logits.log_softmax(-1).chunk(2)  # [N, V] each
+    tv = 0.5 * (log_p.exp() - log_q.exp()).abs().sum(-1)
+    kl = (log_p.exp() * (log_p - log_q)).sum(-1)
+    return {"tv": float(tv.mean()), "kl": float(kl.mean()), "prefix_len": prefix_len,
+            "prefixes": prefixes}
+
+
+# --- training runs --------------------------------------------------------------------------------
 def _finetune(model, scaling: RopeScaling | None, corpus, options: RunOptions, seed: int):
     """Continue training a RoPE model at factor·L tokens with `scaling` as the size's
     `finetune` says; returns the new model.
@@ -119,3 +910,374 @@ def train_and_read(options: RunOptions, arm: str, seed: int, progress,
     return RunResult(status=trained.status, wall_time_s=time.perf_counter() - started,
                      extra=json_safe(extra))
 
+
+# --- passkey --------------------------------------------------------------------------------------
+def train_passkey_model(mc: ModelConfig, options: RunOptions, seed: int):
+    """A model trained only on passkey examples of L + 1 bytes as the size's `passkey` says,
+    needle depth uniform in [0, 1] (snapped to the filler's sentence boundaries), next-token
+    loss on every byte. Returns the model (in eval mode) and its last training loss."""
+    import torch
+
+    from blocklab.experiments.synthetic import example_seeds, passkey_example
+    from blocklab.experiments.trainer import (
+        build_model,
+        learning_rate,
+        make_optimizer,
+        train_step,
+    )
+
+    config = SIZES[options.size]
+    pk, L = config.passkey, config.L
+    assert pk is not None, f"size {options.size} has no passkey models"
+    steps, batch_size = pk.steps, pk.batch_size
+    tc = suite_train_config(options, seed, steps=steps, batch_size=batch_size, seq_len=L, lr=pk.lr,
+                       warmup_steps=max(1, steps // 20))
+    model = build_model(mc, tc).train()
+    optimizer, params = make_optimizer(model, tc), list(model.parameters())
+    rng = np.random.default_rng([0x9A55, seed])
+    example_ids = example_seeds(seed + 1_000_000, steps * batch_size)
+    loss = math.nan
+    for step in range(steps):
+        chunk = example_ids[step * batch_size:(step + 1) * batch_size]
+        batch = np.stack([passkey_example(s, L + 1, float(rng.uniform())).tokens for s in chunk])
+        tokens = torch.from_numpy(batch.astype(np.int64)).to(tc.device)  # [B, L + 1]
+        loss = train_step(model, tokens, optimizer, params, lr=learning_rate(step, tc),
+                          grad_clip=tc.grad_clip).loss
+    return model.eval(), loss
+
+
+def passkey_grid(model, L: int, mults: Sequence[int], depths: Sequence[float], n: int,
+                 seed: int) -> PasskeyGrid:
+    """Passkey accuracy at every (m·L input tokens, depth); UNAVAILABLE where the model's
+    position table is too short."""
+    from blocklab.experiments.synthetic import passkey_accuracy
+
+    grid: PasskeyGrid = {}
+    for m in mults:
+        row: dict[str, float | str] = {}
+        for depth in depths:
+            try:
+                row[str(depth)] = passkey_accuracy(model, n=n, length=m * L + 1, depth=depth,
+                                                   seed=seed)
+            except PositionsBeyondTable:  # any other error is a fault: the run fails
+                row[str(depth)] = UNAVAILABLE
+        grid[str(m)] = row
+    return grid
+
+
+def passkey_run(options: RunOptions, arm: str, seed: int, progress) -> RunResult:
+    """The passkey model of `arm`, read at every multiple (and for rope with each
+    training-free scaling); its result's `extra` is a `PasskeyRun`."""
+    started = time.perf_counter()
+    config = SIZES[options.size]
+    pk, L = config.passkey, config.L
+    assert pk is not None, f"size {options.size} has no passkey models"
+    with torch_threads(1):
+        model, last_loss = train_passkey_model(arm_config(options.size, arm), options, seed)
+        accuracy = {arm: passkey_grid(model, L, config.mults, pk.depths, pk.n, 7 + seed)}
+        if arm == "rope":
+            for kind in SCALINGS:
+                by_mult: PasskeyGrid = {}
+                for m in (m for m in config.mults if m > 1):
+                    scaled = with_rope_scaling(model, scaling_config(kind, m, L))
+                    by_mult.update(passkey_grid(scaled, L, [m], pk.depths, pk.n, 7 + seed))
+                accuracy[f"rope+{kind}"] = by_mult
+    record = PasskeyRun(arm=arm, seed=seed, final_train_loss=last_loss, accuracy=accuracy)
+    return RunResult(status="ok", wall_time_s=time.perf_counter() - started,
+                     extra=record_extra("passkey", record))
+
+
+# --- cost (C31) -----------------------------------------------------------------------------------
+def _decode_call(model, prompt, tokens: int):
+    """A function that prefills a fresh KV cache with `prompt` [1, P] (untimed) and returns a
+    function decoding `tokens` single tokens, one forward each."""
+    import torch
+
+    from blocklab.nn import KVCache
+
+    def start():
+        cache = KVCache(model.config.n_layers, max_len=prompt.shape[1] + tokens)
+        with torch.no_grad():
+            model(prompt, cache=cache)
+
+        def decode():
+            with torch.no_grad():
+                for i in range(tokens):
+                    model(prompt[:, i:i + 1], cache=cache)
+        return decode
+    return start
+
+
+def time_position_cost(options: RunOptions, seed: int = 0) -> RunResult:
+    """C31: parameters, step times and SDPA kernels of `COST_SCHEMES` on the size's model, in
+    `options`' precision and on its backend; the result's `extra` is a `CostRun`.
+
+    Training steps (`trainer.train_step`: forward, backward, clip, AdamW on a batch of the
+    size's shape) and decode steps (one token at a time after a prompt of L − decode_tokens
+    tokens, KV cache, no grad; seconds per token) of the schemes are interleaved, the order
+    rotating by one every repeat; the first `warmup` repeats are not recorded. One thread.
+    Kernels: `sdpa_kernels` for a training forward+backward at L and a decode step, and
+    whether SDPA restricted to `FLASH_ATTENTION` accepts each call. At this toy shape the
+    times measure per-op overhead; "realistic" times prefill and decode at d_model 1024 with a
+    1,024-token KV cache (`timing.time_realistic_shapes`; reported, not graded).
+    """
+    import torch
+
+    from blocklab.budget.params import count_params
+    from blocklab.experiments.data import load_corpus, sample_batch
+    from blocklab.experiments.trainer import build_model, make_optimizer, train_step
+
+    started = time.perf_counter()
+    size = options.size
+    config = SIZES[size]
+    cost = config.cost
+    assert cost is not None, f"size {size} has no timed cost run"
+    L, n_decode = config.L, cost.decode_tokens
+    corpus = load_corpus("stdlib")
+    # this CPU's step and decode times (perf_counter, no device sync): on the CPU whatever
+    # --device the models train on
+    tc = dataclasses.replace(train_config(options, seed), device="cpu")
+    params: dict[str, int] = {}
+    params_module: dict[str, int] = {}
+    for scheme in PARAM_SCHEMES:
+        mc = arm_config(size, scheme)
+        params[scheme] = count_params(mc).total
+        params_module[scheme] = sum(p.numel() for p in build_model(mc, tc).parameters())
+    kernels: dict[str, SchemeKernels] = {}
+    with torch_threads(1):
+        models = {s: build_model(arm_config(size, s), tc).train() for s in COST_SCHEMES}
+        optimizers = {s: make_optimizer(m, tc) for s, m in models.items()}
+        weights = {s: list(m.parameters()) for s, m in models.items()}
+        prompt = torch.from_numpy(corpus.val[:L].astype(np.int64))[None]  # [1, L]
+        for scheme, model in models.items():
+            def train_call(model=model):
+                model(prompt).float().sum().backward()
+
+            def decode_call(model=model):
+                _decode_call(model, prompt[:, :L - n_decode], 1)()()
+
+            model.train()
+            train_kernels = sdpa_kernels(train_call)
+            train_masks = sdpa_masks(train_call)
+            flash_train = accepted_by("FLASH_ATTENTION", train_call)
+            model.eval()
+            step = _decode_call(model, prompt[:, :L - n_decode], 1)()  # prefilled, untraced
+            kernels[scheme] = SchemeKernels(
+                train=train_kernels, train_mask=train_masks, flash_train=flash_train,
+                decode=sdpa_kernels(step),
+                decode_mask=sdpa_masks(_decode_call(model, prompt[:, :L - n_decode], 1)()),
+                flash_decode=accepted_by("FLASH_ATTENTION", decode_call))
+            model.zero_grad(set_to_none=True)
+        train_s: dict[str, list[float]] = {s: [] for s in models}
+        decode_s: dict[str, list[float]] = {s: [] for s in models}
+        order = list(models)
+        for i in range(cost.warmup + cost.repeats):
+            batch = sample_batch(corpus.train, seed=seed, step=i, batch_size=tc.batch_size,
+                                 seq_len=L)
+            for scheme in order[i % len(order):] + order[:i % len(order)]:
+                model = models[scheme].train()
+                tick = time.perf_counter()
+                train_step(model, batch, optimizers[scheme], weights[scheme], lr=tc.lr,
+                           grad_clip=tc.grad_clip)  # the trainer's step, timed whole
+                step_s = time.perf_counter() - tick
+                decode = _decode_call(model.eval(), prompt[:, :L - n_decode], n_decode)()
+                tick = time.perf_counter()
+                decode()
+                token_s = (time.perf_counter() - tick) / n_decode
+                if i >= cost.warmup:
+                    train_s[scheme].append(step_s)
+                    decode_s[scheme].append(token_s)
+        realistic = time_realistic_shapes(size, seed)
+    record = CostRun(threads=1, L=L, batch_size=tc.batch_size, decode_tokens=n_decode,
+                     prompt_tokens=L - n_decode, params=params, params_module=params_module,
+                     train_s=train_s, decode_s=decode_s, kernels=kernels, realistic=realistic,
+                     repeats=cost.repeats)
+    return RunResult(status="ok", wall_time_s=time.perf_counter() - started,
+                     extra=record_extra("cost", record))
+
+
+# --- planning -------------------------------------------------------------------------------------
+def tune(options: RunOptions, tuned: Results = ()) -> list[RunSpec]:
+    """The tuning stage: every arm the size trains at every peak lr of its grid (grown at an
+    edge from the results `tuned` so far) on the tuning seeds, each a plain training run as
+    long as the evaluation's."""
+    from blocklab.experiments.trainer import run
+
+    size = options.size
+    t = SIZES[size].train
+    trials = lr_trials(list(tuned))
+    specs = []
+    for arm in arms(size):
+        mc = arm_config(size, arm)
+        for lr in tune_arm(t.lr_grid, trials, arm).grid:
+            for seed in tuning_seeds(options, t.tuning_seeds):
+                tc = train_config(options, seed, lr)
+                label = f"tune {arm} lr {lr:g} seed {seed}"
+                payload = {"suite": "position", "kind": "tune", "arm": arm,
+                           "model": mc.to_dict(), "train": train_identity(tc),
+                           "data": "stdlib"}
+                specs.append(RunSpec(label, f"tune/{arm}", seed, payload,
+                                     lambda progress, mc=mc, tc=tc, label=label, run=run:
+                                     run(mc, tc, "stdlib", progress=progress, label=label)))
+    return specs
+
+
+def tuned_lrs(size: str, trials: list[LrTrial]) -> dict[str, ArmTuning]:
+    """Each arm's tuning: its grid, chosen peak lr and whether that is interior; {} at a size
+    that does not tune (every arm at the grid's middle lr)."""
+    if not SIZES[size].train.tuning_seeds:
+        return {}
+    return tune_arms(SIZES[size].train.lr_grid, trials, arms(size))
+
+
+def arm_lrs(size: str, tuned: Results) -> dict[str, float | None]:
+    """Each arm's peak lr: its tuned one, or None (the grid's middle) where the size does not
+    tune."""
+    tunings = tuned_lrs(size, lr_trials(tuned))
+    return {arm: tunings[arm].lr if arm in tunings else None for arm in arms(size)}
+
+
+def plan(options: RunOptions, tuned: Results) -> list[RunSpec]:
+    """One training run per (arm, seed) at the arm's tuned peak lr (from its tuning runs
+    `tuned`); one passkey run per (arm, seed) where the size has them; one timed cost run
+    (C31, alone) where the size has one; one relative-error run (float64 and float32 maths,
+    whatever precision the models train in) where the size plans runs no rule grades."""
+    size, seeds, precision = options.size, options.seeds, options.precision
+    config = SIZES[size]
+    lrs = arm_lrs(size, tuned)
+    specs = []
+    for seed in seeds:
+        for arm in arms(size):
+            payload = {"suite": "position", "kind": "train", "arm": arm,
+                       "size_config": config.payload(),
+                       "model": arm_config(size, arm).to_dict(),
+                       "train": train_identity(train_config(options, seed, lrs[arm])),
+                       "data": "stdlib",
+                       "scalings": SCALINGS if arm == "rope" else None}
+            specs.append(RunSpec(f"{arm} seed {seed}", arm, seed, payload,
+                                 lambda progress, arm=arm, seed=seed:
+                                 train_and_read(options, arm, seed, progress, lrs[arm])))
+    if config.passkey:
+        for seed in seeds:
+            for arm in arms(size):
+                payload = {"suite": "position", "kind": "passkey", "arm": arm,
+                           "model": arm_config(size, arm).to_dict(), "L": config.L,
+                           "mults": config.mults,
+                           "passkey": dataclasses.asdict(config.passkey), "seed": seed}
+                payload.update(added_identity(precision=precision))
+                specs.append(RunSpec(f"passkey {arm} seed {seed}", f"passkey:{arm}", seed,
+                                     payload, lambda progress, arm=arm, seed=seed:
+                                     passkey_run(options, arm, seed, progress),
+                                     reads_tuning=False))
+    if config.cost is not None:
+        payload = {"suite": "position", "kind": "cost",
+                   "model": arm_config(size, "rope").to_dict(),
+                   "schemes": COST_SCHEMES, "param_schemes": PARAM_SCHEMES,
+                   "cost": dataclasses.asdict(config.cost),
+                   "train": train_identity(train_config(options, 0)),
+                   "realistic": dataclasses.asdict(REALISTIC_SHAPES[size])}
+        specs.append(RunSpec("position cost (timed)", "cost", 0, payload,
+                             lambda progress: time_position_cost(options, 0), timed=True,
+                             reads_tuning=False))
+    if graded_only(size):
+        return specs
+    payload = {"suite": "position", "kind": "relative_error",
+               "shifts": RELATIVE_ERROR_SHIFTS, "dtypes": RELATIVE_ERROR_DTYPES}
+    specs.append(RunSpec("rope relative-position error", "relative_error", 0, payload,
+                         lambda progress: relative_error_run(), reads_tuning=False))
+    return specs
+
+
+# --- pricing --------------------------------------------------------------------------------------
+# Reference-machine seconds (`blocklab.experiments.estimate`) of what is not a model step: the
+# profiler's start in the cost run, the relative-error run (pure tensor maths).
+_PROFILER_REFERENCE_S = 0.4
+_RELATIVE_ERROR_REFERENCE_S = 0.03
+
+
+def price(spec: RunSpec, cal) -> float | None:
+    """Estimated seconds of one run on this machine from a calibration (`blocklab.experiments.
+    estimate`), counted as `train_and_read`, `passkey_run` and `time_position_cost` run it: a
+    training run is the trainer's run, then `extrapolation` at every multiple (full windows and
+    sliding ones), the order probe, the far-out check and, for rope, every training-free
+    scaling and each fine-tune with its reads; a passkey run its training steps and grid; the
+    cost run its builds, profiled calls and interleaved repeats."""
+    from blocklab.experiments.estimate import TrainShape, evaluation_s, training_s
+
+    payload = spec.payload
+    kind = payload["kind"]
+    if kind == "relative_error":
+        return cal.reference_s(_RELATIVE_ERROR_REFERENCE_S)
+    size = next(name for name, config in SIZES.items() if config.L == _L(payload)
+                and _same_size(config, payload))
+    config = SIZES[size]
+    L, mults, n = config.L, config.mults, config.eval_windows
+    model = ModelConfig.from_dict(payload["model"])
+    train = TrainShape.from_payload(payload.get("train") or train_identity(train_config(
+        RunOptions(size, precision=payload.get("precision", "fp32")), 0)))
+    B, precision = train.batch_size, train.precision
+
+    def forward(rows: int, length: int) -> float:
+        return cal.forward_s(model, B, L, rows, length, precision)
+
+    def read(multiples, sliding: bool) -> float:
+        seconds = 0.0
+        for m in multiples:
+            seconds += evaluation_s(model, train, n, m * L, cal, batch_tokens=16384)
+            if sliding and m > 1:
+                windows = n * ((m * L - L) // (L // 2) + 1)
+                seconds += evaluation_s(model, train, windows, L, cal, batch_tokens=16384)
+        return seconds
+
+    if kind == "train":
+        order = config.order
+        seconds = (training_s(model, train, cal) + read(mults, True)
+                   + forward(2 * order.prefixes, order.prefix_len)
+                   + 2 * (cal.build_s(model, B, L, precision) + forward(1, 16)))
+        if spec.arm == "rope":
+            longer = [m for m in mults if m > 1]
+            seconds += len(SCALINGS) * read(longer, False)
+            ft = config.finetune
+            if ft:
+                rows = max(1, B // ft.factor)
+                seconds += len(ft.kinds) * (
+                    ft.steps * cal.step_s(model, rows, ft.factor * L, precision)
+                    + read(mults, False))
+        return seconds
+    if kind == "passkey":
+        pk = config.passkey
+        assert pk is not None, f"a passkey run at size {size}, which has none"
+        grid = sum(forward(pk.n, m * L + 1) for m in mults) * len(pk.depths)
+        seconds = (cal.build_s(model, pk.batch_size, L, precision)
+                   + pk.steps * cal.step_s(model, pk.batch_size, L, precision) + grid)
+        if spec.arm == "rope":
+            seconds += len(SCALINGS) * grid * (len(mults) - 1) / len(mults)
+        return seconds
+    if kind == "cost":
+        cost = config.cost
+        assert cost is not None, f"size {size} has no timed cost run"
+        n_decode = cost.decode_tokens
+        seconds = cal.reference_s(_PROFILER_REFERENCE_S) + realistic_price(size, cal)
+        for scheme in PARAM_SCHEMES:
+            seconds += cal.build_s(arm_config(size, scheme), B, L, precision)
+        for scheme in COST_SCHEMES:
+            m = arm_config(size, scheme)
+            step = cal.step_s(m, B, L, precision)
+            prefill = cal.forward_s(m, B, L, 1, L - n_decode, precision)
+            token = cal.forward_s(m, B, L, 1, 1, precision)
+            seconds += (cal.build_s(m, B, L, precision) + 3 * step + 3 * (prefill + token)
+                        + (cost.warmup + cost.repeats)
+                        * (step + prefill + n_decode * token))
+        return seconds
+    return None
+
+
+def _L(payload: dict[str, Any]) -> int:
+    return payload.get("L") or payload.get("size_config", {}).get("L") or \
+        payload["train"]["seq_len"]
+
+
+def _same_size(size: PositionSize, payload: dict[str, Any]) -> bool:
+    """Whether `payload` was planned from `size` (its model's width, depth and heads)."""
+    model = payload["model"]
+    return all(model[k] == v for k, v in dataclasses.asdict(size.model).items())

@@ -1,0 +1,254 @@
+"""What the position suite times for C31, beside its toy-shape cost run (`runs.time_position_cost`):
+what PyTorch's scaled-dot-product attention does with a call, and step times at a realistic
+shape.
+
+SDPA dispatch: the kernels a call gets (profiler op names, `sdpa_kernels`), the mask each call
+hands it (`sdpa_masks`), and whether one SDPA backend accepts it (`accepted_by`).
+
+Realistic shape: reported, never graded. C31 is decided by parameter counts, FLOP shares and how
+SDPA is called (`blocklab.claims.positions`). The cost run's own timings use the suite's toy
+model (d_model 32–128), where a few small elementwise ops are a large share of a step, so they
+measure per-op overhead; `time_realistic_shapes` times the same schemes where the matmuls
+dominate, as they do in a real model:
+
+    quick, full   d_model 1024, 16 heads (head_dim 64), 2 layers, batch 1: a no-grad prefill of
+                  1,024 tokens into a fresh KV cache, then 32 single-token decode steps that
+                  read it, per scheme (none, rope, alibi), the order rotating every repeat
+    tiny          d_model 64, 2 heads, 1 layer, 32 + 4 tokens: it only exercises the code
+
+fp32, one thread (the caller's `torch_threads(1)`). At quick it costs about 26 s of one core
+(`REFERENCE_S`: 26 s measured on a 2-core machine under light load, 45 s with both cores
+busy with other work).
+
+    times = time_realistic_shapes("quick")  # ShapeTimes: the cost run's "realistic" entry
+    timing = summary.shape_timing(times)    # ShapeTiming, ratios against "none"
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from blocklab.config import ModelConfig
+
+# --- SDPA dispatch --------------------------------------------------------------------------------
+# The line kineto, PyTorch's profiler library, writes to file descriptor 2 as each profile
+# starts and as it stops ("USDT:2026-01-01 12:00:00 41:41 SyncActivityProfilerHandler.cpp:52]
+# profiler_start"), at every KINETO_LOG_LEVEL.
+_KINETO_MARKER = re.compile(rb"USDT:\S+ \S+ \d+:\d+ \S+:\d+\] ")
+
+
+@contextlib.contextmanager
+def _without_kineto_markers() -> Iterator[None]:
+    """Inside, file descriptor 2 goes to a temporary file; on leaving, what was written there
+    goes back to it, less kineto's marker lines (`_KINETO_MARKER`): anything else written
+    meanwhile (a warning, another thread's progress bar) still appears, only later."""
+    try:
+        saved = os.dup(2)
+    except OSError:  # no stderr at all: nothing to keep clean
+        yield
+        return
+    if sys.stderr is not None:
+        sys.stderr.flush()
+    with tempfile.TemporaryFile() as held:
+        os.dup2(held.fileno(), 2)
+        try:
+            yield
+        finally:
+            if sys.stderr is not None:
+                sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            held.seek(0)
+            kept = b"".join(line for line in held.read().splitlines(keepends=True)
+                            if not _KINETO_MARKER.match(line))
+            while kept:
+                kept = kept[os.write(2, kept):]
+
+
+def sdpa_kernels(call) -> list[str]:
+    """The scaled-dot-product kernels PyTorch dispatches while `call()` runs, read from the
+    profiler's op names: the aten ops named `*scaled_dot_product*` below the public entry
+    point, e.g. `aten::_scaled_dot_product_flash_attention_for_cpu` (fused) or
+    `aten::_scaled_dot_product_attention_math` (reference). Sorted, without repeats.
+
+    The profiler is the public way to see ops below the one called; its two marker lines per
+    profile, which no setting turns off, are kept off stderr (`_without_kineto_markers`)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with _without_kineto_markers(), profile(activities=[ProfilerActivity.CPU]) as prof:
+        call()
+    return sorted({e.key for e in prof.key_averages() if "scaled_dot_product" in e.key
+                   and e.key != "aten::scaled_dot_product_attention"})
+
+
+def sdpa_masks(call) -> list[str]:
+    """How each `F.scaled_dot_product_attention` call made while `call()` runs gets its mask,
+    recorded through a `TorchFunctionMode` (public API): "is_causal" (no mask tensor, the
+    kernel masks by index), "none" (no mask at all: a single query sees every cached key) or
+    "<dtype> mask [shape]" (a tensor the kernel must read: ALiBi's additive bias). Sorted,
+    without repeats."""
+    import torch.nn.functional as F
+    from torch.overrides import TorchFunctionMode
+
+    seen: set[str] = set()
+
+    class Record(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            if func is F.scaled_dot_product_attention:
+                mask = kwargs.get("attn_mask", args[3] if len(args) > 3 else None)
+                if mask is not None:
+                    dtype = str(mask.dtype).removeprefix("torch.")
+                    seen.add(f"{dtype} mask {list(mask.shape)}")
+                else:
+                    seen.add("is_causal" if kwargs.get("is_causal") else "none")
+            return func(*args, **kwargs)
+
+    with Record():
+        call()
+    return sorted(seen)
+
+
+def accepted_by(backend_name: str, call) -> bool | str:
+    """True when `call()` runs with SDPA restricted to the one backend `backend_name` (an
+    `SDPBackend` member name); else the first line of PyTorch's refusal."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    try:
+        with sdpa_kernel(getattr(SDPBackend, backend_name)):
+            call()
+    except RuntimeError as err:
+        return str(err).splitlines()[0]
+    return True
+
+
+# --- step times at a realistic shape --------------------------------------------------------------
+# C31's timed runs compare these schemes; "none" first: the baseline of every ratio.
+COST_SCHEMES = ("none", "rope", "alibi")
+VOCAB = 256  # the suite's byte vocabulary: the head is a negligible share at d_model 1024
+THETA = 10000.0  # RoPE's θ in every model of the suite
+
+
+@dataclass(frozen=True)
+class Shape:
+    """The timed shape of one size: every scheme's model (`shape_config`) and what is timed on
+    it: a prefill of `prompt_tokens`, then `decode_tokens` single-token steps, `repeats` times
+    after `warmup` unrecorded repeats. `label` says what the shape stands for."""
+
+    label: str
+    d_model: int
+    n_layers: int
+    n_heads: int
+    prompt_tokens: int
+    decode_tokens: int
+    warmup: int
+    repeats: int
+
+
+REALISTIC_SHAPES: dict[str, Shape] = {
+    "tiny": Shape(label="tiny shape (exercises the code only; not a realistic timing)",
+                  d_model=64, n_layers=1, n_heads=2, prompt_tokens=32, decode_tokens=4,
+                  warmup=0, repeats=2),
+    "quick": Shape(label="realistic shape", d_model=1024, n_layers=2, n_heads=16,
+                   prompt_tokens=1024, decode_tokens=32, warmup=1, repeats=6),
+    "full": Shape(label="realistic shape", d_model=1024, n_layers=2, n_heads=16,
+                  prompt_tokens=1024, decode_tokens=32, warmup=1, repeats=10),
+}
+# Wall seconds of `time_realistic_shapes` per size on the 2-core reference machine, one thread
+# (for `Calibration.reference_s`): builds, warmup and repeats together.
+REFERENCE_S = {"tiny": 0.1, "quick": 26.0, "full": 41.0}
+
+
+def shape_config(size: str, scheme: str) -> ModelConfig:
+    """The timed model of `scheme` at `size`: only `position` differs between schemes."""
+    s = REALISTIC_SHAPES[size]
+    return ModelConfig(vocab_size=VOCAB, d_model=s.d_model, n_layers=s.n_layers,
+                       n_heads=s.n_heads, position=scheme,
+                       max_seq_len=s.prompt_tokens + s.decode_tokens, rope_theta=THETA,
+                       name=f"position-cost-{scheme}")
+
+
+@dataclass(frozen=True)
+class ShapeTimes:
+    """What `time_realistic_shapes` measured (stored as the cost run's "realistic" entry): per
+    scheme, the prefill seconds and the decode seconds per token of every recorded repeat, with
+    the shape and thread count they were timed at."""
+
+    label: str
+    d_model: int
+    n_layers: int
+    n_heads: int
+    batch_size: int
+    prompt_tokens: int
+    decode_tokens: int
+    repeats: int
+    threads: int
+    prefill_s: dict[str, list[float]]
+    decode_s: dict[str, list[float]]
+    wall_time_s: float
+
+
+def _prefill_then_decode(model, tokens, prompt: int) -> tuple[float, float]:
+    """(prefill seconds, decode seconds per token): tokens [1, prompt + n] → a no-grad
+    prefill of the first `prompt` into a fresh KV cache, then the other n one at a time."""
+    import torch
+
+    from blocklab.nn import KVCache
+
+    n = tokens.shape[1] - prompt
+    cache = KVCache(model.config.n_layers, max_len=tokens.shape[1])
+    with torch.no_grad():
+        tick = time.perf_counter()
+        model(tokens[:, :prompt], cache=cache)
+        prefill_s = time.perf_counter() - tick
+        tick = time.perf_counter()
+        for i in range(prompt, prompt + n):
+            model(tokens[:, i:i + 1], cache=cache)
+        decode_s = (time.perf_counter() - tick) / n
+    return prefill_s, decode_s
+
+
+def time_realistic_shapes(size: str, seed: int = 0) -> ShapeTimes:
+    """Prefill and decode times of `COST_SCHEMES` at the size's shape (`REALISTIC_SHAPES`):
+    each repeat runs every scheme once, the order rotating by one per repeat so that drift in
+    the machine's speed falls on all alike; the first `warmup` repeats are not recorded. The
+    caller sets the thread count."""
+    import torch
+
+    from blocklab.nn import DecoderLM
+
+    started = time.perf_counter()
+    s = REALISTIC_SHAPES[size]
+    prompt, n = s.prompt_tokens, s.decode_tokens
+    models = {}
+    for scheme in COST_SCHEMES:
+        torch.manual_seed(seed)  # the same weights for every scheme (none has no extra ones)
+        models[scheme] = DecoderLM(shape_config(size, scheme)).eval()
+    generator = torch.Generator().manual_seed(seed)
+    tokens = torch.randint(0, VOCAB, (1, prompt + n), generator=generator)  # [1, prompt + n]
+    prefill: dict[str, list[float]] = {k: [] for k in COST_SCHEMES}
+    decode: dict[str, list[float]] = {k: [] for k in COST_SCHEMES}
+    for i in range(s.warmup + s.repeats):
+        for scheme in COST_SCHEMES[i % len(COST_SCHEMES):] + COST_SCHEMES[:i % len(COST_SCHEMES)]:
+            prefill_s, decode_s = _prefill_then_decode(models[scheme], tokens, prompt)
+            if i >= s.warmup:
+                prefill[scheme].append(prefill_s)
+                decode[scheme].append(decode_s)
+    return ShapeTimes(label=s.label, d_model=s.d_model, n_layers=s.n_layers,
+                      n_heads=s.n_heads, batch_size=1, prompt_tokens=prompt, decode_tokens=n,
+                      repeats=s.repeats, threads=torch.get_num_threads(), prefill_s=prefill,
+                      decode_s=decode, wall_time_s=time.perf_counter() - started)
+
+
+def realistic_price(size: str, cal) -> float:
+    """Estimated seconds of `time_realistic_shapes` at `size` on this machine
+    (`blocklab.experiments.estimate`): a reference time, since the calibration does not build
+    models this wide."""
+    return cal.reference_s(REFERENCE_S[size])

@@ -1,0 +1,174 @@
+"""position.summary: the tiny grid runs end to end into the typed `PositionData`, the tuning
+path trains each arm at its own lr, and the runs only the full size makes summarise as
+before."""
+
+import dataclasses
+import json
+
+import pytest
+
+from blocklab.errors import ResultsError
+from blocklab.experiments.options import RunOptions
+from blocklab.experiments.run_result import RunResult
+from blocklab.experiments.suites import get_suite, run_suite
+from blocklab.experiments.suites.position import SUITE
+from blocklab.experiments.suites.position.runs import (
+    PARAM_SCHEMES,
+    RELATIVE_ERROR_DTYPES,
+    RELATIVE_ERROR_SHIFTS,
+    REPORTED_ONLY,
+    SCALINGS,
+    SIZES,
+    UNAVAILABLE,
+    PasskeySetting,
+    arms,
+    decode_runs,
+    passkey_run,
+    plan,
+    relative_error_run,
+    schemes,
+    train_and_read,
+    tune,
+)
+from blocklab.experiments.suites.position.summary import summarise
+from blocklab.experiments.suites.position.timing import COST_SCHEMES
+
+
+def test_tiny_suite_end_to_end(tmp_path):
+    suite = get_suite("position")
+    assert suite is SUITE
+    options = RunOptions.for_suite(suite, "tiny", 1)
+    summary = run_suite(suite, options, tmp_path, progress=False)
+    L, mults = SIZES["tiny"].L, SIZES["tiny"].mults
+    first = summary.tables[0]
+    assert first.title == f"Loss (nats/token) on positions ≥ L, trained at L={L}"
+    assert first.columns == ["arm", "1× (all positions)", "2× (p ≥ L)", "4× (p ≥ L)",
+                             "sliding 4× (p ≥ L)"]
+    titles = [t.title for t in summary.tables]
+    assert not any("(C20)" in t for t in titles) and any("(C26)" in t for t in titles)
+    # the arms and runs no registered rule grades are named as full only
+    note = next(n for n in summary.notes if n.startswith("Run at --size full only"))
+    assert "the learned and sinusoidal arms" in note and "relative-position error" in note
+    assert not any("cannot run past L" in n for n in summary.notes)  # no learned arm here
+
+    data = summary.data
+    assert data.L == L and data.eval_lengths == [m * L for m in mults]
+    assert arms("tiny") == ("none", "learned-4L", "sinusoidal+scale", "rope", "alibi")
+    expected = set(arms("tiny")) | {f"rope+{k}" for k in SCALINGS}
+    assert expected <= set(data.arms)
+    assert not set(REPORTED_ONLY) & set(data.arms)
+    assert any(name.endswith("+ft2x") for name in data.arms)  # tiny fine-tunes too
+    for name, arm in data.arms.items():
+        assert set(arm.loss_beyond_L) == {"2", "4"}, name
+        assert arm.passkey is None, name  # passkey models: full only
+    assert data.arms["rope"].loss_beyond_L["4"].n == 1
+    assert len(data.arms["rope"].per_position["4"].loss) == 4 * 8  # buckets of L/8
+    assert data.relative_error == {} and data.relative_error_blocklab == {}
+    assert data.finite_past_max_seq_len["rope"][0].float32 is True
+    assert data.finite_past_max_seq_len["rope"][0].bfloat16 is True
+    # C29: every trained arm has its order probe; C30: fine-tuned arms by scaling kind; C31:
+    # the timed cost run with parameters from blocklab.budget and kernels per scheme.
+    assert set(data.order) == set(arms("tiny"))
+    probe = data.order["none"]
+    assert probe.prefix_len == SIZES["tiny"].order.prefix_len and probe.tv.n == 1
+    assert 0 <= probe.tv.mean <= 1 and probe.kl.mean >= 0
+    run = data.train["none"][0]
+    assert probe.loss_minus_unigram.mean == pytest.approx(run.val_loss - run.unigram_entropy)
+    assert data.finetune.arms == {"none": "rope+ft2x", "ntk": "rope+ntk+ft2x",
+                                  "yarn": "rope+yarn+ft2x"}
+    assert data.finetune.scale == max(mults) and set(data.finetune.arms.values()) <= set(data.arms)
+    cost = data.cost
+    assert set(cost.schemes) == set(COST_SCHEMES) and cost.repeats == 3
+    assert set(cost.params) == set(PARAM_SCHEMES)  # the learned table is counted, not trained
+    assert cost.params["rope"] == cost.params["none"] == cost.params["alibi"]
+    assert cost.params["learned"] - cost.params["none"] == L * 32  # table rows × d_model
+    for name, scheme in cost.schemes.items():
+        assert scheme.params == scheme.params_module, name  # budget vs the built module
+        assert scheme.kernels_train and scheme.kernels_decode
+    assert cost.schemes["rope"].masks_train == ["is_causal"]
+    assert cost.schemes["alibi"].masks_train[0].startswith("float32 mask")
+    assert cost.schemes["none"].train_vs_none.ratio == 1.0
+    assert "not a realistic timing" in cost.realistic.label  # tiny: the code path only
+    assert any("(C29)" in t for t in titles) and any("(C31)" in t for t in titles)
+    # tiny and quick do not tune (each graded part compares an arm with itself): every arm at
+    # the grid's middle lr, said in a note
+    assert data.lr_tuning == [] and tune(options) == tune(RunOptions("quick")) == []
+    middle = SIZES["tiny"].train.lr_grid.base[1]
+    assert any(n.startswith(f"Every arm trains at peak lr {middle:g}") for n in summary.notes)
+
+
+def test_full_tunes_every_arm_and_trains_each_at_its_own_lr(tmp_path, monkeypatch):
+    """The tuning path, at tiny's shape with tuning switched on: nothing trains in 4 steps,
+    so each best is the grid's smallest lr, where the grid grew once (tiny's cap) before
+    evaluation, and each arm's evaluation runs at it."""
+    from blocklab.experiments.suites.tuning import LrGrid
+
+    assert SIZES["full"].train.tuning_seeds == 2
+    assert len(SIZES["full"].train.lr_grid.base) == 5
+    tiny = SIZES["tiny"]
+    monkeypatch.setitem(SIZES, "tiny", dataclasses.replace(tiny, train=dataclasses.replace(
+        tiny.train, tuning_seeds=1, lr_grid=LrGrid((1e-3, 3e-3, 1e-2), 3.0, 1))))
+    suite = get_suite("position")
+    summary = run_suite(suite, RunOptions.for_suite(suite, "tiny", 1), tmp_path, progress=False)
+    data = summary.data
+    assert [t.arm for t in data.lr_tuning] == list(arms("tiny"))
+    assert all(t.extended == 1 and not t.interior for t in data.lr_tuning)
+    assert len(data.lr_trials) == 4 * len(arms("tiny"))
+    runs = [json.loads(p.read_text()) for p in (tmp_path / "position" / "tiny").glob("*.json")
+            if p.name not in ("summary.json", "planned_rules.json")]
+    lrs = {t.arm: t.lr for t in data.lr_tuning}
+    trained = [r for r in runs if r.get("kind") == "train"]
+    assert trained and all(r["train"]["train_config"]["lr"] == lrs[r["arm"]] for r in trained)
+    assert any(t.title.startswith("Each arm's peak lr") for t in summary.tables)
+
+
+def test_full_only_runs_summarise_from_their_runs(monkeypatch):
+    """The runs the full size adds (the learned table of L, passkey models, the relative-error
+    run) read as before: a learned table cannot run past L, recorded, not a loss; the passkey
+    grid marks it unavailable there; the relative error fills the C20 table."""
+    from blocklab.experiments.suites.base import RunSpec
+
+    assert set(REPORTED_ONLY) <= set(arms("full")) == set(schemes("full"))
+    full = plan(RunOptions("full", range(1)), [])
+    assert {s.arm for s in full} >= {*schemes("full"), "relative_error", "cost"}
+    assert {s.arm for s in full if s.payload["kind"] == "passkey"} == {
+        f"passkey:{a}" for a in schemes("full")}
+    monkeypatch.setitem(SIZES, "tiny", dataclasses.replace(
+        SIZES["tiny"], passkey=PasskeySetting(steps=3, batch_size=2, lr=3e-3, n=2,
+                                                    depths=(0.1, 0.9))))
+    options = RunOptions("tiny", range(1))
+
+    def spec(label, arm):
+        return RunSpec(label, arm, 0, {}, lambda progress: RunResult("ok"))
+
+    results = [(spec("learned seed 0", "learned"),
+                train_and_read(options, "learned", 0, False)),
+               (spec("passkey learned seed 0", "passkey:learned"),
+                passkey_run(options, "learned", 0, False)),
+               (spec("rope relative-position error", "relative_error"), relative_error_run())]
+    # Each run returns a RunResult that stores as before: a training run wraps the trainer's.
+    trained, passkey, relative = (result for _, result in results)
+    assert trained.status == "ok" and trained.extra["kind"] == "train"
+    assert RunResult.from_dict(trained.extra["train"]).final.val_loss is not None
+    assert set(trained.extra) == {"kind", "arm", "seed", "L", "train", "eval", "finite", "order"}
+    assert passkey.extra["accuracy"]["learned"]["2"] == {"0.1": UNAVAILABLE,
+                                                        "0.9": UNAVAILABLE}
+    assert relative.extra["shifts"] == list(RELATIVE_ERROR_SHIFTS)
+    for _, result in results:
+        assert RunResult.from_dict(result.to_dict()) == result and result.wall_time_s > 0
+    runs = decode_runs(results)
+    assert [r.arm for r in runs.arms] == ["learned"] and runs.cost is None
+    assert runs.arms[0].finite.error and runs.passkey[0].final_train_loss is not None
+    with pytest.raises(ResultsError, match=r"unknown \['evals'\]"):  # decoded, not guessed
+        decode_runs([(results[0][0], RunResult("ok", extra={**trained.extra, "evals": {}}))])
+    summary = summarise(options, results)
+    learned = summary.data.arms["learned"]
+    assert learned.loss_beyond_L["2"] == UNAVAILABLE
+    assert learned.passkey.by_length["2"] == UNAVAILABLE
+    assert set(summary.data.relative_error) == set(RELATIVE_ERROR_DTYPES)
+    assert summary.data.relative_error["float64"][0] == [0, 0.0]
+    assert any("(C20)" in t.title for t in summary.tables)
+    assert any("cannot run past L" in n for n in summary.notes)
+    note = next(n for n in summary.notes if n.startswith("Run at --size full only"))
+    assert "the sinusoidal arm (" in note and "the learned" not in note  # read: not named
+    assert "relative-position error" not in note

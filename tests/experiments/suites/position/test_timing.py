@@ -1,0 +1,86 @@
+"""position.timing: the SDPA kernels and masks each scheme gets, and C31's timing at a realistic
+shape (reported, never graded); the tiny size exercises the code in a fraction of a second and
+says it is not a realistic timing."""
+
+import dataclasses
+import time
+
+import pytest
+import torch
+
+from blocklab.experiments.options import RunOptions
+from blocklab.experiments.suites.position.runs import SIZES, arm_config, train_config
+from blocklab.experiments.suites.position.summary import ShapeTiming, shape_timing
+from blocklab.experiments.suites.position.timing import (
+    COST_SCHEMES,
+    REALISTIC_SHAPES,
+    REFERENCE_S,
+    accepted_by,
+    sdpa_kernels,
+    sdpa_masks,
+    shape_config,
+    time_realistic_shapes,
+)
+from blocklab.experiments.summaries import TimeRatio
+from blocklab.experiments.trainer import build_model
+
+
+def test_kernel_and_mask_detection_names_each_scheme():
+    L = SIZES["tiny"].L
+    ids = torch.randint(0, 256, (1, L), generator=torch.Generator().manual_seed(0))
+    for scheme in COST_SCHEMES:
+        tc = train_config(RunOptions("tiny"), 0)
+        model = build_model(arm_config("tiny", scheme), tc).eval()
+        with torch.no_grad():
+            kernels = sdpa_kernels(lambda m=model: m(ids))
+            masks = sdpa_masks(lambda m=model: m(ids))
+        assert kernels and all(k.startswith("aten::_scaled_dot_product") for k in kernels)
+        if scheme == "alibi":
+            assert masks == [f"float32 mask [1, 2, {L}, {L}]"]
+        else:
+            assert masks == ["is_causal"]
+        assert accepted_by("MATH", lambda m=model: m(ids)) is True
+    refused = accepted_by("EFFICIENT_ATTENTION", lambda: torch.nn.functional.
+                             scaled_dot_product_attention(*torch.randn(3, 1, 1, 4, 8)))
+    assert isinstance(refused, str) and refused  # no CPU kernel for this backend
+
+
+@pytest.mark.exclusive  # it times the machine: no other test beside it
+def test_time_shapes_runs_at_tiny_and_returns_every_field():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)  # as the cost run's `_one_thread` does
+    try:
+        tick = time.perf_counter()
+        times = time_realistic_shapes("tiny")
+        took = time.perf_counter() - tick
+    finally:
+        torch.set_num_threads(before)
+    shape = REALISTIC_SHAPES["tiny"]
+    assert took < 5  # a fraction of a second on a quiet core
+    assert times.threads == 1 and times.batch_size == 1
+    for by_scheme in (times.prefill_s, times.decode_s):
+        assert set(by_scheme) == set(COST_SCHEMES)
+        assert all(len(v) == shape.repeats and min(v) > 0 for v in by_scheme.values())
+    # stored as the cost run's "realistic" entry, in the keys it always had
+    assert list(dataclasses.asdict(times)) == [
+        "label", "d_model", "n_layers", "n_heads", "batch_size", "prompt_tokens",
+        "decode_tokens", "repeats", "threads", "prefill_s", "decode_s", "wall_time_s"]
+    timing = shape_timing(times)
+    assert isinstance(timing, ShapeTiming) and "not a realistic timing" in timing.label
+    assert (timing.d_model, timing.n_heads, timing.n_layers) == (64, 2, 1)
+    assert timing.prompt_tokens == shape.prompt_tokens and timing.repeats == shape.repeats
+    assert set(timing.prefill_ms) == set(timing.decode_vs_none) == set(COST_SCHEMES)
+    assert timing.prefill_vs_none["none"] == TimeRatio(1.0, 1.0, 1.0, shape.repeats)
+    assert shape_timing(None) is None  # a cost run from before it was timed
+
+
+@pytest.mark.parametrize("size", ["quick", "full"])
+def test_quick_and_full_time_a_realistic_shape(size):
+    shape = REALISTIC_SHAPES[size]
+    assert shape.label == "realistic shape"
+    assert shape.d_model >= 1024 and shape.prompt_tokens >= 1024
+    assert shape.d_model // shape.n_heads == 64 and 1 <= shape.n_layers <= 2
+    assert shape.repeats >= 5
+    config = shape_config(size, "rope")
+    assert config.max_seq_len == shape.prompt_tokens + shape.decode_tokens
+    assert REFERENCE_S["quick"] <= 60  # the budget: at most a minute of one core at quick
