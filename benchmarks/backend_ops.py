@@ -61,7 +61,7 @@ import torch
 
 # Importing blocklab.nn imports norm, ffn and position, which register their implementations.
 from blocklab.experiments.env import BF16_FLAGS, cpu_flags, cpu_model
-from blocklab.experiments.suites.norm_cost import saved_tensor_bytes
+from blocklab.experiments.suites.norm_cost.timing import saved_tensor_bytes
 from blocklab.nn import backends
 
 OPS = ("rms_norm", "add_rms_norm", "gated_activation", "rope")

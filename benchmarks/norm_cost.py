@@ -16,7 +16,7 @@ import argparse
 import json
 import statistics
 
-from blocklab.experiments.suites.norm_cost import KINDS, PASSES, time_kernels
+from blocklab.experiments.suites.norm_cost.timing import KINDS, PASSES, time_kernels
 from blocklab.experiments.summaries import RATIO_METHOD, TimeRatio
 
 

@@ -45,7 +45,7 @@ from blocklab.allocator import tune_cpu_allocator
 from blocklab.budget.flops import prefill_flops
 from blocklab.config import ModelConfig
 from blocklab.experiments.env import BF16_FLAGS, cpu_flags
-from blocklab.experiments.suites.norm_cost import saved_tensor_bytes
+from blocklab.experiments.suites.norm_cost.timing import saved_tensor_bytes
 from blocklab.nn import DecoderLM
 
 V, D, L, H, DFF, T, B = 256, 256, 4, 4, 688, 256, 16

@@ -7,7 +7,7 @@ import pytest
 
 from blocklab.claims import Context, run_claims
 from blocklab.experiments.options import RunRequest
-from blocklab.experiments.suites.norm_cost.data import (
+from blocklab.experiments.suites.norm_cost.summary import (
     KernelRatio,
     NormCostData,
     NormQuality,
@@ -39,7 +39,7 @@ def _step_time(path: str, ratio: float, low: float, high: float) -> StepTime:
 
 
 def _norm_cost(step, equivalent: bool, like_ratio: float = 0.84) -> NormCostData:
-    from blocklab.experiments.suites.norm_cost.data import FusedTiming
+    from blocklab.experiments.suites.norm_cost.summary import FusedTiming
 
     loss = _ci(2.0, 1.9, 2.1)
     like = FusedTiming(

@@ -19,7 +19,7 @@ from blocklab.claims.rules import Estimate, Part, Rule
 from blocklab.cli import main
 from blocklab.experiments.options import RunRequest
 from blocklab.experiments.suites.ffn.data import FfnData
-from blocklab.experiments.suites.norm_cost.data import (
+from blocklab.experiments.suites.norm_cost.summary import (
     KernelRatio,
     NormCostData,
     NormQuality,

@@ -101,8 +101,8 @@ def test_a_position_rung_plans_its_arms_and_no_timed_run():
 
 @pytest.mark.parametrize("rung", ladder.RUNGS)
 def test_each_norm_cost_rung_grows_the_quality_runs_alone(rung):
-    from blocklab.experiments.suites.norm_cost.sizes import SIZES as NORM
-    from blocklab.experiments.suites.norm_cost.sizes import model_config
+    from blocklab.experiments.suites.norm_cost.runs import SIZES as NORM
+    from blocklab.experiments.suites.norm_cost.timing import model_config
 
     quick, size = NORM["quick"], NORM[rung]
     q0, q = quick.quality, size.quality

@@ -345,7 +345,7 @@ def lr_rule(claim_id: str) -> str:
         return ("every training arm tuned at every rung; the stable-lr ladder moved down by "
                 "the width ratio (Adam's stable lr ∝ 1 / width)")
     if claim_id == "C18":
-        from blocklab.experiments.suites.norm_cost.sizes import SIZES as NORM_SIZES
+        from blocklab.experiments.suites.norm_cost.runs import SIZES as NORM_SIZES
 
         return (f"both norms at the registered lr {NORM_SIZES[rule.BASE].quality.lr:g} at "
                 "every rung (the comparison shares one lr)")

@@ -29,7 +29,7 @@ from blocklab.claims.rules import (
     decided_text,
     settle,
 )
-from blocklab.experiments.suites.norm_cost.data import (
+from blocklab.experiments.suites.norm_cost.summary import (
     FusedTiming,
     KernelRatio,
     NormCompute,
@@ -79,7 +79,7 @@ def c18_compute_parts(compute: NormCompute, size: str = "quick") -> list[Part]:
     """C18's three analytic readings of "compute", in the registered order: the norm's FLOPs
     per row (forward+backward), its bytes per row at the real model's width in bf16, and a
     training step's FLOPs at the real model's shape."""
-    from blocklab.experiments.suites.norm_cost import REAL_ELEMENT_BYTES, REAL_MODEL
+    from blocklab.experiments.suites.norm_cost.summary import REAL_ELEMENT_BYTES, REAL_MODEL
 
     rules = registered("C18", size)
     real = next(s for s in compute.steps if s.model == REAL_MODEL)
@@ -145,8 +145,8 @@ def c18_arms(part: str, metric: str, arms: list[str]) -> list[str]:
 
 @claim("C18", suite="norm-cost", scale_dependent=True, arms=c18_arms)
 def c18(ctx: Context) -> Finding:
-    from blocklab.experiments.suites.norm_cost import SIZES as NORM_SIZES
-    from blocklab.experiments.suites.norm_cost import count_compute
+    from blocklab.experiments.suites.norm_cost.runs import SIZES as NORM_SIZES
+    from blocklab.experiments.suites.norm_cost.summary import count_compute
 
     summary = ctx.summary("norm-cost")
     if summary is None:

@@ -34,7 +34,7 @@ from blocklab.errors import InputError, ResultsError
 from blocklab.experiments.ladder import RUNGS
 from blocklab.experiments.options import ALL_SIZES
 from blocklab.experiments.suites import ffn as ffn_suite
-from blocklab.experiments.suites import norm_cost as norm_cost_suite
+from blocklab.experiments.suites.norm_cost import summary as norm_cost_suite
 from blocklab.experiments.suites.position import runs as position_suite
 
 # --- C12: uneven gradient across one pre-norm stack ---------------------------------------------

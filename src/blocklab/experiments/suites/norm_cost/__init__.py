@@ -52,127 +52,25 @@ Each run returns a `RunResult`: the trainer's for a quality run; for a timing ru
 trained) its record in `extra` (`KernelTimes`, `LikeForLikeTimes`, `StepTimes`, read back
 once by the record's `of`).
 
-`Summary.data` (read by the claims ledger, C18, and the report) is a `data.NormCostData`: kernel
+`Summary.data` (read by the claims ledger, C18, and the report) is a `summary.NormCostData`: kernel
 timings and saved bytes per implementation and shape, RMSNorm/LayerNorm time ratios (`KernelRatio`,
 `StepTime`, `FusedTiming`, each a `TimeRatio` of paired repeats), compile times, the analytic counts
 (`NormCompute`) and the paired quality comparison (`NormQuality`).
 
-The package, one job per module:
+The package, one job per module (`runs` imports `timing`; `summary` imports both):
 
-    data             the summary's data (`NormCostData`, the suite's `data_type`)
-    sizes            what each size runs (`SIZES`), the run keys, the models (`model_config`)
-    records          what a timing run stores in `RunResult.extra`, and `timed_run`
-    stats            the equivalence verdict
-    implementations  the RMSNorm and LayerNorm of each kind
-    kernels          the kernels run's measurement (`time_kernels`, `saved_tensor_bytes`)
-    fused            the like-for-like timing with equally fused kernels
-    step             the step-time run's measurement
-    compute          the analytic FLOP and byte counts
-    planning         the RunSpecs (`plan`)
-    pricing          a run's estimated seconds (`price`)
-    readings         the summary's data read off the stored runs
-    tables           the summary's tables
-    summary          `summarise`
+    timing   what a timing run measures and stores: the implementations of each kind, the
+             kernels, like-for-like and step-time measurements, their records (`timed_run`)
+    runs     what each size runs (`SIZES`), the RunSpecs (`plan`) and their prices (`price`)
+    summary  what it summarises: `NormCostData` and its parts, the analytic counts
+             (`count_compute`), the equivalence verdict, the tables (`summarise`)
 """
 
 from __future__ import annotations
 
 from blocklab.experiments.ladder import RUNGS
 from blocklab.experiments.suites.base import Suite
-from blocklab.experiments.suites.norm_cost.compute import (
-    NORM_PARAMS,
-    NORM_STATS,
-    REAL_ELEMENT_BYTES,
-    REAL_MODEL,
-    STAT_BYTES,
-    count_compute,
-    count_norm,
-    saving_pct,
-    step_share,
-)
-from blocklab.experiments.suites.norm_cost.data import NormCostData
-from blocklab.experiments.suites.norm_cost.fused import (
-    LIKE_KERNELS,
-    like_method,
-    time_like_for_like,
-    torch_norms_fused,
-)
-from blocklab.experiments.suites.norm_cost.implementations import EPS, build_implementations
-from blocklab.experiments.suites.norm_cost.kernels import saved_tensor_bytes, time_kernels
-from blocklab.experiments.suites.norm_cost.planning import plan, train_config
-from blocklab.experiments.suites.norm_cost.pricing import price
-from blocklab.experiments.suites.norm_cost.records import (
-    ImplTimes,
-    KernelTimes,
-    LikeForLikeTimes,
-    StepTimes,
-    timed_run,
-)
-from blocklab.experiments.suites.norm_cost.sizes import (
-    EQUIVALENCE_MARGIN,
-    KINDS,
-    NORM_NAMES,
-    PASSES,
-    SIZES,
-    KernelGrid,
-    LikeShape,
-    QualityShape,
-    Size,
-    StepShape,
-)
-from blocklab.experiments.suites.norm_cost.sizes import scale as norm_cost_scale
-from blocklab.experiments.suites.norm_cost.stats import equivalence
-from blocklab.experiments.suites.norm_cost.step import (
-    STEP_PATHS,
-    like_for_like,
-    time_training_steps,
-)
-from blocklab.experiments.suites.norm_cost.summary import summarise
-
-__all__ = [
-    "EPS",
-    "EQUIVALENCE_MARGIN",
-    "KINDS",
-    "LIKE_KERNELS",
-    "NORM_NAMES",
-    "NORM_PARAMS",
-    "NORM_STATS",
-    "PASSES",
-    "REAL_ELEMENT_BYTES",
-    "REAL_MODEL",
-    "SIZES",
-    "STAT_BYTES",
-    "STEP_PATHS",
-    "SUITE",
-    "ImplTimes",
-    "KernelGrid",
-    "KernelTimes",
-    "LikeForLikeTimes",
-    "LikeShape",
-    "QualityShape",
-    "Size",
-    "StepShape",
-    "StepTimes",
-    "build_implementations",
-    "count_compute",
-    "count_norm",
-    "equivalence",
-    "like_for_like",
-    "like_method",
-    "plan",
-    "price",
-    "saved_tensor_bytes",
-    "saving_pct",
-    "step_share",
-    "summarise",
-    "time_kernels",
-    "time_like_for_like",
-    "time_training_steps",
-    "timed_run",
-    "torch_norms_fused",
-    "train_config",
-]
-
+from blocklab.experiments.suites.norm_cost import runs, summary
 
 # How its runs become the metrics the registered rules read (`Suite.metric_version`).
 METRIC_VERSION = ("2026-12-02: C18's RMSNorm − LayerNorm final validation loss, paired by seed")
@@ -180,15 +78,15 @@ SUITE = Suite(
     name="norm-cost",
     description="RMSNorm vs LayerNorm: kernel time and saved memory, training step time, and "
                 "paired quality (C18)",
-    plan=plan,
-    summarise=summarise,
-    data_type=NormCostData,
+    plan=runs.plan,
+    summarise=summary.summarise,
+    data_type=summary.NormCostData,
     section="normalization",
     heading=("RMSNorm vs LayerNorm cost (norm-cost suite)",
              "RMSNorm 与 LayerNorm 的开销（norm-cost 实验）"),
     figures=("norm_cost",),
     # Seeds are the paired quality runs; timings get their repeats instead.
-    scale=norm_cost_scale, metric_version=METRIC_VERSION,
+    scale=runs.scale, metric_version=METRIC_VERSION,
     default_seeds={"tiny": 2, "quick": 3, "full": 8, **dict.fromkeys(RUNGS, 3)},
-    price=price,
+    price=runs.price,
 )

@@ -1,0 +1,293 @@
+"""What the norm-cost suite plans and runs: what each size runs (`SIZES`), the quality runs'
+training (`train_config`), the RunSpecs (`plan`: one per kernels shape, step-time run,
+like-for-like timing and quality run, each with the payload its run id is hashed from) and what
+a run costs on this machine (`price`). The timings themselves are `timing`'s.
+
+    sizes     the kernel grid, step, like-for-like and quality shapes of each size
+    planning  the RunSpecs
+    pricing   a run's estimated seconds, from a calibration and the reference machine's seconds
+              of what a calibration does not time
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from blocklab.experiments import ladder
+from blocklab.experiments.options import RunOptions
+from blocklab.experiments.results import train_identity
+from blocklab.experiments.scale import Scale
+from blocklab.experiments.suites.base import Results, RunSpec
+from blocklab.experiments.suites.evaluation import FINAL_EVAL_FRACTION
+from blocklab.experiments.suites.norm_cost.timing import (
+    KINDS,
+    NORM_NAMES,
+    STEP_PATHS,
+    StepShape,
+    model_config,
+    time_kernels,
+    time_like_for_like,
+    time_training_steps,
+    timed_run,
+)
+
+if TYPE_CHECKING:
+    from blocklab.experiments.estimate import Calibration
+    from blocklab.experiments.trainer import TrainConfig
+
+
+# --- sizes ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class KernelGrid:
+    """The kernel runs of a size: one per (d, rows) shape and thread count, `repeats` timed
+    blocks of about `block_s` each, the torch.compile'd implementations included or not (a
+    cold compile takes ~3 s per implementation and shape on the 2-core reference machine)."""
+
+    shapes: tuple[tuple[int, int], ...]
+    repeats: int
+    compile: bool
+    block_s: float
+
+
+@dataclass(frozen=True)
+class LikeShape:
+    """The like-for-like kernel timing (at the step model's shape): timed repeats and the
+    length of one timed block."""
+
+    repeats: int
+    block_s: float
+
+
+@dataclass(frozen=True)
+class QualityShape:
+    """The quality runs' model and training (stdlib, one run per norm and seed)."""
+
+    d_model: int
+    n_layers: int
+    seq_len: int
+    batch_size: int
+    steps: int
+    lr: float
+    warmup_steps: int
+    eval_batches: int
+    final_eval_fraction: float  # `evaluation.FINAL_EVAL_FRACTION` of the size
+
+
+@dataclass(frozen=True)
+class Size:
+    """What one suite size runs: the CPU threads of every timing run, the kernel runs (None:
+    not at this size, see the package's docstring), the step-time and like-for-like timings and
+    the quality runs."""
+
+    threads: tuple[int, ...]
+    kernels: KernelGrid | None
+    step: StepShape
+    like_for_like: LikeShape
+    quality: QualityShape
+
+
+SIZES: dict[str, Size] = {
+    "tiny": Size(
+        threads=(1,), kernels=None,
+        step=StepShape(d_model=32, n_layers=2, seq_len=32, batch_size=4, repeats=3, warmup=1),
+        like_for_like=LikeShape(repeats=3, block_s=0.005),
+        quality=QualityShape(d_model=32, n_layers=2, seq_len=32, batch_size=4, steps=8,
+                             lr=3e-3, warmup_steps=2, eval_batches=1,
+                             final_eval_fraction=FINAL_EVAL_FRACTION["tiny"])),
+    "quick": Size(
+        threads=(1,), kernels=None,
+        step=StepShape(d_model=128, n_layers=4, seq_len=128, batch_size=8, repeats=12,
+                       warmup=2),
+        like_for_like=LikeShape(repeats=15, block_s=0.01),
+        quality=QualityShape(d_model=64, n_layers=2, seq_len=128, batch_size=16, steps=400,
+                             lr=3e-3, warmup_steps=20, eval_batches=16,
+                             final_eval_fraction=FINAL_EVAL_FRACTION["quick"])),
+    "full": Size(
+        threads=(1, 2),
+        kernels=KernelGrid(shapes=tuple((d, rows) for rows in (1024, 8192)
+                                        for d in (64, 256, 1024, 4096)),
+                           repeats=30, compile=True, block_s=0.02),
+        step=StepShape(d_model=256, n_layers=6, seq_len=256, batch_size=16, repeats=30,
+                       warmup=3),
+        like_for_like=LikeShape(repeats=30, block_s=0.02),
+        quality=QualityShape(d_model=128, n_layers=4, seq_len=128, batch_size=32, steps=1500,
+                             lr=2e-3, warmup_steps=100, eval_batches=16,
+                             final_eval_fraction=FINAL_EVAL_FRACTION["full"])),
+}
+
+
+def rung(name: str, base: Size) -> Size:
+    """`base` (the quick size) grown to ladder rung `name` by `blocklab.experiments.ladder`'s
+    rule, on its quality runs (C18's part on the ladder): width and batch × √2 a rung at the
+    same depth and heads of 32, steps filling `ladder.multiple(name)` × the base's
+    6 · parameters · tokens (the RMSNorm model's), warmup keeping its share, both norms at
+    the base's one lr (the registered comparison: one lr for both). The timings are the
+    base's (reported beside C18, not on the ladder)."""
+    q = base.quality
+
+    def params(d_model: int) -> int:
+        from blocklab.budget.params import count_params
+
+        return count_params(model_config("rmsnorm", d_model, q.n_layers, q.seq_len)).total
+
+    d, b, n = ladder.grown(name, q.d_model, q.batch_size, q.steps, 32, params, q.seq_len)
+    return replace(base, quality=replace(q, d_model=d, batch_size=b, steps=n,
+                                         warmup_steps=max(1, round(n * q.warmup_steps
+                                                                   / q.steps))))
+
+
+# The ladder's rungs (C18's quality): the quick size at 4×, 16× and 64× its training compute.
+SIZES.update({name: rung(name, SIZES[ladder.BASE]) for name in ladder.RUNGS})
+
+
+def scale(size: str, claim: str) -> Scale:
+    """The scale C18's quality runs are graded at: the RMSNorm model of the quality shape and
+    one run's training tokens at `size`."""
+    q = SIZES[size].quality
+    return Scale.of(model_config("rmsnorm", q.d_model, q.n_layers, q.seq_len),
+                    q.steps * q.batch_size * q.seq_len)
+
+
+# --- planning ------------------------------------------------------------------------------------
+def train_config(quality: QualityShape, seed: int, options: RunOptions) -> TrainConfig:
+    """A quality run's training: the one place the suite builds a TrainConfig for a run (in
+    `options`' precision and backend)."""
+    from blocklab.experiments.trainer import TrainConfig
+
+    q = quality
+    return TrainConfig.for_run(options, seed, steps=q.steps, batch_size=q.batch_size,
+                               seq_len=q.seq_len, lr=q.lr, warmup_steps=q.warmup_steps,
+                               eval_batches=q.eval_batches, eval_every=0, log_every=0,
+                               threads=1, final_eval_fraction=q.final_eval_fraction)
+
+
+def _kernels_spec(grid: KernelGrid, d: int, rows: int, threads: int) -> RunSpec:
+    payload = {"suite": "norm-cost", "kind": "kernels", "d": d, "rows": rows,
+               "repeats": grid.repeats, "compile": grid.compile,
+               "compile_cache": "fresh" if grid.compile else None,
+               "threads": threads, "block_s": grid.block_s}
+    return RunSpec(f"kernels d={d} rows={rows} threads={threads}", "kernels", 0, payload,
+                   lambda progress: timed_run(lambda: time_kernels(
+                       d, rows, repeats=grid.repeats, compile=grid.compile, threads=threads,
+                       block_s=grid.block_s)),
+                   timed=True)
+
+
+def _step_spec(step: StepShape, threads: int) -> RunSpec:
+    payload = {"suite": "norm-cost", "kind": "step", "threads": threads,
+               **dataclasses.asdict(step)}
+    return RunSpec(f"step time threads={threads}", "step", 0, payload,
+                   lambda progress: timed_run(lambda: time_training_steps(step,
+                                                                          threads=threads)),
+                   timed=True)
+
+
+def _like_for_like_spec(size: Size, threads: int) -> RunSpec:
+    """The like-for-like kernel timing (`time_like_for_like`) at the step model's shape:
+    d = d_model, rows = batch_size · seq_len."""
+    like = size.like_for_like
+    d, rows = size.step.d_model, size.step.batch_size * size.step.seq_len
+    payload = {"suite": "norm-cost", "kind": "like-for-like", "d": d, "rows": rows,
+               "threads": threads, **dataclasses.asdict(like)}
+    return RunSpec(f"like-for-like kernels d={d} rows={rows} threads={threads}",
+                   "like-for-like", 0, payload,
+                   lambda progress: timed_run(lambda: time_like_for_like(
+                       d, rows, repeats=like.repeats, threads=threads, block_s=like.block_s)),
+                   timed=True)
+
+
+def _quality_spec(options: RunOptions, norm: str, seed: int) -> RunSpec:
+    from blocklab.experiments.trainer import run
+
+    q = SIZES[options.size].quality
+    mc = model_config(norm, q.d_model, q.n_layers, q.seq_len)
+    tc = train_config(q, seed, options)
+    payload = {"suite": "norm-cost", "kind": "quality", "model": mc.to_dict(),
+               "train": train_identity(tc), "data": "stdlib"}
+    label = f"quality {norm} seed {seed}"
+    return RunSpec(label, norm, seed, payload,
+                   lambda progress: run(mc, tc, "stdlib", progress=progress, label=label))
+
+
+def plan(options: RunOptions, tuned: Results = ()) -> list[RunSpec]:
+    """Kernel runs (one per shape and thread count, at full only), one step-time run and one
+    like-for-like kernel timing per thread count (both reported beside C18, which the
+    analytic counts and the quality runs decide), then the quality runs (rmsnorm and
+    layernorm × seeds)."""
+    size = SIZES[options.size]
+    specs = []
+    for threads in size.threads:
+        if size.kernels is not None:
+            specs += [_kernels_spec(size.kernels, d, rows, threads)
+                      for d, rows in size.kernels.shapes]
+        specs.append(_step_spec(size.step, threads))
+        specs.append(_like_for_like_spec(size, threads))
+    specs += [_quality_spec(options, norm, seed) for seed in options.seeds
+              for norm in NORM_NAMES]
+    return specs
+
+
+# --- pricing -------------------------------------------------------------------------------------
+# the process's first torch.compile, one cold compile of one implementation at one shape (forward
+# and backward, then the no-grad forward), and one call per element of a [rows, d] input
+# (forward; forward+backward) of blocklab's kernels, the other kinds a multiple of it.
+_INDUCTOR_WARM_REFERENCE_S = 5.0
+_COLD_COMPILE_REFERENCE_S = 4.2
+_ELEMENT_REFERENCE_S = {"fwd_s": 3.0e-9, "fwdbwd_s": 6.6e-9}  # blocklab's kernels
+_KIND_FACTOR = {"blocklab": 1.0, "torch": 2.5, "plain": 4.5, "compiled": 1.2}
+
+
+def price(spec: RunSpec, cal: Calibration) -> float | None:
+    """Estimated seconds of one run on this machine from a calibration (`blocklab.experiments.
+    estimate`): a kernels run is (per implementation and pass) its warm-up and block-sizing
+    calls plus `repeats` blocks of at least block_s, and the cold compiles; a step run builds
+    the four models and takes (warmup + repeats) steps of each; quality runs are the
+    trainer's (the default)."""
+    payload = spec.payload
+    if payload["kind"] == "kernels":
+        elements = payload["d"] * payload["rows"]
+        kinds = KINDS if payload["compile"] else tuple(k for k in KINDS if k != "compiled")
+        seconds = 0.0
+        for kind in kinds:
+            factor = _KIND_FACTOR[kind]
+            for per_element in _ELEMENT_REFERENCE_S.values():
+                call = cal.reference_s(per_element * elements * factor)
+                # two norms; 2 warm-up calls, 1 sizing call and (forward) 1 saved-bytes call
+                seconds += len(NORM_NAMES) * (4 * call + payload["repeats"]
+                                              * max(call, cal.fixed_s(payload["block_s"])))
+        if payload["compile"]:
+            seconds += len(NORM_NAMES) * cal.reference_s(_COLD_COMPILE_REFERENCE_S)
+            # The process's first compile, paid by a size's first kernels run.
+            firsts = {(c.kernels.shapes[0], c.threads[0])
+                      for c in SIZES.values() if c.kernels is not None}
+            if ((payload["d"], payload["rows"]), payload["threads"]) in firsts:
+                seconds += cal.reference_s(_INDUCTOR_WARM_REFERENCE_S)
+        return seconds
+    if payload["kind"] == "like-for-like":
+        return _like_for_like_price(payload, cal)
+    if payload["kind"] == "step":
+        b, t = payload["batch_size"], payload["seq_len"]
+        seconds = 0.0
+        for norm in NORM_NAMES:
+            model = model_config(norm, payload["d_model"], payload["n_layers"], t)
+            seconds += len(STEP_PATHS) * (cal.build_s(model, b, t) + (
+                payload["warmup"] + payload["repeats"]) * cal.step_s(model, b, t))
+        return seconds
+    return None
+
+
+def _like_for_like_price(payload: dict[str, Any], cal: Calibration) -> float:
+    """A like-for-like run priced as on a CPU, where F.rms_norm is not fused: the compiled
+    kind, forward+backward only, two cold compiles, and the process's first compile at a size
+    that plans no kernel runs (which would have paid it first)."""
+    call = cal.reference_s(_ELEMENT_REFERENCE_S["fwdbwd_s"] * payload["d"] * payload["rows"]
+                           * _KIND_FACTOR["compiled"])
+    seconds = len(NORM_NAMES) * (4 * call + payload["repeats"]
+                                 * max(call, cal.fixed_s(payload["block_s"])))
+    seconds += len(NORM_NAMES) * cal.reference_s(_COLD_COMPILE_REFERENCE_S)
+    alone = any(c.kernels is None and c.step.d_model == payload["d"]
+                and c.step.batch_size * c.step.seq_len == payload["rows"]
+                for c in SIZES.values())
+    return seconds + (cal.reference_s(_INDUCTOR_WARM_REFERENCE_S) if alone else 0.0)
