@@ -17,6 +17,7 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("blocklab",),  # the package's __init__: its version, nothing else
     ("errors",),
+    ("checks",),  # what a value must be to enter, and the line that refuses it
     ("jsonio", "reference", "stats", "allocator", "precision"),
     ("config", "verify"),
     ("nn",),

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from blocklab.checks import MAX_SIZE, is_int, real, refusal, shown_value
 from blocklab.errors import ConfigError
 from blocklab.jsonio import parse_json, write_atomic
 from blocklab.reference.ffn import llama_ffn_width
@@ -49,21 +49,8 @@ ROPE_SCALING_TYPES = ("default", "linear", "dynamic", "ntk", "yarn", "llama3")
 LAYER_TYPES = ("full_attention", "sliding_attention")
 
 
-
-# Sizes above 2**53 are not exactly representable as floats, so shares, FLOPs and bytes computed
-# from them would be wrong; no real model comes near (Llama 3.1 405B's vocab is 2**17).
-MAX_SIZE = 2**53
-
-
-def shown_value(value: Any) -> str:
-    """repr(value) for an error message, its middle elided when long (a 400-digit number)."""
-    text = repr(value)
-    return text if len(text) <= 60 else f"{text[:28]}...{text[-12:]} ({len(text)} chars)"
-
-
 def _bad(field_name: str, value: Any, allowed: str) -> ConfigError:
-    return ConfigError(f"ModelConfig.{field_name}={shown_value(value)} is not allowed; expected "
-                       f"{allowed}")
+    return refusal(f"ModelConfig.{field_name}={shown_value(value)}", allowed, ConfigError)
 
 
 def gated_ffn_width(d_model: int, multiple_of: int = 1,
@@ -135,29 +122,7 @@ class ModelConfig:
     name: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
-        for name in ("vocab_size", "d_model", "n_layers", "n_heads", "max_seq_len",
-                     "ffn_multiple_of"):
-            positive_int(name, getattr(self, name))
-        for name in ("n_kv_heads", "head_dim", "d_ff", "sliding_window", "moe_d_ff", "nope_every"):
-            value = getattr(self, name)
-            if value is not None:
-                positive_int(name, value)
-        if isinstance(self.type_vocab_size, bool) or not isinstance(self.type_vocab_size, int) \
-                or not 0 <= self.type_vocab_size <= MAX_SIZE:
-            raise _bad("type_vocab_size", self.type_vocab_size, f"an integer in [0, {MAX_SIZE}]")
-        for name in ("ffn_bias", "attn_bias", "attn_out_bias", "norm_bias", "norm_unit_offset",
-                     "qk_norm", "final_norm", "embed_norm", "tie_embeddings", "embed_scale",
-                     "causal", "pooler"):
-            if not isinstance(getattr(self, name), bool):
-                raise _bad(name, getattr(self, name), "true or false")
-        if not isinstance(self.name, str):
-            raise _bad("name", self.name, "a string")
-        for name in ("n_experts", "n_shared_experts"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_SIZE:
-                raise _bad(name, value, f"an integer in [0, {MAX_SIZE}]")
-        positive_int("experts_per_token", self.experts_per_token)
-        positive_int("moe_every", self.moe_every)
+        _check_fields(self, _SIZES_AND_FLAGS)
         if self.n_experts and self.experts_per_token > self.n_experts:
             raise _bad("experts_per_token", self.experts_per_token,
                        f"at most n_experts={self.n_experts}")
@@ -169,28 +134,7 @@ class ModelConfig:
             raise _bad("moe_every", self.moe_every, f"at most n_layers={self.n_layers}")
         if self.nope_every is not None and self.position != "rope":
             raise _bad("nope_every", self.nope_every, "None unless position='rope'")
-        _choice("ffn", self.ffn, FFNS)
-        _choice("norm", self.norm, NORMS)
-        _choice("norm_cast", self.norm_cast, NORM_CASTS)
-        _choice("placement", self.placement, PLACEMENTS)
-        _choice("position", self.position, POSITIONS)
-        _choice("rope_layout", self.rope_layout, ROPE_LAYOUTS)
-        if not (real(self.norm_eps) and self.norm_eps >= 0):
-            raise _bad("norm_eps", self.norm_eps, "a finite number >= 0")
-        if not (real(self.rope_theta) and self.rope_theta > 1):
-            raise _bad("rope_theta", self.rope_theta, "a finite number > 1")
-        if not (real(self.partial_rotary_factor) and 0 < self.partial_rotary_factor <= 1):
-            raise _bad("partial_rotary_factor", self.partial_rotary_factor, "a number in (0, 1]")
-        if not (real(self.residual_scale) and self.residual_scale > 0):
-            raise _bad("residual_scale", self.residual_scale, "a finite number > 0")
-        if self.ffn_dim_multiplier is not None and not (real(self.ffn_dim_multiplier)
-                                                        and self.ffn_dim_multiplier > 0):
-            raise _bad("ffn_dim_multiplier", self.ffn_dim_multiplier,
-                       "a finite number > 0 or None")
-        for name in ("attn_scale", "attn_logit_softcap", "final_logit_softcap"):
-            value = getattr(self, name)
-            if value is not None and not (real(value) and value > 0):
-                raise _bad(name, value, "a finite number > 0 or None")
+        _check_fields(self, _CHOICES_AND_NUMBERS)
 
         # Derived sizes are resolved once here, so every consumer sees the same numbers.
         if self.n_kv_heads is None:
@@ -321,23 +265,62 @@ _ADDED_FIELDS: dict[str, Any] = {"layer_types": None}
 
 
 def positive_int(name: str, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= MAX_SIZE:
-        raise _bad(name, value, f"a positive integer (at most {MAX_SIZE})")
+    """ModelConfig's rule for a size, for readers that check one before they compute with it."""
+    if not is_int(value):
+        raise _bad(name, value, _POSITIVE[1])
 
 
-def real(value: Any) -> bool:
-    """A finite int or float (not a bool, not a string that looks like a number)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return False
-    try:
-        return math.isfinite(value)
-    except OverflowError:  # an int beyond float range
-        return False
+# Each field's rule, (check, what is expected), in the order they are checked: the first field
+# that breaks its rule is the one an error names.
+_POSITIVE = (is_int, f"a positive integer (at most {MAX_SIZE})")
+_POSITIVE_OR_NONE = (lambda v: v is None or is_int(v), _POSITIVE[1])
+_COUNT = (lambda v: is_int(v, 0), f"an integer in [0, {MAX_SIZE}]")
+_FLAG = (lambda v: isinstance(v, bool), "true or false")
+_SCALE_OR_NONE = (lambda v: v is None or (real(v) and v > 0), "a finite number > 0 or None")
 
 
-def _choice(name: str, value: Any, allowed) -> None:
-    if not isinstance(value, str) or value not in allowed:
-        raise _bad(name, value, f"one of {sorted(allowed)}")
+def _one_of(allowed) -> tuple[Any, str]:
+    return (lambda v: isinstance(v, str) and v in allowed, f"one of {sorted(allowed)}")
+
+
+_SIZES_AND_FLAGS: dict[str, tuple[Any, str]] = {
+    **dict.fromkeys(("vocab_size", "d_model", "n_layers", "n_heads", "max_seq_len",
+                     "ffn_multiple_of"), _POSITIVE),
+    **dict.fromkeys(("n_kv_heads", "head_dim", "d_ff", "sliding_window", "moe_d_ff",
+                     "nope_every"), _POSITIVE_OR_NONE),
+    "type_vocab_size": _COUNT,
+    **dict.fromkeys(("ffn_bias", "attn_bias", "attn_out_bias", "norm_bias", "norm_unit_offset",
+                     "qk_norm", "final_norm", "embed_norm", "tie_embeddings", "embed_scale",
+                     "causal", "pooler"), _FLAG),
+    "name": (lambda v: isinstance(v, str), "a string"),
+    "n_experts": _COUNT,
+    "n_shared_experts": _COUNT,
+    "experts_per_token": _POSITIVE,
+    "moe_every": _POSITIVE,
+}
+_CHOICES_AND_NUMBERS: dict[str, tuple[Any, str]] = {
+    "ffn": _one_of(FFNS),
+    "norm": _one_of(NORMS),
+    "norm_cast": _one_of(NORM_CASTS),
+    "placement": _one_of(PLACEMENTS),
+    "position": _one_of(POSITIONS),
+    "rope_layout": _one_of(ROPE_LAYOUTS),
+    "norm_eps": (lambda v: real(v) and v >= 0, "a finite number >= 0"),
+    "rope_theta": (lambda v: real(v) and v > 1, "a finite number > 1"),
+    "partial_rotary_factor": (lambda v: real(v) and 0 < v <= 1, "a number in (0, 1]"),
+    "residual_scale": (lambda v: real(v) and v > 0, "a finite number > 0"),
+    "ffn_dim_multiplier": _SCALE_OR_NONE,
+    "attn_scale": _SCALE_OR_NONE,
+    "attn_logit_softcap": _SCALE_OR_NONE,
+    "final_logit_softcap": _SCALE_OR_NONE,
+}
+
+
+def _check_fields(config: ModelConfig, rules: dict[str, tuple[Any, str]]) -> None:
+    for name, (check, expected) in rules.items():
+        value = getattr(config, name)
+        if not check(value):
+            raise _bad(name, value, expected)
 
 
 # What each scaled RoPE reads besides `rope_type`: (required keys, optional keys). The same keys
@@ -359,8 +342,7 @@ _ROPE_VALUES: dict[str, tuple[Any, str]] = {
     "low_freq_factor": (lambda v: real(v) and v > 0, "a finite number > 0"),
     "high_freq_factor": (lambda v: real(v) and v > 0, "a finite number > 0"),
     "original_max_position_embeddings": (
-        lambda v: not isinstance(v, bool) and isinstance(v, int) and 0 < v <= MAX_SIZE,
-        "a positive integer up to 2**53 (the context length trained on)"),
+        is_int, "a positive integer up to 2**53 (the context length trained on)"),
     "attention_factor": (lambda v: v is None or (real(v) and v > 0),
                          "a finite number > 0, or null"),
     "beta_fast": (lambda v: v is None or (real(v) and v > 0), "a finite number > 0, or null"),

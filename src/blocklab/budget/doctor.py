@@ -49,7 +49,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from blocklab.config import ModelConfig, shown_value
+from blocklab.checks import shown_value
+from blocklab.config import ModelConfig
 from blocklab.errors import InputError
 from blocklab.interop.hf_config import HF_HIDDEN_DIVISIBLE, hf_defaults_taken, hf_size
 from blocklab.jsonio import parse_json, read_json

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import typer
 from typer.core import TyperCommand, TyperGroup
 
+from blocklab.checks import MAX_SIZE, is_int, refusal
 from blocklab.errors import Busy, InputError, Interrupted
 
 
@@ -258,13 +259,29 @@ def chosen_size(size: str | None, tiny: bool = False, quick: bool = False,
     given = [name for name, flag in (("tiny", tiny), ("quick", quick), ("full", full)) if flag]
     if size is not None:
         if size not in choices:
-            raise InputError(f"--size {size!r} is not allowed; expected one of "
-                             f"{list(choices)}")
+            raise refusal(f"--size {size!r}", f"one of {list(choices)}")
         given.append(size)
     if len(set(given)) > 1:
         raise InputError(f"choose one size, got {', '.join(sorted(set(given)))}; use --size "
                          "tiny|quick|full (or one of --tiny, --quick, --full)")
     return given[0] if given else "quick"
+
+
+def size_option(option: str, text: str | None) -> int | None:
+    """An option's `text` as a size, a positive integer up to MAX_SIZE (None stays None);
+    anything else fails with one line naming the option (`budget --seq`, `doctor
+    --serve-len`)."""
+    if text is None:
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        shown = repr(text) if len(text) <= 24 else f"{text[:12]!r}... ({len(text)} chars)"
+        raise fail(f"{option} must be a positive integer, got {shown}") from None
+    if not is_int(value):
+        shown = str(value) if len(str(value)) <= 24 else f"a {len(str(value))}-digit number"
+        raise fail(f"{option} must be a positive integer (at most {MAX_SIZE}), got {shown}")
+    return value
 
 
 # Where suite runs execute: the options `suite` and `report` share.
@@ -316,23 +333,6 @@ def check_device_option(device: str, jobs: int | None) -> None:
                                               f"--device {device}")) from None
 
 
-def check_seed_offset_option(seed_offset: int) -> int:
-    """`--seed-offset` checked before any work, the error naming the option as written."""
-    from blocklab.experiments.options import MAX_SEED_OFFSET
-
-    if isinstance(seed_offset, bool) or not 0 <= seed_offset <= MAX_SEED_OFFSET:
-        raise InputError(f"--seed-offset {seed_offset} is not allowed; expected an integer in "
-                         f"[0, {MAX_SEED_OFFSET}]")
-    return seed_offset
-
-
-def check_precision_option(precision: str) -> str:
-    """`--precision` if it is fp32 or bf16; else exit 2 with one line."""
-    from blocklab.precision import check_precision
-
-    return check_precision(precision, "--precision")
-
-
 def warn_if_bf16_emulated(precision: str, device: str = "cpu") -> None:
     """One warning line on stderr (the run goes on) for bfloat16 on a CPU without bfloat16
     matrix units, where it is many times slower than float32 (`env.bf16_emulated`)."""
@@ -354,7 +354,7 @@ def chosen_executor(kind: str, jobs: int | None, address: str | None, cpus: floa
             raise InputError(f"{', '.join(given)} only apply with --executor ray")
         return jobs_executor(jobs)
     if kind != "ray":
-        raise InputError(f"--executor {kind!r} is not allowed; expected process or ray")
+        raise refusal(f"--executor {kind!r}", "process or ray")
     if jobs is not None:
         raise InputError("--jobs applies to --executor process; with ray, --cpus-per-run "
                          "sets how many runs share a node")

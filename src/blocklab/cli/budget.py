@@ -9,8 +9,8 @@ import re
 
 import typer
 
-from blocklab.cli import app, console, fail
-from blocklab.config import MAX_SIZE
+from blocklab.checks import refusal
+from blocklab.cli import app, console, fail, size_option
 from blocklab.jsonio import output_json
 
 DEFAULT_SEQ = 4096
@@ -41,9 +41,9 @@ def budget(
 
     Example: [bold]blocklab budget meta-llama-3-8b --seq 4096 --batch 1[/bold]
     """
-    seq, batch = positive_int("--seq", seq_text), positive_int("--batch", batch_text)
+    seq, batch = size_option("--seq", seq_text), size_option("--batch", batch_text)
     if dtype not in DTYPES:
-        raise fail(f"--dtype {dtype!r} is not allowed; expected one of {', '.join(DTYPES)}")
+        raise refusal(f"--dtype {dtype!r}", f"one of {', '.join(DTYPES)}")
     if plot is not None and not sweep_:
         raise fail("--plot needs --sweep")
     if plot is not None:
@@ -75,21 +75,6 @@ def budget(
         typer.echo(output_json(doc, indent=2))
     else:
         _print_budget(doc)
-
-
-def positive_int(option: str, text: str | None) -> int | None:
-    """`text` as a positive integer (None stays None); anything else fails with one line."""
-    if text is None:
-        return None
-    try:
-        value = int(text)
-    except ValueError:
-        shown = repr(text) if len(text) <= 24 else f"{text[:12]!r}... ({len(text)} chars)"
-        raise fail(f"{option} must be a positive integer, got {shown}") from None
-    if not 1 <= value <= MAX_SIZE:
-        shown = str(value) if len(str(value)) <= 24 else f"a {len(str(value))}-digit number"
-        raise fail(f"{option} must be a positive integer (at most {MAX_SIZE}), got {shown}")
-    return value
 
 
 # --- formatting ------------------------------------------------------------------------------

@@ -58,15 +58,14 @@ def claims(
     """
     from blocklab.claims import Context, run_claims
     from blocklab.claims.lang import resolve_lang
-    from blocklab.experiments.options import RunRequest
+    from blocklab.experiments.options import RunRequest, check_seed_offset
+    from blocklab.precision import check_precision
 
     language = resolve_lang(lang)
     size = chosen_size(size, tiny, quick, full)
-    from blocklab.cli import check_precision_option, check_seed_offset_option
-
     # Bad input: exit 2 here, before any check runs, not an error inside every check.
-    check_seed_offset_option(seed_offset)
-    check_precision_option(precision)
+    check_seed_offset(seed_offset, "--seed-offset")
+    check_precision(precision, "--precision")
     wanted = claim_ids(ids)
     if language == "zh" and not as_json:  # before any check runs
         check_shows_chinese("--lang zh" if lang else "the locale's language, zh")

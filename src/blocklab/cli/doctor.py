@@ -9,8 +9,7 @@ from pathlib import Path
 
 import typer
 
-from blocklab.cli import app, console, json_text
-from blocklab.cli.budget import positive_int
+from blocklab.cli import app, console, json_text, size_option
 from blocklab.errors import InputError
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
@@ -33,7 +32,7 @@ def doctor(
 
     Example: [bold]blocklab doctor llama-2-7b --serve-len 16384[/bold]
     """
-    serve_len = positive_int("--serve-len", serve_len_text)
+    serve_len = size_option("--serve-len", serve_len_text)
 
     from blocklab.budget.doctor import diagnose, exit_code
     from blocklab.budget.zoo import read_model_json

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import typer
 
+from blocklab.checks import refusal
 from blocklab.cli import (
     DEVICE_OPTION,
     app,
     check_device_option,
-    check_seed_offset_option,
     console,
     fail,
     jobs_executor,
@@ -69,16 +69,15 @@ def ladder(
     60[/bold]
     """
     from blocklab.claims.registry import LADDER_CLAIMS
+    from blocklab.experiments.options import RunOptions, RunRequest, check_seed_offset
 
     if claim not in LADDER_CLAIMS:
         raise fail(f"claim {claim!r} has no ladder; allowed: {list(LADDER_CLAIMS)}")
     if precision not in PRECISIONS:
-        raise fail(f"--precision {precision!r} is not allowed; expected one of "
-                   f"{list(PRECISIONS)}")
+        raise refusal(f"--precision {precision!r}", f"one of {list(PRECISIONS)}")
     if budget is not None and not (budget >= 0 and budget < float("inf")):
-        raise fail(f"--budget {budget!r} is not allowed; expected minutes, a finite number "
-                   ">= 0")
-    check_seed_offset_option(seed_offset)
+        raise refusal(f"--budget {budget!r}", "minutes, a finite number >= 0")
+    check_seed_offset(seed_offset, "--seed-offset")
     if not plan:  # where the rungs will train: named right and present here
         check_device_option(device, jobs)
     run_on = jobs_executor(1 if device != "cpu" else jobs)  # --jobs checked before any work
@@ -86,7 +85,6 @@ def ladder(
     from blocklab.claims.ladder import PRECISION_CHECKED, SIZES
     from blocklab.cli.paths import output_folder
     from blocklab.experiments.executors import usable_cores
-    from blocklab.experiments.options import RunOptions, RunRequest
     from blocklab.experiments.suites import get_suite
     from blocklab.experiments.suites.base import PLANNED_RULES
 

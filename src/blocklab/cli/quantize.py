@@ -9,6 +9,7 @@ from pathlib import Path
 
 import typer
 
+from blocklab.checks import refusal
 from blocklab.cli import app, console, fail
 from blocklab.jsonio import output_json
 
@@ -37,19 +38,18 @@ def quantize(
     """
     for name, value, low in (("--layers", layers, 1), ("--repeats", repeats, 2)):
         if value < low:
-            raise fail(f"{name} {value} is not allowed; expected an integer >= {low}")
+            raise refusal(f"{name} {value}", f"an integer >= {low}")
     from blocklab.experiments.env import check_threads
 
     check_threads(threads, "--threads")  # before torch starts them: 100,000 crash it
     if not seq or any(t < 1 or t > 8192 for t in seq):
-        raise fail(f"--seq {seq} is not allowed; expected lengths in [1, 8192]")
+        raise refusal(f"--seq {seq}", "lengths in [1, 8192]")
     twice = sorted({t for t in seq if seq.count(t) > 1})
     if twice:
         raise fail(f"--seq {twice[0]} is given {seq.count(twice[0])} times; expected distinct "
                    "lengths")
     if repeats > MAX_REPEATS:
-        raise fail(f"--repeats {repeats} is not allowed; expected an integer in "
-                   f"[2, {MAX_REPEATS}]")
+        raise refusal(f"--repeats {repeats}", f"an integer in [2, {MAX_REPEATS}]")
     if not model.strip():
         raise fail(f"MODEL {model!r} is empty; expected a zoo name (`blocklab budget --list`), "
                    "a config.json or a Hugging Face checkpoint folder")

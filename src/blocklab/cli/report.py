@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from blocklab.checks import refusal
 from blocklab.cli import (
     ADDRESS_OPTION,
     CPUS_PER_RUN_OPTION,
@@ -23,8 +24,6 @@ from blocklab.cli import (
     NO_WAIT_OPTION,
     app,
     check_device_option,
-    check_precision_option,
-    check_seed_offset_option,
     chosen_executor,
     chosen_size,
     stop_interrupted,
@@ -103,13 +102,14 @@ def report(
     Example: [bold]blocklab report --tiny --out report --lang zh[/bold]
     """
     from blocklab.claims.lang import resolve_lang
-    from blocklab.experiments.options import RunRequest
+    from blocklab.experiments.options import RunRequest, check_seed_offset
+    from blocklab.precision import check_precision
     from blocklab.report.build import build_report
 
     size = chosen_size(size, tiny, quick, full)
     language = resolve_lang(lang)
-    check_seed_offset_option(seed_offset)
-    check_precision_option(precision)
+    check_seed_offset(seed_offset, "--seed-offset")
+    check_precision(precision, "--precision")
     if not (no_run or plan):  # where models will train: named right and present here
         check_device_option(device, jobs if executor == "process" else None)
         if device != "cpu" and executor == "process":
@@ -225,12 +225,11 @@ def budget_seconds(minutes: float | None, size: str) -> float | None:
     import math
 
     from blocklab.claims.sequential import DEFAULT_BUDGET_S
-    from blocklab.cli import fail
 
     if minutes is None:
         return DEFAULT_BUDGET_S[size]
     if not (math.isfinite(minutes) and 0 <= minutes <= 100_000):
-        raise fail(f"--budget {minutes:g} is not allowed; expected minutes in [0, 100000]")
+        raise refusal(f"--budget {minutes:g}", "minutes in [0, 100000]")
     return 60.0 * minutes
 
 

@@ -15,7 +15,6 @@ from blocklab.cli import (
     NO_WAIT_OPTION,
     app,
     check_device_option,
-    check_seed_offset_option,
     chosen_executor,
     chosen_size,
     console,
@@ -93,7 +92,9 @@ def suite(
         # `report --out` names the HTML folder; one word, one meaning: --results everywhere.
         typer.echo("warning: `suite --out` is deprecated and will be removed; use --results "
                    "(the results folder in every command)", err=True)
-    check_seed_offset_option(seed_offset)
+    from blocklab.experiments.options import RunOptions, RunRequest, check_seed_offset
+
+    check_seed_offset(seed_offset, "--seed-offset")
     check_device_option(device, jobs if executor == "process" else None)
     if budget is not None and (seeds is not None or precision not in ("fp32", "auto")):
         from blocklab.cli import fail
@@ -102,7 +103,6 @@ def suite(
         raise fail("--budget adds seeds to the planned seeds of float32 runs (what the ledger "
                    "grades); leave out --seeds and --precision with it")
     from blocklab.cli.paths import results_folder
-    from blocklab.experiments.options import RunOptions, RunRequest
 
     if precision == "auto":
         precision = auto_precision(chosen, size, budget is not None, device)
@@ -194,9 +194,8 @@ def auto_precision(suite, size: str, with_budget: bool, device: str = "cpu") -> 
     faster on this CPU (float32 for a suite that trains in float32 only; bf16 on a GPU), said
     on stderr."""
     from blocklab.cli import fail
-    from blocklab.experiments.options import ALL_SIZES
 
-    if size not in ALL_SIZES or size not in suite.default_seeds:  # refused where the options
+    if size not in suite.default_seeds:  # a rung the suite lacks: refused where its options
         return "fp32"  # are built, with the message that says why
     if suite.shape is None or "bf16" not in suite.precisions:
         typer.echo(f"--precision auto: fp32 (suite {suite.name} measures float32 only)",

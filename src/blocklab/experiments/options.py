@@ -19,12 +19,12 @@ place. This module needs no PyTorch.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
+from blocklab.checks import is_int, real, refusal
 from blocklab.errors import InputError
 from blocklab.experiments.ladder import RUNGS
 from blocklab.precision import Precision, check_precision
@@ -50,12 +50,19 @@ MAX_SEEDS = 1000
 MAX_SEED_OFFSET = 10**9
 
 
-def check_seed_offset(seed_offset: int) -> int:
+# Each check names the value as its caller does: the library by field (`seed offset -1`), the
+# command line by option (`--seed-offset -1`), so one rule serves both doors.
+def check_size(size: str, what: str = "size") -> str:
+    """`size` if it is one of ALL_SIZES; InputError otherwise."""
+    if size not in ALL_SIZES:
+        raise refusal(f"{what} {size!r}", f"one of {list(ALL_SIZES)}")
+    return size
+
+
+def check_seed_offset(seed_offset: int, what: str = "seed offset") -> int:
     """`seed_offset` if it is an integer in [0, MAX_SEED_OFFSET]; InputError otherwise."""
-    if isinstance(seed_offset, bool) or not isinstance(seed_offset, int) \
-            or not 0 <= seed_offset <= MAX_SEED_OFFSET:
-        raise InputError(f"seed offset {seed_offset!r} is not allowed; expected an integer in "
-                         f"[0, {MAX_SEED_OFFSET}]")
+    if not is_int(seed_offset, 0, MAX_SEED_OFFSET):
+        raise refusal(f"{what} {seed_offset!r}", f"an integer in [0, {MAX_SEED_OFFSET}]")
     return seed_offset
 
 
@@ -64,16 +71,15 @@ def check_device_name(device: str, what: str = "device") -> str:
     InputError otherwise. Whether this machine has it is the trainer's `check_device`."""
     kind, colon, index = device.partition(":") if isinstance(device, str) else ("", "", "")
     if not (device == "cpu" or (kind == "cuda" and (not colon or index.isdigit()))):
-        raise InputError(f"{what} {device!r} is not allowed; expected cpu, cuda or "
-                         "cuda:<index>")
+        raise refusal(f"{what} {device!r}", "cpu, cuda or cuda:<index>")
     return device
 
 
 def seed_range(seeds: int, seed_offset: int = 0) -> range:
-    """The seeds a suite runs: `seeds` of them from `seed_offset` on, each checked."""
-    if isinstance(seeds, bool) or not isinstance(seeds, int) or not 1 <= seeds <= MAX_SEEDS:
-        raise InputError(f"seeds={seeds!r} is not allowed; expected an integer in "
-                         f"[1, {MAX_SEEDS}]")
+    """The seeds a suite runs: `seeds` of them from `seed_offset` on, each checked (a bool
+    would pass range() as 0 or 1)."""
+    if not is_int(seeds, 1, MAX_SEEDS):
+        raise refusal(f"seeds={seeds!r}", f"an integer in [1, {MAX_SEEDS}]")
     return range(check_seed_offset(seed_offset), seed_offset + seeds)
 
 
@@ -119,17 +125,13 @@ class RunOptions:
     device: str = "cpu"
 
     def __post_init__(self) -> None:
-        if self.size not in ALL_SIZES:
-            raise InputError(f"suite size {self.size!r} is not allowed; expected one of "
-                             f"{list(ALL_SIZES)}")
+        check_size(self.size, "suite size")
         if not isinstance(self.seeds, range) or self.seeds.step != 1:
-            raise InputError(f"seeds={self.seeds!r} is not allowed; expected a range of "
-                             "consecutive seeds")
+            raise refusal(f"seeds={self.seeds!r}", "a range of consecutive seeds")
         seed_range(len(self.seeds), self.seeds.start)
         check_precision(self.precision)
         if self.backend not in BACKENDS:
-            raise InputError(f"backend={self.backend!r} is not allowed; expected one of "
-                             f"{list(BACKENDS)}")
+            raise refusal(f"backend={self.backend!r}", f"one of {list(BACKENDS)}")
         check_device_name(self.device)
 
     @classmethod
@@ -137,16 +139,16 @@ class RunOptions:
                   seed_offset: int = 0, precision: str = "fp32",
                   backend: str = "fast", device: str = "cpu") -> RunOptions:
         """The options of `suite` at `size`: its default number of seeds for None, from
-        `seed_offset` on; a precision the suite does not train in is refused here."""
-        if size not in ALL_SIZES:
-            raise InputError(f"suite size {size!r} is not allowed; expected one of "
-                             f"{list(ALL_SIZES)}")
-        if size not in suite.default_seeds:
+        `seed_offset` on. What the suite lacks (a size, a precision) is refused here; the
+        options themselves are checked where they are built."""
+        sizes = list(suite.default_seeds)
+        if size not in sizes:  # (a list: any value can be compared, a dict key must hash)
+            check_size(size, "suite size")  # no size at all
             raise InputError(f"suite {suite.name} has no size {size!r} (a ladder rung); its "
-                             f"sizes are {list(suite.default_seeds)}")
+                             f"sizes are {sizes}")
         if precision not in suite.precisions:
-            raise InputError(f"suite {suite.name}: precision={precision!r} is not allowed; "
-                             f"expected one of {list(suite.precisions)}")
+            raise refusal(f"suite {suite.name}: precision={precision!r}",
+                          f"one of {list(suite.precisions)}")
         count = suite.default_seeds[size] if seeds is None else seeds
         return cls(size, seed_range(count, seed_offset), precision, backend, device)
 
@@ -205,17 +207,13 @@ class RunRequest:
     def __post_init__(self) -> None:
         if not isinstance(self.results, Path):  # a str names the same folder
             object.__setattr__(self, "results", Path(self.results))
-        if self.size not in ALL_SIZES:
-            raise InputError(f"size {self.size!r} is not allowed; expected one of "
-                             f"{list(ALL_SIZES)}")
+        check_size(self.size)
         check_seed_offset(self.seed_offset)
         check_precision(self.precision)
         check_device_name(self.device)
-        budget = self.budget_s
-        if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int | float)
-                                   or not math.isfinite(budget) or budget < 0):
-            raise InputError(f"budget_s={budget!r} is not allowed; expected seconds, a finite "
-                             "number >= 0, or None (no limit)")
+        if not (self.budget_s is None or (real(self.budget_s) and self.budget_s >= 0)):
+            raise refusal(f"budget_s={self.budget_s!r}",
+                          "seconds, a finite number >= 0, or None (no limit)")
 
     def precision_of(self, suite: SuiteTraits) -> Precision:
         """The precision `suite` runs and is read in: the request's where the suite trains in

@@ -55,7 +55,8 @@ from rich.progress import (
 from torch import nn
 
 from blocklab.allocator import tune_cpu_allocator
-from blocklab.config import MAX_SIZE, ModelConfig, shown_value
+from blocklab.checks import MAX_SIZE, is_int, real, refusal, shown_value
+from blocklab.config import ModelConfig
 from blocklab.errors import ConfigError, InputError, PositionsBeyondTable
 from blocklab.experiments import distributed
 from blocklab.experiments.data import (
@@ -71,8 +72,8 @@ from blocklab.experiments.data import (
 )
 from blocklab.experiments.env import environment
 from blocklab.experiments.init import INITS, initialize
-from blocklab.experiments.results import ResultStore, json_safe, result_json, run_id
-from blocklab.experiments.run_result import FAILED_STATUSES, Curves, RunResult
+from blocklab.experiments.results import json_safe, result_json, run_id
+from blocklab.experiments.run_result import Curves, RunResult
 from blocklab.jsonio import write_atomic
 from blocklab.precision import Precision, check_precision
 
@@ -82,7 +83,6 @@ from blocklab.nn.backends import BACKENDS
 from blocklab.nn.ffn import narrowed
 
 SCHEDULES = ("cosine", "constant")
-STATUSES = ("ok", *FAILED_STATUSES)
 _SMOOTH = 10  # train losses averaged for the stuck test and the final train loss
 TAIL_EVALS = 4  # periodic validation losses averaged into the final val_loss_tail
 # TrainConfig fields added after run ids were first issued: `to_dict` leaves them out at these
@@ -92,31 +92,19 @@ _ADDED_AT_DEFAULT: dict[str, Any] = {"final_eval_fraction": 0.0, "nested_widths"
 
 
 def _bad(name: str, value: Any, allowed: str) -> ConfigError:
-    return ConfigError(f"TrainConfig.{name}={shown_value(value)} is not allowed; expected "
-                       f"{allowed}")
+    return refusal(f"TrainConfig.{name}={shown_value(value)}", allowed, ConfigError)
 
 
 def _int(name: str, value: Any, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= MAX_SIZE:
+    if not is_int(value, minimum):
         raise _bad(name, value, f"an integer in [{minimum}, {MAX_SIZE}]")
-
-
-def _finite(value: Any) -> bool:
-    """A number that is finite as a float: not None, NaN, ±inf or an int beyond float range."""
-    if value is None:
-        return False
-    try:
-        return math.isfinite(value)
-    except OverflowError:  # an int beyond float range
-        return False
 
 
 def _number(name: str, value: Any, low: float, high: float = math.inf,
             low_open: bool = False) -> float:
-    ok = isinstance(value, int | float) and not isinstance(value, bool) and _finite(value)
-    if ok:
-        ok = (value > low if low_open else value >= low) and value <= high
-    if not ok:
+    """`value` as a float if it is a finite number above `low` (or at it, unless `low_open`)
+    and at most `high`."""
+    if not (real(value) and (value > low if low_open else value >= low) and value <= high):
         bound = f"> {low}" if low_open else f">= {low}"
         raise _bad(name, value, f"a finite number {bound}" + (f" and <= {high}"
                                                                if high < math.inf else ""))
@@ -820,7 +808,7 @@ def train(model_config: ModelConfig, train_config: TrainConfig,
         finally:
             recorder.remove()
 
-    finite_losses = [x for x in curves.train_loss if _finite(x)][-_SMOOTH:]
+    finite_losses = [x for x in curves.train_loss if real(x)][-_SMOOTH:]
     val_loss = scored[tc.seq_len]["loss"]
     window_losses = scored[tc.seq_len].get("per_window") or []
     tail = curves.val[str(tc.seq_len)][-TAIL_EVALS:]
@@ -831,7 +819,7 @@ def train(model_config: ModelConfig, train_config: TrainConfig,
         "val_tokens": len(window_losses) * tc.seq_len,
         "val_loss_tail": (sum(tail) / len(tail) if tail and None not in tail else None),
         "val_loss_tail_n": len(tail),
-        "val_bpb": bits_per_byte(val_loss) if _finite(val_loss) else None,
+        "val_bpb": bits_per_byte(val_loss) if real(val_loss) else None,
         "val_loss_by_length": {str(k): v["loss"] for k, v in scored.items()},
         "per_position_loss": {str(k): v["per_position"] for k, v in scored.items()},
         "train_loss": sum(finite_losses) / len(finite_losses) if finite_losses else None,
@@ -840,13 +828,13 @@ def train(model_config: ModelConfig, train_config: TrainConfig,
         "params": count_parameters(model),
         "unigram_loss": reference.unigram,
         "bigram_loss": reference.bigram,
-        "learned_share": reference.share(val_loss) if _finite(val_loss) else None,
+        "learned_share": reference.share(val_loss) if real(val_loss) else None,
     }
     if status == "ok" and tc.learn_margin is not None and not (
-            _finite(val_loss) and reference.share(val_loss) >= tc.learn_margin):
+            real(val_loss) and reference.share(val_loss) >= tc.learn_margin):
         status = "did_not_learn"
         reached = (f"final val loss {val_loss:.3f} reaches {reference.share(val_loss):.0%}"
-                   if _finite(val_loss) else "no finite final val loss reaches any")
+                   if real(val_loss) else "no finite final val loss reaches any")
         reason = (f"{reached} of the way from the unigram reference {reference.unigram:.3f} "
                   f"to the bigram reference {reference.bigram:.3f}; the suite registered "
                   f"{tc.learn_margin:.0%} as trained")
@@ -898,16 +886,3 @@ def run(model_config: ModelConfig, train_config: TrainConfig,
     if out_path is not None and distributed.is_main():  # one writer in a process group
         write_atomic(Path(out_path), result_json(result))
     return result
-
-
-def run_stored(store: ResultStore, model_config: ModelConfig, train_config: TrainConfig,
-               data: str | Path | Corpus = "stdlib", *, progress: Progress | bool = False,
-               label: str | None = None) -> RunResult:
-    """The result of this run stored in `store` if there is one; otherwise train, save it there
-    (under its run id) and return it."""
-    corpus = load_corpus(data)
-    key = run_id(model_config, train_config, corpus.name)
-    if store.has(key):
-        return store.load(key)
-    return run(model_config, train_config, corpus, store.path_for(key), progress=progress,
-               label=label)

@@ -34,7 +34,8 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 from torch import Tensor
 
-from blocklab.config import ModelConfig, shown_value
+from blocklab.checks import shown_value
+from blocklab.config import ModelConfig
 from blocklab.errors import CheckpointError, ConfigError, InputError
 from blocklab.interop.hf_config import HF_LLAMA_FAMILY, from_hf, to_hf
 from blocklab.jsonio import atomic_path, read_json, write_atomic

@@ -14,14 +14,8 @@ import re
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
-from blocklab.config import (
-    LAYER_TYPES,
-    ModelConfig,
-    check_rope_scaling,
-    positive_int,
-    real,
-    shown_value,
-)
+from blocklab.checks import real, shown_value
+from blocklab.config import LAYER_TYPES, ModelConfig, check_rope_scaling, positive_int
 from blocklab.errors import ConfigError
 
 # Hugging Face hidden_act -> our activation names.

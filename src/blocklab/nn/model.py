@@ -20,7 +20,8 @@ import time
 import torch
 from torch import Tensor, nn
 
-from blocklab.config import MAX_SIZE, ModelConfig, shown_value
+from blocklab.checks import MAX_SIZE, shown_value
+from blocklab.config import ModelConfig
 from blocklab.errors import InputError, PositionsBeyondTable
 from blocklab.nn import backends
 from blocklab.nn.attention import Attention, KVCache

@@ -1,0 +1,52 @@
+"""What a value must be to enter blocklab, and the one line that refuses it.
+
+    is_int(3)                   # True: an int, never a bool, in [1, MAX_SIZE]
+    is_int(-1, 0)               # False
+    real(float("nan"))          # False: a finite int or float, never a bool
+    raise refusal("seed offset -1", "an integer in [0, 1000000000]")
+    # InputError: seed offset -1 is not allowed; expected an integer in [0, 1000000000]
+
+A value is checked once, at the door it comes in by: a command-line option, a key of a config
+file or of stored JSON, an argument of a constructor a caller builds (`ModelConfig`,
+`TrainConfig`, `RunOptions`, `RunRequest`). What a door builds travels on typed, and the
+layers behind it read it without checking it again. This module imports only
+`blocklab.errors`, so every layer, the ones without PyTorch included, can use it.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from blocklab.errors import InputError
+
+# Sizes above 2**53 are not exactly representable as floats, so shares, FLOPs and bytes computed
+# from them would be wrong; no real model comes near (Llama 3.1 405B's vocab is 2**17).
+MAX_SIZE = 2**53
+
+
+def shown_value(value: Any) -> str:
+    """repr(value) for an error message, its middle elided when long (a 400-digit number)."""
+    text = repr(value)
+    return text if len(text) <= 60 else f"{text[:28]}...{text[-12:]} ({len(text)} chars)"
+
+
+def is_int(value: Any, low: int = 1, high: int = MAX_SIZE) -> bool:
+    """Whether `value` is an int in [low, high]; a bool (an int to Python) is not."""
+    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+
+
+def real(value: Any) -> bool:
+    """A finite int or float (not a bool, not a string that looks like a number)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int beyond float range
+        return False
+
+
+def refusal(subject: str, expected: str, error: type[InputError] = InputError) -> InputError:
+    """The error that refuses `subject` (the value as the caller named it, `--seed-offset -1`,
+    `ModelConfig.d_model=0`) in one line saying what is `expected` instead."""
+    return error(f"{subject} is not allowed; expected {expected}")
