@@ -33,7 +33,7 @@ def ffn(results: Path, jobs: int) -> None:
     from blocklab.experiments.results import ResultStore
     from blocklab.experiments.suites import get_suite
     from blocklab.experiments.suites.base import longer_dir, suite_dir
-    from blocklab.experiments.suites.ffn import SIZES
+    from blocklab.experiments.suites.ffn.runs import SIZES
 
     request = RunRequest(results, "quick")
     suite = get_suite("ffn")

@@ -34,7 +34,7 @@ import torch
 from blocklab.budget.flops import prefill_flops
 from blocklab.config import ModelConfig
 from blocklab.experiments.ladder import RUNGS
-from blocklab.experiments.suites.ffn import SIZES as FFN_SIZES
+from blocklab.experiments.suites.ffn.runs import SIZES as FFN_SIZES
 from blocklab.experiments.trainer import TrainConfig, make_optimizer, train_step
 from blocklab.nn import DecoderLM
 

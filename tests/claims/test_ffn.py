@@ -9,7 +9,7 @@ import pytest
 
 from blocklab.claims import Context, run_claims
 from blocklab.experiments.options import RunRequest
-from blocklab.experiments.suites.ffn.data import FfnArm, FfnData, FfnSensitivity
+from blocklab.experiments.suites.ffn.summary import FfnArm, FfnData, FfnSensitivity
 from blocklab.experiments.summaries import ArmTuning, Interval, LrTrial, Summary, save_summary
 
 
@@ -161,7 +161,7 @@ def test_the_quick_ffn_suite_runs_the_seeds_c16s_rule_needs():
     (_ci(0.5, -1.0, 2.0, 5), "shows no resolved trend"), (Interval(0), "shows no resolved trend"),
 ])
 def test_c16_says_whether_swiglus_effect_grows_with_model_size(tmp_path, change, word):
-    from blocklab.experiments.suites.ffn.data import FfnTrendPoint
+    from blocklab.experiments.suites.ffn.summary import FfnTrendPoint
 
     arms = {name: _ffn_arm(_ci(-1.0, -2.0, 0.5, 5)) for name in ("relu", "swiglu", "geglu", "glu")}
     trend = [FfnTrendPoint(d, 1000 * d, _ci(-1.0, -2.0, 0.0, 5), {"relu": 1e-2, "swiglu": 1e-2})

@@ -287,7 +287,7 @@ def test_the_precision_check_reads_bf16_minus_fp32_by_seed(monkeypatch, tmp_path
 
 def test_what_changes_between_rungs_is_read_from_the_suites_sizes():
     from blocklab.experiments import ladder as rule
-    from blocklab.experiments.suites.ffn.sizes import SIZES as FFN
+    from blocklab.experiments.suites.ffn.runs import SIZES as FFN
 
     changes = ladder_module.rung_changes("C16", ["bf16"] * 4)
     sizes = ("quick", *rule.RUNGS)

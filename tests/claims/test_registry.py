@@ -18,7 +18,7 @@ from blocklab.claims.finding import Finding
 from blocklab.claims.rules import Estimate, Part, Rule
 from blocklab.cli import main
 from blocklab.experiments.options import RunRequest
-from blocklab.experiments.suites.ffn.data import FfnData
+from blocklab.experiments.suites.ffn.summary import FfnData
 from blocklab.experiments.suites.norm_cost.summary import (
     KernelRatio,
     NormCostData,

@@ -9,8 +9,8 @@ from blocklab.errors import InputError
 from blocklab.experiments import ladder
 from blocklab.experiments.options import ALL_SIZES, SIZES, RunOptions
 from blocklab.experiments.suites import get_suite
-from blocklab.experiments.suites.ffn import SIZES as FFN_SIZES
-from blocklab.experiments.suites.ffn import param_count
+from blocklab.experiments.suites.ffn.runs import SIZES as FFN_SIZES
+from blocklab.experiments.suites.ffn.runs import param_count
 from blocklab.experiments.suites.tuning import rounded
 
 

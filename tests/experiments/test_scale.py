@@ -6,8 +6,8 @@ import pytest
 from blocklab.claims.catalogue import SUITE_OF
 from blocklab.experiments.scale import Scale, flops_text
 from blocklab.experiments.suites import get_suite
-from blocklab.experiments.suites.ffn.configs import model_config
-from blocklab.experiments.suites.ffn.sizes import SIZES as FFN_SIZES
+from blocklab.experiments.suites.ffn.runs import SIZES as FFN_SIZES
+from blocklab.experiments.suites.ffn.runs import model_config
 from blocklab.nn import DecoderLM
 
 

@@ -13,7 +13,7 @@ from blocklab.experiments import summaries
 from blocklab.experiments.options import RunOptions
 from blocklab.experiments.run_result import RunResult
 from blocklab.experiments.suites import SUITE_MODULES, base, load_summary
-from blocklab.experiments.suites.ffn.data import FfnArm, FfnData, FfnSensitivity, FfnTrendPoint
+from blocklab.experiments.suites.ffn.summary import FfnArm, FfnData, FfnSensitivity, FfnTrendPoint
 from blocklab.experiments.suites.position.summary import PositionArm
 from blocklab.experiments.summaries import (
     SUMMARY_SCHEMA,

@@ -360,8 +360,8 @@ def test_rendering_stored_results_trains_nothing(built, tmp_path, monkeypatch, u
 
 
 def test_ffn_figures_draw_the_compared_arms_not_the_trend_or_sensitivity_runs(built):
-    from blocklab.experiments.suites import ffn
-    from blocklab.experiments.suites.ffn.data import FfnData
+    from blocklab.experiments.suites.ffn import runs as ffn
+    from blocklab.experiments.suites.ffn.summary import FfnData
     from blocklab.experiments.summaries import summary_from_dict
     from blocklab.report.figures import _compared_runs
 
@@ -388,7 +388,8 @@ def test_a_tiny_report_names_what_runs_at_full_only(built, tmp_path, capsys, unr
     """`blocklab report --tiny` from the stored tiny runs: each suite's section names the arms
     no registered rule grades as run at --size full only, the claims say so where they would
     have shown them, and nothing of theirs is drawn or tabled."""
-    from blocklab.experiments.suites import ffn, position
+    from blocklab.experiments.suites import position
+    from blocklab.experiments.suites.ffn import runs as ffn
 
     _, doc, _ = built
     out = tmp_path / "out"

@@ -42,8 +42,8 @@ from blocklab.claims.rules import (
     settle,
     with_failed_seeds,
 )
-from blocklab.experiments.suites.ffn import BASELINE
-from blocklab.experiments.suites.ffn.data import FfnData
+from blocklab.experiments.suites.ffn.runs import BASELINE
+from blocklab.experiments.suites.ffn.summary import FfnData
 
 # C16's registered rule per part (`registry.c16_rule`): (arm − relu)/relu of the final
 # validation loss at equal parameters, steps and tokens, in % (negative = lower loss = better).
@@ -114,7 +114,7 @@ def c16(ctx: Context) -> Finding:
         return missing(ctx, "ffn")
     data = summary.data
     arms = data.arms
-    from blocklab.experiments.suites.ffn import PAGE_GAIN_PCT, page_gain_text
+    from blocklab.experiments.suites.ffn.runs import PAGE_GAIN_PCT, page_gain_text
 
     rules = registered("C16", ctx.size)  # one part per arm, SwiGLU first
     page = {arm: PAGE_GAIN_PCT[arm] for arm in rules}  # gains over ReLU, %

@@ -524,7 +524,7 @@ def seed_gaps(results: Path, size: str, precision: str, seed_offset: int = 0
     from blocklab.experiments.results import ResultStore
     from blocklab.experiments.suites import get_suite, load_summary
     from blocklab.experiments.suites.base import suite_dir
-    from blocklab.experiments.suites.ffn import BASELINE
+    from blocklab.experiments.suites.ffn.runs import BASELINE
     from blocklab.experiments.suites.tuning import counted_loss
     from blocklab.experiments.summaries import incomplete
 

@@ -33,7 +33,7 @@ from blocklab.claims.rules import Rule
 from blocklab.errors import InputError, ResultsError
 from blocklab.experiments.ladder import RUNGS
 from blocklab.experiments.options import ALL_SIZES
-from blocklab.experiments.suites import ffn as ffn_suite
+from blocklab.experiments.suites.ffn import runs as ffn_suite
 from blocklab.experiments.suites.norm_cost import summary as norm_cost_suite
 from blocklab.experiments.suites.position import runs as position_suite
 

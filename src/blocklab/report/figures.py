@@ -30,7 +30,7 @@ from blocklab.claims.trend import LineFit
 from blocklab.experiments.ladder import STEP, rungs_above
 from blocklab.experiments.suites import get_suite
 from blocklab.experiments.suites.evaluation import AT_FULL
-from blocklab.experiments.suites.ffn.data import FfnData
+from blocklab.experiments.suites.ffn.summary import FfnData
 from blocklab.experiments.suites.norm_cost.summary import NormCostData
 from blocklab.experiments.suites.placement.summary import PlacementData
 from blocklab.experiments.suites.position.summary import PerPosition, PositionData, Read

@@ -12,8 +12,9 @@ import pytest
 
 from blocklab.claims.registry import registered
 from blocklab.experiments.options import RunOptions
-from blocklab.experiments.suites import ffn, get_suite, position
+from blocklab.experiments.suites import get_suite, position
 from blocklab.experiments.suites.evaluation import graded_only
+from blocklab.experiments.suites.ffn import runs as ffn
 from blocklab.experiments.suites.norm_cost import runs as norm_cost
 from blocklab.experiments.suites.placement import runs as placement
 

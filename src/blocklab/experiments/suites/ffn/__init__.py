@@ -50,89 +50,32 @@ run given only T* from the start would decay earlier and end a little lower.
 A run counts towards the statistics when its status is "ok" and its final validation loss is
 below the unigram entropy of the training bytes (the loss of the best context-free model).
 
-`Summary.data` (read by the claims ledger and the report) is a `data.FfnData`: per arm
+`Summary.data` (read by the claims ledger and the report) is a `summary.FfnData`: per arm
 (`FfnArm`) the validation loss, its paired difference from ReLU (nats and %), timings, loss at
 equal wall-clock, run statuses and zero-gradient fractions; deltas are arm − relu, so negative is
 better.
+
+Its two modules: `runs` (sizes, models, what a run records and measures, the plan and its
+price) and `summary` (what the summary holds, its statistics, tables and notes).
 """
 
 from __future__ import annotations
 
 from blocklab.experiments.ladder import RUNGS
 from blocklab.experiments.suites.base import Suite
-from blocklab.experiments.suites.ffn.configs import (
-    ffn_width,
-    model_config,
-    param_count,
-    train_config,
-)
-from blocklab.experiments.suites.ffn.configs import scale as ffn_scale
-from blocklab.experiments.suites.ffn.configs import shape as ffn_shape
-from blocklab.experiments.suites.ffn.data import FfnData
-from blocklab.experiments.suites.ffn.planning import choose_lrs, longer, plan, plan_at, tune
-from blocklab.experiments.suites.ffn.pricing import price
-from blocklab.experiments.suites.ffn.records import StepTiming, ZeroGradFraction
-from blocklab.experiments.suites.ffn.runs import time_arms, train_arm, zero_gradient_fraction
-from blocklab.experiments.suites.ffn.sizes import (
-    ARMS,
-    BASELINE,
-    DATA,
-    GRADED_ARMS,
-    PAGE_GAIN_PCT,
-    RUNG_SEEDS,
-    SENSITIVITY_ARMS,
-    SIZES,
-    TREND_ARMS,
-    Size,
-    page_gain_text,
-)
-from blocklab.experiments.suites.ffn.stats import interpolate, size_record
-from blocklab.experiments.suites.ffn.summary import summarise
+from blocklab.experiments.suites.ffn import runs, summary
 
 # How its runs become the metrics the registered rules read (`Suite.metric_version`).
 METRIC_VERSION = ("2026-12-02: C16's % gain over ReLU of the final validation loss at each arm's "
                   "tuned lr, paired by seed")
-SUITE = Suite("ffn", "plain vs gated FFNs at equal parameter count (C16, C17)", plan, summarise,
-              FfnData, section="ffn",
+SUITE = Suite("ffn", "plain vs gated FFNs at equal parameter count (C16, C17)", runs.plan,
+              summary.summarise, summary.FfnData, section="ffn",
               heading=("Variants at equal parameter count (ffn suite)",
                        "等参数量下的 FFN 变体（ffn 实验）"),
               figures=("ffn_variants", "ffn_loss_curves", "scale_trend"),
               # C16's registered rule needs five paired seeds (blocklab.claims.ffn).
-              scale=ffn_scale, shape=ffn_shape, metric_version=METRIC_VERSION,
-              default_seeds={"tiny": 1, "quick": 5, "full": 8, **dict.fromkeys(RUNGS, RUNG_SEEDS)},
-              tune=tune,
-              precisions=("fp32", "bf16"), price=price, longer=longer)
-
-
-__all__ = [
-    "ARMS",
-    "BASELINE",
-    "DATA",
-    "GRADED_ARMS",
-    "PAGE_GAIN_PCT",
-    "RUNG_SEEDS",
-    "SENSITIVITY_ARMS",
-    "SIZES",
-    "SUITE",
-    "TREND_ARMS",
-    "Size",
-    "StepTiming",
-    "ZeroGradFraction",
-    "choose_lrs",
-    "ffn_width",
-    "interpolate",
-    "longer",
-    "model_config",
-    "page_gain_text",
-    "param_count",
-    "plan",
-    "plan_at",
-    "price",
-    "size_record",
-    "summarise",
-    "time_arms",
-    "train_arm",
-    "train_config",
-    "tune",
-    "zero_gradient_fraction",
-]
+              scale=runs.scale, shape=runs.shape, metric_version=METRIC_VERSION,
+              default_seeds={"tiny": 1, "quick": 5, "full": 8,
+                             **dict.fromkeys(RUNGS, runs.RUNG_SEEDS)},
+              tune=runs.tune,
+              precisions=("fp32", "bf16"), price=runs.price, longer=runs.longer)

@@ -1,26 +1,255 @@
-"""What an `ffn` run measures: a training run with its zero-gradient probes (C17), and the
-timing run that times every arm's optimizer step round-robin. `train_arm` and `time_arms` are
-what the plan's RunSpecs execute."""
+"""The `ffn` suite's runs, in the order a run comes about:
+
+    arms and sizes       which FFNs it compares, the page's gains it checks, each size's budget
+    models and training  an arm's FFN width and ModelConfig, the one TrainConfig of every run
+    what a run records   what it adds to its result (`RunResult.extra`), read back by each `of`
+    what a run measures  a training run with its zero-gradient probes (C17, `train_arm`), and the
+                         timing run that times every arm's optimizer step round-robin
+                         (`time_arms`)
+    the plan             the RunSpecs that execute them (tuning, evaluation, longer re-runs) and
+                         each one's price
+"""
 
 from __future__ import annotations
 
 import statistics
 import time
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from blocklab.config import ModelConfig
+from blocklab.budget.params import count_params
+from blocklab.config import FFNS, ModelConfig
+from blocklab.experiments import ladder
 from blocklab.experiments.env import torch_threads
 from blocklab.experiments.options import RunOptions
+from blocklab.experiments.results import added_identity, train_identity
 from blocklab.experiments.run_result import RunResult
-from blocklab.experiments.suites.ffn.configs import model_config, train_config
-from blocklab.experiments.suites.ffn.records import StepTiming, ZeroGradFraction
-from blocklab.experiments.suites.ffn.sizes import ARMS, DATA, Size
+from blocklab.experiments.scale import Scale
+from blocklab.experiments.suites.base import Results, RunSpec, tuning_seeds
+from blocklab.experiments.suites.evaluation import FINAL_EVAL_FRACTION
+from blocklab.experiments.suites.tuning import LrGrid, lr_trials, rounded, tune_arm, tune_arms
+from blocklab.experiments.summaries import LrTrial, decode
 
 if TYPE_CHECKING:
     from blocklab.experiments.trainer import TrainConfig
 
 
+# --- arms and sizes ----------------------------------------------------------------------------
+ARMS = ("relu", "gelu", "glu", "reglu", "geglu", "swiglu", "bilinear")
+BASELINE = "relu"
+DATA = "stdlib"
+# The page's "FFN 变体对比" table: quality gain over the ReLU FFN, in % (no sign convention is
+# given; we read a gain as that much lower validation loss).
+# Page 001's quality gains over a ReLU FFN at equal parameters, in % (low, high): the one place
+# these figures are written; tables, captions, the summary and claim C16 read them from here.
+PAGE_GAIN_PCT: dict[str, tuple[float, float]] = {"glu": (0.5, 0.5), "geglu": (1.0, 1.0),
+                                                 "swiglu": (1.0, 2.0)}
+# The arms C16 grades (the page's gains over ReLU) and their baseline: all that the tiny and
+# quick sizes train.
+GRADED_ARMS = tuple(arm for arm in ARMS if arm == BASELINE or arm in PAGE_GAIN_PCT)
+SENSITIVITY_ARMS = ("relu", "gelu", "swiglu")
+TREND_ARMS = ("relu", "swiglu")
+# Paired seeds a ladder rung above quick trains per arm: C16's rungs read one fixed look at this
+# many seeds, the design that decided the most parts per CPU-hour in a simulation of four rungs
+# at the quick size's spreads before any data of these rungs (`benchmarks/rung_seeds.py`,
+# docs/rung_seeds.md: fixed 12 and 16 tied within Monte Carlo error; 12 is the cheaper, and
+# fits the C16 ladder's hour on the 2-core reference machine).
+RUNG_SEEDS = 12
+
+
+def page_gain_text(arm: str) -> str:
+    """The page's gain for `arm` as it writes it: "+1–2%", "+1%"; "—" for an arm it omits."""
+    if arm not in PAGE_GAIN_PCT:
+        return "—"
+    low, high = PAGE_GAIN_PCT[arm]
+    return f"+{low:g}%" if low == high else f"+{low:g}–{high:g}%"
+
+
+@dataclass(frozen=True)
+class Size:
+    """Model and training budget of one suite size."""
+
+    d_model: int
+    n_layers: int
+    n_heads: int
+    seq_len: int
+    batch_size: int
+    steps: int
+    lr_grid: LrGrid  # each arm's learning rate is the best of these (grown at an edge)
+    tuning_seeds: int
+    warmup_steps: int
+    eval_every: int
+    eval_batches: int
+    timing_steps: int  # timed steps per arm per round (after one untimed step)
+    timing_rounds: int
+    init: str = "fan_in"
+    # The sensitivity arms' settings: the suite's earlier design (one lr for every arm).
+    sensitivity_init: str = "gpt2"
+    sensitivity_lr: float = 3e-3
+    # Scale trend: relu and swiglu also trained (and tuned) at these widths, so the summary
+    # can say whether SwiGLU's effect grows or shrinks with model size.
+    trend_widths: tuple[int, ...] = ()
+    # The arms tuned and trained at the size's own width, those trained again under the
+    # sensitivity settings, and whether every arm's step is timed: all of them at full, only
+    # what C16 grades at tiny and quick (`evaluation.graded_only`).
+    arms: tuple[str, ...] = ARMS
+    sensitivity_arms: tuple[str, ...] = SENSITIVITY_ARMS
+    timing: bool = True
+    # The validation fraction every run scores at its end (`evaluation.FINAL_EVAL_FRACTION`).
+    final_eval_fraction: float = 0.0
+
+
+SIZES = {
+    # tiny and quick: C16's arms and relu only, at the size's own width (no sensitivity
+    # re-runs, no trend widths, no timing run): what a registered rule grades.
+    "tiny": Size(d_model=32, n_layers=1, n_heads=2, seq_len=32, batch_size=4, steps=5,
+                 lr_grid=LrGrid((1e-3, 3e-3, 1e-2), 3.0, max_extensions=1), tuning_seeds=1,
+                 warmup_steps=0, eval_every=0,
+                 eval_batches=1, timing_steps=2, timing_rounds=1, arms=GRADED_ARMS,
+                 sensitivity_arms=(), timing=False,
+                 final_eval_fraction=FINAL_EVAL_FRACTION["tiny"]),
+    # 11-14 s a run (300 steps) on one core of the 2-core reference machine. Under fan_in
+    # init every arm tried so far was best at 1e-2 of {1e-3, 3e-3, 1e-2, 3e-2} (seed 0), so
+    # the grid is centred there. The ×3 grid grows at an edge until the optimum is interior,
+    # then is refined at ×√3 either side of that optimum (`LrGrid.refine`), on two tuning
+    # seeds: at one seed and ×3 steps, GLU's tuned rate put +3% of lr bias into its gap to
+    # ReLU (C16's δ is 0.5%).
+    "quick": Size(d_model=64, n_layers=2, n_heads=4, seq_len=64, batch_size=16, steps=300,
+                  lr_grid=LrGrid((3e-3, 1e-2, 3e-2), 3.0, refine=True), tuning_seeds=2,
+                  warmup_steps=15,
+                  eval_every=25,
+                  eval_batches=8, timing_steps=10, timing_rounds=3, arms=GRADED_ARMS,
+                  sensitivity_arms=(), timing=False,
+                  final_eval_fraction=FINAL_EVAL_FRACTION["quick"]),
+    # Hours: 7 arms × 8 seeds plus 7 × 5 × 2 tuning runs, an estimated 6 minutes each on one
+    # core. Five points spaced 2×, two tuning seeds.
+    "full": Size(d_model=96, n_layers=3, n_heads=4, seq_len=128, batch_size=16, steps=1500,
+                 lr_grid=LrGrid((2.5e-3, 5e-3, 1e-2, 2e-2, 4e-2), 2.0), tuning_seeds=2,
+                 warmup_steps=75, eval_every=50,
+                 eval_batches=16, timing_steps=20, timing_rounds=5, sensitivity_lr=2e-3,
+                 trend_widths=(48, 64), final_eval_fraction=FINAL_EVAL_FRACTION["full"]),
+}
+
+
+def _baseline_params(size: Size, d_model: int) -> int:
+    """The ReLU arm's parameters at `d_model` (d_ff = 4·d: no gated width to round, so no
+    PyTorch import), as `param_count` counts them."""
+    return count_params(ModelConfig(vocab_size=256, d_model=d_model, n_layers=size.n_layers,
+                                    n_heads=d_model // (size.d_model // size.n_heads),
+                                    ffn=BASELINE, d_ff=4 * d_model,
+                                    max_seq_len=size.seq_len)).total
+
+
+def rung(name: str, base: Size) -> Size:
+    """`base` (the quick size) grown to ladder rung `name` by `blocklab.experiments.ladder`'s
+    rule: width × √2 and batch × √2 a rung at the same depth and heads' width, steps so that
+    6 · parameters · tokens is `ladder.multiple(name)` × the base's; warmup and the evaluation
+    interval keep their share of the steps, and the lr grid is the base's moved by the width
+    ratio (`ladder.centred`; it grows at an edge, so each rung finds its own optimum), refined
+    around the optimum on the base's two tuning seeds, as at quick: every rung's arms as fair
+    as the quick size's."""
+    head = base.d_model // base.n_heads
+    d, b, n = ladder.grown(name, base.d_model, base.batch_size, base.steps, head,
+                           lambda width: _baseline_params(base, width), base.seq_len)
+    return replace(base, d_model=d, n_heads=d // head, batch_size=b, steps=n,
+                   warmup_steps=max(1, round(n * base.warmup_steps / base.steps)),
+                   eval_every=max(1, round(n * base.eval_every / base.steps)),
+                   lr_grid=replace(base.lr_grid, base=tuple(
+                       map(rounded, ladder.centred(base.lr_grid.base, base.d_model, d)))))
+
+
+# The ladder's rungs: C16's comparison (tiny and quick's arms) at 2×, 4× and 8× the quick
+# size's training compute.
+SIZES.update({name: rung(name, SIZES[ladder.BASE]) for name in ladder.RUNGS})
+
+
+# --- models and training ---------------------------------------------------------------------
+def ffn_width(arm: str, d_model: int) -> int:
+    """d_ff of an arm: 4·d for plain FFNs, `equal_param_gated_width(4·d)` for gated ones."""
+    from blocklab.nn.ffn import equal_param_gated_width
+
+    plain = 4 * d_model
+    return equal_param_gated_width(plain) if FFNS[arm][0] else plain
+
+
+def model_config(arm: str, size: Size, d_model: int | None = None) -> ModelConfig:
+    """The arm's model: a pre-norm RMSNorm RoPE decoder that differs from the others only in
+    its FFN kind and width (`d_model`: a scale-trend width instead of the size's own)."""
+    d = size.d_model if d_model is None else d_model
+    return ModelConfig(vocab_size=256, d_model=d, n_layers=size.n_layers,
+                       n_heads=size.n_heads, ffn=arm, d_ff=ffn_width(arm, d),
+                       max_seq_len=size.seq_len,
+                       name=f"ffn-{arm}" if d == size.d_model else f"ffn-{arm}-d{d}")
+
+
+def train_config(size: Size, options: RunOptions, seed: int, lr: float,
+                 init: str | None = None) -> TrainConfig:
+    """The same optimisation for every arm but its learning rate, in the options' precision
+    and backend: every TrainConfig of the suite is built here. One thread: on a shared 2-core
+    machine two threads per run lose more to waiting than they gain, and one thread keeps
+    runs bit-reproducible."""
+    from blocklab.experiments.trainer import TrainConfig
+
+    return TrainConfig.for_run(
+        options, seed, steps=size.steps, batch_size=size.batch_size, seq_len=size.seq_len,
+        lr=lr, warmup_steps=size.warmup_steps, eval_every=size.eval_every,
+        eval_batches=size.eval_batches, log_every=50, threads=1, init=init or size.init,
+        final_eval_fraction=size.final_eval_fraction)
+
+
+def param_count(arm: str, size: Size, d_model: int | None = None) -> int:
+    return count_params(model_config(arm, size, d_model)).total
+
+
+def shape(size: str) -> tuple[ModelConfig, int, int]:
+    """The baseline (ReLU) arm's model, batch and sequence length at `size`: the shape whose
+    step `--precision auto` times."""
+    s = SIZES[size]
+    return model_config("relu", s), s.batch_size, s.seq_len
+
+
+def scale(size: str, claim: str) -> Scale:
+    """The scale C16's runs are graded at: the baseline (ReLU) arm's model and one run's
+    training tokens at `size`."""
+    s = SIZES[size]
+    return Scale.of(model_config("relu", s), s.steps * s.batch_size * s.seq_len)
+
+
+# --- what a run records ----------------------------------------------------------------------
+@dataclass(frozen=True)
+class ZeroGradFraction:
+    """A training run's C17 probe: the fraction of FFN activation inputs whose loss gradient
+    is exactly zero, at initialisation and after training (`zero_gradient_fraction`)."""
+
+    init: float
+    final: float
+
+    @classmethod
+    def of(cls, result: RunResult, where: str) -> ZeroGradFraction | None:
+        """The probe `result` recorded; None for a run that recorded none."""
+        if "zero_grad_fraction" not in result.extra:
+            return None
+        return decode(cls, result.extra["zero_grad_fraction"], f"{where}.zero_grad_fraction")
+
+
+@dataclass(frozen=True)
+class StepTiming:
+    """The timing run's record (`time_arms`): each arm's median ms per optimizer step, every
+    timed step (ms) and the threads it ran on."""
+
+    ms_per_step: dict[str, float]
+    samples_ms: dict[str, list[float]]
+    threads: int
+
+    @classmethod
+    def of(cls, result: RunResult, where: str) -> StepTiming:
+        """The record of a stored timing run (its per-arm "ms_per_step" is the suite's own,
+        in `extra`, though a training run's field has the name)."""
+        return decode(cls, {name: result.extra[name] for name in ("ms_per_step", "samples_ms",
+                                                                    "threads")}, where)
+
+
+# --- what a run measures ---------------------------------------------------------------------
 def zero_gradient_fraction(model, batch) -> float:
     """Fraction of FFN activation inputs whose loss gradient is exactly zero, over all layers.
 
@@ -119,3 +348,122 @@ def time_arms(size: Size, options: RunOptions, arms: tuple[str, ...] = ARMS) -> 
     timing = StepTiming({arm: statistics.median(v) for arm, v in samples.items()}, samples, 1)
     return RunResult(status="ok", wall_time_s=time.perf_counter() - started,
                      extra=asdict(timing))
+
+
+# --- the plan --------------------------------------------------------------------------------
+def _train_spec(kind: str, arm: str, size: Size, options: RunOptions, seed: int, lr: float,
+                init: str, label: str, d_model: int | None = None) -> RunSpec:
+    mc, tc = model_config(arm, size, d_model), train_config(size, options, seed, lr, init)
+    payload = {"suite": "ffn", "kind": kind, "arm": arm, "model": mc.to_dict(),
+               "train": train_identity(tc),
+               "data": DATA, "probe": "zero_grad_fraction"}
+
+    def execute(progress: Any) -> RunResult:
+        return train_arm(mc, size, tc, progress, label)
+
+    return RunSpec(label, arm, seed, payload, execute)
+
+
+def _widths(size: Size) -> list[tuple[int, tuple[str, ...]]]:
+    """(d_model, arms) of every width the size trains: its own with the size's arms, then
+    each scale-trend width with the trend arms."""
+    return [(size.d_model, size.arms), *((w, TREND_ARMS) for w in size.trend_widths)]
+
+
+def tune(options: RunOptions, tuned: Results = ()) -> list[RunSpec]:
+    """The tuning stage: every arm the size trains at every lr of its grid (the registered
+    one, grown at an edge from the results `tuned` so far), on the tuning seeds, at every
+    width the size trains."""
+    size = SIZES[options.size]
+    trials = lr_trials(tuned)
+    return [_train_spec("tune", arm, size, options, seed, lr, size.init,
+                        f"ffn tune {arm}" + ("" if d == size.d_model else f" d={d}")
+                        + f" lr {lr:g} seed {seed}", d)
+            for d, arms in _widths(size) for arm in arms
+            for lr in tune_arm(size.lr_grid, trials, arm, d).grid
+            for seed in tuning_seeds(options, size.tuning_seeds)]
+
+
+def choose_lrs(size: Size, trials: list[LrTrial], d_model: int | None = None,
+               arms: tuple[str, ...] = ARMS) -> dict[str, float]:
+    """Each arm's lr at width `d_model` (default: the size's): the rate of its (grown) grid
+    with the lowest mean final validation loss over the tuning seeds (`tuning.tune_arm`)."""
+    d = size.d_model if d_model is None else d_model
+    return {arm: t.lr for arm, t in tune_arms(size.lr_grid, trials, arms, d).items()}
+
+
+def plan(options: RunOptions, tuned: Results) -> list[RunSpec]:
+    """The evaluation runs: every arm of the size at its tuned lr on `seeds`, the sensitivity
+    arms at the earlier shared settings, the scale-trend arms at their widths' tuned lrs, and
+    one timing run (the last three at full only); every model trained in the options'
+    precision."""
+    size = SIZES[options.size]
+    trials = lr_trials(tuned)
+    return plan_at(options, choose_lrs(size, trials, arms=size.arms),
+                   {w: choose_lrs(size, trials, w, TREND_ARMS) for w in size.trend_widths})
+
+
+def longer(options: RunOptions, tuned: Results, arms: list[str]) -> list[RunSpec]:
+    """`arms` at their tuned lrs on `seeds`, each trained twice as long (steps, warmup and the
+    evaluation interval doubled): the check of a would-be contradiction of C16, whose parts
+    compare an arm with ReLU at equal steps."""
+    size = SIZES[options.size]
+    lrs = choose_lrs(size, lr_trials(tuned), arms=size.arms)
+    long = replace(size, steps=2 * size.steps, warmup_steps=2 * size.warmup_steps,
+                   eval_every=2 * size.eval_every)
+    return [_train_spec("train", arm, long, options, seed, lrs[arm], long.init,
+                        f"ffn {arm} ×2 steps seed {seed}")
+            for arm in arms if arm in lrs for seed in options.seeds]
+
+
+def plan_at(options: RunOptions, lrs: dict[str, float],
+            trend_lrs: dict[int, dict[str, float]] | None = None) -> list[RunSpec]:
+    """`plan` with each arm's learning rate given (`trend_lrs`: per trend width; default the
+    same as `lrs`)."""
+    size, seeds = SIZES[options.size], options.seeds
+    specs = [_train_spec("train", arm, size, options, seed, lrs[arm], size.init,
+                         f"ffn {arm} seed {seed}") for arm in size.arms for seed in seeds]
+    specs += [_train_spec("sensitivity", arm, size, options, seed, size.sensitivity_lr,
+                          size.sensitivity_init,
+                          f"ffn {arm} {size.sensitivity_init} lr {size.sensitivity_lr:g} "
+                          f"seed {seed}")
+              for arm in size.sensitivity_arms for seed in seeds]
+    for d in size.trend_widths:
+        chosen = (trend_lrs or {}).get(d, lrs)
+        specs += [_train_spec("trend", arm, size, options, seed, chosen[arm], size.init,
+                              f"ffn {arm} d={d} seed {seed}", d)
+                  for arm in TREND_ARMS for seed in seeds]
+    if not size.timing:
+        return specs
+    timing_payload = {"suite": "ffn", "kind": "timing", "arms": list(size.arms),
+                      "models": [model_config(arm, size).to_dict() for arm in size.arms],
+                      "batch_size": size.batch_size, "seq_len": size.seq_len,
+                      "steps": size.timing_steps, "rounds": size.timing_rounds}
+    timing_payload.update(added_identity(precision=options.precision))
+    specs.append(RunSpec("ffn timing", "timing", 0, timing_payload,
+                         lambda progress: time_arms(size, options, size.arms), timed=True,
+                         reads_tuning=False))
+    return specs
+
+
+def price(spec: RunSpec, cal) -> float | None:
+    """Estimated seconds of one run on this machine (`blocklab.experiments.estimate`): a
+    training run is the trainer's run plus `train_arm`'s two zero-gradient probes (one more
+    model build, and a forward+backward each, priced as a step); the timing run builds every arm
+    `rounds` times and takes timing_steps + 1 steps of each."""
+    from blocklab.experiments.estimate import TrainShape, training_s
+
+    payload = spec.payload
+    if payload["kind"] == "timing":
+        b, t, precision = payload["batch_size"], payload["seq_len"], payload.get("precision",
+                                                                                  "fp32")
+        models = [ModelConfig.from_dict(m) for m in payload["models"]]
+        return payload["rounds"] * sum(
+            cal.build_s(m, b, t, precision) + (payload["steps"] + 1) * cal.step_s(m, b, t,
+                                                                                   precision)
+            for m in models)
+    model = ModelConfig.from_dict(payload["model"])
+    train = TrainShape.from_payload(payload["train"])
+    b, t, precision = train.batch_size, train.seq_len, train.precision
+    return (training_s(model, train, cal) + cal.build_s(model, b, t, precision)
+            + 2 * cal.step_s(model, b, t, precision))

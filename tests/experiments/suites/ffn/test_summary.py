@@ -1,18 +1,16 @@
-"""The ffn suite: equal parameter counts, arms that really differ, the equal-time reading, the
-zero-gradient probe, and the tiny grid end to end."""
+"""The ffn suite's summary: the equal-time reading, the statistics by hand, failed and missing
+runs, the scale trend, the size record, and the tiny grid end to end with its tuning."""
 
 import math
 from dataclasses import replace
 
 import pytest
-import torch
 
 from blocklab.experiments.options import RunOptions
-from blocklab.experiments.results import ResultStore
 from blocklab.experiments.run_result import Curves, FinalMetrics, RunResult
-from blocklab.experiments.suites import ffn, get_suite, run_suite
-from blocklab.nn import DecoderLM
-from blocklab.nn.ffn import equal_param_gated_width
+from blocklab.experiments.suites import get_suite, run_suite
+from blocklab.experiments.suites.ffn import runs as ffn
+from blocklab.experiments.suites.ffn.summary import interpolate, size_record, summarise
 
 TABLE_COLUMNS = {
     "FFN arms at equal parameter count":
@@ -39,77 +37,14 @@ def every_arm_tiny(monkeypatch):
     return ffn.SIZES["tiny"]
 
 
-@pytest.mark.parametrize("size", ["quick", "full"])
-def test_arms_hold_equal_parameters_within_one_percent(size):
-    d = ffn.SIZES[size].d_model
-    counts = {arm: ffn.param_count(arm, ffn.SIZES[size]) for arm in ffn.ARMS}
-    assert max(counts.values()) / min(counts.values()) - 1 < 0.01
-    for arm in ffn.ARMS:
-        gated = arm in ("glu", "reglu", "geglu", "swiglu", "bilinear")
-        assert ffn.ffn_width(arm, d) == (equal_param_gated_width(4 * d) if gated else 4 * d)
-
-
-@pytest.mark.parametrize("size", ["quick", "full"])
-def test_budget_count_is_the_built_models_count(size):
-    # Built on the CPU: under a million parameters take milliseconds, while the meta device's
-    # first use costs seconds of one-time setup.
-    for arm in ("relu", "swiglu"):
-        model = DecoderLM(ffn.model_config(arm, ffn.SIZES[size]))
-        assert sum(p.numel() for p in model.parameters()) == ffn.param_count(arm,
-                                                                              ffn.SIZES[size])
-
-
-def test_every_arm_changes_the_forward_output_and_nothing_else():
-    from blocklab.experiments.trainer import build_model
-
-    size = ffn.SIZES["tiny"]
-    ids = torch.randint(0, 256, (2, 16), generator=torch.Generator().manual_seed(0))
-    base_cfg = ffn.model_config("relu", size)
-    base = build_model(base_cfg, ffn.train_config(size, TINY, seed=0, lr=1e-3))
-    base_out = base(ids)
-    for arm in ffn.ARMS[1:]:
-        cfg = ffn.model_config(arm, size)
-        assert cfg != base_cfg and cfg.ffn == arm
-        model = build_model(cfg, ffn.train_config(size, TINY, seed=0, lr=1e-3))
-        # Same seed: embeddings and attention come from the same streams ...
-        torch.testing.assert_close(model.embed_tokens.weight, base.embed_tokens.weight,
-                                   rtol=0, atol=0)
-        torch.testing.assert_close(model.layers[0].attention.q_proj.weight,
-                                   base.layers[0].attention.q_proj.weight, rtol=0, atol=0)
-        # ... so the FFN alone makes the outputs differ.
-        assert not torch.allclose(model(ids), base_out, atol=1e-6), arm
-
-
-def test_zero_gradient_fraction_matches_the_sign_of_relu_inputs():
-    # Independent reference: for ReLU the gradient at z is zero exactly where z <= 0.
-    from blocklab.experiments.trainer import build_model
-
-    size = ffn.SIZES["tiny"]
-    model = build_model(ffn.model_config("relu", size),
-                        ffn.train_config(size, TINY, seed=0, lr=1e-3))
-    batch = torch.randint(0, 256, (3, 17), generator=torch.Generator().manual_seed(1))
-    inputs = []
-    handle = model.layers[0].ffn.up_proj.register_forward_hook(
-        lambda m, i, out: inputs.append(out.detach()))
-    with torch.no_grad():
-        model(batch[:, :-1])
-    handle.remove()
-    expected = int((inputs[0] <= 0).sum()) / inputs[0].numel()
-    assert ffn.zero_gradient_fraction(model, batch) == pytest.approx(expected, abs=1e-12)
-    assert all(p.grad is None for p in model.parameters())  # it cleans up after itself
-    smooth = build_model(ffn.model_config("swiglu", size),
-                         ffn.train_config(size, TINY, seed=0, lr=1e-3))
-    assert ffn.zero_gradient_fraction(smooth, batch) == 0.0
-
-
 def test_interpolate_by_hand():
     xs, ys = [10, 20, 30], [3.0, 2.0, 1.5]
-    assert ffn.interpolate(xs, ys, 10) == 3.0
-    assert ffn.interpolate(xs, ys, 15) == pytest.approx(2.5)
-    assert ffn.interpolate(xs, ys, 27.5) == pytest.approx(1.625)
-    assert ffn.interpolate(xs, ys, 30) == 1.5
-    assert ffn.interpolate(xs, ys, 5) is None and ffn.interpolate(xs, ys, 31) is None
-    assert ffn.interpolate(xs, [3.0, None, 1.5], 15) is None
+    assert interpolate(xs, ys, 10) == 3.0
+    assert interpolate(xs, ys, 15) == pytest.approx(2.5)
+    assert interpolate(xs, ys, 27.5) == pytest.approx(1.625)
+    assert interpolate(xs, ys, 30) == 1.5
+    assert interpolate(xs, ys, 5) is None and interpolate(xs, ys, 31) is None
+    assert interpolate(xs, [3.0, None, 1.5], 15) is None
 
 
 def _fake(loss_scale, seq_len, zero=(0.5, 0.5)):
@@ -149,7 +84,7 @@ def test_summary_equal_steps_and_equal_time_by_hand(every_arm_tiny):
         else:
             results.append((spec, _fake(scale.get(spec.arm, 1.0) * (1 + 0.01 * spec.seed),
                                         size.seq_len)))
-    data = ffn.summarise(options, results).data
+    data = summarise(options, results).data
     swiglu, relu = data.arms["swiglu"], data.arms["relu"]
     assert swiglu.delta_vs_relu.mean == pytest.approx(-0.1 * 1.2 * 1.005)
     assert swiglu.rel_delta_pct.mean == pytest.approx(-10.0, abs=1e-9)
@@ -173,36 +108,11 @@ def test_a_missing_or_failed_run_is_counted_by_status_and_left_out_of_the_statis
             results.append((spec, replace(_fake(0.9, 32), status="diverged")))
         elif not (spec.arm == "swiglu" and spec.seed == 2):  # seed 2 of swiglu: not stored
             results.append((spec, _fake(0.9 if spec.arm == "swiglu" else 1.0, 32)))
-    swiglu = ffn.summarise(options, results).data.arms["swiglu"]
+    swiglu = summarise(options, results).data.arms["swiglu"]
     assert swiglu.status == {"ok": 1, "diverged": 1, "missing": 1} and swiglu.counted == 1
     assert swiglu.val_loss.mean == pytest.approx(0.9 * 1.2)
     assert swiglu.delta_vs_relu.mean == pytest.approx(-0.1 * 1.2)
     assert swiglu.ms_per_step is None and swiglu.equal_time_step is None
-
-
-def test_the_timing_record_reads_back_from_the_store(tmp_path):
-    store = ResultStore(tmp_path)
-    ms = {"relu": 10.0, "swiglu": 12.5}
-    store.save("timing", _timing(ms))
-    assert ffn.StepTiming.of(store.load("timing"), "timing") == ffn.StepTiming(
-        ms, {"relu": [10.0], "swiglu": [12.5]}, 1)
-    store.save("run", _fake(1.0, 32, zero=(0.5, 0.0)))
-    assert ffn.ZeroGradFraction.of(store.load("run"), "run") == ffn.ZeroGradFraction(0.5, 0.0)
-    assert ffn.ZeroGradFraction.of(RunResult(status="stuck"), "run") is None
-
-
-def test_run_ids_are_stable_and_distinct():
-    first = [s.run_id for s in ffn.plan_at(RunOptions("quick", range(2)), LRS)]
-    assert first == [s.run_id for s in ffn.plan_at(RunOptions("quick", range(2)), LRS)]
-    assert len(set(first)) == len(first) == len(ffn.GRADED_ARMS) * 2  # C16's arms, relu
-    assert not set(first) & {s.run_id for s in ffn.plan_at(RunOptions("tiny", range(2)), LRS)}
-    # the backend changes speed, not values: the same runs
-    assert first == [s.run_id for s in ffn.plan_at(
-        RunOptions("quick", range(2), backend="reference"), LRS)]
-    full = [s.run_id for s in ffn.plan_at(RunOptions("full", range(2)), LRS)]
-    per_seed = (len(ffn.ARMS) + len(ffn.SENSITIVITY_ARMS)
-                + len(ffn.TREND_ARMS) * len(ffn.SIZES["full"].trend_widths))
-    assert len(set(full)) == len(full) == per_seed * 2 + 1  # and the timing run
 
 
 def test_tiny_suite_end_to_end(tmp_path):
@@ -233,64 +143,6 @@ def test_tiny_suite_end_to_end(tmp_path):
                   "timed step"):
         assert words in note
     assert (tmp_path / "ffn" / "tiny" / "summary.json").is_file()
-
-
-def test_a_seed_offset_gives_disjoint_seeds_and_runs():
-    near = ffn.plan_at(RunOptions("full", range(2)), LRS)
-    far = ffn.plan_at(RunOptions("full", range(1000, 1002)), LRS)
-    trained = [s for s in far if s.arm != "timing"]  # the timing run has no seed to vary
-    assert {s.payload["kind"] for s in trained} == {"train", "sensitivity", "trend"}
-    assert {s.seed for s in trained} == {1000, 1001}
-    assert {s.payload["train"]["seed"] for s in trained} == {1000, 1001}
-    assert not {s.run_id for s in near if s.arm != "timing"} & {s.run_id for s in trained}
-
-
-def _trial(arm, lr, loss, seed=0):
-    from blocklab.experiments.summaries import LrTrial
-
-    return LrTrial(arm, lr, seed, "ok" if loss is not None else "diverged", loss, 64)
-
-
-def test_each_arm_gets_the_lr_with_the_lowest_mean_tuning_loss():
-    size = ffn.SIZES["quick"]  # grid 3e-3, 1e-2, 3e-2
-    trials = []
-    for arm in ffn.ARMS:
-        trials += [_trial(arm, 3e-3, 2.0), _trial(arm, 1e-2, 1.9), _trial(arm, 3e-2, 1.95)]
-    trials += [_trial("relu", lr, 1.0, seed=1) for lr in size.lr_grid.base]  # 2nd tuning seed
-    # gelu: 3e-2 is lowest on one seed but fails on the other, so it cannot be chosen.
-    trials = [t for t in trials if not (t.arm == "gelu" and t.lr == 3e-2)]
-    trials += [_trial("gelu", 3e-2, 1.0), _trial("gelu", 3e-2, None, seed=1)]
-    # swiglu: a tie goes to the smaller lr.
-    trials = [t for t in trials if t.arm != "swiglu"]
-    trials += [_trial("swiglu", lr, 1.5) for lr in size.lr_grid.base]
-    chosen = ffn.choose_lrs(size, trials)
-    assert chosen["relu"] == 1e-2 and chosen["gelu"] == 1e-2 and chosen["swiglu"] == 3e-3
-    assert ffn.choose_lrs(size, []) == dict.fromkeys(ffn.ARMS, 3e-3)  # nothing counts: smallest
-
-
-@pytest.mark.parametrize(("name", "widths"), [
-    ("quick", ((64, ffn.GRADED_ARMS),)),  # only the arms C16 grades, at the size's own width
-    ("full", ((96, ffn.ARMS), (48, ffn.TREND_ARMS), (64, ffn.TREND_ARMS)))])
-def test_tuning_runs_every_arm_at_every_lr_on_seeds_no_evaluation_uses(name, widths):
-    from blocklab.experiments.options import MAX_SEED_OFFSET, MAX_SEEDS
-    from blocklab.experiments.suites.base import TUNING_SEEDS
-
-    size = ffn.SIZES[name]
-    specs = ffn.tune(RunOptions(name))
-    assert len(specs) == (sum(len(arms) for _, arms in widths) * len(size.lr_grid.base)
-                          * size.tuning_seeds)
-    assert {(s.arm, s.payload["train"]["lr"], s.payload["model"]["d_model"]) for s in specs} == {
-        (arm, lr, d) for d, arms in widths for arm in arms for lr in size.lr_grid.base}
-    assert min(s.seed for s in specs) == TUNING_SEEDS > MAX_SEED_OFFSET + MAX_SEEDS
-    assert {s.payload["train"]["init"] for s in specs} == {"fan_in"}
-    lrs = {**LRS, "swiglu": 3e-2}
-    evaluated = ffn.plan_at(RunOptions("full", range(2)), lrs)
-    swiglu = [s for s in evaluated if s.arm == "swiglu" and s.payload["kind"] == "train"]
-    assert {s.payload["train"]["lr"] for s in swiglu} == {3e-2}
-    again = [s for s in evaluated if s.payload["kind"] == "sensitivity"]
-    full = ffn.SIZES["full"]
-    assert {(s.payload["train"]["init"], s.payload["train"]["lr"]) for s in again} == {
-        (full.sensitivity_init, full.sensitivity_lr)}
 
 
 def test_the_suite_evaluates_each_arm_at_the_lr_its_tuning_runs_chose(tmp_path):
@@ -351,7 +203,7 @@ def test_the_scale_trend_pairs_each_width_by_seed(every_arm_tiny):
         d = spec.payload["model"]["d_model"]
         scale = gain[d][spec.seed] if spec.arm == "swiglu" else 1.0
         results.append((spec, _fake(scale, size.seq_len)))
-    data = ffn.summarise(options, results).data
+    data = summarise(options, results).data
     small, large = data.trend
     assert (small.d_model, large.d_model) == (16, 32)
     assert small.rel_delta_pct.mean == pytest.approx(-6.0)
@@ -361,31 +213,7 @@ def test_the_scale_trend_pairs_each_width_by_seed(every_arm_tiny):
     assert small.params < large.params
 
 
-def test_the_longer_runs_double_the_training_of_the_named_arms_only():
-    seeds = range(3)
-    options = RunOptions("quick", seeds)
-    base = {(s.arm, s.seed): s for s in ffn.plan(options, [])
-            if s.payload["kind"] == "train"}
-    longer = ffn.longer(options, [], ["swiglu", "relu"])
-    assert sorted({s.arm for s in longer}) == ["relu", "swiglu"] and len(longer) == 6
-    for spec in longer:
-        short = base[(spec.arm, spec.seed)]
-        for key in ("steps", "warmup_steps", "eval_every"):
-            assert spec.payload["train"][key] == 2 * short.payload["train"][key]
-        assert spec.payload["train"]["lr"] == short.payload["train"]["lr"]
-        assert spec.payload["model"] == short.payload["model"] and spec.run_id != short.run_id
-    assert get_suite("ffn").longer is ffn.longer
-
-
-def test_the_options_precision_and_backend_reach_every_run():
-    bf16 = RunOptions("full", range(1), precision="bf16", backend="reference")
-    tc = ffn.train_config(ffn.SIZES["full"], bf16, seed=0, lr=1e-3)
-    assert (tc.precision, tc.backend) == ("bf16", "reference")
-    specs = ffn.plan_at(bf16, LRS) + ffn.tune(bf16)
-    assert {s.payload["train"]["precision"] for s in specs if s.arm != "timing"} == {"bf16"}
-    assert next(s for s in specs if s.arm == "timing").payload["precision"] == "bf16"
-    fp32 = ffn.plan_at(RunOptions("full", range(1)), LRS)  # float32: ids from before precision
-    assert all("precision" not in s.payload.get("train", s.payload) for s in fp32)
-    record = ffn.size_record(ffn.SIZES["full"], bf16)
+def test_the_size_record_holds_the_precision_after_the_trend_widths():
+    record = size_record(ffn.SIZES["full"], RunOptions("full", range(1), precision="bf16"))
     assert record["precision"] == "bf16"
     assert list(record)[list(record).index("trend_widths") + 1] == "precision"
