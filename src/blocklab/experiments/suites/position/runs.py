@@ -223,8 +223,8 @@ def rung(name: str, base: PositionSize) -> PositionSize:
 # The ladder's rungs (C21 and C30): the quick size at 4×, 16× and 64× its training compute.
 SIZES.update({name: rung(name, SIZES[ladder.BASE]) for name in ladder.RUNGS})
 
-# C31's parameter count also covers the absolute schemes (no timing: they add to the input
-# embedding only).
+# C31's parameter count covers the timed schemes (`COST_SCHEMES`) and the absolute ones (no
+# timing: they add to the input embedding only).
 PARAM_SCHEMES = ("none", "learned", "sinusoidal", "rope", "alibi")
 
 
