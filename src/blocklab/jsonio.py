@@ -13,8 +13,14 @@ Infinity and -Infinity (and 1e999 as infinity), keeps the last of a key given tw
 takes strings holding half of a surrogate pair. blocklab never writes any of these, so in a
 stored result one means the file was edited or damaged; in a config a repeated key
 (`{"hidden_size": 64, "hidden_size": 96}`) is a typo that must not silently pick a value.
-Each is refused, naming the key or the value. Imports only the standard library and
-`blocklab.errors`, so the no-torch layers use it too.
+Each is refused, naming the key or the value.
+
+What blocklab stored is read back into its dataclasses by `decode` (a summary's data, a run's
+final metrics and curves, a suite's run records), through pydantic in strict mode: every
+field checked against its annotation, unknown fields refused, no coercion beyond int -> float,
+and ResultsError naming the path of the first mismatch (docs/json_load.md has the measurement
+that chose it). Imports only the standard library, `blocklab.errors` and pydantic, so the
+no-torch layers use it too.
 
 Every file blocklab writes goes through `write_atomic` (text) or `atomic_path` (a writer that
 creates its own file): a reader sees the old file or the new one, never half.
@@ -24,15 +30,17 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import json
 import math
 import os
 import secrets
+import typing
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from blocklab.errors import InputError
+from blocklab.errors import InputError, ResultsError
 
 MAX_BYTES = 16 * 2**20  # a config.json or an index is kilobytes
 # Hugging Face configs nest 3 or 4 levels (text_config.rope_scaling.factor); 64 is generous and
@@ -181,7 +189,84 @@ def read_json(path: str | os.PathLike, source: str | None = None,
     return parse_json(text, source, error)
 
 
-__all__ = ["MAX_BYTES", "MAX_DEPTH", "parse_json", "read_json"]
+# --- reading typed ------------------------------------------------------------------------------
+def decode(kind: Any, value: Any, where: str = "") -> Any:
+    """`value` (parsed JSON) as an instance of the annotation `kind`, checked all the way down.
+
+    Dataclasses take their fields as keys, no unknown one and every one without a default;
+    floats accept ints, and JSON's null for a float (a non-finite number, as `json_safe`
+    writes it) only where the annotation allows None. Raises ResultsError naming the path
+    (`where`) of the first mismatch: "<where>.arms.swiglu.counted: expected int, found 2.5",
+    "<where>: FfnArm fields differ (missing ['lr'], unknown ['lr2'])".
+    """
+    if kind is Any:
+        return value
+    from pydantic import ValidationError
+    from pydantic_core import to_json
+
+    try:
+        # pydantic reads a stdlib dataclass from a dict only in lax mode, where "3.0" is a
+        # float and 1 a bool; in strict mode from JSON text alone. So the value is written back
+        # (in Rust, ~0.1 ms for a run's curves) and read strictly.
+        return _adapter(kind).validate_json(b"[" + to_json(value) + b"]")[0]
+    except ValidationError as err:
+        loc = err.errors(include_url=False)[0]["loc"][1:]
+        raise ResultsError(_mismatch_at(kind, value, loc, where)) from None
+
+
+@functools.cache
+def _adapter(kind: Any) -> Any:
+    """The strict pydantic TypeAdapter of `kind`, built once per process (~40 ms for a suite's
+    data type). A dataclass takes no config of its own in a TypeAdapter, so the config rides on
+    a one-item tuple around it, and reaches every dataclass inside."""
+    from pydantic import ConfigDict, TypeAdapter
+
+    return TypeAdapter(tuple[kind], config=ConfigDict(strict=True, extra="forbid"))
+
+
+def _mismatch_at(kind: Any, value: Any, loc: tuple, where: str) -> str:
+    """What is wrong where pydantic's first error (`loc`, its path) points, said as blocklab
+    says it: followed down `kind` and `value` to the first union (one that nothing fits is
+    named whole: no member is the one meant), a dataclass whose keys are not its fields, or
+    the value that does not fit."""
+    for key in loc:
+        origin = typing.get_origin(kind)
+        if dataclasses.is_dataclass(kind) and isinstance(value, dict):
+            fields = dataclasses.fields(kind)
+            unknown = sorted(set(value) - {f.name for f in fields})
+            missing = [f.name for f in fields if f.name not in value
+                       and f.default is f.default_factory is dataclasses.MISSING]
+            if unknown or missing:
+                return (f"{where or kind.__name__}: {kind.__name__} fields differ (missing "
+                        f"{missing}, unknown {unknown})")
+            kind, value = typing.get_type_hints(kind)[key], value[key]
+            where = f"{where}.{key}" if where else key
+        elif origin is dict and isinstance(value, dict) and key in value:
+            kind, value = typing.get_args(kind)[1], value[key]
+            where = f"{where}.{key}"
+        elif (origin in (list, tuple) and isinstance(value, list) and isinstance(key, int)
+              and key < len(value)):
+            args = typing.get_args(kind)
+            if origin is tuple and args[-1] is not Ellipsis and len(args) != len(value):
+                break  # a pair given one number
+            kind, value = args[0 if origin is list or args[-1] is Ellipsis else key], value[key]
+            where = f"{where}[{key}]"
+        else:  # a union (pydantic's next key names a member), or the value itself
+            break
+    return f"{where or 'value'}: expected {_name(kind)}, found {shown(value)}"
+
+
+def shown(value: Any) -> str:
+    """`value` as an error message shows it: its repr, cut to 60 characters."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _name(kind: Any) -> str:
+    return getattr(kind, "__name__", None) or str(kind).replace("typing.", "")
+
+
+__all__ = ["MAX_BYTES", "MAX_DEPTH", "decode", "parse_json", "read_json"]
 
 
 def json_safe(value: Any) -> Any:

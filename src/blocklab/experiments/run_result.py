@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from blocklab.errors import ResultsError
+from blocklab.jsonio import decode
 
 
 @dataclass
@@ -238,16 +239,13 @@ def _fits(name: str, value: Any) -> bool:
 
 
 def _build(kind: type, data: dict[str, Any], where: str) -> Any:
-    """`kind(**data)`, with fields missing from older files at their defaults; a missing field
-    without one, or an unknown field, is a ResultsError."""
-    names = {f.name for f in dataclasses.fields(kind)}
-    unknown = sorted(set(data) - names)
+    """`data` as a `kind`, every field checked (`jsonio.decode`), with fields missing from
+    older files at their defaults; an unknown field, a missing field without a default or a
+    value of another type is a ResultsError."""
+    unknown = sorted(set(data) - {f.name for f in dataclasses.fields(kind)})
     if unknown:
         raise ResultsError(f"{where}: unknown field(s) {unknown}")
-    try:
-        return kind(**data)
-    except TypeError as err:
-        raise ResultsError(f"{where}: {err}") from None
+    return decode(kind, data, where)
 
 
 def _plain(value: Any) -> Any:

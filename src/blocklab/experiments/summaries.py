@@ -2,7 +2,7 @@
 
 A summary is written to `<results>/<suite>/<size>/summary.json` by `run_suite` and read by the
 claims ledger and the report. Its numbers live in a typed `data` field, an instance of its
-suite's `Suite.data_type` (`FfnData`, `PlacementData`, ..., each in its suite's `data.py`), so a
+suite's `Suite.data_type` (`FfnData`, `PlacementData`, ..., each in its suite's package), so a
 renamed or missing field fails when the file is read, naming the field, instead of quietly
 turning a verdict into "no data":
 
@@ -11,29 +11,27 @@ turning a verdict into "no data":
 
 (`blocklab.experiments.suites.load_summary("runs", "ffn", "quick")` reads a registered suite's,
 typed by its `data_type`.) This module holds what every summary shares: `Summary`, `Interval`,
-`Table`, the parts several suites use (`LrTrial`, `ArmTuning`, `TimeRatio`), and `decode`, which
-checks every field against its annotation (exact key sets, no coercion beyond int → float) and
-raises `ResultsError` with the path of the first mismatch. It imports no suite and needs no
-PyTorch.
+`Table`, the parts several suites use (`LrTrial`, `ArmTuning`, `TimeRatio`), and the loader,
+which reads every field through `blocklab.jsonio.decode` (checked against its annotation, no
+unknown key, no coercion beyond int → float; `ResultsError` with the path of the first
+mismatch). It imports no suite and needs no PyTorch.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import types
-import typing
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 from blocklab.errors import InputError, ResultsError
 
 # The sizes a suite runs at and the precisions it may train in (each suite lists its own in
 # `Suite.precisions`), the only folders a summary is stored under, are the run options'.
 from blocklab.experiments.options import ALL_SIZES, size_folder, suite_command
-from blocklab.jsonio import json_safe, parse_json, read_json
+from blocklab.jsonio import decode, json_safe, parse_json, read_json, shown
 from blocklab.precision import PRECISIONS, check_precision
 
 # The layout of summary.json; readers refuse any other (3: typed data, one dataclass per suite;
@@ -192,11 +190,6 @@ class Summary:
         return {"schema": SUMMARY_SCHEMA, **dataclasses.asdict(self)}
 
 
-# Summary fields added without a new SUMMARY_SCHEMA: a summary stored before them reads them at
-# their default (nothing mixed, as far as it says).
-_SUMMARY_ADDED = ("machines", "kernels")
-
-
 def mixed_notes(machines: list[Any], kernels: list[Any], lang: str = "en") -> list[str]:
     """One sentence for each way a summary's runs were mixed: `machines` and `kernels` as
     `Summary.machines` and `Summary.kernels` hold them (RunCount, or their JSON form), in
@@ -234,86 +227,6 @@ def mixed_notes(machines: list[Any], kernels: list[Any], lang: str = "en") -> li
 
 
 # --- reading -----------------------------------------------------------------------------------
-def decode(kind: Any, value: Any, where: str = "") -> Any:
-    """`value` (parsed JSON) as an instance of the annotation `kind`, checked all the way down.
-
-    Dataclasses need exactly their fields as keys; unions take the first member that fits;
-    floats accept ints, and JSON's null for float stands for a non-finite number only where the
-    annotation allows None. Raises ResultsError naming the path (`where`) of the first mismatch.
-    """
-    origin = typing.get_origin(kind)
-    if kind is Any:
-        return value
-    if dataclasses.is_dataclass(kind):
-        if not isinstance(value, dict):
-            raise _mismatch(where, kind.__name__, value)
-        hints = typing.get_type_hints(kind)
-        names = [f.name for f in dataclasses.fields(kind)]
-        extra = sorted(set(value) - set(names))
-        missing = [n for n in names if n not in value]
-        if extra or missing:
-            raise ResultsError(f"{where or kind.__name__}: {kind.__name__} fields differ "
-                               f"(missing {missing}, unknown {extra})")
-        return kind(**{n: decode(hints[n], value[n], f"{where}.{n}" if where else n)
-                       for n in names})
-    if origin in (Union, types.UnionType):
-        members = typing.get_args(kind)
-        if value is None:
-            if type(None) in members:
-                return None
-            raise _mismatch(where, _name(kind), value)
-        errors = []
-        for member in members:
-            if member is type(None):
-                continue
-            try:
-                return decode(member, value, where)
-            except ResultsError as err:
-                errors.append(str(err))
-        raise _mismatch(where, _name(kind), value)
-    if origin is list:
-        if not isinstance(value, list):
-            raise _mismatch(where, _name(kind), value)
-        (item,) = typing.get_args(kind)
-        return [decode(item, v, f"{where}[{i}]") for i, v in enumerate(value)]
-    if origin is tuple:
-        args = typing.get_args(kind)
-        if not isinstance(value, list | tuple) or (args[-1] is not Ellipsis
-                                                   and len(args) != len(value)):
-            raise _mismatch(where, _name(kind), value)
-        items = [args[0]] * len(value) if args[-1] is Ellipsis else list(args)
-        return tuple(decode(t, v, f"{where}[{i}]") for i, (t, v) in enumerate(zip(items, value,
-                                                                                    strict=True)))
-    if origin is dict:
-        key, item = typing.get_args(kind)
-        if not isinstance(value, dict) or key is not str:
-            raise _mismatch(where, _name(kind), value)
-        return {k: decode(item, v, f"{where}.{k}") for k, v in value.items()}
-    if kind is float:
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            return float(value)
-        raise _mismatch(where, "float", value)
-    if kind is int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        raise _mismatch(where, "int", value)
-    if kind in (str, bool):
-        if isinstance(value, kind):
-            return value
-        raise _mismatch(where, kind.__name__, value)
-    raise TypeError(f"decode: annotation {kind!r} at {where} is not supported")  # a bug here
-
-
-def _name(kind: Any) -> str:
-    return getattr(kind, "__name__", None) or str(kind).replace("typing.", "")
-
-
-def _mismatch(where: str, expected: str, value: Any) -> ResultsError:
-    shown = repr(value)
-    shown = shown if len(shown) <= 60 else shown[:57] + "..."
-    return ResultsError(f"{where or 'value'}: expected {expected}, found {shown}")
-
-
 def summary_from_dict(doc: Any, where: str, data_type: type) -> Summary:
     """A Summary from its JSON form (`Summary.to_dict`), its data decoded as `data_type` (its
     suite's `Suite.data_type`); ResultsError on another schema or any field that does not
@@ -324,14 +237,14 @@ def summary_from_dict(doc: Any, where: str, data_type: type) -> Summary:
 def _summary_fields(doc: Any, where: str) -> Summary:
     """The Summary of a JSON form without its data (None): the fields every summary has."""
     if not isinstance(doc, dict):
-        raise _mismatch(where, "a summary object", doc)
+        raise ResultsError(f"{where}: expected a summary object, found {shown(doc)}")
     found = doc.get("schema")
     if found != SUMMARY_SCHEMA:
         raise ResultsError(f"{where} has summary schema {found!r}; this blocklab reads schema "
                            f"{SUMMARY_SCHEMA}")
+    # A field added without a new SUMMARY_SCHEMA (machines, kernels) has a default, at which a
+    # summary stored before it reads it (nothing mixed, as far as it says).
     body = {k: v for k, v in doc.items() if k not in ("schema", "data")}
-    for name in _SUMMARY_ADDED:
-        body.setdefault(name, [])
     return decode(Summary, {**body, "data": None}, where)
 
 
