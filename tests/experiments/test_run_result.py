@@ -139,7 +139,7 @@ def test_not_an_object_with_a_status_is_a_results_error_naming_the_file(data):
         RunResult.from_dict(data)
 
 
-def test_an_unknown_or_missing_field_is_a_results_error_naming_its_path(trained):
+def test_an_unknown_missing_or_mistyped_field_is_a_results_error_naming_its_path(trained):
     good = trained.to_dict()
     cases = [
         ({**good, "final": {**good["final"], "val_lossx": 1.0}},
@@ -155,6 +155,13 @@ def test_an_unknown_or_missing_field_is_a_results_error_naming_its_path(trained)
         ({**good, "run": {"arm": "relu"}}, r"^f\.json\.run: .*'label'"),
         ({**good, "run": {"label": "a", "arm": "a", "seed": 0, "size": "tiny"}},
          r"^f\.json\.run: unknown field\(s\) \['size'\]$"),
+        # every field is checked against its annotation, as a summary's are
+        ({**good, "final": {**good["final"], "params": 1.5}},
+         r"^f\.json\.final\.params: expected int, found 1\.5$"),
+        ({**good, "curves": {**good["curves"], "val": {"32": ["4.2"]}}},
+         r"^f\.json\.curves\.val\.32\[0\]: expected float \| None, found '4\.2'$"),
+        ({**good, "run": {"label": "a", "arm": "a", "seed": True}},
+         r"^f\.json\.run\.seed: expected int, found True$"),
     ]
     for data, message in cases:
         with pytest.raises(ResultsError, match=message):

@@ -21,10 +21,10 @@ from blocklab.experiments.summaries import (
     LrTrial,
     Summary,
     Table,
-    decode,
     save_summary,
     summary_from_dict,
 )
+from blocklab.jsonio import decode
 
 
 def _arm(**changes) -> FfnArm:
@@ -99,6 +99,16 @@ def test_a_field_that_does_not_match_fails_naming_it(tmp_path, change, message):
         load_summary(tmp_path, "ffn", "quick")
     assert "blocklab suite ffn --size quick" in str(err.value)  # and says how to rewrite it
     assert "\n" not in str(err.value)
+
+
+def test_a_field_added_without_a_new_schema_reads_at_its_default(tmp_path):
+    """machines and kernels came after SUMMARY_SCHEMA 11: a summary stored before them reads
+    as one whose runs were not mixed."""
+    summary = _ffn_summary()
+    doc = summary.to_dict()
+    del doc["machines"], doc["kernels"]
+    _write(tmp_path, doc)
+    assert load_summary(tmp_path, "ffn", "quick") == summary
 
 
 def test_summary_of_another_suite_or_size_is_refused(tmp_path):
