@@ -14,7 +14,7 @@ from blocklab.claims.registry import (
 )
 from blocklab.claims.width import c37_arms, combine_c37
 from blocklab.experiments.options import RunRequest
-from blocklab.experiments.suites.width.data import WidthData, WidthPoint
+from blocklab.experiments.suites.width.summary import WidthData, WidthPoint
 from blocklab.experiments.summaries import Interval, Summary, save_summary
 
 NR = "not-reproduced-at-this-scale"

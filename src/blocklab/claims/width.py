@@ -30,7 +30,7 @@ from blocklab.claims.rules import (
     settle,
     with_failed_seeds,
 )
-from blocklab.experiments.suites.width.data import WidthData
+from blocklab.experiments.suites.width.summary import WidthData
 
 C37_COMBINES = ("the page's warning is the two sliced parts: the claim is confirmed when both "
                 "are and nested training also comes close to training at m/2 alone and costs "

@@ -34,7 +34,7 @@ from blocklab.experiments.suites.ffn.summary import FfnData
 from blocklab.experiments.suites.norm_cost.summary import NormCostData
 from blocklab.experiments.suites.placement.summary import PlacementData
 from blocklab.experiments.suites.position.summary import PerPosition, PositionData, Read
-from blocklab.experiments.suites.width.data import WidthData
+from blocklab.experiments.suites.width.summary import WidthData
 from blocklab.experiments.summaries import Interval, summary_from_dict
 
 PART_LABELS = {"attention_proj": "attention projections", "attention_scores": "scores + values",

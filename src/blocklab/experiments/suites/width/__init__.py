@@ -19,35 +19,28 @@ grown at an edge and then refined at ×√3 either side of its interior best, `L
 arms with the same seed start from the same embeddings and attention weights and see the same
 batches, so the contrasts are paired by seed.
 
-`Summary.data` is a `data.WidthData`: each arm's loss at each width, with the width's parameters
+`Summary.data` is a `summary.WidthData`: each arm's loss at each width, with the width's parameters
 and FLOPs, and the three contrasts C37 grades.
+
+Its two modules: `runs` (arms and sizes, models, what a run measures, the plan and its price)
+and `summary` (what the summary holds, the contrasts, the tables).
 """
 
 from __future__ import annotations
 
 from blocklab.experiments.suites.base import Suite
-from blocklab.experiments.suites.width.configs import model_config, scale, shape, train_config
-from blocklab.experiments.suites.width.data import WidthData, WidthPoint
-from blocklab.experiments.suites.width.planning import plan, read_widths, tune
-from blocklab.experiments.suites.width.pricing import price
-from blocklab.experiments.suites.width.runs import train_arm, width_losses
-from blocklab.experiments.suites.width.sizes import ARMS, DATA, SIZES, TUNED_ARM, Size
-from blocklab.experiments.suites.width.summary import summarise, width_cost
+from blocklab.experiments.suites.width import runs, summary
 
 # How its runs become the metrics the registered rules read (`Suite.metric_version`).
 METRIC_VERSION = ("2026-12-02: C37's % contrasts of the final validation loss at prefix widths "
                   "m, m/2, m/4, paired by seed")
 SUITE = Suite("width", "the FFN's width as a control point: sliced vs nested-width training "
-              "(C37)", plan, summarise, WidthData, section="ffn",
+              "(C37)", runs.plan, summary.summarise, summary.WidthData, section="ffn",
               heading=("FFN width as a control point (width suite)",
                        "FFN 宽度作为控制点（width 实验）"),
-              figures=("width_control",), scale=scale, shape=shape,
+              figures=("width_control",), scale=runs.scale, shape=runs.shape,
               metric_version=METRIC_VERSION,
               # C37's registered rules read six paired seeds first, eight at full
               # (blocklab.claims.registry.c37_rules).
-              default_seeds={"tiny": 1, "quick": 6, "full": 8}, tune=tune,
-              precisions=("fp32", "bf16"), price=price)
-
-__all__ = ["ARMS", "DATA", "SIZES", "SUITE", "TUNED_ARM", "Size", "WidthData", "WidthPoint",
-           "model_config", "plan", "price", "read_widths", "scale", "summarise", "train_arm",
-           "train_config", "tune", "width_cost", "width_losses"]
+              default_seeds={"tiny": 1, "quick": 6, "full": 8}, tune=runs.tune,
+              precisions=("fp32", "bf16"), price=runs.price)

@@ -1,14 +1,30 @@
-"""What a `width` run measures: a training run, then its model's validation loss at each
-prefix width of its FFNs (`blocklab.nn.narrowed`), on the end-of-run evaluation's windows."""
+"""The `width` suite's runs, in the order a run comes about:
+
+    arms and sizes       the SwiGLU decoder trained three ways, the widths it is read at, each
+                         size's model and training budget
+    models and training  an arm's ModelConfig and the TrainConfig of every run (nested-width
+                         training for the nested arm), and the scale C37 is graded at
+    what a run measures  a training run, then its model's validation loss at each prefix width of
+                         its FFNs (`blocklab.nn.narrowed`), on the end-of-run evaluation's windows
+    the plan             the tuning stage (the ordinary arm over the lr grid), the evaluation runs
+                         (every arm at that one tuned lr) and each run's price
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from blocklab.config import ModelConfig
 from blocklab.experiments.env import torch_threads
+from blocklab.experiments.options import RunOptions
+from blocklab.experiments.results import train_identity
 from blocklab.experiments.run_result import RunResult
-from blocklab.experiments.suites.width.sizes import DATA
+from blocklab.experiments.scale import Scale
+from blocklab.experiments.suites.base import Results, RunSpec, tuning_seeds
+from blocklab.experiments.suites.evaluation import FINAL_EVAL_FRACTION
+from blocklab.experiments.suites.tuning import LrGrid, lr_trials, tune_arm
+from blocklab.experiments.summaries import ArmTuning, LrTrial
 
 if TYPE_CHECKING:
     from torch import nn
@@ -16,6 +32,111 @@ if TYPE_CHECKING:
     from blocklab.experiments.trainer import TrainConfig
 
 
+# --- arms and sizes -------------------------------------------------------------------------------
+DATA = "stdlib"
+# (a) trained at its whole width m and read at every prefix width by slicing; (b) trained with
+# nested widths (each step's loss the mean over m, m/2 and m/4) and read at each of them;
+# (c) trained at m/2 alone, the reference a nested model's m/2 should approach.
+ARMS = ("ordinary", "nested", "narrow")
+# The one learning rate of every arm is tuned on this arm: the three share the architecture, and
+# nested-width methods train with their baseline's hyperparameters.
+TUNED_ARM = "ordinary"
+# The prefix widths, as divisors of m: m, m/2, m/4.
+DIVISORS = (1, 2, 4)
+
+
+@dataclass(frozen=True)
+class Size:
+    """Model and training budget of one suite size; `d_ff` is m, the ordinary model's width."""
+
+    d_model: int
+    n_layers: int
+    n_heads: int
+    seq_len: int
+    batch_size: int
+    steps: int
+    d_ff: int
+    lr_grid: LrGrid
+    tuning_seeds: int
+    warmup_steps: int
+    eval_every: int
+    eval_batches: int
+    final_eval_fraction: float
+    init: str = "fan_in"
+
+    @property
+    def widths(self) -> tuple[int, ...]:
+        """m, m/2, m/4: the widths nested training trains and every model is read at."""
+        return tuple(self.d_ff // k for k in DIVISORS)
+
+    @property
+    def narrow(self) -> int:
+        """The width (c) trains at: m/2."""
+        return self.d_ff // 2
+
+    def width_of(self, arm: str) -> int:
+        """The intermediate width arm `arm` is built with."""
+        return self.narrow if arm == "narrow" else self.d_ff
+
+
+SIZES = {
+    "tiny": Size(d_model=32, n_layers=1, n_heads=2, seq_len=32, batch_size=4, steps=5,
+                 d_ff=64, lr_grid=LrGrid((1e-3, 3e-3, 1e-2), 3.0, max_extensions=1),
+                 tuning_seeds=1, warmup_steps=0, eval_every=0, eval_batches=1,
+                 final_eval_fraction=FINAL_EVAL_FRACTION["tiny"]),
+    # The ffn suite's quick model and budget (d 64 × 2 layers, 300 steps of 1,024 tokens) with
+    # m = 192: Llama's 8d/3 rounded up to a multiple of 64, so m/2 and m/4 are whole. The
+    # ×3 grid's interior optimum is refined at ×√3 either side (`LrGrid.refine`), on two
+    # tuning seeds.
+    "quick": Size(d_model=64, n_layers=2, n_heads=4, seq_len=64, batch_size=16, steps=300,
+                  d_ff=192, lr_grid=LrGrid((3e-3, 1e-2, 3e-2), 3.0, refine=True),
+                  tuning_seeds=2,
+                  warmup_steps=15, eval_every=25, eval_batches=8,
+                  final_eval_fraction=FINAL_EVAL_FRACTION["quick"]),
+    "full": Size(d_model=96, n_layers=3, n_heads=4, seq_len=128, batch_size=16, steps=1500,
+                 d_ff=256, lr_grid=LrGrid((2.5e-3, 5e-3, 1e-2, 2e-2, 4e-2), 2.0),
+                 tuning_seeds=2, warmup_steps=75, eval_every=50, eval_batches=16,
+                 final_eval_fraction=FINAL_EVAL_FRACTION["full"]),
+}
+
+
+# --- models and training --------------------------------------------------------------------------
+def model_config(arm: str, size: Size, d_ff: int | None = None) -> ModelConfig:
+    """The arm's model: the pre-norm RMSNorm RoPE SwiGLU decoder of the ffn suite, at the arm's
+    width (`d_ff`: another width, as budgets read a slice)."""
+    width = size.width_of(arm) if d_ff is None else d_ff
+    return ModelConfig(vocab_size=256, d_model=size.d_model, n_layers=size.n_layers,
+                       n_heads=size.n_heads, ffn="swiglu", d_ff=width,
+                       max_seq_len=size.seq_len, name=f"width-{arm}")
+
+
+def train_config(arm: str, size: Size, options: RunOptions, seed: int, lr: float
+                 ) -> TrainConfig:
+    """The same optimisation for every arm; the nested arm's loss is the mean over the
+    size's widths (`TrainConfig.nested_widths`). One thread, as every suite run."""
+    from blocklab.experiments.trainer import TrainConfig
+
+    return TrainConfig.for_run(
+        options, seed, steps=size.steps, batch_size=size.batch_size, seq_len=size.seq_len,
+        lr=lr, warmup_steps=size.warmup_steps, eval_every=size.eval_every,
+        eval_batches=size.eval_batches, log_every=0, threads=1, init=size.init,
+        final_eval_fraction=size.final_eval_fraction,
+        nested_widths=size.widths if arm == "nested" else ())
+
+
+def shape(size: str) -> tuple[ModelConfig, int, int]:
+    """The ordinary arm's model, batch and sequence length at `size` (`--precision auto`)."""
+    s = SIZES[size]
+    return model_config("ordinary", s), s.batch_size, s.seq_len
+
+
+def scale(size: str, claim: str) -> Scale:
+    """The scale C37's runs are graded at: the ordinary model and one run's training tokens."""
+    s = SIZES[size]
+    return Scale.of(model_config("ordinary", s), s.steps * s.batch_size * s.seq_len)
+
+
+# --- what a run measures --------------------------------------------------------------------------
 def width_losses(model: nn.Module, tc: TrainConfig, widths: tuple[int, ...]) -> dict[str, float]:
     """{str(k): mean validation loss (nats/token) with every FFN at its first k channels}, on
     the windows and batches the trainer's end-of-run evaluation scores (so the whole width
@@ -44,3 +165,61 @@ def train_arm(mc: ModelConfig, tc: TrainConfig, widths: tuple[int, ...], progres
     if result.status == "ok":
         result.extra["width_loss"] = width_losses(model, tc, widths)
     return result
+
+
+# --- the plan -------------------------------------------------------------------------------------
+def read_widths(arm: str, size: Size) -> tuple[int, ...]:
+    """The widths a run of `arm` is read at: every prefix width its model has."""
+    return tuple(k for k in size.widths if k <= size.width_of(arm))
+
+
+def _spec(kind: str, arm: str, size: Size, options: RunOptions, seed: int, lr: float,
+          label: str) -> RunSpec:
+    mc, tc = model_config(arm, size), train_config(arm, size, options, seed, lr)
+    widths = read_widths(arm, size)
+    payload = {"suite": "width", "kind": kind, "arm": arm, "model": mc.to_dict(),
+               "train": train_identity(tc), "data": DATA, "read_widths": list(widths)}
+
+    def execute(progress: Any) -> RunResult:
+        return train_arm(mc, tc, widths, progress, label)
+
+    return RunSpec(label, arm, seed, payload, execute)
+
+
+def tune(options: RunOptions, tuned: Results = ()) -> list[RunSpec]:
+    """The tuning stage: the ordinary arm at every lr of its grid (grown at an edge from the
+    results `tuned` so far), on the tuning seeds."""
+    size = SIZES[options.size]
+    grid = tune_arm(size.lr_grid, lr_trials(tuned), TUNED_ARM, size.d_model).grid
+    return [_spec("tune", TUNED_ARM, size, options, seed, lr,
+                  f"width tune {TUNED_ARM} lr {lr:g} seed {seed}")
+            for lr in grid for seed in tuning_seeds(options, size.tuning_seeds)]
+
+
+def tuning(size: Size, trials: list[LrTrial]) -> ArmTuning:
+    """The ordinary arm's tuning: its grid, the rate with the lowest mean final validation
+    loss over the tuning seeds, and whether that rate is interior."""
+    return tune_arm(size.lr_grid, trials, TUNED_ARM, size.d_model)
+
+
+def plan(options: RunOptions, tuned: Results) -> list[RunSpec]:
+    """Every arm at the ordinary arm's tuned lr on the options' seeds, in its precision."""
+    size = SIZES[options.size]
+    lr = tuning(size, lr_trials(tuned)).lr
+    return [_spec("train", arm, size, options, seed, lr, f"width {arm} seed {seed}")
+            for arm in ARMS for seed in options.seeds]
+
+
+def price(spec: RunSpec, cal) -> float | None:
+    """A training run priced as the trainer's (`estimate.training_s`); nested training as one
+    such run per nested width (a step runs the model once at each), then one evaluation per
+    width read, priced as a step each."""
+    from blocklab.experiments.estimate import TrainShape, training_s
+
+    payload = spec.payload
+    model = ModelConfig.from_dict(payload["model"])
+    train = TrainShape.from_payload(payload["train"])
+    widths = payload["train"].get("nested_widths") or [model.d_ff]
+    b, t, precision = train.batch_size, train.seq_len, train.precision
+    seconds = sum(training_s(model.replace(d_ff=k), train, cal) for k in widths)
+    return seconds + len(payload["read_widths"]) * cal.step_s(model, b, t, precision)
