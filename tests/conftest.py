@@ -194,6 +194,6 @@ def measuring(monkeypatch, tmp_path):
 
     monkeypatch.setenv("BLOCKLAB_CALIBRATION", "measure")
     monkeypatch.setenv("BLOCKLAB_CACHE_DIR", str(tmp_path))
-    calibration.forget()
+    calibration._MEMO.clear()
     yield tmp_path
-    calibration.forget()
+    calibration._MEMO.clear()

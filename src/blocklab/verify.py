@@ -24,8 +24,6 @@ FD_TOL = 1e-7
 PAGE_TOL = 1e-6
 EXACT_TOL = 1e-12
 
-PAGE_000 = "000_4f34db7e0f1b54c8.txt"
-
 
 @dataclass(frozen=True)
 class Check:

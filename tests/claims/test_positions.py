@@ -389,14 +389,12 @@ def test_zoo_params_rope_adds_nothing_and_a_table_adds_rows_times_width():
 
 
 def test_rope_flops_at_llama_3_8b_by_hand():
-    from blocklab.claims.positions import rope_flop_share
-
-    found = rope_flop_share(4096)
+    found = cp.flop_shares(4096)["rope"]
     # 32 layers × 4,096 tokens × (32 query + 8 key heads) × 128 rotated dims × 3 FLOPs
-    assert found["rope_flops"] == 32 * 4096 * (32 + 8) * 128 * 3 == 2_013_265_920
+    assert found["flops"] == 32 * 4096 * (32 + 8) * 128 * 3 == 2_013_265_920
     # a prefill costs at least 2 FLOPs per weight of the 32 layers per token: 2·218,103,808·32
     floor = 2 * 218_103_808 * 32 * 4096
-    assert 0 < found["share"] < found["rope_flops"] / floor < 1e-4
+    assert 0 < found["share"] < found["flops"] / floor < 1e-4
 
 
 def test_alibi_and_absolute_flops_at_llama_3_8b_by_hand():

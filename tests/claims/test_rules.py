@@ -25,7 +25,6 @@ from blocklab.claims.rules import (
     decide,
     decide_parts,
     failed_runs_part,
-    grade,
     majority,
     settle,
 )
@@ -259,11 +258,6 @@ def test_bounds_and_bands():
     with pytest.raises(ValueError, match="equivalence"):
         decide(Rule(metric="x", smallest_effect=1.0, margin=0.1, min_seeds=2, claimed=0.0),
                Estimate(0.0, -1.0, 1.0, 3))
-
-
-def test_grade_is_decide_at_five_percent():
-    est = Estimate(-2.0, -2.8, -1.2, 6)
-    assert grade(RULE, est) == decide(RULE, est, 0.05)
 
 
 def test_rule_hash_is_the_canonical_json_and_changes_with_the_rule():

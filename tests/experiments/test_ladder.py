@@ -16,7 +16,6 @@ from blocklab.experiments.suites.tuning import rounded
 
 def test_multiples_and_widths_by_hand():
     assert [ladder.multiple(s) for s in ("quick", *ladder.RUNGS)] == [1, 2, 4, 8]
-    assert [ladder.steps_up(s) for s in ("quick", *ladder.RUNGS)] == [0, 1, 2, 3]
     # 64 · 4^(1/4) = 90.5 → 96 (6 heads of 16); 64 · 16^(1/4) = 128; 64 · 64^(1/4) = 181 → 176
     # × m^(1/4): 64, 76.1, 90.5, 107.6 to whole 16-wide heads; 16, 19.0, 22.6, 26.9
     assert [ladder.width(64, m, 16) for m in (1, 2, 4, 8)] == [64, 80, 96, 112]
@@ -44,8 +43,8 @@ def test_each_ffn_rung_trains_its_multiple_of_the_quick_compute(rung):
     assert size.lr_grid.refine and size.tuning_seeds == quick.tuning_seeds == 2
     assert size.warmup_steps == round(size.steps * quick.warmup_steps / quick.steps)
     # the parameters grow about ×√2 a rung (width × 2^(1/4), rounded to whole heads)
-    assert 1.2 ** ladder.steps_up(rung) < param_count("relu", size) / param_count(
-        "relu", quick) < 1.7 ** ladder.steps_up(rung)
+    up = ladder.RUNGS.index(rung) + 1  # rungs above quick
+    assert 1.2 ** up < param_count("relu", size) / param_count("relu", quick) < 1.7 ** up
 
 
 def test_only_suites_with_a_ladder_have_the_rungs():

@@ -73,32 +73,6 @@ def test_result_is_written_atomically(monkeypatch, tmp_path, tiny_model, tiny_tr
     assert [p.name for p in tmp_path.iterdir()] == ["result.json"]  # no temp file left
 
 
-def test_interrupted_grid_resumes_by_skipping_done_runs(monkeypatch, tmp_path, tiny_model,
-                                                        tiny_train):
-    store = ResultStore(tmp_path)
-    grid = [tiny_train.replace(steps=2, seed=seed) for seed in range(3)]
-    done = tr.run_stored(store, tiny_model, grid[0], "stdlib")
-    key_torn = run_id(tiny_model, grid[1], "stdlib")
-    store.path_for(key_torn).write_text('{"status": ')  # interrupted mid-write (not atomic)
-
-    trained = []
-    real_run = tr.run
-
-    def counting(model_config, train_config, *args, **kwargs):
-        trained.append(train_config.seed)
-        return real_run(model_config, train_config, *args, **kwargs)
-
-    monkeypatch.setattr(tr, "run", counting)
-    results = [tr.run_stored(store, tiny_model, cfg, "stdlib") for cfg in grid]
-    assert trained == [1, 2]  # seed 0 was skipped
-    assert results[0] == done
-    assert [r.train_config["seed"] for r in results] == [0, 1, 2]
-    assert sorted(rid for rid, _ in store.iter_results()) == sorted(
-        run_id(tiny_model, cfg, "stdlib") for cfg in grid)
-    assert all(r.run_id == run_id(tiny_model, cfg, "stdlib")
-               for r, cfg in zip(results, grid, strict=True))
-
-
 def test_reading_results_needs_no_torch():
     import subprocess
     import sys

@@ -24,7 +24,7 @@ def test_both_steps_are_timed_and_the_faster_is_kept(measuring):
 
 def test_a_kept_answer_builds_no_model(measuring, monkeypatch):
     first = step_precision.faster_precision(CFG, batch=2, seq_len=16)
-    calibration.forget()
+    calibration._MEMO.clear()
 
     def refuse(*args, **kwargs):
         raise AssertionError("a kept answer must not build models")

@@ -34,7 +34,7 @@ def test_the_faster_candidate_wins_and_is_kept_on_disk(measuring):
     # the memo answers in-process; a fresh process (memo dropped) reads the file
     assert calibration.fastest("op", key, {"slow": _never, "quick": _never},
                                default="slow") == "quick"
-    calibration.forget()
+    calibration._MEMO.clear()
     assert calibration.fastest("op", key, {"slow": _never, "quick": _never},
                                default="slow") == "quick"
 
@@ -60,7 +60,7 @@ def test_another_shape_or_another_machine_is_measured_anew(measuring, monkeypatc
     calibration.fastest("op", {"n": 1}, {"a": _slow(0.003), "b": _slow(0)}, default="a")
     assert calibration.fastest("op", {"n": 2}, {"a": _slow(0), "b": _slow(0.003)},
                                default="a") == "a"
-    calibration.forget()
+    calibration._MEMO.clear()
     monkeypatch.setattr(calibration, "machine_key", lambda: "another-cpu")
     assert calibration.fastest("op", {"n": 1}, {"a": _slow(0), "b": _slow(0.003)},
                                default="b") == "a"
@@ -76,7 +76,7 @@ def test_a_damaged_or_stale_file_is_measured_again_and_rewritten(measuring):
                                default="a") == "b"
     assert json.loads(path.read_text())["fastest"] == "b"
     # a file that measured other candidates does not answer for these
-    calibration.forget()
+    calibration._MEMO.clear()
     assert calibration.fastest("op", key, {"a": _slow(0.003), "c": _slow(0)},
                                default="a") == "c"
 

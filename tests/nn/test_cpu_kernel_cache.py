@@ -17,8 +17,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from blocklab.nn import RMSNorm, cpu_kernels
-from blocklab.nn.norm import resolve_rms_impl
+from blocklab.nn import RMSNorm, backends, cpu_kernels
 
 needs_kernels = pytest.mark.skipif(not cpu_kernels.available(),
                                    reason=f"no CPU kernels: {cpu_kernels.unavailable_reason()}")
@@ -196,7 +195,7 @@ def test_cache_writable_by_others_is_refused(cache, mode):
     os.chmod(cache, mode)
     reason = cpu_kernels.unavailable_reason()
     assert reason == f"kernel cache {cache} is writable by others (mode {mode:o})"
-    assert resolve_rms_impl("fast", torch.randn(2, 8)) == "lean"
+    assert backends.resolve("rms_norm", "fast", torch.randn(2, 8)) == "lean"
     assert list(cache.iterdir()) == []  # nothing built into it either
     assert _rms_correct()
 

@@ -14,8 +14,8 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from blocklab.nn import cpu_kernels
-from blocklab.nn.norm import RMSNorm, resolve_rms_impl
+from blocklab.nn import backends, cpu_kernels
+from blocklab.nn.norm import RMSNorm
 
 F32 = dict(atol=1e-6, rtol=1e-6)
 
@@ -136,13 +136,13 @@ def test_cpu_add_rms_norm_rejects_mismatch():
 @needs_kernels
 def test_fast_picks_cpu_for_float32_and_bfloat16_and_lean_otherwise():
     w = torch.ones(8)
-    assert resolve_rms_impl("fast", torch.randn(2, 8), w) == "cpu"
-    assert resolve_rms_impl("fast", torch.randn(2, 8, dtype=torch.bfloat16), w) == "cpu"
-    assert resolve_rms_impl("fast", torch.randn(2, 8, dtype=torch.bfloat16),
+    assert backends.resolve("rms_norm", "fast", torch.randn(2, 8), w) == "cpu"
+    assert backends.resolve("rms_norm", "fast", torch.randn(2, 8, dtype=torch.bfloat16), w) == "cpu"
+    assert backends.resolve("rms_norm", "fast", torch.randn(2, 8, dtype=torch.bfloat16),
                             w.bfloat16()) == "cpu"
-    assert resolve_rms_impl("fast", torch.randn(2, 8), w.bfloat16()) == "lean"
-    assert resolve_rms_impl("fast", torch.randn(2, 8, dtype=torch.float64), w) == "lean"
-    assert resolve_rms_impl("fast", torch.randn(2, 8, dtype=torch.float16), w) == "lean"
+    assert backends.resolve("rms_norm", "fast", torch.randn(2, 8), w.bfloat16()) == "lean"
+    assert backends.resolve("rms_norm", "fast", torch.randn(2, 8, dtype=torch.float64), w) == "lean"
+    assert backends.resolve("rms_norm", "fast", torch.randn(2, 8, dtype=torch.float16), w) == "lean"
 
 
 def test_explicit_cpu_impl_on_float16_raises_with_reason():
@@ -365,7 +365,7 @@ def fresh_kernels(monkeypatch, tmp_path):
 def test_disabled_kernels_fall_back_to_fused(fresh_kernels, monkeypatch):
     monkeypatch.setenv("BLOCKLAB_CPU_KERNELS", "0")
     assert cpu_kernels.unavailable_reason() == "disabled by BLOCKLAB_CPU_KERNELS=0"
-    assert resolve_rms_impl("fast", torch.randn(2, 8)) == "lean"
+    assert backends.resolve("rms_norm", "fast", torch.randn(2, 8)) == "lean"
     ref, auto = _pair(False, impl="fast")
     x = torch.randn(5, 24)
     assert_close(auto(x), ref(x), **F32)
@@ -377,7 +377,7 @@ def test_missing_compiler_falls_back_with_reason(fresh_kernels, monkeypatch):
     monkeypatch.setenv("CC", str(fresh_kernels / "no-such-cc"))
     reason = cpu_kernels.unavailable_reason()
     assert reason is not None and "no-such-cc" in reason
-    assert resolve_rms_impl("fast", torch.randn(2, 8)) == "lean"
+    assert backends.resolve("rms_norm", "fast", torch.randn(2, 8)) == "lean"
 
 
 @needs_kernels

@@ -9,7 +9,6 @@ from blocklab.nn import DecoderLM
 from blocklab.nn.int8 import (
     fake_quantize,
     int8_scale,
-    is_quantized,
     nonfinite_weights,
     quantize_int8,
     quantize_model,
@@ -80,16 +79,21 @@ def test_merged_per_tensor_scale_is_the_max_and_differs():
     torch.testing.assert_close(merged[2], separate[2], atol=0, rtol=0)  # down never merged
 
 
+def _int8(linear: nn.Module) -> bool:
+    """Whether the layer's weight is a torchao int8 tensor, not a plain float Parameter."""
+    return type(linear.weight) is not nn.Parameter and type(linear.weight.data) is not torch.Tensor
+
+
 def test_ffn_only_leaves_attention_untouched():
     cfg = ModelConfig(vocab_size=64, d_model=32, n_layers=2, n_heads=4, d_ff=48)
     model = quantize_model(DecoderLM(cfg).eval(), "ffn", "weight-only")
     for layer in model.layers:
         for proj in (layer.ffn.gate_proj, layer.ffn.up_proj, layer.ffn.down_proj):
-            assert is_quantized(proj)
+            assert _int8(proj)
         for proj in (layer.attention.q_proj, layer.attention.k_proj, layer.attention.v_proj,
                      layer.attention.o_proj):
-            assert type(proj.weight) is nn.Parameter and not is_quantized(proj)
-    assert not is_quantized(model.lm_head)
+            assert type(proj.weight) is nn.Parameter and not _int8(proj)
+    assert not _int8(model.lm_head)
 
 
 def test_quiet_torchao_import_puts_the_log_levels_back_even_on_error():

@@ -11,8 +11,8 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from blocklab.nn import lean
-from blocklab.nn.norm import RMSNorm, resolve_rms_impl
+from blocklab.nn import backends, lean
+from blocklab.nn.norm import RMSNorm
 
 F32 = dict(atol=1e-6, rtol=1e-6)
 BF16 = dict(atol=2**-6, rtol=2**-6)
@@ -86,9 +86,9 @@ def test_add_rms_norm_matches_sum_then_reference(dtype):
 
 def test_fast_is_lean_where_no_kernel_runs_and_reference_rejects_nothing():
     x = torch.randn(2, 8)
-    assert resolve_rms_impl("fast", x.half()) == "lean"
-    assert resolve_rms_impl("fast", x.double()) == "lean"
-    assert resolve_rms_impl("reference", x) == "reference"
+    assert backends.resolve("rms_norm", "fast", x.half()) == "lean"
+    assert backends.resolve("rms_norm", "fast", x.double()) == "lean"
+    assert backends.resolve("rms_norm", "reference", x) == "reference"
     with pytest.raises(ValueError, match="impl='bogus'"):
         RMSNorm(8, impl="bogus")
 

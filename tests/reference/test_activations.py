@@ -6,34 +6,22 @@ import pytest
 
 from blocklab.reference import (
     gelu,
-    gelu_grad,
     gelu_tanh,
-    gelu_tanh_grad,
     relu,
     relu_grad,
     sigmoid,
-    sigmoid_grad,
     silu,
     silu_grad,
 )
 
 ALL = [
     sigmoid,
-    sigmoid_grad,
     silu,
     silu_grad,
     relu,
     relu_grad,
     gelu,
-    gelu_grad,
     gelu_tanh,
-    gelu_tanh_grad,
-]
-PAIRS = [
-    (sigmoid, sigmoid_grad),
-    (silu, silu_grad),
-    (gelu, gelu_grad),
-    (gelu_tanh, gelu_tanh_grad),
 ]
 GRID = np.linspace(-8.0, 8.0, 321)
 EXTREMES = np.array([-1e308, -1e300, -1e20, -800.0, -40.0, 0.0, 40.0, 800.0, 1e20, 1e300, 1e308])
@@ -80,9 +68,8 @@ def test_nan_propagates(f):
     assert math.isnan(f(float("nan")))
 
 
-@pytest.mark.parametrize("f, grad", PAIRS, ids=lambda f: f.__name__)
-def test_derivative_matches_central_difference(f, grad):
-    np.testing.assert_allclose(grad(GRID), _central(f, GRID), rtol=1e-8, atol=1e-9)
+def test_silu_derivative_matches_central_difference():
+    np.testing.assert_allclose(silu_grad(GRID), _central(silu, GRID), rtol=1e-8, atol=1e-9)
 
 
 def test_relu_and_its_subgradient():
@@ -110,7 +97,6 @@ def test_gelu_exact_values():
     # gelu(1) = Phi(1), gelu(-1) = -Phi(-1).
     assert gelu(1.0) == pytest.approx(0.8413447460685429, abs=1e-15)
     assert gelu(-1.0) == pytest.approx(-0.15865525393145707, abs=1e-15)
-    assert gelu_grad(0.0) == 0.5
 
 
 def test_gelu_tanh_approximates_exact_gelu():

@@ -44,9 +44,6 @@ from blocklab.config import ModelConfig
 LAYER_COMPONENTS = ("q_proj", "k_proj", "v_proj", "o_proj", "qk_norm", "gate_proj", "up_proj",
                     "down_proj", "router", "attn_norm", "ffn_norm", "post_attn_norm",
                     "post_ffn_norm")
-# Model-level components in display order.
-MODEL_COMPONENTS = ("embed_tokens", "position_embedding", "token_type_embedding", "embed_norm",
-                    "final_norm", "pooler", "lm_head")
 
 ATTENTION_PARTS = ("q_proj", "k_proj", "v_proj", "o_proj")
 FFN_PARTS = ("gate_proj", "up_proj", "down_proj", "router")

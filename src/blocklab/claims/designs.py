@@ -65,7 +65,7 @@ its registered rules of `--size quick`,
    max_seeds, 3–10 at --size quick), the table's notes column says so (`interval_misses`):
    the fix belongs to the metric's interval, which is noted, not changed here.
 
-Deterministic: a seeded numpy Generator per claim and distribution (`simulate_claim`).
+Deterministic: a seeded numpy Generator per claim and distribution (`simulate_claims`).
 """
 
 from __future__ import annotations
@@ -98,7 +98,6 @@ from blocklab.errors import InputError
 DESIGNS = stats.SPENDINGS  # every spending function a rule may name
 DISTRIBUTIONS = ("normal", "lognormal", "t3")
 SCENARIOS = (0.0, 0.5, 1.0, 1.5, 2.0)  # the true effects, as multiples of each part's b
-WORST = SCENARIOS.index(1.0)  # every part exactly at its boundary
 LOGNORMAL_SIGMA = 0.5
 T_DF = 3
 FWE_LIMIT = ALPHA
@@ -428,23 +427,6 @@ def interval_misses(model: ClaimModel, reps: int = 200_000, seed: int = SEED
     return out
 
 
-def simulate_claim(claim_id: str, reps: int, seed: int = SEED, size: str = "quick",
-                   designs: Sequence[str] = DESIGNS,
-                   distributions: Sequence[str] = DISTRIBUTIONS,
-                   note_reps: int = 200_000) -> ClaimSimulation | None:
-    """Every design of `claim_id` under every distribution (None: no seeded part)."""
-    model = claim_model(claim_id, size)
-    if model is None:
-        return None
-    results, runs = [], {}
-    for distribution in distributions:
-        found, decided = simulate_one(model, distribution, reps, seed, designs)
-        results += found
-        runs.update(decided)
-    misses = interval_misses(model, note_reps, seed) if note_reps else {}
-    return ClaimSimulation(model, tuple(results), runs, misses)
-
-
 def choose(sim: ClaimSimulation, distributions: Sequence[str] | None = None) -> Choice:
     """The design the module docstring's registered criterion picks for one claim (over
     `distributions`, by default every one simulated; `Choice.normal_only` is the same rule
@@ -497,9 +479,9 @@ def _simulate_task(task: tuple[str, str, int, int, str]
 
 def simulate_claims(claims: Sequence[str], reps: int, seed: int = SEED, size: str = "quick",
                     workers: int = 1, note_reps: int = 200_000) -> list[ClaimSimulation]:
-    """`simulate_claim` for each of `claims` that has seeded parts, one (claim, distribution)
-    per task on `workers` processes (the same numbers whatever their count: each task seeds
-    its own Generator)."""
+    """Every design of each of `claims` that has seeded parts under every distribution, one
+    (claim, distribution) per task on `workers` processes (the same numbers whatever their
+    count: each task seeds its own Generator)."""
     models = {c: m for c in claims if (m := claim_model(c, size)) is not None}
     tasks = [(c, x, reps, seed, size) for c in models for x in DISTRIBUTIONS]
     if workers > 1:

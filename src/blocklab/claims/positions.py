@@ -36,7 +36,6 @@ from blocklab.claims.registry import (  # noqa: F401 - the rules' names, as the 
     c21_fair_arms,
     c21_plan,
     c30_plan,
-    c31_plan,
     c31_rules,
     registered,
 )

@@ -118,11 +118,6 @@ def c16_rule(arm: str, size: str = "quick") -> Rule:
 # the parts, never graded: a CPU timing measures kernels and this machine, not the formula.
 C18_ABOUT_PCT = 7.0  # the page's saving
 C18_BAND_PCT = 2.0  # "about": 5–9%
-C18_STEP_PART = "a training step is cheaper with RMSNorm"  # graded until 2026-12-01, reported
-C18_STEP_RULE = Rule(  # the retired step part's rule, kept for old results' hashes
-    metric="100·(RMSNorm step time / LayerNorm step time − 1), %, median over interleaved "
-           "repeats with a paired bootstrap 95% CI (negative = RMSNorm cheaper)",
-    smallest_effect=1.0, margin=1.0, min_seeds=5, claimed=-7.0)
 C18_FLOPS_PART = "the norm needs about 7% fewer FLOPs"
 C18_BYTES_PART = "the norm moves about 7% fewer bytes"
 C18_STEP_FLOPS_PART = "a training step needs about 7% fewer FLOPs"
@@ -430,12 +425,6 @@ def c31_rules() -> dict[str, Rule]:
             C31_ALIBI_PARAMS_PART: c31_params_rule("ALiBi"),
             C31_ALIBI_FLOPS_PART: c31_share_rule("alibi"),
             C31_ABSOLUTE_FLOPS_PART: c31_share_rule("absolute")}
-
-
-def c31_plan(size: str) -> list[str]:
-    """C31's part names; the same at every size (counts, and the cost run's SDPA calls, which
-    every size plans)."""
-    return list(c31_rules())
 
 
 # --- C32 and C33: int8 quantization -------------------------------------------------------------

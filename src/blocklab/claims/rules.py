@@ -300,10 +300,6 @@ class Decision:
         return asdict(self)
 
 
-# A compatibility name: the old `grade` returned a Graded (verdict, reason).
-Graded = Decision
-
-
 @dataclass(frozen=True)
 class DecidingInterval:
     """The interval a part was decided on, in the metric's units: the estimate's stored 95%
@@ -622,13 +618,6 @@ def _seeds_to_decide(rule: Rule, n: int, sd: float, distance: float,
             return m
     last = look_level(rule, rule.max_seeds, share)
     return stats.seeds_needed(distance, sd, power=POWER, alpha=last, max_n=MAX_SEEDS)
-
-
-def grade(rule: Rule, estimate: Estimate, *, fair_arms: bool = False,
-          longer_run_agrees: bool = False) -> Decision:
-    """`decide` at α = 0.05 (the name the ledger used before decisions had levels)."""
-    return decide(rule, estimate, ALPHA, fair_arms=fair_arms,
-                  longer_run_agrees=longer_run_agrees)
 
 
 # --- the parts of one claim ---------------------------------------------------------------------

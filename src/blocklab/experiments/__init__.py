@@ -1,10 +1,9 @@
 """Seeded, deterministic, resumable training experiments on built-in data.
 
     data        corpora (stdlib, shakespeare, your files), `ByteTokenizer`, batch sampler
-    synthetic   passkey retrieval, associative recall, copy; `passkey_accuracy`
+    synthetic   passkey retrieval; `passkey_accuracy`
     init        named initialisations (gpt2, xavier, fan_in, depth, default)
-    trainer     `TrainConfig`, `train`, `run` -> one `RunResult`; `run_stored` (trains only
-                what a `ResultStore` lacks)
+    trainer     `TrainConfig`, `train`, `run` -> one `RunResult`
     run_result  `RunResult`, a run's typed result (no PyTorch)
     options     `RunRequest`: what one command asks to run or read (results, size, seed
                 offset, precision, budget); `RunOptions`: size, seeds, precision and backend
@@ -30,8 +29,6 @@ _EXPORTS = {
     "validation_windows": "data",
     "SyntheticExample": "synthetic",
     "answer_accuracy": "synthetic",
-    "associative_recall_example": "synthetic",
-    "copy_example": "synthetic",
     "passkey_accuracy": "synthetic",
     "passkey_example": "synthetic",
     "INITS": "init",
@@ -42,7 +39,6 @@ _EXPORTS = {
     "learning_rate": "trainer",
     "make_progress": "trainer",
     "run": "trainer",
-    "run_stored": "trainer",
     "train": "trainer",
     "ResultStore": "results",
     "run_id": "results",

@@ -52,11 +52,6 @@ def multiple(size: str) -> int:
     return _MULTIPLE[size]
 
 
-def steps_up(size: str) -> int:
-    """The rung's index: 0 for quick, k for rung k (each `STEP`× the one below)."""
-    return round(math.log(multiple(size), STEP))
-
-
 def rungs_above(flops: float, base_flops: float) -> float:
     """`flops` in rungs above the quick size's `base_flops`: log_STEP(flops / base)."""
     return math.log(flops / base_flops, STEP)

@@ -2,10 +2,11 @@
 
     store = ResultStore("runs/ffn")
     for model_config, train_config in grid:
-        result = run_stored(store, model_config, train_config, "stdlib")  # trains if missing
+        key = run_id(model_config, train_config, "stdlib")
+        if not store.has(key):  # trains only what is missing
+            trainer.run(model_config, train_config, "stdlib", store.path_for(key))
 
-(`run_stored` is the trainer's, `blocklab.experiments.trainer.run_stored`: the store only keeps
-results, it never trains.)
+(the store only keeps results, it never trains.)
 
 A result is one file `<root>/<run_id>.json`, written atomically: a reader (or a crash) sees the
 previous file or the complete new one, never half. A file that is damaged (cut short, not

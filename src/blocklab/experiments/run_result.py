@@ -91,8 +91,8 @@ class FinalMetrics:
 # FinalMetrics fields added after results were first stored (None in older files).
 _FINAL_ADDED = ("unigram_loss", "bigram_loss", "learned_share")
 
-# How a training run can fail (`trainer.STATUSES` beside "ok"): each is missing data, counted
-# apart from quality, never a measurement.
+# How a training run can fail (a status other than "ok"): each is missing data, counted apart
+# from quality, never a measurement.
 FAILED_STATUSES = ("diverged", "stuck", "did_not_learn")
 
 
@@ -149,7 +149,7 @@ class RunResult:
     @property
     def claimed_id(self) -> str | None:
         """The run id this result says it is: a suite run's (`run.run_id`), or a lone training
-        run's own (one with no suite stamps, as `trainer.run_stored` keeps it); None for a suite
+        run's own (one with no suite stamps, as `trainer.run` writes it); None for a suite
         run stored before runs recorded their id."""
         if self.run is not None:
             return self.run.run_id

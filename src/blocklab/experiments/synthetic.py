@@ -1,9 +1,7 @@
-"""Synthetic byte-level tasks with known answers, each generated deterministically from a seed.
+"""A synthetic byte-level task with a known answer, generated deterministically from a seed.
 
     passkey             filler · "The pass key is 12345. Remember it. 12345 is the pass key." ·
                         filler · "What is the pass key? The pass key is 12345"
-    associative recall  "kqx:482 abf:107 ... ? abf:107"
-    copy                "qwhzyoeb|qwhzyoeb"
 
 Every example is a `SyntheticExample`: the whole byte sequence, answer included, and the
 positions of the answer bytes in it. A causal language model is scored by teacher forcing: the
@@ -14,7 +12,6 @@ the long-context retrieval test of Mohtashami & Jaggi 2023 (https://arxiv.org/ab
 
 from __future__ import annotations
 
-import string
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -87,46 +84,6 @@ def passkey_example(seed: int, length: int = 512, depth: float = 0.5) -> Synthet
     text = filler[:cut] + needle + filler[cut:] + question
     realised = cut / filler_len if filler_len else depth
     return _example(text, key, depth=realised, needle_start=cut)
-
-
-def associative_recall_example(seed: int, n_pairs: int = 8, key_len: int = 3,
-                               value_len: int = 3) -> SyntheticExample:
-    """`n_pairs` distinct lowercase keys with digit values, then "? key:" and its value.
-
-    "kqx:482 abf:107 zzm:955 ? abf:107": the answer is the value bytes at the end.
-    """
-    for name, value in (("n_pairs", n_pairs), ("key_len", key_len), ("value_len", value_len)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise InputError(f"{name}={value!r} is not allowed; expected a positive integer")
-    if n_pairs > 26 ** key_len:
-        raise InputError(f"n_pairs={n_pairs} exceeds the {26 ** key_len} distinct keys of "
-                         f"key_len={key_len}")
-    rng = _rng(seed)
-    letters = np.array(list(string.ascii_lowercase))
-    keys: list[str] = []
-    while len(keys) < n_pairs:
-        key = "".join(rng.choice(letters, key_len))
-        if key not in keys:
-            keys.append(key)
-    values = ["".join(str(d) for d in rng.integers(0, 10, value_len)) for _ in keys]
-    query = int(rng.integers(0, n_pairs))
-    pairs = " ".join(f"{k}:{v}" for k, v in zip(keys, values, strict=True))
-    return _example(f"{pairs} ? {keys[query]}:{values[query]}", values[query])
-
-
-def copy_example(seed: int, length: int = 16, alphabet: str = string.ascii_lowercase,
-                 separator: str = "|") -> SyntheticExample:
-    """A random string of `length` characters, `separator`, then the same string again.
-
-    The answer is the whole second copy.
-    """
-    if isinstance(length, bool) or not isinstance(length, int) or length < 1:
-        raise InputError(f"length={length!r} is not allowed; expected a positive integer")
-    if not alphabet or separator in alphabet:
-        raise InputError(f"alphabet {alphabet!r} must be non-empty and exclude the separator")
-    rng = _rng(seed)
-    chars = "".join(rng.choice(np.array(list(alphabet)), length))
-    return _example(f"{chars}{separator}{chars}", chars)
 
 
 def example_seeds(seed: int, n: int) -> list[int]:

@@ -112,7 +112,6 @@ FLOATS = frozenset({torch.float16, torch.bfloat16, torch.float32, torch.float64}
 _TRITON_DEVICES = frozenset({"cuda", "cpu"}) \
     if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0") else frozenset({"cuda"})
 ANYWHERE = Capabilities(dtypes=FLOATS)
-CPU_KERNEL = Capabilities(dtypes=frozenset({torch.float32}), devices=frozenset({"cpu"}))
 # The C kernels also take bfloat16 (bfloat16 in and out, float32 inside; eager mode).
 CPU_KERNEL_BF16 = Capabilities(dtypes=frozenset({torch.float32, torch.bfloat16}),
                                devices=frozenset({"cpu"}))

@@ -155,8 +155,3 @@ def _write(path: Path, value: dict) -> None:
         os.replace(handle.name, path)
     except OSError:
         pass  # a read-only cache costs a measurement per process, never a wrong answer
-
-
-def forget() -> None:
-    """Drop this process's memo (tests; a changed $BLOCKLAB_CACHE_DIR)."""
-    _MEMO.clear()

@@ -215,14 +215,7 @@ def nonfinite_weights(model: nn.Module) -> dict[str, int]:
     return counts
 
 
-def is_quantized(linear: nn.Module) -> bool:
-    """Whether an nn.Linear's weight is a torchao int8 tensor (not a plain float tensor)."""
-    weight = getattr(linear, "weight", None)
-    return isinstance(weight, Tensor) and type(weight.data) is not Tensor and \
-        type(weight) is not nn.Parameter
-
-
 __all__ = ["GRANULARITIES", "MODES", "PARTS", "SWIGLU_SCHEMES", "fake_quantize",
-           "gated_ffn_weights", "int8_scale", "is_quantized", "linear_filter",
+           "gated_ffn_weights", "int8_scale", "linear_filter",
            "nonfinite_weights", "part_of", "quantize_int8", "quantize_model", "quantize_swiglu",
            "swiglu_quantized_copy", "torchao_config"]

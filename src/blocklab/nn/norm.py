@@ -34,12 +34,6 @@ from blocklab.nn import backends, kernel_probes, lean
 CASTS = ("llama", "gemma")
 
 
-def resolve_rms_impl(impl: str, x: torch.Tensor, weight: torch.Tensor | None = None) -> str:
-    """The implementation ("reference", "lean", "cpu" or "triton") that `impl` means for an
-    RMSNorm of x with gain weight; see `blocklab.nn.backends.resolve`."""
-    return backends.resolve("rms_norm", impl, x, weight)
-
-
 def _check_dim_eps(owner: str, dim: int, eps: float) -> None:
     if isinstance(dim, bool) or not isinstance(dim, int) or dim <= 0:
         raise InputError(f"{owner}: dim={dim!r} is not allowed; expected a positive integer")

@@ -7,13 +7,10 @@ checks compare against these functions. The page's own names and return keys are
 
 from .activations import (
     gelu,
-    gelu_grad,
     gelu_tanh,
-    gelu_tanh_grad,
     relu,
     relu_grad,
     sigmoid,
-    sigmoid_grad,
     silu,
     silu_grad,
 )
@@ -52,9 +49,7 @@ __all__ = [
     "equal_param_width",
     "ffn_budget",
     "gelu",
-    "gelu_grad",
     "gelu_tanh",
-    "gelu_tanh_grad",
     "layernorm",
     "layernorm_jacobian",
     "llama_ffn_width",
@@ -72,7 +67,6 @@ __all__ = [
     "scale_invariance_gap",
     "shift_scale_table",
     "sigmoid",
-    "sigmoid_grad",
     "silu",
     "silu_grad",
     "sliced_swiglu",

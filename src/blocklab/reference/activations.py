@@ -1,4 +1,4 @@
-"""Elementwise activations used by FFNs, and their derivatives, in float64.
+"""Elementwise activations used by FFNs, and the derivatives the checks need, in float64.
 
 Every function accepts a scalar, a list or an array ``z`` of real numbers, of any shape, and
 returns a float64 result of the same shape (a NumPy scalar for scalar input); a string, a bool,
@@ -6,13 +6,13 @@ None or a complex number raises ``InputError`` (a ``ValueError``). Non-finite en
 as elementwise maps should; none of these functions warns or overflows for finite ``|z|`` up to
 the float64 maximum.
 
-    sigmoid(z)   = 1 / (1 + exp(-z))            sigmoid'(z) = sigmoid(z) sigmoid(-z)
+    sigmoid(z)   = 1 / (1 + exp(-z))
     silu(z)      = z sigmoid(z)                 silu'(z)    = sigmoid(z) (1 + z sigmoid(-z))
     relu(z)      = max(z, 0)                    relu'(z)    = 1[z > 0]
-    gelu(z)      = z Phi(z)                     gelu'(z)    = Phi(z) + z phi(z)
+    gelu(z)      = z Phi(z)
     gelu_tanh(z) = z (1 + tanh(k(z))) / 2,      k(z) = sqrt(2/pi) (z + 0.044715 z^3)
 
-Phi and phi are the standard normal CDF and density.
+Phi is the standard normal CDF.
 """
 
 from __future__ import annotations
@@ -25,12 +25,9 @@ from ._validate import real_numbers
 
 _SQRT_2 = math.sqrt(2.0)
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
-_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 _GELU_TANH_CUBIC = 0.044715
-# Beyond these magnitudes the neglected terms are exactly zero in float64 (phi(40) = exp(-800)
-# underflows to 0.0; tanh(x) rounds to +-1.0 for |x| > 19.1), so clipping the argument changes
-# no result while keeping z**2 and z**3 from overflowing.
-_GELU_CLIP = 40.0
+# Beyond this magnitude tanh(x) rounds to +-1.0 in float64 (for |x| > 19.1), so clipping the
+# argument changes no result while keeping z**3 from overflowing.
 _GELU_TANH_CLIP = 20.0
 
 _erf = np.frompyfunc(math.erf, 1, 1)
@@ -54,16 +51,6 @@ def sigmoid(z):
     z = _float64(z)
     e = np.exp(-np.abs(z))
     return _result(np.where(z >= 0, 1.0 / (1.0 + e), e / (1.0 + e)))
-
-
-def sigmoid_grad(z):
-    """``sigmoid'(z) = sigmoid(z) (1 - sigmoid(z))``, written ``sigmoid(z) sigmoid(-z)``.
-
-    ``1 - sigmoid(z)`` cancels for large positive ``z``; ``sigmoid(-z)`` is the same quantity
-    computed without cancellation.
-    """
-    z = _float64(z)
-    return _result(np.asarray(sigmoid(z) * sigmoid(-z)))
 
 
 def silu(z):
@@ -105,28 +92,9 @@ def gelu(z):
     return _result(np.asarray(z * _std_normal_cdf(z)))
 
 
-def gelu_grad(z):
-    """``gelu'(z) = Phi(z) + z phi(z)`` with ``phi(z) = exp(-z^2 / 2) / sqrt(2 pi)``."""
-    z = _float64(z)
-    t = np.clip(z, -_GELU_CLIP, _GELU_CLIP)
-    return _result(np.asarray(_std_normal_cdf(z) + t * _INV_SQRT_2PI * np.exp(-0.5 * t * t)))
-
-
 def gelu_tanh(z):
     """Tanh approximation of GELU: ``z (1 + tanh(sqrt(2/pi) (z + 0.044715 z^3))) / 2``."""
     z = _float64(z)
     t = np.clip(z, -_GELU_TANH_CLIP, _GELU_TANH_CLIP)
     k = _SQRT_2_OVER_PI * (t + _GELU_TANH_CUBIC * t**3)
     return _result(np.asarray(0.5 * z * (1.0 + np.tanh(k))))
-
-
-def gelu_tanh_grad(z):
-    """Derivative of :func:`gelu_tanh`.
-
-    ``(1 + tanh k) / 2 + z (1 - tanh^2 k) k' / 2`` with ``k' = sqrt(2/pi) (1 + 3 * 0.044715 z^2)``.
-    """
-    z = _float64(z)
-    t = np.clip(z, -_GELU_TANH_CLIP, _GELU_TANH_CLIP)
-    tanh_k = np.tanh(_SQRT_2_OVER_PI * (t + _GELU_TANH_CUBIC * t**3))
-    dk = _SQRT_2_OVER_PI * (1.0 + 3.0 * _GELU_TANH_CUBIC * t * t)
-    return _result(np.asarray(0.5 * (1.0 + tanh_k) + 0.5 * t * (1.0 - tanh_k**2) * dk))
