@@ -44,7 +44,7 @@ from blocklab.experiments.int8_measurements import (
     part_flop_share,
 )
 from blocklab.experiments.int8_records import SchemeTimes
-from blocklab.experiments.suites.quantize import cpu_flags
+from blocklab.experiments.suites.quantize.timing import cpu_flags
 from blocklab.nn.int8 import MODES
 
 med = statistics.median

@@ -14,8 +14,9 @@ from blocklab.claims.registry import C33_DELTA
 from blocklab.config import ModelConfig
 from blocklab.experiments.int8_measurements import swiglu_errors
 from blocklab.experiments.options import RunRequest
-from blocklab.experiments.suites.quantize import merge_comparison, swiglu_summary
-from blocklab.experiments.suites.quantize.data import QuantizeData, QuantTiming
+from blocklab.experiments.suites.quantize.runs import merge_comparison
+from blocklab.experiments.suites.quantize.summary import QuantizeData, swiglu_summary
+from blocklab.experiments.suites.quantize.timing import QuantTiming
 from blocklab.experiments.summaries import Interval, TimeRatio
 from blocklab.nn import DecoderLM
 from blocklab.nn.int8 import gated_ffn_weights, int8_scale

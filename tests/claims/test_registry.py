@@ -25,7 +25,7 @@ from blocklab.experiments.suites.norm_cost.summary import (
     NormQuality,
     StepTime,
 )
-from blocklab.experiments.suites.quantize.data import SwigluQuant
+from blocklab.experiments.suites.quantize.summary import SwigluQuant
 from blocklab.experiments.summaries import Interval, Summary, TimeRatio
 
 CHECK_MODULES = ("checks", "placement", "ffn", "norm_cost", "positions", "quantization",

@@ -123,7 +123,7 @@ def test_json_labels_the_bound_and_the_estimate(capsys):
 
 @pytest.mark.parametrize("vnni", [False, True])
 def test_a_cpu_without_int8_instructions_is_noted_under_the_table(capsys, monkeypatch, vnni):
-    import blocklab.experiments.suites.quantize as suite
+    import blocklab.experiments.suites.quantize.timing as suite
 
     flags = {"avx2": True, "avx512f": vnni, "avx512_vnni": vnni, "avx_vnni": False,
              "amx_tile": False, "amx_int8": False}

@@ -25,7 +25,7 @@ from blocklab.experiments.int8_measurements import (
     without_part,
 )
 from blocklab.experiments.int8_records import SchemeTimes
-from blocklab.experiments.suites.quantize import scheme_rows, scheme_times
+from blocklab.experiments.suites.quantize.timing import scheme_rows, scheme_times
 
 # Measured speed-ups may exceed the measured bound by this factor before the test fails: on a
 # shared 2-core machine a millisecond-long prefill moves by tens of percent between calls.

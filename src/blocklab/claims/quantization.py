@@ -34,7 +34,8 @@ from blocklab.claims.rules import (
     settle,
 )
 from blocklab.claims.text import VERDICT_ZH
-from blocklab.experiments.suites.quantize.data import QuantizeData, QuantTiming
+from blocklab.experiments.suites.quantize.summary import QuantizeData
+from blocklab.experiments.suites.quantize.timing import QuantTiming
 from blocklab.experiments.summaries import RATIO_METHOD, Interval, TimeRatio
 
 # C32's registered rules (`registry.C32_SPEEDUP_RULE`, `registry.C32_LARGEST_RULE`): prefill of

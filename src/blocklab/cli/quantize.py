@@ -61,7 +61,7 @@ def quantize(
         measure_schemes,
         scaled_config,
     )
-    from blocklab.experiments.suites.quantize import cpu_flags, scheme_rows
+    from blocklab.experiments.suites.quantize.timing import cpu_flags, scheme_rows
 
     path = Path(model)
     checkpoint = path.is_dir()

@@ -21,44 +21,19 @@ Two kinds of run:
               against the separate weights and how far apart gate's and up's scales are.
 
 Each run's result is a `RunResult` whose `extra` holds its record (`TimingRecord`,
-`QualityRecord`), read back once by the record's `of`. `Summary.data` is a `data.QuantizeData`.
+`QualityRecord`), read back once by the record's `of`. `Summary.data` is a
+`summary.QuantizeData`.
+
+Its three modules: `timing` (the timed shapes, the timing run, its record, each scheme's
+speed-ups, bound and estimate, and their table), `runs` (the sizes, the quality run and its
+record, the plan and its price) and `summary` (what the summary holds, the quality runs'
+statistics, the tables and notes).
 """
 
 from __future__ import annotations
 
 from blocklab.experiments.suites.base import Suite
-from blocklab.experiments.suites.quantize.data import QuantizeData
-from blocklab.experiments.suites.quantize.planning import plan, timing_payload
-from blocklab.experiments.suites.quantize.pricing import price
-from blocklab.experiments.suites.quantize.records import (
-    LayerMerge,
-    QualityRecord,
-    TimingRecord,
-    TrainedModel,
-    scheme_times,
-)
-from blocklab.experiments.suites.quantize.runs import (
-    cpu_flags,
-    merge_comparison,
-    quality_configs,
-    run_quality,
-    run_timing,
-    timing_config,
-)
-from blocklab.experiments.suites.quantize.sizes import (
-    SIZES,
-    THREADS,
-    QualityShape,
-    Size,
-    TimedShape,
-)
-from blocklab.experiments.suites.quantize.stats import (
-    merge_stats,
-    merged_tensor_loss_penalty,
-    swiglu_summary,
-)
-from blocklab.experiments.suites.quantize.summary import summarise
-from blocklab.experiments.suites.quantize.timings import TimedRun, scheme_rows, timed_runs
+from blocklab.experiments.suites.quantize import runs, summary
 
 # How its runs become the metrics the registered rules read (`Suite.metric_version`).
 METRIC_VERSION = ("2026-12-02: C33's FFN output error of merged against separate per-tensor scales,"
@@ -67,44 +42,13 @@ SUITE = Suite(
     name="quantize",
     description="int8 quantization (torchao): prefill/decode speed-up per scheme against the "
                 "roofline (C32); SwiGLU's matrices quantized separately vs merged (C33)",
-    plan=plan,
-    summarise=summarise,
-    data_type=QuantizeData,
+    plan=runs.plan,
+    summarise=summary.summarise,
+    data_type=summary.QuantizeData,
     section="deployment",
     heading=("int8 quantization (quantize suite)", "int8 量化（quantize 实验）"),
     # Its figure (quantize_speedup) sits with C32's graded parts.
     metric_version=METRIC_VERSION,
     default_seeds={"tiny": 1, "quick": 3, "full": 5},
-    price=price,
+    price=runs.price,
 )
-
-
-__all__ = [
-    "SIZES",
-    "SUITE",
-    "THREADS",
-    "LayerMerge",
-    "QualityRecord",
-    "QualityShape",
-    "Size",
-    "TimedRun",
-    "TimedShape",
-    "TimingRecord",
-    "TrainedModel",
-    "cpu_flags",
-    "merge_comparison",
-    "merge_stats",
-    "merged_tensor_loss_penalty",
-    "plan",
-    "price",
-    "quality_configs",
-    "run_quality",
-    "run_timing",
-    "scheme_rows",
-    "scheme_times",
-    "summarise",
-    "swiglu_summary",
-    "timed_runs",
-    "timing_config",
-    "timing_payload",
-]

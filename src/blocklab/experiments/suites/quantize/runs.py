@@ -1,23 +1,24 @@
-"""What a `quantize` run measures: a timing run times every int8 scheme on a random-weight
-model (`run_timing`); a quality run trains a SwiGLU model and scores it under every scheme
-and SwiGLU quantization (`run_quality`, with C33's `merge_comparison` per layer). Both are
-what the plan's RunSpecs execute."""
+"""The `quantize` suite's runs: its sizes (the shapes each times, `timing`, and the model each
+trains), the quality run that trains a SwiGLU model and scores it under every scheme and SwiGLU
+quantization (`run_quality`, with C33's `merge_comparison` per layer), the record it stores
+(`QualityRecord`), the plan (one timing run per timed shape, then one quality run per seed) and
+each run's price.
+"""
 
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from blocklab.config import ModelConfig
+from blocklab.experiments.int8_records import SchemeLoss, SwigluError
 from blocklab.experiments.options import RunOptions
+from blocklab.experiments.results import train_identity
 from blocklab.experiments.run_result import RunResult
-from blocklab.experiments.suites.quantize.records import (
-    LayerMerge,
-    QualityRecord,
-    TimingRecord,
-    TrainedModel,
-)
-from blocklab.experiments.suites.quantize.sizes import SIZES, THREADS, TimedShape
+from blocklab.experiments.suites.base import Results, RunSpec
+from blocklab.experiments.suites.quantize.timing import TimedShape, run_timing, timing_payload
+from blocklab.jsonio import decode
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -25,35 +26,62 @@ if TYPE_CHECKING:
     from blocklab.experiments.trainer import TrainConfig
 
 
-def cpu_flags() -> dict[str, bool]:
-    """The x86 features torch's int8 GEMMs depend on (from /proc/cpuinfo; all False elsewhere)."""
-    from blocklab.experiments.env import cpu_flags as listed
+# --- sizes ----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class QualityShape:
+    """The trained model (a SwiGLU DecoderLM on stdlib) and how it trains; `eval_windows`:
+    the validation windows every scheme is scored on."""
 
-    return listed(("avx2", "avx512f", "avx512_vnni", "avx_vnni", "amx_tile", "amx_int8"))
-
-
-def timing_config(t: TimedShape) -> ModelConfig:
-    from blocklab.experiments.int8_measurements import TIMING_VOCAB
-
-    return ModelConfig(vocab_size=TIMING_VOCAB, d_model=t.d_model, n_layers=t.n_layers,
-                       n_heads=t.n_heads, d_ff=t.d_ff, ffn="swiglu",
-                       max_seq_len=max(t.seq_lens) + t.decode_steps)
-
-
-def run_timing(t: TimedShape) -> RunResult:
-    import time
-
-    from blocklab.experiments.int8_measurements import measure_schemes
-
-    started = time.perf_counter()
-    cfg = timing_config(t)
-    times = measure_schemes(cfg, seq_lens=list(t.seq_lens), decode_steps=t.decode_steps,
-                            repeats=t.repeats, compile=t.compile, threads=THREADS)
-    record = TimingRecord(model=cfg.to_dict(), spec=t, cpu_flags=cpu_flags(), times=times)
-    return RunResult(status="ok", wall_time_s=time.perf_counter() - started,
-                     extra=record.extra())
+    d_model: int
+    n_layers: int
+    n_heads: int
+    seq_len: int
+    batch_size: int
+    steps: int
+    lr: float
+    warmup_steps: int
+    eval_windows: int
 
 
+@dataclass(frozen=True)
+class Size:
+    """What one suite size times (one run per shape) and trains (one run per seed)."""
+
+    timing: tuple[TimedShape, ...]
+    quality: QualityShape
+
+
+# Each size: the timed shapes and the trained model. Dynamic int8 on a CPU without VNNI/AMX runs
+# int8 GEMMs on a slow path (seconds per call at d = 1024, T = 512), which bounds what quick can
+# afford. Quick times 6 repeats: C32's parts read them as their sample (a Student t interval
+# on the log ratios, 5 degrees of freedom); 3 left 2, whose 95% interval is 2.4× as wide at
+# the same spread (t 4.30 / √3 against 2.57 / √6) and 2.8× at Holm's 97.5%. Measured on a
+# 2-core AVX-512 machine: the timing run 10.9 s at 3 repeats, 14.7 s at 6, +3.8 s on the quick
+# suite's priced 86 CPU-seconds (+4.4%).
+SIZES: dict[str, Size] = {
+    "tiny": Size(
+        timing=(TimedShape(d_model=64, n_layers=1, n_heads=2, d_ff=176, seq_lens=(32,),
+                           decode_steps=2, repeats=3, compile=False),),
+        quality=QualityShape(d_model=32, n_layers=1, n_heads=2, seq_len=32, batch_size=4,
+                             steps=8, lr=3e-3, warmup_steps=2, eval_windows=4)),
+    "quick": Size(
+        timing=(TimedShape(d_model=1024, n_layers=2, n_heads=8, d_ff=2816, seq_lens=(512,),
+                           decode_steps=4, repeats=6, compile=False),),
+        quality=QualityShape(d_model=128, n_layers=2, n_heads=4, seq_len=128, batch_size=16,
+                             steps=300, lr=3e-3, warmup_steps=20, eval_windows=32)),
+    "full": Size(
+        timing=(TimedShape(d_model=1024, n_layers=4, n_heads=8, d_ff=2816,
+                           seq_lens=(512, 1024, 2048), decode_steps=8, repeats=5, compile=False),
+                TimedShape(d_model=2048, n_layers=2, n_heads=16, d_ff=5632,
+                           seq_lens=(512, 1024), decode_steps=8, repeats=5, compile=False),
+                TimedShape(d_model=1024, n_layers=2, n_heads=8, d_ff=2816, seq_lens=(512,),
+                           decode_steps=8, repeats=5, compile=True)),
+        quality=QualityShape(d_model=256, n_layers=4, n_heads=4, seq_len=128, batch_size=32,
+                             steps=1000, lr=2e-3, warmup_steps=50, eval_windows=64)),
+}
+
+
+# --- the quality run ------------------------------------------------------------------------------
 def quality_configs(options: RunOptions, seed: int) -> tuple[ModelConfig, TrainConfig]:
     """The quality run's model and training at `options`' size: the one place the suite builds
     a TrainConfig (in `options`' precision and backend)."""
@@ -107,6 +135,51 @@ def merge_comparison(gate: Tensor, up: Tensor, down: Tensor,
             "merged_over_max": merged_scale / max(s_gate, s_up)}
 
 
+@dataclass(frozen=True)
+class TrainedModel:
+    """The training run under a quality run: its validation loss, steps and data
+    (`Corpus.info()`)."""
+
+    val_loss: float | None
+    steps_done: int
+    data: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class LayerMerge:
+    """One layer's C33 numbers (`merge_comparison`)."""
+
+    per_row_diff: float
+    per_tensor_diff: float
+    gate_scale: float
+    up_scale: float
+    scale_ratio: float
+    merged_over_max: float
+
+
+@dataclass(frozen=True)
+class QualityRecord:
+    """What a quality run adds to its RunResult (`run_quality`): the trained model
+    (`ModelConfig.to_dict()`) and its training, its losses under every scheme
+    (`quality_of_schemes`) and every SwiGLU quantization (`swiglu_errors`), each layer's C33
+    comparison (`merge_comparison`) and their maxima."""
+
+    kind: str
+    model: dict[str, Any]
+    train: TrainedModel
+    quality: dict[str, SchemeLoss]
+    swiglu: dict[str, SwigluError]
+    layers: list[LayerMerge]
+    merged_per_row_max_diff: float
+    merged_per_tensor_max_diff: float
+    merged_scale_over_max: list[float]
+
+    @classmethod
+    def of(cls, result: RunResult, where: str) -> QualityRecord:
+        """The record of a stored quality run; ResultsError names what does not fit."""
+        return decode(cls, result.extra, where)
+
+
 def run_quality(options: RunOptions, seed: int, progress: Any = False) -> RunResult:
     """Train the quality model of `options`' size on `seed`, then score it under every scheme
     and SwiGLU quantization and compare its layers' merged and separate scales
@@ -140,3 +213,54 @@ def run_quality(options: RunOptions, seed: int, progress: Any = False) -> RunRes
         merged_scale_over_max=[x.merged_over_max for x in layers])
     return RunResult(status=trained.status, wall_time_s=time.perf_counter() - started,
                      extra=dataclasses.asdict(record))
+
+
+# --- the plan -------------------------------------------------------------------------------------
+def plan(options: RunOptions, tuned: Results = ()) -> list[RunSpec]:
+    """The timed runs (one per timed shape), then one quality run per seed."""
+    size = SIZES[options.size]
+    specs = [RunSpec(f"timing d={t.d_model} L={t.n_layers} T={list(t.seq_lens)}"
+                     f"{' compiled' if t.compile else ''}", "timing", 0, timing_payload(t),
+                     lambda progress, t=t: run_timing(t), timed=True)
+             for t in size.timing]
+    for seed in options.seeds:
+        mc, tc = quality_configs(options, seed)
+        payload = {"suite": "quantize", "kind": "quality", "model": mc.to_dict(),
+                   "train": train_identity(tc), "data": "stdlib",
+                   "eval_windows": size.quality.eval_windows,
+                   # "layers": the runs record each layer's gate and up scales (C33); runs
+                   # stored before lack them.
+                   "layers": "scales"}
+        specs.append(RunSpec(f"quality seed {seed}", "quality", seed, payload,
+                             lambda progress, seed=seed: run_quality(options, seed, progress)))
+    return specs
+
+
+# Reference-machine seconds (`blocklab.experiments.estimate`) of what a calibration does not time:
+# a timing run per size (torchao's int8 kernels: dynamic int8 without VNNI runs a slow path),
+# and a quality run's quantizing (torchao's imports and quantize_ of every scheme) beside its
+# forwards, which are priced from the calibration.
+# quick: 15.5 s at 3 repeats, 21.0 at its 6 (a repeat of every scheme ≈ 1.3 s here)
+_TIMING_REFERENCE_S = {"tiny": 1.1, "quick": 21.0, "full": 200.0}  # full: a guess
+_QUALITY_REFERENCE_S = 0.6
+
+
+def price(spec: RunSpec, cal) -> float | None:
+    """Estimated seconds of one run on this machine from a calibration (`blocklab.experiments.
+    estimate`): a timing run its size's reference time; a quality run the trainer's run, then
+    a forward and a validation pass of the windows for every scheme of `quality_of_schemes`
+    and `swiglu_errors`, and the quantizing."""
+    from blocklab.experiments.estimate import TrainShape, training_s
+    from blocklab.experiments.int8_measurements import SCHEMES, SWIGLU_SCHEMES
+
+    payload = spec.payload
+    if payload["kind"] == "timing":
+        size = next((name for name, config in SIZES.items()
+                     if any(timing_payload(t) == payload for t in config.timing)), "full")
+        return cal.reference_s(_TIMING_REFERENCE_S[size])
+    model = ModelConfig.from_dict(payload["model"])
+    train = TrainShape.from_payload(payload["train"])
+    b, t = train.batch_size, train.seq_len
+    forward = cal.forward_s(model, b, t, payload["eval_windows"], t)
+    return (training_s(model, train, cal) + 2 * (len(SCHEMES) + len(SWIGLU_SCHEMES) + 1)
+            * forward + cal.reference_s(_QUALITY_REFERENCE_S))

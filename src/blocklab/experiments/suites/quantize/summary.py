@@ -1,23 +1,146 @@
-"""The `quantize` suite's summary: the timing runs' rows and the quality runs' statistics, then
-the tables and notes built from them."""
+"""The `quantize` suite's summary: what it holds, the quality runs' statistics over seeds (the
+loss under each scheme, the SwiGLU quantizations of C33 and the merged-vs-separate comparison of
+every layer), the timing runs' rows (`timing.timed_runs`), and the tables and notes built from
+them.
+
+`QuantizeData` is `Summary.data` (the suite's `data_type`): per int8 scheme its prefill and
+decode speed-ups with their bounds (`timing.QuantTiming`) and its loss on trained models
+(`QuantQuality`), and each way of quantizing SwiGLU (`SwigluQuant`). Frozen dataclasses that
+`blocklab.jsonio.decode` reads back field by field, so a renamed or missing field fails naming
+it. No PyTorch.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from blocklab.experiments.int8_records import SwigluError
 from blocklab.experiments.options import RunOptions
-from blocklab.experiments.suites.base import Results, format_ci, format_level
-from blocklab.experiments.suites.quantize.data import QuantizeData
-from blocklab.experiments.suites.quantize.records import QualityRecord
-from blocklab.experiments.suites.quantize.stats import (
-    merge_stats,
-    merged_tensor_loss_penalty,
-    scheme_quality,
-    swiglu_summary,
+from blocklab.experiments.suites.base import (
+    Results,
+    format_ci,
+    format_level,
+    mean_ci,
+    paired_difference,
 )
-from blocklab.experiments.suites.quantize.tables import timing_table
-from blocklab.experiments.suites.quantize.timings import timed_runs
-from blocklab.experiments.summaries import Summary, Table
+from blocklab.experiments.suites.quantize.runs import QualityRecord
+from blocklab.experiments.suites.quantize.timing import QuantTiming, timed_runs, timing_table
+from blocklab.experiments.summaries import Interval, Summary, Table
 
 
+# --- what the summary holds -----------------------------------------------------------------------
+@dataclass(frozen=True)
+class QuantQuality:
+    """A trained model's validation loss under one scheme (torchao, eager), over seeds."""
+
+    scheme: str
+    val_loss: Interval
+    delta: Interval  # scheme − float, nats/token, paired by seed
+    logits_error: Interval
+
+
+@dataclass(frozen=True)
+class SwigluQuant:
+    """C33: one way of quantizing SwiGLU's gate, up and down, over seeds."""
+
+    scheme: str  # a key of blocklab.nn.int8.SWIGLU_SCHEMES
+    ffn_error: Interval  # ‖FFN_q(x) − FFN(x)‖ / ‖FFN(x)‖ on the model's own FFN inputs
+    logits_error: Interval
+    delta: Interval  # val loss − float, nats/token
+    error_vs_separate_pct: Interval  # 100·(ffn_error / same-granularity separate − 1), paired
+
+
+@dataclass(frozen=True)
+class QuantizeData:
+    model: dict[str, Any]  # the timed (random-weight) ModelConfig
+    seq_lens: list[int]
+    decode_context: int
+    repeats: int
+    threads: int
+    cpu_flags: dict[str, bool]  # avx2, avx512f, avx512_vnni, avx_vnni, amx_tile, amx_int8
+    timings: list[QuantTiming]
+    quality_model: dict[str, Any]  # the trained ModelConfig
+    quality: list[QuantQuality]
+    swiglu: list[SwigluQuant]
+    # max |merged − separate| over every dequantized weight of the trained models
+    merged_per_row_max_diff: float
+    merged_per_tensor_max_diff: float
+    # per-tensor merged scale / max(gate scale, up scale), every layer and seed (1.0: the max)
+    merged_scale_over_max: list[float]
+    # max / min of gate's and up's per-tensor int8 scales, every layer of every seed: merged under
+    # one per-tensor scale, the matrix with the smaller scale is quantized on a grid this many
+    # times coarser (1.0: equal scales, and merging costs nothing)
+    gate_up_scale_ratio: list[float] = field(default_factory=list)
+    # val loss with gate|up merged under one per-tensor scale − each at its own, nats/token,
+    # paired by seed
+    merged_tensor_loss_penalty: Interval = Interval(0)
+
+
+# --- statistics -----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class MergeStats:
+    """C33 over every layer of every seed's trained model (`merge_comparison`): the largest
+    |merged − separate| per row and per tensor, gate's and up's scale ratios and the merged
+    per-tensor scale over the larger one, layer by layer."""
+
+    layers: int
+    per_row_max_diff: float
+    per_tensor_max_diff: float
+    scale_ratios: list[float]
+    merged_over_max: list[float]
+
+
+def merge_stats(records: Sequence[QualityRecord]) -> MergeStats:
+    layers = [x for r in records for x in r.layers]
+    return MergeStats(layers=len(layers),
+                      per_row_max_diff=max((x.per_row_diff for x in layers), default=0.0),
+                      per_tensor_max_diff=max((x.per_tensor_diff for x in layers), default=0.0),
+                      scale_ratios=[x.scale_ratio for x in layers],
+                      merged_over_max=[x.merged_over_max for x in layers])
+
+
+def scheme_quality(records: Sequence[QualityRecord]) -> list[QuantQuality]:
+    """One QuantQuality per scheme over the trained models (`quality_of_schemes`)."""
+    if not records:
+        return []
+    quality = []
+    for scheme in records[0].quality:
+        rows = [r.quality[scheme] for r in records]
+        quality.append(QuantQuality(scheme, mean_ci([x.val_loss for x in rows]),
+                                    mean_ci([x.delta for x in rows]),
+                                    mean_ci([x.logits_error for x in rows])))
+    return quality
+
+
+def swiglu_summary(per_seed: Sequence[dict[str, SwigluError]]) -> list[SwigluQuant]:
+    """One SwigluQuant per scheme from `swiglu_errors`' output of each seed: the FFN output
+    error, logits error and Δ val loss over seeds, and the FFN output error against the same
+    granularity's separate scheme, 100·(error / separate's − 1) %, paired by seed."""
+    if not per_seed:
+        return []
+    out = []
+    for scheme in per_seed[0]:
+        rows = [r[scheme] for r in per_seed]
+        base = [r[f"separate-{scheme.split('-', 1)[1]}"].ffn_error for r in per_seed]
+        pct = paired_difference([100 * x.ffn_error / b for x, b in zip(rows, base,
+                                                                       strict=True)],
+                                [100.0] * len(rows))
+        out.append(SwigluQuant(scheme, mean_ci([x.ffn_error for x in rows]),
+                               mean_ci([x.logits_error for x in rows]),
+                               mean_ci([x.delta for x in rows]), pct))
+    return out
+
+
+def merged_tensor_loss_penalty(per_seed: Sequence[dict[str, SwigluError]]) -> Interval:
+    """Val loss with gate|up merged under one per-tensor scale − with each at its own, nats/token,
+    paired by seed (`swiglu_errors`' output of each seed)."""
+    return paired_difference([r["merged-per-tensor"].val_loss for r in per_seed],
+                             [r["separate-per-tensor"].val_loss for r in per_seed])
+
+
+# --- the summary: its tables, notes and data ------------------------------------------------------
 def summarise(options: RunOptions, results: Results) -> Summary:
     size, seeds = options.size, options.seeds
     timed = timed_runs(results)

@@ -1,0 +1,306 @@
+"""What the `quantize` suite times: one random-weight DecoderLM of each timed shape quantized in
+every int8 scheme, prefill and decode timed (`run_timing`), the record a timing run stores
+(`TimingRecord`), each scheme's speed-ups, bound and Amdahl estimate read back from it
+(`QuantTiming`, `scheme_rows`, `timed_runs`) and the table of one timing run (`timing_table`).
+`blocklab quantize` times a model through the same `scheme_rows`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from blocklab.config import ModelConfig
+from blocklab.errors import ResultsError
+from blocklab.experiments.int8_records import SchemeTimes
+from blocklab.experiments.run_result import RunResult
+from blocklab.experiments.suites.base import Results
+from blocklab.experiments.summaries import RATIO_METHOD, Table, TimeRatio
+from blocklab.jsonio import decode
+
+
+@dataclass(frozen=True)
+class TimedShape:
+    """One timed model: its shape (a SwiGLU DecoderLM with a byte vocabulary), the prefill
+    lengths, the decode steps on the first one's KV cache, the repeats, and whether it runs
+    compiled."""
+
+    d_model: int
+    n_layers: int
+    n_heads: int
+    d_ff: int
+    seq_lens: tuple[int, ...]
+    decode_steps: int
+    repeats: int
+    compile: bool
+
+    def to_dict(self) -> dict[str, int | bool | list[int]]:
+        """Its JSON form (as a run's payload and its result's "spec" hold it)."""
+        return {**dataclasses.asdict(self), "seq_lens": list(self.seq_lens)}
+
+
+THREADS = 1  # timings on one thread: on a shared 2-core machine two threads contend
+
+
+# --- the timing run ------------------------------------------------------------------------------
+def cpu_flags() -> dict[str, bool]:
+    """The x86 features torch's int8 GEMMs depend on (from /proc/cpuinfo; all False elsewhere)."""
+    from blocklab.experiments.env import cpu_flags as listed
+
+    return listed(("avx2", "avx512f", "avx512_vnni", "avx_vnni", "amx_tile", "amx_int8"))
+
+
+def timing_config(t: TimedShape) -> ModelConfig:
+    from blocklab.experiments.int8_measurements import TIMING_VOCAB
+
+    return ModelConfig(vocab_size=TIMING_VOCAB, d_model=t.d_model, n_layers=t.n_layers,
+                       n_heads=t.n_heads, d_ff=t.d_ff, ffn="swiglu",
+                       max_seq_len=max(t.seq_lens) + t.decode_steps)
+
+
+def timing_payload(t: TimedShape) -> dict[str, Any]:
+    """A timing run's payload. "bounds": the runs time the free-layers models too; runs stored
+    before lack them."""
+    return {"suite": "quantize", "kind": "timing", "threads": THREADS, "bounds": "time-share",
+            **t.to_dict()}
+
+
+def run_timing(t: TimedShape) -> RunResult:
+    import time
+
+    from blocklab.experiments.int8_measurements import measure_schemes
+
+    started = time.perf_counter()
+    cfg = timing_config(t)
+    times = measure_schemes(cfg, seq_lens=list(t.seq_lens), decode_steps=t.decode_steps,
+                            repeats=t.repeats, compile=t.compile, threads=THREADS)
+    record = TimingRecord(model=cfg.to_dict(), spec=t, cpu_flags=cpu_flags(), times=times)
+    return RunResult(status="ok", wall_time_s=time.perf_counter() - started,
+                     extra=record.extra())
+
+
+# --- what it records ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class TimingRecord:
+    """What a timing run adds to its RunResult (`run_timing`): the timed model
+    (`ModelConfig.to_dict()`), its shape, the CPU's int8 flags (`cpu_flags`) and what
+    `measure_schemes` measured, whose fields are stored beside them."""
+
+    model: dict[str, Any]
+    spec: TimedShape
+    cpu_flags: dict[str, bool]
+    times: SchemeTimes
+
+    @property
+    def config(self) -> ModelConfig:
+        return ModelConfig.from_dict(self.model)
+
+    def extra(self) -> dict[str, object]:
+        """The keys it adds to its run's stored JSON."""
+        return {"kind": "timing", "model": self.model, "spec": self.spec.to_dict(),
+                "cpu_flags": self.cpu_flags, **dataclasses.asdict(self.times)}
+
+    @classmethod
+    def of(cls, result: RunResult, where: str) -> TimingRecord:
+        """The record of a stored timing run; ResultsError names what does not fit. (Its
+        per-scheme "compile_s" is the suite's own, in `extra`, though a training run's field
+        has the name: `RunResult.from_dict` keeps a key of another type there.)"""
+        fields = dict(result.extra)
+        expected = {"kind", "model", "spec", "cpu_flags", *_TIMES}
+        missing = sorted(expected - set(fields) - set(_FREE))
+        unknown = sorted(set(fields) - expected)
+        if missing or unknown or fields["kind"] != "timing":
+            raise ResultsError(f"{where}: {fields.get('kind')!r} is not a timing record "
+                               f"(missing {missing}, unknown {unknown})")
+        return decode(cls, {"model": fields["model"], "spec": fields["spec"],
+                            "cpu_flags": fields["cpu_flags"],
+                            "times": {name: fields.get(name) for name in _TIMES}}, where)
+
+
+_TIMES = tuple(f.name for f in dataclasses.fields(SchemeTimes))
+_FREE = ("free_prefill_s", "free_decode_s")  # absent from records made before the bounds
+
+
+def scheme_times(doc: dict[str, Any], where: str = "timings") -> SchemeTimes:
+    """`SchemeTimes` from the keys of its JSON form in `doc` (`dataclasses.asdict` of one, with
+    other keys beside; free-layers timings absent from before they were timed read as None);
+    ResultsError names what does not fit."""
+    return decode(SchemeTimes, {name: doc.get(name) for name in _TIMES}, where)
+
+
+# --- each scheme's speed-ups, bound and estimate --------------------------------------------------
+@dataclass(frozen=True)
+class QuantTiming:
+    """One int8 scheme's prefill and decode time against nothing quantized (speed-up = time of
+    the float model / time of this scheme in the same repeat, as a `TimeRatio`: the geometric
+    mean of the paired ratios with a 95% Student t interval on their logs; > 1 faster), with
+    the bound it cannot beat and an Amdahl estimate (`blocklab.experiments.int8_measurements`
+    derives both)."""
+
+    scheme: str  # "none", or "<part>/<mode>": ffn|attention|all / weight-only|dynamic
+    part: str
+    mode: str
+    compiled: bool
+    prefill_ms: dict[str, float]  # seq_len -> median ms
+    # seq_len -> seconds per repeat (repeat i of every scheme interleaved with the others': the
+    # pairs a comparison of two schemes reads, as C32's FFN-only against attention-only)
+    prefill_s: dict[str, list[float]]
+    prefill_speedup: dict[str, TimeRatio]  # seq_len -> float / scheme time, paired repeats
+    decode_ms: float
+    decode_speedup: TimeRatio
+    logits_error: float | None  # ‖ŷ − y‖ / ‖y‖ of the prefill logits (random weights)
+    flop_share: dict[str, float]  # seq_len -> FLOP share of the quantized layers (not time)
+    time_share: dict[str, float | None]  # seq_len -> f, their share of the float prefill's time
+    gemm_speedup: dict[str, float | None]  # seq_len -> k of the part's own GEMMs (eager)
+    prefill_estimate: dict[str, float | None]  # seq_len -> Amdahl 1 / (1 − f + f/k)
+    prefill_bound: dict[str, float | None]  # seq_len -> 1 / (1 − f): the layers made free
+    decode_time_share: float | None  # f of a decode step
+    decode_estimate: float | None  # 1 / (1 − f + f/S), S = the layers' bytes, float / int8
+    decode_bound: float | None  # 1 / (1 − f) of a decode step
+    compile_s: float | None
+
+
+def scheme_rows(cfg: ModelConfig, seq_lens: Sequence[int], compiled: bool,
+                times: SchemeTimes) -> list[QuantTiming]:
+    """One QuantTiming per scheme timed on the model `cfg` (`measure_schemes`' `times` at
+    `seq_lens`, compiled or not): speed-ups (`TimeRatio.paired`: the geometric mean of the
+    per-repeat float / scheme ratios, Student t on their logs), the bound 1 / (1 − f)
+    measured by the free-layers models and the Amdahl estimate (see
+    `blocklab.experiments.int8_measurements`). Noise can time the free-layers model a little
+    behind the float one: f is then 0 and the bound 1, the least it can be, and the estimate
+    is kept at most the bound. Bounds and estimates are None for
+    timings without the free-layers models."""
+    import math
+    import statistics
+
+    from blocklab.experiments.int8_measurements import (
+        amdahl_parts,
+        free_speedup,
+        part_bytes_ratio,
+        part_flop_share,
+        time_share,
+    )
+
+    lens = [str(t) for t in seq_lens]
+    base_prefill, base_decode = times.prefill_s["none"], times.decode_s["none"]
+    free_prefill, free_decode = times.free_prefill_s, times.free_decode_s
+
+    def shares(part: str, bounds: dict[str, float]) -> list[tuple[str, float]]:
+        """(part, f) of the layers `part` quantizes: "all" has two, at their own S, their f
+        scaled to sum to what the free "all" model measures (noise can make f_ffn + f_attention
+        differ from it)."""
+        if part != "all":
+            return [(part, time_share(bounds[part]))]
+        f = {p: time_share(bounds[p]) for p in ("ffn", "attention")}
+        total, whole = sum(f.values()), time_share(bounds["all"])
+        return [(p, 0.0 if total == 0 else whole * x / total) for p, x in f.items()]
+
+    bytes_ratio = {p: part_bytes_ratio(cfg, p) for p in ("ffn", "attention")}
+    out = []
+    for scheme, prefill in times.prefill_s.items():
+        part, mode = ("none", "none") if scheme == "none" else scheme.split("/")
+        flop: dict[str, float] = {}
+        share: dict[str, float | None] = {}
+        k: dict[str, float | None] = {}
+        estimate: dict[str, float | None] = {}
+        bound: dict[str, float | None] = {}
+        for t in lens:
+            flop[t] = part_flop_share(cfg, part, int(t))
+            ks = {}
+            for p in (("ffn", "attention") if part == "all" else (part,)):
+                if p != "none":
+                    fp, q = times.gemm_s[f"none/{p}"][t], times.gemm_s[f"{p}/{mode}"][t]
+                    ks[p] = statistics.median(fp) / statistics.median(q)
+            k[t] = None if part == "all" else ks.get(part, 1.0)
+            if part == "none":
+                share[t], estimate[t], bound[t] = 0.0, 1.0, 1.0
+            elif free_prefill is None:
+                share[t] = estimate[t] = bound[t] = None
+            else:
+                bounds = {p: free_speedup(base_prefill[t], free_prefill[p][t])
+                          for p in free_prefill}
+                f_t = time_share(bounds[part])
+                b_t = 1.0 / (1.0 - f_t) if f_t < 1.0 else math.inf
+                share[t], bound[t] = f_t, b_t
+                estimate[t] = min(b_t, amdahl_parts([(f, ks[p])
+                                                     for p, f in shares(part, bounds)]))
+        d_share: float | None
+        d_estimate: float | None
+        d_bound: float | None
+        if part == "none":
+            d_share, d_estimate, d_bound = 0.0, 1.0, 1.0
+        elif free_decode is None:
+            d_share = d_estimate = d_bound = None
+        else:
+            bounds = {p: free_speedup(base_decode, free_decode[p]) for p in free_decode}
+            d_share = time_share(bounds[part])
+            d_bound = 1.0 / (1.0 - d_share) if d_share < 1.0 else math.inf
+            d_estimate = min(d_bound, amdahl_parts([(f, bytes_ratio[p])
+                                                    for p, f in shares(part, bounds)]))
+        out.append(QuantTiming(
+            scheme=scheme, part=part, mode=mode, compiled=compiled,
+            prefill_ms={t: 1000 * statistics.median(prefill[t]) for t in lens},
+            prefill_s={t: list(prefill[t]) for t in lens},
+            prefill_speedup={t: TimeRatio.paired(base_prefill[t], prefill[t]) for t in lens},
+            decode_ms=1000 * statistics.median(times.decode_s[scheme]),
+            decode_speedup=TimeRatio.paired(base_decode, times.decode_s[scheme]),
+            logits_error=times.logits_error.get(scheme),
+            flop_share=flop, time_share=share, gemm_speedup=k, prefill_estimate=estimate,
+            prefill_bound=bound, decode_time_share=d_share, decode_estimate=d_estimate,
+            decode_bound=d_bound, compile_s=times.compile_s.get(scheme)))
+    return out
+
+
+@dataclass(frozen=True)
+class TimedRun:
+    """One timing run read back: its record and one QuantTiming per scheme."""
+
+    record: TimingRecord
+    rows: list[QuantTiming]
+
+
+def timed_runs(results: Results) -> list[TimedRun]:
+    """The timing runs of `results`, each decoded once and its schemes' speed-ups, bounds and
+    estimates derived (`scheme_rows`)."""
+    out = []
+    for spec, result in results:
+        if spec.arm == "timing":
+            record = TimingRecord.of(result, spec.label)
+            out.append(TimedRun(record, scheme_rows(record.config, record.spec.seq_lens,
+                                                    record.spec.compile, record.times)))
+    return out
+
+
+# --- the table ------------------------------------------------------------------------------------
+def _x(stats: TimeRatio) -> str:
+    return f"{stats.ratio:.2f} [{stats.ci_low:.2f}, {stats.ci_high:.2f}]"
+
+
+def _round(x: float | None) -> float | None:
+    return None if x is None else round(x, 2)
+
+
+def timing_table(run: TimedRun) -> Table:
+    m, spec = run.record.model, run.record.spec
+    lens = [str(t) for t in spec.seq_lens]
+    return Table(
+        f"Speed-up vs float32, d={m['d_model']} L={m['n_layers']} d_ff={m['d_ff']}"
+        f"{' (torch.compile)' if spec.compile else ' (eager)'}, {run.record.times.threads} "
+        "thread(s), random weights",
+        ["scheme", *[f"prefill T={t} ×" for t in lens],
+         *[f"estimate T={t}" for t in lens], *[f"bound T={t}" for t in lens],
+         "decode ×", "decode estimate", "decode bound", "logits rel. error"],
+        [[row.scheme, *[_x(row.prefill_speedup[t]) for t in lens],
+          *[_round(row.prefill_estimate[t]) for t in lens],
+          *[_round(row.prefill_bound[t]) for t in lens], _x(row.decode_speedup),
+          _round(row.decode_estimate), _round(row.decode_bound), row.logits_error]
+         for row in run.rows],
+        f"Speed-up = float time / scheme time per repeat ({RATIO_METHOD}, "
+        f"{spec.repeats} repeats: ratio [95% CI]). bound = 1/(1 − f), "
+        "f the quantized layers' share of the float model's time, measured as the speed-up "
+        "of the model with those layers free (zeros out): no scheme beats it, up to timing "
+        "noise. estimate = Amdahl 1/(1 − f + f/S), an estimate, not a bound: prefill S = k, "
+        "the part's own GEMMs timed alone; decode S = its weight bytes, float32 / int8 with "
+        f"scales. Decode continues the T={lens[0]} prefill on its KV cache.")

@@ -1,0 +1,31 @@
+"""The bounds and estimates the quantize suite's timings use, against hand arithmetic."""
+
+from blocklab.budget import load_zoo, resolve_model
+from blocklab.experiments.int8_measurements import (
+    amdahl,
+    decode_bytes,
+    part_flop_share,
+    scaled_config,
+)
+
+
+def test_amdahl_by_hand():
+    assert amdahl(0.5, 2.0) == 1 / (0.5 + 0.25)
+    assert amdahl(1.0, 3.0) == 3.0
+    assert amdahl(0.0, 10.0) == 1.0
+
+
+def test_bounds_from_the_budget():
+    cfg = scaled_config(resolve_model("llama-3.2-1b").config, n_layers=2, d_model=256)
+    d, m, L, V = cfg.d_model, cfg.d_ff, cfg.n_layers, cfg.vocab_size
+    T = 64
+    ffn = L * T * 2 * 3 * d * m
+    q, kv = cfg.n_heads * cfg.head_dim, cfg.n_kv_heads * cfg.head_dim
+    proj = L * T * 2 * (2 * d * q + 2 * d * kv)
+    scores = L * (T * (T + 1) // 2) * 4 * cfg.n_heads * cfg.head_dim
+    total = ffn + proj + scores + T * 2 * V * d
+    assert abs(part_flop_share(cfg, "ffn", T) - ffn / total) < 1e-12
+    # ffn weights go from 4 bytes to 1, plus a 4-byte scale per output row
+    saved = L * (3 * d * m * 3 - (2 * m + d) * 4)
+    assert decode_bytes(cfg, "none", T) - decode_bytes(cfg, "ffn", T) == saved
+    assert load_zoo("llama-3.2-1b").key == "llama-3.2-1b"
