@@ -28,13 +28,14 @@ from blocklab.experiments.scale import Scale
 from blocklab.experiments.suites.base import Results, RunSpec, tuning_seeds
 from blocklab.experiments.suites.evaluation import FINAL_EVAL_FRACTION
 from blocklab.experiments.suites.tuning import LrGrid, lr_trials, rounded, tune_arm, tune_arms
-from blocklab.experiments.summaries import LrTrial, decode
+from blocklab.experiments.summaries import LrTrial
+from blocklab.jsonio import decode
 
 if TYPE_CHECKING:
     from blocklab.experiments.trainer import TrainConfig
 
 
-# --- arms and sizes ----------------------------------------------------------------------------
+# --- arms and sizes -------------------------------------------------------------------------------
 ARMS = ("relu", "gelu", "glu", "reglu", "geglu", "swiglu", "bilinear")
 BASELINE = "relu"
 DATA = "stdlib"
@@ -163,7 +164,7 @@ def rung(name: str, base: Size) -> Size:
 SIZES.update({name: rung(name, SIZES[ladder.BASE]) for name in ladder.RUNGS})
 
 
-# --- models and training ---------------------------------------------------------------------
+# --- models and training --------------------------------------------------------------------------
 def ffn_width(arm: str, d_model: int) -> int:
     """d_ff of an arm: 4·d for plain FFNs, `equal_param_gated_width(4·d)` for gated ones."""
     from blocklab.nn.ffn import equal_param_gated_width
@@ -215,7 +216,7 @@ def scale(size: str, claim: str) -> Scale:
     return Scale.of(model_config("relu", s), s.steps * s.batch_size * s.seq_len)
 
 
-# --- what a run records ----------------------------------------------------------------------
+# --- what a run records ---------------------------------------------------------------------------
 @dataclass(frozen=True)
 class ZeroGradFraction:
     """A training run's C17 probe: the fraction of FFN activation inputs whose loss gradient
@@ -249,7 +250,7 @@ class StepTiming:
                                                                     "threads")}, where)
 
 
-# --- what a run measures ---------------------------------------------------------------------
+# --- what a run measures --------------------------------------------------------------------------
 def zero_gradient_fraction(model, batch) -> float:
     """Fraction of FFN activation inputs whose loss gradient is exactly zero, over all layers.
 
@@ -350,7 +351,7 @@ def time_arms(size: Size, options: RunOptions, arms: tuple[str, ...] = ARMS) -> 
                      extra=asdict(timing))
 
 
-# --- the plan --------------------------------------------------------------------------------
+# --- the plan -------------------------------------------------------------------------------------
 def _train_spec(kind: str, arm: str, size: Size, options: RunOptions, seed: int, lr: float,
                 init: str, label: str, d_model: int | None = None) -> RunSpec:
     mc, tc = model_config(arm, size, d_model), train_config(size, options, seed, lr, init)

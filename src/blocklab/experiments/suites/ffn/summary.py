@@ -46,7 +46,7 @@ from blocklab.experiments.suites.tuning import counted_loss, lr_trials, mean_los
 from blocklab.experiments.summaries import ArmTuning, Interval, LrTrial, Summary, Table
 
 
-# --- what the summary holds --------------------------------------------------------------------
+# --- what the summary holds -----------------------------------------------------------------------
 @dataclass(frozen=True)
 class FfnArm:
     """One FFN arm over its seeds. Deltas are arm − relu, paired by seed; `status` counts runs
@@ -117,7 +117,7 @@ class FfnData:
     lr_tuning: list[ArmTuning] = field(default_factory=list)
 
 
-# --- statistics ------------------------------------------------------------------------------
+# --- statistics -----------------------------------------------------------------------------------
 def interpolate(xs: Sequence[float], ys: Sequence[float | None], x: float) -> float | None:
     """The piecewise-linear curve through (xs, ys) at x (xs ascending); None outside
     [xs[0], xs[-1]] or when a bracketing y is missing."""
@@ -282,7 +282,7 @@ def size_record(size: Size, options: RunOptions) -> dict[str, Any]:
     return record
 
 
-# --- tables and notes ------------------------------------------------------------------------
+# --- tables and notes -----------------------------------------------------------------------------
 def _fmt(value: float | None, digits: int = 4) -> str:
     return "—" if value is None else f"{value:.{digits}f}"
 
