@@ -11,6 +11,7 @@ tests hold a machine lock of their own.
 import contextlib
 import fcntl
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -197,3 +198,30 @@ def measuring(monkeypatch, tmp_path):
     calibration._MEMO.clear()
     yield tmp_path
     calibration._MEMO.clear()
+
+
+@pytest.fixture
+def one_line_exit_2(capsys):
+    """`one_line_exit_2(run, *needles, main=blocklab.cli.main) -> line`: the command was refused
+    as the CLI refuses bad input, before any work: exit code 2, nothing on stdout, one line on
+    stderr that starts `error: ` and holds every needle, no traceback. `run` is an argv to run
+    through `main` in this process, or a finished `python -m blocklab` (its CompletedProcess:
+    the exit code and streams a shell sees)."""
+
+    def check(run: list[str] | subprocess.CompletedProcess, *needles: str, main=None) -> str:
+        if isinstance(run, subprocess.CompletedProcess):
+            code, out, err = run.returncode, run.stdout, run.stderr
+        else:
+            if main is None:
+                from blocklab.cli import main
+            code = main(run)
+            out, err = capsys.readouterr()
+        lines = err.strip().splitlines()
+        assert code == 2 and out == "", (code, out, err)
+        assert len(lines) == 1 and lines[0].startswith("error: "), err
+        assert "Traceback" not in err
+        for needle in needles:
+            assert needle in lines[0], (needle, lines[0])
+        return lines[0]
+
+    return check

@@ -62,15 +62,3 @@ def read_only():
     yield make
     for folder in changed:
         folder.chmod(0o755)
-
-
-def one_line_error(proc: subprocess.CompletedProcess) -> str:
-    """The only line on stderr, which starts with `error: `."""
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), proc.stderr
-    return lines[0]
-
-
-@pytest.fixture
-def error_line():
-    return one_line_error

@@ -107,17 +107,12 @@ def test_sweep_and_plot(tmp_path, capsys):
     (["gpt2", "--list"], "takes no MODEL"),
     (["/nonexistent/config.json"], "no such file"),
 ])
-def test_bad_input_is_one_line_exit_2(capsys, args, message):
-    assert main(["budget", *args]) == 2
-    err = capsys.readouterr().err
-    assert err.startswith("error: ") and message in err and err.count("\n") == 1
-    assert "Traceback" not in err
+def test_bad_input_is_one_line_exit_2(one_line_exit_2, args, message):
+    one_line_exit_2(["budget", *args], message)
 
 
 @pytest.mark.parametrize("text", ["{oops", '{"model_type": "llama"}', '["a"]'])
-def test_bad_config_file_exit_2(tmp_path, capsys, text):
+def test_bad_config_file_exit_2(tmp_path, one_line_exit_2, text):
     path = tmp_path / "config.json"
     path.write_text(text)
-    assert main(["budget", str(path)]) == 2
-    err = capsys.readouterr().err
-    assert err.startswith("error: ") and err.count("\n") == 1
+    one_line_exit_2(["budget", str(path)])

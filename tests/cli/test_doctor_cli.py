@@ -51,10 +51,8 @@ def test_head_arithmetic_error_is_a_finding_not_bad_input(tmp_path, capsys):
     (["gpt2", "--serve-len", "0"], "--serve-len must be a positive integer"),
     (["gpt2", "--serve-len", "x"], "--serve-len must be a positive integer"),
 ])
-def test_bad_input_exit_2(capsys, args, message):
-    assert main(["doctor", *args]) == 2
-    err = capsys.readouterr().err
-    assert err.startswith("error: ") and message in err and err.count("\n") == 1
+def test_bad_input_exit_2(one_line_exit_2, args, message):
+    one_line_exit_2(["doctor", *args], message)
 
 
 def test_malformed_json_exit_2(tmp_path, capsys):

@@ -5,8 +5,6 @@ import pytest
 
 from blocklab.cli import ladder as ladder_cli
 
-from .conftest import one_line_error
-
 
 @pytest.mark.parametrize(("argv", "message"), [
     (["C36"], "claim 'C36' has no ladder; allowed: ['C16', 'C18', 'C19', 'C21', 'C30']"),
@@ -16,10 +14,9 @@ from .conftest import one_line_error
     (["C16", "--seed-offset", "-3"], "--seed-offset"),
     (["C16", "--jobs", "0"], "--jobs"),
 ])
-def test_bad_input_is_one_line_before_any_work(blocklab, tmp_path, argv, message):
+def test_bad_input_is_one_line_before_any_work(blocklab, one_line_exit_2, tmp_path, argv, message):
     proc = blocklab("ladder", *argv, "--results", str(tmp_path / "runs"))
-    assert proc.returncode == 2
-    assert message in one_line_error(proc)
+    assert message in one_line_exit_2(proc)
     assert not (tmp_path / "runs").exists()
 
 
@@ -73,18 +70,17 @@ def test_written_names_only_the_files_written(tmp_path, capsys):
 
 
 def test_a_results_folder_it_cannot_write_is_refused_before_any_timing(tmp_path, blocklab,
-                                                                       error_line, read_only):
+                                                                       one_line_exit_2, read_only):
     """--precision auto times each rung's step (seconds): a folder the ladder could not write
     its runs into is refused before that, with nothing else said."""
     results = read_only(tmp_path / "runs")
     proc = blocklab("ladder", "C16", "--results", str(results), "--budget", "0",
                     bound_by_modes=True)
-    assert proc.returncode == 2
-    assert error_line(proc) == (f"error: --results {str(results)!r}: the folder "
+    assert one_line_exit_2(proc) == (f"error: --results {str(results)!r}: the folder "
                                 f"{str(results)!r} is not writable (permission denied)")
 
 
-def test_a_read_only_file_system_is_named(tmp_path, error_line):
+def test_a_read_only_file_system_is_named(tmp_path, one_line_exit_2):
     """A folder on a file system mounted read-only (a tmpfs mounted so in a mount namespace of
     its own): its mode allows writing, the mount does not, and the line says which."""
     import shutil
@@ -102,6 +98,5 @@ def test_a_read_only_file_system_is_named(tmp_path, error_line):
         capture_output=True, text=True, timeout=300)
     if proc.returncode != 2 and proc.stderr.startswith(("unshare:", "mount:")):
         pytest.skip(f"a read-only file system cannot be mounted here: {proc.stderr.strip()}")
-    assert proc.returncode == 2, proc.stderr
-    assert error_line(proc).endswith(f"the folder {str(results)!r} is not writable (a "
+    assert one_line_exit_2(proc).endswith(f"the folder {str(results)!r} is not writable (a "
                                      "read-only file system)")

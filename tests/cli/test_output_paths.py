@@ -16,34 +16,19 @@ NAME_MAX = os.pathconf("/tmp", "PC_NAME_MAX")
 LONG = "a" * (NAME_MAX + 1)  # one byte past what a name may be
 
 
-def refused(capsys, argv: list[str], *needles: str) -> str:
-    """Run `blocklab ARGV` in this process: exit code 2, nothing on stdout, one line on stderr
-    that holds every needle."""
-    code = main(argv)
-    out, err = capsys.readouterr()
-    lines = err.strip().splitlines()
-    assert code == 2 and out == "", (code, out, err)
-    assert len(lines) == 1 and lines[0].startswith("error: "), err
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
-    return lines[0]
-
-
 # --- the cases the issue measured ----------------------------------------------------------------
-def test_plot_under_a_regular_file(tmp_path, blocklab, error_line):
+def test_plot_under_a_regular_file(tmp_path, blocklab, one_line_exit_2):
     (tmp_path / "afile").write_text("")
     proc = blocklab("budget", "--sweep", "--plot", "afile/sub.png", cwd=tmp_path)
-    assert proc.returncode == 2 and proc.stdout == ""  # refused before the sweep printed
-    line = error_line(proc)
+    line = one_line_exit_2(proc)
     assert "--plot 'afile/sub.png'" in line and "'afile' is a file" in line
     assert "Errno" not in line
 
 
-def test_plot_in_a_read_only_working_directory(tmp_path, blocklab, error_line, read_only):
+def test_plot_in_a_read_only_working_directory(tmp_path, blocklab, one_line_exit_2, read_only):
     cwd = read_only(tmp_path / "ro")
     proc = blocklab("budget", "--sweep", "--plot", "fig.png", cwd=cwd, bound_by_modes=True)
-    assert proc.returncode == 2 and proc.stdout == ""
-    line = error_line(proc)
+    line = one_line_exit_2(proc)
     assert "--plot 'fig.png'" in line and f"the working directory '{cwd}' is not writable" in line
     assert ".tmp" not in line  # the temporary file is blocklab's business, not the user's
 
@@ -57,16 +42,15 @@ def test_plot_in_a_read_only_working_directory(tmp_path, blocklab, error_line, r
     (["report", "--tiny", "--results", LONG], "--results"),
 ], ids=["plot-folder", "plot-file", "train-out", "suite-results", "report-out",
         "report-results"])
-def test_a_name_too_long_names_the_option(tmp_path, blocklab, error_line, argv, option):
+def test_a_name_too_long_names_the_option(tmp_path, blocklab, one_line_exit_2, argv, option):
     proc = blocklab(*argv, cwd=tmp_path)
-    assert proc.returncode == 2, proc.stderr
-    line = error_line(proc)
+    line = one_line_exit_2(proc)
     assert line.startswith(f"error: {option} '") and "bytes long" in line
     assert "Errno" not in line and not any(tmp_path.iterdir())  # nothing created
 
 
 @pytest.mark.parametrize("locked", ["ffn", "ffn/tiny+tuning", "ffn/tiny"])
-def test_suite_folder_not_writable_is_refused_before_training(tmp_path, blocklab, error_line,
+def test_suite_folder_not_writable_is_refused_before_training(tmp_path, blocklab, one_line_exit_2,
                                                               read_only, locked):
     """The results folder is writable, a folder the suite writes under it is not: refused up
     front, naming that folder, instead of failing on a temporary file after a run trained."""
@@ -74,20 +58,18 @@ def test_suite_folder_not_writable_is_refused_before_training(tmp_path, blocklab
     read_only(results / locked)
     proc = blocklab("suite", "ffn", "--tiny", "--no-progress", "--results", str(results),
                     bound_by_modes=True)
-    assert proc.returncode == 2, proc.stderr
-    line = error_line(proc)
+    line = one_line_exit_2(proc)
     assert f"--results '{results}'" in line and f"'{results / locked}' is not writable" in line
     assert not list(results.rglob("*.json")) and not (results / "ffn" / ".lock").exists()
 
 
-def test_report_checks_every_suite_folder_it_will_run_into(tmp_path, blocklab, error_line,
+def test_report_checks_every_suite_folder_it_will_run_into(tmp_path, blocklab, one_line_exit_2,
                                                            read_only):
     results = tmp_path / "runs"
     read_only(results / "position" / "tiny")
     proc = blocklab("report", "--tiny", "--no-progress", "--results", str(results), "--out",
                     str(tmp_path / "report"), bound_by_modes=True)
-    assert proc.returncode == 2, proc.stderr
-    assert f"'{results / 'position' / 'tiny'}' is not writable" in error_line(proc)
+    assert f"'{results / 'position' / 'tiny'}' is not writable" in one_line_exit_2(proc)
     assert not list(results.rglob("*.json")) and not (tmp_path / "report").exists()
 
 
@@ -100,37 +82,37 @@ def test_report_checks_every_suite_folder_it_will_run_into(tmp_path, blocklab, e
     ({"model": {"d_model": 32, "n_heads": 2, "n_layers": 1, "vocab_size": 100},
       "train": {"steps": 1, "seq_len": 16, "batch_size": 2}}, "vocab_size=100"),
 ], ids=["n_heads", "learned-seq_len", "vocab_size"])
-def test_train_config_refused_leaves_no_out_folder(tmp_path, capsys, config, needle):
+def test_train_config_refused_leaves_no_out_folder(tmp_path, one_line_exit_2, config, needle):
     path = tmp_path / "run.json"
     path.write_text(json.dumps(config))
-    refused(capsys, ["train", "--config", str(path), "--no-progress", "--out",
+    one_line_exit_2(["train", "--config", str(path), "--no-progress", "--out",
                      str(tmp_path / "out" / "run")], needle)
     assert not (tmp_path / "out").exists()
 
 
 # --- further unusual output paths ----------------------------------------------------------------
-def test_plot_through_a_symbolic_link_loop(tmp_path, capsys):
+def test_plot_through_a_symbolic_link_loop(tmp_path, one_line_exit_2):
     (tmp_path / "loop").symlink_to(tmp_path / "loop")
-    refused(capsys, ["budget", "--sweep", "--plot", str(tmp_path / "loop" / "x.png")],
-            "--plot", "a loop of symbolic links")
+    one_line_exit_2(["budget", "--sweep", "--plot", str(tmp_path / "loop" / "x.png")],
+                    "--plot", "a loop of symbolic links")
 
 
-def test_plot_naming_an_existing_folder(tmp_path, capsys):
-    refused(capsys, ["budget", "--sweep", "--plot", str(tmp_path)],
-            f"--plot '{tmp_path}' is a folder; expected a file name", f"{tmp_path}/out.png")
+def test_plot_naming_an_existing_folder(tmp_path, one_line_exit_2):
+    one_line_exit_2(["budget", "--sweep", "--plot", str(tmp_path)],
+                    f"--plot '{tmp_path}' is a folder; expected a file name", f"{tmp_path}/out.png")
 
 
-def test_plot_name_whose_temporary_name_is_too_long(tmp_path, capsys):
+def test_plot_name_whose_temporary_name_is_too_long(tmp_path, one_line_exit_2):
     name = "f" * (NAME_MAX - 10) + ".png"  # fits, but `.NAME.<12 hex>.tmp.png` does not
-    refused(capsys, ["budget", "--sweep", "--plot", str(tmp_path / name)],
-            "--plot", "temporary name", f"at most {NAME_MAX - 22} bytes")
+    one_line_exit_2(["budget", "--sweep", "--plot", str(tmp_path / name)],
+                    "--plot", "temporary name", f"at most {NAME_MAX - 22} bytes")
     assert not any(tmp_path.iterdir())
 
 
-def test_train_out_under_an_existing_file(tmp_path, capsys):
+def test_train_out_under_an_existing_file(tmp_path, one_line_exit_2):
     (tmp_path / "taken").write_text("keep me")
-    refused(capsys, ["train", "--steps", "1", "--out", str(tmp_path / "taken" / "run")],
-            "--out", f"'{tmp_path / 'taken'}' is a file")
+    one_line_exit_2(["train", "--steps", "1", "--out", str(tmp_path / "taken" / "run")],
+                    "--out", f"'{tmp_path / 'taken'}' is a file")
     assert (tmp_path / "taken").read_text() == "keep me"
 
 
@@ -140,9 +122,9 @@ def test_train_out_under_an_existing_file(tmp_path, capsys):
     (["suite", "ffn", "--tiny", "--results", "run\0s"], "--results"),
     (["report", "--tiny", "--no-run", "--out", "rep\0ort"], "--out"),
 ])
-def test_a_nul_byte(capsys, argv, option):
+def test_a_nul_byte(one_line_exit_2, argv, option):
     """No shell can pass one, a caller of `main` can: refused, never a ValueError bug."""
-    refused(capsys, argv, option, "contains a NUL byte")
+    one_line_exit_2(argv, option, "contains a NUL byte")
 
 
 @pytest.mark.parametrize(("argv", "option"), [
@@ -151,37 +133,36 @@ def test_a_nul_byte(capsys, argv, option):
     (["suite", "ffn", "--tiny", "--results", " "], "--results"),
     (["report", "--tiny", "--no-run", "--out", ""], "--out"),
 ])
-def test_an_empty_path(capsys, argv, option):
-    refused(capsys, argv, f"{option} {argv[-1]!r} is empty")
+def test_an_empty_path(one_line_exit_2, argv, option):
+    one_line_exit_2(argv, f"{option} {argv[-1]!r} is empty")
 
 
-def test_results_through_a_symbolic_link_to_nothing(tmp_path, capsys):
+def test_results_through_a_symbolic_link_to_nothing(tmp_path, one_line_exit_2):
     (tmp_path / "runs").symlink_to(tmp_path / "gone")
-    refused(capsys, ["suite", "ffn", "--tiny", "--results", str(tmp_path / "runs")],
-            "--results", "is a symbolic link to", "which does not exist")
+    one_line_exit_2(["suite", "ffn", "--tiny", "--results", str(tmp_path / "runs")],
+                    "--results", "is a symbolic link to", "which does not exist")
 
 
-def test_results_whose_suite_folder_is_a_file(tmp_path, capsys):
+def test_results_whose_suite_folder_is_a_file(tmp_path, one_line_exit_2):
     (tmp_path / "ffn").write_text("")
-    refused(capsys, ["suite", "ffn", "--tiny", "--results", str(tmp_path)],
-            f"--results '{tmp_path}'", f"'{tmp_path / 'ffn'}' is a file")
+    one_line_exit_2(["suite", "ffn", "--tiny", "--results", str(tmp_path)],
+                    f"--results '{tmp_path}'", f"'{tmp_path / 'ffn'}' is a file")
 
 
-def test_results_path_past_path_max(tmp_path, capsys):
+def test_results_path_past_path_max(tmp_path, one_line_exit_2):
     deep = "/".join(["d" * 200] * (os.pathconf("/tmp", "PC_PATH_MAX") // 200 + 1))
-    refused(capsys, ["suite", "ffn", "--tiny", "--results", str(tmp_path / deep)],
-            "--results", "characters)", "paths written there are up to")
+    one_line_exit_2(["suite", "ffn", "--tiny", "--results", str(tmp_path / deep)],
+                    "--results", "characters)", "paths written there are up to")
 
 
-def test_report_out_in_a_read_only_folder(tmp_path, blocklab, error_line, read_only):
+def test_report_out_in_a_read_only_folder(tmp_path, blocklab, one_line_exit_2, read_only):
     locked = read_only(tmp_path / "locked")
     proc = blocklab("report", "--tiny", "--no-run", "--out", str(locked / "report"),
                     bound_by_modes=True)
-    assert proc.returncode == 2, proc.stderr
-    assert f"the folder '{locked}' is not writable" in error_line(proc)
+    assert f"the folder '{locked}' is not writable" in one_line_exit_2(proc)
 
 
-def test_plot_under_a_folder_that_cannot_be_searched(tmp_path, blocklab, error_line):
+def test_plot_under_a_folder_that_cannot_be_searched(tmp_path, blocklab, one_line_exit_2):
     hidden = tmp_path / "hidden"
     hidden.mkdir(mode=0o600)  # readable, not searchable: nothing inside can be reached
     try:
@@ -189,8 +170,7 @@ def test_plot_under_a_folder_that_cannot_be_searched(tmp_path, blocklab, error_l
                         bound_by_modes=True)
     finally:
         hidden.chmod(0o755)
-    assert proc.returncode == 2, proc.stderr
-    assert "cannot be searched" in error_line(proc)
+    assert "cannot be searched" in one_line_exit_2(proc)
 
 
 def test_a_good_plot_path_is_made(tmp_path, capsys):

@@ -42,30 +42,27 @@ def test_report_reads_a_read_only_folder_that_holds_every_run(tmp_path, stored, 
 
 
 def test_report_asked_to_spend_a_budget_there_is_refused(tmp_path, stored, blocklab,
-                                                         error_line):
+                                                         one_line_exit_2):
     proc = blocklab("report", "--tiny", "--results", str(stored), "--budget", "1", "--out",
                     str(tmp_path / "report"), bound_by_modes=True)
-    assert proc.returncode == 2
-    assert error_line(proc).endswith("is not writable (permission denied), and the report "
+    assert one_line_exit_2(proc).endswith("is not writable (permission denied), and the report "
                                      "would run or add runs there; --no-run renders what it "
                                      "holds")
     assert not (tmp_path / "report").exists()
 
 
-def test_report_with_runs_still_to_do_is_refused(tmp_path, blocklab, error_line, read_only):
+def test_report_with_runs_still_to_do_is_refused(tmp_path, blocklab, one_line_exit_2, read_only):
     empty = read_only(tmp_path / "runs")
     proc = blocklab("report", "--tiny", "--results", str(empty), "--out",
                     str(tmp_path / "report"), bound_by_modes=True)
-    assert proc.returncode == 2
-    assert "would run or add runs there" in error_line(proc)
+    assert "would run or add runs there" in one_line_exit_2(proc)
 
 
-def test_report_out_must_still_be_writable(tmp_path, stored, blocklab, error_line, read_only):
+def test_report_out_must_still_be_writable(tmp_path, stored, blocklab, one_line_exit_2, read_only):
     out = read_only(tmp_path / "report")
     proc = blocklab("report", "--tiny", "--results", str(stored), "--out", str(out),
                     bound_by_modes=True)
-    assert proc.returncode == 2
-    assert error_line(proc).startswith(f"error: --out {str(out)!r}: ")
+    assert one_line_exit_2(proc).startswith(f"error: --out {str(out)!r}: ")
 
 
 @pytest.mark.parametrize("argv", [["claims", "--tiny"], ["report", "--tiny", "--no-run"]])

@@ -8,8 +8,6 @@ import pytest
 
 from blocklab.experiments.suites import SUITE_MODULES, get_suite
 
-from .conftest import one_line_error
-
 
 def _keep_answer(cache, suite: str, size: str, fastest: str, fp32_s=0.020, bf16_s=0.012):
     """Store the calibration's answer for `suite`'s shape at `size`, as a measurement would."""
@@ -63,13 +61,12 @@ def test_auto_keeps_float32_where_it_is_faster(blocklab, kept_cache, tmp_path):
 
 
 def test_auto_with_budget_is_refused_in_one_line_when_it_chooses_bf16(blocklab, kept_cache,
-                                                                       tmp_path):
+                                                                       one_line_exit_2, tmp_path):
     _keep_answer(kept_cache, "ffn", "tiny", "bf16")
     proc = blocklab("suite", "ffn", "--tiny", "--precision", "auto", "--budget", "5",
                     "--results", str(tmp_path / "runs"))
-    assert proc.returncode == 2
     assert "--precision auto chose bf16 here; use --precision fp32 with --budget" in \
-        one_line_error(proc)
+        one_line_exit_2(proc)
 
 
 def test_auto_on_a_float32_suite_says_so(blocklab, tmp_path):

@@ -44,15 +44,6 @@ def _readme(tmp_path: Path, text: str | None = None) -> Path:
     return path
 
 
-def _one_line_error(capsys, code: int, expected: int = 2) -> str:
-    err = capsys.readouterr().err
-    assert code == expected, err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), err
-    assert "Traceback" not in err
-    return lines[0]
-
-
 @pytest.fixture
 def fast_ledger(monkeypatch):
     """The ledger of one analytic claim (C02) and one experimental claim (C16), so the command
@@ -72,14 +63,14 @@ def fast_ledger(monkeypatch):
     (["--bogus"], "unrecognized arguments: --bogus"),
     (["--results"], "argument --results: expected one argument"),
 ])
-def test_bad_arguments_are_one_line_and_write_nothing(tmp_path, capsys, fast_ledger, args,
-                                                      needle):
+def test_bad_arguments_are_one_line_and_write_nothing(tmp_path, one_line_exit_2, fast_ledger,
+                                                      args, needle):
     from blocklab.report.readme import main
 
     path = _readme(tmp_path)
     before = path.read_text(encoding="utf-8")
     args = [a.replace("{tmp}", str(tmp_path)) for a in args]
-    line = _one_line_error(capsys, main([str(path), "--results", str(tmp_path), *args]))
+    line = one_line_exit_2([str(path), "--results", str(tmp_path), *args], main=main)
     assert needle.replace("{tmp}", str(tmp_path)) in line
     assert path.read_text(encoding="utf-8") == before
 
@@ -91,24 +82,24 @@ def test_bad_arguments_are_one_line_and_write_nothing(tmp_path, capsys, fast_led
     (lambda tmp: _readme(tmp, f"{END}\n{START}\n"), "has no <!-- verdicts:start -->"),
     (lambda tmp: _readme(tmp, f"only {START}\n"), "has no <!-- verdicts:start -->"),
 ])
-def test_a_readme_that_cannot_take_the_table_is_one_line(tmp_path, capsys, fast_ledger, make,
-                                                         needle):
+def test_a_readme_that_cannot_take_the_table_is_one_line(tmp_path, one_line_exit_2, fast_ledger,
+                                                         make, needle):
     from blocklab.report.readme import main
 
     path = make(tmp_path)
-    line = _one_line_error(capsys, main([str(path), "--results", str(tmp_path)]))
+    line = one_line_exit_2([str(path), "--results", str(tmp_path)], main=main)
     assert needle in line and str(path) in line
 
 
-def test_an_empty_results_folder_is_refused_not_written(tmp_path, capsys):
+def test_an_empty_results_folder_is_refused_not_written(tmp_path, one_line_exit_2):
     """The reported case, with the real ledger: a results folder without suite results would
     have replaced every experimental verdict by missing-results."""
     from blocklab.report.readme import main
 
     path = _readme(tmp_path)
     (tmp_path / "empty").mkdir()
-    line = _one_line_error(capsys, main([str(path), "--size", "quick", "--results",
-                                         str(tmp_path / "empty")]))
+    line = one_line_exit_2([str(path), "--size", "quick", "--results", str(tmp_path / "empty")],
+                           main=main)
     assert "missing-results" in line and "C16" in line and "--allow-missing" in line
     assert f"blocklab report --size quick --results {tmp_path / 'empty'}" in line
     assert "old" in path.read_text(encoding="utf-8")
@@ -166,6 +157,7 @@ def test_a_check_that_fails_writes_nothing(tmp_path, capsys, fast_ledger, monkey
 
     monkeypatch.setitem(ledger.CHECKS, "C02", broken)
     path = _readme(tmp_path)
-    line = _one_line_error(capsys, main([str(path), "--results", str(tmp_path),
-                                         "--allow-missing"]), expected=1)
-    assert "C02 failed to run" in line and "old" in path.read_text(encoding="utf-8")
+    assert main([str(path), "--results", str(tmp_path), "--allow-missing"]) == 1
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ")
+    assert "C02 failed to run" in lines[0] and "old" in path.read_text(encoding="utf-8")

@@ -323,17 +323,14 @@ def test_write_report_is_renderable_from_collected_doc(tmp_path, unrasterized):
         encoding="utf-8")
 
 
-def test_bad_lang_is_one_line_exit_2(tmp_path, capsys):
-    code = main(["report", "--no-run", "--out", str(tmp_path / "out"), "--lang", "fr"])
-    err = capsys.readouterr().err
-    assert code == 2
-    assert err.startswith("error: --lang 'fr' is not allowed") and err.count("\n") == 1
+def test_bad_lang_is_one_line_exit_2(tmp_path, one_line_exit_2):
+    line = one_line_exit_2(["report", "--no-run", "--out", str(tmp_path / "out"), "--lang", "fr"])
+    assert line.startswith("error: --lang 'fr' is not allowed")
     assert not (tmp_path / "out").exists()
 
 
-def test_two_sizes_is_exit_2(tmp_path, capsys):
-    assert main(["report", "--tiny", "--full", "--out", str(tmp_path / "o")]) == 2
-    assert capsys.readouterr().err.count("\n") == 1
+def test_two_sizes_is_exit_2(tmp_path, one_line_exit_2):
+    one_line_exit_2(["report", "--tiny", "--full", "--out", str(tmp_path / "o")])
 
 
 def test_rendering_stored_results_trains_nothing(built, tmp_path, monkeypatch, unrasterized):
