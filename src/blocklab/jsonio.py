@@ -201,6 +201,7 @@ def decode(kind: Any, value: Any, where: str = "") -> Any:
     """
     if kind is Any:
         return value
+    # imported here: the commands that read no stored result (budget, doctor) skip its ~40 ms
     from pydantic import ValidationError
     from pydantic_core import to_json
 
