@@ -158,17 +158,6 @@ def test_backends_and_precisions_equal_the_models():
     assert tuple(model._DTYPES) == precision.PRECISIONS
 
 
-def test_options_need_no_torch():
-    import subprocess
-    import sys
-
-    code = ("import sys; from blocklab.experiments.options import RunOptions; "
-            "RunOptions('tiny', range(2), 'bf16', 'compiled').folder(); "
-            "assert 'torch' not in sys.modules, 'torch'")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-
-
 # --- a run request --------------------------------------------------------------------------------
 @pytest.mark.parametrize(("kwargs", "message"), [
     ({"size": "huge"}, rf"^size 'huge' is not allowed; expected one of {SIZES}$"),
@@ -231,18 +220,6 @@ def test_a_request_gives_each_suite_its_options_and_its_commands():
         "blocklab claims --size quick --seed-offset 1000 --precision bf16 --results runs")
     assert bf16.report_command("out") == ("blocklab report --size quick --seed-offset 1000 "
                                           "--precision bf16 --out out --results runs")
-
-
-def test_a_request_needs_no_torch():
-    import subprocess
-    import sys
-
-    code = ("import sys; from pathlib import Path; "
-            "from blocklab.experiments.options import RunRequest; "
-            "RunRequest(Path('runs'), 'tiny', 5, 'bf16').claims_command(); "
-            "assert 'torch' not in sys.modules, 'torch'")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
 
 
 def test_the_device_reaches_every_suites_options_and_each_trainconfig_but_no_folder():

@@ -73,28 +73,6 @@ def test_result_is_written_atomically(monkeypatch, tmp_path, tiny_model, tiny_tr
     assert [p.name for p in tmp_path.iterdir()] == ["result.json"]  # no temp file left
 
 
-def test_reading_results_needs_no_torch():
-    import subprocess
-    import sys
-
-    code = ("import sys; from blocklab.experiments import ResultStore, run_id; "
-            "assert 'torch' not in sys.modules")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-
-
-def test_results_module_imports_neither_trainer_nor_torch():
-    """The store keeps results and never trains: `results` imports nothing from the trainer."""
-    import subprocess
-    import sys
-
-    code = ("import sys, blocklab.experiments.results; "
-            "assert 'blocklab.experiments.trainer' not in sys.modules, 'trainer'; "
-            "assert 'torch' not in sys.modules, 'torch'")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-
-
 def test_added_identity_is_the_one_rule_of_id_compatibility(tiny_train):
     assert rs.added_identity(precision="fp32") == {}  # ids made before precision existed
     assert rs.added_identity(precision="bf16") == {"precision": "bf16"}
