@@ -77,10 +77,8 @@ def test_jobs_beyond_this_machine(tmp_path, capsys, command, value):
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
 
 
-# --- --executor, --jobs, --seed-offset together -------------------------------------------------
+# --- --executor and --jobs together --------------------------------------------------------------
 @pytest.mark.parametrize(("args", "needles"), [
-    (["--seed-offset", "-1"], ["--seed-offset", "-1", "[0, "]),
-    (["--seed-offset", str(10**30)], ["--seed-offset", str(10**30)]),
     (["--executor", "Process"], ["--executor", "'Process'", "process or ray"]),
     (["--executor", "ray", "--jobs", "2"], ["--jobs", "--executor process"]),
     (["--executor", "ray", "--jobs", "0"], ["--jobs", "--executor process"]),
@@ -92,11 +90,18 @@ def test_suite_executor_options(tmp_path, capsys, args, needles):
                            capsys, *needles)
 
 
-@pytest.mark.parametrize("command", [["report", "--tiny", "--no-run"], ["claims", "--tiny"]])
-def test_seed_offset_named_as_written(tmp_path, capsys, command):
+# --- --seed-offset: the one rule (RunRequest's), named as the option, before any work -----------
+@pytest.mark.parametrize("command", [["suite", "ffn", "--tiny"], ["report", "--tiny", "--no-run"],
+                                     ["report", "--plan"], ["claims", "--tiny"],
+                                     ["ladder", "C16", "--plan"]])
+@pytest.mark.parametrize("value", ["-7", str(10**30)])
+def test_seed_offset_named_as_written(tmp_path, capsys, command, value):
     extra = ["--out", str(tmp_path / "report")] if command[0] == "report" else []
-    assert_one_line_exit_2([*command, "--results", str(tmp_path), *extra,
-                            "--seed-offset", "-7"], capsys, "--seed-offset -7")
+    line = assert_one_line_exit_2([*command, "--results", str(tmp_path / "runs"), *extra,
+                                   "--seed-offset", value], capsys)
+    assert line == (f"error: --seed-offset {value} is not allowed; expected an integer in "
+                    "[0, 1000000000]")
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "report").exists()
 
 
 # --- bfloat16 on a CPU without bfloat16 units: a warning, and the run goes on -------------------

@@ -295,18 +295,7 @@ def test_token_ids_of_the_wrong_dtype_or_shape(tiny_model):
     assert tiny_model(torch.tensor([[0, 31]])).shape == (1, 2, 32)  # both ends are allowed
 
 
-# --- 7. unusual `blocklab train` options ---------------------------------------------------------
-@pytest.mark.parametrize("argv, needles", [
-    (["--precision", "fp16"], ["--precision", "'fp16'", "'bf16'"]),
-    (["--precision", "BF16"], ["--precision", "'BF16'", "'bf16'"]),
-    (["--backend", ""], ["--backend", "''", "'compiled'"]),
-    (["--backend", "fast", "--device", "meta"], ["--device", "'meta'", "'cpu'"]),
-    (["--warmup", "-1"], ["--warmup", "warmup_steps=-1"]),
-])
-def test_train_unusual_flags(capsys, argv, needles):
-    assert_one_line_exit_2(["train", "--steps", "1", *argv], capsys, *needles)
-
-
+# --- 7. unusual `blocklab train` config files ----------------------------------------------------
 @pytest.mark.parametrize("text, needles", [
     ('["model", "train"]', ["expected a JSON object"]),
     ('{"model": {}, "train": {"precison": "bf16"}}', ["unknown TrainConfig key", "'precison'"]),

@@ -6,7 +6,6 @@ whose message names the bad value.
 from __future__ import annotations
 
 import json
-import math
 import os
 import subprocess
 import sys
@@ -15,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from blocklab.cli import main
-from blocklab.errors import CheckpointError, ConfigError, InputError
+from blocklab.errors import CheckpointError, InputError
 
 LLAMA_HF = {"model_type": "llama", "vocab_size": 256, "hidden_size": 64,
             "intermediate_size": 176, "num_hidden_layers": 2, "num_attention_heads": 4,
@@ -165,17 +164,10 @@ def test_train_out_is_unwritable(tmp_path, capsys):
 
 @pytest.mark.parametrize("argv,needle", [
     (["--steps", "true"], "--steps"),
-    (["--steps", "0"], "steps"),
-    (["--lr", "nan"], "lr"),
-    (["--lr", "-1"], "lr"),
-    (["--threads", "0"], "threads"),
-    (["--ffn", "swishglu"], "swishglu"),
-    (["--eval-lengths", "12,abc"], "--eval-lengths"),
-    (["--data", "/no/such/corpus"], "/no/such/corpus"),
     (["--no-such-flag"], "--no-such-flag"),
     (["extra-argument"], "extra-argument"),
 ])
-def test_train_bad_flags(capsys, argv, needle):
+def test_train_usage_errors(capsys, argv, needle):
     assert_one_line_exit_2(["train", *argv], capsys, needle)
 
 
@@ -198,11 +190,6 @@ def test_suite_with_absurd_seed_count(capsys):
 @pytest.mark.parametrize("argv,needle", [
     (["suite", "attention"], "attention"),
     (["suite", "ffn", "--tiny", "--quick"], "--tiny"),
-    (["suite", "ffn", "--tiny", "--seeds", "0"], "seeds=0"),
-    (["suite", "ffn", "--tiny", "--seed-offset", "-5"], "--seed-offset -5"),
-    (["suite", "ffn", "--tiny", "--seed-offset", "10000000000"], "--seed-offset 10000000000"),
-    (["report", "--tiny", "--no-run", "--seed-offset", "-1"], "--seed-offset -1"),
-    (["claims", "C16", "--seed-offset", "-1"], "--seed-offset -1"),
     (["suite", "ffn", "--executor", "slurm"], "slurm"),
     (["report", "--lang", "fr"], "fr"),
     (["verify", "--group", "nonsense"], "nonsense"),
@@ -222,34 +209,8 @@ def test_verify_into_a_closed_pipe_is_not_a_failed_check():
     assert "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr
 
 
-# --- the library ---------------------------------------------------------------------------------
-@pytest.mark.parametrize("changes,needle", [
-    ({"norm_eps": "1e-5"}, "norm_eps"),
-    ({"vocab_size": 10**400}, "vocab_size"),
-    ({"d_model": 2**70}, "d_model"),
-    ({"name": 5}, "name"),
-    ({"rope_theta": "10000"}, "rope_theta"),
-    ({"residual_scale": None}, "residual_scale"),
-    ({"partial_rotary_factor": float("nan")}, "partial_rotary_factor"),
-    ({"rope_scaling": {"rope_type": "yarn", "factor": math.inf}}, "factor"),
-    ({"rope_scaling": {"rope_type": "linear", "factor": True}}, "factor"),
-    ({"rope_scaling": "yarn"}, "rope_scaling"),
-    ({"ffn_bias": "yes"}, "ffn_bias"),
-    ({"ffn_dim_multiplier": math.inf}, "ffn_dim_multiplier"),
-    ({"n_heads": True}, "n_heads"),
-])
-def test_model_config_rejects(changes, needle):
-    from blocklab.config import ModelConfig
-    with pytest.raises(ConfigError, match=needle):
-        ModelConfig(**changes)
-
-
-def test_train_config_rejects_huge_steps():
-    from blocklab.experiments.trainer import TrainConfig
-    with pytest.raises(InputError, match="steps"):
-        TrainConfig(steps=10**30)
-
-
+# --- the library (ModelConfig's and TrainConfig's refusals: tests/test_config.py and
+# tests/experiments/test_trainer.py) ---------------------------------------------------------------
 @pytest.fixture
 def checkpoint(tmp_path):
     import torch

@@ -9,10 +9,6 @@ from blocklab.cli import main
 
 
 @pytest.mark.parametrize("argv,needle", [
-    (["report", "--plan", "--seed-offset", "-1"], "--seed-offset -1"),
-    (["report", "--plan", "--seed-offset", "9" * 25], "--seed-offset"),
-    (["report", "--plan", "--size", "bogus"], "--size 'bogus'"),
-    (["report", "--plan", "--tiny", "--quick"], "choose one size"),
     (["report", "--plan", "--executor", "ray", "--jobs", "2"], "--jobs"),
     (["report", "--plan", "--address", "10.0.0.1:6379"], "--address"),
     (["suite", "ffn", "--plan"], "--plan"),

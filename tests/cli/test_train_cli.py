@@ -53,16 +53,19 @@ def test_config_file_then_flags_override(tmp_path, capsys):
     assert (train["warmup_steps"], train["grad_clip"], train["init"]) == (1, None, "xavier")
 
 
+# A config's refusal is tested where the config is (tests/test_config.py, test_trainer.py); here,
+# that the command names the flag that held the value, and its own checks of the text.
 @pytest.mark.parametrize(("args", "message"), [
-    (["--ffn", "nope"], "ModelConfig.ffn='nope'"),
-    (["--steps", "0"], "TrainConfig.steps=0"),
-    (["--lr", "-1"], "TrainConfig.lr=-1.0"),
+    (["--ffn", "nope"], "error: --ffn: ModelConfig.ffn='nope' is not allowed"),
+    (["--warmup", "-1"], "error: --warmup: TrainConfig.warmup_steps=-1 is not allowed"),
+    (["--precision", "fp16"], "error: --precision: TrainConfig.precision='fp16' is not allowed; "
+                              "expected one of ['fp32', 'bf16']"),
+    (["--backend", "fused"], "TrainConfig.backend='fused' is not allowed; expected one of "
+                             "['reference', 'fast', 'compiled']"),
+    (["--device", "meta"], "TrainConfig.device='meta' is not allowed; expected 'cpu' or "
+                           "'cuda[:index]'"),
     (["--data", "/no/such/file"], "is not 'stdlib', 'shakespeare'"),
     (["--eval-lengths", "a,b"], "--eval-lengths 'a,b'"),
-    (["--n-heads", "3"], "ModelConfig.n_heads=3"),
-    (["--precision", "fp16"], "TrainConfig.precision='fp16' is not allowed; expected one of "
-                              "['fp32', 'bf16']"),
-    (["--backend", "fused"], "TrainConfig.backend='fused' is not allowed"),
 ])
 def test_bad_values_are_one_line_exit_2(tmp_path, one_line_exit_2, args, message):
     one_line_exit_2(["train", *TINY, *args, "--out", str(tmp_path)], message)
