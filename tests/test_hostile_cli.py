@@ -19,18 +19,6 @@ TINY_TRAIN = ["--d-model", "32", "--n-layers", "1", "--n-heads", "2", "--steps",
               "--no-progress"]
 
 
-def assert_one_line_exit_2(argv: list[str], capsys, *needles: str) -> str:
-    code = main(argv)
-    _, err = capsys.readouterr()
-    lines = err.strip().splitlines()
-    assert code == 2, (code, err)
-    assert len(lines) == 1, err
-    assert lines[0].startswith("error: "), lines[0]
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
-    return lines[0]
-
-
 # --- thread and worker counts: 1 to the usable cores ---------------------------------------------
 def test_check_threads_allows_1_to_the_usable_cores(monkeypatch):
     monkeypatch.setattr(env, "usable_cores", lambda: 4)
@@ -42,38 +30,38 @@ def test_check_threads_allows_1_to_the_usable_cores(monkeypatch):
 
 
 @pytest.mark.parametrize("value", ["100000", "20000", "0", "-3", str(10**30)])
-def test_train_threads_beyond_this_machine(tmp_path, capsys, value):
-    line = assert_one_line_exit_2(["train", "--threads", value, "--out", str(tmp_path)], capsys,
-                                  "--threads", value, "[1, ")
+def test_train_threads_beyond_this_machine(tmp_path, one_line_exit_2, value):
+    line = one_line_exit_2(["train", "--threads", value, "--out", str(tmp_path)],
+                           "--threads", value, "[1, ")
     assert "cores" in line
     assert not (tmp_path / "result.json").exists()
 
 
-def test_train_threads_one_past_the_usable_cores(tmp_path, capsys):
+def test_train_threads_one_past_the_usable_cores(tmp_path, one_line_exit_2):
     cores = env.usable_cores()
-    assert_one_line_exit_2(["train", "--threads", str(cores + 1), "--out", str(tmp_path)],
-                           capsys, "--threads", f"[1, {cores}]")
+    one_line_exit_2(["train", "--threads", str(cores + 1), "--out", str(tmp_path)],
+                    "--threads", f"[1, {cores}]")
 
 
-def test_train_threads_from_the_config_file(tmp_path, capsys):
+def test_train_threads_from_the_config_file(tmp_path, one_line_exit_2):
     config = tmp_path / "run.json"
     config.write_text(json.dumps({"train": {"threads": 50_000}}))
-    assert_one_line_exit_2(["train", "--config", str(config), "--out", str(tmp_path)], capsys,
-                           "--config", "train.threads", "50000")
+    one_line_exit_2(["train", "--config", str(config), "--out", str(tmp_path)],
+                    "--config", "train.threads", "50000")
 
 
 @pytest.mark.parametrize("value", ["100000", "0"])
-def test_quantize_threads_beyond_this_machine(capsys, value):
-    assert_one_line_exit_2(["quantize", "llama-3.2-1b", "--threads", value], capsys,
-                           "--threads", value)
+def test_quantize_threads_beyond_this_machine(one_line_exit_2, value):
+    one_line_exit_2(["quantize", "llama-3.2-1b", "--threads", value],
+                    "--threads", value)
 
 
 @pytest.mark.parametrize("command", [["suite", "ffn", "--tiny"], ["report", "--tiny", "--no-run"]])
 @pytest.mark.parametrize("value", ["0", "-1", "100000", str(10**30)])
-def test_jobs_beyond_this_machine(tmp_path, capsys, command, value):
+def test_jobs_beyond_this_machine(tmp_path, one_line_exit_2, command, value):
     extra = ["--out", str(tmp_path / "report")] if command[0] == "report" else []
-    assert_one_line_exit_2([*command, "--results", str(tmp_path / "runs"), *extra,
-                            "--jobs", value], capsys, "--jobs", value)
+    one_line_exit_2([*command, "--results", str(tmp_path / "runs"), *extra,
+                     "--jobs", value], "--jobs", value)
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
 
 
@@ -85,9 +73,9 @@ def test_jobs_beyond_this_machine(tmp_path, capsys, command, value):
     (["--executor", "process", "--cpus-per-run", "2"], ["--cpus-per-run", "--executor ray"]),
     (["--jobs", "two"], ["--jobs", "integer"]),
 ])
-def test_suite_executor_options(tmp_path, capsys, args, needles):
-    assert_one_line_exit_2(["suite", "ffn", "--tiny", "--results", str(tmp_path), *args],
-                           capsys, *needles)
+def test_suite_executor_options(tmp_path, one_line_exit_2, args, needles):
+    one_line_exit_2(["suite", "ffn", "--tiny", "--results", str(tmp_path), *args],
+                    *needles)
 
 
 # --- --seed-offset: the one rule (RunRequest's), named as the option, before any work -----------
@@ -95,10 +83,10 @@ def test_suite_executor_options(tmp_path, capsys, args, needles):
                                      ["report", "--plan"], ["claims", "--tiny"],
                                      ["ladder", "C16", "--plan"]])
 @pytest.mark.parametrize("value", ["-7", str(10**30)])
-def test_seed_offset_named_as_written(tmp_path, capsys, command, value):
+def test_seed_offset_named_as_written(tmp_path, one_line_exit_2, command, value):
     extra = ["--out", str(tmp_path / "report")] if command[0] == "report" else []
-    line = assert_one_line_exit_2([*command, "--results", str(tmp_path / "runs"), *extra,
-                                   "--seed-offset", value], capsys)
+    line = one_line_exit_2([*command, "--results", str(tmp_path / "runs"), *extra,
+                            "--seed-offset", value])
     assert line == (f"error: --seed-offset {value} is not allowed; expected an integer in "
                     "[0, 1000000000]")
     assert not (tmp_path / "runs").exists() and not (tmp_path / "report").exists()
@@ -171,11 +159,12 @@ def test_suite_bf16_warns_before_it_runs(tmp_path, capsys, monkeypatch):
     assert len(warnings) == 1 and "bfloat16 matmuls are emulated" in warnings[0]
 
 
-def test_suite_precision_the_suite_does_not_take_is_one_line_not_a_warning(tmp_path, capsys,
+def test_suite_precision_the_suite_does_not_take_is_one_line_not_a_warning(tmp_path,
+                                                                          one_line_exit_2,
                                                                           monkeypatch):
     _cpu(monkeypatch, "avx2")  # no bfloat16 units: still only the error
-    assert_one_line_exit_2(["suite", "norm-cost", "--tiny", "--results", str(tmp_path),
-                            "--precision", "bf16"], capsys, "precision='bf16'", "norm-cost")
+    one_line_exit_2(["suite", "norm-cost", "--tiny", "--results", str(tmp_path),
+                     "--precision", "bf16"], "precision='bf16'", "norm-cost")
 
 
 # --- the position suite's profiler writes nothing on stderr -------------------------------------

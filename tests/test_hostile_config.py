@@ -30,18 +30,6 @@ DEEP = {"list": "[" * 100_000 + "]" * 100_000,
         "object": '{"a":' * 100_000 + "1" + "}" * 100_000}
 
 
-def assert_one_line_exit_2(argv: list[str], capsys, *needles: str) -> str:
-    code = main(argv)
-    _, err = capsys.readouterr()
-    lines = err.strip().splitlines()
-    assert code == 2, (code, err)
-    assert len(lines) == 1, err
-    assert lines[0].startswith("error: "), lines[0]
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
-    return lines[0]
-
-
 def _json(tmp_path: Path, data, name: str = "config.json") -> str:
     path = tmp_path / name
     path.write_text(data if isinstance(data, str) else json.dumps(data))
@@ -51,9 +39,9 @@ def _json(tmp_path: Path, data, name: str = "config.json") -> str:
 # --- 1. JSON nested too deep ---------------------------------------------------------------------
 @pytest.mark.parametrize("kind", sorted(DEEP))
 @pytest.mark.parametrize("command", [["budget"], ["doctor"], ["quantize"], ["train", "--config"]])
-def test_config_nested_100000_levels(tmp_path, capsys, kind, command):
+def test_config_nested_100000_levels(tmp_path, one_line_exit_2, kind, command):
     path = _json(tmp_path, DEEP[kind])
-    assert_one_line_exit_2([*command, path], capsys, path, "nested")
+    one_line_exit_2([*command, path], path, "nested")
 
 
 def test_json_reader_limits_depth_but_not_real_configs(tmp_path):
@@ -112,10 +100,10 @@ def test_doctor_skips_a_checkpoint_index_nested_too_deep(checkpoint, capsys):
 
 # --- 2. Llama 4 layer lists of the wrong shape ---------------------------------------------------
 @pytest.mark.parametrize("value", ["all", 5, [{}], [True], [1, 2], [], [0, 1, 2, 3, 4]])
-def test_llama4_moe_layers_of_the_wrong_shape(tmp_path, capsys, value):
+def test_llama4_moe_layers_of_the_wrong_shape(tmp_path, one_line_exit_2, value):
     path = _json(tmp_path, {**LLAMA4_HF, "moe_layers": value})
-    line = assert_one_line_exit_2(["budget", path], capsys, path, "moe_layers=",
-                                  "every k-th layer")
+    line = one_line_exit_2(["budget", path], path, "moe_layers=",
+                           "every k-th layer")
     assert "TypeError" not in line
     with pytest.raises(ConfigError, match=r"moe_layers=.* is not allowed; expected"):
         from_hf({**LLAMA4_HF, "moe_layers": value})
@@ -174,10 +162,10 @@ def test_partial_rotary_factor_a_llama_config_cannot_express(value):
     assert from_hf({**LLAMA_HF, "partial_rotary_factor": 1.0}).rotary_dim == 16
 
 
-def test_budget_names_intermediate_size(tmp_path, capsys):
+def test_budget_names_intermediate_size(tmp_path, one_line_exit_2):
     path = _json(tmp_path, {**LLAMA4_HF, "intermediate_size": -8192})
-    assert_one_line_exit_2(["budget", path], capsys, path, "intermediate_size", "moe_d_ff",
-                           "-8192", "positive integer")
+    one_line_exit_2(["budget", path], path, "intermediate_size", "moe_d_ff",
+                    "-8192", "positive integer")
 
 
 @pytest.mark.parametrize("key, value, needle", [
@@ -230,24 +218,24 @@ def test_every_zoo_key_hostile_is_bad_input_never_a_crash(name):
     ({"rope_scaling": {"rope_type": "yarn", "factor": -2}}, "rope_scaling"),
     ({"vocab_size": None}, "vocab_size"),
 ])
-def test_doctor_errors_name_the_file(tmp_path, capsys, change, needle):
+def test_doctor_errors_name_the_file(tmp_path, one_line_exit_2, change, needle):
     path = _json(tmp_path, {**LLAMA_HF, **change})
-    assert_one_line_exit_2(["doctor", path], capsys, path, needle)
+    one_line_exit_2(["doctor", path], path, needle)
 
 
-def test_doctor_training_warmup_error_names_the_file(tmp_path, capsys):
+def test_doctor_training_warmup_error_names_the_file(tmp_path, one_line_exit_2):
     path = _json(tmp_path, {**LLAMA_HF, "warmup_steps": 10**400})
-    assert_one_line_exit_2(["doctor", path, "--training"], capsys, path, "warmup_steps")
+    one_line_exit_2(["doctor", path, "--training"], path, "warmup_steps")
 
 
 # --- 5. rope_scaling without a type --------------------------------------------------------------
 @pytest.mark.parametrize("scaling", [{"factor": 8},
                                      {"factor": 8.0, "original_max_position_embeddings": 8192}])
-def test_rope_scaling_without_a_type(tmp_path, capsys, scaling):
+def test_rope_scaling_without_a_type(tmp_path, one_line_exit_2, scaling):
     path = _json(tmp_path, {**LLAMA_HF, "rope_scaling": scaling})
     for command in ("budget", "doctor"):
-        assert_one_line_exit_2([command, path], capsys, path, "rope_scaling", "'rope_type'",
-                               "'linear'", "'yarn'", "'llama3'")
+        one_line_exit_2([command, path], path, "rope_scaling", "'rope_type'",
+                        "'linear'", "'yarn'", "'llama3'")
     with pytest.raises(ConfigError, match=r"ModelConfig\.rope_scaling=.*rope_type"):
         ModelConfig(rope_scaling=scaling)
 
@@ -306,23 +294,23 @@ def test_token_ids_of_the_wrong_dtype_or_shape(tiny_model):
     ("", ["malformed JSON"]),
     (b"\xff\xfe{\x00}\x00", ["not UTF-8 text"]),  # UTF-16
 ])
-def test_train_unusual_config_files(tmp_path, capsys, text, needles):
+def test_train_unusual_config_files(tmp_path, one_line_exit_2, text, needles):
     path = tmp_path / "run.json"
     path.write_bytes(text if isinstance(text, bytes) else text.encode())
-    assert_one_line_exit_2(["train", "--config", str(path)], capsys, f"--config {path}",
-                           *needles)
+    one_line_exit_2(["train", "--config", str(path)], f"--config {path}",
+                    *needles)
 
 
-def test_train_flag_overrides_a_bad_file_value_and_names_the_flag(tmp_path, capsys):
+def test_train_flag_overrides_a_bad_file_value_and_names_the_flag(tmp_path, one_line_exit_2):
     path = _json(tmp_path, {"train": {"precision": "fp32", "steps": 1}}, "run.json")
-    line = assert_one_line_exit_2(["train", "--config", path, "--precision", "half"], capsys,
-                                  "--precision", "'half'")
+    line = one_line_exit_2(["train", "--config", path, "--precision", "half"],
+                           "--precision", "'half'")
     assert path not in line  # the flag, not the file, held the bad value
 
 
-def test_train_config_that_is_a_folder(tmp_path, capsys):
-    assert_one_line_exit_2(["train", "--config", str(tmp_path)], capsys, f"--config {tmp_path}",
-                           "cannot read it")
+def test_train_config_that_is_a_folder(tmp_path, one_line_exit_2):
+    one_line_exit_2(["train", "--config", str(tmp_path)], f"--config {tmp_path}",
+                    "cannot read it")
 
 
 def test_resolve_model_names_file_for_deep_json(tmp_path):

@@ -28,18 +28,6 @@ def run_cli(argv: list[str], capsys) -> tuple[int, str, str]:
     return code, out, err
 
 
-def assert_one_line_exit_2(argv: list[str], capsys, *needles: str) -> str:
-    code, _, err = run_cli(argv, capsys)
-    lines = err.strip().splitlines()
-    assert code == 2, (code, err)
-    assert len(lines) == 1, err
-    assert "Traceback" not in err
-    assert lines[0].startswith("error: "), lines[0]
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
-    return lines[0]
-
-
 def _json(tmp_path: Path, data, name: str = "config.json") -> str:
     path = tmp_path / name
     path.write_text(data if isinstance(data, str) else json.dumps(data))
@@ -48,90 +36,90 @@ def _json(tmp_path: Path, data, name: str = "config.json") -> str:
 
 # --- blocklab budget / doctor --------------------------------------------------------------------
 @pytest.mark.parametrize("key", ["hidden_size", "vocab_size", "num_hidden_layers"])
-def test_budget_config_with_huge_integer(tmp_path, capsys, key):
+def test_budget_config_with_huge_integer(tmp_path, one_line_exit_2, key):
     path = _json(tmp_path, "{" + ", ".join(
         f'"{k}": {10**400 if k == key else json.dumps(v)}' for k, v in LLAMA_HF.items()) + "}")
     field = {"hidden_size": "d_model", "vocab_size": "vocab_size", "num_hidden_layers": "n_layers"}
-    assert_one_line_exit_2(["budget", path], capsys, path, field[key], key, "401 chars")
+    one_line_exit_2(["budget", path], path, field[key], key, "401 chars")
 
 
-def test_budget_seq_with_300_digits(capsys):
-    assert_one_line_exit_2(["budget", "llama-2-7b", "--seq", "9" * 300], capsys, "--seq")
+def test_budget_seq_with_300_digits(one_line_exit_2):
+    one_line_exit_2(["budget", "llama-2-7b", "--seq", "9" * 300], "--seq")
 
 
 @pytest.mark.parametrize("value", ["1e300", "-5", "0", "abc", "9" * 400])
-def test_doctor_serve_len_out_of_range(capsys, value):
-    assert_one_line_exit_2(["doctor", "llama-2-7b", "--serve-len", value], capsys, "--serve-len")
+def test_doctor_serve_len_out_of_range(one_line_exit_2, value):
+    one_line_exit_2(["doctor", "llama-2-7b", "--serve-len", value], "--serve-len")
 
 
-def test_budget_string_where_a_number_belongs(tmp_path, capsys):
+def test_budget_string_where_a_number_belongs(tmp_path, one_line_exit_2):
     path = _json(tmp_path, {**LLAMA_HF, "hidden_size": "64"})
-    assert_one_line_exit_2(["budget", path], capsys, "d_model", "'64'")
+    one_line_exit_2(["budget", path], "d_model", "'64'")
 
 
-def test_budget_rope_scaling_as_a_string(tmp_path, capsys):
+def test_budget_rope_scaling_as_a_string(tmp_path, one_line_exit_2):
     path = _json(tmp_path, {**LLAMA_HF, "rope_scaling": "yarn"})
-    assert_one_line_exit_2(["budget", path], capsys, "rope_scaling", "'yarn'")
+    one_line_exit_2(["budget", path], "rope_scaling", "'yarn'")
 
 
 @pytest.mark.parametrize("factor", ["Infinity", "NaN", "-2", "0", "\"4\""])
-def test_rope_scaling_factor_must_be_finite_positive(tmp_path, capsys, factor):
+def test_rope_scaling_factor_must_be_finite_positive(tmp_path, one_line_exit_2, factor):
     text = json.dumps({**LLAMA_HF}).rstrip("}") + (
         ', "rope_scaling": {"rope_type": "yarn", "factor": ' + factor + "}}")
     path = _json(tmp_path, text)
-    assert_one_line_exit_2(["budget", path], capsys, "rope_scaling", "factor")
-    assert_one_line_exit_2(["doctor", path], capsys, "rope_scaling", "factor")
+    one_line_exit_2(["budget", path], "rope_scaling", "factor")
+    one_line_exit_2(["doctor", path], "rope_scaling", "factor")
 
 
-def test_budget_config_too_large_to_be_a_config(tmp_path, capsys):
+def test_budget_config_too_large_to_be_a_config(tmp_path, one_line_exit_2):
     path = tmp_path / "big.json"
     with open(path, "wb") as handle:  # sparse: no disk used, and nothing should read it all
         handle.truncate(1 << 30)
-    assert_one_line_exit_2(["budget", str(path)], capsys, str(path), "MiB")
+    one_line_exit_2(["budget", str(path)], str(path), "MiB")
 
 
-def test_budget_missing_file_and_folder(tmp_path, capsys):
-    assert_one_line_exit_2(["budget", str(tmp_path / "none.json")], capsys, "none.json")
-    assert_one_line_exit_2(["budget", str(tmp_path)], capsys, "config.json")
+def test_budget_missing_file_and_folder(tmp_path, one_line_exit_2):
+    one_line_exit_2(["budget", str(tmp_path / "none.json")], "none.json")
+    one_line_exit_2(["budget", str(tmp_path)], "config.json")
 
 
-def test_budget_binary_file(tmp_path, capsys):
+def test_budget_binary_file(tmp_path, one_line_exit_2):
     path = tmp_path / "weights.json"
     path.write_bytes(os.urandom(2048))
-    assert_one_line_exit_2(["budget", str(path)], capsys, str(path))
+    one_line_exit_2(["budget", str(path)], str(path))
 
 
-def test_budget_bad_dtype(capsys):
-    assert_one_line_exit_2(["budget", "llama-2-7b", "--dtype", "fp8"], capsys, "'fp8'")
+def test_budget_bad_dtype(one_line_exit_2):
+    one_line_exit_2(["budget", "llama-2-7b", "--dtype", "fp8"], "'fp8'")
 
 
 @pytest.mark.parametrize("warmup", ['"abc"', "-10", "[0]", "NaN", "true", "1e400"])
-def test_doctor_training_warmup_steps_must_be_a_count(tmp_path, capsys, warmup):
+def test_doctor_training_warmup_steps_must_be_a_count(tmp_path, one_line_exit_2, warmup):
     hf = {**LLAMA_HF, "num_hidden_layers": 24}
     text = json.dumps(hf).rstrip("}") + f', "warmup_steps": {warmup}}}'
-    assert_one_line_exit_2(["doctor", _json(tmp_path, text), "--training"], capsys,
-                           "warmup_steps")
+    one_line_exit_2(["doctor", _json(tmp_path, text), "--training"],
+                    "warmup_steps")
 
 
 @pytest.mark.parametrize("ratio", ["5", "-0.1", "NaN"])
-def test_doctor_training_warmup_ratio_must_be_a_fraction(tmp_path, capsys, ratio):
+def test_doctor_training_warmup_ratio_must_be_a_fraction(tmp_path, one_line_exit_2, ratio):
     text = json.dumps(LLAMA_HF).rstrip("}") + f', "warmup_ratio": {ratio}}}'
-    assert_one_line_exit_2(["doctor", _json(tmp_path, text), "--training"], capsys,
-                           "warmup_ratio")
+    one_line_exit_2(["doctor", _json(tmp_path, text), "--training"],
+                    "warmup_ratio")
 
 
 # --- blocklab train ------------------------------------------------------------------------------
-def test_train_on_cuda_without_cuda(capsys):
+def test_train_on_cuda_without_cuda(one_line_exit_2):
     import torch
     if torch.cuda.is_available():
         pytest.skip("this machine has CUDA")
-    assert_one_line_exit_2(["train", "--device", "cuda", "--steps", "1"], capsys, "'cuda'")
+    one_line_exit_2(["train", "--device", "cuda", "--steps", "1"], "'cuda'")
 
 
 @pytest.mark.parametrize("data", [{"name": "stdlib"}, 5, None, ["stdlib"]])
-def test_train_config_data_of_the_wrong_type(tmp_path, capsys, data):
+def test_train_config_data_of_the_wrong_type(tmp_path, one_line_exit_2, data):
     path = _json(tmp_path, {"model": {}, "train": {}, "data": data}, "run.json")
-    assert_one_line_exit_2(["train", "--config", path], capsys, "'data'")
+    one_line_exit_2(["train", "--config", path], "'data'")
 
 
 @pytest.mark.parametrize("argv", [
@@ -139,27 +127,27 @@ def test_train_config_data_of_the_wrong_type(tmp_path, capsys, data):
     ["--batch-size", "1000000000"],
     ["--seq-len", "100000000", "--batch-size", "64"],
 ])
-def test_train_refuses_what_cannot_fit_in_memory(capsys, argv):
-    assert_one_line_exit_2(["train", *argv, "--steps", "1"], capsys, "GiB")
+def test_train_refuses_what_cannot_fit_in_memory(one_line_exit_2, argv):
+    one_line_exit_2(["train", *argv, "--steps", "1"], "GiB")
 
 
-def test_train_out_is_an_existing_file(tmp_path, capsys):
+def test_train_out_is_an_existing_file(tmp_path, one_line_exit_2):
     target = tmp_path / "taken"
     target.write_text("keep me")
-    line = assert_one_line_exit_2(["train", "--steps", "1", "--out", str(target)], capsys,
-                                  str(target))
+    line = one_line_exit_2(["train", "--steps", "1", "--out", str(target)],
+                           str(target))
     assert "folder" in line and target.read_text() == "keep me"
 
 
-def test_train_out_is_unwritable(tmp_path, capsys):
+def test_train_out_is_unwritable(tmp_path, one_line_exit_2):
     if os.getuid() == 0:
         target = Path("/proc/blocklab-cannot-write-here")
     else:
         locked = tmp_path / "locked"
         locked.mkdir(mode=0o500)
         target = locked / "run"
-    assert_one_line_exit_2(["train", "--steps", "1", "--out", str(target)], capsys,
-                           str(target))
+    one_line_exit_2(["train", "--steps", "1", "--out", str(target)],
+                    str(target))
 
 
 @pytest.mark.parametrize("argv,needle", [
@@ -167,24 +155,24 @@ def test_train_out_is_unwritable(tmp_path, capsys):
     (["--no-such-flag"], "--no-such-flag"),
     (["extra-argument"], "extra-argument"),
 ])
-def test_train_usage_errors(capsys, argv, needle):
-    assert_one_line_exit_2(["train", *argv], capsys, needle)
+def test_train_usage_errors(one_line_exit_2, argv, needle):
+    one_line_exit_2(["train", *argv], needle)
 
 
-def test_train_config_file_malformed(tmp_path, capsys):
+def test_train_config_file_malformed(tmp_path, one_line_exit_2):
     path = _json(tmp_path, "{", "run.json")
-    assert_one_line_exit_2(["train", "--config", path], capsys, path)
+    one_line_exit_2(["train", "--config", path], path)
 
 
-def test_train_config_norm_eps_as_string(tmp_path, capsys):
+def test_train_config_norm_eps_as_string(tmp_path, one_line_exit_2):
     path = _json(tmp_path, {"model": {"norm_eps": "1e-5"}}, "run.json")
-    assert_one_line_exit_2(["train", "--config", path], capsys, "norm_eps", "'1e-5'")
+    one_line_exit_2(["train", "--config", path], "norm_eps", "'1e-5'")
 
 
 # --- blocklab suite / report / claims / verify ---------------------------------------------------
-def test_suite_with_absurd_seed_count(capsys):
-    assert_one_line_exit_2(["suite", "ffn", "--tiny", "--seeds", "1000000000000"], capsys,
-                           "seeds=1000000000000", "[1, 1000]")
+def test_suite_with_absurd_seed_count(one_line_exit_2):
+    one_line_exit_2(["suite", "ffn", "--tiny", "--seeds", "1000000000000"],
+                    "seeds=1000000000000", "[1, 1000]")
 
 
 @pytest.mark.parametrize("argv,needle", [
@@ -195,8 +183,8 @@ def test_suite_with_absurd_seed_count(capsys):
     (["verify", "--group", "nonsense"], "nonsense"),
     (["no-such-command"], "no-such-command"),
 ])
-def test_other_commands_bad_input(capsys, argv, needle):
-    assert_one_line_exit_2(argv, capsys, needle)
+def test_other_commands_bad_input(one_line_exit_2, argv, needle):
+    one_line_exit_2(argv, needle)
 
 
 def test_verify_into_a_closed_pipe_is_not_a_failed_check():

@@ -23,18 +23,6 @@ def run_cli(argv: list[str], capsys) -> tuple[int, str, str]:
     return code, out, err
 
 
-def assert_one_line_exit_2(argv: list[str], capsys, *needles: str) -> str:
-    code, _, err = run_cli(argv, capsys)
-    lines = err.strip().splitlines()
-    assert code == 2, (code, err)
-    assert len(lines) == 1, err
-    assert "Traceback" not in err
-    assert lines[0].startswith("error: "), lines[0]
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
-    return lines[0]
-
-
 @pytest.fixture
 def no_work(monkeypatch):
     """Fail the test if the ledger starts: bad input must be refused before any check runs."""
@@ -47,25 +35,25 @@ def no_work(monkeypatch):
 
 
 # --- claims --results ----------------------------------------------------------------------------
-def test_claims_results_that_is_a_file(tmp_path, capsys, no_work):
+def test_claims_results_that_is_a_file(tmp_path, one_line_exit_2, no_work):
     path = tmp_path / "summary.json"
     path.write_text("{}")
-    assert_one_line_exit_2(["claims", "--results", str(path)], capsys,
-                           f"--results '{path}' is a file", "expected a folder")
+    one_line_exit_2(["claims", "--results", str(path)],
+                    f"--results '{path}' is a file", "expected a folder")
 
 
-def test_claims_results_folder_that_does_not_exist(tmp_path, capsys, no_work):
+def test_claims_results_folder_that_does_not_exist(tmp_path, one_line_exit_2, no_work):
     """A claims run on a folder that is not there is most likely a typo: refused, saying how
     to fill it, instead of grading every experimental claim as missing."""
     missing = tmp_path / "rusn"
-    assert_one_line_exit_2(["claims", "--tiny", "--results", str(missing)], capsys,
-                           f"--results '{missing}': no such folder",
-                           f"blocklab report --size tiny --results {missing}")
+    one_line_exit_2(["claims", "--tiny", "--results", str(missing)],
+                    f"--results '{missing}': no such folder",
+                    f"blocklab report --size tiny --results {missing}")
     assert not missing.exists()
 
 
-def test_claims_results_empty_string(capsys, no_work):
-    assert_one_line_exit_2(["claims", "--results", ""], capsys, "--results '' is empty")
+def test_claims_results_empty_string(one_line_exit_2, no_work):
+    one_line_exit_2(["claims", "--results", ""], "--results '' is empty")
 
 
 def test_claims_default_results_folder_may_be_missing(tmp_path, capsys, monkeypatch):
@@ -86,9 +74,10 @@ def test_claims_default_results_folder_may_be_missing(tmp_path, capsys, monkeypa
     (["claims", "C16", "--lang", "fr"], ["--lang 'fr'", "'en', 'zh'"]),
     (["report", "--no-run", "--lang", ""], ["--lang ''", "'en', 'zh'"]),
 ])
-def test_unusual_claims_and_report_input(tmp_path, capsys, monkeypatch, no_work, argv, needles):
+def test_unusual_claims_and_report_input(tmp_path, one_line_exit_2, monkeypatch, no_work, argv,
+                                        needles):
     monkeypatch.chdir(tmp_path)  # `report` would write ./report otherwise
-    assert_one_line_exit_2(argv, capsys, *needles)
+    one_line_exit_2(argv, *needles)
     assert not (tmp_path / "report").exists()
 
 
@@ -309,7 +298,7 @@ def test_a_damaged_summary_is_refused_naming_it_and_rewritten_by_the_suite(
 
 
 def test_planned_rules_with_a_key_twice_stop_the_suite_naming_the_file(tiny_ffn, tmp_path,
-                                                                      capsys):
+                                                                      one_line_exit_2):
     results = tmp_path / "runs"
     shutil.copytree(tiny_ffn[0], results)
     path = results / "ffn" / "tiny" / "planned_rules.json"
@@ -317,9 +306,9 @@ def test_planned_rules_with_a_key_twice_stop_the_suite_naming_the_file(tiny_ffn,
     key = sorted(rules)[0]
     path.write_text("{" + f'"{key}": "x", ' + path.read_text().lstrip()[1:])
     before = _snapshot(results)
-    assert_one_line_exit_2(["suite", "ffn", "--tiny", "--seeds", "1", "--results", str(results),
-                            "--no-progress", "--jobs", "1"], capsys,
-                           f"{path}: key '{key}' is given twice in one object")
+    one_line_exit_2(["suite", "ffn", "--tiny", "--seeds", "1", "--results", str(results),
+                     "--no-progress", "--jobs", "1"],
+                    f"{path}: key '{key}' is given twice in one object")
     assert _snapshot(results) == before
 
 
