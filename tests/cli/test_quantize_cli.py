@@ -8,10 +8,8 @@ from blocklab.cli import main
 @pytest.mark.parametrize("args", [["nope"], ["llama-3.2-1b", "--layers", "0"],
                                   ["llama-3.2-1b", "--d-model", "100"],
                                   ["llama-3.2-1b", "--seq", "0"]])
-def test_bad_input_is_one_line_exit_2(capsys, args):
-    assert main(["quantize", *args]) == 2
-    err = capsys.readouterr().err
-    assert err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err
+def test_bad_input_is_one_line_exit_2(one_line_exit_2, args):
+    one_line_exit_2(["quantize", *args])
 
 
 def test_json(capsys):
@@ -29,15 +27,6 @@ def _run(capsys, *args):
     return code, captured.out, captured.err
 
 
-def _one_line_error(capsys, args, *names):
-    code, _, err = _run(capsys, *args)
-    assert code == 2, err
-    assert err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err
-    for name in names:
-        assert name in err, (name, err)
-    return err
-
-
 def _checkpoint(folder, vocab_size=48):
     import torch
 
@@ -53,15 +42,16 @@ def _checkpoint(folder, vocab_size=48):
     return model
 
 
-def test_a_width_beyond_this_machine_is_refused_before_any_allocation(capsys):
-    err = _one_line_error(capsys, ["llama-3.2-1b", "--layers", "1", "--d-model", "1000000000"],
-                          "--layers 1", "--d-model 1000000000", "--seq 512", "GiB available")
-    assert "internal error" not in err
+def test_a_width_beyond_this_machine_is_refused_before_any_allocation(one_line_exit_2):
+    line = one_line_exit_2(["quantize", "llama-3.2-1b", "--layers", "1", "--d-model",
+                            "1000000000"], "--layers 1", "--d-model 1000000000", "--seq 512",
+                           "GiB available")
+    assert "internal error" not in line
 
 
 @pytest.mark.parametrize("value", ["0", "-64", "96"])
-def test_d_model_must_be_positive_and_fit_the_heads(capsys, value):
-    _one_line_error(capsys, ["llama-3.2-1b", "--d-model", value], f"--d-model {value}")
+def test_d_model_must_be_positive_and_fit_the_heads(one_line_exit_2, value):
+    one_line_exit_2(["quantize", "llama-3.2-1b", "--d-model", value], f"--d-model {value}")
 
 
 @pytest.mark.parametrize("args, names", [
@@ -72,24 +62,24 @@ def test_d_model_must_be_positive_and_fit_the_heads(capsys, value):
     (["llama-3.2-1b", "--layers", "17"], ["--layers 17", "16 layers"]),
     (["llama-3.2-1b", "--seq", "8193"], ["--seq"]),
 ])
-def test_unusual_input_is_one_line_exit_2(capsys, args, names):
-    _one_line_error(capsys, args, *names)
+def test_unusual_input_is_one_line_exit_2(one_line_exit_2, args, names):
+    one_line_exit_2(["quantize", *args], *names)
 
 
-def test_checkpoint_folder_without_weights(capsys, tmp_path):
+def test_checkpoint_folder_without_weights(one_line_exit_2, tmp_path):
     _checkpoint(tmp_path)
     (tmp_path / "model.safetensors").unlink()
-    _one_line_error(capsys, [str(tmp_path), "--seq", "8"], f"MODEL {tmp_path}", "safetensors")
+    one_line_exit_2(["quantize", str(tmp_path), "--seq", "8"], f"MODEL {tmp_path}", "safetensors")
 
 
-def test_d_model_with_a_checkpoint_is_refused(capsys, tmp_path):
+def test_d_model_with_a_checkpoint_is_refused(one_line_exit_2, tmp_path):
     _checkpoint(tmp_path)
-    _one_line_error(capsys, [str(tmp_path), "--d-model", "16"], "--d-model 16", "checkpoint")
+    one_line_exit_2(["quantize", str(tmp_path), "--d-model", "16"], "--d-model 16", "checkpoint")
 
 
-def test_more_layers_than_the_checkpoint_is_refused(capsys, tmp_path):
+def test_more_layers_than_the_checkpoint_is_refused(one_line_exit_2, tmp_path):
     _checkpoint(tmp_path)
-    _one_line_error(capsys, [str(tmp_path), "--layers", "4"], "--layers 4", "3 layers")
+    one_line_exit_2(["quantize", str(tmp_path), "--layers", "4"], "--layers 4", "3 layers")
 
 
 def test_a_checkpoint_is_timed_with_its_own_weights_and_vocab(capsys, tmp_path):
