@@ -10,6 +10,7 @@ tests hold a machine lock of their own.
 
 import contextlib
 import fcntl
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -225,3 +226,20 @@ def one_line_exit_2(capsys):
         return lines[0]
 
     return check
+
+
+# Plain helpers, imported as `from .conftest import ...` by the tests beside this file.
+def run_cli(argv: list[str], capsys) -> tuple[int, str, str]:
+    """`blocklab ARGV` run in this process: (exit code, stdout, stderr)."""
+    from blocklab.cli import main
+
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def write_json(tmp_path: Path, data, name: str = "config.json") -> str:
+    """`data` (a JSON value, or text as it is) written to tmp_path/name; its path."""
+    path = tmp_path / name
+    path.write_text(data if isinstance(data, str) else json.dumps(data))
+    return str(path)

@@ -6,9 +6,6 @@ Every CLI case exits 2 with one `error: ` line naming the option or key as the u
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 
 from blocklab.budget.zoo import config_from_json, list_zoo, load_zoo, resolve_model
@@ -17,6 +14,8 @@ from blocklab.config import ModelConfig
 from blocklab.errors import CheckpointError, ConfigError, InputError
 from blocklab.interop.hf_config import from_hf
 from blocklab.jsonio import MAX_DEPTH, parse_json, read_json
+
+from .conftest import write_json
 
 LLAMA_HF = {"model_type": "llama", "vocab_size": 256, "hidden_size": 64,
             "intermediate_size": 176, "num_hidden_layers": 2, "num_attention_heads": 4,
@@ -30,17 +29,11 @@ DEEP = {"list": "[" * 100_000 + "]" * 100_000,
         "object": '{"a":' * 100_000 + "1" + "}" * 100_000}
 
 
-def _json(tmp_path: Path, data, name: str = "config.json") -> str:
-    path = tmp_path / name
-    path.write_text(data if isinstance(data, str) else json.dumps(data))
-    return str(path)
-
-
 # --- 1. JSON nested too deep ---------------------------------------------------------------------
 @pytest.mark.parametrize("kind", sorted(DEEP))
 @pytest.mark.parametrize("command", [["budget"], ["doctor"], ["quantize"], ["train", "--config"]])
 def test_config_nested_100000_levels(tmp_path, one_line_exit_2, kind, command):
-    path = _json(tmp_path, DEEP[kind])
+    path = write_json(tmp_path, DEEP[kind])
     one_line_exit_2([*command, path], path, "nested")
 
 
@@ -101,7 +94,7 @@ def test_doctor_skips_a_checkpoint_index_nested_too_deep(checkpoint, capsys):
 # --- 2. Llama 4 layer lists of the wrong shape ---------------------------------------------------
 @pytest.mark.parametrize("value", ["all", 5, [{}], [True], [1, 2], [], [0, 1, 2, 3, 4]])
 def test_llama4_moe_layers_of_the_wrong_shape(tmp_path, one_line_exit_2, value):
-    path = _json(tmp_path, {**LLAMA4_HF, "moe_layers": value})
+    path = write_json(tmp_path, {**LLAMA4_HF, "moe_layers": value})
     line = one_line_exit_2(["budget", path], path, "moe_layers=",
                            "every k-th layer")
     assert "TypeError" not in line
@@ -163,7 +156,7 @@ def test_partial_rotary_factor_a_llama_config_cannot_express(value):
 
 
 def test_budget_names_intermediate_size(tmp_path, one_line_exit_2):
-    path = _json(tmp_path, {**LLAMA4_HF, "intermediate_size": -8192})
+    path = write_json(tmp_path, {**LLAMA4_HF, "intermediate_size": -8192})
     one_line_exit_2(["budget", path], path, "intermediate_size", "moe_d_ff",
                     "-8192", "positive integer")
 
@@ -219,12 +212,12 @@ def test_every_zoo_key_hostile_is_bad_input_never_a_crash(name):
     ({"vocab_size": None}, "vocab_size"),
 ])
 def test_doctor_errors_name_the_file(tmp_path, one_line_exit_2, change, needle):
-    path = _json(tmp_path, {**LLAMA_HF, **change})
+    path = write_json(tmp_path, {**LLAMA_HF, **change})
     one_line_exit_2(["doctor", path], path, needle)
 
 
 def test_doctor_training_warmup_error_names_the_file(tmp_path, one_line_exit_2):
-    path = _json(tmp_path, {**LLAMA_HF, "warmup_steps": 10**400})
+    path = write_json(tmp_path, {**LLAMA_HF, "warmup_steps": 10**400})
     one_line_exit_2(["doctor", path, "--training"], path, "warmup_steps")
 
 
@@ -232,7 +225,7 @@ def test_doctor_training_warmup_error_names_the_file(tmp_path, one_line_exit_2):
 @pytest.mark.parametrize("scaling", [{"factor": 8},
                                      {"factor": 8.0, "original_max_position_embeddings": 8192}])
 def test_rope_scaling_without_a_type(tmp_path, one_line_exit_2, scaling):
-    path = _json(tmp_path, {**LLAMA_HF, "rope_scaling": scaling})
+    path = write_json(tmp_path, {**LLAMA_HF, "rope_scaling": scaling})
     for command in ("budget", "doctor"):
         one_line_exit_2([command, path], path, "rope_scaling", "'rope_type'",
                         "'linear'", "'yarn'", "'llama3'")
@@ -302,7 +295,7 @@ def test_train_unusual_config_files(tmp_path, one_line_exit_2, text, needles):
 
 
 def test_train_flag_overrides_a_bad_file_value_and_names_the_flag(tmp_path, one_line_exit_2):
-    path = _json(tmp_path, {"train": {"precision": "fp32", "steps": 1}}, "run.json")
+    path = write_json(tmp_path, {"train": {"precision": "fp32", "steps": 1}}, "run.json")
     line = one_line_exit_2(["train", "--config", path, "--precision", "half"],
                            "--precision", "'half'")
     assert path not in line  # the flag, not the file, held the bad value
@@ -314,6 +307,6 @@ def test_train_config_that_is_a_folder(tmp_path, one_line_exit_2):
 
 
 def test_resolve_model_names_file_for_deep_json(tmp_path):
-    path = _json(tmp_path, DEEP["object"])
+    path = write_json(tmp_path, DEEP["object"])
     with pytest.raises(InputError, match=rf"{path}: JSON nested"):
         resolve_model(path)

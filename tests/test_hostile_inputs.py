@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from blocklab.cli import main
 from blocklab.errors import CheckpointError, InputError
+
+from .conftest import run_cli, write_json
 
 LLAMA_HF = {"model_type": "llama", "vocab_size": 256, "hidden_size": 64,
             "intermediate_size": 176, "num_hidden_layers": 2, "num_attention_heads": 4,
@@ -22,22 +23,10 @@ LLAMA_HF = {"model_type": "llama", "vocab_size": 256, "hidden_size": 64,
             "hidden_act": "silu", "tie_word_embeddings": False}
 
 
-def run_cli(argv: list[str], capsys) -> tuple[int, str, str]:
-    code = main(argv)
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def _json(tmp_path: Path, data, name: str = "config.json") -> str:
-    path = tmp_path / name
-    path.write_text(data if isinstance(data, str) else json.dumps(data))
-    return str(path)
-
-
 # --- blocklab budget / doctor --------------------------------------------------------------------
 @pytest.mark.parametrize("key", ["hidden_size", "vocab_size", "num_hidden_layers"])
 def test_budget_config_with_huge_integer(tmp_path, one_line_exit_2, key):
-    path = _json(tmp_path, "{" + ", ".join(
+    path = write_json(tmp_path, "{" + ", ".join(
         f'"{k}": {10**400 if k == key else json.dumps(v)}' for k, v in LLAMA_HF.items()) + "}")
     field = {"hidden_size": "d_model", "vocab_size": "vocab_size", "num_hidden_layers": "n_layers"}
     one_line_exit_2(["budget", path], path, field[key], key, "401 chars")
@@ -53,12 +42,12 @@ def test_doctor_serve_len_out_of_range(one_line_exit_2, value):
 
 
 def test_budget_string_where_a_number_belongs(tmp_path, one_line_exit_2):
-    path = _json(tmp_path, {**LLAMA_HF, "hidden_size": "64"})
+    path = write_json(tmp_path, {**LLAMA_HF, "hidden_size": "64"})
     one_line_exit_2(["budget", path], "d_model", "'64'")
 
 
 def test_budget_rope_scaling_as_a_string(tmp_path, one_line_exit_2):
-    path = _json(tmp_path, {**LLAMA_HF, "rope_scaling": "yarn"})
+    path = write_json(tmp_path, {**LLAMA_HF, "rope_scaling": "yarn"})
     one_line_exit_2(["budget", path], "rope_scaling", "'yarn'")
 
 
@@ -66,7 +55,7 @@ def test_budget_rope_scaling_as_a_string(tmp_path, one_line_exit_2):
 def test_rope_scaling_factor_must_be_finite_positive(tmp_path, one_line_exit_2, factor):
     text = json.dumps({**LLAMA_HF}).rstrip("}") + (
         ', "rope_scaling": {"rope_type": "yarn", "factor": ' + factor + "}}")
-    path = _json(tmp_path, text)
+    path = write_json(tmp_path, text)
     one_line_exit_2(["budget", path], "rope_scaling", "factor")
     one_line_exit_2(["doctor", path], "rope_scaling", "factor")
 
@@ -97,14 +86,14 @@ def test_budget_bad_dtype(one_line_exit_2):
 def test_doctor_training_warmup_steps_must_be_a_count(tmp_path, one_line_exit_2, warmup):
     hf = {**LLAMA_HF, "num_hidden_layers": 24}
     text = json.dumps(hf).rstrip("}") + f', "warmup_steps": {warmup}}}'
-    one_line_exit_2(["doctor", _json(tmp_path, text), "--training"],
+    one_line_exit_2(["doctor", write_json(tmp_path, text), "--training"],
                     "warmup_steps")
 
 
 @pytest.mark.parametrize("ratio", ["5", "-0.1", "NaN"])
 def test_doctor_training_warmup_ratio_must_be_a_fraction(tmp_path, one_line_exit_2, ratio):
     text = json.dumps(LLAMA_HF).rstrip("}") + f', "warmup_ratio": {ratio}}}'
-    one_line_exit_2(["doctor", _json(tmp_path, text), "--training"],
+    one_line_exit_2(["doctor", write_json(tmp_path, text), "--training"],
                     "warmup_ratio")
 
 
@@ -118,7 +107,7 @@ def test_train_on_cuda_without_cuda(one_line_exit_2):
 
 @pytest.mark.parametrize("data", [{"name": "stdlib"}, 5, None, ["stdlib"]])
 def test_train_config_data_of_the_wrong_type(tmp_path, one_line_exit_2, data):
-    path = _json(tmp_path, {"model": {}, "train": {}, "data": data}, "run.json")
+    path = write_json(tmp_path, {"model": {}, "train": {}, "data": data}, "run.json")
     one_line_exit_2(["train", "--config", path], "'data'")
 
 
@@ -160,12 +149,12 @@ def test_train_usage_errors(one_line_exit_2, argv, needle):
 
 
 def test_train_config_file_malformed(tmp_path, one_line_exit_2):
-    path = _json(tmp_path, "{", "run.json")
+    path = write_json(tmp_path, "{", "run.json")
     one_line_exit_2(["train", "--config", path], path)
 
 
 def test_train_config_norm_eps_as_string(tmp_path, one_line_exit_2):
-    path = _json(tmp_path, {"model": {"norm_eps": "1e-5"}}, "run.json")
+    path = write_json(tmp_path, {"model": {"norm_eps": "1e-5"}}, "run.json")
     one_line_exit_2(["train", "--config", path], "norm_eps", "'1e-5'")
 
 

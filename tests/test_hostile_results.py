@@ -16,11 +16,7 @@ import pytest
 from blocklab.cli import main
 from blocklab.experiments.summaries import TINY_NOTE
 
-
-def run_cli(argv: list[str], capsys) -> tuple[int, str, str]:
-    code = main(argv)
-    out, err = capsys.readouterr()
-    return code, out, err
+from .conftest import run_cli
 
 
 @pytest.fixture

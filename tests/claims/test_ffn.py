@@ -3,31 +3,21 @@
 
 import dataclasses
 import json
-from pathlib import Path
 
 import pytest
 
 from blocklab.claims import Context, run_claims
 from blocklab.experiments.options import RunRequest
 from blocklab.experiments.suites.ffn.summary import FfnArm, FfnData, FfnSensitivity
-from blocklab.experiments.summaries import ArmTuning, Interval, LrTrial, Summary, save_summary
+from blocklab.experiments.summaries import ArmTuning, Interval, LrTrial, Summary
 
-
-def _ci(mean, low, high, n=10) -> Interval:
-    return Interval(n, mean, low, high)
-
-
-def _write(root: Path, suite: str, data) -> None:
-    """Store `data` as the summary of `suite` (quick), as `run_suite` does."""
-    save_summary(root / suite / "quick", Summary(suite, "quick", 3, [], [], data, runs=1,
-                                                 wall_time_s=1.0))
-
+from .conftest import ci, store_summary
 
 SENSITIVITY = FfnSensitivity("gpt2", 3e-3, {}, {})
 
 
 def _ffn_arm(rel: Interval) -> FfnArm:
-    loss = _ci(2.0, 1.9, 2.1)
+    loss = ci(2.0, 1.9, 2.1)
     return FfnArm(gated=True, activation="silu", d_ff=171, params=1000, val_loss=loss,
                   val_bpb=loss, delta_vs_relu=rel, rel_delta_pct=rel, ms_per_step=None,
                   ms_per_step_train=None, val_loss_equal_time=loss,
@@ -61,12 +51,12 @@ def _ffn_data(swiglu, geglu, glu, lr_at_edge=(), tuned=("relu", "swiglu", "geglu
 
 @pytest.mark.parametrize(("longer", "verdict"), [
     (None, "would be contradicted"),  # no longer run yet
-    (_ci(1.4, 1.1, 1.7), "contradicted-at-this-scale"),  # twice as long agrees
-    (_ci(0.3, -0.2, 0.8), "would be contradicted"),  # twice as long does not
+    (ci(1.4, 1.1, 1.7), "contradicted-at-this-scale"),  # twice as long agrees
+    (ci(0.3, -0.2, 0.8), "would be contradicted"),  # twice as long does not
 ])
 def test_c16_is_contradicted_only_when_a_run_twice_as_long_agrees(tmp_path, longer, verdict):
-    worse, fine = _ci(1.5, 1.2, 1.8), _ci(-1.5, -2.0, -1.0)
-    _write(tmp_path, "ffn", _ffn_data(worse, fine, fine))
+    worse, fine = ci(1.5, 1.2, 1.8), ci(-1.5, -2.0, -1.0)
+    store_summary(tmp_path, "ffn", _ffn_data(worse, fine, fine))
     if longer is not None:
         folder = tmp_path / "ffn" / "quick+x2"
         folder.mkdir(parents=True)
@@ -83,7 +73,7 @@ def test_c16_is_contradicted_only_when_a_run_twice_as_long_agrees(tmp_path, long
     # better one may lie beyond it): never contradicted, whatever the longer run says, and no
     # longer run is due
     for unfair in ({"tuned": ()}, {"lr_at_edge": ("swiglu",)}, {"lr_at_edge": ("relu",)}):
-        _write(tmp_path, "ffn", _ffn_data(worse, fine, fine, **unfair))
+        store_summary(tmp_path, "ffn", _ffn_data(worse, fine, fine, **unfair))
         (row,) = run_claims(["C16"], Context(RunRequest(tmp_path, "quick")))
         assert row.parts[0].verdict == "not-reproduced-at-this-scale"
         assert not row.parts[0].decision.would_contradict
@@ -93,33 +83,33 @@ def test_c16_is_contradicted_only_when_a_run_twice_as_long_agrees(tmp_path, long
 @pytest.mark.parametrize(("swiglu", "geglu", "glu", "verdict", "parts"), [
     # Every gain wholly beyond the low end of the page's (SwiGLU 1%, GeGLU 1%, GLU 0.5%) even
     # at Holm's levels: confirmed.
-    (_ci(-2.0, -2.4, -1.6, 10), _ci(-1.6, -1.9, -1.3, 10), _ci(-0.9, -1.1, -0.7, 10), "confirmed",
+    (ci(-2.0, -2.4, -1.6, 10), ci(-1.6, -1.9, -1.3, 10), ci(-0.9, -1.1, -0.7, 10), "confirmed",
      ["confirmed"] * 3),
     # GeGLU's and GLU's intervals reach their boundaries: they are undecided, and so is the
     # claim (deciding them could make it confirmed or conditional).
-    (_ci(-2.0, -2.4, -1.6, 10), _ci(-1.0, -1.5, -0.5, 10), _ci(-0.5, -1.0, -0.1, 10),
+    (ci(-2.0, -2.4, -1.6, 10), ci(-1.0, -1.5, -0.5, 10), ci(-0.5, -1.0, -0.1, 10),
      "inconclusive", ["confirmed", "inconclusive", "inconclusive"]),
     # A 1.5% gain whose interval reaches 0.6%: beyond δ = 0.5%, but not beyond the low end of
     # SwiGLU's "about 1–2%": undecided, never confirmed.
-    (_ci(-1.5, -2.0, -1.0, 10), _ci(-1.6, -1.9, -1.3, 10), _ci(-0.9, -1.1, -0.7, 10),
+    (ci(-1.5, -2.0, -1.0, 10), ci(-1.6, -1.9, -1.3, 10), ci(-0.9, -1.1, -0.7, 10),
      "inconclusive", ["inconclusive", "confirmed", "confirmed"]),
     # Worse than ReLU with every arm at one lr: not reproduced, never refuted; GeGLU's interval
     # holds both its claim and no effect (inconclusive), but SwiGLU settles the claim.
-    (_ci(1.5, 1.0, 2.0, 10), _ci(0.2, -1.0, 1.0, 10), _ci(0.1, -0.2, 0.2, 10),
+    (ci(1.5, 1.0, 2.0, 10), ci(0.2, -1.0, 1.0, 10), ci(0.1, -0.2, 0.2, 10),
      "not-reproduced-at-this-scale",
      ["not-reproduced-at-this-scale", "inconclusive", "not-reproduced-at-this-scale"]),
-    (_ci(-2.0, -2.4, -1.6, 10), _ci(0.2, 0.1, 0.3, 10), _ci(-0.9, -1.1, -0.7, 10), "conditional",
+    (ci(-2.0, -2.4, -1.6, 10), ci(0.2, 0.1, 0.3, 10), ci(-0.9, -1.1, -0.7, 10), "conditional",
      ["confirmed", "not-reproduced-at-this-scale", "confirmed"]),
     # An undecided part is never dropped: SwiGLU confirmed, GeGLU unclear, GLU confirmed.
-    (_ci(-2.0, -2.4, -1.6, 10), _ci(0.2, -1.0, 1.0, 10), _ci(-0.9, -1.1, -0.7, 10), "inconclusive",
+    (ci(-2.0, -2.4, -1.6, 10), ci(0.2, -1.0, 1.0, 10), ci(-0.9, -1.1, -0.7, 10), "inconclusive",
      ["confirmed", "inconclusive", "confirmed"]),
     # Two seeds, however narrow the interval: the rule needs five.
-    (_ci(1.67, 1.61, 1.72, 2), _ci(-1.0, -1.5, -0.5, 2), _ci(-0.5, -1.0, -0.1, 2),
+    (ci(1.67, 1.61, 1.72, 2), ci(-1.0, -1.5, -0.5, 2), ci(-0.5, -1.0, -0.1, 2),
      "inconclusive", ["inconclusive"] * 3),
 ])
 def test_ffn_verdict_logic(tmp_path, swiglu, geglu, glu, verdict, parts):
     # every arm tuned to an interior rate whose curve is symmetric about it: fair arms
-    _write(tmp_path, "ffn", _ffn_data(swiglu, geglu, glu))
+    store_summary(tmp_path, "ffn", _ffn_data(swiglu, geglu, glu))
     (row,) = run_claims(["C16"], Context(RunRequest(tmp_path, "quick")))
     assert row.verdict == verdict and row.error is None
     assert [p.verdict for p in row.parts] == parts
@@ -157,20 +147,20 @@ def test_the_quick_ffn_suite_runs_the_seeds_c16s_rule_needs():
 
 
 @pytest.mark.parametrize(("change", "word"), [
-    (_ci(-2.0, -3.0, -1.0, 5), "grows"), (_ci(2.0, 1.0, 3.0, 5), "shrinks"),
-    (_ci(0.5, -1.0, 2.0, 5), "shows no resolved trend"), (Interval(0), "shows no resolved trend"),
+    (ci(-2.0, -3.0, -1.0, 5), "grows"), (ci(2.0, 1.0, 3.0, 5), "shrinks"),
+    (ci(0.5, -1.0, 2.0, 5), "shows no resolved trend"), (Interval(0), "shows no resolved trend"),
 ])
 def test_c16_says_whether_swiglus_effect_grows_with_model_size(tmp_path, change, word):
     from blocklab.experiments.suites.ffn.summary import FfnTrendPoint
 
-    arms = {name: _ffn_arm(_ci(-1.0, -2.0, 0.5, 5)) for name in ("relu", "swiglu", "geglu", "glu")}
-    trend = [FfnTrendPoint(d, 1000 * d, _ci(-1.0, -2.0, 0.0, 5), {"relu": 1e-2, "swiglu": 1e-2})
+    arms = {name: _ffn_arm(ci(-1.0, -2.0, 0.5, 5)) for name in ("relu", "swiglu", "geglu", "glu")}
+    trend = [FfnTrendPoint(d, 1000 * d, ci(-1.0, -2.0, 0.0, 5), {"relu": 1e-2, "swiglu": 1e-2})
              for d in (32, 64)]
-    _write(tmp_path, "ffn", FfnData(arms=arms, seeds=5, steps=100, init="fan_in",
-                                    lr_grid=[3e-3, 1e-2, 3e-2], lr_trials=[], lr_at_edge=[],
-                                    sensitivity=SENSITIVITY, trend=trend, trend_change=change,
-                                    warmup_steps=10, unigram_entropy=None, baseline="relu",
-                                    page={}, equal_time_ms=None, size={"d_model": 64}))
+    store_summary(tmp_path, "ffn", FfnData(
+        arms=arms, seeds=5, steps=100, init="fan_in", lr_grid=[3e-3, 1e-2, 3e-2], lr_trials=[],
+        lr_at_edge=[], sensitivity=SENSITIVITY, trend=trend, trend_change=change,
+        warmup_steps=10, unigram_entropy=None, baseline="relu", page={}, equal_time_ms=None,
+        size={"d_model": 64}))
     (row,) = run_claims(["C16"], Context(RunRequest(tmp_path, "quick")))
     assert f"the advantage {word} with size here" in row.summary
     assert [p["d_model"] for p in row.evidence["trend"]] == [32, 64]
@@ -179,13 +169,13 @@ def test_c16_says_whether_swiglus_effect_grows_with_model_size(tmp_path, change,
 def test_c16_counts_the_runs_that_failed_beside_each_decision(tmp_path):
     """A diverged or stuck run leaves its seed out of the pairs: each part says how many of its
     arm's and ReLU's runs failed, and a never-made run is not a failure."""
-    fine = _ci(-1.5, -2.0, -1.0)
+    fine = ci(-1.5, -2.0, -1.0)
     data = _ffn_data(fine, fine, fine)
     arms = dict(data.arms)
     arms["swiglu"] = dataclasses.replace(arms["swiglu"], status={"ok": 3, "diverged": 2})
     arms["relu"] = dataclasses.replace(arms["relu"], status={"ok": 4, "stuck": 1})
     arms["glu"] = dataclasses.replace(arms["glu"], status={"ok": 3, "missing": 2})
-    _write(tmp_path, "ffn", dataclasses.replace(data, arms=arms))
+    store_summary(tmp_path, "ffn", dataclasses.replace(data, arms=arms))
     (row,) = run_claims(["C16"], Context(RunRequest(tmp_path, "quick")))
     parts = {p.name: p for p in row.parts}
     assert ("3 run(s) failed (diverged, stuck or did not learn: swiglu 2, relu 1)"
@@ -201,9 +191,9 @@ def test_c16_decides_a_gain_only_where_every_reading_of_the_lr_bias_agrees(tmp_p
     reads about 2 points better than at both optima. Read with that bias removed, SwiGLU's and
     GeGLU's 3% gains straddle the page's 1%: inconclusive, saying both readings; GLU's 4%
     clears its 0.5% either way: confirmed, and the undecided parts do not stop Holm."""
-    gain = _ci(-3.0, -3.4, -2.6)  # better than ReLU by 3% on every reading
-    _write(tmp_path, "ffn", _ffn_data(gain, gain, _ci(-4.0, -4.4, -3.6),
-                                      curves={"relu": (2.30, 2.00, 1.98)}))
+    gain = ci(-3.0, -3.4, -2.6)  # better than ReLU by 3% on every reading
+    store_summary(tmp_path, "ffn", _ffn_data(gain, gain, ci(-4.0, -4.4, -3.6),
+                                             curves={"relu": (2.30, 2.00, 1.98)}))
     (row,) = run_claims(["C16"], Context(RunRequest(tmp_path, "quick")))
     parts = {p.name: p for p in row.parts}
     for arm in ("swiglu", "geglu"):
@@ -216,6 +206,7 @@ def test_c16_decides_a_gain_only_where_every_reading_of_the_lr_bias_agrees(tmp_p
 
     # The bias the other way (the gated arm's curve lopsided: it looks worse than at both
     # optima) only widens the gain: the confirmation stands.
-    _write(tmp_path, "ffn", _ffn_data(gain, gain, gain, curves={"swiglu": (2.30, 2.00, 1.98)}))
+    store_summary(tmp_path, "ffn",
+                         _ffn_data(gain, gain, gain, curves={"swiglu": (2.30, 2.00, 1.98)}))
     (row,) = run_claims(["C16"], Context(RunRequest(tmp_path, "quick")))
     assert [p.verdict for p in row.parts] == ["confirmed"] * 3

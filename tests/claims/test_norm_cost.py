@@ -1,7 +1,6 @@
 """C18 (`blocklab.claims.norm_cost`): verdicts from fabricated norm-cost summaries, written
 the way `run_suite` writes them, and its combining rule."""
 
-from pathlib import Path
 
 import pytest
 
@@ -13,17 +12,9 @@ from blocklab.experiments.suites.norm_cost.summary import (
     NormQuality,
     StepTime,
 )
-from blocklab.experiments.summaries import Interval, Summary, TimeRatio, save_summary
+from blocklab.experiments.summaries import TimeRatio
 
-
-def _ci(mean, low, high, n=10) -> Interval:
-    return Interval(n, mean, low, high)
-
-
-def _write(root: Path, suite: str, data) -> None:
-    """Store `data` as the summary of `suite` (quick), as `run_suite` does."""
-    save_summary(root / suite / "quick", Summary(suite, "quick", 3, [], [], data, runs=1,
-                                                 wall_time_s=1.0))
+from .conftest import ci, store_summary
 
 
 def _ratio(impl, ratio, low, high, d=1024, pass_name="fwdbwd") -> KernelRatio:
@@ -41,7 +32,7 @@ def _step_time(path: str, ratio: float, low: float, high: float) -> StepTime:
 def _norm_cost(step, equivalent: bool, like_ratio: float = 0.84) -> NormCostData:
     from blocklab.experiments.suites.norm_cost.summary import FusedTiming
 
-    loss = _ci(2.0, 1.9, 2.1)
+    loss = ci(2.0, 1.9, 2.1)
     like = FusedTiming(
         d=128, rows=1024, threads=1, method="torch.compile",
         kernels={"rmsnorm": "torch.compile of …", "layernorm": "torch.compile of …"},
@@ -61,7 +52,7 @@ def _norm_cost(step, equivalent: bool, like_ratio: float = 0.84) -> NormCostData
         # Quality is decided from the interval by the part's rule (two one-sided tests), not
         # from the suite's flag: equivalent or wholly outside ±0.02.
         quality=NormQuality(rmsnorm=loss, layernorm=loss,
-                            delta=_ci(0.0, -0.01, 0.01) if equivalent else _ci(0.03, 0.025, 0.035),
+                            delta=ci(0.0, -0.01, 0.01) if equivalent else ci(0.03, 0.025, 0.035),
                             margin=0.02, equivalent=equivalent, verdict="equivalent",
                             seeds=[0, 1, 2], statuses={}, unigram_entropy=None),
         like_for_like=[like])
@@ -79,7 +70,7 @@ def test_norm_cost_compute_is_decided_by_the_counts_not_by_timings(tmp_path, equ
     # not reproduced, equivalent quality or not.
     found = set()
     for step, like in (((0.90, 0.88, 0.92), 0.5), ((1.05, 1.03, 1.07), 1.5)):
-        _write(tmp_path, "norm-cost", _norm_cost(step, equivalent, like))
+        store_summary(tmp_path, "norm-cost", _norm_cost(step, equivalent, like))
         (row,) = run_claims(["C18"], Context(RunRequest(tmp_path, "quick")))
         assert row.error is None
         assert [p.verdict for p in row.parts] == [NR, NR, NR, quality]

@@ -20,17 +20,9 @@ from blocklab.experiments.suites.placement.summary import (
     StabilityArm,
     StabilityEffect,
 )
-from blocklab.experiments.summaries import ArmTuning, Interval, LrTrial, Summary, save_summary
+from blocklab.experiments.summaries import ArmTuning, Interval, LrTrial, Summary
 
-
-def _ci(mean, low, high, n=10) -> Interval:
-    return Interval(n, mean, low, high)
-
-
-def _write(root: Path, suite: str, data) -> None:
-    """Store `data` as the summary of `suite` (quick), as `run_suite` does."""
-    save_summary(root / suite / "quick", Summary(suite, "quick", 3, [], [], data, runs=1,
-                                                 wall_time_s=1.0))
+from .conftest import ci, store_summary
 
 
 def _placement(pre_failures: int, effect: PlacementEffect,
@@ -39,12 +31,12 @@ def _placement(pre_failures: int, effect: PlacementEffect,
     grads = {p: {init: GradientProbe(
         depths=[2, 4, 8], last_layer_grad=[1.0, 0.7, 0.5], first_layer_grad=[1.0, 1.0, 1.0],
         slope_last=-0.5, slope_first=0.1, slope_last_ci=Interval(0),
-        slope_first_ci=_ci(0.1, -0.1, 0.3, 4), residual_rms_last=[None, None, None],
+        slope_first_ci=ci(0.1, -0.1, 0.3, 4), residual_rms_last=[None, None, None],
         per_layer_grad={"8": [1.0] * 8},
         # ‖∇W_down‖'s spread: context only, never graded (as large as xavier's at quick)
-        layer_spread_log2={"8": _ci(3.7, 3.2, 4.2, 4)},
+        layer_spread_log2={"8": ci(3.7, 3.2, 4.2, 4)},
         # with layer 0 (the embedding's input: larger, never graded) and without it (graded)
-        sensitivity_spread_log2={"8": _ci(3.0, 2.8, 3.2, 4)},
+        sensitivity_spread_log2={"8": ci(3.0, 2.8, 3.2, 4)},
         sensitivity_spread_past_embedding_log2={"8": spread[init]},
         per_layer_sensitivity={"8": [4.0, *[1.0] * 6, 0.5, 1.0]})
         for init in spread} for p in ("pre", "post")}
@@ -55,13 +47,13 @@ def _placement(pre_failures: int, effect: PlacementEffect,
             cells.append(PlacementCell(
                 placement=p, depth=12, warmup=w, lr=3e-3, failures=failures, runs=4,
                 status={"ok": 4 - failures, "diverged": failures},
-                val_loss=_ci(2.0, 1.9, 2.1),
-                delta_vs_pre=None if p == "pre" else _ci(0.1, -0.5, 0.7), steps_done=300.0,
-                val_auc=_ci(2.5, 2.4, 2.6), grad_first_over_last_log2=_ci(-1.0, -2.0, 0.0)))
+                val_loss=ci(2.0, 1.9, 2.1),
+                delta_vs_pre=None if p == "pre" else ci(0.1, -0.5, 0.7), steps_done=300.0,
+                val_auc=ci(2.5, 2.4, 2.6), grad_first_over_last_log2=ci(-1.0, -2.0, 0.0)))
     stable = stable or STABLE_HOLDS
     ladder = [4e-3 * 2 ** k for k in range(7)]
     stability = [StabilityArm(grid="sweep", placement=p, depth=12, warmup=w, steps=100,
-                              ladder=ladder, rungs=[3, 3, 3, 3], log2_max_stable=_ci(3.0, 3.0,
+                              ladder=ladder, rungs=[3, 3, 3, 3], log2_max_stable=ci(3.0, 3.0,
                                                                                    3.0, 4),
                               max_stable_lr=ladder[3], censored_low=0, censored_high=0,
                               loss_at_lr={"0.032": [2.5] * 4})
@@ -76,7 +68,7 @@ def _placement(pre_failures: int, effect: PlacementEffect,
         init_gradients=grads,
         predictions=SlopePrediction(slope_last={"post": 0.0, "pre": -0.5}, init="xavier",
                                     source="test"),
-        training=cells, effects=[effect], interaction_trend=_ci(0.2, 0.1, 0.3, 4),
+        training=cells, effects=[effect], interaction_trend=ci(0.2, 0.1, 0.3, 4),
         unigram_entropy=None, seeds=4, steps=300, size={}, lr_tuning=tuning, lr_trials=trials,
         stability=stability, stability_effects=[stable])
 
@@ -87,26 +79,26 @@ def _effect(pre, interaction, post_ratio, post_vs_pre) -> PlacementEffect:
                            warmup=100, warmup_interaction=interaction,
                            pre_warmup_effect=pre, post_vs_pre_warm=post_vs_pre,
                            post_grad_first_over_last_log2=post_ratio,
-                           pre_grad_first_over_last_log2=_ci(0.5, 0.0, 1.0, 8))
+                           pre_grad_first_over_last_log2=ci(0.5, 0.0, 1.0, 8))
 
 
 def _stable(pre_cold_vs_warm, interaction) -> StabilityEffect:
     return StabilityEffect(grid="sweep", depth=12, warmup=33, pre_cold_vs_warm=pre_cold_vs_warm,
                            post_warm_vs_cold=interaction, warmup_interaction=interaction,
-                           pre_vs_post_warm=_ci(1.0, 0.5, 1.5, 8),
-                           pre_vs_post_cold=_ci(2.0, 1.5, 2.5, 8))
+                           pre_vs_post_warm=ci(1.0, 0.5, 1.5, 8),
+                           pre_vs_post_cold=ci(2.0, 1.5, 2.5, 8))
 
 
-HOLDS = _effect(_ci(0.0, -0.02, 0.02, 8), _ci(0.3, 0.1, 0.5, 8), _ci(-2.0, -3.0, -1.5, 8),
-                _ci(-0.05, -0.08, -0.03, 8))
-FAILS = _effect(_ci(0.2, 0.1, 0.3, 8), _ci(0.01, -0.1, 0.1, 8), _ci(1.0, 0.5, 1.5, 8),
-                _ci(0.05, 0.03, 0.08, 8))
-FEW = _effect(*[_ci(0.0, -0.01, 0.01, 2)] * 4)
+HOLDS = _effect(ci(0.0, -0.02, 0.02, 8), ci(0.3, 0.1, 0.5, 8), ci(-2.0, -3.0, -1.5, 8),
+                ci(-0.05, -0.08, -0.03, 8))
+FAILS = _effect(ci(0.2, 0.1, 0.3, 8), ci(0.01, -0.1, 0.1, 8), ci(1.0, 0.5, 1.5, 8),
+                ci(0.05, 0.03, 0.08, 8))
+FEW = _effect(*[ci(0.0, -0.01, 0.01, 2)] * 4)
 # the largest stable lr: pre-norm loses under half a doubling without warmup, and warmup
 # raises post-norm's by two doublings more than pre-norm's
-STABLE_HOLDS = _stable(_ci(0.0, -0.5, 0.5, 8), _ci(2.0, 1.5, 2.5, 8))
-STABLE_FAILS = _stable(_ci(-3.0, -3.5, -2.5, 8), _ci(0.0, -0.3, 0.3, 8))
-STABLE_FEW = _stable(*[_ci(0.0, -0.01, 0.01, 2)] * 2)
+STABLE_HOLDS = _stable(ci(0.0, -0.5, 0.5, 8), ci(2.0, 1.5, 2.5, 8))
+STABLE_FAILS = _stable(ci(-3.0, -3.5, -2.5, 8), ci(0.0, -0.3, 0.3, 8))
+STABLE_FEW = _stable(*[ci(0.0, -0.01, 0.01, 2)] * 2)
 UNTESTABLE = "untestable-here"
 
 
@@ -124,9 +116,9 @@ UNTESTABLE = "untestable-here"
     (0, FEW, STABLE_FEW, "inconclusive", ["inconclusive"] * 5 + [UNTESTABLE]),
 ])
 def test_placement_verdict_logic(tmp_path, pre_failures, effect, stable, c19, parts):
-    spread = {"gpt2": _ci(0.5, 0.3, 0.7, 8), "xavier": _ci(3.0, 2.5, 3.5, 8),
-              "depth": _ci(0.2, 0.1, 0.3, 8)}
-    _write(tmp_path, "placement", _placement(pre_failures, effect, spread, stable))
+    spread = {"gpt2": ci(0.5, 0.3, 0.7, 8), "xavier": ci(3.0, 2.5, 3.5, 8),
+              "depth": ci(0.2, 0.1, 0.3, 8)}
+    store_summary(tmp_path, "placement", _placement(pre_failures, effect, spread, stable))
     rows = {r.id: r for r in run_claims(["C12", "C13", "C19"],
                                         Context(RunRequest(tmp_path, "quick")))}
     assert rows["C13"].verdict == "run"
@@ -151,9 +143,9 @@ def test_c12_is_not_confirmed_by_a_parameter_gradient_spread(tmp_path):
     # Every init's sensitivity within 2× (log2 < 1): not reproduced, though ‖∇W_down‖ spreads
     # 13× (log2 3.7 [3.2, 4.2]) in the same stacks: that spread is reported, never graded.
     # at C12's last look (8 seeds), where each init's share of α is widest
-    spread = {"gpt2": _ci(0.5, 0.3, 0.7, 8), "xavier": _ci(0.4, 0.2, 0.6, 8),
-              "depth": _ci(0.1, 0.0, 0.2, 8)}
-    _write(tmp_path, "placement", _placement(0, HOLDS, spread))
+    spread = {"gpt2": ci(0.5, 0.3, 0.7, 8), "xavier": ci(0.4, 0.2, 0.6, 8),
+              "depth": ci(0.1, 0.0, 0.2, 8)}
+    store_summary(tmp_path, "placement", _placement(0, HOLDS, spread))
     (row,) = run_claims(["C12"], Context(RunRequest(tmp_path, "quick")))
     assert row.verdict == "not-reproduced-at-this-scale"
     assert row.evidence["spread_log2"]["xavier"]["mean"] == 3.7
@@ -170,9 +162,9 @@ def test_c12_is_not_confirmed_by_a_parameter_gradient_spread(tmp_path):
     ((0.2, 0.2, 0.2), "not-reproduced-at-this-scale"),
 ])
 def test_c12_needs_the_spread_under_every_init(tmp_path, means, verdict):
-    spread = {init: _ci(m, m - 0.2, m + 0.2, 8)
+    spread = {init: ci(m, m - 0.2, m + 0.2, 8)
               for init, m in zip(("gpt2", "xavier", "depth"), means, strict=True)}
-    _write(tmp_path, "placement", _placement(0, HOLDS, spread))
+    store_summary(tmp_path, "placement", _placement(0, HOLDS, spread))
     (row,) = run_claims(["C12"], Context(RunRequest(tmp_path, "quick")))
     assert row.verdict == verdict
     assert [p.name for p in row.parts] == [
@@ -182,8 +174,8 @@ def test_c12_needs_the_spread_under_every_init(tmp_path, means, verdict):
 def test_c12_counts_an_init_the_probes_lack_as_undecided(tmp_path):
     # Two inits hold; the third was not probed: it may or may not hold, so the claim is
     # undecided between confirmed and conditional, never confirmed on the other two.
-    spread = {"gpt2": _ci(3.0, 2.8, 3.2, 4), "xavier": _ci(3.0, 2.8, 3.2, 4)}
-    _write(tmp_path, "placement", _placement(0, HOLDS, spread))
+    spread = {"gpt2": ci(3.0, 2.8, 3.2, 4), "xavier": ci(3.0, 2.8, 3.2, 4)}
+    store_summary(tmp_path, "placement", _placement(0, HOLDS, spread))
     (row,) = run_claims(["C12"], Context(RunRequest(tmp_path, "quick")))
     assert [p.verdict for p in row.parts] == ["confirmed", "confirmed", "inconclusive"]
     assert row.verdict == "inconclusive"
@@ -192,10 +184,10 @@ def test_c12_counts_an_init_the_probes_lack_as_undecided(tmp_path):
 def test_claims_precision_reads_bf16_results_and_float32_only_suites_at_fp32(tmp_path, capsys):
     from blocklab.cli import main
 
-    spread = {"xavier": _ci(3.0, 2.5, 3.5, 8), "gpt2": _ci(0.5, 0.3, 0.7, 8),
-              "depth": _ci(0.2, 0.1, 0.3, 8)}
+    spread = {"xavier": ci(3.0, 2.5, 3.5, 8), "gpt2": ci(0.5, 0.3, 0.7, 8),
+              "depth": ci(0.2, 0.1, 0.3, 8)}
     # bf16 placement results hold, float32 ones fail: `--precision bf16` grades the former
-    _write(tmp_path, "placement", _placement(0, FAILS, spread, STABLE_FAILS))
+    store_summary(tmp_path, "placement", _placement(0, FAILS, spread, STABLE_FAILS))
     bf16 = tmp_path / "placement" / "quick+bf16"
     bf16.mkdir()
     summary = Summary("placement", "quick", 3, [], [],
@@ -246,13 +238,13 @@ def test_c19_decides_a_loss_contrast_only_where_every_reading_of_its_lr_bias_agr
     interaction part, the other way round, too. Neither stops Holm's step-down: the parts
     with no bias are decided (the gate once blocked the confirmation only, and stalled the
     parts after it)."""
-    spread = {init: _ci(0.5, 0.3, 0.7, 8) for init in ("gpt2", "xavier", "depth")}
+    spread = {init: ci(0.5, 0.3, 0.7, 8) for init in ("gpt2", "xavier", "depth")}
     data = _placement(0, HOLDS, spread, STABLE_HOLDS)
     lopsided = [t if t.arm != "pre/12/0" else LrTrial(t.arm, t.lr, t.seed, t.status,
                                                       {3e-3: 3.2, 1e-2: 2.5, 3e-2: 2.45}[t.lr],
                                                       t.d_model)
                 for t in data.lr_trials]
-    _write(tmp_path, "placement", dataclasses.replace(data, lr_trials=lopsided))
+    store_summary(tmp_path, "placement", dataclasses.replace(data, lr_trials=lopsided))
     (row,) = run_claims(["C19"], Context(RunRequest(tmp_path, "quick")))
     first = row.parts[0]
     assert first.verdict == "inconclusive"

@@ -1,5 +1,7 @@
 """Tiny model and training configs shared by the experiment tests (one thread: fast and
-bit-reproducible even when other processes share the CPU)."""
+bit-reproducible even when other processes share the CPU), and what they import from here."""
+
+from dataclasses import dataclass
 
 import pytest
 
@@ -17,3 +19,8 @@ def tiny_train():
 
     return TrainConfig(steps=8, batch_size=4, seq_len=32, lr=3e-3, eval_every=4, eval_batches=1,
                        log_every=2, threads=1)
+
+
+@dataclass(frozen=True)
+class Nothing:
+    """A summary with nothing to summarise."""

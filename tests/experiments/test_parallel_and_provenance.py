@@ -19,15 +19,13 @@ from blocklab.experiments.run_result import FinalMetrics, RunResult
 from blocklab.experiments.suites import base, get_suite, run_suite
 from blocklab.experiments.summaries import Summary
 
+from .conftest import Nothing
+
 
 @dataclass(frozen=True)
 class Recorded:
     results: list[dict[str, Any]]  # each run's `extra`
 
-
-@dataclass(frozen=True)
-class Nothing:
-    """A summary with nothing to summarise."""
 
 # What a run measures about its own speed; everything else in a result is computed.
 TIMING_KEYS = {"wall_time_s", "train_time_s", "compile_s", "ms_per_step", "tokens_per_s",

@@ -4,7 +4,6 @@ runs ran other attention kernels, says so in its summary, the ledger and the rep
 
 import dataclasses
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -15,13 +14,10 @@ from blocklab.experiments.run_result import RunLabel, RunResult
 from blocklab.experiments.suites import base, run_suite
 from blocklab.experiments.summaries import RunCount, Summary, load_summary, mixed_notes
 
+from .conftest import Nothing
+
 OTHER = {"cpu": "Intel(R) Xeon(R) Platinum 8481C CPU @ 2.70GHz", "cores": 8,
          "flags": {name: True for name in provenance.MACHINE_FLAGS}}
-
-
-@dataclass(frozen=True)
-class Nothing:
-    """A summary with nothing to summarise."""
 
 
 def _suite() -> base.Suite:

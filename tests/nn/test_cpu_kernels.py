@@ -17,6 +17,8 @@ from torch.testing import assert_close
 from blocklab.nn import backends, cpu_kernels
 from blocklab.nn.norm import RMSNorm
 
+from .conftest import forward_backward
+
 F32 = dict(atol=1e-6, rtol=1e-6)
 
 # The parity tests need a working C compiler (every machine we install on has one); the fallback
@@ -35,21 +37,13 @@ def _pair(unit_offset, dim=24, impl="cpu"):
     return ref, new
 
 
-def _run(module, x, g):
-    x = x.clone().requires_grad_()
-    module.zero_grad()
-    y = module(x)
-    y.backward(g)
-    return y, x.grad, module.weight.grad
-
-
 def _check(new, ref, x, g):
     """new's (y, dx, dw) against ref's in float32, and dw against ref's in float64."""
-    (y, dx, dw), (y_ref, dx_ref, dw_ref) = _run(new, x, g), _run(ref, x, g)
+    (y, dx, dw), (y_ref, dx_ref, dw_ref) = forward_backward(new, x, g), forward_backward(ref, x, g)
     assert y.dtype == dx.dtype == dw.dtype == torch.float32
     assert_close(y, y_ref, **F32)
     assert_close(dx, dx_ref, **F32)
-    dw64 = _run(ref.double(), x.double(), g.double())[2]
+    dw64 = forward_backward(ref.double(), x.double(), g.double())[2]
     ref.float()
     err, err_ref = (dw.double() - dw64).abs().max(), (dw_ref.double() - dw64).abs().max()
     assert err <= max(2 * err_ref, 1e-6 * dw64.abs().max())

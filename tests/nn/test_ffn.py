@@ -19,6 +19,8 @@ from blocklab.nn.ffn import (
     narrowed,
 )
 
+from .conftest import randn
+
 EXACT = dict(atol=0.0, rtol=0.0)
 F64 = dict(atol=1e-12, rtol=1e-12)
 GATED = sorted(k for k, (gated, _) in FFNS.items() if gated)
@@ -34,10 +36,6 @@ FORMULAS = {
     "sigmoid": lambda z: 1 / (1 + torch.exp(-z)),
     "identity": lambda z: z,
 }
-
-
-def _randn(*shape, dtype=torch.float32, seed=0):
-    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=dtype)
 
 
 def _n_params(module):
@@ -72,7 +70,7 @@ def test_every_kind_shape_and_parameter_count(kind, bias):
     for packed in ([False, True] if gated else [False]):
         ffn = build_ffn(kind, d, m, bias=bias, packed=packed)
         assert isinstance(ffn, GatedFeedForward if gated else FeedForward)
-        assert ffn(_randn(2, 3, d)).shape == (2, 3, d)  # [B, T, d_model]
+        assert ffn(randn(2, 3, d)).shape == (2, 3, d)  # [B, T, d_model]
         if gated:
             expected = 3 * d * m + ((2 * m + d) if bias else 0)
         else:
@@ -86,7 +84,7 @@ def test_every_kind_matches_float64_formula(kind):
     gated, act = FFNS[kind]
     phi = FORMULAS[act]
     ffn = build_ffn(kind, d, m, bias=True).double()
-    x = _randn(2, 3, d, dtype=torch.float64)
+    x = randn(2, 3, d, dtype=torch.float64)
     with torch.no_grad():
         up = x @ ffn.up_proj.weight.T + ffn.up_proj.bias
         if gated:
@@ -114,7 +112,7 @@ def test_swiglu_jacobian_matches_closed_form():
     d, m = 5, 7
     ffn = GatedFeedForward(d, m, activation="silu").double()
     w_g, w_u, w_d = (p.weight.detach() for p in (ffn.gate_proj, ffn.up_proj, ffn.down_proj))
-    x = _randn(d, dtype=torch.float64, seed=5)
+    x = randn(d, dtype=torch.float64, seed=5)
     g, u = w_g @ x, w_u @ x
     sig = 1 / (1 + torch.exp(-g))
     silu, silu_prime = g * sig, sig * (1 + g * (1 - sig))
@@ -138,7 +136,7 @@ def test_gated_matches_hf_llama_mlp(kind, hidden_act, bias):
     hf = modeling_llama.LlamaMLP(cfg)
     ours = build_ffn(kind, d, m, bias=bias)
     ours.load_state_dict(hf.state_dict())  # strict: the names are the same
-    x = _randn(2, 5, d)
+    x = randn(2, 5, d)
     assert_close(ours(x), hf(x), atol=1e-6, rtol=1e-6)
     # bfloat16: exactly equal, since both run the same three Linear calls, the same activation
     # kernel and the same multiply in the same order; no tolerance is needed to hide anything.
@@ -164,7 +162,7 @@ def test_packed_equals_separate_after_copying_weights(bias):
         packed.down_proj.load_state_dict(separate.down_proj.state_dict())
     assert "gate_up_proj.weight" in packed.state_dict()
     assert "gate_proj.weight" not in packed.state_dict()
-    x = _randn(3, 4, d)
+    x = randn(3, 4, d)
     # float32: one [2m, d] matmul may block its sums differently from two [m, d] ones.
     assert_close(packed(x), separate(x), atol=1e-6, rtol=1e-6)
     assert_close(packed.double()(x.double()), separate.double()(x.double()), **F64)
@@ -266,7 +264,7 @@ def test_narrowed_equals_the_whole_ffn_with_dropped_channels_zeroed(kind, packed
     d, m, k = 8, 12, 5
     ffn = build_ffn(kind, d, m, bias=bias, packed=packed).double()
     twin = _zero_dropped(ffn, k)
-    x = _randn(2, 3, d, dtype=torch.float64)
+    x = randn(2, 3, d, dtype=torch.float64)
     with narrowed(ffn, k):
         out = ffn(x)
     assert ffn.width is None  # restored
@@ -293,7 +291,7 @@ def test_narrowed_swiglu_matches_the_float64_reference():
 
     torch.manual_seed(1)
     ffn = GatedFeedForward(6, 10).double()
-    x = _randn(6, dtype=torch.float64)
+    x = randn(6, dtype=torch.float64)
     with narrowed(ffn, 4):
         out = ffn(x)
     want = sliced_swiglu(x.numpy(), ffn.gate_proj.weight.detach().numpy(),
@@ -331,7 +329,7 @@ def test_narrowed_rejects_bad_width(width):
 def test_narrowed_bf16_is_close_to_float32():
     torch.manual_seed(2)
     ffn = GatedFeedForward(16, 32)
-    x = _randn(4, 16)
+    x = randn(4, 16)
     with narrowed(ffn, 8):
         full = ffn(x)
         half = ffn(x.bfloat16())

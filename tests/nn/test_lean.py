@@ -14,6 +14,8 @@ from torch.testing import assert_close
 from blocklab.nn import backends, lean
 from blocklab.nn.norm import RMSNorm
 
+from .conftest import forward_backward
+
 F32 = dict(atol=1e-6, rtol=1e-6)
 BF16 = dict(atol=2**-6, rtol=2**-6)
 
@@ -28,14 +30,6 @@ def _pair(cast, unit_offset, impl="lean", dim=24):
     return ref, new
 
 
-def _run(module, x, g):
-    x = x.clone().requires_grad_()
-    module.zero_grad()
-    y = module(x)
-    y.backward(g)
-    return y, x.grad, module.weight.grad
-
-
 @pytest.mark.parametrize("cast", ["llama", "gemma"])
 @pytest.mark.parametrize("unit_offset", [False, True])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
@@ -43,8 +37,8 @@ def test_fused_rmsnorm_matches_reference(cast, unit_offset, dtype):
     ref, new = _pair(cast, unit_offset)
     x = torch.randn(2, 3, 5, 24, dtype=dtype)
     g = torch.randn_like(x)
-    y_ref, dx_ref, dw_ref = _run(ref, x, g)
-    y_new, dx_new, dw_new = _run(new, x, g)
+    y_ref, dx_ref, dw_ref = forward_backward(ref, x, g)
+    y_new, dx_new, dw_new = forward_backward(new, x, g)
     assert y_new.dtype == dtype and dx_new.dtype == dtype
     if dtype == torch.float32:
         for a, b in ((y_new, y_ref), (dx_new, dx_ref), (dw_new, dw_ref)):

@@ -12,17 +12,15 @@ from torch.testing import assert_close
 from blocklab import config
 from blocklab.nn.norm import NORMS, LayerNorm, RMSNorm, build_norm
 
+from .conftest import randn
+
 D = 16
 EXACT = dict(atol=0.0, rtol=0.0)
 
 
-def _randn(*shape, dtype=torch.float32, seed=0):
-    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=dtype)
-
-
 def _random_weight(module, seed=1):
     with torch.no_grad():
-        module.weight.copy_(_randn(*module.weight.shape, seed=seed))
+        module.weight.copy_(randn(*module.weight.shape, seed=seed))
     return module
 
 
@@ -31,7 +29,7 @@ def test_rmsnorm_llama_matches_hf_float32():
     ours = _random_weight(RMSNorm(D, eps=1e-6))
     hf = modeling_llama.LlamaRMSNorm(D, eps=1e-6)
     hf.load_state_dict(ours.state_dict())
-    x = _randn(2, 3, D) * 5
+    x = randn(2, 3, D) * 5
     y = ours(x)
     assert y.dtype == torch.float32
     assert_close(y, hf(x), atol=1e-6, rtol=1e-6)
@@ -42,7 +40,7 @@ def test_rmsnorm_llama_matches_hf_bfloat16_exactly():
     ours = _random_weight(RMSNorm(D, eps=1e-6)).to(torch.bfloat16)
     hf = modeling_llama.LlamaRMSNorm(D, eps=1e-6).to(torch.bfloat16)
     hf.load_state_dict(ours.state_dict())
-    x = (_randn(4, 5, D) * 5).to(torch.bfloat16)
+    x = (randn(4, 5, D) * 5).to(torch.bfloat16)
     y = ours(x)
     assert y.dtype == torch.bfloat16
     assert_close(y, hf(x), **EXACT)
@@ -53,7 +51,7 @@ def test_rmsnorm_llama_float32_weight_bfloat16_input_keeps_input_dtype():
     ours = _random_weight(RMSNorm(D))
     hf = modeling_llama.LlamaRMSNorm(D)
     hf.load_state_dict(ours.state_dict())
-    x = _randn(3, D).to(torch.bfloat16)
+    x = randn(3, D).to(torch.bfloat16)
     reference = hf(x)
     assert reference.dtype == torch.float32
     y = ours(x)
@@ -67,7 +65,7 @@ def test_rmsnorm_gemma_matches_hf(dtype, tol):
     ours = _random_weight(RMSNorm(D, eps=1e-6, unit_offset=True, cast="gemma")).to(dtype)
     hf = modeling_gemma2.Gemma2RMSNorm(D, eps=1e-6).to(dtype)
     hf.load_state_dict(ours.state_dict())
-    x = (_randn(2, 3, D) * 5).to(dtype)
+    x = (randn(2, 3, D) * 5).to(dtype)
     y = ours(x)
     assert y.dtype == dtype
     assert_close(y, hf(x), **tol)
@@ -76,7 +74,7 @@ def test_rmsnorm_gemma_matches_hf(dtype, tol):
 def test_llama_and_gemma_cast_orders_round_differently_in_bfloat16():
     # Why `cast` is an option: one rounding (gemma) vs two (llama) give different bf16 numbers,
     # each within bf16 precision of the float64 value.
-    x = (_randn(64, D) * 3).to(torch.bfloat16)
+    x = (randn(64, D) * 3).to(torch.bfloat16)
     llama = _random_weight(RMSNorm(D, cast="llama")).to(torch.bfloat16)
     gemma = _random_weight(RMSNorm(D, cast="gemma")).to(torch.bfloat16)
     exact = RMSNorm(D).double()
@@ -104,7 +102,7 @@ def test_rmsnorm_statistics_in_float32_survive_float16_overflow():
                                     RMSNorm(D, unit_offset=True), LayerNorm(D),
                                     LayerNorm(D, bias=False)], ids=repr)
 def test_output_dtype_equals_input_dtype(module, dtype):
-    x = _randn(2, 3, D).to(dtype)
+    x = randn(2, 3, D).to(dtype)
     y = module(x)
     assert y.dtype == dtype
     assert y.shape == x.shape
@@ -116,7 +114,7 @@ def test_output_dtype_equals_input_dtype(module, dtype):
 def test_rmsnorm_matches_float64_formula(cast, unit_offset):
     eps = 1e-5
     norm = _random_weight(RMSNorm(D, eps=eps, unit_offset=unit_offset, cast=cast)).double()
-    x = _randn(3, 4, D, dtype=torch.float64)
+    x = randn(3, 4, D, dtype=torch.float64)
     gain = norm.weight.detach() + (1.0 if unit_offset else 0.0)
     s = torch.sqrt((x * x).sum(-1, keepdim=True) / D + eps)
     assert_close(norm(x), gain * x / s, atol=1e-12, rtol=1e-12)
@@ -128,8 +126,8 @@ def test_layernorm_matches_float64_formula(bias):
     norm = _random_weight(LayerNorm(D, eps=eps, bias=bias)).double()
     if bias:
         with torch.no_grad():
-            norm.bias.copy_(_randn(D, seed=2))
-    x = _randn(3, 4, D, dtype=torch.float64) + 2.0
+            norm.bias.copy_(randn(D, seed=2))
+    x = randn(3, 4, D, dtype=torch.float64) + 2.0
     mu = x.sum(-1, keepdim=True) / D
     sigma = torch.sqrt(((x - mu) ** 2).sum(-1, keepdim=True) / D + eps)
     expected = norm.weight.detach() * (x - mu) / sigma
@@ -152,7 +150,7 @@ def test_page_example_shift_changes_rmsnorm_not_layernorm():
 def test_rmsnorm_is_per_head_qk_norm_on_last_axis():
     head_dim = 8
     norm = _random_weight(RMSNorm(head_dim))
-    q = _randn(2, 4, 5, head_dim)  # [B, n_heads, T, head_dim]
+    q = randn(2, 4, 5, head_dim)  # [B, n_heads, T, head_dim]
     per_vector = torch.stack([norm(v) for v in q.reshape(-1, head_dim)]).reshape(q.shape)
     assert_close(norm(q), per_vector, **EXACT)
 
@@ -162,7 +160,7 @@ def test_rmsnorm_jacobian_matches_closed_form():
     d, eps = 5, 1e-6
     norm = _random_weight(RMSNorm(d, eps=eps)).double()
     gamma = norm.weight.detach()
-    x = _randn(d, dtype=torch.float64, seed=3)
+    x = randn(d, dtype=torch.float64, seed=3)
     s = torch.sqrt(x.pow(2).mean() + eps)
     closed = torch.diag(gamma) @ (torch.eye(d, dtype=torch.float64) / s
                                   - torch.outer(x, x) / (d * s**3))
@@ -173,7 +171,7 @@ def test_layernorm_jacobian_matches_closed_form():
     d, eps = 5, 1e-6
     norm = _random_weight(LayerNorm(d, eps=eps)).double()
     gamma = norm.weight.detach()
-    x = _randn(d, dtype=torch.float64, seed=4)
+    x = randn(d, dtype=torch.float64, seed=4)
     c = x - x.mean()
     sigma = torch.sqrt(c.pow(2).mean() + eps)
     ones = torch.ones(d, dtype=torch.float64)
@@ -186,7 +184,7 @@ def test_layernorm_jacobian_matches_closed_form():
 def test_initial_gain_is_one_and_parameters_are_as_documented():
     assert torch.equal(RMSNorm(D).weight, torch.ones(D))
     assert torch.equal(RMSNorm(D, unit_offset=True).weight, torch.zeros(D))
-    x = _randn(3, D)
+    x = randn(3, D)
     assert_close(RMSNorm(D, unit_offset=True)(x), RMSNorm(D)(x), **EXACT)
     assert [n for n, _ in RMSNorm(D).named_parameters()] == ["weight"]
     ln = LayerNorm(D)

@@ -32,12 +32,10 @@ from blocklab.nn.position import (
 )
 from blocklab.nn.rope_scaling import rope_frequencies
 
+from .conftest import randn
+
 EXACT = dict(atol=0.0, rtol=0.0)
 LAYOUTS = ["half_split", "interleaved"]
-
-
-def _randn(*shape, dtype=torch.float32, seed=0):
-    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=dtype)
 
 
 def _hf_rotary(head_dim, theta, scaling, max_position_embeddings):
@@ -59,7 +57,7 @@ def _hf_rotary(head_dim, theta, scaling, max_position_embeddings):
 
 
 def test_rotate_half_matches_hf():
-    x = _randn(2, 3, 4, 16)
+    x = randn(2, 3, 4, 16)
     assert_close(rotate_half(x), modeling_llama.rotate_half(x), **EXACT)
 
 
@@ -71,7 +69,7 @@ def test_rotate_interleaved_by_hand():
 @pytest.mark.parametrize("batched_positions", [False, True])
 def test_apply_rotary_half_split_matches_hf_apply_rotary_pos_emb(batched_positions):
     B, H, H_kv, T, D = 2, 4, 2, 7, 16
-    q, k = _randn(B, H, T, D, seed=1), _randn(B, H_kv, T, D, seed=2)
+    q, k = randn(B, H, T, D, seed=1), randn(B, H_kv, T, D, seed=2)
     rope = RotaryEmbedding(D, theta=500.0, max_seq_len=32)
     positions = torch.arange(3, 3 + T)
     if batched_positions:
@@ -142,7 +140,7 @@ def test_rotary_embedding_dynamic_matches_hf_past_original():
 def test_apply_rotary_interleaved_matches_complex_reference():
     # Meta Llama: view channel pairs as complex numbers and multiply by e^{i m w}.
     B, H, T, D, theta = 2, 3, 9, 16, 10000.0
-    q, k = _randn(B, H, T, D, seed=3), _randn(B, H, T, D, seed=4)
+    q, k = randn(B, H, T, D, seed=3), randn(B, H, T, D, seed=4)
     positions = torch.arange(5, 5 + T)
     inv_freq = 1.0 / theta ** (torch.arange(0, D, 2).double() / D)
     rotation = torch.polar(
@@ -162,10 +160,10 @@ def test_apply_rotary_interleaved_matches_complex_reference():
 @pytest.mark.parametrize("rotary_dim", [16, 8])
 def test_interleaved_with_meta_weights_equals_half_split_with_permuted_weights(rotary_dim):
     B, T, d_model, n_heads, head_dim = 2, 6, 24, 3, 16
-    x = _randn(B, T, d_model, seed=5)
+    x = randn(B, T, d_model, seed=5)
     w_q, w_k = (
-        _randn(n_heads * head_dim, d_model, seed=6),
-        _randn(n_heads * head_dim, d_model, seed=7),
+        randn(n_heads * head_dim, d_model, seed=6),
+        randn(n_heads * head_dim, d_model, seed=7),
     )
     prf = rotary_dim / head_dim
     positions = torch.arange(10, 10 + T)
@@ -198,7 +196,7 @@ def test_interleaved_with_meta_weights_equals_half_split_with_permuted_weights(r
 @pytest.mark.parametrize("rotary_dim", [None, 4])
 def test_permutations_are_inverse_and_match_hf_conversion(shape, rotary_dim):
     n_heads, head_dim = 2, 8
-    w = _randn(*shape, seed=8)
+    w = randn(*shape, seed=8)
     permuted = permute_interleaved_to_half_split(w, n_heads, head_dim, rotary_dim)
     assert torch.equal(
         permute_half_split_to_interleaved(permuted, n_heads, head_dim, rotary_dim), w
@@ -228,8 +226,8 @@ def _scores(q, k, cos, sin, layout):
 def test_rope_score_depends_only_on_offset_float32(m, n, shift, layout, seed):
     # Claim C20: RoPE(q)_m . RoPE(k)_n = f(q, k, m - n).
     D = 16
-    q = torch.nn.functional.normalize(_randn(1, 1, 2, D, seed=seed), dim=-1)
-    k = torch.nn.functional.normalize(_randn(1, 1, 2, D, seed=seed + 1), dim=-1)
+    q = torch.nn.functional.normalize(randn(1, 1, 2, D, seed=seed), dim=-1)
+    k = torch.nn.functional.normalize(randn(1, 1, 2, D, seed=seed + 1), dim=-1)
     rope = RotaryEmbedding(D, layout=layout, max_seq_len=64)
     before = _scores(q, k, *rope(torch.tensor([m, n])), layout)
     after = _scores(q, k, *rope(torch.tensor([m + shift, n + shift])), layout)
@@ -247,8 +245,8 @@ def test_rope_score_depends_only_on_offset_float32(m, n, shift, layout, seed):
 def test_rope_score_depends_only_on_offset_float64(m, n, shift, layout, seed):
     D = 16
     q, k = (
-        _randn(1, 2, 2, D, dtype=torch.float64, seed=seed),
-        _randn(1, 2, 2, D, dtype=torch.float64, seed=seed + 1),
+        randn(1, 2, 2, D, dtype=torch.float64, seed=seed),
+        randn(1, 2, 2, D, dtype=torch.float64, seed=seed + 1),
     )
     inv_freq = rope_frequencies(D, 10000.0)[0].double()
     before = _scores(q, k, *rotary_cos_sin(torch.tensor([m, n]), inv_freq, layout), layout)
@@ -262,7 +260,7 @@ def test_rope_score_depends_only_on_offset_float64(m, n, shift, layout, seed):
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_partial_rotary_leaves_the_rest_untouched(layout):
     B, H, T, head_dim, prf = 2, 3, 5, 32, 0.25
-    q, k = _randn(B, H, T, head_dim, seed=9), _randn(B, H, T, head_dim, seed=10)
+    q, k = randn(B, H, T, head_dim, seed=9), randn(B, H, T, head_dim, seed=10)
     positions = torch.arange(T) * 7
     rope = RotaryEmbedding(head_dim, partial_rotary_factor=prf, layout=layout)
     assert rope.rotary_dim == 8
@@ -278,7 +276,7 @@ def test_partial_rotary_leaves_the_rest_untouched(layout):
 
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_rotation_preserves_norm_and_position_zero_is_identity(layout):
-    q, k = _randn(1, 2, 4, 16, seed=11), _randn(1, 2, 4, 16, seed=12)
+    q, k = randn(1, 2, 4, 16, seed=11), randn(1, 2, 4, 16, seed=12)
     cos, sin = RotaryEmbedding(16, layout=layout)(torch.tensor([0, 1, 1000, 5000]))
     out_q, _ = apply_rotary(q, k, cos, sin, layout)
     assert_close(out_q.norm(dim=-1), q.norm(dim=-1), atol=1e-5, rtol=1e-5)
@@ -287,7 +285,7 @@ def test_rotation_preserves_norm_and_position_zero_is_identity(layout):
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_apply_rotary_computes_in_float32_and_casts_back(dtype):
-    q, k = _randn(2, 2, 6, 16, seed=13).to(dtype), _randn(2, 2, 6, 16, seed=14).to(dtype)
+    q, k = randn(2, 2, 6, 16, seed=13).to(dtype), randn(2, 2, 6, 16, seed=14).to(dtype)
     cos, sin = RotaryEmbedding(16, partial_rotary_factor=0.5)(torch.arange(100, 106))
     out_q, out_k = apply_rotary(q, k, cos, sin)
     assert out_q.dtype == out_k.dtype == dtype
