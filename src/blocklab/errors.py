@@ -2,8 +2,8 @@
 
     BlocklabError                     everything blocklab raises on purpose
     ├── InputError (ValueError)       a value the caller gave is not allowed: the message names
-    │   │                             the value and what is allowed; the CLI prints it as one
-    │   │                             line and exits with code 2
+    │   │                             the value and what is allowed (`blocklab.checks.refusal`
+    │   │                             words it); the CLI prints it as one line, exit code 2
     │   ├── ConfigError               a model, training or suite configuration
     │   ├── CheckpointError           a checkpoint folder, config.json or safetensors file
     │   ├── ResultsError              a stored result or summary this version cannot read

@@ -235,8 +235,8 @@ def test_every_suite_builds_its_trainconfigs_through_for_run():
     run option) cannot miss one of its runs. Two build one for what is not a training run:
     norm-cost's timed steps (a measurement of this CPU, in float32 on the fast backend, as its
     payload says) and placement's lr schedule sums (arithmetic)."""
-    not_training = {"norm_cost/step.py": "time_training_steps",
-                    "placement/configs.py": "lr_area"}
+    not_training = {"norm_cost/timing.py": "time_training_steps",
+                    "placement/runs.py": "lr_area"}
     import ast
 
     import blocklab.experiments.suites as suites_package
