@@ -4,6 +4,8 @@ import pytest
 
 from blocklab.cli import main
 
+from ..conftest import run_cli
+
 
 @pytest.mark.parametrize("args", [["nope"], ["llama-3.2-1b", "--layers", "0"],
                                   ["llama-3.2-1b", "--d-model", "100"],
@@ -19,12 +21,6 @@ def test_json(capsys):
     assert doc["timed_config"]["n_layers"] == 1 and doc["timed_config"]["d_model"] == 128
     assert "random weights" in doc["note"]
     assert [d["scheme"] for d in doc["schemes"]][0] == "none"
-
-
-def _run(capsys, *args):
-    code = main(["quantize", *args])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def _checkpoint(folder, vocab_size=48):
@@ -88,8 +84,8 @@ def test_a_checkpoint_is_timed_with_its_own_weights_and_vocab(capsys, tmp_path):
     from blocklab.experiments.int8_measurements import checkpoint_layers
 
     model = _checkpoint(tmp_path)
-    code, out, err = _run(capsys, str(tmp_path), "--layers", "2", "--seq", "8", "--repeats",
-                          "2", "--json")
+    code, out, err = run_cli(["quantize", str(tmp_path), "--layers", "2", "--seq", "8",
+                                "--repeats", "2", "--json"], capsys)
     assert code == 0, err
     doc = json.loads(out)
     assert doc["weights"] == "checkpoint" and "checkpoint's own weights" in doc["note"]
@@ -103,8 +99,8 @@ def test_a_checkpoint_is_timed_with_its_own_weights_and_vocab(capsys, tmp_path):
 
 
 def test_json_labels_the_bound_and_the_estimate(capsys):
-    code, out, _ = _run(capsys, "llama-3.2-1b", "--layers", "1", "--d-model", "64", "--seq",
-                        "8", "--repeats", "2", "--json")
+    code, out, _ = run_cli(["quantize", "llama-3.2-1b", "--layers", "1", "--d-model", "64",
+                              "--seq", "8", "--repeats", "2", "--json"], capsys)
     assert code == 0
     ffn = next(d for d in json.loads(out)["schemes"] if d["scheme"] == "ffn/dynamic")
     assert ffn["prefill_estimate"]["8"] <= ffn["prefill_bound"]["8"]
@@ -119,8 +115,8 @@ def test_a_cpu_without_int8_instructions_is_noted_under_the_table(capsys, monkey
              "amx_tile": False, "amx_int8": False}
     monkeypatch.setattr(suite, "cpu_flags", lambda: flags)
     monkeypatch.setenv("COLUMNS", "200")
-    code, out, _ = _run(capsys, "llama-3.2-1b", "--layers", "1", "--d-model", "64", "--seq",
-                        "8", "--repeats", "2")
+    code, out, _ = run_cli(["quantize", "llama-3.2-1b", "--layers", "1", "--d-model", "64",
+                              "--seq", "8", "--repeats", "2"], capsys)
     assert code == 0
     assert ("no fast path" in out) is not vnni
     assert "an estimate, not a bound" in out
@@ -141,8 +137,8 @@ def _nan_checkpoint(folder):
 
 def test_a_checkpoint_with_nan_weights_is_flagged_and_its_errors_left_out(capsys, tmp_path):
     _nan_checkpoint(tmp_path)
-    code, out, err = _run(capsys, str(tmp_path), "--layers", "2", "--seq", "8", "--repeats",
-                          "2", "--json")
+    code, out, err = run_cli(["quantize", str(tmp_path), "--layers", "2", "--seq", "8",
+                                "--repeats", "2", "--json"], capsys)
     assert code == 0, err
     doc = json.loads(out)  # strict JSON: no NaN token
     assert doc["nonfinite_weights"] == {"layers.0.ffn.gate_proj.weight": 3,
@@ -159,8 +155,8 @@ def test_a_checkpoint_with_nan_weights_is_flagged_and_its_errors_left_out(capsys
 def test_nan_errors_are_not_printed_as_measurements(capsys, tmp_path, monkeypatch):
     _nan_checkpoint(tmp_path)
     monkeypatch.setenv("COLUMNS", "200")
-    code, out, err = _run(capsys, str(tmp_path), "--layers", "1", "--seq", "8", "--repeats",
-                          "2")
+    code, out, err = run_cli(["quantize", str(tmp_path), "--layers", "1", "--seq", "8",
+                                "--repeats", "2"], capsys)
     assert code == 0, err
     rows = [line for line in out.splitlines() if "/weight-only" in line or "/dynamic" in line]
     assert len(rows) == 6
@@ -171,8 +167,8 @@ def test_nan_errors_are_not_printed_as_measurements(capsys, tmp_path, monkeypatc
 
 def test_a_finite_checkpoint_has_no_warning(capsys, tmp_path):
     _checkpoint(tmp_path)
-    code, out, err = _run(capsys, str(tmp_path), "--layers", "1", "--seq", "8", "--repeats",
-                          "2", "--json")
+    code, out, err = run_cli(["quantize", str(tmp_path), "--layers", "1", "--seq", "8",
+                                "--repeats", "2", "--json"], capsys)
     assert code == 0 and "warning" not in err
     doc = json.loads(out)
     assert doc["nonfinite_weights"] == {}
