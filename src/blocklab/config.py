@@ -264,14 +264,9 @@ class ModelConfig:
 _ADDED_FIELDS: dict[str, Any] = {"layer_types": None}
 
 
-def positive_int(name: str, value: Any) -> None:
-    """ModelConfig's rule for a size, for readers that check one before they compute with it."""
-    if not is_int(value):
-        raise _bad(name, value, _POSITIVE[1])
-
-
-# Each field's rule, (check, what is expected), in the order they are checked: the first field
-# that breaks its rule is the one an error names.
+# Each field's rule, (check, what is expected), declared once. `__post_init__` checks the sizes
+# and flags, then how the MoE sizes relate, then the choices and numbers: the first rule broken
+# is the one the error names.
 _POSITIVE = (is_int, f"a positive integer (at most {MAX_SIZE})")
 _POSITIVE_OR_NONE = (lambda v: v is None or is_int(v), _POSITIVE[1])
 _COUNT = (lambda v: is_int(v, 0), f"an integer in [0, {MAX_SIZE}]")
@@ -321,6 +316,12 @@ def _check_fields(config: ModelConfig, rules: dict[str, tuple[Any, str]]) -> Non
         value = getattr(config, name)
         if not check(value):
             raise _bad(name, value, expected)
+
+
+def positive_int(name: str, value: Any) -> None:
+    """ModelConfig's rule for a size, for readers that check one before they compute with it."""
+    if not is_int(value):
+        raise _bad(name, value, _POSITIVE[1])
 
 
 # What each scaled RoPE reads besides `rope_type`: (required keys, optional keys). The same keys
