@@ -137,7 +137,7 @@ def cuda_present(monkeypatch):
     """The trainer's device check answering as on a machine with a GPU."""
     from blocklab.experiments import trainer
 
-    monkeypatch.setattr(trainer, "check_device", lambda device: None)
+    monkeypatch.setattr(trainer, "check_device", lambda device, subject=None: None)
 
 
 def test_report_hands_the_device_to_its_one_request(tmp_path, received, cuda_present):

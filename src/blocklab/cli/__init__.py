@@ -326,11 +326,7 @@ def check_device_option(device: str, jobs: int | None) -> None:
                          "go one after another in this process; expected --jobs 1 or none")
     from blocklab.experiments.trainer import check_device
 
-    try:
-        check_device(device)
-    except InputError as missing:  # said as the option the user wrote
-        raise InputError(str(missing).replace(f"TrainConfig.device={device!r}",
-                                              f"--device {device}")) from None
+    check_device(device, f"--device {device}")
 
 
 def warn_if_bf16_emulated(precision: str, device: str = "cpu") -> None:

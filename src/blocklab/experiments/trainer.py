@@ -577,16 +577,18 @@ def _progress_task(progress: Progress | bool, label: str, total: int) -> Iterato
                 bar.update(task, visible=False)
 
 
-def check_device(device: str) -> None:
-    """Refuse a CUDA device this PyTorch build or machine does not have (InputError)."""
+def check_device(device: str, subject: str | None = None) -> None:
+    """Refuse a CUDA device this PyTorch build or machine does not have (InputError naming it
+    as `subject`, default `TrainConfig.device='cuda'`; the CLI's `--device cuda`)."""
     if not device.startswith("cuda"):
         return
+    subject = f"TrainConfig.device={device!r}" if subject is None else subject
     if not torch.cuda.is_available():
-        raise InputError(f"TrainConfig.device={device!r} is not allowed here: this PyTorch "
-                         f"({torch.__version__}) sees no CUDA device; use 'cpu'")
+        raise InputError(f"{subject} is not allowed here: this PyTorch ({torch.__version__}) "
+                         "sees no CUDA device; use 'cpu'")
     index = device.partition(":")[2]
     if index and not (index.isdigit() and int(index) < torch.cuda.device_count()):
-        raise InputError(f"TrainConfig.device={device!r} is not allowed here: CUDA devices are "
+        raise InputError(f"{subject} is not allowed here: CUDA devices are "
                          f"0..{torch.cuda.device_count() - 1}")
 
 
