@@ -90,7 +90,7 @@ SD = {"swiglu": 1.18, "geglu": 1.41, "glu": 0.85}
 # across its three parts (docs/trend_coverage.md); 0.65 is the value simulated there.
 TAU_RATIO = 0.65
 # One quick C16 training run: about 12 s on one core of the 2-core reference machine
-# (src/blocklab/experiments/suites/ffn/sizes.py: "11-14 s a run (300 steps)").
+# (src/blocklab/experiments/suites/ffn/runs.py: "11-14 s a run (300 steps)").
 RUN_S = 12.0
 # A run at rung k costs about 2^(0.75·k) quick runs: each rung doubles the compute and the
 # wider matmuls use the core better (docs/ladder.md's bf16 step times × steps of its 4× rungs
@@ -433,7 +433,7 @@ def markdown(model: D.ClaimModel, designs: list[Design], rows: dict[str, list[Ro
         "",
         "CPU cost: one quick C16 run is taken as "
         f"**{RUN_S:g} core-seconds** on one core of the 2-core reference machine "
-        "(src/blocklab/experiments/suites/ffn/sizes.py: 11–14 s a run of 300 steps), and a run "
+        "(src/blocklab/experiments/suites/ffn/runs.py: 11–14 s a run of 300 steps), and a run "
         f"at rung k as **2^({RUNG_EXPONENT:g}·k)** × that (each rung doubles the compute and the "
         "wider matmuls use the core better; docs/ladder.md's bf16 step times × steps on its "
         "earlier 4× rungs give about ×3 a run per 4× compute, 4^0.8, so this is if anything a "

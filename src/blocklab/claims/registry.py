@@ -110,7 +110,7 @@ def c16_rule(arm: str, size: str = "quick") -> Rule:
 
 # --- C18: RMSNorm's cost and quality -------------------------------------------------------------
 # "Compute" is decided by counting, not timing: the FLOPs and the bytes each norm needs
-# (`norm_cost.count_compute`, on `blocklab.budget`'s FLOP conventions), read three ways, each
+# (`norm_cost.summary.count_compute`, on `blocklab.budget`'s FLOP conventions), read three ways, each
 # its own part: the norm's FLOPs per row, the norm's bytes per row, and the whole training
 # step's FLOPs at a real model's shape. Each is exact, so each part is decided without a test:
 # "about 7%" is the band 7 ± 2% (what would still be written "about 7%"), on the side where
@@ -361,7 +361,7 @@ C29_UNIGRAM_RULE = Rule(
 # run's profile). The cost run's step times are reported only: at the suite's toy shape (d_model
 # 64 at quick) a RoPE decode step measured +30.8%, the per-op overhead of a few small
 # elementwise ops, and overrode a rotation worth 0.003% of the FLOPs; the realistic-shape
-# timing (`experiments.suites.position.realistic_cost`) is reported beside it.
+# timing (`experiments.suites.position.timing`) is reported beside it.
 C31_SHARE_PCT = 1.0  # "costs little": at most 1% of a prefill's FLOPs
 C31_SHARE_TOKENS = 4096  # the prefill the shares are counted on (batch 1)
 C31_ROPE_PARAMS_PART = "RoPE adds no parameters"

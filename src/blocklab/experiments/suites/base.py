@@ -101,7 +101,7 @@ class Suite:
     description: str
     plan: Callable[[RunOptions, Results], list[RunSpec]]
     summarise: Callable[[RunOptions, Results], Summary]
-    # The dataclass of its summary's `data` (its package's data.py): `run_suite` refuses a
+    # The dataclass of its summary's `data` (its package's summary module): `run_suite` refuses a
     # summary whose data is not one, and readers decode a stored summary's data as it.
     data_type: type
     # The id of the report section its results are shown in ("": one of its own, `name`) and
