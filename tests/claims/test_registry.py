@@ -28,13 +28,17 @@ from blocklab.experiments.suites.norm_cost.summary import (
 from blocklab.experiments.suites.quantize.summary import SwigluQuant
 from blocklab.experiments.summaries import Interval, Summary, TimeRatio
 
+from .conftest import ci
+
 CHECK_MODULES = ("checks", "placement", "ffn", "norm_cost", "positions", "quantization",
                  "depth", "models")
 
 
 def _sibling(name: str):
     """A test module beside this one, for its fake-summary builders."""
-    spec = importlib.util.spec_from_file_location(f"_registry_{name}",
+    # Named inside this module's package, so that its `from .conftest import ...` resolves.
+    package = __name__.rpartition(".")[0]
+    spec = importlib.util.spec_from_file_location(f"{package}._registry_{name}",
                                                   Path(__file__).with_name(f"{name}.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -102,20 +106,20 @@ def fake_results(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("results")
     tf, tpl, tp = _sibling("test_ffn"), _sibling("test_placement"), _sibling("test_positions")
     td, tq = _sibling("test_depth"), _sibling("test_quantization")
-    rel = tf._ci(-1.5, -2.0, -1.0, 5)
+    rel = ci(-1.5, -2.0, -1.0, 5)
     _store(root, "ffn", FfnData(
         arms={arm: tf._ffn_arm(rel) for arm in ("relu", *reg.C16_ARMS)}, seeds=5, steps=100,
         init="fan_in", lr_grid=[3e-3], lr_trials=[], lr_at_edge=[], sensitivity=tf.SENSITIVITY,
         trend=[], trend_change=Interval(0), warmup_steps=10, unigram_entropy=None,
         baseline="relu", page={}, equal_time_ms=None, size={"d_model": 64}))
-    spread = {"gpt2": tpl._ci(0.5, 0.3, 0.7, 4), "xavier": tpl._ci(3.0, 2.5, 3.5, 4),
-              "depth": tpl._ci(0.2, 0.1, 0.3, 4)}
+    spread = {"gpt2": ci(0.5, 0.3, 0.7, 4), "xavier": ci(3.0, 2.5, 3.5, 4),
+              "depth": ci(0.2, 0.1, 0.3, 4)}
     deep = td._data([td._effect(td._ci(4.8, 4.2, 5.3))])
     main_grid = tpl._placement(0, tpl.HOLDS, spread)
     _store(root, "placement", dataclasses.replace(
         main_grid, stability=main_grid.stability + deep.stability,
         stability_effects=main_grid.stability_effects + deep.stability_effects))
-    loss = tf._ci(2.0, 1.9, 2.1)
+    loss = ci(2.0, 1.9, 2.1)
     step = StepTime(threads=1, model={"d_model": 64}, params={"rmsnorm": 10}, rmsnorm_ms=2.0,
                     layernorm_ms=2.0, path="like-for-like",
                     time=TimeRatio(ratio=0.9, ci_low=0.88, ci_high=0.92, repeats=30))
@@ -125,7 +129,7 @@ def fake_results(tmp_path_factory) -> Path:
                             layernorm_impl="layernorm:plain", pass_name="fwdbwd",
                             time=TimeRatio(ratio=0.9, ci_low=0.8, ci_high=1.0, repeats=5))],
         step_time={"like-for-like/1": step},
-        quality=NormQuality(rmsnorm=loss, layernorm=loss, delta=tf._ci(0.0, -0.01, 0.01),
+        quality=NormQuality(rmsnorm=loss, layernorm=loss, delta=ci(0.0, -0.01, 0.01),
                             margin=0.02, equivalent=True, verdict="equivalent",
                             seeds=[0, 1, 2], statuses={}, unigram_entropy=None)))
     reads = {"2": 1.0, "4": 2.0, "8": 3.0, "16": 4.0}
@@ -134,7 +138,7 @@ def fake_results(tmp_path_factory) -> Path:
             sinusoidal: tp._arm({"2": 1.0, "4": 12.0, "8": 40.0, "16": 60.0}),
             "alibi": tp._arm(reads)}
     _store(root, "position", tp._data(arms, cost=tp._cost()))
-    iv = tf._ci(5.0, 4.0, 6.0)
+    iv = ci(5.0, 4.0, 6.0)
     swiglu = [SwigluQuant(scheme=s, ffn_error=iv, logits_error=iv, delta=iv,
                           error_vs_separate_pct=iv)
               for s in ("merged-per-row", "separate-per-row", "merged-per-tensor",

@@ -12,11 +12,12 @@ import pytest
 
 from blocklab.claims.registry import registered
 from blocklab.experiments.options import RunOptions
-from blocklab.experiments.suites import get_suite, position
+from blocklab.experiments.suites import get_suite
 from blocklab.experiments.suites.evaluation import graded_only
 from blocklab.experiments.suites.ffn import runs as ffn
 from blocklab.experiments.suites.norm_cost import runs as norm_cost
 from blocklab.experiments.suites.placement import runs as placement
+from blocklab.experiments.suites.position import runs as position
 
 GRADED_ONLY = ("tiny", "quick")
 

@@ -37,5 +37,5 @@ def test_a_suite_package_and_its_data_types_import_without_torch():
             "print(' '.join(s.data_type.__module__ for s in suites))")
     out = subprocess.run([sys.executable, "-c", code], check=True, timeout=60,
                          capture_output=True, text=True).stdout
-    assert out.split() == [f"blocklab.experiments.suites.{module}.data"
+    assert out.split() == [f"blocklab.experiments.suites.{module}.summary"
                            for module in SUITE_MODULES.values()]
