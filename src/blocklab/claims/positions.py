@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import NotRequired, TypedDict
 
 from blocklab.claims.finding import Context, Finding, claim, missing
+from blocklab.claims.lang import LANGS
 from blocklab.claims.registry import (  # noqa: F401 - the rules' names, as the checks used them
     C21_MIN_SEEDS,
     C29_ORDER_PART,
@@ -52,7 +53,7 @@ from blocklab.claims.rules import (
     majority,
     settle,
 )
-from blocklab.claims.text import VERDICT_ZH
+from blocklab.claims.text import Template, say, verdict_word
 from blocklab.experiments.suites.base import format_ci
 from blocklab.experiments.suites.position.runs import SIZES as POSITION_SIZES
 from blocklab.experiments.suites.position.summary import (
@@ -64,13 +65,142 @@ from blocklab.experiments.suites.position.summary import (
 )
 from blocklab.experiments.summaries import RATIO_METHOD, Interval, TimeRatio
 
+# The checks' sentences, (English, Chinese), filled by `say`.
+TEXT: dict[str, Template] = {
+    "none": ("none", "无"),
+    "sep": ("; ", "；"),
+    "c21": ("Trained at L = {L} ({seeds} seed(s)); loss past L vs sliding windows of L per "
+            "seed, each part graded by the interval its decision reads (its look's level after "
+            "Holm's correction): works ≤ {works:g}% < degrades ≤ {collapses:g}% < collapses. "
+            "Held: {held}. Did not hold: {failed}. Inconclusive: {unclear}. Graded on the fair "
+            "arms ({learned}, {sinusoidal}); each RoPE scaling by name. A 2-layer byte model "
+            "trained for minutes: a statement that fails here is not reproduced at this scale, "
+            "not refuted.",
+            "在 L = {L} 上训练（{seeds} 个种子）；逐种子比较 L 之后的损失与长度 L 的滑动窗口，"
+            "每个部分按其判定所读的置信区间（其观察点的水平，经 Holm 校正）分级：≤ {works:g}% 为可用，"
+            "≤ {collapses:g}% 为下降，更高为崩溃。成立：{held}。不成立：{failed}。尚无定论：{unclear}。"
+            "按公平的组（{learned}、{sinusoidal}）判定；每种 RoPE scaling 单独判定。"
+            "这是训练几分钟的两层字节模型：此处不成立只代表“此规模下未复现”，不是反驳。"),
+    "c29": ("Bidirectional attention without positions is permutation-equivariant: permuting "
+            "the tokens permutes the outputs to {bidirectional:.1e} (float64), so 'A B C' and "
+            "'C B A' give the same per-token outputs. A causal mask breaks this (error "
+            "{causal:.2f}): a decoder without positions still sees order. The page's reason is "
+            "not exact: scores for (i, j) and (j, i) differ by {asymmetry:.2f} of the largest "
+            "score because W_q ≠ W_k (with W_k = W_q: {tied:.0e}); what makes order invisible is "
+            "that the score of a pair depends on the two tokens only, not where they sit."
+            "{trained}",
+            "无位置信息的双向注意力是置换等变的：打乱 token 顺序只会同样打乱输出（float64 误差 "
+            "{bidirectional:.1e}），所以 “A B C” 与 “C B A” 得到相同的逐 token 输出。因果掩码打破了这一点"
+            "（误差 {causal:.2f}）：没有位置编码的解码器仍能感知顺序。页面给出的理由并不精确：由于 W_q ≠ W_k，"
+            "(i, j) 与 (j, i) 的分数相差最大分数的 {asymmetry:.2f}（令 W_k = W_q 时为 {tied:.0e}）；"
+            "顺序不可见的真正原因是一对 token 的分数只取决于这两个 token 本身，而与它们的位置无关。{trained}"),
+    "c29_trained": (" Trained (position suite, {seeds} seed(s)): the NoPE decoder's next-token "
+                    "distribution moves by TV {tv_none} when the first {reversed} tokens of a "
+                    "{prefix}-token prefix are reversed (RoPE: {tv_rope}), and its loss minus "
+                    "the unigram entropy is {gap} nats (< 0: it uses its context).",
+                    "训练结果（位置实验，{seeds} 个种子）：把 {prefix} 个 token 前缀的前 {reversed} 个倒序"
+                    "（保留最后一个）后，NoPE 解码器的下一 token 分布变化 TV {tv_none}（RoPE：{tv_rope}）；"
+                    "其损失减去 unigram 熵为 {gap} nats（< 0 表示利用了上下文）。"),
+    "c29_untrained": (" The trained NoPE probe needs the position suite: `{command}`.",
+                      " 训练部分需要位置实验：`{command}`。"),
+    "c30": ("Trained at L = {L} ({seeds} seed(s)), read up to {longest}×; loss past L vs "
+            "sliding windows of L per seed, each part graded by the interval its decision reads "
+            "(its look's level after Holm's correction; works ≤ {works:g}% < degrades ≤ "
+            "{collapses:g}% < collapses); NTK and YaRN each by name, training-free (factor = "
+            "length / L) and {finetune}. The page's warning has no qualifier, so it is graded "
+            "read both ways: {readings}. Held: {held}. Did not hold: {failed}. Inconclusive: "
+            "{unclear}. Combined: not reproduced at this scale when more than half of the parts "
+            "of the statement and of the warning read without scaling do not hold, confirmed "
+            "when every part of all three holds, otherwise conditional on the reading that "
+            "holds (past 8× the warning read with scaling asks the statement's arms to drop, so "
+            "both cannot hold there); an inconclusive part counts as undecided, and when "
+            "deciding it could change the verdict the claim is inconclusive: {verdict}. A "
+            "2-layer byte model: what fails here is not reproduced at this scale, not refuted."
+            "{short}",
+            "在 L = {L} 上训练（{seeds} 个种子），读到 {longest} 倍；逐种子比较 L 之后的损失与长度 L 的"
+            "滑动窗口，每个部分按其判定所读的置信区间（其观察点的水平，经 Holm 校正）分级（≤ {works:g}% 为可用，"
+            "≤ {collapses:g}% 为下降，更高为崩溃）；NTK 与 YaRN 分别判定，免训练（因子 = 长度 / L）与{finetune}。"
+            "页面的警告不带限定，因此按两种读法分别检验：{readings}。成立 {n_held} 项，不成立 {n_failed} 项，"
+            "尚无定论 {n_unclear} 项（详见英文与证据）。合并规则：第一句与“不做 scaling”读法中的部分过半不成立时为"
+            "“此规模下未复现”；三组全部成立时为“成立”；否则为“有条件成立”，以成立的读法为条件（超过 8 倍时，"
+            "“做 scaling”读法要求第一句中的同一批模型质量下降，二者不可能同时成立）；尚无定论的部分按未判定计入，"
+            "若其判定可能改变结论则论断尚无定论：{verdict}。这是两层字节模型：此处不成立只代表“此规模下未复现”，"
+            "不是反驳。{short}"),
+    "c30_finetune": ("fine-tuned {steps} steps at {factor}·L with scaling factor {scale}",
+                     "在 {factor}·L 上以缩放因子 {scale} 微调 {steps} 步"),
+    "c30_no_finetune": ("no fine-tune", "无微调"),
+    "c30_reading": ("{says}: {status}", "{says}：{status}"),
+    # the Chinese sentence says nothing of the multiples not read
+    "c30_short": (" This run reads only up to {longest}×; 16× needs the quick or full size.", ""),
+    "c31": ("Decided by counts, not timings. Parameters: RoPE adds {rope_zoo} at Llama 3 8B's "
+            "shape and {rope_suite} in the suite's model; ALiBi {alibi_zoo} and {alibi_suite}; "
+            "sinusoidal {sinusoidal_zoo}; a learned table of 4,096 positions adds "
+            "max_seq_len·d_model = {learned:,} ({learned_share:.2%} of the model). FLOPs of a "
+            "{tokens:,}-token prefill at that shape: RoPE {rope_flops:,} ({rope_pct:.4f}%: 3 per "
+            "rotated element of q and k), ALiBi {alibi_flops:,} ({alibi_pct:.4f}%: one add per "
+            "score element of every layer plus building the bias once; it grows as T², but "
+            "stays below {bound:.2%} at any length, against the score matmuls' 4·head_dim per "
+            "pair), absolute positions {abs_flops:,} ({abs_pct:.5f}%: one add per input "
+            "element, 3 for sinusoidal computed on demand); each against at most {share:g}%. "
+            "The page rates ALiBi and absolute positions 极低 (very low) and RoPE 低 (low); in "
+            "FLOPs at this length ALiBi's bias is {alibi_vs_rope:.1f}× RoPE's rotation, all far "
+            "below 1%; that ranking is not graded. SDPA: the rotation happens before QKᵀ, so "
+            "RoPE calls SDPA exactly as no positions does ({masks}) and gets the same fused "
+            "kernel ({kernel}): {sdpa}. ALiBi hands SDPA an additive mask ({alibi_masks}) "
+            "instead of is_causal: this CPU build's fused kernel takes it, but PyTorch's CUDA "
+            "flash backend takes no attn_mask, so through SDPA ALiBi leaves FlashAttention on a "
+            "GPU (FlashAttention 2's own kernels take ALiBi slopes since v2.4; not tested here: "
+            "no GPU).{timings} Combined: {verdict}.",
+            "按计数而非计时判定。参数：RoPE 在 Llama 3 8B 形状下新增 {rope_zoo} 个，在实验模型中新增 "
+            "{rope_suite} 个；ALiBi 分别为 {alibi_zoo} 与 {alibi_suite}；sinusoidal 为 {sinusoidal_zoo}；"
+            "4,096 个位置的可学习位置表新增 max_seq_len·d_model = {learned:,} 个（占模型 "
+            "{learned_share:.2%}）。该形状下 {tokens:,} token 预填充的 FLOPs：RoPE "
+            "{rope_flops:,}（{rope_pct:.4f}%，每个旋转的 q、k 元素 3 次），ALiBi "
+            "{alibi_flops:,}（{alibi_pct:.4f}%，每层每个分数元素一次加法，另加每次前向构造一次偏置；"
+            "随 T² 增长，但在任意长度下都低于 {bound:.2%}，因为分数矩阵乘每对需 4·head_dim 次），绝对位置 "
+            "{abs_flops:,}（{abs_pct:.5f}%，每个输入元素一次加法，按需计算的 sinusoidal 为 3 次）；"
+            "阈值均为不超过 {share:g}%。页面把 ALiBi 与绝对位置的开销标为“极低”、RoPE 标为“低”；"
+            "按 FLOPs，在该长度下 ALiBi 的偏置是 RoPE 旋转的 {alibi_vs_rope:.1f} 倍，三者都远低于 1%；"
+            "该排序不参与判定。SDPA：旋转发生在 QKᵀ 之前，因此 RoPE 调用 SDPA 的方式与无位置编码完全相同"
+            "（{masks}），得到相同的融合内核（{kernel}）：{sdpa}。ALiBi 传给 SDPA 的是加性掩码（{alibi_masks}）"
+            "而不是 is_causal：本机 CPU 版本的融合内核接受它，但 PyTorch 的 CUDA flash 后端不接受 attn_mask，"
+            "因此经由 SDPA 时 ALiBi 在 GPU 上用不了 FlashAttention（FlashAttention 2 自 v2.4 起在其自带内核中"
+            "支持 ALiBi 斜率；此处无 GPU，未测试）。{timings} 合并结论：{verdict}。"),
+    "c31_width": ("d_model {d_model}, ", "d_model {d_model}，"),
+    "c31_toy": (" Timings, reported and not graded. Per-op overhead at a toy shape ({width}L = "
+                "{L}, batch {batch}, {repeats} interleaved repeats, {threads} thread): "
+                "{schemes} (each the {method}, with its 95% CI).",
+                " 计时仅报告，不参与判定。玩具形状下的逐算子开销（{width}L = {L}，批大小 {batch}，"
+                "{repeats} 次交替重复，{threads} 线程）：{schemes}"
+                "（均为逐次重复配对比值的几何平均，95% 置信区间按对数比值的 Student t 计算）。"),
+    "c31_toy_scheme": ("{scheme} training step {train}, decode step {decode} vs no positions",
+                       "{scheme} 训练步 {train}，解码步 {decode}（相对无位置编码）"),
+    "c31_no_real": (" No realistic-shape timing in this summary (stored before it was timed).",
+                    " 此摘要中没有真实形状下的计时（存储早于该计时）。"),
+    "c31_real": (" At a {label} (d_model {d_model}, {heads} heads, {layers} layers, batch "
+                 "{batch}, fp32, {threads} thread, {repeats} interleaved repeats): a "
+                 "{tokens:,}-token prefill takes {prefill_ms:.0f} ms without positions and a "
+                 "decode step reading a {tokens:,}-token KV cache {decode_ms:.1f} ms; {schemes}.",
+                 " {label}（d_model {d_model}，{heads} 个头，{layers} 层，批大小 {batch}，fp32，"
+                 "{threads} 线程，{repeats} 次交替重复）：无位置编码时 {tokens:,} token 预填充 "
+                 "{prefill_ms:.0f} ms，读取 {tokens:,} token KV 缓存的解码步 {decode_ms:.1f} ms；{schemes}。"),
+    "c31_real_scheme": ("{scheme} prefill {prefill}, decode {decode}",
+                        "{scheme} 预填充 {prefill}，解码 {decode}"),
+}
+
+
+def _listed(parts: list[Part], lang: str) -> str:
+    """The parts' texts (`_part_text`) joined, or 'none'."""
+    return say(TEXT["sep"], lang).join(_part_text(p) for p in parts) or say(TEXT["none"], lang)
+
+
 # --- C21: extrapolation past the training length ----------------------------------------------
 # Extrapolation grades (`registry.band_rule`): the loss on tokens past the training length L,
 # compared with the same tokens scored by sliding windows of L, per seed: works ≤ WORKS_PCT <
 # degrades ≤ COLLAPSE_PCT < collapses.
 C21_COMBINES = ("confirmed when every statement holds; not reproduced at this scale when more "
-                "than half of the statements do not; otherwise conditional. " + SETTLE_EN)
-C21_COMBINES_ZH = ("每条陈述都成立时成立；超过一半的陈述不成立时为此规模下未复现；否则有条件成立。" + SETTLE_ZH)
+                "than half of the statements do not; otherwise conditional. " + SETTLE_EN,
+                "每条陈述都成立时成立；超过一半的陈述不成立时为此规模下未复现；否则有条件成立。" + SETTLE_ZH)
 
 
 def _grade(arm: PositionArm, mult: str) -> tuple[str, Interval | None]:
@@ -128,27 +258,15 @@ def c21(ctx: Context) -> Finding:
 
     held = [p for p in parts if p.verdict == "confirmed"]
     unclear = [p for p in parts if p.verdict == INCONCLUSIVE]
-    seeds = summary.seeds
+    en, zh = (say(TEXT["c21"], lang, L=data.L, seeds=summary.seeds, works=WORKS_PCT,
+                  collapses=COLLAPSE_PCT, held=_listed(held, lang),
+                  failed=_listed(failed, lang), unclear=_listed(unclear, lang),
+                  learned=learned, sinusoidal=sinusoidal) for lang in LANGS)
     return Finding(
-        verdict,
-        f"Trained at L = {data.L} ({seeds} seed(s)); loss past L vs sliding windows of L per "
-        f"seed, each part graded by the interval its decision reads (its look's level after "
-        f"Holm's correction): works ≤ {WORKS_PCT:g}% < degrades ≤ {COLLAPSE_PCT:g}% < "
-        f"collapses. Held: {'; '.join(_part_text(p) for p in held) or 'none'}. Did not hold: "
-        f"{'; '.join(_part_text(p) for p in failed) or 'none'}. Inconclusive: "
-        f"{'; '.join(_part_text(p) for p in unclear) or 'none'}. Graded on the fair arms ({learned}, "
-        f"{sinusoidal}); each RoPE scaling by name. A 2-layer byte model trained for minutes: "
-        "a statement that fails here is not reproduced at this scale, not refuted.",
-        f"在 L = {data.L} 上训练（{seeds} 个种子）；逐种子比较 L 之后的损失与长度 L 的滑动窗口，"
-        f"每个部分按其判定所读的置信区间（其观察点的水平，经 Holm 校正）分级：≤ {WORKS_PCT:g}% 为可用，"
-        f"≤ {COLLAPSE_PCT:g}% 为下降，更高为崩溃。成立："
-        f"{'；'.join(_part_text(p) for p in held) or '无'}。不成立：{'；'.join(_part_text(p) for p in failed) or '无'}。"
-        f"尚无定论：{'；'.join(_part_text(p) for p in unclear) or '无'}。按公平的组（{learned}、{sinusoidal}）判定；"
-        "每种 RoPE scaling 单独判定。这是训练几分钟的两层字节模型：此处不成立只代表“此规模下未复现”，不是反驳。",
+        verdict, en, zh,
         {"grades": grades, "fair_arms": {"learned": learned, "sinusoidal": sinusoidal},
          "thresholds_pct": {"works": WORKS_PCT, "collapses": COLLAPSE_PCT}},
-        ctx.suite_command("position"), "position_extrapolation", parts, C21_COMBINES,
-        C21_COMBINES_ZH)
+        ctx.suite_command("position"), "position_extrapolation", parts, *C21_COMBINES)
 
 
 # --- C29: order without positions ----------------------------------------------------------------
@@ -161,10 +279,10 @@ C29_COMBINES = ("refuted when bidirectional attention without positions is not p
                 "equivariant to 1e-12 in float64; conditional when it is and causal attention is "
                 "not (the claim holds for non-causal attention only), whatever the experimental "
                 "parts say, which show how much order a trained causal NoPE decoder uses; "
-                "confirmed if causal attention were equivariant too")
-C29_COMBINES_ZH = ("无位置编码的双向注意力在 float64 下不是置换等变（误差超过 1e-12）时不成立；若它是而因果注意力不是，则有条件成立"
+                "confirmed if causal attention were equivariant too",
+                "无位置编码的双向注意力在 float64 下不是置换等变（误差超过 1e-12）时不成立；若它是而因果注意力不是，则有条件成立"
                    "（论断只对非因果注意力成立），无论实验部分如何，实验部分只说明训练后的因果 NoPE 解码器利用了多少顺序；"
-                   "若因果注意力也等变则成立。")
+                "若因果注意力也等变则成立。")
 
 
 def attention_outputs(attn, x, *, causal: bool):
@@ -303,36 +421,19 @@ def c29(ctx: Context) -> Finding:
         return "not run" if o is None else format_ci(o.tv, 3)
 
     if none is not None:
-        gap = none.loss_minus_unigram
-        exp_en = (f" Trained (position suite, {none.tv.n} seed(s)): the NoPE decoder's "
-                  f"next-token distribution moves by TV {tv_text('none')} when the first "
-                  f"{none.prefix_len - 1} tokens of a {none.prefix_len}-token prefix are reversed "
-                  f"(RoPE: {tv_text('rope')}), and its loss minus the unigram entropy is "
-                  f"{format_ci(gap, 3)} nats (< 0: it uses its context).")
-        exp_zh = (f"训练结果（位置实验，{none.tv.n} 个种子）：把 {none.prefix_len} 个 token 前缀的前 "
-                  f"{none.prefix_len - 1} 个倒序（保留最后一个）后，NoPE 解码器的下一 token 分布变化 "
-                  f"TV {tv_text('none')}（RoPE：{tv_text('rope')}）；其损失减去 unigram 熵为 "
-                  f"{format_ci(gap, 3)} nats（< 0 表示利用了上下文）。")
+        trained = {lang: say(TEXT["c29_trained"], lang, seeds=none.tv.n, tv_none=tv_text("none"),
+                             reversed=none.prefix_len - 1, prefix=none.prefix_len,
+                             tv_rope=tv_text("rope"), gap=format_ci(none.loss_minus_unigram, 3))
+                   for lang in LANGS}
     else:
         command = ctx.suite_command("position")
-        exp_en = f" The trained NoPE probe needs the position suite: `{command}`."
-        exp_zh = f" 训练部分需要位置实验：`{command}`。"
+        trained = {lang: say(TEXT["c29_untrained"], lang, command=command) for lang in LANGS}
+    en, zh = (say(TEXT["c29"], lang, bidirectional=bidirectional, causal=causal,
+                  asymmetry=asymmetry, tied=tied, trained=trained[lang]) for lang in LANGS)
     return Finding(
-        verdict,
-        f"Bidirectional attention without positions is permutation-equivariant: permuting the "
-        f"tokens permutes the outputs to {bidirectional:.1e} (float64), so 'A B C' and 'C B A' "
-        f"give the same per-token outputs. A causal mask breaks this (error {causal:.2f}): a "
-        f"decoder without positions still sees order. The page's reason is not exact: scores "
-        f"for (i, j) and (j, i) differ by {asymmetry:.2f} of the largest score because W_q ≠ "
-        f"W_k (with W_k = W_q: {tied:.0e}); what makes order invisible is that the score of a "
-        f"pair depends on the two tokens only, not where they sit." + exp_en,
-        f"无位置信息的双向注意力是置换等变的：打乱 token 顺序只会同样打乱输出（float64 误差 "
-        f"{bidirectional:.1e}），所以 “A B C” 与 “C B A” 得到相同的逐 token 输出。因果掩码打破了这一点"
-        f"（误差 {causal:.2f}）：没有位置编码的解码器仍能感知顺序。页面给出的理由并不精确：由于 W_q ≠ W_k，"
-        f"(i, j) 与 (j, i) 的分数相差最大分数的 {asymmetry:.2f}（令 W_k = W_q 时为 {tied:.0e}）；"
-        "顺序不可见的真正原因是一对 token 的分数只取决于这两个 token 本身，而与它们的位置无关。" + exp_zh,
+        verdict, en, zh,
         evidence, "blocklab claims C29 && " + ctx.suite_command("position"), "position_order",
-        parts, C29_COMBINES, C29_COMBINES_ZH)
+        parts, *C29_COMBINES)
 
 
 # --- C30: RoPE to 8–16× with NTK / YaRN, and the warning past 8× read both ways ---------------
@@ -359,10 +460,10 @@ C30_COMBINES = ("three groups of parts: the statement (NTK and YaRN, each traini
                 "three holds; otherwise conditional, on the reading that holds. Past 8× reading "
                 "(b) asks of the statement's arms the opposite grade, so the statement and the "
                 "warning read with scaling cannot both hold there. Never refuted "
-                "(scale-dependent). " + SETTLE_EN)
-C30_COMBINES_ZH = ("三组部分：第一句（NTK 与 YaRN，免训练与微调后，在 8 倍与 16 倍可用）与不带限定的警告（超过 8 倍质量明显下降）"
-                   "的两种读法：(a) 不做 scaling，(b) 做 scaling。第一句与读法 (a) 的部分过半不成立时为此规模下未复现；"
-                   "三组全部成立时成立；否则有条件成立，以成立的读法为条件。不会判为不成立（与规模有关）。" + SETTLE_ZH)
+                "(scale-dependent). " + SETTLE_EN,
+                "三组部分：第一句（NTK 与 YaRN，免训练与微调后，在 8 倍与 16 倍可用）与不带限定的警告（超过 8 倍质量明显下降）"
+                "的两种读法：(a) 不做 scaling，(b) 做 scaling。第一句与读法 (a) 的部分过半不成立时为此规模下未复现；"
+                "三组全部成立时成立；否则有条件成立，以成立的读法为条件。不会判为不成立（与规模有关）。" + SETTLE_ZH)
 
 
 def c30_parts(data: PositionData, size: str = "quick") -> dict[str, list[Part]]:
@@ -447,10 +548,6 @@ def c30(ctx: Context) -> Finding:
     unclear = [p for p in parts if p.verdict == INCONCLUSIVE]
     longest = max(data.mults)
     ft = data.finetune
-    ft_en = ("no fine-tune" if ft is None else
-             f"fine-tuned {ft.steps} steps at {ft.factor}·L with scaling factor {ft.scale}")
-    ft_zh = ("无微调" if ft is None else
-             f"在 {ft.factor}·L 上以缩放因子 {ft.scale} 微调 {ft.steps} 步")
     evidence = {
         "parts": {p.name: {"reading": key, "verdict": p.verdict, "mean_pct": p.estimate.value,
                            "ci_low": p.estimate.ci_low, "ci_high": p.estimate.ci_high,
@@ -461,40 +558,24 @@ def c30(ctx: Context) -> Finding:
         "L": data.L, "mults": data.mults,
         "finetune": None if ft is None else {"factor": ft.factor, "scale": ft.scale,
                                              "steps": ft.steps, "lr": ft.lr, "arms": ft.arms}}
-    readings_en = "; ".join(f"{C30_READINGS[k][0]}: {READING_STATUS[status[k]][0]}"
-                            for k in groups)
-    readings_zh = "；".join(f"{C30_READINGS[k][1]}：{READING_STATUS[status[k]][1]}" for k in groups)
-    note = ("" if longest >= 16 else
-            f" This run reads only up to {longest}×; 16× needs the quick or full size.")
+
+    def text(lang: str) -> str:
+        finetune = (say(TEXT["c30_no_finetune"], lang) if ft is None else
+                    say(TEXT["c30_finetune"], lang, steps=ft.steps, factor=ft.factor,
+                        scale=ft.scale))
+        readings = say(TEXT["sep"], lang).join(
+            say(TEXT["c30_reading"], lang, says=say(C30_READINGS[k], lang),
+                status=say(READING_STATUS[status[k]], lang)) for k in groups)
+        short = "" if longest >= 16 else say(TEXT["c30_short"], lang, longest=longest)
+        return say(TEXT["c30"], lang, L=data.L, seeds=summary.seeds, longest=longest,
+                   works=WORKS_PCT, collapses=COLLAPSE_PCT, finetune=finetune,
+                   readings=readings, held=_listed(held, lang), failed=_listed(failed, lang),
+                   unclear=_listed(unclear, lang), n_held=len(held), n_failed=len(failed),
+                   n_unclear=len(unclear), verdict=verdict_word(verdict, lang), short=short)
+
     return Finding(
-        verdict,
-        f"Trained at L = {data.L} ({summary.seeds} seed(s)), read up to {longest}×; loss past L "
-        f"vs sliding windows of L per seed, each part graded by the interval its decision reads "
-        f"(its look's level after Holm's correction; works ≤ {WORKS_PCT:g}% < "
-        f"degrades ≤ {COLLAPSE_PCT:g}% < collapses); NTK and YaRN each by name, training-free "
-        f"(factor = length / L) and {ft_en}. The page's warning has no qualifier, so it is "
-        f"graded read both ways: {readings_en}. Held: "
-        f"{'; '.join(_part_text(p) for p in held) or 'none'}. Did not hold: "
-        f"{'; '.join(_part_text(p) for p in failed) or 'none'}. Inconclusive: "
-        f"{'; '.join(_part_text(p) for p in unclear) or 'none'}. Combined: not reproduced at "
-        "this scale when more than half of the parts of the statement and of the warning "
-        "read without scaling do not hold, confirmed when every part of all three holds, "
-        "otherwise conditional on the reading that holds (past 8× the warning read with "
-        "scaling asks the statement's arms to drop, so both cannot hold there); an "
-        "inconclusive part counts as undecided, and when deciding it could change the "
-        f"verdict the claim is inconclusive: {verdict}. A "
-        "2-layer byte model: what fails here is not reproduced at this scale, not refuted." + note,
-        f"在 L = {data.L} 上训练（{summary.seeds} 个种子），读到 {longest} 倍；逐种子比较 L 之后的损失与长度 L 的"
-        f"滑动窗口，每个部分按其判定所读的置信区间（其观察点的水平，经 Holm 校正）分级（≤ {WORKS_PCT:g}% 为可用，≤ {COLLAPSE_PCT:g}% 为下降，更高为崩溃）；"
-        f"NTK 与 YaRN 分别判定，免训练（因子 = 长度 / L）与{ft_zh}。页面的警告不带限定，因此按两种读法分别检验："
-        f"{readings_zh}。成立 {len(held)} 项，不成立 {len(failed)} 项，尚无定论 {len(unclear)} 项"
-        "（详见英文与证据）。合并规则：第一句与“不做 scaling”读法中的部分过半不成立时为“此规模下未复现”；"
-        "三组全部成立时为“成立”；否则为“有条件成立”，以成立的读法为条件（超过 8 倍时，“做 scaling”读法要求"
-        "第一句中的同一批模型质量下降，二者不可能同时成立）；尚无定论的部分按未判定计入，若其判定可能改变结论则论断尚无定论："
-        f"{VERDICT_ZH[verdict]}。"
-        "这是两层字节模型：此处不成立只代表“此规模下未复现”，不是反驳。",
-        evidence, ctx.suite_command("position"), "position_scaling", parts, C30_COMBINES,
-        C30_COMBINES_ZH)
+        verdict, text("en"), text("zh"),
+        evidence, ctx.suite_command("position"), "position_scaling", parts, *C30_COMBINES)
 
 
 # --- C31: what RoPE costs ------------------------------------------------------------------------
@@ -510,11 +591,11 @@ C31_COMBINES = ("decided by counts, not timings: refuted when a RoPE part fails 
                 "parts hold and an ALiBi or absolute-position part does not; confirmed when "
                 "every part holds. Step times (per-op overhead at the suite's toy shape, and "
                 "prefill and decode at a realistic shape) are reported and grade nothing. "
-                + SETTLE_EN)
-C31_COMBINES_ZH = ("按计数而非计时判定：RoPE 的某部分不成立（增加了参数、在 Llama 3 8B 形状下 FLOPs 超过预填充的 "
-                   f"{C31_SHARE_PCT:g}%，或调用 SDPA 的方式与无位置编码不同）时不成立：这些是真实模型形状下的计数，"
-                   "不是小规模实验；RoPE 的部分成立而 ALiBi 或绝对位置的某部分不成立时有条件成立；全部成立时成立。"
-                   "步时（玩具形状下的逐算子开销，以及真实形状下的预填充与解码）只报告，不参与判定。" + SETTLE_ZH)
+                + SETTLE_EN,
+                "按计数而非计时判定：RoPE 的某部分不成立（增加了参数、在 Llama 3 8B 形状下 FLOPs 超过预填充的 "
+                f"{C31_SHARE_PCT:g}%，或调用 SDPA 的方式与无位置编码不同）时不成立：这些是真实模型形状下的计数，"
+                "不是小规模实验；RoPE 的部分成立而 ALiBi 或绝对位置的某部分不成立时有条件成立；全部成立时成立。"
+                "步时（玩具形状下的逐算子开销，以及真实形状下的预填充与解码）只报告，不参与判定。" + SETTLE_ZH)
 
 
 def zoo_params() -> dict[str, int]:
@@ -653,42 +734,32 @@ def _ratio_pct(ratio: TimeRatio) -> str:
     return f"{100 * (ratio.ratio - 1):+.1f}% [{low:+.1f}, {high:+.1f}]"
 
 
-def _timings_text(cost: PositionCost, d_model: int | None) -> tuple[str, str]:
-    """The reported timings, English and Chinese: the cost run's toy shape (labelled per-op
-    overhead) and the realistic shape where the run timed it."""
+def _timings_text(cost: PositionCost, d_model: int | None, lang: str) -> str:
+    """The reported timings in `lang`: the cost run's toy shape (labelled per-op overhead) and
+    the realistic shape where the run timed it."""
     toy = cost.schemes
-    width = "" if d_model is None else f"d_model {d_model}, "
-    width_zh = "" if d_model is None else f"d_model {d_model}，"
-    per = {s: (_ratio_pct(toy[s].train_vs_none), _ratio_pct(toy[s].decode_vs_none))
-           for s in ("rope", "alibi") if s in toy}
-    en = (f" Timings, reported and not graded. Per-op overhead at a toy shape ({width}L = "
-          f"{cost.L}, batch {cost.batch_size}, {cost.repeats} interleaved repeats, "
-          f"{cost.threads} thread): " + "; ".join(
-              f"{s} training step {t}, decode step {d} vs no positions" for s, (t, d) in
-              per.items()) + f" (each the {RATIO_METHOD}, with its 95% CI).")
-    zh = (f" 计时仅报告，不参与判定。玩具形状下的逐算子开销（{width_zh}L = {cost.L}，批大小 {cost.batch_size}，"
-          f"{cost.repeats} 次交替重复，{cost.threads} 线程）：" + "；".join(
-              f"{s} 训练步 {t}，解码步 {d}（相对无位置编码）" for s, (t, d) in per.items())
-          + "（均为逐次重复配对比值的几何平均，95% 置信区间按对数比值的 Student t 计算）。")
+    width = "" if d_model is None else say(TEXT["c31_width"], lang, d_model=d_model)
+    sep = say(TEXT["sep"], lang)
+    per = sep.join(say(TEXT["c31_toy_scheme"], lang, scheme=s,
+                       train=_ratio_pct(toy[s].train_vs_none),
+                       decode=_ratio_pct(toy[s].decode_vs_none))
+                   for s in ("rope", "alibi") if s in toy)
+    text = say(TEXT["c31_toy"], lang, width=width, L=cost.L, batch=cost.batch_size,
+               repeats=cost.repeats, threads=cost.threads, schemes=per, method=RATIO_METHOD)
     real = cost.realistic
     if real is None:
-        return (en + " No realistic-shape timing in this summary (stored before it was timed).",
-                zh + " 此摘要中没有真实形状下的计时（存储早于该计时）。")
-    shown = {s: (_ratio_pct(real.prefill_vs_none[s]), _ratio_pct(real.decode_vs_none[s]))
-             for s in ("rope", "alibi") if s in real.prefill_vs_none}
-    en += (f" At a {real.label} (d_model {real.d_model}, {real.n_heads} heads, {real.n_layers} "
-           f"layers, batch {real.batch_size}, fp32, {real.threads} thread, {real.repeats} "
-           f"interleaved repeats): a {real.prompt_tokens:,}-token prefill takes "
-           f"{real.prefill_ms['none']:.0f} ms without positions and a decode step reading a "
-           f"{real.prompt_tokens:,}-token KV cache {real.decode_ms['none']:.1f} ms; " + "; ".join(
-               f"{s} prefill {p}, decode {d}" for s, (p, d) in shown.items()) + ".")
-    label_zh = {"realistic shape": "真实形状下"}.get(real.label, f"{real.label}：")
-    zh += (f" {label_zh}（d_model {real.d_model}，{real.n_heads} 个头，{real.n_layers} 层，批大小 "
-           f"{real.batch_size}，fp32，{real.threads} 线程，{real.repeats} 次交替重复）：无位置编码时 "
-           f"{real.prompt_tokens:,} token 预填充 {real.prefill_ms['none']:.0f} ms，读取 "
-           f"{real.prompt_tokens:,} token KV 缓存的解码步 {real.decode_ms['none']:.1f} ms；" + "；".join(
-               f"{s} 预填充 {p}，解码 {d}" for s, (p, d) in shown.items()) + "。")
-    return en, zh
+        return text + say(TEXT["c31_no_real"], lang)
+    shown = sep.join(say(TEXT["c31_real_scheme"], lang, scheme=s,
+                         prefill=_ratio_pct(real.prefill_vs_none[s]),
+                         decode=_ratio_pct(real.decode_vs_none[s]))
+                     for s in ("rope", "alibi") if s in real.prefill_vs_none)
+    label = (real.label if lang != "zh" else
+             {"realistic shape": "真实形状下"}.get(real.label, f"{real.label}："))
+    return text + say(TEXT["c31_real"], lang, label=label, d_model=real.d_model,
+                      heads=real.n_heads, layers=real.n_layers, batch=real.batch_size,
+                      threads=real.threads, repeats=real.repeats, tokens=real.prompt_tokens,
+                      prefill_ms=real.prefill_ms["none"], decode_ms=real.decode_ms["none"],
+                      schemes=shown)
 
 
 # C31's timings as its evidence shows them (reported, never graded); a ratio is
@@ -777,7 +848,6 @@ def c31(ctx: Context) -> Finding:
     alibi_masks = ", ".join(alibi.masks_train) if alibi is not None else "not run"
     planned = POSITION_SIZES.get(summary.size)
     d_model = planned.model.d_model if planned is not None else None
-    timing_en, timing_zh = _timings_text(cost, d_model)
     held = {p.name: p.verdict for p in parts}
     evidence = {
         "parts": {p.name: {"verdict": p.verdict, "value": p.estimate.value, "reason": p.reason}
@@ -791,45 +861,20 @@ def c31(ctx: Context) -> Finding:
                         "flash_train": c.flash_train, "flash_decode": c.flash_decode}
                  for name, c in cost.schemes.items()},
         "timings_reported_not_graded": _timings_row(cost)}
+    sdpa = held[C31_ROPE_SDPA_PART]
+    fields = dict(rope_zoo=zoo["rope"] - zoo["none"], rope_suite=rope.params - none.params,
+                  alibi_zoo=zoo["alibi"] - zoo["none"],
+                  alibi_suite=cost.params["alibi"] - cost.params["none"],
+                  sinusoidal_zoo=zoo["sinusoidal"] - zoo["none"], learned=learned_extra,
+                  learned_share=learned_extra / zoo["none"], tokens=C31_SHARE_TOKENS,
+                  rope_flops=shares["rope"]["flops"], rope_pct=rope_pct,
+                  alibi_flops=shares["alibi"]["flops"], alibi_pct=alibi_pct, bound=bound,
+                  abs_flops=shares["absolute"]["flops"], abs_pct=abs_pct, share=C31_SHARE_PCT,
+                  alibi_vs_rope=alibi_vs_rope, masks=masks, kernel=kernel,
+                  alibi_masks=alibi_masks)
+    en, zh = (say(TEXT["c31"], lang, sdpa=verdict_word(sdpa, lang),
+                  timings=_timings_text(cost, d_model, lang),
+                  verdict=verdict_word(verdict, lang), **fields) for lang in LANGS)
     return Finding(
-        verdict,
-        f"Decided by counts, not timings. Parameters: RoPE adds {zoo['rope'] - zoo['none']} at "
-        f"Llama 3 8B's shape and {rope.params - none.params} in the suite's model; ALiBi "
-        f"{zoo['alibi'] - zoo['none']} and {cost.params['alibi'] - cost.params['none']}; "
-        f"sinusoidal {zoo['sinusoidal'] - zoo['none']}; a learned table of 4,096 positions "
-        f"adds max_seq_len·d_model = {learned_extra:,} ({learned_extra / zoo['none']:.2%} of "
-        f"the model). FLOPs of a {C31_SHARE_TOKENS:,}-token prefill at that shape: RoPE "
-        f"{shares['rope']['flops']:,} ({rope_pct:.4f}%: 3 per rotated element of q and k), "
-        f"ALiBi {shares['alibi']['flops']:,} ({alibi_pct:.4f}%: one add per score element of "
-        f"every layer plus building the bias once; it grows as T², but stays below "
-        f"{bound:.2%} at any length, against the score matmuls' 4·head_dim per pair), "
-        f"absolute positions {shares['absolute']['flops']:,} ({abs_pct:.5f}%: one add per "
-        f"input element, 3 for sinusoidal computed on demand); each against at most "
-        f"{C31_SHARE_PCT:g}%. The page rates ALiBi and absolute positions 极低 (very low) and "
-        f"RoPE 低 (low); in FLOPs at this length ALiBi's bias is {alibi_vs_rope:.1f}× RoPE's "
-        f"rotation, all far below 1%; that ranking is not graded. SDPA: the rotation happens "
-        f"before QKᵀ, so RoPE calls SDPA exactly as no positions does ({masks}) and gets the "
-        f"same fused kernel ({kernel}): {held[C31_ROPE_SDPA_PART]}. ALiBi hands SDPA an "
-        f"additive mask ({alibi_masks}) instead of is_causal: this CPU build's fused kernel "
-        f"takes it, but PyTorch's CUDA flash backend takes no attn_mask, so through SDPA ALiBi "
-        f"leaves FlashAttention on a GPU (FlashAttention 2's own kernels take ALiBi slopes "
-        f"since v2.4; not tested here: no GPU)." + timing_en + f" Combined: {verdict}.",
-        f"按计数而非计时判定。参数：RoPE 在 Llama 3 8B 形状下新增 {zoo['rope'] - zoo['none']} 个，在实验模型中新增 "
-        f"{rope.params - none.params} 个；ALiBi 分别为 {zoo['alibi'] - zoo['none']} 与 "
-        f"{cost.params['alibi'] - cost.params['none']}；sinusoidal 为 {zoo['sinusoidal'] - zoo['none']}；"
-        f"4,096 个位置的可学习位置表新增 max_seq_len·d_model = {learned_extra:,} 个（占模型 "
-        f"{learned_extra / zoo['none']:.2%}）。该形状下 {C31_SHARE_TOKENS:,} token 预填充的 FLOPs：RoPE "
-        f"{shares['rope']['flops']:,}（{rope_pct:.4f}%，每个旋转的 q、k 元素 3 次），ALiBi "
-        f"{shares['alibi']['flops']:,}（{alibi_pct:.4f}%，每层每个分数元素一次加法，另加每次前向构造一次偏置；"
-        f"随 T² 增长，但在任意长度下都低于 {bound:.2%}，因为分数矩阵乘每对需 4·head_dim 次），绝对位置 "
-        f"{shares['absolute']['flops']:,}（{abs_pct:.5f}%，每个输入元素一次加法，按需计算的 sinusoidal 为 3 次）；"
-        f"阈值均为不超过 {C31_SHARE_PCT:g}%。页面把 ALiBi 与绝对位置的开销标为“极低”、RoPE 标为“低”；"
-        f"按 FLOPs，在该长度下 ALiBi 的偏置是 RoPE 旋转的 {alibi_vs_rope:.1f} 倍，三者都远低于 1%；该排序不参与判定。"
-        f"SDPA：旋转发生在 QKᵀ 之前，因此 RoPE 调用 SDPA 的方式与无位置编码完全相同（{masks}），得到相同的融合内核"
-        f"（{kernel}）：{VERDICT_ZH.get(held[C31_ROPE_SDPA_PART], held[C31_ROPE_SDPA_PART])}。"
-        f"ALiBi 传给 SDPA 的是加性掩码（{alibi_masks}）而不是 is_causal：本机 CPU 版本的融合内核接受它，"
-        "但 PyTorch 的 CUDA flash 后端不接受 attn_mask，因此经由 SDPA 时 ALiBi 在 GPU 上用不了 FlashAttention"
-        "（FlashAttention 2 自 v2.4 起在其自带内核中支持 ALiBi 斜率；此处无 GPU，未测试）。" + timing_zh
-        + f" 合并结论：{VERDICT_ZH[verdict]}。",
-        evidence, ctx.suite_command("position"), "position_cost", parts, C31_COMBINES,
-        C31_COMBINES_ZH)
+        verdict, en, zh,
+        evidence, ctx.suite_command("position"), "position_cost", parts, *C31_COMBINES)

@@ -148,6 +148,22 @@ VERDICT_ZH = {"confirmed": "成立", "refuted": "不成立", "conditional": "有
               "untestable-here": "此处无法检验", "missing-results": "缺少实验结果",
               ERROR: "检查出错"}
 
+# One sentence of a check's prose, (English, Chinese), with `str.format` named fields: each
+# check module keeps its sentences in a `TEXT` table, the two languages side by side.
+Template = tuple[str, str]
+
+
+def say(template: Template, lang: str, /, **fields: object) -> str:
+    """`template` in `lang` ("en" or "zh") with its named fields filled (`str.format`)."""
+    en, zh = template
+    return (zh if lang == "zh" else en).format(**fields)
+
+
+def verdict_word(verdict: str, lang: str) -> str:
+    """A verdict as a sentence in `lang` names it."""
+    return VERDICT_ZH[verdict] if lang == "zh" else verdict
+
+
 _ITEM = re.compile(r"^- (C\d\d) (.*)$")
 # `[§ heading]`, or inline `(§ heading)` / `(§ heading: "quoted words")` where a claim cites
 # several places on its page with words between them.
