@@ -33,7 +33,7 @@ from blocklab.claims.rules import (
     decided_text,
     settle,
 )
-from blocklab.claims.text import VERDICT_ZH
+from blocklab.claims.text import Template, say, verdict_word
 from blocklab.experiments.suites.quantize.summary import QuantizeData
 from blocklab.experiments.suites.quantize.timing import QuantTiming
 from blocklab.experiments.summaries import RATIO_METHOD, Interval, TimeRatio
@@ -45,9 +45,9 @@ C32_COMBINES = ("untestable here on a CPU without int8 dot-product instructions 
                 "int8); otherwise confirmed when quantizing the FFN speeds prefill up and gains "
                 "more than quantizing attention, conditional when only one holds, else the "
                 "headline part's verdict (never refuted: speed depends on hardware and scale). "
-                + SETTLE_EN)
-C32_COMBINES_ZH = ("在没有 int8 点积指令（VNNI 或 AMX int8）的 CPU 上此处无法检验；否则量化 FFN 使预填充加速且加速多于量化注意力时成立，"
-                   "只有一项成立时有条件成立，否则取首要部分的判定（速度取决于硬件与规模，不会判为不成立）。" + SETTLE_ZH)
+                + SETTLE_EN,
+                "在没有 int8 点积指令（VNNI 或 AMX int8）的 CPU 上此处无法检验；否则量化 FFN 使预填充加速且加速多于量化注意力时成立，"
+                "只有一项成立时有条件成立，否则取首要部分的判定（速度取决于硬件与规模，不会判为不成立）。" + SETTLE_ZH)
 # C33's registered rules (`registry.C33_TENSOR_RULE`; the per-row exactness part is analytic,
 # `registry.C33_EXACT_RULE`). The exact part is the condition: per-row merging is free.
 C33_COMBINES = (f"conditional when merging gate|up with per-row scales is exactly separate "
@@ -57,11 +57,86 @@ C33_COMBINES = (f"conditional when merging gate|up with per-row scales is exactl
                 f"scale when the per-row merge is exact and the per-tensor cost stays short of δ "
                 f"(merging costs nothing that matters under either scaling), confirmed when the "
                 f"per-row merge is not exact (merging would change the weights under per-row "
-                f"scales too) and the per-tensor cost exceeds δ. " + SETTLE_EN)
-C33_COMBINES_ZH = (f"逐行缩放合并 gate|up 在每个训练层上都与分开量化完全相同、且单一逐张量缩放使 FFN 输出误差增加超过 "
-                   f"δ = {C33_DELTA:g}% 时有条件成立（页面的规则只对逐张量缩放成立）；否则取逐张量部分的判定：逐行合并完全相同"
-                   f"且逐张量的代价小于 δ 时此规模下未复现（两种缩放下合并都没有值得一提的代价），逐行合并不完全相同"
-                   f"（逐行缩放下合并也会改变权重）且逐张量的代价超过 δ 时成立。" + SETTLE_ZH)
+                f"scales too) and the per-tensor cost exceeds δ. " + SETTLE_EN,
+                f"逐行缩放合并 gate|up 在每个训练层上都与分开量化完全相同、且单一逐张量缩放使 FFN 输出误差增加超过 "
+                f"δ = {C33_DELTA:g}% 时有条件成立（页面的规则只对逐张量缩放成立）；否则取逐张量部分的判定：逐行合并完全相同"
+                f"且逐张量的代价小于 δ 时此规模下未复现（两种缩放下合并都没有值得一提的代价），逐行合并不完全相同"
+                f"（逐行缩放下合并也会改变权重）且逐张量的代价超过 δ 时成立。" + SETTLE_ZH)
+
+# The checks' sentences, (English, Chinese), filled by `say`.
+TEXT: dict[str, Template] = {
+    "c32": ("d={d_model}, {layers} layers, prefill T={T} ({mode} int8, eager, {threads} "
+            "thread(s), random weights): the FFN is {flop_share:.1f}% of prefill FLOPs "
+            "(blocklab.budget) and {time_share} of the float prefill's time; with its layers "
+            "free prefill runs ×{bound}, the bound no FFN-only scheme can beat; its int8 GEMMs "
+            "run k = {k}× the float ones, so Amdahl over the time share estimates FFN-only at "
+            "×{estimate}; measured ×{speedup} (attention-only ×{speedup_attention}) → "
+            "{speed} / {largest}. Each speed-up is the {method} over {repeats} repeats, graded "
+            "on 100·ln(ratio), where that t interval holds at every level: FFN-only "
+            "{speed_decided}, FFN-only over attention-only {largest_decided}.{weight_only}"
+            "{cpu} The page's ~99% share counts Llama-3-8B at T=4096, with the attention "
+            "projections left out of its sum.{scale}",
+            "d={d_model}、{layers} 层、prefill T={T}（{mode} int8，eager，{threads} 线程，随机权重）："
+            "FFN 占 prefill FLOPs 的 {flop_share:.1f}%（blocklab.budget），占浮点 prefill 时间的 "
+            "{time_share}；FFN 各层耗时为零时 prefill 为 ×{bound}，即仅量化 FFN 无法超过的上界；"
+            "其 int8 GEMM 速度为浮点的 k = {k} 倍，按时间占比的 Amdahl 估计仅量化 FFN 为 ×{estimate}；"
+            "实测 ×{speedup}（仅量化注意力 ×{speedup_attention}）→ {speed} / {largest}。"
+            "各加速比为 {repeats} 次重复逐次配对比值的几何平均，在 100·ln(比值) 上判定（对数比值的 "
+            "Student t 区间在任何水平下都成立）：仅量化 FFN {speed_decided}，FFN 相对注意力 "
+            "{largest_decided}。{weight_only}{cpu}页面的约 99% 是 Llama-3-8B 在 T=4096 下、"
+            "未计注意力投影时的比例。{scale}"),
+    "c32_scale": ("prefill T={T}, {threads} thread(s)", "prefill T={T}，{threads} 线程"),
+    "c32_weight_only": (" Weight-only int8 of the FFN: prefill ×{prefill}, decode ×{decode} "
+                        "(estimate from the bytes read ×{estimate}, bound ×{bound}).",
+                        "仅对 FFN 做 weight-only int8：prefill ×{prefill}，decode ×{decode}"
+                        "（按读取字节的估计 ×{estimate}，上界 ×{bound}）。"),
+    "c32_no_int8": (" This CPU has no VNNI/AMX int8 instructions, so torch's int8 GEMM runs a "
+                    "slow path: the measured k is the machine's, not int8's, and the claim is "
+                    "untestable here (run `blocklab quantize` on a CPU with AVX-512 VNNI or "
+                    "AMX).",
+                    "本机 CPU 无 VNNI/AMX int8 指令，torch 的 int8 GEMM 走慢路径：测得的 k "
+                    "反映的是本机而非 int8 本身，此论断在此无法检验（请在支持 AVX-512 VNNI 或 AMX 的 "
+                    "CPU 上运行 `blocklab quantize`）。"),
+    "c33": ("gate and up read the same x and can be stored as one [2·d_ff, d] matrix; down "
+            "reads the hidden (width d_ff) and can never join them. {per_row} One per-tensor "
+            "scale: merged, it is the larger of gate's and up's, so the other matrix is "
+            "quantized on a grid as many times coarser as the two scales are apart; in the "
+            "trained layers they are {ratio} apart, so the FFN output error goes from "
+            "{separate_error} to {merged_error}: {pct} paired by seed, against δ = {delta:g}% → "
+            "{tensor}{sensitivity}. The validation loss moves by {loss} nats/token (merged − "
+            "separate per tensor).{tail}{scale}",
+            "gate 与 up 读入同一个 x，可存为一个 [2·d_ff, d] 矩阵；down 读入隐层（宽 d_ff），无法与之合并。"
+            "{per_row}单一逐张量缩放：合并后的缩放取 gate 与 up 中较大者，另一个矩阵的量化网格随之变粗，"
+            "倍数即两者缩放之比；训练层中两者相差 {ratio}，FFN 输出误差由 {separate_error} 变为 "
+            "{merged_error}：按种子配对 {pct}，对照 δ = {delta:g}% → {tensor}{sensitivity}。"
+            "验证损失变化 {loss} nats/token（逐张量合并 − 分开）。{tail}{scale}"),
+    "c33_scale": ("trained model", "训练后的模型"),
+    "c33_ratio_range": ("{low:.3g}× to {high:.3g}× (median {mid:.3g}×)",
+                        "{low:.3g}× 至 {high:.3g}×（中位数 {mid:.3g}×）"),
+    "c33_sensitivity": (" (sensitivity, deciding nothing: the same interval read against "
+                        "{delta:g}% → {verdict})",
+                        "（敏感性分析，不作判定：同一区间对照 {delta:g}% → {verdict}）"),
+    "c33_row_exact": ("Per-row scales: merging changes nothing, bit-identical on all {n} "
+                      "trained layer(s) (every layer of every seed; max |merged − separate| = "
+                      "0): each row keeps its own scale, so here the page's \"cannot simply be "
+                      "merged\" does not hold, and merging is free.",
+                      "逐行缩放：合并不改变任何值，在全部 {n} 个训练层（每个种子的每一层）上逐位相同"
+                      "（max |合并 − 分开| = 0）：每行保留自己的缩放，因此页面“不能简单合并”的说法在此不成立，"
+                      "合并没有代价。"),
+    "c33_row_differs": ("Per-row scales: the merged and separate weights differ by up to "
+                        "{diff:.3g} over {n} trained layer(s), which an identity does not "
+                        "allow: merging changes the weights here.",
+                        "逐行缩放：合并与分开量化的权重在 {n} 个训练层上最多相差 {diff:.3g}，"
+                        "恒等式不允许如此：此处合并改变了权重。"),
+    "c33_row_none": ("Per-row scales: no trained layer was compared.", "逐行缩放：没有比较任何训练层。"),
+    "c33_conditional": (" The page's rule holds for per-tensor scales only.",
+                        "页面的说法只对逐张量缩放成立。"),
+    "c33_cheap": (" At these scale ratios merging costs less than δ even per tensor: the page's "
+                  "warning matters only for per-tensor scales, and only where gate's and up's "
+                  "ranges differ more than here.",
+                  "在这些缩放比下，即使逐张量合并，代价也小于 δ：页面的提醒只对逐张量缩放有意义，"
+                  "且只在 gate 与 up 的数值范围相差比这里更大时才有意义。"),
+}
 
 
 def _timing(data: QuantizeData, scheme: str, compiled: bool = False) -> QuantTiming | None:
@@ -158,57 +233,33 @@ def c32(ctx: Context) -> Finding:
     # Without int8 instructions the question (which part gains most from int8) cannot be
     # asked here: every scheme is slower than float32 for the machine's sake.
     verdict = combine_c32(*parts) if vnni else "untestable-here"
-    scale = {"d_model": data.model.get("d_model"), "depth": data.model.get("n_layers")}
-    scale_en = (scale_text(**scale, note=f"prefill T={n['T']}, {data.threads} thread(s)")
-                if verdict in DECIDED else "")
-    scale_zh = (scale_text(**scale, zh=True, note=f"prefill T={n['T']}，{data.threads} 线程")
-                if verdict in DECIDED else "")
+    scale_at = {"d_model": data.model.get("d_model"), "depth": data.model.get("n_layers")}
     wo = _timing(data, "ffn/weight-only")
-    wo_text = "" if wo is None else (
-        f" Weight-only int8 of the FFN: prefill ×{_text(wo.prefill_speedup[str(n['T'])].ratio)}, "
-        f"decode ×{_text(wo.decode_speedup.ratio)} (estimate from the bytes read "
-        f"×{_text(wo.decode_estimate)}, bound ×{_text(wo.decode_bound)}).")
-    wo_zh = "" if wo is None else (
-        f"仅对 FFN 做 weight-only int8：prefill ×{_text(wo.prefill_speedup[str(n['T'])].ratio)}，"
-        f"decode ×{_text(wo.decode_speedup.ratio)}（按读取字节的估计 ×{_text(wo.decode_estimate)}，"
-        f"上界 ×{_text(wo.decode_bound)}）。")
     m = data.model
-    cpu = ("" if vnni else " This CPU has no VNNI/AMX int8 instructions, so torch's int8 GEMM "
-           "runs a slow path: the measured k is the machine's, not int8's, and the claim is "
-           "untestable here (run `blocklab quantize` on a CPU with AVX-512 VNNI or AMX).")
-    cpu_zh = ("" if vnni else "本机 CPU 无 VNNI/AMX int8 指令，torch 的 int8 GEMM 走慢路径：测得的 k "
-              "反映的是本机而非 int8 本身，此论断在此无法检验（请在支持 AVX-512 VNNI 或 AMX 的 CPU 上运行 "
-              "`blocklab quantize`）。")
+
+    def text(lang: str) -> str:
+        scale = ("" if verdict not in DECIDED else scale_text(
+            **scale_at, zh=lang == "zh",
+            note=say(TEXT["c32_scale"], lang, T=n["T"], threads=data.threads)))
+        weight_only = "" if wo is None else say(
+            TEXT["c32_weight_only"], lang, prefill=_text(wo.prefill_speedup[str(n["T"])].ratio),
+            decode=_text(wo.decode_speedup.ratio), estimate=_text(wo.decode_estimate),
+            bound=_text(wo.decode_bound))
+        return say(TEXT["c32"], lang, d_model=m.get("d_model"), layers=m.get("n_layers"),
+                   T=n["T"], mode=C32_MODE, threads=data.threads,
+                   flop_share=100 * n["ffn_flop_share"], time_share=_pct_text(n["ffn_time_share"]),
+                   bound=_text(n["bound_ffn"]), k=_text(n["k_ffn"]),
+                   estimate=_text(n["estimate_ffn"]), speedup=_text(n["speedup_ffn"]),
+                   speedup_attention=_text(n["speedup_attention"]), speed=parts[0].verdict,
+                   largest=parts[1].verdict, method=RATIO_METHOD, repeats=n["repeats"],
+                   speed_decided=decided_text(parts[0]), largest_decided=decided_text(parts[1]),
+                   weight_only=weight_only, cpu="" if vnni else say(TEXT["c32_no_int8"], lang),
+                   scale=scale)
+
     return Finding(
-        verdict,
-        f"d={m.get('d_model')}, {m.get('n_layers')} layers, prefill T={n['T']} ({C32_MODE} "
-        f"int8, eager, {data.threads} thread(s), random weights): the FFN is "
-        f"{100 * n['ffn_flop_share']:.1f}% of prefill FLOPs (blocklab.budget) and "
-        f"{_pct_text(n['ffn_time_share'])} of the float prefill's time; with its layers free "
-        f"prefill runs ×{_text(n['bound_ffn'])}, the bound no FFN-only scheme can beat; its "
-        f"int8 GEMMs run k = {_text(n['k_ffn'])}× the float ones, so Amdahl over the time "
-        f"share estimates FFN-only at ×{_text(n['estimate_ffn'])}; measured "
-        f"×{_text(n['speedup_ffn'])} (attention-only "
-        f"×{_text(n['speedup_attention'])}) → {parts[0].verdict} / {parts[1].verdict}. "
-        f"Each speed-up is the {RATIO_METHOD} over {n['repeats']} repeats, graded on "
-        f"100·ln(ratio), where that t interval holds at every level: FFN-only "
-        f"{decided_text(parts[0])}, FFN-only over attention-only {decided_text(parts[1])}."
-        f"{wo_text}{cpu} The page's ~99% share counts Llama-3-8B at T=4096, with the attention "
-        "projections left out of its sum." + scale_en,
-        f"d={m.get('d_model')}、{m.get('n_layers')} 层、prefill T={n['T']}（{C32_MODE} int8，eager，"
-        f"{data.threads} 线程，随机权重）：FFN 占 prefill FLOPs 的 {100 * n['ffn_flop_share']:.1f}%"
-        f"（blocklab.budget），占浮点 prefill 时间的 {_pct_text(n['ffn_time_share'])}；FFN 各层耗时为零时 "
-        f"prefill 为 ×{_text(n['bound_ffn'])}，即仅量化 FFN 无法超过的上界；其 int8 GEMM 速度为浮点的 "
-        f"k = {_text(n['k_ffn'])} 倍，按时间占比的 Amdahl 估计仅量化 FFN 为 ×{_text(n['estimate_ffn'])}；"
-        f"实测 ×{_text(n['speedup_ffn'])}（仅量化注意力 "
-        f"×{_text(n['speedup_attention'])}）→ {parts[0].verdict} / {parts[1].verdict}。"
-        f"各加速比为 {n['repeats']} 次重复逐次配对比值的几何平均，在 100·ln(比值) 上判定（对数比值的 Student t "
-        f"区间在任何水平下都成立）：仅量化 FFN {decided_text(parts[0])}，FFN 相对注意力 "
-        f"{decided_text(parts[1])}。"
-        f"{wo_zh}{cpu_zh}页面的约 99% 是 Llama-3-8B 在 T=4096 下、未计注意力投影时的比例。" + scale_zh,
+        verdict, text("en"), text("zh"),
         {**n, "timings": [asdict(r) for r in data.timings], "cpu_flags": data.cpu_flags},
-        ctx.suite_command("quantize"), "quantize_speedup", parts, C32_COMBINES,
-        C32_COMBINES_ZH)
+        ctx.suite_command("quantize"), "quantize_speedup", parts, *C32_COMBINES)
 
 
 def c33_parts(data: QuantizeData, size: str = "quick") -> list[Part]:
@@ -267,7 +318,7 @@ def _ci_text(stats: Interval, digits: int, unit: str = "") -> str:
     return f"{stats.mean:+.{digits}f}{unit}{ci} (n={stats.n})"
 
 
-def _ratio_text(ratios: list[float], zh: bool = False) -> str:
+def _ratio_text(ratios: list[float], lang: str) -> str:
     """The spread of gate's and up's scale ratios: one value, or min to max with the median."""
     import statistics
 
@@ -276,9 +327,7 @@ def _ratio_text(ratios: list[float], zh: bool = False) -> str:
     low, high = min(ratios), max(ratios)
     if f"{low:.3g}" == f"{high:.3g}":
         return f"{low:.3g}×"
-    mid = statistics.median(ratios)
-    return (f"{low:.3g}× 至 {high:.3g}×（中位数 {mid:.3g}×）" if zh else
-            f"{low:.3g}× to {high:.3g}× (median {mid:.3g}×)")
+    return say(TEXT["c33_ratio_range"], lang, low=low, high=high, mid=statistics.median(ratios))
 
 
 def c33_arms(part: str, metric: str, arms: list[str]) -> list[str]:
@@ -304,65 +353,37 @@ def c33(ctx: Context) -> Finding:
     ratios = data.gate_up_scale_ratio
     loss = data.merged_tensor_loss_penalty
     qm = data.quality_model
-    scale_en = (scale_text(qm.get("d_model"), qm.get("n_layers"), note="trained model")
-                if verdict in DECIDED else "")
-    scale_zh = (scale_text(qm.get("d_model"), qm.get("n_layers"), zh=True, note="训练后的模型")
-                if verdict in DECIDED else "")
-    ratio_en, ratio_zh = _ratio_text(ratios), _ratio_text(ratios, zh=True)
     sensitivity = c33_sensitivity(tensor_part)
-    sens_en = sens_zh = ""
-    if sensitivity is not None:
-        sens_en = (f" (sensitivity, deciding nothing: the same interval read against "
-                   f"{C33_SENSITIVITY_DELTA:g}% → {sensitivity})")
-        sens_zh = (f"（敏感性分析，不作判定：同一区间对照 {C33_SENSITIVITY_DELTA:g}% → "
-                   f"{VERDICT_ZH[sensitivity]}）")
     if exact.verdict == "confirmed":
-        row_en = (f"Per-row scales: merging changes nothing, bit-identical on all "
-                  f"{exact.estimate.n} trained layer(s) (every layer of every seed; max |merged − "
-                  f"separate| = 0): each row keeps its own scale, so here the page's \"cannot "
-                  f"simply be merged\" does not hold, and merging is free.")
-        row_zh = (f"逐行缩放：合并不改变任何值，在全部 {exact.estimate.n} 个训练层（每个种子的每一层）上逐位相同"
-                  f"（max |合并 − 分开| = 0）：每行保留自己的缩放，因此页面“不能简单合并”的说法在此不成立，合并没有代价。")
+        per_row, row_fields = TEXT["c33_row_exact"], {"n": exact.estimate.n}
     elif exact.verdict == "refuted":
-        row_en = (f"Per-row scales: the merged and separate weights differ by up to "
-                  f"{exact.estimate.value:.3g} over {exact.estimate.n} trained layer(s), which "
-                  "an identity does not allow: merging changes the weights here.")
-        row_zh = (f"逐行缩放：合并与分开量化的权重在 {exact.estimate.n} 个训练层上最多相差 "
-                  f"{exact.estimate.value:.3g}，恒等式不允许如此：此处合并改变了权重。")
+        per_row, row_fields = TEXT["c33_row_differs"], {"n": exact.estimate.n,
+                                                        "diff": exact.estimate.value}
     else:
-        row_en = "Per-row scales: no trained layer was compared."
-        row_zh = "逐行缩放：没有比较任何训练层。"
-    if verdict == "conditional":
-        tail_en = " The page's rule holds for per-tensor scales only."
-        tail_zh = "页面的说法只对逐张量缩放成立。"
-    elif verdict == "not-reproduced-at-this-scale" and exact.verdict == "confirmed":
-        tail_en = (" At these scale ratios merging costs less than δ even per tensor: the "
-                   "page's warning matters only for per-tensor scales, and only where gate's "
-                   "and up's ranges differ more than here.")
-        tail_zh = ("在这些缩放比下，即使逐张量合并，代价也小于 δ：页面的提醒只对逐张量缩放有意义，且只在 gate 与 up "
-                   "的数值范围相差比这里更大时才有意义。")
-    else:
-        tail_en = tail_zh = ""
+        per_row, row_fields = TEXT["c33_row_none"], {}
+    tail = (TEXT["c33_conditional"] if verdict == "conditional" else
+            TEXT["c33_cheap"] if (verdict == "not-reproduced-at-this-scale"
+                                  and exact.verdict == "confirmed") else ("", ""))
+
+    def text(lang: str) -> str:
+        scale = ("" if verdict not in DECIDED else scale_text(
+            qm.get("d_model"), qm.get("n_layers"), zh=lang == "zh",
+            note=say(TEXT["c33_scale"], lang)))
+        sens = "" if sensitivity is None else say(
+            TEXT["c33_sensitivity"], lang, delta=C33_SENSITIVITY_DELTA,
+            verdict=verdict_word(sensitivity, lang))
+        return say(TEXT["c33"], lang, per_row=say(per_row, lang, **row_fields),
+                   ratio=_ratio_text(ratios, lang), separate_error=_text(sep_err, 5),
+                   merged_error=_text(merged_err, 5), pct=_ci_text(pct, 2, "%"),
+                   delta=C33_DELTA, tensor=verdict_word(tensor_part.verdict, lang),
+                   sensitivity=sens, loss=_ci_text(loss, 5), tail=say(tail, lang), scale=scale)
+
     return Finding(
-        verdict,
-        f"gate and up read the same x and can be stored as one [2·d_ff, d] matrix; down reads "
-        f"the hidden (width d_ff) and can never join them. {row_en} One per-tensor scale: "
-        f"merged, it is the larger of gate's and up's, so the other matrix is quantized on a "
-        f"grid as many times coarser as the two scales are apart; in the trained layers they "
-        f"are {ratio_en} apart, so the FFN output error goes from {_text(sep_err, 5)} to "
-        f"{_text(merged_err, 5)}: {_ci_text(pct, 2, '%')} paired by seed, against δ = "
-        f"{C33_DELTA:g}% → {tensor_part.verdict}{sens_en}. The validation loss moves by "
-        f"{_ci_text(loss, 5)} nats/token (merged − separate per tensor).{tail_en}" + scale_en,
-        f"gate 与 up 读入同一个 x，可存为一个 [2·d_ff, d] 矩阵；down 读入隐层（宽 d_ff），无法与之合并。{row_zh}"
-        f"单一逐张量缩放：合并后的缩放取 gate 与 up 中较大者，另一个矩阵的量化网格随之变粗，倍数即两者缩放之比；"
-        f"训练层中两者相差 {ratio_zh}，FFN 输出误差由 {_text(sep_err, 5)} 变为 {_text(merged_err, 5)}："
-        f"按种子配对 {_ci_text(pct, 2, '%')}，对照 δ = {C33_DELTA:g}% → {VERDICT_ZH[tensor_part.verdict]}{sens_zh}。"
-        f"验证损失变化 {_ci_text(loss, 5)} nats/token（逐张量合并 − 分开）。{tail_zh}" + scale_zh,
+        verdict, text("en"), text("zh"),
         {"swiglu": [asdict(s) for s in data.swiglu],
          "merged_per_row_max_diff": data.merged_per_row_max_diff,
          "merged_per_tensor_max_diff": data.merged_per_tensor_max_diff,
          "layers_compared": exact.estimate.n, "gate_up_scale_ratio": ratios,
          "merged_tensor_loss_penalty": asdict(loss), "delta_pct": C33_DELTA,
          "sensitivity": {"delta_pct": C33_SENSITIVITY_DELTA, "verdict": sensitivity}},
-        ctx.suite_command("quantize"), None, [exact, tensor_part], C33_COMBINES,
-        C33_COMBINES_ZH)
+        ctx.suite_command("quantize"), None, [exact, tensor_part], *C33_COMBINES)
