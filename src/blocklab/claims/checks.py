@@ -16,10 +16,130 @@ import numpy as np
 
 from blocklab import reference as ref
 from blocklab.claims.finding import Context, Finding, claim
+from blocklab.claims.lang import LANGS
+from blocklab.claims.text import Template, say
 from blocklab.experiments.suites.position.summary import Read
 
 if TYPE_CHECKING:
     from blocklab.verify import Check
+
+
+# The checks' sentences, (English, Chinese), filled by `say`.
+TEXT: dict[str, Template] = {
+    "failed": ("Reference checks failed: {failed}", "参考检查未通过：{failed}"),
+    "c10": ("In float16 the mean square of [300, −200, 100, 50] overflows to inf, while the "
+            "float32 statistics give a finite output within {err:.1e} of float64 and cast back "
+            "to float16. That is Hugging Face's LlamaRMSNorm.forward: it casts to float32, "
+            "assigns `variance = hidden_states.pow(2).mean(-1, keepdim=True)`, then returns "
+            "`weight * hidden_states.to(input_dtype)` ({where}, quoted in the evidence); "
+            "blocklab's RMSNorm(cast='llama') differs from the quoted lines' output by at most "
+            "{same:g}.",
+            "float16 下 [300, −200, 100, 50] 的平方均值溢出为 inf，而 float32 统计量得到有限输出，"
+            "与 float64 相差 {err:.1e} 并转回 float16。这正是 Hugging Face 的 LlamaRMSNorm.forward："
+            "先转为 float32，计算 `variance = hidden_states.pow(2).mean(-1, keepdim=True)`，再返回 "
+            "`weight * hidden_states.to(input_dtype)`（{where}，原文摘录见证据）；blocklab 的 "
+            "RMSNorm(cast='llama') 与摘录各行的输出最多相差 {same:g}。"),
+    "c11": ("Hugging Face's `post_attention_layernorm` maps to our `ffn_norm`. In a Llama-style "
+            "layer the MLP receives a normalised input (per-token RMS 1 within {mlp_dev:.0e}) "
+            "while the layer's output is the un-normalised residual (RMS off 1 by up to "
+            "{out_dev:.2f}): the norm sits before the MLP, not after the sum. Logits match "
+            "transformers' Llama to 1e-5 (tests/interop/test_hf.py).",
+            "Hugging Face 的 post_attention_layernorm 对应我们的 ffn_norm。Llama 式层中 MLP 的输入已归一化"
+            "（逐 token RMS 与 1 相差 {mlp_dev:.0e} 以内），而层输出是未归一化的残差（RMS 偏离 1 达 "
+            "{out_dev:.2f}）：归一化位于 MLP 之前，而非残差相加之后。logits 与 transformers 的 Llama 一致到 1e-5。"),
+    "c14": ("{n} analytic Jacobians (RMSNorm, LayerNorm, SwiGLU, pre/post residual paths) match "
+            "central differences; worst max error {worst:.1e} (tolerance 1e-7). Autograd "
+            "Jacobians of the PyTorch modules match the same closed forms to 1e-10 (tests/nn).",
+            "{n} 个解析雅可比（RMSNorm、LayerNorm、SwiGLU、前/后归一化残差）与中心差分一致；"
+            "最大误差 {worst:.1e}（容差 1e-7）。PyTorch 模块的自动微分雅可比与同一闭式一致到 1e-10。"),
+    "c17": ("SiLU's gradient at z = {z} is {grads} (ReLU's is 0). It is small, not cut: it "
+            "vanishes only at z = {zero:.4f}, is slightly negative below that, and tends to 0 as "
+            "z → −∞.",
+            "z = {z} 处 SiLU 梯度为 {grads}（ReLU 为 0）。"
+            "梯度变小但未被截断：仅在 z = {zero:.4f} 处为零，其下方略为负，z → −∞ 时趋于 0。"),
+    "c20": ("In float64, q_m·k_n equals q_(m+s)·k_(n+s) to {worst:.1e} for shifts up to 10⁶ in "
+            "both layouts; a hypothesis test checks random positions.{low_precision}",
+            "float64 中，两种布局下位移至 10⁶ 时 q_m·k_n 与 q_(m+s)·k_(n+s) 相差 {worst:.1e}；"
+            "hypothesis 测试覆盖随机位置。{low_precision}"),
+    "c20_low_precision": (" In bfloat16/float16 the identity holds only up to rounding, which "
+                          "grows with the absolute position (see the position suite).",
+                          " 在 bfloat16/float16 中该恒等式只在舍入误差内成立，误差随绝对位置增长（见位置实验）。"),
+    "c15": ("The example itself is right: {page.attention:,} attention + {page.ffn:,} FFN = "
+            "{page.matrices:,} weights per layer, FFN {page.ffn_share:.1%}. But d_ff = 11,008 is "
+            "Llama-2-7B's; Meta-Llama-3-8B has d_ff = 14,336: {real.attention:,} + "
+            "{real.ffn:,} = {real.matrices:,}, FFN {real.ffn_share:.1%}, above the stated "
+            "2/3–3/4. {outside} of {zoo} zoo models fall outside that range.",
+            "示例本身正确：每层 {page.attention:,} 注意力 + {page.ffn:,} FFN = {page.matrices:,}，"
+            "FFN 占 {page.ffn_share:.1%}。但 d_ff = 11,008 属于 Llama-2-7B；Meta-Llama-3-8B 的 "
+            "d_ff = 14,336：{real.attention:,} + {real.ffn:,} = {real.matrices:,}，FFN 占 "
+            "{real.ffn_share:.1%}，超出所述 2/3–3/4。动物园中 {outside}/{zoo} 个模型不在该范围内。"),
+    "c23": ("Counting every matmul (2 FLOPs per multiply-add, causal scores) for Meta-Llama-3-8B "
+            "at T = 4096: FFN {gf[ffn]:,.0f} GFLOPs, attention projections "
+            "{gf[attention_proj]:,.0f}, scores+values {gf[attention_scores]:,.0f}, lm_head "
+            "{gf[lm_head]:,.0f}: the FFN is {share:.1%} of prefill, not ~99%. The page's 68.7 is "
+            "T²·H·d_head for one layer without the factor 2 or the projections; its 5,897 uses "
+            "d_ff = 11,008 and omits 2·3.",
+            "对 Meta-Llama-3-8B、T = 4096 计入全部矩阵乘（每次乘加 2 FLOPs，因果分数）：FFN "
+            "{gf[ffn]:,.0f} GFLOPs，注意力投影 {gf[attention_proj]:,.0f}，分数与加权 "
+            "{gf[attention_scores]:,.0f}，lm_head {gf[lm_head]:,.0f}：FFN 占预填充的 {share:.1%}，"
+            "而非约 99%。页面的 68.7 是单层 T²·H·d_head，缺少系数 2 和投影；5,897 用了 d_ff = 11,008 "
+            "且漏掉 2·3。"),
+    "c24": ("Per decode step on Meta-Llama-3-8B, score FLOPs grow {growth:.0f}× from context "
+            "{first:,} to {last:,} while FFN FLOPs stay {ffn_g:.2f} G; arithmetic intensity at "
+            "4,096 is {intensity:.2f} FLOP/byte against a balance point of ~{balance:.0f}, so "
+            "decode is memory-bound.",
+            "Meta-Llama-3-8B 每个解码步：上下文从 {first:,} 到 {last:,}，分数 FLOPs 增长 "
+            "{growth:.0f} 倍，FFN 保持 {ffn_g:.2f} G；4,096 时算术强度 {intensity:.2f} "
+            "FLOP/byte，远低于平衡点约 {balance:.0f}，解码受访存限制。"),
+    "c25": ("At inference nothing is saved for a backward pass in either placement, and a "
+            "post-norm layer writes the same tensors as a pre-norm one: {counts[pre]:,} vs "
+            "{counts[post]:,} elements per layer (Llama-3-8B shape, T = 4096, fused attention); "
+            "only sandwich placement adds two norm outputs ({counts[sandwich]:,}). No "
+            "batch-ceiling difference follows from placement.",
+            "推理时两种放置都不为反向保存任何张量，Post-Norm 层写出的张量与 Pre-Norm 相同：每层 "
+            "{counts[pre]:,} 对 {counts[post]:,} 个元素（Llama-3-8B 形状，T = 4096，融合注意力）；"
+            "只有 sandwich 多出两个归一化输出（{counts[sandwich]:,}）。放置方式不会带来 batch 上限差异。"),
+    "c26": ("RoPE's table is a cache of cos/sin of m·θ_i: ours extends past its 16 precomputed "
+            "positions (positions up to 99,700 finite: {finite}); a fixed table would raise an "
+            "index error, not NaN. NaN does appear when the angle m·θ_i is formed in float16: "
+            "position 70,000 overflows to inf and cos(inf) = NaN (60,000: {nan16[0]}, 70,000: "
+            "{nan16[1]}).",
+            "RoPE 表只是 m·θ_i 的 cos/sin 缓存：我们的实现会在 16 个预计算位置之外扩展（位置到 99,700 "
+            "均有限：{finite}）；固定表会触发索引错误而不是 NaN。NaN 的真正来源是在 float16 中计算角度 "
+            "m·θ_i：位置 70,000 溢出为 inf，cos(inf) = NaN（60,000：{nan16[0]}，70,000：{nan16[1]}）。"),
+    "c27": ("With head_dim 128 the slowest rotary pair completes one turn in {w10k:,.0f} "
+            "positions at θ = 10,000 and {w1m:,.0f} at θ = 1,000,000, so a larger base keeps "
+            "distant positions distinguishable; long-context zoo models do raise it (e.g. "
+            "Llama 3: 500,000; Qwen: 1,000,000). Condition: the model must be trained or "
+            "fine-tuned at that base — changing θ of a trained model without training moves "
+            "every angle (see the position suite). Of the zoo's {long} RoPE models trained for "
+            "≥ {long_context:,} tokens, {raised} raised θ; kept at 10,000: {kept}.",
+            "head_dim 为 128 时，最慢的旋转对在 θ = 10,000 下 {w10k:,.0f} 个位置转一圈，θ = 1,000,000 "
+            "下为 {w1m:,.0f}，因此更大的基频使远距离位置仍可区分；长上下文模型确实提高了基频（如 Llama 3 "
+            "为 500,000，Qwen 为 1,000,000）。条件：模型须在该基频下训练或微调——直接修改已训练模型的 θ "
+            "会改变所有角度。库中 {long} 个训练长度 ≥ {long_context:,} 的 RoPE 模型里，{raised} 个提高了 θ；"
+            "保持 10,000 的：{kept}。"),
+    "c27_sep": (", ", "、"),
+    "c27_none": ("none", "无"),
+    "c28_at_eight": ("{models} {verb} d_ff = 8 × d_model exactly. The FFN intermediate memory is "
+                     "B·T·d_ff per branch, linear in the ratio: at d = 4096, T = 4096 a ratio of "
+                     "8 holds {growth:.1f}× the elements of 8/3.",
+                     "{models} 的 d_ff 恰为 8 × d_model。FFN 中间激活每个分支为 B·T·d_ff，与扩展比成正比："
+                     "d = 4096、T = 4096 时比值 8 的元素数是 8/3 的 {growth:.1f} 倍。"),
+    "c28_none": ("The FFN intermediate memory is B·T·d_ff per branch, linear in the ratio: at "
+                 "d = 4096, T = 4096 a ratio of 8 holds {growth:.1f}× the elements of 8/3. None "
+                 "of the {n} bundled models goes near 8× (largest: {top}, {top_ratio}×), so the "
+                 "memory effect is real but '8×' is not seen in these configs.",
+                 "FFN 中间激活每个分支为 B·T·d_ff，与扩展比成正比：d = 4096、T = 4096 时比值 8 的元素数是 "
+                 "8/3 的 {growth:.1f} 倍。内置的 {n} 个模型都远不到 8 倍（最大：{top}，{top_ratio} 倍），"
+                 "显存效应真实存在，但这些配置中没有 8 倍。"),
+}
+
+
+def _both(key: str, **fields: object) -> tuple[str, str]:
+    """TEXT[key] in English and in Chinese, the same fields filled."""
+    en, zh = (say(TEXT[key], lang, **fields) for lang in LANGS)
+    return en, zh
 
 
 @dataclass(frozen=True)
@@ -52,8 +172,8 @@ def _worked(claim_id: str, en: str, zh: str, groups: tuple[str, ...] = ("worked"
         return Finding("confirmed", en, zh, {"checks": checks},
                        "blocklab verify --group " + " --group ".join(groups))
     failed = [c.check for c in checks if not c.passed]
-    return Finding("refuted", f"Reference checks failed: {failed}", f"参考检查未通过：{failed}",
-                   {"checks": checks}, "blocklab verify")
+    return Finding("refuted", *_both("failed", failed=failed), {"checks": checks},
+                   "blocklab verify")
 
 
 # --- page 000: worked numbers (computed live) ---------------------------------------------------
@@ -198,17 +318,7 @@ def c10(ctx: Context) -> Finding:
     where = f"{src['repository']} {src['version']}, {src['path']} lines {src['lines']}"
     return Finding(
         "confirmed" if ok else "refuted",
-        "In float16 the mean square of [300, −200, 100, 50] overflows to inf, while the float32 "
-        f"statistics give a finite output within {err:.1e} of float64 and cast back to float16. "
-        "That is Hugging Face's LlamaRMSNorm.forward: it casts to float32, assigns `variance = "
-        "hidden_states.pow(2).mean(-1, keepdim=True)`, then returns `weight * "
-        f"hidden_states.to(input_dtype)` ({where}, quoted in the evidence); blocklab's "
-        f"RMSNorm(cast='llama') differs from the quoted lines' output by at most {same:g}.",
-        "float16 下 [300, −200, 100, 50] 的平方均值溢出为 inf，而 float32 统计量得到有限输出，"
-        f"与 float64 相差 {err:.1e} 并转回 float16。这正是 Hugging Face 的 LlamaRMSNorm.forward："
-        "先转为 float32，计算 `variance = hidden_states.pow(2).mean(-1, keepdim=True)`，再返回 "
-        f"`weight * hidden_states.to(input_dtype)`（{where}，原文摘录见证据）；blocklab 的 "
-        f"RMSNorm(cast='llama') 与摘录各行的输出最多相差 {same:g}。",
+        *_both("c10", err=err, where=where, same=same),
         evidence, "python -m pytest tests/nn/test_norm.py -k llama")
 
 
@@ -244,14 +354,7 @@ def c11(ctx: Context) -> Finding:
     ok = mapped == "layers.0.ffn_norm.weight" and mlp_dev < 1e-4 and out_dev > 1e-2
     return Finding(
         "confirmed" if ok else "refuted",
-        f"Hugging Face's `post_attention_layernorm` maps to our `ffn_norm`. In a Llama-style "
-        f"layer the MLP receives a normalised input (per-token RMS 1 within {mlp_dev:.0e}) while "
-        f"the layer's output is the un-normalised residual (RMS off 1 by up to {out_dev:.2f}): "
-        "the norm sits before the MLP, not after the sum. Logits match transformers' Llama to "
-        "1e-5 (tests/interop/test_hf.py).",
-        f"Hugging Face 的 post_attention_layernorm 对应我们的 ffn_norm。Llama 式层中 MLP 的输入已归一化"
-        f"（逐 token RMS 与 1 相差 {mlp_dev:.0e} 以内），而层输出是未归一化的残差（RMS 偏离 1 达 {out_dev:.2f}）："
-        "归一化位于 MLP 之前，而非残差相加之后。logits 与 transformers 的 Llama 一致到 1e-5。",
+        *_both("c11", mlp_dev=mlp_dev, out_dev=out_dev),
         {"hf_name": "model.layers.0.post_attention_layernorm.weight", "maps_to": mapped,
          "mlp_input_rms_max_deviation_from_1": mlp_dev,
          "layer_output_rms_max_deviation_from_1": out_dev},
@@ -267,11 +370,7 @@ def c14(ctx: Context) -> Finding:
     ok = all(r.passed for r in rows)
     return Finding(
         "confirmed" if ok else "refuted",
-        f"{len(rows)} analytic Jacobians (RMSNorm, LayerNorm, SwiGLU, pre/post residual paths) "
-        f"match central differences; worst max error {worst:.1e} (tolerance 1e-7). Autograd "
-        "Jacobians of the PyTorch modules match the same closed forms to 1e-10 (tests/nn).",
-        f"{len(rows)} 个解析雅可比（RMSNorm、LayerNorm、SwiGLU、前/后归一化残差）与中心差分一致；"
-        f"最大误差 {worst:.1e}（容差 1e-7）。PyTorch 模块的自动微分雅可比与同一闭式一致到 1e-10。",
+        *_both("c14", n=len(rows), worst=worst),
         {"checks": [{"check": r.name, "max_error": r.max_error} for r in rows]},
         "blocklab verify --group jacobians")
 
@@ -289,11 +388,7 @@ def c17(ctx: Context) -> Finding:
     ok = bool(np.all(silu_g != 0) and np.all(relu_g == 0))
     return Finding(
         "confirmed" if ok else "refuted",
-        f"SiLU's gradient at z = {z} is {[round(float(g), 4) for g in silu_g]} (ReLU's is 0). "
-        f"It is small, not cut: it vanishes only at z = {zero:.4f}, is slightly negative below "
-        "that, and tends to 0 as z → −∞.",
-        f"z = {z} 处 SiLU 梯度为 {[round(float(g), 4) for g in silu_g]}（ReLU 为 0）。"
-        f"梯度变小但未被截断：仅在 z = {zero:.4f} 处为零，其下方略为负，z → −∞ 时趋于 0。",
+        *_both("c17", z=z, grads=[round(float(g), 4) for g in silu_g], zero=zero),
         {"z": z, "silu_grad": silu_g, "relu_grad": relu_g, "silu_grad_zero_at": zero},
         "python -c 'from blocklab.reference import silu_grad; print(silu_grad(-2.0))'")
 
@@ -316,19 +411,14 @@ def c20(ctx: Context) -> Finding:
     evidence: RopeShiftEvidence = {"float64_gap_by_shift": gaps}
     summary = ctx.summary("position")
     rel = None if summary is None else summary.data.relative_error
-    note_en = note_zh = ""
     if rel:
         evidence["low_precision_error"] = rel
-        note_en = (" In bfloat16/float16 the identity holds only up to rounding, which grows with "
-                   "the absolute position (see the position suite).")
-        note_zh = " 在 bfloat16/float16 中该恒等式只在舍入误差内成立，误差随绝对位置增长（见位置实验）。"
     worst = max(gaps.values())
     return Finding(
         "confirmed" if worst < 1e-8 else "refuted",
-        f"In float64, q_m·k_n equals q_(m+s)·k_(n+s) to {worst:.1e} for shifts up to 10⁶ in both "
-        "layouts; a hypothesis test checks random positions." + note_en,
-        f"float64 中，两种布局下位移至 10⁶ 时 q_m·k_n 与 q_(m+s)·k_(n+s) 相差 {worst:.1e}；"
-        "hypothesis 测试覆盖随机位置。" + note_zh,
+        *(say(TEXT["c20"], lang, worst=worst,
+              low_precision=say(TEXT["c20_low_precision"], lang) if rel else "")
+          for lang in LANGS),
         evidence, "blocklab verify --group rope", "rope_relative_error" if rel else None)
 
 
@@ -375,15 +465,7 @@ def c15(ctx: Context) -> Finding:
     verdict = "confirmed" if in_range and example_ok and not outside else "refuted"
     return Finding(
         verdict,
-        f"The example itself is right: {page.attention:,} attention + {page.ffn:,} FFN = "
-        f"{page.matrices:,} weights per layer, FFN {page.ffn_share:.1%}. But d_ff = 11,008 is "
-        f"Llama-2-7B's; Meta-Llama-3-8B has d_ff = 14,336: {real.attention:,} + {real.ffn:,} "
-        f"= {real.matrices:,}, FFN {real.ffn_share:.1%}, above the stated 2/3–3/4. "
-        f"{len(outside)} of {len(zoo)} zoo models fall outside that range.",
-        f"示例本身正确：每层 {page.attention:,} 注意力 + {page.ffn:,} FFN = {page.matrices:,}，"
-        f"FFN 占 {page.ffn_share:.1%}。但 d_ff = 11,008 属于 Llama-2-7B；Meta-Llama-3-8B 的 d_ff = 14,336："
-        f"{real.attention:,} + {real.ffn:,} = {real.matrices:,}，FFN 占 {real.ffn_share:.1%}，"
-        f"超出所述 2/3–3/4。动物园中 {len(outside)}/{len(zoo)} 个模型不在该范围内。",
+        *_both("c15", page=page, real=real, outside=len(outside), zoo=len(zoo)),
         {"page_example": page, "meta_llama_3_8b": real, "zoo_ffn_share_of_layer_matrices": zoo},
         "blocklab budget page-001-example && blocklab budget meta-llama-3-8b")
 
@@ -397,16 +479,7 @@ def c23(ctx: Context) -> Finding:
                                     "total")}
     return Finding(
         "confirmed" if share >= 0.95 else "refuted",
-        f"Counting every matmul (2 FLOPs per multiply-add, causal scores) for Meta-Llama-3-8B at "
-        f"T = 4096: FFN {gf['ffn']:,.0f} GFLOPs, attention projections "
-        f"{gf['attention_proj']:,.0f}, scores+values {gf['attention_scores']:,.0f}, lm_head "
-        f"{gf['lm_head']:,.0f}: the FFN is {share:.1%} of prefill, not ~99%. The page's 68.7 is "
-        "T²·H·d_head for one layer without the factor 2 or the projections; its 5,897 uses "
-        "d_ff = 11,008 and omits 2·3.",
-        f"对 Meta-Llama-3-8B、T = 4096 计入全部矩阵乘（每次乘加 2 FLOPs，因果分数）：FFN {gf['ffn']:,.0f} "
-        f"GFLOPs，注意力投影 {gf['attention_proj']:,.0f}，分数与加权 {gf['attention_scores']:,.0f}，"
-        f"lm_head {gf['lm_head']:,.0f}：FFN 占预填充的 {share:.1%}，而非约 99%。页面的 68.7 是单层 "
-        "T²·H·d_head，缺少系数 2 和投影；5,897 用了 d_ff = 11,008 且漏掉 2·3。",
+        *_both("c23", gf=gf, share=share),
         {"gflops": gf, "ffn_share": share, "page": {"attention_gflops": 68.7,
                                                      "ffn_gflops": 5897, "ffn_share": 0.99}},
         "blocklab budget meta-llama-3-8b --seq 4096", "prefill_split")
@@ -426,13 +499,8 @@ def c24(ctx: Context) -> Finding:
     ok = linear and len(set(ffn)) == 1 and decode_i is not None and decode_i < balance
     return Finding(
         "confirmed" if ok else "refuted",
-        f"Per decode step on Meta-Llama-3-8B, score FLOPs grow {scores[-1] / scores[0]:.0f}× from "
-        f"context {contexts[0]:,} to {contexts[-1]:,} while FFN FLOPs stay {ffn[0] / 1e9:.2f} G; "
-        f"arithmetic intensity at 4,096 is {decode_i:.2f} FLOP/byte against a balance point of "
-        f"~{balance:.0f}, so decode is memory-bound.",
-        f"Meta-Llama-3-8B 每个解码步：上下文从 {contexts[0]:,} 到 {contexts[-1]:,}，分数 FLOPs 增长 "
-        f"{scores[-1] / scores[0]:.0f} 倍，FFN 保持 {ffn[0] / 1e9:.2f} G；4,096 时算术强度 {decode_i:.2f} "
-        f"FLOP/byte，远低于平衡点约 {balance:.0f}，解码受访存限制。",
+        *_both("c24", growth=scores[-1] / scores[0], first=contexts[0], last=contexts[-1],
+               ffn_g=ffn[0] / 1e9, intensity=decode_i, balance=balance),
         {"contexts": contexts, "decode_score_flops": scores, "decode_ffn_flops": ffn,
          "intensity": intensity},
         "blocklab budget meta-llama-3-8b --seq 65536", "decode_split")
@@ -449,14 +517,7 @@ def c25(ctx: Context) -> Finding:
     same = counts["pre"] == counts["post"]
     return Finding(
         "refuted" if same else "conditional",
-        f"At inference nothing is saved for a backward pass in either placement, and a post-norm "
-        f"layer writes the same tensors as a pre-norm one: {counts['pre']:,} vs {counts['post']:,} "
-        f"elements per layer (Llama-3-8B shape, T = 4096, fused attention); only sandwich "
-        f"placement adds two norm outputs ({counts['sandwich']:,}). No batch-ceiling difference "
-        "follows from placement.",
-        f"推理时两种放置都不为反向保存任何张量，Post-Norm 层写出的张量与 Pre-Norm 相同：每层 "
-        f"{counts['pre']:,} 对 {counts['post']:,} 个元素（Llama-3-8B 形状，T = 4096，融合注意力）；只有 "
-        f"sandwich 多出两个归一化输出（{counts['sandwich']:,}）。放置方式不会带来 batch 上限差异。",
+        *_both("c25", counts=counts),
         {"layer_activation_elements": counts}, "blocklab budget meta-llama-3-8b --json")
 
 
@@ -486,13 +547,7 @@ def c26(ctx: Context) -> Finding:
     nan16 = torch.isnan(torch.cos(angles16)).tolist()
     return Finding(
         c26_verdict(finite, any(nan16)),
-        f"RoPE's table is a cache of cos/sin of m·θ_i: ours extends past its 16 precomputed "
-        f"positions (positions up to 99,700 finite: {finite}); a fixed table would raise an index "
-        f"error, not NaN. NaN does appear when the angle m·θ_i is formed in float16: position "
-        f"70,000 overflows to inf and cos(inf) = NaN (60,000: {nan16[0]}, 70,000: {nan16[1]}).",
-        f"RoPE 表只是 m·θ_i 的 cos/sin 缓存：我们的实现会在 16 个预计算位置之外扩展（位置到 99,700 均有限："
-        f"{finite}）；固定表会触发索引错误而不是 NaN。NaN 的真正来源是在 float16 中计算角度 m·θ_i："
-        f"位置 70,000 溢出为 inf，cos(inf) = NaN（60,000：{nan16[0]}，70,000：{nan16[1]}）。",
+        *_both("c26", finite=finite, nan16=nan16),
         {"extended_positions_finite": finite, "fp16_cos_nan_at": {"60000": nan16[0],
                                                                    "70000": nan16[1]}},
         "python -m pytest tests/nn/test_position.py -k far")
@@ -530,23 +585,12 @@ def c27(ctx: Context) -> Finding:
     w1m = rope_longest_wavelength(1e6, 128)
     long_thetas = [r["rope_theta"] for r in rows if r["context"] >= LONG_CONTEXT]
     kept = [r["model"] for r in rows if r["context"] >= LONG_CONTEXT and r["rope_theta"] <= 1e4]
-    kept_en = (f" Of the zoo's {len(long_thetas)} RoPE models trained for ≥ {LONG_CONTEXT:,} "
-               f"tokens, {len(long_thetas) - len(kept)} raised θ; kept at 10,000: "
-               f"{', '.join(kept) or 'none'}.")
-    kept_zh = (f"库中 {len(long_thetas)} 个训练长度 ≥ {LONG_CONTEXT:,} 的 RoPE 模型里，"
-               f"{len(long_thetas) - len(kept)} 个提高了 θ；保持 10,000 的：{'、'.join(kept) or '无'}。")
     return Finding(
         c27_verdict(w1m > w10k, long_thetas),
-        f"With head_dim 128 the slowest rotary pair completes one turn in {w10k:,.0f} positions at "
-        f"θ = 10,000 and {w1m:,.0f} at θ = 1,000,000, so a larger base keeps distant positions "
-        "distinguishable; long-context zoo models do raise it (e.g. Llama 3: 500,000; Qwen: "
-        "1,000,000). Condition: the model must be trained or fine-tuned at that base — changing "
-        "θ of a trained model without training moves every angle (see the position suite)."
-        + kept_en,
-        f"head_dim 为 128 时，最慢的旋转对在 θ = 10,000 下 {w10k:,.0f} 个位置转一圈，θ = 1,000,000 下为 "
-        f"{w1m:,.0f}，因此更大的基频使远距离位置仍可区分；长上下文模型确实提高了基频（如 Llama 3 为 500,000，"
-        "Qwen 为 1,000,000）。条件：模型须在该基频下训练或微调——直接修改已训练模型的 θ 会改变所有角度。"
-        + kept_zh,
+        *(say(TEXT["c27"], lang, w10k=w10k, w1m=w1m, long=len(long_thetas),
+              long_context=LONG_CONTEXT, raised=len(long_thetas) - len(kept),
+              kept=say(TEXT["c27_sep"], lang).join(kept) or say(TEXT["c27_none"], lang))
+          for lang in LANGS),
         {"zoo": rows, "longest_wavelength_theta_1e4": w10k, "longest_wavelength_theta_1e6": w1m},
         "blocklab doctor meta-llama-3-8b --serve-len 131072")
 
@@ -569,24 +613,14 @@ def c28(ctx: Context) -> Finding:
     if at_eight:
         return Finding(
             "confirmed",
-            f"{', '.join(at_eight)} {'uses' if len(at_eight) == 1 else 'use'} d_ff = 8 × "
-            f"d_model exactly. The FFN "
-            f"intermediate memory is B·T·d_ff per branch, linear in the ratio: at d = 4096, "
-            f"T = 4096 a ratio of 8 holds {growth:.1f}× the elements of 8/3.",
-            f"{', '.join(at_eight)} 的 d_ff 恰为 8 × d_model。FFN 中间激活每个分支为 "
-            f"B·T·d_ff，与扩展比成正比：d = 4096、T = 4096 时比值 8 的元素数是 8/3 的 {growth:.1f} 倍。",
+            *_both("c28_at_eight", models=", ".join(at_eight),
+                   verb="uses" if len(at_eight) == 1 else "use", growth=growth),
             {"d_ff_over_d_model": ratios, "at_8x": at_eight,
              "branch_elements_by_ratio": {f"{k:.3f}": v for k, v in at.items()}},
             f"blocklab budget {at_eight[0]} --seq 4096")
     return Finding(
         "conditional",
-        f"The FFN intermediate memory is B·T·d_ff per branch, linear in the ratio: at d = 4096, "
-        f"T = 4096 a ratio of 8 holds {growth:.1f}× the elements of 8/3. None of the "
-        f"{len(ratios)} bundled models goes near 8× (largest: {top}, {ratios[top]}×), so the "
-        "memory effect is real but '8×' is not seen in these configs.",
-        f"FFN 中间激活每个分支为 B·T·d_ff，与扩展比成正比：d = 4096、T = 4096 时比值 8 的元素数是 8/3 的 "
-        f"{growth:.1f} 倍。内置的 {len(ratios)} 个模型都远不到 8 倍（最大：{top}，{ratios[top]} 倍），"
-        "显存效应真实存在，但这些配置中没有 8 倍。",
+        *_both("c28_none", growth=growth, n=len(ratios), top=top, top_ratio=ratios[top]),
         {"d_ff_over_d_model": ratios, "branch_elements_by_ratio": {f"{k:.3f}": v
                                                                    for k, v in at.items()}},
         "blocklab doctor CONFIG")
