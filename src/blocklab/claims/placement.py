@@ -50,6 +50,7 @@ from blocklab.claims.rules import (
     untestable_part,
     verdict_text,
 )
+from blocklab.claims.text import Template, say
 from blocklab.experiments.suites.placement.summary import (
     GradientProbe,
     PlacementCell,
@@ -58,6 +59,78 @@ from blocklab.experiments.suites.placement.summary import (
     StabilityEffect,
 )
 from blocklab.experiments.summaries import Interval
+
+# The checks' sentences, (English, Chinese), filled by `say`.
+TEXT: dict[str, Template] = {
+    "sep": ("; ", "；"),
+    "c12": ("In one pre-norm stack of {deepest} layers at initialisation, the loss's "
+            "sensitivity to a relative change of the residual stream where it enters a layer, "
+            "‖∂L/∂x_l‖·rms(x_l), is this many times larger at the most sensitive layer than at "
+            "the least: {spreads}.{where} Unlike a parameter gradient, no rescaling of the "
+            "stream moves this number, so the final norm's 1/√L cannot spread it; the identity "
+            "path keeps every layer reachable, not every layer equally felt. Context, not "
+            "graded: log2(max / min) of ‖∇W_down‖ over the same layers: {param}.{during} "
+            "Post-norm is not graded here: it has no local identity term.{scale}",
+            "在 {deepest} 层 Pre-Norm 堆叠的初始化时刻，损失对进入各层的残差流做相对变化的敏感度 "
+            "‖∂L/∂x_l‖·rms(x_l)，最敏感的层是最不敏感的层的倍数：{spreads}。{where}与参数梯度不同，"
+            "残差流整体缩放不改变这个量，所以最终归一化的 1/√L 不能造成这种不均匀；单位通路保证每层都能收到梯度，"
+            "但不保证各层被同等感受。背景（不参与判定）：同一批层上 ‖∇W_down‖ 的 log2(最大/最小)：{param}。"
+            "{during}Post-Norm 没有局部单位项，这里不用它判定。{scale}"),
+    "c12_where": (" Where: {layers}.", "位置：{layers}。"),
+    "c12_where_init": ("{init}: largest entering layer {largest}, smallest entering layer "
+                       "{smallest}",
+                       "{init}：进入第 {largest} 层时最大，进入第 {smallest} 层时最小"),
+    "c12_during": (" During training (pre-norm with warmup), log2 of the first layer's over "
+                   "the last layer's gradient norm: {during}.",
+                   "训练过程中（Pre-Norm，有 warmup），第一层与最后一层梯度范数之比的 log2：{during}。"),
+    "c12_scale": ("at initialisation", "初始化时"),
+    "stable_arm": ("{placement} {warmup} {lr}{span} (n={n}; {low} seed(s) stable nowhere, "
+                   "{high} at the top)",
+                   "{placement} {warmup} warmup {lr}{span} (n={n}，{low} 个种子无稳定档、"
+                   "{high} 个在最高档仍稳定)"),
+    "cold": ("cold", "无"),
+    "warm": ("warm", "有"),
+    "c13": ("Run here (up to {seeds} seeds, depth {depths}, {steps} steps, no gradient "
+            "clipping): pre-norm failed {pre_f}/{pre_n} runs; post-norm failed "
+            "{post_cold}/{post_cold_n} without warmup and {post_warm}/{post_warm_n} with "
+            "warmup.{effect}{stable}",
+            "本项目已运行（至多 {seeds} 个种子，深度 {depths}，{steps} 步，无梯度裁剪）：Pre-Norm 失败 "
+            "{pre_f}/{pre_n}；Post-Norm 无 warmup 失败 {post_cold}/{post_cold_n}，有 warmup 时失败 "
+            "{post_warm}/{post_warm_n}。{effect}{stable}"),
+    "c13_effect": (" At depth {depth}, each arm at its own tuned lr ({lrs}): leaving out "
+                   "{warmup} warmup steps costs post-norm this much more than pre-norm (final "
+                   "val loss, nats): {interaction}; pre-norm without vs with warmup {pre}; "
+                   "post − pre with warmup {post_vs_pre}.",
+                   "深度 {depth}，各组用各自调好的学习率（{lrs}）：去掉 {warmup} 步 warmup 对 Post-Norm "
+                   "的损失代价比对 Pre-Norm 多 {interaction}（最终验证损失，nats）；Pre-Norm 无/有 warmup "
+                   "之差 {pre}；有 warmup 时 Post − Pre {post_vs_pre}。"),
+    "c13_stable": (" Largest stable peak lr per arm at depth {depth}: {stability}; the warmup "
+                   "interaction of its log2 is {interaction}.",
+                   "深度 {depth} 各组的最大稳定峰值学习率：{stability}；其 log2 的 warmup 交互作用为 "
+                   "{interaction}。"),
+    "doublings": (" doublings", " 倍程"),
+    "c19_no_grid": ("The placement suite ran no pre/post × warmup grid.",
+                    "位置套件没有运行 pre/post × warmup 网格。"),
+    "c19": ("Depth {depth}, up to {seeds} seeds, paired by seed, each arm at its own peak lr "
+            "({fair}; what the tuned rates put into the loss contrasts, by a parabola in log "
+            "lr through each chosen rate and its neighbours: {bias}; a loss contrast is "
+            "confirmed only within δ/2 of it): {graded}. Largest stable peak lr: {stability}. "
+            "Failures (counted apart): pre-norm {pre_f}/{pre_n}; post-norm "
+            "{post_cold}/{post_cold_n} without warmup, {post_warm}/{post_warm_n} with."
+            "{probe}{trend}{scale}",
+            "深度 {depth}、至多 {seeds} 个种子，按种子配对，各组用各自的峰值学习率（{fair}；"
+            "调得的学习率在损失对比中留下的偏差（对数学习率上过所选点及其两邻点的抛物线）：{bias}；"
+            "只有偏差不超过 δ/2 时损失对比才可成立）：{graded}。最大稳定峰值学习率：{stability}。"
+            "失败（单独计数）：Pre-Norm {pre_f}/{pre_n}；Post-Norm 无 warmup {post_cold}/{post_cold_n}，"
+            "有 warmup {post_warm}/{post_warm_n}。{probe}{trend}{scale}"),
+    "c19_probe": (" At initialisation (xavier) the post-norm first layer's gradient changes with "
+                  "depth at log-log slope {slope}.",
+                  "初始化时（xavier）Post-Norm 第一层梯度随深度变化的双对数斜率为 {slope}。"),
+    "c19_trend": (" Depth trend: the interaction at depth {last} minus at depth {first} is "
+                  "{change}, so the need for warmup {direction} with depth here.",
+                  "深度趋势：深度 {last} 与深度 {first} 的交互作用之差为 {change}，即对 warmup 的需要随深度"
+                  "{direction}。"),
+}
 
 
 def runs_made(cell: PlacementCell) -> int:
@@ -109,10 +182,10 @@ def _failures(cells: list[PlacementCell], placement: str, warmup: bool | None = 
 C12_COMBINES = ("confirmed when every init's part is confirmed (the spread is then no artefact "
                 "of one init); not reproduced at this scale when none is; otherwise "
                 "conditional: it holds under some inits. The parameter-gradient spreads are "
-                "reported as context and decide nothing. " + SETTLE_EN)
-C12_COMBINES_ZH = ("每种初始化的部分都成立时成立（不均匀不是某一种初始化的产物）；没有一部分成立时为此规模下未复现；"
-                   "否则有条件成立：只在部分初始化下成立。参数梯度的不均匀程度只作背景报告，不参与判定。"
-                   + SETTLE_ZH)
+                "reported as context and decide nothing. " + SETTLE_EN,
+                "每种初始化的部分都成立时成立（不均匀不是某一种初始化的产物）；没有一部分成立时为此规模下未复现；"
+                "否则有条件成立：只在部分初始化下成立。参数梯度的不均匀程度只作背景报告，不参与判定。"
+                + SETTLE_ZH)
 
 
 def _extreme_layers(profile: list[float | None]) -> tuple[int, int] | None:
@@ -121,20 +194,14 @@ def _extreme_layers(profile: list[float | None]) -> tuple[int, int] | None:
     return (max(usable)[1], min(usable)[1]) if len(usable) > 1 else None
 
 
-def _c12_sensitivity(grads: Mapping[str, GradientProbe], deepest: str) -> tuple[str, str]:
+def _c12_sensitivity(grads: Mapping[str, GradientProbe], deepest: str, lang: str) -> str:
     """Per init, where in the stack the sensitivity is largest and smallest (mean profile over
-    seeds, the layers' inputs only), as a sentence in English and in Chinese ('' without a
-    profile)."""
-    en, zh = [], []
-    for init, g in grads.items():
-        found = _extreme_layers((g.per_layer_sensitivity.get(deepest) or [])[:int(deepest)])
-        if found is not None:
-            en.append(f"{init}: largest entering layer {found[0]}, smallest entering layer "
-                      f"{found[1]}")
-            zh.append(f"{init}：进入第 {found[0]} 层时最大，进入第 {found[1]} 层时最小")
-    if not en:
-        return "", ""
-    return f" Where: {'; '.join(en)}.", f"位置：{'；'.join(zh)}。"
+    seeds, the layers' inputs only), as a sentence in `lang` ('' without a profile)."""
+    found = {init: _extreme_layers((g.per_layer_sensitivity.get(deepest) or [])[:int(deepest)])
+             for init, g in grads.items()}
+    layers = [say(TEXT["c12_where_init"], lang, init=init, largest=f[0], smallest=f[1])
+              for init, f in found.items() if f is not None]
+    return say(TEXT["c12_where"], lang, layers=say(TEXT["sep"], lang).join(layers)) if layers else ""
 
 
 def c12_arms(part: str, metric: str, arms: list[str]) -> list[str]:
@@ -160,37 +227,25 @@ def c12(ctx: Context) -> Finding:
         for init in C12_INITS])
     verdict = settle([p.verdict for p in parts], all_or_none)
     probe = data.size.get("probe", {})
-    scale_en = (scale_text(probe.get("d_model"), int(deepest), note="at initialisation")
-                if verdict in DECIDED else "")
-    scale_zh = (scale_text(probe.get("d_model"), int(deepest), zh=True, note="初始化时")
-                if verdict in DECIDED else "")
     spreads = "; ".join(f"{p.name}: {2 ** p.estimate.value:.1f}× (log2 {decided_text(p)}) → "
                         f"{p.verdict}" for p in parts if p.estimate.value is not None)
-    where_en, where_zh = _c12_sensitivity(grads, deepest)
     param = "; ".join(f"{init}: log2 {ci_text(g.layer_spread_log2[deepest], 2)}"
                       for init, g in grads.items() if deepest in g.layer_spread_log2)
     trained = [c for c in data.training if c.placement == "pre" and c.warmup > 0]
     during = "; ".join(f"depth {c.depth}, lr {c.lr:g}: "
                        f"{ci_text(c.grad_first_over_last_log2, 2, '')}" for c in trained)
-    during_en = (f" During training (pre-norm with warmup), log2 of the first layer's over the "
-                 f"last layer's gradient norm: {during}." if during else "")
-    during_zh = (f"训练过程中（Pre-Norm，有 warmup），第一层与最后一层梯度范数之比的 log2：{during}。"
-                 if during else "")
+
+    def text(lang: str) -> str:
+        scale = ("" if verdict not in DECIDED else scale_text(
+            probe.get("d_model"), int(deepest), zh=lang == "zh", note=say(TEXT["c12_scale"], lang)))
+        return say(TEXT["c12"], lang, deepest=deepest, spreads=spreads,
+                   where=_c12_sensitivity(grads, deepest, lang), param=param,
+                   during=say(TEXT["c12_during"], lang, during=during) if during else "",
+                   scale=scale)
+
     return Finding(
         verdict,
-        f"In one pre-norm stack of {deepest} layers at initialisation, the loss's sensitivity "
-        "to a relative change of the residual stream where it enters a layer, "
-        "‖∂L/∂x_l‖·rms(x_l), is this many times larger at the most sensitive layer than at "
-        f"the least: {spreads}.{where_en} Unlike a parameter gradient, no rescaling "
-        "of the stream moves this number, so the final norm's 1/√L cannot spread it; the "
-        "identity path keeps every layer reachable, not every layer equally felt. Context, "
-        f"not graded: log2(max / min) of ‖∇W_down‖ over the same layers: {param}."
-        + during_en + " Post-norm is not graded here: it has no local identity term." + scale_en,
-        f"在 {deepest} 层 Pre-Norm 堆叠的初始化时刻，损失对进入各层的残差流做相对变化的敏感度 "
-        f"‖∂L/∂x_l‖·rms(x_l)，最敏感的层是最不敏感的层的倍数：{spreads}。{where_zh}与参数梯度不同，"
-        "残差流整体缩放不改变这个量，所以最终归一化的 1/√L 不能造成这种不均匀；单位通路保证每层都能收到梯度，"
-        f"但不保证各层被同等感受。背景（不参与判定）：同一批层上 ‖∇W_down‖ 的 log2(最大/最小)：{param}。"
-        + during_zh + "Post-Norm 没有局部单位项，这里不用它判定。" + scale_zh,
+        text("en"), text("zh"),
         {"depth": int(deepest),
          "sensitivity_spread_log2": {init: asdict(g.sensitivity_spread_log2[deepest])
                                      for init, g in grads.items()
@@ -202,8 +257,7 @@ def c12(ctx: Context) -> Finding:
          "during_training": [{"depth": c.depth, "lr": c.lr,
                               "first_over_last_log2": asdict(c.grad_first_over_last_log2)}
                              for c in trained]},
-        ctx.suite_command("placement"), "placement_gradients", parts, C12_COMBINES,
-        C12_COMBINES_ZH)
+        ctx.suite_command("placement"), "placement_gradients", parts, *C12_COMBINES)
 
 
 def _effect(data: PlacementData) -> PlacementEffect | None:
@@ -223,20 +277,20 @@ def stable_effect(data: PlacementData, grid: str) -> StabilityEffect | None:
 def stability_text(data: PlacementData, grid: str, depth: int, zh: bool = False) -> str:
     """Each swept arm's largest stable peak lr at `depth`: geometric mean, the interval in
     doublings and the censored seeds."""
+    lang = "zh" if zh else "en"
     rows = []
     for a in data.stability:
         if a.grid != grid or a.depth != depth:
             continue
-        lr = "—" if a.max_stable_lr is None else f"{a.max_stable_lr:.3g}"
         ci = a.log2_max_stable
-        span = ("" if not ci.resolved else
-                f" [{a.ladder[0] * 2 ** ci.ci_low:.3g}, {a.ladder[0] * 2 ** ci.ci_high:.3g}]")
-        cold = ("无" if a.warmup == 0 else "有") if zh else ("cold" if a.warmup == 0 else "warm")
-        censored = (f"，{a.censored_low} 个种子无稳定档、{a.censored_high} 个在最高档仍稳定" if zh else
-                    f"; {a.censored_low} seed(s) stable nowhere, {a.censored_high} at the top")
-        rows.append(f"{a.placement} {cold}{' warmup' if zh else ''} {lr}{span} "
-                    f"(n={ci.n}{censored})")
-    return ("；" if zh else "; ").join(rows)
+        rows.append(say(
+            TEXT["stable_arm"], lang, placement=a.placement,
+            warmup=say(TEXT["cold" if a.warmup == 0 else "warm"], lang),
+            lr="—" if a.max_stable_lr is None else f"{a.max_stable_lr:.3g}",
+            span=("" if not ci.resolved else
+                  f" [{a.ladder[0] * 2 ** ci.ci_low:.3g}, {a.ladder[0] * 2 ** ci.ci_high:.3g}]"),
+            n=ci.n, low=a.censored_low, high=a.censored_high))
+    return say(TEXT["sep"], lang).join(rows)
 
 
 def lr_fairness(data: PlacementData) -> tuple[bool, str, str]:
@@ -316,27 +370,22 @@ def c13(ctx: Context) -> Finding:
     depths = sorted({c.depth for c in cells})
     effect = _effect(data)
     stable = stable_effect(data, "sweep")
-    found = found_zh = ""
-    if effect is not None:
-        lrs = ", ".join(f"{k} {v:g}" for k, v in effect.lrs.items())
-        found = (f" At depth {effect.depth}, each arm at its own tuned lr ({lrs}): leaving "
-                 f"out {effect.warmup} warmup steps costs post-norm this much more than "
-                 "pre-norm (final val loss, nats): "
-                 f"{ci_text(effect.warmup_interaction, 3, '')}; pre-norm without vs with "
-                 f"warmup {ci_text(effect.pre_warmup_effect, 3, '')}; post − pre with warmup "
-                 f"{ci_text(effect.post_vs_pre_warm, 3, '')}.")
-        found_zh = (f"深度 {effect.depth}，各组用各自调好的学习率（{lrs}）：去掉 {effect.warmup} 步 warmup 对 "
-                    f"Post-Norm 的损失代价比对 Pre-Norm 多 {ci_text(effect.warmup_interaction, 3, '')}"
-                    f"（最终验证损失，nats）；Pre-Norm 无/有 warmup 之差 "
-                    f"{ci_text(effect.pre_warmup_effect, 3, '')}；有 warmup 时 Post − Pre "
-                    f"{ci_text(effect.post_vs_pre_warm, 3, '')}。")
-    if stable is not None:
-        found += (f" Largest stable peak lr per arm at depth {stable.depth}: "
-                  f"{stability_text(data, 'sweep', stable.depth)}; the warmup interaction of "
-                  f"its log2 is {ci_text(stable.warmup_interaction, 2, ' doublings')}.")
-        found_zh += (f"深度 {stable.depth} 各组的最大稳定峰值学习率："
-                     f"{stability_text(data, 'sweep', stable.depth, zh=True)}；其 log2 的 warmup 交互作用为 "
-                     f"{ci_text(stable.warmup_interaction, 2, ' 倍程')}。")
+
+    def text(lang: str) -> str:
+        found = "" if effect is None else say(
+            TEXT["c13_effect"], lang, depth=effect.depth,
+            lrs=", ".join(f"{k} {v:g}" for k, v in effect.lrs.items()), warmup=effect.warmup,
+            interaction=ci_text(effect.warmup_interaction, 3, ""),
+            pre=ci_text(effect.pre_warmup_effect, 3, ""),
+            post_vs_pre=ci_text(effect.post_vs_pre_warm, 3, ""))
+        swept = "" if stable is None else say(
+            TEXT["c13_stable"], lang, depth=stable.depth,
+            stability=stability_text(data, "sweep", stable.depth, zh=lang == "zh"),
+            interaction=ci_text(stable.warmup_interaction, 2, say(TEXT["doublings"], lang)))
+        return say(TEXT["c13"], lang, seeds=data.seeds, depths=depths, steps=data.steps,
+                   pre_f=pre_f, pre_n=pre_n, post_cold=post_cold, post_cold_n=post_cold_n,
+                   post_warm=post_warm, post_warm_n=post_warm_n, effect=found, stable=swept)
+
     # The page designs this experiment and states no result to check: it is "run", and the
     # finding is what it found (C19 grades the claims the experiment bears on). Its parts
     # record the metric and estimate of that finding, registered like any other.
@@ -349,13 +398,7 @@ def c13(ctx: Context) -> Finding:
                           Estimate.of(stable.warmup_interaction), "run", why))
     return Finding(
         "run",
-        f"Run here (up to {data.seeds} seeds, depth {depths}, {data.steps} steps, no "
-        f"gradient clipping): pre-norm failed {pre_f}/{pre_n} runs; post-norm failed "
-        f"{post_cold}/{post_cold_n} without warmup and {post_warm}/{post_warm_n} with "
-        f"warmup.{found}",
-        f"本项目已运行（至多 {data.seeds} 个种子，深度 {depths}，{data.steps} 步，无梯度裁剪）："
-        f"Pre-Norm 失败 {pre_f}/{pre_n}；Post-Norm 无 warmup 失败 {post_cold}/{post_cold_n}，"
-        f"有 warmup 时失败 {post_warm}/{post_warm_n}。{found_zh}",
+        text("en"), text("zh"),
         {"training": [asdict(c) for c in cells], "effects": [asdict(e) for e in data.effects],
          "stability": [asdict(a) for a in data.stability if a.grid == "sweep"],
          "stability_effects": [asdict(e) for e in data.stability_effects
@@ -371,9 +414,9 @@ def c13(ctx: Context) -> Finding:
 C19_COMBINES = ("confirmed when every testable part is confirmed and none is untestable; "
                 "conditional when some are confirmed (an untestable statement leaves the claim "
                 "conditional at best); not reproduced at this scale when none is. "
-                + SETTLE_EN)
-C19_COMBINES_ZH = ("可检验的部分全部成立且没有不可检验的部分时成立；部分成立时（有不可检验的陈述时至多）有条件成立；"
-                   "没有一部分成立时为此规模下未复现。" + SETTLE_ZH)
+                + SETTLE_EN,
+                "可检验的部分全部成立且没有不可检验的部分时成立；部分成立时（有不可检验的陈述时至多）有条件成立；"
+                "没有一部分成立时为此规模下未复现。" + SETTLE_ZH)
 
 
 @claim("C19", suite="placement", scale_dependent=True, arms=contrast_arms)
@@ -385,8 +428,7 @@ def c19(ctx: Context) -> Finding:
     cells = data.training
     effect, stable = _effect(data), stable_effect(data, "sweep")
     if effect is None or stable is None:
-        return Finding("untestable-here", "The placement suite ran no pre/post × warmup grid.",
-                       "位置套件没有运行 pre/post × warmup 网格。", {},
+        return Finding("untestable-here", *TEXT["c19_no_grid"], {},
                        ctx.suite_command("placement"), "placement_training")
     pre_f, pre_n = _failures(cells, "pre")
     post_cold, post_cold_n = _failures(cells, "post", warmup=False)
@@ -427,39 +469,29 @@ def c19(ctx: Context) -> Finding:
     train = data.size.get("training", {})
     scale = {"d_model": train.get("d_model"), "depth": effect.depth, "steps": data.steps,
              "batch": train.get("batch_size"), "seq_len": train.get("seq_len")}
-    scale_en = scale_text(**scale) if verdict in DECIDED else ""
-    scale_zh = scale_text(**scale, zh=True) if verdict in DECIDED else ""
     # the probe at initialisation, reported beside (a ladder rung runs none)
     post = data.init_gradients.get("post", {}).get("xavier")
-    probe_en = "" if post is None else (
-        " At initialisation (xavier) the post-norm first layer's gradient changes with depth "
-        f"at log-log slope {ci_text(post.slope_first_ci, 2, '')}.")
-    probe_zh = "" if post is None else (
-        f"初始化时（xavier）Post-Norm 第一层梯度随深度变化的双对数斜率为 {ci_text(post.slope_first_ci, 2, '')}。")
     graded = "; ".join(f"{p.name}: {verdict_text(p)}" for p in parts)
     depths = sorted({e.depth for e in data.effects})
     direction = trend_word(data.interaction_trend, grows_when="above")
-    trend_en = (f" Depth trend: the interaction at depth {depths[-1]} minus at depth "
-                f"{depths[0]} is {ci_text(data.interaction_trend, 3, ' nats')}, so the need "
-                f"for warmup {direction} with depth here." if len(depths) > 1 else "")
-    trend_zh = (f"深度趋势：深度 {depths[-1]} 与深度 {depths[0]} 的交互作用之差为 "
-                f"{ci_text(data.interaction_trend, 3, ' nats')}，即对 warmup 的需要随深度"
-                f"{TREND_ZH[direction]}。" if len(depths) > 1 else "")
+
+    def text(lang: str) -> str:
+        zh = lang == "zh"
+        probe = "" if post is None else say(TEXT["c19_probe"], lang,
+                                            slope=ci_text(post.slope_first_ci, 2, ""))
+        trend = "" if len(depths) < 2 else say(
+            TEXT["c19_trend"], lang, last=depths[-1], first=depths[0],
+            change=ci_text(data.interaction_trend, 3, " nats"),
+            direction=TREND_ZH[direction] if zh else direction)
+        return say(TEXT["c19"], lang, depth=effect.depth, seeds=data.seeds,
+                   fair=fair_zh if zh else fair_en, bias=bias_text, graded=graded,
+                   stability=stability_text(data, "sweep", stable.depth, zh=zh), pre_f=pre_f,
+                   pre_n=pre_n, post_cold=post_cold, post_cold_n=post_cold_n,
+                   post_warm=post_warm, post_warm_n=post_warm_n, probe=probe, trend=trend,
+                   scale=scale_text(**scale, zh=zh) if verdict in DECIDED else "")
+
     return Finding(
-        verdict,
-        f"Depth {effect.depth}, up to {data.seeds} seeds, paired by seed, each arm at its own "
-        f"peak lr ({fair_en}; what the tuned rates put into the loss contrasts, by a parabola "
-        f"in log lr through each chosen rate and its neighbours: {bias_text}; a loss contrast "
-        f"is confirmed only within δ/2 of it): {graded}. Largest stable peak lr: "
-        f"{stability_text(data, 'sweep', stable.depth)}. Failures (counted apart): pre-norm "
-        f"{pre_f}/{pre_n}; post-norm {post_cold}/{post_cold_n} without warmup, "
-        f"{post_warm}/{post_warm_n} with.{probe_en}{trend_en}" + scale_en,
-        f"深度 {effect.depth}、至多 {data.seeds} 个种子，按种子配对，各组用各自的峰值学习率（{fair_zh}；"
-        f"调得的学习率在损失对比中留下的偏差（对数学习率上过所选点及其两邻点的抛物线）：{bias_text}；"
-        f"只有偏差不超过 δ/2 时损失对比才可成立）：{graded}。"
-        f"最大稳定峰值学习率：{stability_text(data, 'sweep', stable.depth, zh=True)}。失败（单独计数）："
-        f"Pre-Norm {pre_f}/{pre_n}；Post-Norm 无 warmup {post_cold}/{post_cold_n}，有 warmup "
-        f"{post_warm}/{post_warm_n}。{probe_zh}{trend_zh}" + scale_zh,
+        verdict, text("en"), text("zh"),
         {"effect": asdict(effect), "stable_effect": asdict(stable),
          "interaction_trend": asdict(data.interaction_trend),
          "effects": [asdict(e) for e in data.effects], "failures": {"pre": [pre_f, pre_n],
@@ -469,5 +501,4 @@ def c19(ctx: Context) -> Finding:
          "stability": [asdict(a) for a in data.stability if a.grid == "sweep"],
          "lr_tuning": [asdict(t) for t in data.lr_tuning], "fair_arms": fair,
          "lr_bias_nats": bias, "training": [asdict(c) for c in cells]},
-        ctx.suite_command("placement"), "placement_training", parts, C19_COMBINES,
-        C19_COMBINES_ZH)
+        ctx.suite_command("placement"), "placement_training", parts, *C19_COMBINES)
