@@ -46,6 +46,7 @@ from blocklab.claims.rules import (
     unless_unlearned,
     verdict_text,
 )
+from blocklab.claims.text import Template, say
 from blocklab.experiments.suites.placement.summary import PlacementData
 from blocklab.experiments.summaries import Interval
 
@@ -72,8 +73,26 @@ def post_identity_estimate(data: PlacementData, init: str | None = None) -> Esti
 
 # The parts' rules are registered in `registry.C36_RULES`, in the order above.
 C36_COMBINES = ("confirmed when every part is confirmed; not reproduced at this scale when none "
-                "is confirmed; otherwise conditional. " + SETTLE_EN)
-C36_COMBINES_ZH = ("各部分全部成立时成立；没有一部分成立时为此规模下未复现；否则有条件成立。" + SETTLE_ZH)
+                "is confirmed; otherwise conditional. " + SETTLE_EN,
+                "各部分全部成立时成立；没有一部分成立时为此规模下未复现；否则有条件成立。" + SETTLE_ZH)
+
+# The check's sentences, (English, Chinese), filled by `say`.
+TEXT: dict[str, Template] = {
+    "no_sweep": ("The placement suite swept no deep pre/post stacks.",
+                 "placement 实验没有扫描深层 pre/post 堆叠。"),
+    "c36": ("Depth {depth}, up to {seeds} seeds, paired by seed: {graded}. Largest stable peak "
+            "lr: {stability}.{cold} Post-norm blocks' distance from the identity at "
+            "initialisation (reported): {post_identity}; they have no bare identity term, and "
+            "their Jacobian is the norm's. The shallower training grid's arms were tuned to "
+            "({fair}). One run length on a small model: a part that fails is not reproduced at "
+            "this scale, never contradicted.{scale}",
+            "深度 {depth}、至多 {seeds} 个种子，按种子配对：{graded}。最大稳定峰值学习率：{stability}。"
+            "{cold}Post-Norm 块在初始化时与单位矩阵的距离（仅报告）：{post_identity}；它们没有单独的单位项，"
+            "其雅可比就是归一化的雅可比。较浅训练网格各组调得的学习率：{fair}。"
+            "只有一种训练长度且模型很小：不成立的部分只能算“此规模下未复现”，不能算“被否定”。{scale}"),
+    "cold": (" Without warmup, pre − post of it: {contrast} doublings.",
+             "无 warmup 时其 pre − post：{contrast} 倍程。"),
+}
 
 
 def _ci(stats: Interval, digits: int = 3) -> str:
@@ -105,8 +124,7 @@ def c36(ctx: Context) -> Finding:
     data = summary.data
     effect = stable_effect(data, "deep")
     if effect is None:
-        return Finding("untestable-here", "The placement suite swept no deep pre/post stacks.",
-                       "placement 实验没有扫描深层 pre/post 堆叠。", {},
+        return Finding("untestable-here", *TEXT["no_sweep"], {},
                        ctx.suite_command("placement"), "placement_deep")
     depth = effect.depth
     rules = registered("C36", ctx.size)
@@ -117,16 +135,10 @@ def c36(ctx: Context) -> Finding:
         (C36_IDENTITY_PART, rules[C36_IDENTITY_PART], identity_estimate(data))])
     post_identity = post_identity_estimate(data)
     swept_cold = effect.pre_vs_post_cold.n > 0  # full sweeps the cold arms too
-    cold_en = (f" Without warmup, pre − post of it: {_ci(effect.pre_vs_post_cold, 2)} "
-               "doublings." if swept_cold else "")
-    cold_zh = (f"无 warmup 时其 pre − post：{_ci(effect.pre_vs_post_cold, 2)} 倍程。"
-               if swept_cold else "")
     verdict = settle([p.verdict for p in parts], all_or_none)
     deep = data.size.get("deep", {})
     scale = {"d_model": deep.get("d_model"), "depth": depth, "steps": deep.get("steps"),
              "batch": deep.get("batch_size"), "seq_len": deep.get("seq_len")}
-    scale_en = scale_text(**scale) if verdict in DECIDED else ""
-    scale_zh = scale_text(**scale, zh=True) if verdict in DECIDED else ""
     graded = "; ".join(f"{p.name}: {verdict_text(p)}" for p in parts)
     _, fair_en, fair_zh = lr_fairness(data)
     arms = [a for a in data.stability if a.grid == "deep"]
@@ -142,23 +154,20 @@ def c36(ctx: Context) -> Finding:
         "caption": "The deep stacks' largest stable peak lr per seed, bisected on a doubling "
                    "ladder (geometric mean, and log2 against the ladder's start: mean [95% CI] "
                    "over seeds)."}
+
+    def text(lang: str) -> str:
+        zh = lang == "zh"
+        cold = (say(TEXT["cold"], lang, contrast=_ci(effect.pre_vs_post_cold, 2))
+                if swept_cold else "")
+        return say(TEXT["c36"], lang, depth=depth, seeds=data.seeds, graded=graded,
+                   stability=stability_text(data, "deep", depth, lang), cold=cold,
+                   post_identity=post_identity.text(), fair=fair_zh if zh else fair_en,
+                   scale=scale_text(**scale, zh=zh) if verdict in DECIDED else "")
+
     return Finding(
-        verdict,
-        f"Depth {depth}, up to {data.seeds} seeds, paired by seed: {graded}. Largest stable "
-        f"peak lr: {stability_text(data, 'deep', depth)}.{cold_en} Post-norm blocks' distance "
-        "from the "
-        f"identity at initialisation (reported): {post_identity.text()}; they have no bare "
-        "identity term, and their Jacobian is the norm's. The shallower training grid's arms "
-        f"were tuned to ({fair_en}). One run length on a small model: a part that fails is "
-        "not reproduced at this scale, never contradicted." + scale_en,
-        f"深度 {depth}、至多 {data.seeds} 个种子，按种子配对：{graded}。最大稳定峰值学习率："
-        f"{stability_text(data, 'deep', depth, zh=True)}。{cold_zh}Post-Norm 块在初始化时与单位矩阵的距离（仅报告）："
-        f"{post_identity.text()}；它们没有单独的单位项，其雅可比就是归一化的雅可比。"
-        f"较浅训练网格各组调得的学习率：{fair_zh}。"
-        "只有一种训练长度且模型很小：不成立的部分只能算“此规模下未复现”，不能算“被否定”。" + scale_zh,
+        verdict, text("en"), text("zh"),
         {"effect": asdict(effect), "stability": [asdict(a) for a in arms], "table": table,
          "post_identity_deviation": asdict(post_identity)},
-        ctx.suite_command("placement"), "placement_deep", parts, C36_COMBINES,
-        C36_COMBINES_ZH)
+        ctx.suite_command("placement"), "placement_deep", parts, *C36_COMBINES)
 
 

@@ -274,10 +274,9 @@ def stable_effect(data: PlacementData, grid: str) -> StabilityEffect | None:
     return max(found, key=lambda e: (e.depth, e.warmup)) if found else None
 
 
-def stability_text(data: PlacementData, grid: str, depth: int, zh: bool = False) -> str:
-    """Each swept arm's largest stable peak lr at `depth`: geometric mean, the interval in
-    doublings and the censored seeds."""
-    lang = "zh" if zh else "en"
+def stability_text(data: PlacementData, grid: str, depth: int, lang: str = "en") -> str:
+    """Each swept arm's largest stable peak lr at `depth` in `lang`: geometric mean, the
+    interval in doublings and the censored seeds."""
     rows = []
     for a in data.stability:
         if a.grid != grid or a.depth != depth:
@@ -380,7 +379,7 @@ def c13(ctx: Context) -> Finding:
             post_vs_pre=ci_text(effect.post_vs_pre_warm, 3, ""))
         swept = "" if stable is None else say(
             TEXT["c13_stable"], lang, depth=stable.depth,
-            stability=stability_text(data, "sweep", stable.depth, zh=lang == "zh"),
+            stability=stability_text(data, "sweep", stable.depth, lang),
             interaction=ci_text(stable.warmup_interaction, 2, say(TEXT["doublings"], lang)))
         return say(TEXT["c13"], lang, seeds=data.seeds, depths=depths, steps=data.steps,
                    pre_f=pre_f, pre_n=pre_n, post_cold=post_cold, post_cold_n=post_cold_n,
@@ -485,7 +484,7 @@ def c19(ctx: Context) -> Finding:
             direction=TREND_ZH[direction] if zh else direction)
         return say(TEXT["c19"], lang, depth=effect.depth, seeds=data.seeds,
                    fair=fair_zh if zh else fair_en, bias=bias_text, graded=graded,
-                   stability=stability_text(data, "sweep", stable.depth, zh=zh), pre_f=pre_f,
+                   stability=stability_text(data, "sweep", stable.depth, lang), pre_f=pre_f,
                    pre_n=pre_n, post_cold=post_cold, post_cold_n=post_cold_n,
                    post_warm=post_warm, post_warm_n=post_warm_n, probe=probe, trend=trend,
                    scale=scale_text(**scale, zh=zh) if verdict in DECIDED else "")
