@@ -42,15 +42,58 @@ from blocklab.claims.rules import (
     settle,
     with_failed_seeds,
 )
+from blocklab.claims.text import Template, say
 from blocklab.experiments.suites.ffn.runs import BASELINE
 from blocklab.experiments.suites.ffn.summary import FfnData
 
 # C16's registered rule per part (`registry.c16_rule`): (arm − relu)/relu of the final
 # validation loss at equal parameters, steps and tokens, in % (negative = lower loss = better).
 C16_COMBINES = ("the claim takes the SwiGLU part's verdict; when SwiGLU is confirmed and GeGLU "
-                "or GLU is not, the claim is conditional. " + SETTLE_EN)
-C16_COMBINES_ZH = ("论断取 SwiGLU 部分的判定；SwiGLU 成立而 GeGLU 或 GLU 不成立时为有条件成立。"
-                   + SETTLE_ZH)
+                "or GLU is not, the claim is conditional. " + SETTLE_EN,
+                "论断取 SwiGLU 部分的判定；SwiGLU 成立而 GeGLU 或 GLU 不成立时为有条件成立。"
+                + SETTLE_ZH)
+
+# The check's sentences, (English, Chinese), filled by `say`.
+TEXT: dict[str, Template] = {
+    "c16": ("Loss change vs ReLU at equal parameters and tokens (negative = better; mean and "
+            "the interval its decision read, over {seeds} paired seeds, {steps} steps on the "
+            "stdlib corpus, {init} init, each arm at its own lr from {{{grid}}} picked on "
+            "separate tuning seeds: {lrs}): {graded}. The page claims gains of {claimed}. Each "
+            "part is graded by its registered rule (at least {min_seeds} seeds; confirmed only "
+            "beyond the low end of the page's stated gain; smallest effect {smallest:g}%, "
+            "margin ±{margin:g}%); a loss beyond δ is 'contradicted' only when both arms found "
+            "their best lr inside the grid and the same arms trained twice as long agree, else "
+            "'not reproduced'{edge}.{bias}{sensitivity}{trend} A small model ({size}); the "
+            "papers' gains come from far larger ones.{scale}",
+            "等参数、等 token 下相对 ReLU 的损失变化（负为更好；{seeds} 个配对种子、{steps} 步、stdlib 语料、"
+            "{init} 初始化，每组在独立调参种子上从 {{{grid}}} 中选出自己的学习率：{lrs}）的均值 "
+            "及其判定所读的置信区间：{graded}。页面称分别提升 {claimed}。每一部分按预先登记的规则判定（至少 "
+            "{min_seeds} 个种子，只有越过页面所称提升的下限才算成立，最小效应 {smallest:g}%，等价边界 "
+            "±{margin:g}%）；只有两组的最佳学习率都在网格内部、且同样的组训练两倍长度后结论一致时，超过 δ "
+            "的变差才算“此规模下被否定”，否则只算“此规模下未复现”{edge}。{bias}{sensitivity}{trend}"
+            "这是小模型的结果，论文中的提升来自大得多的模型。{scale}"),
+    "list_sep": (", ", "、"),
+    "edge": (" (at the grid edge: {arms})", "（位于网格边缘：{arms}）"),
+    "bias": (" What the tuned rates leave in each gap (a parabola in log lr through each chosen "
+             "rate and its neighbours, the arm's excess loss minus ReLU's, % of ReLU's loss): "
+             "{shown}; a gain is confirmed only where both rates are interior and this bias is "
+             "within δ/2.",
+             "调得的学习率在各差距中留下的偏差（对数学习率上过所选点及其两邻点的抛物线，该组多余损失减去 ReLU "
+             "的，占 ReLU 损失的百分比）：{shown}；只有两组学习率都在网格内部且偏差不超过 δ/2 时提升才算成立。"),
+    "sensitivity": (" Under the suite's earlier settings ({init} init, one lr {lr:g} for all) "
+                    "the same seeds give: {shift}.",
+                    "在本套件早先的设置下（{init} 初始化，所有组共用学习率 {lr:g}），同样的种子给出：{shift}。"),
+    "sensitivity_full_only": (" At --size full only (not graded): the re-runs under the "
+                              "suite's earlier settings ({init} init, one shared lr) and the "
+                              "scale trend over widths.",
+                              "在早先设置下（{init} 初始化，共用学习率）的重跑与随宽度的规模趋势只在 "
+                              "--size full 运行（不参与判定）。"),
+    "trend": (" Scale trend of SwiGLU − ReLU over widths ({points}): change from the smallest "
+              "to the largest {change}, so the advantage {direction} with size here.",
+              "规模趋势（SwiGLU 相对 ReLU，按宽度：{points}）：从最小到最大宽度的变化 {change}，"
+              "即优势随规模{direction}。"),
+    "points": (" points", " 个百分点"),
+}
 
 
 def combine_c16(parts: list[Part]) -> str:
@@ -143,76 +186,53 @@ def c16(ctx: Context) -> Finding:
     size = data.size
     scale = {"d_model": size.get("d_model"), "depth": size.get("n_layers"), "steps": data.steps,
              "batch": size.get("batch_size"), "seq_len": size.get("seq_len")}
-    scale_en = scale_text(**scale) if verdict in DECIDED else ""
-    scale_zh = scale_text(**scale, zh=True) if verdict in DECIDED else ""
     graded = ", ".join(f"{p.name} {decided_text(p, 3, '%')} → {p.verdict}" for p in parts)
-    claimed = ", ".join(page_gain_text(a).lstrip("+") for a in page)
     seeds, steps = data.seeds, data.steps
     lrs = ", ".join(f"{arm} {arms[arm].lr:g}" for arm in ("relu", *page) if arm in arms)
     again = data.sensitivity
     shift = "; ".join(f"{arm} {ci_text(arms[arm].rel_delta_pct, 2, '%')} → "
                       f"{ci_text(again.rel_delta_pct[arm], 2, '%')}"
                       for arm in again.rel_delta_pct if arm != "relu" and arm in arms)
-    sensitivity = (f" Under the suite's earlier settings ({again.init} init, one lr "
-                   f"{again.lr:g} for all) the same seeds give: {shift}." if shift else "")
-    sensitivity_zh = (f"在本套件早先的设置下（{again.init} 初始化，所有组共用学习率 {again.lr:g}），同样的种子"
-                      f"给出：{shift}。" if shift else "")
-    if not again.rel_delta_pct:  # a size that trains only the graded arms
-        sensitivity = (" At --size full only (not graded): the re-runs under the suite's "
-                       f"earlier settings ({again.init} init, one shared lr) and the scale "
-                       "trend over widths.")
-        sensitivity_zh = (f"在早先设置下（{again.init} 初始化，共用学习率）的重跑与随宽度的规模趋势只在 "
-                          "--size full 运行（不参与判定）。")
     shown_bias = ", ".join(f"{arm} {'—' if bias.get(arm) is None else f'{bias[arm]:+.2f}%'}"
                            for arm in page)
-    bias_en = (f" What the tuned rates leave in each gap (a parabola in log lr through each "
-               f"chosen rate and its neighbours, the arm's excess loss minus ReLU's, % of "
-               f"ReLU's loss): {shown_bias}; a gain is confirmed only where both rates are "
-               f"interior and this bias is within δ/2.")
-    bias_zh = (f"调得的学习率在各差距中留下的偏差（对数学习率上过所选点及其两邻点的抛物线，该组多余损失减去 ReLU 的，"
-               f"占 ReLU 损失的百分比）：{shown_bias}；只有两组学习率都在网格内部且偏差不超过 δ/2 时提升才算成立。")
     edges = (min(data.lr_grid), max(data.lr_grid)) if data.lr_grid else ()
     points = ", ".join(
         f"d={p.d_model}: {ci_text(p.rel_delta_pct, 2, '%')}"
         + (" (an lr at the grid's edge)" if any(lr in edges for lr in p.lrs.values()) else "")
         for p in data.trend)
     direction = trend_word(data.trend_change, grows_when="below")
-    trend_en = (f" Scale trend of SwiGLU − ReLU over widths ({points}): change from the "
-                f"smallest to the largest {ci_text(data.trend_change, 2, ' points')}, so the "
-                f"advantage {direction} with size here." if len(data.trend) > 1 else "")
-    trend_zh = (f"规模趋势（SwiGLU 相对 ReLU，按宽度：{points}）：从最小到最大宽度的变化 "
-                f"{ci_text(data.trend_change, 2, ' 个百分点')}，即优势随规模"
-                f"{TREND_ZH[direction]}。" if len(data.trend) > 1 else "")
+
+    def text(lang: str) -> str:
+        zh = lang == "zh"
+        sep = say(TEXT["list_sep"], lang)
+        if not again.rel_delta_pct:  # a size that trains only the graded arms
+            sensitivity = say(TEXT["sensitivity_full_only"], lang, init=again.init)
+        else:
+            sensitivity = (say(TEXT["sensitivity"], lang, init=again.init, lr=again.lr,
+                               shift=shift) if shift else "")
+        trend = "" if len(data.trend) < 2 else say(
+            TEXT["trend"], lang, points=points,
+            change=ci_text(data.trend_change, 2, say(TEXT["points"], lang)),
+            direction=TREND_ZH[direction] if zh else direction)
+        return say(TEXT["c16"], lang, seeds=seeds, steps=steps, init=data.init,
+                   grid=", ".join(f"{lr:g}" for lr in data.lr_grid), lrs=lrs, graded=graded,
+                   claimed=sep.join(page_gain_text(a).lstrip("+") for a in page),
+                   min_seeds=C16_MIN_SEEDS, smallest=C16_SMALLEST_EFFECT_PCT,
+                   margin=C16_MARGIN_PCT,
+                   edge=(say(TEXT["edge"], lang, arms=sep.join(data.lr_at_edge))
+                         if data.lr_at_edge else ""),
+                   bias=say(TEXT["bias"], lang, shown=shown_bias), sensitivity=sensitivity,
+                   trend=trend, size=_size_text(data.size),
+                   scale=scale_text(**scale, zh=zh) if verdict in DECIDED else "")
+
     return Finding(
-        verdict,
-        f"Loss change vs ReLU at equal parameters and tokens (negative = better; mean and the "
-        f"interval its decision read, over {seeds} paired seeds, {steps} steps on the stdlib corpus, {data.init} init, each "
-        f"arm at its own lr from {{{', '.join(f'{lr:g}' for lr in data.lr_grid)}}} picked on "
-        f"separate tuning seeds: {lrs}): {graded}. The page claims gains of {claimed}. Each "
-        f"part is graded by its registered rule (at least {C16_MIN_SEEDS} seeds; confirmed only "
-        f"beyond the low end of the page's stated gain; smallest effect "
-        f"{C16_SMALLEST_EFFECT_PCT:g}%, margin ±{C16_MARGIN_PCT:g}%); a loss beyond δ is "
-        "'contradicted' only when both arms found their best lr inside the grid and the same "
-        "arms trained twice as long agree, else 'not reproduced'"
-        f"{' (at the grid edge: ' + ', '.join(data.lr_at_edge) + ')' if data.lr_at_edge else ''}"
-        f".{bias_en}{sensitivity}{trend_en} A small "
-        f"model ({_size_text(data.size)}); the papers' gains come from far larger ones."
-        + scale_en,
-        f"等参数、等 token 下相对 ReLU 的损失变化（负为更好；{seeds} 个配对种子、{steps} 步、stdlib 语料、"
-        f"{data.init} 初始化，每组在独立调参种子上从 "
-        f"{{{', '.join(f'{lr:g}' for lr in data.lr_grid)}}} 中选出自己的学习率：{lrs}）的均值 "
-        f"及其判定所读的置信区间：{graded}。页面称分别提升 "
-        f"{'、'.join(page_gain_text(a).lstrip('+') for a in page)}。每一部分按预先登记的规则判定（至少 "
-        f"{C16_MIN_SEEDS} 个种子，只有越过页面所称提升的下限才算成立，最小效应 {C16_SMALLEST_EFFECT_PCT:g}%，等价边界 ±{C16_MARGIN_PCT:g}%）；只有两组的最佳学习率都在网格内部、"
-        f"且同样的组训练两倍长度后结论一致时，超过 δ 的变差才算“此规模下被否定”，否则只算“此规模下未复现”"
-        f"{'（位于网格边缘：' + '、'.join(data.lr_at_edge) + '）' if data.lr_at_edge else ''}。{bias_zh}{sensitivity_zh}{trend_zh}这是小模型的结果，论文中的提升来自大得多的模型。"
-        + scale_zh,
+        verdict, text("en"), text("zh"),
         {"arms": rows, "seeds": seeds, "steps": steps, "init": data.init,
          "lr": {arm: arm_data.lr for arm, arm_data in arms.items()},
          "lr_grid": data.lr_grid, "sensitivity": asdict(again),
          "trend": [asdict(p) for p in data.trend], "trend_change": asdict(data.trend_change),
          "unigram_entropy": data.unigram_entropy, "lr_bias_pct": bias},
-        ctx.suite_command("ffn"), "ffn_variants", parts, C16_COMBINES, C16_COMBINES_ZH)
+        ctx.suite_command("ffn"), "ffn_variants", parts, *C16_COMBINES)
 
 
 

@@ -12,7 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from blocklab.claims.finding import Context, Finding, claim
+from blocklab.claims.lang import LANGS
 from blocklab.claims.rules import Estimate, Part, Rule
+from blocklab.claims.text import Template, say
 
 # --- C34: which models use what ----------------------------------------------------------------
 # Zoo entries standing for each family the page names.
@@ -256,22 +258,59 @@ def check_pairing(p: Pairing) -> PairingRow:
                       per_model=per_model)
 
 
-def _why(p: Pairing, row: PairingRow, zh: bool = False) -> str:
-    """Why a pairing is not 'holds', in a few words."""
+# The checks' sentences, (English, Chinese), filled by `say`.
+TEXT: dict[str, Template] = {
+    "sep": ("; ", "；"),
+    "none": ("none", "无"),
+    "no_source": ("no public config or paper", "无公开配置或论文"),
+    "rope_layers": ("{name} uses RoPE in {rope} of {layers} layers, NoPE in the rest",
+                    "{name} 仅在 {rope}/{layers} 层用 RoPE"),
+    "not_model": ("not {name}", "{name} 不是"),
+    "c34": ("{held} of the {checkable} pairings a public config or paper can check hold and "
+            "{wrong} are wrong: {lead}. Hold: {holds}. Wrong: {fails}. Only partly: {partly}. "
+            "Untestable here: {untestable}. PaLM's and GPT-3's rows rest on their papers (no "
+            "config was released; GPT-3 keeps GPT-2's pre-norm layout, §2.1). GPT-2's FFN is "
+            "plain but GELU, not the ReLU the variant table shows.",
+            "可由公开配置或论文检验的 {checkable} 组对应中，{held} 组成立，{wrong} 组错误；{lead}。"
+            "成立：{holds}。错误：{fails}。部分成立：{partly}。此处无法检验：{untestable}。"
+            "PaLM 与 GPT-3 两行依据其论文（未发布配置；GPT-3 沿用 GPT-2 的 Pre-Norm 结构，§2.1）。"
+            "GPT-2 的 FFN 是普通 FFN，但激活为 GELU，并非变体表中的 ReLU。"),
+    "c34_why": (" ({why})", "（{why}）"),
+    "c34_lead_refuted": ("each is a fact about a named model, so one wrong pairing refutes the "
+                         "claim",
+                         "每组都是关于具名模型的事实，有一组错误即不成立"),
+    "c34_lead_confirmed": ("the claim is confirmed", "论断成立"),
+    "c34_lead_conditional": ("the claim holds only in part", "论断仅部分成立"),
+    "c35": ("Within {tolerance:g} percentage points of the exact per-layer share for {held} of "
+            "{n} zoo models. Off by more for {missed}, mainly because {causes}. Worst: {worst}, "
+            "formula {w.formula_share:.1%} vs exact {w.exact_share:.1%}. Biases and norms "
+            "together move it by at most {small:.2f} points. {in_range} of {n} exact shares lie "
+            "in the stated 2/3–3/4.",
+            "{n} 个动物园模型中有 {held} 个的公式值与每层精确占比相差在 {tolerance:g} 个百分点以内。"
+            "其余 {missed} 个偏差更大，主要原因：{causes}。最大偏差：{worst}，公式 "
+            "{w.formula_share:.1%}，精确 {w.exact_share:.1%}。偏置与归一化参数合计最多改变 "
+            "{small:.2f} 个百分点。精确占比落在 2/3–3/4 内的有 {in_range}/{n} 个。"),
+    "c35_cause": ("{cause}: {models}", "{cause}：{models}"),
+    "c35_models_sep": (", ", "、"),
+}
+
+
+def _why(p: Pairing, row: PairingRow, lang: str = "en") -> str:
+    """Why a pairing is not 'holds', in a few words, in `lang`."""
     if row.verdict == "untestable":
-        return "无公开配置或论文" if zh else "no public config or paper"
-    if row.verdict == "fails" and p.if_wrong[zh]:
-        return p.if_wrong[zh]
+        return say(TEXT["no_source"], lang)
+    wrong = p.if_wrong[lang == "zh"]
+    if row.verdict == "fails" and wrong:
+        return wrong
     notes = []
     for name, v in row.per_model.items():
         f = _facts(name) if name in p.models else None
         if v == "partly" and f is not None:
-            notes.append(f"{name} 仅在 {f.rope_layers}/{f.n_layers} 层用 RoPE" if zh else
-                         f"{name} uses RoPE in {f.rope_layers} of {f.n_layers} layers, "
-                         "NoPE in the rest")
+            notes.append(say(TEXT["rope_layers"], lang, name=name, rope=f.rope_layers,
+                             layers=f.n_layers))
         elif v == "fails":
-            notes.append(f"{name} 不是" if zh else f"not {name}")
-    return "；".join(notes) if zh else "; ".join(notes)
+            notes.append(say(TEXT["not_model"], lang, name=name))
+    return say(TEXT["sep"], lang).join(notes)
 
 
 def pairing_part(p: Pairing, row: PairingRow) -> Part:
@@ -302,30 +341,17 @@ def c34(ctx: Context) -> Finding:
           for v in ("holds", "fails", "partly", "untestable")}
     checkable = len(rows) - len(by["untestable"])
 
-    def listed(verdict_key: str, zh: bool = False, why: bool = True) -> str:
-        items = [(p.text_zh if zh else p.text) + (f"（{_why(p, r, True)}）" if zh else
-                                                  f" ({_why(p, r)})") * why
+    def listed(verdict_key: str, lang: str, why: bool = True) -> str:
+        items = [(p.text_zh if lang == "zh" else p.text)
+                 + (say(TEXT["c34_why"], lang, why=_why(p, r, lang)) if why else "")
                  for p, r in by[verdict_key]]
-        return ("；".join(items) or "无") if zh else ("; ".join(items) or "none")
+        return say(TEXT["sep"], lang).join(items) or say(TEXT["none"], lang)
 
-    lead = {"refuted": "each is a fact about a named model, so one wrong pairing refutes the "
-                       "claim",
-            "confirmed": "the claim is confirmed",
-            "conditional": "the claim holds only in part"}[verdict]
-    lead_zh = {"refuted": "每组都是关于具名模型的事实，有一组错误即不成立",
-               "confirmed": "论断成立",
-               "conditional": "论断仅部分成立"}[verdict]
-    en = (f"{len(by['holds'])} of the {checkable} pairings a public config or paper can check "
-          f"hold and {len(by['fails'])} are wrong: {lead}. Hold: {listed('holds', why=False)}. "
-          f"Wrong: {listed('fails')}. Only partly: {listed('partly')}. Untestable here: "
-          f"{listed('untestable')}. PaLM's and GPT-3's rows rest on their papers (no config was "
-          "released; GPT-3 keeps GPT-2's pre-norm layout, §2.1). GPT-2's FFN is plain but GELU, "
-          "not the ReLU the variant table shows.")
-    zh = (f"可由公开配置或论文检验的 {checkable} 组对应中，{len(by['holds'])} 组成立，"
-          f"{len(by['fails'])} 组错误；{lead_zh}。成立：{listed('holds', True, why=False)}。"
-          f"错误：{listed('fails', True)}。部分成立：{listed('partly', True)}。此处无法检验："
-          f"{listed('untestable', True)}。PaLM 与 GPT-3 两行依据其论文（未发布配置；GPT-3 沿用 GPT-2 的 "
-          "Pre-Norm 结构，§2.1）。GPT-2 的 FFN 是普通 FFN，但激活为 GELU，并非变体表中的 ReLU。")
+    en, zh = (say(TEXT["c34"], lang, held=len(by["holds"]), checkable=checkable,
+                  wrong=len(by["fails"]), lead=say(TEXT[f"c34_lead_{verdict}"], lang),
+                  holds=listed("holds", lang, why=False), fails=listed("fails", lang),
+                  partly=listed("partly", lang), untestable=listed("untestable", lang))
+              for lang in LANGS)
     shown = {"pairing": "pairing", "models": "models", "says": "what the configs and sources say",
              "source": "source", "verdict": "verdict"}
     report_table = {"columns": list(shown.values()), "rows": [
@@ -433,24 +459,20 @@ def c35(ctx: Context) -> Finding:
     for n, r in missed.items():
         by_cause.setdefault(r.main_cause, []).append(n)
     verdict = "confirmed" if not missed else "refuted" if not held else "conditional"
-    causes_en = "; ".join(f"{CAUSE_TEXT[c][0]}: {', '.join(sorted(ns))}"
-                          for c, ns in sorted(by_cause.items()))
-    causes_zh = "；".join(f"{CAUSE_TEXT[c][1]}：{'、'.join(sorted(ns))}"
-                          for c, ns in sorted(by_cause.items()))
     w = table[worst]
     small = max(abs(r.effects_points["biases"]) + abs(r.effects_points["norms"])
                 for r in table.values())
     in_range = sum(r.in_page_range for r in table.values())
-    en = (f"Within {TOLERANCE_POINTS:g} percentage points of the exact per-layer share for "
-          f"{len(held)} of {len(table)} zoo models. Off by more for {len(missed)}, mainly because "
-          f"{causes_en}. Worst: {worst}, formula {w.formula_share:.1%} vs exact "
-          f"{w.exact_share:.1%}. Biases and norms together move it by at most {small:.2f} points. "
-          f"{in_range} of {len(table)} exact shares lie in the stated 2/3–3/4.")
-    zh = (f"{len(table)} 个动物园模型中有 {len(held)} 个的公式值与每层精确占比相差在 "
-          f"{TOLERANCE_POINTS:g} 个百分点以内。其余 {len(missed)} 个偏差更大，主要原因：{causes_zh}。"
-          f"最大偏差：{worst}，公式 {w.formula_share:.1%}，精确 {w.exact_share:.1%}。"
-          f"偏置与归一化参数合计最多改变 {small:.2f} 个百分点。精确占比落在 2/3–3/4 内的有 "
-          f"{in_range}/{len(table)} 个。")
+
+    def causes(lang: str) -> str:
+        return say(TEXT["sep"], lang).join(
+            say(TEXT["c35_cause"], lang, cause=say(CAUSE_TEXT[c], lang),
+                models=say(TEXT["c35_models_sep"], lang).join(sorted(ns)))
+            for c, ns in sorted(by_cause.items()))
+
+    en, zh = (say(TEXT["c35"], lang, tolerance=TOLERANCE_POINTS, held=len(held), n=len(table),
+                  missed=len(missed), causes=causes(lang), worst=worst, w=w, small=small,
+                  in_range=in_range) for lang in LANGS)
     return Finding(verdict, en, zh,
                    {"tolerance_points": TOLERANCE_POINTS, "page_range": list(PAGE_RANGE),
                     "models": table,
