@@ -30,15 +30,39 @@ from blocklab.claims.rules import (
     settle,
     with_failed_seeds,
 )
+from blocklab.claims.text import Template, say
 from blocklab.experiments.suites.width.summary import WidthData
 
 C37_COMBINES = ("the page's warning is the two sliced parts: the claim is confirmed when both "
                 "are and nested training also comes close to training at m/2 alone and costs "
                 "little at m; conditional when the m/2 sliced part is confirmed and any other "
-                "part is not; otherwise it takes the m/2 sliced part's verdict. " + SETTLE_EN)
-C37_COMBINES_ZH = ("页面的警示对应两个切片部分：两者都成立，且嵌套训练在 m/2 上接近单独训练的 m/2 模型、在 m 上代价很小时，"
-                   "论断成立；m/2 切片部分成立而其余任一部分不成立时为有条件成立；否则取 m/2 切片部分的判定。"
-                   + SETTLE_ZH)
+                "part is not; otherwise it takes the m/2 sliced part's verdict. " + SETTLE_EN,
+                "页面的警示对应两个切片部分：两者都成立，且嵌套训练在 m/2 上接近单独训练的 m/2 模型、在 m 上代价很小时，"
+                "论断成立；m/2 切片部分成立而其余任一部分不成立时为有条件成立；否则取 m/2 切片部分的判定。"
+                + SETTLE_ZH)
+
+# The check's sentences, (English, Chinese), filled by `say`.
+TEXT: dict[str, Template] = {
+    "c37": ("The same SwiGLU decoder ({model}, every arm at lr {lr:g} tuned on the ordinary "
+            "one) trained ordinarily, with nested widths ({scheme}) and at m/2 alone, over "
+            "{seeds} paired seeds; each read at its prefix widths by keeping the first k "
+            "channels of gate, up and down. Validation loss (ordinary / nested / narrow): "
+            "{by_width}. Graded (mean and the interval its decision read): {graded}. Each part "
+            "is graded by its registered rule (δ {smallest:g}% for the sliced parts, "
+            "±{margin:g}% for the two equivalences). The page makes no measurement of its own "
+            "here (\"新内容未执行真实模型实验\"); MoSE's own results are at far larger scale."
+            "{at_scale}",
+            "同一个 SwiGLU 解码器（{model}，各组都用在普通模型上调得的学习率 {lr:g}）分别普通训练、"
+            "嵌套宽度训练、以及单独在 m/2 宽度训练，共 {seeds} 个配对种子；每个模型保留 gate、up、down "
+            "的前 k 个通道，在各前缀宽度上读取。验证损失（普通 / 嵌套 / 窄模型）：{by_width}。"
+            "判定（均值及其判定所读的区间）：{graded}。每一部分按预先登记的规则判定（切片部分 δ = "
+            "{smallest:g}%，两个等价部分的边界 ±{margin:g}%）。页面自己在此没有做实验"
+            "（“新内容未执行真实模型实验”）；MoSE 的结果来自大得多的规模。{at_scale}"),
+    "graded": ("{part}: {decided} → {verdict}", "{part}：{decided} → {verdict}"),
+    "sep": ("; ", "；"),
+    "at_scale": (" At this scale only: a toy model trained for minutes.",
+                 "仅限此规模：训练数分钟的小模型。"),
+}
 
 
 def combine_c37(parts: list[Part]) -> str:
@@ -75,8 +99,6 @@ def c37(ctx: Context) -> Finding:
                                    for a in c37_arms(p.name, "", list(data.status))})
              for p in parts]
     verdict = combine_c37(parts)
-    graded = "; ".join(f"{p.name}: {decided_text(p, 2, '%')} → {p.verdict}" for p in parts)
-    graded_zh = "；".join(f"{p.name}：{decided_text(p, 2, '%')} → {p.verdict}" for p in parts)
     by_width = ", ".join(
         f"k={p.width}: " + " / ".join(f"{arm} {p.loss[arm].mean:.3f}" for arm in p.loss
                                       if p.loss[arm].mean is not None)
@@ -85,26 +107,18 @@ def c37(ctx: Context) -> Finding:
     size = data.size
     model = (f"d_model {size.get('d_model')} × {size.get('n_layers')} layers, SwiGLU m = {m}, "
              f"{data.steps} steps of {size.get('batch_size')} × {size.get('seq_len')} tokens")
-    at_scale = " At this scale only: a toy model trained for minutes." if verdict in DECIDED \
-        else ""
-    at_scale_zh = "仅限此规模：训练数分钟的小模型。" if verdict in DECIDED else ""
+
+    def text(lang: str) -> str:
+        graded = say(TEXT["sep"], lang).join(
+            say(TEXT["graded"], lang, part=p.name, decided=decided_text(p, 2, "%"),
+                verdict=p.verdict) for p in parts)
+        return say(TEXT["c37"], lang, model=model, lr=data.lr, scheme=data.scheme,
+                   seeds=data.seeds, by_width=by_width, graded=graded,
+                   smallest=C37_SMALLEST_EFFECT_PCT, margin=C37_MARGIN_PCT,
+                   at_scale=say(TEXT["at_scale"], lang) if verdict in DECIDED else "")
+
     return Finding(
-        verdict,
-        f"The same SwiGLU decoder ({model}, every arm at lr {data.lr:g} tuned on the ordinary "
-        f"one) trained ordinarily, with nested widths ({data.scheme}) and at m/2 alone, over "
-        f"{data.seeds} paired seeds; each read at its prefix widths by keeping the first k "
-        f"channels of gate, up and down. Validation loss (ordinary / nested / narrow): "
-        f"{by_width}. Graded (mean and the interval its decision read): {graded}. Each part "
-        f"is graded by its registered rule (δ {C37_SMALLEST_EFFECT_PCT:g}% for the sliced "
-        f"parts, ±{C37_MARGIN_PCT:g}% for the two equivalences). The page makes no "
-        "measurement of its own here (\"新内容未执行真实模型实验\"); MoSE's own results are at "
-        f"far larger scale.{at_scale}",
-        f"同一个 SwiGLU 解码器（{model}，各组都用在普通模型上调得的学习率 {data.lr:g}）分别普通训练、"
-        f"嵌套宽度训练、以及单独在 m/2 宽度训练，共 {data.seeds} 个配对种子；每个模型保留 gate、up、down 的前 k "
-        f"个通道，在各前缀宽度上读取。验证损失（普通 / 嵌套 / 窄模型）：{by_width}。判定（均值及其判定所读的区间）："
-        f"{graded_zh}。每一部分按预先登记的规则判定（切片部分 δ = {C37_SMALLEST_EFFECT_PCT:g}%，"
-        f"两个等价部分的边界 ±{C37_MARGIN_PCT:g}%）。页面自己在此没有做实验（“新内容未执行真实模型实验”）；"
-        f"MoSE 的结果来自大得多的规模。{at_scale_zh}",
+        verdict, text("en"), text("zh"),
         {"widths": data.widths, "narrow": data.narrow, "lr": data.lr, "seeds": data.seeds,
          "steps": data.steps, "scheme": data.scheme,
          "points": [asdict(p) for p in data.points],
@@ -113,4 +127,4 @@ def c37(ctx: Context) -> Finding:
          "nested_vs_narrow_pct": asdict(data.nested_vs_narrow_pct),
          "status": data.status,
          "interval_text": {p.name: ci_text(estimates[p.name], 2, "%") for p in parts}},
-        ctx.suite_command("width"), "width_control", parts, C37_COMBINES, C37_COMBINES_ZH)
+        ctx.suite_command("width"), "width_control", parts, *C37_COMBINES)
