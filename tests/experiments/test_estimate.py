@@ -191,12 +191,12 @@ def test_report_plan_calibrates_runs_nothing_and_prints_the_estimate(tmp_path, c
     assert "Plan of work" not in out  # tiny's default cap is 0: the first look only
     assert not any(tmp_path.iterdir())  # nothing ran, nothing was written
     # A cap far past tiny's seconds of work: a calibration taken under a burst of load on a
-    # slow shared machine (minutes of "process start") still admits every look.
-    assert main(["report", "--tiny", "--plan", "--budget", "600", "--results",
+    # slow shared machine (minutes of "process start", hours of wall) still admits every look.
+    assert main(["report", "--tiny", "--plan", "--budget", "60000", "--results",
                  str(tmp_path)]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "Plan of work: further looks if every part stayed open:" in out
-    assert "a cap of 10.0 h admits 2 of them, whole looks from the first" in out
+    assert "a cap of 1000.0 h admits 2 of them, whole looks from the first" in out
     assert not any(tmp_path.iterdir())
 
 
