@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from blocklab.claims.anchors import Anchor, anchors, short_source
+from blocklab.claims.lang import LANGS
 from blocklab.claims.ledger import ClaimResult, run_claims
 from blocklab.claims.registry import C16_PRECISION_RULES, LADDER_CLAIMS, registered
 from blocklab.claims.rules import (
@@ -36,6 +37,7 @@ from blocklab.claims.rules import (
     Rule,
     claimed_boundary,
 )
+from blocklab.claims.text import Template, say
 from blocklab.claims.trend import LineFit, Meeting, fit_line, meets
 from blocklab.errors import InputError
 from blocklab.experiments import ladder as rule
@@ -289,27 +291,24 @@ def rung_changes(claim_id: str, precisions: list[str]) -> dict[str, list[str]]:
     def arrow(values: list) -> str:
         return " → ".join(str(v) for v in values)
 
-    en, zh = [], []
-    if all(shapes):
-        widths = arrow([cfg.d_model for cfg, _, _ in shapes])
-        heads = arrow([cfg.n_heads for cfg, _, _ in shapes])
-        batches = arrow([batch for _, batch, _ in shapes])
-        en.append(f"d_model {widths} (heads {heads}, each {shapes[0][0].head_dim} wide); "
-                  f"batch {batches} sequences")
-        zh.append(f"d_model {widths}（头数 {heads}，每头 {shapes[0][0].head_dim} 维）；"
-                  f"批大小 {batches} 条序列")
-    tokens = arrow([f"{s.tokens / 1e6:.2f}M" for s in scales])
-    params = arrow([f"{s.params / 1e6:.2f}M" for s in scales])
-    en.append(f"parameters {params}; training tokens {tokens}")
-    zh.append(f"参数 {params}；训练 token {tokens}")
-    one = len(set(precisions)) == 1
-    held = f"one precision ({precisions[0]})" if one else \
-        "precision per rung: " + arrow(precisions)
-    en.append(f"held: depth, sequence length, data, optimizer, warmup and evaluation as "
-              f"shares of the steps; {held}")
-    zh.append("不变：深度、序列长度、数据、优化器，预热与评估按步数的固定比例；"
-              + (f"统一精度（{precisions[0]}）" if one else "各级精度：" + arrow(precisions)))
-    return {"en": en, "zh": zh}
+    def lines(lang: str) -> list[str]:
+        out = []
+        if all(shapes):
+            out.append(say(TEXT["rungs_shape"], lang,
+                           widths=arrow([cfg.d_model for cfg, _, _ in shapes]),
+                           heads=arrow([cfg.n_heads for cfg, _, _ in shapes]),
+                           head_dim=shapes[0][0].head_dim,
+                           batches=arrow([batch for _, batch, _ in shapes])))
+        out.append(say(TEXT["rungs_size"], lang,
+                       params=arrow([f"{s.params / 1e6:.2f}M" for s in scales]),
+                       tokens=arrow([f"{s.tokens / 1e6:.2f}M" for s in scales])))
+        held = (say(TEXT["one_precision"], lang, precision=precisions[0])
+                if len(set(precisions)) == 1 else
+                say(TEXT["precisions"], lang, precisions=arrow(precisions)))
+        out.append(say(TEXT["rungs_held"], lang, precision=held))
+        return out
+
+    return {lang: lines(lang) for lang in LANGS}
 
 
 _RULE_TEXT = (f"each rung {rule.STEP}× the training compute (6 · parameters · tokens) of the "
@@ -363,11 +362,63 @@ def _band(part_rule: Rule) -> list[float] | None:
     return [part_rule.claimed - part_rule.margin, part_rule.claimed + part_rule.margin]
 
 
-_DIRECTION = {"grows": ("moves towards the claim as compute grows", "随算力增长向论断方向移动"),
-              "shrinks": ("moves away from the claim as compute grows", "随算力增长远离论断"),
-              "drifts": ("drifts as compute grows (a claimed band: its slope's interval "
-                         "excludes 0)", "随算力增长而漂移（登记区间：斜率区间不含 0）"),
-              "none": ("no trend detectable across {k} rungs", "{k} 级之间检测不到趋势")}
+_DIRECTION: dict[str, Template] = {
+    "grows": ("moves towards the claim as compute grows", "随算力增长向论断方向移动"),
+    "shrinks": ("moves away from the claim as compute grows", "随算力增长远离论断"),
+    "drifts": ("drifts as compute grows (a claimed band: its slope's interval excludes 0)",
+               "随算力增长而漂移（登记区间：斜率区间不含 0）"),
+    "none": ("no trend detectable across {k} rungs", "{k} 级之间检测不到趋势")}
+
+# The ladder's sentences, (English, Chinese), filled by `say`.
+TEXT: dict[str, Template] = {
+    "sep": ("; ", "；"),
+    "end": (".", "。"),
+    "rungs_shape": ("d_model {widths} (heads {heads}, each {head_dim} wide); batch {batches} "
+                    "sequences",
+                    "d_model {widths}（头数 {heads}，每头 {head_dim} 维）；批大小 {batches} 条序列"),
+    "rungs_size": ("parameters {params}; training tokens {tokens}",
+                   "参数 {params}；训练 token {tokens}"),
+    "rungs_held": ("held: depth, sequence length, data, optimizer, warmup and evaluation as "
+                   "shares of the steps; {precision}",
+                   "不变：深度、序列长度、数据、优化器，预热与评估按步数的固定比例；{precision}"),
+    "one_precision": ("one precision ({precision})", "统一精度（{precision}）"),
+    "precisions": ("precision per rung: {precisions}", "各级精度：{precisions}"),
+    "rung_empty": ("{size} ({multiple}× compute): no results stored",
+                   "{size}（{multiple}× 算力）：尚无结果"),
+    "rung_interval": (" [{low:+.2f}, {high:+.2f}] ({confidence} CI, deciding)",
+                      " [{low:+.2f}, {high:+.2f}] ({confidence} CI，判定所用)"),
+    "precision_check": ("precision check at {line}", "精度检查 {line}"),
+    "paper_at": ("at {flops} FLOPs", "于 {flops} FLOPs"),
+    "paper_no_compute": ("(its training compute not given)", "（来源未给出训练算力）"),
+    "where": ("{size} ({multiple}× compute{flops})", "{size}（{multiple}× 算力{flops}）"),
+    "where_flops": (", {flops}", "，{flops}"),
+    "decided": ("{verdict}, {span} ({confidence} CI, the one that decided it)",
+                "{verdict}，{span}（{confidence} CI，判定所用）"),
+    "first_decided": ("{name}: first decided at {where}: {decided}",
+                      "{name}：最早在 {where}判定：{decided}"),
+    "confirmed_at": ("; confirmed at {where}: {decided}", "；在 {where}证实：{decided}"),
+    "undecided": ("{name}: no rung decides it ({stored} rung(s) stored, up to {reach})",
+                  "{name}：{stored} 级（至 {reach}）均未判定"),
+    "no_results": ("{name}: no rung has results yet", "{name}：尚无结果"),
+    "published": ("; published: {papers}", "；已发表：{papers}"),
+    "no_trend": ("{name}: no trend yet ({k} rung(s) with results; a trend with the rung as its "
+                 "unit needs three).",
+                 "{name}：尚无趋势（{k} 级有结果；以级为单位的趋势至少需要三级）。"),
+    "trend": ("{name}: {slope:+.{digits}f}{u} per {step}× training compute "
+              "[{low:+.{digits}f}, {high:+.{digits}f}] (95% CI with the rung as the unit: "
+              "{rungs} rungs, t on {df} df; {n} seeds): {effect}{words}",
+              "{name}：训练算力每 {step} 倍 {slope:+.{digits}f}{u} [{low:+.{digits}f}, "
+              "{high:+.{digits}f}]（95% CI，以级为单位：{rungs} 级，t 自由度 {df}；共 {n} 个种子），"
+              "{words}"),
+    "line_fits": ("; a line is consistent with the rung means", "；直线与各级均值相容"),
+    "line_misfits": ("; a line does not fit the rung means", "；直线不拟合各级均值"),
+    "lack_of_fit": (" (lack of fit F({df1}, {df2}) = {f:.2f}, p = {p:.2g})",
+                    "（失拟 F({df1}, {df2}) = {f:.2f}，p = {p:.2g}）"),
+    "edge_band": ("the claimed band's edge ", "登记区间的边界 "),
+    "edge_page": ("the page's ", "页面的 "),
+    "meeting": ("; the line reaches {edge}{threshold:+g}{u} {at:.1f} rungs above quick ({span})",
+                "；直线在 quick 之上 {at:.1f} 级到达{edge}{threshold:+g}{u}（{span}）"),
+}
 
 
 def rung_line(rung: dict, lang: str = "en") -> str:
@@ -378,19 +429,18 @@ def rung_line(rung: dict, lang: str = "en") -> str:
 
     zh = lang == "zh"
     if not rung["parts"]:
-        return (f"{rung['size']}（{rung['multiple']}× 算力）：尚无结果" if zh else
-                f"{rung['size']} ({rung['multiple']}× compute): no results stored")
+        return say(TEXT["rung_empty"], lang, size=rung["size"], multiple=rung["multiple"])
     scale = rung["scale"]["text_zh" if zh else "text"] if rung["scale"] else ""
     bits = []
     for part in rung["parts"]:
         e, iv = part["estimate"], part.get("interval")
         value = "—" if e["value"] is None else f"{e['value']:+.2f}"
-        decided = ("" if not iv else f" [{iv['low']:+.2f}, {iv['high']:+.2f}] "
-                   f"({confidence_text(iv['confidence'])} CI{'，判定所用' if zh else ', deciding'})")
+        decided = "" if not iv else say(TEXT["rung_interval"], lang, low=iv["low"],
+                                        high=iv["high"],
+                                        confidence=confidence_text(iv["confidence"]))
         verdict = VERDICT_ZH.get(part["verdict"], part["verdict"]) if zh else part["verdict"]
         bits.append(f"{part['name']} {value}{decided} → {verdict}")
-    sep = "；" if zh else "; "
-    return f"{rung['size']} ({scale}, {rung['precision']}): {sep.join(bits)}"
+    return f"{rung['size']} ({scale}, {rung['precision']}): {say(TEXT['sep'], lang).join(bits)}"
 
 
 def precision_line(parts: list[dict], lang: str = "en") -> str | None:
@@ -401,16 +451,16 @@ def precision_line(parts: list[dict], lang: str = "en") -> str | None:
     line = rung_line({"size": "quick", "multiple": 1, "parts": parts, "precision": "bf16 − fp32",
                       "scale": {"text": "each gap to ReLU, bf16 minus fp32, same seeds",
                                 "text_zh": "各自相对 ReLU 的差距，bf16 减 fp32，相同种子"}}, lang)
-    return ("精度检查 " if lang == "zh" else "precision check at ") + line
+    return say(TEXT["precision_check"], lang, line=line)
 
 
-def _papers(name: str, papers: list[dict], u: str, zh: bool) -> list[str]:
+def _papers(name: str, papers: list[dict], u: str, lang: str) -> list[str]:
     """The published results for part `name`, each at its training compute where given."""
     from blocklab.experiments.scale import flops_text
 
     return [f"{short_source(p['source'])} "
-            + (f"{'于' if zh else 'at'} {flops_text(p['flops'])} FLOPs" if p.get("flops") else
-               "（来源未给出训练算力）" if zh else "(its training compute not given)")
+            + (say(TEXT["paper_at"], lang, flops=flops_text(p["flops"])) if p.get("flops") else
+               say(TEXT["paper_no_compute"], lang))
             + f": {p['effects'][name]:+g}{u}" for p in papers
             if name in (p.get("effects") or {})]
 
@@ -436,37 +486,33 @@ def appears_line(trend: dict, rungs: list[dict], papers: list[dict], lang: str =
     stored = [r for r in rungs if any(p["name"] == name for p in r["parts"])]
 
     def where(at: dict) -> str:
-        flops = f"{flops_text(at['flops'])} FLOPs" if at["flops"] else ""
-        return (f"{at['size']}（{at['multiple']}× 算力" + (f"，{flops}" if flops else "") + "）"
-                if zh else f"{at['size']} ({at['multiple']}× compute"
-                + (f", {flops}" if flops else "") + ")")
+        flops = ("" if not at["flops"] else
+                 say(TEXT["where_flops"], lang, flops=f"{flops_text(at['flops'])} FLOPs"))
+        return say(TEXT["where"], lang, size=at["size"], multiple=at["multiple"], flops=flops)
 
     def decided(at: dict) -> str:
         verdict = VERDICT_ZH.get(at["verdict"], at["verdict"]) if zh else at["verdict"]
         span = (f"{at['value']:+.{digits}f}{u} [{at['low']:+.{digits}f}, "
                 f"{at['high']:+.{digits}f}]")
-        return (f"{verdict}，{span}（{confidence_text(at['confidence'])} CI，判定所用）" if zh
-                else f"{verdict}, {span} ({confidence_text(at['confidence'])} CI, the one "
-                "that decided it)")
+        return say(TEXT["decided"], lang, verdict=verdict, span=span,
+                   confidence=confidence_text(at["confidence"]))
 
     if seen:
-        text = (f"{name}：最早在 {where(seen)}判定：{decided(seen)}" if zh else
-                f"{name}: first decided at {where(seen)}: {decided(seen)}")
+        text = say(TEXT["first_decided"], lang, name=name, where=where(seen),
+                   decided=decided(seen))
         later = trend.get("confirmed")
         if later and later["size"] != seen["size"]:
-            text += (f"；在 {where(later)}证实：{decided(later)}" if zh else
-                     f"; confirmed at {where(later)}: {decided(later)}")
+            text += say(TEXT["confirmed_at"], lang, where=where(later), decided=decided(later))
     elif stored:
         top = stored[-1]
         reach = f"{flops_text(top['flops'])} FLOPs" if top.get("flops") else top["size"]
-        text = (f"{name}：{len(stored)} 级（至 {reach}）均未判定" if zh else
-                f"{name}: no rung decides it ({len(stored)} rung(s) stored, up to {reach})")
+        text = say(TEXT["undecided"], lang, name=name, stored=len(stored), reach=reach)
     else:
-        text = f"{name}：尚无结果" if zh else f"{name}: no rung has results yet"
-    shown = _papers(name, papers, u, zh)
+        text = say(TEXT["no_results"], lang, name=name)
+    shown = _papers(name, papers, u, lang)
     if shown:
-        text += ("；已发表：" if zh else "; published: ") + ("；" if zh else "; ").join(shown)
-    return text + ("。" if zh else ".")
+        text += say(TEXT["published"], lang, papers=say(TEXT["sep"], lang).join(shown))
+    return text + say(TEXT["end"], lang)
 
 
 def trend_line(trend: dict, lang: str = "en") -> str:
@@ -475,44 +521,27 @@ def trend_line(trend: dict, lang: str = "en") -> str:
     trend detectable across N rungs" where the interval holds 0), whether a line fits the rung
     means (the lack-of-fit test), and where the line reaches the page's boundary only when
     that lies inside the rungs measured."""
-    zh = lang == "zh"
     u, digits = _unit(trend)
     fit, name = trend["fit"], trend["part"]
     if fit is None:
-        k = trend["rungs_with_results"]
-        return (f"{name}：尚无趋势（{k} 级有结果；以级为单位的趋势至少需要三级）。" if zh else
-                f"{name}: no trend yet ({k} rung(s) with results; a trend with the rung as "
-                "its unit needs three).")
-    words = _DIRECTION[trend["direction"]][1 if zh else 0].format(k=fit["rungs"])
-    text = (f"{name}：训练算力每 {rule.STEP} 倍 {fit['slope']:+.{digits}f}{u} "
-            f"[{fit['slope_low']:+.{digits}f}, {fit['slope_high']:+.{digits}f}]"
-            f"（95% CI，以级为单位：{fit['rungs']} 级，t 自由度 {fit['df']}；共 {fit['n']} 个种子），"
-            f"{words}" if zh else
-            f"{name}: {fit['slope']:+.{digits}f}{u} per {rule.STEP}× training compute "
-            f"[{fit['slope_low']:+.{digits}f}, {fit['slope_high']:+.{digits}f}] (95% CI with the "
-            f"rung as the unit: {fit['rungs']} rungs, t on {fit['df']} df; {fit['n']} seeds): "
-            f"{'the effect ' if trend['direction'] != 'none' else ''}{words}")
+        return say(TEXT["no_trend"], lang, name=name, k=trend["rungs_with_results"])
+    text = say(TEXT["trend"], lang, name=name, slope=fit["slope"], low=fit["slope_low"],
+               high=fit["slope_high"], digits=digits, u=u, step=rule.STEP, rungs=fit["rungs"],
+               df=fit["df"], n=fit["n"],
+               effect="the effect " if trend["direction"] != "none" else "",
+               words=say(_DIRECTION[trend["direction"]], lang, k=fit["rungs"]))
     lack = fit.get("lack_of_fit")
     if lack:
-        fits = lack["p"] >= 0.05
-        text += (("；直线与各级均值相容" if fits else "；直线不拟合各级均值")
-                 + f"（失拟 F({lack['df1']}, {lack['df2']}) = {lack['f']:.2f}，p = {lack['p']:.2g}）"
-                 if zh else
-                 ("; a line is consistent with the rung means" if fits else
-                  "; a line does not fit the rung means")
-                 + f" (lack of fit F({lack['df1']}, {lack['df2']}) = {lack['f']:.2f}, "
-                 f"p = {lack['p']:.2g})")
+        text += (say(TEXT["line_fits" if lack["p"] >= 0.05 else "line_misfits"], lang)
+                 + say(TEXT["lack_of_fit"], lang, df1=lack["df1"], df2=lack["df2"], f=lack["f"],
+                       p=lack["p"]))
     meeting = trend["meeting"]
     if meeting and meeting["at"] is not None and meeting["low"] is not None \
             and not meeting["extrapolated"]:
-        edge = (("登记区间的边界 " if zh else "the claimed band's edge ") if trend.get("band")
-                else ("页面的 " if zh else "the page's "))
-        span = f"[{meeting['low']:.1f}, {meeting['high']:.1f}]"
-        text += (f"；直线在 quick 之上 {meeting['at']:.1f} 级到达{edge}"
-                 f"{meeting['threshold']:+g}{u}（{span}）" if zh else
-                 f"; the line reaches {edge}{meeting['threshold']:+g}{u} "
-                 f"{meeting['at']:.1f} rungs above quick ({span})")
-    return text + ("。" if zh else ".")
+        edge = say(TEXT["edge_band" if trend.get("band") else "edge_page"], lang)
+        text += say(TEXT["meeting"], lang, edge=edge, threshold=meeting["threshold"], u=u,
+                    at=meeting["at"], span=f"[{meeting['low']:.1f}, {meeting['high']:.1f}]")
+    return text + say(TEXT["end"], lang)
 
 
 def seed_gaps(results: Path, size: str, precision: str, seed_offset: int = 0
