@@ -162,7 +162,7 @@ def c36(ctx: Context) -> Finding:
         return say(TEXT["c36"], lang, depth=depth, seeds=data.seeds, graded=graded,
                    stability=stability_text(data, "deep", depth, lang), cold=cold,
                    post_identity=post_identity.text(), fair=fair_zh if zh else fair_en,
-                   scale=scale_text(**scale, zh=zh) if verdict in DECIDED else "")
+                   scale=scale_text(**scale, lang=lang) if verdict in DECIDED else "")
 
     return Finding(
         verdict, text("en"), text("zh"),

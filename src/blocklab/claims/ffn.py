@@ -223,7 +223,7 @@ def c16(ctx: Context) -> Finding:
                          if data.lr_at_edge else ""),
                    bias=say(TEXT["bias"], lang, shown=shown_bias), sensitivity=sensitivity,
                    trend=trend, size=_size_text(data.size),
-                   scale=scale_text(**scale, zh=zh) if verdict in DECIDED else "")
+                   scale=scale_text(**scale, lang=lang) if verdict in DECIDED else "")
 
     return Finding(
         verdict, text("en"), text("zh"),

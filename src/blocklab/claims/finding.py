@@ -19,34 +19,50 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from blocklab.claims.lang import LANGS
 from blocklab.claims.rules import Part
-from blocklab.claims.text import VERDICTS
+from blocklab.claims.text import VERDICTS, Template, say
 from blocklab.errors import InputError
 from blocklab.experiments.options import RunRequest
 from blocklab.experiments.suites import SUITE_MODULES, get_suite, load_summary
 from blocklab.experiments.summaries import Interval, Summary, incomplete, stored_keys
 
+# The sentences every check shares, (English, Chinese), filled by `say`.
+TEXT: dict[str, Template] = {
+    "width": ("d_model {d_model}", "宽度 d_model {d_model}"),
+    "depth": ("{depth} layers", "{depth} 层"),
+    "tokens": ("{tokens:,} training tokens ({steps} steps × {batch} × {seq_len})",
+               "训练 {tokens:,} 个 token（{steps} 步 × {batch} × {seq_len}）"),
+    "scale": (" Reached at this scale: {bits}.", "判定所依据的规模：{bits}。"),
+    "scale_sep": (", ", "，"),
+    "incomplete": ("The stored '{suite}' suite results under {results} ({size}) are "
+                   "incomplete, so nothing is graded from them: {reason}.",
+                   "{results} 下的 '{suite}' 实验结果（{size}）不完整，因此不据此评判：{reason}。"),
+    "missing": ("No stored '{suite}' suite results under {results} ({size}); run `{command}`.",
+                "{results} 下没有 '{suite}' 实验结果（{size}）；请运行 `{command}`。"),
+    "stored_elsewhere": (" Results of '{suite}' at {flags} are stored there: `{command}`.",
+                         "该文件夹存有 '{suite}' 在 {flags} 下的结果：`{command}`。"),
+}
+
 
 def scale_text(d_model: int | None = None, depth: int | None = None, steps: int | None = None,
-               batch: int | None = None, seq_len: int | None = None, zh: bool = False,
+               batch: int | None = None, seq_len: int | None = None, lang: str = "en",
                note: str = "") -> str:
-    """The scale a verdict was reached at: width d_model, depth, and training tokens
-    (steps × batch × seq_len), each where known; '' when none is."""
+    """The scale a verdict was reached at, in `lang`: width d_model, depth, and training
+    tokens (steps × batch × seq_len), each where known; '' when none is."""
     bits = []
     if d_model is not None:
-        bits.append(f"d_model {d_model}" if not zh else f"宽度 d_model {d_model}")
+        bits.append(say(TEXT["width"], lang, d_model=d_model))
     if depth is not None:
-        bits.append(f"{depth} layers" if not zh else f"{depth} 层")
+        bits.append(say(TEXT["depth"], lang, depth=depth))
     if steps is not None and batch is not None and seq_len is not None:
-        tokens = steps * batch * seq_len
-        bits.append(f"{tokens:,} training tokens ({steps} steps × {batch} × {seq_len})" if not zh
-                    else f"训练 {tokens:,} 个 token（{steps} 步 × {batch} × {seq_len}）")
+        bits.append(say(TEXT["tokens"], lang, tokens=steps * batch * seq_len, steps=steps,
+                        batch=batch, seq_len=seq_len))
     if note:
         bits.append(note)
     if not bits:
         return ""
-    return (" Reached at this scale: " + ", ".join(bits) + "." if not zh else
-            "判定所依据的规模：" + "，".join(bits) + "。")
+    return say(TEXT["scale"], lang, bits=say(TEXT["scale_sep"], lang).join(bits))
 
 
 def ci_text(stats: Interval, digits: int = 3, unit: str = "") -> str:
@@ -253,24 +269,19 @@ def missing(ctx: Context, suite: str) -> Finding:
     summary lists runs that are gone (`Context.unusable`)."""
     command = ctx.suite_command(suite)
     reason = ctx.unusable.get(suite)
+    where = {"suite": suite, "results": ctx.results, "size": ctx.size}
     if reason:
-        return Finding(
-            "missing-results",
-            f"The stored '{suite}' suite results under {ctx.results} ({ctx.size}) are "
-            f"incomplete, so nothing is graded from them: {reason}.",
-            f"{ctx.results} 下的 '{suite}' 实验结果（{ctx.size}）不完整，因此不据此评判：{reason}。",
-            {"incomplete": reason}, command)
+        en, zh = (say(TEXT["incomplete"], lang, reason=reason, **where) for lang in LANGS)
+        return Finding("missing-results", en, zh, {"incomplete": reason}, command)
     # The folder may hold this suite at another size, seed offset or precision: say how to
     # read those, rather than only how to run these.
     held = list(ctx.stored_elsewhere(suite))
+    en, zh = (say(TEXT["missing"], lang, command=command, **where)
+              + "".join(say(TEXT["stored_elsewhere"], lang, suite=suite, flags=other.flags(),
+                            command=other.claims_command()) for other in held)
+              for lang in LANGS)
     return Finding(
-        "missing-results",
-        f"No stored '{suite}' suite results under {ctx.results} ({ctx.size}); run `{command}`."
-        + "".join(f" Results of '{suite}' at {other.flags()} are stored there: "
-                  f"`{other.claims_command()}`." for other in held),
-        f"{ctx.results} 下没有 '{suite}' 实验结果（{ctx.size}）；请运行 `{command}`。"
-        + "".join(f"该文件夹存有 '{suite}' 在 {other.flags()} 下的结果："
-                  f"`{other.claims_command()}`。" for other in held),
+        "missing-results", en, zh,
         {"stored": [{"size": other.size, "seed_offset": other.seed_offset,
                      "precision": other.precision, "command": other.claims_command()}
                     for other in held]}

@@ -19,13 +19,14 @@ from typing import Any
 from blocklab.claims.anchors import Anchor, anchors, reading
 from blocklab.claims.catalogue import CHECKS, SCALE_DEPENDENT, SUITE_OF, planned_hash
 from blocklab.claims.finding import Context
+from blocklab.claims.lang import LANGS
 from blocklab.claims.registry import RULES, RuleChange, changes, registered
 from blocklab.claims.rules import (
     Estimate,
     Part,
     Rule,
 )
-from blocklab.claims.text import CLAIM_TEXT, ERROR, claim_sources
+from blocklab.claims.text import CLAIM_TEXT, ERROR, Template, claim_sources, say
 from blocklab.errors import InputError, ResultsError
 from blocklab.experiments.suites import get_suite
 
@@ -155,8 +156,7 @@ def run_claims(ids: list[str] | None = None, ctx: Context | None = None) -> list
         except Exception as err:  # noqa: BLE001 - shown as the error it is, never as a verdict
             error = f"{type(err).__name__}: {err}"
             out.append(ClaimResult(cid, en, zh, src["page"], src["section"], ERROR,
-                                   f"The check failed to run: {error}",
-                                   f"检查运行失败：{error}",
+                                   *_failed(error),
                                    {"traceback": traceback.format_exc()}, "", None, error,
                                    planned_parts(rules, ERROR)))
             continue
@@ -165,16 +165,14 @@ def run_claims(ids: list[str] | None = None, ctx: Context | None = None) -> list
             error = (f"{cid} graded part(s) {stray} by a rule not registered for them at size "
                      f"{ctx.size!r} (blocklab.claims.registry; a bug in the check)")
             out.append(ClaimResult(cid, en, zh, src["page"], src["section"], ERROR,
-                                   f"The check failed to run: {error}",
-                                   f"检查运行失败：{error}", {}, "", None, error,
+                                   *_failed(error), {}, "", None, error,
                                    planned_parts(rules, ERROR)))
             continue
         if cid in SCALE_DEPENDENT and found.verdict == "refuted":
             error = (f"{cid} depends on scale, so a run here may not refute it; its check "
                      "returned 'refuted' (a bug in the check)")
             out.append(ClaimResult(cid, en, zh, src["page"], src["section"], ERROR,
-                                   f"The check failed to run: {error}",
-                                   f"检查运行失败：{error}", {}, "", None, error))
+                                   *_failed(error), {}, "", None, error))
             continue
         parts = flag_changed_rules(cid, list(found.parts), ctx) or planned_parts(
             rules, found.verdict)
@@ -183,6 +181,16 @@ def run_claims(ids: list[str] | None = None, ctx: Context | None = None) -> list
                                found.command, found.figure, None, parts,
                                found.combines, found.combines_zh))
     return [_mixed(replace(row, scale=_scale(row.id, ctx)), ctx) for row in out]
+
+
+# A check that raised, as the ledger words it, (English, Chinese).
+FAILED: Template = ("The check failed to run: {error}", "检查运行失败：{error}")
+
+
+def _failed(error: str) -> tuple[str, str]:
+    """FAILED in English and in Chinese."""
+    en, zh = (say(FAILED, lang, error=error) for lang in LANGS)
+    return en, zh
 
 
 def _mixed(row: ClaimResult, ctx: Context) -> ClaimResult:

@@ -218,7 +218,7 @@ def c18(ctx: Context) -> Finding:
         timing = _c18_timing_text(data.like_for_like, data.step_time.get(f"blocklab/{threads}"),
                                   data.step_time.get(f"like-for-like/{threads}"), lang)
         scale_at = ("" if verdict not in DECIDED else
-                    scale_text(**scale, zh=lang == "zh", note=say(TEXT["c18_scale"], lang)))
+                    scale_text(**scale, lang=lang, note=say(TEXT["c18_scale"], lang)))
         return say(TEXT["c18"], lang, compute=compute, flops=flops, bytes=bytes_, real=real,
                    step=step, toy=toy, quality_decided=decided_text(quality_part),
                    seeds=n_seeds, quality=quality_part, timing=timing, kernels=kernels,

@@ -237,7 +237,7 @@ def c12(ctx: Context) -> Finding:
 
     def text(lang: str) -> str:
         scale = ("" if verdict not in DECIDED else scale_text(
-            probe.get("d_model"), int(deepest), zh=lang == "zh", note=say(TEXT["c12_scale"], lang)))
+            probe.get("d_model"), int(deepest), lang=lang, note=say(TEXT["c12_scale"], lang)))
         return say(TEXT["c12"], lang, deepest=deepest, spreads=spreads,
                    where=_c12_sensitivity(grads, deepest, lang), param=param,
                    during=say(TEXT["c12_during"], lang, during=during) if during else "",
@@ -487,7 +487,7 @@ def c19(ctx: Context) -> Finding:
                    stability=stability_text(data, "sweep", stable.depth, lang), pre_f=pre_f,
                    pre_n=pre_n, post_cold=post_cold, post_cold_n=post_cold_n,
                    post_warm=post_warm, post_warm_n=post_warm_n, probe=probe, trend=trend,
-                   scale=scale_text(**scale, zh=zh) if verdict in DECIDED else "")
+                   scale=scale_text(**scale, lang=lang) if verdict in DECIDED else "")
 
     return Finding(
         verdict, text("en"), text("zh"),

@@ -239,7 +239,7 @@ def c32(ctx: Context) -> Finding:
 
     def text(lang: str) -> str:
         scale = ("" if verdict not in DECIDED else scale_text(
-            **scale_at, zh=lang == "zh",
+            **scale_at, lang=lang,
             note=say(TEXT["c32_scale"], lang, T=n["T"], threads=data.threads)))
         weight_only = "" if wo is None else say(
             TEXT["c32_weight_only"], lang, prefill=_text(wo.prefill_speedup[str(n["T"])].ratio),
@@ -367,7 +367,7 @@ def c33(ctx: Context) -> Finding:
 
     def text(lang: str) -> str:
         scale = ("" if verdict not in DECIDED else scale_text(
-            qm.get("d_model"), qm.get("n_layers"), zh=lang == "zh",
+            qm.get("d_model"), qm.get("n_layers"), lang=lang,
             note=say(TEXT["c33_scale"], lang)))
         sens = "" if sensitivity is None else say(
             TEXT["c33_sensitivity"], lang, delta=C33_SENSITIVITY_DELTA,
