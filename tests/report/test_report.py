@@ -385,8 +385,8 @@ def test_a_tiny_report_names_what_runs_at_full_only(built, tmp_path, capsys, unr
     """`blocklab report --tiny` from the stored tiny runs: each suite's section names the arms
     no registered rule grades as run at --size full only, the claims say so where they would
     have shown them, and nothing of theirs is drawn or tabled."""
-    from blocklab.experiments.suites.position import runs as position
     from blocklab.experiments.suites.ffn import runs as ffn
+    from blocklab.experiments.suites.position import runs as position
 
     _, doc, _ = built
     out = tmp_path / "out"
