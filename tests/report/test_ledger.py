@@ -15,7 +15,6 @@ from blocklab.claims.registry import C18_FLOPS_PART, C36_IDENTITY_PART, C36_STAB
 from blocklab.experiments.suites import SUITE_MODULES
 from blocklab.report.build import decision_budget
 from blocklab.report.figures import (
-    VERDICT_COLOURS,
     decision_colour,
     experimental_rows,
     fig_forest,
@@ -33,6 +32,7 @@ from blocklab.report.html import (
     ledger_section,
     part_line,
 )
+from blocklab.report.palette import VERDICT_STYLES
 
 
 def rule(claimed=-1.5, delta=0.5, margin=0.25, test="effect", threshold=0.0, min_seeds=5,
@@ -137,7 +137,8 @@ def test_every_experimental_claim_gets_a_forest_plot(doc):
 
 
 def test_a_parts_decision_colour_is_its_chips_colour(doc):
-    for decision, (_, text, _) in VERDICT_COLOURS.items():
+    for decision, style in VERDICT_STYLES.items():
+        text = style.colour
         assert decision_colour(decision) == text
         assert f".v-{decision} {{ background: " in CSS and f"color: {text};" in CSS
     confirmed_only = {**doc, "ledger": [row("C16", "confirmed", [

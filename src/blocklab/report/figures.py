@@ -36,6 +36,7 @@ from blocklab.experiments.suites.placement.summary import PlacementData
 from blocklab.experiments.suites.position.summary import PerPosition, PositionData, Read
 from blocklab.experiments.suites.width.summary import WidthData
 from blocklab.experiments.summaries import Interval, summary_from_dict
+from blocklab.report.palette import CLAIM_SHADE, VERDICT_STYLES
 
 PART_LABELS = {"attention_proj": "attention projections", "attention_scores": "scores + values",
                "ffn": "FFN", "lm_head": "lm_head"}
@@ -1011,20 +1012,6 @@ def fig_quantize_speedup(doc: dict[str, Any]) -> bytes | None:
 
 
 # --- the ledger: forest plots of the graded parts -------------------------------------------------
-# The verdict chips' colours (background, text, border), one table for the page's CSS and the
-# plots, so a part's mark in a figure is the colour of its chip beside it.
-VERDICT_COLOURS: dict[str, tuple[str, str, str]] = {
-    "confirmed": ("#dafbe1", "#116329", "#8ddb9d"),
-    "refuted": ("#ffebe9", "#a40e26", "#ff9fa8"),
-    "conditional": ("#fff8c5", "#7d4e00", "#e8c95a"),
-    "untestable-here": ("#f1e7ff", "#6639ba", "#c8a8f5"),
-    "contradicted-at-this-scale": ("#fff1e5", "#953800", "#ffb77c"),
-    "not-reproduced-at-this-scale": ("#fff8c5", "#633c01", "#d4a72c"),
-    "inconclusive": ("#f6f8fa", "#59636e", "#afb8c1"),
-    "run": ("#ddf4ff", "#0550ae", "#80ccff"),
-    "missing-results": ("#eaeef2", "#424a53", "#c0c8d0"),
-    "error": ("#ffffff", "#a40e26", "#a40e26"),
-}
 # A second cue beside the colour: each decision its own marker (inconclusive hollow).
 DECISION_MARKERS = {"confirmed": "o", "not-reproduced-at-this-scale": "s",
                     "contradicted-at-this-scale": "D", "inconclusive": "o", "run": "^",
@@ -1032,12 +1019,12 @@ DECISION_MARKERS = {"confirmed": "o", "not-reproduced-at-this-scale": "s",
 DECISION_LABELS = {"confirmed": "confirmed", "not-reproduced-at-this-scale": "not reproduced",
                    "contradicted-at-this-scale": "contradicted", "inconclusive": "inconclusive",
                    "run": "run (nothing claimed)", "refuted": "refuted"}
-CLAIM_SHADE = "#cf222e"  # what the claim allows, as the page's claims are drawn elsewhere
 
 
 def decision_colour(decision: str) -> str:
-    """The colour a part's decision is drawn in: its verdict chip's text colour."""
-    return VERDICT_COLOURS.get(decision, VERDICT_COLOURS["inconclusive"])[1]
+    """The colour a part's decision is drawn in: its verdict's (`palette.VERDICT_STYLES`), the
+    colour of its chip beside the figure."""
+    return VERDICT_STYLES.get(decision, VERDICT_STYLES["inconclusive"]).colour
 
 
 def experimental_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:

@@ -30,8 +30,9 @@ from blocklab.claims import VERDICT_ZH
 from blocklab.claims.catalogue import SUBSECTION_CLAIMS
 from blocklab.experiments.suites import get_suite
 from blocklab.experiments.summaries import mixed_notes
-from blocklab.report.figures import VERDICT_COLOURS, Figure, forest_key, interval_of
+from blocklab.report.figures import Figure, forest_key, interval_of
 from blocklab.report.i18n import DECISION_SHORT, caption, t
+from blocklab.report.palette import VERDICT_STYLES
 
 VERDICT_EN = {"confirmed": "confirmed", "refuted": "refuted", "conditional": "conditional",
               "contradicted-at-this-scale": "contradicted at this scale",
@@ -129,9 +130,9 @@ details.more > summary { font-weight: 600; }
 footer { margin: 40px auto 30px; color: var(--muted); font-size: 0.88em;
          border-top: 1px solid var(--line); padding-top: 10px; }
 """
-# The verdict chips, coloured from the table the plots use (figures.VERDICT_COLOURS).
-CSS += "".join(f".v-{verdict} {{ background: {bg}; color: {fg}; border-color: {border}; }}\n"
-               for verdict, (bg, fg, border) in VERDICT_COLOURS.items())
+# The verdict chips, coloured from the table the plots use (palette.VERDICT_STYLES).
+CSS += "".join(f".v-{verdict} {{ background: {style.tint}; color: {style.colour}; "
+               f"border-color: {style.colour}; }}\n" for verdict, style in VERDICT_STYLES.items())
 
 
 # --- what the templates show ----------------------------------------------------------------------

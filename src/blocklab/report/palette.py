@@ -32,3 +32,7 @@ VERDICT_STYLES: dict[str, VerdictStyle] = {
     "missing-results": VerdictStyle("…", "#424a53", "#eaeef2"),
     "error": VerdictStyle("!", "#1f2328", "#ffffff"),
 }
+
+# What a page's claim allows in a figure (its region, its boundary, the size it states): a
+# neutral slate that no verdict wears, so the claim is never read as a verdict on it.
+CLAIM_SHADE = "#4a6785"
