@@ -1,0 +1,536 @@
+"""What a reader sees first: what the pages got right and wrong, in at most eight plain
+sentences with their numbers, and what to use, the numbers an engineer choosing components acts
+on, each linked to its evidence in the ledger.
+
+    found = findings(run_claims(None, ctx), "en")
+    found.sentences[1].text    # "Llama-3-8B's FFN does 70.1% of a prefill's FLOPs, not ..."
+    found.sentences[1].claims  # ("C23", "C15")
+    found.use[0]               # UseItem("FFN share of a Llama-3-8B prefill's FLOPs", "70.1%",
+                               #         "C23", "#C23")
+
+Every number is read from the ledger's results (a part's estimate, a check's evidence), never
+written here. A sentence or item whose claim has no usable result (missing results, an error)
+is left out; one whose deciding part is undecided says so. The words are plain: no test names
+or levels, which the ledger below shows for whoever wants them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from blocklab.claims.catalogue import SCALE_DEPENDENT, SUITE_OF
+from blocklab.claims.ledger import ClaimResult
+from blocklab.claims.models import PAGE_PAIRINGS
+from blocklab.claims.registry import (
+    C16_ARMS,
+    C18_FLOPS_PART,
+    C18_QUALITY_PART,
+    C18_STEP_FLOPS_PART,
+    C21_METRIC,
+    c21_rule,
+    c30_rule,
+)
+from blocklab.claims.rules import Part, Rule
+from blocklab.claims.text import ERROR, Template, say
+
+
+@dataclass(frozen=True)
+class Sentence:
+    """One finding in plain words; `claims`: the ids it cites, in the order it names them."""
+
+    text: str
+    claims: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class UseItem:
+    """One number to act on: `label` says what it measures, `value` the number (with
+    "undecided" where its part decided nothing), `anchor` the ledger row that holds its
+    evidence (the report's rows carry their claim id as element id)."""
+
+    label: str
+    value: str
+    claim: str
+    anchor: str
+
+
+@dataclass(frozen=True)
+class Findings:
+    """At most eight sentences and at most six items to use, in the order they are read."""
+
+    sentences: list[Sentence]
+    use: list[UseItem]
+
+
+TEXT: dict[str, Template] = {
+    # the claims that need no training
+    "free": ("Of the {n} claims that need no training (arithmetic, formulas, model configs), "
+             "{hold} hold and {wrong} are wrong{wrong_ids}{rest}.",
+             "{n} 条无需训练即可检验的论断（算术、公式、模型配置）中，{hold} 条成立，{wrong} 条有误"
+             "{wrong_ids}{rest}。"),
+    "free_part": ("; {k} hold only in part or under a condition{ids}",
+                  "；{k} 条只部分成立或需附加条件{ids}"),
+    "free_open": ("; {k} could not be settled here{ids}", "；{k} 条此处无法判定{ids}"),
+    "ids": (" ({ids})", "（{ids}）"),
+    "sep": (", ", "、"),
+    "clause_sep": ("; ", "；"),
+    # C23 and C15
+    "llama3_ffn": ("Llama-3-8B's FFN {clauses}.", "Llama-3-8B 的 FFN {clauses}。"),
+    "c23": ("does {share} of a prefill's FLOPs, not the page's {page} (C23)",
+            "占预填充 FLOPs 的 {share}，而非页面所说的 {page}（C23）"),
+    "c15": ("holds {share} of a layer's weights, not the {page} of the page's example, which "
+            "uses Llama-2-7B's FFN width (C15)",
+            "占每层权重的 {share}，而非页面示例的 {page}（该示例用的是 Llama-2-7B 的 FFN 宽度）（C15）"),
+    # C34
+    "c34_wrong": ("{wrong} of the {checkable} pairings of a model with a component that a "
+                  "public config or paper can check are wrong: {fixes} (C34).",
+                  "可由公开配置或论文核对的 {checkable} 条模型与组件搭配中，{wrong} 条有误：{fixes}"
+                  "（C34）。"),
+    "c34_right": ("All {checkable} pairings of a model with a component that a public config "
+                  "or paper can check hold (C34).",
+                  "可由公开配置或论文核对的 {checkable} 条模型与组件搭配全部成立（C34）。"),
+    # C16
+    "c16": ("At equal parameters ({scale}), the loss against ReLU's (lower is better) was "
+            "{arms} (C16).",
+            "同参数量下（{scale}），相对 ReLU 的损失变化（越低越好）：{arms}（C16）。"),
+    "c16_arm": ("{value} with {arm} ({word})", "{arm} {value}（{word}）"),
+    # C18
+    "c18_flops": ("RMSNorm needs {norm} fewer FLOPs than LayerNorm per norm but only {step} "
+                  "fewer per {model} training step{page}",
+                  "RMSNorm 每次归一化比 LayerNorm 少 {norm} 的 FLOPs，但 {model} 的一个训练步只少 "
+                  "{step}{page}"),
+    "c18_page": (", neither is the page's “about {claimed}”", "，都不是页面所说的“约 {claimed}”"),
+    "c18_time": ("with fused kernels a training step took {ratio} LayerNorm's time (d {d_model} "
+                 "× {n_layers} layers)",
+                 "用融合内核时一个训练步耗时为 LayerNorm 的 {ratio}（d {d_model} × {n_layers} 层）"),
+    "c18_quality": ("at {scale} the loss differed by {delta} nats ({word})",
+                    "在 {scale} 下损失与 LayerNorm 相差 {delta} nats（{word}）"),
+    "c18_end": (" (C18).", "（C18）。"),
+    # C19
+    "c19": ("At {scale}: {clauses} (C19).", "在 {scale} 下：{clauses}（C19）。"),
+    "c19_pre": ("without warmup pre-norm's loss changed by {value} nats ({word})",
+                "去掉 warmup 后 Pre-Norm 的损失变化 {value} nats（{word}）"),
+    "c19_post": ("skipping warmup cost post-norm {value} nats more than pre-norm ({word})",
+                 "去掉 warmup 时 Post-Norm 比 Pre-Norm 多损失 {value} nats（{word}）"),
+    "c19_grad": ("post-norm's first layer got {value} the gradient of its last ({word})",
+                 "Post-Norm 第一层得到的梯度是最后一层的 {value}（{word}）"),
+    # C21
+    "c21": ("On text longer than the training length ({scale}), the loss against reading it "
+            "in pieces of that length was: {clauses} (C21).",
+            "读比训练长度更长的文本时（{scale}），损失相对按训练长度分段读取的变化为：{clauses}"
+            "（C21）。"),
+    "c21_arm": ("{arm} {reads}", "{arm} {reads}"),
+    "c21_read": ("{value} at {mult}×", "{mult} 倍处 {value}"),
+    "c21_all": ("{reads} ({word} at each)", "{reads}（各处均{word}）"),
+    "c21_each": ("{reads} ({word})", "{reads}（{word}）"),
+    "and": (" and ", "、"),
+    "clause_and": ("; and ", "；"),
+    # C30
+    "c30": ("RoPE with YaRN and a {steps}-step fine-tune, read at {mult}× its training length "
+            "({scale}), changed the loss by {yarn} ({word}), against {plain} for plain RoPE "
+            "(C30).",
+            "RoPE 加 YaRN 并微调 {steps} 步后，在 {mult} 倍训练长度处（{scale}）损失变化 {yarn}"
+            "（{word}），普通 RoPE 为 {plain}（C30）。"),
+    "scale_unknown": ("the size run here", "此处运行的规模"),
+    # what to use
+    "use_c23": ("FFN share of a Llama-3-8B prefill's FLOPs", "Llama-3-8B 预填充 FLOPs 中 FFN 的占比"),
+    "use_c15": ("FFN share of a Llama-3-8B layer's weights", "Llama-3-8B 每层权重中 FFN 的占比"),
+    "use_c16": ("SwiGLU vs ReLU loss at equal parameters ({scale})",
+                "同参数量下 SwiGLU 对 ReLU 的损失变化（{scale}）"),
+    "use_c18": ("RMSNorm vs LayerNorm, time of a training step (fused kernels, d {d_model} × "
+                "{n_layers} layers)",
+                "RMSNorm 对 LayerNorm：一个训练步的耗时（融合内核，d {d_model} × {n_layers} 层）"),
+    "use_c21": ("ALiBi at {mult}× its training length, loss change ({scale})",
+                "ALiBi 在 {mult} 倍训练长度处的损失变化（{scale}）"),
+    "use_c30": ("RoPE at {mult}× its training length: YaRN + {steps}-step fine-tune vs plain, "
+                "loss change ({scale})",
+                "RoPE 在 {mult} 倍训练长度处：YaRN + 微调 {steps} 步 对 普通 RoPE 的损失变化（{scale}）"),
+    "use_vs": ("{a} vs {b}", "{a} 对 {b}"),
+    "use_undecided": ("{value} (undecided)", "{value}（尚无定论）"),
+}
+
+# What a part's verdict means in each sentence, by the statement it grades; a verdict missing
+# from a table (untestable here, no results, an error) leaves its clause out.
+UNDECIDED: Template = ("undecided", "尚无定论")
+WORDS: dict[str, dict[str, Template]] = {
+    "gain": {"confirmed": ("better, as the page says", "更好，与页面一致"),
+             "not-reproduced-at-this-scale": ("no gain at this size", "此规模下无增益"),
+             "contradicted-at-this-scale": ("worse at this size", "此规模下更差"),
+             "inconclusive": UNDECIDED},
+    "same": {"confirmed": ("the same quality, as the page says", "质量相同，与页面一致"),
+             "not-reproduced-at-this-scale": ("not the same at this size", "此规模下不相同"),
+             "inconclusive": UNDECIDED},
+    "no_warmup": {"confirmed": ("no real change, as the page says", "几乎无变化，与页面一致"),
+                  "not-reproduced-at-this-scale": ("so here it did need warmup",
+                                                   "此规模下仍需 warmup"),
+                  "inconclusive": UNDECIDED},
+    "needs_warmup": {"confirmed": ("it needs warmup more, as the page says",
+                                   "更需要 warmup，与页面一致"),
+                     "not-reproduced-at-this-scale": ("not seen at this size", "此规模下未见"),
+                     "contradicted-at-this-scale": ("the opposite at this size", "此规模下相反"),
+                     "inconclusive": UNDECIDED},
+    "vanish": {"confirmed": ("it fades, as the page says", "梯度衰减，与页面一致"),
+               "not-reproduced-at-this-scale": ("no fading at this size", "此规模下未见衰减"),
+               "inconclusive": UNDECIDED},
+    "works": {"confirmed": ("works", "可用"),
+              "not-reproduced-at-this-scale": ("does not work at this size", "此规模下不可用"),
+              "inconclusive": UNDECIDED},
+}
+
+ARM_NAMES = {"swiglu": "SwiGLU", "geglu": "GeGLU", "glu": "GLU", "alibi": "ALiBi",
+             "rope": "RoPE"}
+NO_RESULT = ("missing-results", ERROR)
+
+
+def findings(results: list[ClaimResult], lang: str) -> Findings:
+    """The findings of `results` (the ledger's, any subset) in `lang` ("en" or "zh")."""
+    by_id = {r.id: r for r in results if r.verdict not in NO_RESULT and r.error is None}
+    sentences = [s for build in SENTENCES if (s := build(by_id, lang)) is not None]
+    use = [u for build in USE if (u := build(by_id, lang)) is not None]
+    return Findings(sentences, use)
+
+
+Results = dict[str, ClaimResult]
+
+
+# --- the sentences -------------------------------------------------------------------------------
+def _scale_free(by_id: Results, lang: str) -> Sentence | None:
+    """How many of the claims that need no training hold, and which are wrong: those with no
+    suite and no dependence on scale (arithmetic, formulas, configs)."""
+    free = [r for cid, r in sorted(by_id.items())
+            if cid not in SUITE_OF and cid not in SCALE_DEPENDENT]
+    if not free:
+        return None
+    hold = [r.id for r in free if r.verdict == "confirmed"]
+    wrong = [r.id for r in free if r.verdict == "refuted"]
+    unsettled = [r.id for r in free if r.verdict in ("inconclusive", "untestable-here")]
+    partly = [r.id for r in free if r.id not in {*hold, *wrong, *unsettled}]
+    rest = "".join(say(TEXT[key], lang, k=len(ids), ids=_ids(ids, lang))
+                   for key, ids in (("free_part", partly), ("free_open", unsettled)) if ids)
+    text = say(TEXT["free"], lang, n=len(free), hold=len(hold), wrong=len(wrong),
+               wrong_ids=_ids(wrong, lang), rest=rest)
+    return Sentence(text, (*wrong, *partly, *unsettled))
+
+
+def _ffn_share(by_id: Results, lang: str) -> Sentence | None:
+    """The FFN's share of Llama-3-8B's prefill FLOPs (C23) and of a layer's weights (C15),
+    where the page's numbers are wrong."""
+    clauses, cited = [], []
+    c23, c15 = by_id.get("C23"), by_id.get("C15")
+    if c23 is not None and c23.verdict == "refuted":
+        clauses.append(say(TEXT["c23"], lang, share=_share(c23.evidence["ffn_share"]),
+                           page=_share(c23.evidence["page"]["ffn_share"], "g")))
+        cited.append("C23")
+    if c15 is not None and c15.verdict == "refuted":
+        clauses.append(say(TEXT["c15"], lang,
+                           share=_share(c15.evidence["meta_llama_3_8b"]["ffn_share"]),
+                           page=_share(c15.evidence["page_example"]["ffn_share"])))
+        cited.append("C15")
+    if not clauses:
+        return None
+    return Sentence(say(TEXT["llama3_ffn"], lang, clauses=_joined(clauses, lang, "clause_sep")),
+                    tuple(cited))
+
+
+def _configs(by_id: Results, lang: str) -> Sentence | None:
+    """The page's pairings of models with components that a config or paper contradicts (C34):
+    what holds instead, in the words of the check's pairing."""
+    c34 = by_id.get("C34")
+    if c34 is None:
+        return None
+    checkable = [p for p in c34.parts if p.verdict != "untestable-here"]
+    wrong = [p for p in checkable if p.verdict == "refuted"]
+    if not wrong:
+        return Sentence(say(TEXT["c34_right"], lang, checkable=len(checkable)), ("C34",))
+    instead = {p.text: p.if_wrong[lang == "zh"] or (p.text_zh if lang == "zh" else p.text)
+               for p in PAGE_PAIRINGS}
+    fixes = say(TEXT["clause_sep"], lang).join(instead.get(p.name, p.name) for p in wrong)
+    return Sentence(say(TEXT["c34_wrong"], lang, wrong=len(wrong), checkable=len(checkable),
+                        fixes=fixes), ("C34",))
+
+
+def _gated_ffn(by_id: Results, lang: str) -> Sentence | None:
+    """Each gated FFN's loss against ReLU's at equal parameters (C16), at the scale it ran."""
+    c16 = by_id.get("C16")
+    if c16 is None:
+        return None
+    arms = [say(TEXT["c16_arm"], lang, arm=ARM_NAMES[p.name], value=_pct(p, 2), word=word)
+            for p in c16.parts if p.name in C16_ARMS
+            and (word := _word("gain", p, lang)) is not None]
+    if not arms:
+        return None
+    return Sentence(say(TEXT["c16"], lang, scale=_scale(c16, lang), arms=_joined(arms, lang)),
+                    ("C16",))
+
+
+def _norm(by_id: Results, lang: str) -> Sentence | None:
+    """RMSNorm's FLOPs saving per norm and per training step by exact counts, and its quality
+    against LayerNorm's at the scale it trained (C18)."""
+    c18 = by_id.get("C18")
+    if c18 is None:
+        return None
+    parts = {p.name: p for p in c18.parts}
+    norm, step = parts.get(C18_FLOPS_PART), parts.get(C18_STEP_FLOPS_PART)
+    model = next((s["model"] for s in c18.evidence.get("compute", {}).get("steps", [])
+                  if not s["model"].startswith("norm-cost")), None)
+    clauses = []
+    if _valued(norm) and _valued(step) and model is not None:
+        page = ("" if "confirmed" in (norm.verdict, step.verdict) else
+                say(TEXT["c18_page"], lang, claimed=f"{norm.rule.claimed:g}%"))
+        clauses.append(say(TEXT["c18_flops"], lang, norm=_pct(norm, ".2g", sign=""),
+                           step=_pct(step, ".2g", sign=""), model=model, page=page))
+    step_time = _fused_step_time(c18)
+    if step_time is not None:
+        clauses.append(say(TEXT["c18_time"], lang, ratio=_ratio(step_time["ratio"]),
+                           **step_time["model"]))
+    quality = parts.get(C18_QUALITY_PART)
+    if _valued(quality) and (word := _word("same", quality, lang)) is not None:
+        clauses.append(say(TEXT["c18_quality"], lang, scale=_scale(c18, lang),
+                           delta=_nats(quality.estimate.value), word=word))
+    if not clauses:
+        return None
+    return Sentence(say(TEXT["clause_sep"], lang).join(clauses) + say(TEXT["c18_end"], lang),
+                    ("C18",))
+
+
+def _placement(by_id: Results, lang: str) -> Sentence | None:
+    """Pre- and post-norm with and without warmup, and post-norm's gradient with depth (C19),
+    at the scale they trained."""
+    c19 = by_id.get("C19")
+    if c19 is None:
+        return None
+    parts = {p.name: p for p in c19.parts}
+    wanted = (("pre-norm trains without warmup", "c19_pre", "no_warmup", _nats),
+              ("post-norm needs warmup", "c19_post", "needs_warmup", _nats),
+              ("post-norm gradients vanish in the lower layers", "c19_grad", "vanish",
+               _times_of_log2))
+    clauses = [say(TEXT[key], lang, value=show(p.estimate.value), word=word)
+               for name, key, words, show in wanted
+               if _valued(p := parts.get(name)) and (word := _word(words, p, lang)) is not None]
+    if not clauses:
+        return None
+    return Sentence(say(TEXT["c19"], lang, scale=_scale(c19, lang),
+                        clauses=say(TEXT["clause_sep"], lang).join(clauses)), ("C19",))
+
+
+def _extrapolation(by_id: Results, lang: str) -> Sentence | None:
+    """ALiBi's and plain RoPE's loss past the training length (C21), at the scale it trained."""
+    c21 = by_id.get("C21")
+    if c21 is None:
+        return None
+    clauses = []
+    for arm in ("alibi", "rope"):
+        reads = [(mult, p, word) for mult, p in sorted(_bands(c21, arm, "works", c21_rule).items())
+                 if (word := _word("works", p, lang)) is not None]
+        if reads:
+            clauses.append(say(TEXT["c21_arm"], lang, arm=ARM_NAMES[arm],
+                               reads=_reads(reads, lang)))
+    if not clauses:
+        return None
+    return Sentence(say(TEXT["c21"], lang, scale=_scale(c21, lang),
+                        clauses=say(TEXT["clause_sep"], lang).join(clauses)), ("C21",))
+
+
+def _rope_scaling(by_id: Results, lang: str) -> Sentence | None:
+    """RoPE with YaRN and a short fine-tune against plain RoPE at the longest read (C30)."""
+    read = _c30_longest(by_id)
+    if read is None:
+        return None
+    c30, mult, steps, yarn, plain = read
+    word = _word("works", yarn, lang)
+    if word is None:
+        return None
+    return Sentence(say(TEXT["c30"], lang, steps=steps, mult=mult, scale=_scale(c30, lang),
+                        yarn=_pct(yarn, 1), word=word, plain=_pct(plain, 1)), ("C30",))
+
+
+SENTENCES: tuple[Callable[[Results, str], Sentence | None], ...] = (
+    _scale_free, _ffn_share, _configs, _gated_ffn, _norm, _placement, _extrapolation,
+    _rope_scaling)
+
+
+# --- what to use ---------------------------------------------------------------------------------
+def _use_c23(by_id: Results, lang: str) -> UseItem | None:
+    c23 = by_id.get("C23")
+    if c23 is None:
+        return None
+    return _item("C23", say(TEXT["use_c23"], lang), _share(c23.evidence["ffn_share"]))
+
+
+def _use_c15(by_id: Results, lang: str) -> UseItem | None:
+    c15 = by_id.get("C15")
+    if c15 is None:
+        return None
+    return _item("C15", say(TEXT["use_c15"], lang),
+                 _share(c15.evidence["meta_llama_3_8b"]["ffn_share"]))
+
+
+def _use_c16(by_id: Results, lang: str) -> UseItem | None:
+    c16 = by_id.get("C16")
+    swiglu = next((p for p in c16.parts if p.name == "swiglu"), None) if c16 else None
+    if not _valued(swiglu) or _word("gain", swiglu, lang) is None:
+        return None
+    return _item("C16", say(TEXT["use_c16"], lang, scale=_scale(c16, lang)),
+                 _decided(swiglu, _pct(swiglu, 2), lang))
+
+
+def _use_c18(by_id: Results, lang: str) -> UseItem | None:
+    """The training step's time with RMSNorm over LayerNorm's, both through blocklab's fused
+    kernels (reported beside C18, not graded), at the fewest threads timed."""
+    c18 = by_id.get("C18")
+    step = _fused_step_time(c18) if c18 else None
+    if step is None:
+        return None
+    return _item("C18", say(TEXT["use_c18"], lang, **step["model"]), _ratio(step["ratio"]))
+
+
+def _use_c21(by_id: Results, lang: str) -> UseItem | None:
+    c21 = by_id.get("C21")
+    reads = _bands(c21, "alibi", "works", c21_rule) if c21 else {}
+    if not reads:
+        return None
+    mult = max(reads)
+    return _item("C21", say(TEXT["use_c21"], lang, mult=mult, scale=_scale(c21, lang)),
+                 _decided(reads[mult], _pct(reads[mult], 2), lang))
+
+
+def _use_c30(by_id: Results, lang: str) -> UseItem | None:
+    read = _c30_longest(by_id)
+    if read is None:
+        return None
+    c30, mult, steps, yarn, plain = read
+    value = say(TEXT["use_vs"], lang, a=_pct(yarn, 1), b=_pct(plain, 1))
+    return _item("C30", say(TEXT["use_c30"], lang, mult=mult, steps=steps,
+                            scale=_scale(c30, lang)),
+                 _decided(yarn, value, lang))
+
+
+USE: tuple[Callable[[Results, str], UseItem | None], ...] = (
+    _use_c23, _use_c15, _use_c16, _use_c18, _use_c21, _use_c30)
+
+
+# --- reading the results -------------------------------------------------------------------------
+# A position claim's part reads one arm at one multiple of the training length; its rule's
+# metric ends with both (`registry.c21_rule`, `c30_rule`).
+_BAND = re.compile(re.escape(C21_METRIC) + r": (?P<arm>\S+) at (?P<mult>\d+)×$")
+
+
+def _bands(result: ClaimResult, arm: str, want: str,
+           rule_of: Callable[[str, str, str], Rule]) -> dict[int, Part]:
+    """{multiple: part} of `result`'s parts that grade `arm` against `want` ("works",
+    "drops", ...) by the registered rule, each with an estimate."""
+    out = {}
+    for part in result.parts:
+        match = _BAND.match(part.rule.metric)
+        if (match and match["arm"] == arm and _valued(part)
+                and part.rule == rule_of(arm, match["mult"], want)):
+            out[int(match["mult"])] = part
+    return out
+
+
+def _c30_longest(by_id: Results) -> tuple[ClaimResult, int, int, Part, Part] | None:
+    """(C30, the longest multiple read, the fine-tune's steps, RoPE + YaRN fine-tuned there
+    graded as "works", plain RoPE there graded as "drops"), or None when C30 has neither."""
+    c30 = by_id.get("C30")
+    finetune = c30.evidence.get("finetune") if c30 else None
+    if not finetune or "yarn" not in finetune.get("arms", {}):
+        return None
+    yarn = _bands(c30, finetune["arms"]["yarn"], "works", c30_rule)
+    plain = _bands(c30, "rope", "drops", c30_rule)
+    both = sorted(set(yarn) & set(plain))
+    if not both:
+        return None
+    mult = both[-1]
+    return c30, mult, finetune["steps"], yarn[mult], plain[mult]
+
+
+def _fused_step_time(c18: ClaimResult) -> dict[str, Any] | None:
+    """The training step's time with RMSNorm over LayerNorm's, both through blocklab's fused
+    kernels (C18's evidence, reported, not graded), at the fewest threads timed."""
+    fused = [s for key, s in c18.evidence.get("step_time", {}).items()
+             if key.startswith("blocklab/")]
+    return min(fused, key=lambda s: s["threads"]) if fused else None
+
+
+def _valued(part: Part | None) -> bool:
+    return part is not None and part.estimate.value is not None
+
+
+def _word(kind: str, part: Part, lang: str) -> str | None:
+    """What `part`'s verdict says in a `kind` statement, None when it says nothing here."""
+    template = WORDS[kind].get(part.verdict)
+    return None if template is None or not _valued(part) else say(template, lang)
+
+
+def _decided(part: Part, value: str, lang: str) -> str:
+    return say(TEXT["use_undecided"], lang, value=value) if part.verdict == "inconclusive" \
+        else value
+
+
+def _reads(reads: list[tuple[int, Part, str]], lang: str) -> str:
+    """"+0.06% at 2×, +0.05% at 4× and +0.13% at 8× (all works)", or each with its word
+    where they differ."""
+    shown = [say(TEXT["c21_read"], lang, value=_pct(p, 2), mult=m) for m, p, _ in reads]
+    words = [w for _, _, w in reads]
+    if len(set(words)) == 1:
+        return say(TEXT["c21_all" if len(reads) > 1 else "c21_each"], lang,
+                   reads=_joined(shown, lang), word=words[0])
+    return _joined([say(TEXT["c21_each"], lang, reads=s, word=w)
+                    for s, w in zip(shown, words, strict=True)], lang)
+
+
+def _joined(items: list[str], lang: str, sep: str = "sep") -> str:
+    """"a, b and c" (zh: "a、b、c"); with sep="clause_sep", "a; b; and c"."""
+    if len(items) < 2:
+        return "".join(items)
+    last = TEXT["and" if sep == "sep" else "clause_and"]
+    return say(TEXT[sep], lang).join(items[:-1]) + say(last, lang) + items[-1]
+
+
+def _scale(result: ClaimResult, lang: str) -> str:
+    """The model and its training tokens, "d 64 × 2 layers, 307k tokens": the scale's text
+    (`experiments.scale.Scale.text`, whose last three items are parameters, tokens and FLOPs)
+    less its parameters and FLOPs."""
+    if result.scale is None:
+        return say(TEXT["scale_unknown"], lang)
+    sep = "，" if lang == "zh" else ", "
+    model, _params, tokens, _flops = result.scale["text_zh" if lang == "zh" else "text"].rsplit(
+        sep, 3)
+    return f"{model}{sep}{tokens}"
+
+
+def _ids(ids: list[str], lang: str) -> str:
+    return say(TEXT["ids"], lang, ids=say(TEXT["sep"], lang).join(ids)) if ids else ""
+
+
+# How numbers are shown: one format each, so a test can show the same value the same way.
+def _share(fraction: float, spec: str = ".1f") -> str:
+    """0.701 -> "70.1%"."""
+    return f"{100 * fraction:{spec}}%"
+
+
+def _pct(part: Part, digits: int | str, sign: str = "+") -> str:
+    """A part's estimate in % (its metric's unit): "+3.21%" at 2 digits, "0.0036%" at
+    ".2g" with no sign."""
+    spec = digits if isinstance(digits, str) else f".{digits}f"
+    return f"{part.estimate.value:{sign}{spec}}%"
+
+
+def _nats(value: float) -> str:
+    return f"{value:+.3f}"
+
+
+def _ratio(value: float) -> str:
+    return f"{value:.2f}×"
+
+
+def _times_of_log2(value: float) -> str:
+    """A log2 ratio as the ratio itself: -1.06 -> "0.48×"."""
+    return f"{2 ** value:.2f}×"
+
+
+def _item(claim: str, label: str, value: str) -> UseItem:
+    return UseItem(label, value, claim, f"#{claim}")
