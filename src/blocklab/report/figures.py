@@ -36,7 +36,12 @@ from blocklab.experiments.suites.placement.summary import PlacementData
 from blocklab.experiments.suites.position.summary import PerPosition, PositionData, Read
 from blocklab.experiments.suites.width.summary import WidthData
 from blocklab.experiments.summaries import Interval, summary_from_dict
-from blocklab.report.palette import CLAIM_SHADE, VERDICT_STYLES
+from blocklab.report.palette import (
+    CLAIM_SHADE,
+    SERIES_COLOURS,
+    VERDICT_STYLES,
+    arm_colour,
+)
 
 PART_LABELS = {"attention_proj": "attention projections", "attention_scores": "scores + values",
                "ffn": "FFN", "lm_head": "lm_head"}
@@ -44,6 +49,12 @@ PART_COLOURS = {"attention_proj": "#4c72b0", "attention_scores": "#dd8452", "ffn
                 "lm_head": "#8172b3"}
 DPI = 110
 MARKERS = "osD^vP*X"  # lines that coincide stay distinguishable
+# What was measured where no arm is drawn (a ladder's effects and its fit): near-black, beside
+# the page's statements and published results in CLAIM_SHADE.
+EFFECT_COLOUR = "#24292f"
+# What a claim allows, hatched in CLAIM_SHADE: apart from the grey fill of ±margin beside it.
+CLAIM_REGION = {"facecolor": "none", "edgecolor": CLAIM_SHADE, "hatch": "////", "alpha": 0.3,
+                "lw": 0}
 
 
 @dataclass(frozen=True)
@@ -162,28 +173,29 @@ def fig_ffn_variants(doc: dict[str, Any]) -> bytes | None:
     fig, axes = _new(10, 4.0, 2, 1)
     left, right = axes[0, 0], axes[0, 1]
     for i, arm in enumerate(names):
-        colour = "C1" if arms[arm].gated else "C0"
+        colour, marker = arm_colour(arm), "s" if arms[arm].gated else "o"
         seeds = [r["final_val_loss"] for r in runs if r["arm"] == arm
                  and r["final_val_loss"] is not None]
-        left.plot([i] * len(seeds), seeds, "o", color=colour, alpha=0.45, ms=5)
+        left.plot([i] * len(seeds), seeds, marker, color=colour, alpha=0.45, ms=5)
         _errorbar(left, i, arms[arm].val_loss, fmt="_", color="black", ms=18, capsize=4)
         if arm != data.baseline:
-            _errorbar(right, i, arms[arm].rel_delta_pct, fmt="o", color=colour, capsize=4)
+            _errorbar(right, i, arms[arm].rel_delta_pct, fmt=marker, color=colour, capsize=4)
     page = data.page
     for arm, gain in page.items():
         if arm in names:
             lo, hi = min(gain), max(gain)
             i = names.index(arm) + 0.3  # beside the measured point, not on it
-            right.plot([i, i], [-lo, -hi], color="red", lw=6, alpha=0.35, solid_capstyle="round")
-            right.plot([i], [-(lo + hi) / 2], "x", color="red",
+            right.plot([i, i], [-lo, -hi], color=CLAIM_SHADE, lw=6, alpha=0.35,
+                       solid_capstyle="round")
+            right.plot([i], [-(lo + hi) / 2], "x", color=CLAIM_SHADE,
                        label="page's claim (a gain, so negative)" if arm == next(iter(page))
                        else None)
     right.axhline(0, color="grey", lw=1)
     for ax in (left, right):
         ax.set_xticks(range(len(names)), names, rotation=30)
         ax.grid(True, axis="y", alpha=0.3)
-    left.plot([], [], "o", color="C0", alpha=0.6, label="plain FFN")
-    left.plot([], [], "o", color="C1", alpha=0.6, label="gated FFN")
+    left.plot([], [], "o", color="grey", alpha=0.6, label="plain FFN")
+    left.plot([], [], "s", color="grey", alpha=0.6, label="gated FFN")
     left.legend(fontsize=8)
     left.set_ylabel("final validation loss (nats/token)")
     left.set_title("seeds (dots) and mean [95% CI]", fontsize=10)
@@ -199,8 +211,9 @@ def fig_ladder(doc: dict[str, Any]) -> bytes | None:
     seeds (four to a row), its effect at each rung against training FLOPs (mean and 95% CI
     over the rung's seeds), a ring on the rung where the engine first decides it, the fitted
     line with its 95% band from the smallest to the top rung with results (a fitted line stops
-    where the data stops), the page's statement (red: its boundary, or the band of a claim of
-    no difference) and the published results at their own compute (markers). Past the top
+    where the data stops), the page's statement (its boundary, or the band of a claim of no
+    difference) and the published results at their own compute (markers), both in
+    CLAIM_SHADE. Past the top
     rung only a thin dashed segment runs from the line's end to each paper's point, labelled
     as an extrapolation, not a finding, with the line's 95% band at the paper's compute in
     its label. A panel's title says where no line fits the rung means (lack of fit at 5%) or
@@ -325,7 +338,7 @@ def _draw_ladder(doc: dict[str, Any]):
             low = e["value"] - e["ci_low"] if e["ci_low"] is not None else 0.0
             high = e["ci_high"] - e["value"] if e["ci_high"] is not None else 0.0
             ax.errorbar([rung["flops"]], [e["value"]], yerr=[[low], [high]], fmt="o",
-                        color="C0", capsize=4,
+                        color=EFFECT_COLOUR, capsize=4,
                         label="a rung's seeds: mean, 95% CI (what the fit reads)")
             ax.annotate(rung["size"], (rung["flops"], e["value"]), textcoords="offset points",
                         xytext=(5, 5), fontsize=7)
@@ -335,9 +348,11 @@ def _draw_ladder(doc: dict[str, Any]):
                     zorder=4, label=seen[2])
         for segment in _ladder_segments(doc, name):
             if segment.kind == "fit":
-                ax.plot(segment.flops, segment.y, "-", color="C0", lw=1.2, label=segment.label)
+                ax.plot(segment.flops, segment.y, "-", color=EFFECT_COLOUR, lw=1.2,
+                        label=segment.label)
                 if segment.band is not None:
-                    ax.fill_between(segment.flops, *segment.band, color="C0", alpha=0.12, lw=0)
+                    ax.fill_between(segment.flops, *segment.band, color=EFFECT_COLOUR,
+                                    alpha=0.12, lw=0)
             else:
                 (handle,) = ax.plot(segment.flops, segment.y, "--", color="grey", lw=0.8,
                                     alpha=0.5)
@@ -345,18 +360,18 @@ def _draw_ladder(doc: dict[str, Any]):
         trend = next(t for t in doc["trends"] if t["part"] == name)
         band = trend.get("band")
         if band:
-            ax.axhspan(band[0], band[1], color="red", alpha=0.1,
+            ax.axhspan(band[0], band[1], color=CLAIM_SHADE, alpha=0.1,
                        label="the page's statement (its band)")
         elif trend["boundary"] is not None:
-            ax.axhline(trend["boundary"], color="red", lw=1, alpha=0.6,
+            ax.axhline(trend["boundary"], color=CLAIM_SHADE, lw=1, alpha=0.6,
                        label="the page's statement (its boundary)")
         for j, paper in enumerate(papers):
             if name in paper["effects"]:
                 ax.plot([paper["flops"]], [paper["effects"][name]], MARKERS[(j + 6) % 8],
-                        color="C3", ms=9, label=_paper_label(paper))
+                        color=CLAIM_SHADE, ms=9, label=_paper_label(paper))
         for j, paper in enumerate(unplaced):  # no compute to place it at: on the right edge
             if name in paper["effects"]:
-                ax.plot([1.0], [paper["effects"][name]], MARKERS[(j + 3) % 8], color="C1",
+                ax.plot([1.0], [paper["effects"][name]], MARKERS[(j + 3) % 8], color=CLAIM_SHADE,
                         ms=9, transform=ax.get_yaxis_transform(), clip_on=False,
                         label=_paper_label(paper) + " (compute not given: right edge)")
         ax.axhline(0, color="grey", lw=1)
@@ -408,14 +423,13 @@ def fig_ffn_loss_curves(doc: dict[str, Any]) -> bytes | None:
     length = str(data.size["seq_len"])  # the validation curve at the trained length
     fig, axes = _new(7.5, 4.0)
     ax = axes[0, 0]
-    colours = {arm: f"C{i % 10}" for i, arm in enumerate(dict.fromkeys(r["arm"] for r in runs))}
     labelled: set[str] = set()
     for r in runs:
         curve = r["val"][length]
         label = None if r["arm"] in labelled else r["arm"]
         labelled.add(r["arm"])
         ax.plot(r["val_step"][:len(curve)], _finite(curve), "o-", ms=3, lw=1.2,
-                color=colours[r["arm"]], label=label)
+                color=arm_colour(r["arm"]), label=label)
     ax.set_xlabel("optimizer step")
     ax.set_ylabel("validation loss (nats/token)")
     ax.grid(True, alpha=0.3)
@@ -424,9 +438,9 @@ def fig_ffn_loss_curves(doc: dict[str, Any]) -> bytes | None:
 
 
 # --- width ---------------------------------------------------------------------------------------
-WIDTH_ARMS = {"ordinary": ("(a) trained at m, sliced", "C0", "o-"),
-              "nested": ("(b) nested-width training", "C1", "s-"),
-              "narrow": ("(c) trained at m/2 alone", "C2", "D")}
+WIDTH_ARMS = {"ordinary": ("(a) trained at m, sliced", "o-"),
+              "nested": ("(b) nested-width training", "s-"),
+              "narrow": ("(c) trained at m/2 alone", "D")}
 
 
 def fig_width_control(doc: dict[str, Any]) -> bytes | None:
@@ -442,7 +456,8 @@ def fig_width_control(doc: dict[str, Any]) -> bytes | None:
     for ax, key, label in ((axes[0, 0], "width", "FFN width k (first k channels kept)"),
                            (axes[0, 1], "flops_per_token",
                             "forward FLOPs per token at width k (blocklab.budget)")):
-        for j, (arm, (name, colour, style)) in enumerate(WIDTH_ARMS.items()):
+        for j, (arm, (name, style)) in enumerate(WIDTH_ARMS.items()):
+            colour = arm_colour(arm)
             xs, points = [], []
             for p in data.points:
                 if arm in p.loss and p.loss[arm].mean is not None:
@@ -500,7 +515,7 @@ def fig_norm_cost(doc: dict[str, Any]) -> bytes | None:
             high = [r.time.ci_high - r.time.ratio for r in part]
             label = f"{kind}, {rows} rows" + (f", {threads} threads" if threads != 1 else "")
             ax.errorbar(x, y, yerr=[low, high], fmt="o-", ms=3, lw=1, capsize=2,
-                        color=f"C{i % 10}", label=label)
+                        color=SERIES_COLOURS[i % len(SERIES_COLOURS)], label=label)
         ax.set_xscale("log", base=2)
         ax.set_xlabel("d (hidden size)")
         ax.set_title(title, fontsize=10)
@@ -517,7 +532,7 @@ def fig_norm_cost(doc: dict[str, Any]) -> bytes | None:
     step_ax.set_title("whole training step", fontsize=10)
     for ax in axes.flat if ratios else [step_ax]:
         ax.axhline(1.0, color="grey", lw=1)
-        ax.axhline(0.93, color="red", ls=":", lw=1, label="page: 7% less")
+        ax.axhline(0.93, color=CLAIM_SHADE, ls=":", lw=1, label="page: 7% less")
         ax.grid(True, which="major", alpha=0.3)
     for ax in axes[0, :2] if ratios else []:
         ax.set_yscale("log")  # a ratio: 0.5 and 2 are equally far from 1
@@ -528,9 +543,6 @@ def fig_norm_cost(doc: dict[str, Any]) -> bytes | None:
 
 
 # --- placement -----------------------------------------------------------------------------------
-PLACEMENT_COLOURS = {"pre": "C0", "post": "C3", "sandwich": "C2"}
-
-
 def fig_placement_training(doc: dict[str, Any]) -> bytes | None:
     _, runs = _summary(doc, "placement")
     runs = [r for r in runs if r["arm"].startswith("train/")]
@@ -550,12 +562,12 @@ def fig_placement_training(doc: dict[str, Any]) -> bytes | None:
                 continue
             label = f"{placement}, warmup {warmup}"
             ax.plot(r["step"], _finite(r["train_loss"]), styles.get(warmup, "-"), lw=1,
-                    color=PLACEMENT_COLOURS.get(placement, "C7"), alpha=0.85,
+                    color=arm_colour(placement), alpha=0.85,
                     label=None if label in seen else label)
             seen.add(label)
             if r["status"] != "ok" and r["step"]:
                 ax.plot([r["step"][-1]], [_finite(r["train_loss"])[-1]], "x", ms=8,
-                        color=PLACEMENT_COLOURS.get(placement, "C7"))
+                        color=arm_colour(placement))
         ax.set_title(f"L={depth}, each arm at its tuned lr", fontsize=10)
         ax.set_xlabel("optimizer step")
         ax.set_ylabel("training loss (nats/token)")
@@ -579,7 +591,7 @@ def fig_placement_gradients(doc: dict[str, Any]) -> bytes | None:
             if init not in by_init:
                 continue
             g = by_init[init]
-            colour = PLACEMENT_COLOURS.get(placement, "C7")
+            colour = arm_colour(placement)
             deepest = str(max(g.depths))
             per_layer = _finite(g.per_layer_grad[deepest])
             top.plot(range(1, len(per_layer) + 1), per_layer, "o-", ms=3, color=colour,
@@ -618,7 +630,7 @@ def fig_placement_deep(doc: dict[str, Any]) -> bytes | None:
             ax.set_axis_off()
             continue
         for x, a in enumerate(arms):
-            colour = PLACEMENT_COLOURS.get(a.placement, "C7")
+            colour = arm_colour(a.placement)
             step = a.ladder[1] / a.ladder[0] if len(a.ladder) > 1 else 2.0
             lrs = [a.ladder[0] * step ** k for k in a.rungs if k is not None]
             ax.plot([x] * len(lrs), lrs, "o", ms=5, alpha=0.6, color=colour)
@@ -661,17 +673,12 @@ def fig_position_extrapolation(doc: dict[str, Any]) -> bytes | None:
         return [_mean(entry.loss_at_L) if m == 1 else _mean(entry.loss_beyond_L[str(m)])
                 for m in mults]
 
-    # One colour per plain scheme in every panel; the RoPE variants take the colours left over.
-    colour = {name: f"C{i % 10}" for i, name in enumerate(base)}
-    spare = [f"C{i}" for i in range(10) if f"C{i}" != colour.get("rope")]
-    colour.update({name: spare[i % len(spare)] for i, name in enumerate(
-        a for a in scaled if a != "rope")})
     for ax, names, title in ((axes[0, 0], base, "position schemes"),
                              (axes[0, 1], scaled, "RoPE with scaling at inference")):
         for i, name in enumerate(names):
             style = "--" if "+ft" in name else "-"
             ax.plot(mults, loss_curve(name), MARKERS[i % len(MARKERS)] + style, ms=4, lw=1.3,
-                    color=colour[name], label=name)
+                    color=arm_colour(name), label=name)
         ax.set_title(title, fontsize=10)
         ax.set_xscale("log", base=2)
         ax.set_xticks(mults, [f"{m}×" for m in mults])
@@ -680,7 +687,8 @@ def fig_position_extrapolation(doc: dict[str, Any]) -> bytes | None:
         ax.legend(fontsize=6.5, ncols=2)
     if "rope" in arms:
         sliding = [math.nan if m == 1 else _mean(arms["rope"].sliding[str(m)]) for m in mults]
-        axes[0, 1].plot(mults, sliding, "k:", lw=1.5, label="rope, sliding windows of L")
+        axes[0, 1].plot(mults, sliding, ":", color=arm_colour("rope"), lw=1.5,
+                        label="rope, sliding windows of L")
         axes[0, 1].legend(fontsize=6.5, ncols=2)
     axes[0, 0].set_ylabel("loss (nats/token)")
     # Per-position loss at the longest length read, bucketed, for the plain schemes.
@@ -691,7 +699,7 @@ def fig_position_extrapolation(doc: dict[str, Any]) -> bytes | None:
         if isinstance(curve, PerPosition) and curve.loss:
             width = curve.bucket
             ax.plot([width * (j + 0.5) for j in range(len(curve.loss))],
-                    _finite(curve.loss), "-", lw=1.2, color=colour[name], label=name)
+                    _finite(curve.loss), "-", lw=1.2, color=arm_colour(name), label=name)
     if L:
         ax.axvline(L, color="grey", ls=":", lw=1, label="L (trained length)")
     ax.set_title(f"loss by position at {longest}× L", fontsize=10)
@@ -751,12 +759,12 @@ def fig_position_order(doc: dict[str, Any]) -> bytes | None:
                                    "val loss − unigram entropy (nats)")):
         means, err = _ci_bars([getattr(data.order[n], field_name) for n in names])
         ax.bar(range(len(names)), means, yerr=err, capsize=3,
-               color=["C3" if n == "none" else "C0" for n in names])
+               color=[arm_colour(n) for n in names])
         ax.axhline(0.0, color="grey", lw=1)
         ax.set_xticks(range(len(names)), names, rotation=30, ha="right", fontsize=8)
         ax.set_ylabel(label)
         ax.grid(True, axis="y", alpha=0.3)
-    axes[0, 0].set_title("order seen by each trained decoder (red: no positions)", fontsize=10)
+    axes[0, 0].set_title("order seen by each trained decoder", fontsize=10)
     axes[0, 1].set_title("context used beyond token frequencies", fontsize=10)
     return _png(fig)
 
@@ -770,21 +778,19 @@ def fig_position_scaling(doc: dict[str, Any]) -> bytes | None:
         return None
     longer = [m for m in data.mults if m > 1]
     ft = data.finetune.arms if data.finetune else {}
-    lines = [("rope", "plain RoPE", "C0", "-"), ("rope+ntk", "NTK", "C1", "-"),
-             ("rope+yarn", "YaRN", "C2", "-")]
-    named = {"none": ("plain RoPE", "C0"), "ntk": ("NTK", "C1"), "yarn": ("YaRN", "C2")}
-    lines += [(arm, f"{named.get(kind, (kind, 'C7'))[0]}, fine-tuned",
-               named.get(kind, (kind, "C7"))[1], "--") for kind, arm in ft.items()]
+    named = {"none": "plain RoPE", "ntk": "NTK", "yarn": "YaRN"}
+    lines = [("rope", "plain RoPE", "-"), ("rope+ntk", "NTK", "-"), ("rope+yarn", "YaRN", "-")]
+    lines += [(arm, f"{named.get(kind, kind)}, fine-tuned", "--") for kind, arm in ft.items()]
     fig, axes = _new(7.5, 4.2, 1, 1)
     ax = axes[0, 0]
-    for arm, label, colour, style in lines:
+    for arm, label, style in lines:
         if arm not in data.arms:
             continue
         stats = [data.arms[arm].extrapolated_vs_sliding_pct.get(str(m)) for m in longer]
         stats = [s if isinstance(s, Interval) else Interval(0) for s in stats]
         means, err = _ci_bars(stats)
         ax.errorbar(longer, means, yerr=err, fmt=style, marker="o", ms=3, capsize=3,
-                    color=colour, label=label)
+                    color=arm_colour(arm), label=label)
     from blocklab.claims.registry import COLLAPSE_PCT, WORKS_PCT
 
     ax.axhline(WORKS_PCT, color="grey", ls=":", lw=1)
@@ -809,7 +815,7 @@ def fig_position_cost(doc: dict[str, Any]) -> bytes | None:
     fig, axes = _new(7.5, 3.6, 1, 1)
     ax = axes[0, 0]
     width = 0.38
-    for i, (phase, colour) in enumerate((("train", "C0"), ("decode", "C1"))):
+    for i, (phase, colour) in enumerate(zip(("train", "decode"), SERIES_COLOURS, strict=False)):
         ratios = [getattr(data.cost.schemes[s], f"{phase}_vs_none") for s in schemes]
         means = [r.ratio for r in ratios]
         err = [[r.ratio - r.ci_low for r in ratios], [r.ci_high - r.ratio for r in ratios]]
@@ -846,11 +852,11 @@ def fig_rope_relative_error(doc: dict[str, Any]) -> bytes | None:
         for i, (dtype, pairs) in enumerate(by_dtype.items()):
             pairs = [(s, e) for s, e in pairs if s > 0]  # shift 0 is exact by construction
             ok = [(s, e) for s, e in pairs if e is not None and e > 0]
-            ax.plot([s for s, _ in ok], [e for _, e in ok], "o-", ms=4, color=f"C{i}",
+            ax.plot([s for s, _ in ok], [e for _, e in ok], "o-", ms=4, color=SERIES_COLOURS[i],
                     label=dtype)
             bad = [s for s, e in pairs if e is None]
             if bad:  # NaN/inf: drawn on the top edge
-                ax.plot(bad, [0.97] * len(bad), "x", ms=8, color=f"C{i}",
+                ax.plot(bad, [0.97] * len(bad), "x", ms=8, color=SERIES_COLOURS[i],
                         transform=ax.get_xaxis_transform(), label=f"{dtype}: NaN/inf")
         ax.set_xscale("log")
         ax.set_yscale("log")
@@ -913,8 +919,8 @@ def fig_kv_cache(doc: dict[str, Any]) -> bytes | None:
     for i, (name, rows) in enumerate(models.items()):
         contexts = [r["context"] for r in rows]
         ax.plot(contexts, [r["kv_cache_bytes"] / 2**30 for r in rows], "o-", ms=3,
-                color=f"C{i}", label=f"{name} KV cache")
-        ax.axhline(rows[0]["weights_bytes"] / 2**30, color=f"C{i}", ls=":", lw=1,
+                color=SERIES_COLOURS[i], label=f"{name} KV cache")
+        ax.axhline(rows[0]["weights_bytes"] / 2**30, color=SERIES_COLOURS[i], ls=":", lw=1,
                    label=f"{name} weights")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
@@ -943,12 +949,13 @@ def fig_scale_trend(doc: dict[str, Any]) -> bytes | None:
     left, right = axes[0, 0], axes[0, 1]
     if ffn is not None and len(ffn.trend) > 1:
         for point in ffn.trend:
-            _errorbar(left, point.params, point.rel_delta_pct, fmt="o", color="C0", capsize=4)
+            _errorbar(left, point.params, point.rel_delta_pct, fmt="o",
+                      color=arm_colour("swiglu"), capsize=4)
         left.plot([p.params for p in ffn.trend], [p.rel_delta_pct.mean for p in ffn.trend],
-                  color="C0", lw=1)
+                  color=arm_colour("swiglu"), lw=1)
         if "swiglu" in ffn.page:  # the page's gain over ReLU, %: (low, high)
             low, high = ffn.page["swiglu"]
-            left.axhspan(-high, -low, color="red", alpha=0.12,
+            left.axhspan(-high, -low, color=CLAIM_SHADE, alpha=0.12,
                          label=f"page: {low:g}–{high:g}% better")
         left.set_xscale("log")
         left.set_xlabel("parameters (ReLU model)")
@@ -960,10 +967,10 @@ def fig_scale_trend(doc: dict[str, Any]) -> bytes | None:
     if placement is not None and len({e.depth for e in placement.effects}) > 1:
         chosen = sorted(placement.effects, key=lambda e: e.depth)
         for effect in chosen:
-            _errorbar(right, effect.depth, effect.warmup_interaction, fmt="s", color="C3",
-                      capsize=4)
+            _errorbar(right, effect.depth, effect.warmup_interaction, fmt="s",
+                      color=arm_colour("post"), capsize=4)
         right.plot([e.depth for e in chosen], [e.warmup_interaction.mean for e in chosen],
-                   color="C3", lw=1)
+                   color=arm_colour("post"), lw=1)
         right.set_xlabel("depth (layers)")
         right.set_ylabel("(post cold − warm) − (pre cold − warm), nats")
         right.set_title("C19: post-norm's need for warmup by depth (tuned lrs)", fontsize=10)
@@ -993,7 +1000,7 @@ def fig_quantize_speedup(doc: dict[str, Any]) -> bytes | None:
         for i, x in enumerate(timings):
             r = x.prefill_speedup.get(seq) if phase == "prefill" else x.decode_speedup
             bound = x.prefill_bound.get(seq) if phase == "prefill" else x.decode_bound
-            colour = "C0" if x.part == "ffn" else "C1" if x.part == "attention" else "C2"
+            colour = SERIES_COLOURS[0 if x.part == "ffn" else 1 if x.part == "attention" else 2]
             if r is not None:  # geometric mean of paired ratios, Student t on log ratios
                 ax.errorbar([i], [r.ratio], yerr=[[r.ratio - r.ci_low], [r.ci_high - r.ratio]],
                             fmt="o", color=colour, capsize=4, ms=6)
@@ -1015,7 +1022,7 @@ def fig_quantize_speedup(doc: dict[str, Any]) -> bytes | None:
 # A second cue beside the colour: each decision its own marker (inconclusive hollow).
 DECISION_MARKERS = {"confirmed": "o", "not-reproduced-at-this-scale": "s",
                     "contradicted-at-this-scale": "D", "inconclusive": "o", "run": "^",
-                    "refuted": "X"}
+                    "refuted": "X", "conditional": "d", "untestable-here": "P"}
 DECISION_LABELS = {"confirmed": "confirmed", "not-reproduced-at-this-scale": "not reproduced",
                    "contradicted-at-this-scale": "contradicted", "inconclusive": "inconclusive",
                    "run": "run (nothing claimed)", "refuted": "refuted"}
@@ -1179,7 +1186,7 @@ def _part_panel(ax, part: dict[str, Any], number: int) -> None:
     claims = part["decision"] != "run"  # a finding: nothing is claimed, nothing shaded
     if claims:
         span = _claim_span(g, left, right)
-        ax.axvspan(span[0], span[1], color=CLAIM_SHADE, alpha=0.10, lw=0)
+        ax.axvspan(span[0], span[1], **CLAIM_REGION)
     if g["margin"] is not None:
         ax.axvspan(-g["margin"], g["margin"], color="#8c959f", alpha=0.22, lw=0)
     ax.axvline(0.0, color="#8c959f", lw=0.8)
@@ -1265,7 +1272,7 @@ def fig_ledger_overview(doc: dict[str, Any]) -> bytes | None:
                 low_end, high_end = ((-1.0, 1.0) if g["band"] is not None else (1.0, clip[1]))
                 if part["decision"] != "run":  # a finding claims nothing: nothing shaded
                     ax.fill_between([low_end, high_end], y - 0.42, y + 0.42,
-                                    color=CLAIM_SHADE, alpha=0.10, lw=0)
+                                    **CLAIM_REGION)
                 value, low, high = normalised(part)
                 _draw_estimate(ax, y, value, low, high, part["decision"], clip)
                 ticks.append(y)
@@ -1284,12 +1291,13 @@ def fig_ledger_overview(doc: dict[str, Any]) -> bytes | None:
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    handles = [Line2D([], [], marker=DECISION_MARKERS[d], ls="-", color=decision_colour(d),
+    drawn = {part["decision"] for r in rows for part in r["parts"]}
+    handles = [Line2D([], [], marker=DECISION_MARKERS.get(d, "o"), ls="-",
+                      color=decision_colour(d),
                       markerfacecolor="white" if d == "inconclusive" else decision_colour(d),
-                      label=DECISION_LABELS[d])
-               for d in ("confirmed", "not-reproduced-at-this-scale",
-                         "contradicted-at-this-scale", "inconclusive", "run")]
-    handles.append(Patch(color=CLAIM_SHADE, alpha=0.15, label="what the claim allows"))
+                      label=DECISION_LABELS.get(d, d.replace("-", " ")))
+               for d in VERDICT_STYLES if d in drawn]
+    handles.append(Patch(**CLAIM_REGION, label="what the claim allows"))
     fig.legend(handles=handles, loc="outside upper center", ncols=len(handles), fontsize=8)
     return _png(fig)
 
