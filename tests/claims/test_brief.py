@@ -128,6 +128,17 @@ def test_each_claim_is_one_line_with_its_verdict_and_only_numbers_it_holds(reque
         assert not _unheld(r, b.found), (r.id, _unheld(r, b.found), b.found)
 
 
+def test_a_line_fits_whichever_verdict_its_claim_gets(graded):
+    """The longest verdict word leaves room: a claim graded again may read another verdict."""
+    for r in graded:
+        for verdict in VERDICTS:
+            if verdict == "missing-results":
+                continue
+            for lang in LANGS:
+                text = line(replace(r, verdict=verdict), lang, "?")
+                assert len(text) <= LONGEST, (r.id, verdict, len(text), text)
+
+
 def test_graded_claims_show_their_numbers_and_unrun_ones_say_so(graded, unrun):
     shown = {r.id: found(r, "en") for r in graded}
     assert all(NUMBER.search(text) for text in shown.values()), shown

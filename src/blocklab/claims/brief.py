@@ -66,7 +66,7 @@ STATEMENT: dict[str, Template] = {
             "Pre-Norm 几乎不需 warmup；Post-Norm 需要 warmup，底层梯度消失"),
     "C20": ("With RoPE a score depends on positions only through m − n",
             "使用 RoPE 时分数只通过 m − n 依赖位置"),
-    "C21": ("Past L: learned fails at 2×, ALiBi works to 8×, RoPE to 4×",
+    "C21": ("Past L: learned fails at 2×, ALiBi holds to 8×, RoPE 4×",
             "超出训练长度 L：可学习位置 2 倍即失效，ALiBi 到 8 倍、RoPE 到 4 倍仍可用"),
     "C22": ("YaRN/NTK take 4K training to 128K with under 5% loss",
             "YaRN/NTK 让 4K 训练外推到 128K，损失小于 5%"),
@@ -96,7 +96,7 @@ STATEMENT: dict[str, Template] = {
             "哪些模型用哪种 FFN、位置编码与归一化位置"),
     "C35": ("The FFN's share of a layer ≈ 3·d_ff/(3·d_ff + 4·d), 2/3–3/4",
             "FFN 占每层 ≈ 3·d_ff/(3·d_ff + 4·d)，在 2/3–3/4 之间"),
-    "C36": ("Pre-norm trains 50+ layers stably: the residual passes gradient ≈ 1",
+    "C36": ("Pre-norm trains 50+ layers stably: residual gradient ≈ 1",
             "Pre-Norm 让 50 层以上稳定训练：残差路径梯度 ≈ 1"),
     "C37": ("Slicing an ordinary FFN narrower misses what nested widths give",
             "把普通 FFN 切窄，得不到嵌套宽度训练的效果"),
@@ -111,7 +111,7 @@ TEXT: dict[str, Template] = {
                "{n} 项检查中 {passed} 项通过；最大误差 {worst}"),
     "checks_failed": ("{passed} of {n} checks pass", "{n} 项检查中 {passed} 项通过"),
     "tally": ("{held} of {n} parts hold", "{n} 个部分中 {held} 个成立"),
-    "tally_open": ("{held} of {n} parts hold, {open} inconclusive",
+    "tally_open": ("{held} of {n} hold, {open} inconclusive",
                    "{n} 个部分中 {held} 个成立、{open} 个尚无定论"),
     "C01": ("{budget}; 8d/3 = {exact}, Llama's rounding {llama}",
             "{budget}；8d/3 = {exact}，Llama 取整为 {llama}"),
@@ -149,9 +149,8 @@ TEXT: dict[str, Template] = {
             "Pre-Norm 无 warmup 时损失 {est} nats；{tally}"),
     "C20": ("q·k shifted up to {shift:,} matches to {gap:.1e} (float64)",
             "位移至 {shift:,} 时 q·k 一致到 {gap:.1e}（float64）"),
-    "C21": ("{tally}; past L: learned {learned} at {lm}×, ALiBi {alibi} at {am}×, RoPE {rope} "
-            "at {rm}×",
-            "{tally}；超出 L：可学习 {lm} 倍 {learned}，ALiBi {am} 倍 {alibi}，RoPE {rm} 倍 {rope}"),
+    "C21": ("{tally}; learned {learned} at {lm}×, ALiBi {alibi} at {am}×, RoPE {rope} at {rm}×",
+            "{tally}；可学习位置 {lm} 倍 {learned}，ALiBi {am} 倍 {alibi}，RoPE {rm} 倍 {rope}"),
     "C22": ("no billion-scale model here; nearest run: RoPE scaling to {multiple}×",
             "此处无十亿级模型；最接近的测试：RoPE scaling 到 {multiple} 倍"),
     "C22_none": ("no billion-scale model here; nearest run: RoPE scaling (position suite)",
@@ -195,7 +194,7 @@ TEXT: dict[str, Template] = {
             "{formula:.1%} vs {exact:.1%}",
             "{n} 个模型中 {held} 个的公式值相差 {tol:g} 个百分点以内；最差 {model} "
             "{formula:.1%} 对 {exact:.1%}"),
-    "C36": ("pre-norm blocks ‖J − I‖ {est} at initialisation; {tally}",
+    "C36": ("pre-norm blocks ‖J − I‖ {est} at init; {tally}",
             "初始化时 Pre-Norm 块 ‖J − I‖ {est}；{tally}"),
     "C37": ("sliced to m/2 {sliced} vs nested; nested at full m {full}",
             "切到 m/2 比嵌套训练 {sliced}；嵌套训练在完整 m 上 {full}"),
@@ -521,7 +520,7 @@ def _c30(r: ClaimResult, lang: str) -> str:
     (ym, yp), (pm, pp) = yarn[-1], plain[-1]
     steps = yp.name.split("after a ", 1)[1].split("-step", 1)[0]
     return say(TEXT["C30"], lang, steps=steps, yarn=_est(yp, "%"), ym=ym,
-               plain=_est(pp, "%"), pm=pm)
+               plain=_value(pp, "%"), pm=pm)
 
 
 def _c31(r: ClaimResult, lang: str) -> str:
@@ -577,7 +576,7 @@ def _c37(r: ClaimResult, lang: str) -> str:
     full = _part(r, "nested training costs little at the full width m")
     if sliced is None or full is None:
         return _tally(r, lang)
-    return say(TEXT["C37"], lang, sliced=_est(sliced, "%"), full=_est(full, "%"))
+    return say(TEXT["C37"], lang, sliced=_est(sliced, "%"), full=_value(full, "%"))
 
 
 FOUND: dict[str, Callable[[ClaimResult, str], str]] = {
