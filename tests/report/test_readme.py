@@ -1,12 +1,17 @@
-"""The README's verdict table is generated, and its analytic verdicts are today's."""
+"""The README's verdict table is generated, one line per claim, and its analytic verdicts are
+today's."""
 
 import re
+import statistics
 from pathlib import Path
 
 import pytest
 
-from blocklab.claims import run_claims
-from blocklab.report.readme import END, START, update_readme, verdict_table
+from blocklab.claims import Context, run_claims
+from blocklab.claims.brief import brief, verdict_word
+from blocklab.experiments.options import RunRequest
+from blocklab.report.palette import VERDICT_STYLES
+from blocklab.report.readme import END, LINK, START, update_readme, verdict_table
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 # Verdicts computed live, independent of stored suite results.
@@ -14,13 +19,50 @@ ANALYTIC = ["C01", "C02", "C03", "C04", "C05", "C06", "C07", "C08", "C09", "C10"
             "C15", "C17", "C20", "C22", "C23", "C24", "C25", "C26", "C27", "C28", "C34", "C35"]
 
 
+# A table row: its id (bare or linked) and its verdict cell.
+ROW = re.compile(r"^\| \[?(C\d\d)\]?(?:\([^)]*\))? \| ([^|]+) \|", flags=re.M)
+SYMBOLS = "".join(style.symbol for style in VERDICT_STYLES.values())
+
+
+def _verdict_cell(cell: str) -> str:
+    """A verdict cell's word with spaces: '✓ confirmed' and '**confirmed**' read 'confirmed'."""
+    return cell.strip("* ").lstrip(SYMBOLS).strip().replace("-", " ")
+
+
 def test_readme_verdicts_match_the_live_ledger(tmp_path):
     text = README.read_text(encoding="utf-8")
     block = text.split(START, 1)[1].split(END, 1)[0]
-    shown = dict(re.findall(r"^\| (C\d\d) \| \*\*([a-z-]+)\*\* \|", block, flags=re.M))
+    shown = {cid: _verdict_cell(cell) for cid, cell in ROW.findall(block)}
     assert len(shown) == 37
-    live = {r.id: r.verdict for r in run_claims(ANALYTIC)}
+    live = {r.id: verdict_word(r.verdict, "en") for r in run_claims(ANALYTIC)}
     assert {k: shown[k] for k in ANALYTIC} == live
+
+
+def _visible(row: str) -> str:
+    """A table row as a reader sees it: links as their text, no escapes, no outer bars."""
+    return re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", row).replace("\\|", "|").strip("| ")
+
+
+@pytest.fixture(scope="module")
+def every_claim(tmp_path_factory):
+    """Every claim with no suite results stored: the analytic ones graded live, the others
+    missing-results."""
+    return run_claims(None, Context(RunRequest(tmp_path_factory.mktemp("none"), "quick")))
+
+
+def test_each_claim_is_one_short_row_linked_to_its_section(every_claim):
+    table = verdict_table(every_claim).splitlines()
+    assert table[0] == "| id | verdict | the page says | what we found |"
+    rows = table[2:]
+    assert len(rows) == len(every_claim) == 37
+    for r, row in zip(every_claim, rows, strict=True):
+        b = brief(r, "en", VERDICT_STYLES[r.verdict].symbol)
+        assert row.startswith(f"| [{r.id}]({LINK.format(id=r.id)}) | {b.symbol} {b.word} | ")
+        assert row.count(" | ") == 3 and b.statement in row and b.found in row
+        assert len(_visible(row)) <= 200, (r.id, len(_visible(row)))
+        assert r.summary not in row  # the long text stays in the report
+    lengths = [len(_visible(row)) for row in rows]
+    assert statistics.median(lengths) <= 160
 
 
 def test_update_readme_replaces_only_the_block(tmp_path):
@@ -111,7 +153,8 @@ def test_allow_missing_writes_the_missing_rows_and_says_so(tmp_path, capsys, fas
     path = _readme(tmp_path)
     assert main([str(path), "--results", str(tmp_path), "--allow-missing"]) == 0
     text = path.read_text(encoding="utf-8")
-    assert "| C16 | **missing-results** |" in text and "| C02 | **confirmed** |" in text
+    assert f"| [C16]({LINK.format(id='C16')}) | … missing results |" in text
+    assert f"| [C02]({LINK.format(id='C02')}) | ✓ confirmed |" in text
     assert f"--size quick --results {tmp_path} --allow-missing`" in text
     assert "smoke test" not in text and capsys.readouterr().err == ""
 
