@@ -1,6 +1,7 @@
 """Each claim in one line: its verdict, the page's statement in brief, and the number found.
 
-    ✓ confirmed · SwiGLU beats ReLU by 1–2% (GeGLU 1%, GLU 0.5%) · loss vs ReLU: SwiGLU −1.85% …
+    C16 ? inconclusive · SwiGLU beats ReLU by 1–2% (GeGLU 1%, GLU 0.5%) · loss vs ReLU:
+        SwiGLU +0.0072% [−1.12, +1.13]; GeGLU +0.195%, GLU +1.65%
 
 `STATEMENT` holds the page's statement in brief, (English, Chinese), per claim; `FOUND` one
 function per claim that reads its `ClaimResult` and returns the number found as one short
