@@ -1,13 +1,21 @@
 """Which command a report figure names (`blocklab.report.figures.figure_command`): the suite's
 for a figure a suite draws beside its tables, its own for any other. The ladder figure
 (`fig_ladder`) on C16's ladder read from graded rungs: its fitted line stops at the top rung,
-the rung that first decides a part is ringed, and its titles say where no line fits."""
+the rung that first decides a part is ringed, and its titles say where no line fits. A
+figure says only what it draws: a forest plot's rows name their units, no panel is empty, and
+the RoPE error figure draws the dtypes its data holds."""
 
+import copy
 import math
 
 import pytest
+from matplotlib.collections import Collection
+from matplotlib.image import AxesImage
+from matplotlib.patches import Rectangle
 
+from blocklab.experiments.options import RunRequest
 from blocklab.experiments.suites import SUITE_MODULES, get_suite
+from blocklab.report import figures
 from blocklab.report.figures import FIGURES, figure_command
 
 
@@ -207,3 +215,111 @@ def test_a_fit_stored_per_seed_draws_its_line_but_no_band_and_no_extrapolation(m
     assert max(segment.flops) == pytest.approx(QUICK_FLOPS * 8)
     assert _signed(-11.2, -40.1, 18.3) == "−11 [−40, +18]"
     assert _signed(0.0123, -0.03, 0.054) == "+0.012 [−0.030, +0.054]"
+
+
+# A figure says only what it draws.
+
+def _drawn_figure(monkeypatch, draw, *args):
+    """The matplotlib figure `draw(*args)` rasterizes (None when it draws nothing)."""
+    found = []
+    monkeypatch.setattr(figures, "_png", lambda fig: found.append(fig) or b"png")
+    return found[0] if draw(*args) is not None else None
+
+
+def _forest_part(name: str, metric: str) -> dict:
+    return {"name": name, "decision": "inconclusive", "looks": [{}],
+            "rule": {"metric": metric, "claimed": 1.0, "smallest_effect": 0.5, "margin": 0.1,
+                     "threshold": 0.0, "test": "effect"},
+            "estimate": {"value": 0.3, "ci_low": -0.2, "ci_high": 0.8, "n": 8}}
+
+
+def test_a_forest_plots_rows_name_their_units_and_its_title_only_a_shared_one(monkeypatch):
+    metrics = {"trains without warmup": "val loss without − with warmup, nats",
+               "stable without warmup": "log2(largest stable peak lr) without − with, doublings",
+               "gradients vanish": "log2(‖∇ first layer‖ / ‖∇ last layer‖) of post-norm",
+               "prefill share": "100·FFN FLOPs / the whole prefill's, %",
+               "speeds prefill": "100·ln(prefill speed-up), log-percent (+9.53 = ×1.10)",
+               "adds no parameters": "parameters RoPE adds (exact)"}
+    row = {"id": "C19", "command": "blocklab suite placement", "figure": None,
+           "parts": [_forest_part(name, metric) for name, metric in metrics.items()]}
+    fig = _drawn_figure(monkeypatch, figures.fig_forest, {"ledger": [row]}, "C19")
+    assert fig._suptitle.get_text() == "C19"  # no unit holds for every row
+    labels = [ax.get_yticklabels()[0].get_text() for ax in fig.axes[:len(metrics)]]
+    assert labels == ["1. trains without warmup (nats)", "2. stable without warmup (doublings)",
+                      "3. gradients vanish (log2 ratio)", "4. prefill share (%)",
+                      "5. speeds prefill (log-%)", "6. adds no parameters"]
+    row["parts"] = row["parts"][3:4] * 2
+    fig = _drawn_figure(monkeypatch, figures.fig_forest, {"ledger": [row]}, "C19")
+    assert fig._suptitle.get_text() == "C19 (unit: %)"
+
+
+@pytest.fixture(scope="module")
+def tiny_doc(tiny_runs):
+    """The report document of every suite's stored results at --size tiny."""
+    from blocklab.report.build import collect
+
+    return collect(RunRequest(tiny_runs, "tiny"))
+
+
+def _has_data(ax) -> bool:
+    return (any(line.get_transform() == ax.transData and len(line.get_xdata())
+                for line in ax.get_lines())
+            or any(isinstance(c, Collection) and len(c.get_paths()) for c in ax.collections)
+            or any(isinstance(p, Rectangle) and p.get_transform() == ax.transData
+                   for p in ax.patches)
+            or any(isinstance(i, AxesImage) for i in ax.images))
+
+
+def test_no_figure_draws_an_empty_panel(monkeypatch, tiny_doc):
+    """Every panel of every figure of the tiny report draws data or says in words why it
+    has none (a twin axis drawn over a panel is part of it)."""
+    found = []
+    monkeypatch.setattr(figures, "_png", lambda fig: found.append(fig) or b"png")
+    made = figures.make_figures(tiny_doc)
+    assert {key: f.error for key, f in made.items() if f.error} == {}
+    for key, fig in zip(made, found, strict=True):
+        for ax in fig.axes:
+            if not ax.get_visible():
+                continue
+            panel = [a for a in fig.axes if a.get_position().bounds == ax.get_position().bounds]
+            assert any(_has_data(a) or a.texts for a in panel), (key, ax.get_title())
+    # at --size tiny no kernel is timed: the norm-cost figure is the training step's panel
+    # alone, which says where the per-kernel timings run
+    [step] = _drawn_figure(monkeypatch, figures.fig_norm_cost, tiny_doc).axes
+    assert step.get_title() == ("whole training step\n(per-kernel timings: run at --size "
+                                "full only)")
+
+
+def test_the_norm_cost_figure_draws_kernel_panels_where_kernels_were_timed(monkeypatch,
+                                                                         tiny_doc):
+    doc = copy.deepcopy(tiny_doc)
+    time = {"ratio": 0.9, "ci_low": 0.85, "ci_high": 0.95, "repeats": 5}
+    doc["suites"]["norm-cost"]["summary"]["data"]["ratios"] = [
+        {"d": d, "rows": 64, "threads": 1, "impl": "rmsnorm:lean",
+         "layernorm_impl": "layernorm:torch", "pass_name": pass_name, "time": time}
+        for d in (256, 1024) for pass_name in ("fwd", "fwdbwd")]
+    fig = _drawn_figure(monkeypatch, figures.fig_norm_cost, doc)
+    assert [ax.get_title() for ax in fig.axes] == ["forward (no grad)", "forward + backward",
+                                                   "whole training step"]
+    assert all(_has_data(ax) for ax in fig.axes)
+
+
+def test_the_rope_error_figure_draws_the_dtypes_its_data_holds(monkeypatch, tiny_doc):
+    def dtypes(doc) -> list[list[str]]:
+        fig = _drawn_figure(monkeypatch, figures.fig_rope_relative_error, doc)
+        return [[line.get_label() for line in ax.get_lines()] for ax in fig.axes]
+
+    doc = copy.deepcopy(tiny_doc)
+    data = doc["suites"]["position"]["summary"]["data"]
+    data["relative_error"] = data["relative_error_blocklab"] = {}  # run at --size full only
+    fig = _drawn_figure(monkeypatch, figures.fig_rope_relative_error, doc)
+    assert dtypes(doc) == [["float64"]]
+    assert "float64 only" in fig.axes[0].texts[0].get_text()
+    data["relative_error"] = {"float32": [[1, 1e-7], [100, 1e-5]],
+                              "bfloat16": [[1, 1e-2], [100, None]]}
+    data["relative_error_blocklab"] = {"bfloat16": [[1, 1e-3], [100, 1e-3]]}
+    assert dtypes(doc) == [["float32", "bfloat16", "bfloat16: NaN/inf"], ["bfloat16"]]
+    fig = _drawn_figure(monkeypatch, figures.fig_rope_relative_error, doc)
+    assert not fig.axes[0].texts
+    # a dtype wears one colour in both panels
+    assert fig.axes[0].get_lines()[1].get_color() == fig.axes[1].get_lines()[0].get_color()

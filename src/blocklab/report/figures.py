@@ -113,6 +113,13 @@ def _sparse_minor_labels(axis, limits) -> None:
     axis.set_minor_formatter(FuncFormatter(label))
 
 
+def _say_empty(ax, why: str) -> None:
+    """A panel with nothing to draw says why in its middle, in place of its axes."""
+    ax.set_axis_off()
+    ax.text(0.5, 0.5, why, ha="center", va="center", fontsize=9, color="grey", wrap=True,
+            transform=ax.transAxes)
+
+
 def _finite(values) -> list[float]:
     return [math.nan if v is None or not math.isfinite(float(v)) else float(v) for v in values]
 
@@ -488,21 +495,21 @@ def fig_width_control(doc: dict[str, Any]) -> bytes | None:
 
 # --- norm cost -----------------------------------------------------------------------------------
 def fig_norm_cost(doc: dict[str, Any]) -> bytes | None:
+    """RMSNorm's time over LayerNorm's: per hidden size d for each kernel series, forward and
+    forward + backward (two panels, where per-kernel timings were run: at --size full), and a
+    whole training step (a panel where it was timed). No panel is drawn empty: without kernel
+    timings the step's panel says where they run."""
     data: NormCostData | None
     data, _ = _summary(doc, "norm-cost")
     if data is None or (not data.ratios and not data.step_time):
         return None
     ratios, steps = data.ratios, data.step_time
-    fig, axes = _new(11, 3.9, 3, 1)
+    kernels = [("fwd", "forward (no grad)"), ("fwdbwd", "forward + backward")] if ratios else []
+    count = len(kernels) + bool(steps)
+    fig, axes = _new(max(3.7 * count, 4.6), 3.9, count, 1)
+    panels = list(axes[0])
     series = list(dict.fromkeys((r.impl.split(":")[-1], r.rows, r.threads) for r in ratios))
-    for ax, pass_name, title in ((axes[0, 0], "fwd", "forward (no grad)"),
-                                 (axes[0, 1], "fwdbwd", "forward + backward")):
-        if not ratios:  # a size that plans only the graded runs times no kernels
-            ax.set_axis_off()
-            ax.text(0.5, 0.5, f"{title}:\nper-kernel timings run\n{AT_FULL}",
-                    ha="center", va="center", fontsize=10, color="grey",
-                    transform=ax.transAxes)
-            continue
+    for ax, (pass_name, title) in zip(panels, kernels, strict=False):
         for i, (kind, rows, threads) in enumerate(series):
             part = sorted((r for r in ratios if r.pass_name == pass_name and (
                 r.impl.split(":")[-1], r.rows, r.threads) == (kind, rows, threads)),
@@ -517,28 +524,29 @@ def fig_norm_cost(doc: dict[str, Any]) -> bytes | None:
             ax.errorbar(x, y, yerr=[low, high], fmt="o-", ms=3, lw=1, capsize=2,
                         color=SERIES_COLOURS[i % len(SERIES_COLOURS)], label=label)
         ax.set_xscale("log", base=2)
+        ax.set_yscale("log")  # a ratio: 0.5 and 2 are equally far from 1
+        _plain_log_ticks(ax.yaxis)
         ax.set_xlabel("d (hidden size)")
         ax.set_title(title, fontsize=10)
-    step_ax = axes[0, 2]
-    keys = sorted(steps, key=lambda k: (steps[k].threads, steps[k].path))
-    for i, key in enumerate(keys):
-        ratio = steps[key].time
-        step_ax.errorbar([i], [ratio.ratio], yerr=[[ratio.ratio - ratio.ci_low],
-                                                   [ratio.ci_high - ratio.ratio]],
-                         fmt="s", color="black", capsize=4)
-    step_ax.set_xticks(range(len(steps)), [f"{steps[k].path}\n{steps[k].threads} thread(s)"
-                                           for k in keys], fontsize=8)
-    step_ax.set_xlim(-0.8, max(len(steps) - 0.2, 0.8))
-    step_ax.set_title("whole training step", fontsize=10)
-    for ax in axes.flat if ratios else [step_ax]:
+    if steps:
+        step_ax = panels[-1]
+        keys = sorted(steps, key=lambda k: (steps[k].threads, steps[k].path))
+        for i, key in enumerate(keys):
+            ratio = steps[key].time
+            step_ax.errorbar([i], [ratio.ratio], yerr=[[ratio.ratio - ratio.ci_low],
+                                                       [ratio.ci_high - ratio.ratio]],
+                             fmt="s", color="black", capsize=4)
+        step_ax.set_xticks(range(len(steps)), [f"{steps[k].path}\n{steps[k].threads} "
+                                               "thread(s)" for k in keys], fontsize=8)
+        step_ax.set_xlim(-0.8, max(len(steps) - 0.2, 0.8))
+        step_ax.set_title("whole training step" + (
+            "" if ratios else f"\n(per-kernel timings: run {AT_FULL})"), fontsize=10)
+    for ax in panels:
         ax.axhline(1.0, color="grey", lw=1)
         ax.axhline(0.93, color=CLAIM_SHADE, ls=":", lw=1, label="page: 7% less")
         ax.grid(True, which="major", alpha=0.3)
-    for ax in axes[0, :2] if ratios else []:
-        ax.set_yscale("log")  # a ratio: 0.5 and 2 are equally far from 1
-        _plain_log_ticks(ax.yaxis)
-    axes[0, 0 if ratios else 2].set_ylabel("time ratio RMSNorm / LayerNorm")
-    axes[0, 0 if ratios else 2].legend(fontsize=7)
+    panels[0].set_ylabel("time ratio RMSNorm / LayerNorm")
+    panels[0].legend(fontsize=7)
     return _png(fig)
 
 
@@ -627,7 +635,8 @@ def fig_placement_deep(doc: dict[str, Any]) -> bytes | None:
     for ax, grid in zip((axes[0, 0], axes[0, 1]), ("sweep", "deep"), strict=True):
         arms = [a for a in data.stability if a.grid == grid]
         if not arms:
-            ax.set_axis_off()
+            _say_empty(ax, f"no {'deep stack' if grid == 'deep' else 'training-depth'} "
+                           "stability runs stored")
             continue
         for x, a in enumerate(arms):
             colour = arm_colour(a.placement)
@@ -675,6 +684,9 @@ def fig_position_extrapolation(doc: dict[str, Any]) -> bytes | None:
 
     for ax, names, title in ((axes[0, 0], base, "position schemes"),
                              (axes[0, 1], scaled, "RoPE with scaling at inference")):
+        if not names:
+            _say_empty(ax, f"{title}: none stored")
+            continue
         for i, name in enumerate(names):
             style = "--" if "+ft" in name else "-"
             ax.plot(mults, loss_curve(name), MARKERS[i % len(MARKERS)] + style, ms=4, lw=1.3,
@@ -694,12 +706,16 @@ def fig_position_extrapolation(doc: dict[str, Any]) -> bytes | None:
     # Per-position loss at the longest length read, bucketed, for the plain schemes.
     ax = axes[0, 2]
     longest = str(max(mults))
-    for name in base:
-        curve = arms[name].per_position.get(longest)  # a str or None: no curve there
-        if isinstance(curve, PerPosition) and curve.loss:
-            width = curve.bucket
-            ax.plot([width * (j + 0.5) for j in range(len(curve.loss))],
-                    _finite(curve.loss), "-", lw=1.2, color=arm_colour(name), label=name)
+    curves = {name: arms[name].per_position.get(longest) for name in base}  # a str or None:
+    curves = {name: c for name, c in curves.items()  # no curve there
+              if isinstance(c, PerPosition) and c.loss}
+    if not curves:
+        _say_empty(ax, f"no per-position loss stored at {longest}× L")
+        return _png(fig)
+    for name, curve in curves.items():
+        width = curve.bucket
+        ax.plot([width * (j + 0.5) for j in range(len(curve.loss))],
+                _finite(curve.loss), "-", lw=1.2, color=arm_colour(name), label=name)
     if L:
         ax.axvline(L, color="grey", ls=":", lw=1, label="L (trained length)")
     ax.set_title(f"loss by position at {longest}× L", fontsize=10)
@@ -837,6 +853,11 @@ def _number(value: Any) -> float:
 
 
 def fig_rope_relative_error(doc: dict[str, Any]) -> bytes | None:
+    """RoPE's relative-position error against the shift, one line per dtype the data holds
+    (each dtype one colour in both panels): the position suite's relative-error run (its
+    dtypes, naive and through blocklab's numerics), else, where that run is not stored (it
+    runs at --size full only), the float64 reference of `blocklab verify` alone, which the
+    panel says."""
     data: PositionData | None
     data, _ = _summary(doc, "position")
     pipelines = {} if data is None else {name: by_dtype for name, by_dtype in (
@@ -847,16 +868,18 @@ def fig_rope_relative_error(doc: dict[str, Any]) -> bytes | None:
         if not float64:
             return None
         pipelines = {"float64 reference": {"float64": [[int(s), g] for s, g in float64.items()]}}
+    dtypes = list(dict.fromkeys(dtype for by_dtype in pipelines.values() for dtype in by_dtype))
     fig, axes = _new(5 * len(pipelines), 3.9, len(pipelines), 1)
     for ax, (title, by_dtype) in zip(axes.flat, pipelines.items(), strict=True):
-        for i, (dtype, pairs) in enumerate(by_dtype.items()):
+        for dtype, pairs in by_dtype.items():
+            colour = SERIES_COLOURS[dtypes.index(dtype) % len(SERIES_COLOURS)]
             pairs = [(s, e) for s, e in pairs if s > 0]  # shift 0 is exact by construction
             ok = [(s, e) for s, e in pairs if e is not None and e > 0]
-            ax.plot([s for s, _ in ok], [e for _, e in ok], "o-", ms=4, color=SERIES_COLOURS[i],
+            ax.plot([s for s, _ in ok], [e for _, e in ok], "o-", ms=4, color=colour,
                     label=dtype)
             bad = [s for s, e in pairs if e is None]
             if bad:  # NaN/inf: drawn on the top edge
-                ax.plot(bad, [0.97] * len(bad), "x", ms=8, color=SERIES_COLOURS[i],
+                ax.plot(bad, [0.97] * len(bad), "x", ms=8, color=colour,
                         transform=ax.get_xaxis_transform(), label=f"{dtype}: NaN/inf")
         ax.set_xscale("log")
         ax.set_yscale("log")
@@ -865,6 +888,10 @@ def fig_rope_relative_error(doc: dict[str, Any]) -> bytes | None:
         ax.set_title(title, fontsize=10)
         ax.grid(True, which="major", alpha=0.3)
         ax.legend(fontsize=7)
+    if dtypes == ["float64"]:
+        axes[0, 0].text(0.97, 0.05, "float64 only: the other dtypes are the position\n"
+                        f"suite's relative-error run, {AT_FULL}", transform=axes[0, 0].transAxes,
+                        ha="right", va="bottom", fontsize=7, color="grey")
     return _png(fig)
 
 
@@ -963,7 +990,7 @@ def fig_scale_trend(doc: dict[str, Any]) -> bytes | None:
         left.set_title("C16: SwiGLU vs ReLU by model size", fontsize=10)
         left.legend(fontsize=7)
     else:
-        left.set_axis_off()
+        _say_empty(left, "C16 by model size:\nfewer than two model sizes stored")
     if placement is not None and len({e.depth for e in placement.effects}) > 1:
         chosen = sorted(placement.effects, key=lambda e: e.depth)
         for effect in chosen:
@@ -975,7 +1002,7 @@ def fig_scale_trend(doc: dict[str, Any]) -> bytes | None:
         right.set_ylabel("(post cold − warm) − (pre cold − warm), nats")
         right.set_title("C19: post-norm's need for warmup by depth (tuned lrs)", fontsize=10)
     else:
-        right.set_axis_off()
+        _say_empty(right, "C19 by depth:\nfewer than two depths stored")
     for ax in (left, right):
         ax.axhline(0.0, color="grey", lw=1)
         ax.grid(True, alpha=0.3)
@@ -1165,7 +1192,7 @@ def _claim_span(g: dict[str, Any], left: float, right: float) -> tuple[float, fl
 
 def _part_panel(ax, part: dict[str, Any], number: int) -> None:
     """One part on its own axis, in its metric's units, labelled with its number in the claim
-    (the ledger's line of words for it has the same number) and its name."""
+    (the ledger's line of words for it has the same number), its name and its unit."""
     g = part_geometry(part["rule"])
     e = part["estimate"]
     points = [0.0, g["claimed"]]
@@ -1202,7 +1229,10 @@ def _part_panel(ax, part: dict[str, Any], number: int) -> None:
                 transform=ax.transAxes, ha="center", va="center", fontsize=7, color="#59636e")
     ax.set_xlim(left, right)
     ax.set_ylim(-0.6, 0.6)
-    ax.set_yticks([0], [f"{number}. {_short_name(part['name'], 54)}"], fontsize=7)
+    unit = _unit(part["rule"]["metric"])
+    unit = f" ({unit})" if unit else ""
+    ax.set_yticks([0], [f"{number}. {_short_name(part['name'], 54 - len(unit))}{unit}"],
+                  fontsize=7)
     ax.tick_params(axis="x", labelsize=7, pad=1, length=2)
     ax.tick_params(axis="y", length=0)
     right_ax = ax.twinx()
@@ -1215,22 +1245,25 @@ def _part_panel(ax, part: dict[str, Any], number: int) -> None:
     right_ax.spines["bottom"].set_visible(False)
 
 
+# (word in a rule's metric, the unit it names), the first found deciding: "log2(stable lr),
+# doublings" is in doublings, "100·ln(speed-up), log-percent" in log-%, not %.
+METRIC_UNITS = (("log-percent", "log-%"), ("doublings", "doublings"), ("nats", "nats"),
+                ("log2(", "log2 ratio"), ("%", "%"))
+
+
 def _unit(metric: str) -> str:
-    """The unit a rule's metric is stated in, for an axis label ('%', 'nats', or '')."""
-    if "%" in metric:
-        return "%"
-    if "nats" in metric:
-        return "nats"
-    return ""
+    """The unit a rule's metric is stated in ('%', 'nats', 'doublings', ...; '' where the
+    metric names none, as a count or a distance)."""
+    return next((unit for word, unit in METRIC_UNITS if word in metric), "")
 
 
 def fig_forest(doc: dict[str, Any], claim_id: str) -> bytes | None:
-    """A claim's parts, one row each in its own metric's units: the estimate with the interval
-    its decision read (at its level: coverage on the right) in the colour (and marker) of its
-    decision; shaded red, what the claim allows
-    (beyond the boundary, or the band); dashed, the boundary (δ, or the stated bound); dotted,
-    δ on the opposite side; ×, the claimed size; grey, ±margin of no effect. n and looks on the
-    right. Read from the document's ledger alone."""
+    """A claim's parts, one row each in its own metric's units (named in its label; the title
+    names a unit only where every row shares it): the estimate with the interval its decision
+    read (at its level: coverage on the right) in the colour (and marker) of its decision;
+    hatched, what the claim allows (beyond the boundary, or the band); dashed, the boundary
+    (δ, or the stated bound); dotted, δ on the opposite side; ×, the claimed size; grey,
+    ±margin of no effect. n and looks on the right. Read from the document's ledger alone."""
     row = next((r for r in experimental_rows(doc) if r["id"] == claim_id), None)
     if row is None:
         return None
@@ -1238,8 +1271,9 @@ def fig_forest(doc: dict[str, Any], claim_id: str) -> bytes | None:
     fig, axes = _new(6.2, 0.5 * len(parts) + 0.55, 1, len(parts))
     for number, (ax, part) in enumerate(zip(axes[:, 0], parts, strict=True), start=1):
         _part_panel(ax, part, number)
-    units = sorted({_unit(p["rule"]["metric"]) for p in parts} - {""})
-    title = f"{claim_id}" + (f" (units: {', '.join(units)})" if units else "")
+    units = {_unit(p["rule"]["metric"]) for p in parts}
+    shared = units.pop() if len(units) == 1 else ""
+    title = claim_id + (f" (unit: {shared})" if shared else "")
     fig.suptitle(title, fontsize=8, x=0.01, ha="left")
     return _png(fig)
 
