@@ -17,6 +17,7 @@ from blocklab.reference import (
     scale_invariance_gap,
     shift_scale_table,
 )
+from blocklab.reference.norms import ROUNDING_TOL, equality_tolerance
 
 SQRT5 = math.sqrt(5.0)
 STAT_KEYS = {"mean", "square_mean", "variance", "rmsnorm", "layernorm", "jacobian"}
@@ -288,8 +289,10 @@ def test_table_at_zero_eps():
     rows = shift_scale_table([1.0, 3.0, -2.0], eps=0.0)
     assert len(rows) == 8
     assert all(
-        set(r) == {"transform", "norm", "invariant", "max_deviation", "sign_flip"} for r in rows
+        set(r) == {"transform", "norm", "invariant", "max_deviation", "sign_flip",
+                   "sign_flip_deviation", "tolerance"} for r in rows
     )
+    assert all(r["tolerance"] == ROUNDING_TOL for r in rows)  # at eps = 0: rounding alone
     table = _by_key(rows)
     expected_invariant = {
         ("shift", "rmsnorm"): False,
@@ -306,17 +309,72 @@ def test_table_at_zero_eps():
     assert table[("negative_scale", "layernorm")]["sign_flip"]
     assert not table[("per_channel_scale", "rmsnorm")]["sign_flip"]
     assert all(type(r["invariant"]) is bool and type(r["sign_flip"]) is bool for r in rows)
-    assert all(type(r["max_deviation"]) is float for r in rows)
+    assert all(type(r[k]) is float for r in rows
+               for k in ("max_deviation", "sign_flip_deviation", "tolerance"))
 
 
-def test_table_at_positive_eps_reports_the_scale_gap():
+def test_table_at_positive_eps_reports_the_scale_gap_within_eps_tolerance():
     x, eps = [1.0, 3.0, -2.0], 1e-6
     table = _by_key(shift_scale_table(x, eps=eps, scale=3.0))
     row = table[("positive_scale", "rmsnorm")]
-    assert not row["invariant"]
-    assert row["max_deviation"] == pytest.approx(scale_invariance_gap(x, 3.0, eps), abs=1e-14)
+    gap = scale_invariance_gap(x, 3.0, eps)
+    assert row["max_deviation"] == pytest.approx(gap, abs=1e-14) and gap > 1e-8
+    assert row["invariant"] and gap <= row["tolerance"] == equality_tolerance(x, 3.0, eps)
     # Shift invariance of LayerNorm does not depend on eps.
     assert table[("shift", "layernorm")]["invariant"]
+
+
+def test_rmsnorm_at_eps_1e6_and_scale_minus_3_flips_the_sign_within_its_tolerance():
+    """N(-3x) = -N(x) misses only by eps's closed-form gap (2e-7 here), which the table's
+    tolerance bounds: a sign flip, as at eps = 0, where it is exact."""
+    x = [1.0, 3.0, -2.0, 0.5]
+    for norm in ("rmsnorm", "layernorm"):
+        row = _by_key(shift_scale_table(x, eps=1e-6, scale=3.0))[("negative_scale", norm)]
+        assert row["sign_flip"] and not row["invariant"], norm
+        assert 1e-7 < row["sign_flip_deviation"] <= row["tolerance"] < 3e-7
+        exact = _by_key(shift_scale_table(x, eps=0.0, scale=3.0))[("negative_scale", norm)]
+        assert exact["sign_flip"] and exact["sign_flip_deviation"] <= ROUNDING_TOL
+    row = _by_key(shift_scale_table(x, eps=1e-6, scale=3.0))[("negative_scale", "rmsnorm")]
+    assert row["sign_flip_deviation"] == pytest.approx(scale_invariance_gap(x, 3.0, 1e-6),
+                                                       abs=1e-15)
+
+
+def _scale_gap(x, a, eps, norm) -> float:
+    """max |N(a·x) − sign(a)·N(x)| in closed form: max|y|·||a|/sqrt(a²m + ε) − 1/sqrt(m + ε)|,
+    y = x (RMSNorm) or x − mean(x) (LayerNorm), m = mean(y²)."""
+    y = np.asarray(x) if norm == "rmsnorm" else np.asarray(x) - np.mean(x)
+    m = float(np.mean(y * y))
+    return float(np.max(np.abs(y))) * abs(abs(a) / math.sqrt(a * a * m + eps)
+                                          - 1 / math.sqrt(m + eps))
+
+
+@PROPERTY
+@given(vectors(min_size=2), st.floats(0.05, 20.0), st.booleans(), EPS,
+       st.sampled_from(["rmsnorm", "layernorm"]))
+def test_equality_tolerance_bounds_the_scale_gap(x, magnitude, negative, eps, norm):
+    """The stated tolerance holds every |N(a·x) − sign(a)·N(x)|, computed directly and in
+    closed form; it is rounding alone at ε = 0, and close to the gap itself when ε ≪ m."""
+    y = x if norm == "rmsnorm" else x - np.mean(x)
+    assume(rms(y) >= 1e-2)
+    a = -magnitude if negative else magnitude
+    normed = rmsnorm if norm == "rmsnorm" else layernorm
+    direct = float(np.max(np.abs(normed(a * x, eps) - np.sign(a) * normed(x, eps))))
+    tol = equality_tolerance(x, a, eps, norm)
+    assert direct <= tol
+    assert _scale_gap(x, a, eps, norm) <= tol
+    if eps == 0:
+        assert tol == ROUNDING_TOL
+    elif eps / (min(1.0, a * a) * float(np.mean(y * y))) < 1e-4 and abs(magnitude - 1) > 0.1:
+        assert tol - ROUNDING_TOL <= 1.01 * _scale_gap(x, a, eps, norm) + ROUNDING_TOL
+
+
+def test_equality_tolerance_rejects_bad_arguments():
+    with pytest.raises(ValueError, match="a must be non-zero"):
+        equality_tolerance([1.0, 3.0], 0.0)
+    with pytest.raises(ValueError, match="norm must be 'rmsnorm' or 'layernorm'"):
+        equality_tolerance([1.0, 3.0], 2.0, 1e-6, "batchnorm")
+    with pytest.raises(ValueError, match="a must be a finite real number"):
+        equality_tolerance([1.0, 3.0], float("inf"))
 
 
 def test_table_custom_channel_scales():

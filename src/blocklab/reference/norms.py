@@ -28,9 +28,10 @@ from ._validate import (
     describe,
 )
 
-# Tolerance of the invariance table: outputs of a norm are O(1), so an absolute 1e-12 is a few
-# thousand ulps, far above rounding yet far below any real deviation.
-INVARIANCE_TOL = 1e-12
+# The rounding part of the shift/scale table's tolerance: outputs of a norm are O(1), so an
+# absolute 1e-12 is a few thousand ulps, far above rounding yet far below any real deviation.
+# At eps = 0 it is the whole tolerance; at eps > 0 `equality_tolerance` adds eps's bound.
+ROUNDING_TOL = 1e-12
 
 
 def _squared(name: str) -> str:
@@ -252,6 +253,51 @@ def scale_invariance_gap(x, a, eps=1e-6) -> float:
     return float(abs(gap))
 
 
+def equality_tolerance(x, a, eps=1e-6, norm="rmsnorm") -> float:
+    """How far N(a·x) may lie from sign(a)·N(x) (max over channels, unit gain) for N the
+    named norm: rounding (`ROUNDING_TOL`) plus the most eps can move it, from a closed form.
+
+    Write y = x (RMSNorm) or y = x - mean(x) (LayerNorm) and m = mean(y^2) (mean(x^2), or the
+    variance), so N(x) = y / sqrt(m + eps). Scaling x by a scales y by a and m by a^2, so with
+    g(t) = (1 + t)^(-1/2)::
+
+        N(a x) - sign(a) N(x) = sign(a) (y / sqrt(m)) (g(eps / (a^2 m)) - g(eps / m))
+
+    and, as |g'| <= 1/2 and 0 < g <= 1 for t >= 0::
+
+        max_i |N(a x)_i - sign(a) N(x)_i| <= max|y / sqrt(m)| min(1, eps |1/a^2 - 1| / (2 m))
+
+    with max|y / sqrt(m)| <= sqrt(d). The bound is 0 at eps = 0 (the equalities are exact) and
+    at |a| = 1; for RMSNorm at eps = 1e-6, a = -3 and x = [1, 3, -2, 0.5] it is 2.0e-7.
+
+    Args:
+        x: one token's channels, [d].
+        a: the scale, finite and non-zero.
+        eps: denominator constant, finite and >= 0.
+        norm: "rmsnorm" or "layernorm".
+
+    Raises:
+        ValueError: invalid x, a or eps, or another norm.
+    """
+    x = as_vector(x, "x")
+    eps = as_eps(eps)
+    a = as_scalar(a, "a")
+    if a == 0:
+        raise InputError("a must be non-zero (N(0·x) has no sign to compare), got 0.0")
+    if norm not in ("rmsnorm", "layernorm"):
+        raise InputError(f"norm must be 'rmsnorm' or 'layernorm', got {norm!r}")
+    y = x if norm == "rmsnorm" else x - np.mean(x)
+    peak = float(np.max(np.abs(y)))
+    if eps == 0 or peak == 0:  # exact, or N(x) = N(a·x) = 0
+        return ROUNDING_TOL
+    u = y / peak  # max|u| = 1: max|y / sqrt(m)| = 1 / rms(u) without under- or overflow
+    # m out of float64's range gives eps / m = inf or 0, and min(1, ·) still bounds the move
+    with np.errstate(over="ignore", under="ignore", divide="ignore"):
+        m = np.float64(peak) ** 2 * np.mean(u * u)
+        moved = min(1.0, float(eps * abs(1.0 / (a * a) - 1.0) / (2.0 * m)))
+    return ROUNDING_TOL + moved / float(np.sqrt(np.mean(u * u)))
+
+
 def _transforms(x: np.ndarray, shift: float, scale: float, channel_scales: np.ndarray):
     return {
         "shift": x + shift,
@@ -262,15 +308,22 @@ def _transforms(x: np.ndarray, shift: float, scale: float, channel_scales: np.nd
 
 
 def shift_scale_table(x, eps=1e-6, shift=2.0, scale=3.0, channel_scales=None) -> list[dict]:
-    """Which transforms T leave N(T x) = N(x), for N in (RMSNorm, LayerNorm), unit gain.
+    """Which transforms T leave N(T x) = N(x), or flip it to -N(x), for N in (RMSNorm,
+    LayerNorm), unit gain.
 
     Transforms: ``shift`` x + shift; ``positive_scale`` scale x; ``negative_scale`` -scale x;
     ``per_channel_scale`` channel_scales (*) x (default 1, 2, ..., d).
 
+    Both equalities are judged to one tolerance per norm, ``equality_tolerance(x, scale, eps,
+    norm)``: rounding, plus at eps > 0 the most eps can move N under the table's scaling (so
+    at eps = 1e-6, N(-3 x) = -N(x) holds to its 2e-7 and reads as a sign flip; at eps = 0
+    the tolerance is rounding alone).
+
     Returns:
         One row per (transform, norm), transforms outermost: ``transform``, ``norm``
-        (``"rmsnorm"`` or ``"layernorm"``), ``invariant`` (max deviation <= 1e-12),
-        ``max_deviation`` = max |N(T x) - N(x)|, ``sign_flip`` (N(T x) = -N(x) to 1e-12).
+        (``"rmsnorm"`` or ``"layernorm"``), ``invariant`` (max_deviation <= tolerance),
+        ``max_deviation`` = max |N(T x) - N(x)|, ``sign_flip`` (sign_flip_deviation <=
+        tolerance), ``sign_flip_deviation`` = max |N(T x) + N(x)|, ``tolerance``.
 
     Raises:
         ValueError: invalid x or eps, non-finite shift, scale <= 0, channel_scales of the wrong
@@ -293,18 +346,22 @@ def shift_scale_table(x, eps=1e-6, shift=2.0, scale=3.0, channel_scales=None) ->
     check_overflow("shift_scale_table", transformed,
                    f"x={describe(x)}, shift={shift!r}, scale={scale!r}, channel_scales="
                    f"{describe(channel_scales)}")
+    tolerance = {name: equality_tolerance(x, scale, eps, name) for name in norms}
     rows = []
     for name, tx in transformed.items():
         for norm_name, norm in norms.items():
             base, moved = norm(x), norm(tx)
             deviation = float(np.max(np.abs(moved - base)))
+            flip = float(np.max(np.abs(moved + base)))
             rows.append(
                 {
                     "transform": name,
                     "norm": norm_name,
-                    "invariant": deviation <= INVARIANCE_TOL,
+                    "invariant": deviation <= tolerance[norm_name],
                     "max_deviation": deviation,
-                    "sign_flip": bool(np.max(np.abs(moved + base)) <= INVARIANCE_TOL),
+                    "sign_flip": flip <= tolerance[norm_name],
+                    "sign_flip_deviation": flip,
+                    "tolerance": tolerance[norm_name],
                 }
             )
     return rows
