@@ -72,7 +72,7 @@ ANALYTIC = {
     "C09": "confirmed", "C10": "confirmed", "C11": "confirmed", "C14": "confirmed",
     "C15": "refuted", "C17": "confirmed", "C20": "confirmed", "C22": "untestable-here",
     "C23": "refuted", "C24": "confirmed", "C25": "refuted", "C26": "conditional",
-    "C27": "conditional", "C28": "confirmed", "C34": "refuted", "C35": "conditional",
+    "C27": "conditional", "C28": "confirmed", "C34": "mixed", "C35": "conditional",
 }
 
 
@@ -162,6 +162,31 @@ def test_a_scale_dependent_claim_refuted_by_its_check_is_an_error(monkeypatch):
     monkeypatch.setitem(ledger.CHECKS, "C16", lambda ctx: Finding("refuted", "x", "x"))
     (row,) = run_claims(["C16"])
     assert row.verdict == "error" and "depends on scale" in row.error
+
+
+def test_a_scale_dependent_claim_is_refuted_only_by_an_exact_part(monkeypatch):
+    # C18's FLOP counts are exact: a refuted count may refute the claim; a run may not.
+    from blocklab.claims import ledger
+    from blocklab.claims.registry import C18_FLOPS_PART, registered
+    from blocklab.claims.rules import Estimate, Part
+
+    rule = registered("C18")[C18_FLOPS_PART]
+    counted = Part(C18_FLOPS_PART, rule, Estimate(35.0, None, None, 1), "refuted", "a count")
+    monkeypatch.setitem(ledger.CHECKS, "C18",
+                        lambda ctx: Finding("refuted", "x", "x", parts=[counted]))
+    (row,) = run_claims(["C18"])
+    assert row.error is None and row.verdict == "refuted"
+
+
+@pytest.mark.parametrize("verdict", ["not-reproduced-at-this-scale", "contradicted-at-this-scale"])
+def test_a_scale_free_claim_at_this_scale_is_an_error(monkeypatch, verdict):
+    # C29 (an identity) and C31 (counts) do not depend on scale: "at this scale" is a bug
+    from blocklab.claims import ledger
+
+    for cid in ("C29", "C31", "C02"):
+        monkeypatch.setitem(ledger.CHECKS, cid, lambda ctx: Finding(verdict, "x", "x"))
+        (row,) = run_claims([cid])
+        assert row.verdict == "error" and "does not depend on scale" in row.error
 
 
 def test_c26_and_c27_verdicts_follow_from_what_was_computed():

@@ -86,7 +86,7 @@ def test_c16_is_contradicted_only_when_a_run_twice_as_long_agrees(tmp_path, long
     (ci(-2.0, -2.4, -1.6, 10), ci(-1.6, -1.9, -1.3, 10), ci(-0.9, -1.1, -0.7, 10), "confirmed",
      ["confirmed"] * 3),
     # GeGLU's and GLU's intervals reach their boundaries: they are undecided, and so is the
-    # claim (deciding them could make it confirmed or conditional).
+    # claim (deciding them could make it confirmed or mixed).
     (ci(-2.0, -2.4, -1.6, 10), ci(-1.0, -1.5, -0.5, 10), ci(-0.5, -1.0, -0.1, 10),
      "inconclusive", ["confirmed", "inconclusive", "inconclusive"]),
     # A 1.5% gain whose interval reaches 0.6%: beyond δ = 0.5%, but not beyond the low end of
@@ -98,7 +98,7 @@ def test_c16_is_contradicted_only_when_a_run_twice_as_long_agrees(tmp_path, long
     (ci(1.5, 1.0, 2.0, 10), ci(0.2, -1.0, 1.0, 10), ci(0.1, -0.2, 0.2, 10),
      "not-reproduced-at-this-scale",
      ["not-reproduced-at-this-scale", "inconclusive", "not-reproduced-at-this-scale"]),
-    (ci(-2.0, -2.4, -1.6, 10), ci(0.2, 0.1, 0.3, 10), ci(-0.9, -1.1, -0.7, 10), "conditional",
+    (ci(-2.0, -2.4, -1.6, 10), ci(0.2, 0.1, 0.3, 10), ci(-0.9, -1.1, -0.7, 10), "mixed",
      ["confirmed", "not-reproduced-at-this-scale", "confirmed"]),
     # An undecided part is never dropped: SwiGLU confirmed, GeGLU unclear, GLU confirmed.
     (ci(-2.0, -2.4, -1.6, 10), ci(0.2, -1.0, 1.0, 10), ci(-0.9, -1.1, -0.7, 10), "inconclusive",
@@ -129,7 +129,7 @@ def test_ffn_verdict_logic(tmp_path, swiglu, geglu, glu, verdict, parts):
         assert set(part["estimate"]) == {"value", "ci_low", "ci_high", "n", "sd"}
         if found.verdict == "inconclusive":
             assert "detectable_effect" in part and "seeds_needed" in part
-    if verdict in ("confirmed", "conditional", "not-reproduced-at-this-scale"):
+    if verdict in ("confirmed", "mixed", "not-reproduced-at-this-scale"):
         assert "Reached at this scale: d_model 64" in row.summary
     # Intervals reach the ledger's JSON as plain objects with the same keys as always.
     assert row.evidence["arms"]["swiglu"]["rel_delta_pct"] == {

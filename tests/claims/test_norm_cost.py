@@ -59,6 +59,7 @@ def _norm_cost(step, equivalent: bool, like_ratio: float = 0.84) -> NormCostData
 
 
 NR = "not-reproduced-at-this-scale"
+R = "refuted"
 
 
 @pytest.mark.parametrize(("equivalent", "quality"), [(True, "confirmed"), (False, NR)])
@@ -66,19 +67,19 @@ def test_norm_cost_compute_is_decided_by_the_counts_not_by_timings(tmp_path, equ
                                                                    quality):
     # Whatever the timings say (a step 10% cheaper or 5% dearer, kernels 0.5× or 1.5×), the
     # counts decide "compute": 35% fewer FLOPs per row (far more than about 7%), 0.02% fewer
-    # bytes and 0.004% of a Llama-3-8B step (far less): compute does not hold, so the claim is
-    # not reproduced, equivalent quality or not.
+    # bytes and 0.004% of a Llama-3-8B step (far less): compute does not hold, and a count has
+    # no scale, so the claim is refuted, equivalent quality or not.
     found = set()
     for step, like in (((0.90, 0.88, 0.92), 0.5), ((1.05, 1.03, 1.07), 1.5)):
         store_summary(tmp_path, "norm-cost", _norm_cost(step, equivalent, like))
         (row,) = run_claims(["C18"], Context(RunRequest(tmp_path, "quick")))
         assert row.error is None
-        assert [p.verdict for p in row.parts] == [NR, NR, NR, quality]
+        assert [p.verdict for p in row.parts] == [R, R, R, quality]
         found.add((row.verdict, tuple(p.estimate.value for p in row.parts[:3])))
         assert "equally fused kernels (both through torch.compile" in row.summary
         assert f"{like:.3f}" in row.summary  # reported
     ((verdict, values),) = found  # the same verdict and counts for both timings
-    assert verdict == NR
+    assert verdict == R
     flops, bytes_, step_pct = values
     assert flops == pytest.approx(35.0)
     assert bytes_ == pytest.approx(100 * 8 / (5 * 4096 * 2 + 16))
@@ -87,6 +88,7 @@ def test_norm_cost_compute_is_decided_by_the_counts_not_by_timings(tmp_path, equ
         "the norm needs about 7% fewer FLOPs", "the norm moves about 7% fewer bytes",
         "a training step needs about 7% fewer FLOPs", "nearly the same quality"]
     assert "above [5, 9]%" in row.parts[0].reason and "below [5, 9]%" in row.parts[1].reason
+    assert all("an exact count, so refuted" in p.reason for p in row.parts[:3])
     assert row.rule.claimed == 7.0 and row.rule.test == "equivalence"
     assert "reports no general speed-up" in row.summary
     assert row.evidence["ratio_ranges"] == {"blocklab": [3.0, 3.0], "plain": [0.85, 0.85]}
@@ -108,11 +110,11 @@ def test_norm_cost_compute_is_decided_by_the_counts_not_by_timings(tmp_path, equ
 
 
 @pytest.mark.parametrize(("readings", "quality", "verdict"), [
-    ([NR, NR, NR], "confirmed", NR),
-    (["confirmed", NR, NR], "confirmed", "confirmed"),
-    ([NR, NR, "confirmed"], NR, "conditional"),
-    ([NR, "confirmed", NR], "inconclusive", "inconclusive"),  # confirmed or conditional
-    ([NR, NR, NR], "inconclusive", NR),  # compute alone decides it
+    ([R, R, R], "confirmed", R),
+    (["confirmed", R, R], "confirmed", "confirmed"),
+    ([R, R, "confirmed"], NR, "mixed"),
+    ([R, "confirmed", R], "inconclusive", "inconclusive"),  # confirmed or mixed
+    ([R, R, R], "inconclusive", R),  # compute alone decides it
 ])
 def test_c18_combine_rule(readings, quality, verdict):
     from blocklab.claims.norm_cost import combine_c18

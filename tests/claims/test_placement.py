@@ -103,13 +103,13 @@ UNTESTABLE = "untestable-here"
 
 
 @pytest.mark.parametrize(("pre_failures", "effect", "stable", "c19", "parts"), [
-    # every testable part holds; "more expressive" is untestable, so conditional at best
-    (0, HOLDS, STABLE_HOLDS, "conditional", ["confirmed"] * 5 + [UNTESTABLE]),
+    # every testable part holds; "more expressive" is untestable, so mixed at best
+    (0, HOLDS, STABLE_HOLDS, "mixed", ["confirmed"] * 5 + [UNTESTABLE]),
     # One pre-norm failure: "trains without warmup" is not shown, whatever the losses say.
-    (1, HOLDS, STABLE_HOLDS, "conditional",
+    (1, HOLDS, STABLE_HOLDS, "mixed",
      ["not-reproduced-at-this-scale", *["confirmed"] * 4, UNTESTABLE]),
     # The warmup interaction's interval (+0.01 [−0.1, +0.1]) holds both its claimed +0.05 and
-    # no effect: undecided, and deciding it could make the claim conditional.
+    # no effect: undecided, and deciding it could make the claim mixed.
     (0, FAILS, STABLE_FAILS, "inconclusive",
      ["not-reproduced-at-this-scale", "not-reproduced-at-this-scale", "inconclusive",
       "not-reproduced-at-this-scale", "not-reproduced-at-this-scale", UNTESTABLE]),
@@ -130,10 +130,12 @@ def test_placement_verdict_logic(tmp_path, pre_failures, effect, stable, c19, pa
     assert [p.verdict for p in rows["C19"].parts] == parts
     assert rows["C19"].to_dict()["rule"]["min_seeds"] == 4
     # C12 on pre-norm only: xavier's 8× sensitivity spread holds, gpt2's 1.4× and depth's 1.1×
-    # do not: it holds under one init of three.
+    # do not: it holds under one init of three, the condition it names.
     assert [p.verdict for p in rows["C12"].parts] == [
         "not-reproduced-at-this-scale", "confirmed", "not-reproduced-at-this-scale"]
     assert rows["C12"].verdict == "conditional"
+    assert "It holds under the xavier init only." in rows["C12"].summary
+    assert "只在 xavier 初始化下成立" in rows["C12"].summary_zh
     cell = rows["C13"].evidence["training"][1]
     assert cell["placement"] == "pre" and cell["delta_vs_pre"] is None
     assert set(cell["val_loss"]) == {"n", "mean", "ci_low", "ci_high", "sd"}
@@ -195,7 +197,7 @@ def test_claims_precision_reads_bf16_results_and_float32_only_suites_at_fp32(tmp
     (bf16 / "summary.json").write_text(json.dumps(summary.to_dict()))
     ctx = Context(RunRequest(tmp_path, "quick", precision="bf16"))
     (row,) = run_claims(["C19"], ctx)
-    assert row.verdict == "conditional" and row.parts[1].verdict == "confirmed"
+    assert row.verdict == "mixed" and row.parts[1].verdict == "confirmed"
     assert "--precision bf16" in row.command
     (fp32,) = run_claims(["C19"], Context(RunRequest(tmp_path, "quick")))
     assert fp32.verdict == "inconclusive" and "--precision" not in fp32.command

@@ -190,7 +190,7 @@ def test_extrapolation_grades_against_the_page(tmp_path):
         "2": _ci(0.1, 0.0, 0.2), "4": _ci(4.0, 2.0, 6.0), "8": _ci(0.3, 0.2, 0.4)}})
     rows = _ledger(tmp_path, _extrapolation(arms), ["C21", "C22"])
     row = rows["C21"]
-    assert row.verdict == "conditional"
+    assert row.verdict == "mixed"
     by_name = {p.name: p for p in row.parts}
     failed = [p.name for p in row.parts if p.verdict == "not-reproduced-at-this-scale"]
     assert failed == ["RoPE works at 4×", "RoPE works at 8× with yarn scaling"]
@@ -248,6 +248,7 @@ def test_c30_grades_the_statement_and_the_warning_read_both_ways(tmp_path):
     # The combining rule is stated in both languages, with the verdict it gives.
     assert "read without scaling" in row.summary and "read with scaling" in row.summary
     assert "Combined:" in row.summary and row.summary.count(": conditional.") == 1
+    assert "otherwise mixed" in row.summary and "部分成立" in row.summary_zh
     assert "两种读法" in row.summary_zh and "合并规则" in row.summary_zh
     assert "有条件成立" in row.summary_zh
     assert "warning read with scaling" in row.combines
@@ -258,7 +259,7 @@ def test_c30_warning_with_scaling_holds_when_scaled_rope_drops_at_16x(tmp_path):
     row = _ledger(tmp_path, _data(_c30_arms(scaled_16=12.0)), ["C30"])["C30"]
     readings = {k: r["status"] for k, r in row.evidence["readings"].items()}
     assert readings == {"scaled": "partly", "warning_plain": "holds", "warning_scaled": "holds"}
-    assert row.verdict == "conditional"  # 4 of the 10 statement and no-scaling parts fail
+    assert row.verdict == "mixed"  # 4 of the 10 statement and no-scaling parts fail
 
 
 def test_c30_reads_no_warning_below_16x_and_is_not_confirmed_then(tmp_path):
@@ -270,7 +271,8 @@ def test_c30_reads_no_warning_below_16x_and_is_not_confirmed_then(tmp_path):
     readings = {k: r["status"] for k, r in row.evidence["readings"].items()}
     assert readings == {"scaled": "holds", "warning_plain": "not read",
                         "warning_scaled": "not read"}
-    assert row.verdict == "conditional" and "reads only up to 8×" in row.summary
+    # what is read holds; 16× and the warning cannot be read at this size: mixed
+    assert row.verdict == "mixed" and "reads only up to 8×" in row.summary
 
 
 def test_c30_not_reproduced_when_scalings_fail_at_16x(tmp_path):
@@ -285,7 +287,7 @@ def test_c30_not_reproduced_when_scalings_fail_at_16x(tmp_path):
     bad["rope+ntk+ft4x"] = _arm({"2": 1.0, "4": 2.0, "8": 3.0, "16": 3.0})
     bad["rope+yarn+ft4x"] = _arm({"2": 1.0, "4": 2.0, "8": 3.0, "16": 3.0})
     row = _ledger(tmp_path, _data(bad), ["C30"])["C30"]
-    assert row.verdict == "conditional"  # only training-free fails at 16×
+    assert row.verdict == "mixed"  # only training-free fails at 16×: the statement in part
 
 
 def test_c30_grades_against_the_5_percent_edge_only(tmp_path):
@@ -352,8 +354,7 @@ def test_c31_verdict_does_not_move_with_the_timings(tmp_path):
 
 
 def test_c31_refuted_when_rope_calls_sdpa_otherwise_and_open_without_kernels(tmp_path):
-    # (through the combine: the ledger still lists C31 as scale-dependent, which forbids
-    # "refuted" in a row; counts at Llama 3 8B's shape do not depend on this machine's scale)
+    # (counts at Llama 3 8B's shape do not depend on this machine's scale)
     parts = cp.c31_parts(_cost(rope_mask="float32 mask [1, 2, 128, 128]"))
     sdpa = next(p for p in parts if p.name == C31_ROPE_SDPA_PART)
     assert sdpa.verdict == "refuted" and sdpa.estimate.value == 1
@@ -363,7 +364,7 @@ def test_c31_refuted_when_rope_calls_sdpa_otherwise_and_open_without_kernels(tmp
     assert cp.combine_c31([dataclasses.replace(p, verdict="refuted")
                            if p.name == C31_ALIBI_FLOPS_PART else p
                            for p in _ledger(tmp_path, _data({}, cost=_cost()),
-                                            ["C31"])["C31"].parts]) == "conditional"
+                                            ["C31"])["C31"].parts]) == "mixed"
 
 
 def test_c31_rules_state_metric_direction_and_threshold():

@@ -213,9 +213,13 @@ def test_claims_rules_prints_the_rules_and_the_edits_after_data(capsys):
         r.hash for r in reg.registered("C18", "quick").values()]
     # its own edits, the ledger's decision rule and (seeds, not timed repeats) the looks and
     # their designs; C16 also the precision check registered beside it; C32 also its two
-    # timed parts' interval method (the geometric mean of paired ratios, t on log ratios)
-    for cid, edits in (("C16", 13), ("C30", 8), ("C32", 7)):
+    # timed parts' interval method (the geometric mean of paired ratios, t on log ratios) and
+    # its stated reason, registered as a part after the data
+    for cid, edits in (("C16", 13), ("C30", 8), ("C32", 8)):
         assert len(listed[cid]["rules_changed"]) == edits, cid
+    assert [p["name"] for p in listed["C32"]["parts"]][-1] == reg.C32_REASON_PART
+    assert any(reg.C32_REASON_PART in c["what"] and "after the quick results" in c["what"]
+               for c in listed["C32"]["rules_changed"])
     # the rule every training run is held to, visible before any data
     assert {r["learn_margin"] for r in listed.values()} == {0.25}
     assert main(["claims", "--rules", "C16", "C02"]) == 0

@@ -411,15 +411,18 @@ def test_estimate_text():
 # --- a claim's verdict from its parts ------------------------------------------------------------
 @pytest.mark.parametrize(("verdicts", "every", "testable", "most"), [
     ([CONFIRMED] * 3, CONFIRMED, CONFIRMED, CONFIRMED),
-    ([CONFIRMED, CONFIRMED, NOT_REPRODUCED], "conditional", "conditional", "conditional"),
-    ([CONFIRMED, NOT_REPRODUCED, NOT_REPRODUCED], "conditional", "conditional", NOT_REPRODUCED),
+    ([CONFIRMED, CONFIRMED, NOT_REPRODUCED], "mixed", "mixed", "mixed"),
+    ([CONFIRMED, NOT_REPRODUCED, NOT_REPRODUCED], "mixed", "mixed", NOT_REPRODUCED),
     ([NOT_REPRODUCED] * 3, NOT_REPRODUCED, NOT_REPRODUCED, NOT_REPRODUCED),
-    ([CONFIRMED, CONFIRMED, UNTESTABLE], "conditional", "conditional", "conditional"),
+    ([CONFIRMED, CONFIRMED, UNTESTABLE], "mixed", "mixed", "mixed"),
+    ([NOT_REPRODUCED, UNTESTABLE], NOT_REPRODUCED, NOT_REPRODUCED, NOT_REPRODUCED),
+    ([UNTESTABLE, UNTESTABLE], UNTESTABLE, UNTESTABLE, UNTESTABLE),
+    (["refuted", NOT_REPRODUCED], "refuted", "refuted", "refuted"),  # an exact part decides
 ])
 def test_the_shared_combining_rules(verdicts, every, testable, most):
     assert all_or_none(verdicts) == every
     assert majority(verdicts) == most
-    # an untestable part caps the claim at conditional, and alone leaves it untestable
+    # an untestable part beside confirmed ones makes the claim mixed, and alone untestable
     assert rules.testable_all_or_none(verdicts) == testable
     assert rules.testable_all_or_none([UNTESTABLE]) == UNTESTABLE
 
@@ -427,7 +430,7 @@ def test_the_shared_combining_rules(verdicts, every, testable, most):
 def test_settle_counts_an_inconclusive_part_as_undecided_never_dropped():
     # Whichever way the open part goes, two of three fail: not reproduced either way.
     assert settle([NOT_REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE], majority) == NOT_REPRODUCED
-    # Here it decides between confirmed and conditional: the claim is inconclusive.
+    # Here it decides between confirmed and mixed: the claim is inconclusive.
     assert settle([CONFIRMED, CONFIRMED, INCONCLUSIVE], all_or_none) == INCONCLUSIVE
     assert settle([CONFIRMED] * 20 + [INCONCLUSIVE] * 17, all_or_none) == INCONCLUSIVE
 

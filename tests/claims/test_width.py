@@ -69,10 +69,10 @@ def test_every_part_confirmed_confirms_the_claim(tmp_path):
     assert "1 run(s) failed" not in row.parts[0].reason
 
 
-def test_a_nested_model_far_from_the_narrow_one_leaves_the_claim_conditional(tmp_path):
+def test_a_nested_model_far_from_the_narrow_one_leaves_the_claim_mixed(tmp_path):
     row = _c37(tmp_path, _data(narrow=(6.0, 0.5)))
     assert [p.verdict for p in row.parts] == ["confirmed", "confirmed", "confirmed", NR]
-    assert row.verdict == "conditional"
+    assert row.verdict == "mixed"
 
 
 def test_slicing_as_good_as_nesting_does_not_reproduce_the_warning(tmp_path):
@@ -83,7 +83,7 @@ def test_slicing_as_good_as_nesting_does_not_reproduce_the_warning(tmp_path):
 def test_a_wide_interval_leaves_the_part_inconclusive(tmp_path):
     row = _c37(tmp_path, _data(price=(0.5, 2.5)))
     assert row.parts[2].verdict == "inconclusive"
-    # confirmed sliced parts with one part open: conditional or confirmed, so undecided
+    # confirmed sliced parts with one part open: mixed or confirmed, so undecided
     assert row.verdict == "inconclusive"
 
 
@@ -94,12 +94,12 @@ def test_without_results_the_claim_says_what_to_run(tmp_path):
 
 @pytest.mark.parametrize(("verdicts", "want"), [
     (["confirmed"] * 4, "confirmed"),
-    (["confirmed", "confirmed", NR, "confirmed"], "conditional"),
-    (["confirmed", NR, "confirmed", "confirmed"], "conditional"),
+    (["confirmed", "confirmed", NR, "confirmed"], "mixed"),
+    (["confirmed", NR, "confirmed", "confirmed"], "mixed"),
     ([NR, "confirmed", "confirmed", "confirmed"], NR),
     (["contradicted-at-this-scale", NR, NR, NR], "contradicted-at-this-scale"),
     (["confirmed", "inconclusive", "confirmed", "confirmed"], "inconclusive"),
-    (["confirmed", "inconclusive", NR, "confirmed"], "conditional"),
+    (["confirmed", "inconclusive", NR, "confirmed"], "mixed"),
 ])
 def test_combining_rule(verdicts, want):
     from types import SimpleNamespace

@@ -72,9 +72,12 @@ def post_identity_estimate(data: PlacementData, init: str | None = None) -> Esti
 
 
 # The parts' rules are registered in `registry.C36_RULES`, in the order above.
-C36_COMBINES = ("confirmed when every part is confirmed; not reproduced at this scale when none "
-                "is confirmed; otherwise conditional. " + SETTLE_EN,
-                "各部分全部成立时成立；没有一部分成立时为此规模下未复现；否则有条件成立。" + SETTLE_ZH)
+C36_COMBINES = ("the reason (the identity term, gradient ≈ 1) is a part of its own beside the "
+                "stability it is given for: confirmed when every part is confirmed; not "
+                "reproduced at this scale when none is confirmed; otherwise mixed (one holds, "
+                "the other does not or cannot be tested here). " + SETTLE_EN,
+                "理由（单位项，梯度 ≈ 1）与它所解释的稳定性各为一部分：各部分全部成立时成立；没有一部分成立时为此规模下"
+                "未复现；否则为部分成立（一部分成立，另一部分不成立或此处无法检验）。" + SETTLE_ZH)
 
 # The check's sentences, (English, Chinese), filled by `say`.
 TEXT: dict[str, Template] = {

@@ -31,6 +31,7 @@ from blocklab.claims.registry import (
 from blocklab.claims.rules import (
     ALPHA,
     CONTRADICTED,
+    MIXED,
     SETTLE_EN,
     SETTLE_ZH,
     Estimate,
@@ -49,8 +50,8 @@ from blocklab.experiments.suites.ffn.summary import FfnData
 # C16's registered rule per part (`registry.c16_rule`): (arm − relu)/relu of the final
 # validation loss at equal parameters, steps and tokens, in % (negative = lower loss = better).
 C16_COMBINES = ("the claim takes the SwiGLU part's verdict; when SwiGLU is confirmed and GeGLU "
-                "or GLU is not, the claim is conditional. " + SETTLE_EN,
-                "论断取 SwiGLU 部分的判定；SwiGLU 成立而 GeGLU 或 GLU 不成立时为有条件成立。"
+                "or GLU is not, the claim is mixed. " + SETTLE_EN,
+                "论断取 SwiGLU 部分的判定；SwiGLU 成立而 GeGLU 或 GLU 不成立时为部分成立。"
                 + SETTLE_ZH)
 
 # The check's sentences, (English, Chinese), filled by `say`.
@@ -100,7 +101,7 @@ def combine_c16(parts: list[Part]) -> str:
     """C16's verdict from its parts (SwiGLU first), by the stated rule `C16_COMBINES`."""
     def decided(verdicts: list[str]) -> str:
         if verdicts[0] == "confirmed" and any(v != "confirmed" for v in verdicts[1:]):
-            return "conditional"
+            return MIXED
         return verdicts[0]
 
     return settle([p.verdict for p in parts], decided)

@@ -86,7 +86,8 @@ def trend_word(change: Interval, grows_when: str) -> str:
     return "grows" if side == grows_when else "shrinks"
 
 
-DECIDED = ("confirmed", "refuted", "conditional", "contradicted-at-this-scale",
+# The verdicts that decide a claim (each names the scale it was reached at, where it has one).
+DECIDED = ("confirmed", "refuted", "conditional", "mixed", "contradicted-at-this-scale",
            "not-reproduced-at-this-scale")
 
 
@@ -219,10 +220,12 @@ class ClaimSpec:
     check: `check(ctx) -> Finding`
     suite: the suite whose runs its registered parts are graded on (`registry.RULES`); None
         for a claim with no part measured on a suite's runs (an analytic one)
-    scale_dependent: a claim about training or speed that a small model on this machine can
-        test but not settle: its check may say "not reproduced" or "contradicted at this
-        scale", never "refuted" (C31 is decided by exact counts at a real model's shape, so a
-        wrong count refutes it; it is not)
+    scale_dependent: a claim about training, speed or depth that a small model on this
+        machine can test but not settle: its check may say "not reproduced" or "contradicted
+        at this scale", and "refuted" only where a part decided by an exact count is refuted
+        (C18's FLOP counts); a claim that is not says nothing "at this scale" (C31 is decided
+        by exact counts at a real model's shape, so a wrong count refutes it; it is not).
+        The ledger holds every check to this (`ledger.scale_error`)
     arms: for a claim with a suite, which of the suite's arms each part reads (`Arms`), so that
         one more seed of a part costs one more run of each: what the sequential design adds
         seeds to (`catalogue.part_arms`)

@@ -18,7 +18,7 @@ from typing import Any
 
 from blocklab.claims.anchors import Anchor, anchors, reading
 from blocklab.claims.catalogue import CHECKS, SCALE_DEPENDENT, SUITE_OF, planned_hash
-from blocklab.claims.finding import Context
+from blocklab.claims.finding import Context, Finding
 from blocklab.claims.lang import LANGS
 from blocklab.claims.registry import RULES, RuleChange, changes, registered
 from blocklab.claims.rules import (
@@ -168,9 +168,8 @@ def run_claims(ids: list[str] | None = None, ctx: Context | None = None) -> list
                                    *_failed(error), {}, "", None, error,
                                    planned_parts(rules, ERROR)))
             continue
-        if cid in SCALE_DEPENDENT and found.verdict == "refuted":
-            error = (f"{cid} depends on scale, so a run here may not refute it; its check "
-                     "returned 'refuted' (a bug in the check)")
+        error = scale_error(cid, found)
+        if error:
             out.append(ClaimResult(cid, en, zh, src["page"], src["section"], ERROR,
                                    *_failed(error), {}, "", None, error))
             continue
@@ -181,6 +180,20 @@ def run_claims(ids: list[str] | None = None, ctx: Context | None = None) -> list
                                found.command, found.figure, None, parts,
                                found.combines, found.combines_zh))
     return [_mixed(replace(row, scale=_scale(row.id, ctx)), ctx) for row in out]
+
+
+def scale_error(claim_id: str, found: Finding) -> str | None:
+    """Why `found`'s verdict is a bug in its check, or None. A claim that depends on scale may
+    be refuted only by a part an exact check refuted (a count has no scale; a run here refutes
+    nothing); a claim that does not depend on scale is never left "at this scale"."""
+    if claim_id in SCALE_DEPENDENT:
+        if found.verdict == "refuted" and not any(p.verdict == "refuted" for p in found.parts):
+            return (f"{claim_id} depends on scale, so a run here may not refute it; its check "
+                    "returned 'refuted' (a bug in the check)")
+    elif found.verdict.endswith("-at-this-scale"):
+        return (f"{claim_id} does not depend on scale, so no verdict of it is 'at this scale'; "
+                f"its check returned {found.verdict!r} (a bug in the check)")
+    return None
 
 
 # A check that raised, as the ledger words it, (English, Chinese).

@@ -125,7 +125,7 @@ FEATURE_TEXT = {"plain_ffn": "a plain (ungated) FFN", "learned_positions": "abso
                 "modern": "pre-norm, SwiGLU and RoPE in every layer",
                 "pre_norm": "pre-norm placement"}
 C34_DECIDES = ("confirmed when every named model's config.json (or, where none was released, "
-               "its paper) shows the feature; refuted when none does; conditional when some do "
+               "its paper) shows the feature; refuted when none does; mixed when some do "
                "or a model has it in only some layers; untestable-here when no named model has "
                "a public config or paper")
 
@@ -139,12 +139,15 @@ def c34_rule(p: Pairing) -> Rule:
 
 # Registered before any config is read: one rule per pairing.
 C34_RULES = {p.text: c34_rule(p) for p in PAGE_PAIRINGS}
-C34_COMBINES = ("refuted when any pairing a public config or paper can check is wrong (each is "
-                "a fact about a named model, which does not depend on scale); confirmed when "
-                "every pairing holds in full; otherwise conditional. Each pairing is a part; one "
-                "with no public config or paper (Claude 4) is untestable here: listed, never "
-                "dropped, and it keeps the claim from being confirmed")
-PART_VERDICT = {"holds": "confirmed", "fails": "refuted", "partly": "conditional",
+C34_COMBINES = ("each pairing is a part, a fact about named models that does not depend on "
+                "scale: confirmed when every pairing holds in full; refuted when no pairing a "
+                "public config or paper can check holds, even in part; otherwise mixed, each "
+                "pairing's verdict listed (the wrong ones refuted). One with no public config or "
+                "paper (Claude 4) is untestable here: listed, never dropped, and it keeps the "
+                "claim from being confirmed")
+# A pairing whose models split (some have the feature, or one has it in only some layers) is
+# mixed: it names no condition the page states.
+PART_VERDICT = {"holds": "confirmed", "fails": "refuted", "partly": "mixed",
                 "untestable": "untestable-here"}
 
 
@@ -276,11 +279,17 @@ TEXT: dict[str, Template] = {
             "PaLM 与 GPT-3 两行依据其论文（未发布配置；GPT-3 沿用 GPT-2 的 Pre-Norm 结构，§2.1）。"
             "GPT-2 的 FFN 是普通 FFN，但激活为 GELU，并非变体表中的 ReLU。"),
     "c34_why": (" ({why})", "（{why}）"),
-    "c34_lead_refuted": ("each is a fact about a named model, so one wrong pairing refutes the "
-                         "claim",
-                         "每组都是关于具名模型的事实，有一组错误即不成立"),
+    "c34_lead_refuted": ("no pairing that can be checked holds, so the claim is refuted",
+                         "可检验的对应无一成立，论断不成立"),
     "c34_lead_confirmed": ("the claim is confirmed", "论断成立"),
-    "c34_lead_conditional": ("the claim holds only in part", "论断仅部分成立"),
+    "c34_lead_mixed": ("the claim holds only in part", "论断仅部分成立"),
+    "c34_lead_untestable-here": ("no named model has a public config or paper",
+                                 "没有具名模型有公开配置或论文"),
+    "c35_condition": (" The formula holds under its own assumptions, attention of 4·d² and a "
+                      "gated FFN of 3·d·d_ff, and not for the models that depart from them: "
+                      "the claim is conditional on them.",
+                      "公式在其自身假设（注意力为 4·d²、门控 FFN 为 3·d·d_ff）下成立，对偏离这些假设的模型不成立："
+                      "论断以此为条件成立。"),
     "c35": ("Within {tolerance:g} percentage points of the exact per-layer share for {held} of "
             "{n} zoo models. Off by more for {missed}, mainly because {causes}. Worst: {worst}, "
             "formula {w.formula_share:.1%} vs exact {w.exact_share:.1%}. Biases and norms "
@@ -325,11 +334,14 @@ def pairing_part(p: Pairing, row: PairingRow) -> Part:
 
 def combine_c34(rows: list[PairingRow]) -> str:
     """C34_COMBINES over the pairings' verdicts."""
-    if any(r.verdict == "fails" for r in rows):
-        return "refuted"
     if all(r.verdict == "holds" for r in rows):
         return "confirmed"
-    return "conditional"
+    checked = [r for r in rows if r.verdict != "untestable"]
+    if not checked:
+        return "untestable-here"
+    if all(r.verdict == "fails" for r in checked):
+        return "refuted"
+    return "mixed"
 
 
 @claim("C34", subsection=True)
@@ -447,6 +459,23 @@ CAUSE_TEXT = {"ffn_form": ("the FFN is not 3·d·d_ff (plain: 2 matrices; MoE: a
               "none": ("nothing", "无")}
 
 
+# The departures from the formula's own assumptions (`share_steps`): a model off the formula
+# for one of these is outside the condition the formula states.
+C35_ASSUMPTIONS = ("ffn_form", "attention_shape")
+
+
+def c35_verdict(held: list[str], missed_causes: list[str]) -> str:
+    """C35 from the models within tolerance (`held`) and the main cause of each one off it:
+    confirmed when none is off; refuted when none is within; conditional when every miss
+    comes from a departure from the formula's assumptions (the condition the check names);
+    mixed when some miss for another reason."""
+    if not missed_causes:
+        return "confirmed"
+    if not held:
+        return "refuted"
+    return ("conditional" if all(c in C35_ASSUMPTIONS for c in missed_causes) else "mixed")
+
+
 @claim("C35", subsection=True)
 def c35(ctx: Context) -> Finding:
     from blocklab.budget import list_zoo
@@ -458,7 +487,7 @@ def c35(ctx: Context) -> Finding:
     by_cause: dict[str, list[str]] = {}
     for n, r in missed.items():
         by_cause.setdefault(r.main_cause, []).append(n)
-    verdict = "confirmed" if not missed else "refuted" if not held else "conditional"
+    verdict = c35_verdict(held, [r.main_cause for r in missed.values()])
     w = table[worst]
     small = max(abs(r.effects_points["biases"]) + abs(r.effects_points["norms"])
                 for r in table.values())
@@ -472,7 +501,9 @@ def c35(ctx: Context) -> Finding:
 
     en, zh = (say(TEXT["c35"], lang, tolerance=TOLERANCE_POINTS, held=len(held), n=len(table),
                   missed=len(missed), causes=causes(lang), worst=worst, w=w, small=small,
-                  in_range=in_range) for lang in LANGS)
+                  in_range=in_range)
+              + (say(TEXT["c35_condition"], lang) if verdict == "conditional" else "")
+              for lang in LANGS)
     return Finding(verdict, en, zh,
                    {"tolerance_points": TOLERANCE_POINTS, "page_range": list(PAGE_RANGE),
                     "models": table,

@@ -20,7 +20,8 @@ from blocklab.claims.registry import (
     registered,
 )
 from blocklab.claims.rules import (
-    NOT_REPRODUCED,
+    MIXED,
+    REFUTED,
     SETTLE_EN,
     SETTLE_ZH,
     Estimate,
@@ -44,12 +45,14 @@ from blocklab.experiments.suites.norm_cost.summary import (
 C18_COMBINES = ("'about 7% less compute' holds when any of its three analytic readings (the "
                 "norm's FLOPs per row, its bytes per row, a training step's FLOPs) lies in "
                 "the 5–9% band; the claim is confirmed when compute holds and quality is shown "
-                "equivalent, conditional when compute holds and quality is not shown "
-                "equivalent, and otherwise takes the verdict of the FLOP reading. Timings are "
-                "reported, never graded. " + SETTLE_EN,
+                "equivalent, mixed when compute holds and quality is not shown equivalent, and "
+                "otherwise takes the verdict of the FLOP reading: refuted, as an exact count "
+                "outside the band has no scale to grow out of. Timings are reported, never "
+                "graded. " + SETTLE_EN,
                 "“约少 7% 的计算量”在三种解析读法（每行归一化的 FLOPs、每行搬运的字节、整个训练步的 "
                 "FLOPs）中任一落在 5–9% 区间内时成立；计算量成立且质量被证明等价时论断成立，计算量成立但质量未被"
-                "证明等价时有条件成立，否则取 FLOPs 读法的判定。计时只报告、不参与判定。" + SETTLE_ZH)
+                "证明等价时为部分成立，否则取 FLOPs 读法的判定：不成立，因为区间外的精确计数与规模无关。"
+                "计时只报告、不参与判定。" + SETTLE_ZH)
 
 # The check's sentences, (English, Chinese), filled by `say`.
 TEXT: dict[str, Template] = {
@@ -109,23 +112,30 @@ TEXT: dict[str, Template] = {
 }
 
 
+# The registered rule (`registry.C18_COMPUTE_DECIDES`, in its hash) words a count outside the
+# band "not reproduced"; the decision is the same, and a count has no scale, so it is named
+# refuted, and each part's reason says so.
+C18_REFUTED_NOTE = ("an exact count, so refuted (the rule registered before the verdict words "
+                    "were fixed calls it not reproduced)")
+
+
 def _c18_exact_part(name: str, rule: Rule, value: float) -> Part:
     """One analytic reading of "compute" decided without a test: the exact saving (%) inside
-    the rule's band claimed ± margin, or where it lies outside it."""
+    the rule's band claimed ± margin (confirmed), or where it lies outside it (refuted: a
+    count does not depend on scale)."""
     low, high = rule.claimed - rule.margin, rule.claimed + rule.margin
     band = f"[{low:g}, {high:g}]%"
     if low <= value <= high:
-        verdict, reason = "confirmed", f"exactly {value:.3g}%, inside {band}"
-    elif value > high:
-        verdict = NOT_REPRODUCED
+        return Part(name, rule, Estimate(value, None, None, 1), "confirmed",
+                    f"exactly {value:.3g}%, inside {band}")
+    if value > high:
         reason = f"exactly {value:.3g}%, above {band}: far more than about 7%"
     elif value >= 0:
-        verdict = NOT_REPRODUCED
         reason = f"exactly {value:.3g}%, below {band}: far less than about 7%"
     else:
-        verdict = NOT_REPRODUCED
         reason = f"exactly {value:.3g}%: RMSNorm needs more, not less"
-    return Part(name, rule, Estimate(value, None, None, 1), verdict, reason)
+    return Part(name, rule, Estimate(value, None, None, 1), REFUTED,
+                f"{reason}; {C18_REFUTED_NOTE}")
 
 
 def c18_compute_parts(compute: NormCompute, size: str = "quick") -> list[Part]:
@@ -147,7 +157,7 @@ def combine_c18(compute: list[Part], quality: Part) -> str:
     def decided(verdicts: list[str]) -> str:
         *readings, same_quality = verdicts
         if "confirmed" in readings:
-            return "confirmed" if same_quality == "confirmed" else "conditional"
+            return "confirmed" if same_quality == "confirmed" else MIXED
         return readings[0]
 
     return settle([p.verdict for p in compute] + [quality.verdict], decided)

@@ -37,6 +37,8 @@ from blocklab.claims.registry import (
     rule_of,
 )
 from blocklab.claims.rules import (
+    CONDITIONAL,
+    MIXED,
     SETTLE_EN,
     SETTLE_ZH,
     Estimate,
@@ -84,6 +86,7 @@ TEXT: dict[str, Template] = {
                    "the last layer's gradient norm: {during}.",
                    "训练过程中（Pre-Norm，有 warmup），第一层与最后一层梯度范数之比的 log2：{during}。"),
     "c12_scale": ("at initialisation", "初始化时"),
+    "c12_condition": (" It holds under the {inits} init only.", "只在 {inits} 初始化下成立。"),
     "stable_arm": ("{placement} {warmup} {lr}{span} (n={n}; {low} seed(s) stable nowhere, "
                    "{high} at the top)",
                    "{placement} {warmup} warmup {lr}{span} (n={n}，{low} 个种子无稳定档、"
@@ -181,11 +184,19 @@ def _failures(cells: list[PlacementCell], placement: str, warmup: bool | None = 
 # each layer of one stack, one part per init.
 C12_COMBINES = ("confirmed when every init's part is confirmed (the spread is then no artefact "
                 "of one init); not reproduced at this scale when none is; otherwise "
-                "conditional: it holds under some inits. The parameter-gradient spreads are "
-                "reported as context and decide nothing. " + SETTLE_EN,
+                "conditional on the init: it holds under the inits whose part is confirmed, "
+                "named in the finding. The parameter-gradient spreads are reported as context "
+                "and decide nothing. " + SETTLE_EN,
                 "每种初始化的部分都成立时成立（不均匀不是某一种初始化的产物）；没有一部分成立时为此规模下未复现；"
-                "否则有条件成立：只在部分初始化下成立。参数梯度的不均匀程度只作背景报告，不参与判定。"
-                + SETTLE_ZH)
+                "否则以初始化为条件有条件成立：只在其部分成立的初始化下成立，结论中列出这些初始化。"
+                "参数梯度的不均匀程度只作背景报告，不参与判定。" + SETTLE_ZH)
+
+
+def c12_rule(verdicts: list[str]) -> str:
+    """`all_or_none` over the inits' parts, with the init as the condition: parts that split
+    name the inits it holds under (`C12_COMBINES`), so the claim is conditional, not mixed."""
+    verdict = all_or_none(verdicts)
+    return CONDITIONAL if verdict == MIXED else verdict
 
 
 def _extreme_layers(profile: list[float | None]) -> tuple[int, int] | None:
@@ -210,7 +221,11 @@ def c12_arms(part: str, metric: str, arms: list[str]) -> list[str]:
     return [a for a in arms if init and a.startswith(f"init/pre/{init.group(1)}/")]
 
 
-@claim("C12", suite="placement", arms=c12_arms)
+# Scale-dependent: the probe is one stack of the deepest probed depth and width at
+# initialisation, and the claim is about deep stacks with no bound on depth or training; an
+# even spread here cannot show that no deeper or trained stack spreads, so it is "not
+# reproduced at this scale", never "refuted".
+@claim("C12", suite="placement", scale_dependent=True, arms=c12_arms)
 def c12(ctx: Context) -> Finding:
     summary = ctx.summary("placement")
     if summary is None:
@@ -225,8 +240,9 @@ def c12(ctx: Context) -> Finding:
          Estimate.of(grads[init].sensitivity_spread_past_embedding_log2.get(
              deepest, Interval(0)) if init in grads else Interval(0)))
         for init in C12_INITS])
-    verdict = settle([p.verdict for p in parts], all_or_none)
+    verdict = settle([p.verdict for p in parts], c12_rule)
     probe = data.size.get("probe", {})
+    held = [init for init, p in zip(C12_INITS, parts, strict=True) if p.verdict == "confirmed"]
     spreads = "; ".join(f"{p.name}: {2 ** p.estimate.value:.1f}× (log2 {decided_text(p)}) → "
                         f"{p.verdict}" for p in parts if p.estimate.value is not None)
     param = "; ".join(f"{init}: log2 {ci_text(g.layer_spread_log2[deepest], 2)}"
@@ -238,8 +254,10 @@ def c12(ctx: Context) -> Finding:
     def text(lang: str) -> str:
         scale = ("" if verdict not in DECIDED else scale_text(
             probe.get("d_model"), int(deepest), lang=lang, note=say(TEXT["c12_scale"], lang)))
+        condition = (say(TEXT["c12_condition"], lang, inits=" / ".join(held))
+                     if verdict == CONDITIONAL else "")
         return say(TEXT["c12"], lang, deepest=deepest, spreads=spreads,
-                   where=_c12_sensitivity(grads, deepest, lang), param=param,
+                   where=_c12_sensitivity(grads, deepest, lang) + condition, param=param,
                    during=say(TEXT["c12_during"], lang, during=during) if during else "",
                    scale=scale)
 
@@ -411,11 +429,11 @@ def c13(ctx: Context) -> Finding:
 # lr at the deepest depth, paired by seed. Continuous outcomes only: a count of failed runs
 # never decides a part.
 C19_COMBINES = ("confirmed when every testable part is confirmed and none is untestable; "
-                "conditional when some are confirmed (an untestable statement leaves the claim "
-                "conditional at best); not reproduced at this scale when none is. "
-                + SETTLE_EN,
-                "可检验的部分全部成立且没有不可检验的部分时成立；部分成立时（有不可检验的陈述时至多）有条件成立；"
-                "没有一部分成立时为此规模下未复现。" + SETTLE_ZH)
+                "mixed when some are confirmed (an untestable statement leaves the claim mixed "
+                "at best); not reproduced at this scale when none is; untestable here when no "
+                "part is testable. " + SETTLE_EN,
+                "可检验的部分全部成立且没有不可检验的部分时成立；部分成立时（有不可检验的陈述时至多）为部分成立；"
+                "没有一部分成立时为此规模下未复现；没有可检验的部分时此处无法检验。" + SETTLE_ZH)
 
 
 @claim("C19", suite="placement", scale_dependent=True, arms=contrast_arms)

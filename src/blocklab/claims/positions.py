@@ -41,7 +41,10 @@ from blocklab.claims.registry import (  # noqa: F401 - the rules' names, as the 
     registered,
 )
 from blocklab.claims.rules import (
+    CONDITIONAL,
+    CONFIRMED,
     INCONCLUSIVE,
+    MIXED,
     SETTLE_EN,
     SETTLE_ZH,
     Estimate,
@@ -111,9 +114,10 @@ TEXT: dict[str, Template] = {
             "read both ways: {readings}. Held: {held}. Did not hold: {failed}. Inconclusive: "
             "{unclear}. Combined: not reproduced at this scale when more than half of the parts "
             "of the statement and of the warning read without scaling do not hold, confirmed "
-            "when every part of all three holds, otherwise conditional on the reading that "
-            "holds (past 8× the warning read with scaling asks the statement's arms to drop, so "
-            "both cannot hold there); an inconclusive part counts as undecided, and when "
+            "when every part of all three holds, conditional on the reading of the warning "
+            "when the statement and that reading hold in every part (past 8× the warning read "
+            "with scaling asks the statement's arms to drop, so both cannot hold there), "
+            "otherwise mixed; an inconclusive part counts as undecided, and when "
             "deciding it could change the verdict the claim is inconclusive: {verdict}. A "
             "2-layer byte model: what fails here is not reproduced at this scale, not refuted."
             "{short}",
@@ -122,8 +126,8 @@ TEXT: dict[str, Template] = {
             "≤ {collapses:g}% 为下降，更高为崩溃）；NTK 与 YaRN 分别判定，免训练（因子 = 长度 / L）与{finetune}。"
             "页面的警告不带限定，因此按两种读法分别检验：{readings}。成立 {n_held} 项，不成立 {n_failed} 项，"
             "尚无定论 {n_unclear} 项（详见英文与证据）。合并规则：第一句与“不做 scaling”读法中的部分过半不成立时为"
-            "“此规模下未复现”；三组全部成立时为“成立”；否则为“有条件成立”，以成立的读法为条件（超过 8 倍时，"
-            "“做 scaling”读法要求第一句中的同一批模型质量下降，二者不可能同时成立）；尚无定论的部分按未判定计入，"
+            "“此规模下未复现”；三组全部成立时为“成立”；第一句与警告的某一读法的每一部分都成立时为“有条件成立”，以该读法为条件（超过 8 倍时，"
+            "“做 scaling”读法要求第一句中的同一批模型质量下降，二者不可能同时成立）；否则为“部分成立”；尚无定论的部分按未判定计入，"
             "若其判定可能改变结论则论断尚无定论：{verdict}。这是两层字节模型：此处不成立只代表“此规模下未复现”，"
             "不是反驳。{short}"),
     "c30_finetune": ("fine-tuned {steps} steps at {factor}·L with scaling factor {scale}",
@@ -199,8 +203,8 @@ def _listed(parts: list[Part], lang: str) -> str:
 # compared with the same tokens scored by sliding windows of L, per seed: works ≤ WORKS_PCT <
 # degrades ≤ COLLAPSE_PCT < collapses.
 C21_COMBINES = ("confirmed when every statement holds; not reproduced at this scale when more "
-                "than half of the statements do not; otherwise conditional. " + SETTLE_EN,
-                "每条陈述都成立时成立；超过一半的陈述不成立时为此规模下未复现；否则有条件成立。" + SETTLE_ZH)
+                "than half of the statements do not; otherwise mixed. " + SETTLE_EN,
+                "每条陈述都成立时成立；超过一半的陈述不成立时为此规模下未复现；否则为部分成立。" + SETTLE_ZH)
 
 
 def _grade(arm: PositionArm, mult: str) -> tuple[str, Interval | None]:
@@ -457,13 +461,15 @@ C30_COMBINES = ("three groups of parts: the statement (NTK and YaRN, each traini
                 "fine-tuned without scaling) and (b) with scaling (the statement's arms). Not "
                 "reproduced at this scale when more than half of the graded parts of the "
                 "statement and of reading (a) do not hold; confirmed when every part of all "
-                "three holds; otherwise conditional, on the reading that holds. Past 8× reading "
-                "(b) asks of the statement's arms the opposite grade, so the statement and the "
-                "warning read with scaling cannot both hold there. Never refuted "
-                "(scale-dependent). " + SETTLE_EN,
+                "three holds; conditional, on that reading of the warning, when every part of "
+                "the statement and of one reading holds (the warning then holds read that way "
+                "only); otherwise mixed. Past 8× reading (b) asks of the statement's arms the "
+                "opposite grade, so the statement and the warning read with scaling cannot both "
+                "hold there. Never refuted (scale-dependent). " + SETTLE_EN,
                 "三组部分：第一句（NTK 与 YaRN，免训练与微调后，在 8 倍与 16 倍可用）与不带限定的警告（超过 8 倍质量明显下降）"
                 "的两种读法：(a) 不做 scaling，(b) 做 scaling。第一句与读法 (a) 的部分过半不成立时为此规模下未复现；"
-                "三组全部成立时成立；否则有条件成立，以成立的读法为条件。不会判为不成立（与规模有关）。" + SETTLE_ZH)
+                "三组全部成立时成立；第一句与某一读法的每一部分都成立时有条件成立，以该读法为条件（警告只在这种读法下成立）；"
+                "否则为部分成立。不会判为不成立（与规模有关）。" + SETTLE_ZH)
 
 
 def c30_parts(data: PositionData, size: str = "quick") -> dict[str, list[Part]]:
@@ -500,9 +506,15 @@ def combine_c30(groups: dict[str, list[Part]]) -> str:
         core = by.get("scaled", []) + by.get("warning_plain", [])
         if sum(v != "confirmed" for v in core) > len(core) / 2:
             return "not-reproduced-at-this-scale"
-        if every_group and all(v == "confirmed" for v in verdicts):
-            return "confirmed"
-        return "conditional"
+        if every_group and all(v == CONFIRMED for v in verdicts):
+            return CONFIRMED
+        # the warning has no qualifier: one reading of it, holding in full beside the
+        # statement, is the condition the claim holds under
+        whole = [k for k in ("warning_plain", "warning_scaled")
+                 if by.get(k) and all(v == CONFIRMED for v in by[k])]
+        if whole and by.get("scaled") and all(v == CONFIRMED for v in by["scaled"]):
+            return CONDITIONAL
+        return MIXED
 
     return settle([p.verdict for key in keys for p in groups[key]], decided)
 
@@ -587,14 +599,14 @@ C31_ROPE_PARTS = (C31_ROPE_PARAMS_PART, C31_ROPE_FLOPS_PART, C31_ROPE_SDPA_PART)
 C31_COMBINES = ("decided by counts, not timings: refuted when a RoPE part fails (RoPE adds "
                 f"parameters, its FLOPs exceed {C31_SHARE_PCT:g}% of a prefill at Llama 3 8B's "
                 "shape, or it calls SDPA otherwise than no positions does): these are counts at "
-                "a real model's shape, not a small-scale experiment; conditional when RoPE's "
-                "parts hold and an ALiBi or absolute-position part does not; confirmed when "
+                "a real model's shape, not a small-scale experiment; mixed when RoPE's parts "
+                "hold and an ALiBi or absolute-position part does not; confirmed when "
                 "every part holds. Step times (per-op overhead at the suite's toy shape, and "
                 "prefill and decode at a realistic shape) are reported and grade nothing. "
                 + SETTLE_EN,
                 "按计数而非计时判定：RoPE 的某部分不成立（增加了参数、在 Llama 3 8B 形状下 FLOPs 超过预填充的 "
                 f"{C31_SHARE_PCT:g}%，或调用 SDPA 的方式与无位置编码不同）时不成立：这些是真实模型形状下的计数，"
-                "不是小规模实验；RoPE 的部分成立而 ALiBi 或绝对位置的某部分不成立时有条件成立；全部成立时成立。"
+                "不是小规模实验；RoPE 的部分成立而 ALiBi 或绝对位置的某部分不成立时为部分成立；全部成立时成立。"
                 "步时（玩具形状下的逐算子开销，以及真实形状下的预填充与解码）只报告，不参与判定。" + SETTLE_ZH)
 
 
@@ -721,7 +733,7 @@ def combine_c31(parts: list[Part]) -> str:
         held = [v == "confirmed" for v in verdicts]
         if not all(h for h, r in zip(held, is_rope, strict=True) if r):
             return "refuted"
-        return "confirmed" if all(held) else "conditional"
+        return CONFIRMED if all(held) else MIXED
 
     return settle([p.verdict for p in parts], decided)
 

@@ -13,6 +13,8 @@ from blocklab.claims.registry import (  # noqa: F401 - the rules' names, as the 
     C32_LARGEST_PART,
     C32_LARGEST_RULE,
     C32_MODE,
+    C32_REASON_PART,
+    C32_REASON_PCT,
     C32_SPEED_PART,
     C32_SPEEDUP_RULE,
     C33_DELTA,
@@ -24,7 +26,10 @@ from blocklab.claims.registry import (  # noqa: F401 - the rules' names, as the 
     registered,
 )
 from blocklab.claims.rules import (
+    CONFIRMED,
     INCONCLUSIVE,
+    MIXED,
+    REFUTED,
     SETTLE_EN,
     SETTLE_ZH,
     Estimate,
@@ -40,14 +45,20 @@ from blocklab.experiments.summaries import RATIO_METHOD, Interval, TimeRatio
 
 # C32's registered rules (`registry.C32_SPEEDUP_RULE`, `registry.C32_LARGEST_RULE`): prefill of
 # the largest timed T, dynamic int8 (the mode that makes the GEMMs themselves int8; weight-only
-# keeps float FLOPs), eager; repeats of the interleaved timing play the part of seeds.
-C32_COMBINES = ("untestable here on a CPU without int8 dot-product instructions (VNNI or AMX "
-                "int8); otherwise confirmed when quantizing the FFN speeds prefill up and gains "
-                "more than quantizing attention, conditional when only one holds, else the "
-                "headline part's verdict (never refuted: speed depends on hardware and scale). "
-                + SETTLE_EN,
-                "在没有 int8 点积指令（VNNI 或 AMX int8）的 CPU 上此处无法检验；否则量化 FFN 使预填充加速且加速多于量化注意力时成立，"
-                "只有一项成立时有条件成立，否则取首要部分的判定（速度取决于硬件与规模，不会判为不成立）。" + SETTLE_ZH)
+# keeps float FLOPs), eager; repeats of the interleaved timing play the part of seeds. Its
+# stated reason is a third part, an exact count (`registry.C32_REASON_RULE`).
+C32_COMBINES = ("the timed parts first: untestable here on a CPU without int8 dot-product "
+                "instructions (VNNI or AMX int8); otherwise confirmed when quantizing the FFN "
+                "speeds prefill up and gains more than quantizing attention, mixed when only "
+                "one holds, else the headline part's verdict (a timing is never refuted: speed "
+                "depends on hardware and scale). Then the stated reason, an exact count: when "
+                "it holds the claim keeps that verdict; when it is refuted the claim is mixed "
+                "if a timed part holds, else refuted (a claim whose reason is false is never "
+                "confirmed). " + SETTLE_EN,
+                "先看计时部分：在没有 int8 点积指令（VNNI 或 AMX int8）的 CPU 上此处无法检验；否则量化 FFN "
+                "使预填充加速且加速多于量化注意力时成立，只有一项成立时为部分成立，否则取首要部分的判定（计时不会判为"
+                "不成立：速度取决于硬件与规模）。再看所述理由（精确计数）：理由成立时论断保持上述判定；理由不成立时，"
+                "有计时部分成立则为部分成立，否则不成立（理由错误的论断绝不判为成立）。" + SETTLE_ZH)
 # C33's registered rules (`registry.C33_TENSOR_RULE`; the per-row exactness part is analytic,
 # `registry.C33_EXACT_RULE`). The exact part is the condition: per-row merging is free.
 C33_COMBINES = (f"conditional when merging gate|up with per-row scales is exactly separate "
@@ -74,8 +85,9 @@ TEXT: dict[str, Template] = {
             "{speed} / {largest}. Each speed-up is the {method} over {repeats} repeats, graded "
             "on 100·ln(ratio), where that t interval holds at every level: FFN-only "
             "{speed_decided}, FFN-only over attention-only {largest_decided}.{weight_only}"
-            "{cpu} The page's ~99% share counts Llama-3-8B at T=4096, with the attention "
-            "projections left out of its sum.{scale}",
+            "{cpu} The stated reason, the FFN holding ~99% of prefill FLOPs: {page_share:.1f}% "
+            "at the page's Llama-3-8B and T=4096 (the page's count leaves the attention "
+            "projections out of its sum) → {reason}.{scale}",
             "d={d_model}、{layers} 层、prefill T={T}（{mode} int8，eager，{threads} 线程，随机权重）："
             "FFN 占 prefill FLOPs 的 {flop_share:.1f}%（blocklab.budget），占浮点 prefill 时间的 "
             "{time_share}；FFN 各层耗时为零时 prefill 为 ×{bound}，即仅量化 FFN 无法超过的上界；"
@@ -83,8 +95,8 @@ TEXT: dict[str, Template] = {
             "实测 ×{speedup}（仅量化注意力 ×{speedup_attention}）→ {speed} / {largest}。"
             "各加速比为 {repeats} 次重复逐次配对比值的几何平均，在 100·ln(比值) 上判定（对数比值的 "
             "Student t 区间在任何水平下都成立）：仅量化 FFN {speed_decided}，FFN 相对注意力 "
-            "{largest_decided}。{weight_only}{cpu}页面的约 99% 是 Llama-3-8B 在 T=4096 下、"
-            "未计注意力投影时的比例。{scale}"),
+            "{largest_decided}。{weight_only}{cpu}所述理由“FFN 约占预填充 FLOPs 的 99%”：页面所用的 "
+            "Llama-3-8B、T=4096 下为 {page_share:.1f}%（页面的计数未计注意力投影）→ {reason}。{scale}"),
     "c32_scale": ("prefill T={T}, {threads} thread(s)", "prefill T={T}，{threads} 线程"),
     "c32_weight_only": (" Weight-only int8 of the FFN: prefill ×{prefill}, decode ×{decode} "
                         "(estimate from the bytes read ×{estimate}, bound ×{bound}).",
@@ -171,10 +183,32 @@ def int8_hardware(data: QuantizeData) -> bool:
     return any(data.cpu_flags.get(f) for f in ("avx512_vnni", "avx_vnni", "amx_int8"))
 
 
+def page_ffn_share() -> float:
+    """The FFN's share of a 4,096-token prefill's FLOPs at Llama 3 8B's shape, batch 1
+    (`blocklab.budget`: every matmul; the count C23 reads)."""
+    from blocklab.budget import model_budget, resolve_model
+
+    doc = model_budget(resolve_model("meta-llama-3-8b").config, seq_len=4096)
+    return doc["flops"]["prefill"]["ffn_share"]
+
+
+def c32_reason_part(share: float, timed_share: float, size: str = "quick") -> Part:
+    """C32's stated reason ("the FFN holds ~99% of prefill FLOPs") decided without a test:
+    `share` (a fraction) at the page's shape against `registry.C32_REASON_PCT`, the timed
+    model's `timed_share` shown beside it."""
+    pct = 100 * share
+    holds = pct >= C32_REASON_PCT
+    return Part(C32_REASON_PART, registered("C32", size)[C32_REASON_PART],
+                Estimate(pct, None, None, 1), CONFIRMED if holds else REFUTED,
+                f"exactly {pct:.1f}% at Llama 3 8B's shape, T = 4,096 "
+                f"({'at least' if holds else 'below'} {C32_REASON_PCT:g}%; the timed model: "
+                f"{100 * timed_share:.1f}%): an exact count, with no scale")
+
+
 def c32_parts(data: QuantizeData, size: str = "quick") -> tuple[list[Part], dict]:
-    """C32's two graded parts from a quantize summary, and the numbers they rest on. A
-    contradiction also needs int8 hardware: on a CPU without it the arms are not fair to
-    int8."""
+    """C32's three graded parts from a quantize summary (the two timed ones, then the stated
+    reason), and the numbers they rest on. A contradiction also needs int8 hardware: on a
+    CPU without it the arms are not fair to int8."""
     ffn = _timing(data, f"ffn/{C32_MODE}")
     attn = _timing(data, f"attention/{C32_MODE}")
     if ffn is None or attn is None:
@@ -204,22 +238,34 @@ def c32_parts(data: QuantizeData, size: str = "quick") -> tuple[list[Part], dict
                "speedup_ffn": a.ratio, "speedup_attention": b.ratio,
                "ffn_over_attention": over.ratio, "repeats": a.repeats,
                "k_attention": attn.gemm_speedup[t], "decode_ffn": ffn.decode_speedup.ratio,
-               "decode_estimate_ffn": ffn.decode_estimate, "decode_bound_ffn": ffn.decode_bound}
-    return [speed, largest], numbers
+               "decode_estimate_ffn": ffn.decode_estimate, "decode_bound_ffn": ffn.decode_bound,
+               "ffn_flop_share_page_model": page_ffn_share()}
+    reason = c32_reason_part(numbers["ffn_flop_share_page_model"], ffn.flop_share[t], size)
+    return [speed, largest, reason], numbers
 
 
-def combine_c32(speed: Part, largest: Part) -> str:
+def combine_c32(speed: Part, largest: Part, reason: Part, int8: bool = True) -> str:
+    """C32's verdict from its timed parts and its stated reason (`C32_COMBINES`); `int8`: the
+    timed CPU has int8 dot-product instructions (else the timed parts are untestable here)."""
     def decided(verdicts: list[str]) -> str:
-        if verdicts == ["confirmed", "confirmed"]:
-            return "confirmed"
-        return "conditional" if "confirmed" in verdicts else verdicts[0]
+        *timed, why = verdicts
+        if not int8:
+            held = "untestable-here"
+        elif timed == [CONFIRMED, CONFIRMED]:
+            held = CONFIRMED
+        else:
+            held = MIXED if CONFIRMED in timed else timed[0]
+        if why == CONFIRMED:
+            return held
+        return MIXED if held in (CONFIRMED, MIXED) else REFUTED
 
-    return settle([speed.verdict, largest.verdict], decided)
+    return settle([speed.verdict, largest.verdict, reason.verdict], decided)
 
 
 def c32_arms(part: str, metric: str, arms: list[str]) -> list[str]:
-    """The arm C32's parts read: the suite's timing run (its repeats play the seeds)."""
-    return ["timing"]
+    """The arm C32's parts read: the suite's timing run (its repeats play the seeds); none for
+    the stated reason, an exact count."""
+    return [] if part == C32_REASON_PART else ["timing"]
 
 
 @claim("C32", suite="quantize", scale_dependent=True, arms=c32_arms, subsection=True)
@@ -232,7 +278,7 @@ def c32(ctx: Context) -> Finding:
     vnni = int8_hardware(data)
     # Without int8 instructions the question (which part gains most from int8) cannot be
     # asked here: every scheme is slower than float32 for the machine's sake.
-    verdict = combine_c32(*parts) if vnni else "untestable-here"
+    verdict = combine_c32(*parts, int8=vnni)
     scale_at = {"d_model": data.model.get("d_model"), "depth": data.model.get("n_layers")}
     wo = _timing(data, "ffn/weight-only")
     m = data.model
@@ -252,6 +298,8 @@ def c32(ctx: Context) -> Finding:
                    estimate=_text(n["estimate_ffn"]), speedup=_text(n["speedup_ffn"]),
                    speedup_attention=_text(n["speedup_attention"]), speed=parts[0].verdict,
                    largest=parts[1].verdict, method=RATIO_METHOD, repeats=n["repeats"],
+                   page_share=100 * n["ffn_flop_share_page_model"],
+                   reason=verdict_word(parts[2].verdict, lang),
                    speed_decided=decided_text(parts[0]), largest_decided=decided_text(parts[1]),
                    weight_only=weight_only, cpu="" if vnni else say(TEXT["c32_no_int8"], lang),
                    scale=scale)
@@ -336,7 +384,9 @@ def c33_arms(part: str, metric: str, arms: list[str]) -> list[str]:
     return [] if part == C33_EXACT_PART else ["quality"]
 
 
-@claim("C33", suite="quantize", arms=c33_arms, subsection=True)
+# Scale-dependent: the per-tensor part's cost follows the gate and up scales of a small model
+# trained here, which larger models may spread further apart.
+@claim("C33", suite="quantize", scale_dependent=True, arms=c33_arms, subsection=True)
 def c33(ctx: Context) -> Finding:
     summary = ctx.summary("quantize")
     if summary is None:

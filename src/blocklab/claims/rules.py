@@ -35,12 +35,13 @@ A claim's parts are decided together by `decide_parts`, with Holm's step-down co
 that the chance of any wrong decision within a claim stays ≤ α however many parts it has. A
 `Part` holds one part's rule, estimate and decision; `settle` turns the parts' verdicts into the
 claim's by a combining rule (`all_or_none`, `testable_all_or_none`, `majority`, or a claim's
-own), counting an inconclusive part as undecided.
+own), counting an inconclusive part as undecided. Parts that split with no condition named make
+a claim `mixed`, never `conditional` (kept for a condition the page states or a check names).
 
 A small model trained for minutes can fail to reproduce a claim about models a thousand times
-larger; it cannot refute it. So `refuted` is kept for claims that do not depend on scale
-(arithmetic, configs, identities), and an experiment that contradicts a claim says at what
-scale. The statistics come from `blocklab.stats`; the ledger attaches each rule to its row.
+larger; it cannot refute it. So `refuted` is kept for what an exact check decides (arithmetic,
+counts, configs, identities: a part decided without a test, or a claim that does not depend on
+scale), and an experiment that contradicts a claim says at what scale. The statistics come from `blocklab.stats`; the ledger attaches each rule to its row.
 """
 
 from __future__ import annotations
@@ -64,6 +65,9 @@ from blocklab.experiments.suites.position.summary import PositionArm
 from blocklab.experiments.summaries import Interval
 
 CONFIRMED = "confirmed"
+REFUTED = "refuted"  # by an exact check only: no experiment here refutes (`decide` never does)
+CONDITIONAL = "conditional"
+MIXED = "mixed"
 CONTRADICTED = "contradicted-at-this-scale"
 NOT_REPRODUCED = "not-reproduced-at-this-scale"
 INCONCLUSIVE = "inconclusive"
@@ -936,29 +940,41 @@ SETTLE_ZH = ("尚无定论的部分按未判定计入，绝不剔除：若这些
 
 
 # Rules for `settle` shared by several claims: each maps fully decided parts to a verdict.
+# A claim whose parts split, with no condition named, is `mixed`; `conditional` is kept for a
+# claim that holds under a condition the page states or its check names (each check says so).
+def none_held(verdicts: list[str]) -> str:
+    """The verdict of parts none of which holds: untestable here when no part could be tested,
+    refuted when an exact part is refuted, else not reproduced at this scale."""
+    if all(v == UNTESTABLE for v in verdicts):
+        return UNTESTABLE
+    return REFUTED if REFUTED in verdicts else NOT_REPRODUCED
+
+
 def all_or_none(verdicts: list[str]) -> str:
-    """Confirmed when every part is, not reproduced when none is, else conditional."""
-    held = sum(v == "confirmed" for v in verdicts)
-    return ("confirmed" if held == len(verdicts) else
-            "not-reproduced-at-this-scale" if held == 0 else "conditional")
+    """Confirmed when every part is, mixed when some are, else `none_held`."""
+    held = sum(v == CONFIRMED for v in verdicts)
+    return (CONFIRMED if held == len(verdicts) else MIXED if held else none_held(verdicts))
 
 
 def testable_all_or_none(verdicts: list[str]) -> str:
-    """`all_or_none` over the testable parts; an untestable part caps it at conditional."""
+    """`all_or_none` over the testable parts; an untestable part beside confirmed ones makes
+    the claim mixed, and alone leaves it untestable."""
     testable = [v for v in verdicts if v != UNTESTABLE]
     if not testable:
         return UNTESTABLE
     verdict = all_or_none(testable)
-    return "conditional" if verdict == "confirmed" and len(testable) < len(verdicts) else verdict
+    return MIXED if verdict == CONFIRMED and len(testable) < len(verdicts) else verdict
 
 
 def majority(verdicts: list[str]) -> str:
-    """Confirmed when every part is, not reproduced when more than half are not, else
-    conditional."""
-    failed = sum(v != "confirmed" for v in verdicts)
-    if not failed:
-        return "confirmed"
-    return "not-reproduced-at-this-scale" if failed > len(verdicts) / 2 else "conditional"
+    """Confirmed when every part is, not reproduced when more than half are not (`none_held`
+    when none is), else mixed."""
+    held = sum(v == CONFIRMED for v in verdicts)
+    if held == len(verdicts):
+        return CONFIRMED
+    if len(verdicts) - held > len(verdicts) / 2:
+        return NOT_REPRODUCED if held else none_held(verdicts)
+    return MIXED
 
 
 # Parts that some outcome decides without a test (so outside Holm's correction).

@@ -132,25 +132,79 @@ CLAIM_TEXT: dict[str, tuple[str, str]] = {
             "把普通训练的 FFN 直接切片到更窄的宽度，得不到嵌套宽度训练在该宽度上的效果。"),
 }
 
-# `refuted` is for claims that do not depend on scale (arithmetic, configs, identities); an
+# One sentence of a check's prose, (English, Chinese), with `str.format` named fields: each
+# check module keeps its sentences in a `TEXT` table, the two languages side by side.
+Template = tuple[str, str]
+
+# A verdict is one of VERDICTS, each with one meaning (`VERDICT_MEANING`). `refuted` is for what
+# an exact check decides (arithmetic, counts, identities, configs), where no scale enters; an
 # experiment says `contradicted-at-this-scale` or `not-reproduced-at-this-scale` instead
 # (`blocklab.claims.rules`), `inconclusive` when its seeds decide neither way (with what would
 # decide it), and `run` reports an experiment the page designed without a claim.
-# `untestable-here` is for a claim this machine cannot test at all.
+# `untestable-here` is for a claim this machine cannot test at all. Of a claim graded in parts,
+# `conditional` says it holds under a condition the page states or the check names, `mixed`
+# that its parts split with no such condition; the claim's stated combination rule (its
+# `Finding.combines`) says which parts decide it.
 VERDICTS = ("confirmed", "refuted", "contradicted-at-this-scale", "not-reproduced-at-this-scale",
-            "inconclusive", "conditional", "run", "untestable-here", "missing-results")
+            "inconclusive", "conditional", "mixed", "run", "untestable-here", "missing-results")
 # A check that raises gets the state "error": never a verdict, and the ledger's exit code is 1.
 ERROR = "error"
+# The words a reader sees for each verdict (the ids stay in the JSON).
+VERDICT_EN = {"confirmed": "confirmed", "refuted": "refuted", "conditional": "conditional",
+              "mixed": "mixed", "contradicted-at-this-scale": "contradicted at this scale",
+              "not-reproduced-at-this-scale": "not reproduced at this scale",
+              "inconclusive": "inconclusive", "run": "run",
+              "untestable-here": "untestable here", "missing-results": "missing results",
+              ERROR: "error"}
 VERDICT_ZH = {"confirmed": "成立", "refuted": "不成立", "conditional": "有条件成立",
+              "mixed": "部分成立",
               "contradicted-at-this-scale": "此规模下与之相反",
               "not-reproduced-at-this-scale": "此规模下未复现", "inconclusive": "尚无定论",
               "run": "已运行",
               "untestable-here": "此处无法检验", "missing-results": "缺少实验结果",
               ERROR: "检查出错"}
-
-# One sentence of a check's prose, (English, Chinese), with `str.format` named fields: each
-# check module keeps its sentences in a `TEXT` table, the two languages side by side.
-Template = tuple[str, str]
+# Each verdict's one definition, (English, Chinese), for the docs and the report.
+VERDICT_MEANING: dict[str, Template] = {
+    "confirmed": ("The claim holds as the page states it: every part that decides it holds, "
+                  "shown by an exact check or by an interval wholly beyond the claimed size.",
+                  "论断如页面所述成立：决定它的每一部分都成立，由精确检验或整体越过所称大小的置信区间证明。"),
+    "refuted": ("An exact check (arithmetic, a count, an identity, a published config or paper) "
+                "shows the claim false, and no part that decides it holds; no scale enters, so "
+                "no larger run could change it.",
+                "精确检验（算术、计数、恒等式、公开的配置或论文）表明论断不成立，且决定它的部分无一成立；"
+                "与规模无关，更大的实验也改变不了。"),
+    "contradicted-at-this-scale": (
+        "An experiment here shows the opposite of the claim beyond its smallest effect, with "
+        "fair arms, and a run twice as long agrees; a larger model may still differ.",
+        "此处的实验在公平对比下显示与论断相反、且超过最小效应，训练两倍长的运行也一致；更大的模型仍可能不同。"),
+    "not-reproduced-at-this-scale": (
+        "An experiment here did not show what decides the claim: the effect is absent or "
+        "smaller than claimed at the scale the verdict names; a larger model may still show it.",
+        "此处的实验没有显示出决定论断的部分：在判定所注明的规模下，效应不存在或小于所称；更大的模型仍可能显示出来。"),
+    "inconclusive": ("The seeds spent decide neither way, or deciding a claim's open parts could "
+                     "change its verdict; an open part states the effect its seeds could detect "
+                     "and the seeds that would decide it.",
+                     "已用的种子两方面都无法判定，或论断中未定部分的判定可能改变其结论；未定部分注明其种子能检测到的效应，"
+                     "以及判定所需的种子数。"),
+    "conditional": ("The claim holds under a condition the page states or that the check names "
+                    "(e.g. only in float16, only for bidirectional attention), and not without "
+                    "it.",
+                    "论断在页面所述或检查所指明的条件下成立（如只在 float16 下、只对双向注意力），离开该条件则不成立。"),
+    "mixed": ("The claim's parts do not share one verdict: some hold and others do not hold, or "
+              "cannot be tested here; each part's verdict is listed.",
+              "论断的各部分判定不一：有的成立，有的不成立或此处无法检验；逐一列出每部分的判定。"),
+    "run": ("An experiment the page designed without stating a result: it was run and its "
+            "finding is reported, not graded.",
+            "页面只设计、未给出结果的实验：已运行，报告其发现，不作判定。"),
+    "untestable-here": ("This machine cannot test the claim (or part) at all: no model, data or "
+                        "hardware here can; the reason is given.",
+                        "本机完全无法检验此论断（或部分）：这里没有相应的模型、数据或硬件；注明原因。"),
+    "missing-results": ("The results the check reads are not stored; the command that makes "
+                        "them is named.",
+                        "检查所读的实验结果尚未保存；注明生成它们的命令。"),
+    ERROR: ("The check failed to run: a state, never a verdict (the ledger exits 1).",
+            "检查运行失败：这是一种状态，不是判定（结论账本以退出码 1 结束）。"),
+}
 
 
 def say(template: Template, lang: str, /, **fields: object) -> str:
@@ -160,7 +214,7 @@ def say(template: Template, lang: str, /, **fields: object) -> str:
 
 
 def verdict_word(verdict: str, lang: str) -> str:
-    """A verdict as a sentence in `lang` names it."""
+    """A verdict as a sentence in `lang` names it (its id in English)."""
     return VERDICT_ZH[verdict] if lang == "zh" else verdict
 
 

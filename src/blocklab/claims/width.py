@@ -21,6 +21,7 @@ from blocklab.claims.registry import (
 )
 from blocklab.claims.rules import (
     CONFIRMED,
+    MIXED,
     SETTLE_EN,
     SETTLE_ZH,
     Estimate,
@@ -35,10 +36,10 @@ from blocklab.experiments.suites.width.summary import WidthData
 
 C37_COMBINES = ("the page's warning is the two sliced parts: the claim is confirmed when both "
                 "are and nested training also comes close to training at m/2 alone and costs "
-                "little at m; conditional when the m/2 sliced part is confirmed and any other "
-                "part is not; otherwise it takes the m/2 sliced part's verdict. " + SETTLE_EN,
+                "little at m; mixed when the m/2 sliced part is confirmed and any other part "
+                "is not; otherwise it takes the m/2 sliced part's verdict. " + SETTLE_EN,
                 "页面的警示对应两个切片部分：两者都成立，且嵌套训练在 m/2 上接近单独训练的 m/2 模型、在 m 上代价很小时，"
-                "论断成立；m/2 切片部分成立而其余任一部分不成立时为有条件成立；否则取 m/2 切片部分的判定。"
+                "论断成立；m/2 切片部分成立而其余任一部分不成立时为部分成立；否则取 m/2 切片部分的判定。"
                 + SETTLE_ZH)
 
 # The check's sentences, (English, Chinese), filled by `say`.
@@ -69,7 +70,7 @@ def combine_c37(parts: list[Part]) -> str:
     """C37's verdict from its parts (sliced m/2, sliced m/4, price, narrow), by `C37_COMBINES`."""
     def decided(verdicts: list[str]) -> str:
         if verdicts[0] == CONFIRMED:
-            return CONFIRMED if all(v == CONFIRMED for v in verdicts) else "conditional"
+            return CONFIRMED if all(v == CONFIRMED for v in verdicts) else MIXED
         return verdicts[0]
 
     return settle([p.verdict for p in parts], decided)

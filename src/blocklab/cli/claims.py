@@ -12,11 +12,23 @@ import typer
 
 from blocklab.cli import app, check_shows_chinese, chosen_size, console, fail, json_text
 
-VERDICT_STYLE = {"confirmed": "green", "refuted": "red", "conditional": "yellow",
-                 "untestable-here": "magenta",
-                 "contradicted-at-this-scale": "red", "not-reproduced-at-this-scale": "yellow",
-                 "inconclusive": "blue",
-                 "run": "cyan", "missing-results": "dim", "error": "bold red"}
+
+def verdict_style(verdict: str) -> str:
+    """The rich style of a verdict: its colour in the report's palette (`report.palette`, one
+    colour per verdict wherever it is shown), imported here and not at the top, as every
+    other command would pay for it."""
+    from blocklab.report.palette import VERDICT_STYLES
+
+    return VERDICT_STYLES[verdict].colour
+
+
+def verdict_text(verdict: str, zh: bool) -> str:
+    """A verdict in the reader's words (`claims.text.VERDICT_EN` / `VERDICT_ZH`), in its
+    colour."""
+    from blocklab.claims.text import VERDICT_EN, VERDICT_ZH
+
+    style = verdict_style(verdict)
+    return f"[{style}]{(VERDICT_ZH if zh else VERDICT_EN)[verdict]}[/{style}]"
 
 
 @app.command()
@@ -157,13 +169,10 @@ def part_line(part, zh: bool = False) -> str:
     """One part in a line: verdict, the estimate with the interval its decision read
     ('+1.99 [+0.41, +3.57] (99.64% CI, n=5)'; the stored 95% one for a part decided without a
     test), and its registered rule."""
-    from blocklab.claims import VERDICT_ZH
     from blocklab.claims.rules import decided_text
 
     value = decided_text(part)
-    verdict = VERDICT_ZH[part.verdict] if zh else part.verdict
-    style = VERDICT_STYLE.get(part.verdict, "")
-    return (f"• {part.name}: [{style}]{verdict}[/{style}] {value}; {part.reason}. [dim]"
+    return (f"• {part.name}: {verdict_text(part.verdict, zh)} {value}; {part.reason}. [dim]"
             f"{'规则' if zh else 'rule'}: {rule_text(part.rule)}[/dim]")
 
 
@@ -234,7 +243,7 @@ def print_ledger(rows, lang: str, size: str | None = None) -> None:
     its numbers decide nothing."""
     from rich.table import Table
 
-    from blocklab.claims import VERDICT_ZH
+    from blocklab.claims.text import VERDICT_EN, VERDICT_ZH
     from blocklab.experiments.summaries import size_note
 
     zh = lang == "zh"
@@ -246,8 +255,6 @@ def print_ledger(rows, lang: str, size: str | None = None) -> None:
     table.add_column("证据" if zh else "evidence", ratio=3)
     table.add_column("出处" if zh else "source", ratio=1, overflow="fold")
     for r in rows:
-        verdict = VERDICT_ZH[r.verdict] if zh else r.verdict
-        style = VERDICT_STYLE.get(r.verdict, "")
         evidence = r.summary_zh if zh else r.summary
         for part in r.parts:
             evidence += "\n" + part_line(part, zh)
@@ -260,14 +267,14 @@ def print_ledger(rows, lang: str, size: str | None = None) -> None:
             evidence += f"\n[dim]$ {r.command}[/dim]"
         if r.error:
             evidence += f"\n[bold red]{r.error}[/bold red]"
-        table.add_row(r.id, f"[{style}]{verdict}[/{style}]", r.claim_zh if zh else r.claim,
+        table.add_row(r.id, verdict_text(r.verdict, zh), r.claim_zh if zh else r.claim,
                       evidence, f"{r.page[:3]} § {r.section}")
     out = console()
     out.print(table)
     counts: dict[str, int] = {}
     for r in rows:
         counts[r.verdict] = counts.get(r.verdict, 0) + 1
-    out.print(", ".join(f"{VERDICT_ZH[k] if zh else k}: {v}"
+    out.print(", ".join(f"{(VERDICT_ZH if zh else VERDICT_EN)[k]}: {v}"
                             for k, v in sorted(counts.items())))
     note = size_note(size, lang) if size else None
     if note:

@@ -1,0 +1,184 @@
+"""The verdict vocabulary: every word has its reader's words in both languages and one meaning,
+and every claim's combination of its parts keeps to those meanings on every pattern of part
+verdicts (`claims.text.VERDICT_MEANING`, the combining rules of `claims.rules` and each
+check's own, stated in its `combines`)."""
+
+import itertools
+from types import SimpleNamespace
+
+import pytest
+
+from blocklab.claims import (
+    checks,
+    ffn,
+    models,
+    norm_cost,
+    placement,
+    positions,
+    quantization,
+    rules,
+)
+from blocklab.claims import width as width_claim
+from blocklab.claims.catalogue import SCALE_DEPENDENT, SPECS, SUITE_OF
+from blocklab.claims.registry import registered
+from blocklab.claims.rules import all_or_none, majority, settle
+from blocklab.claims.text import ERROR, VERDICT_EN, VERDICT_MEANING, VERDICT_ZH, VERDICTS
+
+C, R, X, NR, I, U = ("confirmed", "refuted", "contradicted-at-this-scale",
+                     "not-reproduced-at-this-scale", "inconclusive", "untestable-here")
+# What a part can be: one decided by a test (confirmed, not reproduced, contradicted; open, or
+# not testable here), one decided by an exact check (confirmed or refuted; open without data).
+RUN = (C, X, NR, I, U)
+EXACT = (C, R, I)
+
+
+def test_every_verdict_has_words_in_both_languages_and_one_meaning():
+    words = (*VERDICTS, ERROR)
+    assert set(VERDICT_EN) == set(VERDICT_ZH) == set(VERDICT_MEANING) == set(words)
+    for table in (VERDICT_EN, VERDICT_ZH):
+        assert len(set(table.values())) == len(words)  # no two verdicts read alike
+    meanings = list(VERDICT_MEANING.values())
+    assert all(en and zh and en != zh for en, zh in meanings)
+    assert len({en for en, _ in meanings}) == len({zh for _, zh in meanings}) == len(words)
+    assert VERDICT_EN["mixed"] == "mixed" and VERDICT_ZH["mixed"] == "部分成立"
+    assert VERDICT_EN["not-reproduced-at-this-scale"] == "not reproduced at this scale"
+    # conditional names a condition; mixed is parts that split with none
+    assert "condition" in VERDICT_MEANING["conditional"][0]
+    assert "some hold and others do not hold" in VERDICT_MEANING["mixed"][0]
+    assert "no scale" in VERDICT_MEANING["refuted"][0]
+
+
+def test_every_verdict_has_one_colour_for_the_cli():
+    from blocklab.cli.claims import verdict_style, verdict_text
+    from blocklab.report.palette import VERDICT_STYLES
+
+    colours = {verdict_style(v) for v in (*VERDICTS, ERROR)}
+    assert len(colours) == len(VERDICTS) + 1 and all(c.startswith("#") for c in colours)
+    assert verdict_style("mixed") == VERDICT_STYLES["mixed"].colour
+    assert verdict_text("mixed", zh=True) == f"[{VERDICT_STYLES['mixed'].colour}]部分成立[/" \
+                                             f"{VERDICT_STYLES['mixed'].colour}]"
+
+
+@pytest.mark.parametrize(("verdicts", "want"), [
+    ([C, C, C], C),  # all confirmed
+    ([C, NR], "mixed"),  # some hold, others not reproduced
+    ([C, U], "mixed"),  # some hold, others cannot be tested here
+    ([C, X], "mixed"),
+    ([NR, NR], NR),  # none holds
+    ([NR, X], NR),
+    ([NR, U], NR),
+    ([U, U], U),  # nothing could be tested
+    ([R, NR], R),  # none holds, and an exact check refutes one
+    ([C, I], I),  # confirmed or mixed: undecided
+    ([C, NR, I], "mixed"),  # mixed either way
+])
+def test_all_or_none_on_the_patterns_the_docs_name(verdicts, want):
+    assert settle(verdicts, all_or_none) == want
+
+
+def test_a_named_condition_is_conditional():
+    # C12's condition is the init: one init's spread holds, the others' do not
+    assert settle([NR, C, NR], placement.c12_rule) == "conditional"
+    assert settle([C, C, C], placement.c12_rule) == C
+    assert settle([NR, NR, NR], placement.c12_rule) == NR
+    # C26: NaN only when angles are formed in float16; C27: only when trained at that base
+    assert checks.c26_verdict(extended_finite=True, fp16_angles_nan=True) == "conditional"
+    assert checks.c27_verdict(True, [5e5, 1e6]) == "conditional"
+    # C33: the page's rule holds for per-tensor scales only
+    part = lambda v: SimpleNamespace(verdict=v)  # noqa: E731
+    assert quantization.combine_c33(part(C), part(C)) == "conditional"
+
+
+def _parts(verdicts, names=None):
+    names = names or [f"p{i}" for i in range(len(verdicts))]
+    return [SimpleNamespace(verdict=v, name=n) for v, n in zip(verdicts, names, strict=True)]
+
+
+C31_NAMES = list(registered("C31"))
+C30_GROUPS = (("scaled", 2), ("warning_plain", 1), ("warning_scaled", 1))
+
+
+def _c30(verdicts):
+    groups, at = {}, 0
+    for key, size in C30_GROUPS:
+        groups[key], at = _parts(verdicts[at:at + size]), at + size
+    return positions.combine_c30(groups)
+
+
+# claim: (what each of its parts can be, its combination over their verdicts), as each
+# check calls it
+COMBINES = {
+    "C12": ([RUN] * 3, lambda vs: settle(vs, placement.c12_rule)),
+    "C16": ([RUN] * 3, lambda vs: ffn.combine_c16(_parts(vs))),
+    "C18": ([EXACT] * 3 + [RUN],
+            lambda vs: norm_cost.combine_c18(_parts(vs[:3]), _parts(vs[3:])[0])),
+    "C19": ([RUN] * 4, lambda vs: settle(vs, rules.testable_all_or_none)),
+    "C21": ([RUN] * 4, lambda vs: settle(vs, majority)),
+    "C30": ([RUN] * 4, _c30),
+    "C31": ([EXACT] * 6, lambda vs: positions.combine_c31(_parts(vs, C31_NAMES))),
+    "C32": ([RUN, RUN, EXACT], lambda vs: quantization.combine_c32(*_parts(vs))),
+    "C32 without int8": ([RUN, RUN, EXACT],
+                         lambda vs: quantization.combine_c32(*_parts(vs), int8=False)),
+    "C33": ([EXACT, RUN], lambda vs: quantization.combine_c33(*_parts(vs))),
+    "C36": ([RUN] * 2, lambda vs: settle(vs, all_or_none)),
+    "C37": ([RUN] * 4, lambda vs: width_claim.combine_c37(_parts(vs))),
+}
+# The claims whose combination names a condition (C12: the init; C30: the reading of the
+# warning; C33: per-tensor scales); every other one says mixed when its parts split.
+NAMES_A_CONDITION = {"C12", "C30", "C33"}
+# Parts a confirmed claim need not have confirmed: C18's three readings of "compute" are
+# alternatives (one in the band is enough); C33's per-row part states the condition (merging
+# is free under per-row scales), so its failing leaves the page's rule in force everywhere.
+NOT_EACH_NEEDED = {"C18": range(3), "C33": range(1)}
+
+
+@pytest.mark.parametrize("claim", sorted(COMBINES))
+def test_each_combination_keeps_the_meanings_on_every_pattern(claim):
+    kinds, combine = COMBINES[claim]
+    cid = claim.split()[0]
+    for verdicts in itertools.product(*kinds):
+        got = combine(list(verdicts))
+        decided = [v for v in verdicts if v != I]
+        assert got in VERDICTS, (claim, verdicts, got)
+        if got == "conditional":
+            assert cid in NAMES_A_CONDITION, (claim, verdicts)
+        if got == "mixed":  # some part holds and another does not, or cannot be tested
+            assert C in decided and any(v != C for v in verdicts), (claim, verdicts)
+        if got == C:
+            weighed = [v for i, v in enumerate(verdicts)
+                       if i not in NOT_EACH_NEEDED.get(cid, ())]
+            assert all(v == C for v in weighed), (claim, verdicts)
+            assert cid != "C18" or C in verdicts[:3]
+        if got == R:  # only an exact check refutes
+            assert R in verdicts, (claim, verdicts)
+        if got == X:
+            assert X in verdicts, (claim, verdicts)
+        if cid not in SCALE_DEPENDENT:
+            assert not got.endswith("at-this-scale"), (claim, verdicts)
+
+
+def test_a_claim_whose_reason_is_refuted_is_never_confirmed():
+    # C32: "… because the FFN holds ~99% of prefill FLOPs", its third part
+    for timed in itertools.product(RUN, repeat=2):
+        for int8 in (True, False):
+            got = quantization.combine_c32(*_parts([*timed, R]), int8=int8)
+            assert got != C and got in ("mixed", R, I), (timed, int8, got)
+    # C36: "… because the residual path carries the gradient straight back", its second part
+    for stable in RUN:
+        assert settle([stable, NR], all_or_none) != C
+
+
+def test_scale_free_claims_never_say_at_this_scale():
+    # the claims with a suite that do not depend on scale: their combinations are counts and
+    # identities (the ledger turns any "at this scale" of theirs into an error:
+    # test_claims.test_a_scale_free_claim_at_this_scale_is_an_error)
+    assert {cid for cid in SUITE_OF if cid not in SCALE_DEPENDENT} == {"C29", "C31"}
+    assert {"C12", "C33"} <= SCALE_DEPENDENT  # probes and trained models at one scale
+    for rows in itertools.product(("holds", "fails", "partly", "untestable"), repeat=3):
+        got = models.combine_c34([models.PairingRow("p", [], {}, "", v, {}) for v in rows])
+        assert not got.endswith("at-this-scale") and got != "conditional"
+    for held, causes in itertools.product(([], ["a"]), (
+            [], ["ffn_form"], ["attention_shape", "biases"], ["norms"])):
+        assert not models.c35_verdict(held, causes).endswith("at-this-scale")
+    analytic = [cid for cid, spec in SPECS.items() if spec.suite is None]
+    assert all(cid not in SCALE_DEPENDENT for cid in analytic if cid != "C22")
