@@ -11,7 +11,16 @@ from blocklab.claims import Context, run_claims
 from blocklab.claims.brief import brief, verdict_word
 from blocklab.experiments.options import RunRequest
 from blocklab.report.palette import VERDICT_STYLES
-from blocklab.report.readme import END, LINK, START, update_readme, verdict_table
+from blocklab.report.readme import (
+    END,
+    FINDINGS_END,
+    FINDINGS_START,
+    LINK,
+    START,
+    findings_block,
+    update_readme,
+    verdict_table,
+)
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 # Verdicts computed live, independent of stored suite results.
@@ -65,24 +74,47 @@ def test_each_claim_is_one_short_row_linked_to_its_section(every_claim):
     assert statistics.median(lengths) <= 160
 
 
-def test_update_readme_replaces_only_the_block(tmp_path):
+BOTH = (f"before\n{FINDINGS_START}\nSTALE\n{FINDINGS_END}\nmiddle\n{START}\nSTALE\n{END}\n"
+        "after\n")
+
+
+def test_update_readme_replaces_only_the_blocks(tmp_path):
     path = tmp_path / "README.md"
-    path.write_text(f"before\n{START}\nold\n{END}\nafter\n", encoding="utf-8")
-    rows = run_claims(["C02"])
+    path.write_text(BOTH, encoding="utf-8")
+    rows = run_claims(["C02", "C15", "C23"])
     update_readme(path, rows, "cmd")
     text = path.read_text(encoding="utf-8")
-    assert text.startswith("before\n") and text.endswith("after\n") and "old" not in text
-    assert verdict_table(rows) in text
+    assert text.startswith("before\n") and text.endswith("after\n") and "STALE" not in text
+    assert "\nmiddle\n" in text and text.index(FINDINGS_END) < text.index(START)
+    assert verdict_table(rows) in text and findings_block(rows) in text
     path.write_text("no markers", encoding="utf-8")
     with pytest.raises(ValueError, match="no <!-- verdicts:start -->"):
         update_readme(path, rows, "cmd")
+    path.write_text(f"{START}\n{END}\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="no <!-- findings:start -->"):
+        update_readme(path, rows, "cmd")
+
+
+def test_the_findings_block_is_the_reports_findings_linked_to_their_claims():
+    from blocklab.report.findings import findings
+
+    rows = run_claims(["C02", "C15", "C23"])
+    found = findings(rows, "en")
+    block = findings_block(rows)
+    items = [line for line in block.splitlines() if line.startswith("- ")]
+    assert len(items) == len(found.sentences) >= 1
+    for line, sentence in zip(items, found.sentences, strict=True):
+        for claim in sentence.claims:
+            assert f"[{claim}]({LINK.format(id=claim)})" in line
+        assert re.sub(r"\[(C\d\d)\]\([^)]*\)", r"\1", line) == f"- {sentence.text}"
+    for u in found.use:  # the numbers to act on, each with its evidence's link
+        assert f"| {u.label} | {u.value} | [{u.claim}]({LINK.format(id=u.claim)}) |" in block
 
 
 # --- the command line: bad input is one line and exit code 2, and nothing is written ----------
 def _readme(tmp_path: Path, text: str | None = None) -> Path:
     path = tmp_path / "README.md"
-    path.write_text(f"before\n{START}\nold\n{END}\nafter\n" if text is None else text,
-                    encoding="utf-8")
+    path.write_text(BOTH if text is None else text, encoding="utf-8")
     return path
 
 
@@ -144,7 +176,7 @@ def test_an_empty_results_folder_is_refused_not_written(tmp_path, one_line_exit_
                            main=main)
     assert "missing-results" in line and "C16" in line and "--allow-missing" in line
     assert f"blocklab report --size quick --results {tmp_path / 'empty'}" in line
-    assert "old" in path.read_text(encoding="utf-8")
+    assert "STALE" in path.read_text(encoding="utf-8")
 
 
 def test_allow_missing_writes_the_missing_rows_and_says_so(tmp_path, capsys, fast_ledger):
@@ -203,4 +235,4 @@ def test_a_check_that_fails_writes_nothing(tmp_path, capsys, fast_ledger, monkey
     assert main([str(path), "--results", str(tmp_path), "--allow-missing"]) == 1
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ")
-    assert "C02 failed to run" in lines[0] and "old" in path.read_text(encoding="utf-8")
+    assert "C02 failed to run" in lines[0] and "STALE" in path.read_text(encoding="utf-8")
