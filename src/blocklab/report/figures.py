@@ -370,7 +370,7 @@ def _draw_ladder(doc: dict[str, Any]):
             ax.axhspan(band[0], band[1], color=CLAIM_SHADE, alpha=0.1,
                        label="the page's statement (its band)")
         elif trend["boundary"] is not None:
-            ax.axhline(trend["boundary"], color=CLAIM_SHADE, lw=1, alpha=0.6,
+            ax.axhline(trend["boundary"], color=CLAIM_SHADE, ls="--", lw=1.2,
                        label="the page's statement (its boundary)")
         for j, paper in enumerate(papers):
             if name in paper["effects"]:

@@ -55,7 +55,7 @@ ARM_COLOURS: dict[str, str] = {
     # linear is position interpolation), drawn together in the position figures
     "none": "#7f7f7f", "learned": "#9467bd", "sinusoidal": "#bcbd22", "rope": "#1f77b4",
     "alibi": "#2ca02c", "linear": "#ff7f0e", "ntk": "#17becf", "dynamic": "#e377c2",
-    "yarn": "#3949ab", "yarn-rescaled": "#7986cb", "llama3": "#8c6d31",
+    "yarn": "#b8860b", "yarn-rescaled": "#e0b84c", "llama3": "#3949ab",
     # the width suite's arms: (a) trained at m and sliced, (b) nested, (c) trained at m/2
     "ordinary": "#1f77b4", "nested": "#ff7f0e", "narrow": "#2ca02c",
 }
