@@ -4,6 +4,7 @@ verdicts (`claims.text.VERDICT_MEANING`, the combining rules of `claims.rules` a
 check's own, stated in its `combines`)."""
 
 import itertools
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -182,3 +183,20 @@ def test_scale_free_claims_never_say_at_this_scale():
         assert not models.c35_verdict(held, causes).endswith("at-this-scale")
     analytic = [cid for cid, spec in SPECS.items() if spec.suite is None]
     assert all(cid not in SCALE_DEPENDENT for cid in analytic if cid != "C22")
+
+
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+
+
+def test_the_docs_give_each_verdict_its_one_meaning():
+    verdicts_md = (DOCS / "verdicts.md").read_text(encoding="utf-8")
+    table = verdicts_md.split("<!-- verdict-meanings:start -->\n")[1].split("\n<!-- verdict")[0]
+    assert table.splitlines()[2:] == [f"| {VERDICT_EN[v]} | `{v}` | {VERDICT_MEANING[v][0]} |"
+                                      for v in (*VERDICTS, ERROR)]
+    glossary = (DOCS / "glossary.md").read_text(encoding="utf-8")
+    for v in VERDICTS:
+        if v != "missing-results":
+            assert f"| {v} | {VERDICT_MEANING[v][0]}" in glossary, v
+    zh = (DOCS / "zh.md").read_text(encoding="utf-8")
+    for v in ("confirmed", "refuted", "conditional", "mixed"):
+        assert f"`{v}`（{VERDICT_ZH[v]}）" in zh, v
