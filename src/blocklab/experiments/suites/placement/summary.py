@@ -648,12 +648,14 @@ def _tables(size: Size, data: PlacementData) -> list[Table]:
         "the identity (C12, C36)",
         ["placement", "init", *[f"sensitivity spread L={d}" for d in probe.depths],
          "‖J − I‖_F/√n (median over layers)", "‖J‖_F/√n (median)"],
-        [[p, i, *[format_level(g.sensitivity_spread_log2.get(str(d), Interval(0)), 2)
-                  for d in probe.depths],
+        [[p, i, *[format_level(g.sensitivity_spread_past_embedding_log2.get(str(d), Interval(0)),
+                               2) for d in probe.depths],
           format_level(g.identity_deviation_median, 3), format_level(g.jacobian_gain_median, 3)]
          for p, by_init in gradients.items() for i, g in by_init.items()],
-        "Sensitivity spread: log2(max / min) over one stack's layer inputs of ‖∂L/∂x_l‖·rms(x_l), "
-        "mean [95% CI] over seeds (a global rescaling of the stream cancels; 1 = one layer's "
+        "Sensitivity spread: log2(max / min) of ‖∂L/∂x_l‖·rms(x_l) over the inputs of layers "
+        "1 … L−1 of one stack, the estimate C12 grades at the deepest L (layer 0's input, the "
+        "embedding stream, is left out: its scale, not depth, sets its sensitivity), mean [95% "
+        "CI] over seeds (a global rescaling of the stream cancels; 1 = one layer's "
         "relative perturbation moves the loss twice as much as another's). ‖J − I‖_F/√n: each "
         "block's Jacobian ∂x_{l+1}/∂x_l at the deepest probed depth, from Gaussian-probe "
         "vector-Jacobian products (0 = the block is the identity, the page's 'gradient ≈ 1').")

@@ -491,7 +491,7 @@ def summarise(options: RunOptions, results: Results) -> Summary:
     ]
     rope_names = [name for name in arms_data if name.startswith("rope")]
     tables.append(Table(
-        "RoPE and its scalings: loss past L relative to sliding windows, % (C22)",
+        "RoPE and its scalings: loss past L relative to sliding windows, % (C30)",
         ["arm", *[f"{m}×" for m in longer]],
         [[name, *[_pct_cell(arms_data[name].extrapolated_vs_sliding_pct[m]) for m in longer]]
          for name in rope_names],
