@@ -25,10 +25,13 @@ from blocklab.claims import claim_sources
 from blocklab.experiments.options import RunRequest
 from blocklab.report.build import build_report
 from blocklab.report.figures import experimental_rows
+from blocklab.report.html import LEAD_FIGURE
 
 SUITES = ("ffn", "norm-cost", "placement", "position")
-EVIDENCE_LINES = 9  # lines of words in a ledger row's evidence, details folded, parts aside
-# (one of them the count of the rule edits made after the data, where there are any)
+CLAIM_LINES = 9  # lines of words in a claim's section, details folded, pictures and parts aside
+# (the claim, the summary's first sentence, the count of the rule edits made after the data
+# where there are any, the details line)
+LEDGER_LINES = 2  # lines of a claim's line in the ledger at 1280 px (at most 200 characters)
 
 HEAD_PROBE = """<script>
 window.__errors = [];
@@ -55,34 +58,42 @@ window.addEventListener("load", function () {
     images: images.length,
     broken: images.filter(function (i) { return !i.complete || i.naturalWidth === 0; })
                   .map(function (i) { return i.alt || i.src.slice(0, 40); }),
-    ledgerRows: document.querySelectorAll("table.ledger tbody tr").length,
-    ledger: Array.prototype.slice.call(document.querySelectorAll("table.ledger tbody tr"))
-      .map(function (tr) {
-        var cell = tr.querySelector("td.evidence");
-        var line = parseFloat(getComputedStyle(cell).lineHeight);
-        var kids = Array.prototype.slice.call(cell.children);
+    ledgerRows: document.querySelectorAll("ol.ledger li").length,
+    ledgerLines: Array.prototype.slice.call(document.querySelectorAll("ol.ledger li"))
+      .map(function (li) {
+        return li.getBoundingClientRect().height / parseFloat(getComputedStyle(li).lineHeight);
+      }),
+    claims: Array.prototype.slice.call(document.querySelectorAll("article.claim"))
+      .map(function (article) {
+        var line = parseFloat(getComputedStyle(article).lineHeight);
+        var kids = Array.prototype.slice.call(article.children);
         var top = Math.min.apply(null, kids.map(function (k) {
           return k.getBoundingClientRect().top; }));
         var bottom = Math.max.apply(null, kids.map(function (k) {
           return k.getBoundingClientRect().bottom; }));
-        // the words of the cell: its content less the pictures and the part lines
+        // the words of the section: its content less the pictures and the part lines
         var pictures = Array.prototype.slice.call(
-          cell.querySelectorAll("figure.forest img, ul.part-lines"))
+          article.querySelectorAll("figure, ul.part-lines"))
           .reduce(function (sum, el) { return sum + el.getBoundingClientRect().height; }, 0);
-        var img = cell.querySelector("figure.forest img");
+        var img = article.querySelector("figure.forest img");
         return {
-          id: tr.id,
+          id: article.id.replace("claim-", ""),
           forest: img ? img.complete && img.naturalWidth > 0 : null,
           forestWidth: img ? img.getBoundingClientRect().width : 0,
           textLines: kids.length ? (bottom - top - pictures) / line : 0,
-          partLines: Array.prototype.slice.call(cell.querySelectorAll("ul.part-lines li"))
+          partLines: Array.prototype.slice.call(article.querySelectorAll("ul.part-lines li"))
             .map(function (li) {
               var height = li.getBoundingClientRect().height;
               return height / parseFloat(getComputedStyle(li).lineHeight);
             }),
-          open: cell.querySelectorAll("details[open]").length
+          open: article.querySelectorAll("details[open]").length
         };
       }),
+    firstFigure: (function () {
+      var f = document.querySelector("figure");
+      return f ? {id: f.id, top: f.getBoundingClientRect().top + window.scrollY} : null;
+    })(),
+    ledgerTop: document.getElementById("ledger").getBoundingClientRect().top + window.scrollY,
     overview: !!document.querySelector("#fig-ledger_overview img"),
     budget: (document.querySelector("#ledger p.budget") || {}).textContent || "",
     deadAnchors: anchors.map(function (a) { return a.getAttribute("href").slice(1); })
@@ -157,14 +168,23 @@ def test_report_in_headless_chromium(report, tmp_path):
     assert probe["deadAnchors"] == []
     assert [r for r in probe["resources"] if not r.startswith("data:")] == []
 
-    # The ledger: a forest plot in the row of every experimental claim and no other, an
-    # overview above the table with the sentence on what more seeds would decide, and, with
-    # details folded, no evidence cell longer than EVIDENCE_LINES lines of words (the summary's
-    # first sentence, the plot's caption, the details line) besides one line per part.
+    # The page opens with the findings and its lead figure, in ordinary units, within the
+    # first two screens and above the ledger; the ledger gives each claim a line or two.
+    assert probe["firstFigure"]["id"] == f"fig-{LEAD_FIGURE}"
+    assert probe["firstFigure"]["top"] < min(2000, probe["ledgerTop"])
+    tall = [h for h in probe["ledgerLines"] if h > LEDGER_LINES + 0.5]  # the chip pads a line
+    assert tall == [], f"ledger lines taller than {LEDGER_LINES} lines: {tall}"
+
+    # Each claim's section: a forest plot for every experimental claim and no other, the
+    # overview under the ledger with the sentence on what more seeds would decide above it,
+    # and, with details folded, no section longer than CLAIM_LINES lines of words (the
+    # claim, the summary's first sentence, the edits' count, the details line) besides one line
+    # per part.
     doc = json.loads((report.parent / "report.json").read_text(encoding="utf-8"))
     experimental = {r["id"] for r in experimental_rows(doc)}
     assert experimental >= {"C12", "C16", "C18", "C19", "C21", "C31", "C36"}
-    rows = {r["id"]: r for r in probe["ledger"]}
+    rows = {r["id"]: r for r in probe["claims"]}
+    assert list(rows) == [r["id"] for r in doc["ledger"]]
     assert {cid for cid, r in rows.items() if r["forest"]} == experimental
     assert all(r["forest"] is None for cid, r in rows.items() if cid not in experimental)
     narrow = {cid: rows[cid]["forestWidth"] for cid in experimental
@@ -172,8 +192,8 @@ def test_report_in_headless_chromium(report, tmp_path):
     assert narrow == {}, f"forest plots narrower than 400 px at 1280 px: {narrow}"
     assert probe["overview"] and "inconclusive part" in probe["budget"]
     too_long = {cid: round(r["textLines"], 1) for cid, r in rows.items()
-                if r["textLines"] > EVIDENCE_LINES}
-    assert too_long == {}, f"evidence cells longer than {EVIDENCE_LINES} lines: {too_long}"
+                if r["textLines"] > CLAIM_LINES}
+    assert too_long == {}, f"claims' sections longer than {CLAIM_LINES} lines: {too_long}"
     wrapped = {cid: r["partLines"] for cid, r in rows.items()
                if any(h > 1.3 for h in r["partLines"])}
     assert wrapped == {}, f"part lines that wrap: {wrapped}"

@@ -1,7 +1,8 @@
-"""The page's sections (`blocklab.report.html`): each registered suite's results sit under its
-heading in the section its `Suite.section` names, and a suite whose section the page has no
-topic for gets one of its own, with its figures, before the claims added later; the table of
-contents lists what the page holds."""
+"""The page's sections (`blocklab.report.html`): the findings, the ledger and the claims one
+by one first; each registered suite's results sit under its heading in the section its
+`Suite.section` names, and a suite whose section the page has no topic for gets one of its
+own, with its figures, before the terms that close the page; the table of contents lists what
+the page holds."""
 
 import re
 import sys
@@ -17,7 +18,8 @@ from blocklab.experiments.summaries import Interval, Summary, Table
 from blocklab.report import build, figures, i18n
 from blocklab.report.html import render_html, sections
 
-PAGE_ORDER = ["ledger", "ffn", "normalization", "placement", "position", "deployment"]
+PAGE_ORDER = ["findings", "ledger", "claims", "ffn", "normalization", "placement", "position",
+              "deployment"]
 
 
 @dataclass(frozen=True)
@@ -78,9 +80,9 @@ def _contents(page: str) -> list[str]:
 def test_a_suite_with_a_section_the_page_lacks_gets_one_of_its_own(toy_page):
     page, zh, doc, results = toy_page
     assert list(doc["suites"]) == [*SUITE_MODULES, "toy"]  # the registered suites, in order
-    assert _contents(page) == [*PAGE_ORDER, "toy-results", "more-claims"]
+    assert _contents(page) == [*PAGE_ORDER, "toy-results", "terms"]
     assert (page.index('<section id="deployment">') < page.index('<section id="toy-results">')
-            < page.index('<section id="more-claims">'))
+            < page.index('<section id="terms">'))
     body = _section(page, "toy-results")
     # its heading is the section's title (not repeated above its one body) ...
     assert body.startswith("<h2>Toy results (toy suite)</h2>") and "<h3>" not in body
@@ -88,7 +90,9 @@ def test_a_suite_with_a_section_the_page_lacks_gets_one_of_its_own(toy_page):
     command = f"blocklab suite toy --size tiny --results {results}"
     figure = re.search(r'<figure id="fig-toy_figure">.*?</figure>', body, re.S).group(0)
     assert "The toy&#39;s values." in figure and f"<code>{command}</code>" in figure
-    assert "<h4>Toy table</h4>" in body and "No stored results" not in body
+    # its tables, each folded under its title
+    assert '<details class="table"><summary>Toy table</summary><table>' in body
+    assert "No stored results" not in body
     assert '<a href="#toy-results">Toy results (toy suite)</a>' in page
     assert "<h2>玩具结果（toy 实验）</h2>" in zh and _contents(zh) == _contents(page)
 
@@ -111,9 +115,10 @@ def test_sections_list_the_page_topics_then_the_suites_own_in_their_order():
 
     listed = sections([shown("a", "ffn", "A"), shown("b", "extra", "B"),
                        shown("c", "extra", "C"), shown("d", "later", "D")], "en")
-    assert [s["id"] for s in listed] == [*PAGE_ORDER, "extra", "later", "more-claims"]
+    assert [s["id"] for s in listed] == [*PAGE_ORDER, "extra", "later", "terms"]
     own = {s["id"]: (s["title"], s["suites"]) for s in listed if s["own"]}
     assert own == {"extra": ("B", 2), "later": ("D", 1)}  # two suites: each under its heading
     assert next(s for s in listed if s["id"] == "ffn")["suites"] == 1
-    with pytest.raises(ValueError, match=r"suite e: section 'ledger' shows no suite's results"):
-        sections([shown("e", "ledger", "E")], "en")
+    for taken in ("findings", "ledger", "claims", "terms"):
+        with pytest.raises(ValueError, match=rf"suite e: section '{taken}' shows no suite's"):
+            sections([shown("e", taken, "E")], "en")

@@ -1,9 +1,12 @@
-"""The ledger as a learner reads it: a forest plot per experimental claim and one overview,
-one line of words per part, the rest folded under details, and what more seeds would decide.
+"""The ledger as a learner reads it: one line per claim after an introduction that says how
+to read it (what each verdict means, why the levels differ, which rules were edited after the
+data), what more seeds would decide, and each claim's section: a forest plot per experimental
+claim, one line of words per part, the rest folded under details.
 
 Built from small hand-written report documents (the shape `build.collect` writes), so these
 tests train nothing and run no claim check."""
 
+import html
 import io
 import re
 
@@ -25,11 +28,14 @@ from blocklab.report.figures import (
 )
 from blocklab.report.html import (
     CSS,
+    VERDICT_ORDER,
     budget_sentence,
+    claim_article,
     design_words,
     evidence_cell,
     lead_and_rest,
     ledger_section,
+    open_parts,
     part_line,
 )
 from blocklab.report.palette import VERDICT_STYLES
@@ -67,7 +73,9 @@ def row(cid, verdict, parts, command, summary="The finding. More words follow he
             "summary_zh": "发现。后面还有更多的话。", "evidence": {"x": 1}, "command": command,
             "figure": None, "error": None, "parts": parts,
             "combines": "the claim takes the SwiGLU part's verdict",
-            "combines_zh": "论断取 SwiGLU 部分的判定"}
+            "combines_zh": "论断取 SwiGLU 部分的判定",
+            "brief": {"en": {"statement": f"statement {cid}", "found": f"found {cid}"},
+                      "zh": {"statement": f"说法 {cid}", "found": f"发现 {cid}"}}}
 
 
 SUITE = "blocklab suite ffn --size quick --results runs"
@@ -113,6 +121,11 @@ def doc():
             "ledger": ledger, "suites": suites,
             "rope": {"float64_gap_by_shift": {}, "command": "blocklab verify --group rope"},
             "decision_budget": decision_budget(ledger, suites, workers=2)}
+
+
+def _words(page: str) -> str:
+    """The text of a piece of the page, as a reader reads it (tags gone, entities read)."""
+    return html.unescape(re.sub(r"<[^>]+>", "", page))
 
 
 def _pixels(png: bytes):
@@ -382,8 +395,84 @@ def test_budget_sentence_at_the_top_of_the_ledger(doc):
     zh = budget_sentence(doc, "zh")
     assert "再运行约 9.3 分钟，这 2 个尚无定论的部分很可能得到判定" in zh
     section = ledger_section(doc, make_figures(doc), "en")
-    assert section.index('<p class="budget">') < section.index('id="fig-ledger_overview"') \
-        < section.index('<table class="ledger">')
+    assert section.index('<p class="budget">') < section.index('<ol class="ledger">') \
+        < section.index('id="fig-ledger_overview"')
+
+
+def test_one_line_per_claim_links_to_its_section(doc):
+    section = ledger_section(doc, {}, "en")
+    lines = re.findall(r'<li id="(C\d\d)">(.*?)</li>', section)
+    assert [cid for cid, _ in lines] == [r["id"] for r in doc["ledger"]]
+    c16 = dict(lines)["C16"]
+    # its id links to its section, its verdict is a symbol and the word claims.text gives it,
+    # then the page's statement in brief and what was found (claims.brief)
+    assert c16.startswith('<a class="id" href="#claim-C16">C16</a> <span class="badge '
+                          'v-inconclusive" title="The seeds spent decide neither way')
+    assert ">? inconclusive</span>" in c16
+    assert _words(c16).endswith("statement C16 · found C16")
+    zh = ledger_section(doc, {}, "zh")
+    assert "? 尚无定论</span>" in zh and "说法 C16 · 发现 C16" in _words(zh)
+    article = claim_article(doc["ledger"][1], {}, "en", doc)
+    assert article.startswith('<article class="claim" id="claim-C16"><h3>C16 ')
+    assert '<a href="#C16">↑ Claims ledger</a>' in article  # and back, from its details
+
+
+def test_the_verdict_words_and_colours_are_the_shared_ones(doc):
+    """Words from claims.text, symbols and colours from report.palette, each meaning stated
+    once, in the ledger's introduction; mixed is a verdict of its own."""
+    from blocklab.claims.text import VERDICT_EN, VERDICT_MEANING, VERDICTS
+
+    assert set(VERDICT_ORDER) == set(VERDICTS) and "mixed" in VERDICT_ORDER
+    section = ledger_section(doc, {}, "en")
+    for verdict in VERDICT_ORDER:
+        meaning = str(markupsafe.escape(VERDICT_MEANING[verdict][0]))
+        chip = (f'<span class="badge v-{verdict}" title="{meaning}">'
+                f"{VERDICT_STYLES[verdict].symbol} {VERDICT_EN[verdict]}</span>")
+        assert f"<dt>{chip}</dt><dd>{meaning}</dd>" in section, verdict
+        assert f".v-{verdict} {{ background: {VERDICT_STYLES[verdict].tint}; color: " \
+               f"{VERDICT_STYLES[verdict].colour};" in CSS
+    assert section.count("<dd>") == len(VERDICT_ORDER)
+
+
+def test_the_rules_edited_after_the_data_are_said_where_the_rules_are(doc):
+    """The ledger never says its claims are graded by rules registered before the data without
+    saying, in the same sentence, how many were edited after it and where to see them."""
+    edits = [{"date": "2026-12-01", "claims": ["C16", "C18"], "what": "δ raised"},
+             {"date": "2026-12-02", "claims": ["C16"], "what": "margin widened"}]
+    ledger = [{**r, "rules_changed": [e for e in edits if r["id"] in e["claims"]]}
+              for r in doc["ledger"]]
+    for lang, words in (("en", "but 2 edits to the rules of 2 claims were made after the data "
+                                "had been seen"),
+                        ("zh", "其中 2 条论断的规则在看到数据之后被修改了 2 处")):
+        section = ledger_section({**doc, "ledger": ledger}, {}, lang)
+        text = _words(section)
+        provenance = re.search(r'<p class="provenance">(.*?)</p>', section).group(1)
+        assert words in _words(provenance)
+        assert text.count("registered before the data" if lang == "en" else "数据之前登记") == 1
+    assert "none was edited after the data had been seen" in ledger_section(doc, {}, "en")
+
+
+def test_the_levels_shown_are_the_deciding_ones_and_the_ledger_says_why_they_vary(doc):
+    section = _words(ledger_section(doc, {}, "en"))
+    # C16's swiglu was read at 99.64%, geglu's band at 90%, the others at the stored 95%
+    assert "so the levels differ (90% to 99.64%): Holm's correction shares" in section
+    assert section.count("Holm's correction shares") == 1
+    one_level = {**doc, "ledger": doc["ledger"][2:]}
+    assert "the levels differ" not in ledger_section(one_level, {}, "en")
+
+
+def test_the_open_parts_are_counted_from_one_source(doc):
+    """The design's sentence and the box under it count the same parts: the ledger's
+    inconclusive ones, which the box lists, whatever the sequential runner had open when it
+    stopped (8 then; 3 now)."""
+    design = {"budget_s": None, "workers": 2, "stopped": "the cap admits 1 further look",
+              "looks": [{"runs": 6}], "still_open": [{}] * 8}
+    section = ledger_section({**doc, "sequential": design}, {}, "en")
+    listed = section[section.index("<details><summary>which parts"):]
+    rows = listed[:listed.index("</table>")].count("<tr><td>")
+    assert rows == open_parts(doc["decision_budget"]) == 3
+    assert f"{rows} part(s) are still inconclusive: the box below lists each." in section
+    assert "8 part(s)" not in section
 
 
 def test_print_stylesheet_opens_details_and_pins_nothing():
@@ -421,24 +510,27 @@ def test_the_page_templates_escape_every_value(doc):
     hostile = row("C16", "confirmed", [part("swiglu", "confirmed", -1.42, -2.01, -0.83)], SUITE,
                   summary="<script>alert(1)</script> uses `x<y`; \"quoted\" & 'single'.")
     hostile["error"] = "<b>bold</b>"
+    hostile["brief"]["en"]["found"] = "<i>found</i>"
+    article = claim_article(hostile, {}, "en", {**doc, "ledger": [hostile]})
+    assert "<script>" not in article and "&lt;script&gt;alert(1)&lt;/script&gt;" in article
+    assert "<b>bold</b>" not in article and "&lt;b&gt;bold&lt;/b&gt;" in article
+    assert "&amp; &#39;single&#39;" in article
     section = ledger_section({**doc, "ledger": [hostile]}, {}, "en")
-    assert "<script>" not in section and "&lt;script&gt;alert(1)&lt;/script&gt;" in section
-    assert "<b>bold</b>" not in section and "&lt;b&gt;bold&lt;/b&gt;" in section
-    assert "&amp; &#39;single&#39;" in section
+    assert "<i>found</i>" not in section and "&lt;i&gt;found&lt;/i&gt;" in section
 
 
 def test_the_design_sentence_says_budget_looks_runs_and_why_it_stopped():
     design = {"budget_s": 1200.0, "workers": 2, "stopped": "every part is decided",
               "looks": [{"runs": 6}, {"runs": 4}], "still_open": [],
               "longer": "run for C16 swiglu"}
-    text = design_words(design, "en")
+    text = design_words(design, "en", 0)
     assert "registered before the data; cap: 20 min) on 2 worker processes" in text
     assert "2 further look(s) added 10 run(s)" in text and "every part is decided" in text
     assert "twice as long for would-be contradictions: run for C16 swiglu" in text
-    assert "still open" not in text
-    unbounded = design_words({**design, "budget_s": None, "still_open": [{}]}, "zh")
-    assert "无，运行每一次查看" in unbounded and "仍有 1 个部分" in unbounded
-    cut = design_words({**design, "cut": ["C16 glu to n = 8"]}, "en")
+    assert "still inconclusive" not in text
+    unbounded = design_words({**design, "budget_s": None}, "zh", 1)
+    assert "无，运行每一次查看" in unbounded and "仍有 1 个部分尚无定论" in unbounded
+    cut = design_words({**design, "cut": ["C16 glu to n = 8"]}, "en", 0)
     assert "The cap cut: C16 glu to n = 8." in cut
 
 

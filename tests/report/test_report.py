@@ -1,6 +1,7 @@
-"""`blocklab report`: the page renders from stored tiny suite results, holds one ledger row per
-claim, embeds every image, loads nothing from the network, and says what to run when results
-are missing."""
+"""`blocklab report`: the page renders from stored tiny suite results, opens with the findings
+and a figure in ordinary units, holds one ledger line and one section per claim, defines each
+statistical word where it first stands, never shows one number two ways, embeds every image,
+loads nothing from the network, and says what to run when results are missing."""
 
 import dataclasses
 import json
@@ -16,13 +17,15 @@ from blocklab.experiments.options import RunOptions, RunRequest
 from blocklab.experiments.run_result import RunLabel
 from blocklab.report.build import SUITES, build_report, collect, write_report
 from blocklab.report.figures import make_figures
-from blocklab.report.html import render_html
+from blocklab.report.html import LEAD_FIGURE, render_html, rope_dtypes, rule_edits
+from blocklab.report.terms import TERMS
 
 CLAIM_IDS = sorted(claim_sources())
 
 
 class _Page(HTMLParser):
-    """The parts of the page the tests look at: images, links, ledger rows, element ids."""
+    """The parts of the page the tests look at: images, links, ledger lines, the claims'
+    sections, element ids."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -30,6 +33,7 @@ class _Page(HTMLParser):
         self.links: list[str] = []
         self.ids: set[str] = set()
         self.ledger_rows: list[str] = []
+        self.claims: list[str] = []
         self.scripts = 0
         self._in_ledger = False
 
@@ -43,13 +47,15 @@ class _Page(HTMLParser):
             self.links.append(attrs.get("href", ""))
         if tag in ("script", "link", "iframe", "object", "embed"):
             self.scripts += 1
-        if tag == "table" and "ledger" in (attrs.get("class") or ""):
+        if tag == "ol" and "ledger" in (attrs.get("class") or ""):
             self._in_ledger = True
-        if tag == "tr" and self._in_ledger and "id" in attrs:
+        if tag == "li" and self._in_ledger and "id" in attrs:
             self.ledger_rows.append(attrs["id"])
+        if tag == "article" and "claim" in (attrs.get("class") or ""):
+            self.claims.append(attrs["id"])
 
     def handle_endtag(self, tag):
-        if tag == "table":
+        if tag == "ol":
             self._in_ledger = False
 
 
@@ -78,10 +84,145 @@ def test_suites_ran_and_report_written(built):
     assert any("to run" in line for line in lines)
 
 
-def test_one_ledger_row_per_claim(built):
+def test_one_ledger_line_and_one_section_per_claim(built):
     index, _, _ = built
     page = parse(index.read_text(encoding="utf-8"))
     assert page.ledger_rows == CLAIM_IDS and len(CLAIM_IDS) == 37
+    assert page.claims == [f"claim-{cid}" for cid in CLAIM_IDS]
+    for cid in CLAIM_IDS:  # each line links to its claim's section and back
+        assert f"#claim-{cid}" in page.links and f"#{cid}" in page.links
+
+
+def test_the_page_opens_with_the_findings_and_a_figure_in_ordinary_units(built):
+    """Title, the findings and what to use, the lead figure (in its metric's units), then the
+    ledger; the overview on its normalised axis comes after the ledger's lines."""
+    index, doc, _ = built
+    text = index.read_text(encoding="utf-8")
+    findings = text.index('<section id="findings">')
+    first_figure = text.index("<figure ")
+    assert text.index("<h1>") < findings < first_figure < text.index('<section id="ledger">')
+    assert text[first_figure:].startswith(f'<figure id="fig-{LEAD_FIGURE}">')
+    assert text.count(f'<figure id="fig-{LEAD_FIGURE}">') == 1  # shown once, referred to after
+    assert text.index('<ol class="ledger">') < text.index('id="fig-ledger_overview"')
+    opening = text[findings:first_figure]
+    sentences = doc["findings"]["en"]["sentences"]
+    assert 1 <= len(sentences) <= 8 and opening.count("<li>") >= len(sentences)
+    assert "What to use" in opening and all(
+        f'href="#claim-{u["claim"]}"' in opening for u in doc["findings"]["en"]["use"])
+
+
+def test_every_statistical_term_is_defined_at_its_first_use_in_each_section(built,
+                                                                            unrasterized):
+    from .test_terms import first_uses
+
+    index, doc, _ = built
+    for lang in ("en", "zh"):
+        page = render_html(doc, make_figures(doc), lang)
+        uses = first_uses(page, lang)
+        plain = sorted(k for k, defined in uses.items() if not defined)
+        assert plain == [], plain[:10]
+        scopes = {scope for scope, _ in uses}
+        assert {"section#ledger", "article#claim-C16", "section#placement"} <= scopes
+        assert {key for _, key in uses} >= {"interval", "holm", "delta", "margin", "look",
+                                            "seed", "inconclusive"}
+    ids = set(re.findall(r'id="term-([a-z]+)"', page))
+    assert ids == {t.key for t in TERMS}
+
+
+def test_the_ledger_says_which_rules_were_edited_after_the_data(built):
+    """One sentence says the rules were registered before the data and, in the same breath,
+    how many were edited after it and where each claim shows them; each such claim counts them
+    in view and lists them under its details."""
+    index, doc, _ = built
+    text = index.read_text(encoding="utf-8")
+    edits, claims = rule_edits(doc["ledger"])
+    assert edits and claims
+    assert text.count("registered before the data") == 1
+    provenance = re.search(r'<p class="provenance">(.*?)</p>', text).group(1)
+    assert "registered before the data" in provenance
+    assert re.sub(r"<[^>]+>", "", provenance).count(
+        f"but {edits} edits to the rules of {claims} claims were made after the data") == 1
+    for row in doc["ledger"]:
+        article = re.search(rf'<article class="claim" id="claim-{row["id"]}">(.*?)</article>',
+                            text, re.S).group(1)
+        fold = article.find('<details class="more">')
+        n = len(row["rules_changed"])
+        assert article[:max(fold, 0)].count("Rules edited after the data: ") == (n > 0)
+        assert article[max(fold, 0):].count("Rule changed after the data were seen") == n
+
+
+def test_a_number_shown_twice_comes_from_one_source(built):
+    """C12's graded estimates are the placement table's sensitivity spread at the deepest
+    depth, not another quantity under the same name (it once showed the spread with the
+    embedding's input, 2.05, beside the graded 0.728)."""
+    _, doc, _ = built
+    c12 = next(r for r in doc["ledger"] if r["id"] == "C12")
+    table = next(t for t in doc["suites"]["placement"]["summary"]["tables"]
+                 if "(C12, C36)" in t["title"])
+    column = table["columns"].index(f"sensitivity spread L={c12['evidence']['depth']}")
+    rows = {(r[0], r[1]): r[column] for r in table["rows"]}
+    graded = [p for p in c12["parts"] if p["estimate"]["value"] is not None]
+    assert graded
+    for part in graded:
+        init = re.fullmatch(r"pre-norm, (\S+) init", part["name"]).group(1)
+        assert rows[("pre", init)].startswith(f"{part['estimate']['value']:.2f} ")
+
+
+def test_a_suite_table_names_the_claims_graded_from_it(built):
+    """A table's title names the claims graded from its suite's runs, or analytic claims that
+    quote it; never an experimental claim graded from nothing here (the RoPE-scaling table once
+    said C22, untestable here, while C30 is graded from it)."""
+    from blocklab.claims.catalogue import SCALE_DEPENDENT, SUITE_OF
+
+    _, doc, _ = built
+    for name, suite in doc["suites"].items():
+        for table in suite["summary"]["tables"]:
+            for cid in re.findall(r"\bC\d\d\b", table["title"]):
+                assert SUITE_OF.get(cid) == name or cid not in SCALE_DEPENDENT, \
+                    (cid, table["title"])
+    titles = [t["title"] for t in doc["suites"]["position"]["summary"]["tables"]]
+    assert "RoPE and its scalings: loss past L relative to sliding windows, % (C30)" in titles
+
+
+def test_the_shift_and_scale_table_judges_at_its_stated_tolerance(built):
+    """Invariance and sign flips are read within each row's tolerance, shown beside them:
+    never an exact equality (scale −3 at ε = 1e-6 flips the sign to 2e-7, within it)."""
+    index, doc, _ = built
+    text = index.read_text(encoding="utf-8")
+    for rows in doc["normalization"]["shift_scale"].values():
+        for r in rows:
+            assert r["invariant"] == (r["max_deviation"] <= r["tolerance"])
+            assert r["sign_flip"] == (r["sign_flip_deviation"] <= r["tolerance"])
+    flips = [r for r in doc["normalization"]["shift_scale"]["1e-06"]
+             if r["transform"] == "negative_scale"]
+    assert flips and all(r["sign_flip"] for r in flips)
+    section = text[text.index('<section id="normalization">'):]
+    assert "<th>max |N(T·x) + N(x)|</th><th>tolerance</th>" in section
+
+
+def test_captions_name_only_what_the_figure_draws(built):
+    """The norm-cost figure's kernel panels are promised only where per-kernel timings are
+    stored, its step panel where a step was timed; RoPE's error is 'by dtype' only over the
+    dtypes stored."""
+    index, doc, _ = built
+    text = index.read_text(encoding="utf-8")
+
+    def caption_of(key):
+        found = re.search(rf'<figure id="fig-{key}">.*?<figcaption><b>[^<]*</b> (.*?) <span',
+                          text, re.S)
+        return re.sub(r"<[^>]+>", "", found.group(1))
+
+    norm = doc["suites"]["norm-cost"]["summary"]["data"]
+    shown = caption_of("norm_cost")
+    for words, drawn in (("per hidden size d", norm["ratios"]),
+                         ("forward + backward", norm["ratios"]),
+                         ("training step", norm["step_time"])):
+        assert (words in shown) == bool(drawn), words
+    dtypes = rope_dtypes(doc)
+    shown = caption_of("rope_relative_error")
+    assert ("by dtype" in shown) == (len(dtypes) > 1)
+    for dtype in ("float16", "bfloat16", "float32"):
+        assert (f"{dtype}," in shown or f"{dtype})" in shown) == (dtype in dtypes), dtype
 
 
 def test_self_contained(built):
@@ -145,8 +286,11 @@ def test_chinese_headings_and_captions(built, unrasterized):
     _, doc, _ = built
     page = render_html(doc, make_figures(doc), "zh")
     assert '<html lang="zh-CN">' in page
-    for heading in ("论断账本", "前馈网络", "归一化", "位置编码", "部署", "目录"):
+    for heading in ("两个页面说对与说错了什么", "可以直接用的结论", "论断账本", "逐条论断",
+                    "前馈网络", "归一化", "位置编码", "部署", "目录", "术语"):
         assert heading in page
+    for sentence in doc["findings"]["zh"]["sentences"]:  # the findings, in Chinese
+        assert sentence["text"][:12] in page
     assert "成立" in page and "复现命令" in page
     # every claim still cites its page file and the section heading as written on the page
     for source in claim_sources().values():

@@ -19,20 +19,26 @@ from __future__ import annotations
 import json
 import re
 import time
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from blocklab.claims.brief import brief
 from blocklab.claims.catalogue import part_arms
+from blocklab.claims.ledger import ClaimResult
 from blocklab.claims.rules import Rule
 from blocklab.errors import InputError, ResultsError
 from blocklab.experiments.options import RunRequest
 from blocklab.experiments.results import ResultStore
 from blocklab.experiments.suites import SUITE_MODULES
 from blocklab.jsonio import write_atomic
+from blocklab.report.findings import findings
+from blocklab.report.palette import VERDICT_STYLES
 
 # The registered suites, in their order: the page shows each in its `Suite.section`.
 SUITES = tuple(SUITE_MODULES)
 SCHEMA = 1
+LANGS = ("en", "zh")
 
 # Deployment figures: a small, a mid-size and a large dense model.
 DEPLOY_MODELS = ("llama-3.2-1b", "meta-llama-3-8b", "llama-3.1-70b")
@@ -58,7 +64,8 @@ def collect(request: RunRequest, *, out: Path | str = "report",
 
     results, size = request.results, request.size
     ctx = Context(request)
-    ledger = [row.to_dict() for row in run_claims(None, ctx)]
+    rows = run_claims(None, ctx)
+    ledger = [{**row.to_dict(), "brief": briefs(row)} for row in rows]
     suites = {}
     for name in SUITES:
         error = (suite_errors or {}).get(name)
@@ -99,6 +106,8 @@ def collect(request: RunRequest, *, out: Path | str = "report",
                       "size_note": ({lang: size_note(size, lang) for lang in ("en", "zh")}
                                     if size_note(size) else None),
                       "command": request.report_command(out)},
+        # what the pages got right and wrong, and what to use, in each language
+        "findings": {lang: asdict(findings(rows, lang)) for lang in LANGS},
         "ledger": ledger,
         # what more seeds would decide, priced from the stored runs' wall time
         "decision_budget": decision_budget(ledger, suites, usable_cores()),
@@ -110,6 +119,17 @@ def collect(request: RunRequest, *, out: Path | str = "report",
         "rope": _rope(),
         "deployment": _deployment(),
     }
+
+
+def briefs(row: ClaimResult) -> dict[str, dict[str, str]]:
+    """{lang: {statement, found}}: the claim's line in the ledger (`claims.brief`), the page's
+    statement in brief and what was found, in each language."""
+    out = {}
+    for lang in LANGS:
+        style = VERDICT_STYLES.get(row.verdict)
+        b = brief(row, lang, style.symbol if style else "")
+        out[lang] = {"statement": b.statement, "found": b.found}
+    return out
 
 
 def busy_timings(store: ResultStore, run_ids: list[str]) -> list[dict[str, Any]]:

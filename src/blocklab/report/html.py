@@ -6,13 +6,17 @@ macros in `templates/macros.html.j2`) with autoescape on, so every piece of text
 output; the only markup text may carry is a `backticked` name, which the `prose` filter turns
 into <code>. The page loads nothing from anywhere, so it opens from disk and offline.
 
-Layout: header, table of contents, the claims ledger, then one section per page topic (FFN,
-normalization, placement, position encodings, deployment) and the claims added later. Each
-suite's results (its tables, notes and figures) are shown under its heading in the section its
-`Suite.section` names, a section of their own before the claims added later when the page has
-no such topic; a suite whose results are missing shows the command that produces them. This
-module computes what the templates show (the words of each part's line, table rows, counts,
-the sections); the templates hold the markup.
+Layout: the title; the findings (what the pages got right and wrong, what to use) with the
+page's lead figure, in ordinary units; the contents; the ledger, one line per claim after an
+introduction that says how to read it (the verdicts, the levels the intervals are shown at, the
+rules edited after the data); every claim in a section of its own, its rules and full evidence
+under details; then one section per page topic (FFN, normalization, placement, position
+encodings, deployment) and the terms the page uses. Each suite's results (its tables, notes and
+figures) are shown under its heading in the section its `Suite.section` names, a section of
+their own when the page has no such topic; a suite whose results are missing shows the command
+that produces them. This module computes what the templates show (the words of each part's
+line, table rows, counts, the sections); the templates hold the markup, and `terms.define_terms`
+links each statistical word to its definition where it first stands.
 """
 
 from __future__ import annotations
@@ -26,20 +30,15 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, pass_context
 from jinja2.utils import Namespace
 from markupsafe import Markup, escape
 
-from blocklab.claims import VERDICT_ZH
 from blocklab.claims.catalogue import SUBSECTION_CLAIMS
+from blocklab.claims.rules import confidence_text
+from blocklab.claims.text import VERDICT_EN, VERDICT_MEANING, VERDICT_ZH
 from blocklab.experiments.suites import get_suite
 from blocklab.experiments.summaries import mixed_notes
 from blocklab.report.figures import Figure, forest_key, interval_of
 from blocklab.report.i18n import DECISION_SHORT, caption, t
 from blocklab.report.palette import VERDICT_STYLES
-
-VERDICT_EN = {"confirmed": "confirmed", "refuted": "refuted", "conditional": "conditional",
-              "contradicted-at-this-scale": "contradicted at this scale",
-              "not-reproduced-at-this-scale": "not reproduced at this scale",
-              "inconclusive": "inconclusive", "run": "run",
-              "untestable-here": "untestable here", "missing-results": "missing results",
-              "error": "error"}
+from blocklab.report.terms import TERMS, define_terms
 
 CSS = """
 :root { --ink: #1f2328; --muted: #59636e; --line: #d1d9e0; --bg: #ffffff; --soft: #f6f8fa;
@@ -48,7 +47,7 @@ CSS = """
 body { margin: 0; color: var(--ink); background: var(--bg); line-height: 1.5; font-size: 15px;
        font-family: system-ui, -apple-system, "Segoe UI", "Noto Sans", "Noto Sans CJK SC",
        "PingFang SC", "Microsoft YaHei", "Helvetica Neue", Arial, sans-serif; }
-header, main, nav.toc, footer { max-width: 1180px; margin: 0 auto; padding: 0 24px; }
+header, main, footer { max-width: 1180px; margin: 0 auto; padding: 0 24px; }
 header { padding-top: 28px; }
 h1 { font-size: 1.6em; margin: 0 0 6px; }
 h2 { font-size: 1.35em; margin: 40px 0 10px; padding-bottom: 6px;
@@ -61,7 +60,7 @@ a:hover { text-decoration: underline; }
 code { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, "Liberation Mono",
        monospace; font-size: 0.88em; background: var(--soft); padding: 1px 5px;
        border-radius: 4px; overflow-wrap: anywhere; }
-nav.toc { margin-top: 14px; }
+nav.toc { margin-top: 18px; }
 nav.toc ol { margin: 4px 0; padding-left: 22px; columns: 2; }
 nav.toc div.box { background: var(--soft); border: 1px solid var(--line); border-radius: 8px;
                   padding: 10px 16px; }
@@ -71,10 +70,6 @@ th { background: var(--soft); font-weight: 600; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 caption { caption-side: bottom; text-align: left; color: var(--muted); font-size: 0.9em;
           padding-top: 4px; }
-table.ledger td.id { font-weight: 600; white-space: nowrap; }
-table.ledger td.src { font-size: 0.88em; color: var(--muted); min-width: 11em; }
-table.ledger td.evidence { min-width: 22em; }
-table.ledger td.claim { min-width: 16em; }
 .cmd { display: block; margin-top: 4px; }
 .badge { display: inline-block; padding: 1px 8px; border-radius: 10px; font-size: 0.85em;
          font-weight: 600; white-space: nowrap; border: 1px solid transparent; }
@@ -95,14 +90,23 @@ details pre { max-height: 22em; overflow: auto; background: var(--soft); padding
               border-radius: 4px; font-size: 0.9em; white-space: pre-wrap; }
 ul.notes { color: var(--muted); font-size: 0.9em; }
 ul.parts { margin: 6px 0; padding-left: 18px; font-size: 0.92em; }
-/* the ledger: one line of words per part, pictures beside, the rest folded */
-table.ledger { table-layout: fixed; }
-table.ledger th:nth-child(1) { width: 3.8em; }
-table.ledger th:nth-child(2) { width: 8.8em; }
-table.ledger th:nth-child(3) { width: 19%; }
-table.ledger th:nth-child(5) { width: 9.5em; }
-table.ledger td .badge { white-space: normal; }
-table.ledger p.lead { margin: 0 0 4px; }
+/* the ledger: one line per claim; each claim's section: one line of words per part, pictures
+   beside, the rest folded */
+ol.ledger { list-style: none; margin: 8px 0; padding: 0; }
+ol.ledger li { padding: 3px 0; border-bottom: 1px solid var(--soft); }
+ol.ledger a.id { display: inline-block; width: 3.2em; font-weight: 600; }
+ol.ledger .found { color: var(--muted); }
+dl.verdicts { display: grid; grid-template-columns: max-content 1fr; gap: 2px 10px;
+              font-size: 0.9em; margin: 8px 0; }
+dl.verdicts dd { margin: 0; }
+article.claim { border-top: 1px solid var(--line); margin-top: 18px; padding-top: 4px; }
+article.claim h3 { margin: 8px 0 2px; }
+article.claim h3 span.claim { font-weight: 400; font-style: italic; font-size: 0.9em; }
+article.claim figure.forest { max-width: 600px; }
+a.term { color: inherit; text-decoration: underline dotted; }
+ul.findings li, ul.use li { margin: 3px 0; }
+dl.terms dt { font-weight: 600; margin-top: 6px; }
+dl.terms dd { margin: 0 0 0 1.5em; }
 ul.part-lines { list-style: none; margin: 4px 0; padding: 0; font-size: 0.86em; }
 ul.part-lines li { display: flex; gap: 6px; align-items: baseline; line-height: 1.5; }
 ul.part-lines .d { flex: none; width: 10.4em; padding: 0 4px; border-radius: 4px;
@@ -115,9 +119,11 @@ figure.forest figcaption { font-size: 0.78em; line-height: 1.35; margin-top: 2px
 p.budget { background: var(--soft); border: 1px solid var(--line); border-radius: 8px;
            padding: 8px 12px; }
 details.more > summary { font-weight: 600; }
+details.table { font-size: 1em; margin: 6px 0; }
+details.table > summary { color: var(--ink); font-weight: 600; }
 @media print {
   body { font-size: 11px; }
-  header, main, nav.toc, footer { max-width: none; padding: 0; }
+  header, main, footer { max-width: none; padding: 0; }
   * { position: static !important; box-shadow: none !important; }
   details::details-content { content-visibility: visible; display: block; }
   details > summary { list-style: none; font-weight: 600; }
@@ -344,9 +350,10 @@ def budget_words(budget: dict[str, Any], lang: str) -> str:
     return ("" if lang == "zh" else " ").join(out)  # Chinese sentences join without a space
 
 
-def design_words(design: dict[str, Any], lang: str) -> str:
+def design_words(design: dict[str, Any], lang: str, still_open: int) -> str:
     """The sequential design as run (`Looks.to_dict` with the budget's plan): budget, looks,
-    runs added, why it stopped, parts still open, and the 2× longer runs."""
+    runs added, why it stopped, the 2× longer runs, and the parts still open: `still_open`,
+    the ledger's inconclusive parts (`open_parts`), the very parts the box below it lists."""
     budget = design.get("budget_s")
     shown = (t("design_unbounded", lang) if budget is None else duration(budget, lang))
     looks = design.get("looks") or []
@@ -354,13 +361,22 @@ def design_words(design: dict[str, Any], lang: str) -> str:
         budget=shown, workers=design.get("workers", "?"), looks=len(looks),
         runs=sum(look.get("runs", 0) for look in looks),
         stopped=design.get("stopped") or "—")]
-    if design.get("still_open"):
-        out.append(t("design_open", lang).format(n=len(design["still_open"])))
+    if still_open:
+        out.append(t("design_open", lang).format(n=still_open))
     if design.get("longer"):
         out.append(t("design_longer", lang).format(what=design["longer"]))
     if design.get("cut"):
         out.append(t("design_cut", lang).format(what=", ".join(design["cut"])))
     return ("" if lang == "zh" else " ").join(out)
+
+
+def open_parts(budget: dict[str, Any] | None) -> int:
+    """How many parts are still open: the rows of the budget's table (`budget_rows`: every
+    inconclusive part of the ledger, priced, past its design or unpriced)."""
+    if not budget:
+        return 0
+    return (len(budget["parts"]) + len(budget.get("beyond_design") or [])
+            + len(budget["unsized"]))
 
 
 def budget_rows(budget: dict[str, Any], lang: str) -> list[list[Any]]:
@@ -380,7 +396,7 @@ def budget_rows(budget: dict[str, Any], lang: str) -> list[list[Any]]:
 
 BUDGET_COLUMNS = ("col_id", "col_part", "col_n", "col_needed", "col_extra", "col_seed_cost",
                   "col_minutes", "col_arms")
-VERDICT_ORDER = ("confirmed", "conditional", "refuted", "contradicted-at-this-scale",
+VERDICT_ORDER = ("confirmed", "conditional", "mixed", "refuted", "contradicted-at-this-scale",
                  "not-reproduced-at-this-scale", "inconclusive", "run", "untestable-here",
                  "missing-results")
 
@@ -398,9 +414,83 @@ def verdict_counts(ledger: list[dict[str, Any]]) -> dict[str, Any]:
             "errors": errors}
 
 
+def rule_edits(ledger: list[dict[str, Any]]) -> tuple[int, int]:
+    """(edits, claims): how many edits to registered rules were made after the data had been
+    seen (each once, though it may touch several claims) and how many claims they touch."""
+    edits = {(c["date"], c["what"]) for r in ledger for c in r.get("rules_changed") or []}
+    return len(edits), sum(bool(r.get("rules_changed")) for r in ledger)
+
+
+def provenance_words(ledger: list[dict[str, Any]], lang: str) -> str:
+    """The ledger's one sentence on where its rules came from: registered before the data,
+    with how many were edited after it and where each edit is shown."""
+    edits, claims = rule_edits(ledger)
+    if not edits:
+        return t("provenance_none", lang)
+    return t("provenance", lang).format(edits=edits, claims=claims)
+
+
+def levels_words(ledger: list[dict[str, Any]], lang: str) -> str:
+    """Why the intervals shown are at different levels, with the lowest and highest shown (the
+    levels that decided the parts: `figures.interval_of`); '' when they are all one."""
+    shown = {(part.get("interval") or {}).get("confidence", 0.95) for r in ledger
+             for part in r.get("parts") or [] if interval_of(part)[0] is not None}
+    if len(shown) < 2:
+        return ""
+    return t("levels", lang).format(low=confidence_text(min(shown)),
+                                    high=confidence_text(max(shown)))
+
+
+_CLAIM_ID = re.compile(r"\b(C\d\d)\b")
+
+
+def claim_links(text: str) -> Markup:
+    """`prose(text)` with each claim id ("C23") a link to the claim's section."""
+    return Markup(_CLAIM_ID.sub(r'<a href="#claim-\1">\1</a>', str(prose(text))))
+
+
+def ledger_line(row: dict[str, Any], lang: str) -> Markup:
+    """A claim's line in the ledger after its id and verdict: the page's statement in brief
+    and what was found (`claims.brief`, kept in the document as `brief`)."""
+    b = row["brief"][lang]
+    return Markup('<span class="statement">{}</span> · <span class="found">{}</span>').format(
+        prose(b["statement"]), prose(b["found"]))
+
+
+def figure_caption(key: str, doc: dict[str, Any], lang: str) -> str:
+    """The caption of figure `key` naming only what it draws from `doc`: the norm-cost
+    figure's kernel panels where per-kernel timings are stored, its step panel where a step was
+    timed; RoPE's error by the dtypes stored, or its float64 reference alone."""
+    if key == "norm_cost":
+        data = _suite_data(doc, "norm-cost")
+        kernels, step = bool(data.get("ratios")), bool(data.get("step_time"))
+        return caption("norm_cost" if kernels and step else
+                       "norm_cost:kernels" if kernels else "norm_cost:step", lang)
+    if key == "rope_relative_error":
+        dtypes = rope_dtypes(doc)
+        if dtypes in ([], ["float64"]):
+            return caption("rope_relative_error:float64", lang)
+        return caption(key, lang).format(dtypes=", ".join(dtypes))
+    return caption(key, lang)
+
+
+def rope_dtypes(doc: dict[str, Any]) -> list[str]:
+    """The dtypes of the position suite's stored relative-error run, in its order ([] where
+    that run is not stored)."""
+    data = _suite_data(doc, "position")
+    return list(dict.fromkeys(dtype for name in ("relative_error", "relative_error_blocklab")
+                              for dtype in data.get(name) or {}))
+
+
+def _suite_data(doc: dict[str, Any], suite: str) -> dict[str, Any]:
+    summary = ((doc.get("suites") or {}).get(suite) or {}).get("summary") or {}
+    return summary.get("data") or {}
+
+
 def _numbers(evidence: dict[str, Any]) -> str:
-    """A check's evidence as indented JSON (its traceback left out), or ''."""
-    numbers = {k: v for k, v in evidence.items() if k != "traceback"}
+    """A check's evidence as indented JSON (its traceback, and its table shown as one, left
+    out), or ''."""
+    numbers = {k: v for k, v in evidence.items() if k not in ("traceback", "table")}
     return json.dumps(numbers, indent=1, ensure_ascii=False) if numbers else ""
 
 
@@ -408,16 +498,23 @@ def _gib(n: int) -> str:
     return f"{n / 2**30:,.2f} GiB"
 
 
-# Claims added after the first ledger: one subsection each, with the check's own table and figure
-# (each declared with `@claim(..., subsection=True)` beside its check).
+# Claims added after the first ledger: their sections also show the check's own table and
+# figure (each declared with `@claim(..., subsection=True)` beside its check).
 ADDED_CLAIMS = SUBSECTION_CLAIMS
-# The sections the page template writes before the claims added later ("more-claims"), in
-# order, with their titles (i18n keys). A suite's results are shown in the one its
-# `Suite.section` names (`suites_in` in the template); a suite whose section is none of these
-# gets one of its own, titled by its heading, before "more-claims".
-PAGE_SECTIONS = (("ledger", "sec_ledger"), ("ffn", "sec_ffn"), ("normalization", "sec_norm"),
+# The sections the page template writes, in order, with their titles (i18n keys); the terms
+# close the page. A suite's results are shown in the one its `Suite.section` names
+# (`suites_in` in the template); a suite whose section is none of these gets one of its own,
+# titled by its heading, before the terms.
+PAGE_SECTIONS = (("findings", "sec_findings"), ("ledger", "sec_ledger"),
+                 ("claims", "sec_claims"), ("ffn", "sec_ffn"), ("normalization", "sec_norm"),
                  ("placement", "sec_placement"), ("position", "sec_position"),
                  ("deployment", "sec_deploy"))
+# Sections that show no suite's results.
+_NO_SUITES = ("findings", "ledger", "claims", "terms")
+# The figure that opens the page, beside the findings: the page's first claim measured, in the
+# units it is measured in (its loss against ReLU's, %), so the first picture is one a reader
+# can act on; the normalised overview of every part comes with the ledger.
+LEAD_FIGURE = "ffn_variants"
 
 
 def shown_suites(doc: dict[str, Any], lang: str) -> list[dict[str, Any]]:
@@ -435,12 +532,12 @@ def shown_suites(doc: dict[str, Any], lang: str) -> list[dict[str, Any]]:
 def sections(suites: list[dict[str, Any]], lang: str) -> list[dict[str, Any]]:
     """The page's sections in order, its table of contents: {id, title, suites, own}, where
     `suites` counts the suites shown in it and `own` marks a section the template does not
-    write, made for the suites that name it: PAGE_SECTIONS, those, then "more-claims"."""
+    write, made for the suites that name it: PAGE_SECTIONS, those, then "terms"."""
     out = [{"id": anchor, "title": t(key, lang), "suites": 0, "own": False}
            for anchor, key in PAGE_SECTIONS]
     by_id = {s["id"]: s for s in out}
     for suite in suites:
-        if suite["section"] in ("ledger", "more-claims"):  # a bug in the suite's definition
+        if suite["section"] in _NO_SUITES:  # a bug in the suite's definition
             raise ValueError(f"suite {suite['name']}: section {suite['section']!r} shows no "
                              "suite's results")
         if suite["section"] not in by_id:
@@ -448,8 +545,7 @@ def sections(suites: list[dict[str, Any]], lang: str) -> list[dict[str, Any]]:
                                        "suites": 0, "own": True}
             out.append(by_id[suite["section"]])
         by_id[suite["section"]]["suites"] += 1
-    return [*out, {"id": "more-claims", "title": t("sec_more_claims", lang), "suites": 0,
-                   "own": False}]
+    return [*out, {"id": "terms", "title": t("sec_terms", lang), "suites": 0, "own": False}]
 
 
 def _ffn(doc: dict[str, Any], lang: str) -> dict[str, Any]:
@@ -467,14 +563,17 @@ def _norm(doc: dict[str, Any], lang: str) -> dict[str, Any]:
     names = {k: t(f"t_{k}", lang) for k in ("shift", "positive_scale", "negative_scale",
                                              "per_channel_scale")}
     yes, no = t("yes", lang), t("no", lang)
+    # each judgement beside the deviation and the tolerance that made it
     rows = [[names.get(r["transform"], r["transform"]), r["norm"], eps,
-             yes if r["invariant"] else no, r["max_deviation"], yes if r["sign_flip"] else no]
+             yes if r["invariant"] else no, r["max_deviation"], yes if r["sign_flip"] else no,
+             r["sign_flip_deviation"], r["tolerance"]]
             for eps, table_rows in norm["shift_scale"].items() for r in table_rows]
     checks = [[c["name"], c["claim"], c["max_error"], c["tolerance"],
                t("pass", lang) if c["passed"] else t("fail", lang)]
               for c in norm["jacobian_checks"]]
     return {"columns": [t(k, lang) for k in ("col_transform", "col_norm", "col_eps",
-                                             "col_invariant", "col_max_dev", "col_sign_flip")],
+                                             "col_invariant", "col_max_dev", "col_sign_flip",
+                                             "col_flip_dev", "col_tol")],
             "rows": rows,
             "intro": t("shift_scale_intro", lang).format(x=norm["x"], shift=norm["shift"],
                                                          scale=norm["scale"],
@@ -529,7 +628,12 @@ def _budget_words(ctx, budget: dict[str, Any]) -> str:
 
 @pass_context
 def _design_words(ctx, design: dict[str, Any]) -> str:
-    return design_words(design, ctx["lang"])
+    return design_words(design, ctx["lang"], open_parts(ctx["doc"].get("decision_budget")))
+
+
+@pass_context
+def _ledger_line(ctx, row: dict[str, Any]) -> Markup:
+    return ledger_line(row, ctx["lang"])
 
 
 @pass_context
@@ -548,7 +652,8 @@ def environment() -> Environment:
                         "line_of": _line_of, "numbers": _numbers,
                         "budget_words": _budget_words,
                         "design_words": _design_words, "budget_rows": _budget_rows,
-                        "verdict_counts": verdict_counts, "mixed_words": mixed_words})
+                        "verdict_counts": verdict_counts, "mixed_words": mixed_words,
+                        "ledger_line": _ledger_line, "claim_links": claim_links})
     return env
 
 
@@ -562,9 +667,17 @@ def mixed_words(summary: dict[str, Any], lang: str) -> list[str]:
 
 def _context(doc: dict[str, Any], figures: dict[str, Figure], lang: str) -> dict[str, Any]:
     """What every template sees: the document, the figures, the language and its words."""
+    ledger = doc.get("ledger") or []
     return {"doc": doc, "figures": figures, "lang": lang, "suites": shown_suites(doc, lang),
-            "t": lambda key: t(key, lang), "caption": lambda key: caption(key, lang),
+            "t": lambda key: t(key, lang),
+            "caption": lambda key: figure_caption(key, doc, lang),
             "verdict_names": VERDICT_ZH if lang == "zh" else VERDICT_EN,
+            "verdict_meanings": {v: m[1] if lang == "zh" else m[0]
+                                 for v, m in VERDICT_MEANING.items()},
+            "verdict_symbols": {v: style.symbol for v, style in VERDICT_STYLES.items()},
+            "verdict_order": VERDICT_ORDER, "added_claims": ADDED_CLAIMS,
+            "lead_figure": LEAD_FIGURE, "terms": TERMS,
+            "provenance": provenance_words(ledger, lang), "levels": levels_words(ledger, lang),
             "forest_key": forest_key,
             "budget_columns": [t(k, lang) for k in BUDGET_COLUMNS]}
 
@@ -574,23 +687,33 @@ def _macros(doc: dict[str, Any], figures: dict[str, Figure], lang: str):
 
 
 def render_html(doc: dict[str, Any], figures: dict[str, Figure], lang: str) -> str:
-    """The whole page as a string."""
+    """The whole page as a string, each statistical word defined where it first stands."""
     gen = doc["generated"]
-    rows = {r["id"]: r for r in doc["ledger"]}
     page = environment().get_template("page.html.j2")
     context = _context(doc, figures, lang)
-    return page.render(
+    html = page.render(
         context, css=Markup(CSS), sections=sections(context["suites"], lang),
         generated=t("generated", lang).format(size=gen["size"], results=gen["results"],
                                               created=gen["created"], version=gen["version"]),
         size_note=(gen.get("size_note") or {}).get(lang),
         ffn=_ffn(doc, lang), norm=_norm(doc, lang), rope=_rope(doc, lang),
-        deploy=_deploy(doc, lang), added=[rows[c] for c in ADDED_CLAIMS if c in rows])
+        deploy=_deploy(doc, lang))
+    return define_terms(html, lang)
 
 
 # Pieces of the page on their own (the templates' macros), for tests and other pages.
+def _count() -> Namespace:
+    """The page's figure counter, as the page template starts it."""
+    return Namespace(n=0, shown=[], key=None)
+
+
 def ledger_section(doc: dict[str, Any], figures: dict[str, Figure], lang: str) -> str:
-    return str(_macros(doc, figures, lang).ledger_section(Namespace(n=0)))
+    return str(_macros(doc, figures, lang).ledger_section(_count()))
+
+
+def claim_article(row: dict[str, Any], figures: dict[str, Figure], lang: str,
+                  doc: dict[str, Any]) -> str:
+    return str(_macros(doc, figures, lang).claim_article(row, _count()))
 
 
 def evidence_cell(row: dict[str, Any], figures: dict[str, Figure], lang: str,

@@ -12,9 +12,6 @@ STRINGS: dict[str, tuple[str, str]] = {
     # page frame
     "title": ("blocklab report: FFN, normalization and position encoding, computed and measured",
               "blocklab 报告：FFN、归一化与位置编码的计算与实测"),
-    "subtitle": ("Every claim of the two pages with a verdict and its evidence, then the "
-                 "numbers and plots behind them.",
-                 "两个页面中的每条论断及其判定与证据，随后是支撑它们的数字与图表。"),
     "generated": ("Suite size {size}; results read from {results}; generated {created} by "
                   "blocklab {version}.",
                   "实验规模 {size}；结果读取自 {results}；由 blocklab {version} 生成于 {created}。"),
@@ -29,11 +26,16 @@ STRINGS: dict[str, tuple[str, str]] = {
     "sec_position": ("Position encodings", "位置编码"),
     "sec_deploy": ("Deployment: prefill, decode and the KV cache",
                    "部署：预填充、解码与 KV 缓存"),
-    "sec_more_claims": ("More claims of page 001: C29–C36", "页面 001 的更多论断：C29–C36"),
-    "more_claims_intro": ("Each claim below with its verdict, what its check found, its "
-                          "graded parts and registered rules, and the table or figure behind "
-                          "it.",
-                          "以下每条论断给出判定、检查结果、分项判定与预先登记的规则，以及支撑它的表格或图。"),
+    "sec_findings": ("What the pages got right and wrong", "两个页面说对与说错了什么"),
+    "what_to_use": ("What to use", "可以直接用的结论"),
+    "colon": (": ", "："),
+    "sec_claims": ("The claims one by one", "逐条论断"),
+    "sec_terms": ("Terms", "术语"),
+    "terms_intro": ("The statistical words of this page; each links here at its first use in "
+                    "a section, its definition shown on hover. The full glossary is "
+                    "docs/glossary.md in the blocklab repository.",
+                    "本页用到的统计术语；每个术语在各节首次出现时链接到此处，悬停即显示定义。完整术语表见 blocklab "
+                    "仓库中的 docs/glossary.md。"),
     "sub_ffn_budget": ("Parameter and activation budgets (page 000, practice task)",
                        "参数与激活预算（页面 000 实践任务）"),
     "sub_shift_scale": ("Shift and scale invariance", "平移与缩放不变性"),
@@ -56,31 +58,36 @@ STRINGS: dict[str, tuple[str, str]] = {
                        "预填充与解码的速度及其上界，以及训练后模型上的误差。图与判定见论断："),
     "sub_suite_tables": ("Tables of the {suite} suite", "{suite} 实验的表格"),
     # ledger
-    "ledger_intro": ("One row per claim. Verdicts: confirmed; refuted (only for claims that do "
-                     "not depend on scale: arithmetic, configs, identities); contradicted at "
-                     "this scale (the CI excludes the claim with fair arms and a longer run "
-                     "agreeing); not reproduced at this scale (a small run here did not show "
-                     "it, which does not refute it); inconclusive (the seeds spent decide "
-                     "neither way: the part says the smallest effect they could detect and how "
-                     "many seeds would decide it); conditional (holds under a stated "
-                     "condition); run (an experiment the page designed, with what it found); "
-                     "untestable here (needs more than this machine); missing results (run the named command). Experimental claims "
-                     "are graded by rules registered before the data: metric, smallest effect, "
-                     "margin and minimum seeds, shown under each.",
-                     "每条论断一行。判定：成立；不成立（仅用于与规模无关的论断：算术、配置、恒等式）；"
-                     "此规模下与之相反（置信区间排除该论断，且各组公平、更长训练结论一致）；"
-                     "此规模下未复现（本机的小规模运行未显示该效应，但不构成反驳）；尚无定论（已用的种子两方面都不能判定："
-                     "列出可检测的最小效应与判定所需的种子数）；有条件成立（在所述条件下成立）；"
-                     "已运行（页面设计的实验及其结果）；此处无法检验（超出本机能力）；"
-                     "缺少实验结果（运行所给命令）。实验性论断按事先登记的规则判定：指标、最小效应、"
-                     "等价边界与最少种子数，列于每条之下。"),
+    "ledger_intro": ("One line per claim: its verdict, the page's statement in brief, what was "
+                     "found here, and a link to the claim's section below, which shows its "
+                     "parts and folds its rules and full evidence under details.",
+                     "每条论断一行：判定、页面说法的摘要、此处的发现，以及指向下文该论断小节的链接；"
+                     "小节中列出其各部分，规则与完整证据收在“详情”里。"),
+    "provenance": ("Experimental claims are graded by rules registered before the data "
+                   "(metric, smallest effect, margin, seeds), but {edits} edits to the rules of "
+                   "{claims} claims were made after the data had been seen: each of those "
+                   "claims says how many on a line of its own (“Rules edited after the data”) "
+                   "and lists every edit, dated, under its details.",
+                   "实验性论断按数据之前登记的规则判定（指标、最小效应、等价边界、种子数），但其中 {claims} 条论断的规则"
+                   "在看到数据之后被修改了 {edits} 处：这些论断各用单独一行写明处数（“结果公布后修改的规则”），"
+                   "并在详情中逐条列出修改及其日期。"),
+    "provenance_none": ("Experimental claims are graded by rules registered before the data "
+                        "(metric, smallest effect, margin, seeds); none was edited after the "
+                        "data had been seen.",
+                        "实验性论断按数据之前登记的规则判定（指标、最小效应、等价边界、种子数）；没有规则在看到数据之后被修改。"),
+    "levels": ("Each interval is shown at the level that decided its part, so the levels "
+               "differ ({low} to {high}): Holm's correction shares a claim's 5% error rate "
+               "among its parts, and each look of a sequential design spends only its share of "
+               "it (O'Brien–Fleming), so the earlier looks are read at stricter levels.",
+               "每个置信区间都按判定该部分时所用的水平给出，因此水平各不相同（{low} 至 {high}）：Holm 校正把一条论断"
+               "的 5% 错误率分给其各部分，序贯设计的每次查看也只用掉其中自己的份额（O'Brien–Fleming），"
+               "因此越早的查看按越严格的水平读取。"),
+    "verdict_meanings": ("What each verdict means", "各判定的含义"),
     "col_id": ("id", "编号"),
-    "col_verdict": ("verdict", "判定"),
-    "col_claim": ("claim", "论断"),
-    "col_evidence": ("evidence", "证据"),
-    "col_source": ("source", "出处"),
     "see_figure": ("see figure", "见图"),
+    "figure_above": ("Figure {n}, above", "见上方图 {n}"),
     "numbers": ("numbers", "数值"),
+    "source": ("On the page", "页面出处"),
     "check_failed": ("check failed", "检查失败"),
     "rule": ("rule", "规则"),
     "combined": ("combined", "合并规则"),
@@ -118,9 +125,9 @@ STRINGS: dict[str, tuple[str, str]] = {
     "why_cost": (" (+{extra}, about {time} here)", "（再加 {extra} 个，本机约 {time}）"),
     "seconds": ("{n:.0f} s", "{n:.0f} 秒"),
     "minutes": ("{n} min", "{n} 分钟"),
-    "forest_caption": ("{id}: each part in its metric's units, coloured by its decision; the "
-                       "key is under figure {n}.",
-                       "{id}：每个部分按其指标的单位绘制，颜色表示判定；图例见图 {n}。"),
+    "forest_caption": ("{id}: each part in its metric's units with the interval that decided "
+                       "it, coloured by its decision; the key is under figure {n}.",
+                       "{id}：每个部分按其指标的单位绘制，附判定它的置信区间，颜色表示判定；图例见图 {n}。"),
     # the sequential design as run
     "design_budget": ("Plan of work (registered before the data; cap: {budget}) on {workers} "
                       "worker processes: the suites ran at their planned seeds (the first look), "
@@ -130,8 +137,8 @@ STRINGS: dict[str, tuple[str, str]] = {
                       "随后 {looks} 次追加查看为尚未判定部分的各组增加了 {runs} 次运行；停止原因：{stopped}。"),
     "design_unbounded": ("none, every look", "无，运行每一次查看"),
     "design_cut": ("The cap cut: {what}.", "上限截去：{what}。"),
-    "design_open": ("{n} part(s) were still open when it stopped.",
-                    "停止时仍有 {n} 个部分尚未判定。"),
+    "design_open": ("{n} part(s) are still inconclusive: the box below lists each.",
+                    "仍有 {n} 个部分尚无定论：下方逐一列出。"),
     "design_longer": ("Runs twice as long for would-be contradictions: {what}.",
                       "为可能的反驳而加倍训练长度的运行：{what}。"),
     # what more seeds would decide
@@ -206,15 +213,20 @@ STRINGS: dict[str, tuple[str, str]] = {
     "col_gated_inter": ("gated intermediate", "门控中间激活"),
     # normalization
     "shift_scale_intro": ("Max |N(T·x) − N(x)| for x = {x}, unit gain; T: shift by {shift}, "
-                          "scale by ±{scale}, per-channel scale by {channels}.",
+                          "scale by ±{scale}, per-channel scale by {channels}. Invariant: that "
+                          "deviation within the row's tolerance; sign flip: max |N(T·x) + N(x)| "
+                          "within it (the tolerance is float64 rounding plus ε's closed-form "
+                          "effect, so an ε > 0 never reads as an exact equality).",
                           "x = {x}、单位增益时的 max |N(T·x) − N(x)|；T：平移 {shift}、缩放 ±{scale}、"
-                          "逐通道缩放 {channels}。"),
+                          "逐通道缩放 {channels}。不变：该偏差在该行容差之内；符号翻转：max |N(T·x) + N(x)| 在容差之内"
+                          "（容差为 float64 舍入加上 ε 的闭式影响，因此 ε > 0 时不会按严格相等判断）。"),
     "col_transform": ("transform", "变换"),
     "col_norm": ("norm", "归一化"),
     "col_eps": ("ε", "ε"),
     "col_invariant": ("invariant", "不变"),
     "col_max_dev": ("max deviation", "最大偏差"),
     "col_sign_flip": ("sign flip", "符号翻转"),
+    "col_flip_dev": ("max |N(T·x) + N(x)|", "max |N(T·x) + N(x)|"),
     "col_check": ("check", "检查"),
     "col_expected": ("expected", "期望"),
     "col_got": ("got", "实得"),
@@ -258,62 +270,63 @@ CAPTIONS: dict[str, tuple[str, str]] = {
                    "through the rung means with its 95% band, the rung as the unit, drawn from "
                    "the smallest to the top rung only (past it, a thin dashed segment to a paper "
                    "is an extrapolation, not a finding; the rung that first decides a part is "
-                   "ringed), the page's statement (red line: the low end of its gain) and "
+                   "ringed), the page's statement (slate line: the low end of its gain) and "
                    "the published results at their own compute (markers).",
                    "C16 的规模阶梯：各门控 FFN 相对 ReLU 的损失变化在每一级（其种子上的均值与 95% CI）随训练算力的变化，"
-                   "过各级均值、以级为单位的拟合直线及其 95% 带，只画在最低一级到最高一级之间（其外到已发表结果的细虚线为外推，不是结论；最早判定该部分的一级画圈），页面的说法（红线：其提升的下限），以及各自算力下的已发表结果（标记）。"),
+                   "过各级均值、以级为单位的拟合直线及其 95% 带，只画在最低一级到最高一级之间（其外到已发表结果的细虚线为外推，不是结论；最早判定该部分的一级画圈），页面的说法（灰蓝线：其提升的下限），以及各自算力下的已发表结果（标记）。"),
     "ladder_C18": ("C18 on the ladder of sizes: RMSNorm's validation loss minus LayerNorm's at "
                    "each rung (mean and 95% CI over its seeds) against training compute, the "
                    "line through the rung means with its 95% band, the rung as the unit, drawn "
-                   "from the smallest to the top rung only, and the page's 'nearly the same quality' (red band: the "
+                   "from the smallest to the top rung only, and the page's 'nearly the same quality' (slate band: the "
                    "registered margin).",
                    "C18 的规模阶梯：每一级 RMSNorm 与 LayerNorm 的验证损失之差（其种子上的均值与 95% CI）随训练算力的变化，"
-                   "过各级均值、以级为单位的拟合直线及其 95% 带，只画在最低一级到最高一级之间（其外到已发表结果的细虚线为外推，不是结论；最早判定该部分的一级画圈），以及页面的“质量几乎相同”（红带：登记的容差）。"),
+                   "过各级均值、以级为单位的拟合直线及其 95% 带，只画在最低一级到最高一级之间（其外到已发表结果的细虚线为外推，不是结论；最早判定该部分的一级画圈），以及页面的“质量几乎相同”（灰蓝带：登记的容差）。"),
     "ladder_C19": ("C19 on the ladder of sizes: each of the page's statements on where the norm "
                    "sits (pre-norm without and with warmup, post-norm's need for warmup, its "
                    "lower layers' gradients), at each rung (mean and 95% CI over its seeds) "
                    "against training compute, each panel in its own unit, the line "
                    "through the rung means with its 95% band, the rung as the unit, drawn from "
-                   "the smallest to the top rung only, and the page's statement (red: its boundary or band).",
+                   "the smallest to the top rung only, and the page's statement (slate: its boundary or band).",
                    "C19 的规模阶梯：页面关于归一化位置的各项说法（Pre-Norm 有无 warmup、Post-Norm 是否需要 warmup、"
                    "其低层梯度），每一级（其种子上的均值与 95% CI）随训练算力的变化，各面板使用各自的单位，"
-                   "过各级均值、以级为单位的拟合直线及其 95% 带，只画在最低一级到最高一级之间（其外到已发表结果的细虚线为外推，不是结论；最早判定该部分的一级画圈），以及页面的说法（红色：其边界或区间）。"),
+                   "过各级均值、以级为单位的拟合直线及其 95% 带，只画在最低一级到最高一级之间（其外到已发表结果的细虚线为外推，不是结论；最早判定该部分的一级画圈），以及页面的说法（灰蓝色：其边界或区间）。"),
     "ladder_C21": ("C21 on the ladder of sizes: each scheme's loss past the training length L "
                    "against sliding windows of L on the same tokens, at each multiple of L "
                    "registered, at each rung (mean and 95% CI over its seeds) against training "
                    "compute, the line through the rung means with its "
                    "95% band, the rung as the unit, drawn from the smallest to the top rung "
-                   "only, and the page's statement (red line: its boundary).",
+                   "only, and the page's statement (slate line: its boundary).",
                    "C21 的规模阶梯：各位置编码在训练长度 L 之外的损失相对同一批 token 上长度 L 滑动窗口的损失，"
                    "在每个登记的倍数、每一级（其种子上的均值与 95% CI）随训练算力的变化，过各级均值、以级为单位的拟合直线及其 95% 带，只画在最低一级到最高一级之间（其外到已发表结果的细虚线为外推，不是结论；最早判定该部分的一级画圈）"
-                   "，以及页面的说法（红线：其边界）。"),
+                   "，以及页面的说法（灰蓝线：其边界）。"),
     "ladder_C30": ("C30 on the ladder of sizes: RoPE with and without scaling (training-free and "
                    "after the short fine-tune), loss past L against sliding windows of L on the "
                    "same tokens at 8× and 16× L, at each rung (mean and 95% CI over its seeds) "
                    "against training compute, the line through the rung means "
                    "with its 95% band, the rung as the unit, drawn from the smallest to the top "
-                   "rung only, and the page's statement (red line: its "
+                   "rung only, and the page's statement (slate line: its "
                    "boundary).",
                    "C30 的规模阶梯：RoPE 有无缩放（免训练与短微调后）在 8× 与 16× L 处、L 之外的损失相对同一批 token 上"
                    "长度 L 滑动窗口的损失，每一级（其种子上的均值与 95% CI）随训练算力的变化，过各级均值、以级为单位的拟合直线及其 95% 带，只画在最低一级到最高一级之间（其外到已发表结果的细虚线为外推，不是结论；最早判定该部分的一级画圈）"
-                   "，以及页面的说法（红线：其边界）。"),
+                   "，以及页面的说法（灰蓝线：其边界）。"),
     "ledger_overview": ("Every part of every experimental claim on one axis, grouped by claim: "
-                        "the estimate and its 95% CI coloured by decision as the verdict chips "
-                        "(hollow: inconclusive), the stretch the claim allows shaded red. The "
+                        "the estimate and the interval that decided it (at the part's level, "
+                        "as its line says), coloured by decision as the verdict chips (hollow: "
+                        "inconclusive), the stretch the claim allows hatched in slate. The "
                         "axis is normalised per part: a directional part (an effect or a bound) "
                         "is drawn at 1 + (s·x − s·b)/δ, with s the claimed side, b its boundary "
                         "and δ its smallest effect, so the boundary sits at 1 (dashed) and the "
                         "claim holds to the right; for a plain effect 0 is no effect and −1 is "
                         "δ on the opposite side (dotted). A band (equivalence) is drawn at "
                         "(x − claimed)/margin, so the band is [−1, 1]. Intervals past the axis "
-                        "end in an arrow. Each claim's row below draws its parts in their own "
+                        "end in an arrow. Each claim's section below draws its parts in their own "
                         "units: dashed, the boundary; dotted, δ on the opposite side; ×, the "
                         "claimed size; grey, ±margin of no effect; n and looks at the right.",
-                        "所有实验性论断的每个部分画在同一坐标轴上，按论断分组：估计值及其 95% 置信区间按判定着色（与判定标签同色，"
-                        "空心为尚无定论），红色阴影为论断允许的范围。坐标按部分归一化：有方向的部分（效应或界限）画在 "
+                        "所有实验性论断的每个部分画在同一坐标轴上，按论断分组：估计值及判定它的置信区间（按该部分的水平，见其文字行）按判定着色（与判定标签同色，"
+                        "空心为尚无定论），灰蓝色斜线为论断允许的范围。坐标按部分归一化：有方向的部分（效应或界限）画在 "
                         "1 + (s·x − s·b)/δ 处，s 为声称的方向，b 为其边界，δ 为最小效应，因此边界位于 1（虚线），论断在其右侧成立；"
                         "对普通效应而言 0 表示无效应，−1 表示相反方向的 δ（点线）。区间带（等价）画在 (x − 声称值)/等价边界 处，"
-                        "区间带即 [−1, 1]。超出坐标范围的区间以箭头结束。下方每条论断所在行按各部分自己的单位作图：虚线为边界，"
+                        "区间带即 [−1, 1]。超出坐标范围的区间以箭头结束。下方每条论断的小节按各部分自己的单位作图：虚线为边界，"
                         "点线为相反方向的 δ，× 为声称的大小，灰色为无效应的 ±等价边界，右侧为 n 与查看次数。"),
     "ffn_budget": ("Parameters (solid) and intermediate activation elements (dashed) of a plain "
                    "and a gated FFN, varying one of B, T, d, m at a time (log–log). Parameters "
@@ -323,9 +336,9 @@ CAPTIONS: dict[str, tuple[str, str]] = {
     "ffn_variants": ("Left: final validation loss of each FFN variant at equal parameter count "
                      "(dots: seeds; bars: mean and 95% CI over the runs that count). Right: "
                      "paired difference to the ReLU FFN in % (negative = better), against the "
-                     "page's claimed gains (red).",
+                     "page's claimed gains (slate: each range as a bar, × its middle).",
                      "左：等参数量下各 FFN 变体的最终验证损失（点为各种子；横线为计入统计的运行的均值与 95% "
-                     "置信区间）。右：相对 ReLU FFN 的配对差值（%，负值更好），红色为页面声称的提升。"),
+                     "置信区间）。右：相对 ReLU FFN 的配对差值（%，负值更好），灰蓝色为页面声称的提升（条为其范围，× 为中点）。"),
     "ffn_loss_curves": ("Validation loss during training, one line per FFN variant and seed; "
                         "every arm sees the same batches in the same order.",
                         "训练过程中的验证损失，每个 FFN 变体的每个种子一条线；所有变体以相同顺序看到相同的批次。"),
@@ -340,20 +353,39 @@ CAPTIONS: dict[str, tuple[str, str]] = {
                       "(c) 单独在 m/2 上训练。右：同样的损失对宽度 k 的模型每个 token 的前向 FLOPs，"
                       "即宽度作为控制点时省下的计算与付出的损失。"),
     "scale_trend": ("Left: SwiGLU's validation loss relative to ReLU's (%, paired by seed, each "
-                    "arm at its own tuned learning rate) against model size; the red band is "
+                    "arm at its own tuned learning rate) against model size; the slate band is "
                     "the page's claimed 1–2% gain. Right: how much more leaving out warmup "
                     "costs post-norm than pre-norm, against depth. Bars: 95% CIs.",
                     "左：SwiGLU 相对 ReLU 的验证损失（%，按种子配对，各组使用自己调出的学习率）随模型规模的变化；"
-                    "红色带为页面声称的 1–2% 提升。右：去掉 warmup 对 Post-Norm 的代价比对 Pre-Norm 多出多少，"
+                    "灰蓝色带为页面声称的 1–2% 提升。右：去掉 warmup 对 Post-Norm 的代价比对 Pre-Norm 多出多少，"
                     "随深度的变化。误差线为 95% 置信区间。"),
+    # norm_cost as drawn (`html.caption_key`): the kernel panels where per-kernel timings are
+    # stored (at --size full), the step's panel where a step was timed
     "norm_cost": ("Time of RMSNorm divided by LayerNorm's, per hidden size d, for each "
-                  "implementation and row count (geometric mean of the paired ratios of "
-                  "interleaved repeats, 95% Student t CI on their logs); right: a whole "
-                  "training step of a small decoder. Below 1 RMSNorm is "
-                  "faster; the dotted red line is the page's '7% less'.",
-                  "RMSNorm 与 LayerNorm 耗时之比，按隐藏维度 d、实现方式与行数给出（交错重复的逐次配对比值的几何平均，"
-                  "95% 置信区间按对数比值的 Student t 计算）；右：小型解码器的完整训练步。低于 1 表示 RMSNorm 更快；红色虚线为页面所说的"
+                  "implementation and row count, forward and forward + backward (geometric mean "
+                  "of the paired ratios of interleaved repeats, 95% Student t CI on their "
+                  "logs); right: a whole training step of a small decoder. Below 1 RMSNorm is "
+                  "faster; the dotted line is the page's '7% less'.",
+                  "RMSNorm 与 LayerNorm 耗时之比，按隐藏维度 d、实现方式与行数给出，前向与前向 + 反向（交错重复的逐次配对比值的几何平均，"
+                  "95% 置信区间按对数比值的 Student t 计算）；右：小型解码器的完整训练步。低于 1 表示 RMSNorm 更快；点线为页面所说的"
                   "“少 7%”。"),
+    "norm_cost:step": ("Time of a whole training step of a small decoder with RMSNorm divided "
+                       "by the same step with LayerNorm, for each path and thread count "
+                       "(geometric mean of the paired ratios of interleaved repeats, 95% "
+                       "Student t CI on their logs); the per-kernel timings by hidden size run "
+                       "at --size full only. Below 1 RMSNorm is faster; the dotted line is the "
+                       "page's '7% less'.",
+                       "小型解码器使用 RMSNorm 的完整训练步耗时除以使用 LayerNorm 的同一训练步，按实现路径与线程数给出"
+                       "（交错重复的逐次配对比值的几何平均，95% 置信区间按对数比值的 Student t 计算）；"
+                       "按隐藏维度的逐内核计时只在 --size full 运行。低于 1 表示 RMSNorm 更快；点线为页面所说的“少 7%”。"),
+    "norm_cost:kernels": ("Time of RMSNorm divided by LayerNorm's, per hidden size d, for each "
+                          "implementation and row count, forward and forward + backward "
+                          "(geometric mean of the paired ratios of interleaved repeats, 95% "
+                          "Student t CI on their logs). Below 1 RMSNorm is faster; the dotted "
+                          "line is the page's '7% less'.",
+                          "RMSNorm 与 LayerNorm 耗时之比，按隐藏维度 d、实现方式与行数给出，前向与前向 + 反向"
+                          "（交错重复的逐次配对比值的几何平均，95% 置信区间按对数比值的 Student t 计算）。"
+                          "低于 1 表示 RMSNorm 更快；点线为页面所说的“少 7%”。"),
     "placement_training": ("Training loss of pre-, post- (and sandwich-) norm models without "
                        "gradient clipping, one line per run, one panel per depth, each arm at "
                        "its own tuned peak learning rate; line style = warmup steps, × = the "
@@ -389,12 +421,12 @@ CAPTIONS: dict[str, tuple[str, str]] = {
                                "各位置的损失。"),
     "position_order": ("C29, each trained decoder of the position suite. Left: total-variation "
                        "distance between its next-token distributions after a validation prefix "
-                       "and after the same prefix with all but its last token reversed (red: no "
+                       "and after the same prefix with all but its last token reversed (grey line at 0: no "
                        "position information; a bidirectional model without positions would "
                        "give 0). Right: validation loss minus the unigram entropy of the "
                        "training bytes. Mean and 95% CI over seeds.",
                        "C29，position 实验中训练好的各解码器。左：验证前缀与“除最后一个 token 外倒序”的同一前缀"
-                       "之后下一 token 分布的总变差距离（红色：无位置信息；无位置编码的双向模型应为 0）。右：验证损失"
+                       "之后下一 token 分布的总变差距离（灰线 0：无位置信息；无位置编码的双向模型应为 0）。右：验证损失"
                        "减去训练字节的 unigram 熵。种子均值与 95% 置信区间。"),
     "position_scaling": ("C30: loss on the positions past L relative to reading the same tokens in "
                          "sliding windows of L (%), against the read length, for RoPE without "
@@ -429,14 +461,24 @@ CAPTIONS: dict[str, tuple[str, str]] = {
                 "needle depths and seeds; n/a = the scheme cannot run at that length).",
                 "各位置编码方案在不同上下文长度下的 passkey 检索准确率（对插入深度与种子取均值；n/a 表示"
                 "该方案无法在此长度运行）。"),
+    # rope_relative_error as drawn (`html.caption_key`): by dtype where the position suite's
+    # relative-error run is stored (at --size full), else the float64 reference alone
     "rope_relative_error": ("RoPE's relative-position identity in floating point: max "
                             "|q_m·k_n − q_(m+s)·k_(n+s)| for random q, k against the shift s, "
-                            "by dtype. Exact up to float64 rounding; in low precision the "
-                            "error grows with the absolute position (× on the top edge: "
+                            "by dtype ({dtypes}). Exact up to float64 rounding; in low precision "
+                            "the error grows with the absolute position (× on the top edge: "
                             "NaN/inf).",
                             "浮点数中的 RoPE 相对位置恒等式：随机 q、k 下 max |q_m·k_n − q_(m+s)·k_(n+s)| "
-                            "随位移 s 的变化（按 dtype）。float64 中仅有舍入误差；低精度下误差随绝对位置增大"
+                            "随位移 s 的变化（按 dtype：{dtypes}）。float64 中仅有舍入误差；低精度下误差随绝对位置增大"
                             "（顶边 × 表示 NaN/inf）。"),
+    "rope_relative_error:float64": ("RoPE's relative-position identity in float64 (the "
+                                    "reference blocklab verify checks): max "
+                                    "|q_m·k_n − q_(m+s)·k_(n+s)| for random q, k against the "
+                                    "shift s, exact up to rounding. The low-precision dtypes are "
+                                    "measured by the position suite at --size full only.",
+                                    "float64 中的 RoPE 相对位置恒等式（blocklab verify 所检查的参照）：随机 q、k 下 "
+                                    "max |q_m·k_n − q_(m+s)·k_(n+s)| 随位移 s 的变化，仅有舍入误差。"
+                                    "低精度 dtype 由 position 实验只在 --size full 测量。"),
     "prefill_split": ("Share of prefill matmul FLOPs by part (attention projections, scores "
                       "and values, FFN, lm_head) against the prompt length, per model.",
                       "预填充矩阵乘 FLOPs 按部分（注意力投影、分数与加权、FFN、lm_head）的占比随提示长度的变化，"
