@@ -182,3 +182,22 @@ def test_the_number_check_catches_a_number_the_result_does_not_hold(graded):
     c23 = next(r for r in graded if r.id == "C23")
     assert not _unheld(c23, found(c23, "en"))
     assert _unheld(c23, "FFN 99.5% of prefill FLOPs") == ["99.5"]
+
+
+def test_a_claim_without_its_own_entries_is_clipped_into_one_line(graded):
+    """A claim a contributor adds with no STATEMENT or FOUND entry: its restated claim and its
+    finding's first sentence, each cut at a space and ended with '…', still one line of at most
+    200 characters."""
+    c16 = next(r for r in graded if r.id == "C16")
+    long = "word " * 80
+    added = replace(c16, id="C99", claim=long + "end.", claim_zh="长" * 300,
+                    summary=long + "first. Second sentence.", summary_zh="短句。第二句。")
+    for lang in LANGS:
+        b = brief(added, lang, _symbol(added))
+        assert len(line(added, lang, _symbol(added))) <= LONGEST
+        assert b.statement.endswith("…") and "end" not in b.statement
+    assert found(added, "en").startswith("word word") and found(added, "en").endswith("…")
+    assert found(added, "zh") == "短句。"
+    short = replace(added, claim="A short claim.", summary="Found 3. More.")
+    assert brief(short, "en", "✓").statement == "A short claim."
+    assert found(short, "en") == "Found 3."

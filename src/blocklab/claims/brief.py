@@ -23,8 +23,11 @@ from typing import Any
 from blocklab.claims.checks import LONG_CONTEXT
 from blocklab.claims.ledger import ClaimResult
 from blocklab.claims.rules import Part
-from blocklab.claims.text import ERROR, VERDICT_ZH, Template, say
+from blocklab.claims.text import ERROR, VERDICT_EN, VERDICT_ZH, Template, say
 
+# The most a line's statement and its finding take when a claim has no entry below, so that the
+# line (id, symbol, verdict word, separators) stays within 200 characters.
+STATEMENT_CHARS, FOUND_CHARS = 70, 90
 # The page's statement in brief, in our own words (the full restatement: `text.CLAIM_TEXT`).
 STATEMENT: dict[str, Template] = {
     "C01": ("Equal parameters: a gated FFN's width is 2·m0/3 (8d/3 for m0 = 4d)",
@@ -215,9 +218,12 @@ class Brief:
 
 
 def brief(result: ClaimResult, lang: str, symbol: str) -> Brief:
-    """`result` in brief, in `lang` ("en" or "zh"), with the verdict's `symbol`."""
+    """`result` in brief, in `lang` ("en" or "zh"), with the verdict's `symbol`. A claim with
+    no entry in STATEMENT (one a contributor added) shows its restated claim, clipped."""
+    statement = (say(STATEMENT[result.id], lang) if result.id in STATEMENT
+                 else clip(result.claim_zh if lang == "zh" else result.claim, STATEMENT_CHARS))
     return Brief(result.id, result.verdict, symbol, verdict_word(result.verdict, lang),
-                 say(STATEMENT[result.id], lang), found(result, lang))
+                 statement, found(result, lang))
 
 
 def line(result: ClaimResult, lang: str, symbol: str, link: str = "") -> str:
@@ -229,8 +235,19 @@ def line(result: ClaimResult, lang: str, symbol: str, link: str = "") -> str:
 
 
 def verdict_word(verdict: str, lang: str) -> str:
-    """The verdict as a reader reads it: its Chinese word, or the English with spaces."""
-    return VERDICT_ZH[verdict] if lang == "zh" else verdict.replace("-", " ")
+    """The verdict as a reader reads it, in `lang`."""
+    return (VERDICT_ZH if lang == "zh" else VERDICT_EN)[verdict]
+
+
+def clip(text: str, chars: int) -> str:
+    """`text` in at most `chars` characters: whole, or cut at a space (anywhere, in Chinese)
+    and ended with '…'."""
+    if len(text) <= chars:
+        return text
+    cut = text[:chars - 1]
+    if " " in cut:
+        cut = cut[:cut.rindex(" ")]
+    return cut.rstrip(" ,;:·") + "…"
 
 
 def found(result: ClaimResult, lang: str) -> str:
@@ -239,6 +256,9 @@ def found(result: ClaimResult, lang: str) -> str:
         return say(TEXT["missing"], lang)
     if result.verdict == ERROR:
         return say(TEXT["error"], lang)
+    if result.id not in FOUND:  # a claim a contributor added: its finding's first sentence
+        summary = result.summary_zh if lang == "zh" else result.summary
+        return clip(re.split(r"(?<=\.)\s|(?<=。)", summary, maxsplit=1)[0], FOUND_CHARS)
     return FOUND[result.id](result, lang)
 
 
