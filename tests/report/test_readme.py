@@ -236,3 +236,17 @@ def test_a_check_that_fails_writes_nothing(tmp_path, capsys, fast_ledger, monkey
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ")
     assert "C02 failed to run" in lines[0] and "STALE" in path.read_text(encoding="utf-8")
+
+
+def test_the_readme_opens_with_its_findings_and_shows_one_run():
+    """The README's first screen holds the findings and the report's picture, the README stays
+    under 150 lines, and the picture is of the run the table was generated from (the commit
+    its generated line names)."""
+    text = README.read_text(encoding="utf-8")
+    lines = text.splitlines()
+    assert len(lines) <= 150
+    assert FINDINGS_START in "\n".join(lines[:12])
+    after = text.split(FINDINGS_END, 1)[1].lstrip("\n")
+    assert after.startswith("![") and "(docs/report.png)" in after.splitlines()[0]
+    made = re.search(r"results of `blocklab report --quick` at commit (\w+)", text)
+    assert made and f"commit {made[1]}" in after.splitlines()[0]
