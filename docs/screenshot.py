@@ -5,9 +5,10 @@
 
 REPORT_HTML defaults to report/index.html (what `blocklab report --quick` writes). Headless
 Chromium (Debian's `chromium`) opens the page from disk and screenshots its first screen; nothing
-is fetched from the network (the report is self-contained). `--figure KEY` shows one figure of
-the report with its caption (`fig-<KEY>`, e.g. `--figure width_control`), in the report's own
-style, instead of the first screen.
+is fetched from the network (the report is self-contained). A Chinese report (`--lang zh`) needs
+a CJK font, or its characters show as boxes: `apt-get install chromium fonts-noto-cjk`.
+`--figure KEY` shows one figure of the report with its caption (`fig-<KEY>`, e.g.
+`--figure width_control`), in the report's own style, instead of the first screen.
 """
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ def main() -> int:
     args = parser.parse_args()
     browser = shutil.which("chromium") or shutil.which("chromium-browser")
     if browser is None:
-        print("error: no chromium on PATH (apt-get install chromium)", file=sys.stderr)
+        print("error: no chromium on PATH (apt-get install chromium fonts-noto-cjk)",
+              file=sys.stderr)
         return 2
     if not args.report.is_file():
         print(f"error: {args.report} is not a file; run `blocklab report --quick` first",
