@@ -158,15 +158,16 @@ def test_each_training_number_is_its_parts_estimate():
     (c16,) = citing(found, "C16")
     assert "d 64 × 2 layers, 307k tokens" in c16
     for arm, name in (("swiglu", "SwiGLU"), ("geglu", "GeGLU"), ("glu", "GLU")):
-        assert f"{part_value(results['C16'], arm):+.2f}% with {name}" in c16
-    assert "-1.85% with SwiGLU (better, as the page says)" in c16
+        shown = f"{part_value(results['C16'], arm):+.2f}".replace("-", "−")  # a true minus
+        assert f"{shown}% with {name}" in c16
+    assert "−1.85% with SwiGLU (better, as the page says)" in c16
     assert "+0.20% with GeGLU (undecided)" in c16
 
     (c18,) = citing(found, "C18")
     assert ("35% fewer FLOPs than LayerNorm per norm but only 0.0036% fewer per "
             "meta-llama-3-8b training step, neither is the page's “about 7%”") in c18
     assert "took 0.99× LayerNorm's time (d 128 × 4 layers)" in c18  # the fused kernels, 1 thread
-    assert "-0.010 nats (undecided)" in c18
+    assert "−0.010 nats (undecided)" in c18
 
     (c19,) = citing(found, "C19")
     assert "+0.102 nats (so here it did need warmup)" in c19
@@ -182,7 +183,7 @@ def test_each_training_number_is_its_parts_estimate():
     assert "+3.2% (works), against +32.5% for plain RoPE" in c30
 
     use = {u.claim: u for u in found.use}
-    assert use["C16"].value == "-1.85%"
+    assert use["C16"].value == "−1.85%"
     assert use["C18"].value == "0.99×"
     assert use["C21"].value == "+0.13%" and "8×" in use["C21"].label
     assert use["C30"].value == "+3.2% vs +32.5%" and "16×" in use["C30"].label

@@ -516,11 +516,12 @@ def _pct(part: Part, digits: int | str, sign: str = "+") -> str:
     """A part's estimate in % (its metric's unit): "+3.21%" at 2 digits, "0.0036%" at
     ".2g" with no sign."""
     spec = digits if isinstance(digits, str) else f".{digits}f"
-    return f"{part.estimate.value:{sign}{spec}}%"
+    return f"{part.estimate.value:{sign}{spec}}%".replace("-", "−")
 
 
 def _nats(value: float) -> str:
-    return f"{value:+.3f}"
+    """-0.01 -> "−0.010", with a true minus sign as the ledger's lines write it."""
+    return f"{value:+.3f}".replace("-", "−")
 
 
 def _ratio(value: float) -> str:
