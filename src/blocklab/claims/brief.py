@@ -187,9 +187,10 @@ TEXT: dict[str, Template] = {
     "C31": ("RoPE adds {params} parameters, {rope}% of prefill FLOPs; ALiBi {alibi}%; {sdpa} "
             "SDPA mismatches",
             "RoPE 新增 {params} 个参数、预填充 FLOPs 的 {rope}%；ALiBi {alibi}%；SDPA 差异 {sdpa} 处"),
-    "C32": ("prefill T = {T}: FFN-only int8 ×{ffn:.2f}, attention-only ×{attn:.2f}; FFN "
-            "{share:.1%} of FLOPs",
-            "预填充 T = {T}：仅量化 FFN ×{ffn:.2f}，仅量化注意力 ×{attn:.2f}；FFN 占 FLOPs {share:.1%}"),
+    "C32": ("T = {T}: int8 FFN ×{ffn:.2f}, attention ×{attn:.2f}; FFN {share:.1%} of Llama 3 "
+            "8B's prefill FLOPs, not ~99%",
+            "预填充 T = {T}：仅量化 FFN ×{ffn:.2f}，仅量化注意力 ×{attn:.2f}；FFN 占 Llama 3 8B 预填充 "
+            "FLOPs 的 {share:.1%}，并非约 99%"),
     "C33": ("per-row merge differs by {row}; one per-tensor scale: FFN error {tensor}",
             "逐行合并相差 {row}；单一逐张量缩放：FFN 误差 {tensor}"),
     "C34": ("{held} of {checkable} checkable pairings hold, {wrong} wrong, {partly} partly",
@@ -559,7 +560,7 @@ def _c31(r: ClaimResult, lang: str) -> str:
 def _c32(r: ClaimResult, lang: str) -> str:
     ev = r.evidence
     return say(TEXT["C32"], lang, T=ev["T"], ffn=ev["speedup_ffn"],
-               attn=ev["speedup_attention"], share=ev["ffn_flop_share"])
+               attn=ev["speedup_attention"], share=ev["ffn_flop_share_page_model"])
 
 
 def _c33(r: ClaimResult, lang: str) -> str:
