@@ -18,7 +18,6 @@ from blocklab.config import ModelConfig
 from blocklab.errors import InputError, ResultsError
 from blocklab.experiments.int8_measurements import (
     FreeLinear,
-    amdahl,
     amdahl_parts,
     measure_schemes,
     part_bytes_ratio,
@@ -32,8 +31,13 @@ from blocklab.experiments.suites.quantize.timing import scheme_rows, scheme_time
 TOLERANCE = 1.5
 
 
+def amdahl(share: float, k: float) -> float:
+    return amdahl_parts([(share, k)])
+
+
 def test_amdahl_by_hand():
     assert amdahl(0.5, 2.0) == 1 / (0.5 + 0.25)
+    assert amdahl(1.0, 3.0) == 3.0 and amdahl(0.0, 10.0) == 1.0
     assert amdahl(0.5, math.inf) == 2.0  # the layers free: 1 / (1 − f)
     assert amdahl(0.4, 0.5) == 1 / (0.6 + 0.8)  # slower layers, slower whole
     assert amdahl_parts([(0.3, 2.0), (0.2, 4.0)]) == pytest.approx(1 / (0.5 + 0.15 + 0.05))

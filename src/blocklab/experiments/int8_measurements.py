@@ -49,7 +49,7 @@ import torch
 from torch import nn
 
 from blocklab.budget import count_params, decode_flops, prefill_flops
-from blocklab.budget.memory import decode_weight_params_read, kv_cache_bytes
+from blocklab.budget.memory import kv_cache_bytes
 from blocklab.config import ModelConfig
 from blocklab.errors import InputError
 from blocklab.experiments.env import torch_threads
@@ -134,12 +134,6 @@ def checkpoint_layers(path: str | Path, n_layers: int) -> nn.Module:
 
 
 # --- bounds and estimates (see the module docstring) ---
-def amdahl(share: float, k: float) -> float:
-    """Speed-up of the whole when a fraction `share` of its time runs k× faster:
-    1 / (1 − s + s/k); k = math.inf makes that fraction free."""
-    return amdahl_parts([(share, k)])
-
-
 def amdahl_parts(parts: Sequence[tuple[float, float]]) -> float:
     """Speed-up of the whole when each part p, a fraction f_p of its time, runs S_p× faster and
     the rest is unchanged: 1 / (1 − Σ f_p + Σ f_p/S_p). S_p = math.inf makes part p free, which
@@ -190,20 +184,6 @@ def part_bytes_ratio(cfg: ModelConfig, part: str) -> float:
     params = sum(layer[n] for n in names)
     rows = sum(_rows(cfg, n) for n in names)
     return 1.0 if not names else FLOAT_BYTES * params / (params + FLOAT_BYTES * rows)
-
-
-def decode_bytes(cfg: ModelConfig, part: str, context: int) -> int:
-    """Bytes a decode step at `context` reads: every weight (`decode_weight_params_read`) at
-    4 bytes, `part`'s linear weights at 1 byte (int8; the per-row scales, 4 bytes per row, are
-    added), and the float32 KV cache."""
-    params = count_params(cfg)
-    weights = decode_weight_params_read(cfg, params) * FLOAT_BYTES
-    layer = params.layer
-    names = [n for n in _LINEARS[part] if layer[n]]
-    int8 = cfg.n_layers * sum(layer[n] for n in names)
-    rows = cfg.n_layers * sum(_rows(cfg, n) for n in names)
-    return weights - int8 * (FLOAT_BYTES - 1) + rows * FLOAT_BYTES + kv_cache_bytes(
-        cfg, 1, context, "fp32")
 
 
 def _rows(cfg: ModelConfig, name: str) -> int:
