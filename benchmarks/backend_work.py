@@ -5,22 +5,24 @@ ops: the plain expressions, `F.scaled_dot_product_attention`) and `compiled` (`t
 For every suite of `report --quick` (and the ladder's ffn rungs) this plans the runs as the
 command does, takes a sample of its training runs spread over its arms, and runs each of them
 once per backend, in one process and in turn (fast, reference, compiled; the order rotating
-from run to run, so that machine load falls on all alike). A run's wall time (without the
-compile) and its compile time come from its own result. The whole command's training time per
-backend is then estimated as the stored quick results' training time per suite (a folder of
-`report --quick`, `--results`), times that suite's ratio of summed wall times backend / fast.
+from run to run, so that machine load falls on all alike). A run's wall time (the whole run:
+a training, a stability sweep's trainings or a probe's passes, all through the backend's ops)
+and its compile time come from its own result. The whole command's run time per backend is then
+estimated as the stored quick results' run time per suite (a folder of `report --quick`,
+`--results`), times that suite's ratio of summed wall times backend / fast.
 
 `compiled` is timed with Inductor's on-disk cache as a previous run of this benchmark left it
 (run it twice: the second reads a warm cache, as a worker pool's later runs would); its compile
 time per run is shown apart, since every run of a worker builds its graphs again.
 
-    python benchmarks/backend_work.py --results runs [--per-suite 3] [--json]
+    python benchmarks/backend_work.py --results runs [--per-suite 3] [--suites ffn,width] [--json]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import statistics
 import tempfile
 from collections import defaultdict
@@ -57,31 +59,27 @@ def sample(specs, per_suite: int):
     return picked
 
 
-def trained(result) -> dict | None:
-    """The training record of a run's result (a suite may nest it)."""
+def run_time(result) -> float | None:
+    """A run's wall time (its whole run: training, a stability sweep's trainings or a probe's
+    passes, all of which go through the backend's ops), from its result or its stored record;
+    None for a run that failed."""
     data = result.to_dict() if hasattr(result, "to_dict") else result
-    stack = [data]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            if "train_time_s" in item and "wall_time_s" in item:
-                return item
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-    return None
+    if not isinstance(data, dict) or data.get("status", "ok") != "ok":
+        return None
+    return data.get("wall_time_s")
 
 
-def stored_training_s(results: Path, suite: str) -> float:
-    """Summed wall time of the training runs `report --quick` stored for `suite`."""
+def stored_run_s(results: Path, suite: str) -> float:
+    """Summed wall time of the runs `report --quick` stored for `suite` (its run files, named by
+    run id; not its summaries)."""
     total = 0.0
     for path in (results / suite).glob("quick*/*.json"):
+        if not re.fullmatch(r"[0-9a-f]{12}\.json", path.name):
+            continue
         try:
-            record = trained(json.loads(path.read_text()))
+            total += run_time(json.loads(path.read_text())) or 0.0
         except (OSError, ValueError):
             continue
-        if record is not None and record.get("wall_time_s"):
-            total += record["wall_time_s"]
     return total
 
 
@@ -91,12 +89,16 @@ def main() -> None:
                         help="a folder of `report --quick` results (for the weights)")
     parser.add_argument("--per-suite", type=int, default=3)
     parser.add_argument("--ladder", default="rung1,rung3", help="C16 rungs to sample")
+    parser.add_argument("--suites", default="", help="only these suites (comma-separated)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
 
     work = []  # (group, spec by backend)
     with tempfile.TemporaryDirectory() as tmp:
+        chosen = [n for n in args.suites.split(",") if n]
         for suite in registered_suites():
+            if chosen and suite.name not in chosen:
+                continue
             sizes = ["quick"] + ([r for r in args.ladder.split(",") if r]
                                  if suite.name == "ffn" else [])
             for size in sizes:
@@ -114,16 +116,13 @@ def main() -> None:
                     times[backend] = {"error": "refused by the suite"}
                     continue
                 try:
-                    record = trained(specs[backend].execute(None))
+                    result = specs[backend].execute(None)
                 except Exception as err:  # a backend that cannot run this run: recorded
                     times[backend] = {"error": f"{type(err).__name__}: {err}"[:120]}
                     continue
-                if record is None:  # a probe that trains nothing: not a training run
-                    break
-                times[backend] = {"wall_s": record["wall_time_s"],
-                                  "compile_s": record.get("compile_s")}
-            if len(times) < len(BACKENDS) and all("wall_s" in t for t in times.values()):
-                continue
+                wall = run_time(result)
+                times[backend] = ({"error": "the run failed"} if wall is None else
+                                  {"wall_s": wall, "compile_s": result.to_dict().get("compile_s")})
             rows.append({"group": group, "label": specs["fast"].label, "times": times})
             print(f"{group:14s} {specs['fast'].label:34s} " + "  ".join(
                 f"{b} {t['wall_s']:6.1f}s" + (f" (+{t['compile_s']:.0f}s compile)"
@@ -152,7 +151,7 @@ def main() -> None:
     # Whole command: each suite's stored training time × its ratio.
     command = {b: 0.0 for b in BACKENDS}
     for suite in registered_suites():
-        base = stored_training_s(args.results, suite.name)
+        base = stored_run_s(args.results, suite.name)
         entry = summary.get(f"{suite.name} quick")
         if not base or entry is None:
             continue
