@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from blocklab.claims import Context, run_claims
-from blocklab.claims.brief import STATEMENT, TEXT, brief, found, line, verdict_word
+from blocklab.claims.brief import STATEMENT, TEXT, brief, found, line
 from blocklab.claims.ledger import ClaimResult
-from blocklab.claims.text import ERROR, VERDICTS, claim_sources
+from blocklab.claims.text import ERROR, VERDICTS, claim_sources, reader_word
 from blocklab.experiments.options import RunRequest
 from blocklab.report.palette import VERDICT_STYLES
 
@@ -122,7 +122,7 @@ def test_each_claim_is_one_line_with_its_verdict_and_only_numbers_it_holds(reque
         text = line(r, lang, _symbol(r))
         assert len(text) <= LONGEST and "\n" not in text, (r.id, len(text), text)
         assert text == f"{r.id} {b.symbol} {b.word} · {b.statement} · {b.found}"
-        assert b.symbol == VERDICT_STYLES[r.verdict].symbol and b.word == verdict_word(
+        assert b.symbol == VERDICT_STYLES[r.verdict].symbol and b.word == reader_word(
             r.verdict, lang)
         assert b.found == found(r, lang) and b.found
         assert not _unheld(r, b.found), (r.id, _unheld(r, b.found), b.found)
@@ -174,8 +174,8 @@ def test_a_check_that_failed_says_so(graded):
 def test_every_verdict_has_a_symbol_and_a_word_in_both_languages():
     for verdict in (*VERDICTS, ERROR):
         assert VERDICT_STYLES[verdict].symbol, verdict
-        assert verdict_word(verdict, "en") == verdict.replace("-", " ")
-        assert verdict_word(verdict, "zh") not in ("", verdict), verdict
+        assert reader_word(verdict, "en") == verdict.replace("-", " ")
+        assert reader_word(verdict, "zh") not in ("", verdict), verdict
 
 
 def test_the_number_check_catches_a_number_the_result_does_not_hold(graded):

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from blocklab.claims import Context, run_claims
-from blocklab.claims.brief import brief, verdict_word
+from blocklab.claims.brief import brief
+from blocklab.claims.text import reader_word
 from blocklab.experiments.options import RunRequest
 from blocklab.report.palette import VERDICT_STYLES
 from blocklab.report.readme import (
@@ -43,7 +44,7 @@ def test_readme_verdicts_match_the_live_ledger(tmp_path):
     block = text.split(START, 1)[1].split(END, 1)[0]
     shown = {cid: _verdict_cell(cell) for cid, cell in ROW.findall(block)}
     assert len(shown) == 37
-    live = {r.id: verdict_word(r.verdict, "en") for r in run_claims(ANALYTIC)}
+    live = {r.id: reader_word(r.verdict, "en") for r in run_claims(ANALYTIC)}
     assert {k: shown[k] for k in ANALYTIC} == live
 
 

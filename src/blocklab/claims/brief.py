@@ -23,7 +23,7 @@ from typing import Any
 from blocklab.claims.checks import LONG_CONTEXT
 from blocklab.claims.ledger import ClaimResult
 from blocklab.claims.rules import Part
-from blocklab.claims.text import ERROR, VERDICT_EN, VERDICT_ZH, Template, say
+from blocklab.claims.text import ERROR, Template, reader_word, say
 
 # The most a line's statement and its finding take when a claim has no entry below, so that the
 # line (id, symbol, verdict word, separators) stays within 200 characters.
@@ -223,7 +223,7 @@ def brief(result: ClaimResult, lang: str, symbol: str) -> Brief:
     no entry in STATEMENT (one a contributor added) shows its restated claim, clipped."""
     statement = (say(STATEMENT[result.id], lang) if result.id in STATEMENT
                  else clip(result.claim_zh if lang == "zh" else result.claim, STATEMENT_CHARS))
-    return Brief(result.id, result.verdict, symbol, verdict_word(result.verdict, lang),
+    return Brief(result.id, result.verdict, symbol, reader_word(result.verdict, lang),
                  statement, found(result, lang))
 
 
@@ -233,11 +233,6 @@ def line(result: ClaimResult, lang: str, symbol: str, link: str = "") -> str:
     b = brief(result, lang, symbol)
     head = f"[{b.id}]({link})" if link else b.id
     return f"{head} {b.symbol} {b.word} · {b.statement} · {b.found}"
-
-
-def verdict_word(verdict: str, lang: str) -> str:
-    """The verdict as a reader reads it, in `lang`."""
-    return (VERDICT_ZH if lang == "zh" else VERDICT_EN)[verdict]
 
 
 def clip(text: str, chars: int) -> str:

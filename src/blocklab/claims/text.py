@@ -213,6 +213,12 @@ def say(template: Template, lang: str, /, **fields: object) -> str:
     return (zh if lang == "zh" else en).format(**fields)
 
 
+def reader_word(verdict: str, lang: str) -> str:
+    """A verdict as a reader reads it (a table, a chip, a line): `VERDICT_EN`'s words or
+    `VERDICT_ZH`'s."""
+    return (VERDICT_ZH if lang == "zh" else VERDICT_EN)[verdict]
+
+
 def verdict_word(verdict: str, lang: str) -> str:
     """A verdict as a sentence in `lang` names it (its id in English)."""
     return VERDICT_ZH[verdict] if lang == "zh" else verdict

@@ -25,10 +25,10 @@ def verdict_style(verdict: str) -> str:
 def verdict_text(verdict: str, zh: bool) -> str:
     """A verdict in the reader's words (`claims.text.VERDICT_EN` / `VERDICT_ZH`), in its
     colour."""
-    from blocklab.claims.text import VERDICT_EN, VERDICT_ZH
+    from blocklab.claims.text import reader_word
 
     style = verdict_style(verdict)
-    return f"[{style}]{(VERDICT_ZH if zh else VERDICT_EN)[verdict]}[/{style}]"
+    return f"[{style}]{reader_word(verdict, 'zh' if zh else 'en')}[/{style}]"
 
 
 @app.command()
@@ -243,7 +243,7 @@ def print_ledger(rows, lang: str, size: str | None = None) -> None:
     its numbers decide nothing."""
     from rich.table import Table
 
-    from blocklab.claims.text import VERDICT_EN, VERDICT_ZH
+    from blocklab.claims.text import reader_word
     from blocklab.experiments.summaries import size_note
 
     zh = lang == "zh"
@@ -274,7 +274,7 @@ def print_ledger(rows, lang: str, size: str | None = None) -> None:
     counts: dict[str, int] = {}
     for r in rows:
         counts[r.verdict] = counts.get(r.verdict, 0) + 1
-    out.print(", ".join(f"{(VERDICT_ZH if zh else VERDICT_EN)[k]}: {v}"
+    out.print(", ".join(f"{reader_word(k, lang)}: {v}"
                             for k, v in sorted(counts.items())))
     note = size_note(size, lang) if size else None
     if note:
