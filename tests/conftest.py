@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 import torch
 
-# Which attention bfloat16 runs on CPU is measured on the machine at hand
-# (`blocklab.nn.calibration`); the tests pin the choice made before calibration so that their
-# numbers do not depend on a timing. tests/nn/test_calibration.py measures.
+# `--precision auto` measures which precision trains faster on the machine at hand
+# (`blocklab.nn.calibration`); the tests pin its default so that their numbers do not depend on
+# a timing. tests/nn/test_calibration.py measures.
 os.environ.setdefault("BLOCKLAB_CALIBRATION", "static")
 
 

@@ -11,9 +11,6 @@
     │   └── LockUnavailable           a lock file blocklab cannot open (another user's, in a
     │                                 folder it cannot write): the message names the file and
     │                                 how to name another
-    ├── KernelUnavailable (RuntimeError)
-    │                                 an explicitly requested fast path cannot run here (the
-    │                                 automatic choice falls back instead and records why)
     └── Busy (RuntimeError)           a results folder is in use by another blocklab process
                                       and the caller asked not to wait (exit code 1)
 
@@ -54,10 +51,6 @@ class LockUnavailable(InputError):
     """A lock file (the machine's, a results folder's) cannot be opened by this user."""
 
 
-class KernelUnavailable(BlocklabError, RuntimeError):
-    """An explicitly requested kernel implementation cannot run on this input or machine."""
-
-
 class Busy(BlocklabError, RuntimeError):
     """A resource (a results folder) is held by another blocklab process."""
 
@@ -67,4 +60,4 @@ class Interrupted(KeyboardInterrupt):
 
 
 __all__ = ["BlocklabError", "Busy", "CheckpointError", "ConfigError", "InputError", "Interrupted",
-           "KernelUnavailable", "LockUnavailable", "ResultsError"]
+           "LockUnavailable", "ResultsError"]

@@ -90,6 +90,9 @@ def test_a_provenance_stored_before_these_fields_reads_them_as_unknown():
     assert provenance.Provenance.from_dict(None) is None
     assert provenance.Provenance.from_dict({"torch": "2.5"}) is None
     assert provenance.differences(old, provenance.current()) == []  # reused as before
+    # a block from the versions with C kernels also says whether they built: read no more
+    assert provenance.Provenance.from_dict({**old, "kernels": "built"}) == read
+    assert provenance.differences({**old, "kernels": "built"}, provenance.current()) == []
 
 
 # --- what a folder says --------------------------------------------------------------------------
@@ -125,7 +128,7 @@ def test_a_folder_made_on_one_machine_says_nothing_new(tmp_path):
 
 def _bf16(attention: str | None, precision: str = "bf16", device: str = "cpu") -> RunResult:
     machine = provenance.Machine.here()
-    backends = {"rms_norm": "lean"} if attention is None else {"attention": attention}
+    backends = {"rms_norm": "F.rms_norm"} if attention is None else {"attention": attention}
     return RunResult("ok", train_config={"precision": precision, "device": device},
                      backends=backends,
                      provenance={"machine": dataclasses.asdict(machine)})

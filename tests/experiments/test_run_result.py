@@ -198,7 +198,7 @@ def _old_file() -> dict:
                   "train_loss": 5.5, "unigram_entropy": 4.9, "unigram_entropy_bpb": 7.07,
                   "params": 30000},
         "steps_done": 2, "wall_time_s": 0.4, "train_time_s": 0.3, "compile_s": None,
-        "final_eval_s": None, "backends": {"rms_norm": "lean"}, "ms_per_step": 150.0,
+        "final_eval_s": None, "backends": {"rms_norm": "F.rms_norm"}, "ms_per_step": 150.0,
         "tokens_per_s": 850.0,
         "zero_grad_fraction": 0.125,
         "provenance": {"torch": "2.5.1", "source_sha256": "f" * 64},

@@ -265,13 +265,12 @@ def test_result_keys_and_shapes(tiny_model, tiny_train, tmp_path):
             "final", "wall_time_s", "tokens_per_s", "steps_done", "backends"} <= set(stored)
     assert set(result.data) >= {"name", "sha256", "train_bytes", "val_bytes", "files"}
     env = result.environment
-    assert {"python", "torch", "numpy", "platform", "cpu_count", "threads", "cpu_kernels",
-            "allocator", "cpu_capability"} <= set(env)
+    assert {"python", "torch", "numpy", "platform", "cpu_count", "threads",
+            "cpu_capability"} <= set(env)
     assert env["cpu_capability"] == torch.backends.cpu.get_cpu_capability()
-    assert result.backends["rms_norm"] in ("cpu", "lean")  # float32 on CPU, "fast"
+    assert result.backends["rms_norm"] == "F.rms_norm"  # "fast"
     assert (result.train_config["precision"], result.train_config["backend"]) == (
         "fp32", "fast")
-    assert env["allocator"].startswith("glibc malloc") or env["allocator"] == "default"
     assert env["threads"] == 1 and socket.gethostname() not in json.dumps(env)
     curves, final = result.curves, result.final
     assert curves.step == list(range(8)) and len(curves.lr) == 8

@@ -1,23 +1,23 @@
 """blocklab.nn.backends and DecoderLM(backend=..., precision=...): every backend computes the
 reference's function, values and gradients, in float32 and bfloat16; `backends()` names what
-actually ran; bfloat16 keeps float32 weights, gradients and logits.
+runs; bfloat16 keeps float32 weights, gradients and logits.
 
-Tolerances: float32, 1e-6 relative to the largest magnitude of the tensor compared (the C
-kernels sum x² in their own order, so bit equality is not expected); bfloat16, 2⁻⁶ of the
-largest magnitude (two units in the last place of bfloat16's 8-bit significand: the lean
-Functions do not round intermediate gradients to bfloat16 as autograd on the reference does,
-and Inductor keeps fused intermediates in float32).
+Tolerances: float32, 1e-6 relative to the largest magnitude of the tensor compared (F.rms_norm's
+backward and Inductor's fused code sum in their own order, so bit equality is not expected);
+bfloat16, 2⁻⁶ of the largest magnitude (two units in the last place of bfloat16's 8-bit
+significand: Inductor keeps fused intermediates in float32).
 """
-
-import dataclasses
 
 import pytest
 import torch
 
 from blocklab.config import ModelConfig
-from blocklab.errors import InputError, KernelUnavailable
-from blocklab.nn import DecoderLM, backends
+from blocklab.errors import InputError
+from blocklab.nn import DecoderLM, RMSNorm, backends
 from blocklab.nn.linear import Linear
+from blocklab.nn.norm import library_rms_norm, reference_rms_norm
+
+from .conftest import randn
 
 F32_TOL = 1e-6
 BF16_TOL = 2.0**-6
@@ -60,7 +60,7 @@ def _ids(seed=1):
 
 CONFIGS = {
     "llama": {},
-    "packed": dict(packed=True),  # the gated kernel reads the halves of gate_up in place
+    "packed": dict(packed=True),
     "gemma_like": dict(placement="sandwich", norm_unit_offset=True, norm_cast="gemma",
                        ffn="geglu", qk_norm=True, tie_embeddings=True),
     "post_layernorm_gelu": dict(placement="post", norm="layernorm", ffn="gelu",
@@ -87,82 +87,42 @@ def test_backend_matches_reference_values_and_gradients(backend, config, precisi
         _close(got_grads[name], grad, tol, name)
 
 
-def _spy(monkeypatch) -> set[tuple[str, str]]:
-    """Record (op, implementation) of every registered implementation that is called."""
-    calls: set[tuple[str, str]] = set()
-    for op in backends.OPS:
-        for name in backends.implementations(op):
-            entry = backends._REGISTRY[op, name]
-
-            def recorder(*args, _fn=entry.fn, _key=(op, name)):
-                calls.add(_key)
-                return _fn(*args)
-
-            monkeypatch.setitem(backends._REGISTRY, (op, name),
-                                dataclasses.replace(entry, fn=recorder))
-    return calls
-
-
-@pytest.mark.parametrize("backend,precision", [("reference", "fp32"), ("fast", "fp32"),
-                                               ("fast", "bf16"), ("compiled", "fp32")])
-def test_backends_names_what_runs(monkeypatch, backend, precision):
-    torch.compiler.reset()
-    calls = _spy(monkeypatch)
-    _, model = _pair(backend, precision)
-    _run(model, _ids())
-    said = model.backends()
-    assert said.pop("attention") == "sdpa"  # fp32, or bf16 under the static calibration
-    assert set(said) == {"rms_norm", "add_rms_norm", "gated_activation", "rope"}
-    assert calls == set(said.items())
-    if backend == "reference":
-        assert set(said.values()) == {"reference"}
-
-
-def test_fast_backend_on_cpu_float32_runs_the_c_kernels_where_they_build():
-    from blocklab.nn import cpu_kernels
-    _, model = _pair("fast", "fp32")
-    if cpu_kernels.available():
-        assert model.backends() == {**dict.fromkeys(backends.OPS, "cpu"), "attention": "sdpa"}
-    else:
-        assert model.backends() == {**backends.FAST_FALLBACK, "attention": "sdpa"}
-    _, bf16 = _pair("fast", "bf16")
-    # bfloat16: the C kernels too (bfloat16 in and out, float32 inside)
-    if cpu_kernels.available():
-        assert bf16.backends() == {**dict.fromkeys(backends.OPS, "cpu"), "attention": "sdpa"}
-    else:
-        assert bf16.backends() == {**backends.FAST_FALLBACK, "attention": "sdpa"}
-
-
-def test_compiled_backend_keeps_kernels_only_where_they_beat_inductor():
-    from blocklab.nn import cpu_kernels
-    _, model = _pair("compiled", "fp32")
-    said = model.backends()
-    kernel = "cpu" if cpu_kernels.available() else "reference"
-    assert said == {**{op: kernel if op in backends.COMPILED_KERNELS else "reference"
-                       for op in backends.OPS}, "attention": "sdpa"}
-
-
-def test_modules_given_other_impls_show_every_implementation_they_run(monkeypatch):
-    calls = _spy(monkeypatch)
-    _, model = _pair("fast", "fp32")
+@pytest.mark.parametrize("backend", backends.BACKENDS)
+def test_backends_names_what_runs(backend):
+    _, model = _pair(backend, "fp32")
+    norm = "F.rms_norm" if backend == "fast" else "reference"
+    assert model.backends() == {"rms_norm": norm, "attention": "sdpa"}
     model.norm.impl = "reference"  # the final norm alone
-    said = model.backends()
-    fast = backends.resolve("rms_norm", "fast", torch.empty(0), torch.empty(0))
-    assert said["rms_norm"] == ", ".join(sorted({fast, "reference"}))
-    _run(model, _ids())
-    assert {impl for op, impl in calls if op == "rms_norm"} == {fast, "reference"}
+    assert model.backends()["rms_norm"] == ", ".join(sorted({norm, "reference"}))
 
 
-def test_interleaved_rope_and_other_activations_report_the_reference(monkeypatch):
-    calls = _spy(monkeypatch)
-    _, model = _pair("fast", "fp32", rope_layout="interleaved", ffn="reglu")
-    said = model.backends()
-    assert said["rope"] == "reference"
-    # ReLU: no kernel declares it, so "fast" runs the reference expression
-    assert said["gated_activation"] == "reference"
-    _run(model, _ids())
-    assert ("gated_activation", "reference") in calls
-    assert ("gated_activation", "cpu") not in calls
+def test_gemma_norms_softcap_and_layernorm_report_what_they_run():
+    _, gemma = _pair("fast", "fp32", **CONFIGS["gemma_like"], attn_logit_softcap=50.0)
+    assert gemma.backends() == {"rms_norm": "reference", "attention": "math"}
+    _, post = _pair("fast", "fp32", **CONFIGS["post_layernorm_gelu"])
+    assert post.backends() == {"attention": "sdpa"}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.float64])
+@pytest.mark.parametrize("gain_dtype", ["float32", "same"])
+def test_library_rms_norm_gives_the_reference_values_and_gradients(dtype, gain_dtype):
+    """F.rms_norm under "fast": the reference's values bit for bit, its gradients within
+    rounding, whether the gain is float32 (as under precision "bf16") or x's dtype."""
+    x = randn(3, 5, 24, dtype=dtype)
+    g = randn(3, 5, 24, dtype=dtype, seed=1)
+    weight = 1 + 0.1 * randn(24, seed=2)
+    weight = weight.to(dtype) if gain_dtype == "same" else weight
+    results = []
+    for fn in (reference_rms_norm, library_rms_norm):
+        xx, ww = x.clone().requires_grad_(), weight.clone().requires_grad_()
+        y = fn(xx, ww, 1e-6)
+        y.backward(g)
+        results.append((y, xx.grad, ww.grad))
+    (want, want_dx, want_dw), (got, got_dx, got_dw) = results
+    assert got.dtype == dtype and torch.equal(got, want)
+    tol = F32_TOL if dtype in (torch.float32, torch.float64) else 2.0**-6
+    _close(got_dx, want_dx, tol, "x.grad")
+    _close(got_dw, want_dw, tol, "weight.grad")
 
 
 def test_bf16_keeps_float32_weights_and_gradients_and_computes_in_bfloat16():
@@ -220,30 +180,8 @@ def test_bad_backend_or_precision_is_one_clear_line(kwargs, match):
     assert "\n" not in str(info.value)
 
 
-def test_module_impl_names_backends_and_implementations():
-    from blocklab.nn import RMSNorm
+def test_module_impl_names_a_backend():
     with pytest.raises(InputError, match=r"impl='fused' is not allowed; expected a backend"):
         RMSNorm(8, impl="fused")
-    for impl in backends.CHOICES:
-        RMSNorm(8, impl=impl)
-
-
-def test_registry_refuses_unknown_names_and_undeclared_capabilities():
-    with pytest.raises(ValueError, match="unknown op or implementation"):
-        backends.register("softmax", "reference", lambda x: x, backends.ANYWHERE)
-    with pytest.raises(TypeError, match="capabilities must be a Capabilities"):
-        backends.register("rope", "lean", lambda x: x, None)
-
-
-def test_each_op_keeps_the_reference_and_the_kernels_only_where_they_win():
-    """What benchmarks/backend_ops.py measured: no lean gated activation or RoPE (slower than the
-    reference everywhere); the lean norms are "fast"'s fallback."""
-    assert backends.implementations("rms_norm") == ("reference", "lean", "cpu", "triton")
-    assert backends.implementations("add_rms_norm") == ("reference", "lean", "cpu", "triton")
-    assert backends.implementations("gated_activation") == ("reference", "cpu", "triton")
-    assert backends.implementations("rope") == ("reference", "cpu", "triton")
-    for op, name in backends.FAST_FALLBACK.items():
-        assert name in backends.implementations(op)
-    with pytest.raises(KernelUnavailable, match=r"rope impl='lean' cannot run here: rope has "
-                                                r"no 'lean' implementation"):
-        backends.resolve("rope", "lean", torch.randn(1, 1, 2, 4))
+    assert [RMSNorm(8, impl=impl).runs for impl in backends.BACKENDS] == [
+        "reference", "F.rms_norm", "reference"]

@@ -79,13 +79,9 @@ def check_threads(value: object, option: str = "--threads") -> int:
 def environment(device: str = "cpu") -> dict:
     """Python, PyTorch and NumPy versions, platform, CPU count, torch threads, device, the CPU
     vector capability PyTorch dispatches to (AVX2, AVX512, AVX512_BF16 or AMX: whether
-    bfloat16 matmuls have units of their own), and the fast paths in use (C kernels,
-    allocator tuning), which change speed, not values beyond float rounding."""
+    bfloat16 matmuls have units of their own)."""
     import numpy
     import torch
-
-    from blocklab import allocator
-    from blocklab.nn import cpu_kernels
 
     record = {
         "python": platform.python_version(),
@@ -100,8 +96,6 @@ def environment(device: str = "cpu") -> dict:
         "device": device,
         "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
         "cpu_capability": torch.backends.cpu.get_cpu_capability(),
-        "cpu_kernels": cpu_kernels.unavailable_reason() or "built",
-        "allocator": allocator.current() or "default",
     }
     if device.startswith("cuda") and torch.cuda.is_available():
         record["accelerator"] = torch.cuda.get_device_name(torch.device(device))

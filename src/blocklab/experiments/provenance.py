@@ -1,19 +1,19 @@
-"""Where a result came from: the code, the libraries and the kernels that produced it.
+"""Where a result came from: the code and the libraries that produced it.
 
 Every stored suite result carries a `provenance` block. A stored result is reused only when its
 provenance equals the current one in everything that can change a result (`RESULT_KEYS`), and,
 for a trained run, when its corpus hash equals the corpus's hash here; otherwise the suite runs
 it again and says how many it re-ran and why. So a resumed suite never mixes results of older
-code, another PyTorch, other kernels or another Python's standard library (the `stdlib` corpus).
+code, another PyTorch or another Python's standard library (the `stdlib` corpus). A block
+stored by an older version also carries `kernels` (whether its C kernels built), read no more.
 
 It also records the machine (`Machine`: CPU model, instruction sets, online CPUs). Losses are
 any machine's, but a timing is only this machine's when it was measured on it: a timed run
 stored on another machine, or on one it does not record, is run again (`differences`).
 
 And how the run used it (`Provenance.of_run`): torch's intra-op threads, and for a run that
-trained a model the device, precision and op backend it trained in and the kernels its model
-ran (`DecoderLM.backends()`: bf16 attention as SDPA or as matmuls, chosen per machine by
-`blocklab.nn.calibration`). These change rounding, not which run it is: they are in no run id
+trained a model the device, precision and op backend it trained in and what its model's ops
+ran (`DecoderLM.backends()`). These change rounding, not which run it is: they are in no run id
 and no RESULT_KEY, so a stored run is reused whatever they were; a block stored before they
 were recorded reads them as None (unknown, `Provenance.from_dict`). A suite's summary says
 when the runs it compares came from more than one machine or ran other bf16 attention kernels
@@ -38,8 +38,8 @@ import blocklab
 from blocklab.experiments.env import cpu_flags, cpu_model
 
 # Package parts whose code decides a run's numbers.
-RESULT_SOURCES = ("config.py", "allocator.py", "nn", "experiments")
-RESULT_KEYS = ("blocklab", "source_sha256", "torch", "numpy", "python", "kernels")
+RESULT_SOURCES = ("config.py", "nn", "experiments")
+RESULT_KEYS = ("blocklab", "source_sha256", "torch", "numpy", "python")
 # The instruction sets CPU timings depend on: vector width, bfloat16 and int8 units.
 MACHINE_FLAGS = ("avx2", "avx512f", "avx512_bf16", "avx512_vnni", "amx_bf16", "amx_tile")
 
@@ -71,16 +71,16 @@ class Machine:
 @dataclass(frozen=True)
 class Provenance:
     """blocklab: package version; source_sha256: hash of RESULT_SOURCES; torch, numpy, python:
-    versions; kernels: the CPU kernel backend ("compiled" or why not: the fallback); machine:
-    where it ran (compared for timed runs alone; None in a block stored before it was
-    recorded).
+    versions; machine: where it ran (compared for timed runs alone; None in a block stored
+    before it was recorded).
 
     How the run used the machine (None: not recorded, in a block stored before these were, or
     not known for this run): threads, torch's intra-op threads (those a training run trained
     with, else the process's as the run was stamped); device ("cpu", "cuda:0"), accelerator
     (the GPU's name on a CUDA device), precision ("fp32", "bf16") and backend ("fast",
     "reference", "compiled") of the model a run trained, and backends, the implementation each
-    of its ops ran (`DecoderLM.backends()`, e.g. {"attention": "math", "rms_norm": "lean"}).
+    of its ops ran (`DecoderLM.backends()`, e.g. {"rms_norm": "F.rms_norm", "attention":
+    "sdpa"}).
     None of them is compared (`differences`) or hashed into a run id."""
 
     blocklab: str
@@ -88,7 +88,6 @@ class Provenance:
     torch: str
     numpy: str
     python: str
-    kernels: str
     machine: Machine | None
     threads: int | None = None
     device: str | None = None
@@ -170,14 +169,14 @@ def machine_name(machine: Machine | None) -> str:
 
 @functools.lru_cache(maxsize=4)
 def source_sha256(root: Path | None = None) -> str:
-    """sha256 over (relative path, bytes) of every .py and .c file in RESULT_SOURCES under the
+    """sha256 over (relative path, bytes) of every .py file in RESULT_SOURCES under the
     package folder `root` (default: this installed package)."""
     root = Path(blocklab.__file__).parent if root is None else root
     digest = hashlib.sha256()
     for part in RESULT_SOURCES:
         target = root / part
         files = [target] if target.is_file() else sorted(
-            p for p in target.rglob("*") if p.suffix in (".py", ".c") and p.is_file())
+            p for p in target.rglob("*.py") if p.is_file())
         for path in files:
             digest.update(str(path.relative_to(root)).encode() + b"\0")
             digest.update(path.read_bytes() + b"\0")
@@ -190,13 +189,10 @@ def current() -> Provenance:
     import numpy
     import torch
 
-    from blocklab.nn import cpu_kernels
-
     return Provenance(blocklab=blocklab.__version__, source_sha256=source_sha256(),
                       torch=torch.__version__, numpy=numpy.__version__,
-                      python=platform.python_version(),
-                      kernels=cpu_kernels.unavailable_reason() or "built",
-                      machine=Machine.here(), threads=torch.get_num_threads())
+                      python=platform.python_version(), machine=Machine.here(),
+                      threads=torch.get_num_threads())
 
 
 def differences(stored: dict[str, Any] | None, now: Provenance, *,

@@ -24,7 +24,6 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from blocklab.errors import InputError
-from blocklab.nn import backends, calibration
 from blocklab.nn.linear import Linear
 from blocklab.nn.position import LAYOUTS, apply_rotary
 
@@ -136,8 +135,6 @@ class Attention(nn.Module):
         sliding_window: each query sees at most this many keys, itself included (Mistral).
         packed_qkv: hold q_proj, k_proj, v_proj as one `qkv_proj` (rows q, then k, then v) and
             run one matmul instead of three; the same function, a different state dict.
-        impl: how RoPE rotates q and k: a backend or an implementation of
-            `blocklab.nn.backends` ("fast" by default).
 
     `forward(x, rope=None, bias=None, cache=None)`:
         x: [B, T, d_model]; rope: (cos, sin), each [T, r] or [B, T, r], for the positions of x;
@@ -153,7 +150,7 @@ class Attention(nn.Module):
                  q_norm: nn.Module | None = None, k_norm: nn.Module | None = None,
                  rope_layout: str = "half_split", scale: float | None = None,
                  logit_softcap: float | None = None, sliding_window: int | None = None,
-                 packed_qkv: bool = False, impl: str = "fast") -> None:
+                 packed_qkv: bool = False) -> None:
         super().__init__()
         for name, value in (("d_model", d_model), ("n_heads", n_heads),
                             ("n_kv_heads", n_kv_heads), ("head_dim", head_dim)):
@@ -176,7 +173,6 @@ class Attention(nn.Module):
         self.logit_softcap = logit_softcap
         self.sliding_window = sliding_window
         self.packed_qkv = packed_qkv
-        self.impl = backends.check_choice("Attention", impl)
         if packed_qkv:
             self.qkv_proj = Linear(d_model, (n_heads + 2 * n_kv_heads) * head_dim,
                                       bias=qkv_bias)
@@ -187,7 +183,6 @@ class Attention(nn.Module):
         self.o_proj = Linear(n_heads * head_dim, d_model, bias=out_bias)
         self.q_norm = q_norm
         self.k_norm = k_norm
-        self.ran: set[str] = set()  # the attention implementations forward has run
 
     def forward(self, x: Tensor, rope: tuple[Tensor, Tensor] | None = None,
                 bias: Tensor | None = None, cache: LayerCache | None = None) -> Tensor:
@@ -204,8 +199,7 @@ class Attention(nn.Module):
         if self.q_norm is not None:
             q, k = self.q_norm(q), self.k_norm(k)
         if rope is not None:
-            q, k = apply_rotary(q, k, rope[0], rope[1], self.rope_layout,
-                                impl=self.impl)
+            q, k = apply_rotary(q, k, rope[0], rope[1], self.rope_layout)
         past = 0
         if cache is not None:
             past = cache.length
@@ -215,8 +209,6 @@ class Attention(nn.Module):
         if self.logit_softcap is not None:
             y = self._explicit(q, k, v, attention_mask(T, t_k, past, self.sliding_window,
                                                        x.device), bias)
-            if not torch.compiler.is_compiling():
-                self.ran.add("math")
         else:
             window_bites = self.sliding_window is not None and t_k > self.sliding_window
             if bias is None and not window_bites and (past == 0 or T == 1):
@@ -230,12 +222,7 @@ class Attention(nn.Module):
                 if bias is not None:
                     mask = bias.to(q.dtype).masked_fill(~mask, float("-inf"))
                 is_causal = False
-            if is_causal and self._measured(q, k) == "math":
-                y = self._explicit(q, k, v, attention_mask(T, t_k, 0, None, x.device), None)
-            else:
-                y = self._sdpa(q, k, v, mask, is_causal)
-                if not is_causal and not torch.compiler.is_compiling():
-                    self.ran.add("sdpa")
+            y = self._sdpa(q, k, v, mask, is_causal)
         y = y.transpose(1, 2).reshape(B, T, H * hd)  # (B, T, H·hd)
         return self.o_proj(y)
 
@@ -247,45 +234,6 @@ class Attention(nn.Module):
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal,
                                               scale=self.scale,
                                               enable_gqa=self.n_kv_heads != self.n_heads)
-
-    def _measured(self, q: Tensor, k: Tensor) -> str:
-        """"sdpa" or "math" for a causal call without a mask: on CPU in bfloat16 under the
-        "fast" backend, whichever `calibration` measured faster at this shape (PyTorch's fused
-        CPU attention is several times slower than matmul attention at small heads in bfloat16
-        on AVX-512 BF16); elsewhere "sdpa", as before calibration. Recorded in `self.ran`."""
-        if torch.compiler.is_compiling():
-            return "sdpa"
-        choice = "sdpa"
-        if self.impl == "fast" and q.device.type == "cpu" and q.dtype == torch.bfloat16:
-            grad = torch.is_grad_enabled() and (q.requires_grad or k.requires_grad)
-            B, H, T, hd = q.shape
-            key = {"dtype": "bfloat16", "B": B, "H": H, "H_kv": k.shape[1], "T": T,
-                   "hd": hd, "grad": grad, "threads": torch.get_num_threads()}
-            choice = calibration.fastest("attention", key, self._candidates(q, k, grad),
-                                         default="sdpa")
-        self.ran.add(choice)
-        return choice
-
-    def _candidates(self, q: Tensor, k: Tensor, grad: bool) -> dict[str, object]:
-        """Both implementations on random tensors of q's and k's shapes (the model's own
-        tensors and graph untouched), forward and, when `grad`, backward."""
-        shape_q, shape_k, dtype = q.shape, k.shape, q.dtype
-        T = shape_q[2]
-
-        def run(fn):
-            def once():
-                with torch.enable_grad() if grad else torch.no_grad():
-                    qq = torch.randn(shape_q, dtype=dtype, requires_grad=grad)
-                    kk = torch.randn(shape_k, dtype=dtype, requires_grad=grad)
-                    vv = torch.randn(shape_k, dtype=dtype, requires_grad=grad)
-                    y = fn(qq, kk, vv)
-                    if grad:
-                        y.sum().backward()
-            return once
-
-        allowed = attention_mask(T, T, 0, None, q.device)
-        return {"sdpa": run(lambda a, b, c: self._sdpa(a, b, c, None, True)),
-                "math": run(lambda a, b, c: self._explicit(a, b, c, allowed, None))}
 
     def _explicit(self, q: Tensor, k: Tensor, v: Tensor, allowed: Tensor,
                   bias: Tensor | None) -> Tensor:

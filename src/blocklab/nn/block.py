@@ -16,9 +16,6 @@ N_a = attn_norm, N_f = ffn_norm, P_a = attn_post_norm, P_f = ffn_post_norm:
     sandwich:  x ──┬───────────────────────(+)── h ──┬──────────────────────(+)── y
                    └─ N_a ── attn ── P_a ───┘        └─ N_f ── ffn ── P_f ───┘
 
-In pre placement an RMSNorm N_f computes the residual sum h and N_f(h) together
-(`RMSNorm.forward_add`: one pass, h saved once for backward).
-
 Pre-norm keeps an identity path from x to y (the Jacobian is I + …); in post-norm every path
 passes through a norm (see `blocklab.reference.residual`).
 """
@@ -80,15 +77,9 @@ class Block(nn.Module):
                 bias: Tensor | None = None, cache: LayerCache | None = None) -> Tensor:
         """x: [B, T, d_model] -> [B, T, d_model]."""
         if self.placement == "pre":
-            attn = self.attention(self.attn_norm(x), rope=rope, bias=bias, cache=cache)
-            add_norm = getattr(self.ffn_norm, "forward_add", None)
-            if add_norm is not None:
-                # h = α·x + attn and N_f(h) in one pass (RMSNorm's fused residual form)
-                normed, h = add_norm(self._scaled(x), attn)
-            else:
-                h = self._scaled(x) + attn
-                normed = self.ffn_norm(h)
-            return self._scaled(h) + self.ffn(normed)
+            h = self._scaled(x) + self.attention(self.attn_norm(x), rope=rope, bias=bias,
+                                                 cache=cache)
+            return self._scaled(h) + self.ffn(self.ffn_norm(h))
         if self.placement == "post":
             h = self.attn_norm(self._scaled(x) + self.attention(x, rope=rope, bias=bias,
                                                                 cache=cache))

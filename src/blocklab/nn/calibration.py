@@ -1,28 +1,18 @@
-"""Which implementation is fastest on this machine, measured at the shapes a model runs, kept.
+"""Which of several ways to run something is fastest on this machine, measured at the shapes
+in question, kept.
 
-A kernel that wins on one CPU can lose on another: PyTorch's fused CPU attention
-(`scaled_dot_product_attention`) in bfloat16 is the case in point. On an AVX-512 BF16 EPYC, one
-thread, forward + backward of one causal layer [B, H, T, hd]:
-
-    shape            SDPA bf16   matmul attention bf16   (fp32 SDPA)
-    16, 4, 64, 16      4.9 ms        1.1 ms                 1.4 ms
-    8, 4, 128, 16      5.5 ms        1.9 ms                 1.8 ms
-    16, 4, 256, 64    29.5 ms       22.2 ms                28.0 ms
-    8, 8, 512, 64    101 ms        189 ms                 113 ms
-
-so neither is right everywhere. `fastest(op, key, candidates)` times the candidates (callables
-that run the op once at the shape in question, forward and backward where gradients are
-wanted), in turn, `ROUNDS` times after a warm-up call each, and returns the name with the
-smallest median. The answer is kept per process and on disk, one small JSON file per question
-under `cache_dir()/calibration/<machine>/`, where <machine> hashes the CPU's model name and
-flags and the torch version: a later process on the same machine reuses it without timing, a
-machine with another CPU measures its own. Files are written atomically; two processes that
-measure the same question at once both write a valid answer and either may stay.
+`fastest(op, key, candidates)` times the candidates (callables that run the thing once at the
+shape in question), in turn, `ROUNDS` times after a warm-up call each, and returns the name with
+the smallest median. Its one user is `--precision auto` (`blocklab.experiments.step_precision`:
+a training step in float32 or in bfloat16, which wins depends on the CPU and the shape). The
+answer is kept per process and on disk, one small JSON file per question under
+`cache_dir()/calibration/<machine>/`, where <machine> hashes the CPU's model name and flags and
+the torch version: a later process on the same machine reuses it without timing, a machine with
+another CPU measures its own. Files are written atomically; two processes that measure the same
+question at once both write a valid answer and either may stay.
 
 `$BLOCKLAB_CALIBRATION`: "measure" (the default) as above; "static" skips every measurement
-and `fastest` returns the `default` each caller names (the choice made before calibration
-existed). Which implementation a model ran is what `DecoderLM.backends()` reports and every
-training result records, so results made under either setting say so.
+and `fastest` returns the `default` each caller names.
 """
 
 from __future__ import annotations
@@ -40,7 +30,6 @@ from pathlib import Path
 import torch
 
 from blocklab.errors import InputError
-from blocklab.nn.cpu_kernels import cache_dir  # the one cache root of blocklab.nn
 
 MODES = ("measure", "static")
 ROUNDS = 5
@@ -54,6 +43,15 @@ def mode() -> str:
         raise InputError(f"BLOCKLAB_CALIBRATION={value!r} is not allowed; expected one of "
                          f"{list(MODES)}")
     return value
+
+
+def cache_dir() -> Path:
+    """$BLOCKLAB_CACHE_DIR, else $XDG_CACHE_HOME/blocklab, else ~/.cache/blocklab."""
+    env = os.environ.get("BLOCKLAB_CACHE_DIR")
+    if env:
+        return Path(env)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "blocklab"
 
 
 def machine_key() -> str:

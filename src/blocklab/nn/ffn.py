@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import replace
 from functools import partial
 
 import torch
@@ -22,7 +21,6 @@ from torch import nn
 
 from blocklab.config import FFNS, gated_ffn_width
 from blocklab.errors import InputError
-from blocklab.nn import backends, kernel_probes
 from blocklab.nn.linear import Linear
 from blocklab.reference.ffn import equal_param_width
 
@@ -32,9 +30,7 @@ def _identity(x: torch.Tensor) -> torch.Tensor:
 
 
 # name -> elementwise function; a gated FFN applies it to the gate branch only. A new gated FFN
-# takes its kind in `blocklab.config.FFNS` and its function here, nothing else: it runs the
-# reference expression under every backend until a kernel has code for it and it joins
-# KERNEL_ACTIVATIONS below.
+# takes its kind in `blocklab.config.FFNS` and its function here, nothing else.
 ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "relu": F.relu,
     "gelu": F.gelu,  # exact: x·Φ(x), with the erf
@@ -110,10 +106,6 @@ class GatedFeedForward(nn.Module):
         packed: hold gate and up as one `gate_up_proj` Linear(d_model, 2·d_ff), gate rows first,
             and split its output: the same function with one matmul instead of two. Its
             state dict then has `gate_up_proj.*` instead of `gate_proj.*` and `up_proj.*`.
-        impl: how φ(gate) ⊙ up is computed: a backend ("fast", "compiled", "reference") or
-            an implementation ("reference", "cpu", "triton"); see `blocklab.nn.backends`. A
-            kernel runs only the activations it declares (`KERNEL_ACTIVATIONS`); a backend
-            gives any other to the reference expression, a kernel named here refuses it.
 
     Shapes:
         x: [B, T, d_model] -> gate, up: [B, T, d_ff] -> [B, T, d_model].
@@ -121,7 +113,7 @@ class GatedFeedForward(nn.Module):
     """
 
     def __init__(self, d_model: int, d_ff: int, activation: str = "silu", bias: bool = False,
-                 packed: bool = False, impl: str = "fast") -> None:
+                 packed: bool = False) -> None:
         super().__init__()
         _positive("GatedFeedForward", "d_model", d_model)
         _positive("GatedFeedForward", "d_ff", d_ff)
@@ -130,7 +122,6 @@ class GatedFeedForward(nn.Module):
         self.d_ff = d_ff
         self.width: int | None = None  # a prefix width k < d_ff while `narrowed`
         self.packed = packed
-        self.impl = backends.check_choice("GatedFeedForward", impl)
         if packed:
             self.gate_up_proj = Linear(d_model, 2 * d_ff, bias=bias)
         else:
@@ -151,21 +142,15 @@ class GatedFeedForward(nn.Module):
             else:
                 gate = _linear(self.gate_proj, x, rows=slice(0, k))
                 up = _linear(self.up_proj, x, rows=slice(0, k))
-            return _linear(self.down_proj, self.gated(gate, up), cols=slice(0, k))
+            return _linear(self.down_proj, self.act(gate) * up, cols=slice(0, k))
         if self.packed:
             gate, up = self.gate_up_proj(x).split(self.d_ff, dim=-1)  # 2 × [B, T, d_ff]
         else:
             gate, up = self.gate_proj(x), self.up_proj(x)
-        return self.down_proj(self.gated(gate, up))
-
-    def gated(self, gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
-        """φ(gate) ⊙ up by the implementation `impl` resolves to; gate, up: [..., d_ff]."""
-        impl = backends.resolve("gated_activation", self.impl, gate, up,
-                                activation=self.activation)
-        return backends.implementation("gated_activation", impl)(gate, up, self.activation)
+        return self.down_proj(self.act(gate) * up)
 
     def extra_repr(self) -> str:
-        return f"activation={self.activation!r}, packed={self.packed}, impl={self.impl!r}"
+        return f"activation={self.activation!r}, packed={self.packed}"
 
 
 def _linear(layer: nn.Linear, x: torch.Tensor, rows: slice | torch.Tensor = slice(None),
@@ -210,20 +195,17 @@ def narrowed(model: nn.Module, width: int | None) -> Iterator[nn.Module]:
 
 
 def build_ffn(kind: str, d_model: int, d_ff: int, bias: bool = False,
-              packed: bool = False, impl: str = "fast") -> nn.Module:
+              packed: bool = False) -> nn.Module:
     """The FFN named `kind`, a key of `blocklab.config.FFNS` (e.g. "gelu", "swiglu").
 
     `packed` applies to gated kinds only; asking for it on a plain FFN raises rather than being
-    silently ignored. `impl` picks the gated activation's implementation
-    (`blocklab.nn.backends`); a plain FFN's activation is one PyTorch op, with nothing to pick.
+    silently ignored.
     """
-    backends.check_choice("build_ffn", impl)
     if kind not in FFNS:
         raise InputError(f"ffn kind={kind!r} is not allowed; expected one of {sorted(FFNS)}")
     gated, activation = FFNS[kind]
     if gated:
-        return GatedFeedForward(d_model, d_ff, activation=activation, bias=bias, packed=packed,
-                                impl=impl)
+        return GatedFeedForward(d_model, d_ff, activation=activation, bias=bias, packed=packed)
     if packed:
         raise InputError(f"ffn kind={kind!r} with packed=True is not allowed; expected a gated "
                          f"kind, one of {sorted(k for k, (g, _) in FFNS.items() if g)}")
@@ -266,33 +248,3 @@ def equal_param_gated_width(plain_width: int, multiple_of: int = 1) -> int:
     _positive("equal_param_gated_width", "multiple_of", multiple_of)
     return equal_param_width(plain_width, multiple_of)
 
-
-def _reference_gated(gate: torch.Tensor, up: torch.Tensor, activation: str) -> torch.Tensor:
-    """φ(gate) · up for any activation of `ACTIVATIONS`; gate, up: [..., d_ff] -> [..., d_ff]."""
-    return ACTIVATIONS[activation](gate) * up
-
-
-def _cpu_gated(gate: torch.Tensor, up: torch.Tensor, activation: str) -> torch.Tensor:
-    from blocklab.nn import cpu_kernels
-    return cpu_kernels.gated_activation(gate, up, activation)
-
-
-def _triton_gated(gate: torch.Tensor, up: torch.Tensor, activation: str) -> torch.Tensor:
-    from blocklab.nn import triton_kernels
-    return triton_kernels.gated_activation(gate, up, activation)
-
-
-# The activations the C and Triton kernels have code for (`cpu_kernels.ACTIVATIONS`,
-# `triton_kernels.ACTIVATIONS`; a test holds the three equal). The kernel modules are imported
-# on first use only, so the set is spelled here. A gated activation missing from it runs the
-# reference expression under every backend.
-KERNEL_ACTIVATIONS = frozenset({"silu", "gelu"})
-
-for _name, _fn, _can, _loaded in (
-        ("reference", _reference_gated, backends.ANYWHERE, None),
-        ("cpu", _cpu_gated, replace(backends.CPU_KERNEL_BF16, activations=KERNEL_ACTIVATIONS),
-         kernel_probes.cpu_gated),
-        ("triton", _triton_gated,
-         replace(backends.TRITON_KERNEL, activations=KERNEL_ACTIVATIONS),
-         kernel_probes.triton_gated)):
-    backends.register("gated_activation", _name, _fn, _can, _loaded)

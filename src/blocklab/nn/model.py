@@ -26,7 +26,7 @@ from blocklab.errors import InputError, PositionsBeyondTable
 from blocklab.nn import backends
 from blocklab.nn.attention import Attention, KVCache
 from blocklab.nn.block import Block
-from blocklab.nn.ffn import GatedFeedForward, build_ffn
+from blocklab.nn.ffn import build_ffn
 from blocklab.nn.linear import Linear
 from blocklab.nn.norm import RMSNorm, build_norm
 from blocklab.nn.position import ALiBi, LearnedPositions, RotaryEmbedding, SinusoidalPositions
@@ -70,7 +70,7 @@ def build_norm_for(cfg: ModelConfig, dim: int | None = None, impl: str = "fast")
 def build_attention(cfg: ModelConfig, packed_qkv: bool = False, impl: str = "fast",
                     layer: int = 0) -> Attention:
     """Layer `layer`'s attention: its sliding window is the config's where that layer is marked
-    sliding (`ModelConfig.attention_window`)."""
+    sliding (`ModelConfig.attention_window`); `impl` is its QK-norms' backend."""
     q_norm = k_norm = None
     if cfg.qk_norm:  # per-head RMSNorm over head_dim (Qwen3), whatever the block norm is
         q_norm = RMSNorm(cfg.head_dim, eps=cfg.norm_eps, unit_offset=cfg.norm_unit_offset,
@@ -81,20 +81,20 @@ def build_attention(cfg: ModelConfig, packed_qkv: bool = False, impl: str = "fas
                      qkv_bias=cfg.attn_bias, out_bias=cfg.attn_out_bias, q_norm=q_norm,
                      k_norm=k_norm, rope_layout=cfg.rope_layout, scale=cfg.attn_scale,
                      logit_softcap=cfg.attn_logit_softcap,
-                     sliding_window=cfg.attention_window(layer), packed_qkv=packed_qkv, impl=impl)
+                     sliding_window=cfg.attention_window(layer), packed_qkv=packed_qkv)
 
 
 def build_block(cfg: ModelConfig, packed_gate_up: bool = False, packed_qkv: bool = False,
                 impl: str = "fast", layer: int = 0) -> Block:
     """One decoder layer. `packed_gate_up` stores a gated FFN's gate and up projections as one
     matrix (same function, one matmul; ignored for plain FFNs, which have no gate), `packed_qkv`
-    the q, k, v projections; `impl` is every op's backend or implementation
-    (`blocklab.nn.backends`); `layer` is its index (layers may differ in their attention window)."""
+    the q, k, v projections; `impl` is its norms' backend (`blocklab.nn.backends`); `layer` is
+    its index (layers may differ in their attention window)."""
     sandwich = cfg.placement == "sandwich"
     return Block(
         build_attention(cfg, packed_qkv, impl, layer),
         build_ffn(cfg.ffn, cfg.d_model, cfg.d_ff, bias=cfg.ffn_bias,
-                  packed=packed_gate_up and cfg.gated, impl=impl),
+                  packed=packed_gate_up and cfg.gated),
         build_norm_for(cfg, impl=impl),
         build_norm_for(cfg, impl=impl),
         placement=cfg.placement,
@@ -167,11 +167,11 @@ class DecoderLM(nn.Module):
         packed_qkv: hold the q, k, v projections as one `qkv_proj`.
             Both compute the same function with fewer, larger matmuls; the state dict then
             differs from Hugging Face's (`blocklab.interop.save_hf` splits them again).
-        backend: which implementation each op runs (`blocklab.nn.backends`): "fast" (eager,
-            the fastest implementation that runs on the tensors at hand), "reference" (the
-            readable definitions) or "compiled" (`torch.compile` of the forward in place, same
-            state dict; the first call builds the graphs, `warm_up(input_ids)` does that on
-            purpose and returns its seconds). `backends()` says what each op runs.
+        backend: how the ops are computed (`blocklab.nn.backends`): "fast" (eager, PyTorch's
+            library kernel where one computes the same function), "reference" (the readable
+            definitions) or "compiled" (`torch.compile` of the forward in place, same state
+            dict; the first call builds the graphs, `warm_up(input_ids)` does that on purpose
+            and returns its seconds). `backends()` says what each op runs.
         precision: "fp32" computes in the parameters' dtype; "bf16" computes in bfloat16 with
             the parameters (and so the optimizer state) kept in their dtype, float32 as built:
             activations are bfloat16 from the embedding on, every `Linear` casts its weight to
@@ -238,42 +238,14 @@ class DecoderLM(nn.Module):
         return _DTYPES[self.precision] or self.embed_tokens.weight.dtype
 
     def backends(self) -> dict[str, str]:
-        """op -> the implementation it runs in this model on its device and compute dtype, for
-        the ops of `blocklab.nn.backends` the model has (e.g. {"rms_norm": "lean", "rope":
-        "reference"}); modules given different impls show every implementation, comma-separated.
-        "attention": the attention implementations forward ran ("sdpa", "math"; see
-        `Attention._measured`).
-        """
-        device = self.embed_tokens.weight.device
-        x = torch.empty(0, dtype=self.compute_dtype(), device=device)
-        f32 = torch.empty(0, dtype=torch.float32, device=device)
-        found: dict[str, set[str]] = {}
-
-        def note(op: str, impl: str, other: Tensor, activation: str | None = None) -> None:
-            found.setdefault(op, set()).add(backends.resolve(op, impl, x, other, activation))
-
-        for module in self.modules():
-            if isinstance(module, RMSNorm):
-                note("rms_norm", module.impl, module.weight)
-            elif isinstance(module, GatedFeedForward):
-                note("gated_activation", module.impl, x, module.activation)
-            elif isinstance(module, Attention) and self.config.position == "rope":
-                if module.rope_layout == "half_split":
-                    note("rope", module.impl, f32)
-                else:
-                    found.setdefault("rope", set()).add("reference")
-            elif isinstance(module, Block) and module.placement == "pre" \
-                    and isinstance(module.ffn_norm, RMSNorm):
-                note("add_rms_norm", module.ffn_norm.impl, module.ffn_norm.weight)
-        # Attention: what forward ran ("sdpa", or "math" where softcapping or the calibration
-        # of bfloat16 on CPU chose matmul attention); before any forward, what it would run
-        # without a calibration.
-        for module in self.modules():
-            if isinstance(module, Attention):
-                found.setdefault("attention", set()).update(
-                    module.ran or {"math" if module.logit_softcap is not None else "sdpa"})
-        return {op: ", ".join(sorted(found[op])) for op in (*backends.OPS, "attention")
-                if op in found}
+        """op -> what computes it in this model: "rms_norm" (a model with RMSNorms):
+        "F.rms_norm" or "reference" (`RMSNorm.runs`; both, comma-separated, where its norms
+        differ); "attention": "sdpa" (`F.scaled_dot_product_attention`) or "math" (the
+        explicit softmax, which logit softcapping needs)."""
+        norms = {m.runs for m in self.modules() if isinstance(m, RMSNorm)}
+        found = {"rms_norm": ", ".join(sorted(norms))} if norms else {}
+        found["attention"] = "sdpa" if self.config.attn_logit_softcap is None else "math"
+        return found
 
     @staticmethod
     def _init_weights(module: nn.Module) -> None:

@@ -11,10 +11,9 @@ with s = sqrt(mean(x²) + eps) over the last axis. Both reproduce Hugging Face b
 bfloat16 (`LlamaRMSNorm`, `Gemma2RMSNorm`); the two orders round differently, see
 https://github.com/huggingface/transformers/pull/29402.
 
-Implementations (`RMSNorm(impl=...)`), all computing the same function: a backend ("fast",
-"compiled", "reference") or one implementation by name ("reference", "lean", "cpu",
-"triton"); see `blocklab.nn.backends`, which picks one per call and says why a named one cannot
-run. "reference" is `reference_rms_norm` below, the readable definition.
+`RMSNorm(impl=...)` takes a backend (`blocklab.nn.backends`): under "fast" a plain-gain RMSNorm
+with cast "llama" runs PyTorch's `F.rms_norm` (`library_rms_norm`), the same values; everything
+else runs `reference_rms_norm` below, the readable definition.
 
 Per-head QK-norm (Qwen3) needs no class of its own: `RMSNorm(head_dim)` applied to
 q: [B, n_heads, T, head_dim] normalises each head vector, because only the last axis is reduced.
@@ -29,7 +28,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from blocklab.errors import InputError
-from blocklab.nn import backends, kernel_probes, lean
+from blocklab.nn import backends
 
 CASTS = ("llama", "gemma")
 
@@ -66,38 +65,15 @@ def reference_rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float, cast: 
     return (gain * normed.to(dtype)).to(dtype)
 
 
-def _reference_add(x, residual, weight, eps, cast, unit_offset):
-    h = x + residual
-    return reference_rms_norm(h, weight, eps, cast, unit_offset), h
-
-
-def _cpu_rms(x, weight, eps, cast, unit_offset):
-    from blocklab.nn import cpu_kernels
-    return cpu_kernels.rms_norm(x, weight, eps, unit_offset, cast)
-
-
-def _cpu_add_rms(x, residual, weight, eps, cast, unit_offset):
-    from blocklab.nn import cpu_kernels
-    return cpu_kernels.add_rms_norm(x, residual, weight, eps, unit_offset, cast)
-
-
-def _triton_rms(x, weight, eps, cast, unit_offset):
-    from blocklab.nn import triton_kernels
-    return triton_kernels.rms_norm(x, weight, eps, cast, unit_offset)
-
-
-def _triton_add_rms(x, residual, weight, eps, cast, unit_offset):
-    from blocklab.nn import triton_kernels
-    return triton_kernels.add_rms_norm(x, residual, weight, eps, cast, unit_offset)
-
-
-for _name, _rms, _add, _can, _loaded in (
-        ("reference", reference_rms_norm, _reference_add, backends.ANYWHERE, None),
-        ("lean", lean.rms_norm, lean.add_rms_norm, backends.ANYWHERE, None),
-        ("cpu", _cpu_rms, _cpu_add_rms, backends.CPU_KERNEL_BF16, kernel_probes.cpu_bf16),
-        ("triton", _triton_rms, _triton_add_rms, backends.TRITON_KERNEL, kernel_probes.triton)):
-    backends.register("rms_norm", _name, _rms, _can, _loaded)
-    backends.register("add_rms_norm", _name, _add, _can, _loaded)
+def library_rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    """`reference_rms_norm` with cast "llama" and a plain gain, by PyTorch's `F.rms_norm`; the
+    same values in every dtype. x: [..., d], weight: [d] -> [..., d], dtype of x."""
+    d = x.shape[-1:]
+    if weight.dtype == x.dtype == _compute_dtype(x.dtype):
+        return F.rms_norm(x, d, weight, eps)
+    # F.rms_norm multiplies its gain before casting back (the gemma order) and wants one dtype;
+    # below float32, or with a gain of another dtype, it normalises and the gain follows.
+    return (weight * F.rms_norm(x, d, eps=eps)).to(x.dtype)
 
 
 class RMSNorm(nn.Module):
@@ -113,9 +89,8 @@ class RMSNorm(nn.Module):
         unit_offset: store the gain as an offset from one, so weight decay pulls it towards 1.
         cast: "llama" (cast to the input dtype, then multiply the gain) or "gemma" (multiply in
             float32, then cast); see the module docstring.
-        impl: a backend ("fast", "compiled", "reference") or an implementation ("reference",
-            "lean", "cpu", "triton"); see `blocklab.nn.backends`. All give the same values (up
-            to float32 rounding); only speed and saved-for-backward memory differ.
+        impl: a backend ("fast", "compiled", "reference"); see `blocklab.nn.backends` and
+            `runs`. Every backend gives the same values.
 
     Shapes:
         x: [..., dim] -> y: [..., dim], same dtype as x. Typically [B, T, d_model] or
@@ -144,31 +119,17 @@ class RMSNorm(nn.Module):
         else:
             nn.init.ones_(self.weight)
 
+    @property
+    def runs(self) -> str:
+        """What forward computes with: "F.rms_norm" (backend "fast", plain gain, cast "llama")
+        or "reference"."""
+        plain = self.cast == "llama" and not self.unit_offset
+        return "F.rms_norm" if self.impl == "fast" and plain else "reference"
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """x: [..., dim] -> [..., dim], dtype of x."""
-        impl = backends.resolve("rms_norm", self.impl, x, self.weight)
-        return backends.implementation("rms_norm", impl)(x, self.weight, self.eps, self.cast,
-                                                         self.unit_offset)
-
-    def forward_add(self, x: torch.Tensor,
-                    residual: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """h = x + residual, y = norm(h); x, residual: [..., dim] -> (y, h), each [..., dim].
-
-        One pass over the data on the cpu and triton paths, one saved tensor on lean (the
-        pre-norm step `h = x + sublayer(...)` followed by the next sublayer's norm).
-        """
-        impl = backends.resolve("add_rms_norm", self.impl, x, self.weight)
-        if residual.dtype != x.dtype and impl in ("cpu", "triton"):
-            if self.impl not in backends.BACKENDS:
-                raise InputError(f"RMSNorm.forward_add: x is {x.dtype} and residual "
-                                 f"{residual.dtype}; impl={self.impl!r} needs one dtype")
-            impl = "reference"
-        return backends.implementation("add_rms_norm", impl)(x, residual, self.weight,
-                                                             self.eps, self.cast,
-                                                             self.unit_offset)
-
-    def reference(self, x: torch.Tensor) -> torch.Tensor:
-        """The plain PyTorch definition; x: [..., dim] -> [..., dim], dtype of x."""
+        if self.runs == "F.rms_norm":
+            return library_rms_norm(x, self.weight, self.eps)
         return reference_rms_norm(x, self.weight, self.eps, self.cast, self.unit_offset)
 
     def extra_repr(self) -> str:
@@ -229,7 +190,7 @@ def build_norm(kind: str, dim: int, eps: float, bias: bool = True, unit_offset: 
     """The norm named `kind` (a key of `NORMS`) over a last axis of size `dim`.
 
     `bias` applies to LayerNorm only (RMSNorm has none, so it is ignored there); `unit_offset`,
-    `cast` and `impl` (`blocklab.nn.backends`) to RMSNorm only: LayerNorm has one
+    `cast` and `impl` (a backend, `blocklab.nn.backends`) to RMSNorm only: LayerNorm has one
     implementation, `F.layer_norm`, which applies its gain in float32 and has no (1 + γ) form,
     so `unit_offset=True` with LayerNorm raises instead of being dropped.
     """

@@ -21,7 +21,6 @@ import torch
 from torch import Tensor, nn
 
 from blocklab.errors import InputError, PositionsBeyondTable
-from blocklab.nn import backends, kernel_probes
 from blocklab.nn.rope_scaling import rope_frequencies, rope_type_of
 
 LAYOUTS = ("half_split", "interleaved")
@@ -107,7 +106,6 @@ def apply_rotary(
     sin: Tensor,
     layout: str = "half_split",
     rotary_dim: int | None = None,
-    impl: str = "reference",
 ) -> tuple[Tensor, Tensor]:
     """Rotate the first ``r`` channels of every head of ``q`` and ``k``; pass the rest through.
 
@@ -125,12 +123,6 @@ def apply_rotary(
     channels are copied untouched. Hugging Face instead casts cos and sin to the input dtype
     and rotates there, so for float32 inputs the two agree exactly and for bfloat16 ours rounds
     once instead of at every step.
-
-    ``impl`` picks how the half_split rotation is computed (`blocklab.nn.backends`): the
-    reference above, or ``x1·cos − x2·sin, x2·cos + x1·sin`` on the two halves with no
-    ``rotate_half`` copy (``cpu`` and ``triton``: one kernel per direction), the same values
-    bit for bit. A backend ("fast", "compiled") picks one. The interleaved layout, and cos or
-    sin that require grad, always take the reference.
 
     Returns q, k rotated, with the input shapes and dtypes.
     """
@@ -152,19 +144,11 @@ def apply_rotary(
                 f"{name} must be [B, H, T, head_dim] with head_dim >= rotary_dim={r} (even), "
                 f"got shape {tuple(x.shape)}"
             )
-    backends.check_choice("apply_rotary", impl)
-    if layout != "half_split" or cos.requires_grad or sin.requires_grad:
-        if impl not in backends.BACKENDS and impl != "reference":
-            raise InputError(f"apply_rotary: impl={impl!r} rotates the half_split layout with "
-                             "constant cos and sin only; use impl='reference'")
-        impl = "reference"
-    fn = backends.implementation("rope", backends.resolve("rope", impl, q, cos))
-    if layout == "interleaved":
-        fn = _reference_interleaved
-    return fn(q, cos, sin), fn(k, cos, sin)
+    rotate = rotate_half if layout == "half_split" else rotate_interleaved
+    return _rotated(q, cos, sin, rotate), _rotated(k, cos, sin, rotate)
 
 
-def _reference_rotation(x: Tensor, cos: Tensor, sin: Tensor, rotate) -> Tensor:
+def _rotated(x: Tensor, cos: Tensor, sin: Tensor, rotate) -> Tensor:
     """x [..., head_dim] rotated in its first r = cos.shape[-1] channels, in float32 at least."""
     r = cos.shape[-1]
     compute = torch.promote_types(x.dtype, torch.float32)
@@ -174,31 +158,6 @@ def _reference_rotation(x: Tensor, cos: Tensor, sin: Tensor, rotate) -> Tensor:
     if r == x.shape[-1]:
         return out
     return torch.cat((out, x[..., r:]), dim=-1)
-
-
-def _reference_half_split(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
-    return _reference_rotation(x, cos, sin, rotate_half)
-
-
-def _reference_interleaved(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
-    return _reference_rotation(x, cos, sin, rotate_interleaved)
-
-
-def _cpu_rope(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
-    from blocklab.nn import cpu_kernels
-    return cpu_kernels.rope_half_split(x, cos, sin)
-
-
-def _triton_rope(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
-    from blocklab.nn import triton_kernels
-    return triton_kernels.rope_half_split(x, cos, sin)
-
-
-for _name, _fn, _can, _loaded in (
-        ("reference", _reference_half_split, backends.ANYWHERE, None),
-        ("cpu", _cpu_rope, backends.CPU_KERNEL_BF16, kernel_probes.cpu_bf16),
-        ("triton", _triton_rope, backends.TRITON_KERNEL, kernel_probes.triton)):
-    backends.register("rope", _name, _fn, _can, _loaded)
 
 
 class RotaryEmbedding(nn.Module):
