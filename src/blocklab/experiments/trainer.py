@@ -54,7 +54,6 @@ from rich.progress import (
 )
 from torch import nn
 
-from blocklab.allocator import tune_cpu_allocator
 from blocklab.checks import MAX_SIZE, is_int, real, refusal, shown_value
 from blocklab.config import ModelConfig
 from blocklab.errors import ConfigError, InputError, PositionsBeyondTable
@@ -391,10 +390,7 @@ def evaluate(model: nn.Module, windows: dict[int, torch.Tensor],
 
 @contextlib.contextmanager
 def _runtime(config: TrainConfig) -> Iterator[None]:
-    """Thread count and deterministic algorithms for one run; restored afterwards. Also keeps
-    the C allocator from returning memory between steps (`blocklab.allocator`; process-wide,
-    not undone)."""
-    tune_cpu_allocator()
+    """Thread count and deterministic algorithms for one run; restored afterwards."""
     threads = torch.get_num_threads()
     deterministic = torch.are_deterministic_algorithms_enabled()
     warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
