@@ -146,10 +146,11 @@ def train(
                              help="Folder for result.json (default: runs/<run id>)."),
     precision: str = typer.Option(None, help="fp32, or bf16: bfloat16 compute with float32 "
                                   "weights and optimizer state (default: fp32)."),
-    backend: str = typer.Option(None, help="What each op runs: fast (eager, the fastest "
-                                "implementation that can run), reference (the readable "
-                                "definitions) or compiled (torch.compile; its warm-up is "
-                                "reported as compile_s) (default: fast)."),
+    backend: str = typer.Option(None, help="How the ops run: fast (eager, PyTorch's library "
+                                "kernel where one computes the same function: F.rms_norm, "
+                                "SDPA), reference (the readable definitions) or compiled "
+                                "(torch.compile; its warm-up is reported as compile_s) "
+                                "(default: fast)."),
     no_progress: bool = typer.Option(False, "--no-progress", help="No progress bar."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
