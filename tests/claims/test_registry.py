@@ -169,7 +169,7 @@ def test_a_check_grading_by_another_rule_is_an_error(monkeypatch, tmp_path):
     rule = dataclasses.replace(reg.c16_rule("swiglu"), min_seeds=2)  # edited after the data
 
     def edited(ctx):
-        part = Part.graded("swiglu", rule, Estimate(-1.5, -2.0, -1.0, 5))
+        (part,) = Part.decided_together([("swiglu", rule, Estimate(-1.5, -2.0, -1.0, 5))])
         return Finding("confirmed", "s", "s", parts=[part])
 
     monkeypatch.setitem(CHECKS, "C16", edited)
@@ -253,7 +253,7 @@ def test_a_change_to_a_metric_s_code_flags_the_parts_planned_before_it(monkeypat
     before = planned_hash("C33", rule)
     assert before != rule.hash and len(before) == 12
     assert suite_rules("quick")["quantize"][f"C33 {reg.C33_TENSOR_PART}"] == before
-    part = Part.graded(reg.C33_TENSOR_PART, rule, Estimate(5.0, 4.0, 6.0, 3, 0.4))
+    (part,) = Part.decided_together([(reg.C33_TENSOR_PART, rule, Estimate(5.0, 4.0, 6.0, 3, 0.4))])
     summary = SimpleNamespace(planned_rules=suite_rules("quick")["quantize"])
     ctx = SimpleNamespace(summary=lambda suite: summary)
     (same,) = flag_changed_rules("C33", [part], ctx)

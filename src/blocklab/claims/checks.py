@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
+from typing import Any
 
 import numpy as np
 
@@ -18,11 +18,6 @@ from blocklab import reference as ref
 from blocklab.claims.finding import Context, Finding, claim
 from blocklab.claims.lang import LANGS
 from blocklab.claims.text import Template, say
-from blocklab.experiments.suites.position.summary import Read
-
-if TYPE_CHECKING:
-    from blocklab.verify import Check
-
 
 # The checks' sentences, (English, Chinese), filled by `say`.
 TEXT: dict[str, Template] = {
@@ -142,36 +137,21 @@ def _both(key: str, **fields: object) -> tuple[str, str]:
     return en, zh
 
 
-@dataclass(frozen=True)
-class VerifyRow:
-    """One reference check behind a worked-number claim, as its evidence shows it."""
-
-    check: str
-    expected: str
-    got: str
-    max_error: float | None
-    passed: bool
-
-
-def _verify(group: str, claim_id: str) -> tuple[bool, list[Check]]:
+def _worked(claim_id: str, en: str, zh: str, groups: tuple[str, ...] = ("worked",)) -> Finding:
+    """Confirmed when every reference check of `claim_id` in `groups` passes (each group must
+    hold one), the checks as its evidence."""
     from blocklab.verify import run_checks
 
-    rows = [c for c in run_checks([group]) if c.claim == claim_id]
-    return all(r.passed for r in rows) and bool(rows), rows
-
-
-def _worked(claim_id: str, en: str, zh: str, groups: tuple[str, ...] = ("worked",)) -> Finding:
-    rows: list[Check] = []
-    ok = True
+    ok, checks = True, []
     for group in groups:
-        passed, found = _verify(group, claim_id)
-        ok &= passed
-        rows += found
-    checks = [VerifyRow(r.name, r.expected, r.got, r.max_error, r.passed) for r in rows]
+        rows = [c for c in run_checks([group]) if c.claim == claim_id]
+        ok &= bool(rows) and all(r.passed for r in rows)
+        checks += [{"check": r.name, "expected": r.expected, "got": r.got,
+                    "max_error": r.max_error, "passed": r.passed} for r in rows]
     if ok:
         return Finding("confirmed", en, zh, {"checks": checks},
                        "blocklab verify --group " + " --group ".join(groups))
-    failed = [c.check for c in checks if not c.passed]
+    failed = [c["check"] for c in checks if not c["passed"]]
     return Finding("refuted", *_both("failed", failed=failed), {"checks": checks},
                    "blocklab verify")
 
@@ -278,17 +258,6 @@ def _llama_rmsnorm_excerpt(hidden_states, weight, variance_epsilon: float):
     return weight * hidden_states.to(input_dtype)
 
 
-class Fp16Evidence(TypedDict):
-    """C10's evidence."""
-
-    input_fp16: list[float]
-    fp16_mean_square: float  # inf: the squares overflow float16
-    fp32_mean_square: float
-    output_dtype: str
-    max_error_vs_float64: float
-    hugging_face_source: dict[str, str | list[str] | float]  # LLAMA_RMSNORM_SOURCE, + the diff
-
-
 @claim("C10")
 def c10(ctx: Context) -> Finding:
     import torch
@@ -305,9 +274,9 @@ def c10(ctx: Context) -> Finding:
     err = float(np.max(np.abs(y.double().numpy()[0] - exact)))
     same = float((y.double() - quoted.double()).abs().max())
     src = LLAMA_RMSNORM_SOURCE
-    evidence: Fp16Evidence = {
+    evidence = {
         "input_fp16": x.tolist()[0],
-        "fp16_mean_square": float(naive_mean_square),
+        "fp16_mean_square": float(naive_mean_square),  # inf: the squares overflow float16
         "fp32_mean_square": float(x.float().pow(2).mean(-1)),
         "output_dtype": str(y.dtype),
         "max_error_vs_float64": err,
@@ -393,14 +362,6 @@ def c17(ctx: Context) -> Finding:
         "python -c 'from blocklab.reference import silu_grad; print(silu_grad(-2.0))'")
 
 
-class RopeShiftEvidence(TypedDict):
-    """C20's evidence."""
-
-    float64_gap_by_shift: dict[int, float]  # {shift: max |q_m·k_n − q_(m+s)·k_(n+s)|}
-    # the position suite's dtype -> [[shift, max error], ...], where it ran
-    low_precision_error: NotRequired[dict[str, list[list[float | None]]]]
-
-
 @claim("C20")
 def c20(ctx: Context) -> Finding:
     rng = np.random.default_rng(0)
@@ -408,10 +369,10 @@ def c20(ctx: Context) -> Finding:
     gaps = {shift: max(ref.relative_position_gap(q, k, 10, 3, shift, layout=layout)
                        for layout in ("half_split", "interleaved"))
             for shift in (1, 100, 10_000, 1_000_000)}
-    evidence: RopeShiftEvidence = {"float64_gap_by_shift": gaps}
+    evidence: dict[str, object] = {"float64_gap_by_shift": gaps}
     summary = ctx.summary("position")
     rel = None if summary is None else summary.data.relative_error
-    if rel:
+    if rel:  # {dtype: [[shift, max error], ...]} where the position suite ran
         evidence["low_precision_error"] = rel
     worst = max(gaps.values())
     return Finding(
@@ -629,19 +590,11 @@ def c28(ctx: Context) -> Finding:
         "blocklab doctor CONFIG")
 
 
-class NearestTestEvidence(TypedDict):
-    """C22's evidence."""
-
-    nearest_test: str
-    # {arm: {multiple: its loss past L}} of the RoPE scalings, where the position suite ran
-    scaled_arms: NotRequired[dict[str, dict[str, Read]]]
-
-
 @claim("C22", scale_dependent=True)
 def c22(ctx: Context) -> Finding:
     summary = ctx.summary("position")
     nearest = f"{ctx.suite_command('position')} (RoPE with YaRN/NTK at up to 8× the train length)"
-    evidence: NearestTestEvidence = {"nearest_test": nearest}
+    evidence: dict[str, object] = {"nearest_test": nearest}
     if summary is not None:
         arms = summary.data.arms
         # each read an Interval (the ledger writes its fields) or the words of a read not made

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from blocklab.claims import registry
-from blocklab.claims.finding import DECIDED, Context, Finding, claim, missing, scale_text
+from blocklab.claims.finding import DECIDED, Context, Finding, ci_n_text, claim, missing, scale_text
 from blocklab.claims.placement import (
     at_deepest,
     learned_nowhere,
@@ -29,10 +29,8 @@ from blocklab.claims.placement import (
     stability_text,
     stable_effect,
 )
-from blocklab.claims.registry import (  # noqa: F401 - the rules' names, as the check uses them
+from blocklab.claims.registry import (
     C36_IDENTITY_PART,
-    C36_MIN_SEEDS,
-    C36_RULES,
     C36_STABLE_PART,
     registered,
 )
@@ -98,15 +96,6 @@ TEXT: dict[str, Template] = {
 }
 
 
-def _ci(stats: Interval, digits: int = 3) -> str:
-    if stats.mean is None:
-        return "—"
-    if not stats.resolved:
-        return f"{stats.mean:+.{digits}f} (n={stats.n})"
-    return (f"{stats.mean:+.{digits}f} [{stats.ci_low:+.{digits}f}, "
-            f"{stats.ci_high:+.{digits}f}] (n={stats.n})")
-
-
 def c36_arms(part: str, metric: str, arms: list[str]) -> list[str]:
     """The arms a C36 part reads: (a) the deep stacks' stable-lr sweeps with warmup at the
     deepest depth (`placement.at_deepest`); (b) the pre-norm probes of the graded init at the
@@ -150,7 +139,7 @@ def c36(ctx: Context) -> Finding:
                     "log2 vs ladder start", "none / top stable", "val loss at each lr"],
         "rows": [[a.placement, a.depth, a.warmup, a.steps,
                   "—" if a.max_stable_lr is None else f"{a.max_stable_lr:.3g}",
-                  _ci(a.log2_max_stable, 2), f"{a.censored_low}/{a.censored_high}",
+                  ci_n_text(a.log2_max_stable, 2), f"{a.censored_low}/{a.censored_high}",
                   "; ".join(f"{lr}: " + ("—" if None in v or not v else
                                           f"{sum(v) / len(v):.3f}")
                             for lr, v in a.loss_at_lr.items())] for a in arms],
@@ -160,7 +149,7 @@ def c36(ctx: Context) -> Finding:
 
     def text(lang: str) -> str:
         zh = lang == "zh"
-        cold = (say(TEXT["cold"], lang, contrast=_ci(effect.pre_vs_post_cold, 2))
+        cold = (say(TEXT["cold"], lang, contrast=ci_n_text(effect.pre_vs_post_cold, 2))
                 if swept_cold else "")
         return say(TEXT["c36"], lang, depth=depth, seeds=data.seeds, graded=graded,
                    stability=stability_text(data, "deep", depth, lang), cold=cold,

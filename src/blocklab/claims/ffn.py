@@ -39,7 +39,6 @@ from blocklab.claims.rules import (
     Rule,
     decide,
     decided_text,
-    failed_runs,
     settle,
     with_failed_seeds,
 )
@@ -181,7 +180,7 @@ def c16(ctx: Context) -> Finding:
     parts = Part.decided_together(specs, fair_arms=[fair[arm] for arm in page],
                                   longer_run_agrees=[longer.get(arm, False) for arm in page],
                                   unfair=unfair, bias=[bias.get(arm) for arm in page])
-    parts = [with_failed_seeds(p, {a: failed_runs(arms[a].status) for a in (arm, "relu")})
+    parts = [with_failed_seeds(p, {a: arms[a].status for a in (arm, "relu")})
              for p, arm in zip(parts, page, strict=True)]
     verdict = combine_c16(parts)
     size = data.size

@@ -72,6 +72,15 @@ def ci_text(stats: Interval, digits: int = 3, unit: str = "") -> str:
     return format_ci(stats, digits) + unit
 
 
+def ci_n_text(stats: Interval, digits: int, unit: str = "") -> str:
+    """'+m<unit> [+lo, +hi] (n=k)', '+m<unit> (n=k)' without an interval, or '—'."""
+    if stats.mean is None:
+        return "—"
+    ci = (f" [{stats.ci_low:+.{digits}f}, {stats.ci_high:+.{digits}f}]" if stats.resolved
+          else "")
+    return f"{stats.mean:+.{digits}f}{unit}{ci} (n={stats.n})"
+
+
 TREND_ZH = {"grows": "增大", "shrinks": "缩小", "shows no resolved trend": "无可分辨的趋势"}
 
 

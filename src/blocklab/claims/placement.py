@@ -41,6 +41,7 @@ from blocklab.claims.rules import (
     MIXED,
     SETTLE_EN,
     SETTLE_ZH,
+    UNTESTABLE,
     Estimate,
     Part,
     all_or_none,
@@ -49,7 +50,6 @@ from blocklab.claims.rules import (
     settle,
     testable_all_or_none,
     unless_unlearned,
-    untestable_part,
     verdict_text,
 )
 from blocklab.claims.text import Template, say
@@ -477,9 +477,10 @@ def c19(ctx: Context) -> Finding:
         unless_unlearned((names[4], rules[names[4]],
                           Estimate.of(effect.post_grad_first_over_last_log2)),
                          trained(("post", True))),
-        untestable_part(names[5], rules[names[5]], effect.post_vs_pre_warm,
-                        f"no size trains near convergence ({data.steps} steps here); post − "
-                        "pre with warmup at the tuned lrs is shown, not graded"),
+        # a statement this machine's budget cannot test: its estimate shown, no decision
+        Part(names[5], rules[names[5]], Estimate.of(effect.post_vs_pre_warm), UNTESTABLE,
+             f"no size trains near convergence ({data.steps} steps here); post − pre with "
+             "warmup at the tuned lrs is shown, not graded"),
     ], fair_arms=fair, unfair=unfair,
         bias=[bias["cold − warm"], None, bias["interaction"], None, None, None])
     verdict = settle([p.verdict for p in parts], testable_all_or_none)

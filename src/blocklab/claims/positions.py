@@ -10,19 +10,13 @@ by a rule registered in `registry`, fixed before any data is read.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import NotRequired, TypedDict
 
 from blocklab.claims.finding import Context, Finding, claim, missing
 from blocklab.claims.lang import LANGS
-from blocklab.claims.registry import (  # noqa: F401 - the rules' names, as the checks used them
+from blocklab.claims.registry import (
     C21_MIN_SEEDS,
     C29_ORDER_PART,
-    C29_ORDER_RULE,
     C29_UNIGRAM_PART,
-    C29_UNIGRAM_RULE,
-    C30_DECIDES,
-    C30_MULTS,
     C31_ABSOLUTE_FLOPS_PART,
     C31_ALIBI_FLOPS_PART,
     C31_ALIBI_PARAMS_PART,
@@ -33,11 +27,9 @@ from blocklab.claims.registry import (  # noqa: F401 - the rules' names, as the 
     C31_SHARE_TOKENS,
     COLLAPSE_PCT,
     WORKS_PCT,
-    BandPart,
     c21_fair_arms,
     c21_plan,
     c30_plan,
-    c31_rules,
     registered,
 )
 from blocklab.claims.rules import (
@@ -49,8 +41,6 @@ from blocklab.claims.rules import (
     SETTLE_ZH,
     Estimate,
     Part,
-    PartSpec,
-    Rule,
     band_part,
     decided_text,
     majority,
@@ -207,24 +197,20 @@ C21_COMBINES = ("confirmed when every statement holds; not reproduced at this sc
                 "每条陈述都成立时成立；超过一半的陈述不成立时为此规模下未复现；否则为部分成立。" + SETTLE_ZH)
 
 
-def _grade(arm: PositionArm, mult: str) -> tuple[str, Interval | None]:
-    """The band of `arm` at `mult` by its 95% CI, with the interval (None: cannot run)."""
+def _grade(arm: PositionArm, mult: str) -> str:
+    """The band of `arm` at `mult` by its 95% CI (collapses: it cannot run there at all)."""
     pct = arm.extrapolated_vs_sliding_pct.get(mult)  # keyed by the multiples the arm was read at
     if pct is None or isinstance(pct, str):
-        return "collapses", None  # the arm cannot run there at all (e.g. a learned table)
+        return "collapses"
     if pct.mean is None or pct.n < C21_MIN_SEEDS or not pct.resolved:
-        return "unclear", pct
+        return "unclear"
     if pct.ci_high <= WORKS_PCT:
-        return "works", pct
+        return "works"
     if pct.ci_low > COLLAPSE_PCT:
-        return "collapses", pct
+        return "collapses"
     if pct.ci_low > WORKS_PCT and pct.ci_high <= COLLAPSE_PCT:
-        return "degrades", pct
-    return "unclear", pct
-
-
-def _c21_part(p: BandPart, rule: Rule, arms: dict[str, PositionArm]) -> Part | PartSpec:
-    return band_part(p.name, arms.get(p.arm), p.mult, p.want, rule)
+        return "degrades"
+    return "unclear"
 
 
 _ARM_AT = re.compile(r": (\S+) at \d+×$")
@@ -248,13 +234,13 @@ def c21(ctx: Context) -> Finding:
     data = summary.data
     arms = data.arms
     mults = [str(m) for m in data.mults if str(m) != "1"]
-    grades = {name: {m: _grade(arm, m)[0] for m in mults} for name, arm in arms.items()}
+    grades = {name: {m: _grade(arm, m) for m in mults} for name, arm in arms.items()}
     # The statements and their fair arms as the position suite plans them (`registry.c21_plan`),
     # each graded where this summary read its arm at its multiple.
     learned, sinusoidal = c21_fair_arms(ctx.size)
     rules = registered("C21", ctx.size)
-    parts = Part.decided_together([_c21_part(p, rules[p.name], arms)
-                                   for p in c21_plan(ctx.size)
+    parts = Part.decided_together([band_part(p.name, arms.get(p.arm), p.mult, p.want,
+                                             rules[p.name]) for p in c21_plan(ctx.size)
                                    if p.arm in arms and p.mult in mults])
     verdict = settle([p.verdict for p in parts], majority)
     failed = [p for p in parts if p.verdict in ("not-reproduced-at-this-scale",
@@ -348,46 +334,14 @@ def score_asymmetry(seed: int = 0, tied: bool = False) -> float:
     return float((s - s.T).abs().max() / s.abs().max())
 
 
-@dataclass(frozen=True)
-class IntervalRow:
-    """An interval as C29's evidence shows it: mean, 95% CI and seeds (no sd)."""
+def _order_row(o: OrderProbe) -> dict[str, object]:
+    """One arm's order probe as C29's evidence shows it: each interval without its sd."""
+    def iv(stats: Interval) -> dict[str, float | int | None]:
+        return {"mean": stats.mean, "ci_low": stats.ci_low, "ci_high": stats.ci_high,
+                "n": stats.n}
 
-    mean: float | None
-    ci_low: float | None
-    ci_high: float | None
-    n: int
-
-    @classmethod
-    def of(cls, stats: Interval) -> IntervalRow:
-        return cls(stats.mean, stats.ci_low, stats.ci_high, stats.n)
-
-
-@dataclass(frozen=True)
-class OrderRow:
-    """One arm's order probe (`OrderProbe`) as C29's evidence shows it."""
-
-    tv: IntervalRow
-    kl: IntervalRow
-    loss_minus_unigram: IntervalRow
-    prefix_len: int
-    prefixes: int
-
-    @classmethod
-    def of(cls, o: OrderProbe) -> OrderRow:
-        return cls(IntervalRow.of(o.tv), IntervalRow.of(o.kl),
-                   IntervalRow.of(o.loss_minus_unigram), o.prefix_len, o.prefixes)
-
-
-class OrderEvidence(TypedDict):
-    """C29's evidence: the float64 probes, and the position suite's order probe where it ran."""
-
-    bidirectional_equivariance_error: float
-    causal_equivariance_error: float
-    score_asymmetry: float
-    score_asymmetry_tied_wq_wk: float
-    tolerances: dict[str, float]
-    probe: str
-    order_probe: NotRequired[dict[str, OrderRow]]
+    return {"tv": iv(o.tv), "kl": iv(o.kl), "loss_minus_unigram": iv(o.loss_minus_unigram),
+            "prefix_len": o.prefix_len, "prefixes": o.prefixes}
 
 
 def c29_arms(part: str, metric: str, arms: list[str]) -> list[str]:
@@ -400,7 +354,7 @@ def c29(ctx: Context) -> Finding:
     bidirectional = equivariance_error(causal=False)
     causal = equivariance_error(causal=True)
     asymmetry, tied = score_asymmetry(), score_asymmetry(tied=True)
-    evidence: OrderEvidence = {
+    evidence: dict[str, object] = {
         "bidirectional_equivariance_error": bidirectional, "causal_equivariance_error": causal,
         "score_asymmetry": asymmetry, "score_asymmetry_tied_wq_wk": tied,
         "tolerances": {"exact": EXACT_TOL, "broken": BROKEN_TOL},
@@ -415,7 +369,7 @@ def c29(ctx: Context) -> Finding:
         (C29_UNIGRAM_PART, rules[C29_UNIGRAM_PART],
          Estimate.of(none.loss_minus_unigram if none else empty))])
     if order:
-        evidence["order_probe"] = {arm: OrderRow.of(o) for arm, o in order.items()}
+        evidence["order_probe"] = {arm: _order_row(o) for arm, o in order.items()}
     holds = bidirectional <= EXACT_TOL
     breaks = causal > BROKEN_TOL
     verdict = "refuted" if not holds else "conditional" if breaks else "confirmed"
@@ -774,66 +728,23 @@ def _timings_text(cost: PositionCost, d_model: int | None, lang: str) -> str:
                       schemes=shown)
 
 
-# C31's timings as its evidence shows them (reported, never graded); a ratio is
-# [ratio, ci_low, ci_high] against no positions.
-@dataclass(frozen=True)
-class SchemeTimingRow:
-    train_ms: float
-    decode_ms: float
-    train_ratio: list[float]
-    decode_ratio: list[float]
-
-
-@dataclass(frozen=True)
-class ToyShapeRow:
-    label: str
-    L: int
-    batch_size: int
-    decode_tokens: int
-    repeats: int
-    threads: int
-    schemes: dict[str, SchemeTimingRow]
-
-
-@dataclass(frozen=True)
-class RealShapeRow:
-    label: str
-    d_model: int
-    n_layers: int
-    n_heads: int
-    batch_size: int
-    prompt_tokens: int
-    decode_tokens: int
-    repeats: int
-    threads: int
-    prefill_ms: dict[str, float]
-    decode_ms: dict[str, float]
-    prefill_ratio: dict[str, list[float]]
-    decode_ratio: dict[str, list[float]]
-    wall_time_s: float
-
-
-@dataclass(frozen=True)
-class TimingsRow:
-    toy_shape: ToyShapeRow
-    realistic_shape: RealShapeRow | None
-
-
-def _timings_row(cost: PositionCost) -> TimingsRow:
+def _timings_row(cost: PositionCost) -> dict[str, object]:
+    """C31's timings as its evidence shows them (reported, never graded), each shape's ratios
+    against no positions as [ratio, ci_low, ci_high]."""
     def ratio(r: TimeRatio) -> list[float]:
         return [r.ratio, r.ci_low, r.ci_high]
 
-    toy = ToyShapeRow(
-        "per-op overhead at a toy shape", cost.L, cost.batch_size, cost.decode_tokens,
-        cost.repeats, cost.threads,
-        {name: SchemeTimingRow(c.train_ms, c.decode_ms, ratio(c.train_vs_none),
-                               ratio(c.decode_vs_none)) for name, c in cost.schemes.items()})
-    real = cost.realistic
-    return TimingsRow(toy, None if real is None else RealShapeRow(
-        real.label, real.d_model, real.n_layers, real.n_heads, real.batch_size,
-        real.prompt_tokens, real.decode_tokens, real.repeats, real.threads, real.prefill_ms,
-        real.decode_ms, {k: ratio(v) for k, v in real.prefill_vs_none.items()},
-        {k: ratio(v) for k, v in real.decode_vs_none.items()}, real.wall_time_s))
+    toy = {"label": "per-op overhead at a toy shape", "L": cost.L, "batch_size": cost.batch_size,
+           "decode_tokens": cost.decode_tokens, "repeats": cost.repeats, "threads": cost.threads,
+           "schemes": {name: {"train_ms": c.train_ms, "decode_ms": c.decode_ms,
+                              "train_ratio": ratio(c.train_vs_none),
+                              "decode_ratio": ratio(c.decode_vs_none)}
+                       for name, c in cost.schemes.items()}}
+    real = cost.realistic  # `ShapeTiming`'s fields, each "<x>_vs_none" as "<x>_ratio"
+    return {"toy_shape": toy, "realistic_shape": None if real is None else {
+        k.replace("_vs_none", "_ratio"): ({s: ratio(r) for s, r in v.items()}
+                                          if k.endswith("_vs_none") else v)
+        for k, v in vars(real).items()}}
 
 
 def c31_arms(part: str, metric: str, arms: list[str]) -> list[str]:

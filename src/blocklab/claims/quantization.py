@@ -8,21 +8,17 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, replace
 
-from blocklab.claims.finding import DECIDED, Context, Finding, claim, missing, scale_text
-from blocklab.claims.registry import (  # noqa: F401 - the rules' names, as the checks used them
+from blocklab.claims.finding import DECIDED, Context, Finding, ci_n_text, claim, missing, scale_text
+from blocklab.claims.registry import (
     C32_LARGEST_PART,
-    C32_LARGEST_RULE,
     C32_MODE,
     C32_REASON_PART,
     C32_REASON_PCT,
     C32_SPEED_PART,
-    C32_SPEEDUP_RULE,
     C33_DELTA,
     C33_EXACT_PART,
-    C33_EXACT_RULE,
     C33_SENSITIVITY_DELTA,
     C33_TENSOR_PART,
-    C33_TENSOR_RULE,
     registered,
 )
 from blocklab.claims.rules import (
@@ -357,15 +353,6 @@ def combine_c33(exact: Part, tensor: Part) -> str:
     return settle([exact.verdict, tensor.verdict], decided)
 
 
-def _ci_text(stats: Interval, digits: int, unit: str = "") -> str:
-    """'+m<unit> [+lo, +hi] (n=k)', '+m<unit> (n=k)' without an interval, or '—'."""
-    if stats.mean is None:
-        return "—"
-    ci = (f" [{stats.ci_low:+.{digits}f}, {stats.ci_high:+.{digits}f}]" if stats.resolved
-          else "")
-    return f"{stats.mean:+.{digits}f}{unit}{ci} (n={stats.n})"
-
-
 def _ratio_text(ratios: list[float], lang: str) -> str:
     """The spread of gate's and up's scale ratios: one value, or min to max with the median."""
     import statistics
@@ -424,9 +411,9 @@ def c33(ctx: Context) -> Finding:
             verdict=verdict_word(sensitivity, lang))
         return say(TEXT["c33"], lang, per_row=say(per_row, lang, **row_fields),
                    ratio=_ratio_text(ratios, lang), separate_error=_text(sep_err, 5),
-                   merged_error=_text(merged_err, 5), pct=_ci_text(pct, 2, "%"),
+                   merged_error=_text(merged_err, 5), pct=ci_n_text(pct, 2, "%"),
                    delta=C33_DELTA, tensor=verdict_word(tensor_part.verdict, lang),
-                   sensitivity=sens, loss=_ci_text(loss, 5), tail=say(tail, lang), scale=scale)
+                   sensitivity=sens, loss=ci_n_text(loss, 5), tail=say(tail, lang), scale=scale)
 
     return Finding(
         verdict, text("en"), text("zh"),

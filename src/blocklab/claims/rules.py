@@ -27,9 +27,7 @@ both wholly above and wholly below b. Two disjoint seed sets measuring one true 
 therefore disagree only through `inconclusive` (one set decides, the other does not), never by
 opposite decisions, except when one of the two intervals misses the true effect on the far
 side, which happens with probability at most α/2 per set (tests/claims/test_rules.py simulates
-it). The rule this replaced confirmed whenever the interval excluded 0, ignored δ, and called an
-interval that straddled the claim "not reproduced", so the same part flipped between opposite
-decisions across seed sets whenever the true effect sat near the claimed size.
+it, against the rule this replaced: confirmed whenever the interval excluded 0).
 
 A claim's parts are decided together by `decide_parts`, with Holm's step-down correction, so
 that the chance of any wrong decision within a claim stays ≤ α however many parts it has. A
@@ -41,7 +39,7 @@ a claim `mixed`, never `conditional` (kept for a condition the page states or a 
 A small model trained for minutes can fail to reproduce a claim about models a thousand times
 larger; it cannot refute it. So `refuted` is kept for what an exact check decides (arithmetic,
 counts, configs, identities: a part decided without a test, or a claim that does not depend on
-scale), and an experiment that contradicts a claim says at what scale. The statistics come from `blocklab.stats`; the ledger attaches each rule to its row.
+scale), and an experiment that contradicts a claim says at what scale.
 """
 
 from __future__ import annotations
@@ -201,17 +199,13 @@ class Estimate:
         return self.value is not None and self.ci_low is not None and self.ci_high is not None
 
     def text(self) -> str:
-        """'+v [+lo, +hi] (n=k)', '+v (n=k)' without an interval, or '—'."""
-        return estimate_text(self.value, self.ci_low, self.ci_high, self.n)
-
-
-def estimate_text(value: float | None, low: float | None, high: float | None, n: int) -> str:
-    """An estimate as the ledger shows it (3 significant digits, signed)."""
-    if value is None:
-        return "—"
-    if low is None or high is None:
-        return f"{value:+.3g} (n={n})"
-    return f"{value:+.3g} [{low:+.3g}, {high:+.3g}] (n={n})"
+        """'+v [+lo, +hi] (n=k)' to 3 significant digits, '+v (n=k)' without an interval,
+        or '—'."""
+        if self.value is None:
+            return "—"
+        if self.ci_low is None or self.ci_high is None:
+            return f"{self.value:+.3g} (n={self.n})"
+        return f"{self.value:+.3g} [{self.ci_low:+.3g}, {self.ci_high:+.3g}] (n={self.n})"
 
 
 # --- the sequential design -----------------------------------------------------------------------
@@ -299,9 +293,6 @@ class Decision:
     # Why the arms' bias could not be read (`decide`'s `unfair`): the part was never to be
     # confirmed, and the plan buys it no more seeds.
     unfair: str | None = None
-
-    def to_dict(self) -> dict[str, str | float | bool | None]:
-        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -796,11 +787,6 @@ class Part:
     planned_under: str | None = None
 
     @classmethod
-    def graded(cls, name: str, rule: Rule, estimate: Estimate, **robustness: bool) -> Part:
-        """One part decided alone at α = 0.05 (`decide`)."""
-        return cls.of(name, rule, estimate, decide(rule, estimate, ALPHA, **robustness))
-
-    @classmethod
     def of(cls, name: str, rule: Rule, estimate: Estimate, decision: Decision) -> Part:
         return cls(name, rule, estimate, decision.verdict, decision.reason, decision)
 
@@ -988,18 +974,11 @@ def failed_runs_part(name: str, rule: Rule, interval: Interval, failures: int,
     return (name, rule, Estimate.of(interval))
 
 
-def failed_runs(status: Mapping[str, int]) -> int:
-    """The runs of an arm that diverged, got stuck or did not learn, from its {status: runs}
-    count ("missing" runs were never made and are not failures)."""
-    return failed_count(dict(status))
-
-
-def with_failed_seeds(part: Part, failed: Mapping[str, int]) -> Part:
-    """`part` with the runs that failed on its arms counted in its reason: {arm: runs that
-    diverged, got stuck or did not learn}. A failed run is missing data: its seed leaves the pairs (the
-    estimate's n counts the rest), and the count is shown beside the decision, never hidden
-    in a smaller n."""
-    counted = {arm: k for arm, k in failed.items() if k}
+def with_failed_seeds(part: Part, status: Mapping[str, Mapping[str, int]]) -> Part:
+    """`part` with the runs that failed on its arms ({arm: {status: runs}}: diverged, stuck or
+    did not learn) counted in its reason. A failed run is missing data: its seed leaves the
+    pairs (the estimate's n counts the rest), and the count is shown, never hidden in n."""
+    counted = {arm: k for arm, runs in status.items() if (k := failed_count(dict(runs)))}
     if not counted:
         return part
     total = sum(counted.values())
@@ -1021,12 +1000,6 @@ def unless_unlearned(spec: PartSpec, unlearned: Mapping[str, tuple[int, int]]) -
                 f"{UNLEARNED} ({'; '.join(dead)} seeds): short of the registered share of "
                 "the way from the unigram to the bigram reference; no measurement is read "
                 "from a model that did not learn")
-
-
-def untestable_part(name: str, rule: Rule, interval: Interval, reason: str) -> Part:
-    """A registered statement this machine's budget cannot test: its estimate shown, no
-    decision."""
-    return Part(name, rule, Estimate.of(interval), UNTESTABLE, reason)
 
 
 def band_part(name: str, arm: PositionArm | None, mult: str, want: str, rule: Rule

@@ -27,7 +27,6 @@ from blocklab.claims.rules import (
     Estimate,
     Part,
     decided_text,
-    failed_runs,
     settle,
     with_failed_seeds,
 )
@@ -96,7 +95,7 @@ def c37(ctx: Context) -> Finding:
                  C37_NARROW_PART: data.nested_vs_narrow_pct}
     parts = Part.decided_together([(name, rule, Estimate.of(estimates[name]))
                                    for name, rule in rules.items()])
-    parts = [with_failed_seeds(p, {a: failed_runs(data.status.get(a, {}))
+    parts = [with_failed_seeds(p, {a: data.status.get(a, {})
                                    for a in c37_arms(p.name, "", list(data.status))})
              for p in parts]
     verdict = combine_c37(parts)
