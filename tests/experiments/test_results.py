@@ -52,6 +52,32 @@ def test_store_save_load_has_and_iter(tmp_path):
         store.path_for("../escape")
 
 
+def test_a_stored_run_is_parsed_once_and_every_reader_gets_its_own_copy(monkeypatch,
+                                                                         tmp_path):
+    reads = []
+    monkeypatch.setattr(rs, "read_json", lambda path, **kw: reads.append(path) or
+                        json.loads(path.read_text()))
+    store = ResultStore(tmp_path)
+    stored = RunResult("ok", model_config={"d_model": 64}, extra={"losses": [1.0, 2.0]},
+                       run=RunLabel("relu seed 0", "relu", 0, "abc"))
+    store.save("abc", stored)
+    first = store.load("abc")
+    # A caller that fills in or edits its result (as a suite stamps provenance) ...
+    first.provenance = {"code": "x"}
+    first.model_config["d_model"] = 1
+    first.extra["losses"].append(3.0)
+    first.run.seed = 7
+    # ... changes nothing another reader sees: a new store, `has`, `iter_results` alike.
+    again = ResultStore(tmp_path)
+    assert again.has("abc") and again.load("abc") == stored
+    assert [r for _, r in again.iter_results()] == [stored]
+    assert again.load("abc") is not again.load("abc")
+    assert reads == [tmp_path / "abc.json"]
+    changed = RunResult("diverged", run=RunLabel("relu seed 0", "relu", 0, "abc"))
+    store.save("abc", changed)  # a new file (inode, size, mtime): read again
+    assert again.load("abc") == changed and len(reads) == 2
+
+
 def test_json_safe_writes_strict_json():
     text = rs.result_json({"a": [1.0, math.inf, -math.inf, math.nan], "b": {2: (3,)}})
     assert json.loads(text) == {"a": [1.0, None, None, None], "b": {"2": [3]}}

@@ -13,8 +13,13 @@ previous file or the complete new one, never half. A file that is damaged (cut s
 strict JSON — NaN, Infinity, a key given twice — or with no "status") does not count as done:
 it is run again, and the store keeps why in `damaged`, naming the file, so the suite can say
 which it replaced. So is a file that holds another run's result (copied or written over): a
-result names the run it is (`RunResult.claimed_id`), and only under that name is it read. This
-module imports no PyTorch, so reports can read results without it.
+result names the run it is (`RunResult.claimed_id`), and only under that name is it read.
+
+A command parses each stored file once, however many stores and readers ask for it (the
+ledger, then the report's tables and curves): the parsed result is kept, pickled, for as long
+as the file's inode, size and mtime stay the same, and every reader gets its own unpickled
+copy, so one that changes its result changes nothing the next one reads. This module imports
+no PyTorch, so reports can read results without it.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import pickle
 import stat
 from collections.abc import Iterator
 from pathlib import Path
@@ -96,6 +102,10 @@ def result_json(result: RunResult | dict[str, Any]) -> str:
 # megabytes); far above any the suites write, and below what would exhaust memory to parse.
 RESULT_MAX_BYTES = 256 * 2**20
 
+# Parsed results by path: (device, inode, size, mtime in ns) of the file read, and the result
+# pickled.
+_PARSED: dict[Path, tuple[tuple[int, int, int, int], bytes]] = {}
+
 
 class ResultSink(Protocol):
     """Where an executor puts each result as it finishes (a ResultStore, or a router over
@@ -123,14 +133,20 @@ class ResultStore:
     def _read(self, path: Path, note: bool = True) -> RunResult | None:
         """The result stored at `path`; None when there is none or it is damaged (recorded in
         `damaged` if `note`), so either way the run is run again."""
+        key = None
         try:
-            regular = stat.S_ISREG(os.stat(path).st_mode)
+            info = os.stat(path)
+            regular = stat.S_ISREG(info.st_mode)
+            key = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
         except FileNotFoundError:
             if not os.path.lexists(path):
                 return None  # not run yet
             regular = False  # a link to nothing
         except OSError:
             regular = True  # (read_json says what is wrong)
+        kept = _PARSED.get(path)
+        if regular and kept is not None and kept[0] == key:
+            return pickle.loads(kept[1])
         try:
             if not regular:  # a folder, a link to nothing, or a pipe that would never end
                 raise ResultsError(f"{path}: not a regular file")
@@ -140,11 +156,13 @@ class ResultStore:
             if result.claimed_id is not None and result.claimed_id != path.stem:
                 raise ResultsError(f"{path} did not match its name: it holds the result of run "
                                    f"{result.claimed_id}")
-            return result
         except ResultsError as err:  # not a result, or half of one: run it again
             if note and os.path.lexists(path):  # (not one deleted meanwhile)
                 self.damaged[path] = str(err)
             return None
+        if key is not None:
+            _PARSED[path] = key, pickle.dumps(result, pickle.HIGHEST_PROTOCOL)
+        return result
 
     def has(self, run_id: str) -> bool:
         """True when the result file exists, reads as strict JSON, and has a status."""
