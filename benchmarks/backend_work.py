@@ -1,6 +1,8 @@
 """What the op backends buy on the work users run: `report --quick`'s training runs and the C16
-ladder's rungs, each trained with `fast` (the hand-written kernels), `reference` (PyTorch's own
-ops: the plain expressions, `F.scaled_dot_product_attention`) and `compiled` (`torch.compile`).
+ladder's rungs, each trained with `fast` (PyTorch's library kernels where one computes the op:
+`F.rms_norm`, `F.scaled_dot_product_attention`), `reference` (the readable expressions) and
+`compiled` (`torch.compile`). The table in docs/speed.md was measured while `fast` still ran
+blocklab's hand-written kernels (commit bb47a6c and before).
 
 For every suite of `report --quick` (and the ladder's ffn rungs) this plans the runs as the
 command does, takes a sample of its training runs spread over its arms, and runs each of them

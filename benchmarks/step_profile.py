@@ -3,8 +3,8 @@ time put in one category, per step.
 
     matmul      aten::mm / addmm / bmm / addmv (forward and backward GEMMs)
     attention   the fused CPU attention kernels, and softmax / masking of matmul attention
-    kernels     blocklab's own norm, gated-activation and RoPE functions (C kernels, lean
-                autograd Functions) and their backward nodes
+    kernels     PyTorch's RMSNorm kernel (`F.rms_norm`, blocklab's "fast" norms) and its
+                backward node
     elementwise plain tensor ops outside those: Hugging Face's norms, activations and RoPE
                 (pow, mean, rsqrt, mul, silu, cat, neg ...), residual adds
     casts       dtype conversions (aten::_to_copy, and the copies they make): counted too
@@ -28,7 +28,7 @@ MATMUL = ("aten::mm", "aten::addmm", "aten::bmm", "aten::addmv", "aten::addmv_",
           "aten::baddbmm")
 ATTENTION = ("scaled_dot_product", "flash_attention", "aten::_softmax", "aten::softmax",
              "aten::_softmax_backward_data", "aten::masked_fill", "aten::triu")
-KERNELS = ("RMSNorm", "Rope", "Gated", "rms_norm", "rope", "gated", "blocklab::")
+KERNELS = ("rms_norm",)
 CASTS = ("aten::_to_copy", "aten::to", "aten::copy_")
 LOSS = ("log_softmax", "nll_loss", "cross_entropy")
 OPTIMIZER = ("Optimizer.step", "foreach", "linalg_vector_norm", "aten::stack",

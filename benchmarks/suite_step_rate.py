@@ -3,7 +3,7 @@
 A quick suite run trains a small model on one thread (two runs side by side on a 2-core
 machine), where per-op costs weigh as much as the matrix products. For each shape this times
 blocklab's training step (`make_optimizer` + `train_step`) in float32 and in bfloat16 compute
-(attention as `blocklab.nn.calibration` measured it at the shape), in one process and in turn
+(attention by `F.scaled_dot_product_attention`), in one process and in turn
 (so that machine load falls on both alike), and prints the median step, the model FLOP rate
 (3× the forward FLOPs of `blocklab.budget`, over the step time) and that rate as a fraction of
 a lone GEMM in the same dtype at the FFN's up-projection shape [B·T, d] × [d, d_ff] (its median

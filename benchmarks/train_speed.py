@@ -23,7 +23,6 @@ capability: bfloat16 matmuls are fast only with AVX-512 BF16 or AMX, and without
 times slower than float32.
 
     python benchmarks/train_speed.py [--repeats 5] [--precision fp32|bf16] [--compile]
-                                     [--no-tune-malloc]
 
 x-transformers joins the comparison when it is installed (`pip install x-transformers`);
 `--compile` adds `DecoderLM(backend="compiled")`, printing its warm-up time.
@@ -41,7 +40,6 @@ import torch.nn.functional as F
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import flop_registry
 
-from blocklab.allocator import tune_cpu_allocator
 from blocklab.budget.flops import prefill_flops
 from blocklab.config import ModelConfig
 from blocklab.experiments.env import BF16_FLAGS, cpu_flags
@@ -207,13 +205,9 @@ def main() -> None:
     parser.add_argument("--compile", action="store_true",
                         help="add DecoderLM(backend='compiled'); its warm-up is timed and "
                              "printed")
-    parser.add_argument("--no-tune-malloc", action="store_true",
-                        help="leave glibc malloc at its defaults (blocklab train tunes it)")
     args = parser.parse_args()
-    tuned = None if args.no_tune_malloc else tune_cpu_allocator()
     capability, bf16_units = cpu_capability()
-    print(f"allocator: {tuned or 'glibc defaults'} (applies to every model alike); "
-          f"{capability}; precision {args.precision}")
+    print(f"{capability}; precision {args.precision}")
     if args.precision == "bf16" and not bf16_units:
         print("no AVX-512 BF16 / AMX on this CPU: bfloat16 matmuls are far slower than float32 "
               "here; MFU below is against this machine's bfloat16 rate")

@@ -51,7 +51,7 @@ saves (its backward has to concatenate the two output gradients). Both models us
 
 `--rounds N` repeats the timed steps N times on fresh batches and prints the median and range
 of the per-round speed-ups; `--profile` then profiles 3 steps per arm and prints where each
-step's time goes (`step_profile.py`: matmul, attention, norm/activation/RoPE kernels,
+step's time goes (`step_profile.py`: matmul, attention, the RMSNorm kernel,
 elementwise ops, casts, loss, optimizer, other) and the casts it makes.
 """
 
