@@ -2,25 +2,14 @@
 forms, the implementations against each other, a compiler failure recorded and an eager one
 raised, the like-for-like model and kernels, and the cold-compile cache folders."""
 
-import json
-
 import pytest
 import torch
 
 from blocklab.errors import ResultsError
-from blocklab.experiments.results import result_json
 from blocklab.experiments.run_result import RunResult
-from blocklab.experiments.suites.base import RunSpec
 from blocklab.experiments.suites.norm_cost import summary, timing
 
-
-def _spec(arm: str) -> RunSpec:
-    return RunSpec(arm, arm, 0, {}, lambda progress: RunResult(status="ok"))
-
-
-def _stored(result: RunResult) -> RunResult:
-    """`result` as a store reads it back."""
-    return RunResult.from_dict(json.loads(result_json(result)))
+from ..conftest import bare_spec, stored
 
 
 def test_saved_tensor_bytes_match_closed_forms():
@@ -33,11 +22,10 @@ def test_saved_tensor_bytes_match_closed_forms():
     # Fused LayerNorm keeps x plus one mean and one 1/σ per row.
     assert extra["layernorm:torch"]["extra_bytes"] == 2 * per_row
     assert extra["layernorm:blocklab"]["extra_bytes"] == 2 * per_row
-    # RMSNorm in ops keeps 1/rms per row and the normalised x (for the gain's gradient)...
-    for kind in ("torch", "plain"):
+    # RMSNorm in ops keeps 1/rms per row and the normalised x (for the gain's gradient); so
+    # does blocklab's, which runs F.rms_norm as torch.nn.RMSNorm does.
+    for kind in ("torch", "plain", "blocklab"):
         assert extra[f"rmsnorm:{kind}"]["extra_bytes"] == full + per_row
-    # ...blocklab's fused autograd Function keeps only 1/rms per row and recomputes the rest.
-    assert extra["rmsnorm:blocklab"]["extra_bytes"] == per_row
     # LayerNorm in ops keeps the centred x and the normalised x.
     assert extra["layernorm:plain"]["extra_bytes"] == 2 * full + per_row
 
@@ -82,9 +70,9 @@ def test_only_a_compiled_implementation_may_fail_without_stopping_the_timing(mon
         error="RuntimeError: kernel exploded")
     assert len(record.impls["rmsnorm:plain"].fwd_s) == 2
     # stored, the failed implementation keeps its error alone; read back, the same record
-    stored = _stored(timing.timed_run(lambda: record))
-    assert stored.extra["impls"]["rmsnorm:compiled"] == {"error": "RuntimeError: kernel exploded"}
-    assert timing.KernelTimes.of(stored, "kernels") == record
+    back = stored(timing.timed_run(lambda: record))
+    assert back.extra["impls"]["rmsnorm:compiled"] == {"error": "RuntimeError: kernel exploded"}
+    assert timing.KernelTimes.of(back, "kernels") == record
     monkeypatch.setattr(timing, "build_implementations", impls("rmsnorm:plain"))
     with pytest.raises(RuntimeError, match="kernel exploded"):
         timing.time_kernels(8, 4, repeats=2, compile=False, threads=1, block_s=1e-4)
@@ -149,14 +137,14 @@ def test_like_for_like_timing_runs_at_tiny_size_and_says_what_it_timed():
     for rec in record.impls.values():
         assert rec.error is None and len(rec.fwdbwd_s) == 2 and rec.fwd_s is None
         assert rec.compile_s > 0 and rec.extra_bytes > 0
-    result = _stored(timing.timed_run(lambda: record))
+    result = stored(timing.timed_run(lambda: record))
     assert result.status == "ok" and result.wall_time_s >= 0 and result.final is None
     assert result.extra["kind"] == "like-for-like" and "fwd_s" not in result.extra["impls"][
         "rmsnorm:compiled"]
     assert timing.LikeForLikeTimes.of(result, "like-for-like") == record
     with pytest.raises(ResultsError, match="method"):
         timing.LikeForLikeTimes.of(RunResult("ok", extra={**result.extra, "method": 1}), "l4l")
-    (read,) = summary.like_rows([(_spec("like-for-like"), result)])
+    (read,) = summary.like_rows([(bare_spec("like-for-like"), result)])
     assert read.method == "torch.compile" and set(read.ratios) == {"fwdbwd"}
     assert read.torch_fused == {"rmsnorm": False, "layernorm": True}
     assert read.rmsnorm_ms["fwd"] is None and read.rmsnorm_ms["fwdbwd"] > 0
