@@ -1,7 +1,10 @@
 """Helpers the claim tests share, imported as `from .conftest import ...`."""
 
+import importlib.util
 from pathlib import Path
 
+from blocklab.claims import Context, run_claims
+from blocklab.experiments.options import RunRequest
 from blocklab.experiments.summaries import Interval, Summary, save_summary
 
 
@@ -10,7 +13,24 @@ def ci(mean: float, low: float, high: float, n: int = 10) -> Interval:
     return Interval(n, mean, low, high)
 
 
-def store_summary(root: Path, suite: str, data) -> None:
-    """Store `data` as the summary of `suite` (quick), as `run_suite` does."""
-    save_summary(root / suite / "quick", Summary(suite, "quick", 3, [], [], data, runs=1,
-                                                 wall_time_s=1.0))
+def store_summary(root: Path, suite: str, data, seeds: int = 3, folder: str = "quick") -> None:
+    """Store `data` as the quick summary of `suite` (in `folder` of it), as `run_suite` does."""
+    save_summary(root / suite / folder, Summary(suite, "quick", seeds, [], [], data, runs=1,
+                                                wall_time_s=1.0))
+
+
+def graded(root: Path, suite: str, data, *ids: str, seeds: int = 3) -> dict:
+    """{id: row} of the claims `ids` graded on `data` stored as `suite`'s quick summary."""
+    store_summary(root, suite, data, seeds)
+    return {r.id: r for r in run_claims(list(ids), Context(RunRequest(root, "quick")))}
+
+
+def sibling(name: str):
+    """A test module beside this one, for its fake-summary builders (named inside this
+    package, so that its `from .conftest import ...` resolves)."""
+    package = __name__.rpartition(".")[0]
+    spec = importlib.util.spec_from_file_location(f"{package}._sibling_{name}",
+                                                  Path(__file__).with_name(f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -2,16 +2,13 @@
 `run_suite` writes them, so the verdict logic is tested without training."""
 
 import dataclasses
-import json
 
 import pytest
 
-from blocklab.claims import Context, run_claims
-from blocklab.experiments.options import RunRequest
 from blocklab.experiments.suites.ffn.summary import FfnArm, FfnData, FfnSensitivity
-from blocklab.experiments.summaries import ArmTuning, Interval, LrTrial, Summary
+from blocklab.experiments.summaries import ArmTuning, Interval, LrTrial
 
-from .conftest import ci, store_summary
+from .conftest import ci, graded, store_summary
 
 SENSITIVITY = FfnSensitivity("gpt2", 3e-3, {}, {})
 
@@ -56,13 +53,9 @@ def _ffn_data(swiglu, geglu, glu, lr_at_edge=(), tuned=("relu", "swiglu", "geglu
 ])
 def test_c16_is_contradicted_only_when_a_run_twice_as_long_agrees(tmp_path, longer, verdict):
     worse, fine = ci(1.5, 1.2, 1.8), ci(-1.5, -2.0, -1.0)
-    store_summary(tmp_path, "ffn", _ffn_data(worse, fine, fine))
     if longer is not None:
-        folder = tmp_path / "ffn" / "quick+x2"
-        folder.mkdir(parents=True)
-        summary = Summary("ffn", "quick", 10, [], [], _ffn_data(longer, fine, fine), runs=1)
-        (folder / "summary.json").write_text(json.dumps(summary.to_dict()))
-    (row,) = run_claims(["C16"], Context(RunRequest(tmp_path, "quick")))
+        store_summary(tmp_path, "ffn", _ffn_data(longer, fine, fine), 10, folder="quick+x2")
+    row = graded(tmp_path, "ffn", _ffn_data(worse, fine, fine), "C16")["C16"]
     swiglu = row.parts[0]
     if verdict == "contradicted-at-this-scale":
         assert swiglu.verdict == verdict and row.verdict == verdict
@@ -73,8 +66,7 @@ def test_c16_is_contradicted_only_when_a_run_twice_as_long_agrees(tmp_path, long
     # better one may lie beyond it): never contradicted, whatever the longer run says, and no
     # longer run is due
     for unfair in ({"tuned": ()}, {"lr_at_edge": ("swiglu",)}, {"lr_at_edge": ("relu",)}):
-        store_summary(tmp_path, "ffn", _ffn_data(worse, fine, fine, **unfair))
-        (row,) = run_claims(["C16"], Context(RunRequest(tmp_path, "quick")))
+        row = graded(tmp_path, "ffn", _ffn_data(worse, fine, fine, **unfair), "C16")["C16"]
         assert row.parts[0].verdict == "not-reproduced-at-this-scale"
         assert not row.parts[0].decision.would_contradict
         assert "each arm at its own best learning rate" in row.parts[0].reason
@@ -109,8 +101,7 @@ def test_c16_is_contradicted_only_when_a_run_twice_as_long_agrees(tmp_path, long
 ])
 def test_ffn_verdict_logic(tmp_path, swiglu, geglu, glu, verdict, parts):
     # every arm tuned to an interior rate whose curve is symmetric about it: fair arms
-    store_summary(tmp_path, "ffn", _ffn_data(swiglu, geglu, glu))
-    (row,) = run_claims(["C16"], Context(RunRequest(tmp_path, "quick")))
+    row = graded(tmp_path, "ffn", _ffn_data(swiglu, geglu, glu), "C16")["C16"]
     assert row.verdict == verdict and row.error is None
     assert [p.verdict for p in row.parts] == parts
     assert [p.name for p in row.parts] == ["swiglu", "geglu", "glu"]
@@ -156,12 +147,11 @@ def test_c16_says_whether_swiglus_effect_grows_with_model_size(tmp_path, change,
     arms = {name: _ffn_arm(ci(-1.0, -2.0, 0.5, 5)) for name in ("relu", "swiglu", "geglu", "glu")}
     trend = [FfnTrendPoint(d, 1000 * d, ci(-1.0, -2.0, 0.0, 5), {"relu": 1e-2, "swiglu": 1e-2})
              for d in (32, 64)]
-    store_summary(tmp_path, "ffn", FfnData(
+    row = graded(tmp_path, "ffn", FfnData(
         arms=arms, seeds=5, steps=100, init="fan_in", lr_grid=[3e-3, 1e-2, 3e-2], lr_trials=[],
         lr_at_edge=[], sensitivity=SENSITIVITY, trend=trend, trend_change=change,
         warmup_steps=10, unigram_entropy=None, baseline="relu", page={}, equal_time_ms=None,
-        size={"d_model": 64}))
-    (row,) = run_claims(["C16"], Context(RunRequest(tmp_path, "quick")))
+        size={"d_model": 64}), "C16")["C16"]
     assert f"the advantage {word} with size here" in row.summary
     assert [p["d_model"] for p in row.evidence["trend"]] == [32, 64]
 
@@ -175,8 +165,7 @@ def test_c16_counts_the_runs_that_failed_beside_each_decision(tmp_path):
     arms["swiglu"] = dataclasses.replace(arms["swiglu"], status={"ok": 3, "diverged": 2})
     arms["relu"] = dataclasses.replace(arms["relu"], status={"ok": 4, "stuck": 1})
     arms["glu"] = dataclasses.replace(arms["glu"], status={"ok": 3, "missing": 2})
-    store_summary(tmp_path, "ffn", dataclasses.replace(data, arms=arms))
-    (row,) = run_claims(["C16"], Context(RunRequest(tmp_path, "quick")))
+    row = graded(tmp_path, "ffn", dataclasses.replace(data, arms=arms), "C16")["C16"]
     parts = {p.name: p for p in row.parts}
     assert ("3 run(s) failed (diverged, stuck or did not learn: swiglu 2, relu 1)"
             in parts["swiglu"].reason)
@@ -192,9 +181,8 @@ def test_c16_decides_a_gain_only_where_every_reading_of_the_lr_bias_agrees(tmp_p
     GeGLU's 3% gains straddle the page's 1%: inconclusive, saying both readings; GLU's 4%
     clears its 0.5% either way: confirmed, and the undecided parts do not stop Holm."""
     gain = ci(-3.0, -3.4, -2.6)  # better than ReLU by 3% on every reading
-    store_summary(tmp_path, "ffn", _ffn_data(gain, gain, ci(-4.0, -4.4, -3.6),
-                                             curves={"relu": (2.30, 2.00, 1.98)}))
-    (row,) = run_claims(["C16"], Context(RunRequest(tmp_path, "quick")))
+    row = graded(tmp_path, "ffn", _ffn_data(gain, gain, ci(-4.0, -4.4, -3.6),
+                                            curves={"relu": (2.30, 2.00, 1.98)}), "C16")["C16"]
     parts = {p.name: p for p in row.parts}
     for arm in ("swiglu", "geglu"):
         assert parts[arm].verdict == "inconclusive"
@@ -206,7 +194,6 @@ def test_c16_decides_a_gain_only_where_every_reading_of_the_lr_bias_agrees(tmp_p
 
     # The bias the other way (the gated arm's curve lopsided: it looks worse than at both
     # optima) only widens the gain: the confirmation stands.
-    store_summary(tmp_path, "ffn",
-                         _ffn_data(gain, gain, gain, curves={"swiglu": (2.30, 2.00, 1.98)}))
-    (row,) = run_claims(["C16"], Context(RunRequest(tmp_path, "quick")))
+    row = graded(tmp_path, "ffn", _ffn_data(gain, gain, gain,
+                                            curves={"swiglu": (2.30, 2.00, 1.98)}), "C16")["C16"]
     assert [p.verdict for p in row.parts] == ["confirmed"] * 3

@@ -4,8 +4,6 @@ the way `run_suite` writes them, and its combining rule."""
 
 import pytest
 
-from blocklab.claims import Context, run_claims
-from blocklab.experiments.options import RunRequest
 from blocklab.experiments.suites.norm_cost.summary import (
     KernelRatio,
     NormCostData,
@@ -14,7 +12,7 @@ from blocklab.experiments.suites.norm_cost.summary import (
 )
 from blocklab.experiments.summaries import TimeRatio
 
-from .conftest import ci, store_summary
+from .conftest import ci, graded
 
 
 def _ratio(impl, ratio, low, high, d=1024, pass_name="fwdbwd") -> KernelRatio:
@@ -71,8 +69,7 @@ def test_norm_cost_compute_is_decided_by_the_counts_not_by_timings(tmp_path, equ
     # no scale, so the claim is refuted, equivalent quality or not.
     found = set()
     for step, like in (((0.90, 0.88, 0.92), 0.5), ((1.05, 1.03, 1.07), 1.5)):
-        store_summary(tmp_path, "norm-cost", _norm_cost(step, equivalent, like))
-        (row,) = run_claims(["C18"], Context(RunRequest(tmp_path, "quick")))
+        row = graded(tmp_path, "norm-cost", _norm_cost(step, equivalent, like), "C18")["C18"]
         assert row.error is None
         assert [p.verdict for p in row.parts] == [R, R, R, quality]
         found.add((row.verdict, tuple(p.estimate.value for p in row.parts[:3])))

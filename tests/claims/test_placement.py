@@ -3,9 +3,6 @@ summaries, written the way `run_suite` writes them, so the verdict logic is test
 training."""
 
 import dataclasses
-import importlib.util
-import json
-from pathlib import Path
 
 import pytest
 
@@ -20,9 +17,9 @@ from blocklab.experiments.suites.placement.summary import (
     StabilityArm,
     StabilityEffect,
 )
-from blocklab.experiments.summaries import ArmTuning, Interval, LrTrial, Summary
+from blocklab.experiments.summaries import ArmTuning, Interval, LrTrial
 
-from .conftest import ci, store_summary
+from .conftest import ci, graded, sibling, store_summary
 
 
 def _placement(pre_failures: int, effect: PlacementEffect,
@@ -118,9 +115,8 @@ UNTESTABLE = "untestable-here"
 def test_placement_verdict_logic(tmp_path, pre_failures, effect, stable, c19, parts):
     spread = {"gpt2": ci(0.5, 0.3, 0.7, 8), "xavier": ci(3.0, 2.5, 3.5, 8),
               "depth": ci(0.2, 0.1, 0.3, 8)}
-    store_summary(tmp_path, "placement", _placement(pre_failures, effect, spread, stable))
-    rows = {r.id: r for r in run_claims(["C12", "C13", "C19"],
-                                        Context(RunRequest(tmp_path, "quick")))}
+    rows = graded(tmp_path, "placement", _placement(pre_failures, effect, spread, stable),
+                  "C12", "C13", "C19")
     assert rows["C13"].verdict == "run"
     assert rows["C13"].to_dict()["rule"]["min_seeds"] == 4
     assert rows["C13"].estimate.value == effect.warmup_interaction.mean
@@ -147,8 +143,7 @@ def test_c12_is_not_confirmed_by_a_parameter_gradient_spread(tmp_path):
     # at C12's last look (8 seeds), where each init's share of α is widest
     spread = {"gpt2": ci(0.5, 0.3, 0.7, 8), "xavier": ci(0.4, 0.2, 0.6, 8),
               "depth": ci(0.1, 0.0, 0.2, 8)}
-    store_summary(tmp_path, "placement", _placement(0, HOLDS, spread))
-    (row,) = run_claims(["C12"], Context(RunRequest(tmp_path, "quick")))
+    row = graded(tmp_path, "placement", _placement(0, HOLDS, spread), "C12")["C12"]
     assert row.verdict == "not-reproduced-at-this-scale"
     assert row.evidence["spread_log2"]["xavier"]["mean"] == 3.7
     assert "log2 of ‖∇W_down‖" not in row.summary  # named as context, in its own sentence
@@ -166,8 +161,7 @@ def test_c12_is_not_confirmed_by_a_parameter_gradient_spread(tmp_path):
 def test_c12_needs_the_spread_under_every_init(tmp_path, means, verdict):
     spread = {init: ci(m, m - 0.2, m + 0.2, 8)
               for init, m in zip(("gpt2", "xavier", "depth"), means, strict=True)}
-    store_summary(tmp_path, "placement", _placement(0, HOLDS, spread))
-    (row,) = run_claims(["C12"], Context(RunRequest(tmp_path, "quick")))
+    row = graded(tmp_path, "placement", _placement(0, HOLDS, spread), "C12")["C12"]
     assert row.verdict == verdict
     assert [p.name for p in row.parts] == [
         "pre-norm, gpt2 init", "pre-norm, xavier init", "pre-norm, depth init"]
@@ -177,8 +171,7 @@ def test_c12_counts_an_init_the_probes_lack_as_undecided(tmp_path):
     # Two inits hold; the third was not probed: it may or may not hold, so the claim is
     # undecided between confirmed and conditional, never confirmed on the other two.
     spread = {"gpt2": ci(3.0, 2.8, 3.2, 4), "xavier": ci(3.0, 2.8, 3.2, 4)}
-    store_summary(tmp_path, "placement", _placement(0, HOLDS, spread))
-    (row,) = run_claims(["C12"], Context(RunRequest(tmp_path, "quick")))
+    row = graded(tmp_path, "placement", _placement(0, HOLDS, spread), "C12")["C12"]
     assert [p.verdict for p in row.parts] == ["confirmed", "confirmed", "inconclusive"]
     assert row.verdict == "inconclusive"
 
@@ -190,11 +183,8 @@ def test_claims_precision_reads_bf16_results_and_float32_only_suites_at_fp32(tmp
               "depth": ci(0.2, 0.1, 0.3, 8)}
     # bf16 placement results hold, float32 ones fail: `--precision bf16` grades the former
     store_summary(tmp_path, "placement", _placement(0, FAILS, spread, STABLE_FAILS))
-    bf16 = tmp_path / "placement" / "quick+bf16"
-    bf16.mkdir()
-    summary = Summary("placement", "quick", 3, [], [],
-                      _placement(0, HOLDS, spread, STABLE_HOLDS), runs=1, wall_time_s=1.0)
-    (bf16 / "summary.json").write_text(json.dumps(summary.to_dict()))
+    store_summary(tmp_path, "placement", _placement(0, HOLDS, spread, STABLE_HOLDS),
+                  folder="quick+bf16")
     ctx = Context(RunRequest(tmp_path, "quick", precision="bf16"))
     (row,) = run_claims(["C19"], ctx)
     assert row.verdict == "mixed" and row.parts[1].verdict == "confirmed"
@@ -213,19 +203,10 @@ def test_claims_precision_reads_bf16_results_and_float32_only_suites_at_fp32(tmp
         err.out + err.err) and "Traceback" not in err.err
 
 
-def _sibling(name: str):
-    """A test module beside this one, for its fake-summary builders."""
-    spec = importlib.util.spec_from_file_location(f"_placement_{name}",
-                                                  Path(__file__).with_name(f"{name}.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_the_stability_text_names_every_arm_with_its_interval_and_censoring():
     from blocklab.claims.placement import stability_text
 
-    td = _sibling("test_depth")  # its deep grid censors seeds at both ends of the ladder
+    td = sibling("test_depth")  # its deep grid censors seeds at both ends of the ladder
     data = td._data([td._effect(td._ci(4.8, 4.2, 5.3))])
     text = stability_text(data, "deep", td.DEPTH)
     pre, post = text.split("; ")[0:2], text
@@ -246,8 +227,7 @@ def test_c19_decides_a_loss_contrast_only_where_every_reading_of_its_lr_bias_agr
                                                       {3e-3: 3.2, 1e-2: 2.5, 3e-2: 2.45}[t.lr],
                                                       t.d_model)
                 for t in data.lr_trials]
-    store_summary(tmp_path, "placement", dataclasses.replace(data, lr_trials=lopsided))
-    (row,) = run_claims(["C19"], Context(RunRequest(tmp_path, "quick")))
+    row = graded(tmp_path, "placement", dataclasses.replace(data, lr_trials=lopsided), "C19")["C19"]
     first = row.parts[0]
     assert first.verdict == "inconclusive"
     assert ("read as measured it is confirmed, with the tuned rates' bias +0.097 removed "

@@ -2,14 +2,12 @@
 synthetic position summaries (written and read back as `run_suite` stores them)."""
 
 import dataclasses
-import json
 from pathlib import Path
 
+import pytest
 import torch
 
 from blocklab.claims import positions as cp
-from blocklab.claims.finding import Context
-from blocklab.claims.ledger import run_claims
 from blocklab.claims.registry import (
     C31_ALIBI_FLOPS_PART,
     C31_ROPE_FLOPS_PART,
@@ -18,7 +16,6 @@ from blocklab.claims.registry import (
     CHANGED_AFTER_DATA,
     registered,
 )
-from blocklab.experiments.options import RunRequest
 from blocklab.experiments.suites.position.summary import (
     FineTune,
     OrderProbe,
@@ -30,8 +27,10 @@ from blocklab.experiments.suites.position.summary import (
     YarnBetas,
     YarnRamp,
 )
-from blocklab.experiments.summaries import Interval, Summary, TimeRatio
+from blocklab.experiments.summaries import Interval, TimeRatio
 from blocklab.nn import Attention
+
+from .conftest import graded
 
 
 # --- exact probes ---------------------------------------------------------------------------------
@@ -61,12 +60,6 @@ def test_probe_uses_the_modules_weights_as_its_forward_does():
 def test_scores_are_asymmetric_unless_wq_equals_wk():
     assert cp.score_asymmetry(seed=0) > 1e-3
     assert cp.score_asymmetry(seed=0, tied=True) <= 1e-12
-
-
-def pytest_approx(value):
-    import pytest
-
-    return pytest.approx(value, rel=1e-9, abs=1e-12)
 
 
 # --- verdicts from synthetic summaries ----------------------------------------------------------
@@ -132,11 +125,7 @@ def _data(arms, *, cost=None, tv=0.2) -> PositionData:
 
 
 def _ledger(tmp_path: Path, data: PositionData, ids):
-    folder = tmp_path / "position" / "quick"
-    folder.mkdir(parents=True, exist_ok=True)
-    summary = Summary("position", "quick", 3, [], [], data, runs=1, wall_time_s=1.0)
-    (folder / "summary.json").write_text(json.dumps(summary.to_dict()))
-    return {r.id: r for r in run_claims(ids, Context(RunRequest(tmp_path, "quick")))}
+    return graded(tmp_path, "position", data, *ids)
 
 
 def _c30_arms(scaled_16=3.0, plain_16=40.0):
@@ -149,15 +138,10 @@ def _c30_arms(scaled_16=3.0, plain_16=40.0):
 
 # C21: extrapolation bands
 def _extrapolation(arms: dict[str, PositionArm]) -> PositionData:
-    """A position summary read up to 8× only, with no order probe, fine-tune or cost run:
-    what C21 grades."""
-    ramp = YarnRamp(beta_fast=32.0, beta_slow=1.0, ramp_pairs=[0, 1])
-    return PositionData(L=128, mults=[1, 2, 4, 8], eval_lengths=[128, 256, 512, 1024],
-                        arms=arms, relative_error={}, relative_error_blocklab={},
-                        finite_past_max_seq_len={},
-                        yarn=YarnBetas(paper=ramp, rescaled=ramp, rotary_pairs=8,
-                                       reference_length=128),
-                        train={}, order={}, cost=None, finetune=None)
+    """A position summary read up to 8× only, with no order probe or fine-tune: what C21
+    grades."""
+    return dataclasses.replace(_data(arms), mults=[1, 2, 4, 8],
+                               eval_lengths=[128, 256, 512, 1024], order={}, finetune=None)
 
 
 def test_extrapolation_grades_against_the_page(tmp_path):
@@ -263,9 +247,8 @@ def test_c30_warning_with_scaling_holds_when_scaled_rope_drops_at_16x(tmp_path):
 
 
 def test_c30_reads_no_warning_below_16x_and_is_not_confirmed_then(tmp_path):
-    from dataclasses import replace
-
-    data = replace(_data(_c30_arms()), mults=[1, 2, 4, 8], eval_lengths=[128, 256, 512, 1024])
+    data = dataclasses.replace(_data(_c30_arms()), mults=[1, 2, 4, 8],
+                               eval_lengths=[128, 256, 512, 1024])
     row = _ledger(tmp_path, data, ["C30"])["C30"]
     assert all(p.verdict == "confirmed" for p in row.parts) and len(row.parts) == 4
     readings = {k: r["status"] for k, r in row.evidence["readings"].items()}
@@ -421,10 +404,10 @@ def test_alibi_and_absolute_flops_at_llama_3_8b_by_hand():
 
 def test_c31_parts_count_against_hand_derivations():
     parts = {p.name: p for p in cp.c31_parts(_cost())}
-    assert parts[C31_ROPE_FLOPS_PART].estimate.value == pytest_approx(
-        100 * cp.flop_shares()["rope"]["share"])
-    assert parts[C31_ALIBI_FLOPS_PART].estimate.value == pytest_approx(
-        100 * 17_716_740_096 / (17_716_740_096 / cp.flop_shares()["alibi"]["share"]))
+    assert parts[C31_ROPE_FLOPS_PART].estimate.value == pytest.approx(
+        100 * cp.flop_shares()["rope"]["share"], rel=1e-9)
+    assert parts[C31_ALIBI_FLOPS_PART].estimate.value == pytest.approx(
+        100 * 17_716_740_096 / (17_716_740_096 / cp.flop_shares()["alibi"]["share"]), rel=1e-9)
     assert parts["ALiBi adds no parameters"].estimate.value == 0
     # a scheme that added parameters in the suite's model is refuted, not timed
     extra = dataclasses.replace(_cost(), params={"none": 1000, "rope": 1064, "alibi": 1000})

@@ -13,13 +13,14 @@ from blocklab.claims.quantization import c32_parts, c33_parts, combine_c32, comb
 from blocklab.claims.registry import C33_DELTA
 from blocklab.config import ModelConfig
 from blocklab.experiments.int8_measurements import swiglu_errors
-from blocklab.experiments.options import RunRequest
 from blocklab.experiments.suites.quantize.runs import merge_comparison
 from blocklab.experiments.suites.quantize.summary import QuantizeData, swiglu_summary
 from blocklab.experiments.suites.quantize.timing import QuantTiming
 from blocklab.experiments.summaries import Interval, TimeRatio
 from blocklab.nn import DecoderLM
 from blocklab.nn.int8 import gated_ffn_weights, int8_scale
+
+from .conftest import graded
 
 JITTER = (1.0, 1.02, 0.98, 1.01, 0.99, 1.03, 0.97, 1.0)  # per-repeat noise of a scheme's time
 
@@ -81,21 +82,12 @@ def test_c32_slower_is_never_refuted_by_its_timings():
 
 
 def test_c32_without_int8_instructions_is_untestable_and_never_contradicted(tmp_path):
-    import json
-
-    from blocklab.claims import Context, run_claims
-    from blocklab.experiments.summaries import Summary
-
     data = _data(0.3, 0.4, int8=False)
     parts, _ = c32_parts(data)
     assert all(p.verdict == "not-reproduced-at-this-scale" for p in parts[:2])
     held = dataclasses.replace(parts[2], verdict="confirmed")
     assert combine_c32(*parts[:2], held, int8=False) == "untestable-here"
-    folder = tmp_path / "quantize" / "quick"
-    folder.mkdir(parents=True)
-    summary = Summary("quantize", "quick", 5, [], data=data)
-    (folder / "summary.json").write_text(json.dumps(summary.to_dict()), encoding="utf-8")
-    row = run_claims(["C32"], Context(RunRequest(tmp_path, "quick")))[0]
+    row = graded(tmp_path, "quantize", data, "C32", seeds=5)["C32"]
     # its timings untestable here, its stated reason refuted by count: refuted
     assert row.error is None and row.verdict == "refuted"
     assert [p.verdict for p in row.parts][2] == "refuted"
@@ -124,12 +116,8 @@ def test_c32_decision_reads_the_interval_it_prints(tmp_path):
     # Both parts are graded on 100·ln(ratio) (log-percent) with the registered percent sizes
     # mapped there, so the interval each decision reads is the log-scale t interval at its
     # level, computed here by hand, and the one the ledger prints beside the verdict.
-    import json
-
-    from blocklab.claims import Context, run_claims
     from blocklab.claims.registry import log_pct
     from blocklab.claims.rules import decided_text
-    from blocklab.experiments.summaries import Summary
 
     data = _data(1.3, 1.2, n=6)
     parts, numbers = c32_parts(data)
@@ -154,11 +142,7 @@ def test_c32_decision_reads_the_interval_it_prints(tmp_path):
     # Holm over the two timed parts: the first is read at 97.5%, the second at 95%
     assert sorted(p.decision.level for p in parts[:2]) == [0.025, 0.05]
     assert numbers["repeats"] == 6
-    folder = tmp_path / "quantize" / "quick"
-    folder.mkdir(parents=True)
-    summary = Summary("quantize", "quick", 6, [], data=data)
-    (folder / "summary.json").write_text(json.dumps(summary.to_dict()), encoding="utf-8")
-    row = run_claims(["C32"], Context(RunRequest(tmp_path, "quick")))[0]
+    row = graded(tmp_path, "quantize", data, "C32", seeds=6)["C32"]
     assert row.error is None
     for part in row.parts[:2]:
         assert decided_text(part) in row.summary
@@ -314,16 +298,7 @@ def test_c33_no_compared_layer_is_undecided(scales_4x_apart):
 
 
 def test_c33_check_reads_the_summary(tmp_path, scales_4x_apart):
-    import json
-
-    from blocklab.claims import Context, run_claims
-    from blocklab.experiments.summaries import Summary
-
-    folder = tmp_path / "quantize" / "quick"
-    folder.mkdir(parents=True)
-    summary = Summary("quantize", "quick", len(C33_SEEDS), [], data=scales_4x_apart)
-    (folder / "summary.json").write_text(json.dumps(summary.to_dict()), encoding="utf-8")
-    (row,) = run_claims(["C33"], Context(RunRequest(tmp_path, "quick")))
+    row = graded(tmp_path, "quantize", scales_4x_apart, "C33", seeds=len(C33_SEEDS))["C33"]
     assert row.error is None and row.verdict == "conditional"
     assert "4×" in row.summary and "merging is free" in row.summary
     assert "4×" in row.summary_zh

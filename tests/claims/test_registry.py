@@ -3,7 +3,6 @@ results stored, and the very rules the checks grade by."""
 
 import ast
 import dataclasses
-import importlib.util
 import json
 import subprocess
 import sys
@@ -26,23 +25,12 @@ from blocklab.experiments.suites.norm_cost.summary import (
     StepTime,
 )
 from blocklab.experiments.suites.quantize.summary import SwigluQuant
-from blocklab.experiments.summaries import Interval, Summary, TimeRatio
+from blocklab.experiments.summaries import Interval, TimeRatio
 
-from .conftest import ci
+from .conftest import ci, sibling, store_summary
 
 CHECK_MODULES = ("checks", "placement", "ffn", "norm_cost", "positions", "quantization",
                  "depth", "models")
-
-
-def _sibling(name: str):
-    """A test module beside this one, for its fake-summary builders."""
-    # Named inside this module's package, so that its `from .conftest import ...` resolves.
-    package = __name__.rpartition(".")[0]
-    spec = importlib.util.spec_from_file_location(f"{package}._registry_{name}",
-                                                  Path(__file__).with_name(f"{name}.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 # --- listed before any data, without an import circle -------------------------------------------
@@ -93,10 +81,7 @@ def test_max_seeds_is_checked_against_min_seeds():
 
 # --- the checks grade by exactly these rules ----------------------------------------------------
 def _store(root: Path, suite: str, data) -> None:
-    folder = root / suite / "quick"
-    folder.mkdir(parents=True, exist_ok=True)
-    summary = Summary(suite, "quick", 4, [], [], data, runs=1, wall_time_s=1.0)
-    (folder / "summary.json").write_text(json.dumps(summary.to_dict()), encoding="utf-8")
+    store_summary(root, suite, data, seeds=4)
 
 
 @pytest.fixture(scope="module")
@@ -104,8 +89,8 @@ def fake_results(tmp_path_factory) -> Path:
     """A quick-size summary of every suite, each with every arm, multiple and scheme the
     suites plan, built from the other tests' fakes."""
     root = tmp_path_factory.mktemp("results")
-    tf, tpl, tp = _sibling("test_ffn"), _sibling("test_placement"), _sibling("test_positions")
-    td, tq = _sibling("test_depth"), _sibling("test_quantization")
+    tf, tpl, tp = sibling("test_ffn"), sibling("test_placement"), sibling("test_positions")
+    td, tq = sibling("test_depth"), sibling("test_quantization")
     rel = ci(-1.5, -2.0, -1.0, 5)
     _store(root, "ffn", FfnData(
         arms={arm: tf._ffn_arm(rel) for arm in ("relu", *reg.C16_ARMS)}, seeds=5, steps=100,
@@ -144,7 +129,7 @@ def fake_results(tmp_path_factory) -> Path:
               for s in ("merged-per-row", "separate-per-row", "merged-per-tensor",
                         "separate-per-tensor")]
     _store(root, "quantize", dataclasses.replace(tq._data(1.8, 1.2), swiglu=swiglu))
-    _store(root, "width", _sibling("test_width")._data())
+    _store(root, "width", sibling("test_width")._data())
     return root
 
 

@@ -15,7 +15,9 @@ from blocklab.claims.registry import (
 from blocklab.claims.width import c37_arms, combine_c37
 from blocklab.experiments.options import RunRequest
 from blocklab.experiments.suites.width.summary import WidthData, WidthPoint
-from blocklab.experiments.summaries import Interval, Summary, save_summary
+from blocklab.experiments.summaries import Interval
+
+from .conftest import graded
 
 NR = "not-reproduced-at-this-scale"
 
@@ -40,10 +42,7 @@ def _data(sliced=(30.0, 1.0), price=(0.2, 0.3), narrow=(0.3, 0.3), n=8) -> Width
 
 
 def _c37(root: Path, data: WidthData):
-    save_summary(root / "width" / "quick", Summary("width", "quick", data.seeds, [], [], data,
-                                                   runs=1, wall_time_s=1.0))
-    [row] = run_claims(["C37"], Context(RunRequest(root, "quick")))
-    return row
+    return graded(root, "width", data, "C37", seeds=data.seeds)["C37"]
 
 
 def test_the_rules_are_registered_with_their_designs():

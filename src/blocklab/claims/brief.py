@@ -343,22 +343,19 @@ def _all_checks(result: ClaimResult, lang: str) -> str:
 
 
 # --- one clause per claim ------------------------------------------------------------------------
-def _c01(r: ClaimResult, lang: str) -> str:
-    return _checks(r, lang) or say(
-        TEXT["C01"], lang, budget=_got(r, "equal budget"),
-        exact=_got(r, "m0 = 4d"), llama=_got(r, "Llama rounding"))
+# The clauses that quote what reference checks got: {field: the name its check starts with}.
+GOT = {"C01": {"budget": "equal budget", "exact": "m0 = 4d", "llama": "Llama rounding"},
+       "C02": {"plain": "plain FFN", "gated": "gated FFN"},
+       "C03": {"branch": "one intermediate branch", "params": "T=1024→4096 leaves",
+               "longer": "T=1024→4096 scales"},
+       "C05": {"rms": "RMSNorm([1,3])", "ln": "LayerNorm([1,3])",
+               "shifted": "shift to [3,5]: RMSNorm"},
+       "C09": {"post": "post-norm, A=0: output", "gap": "diagonal A = diag"}}
 
 
-def _c02(r: ClaimResult, lang: str) -> str:
-    return _checks(r, lang) or say(TEXT["C02"], lang, plain=_got(r, "plain FFN"),
-                                   gated=_got(r, "gated FFN"))
-
-
-def _c03(r: ClaimResult, lang: str) -> str:
-    return _checks(r, lang) or say(
-        TEXT["C03"], lang, branch=_got(r, "one intermediate branch"),
-        params=_got(r, "T=1024→4096 leaves"),
-        longer=_got(r, "T=1024→4096 scales"))
+def _got_clause(r: ClaimResult, lang: str) -> str:
+    return _checks(r, lang) or say(TEXT[r.id], lang,
+                                   **{k: _got(r, name) for k, name in GOT[r.id].items()})
 
 
 def _c04(r: ClaimResult, lang: str) -> str:
@@ -367,24 +364,11 @@ def _c04(r: ClaimResult, lang: str) -> str:
                                    err=hidden["max_error"])
 
 
-def _c05(r: ClaimResult, lang: str) -> str:
-    return _checks(r, lang) or say(
-        TEXT["C05"], lang, rms=_got(r, "RMSNorm([1,3])"),
-        ln=_got(r, "LayerNorm([1,3])"),
-        shifted=_got(r, "shift to [3,5]: RMSNorm"))
-
-
 def _c08(r: ClaimResult, lang: str) -> str:
     checks = r.evidence["checks"]
     return say(TEXT["C08"], lang, passed=sum(bool(c["passed"]) for c in checks),
                n=len(checks), zeros=_got(r, "all-zero input"),
                raised=_got(r, "constant input").split(":")[0])
-
-
-def _c09(r: ClaimResult, lang: str) -> str:
-    return _checks(r, lang) or say(
-        TEXT["C09"], lang, post=_got(r, "post-norm, A=0: output"),
-        gap=_got(r, "diagonal A = diag"))
 
 
 def _c10(r: ClaimResult, lang: str) -> str:
@@ -597,8 +581,8 @@ def _c37(r: ClaimResult, lang: str) -> str:
 
 
 FOUND: dict[str, Callable[[ClaimResult, str], str]] = {
-    "C01": _c01, "C02": _c02, "C03": _c03, "C04": _c04, "C05": _c05, "C06": _all_checks,
-    "C07": _all_checks, "C08": _c08, "C09": _c09, "C10": _c10, "C11": _c11, "C12": _c12,
+    **dict.fromkeys(GOT, _got_clause), "C04": _c04, "C06": _all_checks, "C07": _all_checks,
+    "C08": _c08, "C10": _c10, "C11": _c11, "C12": _c12,
     "C13": _c13, "C14": _c14, "C15": _c15, "C16": _c16, "C17": _c17, "C18": _c18,
     "C19": _c19, "C20": _c20, "C21": _c21, "C22": _c22, "C23": _c23, "C24": _c24,
     "C25": _c25, "C26": _c26, "C27": _c27, "C28": _c28, "C29": _c29, "C30": _c30,

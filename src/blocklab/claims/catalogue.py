@@ -5,16 +5,10 @@ about the claims, derived from what each check declares beside itself (`finding.
     SPECS["C16"].suite                                 # "ffn"
     part_arms("C16", "swiglu", metric, ["glu", "relu", "swiglu"])  # ["swiglu", "relu"]
 
-This module sits above the check modules and imports them all; they import none of it. The
-analytic checks of C01–C28 are in `checks`, the others in the module of the suite or topic
-they read (`placement` C12, C13, C19; `ffn` C16; `norm_cost` C18; `positions` C21, C29–C31;
-`quantization` C32–C33; `models` C34–C35; `depth` C36; `width` C37).
-
-Adding a claim means listing it in `CLAIMS.md` with its page section, restating it in
-`text.CLAIM_TEXT`, writing its check with its `@claim(...)` declaration in one of them (with
-its arms function, for a claim graded on a suite's runs) and, for an experimental claim,
-registering its rules in `registry.RULES` (fixed before any data is read): no list here or
-elsewhere to extend.
+Above the check modules (it imports them all; they import none of it). Adding a claim: list it
+in `CLAIMS.md`, restate it in `text.CLAIM_TEXT`, write its check with its `@claim(...)` in the
+module of the suite or topic it reads and, for an experimental claim, register its rules in
+`registry.RULES`: no list here to extend.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ import numpy as np
 from blocklab import reference as ref
 from blocklab.claims.finding import Context, Finding, claim
 from blocklab.claims.lang import LANGS
-from blocklab.claims.text import Template, say
+from blocklab.claims.text import Template, both, say
 
 # The checks' sentences, (English, Chinese), filled by `say`.
 TEXT: dict[str, Template] = {
@@ -131,12 +131,6 @@ TEXT: dict[str, Template] = {
 }
 
 
-def _both(key: str, **fields: object) -> tuple[str, str]:
-    """TEXT[key] in English and in Chinese, the same fields filled."""
-    en, zh = (say(TEXT[key], lang, **fields) for lang in LANGS)
-    return en, zh
-
-
 def _worked(claim_id: str, en: str, zh: str, groups: tuple[str, ...] = ("worked",)) -> Finding:
     """Confirmed when every reference check of `claim_id` in `groups` passes (each group must
     hold one), the checks as its evidence."""
@@ -152,7 +146,7 @@ def _worked(claim_id: str, en: str, zh: str, groups: tuple[str, ...] = ("worked"
         return Finding("confirmed", en, zh, {"checks": checks},
                        "blocklab verify --group " + " --group ".join(groups))
     failed = [c["check"] for c in checks if not c["passed"]]
-    return Finding("refuted", *_both("failed", failed=failed), {"checks": checks},
+    return Finding("refuted", *both(TEXT["failed"], failed=failed), {"checks": checks},
                    "blocklab verify")
 
 
@@ -287,7 +281,7 @@ def c10(ctx: Context) -> Finding:
     where = f"{src['repository']} {src['version']}, {src['path']} lines {src['lines']}"
     return Finding(
         "confirmed" if ok else "refuted",
-        *_both("c10", err=err, where=where, same=same),
+        *both(TEXT["c10"], err=err, where=where, same=same),
         evidence, "python -m pytest tests/nn/test_norm.py -k llama")
 
 
@@ -323,7 +317,7 @@ def c11(ctx: Context) -> Finding:
     ok = mapped == "layers.0.ffn_norm.weight" and mlp_dev < 1e-4 and out_dev > 1e-2
     return Finding(
         "confirmed" if ok else "refuted",
-        *_both("c11", mlp_dev=mlp_dev, out_dev=out_dev),
+        *both(TEXT["c11"], mlp_dev=mlp_dev, out_dev=out_dev),
         {"hf_name": "model.layers.0.post_attention_layernorm.weight", "maps_to": mapped,
          "mlp_input_rms_max_deviation_from_1": mlp_dev,
          "layer_output_rms_max_deviation_from_1": out_dev},
@@ -339,7 +333,7 @@ def c14(ctx: Context) -> Finding:
     ok = all(r.passed for r in rows)
     return Finding(
         "confirmed" if ok else "refuted",
-        *_both("c14", n=len(rows), worst=worst),
+        *both(TEXT["c14"], n=len(rows), worst=worst),
         {"checks": [{"check": r.name, "max_error": r.max_error} for r in rows]},
         "blocklab verify --group jacobians")
 
@@ -357,7 +351,7 @@ def c17(ctx: Context) -> Finding:
     ok = bool(np.all(silu_g != 0) and np.all(relu_g == 0))
     return Finding(
         "confirmed" if ok else "refuted",
-        *_both("c17", z=z, grads=[round(float(g), 4) for g in silu_g], zero=zero),
+        *both(TEXT["c17"], z=z, grads=[round(float(g), 4) for g in silu_g], zero=zero),
         {"z": z, "silu_grad": silu_g, "relu_grad": relu_g, "silu_grad_zero_at": zero},
         "python -c 'from blocklab.reference import silu_grad; print(silu_grad(-2.0))'")
 
@@ -426,7 +420,7 @@ def c15(ctx: Context) -> Finding:
     verdict = "confirmed" if in_range and example_ok and not outside else "refuted"
     return Finding(
         verdict,
-        *_both("c15", page=page, real=real, outside=len(outside), zoo=len(zoo)),
+        *both(TEXT["c15"], page=page, real=real, outside=len(outside), zoo=len(zoo)),
         {"page_example": page, "meta_llama_3_8b": real, "zoo_ffn_share_of_layer_matrices": zoo},
         "blocklab budget page-001-example && blocklab budget meta-llama-3-8b")
 
@@ -440,7 +434,7 @@ def c23(ctx: Context) -> Finding:
                                     "total")}
     return Finding(
         "confirmed" if share >= 0.95 else "refuted",
-        *_both("c23", gf=gf, share=share),
+        *both(TEXT["c23"], gf=gf, share=share),
         {"gflops": gf, "ffn_share": share, "page": {"attention_gflops": 68.7,
                                                      "ffn_gflops": 5897, "ffn_share": 0.99}},
         "blocklab budget meta-llama-3-8b --seq 4096", "prefill_split")
@@ -460,7 +454,7 @@ def c24(ctx: Context) -> Finding:
     ok = linear and len(set(ffn)) == 1 and decode_i is not None and decode_i < balance
     return Finding(
         "confirmed" if ok else "refuted",
-        *_both("c24", growth=scores[-1] / scores[0], first=contexts[0], last=contexts[-1],
+        *both(TEXT["c24"], growth=scores[-1] / scores[0], first=contexts[0], last=contexts[-1],
                ffn_g=ffn[0] / 1e9, intensity=decode_i, balance=balance),
         {"contexts": contexts, "decode_score_flops": scores, "decode_ffn_flops": ffn,
          "intensity": intensity},
@@ -480,7 +474,7 @@ def c25(ctx: Context) -> Finding:
     # is saved for a backward pass at inference in either placement): mixed.
     return Finding(
         "refuted" if same else "mixed",
-        *_both("c25", counts=counts),
+        *both(TEXT["c25"], counts=counts),
         {"layer_activation_elements": counts}, "blocklab budget meta-llama-3-8b --json")
 
 
@@ -510,7 +504,7 @@ def c26(ctx: Context) -> Finding:
     nan16 = torch.isnan(torch.cos(angles16)).tolist()
     return Finding(
         c26_verdict(finite, any(nan16)),
-        *_both("c26", finite=finite, nan16=nan16),
+        *both(TEXT["c26"], finite=finite, nan16=nan16),
         {"extended_positions_finite": finite, "fp16_cos_nan_at": {"60000": nan16[0],
                                                                    "70000": nan16[1]}},
         "python -m pytest tests/nn/test_position.py -k far")
@@ -576,7 +570,7 @@ def c28(ctx: Context) -> Finding:
     if at_eight:
         return Finding(
             "confirmed",
-            *_both("c28_at_eight", models=", ".join(at_eight),
+            *both(TEXT["c28_at_eight"], models=", ".join(at_eight),
                    verb="uses" if len(at_eight) == 1 else "use", growth=growth),
             {"d_ff_over_d_model": ratios, "at_8x": at_eight,
              "branch_elements_by_ratio": {f"{k:.3f}": v for k, v in at.items()}},
@@ -584,7 +578,7 @@ def c28(ctx: Context) -> Finding:
     # the memory effect holds, and no model here shows the 8× the page names: mixed
     return Finding(
         "mixed",
-        *_both("c28_none", growth=growth, n=len(ratios), top=top, top_ratio=ratios[top]),
+        *both(TEXT["c28_none"], growth=growth, n=len(ratios), top=top, top_ratio=ratios[top]),
         {"d_ff_over_d_model": ratios, "branch_elements_by_ratio": {f"{k:.3f}": v
                                                                    for k, v in at.items()}},
         "blocklab doctor CONFIG")

@@ -1,16 +1,12 @@
 """What a claim's check is: `check(ctx) -> Finding`, reading suite results through its
-`Context` (what one `RunRequest` names: results folder, size, seed offset, precision), declared
-with `@claim` as one `ClaimSpec` beside it; the helpers every check writes its findings with
-(`scale_text`, `ci_text`, `trend_word`) and the finding of a check whose results are missing
-(`missing`).
+`Context` (what one `RunRequest` names), declared with `@claim` as one `ClaimSpec` beside it;
+the helpers every check writes its findings with, and the finding of missing results.
 
     @claim("C16", suite="ffn", scale_dependent=True, arms=c16_arms)
     def c16(ctx: Context) -> Finding: ...
 
-This module sits below the check modules (`checks`, `ffn`, `placement`, ...), which import it
-and declare their claims into `DECLARED`; `claims.catalogue` above them imports every check
-module and derives what the others read from the specs (`CHECKS`, `SUITE_OF`,
-`SCALE_DEPENDENT`, `part_arms`, `suite_rules`, the claims with a report subsection).
+Below the check modules, which declare their claims into `DECLARED`; `claims.catalogue` above
+them collects the specs.
 """
 
 from __future__ import annotations
@@ -21,7 +17,7 @@ from pathlib import Path
 
 from blocklab.claims.lang import LANGS
 from blocklab.claims.rules import Part
-from blocklab.claims.text import VERDICTS, Template, say
+from blocklab.claims.text import VERDICTS, Template, both, say
 from blocklab.errors import InputError
 from blocklab.experiments.options import RunRequest
 from blocklab.experiments.suites import SUITE_MODULES, get_suite, load_summary
@@ -283,8 +279,8 @@ def missing(ctx: Context, suite: str) -> Finding:
     reason = ctx.unusable.get(suite)
     where = {"suite": suite, "results": ctx.results, "size": ctx.size}
     if reason:
-        en, zh = (say(TEXT["incomplete"], lang, reason=reason, **where) for lang in LANGS)
-        return Finding("missing-results", en, zh, {"incomplete": reason}, command)
+        return Finding("missing-results", *both(TEXT["incomplete"], reason=reason, **where),
+                       {"incomplete": reason}, command)
     # The folder may hold this suite at another size, seed offset or precision: say how to
     # read those, rather than only how to run these.
     held = list(ctx.stored_elsewhere(suite))

@@ -22,7 +22,7 @@ on rungs − 2 degrees of freedom, its lack of fit tested); where it meets the p
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from blocklab.claims.anchors import Anchor, anchors, short_source
@@ -90,11 +90,6 @@ class Appearance:
     low: float
     high: float
     confidence: float
-
-    def to_dict(self) -> dict:
-        return {"size": self.size, "multiple": self.multiple, "flops": self.flops,
-                "verdict": self.verdict, "value": self.value, "low": self.low,
-                "high": self.high, "confidence": self.confidence}
 
 
 def first_decided(part: str, rungs: list[Rung], verdicts: tuple[str, ...] = DECIDED
@@ -273,7 +268,7 @@ def ladder_dict(ladder: Ladder) -> dict:
 def _appearance(ladder: Ladder, seen: Appearance | None) -> dict | None:
     if seen is None:
         return None
-    return {**seen.to_dict(), "x": None if seen.flops is None else ladder.x_of(seen.flops)}
+    return {**asdict(seen), "x": None if seen.flops is None else ladder.x_of(seen.flops)}
 
 
 def rung_changes(claim_id: str, precisions: list[str]) -> dict[str, list[str]]:

@@ -1,12 +1,7 @@
-"""The claims ledger: one check per claim id, each returning a verdict with its evidence.
-
-A check is a function `check(ctx) -> Finding`, declared with `@claim("Cxx", ...)` beside it
-(both defined in `claims.finding`, below the check modules) and collected with every other in
-`claims.catalogue` (above them: it imports them all), whose `CHECKS` this module runs. Analytic
-checks compute live (reference maths, budgets, small torch probes); experimental checks read
-the stored suite summaries that `ctx.request` names (results folder, size, seed offset,
-precision: checked when the request was built) and, when a summary is missing, say so and name
-the command that produces it instead of guessing.
+"""The claims ledger: every check of `claims.catalogue.CHECKS` run, each row a verdict with its
+evidence, the rules it was graded by and the published results beside it. Analytic checks
+compute live; experimental ones read the suite summaries `ctx.request` names, and a missing one
+names the command that makes it.
 """
 
 from __future__ import annotations
@@ -19,14 +14,13 @@ from typing import Any
 from blocklab.claims.anchors import Anchor, anchors, reading
 from blocklab.claims.catalogue import CHECKS, SCALE_DEPENDENT, SUITE_OF, planned_hash
 from blocklab.claims.finding import Context, Finding
-from blocklab.claims.lang import LANGS
 from blocklab.claims.registry import RULES, RuleChange, changes, registered
 from blocklab.claims.rules import (
     Estimate,
     Part,
     Rule,
 )
-from blocklab.claims.text import CLAIM_TEXT, ERROR, Template, claim_sources, say
+from blocklab.claims.text import CLAIM_TEXT, ERROR, Template, both, claim_sources
 from blocklab.errors import InputError, ResultsError
 from blocklab.experiments.suites import get_suite
 
@@ -156,7 +150,7 @@ def run_claims(ids: list[str] | None = None, ctx: Context | None = None) -> list
         except Exception as err:  # noqa: BLE001 - shown as the error it is, never as a verdict
             error = f"{type(err).__name__}: {err}"
             out.append(ClaimResult(cid, en, zh, src["page"], src["section"], ERROR,
-                                   *_failed(error),
+                                   *both(FAILED, error=error),
                                    {"traceback": traceback.format_exc()}, "", None, error,
                                    planned_parts(rules, ERROR)))
             continue
@@ -165,13 +159,13 @@ def run_claims(ids: list[str] | None = None, ctx: Context | None = None) -> list
             error = (f"{cid} graded part(s) {stray} by a rule not registered for them at size "
                      f"{ctx.size!r} (blocklab.claims.registry; a bug in the check)")
             out.append(ClaimResult(cid, en, zh, src["page"], src["section"], ERROR,
-                                   *_failed(error), {}, "", None, error,
+                                   *both(FAILED, error=error), {}, "", None, error,
                                    planned_parts(rules, ERROR)))
             continue
         error = scale_error(cid, found)
         if error:
             out.append(ClaimResult(cid, en, zh, src["page"], src["section"], ERROR,
-                                   *_failed(error), {}, "", None, error))
+                                   *both(FAILED, error=error), {}, "", None, error))
             continue
         parts = flag_changed_rules(cid, list(found.parts), ctx) or planned_parts(
             rules, found.verdict)
@@ -198,12 +192,6 @@ def scale_error(claim_id: str, found: Finding) -> str | None:
 
 # A check that raised, as the ledger words it, (English, Chinese).
 FAILED: Template = ("The check failed to run: {error}", "检查运行失败：{error}")
-
-
-def _failed(error: str) -> tuple[str, str]:
-    """FAILED in English and in Chinese."""
-    en, zh = (say(FAILED, lang, error=error) for lang in LANGS)
-    return en, zh
 
 
 def _mixed(row: ClaimResult, ctx: Context) -> ClaimResult:

@@ -172,11 +172,18 @@ def learned_nowhere(data: PlacementData, grid: str, depth: int, *arms: tuple[str
     return out
 
 
-def _failures(cells: list[PlacementCell], placement: str, warmup: bool | None = None
-              ) -> tuple[int, int]:
-    chosen = [c for c in cells if c.placement == placement
-              and (warmup is None or (c.warmup > 0) == warmup)]
-    return sum(c.failures for c in chosen), sum(runs_made(c) for c in chosen)
+def _failures(cells: list[PlacementCell]) -> dict[str, int]:
+    """The training grid's failed and made runs, named as C13's and C19's sentences name them:
+    pre-norm's, post-norm's without warmup and post-norm's with it."""
+    out = {}
+    for failed, made, placement, warm in (("pre_f", "pre_n", "pre", None),
+                                          ("post_cold", "post_cold_n", "post", False),
+                                          ("post_warm", "post_warm_n", "post", True)):
+        chosen = [c for c in cells if c.placement == placement
+                  and (warm is None or (c.warmup > 0) == warm)]
+        out[failed] = sum(c.failures for c in chosen)
+        out[made] = sum(runs_made(c) for c in chosen)
+    return out
 
 
 # C12's registered rule (`registry.C12_RULE`): only the pre-norm stack, the block with a local
@@ -381,9 +388,7 @@ def c13(ctx: Context) -> Finding:
         return missing(ctx, "placement")
     data = summary.data
     cells = data.training
-    pre_f, pre_n = _failures(cells, "pre")
-    post_cold, post_cold_n = _failures(cells, "post", warmup=False)
-    post_warm, post_warm_n = _failures(cells, "post", warmup=True)
+    failures = _failures(cells)
     depths = sorted({c.depth for c in cells})
     effect = _effect(data)
     stable = stable_effect(data, "sweep")
@@ -400,8 +405,7 @@ def c13(ctx: Context) -> Finding:
             stability=stability_text(data, "sweep", stable.depth, lang),
             interaction=ci_text(stable.warmup_interaction, 2, say(TEXT["doublings"], lang)))
         return say(TEXT["c13"], lang, seeds=data.seeds, depths=depths, steps=data.steps,
-                   pre_f=pre_f, pre_n=pre_n, post_cold=post_cold, post_cold_n=post_cold_n,
-                   post_warm=post_warm, post_warm_n=post_warm_n, effect=found, stable=swept)
+                   effect=found, stable=swept, **failures)
 
     # The page designs this experiment and states no result to check: it is "run", and the
     # finding is what it found (C19 grades the claims the experiment bears on). Its parts
@@ -447,9 +451,7 @@ def c19(ctx: Context) -> Finding:
     if effect is None or stable is None:
         return Finding("untestable-here", *TEXT["c19_no_grid"], {},
                        ctx.suite_command("placement"), "placement_training")
-    pre_f, pre_n = _failures(cells, "pre")
-    post_cold, post_cold_n = _failures(cells, "post", warmup=False)
-    post_warm, post_warm_n = _failures(cells, "post", warmup=True)
+    failures = _failures(cells)
     rules = registered("C19", ctx.size)
     names = list(rules)
     fair, fair_en, fair_zh = lr_fairness(data)
@@ -464,7 +466,8 @@ def c19(ctx: Context) -> Finding:
     pre, post = (("pre", False), ("pre", True)), (("post", False), ("post", True))
     trained = partial(unlearned, cells, effect.depth)
     swept = partial(learned_nowhere, data, "sweep", stable.depth)
-    first = failed_runs_part(names[0], rules[names[0]], effect.pre_warmup_effect, pre_f)
+    first = failed_runs_part(names[0], rules[names[0]], effect.pre_warmup_effect,
+                             failures["pre_f"])
     parts = Part.decided_together([
         first if isinstance(first, Part) else unless_unlearned(first, trained(*pre)),
         unless_unlearned((names[1], rules[names[1]], Estimate.of(stable.pre_cold_vs_warm)),
@@ -503,18 +506,18 @@ def c19(ctx: Context) -> Finding:
             direction=TREND_ZH[direction] if zh else direction)
         return say(TEXT["c19"], lang, depth=effect.depth, seeds=data.seeds,
                    fair=fair_zh if zh else fair_en, bias=bias_text, graded=graded,
-                   stability=stability_text(data, "sweep", stable.depth, lang), pre_f=pre_f,
-                   pre_n=pre_n, post_cold=post_cold, post_cold_n=post_cold_n,
-                   post_warm=post_warm, post_warm_n=post_warm_n, probe=probe, trend=trend,
-                   scale=scale_text(**scale, lang=lang) if verdict in DECIDED else "")
+                   stability=stability_text(data, "sweep", stable.depth, lang), probe=probe,
+                   trend=trend, scale=scale_text(**scale, lang=lang) if verdict in DECIDED else "",
+                   **failures)
 
     return Finding(
         verdict, text("en"), text("zh"),
         {"effect": asdict(effect), "stable_effect": asdict(stable),
          "interaction_trend": asdict(data.interaction_trend),
-         "effects": [asdict(e) for e in data.effects], "failures": {"pre": [pre_f, pre_n],
-                                                "post_cold": [post_cold, post_cold_n],
-                                                "post_warm": [post_warm, post_warm_n]},
+         "effects": [asdict(e) for e in data.effects],
+         "failures": {k: [failures[f], failures[n]] for k, f, n in (
+             ("pre", "pre_f", "pre_n"), ("post_cold", "post_cold", "post_cold_n"),
+             ("post_warm", "post_warm", "post_warm_n"))},
          "post_slope_first": None if post is None else asdict(post.slope_first_ci),
          "stability": [asdict(a) for a in data.stability if a.grid == "sweep"],
          "lr_tuning": [asdict(t) for t in data.lr_tuning], "fair_arms": fair,

@@ -213,6 +213,11 @@ def say(template: Template, lang: str, /, **fields: object) -> str:
     return (zh if lang == "zh" else en).format(**fields)
 
 
+def both(template: Template, /, **fields: object) -> tuple[str, str]:
+    """`template` in English and in Chinese, the same fields filled."""
+    return template[0].format(**fields), template[1].format(**fields)
+
+
 def reader_word(verdict: str, lang: str) -> str:
     """A verdict as a reader reads it (a table, a chip, a line): `VERDICT_EN`'s words or
     `VERDICT_ZH`'s."""

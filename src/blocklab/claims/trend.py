@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 from scipy import stats
@@ -54,9 +54,6 @@ class LackOfFit:
     df1: int
     df2: int
     p: float
-
-    def to_dict(self) -> dict:
-        return {"f": self.f, "df1": self.df1, "df2": self.df2, "p": self.p}
 
 
 @dataclass(frozen=True)
@@ -97,13 +94,7 @@ class LineFit:
         return self.at(x) - half, self.at(x) + half
 
     def to_dict(self) -> dict:
-        return {"slope": self.slope, "intercept": self.intercept, "slope_low": self.slope_low,
-                "slope_high": self.slope_high, "df": self.df, "n": self.n,
-                "rungs": self.rungs, "x_mean": self.x_mean, "sxx": self.sxx,
-                "weight": self.weight, "scale": self.scale, "tau": self.tau,
-                "within_sd": self.within_sd,
-                "lack_of_fit": None if self.lack_of_fit is None else self.lack_of_fit.to_dict(),
-                "level": self.level, "unit": "rung"}
+        return {**asdict(self), "unit": "rung"}
 
     @classmethod
     def from_dict(cls, data: dict) -> LineFit | None:
@@ -112,10 +103,8 @@ class LineFit:
         if data.get("unit") != "rung":
             return None
         lack = data.get("lack_of_fit")
-        return cls(**{k: data[k] for k in ("slope", "intercept", "slope_low", "slope_high",
-                                            "df", "n", "rungs", "x_mean", "sxx", "weight",
-                                            "scale", "tau", "within_sd", "level")},
-                   lack_of_fit=None if lack is None else LackOfFit(**lack))
+        return cls(**{**{k: v for k, v in data.items() if k != "unit"},
+                      "lack_of_fit": None if lack is None else LackOfFit(**lack)})
 
 
 @dataclass(frozen=True)
