@@ -94,9 +94,8 @@ def _ladder_doc(monkeypatch, tmp_path, sizes=("quick", "rung1", "rung2", "rung3"
 
 def _drawn(doc: dict, name: str):
     """The panel of part `name` in the drawn ladder figure."""
-    from blocklab.report.figures import _draw_ladder
-
-    fig = _draw_ladder(doc)
+    with pytest.MonkeyPatch.context() as patch:
+        fig = _drawn_figure(patch, figures.fig_ladder, doc)
     names = [t["part"] for t in doc["trends"]]
     return [ax for ax in fig.axes if ax.get_visible() and ax.get_title()][names.index(name)]
 

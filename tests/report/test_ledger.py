@@ -12,6 +12,7 @@ import re
 
 import markupsafe
 import pytest
+from jinja2.utils import Namespace
 
 from blocklab.claims.catalogue import part_arms
 from blocklab.claims.registry import C18_FLOPS_PART, C36_IDENTITY_PART, C36_STABLE_PART
@@ -29,14 +30,11 @@ from blocklab.report.figures import (
 from blocklab.report.html import (
     CSS,
     VERDICT_ORDER,
-    budget_sentence,
-    claim_article,
+    _macros,
     design_words,
-    evidence_cell,
     lead_and_rest,
-    ledger_section,
+    line_words,
     open_parts,
-    part_line,
 )
 from blocklab.report.palette import VERDICT_STYLES
 
@@ -81,6 +79,12 @@ def row(cid, verdict, parts, command, summary="The finding. More words follow he
 SUITE = "blocklab suite ffn --size quick --results runs"
 
 
+def costs(*arms: str, seconds: float = 10.0, seeds: int = 5) -> list[dict]:
+    """Stored run costs: each arm on `seeds` seeds, `seconds` a run."""
+    return [{"arm": arm, "seed": seed, "wall_time_s": seconds, "timed": False}
+            for arm in arms for seed in range(seeds)]
+
+
 @pytest.fixture
 def doc():
     c16 = row("C16", "inconclusive", [
@@ -108,19 +112,38 @@ def doc():
              reason="PaLM uses SwiGLU, per its paper"),
     ], "blocklab budget palm --json")
     c02 = row("C02", "confirmed", [], "blocklab verify --group worked")
-    costs = {"ffn": [{"arm": arm, "seed": seed, "wall_time_s": 60.0, "timed": False}
-                     for arm in ("relu", "swiglu", "geglu", "glu") for seed in range(5)]
-             + [{"arm": "timing", "seed": 0, "wall_time_s": 30.0, "timed": True}],
-             "norm-cost": [{"arm": arm, "seed": seed, "wall_time_s": 10.0, "timed": False}
-                           for arm in ("layernorm", "rmsnorm") for seed in range(3)]}
+    stored = {"ffn": costs("relu", "swiglu", "geglu", "glu", seconds=60.0)
+              + [{"arm": "timing", "seed": 0, "wall_time_s": 30.0, "timed": True}],
+              "norm-cost": costs("layernorm", "rmsnorm", seeds=3)}
     ledger = [c02, c16, c18, c21, c34]
     suites = {name: {"summary": None, "command": f"blocklab suite {name}", "runs": [],
-                     "busy_timings": [], "run_costs": costs.get(name, []), "error": None}
+                     "busy_timings": [], "run_costs": stored.get(name, []), "error": None}
               for name in SUITE_MODULES}
     return {"generated": {"size": "quick", "results": "runs", "seed_offset": 0},
             "ledger": ledger, "suites": suites,
             "rope": {"float64_gap_by_shift": {}, "command": "blocklab verify --group rope"},
             "decision_budget": decision_budget(ledger, suites, workers=2)}
+
+
+# Pieces of the page: the page template's macros, each rendered alone.
+def ledger_section(doc, figures, lang):
+    return str(_macros(doc, figures, lang).ledger_section(Namespace(n=0, shown=[], key=None)))
+
+
+def claim_article(row, figures, lang, doc):
+    return str(_macros(doc, figures, lang).claim_article(row, Namespace(n=0, shown=[], key=None)))
+
+
+def evidence_cell(row, figures, lang, doc):
+    return str(_macros(doc, figures, lang).evidence_cell(row, 1))
+
+
+def part_line(part, lang, budget=None):
+    return str(_macros({}, {}, lang).part_line(line_words(part, lang, budget), 1))
+
+
+def budget_sentence(doc, lang):
+    return str(_macros(doc, {}, lang).budget_sentence(doc.get("decision_budget")))
 
 
 def _words(page: str) -> str:
@@ -195,15 +218,9 @@ def test_one_line_of_words_per_part(doc):
     assert "约 12 个种子可判定" in part_line(open_, "zh", budget)
 
 
-def test_a_part_name_is_escaped(doc):
-    hostile = part("<img src=x onerror=alert(1)>", "confirmed", -1.42, -2.01, -0.83)
-    line = part_line(hostile, "en")
-    assert "<img" not in line and "&lt;img src=x" in line
-
-
 def test_evidence_cell_puts_pictures_and_lines_first_and_folds_the_rest(doc):
     figures = make_figures(doc)
-    cell = evidence_cell(doc["ledger"][1], figures, "en", 1, doc)
+    cell = evidence_cell(doc["ledger"][1], figures, "en", doc)
     lead = cell.index('<p class="lead">The finding.')
     plot = cell.index('<figure id="fig-forest_c16" class="forest">')
     lines = cell.index('<ul class="part-lines">')
@@ -224,11 +241,11 @@ def test_a_rule_changed_after_the_data_shows_beside_its_claim(doc):
              "Rule changed after the data were seen (2026-12-01): δ raised"),
             ("zh", "结果公布后修改的规则：1 处（最近 2026-12-01）",
              "结果公布后修改的规则（2026-12-01）：δ raised")):
-        cell = evidence_cell(row, {}, lang, 1, doc)
+        cell = evidence_cell(row, {}, lang, doc)
         fold = cell.index('<details class="more">')
         assert '<p class="changed">' + count in cell[:fold]  # counted in view, never folded
         assert '<p class="changed">' + words in cell[fold:]  # each edit in full in details
-    assert 'class="changed"' not in evidence_cell(doc["ledger"][1], {}, "en", 1, doc)
+    assert 'class="changed"' not in evidence_cell(doc["ledger"][1], {}, "en", doc)
 
 
 def test_the_scale_tested_here_and_the_papers_open_the_details(doc):
@@ -245,7 +262,7 @@ def test_the_scale_tested_here_and_the_papers_open_the_details(doc):
              "Published, each at its own scale", "(read in a copy of the table)"),
             ("zh", "本地测试规模：d 64 × 2 层。", "已发表的结果（各在其自身规模）",
              "(转引自他处的表格)")):
-        cell = evidence_cell(row, {}, lang, 1, doc)
+        cell = evidence_cell(row, {}, lang, doc)
         fold = cell.index('<details class="more">')
         folded = cell[fold:]
         assert folded.index('<p class="scale">' + tested) < folded.index(papers)
@@ -253,7 +270,7 @@ def test_the_scale_tested_here_and_the_papers_open_the_details(doc):
             "SwiGLU -2.4%" in folded
         assert "Narang 2021 " + secondary in folded
         assert "A small gain is what the trend predicts." in folded
-    assert 'class="scale"' not in evidence_cell(doc["ledger"][1], {}, "en", 1, doc)
+    assert 'class="scale"' not in evidence_cell(doc["ledger"][1], {}, "en", doc)
 
 
 def test_lead_is_the_first_sentence_within_three_lines():
@@ -289,9 +306,8 @@ def test_budget_prices_an_arm_shared_by_parts_once():
     parts = [part(arm, "inconclusive", -0.6, -1.5, 0.3, seeds_needed=needed)
              for arm, needed in (("swiglu", 9), ("geglu", 7))]
     ledger = [row("C16", "inconclusive", parts, SUITE)]
-    costs = [{"arm": arm, "seed": seed, "wall_time_s": 10.0, "timed": False}
-             for arm in ("relu", "swiglu", "geglu") for seed in range(5)]
-    budget = decision_budget(ledger, {"ffn": {"run_costs": costs}}, workers=1)
+    budget = decision_budget(ledger, {"ffn": {"run_costs": costs("relu", "swiglu", "geglu")}},
+                             workers=1)
     # the runner's looks on one worker: relu, swiglu and geglu 5 → 8 (geglu needs 7), then
     # relu and swiglu 8 → 11 (swiglu needs 9); relu run once per seed for both parts
     assert budget["seconds"] == pytest.approx(10.0 * (9 + 6))
@@ -303,9 +319,8 @@ def test_a_part_beyond_reach_is_counted_apart():
              part("geglu", "inconclusive", -0.6, -1.5, 0.3, seeds_needed=5000,
                   the_rule=rule(max_seeds=10_000))]
     ledger = [row("C16", "inconclusive", parts, SUITE)]
-    costs = [{"arm": arm, "seed": seed, "wall_time_s": 10.0, "timed": False}
-             for arm in ("relu", "swiglu", "geglu") for seed in range(5)]
-    budget = decision_budget(ledger, {"ffn": {"run_costs": costs}}, workers=1)
+    budget = decision_budget(ledger, {"ffn": {"run_costs": costs("relu", "swiglu", "geglu")}},
+                             workers=1)
     assert [p["within_reach"] for p in budget["parts"]] == [True, False]
     assert budget["within_reach"] == 1 and budget["beyond_reach"] == 1
     # swiglu and relu to 11 (the look past the 9 swiglu needs); geglu's 4,995 seeds left out
@@ -370,12 +385,9 @@ def test_the_budget_promises_only_what_the_designs_can_run():
                   the_rule=rule(max_seeds=10))
     ledger = [row("C18", "inconclusive", [fixed], "blocklab suite norm-cost --size quick"),
               row("C16", "inconclusive", [past, within], SUITE)]
-    costs = {"norm-cost": {"run_costs": [
-        {"arm": arm, "seed": seed, "wall_time_s": 10.0, "timed": False}
-        for arm in ("layernorm", "rmsnorm") for seed in range(3)]},
-        "ffn": {"run_costs": [{"arm": arm, "seed": seed, "wall_time_s": 10.0, "timed": False}
-                              for arm in ("relu", "swiglu", "geglu") for seed in range(5)]}}
-    budget = decision_budget(ledger, costs, workers=1)
+    stored = {"norm-cost": {"run_costs": costs("layernorm", "rmsnorm", seeds=3)},
+              "ffn": {"run_costs": costs("relu", "swiglu", "geglu")}}
+    budget = decision_budget(ledger, stored, workers=1)
     assert [p["part"] for p in budget["parts"]] == ["swiglu"]
     assert {p["part"]: p["redesign"] for p in budget["beyond_design"]} == {
         C18_FLOPS_PART: "a sequential design to 4 seeds (fixed at 3 now)",
@@ -517,6 +529,9 @@ def test_the_page_templates_escape_every_value(doc):
     assert "&amp; &#39;single&#39;" in article
     section = ledger_section({**doc, "ledger": [hostile]}, {}, "en")
     assert "<i>found</i>" not in section and "&lt;i&gt;found&lt;/i&gt;" in section
+    line = part_line(part("<img src=x onerror=alert(1)>", "confirmed", -1.42, -2.01, -0.83),
+                     "en")
+    assert "<img" not in line and "&lt;img src=x" in line
 
 
 def test_the_design_sentence_says_budget_looks_runs_and_why_it_stopped():
@@ -576,7 +591,7 @@ def test_the_ladder_shows_each_rung_decided_and_the_trend_in_the_claims_details(
     for lang, heading, trend in (
             ("en", "On the ladder of sizes", "swiglu: -0.39% per 2× training compute"),
             ("zh", "规模阶梯", "swiglu：训练算力每 2 倍 -0.39%")):
-        cell = evidence_cell(_c16(page), figures, lang, 1, page)
+        cell = evidence_cell(_c16(page), figures, lang, page)
         folded = cell[cell.index('<details class="more">'):]
         assert heading in folded and trend in folded and 'id="fig-ladder_C16"' in folded
         # the lead sentence, before any rung or slope: where each part is first decided
@@ -586,7 +601,7 @@ def test_the_ladder_shows_each_rung_decided_and_the_trend_in_the_claims_details(
         assert ("rung3 (8× compute): no results stored" in folded if lang == "en"
                 else "rung3（8× 算力）：尚无结果" in folded)
     other = next(r for r in page["ledger"] if r["id"] != "C16")
-    assert "ladder" not in evidence_cell(other, figures, "en", 1, page)
+    assert "ladder" not in evidence_cell(other, figures, "en", page)
 
 
 @pytest.mark.parametrize("stored", ["{not json", '{"rungs": [], "seed_offset": 0}',
@@ -598,5 +613,5 @@ def test_a_damaged_ladder_file_is_named_with_the_command_that_rewrites_it(
     assert error.startswith(f"{tmp_path / 'ladder' / 'C16.json'}: cannot be read (")
     assert error.endswith(f"`blocklab ladder C16 --results {tmp_path}` rewrites it from the "
                           "runs stored")
-    cell = evidence_cell(_c16(doc), {}, "en", 1, {**doc, "ladders": found})
+    cell = evidence_cell(_c16(doc), {}, "en", {**doc, "ladders": found})
     assert '<p class="error">' + str(markupsafe.escape(error)) + "</p>" in cell

@@ -76,21 +76,51 @@ def built(tmp_path_factory, tiny_runs):
     return index, doc, lines
 
 
-def test_suites_ran_and_report_written(built):
+def test_the_page_is_whole_self_contained_and_its_numbers_are_in_report_json(built):
+    """Every suite ran; one ledger line and one section per claim, linked both ways; every
+    section, and every figure with its caption and command; every link lands on the page,
+    every image is embedded, nothing loads from elsewhere; report.json holds every number."""
     index, doc, lines = built
-    assert index.name == "index.html" and index.is_file()
     assert all(doc["suites"][name]["summary"] for name in SUITES), lines
     assert all(doc["suites"][name]["error"] is None for name in SUITES), lines
     assert any("to run" in line for line in lines)
-
-
-def test_one_ledger_line_and_one_section_per_claim(built):
-    index, _, _ = built
-    page = parse(index.read_text(encoding="utf-8"))
+    text = index.read_text(encoding="utf-8")
+    page = parse(text)
     assert page.ledger_rows == CLAIM_IDS and len(CLAIM_IDS) == 37
     assert page.claims == [f"claim-{cid}" for cid in CLAIM_IDS]
     for cid in CLAIM_IDS:  # each line links to its claim's section and back
         assert f"#claim-{cid}" in page.links and f"#{cid}" in page.links
+    for anchor in ("ledger", "ffn", "normalization", "placement", "position", "deployment"):
+        assert f'<section id="{anchor}">' in text
+    assert "No stored results" not in text
+    for key in ("ffn_budget", "prefill_split", "decode_split", "kv_cache", "ffn_variants",
+                "norm_cost", "placement_training", "placement_gradients",
+                "position_extrapolation", "rope_relative_error"):
+        assert f'id="fig-{key}"' in text, key
+    figures = re.findall(r"<figure id=\"fig-([a-z_]+)\">(.*?)</figure>", text, re.S)
+    assert len(figures) >= 8
+    for key, body in figures:
+        assert "<figcaption>" in body and "<code>blocklab " in body, key
+    for href in page.links:
+        assert href.startswith("#") and href[1:] in page.ids, href
+    referenced = {row["figure"] for row in doc["ledger"] if row["figure"]}
+    assert {"prefill_split", "decode_split"} <= referenced
+    for key in referenced:
+        assert f"fig-{key}" in page.ids and f"#fig-{key}" in page.links
+    assert page.images and all(src.startswith("data:image/png;base64,") for src in page.images)
+    assert page.scripts == 0
+    assert not re.search(r"https?://", text)
+    assert "@import" not in text and "url(" not in text
+    data = json.loads((index.parent / "report.json").read_text(encoding="utf-8"))
+    assert [row["id"] for row in data["ledger"]] == CLAIM_IDS
+    assert {"verdict", "summary", "summary_zh", "evidence", "page", "section"} <= set(
+        data["ledger"][0])
+    assert set(data["suites"]) == set(SUITES)
+    assert data["suites"]["ffn"]["summary"]["tables"]
+    assert data["deployment"]["models"] and data["ffn_budget"]["rows"]
+    assert data["generated"]["size"] == "tiny"
+    assert data["figure_errors"] == {}
+    assert data == json.loads(json.dumps(data))  # strict JSON round trip
 
 
 def test_the_page_opens_with_the_findings_and_a_figure_in_ordinary_units(built):
@@ -223,63 +253,6 @@ def test_captions_name_only_what_the_figure_draws(built):
     assert ("by dtype" in shown) == (len(dtypes) > 1)
     for dtype in ("float16", "bfloat16", "float32"):
         assert (f"{dtype}," in shown or f"{dtype})" in shown) == (dtype in dtypes), dtype
-
-
-def test_self_contained(built):
-    index, _, _ = built
-    text = index.read_text(encoding="utf-8")
-    page = parse(text)
-    assert page.images and all(src.startswith("data:image/png;base64,") for src in page.images)
-    assert page.scripts == 0
-    assert not re.search(r"https?://", text)
-    assert "@import" not in text and "url(" not in text
-
-
-def test_links_and_claim_figures(built):
-    index, doc, _ = built
-    page = parse(index.read_text(encoding="utf-8"))
-    for href in page.links:
-        assert href.startswith("#") and href[1:] in page.ids, href
-    referenced = {row["figure"] for row in doc["ledger"] if row["figure"]}
-    assert {"prefill_split", "decode_split"} <= referenced
-    for key in referenced:
-        assert f"fig-{key}" in page.ids
-        assert f"#fig-{key}" in page.links
-
-
-def test_every_figure_has_caption_and_command(built):
-    index, _, _ = built
-    text = index.read_text(encoding="utf-8")
-    figures = re.findall(r"<figure id=\"fig-([a-z_]+)\">(.*?)</figure>", text, re.S)
-    assert len(figures) >= 8
-    for key, body in figures:
-        assert "<figcaption>" in body and "<code>blocklab " in body, key
-
-
-def test_sections_render_suite_results(built):
-    index, _, _ = built
-    text = index.read_text(encoding="utf-8")
-    for anchor in ("ledger", "ffn", "normalization", "placement", "position", "deployment"):
-        assert f'<section id="{anchor}">' in text
-    assert "No stored results" not in text
-    for key in ("ffn_budget", "prefill_split", "decode_split", "kv_cache", "ffn_variants",
-                "norm_cost", "placement_training", "placement_gradients",
-                "position_extrapolation", "rope_relative_error"):
-        assert f'id="fig-{key}"' in text, key
-
-
-def test_report_json_has_every_number(built):
-    index, doc, _ = built
-    data = json.loads((index.parent / "report.json").read_text(encoding="utf-8"))
-    assert [row["id"] for row in data["ledger"]] == CLAIM_IDS
-    assert {"verdict", "summary", "summary_zh", "evidence", "page", "section"} <= set(
-        data["ledger"][0])
-    assert set(data["suites"]) == set(SUITES)
-    assert data["suites"]["ffn"]["summary"]["tables"]
-    assert data["deployment"]["models"] and data["ffn_budget"]["rows"]
-    assert data["generated"]["size"] == "tiny"
-    assert data["figure_errors"] == {}
-    assert data == json.loads(json.dumps(data))  # strict JSON round trip
 
 
 def test_chinese_headings_and_captions(built, unrasterized):
@@ -460,13 +433,6 @@ def test_run_curves_are_the_summarys_runs_only(built, tmp_path):
     assert "a run of the stored summary is missing" in gone["suites"]["ffn"]["error"]
 
 
-def test_write_report_is_renderable_from_collected_doc(tmp_path, unrasterized):
-    doc = collect(RunRequest(tmp_path / "runs", "tiny"), out=tmp_path / "out")
-    index = write_report(doc, tmp_path / "out", "zh")
-    assert "缺少" in index.read_text(encoding="utf-8") or "没有" in index.read_text(
-        encoding="utf-8")
-
-
 def test_bad_lang_is_one_line_exit_2(tmp_path, one_line_exit_2):
     line = one_line_exit_2(["report", "--no-run", "--out", str(tmp_path / "out"), "--lang", "fr"])
     assert line.startswith("error: --lang 'fr' is not allowed")
@@ -475,29 +441,6 @@ def test_bad_lang_is_one_line_exit_2(tmp_path, one_line_exit_2):
 
 def test_two_sizes_is_exit_2(tmp_path, one_line_exit_2):
     one_line_exit_2(["report", "--tiny", "--full", "--out", str(tmp_path / "o")])
-
-
-def test_rendering_stored_results_trains_nothing(built, tmp_path, monkeypatch, unrasterized):
-    """The report module renders: with every training entry point broken, collecting and
-    writing the report from stored results still works, and so does `report --no-run`."""
-    import blocklab.experiments.suites.base as suite_base
-    import blocklab.experiments.trainer as trainer
-
-    def forbidden(*args, **kwargs):
-        raise AssertionError("the report trained or ran a suite")
-
-    for module, name in ((trainer, "train"), (trainer, "run"), (suite_base, "run_suite"),
-                         (suite_base, "execute_in_process")):
-        monkeypatch.setattr(module, name, forbidden)
-    _, doc, _ = built
-    results = doc["generated"]["results"]
-    fresh = collect(RunRequest(results, "tiny"), out=tmp_path / "out")
-    assert all(fresh["suites"][name]["summary"] for name in SUITES)
-    index = write_report(fresh, tmp_path / "out", "en")
-    assert index.is_file()
-    assert main(["report", "--tiny", "--no-run", "--results", results, "--out",
-                 str(tmp_path / "cli")]) in (0, 1)
-    assert (tmp_path / "cli" / "index.html").is_file()
 
 
 def test_ffn_figures_draw_the_compared_arms_not_the_trend_or_sensitivity_runs(built):
@@ -525,27 +468,22 @@ def test_ffn_figures_draw_the_compared_arms_not_the_trend_or_sensitivity_runs(bu
     assert sorted((r["arm"], r["seed"]) for r in kept) == compared
 
 
-def test_a_tiny_report_names_what_runs_at_full_only(built, tmp_path, capsys, unrasterized):
-    """`blocklab report --tiny` from the stored tiny runs: each suite's section names the arms
-    no registered rule grades as run at --size full only, the claims say so where they would
-    have shown them, and nothing of theirs is drawn or tabled."""
+def test_a_tiny_report_names_what_runs_at_full_only(built):
+    """A tiny report: each suite's section names the arms no registered rule grades as run at
+    --size full only, the claims say so where they would have shown them, and nothing of theirs
+    is drawn or tabled."""
     from blocklab.experiments.suites.ffn import runs as ffn
     from blocklab.experiments.suites.position import runs as position
 
-    _, doc, _ = built
-    out = tmp_path / "out"
-    assert main(["report", "--tiny", "--no-run", "--results", doc["generated"]["results"],
-                 "--out", str(out), "--lang", "en"]) in (0, 1)
-    capsys.readouterr()
-    text = (out / "index.html").read_text(encoding="utf-8")
+    index, _, _ = built
+    text = index.read_text(encoding="utf-8")
     for words in ("the gelu, reglu and bilinear arms", "the sensitivity re-runs",
                   "the kernel runs", "sandwich norm in part (b)",
                   "the learned and sinusoidal arms", "relative-position error by dtype",
                   "Depth trend: at --size full only"):
         assert words in text, words
     assert text.count("Run at --size full only (") == 4  # one note per suite that left runs out
-    data = json.loads((out / "report.json").read_text(encoding="utf-8"))
-    assert data["figure_errors"] == {}
+    data = json.loads((index.parent / "report.json").read_text(encoding="utf-8"))
     suites = data["suites"]
     assert set(suites["ffn"]["summary"]["data"]["arms"]) == set(ffn.GRADED_ARMS)
     for table in suites["ffn"]["summary"]["tables"]:
@@ -560,18 +498,22 @@ def test_a_tiny_report_names_what_runs_at_full_only(built, tmp_path, capsys, unr
     assert "Reported beside it" not in ledger["C18"]["summary"]
 
 
-def test_a_tiny_report_says_it_is_a_smoke_test(tmp_path):
+def test_a_report_without_results_renders_and_a_tiny_one_says_it_is_a_smoke_test(
+        tmp_path, unrasterized):
     doc = collect(RunRequest(tmp_path / "runs", "tiny"), out=tmp_path / "out")
+    text = write_report(doc, tmp_path / "out", "zh").read_text(encoding="utf-8")
+    assert "缺少" in text or "没有" in text
     for lang in ("en", "zh"):
         page = render_html(doc, {}, lang)
         note = doc["generated"]["size_note"][lang]
         assert note and f'<div class="notice">{note}</div>' in page.replace("&#39;", "'")
 
 
-def test_ledger_figures_render_from_report_json_alone(built, monkeypatch):
-    """The ledger's forest plots, its overview and its words are drawn from report.json alone:
-    with training, the suites, the claim checks and their rules all broken, rendering the
-    stored document still gives every experimental claim its plot, in both languages."""
+def test_rendering_trains_nothing_and_the_ledger_renders_from_report_json_alone(
+        built, tmp_path, monkeypatch, unrasterized):
+    """`report --no-run` on stored results trains and runs no suite; and from its report.json
+    alone, with the claim checks, their rules and the collecting broken too, every experimental
+    claim gets its forest plot, the overview and its words, in both languages."""
     import blocklab.claims as claims
     import blocklab.claims.ledger as ledger
     import blocklab.claims.rules as rules
@@ -584,15 +526,19 @@ def test_ledger_figures_render_from_report_json_alone(built, monkeypatch):
         raise AssertionError("rendering trained, ran a suite or a claim check")
 
     for module, name in ((trainer, "train"), (trainer, "run"), (suite_base, "run_suite"),
-                         (suite_base, "execute_in_process"), (claims, "run_claims"),
-                         (ledger, "run_claims"), (rules, "decide"), (rules, "decide_parts"),
-                         (rules, "settle"), (build, "collect"),
-                         (build, "decision_budget"), (build, "run_costs")):
+                         (suite_base, "execute_in_process")):
+        monkeypatch.setattr(module, name, forbidden)
+    out = tmp_path / "cli"
+    assert main(["report", "--tiny", "--no-run", "--results", built[1]["generated"]["results"],
+                 "--out", str(out)]) in (0, 1)
+    doc = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    assert (out / "index.html").is_file() and all(doc["suites"][n]["summary"] for n in SUITES)
+    for module, name in ((claims, "run_claims"), (ledger, "run_claims"), (rules, "decide"),
+                         (rules, "decide_parts"), (rules, "settle"), (build, "collect"),
+                         (build, "decision_budget")):
         monkeypatch.setattr(module, name, forbidden)
     for cid in list(ledger.CHECKS):
         monkeypatch.setitem(ledger.CHECKS, cid, forbidden)
-    index, _, _ = built
-    doc = json.loads((index.parent / "report.json").read_text(encoding="utf-8"))
     rows = experimental_rows(doc)
     assert {r["id"] for r in rows} >= {"C12", "C16", "C18", "C19", "C21", "C31", "C36"}
     figures = make_figures(doc)

@@ -5,13 +5,10 @@
     html = render_html(doc, make_figures(doc), "en")  # blocklab.report.html / .figures
     build_report(request, "report", "en")             # renders what is stored
 
-`collect` reads what the request names (results folder, size, seed offset, precision: the
-ledger's `Context` reads the same request) and runs no experiment and no maths of its own: the
-ledger comes from `blocklab.claims`, the analytic tables from `blocklab.verify`,
-`blocklab.reference` and `blocklab.budget`, the experiments from the stored suite summaries
-(`<results>/<suite>/<size>/summary.json`) and, for curves, the stored per-run results beside
-them. Rendering reads only the document, so `report.json` holds every number the page shows
-(and the page can be rendered again from it).
+`collect` runs no experiment: the ledger comes from `blocklab.claims`, the analytic tables
+from `blocklab.verify`, `reference` and `budget`, the experiments from the stored suite
+summaries and, for curves, the runs beside them. Rendering reads only the document, so
+`report.json` holds every number the page shows (and the page can be rendered from it).
 """
 
 from __future__ import annotations
@@ -52,8 +49,7 @@ SHIFT_SCALE_EPS = (0.0, 1e-6)
 def collect(request: RunRequest, *, out: Path | str = "report",
             suite_errors: dict[str, str] | None = None) -> dict[str, Any]:
     """The report document: every number the page shows (and report.json holds), read from
-    the suites `request` names, each at the options it gives them (`RunRequest.options`: a
-    suite that measures float32 only at fp32, as the ledger reads it)."""
+    the suites `request` names, each at the options it gives them (`RunRequest.options`)."""
     from blocklab import __version__
     from blocklab.claims import Context, run_claims
     from blocklab.experiments.env import usable_cores
@@ -81,9 +77,8 @@ def collect(request: RunRequest, *, out: Path | str = "report",
                 raise ResultsError(reason)
             ids = summary.run_ids if summary else []
             store = ResultStore(suite_dir(results, suite, options))
-            runs = _run_curves(store, ids, command)
+            runs, costs = _stored_runs(store, ids, command)
             busy = busy_timings(store, ids)
-            costs = run_costs(store, ids)
         except ResultsError as err:  # shown where the suite's section would be, exit code 1
             summary, runs, busy, costs, error = None, [], [], [], str(err)
         suites[name] = {
@@ -122,8 +117,7 @@ def collect(request: RunRequest, *, out: Path | str = "report",
 
 
 def briefs(row: ClaimResult) -> dict[str, dict[str, str]]:
-    """{lang: {statement, found}}: the claim's line in the ledger (`claims.brief`), the page's
-    statement in brief and what was found, in each language."""
+    """{lang: {statement, found}}: the claim's line in the ledger (`claims.brief`)."""
     out = {}
     for lang in LANGS:
         style = VERDICT_STYLES.get(row.verdict)
@@ -133,9 +127,8 @@ def briefs(row: ClaimResult) -> dict[str, dict[str, str]]:
 
 
 def busy_timings(store: ResultStore, run_ids: list[str]) -> list[dict[str, Any]]:
-    """{label, others_cpu_share} of each stored timed run of a suite's summary (its runs in
-    `store`) that was measured while other processes used the CPU
-    (`blocklab.experiments.locks.is_busy`)."""
+    """{label, others_cpu_share} of each of `run_ids` in `store` timed while other processes
+    used the CPU (`experiments.locks.is_busy`)."""
     from blocklab.experiments.locks import is_busy
 
     out = []
@@ -151,50 +144,22 @@ def busy_timings(store: ResultStore, run_ids: list[str]) -> list[dict[str, Any]]
     return out
 
 
-def run_costs(store: ResultStore, run_ids: list[str]) -> list[dict[str, Any]]:
-    """{arm, seed, wall_time_s, timed} of each stored run of a suite's summary (its runs in
-    `store`), from the stored result files alone (`timed`: the run measured time, so it ran
-    alone, as the suites run every timed run; its result records the machine's load)."""
-    out = []
-    for run_id in run_ids:
-        try:
-            result = store.load(run_id)
-        except FileNotFoundError:
-            continue
-        run, wall = result.run, result.wall_time_s
-        if not isinstance(wall, int | float) or run is None:
-            continue
-        out.append({"arm": run.arm, "seed": run.seed, "wall_time_s": float(wall),
-                    "timed": result.machine_load is not None})
-    return out
-
-
 _SUITE = re.compile(r"blocklab suite (\S+)")
-
-
 REACH_S = 2 * 3600  # a part whose extra seeds take longer than this here is out of reach
 
 
 def decision_budget(ledger: list[dict[str, Any]], suites: dict[str, dict[str, Any]],
                     workers: int) -> dict[str, Any]:
-    """What more seeds would decide: for each inconclusive part that states the seeds that
-    would decide it (`seeds_needed`, 80% power at the observed spread), the extra seeds and
-    their estimated time on this machine, from the stored wall time of the runs it compares.
+    """What more seeds would decide: for each inconclusive part with `seeds_needed` (80% power
+    at the observed spread), its extra seeds and their time on this machine.
 
-    A part's cost per extra seed is the stored wall time of the runs of the arms it compares
-    (`part_arms`; the whole suite where not known) divided by its seeds (repeats, for a part
-    timed within one run); the extra seeds' runs share `workers` processes, and timed runs run
-    alone. Parts that would take longer than REACH_S alone are out of reach here
-    (`within_reach` false); `seconds` is what the sequential runner takes to run the parts
-    within reach together (`looks_seconds`: look by look to the first look of each design at
-    or past its seeds needed, each look's runs across the workers, an arm shared by parts run
-    once), so the minutes promised are the minutes `--budget` spends on them. Parts whose spread
-    cannot be read (fewer than two seeds) or that would need more seeds than the rules look at
-    are listed apart (`unsized`): no number of seeds can be priced for them here. So are parts
-    whose seeds needed exceed their registered design's max_seeds, or that have a fixed
-    design (`beyond_design`, each with the redesign it would need): the sequential runner
-    never takes a part past its design, so no budget would run them, and the sentence counts
-    only what `--budget` could run."""
+    A seed costs the stored wall time of the runs of the arms the part compares (`part_arms`;
+    the whole suite where not known) per seed; the extra runs share `workers` processes, timed
+    runs run alone. A part over REACH_S is out of reach; `seconds` is what the sequential
+    runner takes for the parts within reach together (`looks_seconds`), so the minutes promised
+    are what `--budget` spends. Parts with no spread to read (or past the rules' seeds) are
+    `unsized`; parts past their design's max_seeds, or with a fixed design, are `beyond_design`
+    with the redesign each needs: no budget runs them."""
     parts, unsized, beyond_design = [], [], []
     for row in ledger:
         match = _SUITE.search(row.get("command") or "")
@@ -252,11 +217,9 @@ def decision_budget(ledger: list[dict[str, Any]], suites: dict[str, dict[str, An
 
 def looks_seconds(parts: list[dict[str, Any]], workers: int) -> float:
     """The wall time the sequential runner takes to bring every part of `parts` (entries of
-    `decision_budget`, with their rule and per-arm seed costs) to its seeds_needed: look by
-    look as their designs schedule them (`Rule.next_look`), each look's new runs handed to
-    `workers` processes (`estimate.makespan`, as the plan prices a look) and the
-    timed runs alone. An arm read by several parts is extended once, to the seeds the most
-    demanding of them asks (`sequential.next_blocks`)."""
+    `decision_budget`) to its seeds_needed, look by look as its design schedules them: each
+    look's runs across `workers` (`estimate.makespan`), timed runs alone, an arm shared by
+    several parts extended once (`sequential.next_blocks`)."""
     from blocklab.claims.sequential import Wanted, next_blocks
     from blocklab.experiments.estimate import makespan
 
@@ -290,54 +253,51 @@ def looks_seconds(parts: list[dict[str, Any]], workers: int) -> float:
             reached[k] = w.target
 
 
-def _run_curves(store: ResultStore, run_ids: list[str], command: str
-                ) -> list[dict[str, Any]]:
-    """Curves of the stored training runs a suite's summary was made from, sorted by
-    (arm, seed); a run that is gone is a ResultsError naming `command`, which redoes it.
-
-    Read from the stored result files alone (`<results>/<suite>/<size>/<run_id>.json` in
-    `store` for each of the summary's `run_ids`), each labelled by the `run` record (label,
-    arm, seed) that `run_suite` stamps on it; nothing is planned or computed. Results that are
-    not training runs (no training-loss curve) are left out. Only what the figures need is
-    kept: status, the training-loss and validation curves, and the per-layer gradient norms
-    logged during training (the first record is at initialisation).
-    """
-    out = []
+def _stored_runs(store: ResultStore, run_ids: list[str], command: str
+                 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(curves, costs) of the runs a suite's summary was made from, read from their result
+    files in `store` alone; a run that is gone is a ResultsError naming `command`, which redoes
+    it. Curves: each training run's status, training-loss and validation curves and per-layer
+    gradient norms, labelled by its `run` record and sorted by (arm, seed). Costs: each run's
+    {arm, seed, wall_time_s, timed} (a timed run ran alone and records the machine's load)."""
+    curves, costs = [], []
     for run_id in run_ids:
         try:
             result = store.load(run_id)
         except FileNotFoundError:
             raise ResultsError(f"{store.path_for(run_id)}: a run of the stored summary is "
                                f"missing or unreadable; run `{command}` to redo it") from None
-        curves = result.curves
-        if curves is None:
+        run, wall = result.run, result.wall_time_s
+        if isinstance(wall, int | float) and run is not None:
+            costs.append({"arm": run.arm, "seed": run.seed, "wall_time_s": float(wall),
+                          "timed": result.machine_load is not None})
+        logged = result.curves
+        if logged is None:
             continue
-        run = result.run
         if run is None:
             raise ResultsError(f"{store.path_for(run_id)}: it has no run record {{label, arm, "
                                "seed}; delete the file and run the suite again")
         model, train = result.model_config or {}, result.train_config or {}
-        out.append({
+        curves.append({
             "run_id": run_id, "arm": run.arm, "seed": run.seed, "label": run.label,
             # which of a suite's settings the run trained (main arm, trend width, sensitivity)
             "d_model": model.get("d_model"), "init": train.get("init"), "lr": train.get("lr"),
             "status": result.status, "reason": result.reason,
-            "step": curves.step, "train_loss": curves.train_loss,
-            "val_step": curves.val_step, "val": curves.val,
+            "step": logged.step, "train_loss": logged.train_loss,
+            "val_step": logged.val_step, "val": logged.val,
             "final_val_loss": result.final.val_loss if result.final is not None else None,
-            "layer_grad_norms": {"step": curves.layer_grad_norms.step,
-                                 "layer": curves.layer_grad_norms.layer},
+            "layer_grad_norms": {"step": logged.layer_grad_norms.step,
+                                 "layer": logged.layer_grad_norms.layer},
         })
-    out.sort(key=lambda r: (r["arm"], r["seed"]))
-    return out
+    curves.sort(key=lambda r: (r["arm"], r["seed"]))
+    return curves, costs
 
 
 def ladders(results: Path) -> dict[str, dict[str, Any]]:
-    """{claim: its ladder (`claims.ladder.ladder_dict`) re-graded from the runs stored now,
-    each rung in the precision and on the seeds its `blocklab ladder` run chose (read from
-    `<results>/ladder/<claim>.json`), with its lines in each language} for every claim whose
-    ladder has been run; {claim: {"error": ...}} naming a stored file that cannot be read
-    and the command that rewrites it."""
+    """{claim: its ladder (`claims.ladder.ladder_dict`) re-graded from the runs stored now at
+    the precisions and seeds `<results>/ladder/<claim>.json` names, with its lines in each
+    language}, for each claim whose ladder has been run; {"error": ...} for a stored file that
+    cannot be read, naming the command that rewrites it."""
     from blocklab.claims.ladder import (
         SIZES,
         appears_line,
@@ -463,14 +423,9 @@ def write_report(doc: dict[str, Any], out: Path | str, lang: str) -> Path:
 def build_report(request: RunRequest, out: Path | str = "report", lang: str = "en", *,
                  suite_errors: dict[str, str] | None = None,
                  sequential: dict[str, Any] | None = None) -> tuple[Path, dict[str, Any]]:
-    """Collect the stored results `request` names, render and write the report to `out`;
-    runs nothing (the CLI's `report` runs missing suites first, look by look, under the same
-    request: `blocklab.claims.sequential`).
-
-    `suite_errors`: {suite: error} of suites that failed to run, shown where they belong.
-    `sequential`: the budget's plan and the looks run (`Looks.to_dict`), kept in report.json.
-    Returns the path of index.html and the document.
-    """
+    """Collect the stored results `request` names, render and write the report to `out`,
+    running nothing; returns the path of index.html and the document. `suite_errors`: {suite:
+    error} of suites that failed to run; `sequential`: the looks run (`Looks.to_dict`)."""
     from blocklab.claims.lang import resolve_lang
 
     lang = resolve_lang(lang)

@@ -1,15 +1,10 @@
 """The report's plots: matplotlib (Agg canvas, no pyplot state) -> PNG -> base64 data URI.
 
-Each `fig_*` function reads the report document (see `build.collect`) and returns the PNG bytes
-of one figure, or None when the document holds no data for it. A suite's numbers are read
-through its typed summary (`blocklab.experiments.summaries`): the document's summary dict is
-decoded by `summary_from_dict`, so a field the figure needs is an attribute, and a summary of
-another layout fails with a ResultsError naming the field. `make_figures` runs them all and
-keys the results by figure key, with one forest plot per experimental claim (`forest_<id>`,
-`fig_forest`) and the ledger's overview of them (`fig_ledger_overview`), drawn from the ledger's
-parts in the document alone; the HTML links ledger rows to `#fig-<key>`. Figure text stays in
-English and mathematical notation (CJK fonts are not guaranteed on the machine that renders);
-the captions under each figure carry the language.
+Each `fig_*` function reads the report document (`build.collect`) and returns one figure's PNG
+bytes, or None when the document holds no data for it; a suite's numbers are read through its
+typed summary (`summary_from_dict`), so a summary of another layout is a ResultsError naming
+the field. `make_figures` draws them all, with one forest plot per experimental claim. Figure
+text stays in English (CJK fonts are not guaranteed); the captions carry the language.
 """
 
 from __future__ import annotations
@@ -36,12 +31,7 @@ from blocklab.experiments.suites.placement.summary import PlacementData
 from blocklab.experiments.suites.position.summary import PerPosition, PositionData, Read
 from blocklab.experiments.suites.width.summary import WidthData
 from blocklab.experiments.summaries import Interval, summary_from_dict
-from blocklab.report.palette import (
-    CLAIM_SHADE,
-    SERIES_COLOURS,
-    VERDICT_STYLES,
-    arm_colour,
-)
+from blocklab.report.palette import CLAIM_SHADE, SERIES_COLOURS, VERDICT_STYLES, arm_colour
 
 PART_LABELS = {"attention_proj": "attention projections", "attention_scores": "scores + values",
                "ffn": "FFN", "lm_head": "lm_head"}
@@ -120,6 +110,22 @@ def _say_empty(ax, why: str) -> None:
             transform=ax.transAxes)
 
 
+def _label(ax, x: str | None = None, y: str | None = None, title: str | None = None, *,
+           grid: str | None = "both", legend: float | None = None, **legend_kw) -> None:
+    """A panel's axis labels, title, grid (along `grid`) and legend (at `legend` points),
+    set once its data is drawn (the legend lists what is drawn by then)."""
+    if x is not None:
+        ax.set_xlabel(x)
+    if y is not None:
+        ax.set_ylabel(y)
+    if title is not None:
+        ax.set_title(title, fontsize=10)
+    if grid:
+        ax.grid(True, axis=grid, alpha=0.3)
+    if legend:
+        ax.legend(fontsize=legend, **legend_kw)
+
+
 def _finite(values) -> list[float]:
     return [math.nan if v is None or not math.isfinite(float(v)) else float(v) for v in values]
 
@@ -137,11 +143,8 @@ def fig_ffn_budget(doc: dict[str, Any]) -> bytes | None:
 
 
 def _summary(doc: dict[str, Any], suite: str) -> tuple[Any, list[dict[str, Any]]]:
-    """(typed summary data, stored runs) of a suite; (None, []) when it has not been run.
-
-    The data is an instance of the suite's `data_type` (FfnData, NormCostData, ...), decoded
-    from the document's summary dict; ResultsError when that dict does not match.
-    """
+    """(summary data as the suite's `data_type`, stored runs) of a suite; (None, []) when it
+    has not been run; ResultsError when the document's summary does not decode."""
     entry = doc["suites"][suite]
     if entry["summary"] is None:
         return None, []
@@ -200,40 +203,20 @@ def fig_ffn_variants(doc: dict[str, Any]) -> bytes | None:
     right.axhline(0, color="grey", lw=1)
     for ax in (left, right):
         ax.set_xticks(range(len(names)), names, rotation=30)
-        ax.grid(True, axis="y", alpha=0.3)
     left.plot([], [], "o", color="grey", alpha=0.6, label="plain FFN")
     left.plot([], [], "s", color="grey", alpha=0.6, label="gated FFN")
-    left.legend(fontsize=8)
-    left.set_ylabel("final validation loss (nats/token)")
-    left.set_title("seeds (dots) and mean [95% CI]", fontsize=10)
-    right.set_ylabel(f"Δ% vs {data.baseline} (negative = better)")
-    right.set_title("paired difference [95% CI] and the page's claim", fontsize=10)
-    if page:
-        right.legend(fontsize=8)
+    _label(left, y="final validation loss (nats/token)", title="seeds (dots) and mean [95% CI]",
+           grid="y", legend=8)
+    _label(right, y=f"Δ% vs {data.baseline} (negative = better)",
+           title="paired difference [95% CI] and the page's claim", grid="y",
+           legend=8 if page else None)
     return _png(fig)
-
-
-def fig_ladder(doc: dict[str, Any]) -> bytes | None:
-    """A claim's ladder (`blocklab.claims.ladder.ladder_dict`): one panel per part read over
-    seeds (four to a row), its effect at each rung against training FLOPs (mean and 95% CI
-    over the rung's seeds), a ring on the rung where the engine first decides it, the fitted
-    line with its 95% band from the smallest to the top rung with results (a fitted line stops
-    where the data stops), the page's statement (its boundary, or the band of a claim of no
-    difference) and the published results at their own compute (markers), both in
-    CLAIM_SHADE. Past the top
-    rung only a thin dashed segment runs from the line's end to each paper's point, labelled
-    as an extrapolation, not a finding, with the line's 95% band at the paper's compute in
-    its label. A panel's title says where no line fits the rung means (lack of fit at 5%) or
-    no trend is detectable. None when no rung has results."""
-    fig = _draw_ladder(doc)
-    return None if fig is None else _png(fig)
 
 
 @dataclass(frozen=True)
 class _Segment:
-    """A line a ladder panel draws: "fit" (the line over the rungs, with its band: None for a
-    fit stored before the rung was the unit, whose band is not this one's) or
-    "extrapolation" (from the line at the top rung to a paper's point, no band)."""
+    """A ladder panel's line: "fit" (over the rungs, with its band; None for a fit stored per
+    seed) or "extrapolation" (from the line's end to a paper's point, no band)."""
 
     kind: str
     flops: tuple[float, ...]
@@ -255,10 +238,8 @@ def _ladder_points(doc: dict[str, Any], name: str) -> list[tuple[dict[str, Any],
 
 
 def _ladder_segments(doc: dict[str, Any], name: str) -> list[_Segment]:
-    """The lines part `name`'s panel draws: none without a fit (fewer than three rungs); else
-    the fitted line and its band from the smallest to the top rung with results, then for
-    each published result past the top rung (with its compute and an effect for the part) a
-    straight segment from the line at the top rung to the paper's point, ending there."""
+    """Part `name`'s lines: none without a fit; else the fit from the smallest to the top rung,
+    then a segment from its end to each published result for the part past the top rung."""
     trend = next(t for t in doc["trends"] if t["part"] == name)
     fit, base = trend["fit"], doc["base_flops"]
     flops = [rung["flops"] for rung, _ in _ladder_points(doc, name)]
@@ -303,8 +284,7 @@ def _signed(value: float, low: float, high: float) -> str:
 
 
 def _ladder_appears(doc: dict[str, Any], name: str) -> tuple[float, float, str] | None:
-    """(FLOPs, estimate, label) of the rung where the engine first decides part `name`
-    (`trend["appears"]`), None where no rung stored decides it."""
+    """(FLOPs, estimate, label) of the rung that first decides part `name`, or None."""
     trend = next(t for t in doc["trends"] if t["part"] == name)
     seen = trend.get("appears")
     if not seen or not seen.get("flops") or seen.get("value") is None:
@@ -313,8 +293,8 @@ def _ladder_appears(doc: dict[str, Any], name: str) -> tuple[float, float, str] 
 
 
 def _ladder_title(doc: dict[str, Any], name: str) -> str:
-    """The part's name, and a second line where no line fits the rung means (the lack-of-fit
-    test rejects one at 5%) or, a line fitting, its slope's interval holds 0."""
+    """The part's name, and a second line where no line fits the rung means or no trend is
+    detectable."""
     trend = next(t for t in doc["trends"] if t["part"] == name)
     title = (f"{name} − relu" if doc["claim"] == "C16" else
              f"{name} ({trend.get('unit', '%')})" if doc["claim"] == "C19" else name)
@@ -327,8 +307,12 @@ def _ladder_title(doc: dict[str, Any], name: str) -> str:
     return title
 
 
-def _draw_ladder(doc: dict[str, Any]):
-    """`fig_ladder`'s matplotlib figure, None when no rung has results."""
+def fig_ladder(doc: dict[str, Any]) -> bytes | None:
+    """A claim's ladder (`claims.ladder.ladder_dict`): a panel per part, its effect at each
+    rung against training FLOPs (mean, 95% CI), the rung that first decides it ringed, the
+    fitted line and band from the smallest to the top rung, the page's statement and the
+    published results in CLAIM_SHADE; past the top rung only a thin dashed extrapolation to
+    each paper's point. None when no rung has results."""
     rungs = [r for r in doc["rungs"] if r["parts"] and r["flops"]]
     if not rungs:
         return None
@@ -401,7 +385,7 @@ def _draw_ladder(doc: dict[str, Any]):
                ncols=min(3, len(handles)), fontsize=7)
     for ax, entries in own.items():
         ax.legend([h for h, _ in entries], [label for _, label in entries], fontsize=6)
-    return fig
+    return _png(fig)
 
 
 def _paper_label(paper: dict[str, Any]) -> str:
@@ -437,10 +421,7 @@ def fig_ffn_loss_curves(doc: dict[str, Any]) -> bytes | None:
         labelled.add(r["arm"])
         ax.plot(r["val_step"][:len(curve)], _finite(curve), "o-", ms=3, lw=1.2,
                 color=arm_colour(r["arm"]), label=label)
-    ax.set_xlabel("optimizer step")
-    ax.set_ylabel("validation loss (nats/token)")
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8, ncols=2)
+    _label(ax, "optimizer step", "validation loss (nats/token)", legend=8, ncols=2)
     return _png(fig)
 
 
@@ -451,18 +432,15 @@ WIDTH_ARMS = {"ordinary": ("(a) trained at m, sliced", "o-"),
 
 
 def fig_width_control(doc: dict[str, Any]) -> bytes | None:
-    """C37: validation loss against the FFN width k each model is read at (mean [95% CI] over
-    seeds), for the three arms; right: the same against the forward FLOPs per token of that
-    width (`blocklab.budget`), so width reads as compute saved against loss paid."""
+    """C37: each arm's validation loss against the FFN width k it is read at (mean, 95% CI);
+    right: the same against the forward FLOPs per token of that width."""
     data: WidthData | None
     data, _ = _summary(doc, "width")
     if data is None or not data.points:
         return None
     fig, axes = _new(10, 4.0, 2, 1)
     m = data.widths[0]
-    for ax, key, label in ((axes[0, 0], "width", "FFN width k (first k channels kept)"),
-                           (axes[0, 1], "flops_per_token",
-                            "forward FLOPs per token at width k (blocklab.budget)")):
+    for ax, key in ((axes[0, 0], "width"), (axes[0, 1], "flops_per_token")):
         for j, (arm, (name, style)) in enumerate(WIDTH_ARMS.items()):
             colour = arm_colour(arm)
             xs, points = [], []
@@ -479,26 +457,23 @@ def fig_width_control(doc: dict[str, Any]) -> bytes | None:
                     ax.errorbar([x], [iv.mean], yerr=[[iv.mean - iv.ci_low],
                                                       [iv.ci_high - iv.mean]],
                                 fmt="none", color=colour, capsize=3)
-        ax.set_xlabel(label)
-        ax.grid(True, alpha=0.3)
     left = axes[0, 0]
     left.set_xscale("log", base=2)  # m, m/2, m/4 evenly spaced
     left.set_xticks(data.widths, [f"{k}\n" + ("m" if k == m else f"m/{m // k}")
                                   for k in data.widths])
     left.minorticks_off()
-    left.set_ylabel("validation loss (nats/token)")
-    left.set_title("loss at each width [95% CI over seeds]", fontsize=10)
-    left.legend(fontsize=8)
-    axes[0, 1].set_title("the same against compute per token", fontsize=10)
+    _label(left, "FFN width k (first k channels kept)", "validation loss (nats/token)",
+           "loss at each width [95% CI over seeds]", legend=8)
+    _label(axes[0, 1], "forward FLOPs per token at width k (blocklab.budget)",
+           title="the same against compute per token")
     return _png(fig)
 
 
 # --- norm cost -----------------------------------------------------------------------------------
 def fig_norm_cost(doc: dict[str, Any]) -> bytes | None:
-    """RMSNorm's time over LayerNorm's: per hidden size d for each kernel series, forward and
-    forward + backward (two panels, where per-kernel timings were run: at --size full), and a
-    whole training step (a panel where it was timed). No panel is drawn empty: without kernel
-    timings the step's panel says where they run."""
+    """RMSNorm's time over LayerNorm's per hidden size d, forward and forward + backward (where
+    kernels were timed: --size full), and of a whole training step (where it was timed); without
+    kernel timings the step's panel says where they run."""
     data: NormCostData | None
     data, _ = _summary(doc, "norm-cost")
     if data is None or (not data.ratios and not data.step_time):
@@ -526,8 +501,7 @@ def fig_norm_cost(doc: dict[str, Any]) -> bytes | None:
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")  # a ratio: 0.5 and 2 are equally far from 1
         _plain_log_ticks(ax.yaxis)
-        ax.set_xlabel("d (hidden size)")
-        ax.set_title(title, fontsize=10)
+        _label(ax, "d (hidden size)", title=title, grid=None)
     if steps:
         step_ax = panels[-1]
         keys = sorted(steps, key=lambda k: (steps[k].threads, steps[k].path))
@@ -544,9 +518,8 @@ def fig_norm_cost(doc: dict[str, Any]) -> bytes | None:
     for ax in panels:
         ax.axhline(1.0, color="grey", lw=1)
         ax.axhline(0.93, color=CLAIM_SHADE, ls=":", lw=1, label="page: 7% less")
-        ax.grid(True, which="major", alpha=0.3)
-    panels[0].set_ylabel("time ratio RMSNorm / LayerNorm")
-    panels[0].legend(fontsize=7)
+        ax.grid(True, alpha=0.3)
+    _label(panels[0], y="time ratio RMSNorm / LayerNorm", grid=None, legend=7)
     return _png(fig)
 
 
@@ -576,11 +549,8 @@ def fig_placement_training(doc: dict[str, Any]) -> bytes | None:
             if r["status"] != "ok" and r["step"]:
                 ax.plot([r["step"][-1]], [_finite(r["train_loss"])[-1]], "x", ms=8,
                         color=arm_colour(placement))
-        ax.set_title(f"L={depth}, each arm at its tuned lr", fontsize=10)
-        ax.set_xlabel("optimizer step")
-        ax.set_ylabel("training loss (nats/token)")
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=7)
+        _label(ax, "optimizer step", "training loss (nats/token)",
+               f"L={depth}, each arm at its tuned lr", legend=7)
     return _png(fig)
 
 
@@ -610,17 +580,13 @@ def fig_placement_gradients(doc: dict[str, Any]) -> bytes | None:
                 label += f" (predicted {predicted[placement]:+.1f})"
             bottom.plot(g.depths, _finite(g.last_layer_grad), "o-", ms=4, color=colour,
                         label=label)
-        top.set_title(f"{init} init: each layer at L={deepest}", fontsize=10)
-        top.set_xlabel("layer (1 = next to the input)")
-        top.set_ylabel("‖∇W_down‖")
-        bottom.set_title(f"{init} init: last layer against depth", fontsize=10)
-        bottom.set_xlabel("depth L")
-        bottom.set_ylabel("‖∇W_down‖ of the last layer")
         bottom.set_xscale("log", base=2)
         for ax in (top, bottom):
             ax.set_yscale("log")
-            ax.grid(True, which="major", alpha=0.3)
-            ax.legend(fontsize=7)
+        _label(top, "layer (1 = next to the input)", "‖∇W_down‖",
+               f"{init} init: each layer at L={deepest}", legend=7)
+        _label(bottom, "depth L", "‖∇W_down‖ of the last layer",
+               f"{init} init: last layer against depth", legend=7)
     return _png(fig)
 
 
@@ -651,11 +617,8 @@ def fig_placement_deep(doc: dict[str, Any]) -> bytes | None:
         ax.set_xticks(range(len(arms)))
         ax.set_xticklabels([f"{a.placement}\n{'warmup' if a.warmup else 'no warmup'}"
                             for a in arms], fontsize=8)
-        ax.set_ylabel("largest stable peak lr")
-        depth = arms[0].depth
-        ax.set_title(f"L={depth}, {arms[0].steps} steps: largest stable lr per seed "
-                     "(dotted: the ladder's ends)", fontsize=10)
-        ax.grid(True, alpha=0.3)
+        _label(ax, y="largest stable peak lr", title=f"L={arms[0].depth}, {arms[0].steps} "
+               "steps: largest stable lr per seed (dotted: the ladder's ends)")
     return _png(fig)
 
 
@@ -691,12 +654,9 @@ def fig_position_extrapolation(doc: dict[str, Any]) -> bytes | None:
             style = "--" if "+ft" in name else "-"
             ax.plot(mults, loss_curve(name), MARKERS[i % len(MARKERS)] + style, ms=4, lw=1.3,
                     color=arm_colour(name), label=name)
-        ax.set_title(title, fontsize=10)
         ax.set_xscale("log", base=2)
         ax.set_xticks(mults, [f"{m}×" for m in mults])
-        ax.set_xlabel(f"evaluation length (× L = {L})")
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=6.5, ncols=2)
+        _label(ax, f"evaluation length (× L = {L})", title=title, legend=6.5, ncols=2)
     if "rope" in arms:
         sliding = [math.nan if m == 1 else _mean(arms["rope"].sliding[str(m)]) for m in mults]
         axes[0, 1].plot(mults, sliding, ":", color=arm_colour("rope"), lw=1.5,
@@ -718,10 +678,7 @@ def fig_position_extrapolation(doc: dict[str, Any]) -> bytes | None:
                 _finite(curve.loss), "-", lw=1.2, color=arm_colour(name), label=name)
     if L:
         ax.axvline(L, color="grey", ls=":", lw=1, label="L (trained length)")
-    ax.set_title(f"loss by position at {longest}× L", fontsize=10)
-    ax.set_xlabel("position")
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=6.5)
+    _label(ax, "position", title=f"loss by position at {longest}× L", legend=6.5)
     return _png(fig)
 
 
@@ -770,18 +727,17 @@ def fig_position_order(doc: dict[str, Any]) -> bytes | None:
         return None
     names = list(data.order)
     fig, axes = _new(11, 3.6, 2, 1)
-    for ax, field_name, label in ((axes[0, 0], "tv", "TV distance, prefix vs its reversal"),
-                                  (axes[0, 1], "loss_minus_unigram",
-                                   "val loss − unigram entropy (nats)")):
+    for ax, field_name, label, title in (
+            (axes[0, 0], "tv", "TV distance, prefix vs its reversal",
+             "order seen by each trained decoder"),
+            (axes[0, 1], "loss_minus_unigram", "val loss − unigram entropy (nats)",
+             "context used beyond token frequencies")):
         means, err = _ci_bars([getattr(data.order[n], field_name) for n in names])
         ax.bar(range(len(names)), means, yerr=err, capsize=3,
                color=[arm_colour(n) for n in names])
         ax.axhline(0.0, color="grey", lw=1)
         ax.set_xticks(range(len(names)), names, rotation=30, ha="right", fontsize=8)
-        ax.set_ylabel(label)
-        ax.grid(True, axis="y", alpha=0.3)
-    axes[0, 0].set_title("order seen by each trained decoder", fontsize=10)
-    axes[0, 1].set_title("context used beyond token frequencies", fontsize=10)
+        _label(ax, y=label, title=title, grid="y")
     return _png(fig)
 
 
@@ -813,11 +769,8 @@ def fig_position_scaling(doc: dict[str, Any]) -> bytes | None:
     ax.axhline(COLLAPSE_PCT, color="grey", ls="-.", lw=1)
     ax.set_xscale("log", base=2)
     ax.set_xticks(longer, [f"{m}×" for m in longer])
-    ax.set_xlabel(f"read length / training length L={data.L}")
-    ax.set_ylabel("loss past L vs sliding windows (%)")
-    ax.set_title("RoPE past its training length, with and without scaling", fontsize=10)
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=7)
+    _label(ax, f"read length / training length L={data.L}", "loss past L vs sliding windows (%)",
+           "RoPE past its training length, with and without scaling", legend=7)
     return _png(fig)
 
 
@@ -840,11 +793,9 @@ def fig_position_cost(doc: dict[str, Any]) -> bytes | None:
     ax.axhline(1.0, color="grey", lw=1)
     ax.axhline(1.1, color="grey", ls=":", lw=1)
     ax.set_xticks(range(len(schemes)), schemes)
-    ax.set_ylabel("median time / median time without positions")
-    ax.set_title(f"position cost, 1 thread, {data.cost.repeats} interleaved repeats",
-                 fontsize=10)
-    ax.grid(True, axis="y", alpha=0.3)
-    ax.legend(fontsize=8)
+    _label(ax, y="median time / median time without positions",
+           title=f"position cost, 1 thread, {data.cost.repeats} interleaved repeats", grid="y",
+           legend=8)
     return _png(fig)
 
 
@@ -883,11 +834,8 @@ def fig_rope_relative_error(doc: dict[str, Any]) -> bytes | None:
                         transform=ax.get_xaxis_transform(), label=f"{dtype}: NaN/inf")
         ax.set_xscale("log")
         ax.set_yscale("log")
-        ax.set_xlabel("shift s of both positions")
-        ax.set_ylabel("max |score(m,n) − score(m+s,n+s)|")
-        ax.set_title(title, fontsize=10)
-        ax.grid(True, which="major", alpha=0.3)
-        ax.legend(fontsize=7)
+        _label(ax, "shift s of both positions", "max |score(m,n) − score(m+s,n+s)|", title,
+               legend=7)
     if dtypes == ["float64"]:
         axes[0, 0].text(0.97, 0.05, "float64 only: the other dtypes are the position\n"
                         f"suite's relative-error run, {AT_FULL}", transform=axes[0, 0].transAxes,
@@ -912,8 +860,7 @@ def _split_panel(ax, rows: list[dict], phase: str, share: bool) -> None:
         ax.set_yscale("log")
         ax.set_ylabel("GFLOPs per token")
     ax.set_xscale("log", base=2)
-    ax.set_xlabel("context length (tokens)")
-    ax.grid(True, which="major", alpha=0.3)
+    _label(ax, "context length (tokens)")
 
 
 def _deploy_figure(doc: dict[str, Any], phase: str, share: bool) -> bytes | None:
@@ -927,14 +874,6 @@ def _deploy_figure(doc: dict[str, Any], phase: str, share: bool) -> bytes | None
     handles, labels = axes.flat[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncols=len(labels), fontsize=8)
     return _png(fig)
-
-
-def fig_prefill_split(doc: dict[str, Any]) -> bytes | None:
-    return _deploy_figure(doc, "prefill", share=True)
-
-
-def fig_decode_split(doc: dict[str, Any]) -> bytes | None:
-    return _deploy_figure(doc, "decode", share=False)
 
 
 def fig_kv_cache(doc: dict[str, Any]) -> bytes | None:
@@ -951,10 +890,7 @@ def fig_kv_cache(doc: dict[str, Any]) -> bytes | None:
                    label=f"{name} weights")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
-    ax.set_xlabel("context length (tokens)")
-    ax.set_ylabel("GiB (bf16, batch 1)")
-    ax.grid(True, which="major", alpha=0.3)
-    ax.legend(fontsize=7, ncols=2)
+    _label(ax, "context length (tokens)", "GiB (bf16, batch 1)", legend=7, ncols=2)
     return _png(fig)
 
 
@@ -985,10 +921,8 @@ def fig_scale_trend(doc: dict[str, Any]) -> bytes | None:
             left.axhspan(-high, -low, color=CLAIM_SHADE, alpha=0.12,
                          label=f"page: {low:g}–{high:g}% better")
         left.set_xscale("log")
-        left.set_xlabel("parameters (ReLU model)")
-        left.set_ylabel("SwiGLU − ReLU val loss, %")
-        left.set_title("C16: SwiGLU vs ReLU by model size", fontsize=10)
-        left.legend(fontsize=7)
+        _label(left, "parameters (ReLU model)", "SwiGLU − ReLU val loss, %",
+               "C16: SwiGLU vs ReLU by model size", grid=None, legend=7)
     else:
         _say_empty(left, "C16 by model size:\nfewer than two model sizes stored")
     if placement is not None and len({e.depth for e in placement.effects}) > 1:
@@ -998,9 +932,8 @@ def fig_scale_trend(doc: dict[str, Any]) -> bytes | None:
                       color=arm_colour("post"), capsize=4)
         right.plot([e.depth for e in chosen], [e.warmup_interaction.mean for e in chosen],
                    color=arm_colour("post"), lw=1)
-        right.set_xlabel("depth (layers)")
-        right.set_ylabel("(post cold − warm) − (pre cold − warm), nats")
-        right.set_title("C19: post-norm's need for warmup by depth (tuned lrs)", fontsize=10)
+        _label(right, "depth (layers)", "(post cold − warm) − (pre cold − warm), nats",
+               "C19: post-norm's need for warmup by depth (tuned lrs)", grid=None)
     else:
         _say_empty(right, "C19 by depth:\nfewer than two depths stored")
     for ax in (left, right):
@@ -1038,10 +971,10 @@ def fig_quantize_speedup(doc: dict[str, Any]) -> bytes | None:
         ax.axhline(1.0, color="grey", lw=1)
         ax.set_yscale("log")
         _plain_log_ticks(ax.yaxis)
-        ax.grid(True, which="major", alpha=0.3)
-    axes[0, 0].set_title(f"prefill of {seq} tokens", fontsize=10)
-    axes[0, 1].set_title(f"decode, one token after {data.decode_context}", fontsize=10)
-    axes[0, 0].set_ylabel("speed-up over float32 (dashed: bound)")
+        ax.grid(True, alpha=0.3)
+    _label(axes[0, 0], y="speed-up over float32 (dashed: bound)",
+           title=f"prefill of {seq} tokens", grid=None)
+    _label(axes[0, 1], title=f"decode, one token after {data.decode_context}", grid=None)
     return _png(fig)
 
 
@@ -1074,12 +1007,9 @@ def forest_key(claim_id: str) -> str:
 
 
 def part_geometry(rule: dict[str, Any]) -> dict[str, Any]:
-    """Where a part's rule draws, in the metric's units: the side the claim is on (s, +1 or −1;
-    0 for a band), the boundary b (δ on the claimed side, a stated threshold or bound), the
-    band (low, high) of an equivalence claim, and ±margin (None: no margin drawn).
-
-    The arithmetic of `blocklab.claims.rules` for drawing only: the report reads the decision
-    from the document and decides nothing."""
+    """Where a part's rule draws, in the metric's units: the claimed side s (+1, −1; 0 for a
+    band), the boundary b (δ on that side, or a stated threshold or bound), an equivalence
+    claim's band and ±margin (None: not drawn). For drawing only: the decision is read."""
     test, claimed = rule.get("test", "effect"), float(rule["claimed"])
     delta, margin = abs(float(rule["smallest_effect"])), float(rule.get("margin") or 0.0)
     threshold = float(rule.get("threshold") or 0.0)
@@ -1108,13 +1038,9 @@ def interval_of(part: dict[str, Any]) -> tuple[float | None, float | None, str]:
 
 
 def normalised(part: dict[str, Any]) -> tuple[float | None, float | None, float | None]:
-    """(value, low, high) of a part on the overview's shared axis (None where absent), the
-    interval the one its decision read (`interval_of`).
-
-    A directional part (an effect, a bound): 1 + (s·x − s·b)/δ, so the boundary sits at 1,
-    the claim holds to the right of it, and for a plain effect claim 0 is no effect and 1 is
-    δ. A band (equivalence): (x − claimed)/margin, so the band is [−1, 1]. The interval's ends
-    swap when s = −1 so that low stays left."""
+    """(value, low, high) of a part on the overview's shared axis, the interval the one its
+    decision read: 1 + (s·x − s·b)/δ for a directional part (the boundary at 1, the claim
+    holding to its right), (x − claimed)/margin for a band ([−1, 1]); low stays left."""
     g = part_geometry(part["rule"])
     e = part["estimate"]
 
@@ -1191,8 +1117,8 @@ def _claim_span(g: dict[str, Any], left: float, right: float) -> tuple[float, fl
 
 
 def _part_panel(ax, part: dict[str, Any], number: int) -> None:
-    """One part on its own axis, in its metric's units, labelled with its number in the claim
-    (the ledger's line of words for it has the same number), its name and its unit."""
+    """One part on its own axis in its metric's units, labelled with its number in the claim
+    (as its line of words), its name and its unit."""
     g = part_geometry(part["rule"])
     e = part["estimate"]
     points = [0.0, g["claimed"]]
@@ -1252,18 +1178,15 @@ METRIC_UNITS = (("log-percent", "log-%"), ("doublings", "doublings"), ("nats", "
 
 
 def _unit(metric: str) -> str:
-    """The unit a rule's metric is stated in ('%', 'nats', 'doublings', ...; '' where the
-    metric names none, as a count or a distance)."""
+    """The unit a rule's metric is stated in ('%', 'nats', ...; '' where it names none)."""
     return next((unit for word, unit in METRIC_UNITS if word in metric), "")
 
 
 def fig_forest(doc: dict[str, Any], claim_id: str) -> bytes | None:
-    """A claim's parts, one row each in its own metric's units (named in its label; the title
-    names a unit only where every row shares it): the estimate with the interval its decision
-    read (at its level: coverage on the right) in the colour (and marker) of its decision;
-    hatched, what the claim allows (beyond the boundary, or the band); dashed, the boundary
-    (δ, or the stated bound); dotted, δ on the opposite side; ×, the claimed size; grey,
-    ±margin of no effect. n and looks on the right. Read from the document's ledger alone."""
+    """A claim's parts, a row each in its metric's units (the title names a unit all share):
+    the estimate and the interval its decision read in its decision's colour and marker, the
+    claim's stretch hatched, the boundary dashed, δ opposite dotted, × the claimed size, grey
+    ±margin; n and looks on the right."""
     row = next((r for r in experimental_rows(doc) if r["id"] == claim_id), None)
     if row is None:
         return None
@@ -1375,9 +1298,9 @@ FIGURES: dict[str, tuple[Callable[[dict[str, Any]], bytes | None],
                                          if doc["suites"]["position"]["summary"]
                                          else doc["rope"]["command"])),
     "quantize_speedup": (fig_quantize_speedup, lambda doc: _suite_command(doc, "quantize")),
-    "prefill_split": (fig_prefill_split,
+    "prefill_split": (functools.partial(_deploy_figure, phase="prefill", share=True),
                       lambda doc: "blocklab budget meta-llama-3-8b --seq 4096 --json"),
-    "decode_split": (fig_decode_split,
+    "decode_split": (functools.partial(_deploy_figure, phase="decode", share=False),
                      lambda doc: "blocklab budget meta-llama-3-8b --seq 65536 --json"),
     "kv_cache": (fig_kv_cache, lambda doc: "blocklab budget meta-llama-3-8b --seq 131072"),
     "ledger_overview": (fig_ledger_overview, lambda doc: forest_command(doc)),
@@ -1391,14 +1314,10 @@ FIGURES: dict[str, tuple[Callable[[dict[str, Any]], bytes | None],
 def make_figures(doc: dict[str, Any]) -> dict[str, Figure]:
     """Every figure the document has data for, by key.
 
-    A figure that fails to draw is kept as a `Figure` whose `error` holds the exception, its
-    message and where it was raised, instead of stopping the page. That error is never dropped:
-    the page shows it in place of the figure, `write_report` records every one under
-    "figure_errors" in report.json, and `blocklab report` names the figure on stderr and exits
-    1. This is the one place the report catches a broad exception, because any failure of one
-    figure (a summary of another layout, a ResultsError from decoding it, a bug in a `fig_*`
-    function, matplotlib refusing the data) must still leave the ledger and every other
-    section readable.
+    The one place the report catches a broad exception: a figure that fails to draw (a summary
+    of another layout, a bug in a `fig_*`, matplotlib refusing the data) becomes a `Figure`
+    whose `error` says what and where, shown on the page, kept in report.json and named by
+    `blocklab report` (exit code 1), so the ledger and every other section stay readable.
     """
     out = {}
     drawers = dict(FIGURES)

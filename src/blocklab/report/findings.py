@@ -8,10 +8,9 @@ on, each linked to its evidence in the ledger.
     found.use[0]               # UseItem("FFN share of a Llama-3-8B prefill's FLOPs", "70.1%",
                                #         "C23", "#C23")
 
-Every number is read from the ledger's results (a part's estimate, a check's evidence), never
-written here. A sentence or item whose claim has no usable result (missing results, an error)
-is left out; one whose deciding part is undecided says so. The words are plain: no test names
-or levels, which the ledger below shows for whoever wants them.
+Every number is read from the ledger's results (a part's estimate, a check's evidence). A
+sentence or item whose claim has no usable result is left out; one whose deciding part is
+undecided says so. The words are plain: no test names or levels (the ledger has them).
 """
 
 from __future__ import annotations
@@ -47,9 +46,8 @@ class Sentence:
 
 @dataclass(frozen=True)
 class UseItem:
-    """One number to act on: `label` says what it measures, `value` the number (with
-    "undecided" where its part decided nothing), `anchor` the ledger row that holds its
-    evidence (the report's rows carry their claim id as element id)."""
+    """One number to act on: what it measures, the number ("undecided" where its part decided
+    nothing), and the claim whose ledger row (`anchor`) holds its evidence."""
 
     label: str
     value: str
@@ -198,8 +196,8 @@ Results = dict[str, ClaimResult]
 
 # --- the sentences -------------------------------------------------------------------------------
 def _scale_free(by_id: Results, lang: str) -> Sentence | None:
-    """How many of the claims that need no training hold, and which are wrong: those with no
-    suite and no dependence on scale (arithmetic, formulas, configs)."""
+    """How many of the claims that need no training (no suite, no dependence on scale) hold,
+    and which are wrong."""
     free = [r for cid, r in sorted(by_id.items())
             if cid not in SUITE_OF and cid not in SCALE_DEPENDENT]
     if not free:
@@ -216,8 +214,7 @@ def _scale_free(by_id: Results, lang: str) -> Sentence | None:
 
 
 def _ffn_share(by_id: Results, lang: str) -> Sentence | None:
-    """The FFN's share of Llama-3-8B's prefill FLOPs (C23) and of a layer's weights (C15),
-    where the page's numbers are wrong."""
+    """The FFN's share of Llama-3-8B's prefill FLOPs (C23) and weights (C15), where wrong."""
     clauses, cited = [], []
     c23, c15 = by_id.get("C23"), by_id.get("C15")
     if c23 is not None and c23.verdict == "refuted":
@@ -236,8 +233,8 @@ def _ffn_share(by_id: Results, lang: str) -> Sentence | None:
 
 
 def _configs(by_id: Results, lang: str) -> Sentence | None:
-    """The page's pairings of models with components that a config or paper contradicts (C34):
-    what holds instead, in the words of the check's pairing."""
+    """The page's pairings of models with components that a config or paper contradicts (C34),
+    and what holds instead."""
     c34 = by_id.get("C34")
     if c34 is None:
         return None
@@ -267,8 +264,8 @@ def _gated_ffn(by_id: Results, lang: str) -> Sentence | None:
 
 
 def _norm(by_id: Results, lang: str) -> Sentence | None:
-    """RMSNorm's FLOPs saving per norm and per training step by exact counts, and its quality
-    against LayerNorm's at the scale it trained (C18)."""
+    """RMSNorm's FLOPs saving per norm and per training step, its step time and its quality
+    against LayerNorm's (C18)."""
     c18 = by_id.get("C18")
     if c18 is None:
         return None
@@ -297,8 +294,7 @@ def _norm(by_id: Results, lang: str) -> Sentence | None:
 
 
 def _placement(by_id: Results, lang: str) -> Sentence | None:
-    """Pre- and post-norm with and without warmup, and post-norm's gradient with depth (C19),
-    at the scale they trained."""
+    """Pre- and post-norm with and without warmup, and post-norm's gradients (C19)."""
     c19 = by_id.get("C19")
     if c19 is None:
         return None
@@ -378,8 +374,6 @@ def _use_c16(by_id: Results, lang: str) -> UseItem | None:
 
 
 def _use_c18(by_id: Results, lang: str) -> UseItem | None:
-    """The training step's time with RMSNorm over LayerNorm's, both through blocklab's fused
-    kernels (reported beside C18, not graded), at the fewest threads timed."""
     c18 = by_id.get("C18")
     step = _fused_step_time(c18) if c18 else None
     if step is None:
@@ -433,7 +427,7 @@ def _bands(result: ClaimResult, arm: str, want: str,
 
 def _c30_longest(by_id: Results) -> tuple[ClaimResult, int, int, Part, Part] | None:
     """(C30, the longest multiple read, the fine-tune's steps, RoPE + YaRN fine-tuned there
-    graded as "works", plain RoPE there graded as "drops"), or None when C30 has neither."""
+    graded "works", plain RoPE there graded "drops"), or None."""
     c30 = by_id.get("C30")
     finetune = c30.evidence.get("finetune") if c30 else None
     if not finetune or "yarn" not in finetune.get("arms", {}):
@@ -492,8 +486,7 @@ def _joined(items: list[str], lang: str, sep: str = "sep") -> str:
 
 def _scale(result: ClaimResult, lang: str) -> str:
     """The model and its training tokens, "d 64 × 2 layers, 307k tokens": the scale's text
-    (`experiments.scale.Scale.text`, whose last three items are parameters, tokens and FLOPs)
-    less its parameters and FLOPs."""
+    (`Scale.text`: model, parameters, tokens, FLOPs) less its parameters and FLOPs."""
     if result.scale is None:
         return say(TEXT["scale_unknown"], lang)
     sep = "，" if lang == "zh" else ", "

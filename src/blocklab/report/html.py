@@ -1,22 +1,13 @@
 """The report page: one self-contained HTML file (inline CSS, figures as data: URIs, no script).
 
 `render_html(doc, figures, lang)` turns the document of `build.collect` and the figures of
-`figures.make_figures` into the page through Jinja2 templates (`templates/page.html.j2` and its
-macros in `templates/macros.html.j2`) with autoescape on, so every piece of text is escaped on
-output; the only markup text may carry is a `backticked` name, which the `prose` filter turns
-into <code>. The page loads nothing from anywhere, so it opens from disk and offline.
-
-Layout: the title; the findings (what the pages got right and wrong, what to use) with the
-page's lead figure, in ordinary units; the contents; the ledger, one line per claim after an
-introduction that says how to read it (the verdicts, the levels the intervals are shown at, the
-rules edited after the data); every claim in a section of its own, its rules and full evidence
-under details; then one section per page topic (FFN, normalization, placement, position
-encodings, deployment) and the terms the page uses. Each suite's results (its tables, notes and
-figures) are shown under its heading in the section its `Suite.section` names, a section of
-their own when the page has no such topic; a suite whose results are missing shows the command
-that produces them. This module computes what the templates show (the words of each part's
-line, table rows, counts, the sections); the templates hold the markup, and `terms.define_terms`
-links each statistical word to its definition where it first stands.
+`figures.make_figures` into the page through the Jinja2 templates (`templates/page.html.j2`,
+its macros in `templates/macros.html.j2`) with autoescape on; the only markup text may carry is
+a `backticked` name, which the `prose` filter turns into <code>. This module computes what the
+templates show (each part's line of words, table rows, counts, the sections); the templates
+hold the markup and the layout: the findings and the lead figure, the contents, the ledger,
+each claim in a section of its own, the page's topics (each suite's results in the section its
+`Suite.section` names, or one of its own), and the terms, each defined where it first stands.
 """
 
 from __future__ import annotations
@@ -26,8 +17,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from jinja2 import Environment, PackageLoader, StrictUndefined, pass_context
-from jinja2.utils import Namespace
+from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup, escape
 
 from blocklab.claims.catalogue import SUBSECTION_CLAIMS
@@ -35,7 +25,7 @@ from blocklab.claims.rules import confidence_text
 from blocklab.claims.text import VERDICT_EN, VERDICT_MEANING, VERDICT_ZH
 from blocklab.experiments.suites import get_suite
 from blocklab.experiments.summaries import mixed_notes
-from blocklab.report.figures import Figure, forest_key, interval_of
+from blocklab.report.figures import Figure, forest_key, interval_of, part_geometry
 from blocklab.report.i18n import DECISION_SHORT, caption, t
 from blocklab.report.palette import VERDICT_STYLES
 from blocklab.report.terms import TERMS, define_terms
@@ -182,12 +172,16 @@ def _signed(value: float | None) -> str:
     return ("+" if value > 0 else "") + _num(value)
 
 
+def _minutes(seconds: float) -> str:
+    minutes = seconds / 60
+    return f"{minutes:.1f}" if minutes < 10 else f"{minutes:,.0f}"
+
+
 def duration(seconds: float, lang: str) -> str:
     """'40 s', '3.5 min', '25 min'."""
     if seconds < 60:
         return t("seconds", lang).format(n=seconds)
-    minutes = seconds / 60
-    return t("minutes", lang).format(n=f"{minutes:.1f}" if minutes < 10 else f"{minutes:,.0f}")
+    return t("minutes", lang).format(n=_minutes(seconds))
 
 
 def _unit_of(metric: str) -> str:
@@ -209,14 +203,8 @@ def estimate_words(part: dict[str, Any]) -> str:
     return f"{_signed(e['value'])}{unit} [{_signed(low)}, {_signed(high)}] ({coverage} CI, n={n})"
 
 
-def _coverage(part: dict[str, Any]) -> str:
-    return interval_of(part)[2]
-
-
 def claimed_words(rule: dict[str, Any], lang: str) -> str:
     """What the rule claims, in a few words: '−1.5%', '≤ 5%', '≥ 25%', '5–25%', '±0.02 nats'."""
-    from blocklab.report.figures import part_geometry
-
     g = part_geometry(rule)
     unit = _unit_of(rule["metric"])
     if g["test"] == "equivalence":
@@ -236,17 +224,15 @@ def claimed_words(rule: dict[str, Any], lang: str) -> str:
 
 def why_words(part: dict[str, Any], lang: str, budget: dict[str, Any] | None) -> str:
     """Why the part got its decision, in a few words (the full reason is under details)."""
-    from blocklab.report.figures import part_geometry
-
     decision, reason, rule = part["decision"], part.get("reason") or "", part["rule"]
     g = part_geometry(rule)
     n = part["estimate"].get("n") or 0
     bound = _num(g["boundary"]) if g["boundary"] is not None else ""
-    if part.get("level") is None and decision not in ("run",):  # decided without a test
+    if part.get("level") is None and decision != "run":  # decided without a test
         return reason
     if decision == "run":
         return t("why_run", lang)
-    c = _coverage(part)
+    c = interval_of(part)[2]
     if decision == "confirmed":
         return t("why_band_in" if g["band"] else "why_beyond", lang).format(b=bound, c=c)
     if decision == "contradicted-at-this-scale":
@@ -264,11 +250,9 @@ def why_words(part: dict[str, Any], lang: str, budget: dict[str, Any] | None) ->
             why = t("why_no_interval", lang).format(n=n, min=rule["min_seeds"])
         elif n < rule["min_seeds"]:
             why = t("why_few_seeds", lang).format(n=n, min=rule["min_seeds"])
-        elif g["band"] is not None:
-            why = t("why_straddles", lang).format(
-                b=f"{_num(g['band'][0])}/{_num(g['band'][1])}", c=c)
         else:
-            why = t("why_straddles", lang).format(b=bound, c=c)
+            b = bound if g["band"] is None else f"{_num(g['band'][0])}/{_num(g['band'][1])}"
+            why = t("why_straddles", lang).format(b=b, c=c)
         needed = part.get("seeds_needed")
         if needed is not None:
             why += t("why_needed", lang).format(needed=needed)
@@ -328,13 +312,9 @@ def lead_and_rest(text: str, lang: str) -> tuple[str, str]:
 def budget_words(budget: dict[str, Any], lang: str) -> str:
     """'With about N more minutes on this machine these K parts would likely be decided', and
     how many inconclusive parts no number of seeds can be priced for yet."""
-    def shown(seconds: float) -> str:
-        minutes = seconds / 60
-        return f"{minutes:.1f}" if minutes < 10 else f"{minutes:,.0f}"
-
     out: list[str] = []
     if budget["within_reach"]:
-        out.append(t("budget_sentence", lang).format(minutes=shown(budget["seconds"]),
+        out.append(t("budget_sentence", lang).format(minutes=_minutes(budget["seconds"]),
                                                      k=budget["within_reach"],
                                                      workers=budget["workers"]))
     else:
@@ -342,7 +322,7 @@ def budget_words(budget: dict[str, Any], lang: str) -> str:
     if budget["beyond_reach"]:
         out.append(t("budget_beyond", lang).format(b=budget["beyond_reach"],
                                                    hours=budget["reach_s"] / 3600,
-                                                   minutes=shown(budget["beyond_seconds"])))
+                                                   minutes=_minutes(budget["beyond_seconds"])))
     if budget.get("beyond_design"):
         out.append(t("budget_design", lang).format(d=len(budget["beyond_design"])))
     if budget["unsized"]:
@@ -351,9 +331,8 @@ def budget_words(budget: dict[str, Any], lang: str) -> str:
 
 
 def design_words(design: dict[str, Any], lang: str, still_open: int) -> str:
-    """The sequential design as run (`Looks.to_dict` with the budget's plan): budget, looks,
-    runs added, why it stopped, the 2× longer runs, and the parts still open: `still_open`,
-    the ledger's inconclusive parts (`open_parts`), the very parts the box below it lists."""
+    """The sequential design as run (`Looks.to_dict`): budget, looks, runs added, why it
+    stopped, the 2× longer runs, and the `still_open` parts the box below it lists."""
     budget = design.get("budget_s")
     shown = (t("design_unbounded", lang) if budget is None else duration(budget, lang))
     looks = design.get("looks") or []
@@ -371,8 +350,7 @@ def design_words(design: dict[str, Any], lang: str, still_open: int) -> str:
 
 
 def open_parts(budget: dict[str, Any] | None) -> int:
-    """How many parts are still open: the rows of the budget's table (`budget_rows`: every
-    inconclusive part of the ledger, priced, past its design or unpriced)."""
+    """How many parts are still open: the rows of `budget_rows`."""
     if not budget:
         return 0
     return (len(budget["parts"]) + len(budget.get("beyond_design") or [])
@@ -380,8 +358,8 @@ def open_parts(budget: dict[str, Any] | None) -> int:
 
 
 def budget_rows(budget: dict[str, Any], lang: str) -> list[list[Any]]:
-    """The parts the budget sentence counts, those past their designs (with the redesign each
-    would need), then those it cannot price, as table rows."""
+    """The parts the budget sentence prices, those past their designs (with the redesign each
+    needs), then those it cannot price, as table rows."""
     rows = [[p["claim"], p["part"], p["n"], p["seeds_needed"], p["extra_seeds"],
              f"{p['seed_cost_s']:.1f}", f"{p['seconds'] / 60:.1f}",
              ", ".join(p["arms"]) + (f" ({t('whole_suite', lang)})" if p["whole_suite"]
@@ -415,15 +393,14 @@ def verdict_counts(ledger: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def rule_edits(ledger: list[dict[str, Any]]) -> tuple[int, int]:
-    """(edits, claims): how many edits to registered rules were made after the data had been
-    seen (each once, though it may touch several claims) and how many claims they touch."""
+    """(edits, claims): the edits to registered rules made after the data were seen (each
+    counted once) and the claims they touch."""
     edits = {(c["date"], c["what"]) for r in ledger for c in r.get("rules_changed") or []}
     return len(edits), sum(bool(r.get("rules_changed")) for r in ledger)
 
 
 def provenance_words(ledger: list[dict[str, Any]], lang: str) -> str:
-    """The ledger's one sentence on where its rules came from: registered before the data,
-    with how many were edited after it and where each edit is shown."""
+    """Where the ledger's rules came from: before the data, and how many were edited after."""
     edits, claims = rule_edits(ledger)
     if not edits:
         return t("provenance_none", lang)
@@ -431,8 +408,8 @@ def provenance_words(ledger: list[dict[str, Any]], lang: str) -> str:
 
 
 def levels_words(ledger: list[dict[str, Any]], lang: str) -> str:
-    """Why the intervals shown are at different levels, with the lowest and highest shown (the
-    levels that decided the parts: `figures.interval_of`); '' when they are all one."""
+    """Why the intervals are shown at different levels (the deciding ones, lowest to highest);
+    '' when they are all one."""
     shown = {(part.get("interval") or {}).get("confidence", 0.95) for r in ledger
              for part in r.get("parts") or [] if interval_of(part)[0] is not None}
     if len(shown) < 2:
@@ -498,9 +475,6 @@ def _gib(n: int) -> str:
     return f"{n / 2**30:,.2f} GiB"
 
 
-# Claims added after the first ledger: their sections also show the check's own table and
-# figure (each declared with `@claim(..., subsection=True)` beside its check).
-ADDED_CLAIMS = SUBSECTION_CLAIMS
 # The sections the page template writes, in order, with their titles (i18n keys); the terms
 # close the page. A suite's results are shown in the one its `Suite.section` names
 # (`suites_in` in the template); a suite whose section is none of these gets one of its own,
@@ -609,38 +583,6 @@ def _deploy(doc: dict[str, Any], lang: str) -> dict[str, Any]:
 
 
 # --- templates -----------------------------------------------------------------------------------
-@pass_context
-def _lead_and_rest(ctx, text: str) -> tuple[str, str]:
-    return lead_and_rest(text, ctx["lang"])
-
-
-@pass_context
-def _line_of(ctx, part: dict[str, Any], claim_id: str) -> dict[str, str]:
-    budgets = {(p["claim"], p["part"]): p
-               for p in (ctx["doc"].get("decision_budget") or {}).get("parts", [])}
-    return line_words(part, ctx["lang"], budgets.get((claim_id, part["name"])))
-
-
-@pass_context
-def _budget_words(ctx, budget: dict[str, Any]) -> str:
-    return budget_words(budget, ctx["lang"])
-
-
-@pass_context
-def _design_words(ctx, design: dict[str, Any]) -> str:
-    return design_words(design, ctx["lang"], open_parts(ctx["doc"].get("decision_budget")))
-
-
-@pass_context
-def _ledger_line(ctx, row: dict[str, Any]) -> Markup:
-    return ledger_line(row, ctx["lang"])
-
-
-@pass_context
-def _budget_rows(ctx, budget: dict[str, Any]) -> list[list[Any]]:
-    return budget_rows(budget, ctx["lang"])
-
-
 @lru_cache(maxsize=1)
 def environment() -> Environment:
     """The Jinja2 environment of the page: the package's templates, autoescape on for every
@@ -648,12 +590,12 @@ def environment() -> Environment:
     env = Environment(loader=PackageLoader("blocklab.report", "templates"), autoescape=True,
                       undefined=StrictUndefined, keep_trailing_newline=True)
     env.filters.update({"cell": _cell, "prose": prose, "estimate_words": estimate_words,
-                        "rule_words": rule_words, "lead_and_rest": _lead_and_rest,
-                        "line_of": _line_of, "numbers": _numbers,
-                        "budget_words": _budget_words,
-                        "design_words": _design_words, "budget_rows": _budget_rows,
+                        "rule_words": rule_words, "lead_and_rest": lead_and_rest,
+                        "line_words": line_words, "numbers": _numbers,
+                        "budget_words": budget_words, "design_words": design_words,
+                        "open_parts": open_parts, "budget_rows": budget_rows,
                         "verdict_counts": verdict_counts, "mixed_words": mixed_words,
-                        "ledger_line": _ledger_line, "claim_links": claim_links})
+                        "ledger_line": ledger_line, "claim_links": claim_links})
     return env
 
 
@@ -668,6 +610,7 @@ def mixed_words(summary: dict[str, Any], lang: str) -> list[str]:
 def _context(doc: dict[str, Any], figures: dict[str, Figure], lang: str) -> dict[str, Any]:
     """What every template sees: the document, the figures, the language and its words."""
     ledger = doc.get("ledger") or []
+    budgets = (doc.get("decision_budget") or {}).get("parts", [])
     return {"doc": doc, "figures": figures, "lang": lang, "suites": shown_suites(doc, lang),
             "t": lambda key: t(key, lang),
             "caption": lambda key: figure_caption(key, doc, lang),
@@ -675,7 +618,8 @@ def _context(doc: dict[str, Any], figures: dict[str, Figure], lang: str) -> dict
             "verdict_meanings": {v: m[1] if lang == "zh" else m[0]
                                  for v, m in VERDICT_MEANING.items()},
             "verdict_symbols": {v: style.symbol for v, style in VERDICT_STYLES.items()},
-            "verdict_order": VERDICT_ORDER, "added_claims": ADDED_CLAIMS,
+            "verdict_order": VERDICT_ORDER, "added_claims": SUBSECTION_CLAIMS,
+            "budgets": {(p["claim"], p["part"]): p for p in budgets},
             "lead_figure": LEAD_FIGURE, "terms": TERMS,
             "provenance": provenance_words(ledger, lang), "levels": levels_words(ledger, lang),
             "forest_key": forest_key,
@@ -699,32 +643,3 @@ def render_html(doc: dict[str, Any], figures: dict[str, Figure], lang: str) -> s
         ffn=_ffn(doc, lang), norm=_norm(doc, lang), rope=_rope(doc, lang),
         deploy=_deploy(doc, lang))
     return define_terms(html, lang)
-
-
-# Pieces of the page on their own (the templates' macros), for tests and other pages.
-def _count() -> Namespace:
-    """The page's figure counter, as the page template starts it."""
-    return Namespace(n=0, shown=[], key=None)
-
-
-def ledger_section(doc: dict[str, Any], figures: dict[str, Figure], lang: str) -> str:
-    return str(_macros(doc, figures, lang).ledger_section(_count()))
-
-
-def claim_article(row: dict[str, Any], figures: dict[str, Figure], lang: str,
-                  doc: dict[str, Any]) -> str:
-    return str(_macros(doc, figures, lang).claim_article(row, _count()))
-
-
-def evidence_cell(row: dict[str, Any], figures: dict[str, Figure], lang: str,
-                  key_number: int | None, doc: dict[str, Any]) -> str:
-    return str(_macros(doc, figures, lang).evidence_cell(row, key_number))
-
-
-def part_line(part: dict[str, Any], lang: str, budget: dict[str, Any] | None = None,
-              number: int = 1) -> str:
-    return str(_macros({}, {}, lang).part_line(line_words(part, lang, budget), number))
-
-
-def budget_sentence(doc: dict[str, Any], lang: str) -> str:
-    return str(_macros(doc, {}, lang).budget_sentence(doc.get("decision_budget")))

@@ -56,7 +56,6 @@ STRINGS: dict[str, tuple[str, str]] = {
                        "model. The figure and verdicts are with the claims:",
                        "用 torchao 对模型的 FFN、注意力或全部线性层做真实的 int8 量化（仅权重，或动态激活）："
                        "预填充与解码的速度及其上界，以及训练后模型上的误差。图与判定见论断："),
-    "sub_suite_tables": ("Tables of the {suite} suite", "{suite} 实验的表格"),
     # ledger
     "ledger_intro": ("One line per claim: its verdict, the page's statement in brief, what was "
                      "found here, and a link to the claim's section below, which shows its "
@@ -228,8 +227,6 @@ STRINGS: dict[str, tuple[str, str]] = {
     "col_sign_flip": ("sign flip", "符号翻转"),
     "col_flip_dev": ("max |N(T·x) + N(x)|", "max |N(T·x) + N(x)|"),
     "col_check": ("check", "检查"),
-    "col_expected": ("expected", "期望"),
-    "col_got": ("got", "实得"),
     "col_max_error": ("max error", "最大误差"),
     "col_tol": ("tolerance", "容差"),
     "col_result": ("result", "结果"),
@@ -250,7 +247,6 @@ STRINGS: dict[str, tuple[str, str]] = {
                      "动物园模型的矩阵乘 FLOPs（每次乘加 2 FLOPs）与 KV 缓存字节数（bf16，batch 1），"
                      "由 blocklab.budget 计算。"),
     "col_model": ("model", "模型"),
-    "col_context": ("context", "上下文"),
     "col_prefill_ffn_share": ("prefill FFN share", "预填充 FFN 占比"),
     "col_decode_gflops": ("decode GFLOPs/token", "解码 GFLOPs/token"),
     "col_decode_attn_share": ("decode attention share", "解码注意力占比"),
@@ -263,52 +259,55 @@ STRINGS: dict[str, tuple[str, str]] = {
                              "（H100 SXM 平衡点）即受访存限制。"),
 }
 
+# What each ladder figure (`figures.fig_ladder`) draws at a rung, and its fitted line.
+_RUNG = (" (mean and 95% CI over its seeds) against training compute",
+         "（其种子上的均值与 95% CI）随训练算力的变化")
+_FIT = ("the line through the rung means with its 95% band, the rung as the unit, drawn from the "
+        "smallest to the top rung only",
+        "过各级均值、以级为单位的拟合直线及其 95% 带，只画在最低一级到最高一级之间（其外到已发表结果的细虚线为外推，"
+        "不是结论；最早判定该部分的一级画圈）")
+
+# How the norm-cost figure's ratios are read, and what they say.
+_RATIO = (" (geometric mean of the paired ratios of interleaved repeats, 95% Student t CI on "
+          "their logs)", "（交错重复的逐次配对比值的几何平均，95% 置信区间按对数比值的 Student t 计算）")
+_KERNELS = ("Time of RMSNorm divided by LayerNorm's, per hidden size d, for each implementation "
+            f"and row count, forward and forward + backward{_RATIO[0]}",
+            f"RMSNorm 与 LayerNorm 耗时之比，按隐藏维度 d、实现方式与行数给出，前向与前向 + 反向{_RATIO[1]}")
+_FASTER = (" Below 1 RMSNorm is faster; the dotted line is the page's '7% less'.",
+           "低于 1 表示 RMSNorm 更快；点线为页面所说的“少 7%”。")
+
 # Figure key -> (English caption, Chinese caption): what the figure shows.
 CAPTIONS: dict[str, tuple[str, str]] = {
-    "ladder_C16": ("C16 on the ladder of sizes: each gated FFN's loss change against ReLU at each "
-                   "rung (mean and 95% CI over its seeds) against training compute, the line "
-                   "through the rung means with its 95% band, the rung as the unit, drawn from "
-                   "the smallest to the top rung only (past it, a thin dashed segment to a paper "
+    "ladder_C16": (f"C16 on the ladder of sizes: each gated FFN's loss change against ReLU at "
+                   f"each rung{_RUNG[0]}, {_FIT[0]} (past it, a thin dashed segment to a paper "
                    "is an extrapolation, not a finding; the rung that first decides a part is "
-                   "ringed), the page's statement (slate line: the low end of its gain) and "
-                   "the published results at their own compute (markers).",
-                   "C16 的规模阶梯：各门控 FFN 相对 ReLU 的损失变化在每一级（其种子上的均值与 95% CI）随训练算力的变化，"
-                   "过各级均值、以级为单位的拟合直线及其 95% 带，只画在最低一级到最高一级之间（其外到已发表结果的细虚线为外推，不是结论；最早判定该部分的一级画圈），页面的说法（灰蓝线：其提升的下限），以及各自算力下的已发表结果（标记）。"),
-    "ladder_C18": ("C18 on the ladder of sizes: RMSNorm's validation loss minus LayerNorm's at "
-                   "each rung (mean and 95% CI over its seeds) against training compute, the "
-                   "line through the rung means with its 95% band, the rung as the unit, drawn "
-                   "from the smallest to the top rung only, and the page's 'nearly the same quality' (slate band: the "
-                   "registered margin).",
-                   "C18 的规模阶梯：每一级 RMSNorm 与 LayerNorm 的验证损失之差（其种子上的均值与 95% CI）随训练算力的变化，"
-                   "过各级均值、以级为单位的拟合直线及其 95% 带，只画在最低一级到最高一级之间（其外到已发表结果的细虚线为外推，不是结论；最早判定该部分的一级画圈），以及页面的“质量几乎相同”（灰蓝带：登记的容差）。"),
+                   "ringed), the page's statement (slate line: the low end of its gain) and the "
+                   "published results at their own compute (markers).",
+                   f"C16 的规模阶梯：各门控 FFN 相对 ReLU 的损失变化在每一级{_RUNG[1]}，{_FIT[1]}，"
+                   "页面的说法（灰蓝线：其提升的下限），以及各自算力下的已发表结果（标记）。"),
+    "ladder_C18": (f"C18 on the ladder of sizes: RMSNorm's validation loss minus LayerNorm's at "
+                   f"each rung{_RUNG[0]}, {_FIT[0]}, and the page's 'nearly the same quality' "
+                   "(slate band: the registered margin).",
+                   f"C18 的规模阶梯：每一级 RMSNorm 与 LayerNorm 的验证损失之差{_RUNG[1]}，{_FIT[1]}，"
+                   "以及页面的“质量几乎相同”（灰蓝带：登记的容差）。"),
     "ladder_C19": ("C19 on the ladder of sizes: each of the page's statements on where the norm "
                    "sits (pre-norm without and with warmup, post-norm's need for warmup, its "
-                   "lower layers' gradients), at each rung (mean and 95% CI over its seeds) "
-                   "against training compute, each panel in its own unit, the line "
-                   "through the rung means with its 95% band, the rung as the unit, drawn from "
-                   "the smallest to the top rung only, and the page's statement (slate: its boundary or band).",
+                   f"lower layers' gradients), at each rung{_RUNG[0]}, each panel in its own "
+                   f"unit, {_FIT[0]}, and the page's statement (slate: its boundary or band).",
                    "C19 的规模阶梯：页面关于归一化位置的各项说法（Pre-Norm 有无 warmup、Post-Norm 是否需要 warmup、"
-                   "其低层梯度），每一级（其种子上的均值与 95% CI）随训练算力的变化，各面板使用各自的单位，"
-                   "过各级均值、以级为单位的拟合直线及其 95% 带，只画在最低一级到最高一级之间（其外到已发表结果的细虚线为外推，不是结论；最早判定该部分的一级画圈），以及页面的说法（灰蓝色：其边界或区间）。"),
+                   f"其低层梯度），每一级{_RUNG[1]}，各面板使用各自的单位，{_FIT[1]}，以及页面的说法（灰蓝色：其边界或区间）。"),
     "ladder_C21": ("C21 on the ladder of sizes: each scheme's loss past the training length L "
                    "against sliding windows of L on the same tokens, at each multiple of L "
-                   "registered, at each rung (mean and 95% CI over its seeds) against training "
-                   "compute, the line through the rung means with its "
-                   "95% band, the rung as the unit, drawn from the smallest to the top rung "
-                   "only, and the page's statement (slate line: its boundary).",
+                   f"registered, at each rung{_RUNG[0]}, {_FIT[0]}, and the page's statement "
+                   "(slate line: its boundary).",
                    "C21 的规模阶梯：各位置编码在训练长度 L 之外的损失相对同一批 token 上长度 L 滑动窗口的损失，"
-                   "在每个登记的倍数、每一级（其种子上的均值与 95% CI）随训练算力的变化，过各级均值、以级为单位的拟合直线及其 95% 带，只画在最低一级到最高一级之间（其外到已发表结果的细虚线为外推，不是结论；最早判定该部分的一级画圈）"
-                   "，以及页面的说法（灰蓝线：其边界）。"),
+                   f"在每个登记的倍数、每一级{_RUNG[1]}，{_FIT[1]}，以及页面的说法（灰蓝线：其边界）。"),
     "ladder_C30": ("C30 on the ladder of sizes: RoPE with and without scaling (training-free and "
                    "after the short fine-tune), loss past L against sliding windows of L on the "
-                   "same tokens at 8× and 16× L, at each rung (mean and 95% CI over its seeds) "
-                   "against training compute, the line through the rung means "
-                   "with its 95% band, the rung as the unit, drawn from the smallest to the top "
-                   "rung only, and the page's statement (slate line: its "
-                   "boundary).",
+                   f"same tokens at 8× and 16× L, at each rung{_RUNG[0]}, {_FIT[0]}, and the "
+                   "page's statement (slate line: its boundary).",
                    "C30 的规模阶梯：RoPE 有无缩放（免训练与短微调后）在 8× 与 16× L 处、L 之外的损失相对同一批 token 上"
-                   "长度 L 滑动窗口的损失，每一级（其种子上的均值与 95% CI）随训练算力的变化，过各级均值、以级为单位的拟合直线及其 95% 带，只画在最低一级到最高一级之间（其外到已发表结果的细虚线为外推，不是结论；最早判定该部分的一级画圈）"
-                   "，以及页面的说法（灰蓝线：其边界）。"),
+                   f"长度 L 滑动窗口的损失，每一级{_RUNG[1]}，{_FIT[1]}，以及页面的说法（灰蓝线：其边界）。"),
     "ledger_overview": ("Every part of every experimental claim on one axis, grouped by claim: "
                         "the estimate and the interval that decided it (at the part's level, "
                         "as its line says), coloured by decision as the verdict chips (hollow: "
@@ -359,33 +358,17 @@ CAPTIONS: dict[str, tuple[str, str]] = {
                     "左：SwiGLU 相对 ReLU 的验证损失（%，按种子配对，各组使用自己调出的学习率）随模型规模的变化；"
                     "灰蓝色带为页面声称的 1–2% 提升。右：去掉 warmup 对 Post-Norm 的代价比对 Pre-Norm 多出多少，"
                     "随深度的变化。误差线为 95% 置信区间。"),
-    # norm_cost as drawn (`html.caption_key`): the kernel panels where per-kernel timings are
+    # norm_cost as drawn (`html.figure_caption`): the kernel panels where per-kernel timings are
     # stored (at --size full), the step's panel where a step was timed
-    "norm_cost": ("Time of RMSNorm divided by LayerNorm's, per hidden size d, for each "
-                  "implementation and row count, forward and forward + backward (geometric mean "
-                  "of the paired ratios of interleaved repeats, 95% Student t CI on their "
-                  "logs); right: a whole training step of a small decoder. Below 1 RMSNorm is "
-                  "faster; the dotted line is the page's '7% less'.",
-                  "RMSNorm 与 LayerNorm 耗时之比，按隐藏维度 d、实现方式与行数给出，前向与前向 + 反向（交错重复的逐次配对比值的几何平均，"
-                  "95% 置信区间按对数比值的 Student t 计算）；右：小型解码器的完整训练步。低于 1 表示 RMSNorm 更快；点线为页面所说的"
-                  "“少 7%”。"),
+    "norm_cost": (f"{_KERNELS[0]}; right: a whole training step of a small decoder.{_FASTER[0]}",
+                  f"{_KERNELS[1]}；右：小型解码器的完整训练步。{_FASTER[1]}"),
     "norm_cost:step": ("Time of a whole training step of a small decoder with RMSNorm divided "
-                       "by the same step with LayerNorm, for each path and thread count "
-                       "(geometric mean of the paired ratios of interleaved repeats, 95% "
-                       "Student t CI on their logs); the per-kernel timings by hidden size run "
-                       "at --size full only. Below 1 RMSNorm is faster; the dotted line is the "
-                       "page's '7% less'.",
+                       "by the same step with LayerNorm, for each path and thread count"
+                       f"{_RATIO[0]}; the per-kernel timings by hidden size run at --size full "
+                       f"only.{_FASTER[0]}",
                        "小型解码器使用 RMSNorm 的完整训练步耗时除以使用 LayerNorm 的同一训练步，按实现路径与线程数给出"
-                       "（交错重复的逐次配对比值的几何平均，95% 置信区间按对数比值的 Student t 计算）；"
-                       "按隐藏维度的逐内核计时只在 --size full 运行。低于 1 表示 RMSNorm 更快；点线为页面所说的“少 7%”。"),
-    "norm_cost:kernels": ("Time of RMSNorm divided by LayerNorm's, per hidden size d, for each "
-                          "implementation and row count, forward and forward + backward "
-                          "(geometric mean of the paired ratios of interleaved repeats, 95% "
-                          "Student t CI on their logs). Below 1 RMSNorm is faster; the dotted "
-                          "line is the page's '7% less'.",
-                          "RMSNorm 与 LayerNorm 耗时之比，按隐藏维度 d、实现方式与行数给出，前向与前向 + 反向"
-                          "（交错重复的逐次配对比值的几何平均，95% 置信区间按对数比值的 Student t 计算）。"
-                          "低于 1 表示 RMSNorm 更快；点线为页面所说的“少 7%”。"),
+                       f"{_RATIO[1]}；按隐藏维度的逐内核计时只在 --size full 运行。{_FASTER[1]}"),
+    "norm_cost:kernels": (f"{_KERNELS[0]}.{_FASTER[0]}", f"{_KERNELS[1]}。{_FASTER[1]}"),
     "placement_training": ("Training loss of pre-, post- (and sandwich-) norm models without "
                        "gradient clipping, one line per run, one panel per depth, each arm at "
                        "its own tuned peak learning rate; line style = warmup steps, × = the "
@@ -461,7 +444,7 @@ CAPTIONS: dict[str, tuple[str, str]] = {
                 "needle depths and seeds; n/a = the scheme cannot run at that length).",
                 "各位置编码方案在不同上下文长度下的 passkey 检索准确率（对插入深度与种子取均值；n/a 表示"
                 "该方案无法在此长度运行）。"),
-    # rope_relative_error as drawn (`html.caption_key`): by dtype where the position suite's
+    # rope_relative_error as drawn (`html.figure_caption`): by dtype where the position suite's
     # relative-error run is stored (at --size full), else the float64 reference alone
     "rope_relative_error": ("RoPE's relative-position identity in floating point: max "
                             "|q_m·k_n − q_(m+s)·k_(n+s)| for random q, k against the shift s, "

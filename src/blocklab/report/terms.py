@@ -1,17 +1,15 @@
 """The report's statistical words, each defined where it stands.
 
 `TERMS` holds, per term, the words that name it on the page and a short definition, in English
-and Chinese (condensed from docs/glossary.md). `define_terms(page, lang)` marks the first use
+and Chinese (condensed from docs/glossary.md). `define_terms(page, lang)` links the first use
 of each term in every part of the page a reader may land in (a <section>, a claim's
-<article>, a <details> when opened) as a link to the term's entry in the page's own list of
-terms, with its definition as the link's hover title:
+<article>, a <details>) to the term's entry in the page's terms section, its definition the
+link's hover title:
 
     ... the 98.4% <a class="term" href="#term-interval" title="Confidence interval: ...">CI</a>
 
-The page is one self-contained file, so the definitions travel in it; its terms section
-(`#terms`) names docs/glossary.md for the rest. Words in code, links, headings, folded
-summaries, tables' headers, preformatted numbers and the verdict chips (which carry their
-verdict's definition already) are left as they are.
+Words in code, links, headings, summaries, table headers, preformatted numbers and the
+verdict chips (which carry their own definition) are left as they are.
 """
 
 from __future__ import annotations
