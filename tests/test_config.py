@@ -7,7 +7,6 @@ import pytest
 from blocklab.config import FFNS, ModelConfig, gated_ffn_width
 from blocklab.errors import ConfigError
 from blocklab.interop.hf_config import from_hf, to_hf
-from blocklab.jsonio import write_atomic
 
 
 def test_defaults_derive_sizes():
@@ -78,21 +77,12 @@ def test_unknown_keys_raise():
         ModelConfig.from_dict({"d_modle": 64})
 
 
-def test_json_round_trip(tmp_path):
+def test_json_round_trip():
     cfg = ModelConfig(d_model=64, n_heads=4, n_kv_heads=2, ffn="geglu", placement="sandwich",
                       rope_scaling={"type": "linear", "factor": 4.0}, name="tiny")
-    path = tmp_path / "cfg.json"
-    cfg.save(path)
-    again = ModelConfig.from_json(path.read_text())
+    again = ModelConfig.from_dict(json.loads(json.dumps(cfg.to_dict())))
     assert again == cfg
     assert again.rope_scaling == {"rope_type": "linear", "factor": 4.0}
-
-
-def test_malformed_json():
-    with pytest.raises(ValueError, match="ModelConfig JSON: malformed JSON"):
-        ModelConfig.from_json("{not json")
-    with pytest.raises(ValueError, match="must be an object"):
-        ModelConfig.from_json("[1, 2]")
 
 
 def test_replace_rederives():
@@ -105,54 +95,6 @@ def test_registry_is_complete():
     gated = {k for k, (g, _) in FFNS.items() if g}
     assert plain == {"relu", "gelu", "gelu_tanh", "silu"}
     assert {"glu", "reglu", "geglu", "swiglu", "bilinear"} <= gated
-
-
-def test_write_atomic_replaces_whole_file(tmp_path):
-    path = tmp_path / "sub" / "x.json"
-    write_atomic(path, "old")
-    write_atomic(path, "new")
-    assert path.read_text() == "new"
-    assert [p.name for p in path.parent.iterdir()] == ["x.json"]
-
-
-V4_LLAMA = {
-    "model_type": "llama", "vocab_size": 128, "hidden_size": 64, "intermediate_size": 96,
-    "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
-    "hidden_act": "silu", "max_position_embeddings": 512, "rms_norm_eps": 1e-5,
-    "rope_theta": 500000.0,
-    "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
-                     "high_freq_factor": 4.0, "original_max_position_embeddings": 64},
-    "tie_word_embeddings": True, "attention_bias": False, "mlp_bias": False,
-}
-
-
-def test_from_hf_v4_and_v5_agree():
-    v5 = {k: v for k, v in V4_LLAMA.items() if k not in ("rope_theta", "rope_scaling")}
-    v5["rope_parameters"] = {"rope_theta": 500000.0, **V4_LLAMA["rope_scaling"]}
-    a, b = from_hf(V4_LLAMA), from_hf(v5)
-    assert a == b
-    assert a.rope_theta == 500000.0 and a.rope_type == "llama3" and a.tie_embeddings
-    assert a.head_dim == 16 and a.n_kv_heads == 2 and a.ffn == "swiglu"
-
-
-def test_v4_type_key_is_accepted():
-    hf = dict(V4_LLAMA, rope_scaling={"type": "linear", "factor": 2.0})
-    assert from_hf(hf).rope_scaling == {"rope_type": "linear", "factor": 2.0}
-
-
-@pytest.mark.parametrize("model_type", ["llama", "mistral", "qwen2", "qwen3"])
-def test_hf_round_trip(model_type):
-    cfg = from_hf(dict(V4_LLAMA, model_type=model_type))
-    hf = to_hf(cfg, model_type)
-    assert from_hf(hf) == cfg
-    json.dumps(hf)  # serialisable as config.json
-
-
-def test_hf_family_specifics():
-    qwen2 = from_hf(dict(V4_LLAMA, model_type="qwen2"))
-    assert qwen2.attn_bias and not qwen2.attn_out_bias
-    qwen3 = from_hf(dict(V4_LLAMA, model_type="qwen3", head_dim=32))
-    assert qwen3.qk_norm and qwen3.head_dim == 32
 
 
 def test_to_hf_refuses_what_the_family_cannot_express():
@@ -168,22 +110,10 @@ def test_from_hf_errors():
     with pytest.raises(ValueError, match=r"unsupported Hugging Face model_type 't5'"):
         from_hf({"model_type": "t5"})
     with pytest.raises(ValueError, match=r"missing 'hidden_size'"):
-        from_hf({k: v for k, v in V4_LLAMA.items() if k != "hidden_size"})
-    with pytest.raises(ValueError, match=r"hidden_act='tanh' is not allowed"):
-        from_hf(dict(V4_LLAMA, hidden_act="tanh"))
+        from_hf({"model_type": "llama", "vocab_size": 128, "intermediate_size": 96,
+                 "num_hidden_layers": 2, "num_attention_heads": 4})
 
 
 def test_wrong_types_are_value_errors():
     with pytest.raises(ValueError, match=r"norm_eps=None is not allowed; expected a finite number"):
         ModelConfig.from_dict({"norm_eps": None})
-
-
-def test_qwen_sliding_window_defaults_off_mistral_on():
-    base = dict(V4_LLAMA, sliding_window=16)
-    assert from_hf(dict(base, model_type="qwen2")).sliding_window is None
-    # Switched on, Qwen windows layers i >= max_window_layers (default 28): none of these 2.
-    assert from_hf(dict(base, model_type="qwen2",
-                                    use_sliding_window=True)).sliding_window is None
-    assert from_hf(dict(base, model_type="qwen2", use_sliding_window=True,
-                        max_window_layers=0)).sliding_window == 16
-    assert from_hf(dict(base, model_type="mistral")).sliding_window == 16

@@ -57,7 +57,7 @@ def test_json_reader_limits_depth_but_not_real_configs(tmp_path):
 def checkpoint(tmp_path):
     import torch
 
-    from blocklab.interop import save_hf
+    from blocklab.interop.hf import save_hf
     from blocklab.nn import DecoderLM
 
     torch.manual_seed(0)
@@ -67,7 +67,7 @@ def checkpoint(tmp_path):
 
 @pytest.mark.parametrize("kind", sorted(DEEP))
 def test_load_hf_config_nested_too_deep(checkpoint, kind):
-    from blocklab.interop import load_hf
+    from blocklab.interop.hf import load_hf
 
     (checkpoint / "config.json").write_text(DEEP[kind])
     with pytest.raises(CheckpointError, match=r"config\.json: JSON nested more than"):
@@ -76,7 +76,7 @@ def test_load_hf_config_nested_too_deep(checkpoint, kind):
 
 @pytest.mark.parametrize("kind", sorted(DEEP))
 def test_load_hf_index_nested_too_deep(checkpoint, kind):
-    from blocklab.interop import load_hf
+    from blocklab.interop.hf import load_hf
 
     (checkpoint / "model.safetensors").rename(checkpoint / "shard-1.safetensors")
     (checkpoint / "model.safetensors.index.json").write_text(DEEP[kind])

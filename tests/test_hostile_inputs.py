@@ -192,7 +192,8 @@ def test_verify_into_a_closed_pipe_is_not_a_failed_check():
 def checkpoint(tmp_path):
     import torch
 
-    from blocklab.interop import from_hf, save_hf
+    from blocklab.interop.hf import save_hf
+    from blocklab.interop.hf_config import from_hf
     from blocklab.nn import DecoderLM
     torch.manual_seed(0)
     cfg = from_hf(LLAMA_HF)
@@ -201,7 +202,7 @@ def checkpoint(tmp_path):
 
 
 def _load(path, **kwargs):
-    from blocklab.interop import load_hf
+    from blocklab.interop.hf import load_hf
     return load_hf(path, **kwargs)
 
 

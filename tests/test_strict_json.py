@@ -9,8 +9,7 @@ import json
 import pytest
 
 from blocklab.cli import main
-from blocklab.config import ModelConfig
-from blocklab.errors import ConfigError, InputError, ResultsError
+from blocklab.errors import InputError, ResultsError
 from blocklab.jsonio import MAX_DEPTH, json_safe, parse_json, read_json
 
 # (text, what the message must say after "source: ")
@@ -74,11 +73,6 @@ def test_read_json_names_the_file(tmp_path):
         read_json(path)
     assert str(err.value) == (f"{path}: key 'hidden_size' is given twice in one object; "
                               "keep one")
-
-
-def test_a_model_config_with_a_key_given_twice_is_refused():
-    with pytest.raises(ConfigError, match="key 'd_model' is given twice"):
-        ModelConfig.from_json('{"d_model": 64, "d_model": 96}')
 
 
 # --- the CLI: a user's config, one line, exit 2 --------------------------------------------------

@@ -1,26 +1,19 @@
 """`ModelConfig`: the one dataclass that describes a model, validated on construction.
 
 Every string choice is resolved through an explicit registry (`FFNS`, `NORMS`, `PLACEMENTS`,
-`POSITIONS`, ...); unknown names and unknown keys raise a one-line `ValueError` naming the field,
-the value and what is allowed. `ModelConfig` converts to and from JSON and Hugging Face
-`config.json` dictionaries (Llama, Mistral, Qwen2, Qwen3 both ways; Gemma, Gemma-2, GPT-2, BERT,
-MPT, ChatGLM and Llama 4 (text) in, for the budget calculator), read as transformers reads them:
-where two keys of one config.json disagree and transformers would silently take one, the read
-fails naming both. This module imports no torch: `blocklab.budget` builds on it.
+`POSITIONS`, ...); unknown names and unknown keys raise a one-line `ConfigError` naming the
+field, the value and what is allowed. Hugging Face config.json in and out is
+`blocklab.interop.hf_config`. This module imports no torch: `blocklab.budget` builds on it.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
-import os
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from blocklab.checks import MAX_SIZE, is_int, real, refusal, shown_value
 from blocklab.errors import ConfigError
-from blocklab.jsonio import parse_json, write_atomic
 from blocklab.reference.ffn import llama_ffn_width
 
 # name -> (gated, activation); the activation acts on the gate branch of a gated FFN.
@@ -234,19 +227,6 @@ class ModelConfig:
             return cls(**data)
         except TypeError as err:  # e.g. "norm_eps": null or a string where a number belongs
             raise ConfigError(f"ModelConfig has a value of the wrong type: {err}") from None
-
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2, sort_keys=True)
-
-    @classmethod
-    def from_json(cls, text: str) -> ModelConfig:
-        data = parse_json(text, "ModelConfig JSON", ConfigError)
-        if not isinstance(data, dict):
-            raise ConfigError(f"ModelConfig JSON must be an object, got {type(data).__name__}")
-        return cls.from_dict(data)
-
-    def save(self, path: str | os.PathLike) -> None:
-        write_atomic(Path(path), self.to_json() + "\n")
 
     def replace(self, **changes: Any) -> ModelConfig:
         """A copy with `changes`. Derived sizes (n_kv_heads, head_dim, d_ff) keep their current

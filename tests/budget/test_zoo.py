@@ -56,7 +56,7 @@ def test_resolve_modelconfig_json(tmp_path):
     from blocklab.config import ModelConfig
 
     cfg = ModelConfig(d_model=64, n_heads=4, n_layers=2, vocab_size=100)
-    cfg.save(tmp_path / "mine.json")
+    (tmp_path / "mine.json").write_text(json.dumps(cfg.to_dict()))
     assert resolve_model(str(tmp_path / "mine.json")).config == cfg
 
 

@@ -27,7 +27,7 @@ def _checkpoint(folder, vocab_size=48):
     import torch
 
     from blocklab.config import ModelConfig
-    from blocklab.interop import save_hf
+    from blocklab.interop.hf import save_hf
     from blocklab.nn import DecoderLM
 
     torch.manual_seed(0)
@@ -130,7 +130,7 @@ def _nan_checkpoint(folder):
         model.layers[0].ffn.gate_proj.weight[0, :3] = float("nan")
         model.layers[1].attention.q_proj.weight[1, 1] = float("inf")
         model.layers[2].ffn.down_proj.weight[0, 0] = float("nan")  # not timed with --layers 2
-    from blocklab.interop import save_hf
+    from blocklab.interop.hf import save_hf
 
     save_hf(model, folder)
 

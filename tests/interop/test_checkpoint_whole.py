@@ -12,7 +12,7 @@ from safetensors.torch import load_file, save_file
 
 from blocklab.config import ModelConfig
 from blocklab.errors import CheckpointError, InputError
-from blocklab.interop import load_hf, save_hf
+from blocklab.interop.hf import load_hf, save_hf
 from blocklab.nn import DecoderLM
 
 pytestmark = pytest.mark.usefixtures("one_thread")

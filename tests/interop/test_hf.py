@@ -12,7 +12,7 @@ from torch.testing import assert_close
 
 from blocklab.config import ModelConfig
 from blocklab.errors import CheckpointError, ConfigError
-from blocklab.interop import blocklab_to_hf_name, hf_to_blocklab_name, load_hf, save_hf
+from blocklab.interop.hf import blocklab_to_hf_name, hf_to_blocklab_name, load_hf, save_hf
 from blocklab.nn import DecoderLM
 from blocklab.nn.position import permute_half_split_to_interleaved
 

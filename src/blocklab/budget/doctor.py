@@ -1,44 +1,24 @@
 """`doctor`: read a model config and flag the troubleshooting cases of page 001.
 
-Each `Finding` has a level (error, warning, info), a stable code, the reason and a suggested fix.
-Checks, in order:
+Each `Finding` has a level (error, warning, info), a stable code, the reason and a suggested
+fix. The checks, in order (absent sizes read as transformers reads them, `hf_config.hf_size`):
 
-- `head-dim`, `kv-heads` (error): n_heads does not divide hidden_size with no head_dim (none
-  written and none by the model type's default), or for a type whose transformers config refuses
-  it whatever head_dim says (llama, gemma2); or n_kv_heads does not divide n_heads. Absent sizes
-  are read as transformers reads them (`blocklab.interop.hf_config.hf_size`). No config can be
-  built, so the other checks are skipped.
-- `q-width` (info): n_heads·head_dim differs from d_model (legal, o_proj maps back; Gemma-2).
-- `context` (error): serving past max_position_embeddings with RoPE and no rope_scaling, or with a
-  learned position table (it has no row there). Page 001: "长上下文质量下降 / RoPE 导致 NaN".
-- `context-scaled` (warning): serving past max_position_embeddings even with rope_scaling; the
-  reason says how many times the original training length that is, and whether it passes 8×
-  (page 001, 避坑指南: beyond 8× quality drops markedly).
-- `rope-base` (warning): the longest RoPE wavelength is shorter than the context. Pair i of a
-  rotary dim r turns at ω_i = θ^(−2i/r); the slowest, i = r/2 − 1, has wavelength
-  λ_max = 2π·θ^((r−2)/r). Past λ_max every pair has wrapped at least once, so no dimension's
-  angle still grows monotonically with distance and far positions alias nearer ones; that is why
-  long-context models raise θ (page 001, 调参建议: 10,000 → 1,000,000; Men et al. 2024, "Base of
-  RoPE Bounds Context Length", arXiv:2405.14591). Scaling that stretches the low frequencies by
-  `factor` (linear, NTK, dynamic, YaRN, Llama-3) multiplies λ_max by that factor.
-- `ffn-ratio` (info, or warning when far out): d_ff/d_model outside the usual range, gated
-  2.5–3.5 (8/3 is the equal-parameter width of a 4·d plain FFN), plain 3.5–4.5 (about 4);
-  prints the memory it costs against the usual ratio (page 001: "FFN 显存占用异常 … d_ff 是
-  d_model 的 8 倍").
-- `post-norm-warmup` (error with --training): post-norm deeper than 12 layers and no warmup in the
-  training options; info without --training (page 001: "训练 loss 不下降 … 检查 warmup 设置，或切换
-  Pre-Norm"; Xiong et al. 2020, arXiv:2002.04745).
-- `untied-head` (warning): an untied lm_head holding more than 15% of the parameters.
-- `tied-checkpoint` (warning) / `missing-head` (error): a tied config whose checkpoint stores
-  lm_head.weight, or an untied config whose checkpoint has none (the head would be random).
-  Needs the checkpoint's safetensors files beside the config.json; only their headers are read.
-- `attention-layout` (info): which layers attend through a sliding window, read as transformers
-  reads it (Qwen2/3's `use_sliding_window`, `max_window_layers` and `layer_types`; Mistral's
-  window on every layer, 4096 when the key is absent; Gemma 2's alternation), or that a window
-  the config names is used by no layer.
-- `default-assumed` (info): a key the config.json leaves out was taken from transformers' default
-  (max_position_embeddings; head_dim and num_key_value_heads where the class default is a number,
-  not derived: Qwen3's head_dim 128, Gemma's 16 key/value heads).
+- `head-dim`, `kv-heads` (error): head arithmetic no config can be built from; the other
+  checks are skipped.
+- `default-assumed` (info): a key left out of config.json, taken from transformers' default.
+- `q-width` (info): n_heads·head_dim differs from d_model (legal; Gemma-2).
+- `attention-layout` (info): which layers a sliding window applies to, or that none does.
+- `context` (error, or less for positions that need no table) and `context-scaled` (warning):
+  serving past max_position_embeddings (page 001: "长上下文质量下降 / RoPE 导致 NaN"; past 8×
+  the original length even with scaling, 避坑指南).
+- `rope-base` (warning): the longest RoPE wavelength is shorter than the context
+  (`rope_longest_wavelength`; Men et al. 2024, arXiv:2405.14591).
+- `ffn-ratio` (info, or warning when far out): d_ff/d_model outside gated 2.5–3.5 or plain
+  3.5–4.5, with the memory it costs against the usual ratio.
+- `post-norm-warmup` (error with --training, else info): post-norm deeper than 12 layers and
+  no warmup (Xiong et al. 2020, arXiv:2002.04745).
+- `untied-head` (warning), `tied-checkpoint` (warning), `missing-head` (error): the lm_head
+  against the config and the checkpoint's safetensors headers beside it.
 """
 
 from __future__ import annotations
@@ -225,7 +205,12 @@ def _context(cfg: ModelConfig, serve_len: int | None) -> list[Finding]:
 
 
 def rope_longest_wavelength(theta: float, rotary_dim: int) -> float:
-    """2π·θ^((r−2)/r): the wavelength, in positions, of the slowest rotary pair."""
+    """2π·θ^((r−2)/r): the wavelength, in positions, of the slowest rotary pair.
+
+    Pair i of a rotary dim r turns at ω_i = θ^(−2i/r); the slowest, i = r/2 − 1, has this
+    wavelength. Past it every pair has wrapped at least once, so far positions alias nearer
+    ones; that is why long-context models raise θ (page 001, 调参建议: 10,000 → 1,000,000).
+    Scaling that stretches the low frequencies by `factor` multiplies it by that factor."""
     return 2 * math.pi * theta ** ((rotary_dim - 2) / rotary_dim)
 
 
@@ -389,9 +374,6 @@ def diagnose(raw: dict[str, Any], *, serve_len: int | None = None, training: boo
     Raises InputError for input that is not a readable config (missing or malformed fields,
     a malformed warmup setting with `training`).
     """
-    if serve_len is not None and (isinstance(serve_len, bool) or not isinstance(serve_len, int)
-                                  or serve_len < 1):
-        raise InputError(f"serve_len must be a positive integer, got {serve_len!r}")
     if training:
         _training_warmup(raw)  # a malformed warmup is bad input, whatever the placement
     found = _structure(raw)

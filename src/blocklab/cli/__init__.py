@@ -30,12 +30,17 @@ import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from typer.core import TyperCommand, TyperGroup
 
 from blocklab.checks import MAX_SIZE, is_int, refusal
 from blocklab.errors import Busy, InputError, Interrupted
+
+if TYPE_CHECKING:
+    from blocklab.experiments.options import RunRequest
 
 
 def _reflowed(text: str | None) -> str | None:
@@ -267,6 +272,28 @@ def chosen_size(size: str | None, tiny: bool = False, quick: bool = False,
     return given[0] if given else "quick"
 
 
+# The fields RunRequest's checks name, as the options that set them.
+_OPTION_OF_FIELD = {"seed offset": "--seed-offset", "precision": "--precision",
+                    "device": "--device"}
+
+
+def run_request(results: str | Path, size: str, seed_offset: int = 0,
+                precision: str = "fp32", budget_s: float | None = 0.0,
+                device: str = "cpu") -> RunRequest:
+    """The command's `RunRequest`, checked by its own rules and nowhere else; a refusal names
+    the option as written (`--seed-offset -1 is not allowed; ...`)."""
+    from blocklab.experiments.options import RunRequest
+
+    try:
+        return RunRequest(Path(results), size, seed_offset, precision, budget_s, device)
+    except InputError as err:
+        text = str(err)
+        field = next((f for f in _OPTION_OF_FIELD if text.startswith(f)), None)
+        if field is None:
+            raise
+        raise InputError(_OPTION_OF_FIELD[field] + text[len(field):]) from None
+
+
 def size_option(option: str, text: str | None) -> int | None:
     """An option's `text` as a size, a positive integer up to MAX_SIZE (None stays None);
     anything else fails with one line naming the option (`budget --seq`, `doctor
@@ -277,23 +304,11 @@ def size_option(option: str, text: str | None) -> int | None:
         value = int(text)
     except ValueError:
         shown = repr(text) if len(text) <= 24 else f"{text[:12]!r}... ({len(text)} chars)"
-        raise fail(f"{option} must be a positive integer, got {shown}") from None
+        raise InputError(f"{option} must be a positive integer, got {shown}") from None
     if not is_int(value):
         shown = str(value) if len(str(value)) <= 24 else f"a {len(str(value))}-digit number"
-        raise fail(f"{option} must be a positive integer (at most {MAX_SIZE}), got {shown}")
+        raise InputError(f"{option} must be a positive integer (at most {MAX_SIZE}), got {shown}")
     return value
-
-
-# Where suite runs execute: the options `suite` and `report` share.
-EXECUTOR_OPTION = typer.Option("process", "--executor", help="process (worker processes on "
-                               "this machine, see --jobs) or ray (each run a Ray task).")
-ADDRESS_OPTION = typer.Option(None, "--address", help="Ray: the cluster to join, auto, "
-                              "HEAD_IP:6379 or local (a new instance here); default: "
-                              "$RAY_ADDRESS, else a cluster running here, else local.")
-CPUS_PER_RUN_OPTION = typer.Option(None, "--cpus-per-run",
-                                   help="Ray: CPUs each run reserves (default: 1).")
-GPUS_PER_RUN_OPTION = typer.Option(None, "--gpus-per-run",
-                                   help="Ray: GPUs each run reserves (default: 0).")
 
 
 def jobs_executor(jobs: int | None):
@@ -305,20 +320,10 @@ def jobs_executor(jobs: int | None):
     return ParallelExecutor(usable_cores() if jobs is None else check_threads(jobs, "--jobs"))
 
 
-DEVICE_OPTION = typer.Option("cpu", "--device",
-                             help="Where the models train: cpu, cuda or cuda:<index> (on a "
-                                  "GPU, bf16 is the same mixed precision on its bf16 units and "
-                                  "attention is PyTorch's fused kernel). Runs on cuda go one "
-                                  "after another in this process; each records its device.")
-
-
 def check_device_option(device: str, jobs: int | None) -> None:
-    """`--device` named right and present on this machine, before any work (exit 2 with one
-    line otherwise); on a GPU the runs share it one after another, so --jobs above 1 is
-    refused there."""
-    from blocklab.experiments.options import check_device_name
-
-    check_device_name(device, "--device")
+    """`--device` (a name `run_request` has checked) present on this machine, before any work
+    (exit 2 with one line otherwise); on a GPU the runs share it one after another, so --jobs
+    above 1 is refused there."""
     if device == "cpu":
         return
     if jobs is not None and jobs != 1:
@@ -341,7 +346,7 @@ def warn_if_bf16_emulated(precision: str, device: str = "cpu") -> None:
 
 
 def chosen_executor(kind: str, jobs: int | None, address: str | None, cpus: float | None,
-              gpus: float | None):
+                    gpus: float | None):
     """A `ParallelExecutor` (--jobs worker processes here) or a `RayExecutor` from the flags."""
     if kind == "process":
         given = [flag for flag, value in (("--address", address), ("--cpus-per-run", cpus),
@@ -360,12 +365,6 @@ def chosen_executor(kind: str, jobs: int | None, address: str | None, cpus: floa
                        num_gpus=0 if gpus is None else gpus)
 
 
-NO_WAIT_OPTION = typer.Option(False, "--no-wait",
-                              help="If another blocklab process is running a suite in the "
-                                   "same results folder, stop with an error instead of "
-                                   "waiting for it.")
-
-
 class Stopped(Exception):
     """Ctrl-C stopped a command, with what it kept: `main` prints it and returns 130 (typer
     answers a KeyboardInterrupt with 130 and no word, so commands re-raise it as this)."""
@@ -373,11 +372,6 @@ class Stopped(Exception):
 
 def stop_interrupted(stopped: Interrupted) -> Stopped:
     return Stopped(_one_line(stopped))
-
-
-def fail(message: str) -> InputError:
-    """The InputError to raise for bad input noticed by a command (one line, exit code 2)."""
-    return InputError(message)
 
 
 def _register() -> None:

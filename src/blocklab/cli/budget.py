@@ -10,7 +10,9 @@ import re
 import typer
 
 from blocklab.checks import refusal
-from blocklab.cli import app, console, fail, size_option
+from blocklab.cli import app, console, size_option
+from blocklab.cli import options as opt
+from blocklab.errors import InputError
 from blocklab.jsonio import output_json
 
 DEFAULT_SEQ = 4096
@@ -27,7 +29,7 @@ def budget(
     batch_text: str = typer.Option(None, "--batch", metavar="B",
                                    help=f"Batch size (default {DEFAULT_BATCH}; 2 with --sweep)."),
     dtype: str = typer.Option("bf16", "--dtype", help=f"Weight dtype: {', '.join(DTYPES)}."),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables."),
+    as_json: bool = opt.JSON,
     no_causal: bool = typer.Option(False, "--no-causal",
                                    help="Count all T² attention scores instead of T(T+1)/2."),
     list_: bool = typer.Option(False, "--list", help="List the zoo models."),
@@ -45,21 +47,22 @@ def budget(
     if dtype not in DTYPES:
         raise refusal(f"--dtype {dtype!r}", f"one of {', '.join(DTYPES)}")
     if plot is not None and not sweep_:
-        raise fail("--plot needs --sweep")
+        raise InputError("--plot needs --sweep")
     if plot is not None:
         from blocklab.cli.paths import output_file
 
         output_file(plot, "--plot")  # before any work: the figure's folder, names, rights
     if list_ or sweep_:
         if model is not None:
-            raise fail(f"{'--list' if list_ else '--sweep'} takes no MODEL (got {model!r})")
+            raise InputError(f"{'--list' if list_ else '--sweep'} takes no MODEL (got {model!r})")
         if list_:
             _list(as_json)
         else:
             _sweep(seq, batch, as_json, plot)
         return
     if model is None:
-        raise fail("missing MODEL: a zoo name (see `blocklab budget --list`) or a config.json path")
+        raise InputError("missing MODEL: a zoo name (see `blocklab budget --list`) or a "
+                         "config.json path")
 
     from blocklab.budget import model_budget, resolve_model
 

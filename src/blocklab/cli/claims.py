@@ -1,7 +1,7 @@
 """`blocklab claims`: the ledger of the pages' claims, each with a verdict and its evidence.
 
-The options that name what to read (--results, --size, --seed-offset, --precision) are checked
-and turned into one `RunRequest`, which the ledger's `Context` reads.
+The options that name what to read (--results, --size, --seed-offset, --precision) become one
+`RunRequest`, checked once, which the ledger's `Context` reads.
 """
 
 from __future__ import annotations
@@ -10,7 +10,9 @@ from pathlib import Path
 
 import typer
 
-from blocklab.cli import app, check_shows_chinese, chosen_size, console, fail, json_text
+from blocklab.cli import app, check_shows_chinese, chosen_size, console, json_text, run_request
+from blocklab.cli import options as opt
+from blocklab.errors import InputError
 
 
 def verdict_style(verdict: str) -> str:
@@ -34,7 +36,7 @@ def verdict_text(verdict: str, zh: bool) -> str:
 @app.command()
 def claims(
     ids: list[str] = typer.Argument(None, help="Claim ids (C01 … C36); all when omitted."),
-    as_json: bool = typer.Option(False, "--json", help="Print the ledger as JSON."),
+    as_json: bool = opt.JSON,
     lang: str = typer.Option(None, "--lang", help="en or zh (default: from the locale). zh "
                              "needs an output encoding that can show Chinese, such as UTF-8; "
                              "in one that cannot (PYTHONIOENCODING=ascii) it is refused, and "
@@ -42,13 +44,11 @@ def claims(
     results: str = typer.Option(None, "--results", help="Folder of suite results (from "
                                 "blocklab suite/report; default: runs, where a missing folder "
                                 "reads as results not run yet)."),
-    size: str = typer.Option(None, "--size", help="Which suite results to read: tiny, "
-                                                  "quick (the default) or full."),
-    tiny: bool = typer.Option(False, "--tiny", help="Shortcut for --size tiny."),
-    quick: bool = typer.Option(False, "--quick", help="Shortcut for --size quick."),
-    full: bool = typer.Option(False, "--full", help="Shortcut for --size full."),
-    seed_offset: int = typer.Option(0, "--seed-offset",
-                                    help="Read the suites run with --seed-offset K."),
+    size: str = opt.SIZE,
+    tiny: bool = opt.TINY,
+    quick: bool = opt.QUICK,
+    full: bool = opt.FULL,
+    seed_offset: int = opt.SEED_OFFSET,
     precision: str = typer.Option("fp32", "--precision",
                                   help="Read the suites whose models trained in this precision "
                                        "(fp32 or bf16, as `blocklab suite --precision`); a suite "
@@ -70,22 +70,19 @@ def claims(
     """
     from blocklab.claims import Context, run_claims
     from blocklab.claims.lang import resolve_lang
-    from blocklab.experiments.options import RunRequest, check_seed_offset
-    from blocklab.precision import check_precision
 
     language = resolve_lang(lang)
     size = chosen_size(size, tiny, quick, full)
     # Bad input: exit 2 here, before any check runs, not an error inside every check.
-    check_seed_offset(seed_offset, "--seed-offset")
-    check_precision(precision, "--precision")
+    request = run_request(results or "runs", size, seed_offset, precision)
     wanted = claim_ids(ids)
     if language == "zh" and not as_json:  # before any check runs
         check_shows_chinese("--lang zh" if lang else "the locale's language, zh")
     if rules_only:
         print_rules(wanted, size, as_json, language)
         return
-    # What every check reads, built once.
-    context = Context(RunRequest(results_folder(results, size), size, seed_offset, precision))
+    check_results(results, size)
+    context = Context(request)  # what every check reads
     rows = run_claims(wanted, context)
     if as_json:
         typer.echo(json_text([r.to_dict() for r in rows], indent=1))
@@ -118,21 +115,21 @@ def print_stored_elsewhere(rows, context, lang: str) -> None:
                       markup=False)
 
 
-def results_folder(results: str | None, size: str = "quick") -> Path:
-    """The folder `--results` names: it must be a folder; one that does not exist is a typo
-    unless it is the default (runs), which reads as nothing run yet."""
+def check_results(results: str | None, size: str = "quick") -> None:
+    """`--results` names a folder; one that does not exist is a typo unless it is the default
+    (runs), which reads as nothing run yet."""
     if results is None:
-        return Path("runs")
+        return
     if not results.strip():
-        raise fail("--results '' is empty; expected a folder of suite results (default: runs)")
+        raise InputError("--results '' is empty; expected a folder of suite results (default: "
+                         "runs)")
     folder = Path(results)
     if folder.exists() and not folder.is_dir():
-        raise fail(f"--results {results!r} is a file; expected a folder of suite results "
-                   "(written by `blocklab suite` or `blocklab report`)")
+        raise InputError(f"--results {results!r} is a file; expected a folder of suite results "
+                         "(written by `blocklab suite` or `blocklab report`)")
     if not folder.exists():
-        raise fail(f"--results {results!r}: no such folder; check the spelling, or run "
-                   f"`blocklab report --size {size} --results {results}` to fill it")
-    return folder
+        raise InputError(f"--results {results!r}: no such folder; check the spelling, or run "
+                         f"`blocklab report --size {size} --results {results}` to fill it")
 
 
 def claim_ids(ids: list[str] | None) -> list[str] | None:
@@ -145,11 +142,11 @@ def claim_ids(ids: list[str] | None) -> list[str] | None:
     known = claim_sources()
     unknown = [i for i in ids if i.upper() not in known]
     if unknown:
-        raise fail(f"unknown claim id(s) {unknown}; allowed: C01 … C{len(known):02d}")
+        raise InputError(f"unknown claim id(s) {unknown}; allowed: C01 … C{len(known):02d}")
     upper = [i.upper() for i in ids]
     repeated = [i for n, i in enumerate(ids) if upper[n] in upper[:n]]
     if repeated:
-        raise fail(f"claim id(s) {repeated} asked for more than once; name each once")
+        raise InputError(f"claim id(s) {repeated} asked for more than once; name each once")
     return upper
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import typer
 
 from blocklab.cli import app, console, json_text, size_option
+from blocklab.cli import options as opt
 from blocklab.errors import InputError
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
@@ -25,7 +26,7 @@ def doctor(
                                        "warmup_steps, num_warmup_steps, lr_warmup_steps, "
                                        "warmup_iters or warmup_ratio, top level or under "
                                        "\"training\")."),
-    as_json: bool = typer.Option(False, "--json", help="Print the findings as JSON."),
+    as_json: bool = opt.JSON,
 ) -> None:
     """Flag config problems: context past training without RoPE scaling, RoPE base too small,
     unusual FFN ratio, post-norm at depth without warmup, head arithmetic, tied/untied heads.

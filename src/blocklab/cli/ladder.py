@@ -12,19 +12,15 @@ unless given; with `--device cuda` the rungs train on the GPU in bf16, one run a
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import typer
 
 from blocklab.checks import refusal
-from blocklab.cli import (
-    DEVICE_OPTION,
-    app,
-    check_device_option,
-    console,
-    fail,
-    jobs_executor,
-)
+from blocklab.cli import app, check_device_option, console, jobs_executor, run_request
+from blocklab.cli import options as opt
+from blocklab.errors import InputError
 
 PRECISIONS = ("auto", "fp32", "bf16")
 # The quick rung again in float32, for the ladder's precision check
@@ -36,10 +32,7 @@ CHECK = "quick (fp32)"
 def ladder(
     claim: str = typer.Argument("C16", help="The claim whose ladder to run: C16, C18, C19, C21 "
                                 "or C30 (C21 and C30 share the position suite's rungs)."),
-    results: str = typer.Option("runs", "--results", metavar="DIR",
-                                 help="Results folder, shared with `suite`, `claims` and "
-                                      "`report` (resumable); the ladder's own files go to "
-                                      "DIR/ladder/."),
+    results: str = opt.RESULTS,
     plan: bool = typer.Option(False, "--plan", help="Price every rung on this machine (a few "
                               "seconds of calibration each) and run nothing."),
     budget: float = typer.Option(None, "--budget", metavar="MINUTES",
@@ -49,14 +42,11 @@ def ladder(
     precision: str = typer.Option("auto", "--precision",
                                   help="auto (each rung in whichever of fp32 and bf16 trains "
                                        "its shape faster on this CPU), fp32 or bf16."),
-    seed_offset: int = typer.Option(0, "--seed-offset",
-                                    help="Seeds K, K+1, … instead of 0, 1, …"),
-    jobs: int = typer.Option(None, "--jobs", "-j",
-                             help="Runs at once in worker processes (default: the usable "
-                                  "cores)."),
-    as_json: bool = typer.Option(False, "--json", help="Print the ladder as JSON."),
-    no_progress: bool = typer.Option(False, "--no-progress", help="Hide the progress bar."),
-    device: str = DEVICE_OPTION,
+    seed_offset: int = opt.SEED_OFFSET,
+    jobs: int = opt.JOBS,
+    as_json: bool = opt.JSON,
+    no_progress: bool = opt.NO_PROGRESS,
+    device: str = opt.DEVICE,
 ) -> None:
     """Measure a claim on a ladder of sizes: the same registered comparison at 1×, 2×, 4× and
     8× the quick size's training compute (C16, C19: every arm tuned at every rung; C18,
@@ -69,16 +59,18 @@ def ladder(
     60[/bold]
     """
     from blocklab.claims.registry import LADDER_CLAIMS
-    from blocklab.experiments.options import RunOptions, RunRequest, check_seed_offset
+    from blocklab.experiments.options import RunOptions
 
     if claim not in LADDER_CLAIMS:
-        raise fail(f"claim {claim!r} has no ladder; allowed: {list(LADDER_CLAIMS)}")
+        raise InputError(f"claim {claim!r} has no ladder; allowed: {list(LADDER_CLAIMS)}")
     if precision not in PRECISIONS:
         raise refusal(f"--precision {precision!r}", f"one of {list(PRECISIONS)}")
     if budget is not None and not (budget >= 0 and budget < float("inf")):
         raise refusal(f"--budget {budget!r}", "minutes, a finite number >= 0")
-    check_seed_offset(seed_offset, "--seed-offset")
-    if not plan:  # where the rungs will train: named right and present here
+    # budget_s None: each rung runs its whole registered plan, every look; the rungs' requests
+    # are this one at each size, in the precision chosen below.
+    request = run_request(results, "quick", seed_offset, device=device, budget_s=None)
+    if not plan:  # where the rungs will train: present here
         check_device_option(device, jobs)
     run_on = jobs_executor(1 if device != "cpu" else jobs)  # --jobs checked before any work
     from blocklab.claims.catalogue import SUITE_OF
@@ -112,12 +104,10 @@ def ladder(
     one = _precision(suite, SIZES[-1], precision, device)  # the top rung's shape decides
     chosen = dict.fromkeys(SIZES, one)
     workers = 1 if device != "cpu" else usable_cores() if jobs is None else jobs
-    # budget_s None: each rung runs its whole registered plan, every look
-    requests = {size: RunRequest(out, size, seed_offset, chosen[size], device=device,
-                                 budget_s=None) for size in SIZES}
+    request = replace(request, results=out, device=device)
+    requests = {size: replace(request, size=size, precision=chosen[size]) for size in SIZES}
     if claim in PRECISION_CHECKED and chosen["quick"] == "bf16":  # the quick rung in fp32 too
-        requests[CHECK] = RunRequest(out, "quick", seed_offset, "fp32", device=device,
-                                     budget_s=None)
+        requests[CHECK] = request
     prices = _prices(requests, suite.name, workers)
     _print_plan(suite.name, requests, prices, workers, device)
     if plan:

@@ -10,7 +10,9 @@ from pathlib import Path
 import typer
 
 from blocklab.checks import refusal
-from blocklab.cli import app, console, fail
+from blocklab.cli import app, console
+from blocklab.cli import options as opt
+from blocklab.errors import InputError
 from blocklab.jsonio import output_json
 
 MAX_REPEATS = 1000  # a timing of hours at most, even for the largest shapes allowed
@@ -30,7 +32,7 @@ def quantize(
                                 "a speed-up's interval needs two paired repeats)."),
     compile: bool = typer.Option(False, "--compile", help="Time torch.compile'd models too."),
     threads: int = typer.Option(1, "--threads", help="torch CPU threads."),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+    as_json: bool = opt.JSON,
 ) -> None:
     """Time every int8 scheme (ffn / attention / all × weight-only / dynamic, by torchao).
 
@@ -46,13 +48,13 @@ def quantize(
         raise refusal(f"--seq {seq}", "lengths in [1, 8192]")
     twice = sorted({t for t in seq if seq.count(t) > 1})
     if twice:
-        raise fail(f"--seq {twice[0]} is given {seq.count(twice[0])} times; expected distinct "
-                   "lengths")
+        raise InputError(f"--seq {twice[0]} is given {seq.count(twice[0])} times; expected "
+                         "distinct lengths")
     if repeats > MAX_REPEATS:
         raise refusal(f"--repeats {repeats}", f"an integer in [2, {MAX_REPEATS}]")
     if not model.strip():
-        raise fail(f"MODEL {model!r} is empty; expected a zoo name (`blocklab budget --list`), "
-                   "a config.json or a Hugging Face checkpoint folder")
+        raise InputError(f"MODEL {model!r} is empty; expected a zoo name (`blocklab budget "
+                         "--list`), a config.json or a Hugging Face checkpoint folder")
     from blocklab.budget import count_params, resolve_model
     from blocklab.experiments.int8_measurements import (
         check_timing_fits,
@@ -66,17 +68,17 @@ def quantize(
     path = Path(model)
     checkpoint = path.is_dir()
     if checkpoint and d_model is not None:
-        raise fail(f"--d-model {d_model} is not allowed with the checkpoint {model}: real "
-                   "weights cannot be narrowed; drop --d-model, or pass "
-                   f"{path / 'config.json'} to time random weights of a narrower shape")
+        raise InputError(f"--d-model {d_model} is not allowed with the checkpoint {model}: "
+                         "real weights cannot be narrowed; drop --d-model, or pass "
+                         f"{path / 'config.json'} to time random weights of a narrower shape")
     if checkpoint and (path / "config.json").is_file() and not checkpoint_files(path):
-        raise fail(f"MODEL {model} has no *.safetensors weights; expected a Hugging Face "
-                   f"checkpoint folder, or pass {path / 'config.json'} to time random weights "
-                   "of its shape")
+        raise InputError(f"MODEL {model} has no *.safetensors weights; expected a Hugging Face "
+                         f"checkpoint folder, or pass {path / 'config.json'} to time random "
+                         "weights of its shape")
     resolved = resolve_model(str(path / "config.json") if checkpoint else model)
     if layers > resolved.config.n_layers:
-        raise fail(f"--layers {layers} is more than the {resolved.config.n_layers} layers of "
-                   f"{resolved.label}; expected 1 to {resolved.config.n_layers}")
+        raise InputError(f"--layers {layers} is more than the {resolved.config.n_layers} layers "
+                         f"of {resolved.label}; expected 1 to {resolved.config.n_layers}")
     options = " ".join([f"--layers {layers}", *([] if d_model is None else
                                                  [f"--d-model {d_model}"]),
                         *[f"--seq {t}" for t in seq]])

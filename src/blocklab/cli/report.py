@@ -1,7 +1,7 @@
 """`blocklab report`: run the missing suite results, then write one self-contained HTML page.
 
-The options are checked and turned into one `RunRequest` (results folder, size, seed offset,
-precision, budget, device) before any work; that request is passed whole to the suites
+The options become one `RunRequest` (results folder, size, seed offset, precision, budget,
+device), checked once, before any work; that request is passed whole to the suites
 (`run_suites`), the plan of work (`price_plan`, `run_looks`), the estimate (`--plan`)
 and the report (`build_report`), so each reads and runs the same thing.
 """
@@ -16,19 +16,15 @@ import typer
 
 from blocklab.checks import refusal
 from blocklab.cli import (
-    ADDRESS_OPTION,
-    CPUS_PER_RUN_OPTION,
-    DEVICE_OPTION,
-    EXECUTOR_OPTION,
-    GPUS_PER_RUN_OPTION,
-    NO_WAIT_OPTION,
     app,
     check_device_option,
     chosen_executor,
     chosen_size,
+    run_request,
     stop_interrupted,
     warn_if_bf16_emulated,
 )
+from blocklab.cli import options as opt
 from blocklab.cli.paths import NotWritable, output_folder
 from blocklab.errors import InputError
 
@@ -38,22 +34,16 @@ if TYPE_CHECKING:
 
 @app.command()
 def report(
-    size: str = typer.Option(None, "--size", help="tiny, quick (the default) or full."),
-    tiny: bool = typer.Option(False, "--tiny", help="Shortcut for --size tiny (runs in seconds)."),
-    quick: bool = typer.Option(False, "--quick", help="Shortcut for --size quick."),
-    full: bool = typer.Option(False, "--full", help="Shortcut for --size full."),
-    jobs: int = typer.Option(None, "--jobs", "-j",
-                             help="Suite runs at once in worker processes, each single-threaded "
-                                  "(default: the usable cores); timed runs run alone."),
+    size: str = opt.SIZE,
+    tiny: bool = opt.TINY,
+    quick: bool = opt.QUICK,
+    full: bool = opt.FULL,
+    jobs: int = opt.JOBS,
     out: str = typer.Option("report", "--out", metavar="DIR",
                              help="Folder for index.html and report.json."),
-    results: str = typer.Option("runs", "--results", metavar="DIR",
-                                 help="Folder of suite results, shared with `blocklab suite` and "
-                                      "`blocklab claims` (resumable)."),
+    results: str = opt.RESULTS,
     lang: str = typer.Option(None, "--lang", help="en or zh (default: from the locale)."),
-    seed_offset: int = typer.Option(0, "--seed-offset",
-                                    help="Suites run seeds K, K+1, … instead of 0, 1, … (a "
-                                         "disjoint set, kept in its own results folder)."),
+    seed_offset: int = opt.SEED_OFFSET,
     precision: str = typer.Option("fp32", "--precision",
                                   help="fp32 or bf16: run and read the suites whose models "
                                        "train in this precision (norm-cost and quantize, "
@@ -61,12 +51,12 @@ def report(
                                        "seeds only (--budget adds float32 seeds)."),
     no_run: bool = typer.Option(False, "--no-run",
                                 help="Render what is stored; run no suite."),
-    no_progress: bool = typer.Option(False, "--no-progress", help="Hide the progress bars."),
-    no_wait: bool = NO_WAIT_OPTION,
-    executor: str = EXECUTOR_OPTION,
-    address: str = ADDRESS_OPTION,
-    cpus_per_run: float = CPUS_PER_RUN_OPTION,
-    gpus_per_run: float = GPUS_PER_RUN_OPTION,
+    no_progress: bool = opt.NO_PROGRESS,
+    no_wait: bool = opt.NO_WAIT,
+    executor: str = opt.EXECUTOR,
+    address: str = opt.ADDRESS,
+    cpus_per_run: float = opt.CPUS_PER_RUN,
+    gpus_per_run: float = opt.GPUS_PER_RUN,
     plan: bool = typer.Option(False, "--plan",
                               help="Run nothing: count the runs still missing and estimate "
                                    "their time on this machine."),
@@ -76,7 +66,7 @@ def report(
                                       "fits, and the report names the looks it cut (default: "
                                       "tiny 0, the first look; quick and full: the whole "
                                       "plan)."),
-    device: str = DEVICE_OPTION,
+    device: str = opt.DEVICE,
 ) -> None:
     """Write OUT/index.html (plots embedded, opens from disk) and OUT/report.json: the claims
     ledger, the FFN, normalization, placement, position and deployment sections.
@@ -102,33 +92,28 @@ def report(
     Example: [bold]blocklab report --tiny --out report --lang zh[/bold]
     """
     from blocklab.claims.lang import resolve_lang
-    from blocklab.experiments.options import RunRequest, check_seed_offset
-    from blocklab.precision import check_precision
     from blocklab.report.build import build_report
 
     size = chosen_size(size, tiny, quick, full)
     language = resolve_lang(lang)
-    check_seed_offset(seed_offset, "--seed-offset")
-    check_precision(precision, "--precision")
-    if not (no_run or plan):  # where models will train: named right and present here
+    running = not (no_run or plan)
+    if precision == "bf16" and budget:
+        raise InputError("--budget adds seeds to the float32 runs the ledger grades; leave it "
+                         "out with --precision bf16 (the planned seeds run)")
+    # What to run and read, built once: the suites, the sequential design, the estimate and
+    # the report are all handed this one request.
+    request = run_request(results, size, seed_offset, precision,
+                          0.0 if precision != "fp32" else budget_seconds(budget, size),
+                          device if running else "cpu")
+    if running:  # where models will train: present here
         check_device_option(device, jobs if executor == "process" else None)
         if device != "cpu" and executor == "process":
             jobs = 1
-    if precision != "fp32" and budget:
-        from blocklab.cli import fail
-
-        raise fail("--budget adds seeds to the float32 runs the ledger grades; leave it out "
-                   "with --precision bf16 (the planned seeds run)")
-    budget_s = 0.0 if precision != "fp32" else budget_seconds(budget, size)
-    # What to run and read, built once: the suites, the sequential design, the estimate and
-    # the report are all handed this one request.
-    request = RunRequest(Path(results), size, seed_offset, precision, budget_s,
-                         "cpu" if no_run or plan else device)
     run_on = chosen_executor(executor, jobs, address, cpus_per_run, gpus_per_run)
     # Before any work: --out (unless --plan, which writes nothing) and, where suites will
     # run, every folder they write under --results.
     out_path = None if plan else output_folder(out, "--out", ["index.html", "report.json"])
-    if no_run or plan:
+    if not running:
         read_results(results)
     else:
         try:
@@ -210,13 +195,11 @@ def every_run_stored(request: RunRequest) -> bool:
 
 def read_results(results: str) -> Path:
     """--results when only read (--no-run, --plan): a folder, or missing (no results yet)."""
-    from blocklab.cli import fail
-
     if not results.strip():
-        raise fail(f"--results {results!r} is empty; expected a folder of suite results")
+        raise InputError(f"--results {results!r} is empty; expected a folder of suite results")
     path = Path(results)
     if path.exists() and not path.is_dir():
-        raise fail(f"--results {results!r} is a file; expected a folder of suite results")
+        raise InputError(f"--results {results!r} is a file; expected a folder of suite results")
     return path
 
 

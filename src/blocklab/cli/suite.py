@@ -2,25 +2,23 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import typer
 
 from blocklab.cli import (
-    ADDRESS_OPTION,
-    CPUS_PER_RUN_OPTION,
-    DEVICE_OPTION,
-    EXECUTOR_OPTION,
-    GPUS_PER_RUN_OPTION,
-    NO_WAIT_OPTION,
     app,
     check_device_option,
     chosen_executor,
     chosen_size,
     console,
+    run_request,
     stop_interrupted,
     warn_if_bf16_emulated,
 )
+from blocklab.cli import options as opt
+from blocklab.errors import InputError
 from blocklab.experiments.suites import SUITE_MODULES
 
 if TYPE_CHECKING:
@@ -34,13 +32,11 @@ def suite(
                              "norm-cost, placement and position also rung1, rung2, rung3 (the "
                              "quick comparison at 2×, 4×, 8× its training compute: "
                              "`blocklab ladder`)."),
-    quick: bool = typer.Option(False, "--quick", help="Shortcut for --size quick."),
-    full: bool = typer.Option(False, "--full", help="Shortcut for --size full."),
-    tiny: bool = typer.Option(False, "--tiny", help="Shortcut for --size tiny (runs in seconds)."),
+    quick: bool = opt.QUICK,
+    full: bool = opt.FULL,
+    tiny: bool = opt.TINY,
     seeds: int = typer.Option(None, "--seeds", help="Seeds per arm (default depends on size)."),
-    seed_offset: int = typer.Option(0, "--seed-offset",
-                                    help="Run seeds K, K+1, … instead of 0, 1, … (a disjoint "
-                                         "set, kept in its own results folder)."),
+    seed_offset: int = opt.SEED_OFFSET,
     precision: str = typer.Option("fp32", "--precision",
                                   help="fp32, or bf16 (bfloat16 compute, float32 weights and "
                                        "optimizer state) for the suites that train models: "
@@ -48,27 +44,23 @@ def suite(
                                        "results folder (<size>+bf16). auto: whichever of the "
                                        "two trains the suite's shape faster on this CPU "
                                        "(timed once, kept; says which and why)."),
-    out: str = typer.Option("runs", "--results", metavar="DIR",
-                             help="Results folder, shared with `report` and `claims` "
-                                  "(resumable)."),
+    out: str = opt.RESULTS,
     old_out: str = typer.Option(None, "--out", hidden=True,
                                  help="Deprecated spelling of --results."),
-    jobs: int = typer.Option(None, "--jobs", "-j",
-                             help="Runs at once in worker processes, each single-threaded "
-                                  "(default: the usable cores); timed runs run alone."),
-    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
-    no_progress: bool = typer.Option(False, "--no-progress", help="Hide the progress bar."),
-    no_wait: bool = NO_WAIT_OPTION,
-    executor: str = EXECUTOR_OPTION,
-    address: str = ADDRESS_OPTION,
-    cpus_per_run: float = CPUS_PER_RUN_OPTION,
-    gpus_per_run: float = GPUS_PER_RUN_OPTION,
+    jobs: int = opt.JOBS,
+    as_json: bool = opt.JSON,
+    no_progress: bool = opt.NO_PROGRESS,
+    no_wait: bool = opt.NO_WAIT,
+    executor: str = opt.EXECUTOR,
+    address: str = opt.ADDRESS,
+    cpus_per_run: float = opt.CPUS_PER_RUN,
+    gpus_per_run: float = opt.GPUS_PER_RUN,
     budget: float = typer.Option(None, "--budget", metavar="MINUTES",
                                  help="Then run the plan's further looks for the claim parts "
                                       "this suite leaves undecided: its whole looks from the "
                                       "first while their price here fits in this many minutes "
                                       "(as `report --budget`)."),
-    device: str = DEVICE_OPTION,
+    device: str = opt.DEVICE,
 ) -> None:
     """Run a suite of seeded experiments; runs stored under --results are reused when their
     provenance matches this code and machine, and run again otherwise.
@@ -83,7 +75,11 @@ def suite(
     Example: [bold]blocklab suite ffn --size quick --seeds 2 --results runs --jobs 2[/bold]
     """
     size = chosen_size(size, tiny, quick, full, rungs=True)
+    from blocklab.claims.sequential import recorded_rules
+    from blocklab.cli.paths import results_folder
+    from blocklab.cli.report import budget_seconds, run_with_budget
     from blocklab.errors import Interrupted
+    from blocklab.experiments.options import RunOptions
     from blocklab.experiments.suites import get_suite, run_suite
     from blocklab.experiments.suites.base import SuiteIncomplete
 
@@ -92,29 +88,27 @@ def suite(
         # `report --out` names the HTML folder; one word, one meaning: --results everywhere.
         typer.echo("warning: `suite --out` is deprecated and will be removed; use --results "
                    "(the results folder in every command)", err=True)
-    from blocklab.experiments.options import RunOptions, RunRequest, check_seed_offset
-
-    check_seed_offset(seed_offset, "--seed-offset")
+    # The same options as one request, checked once, for the sequential design (--budget) and
+    # the rules recorded beside the runs; 0 s of budget without --budget: the planned seeds.
+    request = run_request(out if old_out is None else old_out, size, seed_offset,
+                          "fp32" if precision == "auto" else precision,
+                          0.0 if budget is None else budget_seconds(budget, size), device)
     check_device_option(device, jobs if executor == "process" else None)
     if budget is not None and (seeds is not None or precision not in ("fp32", "auto")):
-        from blocklab.cli import fail
-
         # Bad input is one line, before any warning about this machine.
-        raise fail("--budget adds seeds to the planned seeds of float32 runs (what the ledger "
-                   "grades); leave out --seeds and --precision with it")
-    from blocklab.cli.paths import results_folder
-
+        raise InputError("--budget adds seeds to the planned seeds of float32 runs (what the "
+                         "ledger grades); leave out --seeds and --precision with it")
     if precision == "auto":
         precision = auto_precision(chosen, size, budget is not None, device)
-
-    # Every option a run reads, checked once here and passed on as one value (a precision
-    # this suite does not train in is refused).
     if device != "cpu" and "bf16" not in chosen.precisions:
         typer.echo(f"--device {device}: suite {chosen.name} measures this CPU's float32 "
                    "kernels; it runs on the CPU", err=True)
         device = "cpu"
+    # Every option a run reads, as one value (a precision this suite does not train in is
+    # refused here).
     options = RunOptions.for_suite(chosen, size, seeds, seed_offset=seed_offset,
                                    precision=precision, device=device)
+    request = replace(request, precision=options.precision, device=device)
     # Before any run: every folder the suite writes into, `<results>/<suite>/<size>/` and its
     # tuning and longer-run folders too, not only the results folder itself.
     out = results_folder(out if old_out is None else old_out,
@@ -122,13 +116,6 @@ def suite(
     run_on = chosen_executor(executor, 1 if device != "cpu" and executor == "process" else jobs,
                              address, cpus_per_run, gpus_per_run)
     warn_if_bf16_emulated(options.precision, device)  # one line on stderr; the suite still runs
-    from blocklab.claims.sequential import recorded_rules
-    from blocklab.cli.report import budget_seconds, run_with_budget
-
-    # The same options as one request, for the sequential design (--budget) and the rules
-    # recorded beside the runs; 0 s of budget without --budget: the planned seeds only.
-    request = RunRequest(out, size, seed_offset, options.precision,
-                         0.0 if budget is None else budget_seconds(budget, size), device)
     rules = recorded_rules(request).get(chosen.name)
     try:
         if budget is not None:
@@ -193,8 +180,6 @@ def auto_precision(suite, size: str, with_budget: bool, device: str = "cpu") -> 
     """`--precision auto`: the precision whose training step at the suite's main shape is
     faster on this CPU (float32 for a suite that trains in float32 only; bf16 on a GPU), said
     on stderr."""
-    from blocklab.cli import fail
-
     if size not in suite.default_seeds:  # a rung the suite lacks: refused where its options
         return "fp32"  # are built, with the message that says why
     if suite.shape is None or "bf16" not in suite.precisions:
@@ -203,9 +188,9 @@ def auto_precision(suite, size: str, with_budget: bool, device: str = "cpu") -> 
         return "fp32"
     if device != "cpu":
         if with_budget:
-            raise fail("--budget adds seeds to the planned seeds of float32 runs (what the "
-                       "ledger grades), and --precision auto is bf16 on a GPU; use "
-                       "--precision fp32 with --budget")
+            raise InputError("--budget adds seeds to the planned seeds of float32 runs (what "
+                             "the ledger grades), and --precision auto is bf16 on a GPU; use "
+                             "--precision fp32 with --budget")
         typer.echo(f"--precision auto: bf16 on {device} (its bf16 units; not timed here)",
                    err=True)
         return "bf16"
@@ -213,8 +198,8 @@ def auto_precision(suite, size: str, with_budget: bool, device: str = "cpu") -> 
 
     choice = suite_precision(suite.shape(size))
     if with_budget and choice.precision != "fp32":
-        raise fail("--budget adds seeds to the planned seeds of float32 runs (what the ledger "
-                   "grades), and --precision auto chose bf16 here; use --precision fp32 with "
-                   "--budget")
+        raise InputError("--budget adds seeds to the planned seeds of float32 runs (what the "
+                         "ledger grades), and --precision auto chose bf16 here; use --precision "
+                         "fp32 with --budget")
     typer.echo(choice.text(), err=True)
     return choice.precision

@@ -12,6 +12,7 @@ from typing import Any
 import typer
 
 from blocklab.cli import app, console, warn_if_bf16_emulated
+from blocklab.cli import options as opt
 from blocklab.cli.paths import output_folder
 from blocklab.errors import InputError
 from blocklab.jsonio import output_json, read_json
@@ -151,8 +152,8 @@ def train(
                                 "SDPA), reference (the readable definitions) or compiled "
                                 "(torch.compile; its warm-up is reported as compile_s) "
                                 "(default: fast)."),
-    no_progress: bool = typer.Option(False, "--no-progress", help="No progress bar."),
-    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+    no_progress: bool = opt.NO_PROGRESS,
+    as_json: bool = opt.JSON,
 ) -> None:
     """Train one small decoder LM on built-in text and write DIR/result.json (loss in nats per
     token, bits per byte, curves). Exit code 1 if the run diverged or got stuck.

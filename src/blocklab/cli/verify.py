@@ -7,11 +7,12 @@ import time
 import typer
 
 from blocklab.cli import app, console, json_text
+from blocklab.cli import options as opt
 
 
 @app.command()
 def verify(
-    as_json: bool = typer.Option(False, "--json", help="Print the checks as JSON."),
+    as_json: bool = opt.JSON,
     group: list[str] = typer.Option(
         None, "--group", "-g",
         help="Only these groups: worked, jacobians, shift-scale, order, rope (repeatable)."),

@@ -116,7 +116,7 @@ def checkpoint_layers(path: str | Path, n_layers: int) -> nn.Module:
     """The checkpoint at `path` (`blocklab.interop.load_hf`, float32) cut to its first
     `n_layers` layers: its embeddings, those layers, final norm and lm_head, with its own
     weights and vocabulary, as a DecoderLM of its config with n_layers layers."""
-    from blocklab.interop import load_hf
+    from blocklab.interop.hf import load_hf
     from blocklab.nn import DecoderLM
 
     with warnings.catch_warnings():

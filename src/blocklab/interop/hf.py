@@ -259,25 +259,10 @@ def load_hf(path: str | os.PathLike, dtype: torch.dtype | None = None,
         rope_layout: RoPE layout of the returned model; the q/k rows are permuted when it
             differs from `layout`.
 
-    Raises:
-        InputError: a layout or dtype that is not allowed.
-        CheckpointError (an InputError): no config.json or weights; both model.safetensors
-            and an index (which one is the checkpoint is unknown); a file that is not JSON or
-            not safetensors; an index without a weight map or naming files outside `path`; an
-            index that disagrees with its shards (a tensor it names that its shard lacks, one
-            a shard holds that it names elsewhere or not at all, one in two shards); a
-            model_type outside the Llama family; integer weights; tensors missing from /
-            unexpected in the checkpoint (all listed), or of the wrong shape; a stored
-            lm_head.weight that differs from the embedding when the config says
-            tie_word_embeddings; with `dtype=None`, weights of more than one dtype (pass
-            `dtype` to cast them all). Each is checked before the model is built.
-        ConfigError (an InputError): a config.json value blocklab cannot build, or two keys
-            that disagree where transformers would silently read one (rope_scaling against
-            rope_parameters, a nested against a top-level rope_theta, ...), as
-            `ModelConfig.from_hf` raises it, prefixed with the config.json path.
-
-    Warns:
-        RuntimeWarning: weights holding NaN or inf (the tensors and their counts).
+    Everything is checked before the model is built, and refused with a one-line
+    CheckpointError naming the file and the tensors (a ConfigError, prefixed with the
+    config.json path, for a config blocklab cannot build); weights holding NaN or inf only
+    warn (RuntimeWarning).
     """
     for name, value in (("layout", layout), ("rope_layout", rope_layout)):
         if value not in LAYOUTS:
@@ -354,24 +339,14 @@ def _listed(items: list[str], limit: int = 4, sep: str = "; ") -> str:
 
 
 def save_hf(model: DecoderLM, path: str | os.PathLike, model_type: str = "llama") -> None:
-    """Write `model` as a Hugging Face checkpoint (config.json + model.safetensors) in `path`,
-    loadable by `transformers.AutoModelForCausalLM.from_pretrained`.
+    """Write `model` as a Hugging Face checkpoint (config.json + model.safetensors) in `path`
+    (created when missing), loadable by `transformers.AutoModelForCausalLM.from_pretrained`.
 
-    Each file is written to a temporary name in `path` and moved into place with `os.replace`,
-    so a reader sees the old file or the new one, never half of one. An interleaved-RoPE model
-    is saved with its q/k rows permuted to Hugging Face's half-split order, and fused
-    `qkv_proj` / `gate_up_proj` tensors are split into Hugging Face's separate projections.
-
-    A folder holding an older sharded checkpoint is replaced whole: once the new files are in
-    place, its model.safetensors.index.json and the shards it names (safetensors files inside
-    `path` only) are removed. `path` is created when missing.
-
-    Raises:
-        ValueError: the config is not expressible as `model_type` (see `ModelConfig.to_hf`).
-        InputError: `path` is a file, or lies under one.
-        CheckpointError (an InputError): `path` holds a model.safetensors.index.json that is
-            not JSON or has no weight map, so the shards it names are unknown. Each is raised
-            before anything is written.
+    Each file is written atomically; interleaved-RoPE q/k rows are permuted to Hugging Face's
+    half-split order and fused `qkv_proj` / `gate_up_proj` tensors split. An older sharded
+    checkpoint in `path` is replaced whole: its index and the shards it names are removed once
+    the new files are in place. Every refusal (a config `model_type` cannot express, `path` a
+    file, an older index that cannot be read) comes before anything is written.
     """
     cfg = model.config
     tensors = _unpacked({name: t.detach() for name, t in model.state_dict().items()}, cfg)
