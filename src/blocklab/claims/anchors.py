@@ -1,11 +1,8 @@
 """Published results beside the claims, each at the scale it was measured at.
 
 The package data `anchors.json` holds, per source, the claims it bears on, the model and
-training it was measured with (parameters and training tokens where the source gives them),
-the metric and the result, and whether it was read in a copy of the table (`secondary`); one
-reading per claim says how the paper and the page differ. A claim's row in the ledger carries
-them (`ClaimResult.anchors`, `anchor_reading`) beside the scale its own runs had
-(`blocklab.experiments.scale`), so a verdict at d 64 is read beside Shazeer 2020 at 220M.
+training it was measured with, the metric and the result; one reading per claim says how the
+paper and the page differ. A ledger row carries them beside the scale its own runs had.
 
     anchors("C16")[0].source         # 'Shazeer 2020, "GLU Variants Improve Transformer", ...'
     anchors("C16")[0].flops          # 4.5e19: 6 · 220M parameters · 34.4B tokens

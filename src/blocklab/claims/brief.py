@@ -3,14 +3,9 @@
     C16 ? inconclusive · SwiGLU beats ReLU by 1–2% (GeGLU 1%, GLU 0.5%) · loss vs ReLU:
         SwiGLU +0.0072% [−1.12, +1.13]; GeGLU +0.195%, GLU +1.65%
 
-`STATEMENT` holds the page's statement in brief, (English, Chinese), per claim; `FOUND` one
-function per claim that reads its `ClaimResult` and returns the number found as one short
-clause: every number in it comes from the result (an evidence field, or a graded part's
-estimate with the interval that decided it), so a line never states a number the ledger does
-not hold. A claim whose results are missing, or whose check failed, says so instead.
-
-The verdict's symbol belongs to the report's palette (`blocklab.report.palette`), which sits
-above this package: the caller passes it in, `VERDICT_STYLES[result.verdict].symbol`.
+`FOUND` reads each claim's `ClaimResult` into one clause whose every number comes from the
+result, so a line never states a number the ledger does not hold. The verdict's symbol belongs
+to the report's palette, above this package: the caller passes it in.
 """
 
 from __future__ import annotations

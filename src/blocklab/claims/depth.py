@@ -9,11 +9,8 @@ probes. Parts, each with a rule registered in `registry` before any data is read
     (b) the residual path carries the   ‖J_l − I‖_F/√n of pre-norm blocks at init          small
         gradient straight back (≈ 1)
 
-(a) compares the two placements each with warmup, post-norm's best schedule, on a doubling
-ladder of peak lrs bisected per seed (`placement.largest_stable_lr`): a stable run finishes and
-ends below the unigram entropy. (b) reads "gradient ≈ 1" as the page means it: the identity term
-of ∂x_{l+1}/∂x_l dominates, not that parameter gradients are equal across layers. One run
-length on a small model: a part that fails is not reproduced at this scale, never contradicted.
+(a) compares the placements each with warmup (post-norm's best schedule); (b) reads "gradient
+≈ 1" as the page means it: the identity term of ∂x_{l+1}/∂x_l dominates.
 """
 
 from __future__ import annotations

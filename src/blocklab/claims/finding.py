@@ -219,31 +219,18 @@ Arms = Callable[[str, str, list[str]], list[str]]
 
 @dataclass(frozen=True)
 class ClaimSpec:
-    """One claim as its check declares it (`@claim`), read through `claims.catalogue`.
-
-    id: the claim id, "C16"
-    check: `check(ctx) -> Finding`
-    suite: the suite whose runs its registered parts are graded on (`registry.RULES`); None
-        for a claim with no part measured on a suite's runs (an analytic one)
-    scale_dependent: a claim about training, speed or depth that a small model on this
-        machine can test but not settle: its check may say "not reproduced" or "contradicted
-        at this scale", and "refuted" only where a part decided by an exact count is refuted
-        (C18's FLOP counts); a claim that is not says nothing "at this scale" (C31 is decided
-        by exact counts at a real model's shape, so a wrong count refutes it; it is not).
-        The ledger holds every check to this (`ledger.scale_error`)
-    arms: for a claim with a suite, which of the suite's arms each part reads (`Arms`), so that
-        one more seed of a part costs one more run of each: what the sequential design adds
-        seeds to (`catalogue.part_arms`)
-    subsection: the claim gets a subsection of its own in the report's "more claims" section
-        (the claims added after the first ledger, each with its check's table and figure)
-    """
+    """One claim as its check declares it (`@claim`), read through `claims.catalogue`."""
 
     id: str
     check: Check
-    suite: str | None = None
+    suite: str | None = None  # whose runs its registered parts are graded on; None: analytic
+    # A claim a small model here can test but not settle: it may be "not reproduced" or
+    # "contradicted at this scale", and refuted only by a part an exact count refutes; a claim
+    # that is not is never "at this scale" (`ledger.scale_error` holds every check to this).
     scale_dependent: bool = False
+    # which of the suite's arms each part reads: what one more seed of it costs
     arms: Arms | None = None
-    subsection: bool = False
+    subsection: bool = False  # a subsection of its own in the report's "more claims"
 
     def __post_init__(self) -> None:
         if self.suite is not None and self.arms is None:

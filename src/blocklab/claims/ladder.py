@@ -9,14 +9,9 @@ their own compute.
     ladder.trends[0].fit.slope            # its % per rung (2× training compute)
 
 A rung is read exactly as the ledger reads a size (`ledger.run_claims` with the rung as the
-size): its registered rules, Holm across the claim's parts, the lr-bias gate, the interval
-that decided each part, and an `error` (never a verdict) for a check that fails. The first
-reading of a part is where it is first decided (`Appearance`): the smallest rung whose
-engine confirms it or finds it not reproduced. The trend is a line in rungs above the quick
-size (log2 of the compute over the quick size's, `rule.rungs_above`), through the rung means
-with the rung as the unit of replication (`trend.fit_line`: three rungs at least, Student t
-on rungs − 2 degrees of freedom, its lack of fit tested); where it meets the page's statement
-(`trend.meets`) is read only inside the rungs measured. No PyTorch.
+size). The trend is a line in rungs above the quick size (`rule.rungs_above`) through the rung
+means, the rung the unit of replication (`trend.fit_line`); where it meets the page's
+statement is read only inside the rungs measured. No PyTorch.
 """
 
 from __future__ import annotations
@@ -26,6 +21,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from blocklab.claims.anchors import Anchor, anchors, short_source
+from blocklab.claims.catalogue import SUITE_OF
+from blocklab.claims.finding import Context
 from blocklab.claims.lang import LANGS
 from blocklab.claims.ledger import ClaimResult, run_claims
 from blocklab.claims.registry import C16_PRECISION_RULES, LADDER_CLAIMS, registered
@@ -36,12 +33,17 @@ from blocklab.claims.rules import (
     Part,
     Rule,
     claimed_boundary,
+    confidence_text,
 )
-from blocklab.claims.text import Template, say
+from blocklab.claims.text import Template, say, verdict_word
 from blocklab.claims.trend import LineFit, Meeting, fit_line, meets
 from blocklab.errors import InputError
 from blocklab.experiments import ladder as rule
 from blocklab.experiments.options import RunRequest
+from blocklab.experiments.scale import flops_text
+from blocklab.experiments.suites import get_suite
+from blocklab.experiments.suites.norm_cost.runs import SIZES as NORM_SIZES
+from blocklab.experiments.suites.position.runs import SIZES as POSITION_SIZES
 from blocklab.experiments.summaries import Interval
 
 SIZES = (rule.BASE, *rule.RUNGS)  # the ladder's rungs, cheapest first
@@ -78,9 +80,8 @@ DECIDED = (CONFIRMED, NOT_REPRODUCED)  # what "the page's statement is decided" 
 
 @dataclass(frozen=True)
 class Appearance:
-    """The smallest rung at which the engine decides a part (`DECIDED`): its size, compute
-    multiple and FLOPs, the verdict, the estimate and the interval that decided it (at
-    `confidence`)."""
+    """The smallest rung at which the engine decides a part (`DECIDED`), with the estimate and
+    the interval that decided it."""
 
     size: str
     multiple: int
@@ -111,11 +112,9 @@ def first_decided(part: str, rungs: list[Rung], verdicts: tuple[str, ...] = DECI
 
 @dataclass(frozen=True)
 class PartTrend:
-    """One part across the rungs: where it is first decided (`appears`) and first confirmed
-    (`confirmed`, which may come later: a part not reproduced on a small rung can be
-    confirmed on a larger one), the line through the rung means (None with fewer than three
-    rungs stored) and where it would reach the rule's boundary (the page's statement) inside
-    the rungs measured."""
+    """One part across the rungs: where it is first decided and first confirmed (which may
+    come later), the line through the rung means (None below three rungs) and where it would
+    reach the rule's boundary (the page's statement)."""
 
     part: str
     boundary: float
@@ -126,10 +125,9 @@ class PartTrend:
     confirmed: Appearance | None = None
 
     def direction(self, towards: float | None) -> str:
-        """'grows' (the slope's interval lies wholly on the side `towards` (`towards`: the
-        effect moves towards the claim as compute grows), 'shrinks' (wholly on the other
-        side), 'drifts' (a claimed band, `towards` None, whose slope's interval excludes 0)
-        or 'none' (the interval holds 0: no trend detectable across the rungs)."""
+        """'grows' / 'shrinks' (the slope's interval wholly on the side `towards`, the claim's
+        direction, or the other), 'drifts' (a claimed band, `towards` None, whose slope's
+        interval excludes 0) or 'none' (the interval holds 0)."""
         if self.fit is None:
             return "none"
         if towards is None:
@@ -189,8 +187,6 @@ def read_ladder(claim_id: str, results: Path, precisions: dict[str, str],
     if claim_id not in LADDER_CLAIMS:
         raise InputError(f"claim {claim_id!r} has no ladder; the claims measured on one are "
                          f"{list(LADDER_CLAIMS)}")
-    from blocklab.claims.finding import Context
-
     rungs = []
     for size in SIZES:
         precision = precisions.get(size, "fp32")
@@ -230,10 +226,8 @@ def _trend(part: str, part_rule: Rule, rungs: list[Rung], base: float | None) ->
 
 
 def ladder_dict(ladder: Ladder) -> dict:
-    """The ladder as `blocklab ladder --json` and its stored `<claim>.json` give it: each
-    rung's scale, precision, verdict and parts (the estimate over its seeds, the interval that
-    decided it at its level), each part's trend and where it meets the page, and the published
-    results at their compute (`x`: rungs above the quick size)."""
+    """The ladder as `blocklab ladder --json` and its stored `<claim>.json` give it; `x` is a
+    compute in rungs above the quick size."""
     rungs = []
     for r in ladder.rungs:
         res = r.result
@@ -276,9 +270,6 @@ def rung_changes(claim_id: str, precisions: list[str]) -> dict[str, list[str]]:
     [...]}), read from the suite's own sizes: the width (and heads), the batch, the training
     tokens; held: depth, sequence length, data, optimizer and schedule shares, and the
     precision where every rung has the same one (else each rung's)."""
-    from blocklab.claims.catalogue import SUITE_OF
-    from blocklab.experiments.suites import get_suite
-
     suite = get_suite(SUITE_OF[claim_id])
     scales = [suite.scale(size, "") for size in SIZES]
     shapes = [suite.shape(size) if suite.shape is not None else None for size in SIZES]
@@ -339,12 +330,8 @@ def lr_rule(claim_id: str) -> str:
         return ("every training arm tuned at every rung; the stable-lr ladder moved down by "
                 "the width ratio (Adam's stable lr ∝ 1 / width)")
     if claim_id == "C18":
-        from blocklab.experiments.suites.norm_cost.runs import SIZES as NORM_SIZES
-
         return (f"both norms at the registered lr {NORM_SIZES[rule.BASE].quality.lr:g} at "
                 "every rung (the comparison shares one lr)")
-    from blocklab.experiments.suites.position.runs import SIZES as POSITION_SIZES
-
     base = POSITION_SIZES[rule.BASE].train.lr_grid.base
     return (f"every arm at the registered lr {base[len(base) // 2]:g} at every rung (each "
             "part compares an arm with itself; no tuning)")
@@ -419,9 +406,6 @@ TEXT: dict[str, Template] = {
 def rung_line(rung: dict, lang: str = "en") -> str:
     """One rung in words: its scale and precision, then each part's estimate over its seeds
     and the interval that decided it, at that interval's level, and the decision."""
-    from blocklab.claims.rules import confidence_text
-    from blocklab.claims.text import VERDICT_ZH
-
     zh = lang == "zh"
     if not rung["parts"]:
         return say(TEXT["rung_empty"], lang, size=rung["size"], multiple=rung["multiple"])
@@ -433,8 +417,7 @@ def rung_line(rung: dict, lang: str = "en") -> str:
         decided = "" if not iv else say(TEXT["rung_interval"], lang, low=iv["low"],
                                         high=iv["high"],
                                         confidence=confidence_text(iv["confidence"]))
-        verdict = VERDICT_ZH.get(part["verdict"], part["verdict"]) if zh else part["verdict"]
-        bits.append(f"{part['name']} {value}{decided} → {verdict}")
+        bits.append(f"{part['name']} {value}{decided} → {verdict_word(part['verdict'], lang)}")
     return f"{rung['size']} ({scale}, {rung['precision']}): {say(TEXT['sep'], lang).join(bits)}"
 
 
@@ -451,8 +434,6 @@ def precision_line(parts: list[dict], lang: str = "en") -> str | None:
 
 def _papers(name: str, papers: list[dict], u: str, lang: str) -> list[str]:
     """The published results for part `name`, each at its training compute where given."""
-    from blocklab.experiments.scale import flops_text
-
     return [f"{short_source(p['source'])} "
             + (say(TEXT["paper_at"], lang, flops=flops_text(p["flops"])) if p.get("flops") else
                say(TEXT["paper_no_compute"], lang))
@@ -466,16 +447,9 @@ def _unit(trend: dict) -> tuple[str, int]:
 
 
 def appears_line(trend: dict, rungs: list[dict], papers: list[dict], lang: str = "en") -> str:
-    """Where a part is first decided, in words: the smallest rung whose engine confirms it or
-    finds it not reproduced, with that rung's compute, the estimate and the interval that
-    decided it, and the smallest rung that confirms it where that comes later; else that no
-    rung stored decides it and up to which compute; then the published results at their own
-    compute. The ladder's lead sentence, before any slope."""
-    from blocklab.claims.rules import confidence_text
-    from blocklab.claims.text import VERDICT_ZH
-    from blocklab.experiments.scale import flops_text
-
-    zh = lang == "zh"
+    """The ladder's lead sentence: where a part is first decided (and confirmed, where that
+    comes later), with the interval that decided it, or that no rung stored decides it; then
+    the published results at their own compute."""
     u, digits = _unit(trend)
     name, seen = trend["part"], trend.get("appears")
     stored = [r for r in rungs if any(p["name"] == name for p in r["parts"])]
@@ -486,7 +460,7 @@ def appears_line(trend: dict, rungs: list[dict], papers: list[dict], lang: str =
         return say(TEXT["where"], lang, size=at["size"], multiple=at["multiple"], flops=flops)
 
     def decided(at: dict) -> str:
-        verdict = VERDICT_ZH.get(at["verdict"], at["verdict"]) if zh else at["verdict"]
+        verdict = verdict_word(at["verdict"], lang)
         span = (f"{at['value']:+.{digits}f}{u} [{at['low']:+.{digits}f}, "
                 f"{at['high']:+.{digits}f}]")
         return say(TEXT["decided"], lang, verdict=verdict, span=span,
@@ -511,10 +485,8 @@ def appears_line(trend: dict, rungs: list[dict], papers: list[dict], lang: str =
 
 
 def trend_line(trend: dict, lang: str = "en") -> str:
-    """One part's trend in words, the rung the unit: the slope per rung (`STEP`× compute) with
-    its interval (in the part's unit, t on rungs − 2 degrees of freedom), what it detects ("no
-    trend detectable across N rungs" where the interval holds 0), whether a line fits the rung
-    means (the lack-of-fit test), and where the line reaches the page's boundary only when
+    """One part's trend in words: the slope per rung with its interval, what it detects,
+    whether a line fits the rung means, and where the line reaches the page's boundary when
     that lies inside the rungs measured."""
     u, digits = _unit(trend)
     fit, name = trend["fit"], trend["part"]

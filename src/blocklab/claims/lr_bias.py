@@ -2,12 +2,9 @@
 optimum of its tuning curve, read by a parabola in log lr through the chosen rate and its two
 neighbours on the grid.
 
-A grid of ×3 steps cannot put every arm at its own optimum: one arm's best point may sit near
-its optimum while another's sits half a step away, and the comparison then carries the
-difference of what each left behind, on every evaluation seed alike (no interval sees it).
-`lr_bias` estimates what one arm left; `comparison_bias` the difference two arms' estimates
-make to a relative gap, in %, so a part can show it beside its decision, and `rules.decide`
-lets a decision stand only where the estimate with and without that bias gives it.
+A grid of ×3 steps leaves one arm nearer its optimum than another, and the comparison carries
+the difference on every seed alike (no interval sees it); `rules.decide` lets a decision stand
+only where the estimate with and without that bias gives it.
 
     bias = lr_bias(trials, "swiglu", chosen=1e-2)   # LrBias(optimum=0.017, excess=0.012)
 """

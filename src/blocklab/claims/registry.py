@@ -5,22 +5,10 @@ listed before any data is read (SPEC §6).
     registered("C16", "quick")  # {"swiglu": Rule(...), "geglu": Rule(...), "glu": Rule(...)}
 
 `RULES` maps a claim id to a function of the suite size that returns {part name: Rule}, in
-the order the check grades the parts. Where the set of parts depends on what a suite runs
-(arms, multiples of the training length, fine-tuned variants, timed schemes), it is
-enumerated from the suite's plan constants (`blocklab.experiments.suites.*`, read only), never
-from a stored summary. A check grades only parts listed here, each by the rule listed here
-(`rule_of`); a part of a summary that the plan did not list has no rule and is not graded.
-tests/claims/test_registry.py grades fake summaries and checks that every part a check
-graded carries the rule listed here, hash for hash.
-
-The check modules import this module and it imports none of them: the rules' constants live
-here. What else a claim is (the suite its parts are graded on, the arms each part reads, its
-scale dependence) is declared beside its check (`finding.ClaimSpec`) and collected, with
-`suite_rules`, in `claims.catalogue`; the suites are read here for the rules' own constants
-only.
-
-`CHANGED_AFTER_DATA` lists the rules that were edited after results had been seen, with the
-date and what changed; `blocklab claims` shows each under the claims it affects.
+the order the check grades the parts, enumerated from the suites' plan constants, never from a
+stored summary: a part the plan did not list has no rule and is not graded (`rule_of`). The
+check modules import this module and it imports none of them. `CHANGED_AFTER_DATA` lists the
+rules edited after results had been seen; `blocklab claims` shows each under its claims.
 """
 
 from __future__ import annotations
@@ -38,14 +26,9 @@ from blocklab.experiments.suites.norm_cost import summary as norm_cost_suite
 from blocklab.experiments.suites.position import runs as position_suite
 
 # --- C12: uneven gradient across one pre-norm stack ---------------------------------------------
-# The claim is about a block with a local identity term, so only the pre-norm stack
-# (y = x + F(N(x))) is graded, on how unevenly the loss feels the residual stream where it
-# enters each layer of one stack: ‖∂L/∂x_l‖·rms(x_l), the loss change for a relative change of
-# x_l (`blocklab.experiments.jacobian.stream_sensitivity`). A parameter gradient such as
-# ‖∇W_down‖ also moves with the stream's size alone (under xavier the stream grows, and the
-# norms that read it divide by it), so any init that grows the stream confirmed the old
-# metric by construction. One part per init, each reported; the claim needs every one
-# (`placement.C12_COMBINES`), so no single init can carry it.
+# Only the pre-norm stack has a local identity term, so only it is graded. A parameter gradient
+# such as ‖∇W_down‖ moves with the stream's size alone (any init that grows the stream confirmed
+# it by construction); ‖∂L/∂x_l‖·rms(x_l) does not. One part per init; the claim needs each.
 C12_INITS = ("gpt2", "xavier", "depth")
 C12_RULE = Rule(
     metric="log2(max / min) of the residual stream's sensitivity ‖∂L/∂x_l‖·rms(x_l) over the "
@@ -81,9 +64,6 @@ C13_STABILITY_RULE = _finding("(post warm − post cold) − (pre warm − pre c
                               1.0, 0.5)
 
 # --- C16: gated FFNs against ReLU ----------------------------------------------------------------
-# The metric is (arm − relu)/relu of the final validation loss at equal parameters, steps and
-# tokens, in % (negative = lower loss = better); the claimed effect is minus the middle of the
-# page's stated gain.
 C16_ARMS = ("swiglu", "geglu", "glu")  # the headline part first
 C16_SMALLEST_EFFECT_PCT = 0.5
 C16_MARGIN_PCT = 0.25
@@ -109,13 +89,9 @@ def c16_rule(arm: str, size: str = "quick") -> Rule:
 
 
 # --- C18: RMSNorm's cost and quality -------------------------------------------------------------
-# "Compute" is decided by counting, not timing: the FLOPs and the bytes each norm needs
-# (`norm_cost.summary.count_compute`, on `blocklab.budget`'s FLOP conventions), read three ways, each
-# its own part: the norm's FLOPs per row, the norm's bytes per row, and the whole training
-# step's FLOPs at a real model's shape. Each is exact, so each part is decided without a test:
-# "about 7%" is the band 7 ± 2% (what would still be written "about 7%"), on the side where
-# RMSNorm needs less. Timings (the training step, equally fused kernels) are reported beside
-# the parts, never graded: a CPU timing measures kernels and this machine, not the formula.
+# "Compute" is decided by exact counts (`norm_cost.summary.count_compute`), read three ways,
+# each a part decided without a test; timings are reported, never graded: a CPU timing
+# measures kernels and this machine, not the formula.
 C18_ABOUT_PCT = 7.0  # the page's saving
 C18_BAND_PCT = 2.0  # "about": 5–9%
 C18_FLOPS_PART = "the norm needs about 7% fewer FLOPs"
@@ -216,9 +192,7 @@ C19_RULES = {
                 "suite's steps is shown, not graded"),
 }
 
-# --- C21 and C30: the loss past the training length L ------------------------------------------
-# The loss on tokens past L compared with the same tokens scored by sliding windows of L (what
-# the model gets without extrapolating), per seed.
+# --- C21 and C30: the loss past the training length L against sliding windows of L -------------
 WORKS_PCT = 5.0  # at most 5% worse than sliding windows: "works"
 COLLAPSE_PCT = 25.0  # more than 25% worse (or unusable): "collapses"; in between: "degrades"
 C21_MIN_SEEDS = 4
@@ -356,12 +330,8 @@ C29_UNIGRAM_RULE = Rule(
             "±margin; otherwise inconclusive, as below min_seeds")
 
 # --- C31: what RoPE costs ------------------------------------------------------------------------
-# Decided by counts, not by timings: parameters (exact), FLOP shares of a prefill at Llama 3
-# 8B's shape (analytic, against C31_SHARE_PCT) and how SDPA is called (exact, read off the cost
-# run's profile). The cost run's step times are reported only: at the suite's toy shape (d_model
-# 64 at quick) a RoPE decode step measured +30.8%, the per-op overhead of a few small
-# elementwise ops, and overrode a rotation worth 0.003% of the FLOPs; the realistic-shape
-# timing (`experiments.suites.position.timing`) is reported beside it.
+# Decided by counts, not by timings (see the 2026-12-01 change below): parameters, FLOP shares
+# of a prefill at Llama 3 8B's shape and how SDPA is called.
 C31_SHARE_PCT = 1.0  # "costs little": at most 1% of a prefill's FLOPs
 C31_SHARE_TOKENS = 4096  # the prefill the shares are counted on (batch 1)
 C31_ROPE_PARAMS_PART = "RoPE adds no parameters"
@@ -428,16 +398,10 @@ def c31_rules() -> dict[str, Rule]:
 
 
 # --- C32 and C33: int8 quantization -------------------------------------------------------------
-# C32: prefill of the largest timed T, dynamic int8 (the mode that makes the GEMMs themselves
-# int8; weight-only keeps float FLOPs), eager; repeats of the interleaved timing play the part
-# of seeds. Both parts are ratios of times paired by repeat, graded on the log scale with the
-# boundaries transformed: the metric is 100·ln(ratio) (log-percent), whose per-repeat mean has a
-# Student t interval that `rules.decide` rescales exactly to any level (the 95% interval's arms
-# are t-quantile multiples of one standard error), and δ, the margin and the claim are the
-# percent sizes registered before any data (5%, 2%, 10%) through the same map, 100·ln(1 + p/100).
-# The map is monotone, so a part is decided at any level exactly as the percent-scale claim
-# read through it; the ±margin band is 100·ln(1.02) on both sides, [−1.96%, +2%] in percent
-# (narrower below than −2%, so no easier to call "no effect").
+# C32: dynamic int8 (its GEMMs run in int8), eager, at the largest timed T; repeats play the
+# part of seeds. Ratios of paired times are graded on 100·ln(ratio), whose t interval
+# `rules.decide` rescales exactly to any level, with the percent sizes registered before any
+# data mapped by the same monotone 100·ln(1 + p/100).
 def log_pct(pct: float) -> float:
     """A percent change as log-percent, 100·ln(1 + pct/100): +10% → 9.531."""
     return 100 * math.log1p(pct / 100)
@@ -459,11 +423,7 @@ C32_LARGEST_RULE = Rule(
            "the ratio attention-only time / FFN-only time per repeat, " + C32_METHOD
            + " (positive = quantizing the FFN gains more)",
     smallest_effect=log_pct(5.0), margin=log_pct(2.0), min_seeds=3, claimed=log_pct(10.0))
-# C32's stated reason ("because the FFN holds ~99% of prefill FLOPs") is a part of its own:
-# an exact count at the shape the page counted (Llama 3 8B, a 4,096-token prefill, batch 1,
-# every matmul by `blocklab.budget`, the count C23 reads), "~99%" read as C23 reads it: at
-# least 95%. Registered after the quick results and C23's count had been seen
-# (`CHANGED_AFTER_DATA`).
+# C32's stated reason is a part of its own: C23's exact count, "~99%" read as C23 reads it.
 C32_REASON_PART = "the FFN holds ~99% of prefill FLOPs (the stated reason)"
 C32_REASON_PCT = 95.0
 C32_REASON_RULE = Rule(
@@ -507,14 +467,10 @@ C33_TENSOR_RULE = Rule(
             "sensitivity line and decides nothing")
 
 # --- C36 (b): the identity term of the block Jacobian ("gradient ≈ 1") ---------------------------
-# The page's "gradient ≈ 1" is the identity term of a pre-norm block's Jacobian
-# ∂x_{l+1}/∂x_l = I + J_F·J_N: it says the rest is small beside I. Measured at initialisation on
-# every block of the deepest probed pre-norm stack (the placement suite's probe):
-# ‖J_l − I‖_F/√n, n = B·T·d (I itself gives 1), its median over the layers (layer 0 reads the
-# embedding, RMS 0.02, where J_N ≈ 50·I: one layer must not set the stack's number), per seed.
-# Graded under xavier: the init C36's deep stacks are trained with, and of the probed inits
-# the one with the largest branches (gpt2 and depth shrink them), so the choice cannot flatter
-# the claim; the other inits and post-norm are reported beside it.
+# "Gradient ≈ 1" is the identity term of ∂x_{l+1}/∂x_l = I + J_F·J_N: the median over the layers
+# (one layer, such as layer 0 reading the embedding, must not set it). Graded under xavier, the
+# init the deep stacks train with and of the probed inits the one with the largest branches,
+# so the choice cannot flatter the claim.
 C36_IDENTITY_INIT = "xavier"
 C36_IDENTITY_THRESHOLD = 0.5
 C36_IDENTITY_PART = "pre-norm block Jacobian ≈ I at initialisation (gradient ≈ 1)"
@@ -546,11 +502,8 @@ C36_RULES = {
 
 # --- the registry --------------------------------------------------------------------------------
 # --- C37: the FFN's width as a control point (page 000, § 2026研究进展) ---------------------------
-# Read from the width suite: the SwiGLU decoder trained (a) ordinarily, (b) with nested widths
-# m, m/2, m/4 and (c) at m/2 alone, each read at its prefix widths. Every metric is a paired %
-# of a validation loss. δ and the margins are 2%: the size of the architecture gains the pages
-# quote (SwiGLU's "about 1–2%"), so a width control that loses more than a gated FFN gains is
-# not "little", and slicing that loses less than that is not the warned-of failure.
+# δ and the margins are 2%, the size of the gains the pages quote: a width control that loses
+# more than a gated FFN gains is not "little", and slicing that loses less is no failure.
 C37_SMALLEST_EFFECT_PCT = 2.0
 C37_MARGIN_PCT = 2.0
 C37_SLICED_PARTS = {2: "slicing an ordinary FFN to m/2 is worse than nested training there",
@@ -593,11 +546,8 @@ def _bands(parts: list[BandPart], rule: Callable[[str, str, str], Rule]) -> dict
 # The claims measured on the ladder of sizes (`blocklab.experiments.ladder`): the same
 # registered rules grade each rung (C21 and C30 share the position suite's rungs).
 LADDER_CLAIMS = ("C16", "C18", "C19", "C21", "C30")
-# Does the precision move C16's comparison? At the quick rung, each gated arm's gap to ReLU
-# trained in bfloat16 against the same gap in float32 on the same seeds (each precision's
-# whole pipeline: its own tuned rates), equal within C16's smallest effect: one part per arm,
-# Holm across them, a fixed design on the quick size's five seeds. Its own family: it grades
-# the ladder's precision, never C16's verdict.
+# Does the precision move C16's comparison? Each gated arm's gap to ReLU in bf16 against fp32
+# at the quick rung, same seeds: its own family, grading the ladder, never C16's verdict.
 C16_PRECISION_MARGIN = C16_SMALLEST_EFFECT_PCT
 
 

@@ -50,7 +50,7 @@ import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
-from typing import Any, NotRequired, TypedDict
+from typing import Any
 
 from scipy import special
 from scipy import stats as sps
@@ -222,25 +222,15 @@ def looks(rule: Rule, n: int) -> tuple[int, ...]:
 
 
 def look_level(rule: Rule, n: int, alpha: float = ALPHA) -> float:
-    """The two-sided level of the look at `n` paired seeds: the share of `alpha` the rule's
-    spending function (`Rule.spending`, `blocklab.stats.spent_by`; by default the Lan–DeMets
-    O'Brien–Fleming one, `blocklab.stats.spent_alpha`) gives that look,
+    """The two-sided level of the look at `n` paired seeds: its increment of the rule's
+    spending function α*(t) (`blocklab.stats.spent_by`, O'Brien–Fleming by default),
 
-        level = α*(n / max_seeds) − α*(n_prev / max_seeds),
+        level = α*(n / max_seeds) − α*(n_prev / max_seeds),   n_prev the look before (`looks`)
 
-    n_prev the look before it (`looks`; 0 at the first). The levels of a part's looks sum to
-    at most α*(1) = alpha, so the chance that any look decides wrongly, or that any look's
-    interval misses, is at most alpha whatever the dependence between looks (Bonferroni over
-    the looks). The normal-theory boundaries of the same spending function, read with Student
-    t intervals at 5–10 seeds, crossed 6.9% of the time at alpha = 5% (simulated): spending
-    by increments is exact with t intervals, and costs only at the last look.
-
-    Past max_seeds a look is read as the design's last (its final share, never more: the
-    fraction stays 1), never as a further look that would spend more than alpha. The runner
-    extends no part past its last look; n > max_seeds comes from a size whose plan starts past
-    the design (--size full) or from arms another part extended. `alpha` for a fixed design,
-    or before any look. Spending "fixed" spends nothing before its one look at max_seeds: a
-    reading at fewer seeds gets level 0 (it is no look of the design)."""
+    The levels sum to at most alpha, so any wrong look stays within alpha whatever the looks'
+    dependence (the normal-theory boundaries, read with t intervals at 5–10 seeds, crossed
+    6.9% at 5%). Past max_seeds a look is read as the last (never spending more); `alpha` for
+    a fixed design; 0 before the one look of spending "fixed" (no look of the design)."""
     taken = looks(rule, n)
     if rule.max_seeds is None or len(taken) == 0:
         return alpha
@@ -259,25 +249,16 @@ def _spent(fraction: float, alpha: float, spending: str = "obf") -> float:
 
 @dataclass(frozen=True)
 class Decision:
-    """A part's decision by its rule, with the reason in words.
-
-    p_value: the decisive test's p on the two-sided scale (decided when < level): the smaller
-        p of the readings that could decide the part (confirmed: effect ≤ b; not reproduced:
-        effect ≥ b, or TOST within ±margin); None when no test can be made (n < 2, fewer seeds
-        than the rule needs, or a part decided without a test)
-    level: the two-sided α the part was read at (Holm's α/(m − i + 1) within a claim)
-    boundary: b in the metric's own units and sign
-    detectable_effect: for an inconclusive part, the smallest effect the spent seeds detect
-        with 80% power at the observed spread (None without a spread)
-    seeds_needed: for an inconclusive part, the seeds that would decide it at the observed
-        spread and distance from b (None: more than MAX_SEEDS, or no spread to say)
-    """
+    """A part's decision by its rule, with the reason in words."""
 
     verdict: str
     reason: str
+    # the decisive reading's two-sided p (decided when < level); None without a test
     p_value: float | None = None
-    level: float = ALPHA
-    boundary: float | None = None
+    level: float = ALPHA  # the two-sided α it was read at (its look's, at its Holm share)
+    boundary: float | None = None  # b in the metric's own units and sign
+    # an inconclusive part: the effect its seeds detect with 80% power at the observed spread,
+    # and the seeds that would decide it (None: more than MAX_SEEDS, or no spread)
     detectable_effect: float | None = None
     seeds_needed: int | None = None
     # The interval lies wholly beyond δ on the opposite side with fair arms, but a 2× longer
@@ -391,20 +372,13 @@ def decide(rule: Rule, estimate: Estimate, alpha: float = ALPHA, *, fair_arms: b
            share: float | None = None, unfair: str | None = None,
            bias: float | None = None) -> Decision:
     """The decision on `estimate` under `rule` at two-sided level `alpha` (`decide_read`),
-    standing only where every admissible reading of the arms' learning-rate bias gives it.
+    standing only where every reading of the arms' learning-rate bias gives it.
 
-    `bias`: the part of the estimate, in the metric's units, that the tuned rates put there
-    (`blocklab.claims.lr_bias`; the fair effect is the estimate less it). The correction lies
-    anywhere between none and all of it, so the part is read twice, as measured and with the
-    whole bias removed (the verdict is monotone in the shift, so the two ends settle every
-    reading between): the same verdict stands, with the larger p of the two; different
-    verdicts give `inconclusive`, saying which each reading gives. So the bias gates every
-    decision it could flip (confirmed, not reproduced, contradicted), in either direction.
-
-    `unfair`: why the arms' bias cannot be read at all (a rate at its grid's edge, no optimum
-    on a tuning curve), known from the tuning runs before any evaluation data: the part
-    loses its confirming direction (its confirming reading is never made, so its p is that of
-    the readings left and Holm does not stall on it) and the planner buys it no seeds."""
+    `bias`: what the tuned rates put into the estimate (`claims.lr_bias`). The part is read as
+    measured and with the whole bias removed (the verdict is monotone in the shift, so the two
+    ends settle every reading between): one verdict stands, with the larger p; two give
+    `inconclusive`, naming both. `unfair`: why the bias cannot be read (known before any
+    evaluation data): the confirming reading is never made, and the planner buys no seeds."""
     if alpha <= 0:  # a "fixed" design read before its one look at max_seeds
         return Decision(INCONCLUSIVE, f"{estimate.n} paired seed(s) are no look of its design "
                                       f"(one look, at {rule.max_seeds} seeds)", None, alpha,
@@ -453,20 +427,14 @@ def decide_read(rule: Rule, estimate: Estimate, alpha: float = ALPHA, *,
                 fair_arms: bool = False, longer_run_agrees: bool = False,
                 explain: bool = True, share: float | None = None,
                 unfair: str | None = None) -> Decision:
-    """The decision on `estimate` under `rule` at two-sided level `alpha` (see the module
-    docstring for the table). The stored interval is a 95% one; at another level its two arms
-    are rescaled by t_{1−alpha/2} / t_{0.975} (the same test, another quantile), and the
-    decision carries that interval (`Decision.interval`) and names it in its reason.
+    """The decision on `estimate` under `rule` at two-sided level `alpha` (the module
+    docstring's table), on the stored 95% interval's arms rescaled by t_{1−alpha/2} / t_{0.975}:
+    the interval the decision carries and names.
 
-    `fair_arms`: every arm ran at its own best learning rate; `longer_run_agrees`: a run twice
-    as long agreed. A contradiction needs both; without them it is reported as not reproduced,
-    with the reason that it would be contradicted. `explain=False` leaves out what would decide
-    an inconclusive part (the seeds needed: the slow part, which no verdict depends on), as the
-    simulations of the error rates do. `share`: the part's Holm share of α, whose design
-    sizes the seeds an inconclusive part would need at its future looks' levels. `unfair`:
-    why the compared arms' bias cannot be read: the confirming reading is not made (the part
-    can be not reproduced or contradicted, never confirmed), and an inconclusive part says
-    why."""
+    A contradiction needs `fair_arms` (each arm at its own best rate) and `longer_run_agrees`
+    (a 2× longer run); without them it is not reproduced, saying it would be contradicted.
+    `explain=False` leaves out the (slow) seeds that would decide an inconclusive part; `share`,
+    the part's Holm share of α, sizes them at its future looks; `unfair`: see `decide`."""
     e, n = estimate, estimate.n
     design = None if share is None else (rule, share)
     if rule.test == "equivalence":
@@ -622,35 +590,16 @@ def decide_parts(parts: Sequence[Any], alpha: float = ALPHA, *,
                  explain: bool = True,
                  unfair: Sequence[str | None] | None = None,
                  bias: Sequence[float | None] | None = None) -> list[Decision]:
-    """The decisions on a claim's m parts: each at its look's level of the sequential design
-    (`look_level`), with Holm's step-down correction across the parts (Holm 1979).
+    """The decisions on a claim's parts ((rule, estimate) pairs, or objects with both), in
+    their order: each at its look's level (`look_level`), with Holm's step-down correction.
 
-    parts: (rule, estimate) pairs, or objects with `.rule` and `.estimate`. Part k's look
-    level is a_k = look_level(rule_k, n_k, alpha) (alpha itself for a fixed design). Each
-    part's p is its decisive test's (`Decision.p_value`, from `decide` at a_k); a part with no
-    test (no interval, too few seeds) takes p = 1. With the parts ordered by p_k / a_k,
-    ascending:
-
-        part (i) is decided at the level of its look in its design computed at overall
-        alpha / (m − i + 1),   i = 1 … m
-
-    (a fixed design: alpha / (m − i + 1) itself), i.e. `decide` reads its (1 − level)
-    interval (or (1 − 2·level) for the ±margin reading),
-    while every earlier part was decided; at the first part not decided the procedure stops,
-    and it and every later part are inconclusive. With one look per part this is Holm's
-    procedure at alpha; with several, it is the group-sequential Holm procedure (each part's
-    design at its Holm share of alpha, Ye, Li, Jiang & Wang 2013), so the chance of any wrong
-    decision in the claim stays ≤ alpha (tests/claims/test_rules.py simulates it through this
-    function, look by look).
-
-    m counts tests, not parts: parts that read one estimate against one threshold under one
-    design, one claiming "at most t" and another "at least t" (`same_test`), are one two-sided
-    test. Their wrong decisions are one event (confirming "at most t" wrongly is reading
-    the interval wholly below t when the effect is above, which is exactly when "at least t"
-    is wrongly not reproduced), so the family's error is the union over distinct tests, and
-    Holm over those keeps it ≤ alpha; they take one rank and one level, and are decided
-    together.
-    Decisions come back in the parts' order."""
+    Ordered by p_k / a_k (a_k its look's level at alpha; p = 1 without a test), test (i) of m
+    is decided at its look's level in its design computed at alpha / (m − i + 1) while every
+    earlier one was decided; from the first undecided on, all are inconclusive. With several
+    looks this is the group-sequential Holm procedure (Ye, Li, Jiang & Wang 2013): any wrong
+    decision in the claim stays ≤ alpha (test_rules.py simulates it). m counts tests, not
+    parts: "at most t" and "at least t" on one estimate (`same_test`) are one two-sided test
+    (their wrong decisions are one event), taking one rank and one level."""
     pairs = [(p.rule, p.estimate) if hasattr(p, "rule") else tuple(p) for p in parts]
     agrees = _flags(longer_run_agrees, len(pairs), "longer_run_agrees")
     fair = _flags(fair_arms, len(pairs), "fair_arms")
@@ -802,30 +751,24 @@ class Part:
         the correction. `fair_arms`, `longer_run_agrees`: one flag, or one per spec."""
         tested = [s for s in specs if not isinstance(s, Part)]
 
-        def per_test(flags: bool | list[bool]) -> bool | list[bool]:
-            return flags if isinstance(flags, bool) else [
-                a for s, a in zip(specs, flags, strict=True) if not isinstance(s, Part)]
+        def of_tested(values):  # one value for every spec, or one per spec: the tested ones'
+            return values if values is None or isinstance(values, bool) else [
+                v for s, v in zip(specs, values, strict=True) if not isinstance(s, Part)]
 
-        fair, agrees = per_test(fair_arms), per_test(longer_run_agrees)
-        why = None if unfair is None else [
-            u for s, u in zip(specs, unfair, strict=True) if not isinstance(s, Part)]
-        shift = None if bias is None else [
-            b for s, b in zip(specs, bias, strict=True) if not isinstance(s, Part)]
         found = iter(decide_parts([(rule, est) for _, rule, est in tested], ALPHA,
-                                  fair_arms=fair, longer_run_agrees=agrees, unfair=why,
-                                  bias=shift))
+                                  fair_arms=of_tested(fair_arms),
+                                  longer_run_agrees=of_tested(longer_run_agrees),
+                                  unfair=of_tested(unfair), bias=of_tested(bias)))
         return [s if isinstance(s, Part) else cls.of(s[0], s[1], s[2], next(found))
                 for s in specs]
 
-    def to_dict(self) -> PartJson:
-        """The part as the ledger's JSON gives it: its decision, the estimate {value, ci_low,
-        ci_high, n, sd} (a 95% interval), the interval the decision read at its level
-        (`interval`: {low, high, confidence}), the paired seeds at each look of its sequential design
-        (`looks`), its rule with the rule's hash (and `rule_changed_after_data`: the hash
-        its runs were planned under when that differs), and for an inconclusive part the
-        smallest detectable effect and the seeds that would decide it."""
+    def to_dict(self) -> dict[str, Any]:
+        """The part as the ledger's JSON gives it, keys in this order: the 95% estimate, the
+        interval its decision read (`interval`), the paired seeds at each look, its rule and
+        hash (`rule_changed_after_data`: the one its runs were planned under, where that
+        differs); for an inconclusive part, what its seeds detect and what would decide it."""
         d = self.decision
-        out: PartJson = {
+        out = {
             "name": self.name, "decision": self.verdict, "verdict": self.verdict,
             "reason": self.reason, "estimate": asdict(self.estimate),
             "looks": list(looks(self.rule, self.estimate.n)),
@@ -869,28 +812,6 @@ def decided_text(part: Part, digits: int = 3, unit: str = "") -> str:
         return f"{e.value:+.{digits}g}{unit} (n={e.n})"
     return (f"{e.value:+.{digits}g}{unit} [{low:+.{digits}g}, {high:+.{digits}g}] "
             f"({label}, n={e.n})")
-
-
-class PartJson(TypedDict):
-    """A part in the ledger's JSON (`Part.to_dict`), keys in this order."""
-
-    name: str
-    decision: str
-    verdict: str
-    reason: str
-    estimate: dict[str, float | None]  # Estimate's fields
-    looks: list[int]
-    rule: dict[str, str | float | None]  # Rule's fields
-    rule_hash: str
-    rule_changed_after_data: str | None
-    p_value: float | None
-    level: float | None
-    boundary: float | None
-    # the interval the decision read ({low, high, confidence}: DecidingInterval's fields)
-    interval: dict[str, float] | None
-    # only on an inconclusive part: what the spent seeds detect, and what would decide it
-    detectable_effect: NotRequired[float | None]
-    seeds_needed: NotRequired[int | None]
 
 
 # A part still to be decided, with the others of its claim (`Part.decided_together`).

@@ -1,26 +1,19 @@
 """Seeds where a question is still open: the registered plan of work, run look by look.
 
-Every part measured on seeds has a registered design (`Rule.schedule`: min_seeds, then blocks
-of ⌈min_seeds / 2⌉ seeds, up to max_seeds), each look read at its level of the design's
-spending function (`rules.look_level`). The plan is that design, whole: the suites run at their
+The plan is every part's registered design (`Rule.schedule`), whole: the suites run at their
 planned seeds (the first look), the ledger grades them, and at each further look every part
-still undecided gets the next block of its schedule on the arms it compares (`next_blocks`),
-until every part is decided or at its last look; a part that would be contradicted then gets
-its arms trained twice as long on the same seeds. What runs depends on the seeds and the data
-only, never on this machine's speed, its cores or its load: the same seeds give the same runs
-and the same verdicts on any machine, with one worker or two.
+still undecided gets the next block of its schedule on the arms it compares, until every part
+is decided or at its last look; a would-be contradiction then gets its arms trained twice as
+long. What runs depends on the seeds and the data only, never on this machine's speed, cores
+or load.
 
     request = RunRequest(Path("runs"), "quick", budget_s=None)
     plan = price_plan(request, ["ffn", "placement"], workers=2)
     looks = run_looks(request, ["ffn", "placement"], plan=plan, run=..., workers=2)
 
-One `RunRequest` (`blocklab.experiments.options`) says what every step reads: the results
-folder, size, seed offset and precision the suites run and the ledger grades at, and the
-optional cap (`budget_s`). The plan is priced before anything runs (`price_plan`: the first
-look's missing runs by `blocklab.experiments.estimate`, then each further look's worst case,
-every part still open): the price is printed, never obeyed. A cap (`report --budget`) runs a
-prefix of the plan in whole looks, the number of looks fixed from the price before any data,
-and the report names the looks it cut and the parts they would have read.
+The plan is priced before anything runs (`price_plan`) and the price is printed, never obeyed;
+a cap (`report --budget`) runs whole looks from the first, fixed from the price before any
+data, and the report names the looks it cut.
 """
 
 from __future__ import annotations
@@ -34,7 +27,7 @@ from blocklab.claims.catalogue import SUITE_OF, part_arms, suite_rules
 from blocklab.claims.finding import Context
 from blocklab.claims.ledger import run_claims
 from blocklab.claims.registry import registered
-from blocklab.claims.rules import INCONCLUSIVE, Rule
+from blocklab.claims.rules import INCONCLUSIVE
 from blocklab.experiments.options import RunRequest
 from blocklab.experiments.summaries import SeedBlock
 
@@ -100,10 +93,6 @@ def claims_of(names: Sequence[str]) -> list[str]:
     return sorted(cid for cid, suite in SUITE_OF.items() if suite in names)
 
 
-def sequential(rule: Rule) -> bool:
-    return rule.max_seeds is not None
-
-
 def recorded_rules(request: RunRequest) -> dict[str, dict[str, str]]:
     """{suite: {"<claim> <part>": planned hash}}: the registered rules recorded beside the
     request's runs when they are planned (`catalogue.planned_hash`), those of its size, at
@@ -127,7 +116,7 @@ def open_parts(rows: Sequence[Any], size: str, arms_of: Callable[[str], list[str
         rules = registered(row.id, size)
         for part in row.parts:
             rule = rules.get(part.name)
-            if rule is None or not sequential(rule) or part.verdict != INCONCLUSIVE:
+            if rule is None or rule.max_seeds is None or part.verdict != INCONCLUSIVE:
                 continue
             if getattr(getattr(part, "decision", None), "unfair", None):  # no seeds: see decide
                 continue
@@ -224,17 +213,12 @@ def run_looks(request: RunRequest, names: Sequence[str], *, plan: WorkPlan | Non
               run: Callable[..., dict[str, str]], workers: int,
               echo: Callable[[str], None] = print, executor: Any = None,
               progress: bool = False) -> Looks:
-    """Run the plan: the first look (`run(rules=…)`: the suites at their planned seeds, the
-    registered rule hashes recorded with their runs), then look after look the next block of
-    every part still open (`open_parts`, `next_blocks`) until every part is decided or at its
-    last look, then the 2× longer runs of the parts that would be contradicted (`run_longer`,
-    with `executor`). Nothing here reads a clock: `plan.admitted` (fixed from the price
-    before any data) caps the further looks only when the request has a cap. Every look reads
-    and grades what `request` names (its results folder, size, seed offset and precision).
-
-    `run(rules=…)` runs and summarises the suites (`blocklab.experiments.suites.run_suites`
-    with the caller's executor and the same request), returning {suite: error}. `workers`
-    only prices what each look prints."""
+    """Run the plan: the first look (`run(rules=…)` runs and summarises the suites at their
+    planned seeds, recording the rule hashes, and returns {suite: error}), then the next block
+    of every part still open, look after look, then the 2× longer runs of would-be
+    contradictions (`run_longer`, with `executor`). Nothing here reads a clock: only a cap
+    (`plan.admitted`, fixed before any data) stops looks early. `workers` only prices what
+    each look prints."""
     rules = recorded_rules(request)
     admitted = None if plan is None else plan.admitted
     if plan is None and request.budget_s == 0:
@@ -320,21 +304,16 @@ def _check_contradictions(looks: Looks, rows: Sequence[Any], arms: dict[str, lis
 
 @dataclass(frozen=True)
 class WorkPlan:
-    """The plan of work priced before anything runs, and what a cap admits of it.
-
-    first_s: the first look's estimated wall time (its runs still missing)
-    looks: each further look's worst case, every sequential part still open (runs, wall s)
-    admitted: the further looks a cap admits, whole looks from the first while the priced
-        total (first look, those looks, the build) fits; None without a cap (every look)
-    price_s: the priced total of the whole plan, worst case (every look, every part open)
-    """
+    """The plan of work priced before anything runs, and what a cap admits of it."""
 
     budget_s: float | None
-    first_s: float
-    looks: list[tuple[int, float]]
+    first_s: float  # the first look's estimated wall time (its runs still missing)
+    looks: list[tuple[int, float]]  # each further look's worst case (runs, wall s)
+    # the further looks a cap admits, whole from the first while the priced total (first
+    # look, those looks, the build) fits; None without a cap (every look)
     admitted: int | None
     workers: int
-    price_s: float = 0.0
+    price_s: float = 0.0  # the whole plan, worst case (every look, every part open)
 
     def to_dict(self) -> dict[str, Any]:
         return {"budget_s": self.budget_s, "first_look_s": self.first_s,
@@ -403,7 +382,7 @@ def _parts_at_look(size: str, names: Sequence[str], arms: dict[str, list[str]], 
     for cid in claims_of(names):
         suite = SUITE_OF[cid]
         for part, rule in registered(cid, size).items():
-            if not sequential(rule) or len(rule.schedule) <= j:
+            if rule.max_seeds is None or len(rule.schedule) <= j:
                 continue
             mine = tuple(part_arms(cid, part, rule.metric, arms[suite]))
             out.append(Wanted(cid, part, suite, mine, rule.schedule[j - 1], rule.schedule[j]))
@@ -412,11 +391,9 @@ def _parts_at_look(size: str, names: Sequence[str], arms: dict[str, list[str]], 
 
 def price_plan(request: RunRequest, names: Sequence[str], *, workers: int,
                calibration: Any = None) -> WorkPlan:
-    """The plan's price on this machine before anything runs: the first look's missing runs
-    (`estimate.estimate_suites`), then each further look's worst case (`worst_case_blocks`),
-    all priced with one calibration of this machine, and under a cap (`request.budget_s`)
-    the whole further looks that fit, from the first on. The price orders nothing and changes
-    nothing in the plan; only a cap uses it."""
+    """The plan's price on this machine before anything runs: the first look's missing runs,
+    then each further look's worst case (`worst_case_blocks`), on one calibration, and under
+    a cap (`request.budget_s`) the whole further looks that fit. Only a cap uses it."""
     from blocklab.experiments.estimate import (
         calibrate,
         estimate_suites,
@@ -483,7 +460,7 @@ def would_contradict(rows: Sequence[Any], size: str, arms_of: Callable[[str], li
             continue
         for part in row.parts:
             if (part.decision is None or not part.decision.would_contradict
-                    or not sequential(part.rule)):
+                    or part.rule.max_seeds is None):
                 continue
             arms = tuple(part_arms(row.id, part.name, part.rule.metric, arms_of(suite)))
             out.setdefault(suite, []).append(

@@ -7,27 +7,15 @@ the page's statement inside the rungs measured.
     fit.lack_of_fit.p                            # does a line fit the rung means?
     meets(fit, -1.0, first, top)                 # where the line reaches −1%, or None bounds
 
-Why rungs, not seeds: every seed of a rung shares that rung's tuning (its learning rates and
-their bias), its shape and its data order, so a rung's mean sits off any line by more than its
-seeds' spread says. Counting the seeds as independent (the per-seed regression, n − 2 degrees
-of freedom) then gives a slope interval that covers the true slope far less often than it
-states (`benchmarks/trend_coverage.py`). Here each rung's mean is one observation with
-variance τ² + σ²/n_j: σ² the seeds' pooled within-rung variance, τ² the rung-to-rung variance
-about the line (DerSimonian–Laird's moment estimate for a meta-regression). The line is
-weighted least squares with weights 1 / (τ² + σ²/n_j), and its slope's variance is scaled by
-the Knapp–Hartung factor (the rung means' weighted residual square on k − 2 degrees of
-freedom), read on Student's t with k − 2 degrees of freedom for k rungs. So
-three rungs are the fewest that give an interval, and four give one on 2 degrees of freedom:
-as wide as four observations allow.
-
-The lack of fit is the classical F test of the line against one mean per rung, on the seeds
-(k − 2 and N − k degrees of freedom): a small p says the rung means bend away from any line
-by more than their seeds' spread, and the effect's shape across rungs is not a line.
-
-Where the line meets a threshold θ is Fieller's interval, from the same band; it is read only
-between the smallest and the top rung (`Meeting.extrapolated` marks one past them, which
-the ladder's readers do not report as a finding: a fitted line stops where its data stops).
-No PyTorch.
+Why rungs, not seeds: every seed of a rung shares its tuning, shape and data order, so a
+per-seed regression's slope interval covers far less often than it states
+(`benchmarks/trend_coverage.py`). Each rung's mean is one observation with variance
+τ² + σ²/n_j (σ² the pooled within-rung variance, τ² the rung-to-rung variance about the line by
+DerSimonian–Laird); the line is weighted least squares, its slope's variance scaled by the
+Knapp–Hartung factor and read on t with k − 2 degrees of freedom for k rungs (three at least).
+The lack of fit is the F test of the line against one mean per rung, on the seeds. Where the
+line meets a threshold is Fieller's interval, read only between the smallest and top rung. No
+PyTorch.
 """
 
 from __future__ import annotations
@@ -58,11 +46,9 @@ class LackOfFit:
 
 @dataclass(frozen=True)
 class LineFit:
-    """y = intercept + slope · x through `rungs` rung means (`n` seeds in all); the slope's
-    interval at `level` on `df` = rungs − 2 degrees of freedom. `weight` (W) and `sxx` are
-    the weighted sums Σw and Σw(x − x_mean)², `scale` the Knapp–Hartung factor, `tau`
-    the estimated rung-to-rung sd about the line, `within_sd` the seeds' pooled sd (None when
-    no rung has two seeds)."""
+    """y = intercept + slope · x through `rungs` rung means (`n` seeds in all), the slope's
+    interval at `level` on `df` = rungs − 2; `weight` = Σw, `sxx` = Σw(x − x_mean)², `scale` the
+    Knapp–Hartung factor, `tau` the rung-to-rung sd, `within_sd` the seeds' pooled sd."""
 
     slope: float
     intercept: float
@@ -109,11 +95,9 @@ class LineFit:
 
 @dataclass(frozen=True)
 class Meeting:
-    """Where the fitted line reaches `threshold`: at x = `at` (None when the slope is 0), in
-    [low, high] at the fit's level; a None bound is unbounded on that side (the slope's
-    interval includes 0). `first` and `top` are the lowest and highest rungs' x: a meeting
-    outside them is an extrapolation, and one below `first` says the line moves away from
-    the threshold as compute grows."""
+    """Where the fitted line reaches `threshold`: at x = `at` (None for a flat line), in
+    [low, high] at the fit's level (a None bound: unbounded); outside the rungs' x, `first` …
+    `top`, it is an extrapolation."""
 
     threshold: float
     at: float | None
@@ -138,9 +122,8 @@ class Meeting:
 
 
 def fit_line(points: Sequence[tuple[float, Interval]], level: float = LEVEL) -> LineFit:
-    """The rung-level line through (x, Interval of a rung's seeds) per rung (rungs with no
-    seeds left out; two rungs at one x are one rung to the fit's degrees of freedom only if
-    their x differ). InputError with fewer than three distinct x: two rung means fit any line
+    """The rung-level line through (x, Interval of a rung's seeds) per rung (rungs without
+    seeds left out). InputError with fewer than three distinct x: two rung means fit any line
     exactly and leave no degree of freedom for the rung-to-rung variation."""
     used = [(float(x), i) for x, i in points if i.n > 0 and i.mean is not None]
     if len({x for x, _ in used}) < 3:
