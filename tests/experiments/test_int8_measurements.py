@@ -8,7 +8,6 @@ or S = the weight bytes ratio (decode), S is not an upper bound of the layers' s
 result is an estimate.
 """
 
-import dataclasses
 import math
 
 import pytest
@@ -24,7 +23,8 @@ from blocklab.experiments.int8_measurements import (
     without_part,
 )
 from blocklab.experiments.int8_records import SchemeTimes
-from blocklab.experiments.suites.quantize.timing import scheme_rows, scheme_times
+from blocklab.experiments.run_result import RunResult
+from blocklab.experiments.suites.quantize.timing import TimedShape, TimingRecord, scheme_rows
 
 # Measured speed-ups may exceed the measured bound by this factor before the test fails: on a
 # shared 2-core machine a millisecond-long prefill moves by tens of percent between calls.
@@ -111,14 +111,19 @@ def test_noise_below_one_keeps_the_estimate_under_the_bound_and_old_results_have
 
 
 def test_the_json_form_reads_back_as_the_same_timings():
-    """A stored timing record (`SchemeTimes`' JSON form) reads back as the same timings; a
-    record made before the free-layers timings lacks their keys; a wrong value is named."""
-    doc = dataclasses.asdict(_times())
-    assert scheme_times(doc) == _times()
+    """A stored timing record reads back as the same timings; a record made before the
+    free-layers timings lacks their keys; a wrong value is named."""
+    shape = TimedShape(16, 1, 2, 32, (8,), decode_steps=1, repeats=2, compile=False)
+    doc = TimingRecord(_cfg().to_dict(), shape, {}, _times()).extra()
+
+    def read(extra):
+        return TimingRecord.of(RunResult("ok", extra=extra), "timing").times
+
+    assert read(doc) == _times()
     old = {k: v for k, v in doc.items() if not k.startswith("free_")}
-    assert scheme_times(old) == _times(free=False)
+    assert read(old) == _times(free=False)
     with pytest.raises(ResultsError, match=r"decode_s\.none"):
-        scheme_times({**doc, "decode_s": {"none": "fast"}})
+        read({**doc, "decode_s": {"none": "fast"}})
 
 
 def test_without_part_frees_only_that_part():

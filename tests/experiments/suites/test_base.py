@@ -218,23 +218,7 @@ def test_a_grid_grown_at_an_edge_is_tuned_before_anything_is_evaluated(tmp_path)
 
 def test_runs_that_read_no_tuning_run_beside_the_tuning_runs(tmp_path):
     calls = []
-    suite = _tuned_suite(calls)
-    plan = suite.plan
-
-    def plan_with_a_probe(options, tuned):
-        def probe(progress):
-            calls.append(("probe", 0))
-            return RunResult("ok", extra={"value": 0.0})
-
-        return [*plan(options, tuned),
-                base.RunSpec("probe", "probe", 0, {"probe": 1}, probe, reads_tuning=False)]
-
-    def summarise(options, results):
-        size, seeds = options.size, options.seeds
-        values = [r.extra["value"] for spec, r in results if spec.arm == "eval"]
-        return Summary("tuned", size, len(seeds), [], data=ToyData(base.mean_ci(values)))
-
-    suite = dataclasses.replace(suite, plan=plan_with_a_probe, summarise=summarise)
+    suite = _tuned_suite_with_a_probe(calls)
     first = base.plan_suite(suite, RunOptions.for_suite(suite, "tiny", 1), tmp_path)
     assert first.stage == "tune" and [s.label for s in first.early] == ["probe"]
     assert first.early_store.root == tmp_path / "tuned" / "tiny"

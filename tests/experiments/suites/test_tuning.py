@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from blocklab.experiments.run_result import FinalMetrics, RunResult
+from blocklab.experiments.run_result import RunResult
 from blocklab.experiments.suites.base import RunSpec
 from blocklab.experiments.suites.tuning import (
     LrGrid,
@@ -17,6 +17,8 @@ from blocklab.experiments.suites.tuning import (
 )
 from blocklab.experiments.summaries import LrTrial
 
+from .conftest import final_metrics
+
 GRID = LrGrid((1e-3, 2e-3, 4e-3), 2.0, max_extensions=3)
 
 
@@ -25,14 +27,14 @@ def trials_for(losses: dict[float, float | None], arm: str = "a", seeds=(0,)) ->
             for lr, loss in losses.items() for seed in seeds]
 
 
-def test_nothing_tuned_yet_asks_for_the_registered_grid():
+def test_nothing_tuned_asks_for_the_registered_grid_and_an_interior_optimum_keeps_it():
     t = tune_arm(GRID, [], "a")
     assert t.grid == GRID.base and t.extended == 0 and not t.interior
-
-
-def test_an_interior_optimum_keeps_the_grid():
     t = tune_arm(GRID, trials_for({1e-3: 3.0, 2e-3: 2.5, 4e-3: 2.8}), "a")
     assert (t.grid, t.lr, t.interior, t.extended) == (GRID.base, 2e-3, True, 0)
+    grid = LrGrid((1e-3, 3e-3, 1e-2), 3.0)  # without refine, on two seeds
+    t = tune_arm(grid, trials_for({lr: curve(5e-3)(lr) for lr in grid.base}, seeds=(7, 8)), "a")
+    assert (t.grid, t.lr, t.interior, t.extended) == (grid.base, 3e-3, True, 0)
 
 
 def test_a_grid_whose_optimum_sits_at_the_top_edge_is_extended_until_interior():
@@ -105,13 +107,8 @@ def test_a_grid_needs_three_ascending_points(base):
         LrGrid(base, 2.0)
 
 
-def finished(status: str, val_loss: float | None, entropy: float = 5.0) -> RunResult:
-    final = FinalMetrics(val_loss=val_loss, val_loss_se=None, val_windows=1, val_tokens=32,
-                         val_loss_tail=val_loss, val_loss_tail_n=1, val_bpb=None,
-                         val_loss_by_length={}, per_position_loss={}, train_loss=val_loss,
-                         unigram_entropy=entropy, unigram_entropy_bpb=entropy / math.log(2),
-                         params=100)
-    return RunResult(status=status, final=final)
+def finished(status: str, val_loss: float | None) -> RunResult:
+    return RunResult(status=status, final=final_metrics(val_loss, entropy=5.0))
 
 
 def test_a_run_counts_when_it_finished_below_the_unigram_entropy():
@@ -176,13 +173,6 @@ def test_no_refinement_around_an_edge_the_extensions_could_not_leave():
     losses = {lr: loss(lr) for lr in (1e-3, 3e-3, 1e-2, 3e-2)}
     t = tune_arm(grid, trials_for(losses), "a")
     assert t.grid == (1e-3, 3e-3, 1e-2, 3e-2) and (t.lr, t.interior) == (3e-2, False)
-
-
-def test_without_refine_an_interior_optimum_keeps_its_grid():
-    grid = LrGrid((1e-3, 3e-3, 1e-2), 3.0)
-    losses = {lr: curve(5e-3)(lr) for lr in grid.base}
-    t = tune_arm(grid, trials_for(losses, seeds=(7, 8)), "a")
-    assert (t.grid, t.lr, t.interior, t.extended) == (grid.base, 3e-3, True, 0)
 
 
 def test_the_lr_bias_reads_the_refined_neighbours():

@@ -9,10 +9,8 @@
     quantize   int8 quantization: prefill/decode speed-up per scheme, SwiGLU merging (C32, C33)
     width      the FFN's width as a control point: sliced vs nested-width training (C37)
 
-Each is a package `suites/<module>/` whose `SUITE` says what the rest of blocklab asks of it: its
-runs, its summary's data type, and where the report shows it (section, heading, figures).
-`run_suites` runs several of them under one `RunRequest` (`blocklab report`, the sequential
-design), each at the options the request gives it (`RunRequest.options`).
+Each is a package `suites/<module>/` whose `SUITE` says what the rest of blocklab asks of it;
+`run_suites` runs several under one `RunRequest` (`blocklab report`, the sequential design).
 """
 
 from __future__ import annotations
@@ -24,18 +22,22 @@ from pathlib import Path
 
 from blocklab.errors import InputError
 from blocklab.experiments import summaries
-from blocklab.experiments.options import SIZES, RunOptions, RunRequest
+from blocklab.experiments.options import RunOptions, RunRequest
 from blocklab.experiments.suites.base import (
+    CountingSink,
     Executor,
-    RunSpec,
+    ResultRouter,
     Suite,
-    format_ci,
-    format_level,
-    mean_ci,
-    paired_difference,
+    SuiteIncomplete,
+    execute_in_process,
+    interrupted,
+    plan_suite,
+    replan_after_tuning,
     run_suite,
+    say_damaged,
+    summarise_suite,
 )
-from blocklab.experiments.summaries import Summary, Table
+from blocklab.experiments.summaries import Summary
 
 # suite name -> module holding `SUITE`, in the order the report shows them
 SUITE_MODULES = {"ffn": "ffn", "norm-cost": "norm_cost", "placement": "placement",
@@ -58,8 +60,7 @@ def registered_suites() -> list[Suite]:
 def load_summary(out_dir: str | Path, name: str, size: str, *, seed_offset: int = 0,
                  precision: str = "fp32", longer: bool = False) -> Summary | None:
     """The stored summary of the registered suite `name`, its data typed by the suite's
-    `data_type` (`blocklab.experiments.summaries.load_summary`, whose errors it raises); a
-    one-line InputError lists the suites for a name that is none of them."""
+    `data_type` (`summaries.load_summary`); an unknown name is an InputError."""
     return summaries.load_summary(out_dir, name, size, get_suite(name).data_type,
                                   seed_offset=seed_offset, precision=precision, longer=longer)
 
@@ -68,23 +69,14 @@ def run_suites(request: RunRequest, names: Sequence[str] = tuple(SUITE_MODULES),
                executor: Executor | None = None, progress: bool = True,
                echo: Callable[[str], None] = print, wait: bool = True,
                rules: Mapping[str, dict[str, str]] | None = None) -> dict[str, str]:
-    """Run every suite of `names` at the request's size into its results folder (stored runs
-    are reused, so this resumes), each at the options the request gives it
-    (`RunRequest.options`: its default seeds from the seed offset, in the request's precision
-    where it trains in it), then summarise each one.
+    """Run every suite of `names` at the options the request gives it (`RunRequest.options`;
+    stored runs are reused, so this resumes), then summarise each one.
 
-    The missing runs of all the suites go to `executor` in one call, so worker processes stay
-    busy across suite boundaries and every timed run waits until all the others are done.
-    Returns {suite: one-line error} for the suites that could not be summarised; the others
-    still are, so a report can be written that says which are missing and why.
-
-    Every suite's folder is locked for the whole call: another process running one of them
-    in the results folder is waited for (saying so through `echo`), or, with `wait=False`,
-    refused with `blocklab.errors.Busy`.
-
-    `rules`: {suite: {"<claim> <part>": rule hash}}, the registered rules that grade each
-    suite, recorded in its folder when its runs are first planned (`plan_suite`).
-    """
+    The missing runs of all the suites go to `executor` in one call, so workers stay busy
+    across suites. Returns {suite: one-line error} for the suites that could not be
+    summarised; the others still are. Every suite's folder is locked for the whole call
+    (another process is waited for, or with `wait=False` refused with `errors.Busy`).
+    `rules`: {suite: {"<claim> <part>": rule hash}}, recorded as `plan_suite` says."""
     from blocklab.experiments.locks import suite_locks
 
     # Bad input (an unknown suite) is refused before the locks create any folder.
@@ -97,18 +89,6 @@ def run_suites(request: RunRequest, names: Sequence[str] = tuple(SUITE_MODULES),
 def _run_suites(request: RunRequest, options: Mapping[str, RunOptions],
                 executor: Executor | None, progress: bool, echo: Callable[[str], None],
                 rules: Mapping[str, dict[str, str]]) -> dict[str, str]:
-    from blocklab.experiments.suites.base import (
-        CountingSink,
-        ResultRouter,
-        SuiteIncomplete,
-        execute_in_process,
-        interrupted,
-        plan_suite,
-        replan_after_tuning,
-        say_damaged,
-        summarise_suite,
-    )
-
     results, size = request.results, request.size
     start = time.perf_counter()
     errors: dict[str, str] = {}
@@ -153,6 +133,5 @@ def _failure_line(err) -> str:
             f"{err.missing[0][1]}")
 
 
-__all__ = ["SIZES", "SUITE_MODULES", "RunSpec", "Suite", "Summary", "Table", "format_ci",
-           "format_level", "get_suite", "load_summary", "mean_ci", "paired_difference",
-           "registered_suites", "run_suite", "run_suites"]
+__all__ = ["SUITE_MODULES", "get_suite", "load_summary", "registered_suites", "run_suite",
+           "run_suites"]

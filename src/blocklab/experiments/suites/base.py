@@ -1,27 +1,21 @@
 """What a suite is, how it runs, and the paired statistics its summaries use.
 
-A suite is a grid of independent runs (arms × seeds). Each run is a `RunSpec`: a label, the
-arm and seed it belongs to, a JSON-able `payload` that fully determines it (hashed into its
-run id), and an `execute` function that returns its `RunResult`. `run_suite` executes
-the specs whose result is not stored yet, each one written atomically the moment it finishes,
-so an interrupted suite resumes where it stopped and nothing finished is lost. Then the suite's
-`summarise` turns stored results into tables; it never trains anything.
+A suite is a grid of independent runs (arms × seeds), each a `RunSpec`: a label, its arm and
+seed, a JSON-able `payload` that fully determines it (hashed into its run id) and an `execute`
+that returns its `RunResult`. `run_suite` executes the specs whose result is not stored yet,
+writing each atomically as it finishes (an interrupted suite resumes where it stopped), then
+the suite's `summarise` turns the stored results into tables; it never trains anything.
 
     suite = get_suite("ffn")
     summary = run_suite(suite, RunOptions.for_suite(suite, "quick", 2), "runs")
 
-A suite may also tune before it measures (`Suite.tune`): say, each arm's learning rate picked
-from a grid on seeds of its own. Those tuning runs are a first stage, stored apart
-(`runs/<suite>/<size>+tuning`, and `+seeds<K>` at seed offset K: a replication re-tunes on
-seeds of its own, since the choice is part of what must replicate); once all of them are
-stored, `plan` gets their results and plans the evaluation runs at the chosen settings. The
-tuning seeds (`tuning_seeds`: TUNING_SEEDS plus the offset) lie beyond every evaluation seed a
-user can ask for, so a choice is never made on the data that grades it.
-
-Where the runs execute is the executor's business: `execute_in_process` (the default) runs them
-here one after another; `blocklab.experiments.executors.RayExecutor` sends each to a Ray
-cluster. Either way the suite is summarised only once every run has a stored result; otherwise
-`run_suite` raises `SuiteIncomplete` naming the runs that are missing.
+A suite may tune first (`Suite.tune`): its tuning runs are stored apart
+(`<suite>/<size>+tuning`, `+seeds<K>` at seed offset K: a replication re-tunes, since the
+choice is part of what must replicate), and once all are stored `plan` gets their results.
+Tuning seeds (`tuning_seeds`) lie beyond every evaluation seed, so a choice is never made on
+the data that grades it. The executor decides where runs execute (`execute_in_process`, or
+`executors.RayExecutor`); a suite is summarised only once every run has a stored result, else
+`SuiteIncomplete` names the missing ones.
 """
 
 from __future__ import annotations
@@ -32,16 +26,17 @@ import hashlib
 import json
 import math
 import re
+import statistics
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from blocklab.errors import InputError, Interrupted, ResultsError
 from blocklab.experiments.options import RunOptions
-from blocklab.experiments.results import ResultSink, ResultStore, json_safe
+from blocklab.experiments.results import ResultSink, ResultStore, json_safe, train_identity
 from blocklab.experiments.run_result import RunLabel, RunResult
 from blocklab.experiments.scale import Scale
 from blocklab.experiments.summaries import (
@@ -49,10 +44,16 @@ from blocklab.experiments.summaries import (
     RunCount,
     SeedBlock,
     Summary,
+    TimeRatio,
+    decode,
     mixed_notes,
     save_summary,
 )
-from blocklab.jsonio import write_atomic
+from blocklab.jsonio import read_json, write_atomic
+
+if TYPE_CHECKING:
+    from blocklab.config import ModelConfig
+    from blocklab.experiments.trainer import TrainConfig
 
 
 @dataclass(frozen=True)
@@ -64,11 +65,9 @@ class RunSpec:
     seed: int
     payload: dict[str, Any]
     execute: Callable[[Any], RunResult] = field(compare=False, repr=False)
-    # A run that measures time (kernel or step timings): it runs alone, never beside other runs.
-    timed: bool = False
-    # An evaluation run of a tuned suite whose settings come from the tuning stage. One that
-    # does not read them (a probe at initialisation, a timing, an lr sweep) runs beside the
-    # tuning runs instead of waiting for them.
+    timed: bool = False  # it measures time, so it runs alone, never beside other runs
+    # False: an evaluation run that reads nothing the tuning chooses (a probe at
+    # initialisation, a timing, an lr sweep), so it runs beside the tuning runs.
     reads_tuning: bool = True
 
     @property
@@ -82,66 +81,44 @@ Results = list[tuple[RunSpec, RunResult]]
 
 @dataclass(frozen=True)
 class Suite:
-    """`plan(options, tuned)` lists the runs of `options.seeds` (`RunOptions`: size, seeds,
-    precision, backend); `summarise(options, results)` builds tables from `results`: a list of
-    (spec, result) pairs in plan order.
+    """`plan(options, tuned)` lists the runs of `options.seeds`; `summarise(options, results)`
+    builds tables from the (spec, result) pairs in plan order.
 
-    A suite with a `tune(options, tuned)` stage gets in `plan` the (spec, result) pairs of its
-    tuning runs as `tuned` (and [] before any is stored: its runs marked `reads_tuning=False`
-    are taken from that plan to run beside the tuning; a suite without one always gets []),
-    and `summarise` gets those pairs first, then the evaluation runs'. A suite listing "bf16"
-    in `precisions` trains every model in `options.precision`.
-
-    The report shows a suite's results (its tables, notes and `figures`) under its `heading`
-    (English, Chinese) in the page section `section` names ("ffn", "normalization", ...); a
-    section the page does not have becomes one of its own. A suite that names none gets a
-    section of its own called after it, headed by its name."""
+    A suite with a `tune` stage gets its tuning runs' pairs in `plan` as `tuned` ([] before any
+    is stored: its `reads_tuning=False` runs are taken from that plan) and first in
+    `summarise`. The report shows its tables, notes and `figures` under `heading` (English,
+    Chinese) in the page section `section` (default: a section of its own, named after it)."""
 
     name: str
     description: str
     plan: Callable[[RunOptions, Results], list[RunSpec]]
     summarise: Callable[[RunOptions, Results], Summary]
-    # The dataclass of its summary's `data` (its package's summary module): `run_suite` refuses a
-    # summary whose data is not one, and readers decode a stored summary's data as it.
+    # The dataclass of its summary's `data`: `run_suite` refuses any other, readers decode as it.
     data_type: type
-    # The id of the report section its results are shown in ("": one of its own, `name`) and
-    # the heading above them, (English, Chinese) (("", ""): its name).
     section: str = ""
     heading: tuple[str, str] = ("", "")
-    # Keys of the report figures drawn beside its tables (`blocklab.report.figures.FIGURES`),
-    # in page order; their reproducing command is the suite's unless FIGURES gives their own.
-    figures: tuple[str, ...] = ()
+    figures: tuple[str, ...] = ()  # keys of `blocklab.report.figures.FIGURES`, in page order
     default_seeds: dict[str, int] = field(default_factory=lambda: {"tiny": 1, "quick": 2,
                                                                     "full": 5})
-    # `tune(options, tuned=results so far)`: every tuning run, given those already made (a
-    # grid extended where an arm's best rate sat at an edge, `tuning.tune_arm`).
+    # `tune(options, tuned=results so far)`: every tuning run due (a grid grows at an edge).
     tune: Callable[[RunOptions, Results], list[RunSpec]] | None = None
-    # The precisions its models train in; a suite that measures float32 kernels or int8
-    # against float32 lists "fp32" alone.
-    precisions: tuple[str, ...] = ("fp32",)
-    # `price(spec, calibration)`: estimated seconds of one of its runs on this machine, from a
-    # `blocklab.experiments.estimate.Calibration`; None for a kind it leaves to the default
-    # (a plain training run: `estimate.training_s`).
+    precisions: tuple[str, ...] = ("fp32",)  # what its models may train in
+    # `price(spec, calibration)`: a run's estimated seconds here (`blocklab.experiments.
+    # estimate`); None for a plain training run, priced by default.
     price: Callable[[RunSpec, Any], float | None] | None = None
-    # `longer(options, tuned, arms)`: the evaluation runs of `arms` on `options.seeds`, each
-    # trained twice as long (steps and warmup doubled), that check a would-be contradiction;
-    # None for a suite whose parts are not decided on training runs.
+    # `longer(options, tuned, arms)`: `arms` trained twice as long, to check a would-be
+    # contradiction; None for a suite whose parts are not decided on training runs.
     longer: Callable[[RunOptions, Results, list[str]], list[RunSpec]] | None = None
-    # The version of the code that turns its runs into the metrics registered rules read
-    # (its summary's statistics): part of every recorded rule hash (`claims.catalogue.
-    # planned_hash`), so a folder planned before a metric changed is flagged, never silently
-    # regraded. Change it with any such change, saying what changed; "" for a suite no
-    # registered rule reads.
+    # The version of what turns its runs into the metrics registered rules read: part of every
+    # recorded rule hash, so a folder planned before a metric changed is flagged, not silently
+    # regraded. "" for a suite no registered rule reads.
     metric_version: str = ""
-    # (size, claim id) -> the scale of the training runs the claim is graded on (model,
-    # parameters, training tokens; `blocklab.experiments.scale`), which a verdict "at this
-    # scale" names; None for a claim graded on no training run (a probe at initialisation, a
-    # timing), and no function for a suite that trains nothing it grades.
+    # (size, claim) -> the scale a claim's training runs are graded at; None for a claim graded
+    # on no training run.
     scale: Callable[[str, str], Scale | None] | None = field(default=None, compare=False,
                                                               repr=False)
-    # size -> (model config, batch, seq_len) of its main training runs: the shape
-    # `--precision auto` times in float32 and bfloat16 (`step_precision.suite_precision`);
-    # None for a suite that trains in float32 only.
+    # size -> (model config, batch, seq_len) of its main training runs, which `--precision
+    # auto` times; None for a suite that trains in float32 only.
     shape: Callable[[str], tuple[Any, int, int]] | None = field(default=None, compare=False,
                                                                  repr=False)
 
@@ -170,25 +147,20 @@ TUNING_SEEDS = 2_000_000_000
 
 def tuning_seeds(options: RunOptions, n: int) -> range:
     """The `n` tuning seeds under `options`: from TUNING_SEEDS plus its seed offset, so a
-    replication at another offset re-tunes on fresh seeds as well as re-training (the choice
-    of rate is part of what replicates); at offset 0, the seeds tuning has always used."""
+    replication at another offset re-tunes on fresh seeds."""
     start = TUNING_SEEDS + options.seed_offset
     return range(start, start + n)
 
 
-# An executor runs `specs`, saves each result with `store.save(spec.run_id, result)` (a
-# ResultStore, or a ResultRouter over several suites' stores) the moment it finishes, and may
-# return {run_id: one-line error} for runs that failed without stopping the rest. `progress` is
-# True/False: whether to show a progress bar.
+# An executor runs `specs`, saves each result with `store.save(spec.run_id, result)` the moment
+# it finishes, and may return {run_id: one-line error} for runs that failed without stopping
+# the rest; `progress`: whether to show a progress bar.
 Executor = Callable[[list[RunSpec], ResultSink, bool], dict[str, str] | None]
 
 
 class SuiteIncomplete(RuntimeError):
-    """Some runs of a suite have no stored result, so it was not summarised.
-
-    `missing` lists (label, error) per missing run. Every stored result is kept: running the
-    suite again with the same out_dir executes only the missing runs.
-    """
+    """Some runs of a suite have no stored result, so it was not summarised; `missing` lists
+    (label, error) per missing run."""
 
     def __init__(self, suite: str, size: str, missing: list[tuple[str, str]],
                  total: int) -> None:
@@ -208,21 +180,14 @@ def longer_dir(out_dir: str | Path, suite: Suite, options: RunOptions) -> Path:
     return Path(out_dir) / suite.name / options.folder(longer=True)
 
 
-def tuning_dir(out_dir: str | Path, suite: Suite, options: RunOptions) -> Path:
-    """Where a suite's tuning runs under `options` are kept: one folder per seed offset (a
-    replication re-tunes on its own seeds) and per precision (each tunes its own rates)."""
-    return Path(out_dir) / suite.name / options.folder(tuning=True)
-
-
 @dataclass(frozen=True)
 class PlannedSuite:
     """A suite's runs checked against its results folder: `missing` must run (not stored, or
-    stored with another provenance: `stale`, run id -> reasons); the rest are reused.
+    `stale`: stored with another provenance, run id -> reasons); the rest are reused.
 
-    `stage` is "tune" while some tuning runs are missing (then `specs` are the tuning runs and
-    the evaluation runs cannot be planned yet, except the `early` ones that read nothing the
-    tuning chooses: missing evaluation runs for `early_store`, run beside the tuning runs),
-    else "evaluate", with `tuned` the tuning results the plan was made from."""
+    `stage` is "tune" while tuning runs are missing (`specs` are then the tuning runs, and
+    `early` the evaluation runs for `early_store` that read no tuning), else "evaluate", planned
+    from the tuning results `tuned`."""
 
     suite: Suite
     options: RunOptions
@@ -237,9 +202,7 @@ class PlannedSuite:
     planned_rules: dict[str, str] = field(default_factory=dict)
     early: list[RunSpec] = field(default_factory=list)
     early_store: ResultStore | None = None
-    # Run ids this command ran in an earlier round (the early runs, beside the tuning): stored
-    # now, but not stored before it began.
-    ran: frozenset[str] = frozenset()
+    ran: frozenset[str] = frozenset()  # run ids this command made in an earlier round
 
     @property
     def size(self) -> str:
@@ -247,15 +210,13 @@ class PlannedSuite:
 
     @property
     def stored_before(self) -> int:
-        """How many of `specs` were stored before this command began: neither to run now nor
-        run by it in an earlier round."""
+        """How many of `specs` were stored before this command began."""
         made = self.ran | {spec.run_id for spec in self.missing}
         return sum(spec.run_id not in made for spec in self.specs)
 
     def stamped(self) -> list[RunSpec]:
-        """The missing runs (and the `early` ones), each stamping its result with the
-        provenance of the process that computed it, whichever executor runs it (a Ray node may
-        differ from this machine), and with the spec it ran."""
+        """The missing and `early` runs, each stamping its result with the provenance of the
+        process that computes it (a Ray node may differ from this machine) and its spec."""
         return [dataclasses.replace(spec, execute=functools.partial(
             execute_spec, spec.execute, RunLabel(spec.label, spec.arm, spec.seed, spec.run_id)))
             for spec in [*self.missing, *self.early]]
@@ -271,11 +232,10 @@ def stored_tuning(suite: Suite, options: RunOptions, out_dir: str | Path
                   ) -> tuple[list[RunSpec], ResultStore, dict[str, str], list[RunSpec], Results]:
     """A tuned suite's tuning runs against its store: (every tuning run due so far, the store,
     stale reasons, the missing ones, the (spec, result) pairs once none is missing, else []).
-
-    A grid grows at an edge only once its points are tuned (`tuning.tune_arm`), so the tuning
-    runs are asked for again with the results so far until nothing is added."""
+    A grid grows at an edge once its points are tuned, so `tune` is asked again until nothing
+    is added."""
     tuning = suite.tune(options, [])
-    store = ResultStore(tuning_dir(out_dir, suite, options))
+    store = ResultStore(Path(out_dir) / suite.name / options.folder(tuning=True))
     while True:
         stale = stale_reasons(tuning, store)
         missing = [s for s in tuning if not store.has(s.run_id) or s.run_id in stale]
@@ -291,11 +251,8 @@ def stored_tuning(suite: Suite, options: RunOptions, out_dir: str | Path
 def plan_suite(suite: Suite, options: RunOptions, out_dir: str | Path,
                rules: dict[str, str] | None = None) -> PlannedSuite:
     """Plan `suite` under `options` against the results in `out_dir`, with the seed blocks
-    the sequential design added to some of its arms (`seed_blocks`).
-
-    `rules` ({"<claim> <part>": rule hash} of the rules that grade this suite): recorded in
-    the folder (`planned_rules.json`) when no run of it is stored yet, so the summary can say
-    which rules its data was planned under; kept as first recorded otherwise."""
+    the sequential design added to some of its arms. `rules` ({"<claim> <part>": rule hash}):
+    recorded in the folder when no run of it is stored yet (`record_rules`)."""
     seeds = options.seeds
     tuned: Results = []
     if suite.tune is not None:
@@ -336,17 +293,11 @@ PLANNED_RULES = "planned_rules.json"
 
 
 def seed_blocks(folder: Path) -> list[SeedBlock]:
-    """The seed blocks the sequential design added in a suite's results folder, oldest first
-    ([] when none)."""
-    from blocklab.experiments.summaries import decode
-
+    """The seed blocks the sequential design added in a suite's results folder, oldest first."""
     path = Path(folder) / SEED_BLOCKS
     if not path.exists():
         return []
-    from blocklab.jsonio import read_json
-
-    data = read_json(path, error=ResultsError)
-    return decode(list[SeedBlock], data, str(path))
+    return decode(list[SeedBlock], read_json(path, error=ResultsError), str(path))
 
 
 def add_seed_blocks(folder: Path, blocks: Sequence[SeedBlock]) -> None:
@@ -363,8 +314,7 @@ def add_seed_blocks(folder: Path, blocks: Sequence[SeedBlock]) -> None:
 def record_rules(folder: Path, rules: dict[str, str] | None, *, fresh: bool) -> dict[str, str]:
     """The rule hashes the folder's runs were planned under: `rules`, written to
     planned_rules.json when the folder holds no reusable run yet (`fresh`); else the record as
-    first written, or {} when there is none: runs stored before any record are never
-    re-recorded under today's rules (the ledger says their parts have no record)."""
+    first written, or {}: runs stored before any record are never re-recorded under today's."""
     path = Path(folder) / PLANNED_RULES
     if rules is not None and fresh:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -373,8 +323,6 @@ def record_rules(folder: Path, rules: dict[str, str] | None, *, fresh: bool) -> 
         return dict(rules)
     if not path.exists():
         return {}
-    from blocklab.jsonio import read_json
-
     data = read_json(path, error=ResultsError)
     if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, str)
                                              for k, v in data.items()):
@@ -385,19 +333,13 @@ def record_rules(folder: Path, rules: dict[str, str] | None, *, fresh: bool) -> 
 def run_suite(suite: Suite, options: RunOptions, out_dir: str | Path = "runs", *,
               progress: bool = True, executor: Executor | None = None, wait: bool = True,
               rules: dict[str, str] | None = None) -> Summary:
-    """Run every missing run of `suite` under `options`, then summarise all of them and write
-    summary.json.
+    """Run every missing run of `suite` under `options` (into its folder,
+    `RunOptions.folder`), then summarise all of them and write summary.json.
 
-    Seeds from an offset K (a disjoint set, to check that a verdict survives other seeds) are
-    kept in their own folder (`RunOptions.folder`), as are runs in precision "bf16" (suites
-    whose `precisions` list it).
-
-    Raises SuiteIncomplete (after every other run has finished and been saved) when a run
-    failed in an executor that carries on past failures; `execute_in_process` instead lets the
-    first exception propagate. Another process running this suite in `out_dir` is waited for
-    (`wait=False`: raises `blocklab.errors.Busy`); Ctrl-C raises `Interrupted`, saying how
-    many runs were kept.
-    """
+    Raises SuiteIncomplete (once every other run is saved) when a run failed in an executor
+    that carries on past failures; `execute_in_process` lets the first exception propagate.
+    Another process running this suite in `out_dir` is waited for (`wait=False`: raises
+    `blocklab.errors.Busy`); Ctrl-C raises `Interrupted`, saying how many runs were kept."""
     from blocklab.experiments.locks import suite_locks
 
     # Planned under the folder's lock: a second process waits here, then finds this one's runs
@@ -496,9 +438,6 @@ def summarise_suite(planned: PlannedSuite, failed: dict[str, str], elapsed_s: fl
         run_ids=[spec.run_id for spec in specs], seed_blocks=list(planned.blocks),
         planned_rules=dict(planned.planned_rules),
         wall_time_s=sum(r.wall_time_s or 0.0 for _, r in results))
-    if not dataclasses.is_dataclass(summary.data):
-        raise TypeError(f"suite {suite.name}: summarise must return a dataclass as data, got "
-                        f"{type(summary.data).__name__}")
     if not isinstance(summary.data, suite.data_type):
         raise RuntimeError(f"suite {suite.name}: summarise returned data of type "
                            f"{type(summary.data).__name__}, not its data_type "
@@ -525,11 +464,8 @@ class ResultRouter:
 
 def mixed_runs(results: Sequence[RunResult]) -> tuple[list[RunCount], list[RunCount]]:
     """How the runs of one suite folder were mixed: (the machines they were made on, the
-    attention kernels its bf16 training runs ran), each with how many runs, most runs first;
-    a list with fewer than two entries is left empty, so a folder made on one machine under
-    one kernel says nothing. A run whose machine or kernel was not recorded (stored before
-    they were) counts under "an unrecorded machine" or "unrecorded": beside a recorded one it
-    is named, while a folder that records none of them has nothing to tell apart."""
+    attention kernels its bf16 training runs ran), each with its runs, most first; empty with
+    fewer than two entries. A run that recorded neither counts as "unrecorded"."""
     from blocklab.experiments.provenance import Machine, machine_name, trained_record
 
     machines: Counter[str] = Counter()
@@ -563,11 +499,9 @@ def mixed_runs(results: Sequence[RunResult]) -> tuple[list[RunCount], list[RunCo
 
 def execute_spec(execute: Callable[[Any], RunResult], run: RunLabel,
                  progress: Any) -> RunResult:
-    """Run one spec's `execute` and stamp its result with this process's provenance (with how
-    the run used the machine: `Provenance.of_run`) and with the spec it ran (`"run": {label,
-    arm, seed, run_id}`), so readers such as the report can label a stored result without
-    planning the suite again, and the store can tell a file that holds another run's result
-    (`ResultStore`)."""
+    """Run one spec's `execute` and stamp its result with this process's provenance and the
+    spec it ran (`"run"`), so a reader can label a stored result without planning the suite
+    again, and the store can tell a file that holds another run's result."""
     from blocklab.experiments.provenance import current
 
     result = execute(progress)
@@ -593,8 +527,7 @@ def _corpus_hashes(result: Any, depth: int = 0) -> list[tuple[str, str]]:
 
 def stale_reasons(specs: Sequence[RunSpec], store: ResultStore) -> dict[str, list[str]]:
     """run_id -> why its stored result may not be reused here (provenance keys that differ, a
-    timing made on another machine, or "corpus <name>" whose bytes changed); stored results
-    that may be reused are absent."""
+    timing made on another machine, or "corpus <name>" whose bytes changed)."""
     from blocklab.experiments.data import load_corpus
     from blocklab.experiments.provenance import current, differences
 
@@ -620,12 +553,8 @@ def stale_reasons(specs: Sequence[RunSpec], store: ResultStore) -> dict[str, lis
 
 def execute_in_process(specs: Sequence[RunSpec], store: ResultSink, progress: bool) -> None:
     """Run specs one after another in this process, saving each result as it finishes; the
-    first exception stops the suite (what finished before it stays stored).
-
-    Each run holds the machine lock (`blocklab.experiments.locks`): shared while it trains,
-    exclusive while it measures time, so a timed run never shares the machine with another
-    blocklab run; a timed result records what share of the CPU other processes used meanwhile
-    (`machine_load`)."""
+    first exception stops the suite. Each run holds the machine lock: shared while it trains,
+    exclusive while it measures time (and records the CPU share others used meanwhile)."""
     from blocklab.experiments.trainer import make_progress
 
     if not progress:
@@ -680,8 +609,7 @@ def interrupted(sink: CountingSink, where: str) -> Interrupted:
 
 # --- statistics --------------------------------------------------------------------------------
 def mean_ci(values: Sequence[float | None]) -> Interval:
-    """Mean and 95% t-interval of the finite `values` (None bounds with fewer than two), by
-    `blocklab.stats.paired_interval`."""
+    """Mean and 95% t-interval of the finite `values` (None bounds with fewer than two)."""
     xs = [float(v) for v in values if v is not None and math.isfinite(v)]
     n = len(xs)
     if n == 0:
@@ -720,3 +648,38 @@ def _format(stats: Interval, spec: str) -> str:
     if not stats.resolved:
         return f"{stats.mean:{spec}} (n={stats.n})"
     return f"{stats.mean:{spec}} [{stats.ci_low:{spec}}, {stats.ci_high:{spec}}]"
+
+
+def format_ratio(stats: TimeRatio, digits: int = 3) -> str:
+    """'ratio [low, high]' of a time ratio."""
+    return f"{stats.ratio:.{digits}f} [{stats.ci_low:.{digits}f}, {stats.ci_high:.{digits}f}]"
+
+
+def median_ms(seconds: Sequence[float]) -> float:
+    """The median of `seconds`, in milliseconds."""
+    return 1000 * statistics.median(seconds)
+
+
+def statuses(results: Iterable[RunResult | None]) -> dict[str, int]:
+    """Runs by status ("missing" for a seed without a result), in order of first appearance."""
+    return dict(Counter("missing" if r is None else r.status for r in results))
+
+
+def split_tuned(results: Results) -> tuple[Results, Results]:
+    """(the tuning runs, the evaluation runs) of a tuned suite's results, by payload kind."""
+    tuned = [(spec, r) for spec, r in results if spec.payload.get("kind") == "tune"]
+    return tuned, [(spec, r) for spec, r in results if spec.payload.get("kind") != "tune"]
+
+
+def training_spec(label: str, arm: str, seed: int, mc: ModelConfig, tc: TrainConfig,
+                  identity: dict[str, Any], data: str = "stdlib",
+                  train: Callable[..., RunResult] | None = None) -> RunSpec:
+    """A trainer run of `mc` under `tc` on `data`: `train(mc, tc, data, progress, label)`
+    (default `trainer.run`); its payload `identity` with the model, training and data."""
+    def execute(progress: Any) -> RunResult:
+        from blocklab.experiments.trainer import run
+
+        return (train or run)(mc, tc, data, progress=progress, label=label)
+
+    payload = {**identity, "model": mc.to_dict(), "train": train_identity(tc), "data": data}
+    return RunSpec(label, arm, seed, payload, execute)

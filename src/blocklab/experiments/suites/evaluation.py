@@ -1,22 +1,12 @@
 """What each suite size evaluates: which runs it plans, and how much validation data scores them.
 
-The rule every suite follows: at `--size tiny` and `--size quick` a suite plans only the runs
-whose results a registered rule of `blocklab.claims.registry` grades, and what those parts need
-(their baselines, the tuning of the arms they train, the timed runs a graded part reads); every
-other arm, reported in tables and figures only, runs at `--size full`. A read made inside a
-graded run (a scaling read off a trained model, a probe taken during training) rides along with
-it. A summary names what its size left out with `full_only`, and the claims' texts and the
-report's figures say the same ("at --size full only", `AT_FULL`) instead of showing an empty
-number.
-
-The fraction of the validation split a training run scores once more at its end
-(`TrainConfig.final_eval_fraction`), one value per size for every suite's training runs: none
-at tiny (a smoke test), an eighth at quick, all of it at full (`FINAL_EVAL_FRACTION`).
-
-    from blocklab.experiments.suites.evaluation import graded_only, full_only
-    graded_only("quick")  # True
-    full_only(["gelu", "reglu", "bilinear"])
-    # "Run at --size full only (…): gelu, reglu and bilinear."
+At `--size tiny` and `--size quick` (and the ladder's rungs) a suite plans only the runs a
+registered rule of `blocklab.claims.registry` grades, and what those parts need (baselines,
+the tuning of the arms they train, the timed runs they read); every other arm, reported only,
+runs at `--size full`. A summary names what its size left out (`full_only`), as the claims'
+texts and the figures do (`AT_FULL`), instead of showing an empty number. A training run scores
+`FINAL_EVAL_FRACTION` of the validation split once more at its end: none at tiny (a smoke
+test), an eighth at quick, all of it at full.
 """
 
 from __future__ import annotations

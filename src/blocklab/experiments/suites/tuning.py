@@ -2,23 +2,16 @@
 
 A tuned suite runs every arm at every rate of its registered grid on tuning seeds (never an
 evaluation seed) and evaluates each arm at the rate with the lowest mean final validation
-loss. A best rate at an edge of the grid says only that the optimum may lie beyond it, so the
-grid is extended there, one point at a time (the grid's own spacing), and the new point is
-tuned before anything is evaluated. That repeats until the best rate is interior or
-`LrGrid.max_extensions` points were added; the summary records which, and "fair" means
-interior (the chosen rate has a tried rate on each side), not a grid of some size.
-
-A grid registered with `refine=True` then refines around an interior best: once every point of
-the grown grid is tuned and its best is interior, the arm is also tuned at best·factor^(−1/2)
-and best·factor^(+1/2) (on the same tuning seeds), and the arm's rate is the best of every
-point tried, coarse or refined. A coarse ×3 grid can leave an arm half a step from its optimum;
-refining halves that step where it matters, and the parabola `claims.lr_bias` reads through the
-chosen rate and its nearest tried neighbours is then read over ×√3 on each side.
+loss. A best rate at an edge says only that the optimum may lie beyond it, so the grid grows
+there one point at a time (its own spacing), each tuned before anything is evaluated, until
+the best is interior (a tried rate on each side: what "fair" means) or `max_extensions` points
+were added. With `refine=True` an interior best is then also tuned at best·factor^(∓1/2), and
+the arm takes the best point tried: a coarse ×3 grid can leave an arm half a step from its
+optimum, and `claims.lr_bias`'s parabola then reads ×√3 on each side.
 
 A rate scores the mean final validation loss over the tuning seeds; a run that does not count
 (diverged, stuck, did not learn, above the unigram entropy) scores +inf, so a rate that fails
-on any tuning seed loses to one that never fails, and a rate beyond the one where training
-breaks down is never chosen. Ties go to the smaller rate.
+on any tuning seed is never chosen. Ties go to the smaller rate.
 """
 
 from __future__ import annotations
@@ -117,29 +110,30 @@ def rounded(lr: float) -> float:
     return float(f"{lr:.3g}")
 
 
+def _at(trials: Iterable[LrTrial], arm: str, lr: float, d_model: int | None) -> list[LrTrial]:
+    return [t for t in trials if t.arm == arm and math.isclose(t.lr, lr)
+            and (d_model is None or t.d_model == d_model)]
+
+
 def score(trials: Iterable[LrTrial], arm: str, lr: float, d_model: int | None = None) -> float:
     """Mean final validation loss of `arm` at `lr` over its tuning runs; +inf when a run does
     not count or none was made."""
-    losses = [t.val_loss for t in trials if t.arm == arm and math.isclose(t.lr, lr)
-              and (d_model is None or t.d_model == d_model)]
+    losses = [t.val_loss for t in _at(trials, arm, lr, d_model)]
     if not losses or any(v is None for v in losses):
         return math.inf
     return statistics.fmean(losses)
 
 
 def tried(trials: Iterable[LrTrial], arm: str, lr: float, d_model: int | None = None) -> bool:
-    return any(t.arm == arm and math.isclose(t.lr, lr)
-               and (d_model is None or t.d_model == d_model) for t in trials)
+    return bool(_at(trials, arm, lr, d_model))
 
 
 def tune_arm(grid: LrGrid, trials: list[LrTrial], arm: str,
              d_model: int | None = None) -> ArmTuning:
-    """The grid `arm` needs, from its tuning runs so far: the registered one, extended at
-    whichever edge holds the best rate until it is interior, an extension is still untried
-    (then the grid ends with it: run it, then ask again) or `max_extensions` are used up;
-    with `grid.refine`, once that grid is tuned and its best is interior, also the two points
-    half a step (×factor^(1/2)) either side of that best. The chosen rate is the best of every
-    point of the grid returned; `extended` counts the edge extensions only."""
+    """The grid `arm` needs, from its tuning runs so far: the registered one, extended at the
+    edge holding the best rate until it is interior, an extension is untried (run it, then ask
+    again) or `max_extensions` are used up; with `grid.refine`, then the refinement's points.
+    The chosen rate is the best of the grid returned; `extended` counts edge extensions."""
     lrs = list(grid.base)
     for _ in range(grid.max_extensions):
         if not all(tried(trials, arm, lr, d_model) for lr in lrs):

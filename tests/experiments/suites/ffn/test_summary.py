@@ -7,10 +7,12 @@ from dataclasses import replace
 import pytest
 
 from blocklab.experiments.options import RunOptions
-from blocklab.experiments.run_result import Curves, FinalMetrics, RunResult
+from blocklab.experiments.run_result import Curves, RunResult
 from blocklab.experiments.suites import get_suite, run_suite
 from blocklab.experiments.suites.ffn import runs as ffn
 from blocklab.experiments.suites.ffn.summary import interpolate, size_record, summarise
+
+from ..conftest import final_metrics
 
 TABLE_COLUMNS = {
     "FFN arms at equal parameter count":
@@ -51,11 +53,7 @@ def _fake(loss_scale, seq_len, zero=(0.5, 0.5)):
     """A training run's stand-in: validation every step, loss = scale · (1 + 1/step)."""
     steps = [1, 2, 3, 4, 5]
     curve = [loss_scale * (1 + 1 / s) for s in steps]
-    final = FinalMetrics(val_loss=curve[-1], val_loss_se=None, val_windows=1,
-                         val_tokens=seq_len, val_loss_tail=curve[-1], val_loss_tail_n=1,
-                         val_bpb=curve[-1] / math.log(2), val_loss_by_length={},
-                         per_position_loss={}, train_loss=curve[-1], unigram_entropy=10.0,
-                         unigram_entropy_bpb=10.0 / math.log(2), params=1000)
+    final = final_metrics(curve[-1], entropy=10.0, val_bpb=curve[-1] / math.log(2))
     return RunResult(status="ok", curves=Curves(val_step=steps, val={str(seq_len): curve}),
                      final=final, ms_per_step=1.0,
                      extra={"zero_grad_fraction": {"init": zero[0], "final": zero[1]}})
@@ -115,9 +113,16 @@ def test_a_missing_or_failed_run_is_counted_by_status_and_left_out_of_the_statis
     assert swiglu.ms_per_step is None and swiglu.equal_time_step is None
 
 
-def test_tiny_suite_end_to_end(tmp_path):
+@pytest.fixture(scope="module")
+def tiny_ffn(tmp_path_factory):
+    """The tiny grid run once: (its results folder, its summary)."""
+    root = tmp_path_factory.mktemp("ffn")
     suite = get_suite("ffn")
-    summary = run_suite(suite, RunOptions.for_suite(suite, "tiny", 1), tmp_path, progress=False)
+    return root, run_suite(suite, RunOptions.for_suite(suite, "tiny", 1), root, progress=False)
+
+
+def test_tiny_suite_end_to_end(tiny_ffn):
+    tmp_path, summary = tiny_ffn
     assert summary.runs == len(ffn.GRADED_ARMS)  # C16's arms and relu, no timing run
     tables = {t.title: t for t in summary.tables}
     for title, columns in TABLE_COLUMNS.items():
@@ -145,11 +150,10 @@ def test_tiny_suite_end_to_end(tmp_path):
     assert (tmp_path / "ffn" / "tiny" / "summary.json").is_file()
 
 
-def test_the_suite_evaluates_each_arm_at_the_lr_its_tuning_runs_chose(tmp_path):
+def test_the_suite_evaluates_each_arm_at_the_lr_its_tuning_runs_chose(tiny_ffn):
     from blocklab.experiments.results import ResultStore
 
-    suite = get_suite("ffn")
-    summary = run_suite(suite, RunOptions.for_suite(suite, "tiny", 1), tmp_path, progress=False)
+    tmp_path, summary = tiny_ffn
     data = summary.data
     store = ResultStore(tmp_path / "ffn" / "tiny+tuning")
     stored = {}

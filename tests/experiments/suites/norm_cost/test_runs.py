@@ -1,22 +1,10 @@
 """The norm-cost suite's runs (`norm_cost.runs`): the kernel runs at --size full only, read by
 the tables they feed, and one like-for-like timing per thread count at every size."""
 
-import json
-
 from blocklab.experiments.options import RunOptions
-from blocklab.experiments.results import result_json
-from blocklab.experiments.run_result import RunResult
-from blocklab.experiments.suites.base import RunSpec
 from blocklab.experiments.suites.norm_cost import runs, summary, timing
 
-
-def _spec(arm: str) -> RunSpec:
-    return RunSpec(arm, arm, 0, {}, lambda progress: RunResult(status="ok"))
-
-
-def _stored(result: RunResult) -> RunResult:
-    """`result` as a store reads it back."""
-    return RunResult.from_dict(json.loads(result_json(result)))
+from ..conftest import bare_spec, stored
 
 
 def test_kernel_runs_are_full_only_and_their_tables_read_them():
@@ -29,7 +17,7 @@ def test_kernel_runs_are_full_only_and_their_tables_read_them():
     assert not any(s.arm == "kernels" for size in ("tiny", "quick")
                    for s in runs.plan(RunOptions(size), []))
     shapes = [(64, 256), (256, 256)]
-    results = [(_spec("kernels"), _stored(timing.timed_run(
+    results = [(bare_spec("kernels"), stored(timing.timed_run(
         lambda d=d, rows=rows: timing.time_kernels(d, rows, repeats=3, compile=False, threads=1,
                                                    block_s=0.002)))) for d, rows in shapes]
     summarised = summary.summarise(RunOptions("full"), results)

@@ -9,20 +9,14 @@ import math
 import pytest
 
 from blocklab.experiments.options import RunOptions
-from blocklab.experiments.run_result import FinalMetrics, RunResult
+from blocklab.experiments.run_result import RunResult
 from blocklab.experiments.suites.placement import runs
 from blocklab.experiments.suites.placement.summary import loglog_slope
 from blocklab.experiments.suites.tuning import rounded
 
+from ..conftest import final_metrics as _final
+
 OPTIONS = RunOptions("tiny", range(1))
-
-
-def _final(val_loss: float | None, entropy: float = 3.3) -> FinalMetrics:
-    return FinalMetrics(val_loss=val_loss, val_loss_se=None, val_windows=1, val_tokens=16,
-                        val_loss_tail=val_loss, val_loss_tail_n=1, val_bpb=None,
-                        val_loss_by_length={}, per_position_loss={}, train_loss=val_loss,
-                        unigram_entropy=entropy, unigram_entropy_bpb=entropy / math.log(2),
-                        params=100)
 
 
 def _probe(result: RunResult) -> runs.ProbeRecord:

@@ -7,25 +7,14 @@ import math
 import pytest
 
 from blocklab.experiments.options import RunOptions
-from blocklab.experiments.run_result import (
-    Curves,
-    FinalMetrics,
-    LayerGradNorms,
-    RunResult,
-)
+from blocklab.experiments.run_result import Curves, LayerGradNorms, RunResult
 from blocklab.experiments.suites import get_suite, run_suite
 from blocklab.experiments.suites.placement import runs, summary
 from blocklab.experiments.summaries import Interval
 
+from ..conftest import final_metrics
+
 OPTIONS = RunOptions("tiny", range(1))
-
-
-def _final(val_loss: float | None, entropy: float = 3.3) -> FinalMetrics:
-    return FinalMetrics(val_loss=val_loss, val_loss_se=None, val_windows=1, val_tokens=16,
-                        val_loss_tail=val_loss, val_loss_tail_n=1, val_bpb=None,
-                        val_loss_by_length={}, per_position_loss={}, train_loss=val_loss,
-                        unigram_entropy=entropy, unigram_entropy_bpb=entropy / math.log(2),
-                        params=100)
 
 
 def test_loglog_slope_by_hand():
@@ -154,7 +143,7 @@ def test_tiny_suite_end_to_end(tmp_path):
 
 
 def _run(vals, layers=None, steps=None, status="ok"):
-    return RunResult(status=status, final=_final(vals[-1]),
+    return RunResult(status=status, final=final_metrics(vals[-1]),
                      curves=Curves(val={"16": vals}, layer_grad_norms=LayerGradNorms(
                          step=steps or [], layer=layers or [])))
 

@@ -27,7 +27,6 @@ from blocklab.experiments.suites.position.runs import (
     price,
     reversed_prefixes,
     rope_relative_error,
-    rope_relative_error_blocklab,
     scaling_config,
     schemes,
     sliding_window_loss,
@@ -132,7 +131,7 @@ def test_rope_relative_error_is_zero_in_float64_and_grows_in_bfloat16():
     # float16 cannot hold position 10^5 at all: reported as None (NaN/inf), not as a number.
     assert dict(rope_relative_error("float16", shifts))[100_000] is None
     # blocklab's pipeline keeps float32 angles: bfloat16 only adds a constant rounding floor.
-    ours = dict(rope_relative_error_blocklab("bfloat16", shifts))
+    ours = dict(rope_relative_error("bfloat16", shifts, blocklab=True))
     assert ours[100_000] < 0.1
 
 
@@ -171,19 +170,14 @@ def test_order_probe_matches_a_direct_computation_and_is_zero_on_palindromes():
     assert same["tv"] == 0.0 and same["kl"] == 0.0
 
 
-def test_quick_reads_to_16x_and_fine_tunes_ntk_and_yarn():
+def test_quick_reads_to_16x_fine_tunes_and_plans_and_prices_the_timed_cost_run():
     quick = SIZES["quick"]
     assert quick.mults == (1, 2, 4, 8, 16)
     assert quick.finetune is not None and quick.finetune.kinds == (None, "ntk", "yarn")
     assert "learned-16L" in arms("quick")
-    cost = [s for s in plan(RunOptions("quick", range(1)), []) if s.arm == "cost"]
-    assert len(cost) == 1 and cost[0].timed
-
-
-def test_the_cost_run_plans_and_prices_the_realistic_timing():
     (cost,) = [s for s in plan(RunOptions("quick", range(1)), []) if s.arm == "cost"]
-    # a change re-plans the run
-    assert cost.payload["realistic"] == dataclasses.asdict(REALISTIC_SHAPES["quick"])
+    # timed alone; a change to the realistic timing re-plans the run
+    assert cost.timed and cost.payload["realistic"] == dataclasses.asdict(REALISTIC_SHAPES["quick"])
 
     class Cal:  # every reference second costs one second, every model time nothing
         def reference_s(self, seconds):

@@ -11,9 +11,10 @@ from blocklab.experiments.options import RunOptions
 from blocklab.experiments.results import ResultStore
 from blocklab.experiments.run_result import RunResult
 from blocklab.experiments.suites import get_suite, run_suite
+from blocklab.experiments.suites.base import statuses
 from blocklab.experiments.suites.tuning import lr_trials
 from blocklab.experiments.suites.width import runs as width
-from blocklab.experiments.suites.width.summary import _loss_at, _statuses, width_cost
+from blocklab.experiments.suites.width.summary import _loss_at, width_cost
 from blocklab.nn import DecoderLM
 
 
@@ -119,4 +120,4 @@ def test_width_cost_flops_count_the_sliced_forward_exactly():
 def test_a_failed_run_is_read_at_no_width_and_counted(tiny_summary):
     failed = RunResult(status="diverged", extra={"width_loss": {"64": 1.0}})
     assert _loss_at(failed, 64) is None and _loss_at(None, 64) is None
-    assert _statuses([failed, None]) == {"diverged": 1, "missing": 1}
+    assert statuses([failed, None]) == {"diverged": 1, "missing": 1}

@@ -14,22 +14,15 @@ step)), so differences are paired by seed.
 
 Fair arms. Weights start from the `fan_in` init (std 1/√fan_in: unit-variance pre-activations,
 where GELU and SiLU are curved; gpt2's fixed 0.02 leaves them nearly linear at small width).
-Each arm trains at its own learning rate: the tuning stage runs every arm at every rate of
-`lr_grid` on `tuning_seeds` seeds from `suites.base.tuning_seeds` (never an evaluation seed), and
-the rate with the lowest mean final validation loss is the arm's. A best rate at an edge of the
-grid grows the grid there until it is interior (`blocklab.experiments.suites.tuning`); one still
-at an edge is flagged. At --size quick the grid is ×3 steps on two tuning seeds, and an interior
-best is refined: the arm is also tuned at ×√3 either side of it and takes the best of every rate
-tried (`LrGrid.refine`), so a half-step miss does not put its lr bias into a gap to ReLU.
-Sensitivity: relu, gelu and swiglu run again on the evaluation seeds at the old settings (gpt2
-init, one shared lr), so the summary shows how much of a difference those choices made. Scale
-trend: relu and swiglu are also tuned and trained at other widths.
+Each arm trains at its own learning rate, tuned on seeds of its own (`suites.tuning`: the grid
+grows at an edge until its best is interior; at --size quick ×3 steps on two tuning seeds,
+refined at ×√3 around the best, so a half-step miss does not put lr bias into a gap to ReLU).
+Sensitivity: relu, gelu and swiglu run again at the old settings (gpt2 init, one shared lr).
+Scale trend: relu and swiglu are also tuned and trained at other widths.
 
-What each size runs (`blocklab.experiments.suites.evaluation`): at --size tiny and --size quick
-the suite plans only the runs a registered rule grades. C16 grades swiglu, geglu and glu
-against relu, so those sizes tune and train relu, glu, geglu and swiglu at their own width and
-nothing else; gelu, reglu, bilinear, the sensitivity re-runs, the scale-trend widths and the
-timing run below (reported in tables only) run at --size full, and the summary names them.
+What each size runs (`suites.evaluation`): tiny and quick tune and train only what C16 grades
+(relu, glu, geglu, swiglu at their own width); the other arms, the sensitivity re-runs, the
+trend widths and the timing run run at --size full only, and the summary names them.
 
 Two extra measurements ride along:
 
@@ -50,13 +43,8 @@ run given only T* from the start would decay earlier and end a little lower.
 A run counts towards the statistics when its status is "ok" and its final validation loss is
 below the unigram entropy of the training bytes (the loss of the best context-free model).
 
-`Summary.data` (read by the claims ledger and the report) is a `summary.FfnData`: per arm
-(`FfnArm`) the validation loss, its paired difference from ReLU (nats and %), timings, loss at
-equal wall-clock, run statuses and zero-gradient fractions; deltas are arm − relu, so negative is
-better.
-
-Its two modules: `runs` (sizes, models, what a run records and measures, the plan and its
-price) and `summary` (what the summary holds, its statistics, tables and notes).
+`Summary.data` is a `summary.FfnData`; deltas are arm − relu, so negative is better. Modules:
+`runs` (sizes, models, what a run measures, the plan) and `summary` (statistics, tables).
 """
 
 from __future__ import annotations

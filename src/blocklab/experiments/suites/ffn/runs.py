@@ -1,13 +1,5 @@
-"""The `ffn` suite's runs, in the order a run comes about:
-
-    arms and sizes       which FFNs it compares, the page's gains it checks, each size's budget
-    models and training  an arm's FFN width and ModelConfig, the one TrainConfig of every run
-    what a run records   what it adds to its result (`RunResult.extra`), read back by each `of`
-    what a run measures  a training run with its zero-gradient probes (C17, `train_arm`), and the
-                         timing run that times every arm's optimizer step round-robin
-                         (`time_arms`)
-    the plan             the RunSpecs that execute them (tuning, evaluation, longer re-runs) and
-                         each one's price
+"""The `ffn` suite's runs: its arms and sizes, models and training, what a run records and
+measures (`train_arm` with C17's probes, the timing run `time_arms`), the plan and its prices.
 """
 
 from __future__ import annotations
@@ -22,10 +14,10 @@ from blocklab.config import FFNS, ModelConfig
 from blocklab.experiments import ladder
 from blocklab.experiments.env import torch_threads
 from blocklab.experiments.options import RunOptions
-from blocklab.experiments.results import added_identity, train_identity
+from blocklab.experiments.results import added_identity
 from blocklab.experiments.run_result import RunResult
 from blocklab.experiments.scale import Scale
-from blocklab.experiments.suites.base import Results, RunSpec, tuning_seeds
+from blocklab.experiments.suites.base import Results, RunSpec, training_spec, tuning_seeds
 from blocklab.experiments.suites.evaluation import FINAL_EVAL_FRACTION
 from blocklab.experiments.suites.tuning import LrGrid, lr_trials, rounded, tune_arm, tune_arms
 from blocklab.experiments.summaries import LrTrial
@@ -39,10 +31,8 @@ if TYPE_CHECKING:
 ARMS = ("relu", "gelu", "glu", "reglu", "geglu", "swiglu", "bilinear")
 BASELINE = "relu"
 DATA = "stdlib"
-# The page's "FFN 变体对比" table: quality gain over the ReLU FFN, in % (no sign convention is
-# given; we read a gain as that much lower validation loss).
-# Page 001's quality gains over a ReLU FFN at equal parameters, in % (low, high): the one place
-# these figures are written; tables, captions, the summary and claim C16 read them from here.
+# Page 001's quality gains over a ReLU FFN at equal parameters ("FFN 变体对比"), in % (low,
+# high), read as that much lower validation loss: the one place these figures are written.
 PAGE_GAIN_PCT: dict[str, tuple[float, float]] = {"glu": (0.5, 0.5), "geglu": (1.0, 1.0),
                                                  "swiglu": (1.0, 2.0)}
 # The arms C16 grades (the page's gains over ReLU) and their baseline: all that the tiny and
@@ -50,11 +40,9 @@ PAGE_GAIN_PCT: dict[str, tuple[float, float]] = {"glu": (0.5, 0.5), "geglu": (1.
 GRADED_ARMS = tuple(arm for arm in ARMS if arm == BASELINE or arm in PAGE_GAIN_PCT)
 SENSITIVITY_ARMS = ("relu", "gelu", "swiglu")
 TREND_ARMS = ("relu", "swiglu")
-# Paired seeds a ladder rung above quick trains per arm: C16's rungs read one fixed look at this
-# many seeds, the design that decided the most parts per CPU-hour in a simulation of four rungs
-# at the quick size's spreads before any data of these rungs (`benchmarks/rung_seeds.py`,
-# docs/rung_seeds.md: fixed 12 and 16 tied within Monte Carlo error; 12 is the cheaper, and
-# fits the C16 ladder's hour on the 2-core reference machine).
+# Paired seeds a ladder rung trains per arm: one fixed look at 12 decided the most parts per
+# CPU-hour in a simulation at the quick size's spreads (docs/rung_seeds.md; 16 tied, 12 is
+# cheaper).
 RUNG_SEEDS = 12
 
 
@@ -142,13 +130,9 @@ def _baseline_params(size: Size, d_model: int) -> int:
 
 
 def rung(name: str, base: Size) -> Size:
-    """`base` (the quick size) grown to ladder rung `name` by `blocklab.experiments.ladder`'s
-    rule: width × √2 and batch × √2 a rung at the same depth and heads' width, steps so that
-    6 · parameters · tokens is `ladder.multiple(name)` × the base's; warmup and the evaluation
-    interval keep their share of the steps, and the lr grid is the base's moved by the width
-    ratio (`ladder.centred`; it grows at an edge, so each rung finds its own optimum), refined
-    around the optimum on the base's two tuning seeds, as at quick: every rung's arms as fair
-    as the quick size's."""
+    """`base` (the quick size) grown to ladder rung `name` by `ladder.grown` (the ReLU arm's
+    parameters); warmup and the evaluation interval keep their share of the steps, and the lr
+    grid is the base's moved by the width ratio (`ladder.centred`), tuned as at quick."""
     head = base.d_model // base.n_heads
     d, b, n = ladder.grown(name, base.d_model, base.batch_size, base.steps, head,
                            lambda width: _baseline_params(base, width), base.seq_len)
@@ -185,10 +169,8 @@ def model_config(arm: str, size: Size, d_model: int | None = None) -> ModelConfi
 
 def train_config(size: Size, options: RunOptions, seed: int, lr: float,
                  init: str | None = None) -> TrainConfig:
-    """The same optimisation for every arm but its learning rate, in the options' precision
-    and backend: every TrainConfig of the suite is built here. One thread: on a shared 2-core
-    machine two threads per run lose more to waiting than they gain, and one thread keeps
-    runs bit-reproducible."""
+    """The same optimisation for every arm but its learning rate; one thread (bit-reproducible,
+    and on a shared 2-core machine two threads lose more to waiting than they gain)."""
     from blocklab.experiments.trainer import TrainConfig
 
     return TrainConfig.for_run(
@@ -203,15 +185,13 @@ def param_count(arm: str, size: Size, d_model: int | None = None) -> int:
 
 
 def shape(size: str) -> tuple[ModelConfig, int, int]:
-    """The baseline (ReLU) arm's model, batch and sequence length at `size`: the shape whose
-    step `--precision auto` times."""
+    """The baseline (ReLU) arm's model, batch and sequence length at `size`."""
     s = SIZES[size]
     return model_config("relu", s), s.batch_size, s.seq_len
 
 
 def scale(size: str, claim: str) -> Scale:
-    """The scale C16's runs are graded at: the baseline (ReLU) arm's model and one run's
-    training tokens at `size`."""
+    """The scale C16's runs are graded at: the baseline (ReLU) arm's run."""
     s = SIZES[size]
     return Scale.of(model_config("relu", s), s.steps * s.batch_size * s.seq_len)
 
@@ -235,8 +215,7 @@ class ZeroGradFraction:
 
 @dataclass(frozen=True)
 class StepTiming:
-    """The timing run's record (`time_arms`): each arm's median ms per optimizer step, every
-    timed step (ms) and the threads it ran on."""
+    """The timing run's record (`time_arms`): each arm's median and every timed step, in ms."""
 
     ms_per_step: dict[str, float]
     samples_ms: dict[str, list[float]]
@@ -244,22 +223,17 @@ class StepTiming:
 
     @classmethod
     def of(cls, result: RunResult, where: str) -> StepTiming:
-        """The record of a stored timing run (its per-arm "ms_per_step" is the suite's own,
-        in `extra`, though a training run's field has the name)."""
+        """The record of a stored timing run (its "ms_per_step" in `extra`, though a training
+        run's field has the name)."""
         return decode(cls, {name: result.extra[name] for name in ("ms_per_step", "samples_ms",
                                                                     "threads")}, where)
 
 
 # --- what a run measures --------------------------------------------------------------------------
 def zero_gradient_fraction(model, batch) -> float:
-    """Fraction of FFN activation inputs whose loss gradient is exactly zero, over all layers.
-
-    Args:
-        model: a `DecoderLM` (unfused FFNs).
-        batch: LongTensor [B, T + 1]; inputs batch[:, :-1], targets batch[:, 1:].
-
-    The activation φ acts on gate_proj's output z (gated FFNs) or up_proj's (plain ones), so
-    ∂loss/∂z = (∂loss/∂φ(z)) · φ'(z) [· up]: exactly zero wherever φ'(z) = 0, as for ReLU at z < 0.
+    """Fraction of FFN activation inputs z whose loss gradient is exactly zero, over all layers
+    of `model` on `batch` [B, T + 1]. φ acts on gate_proj's output (gated FFNs) or up_proj's
+    (plain), so ∂loss/∂z = (∂loss/∂φ(z)) · φ'(z) [· up]: zero wherever φ'(z) = 0 (ReLU, z < 0).
     """
     import torch.nn.functional as F
 
@@ -288,22 +262,17 @@ def zero_gradient_fraction(model, batch) -> float:
     return counts[0] / counts[1]
 
 
-def _probe_batch(size: Size):
-    from blocklab.experiments.data import load_corpus, validation_windows
-
-    return validation_windows(load_corpus(DATA).val, size.seq_len, size.batch_size)
-
-
-def train_arm(mc: ModelConfig, size: Size, tc: TrainConfig, progress: Any = False,
+def train_arm(mc: ModelConfig, tc: TrainConfig, data: str, progress: Any = False,
               label: str | None = None) -> RunResult:
-    """One trainer run of model `mc` under TrainConfig `tc`, with the zero-gradient fractions
-    at init and after training."""
+    """One trainer run of `mc` under `tc`, with the zero-gradient fractions at init and after
+    training on `tc.batch_size` fixed validation windows."""
+    from blocklab.experiments.data import load_corpus, validation_windows
     from blocklab.experiments.trainer import build_model, train
 
-    batch = _probe_batch(size)
+    batch = validation_windows(load_corpus(data).val, tc.seq_len, tc.batch_size)
     with torch_threads(1):
         initial = zero_gradient_fraction(build_model(mc, tc), batch)
-    model, result = train(mc, tc, DATA, progress=progress, label=label)
+    model, result = train(mc, tc, data, progress=progress, label=label)
     with torch_threads(1):
         final = zero_gradient_fraction(model, batch)
     result.extra["zero_grad_fraction"] = asdict(ZeroGradFraction(initial, final))
@@ -311,12 +280,8 @@ def train_arm(mc: ModelConfig, size: Size, tc: TrainConfig, progress: Any = Fals
 
 
 def time_arms(size: Size, options: RunOptions, arms: tuple[str, ...] = ARMS) -> RunResult:
-    """Median ms per optimizer step of each arm, arms interleaved round-robin on one thread.
-
-    Each round builds every arm afresh, takes one untimed step (allocations), then times
-    `timing_steps` steps of forward, backward, clipping and AdamW on the suite's batches. The
-    result trains no model: its `extra` is the `StepTiming` record.
-    """
+    """Median ms per optimizer step of each arm, interleaved round-robin on one thread: each
+    round builds every arm afresh, takes one untimed step, then times `timing_steps` steps."""
     from blocklab.experiments.data import load_corpus, sample_batch
     from blocklab.experiments.trainer import (
         build_model,
@@ -354,15 +319,10 @@ def time_arms(size: Size, options: RunOptions, arms: tuple[str, ...] = ARMS) -> 
 # --- the plan -------------------------------------------------------------------------------------
 def _train_spec(kind: str, arm: str, size: Size, options: RunOptions, seed: int, lr: float,
                 init: str, label: str, d_model: int | None = None) -> RunSpec:
-    mc, tc = model_config(arm, size, d_model), train_config(size, options, seed, lr, init)
-    payload = {"suite": "ffn", "kind": kind, "arm": arm, "model": mc.to_dict(),
-               "train": train_identity(tc),
-               "data": DATA, "probe": "zero_grad_fraction"}
-
-    def execute(progress: Any) -> RunResult:
-        return train_arm(mc, size, tc, progress, label)
-
-    return RunSpec(label, arm, seed, payload, execute)
+    return training_spec(label, arm, seed, model_config(arm, size, d_model),
+                         train_config(size, options, seed, lr, init),
+                         {"suite": "ffn", "kind": kind, "arm": arm,
+                          "probe": "zero_grad_fraction"}, DATA, train_arm)
 
 
 def _widths(size: Size) -> list[tuple[int, tuple[str, ...]]]:
@@ -372,9 +332,8 @@ def _widths(size: Size) -> list[tuple[int, tuple[str, ...]]]:
 
 
 def tune(options: RunOptions, tuned: Results = ()) -> list[RunSpec]:
-    """The tuning stage: every arm the size trains at every lr of its grid (the registered
-    one, grown at an edge from the results `tuned` so far), on the tuning seeds, at every
-    width the size trains."""
+    """The tuning stage: every arm the size trains at every lr of its grid (grown at an edge
+    from the results `tuned` so far), on the tuning seeds, at every width the size trains."""
     size = SIZES[options.size]
     trials = lr_trials(tuned)
     return [_train_spec("tune", arm, size, options, seed, lr, size.init,
@@ -387,17 +346,15 @@ def tune(options: RunOptions, tuned: Results = ()) -> list[RunSpec]:
 
 def choose_lrs(size: Size, trials: list[LrTrial], d_model: int | None = None,
                arms: tuple[str, ...] = ARMS) -> dict[str, float]:
-    """Each arm's lr at width `d_model` (default: the size's): the rate of its (grown) grid
-    with the lowest mean final validation loss over the tuning seeds (`tuning.tune_arm`)."""
+    """Each arm's tuned lr at width `d_model` (default: the size's), `tuning.tune_arm`'s."""
     d = size.d_model if d_model is None else d_model
     return {arm: t.lr for arm, t in tune_arms(size.lr_grid, trials, arms, d).items()}
 
 
 def plan(options: RunOptions, tuned: Results) -> list[RunSpec]:
-    """The evaluation runs: every arm of the size at its tuned lr on `seeds`, the sensitivity
-    arms at the earlier shared settings, the scale-trend arms at their widths' tuned lrs, and
-    one timing run (the last three at full only); every model trained in the options'
-    precision."""
+    """The evaluation runs: every arm of the size at its tuned lr, and where the size has them
+    the sensitivity arms at the earlier shared settings, the trend arms at their widths' tuned
+    lrs and the timing run."""
     size = SIZES[options.size]
     trials = lr_trials(tuned)
     return plan_at(options, choose_lrs(size, trials, arms=size.arms),
@@ -405,9 +362,8 @@ def plan(options: RunOptions, tuned: Results) -> list[RunSpec]:
 
 
 def longer(options: RunOptions, tuned: Results, arms: list[str]) -> list[RunSpec]:
-    """`arms` at their tuned lrs on `seeds`, each trained twice as long (steps, warmup and the
-    evaluation interval doubled): the check of a would-be contradiction of C16, whose parts
-    compare an arm with ReLU at equal steps."""
+    """`arms` at their tuned lrs, each trained twice as long (steps, warmup and evaluation
+    interval doubled): the check of a would-be contradiction of C16."""
     size = SIZES[options.size]
     lrs = choose_lrs(size, lr_trials(tuned), arms=size.arms)
     long = replace(size, steps=2 * size.steps, warmup_steps=2 * size.warmup_steps,
@@ -449,9 +405,8 @@ def plan_at(options: RunOptions, lrs: dict[str, float],
 
 def price(spec: RunSpec, cal) -> float | None:
     """Estimated seconds of one run on this machine (`blocklab.experiments.estimate`): a
-    training run is the trainer's run plus `train_arm`'s two zero-gradient probes (one more
-    model build, and a forward+backward each, priced as a step); the timing run builds every arm
-    `rounds` times and takes timing_steps + 1 steps of each."""
+    training run is the trainer's plus `train_arm`'s probes (one build, two steps); the timing
+    run builds every arm `rounds` times and takes timing_steps + 1 steps of each."""
     from blocklab.experiments.estimate import TrainShape, training_s
 
     payload = spec.payload

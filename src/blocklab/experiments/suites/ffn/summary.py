@@ -1,13 +1,6 @@
-"""The `ffn` suite's summary: what it holds, the statistics, then the tables and notes built
-from them.
-
-`FfnData` is `Summary.data` (the suite's `data_type`): per arm (`FfnArm`) its losses, deltas vs
-ReLU, timings and run statuses; the arms re-run under another init and learning rate
-(`FfnSensitivity`) and SwiGLU vs ReLU across widths (`FfnTrendPoint`). Frozen dataclasses that
-`blocklab.experiments.summaries.decode` reads back field by field, so a renamed or missing field
-fails naming it. `summarise` sorts the results by kind, computes per arm its quality and deltas
-vs relu paired by seed, the loss at equal wall-clock, the sensitivity re-runs and the scale
-trend (the statistics), then the tables and notes from them.
+"""The `ffn` suite's summary: what it holds (`FfnData`, frozen dataclasses decoded field by
+field), the statistics (per arm its quality and deltas vs relu paired by seed, the loss at
+equal wall-clock, the sensitivity re-runs, the scale trend), then the tables and notes.
 """
 
 from __future__ import annotations
@@ -25,6 +18,7 @@ from blocklab.experiments.suites.base import (
     format_level,
     mean_ci,
     paired_difference,
+    statuses,
 )
 from blocklab.experiments.suites.evaluation import full_only, listed
 from blocklab.experiments.suites.ffn.runs import (
@@ -119,8 +113,8 @@ class FfnData:
 
 # --- statistics -----------------------------------------------------------------------------------
 def interpolate(xs: Sequence[float], ys: Sequence[float | None], x: float) -> float | None:
-    """The piecewise-linear curve through (xs, ys) at x (xs ascending); None outside
-    [xs[0], xs[-1]] or when a bracketing y is missing."""
+    """The piecewise-linear curve through (xs, ys) at x (xs ascending); None outside it or
+    where a bracketing y is missing."""
     for i, (xi, yi) in enumerate(zip(xs, ys, strict=True)):
         if abs(x - xi) <= 1e-9:
             return yi
@@ -134,9 +128,8 @@ def interpolate(xs: Sequence[float], ys: Sequence[float | None], x: float) -> fl
 
 @dataclass
 class FfnRuns:
-    """The suite's results by kind: per arm one slot per evaluation seed (None where no result
-    is stored) for the training runs, the sensitivity re-runs and, per (d_model, arm), the
-    scale-trend runs; the tuning runs; the timing run's record (None without one)."""
+    """The suite's results by kind: per arm (per (d_model, arm) for the trend) one slot per
+    evaluation seed (None: no result stored), the tuning runs, the timing run's record."""
 
     train: dict[str, list[RunResult | None]]
     sensitivity: dict[str, list[RunResult | None]]
@@ -186,8 +179,7 @@ def unigram_entropy(runs: FfnRuns) -> float | None:
 
 
 def arm_stats(size: Size, runs: FfnRuns, lrs: dict[str, float]) -> dict[str, FfnArm]:
-    """Each arm of the size over its seeds: quality, deltas vs relu paired by seed, timings,
-    the loss at equal wall-clock, run statuses and zero-gradient fractions."""
+    """Each arm of the size over its seeds (`FfnArm`)."""
     timed = runs.timing.ms_per_step if runs.timing is not None else {}
     fastest = min(timed.values()) if timed else None
 
@@ -208,10 +200,7 @@ def arm_stats(size: Size, runs: FfnRuns, lrs: dict[str, float]) -> dict[str, Ffn
     for arm in size.arms:
         results = runs.train[arm]
         vals = [_loss(r) for r in results]
-        status: dict[str, int] = {}
-        for r in results:
-            name = "missing" if r is None else r.status
-            status[name] = status.get(name, 0) + 1
+        status = statuses(results)
         train_ms = [r.ms_per_step for r in results if r is not None and r.ms_per_step]
         probes = [probe for r in results if r is not None
                   and (probe := ZeroGradFraction.of(r, f"ffn {arm} run {r.run_id}")) is not None]
@@ -251,8 +240,8 @@ def sensitivity_stats(size: Size, runs: FfnRuns) -> FfnSensitivity:
 
 def scale_trend(size: Size, seeds: range, trials: list[LrTrial], arms: dict[str, FfnArm],
                 runs: FfnRuns) -> tuple[list[FfnTrendPoint], Interval]:
-    """The scale-trend points in ascending width (swiglu vs relu, Δ% paired by seed), and the
-    change of that Δ% from the smallest width to the largest, paired by seed."""
+    """The scale-trend points in ascending width (swiglu vs relu, Δ% paired by seed), and that
+    Δ%'s change from the smallest width to the largest, paired by seed."""
     points, per_seed = [], []
     for d in sorted({size.d_model, *size.trend_widths}):
         if d == size.d_model:
@@ -272,8 +261,8 @@ def scale_trend(size: Size, seeds: range, trials: list[LrTrial], arms: dict[str,
 
 
 def size_record(size: Size, options: RunOptions) -> dict[str, Any]:
-    """The size's settings as the summary records them (`FfnData.size`), with the precision
-    its models trained in after `trend_widths`, where summaries have always held it."""
+    """The size's settings (`FfnData.size`), with the precision after `trend_widths`, where
+    summaries have always held it."""
     record: dict[str, Any] = {}
     for name, value in asdict(size).items():
         record[name] = value

@@ -29,9 +29,8 @@ are reported beside the counts, never graded. Four kinds of run:
     quality    trainer runs of the same two models on stdlib, paired by seed; the paired Δ val
                loss is judged against an equivalence margin.
 
-What each size runs (`blocklab.experiments.suites.evaluation`): at --size tiny and --size quick
-the suite plans the quality runs C18 grades and the two reported timings (step, like-for-like);
-the kernel runs (reported beside C18, not graded) run at --size full, and the summary says so.
+What each size runs (`suites.evaluation`): tiny and quick plan the quality runs C18 grades and
+the step and like-for-like timings; the kernel runs (reported, not graded) are --size full only.
 
 Implementations (the RMSNorm and LayerNorm of one row share a "kind", and ratios compare within
 a kind, so an implementation detail is never credited to the normalisation):
@@ -42,28 +41,14 @@ a kind, so an implementation detail is never credited to the normalisation):
     plain      x · rsqrt(mean(x²) + ε) · g               (x − μ) · rsqrt(mean((x − μ)²) + ε) · g + b
     compiled   torch.compile(plain)                      torch.compile(plain)
 
-Time ratios are RMSNorm / LayerNorm per repeat (the two timings of a repeat are paired): the
-geometric mean of the paired ratios with a 95% Student t interval on their logs, mapped back by
-exp (`TimeRatio.paired`), valid at the few repeats a timing has, where a bootstrap is not.
-Every timing runs on a stated number of CPU threads (one in tiny and quick: on a shared 2-core
+Time ratios are RMSNorm / LayerNorm per repeat (a repeat's two timings are paired): the
+geometric mean of the paired ratios with a 95% Student t interval on their logs
+(`TimeRatio.paired`), valid at the few repeats a timing has, where a bootstrap is not. Every
+timing runs on a stated number of CPU threads (one in tiny and quick: on a shared 2-core
 machine two threads contend with other work and slow down many-fold).
 
-Each run returns a `RunResult`: the trainer's for a quality run; for a timing run (no model
-trained) its record in `extra` (`KernelTimes`, `LikeForLikeTimes`, `StepTimes`, read back
-once by the record's `of`).
-
-`Summary.data` (read by the claims ledger, C18, and the report) is a `summary.NormCostData`: kernel
-timings and saved bytes per implementation and shape, RMSNorm/LayerNorm time ratios (`KernelRatio`,
-`StepTime`, `FusedTiming`, each a `TimeRatio` of paired repeats), compile times, the analytic counts
-(`NormCompute`) and the paired quality comparison (`NormQuality`).
-
-The package, one job per module (`runs` imports `timing`; `summary` imports both):
-
-    timing   what a timing run measures and stores: the implementations of each kind, the
-             kernels, like-for-like and step-time measurements, their records (`timed_run`)
-    runs     what each size runs (`SIZES`), the RunSpecs (`plan`) and their prices (`price`)
-    summary  what it summarises: `NormCostData` and its parts, the analytic counts
-             (`count_compute`), the equivalence verdict, the tables (`summarise`)
+Modules: `timing` (what a timing run measures and stores), `runs` (sizes, plan, prices) and
+`summary` (`NormCostData`, the analytic counts, the equivalence verdict, the tables).
 """
 
 from __future__ import annotations

@@ -1,13 +1,5 @@
-"""What the norm-cost suite plans and runs: what each size runs (`SIZES`), the quality runs'
-training (`train_config`), the RunSpecs (`plan`: one per kernels shape, step-time run,
-like-for-like timing and quality run, each with the payload its run id is hashed from) and what
-a run costs on this machine (`price`). The timings themselves are `timing`'s.
-
-    sizes     the kernel grid, step, like-for-like and quality shapes of each size
-    planning  the RunSpecs
-    pricing   a run's estimated seconds, from a calibration and the reference machine's seconds
-              of what a calibration does not time
-"""
+"""What the norm-cost suite plans: what each size runs (`SIZES`), the RunSpecs (`plan`) and
+what a run costs on this machine (`price`). The timings themselves are `timing`'s."""
 
 from __future__ import annotations
 
@@ -17,9 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from blocklab.experiments import ladder
 from blocklab.experiments.options import RunOptions
-from blocklab.experiments.results import train_identity
 from blocklab.experiments.scale import Scale
-from blocklab.experiments.suites.base import Results, RunSpec
+from blocklab.experiments.suites.base import Results, RunSpec, training_spec
 from blocklab.experiments.suites.evaluation import FINAL_EVAL_FRACTION
 from blocklab.experiments.suites.norm_cost.timing import (
     KINDS,
@@ -35,15 +26,13 @@ from blocklab.experiments.suites.norm_cost.timing import (
 
 if TYPE_CHECKING:
     from blocklab.experiments.estimate import Calibration
-    from blocklab.experiments.trainer import TrainConfig
 
 
 # --- sizes ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class KernelGrid:
     """The kernel runs of a size: one per (d, rows) shape and thread count, `repeats` timed
-    blocks of about `block_s` each, the torch.compile'd implementations included or not (a
-    cold compile takes ~3 s per implementation and shape on the 2-core reference machine)."""
+    blocks of about `block_s` each, torch.compile'd ones included or not (~3 s a cold compile)."""
 
     shapes: tuple[tuple[int, int], ...]
     repeats: int
@@ -53,8 +42,7 @@ class KernelGrid:
 
 @dataclass(frozen=True)
 class LikeShape:
-    """The like-for-like kernel timing (at the step model's shape): timed repeats and the
-    length of one timed block."""
+    """The like-for-like kernel timing at the step model's shape."""
 
     repeats: int
     block_s: float
@@ -78,8 +66,7 @@ class QualityShape:
 @dataclass(frozen=True)
 class Size:
     """What one suite size runs: the CPU threads of every timing run, the kernel runs (None:
-    not at this size, see the package's docstring), the step-time and like-for-like timings and
-    the quality runs."""
+    not at this size), the step-time and like-for-like timings and the quality runs."""
 
     threads: tuple[int, ...]
     kernels: KernelGrid | None
@@ -119,12 +106,9 @@ SIZES: dict[str, Size] = {
 
 
 def rung(name: str, base: Size) -> Size:
-    """`base` (the quick size) grown to ladder rung `name` by `blocklab.experiments.ladder`'s
-    rule, on its quality runs (C18's part on the ladder): width and batch × √2 a rung at the
-    same depth and heads of 32, steps filling `ladder.multiple(name)` × the base's
-    6 · parameters · tokens (the RMSNorm model's), warmup keeping its share, both norms at
-    the base's one lr (the registered comparison: one lr for both). The timings are the
-    base's (reported beside C18, not on the ladder)."""
+    """`base` (the quick size) grown to ladder rung `name` by `ladder.grown` on its quality runs
+    (the RMSNorm model's parameters), warmup keeping its share, both norms at the base's one
+    lr. The timings are the base's (reported beside C18, not on the ladder)."""
     q = base.quality
 
     def params(d_model: int) -> int:
@@ -143,26 +127,13 @@ SIZES.update({name: rung(name, SIZES[ladder.BASE]) for name in ladder.RUNGS})
 
 
 def scale(size: str, claim: str) -> Scale:
-    """The scale C18's quality runs are graded at: the RMSNorm model of the quality shape and
-    one run's training tokens at `size`."""
+    """The scale C18's quality runs are graded at: the RMSNorm model's run."""
     q = SIZES[size].quality
     return Scale.of(model_config("rmsnorm", q.d_model, q.n_layers, q.seq_len),
                     q.steps * q.batch_size * q.seq_len)
 
 
 # --- planning ------------------------------------------------------------------------------------
-def train_config(quality: QualityShape, seed: int, options: RunOptions) -> TrainConfig:
-    """A quality run's training: the one place the suite builds a TrainConfig for a run (in
-    `options`' precision and backend)."""
-    from blocklab.experiments.trainer import TrainConfig
-
-    q = quality
-    return TrainConfig.for_run(options, seed, steps=q.steps, batch_size=q.batch_size,
-                               seq_len=q.seq_len, lr=q.lr, warmup_steps=q.warmup_steps,
-                               eval_batches=q.eval_batches, eval_every=0, log_every=0,
-                               threads=1, final_eval_fraction=q.final_eval_fraction)
-
-
 def _kernels_spec(grid: KernelGrid, d: int, rows: int, threads: int) -> RunSpec:
     payload = {"suite": "norm-cost", "kind": "kernels", "d": d, "rows": rows,
                "repeats": grid.repeats, "compile": grid.compile,
@@ -185,8 +156,7 @@ def _step_spec(step: StepShape, threads: int) -> RunSpec:
 
 
 def _like_for_like_spec(size: Size, threads: int) -> RunSpec:
-    """The like-for-like kernel timing (`time_like_for_like`) at the step model's shape:
-    d = d_model, rows = batch_size · seq_len."""
+    """The like-for-like kernel timing at the step model's shape (rows = batch · seq_len)."""
     like = size.like_for_like
     d, rows = size.step.d_model, size.step.batch_size * size.step.seq_len
     payload = {"suite": "norm-cost", "kind": "like-for-like", "d": d, "rows": rows,
@@ -199,23 +169,22 @@ def _like_for_like_spec(size: Size, threads: int) -> RunSpec:
 
 
 def _quality_spec(options: RunOptions, norm: str, seed: int) -> RunSpec:
-    from blocklab.experiments.trainer import run
+    from blocklab.experiments.trainer import TrainConfig
 
     q = SIZES[options.size].quality
-    mc = model_config(norm, q.d_model, q.n_layers, q.seq_len)
-    tc = train_config(q, seed, options)
-    payload = {"suite": "norm-cost", "kind": "quality", "model": mc.to_dict(),
-               "train": train_identity(tc), "data": "stdlib"}
-    label = f"quality {norm} seed {seed}"
-    return RunSpec(label, norm, seed, payload,
-                   lambda progress: run(mc, tc, "stdlib", progress=progress, label=label))
+    tc = TrainConfig.for_run(options, seed, steps=q.steps, batch_size=q.batch_size,
+                             seq_len=q.seq_len, lr=q.lr, warmup_steps=q.warmup_steps,
+                             eval_batches=q.eval_batches, eval_every=0, log_every=0,
+                             threads=1, final_eval_fraction=q.final_eval_fraction)
+    return training_spec(f"quality {norm} seed {seed}", norm, seed,
+                         model_config(norm, q.d_model, q.n_layers, q.seq_len), tc,
+                         {"suite": "norm-cost", "kind": "quality"})
 
 
 def plan(options: RunOptions, tuned: Results = ()) -> list[RunSpec]:
     """Kernel runs (one per shape and thread count, at full only), one step-time run and one
-    like-for-like kernel timing per thread count (both reported beside C18, which the
-    analytic counts and the quality runs decide), then the quality runs (rmsnorm and
-    layernorm × seeds)."""
+    like-for-like kernel timing per thread count (reported beside C18), then the quality runs
+    (rmsnorm and layernorm × seeds)."""
     size = SIZES[options.size]
     specs = []
     for threads in size.threads:
@@ -230,9 +199,9 @@ def plan(options: RunOptions, tuned: Results = ()) -> list[RunSpec]:
 
 
 # --- pricing -------------------------------------------------------------------------------------
-# the process's first torch.compile, one cold compile of one implementation at one shape (forward
-# and backward, then the no-grad forward), and one call per element of a [rows, d] input
-# (forward; forward+backward) of blocklab's kernels, the other kinds a multiple of it.
+# Reference-machine seconds: the process's first torch.compile, one cold compile of one
+# implementation at one shape, and one call per element of a [rows, d] input (forward;
+# forward+backward) of blocklab's kernels, the other kinds a multiple of it.
 _INDUCTOR_WARM_REFERENCE_S = 5.0
 _COLD_COMPILE_REFERENCE_S = 4.2
 _ELEMENT_REFERENCE_S = {"fwd_s": 3.0e-9, "fwdbwd_s": 6.6e-9}  # blocklab's kernels
@@ -240,23 +209,19 @@ _KIND_FACTOR = {"blocklab": 1.0, "torch": 2.5, "plain": 4.5, "compiled": 1.2}
 
 
 def price(spec: RunSpec, cal: Calibration) -> float | None:
-    """Estimated seconds of one run on this machine from a calibration (`blocklab.experiments.
-    estimate`): a kernels run is (per implementation and pass) its warm-up and block-sizing
-    calls plus `repeats` blocks of at least block_s, and the cold compiles; a step run builds
-    the four models and takes (warmup + repeats) steps of each; quality runs are the
-    trainer's (the default)."""
+    """Estimated seconds of one run on this machine (`blocklab.experiments.estimate`): a
+    kernels run is (per implementation and pass) its untimed calls plus `repeats` blocks of
+    at least block_s, and the cold compiles; a step run builds the four models and takes
+    (warmup + repeats) steps of each; quality runs are the trainer's (the default)."""
     payload = spec.payload
     if payload["kind"] == "kernels":
         elements = payload["d"] * payload["rows"]
         kinds = KINDS if payload["compile"] else tuple(k for k in KINDS if k != "compiled")
         seconds = 0.0
         for kind in kinds:
-            factor = _KIND_FACTOR[kind]
             for per_element in _ELEMENT_REFERENCE_S.values():
-                call = cal.reference_s(per_element * elements * factor)
-                # two norms; 2 warm-up calls, 1 sizing call and (forward) 1 saved-bytes call
-                seconds += len(NORM_NAMES) * (4 * call + payload["repeats"]
-                                              * max(call, cal.fixed_s(payload["block_s"])))
+                seconds += _blocks_s(cal.reference_s(per_element * elements
+                                                     * _KIND_FACTOR[kind]), payload, cal)
         if payload["compile"]:
             seconds += len(NORM_NAMES) * cal.reference_s(_COLD_COMPILE_REFERENCE_S)
             # The process's first compile, paid by a size's first kernels run.
@@ -278,14 +243,19 @@ def price(spec: RunSpec, cal: Calibration) -> float | None:
     return None
 
 
+def _blocks_s(call: float, payload: dict[str, Any], cal: Calibration) -> float:
+    """Both norms' 2 warm-up calls, 1 sizing and 1 saved-bytes call, and `repeats` blocks."""
+    return len(NORM_NAMES) * (4 * call + payload["repeats"]
+                              * max(call, cal.fixed_s(payload["block_s"])))
+
+
 def _like_for_like_price(payload: dict[str, Any], cal: Calibration) -> float:
     """A like-for-like run priced as on a CPU, where F.rms_norm is not fused: the compiled
     kind, forward+backward only, two cold compiles, and the process's first compile at a size
     that plans no kernel runs (which would have paid it first)."""
-    call = cal.reference_s(_ELEMENT_REFERENCE_S["fwdbwd_s"] * payload["d"] * payload["rows"]
-                           * _KIND_FACTOR["compiled"])
-    seconds = len(NORM_NAMES) * (4 * call + payload["repeats"]
-                                 * max(call, cal.fixed_s(payload["block_s"])))
+    seconds = _blocks_s(cal.reference_s(_ELEMENT_REFERENCE_S["fwdbwd_s"] * payload["d"]
+                                        * payload["rows"] * _KIND_FACTOR["compiled"]),
+                        payload, cal)
     seconds += len(NORM_NAMES) * cal.reference_s(_COLD_COMPILE_REFERENCE_S)
     alone = any(c.kernels is None and c.step.d_model == payload["d"]
                 and c.step.batch_size * c.step.seq_len == payload["rows"]

@@ -1,19 +1,6 @@
-"""What the norm-cost suite summarises: its `Summary.data` (`NormCostData`, the suite's
-`data_type`), the analytic counts that decide "compute" (`count_compute`), the data read off the
-stored runs, the quality equivalence verdict, and the tables and notes (`summarise`).
-
-    data        the summary's frozen dataclasses: kernel, step and like-for-like timings
-                (`KernelTiming`, `StepTime`, `FusedTiming`) with their RMSNorm/LayerNorm ratios
-                (`KernelRatio`), compile times (`CompileTime`), the analytic counts
-                (`NormCompute`) and the paired quality comparison (`NormQuality`), which
-                `blocklab.experiments.summaries.decode` reads back field by field (a renamed or
-                missing field fails naming it)
-    statistics  the equivalence verdict (`equivalence`); the time ratios are `TimeRatio.paired`
-                (the geometric mean of paired ratios with a Student t interval on their logs)
-    compute     what "compute" means, counted with no run (C18's analytic part)
-    readings    the summary's data read off the stored runs
-    tables      the tables and notes, formatted from the data (never computed there), and
-                `summarise`
+"""What the norm-cost suite summarises: its data (`NormCostData`, frozen dataclasses decoded
+field by field), the analytic counts that decide "compute" (`count_compute`), what the stored
+runs say, the quality equivalence verdict, and the tables and notes (`summarise`).
 """
 
 from __future__ import annotations
@@ -23,10 +10,15 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from blocklab.experiments.options import RunOptions
-from blocklab.experiments.suites.base import Results, format_ci, mean_ci, paired_difference
+from blocklab.experiments.suites.base import (
+    Results,
+    format_ci,
+    format_ratio,
+    mean_ci,
+    median_ms,
+    paired_difference,
+)
 from blocklab.experiments.suites.evaluation import full_only
 from blocklab.experiments.suites.norm_cost.runs import SIZES
 from blocklab.experiments.suites.norm_cost.timing import (
@@ -183,9 +175,8 @@ class NormCostData:
 
 # --- statistics ----------------------------------------------------------------------------------
 def equivalence(delta: Interval, margin: float) -> tuple[bool, str]:
-    """(equivalent, verdict) for a paired difference `delta` (`paired_difference`) against an
-    equivalence margin: equivalent when the whole 95% CI lies strictly inside ±margin (the
-    two one-sided tests at the 2.5% level each); "different" when it lies wholly outside."""
+    """(equivalent, verdict) for a paired difference against an equivalence margin: equivalent
+    when the whole 95% CI lies strictly inside ±margin (two one-sided tests at 2.5% each)."""
     low, high = delta.ci_low, delta.ci_high
     if low is None or high is None:
         return False, "undecided (fewer than two paired seeds)"
@@ -297,7 +288,7 @@ def count_compute(size: str) -> NormCompute:
 
 # --- readings ------------------------------------------------------------------------------------
 def _median_ms(values: Sequence[float] | None) -> float | None:
-    return None if not values else 1000 * float(np.median(values))
+    return median_ms(values) if values else None
 
 
 def kernel_rows(results: Results
@@ -462,7 +453,7 @@ def step_table(step_time: dict[str, StepTime]) -> Table:
          "ratio RMS/LN [95% CI]"],
         [[f"d={st.model['d_model']} L={st.model['n_layers']} T={st.model['seq_len']} "
           f"B={st.model['batch_size']}", st.path, st.threads, st.rmsnorm_ms, st.layernorm_ms,
-          _ratio_text(st.time, 3)] for st in step_time.values()],
+          format_ratio(st.time)] for st in step_time.values()],
         "Forward, backward, clipping and AdamW; the four models' steps interleave. blocklab: "
         "the models as built (RMSNorm fused with the residual add in one kernel); "
         "like-for-like: both norms by PyTorch's functional ops (F.rms_norm, F.layer_norm), "
@@ -512,7 +503,7 @@ def compute_tables(compute: NormCompute) -> list[Table]:
 
 def like_table(like: list[FusedTiming]) -> Table:
     rows = [[t.d, t.rows, t.threads, t.method, pass_name, t.rmsnorm_ms[pass_name],
-             t.layernorm_ms[pass_name], _ratio_text(ratio, 3)]
+             t.layernorm_ms[pass_name], format_ratio(ratio)]
             for t in like for pass_name, ratio in t.ratios.items()]
     kernels = "; ".join(f"{norm}: {what}" for norm, what in like[0].kernels.items())
     fused = like[0].torch_fused
@@ -529,8 +520,7 @@ def like_table(like: list[FusedTiming]) -> Table:
 
 
 def _method(ratios: list[TimeRatio]) -> str:
-    """How the ratios were made and from how many repeats: 'geometric mean of paired ratios,
-    Student t on log ratios, 12 repeats' (a range where they differ)."""
+    """How the ratios were made and from how many repeats (a range where they differ)."""
     counts = sorted({r.repeats for r in ratios})
     if not counts:
         return RATIO_METHOD
@@ -538,16 +528,11 @@ def _method(ratios: list[TimeRatio]) -> str:
     return f"{RATIO_METHOD}, {n} repeats"
 
 
-def _ratio_text(stats: TimeRatio, digits: int = 2) -> str:
-    return (f"{stats.ratio:.{digits}f} [{stats.ci_low:.{digits}f}, "
-            f"{stats.ci_high:.{digits}f}]")
-
-
 def _ratio_cell(ratios: list[KernelRatio], d, rows, threads, kind, pass_name) -> str:
     for r in ratios:
         if (r.d, r.rows, r.threads, r.impl, r.pass_name) == (d, rows, threads,
                                                             f"rmsnorm:{kind}", pass_name):
-            return _ratio_text(r.time)
+            return format_ratio(r.time, 2)
     return "—"
 
 

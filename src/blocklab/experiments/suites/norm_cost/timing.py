@@ -1,17 +1,7 @@
-"""What the norm-cost suite times, and what a timing run stores: the RMSNorm and LayerNorm of each
-kind (`build_implementations`), the kernels run's measurement (`time_kernels`,
-`saved_tensor_bytes`), the like-for-like timing with equally fused kernels
-(`time_like_for_like`), the step-time run's (`time_training_steps`), and the records they return
-in a RunResult's `extra` (`KernelTimes`, `LikeForLikeTimes`, `StepTimes`, each read back once by
-its `of`; `timed_run`).
-
-    names            the names timing runs are keyed by (`KINDS`, `PASSES`, `NORM_NAMES`,
-                     `STEP_PATHS`), the step-time shape and the suite's one model (`model_config`)
-    records          what a timing run stores in `RunResult.extra`, and `timed_run`
-    implementations  the RMSNorm and LayerNorm of each kind
-    kernels          seconds per call, in rotated repeats; the bytes saved for backward
-    like for like    RMSNorm against LayerNorm with equally fused kernels
-    step             seconds per optimizer step of the RMSNorm and LayerNorm models
+"""What the norm-cost suite times, and the records a timing run stores in its `extra`
+(`KernelTimes`, `LikeForLikeTimes`, `StepTimes`, each read back by its `of`): the norms of each
+kind (`build_implementations`), the kernels (`time_kernels`, `saved_tensor_bytes`), the
+like-for-like timing (`time_like_for_like`) and the step times (`time_training_steps`).
 """
 
 from __future__ import annotations
@@ -46,8 +36,7 @@ EPS = 1e-5  # the same ε for every implementation; the cost does not depend on 
 
 @dataclass(frozen=True)
 class StepShape:
-    """The step-time run's models (d_model, n_layers, a [batch_size, seq_len] batch) and its
-    timed repeats after `warmup` untimed ones."""
+    """The step-time run's models and batch, and its repeats after `warmup` untimed ones."""
 
     d_model: int
     n_layers: int
@@ -58,8 +47,8 @@ class StepShape:
 
 
 def model_config(norm: str, d_model: int, n_layers: int, seq_len: int) -> ModelConfig:
-    """The model of a step or quality run: `norm` in the suite's one block shape."""
-    # The project's default block (pre-norm, SwiGLU, RoPE), head_dim 32; only the norm differs.
+    """The model of a step or quality run: the project's default block (pre-norm, SwiGLU,
+    RoPE), head_dim 32; only the norm differs."""
     return ModelConfig(vocab_size=256, d_model=d_model, n_layers=n_layers,
                        n_heads=max(1, d_model // 32), max_seq_len=seq_len, norm=norm,
                        position="rope", name=f"norm-cost-{norm}")
@@ -68,11 +57,9 @@ def model_config(norm: str, d_model: int, n_layers: int, seq_len: int) -> ModelC
 # --- records -------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class ImplTimes:
-    """One implementation in a kernel timing (`time_kernels`): seconds per call in each timed
-    repeat of each pass timed (`fwd_s`, `fwdbwd_s`), a compiled one's compile time, the error
-    a compiled one failed with (then nothing else), and the bytes kept for backward
-    (`saved_tensor_bytes`). A field is None where the implementation has none; its stored JSON
-    leaves such keys out."""
+    """One implementation in a kernel timing: seconds per call in each repeat of each pass
+    timed, a compiled one's compile time or error, and the bytes kept for backward
+    (`saved_tensor_bytes`). A field is None where it has none; the stored JSON leaves it out."""
 
     compile_s: float | None = None
     error: str | None = None
@@ -83,7 +70,7 @@ class ImplTimes:
     fwdbwd_s: list[float] | None = None
 
     def seconds(self, pass_name: str) -> list[float] | None:
-        """The timings of `pass_name` ("fwd" or "fwdbwd"), None where it was not timed."""
+        """The timings of `pass_name` ("fwd" or "fwdbwd"), None where not timed."""
         return self.fwd_s if pass_name == "fwd" else self.fwdbwd_s
 
     def to_dict(self) -> dict[str, float | str | int | list[float]]:
@@ -100,9 +87,9 @@ class ImplTimes:
 
 @dataclass(frozen=True)
 class KernelTimes:
-    """What a kernels run adds to its RunResult (`time_kernels`): its shape [rows, d],
-    threads and repeats, the calls per timed block of each implementation (per pass, PASSES
-    order), each implementation's record, and the process's one-off torch.compile start-up."""
+    """What a kernels run stores (`time_kernels`): its shape [rows, d], the calls per timed
+    block of each implementation (per pass), each one's record, and the process's one-off
+    torch.compile start-up."""
 
     kind: str  # "kernels"
     d: int
@@ -131,9 +118,8 @@ class KernelTimes:
 
 @dataclass(frozen=True)
 class LikeForLikeTimes(KernelTimes):
-    """What a like-for-like run adds (`time_like_for_like`): its kernel timing (kind
-    "like-for-like"), the method (`like_method`), whether each of PyTorch's functional norms
-    runs fused here, what ran for each norm, and the kind of `build_implementations` timed."""
+    """What a like-for-like run stores (`time_like_for_like`): its kernel timing, the method,
+    whether PyTorch's functional norms run fused here, what ran per norm, and the kind timed."""
 
     method: str
     torch_fused: dict[str, bool]
@@ -143,8 +129,8 @@ class LikeForLikeTimes(KernelTimes):
 
 @dataclass(frozen=True)
 class StepTimes:
-    """What the step-time run adds (`time_training_steps`): threads, the models' shape,
-    their parameter counts per norm and the seconds per optimizer step, {path: {norm: [s]}}."""
+    """What the step-time run stores (`time_training_steps`): parameters per norm and seconds
+    per optimizer step, {path: {norm: [s]}}."""
 
     kind: str  # "step"
     threads: int
@@ -163,8 +149,7 @@ class StepTimes:
 
 
 def timed_run(measure: Callable[[], KernelTimes | StepTimes]) -> RunResult:
-    """The RunResult of a timing run (no model trained): `measure()`'s record as its extra,
-    the seconds it took as its wall time."""
+    """The RunResult of a timing run: `measure()`'s record as its extra, timed."""
     started = time.perf_counter()
     record = measure()
     return RunResult(status="ok", wall_time_s=time.perf_counter() - started,
@@ -225,15 +210,10 @@ def build_implementations(d: int, kinds: Sequence[str] = KINDS) -> dict[str, nn.
 
 # --- kernels -------------------------------------------------------------------------------------
 def saved_tensor_bytes(fn: Callable[[], Any], exclude: Sequence[Any] = ()) -> dict[str, int]:
-    """Bytes autograd keeps for backward while `fn()` runs its forward, counted exactly.
-
-    Every tensor saved for backward passes through a `saved_tensors_hooks` pack hook; distinct
-    storages are summed once each (two ops saving the same x hold it once). `extra_bytes`
-    leaves out the storages of `exclude` (the input and the parameters, which exist anyway), so
-    it is the activation memory the layer adds. Deterministic: no allocator, no timing.
-
-    Returns {"bytes", "extra_bytes", "tensors"}.
-    """
+    """{"bytes", "extra_bytes", "tensors"} autograd keeps for backward while `fn()` runs its
+    forward, counted exactly through a `saved_tensors_hooks` pack hook, each distinct storage
+    once; `extra_bytes` leaves out the storages of `exclude` (the input and parameters, which
+    exist anyway): the activation memory the layer adds."""
     import torch
 
     seen: dict[int, int] = {}
@@ -253,17 +233,11 @@ def saved_tensor_bytes(fn: Callable[[], Any], exclude: Sequence[Any] = ()) -> di
 
 @contextlib.contextmanager
 def _cold_compile() -> Iterator[None]:
-    """Compile from scratch: a fresh, empty inductor cache folder (generated C++ and its builds,
-    FX graphs, autograd graphs) and no compiled frames in memory, so a compile time means the
-    same on the first run of a machine and the tenth; the folder is deleted afterwards.
-
-    Public API only: the folder is set through the documented TORCHINDUCTOR_CACHE_DIR (and
-    TRITON_CACHE_DIR) variables, read at each cache access, and restored afterwards;
-    `torch.compiler.reset()` drops the compiled frames. Inductor's in-memory table of built
-    kernels, keyed by their generated C++, has no public way to clear, and the same source
-    compiled twice in one process skips its C++ build the second time (0.6 s instead of 5 s
-    here). A kernel run never meets that: it compiles its own shape at its own thread count
-    (which inductor writes into the C++), once.
+    """Compile from scratch: a fresh, empty inductor cache folder (set through the documented
+    TORCHINDUCTOR_CACHE_DIR and TRITON_CACHE_DIR, restored afterwards) and no compiled frames
+    (`torch.compiler.reset()`), so a compile time means the same on a machine's first run and
+    its tenth. Inductor's in-memory table of built kernels cannot be cleared publicly, but a
+    kernel run compiles its own shape at its own thread count, once, and never meets it.
     """
     import torch
 
@@ -288,8 +262,8 @@ _INDUCTOR_WARM = False
 
 
 def _warm_inductor() -> float:
-    """Seconds spent on this process's first torch.compile of anything (imports, compiler
-    checks); paid once per process, so it is reported apart from the per-shape compile times."""
+    """Seconds of this process's first torch.compile (imports, compiler checks), paid once and
+    reported apart from the per-shape compile times."""
     global _INDUCTOR_WARM
     if _INDUCTOR_WARM:
         return 0.0
@@ -306,18 +280,14 @@ def time_kernels(d: int, rows: int, *, repeats: int, compile: bool, threads: int
                  block_s: float = 0.01, seed: int = 0,
                  kinds: Sequence[str] | None = None,
                  passes: Sequence[str] = PASSES) -> KernelTimes:
-    """Forward and forward+backward seconds per call of every implementation at [rows, d]
-    (`KernelTimes`).
+    """Forward (no grad) and forward+backward (`torch.autograd.grad` of x and the parameters
+    for a fixed upstream gradient) seconds per call of every implementation at [rows, d].
 
-    Forward runs under `torch.no_grad()` (inference); forward+backward computes the gradients
-    of x and the parameters with `torch.autograd.grad` for a fixed upstream gradient. Each timed
-    block repeats a call `inner` times (chosen once per implementation so a block lasts about
-    `block_s`) and records the mean; repeat r runs the implementations in KINDS order rotated
-    by r. Compiled implementations are compiled before timing, their compile time (first
-    forward+backward, then first no-grad forward) recorded separately; if compiling fails the
-    error is recorded and the other implementations are still timed. `kinds`: only these
-    kinds (default: every kind of KINDS, "compiled" only when `compile`); `passes`: only these
-    of PASSES (a compiled module compiles once per pass: grad mode is part of its guards).
+    A timed block repeats a call `inner` times (so it lasts about `block_s`) and records the
+    mean; repeat r runs the implementations in KINDS order rotated by r. Compiled ones are
+    compiled first, their compile time recorded; one that fails to compile is recorded and the
+    others still timed. `kinds` (default every kind, "compiled" only with `compile`) and
+    `passes` (a compiled module compiles once per pass) restrict what is timed.
     """
     import torch
 
@@ -409,8 +379,7 @@ def time_kernels(d: int, rows: int, *, repeats: int, compile: bool, threads: int
 
 # --- like for like -------------------------------------------------------------------------------
 def _backward_nodes(y) -> int:
-    """Autograd nodes between the output `y` and its leaves (AccumulateGrad not counted): 1
-    when one fused op computed y, one per elementary op when a composite did."""
+    """Autograd nodes between `y` and its leaves: 1 when one fused op computed y."""
     seen, stack = set(), [y.grad_fn]
     while stack:
         node = stack.pop()
@@ -422,13 +391,9 @@ def _backward_nodes(y) -> int:
 
 
 def torch_norms_fused(d: int = 8) -> dict[str, bool]:
-    """{norm: whether PyTorch's functional norm (F.rms_norm, F.layer_norm) runs as one fused op
-    on this build and CPU}, read off the autograd graph of one call on a [2, d] input.
-
-    In torch 2.13 on CPU, F.rms_norm dispatches to aten::_fused_rms_norm, whose CPU kernel is
-    `rms_norm_composite` (`_fused_rms_norm_cuda` exists for CUDA only): pow, mean, add, rsqrt
-    and two muls, each its own kernel and its own backward node. F.layer_norm runs
-    aten::native_layer_norm, one fused CPU kernel with one fused backward.
+    """{norm: whether F.rms_norm / F.layer_norm runs as one fused op on this build and CPU},
+    read off the autograd graph of one call. In torch 2.13 on CPU, F.rms_norm's kernel is a
+    composite of six ops (its fused kernel is CUDA only); F.layer_norm is one fused kernel.
     """
     import torch
     import torch.nn.functional as F
@@ -453,20 +418,15 @@ _LIKE_KIND = {"torch-fused": "torch", "torch.compile": "compiled"}
 
 
 def like_method(fused: dict[str, bool]) -> str:
-    """The like-for-like method: PyTorch's own kernels when both norms run fused, else both
-    through torch.compile, which fuses each pass of each the same way."""
+    """PyTorch's own kernels when both norms run fused, else both through torch.compile."""
     return "torch-fused" if all(fused.values()) else "torch.compile"
 
 
 def time_like_for_like(d: int, rows: int, *, repeats: int, threads: int,
                        block_s: float = 0.01, seed: int = 0) -> LikeForLikeTimes:
-    """RMSNorm and LayerNorm on a [rows, d] input timed with equally fused kernels
-    (`like_method` of `torch_norms_fused`) by `time_kernels`: forward+backward, the training
-    pass the claim is about, plus the no-grad forward when both are PyTorch's fused kernels
-    (a compiled module compiles once more for it, ~2 s each here; the --size full kernel runs
-    time the compiled forward). Compiled ones compile cold. Returns time_kernels' record with
-    the method, `torch_fused`, the kernels (norm -> what ran) and the kind of
-    `build_implementations` timed (`LikeForLikeTimes`)."""
+    """RMSNorm and LayerNorm on [rows, d] timed with equally fused kernels (`like_method`) by
+    `time_kernels`: forward+backward, plus the no-grad forward when both are PyTorch's fused
+    kernels (a compiled module would compile once more for it, ~2 s each)."""
     with torch_threads(threads):
         fused = torch_norms_fused()
     method = like_method(fused)
@@ -482,9 +442,8 @@ def time_like_for_like(d: int, rows: int, *, repeats: int, threads: int,
 
 # --- step ----------------------------------------------------------------------------------------
 def _torch_rms_norm_module(norm):
-    """A module computing `norm`'s function (an RMSNorm with a plain gain) by PyTorch's own
-    kernel, F.rms_norm, sharing its gain; it has no fused residual form, so a block adds the
-    residual apart, as it does for LayerNorm."""
+    """`norm` (a plain-gain RMSNorm) computed by F.rms_norm, sharing its gain; without a fused
+    residual form, a block adds the residual apart, as for LayerNorm."""
     import torch.nn.functional as F
     from torch import nn
 
@@ -501,9 +460,8 @@ def _torch_rms_norm_module(norm):
 
 
 def like_for_like(model):
-    """`model` (a DecoderLM) with every RMSNorm replaced in place by PyTorch's F.rms_norm, the
-    counterpart of the F.layer_norm every LayerNorm model runs. Refuses an RMSNorm whose
-    function F.rms_norm does not compute (a (1 + γ) gain, or statistics in another dtype)."""
+    """`model` with every RMSNorm replaced in place by F.rms_norm, the counterpart of a
+    LayerNorm model's F.layer_norm; refuses an RMSNorm F.rms_norm does not compute."""
     from blocklab.nn.norm import RMSNorm
 
     for parent in list(model.modules()):
@@ -520,14 +478,9 @@ def like_for_like(model):
 
 
 def time_training_steps(step: StepShape, *, threads: int, seed: int = 0) -> StepTimes:
-    """Seconds per optimizer step (forward, backward, clip, AdamW) of the rmsnorm and layernorm
-    models on each code path of `STEP_PATHS`, the four models' steps interleaved (the order
-    rotating by one every repeat); the first `warmup` repeats are not recorded. All see the
-    same batches. The models are built as a default TrainConfig says (the "fast" backend,
-    float32): the run's payload names no other.
-
-    Returns `StepTimes`, its `step_s` {path: {norm: [seconds per repeat]}}.
-    """
+    """Seconds per optimizer step of the rmsnorm and layernorm models on each code path of
+    `STEP_PATHS`, the four models' steps interleaved in a rotating order on the same batches,
+    the first `warmup` repeats unrecorded; built as a default TrainConfig says (float32)."""
     from blocklab.experiments.data import load_corpus, sample_batch
     from blocklab.experiments.trainer import TrainConfig, build_model, make_optimizer, train_step
 

@@ -20,20 +20,16 @@ from growing, so the prediction is for xavier; gpt2 is measured beside it.
 
 Part (b), training. placement × depth × warmup × seed, xavier init, gradient clipping OFF
 (clipping would hide the failure being studied), otherwise the trainer's defaults. Each
-(placement, depth, warmup) arm trains at its own peak lr: the tuning stage runs every arm at
-every lr of `Training.lr_grid` on tuning seeds of its own, the grid grows at an edge holding the
-best lr until that optimum is interior (`blocklab.experiments.suites.tuning`), and the summary
-records for every arm whether it is. At --size quick (×3 steps, two tuning seeds) an interior
-optimum is refined: the arm is also tuned at ×√3 either side of it and takes the best rate tried
-(`LrGrid.refine`). Outcomes are continuous: the final validation loss, the
-mean validation loss over the run (area under the curve) and, from the per-layer gradient norms
-the trainer logs during training, log2 of the first layer's gradient norm over the last
-layer's. A run that diverges (NaN/inf or a loss above 4·ln 256) is counted as a failure, apart
-from the losses. Post and sandwich cells are compared with the pre cell of the same depth and
-warmup, paired by seed (same init streams and batches), and the warmup effect is read as an
-interaction: (post cold − post warm) − (pre cold − pre warm), per seed, with its interval. A
-warmup spends less learning rate (Σ lr over the steps, shown per arm): that confound is shown,
-not removed.
+(placement, depth, warmup) arm trains at its own peak lr, tuned on seeds of its own
+(`suites.tuning`; at --size quick ×3 steps on two tuning seeds, refined around the best).
+Outcomes are continuous: the final validation loss, the mean validation loss over the run and,
+from the per-layer gradient norms the trainer logs, log2 of the first layer's gradient norm over
+the last layer's. A run that diverges (NaN/inf or a loss above 4·ln 256) is counted as a
+failure, apart from the losses. Post and sandwich cells are compared with the pre cell of the
+same depth and warmup, paired by seed (same init streams and batches), and the warmup effect is
+read as an interaction: (post cold − post warm) − (pre cold − pre warm), per seed, with its
+interval. A warmup spends less learning rate (Σ lr over the steps, shown per arm): that confound
+is shown, not removed.
 
 Largest stable lr (C13, C19 at part (b)'s deepest depth; part (c), C36's deep stacks of 50
 layers and more). Stability's natural outcome: per arm and seed, short runs on a doubling ladder
@@ -43,37 +39,16 @@ stalls at the byte-frequency model has stopped training). The contrasts are pair
 doublings: without − with warmup for pre-norm, the warmup interaction, and pre − post. These
 sweeps replace the deep grid of losses at one shared lr that C36 was once graded on.
 
-What each size runs (`blocklab.experiments.suites.evaluation`): at --size tiny and --size quick
-the suite plans only the runs a registered rule grades. C13 and C19 read part (b) at its
-deepest depth, pre and post, with and without warmup, and that depth's sweep; the shallower
-depths (the depth trend) and sandwich norm run at --size full, and the summary names them. C36
-reads the deep sweep. The gradient probes of (a) keep every placement at every size: C12 grades
-the pre-norm ones, and the post and sandwich probes beside them (one forward and backward each,
-and the block Jacobians at the deepest depth: 216 probes, about 57 s of one core together at
-quick on the 2-core reference machine, of which about 15 s the Jacobians) are the comparison
-C12's and C19's texts and the gradients figure read.
+What each size runs (`suites.evaluation`): tiny and quick plan what C13 and C19 read (part (b)
+at its deepest depth, pre and post, with and without warmup, and that depth's sweep) and C36's
+deep sweep; the depth trend and sandwich norm run at --size full only. The probes of (a) keep
+every placement at every size (C12 grades the pre-norm ones; the others, about 57 s of one
+core together at quick, are the comparison C12's and C19's texts and the figure read).
 
-`Summary.data` (read by the claims ledger and the report) is a `summary.PlacementData`: per
-placement and init a `GradientProbe` (gradient norms at initialisation across depth, fitted
-slopes with intervals over per-seed slopes, residual RMS, spread across one stack's layers), the
-predicted slopes, one `PlacementCell` per training arm (its tuned lr, statuses, validation loss
-of the finished runs, paired difference from pre-norm, loss-curve area, gradient ratio during
-training, Σ lr), the `PlacementEffect` contrasts, each arm's tuning (`lr_trials`, `lr_tuning`),
-and per swept arm a `StabilityArm` with the `StabilityEffect` contrasts.
-
-Every run returns a `RunResult`: a training run the trainer's; a probe and a largest-stable-lr
-run train no model of their own and carry their record in `extra` (`ProbeRecord`; `StableLr`,
-its trainer runs as `SweepRung`s), which the summary decodes once (`stored_results`) before it
-computes its statistics (`statistics_of`) and then its tables.
-
-The package, one job a module (`summary` imports `runs`, never the other way):
-
-    runs     what the suite plans and runs: the grids at each size (`SIZES`), every run's
-             ModelConfig and TrainConfig, the gradient probe (`init_gradients`), one arm's
-             largest stable lr (`largest_stable_lr`), the tuning stage (`tune`), the evaluation
-             runs (`plan`) and their prices (`price`)
-    summary  what it summarises: `PlacementData` and its parts, the results read once
-             (`stored_results`), every statistic (`statistics_of`), the tables (`summarise`)
+`Summary.data` is a `summary.PlacementData`. A probe and a largest-stable-lr run train no model
+of their own and carry their record in `extra` (`ProbeRecord`, `StableLr`). Modules: `runs`
+(grids, configs, the probe, the sweeps, plan and prices) and `summary` (`PlacementData`, every
+statistic, the tables); `summary` imports `runs`, never the other way.
 """
 
 from __future__ import annotations

@@ -1,14 +1,6 @@
-"""What the placement suite plans and runs: the grids at each size (`SIZES`), the ModelConfig and
-TrainConfig of every run, part (a)'s gradient probe (`init_gradients`, its `ProbeRecord`), one
-arm's largest stable lr (`largest_stable_lr`, its `StableLr`), and the RunSpecs: the tuning stage
-(`tune`), the evaluation runs (`plan`) and what each costs (`price`).
-
-    sizes      part (a)'s probe, part (b)'s training grid and the largest-stable-lr sweeps (at
-               part (b)'s depth, and part (c)'s deep stacks) at each size
-    configs    the ModelConfig and TrainConfig of every run; the lr a schedule spends
-    probes     part (a): one gradient probe at initialisation and the record it stores
-    sweeps     one arm's bisection on a doubling ladder of peak lrs and the record it stores
-    planning   the RunSpecs, and what each run costs
+"""What the placement suite plans and runs: the grids at each size (`SIZES`), every run's configs,
+part (a)'s gradient probe (`init_gradients`), one arm's largest stable lr (`largest_stable_lr`),
+the tuning stage (`tune`), the evaluation runs (`plan`) and their prices (`price`).
 """
 
 from __future__ import annotations
@@ -26,7 +18,7 @@ from blocklab.experiments.options import RunOptions
 from blocklab.experiments.results import added_identity, train_identity
 from blocklab.experiments.run_result import RunResult
 from blocklab.experiments.scale import Scale
-from blocklab.experiments.suites.base import Results, RunSpec, tuning_seeds
+from blocklab.experiments.suites.base import Results, RunSpec, training_spec, tuning_seeds
 from blocklab.experiments.suites.evaluation import FINAL_EVAL_FRACTION
 from blocklab.experiments.suites.tuning import LrGrid, lr_trials, rounded, trains, tune_arm
 from blocklab.experiments.summaries import ArmTuning, LrTrial, decode
@@ -42,12 +34,9 @@ DATA = "stdlib"
 @dataclass(frozen=True)
 class Probe:
     """Part (a): gradients, residual-stream sensitivity and block Jacobians at initialisation.
-    The Jacobians (`blocklab.experiments.jacobian.identity_deviation`, `jacobian_probes`
-    Gaussian probes per layer) are measured at the deepest depth only, on the first
-    `jacobian_windows` windows of the batch: each probe costs about one backward pass of the
-    stack, and J is block-diagonal over the windows (attention mixes positions within a
-    window only), so a few windows are a sample of the same per-entry norm. At quick this
-    halves their cost (2 of 8 windows: about 0.25 s a stack of 64 instead of 0.6 s)."""
+    The Jacobians (`jacobian_probes` Gaussian probes per layer, each about one backward pass)
+    are measured at the deepest depth only, on the first `jacobian_windows` windows: J is
+    block-diagonal over windows, so a few are a sample of the same per-entry norm."""
 
     d_model: int
     n_heads: int
@@ -65,7 +54,7 @@ class Probe:
 @dataclass(frozen=True)
 class Training:
     """Part (b): pre vs post at each depth, with and without warmup, each arm at its own peak
-    lr tuned on `lr_grid` (grown at an edge until the optimum is interior)."""
+    lr tuned on `lr_grid`."""
 
     d_model: int
     n_heads: int
@@ -101,9 +90,8 @@ class Training:
 @dataclass(frozen=True)
 class Sweep:
     """The largest stable peak lr per (placement, warmup) arm at each depth: per seed, short
-    runs on the ladder `lr_min · step^k` (k < rungs), bisected. With rungs = 2^j − 1, j runs a
-    seed find the rung between "none stable" and "the top one stable"; with 2^(j−1) < rungs + 1
-    ≤ 2^j, j runs. Outcomes are read in doublings (`doublings`): a rung is log2(step) of one."""
+    runs on the ladder `lr_min · step^k` (k < rungs), bisected in ⌈log2(rungs + 1)⌉ runs;
+    read in doublings (a rung is log2(step) of one)."""
 
     d_model: int
     n_heads: int
@@ -228,17 +216,12 @@ def _pre_params(training: Training, d_model: int) -> int:
 
 
 def rung(name: str, base: Size) -> Size:
-    """`base` (the quick size) grown to ladder rung `name` by `blocklab.experiments.ladder`'s
-    rule, on what C19 reads (part (b)'s training grid and its largest-stable-lr sweep): width
-    and batch × √2 a rung at the base's depth and heads of 16, the training steps filling
-    `ladder.multiple(name)` × the base's 6 · parameters · tokens (the pre-norm model's), and
-    every length in steps (warmups, evaluation interval, the sweep's runs) keeping its share.
-    Each training arm is tuned at every rung as at quick (the base's grid moved by the width
-    ratio, `ladder.centred`, grown at an edge and refined around its optimum, on the base's
-    two tuning seeds); the sweep's lr ladder is the base's moved down by the same ratio,
-    base d / d (Adam's largest stable lr for hidden weights ∝ 1 / width, Yang
-    et al. 2022, "Tensor Programs V", Table 3), so the answers stay on it. No probe (part (a))
-    and no deep stacks (C36): not on the ladder."""
+    """`base` (the quick size) grown to ladder rung `name` by `ladder.grown` on what C19 reads
+    (part (b)'s grid and sweep; the pre-norm model's parameters), every length in steps
+    keeping its share. Each arm is tuned as at quick on the base's grid moved by the width
+    ratio (`ladder.centred`); the sweep's ladder moves down by base d / d (Adam's largest
+    stable lr for hidden weights ∝ 1 / width, Yang et al. 2022, "Tensor Programs V", Table 3).
+    No probe and no deep stacks: not on the ladder."""
     t, sweep = base.training, base.sweep
     head = t.d_model // t.n_heads
     d, b, n = ladder.grown(name, t.d_model, t.batch_size, t.steps, head,
@@ -264,8 +247,8 @@ SIZES.update({name: rung(name, SIZES[ladder.BASE]) for name in ladder.RUNGS})
 
 # --- configs -------------------------------------------------------------------------------------
 def model_config(placement: str, depth: int, grid: Probe | Training | Sweep) -> ModelConfig:
-    """The model of a probe, a training grid's arm or an lr sweep's arm: the project's default
-    block (RMSNorm, SwiGLU at 8d/3, RoPE, final norm); only the placement and depth vary."""
+    """The model of a probe or an arm: the project's default block; only the placement and
+    depth vary."""
     return ModelConfig(vocab_size=256, d_model=grid.d_model, n_layers=depth,
                        n_heads=grid.n_heads, placement=placement, max_seq_len=grid.seq_len,
                        name=f"placement-{placement}-{depth}")
@@ -274,14 +257,9 @@ def model_config(placement: str, depth: int, grid: Probe | Training | Sweep) -> 
 def train_config(grid: Probe | Training | Sweep, options: RunOptions, seed: int, *,
                  warmup: int = 0, lr: float | None = None, init: str = "xavier"
                  ) -> TrainConfig:
-    """Every TrainConfig the suite builds, under `options` (its precision and backend; run ids
-    ignore the backend, so they do not change with it).
-
-    Part (b)'s runs and the sweeps' (`grid` a Training or a Sweep): xavier init, no gradient
-    clipping, one thread (bit-reproducible, and faster than two on a busy 2-core machine), peak
-    `lr` after `warmup` steps; a sweep's runs are shorter and evaluated once, at the end. A
-    probe's (`grid` a Probe) trains nothing: `build_model` reads only its seed, `init`,
-    precision and backend."""
+    """Every TrainConfig the suite builds. Part (b)'s runs and the sweeps': xavier init, no
+    gradient clipping, one thread, peak `lr` after `warmup` steps (a sweep's runs evaluated
+    once, at the end). A probe's trains nothing: `build_model` reads its seed and `init`."""
     from blocklab.experiments.trainer import TrainConfig
 
     if isinstance(grid, Probe):
@@ -309,17 +287,14 @@ def lr_area(training: Training, warmup: int, lr: float) -> float:
 
 
 def shape(size: str) -> tuple[ModelConfig, int, int]:
-    """Part (b)'s pre-norm model at its deepest depth, batch and sequence length at `size`
-    (`--precision auto`)."""
+    """Part (b)'s pre-norm model at its deepest depth, batch and sequence length at `size`."""
     t = SIZES[size].training
     return model_config("pre", max(t.depths), t), t.batch_size, t.seq_len
 
 
 def scale(size: str, claim: str) -> Scale | None:
-    """The scale a placement claim's training runs have at `size`: C36's deep stacks (the
-    pre-norm model at its depth, one ladder run's tokens); C13's and C19's training contrast
-    (the pre-norm model at the training grid's deepest depth, one run's tokens); None for C12,
-    read at initialisation."""
+    """The scale of a claim's pre-norm runs: C36's deep stacks, C13's and C19's training grid
+    at its deepest depth; None for C12, read at initialisation."""
     if claim == "C12":
         return None
     grid = SIZES[size].deep if claim == "C36" else SIZES[size].training
@@ -330,17 +305,10 @@ def scale(size: str, claim: str) -> Scale | None:
 # --- probes --------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class ProbeRecord:
-    """What one gradient probe at initialisation adds to its RunResult (`extra`; these are the
-    keys of its stored JSON). Per layer, bottom first; None in a list stands for a non-finite
-    value (stored JSON has no NaN).
-
-    `down_proj_grad`: ‖∇ down_proj.weight‖; `layer_grad`: ‖∇ all of the layer's parameters‖;
-    `residual_rms`: the RMS of each layer's output over the batch; `sensitivity`:
-    ‖∂L/∂x_l‖·rms(x_l) for the stream x_l ENTERING layer l, then the stream entering the final
-    norm (depth + 1 values); `identity_deviation`, `jacobian_gain`: ‖J_l − I‖_F/√n and
-    ‖J_l‖_F/√n, J_l the layer's Jacobian at its input in this pass over the first
-    `Probe.jacobian_windows` windows, at the deepest probed depth only (None below it);
-    `jacobian_s`: the seconds those Jacobians took."""
+    """What one gradient probe stores in its `extra`, per layer bottom first (None: not
+    finite): ‖∇ down_proj.weight‖, ‖∇ the layer's parameters‖, the RMS of its output,
+    ‖∂L/∂x_l‖·rms(x_l) for the stream ENTERING layer l (then the final norm's: depth + 1
+    values), and at the deepest depth only ‖J_l − I‖_F/√n and ‖J_l‖_F/√n of its Jacobian."""
 
     placement: str
     init: str
@@ -363,10 +331,8 @@ class ProbeRecord:
 
 def init_gradients(placement: str, init: str, depth: int, seed: int, probe: Probe,
                    options: RunOptions) -> RunResult:
-    """One forward/backward at initialisation; per-layer gradient norms, residual RMS and the
-    residual stream's sensitivity; at the deepest probed depth also each block's Jacobian
-    (`blocklab.experiments.jacobian`). The result trains no model: status "ok", wall_time_s and
-    a `ProbeRecord` in `extra`."""
+    """One forward/backward at initialisation, and at the deepest depth each block's Jacobian
+    (`blocklab.experiments.jacobian`): a `ProbeRecord`."""
     import torch
     import torch.nn.functional as F
 
@@ -428,8 +394,7 @@ def final_val(result: RunResult | None) -> float | None:
 
 @dataclass(frozen=True)
 class SweepRung:
-    """One short run of a largest-stable-lr bisection: its peak lr, the trainer's status, its
-    final validation loss (None: not finite) and whether it trains (`tuning.trains`)."""
+    """One short run of a bisection; `trains` as `tuning.trains` says."""
 
     lr: float
     status: str
@@ -439,11 +404,9 @@ class SweepRung:
 
 @dataclass(frozen=True)
 class StableLr:
-    """What one largest-stable-lr run (one arm on one seed) adds to its RunResult (`extra`;
-    these are the keys of its stored JSON): the `rung` of `ladder` it found (−1: none stable),
-    that lr (`max_stable_lr`, None below the ladder), the bisection's runs in the order they
-    were made (`trials`), and the unigram entropy of the training bytes (None when no run
-    reported it)."""
+    """What one largest-stable-lr run (an arm on a seed) stores in its `extra`: the `rung` of
+    `ladder` it found (−1: none stable) and its lr, the bisection's runs in order, and the
+    unigram entropy of the training bytes."""
 
     placement: str
     depth: int
@@ -466,9 +429,8 @@ Record = TypeVar("Record")
 
 def bisect_stable(ladder: list[float], attempt: Callable[[float], tuple[bool, Record]]
                   ) -> tuple[int, list[Record]]:
-    """The rung of the largest lr in `ladder` (ascending) at which `attempt(lr)` makes a run
-    that trains, by bisection, taking stability as monotone in lr: −1 when none does.
-    `attempt(lr)` returns (stable, record); the records of the runs made come back in order."""
+    """(rung of the largest lr in `ladder` at which `attempt(lr)` -> (stable, record) is
+    stable, −1 for none; the records in order), by bisection: stability monotone in lr."""
     low, high = -1, len(ladder)  # low: known stable (or none), high: known unstable (or none)
     records = []
     while high - low > 1:
@@ -484,9 +446,7 @@ def bisect_stable(ladder: list[float], attempt: Callable[[float], tuple[bool, Re
 
 def largest_stable_lr(placement: str, depth: int, warmup: int, seed: int, sweep: Sweep,
                       options: RunOptions, progress: Any = False) -> RunResult:
-    """One arm's largest stable peak lr on `seed`: bisected short runs on the sweep's ladder.
-    The result trains no model of its own: status "ok", wall_time_s and a `StableLr` (its
-    trainer runs as `SweepRung`s) in `extra`."""
+    """One arm's largest stable peak lr on `seed`, bisected on the sweep's ladder: a `StableLr`."""
     from blocklab.experiments.trainer import run
 
     started = time.perf_counter()
@@ -513,9 +473,7 @@ def largest_stable_lr(placement: str, depth: int, warmup: int, seed: int, sweep:
 
 # --- planning ------------------------------------------------------------------------------------
 def plan(options: RunOptions, tuned: Results) -> list[RunSpec]:
-    """Every evaluation run of the suite under `options` (its size, seeds and precision): the
-    gradient probes, every training arm at the peak lr its tuning runs `tuned` chose, and the
-    largest-stable-lr sweeps."""
+    """The gradient probes, every training arm at the lr its tuning chose, and the sweeps."""
     size = SIZES[options.size]
     probe, training = size.probe, size.training
     specs = []
@@ -546,25 +504,18 @@ def plan(options: RunOptions, tuned: Results) -> list[RunSpec]:
 def tune(options: RunOptions, tuned: Results = ()) -> list[RunSpec]:
     """The tuning stage: every training arm at every peak lr of its grid (grown at an edge
     from the results `tuned` so far) on the tuning seeds, as long as the evaluation runs."""
-    from blocklab.experiments.trainer import run
-
     training = SIZES[options.size].training
     trials = lr_trials(list(tuned))
     specs = []
     for placement, depth, warmup in training.arms():
-        arm = arm_name(placement, depth, warmup)
-        mc = model_config(placement, depth, training)
+        arm, mc = arm_name(placement, depth, warmup), model_config(placement, depth, training)
         for lr in tune_arm(training.lr_grid, trials, arm).grid:
             for seed in tuning_seeds(options, training.tuning_seeds):
                 tc = train_config(training, options, seed, warmup=warmup, lr=lr)
-                label = f"tune {placement} L={depth} warmup {warmup} lr {lr:g} seed {seed}"
-                payload = {"suite": "placement", "kind": "tune", "arm": arm,
-                           "model": mc.to_dict(), "train": train_identity(tc), "data": DATA}
-
-                def execute(progress, mc=mc, tc=tc, label=label, run=run):
-                    return run(mc, tc, DATA, progress=progress, label=label)
-
-                specs.append(RunSpec(label, f"tune/{arm}", seed, payload, execute))
+                specs.append(training_spec(
+                    f"tune {placement} L={depth} warmup {warmup} lr {lr:g} seed {seed}",
+                    f"tune/{arm}", seed, mc, tc, {"suite": "placement", "kind": "tune",
+                                                  "arm": arm}, DATA))
     return specs
 
 
@@ -576,31 +527,21 @@ def tuned_lrs(training: Training, trials: list[LrTrial]) -> dict[str, ArmTuning]
 
 def _training_specs(training: Training, options: RunOptions, lrs: dict[str, ArmTuning]
                     ) -> list[RunSpec]:
-    """Part (b): every arm at its tuned peak lr on `options.seeds`; arms
-    `train/<placement>/<depth>/<warmup>`."""
-    from blocklab.experiments.trainer import run
-
+    """Part (b): every arm at its tuned peak lr on `options.seeds`."""
     specs = []
     for placement, depth, warmup in training.arms():
-        mc = model_config(placement, depth, training)
-        lr = lrs[arm_name(placement, depth, warmup)].lr
+        arm, mc = arm_name(placement, depth, warmup), model_config(placement, depth, training)
+        lr = lrs[arm].lr
         for seed in options.seeds:
             tc = train_config(training, options, seed, warmup=warmup, lr=lr)
-            label = f"{placement} L={depth} warmup {warmup} lr {lr:g} seed {seed}"
-            payload = {"suite": "placement", "kind": "train", "model": mc.to_dict(),
-                       "train": train_identity(tc), "data": DATA}
-
-            def execute(progress, mc=mc, tc=tc, label=label, run=run):
-                return run(mc, tc, DATA, progress=progress, label=label)
-
-            specs.append(RunSpec(label, f"train/{arm_name(placement, depth, warmup)}", seed,
-                                 payload, execute))
+            specs.append(training_spec(
+                f"{placement} L={depth} warmup {warmup} lr {lr:g} seed {seed}", f"train/{arm}",
+                seed, mc, tc, {"suite": "placement", "kind": "train"}, DATA))
     return specs
 
 
 def _sweep_specs(sweep: Sweep, options: RunOptions, grid: str) -> list[RunSpec]:
-    """One run per arm and seed of `options.seeds`, each bisecting its ladder; arms
-    `<grid>/<placement>/<depth>/<warmup>` (grid "sweep" or "deep")."""
+    """One run per arm and seed, each bisecting its ladder (grid "sweep" or "deep")."""
     specs = []
     for placement, depth, warmup in sweep.arms():
         for seed in options.seeds:
@@ -621,10 +562,9 @@ def _sweep_specs(sweep: Sweep, options: RunOptions, grid: str) -> list[RunSpec]:
 
 
 def price(spec: RunSpec, cal) -> float | None:
-    """Estimated seconds of one run on this machine (`blocklab.experiments.estimate`): a
-    gradient probe builds its model and takes one forward+backward (priced as a step) on
-    [batch_size, seq_len]; a largest-stable-lr run is as many trainer runs as its bisection
-    makes (⌈log2(rungs + 1)⌉); training runs are the trainer's (the default)."""
+    """Estimated seconds of one run on this machine (`blocklab.experiments.estimate`): a probe
+    builds its model and takes a step's time; a sweep is its bisection's trainer runs;
+    training runs are the trainer's (the default)."""
     payload = spec.payload
     if payload["kind"] in ("sweep", "deep"):
         from blocklab.experiments.estimate import TrainShape, training_s

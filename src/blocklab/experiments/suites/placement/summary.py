@@ -1,15 +1,7 @@
-"""What the placement suite summarises: its `Summary.data` (`PlacementData`, the suite's
-`data_type`), every statistic in it, and its tables and notes (`summarise`).
-
-    data         the summary's frozen dataclasses, which `blocklab.experiments.summaries.decode`
-                 reads back field by field (a renamed or missing field fails naming it)
-    stored       the results, sorted by kind, keyed and decoded once (`stored_results`)
-    outcomes     what one stored training run says (final and mean val loss, gradient ratio)
-    gradients    part (a): slopes over depth, spreads, sensitivity, Jacobians
-    training     part (b): one cell per arm, the contrasts paired by seed
-    stability    the largest stable lr, per arm and paired by seed
-    statistics   every statistic of the summary (`statistics_of`)
-    tables       the Summary: statistics, then tables and notes (`summarise`)
+"""What the placement suite summarises: its data (`PlacementData`, frozen dataclasses decoded
+field by field), the results read once (`stored_results`), every statistic (`statistics_of`:
+part (a)'s gradients, part (b)'s cells and contrasts, the stable lrs), then the tables and
+notes (`summarise`).
 """
 
 from __future__ import annotations
@@ -28,6 +20,7 @@ from blocklab.experiments.suites.base import (
     format_level,
     mean_ci,
     paired_difference,
+    statuses,
 )
 from blocklab.experiments.suites.evaluation import full_only, graded_only, listed
 from blocklab.experiments.suites.placement.runs import (
@@ -56,9 +49,8 @@ XIONG = "Xiong et al. 2020, On Layer Normalization in the Transformer Architectu
 @dataclass(frozen=True)
 class GradientProbe:
     """‖∇W_down‖ at initialisation across depths for one placement and init (geometric means
-    over seeds); slopes are least squares of log ‖∇‖ on log depth. Then the residual stream's
-    sensitivity and, at the deepest depth, each block's Jacobian
-    (`blocklab.experiments.jacobian`)."""
+    over seeds; slopes: least squares of log ‖∇‖ on log depth), the residual stream's
+    sensitivity and, at the deepest depth, each block's Jacobian."""
 
     depths: list[int]
     last_layer_grad: list[float | None]
@@ -217,10 +209,8 @@ SweepKey = tuple[str, str, int, int, int]
 
 @dataclass(frozen=True)
 class Stored:
-    """A summary's results, each read once: the finished gradient probes' records, part (b)'s
-    training runs, the lr sweeps' records, the tuning runs, and the unigram entropy of the
-    training bytes (from the first training run that reports it). A sweep run always ends "ok"
-    (a failure raises, and nothing is stored)."""
+    """A summary's results, each read once, keyed, and the unigram entropy of the training
+    bytes (from the first training run that reports it)."""
 
     probes: dict[ProbeKey, ProbeRecord]
     trained: dict[ArmKey, RunResult]
@@ -258,8 +248,7 @@ def stored_results(results: Results) -> Stored:
 
 # --- outcomes ------------------------------------------------------------------------------------
 def val_auc(result: RunResult | None, seq_len: int) -> float | None:
-    """Mean validation loss over a finished run's evaluations: the area under its curve
-    divided by its length (evaluations are evenly spaced)."""
+    """Mean validation loss over a finished run's (evenly spaced) evaluations."""
     if result is None or result.status != "ok" or result.curves is None:
         return None
     values = result.curves.val.get(str(seq_len)) or []
@@ -270,8 +259,7 @@ def val_auc(result: RunResult | None, seq_len: int) -> float | None:
 
 
 def first_over_last_log2(result: RunResult | None, warmup: int) -> float | None:
-    """Mean over the logged steps at or after warmup of log2(‖∇ first layer‖ / ‖∇ last
-    layer‖) (all of a layer's parameters), for a finished run."""
+    """Mean over the logged steps from warmup on of log2(‖∇ first layer‖ / ‖∇ last layer‖)."""
     if result is None or result.status != "ok" or result.curves is None:
         return None
     logged = result.curves.layer_grad_norms
@@ -290,10 +278,7 @@ def ok_val(result: RunResult | None) -> float | None:
 
 # --- gradients -----------------------------------------------------------------------------------
 def loglog_slope(xs: Sequence[float], ys: Sequence[float | None]) -> float | None:
-    """Least-squares slope b of log y = a + b·log x; None with fewer than two usable points.
-
-    y = c·x^p gives exactly p.
-    """
+    """Least-squares slope b of log y = a + b·log x; None with fewer than two usable points."""
     points = [(math.log(x), math.log(y)) for x, y in zip(xs, ys, strict=True)
               if x is not None and y is not None and x > 0 and y > 0 and math.isfinite(y)]
     if len(points) < 2:
@@ -385,8 +370,7 @@ def _gradient_probe(probe: Probe, seeds: range, probes: dict[ProbeKey, ProbeReco
 
 
 def _median_per_seed(per_seed: list[list[float | None] | None]) -> Interval:
-    """Over seeds, the median over one stack's layers; a seed with no value or a non-finite one
-    left out."""
+    """Over seeds, the median over one stack's layers (a seed with a non-finite one left out)."""
     medians = []
     for values in per_seed:
         finite = [v for v in values or [] if v is not None and math.isfinite(v)]
@@ -408,21 +392,15 @@ def training_summary(training: Training, seeds: range, trained: dict[ArmKey, Run
     `(placement, depth, warmup, seed)` in `trained`."""
     rows = []
     for placement, depth, warmup in training.arms():
-        def results(p: str, depth=depth, warmup=warmup) -> list[RunResult | None]:
-            return [trained.get((p, depth, warmup, s)) for s in seeds]
-
-        mine = results(placement)
-        status: dict[str, int] = {}
-        for r in mine:
-            if r is None:  # a seed the sequential design added to other arms only
-                continue
-            status[r.status] = status.get(r.status, 0) + 1
+        mine = [trained.get((placement, depth, warmup, s)) for s in seeds]
+        # None: a seed the sequential design added to other arms only
+        status = statuses(r for r in mine if r is not None)
         # Quality from the runs that finished; stuck and diverged runs are counted in the
         # status columns only. Pairs need both seeds finished (n shown).
         vals = [ok_val(r) for r in mine]
         delta = None
         if placement != "pre" and "pre" in training.placements:
-            delta = paired_difference(vals, [ok_val(r) for r in results("pre")])
+            delta = paired_difference(vals, _ok_vals(trained, seeds, "pre", depth, warmup))
         lr = lrs[arm_name(placement, depth, warmup)].lr
         rows.append(PlacementCell(
             placement=placement, depth=depth, warmup=warmup, lr=lr,
@@ -450,9 +428,15 @@ def interaction_per_seed(training: Training, seeds: range, trained: dict[ArmKey,
     def vals(p: str, w: int) -> list[float | None]:
         return _ok_vals(trained, seeds, p, depth, w)
 
-    return [None if a is None or b is None or c is None or d is None else (a - b) - (c - d)
-            for a, b, c, d in zip(vals("post", 0), vals("post", warmup), vals("pre", 0),
-                                  vals("pre", warmup), strict=True)]
+    return _interaction(vals("post", 0), vals("post", warmup), vals("pre", 0),
+                        vals("pre", warmup))
+
+
+def _interaction(a: list[float | None], b: list[float | None], c: list[float | None],
+                 d: list[float | None]) -> list[float | None]:
+    """Per seed (a − b) − (c − d); None where any of the four is missing."""
+    return [None if None in (w, x, y, z) else (w - x) - (y - z)
+            for w, x, y, z in zip(a, b, c, d, strict=True)]
 
 
 def interaction_trend(training: Training, seeds: range,
@@ -561,11 +545,7 @@ def stability_effects(sweep: Sweep, grid: str, seeds: range,
         if have(("pre", 0), ("pre", w), ("post", 0), ("post", w)):
             post_warm, post_cold = known(rungs("post", depth, w), rungs("post", depth, 0))
             pre_warm, pre_cold = known(rungs("pre", depth, w), rungs("pre", depth, 0))
-            per_seed = [None if a is None or b is None or c is None or d is None
-                        else (a - b) - (c - d)
-                        for a, b, c, d in zip(post_warm, post_cold, pre_warm, pre_cold,
-                                              strict=True)]
-            interaction = mean_ci(per_seed)
+            interaction = mean_ci(_interaction(post_warm, post_cold, pre_warm, pre_cold))
         out.append(StabilityEffect(
             grid=grid, depth=depth, warmup=w,
             pre_cold_vs_warm=diff(("pre", 0), ("pre", w)),

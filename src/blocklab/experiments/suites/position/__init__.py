@@ -24,8 +24,7 @@ fixed validation windows of m·L tokens, m in the size's multiples:
                     position >= L is ever used: what the model gets without extrapolating
     per_position    the loss curve over positions, in buckets of L/8
 
-Per-position losses are indexed by the input position p: entry p is the loss of predicting
-token p + 1 from tokens 0..p.
+Entry p of a per-position curve is the loss of predicting token p + 1 from tokens 0..p.
 
 The trained RoPE model is also read with scaling applied at inference, training-free (same
 weights, `config.replace(rope_scaling=...)`, factor m = eval length / L, original length L):
@@ -46,36 +45,16 @@ its last token kept (`order_probe`, total-variation distance and KL). Cost (C31)
 and KV-cache decode steps, counts parameters with `blocklab.budget`, and names the SDPA kernel
 PyTorch dispatches for each (profiler op names) and the mask attention.py hands it.
 
-`Summary.data` (read by the claims ledger, C20–C22, C26, C29–C31, and the report) is a
-`summary.PositionData`; multiples m of L are string keys ("2", "4", ...).
-Per arm (`PositionArm`): loss on positions ≥ L at each multiple, the sliding-window loss on the
-same tokens, their paired difference (nats and %), bucketed per-position loss and passkey
-accuracy; a read a learned table cannot make is the string "unavailable (table)". Beside the
-arms: RoPE's relative-position error by dtype, finiteness far past max_seq_len, the YaRN ramps,
-every training run's status, the order probe per arm (`OrderProbe`), the cost run
-(`PositionCost`) and the fine-tune settings (`FineTune`).
+`Summary.data` is a `summary.PositionData` (multiples m of L are string keys "2", "4", ...; a
+read a learned table cannot make is the string "unavailable (table)"). Arm names: the seven
+above, "rope+<scaling>" for training-free scaling, "rope[+<scaling>]+ft<k>x" fine-tuned.
 
-Arm names: the seven above, "rope+<scaling>" for training-free scaling and
-"rope[+<scaling>]+ft<k>x" for the fine-tuned variants.
-
-What each size runs (`blocklab.experiments.suites.evaluation`): at --size tiny and --size quick
-the suite plans only the runs a registered rule grades. C21 grades learned-<max>L,
-sinusoidal+scale, alibi and rope (its scalings are read off the rope run, its fine-tunes extend
-it), C30 the rope run, C29 the none run and C31 the cost run; so those sizes train none,
-learned-<max>L, sinusoidal+scale, rope and alibi and time the cost run. The learned table of L
-rows and sinusoidal without the embedding scale (`REPORTED_ONLY`), the passkey models and the
-relative-error run (reported only) run at --size full, and the summary says so. Reads made
-inside a graded run (every training-free scaling, the order probe, the far-out check) ride
-along with it.
-
-The package, in three modules (each imports only from those above it):
-
-    timing   what C31 times beside its toy-shape cost run: the SDPA kernels and masks a call
-             gets (profiler op names), and step times at a realistic shape
-    runs     what the suite plans and runs: SIZES and what each size runs, RoPE scaling, the
-             typed records the runs store, every run and its reads, the plan and its prices
-    summary  what it summarises: the summary's data (`PositionData`, the suite's
-             `data_type`), its statistics and `summarise` with its tables and notes
+What each size runs (`suites.evaluation`): tiny and quick train what C21, C29 and C30 grade
+(none, learned-<max>L, sinusoidal+scale, rope, alibi) and time C31's cost run; `REPORTED_ONLY`
+arms, the passkey models and the relative-error run are --size full only. Reads made inside a
+graded run (the scalings, the order probe, the far-out check) ride along with it. Modules:
+`timing` (SDPA probes, realistic-shape timing), `runs` (sizes, runs, plan, prices) and `summary`
+(`PositionData`, statistics, tables); each imports only the ones before it.
 """
 
 from __future__ import annotations

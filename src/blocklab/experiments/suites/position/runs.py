@@ -1,21 +1,5 @@
-"""What the position suite plans and runs, one section each, in the order they build on one
-another:
-
-    sizes           SIZES and what each size runs: arms, their models and training runs
-    scaling         RoPE scaling configs, YaRN's β for our L, a model copied with a scaling
-    records         what the runs store, as typed records; `decode_runs`
-    reads           a model read at every multiple of L; finiteness far past max_seq_len
-    relative error  C20's relative-position error by dtype, and its run
-    order           C29's order probe
-    training runs   an arm's training run and its reads (`train_and_read`)
-    passkey         the passkey models (full size)
-    cost            C31's timed cost run (`time_position_cost`)
-    planning        the tuning stage and the evaluation plan
-    pricing         estimated seconds of each run
-
-The SDPA probes and the realistic-shape timing the cost run calls are in `timing`; what the
-summary makes of the records, in `summary`.
-"""
+"""What the position suite plans and runs: its sizes, RoPE scaling, the records its runs store
+(`decode_runs`), every run with its reads, the plan and its prices, one section each."""
 
 from __future__ import annotations
 
@@ -36,15 +20,15 @@ from blocklab.experiments.options import RunOptions
 from blocklab.experiments.results import added_identity, json_safe, train_identity
 from blocklab.experiments.run_result import RunResult
 from blocklab.experiments.scale import Scale
-from blocklab.experiments.suites.base import Results, RunSpec, tuning_seeds
+from blocklab.experiments.suites.base import Results, RunSpec, training_spec, tuning_seeds
 from blocklab.experiments.suites.evaluation import FINAL_EVAL_FRACTION, graded_only
 from blocklab.experiments.suites.position.timing import (
     COST_SCHEMES,
     REALISTIC_SHAPES,
+    REFERENCE_S,
     THETA,
     ShapeTimes,
     accepted_by,
-    realistic_price,
     sdpa_kernels,
     sdpa_masks,
     time_realistic_shapes,
@@ -62,7 +46,7 @@ UNAVAILABLE = "unavailable (table)"
 
 @dataclass(frozen=True)
 class ModelShape:
-    """What every arm's model shares: width, depth and heads."""
+    """Every arm's model's width, depth and heads."""
 
     d_model: int
     n_layers: int
@@ -127,8 +111,7 @@ class CostSetting:
 @dataclass(frozen=True)
 class PositionSize:
     """One suite size: the model, the training length L, the multiples of L read
-    (`eval_windows` validation windows each), the training, the RoPE fine-tune, the passkey
-    models (None: not run at this size), the order probe and the timed cost run."""
+    (`eval_windows` validation windows each) and each kind of run (None: not at this size)."""
 
     model: ModelShape
     L: int
@@ -141,9 +124,8 @@ class PositionSize:
     cost: CostSetting | None  # None: no timed cost run (the ladder's rungs: C31 is not on it)
 
     def payload(self) -> dict[str, Any]:
-        """The size as a training run's payload holds it ("size_config", plain JSON values):
-        its run id hashes this, so a change to any setting re-plans the run. A grid without
-        refinement leaves `refine` out, so ids made before grids could refine stay."""
+        """The size as a training run's payload holds it ("size_config"), so a change to any
+        setting re-plans the run; a grid without refinement leaves `refine` out (old ids)."""
         out = dataclasses.asdict(self)
         grid = out["train"].get("lr_grid")
         if isinstance(grid, dict) and not grid.get("refine"):
@@ -191,7 +173,7 @@ SIZES: dict[str, PositionSize] = {
 
 
 def _rope_params(base: PositionSize, d_model: int) -> int:
-    """The RoPE arm's exact parameters at `d_model`, `base`'s depth and heads' width."""
+    """The RoPE arm's parameters at `d_model`, `base`'s depth and heads' width."""
     from blocklab.budget.params import count_params
 
     head = base.model.d_model // base.model.n_heads
@@ -201,14 +183,10 @@ def _rope_params(base: PositionSize, d_model: int) -> int:
 
 
 def rung(name: str, base: PositionSize) -> PositionSize:
-    """`base` (the quick size) grown to ladder rung `name` by `blocklab.experiments.ladder`'s
-    rule: width and batch × √2 a rung at the same depth, heads' width and L, steps filling
-    `ladder.multiple(name)` × the base's 6 · parameters · tokens (the RoPE arm's), warmup
-    keeping its share. Every arm keeps the base's lr (the quick design does not tune: each
-    part compares an arm with itself); the RoPE fine-tunes keep their steps (so C30's parts
-    keep their names), each step a rung's larger batch; the multiples read, the windows
-    scored and C29's order probe are the base's; no timed cost run (C31 is not on the
-    ladder)."""
+    """`base` (the quick size) grown to ladder rung `name` by `ladder.grown` (the RoPE arm's
+    parameters), warmup keeping its share. Every arm keeps the base's lr (each part compares
+    an arm with itself); the fine-tunes keep their steps (C30's parts keep their names), the
+    reads and the order probe are the base's; no cost run (C31 is not on the ladder)."""
     head = base.model.d_model // base.model.n_heads
     t = base.train
     d, b, n = ladder.grown(name, base.model.d_model, t.batch_size, t.steps, head,
@@ -240,8 +218,7 @@ def schemes(size: str) -> tuple[str, ...]:
 
 
 def arms(size: str) -> tuple[str, ...]:
-    """The arms `size` trains: every scheme at full; at tiny and quick those a registered
-    rule grades (`evaluation.graded_only`)."""
+    """The arms `size` trains: at graded-only sizes, those a registered rule grades."""
     return tuple(a for a in schemes(size)
                  if not (graded_only(size) and a in REPORTED_ONLY))
 
@@ -260,25 +237,18 @@ def arm_config(size: str, arm: str) -> ModelConfig:
 
 
 def train_config(options: RunOptions, seed: int, lr: float | None = None) -> TrainConfig:
-    """The training run of an arm at `lr` (its tuned peak lr; None: the middle of the
-    registered grid, for the runs no arm's tuning applies to, such as the timed cost run), in
-    `options`' precision and on its backend."""
+    """An arm's training run at `lr` (None: the grid's middle, as the cost run uses)."""
+    from blocklab.experiments.trainer import TrainConfig
+
     size = options.size
     t = SIZES[size].train
     base = t.lr_grid.base
-    return suite_train_config(options, seed, steps=t.steps, batch_size=t.batch_size,
-                         seq_len=SIZES[size].L, lr=base[len(base) // 2] if lr is None else lr,
-                         warmup_steps=t.warmup_steps, eval_every=0, log_every=0,
-                         eval_batches=1, threads=1,
-                         final_eval_fraction=FINAL_EVAL_FRACTION[size])
-
-
-def suite_train_config(options: RunOptions, seed: int, **settings: Any) -> TrainConfig:
-    """Every TrainConfig this suite builds (its training runs, the passkey models, the RoPE
-    fine-tunes, the cost run's models): `settings` in `options`' precision and backend."""
-    from blocklab.experiments.trainer import TrainConfig
-
-    return TrainConfig.for_run(options, seed, **settings)
+    return TrainConfig.for_run(options, seed, steps=t.steps, batch_size=t.batch_size,
+                               seq_len=SIZES[size].L,
+                               lr=base[len(base) // 2] if lr is None else lr,
+                               warmup_steps=t.warmup_steps, eval_every=0, log_every=0,
+                               eval_batches=1, threads=1,
+                               final_eval_fraction=FINAL_EVAL_FRACTION[size])
 
 
 def shape(size: str) -> tuple[ModelConfig, int, int]:
@@ -287,8 +257,7 @@ def shape(size: str) -> tuple[ModelConfig, int, int]:
 
 
 def scale(size: str, claim: str) -> Scale | None:
-    """The scale C21's, C29's and C30's runs are graded at: the RoPE arm's model trained at L
-    and one run's training tokens at `size`; None for C31 (parameter counts and timings)."""
+    """The scale C21, C29 and C30 are graded at (the RoPE arm's run); None for C31."""
     if claim == "C31":
         return None
     config = SIZES[size]
@@ -314,12 +283,9 @@ def yarn_betas(L: int, reference_length: int = YARN_REFERENCE_LENGTH,
                betas: tuple[float, float] = YARN_PAPER_BETAS) -> tuple[float, float]:
     """(beta_fast, beta_slow) for training length L, keeping YaRN's split of the spectrum.
 
-    YaRN ramps channel pair i by the number of turns it completes within the original length,
-    L / (2π θ^(2i/r)). At a fixed fraction f = 2i/r of the rotary spectrum that count is
-    L / (2π θ^f): proportional to L, whatever head_dim is. β_fast = 32 and β_slow = 1 were
-    tuned at L = 4096 with θ = 10⁴ (Llama 2), where pairs below 33% of the spectrum are kept,
-    pairs above 70% are interpolated and the rest are ramped. Scaling both β by
-    L / reference_length keeps those fractions at our L (and at our θ, which is the same).
+    YaRN ramps channel pair i by the turns it completes within the original length,
+    L / (2π θ^(2i/r)): at a fixed fraction of the spectrum, proportional to L. β were tuned at
+    L = 4096, θ = 10⁴ (Llama 2); scaling both by L / reference_length keeps the fractions.
     """
     scale = L / reference_length
     return betas[0] * scale, betas[1] * scale
@@ -327,9 +293,8 @@ def yarn_betas(L: int, reference_length: int = YARN_REFERENCE_LENGTH,
 
 def yarn_ramp_pairs(L: int, rotary_dim: int, beta_fast: float, beta_slow: float,
                     theta: float = THETA) -> tuple[int, int]:
-    """The (low, high) pair indices of YaRN's ramp, as `blocklab.nn.rope_scaling.yarn_rope`
-    computes them (truncated): pairs < low keep their frequency, pairs >= high are divided by
-    the factor."""
+    """The (low, high) pair indices of YaRN's ramp, as `nn.rope_scaling.yarn_rope` truncates
+    them: pairs < low keep their frequency, pairs >= high are divided by the factor."""
     def pair_for_turns(turns: float) -> float:
         return rotary_dim * math.log(L / (turns * 2 * math.pi)) / (2 * math.log(theta))
 
@@ -350,8 +315,7 @@ def scaling_config(kind: str, factor: float, L: int) -> RopeScaling:
 
 
 def with_rope_scaling(model, scaling: RopeScaling | None):
-    """A copy of a trained RoPE `DecoderLM` with `scaling`: same weights, backend, precision and
-    device, new rotary table."""
+    """A copy of a trained RoPE `DecoderLM` with `scaling`: same weights, new rotary table."""
     from blocklab.nn import DecoderLM
 
     scaled = DecoderLM(model.config.replace(rope_scaling=scaling), backend=model.backend,
@@ -379,11 +343,9 @@ class FiniteRead:
 
 @dataclass(frozen=True)
 class LengthReads:
-    """One model read at every multiple m of L (`extrapolation`; multiples as strings): the
-    loss at L (m = 1); per longer m, the mean loss on positions >= L (UNAVAILABLE where the
-    model cannot run that far) and on the same tokens in sliding windows of L; the
-    per-position loss (None where the model raised) and the error of each read it could not
-    make."""
+    """One model read at every multiple m of L (`extrapolation`): the loss at L; per longer m,
+    the mean loss on positions >= L (or UNAVAILABLE) and on the same tokens in sliding windows
+    of L; the per-position loss (None where the model raised) and each read's error."""
 
     loss_at_L: float | None
     loss_beyond_L: dict[str, float | str | None]
@@ -394,8 +356,8 @@ class LengthReads:
 
 @dataclass(frozen=True)
 class ScaledReads:
-    """The trained RoPE model read with training-free scaling at each multiple m >= 2 (same
-    weights, factor m); `scaling[m]` is the rope_scaling it was read with."""
+    """The trained RoPE model read with training-free scaling at each multiple m >= 2
+    (factor m); `scaling[m]` is the rope_scaling it was read with."""
 
     loss_beyond_L: dict[str, float | str | None]
     per_position: dict[str, list[float | None] | None]
@@ -408,21 +370,15 @@ class ScaledReads:
 
 
 @dataclass(frozen=True)
-class FineTunedReads:
-    """The RoPE model fine-tuned with `scaling` (None: the control, plain RoPE) as `finetune`
+class FineTunedReads(LengthReads):
+    """The RoPE model fine-tuned with `scaling` (None: plain RoPE, the control) as `finetune`
     says, then read at every multiple with it."""
 
-    loss_at_L: float | None
-    loss_beyond_L: dict[str, float | str | None]
-    sliding: dict[str, float | None]
-    per_position: dict[str, list[float | None] | None]
-    errors: dict[str, str]
     scaling: RopeScaling | None
     finetune: FineTuneSetting
 
     def reads(self) -> LengthReads:
-        return LengthReads(self.loss_at_L, self.loss_beyond_L, self.sliding, self.per_position,
-                           self.errors)
+        return self
 
 
 @dataclass(frozen=True)
@@ -435,8 +391,7 @@ class OrderRead:
     prefixes: int
 
 
-# The keys of a training run's record (`train_and_read`): always, then where the model
-# trained ("ok"), then for rope only.
+# The keys of a training run's record (`train_and_read`): always, then where it trained.
 _ARM_RUN_KEYS = ("kind", "arm", "seed", "L", "train")
 _ARM_READ_KEYS = ("eval", "finite", "order", "variants")
 
@@ -444,9 +399,8 @@ _ARM_READ_KEYS = ("eval", "finite", "order", "variants")
 @dataclass(frozen=True)
 class ArmRun:
     """One training run of an arm as stored by `train_and_read`: its status, the trainer's
-    result and, when it trained, the model's reads at every multiple (stored as "eval"), its
-    logits far past max_seq_len, its order probe and, for rope, every scaled and fine-tuned
-    variant by arm name ({} for the others)."""
+    result and, when it trained, its reads at every multiple (stored as "eval"), far past
+    max_seq_len and in the order probe, and for rope every variant by arm name."""
 
     arm: str
     seed: int
@@ -485,8 +439,8 @@ class ArmRun:
 
 @dataclass(frozen=True)
 class PasskeyRun:
-    """One passkey run (`passkey_run`): the passkey model of `arm`, its last training loss and
-    its accuracy grid per model read (the arm, and for rope every training-free scaling)."""
+    """One passkey run (`passkey_run`): its last training loss and accuracy grid per model
+    read (the arm, and for rope every training-free scaling)."""
 
     arm: str
     seed: int
@@ -496,8 +450,7 @@ class PasskeyRun:
 
 @dataclass(frozen=True)
 class RelativeErrorRun:
-    """The relative-error run (`relative_error_run`): per dtype, [[shift, max error], ...]
-    through the naive pipeline and through blocklab's own (C20)."""
+    """C20's run: per dtype, [[shift, max error], ...] through each pipeline."""
 
     shifts: list[int]
     naive: dict[str, list[list[int | float | None]]]
@@ -506,9 +459,8 @@ class RelativeErrorRun:
 
 @dataclass(frozen=True)
 class SchemeKernels:
-    """The SDPA kernels (profiler op names) and masks of one scheme's training forward+backward
-    and decode step, and whether SDPA restricted to flash attention accepts each (or its
-    refusal)."""
+    """The SDPA kernels and masks of one scheme's training pass and decode step, and whether
+    SDPA restricted to flash attention accepts each (or its refusal)."""
 
     train: list[str]
     train_mask: list[str]
@@ -520,9 +472,8 @@ class SchemeKernels:
 
 @dataclass(frozen=True)
 class CostRun:
-    """C31's timed run (`time_position_cost`): parameters per scheme (`blocklab.budget` and the
-    built module), every recorded training-step and per-token decode time per scheme, the
-    kernels, and the realistic-shape timing (None in a run from before it was timed)."""
+    """C31's timed run (`time_position_cost`); `realistic` is None in a run from before it
+    was timed."""
 
     threads: int
     L: int
@@ -545,8 +496,7 @@ def record_extra(kind: str, record: Any) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Runs:
-    """The suite's evaluation runs, each decoded once: the training runs, the passkey runs, the
-    cost run and the relative-error run (None where not among them)."""
+    """The suite's evaluation runs, each decoded once (None: not among them)."""
 
     arms: list[ArmRun]
     passkey: list[PasskeyRun]
@@ -555,8 +505,8 @@ class Runs:
 
 
 def decode_runs(results: Results) -> Runs:
-    """`results` as typed records, by the kind each run stored; ResultsError names a run that
-    does not fit its kind."""
+    """`results` as typed records, by the kind each run stored (ResultsError: one that does
+    not fit)."""
     arm_runs, passkey = [], []
     cost: CostRun | None = None
     relative: RelativeErrorRun | None = None
@@ -688,16 +638,18 @@ RELATIVE_ERROR_DTYPES = ("float64", "float32", "bfloat16", "float16")
 
 
 def rope_relative_error(dtype: str, shifts: Sequence[int] = RELATIVE_ERROR_SHIFTS, *,
-                        head_dim: int = 64, theta: float = THETA, samples: int = 64,
-                        seed: int = 0) -> list[list[float | None]]:
-    """[[s, max |score(m, n) − score(m + s, n + s)|], ...] with RoPE done entirely in `dtype`.
+                        blocklab: bool = False, head_dim: int = 64, theta: float = THETA,
+                        samples: int = 64, seed: int = 0) -> list[list[float | None]]:
+    """[[s, max |score(m, n) − score(m + s, n + s)|], ...] with RoPE's positions in `dtype`.
 
-    Positions, frequencies, angles, cos/sin and the rotation are all computed in `dtype` (as
-    code that casts everything to the model dtype does); the dot product q·k / sqrt(head_dim)
-    is then taken in float64, so only the position arithmetic is measured. q, k ~ N(0, 1) and
-    the offsets m − n in [0, 64) are drawn once from `seed` and reused for every shift; the
-    maximum over `samples` draws is reported. Exactly, RoPE scores depend on m − n only, so the
-    error is rounding alone; NaN/inf (a float16 position past 65504) is reported as None.
+    Naive: positions, frequencies, angles, cos/sin and the rotation all in `dtype`, as code
+    that casts everything to the model dtype does. `blocklab`: its own numerics, float32
+    angles (`rope_frequencies`, `rotary_cos_sin`) and `apply_rotary` (rotation in float32,
+    cast back), q and k given in `dtype`; the table itself is skipped (at s = 10^6 it would
+    hold a million rows). Scores q·k/√head_dim are taken in float64, so only the position
+    arithmetic is measured; q, k ~ N(0, 1) and offsets m − n in [0, 64) are drawn once from
+    `seed`, the maximum over `samples` draws reported. Exactly, scores depend on m − n only,
+    so the error is rounding alone; NaN/inf (a float16 position past 65504) is None.
     """
     import torch
 
@@ -707,23 +659,32 @@ def rope_relative_error(dtype: str, shifts: Sequence[int] = RELATIVE_ERROR_SHIFT
     k = torch.randn(samples, head_dim, generator=g, dtype=torch.float64)
     n = torch.randint(0, 64, (samples,), generator=g)
     m = n + torch.randint(0, 64, (samples,), generator=g)
-    inv_freq = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim))
+    if blocklab:
+        from blocklab.nn import apply_rotary
+        from blocklab.nn.position import rotary_cos_sin
+        from blocklab.nn.rope_scaling import rope_frequencies
 
-    def rotate(x, positions):
-        angles = positions.to(dt)[:, None] * inv_freq.to(dt)  # [samples, head_dim/2]
-        cos, sin = angles.cos(), angles.sin()
-        x = x.to(dt)
-        x1, x2 = x[:, :head_dim // 2], x[:, head_dim // 2:]
-        return torch.cat((x1 * cos - x2 * sin, x2 * cos + x1 * sin), dim=-1).double()
+        inv_freq, _ = rope_frequencies(head_dim, theta)
+
+        def rotate(x, positions):
+            cos, sin = rotary_cos_sin(positions[None], inv_freq)  # [1, samples, head_dim]
+            x = x.to(dt)[None, None]  # [1, 1, samples, head_dim]
+            out, _ = apply_rotary(x, x, cos, sin)
+            return out.double().flatten(0, 2)
+    else:
+        inv_freq = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.float64)
+                                    / head_dim))
+
+        def rotate(x, positions):
+            angles = positions.to(dt)[:, None] * inv_freq.to(dt)  # [samples, head_dim/2]
+            cos, sin = angles.cos(), angles.sin()
+            x = x.to(dt)
+            x1, x2 = x[:, :head_dim // 2], x[:, head_dim // 2:]
+            return torch.cat((x1 * cos - x2 * sin, x2 * cos + x1 * sin), dim=-1).double()
 
     def scores(shift: int):
         return (rotate(q, m + shift) * rotate(k, n + shift)).sum(-1) / math.sqrt(head_dim)
 
-    return _shift_errors(scores, shifts)
-
-
-def _shift_errors(scores, shifts: Sequence[int]) -> list[list[float | None]]:
-    """[[s, max |scores(s) − scores(0)|], ...], None where the error is not finite."""
     base = scores(0)
     out: list[list[float | None]] = []
     for shift in shifts:
@@ -732,46 +693,12 @@ def _shift_errors(scores, shifts: Sequence[int]) -> list[list[float | None]]:
     return out
 
 
-def rope_relative_error_blocklab(dtype: str, shifts: Sequence[int] = RELATIVE_ERROR_SHIFTS, *,
-                                 head_dim: int = 64, theta: float = THETA, samples: int = 64,
-                                 seed: int = 0) -> list[list[float | None]]:
-    """As `rope_relative_error`, through blocklab's own RoPE numerics: float32 frequencies and
-    angles (`rope_frequencies`, `rotary_cos_sin`, what `RotaryEmbedding` tables) and
-    `apply_rotary` (rotation in float32, cast back to `dtype`), with q and k given in `dtype`.
-    The table itself is skipped: at s = 10^6 it would hold a million rows."""
-    import torch
-
-    from blocklab.nn import apply_rotary
-    from blocklab.nn.position import rotary_cos_sin
-    from blocklab.nn.rope_scaling import rope_frequencies
-
-    dt = getattr(torch, dtype)
-    g = torch.Generator().manual_seed(seed)
-    q = torch.randn(samples, head_dim, generator=g, dtype=torch.float64)
-    k = torch.randn(samples, head_dim, generator=g, dtype=torch.float64)
-    n = torch.randint(0, 64, (samples,), generator=g)
-    m = n + torch.randint(0, 64, (samples,), generator=g)
-    inv_freq, _ = rope_frequencies(head_dim, theta)
-
-    def rotated(x, positions):
-        cos, sin = rotary_cos_sin(positions[None], inv_freq)  # [1, samples, head_dim]
-        x = x.to(dt)[None, None]  # [1, 1, samples, head_dim]
-        out, _ = apply_rotary(x, x, cos, sin)
-        return out.double().flatten(0, 2)
-
-    def scores(shift: int):
-        return (rotated(q, m + shift) * rotated(k, n + shift)).sum(-1) / math.sqrt(head_dim)
-
-    return _shift_errors(scores, shifts)
-
-
 def relative_error_run() -> RunResult:
-    """C20's relative-position error in every dtype, both pipelines; its result's `extra` is
-    a `RelativeErrorRun`."""
+    """C20's relative-position error in every dtype, both pipelines (a `RelativeErrorRun`)."""
     started = time.perf_counter()
     with torch_threads(1):
         naive = {dt: rope_relative_error(dt) for dt in RELATIVE_ERROR_DTYPES}
-        ours = {dt: rope_relative_error_blocklab(dt) for dt in RELATIVE_ERROR_DTYPES}
+        ours = {dt: rope_relative_error(dt, blocklab=True) for dt in RELATIVE_ERROR_DTYPES}
     record = RelativeErrorRun(shifts=list(RELATIVE_ERROR_SHIFTS), naive=naive, blocklab=ours)
     return RunResult(status="ok", wall_time_s=time.perf_counter() - started,
                      extra=record_extra("relative_error", record))
@@ -779,23 +706,18 @@ def relative_error_run() -> RunResult:
 
 # --- order (C29) ----------------------------------------------------------------------------------
 def reversed_prefixes(rows):
-    """Each row [N, k] with its first k − 1 tokens reversed and its last token kept:
-    (x_1, …, x_k) -> (x_(k−1), …, x_1, x_k). The same bag of tokens and the same token being
-    read, so a model without position information whose output at a position depended only on
-    that bag (bidirectional attention) would predict the same next token from both."""
+    """Each row [N, k] with its first k − 1 tokens reversed and its last token kept: the same
+    bag of tokens and the same token read, so a model whose output depended only on that bag
+    (bidirectional attention) would predict the same next token from both."""
     import torch
 
     return torch.cat((rows[:, :-1].flip(1), rows[:, -1:]), dim=1)
 
 
 def order_probe(model, val_tokens, prefix_len: int, prefixes: int) -> dict[str, float]:
-    """How much `model`'s next-token distribution moves when a prefix is reversed (C29).
-
-    `prefixes` fixed validation windows of `prefix_len` tokens x; p = softmax(logits after x),
-    q = the same after `reversed_prefixes(x)`, both in float64. Returns the means over the
-    prefixes of the total-variation distance TV = ½ Σ_v |p_v − q_v| (in [0, 1]) and of
-    KL(p ‖ q) in nats.
-    """
+    """How much `model`'s next-token distribution moves when a prefix is reversed (C29): over
+    `prefixes` validation windows x of `prefix_len` tokens, p = softmax(logits after x) and q
+    after `reversed_prefixes(x)` in float64, the mean TV = ½ Σ_v |p_v − q_v| and KL(p ‖ q)."""
     import torch
 
     from blocklab.experiments.data import validation_windows
@@ -819,21 +741,17 @@ def order_probe(model, val_tokens, prefix_len: int, prefixes: int) -> dict[str, 
 
 # --- training runs --------------------------------------------------------------------------------
 def _finetune(model, scaling: RopeScaling | None, corpus, options: RunOptions, seed: int):
-    """Continue training a RoPE model at factor·L tokens with `scaling` as the size's
-    `finetune` says; returns the new model.
-
-    Batches keep the pre-training token count (batch_size / factor windows, at least one) and
-    continue its data stream after the training run's last step; AdamW at a constant lr after
-    a 10% warmup.
-    """
+    """A RoPE model trained on at factor·L tokens with `scaling` as the size's `finetune`
+    says: batches keep the pre-training token count and continue its data stream; AdamW at a
+    constant lr after a 10% warmup."""
     from blocklab.experiments.data import sample_batch
-    from blocklab.experiments.trainer import make_optimizer, train_step
+    from blocklab.experiments.trainer import TrainConfig, make_optimizer, train_step
 
     config = SIZES[options.size]
     ft, L = config.finetune, config.L
     assert ft is not None, f"size {options.size} has no fine-tune"
     tuned = with_rope_scaling(model, scaling).train()
-    tc = suite_train_config(options, seed, steps=ft.steps, lr=ft.lr)  # AdamW groups and clip
+    tc = TrainConfig.for_run(options, seed, steps=ft.steps, lr=ft.lr)  # AdamW groups and clip
     optimizer, params = make_optimizer(tuned, tc), list(tuned.parameters())
     warmup = max(1, ft.steps // 10)
     rows = max(1, config.train.batch_size // ft.factor)
@@ -847,9 +765,8 @@ def _finetune(model, scaling: RopeScaling | None, corpus, options: RunOptions, s
 
 def _rope_variants(options: RunOptions, model, corpus, seed: int
                    ) -> dict[str, ScaledReads | FineTunedReads]:
-    """Training-free scaling at every multiple m >= 2 (factor m), and fine-tuned variants
-    (each kind of the size's `finetune`, scaling factor the longest multiple) read at every
-    multiple with that scaling."""
+    """Training-free scaling at every multiple m >= 2 (factor m), and each fine-tuned variant
+    of the size's `finetune`, read at every multiple."""
     config = SIZES[options.size]
     L, mults, n = config.L, config.mults, config.eval_windows
     longer = [m for m in mults if m > 1]
@@ -871,23 +788,19 @@ def _rope_variants(options: RunOptions, model, corpus, seed: int
     ft = config.finetune
     if ft:
         for ft_kind in ft.kinds:
-            # The scaling's factor is the longest multiple read (YaRN fine-tunes at a length
-            # shorter than its target, s = target / original), the fine-tuning windows
-            # factor·L tokens.
+            # factor: the longest multiple read (YaRN fine-tunes short of its target length)
             ft_scaling = None if ft_kind is None else scaling_config(ft_kind, max(mults), L)
             tuned = _finetune(model, ft_scaling, corpus, options, seed)
             read = extrapolation(tuned, corpus.val, L, mults, n, sliding=False)
             name = "rope" if ft_kind is None else f"rope+{ft_kind}"
-            variants[f"{name}+ft{ft.factor}x"] = FineTunedReads(
-                read.loss_at_L, read.loss_beyond_L, read.sliding, read.per_position,
-                read.errors, scaling=ft_scaling, finetune=ft)
+            variants[f"{name}+ft{ft.factor}x"] = FineTunedReads(**vars(read),
+                                                                scaling=ft_scaling, finetune=ft)
     return variants
 
 
 def train_and_read(options: RunOptions, arm: str, seed: int, progress,
                     lr: float | None = None) -> RunResult:
-    """The training run of `arm` at `lr`, then its reads: its result's `extra` is what
-    `ArmRun` decodes (the trainer's own result under "train")."""
+    """The training run of `arm` at `lr`, then its reads (the `extra` `ArmRun` decodes)."""
     from blocklab.experiments.data import load_corpus
     from blocklab.experiments.trainer import train
 
@@ -913,13 +826,13 @@ def train_and_read(options: RunOptions, arm: str, seed: int, progress,
 
 # --- passkey --------------------------------------------------------------------------------------
 def train_passkey_model(mc: ModelConfig, options: RunOptions, seed: int):
-    """A model trained only on passkey examples of L + 1 bytes as the size's `passkey` says,
-    needle depth uniform in [0, 1] (snapped to the filler's sentence boundaries), next-token
-    loss on every byte. Returns the model (in eval mode) and its last training loss."""
+    """(model in eval mode, its last training loss): trained only on passkey examples of L + 1
+    bytes as the size's `passkey` says, needle depth uniform in [0, 1]."""
     import torch
 
     from blocklab.experiments.synthetic import example_seeds, passkey_example
     from blocklab.experiments.trainer import (
+        TrainConfig,
         build_model,
         learning_rate,
         make_optimizer,
@@ -930,8 +843,8 @@ def train_passkey_model(mc: ModelConfig, options: RunOptions, seed: int):
     pk, L = config.passkey, config.L
     assert pk is not None, f"size {options.size} has no passkey models"
     steps, batch_size = pk.steps, pk.batch_size
-    tc = suite_train_config(options, seed, steps=steps, batch_size=batch_size, seq_len=L, lr=pk.lr,
-                       warmup_steps=max(1, steps // 20))
+    tc = TrainConfig.for_run(options, seed, steps=steps, batch_size=batch_size, seq_len=L,
+                             lr=pk.lr, warmup_steps=max(1, steps // 20))
     model = build_model(mc, tc).train()
     optimizer, params = make_optimizer(model, tc), list(model.parameters())
     rng = np.random.default_rng([0x9A55, seed])
@@ -949,7 +862,7 @@ def train_passkey_model(mc: ModelConfig, options: RunOptions, seed: int):
 def passkey_grid(model, L: int, mults: Sequence[int], depths: Sequence[float], n: int,
                  seed: int) -> PasskeyGrid:
     """Passkey accuracy at every (m·L input tokens, depth); UNAVAILABLE where the model's
-    position table is too short."""
+    table is too short."""
     from blocklab.experiments.synthetic import passkey_accuracy
 
     grid: PasskeyGrid = {}
@@ -966,8 +879,8 @@ def passkey_grid(model, L: int, mults: Sequence[int], depths: Sequence[float], n
 
 
 def passkey_run(options: RunOptions, arm: str, seed: int, progress) -> RunResult:
-    """The passkey model of `arm`, read at every multiple (and for rope with each
-    training-free scaling); its result's `extra` is a `PasskeyRun`."""
+    """The passkey model of `arm` read at every multiple (for rope with each training-free
+    scaling too): a `PasskeyRun`."""
     started = time.perf_counter()
     config = SIZES[options.size]
     pk, L = config.passkey, config.L
@@ -989,8 +902,8 @@ def passkey_run(options: RunOptions, arm: str, seed: int, progress) -> RunResult
 
 # --- cost (C31) -----------------------------------------------------------------------------------
 def _decode_call(model, prompt, tokens: int):
-    """A function that prefills a fresh KV cache with `prompt` [1, P] (untimed) and returns a
-    function decoding `tokens` single tokens, one forward each."""
+    """`start()`: prefill a fresh KV cache with `prompt` [1, P], and return `decode()`, which
+    decodes `tokens` single tokens on it."""
     import torch
 
     from blocklab.nn import KVCache
@@ -1009,17 +922,14 @@ def _decode_call(model, prompt, tokens: int):
 
 
 def time_position_cost(options: RunOptions, seed: int = 0) -> RunResult:
-    """C31: parameters, step times and SDPA kernels of `COST_SCHEMES` on the size's model, in
-    `options`' precision and on its backend; the result's `extra` is a `CostRun`.
+    """C31: parameters, step times and SDPA kernels of `COST_SCHEMES` on the size's model (a
+    `CostRun`), on one thread.
 
-    Training steps (`trainer.train_step`: forward, backward, clip, AdamW on a batch of the
-    size's shape) and decode steps (one token at a time after a prompt of L − decode_tokens
-    tokens, KV cache, no grad; seconds per token) of the schemes are interleaved, the order
-    rotating by one every repeat; the first `warmup` repeats are not recorded. One thread.
-    Kernels: `sdpa_kernels` for a training forward+backward at L and a decode step, and
-    whether SDPA restricted to `FLASH_ATTENTION` accepts each call. At this toy shape the
-    times measure per-op overhead; "realistic" times prefill and decode at d_model 1024 with a
-    1,024-token KV cache (`timing.time_realistic_shapes`; reported, not graded).
+    Training steps (`trainer.train_step` on a batch of the size's shape) and decode steps (one
+    token at a time after L − decode_tokens cached tokens; seconds per token) of the schemes
+    are interleaved, the order rotating every repeat, the first `warmup` repeats unrecorded.
+    At this toy shape the times measure per-op overhead; "realistic" times a real model's
+    shape (`timing.time_realistic_shapes`; reported, not graded).
     """
     import torch
 
@@ -1099,49 +1009,34 @@ def time_position_cost(options: RunOptions, seed: int = 0) -> RunResult:
 # --- planning -------------------------------------------------------------------------------------
 def tune(options: RunOptions, tuned: Results = ()) -> list[RunSpec]:
     """The tuning stage: every arm the size trains at every peak lr of its grid (grown at an
-    edge from the results `tuned` so far) on the tuning seeds, each a plain training run as
-    long as the evaluation's."""
-    from blocklab.experiments.trainer import run
-
+    edge from the results `tuned` so far) on the tuning seeds, each a plain training run."""
     size = options.size
     t = SIZES[size].train
     trials = lr_trials(list(tuned))
-    specs = []
-    for arm in arms(size):
-        mc = arm_config(size, arm)
-        for lr in tune_arm(t.lr_grid, trials, arm).grid:
-            for seed in tuning_seeds(options, t.tuning_seeds):
-                tc = train_config(options, seed, lr)
-                label = f"tune {arm} lr {lr:g} seed {seed}"
-                payload = {"suite": "position", "kind": "tune", "arm": arm,
-                           "model": mc.to_dict(), "train": train_identity(tc),
-                           "data": "stdlib"}
-                specs.append(RunSpec(label, f"tune/{arm}", seed, payload,
-                                     lambda progress, mc=mc, tc=tc, label=label, run=run:
-                                     run(mc, tc, "stdlib", progress=progress, label=label)))
-    return specs
+    return [training_spec(f"tune {arm} lr {lr:g} seed {seed}", f"tune/{arm}", seed,
+                          arm_config(size, arm), train_config(options, seed, lr),
+                          {"suite": "position", "kind": "tune", "arm": arm})
+            for arm in arms(size) for lr in tune_arm(t.lr_grid, trials, arm).grid
+            for seed in tuning_seeds(options, t.tuning_seeds)]
 
 
 def tuned_lrs(size: str, trials: list[LrTrial]) -> dict[str, ArmTuning]:
-    """Each arm's tuning: its grid, chosen peak lr and whether that is interior; {} at a size
-    that does not tune (every arm at the grid's middle lr)."""
+    """Each arm's tuning; {} at a size that does not tune (every arm at the grid's middle)."""
     if not SIZES[size].train.tuning_seeds:
         return {}
     return tune_arms(SIZES[size].train.lr_grid, trials, arms(size))
 
 
 def arm_lrs(size: str, tuned: Results) -> dict[str, float | None]:
-    """Each arm's peak lr: its tuned one, or None (the grid's middle) where the size does not
-    tune."""
+    """Each arm's peak lr: its tuned one, or None (the grid's middle)."""
     tunings = tuned_lrs(size, lr_trials(tuned))
     return {arm: tunings[arm].lr if arm in tunings else None for arm in arms(size)}
 
 
 def plan(options: RunOptions, tuned: Results) -> list[RunSpec]:
-    """One training run per (arm, seed) at the arm's tuned peak lr (from its tuning runs
-    `tuned`); one passkey run per (arm, seed) where the size has them; one timed cost run
-    (C31, alone) where the size has one; one relative-error run (float64 and float32 maths,
-    whatever precision the models train in) where the size plans runs no rule grades."""
+    """One training run per (arm, seed) at the arm's tuned lr; where the size has them, one
+    passkey run per (arm, seed) and the timed cost run; the relative-error run (its own
+    dtypes, whatever the models train in) where the size plans runs no rule grades."""
     size, seeds, precision = options.size, options.seeds, options.precision
     config = SIZES[size]
     lrs = arm_lrs(size, tuned)
@@ -1189,27 +1084,24 @@ def plan(options: RunOptions, tuned: Results) -> list[RunSpec]:
 
 
 # --- pricing --------------------------------------------------------------------------------------
-# Reference-machine seconds (`blocklab.experiments.estimate`) of what is not a model step: the
-# profiler's start in the cost run, the relative-error run (pure tensor maths).
+# Reference-machine seconds of what is not a model step: the profiler's start in the cost run,
+# the relative-error run (pure tensor maths).
 _PROFILER_REFERENCE_S = 0.4
 _RELATIVE_ERROR_REFERENCE_S = 0.03
 
 
 def price(spec: RunSpec, cal) -> float | None:
-    """Estimated seconds of one run on this machine from a calibration (`blocklab.experiments.
-    estimate`), counted as `train_and_read`, `passkey_run` and `time_position_cost` run it: a
-    training run is the trainer's run, then `extrapolation` at every multiple (full windows and
-    sliding ones), the order probe, the far-out check and, for rope, every training-free
-    scaling and each fine-tune with its reads; a passkey run its training steps and grid; the
-    cost run its builds, profiled calls and interleaved repeats."""
+    """Estimated seconds of one run on this machine (`blocklab.experiments.estimate`), counted
+    as `train_and_read`, `passkey_run` and `time_position_cost` make it."""
     from blocklab.experiments.estimate import TrainShape, evaluation_s, training_s
 
     payload = spec.payload
     kind = payload["kind"]
     if kind == "relative_error":
         return cal.reference_s(_RELATIVE_ERROR_REFERENCE_S)
-    size = next(name for name, config in SIZES.items() if config.L == _L(payload)
-                and _same_size(config, payload))
+    L, shape = payload.get("L") or payload["train"]["seq_len"], payload["model"]
+    size = next(name for name, config in SIZES.items() if config.L == L and all(
+        shape[k] == v for k, v in dataclasses.asdict(config.model).items()))
     config = SIZES[size]
     L, mults, n = config.L, config.mults, config.eval_windows
     model = ModelConfig.from_dict(payload["model"])
@@ -1257,7 +1149,7 @@ def price(spec: RunSpec, cal) -> float | None:
         cost = config.cost
         assert cost is not None, f"size {size} has no timed cost run"
         n_decode = cost.decode_tokens
-        seconds = cal.reference_s(_PROFILER_REFERENCE_S) + realistic_price(size, cal)
+        seconds = cal.reference_s(_PROFILER_REFERENCE_S) + cal.reference_s(REFERENCE_S[size])
         for scheme in PARAM_SCHEMES:
             seconds += cal.build_s(arm_config(size, scheme), B, L, precision)
         for scheme in COST_SCHEMES:
@@ -1270,14 +1162,3 @@ def price(spec: RunSpec, cal) -> float | None:
                         * (step + prefill + n_decode * token))
         return seconds
     return None
-
-
-def _L(payload: dict[str, Any]) -> int:
-    return payload.get("L") or payload.get("size_config", {}).get("L") or \
-        payload["train"]["seq_len"]
-
-
-def _same_size(size: PositionSize, payload: dict[str, Any]) -> bool:
-    """Whether `payload` was planned from `size` (its model's width, depth and heads)."""
-    model = payload["model"]
-    return all(model[k] == v for k, v in dataclasses.asdict(size.model).items())

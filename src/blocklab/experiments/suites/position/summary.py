@@ -1,12 +1,6 @@
-"""What the position suite summarises: the summary's data (`PositionData`, the suite's
-`data_type`), the statistics computed from the decoded runs (`runs.decode_runs`), and
-`summarise`, which computes them first and then the tables and notes that show them.
-
-The data: each scheme read at every multiple of L (`PositionArm`), the training runs
-(`PositionRun`), C29's order probe (`OrderProbe`), C31's cost run (`PositionCost`) and the
-fine-tune's settings (`FineTune`); the reads far past max_seq_len are the runs' own records
-(`runs.FiniteRead`). Frozen dataclasses that `blocklab.experiments.summaries.decode` reads back
-field by field, so a renamed or missing field fails naming it. No PyTorch.
+"""What the position suite summarises: its data (`PositionData`, frozen dataclasses decoded
+field by field), the statistics of the decoded runs, and `summarise`, which computes them and
+then the tables and notes that show them. No PyTorch.
 """
 
 from __future__ import annotations
@@ -19,7 +13,15 @@ from typing import Union
 import numpy as np
 
 from blocklab.experiments.options import RunOptions
-from blocklab.experiments.suites.base import Results, format_ci, mean_ci, paired_difference
+from blocklab.experiments.suites.base import (
+    Results,
+    format_ci,
+    format_ratio,
+    mean_ci,
+    median_ms,
+    paired_difference,
+    split_tuned,
+)
 from blocklab.experiments.suites.evaluation import full_only, graded_only, listed
 from blocklab.experiments.suites.position.runs import (
     FAR_POSITION,
@@ -221,8 +223,7 @@ def _bucketed(curves: list[list[float | None]], width: int) -> list[float]:
 
 def _collect(runs: Runs) -> tuple[dict[str, dict[int, LengthReads]],
                                   dict[str, dict[int, PasskeyGrid]]]:
-    """arm -> seed -> its reads (scaling variants as arms of their own), from the runs that
-    trained, and arm -> seed -> passkey grid."""
+    """(arm -> seed -> its reads, each variant an arm of its own; arm -> seed -> passkey grid)."""
     reads: dict[str, dict[int, LengthReads]] = {}
     passkey: dict[str, dict[int, PasskeyGrid]] = {}
     for run in runs.arms:
@@ -237,8 +238,7 @@ def _collect(runs: Runs) -> tuple[dict[str, dict[int, LengthReads]],
 
 
 def arm_statistics(size: str, runs: Runs, seeds: Sequence[int]) -> dict[str, PositionArm]:
-    """Every arm read (each scaled or fine-tuned RoPE variant as an arm of its own) over
-    `seeds`, in the order the runs read them (`PositionArm`)."""
+    """Every arm read (each RoPE variant an arm of its own) over `seeds`, in read order."""
     reads, passkey = _collect(runs)
     rope = reads.get("rope", {})
     return {name: _arm_statistics(size, name, by_seed, rope, list(seeds), passkey.get(name))
@@ -249,9 +249,8 @@ def _arm_statistics(size: str, name: str, by_seed: dict[int, LengthReads],
                     rope: dict[int, LengthReads], seeds: list[int],
                     passkey: dict[int, PasskeyGrid] | None) -> PositionArm:
     """One arm over `seeds`: loss at L; per longer multiple the loss past L, the sliding-window
-    loss on the same tokens (a scaled variant, which has none of its own, is paired with plain
-    RoPE's: `rope`) and their paired difference in nats and %; the bucketed per-position
-    loss; the passkey accuracy where it has passkey runs."""
+    loss on the same tokens (a scaled variant's: plain RoPE's, `rope`) and their paired
+    difference in nats and %; the bucketed per-position loss; its passkey accuracy."""
     config = SIZES[size]
     L, mults = config.L, config.mults
     longer = [str(m) for m in mults if m > 1]
@@ -323,7 +322,7 @@ def finite_reads(runs: Runs) -> dict[str, list[FiniteRead]]:
 
 
 def yarn_summary(config: PositionSize) -> YarnBetas:
-    """YaRN's ramp at the size's L and head_dim with the paper's β and with β rescaled."""
+    """YaRN's ramp at the size's L and head_dim, with the paper's β and rescaled."""
     L = config.L
     rotary_dim = config.model.d_model // config.model.n_heads
     beta_fast, beta_slow = yarn_betas(L)
@@ -369,9 +368,8 @@ def order_summary(runs: Runs, train: dict[str, list[PositionRun]], seeds: list[i
 
 
 def shape_timing(times: ShapeTimes | None) -> ShapeTiming | None:
-    """`timing.time_realistic_shapes`' measurements as a `ShapeTiming`: medians in ms and each
-    scheme's ratio to "none" by `TimeRatio.paired` (geometric mean of paired ratios, Student t
-    on log ratios, 95%); None for a run from before it was timed."""
+    """`timing.time_realistic_shapes`' measurements as a `ShapeTiming`: medians and each
+    scheme's `TimeRatio.paired` to "none"; None for a run from before it was timed."""
     if times is None:
         return None
     prefill, decode = times.prefill_s, times.decode_s
@@ -380,16 +378,15 @@ def shape_timing(times: ShapeTimes | None) -> ShapeTiming | None:
         n_heads=times.n_heads, batch_size=times.batch_size,
         prompt_tokens=times.prompt_tokens, decode_tokens=times.decode_tokens,
         repeats=times.repeats, threads=times.threads,
-        prefill_ms={k: 1000 * float(np.median(v)) for k, v in prefill.items()},
-        decode_ms={k: 1000 * float(np.median(v)) for k, v in decode.items()},
+        prefill_ms={k: median_ms(v) for k, v in prefill.items()},
+        decode_ms={k: median_ms(v) for k, v in decode.items()},
         prefill_vs_none={k: TimeRatio.paired(v, prefill["none"]) for k, v in prefill.items()},
         decode_vs_none={k: TimeRatio.paired(v, decode["none"]) for k, v in decode.items()},
         wall_time_s=float(times.wall_time_s))
 
 
 def cost_summary(record: CostRun | None) -> PositionCost | None:
-    """C31's timed run as a `PositionCost`; ratios against "none" by `TimeRatio.paired` (the
-    geometric mean of paired ratios, Student t on log ratios)."""
+    """C31's timed run as a `PositionCost`, ratios to "none" by `TimeRatio.paired`."""
     if record is None:
         return None
     train, decode_s = record.train_s, record.decode_s
@@ -398,8 +395,7 @@ def cost_summary(record: CostRun | None) -> PositionCost | None:
         k = record.kernels[name]
         schemes[name] = SchemeCost(
             params=record.params[name], params_module=record.params_module[name],
-            train_ms=1000 * float(np.median(train[name])),
-            decode_ms=1000 * float(np.median(decode_s[name])),
+            train_ms=median_ms(train[name]), decode_ms=median_ms(decode_s[name]),
             train_vs_none=TimeRatio.paired(train[name], train["none"]),
             decode_vs_none=TimeRatio.paired(decode_s[name], decode_s["none"]),
             kernels_train=k.train, kernels_decode=k.decode, masks_train=k.train_mask,
@@ -428,10 +424,6 @@ def _cell(value: Read | None) -> str:
     return format_ci(value, 3) if isinstance(value, Interval) else "—"
 
 
-def _ratio_text(ratio: TimeRatio) -> str:
-    return f"{ratio.ratio:.3f} [{ratio.ci_low:.3f}, {ratio.ci_high:.3f}]"
-
-
 def _pct_cell(stats: Read) -> str:
     if isinstance(stats, str):
         return stats
@@ -450,9 +442,7 @@ def _finite_cell(value: bool | None, read: FiniteRead) -> str:
 
 def summarise(options: RunOptions, results: Results) -> Summary:
     size, seeds = options.size, options.seeds
-    tuned = [(spec, result) for spec, result in results if spec.payload.get("kind") == "tune"]
-    evaluated = [(spec, result) for spec, result in results
-                 if spec.payload.get("kind") != "tune"]
+    tuned, evaluated = split_tuned(results)
     config = SIZES[size]
     L, mults = config.L, config.mults
     longer = [str(m) for m in mults if m > 1]
@@ -592,8 +582,8 @@ def summarise(options: RunOptions, results: Results) -> Summary:
             "Position cost: parameters, step time and SDPA kernel, 1 thread (C31)",
             ["scheme", "params", "train ms", "× none", "decode ms/token", "× none",
              "train kernel", "train mask", "decode mask"],
-            [[name, c.params, f"{c.train_ms:.1f}", _ratio_text(c.train_vs_none),
-              f"{c.decode_ms:.3f}", _ratio_text(c.decode_vs_none),
+            [[name, c.params, f"{c.train_ms:.1f}", format_ratio(c.train_vs_none),
+              f"{c.decode_ms:.3f}", format_ratio(c.decode_vs_none),
               ", ".join(k.removeprefix("aten::") for k in c.kernels_train),
               ", ".join(c.masks_train), ", ".join(c.masks_decode)]
              for name, c in cost.schemes.items()],

@@ -1,27 +1,12 @@
-"""What the position suite times for C31, beside its toy-shape cost run (`runs.time_position_cost`):
-what PyTorch's scaled-dot-product attention does with a call, and step times at a realistic
-shape.
+"""What the position suite times for C31 beside its toy-shape cost run
+(`runs.time_position_cost`): the SDPA kernels a call gets (`sdpa_kernels`), the mask it hands
+them (`sdpa_masks`) and whether one SDPA backend accepts it (`accepted_by`); and step times at
+a realistic shape (`time_realistic_shapes`), reported, never graded.
 
-SDPA dispatch: the kernels a call gets (profiler op names, `sdpa_kernels`), the mask each call
-hands it (`sdpa_masks`), and whether one SDPA backend accepts it (`accepted_by`).
-
-Realistic shape: reported, never graded. C31 is decided by parameter counts, FLOP shares and how
-SDPA is called (`blocklab.claims.positions`). The cost run's own timings use the suite's toy
-model (d_model 32–128), where a few small elementwise ops are a large share of a step, so they
-measure per-op overhead; `time_realistic_shapes` times the same schemes where the matmuls
-dominate, as they do in a real model:
-
-    quick, full   d_model 1024, 16 heads (head_dim 64), 2 layers, batch 1: a no-grad prefill of
-                  1,024 tokens into a fresh KV cache, then 32 single-token decode steps that
-                  read it, per scheme (none, rope, alibi), the order rotating every repeat
-    tiny          d_model 64, 2 heads, 1 layer, 32 + 4 tokens: it only exercises the code
-
-fp32, one thread (the caller's `torch_threads(1)`). At quick it costs about 26 s of one core
-(`REFERENCE_S`: 26 s measured on a 2-core machine under light load, 45 s with both cores
-busy with other work).
-
-    times = time_realistic_shapes("quick")  # ShapeTimes: the cost run's "realistic" entry
-    timing = summary.shape_timing(times)    # ShapeTiming, ratios against "none"
+The cost run's toy model (d_model 32–128) measures per-op overhead; the realistic shape
+(d_model 1024, head_dim 64, 2 layers, a 1,024-token prefill then 32 decode steps on its KV
+cache, fp32, one thread) times the schemes where the matmuls dominate, as in a real model.
+At tiny the shape only exercises the code.
 """
 
 from __future__ import annotations
@@ -47,8 +32,7 @@ _KINETO_MARKER = re.compile(rb"USDT:\S+ \S+ \d+:\d+ \S+:\d+\] ")
 @contextlib.contextmanager
 def _without_kineto_markers() -> Iterator[None]:
     """Inside, file descriptor 2 goes to a temporary file; on leaving, what was written there
-    goes back to it, less kineto's marker lines (`_KINETO_MARKER`): anything else written
-    meanwhile (a warning, another thread's progress bar) still appears, only later."""
+    goes back to it, less kineto's marker lines: anything else still appears, only later."""
     try:
         saved = os.dup(2)
     except OSError:  # no stderr at all: nothing to keep clean
@@ -73,13 +57,10 @@ def _without_kineto_markers() -> Iterator[None]:
 
 
 def sdpa_kernels(call) -> list[str]:
-    """The scaled-dot-product kernels PyTorch dispatches while `call()` runs, read from the
-    profiler's op names: the aten ops named `*scaled_dot_product*` below the public entry
-    point, e.g. `aten::_scaled_dot_product_flash_attention_for_cpu` (fused) or
-    `aten::_scaled_dot_product_attention_math` (reference). Sorted, without repeats.
-
-    The profiler is the public way to see ops below the one called; its two marker lines per
-    profile, which no setting turns off, are kept off stderr (`_without_kineto_markers`)."""
+    """The scaled-dot-product kernels PyTorch dispatches while `call()` runs, sorted: the
+    profiler's aten ops named `*scaled_dot_product*` below the public entry point, e.g.
+    `aten::_scaled_dot_product_flash_attention_for_cpu`. The profiler's marker lines, which
+    no setting turns off, are kept off stderr."""
     from torch.profiler import ProfilerActivity, profile
 
     with _without_kineto_markers(), profile(activities=[ProfilerActivity.CPU]) as prof:
@@ -89,11 +70,9 @@ def sdpa_kernels(call) -> list[str]:
 
 
 def sdpa_masks(call) -> list[str]:
-    """How each `F.scaled_dot_product_attention` call made while `call()` runs gets its mask,
-    recorded through a `TorchFunctionMode` (public API): "is_causal" (no mask tensor, the
-    kernel masks by index), "none" (no mask at all: a single query sees every cached key) or
-    "<dtype> mask [shape]" (a tensor the kernel must read: ALiBi's additive bias). Sorted,
-    without repeats."""
+    """How each `F.scaled_dot_product_attention` call while `call()` runs gets its mask, sorted:
+    "is_causal" (the kernel masks by index), "none" (a single query sees every cached key) or
+    "<dtype> mask [shape]" (a tensor the kernel must read: ALiBi's bias)."""
     import torch.nn.functional as F
     from torch.overrides import TorchFunctionMode
 
@@ -117,8 +96,8 @@ def sdpa_masks(call) -> list[str]:
 
 
 def accepted_by(backend_name: str, call) -> bool | str:
-    """True when `call()` runs with SDPA restricted to the one backend `backend_name` (an
-    `SDPBackend` member name); else the first line of PyTorch's refusal."""
+    """True when `call()` runs with SDPA restricted to `SDPBackend.<backend_name>`; else the
+    first line of PyTorch's refusal."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     try:
@@ -138,9 +117,8 @@ THETA = 10000.0  # RoPE's θ in every model of the suite
 
 @dataclass(frozen=True)
 class Shape:
-    """The timed shape of one size: every scheme's model (`shape_config`) and what is timed on
-    it: a prefill of `prompt_tokens`, then `decode_tokens` single-token steps, `repeats` times
-    after `warmup` unrecorded repeats. `label` says what the shape stands for."""
+    """The timed shape of one size (`shape_config`): a prefill of `prompt_tokens`, then
+    `decode_tokens` single-token steps, `repeats` times after `warmup` unrecorded ones."""
 
     label: str
     d_model: int
@@ -161,8 +139,8 @@ REALISTIC_SHAPES: dict[str, Shape] = {
     "full": Shape(label="realistic shape", d_model=1024, n_layers=2, n_heads=16,
                   prompt_tokens=1024, decode_tokens=32, warmup=1, repeats=10),
 }
-# Wall seconds of `time_realistic_shapes` per size on the 2-core reference machine, one thread
-# (for `Calibration.reference_s`): builds, warmup and repeats together.
+# Wall seconds of `time_realistic_shapes` per size on the 2-core reference machine (quick: 26 s
+# under light load, 45 s with both cores busy), for `Calibration.reference_s`.
 REFERENCE_S = {"tiny": 0.1, "quick": 26.0, "full": 41.0}
 
 
@@ -177,9 +155,8 @@ def shape_config(size: str, scheme: str) -> ModelConfig:
 
 @dataclass(frozen=True)
 class ShapeTimes:
-    """What `time_realistic_shapes` measured (stored as the cost run's "realistic" entry): per
-    scheme, the prefill seconds and the decode seconds per token of every recorded repeat, with
-    the shape and thread count they were timed at."""
+    """What `time_realistic_shapes` measured (the cost run's "realistic" entry): per scheme,
+    prefill seconds and decode seconds per token of every recorded repeat."""
 
     label: str
     d_model: int
@@ -216,10 +193,8 @@ def _prefill_then_decode(model, tokens, prompt: int) -> tuple[float, float]:
 
 
 def time_realistic_shapes(size: str, seed: int = 0) -> ShapeTimes:
-    """Prefill and decode times of `COST_SCHEMES` at the size's shape (`REALISTIC_SHAPES`):
-    each repeat runs every scheme once, the order rotating by one per repeat so that drift in
-    the machine's speed falls on all alike; the first `warmup` repeats are not recorded. The
-    caller sets the thread count."""
+    """Prefill and decode times of `COST_SCHEMES` at the size's shape, every scheme once a
+    repeat in an order rotating by one (drift falls on all alike); the caller sets threads."""
     import torch
 
     from blocklab.nn import DecoderLM
@@ -245,10 +220,3 @@ def time_realistic_shapes(size: str, seed: int = 0) -> ShapeTimes:
                       n_heads=s.n_heads, batch_size=1, prompt_tokens=prompt, decode_tokens=n,
                       repeats=s.repeats, threads=torch.get_num_threads(), prefill_s=prefill,
                       decode_s=decode, wall_time_s=time.perf_counter() - started)
-
-
-def realistic_price(size: str, cal) -> float:
-    """Estimated seconds of `time_realistic_shapes` at `size` on this machine
-    (`blocklab.experiments.estimate`): a reference time, since the calibration does not build
-    models this wide."""
-    return cal.reference_s(REFERENCE_S[size])

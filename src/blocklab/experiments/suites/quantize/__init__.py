@@ -20,14 +20,9 @@ Two kinds of run:
               and validation loss of each, and per layer (`merge_comparison`) the merged
               against the separate weights and how far apart gate's and up's scales are.
 
-Each run's result is a `RunResult` whose `extra` holds its record (`TimingRecord`,
-`QualityRecord`), read back once by the record's `of`. `Summary.data` is a
-`summary.QuantizeData`.
-
-Its three modules: `timing` (the timed shapes, the timing run, its record, each scheme's
-speed-ups, bound and estimate, and their table), `runs` (the sizes, the quality run and its
-record, the plan and its price) and `summary` (what the summary holds, the quality runs'
-statistics, the tables and notes).
+Each run's `extra` holds its record (`TimingRecord`, `QualityRecord`); `Summary.data` is a
+`summary.QuantizeData`. Modules: `timing` (the timing run and each scheme's speed-ups), `runs`
+(sizes, the quality run, plan and prices) and `summary` (statistics, tables and notes).
 """
 
 from __future__ import annotations

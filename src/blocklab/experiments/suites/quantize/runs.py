@@ -1,7 +1,5 @@
-"""The `quantize` suite's runs: its sizes (the shapes each times, `timing`, and the model each
-trains), the quality run that trains a SwiGLU model and scores it under every scheme and SwiGLU
-quantization (`run_quality`, with C33's `merge_comparison` per layer), the record it stores
-(`QualityRecord`), the plan (one timing run per timed shape, then one quality run per seed) and
+"""The `quantize` suite's runs: its sizes, the quality run that trains a SwiGLU model and scores
+it under every scheme (`run_quality`, with C33's `merge_comparison` per layer), the plan and
 each run's price.
 """
 
@@ -29,8 +27,8 @@ if TYPE_CHECKING:
 # --- sizes ----------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class QualityShape:
-    """The trained model (a SwiGLU DecoderLM on stdlib) and how it trains; `eval_windows`:
-    the validation windows every scheme is scored on."""
+    """The trained SwiGLU model and how it trains; `eval_windows`: the validation windows every
+    scheme is scored on."""
 
     d_model: int
     n_layers: int
@@ -83,8 +81,7 @@ SIZES: dict[str, Size] = {
 
 # --- the quality run ------------------------------------------------------------------------------
 def quality_configs(options: RunOptions, seed: int) -> tuple[ModelConfig, TrainConfig]:
-    """The quality run's model and training at `options`' size: the one place the suite builds
-    a TrainConfig (in `options`' precision and backend)."""
+    """The quality run's model and training at `options`' size."""
     from blocklab.experiments.trainer import TrainConfig
 
     q = SIZES[options.size].quality
@@ -137,8 +134,7 @@ def merge_comparison(gate: Tensor, up: Tensor, down: Tensor,
 
 @dataclass(frozen=True)
 class TrainedModel:
-    """The training run under a quality run: its validation loss, steps and data
-    (`Corpus.info()`)."""
+    """The training run under a quality run (`data`: `Corpus.info()`)."""
 
     val_loss: float | None
     steps_done: int
@@ -159,10 +155,8 @@ class LayerMerge:
 
 @dataclass(frozen=True)
 class QualityRecord:
-    """What a quality run adds to its RunResult (`run_quality`): the trained model
-    (`ModelConfig.to_dict()`) and its training, its losses under every scheme
-    (`quality_of_schemes`) and every SwiGLU quantization (`swiglu_errors`), each layer's C33
-    comparison (`merge_comparison`) and their maxima."""
+    """What a quality run stores (`run_quality`): the trained model, its losses under every
+    scheme and SwiGLU quantization, each layer's C33 comparison and their maxima."""
 
     kind: str
     model: dict[str, Any]
@@ -181,9 +175,8 @@ class QualityRecord:
 
 
 def run_quality(options: RunOptions, seed: int, progress: Any = False) -> RunResult:
-    """Train the quality model of `options`' size on `seed`, then score it under every scheme
-    and SwiGLU quantization and compare its layers' merged and separate scales
-    (`QualityRecord`); the status is the training run's."""
+    """Train the quality model on `seed`, then score it under every scheme and SwiGLU
+    quantization and compare its layers' scales (a `QualityRecord`; the training's status)."""
     import time
 
     from blocklab.experiments.data import load_corpus, validation_windows
@@ -236,20 +229,17 @@ def plan(options: RunOptions, tuned: Results = ()) -> list[RunSpec]:
     return specs
 
 
-# Reference-machine seconds (`blocklab.experiments.estimate`) of what a calibration does not time:
-# a timing run per size (torchao's int8 kernels: dynamic int8 without VNNI runs a slow path),
-# and a quality run's quantizing (torchao's imports and quantize_ of every scheme) beside its
-# forwards, which are priced from the calibration.
-# quick: 15.5 s at 3 repeats, 21.0 at its 6 (a repeat of every scheme ≈ 1.3 s here)
+# Reference-machine seconds of what a calibration does not time: a timing run per size (dynamic
+# int8 without VNNI runs a slow path; quick: 15.5 s at 3 repeats, 21.0 at its 6), and a quality
+# run's quantizing (torchao's imports and quantize_ of every scheme).
 _TIMING_REFERENCE_S = {"tiny": 1.1, "quick": 21.0, "full": 200.0}  # full: a guess
 _QUALITY_REFERENCE_S = 0.6
 
 
 def price(spec: RunSpec, cal) -> float | None:
-    """Estimated seconds of one run on this machine from a calibration (`blocklab.experiments.
-    estimate`): a timing run its size's reference time; a quality run the trainer's run, then
-    a forward and a validation pass of the windows for every scheme of `quality_of_schemes`
-    and `swiglu_errors`, and the quantizing."""
+    """Estimated seconds of one run on this machine (`blocklab.experiments.estimate`): a timing
+    run its size's reference time; a quality run the trainer's, two passes of the windows per
+    scheme, and the quantizing."""
     from blocklab.experiments.estimate import TrainShape, training_s
     from blocklab.experiments.int8_measurements import SCHEMES, SWIGLU_SCHEMES
 

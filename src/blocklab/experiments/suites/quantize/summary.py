@@ -1,13 +1,7 @@
-"""The `quantize` suite's summary: what it holds, the quality runs' statistics over seeds (the
-loss under each scheme, the SwiGLU quantizations of C33 and the merged-vs-separate comparison of
-every layer), the timing runs' rows (`timing.timed_runs`), and the tables and notes built from
-them.
-
-`QuantizeData` is `Summary.data` (the suite's `data_type`): per int8 scheme its prefill and
-decode speed-ups with their bounds (`timing.QuantTiming`) and its loss on trained models
-(`QuantQuality`), and each way of quantizing SwiGLU (`SwigluQuant`). Frozen dataclasses that
-`blocklab.jsonio.decode` reads back field by field, so a renamed or missing field fails naming
-it. No PyTorch.
+"""The `quantize` suite's summary: what it holds (`QuantizeData`, frozen dataclasses decoded
+field by field), the quality runs' statistics over seeds (each scheme's loss, C33's SwiGLU
+quantizations and every layer's merged-vs-separate comparison), and the tables and notes.
+No PyTorch.
 """
 
 from __future__ import annotations
@@ -81,9 +75,7 @@ class QuantizeData:
 # --- statistics -----------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class MergeStats:
-    """C33 over every layer of every seed's trained model (`merge_comparison`): the largest
-    |merged − separate| per row and per tensor, gate's and up's scale ratios and the merged
-    per-tensor scale over the larger one, layer by layer."""
+    """C33 over every layer of every seed's trained model (`merge_comparison`)."""
 
     layers: int
     per_row_max_diff: float
@@ -115,9 +107,8 @@ def scheme_quality(records: Sequence[QualityRecord]) -> list[QuantQuality]:
 
 
 def swiglu_summary(per_seed: Sequence[dict[str, SwigluError]]) -> list[SwigluQuant]:
-    """One SwigluQuant per scheme from `swiglu_errors`' output of each seed: the FFN output
-    error, logits error and Δ val loss over seeds, and the FFN output error against the same
-    granularity's separate scheme, 100·(error / separate's − 1) %, paired by seed."""
+    """One SwigluQuant per scheme over the seeds' `swiglu_errors`, with the FFN output error
+    against the same granularity's separate scheme, 100·(error / separate's − 1) %, paired."""
     if not per_seed:
         return []
     out = []
@@ -134,8 +125,7 @@ def swiglu_summary(per_seed: Sequence[dict[str, SwigluError]]) -> list[SwigluQua
 
 
 def merged_tensor_loss_penalty(per_seed: Sequence[dict[str, SwigluError]]) -> Interval:
-    """Val loss with gate|up merged under one per-tensor scale − with each at its own, nats/token,
-    paired by seed (`swiglu_errors`' output of each seed)."""
+    """Val loss with gate|up merged under one per-tensor scale − each at its own, paired."""
     return paired_difference([r["merged-per-tensor"].val_loss for r in per_seed],
                              [r["separate-per-tensor"].val_loss for r in per_seed])
 

@@ -1,8 +1,6 @@
-"""What the `quantize` suite times: one random-weight DecoderLM of each timed shape quantized in
-every int8 scheme, prefill and decode timed (`run_timing`), the record a timing run stores
-(`TimingRecord`), each scheme's speed-ups, bound and Amdahl estimate read back from it
-(`QuantTiming`, `scheme_rows`, `timed_runs`) and the table of one timing run (`timing_table`).
-`blocklab quantize` times a model through the same `scheme_rows`.
+"""What the `quantize` suite times: a random-weight DecoderLM of each timed shape in every int8
+scheme (`run_timing`, its `TimingRecord`), each scheme's speed-ups, bound and Amdahl estimate
+(`scheme_rows`, which `blocklab quantize` uses too) and a timing run's table (`timing_table`).
 """
 
 from __future__ import annotations
@@ -16,16 +14,15 @@ from blocklab.config import ModelConfig
 from blocklab.errors import ResultsError
 from blocklab.experiments.int8_records import SchemeTimes
 from blocklab.experiments.run_result import RunResult
-from blocklab.experiments.suites.base import Results
+from blocklab.experiments.suites.base import Results, format_ratio, median_ms
 from blocklab.experiments.summaries import RATIO_METHOD, Table, TimeRatio
 from blocklab.jsonio import decode
 
 
 @dataclass(frozen=True)
 class TimedShape:
-    """One timed model: its shape (a SwiGLU DecoderLM with a byte vocabulary), the prefill
-    lengths, the decode steps on the first one's KV cache, the repeats, and whether it runs
-    compiled."""
+    """One timed SwiGLU DecoderLM: its shape, the prefill lengths, the decode steps on the first
+    one's KV cache, the repeats, and whether it runs compiled."""
 
     d_model: int
     n_layers: int
@@ -84,9 +81,8 @@ def run_timing(t: TimedShape) -> RunResult:
 # --- what it records ------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class TimingRecord:
-    """What a timing run adds to its RunResult (`run_timing`): the timed model
-    (`ModelConfig.to_dict()`), its shape, the CPU's int8 flags (`cpu_flags`) and what
-    `measure_schemes` measured, whose fields are stored beside them."""
+    """What a timing run stores (`run_timing`): the timed model, its shape, the CPU's int8
+    flags and what `measure_schemes` measured (its fields stored beside them)."""
 
     model: dict[str, Any]
     spec: TimedShape
@@ -105,8 +101,7 @@ class TimingRecord:
     @classmethod
     def of(cls, result: RunResult, where: str) -> TimingRecord:
         """The record of a stored timing run; ResultsError names what does not fit. (Its
-        per-scheme "compile_s" is the suite's own, in `extra`, though a training run's field
-        has the name: `RunResult.from_dict` keeps a key of another type there.)"""
+        "compile_s" is in `extra`, though a training run's field has the name.)"""
         fields = dict(result.extra)
         expected = {"kind", "model", "spec", "cpu_flags", *_TIMES}
         missing = sorted(expected - set(fields) - set(_FREE))
@@ -123,21 +118,12 @@ _TIMES = tuple(f.name for f in dataclasses.fields(SchemeTimes))
 _FREE = ("free_prefill_s", "free_decode_s")  # absent from records made before the bounds
 
 
-def scheme_times(doc: dict[str, Any], where: str = "timings") -> SchemeTimes:
-    """`SchemeTimes` from the keys of its JSON form in `doc` (`dataclasses.asdict` of one, with
-    other keys beside; free-layers timings absent from before they were timed read as None);
-    ResultsError names what does not fit."""
-    return decode(SchemeTimes, {name: doc.get(name) for name in _TIMES}, where)
-
-
 # --- each scheme's speed-ups, bound and estimate --------------------------------------------------
 @dataclass(frozen=True)
 class QuantTiming:
-    """One int8 scheme's prefill and decode time against nothing quantized (speed-up = time of
-    the float model / time of this scheme in the same repeat, as a `TimeRatio`: the geometric
-    mean of the paired ratios with a 95% Student t interval on their logs; > 1 faster), with
-    the bound it cannot beat and an Amdahl estimate (`blocklab.experiments.int8_measurements`
-    derives both)."""
+    """One int8 scheme's prefill and decode speed-up over the float model (`TimeRatio.paired`
+    of the same repeats; > 1 faster), with the bound it cannot beat and an Amdahl estimate
+    (`blocklab.experiments.int8_measurements`)."""
 
     scheme: str  # "none", or "<part>/<mode>": ffn|attention|all / weight-only|dynamic
     part: str
@@ -164,14 +150,10 @@ class QuantTiming:
 
 def scheme_rows(cfg: ModelConfig, seq_lens: Sequence[int], compiled: bool,
                 times: SchemeTimes) -> list[QuantTiming]:
-    """One QuantTiming per scheme timed on the model `cfg` (`measure_schemes`' `times` at
-    `seq_lens`, compiled or not): speed-ups (`TimeRatio.paired`: the geometric mean of the
-    per-repeat float / scheme ratios, Student t on their logs), the bound 1 / (1 − f)
-    measured by the free-layers models and the Amdahl estimate (see
-    `blocklab.experiments.int8_measurements`). Noise can time the free-layers model a little
-    behind the float one: f is then 0 and the bound 1, the least it can be, and the estimate
-    is kept at most the bound. Bounds and estimates are None for
-    timings without the free-layers models."""
+    """One QuantTiming per scheme `measure_schemes` timed on `cfg`: speed-ups, the bound
+    1 / (1 − f) measured by the free-layers models and the Amdahl estimate. Noise can time the
+    free-layers model behind the float one: f is then 0, the bound 1, and the estimate is kept
+    at most the bound. None for timings without the free-layers models."""
     import math
     import statistics
 
@@ -241,10 +223,10 @@ def scheme_rows(cfg: ModelConfig, seq_lens: Sequence[int], compiled: bool,
                                                     for p, f in shares(part, bounds)]))
         out.append(QuantTiming(
             scheme=scheme, part=part, mode=mode, compiled=compiled,
-            prefill_ms={t: 1000 * statistics.median(prefill[t]) for t in lens},
+            prefill_ms={t: median_ms(prefill[t]) for t in lens},
             prefill_s={t: list(prefill[t]) for t in lens},
             prefill_speedup={t: TimeRatio.paired(base_prefill[t], prefill[t]) for t in lens},
-            decode_ms=1000 * statistics.median(times.decode_s[scheme]),
+            decode_ms=median_ms(times.decode_s[scheme]),
             decode_speedup=TimeRatio.paired(base_decode, times.decode_s[scheme]),
             logits_error=times.logits_error.get(scheme),
             flop_share=flop, time_share=share, gemm_speedup=k, prefill_estimate=estimate,
@@ -262,8 +244,7 @@ class TimedRun:
 
 
 def timed_runs(results: Results) -> list[TimedRun]:
-    """The timing runs of `results`, each decoded once and its schemes' speed-ups, bounds and
-    estimates derived (`scheme_rows`)."""
+    """The timing runs of `results`, each decoded once with its `scheme_rows`."""
     out = []
     for spec, result in results:
         if spec.arm == "timing":
@@ -274,10 +255,6 @@ def timed_runs(results: Results) -> list[TimedRun]:
 
 
 # --- the table ------------------------------------------------------------------------------------
-def _x(stats: TimeRatio) -> str:
-    return f"{stats.ratio:.2f} [{stats.ci_low:.2f}, {stats.ci_high:.2f}]"
-
-
 def _round(x: float | None) -> float | None:
     return None if x is None else round(x, 2)
 
@@ -292,9 +269,9 @@ def timing_table(run: TimedRun) -> Table:
         ["scheme", *[f"prefill T={t} ×" for t in lens],
          *[f"estimate T={t}" for t in lens], *[f"bound T={t}" for t in lens],
          "decode ×", "decode estimate", "decode bound", "logits rel. error"],
-        [[row.scheme, *[_x(row.prefill_speedup[t]) for t in lens],
+        [[row.scheme, *[format_ratio(row.prefill_speedup[t], 2) for t in lens],
           *[_round(row.prefill_estimate[t]) for t in lens],
-          *[_round(row.prefill_bound[t]) for t in lens], _x(row.decode_speedup),
+          *[_round(row.prefill_bound[t]) for t in lens], format_ratio(row.decode_speedup, 2),
           _round(row.decode_estimate), _round(row.decode_bound), row.logits_error]
          for row in run.rows],
         f"Speed-up = float time / scheme time per repeat ({RATIO_METHOD}, "

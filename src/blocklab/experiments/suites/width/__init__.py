@@ -19,11 +19,8 @@ grown at an edge and then refined at ×√3 either side of its interior best, `L
 arms with the same seed start from the same embeddings and attention weights and see the same
 batches, so the contrasts are paired by seed.
 
-`Summary.data` is a `summary.WidthData`: each arm's loss at each width, with the width's parameters
-and FLOPs, and the three contrasts C37 grades.
-
-Its two modules: `runs` (arms and sizes, models, what a run measures, the plan and its price)
-and `summary` (what the summary holds, the contrasts, the tables).
+`Summary.data` is a `summary.WidthData`. Modules: `runs` (arms, sizes, models, what a run
+measures, the plan and its price) and `summary` (the contrasts, the tables).
 """
 
 from __future__ import annotations

@@ -1,27 +1,19 @@
-"""The `width` suite's runs, in the order a run comes about:
-
-    arms and sizes       the SwiGLU decoder trained three ways, the widths it is read at, each
-                         size's model and training budget
-    models and training  an arm's ModelConfig and the TrainConfig of every run (nested-width
-                         training for the nested arm), and the scale C37 is graded at
-    what a run measures  a training run, then its model's validation loss at each prefix width of
-                         its FFNs (`blocklab.nn.narrowed`), on the end-of-run evaluation's windows
-    the plan             the tuning stage (the ordinary arm over the lr grid), the evaluation runs
-                         (every arm at that one tuned lr) and each run's price
+"""The `width` suite's runs: arms and sizes, models and training, what a run measures (its
+loss at each prefix width, `train_arm`), the plan and each run's price.
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from blocklab.config import ModelConfig
 from blocklab.experiments.env import torch_threads
 from blocklab.experiments.options import RunOptions
-from blocklab.experiments.results import train_identity
 from blocklab.experiments.run_result import RunResult
 from blocklab.experiments.scale import Scale
-from blocklab.experiments.suites.base import Results, RunSpec, tuning_seeds
+from blocklab.experiments.suites.base import Results, RunSpec, training_spec, tuning_seeds
 from blocklab.experiments.suites.evaluation import FINAL_EVAL_FRACTION
 from blocklab.experiments.suites.tuning import LrGrid, lr_trials, tune_arm
 from blocklab.experiments.summaries import ArmTuning, LrTrial
@@ -34,10 +26,7 @@ if TYPE_CHECKING:
 
 # --- arms and sizes -------------------------------------------------------------------------------
 DATA = "stdlib"
-# (a) trained at its whole width m and read at every prefix width by slicing; (b) trained with
-# nested widths (each step's loss the mean over m, m/2 and m/4) and read at each of them;
-# (c) trained at m/2 alone, the reference a nested model's m/2 should approach.
-ARMS = ("ordinary", "nested", "narrow")
+ARMS = ("ordinary", "nested", "narrow")  # (a), (b), (c) of the package's docstring
 # The one learning rate of every arm is tuned on this arm: the three share the architecture, and
 # nested-width methods train with their baseline's hyperparameters.
 TUNED_ARM = "ordinary"
@@ -102,8 +91,7 @@ SIZES = {
 
 # --- models and training --------------------------------------------------------------------------
 def model_config(arm: str, size: Size, d_ff: int | None = None) -> ModelConfig:
-    """The arm's model: the pre-norm RMSNorm RoPE SwiGLU decoder of the ffn suite, at the arm's
-    width (`d_ff`: another width, as budgets read a slice)."""
+    """The arm's model: the ffn suite's SwiGLU decoder at the arm's width (`d_ff`: another)."""
     width = size.width_of(arm) if d_ff is None else d_ff
     return ModelConfig(vocab_size=256, d_model=size.d_model, n_layers=size.n_layers,
                        n_heads=size.n_heads, ffn="swiglu", d_ff=width,
@@ -113,7 +101,7 @@ def model_config(arm: str, size: Size, d_ff: int | None = None) -> ModelConfig:
 def train_config(arm: str, size: Size, options: RunOptions, seed: int, lr: float
                  ) -> TrainConfig:
     """The same optimisation for every arm; the nested arm's loss is the mean over the
-    size's widths (`TrainConfig.nested_widths`). One thread, as every suite run."""
+    size's widths (`TrainConfig.nested_widths`)."""
     from blocklab.experiments.trainer import TrainConfig
 
     return TrainConfig.for_run(
@@ -125,7 +113,7 @@ def train_config(arm: str, size: Size, options: RunOptions, seed: int, lr: float
 
 
 def shape(size: str) -> tuple[ModelConfig, int, int]:
-    """The ordinary arm's model, batch and sequence length at `size` (`--precision auto`)."""
+    """The ordinary arm's model, batch and sequence length at `size`."""
     s = SIZES[size]
     return model_config("ordinary", s), s.batch_size, s.seq_len
 
@@ -138,9 +126,8 @@ def scale(size: str, claim: str) -> Scale:
 
 # --- what a run measures --------------------------------------------------------------------------
 def width_losses(model: nn.Module, tc: TrainConfig, widths: tuple[int, ...]) -> dict[str, float]:
-    """{str(k): mean validation loss (nats/token) with every FFN at its first k channels}, on
-    the windows and batches the trainer's end-of-run evaluation scores (so the whole width
-    reads the run's own final val_loss)."""
+    """{str(k): validation loss with every FFN at its first k channels}, on the windows the
+    trainer's end-of-run evaluation scores (the whole width reads the run's own val_loss)."""
     from blocklab.experiments.data import load_corpus
     from blocklab.experiments.trainer import evaluate, final_batch_tokens, final_windows
     from blocklab.nn.ffn import narrowed
@@ -154,14 +141,13 @@ def width_losses(model: nn.Module, tc: TrainConfig, widths: tuple[int, ...]) -> 
     return out
 
 
-def train_arm(mc: ModelConfig, tc: TrainConfig, widths: tuple[int, ...], progress: Any = False,
-              label: str | None = None) -> RunResult:
+def train_arm(mc: ModelConfig, tc: TrainConfig, data: str, progress: Any = False,
+              label: str | None = None, *, widths: tuple[int, ...] = ()) -> RunResult:
     """One trainer run of `mc` under `tc`, then its loss at each of `widths` in
-    `extra["width_loss"]` (none for a run that diverged, got stuck or did not learn: its
-    weights are not a model to read)."""
+    `extra["width_loss"]` (none for a run that failed: its weights are not a model to read)."""
     from blocklab.experiments.trainer import train
 
-    model, result = train(mc, tc, DATA, progress=progress, label=label)
+    model, result = train(mc, tc, data, progress=progress, label=label)
     if result.status == "ok":
         result.extra["width_loss"] = width_losses(model, tc, widths)
     return result
@@ -175,15 +161,12 @@ def read_widths(arm: str, size: Size) -> tuple[int, ...]:
 
 def _spec(kind: str, arm: str, size: Size, options: RunOptions, seed: int, lr: float,
           label: str) -> RunSpec:
-    mc, tc = model_config(arm, size), train_config(arm, size, options, seed, lr)
     widths = read_widths(arm, size)
-    payload = {"suite": "width", "kind": kind, "arm": arm, "model": mc.to_dict(),
-               "train": train_identity(tc), "data": DATA, "read_widths": list(widths)}
-
-    def execute(progress: Any) -> RunResult:
-        return train_arm(mc, tc, widths, progress, label)
-
-    return RunSpec(label, arm, seed, payload, execute)
+    return training_spec(label, arm, seed, model_config(arm, size),
+                         train_config(arm, size, options, seed, lr),
+                         {"suite": "width", "kind": kind, "arm": arm,
+                          "read_widths": list(widths)}, DATA,
+                         functools.partial(train_arm, widths=widths))
 
 
 def tune(options: RunOptions, tuned: Results = ()) -> list[RunSpec]:
@@ -197,8 +180,7 @@ def tune(options: RunOptions, tuned: Results = ()) -> list[RunSpec]:
 
 
 def tuning(size: Size, trials: list[LrTrial]) -> ArmTuning:
-    """The ordinary arm's tuning: its grid, the rate with the lowest mean final validation
-    loss over the tuning seeds, and whether that rate is interior."""
+    """The ordinary arm's tuning (the lr every arm trains at)."""
     return tune_arm(size.lr_grid, trials, TUNED_ARM, size.d_model)
 
 
@@ -211,9 +193,8 @@ def plan(options: RunOptions, tuned: Results) -> list[RunSpec]:
 
 
 def price(spec: RunSpec, cal) -> float | None:
-    """A training run priced as the trainer's (`estimate.training_s`); nested training as one
-    such run per nested width (a step runs the model once at each), then one evaluation per
-    width read, priced as a step each."""
+    """A training run priced as the trainer's, nested training as one per nested width (a
+    step runs the model at each), then one evaluation per width read, priced as a step."""
     from blocklab.experiments.estimate import TrainShape, training_s
 
     payload = spec.payload

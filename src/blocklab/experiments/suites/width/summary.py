@@ -1,9 +1,6 @@
-"""The `width` suite's summary: what it holds, each arm's loss at each width, the three contrasts
-C37 grades (paired by seed), the parameters and FLOPs of each width, and the tables built from
-them.
-
-`WidthData` is `Summary.data` (the suite's `data_type`): frozen dataclasses that
-`blocklab.experiments.summaries.decode` reads back field by field. No PyTorch.
+"""The `width` suite's summary (`WidthData`, frozen dataclasses decoded field by field): each
+arm's loss at each width, the three contrasts C37 grades (paired by seed), each width's
+parameters and FLOPs, and the tables. No PyTorch.
 """
 
 from __future__ import annotations
@@ -19,6 +16,7 @@ from blocklab.experiments.suites.base import (
     format_ci,
     format_level,
     mean_ci,
+    statuses,
 )
 from blocklab.experiments.suites.tuning import lr_trials, tuning_table
 from blocklab.experiments.suites.width.runs import ARMS, DATA, SIZES, Size, model_config, tuning
@@ -28,9 +26,8 @@ from blocklab.experiments.summaries import ArmTuning, Interval, LrTrial, Summary
 # --- what the summary holds -----------------------------------------------------------------------
 @dataclass(frozen=True)
 class WidthPoint:
-    """One prefix width k: what a model read at k costs (`blocklab.budget`, exact: a slice is a
-    model of width k) and each arm's validation loss there, over its seeds (arms whose model
-    has no width k are absent)."""
+    """One prefix width k: what a model read at k costs (`blocklab.budget`: a slice is a model
+    of width k) and each arm's validation loss there, over its seeds (where it has width k)."""
 
     width: int
     params: int  # the whole model's parameters at width k
@@ -82,9 +79,8 @@ def _relative(a: list[float | None], b: list[float | None]) -> Interval:
 
 
 def width_cost(size: Size, width: int) -> tuple[int, int, int]:
-    """(model parameters, FFN parameters, forward FLOPs per token of a prefill at seq_len)
-    of the model read at `width`, by `blocklab.budget`: a slice is exactly a model of that
-    width."""
+    """(model parameters, FFN parameters, forward FLOPs per token of a prefill at seq_len) of
+    the model read at `width`, by `blocklab.budget`."""
     from blocklab.budget.flops import prefill_flops
     from blocklab.budget.params import count_params
 
@@ -120,20 +116,12 @@ def summarise(options: RunOptions, results: Results) -> Summary:
         nested_price_pct=_relative(loss["nested"][m], loss["ordinary"][m]),
         nested_vs_narrow_pct=_relative(loss["nested"][narrow], loss["narrow"][narrow]),
         seeds=len(seeds), steps=size.steps, lr=tuned_arm.lr,
-        status={arm: _statuses(runs[arm]) for arm in ARMS}, scheme=SCHEME,
+        status={arm: statuses(runs[arm]) for arm in ARMS}, scheme=SCHEME,
         size={k: v for k, v in asdict(size).items() if k != "lr_grid"}
         | {"precision": options.precision},
         lr_trials=trials, lr_tuning=[tuned_arm])
     return Summary("width", options.size, len(seeds), tables(size, data),
                    notes(size, data), data, first_seed=seeds.start)
-
-
-def _statuses(results: list[RunResult | None]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for r in results:
-        key = "missing" if r is None else r.status
-        out[key] = out.get(key, 0) + 1
-    return out
 
 
 def tables(size: Size, data: WidthData) -> list[Table]:
