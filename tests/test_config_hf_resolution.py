@@ -17,8 +17,6 @@ from __future__ import annotations
 import importlib
 import json
 import math
-import subprocess
-import sys
 
 import pytest
 from torch.testing import assert_close
@@ -460,48 +458,13 @@ def test_to_hf_refuses_what_transformers_would_read_differently(changes, needle)
 
 
 # --- 5. the command line: exit 2, one line naming both keys, no traceback -------------------------
-@pytest.mark.parametrize("command", [["budget"], ["doctor"], ["doctor", "--serve-len", "1024"]])
+@pytest.mark.parametrize("command", ["budget", "doctor"])
 def test_cli_refuses_the_issue_config(tmp_path, one_line_exit_2, command):
     raw, _ = CONFLICTS["rope_scaling against rope_parameters"]
     path = tmp_path / "config.json"
-    path.write_text(json.dumps({**raw, "max_position_embeddings": 512}))
-    one_line_exit_2([command[0], str(path), *command[1:]], str(path), "rope_scaling",
-                    "rope_parameters", "disagree")
-
-
-@pytest.mark.parametrize("command", ["budget", "doctor"])
-def test_cli_refuses_a_negative_yarn_original_length(tmp_path, one_line_exit_2, command):
-    """The regression: a Llama config whose YaRN original length is -5 passed `budget`."""
-    raw = {**load_zoo("llama-3.1-8b").config,
-           "rope_scaling": {"rope_type": "yarn", "factor": 8.0, ORIGINAL: -5}}
-    path = tmp_path / "config.json"
     path.write_text(json.dumps(raw))
-    one_line_exit_2([command, str(path)], str(path),
-                    f"rope_scaling.{ORIGINAL}=-5 is not allowed", "positive integer")
-
-
-@pytest.mark.parametrize("name", ["rope_theta at both levels", "partial both places",
-                                  "per-layer-type", "gpt2 n_ctx"])
-def test_cli_refuses_other_conflicts(tmp_path, one_line_exit_2, name):
-    raw, needles = CONFLICTS[{
-        "rope_theta at both levels": "top-level theta against rope_parameters.rope_theta",
-        "partial both places": "partial_rotary_factor at both levels, different",
-        "per-layer-type": "per-layer-type rope_parameters for a model without layer types",
-        "gpt2 n_ctx": "gpt2 n_ctx against n_positions",
-    }[name]]
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(raw))
-    for command in ("budget", "doctor"):
-        one_line_exit_2([command, str(path)], str(path), *needles)
-
-
-def test_cli_process_prints_one_line_and_no_traceback(one_line_exit_2, tmp_path):
-    raw, _ = CONFLICTS["rope_scaling against rope_parameters"]
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(raw))
-    done = subprocess.run([sys.executable, "-m", "blocklab", "budget", str(path)],
-                          capture_output=True, text=True, timeout=120)
-    one_line_exit_2(done, "rope_scaling and rope_parameters disagree")
+    one_line_exit_2([command, str(path)], str(path), "rope_scaling", "rope_parameters",
+                    "disagree")
 
 
 def test_table_of_class_defaults_matches_transformers():

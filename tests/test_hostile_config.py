@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from blocklab.budget.zoo import config_from_json, list_zoo, load_zoo, resolve_model
+from blocklab.budget.zoo import config_from_json, list_zoo, load_zoo
 from blocklab.cli import main
 from blocklab.config import ModelConfig
 from blocklab.errors import CheckpointError, ConfigError, InputError
@@ -31,7 +31,7 @@ DEEP = {"list": "[" * 100_000 + "]" * 100_000,
 
 # --- 1. JSON nested too deep ---------------------------------------------------------------------
 @pytest.mark.parametrize("kind", sorted(DEEP))
-@pytest.mark.parametrize("command", [["budget"], ["doctor"], ["quantize"], ["train", "--config"]])
+@pytest.mark.parametrize("command", [["budget"], ["train", "--config"]])
 def test_config_nested_100000_levels(tmp_path, one_line_exit_2, kind, command):
     path = write_json(tmp_path, DEEP[kind])
     one_line_exit_2([*command, path], path, "nested")
@@ -71,16 +71,6 @@ def test_load_hf_config_nested_too_deep(checkpoint, kind):
 
     (checkpoint / "config.json").write_text(DEEP[kind])
     with pytest.raises(CheckpointError, match=r"config\.json: JSON nested more than"):
-        load_hf(checkpoint)
-
-
-@pytest.mark.parametrize("kind", sorted(DEEP))
-def test_load_hf_index_nested_too_deep(checkpoint, kind):
-    from blocklab.interop.hf import load_hf
-
-    (checkpoint / "model.safetensors").rename(checkpoint / "shard-1.safetensors")
-    (checkpoint / "model.safetensors.index.json").write_text(DEEP[kind])
-    with pytest.raises(CheckpointError, match=r"index\.json: JSON nested more than"):
         load_hf(checkpoint)
 
 
@@ -205,15 +195,9 @@ def test_every_zoo_key_hostile_is_bad_input_never_a_crash(name):
 
 
 # --- 4. doctor names the file --------------------------------------------------------------------
-@pytest.mark.parametrize("change, needle", [
-    ({"hidden_size": "64"}, "d_model"),
-    ({"intermediate_size": -1}, "intermediate_size"),
-    ({"rope_scaling": {"rope_type": "yarn", "factor": -2}}, "rope_scaling"),
-    ({"vocab_size": None}, "vocab_size"),
-])
-def test_doctor_errors_name_the_file(tmp_path, one_line_exit_2, change, needle):
-    path = write_json(tmp_path, {**LLAMA_HF, **change})
-    one_line_exit_2(["doctor", path], path, needle)
+def test_doctor_errors_name_the_file(tmp_path, one_line_exit_2):
+    path = write_json(tmp_path, {**LLAMA_HF, "hidden_size": "64"})
+    one_line_exit_2(["doctor", path], path, "d_model")
 
 
 def test_doctor_training_warmup_error_names_the_file(tmp_path, one_line_exit_2):
@@ -224,11 +208,9 @@ def test_doctor_training_warmup_error_names_the_file(tmp_path, one_line_exit_2):
 # --- 5. rope_scaling without a type --------------------------------------------------------------
 @pytest.mark.parametrize("scaling", [{"factor": 8},
                                      {"factor": 8.0, "original_max_position_embeddings": 8192}])
-def test_rope_scaling_without_a_type(tmp_path, one_line_exit_2, scaling):
-    path = write_json(tmp_path, {**LLAMA_HF, "rope_scaling": scaling})
-    for command in ("budget", "doctor"):
-        one_line_exit_2([command, path], path, "rope_scaling", "'rope_type'",
-                        "'linear'", "'yarn'", "'llama3'")
+def test_rope_scaling_without_a_type(scaling):
+    with pytest.raises(ConfigError, match=r"config\.json rope_scaling=.*'rope_type'.*'llama3'"):
+        from_hf({**LLAMA_HF, "rope_scaling": scaling})
     with pytest.raises(ConfigError, match=r"ModelConfig\.rope_scaling=.*rope_type"):
         ModelConfig(rope_scaling=scaling)
 
@@ -280,10 +262,8 @@ def test_token_ids_of_the_wrong_dtype_or_shape(tiny_model):
 @pytest.mark.parametrize("text, needles", [
     ('["model", "train"]', ["expected a JSON object"]),
     ('{"model": {}, "train": {"precison": "bf16"}}', ["unknown TrainConfig key", "'precison'"]),
-    ('{"model": {"d_model": NaN}}', ["model.d_model", "nan"]),
     ('{"train": {"precision": "fp16", "backend": "fast"}}', ["train.precision", "'fp16'"]),
     ('{"model": {"rope_scaling": {"factor": 8}}}', ["model.rope_scaling", "'rope_type'"]),
-    ('{"train": {"lr": Infinity}}', ["train.lr", "inf"]),
     ("", ["malformed JSON"]),
     (b"\xff\xfe{\x00}\x00", ["not UTF-8 text"]),  # UTF-16
 ])
@@ -305,8 +285,3 @@ def test_train_config_that_is_a_folder(tmp_path, one_line_exit_2):
     one_line_exit_2(["train", "--config", str(tmp_path)], f"--config {tmp_path}",
                     "cannot read it")
 
-
-def test_resolve_model_names_file_for_deep_json(tmp_path):
-    path = write_json(tmp_path, DEEP["object"])
-    with pytest.raises(InputError, match=rf"{path}: JSON nested"):
-        resolve_model(path)

@@ -101,6 +101,7 @@ def test_sweep_and_plot(tmp_path, capsys):
     (["gpt2", "--seq", "-5"], "--seq must be a positive integer"),
     (["gpt2", "--batch", "0"], "--batch must be a positive integer"),
     (["gpt2", "--seq", "many"], "--seq must be a positive integer"),
+    (["gpt2", "--seq", "9" * 300], "got a 300-digit number"),
     (["gpt2", "--dtype", "int3"], "--dtype"),
     ([], "missing MODEL"),
     (["--plot", "x.png"], "--plot needs --sweep"),

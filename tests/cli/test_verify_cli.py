@@ -30,7 +30,3 @@ def test_failure_gives_exit_code_1(monkeypatch, capsys):
 def test_bad_group_is_one_line_exit_2(one_line_exit_2):
     line = one_line_exit_2(["verify", "--group", "nope"])
     assert line.startswith("error: unknown check group 'nope'")
-
-
-def test_unknown_option_exit_2(capsys):
-    assert main(["verify", "--bogus"]) == 2
