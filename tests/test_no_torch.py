@@ -24,7 +24,7 @@ CASES = [
      "    assert main(['budget', '--sweep']) == 0\n"
      "    assert main(['doctor', 'gemma-2-2b']) == 0\n",
      ["matplotlib"]),  # no figure without --plot
-    ("from blocklab.experiments import ResultStore, run_id", []),
+    ("from blocklab.experiments.results import ResultStore, run_id", []),
     ("import blocklab.experiments.summaries", []),
     ("import blocklab.stats", []),
     ("import blocklab.precision as p; p.check_precision('bf16')", []),

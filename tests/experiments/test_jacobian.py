@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from blocklab import reference as ref
 from blocklab.config import ModelConfig
 from blocklab.experiments import jacobian as jac
-from blocklab.experiments.init import initialize
+from blocklab.experiments.init import INITS
 from blocklab.nn import DecoderLM
 from blocklab.nn.norm import RMSNorm
 
@@ -79,7 +79,7 @@ def _tiny_model(placement: str, n_layers: int = 3, init: str = "xavier") -> Deco
     cfg = ModelConfig(vocab_size=32, d_model=8, n_layers=n_layers, n_heads=2,
                       placement=placement, max_seq_len=8)
     model = DecoderLM(cfg).double()
-    initialize(model, init, seed=0, n_layers=n_layers)
+    INITS[init](model, 0, n_layers)
     return model
 
 

@@ -15,7 +15,7 @@ from rich.progress import Progress
 
 from blocklab.errors import InputError
 from blocklab.experiments import trainer as tr
-from blocklab.experiments.init import initialize
+from blocklab.experiments.init import INITS
 from blocklab.experiments.results import run_id
 from blocklab.experiments.trainer import TrainConfig, learning_rate
 
@@ -105,7 +105,7 @@ def test_gpt2_init_statistics(tiny_model):
 
     cfg = tiny_model.replace(d_model=128, n_layers=8, n_heads=4, norm_unit_offset=True)
     model = DecoderLM(cfg)
-    initialize(model, "gpt2", seed=0, n_layers=8)
+    INITS["gpt2"](model, 0, 8)
     layer = model.layers[3]
     assert layer.attention.q_proj.weight.std().item() == pytest.approx(0.02, rel=0.05)
     residual = 0.02 / math.sqrt(16)
@@ -119,7 +119,7 @@ def test_xavier_init_bounds_and_norm_gains(tiny_model):
     from blocklab.nn import DecoderLM
 
     model = DecoderLM(tiny_model.replace(norm="layernorm"))
-    initialize(model, "xavier", seed=0, n_layers=2)
+    INITS["xavier"](model, 0, 2)
     w = model.layers[0].ffn.up_proj.weight
     bound = math.sqrt(6 / (w.shape[0] + w.shape[1]))
     assert w.abs().max().item() <= bound and w.abs().max().item() > 0.9 * bound
@@ -132,7 +132,7 @@ def test_depth_init_scales_every_linear_by_its_own_layer(tiny_model):
 
     cfg = tiny_model.replace(d_model=128, n_layers=8, n_heads=4, d_ff=512, ffn="swiglu")
     model = DecoderLM(cfg)
-    initialize(model, "depth", seed=0, n_layers=8)
+    INITS["depth"](model, 0, 8)
     # torchtitan's depth_init std, 0.02 / √(2(i + 1)) for layer i. Each matrix has at least
     # 128² = 16,384 draws, so its sample std is within 0.6% (one sd) of the true one: 3%
     # is five sds.
@@ -156,7 +156,7 @@ def test_fan_in_init_gives_unit_variance_pre_activations(tiny_model, tied):
     cfg = tiny_model.replace(d_model=128, n_layers=8, n_heads=4, d_ff=512, ffn="swiglu",
                              tie_embeddings=tied)
     model = DecoderLM(cfg)
-    initialize(model, "fan_in", seed=0, n_layers=8)
+    INITS["fan_in"](model, 0, 8)
     layer = model.layers[3]
     # Hand derivation: W ~ N(0, 1/fan_in) and unit-RMS input x give Var(Wx)_i = |x|²/fan_in = 1.
     assert layer.ffn.gate_proj.weight.std().item() == pytest.approx(1 / math.sqrt(128), rel=0.03)
@@ -180,7 +180,7 @@ def test_default_init_is_seeded_per_module(tiny_model):
 
     models = [DecoderLM(tiny_model) for _ in range(2)]
     for m in models:
-        initialize(m, "default", seed=4, n_layers=2)
+        INITS["default"](m, 4, 2)
     assert models[0].layers[1].attention.k_proj.weight.equal(
         models[1].layers[1].attention.k_proj.weight)
     assert models[0].embed_tokens.weight.std().item() > 0.5  # PyTorch's N(0, 1) embedding

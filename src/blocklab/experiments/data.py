@@ -291,26 +291,17 @@ def sample_batch(tokens: np.ndarray, *, seed: int, step: int, batch_size: int,
     Inputs are `batch[:, :-1]`, targets `batch[:, 1:]`. Window starts are uniform over every
     position of `tokens`, drawn from `batch_rng(seed, step)`.
     """
-    import torch
-
     _check_window(tokens, seq_len, "train")
     starts = batch_rng(seed, step).integers(0, tokens.size - seq_len, size=batch_size)
-    index = starts[:, None] + np.arange(seq_len + 1)  # [B, T+1]
-    return torch.from_numpy(tokens[index].astype(np.int64))
+    return _windows(tokens, starts, seq_len)  # [B, T + 1]
 
 
 def validation_windows(tokens: np.ndarray, length: int, n_windows: int) -> torch.Tensor:
-    """Fixed held-out windows: LongTensor [n_windows, length + 1], evenly spaced starts.
-
-    No randomness: every run on the same corpus is scored on exactly these tokens.
-    """
-    import torch
-
+    """Fixed held-out windows: LongTensor [n_windows, length + 1], evenly spaced starts
+    (floats, floored). No randomness: every run on a corpus is scored on these tokens."""
     _check_window(tokens, length, "validation")
-    last = tokens.size - (length + 1)
-    starts = np.floor(np.linspace(0, last, n_windows)).astype(np.int64)
-    index = starts[:, None] + np.arange(length + 1)
-    return torch.from_numpy(tokens[index].astype(np.int64))
+    starts = np.linspace(0, tokens.size - (length + 1), n_windows)
+    return _windows(tokens, np.floor(starts).astype(np.int64), length)
 
 
 # Tokens per forward pass of the end-of-run evaluation: small models are dominated by per-op
@@ -333,12 +324,17 @@ def spread_windows(tokens: np.ndarray, length: int, n_windows: int) -> torch.Ten
     exact integers (last = the last possible start), so when n_windows·length <= size − 1 no
     two windows share a scored token (window i scores tokens start+1 .. start+length). No
     randomness: every run on the same corpus is scored on exactly these tokens."""
-    import torch
-
     _check_window(tokens, length, "validation")
     last = tokens.size - (length + 1)
     starts = np.arange(n_windows, dtype=np.int64) * last // max(1, n_windows - 1)
-    index = starts[:, None] + np.arange(length + 1)
+    return _windows(tokens, starts, length)
+
+
+def _windows(tokens: np.ndarray, starts: np.ndarray, length: int) -> torch.Tensor:
+    """tokens[s : s + length + 1] for each start: LongTensor [len(starts), length + 1]."""
+    import torch
+
+    index = starts[:, None] + np.arange(length + 1)  # [n, length + 1]
     return torch.from_numpy(tokens[index].astype(np.int64))
 
 

@@ -1,45 +1,29 @@
 """How long a suite size would take on this machine, before any of it runs.
 
-The estimate rests on a seconds-long calibration of this machine, in one thread (as every
-worker process runs), not on FLOP rates:
+The estimate rests on a seconds-long calibration of this machine in one thread (as every worker
+process runs), not on FLOP rates:
 
-    calibrate   build the exact models the planned runs train (`DecoderLM` by the trainer's
-                `build_model`) and time a few real optimizer steps of each (`train_step`,
-                `make_optimizer`, batches of the run's shape), a no-grad forward at that shape
-                and at [1, 1] (a call's fixed overhead); models that differ only in depth are
-                measured at their shallowest and deepest and interpolated in n_layers; past the
-                time budget the rest come from a least-squares fit of the measured ones
-                (step ≈ a + b·n_layers + c·FLOPs, FLOPs from `blocklab.budget.flops`). Steps
-                are taken in rounds over all shapes, so a burst of other load skews few
-                samples. Also: a real `trainer.train` run's own overhead (validation windows,
-                the unigram entropy, the result), the contention (a step's slowdown with a
-                second forked worker stepping beside it), and the fixed costs: this process's
-                start and imports, loading the corpus, and a worker's first run (the compiler
-                stack `torch.use_deterministic_algorithms` imports).
-    price       a training run costs setup + steps × step + evaluations × evaluation, counted as
-                `trainer.train` does (eval_every, eval_lengths, eval_batches in chunks of
-                batch_size·seq_len tokens), plus with final_eval_fraction > 0 the end-of-run
-                evaluation of that fraction of the validation split (its windows counted by
-                `data.final_window_count` from the calibrated corpus's validation tokens, each
-                chunk a no-grad forward); every suite prices its own run kinds next to the
-                code that runs them (`Suite.price(spec, calibration)`: gradient probes, timings,
-                kernel benchmarks, post-training reads). What cannot be timed in seconds (a cold
-                torch.compile, torchao's int8 paths, rendering the report) is a reference time
-                from the 2-core reference machine times `speed`, this machine's step time over
-                the reference machine's on one reference model.
-    stored      a run already stored (with this code's provenance) costs nothing; a planned run
-                whose twin (same suite, size and label but the seed) is stored is priced at the
-                twin's own wall time.
-    schedule    `SizeEstimate.wall_s(workers)` replays `run_suites`: the untimed runs of the
-                first round (every suite's runs; a tuned suite's tuning runs) handed to the
-                workers in plan order, each to the first one free and slowed by the
-                contention, the tail included; then the timed runs one after another; the
-                suites' summaries; then the tuned suites' evaluation runs the same way; plus the
-                process start, each worker's first-run imports and the report's build.
+    calibrate   time a few real optimizer steps (`train_step`) of the exact models the planned
+                runs train, a no-grad forward at that shape and at [1, 1] (a call's fixed
+                overhead), in rounds over all shapes so a burst of other load skews few samples;
+                models that differ only in depth are interpolated in n_layers, and past the
+                time budget the rest come from a least-squares fit (step ≈ a + b·n_layers +
+                c·FLOPs). Also a real `trainer.train` run's own overhead, the contention of a
+                second forked worker, and the fixed costs (process start, corpus, a worker's
+                first-run imports).
+    price       a training run costs setup + steps × step + evaluations × evaluation, counted
+                as `trainer.train` does them (the end-of-run evaluation included); every suite
+                prices its own run kinds (`Suite.price(spec, calibration)`). What cannot be
+                timed in seconds (a cold torch.compile, torchao, rendering the report) is a
+                reference time from the 2-core reference machine times `speed`.
+    stored      a run stored with this code's provenance costs nothing; one whose twin (same
+                suite, size and label but the seed) is stored costs the twin's wall time.
+    schedule    `SizeEstimate.wall_s(workers)` replays `run_suites`: each round's untimed runs
+                handed to the first free worker in plan order, slowed by the contention, then
+                the timed runs one after another, plus the fixed costs.
 
-A calibration takes 3-5 s for tiny and about 15-20 s for quick (its shape budget is 15 s). On
-a machine shared with other work every time moves with that work's load: the estimate is for
-the load the calibration saw.
+A calibration takes 3-5 s for tiny and 15-20 s for quick; on a shared machine the estimate is
+for the load the calibration saw.
 
     plan = estimate_suites(RunRequest(Path("runs"), "quick"), ["ffn", "placement"])
     plan.wall_s(workers=2)
@@ -111,12 +95,8 @@ class TrainShape:
     @classmethod
     def from_payload(cls, train: dict[str, Any]) -> TrainShape:
         """From a payload's train dict (`TrainConfig.to_dict`, `train_identity`)."""
-        return cls(batch_size=train["batch_size"], seq_len=train["seq_len"],
-                   steps=train["steps"], precision=train.get("precision", "fp32"),
-                   eval_every=train.get("eval_every", 50),
-                   eval_batches=train.get("eval_batches", 4),
-                   eval_lengths=tuple(train.get("eval_lengths", ())),
-                   final_eval_fraction=train.get("final_eval_fraction", 0.0))
+        kept = {f.name: train[f.name] for f in dataclasses.fields(cls) if f.name in train}
+        return cls(**{**kept, "eval_lengths": tuple(kept.get("eval_lengths", ()))})
 
 
 class ShapeKey(NamedTuple):
@@ -581,9 +561,12 @@ def training_s(model: ModelConfig, train: TrainShape, cal,
             + final_evaluation_s(model, train, cal, val_tokens))
 
 
-def default_price(spec, cal) -> float | None:
-    """A run whose payload holds a model and a train config with steps: `training_s`; else
-    None (a kind only its suite knows how to price)."""
+def price(suite, spec, cal) -> float | None:
+    """A run's seconds under `cal`: its suite's own price (`Suite.price`), else for a payload
+    with a model and a train config with steps `training_s`, else None (unknown)."""
+    own = suite.price(spec, cal) if getattr(suite, "price", None) else None
+    if own is not None:
+        return own
     model, train = spec.payload.get("model"), spec.payload.get("train")
     if isinstance(model, dict) and isinstance(train, dict) and "steps" in train:
         return training_s(ModelConfig.from_dict(model), TrainShape.from_payload(train), cal)
@@ -723,17 +706,10 @@ def estimate_suites(request: RunRequest, names: Sequence[str], *,
                 # a run that reads nothing the tuning chooses runs beside the tuning runs
                 planned.append((suite, stage if spec.reads_tuning else 0, spec, done, same))
 
-    def price(suite, spec, cal) -> float | None:
-        own = suite.price(spec, cal) if getattr(suite, "price", None) else None
-        return own if own is not None else default_price(spec, cal)
-
     todo = [(suite, spec) for suite, _, spec, done, same in planned if not done and not same]
     # Something to run, even if only stored twins price it: the fixed costs need a calibration.
     if calibration is None and any(not done for *_, done, _ in planned):
-        shapes = _Requests()  # the shapes the prices ask for
-        for suite, spec in todo:
-            price(suite, spec, shapes)
-        calibration = calibrate(shapes.shapes, calibration_s)
+        calibration = calibrate(shapes_of(todo), calibration_s)
     by_suite: dict[str, dict[str, float]] = {
         name: {"runs": 0, "stored": 0, "untimed": 0.0, "timed": 0.0, "unknown": 0, "twin": 0}
         for name in names}
@@ -781,12 +757,8 @@ def shapes_of(specs: Iterable[tuple[Any, Any]]) -> dict[ShapeKey, ModelConfig]:
 
 
 def price_specs(specs: Iterable[tuple[Any, Any]], cal: Calibration) -> list[float | None]:
-    """The price of each (suite, spec) under `cal` (for checking prices against real runs)."""
-    out = []
-    for suite, spec in specs:
-        own = suite.price(spec, cal) if getattr(suite, "price", None) else None
-        out.append(own if own is not None else default_price(spec, cal))
-    return out
+    """The price of each (suite, spec) under `cal`."""
+    return [price(suite, spec, cal) for suite, spec in specs]
 
 
 def hours(seconds: float) -> str:

@@ -33,11 +33,11 @@ import hashlib
 import math
 import re
 from collections.abc import Callable
+from functools import partial
 
 import torch
 from torch import nn
 
-from blocklab.errors import InputError
 from blocklab.nn.norm import LayerNorm, RMSNorm
 
 _NORMS = (RMSNorm, LayerNorm, nn.LayerNorm, nn.RMSNorm)
@@ -116,22 +116,6 @@ def _named_init(model: nn.Module, seed: int, n_layers: int, linear: str) -> None
                   param_generator(seed, f"{name}.weight"))
 
 
-def init_gpt2(model: nn.Module, seed: int, n_layers: int) -> None:
-    _named_init(model, seed, n_layers, "gpt2")
-
-
-def init_xavier(model: nn.Module, seed: int, n_layers: int) -> None:
-    _named_init(model, seed, n_layers, "xavier")
-
-
-def init_fan_in(model: nn.Module, seed: int, n_layers: int) -> None:
-    _named_init(model, seed, n_layers, "fan_in")
-
-
-def init_depth(model: nn.Module, seed: int, n_layers: int) -> None:
-    _named_init(model, seed, n_layers, "depth")
-
-
 def init_default(model: nn.Module, seed: int, n_layers: int) -> None:
     """PyTorch's own `reset_parameters`, module by module under a per-module seed."""
     seen: set[int] = set()
@@ -140,23 +124,16 @@ def init_default(model: nn.Module, seed: int, n_layers: int) -> None:
         own = [p for p in module.parameters(recurse=False) if id(p) not in seen]
         if callable(reset) and own:
             seen.update(id(p) for p in own)
-            digest = hashlib.sha256(f"init/{seed}/{name}".encode()).digest()
             with torch.random.fork_rng(devices=[]):
-                torch.manual_seed(int.from_bytes(digest[:8], "big") >> 1)
+                torch.manual_seed(param_generator(seed, name).initial_seed())
                 reset()
 
 
+# name -> initialise(model, seed, n_layers), in place
 INITS: dict[str, Callable[[nn.Module, int, int], None]] = {
-    "gpt2": init_gpt2,
-    "xavier": init_xavier,
-    "fan_in": init_fan_in,
-    "depth": init_depth,
+    "gpt2": partial(_named_init, linear="gpt2"),
+    "xavier": partial(_named_init, linear="xavier"),
+    "fan_in": partial(_named_init, linear="fan_in"),
+    "depth": partial(_named_init, linear="depth"),
     "default": init_default,
 }
-
-
-def initialize(model: nn.Module, name: str, seed: int, n_layers: int) -> None:
-    """Re-initialise every parameter of `model` in place by the named scheme."""
-    if name not in INITS:
-        raise InputError(f"init={name!r} is not allowed; expected one of {sorted(INITS)}")
-    INITS[name](model, seed, n_layers)

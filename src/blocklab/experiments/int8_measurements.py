@@ -54,6 +54,7 @@ from blocklab.config import ModelConfig
 from blocklab.errors import InputError
 from blocklab.experiments.env import torch_threads
 from blocklab.experiments.int8_records import SchemeLoss, SchemeTimes, SwigluError
+from blocklab.experiments.trainer import memory_bytes
 from blocklab.nn.attention import KVCache
 from blocklab.nn.int8 import (
     MODES,
@@ -152,7 +153,7 @@ def free_speedup(t_float: Sequence[float], t_free: Sequence[float]) -> float:
     """The bound 1 / (1 − f), measured: mean over repeats of t_float[r] / t_free[r], the float
     model against the same model with the quantized layers free (paired by repeat, like every
     scheme's speed-up)."""
-    return statistics.fmean(speedups(t_free, list(t_float)))
+    return statistics.fmean(b / t for b, t in zip(t_float, t_free, strict=True))
 
 
 def time_share(bound: float) -> float:
@@ -227,20 +228,6 @@ def timing_bytes(cfg: ModelConfig, seq_lens: Sequence[int], decode_steps: int = 
     return {"weights": weights, "activations": activations}
 
 
-def memory_bytes() -> tuple[int | None, int | None]:
-    """(MemAvailable, MemTotal) from /proc/meminfo, None where it cannot be read."""
-    found: dict[str, int] = {}
-    try:
-        with open("/proc/meminfo", encoding="ascii") as handle:
-            for line in handle:
-                key, _, rest = line.partition(":")
-                if key in ("MemAvailable", "MemTotal"):
-                    found[key] = int(rest.split()[0]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return found.get("MemAvailable"), found.get("MemTotal")
-
-
 def check_timing_fits(cfg: ModelConfig, seq_lens: Sequence[int], *, options: str,
                       loaded_bytes: int = 0, decode_steps: int = 4,
                       advice: str = "use smaller values") -> None:
@@ -288,10 +275,6 @@ def without_part(model: nn.Module, part: str) -> nn.Module:
             parent, _, child = name.rpartition(".")
             setattr(out.get_submodule(parent), child, FreeLinear(module.out_features))
     return out
-
-
-def _median(values: Sequence[float]) -> float:
-    return float(statistics.median(values))
 
 
 def build_schemes(cfg: ModelConfig, schemes: Sequence[tuple[str, str]],
@@ -367,7 +350,7 @@ def measure_schemes(cfg: ModelConfig, *, seq_lens: Sequence[int], decode_steps: 
                 tick = time.perf_counter()
                 model(step_ids, cache=cache)
                 times.append(time.perf_counter() - tick)
-            return _median(times)
+            return float(statistics.median(times))
 
         def gemms(linears, t):
             for lin in linears:
@@ -442,11 +425,6 @@ def measure_schemes(cfg: ModelConfig, *, seq_lens: Sequence[int], decode_steps: 
                     gemms(lins, t)
                     out.gemm_s[name][str(t)].append(time.perf_counter() - tick)
     return out
-
-
-def speedups(timings: Sequence[float], baseline: Sequence[float]) -> list[float]:
-    """Per-repeat speed-ups baseline[r] / timings[r]."""
-    return [b / t for b, t in zip(baseline, timings, strict=True)]
 
 
 # --- quality ---

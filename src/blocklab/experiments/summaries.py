@@ -190,39 +190,36 @@ class Summary:
         return {"schema": SUMMARY_SCHEMA, **dataclasses.asdict(self)}
 
 
+# What `mixed_notes` says of runs from several machines, or bf16 runs of several attention
+# kernels, by (kind, lang).
+_MIXED = {
+    ("machines", "en"): "These {total} runs were made on {count} different machines (CPU model "
+                        "or instruction sets), whose timings and bf16 kernels may differ: "
+                        "{listed}.",
+    ("machines", "zh"): "这 {total} 次运行来自 {count} 台不同的机器（CPU 型号或指令集不同），"
+                        "其计时与 bf16 内核可能因机器而异：{listed}。",
+    ("kernels", "en"): "Its {total} bf16 training runs ran different attention kernels, whose "
+                       "bfloat16 numbers differ, compared together here: {listed}.",
+    ("kernels", "zh"): "其 {total} 次 bf16 训练运行使用了不同的注意力内核（其 bfloat16 数值"
+                       "因内核而异），在此一并比较：{listed}。",
+}
+
+
 def mixed_notes(machines: list[Any], kernels: list[Any], lang: str = "en") -> list[str]:
     """One sentence for each way a summary's runs were mixed: `machines` and `kernels` as
     `Summary.machines` and `Summary.kernels` hold them (RunCount, or their JSON form), in
     English or Chinese ("zh"); [] when neither names two or more."""
-    def counted(items: list[Any]) -> list[tuple[str, int]]:
-        return [(i["name"], i["runs"]) if isinstance(i, dict) else (i.name, i.runs)
-                for i in items]
-
     zh = lang == "zh"
     out = []
-    found = counted(machines)
-    if len(found) > 1:
-        total = sum(n for _, n in found)
-        if zh:
-            out.append(f"这 {total} 次运行来自 {len(found)} 台不同的机器（CPU 型号或指令集不同），"
-                       "其计时与 bf16 内核可能因机器而异：" + "；".join(
-                           f"{name}（{n} 次运行）" for name, n in found) + "。")
-        else:
-            out.append(f"These {total} runs were made on {len(found)} different machines (CPU "
-                       "model or instruction sets), whose timings and bf16 kernels may differ: "
-                       + "; ".join(f"{name} ({n} run{'s' * (n != 1)})" for name, n in found)
-                       + ".")
-    found = counted(kernels)
-    if len(found) > 1:
-        total = sum(n for _, n in found)
-        if zh:
-            out.append(f"其 {total} 次 bf16 训练运行使用了不同的注意力内核（其 bfloat16 数值"
-                       "因内核而异），在此一并比较：" + "；".join(f"{name}（{n} 次运行）"
-                                          for name, n in found) + "。")
-        else:
-            out.append(f"Its {total} bf16 training runs ran different attention kernels, "
-                       "whose bfloat16 numbers differ, compared together here: " + "; ".join(
-                           f"{name} ({n} run{'s' * (n != 1)})" for name, n in found) + ".")
+    for kind, items in (("machines", machines), ("kernels", kernels)):
+        found = [(i["name"], i["runs"]) if isinstance(i, dict) else (i.name, i.runs)
+                 for i in items]
+        if len(found) > 1:
+            listed = ("；" if zh else "; ").join(
+                f"{name}（{n} 次运行）" if zh else f"{name} ({n} run{'s' * (n != 1)})"
+                for name, n in found)
+            out.append(_MIXED[kind, "zh" if zh else "en"].format(
+                total=sum(n for _, n in found), count=len(found), listed=listed))
     return out
 
 

@@ -16,17 +16,10 @@
              on that fraction of the validation split (non-overlapping windows), which the
              final val_loss and its standard error then come from
 
-Same seed, same machine, same thread count: the same loss curve bit for bit.
-
-Inside a torch.distributed process group (`torchrun`, see `blocklab.experiments.distributed`)
-the run is data-parallel: each rank trains on its slice of the same global batch, gradients are
-averaged by DistributedDataParallel, the logged loss is the global batch's, every rank evaluates
-all validation windows, and rank 0 alone shows progress and writes the result; the curves match
-a single process up to float rounding.
-
-Curves: `step`, `train_loss`, `lr`, `grad_norm` hold one entry per optimizer step (0-based step
-index; the loss is that step's batch loss before its update, the gradient norm before clipping).
-`val_step` counts the updates done when the validation losses in `val` were measured.
+Same seed, same machine, same thread count: the same loss curve bit for bit. Under `torchrun`
+the run is data-parallel (`blocklab.experiments.distributed`), its curves a single process's up
+to float rounding. Curves hold one entry per optimizer step (the batch loss before the update,
+the gradient norm before clipping); `val_step` counts the updates done at each validation.
 """
 
 from __future__ import annotations
@@ -59,6 +52,7 @@ from blocklab.config import ModelConfig
 from blocklab.errors import ConfigError, InputError, PositionsBeyondTable
 from blocklab.experiments import distributed
 from blocklab.experiments.data import (
+    FINAL_EVAL_TOKENS,
     Corpus,
     bits_per_byte,
     final_window_count,
@@ -70,7 +64,7 @@ from blocklab.experiments.data import (
     validation_windows,
 )
 from blocklab.experiments.env import environment
-from blocklab.experiments.init import INITS, initialize
+from blocklab.experiments.init import INITS
 from blocklab.experiments.results import json_safe, result_json, run_id
 from blocklab.experiments.run_result import Curves, RunResult
 from blocklab.jsonio import write_atomic
@@ -130,27 +124,22 @@ class TrainConfig:
     divergence_factor: a train loss above this × ln(vocab_size) (the uniform guess) counts as
         diverged, as does NaN/inf (None = NaN/inf only).
     threads: torch CPU threads for the run (None = leave as is). device: "cpu" or "cuda[:i]".
-    final_eval_fraction: the fraction of the validation split scored once more at the end of
-        the run, on non-overlapping windows spread evenly over it, at every eval length (at
-        least as many windows as a periodic evaluation); the result's final val_loss and its
-        standard error come from it. 0.0 = off: the final numbers are the last periodic
-        evaluation's, as before the field existed (and the field is left out of `to_dict`, so
-        run ids of configs without it stay what they were).
-    precision: "fp32", or "bf16" (bfloat16 compute, float32 weights and AdamW state; see
-        `DecoderLM`).
-    backend: what each op of the model runs, "fast", "reference" or "compiled"
-        (`blocklab.nn.backends`); "compiled" warms up every graph the run needs before the
-        first step and reports that time as the result's compile_s. Like threads and device it
-        changes speed, not values (beyond float rounding), so it is not part of the run id.
-    nested_widths: () for ordinary training; else nested-width training (page 000's 2026
-        note on MoSE): each step's loss is the mean of the next-token losses with every FFN at
-        each of these prefix widths of its intermediate channels (`blocklab.nn.narrowed`; a
-        width ≥ d_ff is the whole FFN), on the same batch, so every width is trained on every
-        token. Left out of `to_dict` when empty (run ids of ordinary configs unchanged).
+    final_eval_fraction: the fraction of the validation split scored once more at the end, on
+        non-overlapping windows at every eval length, where the final val_loss and its
+        standard error then come from (0.0 = off: the last periodic evaluation's).
+    precision: "fp32", or "bf16" (bfloat16 compute, float32 weights and AdamW state).
+    backend: "fast", "reference" or "compiled" (`blocklab.nn.backends`); "compiled" warms up
+        every graph before the first step and reports that time as compile_s. Like threads and
+        device it changes speed, not values, so it is not part of the run id.
+    nested_widths: () for ordinary training; else each step's loss is the mean of the losses
+        with every FFN at each of these prefix widths (`nested_loss`, page 000's 2026 note on
+        MoSE), so every width is trained on every token.
     learn_margin: the share of the way from the unigram to the bigram reference
-        (`blocklab.experiments.data.References`) the final validation loss must reach; a run
-        that finishes short of it ends as "did_not_learn", a failure like "diverged", never a
-        measurement. None = off (and left out of `to_dict`).
+        (`data.References`) the final validation loss must reach, else the run ends as
+        "did_not_learn", a failure, never a measurement (None = off).
+
+    Fields added after run ids were first issued (final_eval_fraction, nested_widths,
+    learn_margin) are left out of `to_dict` at their defaults, so earlier ids stay the same.
     """
 
     steps: int = 200
@@ -182,10 +171,9 @@ class TrainConfig:
 
     @classmethod
     def for_run(cls, options: RunOptions, seed: int, **settings: Any) -> TrainConfig:
-        """A suite run's training: its own `settings` (steps, lr, schedule, evaluation…) on
-        `seed`, in the precision, on the backend and on the device of the run's `options`, held
-        to the size's registered `LEARN_MARGIN` unless its settings name one. Every suite
-        builds its TrainConfigs here, so a run option reaches every run the same way."""
+        """A suite run's training: its `settings` on `seed`, with the precision, backend and
+        device of `options` and the size's registered `LEARN_MARGIN` unless settings name one.
+        Every suite builds its TrainConfigs here, so a run option reaches every run."""
         from blocklab.experiments.options import LEARN_MARGIN
 
         settings.setdefault("learn_margin", LEARN_MARGIN[options.size])
@@ -312,13 +300,8 @@ def build_model(model_config: ModelConfig, train_config: TrainConfig) -> nn.Modu
     torch.manual_seed(train_config.seed)
     model = DecoderLM(model_config, backend=train_config.backend,
                       precision=train_config.precision)
-    initialize(model, train_config.init, train_config.seed, model_config.n_layers)
+    INITS[train_config.init](model, train_config.seed, model_config.n_layers)
     return model.to(train_config.device)
-
-
-def count_parameters(model: nn.Module) -> int:
-    """Distinct parameters (a tied embedding counts once)."""
-    return sum(p.numel() for p in model.parameters())
 
 
 def _lm_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
@@ -427,8 +410,6 @@ def standard_error(window_losses: list[float]) -> float | None:
 
 def final_batch_tokens(tc: TrainConfig) -> int:
     """Tokens per forward pass of the end-of-run evaluation (at least a training batch's)."""
-    from blocklab.experiments.data import FINAL_EVAL_TOKENS
-
     return max(tc.batch_size * tc.seq_len, FINAL_EVAL_TOKENS)
 
 
@@ -630,16 +611,18 @@ def training_bytes(mc: ModelConfig, tc: TrainConfig) -> tuple[int, int]:
     return 16 * params, 4 * (mc.n_layers * per_layer + logits)
 
 
-def available_memory_bytes() -> int | None:
-    """MemAvailable from /proc/meminfo (Linux), or None where it cannot be read."""
+def memory_bytes() -> tuple[int | None, int | None]:
+    """(MemAvailable, MemTotal) from /proc/meminfo (Linux), None where it cannot be read."""
+    found: dict[str, int] = {}
     try:
         with open("/proc/meminfo", encoding="ascii") as handle:
             for line in handle:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
+                key, _, rest = line.partition(":")
+                if key in ("MemAvailable", "MemTotal"):
+                    found[key] = int(rest.split()[0]) * 1024
     except (OSError, ValueError, IndexError):
-        return None
-    return None
+        pass
+    return found.get("MemAvailable"), found.get("MemTotal")
 
 
 def check_fits_in_memory(mc: ModelConfig, tc: TrainConfig) -> None:
@@ -647,7 +630,7 @@ def check_fits_in_memory(mc: ModelConfig, tc: TrainConfig) -> None:
     machine has available (InputError naming both)."""
     if tc.device != "cpu":
         return
-    available = available_memory_bytes()
+    available = memory_bytes()[0]
     state, activations = training_bytes(mc, tc)
     if available is not None and state + activations > available:
         gib = 2**30
@@ -669,15 +652,8 @@ def train(model_config: ModelConfig, train_config: TrainConfig,
             to add this run's task to (hidden again when the run ends); rank 0 only.
         label: the progress description; defaults to the model's design choices and seed.
 
-    With `train_config.backend == "compiled"` every graph the run needs is built before the
-    first step (forward and backward on the first batch with and without the per-layer logging
-    hooks, evaluation at each length, the end-of-run evaluation's shapes); that wall time, the
-    compile cost, is reported as `result.compile_s` (None otherwise), not in train_time_s.
-    Every evaluation runs with the per-layer hooks still on (inactive), as they were compiled.
-
-    Inside a process group every rank must call this with the same arguments, and each gets
-    the same result (timings aside). `train_config.batch_size` is the global batch and must
-    divide by the number of ranks.
+    Inside a process group every rank calls this with the same arguments and gets the same
+    result (timings aside); `train_config.batch_size` is the global batch.
     """
     started = time.perf_counter()
     mc, tc = model_config, train_config
@@ -823,7 +799,7 @@ def train(model_config: ModelConfig, train_config: TrainConfig,
         "train_loss": sum(finite_losses) / len(finite_losses) if finite_losses else None,
         "unigram_entropy": entropy,
         "unigram_entropy_bpb": bits_per_byte(entropy),
-        "params": count_parameters(model),
+        "params": sum(p.numel() for p in model.parameters()),  # a tied embedding once
         "unigram_loss": reference.unigram,
         "bigram_loss": reference.bigram,
         "learned_share": reference.share(val_loss) if real(val_loss) else None,
@@ -868,18 +844,9 @@ def train(model_config: ModelConfig, train_config: TrainConfig,
 def run(model_config: ModelConfig, train_config: TrainConfig,
         data: str | Path | Corpus = "stdlib", out_path: str | Path | None = None, *,
         progress: Progress | bool = False, label: str | None = None) -> RunResult:
-    """Train one model; return its result and, given `out_path`, write it there atomically
-    (from rank 0 alone inside a process group).
-
-    The result is a `blocklab.experiments.run_result.RunResult`: status ("ok", "diverged",
-    "stuck", "did_not_learn") and reason, the configs, data and environment, `curves` (per
-    step and per validation), `final` (`FinalMetrics`: val_loss at seq_len with its standard
-    error, the tail mean, per length and per position, train_loss, the unigram entropy,
-    params, the no-training references and the share of the way between them reached),
-    timings (wall_time_s without compile_s, train_time_s, compile_s, final_eval_s,
-    ms_per_step, tokens_per_s) and `backends` (op -> the implementation it ran).
-    Non-finite numbers read as None, as they are stored.
-    """
+    """Train one model; return its `RunResult` (status "ok", "diverged", "stuck" or
+    "did_not_learn"; non-finite numbers read as None, as they are stored) and, given
+    `out_path`, write it there atomically (from rank 0 alone inside a process group)."""
     _, result = train(model_config, train_config, data, progress=progress, label=label)
     if out_path is not None and distributed.is_main():  # one writer in a process group
         write_atomic(Path(out_path), result_json(result))
