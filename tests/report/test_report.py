@@ -433,14 +433,12 @@ def test_run_curves_are_the_summarys_runs_only(built, tmp_path):
     assert "a run of the stored summary is missing" in gone["suites"]["ffn"]["error"]
 
 
-def test_bad_lang_is_one_line_exit_2(tmp_path, one_line_exit_2):
-    line = one_line_exit_2(["report", "--no-run", "--out", str(tmp_path / "out"), "--lang", "fr"])
-    assert line.startswith("error: --lang 'fr' is not allowed")
-    assert not (tmp_path / "out").exists()
-
-
-def test_two_sizes_is_exit_2(tmp_path, one_line_exit_2):
-    one_line_exit_2(["report", "--tiny", "--full", "--out", str(tmp_path / "o")])
+@pytest.mark.parametrize("flags, needle", [(["--no-run", "--lang", "fr"],
+                                            "error: --lang 'fr' is not allowed"),
+                                           (["--tiny", "--full"], "error: ")])
+def test_bad_flags_are_one_line_exit_2(tmp_path, one_line_exit_2, flags, needle):
+    line = one_line_exit_2(["report", *flags, "--out", str(tmp_path / "out")])
+    assert line.startswith(needle) and not (tmp_path / "out").exists()
 
 
 def test_ffn_figures_draw_the_compared_arms_not_the_trend_or_sensitivity_runs(built):
