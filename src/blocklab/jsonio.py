@@ -1,29 +1,16 @@
 """The one reader of JSON a user hands blocklab (a model config.json, a run config, a
-checkpoint index) or that blocklab stored (a run's result, a suite summary), and the one
-cleaner of what blocklab writes as JSON (`json_safe`).
+checkpoint index) or that blocklab stored (a run's result, a suite summary), and the one writer.
 
-Every hostile file is refused the same way, as bad input on one line naming the file: one too
-large to be a config (refused before it is read), one that is not UTF-8, malformed JSON, and
-JSON nested deeper than any config is. The last matters because `json.loads` recurses once per
-level: `'[' * 100_000` raises RecursionError, and a structure a few hundred levels deep that
-does parse makes later recursion (repr in an error message, copying) fail instead.
+Every hostile file is refused as bad input on one line naming the file: too large (refused
+before it is read), not UTF-8, malformed, nested deeper than any config (`json.loads` recurses
+once per level), or not strict JSON (RFC 8259): NaN, Infinity, a number too large for a float,
+a key given twice (in a config, a typo that must not silently pick a value) or a lone
+surrogate, each named where it sits. blocklab never writes any of these.
 
-The JSON must be strict (RFC 8259), which Python's `json` is not by default: it reads NaN,
-Infinity and -Infinity (and 1e999 as infinity), keeps the last of a key given twice, and
-takes strings holding half of a surrogate pair. blocklab never writes any of these, so in a
-stored result one means the file was edited or damaged; in a config a repeated key
-(`{"hidden_size": 64, "hidden_size": 96}`) is a typo that must not silently pick a value.
-Each is refused, naming the key or the value.
-
-What blocklab stored is read back into its dataclasses by `decode` (a summary's data, a run's
-final metrics and curves, a suite's run records), through pydantic in strict mode: every
-field checked against its annotation, unknown fields refused, no coercion beyond int -> float,
-and ResultsError naming the path of the first mismatch (docs/json_load.md has the measurement
-that chose it). Imports only the standard library, `blocklab.errors` and pydantic, so the
-no-torch layers use it too.
-
-Every file blocklab writes goes through `write_atomic` (text) or `atomic_path` (a writer that
-creates its own file): a reader sees the old file or the new one, never half.
+What blocklab stored is read back into its dataclasses by `decode`, through pydantic in strict
+mode (docs/json_load.md has the measurement that chose it): ResultsError names the path of the
+first mismatch. Every file blocklab writes goes through `write_atomic` or `atomic_path`: a
+reader sees the old file or the new one, never half.
 """
 
 from __future__ import annotations

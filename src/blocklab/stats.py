@@ -55,11 +55,6 @@ class Estimate:
     sd: float
     alpha: float
 
-    @property
-    def half_width(self) -> float:
-        """(ci_high − ci_low) / 2."""
-        return (self.ci_high - self.ci_low) / 2
-
 
 # --- input checks -------------------------------------------------------------------------------
 def _sample(values: ArrayLike, name: str) -> np.ndarray:

@@ -35,7 +35,7 @@ from typing import Any
 
 from blocklab.config import ModelConfig
 
-from .flops import Flops, decode_flops, elementwise_flops, prefill_flops
+from .flops import decode_flops, elementwise_flops, prefill_flops
 from .memory import (
     DTYPE_BITS,
     activation_dtype,
@@ -45,24 +45,11 @@ from .memory import (
     layer_activation_elements,
     nbytes,
 )
-from .params import ParamCounts, count_params
-from .zoo import ResolvedModel, ZooEntry, list_zoo, load_zoo, resolve_model
+from .params import count_params
+from .zoo import list_zoo, load_zoo, resolve_model
 
-__all__ = [
-    "DTYPE_BITS",
-    "Flops",
-    "ParamCounts",
-    "ResolvedModel",
-    "ZooEntry",
-    "count_params",
-    "decode_flops",
-    "kv_cache_bytes",
-    "list_zoo",
-    "load_zoo",
-    "model_budget",
-    "prefill_flops",
-    "resolve_model",
-]
+__all__ = ["count_params", "decode_flops", "list_zoo", "load_zoo", "model_budget",
+           "prefill_flops", "resolve_model"]
 
 FLOP_CONVENTION = ("2 FLOPs per multiply-add; matmuls only (norms, activations, softmax, RoPE, "
                    "bias and residual adds excluded, estimated under 'elementwise_prefill'); "

@@ -128,8 +128,9 @@ _COMMANDS = ("verify", "budget", "doctor", "train", "suite", "claims", "report",
              "quantize")
 
 
-def console(stderr: bool = False):
-    """A rich Console for command output. When the reader of stdout goes away
+def console(stderr: bool = False, wide: bool = False):
+    """A rich Console for command output (`wide`: 120 columns when piped, so that wide tables
+    do not wrap). When the reader of stdout goes away
     (`blocklab verify | head`), rich's default exits with code 1, the code of a failed check;
     this one raises BrokenPipeError so that `main` returns 141 instead. Where the stream's
     encoding is not Unicode, text is put in ASCII stand-ins (`ascii_fallback`) before it is
@@ -146,7 +147,10 @@ def console(stderr: bool = False):
                 text = text.encode(self.encoding, ASCII_FALLBACK).decode(self.encoding)
             return super().render_str(text, **kwargs)
 
-    return _Console(stderr=stderr)
+    out = _Console(stderr=stderr)
+    if wide and not out.is_terminal:
+        out.width = 120
+    return out
 
 
 # What a symbol the output encoding cannot show is written as (`ascii_fallback`).

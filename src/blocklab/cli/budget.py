@@ -81,14 +81,6 @@ def budget(
 
 
 # --- formatting ------------------------------------------------------------------------------
-def _console():
-
-    out = console()
-    if not out.is_terminal:
-        out.width = 120  # piped output: wide enough that tables do not wrap
-    return out
-
-
 def _int(n: int) -> str:
     return f"{n:,}"
 
@@ -116,15 +108,15 @@ def _bytes(n: float) -> str:
 def _print_budget(doc: dict) -> None:
     from rich.table import Table
 
-    console = _console()
+    out = console(wide=True)
     c, s = doc["config"], doc["settings"]
     kv = f"{c['n_kv_heads']} KV, " if c["n_kv_heads"] != c["n_heads"] else ""
-    console.print(
+    out.print(
         f"[bold]{doc['model']}[/bold]: d_model {c['d_model']}, {c['n_layers']} layers, "
         f"{c['n_heads']} heads ({kv}head_dim {c['head_dim']}), d_ff {c['d_ff']} {c['ffn']}, "
         f"{c['norm']} {c['placement']}-norm, {c['position']} positions, vocab "
         f"{c['vocab_size']:,}, {'tied' if c['tie_embeddings'] else 'untied'} lm_head")
-    console.print(f"batch {s['batch']}, seq_len {s['seq_len']}, weights {s['dtype']}, "
+    out.print(f"batch {s['batch']}, seq_len {s['seq_len']}, weights {s['dtype']}, "
                   f"activations/KV {s['activation_dtype']}")
 
     p = doc["params"]
@@ -155,12 +147,12 @@ def _print_budget(doc: dict) -> None:
     table.add_row("[bold]one layer[/bold]", _int(p["per_layer"]), _int(p["per_layer"] * layers),
                   _share(p["per_layer"] * layers, total))
     table.add_row("[bold]total[/bold]", "", f"[bold]{_int(total)}[/bold]", "100.00%")
-    console.print(table)
+    out.print(table)
     if "published_params" in doc:
         pub = doc["published_params"]
         verdict = "not published" if pub is None else (
             "equal" if pub == total else f"differs by {total - pub:+,}")
-        console.print(f"published: {'—' if pub is None else _int(pub)} ({verdict})")
+        out.print(f"published: {'—' if pub is None else _int(pub)} ({verdict})")
 
     fp, fd = doc["flops"]["prefill"], doc["flops"]["decode"]
     table = Table(title=f"FLOPs (matmuls, 2 per multiply-add; scores {s['scores']})",
@@ -191,8 +183,8 @@ def _print_budget(doc: dict) -> None:
     table.add_row("[dim]elementwise estimate, not in total[/dim]",
                   f"[dim]{pre(doc['flops']['elementwise_prefill']['total'])}[/dim]", "", "",
                   "")
-    console.print(table)
-    console.print(f"FFN share of prefill FLOPs: [bold]{100 * fp['ffn_share']:.1f}%[/bold]; "
+    out.print(table)
+    out.print(f"FFN share of prefill FLOPs: [bold]{100 * fp['ffn_share']:.1f}%[/bold]; "
                   f"of a decode step: {100 * fd['ffn_share']:.1f}%")
 
     m = doc["memory"]
@@ -218,10 +210,10 @@ def _print_budget(doc: dict) -> None:
                   f"(balance {ai['balance_flops_per_byte']:.0f})")
     table.add_row("prefill arithmetic intensity", f"{ai['prefill_flops_per_byte']:,.1f} FLOP/B",
                   f"FLOPs / (weights read + KV written) -> {ai['prefill_bound']}-bound")
-    console.print(table)
-    console.print(f"balance point: {ai['hardware']}")
+    out.print(table)
+    out.print(f"balance point: {ai['hardware']}")
     for note in doc["notes"]:
-        console.print(f"note: {note}")
+        out.print(f"note: {note}")
 
 
 def _short_source(text: str) -> str:
@@ -254,7 +246,7 @@ def _list(as_json: bool) -> None:
         mark = "" if pub is None else (" =" if pub == r["computed_params"] else " ≠")
         table.add_row(r["name"], r["hf_id"] or "—", "—" if pub is None else _int(pub),
                       _int(r["computed_params"]) + mark, _short_source(r["params_source"]))
-    _console().print(table)
+    console(wide=True).print(table)
 
 
 def _sweep(seq: int | None, batch: int | None, as_json: bool, plot: str | None) -> None:
@@ -288,9 +280,9 @@ def _sweep(seq: int | None, batch: int | None, as_json: bool, plot: str | None) 
                                                         "plain_params", "gated_params",
                                                         "plain_intermediate",
                                                         "gated_intermediate")))
-    console = _console()
-    console.print(table)
-    console.print("params: 2·d·m plain, 3·d·m gated (shared by every token); intermediate: "
+    out = console(wide=True)
+    out.print(table)
+    out.print("params: 2·d·m plain, 3·d·m gated (shared by every token); intermediate: "
                   "B·T·m per branch, 1 branch plain, 2 gated")
     if saved is not None:
-        console.print(f"plot saved to {saved}")
+        out.print(f"plot saved to {saved}")

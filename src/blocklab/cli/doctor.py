@@ -61,9 +61,7 @@ def doctor(
 def _print(label: str, findings, counts: dict[str, int]) -> None:
     from rich.table import Table
 
-    out = console()
-    if not out.is_terminal:
-        out.width = 120
+    out = console(wide=True)
     if not findings:
         out.print(f"[green]{label}: no findings[/green]")
         return

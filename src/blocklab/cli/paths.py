@@ -6,15 +6,10 @@ path as typed and why), not an OSError about a temporary file after minutes of t
     output_folder("out", "--out", ["result.json"])     a folder (created if missing) and the
                                                        files written under it, in subfolders too
 
-Checked without creating anything:
-- the text names something: not empty, no NUL byte;
-- every name on the way fits the file system's NAME_MAX, the temporary name each file is
-  written through included (`blocklab.jsonio.atomic_path`, `write_atomic`:
-  `.NAME.<12 hex>.tmp` and the suffix), and the longest path written fits PATH_MAX;
-- every folder a file goes into is a folder or can be made one: no part of its path is a file,
-  a symbolic link to nothing or a loop of symbolic links, and every part can be searched;
-- the nearest of them that exists is writable: `os.access(W_OK | X_OK)`, then a file created
-  and removed there (root passes `os.access` on any mode bits, not on a read-only mount).
+Nothing is created: every name (the temporary one each file is written through included)
+must fit NAME_MAX and the longest path PATH_MAX; every folder on the way must be a folder or
+makeable; the nearest existing one must take a new file (root passes `os.access` on any mode
+bits, not on a read-only mount, so a file is created and removed there).
 """
 
 from __future__ import annotations

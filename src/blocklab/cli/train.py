@@ -39,8 +39,10 @@ def _read_config(path: Path) -> dict[str, Any]:
     return config
 
 
-# Flags whose TrainConfig field has another name; the others are the field with dashes.
-_FLAG_OF = {"warmup_steps": "--warmup", "grad_clip": "--clip"}
+def _flag(field_name: str) -> str:
+    """The flag that sets a config field: the field with dashes, but --warmup and --clip."""
+    return {"warmup_steps": "--warmup", "grad_clip": "--clip"}.get(
+        field_name, "--" + field_name.replace("_", "-"))
 
 
 @contextlib.contextmanager
@@ -54,7 +56,7 @@ def _named_as_written(flags: dict[str, Any], file: dict[str, Any], config: Path 
         match = re.match(r"(?:Model|Train)Config\.(\w+)=", str(err))
         name = match.group(1) if match else None
         if name is not None and name in flags:
-            where = _FLAG_OF.get(name, "--" + name.replace("_", "-"))
+            where = _flag(name)
         elif config is not None and (name is None or name in file.get(section, {})):
             where = f"--config {config}" + ("" if name is None else f": {section}.{name}")
         else:
@@ -66,7 +68,7 @@ def _as_written(name: str, value: Any, flags: dict[str, Any], file: dict[str, An
                 config: Path | None) -> str:
     """The TrainConfig field `name` and its `value` as the user set it: the flag, the key in
     the --config file, or the flag's default."""
-    flag = _FLAG_OF.get(name, "--" + name.replace("_", "-"))
+    flag = _flag(name)
     if name in flags:
         return f"{flag} {value}"
     if name in file.get("train", {}):

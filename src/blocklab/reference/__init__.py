@@ -2,7 +2,9 @@
 
 Nothing here imports torch or any other part of blocklab; the modules (``nn``) and the claim
 checks compare against these functions. The page's own names and return keys are kept:
-``swiglu``, ``norm_statistics``, ``residual_paths``.
+``swiglu``, ``norm_statistics``, ``residual_paths``. Every function takes real numbers only and
+raises a one-line InputError (a ValueError) naming the argument for anything else, and for a
+result that overflows float64 (``_validate``).
 """
 
 from .activations import (

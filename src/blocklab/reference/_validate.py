@@ -16,18 +16,10 @@ import numbers
 
 import numpy as np
 
+from blocklab.checks import shown_value as shown
 from blocklab.errors import InputError
 
-# As ModelConfig's MAX_SIZE: integers above 2**53 are not exact in float64, so sizes past it
-# would give counts and shares that are silently wrong once a caller turns them into floats.
-MAX_SIZE = 2**53
 _NUMBER_KINDS = "iuf"  # NumPy dtype kinds of signed and unsigned integers and floats
-
-
-def shown(value) -> str:
-    """repr(value) for an error message, its middle elided when long (a 400-digit number)."""
-    text = repr(value)
-    return text if len(text) <= 60 else f"{text[:28]}...{text[-12:]} ({len(text)} chars)"
 
 
 def real_numbers(value, name: str, expected: str) -> np.ndarray:

@@ -21,9 +21,11 @@ import numbers
 
 import numpy as np
 
+from blocklab.checks import MAX_SIZE
+from blocklab.checks import shown_value as shown
 from blocklab.errors import InputError
 
-from ._validate import MAX_SIZE, as_matrix, as_vector, check_overflow, describe, shown
+from ._validate import as_matrix, as_vector, check_overflow, describe
 from .activations import silu, silu_grad
 
 
@@ -69,12 +71,6 @@ def swiglu(x, gate_matrix, up_matrix, down_matrix) -> dict:
         ``gate`` g = W_g x [m], ``up`` u = W_u x [m], ``hidden`` h = SiLU(g) (*) u [m],
         ``output`` y = W_d h [d] (float64 arrays); ``parameters`` = 3 d m matrix entries and
         ``hidden_elements`` = m (ints).
-
-    Raises:
-        ValueError: empty or non-finite input, anything that is not a real number (a string,
-            a bool, None), a matrix that is not 2-D or not finite, branch widths that differ,
-            any width that does not chain (W_g, W_u: [m, d]; W_d: [d, m]), or a gate, up,
-            hidden or output that overflows float64 (the message names which).
     """
     x, w_g, w_u, w_d = _check_swiglu_inputs(x, gate_matrix, up_matrix, down_matrix)
     with np.errstate(over="ignore", invalid="ignore"):
@@ -113,9 +109,6 @@ def sliced_swiglu(x, gate_matrix, up_matrix, down_matrix, width) -> dict:
     Returns:
         :func:`swiglu`'s dict at width k (``gate``, ``up``, ``hidden``: [k]; ``parameters`` =
         3 d k, ``hidden_elements`` = k).
-
-    Raises:
-        ValueError: as :func:`swiglu`, or a width that is not an integer in 1 … m.
     """
     x, w_g, w_u, w_d = _check_swiglu_inputs(x, gate_matrix, up_matrix, down_matrix)
     m = w_g.shape[0]
@@ -187,10 +180,6 @@ def ffn_budget(d: int, m: int, batch: int, seq_len: int, gated: bool, bias: bool
         intermediate_elements``.
 
     The counts are exact Python ints, whatever their size.
-
-    Raises:
-        ValueError: a size that is not a positive integer at most 2**53 (as ``ModelConfig``),
-            or a flag that is not a bool.
     """
     d = _positive_int(d, "d")
     m = _positive_int(m, "m")

@@ -28,10 +28,6 @@ def central_difference_jacobian(f: Callable, x, step=None) -> np.ndarray:
 
     Returns:
         [m, n] indexed [out, in], the same layout as the analytic Jacobians.
-
-    Raises:
-        ValueError: invalid x; a step that is not positive and finite or has the wrong shape;
-            f returning a non-1-D or non-finite value, or outputs of different lengths.
     """
     x = as_vector(x, "x")
     n = x.shape[0]

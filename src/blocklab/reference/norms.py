@@ -100,11 +100,8 @@ def norm_statistics(x, eps=1e-6) -> dict:
     Returns:
         ``mean``, ``square_mean``, ``variance`` (floats); ``rmsnorm`` x / s and ``layernorm``
         (x - mu) / sigma, [d]; ``jacobian`` of RMSNorm, I / s - x x^T / (d s^3), [d, d].
-
-    Raises:
-        ValueError: empty or non-finite x; non-finite or negative eps; a zero denominator in
-            either norm (all-zero x with eps = 0, or constant x with eps = 0), since both norms
-            are computed together.
+        Both norms are computed, so a zero denominator in either (x all zero or constant at
+        eps = 0) refuses the call.
     """
     return _statistics(as_vector(x, "x"), as_eps(eps))
 
@@ -221,10 +218,6 @@ def scale_invariance_gap(x, a, eps=1e-6) -> float:
         f = eps (a^2 - 1) / ((a sqrt(q + eps) + sqrt(a^2 q + eps)) sqrt(a^2 q + eps) sqrt(q + eps))
 
     which is 0 for every a > 0 when eps = 0. For a < 0 the terms add and do not cancel.
-
-    Raises:
-        ValueError: invalid x or eps, non-finite a, or a zero denominator (x = 0 or a = 0
-            with eps = 0).
     """
     x = as_vector(x, "x")
     eps = as_eps(eps)
@@ -275,9 +268,6 @@ def equality_tolerance(x, a, eps=1e-6, norm="rmsnorm") -> float:
         a: the scale, finite and non-zero.
         eps: denominator constant, finite and >= 0.
         norm: "rmsnorm" or "layernorm".
-
-    Raises:
-        ValueError: invalid x, a or eps, or another norm.
     """
     x = as_vector(x, "x")
     eps = as_eps(eps)
@@ -324,10 +314,6 @@ def shift_scale_table(x, eps=1e-6, shift=2.0, scale=3.0, channel_scales=None) ->
         (``"rmsnorm"`` or ``"layernorm"``), ``invariant`` (max_deviation <= tolerance),
         ``max_deviation`` = max |N(T x) - N(x)|, ``sign_flip`` (sign_flip_deviation <=
         tolerance), ``sign_flip_deviation`` = max |N(T x) + N(x)|, ``tolerance``.
-
-    Raises:
-        ValueError: invalid x or eps, non-finite shift, scale <= 0, channel_scales of the wrong
-            shape, or a zero denominator for some transformed input.
     """
     x = as_vector(x, "x")
     eps = as_eps(eps)

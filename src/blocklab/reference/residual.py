@@ -42,14 +42,8 @@ def residual_paths(x, matrix, eps=1e-6) -> dict:
 
     Returns:
         ``pre`` x + A N(x) and ``post`` N(x + A x), [d]; ``pre_jacobian`` I + A J_N(x) and
-        ``post_jacobian`` J_N(x + A x) (I + A), [d, d].
-
-    Raises:
-        ValueError: a matrix that is not [d, d] with d = len(x); any error of
-            :func:`~blocklab.reference.norms.norm_statistics` for x or for the post-norm input
-            x + A·x, named as such (it checks the LayerNorm denominator too, so a constant x or
-            x + A·x with eps = 0 is rejected, as on the page); or a result that overflows
-            float64 (the message names which).
+        ``post_jacobian`` J_N(x + A x) (I + A), [d, d]. As `norm_statistics`, a constant x
+        or x + A·x at eps = 0 is refused, as on the page, named as what it is.
     """
     x = as_vector(x, "x")
     a = _square_for(x, matrix)

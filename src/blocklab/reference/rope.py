@@ -70,11 +70,6 @@ def rope_frequencies(d: int, base=10000.0) -> np.ndarray:
 
 def rope_rotate(x, position, base=10000.0, layout="half_split") -> np.ndarray:
     """Rotate each channel pair of ``x`` by ``position * theta_i``; x: [d] (d even) -> [d].
-
-    Raises:
-        ValueError: empty, odd-length or non-finite x; non-finite position; base <= 1 or not
-            finite; anything that is not a real number; a layout not in ``ROPE_LAYOUTS``; a
-            rotated pair that overflows float64 (|x| near the float64 maximum).
     """
     x = _check_even(as_vector(x, "x"), "x")
     position = as_scalar(position, "position")
