@@ -11,7 +11,6 @@ from blocklab.cli import ladder as ladder_cli
     (["C16", "--precision", "fp16"], "--precision 'fp16' is not allowed"),
     (["C16", "--budget", "-1"], "--budget -1.0 is not allowed"),
     (["C16", "--budget", "inf"], "--budget inf is not allowed"),
-    (["C16", "--seed-offset", "-3"], "--seed-offset"),
     (["C16", "--jobs", "0"], "--jobs"),
 ])
 def test_bad_input_is_one_line_before_any_work(blocklab, one_line_exit_2, tmp_path, argv, message):

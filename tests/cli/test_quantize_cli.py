@@ -2,25 +2,19 @@ import json
 
 import pytest
 
-from blocklab.cli import main
-
 from ..conftest import run_cli
 
 
-@pytest.mark.parametrize("args", [["nope"], ["llama-3.2-1b", "--layers", "0"],
-                                  ["llama-3.2-1b", "--d-model", "100"],
-                                  ["llama-3.2-1b", "--seq", "0"]])
-def test_bad_input_is_one_line_exit_2(one_line_exit_2, args):
-    one_line_exit_2(["quantize", *args])
-
-
-def test_json(capsys):
-    assert main(["quantize", "llama-3.2-1b", "--layers", "1", "--d-model", "128", "--seq",
-                 "16", "--repeats", "2", "--json"]) == 0
-    doc = json.loads(capsys.readouterr().out)
-    assert doc["timed_config"]["n_layers"] == 1 and doc["timed_config"]["d_model"] == 128
-    assert "random weights" in doc["note"]
-    assert [d["scheme"] for d in doc["schemes"]][0] == "none"
+def test_json_labels_the_bound_and_the_estimate(capsys):
+    code, out, _ = run_cli(["quantize", "llama-3.2-1b", "--layers", "1", "--d-model", "64",
+                            "--seq", "8", "--repeats", "2", "--json"], capsys)
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["timed_config"]["n_layers"] == 1 and doc["timed_config"]["d_model"] == 64
+    assert "random weights" in doc["note"] and doc["schemes"][0]["scheme"] == "none"
+    ffn = next(d for d in doc["schemes"] if d["scheme"] == "ffn/dynamic")
+    assert ffn["prefill_estimate"]["8"] <= ffn["prefill_bound"]["8"]
+    assert 0.0 <= ffn["time_share"]["8"] <= 1.0 and ffn["decode_bound"] is not None
 
 
 def _checkpoint(folder, vocab_size=48):
@@ -56,6 +50,7 @@ def test_d_model_must_be_positive_and_fit_the_heads(one_line_exit_2, value):
     (["llama-3.2-1b", "--repeats", "1"], ["--repeats 1", ">= 2"]),  # no interval from one
     ([""], ["MODEL ''"]),
     (["llama-3.2-1b", "--layers", "17"], ["--layers 17", "16 layers"]),
+    (["llama-3.2-1b", "--layers", "0"], ["--layers 0"]),
     (["llama-3.2-1b", "--seq", "8193"], ["--seq"]),
 ])
 def test_unusual_input_is_one_line_exit_2(one_line_exit_2, args, names):
@@ -96,15 +91,6 @@ def test_a_checkpoint_is_timed_with_its_own_weights_and_vocab(capsys, tmp_path):
     for name, tensor in cut.state_dict().items():  # every tensor is the checkpoint's own
         torch.testing.assert_close(tensor, full[name], atol=0, rtol=0)
     assert "layers.2.ffn.down_proj.weight" not in cut.state_dict()
-
-
-def test_json_labels_the_bound_and_the_estimate(capsys):
-    code, out, _ = run_cli(["quantize", "llama-3.2-1b", "--layers", "1", "--d-model", "64",
-                              "--seq", "8", "--repeats", "2", "--json"], capsys)
-    assert code == 0
-    ffn = next(d for d in json.loads(out)["schemes"] if d["scheme"] == "ffn/dynamic")
-    assert ffn["prefill_estimate"]["8"] <= ffn["prefill_bound"]["8"]
-    assert 0.0 <= ffn["time_share"]["8"] <= 1.0 and ffn["decode_bound"] is not None
 
 
 @pytest.mark.parametrize("vnni", [False, True])
