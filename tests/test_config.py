@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from blocklab.config import FFNS, ModelConfig, gated_ffn_width
+from blocklab.config import FFNS, ModelConfig
 from blocklab.errors import ConfigError
 from blocklab.interop.hf_config import to_hf
 
@@ -16,20 +16,6 @@ def test_defaults_derive_sizes():
     # gated default: int(2/3 * 4 * 256) = 682 -> multiple_of 1
     assert cfg.d_ff == 682
     assert ModelConfig(ffn="gelu", d_model=256).d_ff == 1024
-
-
-@pytest.mark.parametrize(
-    ("d", "multiple_of", "multiplier", "expected"),
-    [
-        (4096, 256, None, 11008),  # Llama-2-7B / the page's example
-        (4096, 1024, 1.3, 14336),  # Llama-3-8B
-        (8192, 4096, 1.3, 28672),  # Llama-3-70B
-        (16384, 4096, 1.2, 53248),  # Llama-3.1-405B
-        (512, 1, None, 1365),
-    ],
-)
-def test_gated_width_matches_published_models(d, multiple_of, multiplier, expected):
-    assert gated_ffn_width(d, multiple_of, multiplier) == expected
 
 
 @pytest.mark.parametrize(
