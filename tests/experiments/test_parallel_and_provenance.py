@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from blocklab.experiments import provenance
-from blocklab.experiments.executors import ParallelExecutor, usable_cores
+from blocklab.experiments.executors import ParallelExecutor
 from blocklab.experiments.options import RunOptions, RunRequest
 from blocklab.experiments.run_result import FinalMetrics, RunResult
 from blocklab.experiments.suites import base, get_suite, run_suite
@@ -138,13 +138,6 @@ def test_failed_run_in_a_worker_is_listed_and_the_others_are_stored(tmp_path):
                   executor=ParallelExecutor(2))
     assert err.value.missing == [("run 1", "RuntimeError: run 1 broke")]
     assert len(list((tmp_path / "flaky" / "tiny").glob("*.json"))) == 2
-
-
-def test_jobs_must_be_a_positive_count():
-    for bad in (0, -1, True, 2.0, 10**6):
-        with pytest.raises(ValueError, match="--jobs"):
-            ParallelExecutor(bad)
-    assert usable_cores() >= 1
 
 
 # --- provenance ---------------------------------------------------------------------------------

@@ -16,11 +16,9 @@ is the single-process run up to float rounding:
               global mean, so clipping and AdamW see the single-process gradient
     loss      the logged train loss (and the residual RMS) is averaged over ranks with
               all_reduce: the loss of the global batch
-    seeds     one seed for every rank, nothing derived per rank: the model has no dropout and
-              training draws no other random numbers, so identical initial weights and the
-              shared batch stream are all there is (DDP broadcasts rank 0's weights anyway)
-    evaluate  every rank scores all validation windows on its copy of the model: the same
-              numbers as a single process; the other ranks would only wait for rank 0
+    seeds     one seed for every rank: no dropout, no other random numbers, so identical
+              initial weights and the shared batch stream are all there is
+    evaluate  every rank scores all validation windows (the others would only wait for rank 0)
     write     rank 0 alone writes the result and shows progress
 """
 
@@ -76,11 +74,8 @@ def backend_for(device: str) -> str:
 @contextlib.contextmanager
 def process_group(device: str = "cpu",
                   environ: Mapping[str, str] = os.environ) -> Iterator[Rank | None]:
-    """Join torchrun's process group for the duration; yield this process's `Rank`.
-
-    Outside torchrun nothing happens and None is yielded. A group that is already initialised
-    (by the caller) is used as it is and left open.
-    """
+    """Join torchrun's process group for the duration; yield this process's `Rank` (None
+    outside torchrun). A group the caller initialised is used as it is and left open."""
     rank = torchrun_rank(environ)
     if rank is None:
         yield None

@@ -205,39 +205,24 @@ class Calibration:
                 "reference_step_s": REFERENCE_STEP_S * self.speed}
 
 
-class _Requests:
+@dataclass(frozen=True)
+class _Requests(Calibration):
     """Stands in for a `Calibration` while the runs are priced once to learn which shapes they
-    need; every time is 1 s."""
+    need (`shapes`); every time is 1 s."""
 
-    speed = 1.0
-    scale = 1.0
-    run_s = 1.0
-    val_tokens = 0
+    seconds: float = 0.0
+    timings: dict[ShapeKey, Timing] = field(default_factory=dict)
+    measured: int = 0
+    fitted: int = 0
+    speed: float = 1.0
+    startup_s: float = 1.0
+    worker_start_s: float = 1.0
+    run_s: float = 1.0
+    shapes: dict[ShapeKey, ModelConfig] = field(default_factory=dict)
 
-    def __init__(self) -> None:
-        self.shapes: dict[ShapeKey, ModelConfig] = {}
-
-    def _note(self, model: ModelConfig, batch: int, seq: int, precision: str) -> float:
+    def _timing(self, model: ModelConfig, batch: int, seq: int, precision: str) -> Timing:
         self.shapes.setdefault(_key(model, batch, seq, precision), model)
-        return 1.0
-
-    def step_s(self, model: ModelConfig, batch: int, seq: int, precision: str = "fp32"
-               ) -> float:
-        return self._note(model, batch, seq, precision)
-
-    def build_s(self, model: ModelConfig, batch: int, seq: int, precision: str = "fp32"
-                ) -> float:
-        return self._note(model, batch, seq, precision)
-
-    def forward_s(self, model: ModelConfig, batch: int, seq: int, rows: int, length: int,
-                  precision: str = "fp32") -> float:
-        return self._note(model, batch, seq, precision)
-
-    def reference_s(self, seconds: float) -> float:
-        return seconds
-
-    def fixed_s(self, seconds: float) -> float:
-        return seconds
+        return Timing(1.0, 1.0, 1.0, 1.0)
 
 
 class _Probe:

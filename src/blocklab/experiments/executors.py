@@ -91,13 +91,7 @@ class ParallelExecutor:
     method (Linux, macOS); elsewhere the runs go one after another.
     """
 
-    jobs: int
-
-    def __post_init__(self) -> None:
-        if isinstance(self.jobs, bool) or not isinstance(self.jobs, int) or not \
-                1 <= self.jobs <= 1024:
-            raise InputError(f"--jobs {self.jobs!r} is not allowed; expected an integer in "
-                             "[1, 1024]")
+    jobs: int  # (checked by the command line: `env.check_threads`)
 
     def __call__(self, specs: Sequence[RunSpec], store: ResultSink,
                  progress: bool) -> dict[str, str]:
@@ -138,9 +132,7 @@ class ParallelExecutor:
                         if error is None:
                             store.save(spec.run_id, future.result())
                         else:
-                            lines = str(error).strip().splitlines()
-                            failed[spec.run_id] = f"{type(error).__name__}: " \
-                                                  f"{lines[0] if lines else ''}".rstrip(": ")
+                            failed[spec.run_id] = _one_line(error)
                         if overall is not None:
                             bar.advance(overall)
         finally:
@@ -153,12 +145,8 @@ def _execute(execute: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
     return execute(False)
 
 
-def _describe(error: BaseException) -> str:
-    """A failed task's error as one line: the task's own exception where Ray wrapped one."""
-    import ray
-
-    if isinstance(error, ray.exceptions.RayTaskError) and error.cause is not None:
-        error = error.cause
+def _one_line(error: BaseException) -> str:
+    """A failed run's error as one line: "RuntimeError: its first line"."""
     lines = str(error).strip().splitlines()
     return f"{type(error).__name__}: {lines[0] if lines else ''}".rstrip(": ")
 
@@ -241,8 +229,9 @@ class RayExecutor:
                     spec = pending.pop(ready[0])
                     try:
                         result = ray.get(ready[0])
-                    except ray.exceptions.RayError as err:
-                        failed[spec.run_id] = _describe(err)
+                    except ray.exceptions.RayError as err:  # the task's own error, if it raised
+                        cause = err.cause if isinstance(err, ray.exceptions.RayTaskError) else None
+                        failed[spec.run_id] = _one_line(cause or err)
                         if bar is not None:
                             bar.console.print(f"[red]failed[/red] {escape(spec.label)}: "
                                               f"{escape(failed[spec.run_id])}")

@@ -47,20 +47,13 @@ def identity_deviation(block: Callable[[Tensor], Tensor], x: Tensor,
 
         ‖A‖_F² / n  ≈  Σ_k ‖Aᵀu_k‖² / Σ_k ‖u_k‖²        (A = J − I, or A = J)
 
-    whatever the probes' scale c. Gaussian probes give a consistent estimate (a few suffice
-    when n is large and A is not low-rank); the n vectors of an orthonormal basis give the
-    exact value, since Σ_k ‖Aᵀe_k‖² = ‖A‖_F². Each Aᵀu is one backward pass: (J − I)ᵀu =
-    Jᵀu − u, with Jᵀu the vector-Jacobian product. Dividing by n makes the numbers comparable
-    across widths, lengths and batch sizes: the identity itself has ‖I‖_F / √n = 1.
+    whatever the probes' scale c. Gaussian probes give a consistent estimate; the n vectors of
+    an orthonormal basis give the exact value. Each Aᵀu is one backward pass: (J − I)ᵀu =
+    Jᵀu − u, Jᵀu the vector-Jacobian product. Dividing by n makes widths, lengths and batch
+    sizes comparable: ‖I‖_F / √n = 1.
 
-    Args:
-        block: x [B, T, d] -> y [B, T, d], the same shape (a residual block).
-        x: the block's input [B, T, d]; it is detached here, so the block's parameters get no
-            gradient from this call.
-        probes: K ≥ 1 tensors shaped like x.
-
-    Returns:
-        IdentityDeviation(deviation=‖J − I‖_F / √n, gain=‖J‖_F / √n), float.
+    block: x [B, T, d] -> y [B, T, d]; x is detached here, so the block's parameters get no
+    gradient from this call; probes: K ≥ 1 tensors shaped like x.
     """
     if not probes:
         raise ValueError("identity_deviation needs at least one probe vector")
@@ -89,8 +82,8 @@ def gaussian_probes(like: Tensor, count: int, generator: torch.Generator) -> lis
 
 
 class LayerKwargs(TypedDict, total=False):
-    """The keyword arguments a decoder layer is called with (`blocklab.nn.block`): RoPE's
-    (cos, sin) tables, an attention bias (ALiBi), a KV cache; none for the final norm."""
+    """The keyword arguments a decoder layer is called with (`blocklab.nn.block`); none for the
+    final norm."""
 
     rope: tuple[Tensor, Tensor] | None
     bias: Tensor | None
@@ -108,13 +101,9 @@ class LayerInput:
 
 @contextmanager
 def capture_stream(model: nn.Module) -> Iterator[list[LayerInput]]:
-    """Record, during one forward pass of `model` (a `blocklab.nn.model` decoder: its
-    `layers`, then its final `norm`), the residual stream entering every layer and the final
-    norm, each with its gradient retained for the backward pass that follows.
-
-    Yields a list that fills as the forward runs: L + 1 `LayerInput`s, layer 0 first, the
-    final norm's input last (its kwargs empty). Hooks are removed on exit.
-    """
+    """Record, during one forward pass of `model` (a `DecoderLM`), the residual stream entering
+    every layer and the final norm, gradients retained: a list that fills with L + 1
+    `LayerInput`s, layer 0 first, the final norm's last. Hooks are removed on exit."""
     found: list[LayerInput] = []
 
     def keep(module: nn.Module, args: tuple, kwargs: dict) -> None:
@@ -135,13 +124,11 @@ def capture_stream(model: nn.Module) -> Iterator[list[LayerInput]]:
 def stream_sensitivity(x: Tensor) -> float:
     """‖∂L/∂x‖ · rms(x) for a tensor x [B, T, d] whose gradient the backward pass kept.
 
-    For a perturbation δx with independent entries of standard deviation ε·rms(x) (a relative
-    perturbation ε of the stream), the loss moves by ε·‖∂L/∂x‖·rms(x) in root mean square: this
-    is the loss's sensitivity to a relative change of x. It is invariant to a global rescaling
-    of the stream (the final norm divides it out: ∂L/∂x scales as 1/c when x scales as c), so
-    the 1/√L that the final norm gives a growing stream, which spreads parameter gradients,
-    cannot spread this. Growth from one layer to the next still counts, as it should: a
-    relative perturbation of a small early stream is a small part of the stream it joins.
+    A perturbation of x with independent entries of sd ε·rms(x) moves the loss by
+    ε·‖∂L/∂x‖·rms(x) in root mean square: the loss's sensitivity to a relative change of x. A
+    global rescaling of the stream leaves it unchanged (∂L/∂x scales as 1/c when x scales as
+    c, the final norm divides c out), so the 1/√L a final norm gives a growing stream cannot
+    spread it; growth from one layer to the next still counts.
     """
     if x.grad is None:
         raise ValueError("stream_sensitivity: x has no gradient; capture it with "
@@ -153,13 +140,9 @@ def stream_sensitivity(x: Tensor) -> float:
 
 def residual_sensitivity(model: nn.Module, loss_of: Callable[[nn.Module], Tensor]
                          ) -> tuple[Tensor, list[float], list[LayerInput]]:
-    """One forward and backward of `loss_of(model)` with the residual stream captured.
-
-    Returns (loss, sensitivities, inputs): `sensitivities` are L + 1 floats,
-    ‖∂L/∂x_l‖ · rms(x_l) for the stream entering layer l = 0 … L − 1 and then the stream
-    entering the final norm (`stream_sensitivity`); `inputs` are those streams with each
-    layer's keyword arguments (`capture_stream`), for `identity_deviation`. The backward pass
-    also leaves every parameter's `.grad`, as `loss.backward()` does.
+    """One forward and backward of `loss_of(model)` with the residual stream captured:
+    (loss, `stream_sensitivity` of the L + 1 streams of `capture_stream`, those streams with
+    their keyword arguments). Every parameter's `.grad` is left as `loss.backward()` leaves it.
     """
     with capture_stream(model) as inputs:
         loss = loss_of(model)

@@ -6,29 +6,22 @@ toy model can be read against the rungs above it (`blocklab.claims.ladder` reads
     multiple("rung2")     # 4: training compute over the quick size's (1 for "quick")
     width(64, 4, 16)      # 96: the quick width × 4^(1/4), on the 16-wide heads
 
-Why 2× a rung: four rungs are the fewest that give the trend, with the rung as its unit,
-two degrees of freedom, and where a part is first decided is read more finely; at 2× the four
-cost about 15× the quick size's compute where 4× rungs cost 85× (on the 2-core reference
-machine the C16 ladder at 4× rungs was priced at 2.3 hours, its top rung alone 85 minutes).
+Why 2× a rung: four rungs are the fewest that give the trend two degrees of freedom, and at
+2× they cost about 15× the quick size's compute where 4× rungs cost 85× (on the 2-core
+reference machine the C16 ladder at 4× rungs was priced at 2.3 hours).
 
-The rule (one for every ladder; the suite applies it to its quick size): parameters and
-training tokens grow alike, each × √STEP a rung, so STEP × the compute (6 · parameters ·
-tokens). The parameters grow by width alone: d_model × times^(1/4), rounded to a whole
-number of the quick size's heads' width, at the quick size's depth; the training tokens are
-then chosen so that the rung's compute is exactly `multiple` × the quick size's (the
-rounding of the width moves the parameters, and the tokens make up for it). They are split
-between the batch and the steps: the batch grows × times^(1/4), the steps take the rest. What else a
-rung holds is fixed by rule: every length in steps (warmup, evaluation interval) keeps its
-share of the steps, each tuned arm's lr grid is the quick size's moved by the width ratio
-(`centred`), refined around its optimum and tuned on the quick size's tuning seeds, and one
-precision serves every rung of a ladder.
+The rule (one for every ladder, applied to the suite's quick size): parameters and training
+tokens each grow × √STEP a rung. The width grows × times^(1/4), rounded to whole heads, at the
+quick size's depth; the tokens then make the rung's compute (6 · parameters · tokens) exactly
+`multiple` × the quick size's, the batch growing × times^(1/4) and the steps taking the rest.
+Lengths in steps (warmup, evaluation interval) keep their share of the steps, each tuned arm's
+lr grid is the quick size's moved by the width ratio (`centred`), and one precision serves
+every rung of a ladder.
 
-Why the depth is held: C16 swaps the FFN at equal parameters, and at a fixed depth every
-rung's FFN holds the same share of the block's parameters, so the trend reads width and
-tokens alone; at fixed parameters the loss depends little on the depth–width split over a
-wide range of shapes (Kaplan et al. 2020, "Scaling Laws for Neural Language Models", §3.1
-and Figure 5: a few % across a wide range of aspect ratios d_model / depth; the rungs' run
-32–88). No PyTorch here.
+Why the depth is held: at a fixed depth every rung's FFN holds the same share of the block's
+parameters, so C16's trend reads width and tokens alone; at fixed parameters the loss depends
+little on the depth–width split (Kaplan et al. 2020, §3.1 and Figure 5: a few % across aspect
+ratios d_model / depth that cover the rungs' 32–88). No PyTorch here.
 """
 
 from __future__ import annotations

@@ -6,15 +6,10 @@ one value, checked where it is built.
     options = request.options(get_suite("ffn"))    # one suite's RunOptions under the request
     run_suite(get_suite("ffn"), options, "runs")   # plan, tune, train, summarise: all read it
 
-`RunRequest` is what a command was asked (results folder, size, seed offset, precision, the
-sequential design's budget); it travels whole from the command line to `run_suites`, the
-sequential design (`blocklab.claims.sequential`), the ledger's `Context`, the report
-(`blocklab.report.build`) and the estimator, and renders the commands that repeat it.
-`RunOptions` travels unchanged from there (or a caller) through planning to the trainer's
-`TrainConfig`; nothing on the way checks either again. Its folder name (`folder`), the command
-that rewrites its results (`command`) and whether a stored run may be reused under it (`run_id`
-compatibility lives in `blocklab.experiments.results.train_identity`) are each said in one
-place. This module needs no PyTorch.
+`RunRequest` travels whole from the command line to the suites, the sequential design, the
+ledger, the report and the estimator, and renders the commands that repeat it; `RunOptions`
+travels unchanged through planning to the trainer's `TrainConfig`. Nothing on the way checks
+either again. This module needs no PyTorch.
 """
 
 from __future__ import annotations
@@ -113,10 +108,9 @@ class SuiteTraits(Protocol):
 @dataclass(frozen=True)
 class RunOptions:
     """What every run of one invocation shares: the suite `size`, the evaluation `seeds` (a
-    range: 0…n−1, or from a seed offset), the `precision` models train in, the `backend`
-    each op runs (`blocklab.nn.backends`) and the `device` models train on (like the backend,
-    it changes speed and rounding, not which run it is: `train_identity`). Checked when built;
-    a bad value is an InputError naming it and what is allowed."""
+    range from the seed offset), the `precision` models train in, the `backend` each op runs
+    and the `device` (like the backend, it changes speed and rounding, not which run it is).
+    Checked when built: a bad value is an InputError naming it and what is allowed."""
 
     size: str = "quick"
     seeds: range = range(1)
@@ -139,8 +133,7 @@ class RunOptions:
                   seed_offset: int = 0, precision: str = "fp32",
                   backend: str = "fast", device: str = "cpu") -> RunOptions:
         """The options of `suite` at `size`: its default number of seeds for None, from
-        `seed_offset` on. What the suite lacks (a size, a precision) is refused here; the
-        options themselves are checked where they are built."""
+        `seed_offset` on; a size or precision the suite lacks is refused."""
         sizes = list(suite.default_seeds)
         if size not in sizes:  # (a list: any value can be compared, a dict key must hash)
             check_size(size, "suite size")  # no size at all
@@ -186,14 +179,11 @@ class RunRequest:
 
     results: the folder of suite results (`<results>/<suite>/<size>/`)
     size: tiny, quick or full, or a ladder rung (rung1–rung3) of a suite that has one
-    seed_offset: every suite runs its default number of seeds from this one on (0: 0, 1, …)
-    precision: what the suites that train models train in; a suite that measures float32 only
-        (norm-cost, quantize) runs and is read at fp32 (`precision_of`)
+    seed_offset: every suite runs its default number of seeds from this one on
+    precision: what the suites that train models train in (`precision_of`)
     budget_s: the wall-clock seconds the sequential design may spend on further looks (None:
-        no limit); 0, the default, runs the planned seeds only, as every command but `report`
-        does (which passes --budget, or its size's `claims.sequential.DEFAULT_BUDGET_S`)
-    device: where the models train (cpu, cuda, cuda:<index>); it names no folder: a run's
-        results do not depend on it beyond rounding, and each run records it
+        no limit; 0, the default: the planned seeds only, as every command but `report`)
+    device: where the models train (cpu, cuda, cuda:<index>); it names no folder
 
     Checked when built: a bad value is a one-line InputError naming it and what is allowed."""
 

@@ -9,12 +9,9 @@ turning a verdict into "no data":
     summary = load_summary("runs", "ffn", "quick", FfnData)  # Summary | None (not run yet)
     summary.data.arms["swiglu"].delta_vs_relu.mean            # typed all the way down
 
-(`blocklab.experiments.suites.load_summary("runs", "ffn", "quick")` reads a registered suite's,
-typed by its `data_type`.) This module holds what every summary shares: `Summary`, `Interval`,
-`Table`, the parts several suites use (`LrTrial`, `ArmTuning`, `TimeRatio`), and the loader,
-which reads every field through `blocklab.jsonio.decode` (checked against its annotation, no
-unknown key, no coercion beyond int → float; `ResultsError` with the path of the first
-mismatch). It imports no suite and needs no PyTorch.
+This module holds what every summary shares (`Summary`, `Interval`, `Table`, the parts several
+suites use) and the loader, which reads every field through `blocklab.jsonio.decode`
+(`ResultsError` with the path of the first mismatch). It imports no suite and needs no PyTorch.
 """
 
 from __future__ import annotations

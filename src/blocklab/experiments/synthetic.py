@@ -64,11 +64,9 @@ def passkey_needle(key: str) -> str:
 
 def passkey_example(seed: int, length: int = 512, depth: float = 0.5) -> SyntheticExample:
     """A 5-digit pass key hidden in filler at `depth`, asked for at the end; `length` bytes.
-
-    The needle goes to the sentence boundary of the filler nearest to `depth` × filler length
-    (depth 0: first thing in the text; depth 1: right before the question). The answer is the
-    last five bytes. The recorded `depth` is the one realised after snapping.
-    """
+    The needle goes to the filler's sentence boundary nearest `depth` × its length (0: first,
+    1: right before the question), the depth recorded is that one; the answer is the last five
+    bytes."""
     if not 0.0 <= depth <= 1.0:
         raise InputError(f"depth={depth!r} is not allowed; expected a fraction in [0, 1]")
     key = str(_rng(seed).integers(10 ** (_KEY_DIGITS - 1), 10 ** _KEY_DIGITS))

@@ -104,6 +104,18 @@ def _number(name: str, value: Any, low: float, high: float = math.inf,
     return float(value)
 
 
+# How each plain TrainConfig field is checked: an integer's minimum, or a real number's (low,
+# high, low excluded); those in _OFF_BY_NONE may also be None (off).
+_PLAIN: dict[str, int | tuple[float, float, bool]] = {
+    "steps": 1, "batch_size": 1, "seq_len": 1, "lr": (0.0, math.inf, True), "warmup_steps": 0,
+    "min_lr_ratio": (0.0, 1.0, False), "weight_decay": (0.0, math.inf, False),
+    "adam_eps": (0.0, math.inf, True), "grad_clip": (0.0, math.inf, True), "seed": 0,
+    "eval_every": 0, "eval_batches": 1, "log_every": 0, "stuck_patience": 1,
+    "divergence_factor": (1.0, math.inf, True), "threads": 1,
+    "learn_margin": (0.0, 1.0, False), "final_eval_fraction": (0.0, 1.0, False)}
+_OFF_BY_NONE = ("grad_clip", "stuck_patience", "divergence_factor", "threads", "learn_margin")
+
+
 @dataclass(frozen=True)
 class TrainConfig:
     """How to train: optimisation, schedule, initialisation, evaluation, watchdogs.
@@ -181,16 +193,16 @@ class TrainConfig:
                    device=options.device, **settings)
 
     def __post_init__(self) -> None:
-        _int("steps", self.steps, 1)
-        _int("batch_size", self.batch_size, 1)
-        _int("seq_len", self.seq_len, 1)
-        object.__setattr__(self, "lr", _number("lr", self.lr, 0.0, low_open=True))
-        _int("warmup_steps", self.warmup_steps, 0)
+        for name, rule in _PLAIN.items():
+            value = getattr(self, name)
+            if value is None and name in _OFF_BY_NONE:
+                continue
+            if isinstance(rule, int):
+                _int(name, value, rule)
+            else:  # a real number, kept as a float
+                object.__setattr__(self, name, _number(name, value, *rule))
         if self.schedule not in SCHEDULES:
             raise _bad("schedule", self.schedule, f"one of {list(SCHEDULES)}")
-        object.__setattr__(self, "min_lr_ratio", _number("min_lr_ratio", self.min_lr_ratio,
-                                                         0.0, 1.0))
-        object.__setattr__(self, "weight_decay", _number("weight_decay", self.weight_decay, 0.0))
         betas = self.betas
         if not (isinstance(betas, tuple | list) and len(betas) == 2):
             raise _bad("betas", betas, "two numbers in [0, 1)")
@@ -198,40 +210,19 @@ class TrainConfig:
         if max(betas) >= 1.0:
             raise _bad("betas", self.betas, "two numbers in [0, 1)")
         object.__setattr__(self, "betas", betas)
-        object.__setattr__(self, "adam_eps", _number("adam_eps", self.adam_eps, 0.0,
-                                                     low_open=True))
-        if self.grad_clip is not None:
-            object.__setattr__(self, "grad_clip", _number("grad_clip", self.grad_clip, 0.0,
-                                                          low_open=True))
         if self.init not in INITS:
             raise _bad("init", self.init, f"one of {sorted(INITS)}")
-        _int("seed", self.seed, 0)
-        _int("eval_every", self.eval_every, 0)
         lengths = self.eval_lengths
         if not isinstance(lengths, tuple | list):
             raise _bad("eval_lengths", lengths, "a list of positive integers")
         for length in lengths:
             _int("eval_lengths", length, 1)
         object.__setattr__(self, "eval_lengths", tuple(sorted({*lengths, self.seq_len})))
-        _int("eval_batches", self.eval_batches, 1)
-        _int("log_every", self.log_every, 0)
-        if self.stuck_patience is not None:
-            _int("stuck_patience", self.stuck_patience, 1)
-        if self.divergence_factor is not None:
-            object.__setattr__(self, "divergence_factor", _number(
-                "divergence_factor", self.divergence_factor, 1.0, low_open=True))
-        if self.threads is not None:
-            _int("threads", self.threads, 1)
-        if self.learn_margin is not None:
-            object.__setattr__(self, "learn_margin", _number("learn_margin", self.learn_margin,
-                                                             0.0, 1.0))
         if not (isinstance(self.device, str) and self.device.split(":")[0] in ("cpu", "cuda")):
             raise _bad("device", self.device, "'cpu' or 'cuda[:index]'")
         check_precision(self.precision, "TrainConfig.precision", ConfigError)
         if self.backend not in BACKENDS:
             raise _bad("backend", self.backend, f"one of {list(BACKENDS)}")
-        object.__setattr__(self, "final_eval_fraction", _number(
-            "final_eval_fraction", self.final_eval_fraction, 0.0, 1.0))
         widths = self.nested_widths
         if not isinstance(widths, tuple | list):
             raise _bad("nested_widths", widths, "a list of distinct positive integers")
