@@ -122,15 +122,11 @@ def _run_suites(request: RunRequest, options: Mapping[str, RunOptions],
                 else:
                     tuned.append(replan_after_tuning(plan, failed, results))
             except SuiteIncomplete as err:
-                errors[plan.suite.name] = _failure_line(err)
+                errors[plan.suite.name] = (f"{len(err.missing)} of {err.total} runs failed, "
+                                           f"first: {err.missing[0][0]}: {err.missing[0][1]}")
                 echo(f"suite {plan.suite.name} ({size}) failed: {errors[plan.suite.name]}")
         planned = tuned
     return errors
-
-
-def _failure_line(err) -> str:
-    return (f"{len(err.missing)} of {err.total} runs failed, first: {err.missing[0][0]}: "
-            f"{err.missing[0][1]}")
 
 
 __all__ = ["SUITE_MODULES", "get_suite", "load_summary", "registered_suites", "run_suite",

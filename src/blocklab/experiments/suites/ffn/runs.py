@@ -325,21 +325,16 @@ def _train_spec(kind: str, arm: str, size: Size, options: RunOptions, seed: int,
                           "probe": "zero_grad_fraction"}, DATA, train_arm)
 
 
-def _widths(size: Size) -> list[tuple[int, tuple[str, ...]]]:
-    """(d_model, arms) of every width the size trains: its own with the size's arms, then
-    each scale-trend width with the trend arms."""
-    return [(size.d_model, size.arms), *((w, TREND_ARMS) for w in size.trend_widths)]
-
-
 def tune(options: RunOptions, tuned: Results = ()) -> list[RunSpec]:
     """The tuning stage: every arm the size trains at every lr of its grid (grown at an edge
     from the results `tuned` so far), on the tuning seeds, at every width the size trains."""
     size = SIZES[options.size]
     trials = lr_trials(tuned)
+    widths = [(size.d_model, size.arms), *((w, TREND_ARMS) for w in size.trend_widths)]
     return [_train_spec("tune", arm, size, options, seed, lr, size.init,
                         f"ffn tune {arm}" + ("" if d == size.d_model else f" d={d}")
                         + f" lr {lr:g} seed {seed}", d)
-            for d, arms in _widths(size) for arm in arms
+            for d, arms in widths for arm in arms
             for lr in tune_arm(size.lr_grid, trials, arm, d).grid
             for seed in tuning_seeds(options, size.tuning_seeds)]
 

@@ -179,6 +179,18 @@ def scheme_rows(cfg: ModelConfig, seq_lens: Sequence[int], compiled: bool,
         total, whole = sum(f.values()), time_share(bounds["all"])
         return [(p, 0.0 if total == 0 else whole * x / total) for p, x in f.items()]
 
+    def bounded(part: str, base: list[float], free: dict[str, list[float]] | None,
+                speed: dict[str, float]) -> tuple[float | None, float | None, float | None]:
+        """(f, the Amdahl estimate at the parts' `speed`, the bound 1 / (1 − f))."""
+        if part == "none":
+            return 0.0, 1.0, 1.0
+        if free is None:
+            return None, None, None
+        bounds = {p: free_speedup(base, free[p]) for p in free}
+        f = time_share(bounds[part])
+        bound = 1.0 / (1.0 - f) if f < 1.0 else math.inf
+        return f, min(bound, amdahl_parts([(x, speed[p]) for p, x in shares(part, bounds)])), bound
+
     bytes_ratio = {p: part_bytes_ratio(cfg, p) for p in ("ffn", "attention")}
     out = []
     for scheme, prefill in times.prefill_s.items():
@@ -196,31 +208,9 @@ def scheme_rows(cfg: ModelConfig, seq_lens: Sequence[int], compiled: bool,
                     fp, q = times.gemm_s[f"none/{p}"][t], times.gemm_s[f"{p}/{mode}"][t]
                     ks[p] = statistics.median(fp) / statistics.median(q)
             k[t] = None if part == "all" else ks.get(part, 1.0)
-            if part == "none":
-                share[t], estimate[t], bound[t] = 0.0, 1.0, 1.0
-            elif free_prefill is None:
-                share[t] = estimate[t] = bound[t] = None
-            else:
-                bounds = {p: free_speedup(base_prefill[t], free_prefill[p][t])
-                          for p in free_prefill}
-                f_t = time_share(bounds[part])
-                b_t = 1.0 / (1.0 - f_t) if f_t < 1.0 else math.inf
-                share[t], bound[t] = f_t, b_t
-                estimate[t] = min(b_t, amdahl_parts([(f, ks[p])
-                                                     for p, f in shares(part, bounds)]))
-        d_share: float | None
-        d_estimate: float | None
-        d_bound: float | None
-        if part == "none":
-            d_share, d_estimate, d_bound = 0.0, 1.0, 1.0
-        elif free_decode is None:
-            d_share = d_estimate = d_bound = None
-        else:
-            bounds = {p: free_speedup(base_decode, free_decode[p]) for p in free_decode}
-            d_share = time_share(bounds[part])
-            d_bound = 1.0 / (1.0 - d_share) if d_share < 1.0 else math.inf
-            d_estimate = min(d_bound, amdahl_parts([(f, bytes_ratio[p])
-                                                    for p, f in shares(part, bounds)]))
+            free = None if free_prefill is None else {p: v[t] for p, v in free_prefill.items()}
+            share[t], estimate[t], bound[t] = bounded(part, base_prefill[t], free, ks)
+        d_share, d_estimate, d_bound = bounded(part, base_decode, free_decode, bytes_ratio)
         out.append(QuantTiming(
             scheme=scheme, part=part, mode=mode, compiled=compiled,
             prefill_ms={t: median_ms(prefill[t]) for t in lens},
