@@ -86,36 +86,32 @@ def test_a_suite_lock_is_released_when_its_holder_dies(tmp_path):
         pass
 
 
-def _hold_machine_lock(mode: str, seconds: float) -> subprocess.Popen:
+def _hold_machine_lock(mode: str, seconds: float, env=None) -> subprocess.Popen:
     child = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
         import time
         from blocklab.experiments.locks import machine_lock
         with machine_lock(exclusive={mode == 'exclusive'}):
             print("held", flush=True)
             time.sleep({seconds})
-        """)], stdout=subprocess.PIPE, text=True)
+        """)], stdout=subprocess.PIPE, text=True, env=env)
     assert child.stdout.readline().strip() == "held"
     return child
 
 
-def test_timing_waits_for_another_process_that_trains_and_says_so():
-    child = _hold_machine_lock("shared", 1.5)
-    said: list[str] = []
+@pytest.mark.parametrize(("other", "exclusive", "said"), [
+    ("shared", True, "waiting for other blocklab runs on this machine to finish before timing"),
+    ("exclusive", False, "waiting for other blocklab runs on this machine to finish before "
+                         "starting (a timing is running)"),
+])
+def test_timing_and_training_wait_for_each_other_and_say_so(other, exclusive, said):
+    child = _hold_machine_lock(other, 1.5)
+    echoed: list[str] = []
     start = time.monotonic()
-    with machine_lock(exclusive=True, echo=said.append):
+    with machine_lock(exclusive=exclusive, echo=echoed.append):
         waited = time.monotonic() - start
     child.wait()
     assert waited > 0.5, waited
-    assert said and "waiting for other blocklab runs" in said[0]
-
-
-def test_training_waits_for_another_process_that_times():
-    child = _hold_machine_lock("exclusive", 1.5)
-    start = time.monotonic()
-    with machine_lock():
-        waited = time.monotonic() - start
-    child.wait()
-    assert waited > 0.5, waited
+    assert echoed and echoed[0].startswith(said)
 
 
 def test_two_processes_train_side_by_side():
@@ -502,14 +498,7 @@ def test_two_shells_with_other_tmpdirs_share_the_machine_lock(two_tmpdirs):
     paths = [subprocess.run([sys.executable, "-c", show], env=env, capture_output=True,
                             text=True, check=True).stdout.strip() for env in (a, b)]
     assert paths == ["/tmp/blocklab-machine.lock"] * 2  # /tmp: every user's, whatever TMPDIR
-    trains = subprocess.Popen([sys.executable, "-c", textwrap.dedent("""
-        import time
-        from blocklab.experiments.locks import machine_lock
-        with machine_lock():
-            print("held", flush=True)
-            time.sleep(1.5)
-        """)], stdout=subprocess.PIPE, text=True, env=a)
-    assert trains.stdout.readline().strip() == "held"
+    trains = _hold_machine_lock("shared", 1.5, env=a)
     times = subprocess.run([sys.executable, "-c", textwrap.dedent("""
         import json, time
         from blocklab.experiments.locks import machine_lock
@@ -538,14 +527,7 @@ def test_another_user_with_another_tmpdir_waits_on_the_same_lock(two_tmpdirs):
             return {"path": str(locks.machine_lock_path()), "waited": time.monotonic() - start,
                     "said": said}
 
-    trains = subprocess.Popen([sys.executable, "-c", textwrap.dedent("""
-        import time
-        from blocklab.experiments.locks import machine_lock
-        with machine_lock():
-            print("held", flush=True)
-            time.sleep(1.5)
-        """)], stdout=subprocess.PIPE, text=True, env=_without_named_lock(two_tmpdirs[0]))
-    assert trains.stdout.readline().strip() == "held"
+    trains = _hold_machine_lock("shared", 1.5, env=_without_named_lock(two_tmpdirs[0]))
     out = _as(USER, time_alone)
     trains.wait()
     assert out.get("ok", {}).get("path") == "/tmp/blocklab-machine.lock", out

@@ -3,6 +3,7 @@
 import json
 import math
 import os
+import time
 
 import pytest
 
@@ -60,7 +61,8 @@ def test_a_stored_run_is_parsed_once_and_every_reader_gets_its_own_copy(monkeypa
     store = ResultStore(tmp_path)
     stored = RunResult("ok", model_config={"d_model": 64}, extra={"losses": [1.0, 2.0]},
                        run=RunLabel("relu seed 0", "relu", 0, "abc"))
-    store.save("abc", stored)
+    settled = time.time_ns() - 10**9  # (a file written this instant is not kept yet)
+    os.utime(store.save("abc", stored), ns=(settled, settled))
     first = store.load("abc")
     # A caller that fills in or edits its result (as a suite stamps provenance) ...
     first.provenance = {"code": "x"}
@@ -74,8 +76,8 @@ def test_a_stored_run_is_parsed_once_and_every_reader_gets_its_own_copy(monkeypa
     assert again.load("abc") is not again.load("abc")
     assert reads == [tmp_path / "abc.json"]
     changed = RunResult("diverged", run=RunLabel("relu seed 0", "relu", 0, "abc"))
-    store.save("abc", changed)  # a new file (inode, size, mtime): read again
-    assert again.load("abc") == changed and len(reads) == 2
+    os.utime(store.save("abc", changed), ns=(settled, settled))  # a new file: read again
+    assert again.load("abc") == changed and again.load("abc") == changed and len(reads) == 2
 
 
 def test_json_safe_writes_strict_json():

@@ -29,6 +29,7 @@ import json
 import os
 import pickle
 import stat
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol
@@ -105,6 +106,7 @@ RESULT_MAX_BYTES = 256 * 2**20
 # Parsed results by path: (device, inode, size, mtime in ns) of the file read, and the result
 # pickled.
 _PARSED: dict[Path, tuple[tuple[int, int, int, int], bytes]] = {}
+_SETTLED_NS = 50_000_000
 
 
 class ResultSink(Protocol):
@@ -160,7 +162,9 @@ class ResultStore:
             if note and os.path.lexists(path):  # (not one deleted meanwhile)
                 self.damaged[path] = str(err)
             return None
-        if key is not None:
+        # Kept once the file is older than any clock tick of mtime, so a rewrite in place (same
+        # inode and size) cannot keep the mtime it was read at.
+        if key is not None and time.time_ns() - key[3] > _SETTLED_NS:
             _PARSED[path] = key, pickle.dumps(result, pickle.HIGHEST_PROTOCOL)
         return result
 
