@@ -112,19 +112,15 @@ def test_c34_gpt3_pre_norm_from_its_paper_and_gpt2s_config(c34):
     assert claude.per_model == {} and claude.source == "none public"
 
 
-def test_c35_formula_share_by_hand(c35):
-    # meta-llama-3-8b: d = 4096, d_ff = 14336: 3·14336 / (3·14336 + 4·4096).
-    row = c35.evidence["models"]["meta-llama-3-8b"]
-    assert row.formula_share == pytest.approx(43008 / (43008 + 16384), abs=5e-5)
-
-
-def test_c35_exact_share_by_hand(c35):
-    # meta-llama-3-8b, from config.json: 32 heads, 8 KV heads of 128, no biases, 2 RMSNorms.
+def test_c35_formula_and_exact_share_by_hand(c35):
+    # meta-llama-3-8b, from config.json: d = 4096, d_ff = 14336, 32 heads, 8 KV heads of 128,
+    # no biases, 2 RMSNorms; the formula 3·14336 / (3·14336 + 4·4096).
     d, m, kv = 4096, 14336, 8 * 128
     ffn = 3 * d * m
     attn = 2 * d * d + 2 * d * kv
     exact = ffn / (ffn + attn + 2 * d)
     row = c35.evidence["models"]["meta-llama-3-8b"]
+    assert row.formula_share == pytest.approx(43008 / (43008 + 16384), abs=5e-5)
     assert row.exact_share == pytest.approx(exact, abs=5e-5)
     assert row.difference_points == pytest.approx(100 * (exact - 43008 / 59392), abs=0.01)
     assert row.main_cause == "attention_shape" and not row.holds

@@ -43,14 +43,9 @@ SUBSECTION_CLAIMS = tuple(cid for cid, spec in SPECS.items() if spec.subsection)
 
 def part_arms(claim_id: str, part: str, metric: str, arms: list[str], *,
               seeded: bool = True) -> list[str]:
-    """The arms (of `arms`, the names of the suite's arms) whose runs the part `part` of
-    `claim_id` is estimated from (its spec's arms function), so that one more seed of the
-    part costs one more run of each.
-
-    For a part measured on seeds (`seeded`: its rule has a sequential design, max_seeds set)
-    naming none of `arms` is a bug in the arms function, raised as a LookupError naming the
-    claim, the part and the suite. With `seeded=False` (a part the report only prices, such
-    as an exact count) it may name none: []."""
+    """The arms (of the suite's `arms`) whose runs `part` of `claim_id` is estimated from: one
+    more seed of the part costs one more run of each. A `seeded` part naming none is a bug in
+    its arms function (LookupError); an unseeded one, such as an exact count, may name none."""
     spec = SPECS.get(claim_id)
     found = [] if spec is None or spec.arms is None else spec.arms(part, metric, arms)
     found = [a for a in found if a in arms]

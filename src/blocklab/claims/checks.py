@@ -479,10 +479,8 @@ def c25(ctx: Context) -> Finding:
 
 
 def c26_verdict(extended_finite: bool, fp16_angles_nan: bool) -> str:
-    """C26 ("RoPE produces NaN when positions exceed the rotary table") from what was run:
-    confirmed when positions past the table give non-finite cos/sin; conditional when they
-    stay finite but angles formed in float16 give NaN (the NaN is the precision's, not the
-    table's); refuted when neither gives NaN."""
+    """C26 from what was run: conditional when only float16 angles give NaN (the precision's
+    NaN, not the table's)."""
     if not extended_finite:
         return "confirmed"
     return "conditional" if fp16_angles_nan else "refuted"
@@ -514,11 +512,8 @@ LONG_CONTEXT = 32_768  # tokens: a zoo model trained for at least this is a long
 
 
 def c27_verdict(wavelength_grows: bool, long_context_thetas: list[float]) -> str:
-    """C27 ("raising the RoPE base towards 1,000,000 suits long contexts") from what was
-    computed: conditional (on training at that base) when a larger base lengthens the slowest
-    rotation and most long-context RoPE models of the zoo raised their base above 10,000;
-    refuted when a larger base does not lengthen it; inconclusive when the zoo holds no
-    long-context RoPE model, or as many kept 10,000 as raised it."""
+    """C27 from what was computed: conditional (on training at that base) when a larger base
+    lengthens the slowest rotation and most long-context RoPE models of the zoo raised it."""
     if not wavelength_grows:
         return "refuted"
     raised = sum(theta > 1e4 for theta in long_context_thetas)

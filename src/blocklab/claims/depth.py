@@ -48,12 +48,8 @@ from blocklab.experiments.summaries import Interval
 
 def identity_estimate(data: PlacementData, init: str | None = None, placement: str = "pre"
                       ) -> Estimate:
-    """Part (b)'s estimate (`registry.C36_IDENTITY_RULE`): per seed, the median over the
-    layers of the deepest probed stack of ‖J_l − I‖_F/√n at initialisation (J_l = ∂x_{l+1}/∂x_l,
-    n = B·T·d; 0 = the block is the identity), then its mean and 95% CI over seeds. From the
-    placement suite's gradient probes (`PlacementData.init_gradients`) under `init` (default:
-    the registered `C36_IDENTITY_INIT`, xavier); no interval (n = 0) when the probes did not
-    record it."""
+    """Part (b)'s estimate over seeds (`registry.C36_IDENTITY_RULE`) from the placement suite's
+    gradient probes under `init` (default: the registered one); n = 0 where none recorded it."""
     probe = data.init_gradients.get(placement, {}).get(init or registry.C36_IDENTITY_INIT)
     return Estimate.of(Interval(0) if probe is None else probe.identity_deviation_median)
 

@@ -195,10 +195,8 @@ class Context:
         return self.request.suite_command(get_suite(suite))
 
     def stored_elsewhere(self, suite: str | None = None) -> dict[RunRequest, list[str]]:
-        """{request: suites} of the summaries under `results` (of `suite`, or of every suite)
-        that this context does not read, those of another --size, --seed-offset or
-        --precision, each keyed by the request that reads them: what to name when what it
-        reads is missing."""
+        """{request: suites} of the summaries under `results` (of `suite`, or all) stored at
+        another size, seed offset or precision, keyed by the request that reads them."""
         keys: dict[RunRequest, list[str]] = {}
         for name, size, offset, precision in stored_keys(self.results, suite):
             if name not in SUITE_MODULES:

@@ -102,11 +102,9 @@ def unregistered(claim_id: str, parts: list[Part], rules: dict[str, Rule]) -> li
 
 
 def flag_changed_rules(claim_id: str, parts: list[Part], ctx: Context) -> list[Part]:
-    """`parts` with every part whose rule differs from the one its suite's runs were planned
-    under (the summary's `planned_rules`) flagged: "rule changed after data: …" added to its
-    reason and `planned_under` set. A summary of a folder whose runs were stored with no
-    record of their rules says so on every part it grades: "no record", never assumed
-    planned under today's."""
+    """`parts` with every part whose rule differs from the one its runs were planned under (the
+    summary's `planned_rules`) flagged in its reason and `planned_under`; runs stored with no
+    record say so on every part, never assumed planned under today's rules."""
     suite = SUITE_OF.get(claim_id)
     summary = ctx.summary(suite) if suite and parts else None
     planned = summary.planned_rules if summary is not None else {}
@@ -126,11 +124,9 @@ def flag_changed_rules(claim_id: str, parts: list[Part], ctx: Context) -> list[P
 
 
 def run_claims(ids: list[str] | None = None, ctx: Context | None = None) -> list[ClaimResult]:
-    """Run the checks for `ids` (all when None) in id order. A check that raises gets the state
-    "error" with its message (never a verdict), so one broken check neither hides the others
-    nor passes for a finding; the CLI then exits 1. So does a check that grades a part by a
-    rule other than the one registered for it (`blocklab.claims.registry`). A check that grades
-    no part (no results stored, untestable here) shows its registered parts with their rules."""
+    """Run the checks for `ids` (all when None). A check that raises, or grades a part by a
+    rule not registered for it, gets the state "error" (never a verdict; the CLI exits 1); one
+    that grades no part shows its registered parts with their rules."""
     ctx = ctx or Context()
     sources = claim_sources()
     wanted = sorted(sources) if not ids else ids

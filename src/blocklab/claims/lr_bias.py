@@ -87,10 +87,8 @@ def comparison_bias(arm: LrBias, baseline: LrBias, baseline_loss: float | None
 
 
 def unfair_reason(edge: str | None, bias: float | None) -> str | None:
-    """Why the bias of arms compared at their tuned rates cannot be read (None: it can, and
-    `rules.decide` reads the part with and without it): `edge` (a rate at its grid's edge,
-    said by the caller: a better rate may lie beyond it), or no optimum on a tuning curve to
-    read the bias by. Known from the tuning runs alone, before any evaluation data."""
+    """Why the tuned rates' bias cannot be read (None: it can): `edge` (a rate at its grid's
+    edge, said by the caller), or no optimum on a tuning curve. Known before any evaluation."""
     if edge:
         return edge
     if bias is None:

@@ -409,14 +409,9 @@ class ShareSteps:
 
 
 def share_steps(name: str) -> ShareSteps:
-    """Formula share, exact share, and the change each departure from the formula makes.
-
-    The formula assumes FFN = 3·d·d_ff and attention = 4·d². Applied one at a time, in this
-    order: the real FFN weights (plain: 2 matrices; MoE: every expert and the router), the real
-    attention weights (grouped-query K/V, head_dim·n_heads ≠ d_model), biases, norms. The last
-    step gives the exact share of one layer's parameters. For MoE models d_ff is one expert's
-    width (the FFN width of every layer).
-    """
+    """Formula share, exact share, and the change each departure from the formula's FFN =
+    3·d·d_ff and attention = 4·d² makes, applied in turn: the real FFN weights, the real
+    attention weights, biases, norms (for MoE, d_ff is one expert's width)."""
     from blocklab.budget import count_params, resolve_model
     from blocklab.budget.params import ATTENTION_PARTS, FFN_PARTS, LAYER_NORM_PARTS
 

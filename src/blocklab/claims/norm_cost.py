@@ -178,13 +178,9 @@ def _c18_timing_text(like: list[FusedTiming], built: StepTime | None,
     return text
 
 
-def c18_arms(part: str, metric: str, arms: list[str]) -> list[str]:
-    """The arms a C18 part reads: both norms' runs for quality; none for a compute part,
-    which is an exact count."""
-    return [] if part in C18_COMPUTE_RULES else ["layernorm", "rmsnorm"]
-
-
-@claim("C18", suite="norm-cost", scale_dependent=True, arms=c18_arms)
+# Quality reads both norms' runs; a compute part, an exact count, none.
+@claim("C18", suite="norm-cost", scale_dependent=True, arms=lambda part, metric, arms: (
+    [] if part in C18_COMPUTE_RULES else ["layernorm", "rmsnorm"]))
 def c18(ctx: Context) -> Finding:
     from blocklab.experiments.suites.norm_cost.runs import SIZES as NORM_SIZES
     from blocklab.experiments.suites.norm_cost.summary import count_compute

@@ -186,9 +186,6 @@ def _failures(cells: list[PlacementCell]) -> dict[str, int]:
     return out
 
 
-# C12's registered rule (`registry.C12_RULE`): only the pre-norm stack, the block with a local
-# identity term, graded on how unevenly the loss feels the residual stream where it enters
-# each layer of one stack, one part per init.
 C12_COMBINES = ("confirmed when every init's part is confirmed (the spread is then no artefact "
                 "of one init); not reproduced at this scale when none is; otherwise "
                 "conditional on the init: it holds under the inits whose part is confirmed, "
@@ -228,10 +225,8 @@ def c12_arms(part: str, metric: str, arms: list[str]) -> list[str]:
     return [a for a in arms if init and a.startswith(f"init/pre/{init.group(1)}/")]
 
 
-# Scale-dependent: the probe is one stack of the deepest probed depth and width at
-# initialisation, and the claim is about deep stacks with no bound on depth or training; an
-# even spread here cannot show that no deeper or trained stack spreads, so it is "not
-# reproduced at this scale", never "refuted".
+# Scale-dependent: an even spread in one probed stack cannot show that no deeper or trained
+# stack spreads.
 @claim("C12", suite="placement", scale_dependent=True, arms=c12_arms)
 def c12(ctx: Context) -> Finding:
     summary = ctx.summary("placement")
@@ -407,9 +402,8 @@ def c13(ctx: Context) -> Finding:
         return say(TEXT["c13"], lang, seeds=data.seeds, depths=depths, steps=data.steps,
                    effect=found, stable=swept, **failures)
 
-    # The page designs this experiment and states no result to check: it is "run", and the
-    # finding is what it found (C19 grades the claims the experiment bears on). Its parts
-    # record the metric and estimate of that finding, registered like any other.
+    # The page designs this experiment and states no result: it is "run", its parts the
+    # finding's estimates (C19 grades the claims it bears on).
     why = "the page designed this experiment and stated no result to grade"
     parts = [] if effect is None else [Part(
         C13_PART, rule_of("C13", ctx.size, C13_PART), Estimate.of(effect.warmup_interaction),
@@ -429,9 +423,6 @@ def c13(ctx: Context) -> Finding:
         "run: the experiment is reported, not graded")
 
 
-# C19's registered rules (`registry.C19_RULES`), one per statement, each arm at its own tuned
-# lr at the deepest depth, paired by seed. Continuous outcomes only: a count of failed runs
-# never decides a part.
 C19_COMBINES = ("confirmed when every testable part is confirmed and none is untestable; "
                 "mixed when some are confirmed (an untestable statement leaves the claim mixed "
                 "at best); not reproduced at this scale when none is; untestable here when no "

@@ -189,9 +189,6 @@ def _listed(parts: list[Part], lang: str) -> str:
 
 
 # --- C21: extrapolation past the training length ----------------------------------------------
-# Extrapolation grades (`registry.band_rule`): the loss on tokens past the training length L,
-# compared with the same tokens scored by sliding windows of L, per seed: works ≤ WORKS_PCT <
-# degrades ≤ COLLAPSE_PCT < collapses.
 C21_COMBINES = ("confirmed when every statement holds; not reproduced at this scale when more "
                 "than half of the statements do not; otherwise mixed. " + SETTLE_EN,
                 "每条陈述都成立时成立；超过一半的陈述不成立时为此规模下未复现；否则为部分成立。" + SETTLE_ZH)
@@ -235,8 +232,6 @@ def c21(ctx: Context) -> Finding:
     arms = data.arms
     mults = [str(m) for m in data.mults if str(m) != "1"]
     grades = {name: {m: _grade(arm, m) for m in mults} for name, arm in arms.items()}
-    # The statements and their fair arms as the position suite plans them (`registry.c21_plan`),
-    # each graded where this summary read its arm at its multiple.
     learned, sinusoidal = c21_fair_arms(ctx.size)
     rules = registered("C21", ctx.size)
     parts = Part.decided_together([band_part(p.name, arms.get(p.arm), p.mult, p.want,
@@ -264,7 +259,6 @@ def c21(ctx: Context) -> Finding:
 # a broken one misses by O(1) on N(0, 1) inputs, so 1e-3 separates the two by nine decades.
 EXACT_TOL = 1e-12
 BROKEN_TOL = 1e-3
-# The experimental parts' rules: `registry.C29_ORDER_RULE`, `registry.C29_UNIGRAM_RULE`.
 C29_COMBINES = ("refuted when bidirectional attention without positions is not permutation-"
                 "equivariant to 1e-12 in float64; conditional when it is and causal attention is "
                 "not (the claim holds for non-causal attention only), whatever the experimental "
@@ -344,12 +338,8 @@ def _order_row(o: OrderProbe) -> dict[str, object]:
             "prefix_len": o.prefix_len, "prefixes": o.prefixes}
 
 
-def c29_arms(part: str, metric: str, arms: list[str]) -> list[str]:
-    """The arm C29's experimental parts read: the decoder trained without positions."""
-    return ["none"]
-
-
-@claim("C29", suite="position", arms=c29_arms, subsection=True)
+# Its experimental parts read the decoder trained without positions.
+@claim("C29", suite="position", arms=lambda part, metric, arms: ["none"], subsection=True)
 def c29(ctx: Context) -> Finding:
     bidirectional = equivariance_error(causal=False)
     causal = equivariance_error(causal=True)
@@ -395,11 +385,8 @@ def c29(ctx: Context) -> Finding:
 
 
 # --- C30: RoPE to 8–16× with NTK / YaRN, and the warning past 8× read both ways ---------------
-# Its parts and rules: `registry.c30_plan`, `registry.c30_rule` (C21's bands, 5% edge only).
-# The page says two things (§ 为什么 RoPE 成为主流？ and § 避坑指南): with NTK-aware / YaRN
-# scaling RoPE extrapolates to 8–16×, and, with no qualifier,
-# "RoPE 外推超过 8x 训练长度时质量会明显下降". The warning is graded as read both ways, each
-# reading a group of parts of its own.
+# The page's warning "RoPE 外推超过 8x 训练长度时质量会明显下降" has no qualifier: it is graded
+# read both ways, each reading a group of parts of its own.
 C30_READINGS = {
     "scaled": ("with NTK-aware / YaRN scaling RoPE works to 8–16×",
                "借助 NTK-aware / YaRN scaling，RoPE 在 8–16 倍可用"),
@@ -427,11 +414,8 @@ C30_COMBINES = ("three groups of parts: the statement (NTK and YaRN, each traini
 
 
 def c30_parts(data: PositionData, size: str = "quick") -> dict[str, list[Part]]:
-    """The parts of C30 by group (the keys of C30_READINGS) as the position suite plans them
-    at `size` (`registry.c30_plan`), each graded by its registered rule where this summary read
-    its multiple (8× and 16× where present; the warning's parts past 8× only) and, for a
-    fine-tuned arm, ran that fine-tune. A statement is graded by the 5% edge of C21's bands
-    only, so an interval wholly past 5% drops whether it straddles 25% or not."""
+    """The parts of C30 by group (the keys of C30_READINGS) as the suite plans them at `size`,
+    each graded where this summary read its multiple and, for a fine-tuned arm, ran it."""
     rules = registered("C30", size)
     tuned = set() if data.finetune is None else set(data.finetune.arms.values())
     planned = {key: [p for p in group if int(p.mult) in data.mults
@@ -545,10 +529,8 @@ def c30(ctx: Context) -> Finding:
 
 
 # --- C31: what RoPE costs ------------------------------------------------------------------------
-# Decided by counts (`registry.c31_rules`): parameters (exact), FLOP shares of a prefill at
-# Llama 3 8B's shape (at most C31_SHARE_PCT) and RoPE's SDPA call (exact, off the cost run's
-# profile). Timings are reported, never graded: at the suite's toy shape they measure per-op
-# overhead, and even at the realistic shape they depend on this machine and its load.
+# Timings are reported, never graded: at the suite's toy shape they measure per-op overhead,
+# and even at the realistic shape they depend on this machine and its load.
 C31_ROPE_PARTS = (C31_ROPE_PARAMS_PART, C31_ROPE_FLOPS_PART, C31_ROPE_SDPA_PART)
 C31_COMBINES = ("decided by counts, not timings: refuted when a RoPE part fails (RoPE adds "
                 f"parameters, its FLOPs exceed {C31_SHARE_PCT:g}% of a prefill at Llama 3 8B's "
@@ -647,10 +629,8 @@ def _exact(name: str, rule, value: float, holds: bool, why: str) -> Part:
 
 
 def c31_parts(cost: PositionCost) -> list[Part]:
-    """C31's parts in `registry.c31_rules` order, every one decided without a test: the
-    parameters RoPE and ALiBi add (Llama 3 8B's shape and the suite's model, exact), each
-    scheme's FLOP share of a prefill at Llama 3 8B's shape against C31_SHARE_PCT, and RoPE's
-    SDPA calls against no positions' (the cost run's profile). No timing enters."""
+    """C31's parts in `registry.c31_rules` order, every one a count decided without a test:
+    no timing enters."""
     rules = registered("C31")
     zoo, shares = zoo_params(), flop_shares()
     parts = []
@@ -747,12 +727,8 @@ def _timings_row(cost: PositionCost) -> dict[str, object]:
         for k, v in vars(real).items()}}
 
 
-def c31_arms(part: str, metric: str, arms: list[str]) -> list[str]:
-    """The arm C31's parts read: the suite's cost run."""
-    return ["cost"]
-
-
-@claim("C31", suite="position", arms=c31_arms, subsection=True)
+# Its parts read the suite's cost run.
+@claim("C31", suite="position", arms=lambda part, metric, arms: ["cost"], subsection=True)
 def c31(ctx: Context) -> Finding:
     summary = ctx.summary("position")
     if summary is None or summary.data.cost is None:

@@ -39,10 +39,6 @@ from blocklab.experiments.suites.quantize.summary import QuantizeData
 from blocklab.experiments.suites.quantize.timing import QuantTiming
 from blocklab.experiments.summaries import RATIO_METHOD, Interval, TimeRatio
 
-# C32's registered rules (`registry.C32_SPEEDUP_RULE`, `registry.C32_LARGEST_RULE`): prefill of
-# the largest timed T, dynamic int8 (the mode that makes the GEMMs themselves int8; weight-only
-# keeps float FLOPs), eager; repeats of the interleaved timing play the part of seeds. Its
-# stated reason is a third part, an exact count (`registry.C32_REASON_RULE`).
 C32_COMBINES = ("the timed parts first: untestable here on a CPU without int8 dot-product "
                 "instructions (VNNI or AMX int8); otherwise confirmed when quantizing the FFN "
                 "speeds prefill up and gains more than quantizing attention, mixed when only "
@@ -55,8 +51,7 @@ C32_COMBINES = ("the timed parts first: untestable here on a CPU without int8 do
                 "使预填充加速且加速多于量化注意力时成立，只有一项成立时为部分成立，否则取首要部分的判定（计时不会判为"
                 "不成立：速度取决于硬件与规模）。再看所述理由（精确计数）：理由成立时论断保持上述判定；理由不成立时，"
                 "有计时部分成立则为部分成立，否则不成立（理由错误的论断绝不判为成立）。" + SETTLE_ZH)
-# C33's registered rules (`registry.C33_TENSOR_RULE`; the per-row exactness part is analytic,
-# `registry.C33_EXACT_RULE`). The exact part is the condition: per-row merging is free.
+# C33's exact part is the condition: per-row merging is free.
 C33_COMBINES = (f"conditional when merging gate|up with per-row scales is exactly separate "
                 f"quantization on every trained layer and one per-tensor scale costs more than "
                 f"δ = {C33_DELTA:g}% FFN output error (the page's rule holds for per-tensor "
@@ -155,12 +150,9 @@ def _timing(data: QuantizeData, scheme: str, compiled: bool = False) -> QuantTim
 
 
 def log_estimate(ratio: TimeRatio) -> Estimate:
-    """A ratio of paired timings (`TimeRatio.paired`) as the Estimate C32's rules read: on the
-    log scale, 100·ln(ratio) with 100·ln of its 95% bounds. There it is the Student t interval
-    of the mean log ratio, its arms t_{0.975, n−1} standard errors each, so the sd
-    `Estimate.from_interval` reads off its half width is the log ratios' own (×100) and
-    `rules.decide` rescales it to any level exactly; the rules' boundaries are the registered
-    percent sizes through the same map (`registry.log_pct`)."""
+    """A ratio of paired timings (`TimeRatio.paired`) as C32's rules read it: 100·ln(ratio)
+    with 100·ln of its 95% bounds, the t interval of the mean log ratio, which `rules.decide`
+    rescales to any level exactly."""
     return Estimate.from_interval(100 * math.log(ratio.ratio), 100 * math.log(ratio.ci_low),
                                   100 * math.log(ratio.ci_high), ratio.repeats)
 
@@ -258,13 +250,9 @@ def combine_c32(speed: Part, largest: Part, reason: Part, int8: bool = True) -> 
     return settle([speed.verdict, largest.verdict, reason.verdict], decided)
 
 
-def c32_arms(part: str, metric: str, arms: list[str]) -> list[str]:
-    """The arm C32's parts read: the suite's timing run (its repeats play the seeds); none for
-    the stated reason, an exact count."""
-    return [] if part == C32_REASON_PART else ["timing"]
-
-
-@claim("C32", suite="quantize", scale_dependent=True, arms=c32_arms, subsection=True)
+# The timed parts read the timing run (its repeats play the seeds); the reason, a count, none.
+@claim("C32", suite="quantize", scale_dependent=True, subsection=True,
+       arms=lambda part, metric, arms: [] if part == C32_REASON_PART else ["timing"])
 def c32(ctx: Context) -> Finding:
     summary = ctx.summary("quantize")
     if summary is None:
@@ -365,15 +353,11 @@ def _ratio_text(ratios: list[float], lang: str) -> str:
     return say(TEXT["c33_ratio_range"], lang, low=low, high=high, mid=statistics.median(ratios))
 
 
-def c33_arms(part: str, metric: str, arms: list[str]) -> list[str]:
-    """The arms a C33 part reads: the trained models' quality runs for the per-tensor part;
-    none for the exactness part, decided on every layer at once."""
-    return [] if part == C33_EXACT_PART else ["quality"]
-
-
 # Scale-dependent: the per-tensor part's cost follows the gate and up scales of a small model
 # trained here, which larger models may spread further apart.
-@claim("C33", suite="quantize", scale_dependent=True, arms=c33_arms, subsection=True)
+# The per-tensor part reads the trained models' quality runs; the exactness part, none.
+@claim("C33", suite="quantize", scale_dependent=True, subsection=True,
+       arms=lambda part, metric, arms: [] if part == C33_EXACT_PART else ["quality"])
 def c33(ctx: Context) -> Finding:
     summary = ctx.summary("quantize")
     if summary is None:

@@ -242,14 +242,10 @@ def claims_markdown() -> str:
 
 
 def parse_claims(text: str) -> dict[str, dict[str, str]]:
-    """{id: {"page": file name, "section": heading, "text": the claim as listed}} from CLAIMS.md.
-
-    A claim is a list item `- Cxx …` that may span several lines (up to a blank line, a heading
-    or the next item). Its section is the `[§ heading]` it holds, or else its inline `(§ heading)`
-    citations joined by " / "; its text is the item less the `[§ …]` (notes on how to grade it
-    after the bracket included). The page is the one whose heading (`## Page 000 …`) the claim
-    sits under; another `##` heading keeps the page above it.
-    """
+    """{id: {"page", "section", "text"}} from CLAIMS.md: each list item `- Cxx …` (up to a
+    blank line, heading or the next item) under its `## Page …` heading; its section the
+    `[§ heading]` it holds, else its inline `(§ heading)`s joined by " / "; its text the item
+    less the `[§ …]`."""
     out: dict[str, dict[str, str]] = {}
     page = None
     items: list[tuple[str, list[str]]] = []  # (page, lines) of each claim item, in order
