@@ -21,8 +21,8 @@ are reported beside the counts, never graded. Four kinds of run:
     step       one run: a small DecoderLM with norm="rmsnorm" and one with "layernorm" (same
                everything else, same initial weights where names match), training steps
                alternated between the models, on two code paths:
-                   blocklab       the models as built: blocklab's RMSNorm adds the residual and
-                                  normalises in one fused kernel, LayerNorm is F.layer_norm
+                   blocklab       the models as built (blocklab's RMSNorm, LayerNorm as
+                                  F.layer_norm)
                    like-for-like  both norms by PyTorch's functional ops (F.rms_norm and
                                   F.layer_norm), the residual added apart in both (the name is
                                   kept for stored results; on a CPU F.rms_norm is unfused)
