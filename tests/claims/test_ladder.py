@@ -211,8 +211,8 @@ def test_a_claim_of_at_most_t_moves_towards_it_as_its_effect_falls(monkeypatch, 
     assert fig_ladder(doc).startswith(b"\x89PNG")  # ten panels on three rows
 
 
-def test_towards_by_hand():
-    from blocklab.claims.ladder import towards
+def test_the_side_a_trend_moves_towards_by_hand():
+    from blocklab.claims.rules import claimed_side as towards
 
     rules = registered("C21", "quick")
     assert towards(rules["RoPE works at 2×"]) == -1.0  # at most 5%: smaller is closer

@@ -91,6 +91,7 @@ from blocklab.claims.rules import (
     Estimate,
     Rule,
     claimed_boundary,
+    claimed_side,
     decide_parts,
 )
 from blocklab.errors import InputError
@@ -168,15 +169,6 @@ class ClaimModel:
     @property
     def estimates(self) -> int:
         return len(self.scale)
-
-
-def _side(rule: Rule) -> float:
-    """The claimed side's sign (not for a band)."""
-    if rule.test == "at-most":
-        return -1.0
-    if rule.test == "at-least":
-        return 1.0
-    return 1.0 if rule.claimed > 0 else -1.0
 
 
 def claim_model(claim_id: str, size: str = "quick") -> ClaimModel | None:
@@ -285,7 +277,7 @@ def wrong(rule: Rule, decision: Decision, truth: float) -> bool:
     if rule.test == "equivalence":
         off = abs(truth - rule.claimed)
         return off >= rule.margin if verdict == CONFIRMED else off <= rule.margin
-    s = _side(rule)
+    s = claimed_side(rule)
     mu, b = s * truth, s * claimed_boundary(rule)
     if verdict == CONFIRMED:
         return mu <= b

@@ -33,6 +33,7 @@ from blocklab.claims.rules import (
     Part,
     Rule,
     claimed_boundary,
+    claimed_side,
     confidence_text,
 )
 from blocklab.claims.text import Template, say, verdict_word
@@ -144,17 +145,6 @@ class PartTrend:
         return self.fit.lack_of_fit.p >= 0.05
 
 
-def towards(part_rule: Rule) -> float | None:
-    """The sign of a slope that moves a part's effect towards its claim as compute grows: the
-    claimed sign of an effect, − for a claim of "at most t", + for "at least t"; None for a
-    claimed band (an equivalence: within ±margin of `claimed`, 0 for "no difference")."""
-    if part_rule.test == "equivalence":
-        return None
-    if part_rule.test in ("at-most", "at-least"):
-        return -1.0 if part_rule.test == "at-most" else 1.0
-    return math.copysign(1.0, part_rule.claimed)
-
-
 def seeded(part_rule: Rule) -> bool:
     """Whether a part is read over seeds (so it has a trend): an analytic count or a single
     timed run has min_seeds 1."""
@@ -243,7 +233,7 @@ def ladder_dict(ladder: Ladder) -> dict:
                "unit": part_unit(ladder.claim, rules[t.part]),
                "fit": None if t.fit is None else t.fit.to_dict(),
                "meeting": None if t.meeting is None else t.meeting.to_dict(),
-               "direction": t.direction(towards(rules[t.part])),
+               "direction": t.direction(claimed_side(rules[t.part])),
                "line_fits": t.line_fits,
                "appears": _appearance(ladder, t.appears),
                "confirmed": _appearance(ladder, t.confirmed),

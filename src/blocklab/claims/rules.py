@@ -324,6 +324,16 @@ def _side_and_boundary(rule: Rule) -> tuple[float, float]:
     return s, max(abs(rule.smallest_effect), s * rule.threshold)
 
 
+def claimed_side(rule: Rule) -> float | None:
+    """The sign of the side the claim lies on (an effect's, − for "at most t", + for "at least
+    t"); None for a band."""
+    if rule.test == "equivalence":
+        return None
+    if rule.test in ("at-most", "at-least"):
+        return -1.0 if rule.test == "at-most" else 1.0
+    return math.copysign(1.0, rule.claimed)
+
+
 def claimed_boundary(rule: Rule) -> float:
     """The boundary a part is confirmed beyond, in the metric's own units and sign (what
     `Decision.boundary` holds): δ, or the threshold where that lies further out, on the
