@@ -12,7 +12,6 @@ from dataclasses import asdict
 
 from blocklab.claims.finding import (
     DECIDED,
-    TREND_ZH,
     Context,
     Finding,
     ci_text,
@@ -200,10 +199,8 @@ def c16(ctx: Context) -> Finding:
         f"d={p.d_model}: {ci_text(p.rel_delta_pct, 2, '%')}"
         + (" (an lr at the grid's edge)" if any(lr in edges for lr in p.lrs.values()) else "")
         for p in data.trend)
-    direction = trend_word(data.trend_change, grows_when="below")
 
     def text(lang: str) -> str:
-        zh = lang == "zh"
         sep = say(TEXT["list_sep"], lang)
         if not again.rel_delta_pct:  # a size that trains only the graded arms
             sensitivity = say(TEXT["sensitivity_full_only"], lang, init=again.init)
@@ -213,7 +210,7 @@ def c16(ctx: Context) -> Finding:
         trend = "" if len(data.trend) < 2 else say(
             TEXT["trend"], lang, points=points,
             change=ci_text(data.trend_change, 2, say(TEXT["points"], lang)),
-            direction=TREND_ZH[direction] if zh else direction)
+            direction=trend_word(data.trend_change, "below", lang))
         return say(TEXT["c16"], lang, seeds=seeds, steps=steps, init=data.init,
                    grid=", ".join(f"{lr:g}" for lr in data.lr_grid), lrs=lrs, graded=graded,
                    claimed=sep.join(page_gain_text(a).lstrip("+") for a in page),

@@ -80,15 +80,15 @@ def ci_n_text(stats: Interval, digits: int, unit: str = "") -> str:
 TREND_ZH = {"grows": "增大", "shrinks": "缩小", "shows no resolved trend": "无可分辨的趋势"}
 
 
-def trend_word(change: Interval, grows_when: str) -> str:
-    """'grows' / 'shrinks' when the 95% CI of a change across sizes excludes 0 (`grows_when`:
-    the side, 'below' or 'above', on which the effect grows), else no resolved trend."""
-    if change.ci_low is None or change.ci_high is None:
-        return "shows no resolved trend"
-    side = "below" if change.ci_high < 0 else "above" if change.ci_low > 0 else None
-    if side is None:
-        return "shows no resolved trend"
-    return "grows" if side == grows_when else "shrinks"
+def trend_word(change: Interval, grows_when: str, lang: str = "en") -> str:
+    """'grows' / 'shrinks' in `lang` when the 95% CI of a change across sizes excludes 0
+    (`grows_when`: the side, 'below' or 'above', on which the effect grows), else no resolved
+    trend."""
+    side = None if not change.resolved else (
+        "below" if change.ci_high < 0 else "above" if change.ci_low > 0 else None)
+    word = ("shows no resolved trend" if side is None else
+            "grows" if side == grows_when else "shrinks")
+    return TREND_ZH[word] if lang == "zh" else word
 
 
 # The verdicts that decide a claim (each names the scale it was reached at, where it has one).

@@ -17,7 +17,6 @@ from functools import partial
 
 from blocklab.claims.finding import (
     DECIDED,
-    TREND_ZH,
     Context,
     Finding,
     ci_text,
@@ -485,7 +484,6 @@ def c19(ctx: Context) -> Finding:
     post = data.init_gradients.get("post", {}).get("xavier")
     graded = "; ".join(f"{p.name}: {verdict_text(p)}" for p in parts)
     depths = sorted({e.depth for e in data.effects})
-    direction = trend_word(data.interaction_trend, grows_when="above")
 
     def text(lang: str) -> str:
         zh = lang == "zh"
@@ -494,7 +492,7 @@ def c19(ctx: Context) -> Finding:
         trend = "" if len(depths) < 2 else say(
             TEXT["c19_trend"], lang, last=depths[-1], first=depths[0],
             change=ci_text(data.interaction_trend, 3, " nats"),
-            direction=TREND_ZH[direction] if zh else direction)
+            direction=trend_word(data.interaction_trend, "above", lang))
         return say(TEXT["c19"], lang, depth=effect.depth, seeds=data.seeds,
                    fair=fair_zh if zh else fair_en, bias=bias_text, graded=graded,
                    stability=stability_text(data, "sweep", stable.depth, lang), probe=probe,
