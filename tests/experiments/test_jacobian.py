@@ -83,6 +83,11 @@ def _tiny_model(placement: str, n_layers: int = 3, init: str = "xavier") -> Deco
     return model
 
 
+def _loss_of(ids: torch.Tensor):
+    """model -> its next-token loss on `ids` [B, T + 1]."""
+    return lambda m: F.cross_entropy(m(ids[:, :-1]).flatten(0, 1), ids[:, 1:].flatten())
+
+
 def _exact_layer_jacobian(model: DecoderLM, layer: int, inputs) -> np.ndarray:
     """The whole n × n Jacobian of one layer at its recorded input (autograd, column by
     column): the reference the probes estimate."""
@@ -101,11 +106,7 @@ def _exact_layer_jacobian(model: DecoderLM, layer: int, inputs) -> np.ndarray:
 def test_gaussian_probes_estimate_the_exact_frobenius_norm_of_a_real_block(placement):
     # A real decoder layer (attention mixes positions, SwiGLU, RMSNorm), float64, n = 2·4·8.
     model = _tiny_model(placement)
-    ids = torch.randint(0, 32, (2, 5), generator=torch.Generator().manual_seed(0))
-
-    def loss_of(m):
-        logits = m(ids[:, :-1])
-        return F.cross_entropy(logits.flatten(0, 1), ids[:, 1:].flatten())
+    loss_of = _loss_of(torch.randint(0, 32, (2, 5), generator=torch.Generator().manual_seed(0)))
 
     _, _, inputs = jac.residual_sensitivity(model, loss_of)
     j = _exact_layer_jacobian(model, 1, inputs)
@@ -129,11 +130,7 @@ def test_gaussian_probes_estimate_the_exact_frobenius_norm_of_a_real_block(place
 
 def test_layer_deviations_probes_every_layer_at_its_recorded_input():
     model = _tiny_model("pre")
-    ids = torch.randint(0, 32, (2, 5), generator=torch.Generator().manual_seed(0))
-
-    def loss_of(m):
-        logits = m(ids[:, :-1])
-        return F.cross_entropy(logits.flatten(0, 1), ids[:, 1:].flatten())
+    loss_of = _loss_of(torch.randint(0, 32, (2, 5), generator=torch.Generator().manual_seed(0)))
 
     _, _, inputs = jac.residual_sensitivity(model, loss_of)
     every = jac.layer_deviations(model, inputs, probes=3, seed=7)
@@ -163,11 +160,7 @@ def test_identity_deviation_rejects_no_probes_and_a_non_square_block():
 
 def test_residual_sensitivity_matches_finite_differences_of_the_loss():
     model = _tiny_model("pre", n_layers=3)
-    ids = torch.randint(0, 32, (2, 6), generator=torch.Generator().manual_seed(2))
-
-    def loss_of(m):
-        logits = m(ids[:, :-1])
-        return F.cross_entropy(logits.flatten(0, 1), ids[:, 1:].flatten())
+    loss_of = _loss_of(torch.randint(0, 32, (2, 6), generator=torch.Generator().manual_seed(2)))
 
     loss, sens, inputs = jac.residual_sensitivity(model, loss_of)
     assert len(sens) == len(inputs) == 4  # three layer inputs, then the final norm's

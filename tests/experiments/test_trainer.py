@@ -336,15 +336,6 @@ def test_progress_on_a_callers_bar(tiny_model, tiny_train):
         assert [t.description for t in bar.tasks] == ["arm A"] and bar.tasks[0].completed == 2
 
 
-def test_training_beats_the_unigram_entropy(tiny_model):
-    cfg = TrainConfig(steps=60, batch_size=8, seq_len=64, lr=3e-3, warmup_steps=5,
-                      eval_every=0, eval_batches=2, threads=1)
-    result = tr.run(tiny_model.replace(d_model=64, n_heads=4), cfg)
-    final = result.final
-    assert result.status == "ok"
-    assert final.val_loss < final.unigram_entropy < math.log(256)
-
-
 def test_compiled_run_reports_its_warm_up_apart_and_matches_eager(tiny_model, tiny_train,
                                                                   monkeypatch):
     from torch._dynamo.utils import counters
@@ -537,3 +528,4 @@ def test_a_run_that_learned_is_ok_and_records_how_far(tiny_model, tiny_train):
     assert final.learned_share == pytest.approx(
         (final.unigram_loss - final.val_loss) / (final.unigram_loss - final.bigram_loss))
     assert final.learned_share >= 0.25
+    assert final.val_loss < final.unigram_entropy < math.log(256)  # beyond token frequencies

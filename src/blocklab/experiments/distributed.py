@@ -66,11 +66,6 @@ def torchrun_rank(environ: Mapping[str, str] = os.environ) -> Rank | None:
     return Rank(rank, world_size, local_rank)
 
 
-def backend_for(device: str) -> str:
-    """NCCL for CUDA tensors, gloo for CPU ones."""
-    return "nccl" if device.startswith("cuda") else "gloo"
-
-
 @contextlib.contextmanager
 def process_group(device: str = "cpu",
                   environ: Mapping[str, str] = os.environ) -> Iterator[Rank | None]:
@@ -83,7 +78,7 @@ def process_group(device: str = "cpu",
     if dist.is_initialized():
         yield rank
         return
-    backend = backend_for(device)
+    backend = "nccl" if device.startswith("cuda") else "gloo"
     device_id = None
     if backend == "nccl":
         if ":" in device:

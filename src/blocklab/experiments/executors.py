@@ -1,21 +1,15 @@
 """Where a suite's runs execute: here one after another, in worker processes on this machine,
 or as tasks on a Ray cluster.
 
-An executor is called as `executor(specs, store, progress)`. It runs every spec, saves each
-result with `store.save(spec.run_id, result)` the moment that result arrives, and returns
-{run_id: one-line error} for the runs that failed without stopping the others. `run_suite`
-summarises only when every run of the suite has a stored result, and raises `SuiteIncomplete`
-otherwise, so a rerun with the same results folder completes only the missing runs.
+An executor is called as `executor(specs, store, progress)`: it runs every spec, saves each
+result with `store.save(spec.run_id, result)` as it arrives, and returns {run_id: one-line
+error} for the runs that failed without stopping the others (a rerun completes only those).
 
     execute_in_process   in order, in this process; the first exception stops the suite
-    ParallelExecutor     `jobs` forked single-threaded workers on this machine (what
-                         `blocklab suite` and `blocklab report` use, `--jobs`, default: the
-                         usable cores), then the timed runs alone; failed runs are reported
-                         and the others carry on
+    ParallelExecutor     `jobs` forked single-threaded workers on this machine (`--jobs`),
+                         then the timed runs alone
     RayExecutor          one Ray task per run, each reserving `num_cpus` CPUs and `num_gpus`
-                         GPUs; the driver saves results in the order `ray.wait` hands them
-                         back; a failed task (an exception, a killed worker) is reported with
-                         its label and the others carry on
+                         GPUs; the driver saves results as `ray.wait` hands them back
 
     from blocklab.experiments.executors import RayExecutor
     ffn = get_suite("ffn")

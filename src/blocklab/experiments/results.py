@@ -8,12 +8,9 @@
 
 (the store only keeps results, it never trains.)
 
-A result is one file `<root>/<run_id>.json`, written atomically: a reader (or a crash) sees the
-previous file or the complete new one, never half. A file that is damaged (cut short, not
-strict JSON — NaN, Infinity, a key given twice — or with no "status") does not count as done:
-it is run again, and the store keeps why in `damaged`, naming the file, so the suite can say
-which it replaced. So is a file that holds another run's result (copied or written over): a
-result names the run it is (`RunResult.claimed_id`), and only under that name is it read.
+A result is one file `<root>/<run_id>.json`, written atomically. A file that is damaged (cut
+short, not strict JSON, no "status") or holds another run's result (`RunResult.claimed_id`)
+does not count as done: it is run again, and the store keeps why in `damaged`, naming the file.
 
 A command parses each stored file once, however many stores and readers ask for it (the
 ledger, then the report's tables and curves): the parsed result is kept, pickled, for as long
