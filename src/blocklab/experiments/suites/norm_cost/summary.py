@@ -454,7 +454,8 @@ def step_table(step_time: dict[str, StepTime]) -> Table:
           f"B={st.model['batch_size']}", st.path, st.threads, st.rmsnorm_ms, st.layernorm_ms,
           format_ratio(st.time)] for st in step_time.values()],
         "Forward, backward, clipping and AdamW; the four models' steps interleave. blocklab: "
-        "the models as built (RMSNorm fused with the residual add in one kernel); "
+        "the models as built (to bb47a6c RMSNorm ran a C kernel fused with the residual "
+        "add; since, F.rms_norm); "
         "like-for-like: both norms by PyTorch's functional ops (F.rms_norm, F.layer_norm), "
         "the residual added apart. On a CPU F.rms_norm is a composite of elementary ops and "
         "F.layer_norm one fused kernel, so neither path is equally fused; see the "
