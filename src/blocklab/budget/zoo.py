@@ -14,7 +14,7 @@ transformers class default, as `from_pretrained` would (see `HF_DEFAULTS`).
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -51,18 +51,6 @@ class ZooEntry:
     params_source: str
     params_counts: str
     notes: str
-
-
-@dataclass(frozen=True)
-class ResolvedModel:
-    """A model ready for the calculator: its label, `ModelConfig` and the raw JSON it came from."""
-
-    label: str
-    config: ModelConfig
-    raw: dict[str, Any]  # the config.json dict (Hugging Face or ModelConfig layout)
-    source: str  # "zoo" or the file path
-    entry: ZooEntry | None = None
-    defaults_filled: tuple[str, ...] = field(default=())  # keys taken from HF_DEFAULTS
 
 
 def _zoo_dir():
@@ -118,9 +106,17 @@ class ModelJSON:
     """A model's JSON as read, before any validation: what `doctor` inspects first."""
 
     label: str
-    raw: dict[str, Any]
+    raw: dict[str, Any]  # the config.json dict (Hugging Face or ModelConfig layout)
     source: str  # "zoo" or the file path
     entry: ZooEntry | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ResolvedModel(ModelJSON):
+    """A model ready for the calculator: its JSON and the `ModelConfig` built from it."""
+
+    config: ModelConfig
+    defaults_filled: tuple[str, ...] = ()  # keys taken from HF_DEFAULTS
 
 
 def read_model_json(name_or_path: str) -> ModelJSON:
@@ -149,5 +145,5 @@ def resolve_model(name_or_path: str) -> ResolvedModel:
     except InputError as err:
         raise InputError(f"{found.source if found.source != 'zoo' else found.label}: {err}") \
             from None
-    return ResolvedModel(label=found.label, config=cfg.replace(name=found.label), raw=found.raw,
-                         source=found.source, entry=found.entry, defaults_filled=filled)
+    return ResolvedModel(found.label, found.raw, found.source, found.entry,
+                         config=cfg.replace(name=found.label), defaults_filled=filled)

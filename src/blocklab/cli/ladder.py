@@ -205,14 +205,10 @@ def _run_rungs(suite: str, requests, prices, budget: float | None, run_on, jobs:
         typer.echo(f"{size}: its registered plan of work", err=True)
         errors, _ = run_with_budget(requests[size], run_on, jobs, progress, True, [suite])
         if errors:
-            raise typer.Exit(_failed(size, errors[suite]))
+            typer.echo(f"error: rung {size}: {errors[suite]}", err=True)
+            raise typer.Exit(1)
         ran.append(size)
     return ran
-
-
-def _failed(size: str, error: str) -> int:
-    typer.echo(f"error: rung {size}: {error}", err=True)
-    return 1
 
 
 def _report(claim: str, out: Path, chosen: dict[str, str], seed_offset: int, as_json: bool,
