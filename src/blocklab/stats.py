@@ -2,18 +2,9 @@
 
 An experiment here measures one number per seed for each arm; arms run with the same seed are
 paired, so the evidence about an arm-vs-arm claim is the list of per-seed differences
-d_1, …, d_n. This module turns such lists into decisions:
-
-    paired_interval    mean of d with its two-sided (1 − α) Student-t interval
-    power              chance that the t test on n seeds detects a true effect
-    detectable_effect  the smallest effect n seeds detect with the wanted power
-    seeds_needed       the fewest seeds that detect an effect with the wanted power
-    spent_alpha        the Lan–DeMets O'Brien–Fleming-type alpha-spending function
-    pocock_spent_alpha the Lan–DeMets Pocock-type alpha-spending function
-    hsd_spent_alpha    the Hwang–Shih–DeCani alpha-spending family, parameter γ
-    spent_by           one of SPENDINGS by name ("obf", "pocock", "hsd(γ)", "fixed")
-    log_ratio_interval a ratio of paired timings: the geometric mean of the paired
-                       ratios with a Student t interval on their logs
+d_1, …, d_n. This module turns such lists into decisions: t intervals (`paired_interval`, and
+`log_ratio_interval` for paired timings), the t test's power and the seeds it needs, and the
+alpha-spending functions of a sequential design (`spent_by`).
 
 Conventions: α (`alpha`) is always the two-sided error rate of an interval or test unless a
 function says otherwise; `sd` is the sample standard deviation (ddof = 1) of the n values; bad

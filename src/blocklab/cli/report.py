@@ -9,6 +9,7 @@ and the report (`build_report`), so each reads and runs the same thing.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -97,18 +98,19 @@ def report(
     size = chosen_size(size, tiny, quick, full)
     language = resolve_lang(lang)
     running = not (no_run or plan)
-    if precision == "bf16" and budget:
-        raise InputError("--budget adds seeds to the float32 runs the ledger grades; leave it "
-                         "out with --precision bf16 (the planned seeds run)")
     # What to run and read, built once: the suites, the sequential design, the estimate and
-    # the report are all handed this one request.
+    # the report are all handed this one request (its budget set once the precision is known).
     request = run_request(results, size, seed_offset, precision,
-                          0.0 if precision != "fp32" else budget_seconds(budget, size),
-                          device if running else "cpu")
+                          device=device if running else "cpu")
     if running:  # where models will train: present here
         check_device_option(device, jobs if executor == "process" else None)
         if device != "cpu" and executor == "process":
             jobs = 1
+    if precision != "fp32" and budget:
+        raise InputError("--budget adds seeds to the float32 runs the ledger grades; leave it "
+                         "out with --precision bf16 (the planned seeds run)")
+    budget_s = 0.0 if precision != "fp32" else budget_seconds(budget, size)
+    request = replace(request, budget_s=budget_s)
     run_on = chosen_executor(executor, jobs, address, cpus_per_run, gpus_per_run)
     # Before any work: --out (unless --plan, which writes nothing) and, where suites will
     # run, every folder they write under --results.

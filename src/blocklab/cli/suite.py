@@ -89,10 +89,10 @@ def suite(
         typer.echo("warning: `suite --out` is deprecated and will be removed; use --results "
                    "(the results folder in every command)", err=True)
     # The same options as one request, checked once, for the sequential design (--budget) and
-    # the rules recorded beside the runs; 0 s of budget without --budget: the planned seeds.
-    request = run_request(out if old_out is None else old_out, size, seed_offset,
-                          "fp32" if precision == "auto" else precision,
-                          0.0 if budget is None else budget_seconds(budget, size), device)
+    # the rules recorded beside the runs. Its precision and budget are set below: the suite's
+    # precision (auto decided, one the suite lacks refused in the suite's words), and 0 s of
+    # budget without --budget (the planned seeds).
+    request = run_request(out if old_out is None else old_out, size, seed_offset, device=device)
     check_device_option(device, jobs if executor == "process" else None)
     if budget is not None and (seeds is not None or precision not in ("fp32", "auto")):
         # Bad input is one line, before any warning about this machine.
@@ -108,7 +108,6 @@ def suite(
     # refused here).
     options = RunOptions.for_suite(chosen, size, seeds, seed_offset=seed_offset,
                                    precision=precision, device=device)
-    request = replace(request, precision=options.precision, device=device)
     # Before any run: every folder the suite writes into, `<results>/<suite>/<size>/` and its
     # tuning and longer-run folders too, not only the results folder itself.
     out = results_folder(out if old_out is None else old_out,
@@ -116,6 +115,8 @@ def suite(
     run_on = chosen_executor(executor, 1 if device != "cpu" and executor == "process" else jobs,
                              address, cpus_per_run, gpus_per_run)
     warn_if_bf16_emulated(options.precision, device)  # one line on stderr; the suite still runs
+    request = replace(request, precision=options.precision, device=device,
+                      budget_s=0.0 if budget is None else budget_seconds(budget, size))
     rules = recorded_rules(request).get(chosen.name)
     try:
         if budget is not None:
