@@ -7,7 +7,6 @@ from hypothesis.extra import numpy as hnp
 from blocklab.reference import (
     central_difference_jacobian,
     commutator,
-    norm_statistics,
     residual_paths,
     rmsnorm,
     rmsnorm_jacobian,
@@ -31,26 +30,10 @@ def _rms(v):
     return float(np.sqrt(np.mean(v * v)))
 
 
-# --- the page's zero-sublayer example (C09) -------------------------------------------------
-
-
-def test_zero_sublayer_pre_norm_is_identity():
-    out = residual_paths(X, np.zeros((2, 2)))
-    assert set(out) == KEYS
-    np.testing.assert_allclose(out["pre"], [1.0, 3.0], atol=1e-15)
-    np.testing.assert_allclose(out["pre_jacobian"], np.eye(2), atol=1e-15)
-
-
-def test_zero_sublayer_post_norm_is_rmsnorm():
-    out = residual_paths(X, np.zeros((2, 2)))
-    np.testing.assert_allclose(out["post"], [0.447214, 1.341641], atol=1e-6)
-    np.testing.assert_allclose(out["post_jacobian"], norm_statistics(X)["jacobian"], atol=1e-15)
-    # The two blocks differ even though the sublayer does nothing.
-    assert np.max(np.abs(out["post_jacobian"] - out["pre_jacobian"])) > 0.5
-
-
+# The page's zero-sublayer example (C09) is `blocklab verify`'s worked check.
 def test_return_types_and_list_input():
     out = residual_paths([1, 3], [[0, 0], [0, 0]])
+    assert set(out) == KEYS
     assert out["pre"].dtype == out["post"].dtype == np.float64
     assert out["pre_jacobian"].shape == out["post_jacobian"].shape == (2, 2)
 
@@ -88,10 +71,6 @@ def test_pre_norm_jacobian_uses_a_times_jn():
     result = commutator(DIAG, X)
     np.testing.assert_allclose(out["pre_jacobian"], np.eye(2) + result["a_jn"], atol=1e-15)
     assert np.max(np.abs(out["pre_jacobian"] - np.eye(2) - result["jn_a"])) > 0.1
-
-
-def test_scalar_matrix_commutes():
-    assert commutator(3.0 * np.eye(2), X)["max_difference"] <= 1e-15
 
 
 # --- Jacobians against central differences (C09, C14) --------------------------------------
