@@ -72,9 +72,29 @@ def machine_turn(request, tmp_path_factory):
         held = _flock(turn, fcntl.LOCK_SH)
         held.__enter__()
     try:
-        yield
+        with _one_thread_each():
+            yield
     finally:
         held.__exit__(None, None, None)
+
+
+@contextlib.contextmanager
+def _one_thread_each():
+    """One torch thread for a test sharing the cores with other workers, and for the commands
+    it starts: a second OpenMP thread that another worker has pushed off its core stalls every
+    op (a tiny model's int8 checks took 12.4 s on two threads beside one busy core, 0.3 s on
+    one)."""
+    threads, omp = torch.get_num_threads(), os.environ.get("OMP_NUM_THREADS")
+    torch.set_num_threads(1)
+    os.environ["OMP_NUM_THREADS"] = "1"
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+        if omp is None:
+            os.environ.pop("OMP_NUM_THREADS", None)
+        else:
+            os.environ["OMP_NUM_THREADS"] = omp
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -55,6 +55,14 @@ def test_pooler_flops():
     assert f.other == 4 * 2 * 8 * 8
 
 
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True, None])
+def test_bad_sizes(bad):
+    with pytest.raises(ValueError, match="positive integer"):
+        prefill_flops(TINY, bad, 4)
+    with pytest.raises(ValueError, match="positive integer"):
+        decode_flops(TINY, 1, bad)
+
+
 def test_elementwise_is_small_and_separate():
     f = prefill_flops(TINY.replace(d_model=512, n_heads=8, n_kv_heads=8, d_ff=2048), 1, 256)
     e = elementwise_flops(TINY.replace(d_model=512, n_heads=8, n_kv_heads=8, d_ff=2048), 1, 256)

@@ -35,7 +35,9 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from blocklab.checks import is_int
 from blocklab.config import ModelConfig
+from blocklab.errors import InputError
 
 # FLOPs per multiply-add.
 FLOPS_PER_MAC = 2
@@ -111,6 +113,14 @@ def causal_pairs(seq_len: int) -> int:
     return seq_len * (seq_len + 1) // 2
 
 
+def _check(name: str, value: int) -> int:
+    """A size a library caller passed (the CLI's are checked at its door, this is the door of
+    a Python caller): a positive int, else a one-line InputError."""
+    if not is_int(value):
+        raise InputError(f"{name} must be a positive integer, got {value!r}")
+    return value
+
+
 def _flops(cfg: ModelConfig, tokens: int, batch: int, full_pairs: int, causal_pairs_: int,
            causal: bool) -> Flops:
     layers = cfg.n_layers
@@ -134,6 +144,7 @@ def prefill_flops(cfg: ModelConfig, batch: int, seq_len: int, causal: bool = Tru
     `causal=False` reports the full T² score count; an encoder config (`cfg.causal` False)
     always attends to every key, so both counts are the full one there.
     """
+    batch, seq_len = _check("batch", batch), _check("seq_len", seq_len)
     full = batch * seq_len * seq_len
     kept = batch * causal_pairs(seq_len) if cfg.causal else full
     return _flops(cfg, batch * seq_len, batch, full, kept, causal)
@@ -142,6 +153,7 @@ def prefill_flops(cfg: ModelConfig, batch: int, seq_len: int, causal: bool = Tru
 def decode_flops(cfg: ModelConfig, batch: int, context: int, causal: bool = True) -> Flops:
     """One decode step: one new token per sequence attending to `context` keys (itself and the
     context−1 cached tokens). With a single query row, causal and full counts coincide."""
+    batch, context = _check("batch", batch), _check("context", context)
     pairs = batch * context
     return _flops(cfg, batch, batch, pairs, pairs, causal)
 
@@ -193,4 +205,8 @@ NORM_BACKWARD_COST = {"rmsnorm": 9, "layernorm": 13}
 def norm_flops_per_row(norm: str, d: int, backward: bool = False) -> int:
     """FLOPs to normalise one row of width `d` with `norm` ("rmsnorm" or "layernorm"):
     the forward (`ELEMENTWISE_COST`), plus the backward (`NORM_BACKWARD_COST`) when asked."""
+    if norm not in NORM_BACKWARD_COST:
+        raise InputError(f"norm {norm!r} is not allowed; expected one of "
+                         f"{sorted(NORM_BACKWARD_COST)}")
+    d = _check("d", d)
     return d * (ELEMENTWISE_COST[norm] + (NORM_BACKWARD_COST[norm] if backward else 0))

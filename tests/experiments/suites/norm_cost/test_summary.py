@@ -141,6 +141,8 @@ def test_norm_flops_and_bytes_match_a_hand_count_at_d_4():
     for got, ref in zip(_ln_backward_as_counted(x.detach(), g.detach(), dy), want, strict=True):
         torch.testing.assert_close(got, ref)
     assert NORM_BACKWARD_COST == {"rmsnorm": 9, "layernorm": 13}
+    with pytest.raises(ValueError, match="not allowed"):
+        summary.count_norm("batchnorm", 4)
 
 
 def test_torch_flop_counter_counts_no_norm_flops():

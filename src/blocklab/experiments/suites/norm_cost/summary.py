@@ -214,11 +214,12 @@ def count_norm(norm: str, d: int, element_bytes: int = 4) -> NormCount:
     """
     from blocklab.budget.flops import norm_flops_per_row
 
+    fwd_flops = norm_flops_per_row(norm, d)  # refuses a norm it has no count for
     stats = NORM_STATS[norm] * STAT_BYTES
     fwd_bytes = 2 * d * element_bytes + stats
     return NormCount(
         norm=norm, d=d, element_bytes=element_bytes,
-        fwd_flops=norm_flops_per_row(norm, d), fwdbwd_flops=norm_flops_per_row(norm, d, True),
+        fwd_flops=fwd_flops, fwdbwd_flops=norm_flops_per_row(norm, d, True),
         fwd_bytes=fwd_bytes, fwdbwd_bytes=fwd_bytes + 3 * d * element_bytes + stats,
         param_bytes=(2 * NORM_PARAMS[norm] + 1) * d * element_bytes)
 
