@@ -154,6 +154,12 @@ def test_findings_sorted_errors_first():
     assert levels == sorted(levels, key=["error", "warning", "info"].index)
 
 
+@pytest.mark.parametrize("bad", [0, -3, 1.5])
+def test_bad_serve_len(bad):
+    with pytest.raises(ValueError, match="serve_len"):
+        diagnose(LLAMA, serve_len=bad)
+
+
 def test_unreadable_config_is_value_error():
     with pytest.raises(ValueError, match="missing"):
         diagnose({"model_type": "llama", "hidden_size": 64})

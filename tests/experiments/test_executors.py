@@ -11,6 +11,7 @@ import pytest
 
 from blocklab.claims.catalogue import suite_rules
 from blocklab.cli import main
+from blocklab.experiments.executors import ParallelExecutor
 from blocklab.experiments.options import RunOptions
 from blocklab.experiments.run_result import RunResult
 from blocklab.experiments.suites import SUITE_MODULES, base, get_suite, run_suite
@@ -208,3 +209,9 @@ def test_a_run_that_cannot_be_pickled_is_named_before_anything_starts(ray_instan
                                          "TypeError: cannot pickle '_thread.lock' object"):
         run_suite(suite, RunOptions.for_suite(suite, "tiny", 1), tmp_path, progress=False,
                   executor=RayExecutor())
+
+
+def test_jobs_must_be_a_positive_count():
+    for bad in (0, -1, True, 2.0, 10**6):
+        with pytest.raises(ValueError, match="--jobs"):
+            ParallelExecutor(bad)

@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from blocklab.checks import shown_value
+from blocklab.checks import is_int, shown_value
 from blocklab.config import ModelConfig
 from blocklab.errors import InputError
 from blocklab.interop.hf_config import HF_HIDDEN_DIVISIBLE, hf_defaults_taken, hf_size
@@ -374,6 +374,8 @@ def diagnose(raw: dict[str, Any], *, serve_len: int | None = None, training: boo
     Raises InputError for input that is not a readable config (missing or malformed fields,
     a malformed warmup setting with `training`).
     """
+    if serve_len is not None and not is_int(serve_len):  # the door of a Python caller
+        raise InputError(f"serve_len must be a positive integer, got {serve_len!r}")
     if training:
         _training_warmup(raw)  # a malformed warmup is bad input, whatever the placement
     found = _structure(raw)

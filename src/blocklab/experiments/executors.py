@@ -32,6 +32,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from blocklab.checks import is_int
 from blocklab.errors import InputError
 from blocklab.experiments.env import usable_cores
 from blocklab.experiments.locks import machine_lock
@@ -85,7 +86,12 @@ class ParallelExecutor:
     method (Linux, macOS); elsewhere the runs go one after another.
     """
 
-    jobs: int  # (checked by the command line: `env.check_threads`)
+    jobs: int
+
+    def __post_init__(self) -> None:  # the door of a Python caller; the CLI's is check_threads
+        if not is_int(self.jobs, 1, 1024):
+            raise InputError(f"--jobs {self.jobs!r} is not allowed; expected an integer in "
+                             "[1, 1024]")
 
     def __call__(self, specs: Sequence[RunSpec], store: ResultSink,
                  progress: bool) -> dict[str, str]:
