@@ -1,6 +1,7 @@
 """Helpers the nn tests share, imported as `from .conftest import ...`."""
 
 import torch
+import transformers
 
 
 def randn(*shape: int, dtype: torch.dtype = torch.float32, seed: int = 0) -> torch.Tensor:
@@ -17,3 +18,14 @@ def forward_backward(module: torch.nn.Module, x: torch.Tensor, g: torch.Tensor):
     y = module(x)
     y.backward(g)
     return y, x.grad, module.weight.grad
+
+
+def hf_llama_config(head_dim, theta, scaling, max_position_embeddings, partial_rotary_factor=1.0):
+    """A tiny LlamaConfig carrying rope_parameters the transformers-5 way (theta inside)."""
+    rope = {"rope_type": "default", **scaling, "rope_theta": theta}
+    if partial_rotary_factor != 1.0:
+        rope["partial_rotary_factor"] = partial_rotary_factor
+    return transformers.LlamaConfig(
+        hidden_size=2 * head_dim, num_attention_heads=2, head_dim=head_dim, num_hidden_layers=1,
+        intermediate_size=8, vocab_size=16, max_position_embeddings=max_position_embeddings,
+        rope_parameters=rope)

@@ -10,82 +10,41 @@ import math
 
 import pytest
 import torch
-import transformers
 import transformers.modeling_rope_utils as rope_utils
-import transformers.models.llama.modeling_llama as modeling_llama
 import transformers.models.phi.modeling_phi as modeling_phi
 from torch.testing import assert_close
 
 from blocklab.nn.rope_scaling import (
     ROPE_SCALINGS,
     default_rope,
-    dynamic_ntk_rope,
     ntk_rope,
     rope_frequencies,
     rotary_dim,
 )
+
+from .conftest import hf_llama_config
 
 EXACT = dict(atol=0.0, rtol=0.0)
 # Blending two equal float32 values (x * (1 - w) + x * w) may round once.
 ONE_ROUNDING = dict(atol=0.0, rtol=2.0**-23)
 
 
-def hf_config(head_dim, theta, partial_rotary_factor, scaling, max_position_embeddings):
-    """A tiny LlamaConfig carrying rope_parameters the transformers-5 way (theta inside)."""
-    rope_parameters = {"rope_type": "default", **scaling, "rope_theta": theta}
-    if partial_rotary_factor != 1.0:
-        rope_parameters["partial_rotary_factor"] = partial_rotary_factor
-    n_heads = 2
-    return transformers.LlamaConfig(
-        hidden_size=n_heads * head_dim,
-        num_attention_heads=n_heads,
-        head_dim=head_dim,
-        num_hidden_layers=1,
-        intermediate_size=8,
-        vocab_size=16,
-        max_position_embeddings=max_position_embeddings,
-        rope_parameters=rope_parameters,
-    )
-
-
 def hf_frequencies(head_dim, theta, partial_rotary_factor, scaling, max_pos, seq_len=None):
-    config = hf_config(head_dim, theta, partial_rotary_factor, scaling, max_pos)
+    config = hf_llama_config(head_dim, theta, scaling, max_pos, partial_rotary_factor)
     fn = rope_utils.ROPE_INIT_FUNCTIONS[scaling["rope_type"]]
     return fn(config, None, seq_len=seq_len)
-
-
-def test_registry_names():
-    assert set(ROPE_SCALINGS) == {"default", "linear", "dynamic", "yarn", "llama3", "ntk"}
 
 
 # --- Hugging Face parity -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("head_dim, theta", [(16, 10000.0), (128, 500000.0), (64, 1e6)])
-def test_default_matches_hf_llama(head_dim, theta):
-    # transformers 5 keeps plain RoPE on the model class, not in ROPE_INIT_FUNCTIONS.
-    config = hf_config(head_dim, theta, 1.0, {}, 128)
-    expected, expected_factor = modeling_llama.LlamaRotaryEmbedding.compute_default_rope_parameters(
-        config
-    )
-    inv_freq, factor = default_rope(head_dim, theta, 1.0, {})
-    assert inv_freq.dtype == torch.float32 and inv_freq.shape == (head_dim // 2,)
-    assert_close(inv_freq, expected, **EXACT)
-    assert factor == expected_factor == 1.0
-
-
 @pytest.mark.parametrize("partial_rotary_factor", [0.5, 0.25, 0.4])
 def test_default_partial_rotary_matches_hf_phi(partial_rotary_factor):
     head_dim, theta = 80, 10000.0
-    config = transformers.PhiConfig(
-        hidden_size=2 * head_dim,
-        num_attention_heads=2,
-        rope_parameters={
-            "rope_type": "default",
-            "rope_theta": theta,
-            "partial_rotary_factor": partial_rotary_factor,
-        },
-    )
+    config = modeling_phi.PhiConfig(
+        hidden_size=2 * head_dim, num_attention_heads=2,
+        rope_parameters={"rope_type": "default", "rope_theta": theta,
+                         "partial_rotary_factor": partial_rotary_factor})
     expected, _ = modeling_phi.PhiRotaryEmbedding.compute_default_rope_parameters(config)
     inv_freq, _ = default_rope(head_dim, theta, partial_rotary_factor, {})
     assert inv_freq.shape == (rotary_dim(head_dim, partial_rotary_factor) // 2,)
@@ -132,32 +91,16 @@ YARN_CASES = {
     "paper_defaults": {"factor": 4.0, "original_max_position_embeddings": 4096},
     "qwen_style_32k": {"factor": 4.0, "original_max_position_embeddings": 32768},
     "no_truncate": {"factor": 8.0, "original_max_position_embeddings": 4096, "truncate": False},
-    "mscale_pair": {
-        "factor": 40.0,
-        "original_max_position_embeddings": 4096,
-        "mscale": 1.0,
-        "mscale_all_dim": 0.707,
-    },
-    "deepseek_v3_mscale_equal": {
-        "factor": 40.0,
-        "original_max_position_embeddings": 4096,
-        "mscale": 1.0,
-        "mscale_all_dim": 1.0,
-        "beta_fast": 32,
-        "beta_slow": 1,
-    },
+    "mscale_pair": {"factor": 40.0, "original_max_position_embeddings": 4096, "mscale": 1.0,
+                    "mscale_all_dim": 0.707},
+    "deepseek_v3_mscale_equal": {"factor": 40.0, "original_max_position_embeddings": 4096,
+                                 "mscale": 1.0, "mscale_all_dim": 1.0, "beta_fast": 32,
+                                 "beta_slow": 1},
     "mscale_only": {"factor": 16.0, "original_max_position_embeddings": 2048, "mscale": 0.5},
-    "explicit_attention_factor": {
-        "factor": 4.0,
-        "original_max_position_embeddings": 4096,
-        "attention_factor": 1.25,
-    },
-    "custom_betas": {
-        "factor": 2.0,
-        "original_max_position_embeddings": 1024,
-        "beta_fast": 16.0,
-        "beta_slow": 2.0,
-    },
+    "explicit_attention_factor": {"factor": 4.0, "original_max_position_embeddings": 4096,
+                                  "attention_factor": 1.25},
+    "custom_betas": {"factor": 2.0, "original_max_position_embeddings": 1024, "beta_fast": 16.0,
+                     "beta_slow": 2.0},
     "narrow_ramp": {"factor": 4.0, "original_max_position_embeddings": 32},
     "factor_one": {"factor": 1.0, "original_max_position_embeddings": 4096},
 }
@@ -179,26 +122,6 @@ def test_yarn_matches_hf(case, head_dim, theta, partial_rotary_factor):
     )
     assert_close(inv_freq, expected, **EXACT)
     assert attention_factor == expected_factor
-
-
-def test_yarn_attention_factor_closed_form():
-    # 0.1 ln(s) + 1 (YaRN eq. 22 as implemented), and the DeepSeek ratio of two such terms.
-    _, plain = ROPE_SCALINGS["yarn"](
-        64, 1e4, 1.0, {"factor": 16.0, "original_max_position_embeddings": 4096}
-    )
-    assert plain == pytest.approx(0.1 * math.log(16.0) + 1.0, rel=1e-15)
-    _, ratio = ROPE_SCALINGS["yarn"](
-        64,
-        1e4,
-        1.0,
-        {
-            "factor": 16.0,
-            "original_max_position_embeddings": 4096,
-            "mscale": 1.0,
-            "mscale_all_dim": 0.5,
-        },
-    )
-    assert ratio == pytest.approx((0.1 * math.log(16) + 1) / (0.05 * math.log(16) + 1), rel=1e-15)
 
 
 LLAMA3_CASES = {
@@ -270,32 +193,6 @@ def test_ntk_closed_form(factor, head_dim, partial_rotary_factor):
     assert_close(inv_freq[-1].double(), plain[-1].double() / factor, atol=0.0, rtol=1e-6)
 
 
-@pytest.mark.parametrize("factor", [2.0, 4.0, 8.0])
-def test_ntk_equals_dynamic_at_matching_length(factor):
-    # dynamic's base ratio is f * L / orig - (f - 1); it equals the static `factor` when
-    #   (a) f = 1 and L = factor * orig, or (b) f = factor and L = orig * (2 factor - 1) / factor.
-    original = 64
-    ntk, _ = ntk_rope(64, 10000.0, 1.0, {"factor": factor})
-    dyn_a, _ = dynamic_ntk_rope(
-        64,
-        10000.0,
-        1.0,
-        {"factor": 1.0, "original_max_position_embeddings": original},
-        seq_len=int(factor * original),
-    )
-    assert_close(ntk, dyn_a, **EXACT)
-    seq_len = original * (2 * factor - 1) / factor
-    assert seq_len == int(seq_len)
-    dyn_b, _ = dynamic_ntk_rope(
-        64,
-        10000.0,
-        1.0,
-        {"factor": factor, "original_max_position_embeddings": original},
-        seq_len=int(seq_len),
-    )
-    assert_close(ntk, dyn_b, **EXACT)
-
-
 # --- every variant is plain RoPE at factor 1 -------------------------------------------------
 
 FACTOR_ONE = {
@@ -329,24 +226,6 @@ def test_factor_one_is_plain_rope(name, seq_len, head_dim, theta, prf):
     assert_close(inv_freq, plain, **ONE_ROUNDING)
 
 
-def test_dynamic_past_original_rescales_even_at_factor_one():
-    # Documented behaviour, as in Hugging Face: the base follows the length ratio L / orig.
-    scaling = {"rope_type": "dynamic", "factor": 1.0, "original_max_position_embeddings": 64}
-    inv_freq, _ = rope_frequencies(64, 10000.0, 1.0, scaling, seq_len=128)
-    expected, _ = ntk_rope(64, 10000.0, 1.0, {"factor": 2.0})
-    assert_close(inv_freq, expected, **EXACT)
-
-
-def test_rope_frequencies_dispatch():
-    assert_close(rope_frequencies(32, 10000.0)[0], default_rope(32, 10000.0)[0], **EXACT)
-    scaling = {"rope_type": "linear", "factor": 2.0}
-    assert_close(
-        rope_frequencies(32, 10000.0, 1.0, scaling)[0],
-        ROPE_SCALINGS["linear"](32, 10000.0, 1.0, scaling)[0],
-        **EXACT,
-    )
-
-
 # --- bad names and values: ValueError, one line naming the value -------------------------------
 
 
@@ -360,30 +239,11 @@ def test_rope_frequencies_dispatch():
         ({"scaling": {"rope_type": "linear", "factor": 0.5}}, "0.5"),
         ({"scaling": {"rope_type": "linear", "factor": "2"}}, "'2'"),
         ({"scaling": {"rope_type": "dynamic", "factor": 2.0}}, "original_max_position_embeddings"),
-        (
-            {
-                "scaling": {
-                    "rope_type": "yarn",
-                    "factor": 4.0,
-                    "original_max_position_embeddings": 4096,
-                    "beta_fast": 1.0,
-                    "beta_slow": 32.0,
-                }
-            },
-            "beta_fast",
-        ),
-        (
-            {
-                "scaling": {
-                    "rope_type": "llama3",
-                    "factor": 8.0,
-                    "low_freq_factor": 4.0,
-                    "high_freq_factor": 1.0,
-                    "original_max_position_embeddings": 8192,
-                }
-            },
-            "high_freq_factor",
-        ),
+        ({"scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 4096,
+                      "beta_fast": 1.0, "beta_slow": 32.0}}, "beta_fast"),
+        ({"scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 4.0,
+                      "high_freq_factor": 1.0, "original_max_position_embeddings": 8192}},
+         "high_freq_factor"),
         ({"scaling": {"rope_type": "ntk", "factor": 2.0}, "head_dim": 2}, "rotary_dim"),
         ({"partial_rotary_factor": 0.0}, "partial_rotary_factor"),
         ({"partial_rotary_factor": 1.5}, "1.5"),

@@ -1,14 +1,11 @@
 """Position encodings: rotary (RoPE), ALiBi, sinusoidal and learned absolute positions.
 
-Where each one acts:
-
     tokens -> embed --(+ SinusoidalPositions / LearnedPositions)--> blocks
     attention:  q, k --(apply_rotary with RotaryEmbedding's cos, sin)--> softmax(q k^T / sqrt(d)
                                                                                  + ALiBi bias)
 
-None of them has a hard length limit except ``LearnedPositions``, whose table cannot extrapolate
-and which says so in a ValueError. ``RotaryEmbedding`` keeps a cos/sin cache and extends it for
-positions past its end, so a long sequence never indexes out of range or reads NaN.
+Only ``LearnedPositions`` has a length limit (its table cannot extrapolate); the RoPE cos/sin
+cache grows past its end.
 
 Shape legend:
     B: batch, H: heads, T: sequence length (T_q queries, T_k keys), head_dim: channels per head,
@@ -34,9 +31,9 @@ def _check_layout(layout: str) -> None:
 def _check_positions(positions: Tensor, max_position: int | None = None) -> tuple[int, int]:
     """Integer positions of rank 1 or 2; returns (min, max), or (0, -1) when empty.
 
-    A caller that made the positions itself (`DecoderLM` from its arange) passes their known
-    `max_position`: the values are then not read back, which would cost a device sync and stop
-    torch.compile's graph capture at `.item()`; (0, max_position) is returned.
+    A caller that made the positions itself passes their `max_position`, returned as
+    (0, max_position) without reading the values back (a device sync, and a graph break under
+    torch.compile).
     """
     if not isinstance(positions, Tensor):
         raise InputError(f"positions must be a tensor, got {type(positions).__name__}")
@@ -59,19 +56,13 @@ def _check_positions(positions: Tensor, max_position: int | None = None) -> tupl
 
 
 def rotate_half(x: Tensor) -> Tensor:
-    """Half-split rotation partner: ``[x1, x2] -> [-x2, x1]`` over the last dim.
-
-    Channel ``i`` pairs with ``i + r/2`` (Hugging Face / GPT-NeoX layout).
-    """
+    """``[x1, x2] -> [-x2, x1]``: channel i pairs with i + r/2 (Hugging Face / GPT-NeoX)."""
     x1, x2 = x.chunk(2, dim=-1)
     return torch.cat((-x2, x1), dim=-1)
 
 
 def rotate_interleaved(x: Tensor) -> Tensor:
-    """Interleaved rotation partner: ``(x[2i], x[2i+1]) -> (-x[2i+1], x[2i])``.
-
-    Channel ``2i`` pairs with ``2i + 1`` (Meta / GPT-J layout, a complex number per pair).
-    """
+    """``(x[2i], x[2i+1]) -> (-x[2i+1], x[2i])``: a complex number per pair (Meta / GPT-J)."""
     even, odd = x[..., 0::2], x[..., 1::2]
     return torch.stack((-odd, even), dim=-1).flatten(-2)
 
@@ -85,10 +76,8 @@ def rotary_cos_sin(
     """cos and sin of ``positions * inv_freq``, laid out for ``layout``, times ``attention_factor``.
 
     positions: [T] or [B, T] (integers); inv_freq: [r/2]. Returns cos, sin: [T, r] or [B, T, r]
-    in ``inv_freq``'s dtype. ``half_split`` repeats the r/2 angles as two blocks
-    ``[a0..a_{r/2-1}, a0..a_{r/2-1}]``; ``interleaved`` repeats each angle twice in place
-    ``[a0, a0, a1, a1, ...]``. Positions are converted to ``inv_freq``'s dtype, as Hugging Face
-    does (float32 holds integers exactly up to 2**24).
+    in ``inv_freq``'s dtype, angles ``[a0..a_{r/2-1}, a0..a_{r/2-1}]`` (half_split) or
+    ``[a0, a0, a1, a1, ...]`` (interleaved).
     """
     _check_layout(layout)
     angles = positions.to(inv_freq.dtype)[..., None] * inv_freq  # [..., r/2]
@@ -111,20 +100,14 @@ def apply_rotary(
 
         x[..., :r] <- x[..., :r] * cos + rotate(x[..., :r]) * sin
 
-    with ``rotate`` = ``rotate_half`` (half_split) or ``rotate_interleaved`` (interleaved); the
-    pair at angle a becomes ``(x_a cos a - x_b sin a, x_b cos a + x_a sin a)``.
+    with ``rotate`` = ``rotate_half`` (half_split) or ``rotate_interleaved`` (interleaved).
 
-    q: [B, H_q, T, head_dim], k: [B, H_kv, T, head_dim] (H_kv may differ, as in grouped-query
-    attention); cos, sin: [T, r] or [B, T, r] from ``RotaryEmbedding`` / ``rotary_cos_sin``.
-    ``rotary_dim`` defaults to ``cos.shape[-1]`` and, when given, must equal it.
+    q: [B, H_q, T, head_dim], k: [B, H_kv, T, head_dim]; cos, sin: [T, r] or [B, T, r].
+    ``rotary_dim``, when given, must equal ``cos.shape[-1]``. Returns q, k rotated, with the
+    input shapes and dtypes.
 
-    Numerics: the rotated channels are computed in float32 (float64 inputs stay float64), with
-    cos and sin in that dtype, and cast back to the input dtype at the end; the unrotated
-    channels are copied untouched. Hugging Face instead casts cos and sin to the input dtype
-    and rotates there, so for float32 inputs the two agree exactly and for bfloat16 ours rounds
-    once instead of at every step.
-
-    Returns q, k rotated, with the input shapes and dtypes.
+    Numerics: rotated in float32 at least and cast back once at the end (Hugging Face casts
+    cos, sin to the input dtype: equal for float32, one rounding instead of several for bf16).
     """
     _check_layout(layout)
     r = cos.shape[-1]
@@ -164,23 +147,15 @@ class RotaryEmbedding(nn.Module):
     """cos and sin for rotary position embeddings, cached and extended on demand.
 
     Args:
-        head_dim: channels per attention head.
+        head_dim: channels per attention head; ``int(head_dim * partial_rotary_factor)`` rotate.
         theta: RoPE base (10000 in the paper; Llama 3 uses 500000, Qwen2 1000000).
-        partial_rotary_factor: fraction of ``head_dim`` that is rotated;
-            ``rotary_dim = int(head_dim * partial_rotary_factor)``.
-        layout: ``"half_split"`` pairs channel i with i + r/2 (Hugging Face checkpoints);
-            ``"interleaved"`` pairs 2i with 2i + 1 (Meta checkpoints). See
-            ``permute_interleaved_to_half_split`` to move weights between them.
-        scaling: None for plain RoPE, or a dict with ``rope_type`` in ``ROPE_SCALINGS``
-            (``linear``, ``ntk``, ``dynamic``, ``yarn``, ``llama3``) and that variant's keys.
-        max_seq_len: initial length of the cos/sin cache. Positions past it extend the cache
-            (to at least double its length); it is not a limit.
+        layout: ``"half_split"`` (Hugging Face checkpoints) or ``"interleaved"`` (Meta).
+        scaling: None for plain RoPE, or a dict with a ``rope_type`` of ``ROPE_SCALINGS``.
+        max_seq_len: initial cache length, not a limit: later positions grow the cache.
 
     ``forward(positions)`` returns ``attention_factor * (cos, sin)`` of ``positions * inv_freq``
-    in float32, laid out for ``layout``. With ``dynamic`` scaling, a call whose largest position
-    reaches past ``original_max_position_embeddings`` recomputes ``inv_freq`` for length
-    ``max(positions) + 1`` and bypasses the cache (as Hugging Face does; keys already in a KV
-    cache keep the angles they were rotated with).
+    in float32. With ``dynamic`` scaling, positions past ``original_max_position_embeddings``
+    recompute ``inv_freq`` for ``max(positions) + 1`` and bypass the cache, as Hugging Face does.
 
     Shapes:
         positions: [T] or [B, T] (integer, >= 0)
@@ -287,13 +262,9 @@ def permute_interleaved_to_half_split(
 ) -> Tensor:
     """Reorder q or k projection rows from the interleaved to the half-split RoPE layout.
 
-    Within each head, output row ``c * r/2 + i`` is input row ``2i + c`` (c in {0, 1}), so the
-    pair (2i, 2i + 1) that interleaved RoPE rotates together lands on (i, i + r/2), which
-    half-split RoPE rotates together by the same angle. Rotating ``x @ weight.T`` interleaved
-    therefore equals rotating ``x @ permuted.T`` half-split, up to that channel order, and q·k
-    is unchanged. This is the permutation Hugging Face applies when converting Meta Llama
-    checkpoints (``convert_llama_weights_to_hf.py``). Rows ``r:`` of each head (partial rotary)
-    stay in place.
+    Within each head, output row ``c * r/2 + i`` is input row ``2i + c`` (c in {0, 1}), so each
+    rotated pair moves together and q·k is unchanged; rows ``r:`` stay. Hugging Face's
+    ``convert_llama_weights_to_hf.py`` applies this to Meta checkpoints.
 
     weight: [n_heads * head_dim, ...] (a weight [n_heads * head_dim, d_model] or a bias).
     Returns a tensor of the same shape.
@@ -314,11 +285,9 @@ def permute_half_split_to_interleaved(
 def alibi_slopes(n_heads: int) -> Tensor:
     """Per-head ALiBi slopes (Press et al. 2022, https://arxiv.org/abs/2108.12409).
 
-    For ``n`` a power of two the slopes are the geometric sequence ``2 ** (-8 (h + 1) / n)``,
-    h = 0 .. n-1 (n = 8: 1/2, 1/4, ..., 1/256). Otherwise, with ``p`` the largest power of two
-    below ``n``: the ``p`` slopes for ``p``, then the first ``n - p`` of every other slope of the
-    ``2p`` sequence (h = 0, 2, 4, ...), as in the authors' code
-    (https://github.com/ofirpress/attention_with_linear_biases).
+    For ``n`` a power of two, ``2 ** (-8 (h + 1) / n)``, h = 0 .. n-1. Otherwise, with ``p`` the
+    largest power of two below ``n``: the ``p`` slopes for ``p``, then the first ``n - p`` of
+    every other slope for ``2p``, as in the authors' code.
 
     Returns [n_heads] float32.
     """
@@ -338,9 +307,8 @@ class ALiBi(nn.Module):
 
         bias[b, h, i, j] = slope[h] * (k_positions[j] - q_positions[i])
 
-    which is ``-slope * distance`` for keys at or before the query. Future keys (j after i) get a
-    positive value and must be removed by the causal mask, which this bias does not apply.
-    Computed from the positions on every call, so any length works.
+    ``-slope * distance`` for past keys; future keys get a positive value, which the causal
+    mask (not applied here) must remove. Computed per call, so any length works.
 
     Shapes:
         q_positions: [T_q] or [B, T_q]; k_positions: [T_k] or [B, T_k] (integer)
@@ -376,9 +344,8 @@ class SinusoidalPositions(nn.Module):
         P[p, 2i]     = sin(p / base ** (2i / d_model))
         P[p, 2i + 1] = cos(p / base ** (2i / d_model))
 
-    Nothing is tabled, so every position works. The angles are computed in float64 and the
-    result rounded to float32: a float32 angle ``p * w`` is off by up to ``p * 2**-24`` radians,
-    which at p = 100000 would already be 0.006.
+    Angles in float64, rounded to float32 at the end: a float32 angle ``p * w`` is off by up to
+    ``p * 2**-24`` radians (0.006 at p = 100000).
 
     Shapes:
         positions: [T] or [B, T] (integer, >= 0)
@@ -409,9 +376,8 @@ class SinusoidalPositions(nn.Module):
 class LearnedPositions(nn.Module):
     """A learned absolute position table, ``nn.Embedding(max_seq_len, d_model)`` (GPT-2, BERT).
 
-    It has no row for a position it was not trained on, so positions >= ``max_seq_len`` raise
-    `PositionsBeyondTable` (an InputError) instead of indexing out of range. Initialisation is
-    ``nn.Embedding``'s N(0, 1); the model that owns it chooses its own init.
+    Positions >= ``max_seq_len`` raise `PositionsBeyondTable` (an InputError) instead of
+    indexing out of range.
 
     Shapes:
         positions: [T] or [B, T] (integer, >= 0)

@@ -6,24 +6,16 @@ query or key at position ``m`` by the angle ``m * inv_freq[i]`` with
     inv_freq[i] = theta ** (-2i / rotary_dim),    i = 0 .. rotary_dim/2 - 1
     rotary_dim  = int(head_dim * partial_rotary_factor)
 
-A scaling variant changes ``inv_freq`` (and may add an ``attention_factor`` that multiplies cos
-and sin, hence q·k by its square) so that a model trained on ``original_max_position_embeddings``
-tokens can read longer sequences. Every variant is one pure function with the signature
+A scaling variant changes ``inv_freq`` (and may add an ``attention_factor`` multiplying cos and
+sin) so that a model trained on ``original_max_position_embeddings`` tokens reads longer
+sequences. Each is one pure function in ``ROPE_SCALINGS``:
 
     fn(head_dim, theta, partial_rotary_factor, scaling, seq_len=None)
         -> (inv_freq: [rotary_dim // 2] float32, attention_factor: float)
 
-collected in ``ROPE_SCALINGS``. ``scaling`` is a dict in the Hugging Face ``rope_parameters``
-vocabulary (``{"rope_type": "yarn", "factor": 4.0, ...}``); unknown keys raise.
-
-Numerics: frequencies are computed in float32 with the same operations, in the same order, as
-Hugging Face transformers' ``ROPE_INIT_FUNCTIONS`` (``src/transformers/modeling_rope_utils.py``),
-so a checkpoint trained there sees bit-identical angles here. Scalar bookkeeping (the NTK base,
-the YaRN ramp bounds and temperature) is done in Python floats (float64), as there.
-
-At ``factor == 1`` every variant returns plain RoPE (within one float32 rounding for ``yarn`` and
-``llama3``, which blend two equal values), except that ``dynamic`` still raises the base once
-``seq_len`` exceeds the original length: it scales by the length ratio itself.
+``scaling`` uses Hugging Face's ``rope_parameters`` keys; unknown keys raise. Frequencies use the
+same float32 operations, in the same order, as transformers' ``ROPE_INIT_FUNCTIONS``, so the
+angles are bit-identical; scalars (NTK base, YaRN ramp, temperature) are Python floats, as there.
 """
 
 import math
@@ -38,11 +30,8 @@ RopeScalingFn = Callable[..., tuple[Tensor, float]]
 
 
 def rotary_dim(head_dim: int, partial_rotary_factor: float = 1.0) -> int:
-    """Number of rotated channels: ``int(head_dim * partial_rotary_factor)``, checked to be even.
-
-    The remaining ``head_dim - rotary_dim`` channels carry no position (partial rotary, as in
-    GPT-NeoX and Phi).
-    """
+    """``int(head_dim * partial_rotary_factor)``, checked even; the other channels carry no
+    position (GPT-NeoX, Phi)."""
     if isinstance(head_dim, bool) or not isinstance(head_dim, int) or head_dim < 2:
         raise InputError(f"head_dim must be an integer >= 2, got {head_dim!r}")
     if not 0.0 < partial_rotary_factor <= 1.0:
@@ -61,17 +50,13 @@ def _plain_inv_freq(dim: int, theta: float) -> Tensor:
     return 1.0 / (theta ** (torch.arange(0, dim, 2, dtype=torch.float32) / dim))
 
 
-# --- argument checks: each failure is one line naming the value and what is allowed ----------
-
-
 def _check_theta(theta: float) -> None:
     if isinstance(theta, bool) or not isinstance(theta, (int, float)) or not theta > 1.0:
         raise InputError(f"theta must be a number > 1, got {theta!r}")
 
 
-def _check_keys(
-    name: str, scaling: Mapping, required: tuple[str, ...], optional: tuple[str, ...] = ()
-) -> None:
+def _check_keys(name: str, scaling: Mapping, required: tuple[str, ...],
+                optional: tuple[str, ...] = ()) -> None:
     if not isinstance(scaling, Mapping):
         raise InputError(f"rope scaling must be a dict, got {type(scaling).__name__}")
     rope_type = scaling.get("rope_type", name)
@@ -116,32 +101,18 @@ def _ntk_dim(name: str, dim: int) -> int:
 # --- the variants -----------------------------------------------------------------------------
 
 
-def default_rope(
-    head_dim: int,
-    theta: float,
-    partial_rotary_factor: float = 1.0,
-    scaling: Mapping | None = None,
-    seq_len: int | None = None,
-) -> tuple[Tensor, float]:
+def default_rope(head_dim: int, theta: float, partial_rotary_factor: float = 1.0,
+                 scaling: Mapping | None = None,
+                 seq_len: int | None = None) -> tuple[Tensor, float]:
     """Plain RoPE: ``inv_freq[i] = theta ** (-2i / rotary_dim)``, attention factor 1."""
     _check_keys("default", scaling or {}, required=())
     _check_theta(theta)
     return _plain_inv_freq(rotary_dim(head_dim, partial_rotary_factor), theta), 1.0
 
 
-def linear_rope(
-    head_dim: int,
-    theta: float,
-    partial_rotary_factor: float,
-    scaling: Mapping,
-    seq_len: int | None = None,
-) -> tuple[Tensor, float]:
-    """Linear scaling / position interpolation: ``inv_freq / factor``.
-
-    Dividing the frequencies equals dividing the positions, so ``factor * L`` tokens map onto the
-    angles seen for ``L`` (Chen et al. 2023, https://arxiv.org/abs/2306.15595; kaiokendev).
-    Keys: ``factor`` (>= 1).
-    """
+def linear_rope(head_dim: int, theta: float, partial_rotary_factor: float,
+                scaling: Mapping, seq_len: int | None = None) -> tuple[Tensor, float]:
+    """Position interpolation: ``inv_freq / factor`` (Chen et al. 2023, arXiv:2306.15595)."""
     # original_max_position_embeddings is informational here (Hugging Face configs carry it).
     _check_keys("linear", scaling, required=("factor",),
                 optional=("original_max_position_embeddings",))
@@ -151,21 +122,11 @@ def linear_rope(
     return inv_freq / factor, 1.0
 
 
-def ntk_rope(
-    head_dim: int,
-    theta: float,
-    partial_rotary_factor: float,
-    scaling: Mapping,
-    seq_len: int | None = None,
-) -> tuple[Tensor, float]:
-    """Static NTK-aware scaling: plain RoPE with base ``theta * factor ** (d / (d - 2))``.
-
-    ``d = rotary_dim``. The exponent is chosen so the slowest pair (i = d/2 - 1) is slowed by
-    exactly ``factor`` (interpolated) while the fastest (i = 0) keeps its frequency
-    (extrapolated); pairs in between are spread geometrically. Proposed by bloc97,
-    https://www.reddit.com/r/LocalLLaMA/comments/14lz7j5/. Hugging Face ships no rope_type for it;
-    ``dynamic`` with the same base is the same function of length. Keys: ``factor`` (>= 1).
-    """
+def ntk_rope(head_dim: int, theta: float, partial_rotary_factor: float,
+             scaling: Mapping, seq_len: int | None = None) -> tuple[Tensor, float]:
+    """Static NTK-aware scaling: plain RoPE with base ``theta * factor ** (d / (d - 2))``,
+    d = rotary_dim, so the slowest pair is slowed by exactly ``factor`` and the fastest kept
+    (bloc97, https://www.reddit.com/r/LocalLLaMA/comments/14lz7j5/). Not a transformers type."""
     # original_max_position_embeddings is informational here (Hugging Face configs carry it).
     _check_keys("ntk", scaling, required=("factor",),
                 optional=("original_max_position_embeddings",))
@@ -176,23 +137,16 @@ def ntk_rope(
     return _plain_inv_freq(dim, base), 1.0
 
 
-def dynamic_ntk_rope(
-    head_dim: int,
-    theta: float,
-    partial_rotary_factor: float,
-    scaling: Mapping,
-    seq_len: int | None = None,
-) -> tuple[Tensor, float]:
+def dynamic_ntk_rope(head_dim: int, theta: float, partial_rotary_factor: float,
+                     scaling: Mapping, seq_len: int | None = None) -> tuple[Tensor, float]:
     """Dynamic NTK scaling: the NTK base grows with the current sequence length.
 
     With ``L = max(seq_len, original)`` (``original = original_max_position_embeddings``):
 
         base = theta * (factor * L / original - (factor - 1)) ** (d / (d - 2))
 
-    so up to the original length it is plain RoPE and past it the base rises smoothly
-    (emozilla, https://www.reddit.com/r/LocalLLaMA/comments/14mrgpr/). Keys: ``factor`` (>= 1),
-    ``original_max_position_embeddings`` (Hugging Face reads the latter from the model's
-    ``max_position_embeddings``).
+    plain RoPE up to the original length (emozilla,
+    https://www.reddit.com/r/LocalLLaMA/comments/14mrgpr/).
     """
     _check_keys("dynamic", scaling, required=("factor", "original_max_position_embeddings"))
     _check_theta(theta)
@@ -213,45 +167,24 @@ def _yarn_temperature(factor: float, mscale: float = 1.0) -> float:
     return 0.1 * mscale * math.log(factor) + 1.0
 
 
-def yarn_rope(
-    head_dim: int,
-    theta: float,
-    partial_rotary_factor: float,
-    scaling: Mapping,
-    seq_len: int | None = None,
-) -> tuple[Tensor, float]:
-    """YaRN (Peng et al. 2023, https://arxiv.org/abs/2309.00071).
-
-    A pair that turns many times within the original context (fast, short wavelength) keeps its
-    frequency; one that turns less than once (slow) is interpolated by ``factor``; in between a
-    linear ramp over the pair index blends the two. The ramp runs between the pair indices that
-    complete ``beta_fast`` and ``beta_slow`` turns over ``original_max_position_embeddings``:
+def yarn_rope(head_dim: int, theta: float, partial_rotary_factor: float,
+              scaling: Mapping, seq_len: int | None = None) -> tuple[Tensor, float]:
+    """YaRN (Peng et al. 2023, arXiv:2309.00071): fast pairs kept, slow ones interpolated by
+    ``factor``, a linear ramp between the pairs making ``beta_fast`` and ``beta_slow`` turns
+    over ``original_max_position_embeddings``:
 
         d(r) = rotary_dim * ln(original / (2 pi r)) / (2 ln theta)
         low, high = d(beta_fast), d(beta_slow)     (floor / ceil when truncate)
         ramp[i] = clamp((i - low) / (high - low), 0, 1)
         inv_freq = inv_freq_plain / factor * ramp + inv_freq_plain * (1 - ramp)
 
-    The attention factor ("temperature") multiplies cos and sin: ``attention_factor`` if given,
-    else ``t(factor, mscale) / t(factor, mscale_all_dim)`` when both are set and non-zero
-    (DeepSeek-V2/V3), else ``t(factor) = 0.1 ln(factor) + 1``.
-
-    Keys: ``factor`` (>= 1), ``original_max_position_embeddings``; optional ``beta_fast`` (32),
-    ``beta_slow`` (1), ``truncate`` (True), ``attention_factor``, ``mscale``, ``mscale_all_dim``.
+    The attention factor multiplies cos and sin: ``attention_factor`` if given, else
+    ``t(factor, mscale) / t(factor, mscale_all_dim)`` when both are non-zero (DeepSeek-V2/V3),
+    else ``t(factor) = 0.1 ln(factor) + 1``. Defaults: beta_fast 32, beta_slow 1, truncate True.
     """
-    _check_keys(
-        "yarn",
-        scaling,
-        required=("factor", "original_max_position_embeddings"),
-        optional=(
-            "attention_factor",
-            "beta_fast",
-            "beta_slow",
-            "mscale",
-            "mscale_all_dim",
-            "truncate",
-        ),
-    )
+    _check_keys("yarn", scaling, required=("factor", "original_max_position_embeddings"),
+                optional=("attention_factor", "beta_fast", "beta_slow", "mscale", "mscale_all_dim",
+                          "truncate"))
     _check_theta(theta)
     dim = rotary_dim(head_dim, partial_rotary_factor)
     factor = _number("yarn", scaling, "factor", 1.0)
@@ -300,36 +233,17 @@ def yarn_rope(
     return inv_freq, float(attention_factor)
 
 
-def llama3_rope(
-    head_dim: int,
-    theta: float,
-    partial_rotary_factor: float,
-    scaling: Mapping,
-    seq_len: int | None = None,
-) -> tuple[Tensor, float]:
-    """Llama 3.1 scaling: split the pairs by wavelength ``2 pi / inv_freq``.
+def llama3_rope(head_dim: int, theta: float, partial_rotary_factor: float,
+                scaling: Mapping, seq_len: int | None = None) -> tuple[Tensor, float]:
+    """Llama 3.1 scaling, by wavelength ``w = 2 pi / inv_freq`` (Meta's reference code):
 
-    With ``original = original_max_position_embeddings``:
-
-    - wavelength < original / high_freq_factor: unchanged (high frequency)
-    - wavelength > original / low_freq_factor:  divided by ``factor`` (low frequency)
-    - in between, blended with ``s = (original / wavelength - low_freq_factor)
-      / (high_freq_factor - low_freq_factor)``: ``(1 - s) * inv_freq / factor + s * inv_freq``
-
-    From Meta's Llama 3.1 reference code (factor 8, low 1, high 4, original 8192).
-    Keys: ``factor``, ``low_freq_factor``, ``high_freq_factor``,
-    ``original_max_position_embeddings``.
+    - w < original / high_freq_factor: unchanged
+    - w > original / low_freq_factor:  divided by ``factor``
+    - in between, ``(1 - s) * inv_freq / factor + s * inv_freq`` with
+      ``s = (original / w - low_freq_factor) / (high_freq_factor - low_freq_factor)``
     """
-    _check_keys(
-        "llama3",
-        scaling,
-        required=(
-            "factor",
-            "low_freq_factor",
-            "high_freq_factor",
-            "original_max_position_embeddings",
-        ),
-    )
+    _check_keys("llama3", scaling, required=("factor", "low_freq_factor", "high_freq_factor",
+                                             "original_max_position_embeddings"))
     _check_theta(theta)
     factor = _number("llama3", scaling, "factor", 1.0)
     low_freq_factor = _number("llama3", scaling, "low_freq_factor", 0.0, strict=True)
@@ -364,8 +278,7 @@ ROPE_SCALINGS: dict[str, RopeScalingFn] = {
 
 
 def rope_type_of(scaling: Mapping | None) -> str:
-    """The ``rope_type`` named by a scaling dict (``"default"`` for None), checked against
-    ``ROPE_SCALINGS``."""
+    """The ``rope_type`` of a scaling dict (``"default"`` for None), one of ``ROPE_SCALINGS``."""
     if scaling is None:
         return "default"
     if not isinstance(scaling, Mapping):
@@ -380,16 +293,9 @@ def rope_type_of(scaling: Mapping | None) -> str:
     return name
 
 
-def rope_frequencies(
-    head_dim: int,
-    theta: float = 10000.0,
-    partial_rotary_factor: float = 1.0,
-    scaling: Mapping | None = None,
-    seq_len: int | None = None,
-) -> tuple[Tensor, float]:
-    """Dispatch on ``scaling["rope_type"]`` (None: plain RoPE) through ``ROPE_SCALINGS``.
-
-    Returns ``(inv_freq [rotary_dim // 2] float32, attention_factor)``.
-    """
+def rope_frequencies(head_dim: int, theta: float = 10000.0, partial_rotary_factor: float = 1.0,
+                     scaling: Mapping | None = None,
+                     seq_len: int | None = None) -> tuple[Tensor, float]:
+    """``(inv_freq [rotary_dim // 2] float32, attention_factor)`` of ``scaling``'s variant."""
     fn = ROPE_SCALINGS[rope_type_of(scaling)]
     return fn(head_dim, theta, partial_rotary_factor, scaling or {}, seq_len)
