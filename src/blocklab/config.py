@@ -1,9 +1,8 @@
 """`ModelConfig`: the one dataclass that describes a model, validated on construction.
 
-Every string choice is resolved through an explicit registry (`FFNS`, `NORMS`, `PLACEMENTS`,
-`POSITIONS`, ...); unknown names and unknown keys raise a one-line `ConfigError` naming the
-field, the value and what is allowed. Hugging Face config.json in and out is
-`blocklab.interop.hf_config`. This module imports no torch: `blocklab.budget` builds on it.
+String choices resolve through explicit registries (`FFNS`, `NORMS`, ...); unknown names and
+keys raise a one-line `ConfigError` naming the field, the value and what is allowed. No torch:
+`blocklab.budget` builds on it.
 """
 
 from __future__ import annotations
@@ -48,10 +47,8 @@ def _bad(field_name: str, value: Any, allowed: str) -> ConfigError:
 
 def gated_ffn_width(d_model: int, multiple_of: int = 1,
                     ffn_dim_multiplier: float | None = None) -> int:
-    """Meta's Llama rule: int(2/3 · 4d), times an optional multiplier, rounded up to `multiple_of`.
-
-    Equal parameters to a plain FFN of width 4d (3·d·m = 2·d·4d at m = 8d/3) before rounding.
-    """
+    """Meta's Llama rule: int(2/3 · 4d), times an optional multiplier, rounded up to
+    `multiple_of`: a plain FFN of width 4d's parameters (3·d·m = 2·d·4d) before rounding."""
     return llama_ffn_width(d_model, multiple_of, ffn_dim_multiplier)
 
 
@@ -229,9 +226,8 @@ class ModelConfig:
             raise ConfigError(f"ModelConfig has a value of the wrong type: {err}") from None
 
     def replace(self, **changes: Any) -> ModelConfig:
-        """A copy with `changes`. Derived sizes (n_kv_heads, head_dim, d_ff) keep their current
-        values unless given; pass them as None to derive them again from the new sizes.
-        Fewer layers keep the first layers' `layer_types` (a model cut to its first layers)."""
+        """A copy with `changes`; derived sizes (n_kv_heads, head_dim, d_ff) keep their values
+        unless given (None derives them again); fewer layers keep the first `layer_types`."""
         data = self.to_dict()
         cut = changes.get("n_layers")
         if self.layer_types is not None and "layer_types" not in changes \
@@ -244,13 +240,13 @@ class ModelConfig:
 _ADDED_FIELDS: dict[str, Any] = {"layer_types": None}
 
 
-# Each field's rule, (check, what is expected), declared once. `__post_init__` checks the sizes
-# and flags, then how the MoE sizes relate, then the choices and numbers: the first rule broken
-# is the one the error names.
+# Each field's rule, (check, what is expected). `__post_init__` checks the sizes and flags, then
+# the MoE relations, then the choices and numbers: the error names the first rule broken.
 _POSITIVE = (is_int, f"a positive integer (at most {MAX_SIZE})")
 _POSITIVE_OR_NONE = (lambda v: v is None or is_int(v), _POSITIVE[1])
 _COUNT = (lambda v: is_int(v, 0), f"an integer in [0, {MAX_SIZE}]")
 _FLAG = (lambda v: isinstance(v, bool), "true or false")
+_SCALE = (lambda v: real(v) and v > 0, "a finite number > 0")
 _SCALE_OR_NONE = (lambda v: v is None or (real(v) and v > 0), "a finite number > 0 or None")
 
 
@@ -283,7 +279,7 @@ _CHOICES_AND_NUMBERS: dict[str, tuple[Any, str]] = {
     "norm_eps": (lambda v: real(v) and v >= 0, "a finite number >= 0"),
     "rope_theta": (lambda v: real(v) and v > 1, "a finite number > 1"),
     "partial_rotary_factor": (lambda v: real(v) and 0 < v <= 1, "a number in (0, 1]"),
-    "residual_scale": (lambda v: real(v) and v > 0, "a finite number > 0"),
+    "residual_scale": _SCALE,
     "ffn_dim_multiplier": _SCALE_OR_NONE,
     "attn_scale": _SCALE_OR_NONE,
     "attn_logit_softcap": _SCALE_OR_NONE,
@@ -319,18 +315,13 @@ ROPE_SCALING_KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 # What each key holds, as (check, what is expected). Null means "the default" only where
 # transformers reads it so (YaRN's betas and attention factor); mscale 0 reads as unset there.
 _ROPE_VALUES: dict[str, tuple[Any, str]] = {
-    "factor": (lambda v: real(v) and v > 0, "a finite number > 0"),
-    "low_freq_factor": (lambda v: real(v) and v > 0, "a finite number > 0"),
-    "high_freq_factor": (lambda v: real(v) and v > 0, "a finite number > 0"),
+    **dict.fromkeys(("factor", "low_freq_factor", "high_freq_factor"), _SCALE),
     "original_max_position_embeddings": (
         is_int, "a positive integer up to 2**53 (the context length trained on)"),
-    "attention_factor": (lambda v: v is None or (real(v) and v > 0),
-                         "a finite number > 0, or null"),
-    "beta_fast": (lambda v: v is None or (real(v) and v > 0), "a finite number > 0, or null"),
-    "beta_slow": (lambda v: v is None or (real(v) and v > 0), "a finite number > 0, or null"),
-    "mscale": (lambda v: v is None or (real(v) and v >= 0), "a finite number >= 0, or null"),
-    "mscale_all_dim": (lambda v: v is None or (real(v) and v >= 0),
-                       "a finite number >= 0, or null"),
+    **dict.fromkeys(("attention_factor", "beta_fast", "beta_slow"), (
+        lambda v: v is None or (real(v) and v > 0), "a finite number > 0, or null")),
+    **dict.fromkeys(("mscale", "mscale_all_dim"), (
+        lambda v: v is None or (real(v) and v >= 0), "a finite number >= 0, or null")),
     # transformers reads a null truncate as false, the YaRN paper's default is true: say which.
     "truncate": (lambda v: isinstance(v, bool), "true or false"),
 }
@@ -339,12 +330,8 @@ _ROPE_VALUES: dict[str, tuple[Any, str]] = {
 def check_rope_scaling(scaling: Any, prefix: str = "ModelConfig.", name: str = "rope_scaling",
                         theta: float | None = None) -> dict[str, Any] | None:
     """`scaling` checked key by key and normalised to {"rope_type": ..., <its keys>}; None for
-    plain RoPE. Each error is one line naming the key path (`ModelConfig.rope_scaling.factor=`,
-    `config.json rope_parameters.factor=`: `prefix` and `name`).
-
-    `theta`, when given, is the rope_theta that a `rope_theta` inside `scaling` must equal (v5
-    configs keep theta there).
-    """
+    plain RoPE. Errors name the key path (`{prefix}{name}.factor=`); a `rope_theta` inside (v5
+    configs) must equal `theta` when given."""
     where = f"{prefix}{name}"
     if not isinstance(scaling, dict):
         raise ConfigError(f"{where}={shown_value(scaling)} is not allowed; expected an object "

@@ -1,16 +1,11 @@
-"""The one reader of JSON a user hands blocklab (a model config.json, a run config, a
-checkpoint index) or that blocklab stored (a run's result, a suite summary), and the one writer.
+"""The one reader of JSON a user hands blocklab (a config.json, a run config, an index) or that
+blocklab stored (a result, a summary), and the one writer.
 
-Every hostile file is refused as bad input on one line naming the file: too large (refused
-before it is read), not UTF-8, malformed, nested deeper than any config (`json.loads` recurses
-once per level), or not strict JSON (RFC 8259): NaN, Infinity, a number too large for a float,
-a key given twice (in a config, a typo that must not silently pick a value) or a lone
-surrogate, each named where it sits. blocklab never writes any of these.
-
-What blocklab stored is read back into its dataclasses by `decode`, through pydantic in strict
-mode (docs/json_load.md has the measurement that chose it): ResultsError names the path of the
-first mismatch. Every file blocklab writes goes through `write_atomic` or `atomic_path`: a
-reader sees the old file or the new one, never half.
+A hostile file is bad input, one line naming the file: too large (before it is read), not
+UTF-8, malformed, nested too deep (`json.loads` recurses per level), or not strict JSON (RFC
+8259: NaN, Infinity, a float overflow, a key given twice, a lone surrogate, each named where
+it sits). `decode` reads stored JSON into dataclasses through strict pydantic
+(docs/json_load.md). Every write is atomic: a reader sees the old file or the new, never half.
 """
 
 from __future__ import annotations
@@ -36,9 +31,8 @@ MAX_DEPTH = 64
 
 
 class _Unreadable:
-    """Stands in the parsed value for a number strict JSON has no float for: NaN, Infinity,
-    -Infinity, or one too large for a float (1e999, which Python reads as infinity), so that
-    the check after parsing can say where it sits."""
+    """Stands in for a number strict JSON has no float for (NaN, ±Infinity, 1e999), so that the
+    check after parsing can say where it sits."""
 
     __slots__ = ("text",)
 
@@ -57,10 +51,8 @@ def _float(text: str) -> float | _Unreadable:
 
 
 def parse_json(text: str | bytes, source: str, error: type[InputError] = InputError) -> Any:
-    """The JSON value in `text`; anything unreadable raises `error` naming `source`, and so
-    does what strict JSON does not allow, naming where it sits ("model.d_model: NaN is not
-    strict JSON", "key 'hidden_size' is given twice"): NaN, Infinity, -Infinity, a number too
-    large for a float, a key given twice in one object, a string with a lone surrogate."""
+    """The JSON value in `text`; anything unreadable or not strict JSON raises `error` naming
+    `source` and where it sits ("model.d_model: NaN is not strict JSON")."""
     repeated: list[tuple[dict[str, Any], str]] = []  # (object, its key given twice)
 
     def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -100,10 +92,9 @@ _TOO_DEEP = "too deep"
 
 
 def _check(data: Any, repeated: dict[int, str]) -> str | None:
-    """The first thing (in document order) that strict JSON does not allow in a parsed value,
-    said with where it sits, or `_TOO_DEEP` when it nests more than MAX_DEPTH levels, or None.
-    Iterative, so a deep value cannot exhaust the stack; `repeated` maps id(object) to a key
-    that object was given twice."""
+    """The first thing in document order that strict JSON does not allow, with where it sits,
+    `_TOO_DEEP`, or None; iterative (no stack to exhaust). `repeated`: {id(object): a key it
+    was given twice}."""
     stack: list[tuple[Any, int, tuple | None]] = [(data, 0, None)]  # (value, depth, trail)
     while stack:
         value, depth, trail = stack.pop()
@@ -129,8 +120,7 @@ def _check(data: Any, repeated: dict[int, str]) -> str | None:
 
 
 def _bad_text(text: str) -> str | None:
-    """Why `text` is no text (half of a surrogate pair alone, "\\ud800": no character, and
-    nothing UTF-8 can write), else None."""
+    """Why `text` is no text (a lone surrogate, "\\ud800"), else None."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as err:
@@ -149,12 +139,8 @@ def _at(trail: tuple | None) -> str:
 
 def read_json(path: str | os.PathLike, source: str | None = None,
               error: type[InputError] = InputError, max_bytes: int = MAX_BYTES) -> Any:
-    """The JSON value in the file `path`; messages name it as `source` (default: the path).
-
-    Raises `error` for a file that cannot be read, is larger than `max_bytes` (checked before
-    reading), is not UTF-8, is malformed, is not strict JSON (`parse_json`) or nests more than
-    MAX_DEPTH levels.
-    """
+    """The JSON value in the file `path` (`parse_json`), at most `max_bytes` (checked before
+    reading); errors name it as `source` (default: the path)."""
     path = Path(path)
     source = str(path) if source is None else source
     try:
@@ -178,14 +164,10 @@ def read_json(path: str | os.PathLike, source: str | None = None,
 
 # --- reading typed ------------------------------------------------------------------------------
 def decode(kind: Any, value: Any, where: str = "") -> Any:
-    """`value` (parsed JSON) as an instance of the annotation `kind`, checked all the way down.
-
-    Dataclasses take their fields as keys, no unknown one and every one without a default;
-    floats accept ints, and JSON's null for a float (a non-finite number, as `json_safe`
-    writes it) only where the annotation allows None. Raises ResultsError naming the path
-    (`where`) of the first mismatch: "<where>.arms.swiglu.counted: expected int, found 2.5",
-    "<where>: FfnArm fields differ (missing ['lr'], unknown ['lr2'])".
-    """
+    """`value` (parsed JSON) as an instance of the annotation `kind`, checked all the way down
+    (a dataclass takes exactly its fields; null only where None is allowed). ResultsError
+    names the path of the first mismatch: "<where>.arms.swiglu.counted: expected int, found
+    2.5"."""
     if kind is Any:
         return value
     # imported here: the commands that read no stored result (budget, doctor) skip its ~40 ms
@@ -193,9 +175,8 @@ def decode(kind: Any, value: Any, where: str = "") -> Any:
     from pydantic_core import to_json
 
     try:
-        # pydantic reads a stdlib dataclass from a dict only in lax mode, where "3.0" is a
-        # float and 1 a bool; in strict mode from JSON text alone. So the value is written back
-        # (in Rust, ~0.1 ms for a run's curves) and read strictly.
+        # pydantic reads a stdlib dataclass strictly from JSON text only (lax mode takes "3.0"
+        # as a float): so the value is written back (in Rust, ~0.1 ms) and read strictly.
         return _adapter(kind).validate_json(b"[" + to_json(value) + b"]")[0]
     except ValidationError as err:
         loc = err.errors(include_url=False)[0]["loc"][1:]
@@ -204,18 +185,16 @@ def decode(kind: Any, value: Any, where: str = "") -> Any:
 
 @functools.cache
 def _adapter(kind: Any) -> Any:
-    """The strict pydantic TypeAdapter of `kind`, built once per process (~40 ms for a suite's
-    data type). A dataclass takes no config of its own in a TypeAdapter, so the config rides on
-    a one-item tuple around it, and reaches every dataclass inside."""
+    """The strict pydantic TypeAdapter of `kind`, built once (~40 ms); the config rides on a
+    one-item tuple, as a dataclass takes none of its own there."""
     from pydantic import ConfigDict, TypeAdapter
 
     return TypeAdapter(tuple[kind], config=ConfigDict(strict=True, extra="forbid"))
 
 
 def _mismatch_at(kind: Any, value: Any, loc: tuple, where: str) -> str:
-    """What is wrong where pydantic's first error (`loc`, its path) points, said as blocklab
-    says it: followed down `kind` and `value` to the first union (one that nothing fits is
-    named whole: no member is the one meant), a dataclass whose keys are not its fields, or
+    """What is wrong where pydantic's first error (`loc`) points, followed down `kind` and
+    `value` to the first union (named whole), a dataclass whose keys are not its fields, or
     the value that does not fit."""
     for key in loc:
         origin = typing.get_origin(kind)
@@ -272,9 +251,8 @@ def json_safe(value: Any) -> Any:
 
 
 def output_json(value: Any, indent: int | None = None, ensure_ascii: bool = True) -> str:
-    """`value` as strict JSON for a command's `--json` output: a non-finite float, which strict
-    JSON cannot hold, is written as the string "Infinity", "-Infinity" or "NaN" (a reading such
-    as a float16 overflow keeps its meaning, and jq and other strict parsers read the output)."""
+    """`value` as strict JSON for `--json` output: a non-finite float is written as the string
+    "Infinity", "-Infinity" or "NaN" (a float16 overflow keeps its meaning; jq reads it)."""
     return json.dumps(_named_non_finite(value), indent=indent, ensure_ascii=ensure_ascii,
                       allow_nan=False)
 
@@ -293,9 +271,7 @@ def _named_non_finite(value: Any) -> Any:
 @contextlib.contextmanager
 def atomic_path(path: Path) -> Iterator[Path]:
     """A hidden temporary name beside `path` for a writer that creates its own file (a figure,
-    a safetensors checkpoint): renamed over `path` when the block ends, removed if it raises, so
-    a reader sees the old file or the new one, never half. The writer creates the file, so the
-    process umask applies as for a plain open()."""
+    a checkpoint): renamed over `path` when the block ends, removed if it raises."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp{path.suffix}"
@@ -309,15 +285,11 @@ def atomic_path(path: Path) -> Iterator[Path]:
 
 def write_atomic(path: Path, text: str) -> None:
     """Write `text` to `path` so that a reader sees the old file or the new one, never half.
-
-    The temporary file is created with mode 0666 and the kernel applies the process umask, as
-    for a plain open(): the umask is never read or changed (changing it, even for a moment,
-    would affect files other threads create meanwhile).
-    """
+    Created 0666 under the process umask, as by open(); the umask is never changed (other
+    threads' files would feel it)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    # One try from the moment a temporary name is ours: a KeyboardInterrupt raised by a signal
-    # handler (Ctrl-C, SIGTERM) between two statements, even right after the file is created,
-    # still removes it.
+    # One try from the moment a temporary name is ours: a KeyboardInterrupt from a signal
+    # handler between any two statements still removes it.
     tmp: Path | None = None
     try:
         for _ in range(100):

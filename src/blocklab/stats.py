@@ -1,16 +1,12 @@
-"""Statistics of seeded experiments, on `scipy.stats` (NumPy and SciPy only, no PyTorch).
+"""Statistics of seeded experiments, on `scipy.stats` (no PyTorch).
 
-An experiment here measures one number per seed for each arm; arms run with the same seed are
-paired, so the evidence about an arm-vs-arm claim is the list of per-seed differences
-d_1, …, d_n. This module turns such lists into decisions: t intervals (`paired_interval`, and
-`log_ratio_interval` for paired timings), the t test's power and the seeds it needs, and the
-alpha-spending functions of a sequential design (`spent_by`).
+Arms run with the same seed are paired, so the evidence about an arm-vs-arm claim is the list
+of per-seed differences d_1, …, d_n: t intervals (`paired_interval`, `log_ratio_interval` for
+paired timings), the t test's power and the seeds it needs, and the alpha-spending functions
+of a sequential design (`spent_by`).
 
-Conventions: α (`alpha`) is always the two-sided error rate of an interval or test unless a
-function says otherwise; `sd` is the sample standard deviation (ddof = 1) of the n values; bad
-input (empty or non-finite samples, α outside (0, 1), a negative sd, ...) raises
-`blocklab.errors.InputError` naming the value. Every function is pure: no printing, no global
-random state.
+α (`alpha`) is two-sided unless a function says otherwise; `sd` is the sample sd (ddof = 1);
+bad input raises `InputError` naming the value. Every function is pure.
 """
 
 from __future__ import annotations
@@ -30,14 +26,8 @@ Sided = Literal["two", "one"]
 
 @dataclass(frozen=True)
 class Estimate:
-    """A point estimate with its two-sided (1 − alpha) confidence interval.
-
-    value: the estimate (a mean difference, or a ratio)
-    ci_low, ci_high: the interval's bounds
-    n: the number of values (seeds, or paired repeats) it was made from
-    sd: the sample sd (ddof = 1) of those n values (for a ratio: of the per-pair log ratios)
-    alpha: the interval's two-sided error rate (0.05 for a 95% interval)
-    """
+    """A point estimate (a mean difference, or a ratio) with its two-sided (1 − alpha)
+    interval, from n values whose sample sd is `sd` (for a ratio: of the log ratios)."""
 
     value: float
     ci_low: float
@@ -103,9 +93,7 @@ def interval_from_summary(mean: float, sd: float, n: int, alpha: float = 0.05) -
 
         mean ± t_{1−alpha/2, n−1} · sd / √n
 
-    with t from `scipy.stats.t.ppf`. n < 2 raises InputError: one seed has no spread, and an
-    interval of infinite width would only hide that (callers with one seed report the mean
-    alone)."""
+    n < 2 raises InputError: one seed has no spread, which an infinite width would hide."""
     mean = _check_finite(mean, "mean")
     sd = _check_sd(sd, positive=False)
     n = _check_n(n)
@@ -222,17 +210,14 @@ def _check_fraction(t: float) -> float:
 
 
 def spent_alpha(t: float, alpha: float = 0.05) -> float:
-    """Two-sided Lan–DeMets O'Brien–Fleming-type spending function (Lan & DeMets 1983): the
-    type-I error a symmetric two-sided design may have spent by information fraction t,
+    """Two-sided Lan–DeMets O'Brien–Fleming-type spending (Lan & DeMets 1983): the type-I
+    error a symmetric design may have spent by information fraction t,
 
         α*(t) = 2 · [2 − 2·Φ(z_{1−α/4} / √t)],   0 < t ≤ 1,   α*(0) = 0,   α*(1) = α
 
-    i.e. each side spends the one-sided function 2 − 2·Φ(z_{1−α₁/2} / √t) at α₁ = α/2. This is
-    the convention of the published tables (Jennison & Turnbull 2000; R's ldbounds with
-    alpha = c(α/2, α/2); gsDesign's sfLDOF with two-sided symmetric test.type = 2), whose K = 5
-    boundaries start at 4.877. (Putting the two-sided α straight into the one-sided function,
-    2 − 2·Φ(z_{1−α/2} / √t), is another function: it starts K = 5 at 4.383.) It spends almost
-    nothing early, so early looks stop only on overwhelming evidence."""
+    each side spending the one-sided function at α/2, as the published tables do (Jennison &
+    Turnbull 2000; ldbounds; gsDesign sfLDOF, test.type = 2: K = 5 starts at 4.877). It spends
+    almost nothing early."""
     alpha, t = _check_alpha(alpha), _check_fraction(t)
     if t == 0:
         return 0.0
@@ -298,12 +283,9 @@ def log_ratio_interval(numerators: ArrayLike, denominators: ArrayLike,
         l_i = ln(numerators_i / denominators_i),   m = mean(l),   s = sd(l)  (ddof = 1)
         value = exp(m),   [exp(m − t·s/√n), exp(m + t·s/√n)],   t = t_{1−alpha/2, n−1}
 
-    The log ratios of a repeat share its slowness, which cancels; their mean with a t interval
-    is the paired t interval of `paired_interval`, valid at a handful of repeats (timing noise
-    is close to lognormal), and it stays a t interval at any level: its arms on the log scale
-    are t-quantile multiples of s/√n, so an interval read at another level is the same mean
-    ± another quantile, which exp maps back. (A bootstrap of a few repeats has no such level
-    and under-covers.) When every pair has the same ratio the interval is that ratio.
+    A repeat's slowness cancels in its log ratio; timing noise is close to lognormal, so the
+    t interval holds at a handful of repeats and at any level (a bootstrap of a few repeats
+    under-covers).
 
     numerators, denominators: [n] each, finite, > 0 (timings), n ≥ 2 (else InputError).
     Returns an Estimate on the ratio scale whose sd is that of the log ratios l_i."""

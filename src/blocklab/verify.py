@@ -233,9 +233,8 @@ def _layernorm_scale_gap(x: np.ndarray, a: float, eps: float) -> float:
 
 
 def shift_scale() -> list[Check]:
-    """The table at ε = 0 and 1e-6: each row as it holds at ε = 0 (invariant, sign flip,
-    changes), to the table's tolerance; at ε > 0 a scaling's deviation (|N(3x) − N(x)|, or
-    |N(−3x) + N(x)| for the sign flip) also equals its closed-form gap, which is > 0."""
+    """The table at ε = 0 and 1e-6, each row as at ε = 0 to the table's tolerance; at ε > 0 a
+    scaling's deviation also equals its closed-form gap (> 0)."""
     g = "shift/scale table"
     x = np.array([1.0, 3.0, -2.0, 0.5])
     scale = 3.0

@@ -1,21 +1,14 @@
-"""The `blocklab` command line: thin typer commands over library functions.
+"""The `blocklab` command line: thin typer commands over library functions, one module each,
+registered on `app`; PyTorch is imported only inside the commands that need it.
 
-Each command lives in its own module here and registers itself on `app`. Modules import
-PyTorch only inside the commands that need it, so `blocklab verify` and `blocklab budget`
-start fast.
+Exit codes: 0 success; 1 a failed check, finding or run, output that cannot be written, or a
+bug ("internal error"; `--debug` shows the traceback); 2 bad input (a usage error or an
+`InputError`: one line on stderr); 130 Ctrl-C; 141 the reader of our output went away
+(SIGPIPE, `blocklab verify | head`); 143 SIGTERM, handled as Ctrl-C.
 
-Exit codes: 0 success; 1 a failed check, a finding, a failed run, output that cannot be
-written (stdout closed or full), or a bug (printed as "internal error", with `--debug` for the
-traceback); 2 bad input (a usage error or a `blocklab.errors.InputError`: one line on stderr,
-never a traceback), output paths included (`blocklab.cli.paths`); 130 interrupted (Ctrl-C);
-141 the reader of our output went away (`blocklab verify | head`), as the shell reports
-SIGPIPE; 143 stopped by SIGTERM, after the same cleanup and line as Ctrl-C.
-
-An output encoding that is not Unicode (PYTHONIOENCODING=ascii, a Latin-1 locale) is the
-user's setting, never a crash: a symbol it cannot show is written in ASCII (· as *, ≈ as ~,
-× as x, … as ...; `ascii_fallback`), JSON is written with \\u escapes (`json_text`), and
-Chinese text, which has no such stand-in, is refused before any work (`check_shows_chinese`:
-exit 2 with one line naming the encoding and the fix).
+An output encoding that is not Unicode is the user's setting, never a crash: symbols are
+written as ASCII stand-ins (`ascii_fallback`), JSON with \\u escapes (`json_text`), and
+Chinese, which has no stand-in, is refused before any work (`check_shows_chinese`).
 """
 
 from __future__ import annotations
@@ -64,10 +57,8 @@ def _plain_metavar(param) -> None:
 
 
 class _HelpLayout:
-    """How blocklab's help reads, at any width: docstring paragraphs reflow (typer's rich
-    markup mode keeps a docstring's line breaks, so summaries broke mid-sentence), flags show
-    no `<bool>`, and arguments read NAME in the usage line when required and [NAME] when
-    optional, as click writes them (typer 0.29 writes a required one as {NAME})."""
+    """Help as click lays it out: docstring paragraphs reflow (typer's rich mode keeps their
+    line breaks), flags show no `<bool>`, a required argument reads NAME (typer: {NAME})."""
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -129,12 +120,10 @@ _COMMANDS = ("verify", "budget", "doctor", "train", "suite", "claims", "report",
 
 
 def console(stderr: bool = False, wide: bool = False):
-    """A rich Console for command output (`wide`: 120 columns when piped, so that wide tables
-    do not wrap). When the reader of stdout goes away
-    (`blocklab verify | head`), rich's default exits with code 1, the code of a failed check;
-    this one raises BrokenPipeError so that `main` returns 141 instead. Where the stream's
-    encoding is not Unicode, text is put in ASCII stand-ins (`ascii_fallback`) before it is
-    laid out, so that a table's columns still line up."""
+    """A rich Console for command output (`wide`: 120 columns when piped). A reader gone away
+    raises BrokenPipeError (`main` returns 141; rich would exit 1, a failed check's code); on
+    a stream that is not Unicode, text takes its ASCII stand-ins before layout, so that a
+    table's columns line up."""
     from rich.console import Console
 
     class _Console(Console):
@@ -170,10 +159,8 @@ _CHINESE_SAMPLE = "结论账本：页面中的每条论断，判定证据出处�
 
 
 def _ascii_stand_in(err: UnicodeError) -> tuple[str, int]:
-    """The codecs error handler `ascii_fallback` installs: each character the encoding cannot
-    write as its ASCII stand-in (a run of superscripts as ^19, a box-drawing line as |, - or
-    +, a letter with an accent as the letter), anything else as ? (?? for a wide character,
-    so that a table's columns stay where they were)."""
+    """The codecs error handler: each character the encoding cannot write as its ASCII
+    stand-in (superscripts as ^19, box lines as | - +, é as e), else ? (?? if wide)."""
     if not isinstance(err, UnicodeEncodeError):
         raise err
     import unicodedata
@@ -237,9 +224,8 @@ def json_text(value, indent: int | None = None) -> str:
 
 @contextlib.contextmanager
 def ascii_fallback() -> Iterator[None]:
-    """Inside, stdout and stderr, where their encoding is not Unicode and they would fail on
-    a character they cannot write (errors strict, or stderr's backslashreplace), write it as
-    its ASCII stand-in (`_ascii_stand_in`) instead; their errors setting is back after."""
+    """Inside, stdout and stderr, where not Unicode and strict (or stderr's backslashreplace),
+    write what they cannot show as its ASCII stand-in."""
     changed = []
     for stream in (sys.stdout, sys.stderr):
         if (isinstance(stream, io.TextIOWrapper) and not unicode_output(stream)
@@ -259,9 +245,8 @@ SIZE_CHOICES = ("tiny", "quick", "full")
 
 def chosen_size(size: str | None, tiny: bool = False, quick: bool = False,
                 full: bool = False, *, rungs: bool = False) -> str:
-    """The suite size from `--size NAME` or one of its shortcuts `--tiny/--quick/--full`
-    (default quick); more than one choice is bad input. `rungs`: the ladder's rungs
-    (`blocklab.experiments.ladder.RUNGS`) are sizes too (`blocklab suite`)."""
+    """The size from `--size NAME` or `--tiny/--quick/--full` (default quick; two choices are
+    bad input); `rungs`: the ladder's rungs are sizes too (`blocklab suite`)."""
     from blocklab.experiments.ladder import RUNGS
 
     choices = SIZE_CHOICES + (RUNGS if rungs else ())
@@ -299,9 +284,8 @@ def run_request(results: str | Path, size: str, seed_offset: int = 0,
 
 
 def size_option(option: str, text: str | None) -> int | None:
-    """An option's `text` as a size, a positive integer up to MAX_SIZE (None stays None);
-    anything else fails with one line naming the option (`budget --seq`, `doctor
-    --serve-len`)."""
+    """An option's `text` as a positive integer up to MAX_SIZE (None stays None), else one
+    line naming the option."""
     if text is None:
         return None
     try:
@@ -325,9 +309,8 @@ def jobs_executor(jobs: int | None):
 
 
 def check_device_option(device: str, jobs: int | None) -> None:
-    """`--device` (a name `run_request` has checked) present on this machine, before any work
-    (exit 2 with one line otherwise); on a GPU the runs share it one after another, so --jobs
-    above 1 is refused there."""
+    """`--device` (a name `run_request` checked) present here, before any work; on a GPU runs
+    go one after another, so --jobs above 1 is refused."""
     if device == "cpu":
         return
     if jobs is not None and jobs != 1:
@@ -340,7 +323,7 @@ def check_device_option(device: str, jobs: int | None) -> None:
 
 def warn_if_bf16_emulated(precision: str, device: str = "cpu") -> None:
     """One warning line on stderr (the run goes on) for bfloat16 on a CPU without bfloat16
-    matrix units, where it is many times slower than float32 (`env.bf16_emulated`)."""
+    matrix units (`env.bf16_emulated`)."""
     from blocklab.experiments.env import bf16_emulated
 
     if precision == "bf16" and device.split(":")[0] == "cpu" and bf16_emulated():
@@ -370,8 +353,8 @@ def chosen_executor(kind: str, jobs: int | None, address: str | None, cpus: floa
 
 
 class Stopped(Exception):
-    """Ctrl-C stopped a command, with what it kept: `main` prints it and returns 130 (typer
-    answers a KeyboardInterrupt with 130 and no word, so commands re-raise it as this)."""
+    """Ctrl-C stopped a command, with what it kept (typer answers a KeyboardInterrupt with 130
+    and no word, so commands re-raise it as this)."""
 
 
 def stop_interrupted(stopped: Interrupted) -> Stopped:
@@ -399,12 +382,9 @@ def _usage_message(err: typer.TyperException) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI on `argv` (default: sys.argv[1:]) and return the exit code.
-
-    SIGTERM is answered as Ctrl-C is (the runs kept are saved and named) with exit code 143,
-    128 + SIGTERM, and only while this call runs: the previous handler is put back after. A
-    closed stdout, or one that fails to take the output (a full disk), is exit code 1 with
-    one line on stderr, never a silent success."""
+    """Run the CLI on `argv` (default: sys.argv[1:]) and return the exit code. While it runs,
+    SIGTERM stops the command as Ctrl-C does, exit 143; output that cannot be written (stdout
+    closed, a full disk) is exit 1 with one line, never a silent success."""
     _register()
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args
@@ -474,14 +454,9 @@ class _Sigterm:
 @contextlib.contextmanager
 def _sigterm_as_interrupt() -> Iterator[_Sigterm]:
     """Inside, SIGTERM raises KeyboardInterrupt while `armed`, so a command stops as on
-    Ctrl-C (the runs finished are kept and named).
-
-    Worker processes this one forked (`multiprocessing`) are sent SIGTERM too and die of it
-    at once, as they did before (results are saved by this process only): a pool would
-    otherwise run every queued run before it let go. A second SIGTERM ends this process at
-    once. Installed from the main thread only (Python allows no other), and not where the
-    caller ignores SIGTERM or set a handler outside Python (getsignal says None: it could not
-    be put back); the previous handler is back on the way out."""
+    Ctrl-C, and is passed to forked workers (only this process saves results; a pool would
+    run its queue first). A second SIGTERM ends this process. Not installed off the main
+    thread, nor over an ignored or non-Python handler (it could not be put back)."""
     state = _Sigterm()
     previous = signal.getsignal(signal.SIGTERM)
     if (threading.current_thread() is not threading.main_thread()
@@ -511,8 +486,8 @@ def _sigterm_as_interrupt() -> Iterator[_Sigterm]:
 
 
 def _stdout_closed() -> bool:
-    """Whether file descriptor 1 was closed when this process started (Python then sets
-    sys.stdout to None, and print, click and rich drop the output without a word) or since."""
+    """Whether file descriptor 1 is closed (at start Python sets sys.stdout to None, and
+    print, click and rich drop the output without a word)."""
     if sys.stdout is None:
         return True
     try:
@@ -525,9 +500,7 @@ def _stdout_closed() -> bool:
 
 
 def _from_output(err: OSError) -> bool:
-    """Whether `err` was raised writing the command's output: by rich or click (typer's
-    echo), which write to stdout and stderr only (a file blocklab writes fails with its name
-    in the error)."""
+    """Whether `err` came from writing stdout or stderr (rich, click), not a named file."""
     frame = err.__traceback__
     while frame is not None and frame.tb_next is not None:
         frame = frame.tb_next
@@ -536,8 +509,8 @@ def _from_output(err: OSError) -> bool:
 
 
 def _flushed(code: int) -> int:
-    """`code`, or 141 or 1 with one line if what stays in stdout's buffer cannot be written
-    (Python would otherwise flush it at exit, fail, and exit 120 with a traceback)."""
+    """`code`, or 141 or 1 if stdout's buffer cannot be written (else Python's exit-time
+    flush fails with a traceback, exit 120)."""
     try:
         if sys.stdout is not None:
             sys.stdout.flush()
@@ -555,14 +528,12 @@ def _cannot_write(err: OSError) -> int:
 
 
 def _reader_gone() -> int:
-    """The reader left early: stop writing, and keep Python's exit-time flush quiet."""
     _drop_stdout()
     return EXIT_BROKEN_PIPE
 
 
 def _drop_stdout() -> None:
-    """Point file descriptor 1 at /dev/null, so what stays in sys.stdout's buffer is dropped
-    quietly when Python exits (a failed flush there prints a traceback and exits 120)."""
+    """Point file descriptor 1 at /dev/null: what stays in the buffer is dropped at exit."""
     try:
         fd = sys.stdout.fileno()
     except (AttributeError, ValueError, io.UnsupportedOperation):

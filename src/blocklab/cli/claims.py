@@ -1,11 +1,9 @@
-"""`blocklab claims`: the ledger of the pages' claims, each with a verdict and its evidence.
-
-The options that name what to read (--results, --size, --seed-offset, --precision) become one
-`RunRequest`, checked once, which the ledger's `Context` reads.
-"""
+"""`blocklab claims`: the ledger of the pages' claims, each with a verdict and its evidence,
+read through one `RunRequest` built from the options."""
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import typer
@@ -16,17 +14,14 @@ from blocklab.errors import InputError
 
 
 def verdict_style(verdict: str) -> str:
-    """The rich style of a verdict: its colour in the report's palette (`report.palette`, one
-    colour per verdict wherever it is shown), imported here and not at the top, as every
-    other command would pay for it."""
+    """A verdict's colour in the report's palette (imported here: other commands skip it)."""
     from blocklab.report.palette import VERDICT_STYLES
 
     return VERDICT_STYLES[verdict].colour
 
 
 def verdict_text(verdict: str, zh: bool) -> str:
-    """A verdict in the reader's words (`claims.text.VERDICT_EN` / `VERDICT_ZH`), in its
-    colour."""
+    """A verdict in the reader's words, in its colour."""
     from blocklab.claims.text import reader_word
 
     style = verdict_style(verdict)
@@ -73,7 +68,6 @@ def claims(
 
     language = resolve_lang(lang)
     size = chosen_size(size, tiny, quick, full)
-    # Bad input: exit 2 here, before any check runs, not an error inside every check.
     request = run_request(results or "runs", size, seed_offset, precision)
     wanted = claim_ids(ids)
     if language == "zh" and not as_json:  # before any check runs
@@ -99,8 +93,8 @@ def claims(
 
 
 def print_stored_elsewhere(rows, context, lang: str) -> None:
-    """When claims lack results, the summaries the folder holds at another --size,
-    --seed-offset or --precision, each with the command that reads them (one line each)."""
+    """When claims lack results, one line for each other --size, --seed-offset or
+    --precision the folder holds results at, with the command that reads them."""
     lacking = sum(r.verdict == "missing-results" for r in rows)
     elsewhere = context.stored_elsewhere() if lacking else {}
     out = console()
@@ -116,8 +110,8 @@ def print_stored_elsewhere(rows, context, lang: str) -> None:
 
 
 def check_results(results: str | None, size: str = "quick") -> None:
-    """`--results` names a folder; one that does not exist is a typo unless it is the default
-    (runs), which reads as nothing run yet."""
+    """`--results` names a folder; a missing one is a typo (the default, runs, reads as
+    nothing run yet)."""
     if results is None:
         return
     if not results.strip():
@@ -133,8 +127,7 @@ def check_results(results: str | None, size: str = "quick") -> None:
 
 
 def claim_ids(ids: list[str] | None) -> list[str] | None:
-    """The claim ids as given (C16 or c16), upper-cased; unknown or repeated ids are named as
-    the user wrote them."""
+    """The claim ids (C16 or c16) upper-cased; unknown or repeated ones named as written."""
     if not ids:
         return None
     from blocklab.claims import claim_sources
@@ -151,8 +144,7 @@ def claim_ids(ids: list[str] | None) -> list[str] | None:
 
 
 def rule_text(rule) -> str:
-    """A registered rule in one line: metric, test, claimed size and side, threshold, δ,
-    margin, seeds and hash."""
+    """A registered rule in one line."""
     return (f"{rule.metric}; {rule.test}, claimed {rule.claimed:+g}"
             f"{f' (beyond {rule.threshold:g})' if rule.threshold else ''}, smallest "
             f"effect δ {rule.smallest_effect:g}, margin ±{rule.margin:g}, "
@@ -164,8 +156,7 @@ def rule_text(rule) -> str:
 
 def part_line(part, zh: bool = False) -> str:
     """One part in a line: verdict, the estimate with the interval its decision read
-    ('+1.99 [+0.41, +3.57] (99.64% CI, n=5)'; the stored 95% one for a part decided without a
-    test), and its registered rule."""
+    ('+1.99 [+0.41, +3.57] (99.64% CI, n=5)') and its registered rule."""
     from blocklab.claims.rules import decided_text
 
     value = decided_text(part)
@@ -199,8 +190,8 @@ def learned_rule(size: str, zh: bool = False) -> str:
 
 
 def print_rules(ids: list[str] | None, size: str, as_json: bool, lang: str) -> None:
-    """The registered rules of the experimental claims at `size` (all, or `ids`), part by
-    part with their hashes, and the rule edits made after results were seen."""
+    """The registered rules at `size` (all claims, or `ids`), part by part with their hashes,
+    and the rule edits made after results were seen."""
     from dataclasses import asdict
 
     from rich.markup import escape
@@ -236,8 +227,7 @@ def print_rules(ids: list[str] | None, size: str, as_json: bool, lang: str) -> N
 
 
 def print_ledger(rows, lang: str, size: str | None = None) -> None:
-    """The ledger as a table, the count of each verdict, and for size tiny the line that says
-    its numbers decide nothing."""
+    """The ledger as a table, the count of each verdict, and the size's note (tiny)."""
     from rich.table import Table
 
     from blocklab.claims.text import reader_word
@@ -268,9 +258,7 @@ def print_ledger(rows, lang: str, size: str | None = None) -> None:
                       evidence, f"{r.page[:3]} § {r.section}")
     out = console()
     out.print(table)
-    counts: dict[str, int] = {}
-    for r in rows:
-        counts[r.verdict] = counts.get(r.verdict, 0) + 1
+    counts = Counter(r.verdict for r in rows)
     out.print(", ".join(f"{reader_word(k, lang)}: {v}"
                             for k, v in sorted(counts.items())))
     note = size_note(size, lang) if size else None

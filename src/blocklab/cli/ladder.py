@@ -2,12 +2,9 @@
 each rung decided by the engine, the trend fitted and the papers beside it.
 
 The rungs are suite sizes (`quick`, `rung1`, `rung2`, `rung3`: 1×, 2×, 4×, 8× the quick
-size's training compute, `blocklab.experiments.ladder`), so each is run, stored and resumed
-as `blocklab suite <suite> --size <rung>` would, and each runs its parts' registered plan of
-work (every look of every design, `claims.sequential`), as `report --quick` runs the quick
-size. One precision serves every rung, so no rung-to-rung change is the precision's: the
-faster one on this CPU at the top rung's shape (`--precision auto`, timed once and kept)
-unless given; with `--device cuda` the rungs train on the GPU in bf16, one run after another.
+size's training compute), run, stored and resumed as `blocklab suite` would, each with its
+parts' registered plan of work. One precision serves every rung, so no rung-to-rung change is
+the precision's (`--precision auto`: the faster one here at the top rung's shape).
 """
 
 from __future__ import annotations
@@ -67,40 +64,33 @@ def ladder(
         raise refusal(f"--precision {precision!r}", f"one of {list(PRECISIONS)}")
     if budget is not None and not (budget >= 0 and budget < float("inf")):
         raise refusal(f"--budget {budget!r}", "minutes, a finite number >= 0")
-    # budget_s None: each rung runs its whole registered plan, every look; the rungs' requests
-    # are this one at each size, in the precision chosen below.
+    # budget_s None: each rung runs its whole registered plan, every look.
     request = run_request(results, "quick", seed_offset, device=device, budget_s=None)
     if not plan:  # where the rungs will train: present here
         check_device_option(device, jobs)
     run_on = jobs_executor(1 if device != "cpu" else jobs)  # --jobs checked before any work
     from blocklab.claims.catalogue import SUITE_OF
     from blocklab.claims.ladder import PRECISION_CHECKED, SIZES
-    from blocklab.cli.paths import output_folder
+    from blocklab.cli.paths import results_folder
+    from blocklab.cli.report import read_results
     from blocklab.experiments.executors import usable_cores
     from blocklab.experiments.suites import get_suite
-    from blocklab.experiments.suites.base import PLANNED_RULES
 
     suite = get_suite(SUITE_OF[claim])
     if device != "cpu" and "bf16" not in suite.precisions:
         typer.echo(f"--device {device}: suite {suite.name} measures this CPU's float32 "
                    "kernels; its rungs run on the CPU", err=True)
         device, run_on = "cpu", jobs_executor(None)
-    # Before any work, the timing of --precision auto included: every precision a rung may
-    # take (one the suite does not train in is refused here); --plan writes nothing, a run
-    # writes into every folder of the rungs and the ladder's own files.
+    # Before any work (the timing of --precision auto included): every precision a rung may
+    # take, and every folder a run writes into (--plan writes nothing).
     precisions = suite.precisions if precision == "auto" else dict.fromkeys((precision, "fp32"))
     options = [RunOptions.for_suite(suite, size, seed_offset=seed_offset, precision=p)
                for size in SIZES for p in precisions]
     if plan:
-        from blocklab.cli.report import read_results
-
         out = read_results(results)
     else:
-        files = [f"{suite.name}/.lock", f"ladder/{claim}.json", f"ladder/{claim}.png"]
-        files += [f"{suite.name}/{folder}/{PLANNED_RULES}" for o in options
-                  for folder in dict.fromkeys((o.folder(), o.folder(tuning=True),
-                                               o.folder(longer=True)))]
-        out = output_folder(results, "--results", files)
+        out = results_folder(results, "--results", [(suite.name, o) for o in options],
+                             [f"ladder/{claim}.json", f"ladder/{claim}.png"])
     one = _precision(suite, SIZES[-1], precision, device)  # the top rung's shape decides
     chosen = dict.fromkeys(SIZES, one)
     workers = 1 if device != "cpu" else usable_cores() if jobs is None else jobs
@@ -117,8 +107,8 @@ def ladder(
 
 
 def _precision(suite, size: str, asked: str, device: str = "cpu") -> str:
-    """The ladder's one precision: as asked, or for auto the faster one on this CPU at rung
-    `size`'s shape, bf16 on a GPU (said on stderr)."""
+    """The ladder's one precision: as asked, or for auto the faster one here at rung `size`'s
+    shape, bf16 on a GPU (said on stderr)."""
     if asked != "auto":
         return asked
     if suite.shape is None or "bf16" not in suite.precisions:
@@ -135,9 +125,8 @@ def _precision(suite, size: str, asked: str, device: str = "cpu") -> str:
 
 
 def _prices(requests, suite: str, workers: int) -> dict[str, tuple[float, int, int]]:
-    """{size: (the rung's plan of work at most, wall s on `workers`: its first look's runs
-    still missing, then every further look as if every part stayed open; the first look's
-    runs planned; those stored)}."""
+    """{size: (wall s on `workers` of the rung's whole plan at most: its missing first-look
+    runs, then every further look; first-look runs planned; those stored)}."""
     from blocklab.claims.sequential import price_plan
     from blocklab.experiments.estimate import estimate_suites
 
@@ -187,10 +176,8 @@ def _print_plan(suite: str, requests, prices, workers: int, device: str = "cpu")
 
 def _run_rungs(suite: str, requests, prices, budget: float | None, run_on, jobs: int | None,
                progress: bool) -> list[str]:
-    """Run each rung's plan of work whole (stored runs reused, so this resumes), cheapest
-    first. A budget admits rungs before anything runs, cheapest first while their summed
-    prices fit, never a rung in part; nothing reads the clock, so what runs is the same on a
-    slow machine and a fast one. The rungs run."""
+    """Run each rung's plan of work whole (resuming), cheapest first, while the summed prices
+    fit the budget; chosen before anything runs, never by the clock. The rungs run."""
     from blocklab.cli.report import run_with_budget
     from blocklab.experiments.estimate import hours
 

@@ -18,7 +18,7 @@ import errno
 import os
 import secrets
 import stat
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -71,13 +71,15 @@ def output_folder(text: str, option: str, files: Iterable[str]) -> Path:
     return folder
 
 
-def results_folder(text: str, option: str, chosen: Mapping[str, RunOptions]) -> Path:
-    """`text` as a results folder that the suites `chosen` ({name: options}) will write into:
-    `<results>/<suite>/<size>/`, with its `+tuning` and `+x2` folders."""
+def results_folder(text: str, option: str, chosen: list[tuple[str, RunOptions]],
+                   extra: Iterable[str] = ()) -> Path:
+    """`text` as a results folder that the suites `chosen` ([(name, options)]) will write into,
+    `<results>/<suite>/<size>/` with its `+tuning` and `+x2` folders, and the `extra` files."""
     from blocklab.experiments.suites.base import PLANNED_RULES
 
-    files = [f"{name}/.lock" for name in chosen]  # made in the suite's folder itself
-    for name, options in chosen.items():
+    files = [f"{name}/.lock" for name in dict.fromkeys(name for name, _ in chosen)]
+    files += extra
+    for name, options in chosen:
         for folder in dict.fromkeys((options.folder(), options.folder(tuning=True),
                                      options.folder(longer=True))):
             files.append(f"{name}/{folder}/{PLANNED_RULES}")

@@ -1,14 +1,13 @@
 """`blocklab report`: run the missing suite results, then write one self-contained HTML page.
 
-The options become one `RunRequest` (results folder, size, seed offset, precision, budget,
-device), checked once, before any work; that request is passed whole to the suites
-(`run_suites`), the plan of work (`price_plan`, `run_looks`), the estimate (`--plan`)
-and the report (`build_report`), so each reads and runs the same thing.
+The options become one `RunRequest`, checked before any work and passed whole to the suites,
+the plan of work, the estimate (`--plan`) and the report, so each reads and runs the same thing.
 """
 
 from __future__ import annotations
 
 import time
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -98,8 +97,7 @@ def report(
     size = chosen_size(size, tiny, quick, full)
     language = resolve_lang(lang)
     running = not (no_run or plan)
-    # What to run and read, built once: the suites, the sequential design, the estimate and
-    # the report are all handed this one request (its budget set once the precision is known).
+    # Its budget is set once the precision is known.
     request = run_request(results, size, seed_offset, precision,
                           device=device if running else "cpu")
     if running:  # where models will train: present here
@@ -109,8 +107,8 @@ def report(
     if precision != "fp32" and budget:
         raise InputError("--budget adds seeds to the float32 runs the ledger grades; leave it "
                          "out with --precision bf16 (the planned seeds run)")
-    budget_s = 0.0 if precision != "fp32" else budget_seconds(budget, size)
-    request = replace(request, budget_s=budget_s)
+    request = replace(request,
+                      budget_s=0.0 if precision != "fp32" else budget_seconds(budget, size))
     run_on = chosen_executor(executor, jobs, address, cpus_per_run, gpus_per_run)
     # Before any work: --out (unless --plan, which writes nothing) and, where suites will
     # run, every folder they write under --results.
@@ -132,19 +130,14 @@ def report(
     if plan:
         print_plan(request, jobs)
         return
+    start = time.perf_counter()
+    errors, record = {}, None
     if not no_run:
         warn_if_bf16_emulated(precision, device)  # one line on stderr; the suites still run
-    start = time.perf_counter()
-    errors = {}
-    record = None
-    if not no_run:
         errors, record = run_with_budget(request, run_on, jobs, not no_progress, not no_wait)
     index, doc = build_report(request, out_path, language, suite_errors=errors,
                               sequential=record)
-    counts: dict[str, int] = {}
-    for row in doc["ledger"]:
-        verdict = "check failed" if row["error"] else row["verdict"]
-        counts[verdict] = counts.get(verdict, 0) + 1
+    counts = Counter("check failed" if r["error"] else r["verdict"] for r in doc["ledger"])
     missing = [name for name, s in doc["suites"].items() if not s["summary"]]
     typer.echo(f"wrote {index} and {index.parent / 'report.json'} in "
                f"{time.perf_counter() - start:.1f} s: {len(doc['ledger'])} claims ("
@@ -159,21 +152,18 @@ def report(
 
 
 def suite_results(results: str, request: RunRequest) -> Path:
-    """--results (`results`, as written) where the report's suites will run under `request`:
-    every folder they write into (`<results>/<suite>/<size>/`, its tuning and longer-run
-    folders) checked."""
+    """--results where the report's suites will run: every folder they write into checked."""
     from blocklab.cli.paths import results_folder
     from blocklab.experiments.suites import get_suite
     from blocklab.report.build import SUITES
 
-    return results_folder(results, "--results", {
-        name: request.options(get_suite(name)) for name in SUITES})
+    return results_folder(results, "--results",
+                          [(name, request.options(get_suite(name))) for name in SUITES])
 
 
 def every_run_stored(request: RunRequest) -> bool:
-    """Whether `request`'s results folder holds every run the report's suites plan and each
-    suite's summary of exactly those runs: then the report has nothing to run or write there
-    (planned read-only: no rules are recorded, no lock is taken)."""
+    """Whether the results folder holds every run the report's suites plan, and each suite's
+    summary of exactly those runs: then the report has nothing to run or write there."""
     from blocklab.experiments.suites import get_suite, load_summary
     from blocklab.experiments.suites.base import plan_suite
     from blocklab.report.build import SUITES
@@ -220,9 +210,9 @@ def budget_seconds(minutes: float | None, size: str) -> float | None:
 
 def run_with_budget(request: RunRequest, run_on, jobs, progress: bool, wait: bool,
                     names=None):
-    """Run the suites `names` (the report's) under `request`: the registered plan of work,
-    every look of every design, priced first (a cap, `budget_s`, admits a prefix of whole
-    looks): (errors, the plan and its looks as a dict for report.json)."""
+    """Run the suites `names` (the report's) and the registered plan of work, priced first (a
+    cap, `budget_s`, admits a prefix of whole looks): (errors, the plan's dict for
+    report.json)."""
     from blocklab.claims.sequential import price_plan, recorded_rules, run_looks
     from blocklab.errors import Interrupted
     from blocklab.experiments.executors import usable_cores
@@ -256,9 +246,8 @@ def run_with_budget(request: RunRequest, run_on, jobs, progress: bool, wait: boo
 
 
 def print_plan(request: RunRequest, jobs: int | None) -> None:
-    """The runs `report` would still do under `request`, with their estimated time here: a
-    few seconds of calibration first (`blocklab.experiments.estimate`), the plan's further
-    looks and what a cap admits of them (`blocklab.claims.sequential.price_plan`)."""
+    """The runs `report` would still do, with their estimated time here (after a few seconds
+    of calibration), the plan's further looks and what a cap admits of them."""
     from rich.table import Table
 
     from blocklab.cli import console

@@ -88,10 +88,8 @@ def suite(
         # `report --out` names the HTML folder; one word, one meaning: --results everywhere.
         typer.echo("warning: `suite --out` is deprecated and will be removed; use --results "
                    "(the results folder in every command)", err=True)
-    # The same options as one request, checked once, for the sequential design (--budget) and
-    # the rules recorded beside the runs. Its precision and budget are set below: the suite's
-    # precision (auto decided, one the suite lacks refused in the suite's words), and 0 s of
-    # budget without --budget (the planned seeds).
+    # One request for the sequential design and the recorded rules; its precision and budget
+    # are set below, once the suite's precision is decided.
     request = run_request(out if old_out is None else old_out, size, seed_offset, device=device)
     check_device_option(device, jobs if executor == "process" else None)
     if budget is not None and (seeds is not None or precision not in ("fp32", "auto")):
@@ -104,14 +102,12 @@ def suite(
         typer.echo(f"--device {device}: suite {chosen.name} measures this CPU's float32 "
                    "kernels; it runs on the CPU", err=True)
         device = "cpu"
-    # Every option a run reads, as one value (a precision this suite does not train in is
-    # refused here).
+    # Every option a run reads (a precision this suite does not train in is refused here).
     options = RunOptions.for_suite(chosen, size, seeds, seed_offset=seed_offset,
                                    precision=precision, device=device)
-    # Before any run: every folder the suite writes into, `<results>/<suite>/<size>/` and its
-    # tuning and longer-run folders too, not only the results folder itself.
+    # Before any run: every folder the suite writes into.
     out = results_folder(out if old_out is None else old_out,
-                         "--results" if old_out is None else "--out", {chosen.name: options})
+                         "--results" if old_out is None else "--out", [(chosen.name, options)])
     run_on = chosen_executor(executor, 1 if device != "cpu" and executor == "process" else jobs,
                              address, cpus_per_run, gpus_per_run)
     warn_if_bf16_emulated(options.precision, device)  # one line on stderr; the suite still runs
@@ -146,8 +142,7 @@ def suite(
 
 
 def print_summary(summary: Summary) -> None:
-    """Rich tables of a suite summary (at size tiny, ending with the line that says its
-    numbers decide nothing)."""
+    """Rich tables of a suite summary, then the size's note (tiny)."""
     from rich.table import Table
 
     from blocklab.experiments.summaries import size_note
@@ -178,9 +173,8 @@ def _cell(value) -> str:
 
 
 def auto_precision(suite, size: str, with_budget: bool, device: str = "cpu") -> str:
-    """`--precision auto`: the precision whose training step at the suite's main shape is
-    faster on this CPU (float32 for a suite that trains in float32 only; bf16 on a GPU), said
-    on stderr."""
+    """`--precision auto`: the faster one here at the suite's main training shape (fp32 for a
+    float32-only suite, bf16 on a GPU), said on stderr."""
     if size not in suite.default_seeds:  # a rung the suite lacks: refused where its options
         return "fp32"  # are built, with the message that says why
     if suite.shape is None or "bf16" not in suite.precisions:
