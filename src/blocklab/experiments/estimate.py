@@ -1,29 +1,21 @@
 """How long a suite size would take on this machine, before any of it runs.
 
-The estimate rests on a seconds-long calibration of this machine in one thread (as every worker
-process runs), not on FLOP rates:
-
-    calibrate   time a few real optimizer steps (`train_step`) of the exact models the planned
-                runs train, a no-grad forward at that shape and at [1, 1] (a call's fixed
-                overhead), in rounds over all shapes so a burst of other load skews few samples;
-                models that differ only in depth are interpolated in n_layers, and past the
-                time budget the rest come from a least-squares fit (step ≈ a + b·n_layers +
-                c·FLOPs). Also a real `trainer.train` run's own overhead, the contention of a
-                second forked worker, and the fixed costs (process start, corpus, a worker's
-                first-run imports).
-    price       a training run costs setup + steps × step + evaluations × evaluation, counted
-                as `trainer.train` does them (the end-of-run evaluation included); every suite
-                prices its own run kinds (`Suite.price(spec, calibration)`). What cannot be
-                timed in seconds (a cold torch.compile, torchao, rendering the report) is a
-                reference time from the 2-core reference machine times `speed`.
-    stored      a run stored with this code's provenance costs nothing; one whose twin (same
-                suite, size and label but the seed) is stored costs the twin's wall time.
-    schedule    `SizeEstimate.wall_s(workers)` replays `run_suites`: each round's untimed runs
-                handed to the first free worker in plan order, slowed by the contention, then
-                the timed runs one after another, plus the fixed costs.
-
-A calibration takes 3-5 s for tiny and 15-20 s for quick; on a shared machine the estimate is
-for the load the calibration saw.
+    calibrate   time, in one thread as every worker runs, a few real `train_step`s of the
+                models the planned runs train and no-grad forwards at that shape and at [1, 1]
+                (a call's overhead), in rounds over all shapes so a burst of load skews few
+                samples; models differing only in depth are interpolated in n_layers, the rest
+                past the time budget fitted (step ≈ a + b·n_layers + c·FLOPs). Also a real
+                `trainer.train`'s own overhead, a second forked worker's contention, and the
+                fixed costs (process start, corpus, a worker's first imports).
+    price       a training run costs setup + steps × step + evaluations × evaluation, as
+                `trainer.train` does them; every suite prices its own run kinds
+                (`Suite.price`). What cannot be timed in seconds (a cold torch.compile, the
+                report) is a reference machine's time × `speed`.
+    stored      a run stored with this code's provenance costs nothing; one whose twin (the
+                same but the seed) is stored costs the twin's wall time.
+    schedule    `SizeEstimate.wall_s(workers)` replays `run_suites`' rounds: untimed runs to the
+                first free worker in plan order, slowed by the contention, then the timed runs
+                one after another, plus the fixed costs.
 
     plan = estimate_suites(RunRequest(Path("runs"), "quick"), ["ffn", "placement"])
     plan.wall_s(workers=2)
@@ -47,17 +39,14 @@ from blocklab.experiments.options import RunRequest
 from blocklab.experiments.results import ResultStore
 from blocklab.experiments.run_result import RunResult
 
-# Seconds of one optimizer step of `reference_model()` (ffn quick's swiglu arm, batch 16 × 64
-# tokens, one thread) on the 2-core reference machine, quiet, when the reference times below and
-# in the suites' `price` functions were taken; `Calibration.speed` is this machine's over it.
-# (Under heavy load from other processes compile and import times grew far more than a step.)
+# Seconds of one step of `reference_model()` at REFERENCE_SHAPE, one thread, on the quiet 2-core
+# reference machine the reference times here and in the suites' prices were taken on;
+# `Calibration.speed` is this machine's over it.
 REFERENCE_STEP_S = 0.025
 REFERENCE_SHAPE = (16, 64)
-# The reference machine's seconds for what a calibration cannot time in seconds, scaled by
-# `speed`: rendering the report (figures, ledger; quick and full guessed from tiny's), summarising
-# the suites and forking the next pool after each round, and what cannot be timed here when
-# this process already did it (the compiler stack's imports, the corpus, the start).
-# A ladder rung's summaries and figures are the quick size's.
+# The reference machine's seconds, scaled by `speed`, of what a calibration cannot time: the
+# report's rendering (a rung's is quick's), each round's summaries and fork, and what this
+# process already did (the compiler stack's imports, the corpus, the start).
 REFERENCE_BUILD_S = {"tiny": 11.0, "quick": 14.0, "full": 18.0, **dict.fromkeys(RUNGS, 14.0)}
 REFERENCE_ROUND_S = 1.0
 REFERENCE_WORKER_START_S = 2.0
@@ -65,8 +54,7 @@ REFERENCE_WORKER_START_S = 2.0
 _IMPORTED_S = 0.05
 REFERENCE_STARTUP_S = 3.0
 REFERENCE_CORPUS_S = 0.5
-# Model-config fields that do not change a step's cost measurably, at the value a `ShapeKey`
-# holds them at (ModelConfig's defaults).
+# Model-config fields that do not change a step's cost, held at their defaults in a `ShapeKey`.
 _COSTLESS_KEYS = ("name", "max_seq_len", "embed_scale", "rope_theta", "rope_scaling")
 _COSTLESS = {f.name: f.default for f in dataclasses.fields(ModelConfig)
              if f.name in _COSTLESS_KEYS}
@@ -79,9 +67,8 @@ def reference_model() -> ModelConfig:
 
 @dataclass(frozen=True)
 class TrainShape:
-    """The train settings a price reads, from a run's train config (a `TrainConfig`'s dict in a
-    RunSpec payload): batch shape, steps, precision and the evaluations `trainer.train` makes.
-    The defaults are what a payload without the key is priced at."""
+    """The train settings a price reads from a payload's train config (`TrainConfig.to_dict`,
+    `train_identity`); a missing key is priced at its default."""
 
     batch_size: int
     seq_len: int
@@ -94,14 +81,13 @@ class TrainShape:
 
     @classmethod
     def from_payload(cls, train: dict[str, Any]) -> TrainShape:
-        """From a payload's train dict (`TrainConfig.to_dict`, `train_identity`)."""
         kept = {f.name: train[f.name] for f in dataclasses.fields(cls) if f.name in train}
         return cls(**{**kept, "eval_lengths": tuple(kept.get("eval_lengths", ()))})
 
 
 class ShapeKey(NamedTuple):
-    """One shape a calibration times: the model with its costless fields at their defaults
-    (models that differ only there cost the same), the batch shape and the precision."""
+    """One shape a calibration times: the model (costless fields at their defaults), the batch
+    shape and the precision."""
 
     model: ModelConfig
     batch: int
@@ -126,8 +112,8 @@ def _key(model: ModelConfig, batch: int, seq: int, precision: str) -> ShapeKey:
 
 @dataclass(frozen=True)
 class Timing:
-    """One model shape measured: build (construct + initialise), one optimizer step, a no-grad
-    forward at the step's [batch, seq] and at [1, 1], in seconds."""
+    """Seconds of build (construct + initialise), one step, a no-grad forward at the step's
+    [batch, seq] and at [1, 1]."""
 
     build_s: float
     step_s: float
@@ -149,8 +135,7 @@ class Calibration:
     worker_start_s: float  # a fresh worker's first run: the compiler stack's imports
     corpus_s: float = 0.0  # loading the training corpus, once a process
     run_s: float = 0.0  # a training run beyond build, steps and evaluations (data, entropy)
-    # A step's time with a second single-threaded worker stepping beside it over its time alone
-    # (shared cores, caches and memory, and whatever else loads the machine now).
+    # A step's time with a second single-threaded worker stepping beside it over its time alone.
     contention: float = 1.0
     val_tokens: int = 0  # the calibrated corpus's validation split (0: unknown)
     models: dict[ShapeKey, ModelConfig] = field(default_factory=dict)
@@ -177,9 +162,8 @@ class Calibration:
 
     def forward_s(self, model: ModelConfig, batch: int, seq: int, rows: int, length: int,
                   precision: str = "fp32") -> float:
-        """A no-grad forward of [rows, length] tokens through the model calibrated at [batch,
-        seq]: the call's fixed overhead plus the measured forward's remainder scaled by FLOPs
-        (attention's quadratic term included)."""
+        """A no-grad forward of [rows, length] tokens, the model calibrated at [batch, seq]: the
+        call's overhead plus the rest of the measured forward scaled by FLOPs."""
         from blocklab.budget.flops import prefill_flops
 
         t = self._timing(model, batch, seq, precision)
@@ -207,8 +191,7 @@ class Calibration:
 
 @dataclass(frozen=True)
 class _Requests(Calibration):
-    """Stands in for a `Calibration` while the runs are priced once to learn which shapes they
-    need (`shapes`); every time is 1 s."""
+    """A `Calibration` whose every time is 1 s, recording the shapes a pricing asks for."""
 
     seconds: float = 0.0
     timings: dict[ShapeKey, Timing] = field(default_factory=dict)
@@ -226,10 +209,8 @@ class _Requests(Calibration):
 
 
 class _Probe:
-    """One model shape being timed in this thread: built (timed), one untimed step, then a timed
-    step at each `step()`; `timing()` adds a no-grad forward at [batch, seq] and at [1, 1] and
-    keeps the median step. Steps of all shapes are taken in rounds, so a burst of load from
-    other processes falls on a few samples of many shapes, not on all samples of one."""
+    """One shape being timed: built (timed), one untimed step, a timed one at each `step()`;
+    `timing()` adds the forwards and keeps the median step."""
 
     def __init__(self, model: ModelConfig, batch: int, seq: int, precision: str,
                  tokens) -> None:
@@ -291,17 +272,15 @@ def _process_age_s() -> float | None:
 
 
 def calibrate(shapes: dict[ShapeKey, ModelConfig], budget_s: float = 15.0) -> Calibration:
-    """Time `shapes` (`_key` -> a model of that shape) on this machine in one thread,
-    spending about `budget_s` seconds on them (beyond the imports a fresh worker pays, timed
-    here when not yet imported); see the module docstring."""
+    """Time `shapes` (`_key` -> a model) here in one thread in about `budget_s` seconds (see the
+    module docstring)."""
     from blocklab.experiments.data import load_corpus, stdlib_corpus
     from blocklab.experiments.env import torch_threads
 
     started = time.perf_counter()
     startup = _process_age_s()
-    # What a fresh worker's first run pays: `trainer._runtime` turning on deterministic
-    # algorithms, which imports the compiler stack (the state is put back as it was). A call
-    # this fast found the stack imported already: this process cannot tell that cost.
+    # A fresh worker's first run turns on deterministic algorithms, which imports the compiler
+    # stack; a call this fast found it imported already and cannot tell that cost.
     tick = time.perf_counter()
     import torch
 
@@ -362,11 +341,9 @@ def calibrate(shapes: dict[ShapeKey, ModelConfig], budget_s: float = 15.0) -> Ca
 
 
 def _contention(tokens, rounds: int = 6, steps: int = 5) -> float:
-    """How much slower the reference model's steps run with one more process stepping the same
-    model beside them (forked, as the workers are): the median step with company over the
-    median alone, in [1, 2]. Alone and together alternate `rounds` times, `steps` steps each,
-    so a burst of other load falls on both; two single-threaded processes cannot slow each
-    other more than twofold, so a ratio above 2 is other work's burst, not theirs."""
+    """The median reference step with a forked neighbour stepping beside it over the median
+    alone, alternating `rounds` times; in [1, 2] (two single-threaded processes cannot slow
+    each other more than twofold)."""
     import multiprocessing as mp
     import statistics
 
@@ -401,8 +378,7 @@ def _contention(tokens, rounds: int = 6, steps: int = 5) -> float:
 
 
 def _step_while(tokens, go, stop, ready) -> None:
-    """A forked neighbour for `_contention`: reference steps in one thread while `go` is set,
-    until `stop`."""
+    """`_contention`'s neighbour: reference steps while `go` is set, until `stop`."""
     import torch
 
     torch.set_num_threads(1)
@@ -415,7 +391,7 @@ def _step_while(tokens, go, stop, ready) -> None:
 
 def _run_overhead(reference: Timing) -> float:
     """Seconds a real `trainer.train` of the reference model spends beyond its build, one step
-    and one evaluation: validation windows, the unigram entropy, curves and the result."""
+    and one evaluation."""
     from blocklab.experiments.trainer import TrainConfig, train
 
     config = reference_model()
@@ -432,8 +408,8 @@ def _run_overhead(reference: Timing) -> float:
 
 def _fill(shapes: dict[ShapeKey, ModelConfig], timings: dict[ShapeKey, Timing],
           models: dict[ShapeKey, ModelConfig]) -> dict[ShapeKey, Timing]:
-    """Timings of the shapes not measured: linear in n_layers between two measured members of
-    their family, else the least-squares fit of every measured shape."""
+    """Timings of the shapes not measured: linear in n_layers within their family, else
+    `_fit`."""
     filled = {}
     fit = _fit(timings, models)
     for key in shapes:
@@ -457,8 +433,7 @@ def _fill(shapes: dict[ShapeKey, ModelConfig], timings: dict[ShapeKey, Timing],
 
 def _fit(timings: dict[ShapeKey, Timing], models: dict[ShapeKey, ModelConfig]
          ) -> Callable[[ShapeKey], Timing]:
-    """Least squares of each measured time on (1, n_layers, training FLOPs); non-negative
-    predictions."""
+    """Least squares of each measured time on (1, n_layers, training FLOPs)."""
     import numpy as np
 
     keys = list(timings)
@@ -489,8 +464,7 @@ def _fit(timings: dict[ShapeKey, Timing], models: dict[ShapeKey, ModelConfig]
 
 # --- pricing ----------------------------------------------------------------------------------
 def training_flops(model: ModelConfig, batch_size: int, seq_len: int, steps: int) -> float:
-    """Matmul FLOPs of `steps` training steps of `model`: 3 forward passes a step (forward, and
-    a backward of twice the forward)."""
+    """Matmul FLOPs of `steps` training steps: 3 forwards a step (backward = 2 forwards)."""
     from blocklab.budget.flops import prefill_flops
 
     config = dataclasses.replace(model, max_seq_len=max(model.max_seq_len, seq_len))
@@ -499,8 +473,8 @@ def training_flops(model: ModelConfig, batch_size: int, seq_len: int, steps: int
 
 def evaluation_s(model: ModelConfig, train: TrainShape, rows: int, length: int,
                  cal, batch_tokens: int | None = None) -> float:
-    """`trainer.evaluate` of `rows` windows of `length` tokens: forwards of batch_tokens //
-    length rows (batch_tokens default: the run's batch_size × seq_len)."""
+    """`trainer.evaluate` of `rows` windows of `length` tokens, batch_tokens // length rows a
+    forward (default the run's batch_size × seq_len tokens)."""
     batch, seq, precision = train.batch_size, train.seq_len, train.precision
     chunk = max(1, (batch_tokens or batch * seq) // length)
     full, rest = divmod(rows, chunk)
@@ -512,9 +486,8 @@ def evaluation_s(model: ModelConfig, train: TrainShape, rows: int, length: int,
 
 def final_evaluation_s(model: ModelConfig, train: TrainShape, cal,
                        val_tokens: int | None = None) -> float:
-    """`trainer.train`'s end-of-run evaluation: at each eval length, `final_window_count`
-    windows (final_eval_fraction of `val_tokens`, default the calibrated corpus's validation
-    split, and at least a periodic evaluation's); 0 when final_eval_fraction is 0."""
+    """`trainer.train`'s end-of-run evaluation (`val_tokens` default: the calibrated corpus's
+    validation split)."""
     from blocklab.experiments.data import FINAL_EVAL_TOKENS, final_window_count
 
     fraction = train.final_eval_fraction
@@ -530,10 +503,8 @@ def final_evaluation_s(model: ModelConfig, train: TrainShape, cal,
 
 def training_s(model: ModelConfig, train: TrainShape, cal,
                val_tokens: int | None = None) -> float:
-    """Seconds of `trainer.train(model, train)`: model build, steps, every validation (every
-    eval_every steps and at the end, at each eval length, eval_batches × batch_size windows)
-    and the end-of-run evaluation (`final_evaluation_s`; `val_tokens` the run's validation
-    split, default the calibrated corpus's)."""
+    """Seconds of `trainer.train(model, train)`: build, steps, every validation and the
+    end-of-run evaluation."""
     batch, seq, steps = train.batch_size, train.seq_len, train.steps
     precision, every = train.precision, train.eval_every
     evaluations = (steps // every if every else 0) + (1 if not every or steps % every else 0)
@@ -547,8 +518,8 @@ def training_s(model: ModelConfig, train: TrainShape, cal,
 
 
 def price(suite, spec, cal) -> float | None:
-    """A run's seconds under `cal`: its suite's own price (`Suite.price`), else for a payload
-    with a model and a train config with steps `training_s`, else None (unknown)."""
+    """A run's seconds: its suite's price, else `training_s` of a payload's model and train
+    config, else None (unknown)."""
     own = suite.price(spec, cal) if getattr(suite, "price", None) else None
     if own is not None:
         return own
@@ -561,8 +532,7 @@ def price(suite, spec, cal) -> float | None:
 # --- the plan -----------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class SuiteEstimate:
-    """One suite's planned runs at a size: how many, how many are stored, the estimated
-    seconds (one core) of the untimed runs and of the timed ones (alone)."""
+    """One suite's planned runs at a size: counts and one-core seconds, untimed and timed."""
 
     suite: str
     runs: int
@@ -575,8 +545,7 @@ class SuiteEstimate:
 
 @dataclass(frozen=True)
 class Round:
-    """One executor call of `run_suites`: the untimed runs' prices in the order they are
-    handed to the workers, then the timed runs' (run alone)."""
+    """One executor call of `run_suites`: untimed prices in plan order, then the timed ones."""
 
     untimed: list[float]
     timed: list[float]
@@ -591,10 +560,8 @@ class SizeEstimate:
     fixed_s: dict[str, float]  # startup, worker_start (each worker of the first round), build
 
     def wall_s(self, workers: int) -> float:
-        """Estimated wall seconds of `blocklab report` with `workers` worker processes: each
-        round's untimed runs list-scheduled on the workers in plan order (the last run's tail
-        included), each slowed by the calibration's contention when workers share the machine,
-        its timed runs one after another, the fixed costs added."""
+        """Estimated wall seconds of `blocklab report` with `workers` processes (see the module
+        docstring)."""
         wall = sum(v for k, v in self.fixed_s.items() if k != "worker_start")
         slower = self.calibration.contention if self.calibration and workers > 1 else 1.0
         for i, round_ in enumerate(self.rounds):
@@ -615,8 +582,8 @@ class SizeEstimate:
 
 
 def makespan(seconds: Sequence[float], workers: int, start: float = 0.0) -> float:
-    """When the last of `seconds` finishes, each run handed in order to the first free worker
-    (`ProcessPoolExecutor`'s FIFO queue); every worker first spends `start`."""
+    """When the last of `seconds` finishes, each handed in order to the first free worker
+    (a FIFO pool); every worker first spends `start`."""
     if not seconds:
         return 0.0
     free = [start] * max(1, min(workers, len(seconds)))
@@ -630,7 +597,6 @@ def _stored_results(results: Path) -> list[tuple[str, str, RunResult]]:
     """(suite, size folder, result) of every stored run under `results`."""
     found = []
     for folder in sorted(p for p in results.glob("*/*") if p.is_dir()):
-        # A file being written, or not a run result: priced without it.
         found += [(folder.parent.name, folder.name, result)
                   for _, result in ResultStore(folder).iter_results()]
     return found
@@ -648,12 +614,9 @@ def _twin_key(suite: str, folder: str, label: str) -> tuple[str, str, str]:
 def estimate_suites(request: RunRequest, names: Sequence[str], *,
                     calibration: Calibration | None = None,
                     calibration_s: float = 15.0) -> SizeEstimate:
-    """Estimate the runs `blocklab report` would still have to do for `names` under `request`
-    (each suite at `request.options(suite)`), calibrating this machine first, for about
-    `calibration_s` seconds (or pricing with `calibration`).
-
-    A tuned suite's evaluation runs are planned without tuning results (each arm at its grid's
-    first choice): their cost does not depend on the learning rate a tuning run picks."""
+    """Estimate the runs `blocklab report` would still do for `names` under `request`,
+    calibrating for about `calibration_s` seconds unless given a `calibration`. A tuned
+    suite's evaluation runs are planned from the stored tuning, else the registered grid."""
     from blocklab.experiments.suites import get_suite
     from blocklab.experiments.suites.base import (
         ResultStore,
@@ -676,8 +639,6 @@ def estimate_suites(request: RunRequest, names: Sequence[str], *,
         store = ResultStore(suite_dir(results, suite, options))
         folder = store.root.name
         if suite.tune:
-            # the stored tuning runs (a grid grown at an edge included) choose the settings
-            # the evaluation runs are planned at; before they are stored, the registered grid
             tuning_specs, tuning, _, _, tuned = stored_tuning(suite, options, results)
             groups = [(0, tuning, tuning.root.name, tuning_specs),
                       (1, store, folder, suite.plan(options, tuned))]
@@ -720,9 +681,8 @@ def estimate_suites(request: RunRequest, names: Sequence[str], *,
     rounds = [r for r in rounds if r.untimed or r.timed]
     fixed: dict[str, float] = {}
     if calibration is not None:
-        # The first round's workers fork from a process that has loaded neither the compiler
-        # stack nor the corpus; the timed runs after them load the corpus in this process,
-        # and the second round's workers inherit it.
+        # The first round's workers load the compiler stack and the corpus; the timed runs
+        # load the corpus here, and the next round's workers inherit it.
         fixed = {"startup": calibration.fixed_s(calibration.startup_s),
                  "worker_start": calibration.fixed_s(calibration.worker_start_s)
                  if rounds and rounds[0].untimed else 0.0,
@@ -734,8 +694,7 @@ def estimate_suites(request: RunRequest, names: Sequence[str], *,
 
 
 def shapes_of(specs: Iterable[tuple[Any, Any]]) -> dict[ShapeKey, ModelConfig]:
-    """The model shapes (`ShapeKey` -> model) a calibration must time to price every (suite,
-    spec) of `specs` (for `calibrate`)."""
+    """The shapes (`ShapeKey` -> model) `calibrate` must time to price `specs`."""
     requests = _Requests()
     price_specs(specs, requests)
     return requests.shapes

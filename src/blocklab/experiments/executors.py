@@ -11,28 +11,24 @@ error} for the runs that failed without stopping the others (a rerun completes o
     RayExecutor          one Ray task per run, each reserving `num_cpus` CPUs and `num_gpus`
                          GPUs; the driver saves results as `ray.wait` hands them back
 
-    from blocklab.experiments.executors import RayExecutor
-    ffn = get_suite("ffn")
-    run_suite(ffn, RunOptions.for_suite(ffn, "quick"), "runs",
-              executor=RayExecutor(address="auto"))
+    run_suite(ffn, RunOptions.for_suite(ffn, "quick"), "runs", executor=RayExecutor("auto"))
 
-Ray ships each run to a worker by pickling its `RunSpec.execute` function with cloudpickle:
-closures over plain values (sizes, seeds, labels) travel as they are, and functions of
-importable modules travel by name, so every Ray node needs the same blocklab installed.
-Results are written by the driver only, so the results folder need not be shared.
+Ray ships each `RunSpec.execute` by cloudpickle (functions of importable modules by name: every
+node needs the same blocklab). Only the driver writes results, so the folder need not be shared.
 """
 
 from __future__ import annotations
 
 import contextlib
 import importlib.util
+import math
 import multiprocessing as mp
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from blocklab.checks import is_int
+from blocklab.checks import is_int, refusal
 from blocklab.errors import InputError
 from blocklab.experiments.env import usable_cores
 from blocklab.experiments.locks import machine_lock
@@ -42,18 +38,14 @@ from blocklab.experiments.suites.base import RunSpec, execute_in_process, say
 RAY_INSTALL = "pip install 'blocklab[ray]'"
 
 
-# The specs of the suite being run, set by the driver just before its worker processes fork, so
-# the workers inherit them (specs hold closures, which do not pickle) and receive only indices.
+# The specs being run, set just before the workers fork: they inherit them (closures do not
+# pickle) and receive only indices.
 _FORKED_SPECS: list[RunSpec] = []
 
 
 def _worker_start(parent: int) -> None:
-    """Each worker: one torch thread, and exit when the process that forked it is gone.
-
-    A forked worker holds copies of the pool's pipes, so a parent killed without cleaning up
-    (SIGKILL, out of memory) would leave it waiting on them forever; a daemon thread watches
-    the parent id instead (it changes when the parent dies and the worker is re-parented).
-    """
+    """Each worker: one torch thread, and exit when its parent is gone (a parent killed
+    without cleaning up would leave it waiting on the pool's pipes forever)."""
     import threading
     import time
 
@@ -75,15 +67,9 @@ def _run_forked(index: int) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class ParallelExecutor:
-    """Run independent specs in `jobs` forked worker processes on this machine, each with one
-    torch thread, then the timed specs (`RunSpec.timed`) one after another in this process,
-    with nothing beside them. Results are saved by this process as each run finishes.
-
-    A run's numbers do not depend on where it ran: every suite run is single-threaded and
-    seeded, so a result equals the serial run's in everything but its timings (tested). A run
-    that raises is listed with its error and the others carry on; the suite then reports
-    itself incomplete, and the same command runs only what is missing. Needs the `fork` start
-    method (Linux, macOS); elsewhere the runs go one after another.
+    """Untimed specs in `jobs` forked single-threaded workers (seeded: the serial results but
+    the timings), then the timed specs one after another here, alone. A run that raises is
+    listed with its error while the others carry on. Without `fork`, all run here in turn.
     """
 
     jobs: int
@@ -155,15 +141,11 @@ def _one_line(error: BaseException) -> str:
 class RayExecutor:
     """Run each spec as a Ray task; see the module docstring.
 
-    address: the cluster to join, as `ray.init(address=...)` takes it: "auto" (the cluster
-        this machine is a node of), "HEAD_IP:6379", or "local" (a new Ray instance on this
-        machine for this suite alone, stopped afterwards). None follows Ray's own rule:
-        $RAY_ADDRESS, else the cluster last started on this machine, else a new local
-        instance. When Ray is already initialised in this process, that instance is used.
-    num_cpus, num_gpus: resources each run reserves; Ray starts a run only on a node with
-        them free, and sets its worker's OMP_NUM_THREADS to num_cpus.
-    max_retries: reruns of a task whose worker died (a lost node, an out-of-memory kill);
-        Ray's own default is 3. A run that raised is never retried: it is deterministic.
+    address: as `ray.init(address=...)` takes it ("auto", "HEAD_IP:6379", "local" for a new
+        instance for this suite alone; None: Ray's own rule); an instance already initialised
+        in this process is used.
+    num_cpus, num_gpus: what each run reserves (OMP_NUM_THREADS is set to num_cpus).
+    max_retries: reruns of a task whose worker died; a run that raised is never retried.
     """
 
     address: str | None = None
@@ -175,12 +157,9 @@ class RayExecutor:
         for name in ("num_cpus", "num_gpus"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-                raise InputError(f"RayExecutor.{name}={value!r} is not allowed; expected a "
-                                 "number >= 0")
-        if isinstance(self.max_retries, bool) or not isinstance(self.max_retries, int) \
-                or self.max_retries < 0:
-            raise InputError(f"RayExecutor.max_retries={self.max_retries!r} is not allowed; "
-                             "expected an integer >= 0")
+                raise refusal(f"RayExecutor.{name}={value!r}", "a number >= 0")
+        if not is_int(self.max_retries, 0, math.inf):
+            raise refusal(f"RayExecutor.max_retries={self.max_retries!r}", "an integer >= 0")
         if importlib.util.find_spec("ray") is None:
             raise InputError(f"the Ray executor needs Ray; install it with: {RAY_INSTALL}")
 
@@ -241,8 +220,8 @@ class RayExecutor:
                         bar.update(overall, advance=1, description=title + (
                             f", {len(failed)} failed" if failed else ""))
             except BaseException:
-                # Interrupted, or a result could not be saved: stop what still runs. Every
-                # result saved so far stays, so a rerun resumes from here.
+                # Interrupted, or a result could not be saved: stop what still runs (a rerun
+                # resumes from the results saved).
                 for ref in pending:
                     ray.cancel(ref, force=True)
                 raise

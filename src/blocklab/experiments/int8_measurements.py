@@ -1,38 +1,23 @@
-"""Measuring int8 quantization of a `DecoderLM`: prefill and decode time per scheme, what the
-quantized layers' share of the time lets a scheme gain at most, and what quantization costs in
-error and loss.
+"""Measuring int8 quantization of a `DecoderLM`: prefill and decode time per scheme, the most
+a scheme can gain, and what quantization costs in error and loss.
 
-    schemes   (part, mode): nothing quantized, or the ffn / attention / all linear layers by
-              torchao in "weight-only" or "dynamic" int8 (`blocklab.nn.int8`)
-    timing    every scheme is a quantized copy of the same model (random weights, or a
-              checkpoint's); a repeat runs every scheme once, in an order rotated by one each
-              repeat (drift hits all alike): a prefill of T tokens per T (filling a KV cache),
-              then `decode_steps` one-token steps on the cache of the first T (median of the
-              steps). The rotation also runs, per part, the float model with that part's linear
-              layers made free (`without_part`: each returns zeros of its output's shape)
-    GEMMs     the speed-up k of a part's own linear layers at the prefill shape [T, d], timed
-              alone (no attention kernel, norm or activation)
+    schemes   nothing quantized, or the ffn / attention / all linear layers by torchao in
+              "weight-only" or "dynamic" int8 (`blocklab.nn.int8`), each a quantized copy of
+              one model; every repeat runs every scheme once, rotated by one each repeat, with
+              the float model whose part's linear layers are free (`without_part`)
+    GEMMs     a part's own linear layers at the prefill shape [T, d], timed alone: k
 
-Bound and estimate (Amdahl). Let f be the share of the float model's *time* spent in the
-quantized layers (not their FLOP share: at small shapes the attention kernel, norms, activations
-and Python overhead take far more time than FLOPs) and S those layers' own speed-up. The rest
-runs the same code, so
+Amdahl: with f the share of the float model's *time* (not FLOPs) in the quantized layers and
+S their own speed-up, speed-up = 1 / ((1 − f) + f/S)  (several parts: Σ f_p/S_p).
 
-    speed-up = 1 / ((1 − f) + f/S)                                          (two parts: Σ f_p/S_p)
+    bound     S → ∞: 1 / (1 − f) = t_float / t_free, measured; no scheme changing only those
+              layers can beat it (up to noise)
+    estimate  S = k (prefill) or the weight bytes' ratio float / int8 (decode, as if
+              memory-bound): not upper bounds of S, so a scheme may beat the estimate
+    quality   a trained model's validation loss under each scheme, and for SwiGLU the C33
+              comparison of gate/up/down quantized separately or merged
 
-    bound     S → ∞: 1 / (1 − f) = t_float / t_free, with t_free the measured time of the model
-              whose quantized layers cost nothing. No scheme that only changes those layers can
-              beat it (up to timing noise); it assumes nothing about S.
-    estimate  S = k (prefill: the GEMMs timed alone) or S = the layers' weight bytes, float / int8
-              with scales (decode, as if those layers were memory-bound). Neither S is an upper
-              bound of the layers' speed-up in the model (other shapes, caches, dispatch), so
-              1 / ((1 − f) + f/S) is an estimate, which a scheme may beat.
-
-    quality   a trained model's validation loss with each scheme (torchao, eager), and for
-              SwiGLU the C33 comparison of gate/up/down quantized separately or merged
-
-Speed-up = time(nothing quantized) / time(scheme), per repeat; > 1 is faster. The bound is the
-same ratio for the free-layers model, per repeat, so the two share their float timings.
+Speed-ups are time(nothing quantized) / time(scheme) per repeat; > 1 is faster.
 """
 
 from __future__ import annotations
@@ -73,17 +58,14 @@ FLOAT_BYTES = 4  # the timed models are float32
 TIMING_VOCAB = 256  # a byte vocabulary: the head stays small, so the timings are the blocks'
 
 
-
-
 def scheme_name(part: str, mode: str) -> str:
     return "none" if part == "none" else f"{part}/{mode}"
 
 
 def scaled_config(cfg: ModelConfig, *, n_layers: int | None = None,
                   d_model: int | None = None, max_seq_len: int = 4096) -> ModelConfig:
-    """`cfg` cut to `n_layers` layers and scaled to width `d_model` (head_dim kept, heads and
-    d_ff scaled in proportion, d_ff rounded to a multiple of 64, the GQA ratio kept), with a
-    byte vocabulary (`TIMING_VOCAB`) and no sliding window: a stack small enough to time here."""
+    """`cfg` cut to `n_layers` layers and scaled to width `d_model` (head_dim and GQA ratio kept,
+    d_ff scaled to a multiple of 64), with a byte vocabulary and no sliding window."""
     for name, value in (("layers", n_layers), ("d_model", d_model)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)
                                   or value < 1):
@@ -114,9 +96,8 @@ def checkpoint_files(path: Path) -> list[Path]:
 
 
 def checkpoint_layers(path: str | Path, n_layers: int) -> nn.Module:
-    """The checkpoint at `path` (`blocklab.interop.load_hf`, float32) cut to its first
-    `n_layers` layers: its embeddings, those layers, final norm and lm_head, with its own
-    weights and vocabulary, as a DecoderLM of its config with n_layers layers."""
+    """The checkpoint at `path` (float32) as a DecoderLM of its first `n_layers` layers, with
+    its own embeddings, final norm and lm_head."""
     from blocklab.interop.hf import load_hf
     from blocklab.nn import DecoderLM
 
@@ -136,9 +117,7 @@ def checkpoint_layers(path: str | Path, n_layers: int) -> nn.Module:
 
 # --- bounds and estimates (see the module docstring) ---
 def amdahl_parts(parts: Sequence[tuple[float, float]]) -> float:
-    """Speed-up of the whole when each part p, a fraction f_p of its time, runs S_p× faster and
-    the rest is unchanged: 1 / (1 − Σ f_p + Σ f_p/S_p). S_p = math.inf makes part p free, which
-    gives the bound 1 / (1 − Σ f_p) no speed-up of those parts can beat."""
+    """1 / (1 − Σ f_p + Σ f_p/S_p) for parts (f_p, S_p); S_p = math.inf makes part p free."""
     for share, k in parts:
         if not (0.0 <= share <= 1.0) or not k > 0:
             raise InputError(f"amdahl: share={share!r} must lie in [0, 1] and k={k!r} be > 0")
@@ -150,22 +129,18 @@ def amdahl_parts(parts: Sequence[tuple[float, float]]) -> float:
 
 
 def free_speedup(t_float: Sequence[float], t_free: Sequence[float]) -> float:
-    """The bound 1 / (1 − f), measured: mean over repeats of t_float[r] / t_free[r], the float
-    model against the same model with the quantized layers free (paired by repeat, like every
-    scheme's speed-up)."""
+    """The bound 1 / (1 − f), measured: the mean over repeats of t_float[r] / t_free[r]."""
     return statistics.fmean(b / t for b, t in zip(t_float, t_free, strict=True))
 
 
 def time_share(bound: float) -> float:
-    """f from a measured bound 1 / (1 − f), clamped to [0, 1] (noise can put the free model a
-    little behind the float one: f = 0 then)."""
+    """f from a measured bound 1 / (1 − f), clamped to [0, 1] (noise can make it negative)."""
     return min(1.0, max(0.0, 1.0 - 1.0 / bound))
 
 
 def part_flop_share(cfg: ModelConfig, part: str, seq_len: int, *, decode: bool = False) -> float:
     """The FLOP share of `part`'s linear layers in a prefill of seq_len tokens (or a decode step
-    at that context), by `blocklab.budget.flops`. Shown beside the time share, not used by the
-    bound: FLOPs are not time."""
+    at that context); shown beside the time share, never used for the bound."""
     f = decode_flops(cfg, 1, seq_len) if decode else prefill_flops(cfg, 1, seq_len)
     quantized = {"none": 0, "ffn": f.ffn, "attention": f.attention_proj,
                  "all": f.ffn + f.attention_proj}[part]
@@ -178,41 +153,36 @@ _LINEARS["all"] = _LINEARS["ffn"] + _LINEARS["attention"]
 
 
 def part_bytes_ratio(cfg: ModelConfig, part: str) -> float:
-    """S of `part`'s linear layers in a decode step if they are memory-bound: their float32
-    weight bytes over their int8 bytes plus a float32 scale per output row (1.0 for "none")."""
+    """S of `part`'s linear layers if memory-bound: float32 weight bytes over int8 bytes plus a
+    float32 scale per output row (1.0 for "none")."""
+    params, rows = _part_sizes(cfg, part)
+    return 1.0 if not params else FLOAT_BYTES * params / (params + FLOAT_BYTES * rows)
+
+
+def _part_sizes(cfg: ModelConfig, part: str) -> tuple[int, int]:
+    """(weights, output rows: one scale each) of one layer's linear layers of `part`."""
     layer = count_params(cfg).layer
-    names = [n for n in _LINEARS[part] if layer[n]]
-    params = sum(layer[n] for n in names)
-    rows = sum(_rows(cfg, n) for n in names)
-    return 1.0 if not names else FLOAT_BYTES * params / (params + FLOAT_BYTES * rows)
-
-
-def _rows(cfg: ModelConfig, name: str) -> int:
-    """Output rows of one layer's linear layer `name` (one scale each)."""
     q, kv = cfg.n_heads * cfg.head_dim, cfg.n_kv_heads * cfg.head_dim
-    return {"gate_proj": cfg.d_ff, "up_proj": cfg.d_ff, "down_proj": cfg.d_model,
-            "q_proj": q, "k_proj": kv, "v_proj": kv, "o_proj": cfg.d_model}[name]
+    rows = {"gate_proj": cfg.d_ff, "up_proj": cfg.d_ff, "down_proj": cfg.d_model,
+            "q_proj": q, "k_proj": kv, "v_proj": kv, "o_proj": cfg.d_model}
+    names = [n for n in _LINEARS[part] if layer[n]]
+    return sum(layer[n] for n in names), sum(rows[n] for n in names)
 
 
 # --- memory, before anything is built ---
 def timing_bytes(cfg: ModelConfig, seq_lens: Sequence[int], decode_steps: int = 4,
                  schemes: Sequence[tuple[str, str]] | None = None) -> dict[str, int]:
-    """A lower estimate of what `measure_schemes` holds at its peak, from `blocklab.budget`:
-    {"weights": the float model, every scheme's copy (its part's weights at 1 byte plus a
-    4-byte scale per row, the rest at 4), one copy per part without that part's layers, and one
-    float copy while it is quantized; "activations": the longest prefill's float32 KV cache,
-    one layer's forward tensors and the logits}."""
+    """A lower estimate of `measure_schemes`' peak bytes: {"weights": the float model, a copy
+    being quantized, every scheme's copy and every free-part copy; "activations": the longest
+    prefill's KV cache, one layer's forward tensors and the logits}."""
     from blocklab.budget.memory import layer_activation_elements
 
     schemes = SCHEMES if schemes is None else schemes
-    params = count_params(cfg)
-    total = params.total
-    layer = params.layer
+    total = count_params(cfg).total
 
     def part_params(part: str) -> tuple[int, int]:
-        names = [n for n in _LINEARS[part] if layer[n]]
-        return (cfg.n_layers * sum(layer[n] for n in names),
-                cfg.n_layers * sum(_rows(cfg, n) for n in names))
+        weights, rows = _part_sizes(cfg, part)
+        return cfg.n_layers * weights, cfg.n_layers * rows
 
     weights = 2 * FLOAT_BYTES * total  # the float model, and a copy being quantized
     for part, _ in schemes:
@@ -231,9 +201,8 @@ def timing_bytes(cfg: ModelConfig, seq_lens: Sequence[int], decode_steps: int = 
 def check_timing_fits(cfg: ModelConfig, seq_lens: Sequence[int], *, options: str,
                       loaded_bytes: int = 0, decode_steps: int = 4,
                       advice: str = "use smaller values") -> None:
-    """Refuse, before any allocation, a timing whose estimated memory (`timing_bytes`, plus
-    `loaded_bytes` held while a checkpoint is read) exceeds the memory available here:
-    InputError naming `options` (the flags as the user gave them)."""
+    """InputError naming `options` for a timing whose `timing_bytes` plus `loaded_bytes` (a
+    checkpoint being read) exceed the memory available here, before any allocation."""
     need = timing_bytes(cfg, seq_lens, decode_steps)
     needed = need["weights"] + need["activations"] + loaded_bytes
     available, total = memory_bytes()
@@ -252,8 +221,7 @@ def check_timing_fits(cfg: ModelConfig, seq_lens: Sequence[int], *, options: str
 
 # --- timing ---
 class FreeLinear(nn.Module):
-    """Stands in for a linear layer at no cost beyond its output: zeros [..., out_features],
-    which any implementation of the layer must at least allocate and write."""
+    """A linear layer at no cost beyond its output, zeros [..., out_features]."""
 
     def __init__(self, out_features: int) -> None:
         super().__init__()
@@ -264,10 +232,8 @@ class FreeLinear(nn.Module):
 
 
 def without_part(model: nn.Module, part: str) -> nn.Module:
-    """A deep copy of `model` whose linear layers of `part` ("ffn", "attention" or "all") are
-    `FreeLinear`: everything else runs as in `model`, so its time is the 1 − f of Amdahl's law.
-    Under torch.compile the zeros may be folded into what follows; the free model then gets
-    faster still and the bound only looser, never wrong."""
+    """A deep copy of `model` whose linear layers of `part` are `FreeLinear`: its time is the
+    1 − f of Amdahl's law (compiled, folded zeros only loosen the bound)."""
     wanted = linear_filter(part)
     out = copy.deepcopy(model)
     for name, module in list(out.named_modules()):
@@ -279,8 +245,7 @@ def without_part(model: nn.Module, part: str) -> nn.Module:
 
 def build_schemes(cfg: ModelConfig, schemes: Sequence[tuple[str, str]],
                   seed: int = 0, base: nn.Module | None = None) -> dict[str, nn.Module]:
-    """scheme name -> an eval-mode model: `base` (a float32 DecoderLM of `cfg`, such as a
-    checkpoint's) or else a random-weight DecoderLM (seeded), quantized per scheme."""
+    """scheme name -> eval-mode `base` (else a seeded random DecoderLM of `cfg`) quantized."""
     from blocklab.nn import DecoderLM
 
     if base is None:
@@ -305,15 +270,10 @@ def measure_schemes(cfg: ModelConfig, *, seq_lens: Sequence[int], decode_steps: 
                     threads: int | None = None, seed: int = 0, model: nn.Module | None = None,
                     min_call_s: float = 0.02,
                     progress: Callable[[str], None] | None = None) -> SchemeTimes:
-    """Prefill and decode seconds of every scheme, and of the float model with each part's
-    linear layers free (`without_part`), per repeat, and the relative logits error
-    (`SchemeTimes`; None where it is not finite, as with NaN or inf weights, which
-    `blocklab.nn.int8.nonfinite_weights` names). Decode steps continue the prefill of
-    seq_lens[0] tokens (its KV cache).
-    `model`: the float32 DecoderLM of `cfg` to quantize (a checkpoint's); None builds one with
-    random weights (seeded). A prefill shorter than `min_call_s` (the float model's, at
-    warm-up) is timed as the fastest of as many calls (at most 10) as fill `min_call_s`: noise
-    only adds time, and a single call of a millisecond is mostly noise on a shared machine.
+    """`SchemeTimes` of every scheme and free-part model, per repeat (see the module
+    docstring); decode steps continue the prefill of seq_lens[0]. `model`: a float32 DecoderLM
+    of `cfg` to quantize, else random weights. A prefill shorter than `min_call_s` is timed as
+    the fastest of as many calls (at most 10) as fill it: noise only adds time.
     """
     if schemes[0] != ("none", "none"):
         raise InputError("the first scheme must be ('none', 'none'): speed-ups are against it")
@@ -443,8 +403,7 @@ def validation_loss(model: nn.Module, windows: torch.Tensor, batch: int = 8) -> 
 @torch.no_grad()
 def quality_of_schemes(model: nn.Module, windows: torch.Tensor,
                        schemes: Sequence[tuple[str, str]] = SCHEMES) -> dict[str, SchemeLoss]:
-    """{scheme: SchemeLoss} of a trained model under each scheme (torchao, eager); delta =
-    val loss − the float model's; the logits error is ‖ŷ − y‖ / ‖y‖ on the windows."""
+    """{scheme: SchemeLoss} of a trained model under each scheme (torchao, eager)."""
     model = model.eval()
     ref_logits = model(windows[:, :-1])
     ref_loss = validation_loss(model, windows)
@@ -460,9 +419,8 @@ def quality_of_schemes(model: nn.Module, windows: torch.Tensor,
 
 @torch.no_grad()
 def swiglu_errors(model: nn.Module, windows: torch.Tensor) -> dict[str, SwigluError]:
-    """C33: {scheme: SwigluError} for every SWIGLU_SCHEMES entry (fake quantization of
-    gate/up/down only, written in `blocklab.nn.int8`). ffn_error = ‖FFN_q(x) − FFN(x)‖ /
-    ‖FFN(x)‖ over every layer's FFN input x on the windows (captured from the float model)."""
+    """C33: {scheme: SwigluError} for every SWIGLU_SCHEMES entry, the FFN inputs x captured
+    from the float model."""
     model = model.eval()
     inputs: list[torch.Tensor] = []
     hooks = [layer.ffn.register_forward_hook(lambda m, args, out: inputs.append(args[0]))

@@ -1,26 +1,17 @@
 """Locks that keep blocklab processes out of each other's way on one machine.
 
-    suite_locks(results, ["ffn", "position"])   one process at a time plans and runs a suite in
-                                                 a results folder (`<results>/<suite>/.lock`); a
-                                                 second one waits, saying so, or refuses
-                                                 (`wait=False`, the CLI's --no-wait), then plans
-                                                 again and finds the first one's runs stored
-    machine_lock(exclusive=False)                held shared while runs train; exclusive while a
-                                                 run measures time, so a timing never shares the
-                                                 machine with another blocklab run
-    OthersCpu()                                  how much of the machine other processes used
-                                                 while a timed run ran (recorded in its result)
+    suite_locks(results, ["ffn"])   one process at a time plans and runs a suite in a results
+                                    folder (`<results>/<suite>/.lock`); another waits, saying
+                                    so, or refuses (`wait=False`, --no-wait)
+    machine_lock(exclusive=False)   shared while runs train, exclusive while a run measures
+                                    time, so a timing never shares the machine with a run
+    OthersCpu()                     the share of the machine other processes used meanwhile
 
-Both are `flock` locks on files, so a process that dies (even by SIGKILL) releases them, and
-forked worker processes share their parent's. The machine lock is /tmp/blocklab-machine.lock,
-whatever $TMPDIR says, so every user and shell finds the same one (`$BLOCKLAB_MACHINE_LOCK` names
-another file). Locks are advisory: only blocklab honours them.
-
-Every user of a machine shares its lock, so the machine lock is created readable and writable
-by all (0666, set after creation: `open`'s mode is cut by the umask), and either lock is held
-through a read-only descriptor where the file is another user's (flock needs no write access).
-A lock file that cannot be opened even so is one `LockUnavailable` naming the file and what to
-do, never an OSError from deep in a run.
+Both are `flock` locks (a process that dies releases them; forked workers share their
+parent's). The machine lock is /tmp/blocklab-machine.lock whatever $TMPDIR says, so every user
+and shell finds it ($BLOCKLAB_MACHINE_LOCK names another); it is made 0666 and held read-only
+where it is another user's (flock needs no write access). A lock file that cannot be opened is
+one `LockUnavailable` naming it and what to do.
 """
 
 from __future__ import annotations
@@ -48,15 +39,11 @@ _FLAGS = getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)  # (a FIFO m
 
 
 def _open(path: Path, *, write: bool, everyone: bool, fix: str) -> tuple[int, bool]:
-    """A descriptor of the lock file `path`, and whether it is writable (the holder's name
-    is stamped in it then). An existing file is opened as it is: for writing where `write`
-    asks and its mode allows, else read-only. A missing one is created, with mode 0666 kept
-    whatever the umask where `everyone` shares it. One that cannot be opened (another user's
-    that this user may not read, a folder it cannot write, something not a file) raises
-    LockUnavailable, naming the file and `fix`.
-
-    An existing file is never opened with O_CREAT: in a sticky folder such as /tmp, Linux
-    refuses that for another user's file even when its mode allows (fs.protected_regular)."""
+    """A descriptor of the lock file `path` and whether it is writable (for the holder's
+    stamp): read-write where `write` asks and the mode allows, else read-only; a missing file
+    is made (0666 whatever the umask where `everyone` shares it). LockUnavailable names the
+    file and `fix` otherwise. An existing file is never opened with O_CREAT: in a sticky /tmp
+    Linux refuses that for another user's file (fs.protected_regular)."""
     fd = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -136,9 +123,8 @@ def _stamp(fd: int) -> None:
 @contextlib.contextmanager
 def suite_locks(results: str | Path, suites: Sequence[str], *, wait: bool = True,
                 echo: Echo | None = None) -> Iterator[None]:
-    """Hold the lock of each suite's folder under `results` (taken in name order, so two
-    processes asking for overlapping sets cannot deadlock). A held lock: wait for it (saying
-    which process holds it, through `echo`) or, with `wait=False`, raise `Busy`."""
+    """Hold each suite folder's lock (in name order: no deadlock); wait for a held one, saying
+    who holds it through `echo`, or with `wait=False` raise `Busy`."""
     if fcntl is None:  # pragma: no cover
         yield
         return
@@ -172,9 +158,7 @@ def suite_locks(results: str | Path, suites: Sequence[str], *, wait: bool = True
             os.close(fd)  # closing releases the lock
 
 
-# One file for every user and shell of the machine: /tmp, never $TMPDIR, which differs
-# between users and shells (each would lock a file of its own, and a timing would run beside
-# another's training). POSIX gives every system a /tmp all users may write.
+# /tmp, never $TMPDIR, which differs between users and shells (each would lock its own file).
 SHARED_MACHINE_LOCK = (Path("/tmp/blocklab-machine.lock") if os.name == "posix"
                        else Path(tempfile.gettempdir()) / "blocklab-machine.lock")
 
@@ -192,9 +176,8 @@ class _Held:
     depth: int = 0
 
 
-# This process's hold on the machine lock: nested requests reuse it (an exclusive hold covers
-# a shared request), since a second flock of the same file from this process would wait on
-# itself.
+# This process's hold on the machine lock, reused by nested requests (a second flock of the
+# file from this process would wait on itself).
 _HELD = _Held()
 
 
@@ -255,12 +238,8 @@ def _busy_and_total_s() -> tuple[float, float] | None:
 
 
 class OthersCpu:
-    """Measures what share of the machine's CPU other processes used over a block:
-
-        others = (machine busy CPU seconds − this process's own) / (wall seconds × cores)
-
-    0 on a quiet machine, 0.5 when another process kept one of two cores busy. None where
-    /proc/stat cannot be read."""
+    """`share` of the machine's CPU other processes used over the block (None without
+    /proc/stat): (machine busy CPU seconds − this process's own) / (wall seconds × cores)."""
 
     def __enter__(self) -> OthersCpu:
         self._machine = _busy_and_total_s()
@@ -292,10 +271,8 @@ def _own_cpu_s() -> float:
     return times.user + times.system + times.children_user + times.children_system
 
 
-# A timing taken while other processes used more than this share of the machine is flagged:
-# half a core on a 2-core machine, where a single-threaded timing starts to compete for its
-# core. Below it is the machine's own background (on the 2-core machine the quick report ran
-# on, a quiet machine's timed runs read 1-11%, kernel threads and shells included).
+# A timing taken while others used more than this share is flagged: half a core of two, where a
+# single-threaded timing starts to compete (a quiet 2-core machine's timed runs read 1-11%).
 BUSY_SHARE = 0.25
 
 

@@ -1,15 +1,12 @@
-"""What one command asks to run or read, and the options every run of one suite shares: each
-one value, checked where it is built.
+"""What one command asks to run or read, and the options every run of one suite shares, each
+checked where it is built and by nothing on the way.
 
     request = RunRequest(Path("runs"), "quick", seed_offset=1000)   # built once, in the CLI
-    run_suites(request, ["ffn", "placement"])      # the suites, the ledger, the report: read it
+    run_suites(request, ["ffn", "placement"])      # the suites, the ledger, the report read it
     options = request.options(get_suite("ffn"))    # one suite's RunOptions under the request
-    run_suite(get_suite("ffn"), options, "runs")   # plan, tune, train, summarise: all read it
+    run_suite(get_suite("ffn"), options, "runs")   # plan, tune, train, summarise
 
-`RunRequest` travels whole from the command line to the suites, the sequential design, the
-ledger, the report and the estimator, and renders the commands that repeat it; `RunOptions`
-travels unchanged through planning to the trainer's `TrainConfig`. Nothing on the way checks
-either again. This module needs no PyTorch.
+No PyTorch here.
 """
 
 from __future__ import annotations
@@ -25,28 +22,21 @@ from blocklab.experiments.ladder import RUNGS
 from blocklab.precision import Precision, check_precision
 
 SIZES = ("tiny", "quick", "full")  # every suite has these
-# With the ladder's rungs (`blocklab.experiments.ladder`): the quick size at 2×, 4×, 8× the
-# training compute, which the suites with a ladder have (`Suite.default_seeds` lists a suite's).
+# With the ladder's rungs (`blocklab.experiments.ladder`), which only some suites have.
 ALL_SIZES = SIZES + RUNGS
-# What a suite's training run must reach to count as trained, registered by size before any
-# data (`TrainConfig.learn_margin`): its final validation loss a quarter of the way from the
-# unigram reference (token frequencies) to the bigram one (one token of context, free); short
-# of it the run "did_not_learn", a failure counted apart and never read as a measurement. A
-# quarter: on the stdlib corpus the bigram lies 0.76 nats below the unigram (3.21 → 2.45), so
-# a run must win 0.19 nats that no training gives. None at tiny: its runs of a few steps are
-# plumbing checks, and nothing is read from them as a finding.
+# What a training run must reach to count as trained (`TrainConfig.learn_margin`), registered
+# before any data: a quarter of the way from the unigram to the bigram reference (on stdlib
+# 3.21 → 2.45 nats, so 0.19 nats no training gives). None at tiny: its runs are plumbing checks.
 LEARN_MARGIN: dict[str, float | None] = {"tiny": None, "quick": 0.25, "full": 0.25,
                                          **dict.fromkeys(RUNGS, 0.25)}
 BACKENDS = ("reference", "fast", "compiled")  # `blocklab.nn.backends.BACKENDS` (tested equal)
-# Each seed is a set of full training runs; past this the plan alone would not fit in memory
-# and the runs would take centuries on any machine blocklab targets.
+# Past this the plan alone would not fit in memory, and the runs would take centuries.
 MAX_SEEDS = 1000
 # Seeds are drawn from [0, MAX_SEED_OFFSET + MAX_SEEDS): a disjoint set needs only an offset.
 MAX_SEED_OFFSET = 10**9
 
 
-# Each check names the value as its caller does: the library by field (`seed offset -1`), the
-# command line by option (`--seed-offset -1`), so one rule serves both doors.
+# Each check names the value as its caller does (`seed offset -1`, `--seed-offset -1`).
 def check_size(size: str, what: str = "size") -> str:
     """`size` if it is one of ALL_SIZES; InputError otherwise."""
     if size not in ALL_SIZES:
@@ -62,8 +52,8 @@ def check_seed_offset(seed_offset: int, what: str = "seed offset") -> int:
 
 
 def check_device_name(device: str, what: str = "device") -> str:
-    """`device` if it names a device a run may train on, "cpu", "cuda" or "cuda:<index>";
-    InputError otherwise. Whether this machine has it is the trainer's `check_device`."""
+    """`device` if it is "cpu", "cuda" or "cuda:<index>" (whether this machine has it is
+    `trainer.check_device`'s question); InputError otherwise."""
     kind, colon, index = device.partition(":") if isinstance(device, str) else ("", "", "")
     if not (device == "cpu" or (kind == "cuda" and (not colon or index.isdigit()))):
         raise refusal(f"{what} {device!r}", "cpu, cuda or cuda:<index>")
@@ -71,8 +61,7 @@ def check_device_name(device: str, what: str = "device") -> str:
 
 
 def seed_range(seeds: int, seed_offset: int = 0) -> range:
-    """The seeds a suite runs: `seeds` of them from `seed_offset` on, each checked (a bool
-    would pass range() as 0 or 1)."""
+    """`seeds` seeds from `seed_offset` on, both checked (a bool would pass range())."""
     if not is_int(seeds, 1, MAX_SEEDS):
         raise refusal(f"seeds={seeds!r}", f"an integer in [1, {MAX_SEEDS}]")
     return range(check_seed_offset(seed_offset), seed_offset + seeds)
@@ -80,10 +69,8 @@ def seed_range(seeds: int, seed_offset: int = 0) -> range:
 
 def size_folder(size: str, seed_offset: int = 0, precision: str = "fp32",
                 longer: bool = False) -> str:
-    """The folder name of a suite's results at `size`: seeds from `seed_offset` on, runs in
-    bfloat16, and the runs trained twice as long that check a would-be contradiction
-    (`longer`), are kept apart from the default seeds in float32 (`quick`, `quick+seeds1000`,
-    `quick+bf16`, `quick+x2`), so their summaries never mix."""
+    """The folder of a suite's results at `size`: other seeds, bf16 and the runs trained twice
+    as long (`longer`) each apart (`quick`, `quick+seeds1000`, `quick+bf16`, `quick+x2`)."""
     folder = size if check_seed_offset(seed_offset) == 0 else f"{size}+seeds{seed_offset}"
     folder = folder if precision == "fp32" else f"{folder}+{precision}"
     return f"{folder}+x2" if longer else folder
@@ -107,10 +94,9 @@ class SuiteTraits(Protocol):
 
 @dataclass(frozen=True)
 class RunOptions:
-    """What every run of one invocation shares: the suite `size`, the evaluation `seeds` (a
-    range from the seed offset), the `precision` models train in, the `backend` each op runs
-    and the `device` (like the backend, it changes speed and rounding, not which run it is).
-    Checked when built: a bad value is an InputError naming it and what is allowed."""
+    """What every run of one invocation shares: `size`, the `seeds` (a range from the seed
+    offset), `precision`, `backend` and `device` (the last two change speed, not which run it
+    is). A bad value is an InputError naming it and what is allowed."""
 
     size: str = "quick"
     seeds: range = range(1)
@@ -132,8 +118,8 @@ class RunOptions:
     def for_suite(cls, suite: SuiteTraits, size: str = "quick", seeds: int | None = None, *,
                   seed_offset: int = 0, precision: str = "fp32",
                   backend: str = "fast", device: str = "cpu") -> RunOptions:
-        """The options of `suite` at `size`: its default number of seeds for None, from
-        `seed_offset` on; a size or precision the suite lacks is refused."""
+        """The options of `suite` at `size` (`seeds` None: its default count); a size or
+        precision the suite lacks is refused."""
         sizes = list(suite.default_seeds)
         if size not in sizes:  # (a list: any value can be compared, a dict key must hash)
             check_size(size, "suite size")  # no size at all
@@ -154,9 +140,8 @@ class RunOptions:
         return replace(self, seeds=seeds)
 
     def folder(self, *, longer: bool = False, tuning: bool = False) -> str:
-        """The folder these options' results live in under a suite's folder. Tuning runs
-        have one folder per seed offset (a replication re-tunes on seeds of its own) and per
-        precision (each tunes its own rates)."""
+        """The folder of these options' results under a suite's (tuning: one per seed offset
+        and precision)."""
         if tuning:
             return size_folder(f"{self.size}+tuning", self.seed_offset, self.precision)
         return size_folder(self.size, self.seed_offset, self.precision, longer)
@@ -177,15 +162,10 @@ class RunOptions:
 class RunRequest:
     """What one command asks to run or read, built once (in the CLI) and passed whole.
 
-    results: the folder of suite results (`<results>/<suite>/<size>/`)
-    size: tiny, quick or full, or a ladder rung (rung1–rung3) of a suite that has one
-    seed_offset: every suite runs its default number of seeds from this one on
-    precision: what the suites that train models train in (`precision_of`)
-    budget_s: the wall-clock seconds the sequential design may spend on further looks (None:
-        no limit; 0, the default: the planned seeds only, as every command but `report`)
-    device: where the models train (cpu, cuda, cuda:<index>); it names no folder
-
-    Checked when built: a bad value is a one-line InputError naming it and what is allowed."""
+    results: the folder of suite results; size: tiny, quick, full or a ladder rung;
+    seed_offset: the first seed; precision: what the training suites train in (`precision_of`);
+    budget_s: seconds the sequential design may spend on further looks (None: no limit; 0: the
+    planned seeds only); device: where the models train (it names no folder)."""
 
     results: Path
     size: str
@@ -206,20 +186,16 @@ class RunRequest:
                           "seconds, a finite number >= 0, or None (no limit)")
 
     def precision_of(self, suite: SuiteTraits) -> Precision:
-        """The precision `suite` runs and is read in: the request's where the suite trains in
-        it, else float32 (norm-cost and quantize measure float32 kernels and int8 against
-        float32)."""
+        """The request's precision where `suite` trains in it, else float32."""
         return self.precision if self.precision in suite.precisions else "fp32"
 
     def device_of(self, suite: SuiteTraits) -> str:
-        """Where `suite`'s models train: the request's device where the suite trains in bf16
-        too (ffn, placement, position, width), else this CPU (norm-cost and quantize measure
-        this CPU's float32 kernels and int8 paths)."""
+        """The request's device for a suite that trains in bf16 too, else this CPU (norm-cost
+        and quantize measure this CPU's kernels)."""
         return self.device if "bf16" in suite.precisions else "cpu"
 
     def options(self, suite: SuiteTraits) -> RunOptions:
-        """`suite`'s options under this request: its default seeds from the seed offset, in
-        `precision_of(suite)`, on `device_of(suite)`."""
+        """`suite`'s options under this request."""
         return RunOptions.for_suite(suite, self.size, seed_offset=self.seed_offset,
                                     precision=self.precision_of(suite),
                                     device=self.device_of(suite))

@@ -1,27 +1,14 @@
-"""Where a result came from: the code and the libraries that produced it.
+"""Where a result came from: the code and the libraries that produced it, and the machine.
 
-Every stored suite result carries a `provenance` block. A stored result is reused only when its
-provenance equals the current one in everything that can change a result (`RESULT_KEYS`), and,
-for a trained run, when its corpus hash equals the corpus's hash here; otherwise the suite runs
-it again and says how many it re-ran and why. So a resumed suite never mixes results of older
-code, another PyTorch or another Python's standard library (the `stdlib` corpus). A block
-stored by an older version also carries `kernels` (whether its C kernels built), read no more.
+A stored result is reused only when its `provenance` equals the current one in `RESULT_KEYS`
+(and a trained run's corpus hash matches); otherwise the suite runs it again and says why, so a
+resumed suite never mixes results of other code, libraries or standard library. A timed run
+counts only on the machine (`Machine`) it was timed on (`differences`).
 
-It also records the machine (`Machine`: CPU model, instruction sets, online CPUs). Losses are
-any machine's, but a timing is only this machine's when it was measured on it: a timed run
-stored on another machine, or on one it does not record, is run again (`differences`).
-
-And how the run used it (`Provenance.of_run`): torch's intra-op threads, and for a run that
-trained a model the device, precision and op backend it trained in and what its model's ops
-ran (`DecoderLM.backends()`). These change rounding, not which run it is: they are in no run id
-and no RESULT_KEY, so a stored run is reused whatever they were; a block stored before they
-were recorded reads them as None (unknown, `Provenance.from_dict`). A suite's summary says
-when the runs it compares came from more than one machine or ran other bf16 attention kernels
-(`Summary.machines`, `Summary.kernels`).
-
-The source hash covers the package files that decide what a run computes (the model, the
-training loop and experiments, the config); editing the report or the CLI does not invalidate
-stored results. This module imports no PyTorch until `current()` is called.
+How a run used the machine (`Provenance.of_run`: threads, device, precision, backend and the
+kernels its model ran) changes rounding, not which run it is: in no run id and no RESULT_KEY,
+None where a block stored before them lacks them. The source hash covers only the package
+files that decide a run's numbers. No PyTorch until `current()` is called.
 """
 
 from __future__ import annotations
@@ -46,9 +33,8 @@ MACHINE_FLAGS = ("avx2", "avx512f", "avx512_bf16", "avx512_vnni", "amx_bf16", "a
 
 @dataclass(frozen=True)
 class Machine:
-    """The CPU a result was computed on: its model name, which of MACHINE_FLAGS it has, and how
-    many CPUs the machine has online (not how many this process may use: taskset, a cgroup or
-    a worker's affinity change that, not the machine, and timings run at a set thread count)."""
+    """The CPU a result was computed on: model name, which of MACHINE_FLAGS it has, and the
+    machine's online CPUs (not this process's affinity, which changes no machine)."""
 
     cpu: str
     flags: dict[str, bool]
@@ -60,8 +46,7 @@ class Machine:
 
     @classmethod
     def from_dict(cls, data: Any) -> Machine | None:
-        """A stored record as a Machine; None where there is none (a result stored before runs
-        recorded their machine) or it is not one."""
+        """A stored record as a Machine; None where there is none or it is not one."""
         try:
             return cls(**data)
         except TypeError:
@@ -70,18 +55,10 @@ class Machine:
 
 @dataclass(frozen=True)
 class Provenance:
-    """blocklab: package version; source_sha256: hash of RESULT_SOURCES; torch, numpy, python:
-    versions; machine: where it ran (compared for timed runs alone; None in a block stored
-    before it was recorded).
-
-    How the run used the machine (None: not recorded, in a block stored before these were, or
-    not known for this run): threads, torch's intra-op threads (those a training run trained
-    with, else the process's as the run was stamped); device ("cpu", "cuda:0"), accelerator
-    (the GPU's name on a CUDA device), precision ("fp32", "bf16") and backend ("fast",
-    "reference", "compiled") of the model a run trained, and backends, the implementation each
-    of its ops ran (`DecoderLM.backends()`, e.g. {"rms_norm": "F.rms_norm", "attention":
-    "sdpa"}).
-    None of them is compared (`differences`) or hashed into a run id."""
+    """Versions (blocklab, torch, numpy, python), the hash of RESULT_SOURCES, and the machine
+    (compared for timed runs alone). Then how the run used it, never compared (None: not
+    recorded or not known): torch threads; device, accelerator (a GPU's name), precision and
+    backend of the model it trained; backends, what each op ran (`DecoderLM.backends()`)."""
 
     blocklab: str
     source_sha256: str
@@ -101,10 +78,8 @@ class Provenance:
 
     @classmethod
     def from_dict(cls, data: Any) -> Provenance | None:
-        """A stored provenance block as a Provenance: the fields recorded later than the
-        versions (machine, threads, device, ...) read as None where a block stored before them
-        lacks them, or holds no value of their kind; None for no block, or one without the
-        versions every block has."""
+        """A stored block as a Provenance, later fields None where missing or mistyped; None
+        without the versions every block has."""
         if not isinstance(data, dict) or not all(isinstance(data.get(key), str)
                                                  for key in RESULT_KEYS):
             return None
@@ -121,10 +96,8 @@ class Provenance:
                        for k, v in backends.items()) else None)
 
     def of_run(self, result: Any) -> Provenance:
-        """This provenance with how the run `result` (a RunResult or its JSON form) used the
-        machine: its training record's threads, device, accelerator, precision, backend and
-        the kernels its model ran, where it trained a model (its own record, or one a suite
-        run keeps inside its own: `trained_record`); else the threads alone."""
+        """This provenance with how `result` (a RunResult or its JSON) used the machine, from
+        its training record (`trained_record`), else the threads alone."""
         import torch
 
         record = trained_record(result.to_dict() if hasattr(result, "to_dict") else result)
@@ -143,10 +116,8 @@ class Provenance:
 
 
 def trained_record(result: Any, depth: int = 0) -> dict[str, Any] | None:
-    """The training record in a stored result (its JSON form): the result itself where it is
-    a training run's (it has a `train_config`), else the first one a suite run keeps inside
-    its own (the position suite's `train`), at most three levels down; None for a run that
-    trained no model."""
+    """The training record (a dict with a `train_config`) in a stored result's JSON: itself, or
+    the first one nested at most three levels down; None for a run that trained no model."""
     if not isinstance(result, dict) or depth > 3:
         return None
     if isinstance(result.get("train_config"), dict):
@@ -159,8 +130,7 @@ def trained_record(result: Any, depth: int = 0) -> dict[str, Any] | None:
 
 
 def machine_name(machine: Machine | None) -> str:
-    """A machine in a few words: its CPU model and the MACHINE_FLAGS it has, in brackets
-    ("AMD EPYC 9B14 [avx2 avx512f avx512_bf16]"); "an unrecorded machine" for None."""
+    """"AMD EPYC 9B14 [avx2 avx512f avx512_bf16]"; "an unrecorded machine" for None."""
     if machine is None:
         return "an unrecorded machine"
     flags = " ".join(name for name in MACHINE_FLAGS if machine.flags.get(name))
@@ -184,8 +154,7 @@ def source_sha256(root: Path | None = None) -> str:
 
 
 def current() -> Provenance:
-    """The provenance of results computed in this process now (with its threads now; a run's
-    own record of how it used the machine is `of_run`'s)."""
+    """The provenance of results computed in this process now."""
     import numpy
     import torch
 
@@ -197,9 +166,8 @@ def current() -> Provenance:
 
 def differences(stored: dict[str, Any] | None, now: Provenance, *,
                 timed: bool = False) -> list[str]:
-    """Why a stored result's provenance does not let it stand for one computed `now`: the
-    RESULT_KEYS in which it differs ("provenance missing" when it has none), and for a `timed`
-    run a machine other than `now`'s or none recorded."""
+    """Why a stored provenance cannot stand for `now`: the RESULT_KEYS that differ, and for a
+    `timed` run another machine or none recorded."""
     if not isinstance(stored, dict):
         return ["provenance missing"]
     here = now.to_dict()

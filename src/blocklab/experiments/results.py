@@ -1,22 +1,14 @@
 """Run ids and a folder of JSON results, so an interrupted suite resumes where it stopped.
 
     store = ResultStore("runs/ffn")
-    for model_config, train_config in grid:
-        key = run_id(model_config, train_config, "stdlib")
-        if not store.has(key):  # trains only what is missing
-            trainer.run(model_config, train_config, "stdlib", store.path_for(key))
+    key = run_id(model_config, train_config, "stdlib")
+    if not store.has(key):  # trains only what is missing
+        trainer.run(model_config, train_config, "stdlib", store.path_for(key))
 
-(the store only keeps results, it never trains.)
-
-A result is one file `<root>/<run_id>.json`, written atomically. A file that is damaged (cut
-short, not strict JSON, no "status") or holds another run's result (`RunResult.claimed_id`)
-does not count as done: it is run again, and the store keeps why in `damaged`, naming the file.
-
-A command parses each stored file once, however many stores and readers ask for it (the
-ledger, then the report's tables and curves): the parsed result is kept, pickled, for as long
-as the file's inode, size and mtime stay the same, and every reader gets its own unpickled
-copy, so one that changes its result changes nothing the next one reads. This module imports
-no PyTorch, so reports can read results without it.
+A result is one file `<root>/<run_id>.json`, written atomically. A damaged file (cut short, not
+strict JSON, no "status") or one holding another run's result does not count as done: it is
+run again, and `damaged` says why, naming the file. A parsed result is kept, pickled, while the
+file's inode, size and mtime stay the same; every reader gets its own copy. No PyTorch here.
 """
 
 from __future__ import annotations
@@ -38,14 +30,12 @@ from blocklab.jsonio import json_safe, read_json, write_atomic
 
 
 class _Config(Protocol):
-    """A config as the trainer's `TrainConfig` is one (named structurally, so this module needs
-    nothing from the trainer)."""
+    """A config like the trainer's `TrainConfig` (structural: nothing imported from it)."""
 
     def to_dict(self) -> dict[str, Any]: ...
 
 
-# Fields that change neither what is trained nor how: a cosmetic name, and the thread count and
-# device (which change rounding, not the experiment).
+# Fields that change no result: a cosmetic name; threads, device and backend (speed, rounding).
 _MODEL_IGNORED = ("name",)
 _TRAIN_IGNORED = ("threads", "device", "backend")
 # Keys added to TrainConfig after run ids were first issued, left out at their default so the
@@ -54,10 +44,9 @@ _TRAIN_ADDED = {"precision": "fp32"}
 
 
 def added_identity(**fields: str) -> dict[str, str]:
-    """Of fields added to run ids after the first ids were issued (precision), those not at
-    their default: what a run's payload must name so that its id is the one it had before the
-    field existed (`added_identity(precision="fp32")` is {}). The one rule of id
-    compatibility, for train configs (`train_identity`) and the suites' other payloads alike."""
+    """The fields added to run ids after the first were issued (precision) that are off their
+    default: what a payload must name to keep its older id (`added_identity(precision="fp32")`
+    is {}). The one rule of id compatibility, for train configs and other payloads alike."""
     unknown = set(fields) - set(_TRAIN_ADDED)
     if unknown:
         raise TypeError(f"not an added identity field: {sorted(unknown)}")
@@ -65,8 +54,8 @@ def added_identity(**fields: str) -> dict[str, str]:
 
 
 def train_identity(train_config: _Config | dict) -> dict[str, Any]:
-    """The fields of a train config that make a run what it is: all but threads, device and
-    backend (speed, not values), and an added field (precision) only off its default."""
+    """The fields of a train config that make a run what it is (see `_TRAIN_IGNORED`,
+    `added_identity`)."""
     train = train_config if isinstance(train_config, dict) else train_config.to_dict()
     kept = {k: v for k, v in train.items() if k not in _TRAIN_IGNORED}
     added = added_identity(**{k: kept.pop(k) for k in _TRAIN_ADDED if k in kept})
@@ -75,12 +64,8 @@ def train_identity(train_config: _Config | dict) -> dict[str, Any]:
 
 def run_id(model_config: ModelConfig | dict, train_config: _Config | dict,
            data_name: str) -> str:
-    """A stable 12-hex-digit id of (model config, train config, data name).
-
-    sha256 of their canonical JSON (sorted keys), without `ModelConfig.name`,
-    `TrainConfig.threads`, `TrainConfig.device` and `TrainConfig.backend` (they change speed,
-    not values), nor `TrainConfig.precision` at its default "fp32".
-    """
+    """A stable 12-hex-digit id: sha256 of the canonical JSON of (model config without its
+    name, `train_identity`, data name)."""
     model = model_config if isinstance(model_config, dict) else model_config.to_dict()
     model = {k: v for k, v in model.items() if k not in _MODEL_IGNORED}
     train = train_identity(train_config)
@@ -96,29 +81,23 @@ def result_json(result: RunResult | dict[str, Any]) -> str:
     return json.dumps(json_safe(result), indent=1, allow_nan=False) + "\n"
 
 
-# A result's curves grow with its steps (a long `blocklab train` run logging every step keeps
-# megabytes); far above any the suites write, and below what would exhaust memory to parse.
+# Far above any result the suites write, below what would exhaust memory to parse.
 RESULT_MAX_BYTES = 256 * 2**20
 
-# Parsed results by path: (device, inode, size, mtime in ns) of the file read, and the result
-# pickled.
+# Parsed results by path: ((device, inode, size, mtime ns) of the file read, the pickle).
 _PARSED: dict[Path, tuple[tuple[int, int, int, int], bytes]] = {}
 _SETTLED_NS = 50_000_000
 
 
 class ResultSink(Protocol):
-    """Where an executor puts each result as it finishes (a ResultStore, or a router over
-    several)."""
+    """Where an executor puts each result as it finishes."""
 
     def save(self, run_id: str, result: RunResult) -> Any: ...
 
 
 class ResultStore:
-    """A folder of results, one `<run_id>.json` per run.
-
-    `damaged` maps the path of each result file this store found but could not use (it does
-    not read as strict JSON, is not a result, or is another run's) to why, as one line that
-    names the file; a file missing altogether is not damaged, only not run yet."""
+    """A folder of results, one `<run_id>.json` per run; `damaged` maps each file found but
+    unusable to why, in one line naming it (a missing file is only not run yet)."""
 
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
@@ -130,8 +109,8 @@ class ResultStore:
         return self.root / f"{run_id}.json"
 
     def _read(self, path: Path, note: bool = True) -> RunResult | None:
-        """The result stored at `path`; None when there is none or it is damaged (recorded in
-        `damaged` if `note`), so either way the run is run again."""
+        """The result stored at `path`; None when there is none or it is damaged (noted in
+        `damaged` if `note`)."""
         key = None
         try:
             info = os.stat(path)
@@ -159,8 +138,7 @@ class ResultStore:
             if note and os.path.lexists(path):  # (not one deleted meanwhile)
                 self.damaged[path] = str(err)
             return None
-        # Kept once the file is older than any clock tick of mtime, so a rewrite in place (same
-        # inode and size) cannot keep the mtime it was read at.
+        # Kept once older than an mtime tick: a rewrite in place cannot keep the mtime read.
         if key is not None and time.time_ns() - key[3] > _SETTLED_NS:
             _PARSED[path] = key, pickle.dumps(result, pickle.HIGHEST_PROTOCOL)
         return result
@@ -185,8 +163,8 @@ class ResultStore:
         return path
 
     def iter_results(self) -> Iterator[tuple[str, RunResult]]:
-        """(run_id, result) for every complete result, in run-id order (other JSON files
-        beside them, such as summary.json, are passed over, not counted as damaged)."""
+        """(run_id, result) for every complete result, in run-id order (other JSON files are
+        passed over, not counted as damaged)."""
         if not self.root.is_dir():
             return
         for path in sorted(self.root.glob("*.json")):

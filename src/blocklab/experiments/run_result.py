@@ -5,11 +5,10 @@
     result.curves.val["256"][-1]                        # the last validation loss at 256 tokens
     result.extra["zero_grad_fraction"]                  # what the suite's run added
 
-A result is stored as one flat JSON object (`to_dict`), the trainer's keys first, then the
-suite's own (`extra`), then the stamps every stored run carries (`provenance`, `run`,
-`machine_load`); `from_dict` reads it back, so files written before this type existed read the
-same. A run that trains no model (a kernel timing, a probe) has `final` and `curves` None and
-only `status`, its suite's keys and the stamps. This module needs no PyTorch.
+A result is stored as one flat JSON object (`to_dict`): the trainer's keys, the suite's own
+(`extra`), then the stamps (`provenance`, `run`, `machine_load`); `from_dict` reads it back, as
+it reads files written before this type. A run that trains no model has `final` and `curves`
+None. No PyTorch here.
 """
 
 from __future__ import annotations
@@ -24,8 +23,8 @@ from blocklab.jsonio import decode
 
 @dataclass
 class LayerGradNorms:
-    """Per-layer gradient norms at the logged steps: `layer[i][l]` the whole block l's at step
-    `step[i]`, `down_proj[i][l]` its FFN output projection's."""
+    """Gradient norms at the logged steps: `layer[i][l]` block l's at `step[i]`,
+    `down_proj[i][l]` its FFN output projection's."""
 
     step: list[int] = field(default_factory=list)
     layer: list[list[float | None]] = field(default_factory=list)
@@ -42,8 +41,8 @@ class ResidualRms:
 
 @dataclass
 class Curves:
-    """What a training run logged as it went: per step (`step`, `train_loss`, `lr`,
-    `grad_norm`: None where the step diverged) and per validation (`val_step`, `val[length]`)."""
+    """Per step (`step`, `train_loss`, `lr`, `grad_norm`: None where it diverged) and per
+    validation (`val_step`, `val[length]`)."""
 
     step: list[int] = field(default_factory=list)
     train_loss: list[float | None] = field(default_factory=list)
@@ -57,15 +56,10 @@ class Curves:
 
 @dataclass
 class FinalMetrics:
-    """The scores a training run ended with (nats per token unless named _bpb).
-
-    `val_loss` at the trained length with its standard error `val_loss_se` over `val_windows`
-    windows (`val_tokens` tokens); `val_loss_tail`, the mean of the last `val_loss_tail_n`
-    validation losses of the curve; per evaluated length (`val_loss_by_length`, and the loss
-    at each position, `per_position_loss`); `train_loss`, the mean of the last finite training
-    losses; the validation text's unigram entropy; the parameter count; `eval_errors` (length ->
-    message) for lengths the model could not evaluate; the no-training references and the share
-    of the way between them the run reached."""
+    """The scores a training run ended with (nats per token unless named _bpb): `val_loss` at
+    the trained length with its standard error over `val_windows` windows; `val_loss_tail`, the
+    mean of the curve's last `val_loss_tail_n`; `train_loss`, the mean of the last finite
+    training losses; `eval_errors`, length -> why it could not be evaluated."""
 
     val_loss: float | None
     val_loss_se: float | None
@@ -81,8 +75,8 @@ class FinalMetrics:
     unigram_entropy_bpb: float
     params: int
     eval_errors: dict[str, str] | None = None
-    # What no training gives (`blocklab.experiments.data.References`) and how far val_loss has
-    # come from the first towards the second (0 = unigram, 1 = bigram); None in older results.
+    # `data.References`, and how far val_loss came from unigram (0) to bigram (1); None in older
+    # results.
     unigram_loss: float | None = None
     bigram_loss: float | None = None
     learned_share: float | None = None
@@ -91,8 +85,7 @@ class FinalMetrics:
 # FinalMetrics fields added after results were first stored (None in older files).
 _FINAL_ADDED = ("unigram_loss", "bigram_loss", "learned_share")
 
-# How a training run can fail (a status other than "ok"): each is missing data, counted apart
-# from quality, never a measurement.
+# How a training run can fail: missing data, counted apart from quality, never a measurement.
 FAILED_STATUSES = ("diverged", "stuck", "did_not_learn")
 
 
@@ -103,9 +96,8 @@ def failed_count(status: dict[str, int]) -> int:
 
 @dataclass
 class RunLabel:
-    """Which planned run a stored result is: the spec's label, arm and seed, and its run id
-    (the hash of its settings, which its file must be named by; None in results stored before
-    it was recorded). Labels compare by label, arm and seed: the id is the file's proof."""
+    """Which planned run a stored result is; `run_id` (None in older results) names its file
+    and takes no part in comparisons."""
 
     label: str
     arm: str
@@ -148,9 +140,7 @@ class RunResult:
 
     @property
     def claimed_id(self) -> str | None:
-        """The run id this result says it is: a suite run's (`run.run_id`), or a lone training
-        run's own (one with no suite stamps, as `trainer.run` writes it); None for a suite
-        run stored before runs recorded their id."""
+        """The run id this result says it is: `run.run_id`, or a lone training run's own."""
         if self.run is not None:
             return self.run.run_id
         return self.run_id if self.provenance is None else None
@@ -167,8 +157,7 @@ class RunResult:
             for name in _TRAINING:
                 out[name] = _plain(getattr(self, name))
             if self.final is not None:
-                # left out when None, so a result stored before a field existed writes back
-                # as it was read
+                # left out when None: an older result writes back as it was read
                 for name in ("eval_errors", *_FINAL_ADDED):
                     if getattr(self.final, name) is None:
                         del out["final"][name]
@@ -196,8 +185,7 @@ class RunResult:
         if not isinstance(data, dict) or not isinstance(data.get("status"), str):
             raise ResultsError(f"{where}: a run result is an object with a 'status'")
         known = {f.name for f in dataclasses.fields(cls)} - {"extra", "curves", "final", "run"}
-        # A suite's own key that shares a field's name but not its type (a timing run's
-        # per-arm "ms_per_step") stays the suite's, in `extra`.
+        # A suite's key named like a field but not of its type stays in `extra`.
         fits = {k: v for k, v in data.items() if k in known and _fits(k, v)}
         kwargs: dict[str, Any] = dict(fits)
         extra = {k: v for k, v in data.items()
@@ -239,9 +227,7 @@ def _fits(name: str, value: Any) -> bool:
 
 
 def _build(kind: type, data: dict[str, Any], where: str) -> Any:
-    """`data` as a `kind`, every field checked (`jsonio.decode`), with fields missing from
-    older files at their defaults; an unknown field, a missing field without a default or a
-    value of another type is a ResultsError."""
+    """`data` as a `kind`, every field checked (`jsonio.decode`); ResultsError otherwise."""
     unknown = sorted(set(data) - {f.name for f in dataclasses.fields(kind)})
     if unknown:
         raise ResultsError(f"{where}: unknown field(s) {unknown}")

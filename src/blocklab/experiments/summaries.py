@@ -1,17 +1,13 @@
 """What a suite's summary holds, as frozen dataclasses, and the one loader that reads it back.
 
-A summary is written to `<results>/<suite>/<size>/summary.json` by `run_suite` and read by the
-claims ledger and the report. Its numbers live in a typed `data` field, an instance of its
-suite's `Suite.data_type` (`FfnData`, `PlacementData`, ..., each in its suite's package), so a
-renamed or missing field fails when the file is read, naming the field, instead of quietly
-turning a verdict into "no data":
+`run_suite` writes `<results>/<suite>/<size>/summary.json`; the ledger and the report read it.
+Its numbers live in `data`, an instance of the suite's `Suite.data_type`, decoded field by field
+(`blocklab.jsonio.decode`), so a renamed or missing field fails when read, naming it:
 
     summary = load_summary("runs", "ffn", "quick", FfnData)  # Summary | None (not run yet)
     summary.data.arms["swiglu"].delta_vs_relu.mean            # typed all the way down
 
-This module holds what every summary shares (`Summary`, `Interval`, `Table`, the parts several
-suites use) and the loader, which reads every field through `blocklab.jsonio.decode`
-(`ResultsError` with the path of the first mismatch). It imports no suite and needs no PyTorch.
+No suite imports and no PyTorch here.
 """
 
 from __future__ import annotations
@@ -24,20 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from blocklab.errors import InputError, ResultsError
-
-# The sizes a suite runs at and the precisions it may train in (each suite lists its own in
-# `Suite.precisions`), the only folders a summary is stored under, are the run options'.
 from blocklab.experiments.options import ALL_SIZES, size_folder, suite_command
 from blocklab.jsonio import decode, json_safe, parse_json, read_json, shown
 from blocklab.precision import PRECISIONS, check_precision
 
-# The layout of summary.json; readers refuse any other (3: typed data, one dataclass per suite;
-# 4: the first seed recorded; 6: placement's deep grid for C36; 7: position's order probe,
-# cost run and fine-tune settings for C29–C31; 8: quantize's bounds from measured time shares,
-# its Amdahl figures kept apart as estimates; 10: tuned arms and largest stable learning
-# rates in placement, lr grids that grow at an edge; 11: every timing ratio a geometric mean of
-# paired ratios with a Student t interval on their logs, where a median ratio had a bootstrap
-# interval, and quantize's speed-ups such ratios with each scheme's per-repeat prefill times).
+# The layout of summary.json; readers refuse any other (11: timing ratios as geometric means of
+# paired ratios with a Student t interval on their logs).
 SUMMARY_SCHEMA = 11
 
 
@@ -83,9 +71,8 @@ class LrTrial:
 
 @dataclass(frozen=True)
 class ArmTuning:
-    """Where one arm's learning-rate tuning ended (`experiments.suites.tuning.tune_arm`): the
-    grid it was tried on (the registered one, grown at an edge where needed), the chosen rate
-    and whether it is interior (a tried rate on each side scored worse)."""
+    """Where one arm's lr tuning ended: the grid tried (grown at an edge where needed), the
+    chosen rate and whether it is interior (a tried rate on each side scored worse)."""
 
     arm: str
     grid: tuple[float, ...]
@@ -105,10 +92,8 @@ RATIO_METHOD = "geometric mean of paired ratios, Student t on log ratios"
 
 @dataclass(frozen=True)
 class TimeRatio:
-    """A ratio of two timings measured in the same interleaved repeats (time of one variant /
-    time of the other, e.g. RMSNorm / LayerNorm, or float / int8 for a speed-up): the
-    geometric mean of the per-repeat ratios with its 95% Student t interval on their logs,
-    mapped back by exp (`RATIO_METHOD`, `paired`)."""
+    """A ratio of two timings from the same interleaved repeats (e.g. float / int8): the
+    geometric mean of the per-repeat ratios with its 95% t interval (`RATIO_METHOD`)."""
 
     ratio: float
     ci_low: float
@@ -117,10 +102,8 @@ class TimeRatio:
 
     @classmethod
     def paired(cls, a: Sequence[float], b: Sequence[float]) -> TimeRatio:
-        """a[i] / b[i] over repeats i (a[i] and b[i] timed in the same repeat) by
-        `blocklab.stats.log_ratio_interval`: exp(mean ln(a_i / b_i)) with
-        [exp(low), exp(high)] of the 95% t interval of that mean. At least 2 repeats, every
-        timing > 0 (else InputError)."""
+        """exp(mean ln(a_i / b_i)) with the exp of its 95% t interval
+        (`blocklab.stats.log_ratio_interval`: at least 2 repeats, timings > 0)."""
         from blocklab.stats import log_ratio_interval
 
         e = log_ratio_interval(list(a), list(b))
@@ -133,9 +116,8 @@ class TimeRatio:
 
 @dataclass(frozen=True)
 class SeedBlock:
-    """Seeds start … stop − 1 run for some arms only, beyond the suite's planned seeds: a block
-    the sequential design added for the parts (`parts`, "C16 geglu") still undecided at a
-    look."""
+    """Seeds start … stop − 1 that the sequential design added for `arms`, for the parts
+    (`parts`, "C16 geglu") still undecided at a look."""
 
     start: int
     stop: int
@@ -145,8 +127,7 @@ class SeedBlock:
 
 @dataclass(frozen=True)
 class RunCount:
-    """How many of a summary's runs share one thing their numbers depend on: a machine
-    (`provenance.machine_name`) or an attention kernel."""
+    """How many of a summary's runs share a machine (`provenance.machine_name`) or a kernel."""
 
     name: str
     runs: int
@@ -156,17 +137,11 @@ class RunCount:
 class Summary:
     """A suite's summary: tables and notes to show, typed `data` for the ledger and figures.
 
-    seed_blocks: the seeds the sequential design added to some arms (their runs are in
-        `run_ids`; `seeds` counts every seed any arm ran)
-    planned_rules: {"<claim> <part>": rule hash} of the registered rules when the suite's runs
-        were first planned, so a reader can tell a part graded under another rule than its
-        data was planned under
-    machines: the machines (CPU model and instruction sets) its runs were made on, with how
-        many runs each, where there were two or more; [] where all came from one (or none
-        was recorded)
-    kernels: the attention kernels its bf16 training runs ran (`DecoderLM.backends()`), with
-        how many runs each, where they differ; [] otherwise. Both are said in one sentence
-        each by `mixed_notes` (in its notes, the ledger and the report)."""
+    seed_blocks: seeds the sequential design added to some arms (`seeds` counts every seed)
+    planned_rules: {"<claim> <part>": rule hash} of the rules when the runs were first planned
+    machines, kernels: the machines its runs were made on and the attention kernels its bf16
+        runs ran, with their runs, where there are two or more ([] otherwise; `mixed_notes`)
+    """
 
     suite: str
     size: str
@@ -203,9 +178,8 @@ _MIXED = {
 
 
 def mixed_notes(machines: list[Any], kernels: list[Any], lang: str = "en") -> list[str]:
-    """One sentence for each way a summary's runs were mixed: `machines` and `kernels` as
-    `Summary.machines` and `Summary.kernels` hold them (RunCount, or their JSON form), in
-    English or Chinese ("zh"); [] when neither names two or more."""
+    """One sentence for each of `machines`, `kernels` (RunCounts or their JSON) naming two or
+    more, in English or Chinese ("zh")."""
     zh = lang == "zh"
     out = []
     for kind, items in (("machines", machines), ("kernels", kernels)):
@@ -222,9 +196,8 @@ def mixed_notes(machines: list[Any], kernels: list[Any], lang: str = "en") -> li
 
 # --- reading -----------------------------------------------------------------------------------
 def summary_from_dict(doc: Any, where: str, data_type: type) -> Summary:
-    """A Summary from its JSON form (`Summary.to_dict`), its data decoded as `data_type` (its
-    suite's `Suite.data_type`); ResultsError on another schema or any field that does not
-    match."""
+    """A Summary from `Summary.to_dict`'s form, data as `data_type`; ResultsError on another
+    schema or any field that does not match."""
     return _with_data(_summary_fields(doc, where), doc, where, data_type)
 
 
@@ -236,8 +209,7 @@ def _summary_fields(doc: Any, where: str) -> Summary:
     if found != SUMMARY_SCHEMA:
         raise ResultsError(f"{where} has summary schema {found!r}; this blocklab reads schema "
                            f"{SUMMARY_SCHEMA}")
-    # A field added without a new SUMMARY_SCHEMA (machines, kernels) has a default, at which a
-    # summary stored before it reads it (nothing mixed, as far as it says).
+    # Fields added without a new SUMMARY_SCHEMA (machines, kernels) read at their defaults.
     body = {k: v for k, v in doc.items() if k not in ("schema", "data")}
     return decode(Summary, {**body, "data": None}, where)
 
@@ -247,8 +219,7 @@ def _with_data(summary: Summary, doc: dict[str, Any], where: str, data_type: typ
                                                     f"{where}.data"))
 
 
-# Said once wherever tiny results are shown (a suite's printed summary, the claims ledger, the
-# report): tiny trains a few steps, so its tables are mostly "—" and grade nothing.
+# Said wherever tiny results are shown: tiny trains a few steps and grades nothing.
 TINY_NOTE = ("size tiny is a smoke test of the machinery (a few training steps): its numbers "
              "decide nothing; run --quick or --full for evidence")
 TINY_NOTE_ZH = ("tiny 规模只是对流程的冒烟测试（只训练几步）：其数字不能说明任何结论；"
@@ -263,8 +234,7 @@ def size_note(size: str, lang: str = "en") -> str | None:
 
 
 def _check_key(suite: Any, size: Any, precision: Any) -> None:
-    """InputError unless (suite, size, precision) names a summary that can exist: a suite
-    named as a plain folder name, a size of ALL_SIZES, a precision of PRECISIONS."""
+    """InputError unless (suite, size, precision) names a summary that can exist."""
     if (not isinstance(suite, str) or not suite or suite.startswith(".")
             or any(c in suite for c in "/\\")):
         raise InputError(f"suite {suite!r} is not allowed; expected a plain folder name")
@@ -276,17 +246,9 @@ def _check_key(suite: Any, size: Any, precision: Any) -> None:
 def load_summary(out_dir: str | Path, suite: str, size: str, data_type: type, *,
                  seed_offset: int = 0, precision: str = "fp32",
                  longer: bool = False) -> Summary | None:
-    """The stored summary of `suite` at `size` (seeds from `seed_offset`, trained in
-    `precision`) under `out_dir`, typed (its data as `data_type`, the suite's
-    `Suite.data_type`); None when that suite, size and precision has not been run.
-    `blocklab.experiments.suites.load_summary` reads a registered suite's by its name alone.
-
-    Raises InputError for a suite name (not a plain folder name), size, precision or seed offset
-    that no summary can have, and ResultsError, naming the file, the field and the command
-    that rewrites it, for a summary that does not parse, was written under another
-    `SUMMARY_SCHEMA`, or whose fields do not match this blocklab's: readers never guess at a
-    layout they do not know. Whether the runs it lists are still stored is `incomplete`'s
-    question.
+    """The stored summary of `suite` at `size` under `out_dir`, its data as `data_type`; None
+    when not run. InputError for a key no summary can have; ResultsError, naming the file, the
+    field and the command that rewrites it, for one that does not parse or match.
     """
     _check_key(suite, size, precision)
     path = (Path(out_dir) / suite / size_folder(size, seed_offset, precision, longer)
@@ -313,11 +275,8 @@ def load_summary(out_dir: str | Path, suite: str, size: str, data_type: type, *,
 def stored_keys(out_dir: str | Path, suite: str | None = None
                 ) -> list[tuple[str, str, int, str]]:
     """(suite, size, seed offset, precision) of every summary stored under `out_dir` (of
-    `suite` alone, if given), sorted: what `load_summary` can read there, so a reader that
-    finds none at the size it was asked for can say which sizes the folder does hold. Read
-    from the folder names `size_folder` gives; the runs trained twice as long (`+x2`) and the
-    tuning runs are parts of a summary, not summaries, and folders that cannot be listed hold
-    nothing readable."""
+    `suite` alone, if given), sorted, from the folder names `size_folder` gives (`+x2` and
+    tuning folders are parts of a summary, not summaries)."""
     root = Path(out_dir)
     try:
         suites = [root / suite] if suite is not None else [p for p in root.iterdir()
@@ -344,10 +303,8 @@ def stored_keys(out_dir: str | Path, suite: str | None = None
 
 
 def save_summary(folder: str | Path, summary: Summary) -> Path:
-    """Write `summary` to `folder`/summary.json, atomically, as `load_summary` reads it back.
-
-    A summary whose fields do not read back is not written: that is a bug in the suite that
-    filled it (a RuntimeError naming the field), not a results error for the user."""
+    """Write `summary` to `folder`/summary.json atomically; one that does not read back is a
+    bug in its suite (RuntimeError naming the field) and is not written."""
     from blocklab.jsonio import write_atomic
 
     text = json.dumps(json_safe(summary.to_dict()), indent=1, allow_nan=False) + "\n"
@@ -363,11 +320,8 @@ def save_summary(folder: str | Path, summary: Summary) -> Path:
 
 
 def incomplete(out_dir: str | Path, summary: Summary, precision: str = "fp32") -> str | None:
-    """Why the stored `summary` under `out_dir` cannot be used, or None when it can: every run
-    it lists (`run_ids`) must still have a complete result beside it (a file that parses and
-    has a status). One rule for every reader (the claims ledger grades such a suite as
-    missing-results, the report shows it as failed), so none grades from a summary whose
-    evidence is gone; the message names the command that redoes the runs and rewrites it."""
+    """Why the stored `summary` cannot be used (a run it lists has no complete result), naming
+    the command that redoes it; None when it can. The one rule of every reader."""
     from blocklab.experiments.results import ResultStore
 
     folder = (Path(out_dir) / summary.suite

@@ -1,25 +1,20 @@
 """One seeded, deterministic training run of a `DecoderLM` on a corpus, recorded as one JSON result.
 
-    build    torch.manual_seed(seed); DecoderLM(config, backend, precision); re-initialise by
-             `TrainConfig.init`, each parameter from its own (seed, name) stream
-             (`blocklab.experiments.init`)
-    data     step s trains on `sample_batch(train split, seed, s)`: a separate stream, so every
-             arm of a comparison with the same seed sees the same windows in the same order
-    step     AdamW (decay on matrices and embeddings only), learning rate by `learning_rate`,
-             optional gradient clipping by global norm
-    watch    loss NaN/inf or above `divergence_factor`·ln(V), or a non-finite gradient norm
-             -> "diverged"; train loss still above the unigram entropy of the training bytes
-             `stuck_patience` steps after warmup -> "stuck"; either ends the run early and the
-             curves so far are kept
-    evaluate mean loss (nats/token), bits per byte and per-position loss on fixed held-out
-             windows at every eval length; with `final_eval_fraction` > 0, once more at the end
-             on that fraction of the validation split (non-overlapping windows), which the
-             final val_loss and its standard error then come from
+    build    torch.manual_seed(seed); DecoderLM; re-initialise by `TrainConfig.init`, each
+             parameter from its own (seed, name) stream (`blocklab.experiments.init`)
+    data     step s trains on `sample_batch(train split, seed, s)`, a stream of its own, so
+             every arm of a comparison with the same seed sees the same windows in order
+    step     `train_step`: AdamW, lr by `learning_rate`, optional clipping by global norm
+    watch    a non-finite loss or gradient norm, or a loss above divergence_factor·ln(V) ->
+             "diverged"; train loss above the unigram entropy `stuck_patience` steps after
+             warmup -> "stuck"; either ends the run, keeping the curves so far
+    evaluate loss, bits per byte and per-position loss on fixed held-out windows at every
+             eval length; with `final_eval_fraction` > 0 once more at the end on that share
+             of the validation split, which the final val_loss and its standard error use
 
-Same seed, same machine, same thread count: the same loss curve bit for bit. Under `torchrun`
-the run is data-parallel (`blocklab.experiments.distributed`), its curves a single process's up
-to float rounding. Curves hold one entry per optimizer step (the batch loss before the update,
-the gradient norm before clipping); `val_step` counts the updates done at each validation.
+Same seed, machine and thread count: the same loss curve bit for bit. Under `torchrun` the run
+is data-parallel (`blocklab.experiments.distributed`). Curves hold one entry per optimizer step
+(the loss before the update, the gradient norm before clipping).
 """
 
 from __future__ import annotations
@@ -78,8 +73,6 @@ from blocklab.nn.ffn import narrowed
 SCHEDULES = ("cosine", "constant")
 _SMOOTH = 10  # train losses averaged for the stuck test and the final train loss
 TAIL_EVALS = 4  # periodic validation losses averaged into the final val_loss_tail
-# TrainConfig fields added after run ids were first issued: `to_dict` leaves them out at these
-# values, so a config that does not set them serialises (and is identified) as before.
 _ADDED_AT_DEFAULT: dict[str, Any] = {"final_eval_fraction": 0.0, "nested_widths": [],
                                      "learn_margin": None}
 
@@ -95,8 +88,7 @@ def _int(name: str, value: Any, minimum: int) -> None:
 
 def _number(name: str, value: Any, low: float, high: float = math.inf,
             low_open: bool = False) -> float:
-    """`value` as a float if it is a finite number above `low` (or at it, unless `low_open`)
-    and at most `high`."""
+    """`value` as a float if it is finite, in [low, high] (low excluded if `low_open`)."""
     if not (real(value) and (value > low if low_open else value >= low) and value <= high):
         bound = f"> {low}" if low_open else f">= {low}"
         raise _bad(name, value, f"a finite number {bound}" + (f" and <= {high}"
@@ -121,37 +113,25 @@ class TrainConfig:
     """How to train: optimisation, schedule, initialisation, evaluation, watchdogs.
 
     steps, batch_size, seq_len: optimizer steps, windows per batch, tokens per window.
-    lr, warmup_steps, schedule, min_lr_ratio: peak learning rate; linear warmup over
-        `warmup_steps` (0 = off); then "cosine" decay to lr·min_lr_ratio or "constant".
-    weight_decay, betas, adam_eps: AdamW; decay applies to matrices and embeddings only.
-    grad_clip: max global gradient norm, None = off.
-    init: "gpt2", "xavier", "fan_in", "depth" or "default" (`blocklab.experiments.init`).
-    seed: model initialisation and batch order (two separate streams).
+    lr, warmup_steps, schedule, min_lr_ratio: see `learning_rate`.
+    weight_decay, betas, adam_eps, grad_clip: AdamW (`make_optimizer`); grad_clip None = off.
+    init: a name of `blocklab.experiments.init.INITS`. seed: initialisation and batch order.
     eval_every: validate every this many steps (0 = only at the end); always at the end.
-    eval_lengths: validation lengths; `seq_len` is always added. eval_batches: batches of
+    eval_lengths: validation lengths (`seq_len` always added); eval_batches: batches of
         `batch_size` fixed windows per length.
     log_every: per-layer gradient norms and residual RMS every this many steps (0 = off).
-    stuck_patience: steps after warmup at which a train loss still above the unigram entropy
-        ends the run as "stuck" (None = off).
-    divergence_factor: a train loss above this × ln(vocab_size) (the uniform guess) counts as
-        diverged, as does NaN/inf (None = NaN/inf only).
-    threads: torch CPU threads for the run (None = leave as is). device: "cpu" or "cuda[:i]".
-    final_eval_fraction: the fraction of the validation split scored once more at the end, on
-        non-overlapping windows at every eval length, where the final val_loss and its
-        standard error then come from (0.0 = off: the last periodic evaluation's).
+    stuck_patience, divergence_factor: the watchdogs of the module docstring (None = off).
+    threads, device, backend: torch CPU threads (None = as is), "cpu" or "cuda[:i]", and the
+        op implementations (`blocklab.nn.backends`); they change speed, not values, so no run
+        id holds them. "compiled" warms every graph up first and reports it as compile_s.
     precision: "fp32", or "bf16" (bfloat16 compute, float32 weights and AdamW state).
-    backend: "fast", "reference" or "compiled" (`blocklab.nn.backends`); "compiled" warms up
-        every graph before the first step and reports that time as compile_s. Like threads and
-        device it changes speed, not values, so it is not part of the run id.
-    nested_widths: () for ordinary training; else each step's loss is the mean of the losses
-        with every FFN at each of these prefix widths (`nested_loss`, page 000's 2026 note on
-        MoSE), so every width is trained on every token.
-    learn_margin: the share of the way from the unigram to the bigram reference
-        (`data.References`) the final validation loss must reach, else the run ends as
-        "did_not_learn", a failure, never a measurement (None = off).
+    final_eval_fraction: the share of the validation split scored at the end (0.0 = off).
+    nested_widths: each step's loss is the mean over these FFN prefix widths (`nested_loss`).
+    learn_margin: the share of the way from the unigram to the bigram reference the final
+        validation loss must reach, else the run is "did_not_learn" (None = off).
 
-    Fields added after run ids were first issued (final_eval_fraction, nested_widths,
-    learn_margin) are left out of `to_dict` at their defaults, so earlier ids stay the same.
+    Fields added after run ids were first issued are left out of `to_dict` at their defaults
+    (`_ADDED_AT_DEFAULT`), so earlier ids stay the same.
     """
 
     steps: int = 200
@@ -183,9 +163,8 @@ class TrainConfig:
 
     @classmethod
     def for_run(cls, options: RunOptions, seed: int, **settings: Any) -> TrainConfig:
-        """A suite run's training: its `settings` on `seed`, with the precision, backend and
-        device of `options` and the size's registered `LEARN_MARGIN` unless settings name one.
-        Every suite builds its TrainConfigs here, so a run option reaches every run."""
+        """A suite run's training: `settings` on `seed` with `options`' precision, backend and
+        device, and the size's `LEARN_MARGIN` unless settings name one."""
         from blocklab.experiments.options import LEARN_MARGIN
 
         settings.setdefault("learn_margin", LEARN_MARGIN[options.size])
@@ -240,8 +219,8 @@ class TrainConfig:
         data["betas"] = list(self.betas)
         data["eval_lengths"] = list(self.eval_lengths)
         data["nested_widths"] = list(self.nested_widths)
-        for name, default in _ADDED_AT_DEFAULT.items():  # absent at their default: the run ids
-            if data[name] == default:                    # of configs without them unchanged
+        for name, default in _ADDED_AT_DEFAULT.items():
+            if data[name] == default:
                 del data[name]
         return data
 
@@ -302,10 +281,8 @@ def _lm_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
 
 def nested_loss(forward: Callable[[torch.Tensor], torch.Tensor], model: nn.Module,
                 widths: Sequence[int], batch: torch.Tensor) -> torch.Tensor:
-    """Nested-width training's loss of batch [B, T + 1]: the mean over `widths` of the
-    next-token loss with every FFN of `model` at that prefix width (`blocklab.nn.narrowed`),
-    `forward` being the model (or its data-parallel wrapper). Equal weights: every width is
-    trained on every token, the full one too."""
+    """Mean over `widths` of the next-token loss of batch [B, T + 1] with every FFN of `model`
+    at that prefix width (`blocklab.nn.narrowed`); `forward` is the model or its DDP wrapper."""
     total = None
     for width in widths:
         with narrowed(model, width):
@@ -318,17 +295,10 @@ def evaluate(model: nn.Module, windows: dict[int, torch.Tensor],
              batch_tokens: int, *, per_window: bool = False) -> dict[int, dict[str, Any]]:
     """Loss on fixed windows per length, without gradients.
 
-    Args:
-        windows: length L -> LongTensor [n, L + 1] (`validation_windows`).
-        batch_tokens: tokens per forward pass; rows per pass = max(1, batch_tokens // L).
-        per_window: also return each window's mean loss (for a standard error).
-
-    Returns:
-        L -> {"loss": mean nats/token, "per_position": [L] mean loss at each position[,
-        "per_window": [n] mean loss of each window]}; a length a learned position table is too
-        short for gives {"loss": None, "per_position": None, "error": message}. Any other
-        error (a shape bug, out of memory) propagates: the run fails, and a failed run is an
-        error, never a reading.
+    windows: L -> LongTensor [n, L + 1]; batch_tokens // L rows per forward pass.
+    Returns L -> {"loss": mean nats/token, "per_position": [L][, "per_window": [n]]}; a length
+    past a learned position table gives {"loss": None, "per_position": None, "error": ...}.
+    Any other error propagates: a failed run is an error, never a reading.
     """
     device = next(model.parameters()).device
     was_training = model.training
@@ -379,10 +349,8 @@ def _runtime(config: TrainConfig) -> Iterator[None]:
 
 
 def final_windows(val: Any, config: TrainConfig) -> dict[int, torch.Tensor]:
-    """The end-of-run evaluation's windows per eval length: `final_window_count` of them
-    (`final_eval_fraction` of the validation tokens, at least a periodic evaluation's
-    eval_batches × batch_size), spread evenly over the split without sharing a scored token
-    where it is long enough (`spread_windows`)."""
+    """The end-of-run evaluation's windows per eval length (`final_window_count`,
+    `spread_windows`)."""
     periodic = config.eval_batches * config.batch_size
     return {length: spread_windows(val, length, final_window_count(
                 int(val.size), length, config.final_eval_fraction, periodic))
@@ -390,8 +358,7 @@ def final_windows(val: Any, config: TrainConfig) -> dict[int, torch.Tensor]:
 
 
 def standard_error(window_losses: list[float]) -> float | None:
-    """Standard error of the mean of per-window losses: sd (ddof=1) / sqrt(n); None for fewer
-    than two windows. Windows of equal length, so their mean is the per-token mean."""
+    """sd (ddof=1) / sqrt(n) of per-window losses (equal lengths); None for n < 2."""
     n = len(window_losses)
     if n < 2:
         return None
@@ -406,8 +373,7 @@ def final_batch_tokens(tc: TrainConfig) -> int:
 
 def _warm_up_evaluation(model: nn.Module, windows: dict[int, torch.Tensor],
                         batch_tokens: int) -> None:
-    """Run `evaluate` once on each chunk shape it will meet (the full chunk and the remainder
-    per length), so a compiled model builds those graphs now."""
+    """`evaluate` once per chunk shape it will meet, so a compiled model builds them now."""
     for length, rows in windows.items():
         per_chunk = max(1, batch_tokens // length)
         for n in {min(per_chunk, rows.shape[0]), rows.shape[0] % per_chunk} - {0}:
@@ -428,9 +394,8 @@ class _ResidualRecorder:
             self.squares.append(x.detach().float().pow(2).mean())
 
     def take(self) -> list[float]:
-        """RMS per layer since the last call; over the global batch inside a process group
-        (the ranks' slices are equal-sized, so the mean of their mean squares is the global
-        one)."""
+        """RMS per layer since the last call, over the global batch inside a process group
+        (equal slices: the mean of the ranks' mean squares is the global one)."""
         squares, self.squares = self.squares, []
         if not squares:
             return []
@@ -463,9 +428,8 @@ def _layer_grad_norms(layers: nn.ModuleList) -> tuple[list[float], list[float | 
 
 
 def make_optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.AdamW:
-    """The one optimizer of every training and timing loop: AdamW with `config`'s betas and
-    eps, weight decay on matrices and embeddings only (norm gains and biases are not decayed,
-    as in nanoGPT and GPT-3)."""
+    """The one optimizer of every loop: AdamW, weight decay on matrices and embeddings only
+    (not on norm gains and biases, as in nanoGPT and GPT-3)."""
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
     groups = [{"params": decay, "weight_decay": config.weight_decay},
@@ -475,9 +439,8 @@ def make_optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.AdamW:
 
 @dataclass(frozen=True)
 class StepResult:
-    """What one optimizer step saw: the batch's loss (nats/token; averaged over ranks inside a
-    process group), the gradient norm before clipping (None when the step stopped at the loss),
-    and whether the parameters were updated."""
+    """One step: the batch's loss (nats/token, mean over ranks), the gradient norm before
+    clipping (None when it stopped at the loss), and whether the parameters were updated."""
 
     loss: float
     grad_norm: float | None
@@ -489,13 +452,11 @@ def train_step(forward: Callable[[torch.Tensor], torch.Tensor], batch: torch.Ten
                grad_clip: float | None, loss_ok: Callable[[float], bool] | None = None,
                after_backward: Callable[[], None] | None = None,
                loss_of: Callable[[torch.Tensor], torch.Tensor] | None = None) -> StepResult:
-    """One training step on batch [B, T + 1]: set lr, next-token loss of forward(batch[:, :-1])
-    against batch[:, 1:], backward, clip the global gradient norm to `grad_clip` (None: no
-    clipping), AdamW. The step every loop runs, trained or timed.
+    """The step every loop runs on batch [B, T + 1]: set lr, next-token loss, backward, clip
+    to `grad_clip` (None: no clipping), AdamW.
 
-    `loss_ok(loss)` False stops before backward (a diverged loss); a non-finite gradient norm
-    stops before the update; `after_backward` runs between backward and clipping (gradient
-    logging); `loss_of(batch)` replaces the next-token loss of forward (`nested_loss`).
+    `loss_ok(loss)` False stops before backward, a non-finite gradient norm before the update;
+    `after_backward` runs before clipping; `loss_of(batch)` replaces the next-token loss.
     """
     for group in optimizer.param_groups:
         group["lr"] = lr
@@ -546,8 +507,7 @@ def _progress_task(progress: Progress | bool, label: str, total: int) -> Iterato
 
 
 def check_device(device: str, subject: str | None = None) -> None:
-    """Refuse a CUDA device this PyTorch build or machine does not have (InputError naming it
-    as `subject`, default `TrainConfig.device='cuda'`; the CLI's `--device cuda`)."""
+    """InputError (naming `subject`) for a CUDA device this PyTorch or machine lacks."""
     if not device.startswith("cuda"):
         return
     subject = f"TrainConfig.device={device!r}" if subject is None else subject
@@ -561,10 +521,8 @@ def check_device(device: str, subject: str | None = None) -> None:
 
 
 def check_seq_len(mc: ModelConfig, tc: TrainConfig) -> None:
-    """Refuse, before any data is read, training windows longer than a learned position table
-    (ConfigError naming TrainConfig.seq_len and ModelConfig.max_seq_len): the table has no row
-    past max_seq_len, so the first step would fail. Evaluation lengths past it are allowed:
-    `evaluate` records them as unavailable."""
+    """Refuse training windows longer than a learned position table before any data is read
+    (evaluation lengths past it are recorded as unavailable instead)."""
     if mc.position == "learned" and tc.seq_len > mc.max_seq_len:
         raise ConfigError(
             f"TrainConfig.seq_len={tc.seq_len} is not allowed with learned positions of "
@@ -574,25 +532,23 @@ def check_seq_len(mc: ModelConfig, tc: TrainConfig) -> None:
 
 
 def check_nested_widths(mc: ModelConfig, tc: TrainConfig) -> None:
-    """Nested-width training narrows the FFN: every width must lie within the model's d_ff."""
+    """Every nested width must lie within the model's d_ff."""
     if tc.nested_widths and max(tc.nested_widths) > mc.d_ff:
         raise ConfigError(f"TrainConfig.nested_widths={list(tc.nested_widths)} is not allowed "
                           f"for this model; expected widths of at most its d_ff = {mc.d_ff}")
 
 
 def check_vocab(mc: ModelConfig, corpus: Corpus) -> None:
-    """ConfigError unless the model's vocabulary holds every id of the corpus's tokenizer
-    (checked before a run waits for the machine or builds anything)."""
+    """ConfigError unless the model's vocabulary holds every id of the corpus's tokenizer."""
     if mc.vocab_size < corpus.tokenizer.vocab_size:
         raise ConfigError(f"ModelConfig.vocab_size={mc.vocab_size} is smaller than the "
                           f"{corpus.tokenizer.name} tokenizer's {corpus.tokenizer.vocab_size}")
 
 
 def training_bytes(mc: ModelConfig, tc: TrainConfig) -> tuple[int, int]:
-    """(state, activations): a lower estimate of a float32 AdamW run's memory, from
-    `blocklab.budget`. State: weights, gradients and two moments, 16 bytes per parameter.
-    Activations: every layer's forward tensors at fused attention, plus the logits and their
-    gradient, for one step of batch_size x seq_len tokens (4 bytes each)."""
+    """(state, activations): a lower estimate of a float32 AdamW run's bytes: 16 a parameter
+    (weights, gradients, two moments); every layer's forward tensors, the logits and their
+    gradient at 4 bytes an element (`blocklab.budget`)."""
     from blocklab.budget import count_params
     from blocklab.budget.memory import layer_activation_elements
 
@@ -617,8 +573,7 @@ def memory_bytes() -> tuple[int | None, int | None]:
 
 
 def check_fits_in_memory(mc: ModelConfig, tc: TrainConfig) -> None:
-    """Refuse, before allocating anything, a CPU run whose estimated memory exceeds what the
-    machine has available (InputError naming both)."""
+    """Refuse a CPU run whose estimated memory exceeds what is available, before allocating."""
     if tc.device != "cpu":
         return
     available = memory_bytes()[0]
@@ -635,16 +590,11 @@ def check_fits_in_memory(mc: ModelConfig, tc: TrainConfig) -> None:
 def train(model_config: ModelConfig, train_config: TrainConfig,
           data: str | Path | Corpus = "stdlib", *, progress: Progress | bool = False,
           label: str | None = None) -> tuple[nn.Module, RunResult]:
-    """Train one model and return it with its result (`RunResult`; see `run`).
+    """Train one model; return it and its `RunResult` (see `run`).
 
-    Args:
-        data: "stdlib", "shakespeare", a path, or a loaded `Corpus`.
-        progress: False (silent), True (own rich progress bar) or a `rich.progress.Progress`
-            to add this run's task to (hidden again when the run ends); rank 0 only.
-        label: the progress description; defaults to the model's design choices and seed.
-
-    Inside a process group every rank calls this with the same arguments and gets the same
-    result (timings aside); `train_config.batch_size` is the global batch.
+    data: "stdlib", "shakespeare", a path or a `Corpus`. progress: False, True (a bar of its
+    own) or a `Progress` to add a task to (rank 0 only). Inside a process group every rank
+    calls this alike and gets the same result; batch_size is the global batch.
     """
     started = time.perf_counter()
     mc, tc = model_config, train_config
@@ -693,9 +643,8 @@ def train(model_config: ModelConfig, train_config: TrainConfig,
             tick = time.perf_counter()
             batch = sample_batch(corpus.train, seed=tc.seed, step=0, batch_size=tc.batch_size,
                                  seq_len=tc.seq_len)[rows].to(tc.device)
-            # Every graph the run will need, so none is compiled inside a timed step: the
-            # training step with the residual recorder's hooks on and off, and evaluation
-            # (no grad, eval mode) at each length and chunk shape.
+            # Every graph the run needs, so none compiles in a timed step: training with the
+            # recorder's hooks on and off, and evaluation at each length and chunk shape.
             for active in (True, False):
                 recorder.active = active
                 _lm_loss(forward(batch[:, :-1]), batch[:, 1:]).backward()
@@ -760,8 +709,7 @@ def train(model_config: ModelConfig, train_config: TrainConfig,
                                   f"above the unigram entropy {entropy:.4f} after {steps_done} "
                                   "steps")
                         break
-            # Still with the recorder's (inactive) hooks on, as the warm-up compiled every
-            # evaluation graph: removing them first would make a compiled model build new ones.
+            # With the recorder's hooks still on, as at warm-up: else new graphs would compile.
             if not curves.val_step or curves.val_step[-1] != steps_done:
                 validate()
             final_eval_s = None
@@ -827,8 +775,7 @@ def train(model_config: ModelConfig, train_config: TrainConfig,
         "tokens_per_s": (steps_done * tc.batch_size * tc.seq_len / train_seconds
                          if train_seconds > 0 else None),
     }
-    # Through JSON's values (non-finite -> None), so a result reads the same before and after
-    # it is stored.
+    # Through JSON's values (non-finite -> None): the same before and after it is stored.
     return model, RunResult.from_dict(json_safe(result))
 
 
@@ -836,8 +783,8 @@ def run(model_config: ModelConfig, train_config: TrainConfig,
         data: str | Path | Corpus = "stdlib", out_path: str | Path | None = None, *,
         progress: Progress | bool = False, label: str | None = None) -> RunResult:
     """Train one model; return its `RunResult` (status "ok", "diverged", "stuck" or
-    "did_not_learn"; non-finite numbers read as None, as they are stored) and, given
-    `out_path`, write it there atomically (from rank 0 alone inside a process group)."""
+    "did_not_learn"; non-finite numbers as None) and write it atomically to `out_path` if
+    given (rank 0 alone)."""
     _, result = train(model_config, train_config, data, progress=progress, label=label)
     if out_path is not None and distributed.is_main():  # one writer in a process group
         write_atomic(Path(out_path), result_json(result))
