@@ -13,6 +13,7 @@ from blocklab.experiments.run_result import RunResult
 from blocklab.experiments.suites.placement import runs
 from blocklab.experiments.suites.placement.summary import loglog_slope
 from blocklab.experiments.suites.tuning import rounded
+from blocklab.jsonio import decode
 
 from ..conftest import final_metrics as _final
 
@@ -21,7 +22,7 @@ OPTIONS = RunOptions("tiny", range(1))
 
 def _probe(result: RunResult) -> runs.ProbeRecord:
     assert result.status == "ok" and result.final is None  # a probe trains no model
-    return runs.ProbeRecord.of(result)
+    return decode(runs.ProbeRecord, result.extra)
 
 
 def test_probe_measures_every_layer_and_post_norm_outputs_unit_rms():
@@ -43,7 +44,7 @@ def test_probe_measures_every_layer_and_post_norm_outputs_unit_rms():
     assert set(stored) == {"status", "wall_time_s", "placement", "init", "depth", "seed",
                            "loss", "down_proj_grad", "layer_grad", "residual_rms",
                            "sensitivity", "identity_deviation", "jacobian_gain", "jacobian_s"}
-    assert runs.ProbeRecord.of(RunResult.from_dict(stored)) == record
+    assert _probe(RunResult.from_dict(stored)) == record
 
 
 def test_xavier_pre_norm_last_layer_gradient_falls_with_depth_and_post_does_not():

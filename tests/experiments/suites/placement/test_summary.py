@@ -11,6 +11,7 @@ from blocklab.experiments.run_result import Curves, LayerGradNorms, RunResult
 from blocklab.experiments.suites import get_suite, run_suite
 from blocklab.experiments.suites.placement import runs, summary
 from blocklab.experiments.summaries import Interval
+from blocklab.jsonio import decode
 
 from ..conftest import final_metrics
 
@@ -134,7 +135,7 @@ def test_tiny_suite_end_to_end(tmp_path):
                           "rung", "ladder", "max_stable_lr", "trials", "unigram_entropy",
                           "provenance", "run"}
         assert [set(t) for t in r["trials"]] == [{"lr", "status", "val_loss", "trains"}] * 2
-        record = runs.StableLr.of(RunResult.from_dict(r))
+        record = decode(runs.StableLr, RunResult.from_dict(r).extra)
         assert record.rung == -1 and record.max_stable_lr is None
         # bisection on 3 rungs: the middle fails, then the foot
         assert [t.lr for t in record.trials] == [record.ladder[1], record.ladder[0]]

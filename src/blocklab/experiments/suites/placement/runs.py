@@ -1,7 +1,5 @@
-"""What the placement suite plans and runs: the grids at each size (`SIZES`), every run's configs,
-part (a)'s gradient probe (`init_gradients`), one arm's largest stable lr (`largest_stable_lr`),
-the tuning stage (`tune`), the evaluation runs (`plan`) and their prices (`price`).
-"""
+"""The placement suite's grids (`SIZES`), configs, part (a)'s probe (`init_gradients`), one arm's
+largest stable lr (`largest_stable_lr`), the tuning stage, the plan and its prices."""
 
 from __future__ import annotations
 
@@ -21,7 +19,7 @@ from blocklab.experiments.scale import Scale
 from blocklab.experiments.suites.base import Results, RunSpec, training_spec, tuning_seeds
 from blocklab.experiments.suites.evaluation import FINAL_EVAL_FRACTION
 from blocklab.experiments.suites.tuning import LrGrid, lr_trials, rounded, trains, tune_arm
-from blocklab.experiments.summaries import ArmTuning, LrTrial, decode
+from blocklab.experiments.summaries import ArmTuning, LrTrial
 
 if TYPE_CHECKING:
     from blocklab.experiments.trainer import TrainConfig
@@ -33,10 +31,9 @@ DATA = "stdlib"
 
 @dataclass(frozen=True)
 class Probe:
-    """Part (a): gradients, residual-stream sensitivity and block Jacobians at initialisation.
-    The Jacobians (`jacobian_probes` Gaussian probes per layer, each about one backward pass)
-    are measured at the deepest depth only, on the first `jacobian_windows` windows: J is
-    block-diagonal over windows, so a few are a sample of the same per-entry norm."""
+    """Part (a) at initialisation. The Jacobians (`jacobian_probes` Gaussian probes per layer)
+    only at the deepest depth, on the first `jacobian_windows` windows (J is block-diagonal
+    over windows, so a few sample the same per-entry norm)."""
 
     d_model: int
     n_heads: int
@@ -44,8 +41,7 @@ class Probe:
     seq_len: int
     batch_size: int
     placements: tuple[str, ...] = ("pre", "post", "sandwich")
-    # gpt2 and depth shrink the residual branches (by 1/√(2L), or by 1/√(2(i + 1)) at
-    # layer i); xavier does not, and its stream grows with depth.
+    # gpt2 and depth shrink residual branches by 1/√(2L), 1/√(2(i + 1)); xavier does not
     inits: tuple[str, ...] = ("gpt2", "xavier", "depth")
     jacobian_probes: int = 2
     jacobian_windows: int = 2
@@ -53,8 +49,7 @@ class Probe:
 
 @dataclass(frozen=True)
 class Training:
-    """Part (b): pre vs post at each depth, with and without warmup, each arm at its own peak
-    lr tuned on `lr_grid`."""
+    """Part (b): each (placement, depth, warmup) arm at its own peak lr tuned on `lr_grid`."""
 
     d_model: int
     n_heads: int
@@ -70,11 +65,9 @@ class Training:
     eval_every: int
     eval_batches: int
     log_every: int = 10  # per-layer gradient norms every this many steps
-    # Placements trained at the deepest depth only (the shallower depths are there for the
-    # pre/post depth trend).
+    # placements trained at the deepest depth only (the others serve the pre/post depth trend)
     deepest_only: tuple[str, ...] = ()
-    # The validation fraction every run scores at its end (`evaluation.FINAL_EVAL_FRACTION`).
-    final_eval_fraction: float = 0.0
+    final_eval_fraction: float = 0.0  # `evaluation.FINAL_EVAL_FRACTION`
 
     def cells(self) -> list[tuple[str, int]]:
         """(placement, depth) pairs of the grid."""
@@ -89,9 +82,8 @@ class Training:
 
 @dataclass(frozen=True)
 class Sweep:
-    """The largest stable peak lr per (placement, warmup) arm at each depth: per seed, short
-    runs on the ladder `lr_min · step^k` (k < rungs), bisected in ⌈log2(rungs + 1)⌉ runs;
-    read in doublings (a rung is log2(step) of one)."""
+    """The largest stable peak lr per arm: per seed, short runs on the ladder `lr_min · step^k`
+    (k < rungs) bisected in ⌈log2(rungs + 1)⌉ runs; read in doublings."""
 
     d_model: int
     n_heads: int
@@ -141,48 +133,26 @@ SIZES = {
         Sweep(d_model=16, n_heads=2, depths=(4,), warmup=2, placements=("pre", "post"),
               warm=(True,), seq_len=16, batch_size=2, steps=5, lr_min=1e-3, rungs=3,
               final_eval_fraction=FINAL_EVAL_FRACTION["tiny"])),
-    # Depth 6, pre and post, with and without warmup, each arm at its own tuned lr: the
-    # contrast C13 and C19 grade, and nothing else (the depth trend and sandwich norm run at
-    # full). Every run to the end (no stuck test: outcomes are losses, not counts), 4 seeds so
-    # the warmup interaction has an interval. Every run must close a quarter of the way from
-    # the unigram to the bigram reference (`options.LEARN_MARGIN`) to count as trained.
+    # Depth 6, pre and post, with and without warmup: the contrast C13 and C19 grade. Every run
+    # to the end (outcomes are losses, not counts).
     "quick": Size(
         Probe(d_model=64, n_heads=4, depths=(2, 4, 8, 16, 32, 64), seq_len=64, batch_size=8),
-        # Chosen by a pilot (seed 0, final val loss; unigram reference 3.21, bigram 2.45). At
-        # depth 12 and 150 steps post-norm learned at no lr from 0.003 to 0.09, warmup or not
-        # (3.20-3.22: the unigram's loss), and in 300 steps only at 1e-3 with warmup (2.86).
-        # At depth 6 and 300 steps every arm learns at an interior optimum of (1e-3, 3e-3,
-        # 1e-2): post warm 3.38 / 2.56 / 2.16 / 2.61 at 3e-4 … 1e-2, post cold 2.56 / 2.29 at
-        # 1e-3 / 3e-3, pre cold 2.61 / 2.32 / 2.14 at 1e-3 … 1e-2. 300 steps of 6 layers cost
-        # what 150 of 12 did (about 15 s a run on one core of the 2-core reference machine).
-        # Each arm's interior optimum on the ×3 grid is refined at ×√3 either side of it
-        # (`LrGrid.refine`), on two tuning seeds, so a half-step miss does not bias a contrast.
+        # A pilot: at depth 12 post-norm learned at almost no lr; at depth 6 and 300 steps every
+        # arm learns at an interior optimum of (1e-3, 3e-3, 1e-2), refined at ×√3 either side.
         Training(d_model=32, n_heads=2, depths=(6,), warmups=(0, 100),
                  lr_grid=LrGrid((1e-3, 3e-3, 1e-2), 3.0, refine=True), tuning_seeds=2,
                  placements=("pre", "post"), seq_len=64, batch_size=16, steps=300,
                  stuck_patience=None, eval_every=50, eval_batches=4,
                  final_eval_fraction=FINAL_EVAL_FRACTION["quick"]),
-        # Largest lr at which a run still learns, at the training depth: 150 steps (warmup
-        # over the first third), ladder 0.001 … 16.4 in doublings (15 rungs: 4 bisected runs
-        # a seed and arm, about 5 s each, as 10 rungs took; at 0.001 … 0.512 pre-norm was
-        # still stable at the top on most seeds, a censored reading that left its pair out).
-        # Pilot at depth 6, 150 steps: pre-norm learned at every lr from
-        # 0.01 to 0.3, cold or warm (2.49 … 2.94); post-norm at none of them (3.21 … 3.25).
-        # "Stable" is "learned": a rate at which a run only avoids diverging is not stable.
+        # Ladder 0.001 … 16.4 (15 rungs): at 0.001 … 0.512 pre-norm was still stable at the
+        # top on most seeds, a censored reading that left its pair out.
         Sweep(d_model=32, n_heads=2, depths=(6,), warmup=50, placements=("pre", "post"),
               warm=(False, True), seq_len=64, batch_size=16, steps=150, lr_min=0.001,
               rungs=15, final_eval_fraction=FINAL_EVAL_FRACTION["quick"]),
-        # C36: 50 layers (the page's "50+"), pre and post, both with warmup (post-norm's best
-        # schedule). A 50-layer d = 32 step at seq_len 32 takes about 0.23 s on one core, so
-        # 100 steps cost about 25 s a run, 3 runs a seed and arm. Pilot (100 steps, warmup
-        # 30): pre-norm learned at 0.003, 0.01 and 0.03 (2.88, 2.82, 2.87); post-norm not at
-        # 0.003 (3.23). Ladder 0.001 … 0.064 in doublings.
+        # C36: 50 layers (the page's "50+"), both with warmup (post-norm's best schedule).
         Sweep(d_model=32, n_heads=2, depths=(50,), warmup=30, placements=("pre", "post"),
               warm=(True,), seq_len=32, batch_size=16, steps=100, lr_min=0.001,
               final_eval_fraction=FINAL_EVAL_FRACTION["quick"])),
-    # Hours: (pre, post at 3 depths + sandwich at 24) × 2 warmups × 5 seeds = 70 training
-    # runs after 7 × 2 × 5 tuning runs, and the sweeps' 3 runs per arm and seed
-    # (`blocklab report --full --plan` estimates them).
     "full": Size(
         Probe(d_model=128, n_heads=4, depths=(2, 4, 8, 16, 32, 64), seq_len=128, batch_size=8),
         Training(d_model=64, n_heads=4, depths=(6, 12, 24), warmups=(0, 100),
@@ -193,7 +163,7 @@ SIZES = {
         Sweep(d_model=64, n_heads=4, depths=(24,), warmup=100, placements=("pre", "post"),
               warm=(False, True), seq_len=64, batch_size=16, steps=500, lr_min=8e-3,
               final_eval_fraction=FINAL_EVAL_FRACTION["full"]),
-        # C36 at 48 and 64 layers. Both ladders 0.008 … 0.512 (quick's runs diverged near 1.0).
+        # C36 at 48 and 64 layers (quick's runs diverged near lr 1.0).
         Sweep(d_model=64, n_heads=4, depths=(48, 64), warmup=100, placements=("pre", "post"),
               warm=(False, True), seq_len=64, batch_size=16, steps=500, lr_min=8e-3,
               final_eval_fraction=FINAL_EVAL_FRACTION["full"])),
@@ -205,27 +175,22 @@ def arm_name(placement: str, depth: int, warmup: int) -> str:
     return f"{placement}/{depth}/{warmup}"
 
 
-def _pre_params(training: Training, d_model: int) -> int:
-    """The pre-norm model's exact parameters at `d_model`, part (b)'s depth and heads' width."""
+def rung(name: str, base: Size) -> Size:
+    """`base` grown to ladder rung `name` on part (b)'s pre-norm parameters (`ladder.grown`),
+    lengths in steps keeping their share; the lr grid moved by the width ratio
+    (`ladder.centred`), the sweep's ladder by base d / d (Adam's largest stable lr ∝ 1 / width,
+    Yang et al. 2022, "Tensor Programs V", Table 3). No probe, no deep stacks."""
     from blocklab.budget.params import count_params
 
-    head = training.d_model // training.n_heads
-    return count_params(ModelConfig(vocab_size=256, d_model=d_model,
-                                    n_layers=max(training.depths), n_heads=d_model // head,
-                                    placement="pre", max_seq_len=training.seq_len)).total
-
-
-def rung(name: str, base: Size) -> Size:
-    """`base` (the quick size) grown to ladder rung `name` by `ladder.grown` on what C19 reads
-    (part (b)'s grid and sweep; the pre-norm model's parameters), every length in steps
-    keeping its share. Each arm is tuned as at quick on the base's grid moved by the width
-    ratio (`ladder.centred`); the sweep's ladder moves down by base d / d (Adam's largest
-    stable lr for hidden weights ∝ 1 / width, Yang et al. 2022, "Tensor Programs V", Table 3).
-    No probe and no deep stacks: not on the ladder."""
     t, sweep = base.training, base.sweep
     head = t.d_model // t.n_heads
-    d, b, n = ladder.grown(name, t.d_model, t.batch_size, t.steps, head,
-                           lambda width: _pre_params(t, width), t.seq_len)
+
+    def params(d_model: int) -> int:
+        return count_params(ModelConfig(vocab_size=256, d_model=d_model,
+                                        n_layers=max(t.depths), n_heads=d_model // head,
+                                        placement="pre", max_seq_len=t.seq_len)).total
+
+    d, b, n = ladder.grown(name, t.d_model, t.batch_size, t.steps, head, params, t.seq_len)
 
     def share(k: int) -> int:
         return max(1, round(k * n / t.steps)) if k else 0
@@ -247,8 +212,7 @@ SIZES.update({name: rung(name, SIZES[ladder.BASE]) for name in ladder.RUNGS})
 
 # --- configs -------------------------------------------------------------------------------------
 def model_config(placement: str, depth: int, grid: Probe | Training | Sweep) -> ModelConfig:
-    """The model of a probe or an arm: the project's default block; only the placement and
-    depth vary."""
+    """The project's default block; only the placement and depth vary."""
     return ModelConfig(vocab_size=256, d_model=grid.d_model, n_layers=depth,
                        n_heads=grid.n_heads, placement=placement, max_seq_len=grid.seq_len,
                        name=f"placement-{placement}-{depth}")
@@ -257,9 +221,8 @@ def model_config(placement: str, depth: int, grid: Probe | Training | Sweep) -> 
 def train_config(grid: Probe | Training | Sweep, options: RunOptions, seed: int, *,
                  warmup: int = 0, lr: float | None = None, init: str = "xavier"
                  ) -> TrainConfig:
-    """Every TrainConfig the suite builds. Part (b)'s runs and the sweeps': xavier init, no
-    gradient clipping, one thread, peak `lr` after `warmup` steps (a sweep's runs evaluated
-    once, at the end). A probe's trains nothing: `build_model` reads its seed and `init`."""
+    """Part (b)'s and the sweeps' runs: xavier init, no clipping, one thread, peak `lr` after
+    `warmup` steps (a sweep evaluates once, at the end). A probe's: its seed and `init`."""
     from blocklab.experiments.trainer import TrainConfig
 
     if isinstance(grid, Probe):
@@ -305,10 +268,9 @@ def scale(size: str, claim: str) -> Scale | None:
 # --- probes --------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class ProbeRecord:
-    """What one gradient probe stores in its `extra`, per layer bottom first (None: not
-    finite): ‖∇ down_proj.weight‖, ‖∇ the layer's parameters‖, the RMS of its output,
-    ‖∂L/∂x_l‖·rms(x_l) for the stream ENTERING layer l (then the final norm's: depth + 1
-    values), and at the deepest depth only ‖J_l − I‖_F/√n and ‖J_l‖_F/√n of its Jacobian."""
+    """A probe's `extra`, per layer bottom first (None: not finite): ‖∇ down_proj.weight‖,
+    ‖∇ the layer's parameters‖, its output's RMS, ‖∂L/∂x_l‖·rms(x_l) of the stream ENTERING
+    layer l (then the final norm's), and at the deepest depth ‖J_l − I‖_F/√n and ‖J_l‖_F/√n."""
 
     placement: str
     init: str
@@ -323,16 +285,10 @@ class ProbeRecord:
     jacobian_gain: list[float | None] | None
     jacobian_s: float
 
-    @classmethod
-    def of(cls, result: RunResult, where: str = "probe") -> ProbeRecord:
-        """The record a probe's result carries; ResultsError names what does not fit."""
-        return decode(cls, result.extra, where)
-
 
 def init_gradients(placement: str, init: str, depth: int, seed: int, probe: Probe,
                    options: RunOptions) -> RunResult:
-    """One forward/backward at initialisation, and at the deepest depth each block's Jacobian
-    (`blocklab.experiments.jacobian`): a `ProbeRecord`."""
+    """One forward/backward at initialisation (and each block's Jacobian): a `ProbeRecord`."""
     import torch
     import torch.nn.functional as F
 
@@ -404,9 +360,8 @@ class SweepRung:
 
 @dataclass(frozen=True)
 class StableLr:
-    """What one largest-stable-lr run (an arm on a seed) stores in its `extra`: the `rung` of
-    `ladder` it found (−1: none stable) and its lr, the bisection's runs in order, and the
-    unigram entropy of the training bytes."""
+    """A largest-stable-lr run's `extra`: the `rung` of `ladder` found (−1: none stable), its
+    lr, the bisection's runs in order and the unigram entropy of the training bytes."""
 
     placement: str
     depth: int
@@ -418,19 +373,14 @@ class StableLr:
     trials: list[SweepRung]
     unigram_entropy: float | None
 
-    @classmethod
-    def of(cls, result: RunResult, where: str = "sweep") -> StableLr:
-        """The record a sweep's result carries; ResultsError names what does not fit."""
-        return decode(cls, result.extra, where)
-
 
 Record = TypeVar("Record")
 
 
 def bisect_stable(ladder: list[float], attempt: Callable[[float], tuple[bool, Record]]
                   ) -> tuple[int, list[Record]]:
-    """(rung of the largest lr in `ladder` at which `attempt(lr)` -> (stable, record) is
-    stable, −1 for none; the records in order), by bisection: stability monotone in lr."""
+    """(rung of the largest lr in `ladder` where `attempt(lr)` -> (stable, record) is stable,
+    −1 for none; the records in order), bisected: stability taken as monotone in lr."""
     low, high = -1, len(ladder)  # low: known stable (or none), high: known unstable (or none)
     records = []
     while high - low > 1:
@@ -446,7 +396,7 @@ def bisect_stable(ladder: list[float], attempt: Callable[[float], tuple[bool, Re
 
 def largest_stable_lr(placement: str, depth: int, warmup: int, seed: int, sweep: Sweep,
                       options: RunOptions, progress: Any = False) -> RunResult:
-    """One arm's largest stable peak lr on `seed`, bisected on the sweep's ladder: a `StableLr`."""
+    """One arm's largest stable peak lr on `seed` (a `StableLr`)."""
     from blocklab.experiments.trainer import run
 
     started = time.perf_counter()
@@ -502,8 +452,8 @@ def plan(options: RunOptions, tuned: Results) -> list[RunSpec]:
 
 
 def tune(options: RunOptions, tuned: Results = ()) -> list[RunSpec]:
-    """The tuning stage: every training arm at every peak lr of its grid (grown at an edge
-    from the results `tuned` so far) on the tuning seeds, as long as the evaluation runs."""
+    """Every training arm at every peak lr of its grid (grown from `tuned`) on the tuning
+    seeds, as long as the evaluation runs."""
     training = SIZES[options.size].training
     trials = lr_trials(list(tuned))
     specs = []
@@ -520,7 +470,7 @@ def tune(options: RunOptions, tuned: Results = ()) -> list[RunSpec]:
 
 
 def tuned_lrs(training: Training, trials: list[LrTrial]) -> dict[str, ArmTuning]:
-    """Each training arm's tuning: its grid, chosen peak lr and whether that is interior."""
+    """Each training arm's tuning."""
     return {arm_name(*a): tune_arm(training.lr_grid, trials, arm_name(*a))
             for a in training.arms()}
 
@@ -562,9 +512,8 @@ def _sweep_specs(sweep: Sweep, options: RunOptions, grid: str) -> list[RunSpec]:
 
 
 def price(spec: RunSpec, cal) -> float | None:
-    """Estimated seconds of one run on this machine (`blocklab.experiments.estimate`): a probe
-    builds its model and takes a step's time; a sweep is its bisection's trainer runs;
-    training runs are the trainer's (the default)."""
+    """Estimated seconds here (`experiments.estimate`): a probe a build and a step, a sweep its
+    bisection's runs; None (the trainer's) for training runs."""
     payload = spec.payload
     if payload["kind"] in ("sweep", "deep"):
         from blocklab.experiments.estimate import TrainShape, training_s

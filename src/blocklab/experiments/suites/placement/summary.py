@@ -1,8 +1,5 @@
-"""What the placement suite summarises: its data (`PlacementData`, frozen dataclasses decoded
-field by field), the results read once (`stored_results`), every statistic (`statistics_of`:
-part (a)'s gradients, part (b)'s cells and contrasts, the stable lrs), then the tables and
-notes (`summarise`).
-"""
+"""The placement suite's summary (`PlacementData`): the results read once (`stored_results`),
+every statistic (`statistics_of`), then the tables and notes."""
 
 from __future__ import annotations
 
@@ -39,7 +36,7 @@ from blocklab.experiments.suites.placement.runs import (
 )
 from blocklab.experiments.suites.tuning import lr_trials
 from blocklab.experiments.suites.tuning import tuning_table as tuned_table
-from blocklab.experiments.summaries import ArmTuning, Interval, LrTrial, Summary, Table
+from blocklab.experiments.summaries import ArmTuning, Interval, LrTrial, Summary, Table, decode
 
 PREDICTED_SLOPE_LAST = {"post": 0.0, "pre": -0.5}  # Xiong et al. 2020, Xavier init
 XIONG = "Xiong et al. 2020, On Layer Normalization in the Transformer Architecture"
@@ -48,9 +45,8 @@ XIONG = "Xiong et al. 2020, On Layer Normalization in the Transformer Architectu
 # --- data ----------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class GradientProbe:
-    """‖∇W_down‖ at initialisation across depths for one placement and init (geometric means
-    over seeds; slopes: least squares of log ‖∇‖ on log depth), the residual stream's
-    sensitivity and, at the deepest depth, each block's Jacobian."""
+    """One placement and init at initialisation across depths: ‖∇W_down‖ (geometric means over
+    seeds; slopes of log ‖∇‖ on log depth), the stream's sensitivity, each block's Jacobian."""
 
     depths: list[int]
     last_layer_grad: list[float | None]
@@ -61,22 +57,15 @@ class GradientProbe:
     slope_first_ci: Interval
     residual_rms_last: list[float | None]
     per_layer_grad: dict[str, list[float | None]]  # depth -> per layer, bottom first
-    # log2(max / min) of ‖∇W_down‖ over the layers of one stack, per seed, at each depth: how
-    # unevenly gradients reach the layers of one model (the final norm's 1/√L scales them all).
+    # depth -> log2(max / min) of ‖∇W_down‖ over one stack's layers, over seeds
     layer_spread_log2: dict[str, Interval]
-    # ‖∂L/∂x_l‖·rms(x_l), x_l the stream entering layer l: the loss's sensitivity to a relative
-    # change of the stream, which no global rescaling of the stream changes. Depth -> depth + 1
-    # values (the layers' inputs bottom first, then the final norm's input), means over seeds.
+    # depth -> ‖∂L/∂x_l‖·rms(x_l) of the stream entering each layer, then the final norm's
     per_layer_sensitivity: dict[str, list[float | None]] = field(default_factory=dict)
-    # log2(max / min) of it over the layers' inputs of one stack (the final norm's input left
-    # out), per seed, at each depth.
+    # depth -> its log2(max / min) over the layers' inputs, over seeds
     sensitivity_spread_log2: dict[str, Interval] = field(default_factory=dict)
-    # The same over the inputs of layers 1 … L−1: layer 0's input is the embedding stream
-    # (RMS 0.02 under most inits), whose scale, not depth, sets its sensitivity (C12 reads it).
+    # the same over layers 1 … L−1 (C12): layer 0's input, the embedding, has a scale of its own
     sensitivity_spread_past_embedding_log2: dict[str, Interval] = field(default_factory=dict)
-    # Each block's Jacobian J_l at its input, at depth `jacobian_depth` (the deepest probed):
-    # ‖J_l − I‖_F/√n (0: the block is the identity) and ‖J_l‖_F/√n, per layer, means over
-    # seeds; and their median over the layers of one stack, per seed.
+    # at the deepest depth, per layer ‖J_l − I‖_F/√n and ‖J_l‖_F/√n; their medians over layers
     jacobian_depth: int | None = None
     identity_deviation: list[float | None] = field(default_factory=list)
     jacobian_gain: list[float | None] = field(default_factory=list)
@@ -93,8 +82,7 @@ class SlopePrediction:
 
 @dataclass(frozen=True)
 class PlacementCell:
-    """One (placement, depth, warmup) arm of the training grid over its seeds, trained at its
-    own tuned peak lr."""
+    """One (placement, depth, warmup) arm of the training grid over its seeds."""
 
     placement: str
     depth: int
@@ -107,20 +95,16 @@ class PlacementCell:
     delta_vs_pre: Interval | None  # paired by seed where both finished; None for pre itself
     steps_done: float | None
     val_auc: Interval  # mean validation loss over the run's evaluations (area under the curve)
-    # log2(‖∇ first layer‖ / ‖∇ last layer‖) during training: the mean over the logged steps
-    # after warmup of each finished run, then over seeds. Negative: the bottom gets less.
+    # log2(‖∇ first layer‖ / ‖∇ last layer‖) over logged steps after warmup, then seeds
     grad_first_over_last_log2: Interval
-    # Σ lr over the run's steps (the schedule's area): a warmup arm spends less of it, which
-    # confounds "needs warmup" with "had less learning rate"; shown beside the losses.
     lr_area: float | None = None
 
 
 @dataclass(frozen=True)
 class PlacementEffect:
-    """A contrast between training arms at one depth, each at its own tuned lr, paired by seed
-    (nats, final validation loss): `warmup_interaction` = (post cold − post warm) − (pre cold −
-    pre warm); `pre_warmup_effect` = pre cold − pre warm; `post_vs_pre_warm` = post warm − pre
-    warm."""
+    """Contrasts of final val loss at one depth, paired by seed (nats): `warmup_interaction` =
+    (post cold − post warm) − (pre cold − pre warm); `pre_warmup_effect` = pre cold − pre warm;
+    `post_vs_pre_warm` = post warm − pre warm."""
 
     depth: int
     lrs: dict[str, float]  # "<placement> <cold|warm>" -> that arm's tuned peak lr
@@ -134,11 +118,8 @@ class PlacementEffect:
 
 @dataclass(frozen=True)
 class StabilityArm:
-    """The largest stable learning rate of one (placement, depth, warmup) arm: per seed, short
-    runs on a doubling ladder of peak lrs, bisected (stability taken as monotone in lr). A run
-    is stable when it finishes (no NaN/inf, loss never above 4·ln 256), ends below the
-    unigram entropy of the training bytes and, where the size registers a learn margin, learned
-    (`TrainConfig.learn_margin`): a rate at which a run only avoids diverging is not stable."""
+    """The largest stable lr of one (placement, depth, warmup) arm over seeds (`Sweep`); a run
+    is stable when it `trains`: one that only avoids diverging is not stable."""
 
     grid: str  # "main" (C13, C19: the training grid's depth) or "deep" (C36)
     placement: str
@@ -146,25 +127,19 @@ class StabilityArm:
     warmup: int
     steps: int
     ladder: list[float]  # the peak lrs, ascending, each twice the last
-    # Per seed, the rung (index into `ladder`) of the largest stable lr; −1 when not even the
-    # first is stable, len(ladder) − 1 when the top one is (censored: it may be higher).
-    rungs: list[int | None]
-    # log2(largest stable lr / ladder[0]) over seeds: mean [95% CI], in doublings.
-    log2_max_stable: Interval
+    rungs: list[int | None]  # per seed; −1 none stable, the top: censored (it may be higher)
+    log2_max_stable: Interval  # log2(largest stable lr / ladder[0]), in doublings
     max_stable_lr: float | None  # 2 ** mean · ladder[0] (a geometric mean)
     censored_low: int  # seeds where no rung was stable
     censored_high: int  # seeds where the top rung was stable
-    # The sweep's runs: per lr tried, the final val loss of each (None: it did not finish).
-    loss_at_lr: dict[str, list[float | None]]
-    # Of the seeds where no rung was stable, those whose run at the ladder's first rung did not
-    # learn (rather than diverged): the arm learned at no rate on the ladder.
+    loss_at_lr: dict[str, list[float | None]]  # per lr tried, each run's final val loss
+    # seeds with no stable rung whose first rung did not learn (rather than diverged)
     unlearned_low: int = 0
 
 
 @dataclass(frozen=True)
 class StabilityEffect:
-    """Contrasts of the largest stable lr at one depth, paired by seed, in doublings
-    (log2 of a ratio of lrs; +1 = twice as large)."""
+    """Contrasts of the largest stable lr at one depth, paired by seed, in doublings."""
 
     grid: str
     depth: int
@@ -183,19 +158,14 @@ class PlacementData:
     predictions: SlopePrediction
     training: list[PlacementCell]
     effects: list[PlacementEffect]
-    # Warmup interaction at the deepest minus the shallowest depth, paired by seed (highest lr,
-    # longest warmup): positive = post-norm's need for warmup grows with depth.
+    # the warmup interaction at the deepest minus the shallowest depth, paired by seed
     interaction_trend: Interval
     unigram_entropy: float | None
     seeds: int
     steps: int
     size: dict[str, Any]
-    # Each training arm's tuning ("<placement>/<depth>/<warmup>"): the loss-versus-lr curve on
-    # the tuning seeds, and where each arm's optimum fell.
     lr_trials: list[LrTrial] = field(default_factory=list)
     lr_tuning: list[ArmTuning] = field(default_factory=list)
-    # The largest stable lr per arm, at the training grid's depth ("main") and in the deep
-    # stacks of C36 ("deep"), and its contrasts.
     stability: list[StabilityArm] = field(default_factory=list)
     stability_effects: list[StabilityEffect] = field(default_factory=list)
 
@@ -209,8 +179,7 @@ SweepKey = tuple[str, str, int, int, int]
 
 @dataclass(frozen=True)
 class Stored:
-    """A summary's results, each read once, keyed, and the unigram entropy of the training
-    bytes (from the first training run that reports it)."""
+    """A summary's results, each read once and keyed, and the training bytes' unigram entropy."""
 
     probes: dict[ProbeKey, ProbeRecord]
     trained: dict[ArmKey, RunResult]
@@ -220,7 +189,7 @@ class Stored:
 
 
 def stored_results(results: Results) -> Stored:
-    """`results` sorted by kind and keyed; each suite record decoded once."""
+    """`results` sorted by kind and keyed."""
     probes: dict[ProbeKey, ProbeRecord] = {}
     trained: dict[ArmKey, RunResult] = {}
     swept: dict[SweepKey, StableLr] = {}
@@ -231,7 +200,7 @@ def stored_results(results: Results) -> Stored:
         if payload["kind"] == "init_gradients":
             if result.status == "ok":
                 probes[(payload["placement"], payload["init"], payload["depth"],
-                        spec.seed)] = ProbeRecord.of(result, spec.label)
+                        spec.seed)] = decode(ProbeRecord, result.extra, spec.label)
         elif payload["kind"] == "tune":
             tuned.append((spec, result))
         else:
@@ -240,7 +209,7 @@ def stored_results(results: Results) -> Stored:
             if payload["kind"] == "train":
                 trained[arm] = result
             elif result.status == "ok":
-                swept[(payload["kind"], *arm)] = StableLr.of(result, spec.label)
+                swept[(payload["kind"], *arm)] = decode(StableLr, result.extra, spec.label)
             entropy = entropy or (None if result.final is None
                                   else result.final.unigram_entropy)
     return Stored(probes, trained, swept, tuned, entropy)
@@ -272,7 +241,7 @@ def first_over_last_log2(result: RunResult | None, warmup: int) -> float | None:
 
 
 def ok_val(result: RunResult | None) -> float | None:
-    """The final val loss of a run that finished ("ok"); None for a failed or missing one."""
+    """The final val loss of a run that finished ("ok")."""
     return final_val(result) if result is not None and result.status == "ok" else None
 
 
@@ -289,13 +258,6 @@ def loglog_slope(xs: Sequence[float], ys: Sequence[float | None]) -> float | Non
     if sxx == 0:
         return None
     return sum((u - mx) * (v - my) for u, v in points) / sxx
-
-
-def _geometric_mean(values: Sequence[float | None]) -> float | None:
-    usable = [v for v in values if v is not None and v > 0 and math.isfinite(v)]
-    if not usable:
-        return None
-    return math.exp(sum(math.log(v) for v in usable) / len(usable))
 
 
 def gradient_summary(probe: Probe, seeds: range, probes: dict[ProbeKey, ProbeRecord]
@@ -316,7 +278,9 @@ def _gradient_probe(probe: Probe, seeds: range, probes: dict[ProbeKey, ProbeReco
         return [r for r in found if r is not None]
 
     def at(index: int, depth: int) -> float | None:
-        return _geometric_mean([r.down_proj_grad[index] for r in runs(depth)])
+        usable = [v for r in runs(depth) if (v := r.down_proj_grad[index]) is not None
+                  and v > 0 and math.isfinite(v)]
+        return math.exp(sum(map(math.log, usable)) / len(usable)) if usable else None
 
     def mean_per_layer(rows: list[list[float | None]], count: int) -> list[float | None]:
         return [mean_ci([row[i] for row in rows]).mean for i in range(count)]

@@ -1,5 +1,4 @@
-"""What the position suite plans and runs: its sizes, RoPE scaling, the records its runs store
-(`decode_runs`), every run with its reads, the plan and its prices, one section each."""
+"""The position suite's sizes, RoPE scaling, run records (`decode_runs`), runs, plan and prices."""
 
 from __future__ import annotations
 
@@ -124,8 +123,7 @@ class PositionSize:
     cost: CostSetting | None  # None: no timed cost run (the ladder's rungs: C31 is not on it)
 
     def payload(self) -> dict[str, Any]:
-        """The size as a training run's payload holds it ("size_config"), so a change to any
-        setting re-plans the run; a grid without refinement leaves `refine` out (old ids)."""
+        """The size as a run's "size_config" (a grid without refinement leaves `refine` out)."""
         out = dataclasses.asdict(self)
         grid = out["train"].get("lr_grid")
         if isinstance(grid, dict) and not grid.get("refine"):
@@ -146,10 +144,7 @@ SIZES: dict[str, PositionSize] = {
         cost=CostSetting(warmup=1, repeats=3, decode_tokens=4)),
     "quick": PositionSize(
         model=ModelShape(d_model=64, n_layers=2, n_heads=2), L=128, mults=(1, 2, 4, 8, 16),
-        # Every arm at the grid's middle lr (tuning_seeds 0): each graded part compares an arm
-        # with itself (loss past L against the same model's sliding windows; order without
-        # positions), not arms with one another, and tuning five arms would cost about 5
-        # core-minutes of the quick budget. --size full tunes every arm.
+        # Untuned (the grid's middle lr): each graded part compares an arm with itself.
         train=TrainSetting(steps=300, batch_size=16, warmup_steps=20,
                            lr_grid=LrGrid((1e-3, 3e-3, 1e-2), 3.0), tuning_seeds=0),
         eval_windows=16,
@@ -172,25 +167,21 @@ SIZES: dict[str, PositionSize] = {
 }
 
 
-def _rope_params(base: PositionSize, d_model: int) -> int:
-    """The RoPE arm's parameters at `d_model`, `base`'s depth and heads' width."""
+def rung(name: str, base: PositionSize) -> PositionSize:
+    """`base` grown to ladder rung `name` on the RoPE arm's parameters (`ladder.grown`), warmup
+    keeping its share; lr, fine-tunes and reads as the base's; no cost run (C31 is off it)."""
     from blocklab.budget.params import count_params
 
     head = base.model.d_model // base.model.n_heads
-    return count_params(ModelConfig(vocab_size=256, d_model=d_model, n_layers=base.model.n_layers,
-                                    n_heads=d_model // head, position="rope",
-                                    max_seq_len=base.L, rope_theta=THETA)).total
-
-
-def rung(name: str, base: PositionSize) -> PositionSize:
-    """`base` (the quick size) grown to ladder rung `name` by `ladder.grown` (the RoPE arm's
-    parameters), warmup keeping its share. Every arm keeps the base's lr (each part compares
-    an arm with itself); the fine-tunes keep their steps (C30's parts keep their names), the
-    reads and the order probe are the base's; no cost run (C31 is not on the ladder)."""
-    head = base.model.d_model // base.model.n_heads
     t = base.train
-    d, b, n = ladder.grown(name, base.model.d_model, t.batch_size, t.steps, head,
-                           lambda width: _rope_params(base, width), base.L)
+
+    def params(d_model: int) -> int:
+        return count_params(ModelConfig(vocab_size=256, d_model=d_model,
+                                        n_layers=base.model.n_layers, n_heads=d_model // head,
+                                        position="rope", max_seq_len=base.L,
+                                        rope_theta=THETA)).total
+
+    d, b, n = ladder.grown(name, base.model.d_model, t.batch_size, t.steps, head, params, base.L)
     return dataclasses.replace(
         base, model=ModelShape(d_model=d, n_layers=base.model.n_layers, n_heads=d // head),
         train=dataclasses.replace(t, steps=n, batch_size=b,
@@ -279,24 +270,19 @@ SCALINGS = ("linear", "ntk", "dynamic", "yarn", "yarn-rescaled")
 RopeScaling = dict[str, str | int | float]
 
 
-def yarn_betas(L: int, reference_length: int = YARN_REFERENCE_LENGTH,
-               betas: tuple[float, float] = YARN_PAPER_BETAS) -> tuple[float, float]:
-    """(beta_fast, beta_slow) for training length L, keeping YaRN's split of the spectrum.
-
-    YaRN ramps channel pair i by the turns it completes within the original length,
-    L / (2π θ^(2i/r)): at a fixed fraction of the spectrum, proportional to L. β were tuned at
-    L = 4096, θ = 10⁴ (Llama 2); scaling both by L / reference_length keeps the fractions.
-    """
-    scale = L / reference_length
-    return betas[0] * scale, betas[1] * scale
+def yarn_betas(L: int) -> tuple[float, float]:
+    """(beta_fast, beta_slow) for training length L: the paper's × L / 4096, since pair i
+    completes L / (2π θ^(2i/r)) turns within L, so this keeps YaRN's split of the spectrum."""
+    scale = L / YARN_REFERENCE_LENGTH
+    return YARN_PAPER_BETAS[0] * scale, YARN_PAPER_BETAS[1] * scale
 
 
-def yarn_ramp_pairs(L: int, rotary_dim: int, beta_fast: float, beta_slow: float,
-                    theta: float = THETA) -> tuple[int, int]:
+def yarn_ramp_pairs(L: int, rotary_dim: int, beta_fast: float, beta_slow: float
+                    ) -> tuple[int, int]:
     """The (low, high) pair indices of YaRN's ramp, as `nn.rope_scaling.yarn_rope` truncates
     them: pairs < low keep their frequency, pairs >= high are divided by the factor."""
     def pair_for_turns(turns: float) -> float:
-        return rotary_dim * math.log(L / (turns * 2 * math.pi)) / (2 * math.log(theta))
+        return rotary_dim * math.log(L / (turns * 2 * math.pi)) / (2 * math.log(THETA))
 
     low = max(math.floor(pair_for_turns(beta_fast)), 0)
     high = min(math.ceil(pair_for_turns(beta_slow)), rotary_dim - 1)
@@ -325,8 +311,7 @@ def with_rope_scaling(model, scaling: RopeScaling | None):
 
 
 # --- records --------------------------------------------------------------------------------------
-# mult of L -> needle depth -> passkey accuracy, or UNAVAILABLE where the model cannot read
-# that far (multiples and depths as strings).
+# str(mult of L) -> str(needle depth) -> passkey accuracy, or UNAVAILABLE past a table's end.
 PasskeyGrid = dict[str, dict[str, float | str]]
 
 
@@ -344,8 +329,7 @@ class FiniteRead:
 @dataclass(frozen=True)
 class LengthReads:
     """One model read at every multiple m of L (`extrapolation`): the loss at L; per longer m,
-    the mean loss on positions >= L (or UNAVAILABLE) and on the same tokens in sliding windows
-    of L; the per-position loss (None where the model raised) and each read's error."""
+    the loss on positions >= L (or UNAVAILABLE) and on them in sliding windows of L."""
 
     loss_at_L: float | None
     loss_beyond_L: dict[str, float | str | None]
@@ -356,8 +340,7 @@ class LengthReads:
 
 @dataclass(frozen=True)
 class ScaledReads:
-    """The trained RoPE model read with training-free scaling at each multiple m >= 2
-    (factor m); `scaling[m]` is the rope_scaling it was read with."""
+    """The RoPE model read with training-free scaling `scaling[m]` (factor m) at each m >= 2."""
 
     loss_beyond_L: dict[str, float | str | None]
     per_position: dict[str, list[float | None] | None]
@@ -365,14 +348,12 @@ class ScaledReads:
     scaling: dict[str, RopeScaling]
 
     def reads(self) -> LengthReads:
-        """As a `LengthReads`: no read at L, no sliding windows of its own."""
         return LengthReads(None, self.loss_beyond_L, {}, self.per_position, self.errors)
 
 
 @dataclass(frozen=True)
 class FineTunedReads(LengthReads):
-    """The RoPE model fine-tuned with `scaling` (None: plain RoPE, the control) as `finetune`
-    says, then read at every multiple with it."""
+    """The RoPE model fine-tuned with `scaling` (None: plain RoPE, the control), then read."""
 
     scaling: RopeScaling | None
     finetune: FineTuneSetting
@@ -398,9 +379,8 @@ _ARM_READ_KEYS = ("eval", "finite", "order", "variants")
 
 @dataclass(frozen=True)
 class ArmRun:
-    """One training run of an arm as stored by `train_and_read`: its status, the trainer's
-    result and, when it trained, its reads at every multiple (stored as "eval"), far past
-    max_seq_len and in the order probe, and for rope every variant by arm name."""
+    """A training run as `train_and_read` stores it: the trainer's result and, when it trained,
+    its reads ("eval"), far past max_seq_len, in the order probe, and rope's variants."""
 
     arm: str
     seed: int
@@ -414,7 +394,6 @@ class ArmRun:
 
     @classmethod
     def from_result(cls, result: RunResult, where: str) -> ArmRun:
-        """The record of a training run's result; ResultsError names what does not fit."""
         extra = result.extra
         missing = [k for k in _ARM_RUN_KEYS if k not in extra]
         unknown = sorted(set(extra) - {*_ARM_RUN_KEYS, *_ARM_READ_KEYS})
@@ -439,8 +418,7 @@ class ArmRun:
 
 @dataclass(frozen=True)
 class PasskeyRun:
-    """One passkey run (`passkey_run`): its last training loss and accuracy grid per model
-    read (the arm, and for rope every training-free scaling)."""
+    """A passkey run: accuracy grid per model read (the arm; for rope each scaling too)."""
 
     arm: str
     seed: int
@@ -472,8 +450,7 @@ class SchemeKernels:
 
 @dataclass(frozen=True)
 class CostRun:
-    """C31's timed run (`time_position_cost`); `realistic` is None in a run from before it
-    was timed."""
+    """C31's timed run (`time_position_cost`); `realistic`: None in an older run."""
 
     threads: int
     L: int
@@ -489,9 +466,10 @@ class CostRun:
     repeats: int
 
 
-def record_extra(kind: str, record: Any) -> dict[str, Any]:
-    """A run's `extra`: its kind, then the record's fields (plain JSON values)."""
-    return json_safe({"kind": kind, **dataclasses.asdict(record)})
+def _result(kind: str, record: Any, started: float) -> RunResult:
+    """A run's result: its kind, then the record's fields as `extra`."""
+    return RunResult(status="ok", wall_time_s=time.perf_counter() - started,
+                     extra=json_safe({"kind": kind, **dataclasses.asdict(record)}))
 
 
 @dataclass(frozen=True)
@@ -505,8 +483,7 @@ class Runs:
 
 
 def decode_runs(results: Results) -> Runs:
-    """`results` as typed records, by the kind each run stored (ResultsError: one that does
-    not fit)."""
+    """`results` as typed records, by the kind each run stored."""
     arm_runs, passkey = [], []
     cost: CostRun | None = None
     relative: RelativeErrorRun | None = None
@@ -537,8 +514,7 @@ def loss_beyond(per_position: Sequence[float], L: int) -> float:
     return float(np.mean(np.asarray(per_position[L:], dtype=np.float64)))
 
 
-def sliding_window_loss(model, rows, window: int, stride: int,
-                        batch_tokens: int = 16384) -> list[float]:
+def sliding_window_loss(model, rows, window: int, stride: int) -> list[float]:
     """Per-position loss of `rows` [N, n + 1] read in windows of `window` tokens.
 
     Windows start at 0, stride, 2·stride, ... (n − window must be a multiple of stride); the
@@ -561,7 +537,7 @@ def sliding_window_loss(model, rows, window: int, stride: int,
     model.eval()
     try:
         with torch.no_grad():
-            for chunk in flat.split(max(1, batch_tokens // window)):
+            for chunk in flat.split(max(1, 16384 // window)):
                 logits = model(chunk[:, :-1])  # [b, window, V]
                 losses.append(F.cross_entropy(logits.transpose(1, 2), chunk[:, 1:],
                                               reduction="none"))
@@ -577,8 +553,7 @@ def sliding_window_loss(model, rows, window: int, stride: int,
 
 def extrapolation(model, val_tokens, L: int, mults: Sequence[int], n_windows: int, *,
                   sliding: bool = True) -> LengthReads:
-    """Full-context and sliding-window losses of `model` at every multiple of L (the sliding
-    windows only with `sliding`), as `LengthReads`."""
+    """Full-context (and with `sliding`, sliding-window) losses at every multiple of L."""
     from blocklab.experiments.data import validation_windows
     from blocklab.experiments.trainer import evaluate
 
@@ -606,19 +581,17 @@ def extrapolation(model, val_tokens, L: int, mults: Sequence[int], n_windows: in
     return LengthReads(loss_at_L, beyond, slid, per_position, errors)
 
 
-def finite_far_out(model, position: int = FAR_POSITION, tokens: int = 16
-                   ) -> dict[str, int | bool | str | None]:
-    """Run `model` on `tokens` tokens at positions position .. position + tokens − 1, in float32
-    and bfloat16: are the logits finite? A learned table raises instead: None, and the first
-    line of its error under "error" (a key only then)."""
+def finite_far_out(model) -> dict[str, int | bool | str | None]:
+    """Are `model`'s logits finite on 16 tokens from FAR_POSITION on, in float32 and bfloat16?
+    A learned table raises instead: None, and its error's first line under "error"."""
     import copy
 
     import torch
 
     device = next(model.parameters()).device
-    ids = torch.arange(tokens, device=device)[None] % model.config.vocab_size
-    positions = torch.arange(position, position + tokens, device=device)
-    out: dict[str, int | bool | str | None] = {"position": position,
+    ids = torch.arange(16, device=device)[None] % model.config.vocab_size
+    positions = torch.arange(FAR_POSITION, FAR_POSITION + 16, device=device)
+    out: dict[str, int | bool | str | None] = {"position": FAR_POSITION,
                                                "max_seq_len": model.config.max_seq_len}
     for dtype in ("float32", "bfloat16"):
         copy_ = copy.deepcopy(model).to(getattr(torch, dtype)).eval()
@@ -638,23 +611,19 @@ RELATIVE_ERROR_DTYPES = ("float64", "float32", "bfloat16", "float16")
 
 
 def rope_relative_error(dtype: str, shifts: Sequence[int] = RELATIVE_ERROR_SHIFTS, *,
-                        blocklab: bool = False, head_dim: int = 64, theta: float = THETA,
-                        samples: int = 64, seed: int = 0) -> list[list[float | None]]:
+                        blocklab: bool = False) -> list[list[float | None]]:
     """[[s, max |score(m, n) − score(m + s, n + s)|], ...] with RoPE's positions in `dtype`.
 
-    Naive: positions, frequencies, angles, cos/sin and the rotation all in `dtype`, as code
-    that casts everything to the model dtype does. `blocklab`: its own numerics, float32
-    angles (`rope_frequencies`, `rotary_cos_sin`) and `apply_rotary` (rotation in float32,
-    cast back), q and k given in `dtype`; the table itself is skipped (at s = 10^6 it would
-    hold a million rows). Scores q·k/√head_dim are taken in float64, so only the position
-    arithmetic is measured; q, k ~ N(0, 1) and offsets m − n in [0, 64) are drawn once from
-    `seed`, the maximum over `samples` draws reported. Exactly, scores depend on m − n only,
-    so the error is rounding alone; NaN/inf (a float16 position past 65504) is None.
+    Naive: positions, angles and rotation all in `dtype`. `blocklab`: its own numerics (float32
+    angles, `apply_rotary` in float32, cast back; no table, which at s = 10^6 would hold a
+    million rows). Scores q·k/√64 in float64, q, k ~ N(0, 1), m − n in [0, 64), max over 64
+    draws: exactly they depend on m − n only, so the error is rounding alone; NaN/inf is None.
     """
     import torch
 
+    head_dim, samples = 64, 64
     dt = getattr(torch, dtype)
-    g = torch.Generator().manual_seed(seed)
+    g = torch.Generator().manual_seed(0)
     q = torch.randn(samples, head_dim, generator=g, dtype=torch.float64)
     k = torch.randn(samples, head_dim, generator=g, dtype=torch.float64)
     n = torch.randint(0, 64, (samples,), generator=g)
@@ -664,7 +633,7 @@ def rope_relative_error(dtype: str, shifts: Sequence[int] = RELATIVE_ERROR_SHIFT
         from blocklab.nn.position import rotary_cos_sin
         from blocklab.nn.rope_scaling import rope_frequencies
 
-        inv_freq, _ = rope_frequencies(head_dim, theta)
+        inv_freq, _ = rope_frequencies(head_dim, THETA)
 
         def rotate(x, positions):
             cos, sin = rotary_cos_sin(positions[None], inv_freq)  # [1, samples, head_dim]
@@ -672,7 +641,7 @@ def rope_relative_error(dtype: str, shifts: Sequence[int] = RELATIVE_ERROR_SHIFT
             out, _ = apply_rotary(x, x, cos, sin)
             return out.double().flatten(0, 2)
     else:
-        inv_freq = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.float64)
+        inv_freq = 1.0 / (THETA ** (torch.arange(0, head_dim, 2, dtype=torch.float64)
                                     / head_dim))
 
         def rotate(x, positions):
@@ -700,8 +669,7 @@ def relative_error_run() -> RunResult:
         naive = {dt: rope_relative_error(dt) for dt in RELATIVE_ERROR_DTYPES}
         ours = {dt: rope_relative_error(dt, blocklab=True) for dt in RELATIVE_ERROR_DTYPES}
     record = RelativeErrorRun(shifts=list(RELATIVE_ERROR_SHIFTS), naive=naive, blocklab=ours)
-    return RunResult(status="ok", wall_time_s=time.perf_counter() - started,
-                     extra=record_extra("relative_error", record))
+    return _result("relative_error", record, started)
 
 
 # --- order (C29) ----------------------------------------------------------------------------------
@@ -741,9 +709,8 @@ def order_probe(model, val_tokens, prefix_len: int, prefixes: int) -> dict[str, 
 
 # --- training runs --------------------------------------------------------------------------------
 def _finetune(model, scaling: RopeScaling | None, corpus, options: RunOptions, seed: int):
-    """A RoPE model trained on at factor·L tokens with `scaling` as the size's `finetune`
-    says: batches keep the pre-training token count and continue its data stream; AdamW at a
-    constant lr after a 10% warmup."""
+    """`model` trained on at factor·L tokens with `scaling` (the size's `finetune`): batches of
+    the pre-training token count, continuing its data stream; constant lr after 10% warmup."""
     from blocklab.experiments.data import sample_batch
     from blocklab.experiments.trainer import TrainConfig, make_optimizer, train_step
 
@@ -765,8 +732,7 @@ def _finetune(model, scaling: RopeScaling | None, corpus, options: RunOptions, s
 
 def _rope_variants(options: RunOptions, model, corpus, seed: int
                    ) -> dict[str, ScaledReads | FineTunedReads]:
-    """Training-free scaling at every multiple m >= 2 (factor m), and each fine-tuned variant
-    of the size's `finetune`, read at every multiple."""
+    """Training-free scaling at each m >= 2 (factor m), and each fine-tuned variant, read."""
     config = SIZES[options.size]
     L, mults, n = config.L, config.mults, config.eval_windows
     longer = [m for m in mults if m > 1]
@@ -826,8 +792,8 @@ def train_and_read(options: RunOptions, arm: str, seed: int, progress,
 
 # --- passkey --------------------------------------------------------------------------------------
 def train_passkey_model(mc: ModelConfig, options: RunOptions, seed: int):
-    """(model in eval mode, its last training loss): trained only on passkey examples of L + 1
-    bytes as the size's `passkey` says, needle depth uniform in [0, 1]."""
+    """(model in eval mode, its last training loss), trained on passkey examples of L + 1
+    bytes, needle depth uniform in [0, 1]."""
     import torch
 
     from blocklab.experiments.synthetic import example_seeds, passkey_example
@@ -861,8 +827,7 @@ def train_passkey_model(mc: ModelConfig, options: RunOptions, seed: int):
 
 def passkey_grid(model, L: int, mults: Sequence[int], depths: Sequence[float], n: int,
                  seed: int) -> PasskeyGrid:
-    """Passkey accuracy at every (m·L input tokens, depth); UNAVAILABLE where the model's
-    table is too short."""
+    """Passkey accuracy at every (m·L tokens, depth); UNAVAILABLE past the model's table."""
     from blocklab.experiments.synthetic import passkey_accuracy
 
     grid: PasskeyGrid = {}
@@ -879,8 +844,7 @@ def passkey_grid(model, L: int, mults: Sequence[int], depths: Sequence[float], n
 
 
 def passkey_run(options: RunOptions, arm: str, seed: int, progress) -> RunResult:
-    """The passkey model of `arm` read at every multiple (for rope with each training-free
-    scaling too): a `PasskeyRun`."""
+    """The passkey model of `arm` read at every multiple (rope: each scaling too)."""
     started = time.perf_counter()
     config = SIZES[options.size]
     pk, L = config.passkey, config.L
@@ -896,13 +860,12 @@ def passkey_run(options: RunOptions, arm: str, seed: int, progress) -> RunResult
                     by_mult.update(passkey_grid(scaled, L, [m], pk.depths, pk.n, 7 + seed))
                 accuracy[f"rope+{kind}"] = by_mult
     record = PasskeyRun(arm=arm, seed=seed, final_train_loss=last_loss, accuracy=accuracy)
-    return RunResult(status="ok", wall_time_s=time.perf_counter() - started,
-                     extra=record_extra("passkey", record))
+    return _result("passkey", record, started)
 
 
 # --- cost (C31) -----------------------------------------------------------------------------------
 def _decode_call(model, prompt, tokens: int):
-    """`start()`: prefill a fresh KV cache with `prompt` [1, P], and return `decode()`, which
+    """`start()` prefills a fresh KV cache with `prompt` [1, P] and returns `decode()`, which
     decodes `tokens` single tokens on it."""
     import torch
 
@@ -922,15 +885,10 @@ def _decode_call(model, prompt, tokens: int):
 
 
 def time_position_cost(options: RunOptions, seed: int = 0) -> RunResult:
-    """C31: parameters, step times and SDPA kernels of `COST_SCHEMES` on the size's model (a
-    `CostRun`), on one thread.
-
-    Training steps (`trainer.train_step` on a batch of the size's shape) and decode steps (one
-    token at a time after L − decode_tokens cached tokens; seconds per token) of the schemes
-    are interleaved, the order rotating every repeat, the first `warmup` repeats unrecorded.
-    At this toy shape the times measure per-op overhead; "realistic" times a real model's
-    shape (`timing.time_realistic_shapes`; reported, not graded).
-    """
+    """C31: parameters, step times and SDPA kernels of `COST_SCHEMES` (a `CostRun`), on one
+    thread: training steps and decode steps (per token, after L − decode_tokens cached ones)
+    interleaved, the order rotating every repeat. At this toy shape the times measure per-op
+    overhead; "realistic" times a real model's shape (reported, not graded)."""
     import torch
 
     from blocklab.budget.params import count_params
@@ -944,8 +902,7 @@ def time_position_cost(options: RunOptions, seed: int = 0) -> RunResult:
     assert cost is not None, f"size {size} has no timed cost run"
     L, n_decode = config.L, cost.decode_tokens
     corpus = load_corpus("stdlib")
-    # this CPU's step and decode times (perf_counter, no device sync): on the CPU whatever
-    # --device the models train on
+    # this CPU's times (perf_counter, no device sync), whatever --device the models train on
     tc = dataclasses.replace(train_config(options, seed), device="cpu")
     params: dict[str, int] = {}
     params_module: dict[str, int] = {}
@@ -1002,14 +959,12 @@ def time_position_cost(options: RunOptions, seed: int = 0) -> RunResult:
                      prompt_tokens=L - n_decode, params=params, params_module=params_module,
                      train_s=train_s, decode_s=decode_s, kernels=kernels, realistic=realistic,
                      repeats=cost.repeats)
-    return RunResult(status="ok", wall_time_s=time.perf_counter() - started,
-                     extra=record_extra("cost", record))
+    return _result("cost", record, started)
 
 
 # --- planning -------------------------------------------------------------------------------------
 def tune(options: RunOptions, tuned: Results = ()) -> list[RunSpec]:
-    """The tuning stage: every arm the size trains at every peak lr of its grid (grown at an
-    edge from the results `tuned` so far) on the tuning seeds, each a plain training run."""
+    """Every arm at every peak lr of its grid (grown from `tuned`) on the tuning seeds."""
     size = options.size
     t = SIZES[size].train
     trials = lr_trials(list(tuned))
@@ -1027,19 +982,13 @@ def tuned_lrs(size: str, trials: list[LrTrial]) -> dict[str, ArmTuning]:
     return tune_arms(SIZES[size].train.lr_grid, trials, arms(size))
 
 
-def arm_lrs(size: str, tuned: Results) -> dict[str, float | None]:
-    """Each arm's peak lr: its tuned one, or None (the grid's middle)."""
-    tunings = tuned_lrs(size, lr_trials(tuned))
-    return {arm: tunings[arm].lr if arm in tunings else None for arm in arms(size)}
-
-
 def plan(options: RunOptions, tuned: Results) -> list[RunSpec]:
-    """One training run per (arm, seed) at the arm's tuned lr; where the size has them, one
-    passkey run per (arm, seed) and the timed cost run; the relative-error run (its own
-    dtypes, whatever the models train in) where the size plans runs no rule grades."""
+    """One training run per (arm, seed) at the arm's tuned lr (None: the grid's middle); where
+    the size has them, passkey runs, the timed cost run and the relative-error run."""
     size, seeds, precision = options.size, options.seeds, options.precision
     config = SIZES[size]
-    lrs = arm_lrs(size, tuned)
+    tunings = tuned_lrs(size, lr_trials(tuned))
+    lrs = {arm: tunings[arm].lr if arm in tunings else None for arm in arms(size)}
     specs = []
     for seed in seeds:
         for arm in arms(size):
@@ -1084,15 +1033,13 @@ def plan(options: RunOptions, tuned: Results) -> list[RunSpec]:
 
 
 # --- pricing --------------------------------------------------------------------------------------
-# Reference-machine seconds of what is not a model step: the profiler's start in the cost run,
-# the relative-error run (pure tensor maths).
+# Reference-machine seconds: the cost run's profiler start; the relative-error run.
 _PROFILER_REFERENCE_S = 0.4
 _RELATIVE_ERROR_REFERENCE_S = 0.03
 
 
 def price(spec: RunSpec, cal) -> float | None:
-    """Estimated seconds of one run on this machine (`blocklab.experiments.estimate`), counted
-    as `train_and_read`, `passkey_run` and `time_position_cost` make it."""
+    """Estimated seconds of one run here (`experiments.estimate`), counted as it runs."""
     from blocklab.experiments.estimate import TrainShape, evaluation_s, training_s
 
     payload = spec.payload

@@ -1,7 +1,4 @@
-"""What the position suite summarises: its data (`PositionData`, frozen dataclasses decoded
-field by field), the statistics of the decoded runs, and `summarise`, which computes them and
-then the tables and notes that show them. No PyTorch.
-"""
+"""The position suite's summary (`PositionData`): statistics first, then tables. No PyTorch."""
 
 from __future__ import annotations
 
@@ -115,10 +112,8 @@ class PositionRun:
 
 @dataclass(frozen=True)
 class OrderProbe:
-    """C29, one position arm over its seeds: how much the next-token distribution moves when
-    the first prefix_len − 1 tokens of a prefix are reversed (last token kept), and the
-    validation loss minus the unigram entropy of the training bytes (nats; < 0: the model uses
-    its context)."""
+    """C29 over one arm's seeds: the next-token change when a prefix's first prefix_len − 1
+    tokens are reversed, and val loss − unigram entropy (nats; < 0: it uses its context)."""
 
     prefix_len: int
     prefixes: int  # per seed
@@ -148,9 +143,7 @@ class SchemeCost:
 @dataclass(frozen=True)
 class ShapeTiming:
     """C31's step times at one model shape (reported, never graded): a no-grad prefill of
-    `prompt_tokens` into a fresh KV cache, then `decode_tokens` single-token steps on it, per
-    scheme, interleaved over `repeats`. `label` says what the shape stands for ("realistic
-    shape", or a tiny one that only exercises the code)."""
+    `prompt_tokens`, then `decode_tokens` single-token steps, per scheme, over `repeats`."""
 
     label: str
     d_model: int
@@ -178,15 +171,13 @@ class PositionCost:
     repeats: int
     params: dict[str, int]  # count_params total for every scheme of PARAM_SCHEMES
     schemes: dict[str, SchemeCost]  # timed at the suite's toy shape: per-op overhead
-    # The same schemes timed at a realistic shape (d_model 1024, a 1,024-token KV cache at
-    # quick and full); None in a summary from before it was timed.
     realistic: ShapeTiming | None = None
 
 
 @dataclass(frozen=True)
 class FineTune:
-    """The RoPE fine-tune: `steps` at `factor`·L tokens, scaling factor `scale`; `arms` maps
-    each scaling kind ("none": plain RoPE, the control) to its arm name."""
+    """The RoPE fine-tune: `steps` at `factor`·L tokens, scaling factor `scale`; `arms`: each
+    scaling kind ("none": the control) -> its arm name."""
 
     factor: int
     scale: int
@@ -209,18 +200,11 @@ class PositionData:
     order: dict[str, OrderProbe]  # arm -> C29's order probe
     cost: PositionCost | None  # C31's timed run (None: not stored)
     finetune: FineTune | None
-    # Each trained arm's peak lr, tuned on seeds of its own (loss versus lr, and where the
-    # optimum fell).
     lr_trials: list[LrTrial] = field(default_factory=list)
     lr_tuning: list[ArmTuning] = field(default_factory=list)
 
 
 # --- statistics -----------------------------------------------------------------------------------
-def _bucketed(curves: list[list[float | None]], width: int) -> list[float]:
-    mean = np.mean(np.asarray(curves, dtype=np.float64), axis=0)
-    return [float(mean[i:i + width].mean()) for i in range(0, mean.size, width)]
-
-
 def _collect(runs: Runs) -> tuple[dict[str, dict[int, LengthReads]],
                                   dict[str, dict[int, PasskeyGrid]]]:
     """(arm -> seed -> its reads, each variant an arm of its own; arm -> seed -> passkey grid)."""
@@ -248,9 +232,8 @@ def arm_statistics(size: str, runs: Runs, seeds: Sequence[int]) -> dict[str, Pos
 def _arm_statistics(size: str, name: str, by_seed: dict[int, LengthReads],
                     rope: dict[int, LengthReads], seeds: list[int],
                     passkey: dict[int, PasskeyGrid] | None) -> PositionArm:
-    """One arm over `seeds`: loss at L; per longer multiple the loss past L, the sliding-window
-    loss on the same tokens (a scaled variant's: plain RoPE's, `rope`) and their paired
-    difference in nats and %; the bucketed per-position loss; its passkey accuracy."""
+    """One arm over `seeds`: loss at L; per longer multiple the loss past L against the sliding
+    windows (a scaled variant's: plain RoPE's, `rope`) in nats and %, paired; per position."""
     config = SIZES[size]
     L, mults = config.L, config.mults
     longer = [str(m) for m in mults if m > 1]
@@ -261,8 +244,7 @@ def _arm_statistics(size: str, name: str, by_seed: dict[int, LengthReads],
     pct: dict[str, Read] = {}
     per_position: dict[str, PerPosition | str | None] = {}
     for m in longer:
-        # Aligned by seed with `sliding` below: a seed without a result is None here, so
-        # one failed seed shrinks n instead of breaking the pairing.
+        # aligned by seed with `sliding`: a failed seed shrinks n, not the pairing
         values = [by_seed[s].loss_beyond_L.get(m) if s in by_seed else None for s in seeds]
         # Scaled variants are compared with the plain RoPE model's sliding windows.
         own = any(m in r.sliding for r in by_seed.values())
@@ -286,8 +268,10 @@ def _arm_statistics(size: str, name: str, by_seed: dict[int, LengthReads],
     for m in [str(m) for m in mults]:
         curves = [c for c in (r.per_position.get(m) for r in by_seed.values()) if c]
         if curves:
-            per_position[m] = PerPosition(bucket=max(1, L // 8),
-                                          loss=_bucketed(curves, max(1, L // 8)))
+            width = max(1, L // 8)
+            mean = np.mean(np.asarray(curves, dtype=np.float64), axis=0)
+            per_position[m] = PerPosition(bucket=width, loss=[
+                float(mean[i:i + width].mean()) for i in range(0, mean.size, width)])
         elif m != "1" or name in arms(size):
             per_position[m] = UNAVAILABLE if m != "1" else None
     return PositionArm(
@@ -368,8 +352,7 @@ def order_summary(runs: Runs, train: dict[str, list[PositionRun]], seeds: list[i
 
 
 def shape_timing(times: ShapeTimes | None) -> ShapeTiming | None:
-    """`timing.time_realistic_shapes`' measurements as a `ShapeTiming`: medians and each
-    scheme's `TimeRatio.paired` to "none"; None for a run from before it was timed."""
+    """Medians and each scheme's `TimeRatio.paired` to "none"; None for an older run."""
     if times is None:
         return None
     prefill, decode = times.prefill_s, times.decode_s
@@ -386,7 +369,7 @@ def shape_timing(times: ShapeTimes | None) -> ShapeTiming | None:
 
 
 def cost_summary(record: CostRun | None) -> PositionCost | None:
-    """C31's timed run as a `PositionCost`, ratios to "none" by `TimeRatio.paired`."""
+    """C31's timed run, ratios to "none" by `TimeRatio.paired`."""
     if record is None:
         return None
     train, decode_s = record.train_s, record.decode_s
@@ -447,7 +430,6 @@ def summarise(options: RunOptions, results: Results) -> Summary:
     L, mults = config.L, config.mults
     longer = [str(m) for m in mults if m > 1]
     seed_list = list(seeds)
-    # The statistics, every run decoded once ...
     trials = lr_trials(tuned)
     tunings = tuned_lrs(size, trials)
     runs = decode_runs(evaluated)
@@ -460,7 +442,6 @@ def summarise(options: RunOptions, results: Results) -> Summary:
     cost = cost_summary(runs.cost)
     finetune = finetune_summary(config)
 
-    # ... then the tables and notes that show them.
     tables = [
         Table(f"Loss (nats/token) on positions ≥ L, trained at L={L}",
               ["arm", "1× (all positions)", *[f"{m}× (p ≥ L)" for m in longer],

@@ -1,13 +1,6 @@
-"""What the position suite times for C31 beside its toy-shape cost run
-(`runs.time_position_cost`): the SDPA kernels a call gets (`sdpa_kernels`), the mask it hands
-them (`sdpa_masks`) and whether one SDPA backend accepts it (`accepted_by`); and step times at
-a realistic shape (`time_realistic_shapes`), reported, never graded.
-
-The cost run's toy model (d_model 32–128) measures per-op overhead; the realistic shape
-(d_model 1024, head_dim 64, 2 layers, a 1,024-token prefill then 32 decode steps on its KV
-cache, fp32, one thread) times the schemes where the matmuls dominate, as in a real model.
-At tiny the shape only exercises the code.
-"""
+"""What C31's cost run reads beside its step times: the SDPA kernels and masks a call gets and
+whether a backend accepts it; and prefill/decode times at a realistic shape (d_model 1024, where
+the matmuls dominate as in a real model; reported, never graded)."""
 
 from __future__ import annotations
 
@@ -23,16 +16,14 @@ from dataclasses import dataclass
 from blocklab.config import ModelConfig
 
 # --- SDPA dispatch --------------------------------------------------------------------------------
-# The line kineto, PyTorch's profiler library, writes to file descriptor 2 as each profile
-# starts and as it stops ("USDT:2026-01-01 12:00:00 41:41 SyncActivityProfilerHandler.cpp:52]
-# profiler_start"), at every KINETO_LOG_LEVEL.
+# The line kineto (PyTorch's profiler) writes to fd 2 as each profile starts and stops, at every
+# KINETO_LOG_LEVEL: "USDT:2026-01-01 12:00:00 41:41 SyncActivityProfilerHandler.cpp:52] ...".
 _KINETO_MARKER = re.compile(rb"USDT:\S+ \S+ \d+:\d+ \S+:\d+\] ")
 
 
 @contextlib.contextmanager
 def _without_kineto_markers() -> Iterator[None]:
-    """Inside, file descriptor 2 goes to a temporary file; on leaving, what was written there
-    goes back to it, less kineto's marker lines: anything else still appears, only later."""
+    """Fd 2 held in a temporary file, written back on leaving less kineto's marker lines."""
     try:
         saved = os.dup(2)
     except OSError:  # no stderr at all: nothing to keep clean
@@ -57,10 +48,8 @@ def _without_kineto_markers() -> Iterator[None]:
 
 
 def sdpa_kernels(call) -> list[str]:
-    """The scaled-dot-product kernels PyTorch dispatches while `call()` runs, sorted: the
-    profiler's aten ops named `*scaled_dot_product*` below the public entry point, e.g.
-    `aten::_scaled_dot_product_flash_attention_for_cpu`. The profiler's marker lines, which
-    no setting turns off, are kept off stderr."""
+    """The SDPA kernels dispatched while `call()` runs, sorted: the profiler's aten ops below
+    the public entry point, e.g. `aten::_scaled_dot_product_flash_attention_for_cpu`."""
     from torch.profiler import ProfilerActivity, profile
 
     with _without_kineto_markers(), profile(activities=[ProfilerActivity.CPU]) as prof:
@@ -70,9 +59,8 @@ def sdpa_kernels(call) -> list[str]:
 
 
 def sdpa_masks(call) -> list[str]:
-    """How each `F.scaled_dot_product_attention` call while `call()` runs gets its mask, sorted:
-    "is_causal" (the kernel masks by index), "none" (a single query sees every cached key) or
-    "<dtype> mask [shape]" (a tensor the kernel must read: ALiBi's bias)."""
+    """How each SDPA call while `call()` runs gets its mask, sorted: "is_causal", "none" (one
+    query sees every cached key) or "<dtype> mask [shape]" (a tensor it reads: ALiBi's bias)."""
     import torch.nn.functional as F
     from torch.overrides import TorchFunctionMode
 
@@ -109,7 +97,7 @@ def accepted_by(backend_name: str, call) -> bool | str:
 
 
 # --- step times at a realistic shape --------------------------------------------------------------
-# C31's timed runs compare these schemes; "none" first: the baseline of every ratio.
+# "none" first: the baseline of every ratio.
 COST_SCHEMES = ("none", "rope", "alibi")
 VOCAB = 256  # the suite's byte vocabulary: the head is a negligible share at d_model 1024
 THETA = 10000.0  # RoPE's θ in every model of the suite
@@ -117,8 +105,8 @@ THETA = 10000.0  # RoPE's θ in every model of the suite
 
 @dataclass(frozen=True)
 class Shape:
-    """The timed shape of one size (`shape_config`): a prefill of `prompt_tokens`, then
-    `decode_tokens` single-token steps, `repeats` times after `warmup` unrecorded ones."""
+    """A prefill of `prompt_tokens`, then `decode_tokens` single-token steps, `repeats` times
+    after `warmup` unrecorded ones."""
 
     label: str
     d_model: int
@@ -139,8 +127,7 @@ REALISTIC_SHAPES: dict[str, Shape] = {
     "full": Shape(label="realistic shape", d_model=1024, n_layers=2, n_heads=16,
                   prompt_tokens=1024, decode_tokens=32, warmup=1, repeats=10),
 }
-# Wall seconds of `time_realistic_shapes` per size on the 2-core reference machine (quick: 26 s
-# under light load, 45 s with both cores busy), for `Calibration.reference_s`.
+# Wall seconds of `time_realistic_shapes` per size on the reference machine (`Calibration`).
 REFERENCE_S = {"tiny": 0.1, "quick": 26.0, "full": 41.0}
 
 
@@ -155,8 +142,7 @@ def shape_config(size: str, scheme: str) -> ModelConfig:
 
 @dataclass(frozen=True)
 class ShapeTimes:
-    """What `time_realistic_shapes` measured (the cost run's "realistic" entry): per scheme,
-    prefill seconds and decode seconds per token of every recorded repeat."""
+    """Per scheme, prefill seconds and decode seconds per token of every recorded repeat."""
 
     label: str
     d_model: int
@@ -193,8 +179,8 @@ def _prefill_then_decode(model, tokens, prompt: int) -> tuple[float, float]:
 
 
 def time_realistic_shapes(size: str, seed: int = 0) -> ShapeTimes:
-    """Prefill and decode times of `COST_SCHEMES` at the size's shape, every scheme once a
-    repeat in an order rotating by one (drift falls on all alike); the caller sets threads."""
+    """Prefill and decode times of `COST_SCHEMES` at the size's shape, in an order rotating
+    every repeat (drift falls on all alike); the caller sets threads."""
     import torch
 
     from blocklab.nn import DecoderLM

@@ -1,28 +1,14 @@
 """`quantize`: real int8 quantization of a DecoderLM, prefill and decode speed per scheme (C32), and
 how SwiGLU's three matrices may be quantized (C33).
 
-Two kinds of run:
-
-    timing    (timed, alone) one random-weight DecoderLM of the size's shape, quantized by torchao
-              in every scheme of `blocklab.experiments.int8_measurements.SCHEMES` (ffn /
-              attention / all linear layers × weight-only / dynamic int8); prefill at each T
-              and one-token decode on the KV cache, repeats interleaved (`measure_schemes`),
-              with the float model whose quantized layers are free: its speed-up is the bound
-              1 / (1 − f) no scheme can beat, f the layers' share of the time; the parts' own
-              GEMMs timed alone give the k of the Amdahl estimate 1 / (1 − f + f/k) (decode:
-              S = the layers' bytes, float / int8, in place of k). Eager always;
-              torch.compile'd too where the size says so.
-    quality   one per seed: a small SwiGLU model trained by the one training loop
-              (`blocklab.experiments.trainer.train`), then its validation loss and logits error
-              under every scheme (torchao), and the C33 comparison: gate/up/down quantized
-              separately, or gate|up merged with one per-tensor scale or per-row scales
-              (fake quantization written in `blocklab.nn.int8`): the FFN output error
-              and validation loss of each, and per layer (`merge_comparison`) the merged
-              against the separate weights and how far apart gate's and up's scales are.
-
-Each run's `extra` holds its record (`TimingRecord`, `QualityRecord`); `Summary.data` is a
-`summary.QuantizeData`. Modules: `timing` (the timing run and each scheme's speed-ups), `runs`
-(sizes, the quality run, plan and prices) and `summary` (statistics, tables and notes).
+    timing    (timed, alone) a random-weight DecoderLM quantized by torchao in every scheme (ffn /
+              attention / all linear layers × weight-only / dynamic int8), prefill and decode
+              repeats interleaved, beside the float model with the quantized layers free: its
+              speed-up is the bound 1 / (1 − f) no scheme beats, f their share of the time; the
+              parts' own GEMMs give the k of the Amdahl estimate 1 / (1 − f + f/k).
+    quality   per seed: a trained SwiGLU model's loss and logits error under every scheme, and
+              C33: gate/up/down quantized separately against gate|up merged under one
+              per-tensor or per-row scales (`runs.merge_comparison`).
 """
 
 from __future__ import annotations
