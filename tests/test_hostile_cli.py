@@ -1,6 +1,6 @@
-"""Hostile input on the CLI's resource and executor options (exit code 2 and one line on stderr
-naming the option, before any work), the bfloat16 warning on CPUs without bfloat16 units, and
-no profiler noise on stderr from the position suite."""
+"""Hostile input on the CLI's resource, executor and plan options (exit code 2 and one line on
+stderr naming the option, before any work), the bfloat16 warning on CPUs without bfloat16
+units, and no profiler noise on stderr from the position suite."""
 
 from __future__ import annotations
 
@@ -29,18 +29,19 @@ def test_check_threads_allows_1_to_the_usable_cores(monkeypatch):
             env.check_threads(bad, "--jobs")
 
 
-@pytest.mark.parametrize("value", ["100000", "20000", "0", "-3", str(10**30)])
-def test_train_threads_beyond_this_machine(tmp_path, one_line_exit_2, value):
-    line = one_line_exit_2(["train", "--threads", value, "--out", str(tmp_path)],
-                           "--threads", value, "[1, ")
-    assert "cores" in line
-    assert not (tmp_path / "result.json").exists()
-
-
-def test_train_threads_one_past_the_usable_cores(tmp_path, one_line_exit_2):
-    cores = env.usable_cores()
-    one_line_exit_2(["train", "--threads", str(cores + 1), "--out", str(tmp_path)],
-                    "--threads", f"[1, {cores}]")
+@pytest.mark.parametrize(("argv", "value"), [
+    (["train", "--out", "{tmp}/out", "--threads"], "100000"),
+    (["train", "--out", "{tmp}/out", "--threads"], str(10**30)),
+    (["train", "--out", "{tmp}/out", "--threads"], str(env.usable_cores() + 1)),
+    (["quantize", "llama-3.2-1b", "--threads"], "0"),
+    (["suite", "ffn", "--tiny", "--results", "{tmp}/out", "--jobs"], "-1"),
+    (["report", "--tiny", "--no-run", "--results", "{tmp}/runs", "--out", "{tmp}/out",
+      "--jobs"], "0"),
+])
+def test_threads_and_jobs_beyond_this_machine(tmp_path, one_line_exit_2, argv, value):
+    one_line_exit_2([a.format(tmp=tmp_path) for a in argv] + [value], f"{argv[-1]} {value}",
+                    f"[1, {env.usable_cores()}]")
+    assert not list(tmp_path.iterdir())
 
 
 def test_train_threads_from_the_config_file(tmp_path, one_line_exit_2):
@@ -50,22 +51,7 @@ def test_train_threads_from_the_config_file(tmp_path, one_line_exit_2):
                     "--config", "train.threads", "50000")
 
 
-@pytest.mark.parametrize("value", ["100000", "0"])
-def test_quantize_threads_beyond_this_machine(one_line_exit_2, value):
-    one_line_exit_2(["quantize", "llama-3.2-1b", "--threads", value],
-                    "--threads", value)
-
-
-@pytest.mark.parametrize("command", [["suite", "ffn", "--tiny"], ["report", "--tiny", "--no-run"]])
-@pytest.mark.parametrize("value", ["0", "-1", "100000", str(10**30)])
-def test_jobs_beyond_this_machine(tmp_path, one_line_exit_2, command, value):
-    extra = ["--out", str(tmp_path / "report")] if command[0] == "report" else []
-    one_line_exit_2([*command, "--results", str(tmp_path / "runs"), *extra,
-                     "--jobs", value], "--jobs", value)
-    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
-
-
-# --- --executor and --jobs together --------------------------------------------------------------
+# --- --executor, --jobs, --plan and --budget together --------------------------------------------
 @pytest.mark.parametrize(("args", "needles"), [
     (["--executor", "Process"], ["--executor", "'Process'", "process or ray"]),
     (["--executor", "ray", "--jobs", "2"], ["--jobs", "--executor process"]),
@@ -76,6 +62,21 @@ def test_jobs_beyond_this_machine(tmp_path, one_line_exit_2, command, value):
 def test_suite_executor_options(tmp_path, one_line_exit_2, args, needles):
     one_line_exit_2(["suite", "ffn", "--tiny", "--results", str(tmp_path), *args],
                     *needles)
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["report", "--plan", "--executor", "ray", "--jobs", "2"], "--jobs"),
+    (["report", "--plan", "--address", "10.0.0.1:6379"], "--address"),
+    (["suite", "ffn", "--plan"], "--plan"),
+    (["report", "--plan", "--budget", "-1"], "--budget -1 is not allowed"),
+    (["report", "--budget", "nan"], "--budget nan is not allowed"),
+    (["report", "--budget", "1e9"], "expected minutes in [0, 100000]"),
+    (["suite", "ffn", "--tiny", "--budget", "5", "--seeds", "2"], "leave out --seeds"),
+    (["suite", "ffn", "--tiny", "--budget", "5", "--precision", "bf16"], "--precision"),
+])
+def test_plan_and_budget_with_bad_input(tmp_path, one_line_exit_2, argv, needle):
+    one_line_exit_2([*argv, "--results", str(tmp_path / "runs")], needle)
+    assert not (tmp_path / "runs").exists()
 
 
 # --- --seed-offset: the one rule (RunRequest's), named as the option, before any work -----------
@@ -119,26 +120,27 @@ def _warnings(err: str) -> list[str]:
     return [line for line in err.splitlines() if line.startswith("warning:")]
 
 
-@pytest.mark.parametrize(("flags", "warned"), [("avx2", True), ("avx2 amx_bf16", False)])
-def test_train_bf16_warns_without_bf16_units(tmp_path, capsys, monkeypatch, flags, warned):
-    _cpu(monkeypatch, flags)
+def test_train_bf16_warns_without_bf16_units(tmp_path, capsys, monkeypatch):
+    _cpu(monkeypatch, "avx2")
     assert main(["train", *TINY_TRAIN, "--precision", "bf16", "--json",
                  "--out", str(tmp_path)]) == 0
     out, err = capsys.readouterr()
     assert json.loads(out)["precision"] == "bf16"  # the run went on
     warnings = _warnings(err)
-    if warned:
-        assert len(warnings) == 1, err
-        assert "bfloat16 matmuls are emulated on this CPU" in warnings[0]
-        assert "30× slower than float32" in warnings[0] and "fp32" in warnings[0]
-    else:
-        assert warnings == [], err
+    assert len(warnings) == 1, err
+    assert "bfloat16 matmuls are emulated on this CPU" in warnings[0]
+    assert "30× slower than float32" in warnings[0] and "fp32" in warnings[0]
 
 
-def test_train_fp32_never_warns(tmp_path, capsys, monkeypatch):
+def test_no_warning_for_float32_a_gpu_or_bf16_units(capsys, monkeypatch):
+    from blocklab.cli import warn_if_bf16_emulated
+
     _cpu(monkeypatch, "avx2")
-    assert main(["train", *TINY_TRAIN, "--json", "--out", str(tmp_path)]) == 0
-    assert _warnings(capsys.readouterr().err) == []
+    warn_if_bf16_emulated("fp32")
+    warn_if_bf16_emulated("bf16", "cuda:0")
+    _cpu(monkeypatch, "avx2 amx_bf16")
+    warn_if_bf16_emulated("bf16")
+    assert capsys.readouterr().err == ""
 
 
 def test_suite_bf16_warns_before_it_runs(tmp_path, capsys, monkeypatch):

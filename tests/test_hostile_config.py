@@ -9,11 +9,10 @@ from __future__ import annotations
 import pytest
 
 from blocklab.budget.zoo import config_from_json, list_zoo, load_zoo
-from blocklab.cli import main
 from blocklab.config import ModelConfig
-from blocklab.errors import CheckpointError, ConfigError, InputError
+from blocklab.errors import ConfigError, InputError
 from blocklab.interop.hf_config import from_hf
-from blocklab.jsonio import MAX_DEPTH, parse_json, read_json
+from blocklab.jsonio import parse_json
 
 from .conftest import write_json
 
@@ -30,65 +29,25 @@ DEEP = {"list": "[" * 100_000 + "]" * 100_000,
 
 
 # --- 1. JSON nested too deep ---------------------------------------------------------------------
-@pytest.mark.parametrize("kind", sorted(DEEP))
-@pytest.mark.parametrize("command", [["budget"], ["train", "--config"]])
+@pytest.mark.parametrize(("kind", "command"), [("list", ["budget"]),
+                                               ("object", ["train", "--config"])])
 def test_config_nested_100000_levels(tmp_path, one_line_exit_2, kind, command):
     path = write_json(tmp_path, DEEP[kind])
     one_line_exit_2([*command, path], path, "nested")
 
 
-def test_json_reader_limits_depth_but_not_real_configs(tmp_path):
-    # Just within the limit parses; one level more (which json.loads would parse) is refused,
-    # so no later recursion (repr in a message, copying) can overflow either.
-    assert isinstance(parse_json("[" * MAX_DEPTH + "]" * MAX_DEPTH, "x"), list)
-    with pytest.raises(InputError, match=f"x: JSON nested more than {MAX_DEPTH} levels"):
-        parse_json("[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1), "x")
+def test_json_errors_are_the_readers_and_every_zoo_config_reads():
     with pytest.raises(ConfigError, match="cfg: malformed JSON"):
         parse_json("{", "cfg", ConfigError)
     for name in list_zoo():  # every bundled config reads through it
         assert load_zoo(name).config
-    folder = tmp_path / "a folder"
-    folder.mkdir()
-    with pytest.raises(CheckpointError, match="a folder: cannot read it"):
-        read_json(folder, error=CheckpointError)
-
-
-@pytest.fixture()
-def checkpoint(tmp_path):
-    import torch
-
-    from blocklab.interop.hf import save_hf
-    from blocklab.nn import DecoderLM
-
-    torch.manual_seed(0)
-    save_hf(DecoderLM(from_hf(LLAMA_HF)), tmp_path / "ckpt")
-    return tmp_path / "ckpt"
-
-
-@pytest.mark.parametrize("kind", sorted(DEEP))
-def test_load_hf_config_nested_too_deep(checkpoint, kind):
-    from blocklab.interop.hf import load_hf
-
-    (checkpoint / "config.json").write_text(DEEP[kind])
-    with pytest.raises(CheckpointError, match=r"config\.json: JSON nested more than"):
-        load_hf(checkpoint)
-
-
-def test_doctor_skips_a_checkpoint_index_nested_too_deep(checkpoint, capsys):
-    # The index only feeds the tied-embeddings check: unreadable, that check is skipped.
-    (checkpoint / "model.safetensors.index.json").write_text(DEEP["list"])
-    assert main(["doctor", str(checkpoint)]) in (0, 1)
-    assert "error:" not in capsys.readouterr().err
 
 
 # --- 2. Llama 4 layer lists of the wrong shape ---------------------------------------------------
 @pytest.mark.parametrize("value", ["all", 5, [{}], [True], [1, 2], [], [0, 1, 2, 3, 4]])
-def test_llama4_moe_layers_of_the_wrong_shape(tmp_path, one_line_exit_2, value):
-    path = write_json(tmp_path, {**LLAMA4_HF, "moe_layers": value})
-    line = one_line_exit_2(["budget", path], path, "moe_layers=",
-                           "every k-th layer")
-    assert "TypeError" not in line
-    with pytest.raises(ConfigError, match=r"moe_layers=.* is not allowed; expected"):
+def test_llama4_moe_layers_of_the_wrong_shape(value):
+    with pytest.raises(ConfigError, match=r"moe_layers=.* is not allowed; expected .*every "
+                                          r"k-th layer"):
         from_hf({**LLAMA4_HF, "moe_layers": value})
 
 
@@ -145,12 +104,6 @@ def test_partial_rotary_factor_a_llama_config_cannot_express(value):
     assert from_hf({**LLAMA_HF, "partial_rotary_factor": 1.0}).rotary_dim == 16
 
 
-def test_budget_names_intermediate_size(tmp_path, one_line_exit_2):
-    path = write_json(tmp_path, {**LLAMA4_HF, "intermediate_size": -8192})
-    one_line_exit_2(["budget", path], path, "intermediate_size", "moe_d_ff",
-                    "-8192", "positive integer")
-
-
 @pytest.mark.parametrize("key, value, needle", [
     ("hidden_act", ["silu"], "hidden_act=['silu']"),
     ("hidden_act", "tanh", "hidden_act='tanh'"),
@@ -200,11 +153,6 @@ def test_doctor_errors_name_the_file(tmp_path, one_line_exit_2):
     one_line_exit_2(["doctor", path], path, "d_model")
 
 
-def test_doctor_training_warmup_error_names_the_file(tmp_path, one_line_exit_2):
-    path = write_json(tmp_path, {**LLAMA_HF, "warmup_steps": 10**400})
-    one_line_exit_2(["doctor", path, "--training"], path, "warmup_steps")
-
-
 # --- 5. rope_scaling without a type --------------------------------------------------------------
 @pytest.mark.parametrize("scaling", [{"factor": 8},
                                      {"factor": 8.0, "original_max_position_embeddings": 8192}])
@@ -226,31 +174,13 @@ def test_rope_scaling_v4_type_key_still_reads():
     assert cfg.rope_scaling == {"rope_type": "linear", "factor": 2.0}
 
 
-# --- 6. token ids outside the vocabulary ---------------------------------------------------------
-@pytest.fixture(scope="module")
-def tiny_model():
+# --- 6. token ids of the wrong dtype or shape (out of the vocabulary: tests/nn/test_model.py) ---
+def test_token_ids_of_the_wrong_dtype_or_shape():
     import torch
 
     from blocklab.nn import DecoderLM
 
-    torch.manual_seed(0)
-    return DecoderLM(ModelConfig(vocab_size=32, d_model=16, n_layers=1, n_heads=2))
-
-
-@pytest.mark.parametrize("bad", [32, 10**6, -1])
-def test_token_id_outside_the_vocabulary(tiny_model, bad):
-    import torch
-
-    ids = torch.tensor([[1, 2, bad]])
-    with pytest.raises(InputError, match=rf"token id {bad}; allowed ids are in \[0, 32\)"):
-        tiny_model(ids)
-
-
-# Under torch.compile the check is skipped (its read-back would break the graph):
-# tests/nn/test_model.py::test_forward_is_one_graph_for_torch_compile keeps the forward whole.
-def test_token_ids_of_the_wrong_dtype_or_shape(tiny_model):
-    import torch
-
+    tiny_model = DecoderLM(ModelConfig(vocab_size=32, d_model=16, n_layers=1, n_heads=2))
     with pytest.raises(InputError, match="integer tensor"):
         tiny_model(torch.zeros(1, 3))
     with pytest.raises(InputError, match=r"\[B, T\], got shape \(3,\)"):
@@ -261,6 +191,7 @@ def test_token_ids_of_the_wrong_dtype_or_shape(tiny_model):
 # --- 7. unusual `blocklab train` config files ----------------------------------------------------
 @pytest.mark.parametrize("text, needles", [
     ('["model", "train"]', ["expected a JSON object"]),
+    ('{"model": {}, "optim": {}}', ["unknown key(s) ['optim']"]),
     ('{"model": {}, "train": {"precison": "bf16"}}', ["unknown TrainConfig key", "'precison'"]),
     ('{"train": {"precision": "fp16", "backend": "fast"}}', ["train.precision", "'fp16'"]),
     ('{"model": {"rope_scaling": {"factor": 8}}}', ["model.rope_scaling", "'rope_type'"]),

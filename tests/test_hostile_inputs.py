@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 import pytest
 
@@ -40,19 +39,14 @@ def test_budget_binary_file(tmp_path, one_line_exit_2):
     one_line_exit_2(["budget", str(path)], str(path))
 
 
-@pytest.mark.parametrize("warmup", ['"abc"', "-10", "[0]", "NaN", "true", "1e400"])
-def test_doctor_training_warmup_steps_must_be_a_count(tmp_path, one_line_exit_2, warmup):
-    hf = {**LLAMA_HF, "num_hidden_layers": 24}
-    text = json.dumps(hf).rstrip("}") + f', "warmup_steps": {warmup}}}'
-    one_line_exit_2(["doctor", write_json(tmp_path, text), "--training"],
-                    "warmup_steps")
-
-
-@pytest.mark.parametrize("ratio", ["5", "-0.1", "NaN"])
-def test_doctor_training_warmup_ratio_must_be_a_fraction(tmp_path, one_line_exit_2, ratio):
-    text = json.dumps(LLAMA_HF).rstrip("}") + f', "warmup_ratio": {ratio}}}'
-    one_line_exit_2(["doctor", write_json(tmp_path, text), "--training"],
-                    "warmup_ratio")
+@pytest.mark.parametrize(("key", "value"), [
+    *(("warmup_steps", v) for v in ('"abc"', "-10", "[0]", "NaN", "true", "1e400", "1" * 400)),
+    *(("warmup_ratio", v) for v in ("5", "-0.1", "NaN"))])
+def test_doctor_training_warmup_must_be_a_count_or_a_fraction(tmp_path, one_line_exit_2, key,
+                                                              value):
+    text = json.dumps({**LLAMA_HF, "num_hidden_layers": 24}).rstrip("}") + f', "{key}": {value}}}'
+    path = write_json(tmp_path, text)
+    one_line_exit_2(["doctor", path, "--training"], path, key)
 
 
 # --- blocklab train ------------------------------------------------------------------------------
@@ -86,39 +80,16 @@ def test_train_out_is_an_existing_file(tmp_path, one_line_exit_2):
     assert "folder" in line and target.read_text() == "keep me"
 
 
-def test_train_out_is_unwritable(tmp_path, one_line_exit_2):
-    if os.getuid() == 0:
-        target = Path("/proc/blocklab-cannot-write-here")
-    else:
-        locked = tmp_path / "locked"
-        locked.mkdir(mode=0o500)
-        target = locked / "run"
-    one_line_exit_2(["train", "--steps", "1", "--out", str(target)],
-                    str(target))
-
-
 @pytest.mark.parametrize("argv,needle", [
-    (["--steps", "true"], "--steps"),
-    (["--no-such-flag"], "--no-such-flag"),
-    (["extra-argument"], "extra-argument"),
-])
-def test_train_usage_errors(one_line_exit_2, argv, needle):
-    one_line_exit_2(["train", *argv], needle)
-
-
-# --- blocklab suite / report / claims / verify ---------------------------------------------------
-def test_suite_with_absurd_seed_count(one_line_exit_2):
-    one_line_exit_2(["suite", "ffn", "--tiny", "--seeds", "1000000000000"],
-                    "seeds=1000000000000", "[1, 1000]")
-
-
-@pytest.mark.parametrize("argv,needle", [
+    (["train", "--steps", "true"], "--steps"),
+    (["train", "--no-such-flag"], "--no-such-flag"),
+    (["train", "extra-argument"], "extra-argument"),
     (["suite", "attention"], "attention"),
     (["suite", "ffn", "--tiny", "--quick"], "--tiny"),
     (["report", "--lang", "fr"], "fr"),
     (["no-such-command"], "no-such-command"),
 ])
-def test_other_commands_bad_input(one_line_exit_2, argv, needle):
+def test_usage_errors(one_line_exit_2, argv, needle):
     one_line_exit_2(argv, needle)
 
 
@@ -138,6 +109,19 @@ def checkpoint(tmp_path):
 def _load(path, **kwargs):
     from blocklab.interop.hf import load_hf
     return load_hf(path, **kwargs)
+
+
+def test_a_checkpoint_json_nested_too_deep(checkpoint, capsys):
+    from blocklab.cli import main
+
+    deep = "[" * 100_000 + "]" * 100_000
+    # The index only feeds doctor's tied-embeddings check: unreadable, that check is skipped.
+    (checkpoint / "model.safetensors.index.json").write_text(deep)
+    assert main(["doctor", str(checkpoint)]) in (0, 1)
+    assert "error:" not in capsys.readouterr().err
+    (checkpoint / "config.json").write_text(deep)
+    with pytest.raises(CheckpointError, match=r"config\.json: JSON nested more than"):
+        _load(checkpoint)
 
 
 def test_load_hf_corrupt_safetensors(checkpoint):
@@ -195,27 +179,6 @@ def test_load_hf_config_far_larger_than_the_weights_fails_before_building(checkp
     assert grown_kib < 512 * 1024  # far below the 6.4 GB the config would build
 
 
-def test_write_atomic_leaves_the_process_umask_alone(tmp_path, monkeypatch):
-    from blocklab.jsonio import write_atomic
-    calls = []
-    monkeypatch.setattr(os, "umask", lambda *a: calls.append(a) or 0o022)
-    write_atomic(tmp_path / "out.txt", "x")
-    assert calls == []
-    assert (tmp_path / "out.txt").read_text() == "x"
-
-
-def test_write_atomic_gives_plain_open_permissions(tmp_path):
-    from blocklab.jsonio import write_atomic
-    old = os.umask(0o027)
-    try:
-        write_atomic(tmp_path / "a.txt", "x")
-        (tmp_path / "b.txt").write_text("x")
-    finally:
-        os.umask(old)
-    assert (os.stat(tmp_path / "a.txt").st_mode & 0o777) == (
-        os.stat(tmp_path / "b.txt").st_mode & 0o777) == 0o640
-
-
 # --- the CLI's own contract ---------------------------------------------------------------------
 def test_a_bug_is_not_reported_as_bad_input(monkeypatch, capsys):
     import blocklab.verify
@@ -229,11 +192,5 @@ def test_a_bug_is_not_reported_as_bad_input(monkeypatch, capsys):
     assert err.strip().splitlines() == [
         "internal error (a bug in blocklab): ValueError: a bug deep inside, not the user's "
         "input; run again with --debug for the traceback"]
-
-
-def test_debug_shows_the_traceback_of_a_bug(monkeypatch, capsys):
-    import blocklab.verify
-    monkeypatch.setattr(blocklab.verify, "run_checks",
-                        lambda groups: (_ for _ in ()).throw(KeyError("oops")))
     code, _, err = run_cli(["--debug", "verify"], capsys)
-    assert code == 1 and "Traceback" in err and "KeyError" in err
+    assert code == 1 and "Traceback" in err and "ValueError" in err

@@ -31,25 +31,20 @@ def no_work(monkeypatch):
 
 
 # --- claims --results ----------------------------------------------------------------------------
-def test_claims_results_that_is_a_file(tmp_path, one_line_exit_2, no_work):
-    path = tmp_path / "summary.json"
-    path.write_text("{}")
-    one_line_exit_2(["claims", "--results", str(path)],
-                    f"--results '{path}' is a file", "expected a folder")
-
-
-def test_claims_results_folder_that_does_not_exist(tmp_path, one_line_exit_2, no_work):
-    """A claims run on a folder that is not there is most likely a typo: refused, saying how
-    to fill it, instead of grading every experimental claim as missing."""
-    missing = tmp_path / "rusn"
-    one_line_exit_2(["claims", "--tiny", "--results", str(missing)],
-                    f"--results '{missing}': no such folder",
-                    f"blocklab report --size tiny --results {missing}")
-    assert not missing.exists()
-
-
-def test_claims_results_empty_string(one_line_exit_2, no_work):
-    one_line_exit_2(["claims", "--results", ""], "--results '' is empty")
+@pytest.mark.parametrize(("name", "needles"), [
+    ("summary.json", ["--results '{path}' is a file", "expected a folder"]),
+    # a folder that is not there is most likely a typo, not results still to run
+    ("rusn", ["--results '{path}': no such folder",
+              "blocklab report --size tiny --results {path}"]),
+    ("", ["--results '' is empty"]),
+])
+def test_claims_results_not_a_folder(tmp_path, one_line_exit_2, no_work, name, needles):
+    path = str(tmp_path / name) if name else ""
+    if name.endswith(".json"):
+        (tmp_path / name).write_text("{}")
+    one_line_exit_2(["claims", "--tiny", "--results", path],
+                    *(n.format(path=path) for n in needles))
+    assert not (tmp_path / "rusn").exists()
 
 
 def test_claims_default_results_folder_may_be_missing(tmp_path, capsys, monkeypatch):
@@ -146,23 +141,6 @@ def test_claims_and_report_agree_on_a_summary_whose_runs_are_gone(tiny_ffn, tmp_
     assert doc["generated"]["size_note"]["en"] == TINY_NOTE
 
 
-def test_the_library_readers_share_one_rule(tiny_ffn, tmp_path):
-    """`Context.summary` and the report's `collect` read the same summary the same way."""
-    from blocklab.claims import Context
-    from blocklab.experiments.options import RunRequest
-    from blocklab.experiments.suites import load_summary
-    from blocklab.experiments.summaries import incomplete
-
-    results = tmp_path / "runs"
-    shutil.copytree(tiny_ffn[0], results)
-    summary = load_summary(results, "ffn", "tiny")
-    assert incomplete(results, summary) is None
-    assert Context(RunRequest(results, "tiny")).summary("ffn") == summary
-    Path(results / "ffn" / "tiny" / f"{summary.run_ids[-1]}.json").write_text("{}")
-    ctx = Context(RunRequest(results, "tiny"))
-    assert ctx.summary("ffn") is None and ctx.unusable["ffn"] == incomplete(results, summary)
-
-
 # --- a damaged stored file: named, run again, nothing else lost or mixed in ----------------------
 def _snapshot(root: Path) -> dict[Path, bytes]:
     return {p: p.read_bytes() for p in sorted(root.rglob("*.json"))}
@@ -184,9 +162,10 @@ RUN_DAMAGE = {
 
 @pytest.mark.parametrize("kind", sorted(RUN_DAMAGE))
 def test_a_damaged_run_file_is_named_and_run_again(tiny_ffn, tmp_path, capsys, kind):
-    """A stored run edited to hold NaN (or Infinity, a key twice, or cut short) is no result:
-    the ledger grades nothing from it and names the file and what is wrong; the suite runs
-    that run again, rewrites the summary, and leaves every other stored file as it was."""
+    """A stored run (and a tuning run) edited to hold NaN or cut short is no result: the
+    ledger grades nothing from it and names the file and what is wrong; the suite says which
+    file it runs again, runs those alone, rewrites the summary, and leaves every other stored
+    file as it was."""
     damage, message = RUN_DAMAGE[kind]
     results = tmp_path / "runs"
     shutil.copytree(tiny_ffn[0], results)
@@ -194,8 +173,10 @@ def test_a_damaged_run_file_is_named_and_run_again(tiny_ffn, tmp_path, capsys, k
     run_ids = json.loads((folder / "summary.json").read_text())["run_ids"]
     target = folder / f"{run_ids[1]}.json"
     target.write_text(damage(target.read_text()))
+    tuning = sorted((results / "ffn" / "tiny+tuning").glob("*.json"))[0]
+    tuning.write_text(damage(tuning.read_text()))
     others = {p: b for p, b in _snapshot(results).items()
-              if p not in (target, folder / "summary.json")}
+              if p not in (target, tuning, folder / "summary.json")}
 
     code, out, err = run_cli(["claims", "C16", "--tiny", "--results", str(results), "--json"],
                              capsys)
@@ -206,46 +187,20 @@ def test_a_damaged_run_file_is_named_and_run_again(tiny_ffn, tmp_path, capsys, k
 
     code, out, err = _suite(results, capsys)
     assert code == 0, err
-    notes = json.loads(out)["notes"]
-    assert f"{len(run_ids) - 1} of {len(run_ids)} runs were already stored" in " ".join(notes)
+    notes = " ".join(json.loads(out)["notes"])
+    assert f"{len(run_ids) - 1} of {len(run_ids)} runs were already stored" in notes
+    said = f"{target}: {message}"
+    assert said in err and said in notes
     from blocklab.experiments.results import ResultStore
     from blocklab.jsonio import read_json
 
-    assert read_json(target)["status"] == "ok"  # strict JSON again
+    assert read_json(target)["status"] == read_json(tuning)["status"] == "ok"  # strict again
     assert ResultStore(folder).has(run_ids[1])
     assert {p: b for p, b in _snapshot(results).items() if p in others} == others
-    assert set(_snapshot(results)) == {*others, target, folder / "summary.json"}
+    assert set(_snapshot(results)) == {*others, target, tuning, folder / "summary.json"}
     code, out, _ = run_cli(["claims", "C16", "--tiny", "--results", str(results), "--json"],
                            capsys)
     assert json.loads(out)[0]["verdict"] != "missing-results"
-
-
-def test_a_damaged_tuning_run_is_run_again_alone(tiny_ffn, tmp_path, capsys):
-    results = tmp_path / "runs"
-    shutil.copytree(tiny_ffn[0], results)
-    tuning = sorted((results / "ffn" / "tiny+tuning").glob("*.json"))
-    target = tuning[0]
-    target.write_text(target.read_text().replace('"status": "ok"', '"status": NaN', 1))
-    others = {p: b for p, b in _snapshot(results).items()
-              if p != target and p.name != "summary.json"}
-    code, _, err = _suite(results, capsys)
-    assert code == 0, err
-    assert {p: b for p, b in _snapshot(results).items() if p in others} == others
-    from blocklab.jsonio import read_json
-
-    assert read_json(target)["status"] == "ok"
-
-
-def test_the_suite_says_which_damaged_file_it_runs_again(tiny_ffn, tmp_path, capsys):
-    results = tmp_path / "runs"
-    shutil.copytree(tiny_ffn[0], results)
-    folder = results / "ffn" / "tiny"
-    target = folder / f"{json.loads((folder / 'summary.json').read_text())['run_ids'][0]}.json"
-    target.write_text(RUN_DAMAGE["NaN"][0](target.read_text()))
-    code, out, err = _suite(results, capsys)
-    assert code == 0, err
-    said = f"{target}: final.val_loss: NaN is not strict JSON"
-    assert said in err and said in " ".join(json.loads(out)["notes"])
 
 
 def test_a_damaged_summary_is_refused_naming_it_and_rewritten_by_the_suite(tiny_ffn, tmp_path,

@@ -47,3 +47,18 @@ def test_a_name_taken_by_another_writer_is_never_removed(tmp_path, monkeypatch):
     monkeypatch.undo()
     assert sorted(p.name for p in tmp_path.iterdir()) == [taken.name]
     assert taken.read_text() == "another writer's"
+
+
+def test_the_file_is_made_as_open_makes_it_and_the_umask_is_left_alone(tmp_path, monkeypatch):
+    old = os.umask(0o027)
+    try:
+        calls = []
+        monkeypatch.setattr(jsonio.os, "umask", lambda *a: calls.append(a) or 0o027)
+        write_atomic(tmp_path / "a.txt", "x")
+        monkeypatch.undo()
+        (tmp_path / "b.txt").write_text("x")
+    finally:
+        os.umask(old)
+    assert calls == [] and (tmp_path / "a.txt").read_text() == "x"
+    assert (os.stat(tmp_path / "a.txt").st_mode & 0o777) == (
+        os.stat(tmp_path / "b.txt").st_mode & 0o777) == 0o640
