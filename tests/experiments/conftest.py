@@ -24,3 +24,12 @@ def tiny_train():
 @dataclass(frozen=True)
 class Nothing:
     """A summary with nothing to summarise."""
+
+
+def plain_suite(name: str, plan, **kwargs):
+    """A suite of `plan` (options, tuned -> specs) whose summary holds `Nothing`."""
+    from blocklab.experiments.suites.base import Suite
+    from blocklab.experiments.summaries import Summary
+
+    return Suite(name, name, plan, lambda options, results: Summary(
+        name, options.size, len(options.seeds), [], data=Nothing()), Nothing, **kwargs)

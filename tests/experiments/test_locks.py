@@ -22,7 +22,8 @@ from blocklab.experiments.options import RunOptions
 from blocklab.experiments.results import ResultStore
 from blocklab.experiments.run_result import RunResult
 from blocklab.experiments.suites.base import RunSpec, Suite, execute_in_process, run_suite
-from blocklab.experiments.summaries import Summary
+
+from .conftest import plain_suite
 
 
 @pytest.fixture(autouse=True)
@@ -150,19 +151,7 @@ def test_others_cpu_sees_a_busy_process_and_flags_it():
 
 
 def _suite(specs: list[RunSpec]) -> Suite:
-    from dataclasses import dataclass
-
-    @dataclass(frozen=True)
-    class Data:
-        n: int
-
-    def summarise(options, results):
-        size, seeds = options.size, options.seeds
-        return Summary(suite="fake", size=size, seeds=len(seeds), tables=[],
-                       data=Data(len(results)))
-
-    return Suite(name="fake", description="", plan=lambda options, tuned=(): specs,
-                 summarise=summarise, data_type=Data)
+    return plain_suite("fake", lambda options, tuned=(): specs)
 
 
 def test_a_timed_run_records_the_machine_load(tmp_path):

@@ -53,12 +53,8 @@ def test_the_defaults_and_the_edges_are_allowed():
     assert RunOptions("tiny", range(2), "bf16", "compiled").backend == "compiled"
 
 
-def test_options_are_frozen_and_take_other_seeds_as_a_copy():
+def test_other_seeds_are_a_copy():
     options = RunOptions("quick", range(2))
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        options.size = "full"  # type: ignore[misc]
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        options.seeds = range(5)  # type: ignore[misc]
     more = options.with_seeds(range(2, 4))
     assert more == RunOptions("quick", range(2, 4)) and options.seeds == range(2)
 
@@ -87,10 +83,7 @@ def test_for_suite_takes_the_suites_default_seeds_from_the_offset():
 
 
 def test_for_suite_refuses_what_the_suite_lacks_in_one_line():
-    suite = _suite()
-    with pytest.raises(InputError, match=r"^suite toy: precision='bf16' is not allowed; "
-                                         r"expected one of \['fp32'\]$"):
-        RunOptions.for_suite(suite, "quick", precision="bf16")
+    suite = _suite()  # (a precision it lacks: tests/experiments/suites/test_base.py)
     with pytest.raises(InputError, match=rf"^suite size 'huge' is not allowed; expected one of "
                                          rf"{SIZES}$"):
         RunOptions.for_suite(suite, "huge")
@@ -173,15 +166,13 @@ def test_a_bad_request_is_one_input_error_line_naming_it_and_what_is_allowed(kwa
     assert "\n" not in str(err.value)
 
 
-def test_a_request_is_frozen_with_defaults_that_run_the_planned_seeds_only():
+def test_a_request_has_defaults_that_run_the_planned_seeds_only():
     from blocklab.experiments.options import RunRequest
 
     request = RunRequest("runs", "quick")  # a str names the same folder
     assert request == RunRequest(Path("runs"), "quick", 0, "fp32", 0.0)
     assert isinstance(request.results, Path)
     assert RunRequest(Path("runs"), "full", budget_s=None).budget_s is None  # no limit
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        request.size = "full"  # type: ignore[misc]
     # another key of the same request is checked too
     with pytest.raises(InputError, match=r"^size 'huge' is not allowed"):
         dataclasses.replace(request, size="huge")

@@ -19,7 +19,7 @@ from blocklab.experiments.run_result import FinalMetrics, RunResult
 from blocklab.experiments.suites import base, get_suite, run_suite
 from blocklab.experiments.summaries import Summary
 
-from .conftest import Nothing
+from .conftest import plain_suite
 
 
 @dataclass(frozen=True)
@@ -129,10 +129,7 @@ def test_failed_run_in_a_worker_is_listed_and_the_others_are_stored(tmp_path):
         return [base.RunSpec(f"run {s}", "run", s, {"seed": s},
                              lambda progress, s=s: execute(progress, s)) for s in range(3)]
 
-    suite = base.Suite("flaky", "one run raises", plan,
-                       lambda options, results: Summary("flaky", options.size,
-                                                        len(options.seeds), [],
-                                                        data=Nothing()), Nothing)
+    suite = plain_suite("flaky", plan)
     with pytest.raises(base.SuiteIncomplete) as err:
         run_suite(suite, RunOptions.for_suite(suite, "tiny", 3), tmp_path, progress=False,
                   executor=ParallelExecutor(2))
@@ -142,17 +139,11 @@ def test_failed_run_in_a_worker_is_listed_and_the_others_are_stored(tmp_path):
 
 # --- provenance ---------------------------------------------------------------------------------
 def _counting_suite(calls: list):
-    def plan(options, tuned=()):
-        seeds = options.seeds
-        return [base.RunSpec(f"run {s}", "run", s, {"seed": s},
-                             lambda progress, s=s: calls.append(s) or RunResult(
-                                 "ok", data={"name": "stdlib", "sha256": _stdlib_sha()}))
-                for s in seeds]
-
-    return base.Suite("counting", "counts its runs", plan,
-                      lambda options, results: Summary("counting", options.size,
-                                                       len(options.seeds), [],
-                                                       data=Nothing()), Nothing)
+    return plain_suite("counting", lambda options, tuned=(): [
+        base.RunSpec(f"run {s}", "run", s, {"seed": s},
+                     lambda progress, s=s: calls.append(s) or RunResult(
+                         "ok", data={"name": "stdlib", "sha256": _stdlib_sha()}))
+        for s in options.seeds])
 
 
 def _stdlib_sha() -> str:
@@ -209,10 +200,6 @@ def test_a_result_without_provenance_or_with_another_corpus_is_run_again(tmp_pat
     assert "corpus stdlib (1)" in note and "provenance missing (1)" in note
 
 
-# The instruction sets CPU timings depend on, as every run records them.
-MACHINE_FLAGS = ("avx2", "avx512f", "avx512_bf16", "avx512_vnni", "amx_bf16", "amx_tile")
-
-
 def _timing_and_training_suite(calls: list):
     def plan(options, tuned=()):
         return [base.RunSpec("kernel timing", "time", 0, {"timing": 0},
@@ -222,10 +209,7 @@ def _timing_and_training_suite(calls: list):
                              lambda progress: calls.append("training") or RunResult(
                                  "ok", extra={"loss": 2.0}))]
 
-    return base.Suite("mixed", "times and trains", plan,
-                      lambda options, results: Summary("mixed", options.size,
-                                                       len(options.seeds), [],
-                                                       data=Nothing()), Nothing)
+    return plain_suite("mixed", plan)
 
 
 def _stored_provenances(folder: Path, edit) -> None:
@@ -243,7 +227,8 @@ def test_every_run_records_the_machine_it_ran_on(tmp_path):
               progress=False)
     for path in (tmp_path / "mixed" / "tiny").glob("[!sp]*.json"):
         assert json.loads(path.read_text())["provenance"]["machine"] == {
-            "cpu": cpu_model(), "flags": cpu_flags(MACHINE_FLAGS), "cores": os.cpu_count()}
+            "cpu": cpu_model(), "flags": cpu_flags(provenance.MACHINE_FLAGS),
+            "cores": os.cpu_count()}
 
 
 def test_the_machine_is_the_same_under_a_narrower_affinity():
@@ -267,7 +252,8 @@ def _elsewhere(**changed):
 @pytest.mark.parametrize("edit, reason", [
     (_elsewhere(cores=64), "timed on another machine"),
     (_elsewhere(cpu="AMD EPYC 7763 64-Core Processor", cores=64,
-                flags={name: True for name in MACHINE_FLAGS}), "timed on another machine"),
+                flags={name: True for name in provenance.MACHINE_FLAGS}),
+     "timed on another machine"),
     (lambda stored: stored.pop("machine", None), "timed on an unrecorded machine"),
 ])
 def test_a_timing_from_another_machine_is_run_again_and_a_training_run_reused(tmp_path, edit,
@@ -370,11 +356,7 @@ def test_run_suites_runs_all_suites_in_one_pool_and_timed_runs_last(tmp_path, mo
                                       lambda progress: execute(progress, f"{name} timed"),
                                       timed=True))
             return specs
-        return base.Suite(name, name, plan,
-                          lambda options, results: Summary(name, options.size,
-                                                           len(options.seeds), [],
-                                                           data=Nothing()),
-                          Nothing, default_seeds={"tiny": 3, "quick": 3, "full": 3})
+        return plain_suite(name, plan, default_seeds={"tiny": 3, "quick": 3, "full": 3})
 
     fake = {"one": make("one"), "two": make("two", fail=True), "three": make("three")}
     monkeypatch.setattr(suites, "get_suite", fake.__getitem__)

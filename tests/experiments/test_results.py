@@ -1,7 +1,6 @@
 """Run ids, the result store, atomic writes and resuming an interrupted grid."""
 
 import json
-import math
 import os
 import time
 
@@ -49,6 +48,8 @@ def test_store_save_load_has_and_iter(tmp_path):
     assert [rid for rid, _ in store.iter_results()] == ["abc"]
     with pytest.raises(FileNotFoundError):
         store.load("half")
+    with pytest.raises(FileNotFoundError, match="no complete result"):
+        store.load("gone")
     with pytest.raises(ValueError):
         store.path_for("../escape")
 
@@ -80,11 +81,6 @@ def test_a_stored_run_is_parsed_once_and_every_reader_gets_its_own_copy(monkeypa
     assert again.load("abc") == changed and again.load("abc") == changed and len(reads) == 2
 
 
-def test_json_safe_writes_strict_json():
-    text = rs.result_json({"a": [1.0, math.inf, -math.inf, math.nan], "b": {2: (3,)}})
-    assert json.loads(text) == {"a": [1.0, None, None, None], "b": {"2": [3]}}
-
-
 def test_result_is_written_atomically(monkeypatch, tmp_path, tiny_model, tiny_train):
     out = tmp_path / "result.json"
     out.write_text('{"status": "ok", "old": true}\n')
@@ -112,19 +108,12 @@ def test_added_identity_is_the_one_rule_of_id_compatibility(tiny_train):
 
 
 # --- a damaged result file: named, run again, nothing else touched -------------------------------
-# (how the file is damaged, what `damaged` says of it after the path)
+# (how the file is damaged, what `damaged` says of it after the path); every way strict JSON is
+# broken is refused by the one reader (tests/test_strict_json.py)
 DAMAGE = {
     "NaN": (lambda t: t.replace('"val": 1.5', '"val": NaN'), "val: NaN is not strict JSON"),
-    "Infinity": (lambda t: t.replace("1.5", "Infinity"), "val: Infinity is not strict JSON"),
-    "-Infinity": (lambda t: t.replace("1.5", "-Infinity"), "val: -Infinity is not strict"),
-    "1e999": (lambda t: t.replace("1.5", "1e999"), "val: 1e999 is too large for a float"),
-    "a key twice": (lambda t: t.replace('"val"', '"status": "ok",\n "val"'),
-                    "key 'status' is given twice in one object"),
     "cut short": (lambda t: t[: len(t) // 2], "malformed JSON"),
     "empty": (lambda t: "", "malformed JSON"),
-    "a lone surrogate": (lambda t: t.replace("1.5", '"\\udc80"'), "val: the string '\\udc80'"),
-    "an integer of 5000 digits": (lambda t: t.replace("1.5", "7" * 5000),
-                                  "malformed JSON: Exceeds the limit (4300 digits)"),
     "a list": (lambda t: "[" + t + "]", "a run result is an object with a 'status'"),
     "a status that is a number": (lambda t: t.replace('"ok"', "5"),
                                   "a run result is an object with a 'status'"),

@@ -14,22 +14,17 @@ from blocklab.experiments.run_result import RunLabel, RunResult
 from blocklab.experiments.suites import base, run_suite
 from blocklab.experiments.summaries import RunCount, Summary, load_summary, mixed_notes
 
-from .conftest import Nothing
+from .conftest import Nothing, plain_suite
 
 OTHER = {"cpu": "Intel(R) Xeon(R) Platinum 8481C CPU @ 2.70GHz", "cores": 8,
          "flags": {name: True for name in provenance.MACHINE_FLAGS}}
 
 
 def _suite() -> base.Suite:
-    def plan(options, tuned=()):
-        return [base.RunSpec(f"run {s}", "run", s, {"machines": s},
-                             lambda progress: RunResult("ok", extra={"value": 1.0}))
-                for s in options.seeds]
-
-    return base.Suite("machines", "one run per seed", plan,
-                      lambda options, results: Summary("machines", options.size,
-                                                       len(options.seeds), [],
-                                                       data=Nothing()), Nothing)
+    return plain_suite("machines", lambda options, tuned=(): [
+        base.RunSpec(f"run {s}", "run", s, {"machines": s},
+                     lambda progress: RunResult("ok", extra={"value": 1.0}))
+        for s in options.seeds])
 
 
 def _store(root: Path) -> list[Path]:
@@ -149,16 +144,6 @@ def test_bf16_runs_that_ran_other_attention_kernels_say_which_and_how_many():
     gpu = _bf16("sdpa", device="cuda:0")
     assert base.mixed_runs([_bf16("sdpa"), gpu])[1] == [RunCount("sdpa", 1),
                                                         RunCount("sdpa on cuda:0", 1)]
-
-
-def test_a_summary_stored_before_machines_were_counted_loads(tmp_path):
-    run_suite(_suite(), RunOptions("tiny", range(1)), tmp_path, progress=False)
-    path = tmp_path / "machines" / "tiny" / "summary.json"
-    doc = json.loads(path.read_text())
-    del doc["machines"], doc["kernels"]
-    path.write_text(json.dumps(doc))
-    summary = load_summary(tmp_path, "machines", "tiny", Nothing)
-    assert summary.machines == [] and summary.kernels == []
 
 
 # --- where it is said ----------------------------------------------------------------------------

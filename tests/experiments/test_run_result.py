@@ -159,19 +159,6 @@ def test_an_unknown_missing_or_mistyped_field_is_a_results_error_naming_its_path
             RunResult.from_dict(data, "f.json")
 
 
-def test_a_file_the_store_cannot_read_as_a_result_is_not_stored(trained, tmp_path):
-    store = ResultStore(tmp_path)
-    bad = {**trained.to_dict(), "final": {**trained.to_dict()["final"], "val_lossx": 1.0}}
-    store.path_for("bad").write_text(json.dumps(bad))
-    assert not store.has("bad") and list(store.iter_results()) == []
-    with pytest.raises(FileNotFoundError,
-                       match=r"bad\.json\.final: unknown field\(s\) \['val_lossx'\]"):
-        store.load("bad")
-    store.path_for("gone").unlink(missing_ok=True)
-    with pytest.raises(FileNotFoundError, match="no complete result"):
-        store.load("gone")
-
-
 # --- files stored before RunResult existed ------------------------------------------------------
 def _old_file() -> dict:
     """A training result as the store wrote it before RunResult: the trainer's keys (curves

@@ -143,13 +143,6 @@ def test_a_suite_that_writes_a_summary_that_cannot_be_read_fails_at_once(tmp_pat
                        RunOptions("tiny", range(1)), tmp_path, progress=False)
     assert not (tmp_path / "nan" / "tiny" / "summary.json").exists()
 
-    def untyped(options, results):
-        return Summary("nan", options.size, len(options.seeds), [], data={"value": 1.0})
-
-    with pytest.raises(RuntimeError, match="returned data of type dict, not its data_type"):
-        base.run_suite(base.Suite("nan", "untyped", plan, untyped, Strict),
-                       RunOptions("tiny", range(1)), tmp_path, progress=False)
-
 
 def test_summary_from_dict_with_an_explicit_type():
     @dataclass(frozen=True)

@@ -2,24 +2,16 @@
 
     torchrun --nproc-per-node 2 -m blocklab train --batch-size 16 ...
 
-torchrun starts one process per rank and tells each its place in the environment (RANK,
-WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT). `process_group(device)` joins the group
-(gloo on CPU; NCCL on CUDA, each rank on cuda:LOCAL_RANK) and leaves it at the end. `train`
-sees the group and runs data-parallel with DistributedDataParallel, so that a run on N ranks
-is the single-process run up to float rounding:
+`process_group(device)` joins torchrun's group (gloo on CPU; NCCL on CUDA, each rank on
+cuda:LOCAL_RANK); `train` then runs DistributedDataParallel, the single-process run up to float
+rounding:
 
-    data      every rank draws the same global batch `sample_batch(seed, step)` of batch_size
-              rows and trains on its own contiguous slice of batch_size / world_size rows
-              (`local_rows`): no row is used twice, and together the slices are exactly the
-              single-process batch
-    gradient  DDP averages the ranks' gradients; a mean of equal-sized slice means is the
-              global mean, so clipping and AdamW see the single-process gradient
-    loss      the logged train loss (and the residual RMS) is averaged over ranks with
-              all_reduce: the loss of the global batch
-    seeds     one seed for every rank: no dropout, no other random numbers, so identical
-              initial weights and the shared batch stream are all there is
-    evaluate  every rank scores all validation windows (the others would only wait for rank 0)
-    write     rank 0 alone writes the result and shows progress
+    data      every rank draws the global batch `sample_batch(seed, step)` and trains on its
+              own contiguous batch_size / world_size rows (`local_rows`)
+    gradient  DDP averages equal-sized slices' means: the global mean, clipped as one
+    loss      the logged loss and residual RMS are all_reduce means: the global batch's
+    seeds     one seed for every rank: identical initial weights and batch stream
+    evaluate  every rank scores every validation window; rank 0 alone writes and shows progress
 """
 
 from __future__ import annotations
@@ -48,7 +40,7 @@ class Rank:
 
 
 def torchrun_rank(environ: Mapping[str, str] = os.environ) -> Rank | None:
-    """The rank torchrun gave this process (RANK, WORLD_SIZE, LOCAL_RANK), or None outside it."""
+    """The rank torchrun gave this process, or None outside it."""
     present = [name for name in _TORCHRUN_VARIABLES if name in environ]
     if not present:
         return None
@@ -69,8 +61,8 @@ def torchrun_rank(environ: Mapping[str, str] = os.environ) -> Rank | None:
 @contextlib.contextmanager
 def process_group(device: str = "cpu",
                   environ: Mapping[str, str] = os.environ) -> Iterator[Rank | None]:
-    """Join torchrun's process group for the duration; yield this process's `Rank` (None
-    outside torchrun). A group the caller initialised is used as it is and left open."""
+    """Join torchrun's group for the block (a caller's own is used and left open); yield this
+    process's `Rank`, None outside torchrun."""
     rank = torchrun_rank(environ)
     if rank is None:
         yield None
@@ -117,8 +109,7 @@ def is_main() -> bool:
 
 
 def local_rows(batch_size: int, rank: int, world_size: int) -> slice:
-    """The rows of a global batch of `batch_size` that `rank` trains on: a contiguous slice
-    of batch_size / world_size rows, rank 0 first."""
+    """`rank`'s contiguous slice of batch_size / world_size rows of the global batch."""
     if batch_size % world_size:
         raise InputError(f"batch_size={batch_size} does not split over {world_size} ranks; "
                          f"use a multiple of {world_size} (it is the global batch)")
@@ -140,7 +131,6 @@ def data_parallel(model: nn.Module) -> nn.Module:
     from torch.nn.parallel import DistributedDataParallel
 
     device = next(model.parameters()).device
-    # Buffers (RoPE tables, ALiBi slopes) are constants built identically on every rank, so
-    # there is nothing to broadcast before each forward pass.
+    # Buffers (RoPE tables, ALiBi slopes) are identical constants on every rank.
     return DistributedDataParallel(model, device_ids=[device] if device.type == "cuda" else None,
                                    forward_sync_buffers=False)

@@ -43,9 +43,8 @@ def cpu_model() -> str:
 
 
 def bf16_emulated() -> bool:
-    """True on an x86 CPU whose flags list neither avx512_bf16 nor amx_bf16: PyTorch then runs
-    bfloat16 matmuls without units of their own, about 30× slower than float32 (README,
-    Precision). False where /proc/cpuinfo cannot be read or the CPU is not x86: not known."""
+    """True on an x86 CPU without avx512_bf16 or amx_bf16, where bfloat16 matmuls run about 30×
+    slower than float32 (README, Precision); False where not known."""
     if platform.machine().lower() not in ("x86_64", "amd64", "i386", "i686"):
         return False
     if not any(line.startswith("flags") for line in _cpuinfo()):
@@ -62,13 +61,8 @@ def usable_cores() -> int:
 
 
 def check_threads(value: object, option: str = "--threads") -> int:
-    """`value` if it is a thread or worker-process count this machine can use, 1 to its usable
-    cores; an InputError naming `option`, the value and the range otherwise.
-
-    The cap is the usable cores exactly: torch's CPU threads and blocklab's single-threaded
-    workers each keep a core busy, so more of them than cores only time-slice the same cores
-    (slower, never faster), and far more fail outright: libgomp cannot create 20,000 threads
-    and 100,000 crash the process before any message."""
+    """`value` if it is a thread or worker count in [1, usable cores], else an InputError naming
+    `option`: more than cores only time-slice them, and far more crash libgomp silently."""
     cores = usable_cores()
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= cores:
         raise InputError(f"{option} {value!r} is not allowed; expected an integer in "
@@ -77,9 +71,8 @@ def check_threads(value: object, option: str = "--threads") -> int:
 
 
 def environment(device: str = "cpu") -> dict:
-    """Python, PyTorch and NumPy versions, platform, CPU count, torch threads, device, the CPU
-    vector capability PyTorch dispatches to (AVX2, AVX512, AVX512_BF16 or AMX: whether
-    bfloat16 matmuls have units of their own)."""
+    """Versions, platform, CPUs, torch threads, device and the CPU vector capability PyTorch
+    dispatches to."""
     import numpy
     import torch
 

@@ -1,30 +1,19 @@
 """Named weight initialisations, each parameter drawn from its own seeded stream.
 
-    gpt2     Linear and Embedding weights ~ N(0, 0.02²); the residual output projections
-             (`o_proj`, `down_proj`) ~ N(0, (0.02 / sqrt(2 · n_layers))²), so the residual
-             stream's variance does not grow with depth (GPT-2 paper, §2.3; nanoGPT `c_proj`).
-    xavier   Linear weights ~ U(±sqrt(6 / (fan_in + fan_out))) (Glorot & Bengio 2010);
-             Embedding weights ~ N(0, 0.02²).
-    fan_in   Linear weights ~ N(0, 1 / fan_in), so a unit-RMS input (every normed sublayer
-             input) gives unit-variance pre-activations at any width; the residual output
-             projections ~ N(0, 1 / (2 · n_layers · fan_in)); Embedding weights ~ N(0, 1), or
-             N(0, 1 / d) when tied to the output head (unit-variance logits either way).
-             gpt2's fixed 0.02 instead gives pre-activation std 0.02·√d (0.16 at d = 64), where
-             GELU and SiLU are nearly linear.
-    depth    every Linear weight of layer i (0-based) ~ N(0, (0.02 / sqrt(2 · (i + 1)))²), so
-             each layer's branches shrink with the layer's own depth, not the stack's
-             (torchtitan's `depth_init` std; torchtitan applies it to the attention output and
-             two FFN matrices only, here every Linear of the layer gets it); Linear weights
-             outside the layers (`lm_head`) and Embedding weights ~ N(0, 0.02²).
-    default  PyTorch's own `reset_parameters` of every module (Kaiming-uniform Linear, N(0, 1)
-             Embedding).
+    gpt2     Linear and Embedding ~ N(0, 0.02²); residual outputs (`o_proj`, `down_proj`)
+             ~ N(0, (0.02 / sqrt(2 · n_layers))²) (GPT-2 paper §2.3; nanoGPT `c_proj`)
+    xavier   Linear ~ U(±sqrt(6 / (fan_in + fan_out))) (Glorot & Bengio 2010); Embedding
+             ~ N(0, 0.02²)
+    fan_in   Linear ~ N(0, 1 / fan_in): unit-variance pre-activations from a normed input at
+             any width; residual outputs ~ N(0, 1 / (2 · n_layers · fan_in)); Embedding
+             ~ N(0, 1), or N(0, 1 / d) when tied to the head
+    depth    every Linear of layer i ~ N(0, (0.02 / sqrt(2 · (i + 1)))²) (torchtitan's
+             `depth_init` std, here on every Linear of the layer); the rest ~ N(0, 0.02²)
+    default  PyTorch's own `reset_parameters` of every module
 
-All but `default` (which keeps PyTorch's) set biases to zero and norm gains to their identity:
-ones, or zeros for a `(1 + γ)` gain (`unit_offset`).
-
-Each parameter's random stream is seeded from (seed, parameter name), not drawn one after the
-other from a global generator. So two arms of an experiment that differ in one part, say the FFN,
-still start from identical embeddings and attention weights wherever the names and shapes match.
+All but `default` zero the biases and set norm gains to identity (zeros for a `(1 + γ)` gain).
+Seeding each parameter from (seed, name) lets arms that differ in one part start from identical
+weights wherever the names and shapes match.
 """
 
 from __future__ import annotations

@@ -1,6 +1,5 @@
-"""What the int8 measurements return (`blocklab.experiments.int8_measurements`): plain
-records, no PyTorch, so the quantize suite, its summaries and the report read them without
-loading the measuring code."""
+"""What the int8 measurements return: plain records, no PyTorch, for the quantize suite, its
+summaries and the report."""
 
 from __future__ import annotations
 
@@ -9,20 +8,16 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class SchemeTimes:
-    """What `measure_schemes` measured, seconds per repeat (T: a prefill length, as a
-    string). A timing run stores its fields beside `TimingRecord`'s.
+    """What `measure_schemes` measured, seconds per repeat (T: a prefill length, a string).
 
     prefill_s       {scheme: {T: [s]}}
     decode_s        {scheme: [s]}: the median one-token step on the KV cache of seq_lens[0]
     free_prefill_s  {part: {T: [s]}}, free_decode_s {part: [s]}: the float model with that
-                    part's linear layers free (ffn, attention, all; timed in the same rotation
-                    as the schemes); None in a record made before they were timed
-    gemm_s          {scheme: {T: [s]}}: the quantized part's own linear layers of layer 0 at
-                    [T, d] ("ffn" and "attention" parts only, "none/<part>" their float
-                    baseline)
-    logits_error    {scheme: ‖ŷ − y‖ / ‖y‖ on the first prefill} (every scheme but "none")
+                    part's linear layers free; None in older records
+    gemm_s          {scheme: {T: [s]}}: the part's own linear layers of layer 0 at [T, d]
+                    ("none/<part>": the float baseline)
+    logits_error    {scheme: ‖ŷ − y‖ / ‖y‖ on the first prefill}
     compile_s       {scheme or "free/<part>": s of warm-up under torch.compile, else None}
-    threads         the CPU threads it ran on
     """
 
     prefill_s: dict[str, dict[str, list[float]]]
@@ -37,8 +32,8 @@ class SchemeTimes:
 
 @dataclass(frozen=True)
 class SchemeLoss:
-    """A trained model under one scheme (`quality_of_schemes`): validation loss (nats/token),
-    its difference to the float model's and the relative logits error ‖ŷ − y‖ / ‖y‖."""
+    """A trained model under one scheme: validation loss (nats/token), its difference to the
+    float model's, and ‖ŷ − y‖ / ‖y‖ of the logits."""
 
     val_loss: float
     delta: float
@@ -47,8 +42,8 @@ class SchemeLoss:
 
 @dataclass(frozen=True)
 class SwigluError:
-    """A trained model with SwiGLU's gate/up/down quantized one way (`swiglu_errors`): as
-    `SchemeLoss`, and the FFN output error ‖FFN_q(x) − FFN(x)‖ / ‖FFN(x)‖ over every layer."""
+    """As `SchemeLoss` for SwiGLU's gate/up/down quantized one way, with the FFN output error
+    ‖FFN_q(x) − FFN(x)‖ / ‖FFN(x)‖ over every layer."""
 
     val_loss: float
     delta: float

@@ -1,19 +1,11 @@
 """How far a residual block is from the identity, and how much the loss feels the residual stream.
 
-Two measurements of a decoder stack at initialisation (read by C12 and C36 through the placement
-suite's gradient probe):
+    identity_deviation     ‖J − I‖_F / √n and ‖J‖_F / √n of one block y = f(x), J = ∂y/∂x
+                           over all n = B·T·d entries (pre-norm: J = I + J_F·J_N)
+    residual_sensitivity   per layer l, ‖∂L/∂x_l‖ · rms(x_l), x_l the stream ENTERING layer l
+                           (and, last, the final norm)
 
-    identity_deviation     ‖J − I‖_F / √n and ‖J‖_F / √n of one block y = f(x), where
-                           J = ∂y/∂x is the block Jacobian over all n = B·T·d entries. The
-                           page's "gradient ≈ 1" is the identity term of J (pre-norm:
-                           J = I + J_F·J_N); the first number is the size of everything that is
-                           not that term, relative to it (0: the block is the identity).
-    residual_sensitivity   per layer l, ‖∂L/∂x_l‖ · rms(x_l), x_l the residual stream ENTERING
-                           layer l (and, last, the stream entering the final norm).
-
-Neither needs J itself: both come from vector-Jacobian products, the backward pass autograd
-already has. Shapes: x, y, every probe u are [B, T, d]; J is n × n with n = B·T·d (attention
-mixes positions, so J is block-diagonal over the batch only).
+Both come from vector-Jacobian products, never J itself. x, y and every probe u are [B, T, d].
 """
 
 from __future__ import annotations
@@ -43,17 +35,10 @@ def identity_deviation(block: Callable[[Tensor], Tensor], x: Tensor,
                        probes: Sequence[Tensor]) -> IdentityDeviation:
     """Hutchinson estimates of ‖J − I‖_F / √n and ‖J‖_F / √n for y = block(x), J = ∂y/∂x.
 
-    For a probe u with E[u uᵀ] = c·I, E‖Aᵀu‖² = c·‖A‖_F² and E‖u‖² = c·n, so
-
-        ‖A‖_F² / n  ≈  Σ_k ‖Aᵀu_k‖² / Σ_k ‖u_k‖²        (A = J − I, or A = J)
-
-    whatever the probes' scale c. Gaussian probes give a consistent estimate; the n vectors of
-    an orthonormal basis give the exact value. Each Aᵀu is one backward pass: (J − I)ᵀu =
-    Jᵀu − u, Jᵀu the vector-Jacobian product. Dividing by n makes widths, lengths and batch
-    sizes comparable: ‖I‖_F / √n = 1.
-
-    block: x [B, T, d] -> y [B, T, d]; x is detached here, so the block's parameters get no
-    gradient from this call; probes: K ≥ 1 tensors shaped like x.
+    For probes u with E[u uᵀ] = c·I:  ‖A‖_F² / n ≈ Σ_k ‖Aᵀu_k‖² / Σ_k ‖u_k‖²  (A = J − I or J),
+    each Aᵀu one vector-Jacobian product ((J − I)ᵀu = Jᵀu − u); the n basis vectors give the
+    exact value. block: x [B, T, d] -> y [B, T, d] (x detached: no parameter gradient);
+    probes: K ≥ 1 tensors shaped like x.
     """
     if not probes:
         raise ValueError("identity_deviation needs at least one probe vector")
@@ -75,8 +60,7 @@ def identity_deviation(block: Callable[[Tensor], Tensor], x: Tensor,
 
 
 def gaussian_probes(like: Tensor, count: int, generator: torch.Generator) -> list[Tensor]:
-    """`count` standard-normal tensors shaped like `like`, drawn on the CPU from `generator`
-    (so they do not depend on the device) and moved to `like`'s device and dtype."""
+    """`count` standard-normal tensors shaped like `like`, drawn on the CPU (device-free)."""
     return [torch.randn(like.shape, generator=generator, dtype=torch.float32)
             .to(device=like.device, dtype=like.dtype) for _ in range(count)]
 
@@ -92,8 +76,7 @@ class LayerKwargs(TypedDict, total=False):
 
 @dataclass(frozen=True)
 class LayerInput:
-    """What one layer was called with: the residual stream x [B, T, d] and its keyword
-    arguments (rope, bias, cache), so the layer can be called again on the same input."""
+    """One layer's call: the residual stream x [B, T, d] and its keyword arguments."""
 
     x: Tensor
     kwargs: LayerKwargs
@@ -101,9 +84,8 @@ class LayerInput:
 
 @contextmanager
 def capture_stream(model: nn.Module) -> Iterator[list[LayerInput]]:
-    """Record, during one forward pass of `model` (a `DecoderLM`), the residual stream entering
-    every layer and the final norm, gradients retained: a list that fills with L + 1
-    `LayerInput`s, layer 0 first, the final norm's last. Hooks are removed on exit."""
+    """A list that fills, during one forward of `model`, with the L + 1 `LayerInput`s entering
+    every layer and the final norm, gradients retained."""
     found: list[LayerInput] = []
 
     def keep(module: nn.Module, args: tuple, kwargs: dict) -> None:
@@ -122,13 +104,8 @@ def capture_stream(model: nn.Module) -> Iterator[list[LayerInput]]:
 
 
 def stream_sensitivity(x: Tensor) -> float:
-    """‖∂L/∂x‖ · rms(x) for a tensor x [B, T, d] whose gradient the backward pass kept.
-
-    A perturbation of x with independent entries of sd ε·rms(x) moves the loss by
-    ε·‖∂L/∂x‖·rms(x) in root mean square: the loss's sensitivity to a relative change of x. A
-    global rescaling of the stream leaves it unchanged (∂L/∂x scales as 1/c when x scales as
-    c, the final norm divides c out), so the 1/√L a final norm gives a growing stream cannot
-    spread it; growth from one layer to the next still counts.
+    """‖∂L/∂x‖ · rms(x) for x [B, T, d] with a kept gradient: the rms change of the loss per
+    relative change ε of x, unchanged by a global rescaling a norm divides out.
     """
     if x.grad is None:
         raise ValueError("stream_sensitivity: x has no gradient; capture it with "
@@ -140,10 +117,8 @@ def stream_sensitivity(x: Tensor) -> float:
 
 def residual_sensitivity(model: nn.Module, loss_of: Callable[[nn.Module], Tensor]
                          ) -> tuple[Tensor, list[float], list[LayerInput]]:
-    """One forward and backward of `loss_of(model)` with the residual stream captured:
-    (loss, `stream_sensitivity` of the L + 1 streams of `capture_stream`, those streams with
-    their keyword arguments). Every parameter's `.grad` is left as `loss.backward()` leaves it.
-    """
+    """(loss, `stream_sensitivity` of the L + 1 captured streams, those streams) of one
+    forward and backward of `loss_of(model)`."""
     with capture_stream(model) as inputs:
         loss = loss_of(model)
     loss.backward()
@@ -152,9 +127,8 @@ def residual_sensitivity(model: nn.Module, loss_of: Callable[[nn.Module], Tensor
 
 def layer_deviations(model: nn.Module, inputs: Sequence[LayerInput], probes: int,
                      seed: int) -> list[IdentityDeviation]:
-    """`identity_deviation` of every layer of `model` at the input it was recorded with
-    (`inputs` from `capture_stream`, the final norm's entry ignored), `probes` Gaussian probes
-    per layer from a generator seeded with `seed`."""
+    """`identity_deviation` of every layer at its recorded input (`capture_stream`), with
+    `probes` Gaussian probes a layer from one generator seeded with `seed`."""
     generator = torch.Generator().manual_seed(seed)
     out = []
     layers = list(model.layers)

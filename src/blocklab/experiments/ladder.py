@@ -1,27 +1,16 @@
-"""The ladder of model sizes a headline claim is measured on: each rung the same registered
-comparison at `STEP` = 2× the training compute of the rung below, so a verdict reached on a
-toy model can be read against the rungs above it (`blocklab.claims.ladder` reads them).
+"""The ladder of model sizes a headline claim is measured on: each rung the same comparison at
+`STEP` = 2× the training compute of the rung below (`blocklab.claims.ladder` reads them).
 
     RUNGS                 # ("rung1", "rung2", "rung3"): 2×, 4× and 8× the quick size
-    multiple("rung2")     # 4: training compute over the quick size's (1 for "quick")
+    multiple("rung2")     # 4: training compute over the quick size's
     width(64, 4, 16)      # 96: the quick width × 4^(1/4), on the 16-wide heads
 
-Why 2× a rung: four rungs are the fewest that give the trend two degrees of freedom, and at
-2× they cost about 15× the quick size's compute where 4× rungs cost 85× (on the 2-core
-reference machine the C16 ladder at 4× rungs was priced at 2.3 hours).
-
-The rule (one for every ladder, applied to the suite's quick size): parameters and training
-tokens each grow × √STEP a rung. The width grows × times^(1/4), rounded to whole heads, at the
-quick size's depth; the tokens then make the rung's compute (6 · parameters · tokens) exactly
-`multiple` × the quick size's, the batch growing × times^(1/4) and the steps taking the rest.
-Lengths in steps (warmup, evaluation interval) keep their share of the steps, each tuned arm's
-lr grid is the quick size's moved by the width ratio (`centred`), and one precision serves
-every rung of a ladder.
-
-Why the depth is held: at a fixed depth every rung's FFN holds the same share of the block's
-parameters, so C16's trend reads width and tokens alone; at fixed parameters the loss depends
-little on the depth–width split (Kaplan et al. 2020, §3.1 and Figure 5: a few % across aspect
-ratios d_model / depth that cover the rungs' 32–88). No PyTorch here.
+2× rungs: four rungs give the trend two degrees of freedom at about 15× the quick compute
+(4× rungs: 85×). The rule: parameters and tokens each grow × √STEP a rung: width × times^(1/4)
+in whole heads at the quick depth, batch × times^(1/4), steps making 6 · params · tokens exactly
+`multiple` × quick's; lengths in steps keep their share, lr grids move by the width ratio
+(`centred`). The depth is held, so C16's trend reads width and tokens alone (at fixed
+parameters the depth–width split matters little: Kaplan et al. 2020, §3.1). No PyTorch here.
 """
 
 from __future__ import annotations
@@ -69,20 +58,15 @@ def steps(base_params: int, base_tokens: int, params: int, times: int,
 
 
 def centred(lrs: tuple[float, ...], base_width: int, width: int) -> tuple[float, ...]:
-    """An lr grid moved by the width ratio base_width / width: Adam's best and largest stable
-    lr for the hidden weights scale as 1 / width (Yang et al. 2022, "Tensor Programs V",
-    Table 3), so a rung's grid starts where its optimum is expected and grows at an edge only
-    where that guess is off. Unrounded: the suites spell each rate with
-    `suites.tuning.rounded` (one spelling, one run id)."""
+    """An lr grid moved by base_width / width: Adam's best lr for hidden weights scales as
+    1 / width (Yang et al. 2022, "Tensor Programs V", Table 3). Unrounded (the suites round)."""
     return tuple(lr * base_width / width for lr in lrs)
 
 
 def grown(size: str, d_model: int, batch_size: int, base_steps: int, head_width: int,
           params: Callable[[int], int], window: int) -> tuple[int, int, int]:
-    """(d_model, batch, steps) of the quick shape (`d_model`, `batch_size`, `base_steps` of
-    `window`-token sequences, heads `head_width` wide) grown to rung `size` by the rule:
-    width and batch × times^(1/4), steps filling `multiple(size)` × the quick compute, where
-    `params(d)` is the exact parameter count of the suite's model at width d."""
+    """(d_model, batch, steps) of the quick shape grown to rung `size` by the rule, `params(d)`
+    the suite model's exact parameter count at width d."""
     times = multiple(size)
     d = width(d_model, times, head_width)
     b = batch(batch_size, times)

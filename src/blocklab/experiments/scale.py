@@ -4,9 +4,7 @@
     scale.flops      # 6 · parameters · tokens, the usual estimate of training compute
     scale.text()     # "d 64 × 2 layers, 0.13M parameters, 0.31M tokens, 2.4·10^11 FLOPs"
 
-Parameters are `blocklab.budget`'s exact count of the model (embeddings included); tokens are
-one run's training tokens. A published result is read beside it at its own scale
-(`blocklab.claims.anchors`).
+Parameters are `blocklab.budget`'s exact count (embeddings included); tokens one run's.
 """
 
 from __future__ import annotations
@@ -20,8 +18,7 @@ from blocklab.config import ModelConfig
 
 @dataclass(frozen=True)
 class Scale:
-    """model: the shape in words; params: the model's parameters; tokens: one run's training
-    tokens."""
+    """The shape in words, the model's parameters and one run's training tokens."""
 
     model: str
     params: int

@@ -1,16 +1,9 @@
 """Which compute precision trains a shape faster on this machine: float32 or bfloat16.
 
-bfloat16 pays where the matrix products dominate a step and the CPU has bfloat16 dot products
-(AVX-512 BF16, AMX): on the AVX-512 BF16 EPYC of the 2-core reference machine a step at d 256 ×
-4 layers × 4,096 tokens ran 1.61× faster in bfloat16 and 1.88× at d 512 × 8 layers
-(`benchmarks/train_vs_hf.py --with-fp32`), while at the quick suites' d 32–64 the casts and
-per-op costs win and float32 is faster. `faster_precision(config, batch, seq_len)` times one
-training step (`train_step`, `make_optimizer`) of the model in each precision at that shape,
-through `blocklab.nn.calibration` (measured once per machine and shape, kept, reused;
-$BLOCKLAB_CALIBRATION=static answers "fp32" without timing), and returns the faster.
-
-This is the piece a run that may choose its precision asks; a run records the precision it
-trained in (its id and provenance carry it), so results made in either never mix.
+bfloat16 pays where matmuls dominate a step and the CPU has bfloat16 dot products (on the
+reference AVX-512 BF16 EPYC, 1.61× at d 256 × 4 layers, 1.88× at d 512 × 8); at the quick
+suites' d 32–64 float32 is faster. `faster_precision` times one `train_step` in each, through
+`blocklab.nn.calibration` (kept per machine and shape; $BLOCKLAB_CALIBRATION=static: "fp32").
 """
 
 from __future__ import annotations
@@ -44,9 +37,8 @@ class Choice:
 
 
 def suite_precision(shape: tuple[ModelConfig, int, int], backend: str = "fast") -> Choice:
-    """The precision a suite's runs train in under `--precision auto`: the faster of float32
-    and bfloat16 at the suite's main training shape (model, batch, seq_len), timed at one
-    thread, as every suite run trains (measured once per machine and shape, kept)."""
+    """`--precision auto` for a suite: `faster_precision` at its main training shape, timed at
+    one thread as every suite run trains."""
     from blocklab.experiments.env import torch_threads
 
     config, batch, seq_len = shape
@@ -67,11 +59,8 @@ def calibration_key(config: ModelConfig, batch: int, seq_len: int, backend: str)
 
 def faster_precision(config: ModelConfig, batch: int, seq_len: int,
                      backend: str = "fast") -> Precision:
-    """"fp32" or "bf16": the precision whose training step at [batch, seq_len] ran faster here.
-
-    The step is timed at the thread count the caller set (`torch.get_num_threads()`), part of
-    the kept answer's key, as are the model's shape and the backend.
-    """
+    """The precision whose training step at [batch, seq_len] ran faster here, at the caller's
+    thread count (which, with the shape and backend, keys the kept answer)."""
     key = calibration_key(config, batch, seq_len, backend)
 
     def candidate(precision: Precision):

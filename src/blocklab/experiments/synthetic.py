@@ -1,13 +1,10 @@
 """A synthetic byte-level task with a known answer, generated deterministically from a seed.
 
-    passkey             filler · "The pass key is 12345. Remember it. 12345 is the pass key." ·
-                        filler · "What is the pass key? The pass key is 12345"
+    passkey   filler · "The pass key is 12345. Remember it. 12345 is the pass key." · filler ·
+              "What is the pass key? The pass key is 12345"
 
-Every example is a `SyntheticExample`: the whole byte sequence, answer included, and the
-positions of the answer bytes in it. A causal language model is scored by teacher forcing: the
-logits at position p − 1 must put their argmax on the byte at p, for every answer position p;
-an example counts as correct only if all its answer bytes are (exact match). The passkey task is
-the long-context retrieval test of Mohtashami & Jaggi 2023 (https://arxiv.org/abs/2305.16300).
+Scored by teacher forcing: an example is correct only if every answer byte is the argmax of the
+logits before it. Mohtashami & Jaggi 2023 (https://arxiv.org/abs/2305.16300).
 """
 
 from __future__ import annotations
@@ -31,9 +28,8 @@ _SYNTHETIC_STREAM = 0x5E7
 
 @dataclass(frozen=True, eq=False)
 class SyntheticExample:
-    """One example: `tokens` [n] uint8 (answer included), `answer_positions` [k] int64 indices
-    into `tokens` of the answer bytes, `answer` their text, and for the passkey task `depth`,
-    the fraction of the filler placed before the needle, and `needle_start`, its byte index."""
+    """`tokens` [n] uint8 (answer included), `answer_positions` [k] int64 into them, `answer`
+    their text; `depth`: the filler's share before the needle, which starts at `needle_start`."""
 
     tokens: np.ndarray
     answer_positions: np.ndarray
@@ -63,10 +59,8 @@ def passkey_needle(key: str) -> str:
 
 
 def passkey_example(seed: int, length: int = 512, depth: float = 0.5) -> SyntheticExample:
-    """A 5-digit pass key hidden in filler at `depth`, asked for at the end; `length` bytes.
-    The needle goes to the filler's sentence boundary nearest `depth` × its length (0: first,
-    1: right before the question), the depth recorded is that one; the answer is the last five
-    bytes."""
+    """A 5-digit pass key hidden in `length` bytes of filler at the sentence boundary nearest
+    `depth` (the depth recorded), asked for at the end; the answer is the last five bytes."""
     if not 0.0 <= depth <= 1.0:
         raise InputError(f"depth={depth!r} is not allowed; expected a fraction in [0, 1]")
     key = str(_rng(seed).integers(10 ** (_KEY_DIGITS - 1), 10 ** _KEY_DIGITS))
@@ -92,8 +86,7 @@ def example_seeds(seed: int, n: int) -> list[int]:
 
 def answer_accuracy(model: nn.Module, examples: list[SyntheticExample],
                     batch_size: int = 16) -> float:
-    """Exact-match accuracy under teacher forcing: argmax of logits[p − 1] == tokens[p] at
-    every answer position p. Examples of equal length are batched together."""
+    """Exact-match accuracy: argmax of logits[p − 1] == tokens[p] at every answer position."""
     import torch
 
     if not examples:
@@ -124,7 +117,6 @@ def answer_accuracy(model: nn.Module, examples: list[SyntheticExample],
 
 def passkey_accuracy(model: nn.Module, *, n: int = 16, length: int = 512, depth: float = 0.5,
                      seed: int = 0, batch_size: int = 16) -> float:
-    """Fraction of `n` passkey examples (`length` bytes, needle at `depth`) whose five digits
-    the model predicts exactly, greedily under teacher forcing."""
+    """`answer_accuracy` of `n` passkey examples."""
     examples = [passkey_example(s, length, depth) for s in example_seeds(seed, n)]
     return answer_accuracy(model, examples, batch_size)
