@@ -1,11 +1,8 @@
 """Fixtures shared across the test packages.
 
-The tests run in one worker process per usable core (pytest-xdist, `-n auto` in pyproject).
-A test that times the machine (a calibration, a kernel timing with a bound) is marked
-`exclusive`: it runs with no other test beside it, every other test holding a shared turn that
-it waits for (`machine_turn`). Tests that only lock, signal or kill take no exclusive turn:
-they wait on what they observe (a file written, a lock held), not on the clock, and the lock
-tests hold a machine lock of their own.
+The tests run in one worker process per usable core (pytest-xdist). A test that times the
+machine is marked `exclusive`: it runs with no other test beside it (`machine_turn`). Tests
+that only lock, signal or kill wait on what they observe, not on the clock.
 """
 
 import contextlib
@@ -18,9 +15,8 @@ from pathlib import Path
 import pytest
 import torch
 
-# `--precision auto` measures which precision trains faster on the machine at hand
-# (`blocklab.nn.calibration`); the tests pin its default so that their numbers do not depend on
-# a timing. tests/nn/test_calibration.py measures.
+# `--precision auto` times the machine at hand; pinned, so that no test's numbers depend on a
+# timing (tests/nn/test_calibration.py measures).
 os.environ.setdefault("BLOCKLAB_CALIBRATION", "static")
 
 
@@ -30,14 +26,12 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(config, items):
-    """The tests that need the machine to themselves run last, one after another: spread among
-    the others, each would idle the other workers while it waits for its turn and runs."""
+    """The exclusive tests run last: spread among the others, each would idle the workers."""
     items.sort(key=lambda item: item.get_closest_marker("exclusive") is not None)
 
 
 def _shared_folder(tmp_path_factory) -> Path:
-    """A folder every worker of this test session sees (the workers' base temp folders are
-    siblings under it); the session's own base folder when there are no workers."""
+    """A folder every worker of this test session sees."""
     base = tmp_path_factory.getbasetemp()
     return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
 
@@ -54,11 +48,8 @@ def _flock(path: Path, mode: int):
 
 @pytest.fixture(autouse=True)
 def machine_turn(request, tmp_path_factory):
-    """A shared turn for every test, an exclusive one for a test marked `exclusive`.
-
-    A readers-writer lock over the workers (flock): the turnstile, taken briefly by every test
-    and held by an exclusive one while it waits, keeps a stream of shared turns from starving
-    it."""
+    """A shared turn for every test, an exclusive one for a test marked `exclusive`: a
+    readers-writer flock whose turnstile keeps shared turns from starving an exclusive one."""
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         yield
         return
@@ -80,10 +71,8 @@ def machine_turn(request, tmp_path_factory):
 
 @contextlib.contextmanager
 def _one_thread_each():
-    """One torch thread for a test sharing the cores with other workers, and for the commands
-    it starts: a second OpenMP thread that another worker has pushed off its core stalls every
-    op (a tiny model's int8 checks took 12.4 s on two threads beside one busy core, 0.3 s on
-    one)."""
+    """One torch thread for a test beside other workers, and for the commands it starts: a
+    second OpenMP thread pushed off its core stalls every op (12.4 s against 0.3 s)."""
     threads, omp = torch.get_num_threads(), os.environ.get("OMP_NUM_THREADS")
     torch.set_num_threads(1)
     os.environ["OMP_NUM_THREADS"] = "1"
@@ -99,9 +88,8 @@ def _one_thread_each():
 
 @pytest.fixture(scope="session", autouse=True)
 def own_machine_lock(tmp_path_factory):
-    """The tests' timed runs take a machine lock of their own, shared by the test workers, so
-    a blocklab run elsewhere on the machine neither waits for the tests nor makes them wait
-    (subprocesses inherit it)."""
+    """A machine lock of the tests' own (subprocesses inherit it): a blocklab run elsewhere
+    neither waits for the tests nor makes them wait."""
     before = os.environ.get("BLOCKLAB_MACHINE_LOCK")
     os.environ["BLOCKLAB_MACHINE_LOCK"] = str(_shared_folder(tmp_path_factory) / "machine.lock")
     yield
@@ -113,11 +101,9 @@ def own_machine_lock(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def tiny_runs(tmp_path_factory) -> Path:
-    """Every registered suite run at --size tiny into one folder, once per test session: the
-    first worker to ask runs them (two worker processes, as `blocklab report` does), the
-    others wait for it and read the same folder. Read it, never write to it: a test that
-    changes results copies it first (`shutil.copytree`). `echo.txt` beside the suites holds
-    what the run said, a line each."""
+    """Every registered suite run at --size tiny into one folder, once per test session (the
+    first worker runs them, the others wait). Read it, never write to it: copy it first.
+    `echo.txt` holds what the run said, a line each."""
     from blocklab.experiments.executors import ParallelExecutor
     from blocklab.experiments.options import RunRequest
     from blocklab.experiments.suites import SUITE_MODULES, run_suites
@@ -141,11 +127,8 @@ UNRASTERIZED = b"\x89PNG unrasterized"
 
 @contextlib.contextmanager
 def figures_unrasterized():
-    """Every figure of a report built from the data as the report builds it (which figures
-    exist, which fail and why), but not rasterized: a few placeholder bytes for its PNG. For
-    tests whose subject is the page's words, not its images; the report tests' shared build
-    (`built`) and the browser test draw every figure for real. Rasterizing is about 6 s of a
-    tiny report's 8."""
+    """Every figure built as the report builds it, but not rasterized (placeholder PNG bytes):
+    for tests of the page's words; rasterizing is about 6 s of a tiny report's 8."""
     from blocklab.report import figures
 
     with pytest.MonkeyPatch.context() as patch:
@@ -169,9 +152,8 @@ def unrasterized_in_module():
 
 @pytest.fixture(scope="module")
 def one_thread():
-    """One torch thread for a module of tiny-tensor tests: one thread is fastest there, and it
-    cannot stall waiting for a second OpenMP thread that another process has pushed off the
-    CPU. Modules opt in with `pytestmark = pytest.mark.usefixtures("one_thread")`."""
+    """One torch thread for a module of tiny-tensor tests (fastest, and no stall on a second
+    OpenMP thread): `pytestmark = pytest.mark.usefixtures("one_thread")`."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     yield
@@ -223,11 +205,9 @@ def measuring(monkeypatch, tmp_path):
 
 @pytest.fixture
 def one_line_exit_2(capsys):
-    """`one_line_exit_2(run, *needles, main=blocklab.cli.main) -> line`: the command was refused
-    as the CLI refuses bad input, before any work: exit code 2, nothing on stdout, one line on
-    stderr that starts `error: ` and holds every needle, no traceback. `run` is an argv to run
-    through `main` in this process, or a finished `python -m blocklab` (its CompletedProcess:
-    the exit code and streams a shell sees)."""
+    """`one_line_exit_2(run, *needles, main=cli.main) -> line`: the command was refused as bad
+    input: exit 2, nothing on stdout, one `error: ` line on stderr holding every needle. `run`
+    is an argv for `main` here, or a finished `python -m blocklab` (its CompletedProcess)."""
 
     def check(run: list[str] | subprocess.CompletedProcess, *needles: str, main=None) -> str:
         if isinstance(run, subprocess.CompletedProcess):

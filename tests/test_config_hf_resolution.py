@@ -8,8 +8,7 @@ downloaded) and through `ModelConfig.from_hf`. Where both read the file, the mod
 rope theta, scaling type and every scaling parameter, the RoPE frequencies themselves
 (transformers' rotary embedding against `blocklab.nn.rope_scaling`), head_dim, FFN widths,
 n_heads, n_kv_heads, the activation. Where two keys disagree and transformers silently prefers
-one, blocklab refuses: ConfigError, one line naming both keys; `blocklab budget` and
-`blocklab doctor` exit 2 with that line.
+one, blocklab refuses: ConfigError, one line naming both keys.
 """
 
 from __future__ import annotations
@@ -455,16 +454,6 @@ def test_to_hf_refuses_what_transformers_would_read_differently(changes, needle)
                                 max_seq_len=64), **changes})
     with pytest.raises(ConfigError, match=rf"cannot export to llama: .*{needle}"):
         to_hf(cfg, "llama")
-
-
-# --- 5. the command line: exit 2, one line naming both keys, no traceback -------------------------
-@pytest.mark.parametrize("command", ["budget", "doctor"])
-def test_cli_refuses_the_issue_config(tmp_path, one_line_exit_2, command):
-    raw, _ = CONFLICTS["rope_scaling against rope_parameters"]
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(raw))
-    one_line_exit_2([command, str(path)], str(path), "rope_scaling", "rope_parameters",
-                    "disagree")
 
 
 def test_table_of_class_defaults_matches_transformers():

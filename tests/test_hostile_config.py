@@ -95,15 +95,6 @@ def test_hf_errors_name_the_key_and_the_field(hf, key, field):
         from_hf(hf)
 
 
-@pytest.mark.parametrize("value", [2, 0.5, 0, "1", True])
-def test_partial_rotary_factor_a_llama_config_cannot_express(value):
-    # transformers' Llama-family rotary embedding rotates the whole head: it ignores the factor
-    # (or, with a scaled rope_type, fails), so a factor other than 1 would build another model.
-    with pytest.raises(ConfigError, match=r"config\.json partial_rotary_factor="):
-        from_hf({**LLAMA_HF, "partial_rotary_factor": value})
-    assert from_hf({**LLAMA_HF, "partial_rotary_factor": 1.0}).rotary_dim == 16
-
-
 @pytest.mark.parametrize("key, value, needle", [
     ("hidden_act", ["silu"], "hidden_act=['silu']"),
     ("hidden_act", "tanh", "hidden_act='tanh'"),
@@ -168,10 +159,6 @@ def test_rope_scaling_that_means_none_still_reads(scaling):
     assert from_hf({**LLAMA_HF, "rope_scaling": scaling}).rope_scaling is None
     assert ModelConfig(rope_scaling=scaling).rope_scaling is None
 
-
-def test_rope_scaling_v4_type_key_still_reads():
-    cfg = from_hf({**LLAMA_HF, "rope_scaling": {"type": "linear", "factor": 2.0}})
-    assert cfg.rope_scaling == {"rope_type": "linear", "factor": 2.0}
 
 
 # --- 6. token ids of the wrong dtype or shape (out of the vocabulary: tests/nn/test_model.py) ---

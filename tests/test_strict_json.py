@@ -75,7 +75,7 @@ def test_read_json_names_the_file(tmp_path):
                               "keep one")
 
 
-# --- the CLI: a user's config, one line, exit 2 --------------------------------------------------
+# --- the CLI: a user's config, one line, exit 2 (a run config's: tests/test_hostile_config.py) ---
 HF = ('{"model_type": "llama", "vocab_size": 256, "hidden_size": 64, "hidden_size": 96, '
       '"intermediate_size": 176, "num_hidden_layers": 2, "num_attention_heads": 4}')
 
@@ -88,18 +88,6 @@ def test_a_hugging_face_config_with_a_key_given_twice(tmp_path, capsys, command)
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"error: {path}: key 'hidden_size' is given twice in one object; keep one"]
 
-
-@pytest.mark.parametrize("text, needle", [
-    ('{"model": {"d_model": 64, "d_model": 96}}', "model: key 'd_model' is given twice"),
-    ('{"train": {"lr": NaN}}', "train.lr: NaN is not strict JSON"),
-    ('{"train": {"steps": 1e999}}', "train.steps: 1e999 is too large for a float"),
-])
-def test_a_run_config_that_is_not_strict_json(tmp_path, capsys, text, needle):
-    path = tmp_path / "run.json"
-    path.write_text(text)
-    assert main(["train", "--config", str(path)]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith(f"error: --config {path}: {needle}"), err
 
 
 def test_output_json_names_non_finite_numbers_and_is_strict():

@@ -71,12 +71,6 @@ def test_bad_values_are_one_line_exit_2(tmp_path, one_line_exit_2, args, message
     assert not (tmp_path / "result.json").exists()
 
 
-def test_bad_config_file_is_exit_2(tmp_path, one_line_exit_2):
-    config = tmp_path / "bad.json"
-    config.write_text(json.dumps({"model": {}, "optim": {}}))
-    one_line_exit_2(["train", "--config", str(config)], "unknown key(s) ['optim']")
-
-
 def test_diverged_run_exits_1_and_keeps_the_result(tmp_path, capsys):
     assert main(["train", *TINY, "--lr", "1000", "--clip", "0", "--out", str(tmp_path)]) == 1
     result = json.loads((tmp_path / "result.json").read_text())

@@ -26,7 +26,3 @@ def test_failure_gives_exit_code_1(monkeypatch, capsys):
     assert main(["verify", "--group", "jacobians"]) == 1
     assert "FAIL" in capsys.readouterr().out
 
-
-def test_bad_group_is_one_line_exit_2(one_line_exit_2):
-    line = one_line_exit_2(["verify", "--group", "nope"])
-    assert line.startswith("error: unknown check group 'nope'")
