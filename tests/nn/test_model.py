@@ -1,5 +1,5 @@
-"""blocklab.nn.model: KV-cache decoding against the full recompute, generate(), positions past
-the table, every FFN × norm × placement, and the config options DecoderLM refuses."""
+"""blocklab.nn.model: KV-cache decoding against the full recompute, generate(), every FFN × norm
+× placement, and the config options DecoderLM refuses."""
 
 import itertools
 import math
@@ -94,29 +94,6 @@ def test_sampling_is_reproducible_with_a_generator():
     assert torch.equal(runs[0], runs[1])
     other = model.generate(prompt, 8, temperature=1.0, generator=torch.Generator().manual_seed(8))
     assert not torch.equal(runs[0], other)
-    with pytest.raises(ValueError, match="temperature"):
-        model.generate(prompt, 2, temperature=-1.0)
-    with pytest.raises(ValueError, match="max_new_tokens"):
-        model.generate(prompt, -1)
-
-
-def test_rope_extends_past_max_seq_len():
-    # Claim C26 ("RoPE produces NaN past the table"): the table grows instead.
-    short = _model(max_seq_len=8)
-    long = _model(max_seq_len=64)
-    ids = _ids(length=40)
-    with torch.no_grad():
-        got = short(ids)
-        expected = long(ids)
-    assert torch.isfinite(got).all()
-    assert_close(got, expected, atol=0.0, rtol=0.0)
-
-
-def test_learned_positions_past_max_seq_len_raise():
-    model = _model(position="learned", max_seq_len=8)
-    model(_ids(length=8))
-    with pytest.raises(ValueError, match="max_seq_len=8"):
-        model(_ids(length=9))
 
 
 @pytest.mark.parametrize("ffn, norm, placement",
@@ -195,7 +172,7 @@ def test_explicit_positions_shift_rope_scores_only_through_differences():
         assert_close(shifted, base, atol=1e-4, rtol=1e-4)
 
 
-@pytest.mark.parametrize("scheme", ["rope", "alibi", "learned", "sinusoidal", "gemma_like"])
+@pytest.mark.parametrize("scheme", ["rope", "alibi", "learned", "gemma_like"])
 def test_forward_is_one_graph_for_torch_compile(scheme):
     """Positions the model makes itself are not read back, so dynamo captures one graph."""
     import torch._dynamo
@@ -223,6 +200,9 @@ def test_compiled_model_matches_eager_and_reports_its_warm_up(caplog):
     assert_close(compiled(ids), eager(ids), **F32)
     for (name, p), q in zip(compiled.named_parameters(), eager.parameters(), strict=True):
         assert_close(p.grad, q.grad, **F32, msg=name)
+    # The id check runs eagerly before the graph: the same InputError, never an index error.
+    with pytest.raises(InputError, match="holds token id 64"):
+        compiled(torch.full_like(ids, 64))
 
 
 # --- generate() checks every argument before it builds a cache or computes a token ----------
@@ -370,16 +350,3 @@ def test_ids_of_other_dtypes_and_out_of_range_are_one_line_errors():
         model(torch.zeros(1, 3, dtype=torch.uint16))
     with pytest.raises(InputError, match="holds token id -1"):
         model(torch.tensor([[1, -1]], dtype=torch.int8))
-
-
-def test_a_compiled_model_checks_ids_too():
-    """Under torch.compile the check runs eagerly before the graph: a bad id is the same
-    InputError, never an index error from generated code."""
-    torch.manual_seed(0)
-    model = DecoderLM(ModelConfig(vocab_size=100, d_model=32, n_layers=1, n_heads=2),
-                      backend="compiled").eval()
-    with torch.no_grad():
-        good = model(torch.randint(0, 100, (1, 4)))
-        with pytest.raises(InputError, match="holds token id 100"):
-            model(torch.tensor([[1, 100, 2, 3]]))
-    assert good.shape == (1, 4, 100)

@@ -29,11 +29,8 @@ from blocklab.nn.position import LAYOUTS, apply_rotary
 
 
 class LayerCache:
-    """One layer's cached keys and values, [B, H_kv, length, head_dim] each.
-
-    With `max_len` the buffers are allocated once, at the first `update`, and written in place;
-    without it they grow by concatenation (simple, but it copies the whole cache every step).
-    """
+    """One layer's cached keys and values, [B, H_kv, length, head_dim] each: allocated once
+    and written in place with `max_len`, else grown by concatenation (a copy per step)."""
 
     def __init__(self, max_len: int | None = None) -> None:
         if max_len is not None and (isinstance(max_len, bool) or not isinstance(max_len, int)
@@ -71,15 +68,9 @@ class LayerCache:
 
 
 class KVCache:
-    """Keys and values of the tokens seen so far, one `LayerCache` per layer.
-
-    `positions` records the positions of the cached tokens ([length] or [B, length]); the model
-    keeps it up to date where a position scheme needs the keys' positions (ALiBi).
-
-    Args:
-        n_layers: number of attention layers.
-        max_len: preallocate room for this many tokens (prompt + generated); None grows on demand.
-    """
+    """Keys and values of the tokens seen so far, one `LayerCache` per layer; `max_len`
+    preallocates that many tokens (None grows on demand). `positions` ([length] or [B, length])
+    holds the cached tokens' positions where the scheme needs them (ALiBi)."""
 
     def __init__(self, n_layers: int, max_len: int | None = None) -> None:
         if isinstance(n_layers, bool) or not isinstance(n_layers, int) or n_layers < 1:
@@ -120,29 +111,22 @@ class Attention(nn.Module):
     """Causal multi-head attention with grouped-query heads (`n_kv_heads` divides `n_heads`).
 
     Args:
-        d_model: width of x.
-        n_heads: query heads H.
-        n_kv_heads: key/value heads H_kv; H_kv = H is multi-head, H_kv = 1 multi-query attention.
+        n_kv_heads: H_kv; H_kv = H is multi-head, H_kv = 1 multi-query attention.
         head_dim: channels per head (need not equal d_model / n_heads).
-        qkv_bias: biases on q_proj, k_proj, v_proj (Qwen2).
-        out_bias: bias on o_proj.
-        q_norm, k_norm: optional modules over head_dim applied to q and k before RoPE (Qwen3
-            passes `RMSNorm(head_dim)`).
-        rope_layout: channel pairing of RoPE, "half_split" or "interleaved".
+        qkv_bias, out_bias: biases on q/k/v_proj (Qwen2) and on o_proj.
+        q_norm, k_norm: modules over head_dim applied to q and k before RoPE (Qwen3).
         scale: softmax scale; None means 1 / sqrt(head_dim).
-        logit_softcap: cap · tanh(s / cap) on the scores (Gemma 2); computed without SDPA, which
-            cannot apply it.
+        logit_softcap: cap · tanh(s / cap) on the scores (Gemma 2); SDPA cannot apply it.
         sliding_window: each query sees at most this many keys, itself included (Mistral).
-        packed_qkv: hold q_proj, k_proj, v_proj as one `qkv_proj` (rows q, then k, then v) and
-            run one matmul instead of three; the same function, a different state dict.
+        packed_qkv: one `qkv_proj` (rows q, k, v) and one matmul; a different state dict.
 
     `forward(x, rope=None, bias=None, cache=None)`:
         x: [B, T, d_model]; rope: (cos, sin), each [T, r] or [B, T, r], for the positions of x;
         bias: additive float scores bias [1 or B, H, T, T_k] (ALiBi), covering cached keys;
         cache: this layer's `LayerCache`, updated in place. Returns [B, T, d_model].
 
-    Without bias, window or softcap, and with no cached keys, SDPA runs with `is_causal=True` and
-    no mask tensor (its fastest path); one new token after a cache needs no mask at all.
+    Without bias, window or softcap, SDPA runs with `is_causal=True` and no mask tensor (its
+    fastest path).
     """
 
     def __init__(self, d_model: int, n_heads: int, n_kv_heads: int, head_dim: int,
@@ -228,24 +212,22 @@ class Attention(nn.Module):
 
     def _sdpa(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None,
               is_causal: bool) -> Tensor:
-        # enable_gqa reads each key/value head once instead of materialising H copies; on
-        # 2 CPU threads it was as fast as repeat_interleave or faster (B=16, T=256, H=8,
-        # H_kv=2: 59 ms vs 67 ms forward+backward; decode T=1: 0.24 ms vs 0.44 ms).
+        # enable_gqa reads each key/value head once instead of materialising H copies.
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal,
                                               scale=self.scale,
                                               enable_gqa=self.n_kv_heads != self.n_heads)
 
     def _explicit(self, q: Tensor, k: Tensor, v: Tensor, allowed: Tensor,
                   bias: Tensor | None) -> Tensor:
-        """softmax(softcap(scale · q kᵀ) + bias, masked) v, spelled out; [B, H, T, hd]."""
+        """softmax(softcap(scale · q kᵀ) + bias, masked) v, spelled out (softcap needs it);
+        [B, H, T, hd]."""
         group = self.n_heads // self.n_kv_heads
         if group > 1:
             k = k.repeat_interleave(group, dim=1)  # (B, H, T_k, hd)
             v = v.repeat_interleave(group, dim=1)
         scores = (q @ k.transpose(-2, -1)) * self.scale  # (B, H, T, T_k)
-        if self.logit_softcap is not None:
-            cap = self.logit_softcap
-            scores = cap * torch.tanh(scores / cap)
+        cap = self.logit_softcap
+        scores = cap * torch.tanh(scores / cap)
         if bias is not None:
             scores = scores + bias.to(scores.dtype)
         scores = scores.masked_fill(~allowed, float("-inf"))

@@ -33,13 +33,9 @@ class Block(nn.Module):
     """A decoder layer assembled from its parts; it reads no config.
 
     Args:
-        attention: called as `attention(x, rope=..., bias=..., cache=...)`, [B, T, d_model] ->
-            [B, T, d_model] (an `Attention`).
-        ffn: [B, T, d_model] -> [B, T, d_model].
-        attn_norm, ffn_norm: the norms of the attention and FFN residuals (in front of the
-            sublayer for pre and sandwich, behind the residual sum for post).
-        placement: "pre", "post" or "sandwich".
-        attn_post_norm, ffn_post_norm: the sublayer output norms; sandwich only, and required.
+        attention: called as `attention(x, rope=..., bias=..., cache=...)` (an `Attention`).
+        attn_norm, ffn_norm: N_a and N_f of the module docstring.
+        attn_post_norm, ffn_post_norm: P_a and P_f; sandwich only, and required.
         residual_scale: α, multiplying the residual stream before each sum.
 
     Shapes:

@@ -1,15 +1,9 @@
-"""Which of several ways to run something is fastest on this machine, measured at the shapes
-in question, kept.
+"""Which of several ways to run something is fastest on this machine, measured and kept.
 
-`fastest(op, key, candidates)` times the candidates (callables that run the thing once at the
-shape in question), in turn, `ROUNDS` times after a warm-up call each, and returns the name with
-the smallest median. Its one user is `--precision auto` (`blocklab.experiments.step_precision`:
-a training step in float32 or in bfloat16, which wins depends on the CPU and the shape). The
-answer is kept per process and on disk, one small JSON file per question under
-`cache_dir()/calibration/<machine>/`, where <machine> hashes the CPU's model name and flags and
-the torch version: a later process on the same machine reuses it without timing, a machine with
-another CPU measures its own. Files are written atomically; two processes that measure the same
-question at once both write a valid answer and either may stay.
+`fastest(op, key, candidates)` returns the candidate with the smallest median time (its user:
+`--precision auto`, float32 or bfloat16 training steps). Answers are kept per process and on
+disk, one JSON file per question under `cache_dir()/calibration/<machine>/` (<machine> hashes
+the CPU's model name and flags and the torch version), written atomically.
 
 `$BLOCKLAB_CALIBRATION`: "measure" (the default) as above; "static" skips every measurement
 and `fastest` returns the `default` each caller names.
@@ -79,12 +73,8 @@ def question(op: str, key: Mapping[str, object]) -> str:
 
 def fastest(op: str, key: Mapping[str, object], candidates: Mapping[str, Callable[[], object]],
             default: str) -> str:
-    """The name of the fastest of `candidates` for `op` at `key` on this machine.
-
-    key: what identifies the shape (JSON-serialisable values); candidates: name -> a callable
-    running the op once at that shape; default: the answer under "static" and the name every
-    caller falls back to (it must be one of the candidates).
-    """
+    """The name of the fastest of `candidates` (name -> a callable running `op` once at the
+    shape `key` names, JSON values) on this machine; `default` under "static"."""
     if default not in candidates:
         raise InputError(f"fastest({op!r}): default={default!r} is not one of the candidates "
                          f"{sorted(candidates)}")
@@ -118,12 +108,8 @@ def kept(op: str, key: Mapping[str, object]) -> dict | None:
 
 def measure(candidates: Mapping[str, Callable[[], object]]) -> dict[str, float]:
     """name -> median seconds of one call over ROUNDS rounds, every candidate once a round in
-    turn (so that load from other processes falls on all of them alike), after one warm-up call
-    each. Gradients stay as the caller's callables leave them.
-
-    The global (CPU) random state is restored afterwards: a candidate that draws inputs or
-    seeds a model must not shift a seeded run's random stream in the one process that happened
-    to measure (a later process reads the kept answer and draws nothing)."""
+    turn (so other processes' load falls on all alike), after one warm-up call each. The CPU
+    random state is restored: measuring must not shift a seeded run's random stream."""
     times: dict[str, list[float]] = {name: [] for name in candidates}
     with torch.random.fork_rng(devices=[]):
         for fn in candidates.values():

@@ -3,10 +3,8 @@
     plain:  y = W_d φ(W_u x)                  2·d·m weights   (ReLU, GELU, SiLU FFNs)
     gated:  y = W_d (φ(W_g x) ⊙ W_u x)        3·d·m weights   (GLU, ReGLU, GeGLU, SwiGLU, Bilinear)
 
-with d = d_model, m = d_ff, and biases (m + d plain, 2m + d gated) when `bias=True`. A gated
-FFN matches a plain one of width m₀ in weights at m = 2·m₀/3 (`equal_param_gated_width`).
-Submodules carry the Hugging Face Llama names (`gate_proj`, `up_proj`, `down_proj`) so that
-checkpoints load by name.
+with d = d_model, m = d_ff, and biases (m + d plain, 2m + d gated) when `bias=True`. Submodules
+carry the Hugging Face Llama names (`gate_proj`, `up_proj`, `down_proj`): checkpoints load by name.
 """
 
 from __future__ import annotations
@@ -19,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from blocklab.config import FFNS, gated_ffn_width
+from blocklab.config import FFNS
 from blocklab.errors import InputError
 from blocklab.nn.linear import Linear
 from blocklab.reference.ffn import equal_param_width
@@ -29,8 +27,7 @@ def _identity(x: torch.Tensor) -> torch.Tensor:
     return x
 
 
-# name -> elementwise function; a gated FFN applies it to the gate branch only. A new gated FFN
-# takes its kind in `blocklab.config.FFNS` and its function here, nothing else.
+# name -> elementwise function; a gated FFN applies it to the gate branch only.
 ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "relu": F.relu,
     "gelu": F.gelu,  # exact: x·Φ(x), with the erf
@@ -56,15 +53,7 @@ def _activation(owner: str, name: str) -> Callable[[torch.Tensor], torch.Tensor]
 class FeedForward(nn.Module):
     """Plain two-matrix FFN: y = down_proj(φ(up_proj(x))).
 
-    Args:
-        d_model: input and output width d.
-        d_ff: hidden width m (4·d in GPT-2 and BERT).
-        activation: a key of `ACTIVATIONS`.
-        bias: biases on both projections (GPT-2, BERT).
-
-    Shapes:
-        x: [B, T, d_model] -> up_proj -> [B, T, d_ff] -> φ -> down_proj -> [B, T, d_model].
-        Any leading shape works; only the last axis is mixed.
+    Shapes: x: [..., d_model] -> up_proj -> [..., d_ff] -> φ -> down_proj -> [..., d_model].
     """
 
     def __init__(self, d_model: int, d_ff: int, activation: str = "gelu",
@@ -98,18 +87,10 @@ class GatedFeedForward(nn.Module):
            │                  ⊙ ─ down_proj ─ y
            └─ up_proj ────────┘
 
-    Args:
-        d_model: input and output width d.
-        d_ff: hidden width m of each branch (Llama: about 2/3 · 4d, see `ffn_width`).
-        activation: a key of `ACTIVATIONS`, applied to the gate branch only.
-        bias: biases on all three projections.
-        packed: hold gate and up as one `gate_up_proj` Linear(d_model, 2·d_ff), gate rows first,
-            and split its output: the same function with one matmul instead of two. Its
-            state dict then has `gate_up_proj.*` instead of `gate_proj.*` and `up_proj.*`.
+    `packed` holds gate and up as one `gate_up_proj` Linear(d_model, 2·d_ff), gate rows first:
+    the same function with one matmul, a different state dict.
 
-    Shapes:
-        x: [B, T, d_model] -> gate, up: [B, T, d_ff] -> [B, T, d_model].
-        Any leading shape works; only the last axis is mixed.
+    Shapes: x: [..., d_model] -> gate, up: [..., d_ff] -> [..., d_model].
     """
 
     def __init__(self, d_model: int, d_ff: int, activation: str = "silu", bias: bool = False,
@@ -169,14 +150,9 @@ def _linear(layer: nn.Linear, x: torch.Tensor, rows: slice | torch.Tensor = slic
 @contextmanager
 def narrowed(model: nn.Module, width: int | None) -> Iterator[nn.Module]:
     """Run every FFN of `model` at its first `width` intermediate channels (gate, up and down
-    sliced together; None or a width ≥ an FFN's d_ff: that FFN whole) until the block ends,
-    then restore each FFN's previous width. The width control of nested-width FFNs (page
-    000's 2026 note on MoSE): one trained model read at several widths.
-
-        with narrowed(model, 48):
-            logits = model(tokens)   # every FFN at its first 48 channels
-
-    Backward outside the block is fine: the slices are views saved by autograd."""
+    sliced together; None or a width ≥ an FFN's d_ff: that FFN whole) until the block ends:
+    one trained model read at several widths (page 000's note on MoSE). Backward outside the
+    block is fine: autograd saved the slices."""
     if width is not None and (isinstance(width, bool) or not isinstance(width, int)
                               or width < 1):
         raise InputError(f"narrowed: width={width!r} is not allowed; expected a positive "
@@ -196,11 +172,7 @@ def narrowed(model: nn.Module, width: int | None) -> Iterator[nn.Module]:
 
 def build_ffn(kind: str, d_model: int, d_ff: int, bias: bool = False,
               packed: bool = False) -> nn.Module:
-    """The FFN named `kind`, a key of `blocklab.config.FFNS` (e.g. "gelu", "swiglu").
-
-    `packed` applies to gated kinds only; asking for it on a plain FFN raises rather than being
-    silently ignored.
-    """
+    """The FFN named `kind`, a key of `blocklab.config.FFNS`; `packed` only for gated kinds."""
     if kind not in FFNS:
         raise InputError(f"ffn kind={kind!r} is not allowed; expected one of {sorted(FFNS)}")
     gated, activation = FFNS[kind]
@@ -212,38 +184,9 @@ def build_ffn(kind: str, d_model: int, d_ff: int, bias: bool = False,
     return FeedForward(d_model, d_ff, activation=activation, bias=bias)
 
 
-def ffn_width(d_model: int, kind: str, d_ff: int | None = None, multiple_of: int = 1,
-              ffn_dim_multiplier: float | None = None) -> int:
-    """The hidden width m, by the same rule as `ModelConfig`.
-
-    An explicit `d_ff` wins. Otherwise a plain FFN gets 4·d_model (the Transformer and GPT-2
-    ratio) and a gated one gets `blocklab.config.gated_ffn_width`: Meta's Llama rule,
-    int(2/3 · 4d) · ffn_dim_multiplier, rounded up to `multiple_of`.
-    """
-    _positive("ffn_width", "d_model", d_model)
-    _positive("ffn_width", "multiple_of", multiple_of)
-    if kind not in FFNS:
-        raise InputError(f"ffn_width: kind={kind!r} is not allowed; expected one of "
-                         f"{sorted(FFNS)}")
-    if ffn_dim_multiplier is not None and not (isinstance(ffn_dim_multiplier, int | float)
-                                               and ffn_dim_multiplier > 0):
-        raise InputError(f"ffn_width: ffn_dim_multiplier={ffn_dim_multiplier!r} is not "
-                         "allowed; expected a number > 0 or None")
-    if d_ff is not None:
-        _positive("ffn_width", "d_ff", d_ff)
-        return d_ff
-    if not FFNS[kind][0]:
-        return 4 * d_model
-    return gated_ffn_width(d_model, multiple_of, ffn_dim_multiplier)
-
-
 def equal_param_gated_width(plain_width: int, multiple_of: int = 1) -> int:
-    """Gated width whose 3·d·m weights match a plain FFN's 2·d·plain_width, rounded up.
-
-    m = ceil(2·plain_width / 3 / multiple_of) · multiple_of, so the gated FFN is never smaller
-    and at most 3·d·multiple_of weights larger. Meta's rule (`gated_ffn_width`) truncates
-    2/3 · 4d to an integer first and can land one below this before rounding.
-    """
+    """Gated width whose 3·d·m weights match a plain FFN's 2·d·plain_width:
+    m = ceil(2·plain_width / 3 / multiple_of) · multiple_of (never smaller)."""
     _positive("equal_param_gated_width", "plain_width", plain_width)
     _positive("equal_param_gated_width", "multiple_of", multiple_of)
     return equal_param_width(plain_width, multiple_of)

@@ -14,16 +14,10 @@ output channel). Two ways to run a quantized linear layer (`MODES`):
     dynamic       int8 weights and int8 activations (per-token scales chosen at run time):
                   y = (q_x @ q.T) · s_x · s, an int8 GEMM (with int32 accumulation)
 
-Which linear layers (`PARTS`): "ffn" (gate/up/down of every layer), "attention" (q/k/v/o),
-"all" (both). Embeddings and `lm_head` stay in float (torchao's usual choice; `lm_head` decides the
-logits the error is measured on).
-
-SwiGLU's three matrices (C33): gate and up read the same input x and can be stored as one
-[2m, d] matrix; down reads the hidden φ(gate)⊙up, so it can never join them. `SWIGLU_SCHEMES`
-lists the ways to quantize them: each matrix on its own, or gate|up concatenated, per tensor or
-per row. Per-row scales of the concatenation are the rows' own scales, so "merged-per-row" equals
-"separate-per-row" exactly; one per-tensor scale for the concatenation is the larger of the two
-matrices' scales, so the smaller matrix loses resolution ("merged-per-tensor" ≠ "separate").
+Which linear layers (`PARTS`): "ffn", "attention" or "all"; embeddings and `lm_head` stay
+float. SwiGLU's gate and up read the same x and can be quantized as one [2m, d] matrix
+(`SWIGLU_SCHEMES`, C33): per row that equals quantizing them apart; per tensor the smaller
+matrix takes the larger one's scale and loses resolution.
 
 Shape legend: d: d_model, m: d_ff, [n_out, n_in]: a weight matrix.
 """
@@ -93,8 +87,7 @@ def quantize_swiglu(gate: Tensor, up: Tensor, down: Tensor,
         merged-per-row        [gate; up] as one [2m, d] matrix, one scale per row
         merged-per-tensor     [gate; up] as one [2m, d] matrix, one scale for both
 
-    down reads the hidden [.., m], not x [.., d]: it is never concatenated with gate and up,
-    and is quantized on its own at the scheme's granularity.
+    down reads the hidden [.., m], not x: it is quantized on its own at that granularity.
     """
     if scheme not in SWIGLU_SCHEMES:
         raise InputError(f"scheme={scheme!r} is not allowed; expected one of "
@@ -133,11 +126,8 @@ def swiglu_quantized_copy(model: nn.Module, scheme: str) -> nn.Module:
 # --- real quantization with torchao ---
 @contextlib.contextmanager
 def quiet_torchao_import() -> Iterator[None]:
-    """Keep the log lines of importing torchao (directly, or through `transformers`, which
-    imports it when installed) off stderr; nothing else is silenced, and only meanwhile."""
-    # torchao logs a warning per GPU extension it cannot load on a CPU-only machine, and its
-    # import makes torch's pytree warn about a deprecated registration; both only while
-    # importing, and the levels are put back.
+    """Keep the log lines of importing torchao (directly or through `transformers`) off
+    stderr meanwhile: a warning per GPU extension it cannot load, and torch's pytree warning."""
     loggers = [logging.getLogger(name) for name in ("torchao", "torch.utils._pytree")]
     levels = [logger.level for logger in loggers]
     for logger in loggers:
@@ -203,10 +193,8 @@ def quantize_model(model: nn.Module, part: str, mode: str,
 
 @torch.no_grad()
 def nonfinite_weights(model: nn.Module) -> dict[str, int]:
-    """{name: count of NaN or ±inf entries} for every parameter of `model` that holds any (a
-    tied weight once, under its first name); empty when every weight is finite. A non-finite
-    weight makes its int8 scale max(|w|)/127.5 NaN or inf, so every error measured through
-    that tensor is NaN: not a measurement of quantization."""
+    """{name: count of NaN or ±inf entries} for every parameter of `model` that holds any;
+    such a weight's int8 scale is NaN or inf, so no error measured through it means anything."""
     counts = {}
     for name, weight in model.named_parameters():
         bad = int((~torch.isfinite(weight)).sum())

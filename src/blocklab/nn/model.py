@@ -3,8 +3,7 @@
     ids ── embed_tokens (· sqrt(d_model)) (+ absolute positions) (── embed_norm)
         ── layers[0] … layers[n_layers − 1] ── norm ── lm_head (── softcap) ── logits
 
-The `build_*` functions below are the one place where config fields become modules; the
-modules themselves (`Attention`, `Block`, norms, FFNs, positions) take plain arguments.
+The `build_*` functions are the one place where config fields become modules.
 
 Shape legend: B: batch, T: tokens in this call, V: vocab_size, d_model: width.
 """
@@ -69,8 +68,8 @@ def build_norm_for(cfg: ModelConfig, dim: int | None = None, impl: str = "fast")
 
 def build_attention(cfg: ModelConfig, packed_qkv: bool = False, impl: str = "fast",
                     layer: int = 0) -> Attention:
-    """Layer `layer`'s attention: its sliding window is the config's where that layer is marked
-    sliding (`ModelConfig.attention_window`); `impl` is its QK-norms' backend."""
+    """Layer `layer`'s attention (its window: `ModelConfig.attention_window`); `impl` is its
+    QK-norms' backend."""
     q_norm = k_norm = None
     if cfg.qk_norm:  # per-head RMSNorm over head_dim (Qwen3), whatever the block norm is
         q_norm = RMSNorm(cfg.head_dim, eps=cfg.norm_eps, unit_offset=cfg.norm_unit_offset,
@@ -86,10 +85,8 @@ def build_attention(cfg: ModelConfig, packed_qkv: bool = False, impl: str = "fas
 
 def build_block(cfg: ModelConfig, packed_gate_up: bool = False, packed_qkv: bool = False,
                 impl: str = "fast", layer: int = 0) -> Block:
-    """One decoder layer. `packed_gate_up` stores a gated FFN's gate and up projections as one
-    matrix (same function, one matmul; ignored for plain FFNs, which have no gate), `packed_qkv`
-    the q, k, v projections; `impl` is its norms' backend (`blocklab.nn.backends`); `layer` is
-    its index (layers may differ in their attention window)."""
+    """Decoder layer `layer`. `packed_gate_up` stores a gated FFN's gate and up projections as
+    one matrix, `packed_qkv` the q, k, v projections; `impl` is its norms' backend."""
     sandwich = cfg.placement == "sandwich"
     return Block(
         build_attention(cfg, packed_qkv, impl, layer),
@@ -105,8 +102,7 @@ def build_block(cfg: ModelConfig, packed_gate_up: bool = False, packed_qkv: bool
 
 
 def build_position(cfg: ModelConfig) -> nn.Module | None:
-    """The module for `cfg.position`: added to the embeddings (learned, sinusoidal), rotating q
-    and k (rope), or biasing the scores (alibi); None for NoPE."""
+    """The module for `cfg.position`; None for NoPE."""
     if cfg.position == "learned":
         return LearnedPositions(cfg.max_seq_len, cfg.d_model)
     if cfg.position == "sinusoidal":
@@ -133,9 +129,7 @@ _ID_DTYPES = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8)
 def _check_ids(input_ids: Tensor, vocab_size: int, device: torch.device | None = None,
                name: str = "input_ids") -> None:
     """Token ids must be an integer [B, T] tensor in [0, vocab_size), on `device` when given:
-    nn.Embedding would raise a bare IndexError on CPU and a device-side assert (which ends the
-    process) on CUDA. One aminmax and one read-back; `name` is the argument as the caller knows
-    it."""
+    nn.Embedding would raise a bare IndexError on CPU and a process-ending assert on CUDA."""
     if not isinstance(input_ids, Tensor):
         raise InputError(f"{name} must be a tensor, got {type(input_ids).__name__}")
     dtype = input_ids.dtype
@@ -161,30 +155,20 @@ class DecoderLM(nn.Module):
     """Decoder-only Transformer language model.
 
     Args:
-        config: the model; options a decoder cannot honour (causal=False, type_vocab_size > 0,
-            pooler) raise a ValueError naming the field.
-        packed_gate_up: hold a gated FFN's gate and up projections as one `gate_up_proj`.
-        packed_qkv: hold the q, k, v projections as one `qkv_proj`.
-            Both compute the same function with fewer, larger matmuls; the state dict then
-            differs from Hugging Face's (`blocklab.interop.save_hf` splits them again).
-        backend: how the ops are computed (`blocklab.nn.backends`): "fast" (eager, PyTorch's
-            library kernel where one computes the same function), "reference" (the readable
-            definitions) or "compiled" (`torch.compile` of the forward in place, same state
-            dict; the first call builds the graphs, `warm_up(input_ids)` does that on purpose
-            and returns its seconds). `backends()` says what each op runs.
-        precision: "fp32" computes in the parameters' dtype; "bf16" computes in bfloat16 with
-            the parameters (and so the optimizer state) kept in their dtype, float32 as built:
-            activations are bfloat16 from the embedding on, every `Linear` casts its weight to
-            bfloat16 for the matmul and its gradient comes back in float32, while norm
-            statistics, RoPE angles, the softmax and the logits (so the loss) stay float32.
+        config: the model; options a decoder cannot honour raise an InputError naming the field.
+        packed_gate_up, packed_qkv: hold gate and up (q, k, v) as one `gate_up_proj`
+            (`qkv_proj`): the same function in fewer matmuls (`interop.save_hf` splits them).
+        backend: "fast", "reference" or "compiled" (`blocklab.nn.backends`; compiled in place,
+            same state dict, graphs built by the first call or `warm_up`).
+        precision: "fp32" computes in the parameters' dtype; "bf16" computes activations and
+            matmuls in bfloat16 with float32 parameters, while norm statistics, RoPE angles,
+            the softmax and the logits stay float32.
 
-    Parameters are initialised N(0, 0.02) (Hugging Face Llama's `initializer_range`), biases 0,
-    norm gains 1; a trainer may re-initialise them.
+    Weights N(0, 0.02) (Hugging Face Llama's `initializer_range`), biases 0, norm gains 1.
 
-    `forward(input_ids, positions=None, cache=None)`:
-        input_ids: [B, T] int; positions: [T] or [B, T] (defaults to cache.length + arange(T));
-        cache: a `KVCache` holding earlier tokens, extended in place. Returns logits [B, T, V]
-        in float32 (or float64 for a float64 model).
+    `forward(input_ids, positions=None, cache=None)`: input_ids [B, T]; positions [T] or [B, T]
+    (default cache.length + arange(T)); cache a `KVCache`, extended in place. Returns logits
+    [B, T, V] in float32 (float64 for a float64 model).
     """
 
     def __init__(self, config: ModelConfig, *, backend: str = "fast", precision: Precision = "fp32",
@@ -206,17 +190,11 @@ class DecoderLM(nn.Module):
         if config.tie_embeddings:
             self.lm_head.weight = self.embed_tokens.weight
         if backend == "compiled":
-            # In place (`nn.Module.compile`): the state dict keeps its keys. The forward with
-            # positions made here is one graph, no breaks; graphs are built on the first call,
-            # which `warm_up` makes explicit and times.
-            self.compile()
+            self.compile()  # in place: the state dict keeps its keys
 
     def warm_up(self, input_ids: Tensor, backward: bool = True) -> float:
-        """Run one forward (and backward) on input_ids [B, T] so that torch.compile builds its
-        graphs now rather than inside the first timed step; returns the wall seconds it took
-        (the compile cost with backend="compiled") and logs them. Gradients are left as they
-        were.
-        """
+        """One forward (and backward) on input_ids [B, T], so torch.compile builds its graphs
+        before the first timed step; returns and logs its wall seconds. Gradients are kept."""
         grads = {p: p.grad for p in self.parameters()}
         for p in grads:
             p.grad = None  # backward would otherwise add into existing gradients in place
@@ -233,15 +211,12 @@ class DecoderLM(nn.Module):
         return seconds
 
     def compute_dtype(self) -> torch.dtype:
-        """The dtype activations are computed in: bfloat16 under precision "bf16", else the
-        embedding's dtype."""
+        """bfloat16 under precision "bf16", else the embedding's dtype."""
         return _DTYPES[self.precision] or self.embed_tokens.weight.dtype
 
     def backends(self) -> dict[str, str]:
-        """op -> what computes it in this model: "rms_norm" (a model with RMSNorms):
-        "F.rms_norm" or "reference" (`RMSNorm.runs`; both, comma-separated, where its norms
-        differ); "attention": "sdpa" (`F.scaled_dot_product_attention`) or "math" (the
-        explicit softmax, which logit softcapping needs)."""
+        """op -> what computes it: "rms_norm" -> `RMSNorm.runs` (comma-joined where they
+        differ); "attention" -> "sdpa", or "math" (the explicit softmax softcapping needs)."""
         norms = {m.runs for m in self.modules() if isinstance(m, RMSNorm)}
         found = {"rms_norm": ", ".join(sorted(norms))} if norms else {}
         found["attention"] = "sdpa" if self.config.attn_logit_softcap is None else "math"
@@ -303,8 +278,8 @@ class DecoderLM(nn.Module):
 
     def _check_generate(self, input_ids: Tensor, max_new_tokens: int, temperature: float,
                         generator: torch.Generator | None, use_cache: bool) -> tuple[int, float]:
-        """`generate`'s arguments, all checked before anything is computed: (max_new_tokens,
-        temperature) as int and float, or an InputError naming the first one not allowed."""
+        """(max_new_tokens, temperature) as int and float, or an InputError naming the first
+        argument not allowed."""
         prompt = "input_ids (the prompt)"
         device = self.embed_tokens.weight.device
         _check_ids(input_ids, self.config.vocab_size, device, prompt)
@@ -353,17 +328,10 @@ class DecoderLM(nn.Module):
                  generator: torch.Generator | None = None, use_cache: bool = True) -> Tensor:
         """Append `max_new_tokens` tokens to `input_ids` [B, T]; returns [B, T + max_new_tokens].
 
-        temperature 0 picks the most likely token (greedy); > 0 samples from
-        softmax(logits / temperature) with `generator` (on the model's device; unused when
-        greedy). With `use_cache` the prompt is run once and each new token attends to cached
-        keys and values; without it every step recomputes the whole sequence (same tokens,
-        slower). max_new_tokens 0 returns a copy of the prompt.
-
-        Every argument is checked before a cache is allocated or a token computed: a prompt
-        that `forward` would refuse, an empty one, one on another device, a length past a
-        learned position table, a max_new_tokens or temperature that is not a number in range
-        raise an InputError naming it. Logits that are not finite (NaN or inf weights) raise
-        an InputError after the last step instead of deciding tokens.
+        temperature 0 is greedy; > 0 samples softmax(logits / temperature) with `generator`.
+        Without `use_cache` every step recomputes the whole sequence (same tokens, slower).
+        Every argument is checked before any work; logits that are not finite raise an
+        InputError after the last step instead of deciding tokens.
         """
         max_new_tokens, temperature = self._check_generate(input_ids, max_new_tokens,
                                                            temperature, generator, use_cache)

@@ -11,12 +11,9 @@ with s = sqrt(mean(x²) + eps) over the last axis. Both reproduce Hugging Face b
 bfloat16 (`LlamaRMSNorm`, `Gemma2RMSNorm`); the two orders round differently, see
 https://github.com/huggingface/transformers/pull/29402.
 
-`RMSNorm(impl=...)` takes a backend (`blocklab.nn.backends`): under "fast" a plain-gain RMSNorm
-with cast "llama" runs PyTorch's `F.rms_norm` (`library_rms_norm`), the same values; everything
-else runs `reference_rms_norm` below, the readable definition.
-
-Per-head QK-norm (Qwen3) needs no class of its own: `RMSNorm(head_dim)` applied to
-q: [B, n_heads, T, head_dim] normalises each head vector, because only the last axis is reduced.
+Under backend "fast" a plain-gain RMSNorm with cast "llama" runs PyTorch's `F.rms_norm`
+(`library_rms_norm`, the same values); everything else runs `reference_rms_norm`.
+Per-head QK-norm (Qwen3) is `RMSNorm(head_dim)` on q: [B, n_heads, T, head_dim].
 """
 
 from __future__ import annotations
@@ -83,18 +80,10 @@ class RMSNorm(nn.Module):
         y = g ⊙ x / s,   g = weight            (unit_offset=False, weight starts at ones)
                          g = 1 + weight        (unit_offset=True, weight starts at zeros; Gemma)
 
-    Args:
-        dim: size of the normalised last axis (d_model, or head_dim for QK-norm).
-        eps: added to the mean square before the square root; >= 0.
-        unit_offset: store the gain as an offset from one, so weight decay pulls it towards 1.
-        cast: "llama" (cast to the input dtype, then multiply the gain) or "gemma" (multiply in
-            float32, then cast); see the module docstring.
-        impl: a backend ("fast", "compiled", "reference"); see `blocklab.nn.backends` and
-            `runs`. Every backend gives the same values.
+    `unit_offset` stores the gain as an offset from one, so weight decay pulls it towards 1;
+    `cast` is "llama" or "gemma" (module docstring); `impl` a backend (`blocklab.nn.backends`).
 
-    Shapes:
-        x: [..., dim] -> y: [..., dim], same dtype as x. Typically [B, T, d_model] or
-        [B, n_heads, T, head_dim].
+    Shapes: x: [..., dim] -> y: [..., dim], same dtype as x.
     """
 
     def __init__(self, dim: int, eps: float = 1e-6, unit_offset: bool = False,
@@ -121,8 +110,7 @@ class RMSNorm(nn.Module):
 
     @property
     def runs(self) -> str:
-        """What forward computes with: "F.rms_norm" (backend "fast", plain gain, cast "llama")
-        or "reference"."""
+        """What forward computes with: "F.rms_norm" or "reference"."""
         plain = self.cast == "llama" and not self.unit_offset
         return "F.rms_norm" if self.impl == "fast" and plain else "reference"
 
@@ -143,17 +131,10 @@ class LayerNorm(nn.Module):
         μ = mean(x),  σ = sqrt(mean((x − μ)²) + eps)   over the last axis
         y = weight ⊙ (x − μ) / σ + bias
 
-    Computed by `F.layer_norm` in float32 (float64 stays float64), gain and bias included, and
-    cast back to the input dtype at the end: the gemma order, since there is no Hugging Face
-    convention to match bit for bit.
+    Computed by `F.layer_norm` in float32 (float64 stays float64), gain and bias included, then
+    cast back (the gemma order). `bias=False` gives the bias-free LayerNorm.
 
-    Args:
-        dim: size of the normalised last axis.
-        eps: added to the variance; >= 0.
-        bias: learn a bias (GPT-2, BERT); False gives the bias-free LayerNorm.
-
-    Shapes:
-        x: [..., dim] -> y: [..., dim], same dtype as x; typically [B, T, d_model].
+    Shapes: x: [..., dim] -> y: [..., dim], same dtype as x.
     """
 
     def __init__(self, dim: int, eps: float = 1e-5, bias: bool = True) -> None:
@@ -187,13 +168,9 @@ NORMS: dict[str, type[nn.Module]] = {"rmsnorm": RMSNorm, "layernorm": LayerNorm}
 
 def build_norm(kind: str, dim: int, eps: float, bias: bool = True, unit_offset: bool = False,
                cast: str = "llama", impl: str = "fast") -> nn.Module:
-    """The norm named `kind` (a key of `NORMS`) over a last axis of size `dim`.
-
-    `bias` applies to LayerNorm only (RMSNorm has none, so it is ignored there); `unit_offset`,
-    `cast` and `impl` (a backend, `blocklab.nn.backends`) to RMSNorm only: LayerNorm has one
-    implementation, `F.layer_norm`, which applies its gain in float32 and has no (1 + γ) form,
-    so `unit_offset=True` with LayerNorm raises instead of being dropped.
-    """
+    """The norm named `kind` (a key of `NORMS`) over a last axis of size `dim`. `bias` applies
+    to LayerNorm only; `unit_offset`, `cast` and `impl` to RMSNorm only (LayerNorm with
+    `unit_offset=True` raises)."""
     backends.check_choice("build_norm", impl)
     if kind not in NORMS:
         raise InputError(f"norm kind={kind!r} is not allowed; expected one of {sorted(NORMS)}")
