@@ -28,10 +28,10 @@ from blocklab.report.figures import (
     normalised,
 )
 from blocklab.report.html import (
-    CSS,
     VERDICT_ORDER,
     _macros,
     design_words,
+    environment,
     lead_and_rest,
     line_words,
     open_parts,
@@ -146,6 +146,11 @@ def budget_sentence(doc, lang):
     return str(_macros(doc, {}, lang).budget_sentence(doc.get("decision_budget")))
 
 
+def _css() -> str:
+    """The page's style sheet (templates/page.css.j2) as the page inlines it."""
+    return environment().get_template("page.css.j2").render(verdict_styles=VERDICT_STYLES)
+
+
 def _words(page: str) -> str:
     """The text of a piece of the page, as a reader reads it (tags gone, entities read)."""
     return html.unescape(re.sub(r"<[^>]+>", "", page))
@@ -168,26 +173,23 @@ def test_every_experimental_claim_gets_a_forest_plot(doc):
         assert fig.error is None and fig.png[:8] == b"\x89PNG\r\n\x1a\n", cid
         assert fig.command == f"blocklab claims {cid} --json --size quick --results runs"
     assert forest_key("C34") not in figures and forest_key("C02") not in figures
+    assert fig_forest(doc, "C34") is None and fig_forest(doc, "C02") is None
     overview = figures["ledger_overview"]
     assert overview.error is None and overview.png
+    assert fig_ledger_overview({**doc, "ledger": doc["ledger"][:1]}) is None
 
 
 def test_a_parts_decision_colour_is_its_chips_colour(doc):
+    """The colour a part is drawn in is its verdict's (the chip's, checked in
+    test_the_verdict_words_and_colours_are_the_shared_ones)."""
     for decision, style in VERDICT_STYLES.items():
-        text = style.colour
-        assert decision_colour(decision) == text
-        assert f".v-{decision} {{ background: " in CSS and f"color: {text};" in CSS
+        assert decision_colour(decision) == style.colour
     confirmed_only = {**doc, "ledger": [row("C16", "confirmed", [
         part("swiglu", "confirmed", -1.42, -2.01, -0.83)], SUITE)]}
     seen = _pixels(fig_forest(confirmed_only, "C16"))
     assert decision_colour("confirmed") in seen
     assert decision_colour("inconclusive") not in seen
     assert decision_colour("not-reproduced-at-this-scale") not in seen
-
-
-def test_a_claim_without_experimental_parts_draws_no_forest(doc):
-    assert fig_forest(doc, "C34") is None and fig_forest(doc, "C02") is None
-    assert fig_ledger_overview({**doc, "ledger": doc["ledger"][:1]}) is None
 
 
 def test_overview_normalises_by_the_boundary_and_the_band(doc):
@@ -435,14 +437,14 @@ def test_the_verdict_words_and_colours_are_the_shared_ones(doc):
     from blocklab.claims.text import VERDICT_EN, VERDICT_MEANING, VERDICTS
 
     assert set(VERDICT_ORDER) == set(VERDICTS) and "mixed" in VERDICT_ORDER
-    section = ledger_section(doc, {}, "en")
+    section, css = ledger_section(doc, {}, "en"), _css()
     for verdict in VERDICT_ORDER:
         meaning = str(markupsafe.escape(VERDICT_MEANING[verdict][0]))
         chip = (f'<span class="badge v-{verdict}" title="{meaning}">'
                 f"{VERDICT_STYLES[verdict].symbol} {VERDICT_EN[verdict]}</span>")
         assert f"<dt>{chip}</dt><dd>{meaning}</dd>" in section, verdict
         assert f".v-{verdict} {{ background: {VERDICT_STYLES[verdict].tint}; color: " \
-               f"{VERDICT_STYLES[verdict].colour};" in CSS
+               f"{VERDICT_STYLES[verdict].colour};" in css
     assert section.count("<dd>") == len(VERDICT_ORDER)
 
 
@@ -488,8 +490,9 @@ def test_the_open_parts_are_counted_from_one_source(doc):
 
 
 def test_print_stylesheet_opens_details_and_pins_nothing():
-    assert "sticky" not in CSS and "position: fixed" not in CSS
-    print_css = CSS[CSS.index("@media print"):]
+    css = _css()
+    assert "sticky" not in css and "position: fixed" not in css
+    print_css = css[css.index("@media print"):]
     assert "details::details-content { content-visibility: visible; display: block; }" \
         in print_css
 

@@ -1,10 +1,8 @@
 """The report's plots: matplotlib (Agg canvas, no pyplot state) -> PNG -> base64 data URI.
 
-Each `fig_*` function reads the report document (`build.collect`) and returns one figure's PNG
-bytes, or None when the document holds no data for it; a suite's numbers are read through its
-typed summary (`summary_from_dict`), so a summary of another layout is a ResultsError naming
-the field. `make_figures` draws them all, with one forest plot per experimental claim. Figure
-text stays in English (CJK fonts are not guaranteed); the captions carry the language.
+Each `fig_*` reads the report document (`build.collect`), a suite's numbers through its typed
+summary, and returns one figure's PNG bytes or None without data. Figure text stays in English
+(CJK fonts are not guaranteed); the captions carry the language.
 """
 
 from __future__ import annotations
@@ -17,7 +15,7 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from blocklab.claims.anchors import short_source
 from blocklab.claims.rules import confidence_text
@@ -29,6 +27,7 @@ from blocklab.experiments.suites.ffn.summary import FfnData
 from blocklab.experiments.suites.norm_cost.summary import NormCostData
 from blocklab.experiments.suites.placement.summary import PlacementData
 from blocklab.experiments.suites.position.summary import PerPosition, PositionData, Read
+from blocklab.experiments.suites.quantize.summary import QuantizeData
 from blocklab.experiments.suites.width.summary import WidthData
 from blocklab.experiments.summaries import Interval, summary_from_dict
 from blocklab.report.palette import CLAIM_SHADE, SERIES_COLOURS, VERDICT_STYLES, arm_colour
@@ -38,6 +37,7 @@ PART_LABELS = {"attention_proj": "attention projections", "attention_scores": "s
 PART_COLOURS = {"attention_proj": "#4c72b0", "attention_scores": "#dd8452", "ffn": "#55a868",
                 "lm_head": "#8172b3"}
 DPI = 110
+T = TypeVar("T")
 MARKERS = "osD^vP*X"  # lines that coincide stay distinguishable
 # What was measured where no arm is drawn (a ladder's effects and its fit): near-black, beside
 # the page's statements and published results in CLAIM_SHADE.
@@ -142,14 +142,14 @@ def fig_ffn_budget(doc: dict[str, Any]) -> bytes | None:
     return _png(fig)
 
 
-def _summary(doc: dict[str, Any], suite: str) -> tuple[Any, list[dict[str, Any]]]:
-    """(summary data as the suite's `data_type`, stored runs) of a suite; (None, []) when it
-    has not been run; ResultsError when the document's summary does not decode."""
+def _summary(doc: dict[str, Any], suite: str, kind: type[T]
+             ) -> tuple[T | None, list[dict[str, Any]]]:
+    """(summary data as `kind`, the suite's `data_type`; stored runs) of a suite; (None, [])
+    when it has not been run; ResultsError when the document's summary does not decode."""
     entry = doc["suites"][suite]
     if entry["summary"] is None:
         return None, []
-    summary = summary_from_dict(entry["summary"], f"report document: summary of {suite}",
-                                get_suite(suite).data_type)
+    summary = summary_from_dict(entry["summary"], f"report document: summary of {suite}", kind)
     return summary.data, entry["runs"]
 
 
@@ -173,8 +173,7 @@ def _compared_runs(data: FfnData, runs: list[dict[str, Any]]) -> list[dict[str, 
 
 
 def fig_ffn_variants(doc: dict[str, Any]) -> bytes | None:
-    data: FfnData | None
-    data, runs = _summary(doc, "ffn")
+    data, runs = _summary(doc, "ffn", FfnData)
     if data is None or not data.arms:
         return None
     runs = _compared_runs(data, runs)
@@ -308,11 +307,9 @@ def _ladder_title(doc: dict[str, Any], name: str) -> str:
 
 
 def fig_ladder(doc: dict[str, Any]) -> bytes | None:
-    """A claim's ladder (`claims.ladder.ladder_dict`): a panel per part, its effect at each
-    rung against training FLOPs (mean, 95% CI), the rung that first decides it ringed, the
-    fitted line and band from the smallest to the top rung, the page's statement and the
-    published results in CLAIM_SHADE; past the top rung only a thin dashed extrapolation to
-    each paper's point. None when no rung has results."""
+    """A claim's ladder (`claims.ladder.ladder_dict`): a panel per part, its effect per rung
+    against training FLOPs (mean, 95% CI), the first deciding rung ringed, the fit and band up
+    to the top rung, then only a dashed extrapolation to each paper's point."""
     rungs = [r for r in doc["rungs"] if r["parts"] and r["flops"]]
     if not rungs:
         return None
@@ -399,13 +396,8 @@ def _ladder_figure(doc: dict[str, Any], claim_id: str) -> bytes | None:
     return None if not found or found.get("error") else fig_ladder(found)
 
 
-def _ladder_command(doc: dict[str, Any], claim_id: str) -> str:
-    return doc["ladders"][claim_id]["command"]
-
-
 def fig_ffn_loss_curves(doc: dict[str, Any]) -> bytes | None:
-    data: FfnData | None
-    data, runs = _summary(doc, "ffn")
+    data, runs = _summary(doc, "ffn", FfnData)
     if data is None:
         return None
     runs = [r for r in _compared_runs(data, runs) if r["val_step"]]
@@ -434,8 +426,7 @@ WIDTH_ARMS = {"ordinary": ("(a) trained at m, sliced", "o-"),
 def fig_width_control(doc: dict[str, Any]) -> bytes | None:
     """C37: each arm's validation loss against the FFN width k it is read at (mean, 95% CI);
     right: the same against the forward FLOPs per token of that width."""
-    data: WidthData | None
-    data, _ = _summary(doc, "width")
+    data, _ = _summary(doc, "width", WidthData)
     if data is None or not data.points:
         return None
     fig, axes = _new(10, 4.0, 2, 1)
@@ -474,8 +465,7 @@ def fig_norm_cost(doc: dict[str, Any]) -> bytes | None:
     """RMSNorm's time over LayerNorm's per hidden size d, forward and forward + backward (where
     kernels were timed: --size full), and of a whole training step (where it was timed); without
     kernel timings the step's panel says where they run."""
-    data: NormCostData | None
-    data, _ = _summary(doc, "norm-cost")
+    data, _ = _summary(doc, "norm-cost", NormCostData)
     if data is None or (not data.ratios and not data.step_time):
         return None
     ratios, steps = data.ratios, data.step_time
@@ -525,7 +515,7 @@ def fig_norm_cost(doc: dict[str, Any]) -> bytes | None:
 
 # --- placement -----------------------------------------------------------------------------------
 def fig_placement_training(doc: dict[str, Any]) -> bytes | None:
-    _, runs = _summary(doc, "placement")
+    _, runs = _summary(doc, "placement", PlacementData)
     runs = [r for r in runs if r["arm"].startswith("train/")]
     if not runs:
         return None
@@ -555,8 +545,7 @@ def fig_placement_training(doc: dict[str, Any]) -> bytes | None:
 
 
 def fig_placement_gradients(doc: dict[str, Any]) -> bytes | None:
-    data: PlacementData | None
-    data, _ = _summary(doc, "placement")
+    data, _ = _summary(doc, "placement", PlacementData)
     if data is None or not data.init_gradients:
         return None
     grads = data.init_gradients
@@ -593,8 +582,7 @@ def fig_placement_gradients(doc: dict[str, Any]) -> bytes | None:
 def fig_placement_deep(doc: dict[str, Any]) -> bytes | None:
     """C13, C19 and C36: the largest stable peak lr per arm (one dot per seed, the geometric
     mean as a bar), at the training depth (left) and in the deep stacks (right)."""
-    data: PlacementData | None
-    data, _ = _summary(doc, "placement")
+    data, _ = _summary(doc, "placement", PlacementData)
     if data is None or not data.stability:
         return None
     fig, axes = _new(11, 3.9, 2, 1)
@@ -631,8 +619,7 @@ def _mean(stats: Read | None) -> float:
 
 
 def fig_position_extrapolation(doc: dict[str, Any]) -> bytes | None:
-    data: PositionData | None
-    data, _ = _summary(doc, "position")
+    data, _ = _summary(doc, "position", PositionData)
     if data is None or not data.arms or not data.mults:
         return None
     arms, mults, L = data.arms, data.mults, data.L
@@ -683,8 +670,7 @@ def fig_position_extrapolation(doc: dict[str, Any]) -> bytes | None:
 
 
 def fig_passkey(doc: dict[str, Any]) -> bytes | None:
-    data: PositionData | None
-    data, _ = _summary(doc, "position")
+    data, _ = _summary(doc, "position", PositionData)
     if data is None:
         return None
     arms = {name: entry.passkey for name, entry in data.arms.items()
@@ -721,8 +707,7 @@ def _ci_bars(stats: list[Interval]) -> tuple[list[float], list[list[float]]]:
 def fig_position_order(doc: dict[str, Any]) -> bytes | None:
     """C29: per arm, how far the next-token distribution moves when a prefix is reversed (TV),
     and the validation loss minus the unigram entropy."""
-    data: PositionData | None
-    data, _ = _summary(doc, "position")
+    data, _ = _summary(doc, "position", PositionData)
     if data is None or not data.order:
         return None
     names = list(data.order)
@@ -744,8 +729,7 @@ def fig_position_order(doc: dict[str, Any]) -> bytes | None:
 def fig_position_scaling(doc: dict[str, Any]) -> bytes | None:
     """C30: loss past L vs sliding windows (%) against the multiple of L, for plain RoPE and
     NTK / YaRN, training-free (solid) and fine-tuned (dashed)."""
-    data: PositionData | None
-    data, _ = _summary(doc, "position")
+    data, _ = _summary(doc, "position", PositionData)
     if data is None or not data.arms:
         return None
     longer = [m for m in data.mults if m > 1]
@@ -776,8 +760,7 @@ def fig_position_scaling(doc: dict[str, Any]) -> bytes | None:
 
 def fig_position_cost(doc: dict[str, Any]) -> bytes | None:
     """C31: training and decode step time of each scheme relative to no positions."""
-    data: PositionData | None
-    data, _ = _summary(doc, "position")
+    data, _ = _summary(doc, "position", PositionData)
     if data is None or data.cost is None:
         return None
     schemes = [s for s in data.cost.schemes if s != "none"]
@@ -804,13 +787,10 @@ def _number(value: Any) -> float:
 
 
 def fig_rope_relative_error(doc: dict[str, Any]) -> bytes | None:
-    """RoPE's relative-position error against the shift, one line per dtype the data holds
-    (each dtype one colour in both panels): the position suite's relative-error run (its
-    dtypes, naive and through blocklab's numerics), else, where that run is not stored (it
-    runs at --size full only), the float64 reference of `blocklab verify` alone, which the
-    panel says."""
-    data: PositionData | None
-    data, _ = _summary(doc, "position")
+    """RoPE's relative-position error against the shift, a line per dtype (one colour in both
+    panels): the position suite's relative-error run (naive, and through blocklab's numerics),
+    else (it runs at --size full only) the float64 reference of `blocklab verify` alone."""
+    data, _ = _summary(doc, "position", PositionData)
     pipelines = {} if data is None else {name: by_dtype for name, by_dtype in (
         ("positions, angles and rotation in the dtype", data.relative_error),
         ("blocklab: float32 angles and rotation", data.relative_error_blocklab)) if by_dtype}
@@ -901,10 +881,8 @@ def _suite_command(doc: dict[str, Any], suite: str) -> str:
 # --- scale trends ---------------------------------------------------------------------------------
 def fig_scale_trend(doc: dict[str, Any]) -> bytes | None:
     """C16's SwiGLU − ReLU against model size and C19's warmup interaction against depth."""
-    ffn: FfnData | None
-    placement: PlacementData | None
-    ffn, _ = _summary(doc, "ffn")
-    placement, _ = _summary(doc, "placement")
+    ffn, _ = _summary(doc, "ffn", FfnData)
+    placement, _ = _summary(doc, "placement", PlacementData)
     if (ffn is None or len(ffn.trend) < 2) and (
             placement is None or len({e.depth for e in placement.effects}) < 2):
         return None
@@ -947,7 +925,7 @@ def fig_quantize_speedup(doc: dict[str, Any]) -> bytes | None:
     """Speed-up of each int8 scheme over float32, prefill at the longest length and decode,
     with the bound each one cannot beat: the speed-up of the same model whose quantized layers
     cost nothing (Amdahl over their measured time share, 1 / (1 − f))."""
-    data, _ = _summary(doc, "quantize")
+    data, _ = _summary(doc, "quantize", QuantizeData)
     if data is None or not data.timings:
         return None
     timings = [x for x in data.timings if x.scheme != "none" and not x.compiled]
@@ -1109,13 +1087,6 @@ def _draw_estimate(ax, y: float, value, low, high, decision: str, clip=None) -> 
                 markeredgewidth=1.5, zorder=5)
 
 
-def _claim_span(g: dict[str, Any], left: float, right: float) -> tuple[float, float]:
-    """The stretch of the axis the claim allows (from the boundary outwards, or the band)."""
-    if g["band"] is not None:
-        return g["band"]
-    return (g["boundary"], right) if g["side"] > 0 else (left, g["boundary"])
-
-
 def _part_panel(ax, part: dict[str, Any], number: int) -> None:
     """One part on its own axis in its metric's units, labelled with its number in the claim
     (as its line of words), its name and its unit."""
@@ -1137,9 +1108,9 @@ def _part_panel(ax, part: dict[str, Any], number: int) -> None:
     pad = 0.12 * (right - left or 1.0)
     left, right = left - pad, right + pad
     claims = part["decision"] != "run"  # a finding: nothing is claimed, nothing shaded
-    if claims:
-        span = _claim_span(g, left, right)
-        ax.axvspan(span[0], span[1], **CLAIM_REGION)
+    if claims:  # the stretch the claim allows: its band, or from the boundary outwards
+        span = g["band"] or ((g["boundary"], right) if g["side"] > 0 else (left, g["boundary"]))
+        ax.axvspan(*span, **CLAIM_REGION)
     if g["margin"] is not None:
         ax.axvspan(-g["margin"], g["margin"], color="#8c959f", alpha=0.22, lw=0)
     ax.axvline(0.0, color="#8c959f", lw=0.8)
@@ -1306,19 +1277,15 @@ FIGURES: dict[str, tuple[Callable[[dict[str, Any]], bytes | None],
     "ledger_overview": (fig_ledger_overview, lambda doc: forest_command(doc)),
     # a claim's ladder of sizes (`blocklab ladder`), in its ledger row
     **{f"ladder_{claim}": (functools.partial(_ladder_figure, claim_id=claim),
-                           functools.partial(_ladder_command, claim_id=claim))
+                           lambda doc, claim=claim: doc["ladders"][claim]["command"])
        for claim in ("C16", "C18", "C19", "C21", "C30")},
 }
 
 
 def make_figures(doc: dict[str, Any]) -> dict[str, Figure]:
-    """Every figure the document has data for, by key.
-
-    The one place the report catches a broad exception: a figure that fails to draw (a summary
-    of another layout, a bug in a `fig_*`, matplotlib refusing the data) becomes a `Figure`
-    whose `error` says what and where, shown on the page, kept in report.json and named by
-    `blocklab report` (exit code 1), so the ledger and every other section stay readable.
-    """
+    """Every figure the document has data for, by key. The one broad except of the report: a
+    figure that fails to draw becomes a `Figure` whose `error` says what and where (shown on
+    the page, in report.json, exit code 1), so every other section stays readable."""
     out = {}
     drawers = dict(FIGURES)
     for row in experimental_rows(doc):  # one forest plot per experimental claim

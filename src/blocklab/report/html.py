@@ -30,107 +30,6 @@ from blocklab.report.i18n import DECISION_SHORT, caption, t
 from blocklab.report.palette import VERDICT_STYLES
 from blocklab.report.terms import TERMS, define_terms
 
-CSS = """
-:root { --ink: #1f2328; --muted: #59636e; --line: #d1d9e0; --bg: #ffffff; --soft: #f6f8fa;
-        --accent: #0969da; }
-* { box-sizing: border-box; }
-body { margin: 0; color: var(--ink); background: var(--bg); line-height: 1.5; font-size: 15px;
-       font-family: system-ui, -apple-system, "Segoe UI", "Noto Sans", "Noto Sans CJK SC",
-       "PingFang SC", "Microsoft YaHei", "Helvetica Neue", Arial, sans-serif; }
-header, main, footer { max-width: 1180px; margin: 0 auto; padding: 0 24px; }
-header { padding-top: 28px; }
-h1 { font-size: 1.6em; margin: 0 0 6px; }
-h2 { font-size: 1.35em; margin: 40px 0 10px; padding-bottom: 6px;
-     border-bottom: 1px solid var(--line); }
-h3 { font-size: 1.1em; margin: 26px 0 8px; }
-p { margin: 6px 0 10px; }
-.muted { color: var(--muted); }
-a { color: var(--accent); text-decoration: none; }
-a:hover { text-decoration: underline; }
-code { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, "Liberation Mono",
-       monospace; font-size: 0.88em; background: var(--soft); padding: 1px 5px;
-       border-radius: 4px; overflow-wrap: anywhere; }
-nav.toc { margin-top: 18px; }
-nav.toc ol { margin: 4px 0; padding-left: 22px; columns: 2; }
-nav.toc div.box { background: var(--soft); border: 1px solid var(--line); border-radius: 8px;
-                  padding: 10px 16px; }
-table { border-collapse: collapse; width: 100%; margin: 8px 0 4px; font-size: 0.92em; }
-th, td { border: 1px solid var(--line); padding: 5px 8px; vertical-align: top; text-align: left; }
-th { background: var(--soft); font-weight: 600; }
-td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
-caption { caption-side: bottom; text-align: left; color: var(--muted); font-size: 0.9em;
-          padding-top: 4px; }
-.cmd { display: block; margin-top: 4px; }
-.badge { display: inline-block; padding: 1px 8px; border-radius: 10px; font-size: 0.85em;
-         font-weight: 600; white-space: nowrap; border: 1px solid transparent; }
-.counts .badge { margin-right: 6px; }
-.error { color: #a40e26; font-weight: 600; }
-.changed { color: #7d4e00; font-size: 0.92em; margin: 0.2em 0; }
-.notice { background: #fff8c5; border: 1px solid #e8c95a; border-radius: 8px;
-          padding: 10px 14px; margin: 10px 0; }
-.notice.fail { background: #ffebe9; border-color: #ff9fa8; }
-figure { margin: 16px 0 22px; padding: 10px; border: 1px solid var(--line); border-radius: 8px;
-         background: #fff; }
-figure img { display: block; max-width: 100%; height: auto; margin: 0 auto; }
-figcaption { color: var(--muted); font-size: 0.9em; margin-top: 6px; }
-figcaption b { color: var(--ink); }
-details { margin-top: 4px; font-size: 0.88em; }
-details summary { color: var(--muted); cursor: pointer; }
-details pre { max-height: 22em; overflow: auto; background: var(--soft); padding: 6px 8px;
-              border-radius: 4px; font-size: 0.9em; white-space: pre-wrap; }
-ul.notes { color: var(--muted); font-size: 0.9em; }
-ul.parts { margin: 6px 0; padding-left: 18px; font-size: 0.92em; }
-/* the ledger: one line per claim; each claim's section: one line of words per part, pictures
-   beside, the rest folded */
-ol.ledger { list-style: none; margin: 8px 0; padding: 0; }
-ol.ledger li { padding: 3px 0; border-bottom: 1px solid var(--soft); }
-ol.ledger a.id { display: inline-block; width: 3.2em; font-weight: 600; }
-ol.ledger .found { color: var(--muted); }
-dl.verdicts { display: grid; grid-template-columns: max-content 1fr; gap: 2px 10px;
-              font-size: 0.9em; margin: 8px 0; }
-dl.verdicts dd { margin: 0; }
-article.claim { border-top: 1px solid var(--line); margin-top: 18px; padding-top: 4px; }
-article.claim h3 { margin: 8px 0 2px; }
-article.claim h3 span.claim { font-weight: 400; font-style: italic; font-size: 0.9em; }
-article.claim figure.forest { max-width: 600px; }
-a.term { color: inherit; text-decoration: underline dotted; }
-ul.findings li, ul.use li { margin: 3px 0; }
-dl.terms dt { font-weight: 600; margin-top: 6px; }
-dl.terms dd { margin: 0 0 0 1.5em; }
-ul.part-lines { list-style: none; margin: 4px 0; padding: 0; font-size: 0.86em; }
-ul.part-lines li { display: flex; gap: 6px; align-items: baseline; line-height: 1.5; }
-ul.part-lines .d { flex: none; width: 10.4em; padding: 0 4px; border-radius: 4px;
-                   border: 1px solid transparent; font-size: 0.92em; font-weight: 600;
-                   white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
-ul.part-lines .w { flex: 1; min-width: 0; white-space: nowrap; overflow: hidden;
-                   text-overflow: ellipsis; }
-figure.forest { margin: 6px 0; padding: 4px; border: 0; }
-figure.forest figcaption { font-size: 0.78em; line-height: 1.35; margin-top: 2px; }
-p.budget { background: var(--soft); border: 1px solid var(--line); border-radius: 8px;
-           padding: 8px 12px; }
-details.more > summary { font-weight: 600; }
-details.table { font-size: 1em; margin: 6px 0; }
-details.table > summary { color: var(--ink); font-weight: 600; }
-@media print {
-  body { font-size: 11px; }
-  header, main, footer { max-width: none; padding: 0; }
-  * { position: static !important; box-shadow: none !important; }
-  details::details-content { content-visibility: visible; display: block; }
-  details > summary { list-style: none; font-weight: 600; }
-  details pre { max-height: none; overflow: visible; }
-  ul.part-lines .w { white-space: normal; overflow: visible; }
-  tr, figure, li { break-inside: avoid; }
-  thead { display: table-header-group; }
-  a { color: inherit; }
-}
-footer { margin: 40px auto 30px; color: var(--muted); font-size: 0.88em;
-         border-top: 1px solid var(--line); padding-top: 10px; }
-"""
-# The verdict chips, coloured from the table the plots use (palette.VERDICT_STYLES).
-CSS += "".join(f".v-{verdict} {{ background: {style.tint}; color: {style.colour}; "
-               f"border-color: {style.colour}; }}\n" for verdict, style in VERDICT_STYLES.items())
-
-
 # --- what the templates show ----------------------------------------------------------------------
 # A cell the suites pre-formatted as a number: "0.25", "+0.11 [−0.2, 0.4]", "4.1 (n=1)", "+1–2%".
 _NUMERIC = re.compile(r"^[+\-−]?\d[\d,]*(\.\d+)?(e[+\-]?\d+)?(–\d+(\.\d+)?)?%?"
@@ -618,6 +517,7 @@ def _context(doc: dict[str, Any], figures: dict[str, Figure], lang: str) -> dict
             "verdict_meanings": {v: m[1] if lang == "zh" else m[0]
                                  for v, m in VERDICT_MEANING.items()},
             "verdict_symbols": {v: style.symbol for v, style in VERDICT_STYLES.items()},
+            "verdict_styles": VERDICT_STYLES,
             "verdict_order": VERDICT_ORDER, "added_claims": SUBSECTION_CLAIMS,
             "budgets": {(p["claim"], p["part"]): p for p in budgets},
             "lead_figure": LEAD_FIGURE, "terms": TERMS,
@@ -636,7 +536,7 @@ def render_html(doc: dict[str, Any], figures: dict[str, Figure], lang: str) -> s
     page = environment().get_template("page.html.j2")
     context = _context(doc, figures, lang)
     html = page.render(
-        context, css=Markup(CSS), sections=sections(context["suites"], lang),
+        context, sections=sections(context["suites"], lang),
         generated=t("generated", lang).format(size=gen["size"], results=gen["results"],
                                               created=gen["created"], version=gen["version"]),
         size_note=(gen.get("size_note") or {}).get(lang),
