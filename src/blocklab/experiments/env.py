@@ -96,6 +96,20 @@ def environment(device: str = "cpu") -> dict:
 
 
 @contextlib.contextmanager
+def deterministic_algorithms() -> Iterator[None]:
+    """Deterministic algorithms on (warn only) for the block, the state before restored."""
+    import torch
+
+    before = (torch.are_deterministic_algorithms_enabled(),
+              torch.is_deterministic_algorithms_warn_only_enabled())
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(before[0], warn_only=before[1])
+
+
+@contextlib.contextmanager
 def torch_threads(n: int) -> Iterator[None]:
     """Run the block with `n` torch CPU threads, restoring the previous count afterwards."""
     import torch

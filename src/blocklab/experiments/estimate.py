@@ -30,14 +30,11 @@ import re
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, NamedTuple
 
 from blocklab.config import ModelConfig
 from blocklab.experiments.ladder import RUNGS
 from blocklab.experiments.options import RunRequest
-from blocklab.experiments.results import ResultStore
-from blocklab.experiments.run_result import RunResult
 
 # Seconds of one step of `reference_model()` at REFERENCE_SHAPE, one thread, on the quiet 2-core
 # reference machine the reference times here and in the suites' prices were taken on;
@@ -275,19 +272,15 @@ def calibrate(shapes: dict[ShapeKey, ModelConfig], budget_s: float = 15.0) -> Ca
     """Time `shapes` (`_key` -> a model) here in one thread in about `budget_s` seconds (see the
     module docstring)."""
     from blocklab.experiments.data import load_corpus, stdlib_corpus
-    from blocklab.experiments.env import torch_threads
+    from blocklab.experiments.env import deterministic_algorithms, torch_threads
 
     started = time.perf_counter()
     startup = _process_age_s()
     # A fresh worker's first run turns on deterministic algorithms, which imports the compiler
     # stack; a call this fast found it imported already and cannot tell that cost.
     tick = time.perf_counter()
-    import torch
-
-    deterministic = torch.are_deterministic_algorithms_enabled()
-    warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
-    torch.use_deterministic_algorithms(True, warn_only=True)
-    torch.use_deterministic_algorithms(deterministic, warn_only=warn_only)
+    with deterministic_algorithms():
+        pass
     worker = time.perf_counter() - tick
     worker = worker if worker > _IMPORTED_S else None
     cached = stdlib_corpus.cache_info().currsize > 0
@@ -593,15 +586,6 @@ def makespan(seconds: Sequence[float], workers: int, start: float = 0.0) -> floa
     return max(free)
 
 
-def _stored_results(results: Path) -> list[tuple[str, str, RunResult]]:
-    """(suite, size folder, result) of every stored run under `results`."""
-    found = []
-    for folder in sorted(p for p in results.glob("*/*") if p.is_dir()):
-        found += [(folder.parent.name, folder.name, result)
-                  for _, result in ResultStore(folder).iter_results()]
-    return found
-
-
 _SEED = re.compile(r"\bseed \d+\b")
 
 
@@ -627,11 +611,12 @@ def estimate_suites(request: RunRequest, names: Sequence[str], *,
 
     results, size = request.results, request.size
     twins: dict[tuple[str, str, str], list[float]] = {}
-    for suite_name, folder, result in _stored_results(results):
-        run, wall = result.run, result.wall_time_s
-        if run is not None and isinstance(wall, int | float) and wall > 0:
-            key = _twin_key(suite_name, folder, run.label)
-            twins.setdefault(key, []).append(float(wall))
+    for stored in sorted(p for p in results.glob("*/*") if p.is_dir()):
+        for _, result in ResultStore(stored).iter_results():
+            run, wall = result.run, result.wall_time_s
+            if run is not None and isinstance(wall, int | float) and wall > 0:
+                key = _twin_key(stored.parent.name, stored.name, run.label)
+                twins.setdefault(key, []).append(float(wall))
     planned = []  # (suite, stage, spec, stored, twin wall times)
     for name in names:
         suite = get_suite(name)

@@ -243,22 +243,6 @@ def without_part(model: nn.Module, part: str) -> nn.Module:
     return out
 
 
-def build_schemes(cfg: ModelConfig, schemes: Sequence[tuple[str, str]],
-                  seed: int = 0, base: nn.Module | None = None) -> dict[str, nn.Module]:
-    """scheme name -> eval-mode `base` (else a seeded random DecoderLM of `cfg`) quantized."""
-    from blocklab.nn import DecoderLM
-
-    if base is None:
-        torch.manual_seed(seed)
-        base = DecoderLM(cfg)
-    base = base.eval().requires_grad_(False)
-    models = {}
-    for part, mode in schemes:
-        model = base if part == "none" else quantize_model(copy.deepcopy(base), part, mode)
-        models[scheme_name(part, mode)] = model
-    return models
-
-
 def _linears(model: nn.Module, part: str, layer: int = 0) -> list[nn.Linear]:
     return [m for name, m in model.named_modules() if isinstance(m, nn.Linear)
             and name.startswith(f"layers.{layer}.") and part_of(name) == part]
@@ -275,13 +259,20 @@ def measure_schemes(cfg: ModelConfig, *, seq_lens: Sequence[int], decode_steps: 
     of `cfg` to quantize, else random weights. A prefill shorter than `min_call_s` is timed as
     the fastest of as many calls (at most 10) as fill it: noise only adds time.
     """
+    from blocklab.nn import DecoderLM
+
     if schemes[0] != ("none", "none"):
         raise InputError("the first scheme must be ('none', 'none'): speed-ups are against it")
     threads = threads or torch.get_num_threads()
     out = SchemeTimes(prefill_s={}, decode_s={}, free_prefill_s={}, free_decode_s={},
                       gemm_s={}, logits_error={}, compile_s={}, threads=threads)
     with torch_threads(threads):
-        models = build_schemes(cfg, schemes, seed, base=model)
+        if model is None:
+            torch.manual_seed(seed)
+            model = DecoderLM(cfg)
+        base = model.eval().requires_grad_(False)
+        models = {scheme_name(part, mode): base if part == "none"
+                  else quantize_model(copy.deepcopy(base), part, mode) for part, mode in schemes}
         for part in FREE_PARTS:
             models[f"free/{part}"] = without_part(models["none"], part)
         names = list(models)

@@ -257,11 +257,8 @@ def load_summary(out_dir: str | Path, suite: str, size: str, data_type: type, *,
         return None
     rerun = (f"run `{suite_command(suite, size, out_dir, seed_offset, precision)}` to "
              "rewrite it (stored runs whose provenance matches are reused)")
-    try:  # strict JSON: a NaN, an Infinity or a key given twice is a damaged summary
+    try:  # strict JSON; then whose summary it is, before its data is read as this suite's
         doc = read_json(path, error=ResultsError)
-    except ResultsError as err:
-        raise ResultsError(f"{err}; {rerun}") from None
-    try:  # whose summary it is, before its data is read as this suite's
         summary = _summary_fields(doc, str(path))
         if (summary.suite, summary.size, summary.first_seed) != (suite, size, seed_offset):
             raise ResultsError(f"{path} holds suite {summary.suite!r} at size "

@@ -58,7 +58,7 @@ from blocklab.experiments.data import (
     unigram_entropy,
     validation_windows,
 )
-from blocklab.experiments.env import environment
+from blocklab.experiments.env import deterministic_algorithms, environment, torch_threads
 from blocklab.experiments.init import INITS
 from blocklab.experiments.results import json_safe, result_json, run_id
 from blocklab.experiments.run_result import Curves, RunResult
@@ -84,6 +84,13 @@ def _bad(name: str, value: Any, allowed: str) -> ConfigError:
 def _int(name: str, value: Any, minimum: int) -> None:
     if not is_int(value, minimum):
         raise _bad(name, value, f"an integer in [{minimum}, {MAX_SIZE}]")
+
+
+def _ints(name: str, values: Any, allowed: str) -> None:
+    if not isinstance(values, tuple | list):
+        raise _bad(name, values, allowed)
+    for value in values:
+        _int(name, value, 1)
 
 
 def _number(name: str, value: Any, low: float, high: float = math.inf,
@@ -180,8 +187,10 @@ class TrainConfig:
                 _int(name, value, rule)
             else:  # a real number, kept as a float
                 object.__setattr__(self, name, _number(name, value, *rule))
-        if self.schedule not in SCHEDULES:
-            raise _bad("schedule", self.schedule, f"one of {list(SCHEDULES)}")
+        for name, allowed in (("schedule", list(SCHEDULES)), ("init", sorted(INITS)),
+                              ("backend", list(BACKENDS))):
+            if getattr(self, name) not in allowed:
+                raise _bad(name, getattr(self, name), f"one of {allowed}")
         betas = self.betas
         if not (isinstance(betas, tuple | list) and len(betas) == 2):
             raise _bad("betas", betas, "two numbers in [0, 1)")
@@ -189,24 +198,14 @@ class TrainConfig:
         if max(betas) >= 1.0:
             raise _bad("betas", self.betas, "two numbers in [0, 1)")
         object.__setattr__(self, "betas", betas)
-        if self.init not in INITS:
-            raise _bad("init", self.init, f"one of {sorted(INITS)}")
-        lengths = self.eval_lengths
-        if not isinstance(lengths, tuple | list):
-            raise _bad("eval_lengths", lengths, "a list of positive integers")
-        for length in lengths:
-            _int("eval_lengths", length, 1)
-        object.__setattr__(self, "eval_lengths", tuple(sorted({*lengths, self.seq_len})))
+        _ints("eval_lengths", self.eval_lengths, "a list of positive integers")
+        object.__setattr__(self, "eval_lengths", tuple(sorted({*self.eval_lengths,
+                                                               self.seq_len})))
         if not (isinstance(self.device, str) and self.device.split(":")[0] in ("cpu", "cuda")):
             raise _bad("device", self.device, "'cpu' or 'cuda[:index]'")
         check_precision(self.precision, "TrainConfig.precision", ConfigError)
-        if self.backend not in BACKENDS:
-            raise _bad("backend", self.backend, f"one of {list(BACKENDS)}")
         widths = self.nested_widths
-        if not isinstance(widths, tuple | list):
-            raise _bad("nested_widths", widths, "a list of distinct positive integers")
-        for width in widths:
-            _int("nested_widths", width, 1)
+        _ints("nested_widths", widths, "a list of distinct positive integers")
         if len(set(widths)) != len(widths):
             raise _bad("nested_widths", widths, "a list of distinct positive integers")
         if widths and self.backend == "compiled":
@@ -330,22 +329,6 @@ def evaluate(model: nn.Module, windows: dict[int, torch.Tensor],
     finally:
         model.train(was_training)
     return out
-
-
-@contextlib.contextmanager
-def _runtime(config: TrainConfig) -> Iterator[None]:
-    """Thread count and deterministic algorithms for one run; restored afterwards."""
-    threads = torch.get_num_threads()
-    deterministic = torch.are_deterministic_algorithms_enabled()
-    warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
-    if config.threads is not None:
-        torch.set_num_threads(config.threads)
-    torch.use_deterministic_algorithms(True, warn_only=True)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
-        torch.use_deterministic_algorithms(deterministic, warn_only=warn_only)
 
 
 def final_windows(val: Any, config: TrainConfig) -> dict[int, torch.Tensor]:
@@ -627,7 +610,8 @@ def train(model_config: ModelConfig, train_config: TrainConfig,
         for length, scores in last_eval.items():
             curves.val[str(length)].append(scores["loss"])
 
-    with _runtime(tc), _progress_task(progress, label, tc.steps) as advance:
+    with torch_threads(tc.threads or torch.get_num_threads()), deterministic_algorithms(), \
+            _progress_task(progress, label, tc.steps) as advance:
         env = environment(tc.device)
         env.update(distributed.describe())
         model = build_model(mc, tc)
