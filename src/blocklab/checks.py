@@ -6,11 +6,9 @@
     raise refusal("seed offset -1", "an integer in [0, 1000000000]")
     # InputError: seed offset -1 is not allowed; expected an integer in [0, 1000000000]
 
-A value is checked once, at the door it comes in by: a command-line option, a key of a config
-file or of stored JSON, an argument of a constructor a caller builds (`ModelConfig`,
-`TrainConfig`, `RunOptions`, `RunRequest`). What a door builds travels on typed, and the
-layers behind it read it without checking it again. This module imports only
-`blocklab.errors`, so every layer, the ones without PyTorch included, can use it.
+A value is checked once, at the door it comes in by (an option, a config or stored key, a
+constructor such as `ModelConfig` or `RunRequest`); what a door builds travels on typed, and
+the layers behind it do not check it again.
 """
 
 from __future__ import annotations
@@ -47,6 +45,5 @@ def real(value: Any) -> bool:
 
 
 def refusal(subject: str, expected: str, error: type[InputError] = InputError) -> InputError:
-    """The error that refuses `subject` (the value as the caller named it, `--seed-offset -1`,
-    `ModelConfig.d_model=0`) in one line saying what is `expected` instead."""
+    """The one-line error refusing `subject` (`--seed-offset -1`) with what is `expected`."""
     return error(f"{subject} is not allowed; expected {expected}")

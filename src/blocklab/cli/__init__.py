@@ -214,6 +214,11 @@ def check_shows_chinese(asked: str) -> None:
                          "or --json") from None
 
 
+def number(value: float | None, digits: int = 4) -> str:
+    """A table cell: `value` to `digits` decimals, — for None."""
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
 def json_text(value, indent: int | None = None) -> str:
     """`value` as a command's `--json` output: text as it is where stdout writes Unicode,
     \\u escapes (the same JSON) where its encoding could not show every character."""
@@ -415,18 +420,15 @@ def _dispatch(args: list[str], debug: bool) -> int:
         if str(err).strip():  # (no message: `blocklab` alone, which has printed the help)
             typer.echo(f"error: {_usage_message(err)}", err=True)
         return EXIT_BAD_INPUT
-    except InputError as err:
+    except (InputError, Busy) as err:  # Busy: another blocklab process holds what we need
         typer.echo(f"error: {_one_line(err)}", err=True)
-        return EXIT_BAD_INPUT
+        return EXIT_BAD_INPUT if isinstance(err, InputError) else EXIT_FAILED
     except (KeyboardInterrupt, typer.Abort):
         typer.echo("interrupted", err=True)
         return EXIT_INTERRUPTED
     except Stopped as stopped:
         typer.echo(f"interrupted: {stopped}", err=True)
         return EXIT_INTERRUPTED
-    except Busy as err:  # another blocklab process holds what this one needs
-        typer.echo(f"error: {_one_line(err)}", err=True)
-        return EXIT_FAILED
     except BrokenPipeError:
         return _reader_gone()
     except OSError as err:  # the environment (disk full, permissions), not the input's shape

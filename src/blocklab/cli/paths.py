@@ -1,15 +1,13 @@
 """Output paths named on the command line (`--plot`, `--out`, `--results`), checked before any
-work: a path that cannot be written is bad input (exit code 2, one line naming the option, the
-path as typed and why), not an OSError about a temporary file after minutes of training.
+work: one that cannot be written is bad input (one line naming the option, the path as typed
+and why), not an OSError after minutes of training.
 
     output_file("fig.png", "--plot")                   a file, written atomically beside itself
-    output_folder("out", "--out", ["result.json"])     a folder (created if missing) and the
-                                                       files written under it, in subfolders too
+    output_folder("out", "--out", ["result.json"])     a folder and the files written under it
 
-Nothing is created: every name (the temporary one each file is written through included)
-must fit NAME_MAX and the longest path PATH_MAX; every folder on the way must be a folder or
-makeable; the nearest existing one must take a new file (root passes `os.access` on any mode
-bits, not on a read-only mount, so a file is created and removed there).
+Nothing is created: every name (temporary ones included) must fit NAME_MAX and PATH_MAX, every
+folder on the way be a folder or makeable, and the nearest existing one take a new file (a
+probe file, as root passes `os.access` on any mode bits).
 """
 
 from __future__ import annotations
@@ -32,13 +30,11 @@ _NAME_MAX, _PATH_MAX = 255, 4096
 
 
 class NotWritable(InputError):
-    """A folder the command would write into exists (or its nearest existing part does) and
-    this process may not create files there: a reader may still read it."""
+    """A folder the command would write into may not take new files (a reader may read it)."""
 
 
 def output_file(text: str, option: str) -> Path:
-    """`text` as a file the command will write (atomically, through a temporary name beside
-    it); InputError naming `option` if it cannot be."""
+    """`text` as a file the command will write; InputError naming `option` if it cannot be."""
     path = _named(text, option, "a file name")
     shown = _shown(text)
     _check_lengths(path, option, shown)
@@ -54,8 +50,8 @@ def output_file(text: str, option: str) -> Path:
 
 
 def output_folder(text: str, option: str, files: Iterable[str]) -> Path:
-    """`text` as a folder the command creates if missing and writes `files` into (paths
-    relative to it, in subfolders too); InputError naming `option` if it cannot be."""
+    """`text` as a folder the command creates if missing and writes `files` (relative paths)
+    into; InputError naming `option` if it cannot be."""
     folder = _named(text, option, "a folder (created if missing)")
     shown = _shown(text)
     written = [folder / name for name in files]
@@ -102,8 +98,7 @@ def _named(text: str, option: str, what: str) -> Path:
 
 
 def _shown(text: str | Path, count: bool = True) -> str:
-    """A path as the user typed it, quoted; a long one shortened in the middle (saying how
-    long it is, if `count`)."""
+    """A path as typed, quoted; a long one cut in the middle (with its length, if `count`)."""
     text = str(text)
     if len(text) <= 100:
         return repr(text)
@@ -126,8 +121,8 @@ def _limits(path: Path) -> tuple[int, int]:
 
 
 def _check_lengths(path: Path, option: str, shown: str) -> None:
-    """Every name on `path`, and the temporary name its file is written through, within
-    NAME_MAX bytes; the temporary file's path within PATH_MAX (the count holds its NUL)."""
+    """Every name on `path` and its temporary name within NAME_MAX bytes, the temporary path
+    within PATH_MAX (which counts its NUL)."""
     name_max, path_max = _limits(path.parent)
     for part in path.parent.parts:
         size = len(os.fsencode(part))
@@ -190,8 +185,7 @@ def _why(err: OSError) -> str:
 
 
 def _check_writable(nearest: Path, folder: Path, option: str, shown: str) -> None:
-    """`nearest` (an existing folder) lets this process create files, so the missing parts of
-    `folder` below it can be made."""
+    """`nearest` (an existing folder) lets this process create files (`folder`'s parts)."""
     reason = None
     if not os.access(nearest, os.W_OK | os.X_OK):
         reason = "a read-only file system" if _read_only_mount(nearest) else "permission denied"

@@ -10,7 +10,7 @@ from pathlib import Path
 import typer
 
 from blocklab.checks import refusal
-from blocklab.cli import app, console
+from blocklab.cli import app, console, number
 from blocklab.cli import options as opt
 from blocklab.errors import InputError
 from blocklab.jsonio import output_json
@@ -142,10 +142,10 @@ def quantize(
     for d in docs:
         table.add_row(d["scheme"] + (" (compiled)" if d["compiled"] else ""),
                       *[f"{d['prefill_speedup'][t]:.2f}" for t in lens],
-                      *[_number(d["prefill_estimate"][t]) for t in lens],
-                      *[_number(d["prefill_bound"][t]) for t in lens],
-                      f"{d['decode_speedup']:.2f}", _number(d["decode_estimate"]),
-                      _number(d["decode_bound"]),
+                      *[number(d["prefill_estimate"][t], 2) for t in lens],
+                      *[number(d["prefill_bound"][t], 2) for t in lens],
+                      f"{d['decode_speedup']:.2f}", number(d["decode_estimate"], 2),
+                      number(d["decode_bound"], 2),
                       "—" if d["logits_error"] is None else f"{d['logits_error']:.2e}")
     console().print(table)
     console().print("bound = 1/(1 − f), f the quantized layers' share of the float model's time "
@@ -167,6 +167,3 @@ def _nonfinite_note(model: str, counts: dict[str, int], shown: int = 4) -> str:
             "logits error through it is no measurement and is left out (— in the table, null "
             "with --json); the timings stand")
 
-
-def _number(x: float | None) -> str:
-    return "—" if x is None else f"{x:.2f}"

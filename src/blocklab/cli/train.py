@@ -11,7 +11,7 @@ from typing import Any
 
 import typer
 
-from blocklab.cli import app, console, warn_if_bf16_emulated
+from blocklab.cli import app, console, number, warn_if_bf16_emulated
 from blocklab.cli import options as opt
 from blocklab.cli.paths import output_folder
 from blocklab.errors import InputError
@@ -247,10 +247,6 @@ def train(
         raise typer.Exit(1)
 
 
-def _number(value: float | None, digits: int = 4) -> str:
-    return "—" if value is None else f"{value:.{digits}f}"
-
-
 def _print_summary(summary: dict[str, Any], model_config, data_name: str) -> None:
     from rich.markup import escape
     from rich.table import Table
@@ -265,21 +261,21 @@ def _print_summary(summary: dict[str, Any], model_config, data_name: str) -> Non
     table.add_row("status", f"[{colour}]{summary['status']}[/{colour}]")
     if summary["reason"]:
         table.add_row("reason", escape(summary["reason"]))
-    table.add_row("val loss (nats/token)", _number(final["val_loss"]))
-    table.add_row("val bits per byte", _number(final["val_bpb"]))
+    table.add_row("val loss (nats/token)", number(final["val_loss"]))
+    table.add_row("val bits per byte", number(final["val_bpb"]))
     for length, loss in final["val_loss_by_length"].items():
-        table.add_row(f"  val loss at {length}", _number(loss))
-    table.add_row("unigram entropy (nats)", _number(final["unigram_entropy"]))
-    table.add_row("train loss (last 10)", _number(final["train_loss"]))
+        table.add_row(f"  val loss at {length}", number(loss))
+    table.add_row("unigram entropy (nats)", number(final["unigram_entropy"]))
+    table.add_row("train loss (last 10)", number(final["train_loss"]))
     table.add_row("parameters", f"{final['params']:,}")
     table.add_row("steps", str(summary["steps_done"]))
-    table.add_row("ms per step", _number(summary["ms_per_step"], 1))
-    table.add_row("tokens per s", _number(summary["tokens_per_s"], 0))
+    table.add_row("ms per step", number(summary["ms_per_step"], 1))
+    table.add_row("tokens per s", number(summary["tokens_per_s"], 0))
     if summary["compile_s"] is not None:
-        table.add_row("compile warm-up (s)", _number(summary["compile_s"], 1))
+        table.add_row("compile warm-up (s)", number(summary["compile_s"], 1))
     table.add_row("precision · backend", f"{summary['precision']} · {summary['backend']}")
     table.add_row("ops ran", escape(", ".join(f"{op} {impl}"
                                               for op, impl in summary["backends"].items())))
-    table.add_row("wall time (s)", _number(summary["wall_time_s"], 1))
+    table.add_row("wall time (s)", number(summary["wall_time_s"], 1))
     table.add_row("result", escape(summary["result"]))
     console().print(table)
