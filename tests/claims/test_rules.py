@@ -120,19 +120,6 @@ def test_an_inconclusive_part_says_what_would_decide_it():
     assert far.seeds_needed is None and "more than 10,000" in far.reason
 
 
-def test_the_p_value_decides_exactly_where_the_interval_does():
-    for mean in np.linspace(-3.0, 2.0, 41):
-        est = t_estimate(float(mean), 1.0, 6)
-        found = decide(RULE, est)
-        if est.ci_high < -1.0:
-            assert found.verdict == CONFIRMED
-        elif est.ci_low > -1.0:
-            assert found.verdict == NOT_REPRODUCED
-        else:
-            assert found.verdict == INCONCLUSIVE
-        assert (found.p_value < 0.05) == (found.verdict != INCONCLUSIVE)
-
-
 @pytest.mark.parametrize("level", [0.05, 0.01, 0.0036, 0.0002])
 @pytest.mark.parametrize("rule", [
     RULE,  # a gain claimed below zero, with a margin of no effect
@@ -144,8 +131,9 @@ def test_the_p_value_decides_exactly_where_the_interval_does():
 def test_the_interval_a_decision_carries_is_the_one_that_decided_it(rule, level):
     """At every level, the part's decision is what its carried interval shows: wholly beyond
     the boundary (confirmed), wholly short of it or inside ±margin (not reproduced), across
-    it (inconclusive); that interval is the 95% one rescaled to the level, and its coverage is
-    1 − level (1 − 2·level for two one-sided tests)."""
+    it (inconclusive), and its p is below the level exactly then; that interval is the 95% one
+    rescaled to the level, and its coverage is 1 − level (1 − 2·level for two one-sided
+    tests)."""
     rng = np.random.default_rng(7)
     seen = set()
     for _ in range(400):
@@ -165,6 +153,7 @@ def test_the_interval_a_decision_carries_is_the_one_that_decided_it(rule, level)
         if n < rule.min_seeds:  # decided by the count: undecided whatever the interval shows
             assert found.verdict == INCONCLUSIVE and "before it reads" in found.reason
             continue
+        assert (found.p_value < level) == (found.verdict != INCONCLUSIVE)
         if rule.test == "equivalence":
             inside = rule.claimed - rule.margin < iv.low and iv.high < rule.claimed + rule.margin
             outside = iv.high < rule.claimed - rule.margin or iv.low > rule.claimed + rule.margin
@@ -218,12 +207,6 @@ def test_the_interval_is_labelled_with_its_coverage():
         "interval"] is None
 
 
-def test_a_positive_claim_is_decided_on_its_own_side():
-    up = Rule(metric="gain", smallest_effect=1.0, margin=0.5, min_seeds=3, claimed=7.0)
-    assert decide(up, Estimate(5.0, 2.0, 8.0, 3)).verdict == CONFIRMED
-    assert decide(up, Estimate(-5.0, -8.0, -2.0, 3)).verdict == NOT_REPRODUCED
-
-
 def test_a_claim_of_more_than_a_threshold_needs_the_whole_ci_beyond_it():
     # "more than twice": log2 of a ratio above 1.
     twice = Rule(metric="log2 ratio", smallest_effect=0.5, margin=0.25, min_seeds=2,
@@ -263,7 +246,7 @@ def test_bounds_and_bands():
 def test_rule_hash_is_the_canonical_json_and_changes_with_the_rule():
     import hashlib
     import json
-    from dataclasses import asdict, replace
+    from dataclasses import asdict
 
     text = json.dumps({**asdict(RULE), "decision": rules.DECISION_VERSION}, sort_keys=True,
                       separators=(",", ":"), ensure_ascii=False)
@@ -395,7 +378,7 @@ def test_two_seed_sets_almost_never_give_opposite_decisions():
             iv = stats.paired_interval(d)
             found.append(Estimate(iv.value, iv.ci_low, iv.ci_high, n, iv.sd))
         old = {old_grade(rule, e) for e in found}
-        new = {decide(rule, e).verdict for e in found}
+        new = {decide(rule, e, explain=False).verdict for e in found}
         opposite["old"] += old == {CONFIRMED, NOT_REPRODUCED}
         opposite["new"] += CONFIRMED in new and bool(new & {NOT_REPRODUCED, CONTRADICTED})
     assert opposite["new"] / pairs <= 0.05
@@ -468,10 +451,7 @@ def test_the_lr_bias_gate_stops_wrong_not_reproduced_decisions_in_either_directi
     once gave a wrong "not reproduced" in about 4 of 10 replications, as no reading of the
     bias stopped it. Read with and without the bias, a wrong decision needs both readings to
     miss: at most the 2.5% one-sided error, Monte Carlo error stated (3 sd of 2000 draws)."""
-    import numpy as np
-
     from blocklab.claims.registry import c16_rule
-    from blocklab.claims.rules import ALPHA
 
     rule = c16_rule("swiglu")  # boundary −1 on the claimed (negative) side
     rng = np.random.default_rng(59)
@@ -482,8 +462,10 @@ def test_the_lr_bias_gate_stops_wrong_not_reproduced_decisions_in_either_directi
         x = rng.normal(-1.2, 0.57, n) + bias
         m, se = float(x.mean()), float(x.std(ddof=1) / np.sqrt(n))
         est = Estimate(m, m - t * se, m + t * se, n, float(x.std(ddof=1)))
-        before += decide(rule, est, ALPHA, fair_arms=True).verdict == NOT_REPRODUCED
-        after += decide(rule, est, ALPHA, fair_arms=True, bias=bias).verdict == NOT_REPRODUCED
+        # explain=False: the verdicts alone, without the (slow) seeds that would decide
+        before += decide(rule, est, fair_arms=True, explain=False).verdict == NOT_REPRODUCED
+        after += decide(rule, est, fair_arms=True, explain=False,
+                        bias=bias).verdict == NOT_REPRODUCED
     mc = 3 * np.sqrt(0.025 * 0.975 / reps)
     assert before / reps > 0.3  # the adverse bias alone decides wrongly this often
     assert after / reps <= 0.025 + mc

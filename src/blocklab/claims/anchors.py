@@ -1,8 +1,7 @@
 """Published results beside the claims, each at the scale it was measured at.
 
-The package data `anchors.json` holds, per source, the claims it bears on, the model and
-training it was measured with, the metric and the result; one reading per claim says how the
-paper and the page differ. A ledger row carries them beside the scale its own runs had.
+`anchors.json` holds, per source, the claims it bears on, the model and training, the metric and
+the result; one reading per claim says how the paper and the page differ.
 
     anchors("C16")[0].source         # 'Shazeer 2020, "GLU Variants Improve Transformer", ...'
     anchors("C16")[0].flops          # 4.5e19: 6 · 220M parameters · 34.4B tokens
@@ -59,9 +58,7 @@ class Anchor:
 
 
 def short_source(source: str) -> str:
-    """A source's name: its text up to the first comma outside parentheses ('Shazeer 2020';
-    'a public 15-seed replication (repository bob80333/investigating_extrapolation,
-    experiments.txt)' stays whole up to its closing parenthesis)."""
+    """A source's name: its text up to the first comma outside parentheses."""
     depth = 0
     for k, char in enumerate(source):
         depth += {"(": 1, ")": -1}.get(char, 0)

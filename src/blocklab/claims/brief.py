@@ -4,8 +4,7 @@
         SwiGLU +0.0072% [−1.12, +1.13]; GeGLU +0.195%, GLU +1.65%
 
 `FOUND` reads each claim's `ClaimResult` into one clause whose every number comes from the
-result, so a line never states a number the ledger does not hold. The verdict's symbol belongs
-to the report's palette, above this package: the caller passes it in.
+result. The verdict's symbol belongs to the report's palette: the caller passes it in.
 """
 
 from __future__ import annotations
@@ -13,6 +12,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import reduce
+from operator import getitem
 from typing import Any
 
 from blocklab.claims.checks import LONG_CONTEXT
@@ -353,6 +354,23 @@ def _got_clause(r: ClaimResult, lang: str) -> str:
                                    **{k: _got(r, name) for k, name in GOT[r.id].items()})
 
 
+# The clauses that quote the evidence as it is: {field: its keys' path in the evidence}.
+QUOTED = {"C10": {"fp16": ("fp16_mean_square",), "err": ("max_error_vs_float64",)},
+          "C11": {"mlp": ("mlp_input_rms_max_deviation_from_1",),
+                  "out": ("layer_output_rms_max_deviation_from_1",)},
+          "C15": {"example": ("page_example", "ffn_share"),
+                  "real": ("meta_llama_3_8b", "ffn_share")},
+          "C23": {"share": ("ffn_share",), "ffn": ("gflops", "ffn"),
+                  "total": ("gflops", "total"), "page": ("page", "ffn_share")},
+          "C32": {"T": ("T",), "ffn": ("speedup_ffn",), "attn": ("speedup_attention",),
+                  "share": ("ffn_flop_share_page_model",)}}
+
+
+def _quoted_clause(r: ClaimResult, lang: str) -> str:
+    return say(TEXT[r.id], lang, **{k: reduce(getitem, path, r.evidence)
+                                    for k, path in QUOTED[r.id].items()})
+
+
 def _c04(r: ClaimResult, lang: str) -> str:
     hidden = _check(r, "SwiGLU hidden (page")
     return _checks(r, lang) or say(TEXT["C04"], lang, hidden=_got(r, "SwiGLU hidden (page"),
@@ -364,17 +382,6 @@ def _c08(r: ClaimResult, lang: str) -> str:
     return say(TEXT["C08"], lang, passed=sum(bool(c["passed"]) for c in checks),
                n=len(checks), zeros=_got(r, "all-zero input"),
                raised=_got(r, "constant input").split(":")[0])
-
-
-def _c10(r: ClaimResult, lang: str) -> str:
-    return say(TEXT["C10"], lang, fp16=r.evidence["fp16_mean_square"],
-               err=r.evidence["max_error_vs_float64"])
-
-
-def _c11(r: ClaimResult, lang: str) -> str:
-    ev = r.evidence
-    return say(TEXT["C11"], lang, mlp=ev["mlp_input_rms_max_deviation_from_1"],
-               out=ev["layer_output_rms_max_deviation_from_1"])
 
 
 def _c12(r: ClaimResult, lang: str) -> str:
@@ -393,12 +400,6 @@ def _c13(r: ClaimResult, lang: str) -> str:
 def _c14(r: ClaimResult, lang: str) -> str:
     checks = r.evidence["checks"]
     return say(TEXT["C14"], lang, worst=max(c["max_error"] for c in checks), n=len(checks))
-
-
-def _c15(r: ClaimResult, lang: str) -> str:
-    ev = r.evidence
-    return say(TEXT["C15"], lang, example=ev["page_example"]["ffn_share"],
-               real=ev["meta_llama_3_8b"]["ffn_share"])
 
 
 def _c16(r: ClaimResult, lang: str) -> str:
@@ -455,12 +456,6 @@ def _c22(r: ClaimResult, lang: str) -> str:
     if not reads:
         return say(TEXT["C22_none"], lang)
     return say(TEXT["C22"], lang, multiple=max(reads))
-
-
-def _c23(r: ClaimResult, lang: str) -> str:
-    ev = r.evidence
-    return say(TEXT["C23"], lang, share=ev["ffn_share"], ffn=ev["gflops"]["ffn"],
-               total=ev["gflops"]["total"], page=ev["page"]["ffn_share"])
 
 
 def _c24(r: ClaimResult, lang: str) -> str:
@@ -531,12 +526,6 @@ def _c31(r: ClaimResult, lang: str) -> str:
                sdpa=_num(sdpa))
 
 
-def _c32(r: ClaimResult, lang: str) -> str:
-    ev = r.evidence
-    return say(TEXT["C32"], lang, T=ev["T"], ffn=ev["speedup_ffn"],
-               attn=ev["speedup_attention"], share=ev["ffn_flop_share_page_model"])
-
-
 def _c33(r: ClaimResult, lang: str) -> str:
     if len(r.parts) < 2:
         return _tally(r, lang)
@@ -576,11 +565,9 @@ def _c37(r: ClaimResult, lang: str) -> str:
 
 
 FOUND: dict[str, Callable[[ClaimResult, str], str]] = {
-    **dict.fromkeys(GOT, _got_clause), "C04": _c04, "C06": _all_checks, "C07": _all_checks,
-    "C08": _c08, "C10": _c10, "C11": _c11, "C12": _c12,
-    "C13": _c13, "C14": _c14, "C15": _c15, "C16": _c16, "C17": _c17, "C18": _c18,
-    "C19": _c19, "C20": _c20, "C21": _c21, "C22": _c22, "C23": _c23, "C24": _c24,
-    "C25": _c25, "C26": _c26, "C27": _c27, "C28": _c28, "C29": _c29, "C30": _c30,
-    "C31": _c31, "C32": _c32, "C33": _c33, "C34": _c34, "C35": _c35, "C36": _c36,
-    "C37": _c37,
+    **dict.fromkeys(GOT, _got_clause), **dict.fromkeys(QUOTED, _quoted_clause), "C04": _c04,
+    "C06": _all_checks, "C07": _all_checks, "C08": _c08, "C12": _c12, "C13": _c13,
+    "C14": _c14, "C16": _c16, "C17": _c17, "C18": _c18, "C19": _c19, "C20": _c20, "C21": _c21,
+    "C22": _c22, "C24": _c24, "C25": _c25, "C26": _c26, "C27": _c27, "C28": _c28, "C29": _c29,
+    "C30": _c30, "C31": _c31, "C33": _c33, "C34": _c34, "C35": _c35, "C36": _c36, "C37": _c37,
 }

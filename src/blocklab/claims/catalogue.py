@@ -5,10 +5,8 @@ about the claims, derived from what each check declares beside itself (`finding.
     SPECS["C16"].suite                                 # "ffn"
     part_arms("C16", "swiglu", metric, ["glu", "relu", "swiglu"])  # ["swiglu", "relu"]
 
-Above the check modules (it imports them all; they import none of it). Adding a claim: list it
-in `CLAIMS.md`, restate it in `text.CLAIM_TEXT`, write its check with its `@claim(...)` in the
-module of the suite or topic it reads and, for an experimental claim, register its rules in
-`registry.RULES`: no list here to extend.
+Above the check modules. Adding a claim: list it in `CLAIMS.md`, restate it in `text.CLAIM_TEXT`,
+write its check with `@claim(...)` and, if experimental, register its rules in `registry.RULES`.
 """
 
 from __future__ import annotations
@@ -43,9 +41,8 @@ SUBSECTION_CLAIMS = tuple(cid for cid, spec in SPECS.items() if spec.subsection)
 
 def part_arms(claim_id: str, part: str, metric: str, arms: list[str], *,
               seeded: bool = True) -> list[str]:
-    """The arms (of the suite's `arms`) whose runs `part` of `claim_id` is estimated from: one
-    more seed of the part costs one more run of each. A `seeded` part naming none is a bug in
-    its arms function (LookupError); an unseeded one, such as an exact count, may name none."""
+    """The arms (of the suite's `arms`) whose runs `part` of `claim_id` is estimated from; a
+    `seeded` part naming none is a bug in its arms function (LookupError)."""
     spec = SPECS.get(claim_id)
     found = [] if spec is None or spec.arms is None else spec.arms(part, metric, arms)
     found = [a for a in found if a in arms]
@@ -58,10 +55,8 @@ def part_arms(claim_id: str, part: str, metric: str, arms: list[str], *,
 
 
 def planned_hash(claim_id: str, rule: Rule) -> str:
-    """The hash a part's runs are recorded under: its rule's (`Rule.hash`: the rule's fields
-    and the decision procedure's version) with the version of the code that computes its
-    metric from its suite's runs (`Suite.metric_version`), 12 hex digits of their sha256.
-    The rule's own hash for a claim no suite measures."""
+    """The hash a part's runs are recorded under: 12 hex digits of the sha256 of its
+    `Rule.hash` and its suite's `metric_version` (the rule's own for an analytic claim)."""
     suite = SUITE_OF.get(claim_id)
     if suite is None:
         return rule.hash
@@ -72,9 +67,7 @@ def planned_hash(claim_id: str, rule: Rule) -> str:
 
 
 def suite_rules(size: str) -> dict[str, dict[str, str]]:
-    """{suite: {"<claim> <part>": planned hash}}: the registered rules that grade each suite's
-    data at `size`, with the metric code's version (`planned_hash`), recorded in its results
-    folder when its runs are first planned."""
+    """{suite: {"<claim> <part>": `planned_hash`}} of the rules grading each suite at `size`."""
     out: dict[str, dict[str, str]] = {}
     for claim_id, suite in SUITE_OF.items():
         for name, rule in registered(claim_id, size).items():

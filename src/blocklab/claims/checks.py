@@ -1,9 +1,6 @@
-"""The analytic checks of C01–C28: one per claim (see `text.py` for the claims, `ledger.py` for
-the machinery).
-
-They compute live from `blocklab.reference`, `blocklab.verify`, `blocklab.budget` and small
-torch probes. The experimental claims of these pages are graded in modules named by the suite
-they read: `placement` (C12, C13, C19), `ffn` (C16), `norm_cost` (C18), `positions` (C21).
+"""The analytic checks of C01–C28, computed live from `blocklab.reference`, `blocklab.verify`,
+`blocklab.budget` and small torch probes (the experimental ones sit in the module of the suite
+they read).
 """
 
 from __future__ import annotations
@@ -15,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from blocklab import reference as ref
-from blocklab.claims.finding import Context, Finding, claim
+from blocklab.claims.finding import Check, Context, Finding, claim
 from blocklab.claims.lang import LANGS
 from blocklab.claims.text import Template, both, say
 
@@ -131,94 +128,69 @@ TEXT: dict[str, Template] = {
 }
 
 
-def _worked(claim_id: str, en: str, zh: str, groups: tuple[str, ...] = ("worked",)) -> Finding:
-    """Confirmed when every reference check of `claim_id` in `groups` passes (each group must
-    hold one), the checks as its evidence."""
-    from blocklab.verify import run_checks
-
-    ok, checks = True, []
-    for group in groups:
-        rows = [c for c in run_checks([group]) if c.claim == claim_id]
-        ok &= bool(rows) and all(r.passed for r in rows)
-        checks += [{"check": r.name, "expected": r.expected, "got": r.got,
-                    "max_error": r.max_error, "passed": r.passed} for r in rows]
-    if ok:
-        return Finding("confirmed", en, zh, {"checks": checks},
-                       "blocklab verify --group " + " --group ".join(groups))
-    failed = [c["check"] for c in checks if not c["passed"]]
-    return Finding("refuted", *both(TEXT["failed"], failed=failed), {"checks": checks},
-                   "blocklab verify")
-
-
 # --- page 000: worked numbers (computed live) ---------------------------------------------------
-@claim("C01")
-def c01(ctx: Context) -> Finding:
-    return _worked("C01", "3·d·m vs 2·d·m holds; m = ⌈2·m0/3⌉ keeps the budget within one "
-                   "rounding step; Llama's rounding of 8d/3 gives 11,008 at d = 4096.",
-                   "3·d·m 对 2·d·m 成立；m = ⌈2·m0/3⌉ 的参数差不超过一个取整步长；"
-                   "d = 4096 时 Llama 对 8d/3 的取整为 11,008。")
+# {claim: (English, Chinese, the reference-check groups that hold its checks)}
+WORKED: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "C01": ("3·d·m vs 2·d·m holds; m = ⌈2·m0/3⌉ keeps the budget within one rounding step; "
+            "Llama's rounding of 8d/3 gives 11,008 at d = 4096.",
+            "3·d·m 对 2·d·m 成立；m = ⌈2·m0/3⌉ 的参数差不超过一个取整步长；"
+            "d = 4096 时 Llama 对 8d/3 的取整为 11,008。", ("worked",)),
+    "C02": ("Exactly 2,097,152 and 3,145,728 weights.", "恰为 2,097,152 与 3,145,728 个参数。",
+            ("worked",)),
+    "C03": ("Exactly 4,194,304 elements; quadrupling T quadruples the branch and leaves the "
+            "parameters unchanged.",
+            "恰为 4,194,304 个元素；T 变为 4 倍时分支元素变为 4 倍，参数不变。", ("worked",)),
+    "C04": ("hidden = [σ(1), 1 − σ(1)] = [0.731059, 0.268941]; the second entry is "
+            "SiLU(−1)·(−1) > 0.",
+            "hidden = [σ(1), 1 − σ(1)] = [0.731059, 0.268941]；第二项为 SiLU(−1)·(−1) > 0。",
+            ("worked",)),
+    "C05": ("Reproduced exactly at ε = 0; the shift leaves LayerNorm unchanged and moves "
+            "RMSNorm to [3,5]/√17.",
+            "ε = 0 时精确复现；平移后 LayerNorm 不变，RMSNorm 变为 [3,5]/√17。",
+            ("worked", "shift-scale")),
+    "C06": ("The closed form matches central differences (max error ~1e-11) and J·x = ε·x/s³ "
+            "to 1e-16.",
+            "闭式与中心差分一致（最大误差约 1e-11），J·x = ε·x/s³ 精确到 1e-16。",
+            ("worked", "jacobians")),
+    "C07": ("At ε = 0 positive scaling is exact, negative scaling flips the sign and "
+            "per-channel scaling changes both norms; at ε > 0 positive scaling misses by the "
+            "closed-form gap.",
+            "ε = 0 时正缩放严格不变，负缩放翻转符号，逐通道缩放改变两种归一化；ε > 0 时正缩放的偏差等于闭式间隙。",
+            ("shift-scale",)),
+    "C08": ("Zeros with ε > 0 give zeros; a constant input at ε = 0 raises a ValueError naming "
+            "the zero denominator.",
+            "ε > 0 时全零输入得零输出；ε = 0 的常量输入抛出指明分母为零的 ValueError。", ("worked",)),
+    "C09": ("Both Jacobians match finite differences for zero, diagonal and asymmetric A; for "
+            "A = diag(2, −1) at [1,3], A·J_N and J_N·A differ by the closed-form 0.402492.",
+            "零、对角与非对称 A 下两种雅可比均与有限差分一致；A = diag(2, −1)、x = [1,3] 时 "
+            "A·J_N 与 J_N·A 相差闭式值 0.402492。", ("worked", "jacobians", "order")),
+}
 
 
-@claim("C02")
-def c02(ctx: Context) -> Finding:
-    return _worked("C02", "Exactly 2,097,152 and 3,145,728 weights.",
-                   "恰为 2,097,152 与 3,145,728 个参数。")
+def _worked(claim_id: str, en: str, zh: str, groups: tuple[str, ...]) -> Check:
+    """The check of a worked number: confirmed when every reference check of `claim_id` in
+    `groups` passes (each group must hold one), the checks as its evidence."""
+    def check(ctx: Context) -> Finding:
+        from blocklab.verify import run_checks
+
+        ok, checks = True, []
+        for group in groups:
+            rows = [c for c in run_checks([group]) if c.claim == claim_id]
+            ok &= bool(rows) and all(r.passed for r in rows)
+            checks += [{"check": r.name, "expected": r.expected, "got": r.got,
+                        "max_error": r.max_error, "passed": r.passed} for r in rows]
+        if ok:
+            return Finding("confirmed", en, zh, {"checks": checks},
+                           "blocklab verify --group " + " --group ".join(groups))
+        failed = [c["check"] for c in checks if not c["passed"]]
+        return Finding("refuted", *both(TEXT["failed"], failed=failed), {"checks": checks},
+                       "blocklab verify")
+
+    return check
 
 
-@claim("C03")
-def c03(ctx: Context) -> Finding:
-    return _worked("C03", "Exactly 4,194,304 elements; quadrupling T quadruples the branch and "
-                   "leaves the parameters unchanged.",
-                   "恰为 4,194,304 个元素；T 变为 4 倍时分支元素变为 4 倍，参数不变。")
-
-
-@claim("C04")
-def c04(ctx: Context) -> Finding:
-    return _worked("C04", "hidden = [σ(1), 1 − σ(1)] = [0.731059, 0.268941]; the second entry is "
-                   "SiLU(−1)·(−1) > 0.",
-                   "hidden = [σ(1), 1 − σ(1)] = [0.731059, 0.268941]；第二项为 SiLU(−1)·(−1) > 0。")
-
-
-@claim("C05")
-def c05(ctx: Context) -> Finding:
-    return _worked("C05", "Reproduced exactly at ε = 0; the shift leaves LayerNorm unchanged and "
-                   "moves RMSNorm to [3,5]/√17.",
-                   "ε = 0 时精确复现；平移后 LayerNorm 不变，RMSNorm 变为 [3,5]/√17。",
-                   ("worked", "shift-scale"))
-
-
-@claim("C06")
-def c06(ctx: Context) -> Finding:
-    return _worked("C06", "The closed form matches central differences (max error ~1e-11) and "
-                   "J·x = ε·x/s³ to 1e-16.",
-                   "闭式与中心差分一致（最大误差约 1e-11），J·x = ε·x/s³ 精确到 1e-16。",
-                   ("worked", "jacobians"))
-
-
-@claim("C07")
-def c07(ctx: Context) -> Finding:
-    return _worked("C07", "At ε = 0 positive scaling is exact, negative scaling flips the sign and "
-                   "per-channel scaling changes both norms; at ε > 0 positive scaling misses by "
-                   "the closed-form gap.",
-                   "ε = 0 时正缩放严格不变，负缩放翻转符号，逐通道缩放改变两种归一化；ε > 0 时正缩放的偏差等于闭式间隙。",
-                   ("shift-scale",))
-
-
-@claim("C08")
-def c08(ctx: Context) -> Finding:
-    return _worked("C08", "Zeros with ε > 0 give zeros; a constant input at ε = 0 raises a "
-                   "ValueError naming the zero denominator.",
-                   "ε > 0 时全零输入得零输出；ε = 0 的常量输入抛出指明分母为零的 ValueError。")
-
-
-@claim("C09")
-def c09(ctx: Context) -> Finding:
-    return _worked("C09", "Both Jacobians match finite differences for zero, diagonal and "
-                   "asymmetric A; for A = diag(2, −1) at [1,3], A·J_N and J_N·A differ by the "
-                   "closed-form 0.402492.",
-                   "零、对角与非对称 A 下两种雅可比均与有限差分一致；A = diag(2, −1)、x = [1,3] 时 "
-                   "A·J_N 与 J_N·A 相差闭式值 0.402492。",
-                   ("worked", "jacobians", "order"))
+for _id, _said in WORKED.items():
+    claim(_id)(_worked(_id, *_said))
 
 
 # Hugging Face's LlamaRMSNorm.forward, the implementation the page's float32 advice describes,

@@ -1,16 +1,11 @@
 """C36: pre-norm lets deep stacks (50+ layers) train stably, because the residual path carries
 the gradient straight back (gradient ≈ 1).
 
-Read from the placement suite: the largest stable peak lr of pre and post norm in its deep
-stacks (50 layers and more at quick), and the block Jacobian's identity term from its gradient
-probes. Parts, each with a rule registered in `registry` before any data is read:
+Read from the placement suite's deep stacks (50 layers and more at quick) and gradient probes:
 
     (a) deep pre-norm trains stably     pre − post log2(largest stable lr), with warmup    > 0
     (b) the residual path carries the   ‖J_l − I‖_F/√n of pre-norm blocks at init          small
-        gradient straight back (≈ 1)
-
-(a) compares the placements each with warmup (post-norm's best schedule); (b) reads "gradient
-≈ 1" as the page means it: the identity term of ∂x_{l+1}/∂x_l dominates.
+        gradient straight back (≈ 1)    (the identity term of ∂x_{l+1}/∂x_l dominates)
 """
 
 from __future__ import annotations
@@ -55,14 +50,11 @@ def identity_estimate(data: PlacementData, init: str | None = None, placement: s
 
 
 def post_identity_estimate(data: PlacementData, init: str | None = None) -> Estimate:
-    """`identity_estimate` of post-norm blocks, y = N(x + F(x)): reported beside part (b),
-    not graded. They have no bare identity term, yet at initialisation their Jacobian can be
-    near I too: at a unit-RMS input x with ε ≈ 0, J_N = I − x̂x̂ᵀ per token (x̂ = x/‖x‖), I but
-    for one direction of d, which alone gives ‖J − I‖_F/√n = 1/√d."""
+    """`identity_estimate` of post-norm blocks, y = N(x + F(x)), reported, not graded: with no
+    bare identity term, J_N = I − x̂x̂ᵀ per token still gives ‖J − I‖_F/√n = 1/√d at init."""
     return identity_estimate(data, init, "post")
 
 
-# The parts' rules are registered in `registry.C36_RULES`, in the order above.
 C36_COMBINES = ("the reason (the identity term, gradient ≈ 1) is a part of its own beside the "
                 "stability it is given for: confirmed when every part is confirmed; not "
                 "reproduced at this scale when none is confirmed; otherwise mixed (one holds, "
@@ -90,9 +82,8 @@ TEXT: dict[str, Template] = {
 
 
 def c36_arms(part: str, metric: str, arms: list[str]) -> list[str]:
-    """The arms a C36 part reads: (a) the deep stacks' stable-lr sweeps with warmup at the
-    deepest depth (`placement.at_deepest`); (b) the pre-norm probes of the graded init at the
-    deepest probed depth (`init/pre/<init>/<depth>`)."""
+    """(a) the deepest stable-lr sweeps with warmup; (b) the pre-norm probes of the graded
+    init at the deepest probed depth (`init/pre/<init>/<depth>`)."""
     if part == C36_STABLE_PART:
         return at_deepest(("deep", None, "warm"), arms)
     probes = [a.split("/") for a in arms

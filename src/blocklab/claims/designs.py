@@ -1,71 +1,53 @@
 """Sequential designs chosen by simulation: each claim's parts run look by look, as the report
 runs them, under each spending function a rule may name (`blocklab.stats.SPENDINGS`).
 
-What is simulated. For an experimental claim at a suite size (its registered rules,
-`registry.registered`), the parts with a sequential design (max_seeds set) are run look by
-look through `rules.decide_parts`, exactly as the report grades them: every part is read at
-every look (a part decided earlier too, so Holm's step-down sees all of them), a part still
-inconclusive gets seeds up to the next point of its schedule, a decided part stops, and the
-claim stops when no open part has a next look. Parts the report decides without a test (an
-analytic count, a timing read once: max_seeds None) are left out, as `Part.decided_together`
-leaves them out of Holm's correction. Decisions are read with fair arms and no longer run
-(`fair_arms=True, longer_run_agrees=False`), so an interval wholly beyond δ on the opposite
-side is "not reproduced" with `would_contradict`, never "contradicted".
+What is simulated. A claim's parts with a sequential design (max_seeds set) at a suite size
+are run look by look through `rules.decide_parts`, as the report grades them: every part is
+read at every look, a part still inconclusive gets seeds up to the next point of its schedule,
+a decided part stops, and the claim stops when no open part has a next look. Parts decided
+without a test (max_seeds None) are left out, as they are of Holm's correction. Decisions are
+read with fair arms and no longer run, so an interval wholly beyond δ on the opposite side is
+"not reproduced" with `would_contradict`, never "contradicted".
 
-The data. Each estimate a part reads is the mean of per-seed differences d = truth + sd·z, z
-standardized (mean 0, sd 1) from one of DISTRIBUTIONS: normal; lognormal with σ = 0.5
-(exp(0.5·N(0, 1)) centred on its mean and scaled to sd 1, its long tail on the metric's
-positive side); Student t with 3 df scaled to sd 1. Scale: the per-seed sd is 1 in units of
-the part's boundary b, i.e. b is one per-seed sd (sd = |b| in the metric's units, with b the
-rule's `claimed_boundary`; for a band, sd = its margin). Where several parts compare arms
-with one shared baseline arm (SHARED_CONTROL: C16's swiglu, geglu and glu against relu),
-their differences are correlated through it: z_k = √(1 − ρ)·u_k + √ρ·v with u_k and v drawn
-independently from the same distribution, ρ = 0.5 (the paired-difference correlation
-for equal arm variances). Other parts' data are independent, except parts that read one
-estimate against one threshold (`rules.same_test`: C30's "works"/"drops" pairs), which read
-the same draws. The same draws serve every design and every scenario (common random numbers:
-the designs' differences are measured on the same data).
+The data. Each estimate is the mean of per-seed differences d = truth + sd·z, z standardized
+from one of DISTRIBUTIONS: normal; lognormal with σ = 0.5 (centred, scaled to sd 1, its tail
+on the positive side); Student t with 3 df scaled to sd 1. The per-seed sd is |b|, b the
+rule's `claimed_boundary` (for a band, sd = its margin). Parts that compare arms with one
+shared baseline (SHARED_CONTROL: C16's gated arms against relu) are correlated through it:
+z_k = √(1 − ρ)·u_k + √ρ·v, ρ = 0.5 (equal arm variances). Parts that read one estimate
+against one threshold (`rules.same_test`) read the same draws; others are independent. Every
+design and scenario reads the same draws (common random numbers).
 
 The scenarios. Every part at the same multiple x of its boundary, x in SCENARIOS = 0, ½, 1,
-1½, 2 (for an effect, truth = x·b on the claimed side; for a bound "at most / at least t",
-truth = x·t; for a band claimed ± margin, truth = claimed + x·margin). x = 1 is the worst
-case for both errors at once: a part exactly at b is wrongly confirmed by any confirmation
-and wrongly not reproduced by any "not reproduced". A decision is wrong, given the truth, when
-it is confirmed and the truth is not beyond b (for a band: not inside it); not reproduced and
-the truth is not short of b (for a band: not outside it); or not reproduced with
-`would_contradict` (the interval wholly beyond δ on the opposite side) and the truth not
-beyond −δ: with x ≥ 0 the truth is on the claimed side, below b for x < 1, so that reading is
-the not-reproduced error of a part on the claimed side short of b.
+1½, 2 (an effect: truth = x·b on the claimed side; a bound t: truth = x·t; a band claimed ±
+margin: truth = claimed + x·margin); x = 1 is the worst case for both errors at once. A
+decision is wrong (`wrong`) when it is confirmed and the truth is not beyond b (a band: not
+inside it); not reproduced and the truth is not short of b (a band: not outside it); or not
+reproduced with `would_contradict` and the truth not beyond −δ.
 
-What is measured (`DesignResult`, one per claim × design × distribution, over `reps`
-replicates): the family-wise error (the chance that any part is decided wrongly at any look:
-the worst over the scenarios, and each scenario's), the coverage of the deciding intervals
-(the chance that every interval the final decisions read covers its part's truth: the
-lowest over the scenarios), the expected number of parts decided at the end (confirmed or not
-reproduced; the mean over the scenarios), and the expected paired seeds spent (summed over
-the estimates the parts read; the mean over the scenarios) against the worst case, every
-estimate at its last look. Monte Carlo error: a rate p over R replicates has sd
-√(p(1 − p)/R), 0.34 points at p = 5% and R = 4000.
+What is measured (`DesignResult`, per claim × design × distribution, over `reps` replicates):
+the family-wise error (any part decided wrongly at any look; the worst scenario's and each
+scenario's), the coverage of the deciding intervals (every final interval covers its truth;
+the lowest scenario's), the expected parts decided at the end and the expected paired seeds
+(means over the scenarios), against the worst case of every estimate at its last look. A rate
+p over R replicates has Monte Carlo sd √(p(1 − p)/R): 0.34 points at p = 5%, R = 4000.
 
-The criterion, registered here before any table is computed (`choose`): for each claim, at
-its registered rules of `--size quick`,
+The criterion, registered before any table is computed (`choose`), at each claim's registered
+rules of `--size quick`:
 
-1. a design is eligible when its simulated family-wise error (worst scenario) is ≤ 5% under
-   each of the three distributions (the point estimate; its Monte Carlo sd is stated beside
-   it), and its expected seeds (worst distribution, mean over the scenarios) are no more than
-   the current O'Brien–Fleming design's worst case, max_seeds for every part (every design
-   here ends at the same max_seeds, so this bound never excludes one);
-2. among the eligible designs, the one with the most expected decided parts, averaged over
-   the five scenarios and the three distributions, is chosen, provided it decides more than
-   "obf" by more than 2 Monte Carlo sd of the paired difference (per replicate, on the same
-   draws); otherwise, a tie, "obf" is kept. If "obf" is not eligible, the eligible design
-   with the most decided parts is chosen; if none is, "obf" is kept and the note says so.
-3. Where the plain 95% Student t interval of one part's per-seed differences misses its mean
-   more than 5% of the time under lognormal or t3 at the claim's real n (its min_seeds …
-   max_seeds, 3–10 at --size quick), the table's notes column says so (`interval_misses`):
-   the fix belongs to the metric's interval, which is noted, not changed here.
+1. a design is eligible when its family-wise error (worst scenario) is ≤ 5% under each of the
+   three distributions (the point estimate, its Monte Carlo sd stated beside it), and its
+   expected seeds (worst distribution) are no more than every part's max_seeds;
+2. among the eligible designs, the one with the most expected decided parts (mean over the
+   scenarios and distributions) is chosen if it decides more than "obf" by more than 2 Monte
+   Carlo sd of the paired difference (per replicate, same draws); otherwise "obf" is kept.
+   If "obf" is not eligible, the eligible design deciding most is chosen; if none is, "obf"
+   is kept and the note says so.
+3. Where the plain 95% t interval of one part's per-seed differences misses its mean more
+   than 5% of the time under lognormal or t3 at the claim's real n (min_seeds … max_seeds),
+   the notes say so (`interval_misses`): the fix belongs to the metric's interval.
 
-Deterministic: a seeded numpy Generator per claim and distribution (`simulate_claims`).
+Deterministic: a seeded numpy Generator per claim and distribution (`claim_seed`).
 """
 
 from __future__ import annotations

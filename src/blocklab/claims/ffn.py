@@ -1,8 +1,7 @@
 """C16: SwiGLU (and GeGLU, GLU) lowers the loss against a ReLU FFN at equal parameters.
 
-Read from the ffn suite's summary: per arm, (arm − relu)/relu of the final validation loss in %,
-each arm at its own tuned lr, graded by `registry.c16_rule`; a contradiction also needs the same
-arms trained twice as long (`<size>+x2`) to agree.
+Per arm, (arm − relu)/relu of the final validation loss in %, each arm at its own tuned lr; a
+contradiction also needs the same arms trained twice as long (`<size>+x2`) to agree.
 """
 
 from __future__ import annotations
@@ -45,8 +44,6 @@ from blocklab.claims.text import Template, say
 from blocklab.experiments.suites.ffn.runs import BASELINE
 from blocklab.experiments.suites.ffn.summary import FfnData
 
-# C16's registered rule per part (`registry.c16_rule`): (arm − relu)/relu of the final
-# validation loss at equal parameters, steps and tokens, in % (negative = lower loss = better).
 C16_COMBINES = ("the claim takes the SwiGLU part's verdict; when SwiGLU is confirmed and GeGLU "
                 "or GLU is not, the claim is mixed. " + SETTLE_EN,
                 "论断取 SwiGLU 部分的判定；SwiGLU 成立而 GeGLU 或 GLU 不成立时为部分成立。"

@@ -1,12 +1,9 @@
 """What a claim's check is: `check(ctx) -> Finding`, reading suite results through its
-`Context` (what one `RunRequest` names), declared with `@claim` as one `ClaimSpec` beside it;
-the helpers every check writes its findings with, and the finding of missing results.
+`Context`, declared with `@claim` as one `ClaimSpec` beside it (collected by `catalogue`); the
+helpers every check writes its findings with, and the finding of missing results.
 
     @claim("C16", suite="ffn", scale_dependent=True, arms=c16_arms)
     def c16(ctx: Context) -> Finding: ...
-
-Below the check modules, which declare their claims into `DECLARED`; `claims.catalogue` above
-them collects the specs.
 """
 
 from __future__ import annotations

@@ -8,10 +8,9 @@ their own compute.
     ladder.trends[0].appears              # the smallest rung that decides SwiGLU − ReLU
     ladder.trends[0].fit.slope            # its % per rung (2× training compute)
 
-A rung is read exactly as the ledger reads a size (`ledger.run_claims` with the rung as the
-size). The trend is a line in rungs above the quick size (`rule.rungs_above`) through the rung
-means, the rung the unit of replication (`trend.fit_line`); where it meets the page's
-statement is read only inside the rungs measured. No PyTorch.
+A rung is read exactly as the ledger reads a size. The trend is a line through the rung means
+in rungs above the quick size, the rung the unit of replication (`trend.fit_line`); where it
+meets the page's statement is read only inside the rungs measured. No PyTorch.
 """
 
 from __future__ import annotations
@@ -52,8 +51,8 @@ SIZES = (rule.BASE, *rule.RUNGS)  # the ladder's rungs, cheapest first
 
 @dataclass(frozen=True)
 class Rung:
-    """One rung read: its size, compute multiple over the quick size, the precision its runs
-    trained in, and the claim as the ledger grades it there (None: no results stored)."""
+    """One rung: its size, compute multiple over quick, precision, and the claim as the ledger
+    grades it there (None: no results stored)."""
 
     size: str
     multiple: int
@@ -65,11 +64,13 @@ class Rung:
         return None if self.result is None or self.result.scale is None else \
             float(self.result.scale["flops"])
 
+    def part(self, name: str) -> Part | None:
+        return None if self.result is None else next(
+            (p for p in self.result.parts if p.name == name), None)
+
     def estimate(self, part: str) -> Interval | None:
         """The part's estimate over this rung's seeds (95% Student-t, with its sd)."""
-        if self.result is None:
-            return None
-        found = next((p for p in self.result.parts if p.name == part), None)
+        found = self.part(part)
         if found is None or found.estimate.value is None:
             return None
         e = found.estimate
@@ -81,8 +82,7 @@ DECIDED = (CONFIRMED, NOT_REPRODUCED)  # what "the page's statement is decided" 
 
 @dataclass(frozen=True)
 class Appearance:
-    """The smallest rung at which the engine decides a part (`DECIDED`), with the estimate and
-    the interval that decided it."""
+    """The smallest rung that decides a part, with the estimate and the deciding interval."""
 
     size: str
     multiple: int
@@ -96,10 +96,9 @@ class Appearance:
 
 def first_decided(part: str, rungs: list[Rung], verdicts: tuple[str, ...] = DECIDED
                   ) -> Appearance | None:
-    """The cheapest rung whose engine gives `part` one of `verdicts` (by default: decides
-    it), None when no stored rung does."""
+    """The cheapest rung that gives `part` one of `verdicts`, None when no stored rung does."""
     for rung in rungs:
-        found = rung.result and next((p for p in rung.result.parts if p.name == part), None)
+        found = rung.part(part)
         if found is None or found.verdict not in verdicts:
             continue
         d = found.decision
@@ -113,9 +112,8 @@ def first_decided(part: str, rungs: list[Rung], verdicts: tuple[str, ...] = DECI
 
 @dataclass(frozen=True)
 class PartTrend:
-    """One part across the rungs: where it is first decided and first confirmed (which may
-    come later), the line through the rung means (None below three rungs) and where it would
-    reach the rule's boundary (the page's statement)."""
+    """One part across the rungs: where it is first decided and first confirmed, the line
+    through the rung means (None below three rungs) and where it reaches the boundary."""
 
     part: str
     boundary: float
@@ -126,9 +124,8 @@ class PartTrend:
     confirmed: Appearance | None = None
 
     def direction(self, towards: float | None) -> str:
-        """'grows' / 'shrinks' (the slope's interval wholly on the side `towards`, the claim's
-        direction, or the other), 'drifts' (a claimed band, `towards` None, whose slope's
-        interval excludes 0) or 'none' (the interval holds 0)."""
+        """'grows' / 'shrinks' (the slope's interval wholly towards the claim's side or away),
+        'drifts' (a band, `towards` None, whose slope's interval excludes 0), else 'none'."""
         if self.fit is None:
             return "none"
         if towards is None:
@@ -138,16 +135,14 @@ class PartTrend:
 
     @property
     def line_fits(self) -> bool | None:
-        """False where the lack-of-fit test rejects a line at 5% (the rung means bend away
-        from it by more than their seeds' spread), None where it cannot be tested."""
+        """False where the lack-of-fit test rejects a line at 5%; None where untestable."""
         if self.fit is None or self.fit.lack_of_fit is None:
             return None
         return self.fit.lack_of_fit.p >= 0.05
 
 
 def seeded(part_rule: Rule) -> bool:
-    """Whether a part is read over seeds (so it has a trend): an analytic count or a single
-    timed run has min_seeds 1."""
+    """Whether a part is read over seeds (an analytic count has min_seeds 1)."""
     return part_rule.min_seeds >= 2
 
 
@@ -171,9 +166,8 @@ class Ladder:
 
 def read_ladder(claim_id: str, results: Path, precisions: dict[str, str],
                 seed_offset: int = 0) -> Ladder:
-    """Every rung of `claim_id`'s ladder graded from what is stored under `results` (each
-    rung in `precisions[size]`, fp32 where not given), and each part's trend over the rungs
-    that have results."""
+    """Every rung of `claim_id`'s ladder graded from `results` (each in `precisions[size]`,
+    fp32 where not given), and each part's trend over the rungs with results."""
     if claim_id not in LADDER_CLAIMS:
         raise InputError(f"claim {claim_id!r} has no ladder; the claims measured on one are "
                          f"{list(LADDER_CLAIMS)}")
@@ -216,8 +210,7 @@ def _trend(part: str, part_rule: Rule, rungs: list[Rung], base: float | None) ->
 
 
 def ladder_dict(ladder: Ladder) -> dict:
-    """The ladder as `blocklab ladder --json` and its stored `<claim>.json` give it; `x` is a
-    compute in rungs above the quick size."""
+    """The ladder as `blocklab ladder --json` gives it; `x`: a compute in rungs above quick."""
     rungs = []
     for r in ladder.rungs:
         res = r.result
@@ -256,10 +249,8 @@ def _appearance(ladder: Ladder, seen: Appearance | None) -> dict | None:
 
 
 def rung_changes(claim_id: str, precisions: list[str]) -> dict[str, list[str]]:
-    """What moves from rung to rung and what is held, in each language ({"en": [...], "zh":
-    [...]}), read from the suite's own sizes: the width (and heads), the batch, the training
-    tokens; held: depth, sequence length, data, optimizer and schedule shares, and the
-    precision where every rung has the same one (else each rung's)."""
+    """What moves from rung to rung (width, heads, batch, training tokens) and what is held,
+    {"en": [...], "zh": [...]}, read from the suite's own sizes."""
     suite = get_suite(SUITE_OF[claim_id])
     scales = [suite.scale(size, "") for size in SIZES]
     shapes = [suite.shape(size) if suite.shape is not None else None for size in SIZES]
@@ -303,17 +294,14 @@ AXES = {"C16": "Δ% of validation loss vs ReLU (negative = better)",
 
 
 def part_unit(claim_id: str, part_rule: Rule) -> str:
-    """The unit a part's effect is in: the claim's (`UNITS`), or for C19's mixed parts the
-    one its metric names (nats of loss, doublings of lr, else a log2 ratio)."""
+    """The claim's unit (`UNITS`), or the one a C19 part's metric names (else log2)."""
     if claim_id in UNITS:
         return UNITS[claim_id]
     return next((word for word in ("nats", "doublings") if word in part_rule.metric), "log2")
 
 
 def lr_rule(claim_id: str) -> str:
-    """How each rung sets its arms' learning rate: tuned at every rung (ffn), or the quick
-    size's registered lr kept (norm-cost's one shared lr; position's, whose parts compare an
-    arm with itself), read from the suites' sizes."""
+    """How each rung sets its arms' learning rate, read from the suites' sizes."""
     if claim_id == "C16":
         return "every arm tuned at every rung"
     if claim_id == "C19":
@@ -328,7 +316,7 @@ def lr_rule(claim_id: str) -> str:
 
 
 def _band(part_rule: Rule) -> list[float] | None:
-    """The claim's band [low, high] for an equivalence (claimed ± margin), else None."""
+    """[claimed − margin, claimed + margin] for an equivalence, else None."""
     if part_rule.test != "equivalence":
         return None
     return [part_rule.claimed - part_rule.margin, part_rule.claimed + part_rule.margin]
@@ -394,8 +382,7 @@ TEXT: dict[str, Template] = {
 
 
 def rung_line(rung: dict, lang: str = "en") -> str:
-    """One rung in words: its scale and precision, then each part's estimate over its seeds
-    and the interval that decided it, at that interval's level, and the decision."""
+    """One rung in words: scale, precision, each part's estimate, deciding interval, verdict."""
     zh = lang == "zh"
     if not rung["parts"]:
         return say(TEXT["rung_empty"], lang, size=rung["size"], multiple=rung["multiple"])
@@ -412,8 +399,7 @@ def rung_line(rung: dict, lang: str = "en") -> str:
 
 
 def precision_line(parts: list[dict], lang: str = "en") -> str | None:
-    """The precision check in words (the quick rung's gaps in bf16 against fp32, same seeds),
-    as `rung_line` writes a rung's parts; None before both precisions are stored."""
+    """The precision check as `rung_line` writes a rung; None before both are stored."""
     if not parts:
         return None
     line = rung_line({"size": "quick", "multiple": 1, "parts": parts, "precision": "bf16 − fp32",
@@ -423,7 +409,7 @@ def precision_line(parts: list[dict], lang: str = "en") -> str | None:
 
 
 def _papers(name: str, papers: list[dict], u: str, lang: str) -> list[str]:
-    """The published results for part `name`, each at its training compute where given."""
+    """The published results for part `name`, at their training compute where given."""
     return [f"{short_source(p['source'])} "
             + (say(TEXT["paper_at"], lang, flops=flops_text(p["flops"])) if p.get("flops") else
                say(TEXT["paper_no_compute"], lang))
@@ -437,9 +423,8 @@ def _unit(trend: dict) -> tuple[str, int]:
 
 
 def appears_line(trend: dict, rungs: list[dict], papers: list[dict], lang: str = "en") -> str:
-    """The ladder's lead sentence: where a part is first decided (and confirmed, where that
-    comes later), with the interval that decided it, or that no rung stored decides it; then
-    the published results at their own compute."""
+    """The lead sentence: where a part is first decided (and confirmed), with the deciding
+    interval, or that no rung decides it; then the published results at their compute."""
     u, digits = _unit(trend)
     name, seen = trend["part"], trend.get("appears")
     stored = [r for r in rungs if any(p["name"] == name for p in r["parts"])]
@@ -475,9 +460,8 @@ def appears_line(trend: dict, rungs: list[dict], papers: list[dict], lang: str =
 
 
 def trend_line(trend: dict, lang: str = "en") -> str:
-    """One part's trend in words: the slope per rung with its interval, what it detects,
-    whether a line fits the rung means, and where the line reaches the page's boundary when
-    that lies inside the rungs measured."""
+    """One part's trend in words: the slope with its interval, whether a line fits, and where
+    it reaches the page's boundary inside the rungs measured."""
     u, digits = _unit(trend)
     fit, name = trend["fit"], trend["part"]
     if fit is None:
@@ -503,9 +487,8 @@ def trend_line(trend: dict, lang: str = "en") -> str:
 
 def seed_gaps(results: Path, size: str, precision: str, seed_offset: int = 0
               ) -> dict[str, dict[int, float]]:
-    """{arm: {seed: 100 · (loss_arm − loss_relu) / loss_relu}} of the ffn runs stored at
-    `size` in `precision` (the summary's own training runs, those that count), {} when the
-    size has no usable summary there."""
+    """{arm: {seed: 100 · (loss_arm − loss_relu) / loss_relu}} of the ffn summary's counted
+    runs at `size` in `precision`; {} without a usable summary."""
     from blocklab.experiments.options import RunOptions
     from blocklab.experiments.results import ResultStore
     from blocklab.experiments.suites import get_suite, load_summary
@@ -540,9 +523,8 @@ def seed_gaps(results: Path, size: str, precision: str, seed_offset: int = 0
 
 
 def precision_parts(results: Path, seed_offset: int = 0) -> list[Part]:
-    """The ladder's precision check at the quick rung (`registry.C16_PRECISION_RULES`): per
-    gated arm, its gap to ReLU in bf16 minus the same gap in fp32, paired by seed, decided
-    with Holm across the arms; [] until both precisions' quick runs are stored."""
+    """The precision check at quick (`registry.C16_PRECISION_RULES`): per gated arm, its gap
+    to ReLU in bf16 minus fp32, paired by seed, decided with Holm; [] until both are stored."""
     import statistics
 
     from scipy import stats

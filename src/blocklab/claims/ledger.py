@@ -1,7 +1,5 @@
 """The claims ledger: every check of `claims.catalogue.CHECKS` run, each row a verdict with its
-evidence, the rules it was graded by and the published results beside it. Analytic checks
-compute live; experimental ones read the suite summaries `ctx.request` names, and a missing one
-names the command that makes it.
+evidence, the rules it was graded by and the published results beside it.
 """
 
 from __future__ import annotations

@@ -2,9 +2,8 @@
 optimum of its tuning curve, read by a parabola in log lr through the chosen rate and its two
 neighbours on the grid.
 
-A grid of ×3 steps leaves one arm nearer its optimum than another, and the comparison carries
-the difference on every seed alike (no interval sees it); `rules.decide` lets a decision stand
-only where the estimate with and without that bias gives it.
+A ×3 grid leaves one arm nearer its optimum than another, a difference every seed carries (no
+interval sees it); `rules.decide` lets a decision stand only with and without that bias.
 
     bias = lr_bias(trials, "swiglu", chosen=1e-2)   # LrBias(optimum=0.017, excess=0.012)
 """
@@ -20,10 +19,9 @@ from blocklab.experiments.summaries import LrTrial
 
 @dataclass(frozen=True)
 class LrBias:
-    """One arm's tuning curve around its chosen rate: the parabola's optimum (clipped to the
-    chosen rate's two neighbours) and the loss it predicts is left at the chosen rate (nats,
-    ≥ 0); both None when the chosen rate is at the grid's edge, a neighbour did not count, or
-    the three points do not curve upward."""
+    """The parabola's optimum (clipped to the chosen rate's neighbours) and the loss it
+    predicts is left at the chosen rate (nats, ≥ 0); both None at the grid's edge, where a
+    neighbour did not count, or where the three points do not curve upward."""
 
     arm: str
     chosen: float
@@ -78,17 +76,15 @@ def lr_bias(trials: Sequence[LrTrial], arm: str, chosen: float,
 
 def comparison_bias(arm: LrBias, baseline: LrBias, baseline_loss: float | None
                     ) -> float | None:
-    """The part of a relative gap 100·(arm − baseline)/baseline, %, that the two tuned rates
-    put there: 100·(arm's excess − baseline's excess)/baseline loss (positive: the arm's rate
-    makes it look worse than at both optima). None when either excess or the loss is unknown."""
+    """What the two tuned rates put into a gap 100·(arm − baseline)/baseline: 100·(arm's
+    excess − baseline's)/baseline loss, % (positive: the arm looks worse); None if unknown."""
     if arm.excess is None or baseline.excess is None or not baseline_loss:
         return None
     return 100 * (arm.excess - baseline.excess) / baseline_loss
 
 
 def unfair_reason(edge: str | None, bias: float | None) -> str | None:
-    """Why the tuned rates' bias cannot be read (None: it can): `edge` (a rate at its grid's
-    edge, said by the caller), or no optimum on a tuning curve. Known before any evaluation."""
+    """Why the tuned rates' bias cannot be read (None: it can): `edge`, or no optimum."""
     if edge:
         return edge
     if bias is None:

@@ -1,10 +1,8 @@
 """Checks of page 001's model tables (C34) and its interview formula for the FFN share (C35).
 
-Both read the bundled zoo (`blocklab.budget`) live: what each real config.json says, and the
-exact per-layer parameter counts. Where a model has no config file (PaLM, GPT-3) or the pairing
-names a family rather than a checkpoint (GLM-130B), the primary source's statement is kept as
-data below with its citation; a model with neither a config nor a paper (Claude 4) is
-untestable here and stays in the ledger as such.
+Both read the bundled zoo's configs live. Where a model has no config (PaLM, GPT-3) or the
+pairing names a family (GLM-130B), the primary source's statement is kept below with its
+citation; one with neither config nor paper (Claude 4) is untestable here.
 """
 
 from __future__ import annotations

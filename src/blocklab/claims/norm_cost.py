@@ -1,8 +1,7 @@
 """C18: RMSNorm needs about 7% less compute than LayerNorm at the same quality.
 
-"Compute" is decided by exact counts (the norm's FLOPs and bytes per row, a training step's
-FLOPs: `experiments.suites.norm_cost.summary.count_compute`), quality by the norm-cost suite's paired
-loss difference; every timing is reported beside the parts and grades nothing.
+"Compute" is decided by exact counts (`norm_cost.summary.count_compute`), quality by the paired
+loss difference; every timing is reported and grades nothing.
 """
 
 from __future__ import annotations
@@ -37,10 +36,6 @@ from blocklab.experiments.suites.norm_cost.summary import (
     StepTime,
 )
 
-# C18's registered rules (`registry.C18_COMPUTE_RULES`, `registry.c18_quality_rule`): what
-# "compute" means decides the claim, by exact counts of FLOPs and bytes
-# (`norm_cost.summary.count_compute`); every timing (the training step, equally fused kernels) is
-# reported beside the parts, never graded.
 C18_COMBINES = ("'about 7% less compute' holds when any of its three analytic readings (the "
                 "norm's FLOPs per row, its bytes per row, a training step's FLOPs) lies in "
                 "the 5–9% band; the claim is confirmed when compute holds and quality is shown "

@@ -1,10 +1,8 @@
 """C12, C13 and C19: where the norm sits, read from the placement suite's summary.
 
 C12 grades how unevenly the loss feels the residual stream across one pre-norm stack at
-initialisation; C13 reports the pre/post × warmup training grid it designs; C19 grades the
-page's statements about warmup and placement on that grid, each arm at its own tuned lr. The
-helpers that read the suite's largest-stable-lr contrasts (`stable_effect`, `stability_text`,
-`lr_fairness`) serve C36 (`depth`) too.
+initialisation; C13 reports the pre/post × warmup grid it designs; C19 grades the page's
+statements on that grid. The stable-lr helpers serve C36 (`depth`) too.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """Checks of C21 and C29–C31: extrapolation past the training length, order without positions,
 RoPE past 8× with and without scaling, its cost.
 
-C29's exact parts are computed live on small float64 attention probes (`equivariance_error`,
-`score_asymmetry`); its experimental parts, and all of C21, C30 and C31, read the position
-suite's summary (`PositionData.order`, `.arms`, `.finetune`, `.cost`). Every experimental part is graded
-by a rule registered in `registry`, fixed before any data is read.
+C29's exact parts are computed live on small float64 attention probes; its experimental parts,
+and all of C21, C30 and C31, read the position suite's summary.
 """
 
 from __future__ import annotations
@@ -214,9 +212,8 @@ _ARM_AT = re.compile(r": (\S+) at \d+×$")
 
 
 def band_arms(part: str, metric: str, arms: list[str]) -> list[str]:
-    """The arm a C21 or C30 part reads, named in its rule's metric ("…: <arm> at <k>×"). An
-    arm read with scaling or after a fine-tune (rope+ntk, rope+yarn+ft…) is read off the run
-    of the arm it extends: the longest planned arm its name starts with."""
+    """The arm a C21 or C30 part reads, named in its rule's metric ("…: <arm> at <k>×"); a
+    scaled or fine-tuned arm (rope+yarn+ft…) is read off the longest planned arm it extends."""
     found = _ARM_AT.search(metric)
     name = found.group(1) if found else ""
     base = [a for a in arms if name == a or name.startswith(a + "+")]
@@ -270,9 +267,8 @@ C29_COMBINES = ("refuted when bidirectional attention without positions is not p
 
 
 def attention_outputs(attn, x, *, causal: bool):
-    """blocklab `Attention` `attn` on x: [B, T, d_model] without positions, causal or
-    bidirectional: W_o softmax(q kᵀ · scale [+ causal mask]) v from the module's own
-    projections. Returns [B, T, d_model]."""
+    """W_o softmax(q kᵀ · scale [+ causal mask]) v of blocklab `Attention` `attn` without
+    positions, from its own projections. x: [B, T, d_model] -> [B, T, d_model]."""
     import torch.nn.functional as F
 
     B, T, _ = x.shape
@@ -301,8 +297,7 @@ def _probe(seed: int, d_model: int = 16, n_heads: int = 2, T: int = 8):
 
 def equivariance_error(causal: bool, seed: int = 0) -> float:
     """max |f(P x) − P f(x)| for attention f without positions (float64, d_model 16, 2 heads,
-    8 tokens, a random non-identity permutation P of the tokens). 0 up to rounding when f is
-    permutation-equivariant."""
+    8 tokens, a random non-identity permutation P): 0 up to rounding when equivariant."""
     import torch
 
     attn, x, perm = _probe(seed)
@@ -313,8 +308,8 @@ def equivariance_error(causal: bool, seed: int = 0) -> float:
 
 
 def score_asymmetry(seed: int = 0, tied: bool = False) -> float:
-    """max |S − Sᵀ| / max |S| for the raw scores S_ij = q_i · k_j of one head (float64); with
-    `tied` the key projection is set to the query projection (W_k = W_q)."""
+    """max |S − Sᵀ| / max |S| for one head's raw scores S_ij = q_i · k_j (float64); `tied`:
+    W_k = W_q."""
     import torch
 
     attn, x, _ = _probe(seed)
@@ -414,8 +409,8 @@ C30_COMBINES = ("three groups of parts: the statement (NTK and YaRN, each traini
 
 
 def c30_parts(data: PositionData, size: str = "quick") -> dict[str, list[Part]]:
-    """The parts of C30 by group (the keys of C30_READINGS) as the suite plans them at `size`,
-    each graded where this summary read its multiple and, for a fine-tuned arm, ran it."""
+    """C30's parts by group (C30_READINGS' keys) as planned at `size`, where this summary read
+    the multiple and ran the arm."""
     rules = registered("C30", size)
     tuned = set() if data.finetune is None else set(data.finetune.arms.values())
     planned = {key: [p for p in group if int(p.mult) in data.mults
@@ -476,8 +471,7 @@ def reading_status(parts: list[Part]) -> str:
 
 
 def _part_text(p: Part) -> str:
-    """'<name>: <reason>', the reason naming the interval its decision read; a part decided
-    without a test shows its estimate after it (its 95% interval, so labelled)."""
+    """'<name>: <reason>'; a part decided without a test shows its estimate after it."""
     read = p.decision is not None and p.decision.interval is not None
     shown = "" if read or p.estimate.value is None else f" ({decided_text(p, 3, '%')})"
     return f"{p.name}: {p.reason}{shown}"
@@ -547,8 +541,7 @@ C31_COMBINES = ("decided by counts, not timings: refuted when a RoPE part fails 
 
 
 def zoo_params() -> dict[str, int]:
-    """count_params of Llama 3 8B's shape with each position scheme (4,096 positions for the
-    learned table)."""
+    """count_params of Llama 3 8B's shape with each position scheme (a 4,096-row table)."""
     from blocklab.budget import resolve_model
     from blocklab.budget.params import count_params
 
@@ -581,9 +574,8 @@ def position_flops(cfg, seq_len: int) -> dict[str, int]:
 
 def flop_shares(seq_len: int = C31_SHARE_TOKENS) -> dict[str, dict[str, float]]:
     """{scheme: {"flops", "share"}} for rope, alibi and absolute in a `seq_len`-token prefill
-    of Llama 3 8B's shape, batch 1: the scheme's FLOPs (`position_flops`) over the whole
-    prefill's (`blocklab.budget`: matmuls and elementwise, RoPE's among them for rope, plus
-    the scheme's own otherwise)."""
+    of Llama 3 8B's shape, batch 1: `position_flops` over the whole prefill's (matmuls,
+    elementwise, and the scheme's own where blocklab.budget does not count it)."""
     from blocklab.budget import resolve_model
     from blocklab.budget.flops import elementwise_flops, prefill_flops
 
@@ -609,9 +601,8 @@ def alibi_share_bound() -> float:
 
 
 def sdpa_mismatches(rope: SchemeCost, none: SchemeCost) -> list[str]:
-    """What differs between RoPE's SDPA calls and no positions' in the cost run (masks and
-    kernels, training and decode), and which calls SDPA restricted to flash refuses; [] when
-    RoPE calls SDPA exactly as no positions does."""
+    """What differs between RoPE's SDPA calls and no positions' (masks, kernels), and which
+    calls flash refuses; [] when RoPE calls SDPA exactly as no positions does."""
     found = [what for what, a, b in (
         ("training mask", rope.masks_train, none.masks_train),
         ("decode mask", rope.masks_decode, none.masks_decode),
@@ -629,8 +620,7 @@ def _exact(name: str, rule, value: float, holds: bool, why: str) -> Part:
 
 
 def c31_parts(cost: PositionCost) -> list[Part]:
-    """C31's parts in `registry.c31_rules` order, every one a count decided without a test:
-    no timing enters."""
+    """C31's parts in registered order, every one a count decided without a test."""
     rules = registered("C31")
     zoo, shares = zoo_params(), flop_shares()
     parts = []
@@ -673,16 +663,13 @@ def combine_c31(parts: list[Part]) -> str:
 
 
 def _ratio_pct(ratio: TimeRatio) -> str:
-    """A reported (never graded) time ratio as an overhead, 100·(r − 1) % with its 95%
-    interval mapped the same way (the geometric mean of paired ratios, Student t on log
-    ratios: `TimeRatio.paired`)."""
+    """A reported time ratio as an overhead, 100·(r − 1) %, with its 95% interval."""
     low, high = 100 * (ratio.ci_low - 1), 100 * (ratio.ci_high - 1)
     return f"{100 * (ratio.ratio - 1):+.1f}% [{low:+.1f}, {high:+.1f}]"
 
 
 def _timings_text(cost: PositionCost, d_model: int | None, lang: str) -> str:
-    """The reported timings in `lang`: the cost run's toy shape (labelled per-op overhead) and
-    the realistic shape where the run timed it."""
+    """The reported timings in `lang`: the toy shape's, then the realistic shape's."""
     toy = cost.schemes
     width = "" if d_model is None else say(TEXT["c31_width"], lang, d_model=d_model)
     sep = say(TEXT["sep"], lang)
@@ -709,8 +696,7 @@ def _timings_text(cost: PositionCost, d_model: int | None, lang: str) -> str:
 
 
 def _timings_row(cost: PositionCost) -> dict[str, object]:
-    """C31's timings as its evidence shows them (reported, never graded), each shape's ratios
-    against no positions as [ratio, ci_low, ci_high]."""
+    """C31's timings as its evidence shows them, ratios as [ratio, ci_low, ci_high]."""
     def ratio(r: TimeRatio) -> list[float]:
         return [r.ratio, r.ci_low, r.ci_high]
 

@@ -1,6 +1,5 @@
-"""Checks of the deployment claims on int8 quantization (page 001, § FFN 计算对部署的影响 / 调参建议 /
-避坑指南): C32 reads the `quantize` suite's timings; C33 reads the suite's trained models: the
-per-row merge compared on every layer's weights, and the FFN output error per seed.
+"""The int8 quantization claims: C32 reads the `quantize` suite's timings; C33 its trained
+models (the per-row merge on every layer's weights, the FFN output error per seed).
 """
 
 from __future__ import annotations

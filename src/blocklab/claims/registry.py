@@ -4,11 +4,9 @@ listed before any data is read (SPEC §6).
     from blocklab.claims.registry import registered
     registered("C16", "quick")  # {"swiglu": Rule(...), "geglu": Rule(...), "glu": Rule(...)}
 
-`RULES` maps a claim id to a function of the suite size that returns {part name: Rule}, in
-the order the check grades the parts, enumerated from the suites' plan constants, never from a
-stored summary: a part the plan did not list has no rule and is not graded (`rule_of`). The
-check modules import this module and it imports none of them. `CHANGED_AFTER_DATA` lists the
-rules edited after results had been seen; `blocklab claims` shows each under its claims.
+`RULES` maps a claim id to a function of the suite size giving {part name: Rule} in grading
+order, from the suites' plan constants, never from a stored summary (a part the plan did not
+list has no rule). `CHANGED_AFTER_DATA` lists the rules edited after results had been seen.
 """
 
 from __future__ import annotations
@@ -89,9 +87,8 @@ def c16_rule(arm: str, size: str = "quick") -> Rule:
 
 
 # --- C18: RMSNorm's cost and quality -------------------------------------------------------------
-# "Compute" is decided by exact counts (`norm_cost.summary.count_compute`), read three ways,
-# each a part decided without a test; timings are reported, never graded: a CPU timing
-# measures kernels and this machine, not the formula.
+# "Compute" is decided by exact counts, read three ways, each decided without a test; a CPU
+# timing measures kernels and this machine, not the formula: reported, never graded.
 C18_ABOUT_PCT = 7.0  # the page's saving
 C18_BAND_PCT = 2.0  # "about": 5–9%
 C18_FLOPS_PART = "the norm needs about 7% fewer FLOPs"
@@ -146,21 +143,20 @@ def c18_quality_rule(margin: float = norm_cost_suite.EQUIVALENCE_MARGIN,
 # One per statement, all on one contrast (deepest depth, highest lr), paired by seed.
 # Continuous outcomes only: a count of failed runs never decides a part.
 C19_MIN_SEEDS = 4
+C19_SEEDS = {"min_seeds": C19_MIN_SEEDS, "max_seeds": 2 * C19_MIN_SEEDS}
 C19_EXPRESSIVE_PART = "post-norm more expressive"
 C19_RULES = {
     "pre-norm trains without warmup": Rule(
         metric="pre-norm final val loss without − with warmup, each at its own tuned peak lr, "
                "nats (0 = warmup not needed)",
-        smallest_effect=0.05, margin=0.05, min_seeds=C19_MIN_SEEDS,
-        max_seeds=2 * C19_MIN_SEEDS, claimed=0.0, test="equivalence",
+        smallest_effect=0.05, margin=0.05, **C19_SEEDS, claimed=0.0, test="equivalence",
         decides="confirmed when the (1 − 2·level) CI lies inside ±margin (two one-sided tests) and no "
                 "pre-norm run failed; not reproduced at this scale when the CI at its level lies wholly "
                 "outside ±margin or a pre-norm run failed; otherwise inconclusive"),
     "pre-norm is stable without warmup": Rule(
         metric="pre-norm log2(largest stable peak lr) without − with warmup, doublings, "
                "paired by seed (0 = warmup not needed; −1 = half the lr without it)",
-        smallest_effect=1.0, margin=1.0, min_seeds=C19_MIN_SEEDS,
-        max_seeds=2 * C19_MIN_SEEDS, claimed=-1.0, threshold=-1.0, test="at-least",
+        smallest_effect=1.0, margin=1.0, **C19_SEEDS, claimed=-1.0, threshold=-1.0, test="at-least",
         decides="confirmed when the CI at its level's lower bound lies above −1 (without warmup the "
                 "largest stable lr is less than one doubling lower: non-inferiority); not "
                 "reproduced at this scale when its upper bound lies below −1; otherwise "
@@ -168,24 +164,20 @@ C19_RULES = {
     "post-norm needs warmup": Rule(
         metric="(post cold − post warm) − (pre cold − pre warm), final val loss, each arm at "
                "its own tuned peak lr, nats (positive = skipping warmup hurts post-norm more)",
-        smallest_effect=0.05, margin=0.02, min_seeds=C19_MIN_SEEDS,
-        max_seeds=2 * C19_MIN_SEEDS, claimed=0.1),
+        smallest_effect=0.05, margin=0.02, **C19_SEEDS, claimed=0.1),
     "post-norm needs warmup to be stable": Rule(
         metric="(post warm − post cold) − (pre warm − pre cold) of log2(largest stable peak "
                "lr), doublings, paired by seed (positive = warmup raises post-norm's stable "
                "lr more than pre-norm's)",
-        smallest_effect=1.0, margin=0.5, min_seeds=C19_MIN_SEEDS,
-        max_seeds=2 * C19_MIN_SEEDS, claimed=1.0),
+        smallest_effect=1.0, margin=0.5, **C19_SEEDS, claimed=1.0),
     "post-norm gradients vanish in the lower layers": Rule(
         metric="log2(‖∇ first layer‖ / ‖∇ last layer‖) of post-norm during training, after "
                "warmup, at its tuned peak lr (negative = the bottom gets less)",
-        smallest_effect=1.0, margin=0.25, min_seeds=C19_MIN_SEEDS,
-        max_seeds=2 * C19_MIN_SEEDS, claimed=-1.0),
+        smallest_effect=1.0, margin=0.25, **C19_SEEDS, claimed=-1.0),
     C19_EXPRESSIVE_PART: Rule(
         metric="post − pre final val loss with warmup near convergence, each at its own "
                "tuned peak lr, nats (negative = post-norm better)",
-        smallest_effect=0.02, margin=0.02, min_seeds=C19_MIN_SEEDS,
-        max_seeds=2 * C19_MIN_SEEDS, claimed=-0.02,
+        smallest_effect=0.02, margin=0.02, **C19_SEEDS, claimed=-0.02,
         decides="untestable here: representational ability shows near convergence, and no "
                 "size of this suite trains near convergence (the quick runs end in early "
                 "training, where the loss measures trainability); the estimate after the "
@@ -196,11 +188,8 @@ C19_RULES = {
 WORKS_PCT = 5.0  # at most 5% worse than sliding windows: "works"
 COLLAPSE_PCT = 25.0  # more than 25% worse (or unusable): "collapses"; in between: "degrades"
 C21_MIN_SEEDS = 4
-# A look at 3 seeds sits at 3/8 of an 8-seed design, where O'Brien–Fleming spends 2e-5 of α:
-# no power. At 8 seeds the quick run's spreads decide about three parts in four (at 6 of a
-# 6-seed design two in three). The 4 seeds beyond the first look cost about 7 core-minutes (the
-# four graded arms, 106 s a seed in the worker pool); on 2 cores the default 20-minute budget's
-# first look (every suite at its first seeds) takes about 19, so `--budget 30` reaches 8.
+# No look at 3 seeds (O'Brien–Fleming spends 2e-5 of α at 3/8); at 8 the quick spreads decide
+# about three parts in four, and 4 more seeds cost about 7 core-minutes.
 C21_MAX_SEEDS = 8
 C21_METRIC = "100·(loss past L − sliding-window loss)/sliding-window loss on the same tokens, %"
 C21_DECIDES = (f"works when the CI at its level's upper end is below {WORKS_PCT:g}%; collapses when its "
@@ -218,18 +207,15 @@ def band_rule(metric: str, want: str, decides: str) -> Rule:
     """The rule of a statement about the loss past L (%, vs sliding windows): `want` is
     works (below WORKS_PCT), degrades (between the two), collapses (above COLLAPSE_PCT) or
     drops (above WORKS_PCT: degrades or collapses)."""
+    shared = {"metric": metric, "smallest_effect": WORKS_PCT, "min_seeds": C21_MIN_SEEDS,
+              "max_seeds": C21_MAX_SEEDS, "decides": decides}
     if want == "works":
-        return Rule(metric=metric, smallest_effect=WORKS_PCT, margin=0.0,
-                    min_seeds=C21_MIN_SEEDS, max_seeds=C21_MAX_SEEDS, claimed=WORKS_PCT, threshold=WORKS_PCT,
-                    test="at-most", decides=decides)
+        return Rule(**shared, margin=0.0, claimed=WORKS_PCT, threshold=WORKS_PCT, test="at-most")
     if want == "degrades":
-        return Rule(metric=metric, smallest_effect=WORKS_PCT,
-                    margin=(COLLAPSE_PCT - WORKS_PCT) / 2, min_seeds=C21_MIN_SEEDS, max_seeds=C21_MAX_SEEDS,
-                    claimed=(COLLAPSE_PCT + WORKS_PCT) / 2, test="equivalence",
-                    decides=decides)
+        return Rule(**shared, margin=(COLLAPSE_PCT - WORKS_PCT) / 2,
+                    claimed=(COLLAPSE_PCT + WORKS_PCT) / 2, test="equivalence")
     bound = COLLAPSE_PCT if want == "collapses" else WORKS_PCT
-    return Rule(metric=metric, smallest_effect=WORKS_PCT, margin=0.0, min_seeds=C21_MIN_SEEDS, max_seeds=C21_MAX_SEEDS,
-                claimed=bound, threshold=bound, test="at-least", decides=decides)
+    return Rule(**shared, margin=0.0, claimed=bound, threshold=bound, test="at-least")
 
 
 def c21_rule(arm: str, mult: str, want: str) -> Rule:
@@ -500,7 +486,6 @@ C36_RULES = {
 }
 
 
-# --- the registry --------------------------------------------------------------------------------
 # --- C37: the FFN's width as a control point (page 000, § 2026研究进展) ---------------------------
 # δ and the margins are 2%, the size of the gains the pages quote: a width control that loses
 # more than a gated FFN gains is not "little", and slicing that loses less is no failure.

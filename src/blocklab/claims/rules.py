@@ -22,24 +22,18 @@ side is positive and the claim's boundary is b (δ, or max(δ, t) for "more than
                                   smallest effect the spent seeds could detect (80% power at the
                                   observed spread) and the seeds that would decide it.
 
-Confirmed and not-reproduced are separated by b, so they are disjoint: an interval cannot be
-both wholly above and wholly below b. Two disjoint seed sets measuring one true effect can
-therefore disagree only through `inconclusive` (one set decides, the other does not), never by
-opposite decisions, except when one of the two intervals misses the true effect on the far
-side, which happens with probability at most α/2 per set (tests/claims/test_rules.py simulates
-it, against the rule this replaced: confirmed whenever the interval excluded 0).
+Confirmed and not reproduced lie on either side of b, so two disjoint seed sets measuring one
+true effect can disagree only through `inconclusive`, unless an interval misses the true effect
+on the far side (at most α/2 per set; tests/claims/test_rules.py simulates it).
 
-A claim's parts are decided together by `decide_parts`, with Holm's step-down correction, so
-that the chance of any wrong decision within a claim stays ≤ α however many parts it has. A
-`Part` holds one part's rule, estimate and decision; `settle` turns the parts' verdicts into the
-claim's by a combining rule (`all_or_none`, `testable_all_or_none`, `majority`, or a claim's
-own), counting an inconclusive part as undecided. Parts that split with no condition named make
-a claim `mixed`, never `conditional` (kept for a condition the page states or a check names).
+`decide_parts` decides a claim's parts together with Holm's step-down correction, so that the
+chance of any wrong decision within a claim stays ≤ α; `settle` turns the parts' verdicts into
+the claim's by a combining rule, an inconclusive part counting as undecided. Parts that split
+with no condition named make a claim `mixed`, never `conditional`.
 
-A small model trained for minutes can fail to reproduce a claim about models a thousand times
-larger; it cannot refute it. So `refuted` is kept for what an exact check decides (arithmetic,
-counts, configs, identities: a part decided without a test, or a claim that does not depend on
-scale), and an experiment that contradicts a claim says at what scale.
+A small model trained for minutes can fail to reproduce a claim about far larger models; it
+cannot refute it. `refuted` is kept for what an exact check decides (arithmetic, counts,
+configs, identities), and an experiment that contradicts a claim says at what scale.
 """
 
 from __future__ import annotations
@@ -69,8 +63,7 @@ MIXED = "mixed"
 CONTRADICTED = "contradicted-at-this-scale"
 NOT_REPRODUCED = "not-reproduced-at-this-scale"
 INCONCLUSIVE = "inconclusive"
-# Kept for claims that cannot be tested on this machine at all (never for too few seeds: that
-# is `inconclusive`).
+# a claim this machine cannot test at all (too few seeds is `inconclusive`)
 UNTESTABLE = "untestable-here"
 
 # What a rule claims (see the module docstring).
@@ -109,19 +102,16 @@ class Rule:
     min_seeds: int  # fewer paired seeds than this: inconclusive
     claimed: float  # the effect the claim states, in the metric's unit (its sign: the side)
     decides: str = DECIDES
-    # A claim of "more than t" (say, a factor above 2×): its boundary is max(δ, t) on the
-    # claimed side; 0 for a claim of any effect of at least δ. For "at-most" / "at-least" the
-    # bound itself.
+    # "more than t": the boundary is max(δ, t) on the claimed side (0: any effect of at least
+    # δ); for "at-most" / "at-least" the bound itself
     threshold: float = 0.0
     test: str = "effect"  # one of TESTS
-    # The sequential design (`looks`): the most paired seeds a part may spend, after which an
-    # undecided part stays inconclusive and says how many seeds would decide it. Seeds are
-    # added in blocks of ⌈min_seeds / 2⌉ from min_seeds on, each block a look read at the
-    # Lan–DeMets O'Brien–Fleming level of its information fraction n / max_seeds. None: a
-    # fixed design, read once at α (repeats of one timed run, an analytic fact).
+    # The sequential design (`schedule`): the most paired seeds a part may spend, added in
+    # blocks of ⌈min_seeds / 2⌉, each block a look read at its `spending` level of the
+    # information fraction n / max_seeds. None: a fixed design, read once at α.
     max_seeds: int | None = None
-    # The spending function the looks spend α by (`stats.SPENDINGS`): "obf" (O'Brien–Fleming),
-    # "pocock", "hsd(γ)" (Hwang–Shih–DeCani), or "fixed": one look, at max_seeds, read at α.
+    # `stats.SPENDINGS`: "obf" (O'Brien–Fleming), "pocock", "hsd(γ)" (Hwang–Shih–DeCani), or
+    # "fixed": one look, at max_seeds, read at α
     spending: str = "obf"
 
     def __post_init__(self) -> None:
@@ -158,9 +148,9 @@ class Rule:
 
     @property
     def hash(self) -> str:
-        """The first 12 hex digits of the sha256 of the rule's canonical JSON (sorted keys, no
-        spaces) with the version of the decision procedure (`DECISION_VERSION`) under the key
-        "decision": a result records it to say which rule, decided how, it was planned under."""
+        """12 hex digits of the sha256 of the rule's canonical JSON (sorted keys, no spaces)
+        with `DECISION_VERSION` under "decision": which rule, decided how, data was planned
+        under."""
         text = json.dumps({**asdict(self), "decision": DECISION_VERSION}, sort_keys=True,
                           separators=(",", ":"), ensure_ascii=False)
         return hashlib.sha256(text.encode()).hexdigest()[:12]
@@ -185,10 +175,8 @@ class Estimate:
     @classmethod
     def from_interval(cls, value: float | None, low: float | None, high: float | None,
                       n: int) -> Estimate:
-        """From a 95% interval that is not a Student-t interval of a mean (a bootstrap interval
-        of a ratio, a ratio of two intervals): the sd is the one whose t interval has the same
-        half width, sd ≈ half·√n / t_{0.975, n−1}, so that power and seeds needed can be read
-        at the observed spread."""
+        """From a 95% interval that is not a Student-t interval of a mean (a ratio's): the sd
+        whose t interval has the same half width, sd ≈ half·√n / t_{0.975, n−1}."""
         sd = None
         if value is not None and low is not None and high is not None and n >= 2:
             sd = (high - low) / 2 * math.sqrt(n) / float(sps.t.ppf(1 - ALPHA / 2, n - 1))
@@ -210,10 +198,9 @@ class Estimate:
 
 # --- the sequential design -----------------------------------------------------------------------
 def looks(rule: Rule, n: int) -> tuple[int, ...]:
-    """The looks a part with `n` paired seeds has had under `rule`'s design, counting every
-    planned look below n as taken (a reader cannot tell which were, and counting more looks
-    only makes the level stricter): the schedule's points below n, then n itself. A fixed
-    design has one look, (n,)."""
+    """The looks a part with `n` paired seeds has had: the schedule's points below n (each
+    counted as taken: more looks only make the level stricter), then n; (n,) for a fixed
+    design."""
     if n < 1:
         return ()
     if rule.max_seeds is None:
@@ -227,10 +214,8 @@ def look_level(rule: Rule, n: int, alpha: float = ALPHA) -> float:
 
         level = α*(n / max_seeds) − α*(n_prev / max_seeds),   n_prev the look before (`looks`)
 
-    The levels sum to at most alpha, so any wrong look stays within alpha whatever the looks'
-    dependence (the normal-theory boundaries, read with t intervals at 5–10 seeds, crossed
-    6.9% at 5%). Past max_seeds a look is read as the last (never spending more); `alpha` for
-    a fixed design; 0 before the one look of spending "fixed" (no look of the design)."""
+    The levels sum to at most alpha whatever the looks' dependence. Past max_seeds a look is
+    read as the last; `alpha` for a fixed design; 0 before the one look of spending "fixed"."""
     taken = looks(rule, n)
     if rule.max_seeds is None or len(taken) == 0:
         return alpha
@@ -261,12 +246,10 @@ class Decision:
     # and the seeds that would decide it (None: more than MAX_SEEDS, or no spread)
     detectable_effect: float | None = None
     seeds_needed: int | None = None
-    # The interval lies wholly beyond δ on the opposite side with fair arms, but a 2× longer
-    # run has not confirmed it yet (the verdict is then not reproduced): that run is due. With
-    # unfair arms no longer run could decide it, so none is due.
+    # wholly beyond δ on the opposite side with fair arms, no 2× longer run agreeing yet: due
     would_contradict: bool = False
-    # The interval the decisive reading was read on (`Interval`): the (1 − level) interval,
-    # or the (1 − 2·level) one of two one-sided tests; None without an interval (n < 2).
+    # what the decisive reading read: the (1 − level) interval, or the (1 − 2·level) one of
+    # two one-sided tests; None without an interval (n < 2)
     interval: DecidingInterval | None = None
     # (verdict, p) of each verdict's most decisive reading, made before the rule's minimum
     # seeds or level are applied: what `decide` reads an lr bias by (empty without a reading).
@@ -278,10 +261,8 @@ class Decision:
 
 @dataclass(frozen=True)
 class DecidingInterval:
-    """The interval a part was decided on, in the metric's units: the estimate's stored 95%
-    interval with its arms rescaled to `confidence` (two-sided coverage, 1 − level, or
-    1 − 2·level for two one-sided tests). It is the interval the decision reads: the part is
-    confirmed exactly when it lies wholly beyond the boundary, and so on (`decide`)."""
+    """The interval a part was decided on, in the metric's units: the stored 95% interval's
+    arms rescaled to `confidence` (1 − level, or 1 − 2·level for two one-sided tests)."""
 
     low: float
     high: float
@@ -311,7 +292,7 @@ def confidence_text(confidence: float) -> str:
 # --- one part ------------------------------------------------------------------------------------
 def _side_and_boundary(rule: Rule) -> tuple[float, float]:
     """(s, b): the claimed side's sign and the boundary in oriented units (s·effect > b is the
-    claim) for the tests other than equivalence."""
+    claim); not for equivalence."""
     if rule.test == "at-most":  # effect < t  ⇔  −effect > −t
         return -1.0, -rule.threshold
     if rule.test == "at-least":  # effect > t
@@ -325,8 +306,7 @@ def _side_and_boundary(rule: Rule) -> tuple[float, float]:
 
 
 def claimed_side(rule: Rule) -> float | None:
-    """The sign of the side the claim lies on (an effect's, − for "at most t", + for "at least
-    t"); None for a band."""
+    """The sign of the claimed side (− for "at most t"); None for a band."""
     if rule.test == "equivalence":
         return None
     if rule.test in ("at-most", "at-least"):
@@ -335,9 +315,7 @@ def claimed_side(rule: Rule) -> float | None:
 
 
 def claimed_boundary(rule: Rule) -> float:
-    """The boundary a part is confirmed beyond, in the metric's own units and sign (what
-    `Decision.boundary` holds): δ, or the threshold where that lies further out, on the
-    claimed side; the bound itself for "at-most" / "at-least"."""
+    """`Decision.boundary`: b in the metric's own units and sign."""
     s, b = _side_and_boundary(rule)
     return s * b
 
@@ -349,8 +327,7 @@ def _t_quantile(q: float, df: int) -> float:
 
 
 def _ses(e: Estimate, n: int) -> tuple[float, float]:
-    """Standard errors below and above the value, read off the 95% interval's two arms (one
-    value for a t interval; a bootstrap interval keeps its asymmetry)."""
+    """Standard errors below and above the value, read off the 95% interval's two arms."""
     t = _t_quantile(1 - ALPHA / 2, n - 1)
     return (e.value - e.ci_low) / t, (e.ci_high - e.value) / t
 
@@ -360,8 +337,7 @@ def _p_above(x: float, se: float, df: int) -> float:
     exceeds the null by x with standard error se: 2·P(T_df ≥ x / se), capped at 1."""
     if se <= 0:
         return 0.0 if x > 0 else 1.0
-    # Student t's survival function as scipy.stats.t.sf computes it (`stdtr(df, −t)`), without
-    # the distribution object's argument checks: it runs for every reading of every look.
+    # scipy.stats.t.sf without the distribution object's argument checks (a hot path)
     return min(1.0, 2 * float(special.stdtr(df, -x / se)))
 
 
@@ -381,14 +357,10 @@ def decide(rule: Rule, estimate: Estimate, alpha: float = ALPHA, *, fair_arms: b
            longer_run_agrees: bool = False, explain: bool = True,
            share: float | None = None, unfair: str | None = None,
            bias: float | None = None) -> Decision:
-    """The decision on `estimate` under `rule` at two-sided level `alpha` (`decide_read`),
-    standing only where every reading of the arms' learning-rate bias gives it.
-
-    `bias`: what the tuned rates put into the estimate (`claims.lr_bias`). The part is read as
-    measured and with the whole bias removed (the verdict is monotone in the shift, so the two
-    ends settle every reading between): one verdict stands, with the larger p; two give
-    `inconclusive`, naming both. `unfair`: why the bias cannot be read (known before any
-    evaluation data): the confirming reading is never made, and the planner buys no seeds."""
+    """`decide_read`, standing only where every reading of the arms' learning-rate `bias`
+    (`claims.lr_bias`) gives it: read as measured and with the whole bias removed (the verdict
+    is monotone in the shift), one verdict stands with the larger p, two give `inconclusive`.
+    `unfair`: why the bias cannot be read; the confirming reading is then never made."""
     if alpha <= 0:  # a "fixed" design read before its one look at max_seeds
         return Decision(INCONCLUSIVE, f"{estimate.n} paired seed(s) are no look of its design "
                                       f"(one look, at {rule.max_seeds} seeds)", None, alpha,
@@ -403,9 +375,8 @@ def decide(rule: Rule, estimate: Estimate, alpha: float = ALPHA, *, fair_arms: b
                                       e.sd), alpha, fair_arms=fair_arms,
                        longer_run_agrees=longer_run_agrees, explain=False, share=share,
                        unfair=unfair)
-    # Each verdict's p is the larger of its two readings' (it holds only if both reject), and
-    # the part's p the smallest of those: a part the bias keeps undecided sorts late in Holm's
-    # order instead of stopping the parts after it.
+    # Each verdict's p is the larger of its two readings', the part's the smallest of those: a
+    # part the bias keeps undecided sorts late in Holm's order.
     one, two = dict(found.p_by_verdict), dict(fair.p_by_verdict)
     ps = {v: max(one[v], two[v]) for v in one.keys() & two.keys()}
     p = min(ps.values()) if ps else None
@@ -423,8 +394,7 @@ def decide(rule: Rule, estimate: Estimate, alpha: float = ALPHA, *, fair_arms: b
                                                               e.n).sd
     detectable = None
     if explain and sd is not None and sd > 0 and e.n >= 2:
-        # What the seeds resolve, said as for any inconclusive part; more seeds do not remove
-        # a bias every seed shares, so no count of seeds is promised.
+        # more seeds do not remove a bias every seed shares: no count of seeds is promised
         detectable = stats.detectable_effect(sd, e.n, power=POWER, alpha=alpha)
         why += (f"; {e.n} seeds detect an effect of {detectable:.3g} (80% power at sd "
                 f"{sd:.3g}), and no number of seeds removes a bias every seed shares: a finer "
@@ -438,13 +408,10 @@ def decide_read(rule: Rule, estimate: Estimate, alpha: float = ALPHA, *,
                 explain: bool = True, share: float | None = None,
                 unfair: str | None = None) -> Decision:
     """The decision on `estimate` under `rule` at two-sided level `alpha` (the module
-    docstring's table), on the stored 95% interval's arms rescaled by t_{1−alpha/2} / t_{0.975}:
-    the interval the decision carries and names.
-
-    A contradiction needs `fair_arms` (each arm at its own best rate) and `longer_run_agrees`
-    (a 2× longer run); without them it is not reproduced, saying it would be contradicted.
-    `explain=False` leaves out the (slow) seeds that would decide an inconclusive part; `share`,
-    the part's Holm share of α, sizes them at its future looks; `unfair`: see `decide`."""
+    docstring's table), read on the stored 95% interval's arms rescaled by
+    t_{1−alpha/2} / t_{0.975}. A contradiction needs `fair_arms` and `longer_run_agrees`;
+    `explain=False` leaves out the (slow) seeds that would decide an inconclusive part;
+    `share`, the part's Holm share of α, sizes them at its future looks."""
     e, n = estimate, estimate.n
     design = None if share is None else (rule, share)
     if rule.test == "equivalence":
@@ -478,8 +445,7 @@ def decide_read(rule: Rule, estimate: Estimate, alpha: float = ALPHA, *,
                          f"the {ci.label} {ci.bracket} lies wholly outside {band}", ci))
         distance = min(abs(m - low_edge), abs(m - high_edge))
     else:
-        # Oriented: the claimed side positive; the lower arm of the oriented interval is the
-        # raw interval's arm on the side opposite the claim.
+        # oriented: the claimed side positive
         m = s * e.value
         lo_se, hi_se = (se_lo, se_hi) if s > 0 else (se_hi, se_lo)
         where = "beyond" if s > 0 else "below"
@@ -550,10 +516,9 @@ def _inconclusive(why: str, p: float | None, alpha: float, boundary: float | Non
                   sd: float, n: int, distance: float, min_seeds: int,
                   interval: DecidingInterval | None = None, explain: bool = True,
                   design: tuple[Rule, float] | None = None) -> Decision:
-    """An inconclusive decision with what the spent seeds could detect and what would
-    decide it (`blocklab.stats`, 80% power, two-sided at `alpha`; left out unless `explain`).
-    `design` (rule, Holm share of α): the seeds are those whose look, taken next, would decide
-    it at the level that look would be read at (`_seeds_to_decide`), not at today's."""
+    """An inconclusive decision with what the spent seeds could detect and what would decide
+    it (80% power, two-sided at `alpha`; left out unless `explain`); with `design` (rule, Holm
+    share of α) at the level of the look that would decide it (`_seeds_to_decide`)."""
     if not explain:
         return Decision(INCONCLUSIVE, why, p, alpha, boundary, interval=interval)
     if not (sd > 0 and math.isfinite(sd)):
@@ -579,10 +544,9 @@ def _inconclusive(why: str, p: float | None, alpha: float, boundary: float | Non
 
 def _seeds_to_decide(rule: Rule, n: int, sd: float, distance: float,
                      share: float) -> int | None:
-    """The fewest seeds n' > n whose look, taken next, decides a part `distance` from its
-    boundary with 80% power at the level that look would be read at (`look_level` at the
-    part's Holm share of α); past max_seeds at the design's last share. None: more than
-    MAX_SEEDS, or no distance to detect."""
+    """The fewest seeds n' > n whose look decides a part `distance` from its boundary with
+    80% power at that look's level (at the part's Holm share of α; past max_seeds the last
+    share). None: more than MAX_SEEDS, or no distance to detect."""
     if not distance > 0:
         return None
     for m in range(max(n + 1, rule.min_seeds), rule.max_seeds + 1):
@@ -601,24 +565,20 @@ def decide_parts(parts: Sequence[Any], alpha: float = ALPHA, *,
                  unfair: Sequence[str | None] | None = None,
                  bias: Sequence[float | None] | None = None) -> list[Decision]:
     """The decisions on a claim's parts ((rule, estimate) pairs, or objects with both), in
-    their order: each at its look's level (`look_level`), with Holm's step-down correction.
+    their order, with the group-sequential Holm procedure (Ye, Li, Jiang & Wang 2013).
 
     Ordered by p_k / a_k (a_k its look's level at alpha; p = 1 without a test), test (i) of m
     is decided at its look's level in its design computed at alpha / (m − i + 1) while every
-    earlier one was decided; from the first undecided on, all are inconclusive. With several
-    looks this is the group-sequential Holm procedure (Ye, Li, Jiang & Wang 2013): any wrong
-    decision in the claim stays ≤ alpha (test_rules.py simulates it). m counts tests, not
-    parts: "at most t" and "at least t" on one estimate (`same_test`) are one two-sided test
-    (their wrong decisions are one event), taking one rank and one level."""
+    earlier one was decided; from the first undecided on, all are inconclusive. m counts
+    tests, not parts: parts that read one estimate against one threshold (`same_test`) take
+    one rank and one level."""
     pairs = [(p.rule, p.estimate) if hasattr(p, "rule") else tuple(p) for p in parts]
     agrees = _flags(longer_run_agrees, len(pairs), "longer_run_agrees")
     fair = _flags(fair_arms, len(pairs), "fair_arms")
-    why_unfair = [None] * len(pairs) if unfair is None else list(unfair)
-    if len(why_unfair) != len(pairs):
-        raise ValueError(f"unfair has {len(why_unfair)} entries for {len(pairs)} parts")
-    biases = [None] * len(pairs) if bias is None else list(bias)
-    if len(biases) != len(pairs):
-        raise ValueError(f"bias has {len(biases)} entries for {len(pairs)} parts")
+    why_unfair, biases = ([None] * len(pairs) if v is None else list(v) for v in (unfair, bias))
+    for name, given in (("unfair", why_unfair), ("bias", biases)):
+        if len(given) != len(pairs):
+            raise ValueError(f"{name} has {len(given)} entries for {len(pairs)} parts")
     # Below min_seeds a part is undecided whatever its level: read at the first look's.
     bases = [look_level(rule, max(est.n, rule.min_seeds), alpha) for rule, est in pairs]
     first = [decide(rule, est, base, fair_arms=fair[k], longer_run_agrees=agrees[k],
@@ -626,23 +586,22 @@ def decide_parts(parts: Sequence[Any], alpha: float = ALPHA, *,
              for k, ((rule, est), base) in enumerate(zip(pairs, bases, strict=True))]
     tests = _tests(pairs)
     m = len(tests)
-    # A reading at no look of its design (level 0: a "fixed" design before its one look)
-    # decides nothing and sorts last, as one with no test does.
-    order = sorted(range(m), key=lambda j: (first[tests[j][0]].p_value is None
-                                            or bases[tests[j][0]] <= 0,
-                                            1.0 if first[tests[j][0]].p_value is None
-                                            or bases[tests[j][0]] <= 0
-                                            else first[tests[j][0]].p_value
-                                            / bases[tests[j][0]], j))
+
+    def rank(j: int) -> tuple[bool, float, int]:
+        # no test, or no look of its design (level 0: "fixed" before its look): sorts last
+        p, base = first[tests[j][0]].p_value, bases[tests[j][0]]
+        last = p is None or base <= 0
+        return last, 1.0 if last else p / base, j
+
+    order = sorted(range(m), key=rank)
     out: list[Decision | None] = [None] * len(pairs)
     stopped_at: int | None = None
     for i, j in enumerate(order):
         undecided = False
         for k in tests[j]:
             rule, est = pairs[k]
-            # The look's level in the design computed at Holm's share α/(m − i) of alpha, not
-            # the design at alpha divided by m − i (which spends more than its share: an
-            # O'Brien–Fleming nominal level shrinks faster than α does).
+            # the design computed at Holm's share α/(m − i), not the design at α divided by
+            # m − i (an O'Brien–Fleming nominal level shrinks faster than α does)
             level = look_level(rule, max(est.n, rule.min_seeds), alpha / (m - i))
             found = decide(rule, est, level, fair_arms=fair[k], longer_run_agrees=agrees[k],
                            explain=explain, share=alpha / (m - i), unfair=why_unfair[k],
@@ -670,11 +629,9 @@ def decide_parts(parts: Sequence[Any], alpha: float = ALPHA, *,
 
 
 def same_test(a: tuple[Rule, Estimate], b: tuple[Rule, Estimate]) -> bool:
-    """Whether two parts are one two-sided test: one estimate of one metric (the same
-    quantity, not two that happen to agree) read against one threshold under one sequential
-    design, one part claiming "at most t" and the other "at least t" (or both the same side).
-    Each then reads the same interval at the same level, and each one's wrong decision is the
-    other's."""
+    """Whether two parts are one two-sided test: one estimate of one metric read against one
+    threshold under one sequential design, each claiming "at most t" or "at least t": each one's
+    wrong decision is the other's."""
     (ra, ea), (rb, eb) = a, b
     return (ra.test in ("at-most", "at-least") and rb.test in ("at-most", "at-least")
             and ra.metric == rb.metric and ra.threshold == rb.threshold
@@ -703,8 +660,7 @@ def _flags(value: bool | Sequence[bool], m: int, name: str) -> list[bool]:
 
 
 def boundary_distance(rule: Rule, value: float) -> float:
-    """How far `value` lies from the claim's boundary b (for a band, from its nearer edge),
-    in the metric's units: the effect a part must resolve to be decided."""
+    """How far `value` lies from the claim's boundary b (for a band, its nearer edge)."""
     if rule.test == "equivalence":
         return min(abs(value - rule.claimed + rule.margin),
                    abs(value - rule.claimed - rule.margin))
@@ -726,8 +682,6 @@ def _stopped(found: Decision, rule: Rule, est: Estimate, level: float, at: int,
 
 
 # --- a claim's graded parts, and its verdict from theirs -----------------------------------------
-# Kept here, beside `decide`, so that every check module grades through one module: the checks
-# import these (and nothing private) from rules, and rules imports no check.
 @dataclass(frozen=True)
 class Part:
     """One graded part of an experimental claim: its registered rule, the estimate in the
@@ -741,8 +695,7 @@ class Part:
     verdict: str
     reason: str
     decision: Decision | None = None
-    # The hash of the rule its data was planned under, where that differs from `rule`'s
-    # (the rule was edited after the data: shown, never silently regraded); None otherwise.
+    # the hash of the rule its data was planned under, where that differs from `rule`'s
     planned_under: str | None = None
 
     @classmethod
@@ -756,9 +709,8 @@ class Part:
                          unfair: list[str | None] | None = None,
                          bias: list[float | None] | None = None) -> list[Part]:
         """A claim's parts decided with Holm's correction (`decide_parts`), in the order
-        given: each spec is (name, rule, estimate), or a Part already decided without a test
-        (an arm that cannot run, an analytic fact), which is kept as it is and not counted in
-        the correction. `fair_arms`, `longer_run_agrees`: one flag, or one per spec."""
+        given: each spec is (name, rule, estimate), or a Part decided without a test, kept as
+        it is and not counted in the correction. Flags: one, or one per spec."""
         tested = [s for s in specs if not isinstance(s, Part)]
 
         def of_tested(values):  # one value for every spec, or one per spec: the tested ones'
@@ -773,10 +725,7 @@ class Part:
                 for s in specs]
 
     def to_dict(self) -> dict[str, Any]:
-        """The part as the ledger's JSON gives it, keys in this order: the 95% estimate, the
-        interval its decision read (`interval`), the paired seeds at each look, its rule and
-        hash (`rule_changed_after_data`: the one its runs were planned under, where that
-        differs); for an inconclusive part, what its seeds detect and what would decide it."""
+        """The part as the ledger's JSON gives it, keys in this order."""
         d = self.decision
         out = {
             "name": self.name, "decision": self.verdict, "verdict": self.verdict,
@@ -798,8 +747,7 @@ UNLEARNED = "did not learn"  # how `unless_unlearned` begins its reason
 
 
 def verdict_text(part: Part, digits: int = 3, unit: str = "") -> str:
-    """'<estimate> → <verdict>', and why where the verdict is untestable because an arm did
-    not learn: a reader must see that no measurement was read, not only the word."""
+    """'<estimate> → <verdict>', and why where an arm did not learn (no measurement read)."""
     text = f"{decided_text(part, digits, unit)} → {part.verdict}"
     if part.verdict == UNTESTABLE and part.reason.startswith(UNLEARNED):
         text += f" ({part.reason.split(': ')[0]})"
@@ -807,9 +755,8 @@ def verdict_text(part: Part, digits: int = 3, unit: str = "") -> str:
 
 
 def decided_text(part: Part, digits: int = 3, unit: str = "") -> str:
-    """'+1.99 [+0.41, +3.57] (99.64% CI, n=5)': a part's estimate with the interval its
-    decision read, labelled with its coverage; the stored 95% interval, so labelled, for a
-    part decided without a test; '+0.3 (n=1)' or '—' without one."""
+    """'+1.99 [+0.41, +3.57] (99.64% CI, n=5)': the estimate with the interval its decision
+    read (else the stored 95% one); '+0.3 (n=1)' or '—' without one."""
     e = part.estimate
     if e.value is None:
         return "—"
@@ -829,10 +776,9 @@ PartSpec = tuple[str, Rule, Estimate]
 
 
 def settle(verdicts: list[str], rule: Callable[[list[str]], str], limit: int = 16) -> str:
-    """A claim's verdict from its parts' by `rule` (a function of fully decided parts), with
-    every inconclusive part counted as undecided, never dropped: the verdict that every way of
-    deciding the inconclusive parts (confirmed, or not reproduced) gives alike, else
-    `inconclusive`. Beyond `limit` inconclusive parts it does not enumerate: inconclusive."""
+    """A claim's verdict from its parts' by `rule` (a function of fully decided parts): the
+    verdict every way of deciding the inconclusive parts (confirmed, or not reproduced) gives
+    alike, else `inconclusive` (so too beyond `limit` inconclusive parts)."""
     open_at = [i for i, v in enumerate(verdicts) if v == INCONCLUSIVE]
     if not open_at:
         return rule(verdicts)
@@ -857,11 +803,9 @@ SETTLE_ZH = ("尚无定论的部分按未判定计入，绝不剔除：若这些
 
 
 # Rules for `settle` shared by several claims: each maps fully decided parts to a verdict.
-# A claim whose parts split, with no condition named, is `mixed`; `conditional` is kept for a
-# claim that holds under a condition the page states or its check names (each check says so).
 def none_held(verdicts: list[str]) -> str:
-    """The verdict of parts none of which holds: untestable here when no part could be tested,
-    refuted when an exact part is refuted, else not reproduced at this scale."""
+    """Untestable when no part could be tested, refuted when an exact part is, else not
+    reproduced."""
     if all(v == UNTESTABLE for v in verdicts):
         return UNTESTABLE
     return REFUTED if REFUTED in verdicts else NOT_REPRODUCED
@@ -874,8 +818,7 @@ def all_or_none(verdicts: list[str]) -> str:
 
 
 def testable_all_or_none(verdicts: list[str]) -> str:
-    """`all_or_none` over the testable parts; an untestable part beside confirmed ones makes
-    the claim mixed, and alone leaves it untestable."""
+    """`all_or_none` over the testable parts; an untestable one beside confirmed ones: mixed."""
     testable = [v for v in verdicts if v != UNTESTABLE]
     if not testable:
         return UNTESTABLE
@@ -884,8 +827,7 @@ def testable_all_or_none(verdicts: list[str]) -> str:
 
 
 def majority(verdicts: list[str]) -> str:
-    """Confirmed when every part is, not reproduced when more than half are not (`none_held`
-    when none is), else mixed."""
+    """Confirmed when every part is, `none_held` when more than half are not, else mixed."""
     held = sum(v == CONFIRMED for v in verdicts)
     if held == len(verdicts):
         return CONFIRMED
@@ -895,20 +837,18 @@ def majority(verdicts: list[str]) -> str:
 
 
 # Parts that some outcome decides without a test (so outside Holm's correction).
-def failed_runs_part(name: str, rule: Rule, interval: Interval, failures: int,
-                     what: str = "pre-norm") -> Part | PartSpec:
-    """A part that failed runs keep from holding: not reproduced, decided by the count and
-    not by a test (so outside Holm's correction); else the spec to decide by its rule."""
+def failed_runs_part(name: str, rule: Rule, interval: Interval, failures: int
+                     ) -> Part | PartSpec:
+    """Not reproduced where pre-norm runs failed (decided by the count), else the spec."""
     if failures:
         return Part(name, rule, Estimate.of(interval), "not-reproduced-at-this-scale",
-                    f"{failures} {what} run(s) failed")
+                    f"{failures} pre-norm run(s) failed")
     return (name, rule, Estimate.of(interval))
 
 
 def with_failed_seeds(part: Part, status: Mapping[str, Mapping[str, int]]) -> Part:
-    """`part` with the runs that failed on its arms ({arm: {status: runs}}: diverged, stuck or
-    did not learn) counted in its reason. A failed run is missing data: its seed leaves the
-    pairs (the estimate's n counts the rest), and the count is shown, never hidden in n."""
+    """`part` with the runs that failed on its arms ({arm: {status: runs}}) counted in its
+    reason: missing data, shown, never hidden in n."""
     counted = {arm: k for arm, runs in status.items() if (k := failed_count(dict(runs)))}
     if not counted:
         return part
@@ -919,10 +859,8 @@ def with_failed_seeds(part: Part, status: Mapping[str, Mapping[str, int]]) -> Pa
 
 
 def unless_unlearned(spec: PartSpec, unlearned: Mapping[str, tuple[int, int]]) -> Part | PartSpec:
-    """`spec`, or untestable here where an arm it reads did not learn on most of its seeds:
-    {arm: (seeds on which it did not learn, seeds it ran)}. A model that learned nothing
-    beyond token frequencies measures nothing (its loss contrast, gradients or stability say
-    nothing about the page's statement), so the part has no verdict, only that reason."""
+    """`spec`, or untestable here where an arm it reads did not learn on most of its seeds
+    ({arm: (seeds it did not learn on, seeds it ran)}): such a model measures nothing."""
     name, rule, estimate = spec
     dead = [f"{arm} on {k} of {n}" for arm, (k, n) in unlearned.items() if n and 2 * k > n]
     if not dead:
@@ -935,9 +873,8 @@ def unless_unlearned(spec: PartSpec, unlearned: Mapping[str, tuple[int, int]]) -
 
 def band_part(name: str, arm: PositionArm | None, mult: str, want: str, rule: Rule
               ) -> Part | PartSpec:
-    """One statement about an arm at a multiple of L: the spec to decide by its registered
-    `rule` (a `registry.band_rule`), or a Part decided without a test where the arm cannot run
-    there (a learned table past its length collapses) or was not read."""
+    """One statement about an arm at a multiple of L: the spec to decide by `rule`, or a Part
+    decided without a test where the arm cannot run there (it collapses) or was not read."""
     pct = None if arm is None else arm.extrapolated_vs_sliding_pct.get(mult)
     if arm is None or pct is None:  # not read (never "cannot run": that is only UNAVAILABLE)
         return Part(name, rule, Estimate(None, None, None, 0), INCONCLUSIVE,

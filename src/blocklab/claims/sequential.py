@@ -1,19 +1,16 @@
 """Seeds where a question is still open: the registered plan of work, run look by look.
 
-The plan is every part's registered design (`Rule.schedule`), whole: the suites run at their
-planned seeds (the first look), the ledger grades them, and at each further look every part
-still undecided gets the next block of its schedule on the arms it compares, until every part
-is decided or at its last look; a would-be contradiction then gets its arms trained twice as
-long. What runs depends on the seeds and the data only, never on this machine's speed, cores
-or load.
+The suites run at their planned seeds (the first look), the ledger grades them, and at each
+further look every part still undecided gets the next block of its schedule (`Rule.schedule`)
+on the arms it compares, until every part is decided or at its last look; a would-be
+contradiction then gets its arms trained twice as long. What runs depends on the seeds and the
+data only, never on this machine's speed, cores or load.
 
-    request = RunRequest(Path("runs"), "quick", budget_s=None)
     plan = price_plan(request, ["ffn", "placement"], workers=2)
     looks = run_looks(request, ["ffn", "placement"], plan=plan, run=..., workers=2)
 
-The plan is priced before anything runs (`price_plan`) and the price is printed, never obeyed;
-a cap (`report --budget`) runs whole looks from the first, fixed from the price before any
-data, and the report names the looks it cut.
+The price is printed, never obeyed; a cap (`report --budget`) admits whole looks from the first,
+fixed from the price before any data, and the report names the looks it cut.
 """
 
 from __future__ import annotations
@@ -31,8 +28,7 @@ from blocklab.claims.rules import INCONCLUSIVE
 from blocklab.experiments.options import RunRequest
 from blocklab.experiments.summaries import SeedBlock
 
-# Default caps of `blocklab report` per size, in seconds (None: the whole plan, every look of
-# every design; 0: the first look only).
+# Default caps of `blocklab report` per size, in seconds (None: every look; 0: the first only).
 DEFAULT_BUDGET_S: dict[str, float | None] = {"tiny": 0.0, "quick": None, "full": None}
 # Priced for the report's build after the last look.
 BUILD_RESERVE_S = 30.0
@@ -69,8 +65,7 @@ class LookRecord:
 @dataclass
 class Looks:
     """The plan as run: the cap, the further looks it admits (None: every one), the looks
-    run, why it stopped, the parts still open when it stopped (each with the seeds its next
-    look needs) and, under a cap, the looks it cut with the parts they would have read."""
+    run, why it stopped, the parts still open then and the looks a cap cut."""
 
     budget_s: float | None
     admitted_looks: int | None
@@ -94,20 +89,18 @@ def claims_of(names: Sequence[str]) -> list[str]:
 
 
 def recorded_rules(request: RunRequest) -> dict[str, dict[str, str]]:
-    """{suite: {"<claim> <part>": planned hash}}: the registered rules recorded beside the
-    request's runs when they are planned (`catalogue.planned_hash`), those of its size, at
-    every precision: the ledger grades a bf16 folder by the same rules."""
+    """{suite: {"<claim> <part>": planned hash}} recorded beside the request's runs, at every
+    precision (the ledger grades a bf16 folder by the same rules)."""
     return suite_rules(request.size)
 
 
 def open_parts(rows: Sequence[Any], size: str, arms_of: Callable[[str], list[str]],
                coverage: dict[str, dict[str, int]] | None = None) -> list[Wanted]:
     """The parts of `rows` (ledger rows) still open: inconclusive, measured on seeds of arms,
-    with a look left in their design. `arms_of(suite)` lists a suite's planned arms ([]: the
-    suite is not planned now, and its parts are not open). `coverage` ({suite: {arm: seeds
-    run}}): a part's next look is the first of its schedule past both its paired seeds and
-    the seeds its arms ran, so a part that lost seeds (a failed run, a censored reading) asks
-    for the next block instead of for seeds its arms already have."""
+    with a look left in their design. `arms_of(suite)`: a suite's planned arms ([]: not
+    planned now). A part's next look is the first past both its paired seeds and the seeds its
+    arms ran (`coverage`: {suite: {arm: seeds run}}), so a part that lost seeds asks for the
+    next block, not for seeds its arms have."""
     out = []
     for row in rows:
         suite = SUITE_OF.get(row.id)
@@ -135,10 +128,8 @@ def open_parts(rows: Sequence[Any], size: str, arms_of: Callable[[str], list[str
 
 def next_blocks(wanted: Sequence[Wanted], coverage: dict[str, dict[str, int]],
                 first_seed: int) -> dict[str, list[SeedBlock]]:
-    """The seed blocks that bring each wanted part's arms to its target, per suite.
-
-    coverage: {suite: {arm: seeds it has run from first_seed on}}. An arm is extended to the
-    largest target any open part asks of it; arms that share (start, stop) share a block."""
+    """The seed blocks that bring each wanted part's arms to its target, per suite (coverage:
+    {suite: {arm: seeds run from first_seed on}}); arms that share (start, stop) share one."""
     need: dict[tuple[str, str], tuple[int, list[str]]] = {}
     for w in wanted:
         for arm in w.arms:
@@ -160,8 +151,7 @@ def next_blocks(wanted: Sequence[Wanted], coverage: dict[str, dict[str, int]],
 
 
 def coverage_of(planned: Any) -> dict[str, int]:
-    """{arm: seeds it runs} of a planned suite (`PlannedSuite`), counted from its first seed
-    (its planned seeds, plus the seed blocks that include it)."""
+    """{arm: consecutive seeds it runs from the first} of a planned suite (`PlannedSuite`)."""
     base = planned.seeds.start
     counts: dict[str, set[int]] = {}
     for spec in planned.specs:
@@ -184,8 +174,7 @@ def _plan(request: RunRequest, name: str) -> Any:
 
 
 def arm_wall_s(request: RunRequest, name: str) -> dict[str, float]:
-    """{arm: mean stored wall time of its runs} in suite `name`'s folder: what this machine
-    took for the same work."""
+    """{arm: mean stored wall time of its runs} in suite `name`'s folder."""
     from blocklab.experiments.suites import get_suite
     from blocklab.experiments.suites.base import ResultStore, suite_dir
 
@@ -202,8 +191,7 @@ def arm_wall_s(request: RunRequest, name: str) -> dict[str, float]:
 
 def priced(blocks: dict[str, list[SeedBlock]], walls: dict[str, dict[str, float]]
            ) -> list[float]:
-    """The seconds of each run of `blocks`, each priced at its arm's stored mean wall time
-    (`walls`: {suite: `arm_wall_s`}; 0 for an arm with no stored run)."""
+    """Each run of `blocks` priced at its arm's stored mean wall time (0 without one)."""
     return [walls.get(name, {}).get(arm, 0.0)
             for name, bs in blocks.items() for b in bs for arm in b.arms
             for _ in range(b.stop - b.start)]
@@ -213,12 +201,10 @@ def run_looks(request: RunRequest, names: Sequence[str], *, plan: WorkPlan | Non
               run: Callable[..., dict[str, str]], workers: int,
               echo: Callable[[str], None] = print, executor: Any = None,
               progress: bool = False) -> Looks:
-    """Run the plan: the first look (`run(rules=…)` runs and summarises the suites at their
-    planned seeds, recording the rule hashes, and returns {suite: error}), then the next block
-    of every part still open, look after look, then the 2× longer runs of would-be
-    contradictions (`run_longer`, with `executor`). Nothing here reads a clock: only a cap
-    (`plan.admitted`, fixed before any data) stops looks early. `workers` only prices what
-    each look prints."""
+    """Run the plan: the first look (`run(rules=…)` runs and summarises the suites, recording
+    the rule hashes, and returns {suite: error}), the next block of every part still open look
+    after look, then the 2× longer runs of would-be contradictions. No clock is read: only a
+    cap (`plan.admitted`) stops looks early; `workers` only prices what each look prints."""
     rules = recorded_rules(request)
     admitted = None if plan is None else plan.admitted
     if plan is None and request.budget_s == 0:
@@ -242,8 +228,8 @@ def _next_look(looks: Looks, rows: Sequence[Any], planned: dict[str, Any],
                arms: dict[str, list[str]], k: int, request: RunRequest,
                run: Callable[..., dict[str, str]], rules: dict[str, dict[str, str]],
                workers: int, echo: Callable[[str], None]) -> bool:
-    """Run look k + 1 of the plan for every part still open; False (with `looks.stopped`
-    said) where the plan ends here, or its cap does."""
+    """Run look k + 1 for every part still open; False (`looks.stopped` said) where the plan
+    or its cap ends."""
     from blocklab.experiments.estimate import makespan
     from blocklab.experiments.suites import get_suite
     from blocklab.experiments.suites.base import add_seed_blocks, suite_dir
@@ -284,8 +270,7 @@ def _next_look(looks: Looks, rows: Sequence[Any], planned: dict[str, Any],
 def _check_contradictions(looks: Looks, rows: Sequence[Any], arms: dict[str, list[str]],
                           request: RunRequest, echo: Callable[[str], None], executor: Any,
                           progress: bool) -> None:
-    """Train the arms of would-be contradictions twice as long: the plan's last step, cut
-    only where a cap cut looks before it."""
+    """Train the arms of would-be contradictions twice as long, unless a cap cut looks."""
     due = would_contradict(rows, request.size, lambda s: arms.get(s, []))
     if not due:
         return
@@ -309,8 +294,7 @@ class WorkPlan:
     budget_s: float | None
     first_s: float  # the first look's estimated wall time (its runs still missing)
     looks: list[tuple[int, float]]  # each further look's worst case (runs, wall s)
-    # the further looks a cap admits, whole from the first while the priced total (first
-    # look, those looks, the build) fits; None without a cap (every look)
+    # whole further looks a cap admits while the priced total fits; None without a cap
     admitted: int | None
     workers: int
     price_s: float = 0.0  # the whole plan, worst case (every look, every part open)
@@ -334,9 +318,8 @@ class WorkPlan:
 
 def worst_case_blocks(request: RunRequest, names: Sequence[str]
                       ) -> list[dict[str, list[SeedBlock]]]:
-    """Each further look's seed blocks when every sequential part is still open: look j
-    brings every part's arms to the j-th point of its schedule past its first look, from the
-    suites' planned seeds."""
+    """Each further look's seed blocks with every sequential part still open: look j brings
+    every part's arms to the j-th point of its schedule past its first look."""
     first = request.seed_offset
     arms, coverage = _planned_arms(request, names)
     out = []
@@ -369,15 +352,14 @@ def _planned_arms(request: RunRequest, names: Sequence[str]
 
 
 def _suite_specs(request: RunRequest, suite: Any, seeds: range) -> list[Any]:
-    """A suite's evaluation runs on `seeds` before anything runs (a tuned suite planned without
-    tuning results, as the estimator prices it: the cost does not depend on the lr chosen)."""
+    """A suite's evaluation runs on `seeds`, planned without tuning results (the cost does not
+    depend on the lr chosen)."""
     return suite.plan(request.options(suite).with_seeds(seeds), [])
 
 
 def _parts_at_look(size: str, names: Sequence[str], arms: dict[str, list[str]], j: int
                    ) -> list[Wanted]:
-    """Every sequential part of the suites `names` that has a j-th look past its first, with
-    the seeds that look needs."""
+    """Every sequential part of `names`' suites with a j-th look past its first."""
     out = []
     for cid in claims_of(names):
         suite = SUITE_OF[cid]
@@ -391,9 +373,8 @@ def _parts_at_look(size: str, names: Sequence[str], arms: dict[str, list[str]], 
 
 def price_plan(request: RunRequest, names: Sequence[str], *, workers: int,
                calibration: Any = None) -> WorkPlan:
-    """The plan's price on this machine before anything runs: the first look's missing runs,
-    then each further look's worst case (`worst_case_blocks`), on one calibration, and under
-    a cap (`request.budget_s`) the whole further looks that fit. Only a cap uses it."""
+    """The plan's price here before anything runs: the first look's missing runs, then each
+    further look's worst case, on one calibration; under a cap, the whole looks that fit."""
     from blocklab.experiments.estimate import (
         calibrate,
         estimate_suites,
@@ -422,8 +403,7 @@ def price_plan(request: RunRequest, names: Sequence[str], *, workers: int,
     pairs = [pair for look in worst for name, bs in look.items() for b in bs for arm in b.arms
              for pair in specs_of(name, arm, b.start - seed_offset, b.stop - seed_offset)]
     needed = shapes_of(pairs)
-    # The first look's calibration times only the shapes it has to run (runs with a stored
-    # twin are priced at its wall time): time every shape the blocks need when one is missing.
+    # the first look's calibration times only the shapes it runs: time any the blocks add
     if needed and (cal is None or any(key not in cal.timings for key in needed)):
         cal = calibrate(needed)
     looks = []
@@ -447,9 +427,8 @@ def price_plan(request: RunRequest, names: Sequence[str], *, workers: int,
 
 def would_contradict(rows: Sequence[Any], size: str, arms_of: Callable[[str], list[str]]
                      ) -> dict[str, list[Wanted]]:
-    """{suite: parts} measured on seeds whose interval lies wholly beyond δ on the opposite
-    side while a 2× longer run has not yet agreed (`Decision.would_contradict`), on suites
-    that can train their arms twice as long (`Suite.longer`) and are planned now (`arms_of`)."""
+    """{suite: parts} that would be contradicted (`Decision.would_contradict`), on suites
+    that can train their arms twice as long (`Suite.longer`) and are planned now."""
     from blocklab.experiments.suites import get_suite
 
     out: dict[str, list[Wanted]] = {}
@@ -471,8 +450,7 @@ def would_contradict(rows: Sequence[Any], size: str, arms_of: Callable[[str], li
 def run_longer(request: RunRequest, wanted: dict[str, list[Wanted]], *, executor: Any,
                progress: bool) -> dict[str, str]:
     """Train the arms of `wanted`'s parts twice as long on the same seeds (`Suite.longer`),
-    stored and summarised in `<size>+x2` beside the suite's folder, where the ledger reads
-    whether the longer run agrees. Returns {suite: error} for a suite whose runs failed."""
+    stored in `<size>+x2` where the ledger reads them; {suite: error} for failed suites."""
     from blocklab.experiments.suites import get_suite
     from blocklab.experiments.suites.base import (
         CountingSink,

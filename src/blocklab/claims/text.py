@@ -1,9 +1,7 @@
 """The claims in our own words (English and Chinese), and where each one stands on its page.
 
-`CLAIMS.md` beside this file is the list of claims to settle (ids C01–C37, each citing its
-`[§ section heading]`, or inline `(§ heading)`s, as written on the page); `claim_sources()`
-parses it, so the ledger cites the page file and the section heading exactly as they appear
-there.
+`CLAIMS.md` beside this file lists the claims (C01–C37, each citing its `[§ section heading]` or
+inline `(§ heading)`s); `claim_sources()` parses it, so the ledger cites them as written.
 """
 
 from __future__ import annotations

@@ -8,14 +8,12 @@ the page's statement inside the rungs measured.
     meets(fit, -1.0, first, top)                 # where the line reaches −1%, or None bounds
 
 Why rungs, not seeds: every seed of a rung shares its tuning, shape and data order, so a
-per-seed regression's slope interval covers far less often than it states
-(`benchmarks/trend_coverage.py`). Each rung's mean is one observation with variance
-τ² + σ²/n_j (σ² the pooled within-rung variance, τ² the rung-to-rung variance about the line by
-DerSimonian–Laird); the line is weighted least squares, its slope's variance scaled by the
-Knapp–Hartung factor and read on t with k − 2 degrees of freedom for k rungs (three at least).
-The lack of fit is the F test of the line against one mean per rung, on the seeds. Where the
-line meets a threshold is Fieller's interval, read only between the smallest and top rung. No
-PyTorch.
+per-seed slope interval covers far less often than it states (`benchmarks/trend_coverage.py`).
+Each rung's mean is one observation with variance τ² + σ²/n_j (σ² pooled within rungs, τ² by
+DerSimonian–Laird); the line is weighted least squares, its slope's variance scaled by
+Knapp–Hartung and read on t with k − 2 df for k ≥ 3 rungs. The lack of fit is the F test of
+the line against one mean per rung, on the seeds; where the line meets a threshold is
+Fieller's interval. No PyTorch.
 """
 
 from __future__ import annotations
@@ -84,8 +82,7 @@ class LineFit:
 
     @classmethod
     def from_dict(cls, data: dict) -> LineFit | None:
-        """The fit `to_dict` wrote; None for one written by the per-seed fit this replaced
-        (no rung-level weights), whose band is not this one's."""
+        """The fit `to_dict` wrote; None for a per-seed fit (no rung-level weights)."""
         if data.get("unit") != "rung":
             return None
         lack = data.get("lack_of_fit")
@@ -123,8 +120,7 @@ class Meeting:
 
 def fit_line(points: Sequence[tuple[float, Interval]], level: float = LEVEL) -> LineFit:
     """The rung-level line through (x, Interval of a rung's seeds) per rung (rungs without
-    seeds left out). InputError with fewer than three distinct x: two rung means fit any line
-    exactly and leave no degree of freedom for the rung-to-rung variation."""
+    seeds left out); InputError below three distinct x (no df for the rung-to-rung spread)."""
     used = [(float(x), i) for x, i in points if i.n > 0 and i.mean is not None]
     if len({x for x, _ in used}) < 3:
         raise InputError(f"a trend needs rungs at three sizes or more (the rung is the unit "
@@ -136,9 +132,8 @@ def fit_line(points: Sequence[tuple[float, Interval]], level: float = LEVEL) -> 
     within = sum((i.n - 1) * i.sd ** 2 for _, i in used if i.n > 1 and i.sd is not None)
     within_df = sum(i.n - 1 for _, i in used if i.n > 1 and i.sd is not None)
     sigma2 = within / within_df if within_df else None
-    # Rung-to-rung variance τ² about the line (DerSimonian–Laird for a meta-regression),
-    # from the fixed-effect fit weighted by n_j / σ²; without σ² (one seed a rung) every rung
-    # weighs the same and τ² takes all of the rung means' scatter.
+    # τ² by DerSimonian–Laird from the fit weighted n_j / σ²; without σ² (one seed a rung)
+    # every rung weighs the same.
     tau2 = 0.0
     if sigma2:
         w0 = n / sigma2
@@ -155,8 +150,7 @@ def fit_line(points: Sequence[tuple[float, Interval]], level: float = LEVEL) -> 
     line, x_mean, sxx = _wls(x, y, w)
     slope, intercept = float(line[1]), float(line[0])
     df = k - 2
-    # Knapp–Hartung: the weights' variance scaled by the rung means' own scatter about the
-    # line, so the interval rests on the k − 2 degrees of freedom the rungs give.
+    # Knapp–Hartung: scaled by the rung means' own scatter about the line (k − 2 df)
     scale = float(np.sum(w * (y - intercept - slope * x) ** 2)) / df
     half = float(stats.t.ppf(0.5 + level / 2, df)) * math.sqrt(scale / sxx)
     return LineFit(slope, intercept, slope - half, slope + half, df, total, k, x_mean, sxx,

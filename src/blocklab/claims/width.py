@@ -1,9 +1,8 @@
 """C37: the FFN's width can be a control point, but slicing an ordinary model is not
 nested-width training (page 000, § 2026研究进展).
 
-Read from the width suite's summary: the ordinary model sliced to m/2 and m/4 against the nested
-model there, the nested model's price at m, and its m/2 against a model trained at m/2 alone,
-each a paired % of the validation loss graded by `registry.c37_rules`.
+The ordinary model sliced to m/2 and m/4 against the nested one, the nested model's price at m,
+and its m/2 against a model trained at m/2 alone, each a paired % of the validation loss.
 """
 
 from __future__ import annotations
