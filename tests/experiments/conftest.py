@@ -1,6 +1,8 @@
 """Tiny model and training configs shared by the experiment tests (one thread: fast and
 bit-reproducible even when other processes share the CPU), and what they import from here."""
 
+import json
+import os
 from dataclasses import dataclass
 
 import pytest
@@ -33,3 +35,47 @@ def plain_suite(name: str, plan, **kwargs):
 
     return Suite(name, name, plan, lambda options, results: Summary(
         name, options.size, len(options.seeds), [], data=Nothing()), Nothing, **kwargs)
+
+
+# --- another user: files it owns, a child that becomes it --------------------------------------
+needs_root = pytest.mark.skipif(
+    not hasattr(os, "geteuid") or os.geteuid() != 0,
+    reason="needs root: files owned by another user, and a child that becomes a third (setuid)")
+OWNER, USER = 4242, 65534  # the lock file's owner (another user) and the user who runs
+
+
+def start_as(uid: int, job) -> tuple[int, int]:
+    """Fork a child that becomes user `uid` and runs `job()`; (pid, pipe) for `finish`."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        try:
+            os.close(read)
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+            try:
+                out = {"ok": job()}
+            except Exception as err:  # noqa: BLE001 - reported to the parent as it is
+                out = {"error": type(err).__name__, "message": str(err)}
+            os.write(write, json.dumps(out).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    return pid, read
+
+
+def finish(pid: int, read: int, timeout_s: float = 60) -> dict:
+    import select
+    import signal
+
+    if not select.select([read], [], [], timeout_s)[0]:  # a hang fails the test, not CI
+        os.kill(pid, signal.SIGKILL)
+    with os.fdopen(read, "rb") as pipe:
+        data = pipe.read()
+    os.waitpid(pid, 0)
+    return json.loads(data or b'{"error": "the child died or hung"}')
+
+
+def run_as(uid: int, job) -> dict:
+    return finish(*start_as(uid, job))

@@ -23,7 +23,7 @@ from blocklab.experiments.results import ResultStore
 from blocklab.experiments.run_result import RunResult
 from blocklab.experiments.suites.base import RunSpec, Suite, execute_in_process, run_suite
 
-from .conftest import plain_suite
+from .conftest import OWNER, USER, finish, needs_root, plain_suite, run_as, start_as
 
 
 @pytest.fixture(autouse=True)
@@ -245,49 +245,6 @@ def test_a_busy_timing_is_flagged_in_the_summary_and_the_report(tmp_path, monkey
 # The machine lock lives in /tmp, shared by every user; a lock file another user made must serve
 # this one too. The tests make files another user owns and run the locking code as a third user,
 # in a forked child that drops root (a fork, so nothing is exec'd that the user could not read).
-needs_root = pytest.mark.skipif(
-    not hasattr(os, "geteuid") or os.geteuid() != 0,
-    reason="needs root: files owned by another user, and a child that becomes a third (setuid)")
-OWNER, USER = 4242, 65534  # the lock file's owner (another user) and the user who runs
-
-
-def _start_as(uid: int, job) -> tuple[int, int]:
-    """Fork a child that becomes user `uid` and runs `job()`; (pid, pipe) for `_finish`."""
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: never returns into pytest
-        try:
-            os.close(read)
-            os.setgroups([])
-            os.setgid(uid)
-            os.setuid(uid)
-            try:
-                out = {"ok": job()}
-            except Exception as err:  # noqa: BLE001 - reported to the parent as it is
-                out = {"error": type(err).__name__, "message": str(err)}
-            os.write(write, json.dumps(out).encode())
-        finally:
-            os._exit(0)
-    os.close(write)
-    return pid, read
-
-
-def _finish(pid: int, read: int, timeout_s: float = 60) -> dict:
-    import select
-    import signal
-
-    if not select.select([read], [], [], timeout_s)[0]:  # a hang fails the test, not CI
-        os.kill(pid, signal.SIGKILL)
-    with os.fdopen(read, "rb") as pipe:
-        data = pipe.read()
-    os.waitpid(pid, 0)
-    return json.loads(data or b'{"error": "the child died or hung"}')
-
-
-def _as(uid: int, job) -> dict:
-    return _finish(*_start_as(uid, job))
-
-
 @pytest.fixture
 def shared_tmp(monkeypatch):
     """A folder like /tmp (every user may write, sticky) with the machine lock named in it."""
@@ -320,7 +277,7 @@ def test_another_users_machine_lock_serves_this_user(shared_tmp, mode):
     with Permission denied. flock needs no write access, so it is held read-only."""
     path = shared_tmp / "machine.lock"
     _others_lock(path, mode)
-    assert _as(USER, _train_then_time) == {"ok": "held"}
+    assert run_as(USER, _train_then_time) == {"ok": "held"}
     info = path.stat()
     assert (info.st_uid, info.st_mode & 0o777, path.read_text()) == (OWNER, mode, "")
 
@@ -339,7 +296,7 @@ def test_timing_still_waits_for_another_users_training(shared_tmp):
             return {"waited": time.monotonic() - start, "said": said}
 
     other = _hold_machine_lock("shared", 1.5)  # another process's training run
-    out = _as(USER, time_alone)
+    out = run_as(USER, time_alone)
     other.wait()
     assert out["ok"]["waited"] > 0.5, out
     assert out["ok"]["said"] and "waiting for other blocklab runs" in out["ok"]["said"][0]
@@ -355,16 +312,16 @@ def test_a_machine_lock_made_under_a_strict_umask_is_still_shared(shared_tmp):
         os.umask(0o077)
         return _train_then_time()
 
-    assert _as(OWNER, make) == {"ok": "held"}
+    assert run_as(OWNER, make) == {"ok": "held"}
     assert path.stat().st_uid == OWNER and path.stat().st_mode & 0o777 == 0o666
-    assert _as(USER, _train_then_time) == {"ok": "held"}
+    assert run_as(USER, _train_then_time) == {"ok": "held"}
 
 
 @needs_root
 def test_a_machine_lock_this_user_cannot_open_is_one_line(shared_tmp):
     path = shared_tmp / "machine.lock"
     _others_lock(path, 0o600)  # made so by hand, or by an old blocklab under umask 077
-    out = _as(USER, _train_then_time)
+    out = run_as(USER, _train_then_time)
     assert out["error"] == "LockUnavailable", out
     assert out["message"] == (
         f"cannot open the lock file {path} (Permission denied, owned by uid {OWNER}); set "
@@ -387,17 +344,17 @@ def test_another_users_suite_lock_serves_this_user(shared_tmp):
             time.sleep(seconds)
             return "held"
 
-    assert _as(USER, hold) == {"ok": "held"}
+    assert run_as(USER, hold) == {"ok": "held"}
     with suite_locks(shared_tmp, ["ffn"]):
-        out = _as(USER, hold)
+        out = run_as(USER, hold)
     assert out["error"] == "Busy" and f"pid {os.getpid()}" in out["message"], out
-    child = _start_as(USER, lambda: hold(2.0))
+    child = start_as(USER, lambda: hold(2.0))
     time.sleep(0.7)
     with pytest.raises(Busy, match="in use by another process"):
         hold()  # not by this process, whose stamp is gone
-    assert _finish(*child) == {"ok": "held"}
+    assert finish(*child) == {"ok": "held"}
     lock.chmod(0o600)
-    out = _as(USER, hold)
+    out = run_as(USER, hold)
     assert out["error"] == "LockUnavailable", out
     assert out["message"].startswith(f"cannot open the lock file {lock} (Permission denied, "
                                      "owned by root)")
@@ -503,7 +460,7 @@ def test_another_user_with_another_tmpdir_waits_on_the_same_lock(two_tmpdirs):
                     "said": said}
 
     trains = _hold_machine_lock("shared", 1.5, env=_without_named_lock(two_tmpdirs[0]))
-    out = _as(USER, time_alone)
+    out = run_as(USER, time_alone)
     trains.wait()
     assert out.get("ok", {}).get("path") == "/tmp/blocklab-machine.lock", out
     assert out["ok"]["waited"] > 0.5 and "waiting for" in out["ok"]["said"][0], out

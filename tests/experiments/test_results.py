@@ -13,6 +13,8 @@ from blocklab.experiments.results import ResultStore, run_id
 from blocklab.experiments.run_result import RunLabel, RunResult
 from blocklab.experiments.trainer import TrainConfig
 
+from .conftest import OWNER, USER, needs_root, run_as
+
 
 def test_run_id_is_stable_and_ignores_cosmetic_fields():
     model, train = ModelConfig(d_model=64, n_heads=4), TrainConfig(steps=5)
@@ -172,8 +174,7 @@ def test_other_json_files_beside_the_runs_are_not_damaged_runs(tmp_path):
     assert [rid for rid, _ in store.iter_results()] == ["aaa"] and store.damaged == {}
 
 
-@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0,
-                    reason="needs root: a file another user owns, read by a third (setuid)")
+@needs_root
 def test_a_result_file_this_user_may_not_read_is_named_and_run_again():
     """In a results folder shared by users, a run another user stored unreadable (mode 0600)
     is damaged for this one: named, and run again in its place; the rest is untouched."""
@@ -187,33 +188,21 @@ def test_a_result_file_this_user_may_not_read_is_named_and_run_again():
         store = ResultStore(folder)
         store.save("aaa", RunResult("ok", extra={"val": 1.5}))
         store.save("bbb", RunResult("ok", extra={"val": 2.5}))
-        os.chown(folder / "aaa.json", 4242, 4242)
+        os.chown(folder / "aaa.json", OWNER, OWNER)
         (folder / "aaa.json").chmod(0o600)
         other = (folder / "bbb.json").read_bytes()
-        read, write = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # the child, as user 65534 (a fork: nothing to exec that it cannot read)
-            try:
-                try:
-                    os.setgroups([])
-                    os.setgid(65534)
-                    os.setuid(65534)
-                    mine = ResultStore(folder)
-                    said = [mine.has("aaa"), mine.has("bbb"), [str(p) for p in mine.damaged],
-                            list(mine.damaged.values())]
-                    mine.save("aaa", RunResult("ok", extra={"val": 1.5}))
-                except Exception as err:  # noqa: BLE001 - reported to the parent
-                    said = [repr(err)]
-                os.write(write, json.dumps(said).encode())
-            finally:
-                os._exit(0)  # never back into pytest
-        os.close(write)
-        with os.fdopen(read, "rb") as pipe:
-            said = json.loads(pipe.read() or b'["the child died"]')
-        os.waitpid(pid, 0)
-        assert said == [False, True, [str(folder / "aaa.json")],
-                        [f"{folder / 'aaa.json'}: cannot read it (Permission denied)"]]
-        assert (folder / "aaa.json").stat().st_uid == 65534 and store.has("aaa")
+
+        def look() -> list:
+            mine = ResultStore(folder)
+            said = [mine.has("aaa"), mine.has("bbb"), [str(p) for p in mine.damaged],
+                    list(mine.damaged.values())]
+            mine.save("aaa", RunResult("ok", extra={"val": 1.5}))
+            return said
+
+        assert run_as(USER, look) == {"ok": [
+            False, True, [str(folder / "aaa.json")],
+            [f"{folder / 'aaa.json'}: cannot read it (Permission denied)"]]}
+        assert (folder / "aaa.json").stat().st_uid == USER and store.has("aaa")
         assert (folder / "bbb.json").read_bytes() == other
     finally:
         shutil.rmtree(folder)

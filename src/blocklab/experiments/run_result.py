@@ -152,21 +152,16 @@ class RunResult:
 
     def to_dict(self) -> dict[str, Any]:
         """The flat JSON object a result is stored as (see the module docstring)."""
-        out: dict[str, Any] = {}
-        if self.trained:
-            for name in _TRAINING:
-                out[name] = _plain(getattr(self, name))
-            if self.final is not None:
-                # left out when None: an older result writes back as it was read
-                for name in ("eval_errors", *_FINAL_ADDED):
-                    if getattr(self.final, name) is None:
-                        del out["final"][name]
-        else:
-            out["status"] = self.status
-            for name in _TRAINING:
-                value = getattr(self, name)
-                if name != "status" and value is not None:
-                    out[name] = _plain(value)
+        # A training run writes every key in the trainer's order; any other run its status,
+        # then what it has.
+        names = _TRAINING if self.trained else ("status", *(n for n in _TRAINING
+                                                            if n != "status"))
+        out = {name: _plain(getattr(self, name)) for name in names
+               if self.trained or name == "status" or getattr(self, name) is not None}
+        if self.trained:  # left out when None: an older result writes back as it was read
+            for name in ("eval_errors", *_FINAL_ADDED):
+                if getattr(self.final, name) is None:
+                    del out["final"][name]
         clash = set(self.extra) & (set(out) | set(_STAMPS))
         if clash:
             raise ValueError(f"a run's extra keys {sorted(clash)} shadow its own fields")
