@@ -9,8 +9,7 @@
     quantize   int8 quantization: prefill/decode speed-up per scheme, SwiGLU merging (C32, C33)
     width      the FFN's width as a control point: sliced vs nested-width training (C37)
 
-Each is a package `suites/<module>/` whose `SUITE` says what the rest of blocklab asks of it;
-`run_suites` runs several under one `RunRequest` (`blocklab report`, the sequential design).
+Each package `suites/<module>/` has a `SUITE`; `run_suites` runs several under one `RunRequest`.
 """
 
 from __future__ import annotations
@@ -24,13 +23,10 @@ from blocklab.errors import InputError
 from blocklab.experiments import summaries
 from blocklab.experiments.options import RunOptions, RunRequest
 from blocklab.experiments.suites.base import (
-    CountingSink,
     Executor,
-    ResultRouter,
     Suite,
     SuiteIncomplete,
-    execute_in_process,
-    interrupted,
+    execute_round,
     plan_suite,
     replan_after_tuning,
     run_suite,
@@ -45,7 +41,7 @@ SUITE_MODULES = {"ffn": "ffn", "norm-cost": "norm_cost", "placement": "placement
 
 
 def get_suite(name: str) -> Suite:
-    """The suite called `name`; a one-line ValueError lists the names otherwise."""
+    """The suite called `name`; an InputError lists the names otherwise."""
     if name not in SUITE_MODULES:
         raise InputError(f"unknown suite {name!r}; allowed: {list(SUITE_MODULES)}")
     module = importlib.import_module(f"blocklab.experiments.suites.{SUITE_MODULES[name]}")
@@ -59,8 +55,7 @@ def registered_suites() -> list[Suite]:
 
 def load_summary(out_dir: str | Path, name: str, size: str, *, seed_offset: int = 0,
                  precision: str = "fp32", longer: bool = False) -> Summary | None:
-    """The stored summary of the registered suite `name`, its data typed by the suite's
-    `data_type` (`summaries.load_summary`); an unknown name is an InputError."""
+    """The stored summary of the registered suite `name`, its data as its `data_type`."""
     return summaries.load_summary(out_dir, name, size, get_suite(name).data_type,
                                   seed_offset=seed_offset, precision=precision, longer=longer)
 
@@ -69,14 +64,10 @@ def run_suites(request: RunRequest, names: Sequence[str] = tuple(SUITE_MODULES),
                executor: Executor | None = None, progress: bool = True,
                echo: Callable[[str], None] = print, wait: bool = True,
                rules: Mapping[str, dict[str, str]] | None = None) -> dict[str, str]:
-    """Run every suite of `names` at the options the request gives it (`RunRequest.options`;
-    stored runs are reused, so this resumes), then summarise each one.
-
-    The missing runs of all the suites go to `executor` in one call, so workers stay busy
-    across suites. Returns {suite: one-line error} for the suites that could not be
-    summarised; the others still are. Every suite's folder is locked for the whole call
-    (another process is waited for, or with `wait=False` refused with `errors.Busy`).
-    `rules`: {suite: {"<claim> <part>": rule hash}}, recorded as `plan_suite` says."""
+    """Run every suite of `names` at the request's options (stored runs are reused), all missing
+    runs in one executor call per round, then summarise each one; {suite: one-line error} for
+    those that could not be. Every folder is locked for the whole call (`wait=False`: refused
+    with `errors.Busy`). `rules`: {suite: {"<claim> <part>": rule hash}} (`plan_suite`)."""
     from blocklab.experiments.locks import suite_locks
 
     # Bad input (an unknown suite) is refused before the locks create any folder.
@@ -95,8 +86,7 @@ def _run_suites(request: RunRequest, options: Mapping[str, RunOptions],
     failed: dict[str, str] = {}
     planned = [plan_suite(get_suite(name), chosen, results, rules.get(get_suite(name).name))
                for name, chosen in options.items()]
-    # Two rounds at most: the first runs every suite's runs (a tuned suite's tuning runs), the
-    # second the tuned suites' evaluation runs, planned from their tuning results.
+    # a tuned suite's tuning rounds first, then its evaluation, planned from their results
     while planned:
         for plan in planned:
             what = "tuning runs" if plan.stage == "tune" else "runs"
@@ -106,13 +96,7 @@ def _run_suites(request: RunRequest, options: Mapping[str, RunOptions],
                  f"{len(plan.specs)} {what} stored, {len(plan.missing)} to run{early} -> "
                  f"{plan.store.root}")
             say_damaged(plan)
-        todo = [spec for plan in planned for spec in plan.stamped()]
-        if todo:
-            sink = CountingSink(ResultRouter(planned))
-            try:
-                failed.update((executor or execute_in_process)(todo, sink, progress) or {})
-            except KeyboardInterrupt:
-                raise interrupted(sink, f"{results} ({size})") from None
+        failed.update(execute_round(planned, executor, progress, f"{results} ({size})"))
         elapsed = time.perf_counter() - start
         tuned = []
         for plan in planned:

@@ -1,21 +1,13 @@
 """What a suite is, how it runs, and the paired statistics its summaries use.
 
-A suite is a grid of independent runs (arms × seeds), each a `RunSpec`: a label, its arm and
-seed, a JSON-able `payload` that fully determines it (hashed into its run id) and an `execute`
-that returns its `RunResult`. `run_suite` executes the specs whose result is not stored yet,
-writing each atomically as it finishes (an interrupted suite resumes where it stopped), then
-the suite's `summarise` turns the stored results into tables; it never trains anything.
+A suite is a grid of independent runs, each a `RunSpec` whose JSON-able `payload` fully
+determines it (hashed into its run id). `run_suite` executes the specs whose result is not
+stored yet, saving each as it finishes (so an interrupted suite resumes), then `summarise`
+turns the stored results into tables; it never trains anything.
 
-    suite = get_suite("ffn")
-    summary = run_suite(suite, RunOptions.for_suite(suite, "quick", 2), "runs")
-
-A suite may tune first (`Suite.tune`): its tuning runs are stored apart
-(`<suite>/<size>+tuning`, `+seeds<K>` at seed offset K: a replication re-tunes, since the
-choice is part of what must replicate), and once all are stored `plan` gets their results.
-Tuning seeds (`tuning_seeds`) lie beyond every evaluation seed, so a choice is never made on
-the data that grades it. The executor decides where runs execute (`execute_in_process`, or
-`executors.RayExecutor`); a suite is summarised only once every run has a stored result, else
-`SuiteIncomplete` names the missing ones.
+A suite may tune first (`Suite.tune`): its tuning runs are stored apart (`<size>+tuning`), on
+seeds beyond every evaluation seed, and `plan` gets their results. A suite is summarised only
+once every run has a stored result, else `SuiteIncomplete` names the missing ones.
 """
 
 from __future__ import annotations
@@ -81,44 +73,35 @@ Results = list[tuple[RunSpec, RunResult]]
 
 @dataclass(frozen=True)
 class Suite:
-    """`plan(options, tuned)` lists the runs of `options.seeds`; `summarise(options, results)`
-    builds tables from the (spec, result) pairs in plan order.
-
-    A suite with a `tune` stage gets its tuning runs' pairs in `plan` as `tuned` ([] before any
-    is stored: its `reads_tuning=False` runs are taken from that plan) and first in
-    `summarise`. The report shows its tables, notes and `figures` under `heading` (English,
-    Chinese) in the page section `section` (default: a section of its own, named after it)."""
+    """`plan(options, tuned)` lists the runs of `options.seeds` (`tuned`: the tuning runs'
+    pairs, [] before any is stored); `summarise(options, results)` builds tables from the
+    (spec, result) pairs, tuning runs first. The report shows them and `figures` under
+    `heading` (English, Chinese) in the page section `section` (default: its own)."""
 
     name: str
     description: str
     plan: Callable[[RunOptions, Results], list[RunSpec]]
     summarise: Callable[[RunOptions, Results], Summary]
-    # The dataclass of its summary's `data`: `run_suite` refuses any other, readers decode as it.
     data_type: type
     section: str = ""
     heading: tuple[str, str] = ("", "")
     figures: tuple[str, ...] = ()  # keys of `blocklab.report.figures.FIGURES`, in page order
     default_seeds: dict[str, int] = field(default_factory=lambda: {"tiny": 1, "quick": 2,
                                                                     "full": 5})
-    # `tune(options, tuned=results so far)`: every tuning run due (a grid grows at an edge).
+    # `tune(options, tuned so far)`: every tuning run due (a grid grows at an edge)
     tune: Callable[[RunOptions, Results], list[RunSpec]] | None = None
     precisions: tuple[str, ...] = ("fp32",)  # what its models may train in
-    # `price(spec, calibration)`: a run's estimated seconds here (`blocklab.experiments.
-    # estimate`); None for a plain training run, priced by default.
+    # `price(spec, calibration)`: a run's estimated seconds; None: a plain training run's
     price: Callable[[RunSpec, Any], float | None] | None = None
-    # `longer(options, tuned, arms)`: `arms` trained twice as long, to check a would-be
-    # contradiction; None for a suite whose parts are not decided on training runs.
+    # `longer(options, tuned, arms)`: `arms` trained twice as long (a would-be contradiction)
     longer: Callable[[RunOptions, Results, list[str]], list[RunSpec]] | None = None
-    # The version of what turns its runs into the metrics registered rules read: part of every
-    # recorded rule hash, so a folder planned before a metric changed is flagged, not silently
-    # regraded. "" for a suite no registered rule reads.
+    # how its runs become the metrics rules read: in every rule hash, so a folder planned
+    # before a metric changed is flagged, not silently regraded
     metric_version: str = ""
-    # (size, claim) -> the scale a claim's training runs are graded at; None for a claim graded
-    # on no training run.
+    # (size, claim) -> the scale a claim's training runs are graded at
     scale: Callable[[str, str], Scale | None] | None = field(default=None, compare=False,
                                                               repr=False)
-    # size -> (model config, batch, seq_len) of its main training runs, which `--precision
-    # auto` times; None for a suite that trains in float32 only.
+    # size -> (model config, batch, seq_len) of its main training runs (`--precision auto`)
     shape: Callable[[str], tuple[Any, int, int]] | None = field(default=None, compare=False,
                                                                  repr=False)
 
@@ -140,27 +123,23 @@ class Suite:
 _SECTION_ID = re.compile(r"[a-z][a-z0-9-]*")
 
 
-# Tuning runs use seeds from here on: above the largest evaluation seed a user can ask for
-# (MAX_SEED_OFFSET + MAX_SEEDS), so tuning and evaluation data never share a seed.
+# Tuning seeds start here, above any evaluation seed (MAX_SEED_OFFSET + MAX_SEEDS).
 TUNING_SEEDS = 2_000_000_000
 
 
 def tuning_seeds(options: RunOptions, n: int) -> range:
-    """The `n` tuning seeds under `options`: from TUNING_SEEDS plus its seed offset, so a
-    replication at another offset re-tunes on fresh seeds."""
+    """The `n` tuning seeds from TUNING_SEEDS plus the seed offset (a replication re-tunes)."""
     start = TUNING_SEEDS + options.seed_offset
     return range(start, start + n)
 
 
-# An executor runs `specs`, saves each result with `store.save(spec.run_id, result)` the moment
-# it finishes, and may return {run_id: one-line error} for runs that failed without stopping
-# the rest; `progress`: whether to show a progress bar.
+# An executor runs `specs`, saving each result as it finishes, and may return {run_id: one-line
+# error} for runs that failed without stopping the rest; `progress`: show a progress bar.
 Executor = Callable[[list[RunSpec], ResultSink, bool], dict[str, str] | None]
 
 
 class SuiteIncomplete(RuntimeError):
-    """Some runs of a suite have no stored result, so it was not summarised; `missing` lists
-    (label, error) per missing run."""
+    """Some runs have no stored result, so it was not summarised; `missing`: (label, error)."""
 
     def __init__(self, suite: str, size: str, missing: list[tuple[str, str]],
                  total: int) -> None:
@@ -182,12 +161,9 @@ def longer_dir(out_dir: str | Path, suite: Suite, options: RunOptions) -> Path:
 
 @dataclass(frozen=True)
 class PlannedSuite:
-    """A suite's runs checked against its results folder: `missing` must run (not stored, or
-    `stale`: stored with another provenance, run id -> reasons); the rest are reused.
-
-    `stage` is "tune" while tuning runs are missing (`specs` are then the tuning runs, and
-    `early` the evaluation runs for `early_store` that read no tuning), else "evaluate", planned
-    from the tuning results `tuned`."""
+    """A suite's runs checked against its folder: `missing` must run (not stored, or `stale`);
+    the rest are reused. `stage` is "tune" while tuning runs are missing (`specs` then the
+    tuning runs, `early` the evaluation runs that read no tuning), else "evaluate"."""
 
     suite: Suite
     options: RunOptions
@@ -216,7 +192,7 @@ class PlannedSuite:
 
     def stamped(self) -> list[RunSpec]:
         """The missing and `early` runs, each stamping its result with the provenance of the
-        process that computes it (a Ray node may differ from this machine) and its spec."""
+        process that computes it and its spec."""
         return [dataclasses.replace(spec, execute=functools.partial(
             execute_spec, spec.execute, RunLabel(spec.label, spec.arm, spec.seed, spec.run_id)))
             for spec in [*self.missing, *self.early]]
@@ -230,10 +206,8 @@ class PlannedSuite:
 
 def stored_tuning(suite: Suite, options: RunOptions, out_dir: str | Path
                   ) -> tuple[list[RunSpec], ResultStore, dict[str, str], list[RunSpec], Results]:
-    """A tuned suite's tuning runs against its store: (every tuning run due so far, the store,
-    stale reasons, the missing ones, the (spec, result) pairs once none is missing, else []).
-    A grid grows at an edge once its points are tuned, so `tune` is asked again until nothing
-    is added."""
+    """(every tuning run due so far, the store, stale reasons, the missing ones, the pairs once
+    none is missing); `tune` is asked again until no grid grows."""
     tuning = suite.tune(options, [])
     store = ResultStore(Path(out_dir) / suite.name / options.folder(tuning=True))
     while True:
@@ -250,14 +224,13 @@ def stored_tuning(suite: Suite, options: RunOptions, out_dir: str | Path
 
 def plan_suite(suite: Suite, options: RunOptions, out_dir: str | Path,
                rules: dict[str, str] | None = None) -> PlannedSuite:
-    """Plan `suite` under `options` against the results in `out_dir`, with the seed blocks
-    the sequential design added to some of its arms. `rules` ({"<claim> <part>": rule hash}):
-    recorded in the folder when no run of it is stored yet (`record_rules`)."""
+    """Plan `suite` against the results in `out_dir`, with the seed blocks the sequential design
+    added; `rules` ({"<claim> <part>": hash}) are recorded in a fresh folder."""
     seeds = options.seeds
     tuned: Results = []
     if suite.tune is not None:
         tuning, store, stale, missing, tuned = stored_tuning(suite, options, out_dir)
-        # The tuning folder records them too: its runs choose the lrs the rules' arms train at.
+        # the tuning folder records them too: it chooses the lrs the rules' arms train at
         record_rules(store.root, rules, fresh=len(missing) == len(tuning))
         if missing:
             early_store = ResultStore(suite_dir(out_dir, suite, options))
@@ -293,7 +266,7 @@ PLANNED_RULES = "planned_rules.json"
 
 
 def seed_blocks(folder: Path) -> list[SeedBlock]:
-    """The seed blocks the sequential design added in a suite's results folder, oldest first."""
+    """The seed blocks the sequential design added to a folder, oldest first."""
     path = Path(folder) / SEED_BLOCKS
     if not path.exists():
         return []
@@ -301,7 +274,7 @@ def seed_blocks(folder: Path) -> list[SeedBlock]:
 
 
 def add_seed_blocks(folder: Path, blocks: Sequence[SeedBlock]) -> None:
-    """Append `blocks` to the folder's seed blocks (written atomically)."""
+    """Append `blocks` to the folder's seed blocks."""
     if not blocks:
         return
     folder = Path(folder)
@@ -312,9 +285,8 @@ def add_seed_blocks(folder: Path, blocks: Sequence[SeedBlock]) -> None:
 
 
 def record_rules(folder: Path, rules: dict[str, str] | None, *, fresh: bool) -> dict[str, str]:
-    """The rule hashes the folder's runs were planned under: `rules`, written to
-    planned_rules.json when the folder holds no reusable run yet (`fresh`); else the record as
-    first written, or {}: runs stored before any record are never re-recorded under today's."""
+    """The rule hashes the folder's runs were planned under: `rules`, written when the folder
+    holds no reusable run yet (`fresh`); else the record as first written, or {}."""
     path = Path(folder) / PLANNED_RULES
     if rules is not None and fresh:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -333,35 +305,40 @@ def record_rules(folder: Path, rules: dict[str, str] | None, *, fresh: bool) -> 
 def run_suite(suite: Suite, options: RunOptions, out_dir: str | Path = "runs", *,
               progress: bool = True, executor: Executor | None = None, wait: bool = True,
               rules: dict[str, str] | None = None) -> Summary:
-    """Run every missing run of `suite` under `options` (into its folder,
-    `RunOptions.folder`), then summarise all of them and write summary.json.
+    """Run every missing run of `suite` under `options` into its folder, then summarise all of
+    them and write summary.json.
 
     Raises SuiteIncomplete (once every other run is saved) when a run failed in an executor
-    that carries on past failures; `execute_in_process` lets the first exception propagate.
-    Another process running this suite in `out_dir` is waited for (`wait=False`: raises
-    `blocklab.errors.Busy`); Ctrl-C raises `Interrupted`, saying how many runs were kept."""
+    that carries on past failures. Another process running this suite in `out_dir` is waited
+    for (`wait=False`: `errors.Busy`); Ctrl-C raises `Interrupted`, saying what was kept."""
     from blocklab.experiments.locks import suite_locks
 
-    # Planned under the folder's lock: a second process waits here, then finds this one's runs
-    # stored and plans only what is still missing.
+    # Planned under the folder's lock: a second process waits, then plans only what is missing.
     with suite_locks(out_dir, [suite.name], wait=wait, echo=say):
         planned = plan_suite(suite, options, out_dir, rules)
         say_damaged(planned)
         start = time.perf_counter()
         failed: dict[str, str] = {}
         while True:  # tuning rounds (a grid may grow at an edge), then the evaluation
-            if planned.missing or planned.early:
-                sink = CountingSink(ResultRouter([planned]))
-                try:
-                    failed = (executor or execute_in_process)(planned.stamped(), sink,
-                                                              progress) or {}
-                except KeyboardInterrupt:
-                    raise interrupted(sink, str(planned.store.root)) from None
+            failed.update(execute_round([planned], executor, progress, str(planned.store.root)))
             if planned.stage == "evaluate":
                 break
             planned = replan_after_tuning(planned, failed, out_dir)
             say_damaged(planned)
         return summarise_suite(planned, failed, time.perf_counter() - start)
+
+
+def execute_round(planned: Sequence[PlannedSuite], executor: Executor | None, progress: bool,
+                  where: str) -> dict[str, str]:
+    """Every planned suite's missing runs in one executor call; {run id: error} of failed ones."""
+    todo = [spec for plan in planned for spec in plan.stamped()]
+    if not todo:
+        return {}
+    sink = CountingSink(ResultRouter(planned))
+    try:
+        return (executor or execute_in_process)(todo, sink, progress) or {}
+    except KeyboardInterrupt:
+        raise interrupted(sink, where) from None
 
 
 def say_damaged(planned: PlannedSuite) -> None:
@@ -373,9 +350,8 @@ def say_damaged(planned: PlannedSuite) -> None:
 
 def replan_after_tuning(planned: PlannedSuite, failed: dict[str, str], out_dir: str | Path
                         ) -> PlannedSuite:
-    """Plan what follows a round of tuning runs: the evaluation runs, or the tuning runs a grid
-    extended at an edge still needs (stage "tune" again). Raises SuiteIncomplete naming the
-    tuning runs of that round (with `failed`'s errors) that have no result."""
+    """Plan what follows a round of tuning runs (the evaluation, or a grown grid's tuning runs);
+    SuiteIncomplete names that round's tuning runs that have no result."""
     again = plan_suite(planned.suite, planned.options, out_dir, planned.planned_rules or None)
     attempted = {spec.run_id for spec in planned.missing}
     if again.stage == "tune" and any(spec.run_id in attempted for spec in again.missing):
@@ -387,12 +363,11 @@ def replan_after_tuning(planned: PlannedSuite, failed: dict[str, str], out_dir: 
 
 
 def summarise_suite(planned: PlannedSuite, failed: dict[str, str], elapsed_s: float) -> Summary:
-    """Summarise a planned suite once its runs have executed and write summary.json; raises
-    SuiteIncomplete naming the runs (with `failed`'s errors) that still have no result."""
+    """Summarise a planned suite once its runs have executed and write summary.json;
+    SuiteIncomplete names the runs that still have no result."""
     suite, size, specs, store, stale = (planned.suite, planned.size, planned.specs,
                                         planned.store, planned.stale)
     if planned.stage != "evaluate":
-        # A caller's mistake, not the user's input: a bug, so not an InputError.
         raise RuntimeError(f"suite {suite.name}: its tuning stage has not been run; "
                          "plan it again once the tuning runs are stored")
     absent = [spec for spec in specs if not store.has(spec.run_id)
@@ -447,8 +422,7 @@ def summarise_suite(planned: PlannedSuite, failed: dict[str, str], elapsed_s: fl
 
 
 class ResultRouter:
-    """Saves each result into the store of the suite its run belongs to, so one executor call
-    can run the missing runs of several suites together (`blocklab report`)."""
+    """Saves each result into its suite's store, so one executor call serves several suites."""
 
     def __init__(self, planned: Sequence[PlannedSuite]) -> None:
         self._stores: dict[str, list[ResultStore]] = {}
@@ -463,17 +437,14 @@ class ResultRouter:
 
 
 def mixed_runs(results: Sequence[RunResult]) -> tuple[list[RunCount], list[RunCount]]:
-    """How the runs of one suite folder were mixed: (the machines they were made on, the
-    attention kernels its bf16 training runs ran), each with its runs, most first; empty with
-    fewer than two entries. A run that recorded neither counts as "unrecorded"."""
+    """(the machines a folder's runs were made on, the attention kernels its bf16 training runs
+    ran), each with its runs, most first; empty with fewer than two entries."""
     from blocklab.experiments.provenance import Machine, machine_name, trained_record
 
     machines: Counter[str] = Counter()
     kernels: Counter[str] = Counter()
     for result in results:
         machines[machine_name(Machine.from_dict((result.provenance or {}).get("machine")))] += 1
-        # the kernels from the training record itself, which results stored before their
-        # provenance named them hold too
         record = trained_record(result.to_dict())
         if record is None:
             continue
@@ -499,9 +470,8 @@ def mixed_runs(results: Sequence[RunResult]) -> tuple[list[RunCount], list[RunCo
 
 def execute_spec(execute: Callable[[Any], RunResult], run: RunLabel,
                  progress: Any) -> RunResult:
-    """Run one spec's `execute` and stamp its result with this process's provenance and the
-    spec it ran (`"run"`), so a reader can label a stored result without planning the suite
-    again, and the store can tell a file that holds another run's result."""
+    """Run `execute` and stamp its result with this process's provenance and its spec (`"run"`),
+    so the store can tell a file that holds another run's result."""
     from blocklab.experiments.provenance import current
 
     result = execute(progress)
@@ -511,8 +481,7 @@ def execute_spec(execute: Callable[[Any], RunResult], run: RunLabel,
 
 
 def _corpus_hashes(result: Any, depth: int = 0) -> list[tuple[str, str]]:
-    """(name, sha256) of every corpus a stored result (its JSON form) records: the trainer's
-    `data`, at any depth (a suite run may wrap training runs)."""
+    """(name, sha256) of every corpus a stored result's JSON records, at any depth."""
     if not isinstance(result, dict) or depth > 3:
         return []
     found = []
@@ -526,8 +495,7 @@ def _corpus_hashes(result: Any, depth: int = 0) -> list[tuple[str, str]]:
 
 
 def stale_reasons(specs: Sequence[RunSpec], store: ResultStore) -> dict[str, list[str]]:
-    """run_id -> why its stored result may not be reused here (provenance keys that differ, a
-    timing made on another machine, or "corpus <name>" whose bytes changed)."""
+    """run_id -> why its stored result may not be reused here (provenance, or a corpus changed)."""
     from blocklab.experiments.data import load_corpus
     from blocklab.experiments.provenance import current, differences
 
@@ -552,9 +520,8 @@ def stale_reasons(specs: Sequence[RunSpec], store: ResultStore) -> dict[str, lis
 
 
 def execute_in_process(specs: Sequence[RunSpec], store: ResultSink, progress: bool) -> None:
-    """Run specs one after another in this process, saving each result as it finishes; the
-    first exception stops the suite. Each run holds the machine lock: shared while it trains,
-    exclusive while it measures time (and records the CPU share others used meanwhile)."""
+    """Run specs one after another here; the first exception stops the suite. Each run holds
+    the machine lock: shared while it trains, exclusive while it measures time."""
     from blocklab.experiments.trainer import make_progress
 
     if not progress:
@@ -562,7 +529,6 @@ def execute_in_process(specs: Sequence[RunSpec], store: ResultSink, progress: bo
             store.save(spec.run_id, _execute_locked(spec, False))
         return
     with make_progress() as bar:
-        # `make_progress` shows a loss field on every task; the overall bar has none yet.
         overall = bar.add_task(f"suite: {len(specs)} runs", total=len(specs), loss="—")
         for spec in specs:
             result = _execute_locked(spec, bar)
@@ -583,7 +549,7 @@ def _execute_locked(spec: RunSpec, progress: Any) -> RunResult:
 
 
 def say(line: str) -> None:
-    """A line for the person at the terminal (stderr), beside any progress bar."""
+    """A line for the person at the terminal (stderr)."""
     import sys
 
     print(line, file=sys.stderr, flush=True)
@@ -602,7 +568,7 @@ class CountingSink:
 
 
 def interrupted(sink: CountingSink, where: str) -> Interrupted:
-    """The KeyboardInterrupt to raise when Ctrl-C stops runs: it says what was kept."""
+    """What Ctrl-C raises: it says what was kept."""
     return Interrupted(f"{sink.saved} run(s) finished before the interruption are kept in "
                        f"{where}; the same command runs only what is missing")
 
@@ -661,7 +627,7 @@ def median_ms(seconds: Sequence[float]) -> float:
 
 
 def statuses(results: Iterable[RunResult | None]) -> dict[str, int]:
-    """Runs by status ("missing" for a seed without a result), in order of first appearance."""
+    """Runs by status ("missing": a seed without a result), in order of first appearance."""
     return dict(Counter("missing" if r is None else r.status for r in results))
 
 
@@ -674,8 +640,8 @@ def split_tuned(results: Results) -> tuple[Results, Results]:
 def training_spec(label: str, arm: str, seed: int, mc: ModelConfig, tc: TrainConfig,
                   identity: dict[str, Any], data: str = "stdlib",
                   train: Callable[..., RunResult] | None = None) -> RunSpec:
-    """A trainer run of `mc` under `tc` on `data`: `train(mc, tc, data, progress, label)`
-    (default `trainer.run`); its payload `identity` with the model, training and data."""
+    """A trainer run (`train`, default `trainer.run`), its payload `identity` with the model,
+    training and data."""
     def execute(progress: Any) -> RunResult:
         from blocklab.experiments.trainer import run
 

@@ -1,12 +1,8 @@
 """What each suite size evaluates: which runs it plans, and how much validation data scores them.
 
-At `--size tiny` and `--size quick` (and the ladder's rungs) a suite plans only the runs a
-registered rule of `blocklab.claims.registry` grades, and what those parts need (baselines,
-the tuning of the arms they train, the timed runs they read); every other arm, reported only,
-runs at `--size full`. A summary names what its size left out (`full_only`), as the claims'
-texts and the figures do (`AT_FULL`), instead of showing an empty number. A training run scores
-`FINAL_EVAL_FRACTION` of the validation split once more at its end: none at tiny (a smoke
-test), an eighth at quick, all of it at full.
+Tiny, quick and the ladder's rungs plan only the runs a registered rule grades and what those
+parts need; every other arm runs at `--size full`, and a summary names what its size left out
+(`full_only`). A training run scores `FINAL_EVAL_FRACTION` of the validation split at its end.
 """
 
 from __future__ import annotations
@@ -36,8 +32,6 @@ def listed(names: Sequence[str]) -> str:
 
 
 def full_only(names: Sequence[str], why: str = "no registered rule grades them") -> str:
-    """The note of a graded-only size for what it left out: 'Run at --size full only (<why>;
-    --size tiny, quick and the ladder's rungs plan only the runs a registered rule grades):
-    <names>.'"""
+    """A graded-only size's note of what it left out."""
     return (f"Run {AT_FULL} ({why}; --size tiny, quick and the ladder's rungs plan only the "
             f"runs a registered rule grades): {listed(names)}.")

@@ -1,17 +1,12 @@
 """Each arm at its best: learning-rate grids that grow at an edge.
 
-A tuned suite runs every arm at every rate of its registered grid on tuning seeds (never an
-evaluation seed) and evaluates each arm at the rate with the lowest mean final validation
-loss. A best rate at an edge says only that the optimum may lie beyond it, so the grid grows
-there one point at a time (its own spacing), each tuned before anything is evaluated, until
-the best is interior (a tried rate on each side: what "fair" means) or `max_extensions` points
-were added. With `refine=True` an interior best is then also tuned at best·factor^(∓1/2), and
-the arm takes the best point tried: a coarse ×3 grid can leave an arm half a step from its
-optimum, and `claims.lr_bias`'s parabola then reads ×√3 on each side.
-
-A rate scores the mean final validation loss over the tuning seeds; a run that does not count
-(diverged, stuck, did not learn, above the unigram entropy) scores +inf, so a rate that fails
-on any tuning seed is never chosen. Ties go to the smaller rate.
+Every arm runs at every rate of its grid on tuning seeds (never an evaluation seed) and is
+evaluated at the rate with the lowest mean final val loss. A best rate at an edge grows the grid
+there one point at a time until it is interior (a tried rate on each side: what "fair" means) or
+`max_extensions` points were added; with `refine`, an interior best is also tried at
+best·factor^(∓1/2) (a ×3 grid can leave an arm half a step from its optimum). A run that does
+not count scores +inf, so a rate that fails on any tuning seed is never chosen; ties go to the
+smaller rate.
 """
 
 from __future__ import annotations
@@ -32,9 +27,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class LrGrid:
-    """A registered learning-rate grid: `base` (ascending), extended at an edge by `factor`
-    (the spacing between neighbours) at most `max_extensions` times per arm; with `refine`,
-    an interior best of the grown grid is also tried at best·factor^(∓1/2)."""
+    """`base` (ascending), extended at an edge by `factor` at most `max_extensions` times."""
 
     base: tuple[float, ...]
     factor: float
@@ -47,9 +40,7 @@ class LrGrid:
 
 
 def trains(result: RunResult) -> bool:
-    """A run that counts: it finished ("ok": no NaN/inf, loss never above the trainer's
-    divergence bound, and learned where its size registers `TrainConfig.learn_margin`) and
-    ends below the unigram entropy of the training bytes."""
+    """A run that counts: it finished ("ok") below the unigram entropy of the training bytes."""
     final = result.final
     if result.status != "ok" or final is None:
         return False
@@ -58,13 +49,12 @@ def trains(result: RunResult) -> bool:
 
 
 def counted_loss(result: RunResult) -> float | None:
-    """The final validation loss of a run that `trains`; None for any other run."""
+    """The final validation loss of a run that `trains`."""
     return result.final.val_loss if result.final is not None and trains(result) else None
 
 
 def lr_trials(tuned: Iterable[tuple[RunSpec, RunResult]]) -> list[LrTrial]:
-    """Tuning runs, as (spec, result) pairs whose payload names its "arm", "model" and
-    "train", as trials of their arm: the final val loss of a run that `trains`, else None."""
+    """Tuning runs (payloads naming "arm", "model" and "train") as trials of their arm."""
     return [LrTrial(spec.payload["arm"], spec.payload["train"]["lr"], spec.seed,
                     result.status, counted_loss(result), spec.payload["model"]["d_model"])
             for spec, result in tuned]
@@ -72,16 +62,14 @@ def lr_trials(tuned: Iterable[tuple[RunSpec, RunResult]]) -> list[LrTrial]:
 
 def mean_loss(trials: Iterable[LrTrial], arm: str, lr: float, d_model: int | None = None
               ) -> float | None:
-    """The mean final val loss of `arm`'s tuning runs at `lr`; None when one did not train
-    or none was made (`score`, finite or not)."""
+    """`score`, None where it is not finite."""
     value = score(trials, arm, lr, d_model)
     return value if math.isfinite(value) else None
 
 
 def tuning_table(tunings: Iterable[ArmTuning], trials: list[LrTrial], grid: LrGrid,
                  seeds_note: str) -> Table:
-    """Each tuned arm's loss versus lr on its tuning seeds and the lr it got, with the grid
-    and how it grows; `seeds_note` says how many tuning seeds ran and where."""
+    """Each tuned arm's loss versus lr on its tuning seeds and the lr it got."""
     tunings = list(tunings)
     tried = sorted({lr for t in tunings for lr in t.grid})
 
@@ -106,7 +94,7 @@ def tuning_table(tunings: Iterable[ArmTuning], trials: list[LrTrial], grid: LrGr
 
 
 def rounded(lr: float) -> float:
-    """`lr` to 3 significant digits, so an extended point has one spelling (its run id)."""
+    """`lr` to 3 significant digits, so a point has one spelling (its run id)."""
     return float(f"{lr:.3g}")
 
 
@@ -116,8 +104,7 @@ def _at(trials: Iterable[LrTrial], arm: str, lr: float, d_model: int | None) -> 
 
 
 def score(trials: Iterable[LrTrial], arm: str, lr: float, d_model: int | None = None) -> float:
-    """Mean final validation loss of `arm` at `lr` over its tuning runs; +inf when a run does
-    not count or none was made."""
+    """Mean final val loss of `arm` at `lr` over its tuning runs; +inf if one does not count."""
     losses = [t.val_loss for t in _at(trials, arm, lr, d_model)]
     if not losses or any(v is None for v in losses):
         return math.inf
@@ -130,10 +117,8 @@ def tried(trials: Iterable[LrTrial], arm: str, lr: float, d_model: int | None = 
 
 def tune_arm(grid: LrGrid, trials: list[LrTrial], arm: str,
              d_model: int | None = None) -> ArmTuning:
-    """The grid `arm` needs, from its tuning runs so far: the registered one, extended at the
-    edge holding the best rate until it is interior, an extension is untried (run it, then ask
-    again) or `max_extensions` are used up; with `grid.refine`, then the refinement's points.
-    The chosen rate is the best of the grid returned; `extended` counts edge extensions."""
+    """The grid `arm` needs from its tuning runs so far (extended until interior, untried or
+    capped; then refined) and the best rate of it; `extended` counts edge extensions."""
     lrs = list(grid.base)
     for _ in range(grid.max_extensions):
         if not all(tried(trials, arm, lr, d_model) for lr in lrs):
@@ -156,8 +141,7 @@ def tune_arm(grid: LrGrid, trials: list[LrTrial], arm: str,
 
 def refinement(grid: LrGrid, trials: list[LrTrial], arm: str, coarse: list[float],
                d_model: int | None = None) -> tuple[float, ...]:
-    """The points that refine `arm`'s grown grid `coarse` (ascending): best·factor^(∓1/2)
-    once every point of `coarse` is tuned and its best is interior and counts; () before."""
+    """best·factor^(∓1/2) once all of `coarse` is tuned and its best is interior; () before."""
     if not all(tried(trials, arm, lr, d_model) for lr in coarse):
         return ()
     best = min(coarse, key=lambda lr: (score(trials, arm, lr, d_model), lr))

@@ -5,9 +5,8 @@ raised, the like-for-like model and kernels, and the cold-compile cache folders.
 import pytest
 import torch
 
-from blocklab.errors import ResultsError
-from blocklab.experiments.run_result import RunResult
 from blocklab.experiments.suites.norm_cost import summary, timing
+from blocklab.jsonio import decode
 
 from ..conftest import bare_spec, stored
 
@@ -72,7 +71,7 @@ def test_only_a_compiled_implementation_may_fail_without_stopping_the_timing(mon
     # stored, the failed implementation keeps its error alone; read back, the same record
     back = stored(timing.timed_run(lambda: record))
     assert back.extra["impls"]["rmsnorm:compiled"] == {"error": "RuntimeError: kernel exploded"}
-    assert timing.KernelTimes.of(back, "kernels") == record
+    assert decode(timing.KernelTimes, back.extra, "kernels") == record
     monkeypatch.setattr(timing, "build_implementations", impls("rmsnorm:plain"))
     with pytest.raises(RuntimeError, match="kernel exploded"):
         timing.time_kernels(8, 4, repeats=2, compile=False, threads=1, block_s=1e-4)
@@ -141,9 +140,7 @@ def test_like_for_like_timing_runs_at_tiny_size_and_says_what_it_timed():
     assert result.status == "ok" and result.wall_time_s >= 0 and result.final is None
     assert result.extra["kind"] == "like-for-like" and "fwd_s" not in result.extra["impls"][
         "rmsnorm:compiled"]
-    assert timing.LikeForLikeTimes.of(result, "like-for-like") == record
-    with pytest.raises(ResultsError, match="method"):
-        timing.LikeForLikeTimes.of(RunResult("ok", extra={**result.extra, "method": 1}), "l4l")
+    assert decode(timing.LikeForLikeTimes, result.extra, "like-for-like") == record
     (read,) = summary.like_rows([(bare_spec("like-for-like"), result)])
     assert read.method == "torch.compile" and set(read.ratios) == {"fwdbwd"}
     assert read.torch_fused == {"rmsnorm": False, "layernorm": True}

@@ -3,7 +3,6 @@ path trains each arm at its own lr, and the runs only the full size makes summar
 before."""
 
 import dataclasses
-import json
 
 import pytest
 
@@ -94,28 +93,32 @@ def test_tiny_suite_end_to_end(tmp_path):
     assert any(n.startswith(f"Every arm trains at peak lr {middle:g}") for n in summary.notes)
 
 
-def test_full_tunes_every_arm_and_trains_each_at_its_own_lr(tmp_path, monkeypatch):
-    """The tuning path, at tiny's shape with tuning switched on: nothing trains in 4 steps,
-    so each best is the grid's smallest lr, where the grid grew once (tiny's cap) before
-    evaluation, and each arm's evaluation runs at it."""
+def test_full_tunes_every_arm_and_trains_each_at_its_own_lr(monkeypatch):
+    """The tuning path, at tiny's shape with tuning switched on and each arm's tuning runs
+    scored by hand: each arm's evaluation runs at its own best lr, shown in a tuning table."""
+    import math
+
+    from blocklab.experiments.suites.position.runs import plan
     from blocklab.experiments.suites.tuning import LrGrid
+
+    from ..conftest import final_metrics
 
     assert SIZES["full"].train.tuning_seeds == 2
     assert len(SIZES["full"].train.lr_grid.base) == 5
     tiny = SIZES["tiny"]
     monkeypatch.setitem(SIZES, "tiny", dataclasses.replace(tiny, train=dataclasses.replace(
         tiny.train, tuning_seeds=1, lr_grid=LrGrid((1e-3, 3e-3, 1e-2), 3.0, 1))))
-    suite = get_suite("position")
-    summary = run_suite(suite, RunOptions.for_suite(suite, "tiny", 1), tmp_path, progress=False)
-    data = summary.data
-    assert [t.arm for t in data.lr_tuning] == list(arms("tiny"))
-    assert all(t.extended == 1 and not t.interior for t in data.lr_tuning)
-    assert len(data.lr_trials) == 4 * len(arms("tiny"))
-    runs = [json.loads(p.read_text()) for p in (tmp_path / "position" / "tiny").glob("*.json")
-            if p.name not in ("summary.json", "planned_rules.json")]
-    lrs = {t.arm: t.lr for t in data.lr_tuning}
-    trained = [r for r in runs if r.get("kind") == "train"]
-    assert trained and all(r["train"]["train_config"]["lr"] == lrs[r["arm"]] for r in trained)
+    options = RunOptions("tiny", range(1))
+    specs = tune(options)
+    assert {s.arm for s in specs} == {f"tune/{a}" for a in arms("tiny")} and len(specs) == 15
+    best = {arm: (1e-3, 3e-3, 1e-2)[i % 3] for i, arm in enumerate(arms("tiny"))}
+    tuned = [(s, RunResult("ok", final=final_metrics(
+        2.0 + abs(math.log(s.payload["train"]["lr"] / best[s.payload["arm"]])))))
+        for s in specs]
+    trained = [s for s in plan(options, tuned) if s.payload["kind"] == "train"]
+    assert trained and all(s.payload["train"]["lr"] == best[s.arm] for s in trained)
+    summary = summarise(options, tuned)
+    assert [(t.arm, t.lr) for t in summary.data.lr_tuning] == list(best.items())
     assert any(t.title.startswith("Each arm's peak lr") for t in summary.tables)
 
 

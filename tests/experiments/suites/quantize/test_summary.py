@@ -9,6 +9,7 @@ from blocklab.experiments.suites.quantize import SUITE
 from blocklab.experiments.suites.quantize.runs import SIZES, QualityRecord
 from blocklab.experiments.suites.quantize.summary import QuantizeData
 from blocklab.experiments.suites.quantize.timing import TimingRecord
+from blocklab.jsonio import decode
 
 
 def test_tiny_suite_runs_and_summarises(tmp_path):
@@ -37,7 +38,7 @@ def test_tiny_suite_runs_and_summarises(tmp_path):
     assert record.spec == SIZES["tiny"].timing[0] and record.times.threads == 1
     assert set(record.times.compile_s) == schemes | {"free/ffn", "free/attention", "free/all"}
     assert all(s is None for s in record.times.compile_s.values())  # eager: nothing compiled
-    trained = QualityRecord.of(store.load(quality.run_id), quality.label)
+    trained = decode(QualityRecord, store.load(quality.run_id).extra, quality.label)
     assert trained.train.steps_done == SIZES["tiny"].quality.steps
     assert len(trained.layers) == data.quality_model["n_layers"]
     assert trained.quality["none"].delta == 0.0

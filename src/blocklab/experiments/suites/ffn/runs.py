@@ -1,6 +1,5 @@
-"""The `ffn` suite's runs: its arms and sizes, models and training, what a run records and
-measures (`train_arm` with C17's probes, the timing run `time_arms`), the plan and its prices.
-"""
+"""The `ffn` suite's arms, sizes, models, runs (`train_arm` with C17's probe, `time_arms`), plan
+and prices."""
 
 from __future__ import annotations
 
@@ -31,23 +30,19 @@ if TYPE_CHECKING:
 ARMS = ("relu", "gelu", "glu", "reglu", "geglu", "swiglu", "bilinear")
 BASELINE = "relu"
 DATA = "stdlib"
-# Page 001's quality gains over a ReLU FFN at equal parameters ("FFN 变体对比"), in % (low,
-# high), read as that much lower validation loss: the one place these figures are written.
+# Page 001's quality gains over a ReLU FFN at equal parameters, % (low, high) lower val loss.
 PAGE_GAIN_PCT: dict[str, tuple[float, float]] = {"glu": (0.5, 0.5), "geglu": (1.0, 1.0),
                                                  "swiglu": (1.0, 2.0)}
-# The arms C16 grades (the page's gains over ReLU) and their baseline: all that the tiny and
-# quick sizes train.
+# The arms C16 grades and their baseline: all that tiny and quick train.
 GRADED_ARMS = tuple(arm for arm in ARMS if arm == BASELINE or arm in PAGE_GAIN_PCT)
 SENSITIVITY_ARMS = ("relu", "gelu", "swiglu")
 TREND_ARMS = ("relu", "swiglu")
-# Paired seeds a ladder rung trains per arm: one fixed look at 12 decided the most parts per
-# CPU-hour in a simulation at the quick size's spreads (docs/rung_seeds.md; 16 tied, 12 is
-# cheaper).
+# Paired seeds a ladder rung trains per arm (docs/rung_seeds.md: the most parts per CPU-hour).
 RUNG_SEEDS = 12
 
 
 def page_gain_text(arm: str) -> str:
-    """The page's gain for `arm` as it writes it: "+1–2%", "+1%"; "—" for an arm it omits."""
+    """The page's gain as it writes it: "+1–2%", "+1%"; "—" for an arm it omits."""
     if arm not in PAGE_GAIN_PCT:
         return "—"
     low, high = PAGE_GAIN_PCT[arm]
@@ -64,7 +59,7 @@ class Size:
     seq_len: int
     batch_size: int
     steps: int
-    lr_grid: LrGrid  # each arm's learning rate is the best of these (grown at an edge)
+    lr_grid: LrGrid
     tuning_seeds: int
     warmup_steps: int
     eval_every: int
@@ -72,37 +67,25 @@ class Size:
     timing_steps: int  # timed steps per arm per round (after one untimed step)
     timing_rounds: int
     init: str = "fan_in"
-    # The sensitivity arms' settings: the suite's earlier design (one lr for every arm).
+    # the sensitivity arms' settings: one lr for every arm
     sensitivity_init: str = "gpt2"
     sensitivity_lr: float = 3e-3
-    # Scale trend: relu and swiglu also trained (and tuned) at these widths, so the summary
-    # can say whether SwiGLU's effect grows or shrinks with model size.
-    trend_widths: tuple[int, ...] = ()
-    # The arms tuned and trained at the size's own width, those trained again under the
-    # sensitivity settings, and whether every arm's step is timed: all of them at full, only
-    # what C16 grades at tiny and quick (`evaluation.graded_only`).
+    trend_widths: tuple[int, ...] = ()  # relu and swiglu tuned and trained at these too
     arms: tuple[str, ...] = ARMS
     sensitivity_arms: tuple[str, ...] = SENSITIVITY_ARMS
     timing: bool = True
-    # The validation fraction every run scores at its end (`evaluation.FINAL_EVAL_FRACTION`).
     final_eval_fraction: float = 0.0
 
 
 SIZES = {
-    # tiny and quick: C16's arms and relu only, at the size's own width (no sensitivity
-    # re-runs, no trend widths, no timing run): what a registered rule grades.
     "tiny": Size(d_model=32, n_layers=1, n_heads=2, seq_len=32, batch_size=4, steps=5,
                  lr_grid=LrGrid((1e-3, 3e-3, 1e-2), 3.0, max_extensions=1), tuning_seeds=1,
                  warmup_steps=0, eval_every=0,
                  eval_batches=1, timing_steps=2, timing_rounds=1, arms=GRADED_ARMS,
                  sensitivity_arms=(), timing=False,
                  final_eval_fraction=FINAL_EVAL_FRACTION["tiny"]),
-    # 11-14 s a run (300 steps) on one core of the 2-core reference machine. Under fan_in
-    # init every arm tried so far was best at 1e-2 of {1e-3, 3e-3, 1e-2, 3e-2} (seed 0), so
-    # the grid is centred there. The ×3 grid grows at an edge until the optimum is interior,
-    # then is refined at ×√3 either side of that optimum (`LrGrid.refine`), on two tuning
-    # seeds: at one seed and ×3 steps, GLU's tuned rate put +3% of lr bias into its gap to
-    # ReLU (C16's δ is 0.5%).
+    # Under fan_in every arm tried was best at 1e-2, so the grid is centred there; refined on
+    # two tuning seeds (at one seed and ×3 steps GLU's rate put +3% of lr bias into its gap).
     "quick": Size(d_model=64, n_layers=2, n_heads=4, seq_len=64, batch_size=16, steps=300,
                   lr_grid=LrGrid((3e-3, 1e-2, 3e-2), 3.0, refine=True), tuning_seeds=2,
                   warmup_steps=15,
@@ -110,8 +93,6 @@ SIZES = {
                   eval_batches=8, timing_steps=10, timing_rounds=3, arms=GRADED_ARMS,
                   sensitivity_arms=(), timing=False,
                   final_eval_fraction=FINAL_EVAL_FRACTION["quick"]),
-    # Hours: 7 arms × 8 seeds plus 7 × 5 × 2 tuning runs, an estimated 6 minutes each on one
-    # core. Five points spaced 2×, two tuning seeds.
     "full": Size(d_model=96, n_layers=3, n_heads=4, seq_len=128, batch_size=16, steps=1500,
                  lr_grid=LrGrid((2.5e-3, 5e-3, 1e-2, 2e-2, 4e-2), 2.0), tuning_seeds=2,
                  warmup_steps=75, eval_every=50,
@@ -120,22 +101,19 @@ SIZES = {
 }
 
 
-def _baseline_params(size: Size, d_model: int) -> int:
-    """The ReLU arm's parameters at `d_model` (d_ff = 4·d: no gated width to round, so no
-    PyTorch import), as `param_count` counts them."""
-    return count_params(ModelConfig(vocab_size=256, d_model=d_model, n_layers=size.n_layers,
-                                    n_heads=d_model // (size.d_model // size.n_heads),
-                                    ffn=BASELINE, d_ff=4 * d_model,
-                                    max_seq_len=size.seq_len)).total
-
-
 def rung(name: str, base: Size) -> Size:
-    """`base` (the quick size) grown to ladder rung `name` by `ladder.grown` (the ReLU arm's
-    parameters); warmup and the evaluation interval keep their share of the steps, and the lr
-    grid is the base's moved by the width ratio (`ladder.centred`), tuned as at quick."""
+    """`base` grown to ladder rung `name` on the ReLU arm's parameters (`ladder.grown`), warmup
+    and evaluation keeping their share of the steps, the lr grid moved by the width ratio."""
     head = base.d_model // base.n_heads
-    d, b, n = ladder.grown(name, base.d_model, base.batch_size, base.steps, head,
-                           lambda width: _baseline_params(base, width), base.seq_len)
+
+    def params(d_model: int) -> int:  # d_ff = 4·d: no gated width to round, so no PyTorch
+        return count_params(ModelConfig(vocab_size=256, d_model=d_model,
+                                        n_layers=base.n_layers, n_heads=d_model // head,
+                                        ffn=BASELINE, d_ff=4 * d_model,
+                                        max_seq_len=base.seq_len)).total
+
+    d, b, n = ladder.grown(name, base.d_model, base.batch_size, base.steps, head, params,
+                           base.seq_len)
     return replace(base, d_model=d, n_heads=d // head, batch_size=b, steps=n,
                    warmup_steps=max(1, round(n * base.warmup_steps / base.steps)),
                    eval_every=max(1, round(n * base.eval_every / base.steps)),
@@ -143,8 +121,7 @@ def rung(name: str, base: Size) -> Size:
                        map(rounded, ladder.centred(base.lr_grid.base, base.d_model, d)))))
 
 
-# The ladder's rungs: C16's comparison (tiny and quick's arms) at 2×, 4× and 8× the quick
-# size's training compute.
+# The ladder's rungs: C16's comparison at 2×, 4× and 8× the quick size's training compute.
 SIZES.update({name: rung(name, SIZES[ladder.BASE]) for name in ladder.RUNGS})
 
 
@@ -158,8 +135,7 @@ def ffn_width(arm: str, d_model: int) -> int:
 
 
 def model_config(arm: str, size: Size, d_model: int | None = None) -> ModelConfig:
-    """The arm's model: a pre-norm RMSNorm RoPE decoder that differs from the others only in
-    its FFN kind and width (`d_model`: a scale-trend width instead of the size's own)."""
+    """A pre-norm RMSNorm RoPE decoder; only the FFN differs (`d_model`: a trend width)."""
     d = size.d_model if d_model is None else d_model
     return ModelConfig(vocab_size=256, d_model=d, n_layers=size.n_layers,
                        n_heads=size.n_heads, ffn=arm, d_ff=ffn_width(arm, d),
@@ -169,8 +145,7 @@ def model_config(arm: str, size: Size, d_model: int | None = None) -> ModelConfi
 
 def train_config(size: Size, options: RunOptions, seed: int, lr: float,
                  init: str | None = None) -> TrainConfig:
-    """The same optimisation for every arm but its learning rate; one thread (bit-reproducible,
-    and on a shared 2-core machine two threads lose more to waiting than they gain)."""
+    """The same optimisation for every arm but its lr; one thread (bit-reproducible)."""
     from blocklab.experiments.trainer import TrainConfig
 
     return TrainConfig.for_run(
@@ -199,15 +174,13 @@ def scale(size: str, claim: str) -> Scale:
 # --- what a run records ---------------------------------------------------------------------------
 @dataclass(frozen=True)
 class ZeroGradFraction:
-    """A training run's C17 probe: the fraction of FFN activation inputs whose loss gradient
-    is exactly zero, at initialisation and after training (`zero_gradient_fraction`)."""
+    """C17: the fraction of FFN activation inputs with an exactly zero loss gradient."""
 
     init: float
     final: float
 
     @classmethod
     def of(cls, result: RunResult, where: str) -> ZeroGradFraction | None:
-        """The probe `result` recorded; None for a run that recorded none."""
         if "zero_grad_fraction" not in result.extra:
             return None
         return decode(cls, result.extra["zero_grad_fraction"], f"{where}.zero_grad_fraction")
@@ -215,7 +188,7 @@ class ZeroGradFraction:
 
 @dataclass(frozen=True)
 class StepTiming:
-    """The timing run's record (`time_arms`): each arm's median and every timed step, in ms."""
+    """The timing run's record: each arm's median and every timed step, in ms."""
 
     ms_per_step: dict[str, float]
     samples_ms: dict[str, list[float]]
@@ -223,18 +196,15 @@ class StepTiming:
 
     @classmethod
     def of(cls, result: RunResult, where: str) -> StepTiming:
-        """The record of a stored timing run (its "ms_per_step" in `extra`, though a training
-        run's field has the name)."""
+        # "ms_per_step" is in `extra`, though a training run's field has the name
         return decode(cls, {name: result.extra[name] for name in ("ms_per_step", "samples_ms",
                                                                     "threads")}, where)
 
 
 # --- what a run measures --------------------------------------------------------------------------
 def zero_gradient_fraction(model, batch) -> float:
-    """Fraction of FFN activation inputs z whose loss gradient is exactly zero, over all layers
-    of `model` on `batch` [B, T + 1]. φ acts on gate_proj's output (gated FFNs) or up_proj's
-    (plain), so ∂loss/∂z = (∂loss/∂φ(z)) · φ'(z) [· up]: zero wherever φ'(z) = 0 (ReLU, z < 0).
-    """
+    """Fraction of FFN activation inputs z (gate_proj's output, or up_proj's in a plain FFN)
+    whose loss gradient on `batch` [B, T + 1] is exactly zero: ∂loss/∂z = ∂loss/∂φ(z) · φ'(z)."""
     import torch.nn.functional as F
 
     counts = [0, 0]  # zeros, elements
@@ -264,8 +234,7 @@ def zero_gradient_fraction(model, batch) -> float:
 
 def train_arm(mc: ModelConfig, tc: TrainConfig, data: str, progress: Any = False,
               label: str | None = None) -> RunResult:
-    """One trainer run of `mc` under `tc`, with the zero-gradient fractions at init and after
-    training on `tc.batch_size` fixed validation windows."""
+    """A trainer run, with the zero-gradient fractions at init and after training."""
     from blocklab.experiments.data import load_corpus, validation_windows
     from blocklab.experiments.trainer import build_model, train
 
@@ -280,8 +249,8 @@ def train_arm(mc: ModelConfig, tc: TrainConfig, data: str, progress: Any = False
 
 
 def time_arms(size: Size, options: RunOptions, arms: tuple[str, ...] = ARMS) -> RunResult:
-    """Median ms per optimizer step of each arm, interleaved round-robin on one thread: each
-    round builds every arm afresh, takes one untimed step, then times `timing_steps` steps."""
+    """Median ms per step of each arm, round-robin on one thread: each round builds every arm
+    afresh, takes one untimed step, then times `timing_steps` steps."""
     from blocklab.experiments.data import load_corpus, sample_batch
     from blocklab.experiments.trainer import (
         build_model,
@@ -296,8 +265,7 @@ def time_arms(size: Size, options: RunOptions, arms: tuple[str, ...] = ARMS) -> 
     with torch_threads(1):
         for round_ in range(size.timing_rounds):
             for arm in arms:
-                # this CPU's step time (perf_counter, no device sync): on the CPU whatever
-                # --device the models train on
+                # this CPU's time (perf_counter, no device sync), whatever --device trains
                 tc = replace(train_config(size, options, seed=0,
                                           lr=size.lr_grid.base[len(size.lr_grid.base) // 2]),
                              device="cpu")
@@ -326,8 +294,8 @@ def _train_spec(kind: str, arm: str, size: Size, options: RunOptions, seed: int,
 
 
 def tune(options: RunOptions, tuned: Results = ()) -> list[RunSpec]:
-    """The tuning stage: every arm the size trains at every lr of its grid (grown at an edge
-    from the results `tuned` so far), on the tuning seeds, at every width the size trains."""
+    """Every arm at every lr of its grid (grown from `tuned`) on the tuning seeds, at every
+    width the size trains."""
     size = SIZES[options.size]
     trials = lr_trials(tuned)
     widths = [(size.d_model, size.arms), *((w, TREND_ARMS) for w in size.trend_widths)]
@@ -341,15 +309,13 @@ def tune(options: RunOptions, tuned: Results = ()) -> list[RunSpec]:
 
 def choose_lrs(size: Size, trials: list[LrTrial], d_model: int | None = None,
                arms: tuple[str, ...] = ARMS) -> dict[str, float]:
-    """Each arm's tuned lr at width `d_model` (default: the size's), `tuning.tune_arm`'s."""
+    """Each arm's tuned lr at width `d_model` (default: the size's)."""
     d = size.d_model if d_model is None else d_model
     return {arm: t.lr for arm, t in tune_arms(size.lr_grid, trials, arms, d).items()}
 
 
 def plan(options: RunOptions, tuned: Results) -> list[RunSpec]:
-    """The evaluation runs: every arm of the size at its tuned lr, and where the size has them
-    the sensitivity arms at the earlier shared settings, the trend arms at their widths' tuned
-    lrs and the timing run."""
+    """Every arm at its tuned lr; where the size has them the sensitivity, trend and timing runs."""
     size = SIZES[options.size]
     trials = lr_trials(tuned)
     return plan_at(options, choose_lrs(size, trials, arms=size.arms),
@@ -357,8 +323,7 @@ def plan(options: RunOptions, tuned: Results) -> list[RunSpec]:
 
 
 def longer(options: RunOptions, tuned: Results, arms: list[str]) -> list[RunSpec]:
-    """`arms` at their tuned lrs, each trained twice as long (steps, warmup and evaluation
-    interval doubled): the check of a would-be contradiction of C16."""
+    """`arms` trained twice as long: the check of a would-be contradiction of C16."""
     size = SIZES[options.size]
     lrs = choose_lrs(size, lr_trials(tuned), arms=size.arms)
     long = replace(size, steps=2 * size.steps, warmup_steps=2 * size.warmup_steps,
@@ -370,8 +335,7 @@ def longer(options: RunOptions, tuned: Results, arms: list[str]) -> list[RunSpec
 
 def plan_at(options: RunOptions, lrs: dict[str, float],
             trend_lrs: dict[int, dict[str, float]] | None = None) -> list[RunSpec]:
-    """`plan` with each arm's learning rate given (`trend_lrs`: per trend width; default the
-    same as `lrs`)."""
+    """`plan` with each arm's lr given (`trend_lrs`: per trend width; default `lrs`)."""
     size, seeds = SIZES[options.size], options.seeds
     specs = [_train_spec("train", arm, size, options, seed, lrs[arm], size.init,
                          f"ffn {arm} seed {seed}") for arm in size.arms for seed in seeds]
@@ -399,9 +363,8 @@ def plan_at(options: RunOptions, lrs: dict[str, float],
 
 
 def price(spec: RunSpec, cal) -> float | None:
-    """Estimated seconds of one run on this machine (`blocklab.experiments.estimate`): a
-    training run is the trainer's plus `train_arm`'s probes (one build, two steps); the timing
-    run builds every arm `rounds` times and takes timing_steps + 1 steps of each."""
+    """Estimated seconds here: a training run the trainer's plus a build and two steps (its
+    probes); the timing run `rounds` builds and timing_steps + 1 steps of every arm."""
     from blocklab.experiments.estimate import TrainShape, training_s
 
     payload = spec.payload

@@ -1,7 +1,5 @@
-"""The `ffn` suite's summary: what it holds (`FfnData`, frozen dataclasses decoded field by
-field), the statistics (per arm its quality and deltas vs relu paired by seed, the loss at
-equal wall-clock, the sensitivity re-runs, the scale trend), then the tables and notes.
-"""
+"""The `ffn` suite's summary (`FfnData`): per arm its quality and deltas vs relu paired by seed,
+the loss at equal wall-clock, the sensitivity re-runs and the scale trend; tables and notes."""
 
 from __future__ import annotations
 
@@ -43,8 +41,7 @@ from blocklab.experiments.summaries import ArmTuning, Interval, LrTrial, Summary
 # --- what the summary holds -----------------------------------------------------------------------
 @dataclass(frozen=True)
 class FfnArm:
-    """One FFN arm over its seeds. Deltas are arm − relu, paired by seed; `status` counts runs
-    by status (ok, diverged, stuck, did_not_learn); quality uses only the `counted` runs."""
+    """One FFN arm over its seeds; deltas arm − relu, paired by seed, over `counted` runs."""
 
     gated: bool
     activation: str
@@ -78,8 +75,7 @@ class FfnTrendPoint:
 
 @dataclass(frozen=True)
 class FfnSensitivity:
-    """Arms re-run under another init and learning rate, on the evaluation seeds, to show how
-    much of a difference is due to those choices; deltas vs relu under the same settings."""
+    """Arms re-run under another init and lr; deltas vs relu under the same settings."""
 
     init: str
     lr: float
@@ -98,23 +94,19 @@ class FfnData:
     lr_at_edge: list[str]  # arms whose best lr is the grid's smallest or largest
     sensitivity: FfnSensitivity
     trend: list[FfnTrendPoint]  # ascending width; the suite's own width among them
-    # Δ% at the largest width − Δ% at the smallest, paired by seed: negative = SwiGLU's
-    # advantage grows with model size.
     trend_change: Interval
     warmup_steps: int
     unigram_entropy: float | None
     baseline: str
     page: dict[str, tuple[float, float]]  # the page's stated gain vs ReLU, % (low, high)
     equal_time_ms: float | None
-    size: dict[str, Any]  # the suite size's settings, as configured
-    # Per arm tuned at the suite's width: its grid, chosen lr and whether that is interior.
+    size: dict[str, Any]
     lr_tuning: list[ArmTuning] = field(default_factory=list)
 
 
 # --- statistics -----------------------------------------------------------------------------------
 def interpolate(xs: Sequence[float], ys: Sequence[float | None], x: float) -> float | None:
-    """The piecewise-linear curve through (xs, ys) at x (xs ascending); None outside it or
-    where a bracketing y is missing."""
+    """The piecewise-linear curve through (xs, ys) at x (xs ascending); None outside it."""
     for i, (xi, yi) in enumerate(zip(xs, ys, strict=True)):
         if abs(x - xi) <= 1e-9:
             return yi
@@ -128,8 +120,7 @@ def interpolate(xs: Sequence[float], ys: Sequence[float | None], x: float) -> fl
 
 @dataclass
 class FfnRuns:
-    """The suite's results by kind: per arm (per (d_model, arm) for the trend) one slot per
-    evaluation seed (None: no result stored), the tuning runs, the timing run's record."""
+    """The results by kind: per arm (trend: per (d_model, arm)) one slot per seed."""
 
     train: dict[str, list[RunResult | None]]
     sensitivity: dict[str, list[RunResult | None]]
@@ -139,7 +130,7 @@ class FfnRuns:
 
 
 def sort_runs(size: Size, seeds: range, results: Results) -> FfnRuns:
-    """`results` sorted by the kind their payload names (the timing run's record decoded)."""
+    """`results` sorted by the kind their payload names."""
     runs = FfnRuns(train={arm: [None] * len(seeds) for arm in size.arms},
                    sensitivity={arm: [None] * len(seeds) for arm in size.sensitivity_arms},
                    trend={}, tuned=[], timing=None)
@@ -161,18 +152,17 @@ def sort_runs(size: Size, seeds: range, results: Results) -> FfnRuns:
 
 
 def _loss(result: RunResult | None) -> float | None:
-    """The final val loss of a run that counts (`tuning.trains`); None otherwise or missing."""
     return None if result is None else counted_loss(result)
 
 
 def _rel_pct(vals: list[float | None], base: list[float | None]) -> list[float | None]:
-    """Per seed 100·(val − base)/base, None where either is missing."""
+    """Per seed 100·(val − base)/base."""
     return [100 * (a - b) / b if a is not None and b is not None else None
             for a, b in zip(vals, base, strict=True)]
 
 
 def unigram_entropy(runs: FfnRuns) -> float | None:
-    """The unigram entropy of the training bytes, from the first training run that has it."""
+    """The unigram entropy of the training bytes."""
     entropies = [r.final.unigram_entropy for rs in runs.train.values() for r in rs
                  if r is not None and r.final is not None]
     return entropies[0] if entropies else None
@@ -187,7 +177,6 @@ def arm_stats(size: Size, runs: FfnRuns, lrs: dict[str, float]) -> dict[str, Ffn
         return size.steps * fastest / timed[arm] if arm in timed and fastest is not None else None
 
     def equal_time(arm: str, result: RunResult | None) -> float | None:
-        """The run's validation loss at T*, read off its curve (`interpolate`)."""
         step = equal_time_step(arm)
         if result is None or not trains(result) or step is None or result.curves is None:
             return None
@@ -230,7 +219,7 @@ def arm_stats(size: Size, runs: FfnRuns, lrs: dict[str, float]) -> dict[str, Ffn
 
 
 def sensitivity_stats(size: Size, runs: FfnRuns) -> FfnSensitivity:
-    """The sensitivity arms under the earlier settings, each against relu under them."""
+    """The sensitivity arms, each against relu under the same settings."""
     vals = {arm: [_loss(r) for r in results] for arm, results in runs.sensitivity.items()}
     return FfnSensitivity(
         init=size.sensitivity_init, lr=size.sensitivity_lr,
@@ -240,8 +229,8 @@ def sensitivity_stats(size: Size, runs: FfnRuns) -> FfnSensitivity:
 
 def scale_trend(size: Size, seeds: range, trials: list[LrTrial], arms: dict[str, FfnArm],
                 runs: FfnRuns) -> tuple[list[FfnTrendPoint], Interval]:
-    """The scale-trend points in ascending width (swiglu vs relu, Δ% paired by seed), and that
-    Δ%'s change from the smallest width to the largest, paired by seed."""
+    """The trend points in ascending width (swiglu vs relu, Δ% paired by seed), and the change
+    of Δ% from the smallest width to the largest (negative: SwiGLU's gain grows)."""
     points, per_seed = [], []
     for d in sorted({size.d_model, *size.trend_widths}):
         if d == size.d_model:
@@ -261,8 +250,7 @@ def scale_trend(size: Size, seeds: range, trials: list[LrTrial], arms: dict[str,
 
 
 def size_record(size: Size, options: RunOptions) -> dict[str, Any]:
-    """The size's settings (`FfnData.size`), with the precision after `trend_widths`, where
-    summaries have always held it."""
+    """The size's settings, the precision after `trend_widths` (where summaries hold it)."""
     record: dict[str, Any] = {}
     for name, value in asdict(size).items():
         record[name] = value
@@ -277,7 +265,7 @@ def _fmt(value: float | None, digits: int = 4) -> str:
 
 
 def summary_tables(size: Size, data: FfnData) -> list[Table]:
-    """The summary's tables, from its statistics (those the size ran)."""
+    """The tables of what the size ran."""
     arms = data.arms
     base_params = arms[BASELINE].params
     widths = Table(
@@ -368,8 +356,7 @@ def summary_tables(size: Size, data: FfnData) -> list[Table]:
 
 
 def summary_notes(size: Size, data: FfnData) -> list[str]:
-    """The summary's notes: the budget, the widths, what counted, the lr grids, what the size
-    left to full."""
+    """The budget, the widths, what counted, the lr grids, what the size left to full."""
     notes = [
         f"Budget: d_model={size.d_model}, n_layers={size.n_layers}, n_heads={size.n_heads}, "
         f"seq_len={size.seq_len}, batch={size.batch_size}, steps={size.steps} "
@@ -398,7 +385,7 @@ def summary_notes(size: Size, data: FfnData) -> list[str]:
 
 
 def _left_out(size: Size) -> list[str]:
-    """What the full size runs and `size` does not, in words (the summary's note)."""
+    """What the full size runs and `size` does not, in words."""
     full = SIZES["full"]
     out = []
     missing = [arm for arm in ARMS if arm not in size.arms]
@@ -424,8 +411,7 @@ def _status_cell(status: dict[str, int]) -> str:
 
 
 def summarise(options: RunOptions, results: Results) -> Summary:
-    """Per-arm statistics first (`arm_stats`, `sensitivity_stats`, `scale_trend`), then the
-    tables and notes built from them."""
+    """Statistics first, then the tables and notes built from them."""
     size, seeds = SIZES[options.size], options.seeds
     runs = sort_runs(size, seeds, results)
     trials = lr_trials(runs.tuned)

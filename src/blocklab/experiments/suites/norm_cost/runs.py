@@ -1,5 +1,4 @@
-"""What the norm-cost suite plans: what each size runs (`SIZES`), the RunSpecs (`plan`) and
-what a run costs on this machine (`price`). The timings themselves are `timing`'s."""
+"""The norm-cost suite's sizes (`SIZES`), plan and prices; the timings are `timing`'s."""
 
 from __future__ import annotations
 
@@ -31,8 +30,8 @@ if TYPE_CHECKING:
 # --- sizes ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class KernelGrid:
-    """The kernel runs of a size: one per (d, rows) shape and thread count, `repeats` timed
-    blocks of about `block_s` each, torch.compile'd ones included or not (~3 s a cold compile)."""
+    """One kernel run per (d, rows) shape and thread count: `repeats` blocks of about `block_s`,
+    torch.compile'd implementations or not (~3 s a cold compile)."""
 
     shapes: tuple[tuple[int, int], ...]
     repeats: int
@@ -42,7 +41,6 @@ class KernelGrid:
 
 @dataclass(frozen=True)
 class LikeShape:
-    """The like-for-like kernel timing at the step model's shape."""
 
     repeats: int
     block_s: float
@@ -60,13 +58,13 @@ class QualityShape:
     lr: float
     warmup_steps: int
     eval_batches: int
-    final_eval_fraction: float  # `evaluation.FINAL_EVAL_FRACTION` of the size
+    final_eval_fraction: float
 
 
 @dataclass(frozen=True)
 class Size:
-    """What one suite size runs: the CPU threads of every timing run, the kernel runs (None:
-    not at this size), the step-time and like-for-like timings and the quality runs."""
+    """One suite size: every timing's CPU threads, the kernel runs (None: not at this size),
+    the step-time and like-for-like timings and the quality runs."""
 
     threads: tuple[int, ...]
     kernels: KernelGrid | None
@@ -106,9 +104,8 @@ SIZES: dict[str, Size] = {
 
 
 def rung(name: str, base: Size) -> Size:
-    """`base` (the quick size) grown to ladder rung `name` by `ladder.grown` on its quality runs
-    (the RMSNorm model's parameters), warmup keeping its share, both norms at the base's one
-    lr. The timings are the base's (reported beside C18, not on the ladder)."""
+    """`base` grown to ladder rung `name` on its quality runs (`ladder.grown`), warmup keeping
+    its share; the timings are the base's (not on the ladder)."""
     q = base.quality
 
     def params(d_model: int) -> int:
@@ -156,7 +153,6 @@ def _step_spec(step: StepShape, threads: int) -> RunSpec:
 
 
 def _like_for_like_spec(size: Size, threads: int) -> RunSpec:
-    """The like-for-like kernel timing at the step model's shape (rows = batch · seq_len)."""
     like = size.like_for_like
     d, rows = size.step.d_model, size.step.batch_size * size.step.seq_len
     payload = {"suite": "norm-cost", "kind": "like-for-like", "d": d, "rows": rows,
@@ -182,9 +178,7 @@ def _quality_spec(options: RunOptions, norm: str, seed: int) -> RunSpec:
 
 
 def plan(options: RunOptions, tuned: Results = ()) -> list[RunSpec]:
-    """Kernel runs (one per shape and thread count, at full only), one step-time run and one
-    like-for-like kernel timing per thread count (reported beside C18), then the quality runs
-    (rmsnorm and layernorm × seeds)."""
+    """Per thread count the kernel runs, a step-time and a like-for-like run; the quality runs."""
     size = SIZES[options.size]
     specs = []
     for threads in size.threads:
@@ -199,9 +193,8 @@ def plan(options: RunOptions, tuned: Results = ()) -> list[RunSpec]:
 
 
 # --- pricing -------------------------------------------------------------------------------------
-# Reference-machine seconds: the process's first torch.compile, one cold compile of one
-# implementation at one shape, and one call per element of a [rows, d] input (forward;
-# forward+backward) of blocklab's kernels, the other kinds a multiple of it.
+# Reference-machine seconds: the first torch.compile, one cold compile, and per element of a
+# [rows, d] input one call of blocklab's kernels (the other kinds a multiple of it).
 _INDUCTOR_WARM_REFERENCE_S = 5.0
 _COLD_COMPILE_REFERENCE_S = 4.2
 _ELEMENT_REFERENCE_S = {"fwd_s": 3.0e-9, "fwdbwd_s": 6.6e-9}  # blocklab's kernels
@@ -209,10 +202,7 @@ _KIND_FACTOR = {"blocklab": 1.0, "torch": 2.5, "plain": 4.5, "compiled": 1.2}
 
 
 def price(spec: RunSpec, cal: Calibration) -> float | None:
-    """Estimated seconds of one run on this machine (`blocklab.experiments.estimate`): a
-    kernels run is (per implementation and pass) its untimed calls plus `repeats` blocks of
-    at least block_s, and the cold compiles; a step run builds the four models and takes
-    (warmup + repeats) steps of each; quality runs are the trainer's (the default)."""
+    """Estimated seconds here (`experiments.estimate`); None (the trainer's) for quality runs."""
     payload = spec.payload
     if payload["kind"] == "kernels":
         elements = payload["d"] * payload["rows"]
@@ -224,7 +214,7 @@ def price(spec: RunSpec, cal: Calibration) -> float | None:
                                                      * _KIND_FACTOR[kind]), payload, cal)
         if payload["compile"]:
             seconds += len(NORM_NAMES) * cal.reference_s(_COLD_COMPILE_REFERENCE_S)
-            # The process's first compile, paid by a size's first kernels run.
+            # the process's first compile, paid by a size's first kernels run
             firsts = {(c.kernels.shapes[0], c.threads[0])
                       for c in SIZES.values() if c.kernels is not None}
             if ((payload["d"], payload["rows"]), payload["threads"]) in firsts:
@@ -244,15 +234,14 @@ def price(spec: RunSpec, cal: Calibration) -> float | None:
 
 
 def _blocks_s(call: float, payload: dict[str, Any], cal: Calibration) -> float:
-    """Both norms' 2 warm-up calls, 1 sizing and 1 saved-bytes call, and `repeats` blocks."""
+    """Both norms' 2 warm-up, 1 sizing and 1 saved-bytes calls, and `repeats` blocks."""
     return len(NORM_NAMES) * (4 * call + payload["repeats"]
                               * max(call, cal.fixed_s(payload["block_s"])))
 
 
 def _like_for_like_price(payload: dict[str, Any], cal: Calibration) -> float:
-    """A like-for-like run priced as on a CPU, where F.rms_norm is not fused: the compiled
-    kind, forward+backward only, two cold compiles, and the process's first compile at a size
-    that plans no kernel runs (which would have paid it first)."""
+    """As on a CPU (F.rms_norm unfused): compiled, forward+backward only, two cold compiles, and
+    the process's first compile at a size without kernel runs."""
     seconds = _blocks_s(cal.reference_s(_ELEMENT_REFERENCE_S["fwdbwd_s"] * payload["d"]
                                         * payload["rows"] * _KIND_FACTOR["compiled"]),
                         payload, cal)

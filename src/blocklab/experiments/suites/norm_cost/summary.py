@@ -1,7 +1,5 @@
-"""What the norm-cost suite summarises: its data (`NormCostData`, frozen dataclasses decoded
-field by field), the analytic counts that decide "compute" (`count_compute`), what the stored
-runs say, the quality equivalence verdict, and the tables and notes (`summarise`).
-"""
+"""The norm-cost suite's summary (`NormCostData`): the analytic counts that decide "compute"
+(`count_compute`), the timings, the quality equivalence verdict, the tables and notes."""
 
 from __future__ import annotations
 
@@ -32,6 +30,7 @@ from blocklab.experiments.suites.norm_cost.timing import (
     model_config,
 )
 from blocklab.experiments.summaries import RATIO_METHOD, Interval, Summary, Table, TimeRatio
+from blocklab.jsonio import decode
 
 # Δ val loss (nats/token) inside which RMSNorm and LayerNorm count as equivalent in quality.
 EQUIVALENCE_MARGIN = 0.02
@@ -100,9 +99,7 @@ class NormQuality:
 
 @dataclass(frozen=True)
 class NormCount:
-    """Analytic cost of one norm on one row of width d (`count_norm`): FLOPs by
-    `budget.flops` conventions, bytes an ideal fused kernel moves (x and y, dy and dx, the
-    per-row statistics; the parameters, read once per call, apart in `param_bytes`)."""
+    """Analytic cost of one norm on one row of width d (`count_norm`)."""
 
     norm: str  # "rmsnorm" or "layernorm"
     d: int
@@ -116,9 +113,7 @@ class NormCount:
 
 @dataclass(frozen=True)
 class StepShare:
-    """The norms' FLOPs within one training step (`step_share`): matmuls 3× the
-    forward (`budget.flops.prefill_flops`), plus every norm forward+backward; other
-    elementwise work left out, so `saving_pct` is an upper bound."""
+    """The norms' FLOPs within one training step (`step_share`)."""
 
     model: str
     d_model: int
@@ -145,9 +140,7 @@ class NormCompute:
 
 @dataclass(frozen=True)
 class FusedTiming:
-    """RMSNorm against LayerNorm timed with equally fused kernels
-    (`timing.time_like_for_like`): both PyTorch's own fused kernels when both are, else both
-    through torch.compile (one generated kernel per pass each). Reported, not graded."""
+    """RMSNorm against LayerNorm timed with equally fused kernels (`time_like_for_like`)."""
 
     d: int
     rows: int
@@ -175,8 +168,8 @@ class NormCostData:
 
 # --- statistics ----------------------------------------------------------------------------------
 def equivalence(delta: Interval, margin: float) -> tuple[bool, str]:
-    """(equivalent, verdict) for a paired difference against an equivalence margin: equivalent
-    when the whole 95% CI lies strictly inside ±margin (two one-sided tests at 2.5% each)."""
+    """(equivalent, verdict): equivalent when the whole 95% CI lies strictly inside ±margin
+    (two one-sided tests at 2.5% each)."""
     low, high = delta.ci_low, delta.ci_high
     if low is None or high is None:
         return False, "undecided (fewer than two paired seeds)"
@@ -199,18 +192,14 @@ REAL_ELEMENT_BYTES = 2
 
 
 def count_norm(norm: str, d: int, element_bytes: int = 4) -> NormCount:
-    """FLOPs and bytes of `norm` on one row of width d.
-
-    FLOPs: `budget.flops.norm_flops_per_row` (forward `ELEMENTWISE_COST`: RMSNorm 4 per
-    element, LayerNorm 7; backward `NORM_BACKWARD_COST`: 9 and 13). Bytes: an ideal fused
-    kernel touching each tensor once, `element_bytes` per element:
+    """FLOPs (`budget.flops.norm_flops_per_row`) and bytes of `norm` on one row of width d, by
+    an ideal fused kernel touching each tensor once, e = `element_bytes` per element:
 
         training forward   read x, write y (2·d·e), write the row statistics (s·4)
         backward           read x and dy, write dx (3·d·e), read the statistics (s·4)
         per call           read γ (β) forward, read γ and write dγ (dβ) backward: (2p + 1)·d·e
 
-    with s = NORM_STATS and p = NORM_PARAMS. The per-row bytes differ only by the statistics:
-    both norms read and write the same activations.
+    with s = NORM_STATS and p = NORM_PARAMS.
     """
     from blocklab.budget.flops import norm_flops_per_row
 
@@ -230,15 +219,9 @@ def saving_pct(rms: float, ln: float) -> float:
 
 
 def step_share(cfg, batch: int, seq_len: int, model: str) -> StepShare:
-    """The norms' FLOPs in one training step of `cfg` ([batch, seq_len] tokens) with RMSNorm
-    and with LayerNorm, everything else alike.
-
-    Matmuls: 3× the forward (`budget.flops.prefill_flops`: backward = 2× forward, the 6·N
-    rule); norms: `budget.flops.elementwise_flops`' forward norm count (2 per layer, 4 with
-    sandwich placement, + the final norm) scaled to forward+backward. The other elementwise
-    work (activations, softmax, RoPE) is left out of the step, so the saving is an upper
-    bound.
-    """
+    """The norms' FLOPs in one training step of `cfg` ([batch, seq_len] tokens) with each norm:
+    matmuls 3× the forward (backward = 2× forward), plus every norm forward+backward; other
+    elementwise work left out, so the saving is an upper bound."""
     from blocklab.budget.flops import (
         ELEMENTWISE_COST,
         NORM_BACKWARD_COST,
@@ -262,8 +245,8 @@ def step_share(cfg, batch: int, seq_len: int, model: str) -> StepShare:
 
 
 def count_compute(size: str) -> NormCompute:
-    """C18's analytic part at `size`: per-row counts at the step model's width (float32, as
-    the suite runs) and at the real model's (bf16), and the step shares of both models."""
+    """C18's analytic part: per-row counts at the step model's width (float32) and the real
+    model's (bf16), and both models' step shares."""
     from blocklab.budget import resolve_model
 
     step = SIZES[size].step
@@ -293,13 +276,13 @@ def _median_ms(values: Sequence[float] | None) -> float | None:
 
 def kernel_rows(results: Results
                  ) -> tuple[list[KernelTiming], list[KernelRatio], list[CompileTime]]:
-    """Every implementation's timing per kernels run, the RMSNorm/LayerNorm ratios within each
-    kind (both passes) and the compile times of the compiled kind."""
+    """Per kernels run, each implementation's timing, the ratios within each kind and the
+    compile times."""
     kernels, ratios, compiles = [], [], []
     for spec, result in results:
         if spec.arm != "kernels" or result.status != "ok":
             continue
-        record = KernelTimes.of(result, spec.label)
+        record = decode(KernelTimes, result.extra, spec.label)
         d, rows, threads = record.d, record.rows, record.threads
         for name, rec in record.impls.items():
             kernels.append(KernelTiming(
@@ -329,12 +312,12 @@ def kernel_rows(results: Results
 
 
 def like_rows(results: Results) -> list[FusedTiming]:
-    """The like-for-like kernel timings (`time_like_for_like`), one per thread count."""
+    """The like-for-like kernel timings, one per thread count."""
     out = []
     for spec, result in results:
         if spec.arm != "like-for-like" or result.status != "ok":
             continue
-        record = LikeForLikeTimes.of(result, spec.label)
+        record = decode(LikeForLikeTimes, result.extra, spec.label)
         rms, ln = (record.impls.get(f"{norm}:{record.timed_kind}", ImplTimes())
                    for norm in NORM_NAMES)
         out.append(FusedTiming(
@@ -351,12 +334,12 @@ def like_rows(results: Results) -> list[FusedTiming]:
 
 
 def step_times(results: Results) -> dict[str, StepTime]:
-    """"<path>/<threads>" -> the step time of each code path of each step-time run."""
+    """"<path>/<threads>" -> its step time."""
     out = {}
     for spec, result in results:
         if spec.arm != "step" or result.status != "ok":
             continue
-        record = StepTimes.of(result, spec.label)
+        record = decode(StepTimes, result.extra, spec.label)
         for path, times in record.step_s.items():
             out[f"{path}/{record.threads}"] = StepTime(
                 threads=record.threads, model=dataclasses.asdict(record.model),
@@ -367,8 +350,7 @@ def step_times(results: Results) -> dict[str, StepTime]:
 
 
 def paired_quality(results: Results) -> NormQuality:
-    """RMSNorm's and LayerNorm's validation losses over the seeds both ran, their paired
-    difference and its verdict against EQUIVALENCE_MARGIN."""
+    """Both norms' val losses over the seeds both ran, paired, against EQUIVALENCE_MARGIN."""
     losses: dict[str, dict[int, float | None]] = {norm: {} for norm in NORM_NAMES}
     statuses: dict[str, list[str]] = {norm: [] for norm in NORM_NAMES}
     entropy = None
@@ -390,11 +372,9 @@ def paired_quality(results: Results) -> NormQuality:
                        seeds=seed_list, statuses=statuses, unigram_entropy=entropy)
 
 
-
 # --- tables --------------------------------------------------------------------------------------
 def kernel_tables(kernels: list[KernelTiming], ratios: list[KernelRatio]) -> list[Table]:
-    """Per thread count, the forward+backward and forward times of every kind and shape, then
-    the bytes saved for backward (none without kernel runs)."""
+    """Per thread count, both passes' times of every kind and shape, then the saved bytes."""
     by_key = {(k.impl, k.d, k.rows, k.threads): k for k in kernels}
     shapes = sorted({(k.threads, k.rows, k.d) for k in kernels})
 
@@ -477,7 +457,7 @@ def quality_table(quality: NormQuality) -> Table:
 
 
 def compute_tables(compute: NormCompute) -> list[Table]:
-    """The analytic counts (`count_compute`) as two tables: per row, and per training step."""
+    """The analytic counts per row and per training step."""
     per_row = Table(
         "What 'compute' means: FLOPs and bytes per normalised row of width d (analytic)",
         ["norm", "d", "bytes/element", "fwd FLOPs", "fwd+bwd FLOPs", "fwd bytes",
@@ -521,7 +501,7 @@ def like_table(like: list[FusedTiming]) -> Table:
 
 
 def _method(ratios: list[TimeRatio]) -> str:
-    """How the ratios were made and from how many repeats (a range where they differ)."""
+    """How the ratios were made, from how many repeats."""
     counts = sorted({r.repeats for r in ratios})
     if not counts:
         return RATIO_METHOD

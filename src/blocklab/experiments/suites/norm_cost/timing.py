@@ -1,8 +1,6 @@
-"""What the norm-cost suite times, and the records a timing run stores in its `extra`
-(`KernelTimes`, `LikeForLikeTimes`, `StepTimes`, each read back by its `of`): the norms of each
-kind (`build_implementations`), the kernels (`time_kernels`, `saved_tensor_bytes`), the
-like-for-like timing (`time_like_for_like`) and the step times (`time_training_steps`).
-"""
+"""What the norm-cost suite times (`time_kernels`, `time_like_for_like`, `time_training_steps`)
+and the records a timing run stores in its `extra` (`KernelTimes`, `LikeForLikeTimes`,
+`StepTimes`)."""
 
 from __future__ import annotations
 
@@ -14,13 +12,12 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any
 
 from blocklab.config import ModelConfig
-from blocklab.errors import InputError, ResultsError
+from blocklab.errors import InputError
 from blocklab.experiments.env import torch_threads
 from blocklab.experiments.run_result import RunResult
-from blocklab.experiments.summaries import decode
 
 if TYPE_CHECKING:
     from torch import nn
@@ -47,8 +44,7 @@ class StepShape:
 
 
 def model_config(norm: str, d_model: int, n_layers: int, seq_len: int) -> ModelConfig:
-    """The model of a step or quality run: the project's default block (pre-norm, SwiGLU,
-    RoPE), head_dim 32; only the norm differs."""
+    """The project's default block (pre-norm, SwiGLU, RoPE), head_dim 32; only the norm differs."""
     return ModelConfig(vocab_size=256, d_model=d_model, n_layers=n_layers,
                        n_heads=max(1, d_model // 32), max_seq_len=seq_len, norm=norm,
                        position="rope", name=f"norm-cost-{norm}")
@@ -57,9 +53,8 @@ def model_config(norm: str, d_model: int, n_layers: int, seq_len: int) -> ModelC
 # --- records -------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class ImplTimes:
-    """One implementation in a kernel timing: seconds per call in each repeat of each pass
-    timed, a compiled one's compile time or error, and the bytes kept for backward
-    (`saved_tensor_bytes`). A field is None where it has none; the stored JSON leaves it out."""
+    """One implementation in a kernel timing: seconds per call in each repeat of each pass, a
+    compiled one's compile time or error, the bytes kept for backward; None: left out."""
 
     compile_s: float | None = None
     error: str | None = None
@@ -70,26 +65,16 @@ class ImplTimes:
     fwdbwd_s: list[float] | None = None
 
     def seconds(self, pass_name: str) -> list[float] | None:
-        """The timings of `pass_name` ("fwd" or "fwdbwd"), None where not timed."""
         return self.fwd_s if pass_name == "fwd" else self.fwdbwd_s
 
     def to_dict(self) -> dict[str, float | str | int | list[float]]:
         return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
 
-    @classmethod
-    def of(cls, doc: object, where: str) -> ImplTimes:
-        """An implementation's stored record (keys it has none of left out)."""
-        names = [f.name for f in dataclasses.fields(cls)]
-        if not isinstance(doc, dict) or set(doc) - set(names):
-            raise ResultsError(f"{where}: expected an object with keys among {names}")
-        return decode(cls, {name: doc.get(name) for name in names}, where)
-
 
 @dataclass(frozen=True)
 class KernelTimes:
-    """What a kernels run stores (`time_kernels`): its shape [rows, d], the calls per timed
-    block of each implementation (per pass), each one's record, and the process's one-off
-    torch.compile start-up."""
+    """A kernels run (`time_kernels`): its shape [rows, d], each implementation's calls per
+    timed block (per pass) and record, and the process's one-off torch.compile start-up."""
 
     kind: str  # "kernels"
     d: int
@@ -101,25 +86,14 @@ class KernelTimes:
     inductor_warmup_s: float
 
     def extra(self) -> dict[str, object]:
-        """The keys it adds to its run's stored JSON."""
         return {**dataclasses.asdict(self),
                 "impls": {name: rec.to_dict() for name, rec in self.impls.items()}}
-
-    @classmethod
-    def of(cls, result: RunResult, where: str) -> Self:
-        """The record of a stored run; ResultsError names what does not fit."""
-        impls = result.extra.get("impls")
-        if not isinstance(impls, dict):
-            raise ResultsError(f"{where}.impls: expected an object, found {impls!r}")
-        record = decode(cls, {**result.extra, "impls": {}}, where)
-        return dataclasses.replace(record, impls={
-            name: ImplTimes.of(doc, f"{where}.impls.{name}") for name, doc in impls.items()})
 
 
 @dataclass(frozen=True)
 class LikeForLikeTimes(KernelTimes):
-    """What a like-for-like run stores (`time_like_for_like`): its kernel timing, the method,
-    whether PyTorch's functional norms run fused here, what ran per norm, and the kind timed."""
+    """A like-for-like run: its kernel timing, the method, whether PyTorch's functional norms
+    run fused here, what ran per norm, and the kind timed."""
 
     method: str
     torch_fused: dict[str, bool]
@@ -129,8 +103,7 @@ class LikeForLikeTimes(KernelTimes):
 
 @dataclass(frozen=True)
 class StepTimes:
-    """What the step-time run stores (`time_training_steps`): parameters per norm and seconds
-    per optimizer step, {path: {norm: [s]}}."""
+    """A step-time run: parameters per norm and seconds per step, {path: {norm: [s]}}."""
 
     kind: str  # "step"
     threads: int
@@ -139,13 +112,7 @@ class StepTimes:
     step_s: dict[str, dict[str, list[float]]]
 
     def extra(self) -> dict[str, object]:
-        """The keys it adds to its run's stored JSON."""
         return dataclasses.asdict(self)
-
-    @classmethod
-    def of(cls, result: RunResult, where: str) -> StepTimes:
-        """The record of a stored run; ResultsError names what does not fit."""
-        return decode(cls, result.extra, where)
 
 
 def timed_run(measure: Callable[[], KernelTimes | StepTimes]) -> RunResult:
@@ -188,7 +155,7 @@ def _plain_norms():
 
 
 def build_implementations(d: int, kinds: Sequence[str] = KINDS) -> dict[str, nn.Module]:
-    """'norm:kind' -> a module mapping [rows, d] -> [rows, d] (compiled ones not yet called)."""
+    """'norm:kind' -> a module [rows, d] -> [rows, d] (compiled ones not yet called)."""
     import torch
     from torch import nn
 
@@ -210,10 +177,9 @@ def build_implementations(d: int, kinds: Sequence[str] = KINDS) -> dict[str, nn.
 
 # --- kernels -------------------------------------------------------------------------------------
 def saved_tensor_bytes(fn: Callable[[], Any], exclude: Sequence[Any] = ()) -> dict[str, int]:
-    """{"bytes", "extra_bytes", "tensors"} autograd keeps for backward while `fn()` runs its
-    forward, counted exactly through a `saved_tensors_hooks` pack hook, each distinct storage
-    once; `extra_bytes` leaves out the storages of `exclude` (the input and parameters, which
-    exist anyway): the activation memory the layer adds."""
+    """{"bytes", "extra_bytes", "tensors"} autograd keeps for backward while `fn()` runs,
+    counted through a `saved_tensors_hooks` pack hook, each storage once; `extra_bytes` leaves
+    out `exclude` (the input and parameters): the activation memory the layer adds."""
     import torch
 
     seen: dict[int, int] = {}
@@ -233,12 +199,10 @@ def saved_tensor_bytes(fn: Callable[[], Any], exclude: Sequence[Any] = ()) -> di
 
 @contextlib.contextmanager
 def _cold_compile() -> Iterator[None]:
-    """Compile from scratch: a fresh, empty inductor cache folder (set through the documented
-    TORCHINDUCTOR_CACHE_DIR and TRITON_CACHE_DIR, restored afterwards) and no compiled frames
-    (`torch.compiler.reset()`), so a compile time means the same on a machine's first run and
-    its tenth. Inductor's in-memory table of built kernels cannot be cleared publicly, but a
-    kernel run compiles its own shape at its own thread count, once, and never meets it.
-    """
+    """Compile from scratch (an empty TORCHINDUCTOR_CACHE_DIR and TRITON_CACHE_DIR, restored
+    after; no compiled frames), so a compile time means the same on a machine's first run and
+    its tenth. Inductor's in-memory kernel table cannot be cleared, but a kernel run compiles
+    its own shape at its own thread count once, and never meets it."""
     import torch
 
     names = ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")
@@ -262,8 +226,7 @@ _INDUCTOR_WARM = False
 
 
 def _warm_inductor() -> float:
-    """Seconds of this process's first torch.compile (imports, compiler checks), paid once and
-    reported apart from the per-shape compile times."""
+    """Seconds of this process's first torch.compile, reported apart from per-shape compiles."""
     global _INDUCTOR_WARM
     if _INDUCTOR_WARM:
         return 0.0
@@ -280,14 +243,12 @@ def time_kernels(d: int, rows: int, *, repeats: int, compile: bool, threads: int
                  block_s: float = 0.01, seed: int = 0,
                  kinds: Sequence[str] | None = None,
                  passes: Sequence[str] = PASSES) -> KernelTimes:
-    """Forward (no grad) and forward+backward (`torch.autograd.grad` of x and the parameters
-    for a fixed upstream gradient) seconds per call of every implementation at [rows, d].
+    """Forward (no grad) and forward+backward (`torch.autograd.grad` of x and the parameters)
+    seconds per call of every implementation of `kinds` at [rows, d].
 
-    A timed block repeats a call `inner` times (so it lasts about `block_s`) and records the
-    mean; repeat r runs the implementations in KINDS order rotated by r. Compiled ones are
-    compiled first, their compile time recorded; one that fails to compile is recorded and the
-    others still timed. `kinds` (default every kind, "compiled" only with `compile`) and
-    `passes` (a compiled module compiles once per pass) restrict what is timed.
+    A timed block repeats a call `inner` times (about `block_s`) and records the mean; repeat r
+    runs the implementations rotated by r. A compile's time is recorded, and its failure,
+    while the others are still timed. `passes`: a compiled module compiles once per pass.
     """
     import torch
 
@@ -335,9 +296,8 @@ def time_kernels(d: int, rows: int, *, repeats: int, compile: bool, threads: int
                     for call in chosen.values():
                         call()
             except Exception as err:
-                # A compiler failure (any type: inductor raises many) must not sink the eager
-                # numbers; it is recorded and shown in the summary's notes. An eager
-                # implementation that fails is a bug and stops the run.
+                # a compiler failure (inductor raises many types) must not sink the eager
+                # numbers; an eager implementation that fails is a bug and stops the run
                 if not name.endswith(":compiled"):
                     raise
                 errors[name] = f"{type(err).__name__}: {err}".splitlines()[0]
@@ -391,10 +351,8 @@ def _backward_nodes(y) -> int:
 
 
 def torch_norms_fused(d: int = 8) -> dict[str, bool]:
-    """{norm: whether F.rms_norm / F.layer_norm runs as one fused op on this build and CPU},
-    read off the autograd graph of one call. In torch 2.13 on CPU, F.rms_norm's kernel is a
-    composite of six ops (its fused kernel is CUDA only); F.layer_norm is one fused kernel.
-    """
+    """{norm: whether F.rms_norm / F.layer_norm runs as one fused op here}, read off the
+    autograd graph (torch 2.13 on CPU: F.rms_norm a composite of six ops, F.layer_norm fused)."""
     import torch
     import torch.nn.functional as F
 
@@ -424,9 +382,8 @@ def like_method(fused: dict[str, bool]) -> str:
 
 def time_like_for_like(d: int, rows: int, *, repeats: int, threads: int,
                        block_s: float = 0.01, seed: int = 0) -> LikeForLikeTimes:
-    """RMSNorm and LayerNorm on [rows, d] timed with equally fused kernels (`like_method`) by
-    `time_kernels`: forward+backward, plus the no-grad forward when both are PyTorch's fused
-    kernels (a compiled module would compile once more for it, ~2 s each)."""
+    """RMSNorm and LayerNorm on [rows, d] timed with equally fused kernels (`like_method`):
+    forward+backward, and the forward when not compiled (it would compile once more)."""
     with torch_threads(threads):
         fused = torch_norms_fused()
     method = like_method(fused)
@@ -442,8 +399,7 @@ def time_like_for_like(d: int, rows: int, *, repeats: int, threads: int,
 
 # --- step ----------------------------------------------------------------------------------------
 def _torch_rms_norm_module(norm):
-    """`norm` (a plain-gain RMSNorm) computed by F.rms_norm, sharing its gain; without a fused
-    residual form, a block adds the residual apart, as for LayerNorm."""
+    """`norm` (a plain-gain RMSNorm) computed by F.rms_norm, sharing its gain."""
     import torch.nn.functional as F
     from torch import nn
 
@@ -478,9 +434,8 @@ def like_for_like(model):
 
 
 def time_training_steps(step: StepShape, *, threads: int, seed: int = 0) -> StepTimes:
-    """Seconds per optimizer step of the rmsnorm and layernorm models on each code path of
-    `STEP_PATHS`, the four models' steps interleaved in a rotating order on the same batches,
-    the first `warmup` repeats unrecorded; built as a default TrainConfig says (float32)."""
+    """Seconds per optimizer step of both norms' models on each of `STEP_PATHS`, the four
+    models' steps interleaved in a rotating order on the same batches (float32)."""
     from blocklab.experiments.data import load_corpus, sample_batch
     from blocklab.experiments.trainer import TrainConfig, build_model, make_optimizer, train_step
 

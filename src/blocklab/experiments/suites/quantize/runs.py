@@ -1,7 +1,5 @@
-"""The `quantize` suite's runs: its sizes, the quality run that trains a SwiGLU model and scores
-it under every scheme (`run_quality`, with C33's `merge_comparison` per layer), the plan and
-each run's price.
-"""
+"""The `quantize` suite's sizes, the quality run (`run_quality`, with C33's `merge_comparison` per
+layer), the plan and its prices."""
 
 from __future__ import annotations
 
@@ -16,7 +14,6 @@ from blocklab.experiments.results import train_identity
 from blocklab.experiments.run_result import RunResult
 from blocklab.experiments.suites.base import Results, RunSpec
 from blocklab.experiments.suites.quantize.timing import TimedShape, run_timing, timing_payload
-from blocklab.jsonio import decode
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -27,8 +24,7 @@ if TYPE_CHECKING:
 # --- sizes ----------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class QualityShape:
-    """The trained SwiGLU model and how it trains; `eval_windows`: the validation windows every
-    scheme is scored on."""
+    """The trained SwiGLU model; every scheme is scored on `eval_windows` validation windows."""
 
     d_model: int
     n_layers: int
@@ -49,13 +45,8 @@ class Size:
     quality: QualityShape
 
 
-# Each size: the timed shapes and the trained model. Dynamic int8 on a CPU without VNNI/AMX runs
-# int8 GEMMs on a slow path (seconds per call at d = 1024, T = 512), which bounds what quick can
-# afford. Quick times 6 repeats: C32's parts read them as their sample (a Student t interval
-# on the log ratios, 5 degrees of freedom); 3 left 2, whose 95% interval is 2.4× as wide at
-# the same spread (t 4.30 / √3 against 2.57 / √6) and 2.8× at Holm's 97.5%. Measured on a
-# 2-core AVX-512 machine: the timing run 10.9 s at 3 repeats, 14.7 s at 6, +3.8 s on the quick
-# suite's priced 86 CPU-seconds (+4.4%).
+# Dynamic int8 on a CPU without VNNI/AMX runs a slow path, which bounds what quick can afford.
+# Quick times 6 repeats: C32's t interval on 5 degrees of freedom (3 repeats' is 2.4× as wide).
 SIZES: dict[str, Size] = {
     "tiny": Size(
         timing=(TimedShape(d_model=64, n_layers=1, n_heads=2, d_ff=176, seq_lens=(32,),
@@ -81,7 +72,6 @@ SIZES: dict[str, Size] = {
 
 # --- the quality run ------------------------------------------------------------------------------
 def quality_configs(options: RunOptions, seed: int) -> tuple[ModelConfig, TrainConfig]:
-    """The quality run's model and training at `options`' size."""
     from blocklab.experiments.trainer import TrainConfig
 
     q = SIZES[options.size].quality
@@ -97,16 +87,12 @@ def merge_comparison(gate: Tensor, up: Tensor, down: Tensor,
                      row_scale: Tensor | None = None) -> dict[str, float]:
     """One layer's C33 numbers from its float weights gate, up [m, d] and down [d, m]:
 
-        per_row_diff     max |ŵ_merged − ŵ_separate| over gate, up and down, gate|up merged
-                         as one [2m, d] matrix with one scale per row against each quantized
-                         alone (`quantize_swiglu` "merged-per-row" / "separate-per-row"): 0
-                         exactly, as each row keeps its own scale.
-                         `row_scale` [2m, 1] replaces the merged matrix's per-row scales (a test
-                         perturbs one to show the comparison can fail)
+        per_row_diff     max |ŵ_merged − ŵ_separate| with gate|up one [2m, d] matrix of per-row
+                         scales: 0 exactly, as each row keeps its scale (`row_scale` [2m, 1]
+                         replaces them, so a test can show the comparison fail)
         per_tensor_diff  the same under one per-tensor scale for gate|up
         gate_scale, up_scale   each matrix's own per-tensor scale
-        scale_ratio      max / min of the two: merged under one per-tensor scale, the matrix
-                         with the smaller scale is quantized on a grid this many times coarser
+        scale_ratio      max / min of the two: how much coarser the smaller one's grid gets
         merged_over_max  the merged per-tensor scale / the larger of the two (1.0)
     """
     import torch
@@ -134,7 +120,7 @@ def merge_comparison(gate: Tensor, up: Tensor, down: Tensor,
 
 @dataclass(frozen=True)
 class TrainedModel:
-    """The training run under a quality run (`data`: `Corpus.info()`)."""
+    """The training under a quality run (`data`: `Corpus.info()`)."""
 
     val_loss: float | None
     steps_done: int
@@ -143,7 +129,7 @@ class TrainedModel:
 
 @dataclass(frozen=True)
 class LayerMerge:
-    """One layer's C33 numbers (`merge_comparison`)."""
+    """One layer's `merge_comparison`."""
 
     per_row_diff: float
     per_tensor_diff: float
@@ -155,8 +141,8 @@ class LayerMerge:
 
 @dataclass(frozen=True)
 class QualityRecord:
-    """What a quality run stores (`run_quality`): the trained model, its losses under every
-    scheme and SwiGLU quantization, each layer's C33 comparison and their maxima."""
+    """A quality run's record: the trained model, its losses under every scheme and SwiGLU
+    quantization, each layer's C33 comparison and their maxima."""
 
     kind: str
     model: dict[str, Any]
@@ -168,15 +154,9 @@ class QualityRecord:
     merged_per_tensor_max_diff: float
     merged_scale_over_max: list[float]
 
-    @classmethod
-    def of(cls, result: RunResult, where: str) -> QualityRecord:
-        """The record of a stored quality run; ResultsError names what does not fit."""
-        return decode(cls, result.extra, where)
-
 
 def run_quality(options: RunOptions, seed: int, progress: Any = False) -> RunResult:
-    """Train the quality model on `seed`, then score it under every scheme and SwiGLU
-    quantization and compare its layers' scales (a `QualityRecord`; the training's status)."""
+    """Train the quality model on `seed`, then score it under every scheme (a `QualityRecord`)."""
     import time
 
     from blocklab.experiments.data import load_corpus, validation_windows
@@ -210,7 +190,7 @@ def run_quality(options: RunOptions, seed: int, progress: Any = False) -> RunRes
 
 # --- the plan -------------------------------------------------------------------------------------
 def plan(options: RunOptions, tuned: Results = ()) -> list[RunSpec]:
-    """The timed runs (one per timed shape), then one quality run per seed."""
+    """One timed run per timed shape, then one quality run per seed."""
     size = SIZES[options.size]
     specs = [RunSpec(f"timing d={t.d_model} L={t.n_layers} T={list(t.seq_lens)}"
                      f"{' compiled' if t.compile else ''}", "timing", 0, timing_payload(t),
@@ -221,25 +201,22 @@ def plan(options: RunOptions, tuned: Results = ()) -> list[RunSpec]:
         payload = {"suite": "quantize", "kind": "quality", "model": mc.to_dict(),
                    "train": train_identity(tc), "data": "stdlib",
                    "eval_windows": size.quality.eval_windows,
-                   # "layers": the runs record each layer's gate and up scales (C33); runs
-                   # stored before lack them.
+                   # the runs record each layer's gate and up scales (C33)
                    "layers": "scales"}
         specs.append(RunSpec(f"quality seed {seed}", "quality", seed, payload,
                              lambda progress, seed=seed: run_quality(options, seed, progress)))
     return specs
 
 
-# Reference-machine seconds of what a calibration does not time: a timing run per size (dynamic
-# int8 without VNNI runs a slow path; quick: 15.5 s at 3 repeats, 21.0 at its 6), and a quality
+# Reference-machine seconds a calibration does not time: a timing run per size, and a quality
 # run's quantizing (torchao's imports and quantize_ of every scheme).
 _TIMING_REFERENCE_S = {"tiny": 1.1, "quick": 21.0, "full": 200.0}  # full: a guess
 _QUALITY_REFERENCE_S = 0.6
 
 
 def price(spec: RunSpec, cal) -> float | None:
-    """Estimated seconds of one run on this machine (`blocklab.experiments.estimate`): a timing
-    run its size's reference time; a quality run the trainer's, two passes of the windows per
-    scheme, and the quantizing."""
+    """Estimated seconds here: a timing run its size's reference time; a quality run the
+    trainer's, two passes of the windows per scheme, and the quantizing."""
     from blocklab.experiments.estimate import TrainShape, training_s
     from blocklab.experiments.int8_measurements import SCHEMES, SWIGLU_SCHEMES
 

@@ -1,8 +1,5 @@
-"""The `quantize` suite's summary: what it holds (`QuantizeData`, frozen dataclasses decoded
-field by field), the quality runs' statistics over seeds (each scheme's loss, C33's SwiGLU
-quantizations and every layer's merged-vs-separate comparison), and the tables and notes.
-No PyTorch.
-"""
+"""The `quantize` suite's summary (`QuantizeData`): the timings, and over seeds each scheme's
+loss, C33's SwiGLU quantizations and every layer's merged-vs-separate comparison. No PyTorch."""
 
 from __future__ import annotations
 
@@ -22,6 +19,7 @@ from blocklab.experiments.suites.base import (
 from blocklab.experiments.suites.quantize.runs import QualityRecord
 from blocklab.experiments.suites.quantize.timing import QuantTiming, timed_runs, timing_table
 from blocklab.experiments.summaries import Interval, Summary, Table
+from blocklab.jsonio import decode
 
 
 # --- what the summary holds -----------------------------------------------------------------------
@@ -63,12 +61,9 @@ class QuantizeData:
     merged_per_tensor_max_diff: float
     # per-tensor merged scale / max(gate scale, up scale), every layer and seed (1.0: the max)
     merged_scale_over_max: list[float]
-    # max / min of gate's and up's per-tensor int8 scales, every layer of every seed: merged under
-    # one per-tensor scale, the matrix with the smaller scale is quantized on a grid this many
-    # times coarser (1.0: equal scales, and merging costs nothing)
+    # max / min of gate's and up's per-tensor int8 scales, every layer of every seed
     gate_up_scale_ratio: list[float] = field(default_factory=list)
-    # val loss with gate|up merged under one per-tensor scale − each at its own, nats/token,
-    # paired by seed
+    # val loss with gate|up merged under one per-tensor scale − each at its own, paired
     merged_tensor_loss_penalty: Interval = Interval(0)
 
 
@@ -94,7 +89,7 @@ def merge_stats(records: Sequence[QualityRecord]) -> MergeStats:
 
 
 def scheme_quality(records: Sequence[QualityRecord]) -> list[QuantQuality]:
-    """One QuantQuality per scheme over the trained models (`quality_of_schemes`)."""
+    """One QuantQuality per scheme over the trained models."""
     if not records:
         return []
     quality = []
@@ -107,8 +102,8 @@ def scheme_quality(records: Sequence[QualityRecord]) -> list[QuantQuality]:
 
 
 def swiglu_summary(per_seed: Sequence[dict[str, SwigluError]]) -> list[SwigluQuant]:
-    """One SwigluQuant per scheme over the seeds' `swiglu_errors`, with the FFN output error
-    against the same granularity's separate scheme, 100·(error / separate's − 1) %, paired."""
+    """One SwigluQuant per scheme over the seeds, with the FFN output error against the same
+    granularity's separate scheme, 100·(error / separate's − 1) %, paired."""
     if not per_seed:
         return []
     out = []
@@ -134,7 +129,7 @@ def merged_tensor_loss_penalty(per_seed: Sequence[dict[str, SwigluError]]) -> In
 def summarise(options: RunOptions, results: Results) -> Summary:
     size, seeds = options.size, options.seeds
     timed = timed_runs(results)
-    trained = [(spec, QualityRecord.of(r, spec.label)) for spec, r in results
+    trained = [(spec, decode(QualityRecord, r.extra, spec.label)) for spec, r in results
                if spec.arm == "quality" and r.status == "ok"]
     records = [record for _, record in trained]
     quality = scheme_quality(records)

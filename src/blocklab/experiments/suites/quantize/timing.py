@@ -1,7 +1,5 @@
-"""What the `quantize` suite times: a random-weight DecoderLM of each timed shape in every int8
-scheme (`run_timing`, its `TimingRecord`), each scheme's speed-ups, bound and Amdahl estimate
-(`scheme_rows`, which `blocklab quantize` uses too) and a timing run's table (`timing_table`).
-"""
+"""What the `quantize` suite times (`run_timing`, its `TimingRecord`), each scheme's speed-ups,
+bound and Amdahl estimate (`scheme_rows`, `blocklab quantize` uses it too) and their table."""
 
 from __future__ import annotations
 
@@ -21,8 +19,8 @@ from blocklab.jsonio import decode
 
 @dataclass(frozen=True)
 class TimedShape:
-    """One timed SwiGLU DecoderLM: its shape, the prefill lengths, the decode steps on the first
-    one's KV cache, the repeats, and whether it runs compiled."""
+    """One timed SwiGLU DecoderLM: its shape, prefill lengths, decode steps on the first one's
+    KV cache, repeats, and whether it runs compiled."""
 
     d_model: int
     n_layers: int
@@ -34,7 +32,6 @@ class TimedShape:
     compile: bool
 
     def to_dict(self) -> dict[str, int | bool | list[int]]:
-        """Its JSON form (as a run's payload and its result's "spec" hold it)."""
         return {**dataclasses.asdict(self), "seq_lens": list(self.seq_lens)}
 
 
@@ -58,8 +55,7 @@ def timing_config(t: TimedShape) -> ModelConfig:
 
 
 def timing_payload(t: TimedShape) -> dict[str, Any]:
-    """A timing run's payload. "bounds": the runs time the free-layers models too; runs stored
-    before lack them."""
+    """A timing run's payload ("bounds": it times the free-layers models too)."""
     return {"suite": "quantize", "kind": "timing", "threads": THREADS, "bounds": "time-share",
             **t.to_dict()}
 
@@ -81,8 +77,8 @@ def run_timing(t: TimedShape) -> RunResult:
 # --- what it records ------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class TimingRecord:
-    """What a timing run stores (`run_timing`): the timed model, its shape, the CPU's int8
-    flags and what `measure_schemes` measured (its fields stored beside them)."""
+    """A timing run's record: the timed model, its shape, the CPU's int8 flags and what
+    `measure_schemes` measured (its fields stored beside them)."""
 
     model: dict[str, Any]
     spec: TimedShape
@@ -94,28 +90,18 @@ class TimingRecord:
         return ModelConfig.from_dict(self.model)
 
     def extra(self) -> dict[str, object]:
-        """The keys it adds to its run's stored JSON."""
         return {"kind": "timing", "model": self.model, "spec": self.spec.to_dict(),
                 "cpu_flags": self.cpu_flags, **dataclasses.asdict(self.times)}
 
     @classmethod
     def of(cls, result: RunResult, where: str) -> TimingRecord:
-        """The record of a stored timing run; ResultsError names what does not fit. (Its
-        "compile_s" is in `extra`, though a training run's field has the name.)"""
+        """The record of a stored timing run (its "compile_s" is in `extra`, though a
+        training run's field has the name); ResultsError names what does not fit."""
         fields = dict(result.extra)
-        expected = {"kind", "model", "spec", "cpu_flags", *_TIMES}
-        missing = sorted(expected - set(fields) - set(_FREE))
-        unknown = sorted(set(fields) - expected)
-        if missing or unknown or fields["kind"] != "timing":
-            raise ResultsError(f"{where}: {fields.get('kind')!r} is not a timing record "
-                               f"(missing {missing}, unknown {unknown})")
-        return decode(cls, {"model": fields["model"], "spec": fields["spec"],
-                            "cpu_flags": fields["cpu_flags"],
-                            "times": {name: fields.get(name) for name in _TIMES}}, where)
-
-
-_TIMES = tuple(f.name for f in dataclasses.fields(SchemeTimes))
-_FREE = ("free_prefill_s", "free_decode_s")  # absent from records made before the bounds
+        if fields.pop("kind", None) != "timing":
+            raise ResultsError(f"{where}: not a timing record")
+        times = {f.name: fields.pop(f.name, None) for f in dataclasses.fields(SchemeTimes)}
+        return decode(cls, {**fields, "times": times}, where)
 
 
 # --- each scheme's speed-ups, bound and estimate --------------------------------------------------

@@ -1,6 +1,5 @@
-"""The `width` suite's runs: arms and sizes, models and training, what a run measures (its
-loss at each prefix width, `train_arm`), the plan and each run's price.
-"""
+"""The `width` suite's arms, sizes, models, runs (`train_arm`: its loss at each prefix width),
+plan and prices."""
 
 from __future__ import annotations
 
@@ -27,8 +26,7 @@ if TYPE_CHECKING:
 # --- arms and sizes -------------------------------------------------------------------------------
 DATA = "stdlib"
 ARMS = ("ordinary", "nested", "narrow")  # (a), (b), (c) of the package's docstring
-# The one learning rate of every arm is tuned on this arm: the three share the architecture, and
-# nested-width methods train with their baseline's hyperparameters.
+# Every arm trains at the lr tuned on this one (nested methods reuse their baseline's).
 TUNED_ARM = "ordinary"
 # The prefix widths, as divisors of m: m, m/2, m/4.
 DIVISORS = (1, 2, 4)
@@ -36,7 +34,7 @@ DIVISORS = (1, 2, 4)
 
 @dataclass(frozen=True)
 class Size:
-    """Model and training budget of one suite size; `d_ff` is m, the ordinary model's width."""
+    """One suite size; `d_ff` is m, the ordinary model's width."""
 
     d_model: int
     n_layers: int
@@ -55,16 +53,13 @@ class Size:
 
     @property
     def widths(self) -> tuple[int, ...]:
-        """m, m/2, m/4: the widths nested training trains and every model is read at."""
         return tuple(self.d_ff // k for k in DIVISORS)
 
     @property
     def narrow(self) -> int:
-        """The width (c) trains at: m/2."""
         return self.d_ff // 2
 
     def width_of(self, arm: str) -> int:
-        """The intermediate width arm `arm` is built with."""
         return self.narrow if arm == "narrow" else self.d_ff
 
 
@@ -73,10 +68,8 @@ SIZES = {
                  d_ff=64, lr_grid=LrGrid((1e-3, 3e-3, 1e-2), 3.0, max_extensions=1),
                  tuning_seeds=1, warmup_steps=0, eval_every=0, eval_batches=1,
                  final_eval_fraction=FINAL_EVAL_FRACTION["tiny"]),
-    # The ffn suite's quick model and budget (d 64 × 2 layers, 300 steps of 1,024 tokens) with
-    # m = 192: Llama's 8d/3 rounded up to a multiple of 64, so m/2 and m/4 are whole. The
-    # ×3 grid's interior optimum is refined at ×√3 either side (`LrGrid.refine`), on two
-    # tuning seeds.
+    # The ffn suite's quick model and budget with m = 192: Llama's 8d/3 rounded up to a
+    # multiple of 64, so m/2 and m/4 are whole.
     "quick": Size(d_model=64, n_layers=2, n_heads=4, seq_len=64, batch_size=16, steps=300,
                   d_ff=192, lr_grid=LrGrid((3e-3, 1e-2, 3e-2), 3.0, refine=True),
                   tuning_seeds=2,
@@ -91,7 +84,7 @@ SIZES = {
 
 # --- models and training --------------------------------------------------------------------------
 def model_config(arm: str, size: Size, d_ff: int | None = None) -> ModelConfig:
-    """The arm's model: the ffn suite's SwiGLU decoder at the arm's width (`d_ff`: another)."""
+    """The ffn suite's SwiGLU decoder at the arm's width (`d_ff`: another)."""
     width = size.width_of(arm) if d_ff is None else d_ff
     return ModelConfig(vocab_size=256, d_model=size.d_model, n_layers=size.n_layers,
                        n_heads=size.n_heads, ffn="swiglu", d_ff=width,
@@ -100,8 +93,7 @@ def model_config(arm: str, size: Size, d_ff: int | None = None) -> ModelConfig:
 
 def train_config(arm: str, size: Size, options: RunOptions, seed: int, lr: float
                  ) -> TrainConfig:
-    """The same optimisation for every arm; the nested arm's loss is the mean over the
-    size's widths (`TrainConfig.nested_widths`)."""
+    """The same optimisation for every arm; the nested arm's loss is the mean over widths."""
     from blocklab.experiments.trainer import TrainConfig
 
     return TrainConfig.for_run(
@@ -126,8 +118,7 @@ def scale(size: str, claim: str) -> Scale:
 
 # --- what a run measures --------------------------------------------------------------------------
 def width_losses(model: nn.Module, tc: TrainConfig, widths: tuple[int, ...]) -> dict[str, float]:
-    """{str(k): validation loss with every FFN at its first k channels}, on the windows the
-    trainer's end-of-run evaluation scores (the whole width reads the run's own val_loss)."""
+    """{str(k): val loss with every FFN at its first k channels} on the trainer's final windows."""
     from blocklab.experiments.data import load_corpus
     from blocklab.experiments.trainer import evaluate, final_batch_tokens, final_windows
     from blocklab.nn.ffn import narrowed
@@ -143,8 +134,7 @@ def width_losses(model: nn.Module, tc: TrainConfig, widths: tuple[int, ...]) -> 
 
 def train_arm(mc: ModelConfig, tc: TrainConfig, data: str, progress: Any = False,
               label: str | None = None, *, widths: tuple[int, ...] = ()) -> RunResult:
-    """One trainer run of `mc` under `tc`, then its loss at each of `widths` in
-    `extra["width_loss"]` (none for a run that failed: its weights are not a model to read)."""
+    """A trainer run, then its loss at each of `widths` in `extra["width_loss"]` (if it trained)."""
     from blocklab.experiments.trainer import train
 
     model, result = train(mc, tc, data, progress=progress, label=label)
@@ -155,7 +145,6 @@ def train_arm(mc: ModelConfig, tc: TrainConfig, data: str, progress: Any = False
 
 # --- the plan -------------------------------------------------------------------------------------
 def read_widths(arm: str, size: Size) -> tuple[int, ...]:
-    """The widths a run of `arm` is read at: every prefix width its model has."""
     return tuple(k for k in size.widths if k <= size.width_of(arm))
 
 
@@ -170,8 +159,7 @@ def _spec(kind: str, arm: str, size: Size, options: RunOptions, seed: int, lr: f
 
 
 def tune(options: RunOptions, tuned: Results = ()) -> list[RunSpec]:
-    """The tuning stage: the ordinary arm at every lr of its grid (grown at an edge from the
-    results `tuned` so far), on the tuning seeds."""
+    """The ordinary arm at every lr of its grid (grown from `tuned`) on the tuning seeds."""
     size = SIZES[options.size]
     grid = tune_arm(size.lr_grid, lr_trials(tuned), TUNED_ARM, size.d_model).grid
     return [_spec("tune", TUNED_ARM, size, options, seed, lr,
@@ -180,12 +168,12 @@ def tune(options: RunOptions, tuned: Results = ()) -> list[RunSpec]:
 
 
 def tuning(size: Size, trials: list[LrTrial]) -> ArmTuning:
-    """The ordinary arm's tuning (the lr every arm trains at)."""
+    """The ordinary arm's tuning: the lr every arm trains at."""
     return tune_arm(size.lr_grid, trials, TUNED_ARM, size.d_model)
 
 
 def plan(options: RunOptions, tuned: Results) -> list[RunSpec]:
-    """Every arm at the ordinary arm's tuned lr on the options' seeds, in its precision."""
+    """Every arm at the ordinary arm's tuned lr on the options' seeds."""
     size = SIZES[options.size]
     lr = tuning(size, lr_trials(tuned)).lr
     return [_spec("train", arm, size, options, seed, lr, f"width {arm} seed {seed}")
@@ -193,8 +181,7 @@ def plan(options: RunOptions, tuned: Results) -> list[RunSpec]:
 
 
 def price(spec: RunSpec, cal) -> float | None:
-    """A training run priced as the trainer's, nested training as one per nested width (a
-    step runs the model at each), then one evaluation per width read, priced as a step."""
+    """The trainer's (nested: one per width), then one step per width read."""
     from blocklab.experiments.estimate import TrainShape, training_s
 
     payload = spec.payload

@@ -1,7 +1,5 @@
-"""The `width` suite's summary (`WidthData`, frozen dataclasses decoded field by field): each
-arm's loss at each width, the three contrasts C37 grades (paired by seed), each width's
-parameters and FLOPs, and the tables. No PyTorch.
-"""
+"""The `width` suite's summary (`WidthData`): each arm's loss at each width, the contrasts C37
+grades (paired by seed), each width's parameters and FLOPs. No PyTorch."""
 
 from __future__ import annotations
 
@@ -26,8 +24,7 @@ from blocklab.experiments.summaries import ArmTuning, Interval, LrTrial, Summary
 # --- what the summary holds -----------------------------------------------------------------------
 @dataclass(frozen=True)
 class WidthPoint:
-    """One prefix width k: what a model read at k costs (`blocklab.budget`: a slice is a model
-    of width k) and each arm's validation loss there, over its seeds (where it has width k)."""
+    """One prefix width k: what a model of width k costs and each arm's val loss there."""
 
     width: int
     params: int  # the whole model's parameters at width k
@@ -73,14 +70,13 @@ def _loss_at(result: RunResult | None, width: int) -> float | None:
 
 
 def _relative(a: list[float | None], b: list[float | None]) -> Interval:
-    """100·(a − b)/b per seed where both exist: its mean and 95% interval."""
+    """100·(a − b)/b per seed, over seeds."""
     return mean_ci([None if x is None or y is None else 100.0 * (x - y) / y
                     for x, y in zip(a, b, strict=True)])
 
 
 def width_cost(size: Size, width: int) -> tuple[int, int, int]:
-    """(model parameters, FFN parameters, forward FLOPs per token of a prefill at seq_len) of
-    the model read at `width`, by `blocklab.budget`."""
+    """(params, FFN params, forward FLOPs per token at seq_len) at `width` (`blocklab.budget`)."""
     from blocklab.budget.flops import prefill_flops
     from blocklab.budget.params import count_params
 
