@@ -197,22 +197,6 @@ def test_llama_hidden_size_the_heads_do_not_divide_even_with_head_dim():
     assert "head-dim" not in codes(diagnose(mistral))
 
 
-@pytest.mark.parametrize("change, needles", [
-    ({"rope_scaling": {"rope_type": "linear", "factor": 2},
-      "rope_parameters": {"rope_type": "default", "rope_theta": 500000}},
-     ["rope_scaling and rope_parameters disagree"]),
-    ({"rope_scaling": {"rope_type": "yarn", "factor": 4, "original_max_position_embeddings": -5}},
-     ["rope_scaling.original_max_position_embeddings=-5"]),
-    ({"rope_theta": 10000, "rope_parameters": {"rope_type": "default", "rope_theta": 500000}},
-     ["rope_parameters.rope_theta=500000", "rope_theta=10000"]),
-])
-def test_two_keys_that_disagree_are_bad_input_not_a_finding(change, needles):
-    with pytest.raises(ValueError) as caught:
-        diagnose({**LLAMA, **change}, serve_len=8192)
-    for needle in needles:
-        assert needle in str(caught.value)
-
-
 QWEN_WINDOWED = dict(model_type="qwen2", vocab_size=128, hidden_size=64, intermediate_size=171,
                      num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
                      max_position_embeddings=64, use_sliding_window=True, sliding_window=8)

@@ -4,17 +4,12 @@ import json
 
 import pytest
 
-from blocklab.budget import count_params, list_zoo, load_zoo, resolve_model
-from blocklab.budget.zoo import ZOO_FIELDS
+from blocklab.budget import count_params, load_zoo, resolve_model
 
 EXPECTED = {"llama-2-7b", "meta-llama-3-8b", "llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b",
             "llama-3.2-1b", "mistral-7b-v0.1", "qwen2.5-0.5b", "qwen2.5-7b", "qwen3-8b",
             "gemma-2-2b", "gpt2", "bert-base-uncased", "page-001-example", "mpt-7b",
             "chatglm2-6b", "deepseek-llm-7b-base", "gemma-7b", "llama-4-scout-17b-16e"}
-
-
-def test_zoo_lists_the_bundled_models():
-    assert EXPECTED <= set(list_zoo())
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
@@ -27,13 +22,6 @@ def test_computed_total_equals_published_count(name):
         assert len(entry.params_source) > 20 and "no published" in entry.params_source.lower()
     else:
         assert total == entry.published_params, f"{name}: {total:,} != {entry.published_params:,}"
-
-
-def test_entries_have_every_field():
-    for name in list_zoo():
-        entry = load_zoo(name)
-        assert all(hasattr(entry, f) for f in ZOO_FIELDS)
-        assert isinstance(entry.config, dict) and entry.params_source
 
 
 def test_unknown_name_suggests_close_names():

@@ -82,8 +82,6 @@ def test_consistent_sharded_checkpoint_loads_as_the_single_file(tmp_path):
 
 @pytest.mark.parametrize("name", [NORM, "model.layers.0.self_attn.rotary_emb.inv_freq"])
 def test_index_naming_a_tensor_its_shard_lacks_is_refused(tmp_path, name):
-    # A buffer load_hf ignores (inv_freq) used to pass unnoticed; a weight was reported only as
-    # "missing", without the index or the shard.
     tensors = _saved(tmp_path)
     shards, weight_map = _split(tensors)
     if name == NORM:
@@ -109,7 +107,6 @@ def test_tensor_in_a_shard_the_index_does_not_name_is_refused(tmp_path):
 
 
 def test_tensor_in_two_shards_is_refused(tmp_path):
-    # It used to load, the shard sorted last silently winning over the one the index names.
     tensors = _saved(tmp_path)
     shards, weight_map = _split(tensors)
     shards["s1.safetensors"][NORM] = shards["s2.safetensors"][NORM] * 3
@@ -118,7 +115,6 @@ def test_tensor_in_two_shards_is_refused(tmp_path):
 
 
 def test_single_file_beside_an_index_is_refused(tmp_path):
-    # Both used to be there after save_hf over a sharded checkpoint; model.safetensors won.
     tensors = _saved(tmp_path)
     (tmp_path / INDEX).write_text(json.dumps({"weight_map": dict.fromkeys(tensors,
                                                                           "model.safetensors")}))
@@ -149,7 +145,6 @@ def test_tied_head_that_differs_is_refused_and_loads_untied(tmp_path):
 
 # --- one dtype --------------------------------------------------------------------------------
 def test_mixed_dtypes_are_refused_without_dtype(tmp_path):
-    # A bf16 embedding used to cast the whole float32 model to bf16.
     tensors = _saved(tmp_path)
     _write(tmp_path, tensors | {EMBED: tensors[EMBED].bfloat16()})
     message = _refused(tmp_path, "bfloat16 (model.embed_tokens.weight)", "float32 (", "dtype=")

@@ -68,12 +68,11 @@ CONFIGS = {
 }
 
 
-# "compiled" on one config: each compile costs seconds, and the ops it traces are the same.
-CASES = [("fast", config) for config in CONFIGS] + [("compiled", "llama")]
+# "compiled" once, in bf16: each compile costs seconds (test_model compiles the fp32 one).
+CASES = [("fast", config, precision) for config in CONFIGS for precision in ("fp32", "bf16")]
 
 
-@pytest.mark.parametrize("precision", ["fp32", "bf16"])
-@pytest.mark.parametrize("backend,config", CASES)
+@pytest.mark.parametrize("backend,config,precision", CASES + [("compiled", "llama", "bf16")])
 def test_backend_matches_reference_values_and_gradients(backend, config, precision):
     torch.compiler.reset()
     ref, model = _pair(backend, precision, **CONFIGS[config])

@@ -120,22 +120,6 @@ def test_unsupported_options_raise_naming_the_field(field, value):
         DecoderLM(ModelConfig(**{**TINY, field: value}))
 
 
-def test_fused_projections_compute_the_same_function():
-    plain = _model()
-    fused = DecoderLM(plain.config, packed_gate_up=True, packed_qkv=True)
-    state = plain.state_dict()
-    for i in range(plain.config.n_layers):
-        ffn, attn = f"layers.{i}.ffn.", f"layers.{i}.attention."
-        state[ffn + "gate_up_proj.weight"] = torch.cat(
-            (state.pop(ffn + "gate_proj.weight"), state.pop(ffn + "up_proj.weight")))
-        state[attn + "qkv_proj.weight"] = torch.cat(
-            [state.pop(attn + f"{p}_proj.weight") for p in "qkv"])
-    fused.load_state_dict(state)
-    ids = _ids()
-    with torch.no_grad():
-        assert_close(fused(ids), plain(ids), atol=1e-6, rtol=1e-6)
-
-
 def test_tied_embeddings_share_one_tensor():
     model = DecoderLM(ModelConfig(**TINY, tie_embeddings=True))
     assert model.lm_head.weight is model.embed_tokens.weight

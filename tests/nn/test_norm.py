@@ -1,6 +1,5 @@
 """blocklab.nn.norm against Hugging Face, float64 hand formulas and closed-form Jacobians."""
 
-import math
 
 import pytest
 import torch
@@ -136,25 +135,6 @@ def test_layernorm_matches_float64_formula(bias):
     assert_close(norm(x), expected, atol=1e-12, rtol=1e-12)
 
 
-def test_page_example_shift_changes_rmsnorm_not_layernorm():
-    # The page's x = [1, 3] with eps = 0: RMSNorm [1/√5, 3/√5], LayerNorm [-1, 1]; shifting to
-    # [3, 5] leaves LayerNorm unchanged and changes RMSNorm.
-    rms, ln = RMSNorm(2, eps=0.0).double(), LayerNorm(2, eps=0.0).double()
-    x = torch.tensor([1.0, 3.0], dtype=torch.float64)
-    assert_close(rms(x), torch.tensor([1, 3], dtype=torch.float64) / math.sqrt(5), **EXACT)
-    assert_close(ln(x), torch.tensor([-1.0, 1.0], dtype=torch.float64), atol=1e-15, rtol=0)
-    assert_close(ln(x + 2), ln(x), atol=1e-15, rtol=0)
-    assert not torch.allclose(rms(x + 2), rms(x))
-
-
-def test_rmsnorm_is_per_head_qk_norm_on_last_axis():
-    head_dim = 8
-    norm = _random_weight(RMSNorm(head_dim))
-    q = randn(2, 4, 5, head_dim)  # [B, n_heads, T, head_dim]
-    per_vector = torch.stack([norm(v) for v in q.reshape(-1, head_dim)]).reshape(q.shape)
-    assert_close(norm(q), per_vector, **EXACT)
-
-
 # --- Jacobians in float64 against closed forms -----------------------------------------------
 def test_rmsnorm_jacobian_matches_closed_form():
     d, eps = 5, 1e-6
@@ -190,8 +170,6 @@ def test_initial_gain_is_one_and_parameters_are_as_documented():
     ln = LayerNorm(D)
     assert torch.equal(ln.weight, torch.ones(D)) and torch.equal(ln.bias, torch.zeros(D))
     assert LayerNorm(D, bias=False).bias is None
-    assert sum(p.numel() for p in LayerNorm(D).parameters()) == 2 * D
-    assert sum(p.numel() for p in LayerNorm(D, bias=False).parameters()) == D
 
 
 def test_registry_matches_config_and_build_norm():

@@ -4,25 +4,9 @@ import warnings
 import numpy as np
 import pytest
 
-from blocklab.reference import (
-    gelu,
-    gelu_tanh,
-    relu,
-    relu_grad,
-    sigmoid,
-    silu,
-    silu_grad,
-)
+from blocklab.reference import gelu, gelu_tanh, relu, relu_grad, sigmoid, silu, silu_grad
 
-ALL = [
-    sigmoid,
-    silu,
-    silu_grad,
-    relu,
-    relu_grad,
-    gelu,
-    gelu_tanh,
-]
+ALL = [sigmoid, silu, silu_grad, relu, relu_grad, gelu, gelu_tanh]
 GRID = np.linspace(-8.0, 8.0, 321)
 EXTREMES = np.array([-1e308, -1e300, -1e20, -800.0, -40.0, 0.0, 40.0, 800.0, 1e20, 1e300, 1e308])
 

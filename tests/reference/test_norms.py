@@ -36,8 +36,6 @@ def rms(x):
 
 
 # --- page values (C05, C06, C08) ------------------------------------------------------------
-
-
 def test_page_example_one_three():
     stats = norm_statistics([1.0, 3.0], eps=0.0)
     assert set(stats) == STAT_KEYS
@@ -53,13 +51,6 @@ def test_page_example_with_default_eps_to_1e6():
     stats = norm_statistics([1.0, 3.0])
     np.testing.assert_allclose(stats["rmsnorm"], [0.447214, 1.341641], atol=1e-6)
     np.testing.assert_allclose(stats["layernorm"], [-1.0, 1.0], atol=1e-6)
-
-
-def test_return_types():
-    stats = norm_statistics([1, 3])
-    assert all(type(stats[k]) is float for k in ("mean", "square_mean", "variance"))
-    assert stats["rmsnorm"].dtype == stats["layernorm"].dtype == np.float64
-    assert stats["jacobian"].shape == (2, 2)
 
 
 def test_zero_input_with_positive_eps_gives_zeros():
@@ -114,20 +105,7 @@ def test_rejects_bad_eps(eps):
         norm_statistics([1.0, 3.0], eps=eps)
 
 
-@PROPERTY
-@given(vectors(), EPS)
-def test_square_mean_is_variance_plus_mean_squared(x, eps):
-    assume(rms(x) >= 1e-3)
-    assume(eps > 0 or np.ptp(x) > 0)
-    stats = norm_statistics(x, eps)
-    assert stats["square_mean"] == pytest.approx(
-        stats["variance"] + stats["mean"] ** 2, rel=1e-12, abs=1e-12
-    )
-
-
 # --- rmsnorm / layernorm with gain and bias -------------------------------------------------
-
-
 def test_rmsnorm_alone_accepts_constant_input_at_zero_eps():
     np.testing.assert_allclose(rmsnorm([2.0, 2.0], eps=0.0), [1.0, 1.0])
 
@@ -168,8 +146,6 @@ def test_layernorm_rejects_bad_bias_and_constant_input():
 
 
 # --- Jacobians against central differences (C06, C14) --------------------------------------
-
-
 @PROPERTY
 @given(vectors(), EPS, st.booleans(), st.data())
 def test_rmsnorm_jacobian_matches_central_differences(
@@ -199,24 +175,11 @@ def test_layernorm_jacobian_matches_central_differences(
     assert_jacobian_close(analytic, numeric)
 
 
-def test_jacobians_are_symmetric_with_unit_gain():
-    x = np.array([0.3, -1.2, 2.5, 0.7])
-    for jac in (rmsnorm_jacobian(x), layernorm_jacobian(x)):
-        np.testing.assert_allclose(jac, jac.T, atol=1e-15)
-
-
-def test_layernorm_jacobian_annihilates_the_ones_direction():
-    # Shifting every channel equally does not move LayerNorm: J 1 = 0.
-    x = np.array([0.3, -1.2, 2.5, 0.7])
-    np.testing.assert_allclose(layernorm_jacobian(x, 1e-3) @ np.ones(4), 0.0, atol=1e-15)
-
-
 # --- radial action and scale (in)variance (C06, C07) -----------------------------------------
-
-
 @PROPERTY
-@given(vectors(), st.sampled_from([1e-6, 1e-2, 0.5, 2.0]))
+@given(vectors(), st.sampled_from([0.0, 1e-6, 1e-2, 0.5, 2.0]))
 def test_radial_action_equals_eps_x_over_s_cubed(x, eps):
+    assume(eps > 0 or rms(x) >= 1e-3)
     s = math.sqrt(float(np.mean(x * x)) + eps)
     expected = eps * x / s**3
     # J x subtracts two terms of size |x| / s; its rounding is a few ulps of that.
@@ -226,25 +189,11 @@ def test_radial_action_equals_eps_x_over_s_cubed(x, eps):
 
 
 @PROPERTY
-@given(vectors())
-def test_radial_action_vanishes_at_zero_eps(x):
-    assume(rms(x) >= 1e-3)
-    np.testing.assert_allclose(radial_action(x, 0.0), 0.0, atol=1e-13)
-
-
-@PROPERTY
 @given(vectors(), st.floats(1e-3, 1e3))
 def test_positive_scale_invariance_at_zero_eps(x, a):
     assume(rms(x) >= 1e-3)
     assert np.max(np.abs(rmsnorm(a * x, 0.0) - rmsnorm(x, 0.0))) <= 1e-12
     assert scale_invariance_gap(x, a, 0.0) == 0.0
-
-
-@PROPERTY
-@given(vectors(), st.floats(1e-3, 1e3))
-def test_negative_scale_flips_the_sign_at_zero_eps(x, a):
-    assume(rms(x) >= 1e-3)
-    np.testing.assert_allclose(rmsnorm(-a * x, 0.0), -rmsnorm(x, 0.0), atol=1e-12)
 
 
 @PROPERTY
@@ -271,8 +220,6 @@ def test_scale_gap_errors():
 
 
 # --- shift/scale table (C05, C07) -----------------------------------------------------------
-
-
 def _by_key(rows):
     return {(r["transform"], r["norm"]): r for r in rows}
 

@@ -12,7 +12,6 @@ from blocklab.reference import (
     rmsnorm_jacobian,
 )
 
-KEYS = {"pre", "post", "pre_jacobian", "post_jacobian"}
 X = np.array([1.0, 3.0])
 DIAG = np.diag([2.0, -1.0])
 
@@ -31,13 +30,6 @@ def _rms(v):
 
 
 # The page's zero-sublayer example (C09) is `blocklab verify`'s worked check.
-def test_return_types_and_list_input():
-    out = residual_paths([1, 3], [[0, 0], [0, 0]])
-    assert set(out) == KEYS
-    assert out["pre"].dtype == out["post"].dtype == np.float64
-    assert out["pre_jacobian"].shape == out["post_jacobian"].shape == (2, 2)
-
-
 def test_closed_forms_with_a_general_matrix():
     a = np.array([[0.5, -1.0], [2.0, 0.25]])
     eps = 1e-6
@@ -54,8 +46,6 @@ def test_closed_forms_with_a_general_matrix():
 
 
 # --- order of the matrix product ------------------------------------------------------------
-
-
 def test_diagonal_matrix_does_not_commute_with_the_norm_jacobian():
     result = commutator(DIAG, X)
     assert set(result) == {"a_jn", "jn_a", "max_difference"}
@@ -74,9 +64,7 @@ def test_pre_norm_jacobian_uses_a_times_jn():
 
 
 # --- Jacobians against central differences (C09, C14) --------------------------------------
-
-
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(block_inputs())
 def test_pre_jacobian_matches_central_differences(assert_jacobian_close, args):
     x, a, eps = args
@@ -87,7 +75,7 @@ def test_pre_jacobian_matches_central_differences(assert_jacobian_close, args):
     assert_jacobian_close(analytic, numeric)
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(block_inputs())
 def test_post_jacobian_matches_central_differences(assert_jacobian_close, args):
     x, a, eps = args
@@ -99,8 +87,6 @@ def test_post_jacobian_matches_central_differences(assert_jacobian_close, args):
 
 
 # --- errors ---------------------------------------------------------------------------------
-
-
 @pytest.mark.parametrize(
     "matrix, match",
     [

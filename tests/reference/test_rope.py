@@ -1,4 +1,3 @@
-import math
 
 import numpy as np
 import pytest
@@ -51,27 +50,6 @@ def test_frequencies():
     np.testing.assert_allclose(rope_frequencies(8, 10000.0), [1.0, 0.1, 0.01, 0.001], rtol=1e-15)
 
 
-def test_explicit_pairs_for_each_layout():
-    x = np.array([1.0, 0.0, 0.0, 0.0])
-    # Pair 0 has angle = position * 1.
-    np.testing.assert_allclose(
-        rope_rotate(x, 1.0, layout="half_split"), [math.cos(1), 0.0, math.sin(1), 0.0], atol=1e-16
-    )
-    np.testing.assert_allclose(
-        rope_rotate(x, 1.0, layout="interleaved"), [math.cos(1), math.sin(1), 0.0, 0.0], atol=1e-16
-    )
-
-
-def test_quarter_turn():
-    np.testing.assert_allclose(rope_rotate([1.0, 0.0], math.pi / 2), [0.0, 1.0], atol=1e-16)
-
-
-@pytest.mark.parametrize("layout", LAYOUTS)
-def test_position_zero_is_identity(layout):
-    x = np.array([0.3, -1.0, 2.0, 0.5, 4.0, -2.5])
-    np.testing.assert_array_equal(rope_rotate(x, 0, layout=layout), x)
-
-
 @PROPERTY
 @given(query_key(), st.integers(-4096, 4096), st.sampled_from([10000.0, 500000.0]))
 def test_matches_independent_forms(qk, position, base):
@@ -81,28 +59,6 @@ def test_matches_independent_forms(qk, position, base):
     )
     np.testing.assert_allclose(
         rope_rotate(x, position, base, "interleaved"), _complex_rope(x, position, base), atol=1e-12
-    )
-
-
-@PROPERTY
-@given(query_key(), st.integers(0, 4096))
-def test_layouts_differ_only_by_a_channel_permutation(qk, position):
-    x, _ = qk
-    order = np.concatenate([np.arange(0, x.shape[0], 2), np.arange(1, x.shape[0], 2)])
-    # Gathering even channels then odd ones turns interleaved pairs into half-split pairs.
-    np.testing.assert_allclose(
-        rope_rotate(x, position, layout="interleaved")[order],
-        rope_rotate(x[order], position, layout="half_split"),
-        atol=1e-15,
-    )
-
-
-@PROPERTY
-@given(query_key(), st.integers(0, 4096), st.sampled_from(LAYOUTS))
-def test_rotation_preserves_the_norm(qk, position, layout):
-    x, _ = qk
-    assert np.linalg.norm(rope_rotate(x, position, layout=layout)) == pytest.approx(
-        np.linalg.norm(x), rel=1e-13, abs=1e-13
     )
 
 

@@ -175,24 +175,18 @@ def test_overflow_is_refused_naming_the_value(case):
     _refused(call, match)
 
 
-def test_swiglu_refuses_what_norm_statistics_refuses():
-    # The same finite input: both refuse it now, neither returns inf.
-    _refused(lambda: norm_statistics([BIG, 1.0]), r"mean\(x\^2\) overflows float64")
-    _refused(lambda: swiglu([BIG, 1.0], [[BIG, 0.0], [0.0, 1.0]], EYE2, EYE2), r"overflows")
-
-
-# --- finite results that used to be lost to intermediate under- or overflow ---------------------
+# --- finite results an intermediate under- or overflow must not lose ----------------------------
 def test_jacobians_of_tiny_inputs_are_finite_and_scale_as_1_over_c():
     x, c = np.array([1.0, 2.0]), 1e-150
     for jacobian in (rmsnorm_jacobian, layernorm_jacobian):
-        tiny = jacobian(c * x, 0.0)  # s**3 ~ 1e-450 underflowed to 0 here before
+        tiny = jacobian(c * x, 0.0)  # s**3 ~ 1e-450 underflows to 0
         assert np.all(np.isfinite(tiny))
         np.testing.assert_allclose(tiny * c, jacobian(x, 0.0), rtol=1e-12, atol=1e-15)
 
 
 def test_scale_gap_of_tiny_inputs_and_huge_scales():
-    assert scale_invariance_gap([1e-160], 2.0, eps=0.0) == 0.0  # ZeroDivisionError before
-    # a * a = 1e320 overflowed before (gap inf); for a that large a / sqrt(a^2 q + eps) is
+    assert scale_invariance_gap([1e-160], 2.0, eps=0.0) == 0.0
+    # a * a = 1e320 overflows; for a that large a / sqrt(a^2 q + eps) is
     # 1 / sqrt(q) to float64 precision, so the gap is max|x| (1/sqrt(q) - 1/sqrt(q + eps)).
     x, eps = np.array([1e-10, 2e-10]), 1e-6
     q = float(np.mean(x * x))

@@ -1,12 +1,7 @@
-"""Input checks shared by the reference functions.
-
-Every check raises ``InputError`` (a ``ValueError``) with a one-line message that names the bad
-value or shape and says what is allowed, so a caller can fix the input without reading the
-source. Only real numbers are accepted, as ``ModelConfig`` does: Python and NumPy ints and
-floats, and NumPy arrays of them. A string that looks like a number (``"1e-6"``), a bool (True
-is not 1 here), None or a complex number is refused, where ``np.asarray(..., dtype=float64)``
-would convert the first two silently. A result that overflows float64 although every input was
-finite is refused too (``check_overflow``), never returned as inf or NaN.
+"""Input checks shared by the reference functions: a one-line ``InputError`` naming the bad
+value and what is allowed. Only real numbers pass (a numeric string or a bool, which
+``np.asarray(..., dtype=float64)`` would convert silently, is refused); a result overflowing
+float64 from finite inputs is refused too (``check_overflow``).
 """
 
 from __future__ import annotations
@@ -47,10 +42,8 @@ def real_numbers(value, name: str, expected: str) -> np.ndarray:
 
 
 def check_overflow(where: str, results: dict, inputs: str) -> None:
-    """Refuse results that overflowed float64 although every input was finite (inf, or NaN
-    from inf − inf): ``InputError`` naming the first such result, where, and the inputs.
-    Compute the results under ``np.errstate(over="ignore", invalid="ignore")``: the error is
-    the report, not a RuntimeWarning before it."""
+    """``InputError`` naming the first of `results` that overflowed float64 (inf, or NaN from
+    inf − inf); compute them under ``np.errstate(over="ignore", invalid="ignore")``."""
     for name, value in results.items():
         arr = np.asarray(value, dtype=np.float64)
         bad = ~np.isfinite(arr)

@@ -1,10 +1,7 @@
 """Elementwise activations used by FFNs, and the derivatives the checks need, in float64.
 
-Every function accepts a scalar, a list or an array ``z`` of real numbers, of any shape, and
-returns a float64 result of the same shape (a NumPy scalar for scalar input); a string, a bool,
-None or a complex number raises ``InputError`` (a ``ValueError``). Non-finite entries propagate,
-as elementwise maps should; none of these functions warns or overflows for finite ``|z|`` up to
-the float64 maximum.
+Each maps real numbers ``z`` of any shape to float64 of the same shape (a NumPy scalar for a
+scalar); non-finite entries propagate, and no finite ``|z|`` overflows.
 
     sigmoid(z)   = 1 / (1 + exp(-z))
     silu(z)      = z sigmoid(z)                 silu'(z)    = sigmoid(z) (1 + z sigmoid(-z))
@@ -43,11 +40,8 @@ def _result(out: np.ndarray):
 
 
 def sigmoid(z):
-    """Logistic function ``1 / (1 + exp(-z))``, evaluated without overflow.
-
-    Two branches share ``e = exp(-|z|)``, which lies in (0, 1] and never overflows:
-    ``1 / (1 + e)`` for ``z >= 0`` and ``e / (1 + e)`` for ``z < 0``.
-    """
+    """``1 / (1 + exp(-z))`` without overflow: with ``e = exp(-|z|)`` in (0, 1],
+    ``1 / (1 + e)`` for ``z >= 0`` and ``e / (1 + e)`` for ``z < 0``."""
     z = _float64(z)
     e = np.exp(-np.abs(z))
     return _result(np.where(z >= 0, 1.0 / (1.0 + e), e / (1.0 + e)))
@@ -60,11 +54,8 @@ def silu(z):
 
 
 def silu_grad(z):
-    """``silu'(z) = sigmoid(z) + z sigmoid(z) (1 - sigmoid(z)) = sigmoid(z) (1 + z sigmoid(-z))``.
-
-    Non-zero on the whole negative half-axis (it tends to 0 only as ``z -> -inf``), unlike
-    ``relu'``.
-    """
+    """``silu'(z) = sigmoid(z) (1 + z sigmoid(-z))``: non-zero on the negative half-axis,
+    unlike ``relu'``."""
     z = _float64(z)
     return _result(np.asarray(sigmoid(z) * (1.0 + z * sigmoid(-z))))
 

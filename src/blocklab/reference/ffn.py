@@ -38,39 +38,26 @@ def _check_swiglu_inputs(x, gate_matrix, up_matrix, down_matrix):
     d = x.shape[0]
     m = w_g.shape[0]
     if w_g.shape[1] != d:
-        raise InputError(
-            f"gate_matrix has shape {w_g.shape}; its input width must equal len(x) = {d}"
-        )
+        raise InputError(f"gate_matrix has shape {w_g.shape}; its input width must equal "
+                         f"len(x) = {d}")
     if w_u.shape != w_g.shape:
-        raise InputError(
-            f"branch widths differ: up_matrix has shape {w_u.shape}, gate_matrix has shape "
-            f"{w_g.shape}; both must be [m, d] = [{m}, {d}]"
-        )
+        raise InputError(f"branch widths differ: up_matrix has shape {w_u.shape}, gate_matrix "
+                         f"has shape {w_g.shape}; both must be [m, d] = [{m}, {d}]")
     if w_d.shape[0] != d:
-        raise InputError(
-            f"down_matrix has shape {w_d.shape}; its output width must equal len(x) = {d}"
-        )
+        raise InputError(f"down_matrix has shape {w_d.shape}; its output width must equal "
+                         f"len(x) = {d}")
     if w_d.shape[1] != m:
-        raise InputError(
-            f"down_matrix has shape {w_d.shape}; its input width must equal the branch width "
-            f"m = {m}"
-        )
+        raise InputError(f"down_matrix has shape {w_d.shape}; its input width must equal the "
+                         f"branch width m = {m}")
     return x, w_g, w_u, w_d
 
 
 def swiglu(x, gate_matrix, up_matrix, down_matrix) -> dict:
-    """Bias-free SwiGLU of one token: ``y = W_d (SiLU(W_g x) (*) (W_u x))``.
+    """Bias-free SwiGLU of one token: ``y = W_d (SiLU(W_g x) (*) (W_u x))``; x: [d],
+    W_g, W_u: [m, d], W_d: [d, m].
 
-    Args:
-        x: input vector, [d].
-        gate_matrix: W_g, [m, d].
-        up_matrix: W_u, [m, d].
-        down_matrix: W_d, [d, m].
-
-    Returns:
-        ``gate`` g = W_g x [m], ``up`` u = W_u x [m], ``hidden`` h = SiLU(g) (*) u [m],
-        ``output`` y = W_d h [d] (float64 arrays); ``parameters`` = 3 d m matrix entries and
-        ``hidden_elements`` = m (ints).
+    Returns ``gate`` g = W_g x [m], ``up`` u = W_u x [m], ``hidden`` h = SiLU(g) (*) u [m],
+    ``output`` y = W_d h [d]; ``parameters`` = 3 d m and ``hidden_elements`` = m (ints).
     """
     x, w_g, w_u, w_d = _check_swiglu_inputs(x, gate_matrix, up_matrix, down_matrix)
     with np.errstate(over="ignore", invalid="ignore"):
@@ -98,17 +85,7 @@ def sliced_swiglu(x, gate_matrix, up_matrix, down_matrix, width) -> dict:
 
         y_k = W_d[:, :k] (SiLU(W_g[:k] x) (*) (W_u[:k] x))
 
-    The width control of nested-width FFNs (page 000's 2026 note on MoSE): one set of weights
-    read at several widths. Equal to the full SwiGLU with channels k … m−1 zeroed in any one
-    of the three matrices' dropped slices.
-
-    Args:
-        x, gate_matrix, up_matrix, down_matrix: as :func:`swiglu` (W_g, W_u: [m, d]; W_d: [d, m]).
-        width: k, an integer with 1 ≤ k ≤ m.
-
-    Returns:
-        :func:`swiglu`'s dict at width k (``gate``, ``up``, ``hidden``: [k]; ``parameters`` =
-        3 d k, ``hidden_elements`` = k).
+    with 1 ≤ k ≤ m (page 000's note on MoSE): :func:`swiglu`'s dict at width k.
     """
     x, w_g, w_u, w_d = _check_swiglu_inputs(x, gate_matrix, up_matrix, down_matrix)
     m = w_g.shape[0]
@@ -164,22 +141,16 @@ def ffn_budget(d: int, m: int, batch: int, seq_len: int, gated: bool, bias: bool
     """Parameter and intermediate-activation counts of one FFN, plain or gated.
 
     Plain ``W_2 phi(W_1 x)`` holds two matrices (W_1: [m, d], W_2: [d, m]); gated (SwiGLU) adds a
-    third input projection, so the up/gate side has two [m, d] matrices::
+    third [m, d] input projection::
 
         matrix_params = 2 d m (plain) or 3 d m (gated)
-        bias_params   = m + d (plain) or 2 m + d (gated): one bias per output row; 0 if not bias
-        branch_elements = B T m: one [B, T, m] intermediate branch; it grows with B and T while
-                          the parameters, shared by every token, do not
+        bias_params   = m + d (plain) or 2 m + d (gated); 0 if not bias
+        branch_elements = B T m: one [B, T, m] intermediate branch (grows with B and T; the
+                          parameters do not)
         intermediate_elements = branches * branch_elements, branches = 1 (plain) or 2 (gated)
 
-    These are counts, not peak memory: saving for backward, fusion and recomputation change what
-    is actually resident.
-
-    Returns:
-        dict of ints: ``matrix_params, bias_params, total_params, branch_elements, branches,
-        intermediate_elements``.
-
-    The counts are exact Python ints, whatever their size.
+    Counts, not peak memory; exact Python ints: ``matrix_params, bias_params, total_params,
+    branch_elements, branches, intermediate_elements``.
     """
     d = _positive_int(d, "d")
     m = _positive_int(m, "m")
@@ -204,9 +175,8 @@ def ffn_budget(d: int, m: int, batch: int, seq_len: int, gated: bool, bias: bool
 def equal_param_width(m0: int, multiple_of: int = 1) -> int:
     """Gated width whose 3 d m matrix parameters match a plain FFN of width ``m0`` (2 d m0).
 
-    ``3 d m = 2 d m0`` gives ``m = 2 m0 / 3``; the result is that value rounded UP to a multiple
-    of ``multiple_of``, i.e. the smallest allowed width with at least the plain budget. Integer
-    arithmetic throughout, so it is exact for any size.
+    ``3 d m = 2 d m0`` gives ``m = 2 m0 / 3``, rounded UP to a multiple of ``multiple_of``
+    (integer arithmetic, exact at any size).
     """
     m0 = _positive_int(m0, "m0")
     multiple_of = _positive_int(multiple_of, "multiple_of")
@@ -218,9 +188,8 @@ def llama_ffn_width(d: int, multiple_of: int = 256, ffn_dim_multiplier: float | 
 
     ``hidden = 4 d``; ``hidden = int(2 hidden / 3)``; if a multiplier is given,
     ``hidden = int(multiplier * hidden)``; then round up to a multiple of ``multiple_of``.
-    The float steps and truncations are kept as written there, so the widths agree exactly:
-    d = 4096 gives 11008 (Llama 1/2 7B, multiple_of 256) and 14336 with multiplier 1.3 and
-    multiple_of 1024 (Llama 3 8B).
+    Its float steps and truncations are kept, so d = 4096 gives 11008 (Llama 2 7B) and 14336
+    (Llama 3 8B: multiplier 1.3, multiple_of 1024).
     https://github.com/meta-llama/llama3/blob/main/llama/model.py
     """
     d = _positive_int(d, "d")
@@ -228,26 +197,18 @@ def llama_ffn_width(d: int, multiple_of: int = 256, ffn_dim_multiplier: float | 
     hidden = 4 * d
     hidden = int(2 * hidden / 3)
     if ffn_dim_multiplier is not None:
-        valid = (
-            isinstance(ffn_dim_multiplier, numbers.Real)
-            and not isinstance(ffn_dim_multiplier, bool)
-            and math.isfinite(ffn_dim_multiplier)
-            and ffn_dim_multiplier > 0
-        )
+        valid = (isinstance(ffn_dim_multiplier, numbers.Real)
+                 and not isinstance(ffn_dim_multiplier, bool)
+                 and math.isfinite(ffn_dim_multiplier) and ffn_dim_multiplier > 0)
         if not valid:
-            raise InputError(
-                f"ffn_dim_multiplier must be a positive real number or None, "
-                f"got {ffn_dim_multiplier!r}"
-            )
+            raise InputError(f"ffn_dim_multiplier must be a positive real number or None, "
+                             f"got {ffn_dim_multiplier!r}")
         scaled = ffn_dim_multiplier * hidden
         if not scaled <= MAX_SIZE:  # inf, or a width no config allows
-            raise InputError(
-                f"ffn_dim_multiplier={ffn_dim_multiplier!r} makes the width {scaled:g} for "
-                f"d={d}, beyond 2**53 = {MAX_SIZE}"
-            )
+            raise InputError(f"ffn_dim_multiplier={ffn_dim_multiplier!r} makes the width "
+                             f"{scaled:g} for d={d}, beyond 2**53 = {MAX_SIZE}")
         hidden = int(scaled)
     if hidden < 1:
-        raise InputError(
-            f"ffn_dim_multiplier={ffn_dim_multiplier!r} leaves no intermediate width for d={d}"
-        )
+        raise InputError(f"ffn_dim_multiplier={ffn_dim_multiplier!r} leaves no intermediate "
+                         f"width for d={d}")
     return multiple_of * ((hidden + multiple_of - 1) // multiple_of)

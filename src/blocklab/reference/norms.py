@@ -8,7 +8,6 @@ For x in R^d (the hidden channels of a single token; no batch statistics)::
     LayerNorm(x) = gain (*) (x - mu) / sigma + bias
 
 ``square_mean = variance + mu^2``: the two denominators agree only when the mean is zero.
-eps is the small positive constant in the denominator, not a learning rate.
 
 Shape legend: d = number of channels; vectors are [d], Jacobians [d, d] indexed [out, in].
 """
@@ -28,9 +27,8 @@ from ._validate import (
     describe,
 )
 
-# The rounding part of the shift/scale table's tolerance: outputs of a norm are O(1), so an
-# absolute 1e-12 is a few thousand ulps, far above rounding yet far below any real deviation.
-# At eps = 0 it is the whole tolerance; at eps > 0 `equality_tolerance` adds eps's bound.
+# The rounding part of the shift/scale table's tolerance: norm outputs are O(1), so 1e-12 is
+# far above rounding yet far below any real deviation.
 ROUNDING_TOL = 1e-12
 
 
@@ -39,10 +37,9 @@ def _squared(name: str) -> str:
 
 
 def _rms_scale(x: np.ndarray, eps: float, name: str = "x", role: str = "") -> float:
-    """s = sqrt(mean(x^2) + eps), rejecting a zero, underflowed or overflowed denominator.
-    `name` is what x is to the caller (``x``, ``x + A·x``), `role` a note after its values."""
-    # The page's formula is kept as written (no rescaling), so squares must stay in float64
-    # range; say so rather than return inf/0 or blame the caller for a zero input.
+    """s = sqrt(mean(x^2) + eps), rejecting a zero, underflowed or overflowed denominator (the
+    page's formula, unrescaled). `name` is what x is to the caller (``x + A·x``), `role` a note
+    after its values."""
     sq = _squared(name)
     with np.errstate(over="ignore", under="ignore"):
         square_mean = float(np.mean(x * x))
@@ -93,22 +90,16 @@ def _gain(gain, d: int) -> np.ndarray:
 def norm_statistics(x, eps=1e-6) -> dict:
     """Statistics, unit-gain RMSNorm and LayerNorm of ``x``, and the RMSNorm Jacobian.
 
-    Args:
-        x: one token's channels, [d].
-        eps: denominator constant, finite and >= 0.
-
-    Returns:
-        ``mean``, ``square_mean``, ``variance`` (floats); ``rmsnorm`` x / s and ``layernorm``
-        (x - mu) / sigma, [d]; ``jacobian`` of RMSNorm, I / s - x x^T / (d s^3), [d, d].
-        Both norms are computed, so a zero denominator in either (x all zero or constant at
-        eps = 0) refuses the call.
+    x: [d]; eps >= 0. Returns ``mean``, ``square_mean``, ``variance`` (floats); ``rmsnorm``
+    x / s and ``layernorm`` (x - mu) / sigma, [d]; ``jacobian`` of RMSNorm,
+    I / s - x x^T / (d s^3), [d, d]. A zero denominator in either norm refuses the call.
     """
     return _statistics(as_vector(x, "x"), as_eps(eps))
 
 
 def _statistics(x: np.ndarray, eps: float, name: str = "x", role: str = "") -> dict:
-    """:func:`norm_statistics` of an x and eps already checked; errors call x `name` (what it
-    is to the caller, as ``x + A·x``), with `role` after its values."""
+    """:func:`norm_statistics` of an x and eps already checked; `name`, `role` as
+    :func:`_rms_scale`."""
     s = _rms_scale(x, eps, name, role)
     c, sigma = _centred(x, eps, name, role)
     return {
@@ -260,14 +251,7 @@ def equality_tolerance(x, a, eps=1e-6, norm="rmsnorm") -> float:
 
         max_i |N(a x)_i - sign(a) N(x)_i| <= max|y / sqrt(m)| min(1, eps |1/a^2 - 1| / (2 m))
 
-    with max|y / sqrt(m)| <= sqrt(d). The bound is 0 at eps = 0 (the equalities are exact) and
-    at |a| = 1; for RMSNorm at eps = 1e-6, a = -3 and x = [1, 3, -2, 0.5] it is 2.0e-7.
-
-    Args:
-        x: one token's channels, [d].
-        a: the scale, finite and non-zero.
-        eps: denominator constant, finite and >= 0.
-        norm: "rmsnorm" or "layernorm".
+    with max|y / sqrt(m)| <= sqrt(d): 0 at eps = 0 and at |a| = 1. x: [d]; a finite, non-zero.
     """
     x = as_vector(x, "x")
     eps = as_eps(eps)
@@ -288,15 +272,6 @@ def equality_tolerance(x, a, eps=1e-6, norm="rmsnorm") -> float:
     return ROUNDING_TOL + moved / float(np.sqrt(np.mean(u * u)))
 
 
-def _transforms(x: np.ndarray, shift: float, scale: float, channel_scales: np.ndarray):
-    return {
-        "shift": x + shift,
-        "positive_scale": scale * x,
-        "negative_scale": -scale * x,
-        "per_channel_scale": channel_scales * x,
-    }
-
-
 def shift_scale_table(x, eps=1e-6, shift=2.0, scale=3.0, channel_scales=None) -> list[dict]:
     """Which transforms T leave N(T x) = N(x), or flip it to -N(x), for N in (RMSNorm,
     LayerNorm), unit gain.
@@ -304,16 +279,12 @@ def shift_scale_table(x, eps=1e-6, shift=2.0, scale=3.0, channel_scales=None) ->
     Transforms: ``shift`` x + shift; ``positive_scale`` scale x; ``negative_scale`` -scale x;
     ``per_channel_scale`` channel_scales (*) x (default 1, 2, ..., d).
 
-    Both equalities are judged to one tolerance per norm, ``equality_tolerance(x, scale, eps,
-    norm)``: rounding, plus at eps > 0 the most eps can move N under the table's scaling (so
-    at eps = 1e-6, N(-3 x) = -N(x) holds to its 2e-7 and reads as a sign flip; at eps = 0
-    the tolerance is rounding alone).
+    Both equalities are judged to ``equality_tolerance(x, scale, eps, norm)``.
 
-    Returns:
-        One row per (transform, norm), transforms outermost: ``transform``, ``norm``
-        (``"rmsnorm"`` or ``"layernorm"``), ``invariant`` (max_deviation <= tolerance),
-        ``max_deviation`` = max |N(T x) - N(x)|, ``sign_flip`` (sign_flip_deviation <=
-        tolerance), ``sign_flip_deviation`` = max |N(T x) + N(x)|, ``tolerance``.
+    Returns one row per (transform, norm), transforms outermost: ``transform``, ``norm``,
+    ``invariant`` (max_deviation <= tolerance), ``max_deviation`` = max |N(T x) - N(x)|,
+    ``sign_flip`` (sign_flip_deviation <= tolerance), ``sign_flip_deviation`` =
+    max |N(T x) + N(x)|, ``tolerance``.
     """
     x = as_vector(x, "x")
     eps = as_eps(eps)
@@ -328,7 +299,8 @@ def shift_scale_table(x, eps=1e-6, shift=2.0, scale=3.0, channel_scales=None) ->
         channel_scales = as_channel_vector(channel_scales, "channel_scales", d)
     norms = {"rmsnorm": lambda v: rmsnorm(v, eps), "layernorm": lambda v: layernorm(v, eps)}
     with np.errstate(over="ignore"):
-        transformed = _transforms(x, shift, scale, channel_scales)
+        transformed = {"shift": x + shift, "positive_scale": scale * x,
+                       "negative_scale": -scale * x, "per_channel_scale": channel_scales * x}
     check_overflow("shift_scale_table", transformed,
                    f"x={describe(x)}, shift={shift!r}, scale={scale!r}, channel_scales="
                    f"{describe(channel_scales)}")
@@ -339,15 +311,8 @@ def shift_scale_table(x, eps=1e-6, shift=2.0, scale=3.0, channel_scales=None) ->
             base, moved = norm(x), norm(tx)
             deviation = float(np.max(np.abs(moved - base)))
             flip = float(np.max(np.abs(moved + base)))
-            rows.append(
-                {
-                    "transform": name,
-                    "norm": norm_name,
-                    "invariant": deviation <= tolerance[norm_name],
-                    "max_deviation": deviation,
-                    "sign_flip": flip <= tolerance[norm_name],
-                    "sign_flip_deviation": flip,
-                    "tolerance": tolerance[norm_name],
-                }
-            )
+            rows.append({"transform": name, "norm": norm_name,
+                         "invariant": deviation <= tolerance[norm_name],
+                         "max_deviation": deviation, "sign_flip": flip <= tolerance[norm_name],
+                         "sign_flip_deviation": flip, "tolerance": tolerance[norm_name]})
     return rows
