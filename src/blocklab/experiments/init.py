@@ -58,17 +58,11 @@ def _init_norm(module: nn.Module) -> None:
             module.bias.zero_()
 
 
-def _layer_index(name: str) -> int | None:
-    """i of a module named `layers.<i>.…` (a decoder layer's part), else None."""
-    found = _LAYER.match(name)
-    return int(found.group(1)) if found else None
-
-
 def _linear_std(name: str, fan_in: int, n_layers: int, linear: str) -> float:
     """Normal std of a Linear weight under the "gpt2", "fan_in" or "depth" scheme."""
-    if linear == "depth":
-        i = _layer_index(name)
-        return STD if i is None else STD / math.sqrt(2 * (i + 1))
+    if linear == "depth":  # by the layer's own index, `layers.<i>.…`; the head at STD
+        layer = _LAYER.match(name)
+        return STD / math.sqrt(2 * (int(layer.group(1)) + 1)) if layer else STD
     base = 1 / math.sqrt(fan_in) if linear == "fan_in" else STD
     return base / math.sqrt(2 * n_layers) if name.endswith(_RESIDUAL_OUTPUTS) else base
 

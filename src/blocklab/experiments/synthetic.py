@@ -48,12 +48,6 @@ def _rng(seed: int) -> np.random.Generator:
     return np.random.default_rng(np.random.SeedSequence([_SYNTHETIC_STREAM, int(seed)]))
 
 
-def _example(text: str, answer: str, **extra) -> SyntheticExample:
-    tokens = np.frombuffer(text.encode("ascii"), dtype=np.uint8).copy()
-    positions = np.arange(tokens.size - len(answer), tokens.size, dtype=np.int64)
-    return SyntheticExample(tokens, positions, answer, **extra)
-
-
 def passkey_needle(key: str) -> str:
     return f"The pass key is {key}. Remember it. {key} is the pass key. "
 
@@ -75,7 +69,9 @@ def passkey_example(seed: int, length: int = 512, depth: float = 0.5) -> Synthet
     cut = min(boundaries, key=lambda b: (abs(b - depth * filler_len), b))
     text = filler[:cut] + needle + filler[cut:] + question
     realised = cut / filler_len if filler_len else depth
-    return _example(text, key, depth=realised, needle_start=cut)
+    tokens = np.frombuffer(text.encode("ascii"), dtype=np.uint8).copy()
+    positions = np.arange(tokens.size - len(key), tokens.size, dtype=np.int64)
+    return SyntheticExample(tokens, positions, key, depth=realised, needle_start=cut)
 
 
 def example_seeds(seed: int, n: int) -> list[int]:
