@@ -573,7 +573,6 @@ def interrupted(sink: CountingSink, where: str) -> Interrupted:
                        f"{where}; the same command runs only what is missing")
 
 
-# --- statistics --------------------------------------------------------------------------------
 def mean_ci(values: Sequence[float | None]) -> Interval:
     """Mean and 95% t-interval of the finite `values` (None bounds with fewer than two)."""
     xs = [float(v) for v in values if v is not None and math.isfinite(v)]

@@ -9,7 +9,7 @@ import pytest
 from blocklab.errors import ResultsError
 from blocklab.experiments.options import RunOptions
 from blocklab.experiments.run_result import RunResult
-from blocklab.experiments.suites import get_suite, run_suite
+from blocklab.experiments.suites import get_suite, load_summary
 from blocklab.experiments.suites.position import SUITE
 from blocklab.experiments.suites.position.runs import (
     PARAM_SCHEMES,
@@ -31,11 +31,10 @@ from blocklab.experiments.suites.position.summary import summarise
 from blocklab.experiments.suites.position.timing import COST_SCHEMES
 
 
-def test_tiny_suite_end_to_end(tmp_path):
-    suite = get_suite("position")
-    assert suite is SUITE
-    options = RunOptions.for_suite(suite, "tiny", 1)
-    summary = run_suite(suite, options, tmp_path, progress=False)
+def test_tiny_suite_end_to_end(tiny_runs):
+    assert get_suite("position") is SUITE
+    options = RunOptions.for_suite(SUITE, "tiny")
+    summary = load_summary(tiny_runs, "position", "tiny")
     L, mults = SIZES["tiny"].L, SIZES["tiny"].mults
     first = summary.tables[0]
     assert first.title == f"Loss (nats/token) on positions ≥ L, trained at L={L}"

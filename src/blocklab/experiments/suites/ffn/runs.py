@@ -26,7 +26,6 @@ if TYPE_CHECKING:
     from blocklab.experiments.trainer import TrainConfig
 
 
-# --- arms and sizes -------------------------------------------------------------------------------
 ARMS = ("relu", "gelu", "glu", "reglu", "geglu", "swiglu", "bilinear")
 BASELINE = "relu"
 DATA = "stdlib"
@@ -125,7 +124,6 @@ def rung(name: str, base: Size) -> Size:
 SIZES.update({name: rung(name, SIZES[ladder.BASE]) for name in ladder.RUNGS})
 
 
-# --- models and training --------------------------------------------------------------------------
 def ffn_width(arm: str, d_model: int) -> int:
     """d_ff of an arm: 4·d for plain FFNs, `equal_param_gated_width(4·d)` for gated ones."""
     from blocklab.nn.ffn import equal_param_gated_width
@@ -171,7 +169,6 @@ def scale(size: str, claim: str) -> Scale:
     return Scale.of(model_config("relu", s), s.steps * s.batch_size * s.seq_len)
 
 
-# --- what a run records ---------------------------------------------------------------------------
 @dataclass(frozen=True)
 class ZeroGradFraction:
     """C17: the fraction of FFN activation inputs with an exactly zero loss gradient."""
@@ -201,7 +198,6 @@ class StepTiming:
                                                                     "threads")}, where)
 
 
-# --- what a run measures --------------------------------------------------------------------------
 def zero_gradient_fraction(model, batch) -> float:
     """Fraction of FFN activation inputs z (gate_proj's output, or up_proj's in a plain FFN)
     whose loss gradient on `batch` [B, T + 1] is exactly zero: ∂loss/∂z = ∂loss/∂φ(z) · φ'(z)."""
@@ -284,7 +280,6 @@ def time_arms(size: Size, options: RunOptions, arms: tuple[str, ...] = ARMS) -> 
                      extra=asdict(timing))
 
 
-# --- the plan -------------------------------------------------------------------------------------
 def _train_spec(kind: str, arm: str, size: Size, options: RunOptions, seed: int, lr: float,
                 init: str, label: str, d_model: int | None = None) -> RunSpec:
     return training_spec(label, arm, seed, model_config(arm, size, d_model),

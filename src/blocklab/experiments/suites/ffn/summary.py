@@ -38,7 +38,6 @@ from blocklab.experiments.suites.tuning import counted_loss, lr_trials, mean_los
 from blocklab.experiments.summaries import ArmTuning, Interval, LrTrial, Summary, Table
 
 
-# --- what the summary holds -----------------------------------------------------------------------
 @dataclass(frozen=True)
 class FfnArm:
     """One FFN arm over its seeds; deltas arm − relu, paired by seed, over `counted` runs."""
@@ -104,7 +103,6 @@ class FfnData:
     lr_tuning: list[ArmTuning] = field(default_factory=list)
 
 
-# --- statistics -----------------------------------------------------------------------------------
 def interpolate(xs: Sequence[float], ys: Sequence[float | None], x: float) -> float | None:
     """The piecewise-linear curve through (xs, ys) at x (xs ascending); None outside it."""
     for i, (xi, yi) in enumerate(zip(xs, ys, strict=True)):
@@ -259,7 +257,6 @@ def size_record(size: Size, options: RunOptions) -> dict[str, Any]:
     return record
 
 
-# --- tables and notes -----------------------------------------------------------------------------
 def _fmt(value: float | None, digits: int = 4) -> str:
     return "—" if value is None else f"{value:.{digits}f}"
 

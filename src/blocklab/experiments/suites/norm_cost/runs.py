@@ -27,7 +27,6 @@ if TYPE_CHECKING:
     from blocklab.experiments.estimate import Calibration
 
 
-# --- sizes ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class KernelGrid:
     """One kernel run per (d, rows) shape and thread count: `repeats` blocks of about `block_s`,
@@ -130,7 +129,6 @@ def scale(size: str, claim: str) -> Scale:
                     q.steps * q.batch_size * q.seq_len)
 
 
-# --- planning ------------------------------------------------------------------------------------
 def _kernels_spec(grid: KernelGrid, d: int, rows: int, threads: int) -> RunSpec:
     payload = {"suite": "norm-cost", "kind": "kernels", "d": d, "rows": rows,
                "repeats": grid.repeats, "compile": grid.compile,
@@ -192,7 +190,6 @@ def plan(options: RunOptions, tuned: Results = ()) -> list[RunSpec]:
     return specs
 
 
-# --- pricing -------------------------------------------------------------------------------------
 # Reference-machine seconds: the first torch.compile, one cold compile, and per element of a
 # [rows, d] input one call of blocklab's kernels (the other kinds a multiple of it).
 _INDUCTOR_WARM_REFERENCE_S = 5.0

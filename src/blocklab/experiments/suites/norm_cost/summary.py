@@ -36,7 +36,6 @@ from blocklab.jsonio import decode
 EQUIVALENCE_MARGIN = 0.02
 
 
-# --- data ----------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class KernelTiming:
     impl: str
@@ -166,7 +165,6 @@ class NormCostData:
     like_for_like: list[FusedTiming] = field(default_factory=list)  # one per thread count
 
 
-# --- statistics ----------------------------------------------------------------------------------
 def equivalence(delta: Interval, margin: float) -> tuple[bool, str]:
     """(equivalent, verdict): equivalent when the whole 95% CI lies strictly inside ±margin
     (two one-sided tests at 2.5% each)."""
@@ -180,7 +178,6 @@ def equivalence(delta: Interval, margin: float) -> tuple[bool, str]:
     return False, "not shown equivalent (CI crosses the margin)"
 
 
-# --- compute -------------------------------------------------------------------------------------
 # Per-row statistics a fused kernel keeps for backward (float32 whatever the input's dtype):
 # RMSNorm the 1/rms, LayerNorm the mean and the 1/std. Parameters: γ; γ and β.
 NORM_STATS = {"rmsnorm": 1, "layernorm": 2}
@@ -269,7 +266,6 @@ def count_compute(size: str) -> NormCompute:
                        bytes_saving_pct=bytes_saving, steps=steps)
 
 
-# --- readings ------------------------------------------------------------------------------------
 def _median_ms(values: Sequence[float] | None) -> float | None:
     return median_ms(values) if values else None
 
@@ -372,7 +368,6 @@ def paired_quality(results: Results) -> NormQuality:
                        seeds=seed_list, statuses=statuses, unigram_entropy=entropy)
 
 
-# --- tables --------------------------------------------------------------------------------------
 def kernel_tables(kernels: list[KernelTiming], ratios: list[KernelRatio]) -> list[Table]:
     """Per thread count, both passes' times of every kind and shape, then the saved bytes."""
     by_key = {(k.impl, k.d, k.rows, k.threads): k for k in kernels}

@@ -23,7 +23,6 @@ if TYPE_CHECKING:
     from torch import nn
 
 
-# --- names ---------------------------------------------------------------------------------------
 KINDS = ("blocklab", "torch", "plain", "compiled")
 PASSES = ("fwd", "fwdbwd")  # forward (no grad), forward+backward
 NORM_NAMES = ("rmsnorm", "layernorm")
@@ -50,7 +49,6 @@ def model_config(norm: str, d_model: int, n_layers: int, seq_len: int) -> ModelC
                        position="rope", name=f"norm-cost-{norm}")
 
 
-# --- records -------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class ImplTimes:
     """One implementation in a kernel timing: seconds per call in each repeat of each pass, a
@@ -123,7 +121,6 @@ def timed_run(measure: Callable[[], KernelTimes | StepTimes]) -> RunResult:
                      extra=record.extra())
 
 
-# --- implementations -----------------------------------------------------------------------------
 def _plain_norms():
     import torch
     from torch import nn
@@ -175,7 +172,6 @@ def build_implementations(d: int, kinds: Sequence[str] = KINDS) -> dict[str, nn.
     return {name: make() for name, make in makers.items() if name.split(":")[1] in kinds}
 
 
-# --- kernels -------------------------------------------------------------------------------------
 def saved_tensor_bytes(fn: Callable[[], Any], exclude: Sequence[Any] = ()) -> dict[str, int]:
     """{"bytes", "extra_bytes", "tensors"} autograd keeps for backward while `fn()` runs,
     counted through a `saved_tensors_hooks` pack hook, each storage once; `extra_bytes` leaves
@@ -337,7 +333,6 @@ def time_kernels(d: int, rows: int, *, repeats: int, compile: bool, threads: int
                        inner=inner, impls=records, inductor_warmup_s=inductor_warmup_s)
 
 
-# --- like for like -------------------------------------------------------------------------------
 def _backward_nodes(y) -> int:
     """Autograd nodes between `y` and its leaves: 1 when one fused op computed y."""
     seen, stack = set(), [y.grad_fn]
@@ -397,7 +392,6 @@ def time_like_for_like(d: int, rows: int, *, repeats: int, threads: int,
                             timed_kind=kind)
 
 
-# --- step ----------------------------------------------------------------------------------------
 def _torch_rms_norm_module(norm):
     """`norm` (a plain-gain RMSNorm) computed by F.rms_norm, sharing its gain."""
     import torch.nn.functional as F

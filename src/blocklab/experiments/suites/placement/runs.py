@@ -25,7 +25,6 @@ if TYPE_CHECKING:
     from blocklab.experiments.trainer import TrainConfig
 
 
-# --- sizes ---------------------------------------------------------------------------------------
 DATA = "stdlib"
 
 
@@ -210,7 +209,6 @@ def rung(name: str, base: Size) -> Size:
 SIZES.update({name: rung(name, SIZES[ladder.BASE]) for name in ladder.RUNGS})
 
 
-# --- configs -------------------------------------------------------------------------------------
 def model_config(placement: str, depth: int, grid: Probe | Training | Sweep) -> ModelConfig:
     """The project's default block; only the placement and depth vary."""
     return ModelConfig(vocab_size=256, d_model=grid.d_model, n_layers=depth,
@@ -265,7 +263,6 @@ def scale(size: str, claim: str) -> Scale | None:
                     grid.steps * grid.batch_size * grid.seq_len)
 
 
-# --- probes --------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class ProbeRecord:
     """A probe's `extra`, per layer bottom first (None: not finite): ‖∇ down_proj.weight‖,
@@ -341,7 +338,6 @@ def init_gradients(placement: str, init: str, depth: int, seed: int, probe: Prob
                      extra=asdict(found))
 
 
-# --- sweeps --------------------------------------------------------------------------------------
 def final_val(result: RunResult | None) -> float | None:
     """A run's final validation loss; None where it has none or it is not finite."""
     value = None if result is None or result.final is None else result.final.val_loss
@@ -421,7 +417,6 @@ def largest_stable_lr(placement: str, depth: int, warmup: int, seed: int, sweep:
                      extra=asdict(found))
 
 
-# --- planning ------------------------------------------------------------------------------------
 def plan(options: RunOptions, tuned: Results) -> list[RunSpec]:
     """The gradient probes, every training arm at the lr its tuning chose, and the sweeps."""
     size = SIZES[options.size]

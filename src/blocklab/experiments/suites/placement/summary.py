@@ -42,7 +42,6 @@ PREDICTED_SLOPE_LAST = {"post": 0.0, "pre": -0.5}  # Xiong et al. 2020, Xavier i
 XIONG = "Xiong et al. 2020, On Layer Normalization in the Transformer Architecture"
 
 
-# --- data ----------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class GradientProbe:
     """One placement and init at initialisation across depths: ‖∇W_down‖ (geometric means over
@@ -170,7 +169,6 @@ class PlacementData:
     stability_effects: list[StabilityEffect] = field(default_factory=list)
 
 
-# --- stored --------------------------------------------------------------------------------------
 ProbeKey = tuple[str, str, int, int]  # (placement, init, depth, seed)
 ArmKey = tuple[str, int, int, int]  # (placement, depth, warmup, seed)
 # (grid: "sweep" or "deep", placement, depth, warmup, seed)
@@ -215,7 +213,6 @@ def stored_results(results: Results) -> Stored:
     return Stored(probes, trained, swept, tuned, entropy)
 
 
-# --- outcomes ------------------------------------------------------------------------------------
 def val_auc(result: RunResult | None, seq_len: int) -> float | None:
     """Mean validation loss over a finished run's (evenly spaced) evaluations."""
     if result is None or result.status != "ok" or result.curves is None:
@@ -245,7 +242,6 @@ def ok_val(result: RunResult | None) -> float | None:
     return final_val(result) if result is not None and result.status == "ok" else None
 
 
-# --- gradients -----------------------------------------------------------------------------------
 def loglog_slope(xs: Sequence[float], ys: Sequence[float | None]) -> float | None:
     """Least-squares slope b of log y = a + b·log x; None with fewer than two usable points."""
     points = [(math.log(x), math.log(y)) for x, y in zip(xs, ys, strict=True)
@@ -349,7 +345,6 @@ def _spread_log2(norms: Sequence[float | None]) -> float | None:
     return math.log2(max(usable) / min(usable)) if len(usable) == len(norms) > 1 else None
 
 
-# --- training ------------------------------------------------------------------------------------
 def training_summary(training: Training, seeds: range, trained: dict[ArmKey, RunResult],
                       lrs: dict[str, ArmTuning]) -> list[PlacementCell]:
     """One cell per (placement, depth, warmup) arm, its runs keyed
@@ -444,7 +439,6 @@ def placement_effects(training: Training, seeds: range, trained: dict[ArmKey, Ru
     return effects
 
 
-# --- stability -----------------------------------------------------------------------------------
 def stability_arms(sweep: Sweep, grid: str, seeds: range, swept: dict[SweepKey, StableLr]
                ) -> list[StabilityArm]:
     """Per swept arm, the largest stable lr over seeds (records keyed
@@ -520,7 +514,6 @@ def stability_effects(sweep: Sweep, grid: str, seeds: range,
     return out
 
 
-# --- statistics ----------------------------------------------------------------------------------
 def statistics_of(size: Size, seeds: range, stored: Stored) -> PlacementData:
     """Every statistic the summary shows (and the claims ledger reads), from the results read
     once (`stored_results`)."""
@@ -543,7 +536,6 @@ def statistics_of(size: Size, seeds: range, stored: Stored) -> PlacementData:
                            + stability_effects(deep, "deep", seeds, stored.swept)))
 
 
-# --- tables --------------------------------------------------------------------------------------
 def _g(value: float | None) -> str:
     return "—" if value is None else f"{value:.3g}"
 

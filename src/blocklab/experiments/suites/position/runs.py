@@ -39,7 +39,6 @@ if TYPE_CHECKING:
     from blocklab.experiments.trainer import TrainConfig
 
 
-# --- sizes ----------------------------------------------------------------------------------------
 UNAVAILABLE = "unavailable (table)"
 
 
@@ -260,7 +259,6 @@ def scale(size: str, claim: str) -> Scale | None:
                     f"训练长度 L = {config.L}")
 
 
-# --- scaling --------------------------------------------------------------------------------------
 # YaRN's beta_fast = 32, beta_slow = 1 were tuned on Llama 2: 4096 tokens, theta 10^4.
 YARN_REFERENCE_LENGTH = 4096
 YARN_PAPER_BETAS = (32.0, 1.0)
@@ -310,7 +308,6 @@ def with_rope_scaling(model, scaling: RopeScaling | None):
     return scaled.to(next(model.parameters()).device).eval()
 
 
-# --- records --------------------------------------------------------------------------------------
 # str(mult of L) -> str(needle depth) -> passkey accuracy, or UNAVAILABLE past a table's end.
 PasskeyGrid = dict[str, dict[str, float | str]]
 
@@ -503,7 +500,6 @@ def decode_runs(results: Results) -> Runs:
     return Runs(arm_runs, passkey, cost, relative)
 
 
-# --- reads ----------------------------------------------------------------------------------------
 FAR_POSITION = 100_000  # C26: positions this far past max_seq_len must still give finite logits
 
 
@@ -605,7 +601,6 @@ def finite_far_out(model) -> dict[str, int | bool | str | None]:
     return out
 
 
-# --- relative error (C20) -------------------------------------------------------------------------
 RELATIVE_ERROR_SHIFTS = (0, 10, 100, 1000, 10_000, 100_000, 1_000_000)
 RELATIVE_ERROR_DTYPES = ("float64", "float32", "bfloat16", "float16")
 
@@ -672,7 +667,6 @@ def relative_error_run() -> RunResult:
     return _result("relative_error", record, started)
 
 
-# --- order (C29) ----------------------------------------------------------------------------------
 def reversed_prefixes(rows):
     """Each row [N, k] with its first k − 1 tokens reversed and its last token kept: the same
     bag of tokens and the same token read, so a model whose output depended only on that bag
@@ -707,7 +701,6 @@ def order_probe(model, val_tokens, prefix_len: int, prefixes: int) -> dict[str, 
             "prefixes": prefixes}
 
 
-# --- training runs --------------------------------------------------------------------------------
 def _finetune(model, scaling: RopeScaling | None, corpus, options: RunOptions, seed: int):
     """`model` trained on at factor·L tokens with `scaling` (the size's `finetune`): batches of
     the pre-training token count, continuing its data stream; constant lr after 10% warmup."""
@@ -790,7 +783,6 @@ def train_and_read(options: RunOptions, arm: str, seed: int, progress,
                      extra=json_safe(extra))
 
 
-# --- passkey --------------------------------------------------------------------------------------
 def train_passkey_model(mc: ModelConfig, options: RunOptions, seed: int):
     """(model in eval mode, its last training loss), trained on passkey examples of L + 1
     bytes, needle depth uniform in [0, 1]."""
@@ -863,7 +855,6 @@ def passkey_run(options: RunOptions, arm: str, seed: int, progress) -> RunResult
     return _result("passkey", record, started)
 
 
-# --- cost (C31) -----------------------------------------------------------------------------------
 def _decode_call(model, prompt, tokens: int):
     """`start()` prefills a fresh KV cache with `prompt` [1, P] and returns `decode()`, which
     decodes `tokens` single tokens on it."""
@@ -962,7 +953,6 @@ def time_position_cost(options: RunOptions, seed: int = 0) -> RunResult:
     return _result("cost", record, started)
 
 
-# --- planning -------------------------------------------------------------------------------------
 def tune(options: RunOptions, tuned: Results = ()) -> list[RunSpec]:
     """Every arm at every peak lr of its grid (grown from `tuned`) on the tuning seeds."""
     size = options.size
@@ -1032,7 +1022,6 @@ def plan(options: RunOptions, tuned: Results) -> list[RunSpec]:
     return specs
 
 
-# --- pricing --------------------------------------------------------------------------------------
 # Reference-machine seconds: the cost run's profiler start; the relative-error run.
 _PROFILER_REFERENCE_S = 0.4
 _RELATIVE_ERROR_REFERENCE_S = 0.03

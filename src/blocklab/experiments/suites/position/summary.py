@@ -55,7 +55,6 @@ from blocklab.experiments.summaries import (
     TimeRatio,
 )
 
-# --- the summary's data ---------------------------------------------------------------------------
 # A read that cannot be made (a learned table past its length) is this string, not a number.
 Read = Union[Interval, str]  # noqa: UP007 (decoded by `decode`, which reads typing.Union)
 
@@ -204,7 +203,6 @@ class PositionData:
     lr_tuning: list[ArmTuning] = field(default_factory=list)
 
 
-# --- statistics -----------------------------------------------------------------------------------
 def _collect(runs: Runs) -> tuple[dict[str, dict[int, LengthReads]],
                                   dict[str, dict[int, PasskeyGrid]]]:
     """(arm -> seed -> its reads, each variant an arm of its own; arm -> seed -> passkey grid)."""
@@ -400,7 +398,6 @@ def finetune_summary(config: PositionSize) -> FineTune | None:
                                           f"+ft{ft.factor}x" for kind in ft.kinds})
 
 
-# --- summarise: the tables and notes --------------------------------------------------------------
 def _cell(value: Read | None) -> str:
     if isinstance(value, str):
         return value

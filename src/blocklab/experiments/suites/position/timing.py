@@ -15,7 +15,6 @@ from dataclasses import dataclass
 
 from blocklab.config import ModelConfig
 
-# --- SDPA dispatch --------------------------------------------------------------------------------
 # The line kineto (PyTorch's profiler) writes to fd 2 as each profile starts and stops, at every
 # KINETO_LOG_LEVEL: "USDT:2026-01-01 12:00:00 41:41 SyncActivityProfilerHandler.cpp:52] ...".
 _KINETO_MARKER = re.compile(rb"USDT:\S+ \S+ \d+:\d+ \S+:\d+\] ")
@@ -96,7 +95,6 @@ def accepted_by(backend_name: str, call) -> bool | str:
     return True
 
 
-# --- step times at a realistic shape --------------------------------------------------------------
 # "none" first: the baseline of every ratio.
 COST_SCHEMES = ("none", "rope", "alibi")
 VOCAB = 256  # the suite's byte vocabulary: the head is a negligible share at d_model 1024

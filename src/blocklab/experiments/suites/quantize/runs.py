@@ -21,7 +21,6 @@ if TYPE_CHECKING:
     from blocklab.experiments.trainer import TrainConfig
 
 
-# --- sizes ----------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class QualityShape:
     """The trained SwiGLU model; every scheme is scored on `eval_windows` validation windows."""
@@ -70,7 +69,6 @@ SIZES: dict[str, Size] = {
 }
 
 
-# --- the quality run ------------------------------------------------------------------------------
 def quality_configs(options: RunOptions, seed: int) -> tuple[ModelConfig, TrainConfig]:
     from blocklab.experiments.trainer import TrainConfig
 
@@ -188,7 +186,6 @@ def run_quality(options: RunOptions, seed: int, progress: Any = False) -> RunRes
                      extra=dataclasses.asdict(record))
 
 
-# --- the plan -------------------------------------------------------------------------------------
 def plan(options: RunOptions, tuned: Results = ()) -> list[RunSpec]:
     """One timed run per timed shape, then one quality run per seed."""
     size = SIZES[options.size]

@@ -22,7 +22,6 @@ from blocklab.experiments.summaries import Interval, Summary, Table
 from blocklab.jsonio import decode
 
 
-# --- what the summary holds -----------------------------------------------------------------------
 @dataclass(frozen=True)
 class QuantQuality:
     """A trained model's validation loss under one scheme (torchao, eager), over seeds."""
@@ -67,27 +66,6 @@ class QuantizeData:
     merged_tensor_loss_penalty: Interval = Interval(0)
 
 
-# --- statistics -----------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class MergeStats:
-    """C33 over every layer of every seed's trained model (`merge_comparison`)."""
-
-    layers: int
-    per_row_max_diff: float
-    per_tensor_max_diff: float
-    scale_ratios: list[float]
-    merged_over_max: list[float]
-
-
-def merge_stats(records: Sequence[QualityRecord]) -> MergeStats:
-    layers = [x for r in records for x in r.layers]
-    return MergeStats(layers=len(layers),
-                      per_row_max_diff=max((x.per_row_diff for x in layers), default=0.0),
-                      per_tensor_max_diff=max((x.per_tensor_diff for x in layers), default=0.0),
-                      scale_ratios=[x.scale_ratio for x in layers],
-                      merged_over_max=[x.merged_over_max for x in layers])
-
-
 def scheme_quality(records: Sequence[QualityRecord]) -> list[QuantQuality]:
     """One QuantQuality per scheme over the trained models."""
     if not records:
@@ -125,7 +103,6 @@ def merged_tensor_loss_penalty(per_seed: Sequence[dict[str, SwigluError]]) -> In
                              [r["separate-per-tensor"].val_loss for r in per_seed])
 
 
-# --- the summary: its tables, notes and data ------------------------------------------------------
 def summarise(options: RunOptions, results: Results) -> Summary:
     size, seeds = options.size, options.seeds
     timed = timed_runs(results)
@@ -135,7 +112,10 @@ def summarise(options: RunOptions, results: Results) -> Summary:
     quality = scheme_quality(records)
     swiglu = swiglu_summary([r.swiglu for r in records])
     penalty = merged_tensor_loss_penalty([r.swiglu for r in records])
-    merged = merge_stats(records)
+    layers = [x for r in records for x in r.layers]
+    ratios = [x.scale_ratio for x in layers]
+    per_row = max((x.per_row_diff for x in layers), default=0.0)
+    per_tensor = max((x.per_tensor_diff for x in layers), default=0.0)
 
     tables, notes = [], []
     for run in timed:
@@ -163,7 +143,7 @@ def summarise(options: RunOptions, results: Results) -> Summary:
             "up. merged-per-row equals separate-per-row exactly (each row keeps its scale). "
             "vs separate: the FFN output error against the same granularity's separate scheme, "
             "paired by seed."))
-    if merged.layers:
+    if layers:
         tables.append(Table(
             "C33: gate's and up's per-tensor int8 scales, per layer",
             ["seed", "layer", "gate scale", "up scale", "ratio (max / min)",
@@ -174,10 +154,9 @@ def summarise(options: RunOptions, results: Results) -> Summary:
             "One per-tensor scale for gate|up is the larger of the two: the other matrix is "
             "quantized on a grid (max / min) times coarser than its own. Near 1, merging costs "
             "nothing even per tensor."))
-        ratios = merged.scale_ratios
-        notes.append(f"Max |merged − separate| over the trained weights of {merged.layers} "
-                     f"layers: per-row {merged.per_row_max_diff:.3g}, per-tensor "
-                     f"{merged.per_tensor_max_diff:.3g}; gate's and up's per-tensor scales "
+        notes.append(f"Max |merged − separate| over the trained weights of {len(layers)} "
+                     f"layers: per-row {per_row:.3g}, per-tensor "
+                     f"{per_tensor:.3g}; gate's and up's per-tensor scales "
                      f"{min(ratios):.3g}× to {max(ratios):.3g}× apart; merging gate|up under "
                      "one per-tensor scale changes the validation loss by "
                      f"{format_ci(penalty, 5)} nats/token against each at its own.")
@@ -191,8 +170,7 @@ def summarise(options: RunOptions, results: Results) -> Summary:
         cpu_flags=first.cpu_flags if first else {},
         timings=[row for run in timed for row in run.rows],
         quality_model=records[0].model if records else {}, quality=quality, swiglu=swiglu,
-        merged_per_row_max_diff=merged.per_row_max_diff,
-        merged_per_tensor_max_diff=merged.per_tensor_max_diff,
-        merged_scale_over_max=merged.merged_over_max,
-        gate_up_scale_ratio=merged.scale_ratios, merged_tensor_loss_penalty=penalty)
+        merged_per_row_max_diff=per_row, merged_per_tensor_max_diff=per_tensor,
+        merged_scale_over_max=[x.merged_over_max for x in layers],
+        gate_up_scale_ratio=ratios, merged_tensor_loss_penalty=penalty)
     return Summary("quantize", size, len(seeds), tables, notes, data, first_seed=seeds.start)

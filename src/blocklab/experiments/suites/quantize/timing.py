@@ -38,7 +38,6 @@ class TimedShape:
 THREADS = 1  # timings on one thread: on a shared 2-core machine two threads contend
 
 
-# --- the timing run ------------------------------------------------------------------------------
 def cpu_flags() -> dict[str, bool]:
     """The x86 features torch's int8 GEMMs depend on (from /proc/cpuinfo; all False elsewhere)."""
     from blocklab.experiments.env import cpu_flags as listed
@@ -74,7 +73,6 @@ def run_timing(t: TimedShape) -> RunResult:
                      extra=record.extra())
 
 
-# --- what it records ------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class TimingRecord:
     """A timing run's record: the timed model, its shape, the CPU's int8 flags and what
@@ -104,7 +102,6 @@ class TimingRecord:
         return decode(cls, {**fields, "times": times}, where)
 
 
-# --- each scheme's speed-ups, bound and estimate --------------------------------------------------
 @dataclass(frozen=True)
 class QuantTiming:
     """One int8 scheme's prefill and decode speed-up over the float model (`TimeRatio.paired`
@@ -230,7 +227,6 @@ def timed_runs(results: Results) -> list[TimedRun]:
     return out
 
 
-# --- the table ------------------------------------------------------------------------------------
 def _round(x: float | None) -> float | None:
     return None if x is None else round(x, 2)
 

@@ -23,7 +23,6 @@ if TYPE_CHECKING:
     from blocklab.experiments.trainer import TrainConfig
 
 
-# --- arms and sizes -------------------------------------------------------------------------------
 DATA = "stdlib"
 ARMS = ("ordinary", "nested", "narrow")  # (a), (b), (c) of the package's docstring
 # Every arm trains at the lr tuned on this one (nested methods reuse their baseline's).
@@ -82,7 +81,6 @@ SIZES = {
 }
 
 
-# --- models and training --------------------------------------------------------------------------
 def model_config(arm: str, size: Size, d_ff: int | None = None) -> ModelConfig:
     """The ffn suite's SwiGLU decoder at the arm's width (`d_ff`: another)."""
     width = size.width_of(arm) if d_ff is None else d_ff
@@ -116,7 +114,6 @@ def scale(size: str, claim: str) -> Scale:
     return Scale.of(model_config("ordinary", s), s.steps * s.batch_size * s.seq_len)
 
 
-# --- what a run measures --------------------------------------------------------------------------
 def width_losses(model: nn.Module, tc: TrainConfig, widths: tuple[int, ...]) -> dict[str, float]:
     """{str(k): val loss with every FFN at its first k channels} on the trainer's final windows."""
     from blocklab.experiments.data import load_corpus
@@ -143,7 +140,6 @@ def train_arm(mc: ModelConfig, tc: TrainConfig, data: str, progress: Any = False
     return result
 
 
-# --- the plan -------------------------------------------------------------------------------------
 def read_widths(arm: str, size: Size) -> tuple[int, ...]:
     return tuple(k for k in size.widths if k <= size.width_of(arm))
 

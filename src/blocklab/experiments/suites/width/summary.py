@@ -21,7 +21,6 @@ from blocklab.experiments.suites.width.runs import ARMS, DATA, SIZES, Size, mode
 from blocklab.experiments.summaries import ArmTuning, Interval, LrTrial, Summary, Table
 
 
-# --- what the summary holds -----------------------------------------------------------------------
 @dataclass(frozen=True)
 class WidthPoint:
     """One prefix width k: what a model of width k costs and each arm's val loss there."""
@@ -55,7 +54,6 @@ class WidthData:
     lr_tuning: list[ArmTuning] = field(default_factory=list)
 
 
-# --- statistics and tables ------------------------------------------------------------------------
 SCHEME = ("each step's loss is the mean of the next-token losses at m, m/2 and m/4 on the same "
           "batch (every FFN sliced to its first k channels: gate, up and down together), so "
           "every width is trained on every token; summed rather than sampled, so no width "
