@@ -3,20 +3,27 @@ for a figure a suite draws beside its tables, its own for any other. The ladder 
 (`fig_ladder`) on C16's ladder read from graded rungs: its fitted line stops at the top rung,
 the rung that first decides a part is ringed, and its titles say where no line fits. A
 figure says only what it draws: a forest plot's rows name their units, no panel is empty, and
-the RoPE error figure draws the dtypes its data holds."""
+the RoPE error figure draws the dtypes its data holds. Every arm a figure draws wears its
+palette colour, and red is drawn for refuted alone."""
 
 import copy
 import math
 
 import pytest
 from matplotlib.collections import Collection
+from matplotlib.colors import to_hex
+from matplotlib.container import Container
 from matplotlib.image import AxesImage
-from matplotlib.patches import Rectangle
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch, Rectangle
 
 from blocklab.experiments.options import RunRequest
 from blocklab.experiments.suites import SUITE_MODULES, get_suite
 from blocklab.report import figures
 from blocklab.report.figures import FIGURES, figure_command
+from blocklab.report.palette import ARM_COLOURS, arm_colour
+
+from .test_palette import REFUTED, is_red
 
 
 def _doc() -> dict:
@@ -260,6 +267,17 @@ def tiny_doc(tiny_runs):
     return collect(RunRequest(tiny_runs, "tiny"))
 
 
+@pytest.fixture(scope="module")
+def drawn(tiny_doc):
+    """{figure key: matplotlib figure} of every figure of the tiny report, not rasterized."""
+    found = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(figures, "_png", lambda fig: found.append(fig) or b"png")
+        made = figures.make_figures(tiny_doc)
+    assert {key: f.error for key, f in made.items() if f.error} == {}
+    return dict(zip(made, found, strict=True))  # each drawn figure rasterized once, in order
+
+
 def _has_data(ax) -> bool:
     return (any(line.get_transform() == ax.transData and len(line.get_xdata())
                 for line in ax.get_lines())
@@ -269,14 +287,10 @@ def _has_data(ax) -> bool:
             or any(isinstance(i, AxesImage) for i in ax.images))
 
 
-def test_no_figure_draws_an_empty_panel(monkeypatch, tiny_doc):
+def test_no_figure_draws_an_empty_panel(monkeypatch, tiny_doc, drawn):
     """Every panel of every figure of the tiny report draws data or says in words why it
     has none (a twin axis drawn over a panel is part of it)."""
-    found = []
-    monkeypatch.setattr(figures, "_png", lambda fig: found.append(fig) or b"png")
-    made = figures.make_figures(tiny_doc)
-    assert {key: f.error for key, f in made.items() if f.error} == {}
-    for key, fig in zip(made, found, strict=True):
+    for key, fig in drawn.items():
         for ax in fig.axes:
             if not ax.get_visible():
                 continue
@@ -322,3 +336,78 @@ def test_the_rope_error_figure_draws_the_dtypes_its_data_holds(monkeypatch, tiny
     assert not fig.axes[0].texts
     # a dtype wears one colour in both panels
     assert fig.axes[0].get_lines()[1].get_color() == fig.axes[1].get_lines()[0].get_color()
+
+
+# Every arm a figure draws wears its palette colour. SHOWN_AS: the legend words a figure gives an
+# arm instead of its name.
+SHOWN_AS = {**{name: arm for arm, (name, _) in figures.WIDTH_ARMS.items()},
+            "plain RoPE": "rope", "NTK": "ntk", "YaRN": "yarn"}
+
+
+def _colours(artist) -> list[str]:
+    if isinstance(artist, Line2D):
+        found = [artist.get_color(), artist.get_markerfacecolor(),
+                 artist.get_markeredgecolor()]
+    elif isinstance(artist, Patch):
+        found = [artist.get_facecolor(), artist.get_edgecolor()]
+    elif isinstance(artist, Collection):
+        found = [*artist.get_facecolors(), *artist.get_edgecolors()]
+    else:
+        found = [artist.get_color()]
+    return [to_hex(c) for c in found if not isinstance(c, str) or c not in ("none", "auto")]
+
+
+def test_red_is_drawn_only_for_refuted(drawn):
+    for key, fig in drawn.items():
+        for artist in fig.findobj(lambda a: isinstance(a, Line2D | Patch | Collection)):
+            red = {c for c in _colours(artist) if is_red(c)}
+            assert red <= {REFUTED}, (key, artist, red)
+
+
+def _arm(name: str) -> str | None:
+    """The arm a legend entry or tick label names (its first line, before a comma)."""
+    name = SHOWN_AS.get(name, name.split("\n")[0].split(",")[0].strip())
+    try:
+        arm_colour(name)
+    except KeyError:
+        return None
+    return name
+
+
+def _arm_artists(ax):
+    """(arm, colour) of each artist an axis draws for an arm: a line or marker labelled with
+    it, and on a categorical axis a marker or bar on the tick that names it."""
+    for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+        arm = _arm(label)
+        if arm is not None:  # a line, or the data line of an error bar
+            yield arm, to_hex((handle[0] if isinstance(handle, Container) else handle)
+                              .get_color())
+    ticks = {float(x): _arm(label.get_text()) for x, label in zip(
+        ax.get_xticks(), ax.get_xticklabels(), strict=True)}
+    if not any(ticks.values()):
+        return
+    for line in ax.get_lines():
+        xs = set(map(float, line.get_xdata()))
+        if len(xs) == 1 and ticks.get(xs.pop()) and to_hex(line.get_color()) != "#000000":
+            yield ticks[float(line.get_xdata()[0])], to_hex(line.get_color())
+    for bar in ax.patches:
+        if isinstance(bar, Rectangle) and ticks.get(bar.get_x() + bar.get_width() / 2):
+            yield ticks[bar.get_x() + bar.get_width() / 2], to_hex(bar.get_facecolor())
+
+
+def test_every_arm_a_figure_draws_wears_its_palette_colour(drawn):
+    seen: dict[str, set[str]] = {}
+    for key, fig in drawn.items():
+        for ax in fig.axes:
+            for arm, colour in _arm_artists(ax):
+                assert colour == arm_colour(arm), (key, arm, colour)
+                seen.setdefault(arm, set()).add(key)
+    assert {"ffn_variants", "ffn_loss_curves"} <= seen["relu"]
+    assert {"placement_training", "placement_gradients", "placement_deep"} <= seen["pre"]
+    assert {"position_extrapolation", "position_order", "position_scaling"} <= seen["rope"]
+    assert {"ordinary", "nested", "narrow"} <= set(seen)
+    # the budget's plain and gated FFN lines (drawn by budget.sweep) match the palette's too
+    sweep = {line.get_label(): to_hex(line.get_color())
+             for line in drawn["ffn_budget"].axes[0].get_lines()}
+    assert sweep["plain params"] == ARM_COLOURS["plain"]
+    assert sweep["gated params"] == ARM_COLOURS["gated"]

@@ -49,14 +49,10 @@ def test_a_float32_report_does_not_read_bf16_results(bf16_ffn):
     assert "--precision" not in doc["suites"]["ffn"]["command"]
 
 
-@pytest.mark.parametrize("flags, message", [
-    (["--precision", "fp16"], "--precision='fp16' is not allowed; expected one of "
-                              "['fp32', 'bf16']"),
-    (["--precision", "bf16", "--budget", "5"], "--budget adds seeds to the float32 runs"),
-])
-def test_bad_precision_flags_exit_2_in_one_line(tmp_path, capsys, flags, message):
+def test_a_bf16_budget_is_refused_in_one_line(tmp_path, capsys):
     code = main(["report", "--tiny", "--results", str(tmp_path / "runs"), "--out",
-                 str(tmp_path / "out"), *flags])
+                 str(tmp_path / "out"), "--precision", "bf16", "--budget", "5"])
     err = capsys.readouterr()
-    assert code == 2 and message in " ".join((err.out + err.err).split())
+    assert code == 2 and "--budget adds seeds to the float32 runs" in " ".join(
+        (err.out + err.err).split())
     assert "Traceback" not in err.err and not (tmp_path / "runs").exists()

@@ -1,14 +1,11 @@
 """Collect every number the report shows into one JSON document, then render and write it.
 
-    request = RunRequest(Path("runs"), "quick")     # what to read (built once, in the CLI)
-    doc = collect(request)                            # ledger, suite summaries, budgets, checks
+    doc = collect(RunRequest(Path("runs"), "quick"))  # ledger, suite summaries, budgets, checks
     html = render_html(doc, make_figures(doc), "en")  # blocklab.report.html / .figures
-    build_report(request, "report", "en")             # renders what is stored
 
-`collect` runs no experiment: the ledger comes from `blocklab.claims`, the analytic tables
-from `blocklab.verify`, `reference` and `budget`, the experiments from the stored suite
-summaries and, for curves, the runs beside them. Rendering reads only the document, so
-`report.json` holds every number the page shows (and the page can be rendered from it).
+`collect` runs no experiment (the ledger, the analytic tables, the stored suite summaries and
+their runs' curves); rendering reads only the document, so `report.json` holds every number
+the page shows.
 """
 
 from __future__ import annotations
@@ -150,16 +147,12 @@ REACH_S = 2 * 3600  # a part whose extra seeds take longer than this here is out
 
 def decision_budget(ledger: list[dict[str, Any]], suites: dict[str, dict[str, Any]],
                     workers: int) -> dict[str, Any]:
-    """What more seeds would decide: for each inconclusive part with `seeds_needed` (80% power
-    at the observed spread), its extra seeds and their time on this machine.
-
-    A seed costs the stored wall time of the runs of the arms the part compares (`part_arms`;
-    the whole suite where not known) per seed; the extra runs share `workers` processes, timed
-    runs run alone. A part over REACH_S is out of reach; `seconds` is what the sequential
-    runner takes for the parts within reach together (`looks_seconds`), so the minutes promised
-    are what `--budget` spends. Parts with no spread to read (or past the rules' seeds) are
-    `unsized`; parts past their design's max_seeds, or with a fixed design, are `beyond_design`
-    with the redesign each needs: no budget runs them."""
+    """What more seeds would decide: each inconclusive part's extra seeds to `seeds_needed`
+    (80% power at the observed spread), priced at the stored wall time per seed of the arms it
+    compares (`part_arms`; else the whole suite) on `workers` processes, timed runs alone.
+    `seconds`: what the sequential runner takes for the parts within REACH_S (`looks_seconds`),
+    so what `--budget` spends. Parts without a spread are `unsized`; parts past their design's
+    max_seeds, or with a fixed one, are `beyond_design`, with the redesign each needs."""
     parts, unsized, beyond_design = [], [], []
     for row in ledger:
         match = _SUITE.search(row.get("command") or "")
@@ -255,11 +248,10 @@ def looks_seconds(parts: list[dict[str, Any]], workers: int) -> float:
 
 def _stored_runs(store: ResultStore, run_ids: list[str], command: str
                  ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(curves, costs) of the runs a suite's summary was made from, read from their result
-    files in `store` alone; a run that is gone is a ResultsError naming `command`, which redoes
-    it. Curves: each training run's status, training-loss and validation curves and per-layer
-    gradient norms, labelled by its `run` record and sorted by (arm, seed). Costs: each run's
-    {arm, seed, wall_time_s, timed} (a timed run ran alone and records the machine's load)."""
+    """(curves, costs) of the runs a suite's summary was made from (a run that is gone: a
+    ResultsError naming `command`, which redoes it). Curves: each training run's curves and
+    per-layer gradient norms, labelled by its `run` record, sorted by (arm, seed). Costs: each
+    run's {arm, seed, wall_time_s, timed} (a timed run ran alone)."""
     curves, costs = [], []
     for run_id in run_ids:
         try:
@@ -294,10 +286,9 @@ def _stored_runs(store: ResultStore, run_ids: list[str], command: str
 
 
 def ladders(results: Path) -> dict[str, dict[str, Any]]:
-    """{claim: its ladder (`claims.ladder.ladder_dict`) re-graded from the runs stored now at
-    the precisions and seeds `<results>/ladder/<claim>.json` names, with its lines in each
-    language}, for each claim whose ladder has been run; {"error": ...} for a stored file that
-    cannot be read, naming the command that rewrites it."""
+    """{claim: its ladder (`claims.ladder.ladder_dict`) re-graded from the runs stored at the
+    precisions and seeds `<results>/ladder/<claim>.json` names, with its lines per language};
+    {"error": ...} naming the command that rewrites a stored file that cannot be read."""
     from blocklab.claims.ladder import (
         SIZES,
         appears_line,

@@ -1,16 +1,12 @@
 """What a reader sees first: what the pages got right and wrong, in at most eight plain
-sentences with their numbers, and what to use, the numbers an engineer choosing components acts
-on, each linked to its evidence in the ledger.
+sentences with their numbers, and what to use, each linked to its evidence in the ledger.
 
     found = findings(run_claims(None, ctx), "en")
     found.sentences[1].text    # "Llama-3-8B's FFN does 70.1% of a prefill's FLOPs, not ..."
-    found.sentences[1].claims  # ("C23", "C15")
-    found.use[0]               # UseItem("FFN share of a Llama-3-8B prefill's FLOPs", "70.1%",
-                               #         "C23", "#C23")
+    found.use[0]               # UseItem("FFN share of a Llama-3-8B prefill's FLOPs", "70.1%", ...)
 
-Every number is read from the ledger's results (a part's estimate, a check's evidence). A
-sentence or item whose claim has no usable result is left out; one whose deciding part is
-undecided says so. The words are plain: no test names or levels (the ledger has them).
+Every number is read from the ledger's results; a sentence whose claim has no usable result is
+left out, one whose deciding part is undecided says so. No test names or levels.
 """
 
 from __future__ import annotations

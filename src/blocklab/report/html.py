@@ -1,13 +1,10 @@
 """The report page: one self-contained HTML file (inline CSS, figures as data: URIs, no script).
 
-`render_html(doc, figures, lang)` turns the document of `build.collect` and the figures of
-`figures.make_figures` into the page through the Jinja2 templates (`templates/page.html.j2`,
-its macros in `templates/macros.html.j2`) with autoescape on; the only markup text may carry is
-a `backticked` name, which the `prose` filter turns into <code>. This module computes what the
+`render_html(doc, figures, lang)` renders the document of `build.collect` and the figures of
+`figures.make_figures` through the Jinja2 templates (`templates/`, autoescape on; the only
+markup text may carry is a `backticked` name, as <code>). This module computes what the
 templates show (each part's line of words, table rows, counts, the sections); the templates
-hold the markup and the layout: the findings and the lead figure, the contents, the ledger,
-each claim in a section of its own, the page's topics (each suite's results in the section its
-`Suite.section` names, or one of its own), and the terms, each defined where it first stands.
+hold the markup and the layout.
 """
 
 from __future__ import annotations
@@ -499,10 +496,8 @@ def environment() -> Environment:
 
 
 def mixed_words(summary: dict[str, Any], lang: str) -> list[str]:
-    """The sentences that say a suite's runs came from more than one machine or ran other bf16
-    attention kernels (`summaries.mixed_notes`, from its summary's `machines` and `kernels`),
-    shown as notices above its tables; [] for a summary that names none (one stored before
-    they were recorded too)."""
+    """The notices that a suite's runs came from more than one machine or ran other bf16
+    attention kernels (`summaries.mixed_notes`); [] for a summary that names neither."""
     return mixed_notes(summary.get("machines") or [], summary.get("kernels") or [], lang)
 
 

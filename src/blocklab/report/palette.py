@@ -1,11 +1,7 @@
 """The report's colours and symbols, one table each, read by the HTML, the figures, the README
-table and the CLI alike: a verdict looks the same wherever it stands, and no two verdicts
-share a colour (red is refuted's, nothing else's).
-
-Each verdict has one colour (its chip's text and border, its mark in a figure) and a light
-tint of it (the chip's background), and one symbol, shown beside the word so the verdict reads
-without colour too. Each arm a figure draws (an FFN, a norm, a placement, a position scheme, a
-RoPE scaling, a width arm) has one colour, the same in every figure (`arm_colour`).
+table and the CLI alike: a verdict looks the same wherever it stands, no two verdicts share a
+colour (red is refuted's alone), and its symbol lets it read without colour. Each arm a figure
+draws has one colour, the same in every figure (`arm_colour`).
 """
 
 from __future__ import annotations

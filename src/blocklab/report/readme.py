@@ -2,13 +2,10 @@
 
     python -m blocklab.report.readme README.md --size quick --results runs
 
-rewrites the lines between `<!-- findings:start -->` and `<!-- findings:end -->` with the
-report's findings (`report.findings`), and those between `<!-- verdicts:start -->` and
-`<!-- verdicts:end -->` with one line per claim (`claims.brief`): its id linked to its section
-of the report, its verdict, the page's statement in brief and the number found. It refuses
-(exit code 2, one line on stderr, nothing written) a bad size, a results folder that is
-missing or a file, a README without the markers, and a table in which some claims would read
-`missing-results` unless `--allow-missing`; a check that fails to run writes nothing (exit 1).
+rewrites the findings block (`report.findings`) and the verdicts block, one line per claim
+(`claims.brief`) linked to its section of the report. Bad input, and a table in which claims
+would read `missing-results` (unless `--allow-missing`), is refused in one line (exit code 2);
+a check that fails to run writes nothing (exit 1).
 """
 
 from __future__ import annotations

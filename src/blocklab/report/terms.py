@@ -1,15 +1,12 @@
 """The report's statistical words, each defined where it stands.
 
-`TERMS` holds, per term, the words that name it on the page and a short definition, in English
-and Chinese (condensed from docs/glossary.md). `define_terms(page, lang)` links the first use
-of each term in every part of the page a reader may land in (a <section>, a claim's
-<article>, a <details>) to the term's entry in the page's terms section, its definition the
-link's hover title:
+`TERMS`: per term, the words that name it and a short definition in English and Chinese
+(from docs/glossary.md). `define_terms(page, lang)` links the first use of each term in every
+<section>, claim <article> and <details> to its entry, the definition as the hover title:
 
     ... the 98.4% <a class="term" href="#term-interval" title="Confidence interval: ...">CI</a>
 
-Words in code, links, headings, summaries, table headers, preformatted numbers and the
-verdict chips (which carry their own definition) are left as they are.
+Code, links, headings, summaries, table headers, <pre> and the verdict chips are left alone.
 """
 
 from __future__ import annotations
