@@ -23,6 +23,7 @@ from blocklab.report import figures
 from blocklab.report.figures import FIGURES, figure_command
 from blocklab.report.palette import ARM_COLOURS, arm_colour
 
+from ..claims.test_ladder import QUICK_FLOPS, _fake_rungs
 from .test_palette import REFUTED, is_red
 
 
@@ -55,7 +56,6 @@ def test_a_figure_without_a_command_that_no_suite_lists_is_a_bug():
 
 # The ladder figure (`fig_ladder`): a fitted line stops where the data stops.
 
-QUICK_FLOPS = 2.4e11
 # SwiGLU − ReLU falling ~0.4% a rung; GeGLU zig-zagging (no line fits; first decided at
 # rung2); GLU flat (no trend)
 LADDER_MEANS = {"quick": {"swiglu": -0.2, "geglu": 0.3, "glu": 0.1},
@@ -65,37 +65,11 @@ LADDER_MEANS = {"quick": {"swiglu": -0.2, "geglu": 0.3, "glu": 0.1},
 
 
 def _ladder_doc(monkeypatch, tmp_path, sizes=("quick", "rung1", "rung2", "rung3")) -> dict:
-    """C16's ladder as `ladder_dict` gives it, each rung of `sizes` graded from 5 seeds of
-    sd 0.3 around `LADDER_MEANS`, the others with no results stored."""
+    """C16's ladder as `ladder_dict` gives it, each rung of `sizes` graded from its design's
+    first look of sd 0.3 around `LADDER_MEANS`, the others with no results stored."""
     from blocklab.claims import ladder as ladder_module
-    from blocklab.claims.ledger import ClaimResult
-    from blocklab.claims.registry import registered
-    from blocklab.claims.rules import Estimate, Part
-    from blocklab.experiments.ladder import multiple
-    from blocklab.experiments.summaries import Interval
 
-    def run_claims(ids, ctx):
-        rules = registered("C16", ctx.size)
-        if ctx.size not in sizes:
-            return [ClaimResult("C16", "", "", "", "", "missing-results", "", "", {}, "", None,
-                                None, [Part(name, r, Estimate(None, None, None, 0),
-                                            "missing-results", "")
-                                       for name, r in rules.items()])]
-        specs = []
-        from scipy import stats
-
-        for name, r in rules.items():
-            n = r.schedule[0]  # the design's first look: 5 at quick, 12 on a rung above it
-            mean = LADDER_MEANS[ctx.size][name]
-            half = stats.t.ppf(0.975, n - 1) * 0.3 / math.sqrt(n)
-            specs.append((name, r, Estimate.of(Interval(n, mean, mean - half, mean + half,
-                                                        0.3))))
-        parts = Part.decided_together(specs, fair_arms=True)
-        return [ClaimResult("C16", "", "", "", "", parts[0].verdict, "", "", {}, "", None,
-                            None, parts, scale={"flops": QUICK_FLOPS * multiple(ctx.size),
-                                                "text": ctx.size, "text_zh": ctx.size})]
-
-    monkeypatch.setattr(ladder_module, "run_claims", run_claims)
+    _fake_rungs(monkeypatch, "C16", {size: LADDER_MEANS[size] for size in sizes}, sd=0.3)
     return ladder_module.ladder_dict(ladder_module.read_ladder("C16", tmp_path, {}))
 
 

@@ -557,20 +557,15 @@ def _c16(doc):
 
 
 def _ladder_doc(tmp_path, monkeypatch, stored: str | None):
-    """The report's ladders read from `<results>/ladder/C16.json` holding `stored`, with the
-    rungs graded from estimates put in the ledger's place (tests/claims/test_ladder.py)."""
-    from blocklab.claims import ladder as ladder_module
+    """The report's ladders read from `<results>/ladder/C16.json` holding `stored`, the rungs
+    graded from estimates put in the ledger's place (tests/claims/test_ladder.py), rung3 with
+    no results stored."""
     from blocklab.report.build import ladders
 
-    from ..claims.test_ladder import MEANS, _graded
+    from ..claims.test_ladder import MEANS, _fake_rungs
 
-    def run_claims(ids, ctx):
-        if ctx.size in MEANS and ctx.size != "rung3":  # rung3: no results stored
-            return [_graded(ctx.size)]
-        return [_graded("quick").__class__("C16", "", "", "", "", "missing-results", "", "",
-                                           {}, "", None, None, [])]
-
-    monkeypatch.setattr(ladder_module, "run_claims", run_claims)
+    _fake_rungs(monkeypatch, "C16", {size: {"swiglu": mean, "geglu": 0.1, "glu": 0.1}
+                                     for size, mean in MEANS.items() if size != "rung3"}, sd=0.2)
     if stored is not None:
         (tmp_path / "ladder").mkdir()
         (tmp_path / "ladder" / "C16.json").write_text(stored)
