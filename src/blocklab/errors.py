@@ -1,21 +1,17 @@
 """blocklab's error types.
 
-    BlocklabError                     everything blocklab raises on purpose
-    ├── InputError (ValueError)       a value the caller gave is not allowed: the message names
-    │   │                             the value and what is allowed (`blocklab.checks.refusal`
-    │   │                             words it); the CLI prints it as one line, exit code 2
-    │   ├── ConfigError               a model, training or suite configuration
-    │   ├── CheckpointError           a checkpoint folder, config.json or safetensors file
-    │   ├── ResultsError              a stored result or summary this version cannot read
-    │   │                             (malformed, or written under another schema)
-    │   └── LockUnavailable           a lock file blocklab cannot open (another user's, in a
-    │                                 folder it cannot write): the message names the file and
-    │                                 how to name another
-    └── Busy (RuntimeError)           a results folder is in use by another blocklab process
-                                      and the caller asked not to wait (exit code 1)
+    BlocklabError                  everything blocklab raises on purpose
+    ├── InputError (ValueError)    a value the caller gave is not allowed, named with what is
+    │   │                          allowed (`checks.refusal`); the CLI: one line, exit code 2
+    │   ├── ConfigError            a model, training or suite configuration
+    │   ├── CheckpointError        a checkpoint folder, config.json or safetensors file
+    │   ├── ResultsError           a stored result or summary this version cannot read
+    │   ├── PositionsBeyondTable   a learned position table asked beyond its rows
+    │   └── LockUnavailable        a lock file this user cannot open
+    └── Busy (RuntimeError)        a results folder in use by another process (exit code 1)
 
-Anything else that escapes is a bug: the CLI says so (exit code 1) and `--debug` shows the
-traceback. This module imports nothing, so every layer (the no-torch ones included) can use it.
+Anything else that escapes is a bug: the CLI says so (exit code 1; `--debug` shows the
+traceback). This module imports nothing, so every layer can use it.
 """
 
 from __future__ import annotations
@@ -43,8 +39,7 @@ class ResultsError(InputError):
 
 class PositionsBeyondTable(InputError):
     """A learned position table has no row for a position asked of it: the one failure an
-    evaluation records as "unavailable" at a length (every other error is a bug or a fault
-    and ends the run as an error, never as a reading)."""
+    evaluation records as "unavailable" at a length (any other ends the run as an error)."""
 
 
 class LockUnavailable(InputError):

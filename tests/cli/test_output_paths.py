@@ -42,9 +42,9 @@ def test_plot_in_a_read_only_working_directory(tmp_path, blocklab, one_line_exit
     (["report", "--tiny", "--results", LONG], "--results"),
 ], ids=["plot-folder", "plot-file", "train-out", "suite-results", "report-out",
         "report-results"])
-def test_a_name_too_long_names_the_option(tmp_path, blocklab, one_line_exit_2, argv, option):
-    proc = blocklab(*argv, cwd=tmp_path)
-    line = one_line_exit_2(proc)
+def test_a_name_too_long_names_the_option(tmp_path, monkeypatch, one_line_exit_2, argv, option):
+    monkeypatch.chdir(tmp_path)
+    line = one_line_exit_2(argv)
     assert line.startswith(f"error: {option} '") and "bytes long" in line
     assert "Errno" not in line and not any(tmp_path.iterdir())  # nothing created
 

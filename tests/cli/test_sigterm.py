@@ -1,6 +1,6 @@
-"""SIGTERM stops a command as Ctrl-C does (the finished runs are kept and named, the same
-command resumes) with exit code 143, and leaves no handler behind when `main` is called as a
-library function."""
+"""SIGTERM stops a command as Ctrl-C does (the finished runs are kept and named; resuming is
+tests/experiments/suites/test_kill_resume.py's) with exit code 143, and leaves no handler
+behind when `main` is called as a library function."""
 
 from __future__ import annotations
 
@@ -18,12 +18,12 @@ SUITE = [sys.executable, "-m", "blocklab", "suite", "ffn", "--tiny", "--no-progr
          "--jobs", "2"]
 
 
-def _stored(folder: Path) -> dict[str, int]:
-    return {p.name: p.stat().st_mtime_ns for p in folder.glob("*.json")
-            if p.name not in ("summary.json", "planned_rules.json", "seed_blocks.json")}
+def _stored(folder: Path) -> list[str]:
+    return [p.name for p in folder.glob("*.json")
+            if p.name not in ("summary.json", "planned_rules.json", "seed_blocks.json")]
 
 
-def test_sigterm_mid_suite_keeps_the_runs_and_the_rerun_resumes(tmp_path, processes):
+def test_sigterm_mid_suite_keeps_the_runs_and_stops_the_workers(tmp_path, processes):
     folder = tmp_path / "ffn" / "tiny+tuning"  # ffn tunes first: SIGTERM lands there
     proc = subprocess.Popen([*SUITE, "--results", str(tmp_path)], stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
@@ -40,11 +40,8 @@ def test_sigterm_mid_suite_keeps_the_runs_and_the_rerun_resumes(tmp_path, proces
         f"interrupted: {len(kept)} run(s) finished before the interruption are kept in "
         f"{folder}; the same command runs only what is missing")
     assert "Traceback" not in err
-    source = {}
     for name in kept:  # each stored run is whole JSON (atomic writes), no temporary left
-        stored = json.loads((folder / name).read_text())
-        assert stored["status"] == "ok"
-        source[name] = stored["provenance"]["source_sha256"]
+        assert json.loads((folder / name).read_text())["status"] == "ok"
     assert not [p.name for p in folder.iterdir() if p.name.endswith(".tmp")]
 
     # The workers were stopped with their parent, not left to finish the queue.
@@ -52,17 +49,6 @@ def test_sigterm_mid_suite_keeps_the_runs_and_the_rerun_resumes(tmp_path, proces
     while any(processes.alive(pid) for pid in workers) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert workers and not [pid for pid in workers if processes.alive(pid)]
-
-    rerun = subprocess.run([*SUITE, "--results", str(tmp_path)], capture_output=True,
-                           text=True, timeout=600)
-    assert rerun.returncode == 0, rerun.stderr
-    after = _stored(folder)
-    # Finished runs are not redone, unless the code that decides results changed in between
-    # (their provenance then differs: an edit in this working tree while the test ran).
-    redone = [name for name in kept if after[name] != kept[name]]
-    assert not [name for name in redone if json.loads((folder / name).read_text())[
-        "provenance"]["source_sha256"] == source[name]]
-    assert len(after) > len(kept) and (tmp_path / "ffn" / "tiny" / "summary.json").exists()
 
 
 def _marker(signum, frame):  # a handler of the caller's, to be found again after main
