@@ -39,18 +39,14 @@ def test_bundled_claims_match_the_project_list_when_present():
         assert claim_sources()["C01"]["page"] == "000_4f34db7e0f1b54c8.txt"
 
 
-def test_sources_cite_page_and_section():
+def test_sources_cite_page_and_section_inline_or_with_notes_after_it():
     sources = claim_sources()
     assert sources["C01"]["section"] == "知识点一：SwiGLU 的门控计算与等参数宽度"
     assert sources["C23"] == {**sources["C23"], "page": "001_3354982bf5d64f93.txt",
                               "section": "FFN 计算对部署的影响"}
     assert all(s["page"].endswith(".txt") and s["section"] for s in sources.values())
-
-
-def test_claims_citing_inline_or_with_notes_after_the_section_are_parsed():
     # C30 cites two sections inline, `(§ heading: "quoted words")`; C34 has notes on how to
     # grade it after its `[§ …]`; a `##` heading that names no page keeps the page above it.
-    sources = claim_sources()
     assert sources["C30"]["section"] == "为什么 RoPE 成为主流？ / 避坑指南"
     assert "Grade both readings of the warning" in sources["C30"]["text"]
     assert sources["C34"]["section"] == "Transformer Block 内部结构 / 主流方案对比 / FFN 变体对比"
@@ -156,14 +152,6 @@ def test_a_summary_of_another_schema_fails_loudly(tmp_path, content):
     assert load_summary(tmp_path, "placement", "quick") is None  # not run: no error
 
 
-def test_a_scale_dependent_claim_refuted_by_its_check_is_an_error(monkeypatch):
-    from blocklab.claims import ledger
-
-    monkeypatch.setitem(ledger.CHECKS, "C16", lambda ctx: Finding("refuted", "x", "x"))
-    (row,) = run_claims(["C16"])
-    assert row.verdict == "error" and "depends on scale" in row.error
-
-
 def test_a_scale_dependent_claim_is_refuted_only_by_an_exact_part(monkeypatch):
     # C18's FLOP counts are exact: a refuted count may refute the claim; a run may not.
     from blocklab.claims import ledger
@@ -176,6 +164,9 @@ def test_a_scale_dependent_claim_is_refuted_only_by_an_exact_part(monkeypatch):
                         lambda ctx: Finding("refuted", "x", "x", parts=[counted]))
     (row,) = run_claims(["C18"])
     assert row.error is None and row.verdict == "refuted"
+    monkeypatch.setitem(ledger.CHECKS, "C16", lambda ctx: Finding("refuted", "x", "x"))
+    (row,) = run_claims(["C16"])
+    assert row.verdict == "error" and "depends on scale" in row.error
 
 
 @pytest.mark.parametrize("verdict", ["not-reproduced-at-this-scale", "contradicted-at-this-scale"])

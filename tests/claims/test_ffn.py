@@ -105,21 +105,14 @@ def test_ffn_verdict_logic(tmp_path, swiglu, geglu, glu, verdict, parts):
     assert row.verdict == verdict and row.error is None
     assert [p.verdict for p in row.parts] == parts
     assert [p.name for p in row.parts] == ["swiglu", "geglu", "glu"]
+    # the JSON row (its rules and hashes: test_registry)
     shown = row.to_dict()
-    assert shown["rule"] == {"metric": row.parts[0].rule.metric, "smallest_effect": 0.5,
-                             "margin": 0.25, "min_seeds": 5, "claimed": -1.5,
-                             "decides": row.parts[0].rule.decides, "threshold": -1.0,
-                             "test": "effect", "max_seeds": 10, "spending": "obf"}
     assert shown["estimate"] == {"value": swiglu.mean, "ci_low": swiglu.ci_low,
                                  "ci_high": swiglu.ci_high, "n": swiglu.n, "sd": None}
-    assert shown["combines"] and len(shown["parts"]) == 3
     for part, found in zip(shown["parts"], row.parts, strict=True):
         assert part["decision"] == found.verdict
         assert part["looks"] == ([5, 8, 10] if found.estimate.n == 10 else [found.estimate.n])
-        assert part["rule_hash"] == found.rule.hash and len(part["rule_hash"]) == 12
-        assert set(part["estimate"]) == {"value", "ci_low", "ci_high", "n", "sd"}
-        if found.verdict == "inconclusive":
-            assert "detectable_effect" in part and "seeds_needed" in part
+        assert ("seeds_needed" in part) == (found.verdict == "inconclusive")
     if verdict in ("confirmed", "mixed", "not-reproduced-at-this-scale"):
         assert "Reached at this scale: d_model 64" in row.summary
     # Intervals reach the ledger's JSON as plain objects with the same keys as always.

@@ -5,6 +5,7 @@ papers at their compute."""
 import math
 
 import pytest
+from scipy import stats
 
 from blocklab.claims import ladder as ladder_module
 from blocklab.claims.anchors import anchors
@@ -21,41 +22,45 @@ QUICK_FLOPS = 2.4e11
 # flat at +0.1
 MEANS = {"quick": -0.2, "rung1": -0.65, "rung2": -1.0, "rung3": -2.0}
 FLOPS = {"quick": 1, "rung1": 2, "rung2": 4, "rung3": 8}
-T975 = {5: 2.776445, 12: 2.200985}  # Student t's 97.5% point on n − 1 degrees of freedom
+def _fake_rungs(monkeypatch, claim: str, means: dict[str, dict[str, float]], sd: float,
+                asked: list | None = None) -> None:
+    """Each rung of `means` ({size: {part: mean}}) graded from its design's first look (5
+    seeds at quick, 12 on a C16 rung above it) of spread sd, the other seeded parts at 0 and
+    analytic parts as the ledger reads them (one exact value); `asked` records each rung read."""
+    def run_claims(ids, ctx):
+        if asked is not None:
+            asked.append((ctx.size, ctx.precision))
+        rules = registered(claim, ctx.size)
+        if ctx.size not in means:
+            return [ClaimResult(claim, "", "", "", "", "missing-results", "", "", {}, "",
+                                None, None, [Part(name, r, Estimate(None, None, None, 0),
+                                                  "missing-results", "")
+                                             for name, r in rules.items()])]
+        specs = []
+        for name, r in rules.items():
+            if r.min_seeds < 2:
+                specs.append((name, r, Estimate.of(Interval(1, r.claimed))))
+                continue
+            mean, n = means[ctx.size].get(name, 0.0), r.schedule[0]
+            half = float(stats.t.ppf(0.975, n - 1)) * sd / math.sqrt(n)
+            specs.append((name, r, Estimate.of(Interval(n, mean, mean - half, mean + half,
+                                                        sd))))
+        parts = Part.decided_together(specs, fair_arms=True)
+        flops = QUICK_FLOPS * FLOPS[ctx.size]
+        return [ClaimResult(claim, "", "", "", "", parts[0].verdict, "", "", {}, "", None,
+                            None, parts, scale={"flops": flops, "text": ctx.size,
+                                                "text_zh": ctx.size})]
 
-
-def _graded(size: str) -> ClaimResult:
-    rules = registered("C16", size)
-    specs = []
-    for part, rule in rules.items():
-        mean = MEANS[size] if part == "swiglu" else 0.1
-        n = rule.schedule[0]  # the design's first look: 5 at quick, 12 on a rung above it
-        half = T975[n] * 0.2 / math.sqrt(n)
-        specs.append((part, rule, Estimate.of(Interval(n, mean, mean - half, mean + half, 0.2))))
-    parts = Part.decided_together(specs, fair_arms=True)
-    flops = QUICK_FLOPS * FLOPS[size]
-    return ClaimResult("C16", "", "", "", "", parts[0].verdict, "", "", {}, "", None, None,
-                       parts, scale={"flops": flops, "text": f"{size} scale",
-                                           "text_zh": f"{size} 规模"})
+    monkeypatch.setattr(ladder_module, "run_claims", run_claims)
 
 
 @pytest.fixture
 def stored(monkeypatch):
-    """Every rung graded (`missing` names rungs with no results stored)."""
-    asked = []
-    asked_missing: list[str] = []
-
-    def run_claims(ids, ctx):
-        asked.append((ctx.size, ctx.precision))
-        if ctx.size not in MEANS or ctx.size in asked_missing:
-            rules = registered("C16", ctx.size)
-            return [ClaimResult("C16", "", "", "", "", "missing-results", "", "", {}, "", None,
-                                None, [Part(n, r, Estimate(None, None, None, 0),
-                                            "missing-results", "") for n, r in rules.items()])]
-        return [_graded(ctx.size)]
-
-    monkeypatch.setattr(ladder_module, "run_claims", run_claims)
-    return asked, asked_missing
+    """C16 on every rung; (the rungs read, {size: means}: delete a size for no results)."""
+    asked: list = []
+    means = {size: {"swiglu": m, "geglu": 0.1, "glu": 0.1} for size, m in MEANS.items()}
+    _fake_rungs(monkeypatch, "C16", means, sd=0.2, asked=asked)
+    return asked, means
 
 
 def test_each_rung_is_graded_in_its_precision_and_the_trend_fits_the_rung_means(stored,
@@ -69,8 +74,6 @@ def test_each_rung_is_graded_in_its_precision_and_the_trend_fits_the_rung_means(
     assert swiglu.part == "swiglu" and swiglu.boundary == -1.0  # the page's "1–2%": its low end
     # the line through the four rung means (5 seeds at quick, 12 above: weighted by
     # 1 / (τ² + σ²/n), near the unweighted line here), t on 2 degrees of freedom
-    from scipy import stats
-
     ref = stats.linregress(range(4), list(MEANS.values()))
     assert swiglu.fit.slope == pytest.approx(ref.slope, abs=0.01) and swiglu.fit.n == 41
     assert swiglu.fit.df == 2 and swiglu.fit.slope_high < 0
@@ -93,12 +96,12 @@ def test_each_rung_is_graded_in_its_precision_and_the_trend_fits_the_rung_means(
 
 
 def test_a_rung_without_results_leaves_the_trend_to_the_others(stored, tmp_path):
-    _, missing = stored
-    missing.append("rung3")
+    _, means = stored
+    del means["rung3"]
     found = read_ladder("C16", tmp_path, {})
     assert [r.size for r in found.rungs if r.result is not None] == ["quick", "rung1", "rung2"]
     assert found.trends[0].fit.rungs == 3 and found.trends[0].fit.df == 1
-    missing.append("rung2")
+    del means["rung2"]
     two = read_ladder("C16", tmp_path, {})
     assert two.trends[0].fit is None and two.trends[0].direction(-1.0) == "none"
     line = ladder_module.trend_line(ladder_dict(two)["trends"][0])
@@ -106,8 +109,8 @@ def test_a_rung_without_results_leaves_the_trend_to_the_others(stored, tmp_path)
 
 
 def test_the_dict_places_rungs_and_papers_on_one_compute_axis(stored, tmp_path):
-    _, missing = stored
-    missing.append("rung3")
+    _, means = stored
+    del means["rung3"]
     doc = ladder_dict(read_ladder("C16", tmp_path, {}))
     assert [r["x"] for r in doc["rungs"][:3]] == pytest.approx([0.0, 1.0, 2.0])
     assert doc["rungs"][3]["x"] is None
@@ -148,35 +151,6 @@ def test_the_lead_sentence_is_where_a_part_is_first_decided(stored, tmp_path):
 def test_only_a_claim_with_a_ladder_is_read():
     with pytest.raises(InputError, match="claim 'C36' has no ladder"):
         read_ladder("C36", ".", {})
-
-
-def _fake_rungs(monkeypatch, claim: str, means: dict[str, dict[str, float]], sd: float,
-                n: int = 4):
-    """Each rung of `means` ({size: {part: mean}}) graded from n seeds of spread sd (the
-    other seeded parts at 0; analytic parts as the ledger reads them: one exact value)."""
-    def run_claims(ids, ctx):
-        rules = registered(claim, ctx.size)
-        if ctx.size not in means:
-            return [ClaimResult(claim, "", "", "", "", "missing-results", "", "", {}, "",
-                                None, None, [Part(name, r, Estimate(None, None, None, 0),
-                                                  "missing-results", "")
-                                             for name, r in rules.items()])]
-        specs = []
-        for name, r in rules.items():
-            if r.min_seeds < 2:
-                specs.append((name, r, Estimate.of(Interval(1, r.claimed))))
-                continue
-            mean = means[ctx.size].get(name, 0.0)
-            half = 3.182 * sd / math.sqrt(n)
-            specs.append((name, r, Estimate.of(Interval(n, mean, mean - half, mean + half,
-                                                        sd))))
-        parts = Part.decided_together(specs)
-        flops = QUICK_FLOPS * FLOPS[ctx.size]
-        return [ClaimResult(claim, "", "", "", "", parts[0].verdict, "", "", {}, "", None,
-                            None, parts, scale={"flops": flops, "text": ctx.size,
-                                                "text_zh": ctx.size})]
-
-    monkeypatch.setattr(ladder_module, "run_claims", run_claims)
 
 
 def test_a_claim_of_at_most_t_moves_towards_it_as_its_effect_falls(monkeypatch, tmp_path):
@@ -228,7 +202,7 @@ def test_a_claim_of_no_difference_has_a_band_and_its_analytic_parts_no_trend(
     part = "nearly the same quality"
     _fake_rungs(monkeypatch, "C18", {"quick": {part: 0.0}, "rung1": {part: 0.0105},
                                      "rung2": {part: 0.0195}, "rung3": {part: 0.03}},
-                sd=0.002, n=3)
+                sd=0.002)
     doc = ladder_dict(read_ladder("C18", tmp_path, {}))
     assert [t["part"] for t in doc["trends"]] == [part]
     [trend] = doc["trends"]

@@ -17,15 +17,7 @@ from blocklab.claims.finding import Finding
 from blocklab.claims.rules import Estimate, Part, Rule
 from blocklab.cli import main
 from blocklab.experiments.options import RunRequest
-from blocklab.experiments.suites.ffn.summary import FfnData
-from blocklab.experiments.suites.norm_cost.summary import (
-    KernelRatio,
-    NormCostData,
-    NormQuality,
-    StepTime,
-)
 from blocklab.experiments.suites.quantize.summary import SwigluQuant
-from blocklab.experiments.summaries import Interval, TimeRatio
 
 from .conftest import ci, sibling, store_summary
 
@@ -89,13 +81,9 @@ def fake_results(tmp_path_factory) -> Path:
     suites plan, built from the other tests' fakes."""
     root = tmp_path_factory.mktemp("results")
     tf, tpl, tp = sibling("test_ffn"), sibling("test_placement"), sibling("test_positions")
-    td, tq = sibling("test_depth"), sibling("test_quantization")
+    td, tq, tn = sibling("test_depth"), sibling("test_quantization"), sibling("test_norm_cost")
     rel = ci(-1.5, -2.0, -1.0, 5)
-    _store(root, "ffn", FfnData(
-        arms={arm: tf._ffn_arm(rel) for arm in ("relu", *reg.C16_ARMS)}, seeds=5, steps=100,
-        init="fan_in", lr_grid=[3e-3], lr_trials=[], lr_at_edge=[], sensitivity=tf.SENSITIVITY,
-        trend=[], trend_change=Interval(0), warmup_steps=10, unigram_entropy=None,
-        baseline="relu", page={}, equal_time_ms=None, size={"d_model": 64}))
+    _store(root, "ffn", tf._ffn_data(rel, rel, rel))
     spread = {"gpt2": ci(0.5, 0.3, 0.7, 4), "xavier": ci(3.0, 2.5, 3.5, 4),
               "depth": ci(0.2, 0.1, 0.3, 4)}
     deep = td._data([td._effect(td._ci(4.8, 4.2, 5.3))])
@@ -103,19 +91,7 @@ def fake_results(tmp_path_factory) -> Path:
     _store(root, "placement", dataclasses.replace(
         main_grid, stability=main_grid.stability + deep.stability,
         stability_effects=main_grid.stability_effects + deep.stability_effects))
-    loss = ci(2.0, 1.9, 2.1)
-    step = StepTime(threads=1, model={"d_model": 64}, params={"rmsnorm": 10}, rmsnorm_ms=2.0,
-                    layernorm_ms=2.0, path="like-for-like",
-                    time=TimeRatio(ratio=0.9, ci_low=0.88, ci_high=0.92, repeats=30))
-    _store(root, "norm-cost", NormCostData(
-        kernels=[], compile=[],
-        ratios=[KernelRatio(d=64, rows=1024, threads=1, impl="rmsnorm:plain",
-                            layernorm_impl="layernorm:plain", pass_name="fwdbwd",
-                            time=TimeRatio(ratio=0.9, ci_low=0.8, ci_high=1.0, repeats=5))],
-        step_time={"like-for-like/1": step},
-        quality=NormQuality(rmsnorm=loss, layernorm=loss, delta=ci(0.0, -0.01, 0.01),
-                            margin=0.02, equivalent=True, verdict="equivalent",
-                            seeds=[0, 1, 2], statuses={}, unigram_entropy=None)))
+    _store(root, "norm-cost", tn._norm_cost((0.9, 0.88, 0.92), equivalent=True))
     reads = {"2": 1.0, "4": 2.0, "8": 3.0, "16": 4.0}
     learned, sinusoidal = reg.c21_fair_arms("quick")
     arms = {**tp._c30_arms(), learned: tp._arm({m: 40.0 for m in reads}),

@@ -69,17 +69,6 @@ def test_all_or_none_on_the_patterns_the_docs_name(verdicts, want):
     assert settle(verdicts, all_or_none) == want
 
 
-def test_a_named_condition_is_conditional():
-    # C12's condition is the init: one init's spread holds, the others' do not
-    assert settle([NR, C, NR], placement.c12_rule) == "conditional"
-    assert settle([C, C, C], placement.c12_rule) == C
-    assert settle([NR, NR, NR], placement.c12_rule) == NR
-    # (C26's and C27's conditions: test_claims.test_c26_and_c27_verdicts_follow_...)
-    # C33: the page's rule holds for per-tensor scales only
-    part = lambda v: SimpleNamespace(verdict=v)  # noqa: E731
-    assert quantization.combine_c33(part(C), part(C)) == "conditional"
-
-
 def _parts(verdicts, names=None):
     names = names or [f"p{i}" for i in range(len(verdicts))]
     return [SimpleNamespace(verdict=v, name=n) for v, n in zip(verdicts, names, strict=True)]

@@ -20,12 +20,11 @@ from blocklab.claims.text import Template, both, say
 TEXT: dict[str, Template] = {
     "failed": ("Reference checks failed: {failed}", "参考检查未通过：{failed}"),
     "c10": ("In float16 the mean square of [300, −200, 100, 50] overflows to inf, while the "
-            "float32 statistics give a finite output within {err:.1e} of float64 and cast back "
-            "to float16. That is Hugging Face's LlamaRMSNorm.forward: it casts to float32, "
-            "assigns `variance = hidden_states.pow(2).mean(-1, keepdim=True)`, then returns "
-            "`weight * hidden_states.to(input_dtype)` ({where}, quoted in the evidence); "
-            "blocklab's RMSNorm(cast='llama') differs from the quoted lines' output by at most "
-            "{same:g}.",
+            "float32 statistics give a finite output within {err:.1e} of float64 and cast back to "
+            "float16. That is Hugging Face's LlamaRMSNorm.forward: it casts to float32, assigns "
+            "`variance = hidden_states.pow(2).mean(-1, keepdim=True)`, then returns `weight * "
+            "hidden_states.to(input_dtype)` ({where}, quoted in the evidence); blocklab's "
+            "RMSNorm(cast='llama') differs from the quoted lines' output by at most {same:g}.",
             "float16 下 [300, −200, 100, 50] 的平方均值溢出为 inf，而 float32 统计量得到有限输出，"
             "与 float64 相差 {err:.1e} 并转回 float16。这正是 Hugging Face 的 LlamaRMSNorm.forward："
             "先转为 float32，计算 `variance = hidden_states.pow(2).mean(-1, keepdim=True)`，再返回 "
@@ -152,9 +151,8 @@ WORKED: dict[str, tuple[str, str, tuple[str, ...]]] = {
             "to 1e-16.",
             "闭式与中心差分一致（最大误差约 1e-11），J·x = ε·x/s³ 精确到 1e-16。",
             ("worked", "jacobians")),
-    "C07": ("At ε = 0 positive scaling is exact, negative scaling flips the sign and "
-            "per-channel scaling changes both norms; at ε > 0 positive scaling misses by the "
-            "closed-form gap.",
+    "C07": ("At ε = 0 positive scaling is exact, negative scaling flips the sign and per-channel "
+            "scaling changes both norms; at ε > 0 positive scaling misses by the closed-form gap.",
             "ε = 0 时正缩放严格不变，负缩放翻转符号，逐通道缩放改变两种归一化；ε > 0 时正缩放的偏差等于闭式间隙。",
             ("shift-scale",)),
     "C08": ("Zeros with ε > 0 give zeros; a constant input at ε = 0 raises a ValueError naming "

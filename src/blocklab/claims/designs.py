@@ -472,9 +472,8 @@ def simulate_claims(claims: Sequence[str], reps: int, seed: int = SEED, size: st
             if c == claim_id:
                 results += found
                 runs.update(decided)
-        order = {(d, x): i for i, (d, x) in enumerate(
-            (d, x) for d in DESIGNS for x in DISTRIBUTIONS)}
-        results.sort(key=lambda r: order[(r.spending, r.distribution)])
+        results.sort(key=lambda r: (DESIGNS.index(r.spending),
+                                    DISTRIBUTIONS.index(r.distribution)))
         misses = interval_misses(model, note_reps, seed) if note_reps else {}
         out.append(ClaimSimulation(model, tuple(results), runs, misses))
     return out

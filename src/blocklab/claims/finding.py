@@ -132,12 +132,6 @@ class Context:
     # suite -> why its stored summary cannot be used (`incomplete`: runs it lists are gone)
     unusable: dict[str, str] = field(default_factory=dict)
 
-    def __post_init__(self) -> None:
-        # `Context(path, "quick")`, the form before the request, would otherwise pass silently
-        if not isinstance(self.request, RunRequest):
-            raise TypeError(f"Context takes a RunRequest, not {type(self.request).__name__}: "
-                            "Context(RunRequest(results, size, ...))")
-
     @property
     def results(self) -> Path:
         return self.request.results

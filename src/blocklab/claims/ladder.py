@@ -436,8 +436,7 @@ def appears_line(trend: dict, rungs: list[dict], papers: list[dict], lang: str =
 
     def decided(at: dict) -> str:
         verdict = verdict_word(at["verdict"], lang)
-        span = (f"{at['value']:+.{digits}f}{u} [{at['low']:+.{digits}f}, "
-                f"{at['high']:+.{digits}f}]")
+        span = (f"{at['value']:+.{digits}f}{u} [{at['low']:+.{digits}f}, {at['high']:+.{digits}f}]")
         return say(TEXT["decided"], lang, verdict=verdict, span=span,
                    confidence=confidence_text(at["confidence"]))
 

@@ -177,18 +177,12 @@ def _model_verdict(feature: str, f: ModelFacts) -> str:
     """'holds', 'partly' or 'fails' for one model's facts against one feature."""
     rope = ("holds" if f.rope_layers == f.n_layers else
             "partly" if f.rope_layers else "fails")
-    if feature == "plain_ffn":
-        return "fails" if f.gated else "holds"
-    if feature == "learned_positions":
-        return "holds" if f.position == "learned" else "fails"
-    if feature in ("swiglu", "geglu"):
-        return "holds" if f.ffn.startswith(feature) else "fails"
-    if feature == "alibi":
-        return "holds" if f.position == "alibi" else "fails"
-    if feature == "rope":
-        return "holds" if rope != "fails" else "fails"  # RoPE in most layers still uses RoPE
-    if feature == "pre_norm":
-        return "holds" if f.placement == "pre" else "fails"
+    has = {"plain_ffn": not f.gated, "learned_positions": f.position == "learned",
+           "swiglu": f.ffn.startswith("swiglu"), "geglu": f.ffn.startswith("geglu"),
+           "alibi": f.position == "alibi", "pre_norm": f.placement == "pre",
+           "rope": rope != "fails"}  # RoPE in most layers still uses RoPE
+    if feature in has:
+        return "holds" if has[feature] else "fails"
     # "modern": pre-norm + SwiGLU + RoPE in every layer
     if f.placement != "pre" or f.ffn != "swiglu":
         return "fails"

@@ -90,10 +90,9 @@ TEXT: dict[str, Template] = {
                    "{high} 个在最高档仍稳定)"),
     "cold": ("cold", "无"),
     "warm": ("warm", "有"),
-    "c13": ("Run here (up to {seeds} seeds, depth {depths}, {steps} steps, no gradient "
-            "clipping): pre-norm failed {pre_f}/{pre_n} runs; post-norm failed "
-            "{post_cold}/{post_cold_n} without warmup and {post_warm}/{post_warm_n} with "
-            "warmup.{effect}{stable}",
+    "c13": ("Run here (up to {seeds} seeds, depth {depths}, {steps} steps, no gradient clipping): "
+            "pre-norm failed {pre_f}/{pre_n} runs; post-norm failed {post_cold}/{post_cold_n} "
+            "without warmup and {post_warm}/{post_warm_n} with warmup.{effect}{stable}",
             "本项目已运行（至多 {seeds} 个种子，深度 {depths}，{steps} 步，无梯度裁剪）：Pre-Norm 失败 "
             "{pre_f}/{pre_n}；Post-Norm 无 warmup 失败 {post_cold}/{post_cold_n}，有 warmup 时失败 "
             "{post_warm}/{post_warm_n}。{effect}{stable}"),
@@ -112,12 +111,11 @@ TEXT: dict[str, Template] = {
     "c19_no_grid": ("The placement suite ran no pre/post × warmup grid.",
                     "位置套件没有运行 pre/post × warmup 网格。"),
     "c19": ("Depth {depth}, up to {seeds} seeds, paired by seed, each arm at its own peak lr "
-            "({fair}; what the tuned rates put into the loss contrasts, by a parabola in log "
-            "lr through each chosen rate and its neighbours: {bias}; a loss contrast is "
-            "confirmed only within δ/2 of it): {graded}. Largest stable peak lr: {stability}. "
-            "Failures (counted apart): pre-norm {pre_f}/{pre_n}; post-norm "
-            "{post_cold}/{post_cold_n} without warmup, {post_warm}/{post_warm_n} with."
-            "{probe}{trend}{scale}",
+            "({fair}; what the tuned rates put into the loss contrasts, by a parabola in log lr "
+            "through each chosen rate and its neighbours: {bias}; a loss contrast is confirmed "
+            "only within δ/2 of it): {graded}. Largest stable peak lr: {stability}. Failures "
+            "(counted apart): pre-norm {pre_f}/{pre_n}; post-norm {post_cold}/{post_cold_n} "
+            "without warmup, {post_warm}/{post_warm_n} with.{probe}{trend}{scale}",
             "深度 {depth}、至多 {seeds} 个种子，按种子配对，各组用各自的峰值学习率（{fair}；"
             "调得的学习率在损失对比中留下的偏差（对数学习率上过所选点及其两邻点的抛物线）：{bias}；"
             "只有偏差不超过 δ/2 时损失对比才可成立）：{graded}。最大稳定峰值学习率：{stability}。"
@@ -183,11 +181,11 @@ def _failures(cells: list[PlacementCell]) -> dict[str, int]:
     return out
 
 
-C12_COMBINES = ("confirmed when every init's part is confirmed (the spread is then no artefact "
-                "of one init); not reproduced at this scale when none is; otherwise "
-                "conditional on the init: it holds under the inits whose part is confirmed, "
-                "named in the finding. The parameter-gradient spreads are reported as context "
-                "and decide nothing. " + SETTLE_EN,
+C12_COMBINES = ("confirmed when every init's part is confirmed (the spread is then no artefact of "
+                "one init); not reproduced at this scale when none is; otherwise conditional on "
+                "the init: it holds under the inits whose part is confirmed, named in the finding. "
+                "The parameter-gradient spreads are reported as context and decide nothing. "
+                + SETTLE_EN,
                 "每种初始化的部分都成立时成立（不均匀不是某一种初始化的产物）；没有一部分成立时为此规模下未复现；"
                 "否则以初始化为条件有条件成立：只在其部分成立的初始化下成立，结论中列出这些初始化。"
                 "参数梯度的不均匀程度只作背景报告，不参与判定。" + SETTLE_ZH)

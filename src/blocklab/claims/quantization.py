@@ -40,12 +40,12 @@ from blocklab.experiments.summaries import RATIO_METHOD, Interval, TimeRatio
 
 C32_COMBINES = ("the timed parts first: untestable here on a CPU without int8 dot-product "
                 "instructions (VNNI or AMX int8); otherwise confirmed when quantizing the FFN "
-                "speeds prefill up and gains more than quantizing attention, mixed when only "
-                "one holds, else the headline part's verdict (a timing is never refuted: speed "
-                "depends on hardware and scale). Then the stated reason, an exact count: when "
-                "it holds the claim keeps that verdict; when it is refuted the claim is mixed "
-                "if a timed part holds, else refuted (a claim whose reason is false is never "
-                "confirmed). " + SETTLE_EN,
+                "speeds prefill up and gains more than quantizing attention, mixed when only one "
+                "holds, else the headline part's verdict (a timing is never refuted: speed depends "
+                "on hardware and scale). Then the stated reason, an exact count: when it holds the "
+                "claim keeps that verdict; when it is refuted the claim is mixed if a timed part "
+                "holds, else refuted (a claim whose reason is false is never confirmed). "
+                + SETTLE_EN,
                 "先看计时部分：在没有 int8 点积指令（VNNI 或 AMX int8）的 CPU 上此处无法检验；否则量化 FFN "
                 "使预填充加速且加速多于量化注意力时成立，只有一项成立时为部分成立，否则取首要部分的判定（计时不会判为"
                 "不成立：速度取决于硬件与规模）。再看所述理由（精确计数）：理由成立时论断保持上述判定；理由不成立时，"
@@ -66,18 +66,17 @@ C33_COMBINES = (f"conditional when merging gate|up with per-row scales is exactl
 
 # The checks' sentences, (English, Chinese), filled by `say`.
 TEXT: dict[str, Template] = {
-    "c32": ("d={d_model}, {layers} layers, prefill T={T} ({mode} int8, eager, {threads} "
-            "thread(s), random weights): the FFN is {flop_share:.1f}% of prefill FLOPs "
-            "(blocklab.budget) and {time_share} of the float prefill's time; with its layers "
-            "free prefill runs ×{bound}, the bound no FFN-only scheme can beat; its int8 GEMMs "
-            "run k = {k}× the float ones, so Amdahl over the time share estimates FFN-only at "
-            "×{estimate}; measured ×{speedup} (attention-only ×{speedup_attention}) → "
-            "{speed} / {largest}. Each speed-up is the {method} over {repeats} repeats, graded "
-            "on 100·ln(ratio), where that t interval holds at every level: FFN-only "
-            "{speed_decided}, FFN-only over attention-only {largest_decided}.{weight_only}"
-            "{cpu} The stated reason, the FFN holding ~99% of prefill FLOPs: {page_share:.1f}% "
-            "at the page's Llama-3-8B and T=4096 (the page's count leaves the attention "
-            "projections out of its sum) → {reason}.{scale}",
+    "c32": ("d={d_model}, {layers} layers, prefill T={T} ({mode} int8, eager, {threads} thread(s), "
+            "random weights): the FFN is {flop_share:.1f}% of prefill FLOPs (blocklab.budget) and "
+            "{time_share} of the float prefill's time; with its layers free prefill runs ×{bound}, "
+            "the bound no FFN-only scheme can beat; its int8 GEMMs run k = {k}× the float ones, so "
+            "Amdahl over the time share estimates FFN-only at ×{estimate}; measured ×{speedup} "
+            "(attention-only ×{speedup_attention}) → {speed} / {largest}. Each speed-up is the "
+            "{method} over {repeats} repeats, graded on 100·ln(ratio), where that t interval holds "
+            "at every level: FFN-only {speed_decided}, FFN-only over attention-only "
+            "{largest_decided}.{weight_only}{cpu} The stated reason, the FFN holding ~99% of "
+            "prefill FLOPs: {page_share:.1f}% at the page's Llama-3-8B and T=4096 (the page's "
+            "count leaves the attention projections out of its sum) → {reason}.{scale}",
             "d={d_model}、{layers} 层、prefill T={T}（{mode} int8，eager，{threads} 线程，随机权重）："
             "FFN 占 prefill FLOPs 的 {flop_share:.1f}%（blocklab.budget），占浮点 prefill 时间的 "
             "{time_share}；FFN 各层耗时为零时 prefill 为 ×{bound}，即仅量化 FFN 无法超过的上界；"
@@ -92,10 +91,9 @@ TEXT: dict[str, Template] = {
                         "(estimate from the bytes read ×{estimate}, bound ×{bound}).",
                         "仅对 FFN 做 weight-only int8：prefill ×{prefill}，decode ×{decode}"
                         "（按读取字节的估计 ×{estimate}，上界 ×{bound}）。"),
-    "c32_no_int8": (" This CPU has no VNNI/AMX int8 instructions, so torch's int8 GEMM runs a "
-                    "slow path: the measured k is the machine's, not int8's, and the claim is "
-                    "untestable here (run `blocklab quantize` on a CPU with AVX-512 VNNI or "
-                    "AMX).",
+    "c32_no_int8": (" This CPU has no VNNI/AMX int8 instructions, so torch's int8 GEMM runs a slow "
+                    "path: the measured k is the machine's, not int8's, and the claim is "
+                    "untestable here (run `blocklab quantize` on a CPU with AVX-512 VNNI or AMX).",
                     "本机 CPU 无 VNNI/AMX int8 指令，torch 的 int8 GEMM 走慢路径：测得的 k "
                     "反映的是本机而非 int8 本身，此论断在此无法检验（请在支持 AVX-512 VNNI 或 AMX 的 "
                     "CPU 上运行 `blocklab quantize`）。"),

@@ -414,8 +414,7 @@ C32_REASON_PART = "the FFN holds ~99% of prefill FLOPs (the stated reason)"
 C32_REASON_PCT = 95.0
 C32_REASON_RULE = Rule(
     metric="100·FFN FLOPs / the whole prefill's at Llama 3 8B's shape, batch 1, T = 4,096 "
-           "(blocklab.budget: every matmul, 2 FLOPs per multiply-add, causal scores), % "
-           "(analytic)",
+           "(blocklab.budget: every matmul, 2 FLOPs per multiply-add, causal scores), % (analytic)",
     smallest_effect=99.0 - C32_REASON_PCT, margin=0.0, min_seeds=1, claimed=99.0,
     threshold=C32_REASON_PCT, test="at-least",
     decides=f"analytic, decided without a test: confirmed when the share is at least "
@@ -442,15 +441,14 @@ C33_TENSOR_RULE = Rule(
            "each at its own per-tensor scale − 1), %, down at its own per-tensor scale in both, "
            "paired by seed (positive = merging is worse)",
     smallest_effect=C33_DELTA, margin=0.5, min_seeds=3, max_seeds=6, claimed=5.0,
-    decides="δ = 1% more FFN output error, as registered before any data. One per-tensor scale "
-            "for gate|up is the larger of the two, so the other matrix's grid only gets "
-            "coarser: some growth is there by construction, and the question is whether it "
-            "passes δ. Confirmed when the CI at its level lies wholly beyond +1%; not reproduced "
-            "at this scale when it lies wholly short of +1%, or the (1 − 2·level) CI inside "
-            "±0.5%; otherwise inconclusive, as with fewer seeds than min_seeds. Seeds are added "
-            "in blocks of 2 up to max_seeds, each look read at its share of the Lan–DeMets "
-            "O'Brien–Fleming spending. The same interval read against 10% is shown as a "
-            "sensitivity line and decides nothing")
+    decides="δ = 1% more FFN output error, as registered before any data. One per-tensor scale for "
+            "gate|up is the larger of the two, so the other matrix's grid only gets coarser: some "
+            "growth is there by construction, and the question is whether it passes δ. Confirmed "
+            "when the CI at its level lies wholly beyond +1%; not reproduced at this scale when it "
+            "lies wholly short of +1%, or the (1 − 2·level) CI inside ±0.5%; otherwise "
+            "inconclusive, as with fewer seeds than min_seeds. Seeds are added in blocks of 2 up "
+            "to max_seeds, each look read at its share of the Lan–DeMets O'Brien–Fleming spending. "
+            "The same interval read against 10% is shown as a sensitivity line and decides nothing")
 
 # --- C36 (b): the identity term of the block Jacobian ("gradient ≈ 1") ---------------------------
 # "Gradient ≈ 1" is the identity term of ∂x_{l+1}/∂x_l = I + J_F·J_N: the median over the layers
@@ -461,10 +459,9 @@ C36_IDENTITY_INIT = "xavier"
 C36_IDENTITY_THRESHOLD = 0.5
 C36_IDENTITY_PART = "pre-norm block Jacobian ≈ I at initialisation (gradient ≈ 1)"
 C36_IDENTITY_RULE = Rule(
-    metric="median over the layers of one pre-norm stack (deepest probed depth, xavier init, "
-           "at initialisation) of ‖J_l − I‖_F/√n, J_l = ∂x_{l+1}/∂x_l over all n = B·T·d "
-           "entries, per seed (0: every block is the identity; 1: the non-identity part is "
-           "as large as I)",
+    metric="median over the layers of one pre-norm stack (deepest probed depth, xavier init, at "
+           "initialisation) of ‖J_l − I‖_F/√n, J_l = ∂x_{l+1}/∂x_l over all n = B·T·d entries, per "
+           "seed (0: every block is the identity; 1: the non-identity part is as large as I)",
     smallest_effect=0.1, margin=0.0, min_seeds=4, max_seeds=8,
     claimed=C36_IDENTITY_THRESHOLD, threshold=C36_IDENTITY_THRESHOLD, test="at-most",
     decides="confirmed when the CI at its level's upper bound lies below 0.5 (the non-identity part "
@@ -518,8 +515,7 @@ def c37_rules(size: str) -> dict[str, Rule]:
                                  smallest_effect=C37_MARGIN_PCT, margin=C37_MARGIN_PCT,
                                  claimed=0.0, test="equivalence", decides=band, **design),
             C37_NARROW_PART: Rule(metric="100·(val loss of the nested model at m/2 − the model "
-                                         "trained at m/2 alone) / the latter's, %, paired by "
-                                         "seed",
+                                         "trained at m/2 alone) / the latter's, %, paired by seed",
                                   smallest_effect=C37_MARGIN_PCT, margin=C37_MARGIN_PCT,
                                   claimed=0.0, test="equivalence", decides=band, **design)}
 
@@ -645,16 +641,15 @@ CHANGED_AFTER_DATA: tuple[RuleChange, ...] = (
                "FFN-only time with a Student t interval on their logs, graded on 100·ln of it "
                "with δ 5%, margin 2% and claim 10% mapped by 100·ln(1 + p/100)"),
     RuleChange("2026-12-05", ("C13", "C19", "C36"),
-               "the placement suite's quick design, after quick results showed post-norm "
-               "learning nothing at depth 12 (final val loss 3.20–3.22 at every lr from 0.003 "
-               "to 0.09, the unigram reference's 3.21): part (b)'s training grid at depth 6 for "
-               "300 steps (warmup 100) on the lr grid {0.001, 0.003, 0.01}, was depth 12 for "
-               "150 steps (warmup 50) on {0.003, 0.01, 0.03}; the depth-6 stable-lr sweep 150 "
-               "steps on 0.001 … 0.512 in doublings, was depth 12, 60 steps on 0.362 … 2.9 in "
-               "√2 steps; the deep sweep (C36) 100 steps on 0.001 … 0.064, was 30 steps on "
-               "0.362 … 2.9. Chosen by a reported pilot (placement/sizes.py) in which every "
-               "quick training arm learns at an interior rate; metrics, δ, margins and "
-               "combining rules unchanged"),
+               "the placement suite's quick design, after quick results showed post-norm learning "
+               "nothing at depth 12 (final val loss 3.20–3.22 at every lr from 0.003 to 0.09, the "
+               "unigram reference's 3.21): part (b)'s training grid at depth 6 for 300 steps "
+               "(warmup 100) on the lr grid {0.001, 0.003, 0.01}, was depth 12 for 150 steps "
+               "(warmup 50) on {0.003, 0.01, 0.03}; the depth-6 stable-lr sweep 150 steps on 0.001 "
+               "… 0.512 in doublings, was depth 12, 60 steps on 0.362 … 2.9 in √2 steps; the deep "
+               "sweep (C36) 100 steps on 0.001 … 0.064, was 30 steps on 0.362 … 2.9. Chosen by a "
+               "reported pilot (placement/sizes.py) in which every quick training arm learns at an "
+               "interior rate; metrics, δ, margins and combining rules unchanged"),
     RuleChange("2026-12-05", tuple(c for c in RULES if c != "C13"),
                "how parts are decided (rules.DECISION_VERSION, in every rule's hash): every "
                "training run at quick, full and the ladder's rungs must close a quarter of the "
@@ -665,12 +660,11 @@ CHANGED_AFTER_DATA: tuple[RuleChange, ...] = (
                "here. Made after quick results had been seen (C13, C19 and C36 rested on a "
                "post-norm arm that never learned)"),
     RuleChange("2026-12-03", ("C16",),
-               "added beside C16, not to it: the ladder's precision check "
-               "(`C16_PRECISION_RULES`: each gated arm's gap to ReLU in bf16 against fp32 on "
-               "the same seeds, equal within ±0.5 points), registered after the quick "
-               "size's fp32 and bf16 arm means had been seen (GLU's tuned rate differed "
-               "between the two: 0.01 in fp32, 0.03 in bf16); C16's own parts, rules and "
-               "verdict are unchanged"),
+               "added beside C16, not to it: the ladder's precision check (`C16_PRECISION_RULES`: "
+               "each gated arm's gap to ReLU in bf16 against fp32 on the same seeds, equal within "
+               "±0.5 points), registered after the quick size's fp32 and bf16 arm means had been "
+               "seen (GLU's tuned rate differed between the two: 0.01 in fp32, 0.03 in bf16); "
+               "C16's own parts, rules and verdict are unchanged"),
     RuleChange("2026-12-03", tuple(c for c in RULES if c != "C13"),
                "how parts are decided (rules.DECISION_VERSION, in every rule's hash): Holm's "
                "correction counts distinct tests, not parts. C30's four statements 'works at "
@@ -722,10 +716,9 @@ CHANGED_AFTER_DATA: tuple[RuleChange, ...] = (
                "after the quick results had been seen (no part was confirmed under either)"),
     RuleChange("2026-12-02", ("C12",),
                "the spread is read over the inputs of layers 1 … L−1: layer 0's input is the "
-               "embedding stream (RMS 0.02), where a norm's sensitivity is set by the "
-               "embedding's scale, not by depth (C36 leaves it out for the same reason); with "
-               "it the quick spread was log2 2.03, without it 0.67. Made after the quick "
-               "results had been seen"),
+               "embedding stream (RMS 0.02), where a norm's sensitivity is set by the embedding's "
+               "scale, not by depth (C36 leaves it out for the same reason); with it the quick "
+               "spread was log2 2.03, without it 0.67. Made after the quick results had been seen"),
     RuleChange("2026-12-02", ("C21", "C30", "C12", "C36"),
                "the sequential designs: C21's and C30's from 3–6 seeds (looks at 3, 5, 6) to "
                "4–8 (looks at 4, 6, 8), C12's from 2–4 (looks at 2, 3, 4) and C36's "
@@ -761,15 +754,14 @@ CHANGED_AFTER_DATA: tuple[RuleChange, ...] = (
                "the per-tensor part is graded at its registered δ = 1% (margin 0.5%) again; "
                "the 10% reading of the same interval is shown beside it and decides nothing"),
     RuleChange("2026-12-01", ("C33",),
-               "the per-tensor part: δ raised from 1% to 10% more FFN output error (merging "
-               "under one per-tensor scale can only raise the error, so any growth was "
-               "confirmed by construction), margin from 0.5% to 5% (reverted on 2026-12-02: "
-               "graded at the registered 1% again, 10% shown as a sensitivity line); the exactness part "
-               "decided on every trained layer of every seed rather than a random-weight "
-               "probe; an inexact per-row merge no longer refutes the claim (merging would "
-               "then cost under per-row scales too): the claim takes the per-tensor part's "
-               "verdict. Edited after the quick results had been seen (+0.7% to +1.5% per "
-               "seed)"),
+               "the per-tensor part: δ raised from 1% to 10% more FFN output error (merging under "
+               "one per-tensor scale can only raise the error, so any growth was confirmed by "
+               "construction), margin from 0.5% to 5% (reverted on 2026-12-02: graded at the "
+               "registered 1% again, 10% shown as a sensitivity line); the exactness part decided "
+               "on every trained layer of every seed rather than a random-weight probe; an inexact "
+               "per-row merge no longer refutes the claim (merging would then cost under per-row "
+               "scales too): the claim takes the per-tensor part's verdict. Edited after the quick "
+               "results had been seen (+0.7% to +1.5% per seed)"),
     RuleChange("2026-12-01", ("C31",),
                "the parts: each scheme's training and decode step time at most 10% over no "
                "positions (timed at the suite's toy shape, d_model 64 at quick) no longer "

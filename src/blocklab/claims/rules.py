@@ -75,14 +75,14 @@ MAX_SEEDS = 10_000  # seeds_needed looks no further ("more than 10,000")
 # How parts are decided (`decide`, `decide_parts`, `look_level`): part of every rule's hash,
 # so results planned before a change to the procedure are flagged, never silently regraded.
 # Change it with the procedure, and say what changed in registry.CHANGED_AFTER_DATA.
-DECISION_VERSION = ("2026-12-05b: each look spends its increment of the part's spending "
-                    "function, each part's design at its Holm share of α; a decision carries "
-                    "the interval it read; a decision stands only where the estimate with and "
-                    "without the tuned rates' lr bias gives it (`bias`); a part whose bias "
-                    "cannot be read (`unfair`) loses its confirming reading before any data; "
-                    "Holm counts distinct tests (parts reading one estimate against one "
-                    "threshold are one test); a part whose arm did not learn on most of its "
-                    "seeds is untestable here (`unless_unlearned`)")
+DECISION_VERSION = ("2026-12-05b: each look spends its increment of the part's spending function, "
+                    "each part's design at its Holm share of α; a decision carries the interval it "
+                    "read; a decision stands only where the estimate with and without the tuned "
+                    "rates' lr bias gives it (`bias`); a part whose bias cannot be read (`unfair`) "
+                    "loses its confirming reading before any data; Holm counts distinct tests "
+                    "(parts reading one estimate against one threshold are one test); a part whose "
+                    "arm did not learn on most of its seeds is untestable here "
+                    "(`unless_unlearned`)")
 
 DECIDES = ("confirmed when the CI at its level (its look's share of α after Holm) lies wholly "
            "beyond the claim's boundary b (the smallest effect δ, or the threshold of a claim "

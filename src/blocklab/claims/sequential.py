@@ -15,6 +15,7 @@ fixed from the price before any data, and the report names the looks it cut.
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -156,13 +157,8 @@ def coverage_of(planned: Any) -> dict[str, int]:
     counts: dict[str, set[int]] = {}
     for spec in planned.specs:
         counts.setdefault(spec.arm, set()).add(spec.seed)
-    out = {}
-    for arm, seeds in counts.items():
-        k = 0
-        while base + k in seeds:
-            k += 1
-        out[arm] = k
-    return out
+    return {arm: next(k for k in itertools.count() if base + k not in seeds)
+            for arm, seeds in counts.items()}
 
 
 def _plan(request: RunRequest, name: str) -> Any:
@@ -324,8 +320,7 @@ def worst_case_blocks(request: RunRequest, names: Sequence[str]
     arms, coverage = _planned_arms(request, names)
     out = []
     for j in range(1, 64):
-        wanted = [w for w in _parts_at_look(request.size, names, arms, j)]
-        blocks = next_blocks(wanted, coverage, first)
+        blocks = next_blocks(_parts_at_look(request.size, names, arms, j), coverage, first)
         if not blocks:
             return out
         for name, bs in blocks.items():

@@ -107,8 +107,7 @@ CLAIM_TEXT: dict[str, tuple[str, str]] = {
     "C32": ("Quantizing the FFN gives the largest prefill (first-token latency) speed-up, "
             "because the FFN holds ~99% of prefill FLOPs.",
             "量化 FFN 对预填充（首 token 延迟）加速最明显，因为 FFN 约占预填充 FLOPs 的 99%。"),
-    "C33": ("SwiGLU's three matrices must be quantized separately; they cannot simply be "
-            "merged.",
+    "C33": ("SwiGLU's three matrices must be quantized separately; they cannot simply be merged.",
             "SwiGLU 的三个矩阵在权重量化时须分别处理，不能简单合并。"),
     "C34": ("GPT-2/BERT use a plain FFN and absolute positions; PaLM GeGLU; Llama and Qwen "
             "SwiGLU; MPT and GLM ALiBi; Llama, Qwen and DeepSeek RoPE; Llama 3/4, Qwen2/3 and "
@@ -116,8 +115,7 @@ CLAIM_TEXT: dict[str, tuple[str, str]] = {
             "GPT-2/BERT 用普通 FFN 与绝对位置；PaLM 用 GeGLU；Llama、Qwen 用 SwiGLU；MPT、GLM 用 ALiBi；"
             "Llama、Qwen、DeepSeek 用 RoPE；Llama 3/4、Qwen2/3 与 Claude 4 组合 Pre-Norm、SwiGLU 与 "
             "RoPE；Llama、Qwen、GPT-3 用 Pre-Norm。"),
-    "C35": ("The FFN's share of a layer is ≈ 3·d_ff / (3·d_ff + 4·d_model), between 2/3 and "
-            "3/4.",
+    "C35": ("The FFN's share of a layer is ≈ 3·d_ff / (3·d_ff + 4·d_model), between 2/3 and 3/4.",
             "FFN 占每层参数 ≈ 3·d_ff / (3·d_ff + 4·d_model)，在 2/3 到 3/4 之间。"),
     "C36": ("Pre-norm lets deep stacks (50+ layers) train stably, because the residual path "
             "carries the gradient straight back (gradient ≈ 1).",
@@ -185,8 +183,7 @@ VERDICT_MEANING: dict[str, Template] = {
                      "已用的种子两方面都无法判定，或论断中未定部分的判定可能改变其结论；未定部分注明其种子能检测到的效应，"
                      "以及判定所需的种子数。"),
     "conditional": ("The claim holds under a condition the page states or that the check names "
-                    "(e.g. only in float16, only for bidirectional attention), and not without "
-                    "it.",
+                    "(e.g. only in float16, only for bidirectional attention), and not without it.",
                     "论断在页面所述或检查所指明的条件下成立（如只在 float16 下、只对双向注意力），离开该条件则不成立。"),
     "mixed": ("The claim's parts do not share one verdict: some hold and others do not hold, or "
               "cannot be tested here; each part's verdict is listed.",

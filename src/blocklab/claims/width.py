@@ -42,15 +42,14 @@ C37_COMBINES = ("the page's warning is the two sliced parts: the claim is confir
 
 # The check's sentences, (English, Chinese), filled by `say`.
 TEXT: dict[str, Template] = {
-    "c37": ("The same SwiGLU decoder ({model}, every arm at lr {lr:g} tuned on the ordinary "
-            "one) trained ordinarily, with nested widths ({scheme}) and at m/2 alone, over "
-            "{seeds} paired seeds; each read at its prefix widths by keeping the first k "
-            "channels of gate, up and down. Validation loss (ordinary / nested / narrow): "
-            "{by_width}. Graded (mean and the interval its decision read): {graded}. Each part "
-            "is graded by its registered rule (δ {smallest:g}% for the sliced parts, "
-            "±{margin:g}% for the two equivalences). The page makes no measurement of its own "
-            "here (\"新内容未执行真实模型实验\"); MoSE's own results are at far larger scale."
-            "{at_scale}",
+    "c37": ("The same SwiGLU decoder ({model}, every arm at lr {lr:g} tuned on the ordinary one) "
+            "trained ordinarily, with nested widths ({scheme}) and at m/2 alone, over {seeds} "
+            "paired seeds; each read at its prefix widths by keeping the first k channels of gate, "
+            "up and down. Validation loss (ordinary / nested / narrow): {by_width}. Graded (mean "
+            "and the interval its decision read): {graded}. Each part is graded by its registered "
+            "rule (δ {smallest:g}% for the sliced parts, ±{margin:g}% for the two equivalences). "
+            "The page makes no measurement of its own here (\"新内容未执行真实模型实验\"); MoSE's "
+            "own results are at far larger scale.{at_scale}",
             "同一个 SwiGLU 解码器（{model}，各组都用在普通模型上调得的学习率 {lr:g}）分别普通训练、"
             "嵌套宽度训练、以及单独在 m/2 宽度训练，共 {seeds} 个配对种子；每个模型保留 gate、up、down "
             "的前 k 个通道，在各前缀宽度上读取。验证损失（普通 / 嵌套 / 窄模型）：{by_width}。"
