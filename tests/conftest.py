@@ -229,6 +229,12 @@ def one_line_exit_2(capsys):
 
 
 # Plain helpers, imported as `from .conftest import ...` by the tests beside this file.
+LLAMA_HF = {"model_type": "llama", "vocab_size": 256, "hidden_size": 64,
+            "intermediate_size": 176, "num_hidden_layers": 2, "num_attention_heads": 4,
+            "num_key_value_heads": 2, "max_position_embeddings": 128, "rms_norm_eps": 1e-5,
+            "hidden_act": "silu", "tie_word_embeddings": False}
+
+
 def run_cli(argv: list[str], capsys) -> tuple[int, str, str]:
     """`blocklab ARGV` run in this process: (exit code, stdout, stderr)."""
     from blocklab.cli import main

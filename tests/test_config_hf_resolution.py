@@ -1,14 +1,10 @@
 """A config.json read as Hugging Face transformers reads it.
 
-Every zoo config and a set of configs that say one thing twice (rope_scaling and
-rope_parameters, rope_theta at the top level and inside, head_dim and hidden_size /
-num_attention_heads, hidden_act and hidden_activation, GPT-2's n_embd and hidden_size, ...) go
-through the installed transformers (`AutoConfig.from_pretrained` on a local folder, nothing
-downloaded) and through `ModelConfig.from_hf`. Where both read the file, the models must agree:
-rope theta, scaling type and every scaling parameter, the RoPE frequencies themselves
-(transformers' rotary embedding against `blocklab.nn.rope_scaling`), head_dim, FFN widths,
-n_heads, n_kv_heads, the activation. Where two keys disagree and transformers silently prefers
-one, blocklab refuses: ConfigError, one line naming both keys.
+Every zoo config and configs that say one thing twice (rope_scaling and rope_parameters, theta
+at both levels, head_dim beside hidden_size / heads, ...) go through the installed transformers
+(a local folder, nothing downloaded) and `from_hf`: the models must agree (rope theta, scaling
+and its frequencies, head_dim, FFN widths, heads, activation). Where two keys disagree and
+transformers silently prefers one, blocklab refuses in one line naming both keys.
 """
 
 from __future__ import annotations

@@ -14,12 +14,8 @@ from blocklab.errors import ConfigError, InputError
 from blocklab.interop.hf_config import from_hf
 from blocklab.jsonio import parse_json
 
-from .conftest import write_json
+from .conftest import LLAMA_HF, write_json
 
-LLAMA_HF = {"model_type": "llama", "vocab_size": 256, "hidden_size": 64,
-            "intermediate_size": 176, "num_hidden_layers": 2, "num_attention_heads": 4,
-            "num_key_value_heads": 2, "max_position_embeddings": 128, "rms_norm_eps": 1e-5,
-            "hidden_act": "silu", "tie_word_embeddings": False}
 LLAMA4_HF = {"model_type": "llama4_text", "vocab_size": 256, "hidden_size": 64,
              "intermediate_size": 176, "intermediate_size_mlp": 176, "num_hidden_layers": 4,
              "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 128,

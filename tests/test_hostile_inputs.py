@@ -11,13 +11,9 @@ import os
 import pytest
 
 from blocklab.errors import CheckpointError, InputError
+from blocklab.interop.hf import load_hf
 
-from .conftest import run_cli, write_json
-
-LLAMA_HF = {"model_type": "llama", "vocab_size": 256, "hidden_size": 64,
-            "intermediate_size": 176, "num_hidden_layers": 2, "num_attention_heads": 4,
-            "num_key_value_heads": 2, "max_position_embeddings": 128, "rms_norm_eps": 1e-5,
-            "hidden_act": "silu", "tie_word_embeddings": False}
+from .conftest import LLAMA_HF, run_cli, write_json
 
 
 # --- blocklab budget / doctor --------------------------------------------------------------------
@@ -95,6 +91,7 @@ def test_usage_errors(one_line_exit_2, argv, needle):
 
 @pytest.fixture
 def checkpoint(tmp_path):
+    """A small Llama checkpoint, as save_hf writes it."""
     import torch
 
     from blocklab.interop.hf import save_hf
@@ -104,11 +101,6 @@ def checkpoint(tmp_path):
     cfg = from_hf(LLAMA_HF)
     save_hf(DecoderLM(cfg), tmp_path / "ckpt")
     return tmp_path / "ckpt"
-
-
-def _load(path, **kwargs):
-    from blocklab.interop.hf import load_hf
-    return load_hf(path, **kwargs)
 
 
 def test_a_checkpoint_json_nested_too_deep(checkpoint, capsys):
@@ -121,21 +113,21 @@ def test_a_checkpoint_json_nested_too_deep(checkpoint, capsys):
     assert "error:" not in capsys.readouterr().err
     (checkpoint / "config.json").write_text(deep)
     with pytest.raises(CheckpointError, match=r"config\.json: JSON nested more than"):
-        _load(checkpoint)
+        load_hf(checkpoint)
 
 
 def test_load_hf_corrupt_safetensors(checkpoint):
     weights = checkpoint / "model.safetensors"
     weights.write_bytes(weights.read_bytes()[:100])
     with pytest.raises(CheckpointError, match="model.safetensors"):
-        _load(checkpoint)
+        load_hf(checkpoint)
 
 
 def test_load_hf_index_without_weight_map(checkpoint):
     (checkpoint / "model.safetensors").rename(checkpoint / "shard-1.safetensors")
     (checkpoint / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}}))
     with pytest.raises(CheckpointError, match="weight_map"):
-        _load(checkpoint)
+        load_hf(checkpoint)
 
 
 def test_load_hf_index_pointing_outside_the_folder(checkpoint, tmp_path):
@@ -144,13 +136,13 @@ def test_load_hf_index_pointing_outside_the_folder(checkpoint, tmp_path):
     index = {"weight_map": {"model.embed_tokens.weight": "../outside.safetensors"}}
     (checkpoint / "model.safetensors.index.json").write_text(json.dumps(index))
     with pytest.raises(CheckpointError, match="outside"):
-        _load(checkpoint)
+        load_hf(checkpoint)
 
 
 @pytest.mark.parametrize("dtype", ["float16", "int8", 5])
 def test_load_hf_dtype_must_be_a_floating_torch_dtype(checkpoint, dtype):
     with pytest.raises(InputError, match="dtype"):
-        _load(checkpoint, dtype=dtype)
+        load_hf(checkpoint, dtype=dtype)
 
 
 @pytest.mark.parametrize("name,kind", [("model.embed_tokens.weight", "int32"),
@@ -163,7 +155,7 @@ def test_load_hf_integer_weights_are_refused(checkpoint, name, kind):
     tensors[name] = tensors[name].to(getattr(torch, kind))
     save_file(tensors, path)
     with pytest.raises(CheckpointError, match=kind):
-        _load(checkpoint)
+        load_hf(checkpoint)
 
 
 def test_load_hf_config_far_larger_than_the_weights_fails_before_building(checkpoint):
@@ -174,7 +166,7 @@ def test_load_hf_config_far_larger_than_the_weights_fails_before_building(checkp
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     wanted = r"wrong shape.*embed_tokens.weight: \(256, 64\) vs \(50000000, 64\)"
     with pytest.raises(CheckpointError, match=wanted):
-        _load(checkpoint)
+        load_hf(checkpoint)
     grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
     assert grown_kib < 512 * 1024  # far below the 6.4 GB the config would build
 
