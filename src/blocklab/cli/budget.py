@@ -123,9 +123,8 @@ def _print_budget(doc: dict) -> None:
     total, layers = p["total"], c["n_layers"]
     table = Table(title="Parameters", title_justify="left")
     table.add_column("component")
-    table.add_column("per layer", justify="right")
-    table.add_column("all layers / model", justify="right")
-    table.add_column("share", justify="right")
+    for column in ("per layer", "all layers / model", "share"):
+        table.add_column(column, justify="right")
     comp = p["components"]
     for name in ("embed_tokens", "position_embedding", "token_type_embedding", "embed_norm"):
         if comp[name] or name == "embed_tokens":
@@ -158,10 +157,9 @@ def _print_budget(doc: dict) -> None:
     table = Table(title=f"FLOPs (matmuls, 2 per multiply-add; scores {s['scores']})",
                   title_justify="left")
     table.add_column("part")
-    table.add_column(f"prefill, {s['batch']}x{s['seq_len']} tokens", justify="right")
-    table.add_column("share", justify="right")
-    table.add_column(f"decode step, context {s['seq_len']}", justify="right")
-    table.add_column("share", justify="right")
+    for column in (f"prefill, {s['batch']}x{s['seq_len']} tokens", "share",
+                   f"decode step, context {s['seq_len']}", "share"):
+        table.add_column(column, justify="right")
     rows = [("attention projections (q,k,v,o)", "attention_proj"),
             ("attention scores + values (QKᵀ, AV)", "attention_scores"),
             ("FFN", "ffn"), ("lm_head (every position)", "lm_head")]
