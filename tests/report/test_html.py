@@ -5,6 +5,7 @@ own, with its figures, before the terms that close the page; the table of conten
 the page holds."""
 
 import re
+import string
 import sys
 import types
 from dataclasses import dataclass
@@ -122,3 +123,13 @@ def test_sections_list_the_page_topics_then_the_suites_own_in_their_order():
     for taken in ("findings", "ledger", "claims", "terms"):
         with pytest.raises(ValueError, match=rf"suite e: section '{taken}' shows no suite's"):
             sections([shown("e", taken, "E")], "en")
+
+
+def test_every_catalogue_string_has_both_languages_with_the_same_placeholders():
+    # A translation that drops or renames a `{field}` would raise or print a hole at render time.
+    fields = string.Formatter()
+    for table in (i18n.STRINGS, i18n.CAPTIONS, i18n.DECISION_SHORT):
+        for key, (en, zh) in table.items():
+            assert en and zh, key
+            names = [{f for _, f, _, _ in fields.parse(text) if f is not None} for text in (en, zh)]
+            assert names[0] == names[1], key
