@@ -17,8 +17,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from blocklab.errors import InputError
+
+if TYPE_CHECKING:
+    from blocklab.config import ModelConfig
 
 BASE = "quick"  # the rung 0 of every ladder
 RUNGS = ("rung1", "rung2", "rung3")
@@ -50,25 +54,28 @@ def batch(base_batch: int, times: int) -> int:
     return max(1, round(base_batch * times ** 0.25))
 
 
-def steps(base_params: int, base_tokens: int, params: int, times: int,
-          tokens_per_step: int) -> int:
-    """Steps that make 6 · params · tokens `times` × the base's 6 · base_params ·
-    base_tokens, rounded to a whole step."""
-    return max(1, round(times * base_params * base_tokens / (params * tokens_per_step)))
+def share(k: int, steps: int, base_steps: int) -> int:
+    """A length in steps (a warmup, an evaluation interval) keeping its share of `steps`,
+    at least one step; 0 stays 0."""
+    return max(1, round(k * steps / base_steps)) if k else 0
 
 
 def centred(lrs: tuple[float, ...], base_width: int, width: int) -> tuple[float, ...]:
-    """An lr grid moved by base_width / width: Adam's best lr for hidden weights scales as
-    1 / width (Yang et al. 2022, "Tensor Programs V", Table 3). Unrounded (the suites round)."""
-    return tuple(lr * base_width / width for lr in lrs)
+    """An lr grid moved by base_width / width, to 3 significant digits (one spelling per run
+    id): Adam's best lr for hidden weights scales as 1 / width (Yang et al. 2022, "Tensor
+    Programs V", Table 3)."""
+    return tuple(float(f"{lr * base_width / width:.3g}") for lr in lrs)
 
 
-def grown(size: str, d_model: int, batch_size: int, base_steps: int, head_width: int,
-          params: Callable[[int], int], window: int) -> tuple[int, int, int]:
-    """(d_model, batch, steps) of the quick shape grown to rung `size` by the rule, `params(d)`
-    the suite model's exact parameter count at width d."""
+def grown(size: str, config: Callable[[int], ModelConfig], d_model: int, batch_size: int,
+          base_steps: int, head_width: int, window: int) -> tuple[int, int, int]:
+    """(d_model, batch, steps) of the quick shape grown to rung `size` by the rule: steps
+    making 6 · params · tokens `multiple(size)` × the quick run's, `config(d)` the suite's
+    model at width d (its exact parameter count, `budget.count_params`)."""
+    from blocklab.budget.params import count_params
+
     times = multiple(size)
-    d = width(d_model, times, head_width)
-    b = batch(batch_size, times)
-    n = steps(params(d_model), base_steps * batch_size * window, params(d), times, b * window)
-    return d, b, n
+    d, b = width(d_model, times, head_width), batch(batch_size, times)
+    base_params, params = count_params(config(d_model)).total, count_params(config(d)).total
+    n = round(times * base_params * (base_steps * batch_size * window) / (params * b * window))
+    return d, b, max(1, n)

@@ -18,7 +18,7 @@ from blocklab.experiments.run_result import RunResult
 from blocklab.experiments.scale import Scale
 from blocklab.experiments.suites.base import Results, RunSpec, training_spec, tuning_seeds
 from blocklab.experiments.suites.evaluation import FINAL_EVAL_FRACTION
-from blocklab.experiments.suites.tuning import LrGrid, lr_trials, rounded, tune_arm, tune_arms
+from blocklab.experiments.suites.tuning import LrGrid, lr_trials, tune_arm, tune_arms
 from blocklab.experiments.summaries import LrTrial
 from blocklab.jsonio import decode
 
@@ -104,20 +104,16 @@ def rung(name: str, base: Size) -> Size:
     """`base` grown to ladder rung `name` on the ReLU arm's parameters (`ladder.grown`), warmup
     and evaluation keeping their share of the steps, the lr grid moved by the width ratio."""
     head = base.d_model // base.n_heads
-
-    def params(d_model: int) -> int:  # d_ff = 4·d: no gated width to round, so no PyTorch
-        return count_params(ModelConfig(vocab_size=256, d_model=d_model,
-                                        n_layers=base.n_layers, n_heads=d_model // head,
-                                        ffn=BASELINE, d_ff=4 * d_model,
-                                        max_seq_len=base.seq_len)).total
-
-    d, b, n = ladder.grown(name, base.d_model, base.batch_size, base.steps, head, params,
-                           base.seq_len)
+    d, b, n = ladder.grown(  # d_ff = 4·d: no gated width to round, so no PyTorch
+        name, lambda d: ModelConfig(vocab_size=256, d_model=d, n_layers=base.n_layers,
+                                    n_heads=d // head, ffn=BASELINE, d_ff=4 * d,
+                                    max_seq_len=base.seq_len),
+        base.d_model, base.batch_size, base.steps, head, base.seq_len)
     return replace(base, d_model=d, n_heads=d // head, batch_size=b, steps=n,
-                   warmup_steps=max(1, round(n * base.warmup_steps / base.steps)),
-                   eval_every=max(1, round(n * base.eval_every / base.steps)),
-                   lr_grid=replace(base.lr_grid, base=tuple(
-                       map(rounded, ladder.centred(base.lr_grid.base, base.d_model, d)))))
+                   warmup_steps=ladder.share(base.warmup_steps, n, base.steps),
+                   eval_every=ladder.share(base.eval_every, n, base.steps),
+                   lr_grid=replace(base.lr_grid, base=ladder.centred(base.lr_grid.base,
+                                                                     base.d_model, d)))
 
 
 # The ladder's rungs: C16's comparison at 2×, 4× and 8× the quick size's training compute.

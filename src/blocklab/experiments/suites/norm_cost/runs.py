@@ -106,16 +106,10 @@ def rung(name: str, base: Size) -> Size:
     """`base` grown to ladder rung `name` on its quality runs (`ladder.grown`), warmup keeping
     its share; the timings are the base's (not on the ladder)."""
     q = base.quality
-
-    def params(d_model: int) -> int:
-        from blocklab.budget.params import count_params
-
-        return count_params(model_config("rmsnorm", d_model, q.n_layers, q.seq_len)).total
-
-    d, b, n = ladder.grown(name, q.d_model, q.batch_size, q.steps, 32, params, q.seq_len)
+    d, b, n = ladder.grown(name, lambda d: model_config("rmsnorm", d, q.n_layers, q.seq_len),
+                           q.d_model, q.batch_size, q.steps, 32, q.seq_len)
     return replace(base, quality=replace(q, d_model=d, batch_size=b, steps=n,
-                                         warmup_steps=max(1, round(n * q.warmup_steps
-                                                                   / q.steps))))
+                                         warmup_steps=ladder.share(q.warmup_steps, n, q.steps)))
 
 
 # The ladder's rungs (C18's quality): the quick size at 4×, 16× and 64× its training compute.

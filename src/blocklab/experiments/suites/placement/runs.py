@@ -174,46 +174,39 @@ def arm_name(placement: str, depth: int, warmup: int) -> str:
     return f"{placement}/{depth}/{warmup}"
 
 
+def model_config(placement: str, depth: int, grid: Probe | Training | Sweep) -> ModelConfig:
+    """The project's default block; only the placement and depth vary."""
+    return ModelConfig(vocab_size=256, d_model=grid.d_model, n_layers=depth,
+                       n_heads=grid.n_heads, placement=placement, max_seq_len=grid.seq_len,
+                       name=f"placement-{placement}-{depth}")
+
+
 def rung(name: str, base: Size) -> Size:
     """`base` grown to ladder rung `name` on part (b)'s pre-norm parameters (`ladder.grown`),
-    lengths in steps keeping their share; the lr grid moved by the width ratio
-    (`ladder.centred`), the sweep's ladder by base d / d (Adam's largest stable lr ∝ 1 / width,
-    Yang et al. 2022, "Tensor Programs V", Table 3). No probe, no deep stacks."""
-    from blocklab.budget.params import count_params
-
+    lengths in steps keeping their share; the lr grid and the sweep's ladder moved by the width
+    ratio (`ladder.centred`: Adam's largest stable lr ∝ 1 / width too). No probe, no deep
+    stacks."""
     t, sweep = base.training, base.sweep
     head = t.d_model // t.n_heads
-
-    def params(d_model: int) -> int:
-        return count_params(ModelConfig(vocab_size=256, d_model=d_model,
-                                        n_layers=max(t.depths), n_heads=d_model // head,
-                                        placement="pre", max_seq_len=t.seq_len)).total
-
-    d, b, n = ladder.grown(name, t.d_model, t.batch_size, t.steps, head, params, t.seq_len)
-
-    def share(k: int) -> int:
-        return max(1, round(k * n / t.steps)) if k else 0
-
+    d, b, n = ladder.grown(
+        name, lambda d: model_config("pre", max(t.depths), replace(t, d_model=d,
+                                                                   n_heads=d // head)),
+        t.d_model, t.batch_size, t.steps, head, t.seq_len)
     training = replace(t, d_model=d, n_heads=d // head, batch_size=b, steps=n,
-                       warmups=tuple(share(w) for w in t.warmups),
-                       eval_every=share(t.eval_every),
-                       lr_grid=replace(t.lr_grid, base=tuple(
-                           map(rounded, ladder.centred(t.lr_grid.base, t.d_model, d)))))
-    swept = replace(sweep, d_model=d, n_heads=d // head, batch_size=b, steps=share(sweep.steps),
-                    warmup=share(sweep.warmup), lr_min=rounded(sweep.lr_min * t.d_model / d))
+                       warmups=tuple(ladder.share(w, n, t.steps) for w in t.warmups),
+                       eval_every=ladder.share(t.eval_every, n, t.steps),
+                       lr_grid=replace(t.lr_grid, base=ladder.centred(t.lr_grid.base,
+                                                                      t.d_model, d)))
+    (lr_min,) = ladder.centred((sweep.lr_min,), t.d_model, d)
+    swept = replace(sweep, d_model=d, n_heads=d // head, batch_size=b,
+                    steps=ladder.share(sweep.steps, n, t.steps),
+                    warmup=ladder.share(sweep.warmup, n, t.steps), lr_min=lr_min)
     return replace(base, probe=replace(base.probe, placements=()), training=training,
                    sweep=swept, deep=replace(base.deep, placements=()))
 
 
 # The ladder's rungs (C19): the quick size at 4×, 16× and 64× its training compute.
 SIZES.update({name: rung(name, SIZES[ladder.BASE]) for name in ladder.RUNGS})
-
-
-def model_config(placement: str, depth: int, grid: Probe | Training | Sweep) -> ModelConfig:
-    """The project's default block; only the placement and depth vary."""
-    return ModelConfig(vocab_size=256, d_model=grid.d_model, n_layers=depth,
-                       n_heads=grid.n_heads, placement=placement, max_seq_len=grid.seq_len,
-                       name=f"placement-{placement}-{depth}")
 
 
 def train_config(grid: Probe | Training | Sweep, options: RunOptions, seed: int, *,

@@ -169,22 +169,17 @@ SIZES: dict[str, PositionSize] = {
 def rung(name: str, base: PositionSize) -> PositionSize:
     """`base` grown to ladder rung `name` on the RoPE arm's parameters (`ladder.grown`), warmup
     keeping its share; lr, fine-tunes and reads as the base's; no cost run (C31 is off it)."""
-    from blocklab.budget.params import count_params
-
     head = base.model.d_model // base.model.n_heads
     t = base.train
-
-    def params(d_model: int) -> int:
-        return count_params(ModelConfig(vocab_size=256, d_model=d_model,
-                                        n_layers=base.model.n_layers, n_heads=d_model // head,
-                                        position="rope", max_seq_len=base.L,
-                                        rope_theta=THETA)).total
-
-    d, b, n = ladder.grown(name, base.model.d_model, t.batch_size, t.steps, head, params, base.L)
+    d, b, n = ladder.grown(
+        name, lambda d: ModelConfig(vocab_size=256, d_model=d, n_layers=base.model.n_layers,
+                                    n_heads=d // head, position="rope", max_seq_len=base.L,
+                                    rope_theta=THETA),
+        base.model.d_model, t.batch_size, t.steps, head, base.L)
     return dataclasses.replace(
         base, model=ModelShape(d_model=d, n_layers=base.model.n_layers, n_heads=d // head),
         train=dataclasses.replace(t, steps=n, batch_size=b,
-                                  warmup_steps=max(1, round(n * t.warmup_steps / t.steps))),
+                                  warmup_steps=ladder.share(t.warmup_steps, n, t.steps)),
         cost=None)
 
 
