@@ -307,8 +307,8 @@ def size_option(option: str, text: str | None) -> int | None:
 def jobs_executor(jobs: int | None):
     """The executor that runs a suite's independent runs in `jobs` worker processes (default:
     the usable cores); timed runs still run alone."""
-    from blocklab.experiments.env import check_threads
-    from blocklab.experiments.executors import ParallelExecutor, usable_cores
+    from blocklab.experiments.env import check_threads, usable_cores
+    from blocklab.experiments.executors import ParallelExecutor
 
     return ParallelExecutor(usable_cores() if jobs is None else check_threads(jobs, "--jobs"))
 

@@ -73,7 +73,7 @@ def ladder(
     from blocklab.claims.ladder import PRECISION_CHECKED, SIZES
     from blocklab.cli.paths import results_folder
     from blocklab.cli.report import read_results
-    from blocklab.experiments.executors import usable_cores
+    from blocklab.experiments.env import usable_cores
     from blocklab.experiments.suites import get_suite
 
     suite = get_suite(SUITE_OF[claim])

@@ -215,7 +215,7 @@ def run_with_budget(request: RunRequest, run_on, jobs, progress: bool, wait: boo
     report.json)."""
     from blocklab.claims.sequential import price_plan, recorded_rules, run_looks
     from blocklab.errors import Interrupted
-    from blocklab.experiments.executors import usable_cores
+    from blocklab.experiments.env import usable_cores
     from blocklab.experiments.suites import run_suites
     from blocklab.report.build import SUITES
 
@@ -251,8 +251,8 @@ def print_plan(request: RunRequest, jobs: int | None) -> None:
     from rich.table import Table
 
     from blocklab.cli import console
+    from blocklab.experiments.env import usable_cores
     from blocklab.experiments.estimate import REFERENCE_STEP_S, estimate_suites, hours
-    from blocklab.experiments.executors import usable_cores
     from blocklab.report.build import SUITES
 
     out = console()

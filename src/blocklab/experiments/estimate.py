@@ -177,14 +177,6 @@ class Calibration:
         """A time measured here (startup, a worker's imports), scaled like every price."""
         return self.scale * seconds
 
-    def to_dict(self) -> dict[str, float]:
-        return {"seconds": self.seconds, "measured": self.measured, "fitted": self.fitted,
-                "speed": self.speed, "startup_s": self.startup_s,
-                "worker_start_s": self.worker_start_s, "corpus_s": self.corpus_s,
-                "run_s": self.run_s, "contention": self.contention,
-                "val_tokens": self.val_tokens,
-                "reference_step_s": REFERENCE_STEP_S * self.speed}
-
 
 @dataclass(frozen=True)
 class _Requests(Calibration):
@@ -477,25 +469,21 @@ def evaluation_s(model: ModelConfig, train: TrainShape, rows: int, length: int,
     return seconds
 
 
-def final_evaluation_s(model: ModelConfig, train: TrainShape, cal,
-                       val_tokens: int | None = None) -> float:
-    """`trainer.train`'s end-of-run evaluation (`val_tokens` default: the calibrated corpus's
-    validation split)."""
+def final_evaluation_s(model: ModelConfig, train: TrainShape, cal) -> float:
+    """`trainer.train`'s end-of-run evaluation of the calibrated corpus's validation split."""
     from blocklab.experiments.data import FINAL_EVAL_TOKENS, final_window_count
 
     fraction = train.final_eval_fraction
     if not fraction:
         return 0.0
     periodic = train.eval_batches * train.batch_size
-    n_val = cal.val_tokens if val_tokens is None else val_tokens
     batch_tokens = max(train.batch_size * train.seq_len, FINAL_EVAL_TOKENS)
-    return sum(evaluation_s(model, train, final_window_count(n_val, length, fraction, periodic),
-                            length, cal, batch_tokens)
+    return sum(evaluation_s(model, train, final_window_count(cal.val_tokens, length, fraction,
+                                                             periodic), length, cal, batch_tokens)
                for length in sorted({*train.eval_lengths, train.seq_len}))
 
 
-def training_s(model: ModelConfig, train: TrainShape, cal,
-               val_tokens: int | None = None) -> float:
+def training_s(model: ModelConfig, train: TrainShape, cal) -> float:
     """Seconds of `trainer.train(model, train)`: build, steps, every validation and the
     end-of-run evaluation."""
     batch, seq, steps = train.batch_size, train.seq_len, train.steps
@@ -506,8 +494,7 @@ def training_s(model: ModelConfig, train: TrainShape, cal,
     per_evaluation = sum(evaluation_s(model, train, rows, length, cal) for length in lengths)
     return (cal.fixed_s(cal.run_s) + cal.build_s(model, batch, seq, precision)
             + steps * cal.step_s(model, batch, seq, precision)
-            + evaluations * per_evaluation
-            + final_evaluation_s(model, train, cal, val_tokens))
+            + evaluations * per_evaluation + final_evaluation_s(model, train, cal))
 
 
 def price(suite, spec, cal) -> float | None:
@@ -566,12 +553,6 @@ class SizeEstimate:
     @property
     def core_s(self) -> float:
         return sum(s.untimed_s + s.timed_s for s in self.suites)
-
-    def to_dict(self, workers: int) -> dict[str, Any]:
-        return {"size": self.size, "workers": workers, "wall_s": self.wall_s(workers),
-                "core_s": self.core_s, "fixed_s": self.fixed_s,
-                "calibration": None if self.calibration is None else self.calibration.to_dict(),
-                "suites": [dataclasses.asdict(s) for s in self.suites]}
 
 
 def makespan(seconds: Sequence[float], workers: int, start: float = 0.0) -> float:

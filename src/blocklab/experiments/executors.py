@@ -24,19 +24,15 @@ import importlib.util
 import math
 import multiprocessing as mp
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from blocklab.checks import is_int, refusal
 from blocklab.errors import InputError
-from blocklab.experiments.env import usable_cores
 from blocklab.experiments.locks import machine_lock
 from blocklab.experiments.results import ResultSink
 from blocklab.experiments.suites.base import RunSpec, execute_in_process, say
-
-RAY_INSTALL = "pip install 'blocklab[ray]'"
-
 
 # The specs being run, set just before the workers fork: they inherit them (closures do not
 # pickle) and receive only indices.
@@ -96,34 +92,51 @@ class ParallelExecutor:
     def _pool(self, specs: list[RunSpec], store: ResultSink, progress: bool) -> dict[str, str]:
         from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
-        from blocklab.experiments.trainer import make_progress
-
         global _FORKED_SPECS
-        failed: dict[str, str] = {}
         _FORKED_SPECS = list(specs)
-        bar = make_progress() if progress else contextlib.nullcontext()
+        workers = min(self.jobs, len(specs))
         try:
-            with bar, ProcessPoolExecutor(min(self.jobs, len(specs)), mp.get_context("fork"),
-                                          initializer=_worker_start,
-                                          initargs=(os.getpid(),)) as pool:
-                overall = None if not progress else bar.add_task(
-                    f"suite: {len(specs)} runs on {min(self.jobs, len(specs))} processes",
-                    total=len(specs), loss="—")
+            with ProcessPoolExecutor(workers, mp.get_context("fork"), initializer=_worker_start,
+                                     initargs=(os.getpid(),)) as pool:
                 pending = {pool.submit(_run_forked, i): spec for i, spec in enumerate(specs)}
-                while pending:
-                    done, _ = wait(pending, return_when=FIRST_COMPLETED)
-                    for future in done:
-                        spec = pending.pop(future)
-                        error = future.exception()
-                        if error is None:
-                            store.save(spec.run_id, future.result())
-                        else:
-                            failed[spec.run_id] = _one_line(error)
-                        if overall is not None:
-                            bar.advance(overall)
+
+                def finished() -> Iterator[tuple[RunSpec, Any, BaseException | None]]:
+                    while pending:
+                        done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                        for future in done:
+                            error = future.exception()
+                            yield (pending.pop(future), None if error else future.result(),
+                                   error)
+
+                return _gather(finished(), f"suite: {len(specs)} runs on {workers} processes",
+                               len(specs), store, progress)
         finally:
             _FORKED_SPECS = []
-        return failed
+
+
+def _gather(finished: Iterable[tuple[RunSpec, Any, BaseException | None]], title: str,
+            total: int, store: ResultSink, progress: bool) -> dict[str, str]:
+    """Save each (spec, result, error) as it arrives, or list its error in one line; with
+    `progress`, one overall bar that names each failure."""
+    from rich.markup import escape
+
+    from blocklab.experiments.trainer import make_progress
+
+    failed: dict[str, str] = {}
+    with make_progress() if progress else contextlib.nullcontext() as bar:
+        overall = bar.add_task(title, total=total, loss="—") if bar is not None else None
+        for spec, result, error in finished:
+            if error is None:
+                store.save(spec.run_id, result)
+            else:
+                failed[spec.run_id] = _one_line(error)
+                if bar is not None:
+                    bar.console.print(f"[red]failed[/red] {escape(spec.label)}: "
+                                      f"{escape(failed[spec.run_id])}")
+            if bar is not None:
+                bar.update(overall, advance=1, description=title + (
+                    f", {len(failed)} failed" if failed else ""))
+    return failed
 
 
 def _execute(execute: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
@@ -161,7 +174,8 @@ class RayExecutor:
         if not is_int(self.max_retries, 0, math.inf):
             raise refusal(f"RayExecutor.max_retries={self.max_retries!r}", "an integer >= 0")
         if importlib.util.find_spec("ray") is None:
-            raise InputError(f"the Ray executor needs Ray; install it with: {RAY_INSTALL}")
+            raise InputError("the Ray executor needs Ray; install it with: "
+                             "pip install 'blocklab[ray]'")
 
     def __call__(self, specs: Sequence[RunSpec], store: ResultSink,
                  progress: bool) -> dict[str, str]:
@@ -183,9 +197,6 @@ class RayExecutor:
     def _run(self, specs: Sequence[RunSpec], store: ResultSink,
              progress: bool) -> dict[str, str]:
         import ray
-        from rich.markup import escape
-
-        from blocklab.experiments.trainer import make_progress
 
         for spec in specs:  # fail before anything starts, naming the run and the culprit
             try:
@@ -195,37 +206,24 @@ class RayExecutor:
                                  f"{type(err).__name__}: {err}") from err
         task = ray.remote(_execute).options(num_cpus=self.num_cpus, num_gpus=self.num_gpus,
                                             max_retries=self.max_retries)
-        pending: dict[Any, RunSpec] = {}
-        failed: dict[str, str] = {}
-        title = f"suite: {len(specs)} runs on Ray"
-        with make_progress() if progress else contextlib.nullcontext() as bar:
-            overall = bar.add_task(title, total=len(specs), loss="—") if bar is not None else None
-            try:
-                for spec in specs:
-                    pending[task.remote(spec.execute)] = spec
-                while pending:
-                    ready, _ = ray.wait(list(pending), num_returns=1)
-                    spec = pending.pop(ready[0])
-                    try:
-                        result = ray.get(ready[0])
-                    except ray.exceptions.RayError as err:  # the task's own error, if it raised
-                        cause = err.cause if isinstance(err, ray.exceptions.RayTaskError) else None
-                        failed[spec.run_id] = _one_line(cause or err)
-                        if bar is not None:
-                            bar.console.print(f"[red]failed[/red] {escape(spec.label)}: "
-                                              f"{escape(failed[spec.run_id])}")
-                    else:
-                        store.save(spec.run_id, result)
-                    if bar is not None:
-                        bar.update(overall, advance=1, description=title + (
-                            f", {len(failed)} failed" if failed else ""))
-            except BaseException:
-                # Interrupted, or a result could not be saved: stop what still runs (a rerun
-                # resumes from the results saved).
-                for ref in pending:
-                    ray.cancel(ref, force=True)
-                raise
-        return failed
+        pending = {task.remote(spec.execute): spec for spec in specs}
 
+        def finished() -> Iterator[tuple[RunSpec, Any, BaseException | None]]:
+            while pending:
+                ready, _ = ray.wait(list(pending), num_returns=1)
+                try:
+                    result, error = ray.get(ready[0]), None
+                except ray.exceptions.RayError as err:  # the task's own error, if it raised
+                    cause = err.cause if isinstance(err, ray.exceptions.RayTaskError) else None
+                    result, error = None, cause or err
+                yield pending.pop(ready[0]), result, error
 
-__all__ = ["RAY_INSTALL", "ParallelExecutor", "RayExecutor", "execute_in_process", "usable_cores"]
+        try:
+            return _gather(finished(), f"suite: {len(specs)} runs on Ray", len(specs), store,
+                           progress)
+        except BaseException:
+            # Interrupted, or a result could not be saved: stop what still runs (a rerun
+            # resumes from the results saved).
+            for ref in pending:
+                ray.cancel(ref, force=True)
+            raise

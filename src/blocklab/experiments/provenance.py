@@ -19,10 +19,13 @@ import os
 import platform
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import blocklab
 from blocklab.experiments.env import cpu_flags, cpu_model
+
+if TYPE_CHECKING:
+    from blocklab.experiments.run_result import RunResult
 
 # Package parts whose code decides a run's numbers.
 RESULT_SOURCES = ("config.py", "nn", "experiments")
@@ -76,43 +79,21 @@ class Provenance:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
-    @classmethod
-    def from_dict(cls, data: Any) -> Provenance | None:
-        """A stored block as a Provenance, later fields None where missing or mistyped; None
-        without the versions every block has."""
-        if not isinstance(data, dict) or not all(isinstance(data.get(key), str)
-                                                 for key in RESULT_KEYS):
-            return None
-        threads = data.get("threads")
-        backends = data.get("backends")
-        return cls(**{key: data[key] for key in RESULT_KEYS},
-                   machine=Machine.from_dict(data.get("machine")),
-                   threads=threads if isinstance(threads, int)
-                   and not isinstance(threads, bool) else None,
-                   **{key: data.get(key) if isinstance(data.get(key), str) else None
-                      for key in ("device", "accelerator", "precision", "backend")},
-                   backends=dict(backends) if isinstance(backends, dict) and all(
-                       isinstance(k, str) and isinstance(v, str)
-                       for k, v in backends.items()) else None)
-
-    def of_run(self, result: Any) -> Provenance:
-        """This provenance with how `result` (a RunResult or its JSON) used the machine, from
-        its training record (`trained_record`), else the threads alone."""
+    def of_run(self, result: RunResult) -> Provenance:
+        """This provenance with how `result` used the machine, from its training record
+        (`trained_record`), else the threads alone."""
         import torch
 
-        record = trained_record(result.to_dict() if hasattr(result, "to_dict") else result)
-        env = record.get("environment") if record else None
-        env = env if isinstance(env, dict) else {}
-        config = record.get("train_config") if record else None
-        config = config if isinstance(config, dict) else {}
-        backends = record.get("backends") if record else None
+        record = trained_record(result.to_dict()) or {}
+        env = record.get("environment") or {}
+        config = record.get("train_config") or {}
         threads = env.get("threads")
         return replace(self, threads=threads if isinstance(threads, int)
                        else torch.get_num_threads(),
                        device=config.get("device") or env.get("device"),
                        accelerator=env.get("accelerator"),
                        precision=config.get("precision"), backend=config.get("backend"),
-                       backends=dict(backends) if isinstance(backends, dict) else None)
+                       backends=record.get("backends"))
 
 
 def trained_record(result: Any, depth: int = 0) -> dict[str, Any] | None:

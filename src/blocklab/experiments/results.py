@@ -43,14 +43,11 @@ _TRAIN_IGNORED = ("threads", "device", "backend")
 _TRAIN_ADDED = {"precision": "fp32"}
 
 
-def added_identity(**fields: str) -> dict[str, str]:
-    """The fields added to run ids after the first were issued (precision) that are off their
-    default: what a payload must name to keep its older id (`added_identity(precision="fp32")`
-    is {}). The one rule of id compatibility, for train configs and other payloads alike."""
-    unknown = set(fields) - set(_TRAIN_ADDED)
-    if unknown:
-        raise TypeError(f"not an added identity field: {sorted(unknown)}")
-    return {k: v for k, v in fields.items() if _TRAIN_ADDED[k] != v}
+def added_identity(*, precision: str = "fp32") -> dict[str, str]:
+    """The fields added to run ids after the first were issued that are off their default: what
+    a payload must name to keep its older id (`added_identity(precision="fp32")` is {}). The
+    one rule of id compatibility, for train configs and other payloads alike."""
+    return {k: v for k, v in {"precision": precision}.items() if _TRAIN_ADDED[k] != v}
 
 
 def train_identity(train_config: _Config | dict) -> dict[str, Any]:
