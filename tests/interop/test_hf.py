@@ -89,23 +89,6 @@ def test_load_hf_matches_transformers_and_round_trips(family, tmp_path):
     assert_close(_hf_logits(back, ids), expected, **PARITY)
 
 
-def test_v4_config_layout_loads_the_same_model(tmp_path):
-    hf = _hf_model("llama_llama3")
-    hf.save_pretrained(tmp_path)
-    v5 = load_hf(tmp_path)
-    config = json.loads((tmp_path / "config.json").read_text())
-    params = config.pop("rope_parameters")
-    # transformers v4 wrote theta at the top level and "type" inside rope_scaling.
-    config["rope_theta"] = params.pop("rope_theta")
-    params["type"] = params.pop("rope_type")
-    config["rope_scaling"] = params
-    (tmp_path / "config.json").write_text(json.dumps(config))
-    v4 = load_hf(tmp_path)
-    assert v4.config == v5.config
-    ids = _ids()
-    assert_close(_ours(v4, ids), _ours(v5, ids), atol=0.0, rtol=0.0)
-
-
 @pytest.mark.parametrize("family", ["llama", "qwen3"])
 def test_meta_interleaved_checkpoint_two_ways(family, tmp_path):
     """A checkpoint with q/k rows in Meta's interleaved order, read (a) permuted to half-split and

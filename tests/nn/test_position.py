@@ -40,8 +40,6 @@ def _hf_rotary(head_dim, theta, scaling, max_position_embeddings):
 
 
 # --- Hugging Face parity -------------------------------------------------------------------
-
-
 def test_rotate_half_matches_hf():
     x = randn(2, 3, 4, 16)
     assert_close(rotate_half(x), modeling_llama.rotate_half(x), **EXACT)
@@ -116,8 +114,6 @@ def test_rotary_embedding_dynamic_matches_hf_past_original():
 
 
 # --- interleaved layout: Meta's complex-number formulation -----------------------------------
-
-
 def test_apply_rotary_interleaved_matches_complex_reference():
     # Meta Llama: view channel pairs as complex numbers and multiply by e^{i m w}.
     B, H, T, D, theta = 2, 3, 9, 16, 10000.0
@@ -138,41 +134,6 @@ def test_apply_rotary_interleaved_matches_complex_reference():
     assert_close(out_k, reference(k), atol=1e-6, rtol=1e-6)
 
 
-@pytest.mark.parametrize("rotary_dim", [16, 8])
-def test_interleaved_with_meta_weights_equals_half_split_with_permuted_weights(rotary_dim):
-    B, T, d_model, n_heads, head_dim = 2, 6, 24, 3, 16
-    x = randn(B, T, d_model, seed=5)
-    w_q, w_k = (
-        randn(n_heads * head_dim, d_model, seed=6),
-        randn(n_heads * head_dim, d_model, seed=7),
-    )
-    prf = rotary_dim / head_dim
-    positions = torch.arange(10, 10 + T)
-
-    def heads(x, w):  # [B, T, d_model] -> [B, H, T, head_dim]
-        return (x @ w.T).view(B, T, n_heads, head_dim).transpose(1, 2)
-
-    def rotate(layout, w_q, w_k):
-        cos, sin = RotaryEmbedding(head_dim, partial_rotary_factor=prf, layout=layout)(positions)
-        return apply_rotary(heads(x, w_q), heads(x, w_k), cos, sin, layout)
-
-    q_meta, k_meta = rotate("interleaved", w_q, w_k)
-    permuted = [
-        permute_interleaved_to_half_split(w, n_heads, head_dim, rotary_dim) for w in (w_q, w_k)
-    ]
-    q_hf, k_hf = rotate("half_split", *permuted)
-
-    # Same vectors up to the channel order in each head: half-split c*r/2 + i <- interleaved 2i + c.
-    order = torch.cat((torch.arange(0, rotary_dim, 2), torch.arange(1, rotary_dim, 2)))
-    order = torch.cat((order, torch.arange(rotary_dim, head_dim)))
-    assert_close(q_hf, q_meta[..., order], atol=1e-5, rtol=1e-5)
-    assert_close(k_hf, k_meta[..., order], atol=1e-5, rtol=1e-5)
-    # Hence the same attention scores.
-    assert_close(
-        q_hf @ k_hf.transpose(-1, -2), q_meta @ k_meta.transpose(-1, -2), atol=1e-4, rtol=1e-5
-    )
-
-
 @pytest.mark.parametrize("shape", [(2 * 8, 12), (2 * 8,)])
 @pytest.mark.parametrize("rotary_dim", [None, 4])
 def test_permutations_are_inverse_and_match_hf_conversion(shape, rotary_dim):
@@ -189,8 +150,6 @@ def test_permutations_are_inverse_and_match_hf_conversion(shape, rotary_dim):
 
 
 # --- RoPE properties ---------------------------------------------------------------------------
-
-
 def _scores(q, k, cos, sin, layout):
     q_rot, k_rot = apply_rotary(q, k, cos, sin, layout)
     return (q_rot[..., 0, :] * k_rot[..., 1, :]).sum(-1)  # query at slot 0, key at slot 1
@@ -256,8 +215,6 @@ def test_yarn_attention_factor_scales_cos_and_sin():
 
 
 # --- positions past the cache (claim C26: no NaN) ---------------------------------------------
-
-
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize(
     "scaling",
@@ -341,8 +298,6 @@ def test_bad_arguments_raise_one_line(call, fragment):
 
 
 # --- ALiBi ---------------------------------------------------------------------------------------
-
-
 EIGHT = [2.0**-h for h in range(1, 9)]  # 1/2 ... 1/256
 
 
@@ -392,8 +347,6 @@ def test_alibi_any_length_is_finite():
 
 
 # --- absolute positions --------------------------------------------------------------------------
-
-
 def test_sinusoidal_matches_hand_formula():
     d_model, base = 8, 10000.0
     positions = [0, 1, 2, 17, 511, 4096, 100_000]

@@ -1,10 +1,8 @@
 """Parameter, FLOPs and memory budgets of a Transformer config; a model zoo; a config doctor.
 
-Pure functions over `blocklab.config.ModelConfig`; this package never imports torch (a test
-enforces it), so `blocklab budget` starts fast and runs anywhere.
-
-`model_budget` returns the stable JSON document that `blocklab budget --json` prints. Required
-keys (others may be added, none of these removed or renamed)::
+Pure functions over `blocklab.config.ModelConfig`; no torch (a test enforces it), so
+`blocklab budget` starts fast. `model_budget` returns the JSON document `blocklab budget --json`
+prints; these keys are stable::
 
     {
       "model": str,
@@ -19,14 +17,9 @@ keys (others may be added, none of these removed or renamed)::
       "memory": {"weights_bytes", "kv_cache_bytes": int, ...}
     }
 
-`params.per_layer` is the parameter count of one layer (all layers are identical, except the
-dense layers of an interleaved MoE model, whose MoE layers are under `params.moe_layer`);
-`params.other` holds BERT's pooler, and BERT's token-type embeddings, learned positions and
-embedding LayerNorm are in `params.embedding`. FLOP figures follow `flops.py`: 2 FLOPs per
-multiply-add, matmuls only; `attention_scores` is the exact causal count T(T+1)/2 pairs unless
-`causal=False`, and both counts are given as `attention_scores_causal` / `attention_scores_full`.
-`memory.weights_bytes` is in the chosen weight dtype; `memory.kv_cache_bytes` is at (batch,
-seq_len) in the activation dtype (bf16, or fp32/fp16 with fp32/fp16 weights).
+`params.per_layer` is one layer (the dense one of an interleaved MoE model; its MoE layers are
+under `params.moe_layer`). FLOPs follow `flops.py`. `memory.weights_bytes` is in the weight
+dtype, `memory.kv_cache_bytes` at (batch, seq_len) in the activation dtype.
 """
 
 from __future__ import annotations

@@ -1,24 +1,11 @@
 """`doctor`: read a model config and flag the troubleshooting cases of page 001.
 
-Each `Finding` has a level (error, warning, info), a stable code, the reason and a suggested
-fix. The checks, in order (absent sizes read as transformers reads them, `hf_config.hf_size`):
-
-- `head-dim`, `kv-heads` (error): head arithmetic no config can be built from; the other
-  checks are skipped.
-- `default-assumed` (info): a key left out of config.json, taken from transformers' default.
-- `q-width` (info): n_heads·head_dim differs from d_model (legal; Gemma-2).
-- `attention-layout` (info): which layers a sliding window applies to, or that none does.
-- `context` (error, or less for positions that need no table) and `context-scaled` (warning):
-  serving past max_position_embeddings (page 001: "长上下文质量下降 / RoPE 导致 NaN"; past 8×
-  the original length even with scaling, 避坑指南).
-- `rope-base` (warning): the longest RoPE wavelength is shorter than the context
-  (`rope_longest_wavelength`; Men et al. 2024, arXiv:2405.14591).
-- `ffn-ratio` (info, or warning when far out): d_ff/d_model outside gated 2.5–3.5 or plain
-  3.5–4.5, with the memory it costs against the usual ratio.
-- `post-norm-warmup` (error with --training, else info): post-norm deeper than 12 layers and
-  no warmup (Xiong et al. 2020, arXiv:2002.04745).
-- `untied-head` (warning), `tied-checkpoint` (warning), `missing-head` (error): the lm_head
-  against the config and the checkpoint's safetensors headers beside it.
+Each `Finding` has a level (error, warning, info), a stable code, the reason and a fix:
+`head-dim`, `kv-heads` (head arithmetic no config can be built from; nothing else is checked),
+`default-assumed`, `q-width`, `attention-layout`, `context` / `context-scaled` (serving past
+max_position_embeddings; page 001 warns past 8× even with scaling), `rope-base` (Men et al.
+2024, arXiv:2405.14591), `ffn-ratio`, `post-norm-warmup` (Xiong et al. 2020, arXiv:2002.04745),
+`untied-head`, `tied-checkpoint`, `missing-head` (the lm_head against the checkpoint's headers).
 """
 
 from __future__ import annotations
@@ -106,9 +93,8 @@ def _structure(raw: dict[str, Any]) -> list[Finding]:
 
 
 def _training_warmup(raw: dict[str, Any]) -> tuple[str, Any] | None:
-    """The first warmup setting found at the top level or under "training", if any; a value
-    that is not a step count (an integer >= 0) or, for warmup_ratio, a fraction in [0, 1]
-    raises InputError."""
+    """The first warmup setting at the top level or under "training", if any; a value that is
+    not a step count (or, for warmup_ratio, a fraction in [0, 1]) raises InputError."""
     for scope in (raw, raw.get("training") if isinstance(raw.get("training"), dict) else {}):
         for key in WARMUP_KEYS:
             if key in scope and scope[key] is not None:
@@ -154,63 +140,54 @@ def _checkpoint_tensors(folder: Path) -> set[str] | None:
 
 
 def _context(cfg: ModelConfig, serve_len: int | None) -> list[Finding]:
-    found = []
     trained = cfg.max_seq_len
     scaling = cfg.rope_scaling
-    if serve_len is not None and serve_len > trained:
-        over = f"serving {serve_len} tokens, past max_position_embeddings={trained}"
-        if cfg.position == "rope" and scaling is None:
-            found.append(Finding(
-                "error", "context",
-                f"{over} with RoPE and no rope_scaling: positions past training are angles the "
-                f"model never saw, and quality collapses",
-                f"enable rope_scaling (YaRN or NTK-aware) with factor >= "
-                f"{math.ceil(serve_len / trained)}, or serve at most {trained} tokens",
-                {"serve_len": serve_len, "max_position_embeddings": trained}))
-        elif cfg.position == "learned":
-            found.append(Finding(
-                "error", "context",
-                f"{over} with a learned position table of {trained} rows: there is no row for "
-                f"later positions (an index error, or garbage if indices wrap)",
-                f"serve at most {trained} tokens, or fine-tune with a longer table",
-                {"serve_len": serve_len, "max_position_embeddings": trained}))
-        elif cfg.position == "rope":
-            original = scaling.get("original_max_position_embeddings") or trained
-            multiple = serve_len / original
-            beyond = (f"; page 001 warns quality drops markedly past {MAX_EXTRAPOLATION}x even "
-                      f"with scaling" if multiple > MAX_EXTRAPOLATION else "")
-            found.append(Finding(
-                "warning", "context-scaled",
-                f"{over} even with rope_scaling ({scaling['rope_type']}, factor "
-                f"{scaling['factor']}), {multiple:.1f}x the original training length "
-                f"{original}{beyond}",
-                "raise the scaling factor (and max_position_embeddings) or serve fewer tokens",
-                {"serve_len": serve_len, "max_position_embeddings": trained,
-                 "original_max_position_embeddings": original}))
-        elif cfg.position == "sinusoidal":
-            found.append(Finding(
-                "warning", "context",
-                f"{over} with sinusoidal positions: they are defined everywhere but page 001 "
-                f"reports quality falling off by 4x the training length",
-                "serve at most a few times the training length, or interpolate positions",
-                {"serve_len": serve_len, "max_position_embeddings": trained}))
-        else:
-            found.append(Finding(
-                "info", "context",
-                f"{over} with {cfg.position} positions, which need no table; check quality "
-                f"at this length",
-                "measure quality at the serving length before relying on it",
-                {"serve_len": serve_len, "max_position_embeddings": trained}))
-    return found
+    if serve_len is None or serve_len <= trained:
+        return []
+    over = f"serving {serve_len} tokens, past max_position_embeddings={trained}"
+    detail = {"serve_len": serve_len, "max_position_embeddings": trained}
+    if cfg.position == "rope" and scaling is None:
+        return [Finding(
+            "error", "context",
+            f"{over} with RoPE and no rope_scaling: positions past training are angles the "
+            f"model never saw, and quality collapses",
+            f"enable rope_scaling (YaRN or NTK-aware) with factor >= "
+            f"{math.ceil(serve_len / trained)}, or serve at most {trained} tokens", detail)]
+    if cfg.position == "learned":
+        return [Finding(
+            "error", "context",
+            f"{over} with a learned position table of {trained} rows: there is no row for "
+            f"later positions (an index error, or garbage if indices wrap)",
+            f"serve at most {trained} tokens, or fine-tune with a longer table", detail)]
+    if cfg.position == "rope":
+        original = scaling.get("original_max_position_embeddings") or trained
+        multiple = serve_len / original
+        beyond = (f"; page 001 warns quality drops markedly past {MAX_EXTRAPOLATION}x even "
+                  f"with scaling" if multiple > MAX_EXTRAPOLATION else "")
+        return [Finding(
+            "warning", "context-scaled",
+            f"{over} even with rope_scaling ({scaling['rope_type']}, factor "
+            f"{scaling['factor']}), {multiple:.1f}x the original training length "
+            f"{original}{beyond}",
+            "raise the scaling factor (and max_position_embeddings) or serve fewer tokens",
+            {**detail, "original_max_position_embeddings": original})]
+    if cfg.position == "sinusoidal":
+        return [Finding(
+            "warning", "context",
+            f"{over} with sinusoidal positions: they are defined everywhere but page 001 "
+            f"reports quality falling off by 4x the training length",
+            "serve at most a few times the training length, or interpolate positions", detail)]
+    return [Finding(
+        "info", "context",
+        f"{over} with {cfg.position} positions, which need no table; check quality "
+        f"at this length",
+        "measure quality at the serving length before relying on it", detail)]
 
 
 def rope_longest_wavelength(theta: float, rotary_dim: int) -> float:
-    """2π·θ^((r−2)/r): the wavelength, in positions, of the slowest rotary pair.
-
-    Pair i of a rotary dim r turns at ω_i = θ^(−2i/r); the slowest, i = r/2 − 1, has this
-    wavelength. Past it every pair has wrapped at least once, so far positions alias nearer
-    ones; that is why long-context models raise θ (page 001, 调参建议: 10,000 → 1,000,000).
-    Scaling that stretches the low frequencies by `factor` multiplies it by that factor."""
+    """2π·θ^((r−2)/r): the wavelength, in positions, of the slowest rotary pair (ω = θ^(−2i/r)
+    at i = r/2 − 1). Past it every pair has wrapped, so far positions alias nearer ones: why
+    long-context models raise θ (page 001: 10,000 → 1,000,000)."""
     return 2 * math.pi * theta ** ((rotary_dim - 2) / rotary_dim)
 
 

@@ -1,31 +1,19 @@
 """Forward FLOPs of a `ModelConfig`: prefill of T tokens and one decode step at context T.
 
-Convention: 2 FLOPs per multiply-add, matrix multiplications only. A [n_out, n_in] weight applied
-to one token costs n_out·n_in multiply-adds, so 2·n_out·n_in FLOPs. Bias adds, norms, activations,
-the gate product, softmax, RoPE and residual adds are NOT in the totals; `elementwise_flops`
-estimates them separately so a reader can see they are small. This is the convention of
-`torch.utils.flop_counter.FlopCounterMode` (it counts mm/addmm/bmm and attention kernels only;
-in torch 2.13 the default CPU attention kernel has no formula there and counts 0).
+Convention (`torch.utils.flop_counter.FlopCounterMode`'s): 2 FLOPs per multiply-add, matrix
+multiplications only, so a [n_out, n_in] weight costs 2·n_out·n_in FLOPs a token. Norms,
+activations, softmax, RoPE, bias and residual adds are estimated apart (`elementwise_flops`).
 
-Attention scores and values, per (query, key) pair and per query head: QKᵀ is hd multiply-adds
-and AV (probabilities times values) another hd, so 4·hd FLOPs, i.e. 4·H·hd per pair. Grouped-query
-attention shares K and V between heads but every query head still does its own dot products, so
-the count uses H, not KV. Pairs counted:
+Attention scores and values cost 4·H·hd FLOPs per (query, key) pair (QKᵀ and AV, hd
+multiply-adds each per query head; grouped-query attention still does H dot products):
 
     full (non-causal):  T keys for each of T queries          -> B·T²
-    causal (exact):     query i (0-based) sees keys 0..i, i.e.
-                        Σ_{i=0}^{T-1} (i+1) = T(T+1)/2          -> B·T(T+1)/2
+    causal (exact):     Σ_{i=0}^{T-1} (i+1) = T(T+1)/2 pairs   -> B·T(T+1)/2
 
-The causal figure is the exact count of unmasked pairs, not T²/2. Kernels may compute more (a
-plain masked matmul computes all T² then discards half; FlopCounterMode reports the full count
-for SDPA whatever `is_causal` says). An encoder (`causal=False` in the config, BERT) always
-attends to all T keys. Sliding windows (Mistral, Gemma-2) and Llama 4's chunked attention are
-ignored: every layer is counted as full attention. MoE layers count the experts a token uses
-(experts_per_token routed + the shared ones) and the router, not every stored expert.
-
-Prefill of T tokens (batch B) counts the logits of every position, as one forward pass computes
-them (a generation server may keep only the last). A decode step at context T is one new token
-per sequence whose query attends to T keys: the T−1 cached ones and its own.
+An encoder (BERT) always attends to all T keys; sliding windows and chunked attention are
+counted as full attention; MoE layers count the experts a token uses and the router. Prefill
+counts the logits of every position; a decode step at context T is one new token per sequence
+attending to T keys (T−1 cached and its own).
 
 Shape legend: B = batch, T = seq_len (context for decode), d = d_model, m = d_ff, H = n_heads,
 KV = n_kv_heads, hd = head_dim, V = vocab_size, L = n_layers.
@@ -84,11 +72,9 @@ def proj_flops_per_token(cfg: ModelConfig) -> int:
 
 
 def ffn_flops_per_token(cfg: ModelConfig, moe: bool = False) -> int:
-    """One layer's FFN for one token: 2 (plain) or 3 (gated) [m, d]-sized matrices.
-
-    An MoE layer (`moe`) runs only the experts the token uses, experts_per_token routed ones
-    and every shared one, each of width moe_d_ff, plus the router's [E, d] matmul.
-    """
+    """One layer's FFN for one token: 2 (plain) or 3 (gated) [m, d]-sized matrices; an MoE
+    layer runs its experts_per_token routed and every shared expert (width moe_d_ff) and the
+    router's [E, d] matmul."""
     matrices = 3 if cfg.gated else 2
     if not moe:
         return FLOPS_PER_MAC * matrices * cfg.d_model * cfg.d_ff
@@ -114,8 +100,7 @@ def causal_pairs(seq_len: int) -> int:
 
 
 def _check(name: str, value: int) -> int:
-    """A size a library caller passed (the CLI's are checked at its door, this is the door of
-    a Python caller): a positive int, else a one-line InputError."""
+    """A size a Python caller passed: a positive int, else a one-line InputError."""
     if not is_int(value):
         raise InputError(f"{name} must be a positive integer, got {value!r}")
     return value
@@ -139,11 +124,8 @@ def _flops(cfg: ModelConfig, tokens: int, batch: int, full_pairs: int, causal_pa
 
 
 def prefill_flops(cfg: ModelConfig, batch: int, seq_len: int, causal: bool = True) -> Flops:
-    """Forward pass over `seq_len` tokens for each of `batch` sequences.
-
-    `causal=False` reports the full T² score count; an encoder config (`cfg.causal` False)
-    always attends to every key, so both counts are the full one there.
-    """
+    """Forward pass over `seq_len` tokens for each of `batch` sequences; `causal=False`
+    reports the full T² score count."""
     batch, seq_len = _check("batch", batch), _check("seq_len", seq_len)
     full = batch * seq_len * seq_len
     kept = batch * causal_pairs(seq_len) if cfg.causal else full

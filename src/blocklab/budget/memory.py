@@ -1,16 +1,13 @@
 """Bytes of weights and KV cache, activation element counts, and decode arithmetic intensity.
 
-Weight bytes are the bare parameter bytes in one dtype (int4 = half a byte); real int8/int4
-formats add per-group scales and often keep embeddings and norms in 16 bits, so they need a little
-more. Activations and the KV cache use the activation dtype: fp32 when the weights are fp32, fp16
-when they are fp16, bf16 otherwise (int8/int4 weights are dequantised into bf16 compute).
+Weight bytes are the bare parameter bytes in one dtype (int4 = half a byte; real formats add
+scales). Activations and the KV cache use fp32 or fp16 with such weights, bf16 otherwise.
 
     KV cache = 2 (K and V) · L · KV · hd · T · B · bytes
 
-Arithmetic intensity of a decode step = matmul FLOPs / bytes read from memory, where the bytes are
-every weight once (the embedding tables are gathered, B rows each, so they are left out unless
-the head is tied to them and reads the whole table) plus the whole KV cache at context T. Below
-the hardware's balance point (peak FLOP/s ÷ memory bandwidth) a step is memory-bound.
+Arithmetic intensity of a decode step = matmul FLOPs / bytes read: every weight once (gathered
+embedding tables left out unless a tied head reads them whole) plus the KV cache at context T.
+Below the hardware's balance point (peak FLOP/s ÷ memory bandwidth) a step is memory-bound.
 
 Shape legend: B = batch, T = seq_len, d = d_model, m = d_ff, H = n_heads, KV = n_kv_heads,
 hd = head_dim, L = n_layers.
@@ -70,14 +67,10 @@ def ffn_branch_elements(cfg: ModelConfig, batch: int, seq_len: int) -> int:
 def layer_activation_elements(cfg: ModelConfig, batch: int, seq_len: int) -> dict[str, int]:
     """Elements of every tensor one layer's forward pass writes, each counted once.
 
-    Included: norm outputs (2, or 4 with sandwich placement), q, k, v, the attention scores and
-    softmax probabilities as full [B, H, T, T] matrices (as an unfused kernel materialises them;
-    a fused/flash kernel keeps them on chip, see `total_fused`), the attention output, o_proj's
-    output and the residual sum, the FFN intermediates (plain: up and its activation; gated: gate,
-    up, activation of gate and the product), down_proj's output and the second residual sum.
-    Not included: RoPE's rotated copies, dropout masks, softmax statistics, and anything the
-    autograd engine or a kernel keeps in its own buffers. Peak memory depends on what is freed,
-    fused or recomputed; this is a count, not a peak.
+    Norm outputs (2, or 4 sandwich), q, k, v, scores and probabilities as full [B, H, T, T]
+    matrices (an unfused kernel's; `total_fused` leaves them out), the attention output, the
+    FFN intermediates (plain 2, gated 4), the sublayer outputs and residual sums. A count, not
+    a peak.
     """
     tokens, d, m = batch * seq_len, cfg.d_model, cfg.d_ff
     q_width, kv_width = cfg.n_heads * cfg.head_dim, cfg.n_kv_heads * cfg.head_dim
@@ -105,11 +98,8 @@ def decode_weight_params_read(cfg: ModelConfig, params: ParamCounts) -> int:
 
 def intensity(cfg: ModelConfig, params: ParamCounts, batch: int, seq_len: int,
               dtype: str = "bf16", causal: bool = True) -> dict:
-    """FLOPs per byte moved for one decode step at context T and for a prefill of T tokens.
-
-    Decode reads every weight once and the whole KV cache; prefill reads every weight once and
-    writes the KV cache. Compared against `H100_SXM_BALANCE`.
-    """
+    """FLOPs per byte moved (every weight once and the KV cache) for one decode step at
+    context T and for a prefill of T tokens, against `H100_SXM_BALANCE`."""
     act = activation_dtype(dtype)
     weights = nbytes(decode_weight_params_read(cfg, params), dtype)
     kv = kv_cache_bytes(cfg, batch, seq_len, act)

@@ -1,6 +1,6 @@
 """Parameter counts of a `ModelConfig`, per component, per layer and per bucket.
 
-Every count is a product of the shapes the model builds; nothing is estimated. One layer holds::
+Every count is a product of the shapes the model builds. One layer holds::
 
     attention  q_proj [H·hd, d] (+H·hd bias)     k_proj, v_proj [KV·hd, d] (+KV·hd bias)
                o_proj [d, H·hd] (+d bias)        qk_norm: q_norm, k_norm of width hd (Qwen3)
@@ -22,8 +22,7 @@ and the model adds, outside the layers::
     lm_head [V, d], counted 0 when tied to embed_tokens (one tensor, counted once).
 
 Buckets (they sum to the total):
-    embedding  = embed_tokens + positions + token types + embed_norm  (all of BERT's embedding
-                 module lives here, its LayerNorm included)
+    embedding  = embed_tokens + positions + token types + embed_norm
     attention  = n_layers · (q_proj + k_proj + v_proj + o_proj), biases included
     ffn        = n_layers · (gate_proj + up_proj + down_proj + router), biases included
     norm       = n_layers · (layer norms + qk_norm) + final norm
@@ -66,12 +65,8 @@ def linear_params(n_in: int, n_out: int, bias: bool) -> int:
 @dataclass(frozen=True)
 class ParamCounts:
     """Parameter counts of one model: `layer` holds one layer's components, `model` the
-    components outside the layers.
-
-    Every layer is alike (`layer`) except in an interleaved MoE model (`moe_every` > 1): there
-    `layer` is each of the n_layers − n_moe_layers dense layers and `moe_layer` each MoE layer.
-    A model with an MoE FFN in every layer has `layer` = its MoE layer and no `moe_layer`.
-    """
+    components outside the layers. In an interleaved MoE model (`moe_every` > 1) `layer` is each
+    dense layer and `moe_layer` each MoE layer."""
 
     n_layers: int
     layer: dict[str, int]

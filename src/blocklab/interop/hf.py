@@ -13,12 +13,9 @@ downloaded. Tensor names map one to one:
     model.norm.weight                                   norm.weight
     lm_head.weight                                      lm_head.weight (absent when tied)
 
-RoPE layouts: Hugging Face checkpoints rotate channel pairs (i, i + r/2) ("half_split"); Meta's
-original checkpoints pair (2i, 2i + 1) ("interleaved"), and Hugging Face's conversion script
-permutes the q and k rows to move from one to the other. `load_hf(..., layout="interleaved")`
-reads a checkpoint whose q/k rows are in Meta's order and either permutes them (the default,
-giving a half-split model) or keeps them and builds the model with `rope_layout="interleaved"`;
-both compute the same function.
+`load_hf(..., layout="interleaved")` reads q/k rows in Meta's order and permutes them to
+Hugging Face's half-split order, or keeps them with `rope_layout="interleaved"`: the same
+function either way.
 """
 
 from __future__ import annotations
@@ -156,8 +153,7 @@ def _read_tensors(path: Path) -> dict[str, Tensor]:
 
 
 def _widened(tensor: Tensor) -> Tensor:
-    """float8 has no isfinite, isnan or comparison kernels on the CPU: checked in float32,
-    which holds every float8 value exactly."""
+    """float8 (no isfinite or comparison kernels on CPU) as float32, which holds it exactly."""
     return tensor.float() if tensor.dtype.itemsize == 1 else tensor
 
 
@@ -182,8 +178,7 @@ def _check_tied_head(tensors: dict[str, Tensor], config_path: Path) -> None:
 
 
 def _one_dtype(tensors: dict[str, Tensor], path: Path) -> torch.dtype:
-    """The dtype every weight shares. A mix is refused: which dtype to cast them to (and so
-    which to round) is the caller's choice, made with load_hf's `dtype`."""
+    """The dtype every weight shares; a mix is refused (the cast is load_hf's `dtype`)."""
     names: dict[torch.dtype, list[str]] = {}
     for name, tensor in sorted(tensors.items()):
         names.setdefault(tensor.dtype, []).append(blocklab_to_hf_name(name) or name)
@@ -249,20 +244,10 @@ def load_hf(path: str | os.PathLike, dtype: torch.dtype | None = None,
             layout: str = "half_split", rope_layout: str = "half_split") -> DecoderLM:
     """A `DecoderLM` from a local Hugging Face checkpoint directory.
 
-    Args:
-        path: directory with config.json and model.safetensors (or a sharded
-            model.safetensors.index.json).
-        dtype: parameter dtype, every weight cast to it; None keeps the checkpoint's, which
-            must then be one dtype throughout.
-        layout: RoPE layout of the checkpoint's q/k rows: "half_split" (Hugging Face) or
-            "interleaved" (Meta's original checkpoints).
-        rope_layout: RoPE layout of the returned model; the q/k rows are permuted when it
-            differs from `layout`.
-
-    Everything is checked before the model is built, and refused with a one-line
-    CheckpointError naming the file and the tensors (a ConfigError, prefixed with the
-    config.json path, for a config blocklab cannot build); weights holding NaN or inf only
-    warn (RuntimeWarning).
+    `dtype` casts every weight (None: the checkpoint's one dtype); `layout` is the RoPE layout
+    of the checkpoint's q/k rows, `rope_layout` the returned model's. Everything is checked
+    before the model is built: a one-line CheckpointError naming the file and tensors (a
+    ConfigError for the config); NaN or inf weights only warn.
     """
     for name, value in (("layout", layout), ("rope_layout", rope_layout)):
         if value not in LAYOUTS:
@@ -342,11 +327,9 @@ def save_hf(model: DecoderLM, path: str | os.PathLike, model_type: str = "llama"
     """Write `model` as a Hugging Face checkpoint (config.json + model.safetensors) in `path`
     (created when missing), loadable by `transformers.AutoModelForCausalLM.from_pretrained`.
 
-    Each file is written atomically; interleaved-RoPE q/k rows are permuted to Hugging Face's
-    half-split order and fused `qkv_proj` / `gate_up_proj` tensors split. An older sharded
-    checkpoint in `path` is replaced whole: its index and the shards it names are removed once
-    the new files are in place. Every refusal (a config `model_type` cannot express, `path` a
-    file, an older index that cannot be read) comes before anything is written.
+    Files are written atomically, q/k rows in half-split order, packed projections split; an
+    older sharded checkpoint in `path` is removed once the new files are in place. Every refusal
+    comes before anything is written.
     """
     cfg = model.config
     tensors = _unpacked({name: t.detach() for name, t in model.state_dict().items()}, cfg)

@@ -1,10 +1,8 @@
 """Hugging Face `config.json` in and out of `ModelConfig`: Llama, Mistral, Qwen2 and Qwen3 both
 ways; Gemma, Gemma-2, GPT-2, BERT, MPT, ChatGLM and Llama 4 (text) in, for the budget
-calculator. A config.json is read as transformers reads it: where two keys of one config.json
-disagree and transformers would silently take one, the read fails naming both.
-
-Imports no torch (the budget calculator and the doctor read configs through it); the package's
-`__init__` loads the checkpoint code only when it is asked for.
+calculator. A config.json is read as transformers 5 reads it: where two keys of one
+config.json disagree and transformers would silently take one, the read fails naming both.
+Imports no torch (the budget calculator reads configs through it).
 """
 
 from __future__ import annotations
@@ -19,25 +17,15 @@ from blocklab.config import LAYER_TYPES, ModelConfig, check_rope_scaling, positi
 from blocklab.errors import ConfigError
 
 # Hugging Face hidden_act -> our activation names.
-_HF_ACTS = {
-    "silu": "silu",
-    "swish": "silu",
-    "relu": "relu",
-    "gelu": "gelu",
-    "gelu_new": "gelu_tanh",
-    "gelu_pytorch_tanh": "gelu_tanh",
-    "gelu_fast": "gelu_tanh",
-}
+_HF_ACTS = {"silu": "silu", "swish": "silu", "relu": "relu", "gelu": "gelu",
+            "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "gelu_fast": "gelu_tanh"}
 _GATED_BY_ACT = {"silu": "swiglu", "relu": "reglu", "gelu": "geglu", "gelu_tanh": "geglu_tanh",
                  "sigmoid": "glu", "identity": "bilinear"}
 _HF_ACT_OF = {"silu": "silu", "relu": "relu", "gelu": "gelu", "gelu_tanh": "gelu_pytorch_tanh"}
 HF_LLAMA_FAMILY = ("llama", "mistral", "qwen2", "qwen3")
 
 
-# --- Hugging Face config.json -----------------------------------------------------------------
-# An error about a ModelConfig field built from a config.json names the key the user wrote too
-# ("config.json intermediate_size: ModelConfig.moe_d_ff=-8192 is not allowed; ..."). Each
-# reader below says which key each field comes from; these are the Llama family's.
+# ModelConfig field -> the config.json key it comes from, named in its errors (Llama family).
 _HF_KEYS = {"vocab_size": "vocab_size", "d_model": "hidden_size", "n_layers": "num_hidden_layers",
             "n_heads": "num_attention_heads", "n_kv_heads": "num_key_value_heads",
             "head_dim": "head_dim", "d_ff": "intermediate_size", "norm_eps": "rms_norm_eps",
@@ -45,11 +33,8 @@ _HF_KEYS = {"vocab_size": "vocab_size", "d_model": "hidden_size", "n_layers": "n
             "attn_scale": "query_pre_attn_scalar", "attn_logit_softcap": "attn_logit_softcapping",
             "final_logit_softcap": "final_logit_softcapping"}
 
-# A config.json read as transformers 5 reads it. Where it leaves a size out, transformers takes
-# its config class's default (the `@strict` dataclass fields of LlamaConfig, MistralConfig, ...);
-# None means derived: head_dim = hidden_size // num_attention_heads, num_key_value_heads =
-# num_attention_heads. tests/test_config_hf_resolution.py checks these against the installed
-# transformers.
+# The config class default transformers 5 takes for a size a config.json leaves out; None
+# means derived (hidden_size // num_attention_heads, or num_attention_heads).
 HF_ABSENT_SIZES: dict[str, dict[str, int | None]] = {
     "llama": {"head_dim": None, "num_key_value_heads": None},
     "mistral": {"head_dim": None, "num_key_value_heads": 8},
@@ -59,8 +44,7 @@ HF_ABSENT_SIZES: dict[str, dict[str, int | None]] = {
     "gemma2": {"head_dim": 256, "num_key_value_heads": 4},
     "llama4_text": {"head_dim": 128, "num_key_value_heads": 8},
 }
-# Sizes a config class refuses as null (an `int` field; Qwen2Attention reads a null head_dim and
-# fails). Elsewhere null means derived, as when absent from llama.
+# Sizes a config class refuses as null; elsewhere null means derived.
 _HF_NOT_NULL: dict[str, tuple[str, ...]] = {
     "mistral": ("num_key_value_heads",), "qwen2": ("head_dim",), "qwen3": ("head_dim",),
     "gemma": ("head_dim", "num_key_value_heads"), "gemma2": ("head_dim", "num_key_value_heads"),
@@ -71,8 +55,7 @@ _HF_NOT_NULL: dict[str, tuple[str, ...]] = {
 HF_HIDDEN_DIVISIBLE = ("llama", "gemma2")
 # RotaryEmbeddingConfigMixin.default_theta where a config class overrides 10,000.
 _HF_DEFAULT_THETA = {"llama4_text": 500000.0}
-# The key each family's MLP reads its activation from, its default, and the alias it ignores
-# (GemmaMLP reads hidden_act, Gemma2MLP hidden_activation; transformers 4 read the reverse).
+# The key each family's MLP reads its activation from, its default, and the alias it ignores.
 _HF_ACT_KEYS = {"gemma": ("hidden_act", "gelu_pytorch_tanh", "hidden_activation"),
                 "gemma2": ("hidden_activation", "gelu_pytorch_tanh", "hidden_act")}
 _HF_ACT_KEYS_DEFAULT = ("hidden_act", "silu", "hidden_activation")
@@ -136,9 +119,8 @@ def _is_size(value: Any) -> bool:
 
 
 def hf_size(hf: dict[str, Any], key: str, model_type: str | None = None) -> Any:
-    """`head_dim` or `num_key_value_heads` of a Llama-family config.json as transformers 5
-    resolves it: the value written, else the config class's default for an absent key (None:
-    derived from hidden_size and num_attention_heads). A null the class refuses raises."""
+    """`head_dim` or `num_key_value_heads` as transformers 5 resolves it: the value written,
+    else the class default (None: derived); a null the class refuses raises."""
     model_type = hf.get("model_type") if model_type is None else model_type
     absent = HF_ABSENT_SIZES.get(model_type) if isinstance(model_type, str) else None
     if absent is None:  # not a Llama-family type: null and absent both mean derived
@@ -153,8 +135,8 @@ def hf_size(hf: dict[str, Any], key: str, model_type: str | None = None) -> Any:
 
 
 def hf_defaults_taken(hf: dict[str, Any], model_type: str | None = None) -> dict[str, int]:
-    """Sizes `hf` leaves out that transformers fills with a class default rather than
-    deriving (Qwen3's head_dim of 128, Gemma's 16 key/value heads): {key: value}."""
+    """{key: value} of sizes `hf` leaves out that transformers fills with a class default
+    rather than deriving (Qwen3's head_dim of 128)."""
     model_type = hf.get("model_type") if model_type is None else model_type
     absent = HF_ABSENT_SIZES.get(model_type, {}) if isinstance(model_type, str) else {}
     return {key: value for key, value in absent.items() if value is not None and key not in hf}
@@ -204,9 +186,9 @@ def _hf_act(hf: dict[str, Any], model_type: str) -> str:
 
 def _hf_alias(hf: dict[str, Any], key: str, alias: str, model_type: str,
               required: bool = True) -> tuple[str, Any]:
-    """(the key used, its value) for a setting transformers' config stores as `key` and also
-    takes as `alias` (its attribute_map); there the alias wins, so both written and different
-    is refused, naming both. Null counts as absent; absent raises when `required`."""
+    """(the key used, its value) for a setting stored as `key` and also taken as `alias`
+    (attribute_map, where the alias wins): both written and different is refused. Null counts
+    as absent; absent raises when `required`."""
     if hf.get(alias) is None:
         if required:
             _need(hf, key, alias)
@@ -233,13 +215,9 @@ class _Rope(NamedTuple):
 def _hf_rope(hf: dict[str, Any], model_type: str) -> tuple[float, dict[str, Any] | None,
                                                           dict[str, str]]:
     """(theta, scaling, the config.json keys they came from) as transformers 5 reads them
-    (`RotaryEmbeddingConfigMixin.convert_rope_params_to_dict`): a non-empty `rope_scaling` wins
-    and `rope_parameters` is then ignored (v4 read rope_scaling too); `rope_theta` inside that
-    object wins over the top-level one, which wins over the class's `default_theta`.
-
-    Where transformers silently prefers one of two keys that disagree this refuses, naming both:
-    rope_scaling against rope_parameters, a nested against the top-level rope_theta or
-    partial_rotary_factor, type against rope_type, an original length written twice.
+    (`convert_rope_params_to_dict`): a non-empty `rope_scaling` wins over `rope_parameters`; a
+    nested `rope_theta` over the top-level one, over the class's `default_theta`. Two keys that
+    disagree where transformers would silently take one are refused, naming both.
     """
     found = []
     for key in ("rope_scaling", "rope_parameters"):
@@ -317,10 +295,8 @@ def _hf_rope_of(hf: dict[str, Any], model_type: str, key: str | None,
 
 def _hf_nested(hf: dict[str, Any], key: str | None, params: dict[str, Any], name: str,
                default: Any) -> tuple[str | None, Any]:
-    """(the config.json key it came from, value) of `name`, read inside `params` = hf[key]
-    first, as transformers does, then at the top level (a null there counts as absent when the
-    object has it), then (None, `default`); written in both places with different values is
-    refused."""
+    """(the config.json key it came from, value) of `name`: inside `params` = hf[key] first,
+    then at the top level, then (None, `default`); two different values are refused."""
     if key is not None and name in params:
         if hf.get(name) is not None and hf[name] != params[name]:
             raise ConfigError(f"config.json {key}.{name}={shown_value(params[name])} and {name}="
@@ -334,11 +310,9 @@ def _hf_nested(hf: dict[str, Any], key: str | None, params: dict[str, Any], name
 
 def _hf_original_length(hf: dict[str, Any], model_type: str, key: str | None,
                         scaling: dict[str, Any] | None) -> int | None:
-    """The pre-scaling context length transformers uses: `{key}.original_max_position_embeddings`
-    for yarn and llama3 (max_position_embeddings when absent), always max_position_embeddings
-    for dynamic; None for the others, which read none. Another key saying otherwise is refused:
-    the nested one for dynamic, the top-level one (Phi-3 style, which Llama-family configs
-    ignore) for all three."""
+    """The pre-scaling length transformers uses: `{key}.original_max_position_embeddings` for
+    yarn and llama3 (else max_position_embeddings), max_position_embeddings for dynamic; None
+    for the others. Another key saying otherwise (the top-level one, Phi-3 style) is refused."""
     trained = hf.get("max_position_embeddings")
     if scaling is None or scaling["rope_type"] not in ("dynamic", "yarn", "llama3") \
             or trained is None:  # a missing max_position_embeddings is reported where it is read
@@ -373,15 +347,10 @@ def _hf_float(key: str, value: Any) -> float:
 
 
 def from_hf(hf: dict[str, Any]) -> ModelConfig:
-    """`ModelConfig` from a Hugging Face config.json dictionary, read as the installed
-    transformers 5 reads it for that model_type (class defaults for absent sizes, rope_scaling
-    before rope_parameters, nested rope_theta before the top-level one, attribute_map aliases).
-
-    Raises ConfigError naming the config.json key (and the ModelConfig field it sets) for a
-    missing key, a value of the wrong type or out of range, or an unsupported model_type; and,
-    naming both keys, where two keys give one setting different values and transformers would
-    silently take one (rope_scaling against rope_parameters, rope_theta inside and outside,
-    hidden_act against hidden_activation, n_embd against hidden_size, ...).
+    """`ModelConfig` from a Hugging Face config.json dictionary, read as transformers 5 reads
+    it for that model_type. Raises ConfigError naming the config.json key (and the field it
+    sets) for a missing, mistyped or out-of-range value or an unsupported model_type, and naming
+    both keys where two disagree and transformers would silently take one.
     """
     if not isinstance(hf, dict):
         raise ConfigError(f"Hugging Face config must be a JSON object, got {type(hf).__name__}")
@@ -414,24 +383,15 @@ def _from_hf_llama_family(hf: dict[str, Any], model_type: str, name: str) -> Mod
     keys = {**_HF_KEYS, **rope_keys, **size_keys}
     bias = _hf_bool(hf, "attention_bias", False)
     common = dict(
-        vocab_size=_need(hf, "vocab_size"),
-        d_model=_need(hf, "hidden_size"),
-        n_layers=_need(hf, "num_hidden_layers"),
-        n_heads=_need(hf, "num_attention_heads"),
-        n_kv_heads=kv,
-        head_dim=head_dim,
-        d_ff=_need(hf, "intermediate_size"),
-        ffn=_GATED_BY_ACT[act],
-        ffn_bias=_hf_bool(hf, "mlp_bias", False),
-        norm="rmsnorm",
+        vocab_size=_need(hf, "vocab_size"), d_model=_need(hf, "hidden_size"),
+        n_layers=_need(hf, "num_hidden_layers"), n_heads=_need(hf, "num_attention_heads"),
+        n_kv_heads=kv, head_dim=head_dim, d_ff=_need(hf, "intermediate_size"),
+        ffn=_GATED_BY_ACT[act], ffn_bias=_hf_bool(hf, "mlp_bias", False), norm="rmsnorm",
         norm_eps=_hf_float("rms_norm_eps", hf.get("rms_norm_eps", 1e-6)),
-        max_seq_len=_need(hf, "max_position_embeddings"),
-        position="rope",
-        rope_theta=theta,
+        max_seq_len=_need(hf, "max_position_embeddings"), position="rope", rope_theta=theta,
         rope_scaling=scaling,
         tie_embeddings=_hf_bool(hf, "tie_word_embeddings", model_type in ("gemma", "gemma2")),
-        name=name,
-    )
+        name=name)
     if model_type == "qwen2":  # q, k, v carry biases, o does not
         common.update(attn_bias=True, attn_out_bias=False)
     else:
@@ -468,15 +428,12 @@ _HF_LEGACY_LAYER_TYPES = {"attention": "full_attention"}
 def _hf_attention_layout(hf: dict[str, Any], model_type: str, n_layers: Any) -> dict[str, Any]:
     """`sliding_window` and `layer_types` as transformers 5 reads them:
 
-    - mistral: the window (4096 when absent) on every layer; MistralConfig ignores
-      `layer_types`, so one that asks for anything else fails naming it;
-    - qwen2, qwen3: a window only under `use_sliding_window` (default false), on the layers
-      `layer_types` marks sliding, or without it on layers i >= `max_window_layers` (default
-      28);
-    - gemma2: the window on the layers `layer_types` marks sliding, else on even layers.
+    - mistral: the window (4096 when absent) on every layer; other `layer_types` fail;
+    - qwen2, qwen3: only under `use_sliding_window`, on the layers `layer_types` marks
+      sliding, else on layers i >= `max_window_layers` (default 28);
+    - gemma2: on the layers `layer_types` marks sliding, else on even layers.
 
-    A window no layer uses is dropped, and one every layer uses needs no `layer_types`, so
-    equal attention reads as one `ModelConfig`.
+    A window no layer uses is dropped; one every layer uses needs no `layer_types`.
     """
     window = hf.get("sliding_window", _HF_DEFAULT_WINDOW)
     if window is not None:
@@ -678,11 +635,9 @@ def _every(key: str, value: Any, indices: list[int], n_layers: int, expected: st
 
 
 def _from_hf_llama4(hf: dict[str, Any], name: str) -> ModelConfig:
-    """Llama 4, the text model only (`text_config` of a Llama4ForConditionalGeneration config):
-    MoE FFNs (routed experts + one shared expert + a router) every `interleave_moe_layer_step`
-    layers, dense SwiGLU of width intermediate_size_mlp elsewhere, NoPE every
-    `no_rope_layer_interval`-th layer. Its q/k norm is a weightless L2 norm, so it adds no
-    parameters and is not `qk_norm` (a learned RMSNorm gain)."""
+    """Llama 4, the text model only: MoE FFNs (routed + one shared expert + a router) every
+    `interleave_moe_layer_step` layers, dense SwiGLU of width intermediate_size_mlp elsewhere,
+    NoPE every `no_rope_layer_interval`-th layer. Its q/k norm is weightless (not `qk_norm`)."""
     if hf.get("model_type") == "llama4":
         hf = _need(hf, "text_config")
         if not isinstance(hf, dict):
@@ -825,8 +780,7 @@ def _hf_layout_keys(cfg: ModelConfig, model_type: str) -> dict[str, Any]:
                               f"{cfg.n_layers} layers are windowed (mistral windows every "
                               "layer; qwen2 and qwen3 window some)")
         return {"sliding_window": window}  # null, not absent: absent means 4096
-    # qwen2, qwen3: layer_types says it all; max_window_layers says the same where a suffix of
-    # the layers is windowed (older readers take it), and is left out where none can.
+    # qwen2, qwen3: layer_types, and max_window_layers where a suffix is windowed (older readers).
     types = ["sliding_attention" if w else "full_attention" for w in windowed]
     out: dict[str, Any] = {"use_sliding_window": window is not None,
                            "sliding_window": window, "layer_types": types}
