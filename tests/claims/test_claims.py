@@ -95,7 +95,7 @@ def test_corrected_figures(analytic):
 
 
 def test_missing_results_name_the_command(tmp_path):
-    rows = run_claims(["C12", "C13", "C16", "C18", "C19", "C21"],
+    rows = run_claims(["C12", "C13", "C16", "C18", "C19", "C21", "C37"],
                       Context(RunRequest(tmp_path, "quick")))
     for row in rows:
         assert row.verdict == "missing-results" and row.error is None

@@ -5,7 +5,6 @@ from pathlib import Path
 
 import pytest
 
-from blocklab.claims import Context, run_claims
 from blocklab.claims.registry import (
     C37_NARROW_PART,
     C37_PRICE_PART,
@@ -13,7 +12,6 @@ from blocklab.claims.registry import (
     registered,
 )
 from blocklab.claims.width import c37_arms, combine_c37
-from blocklab.experiments.options import RunRequest
 from blocklab.experiments.suites.width.summary import WidthData, WidthPoint
 from blocklab.experiments.summaries import Interval
 
@@ -68,27 +66,17 @@ def test_every_part_confirmed_confirms_the_claim(tmp_path):
     assert "1 run(s) failed" not in row.parts[0].reason
 
 
-def test_a_nested_model_far_from_the_narrow_one_leaves_the_claim_mixed(tmp_path):
-    row = _c37(tmp_path, _data(narrow=(6.0, 0.5)))
-    assert [p.verdict for p in row.parts] == ["confirmed", "confirmed", "confirmed", NR]
-    assert row.verdict == "mixed"
-
-
-def test_slicing_as_good_as_nesting_does_not_reproduce_the_warning(tmp_path):
-    row = _c37(tmp_path, _data(sliced=(0.1, 0.2)))
-    assert row.parts[0].verdict == NR and row.verdict == NR
-
-
-def test_a_wide_interval_leaves_the_part_inconclusive(tmp_path):
-    row = _c37(tmp_path, _data(price=(0.5, 2.5)))
-    assert row.parts[2].verdict == "inconclusive"
-    # confirmed sliced parts with one part open: mixed or confirmed, so undecided
-    assert row.verdict == "inconclusive"
-
-
-def test_without_results_the_claim_says_what_to_run(tmp_path):
-    [row] = run_claims(["C37"], Context(RunRequest(tmp_path, "quick")))
-    assert row.verdict == "missing-results" and "blocklab suite width" in row.command
+@pytest.mark.parametrize(("given", "part", "verdict", "claim"), [
+    # a nested model far from the narrow one: the warning holds, the claim in part
+    ({"narrow": (6.0, 0.5)}, 3, NR, "mixed"),
+    # slicing as good as nesting: the warning is not reproduced
+    ({"sliced": (0.1, 0.2)}, 0, NR, NR),
+    # a wide interval: confirmed sliced parts with one part open, mixed or confirmed
+    ({"price": (0.5, 2.5)}, 2, "inconclusive", "inconclusive"),
+])
+def test_one_part_moves_the_claim(tmp_path, given, part, verdict, claim):
+    row = _c37(tmp_path, _data(**given))
+    assert row.parts[part].verdict == verdict and row.verdict == claim
 
 
 @pytest.mark.parametrize(("verdicts", "want"), [

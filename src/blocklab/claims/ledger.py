@@ -136,36 +136,29 @@ def run_claims(ids: list[str] | None = None, ctx: Context | None = None) -> list
         raise InputError(f"claim id(s) {repeated} asked for more than once; name each once")
     out = []
     for cid in wanted:
-        en, zh = CLAIM_TEXT[cid]
-        src = sources[cid]
+        head = (cid, *CLAIM_TEXT[cid], sources[cid]["page"], sources[cid]["section"])
         rules = registered(cid, ctx.size)
         try:
             found = CHECKS[cid](ctx)
         except Exception as err:  # noqa: BLE001 - shown as the error it is, never as a verdict
-            error = f"{type(err).__name__}: {err}"
-            out.append(ClaimResult(cid, en, zh, src["page"], src["section"], ERROR,
-                                   *both(FAILED, error=error),
-                                   {"traceback": traceback.format_exc()}, "", None, error,
-                                   planned_parts(rules, ERROR)))
+            out.append(_failed(head, f"{type(err).__name__}: {err}",
+                               {"traceback": traceback.format_exc()},
+                               planned_parts(rules, ERROR)))
             continue
         stray = unregistered(cid, found.parts, rules)
         if stray:
-            error = (f"{cid} graded part(s) {stray} by a rule not registered for them at size "
-                     f"{ctx.size!r} (blocklab.claims.registry; a bug in the check)")
-            out.append(ClaimResult(cid, en, zh, src["page"], src["section"], ERROR,
-                                   *both(FAILED, error=error), {}, "", None, error,
-                                   planned_parts(rules, ERROR)))
+            out.append(_failed(head, f"{cid} graded part(s) {stray} by a rule not registered "
+                               f"for them at size {ctx.size!r} (blocklab.claims.registry; a bug "
+                               "in the check)", {}, planned_parts(rules, ERROR)))
             continue
         error = scale_error(cid, found)
         if error:
-            out.append(ClaimResult(cid, en, zh, src["page"], src["section"], ERROR,
-                                   *both(FAILED, error=error), {}, "", None, error))
+            out.append(_failed(head, error, {}, []))
             continue
         parts = flag_changed_rules(cid, list(found.parts), ctx) or planned_parts(
             rules, found.verdict)
-        out.append(ClaimResult(cid, en, zh, src["page"], src["section"], found.verdict,
-                               found.summary, found.summary_zh, _plain(found.evidence),
-                               found.command, found.figure, None, parts,
+        out.append(ClaimResult(*head, found.verdict, found.summary, found.summary_zh,
+                               _plain(found.evidence), found.command, found.figure, None, parts,
                                found.combines, found.combines_zh))
     return [_mixed(replace(row, scale=_scale(row.id, ctx)), ctx) for row in out]
 
@@ -186,6 +179,12 @@ def scale_error(claim_id: str, found: Finding) -> str | None:
 
 # A check that raised, as the ledger words it, (English, Chinese).
 FAILED: Template = ("The check failed to run: {error}", "检查运行失败：{error}")
+
+
+def _failed(head: tuple[str, ...], error: str, evidence: dict, parts: list[Part]) -> ClaimResult:
+    """The row of a check in the state "error" (never a verdict)."""
+    return ClaimResult(*head, ERROR, *both(FAILED, error=error), evidence, "", None, error,
+                       parts)
 
 
 def _mixed(row: ClaimResult, ctx: Context) -> ClaimResult:
