@@ -1,6 +1,5 @@
 """The ffn suite's runs: equal parameter counts, arms that really differ, the zero-gradient
-probe, the run records read back, and the plan (run ids, seeds, tuning, each arm's lr, the
-longer runs, the options' precision)."""
+probe, the run records read back, and the plan (tuning, each arm's lr, the longer runs)."""
 
 import pytest
 import torch
@@ -86,25 +85,6 @@ def test_the_run_records_read_back_from_the_store(tmp_path):
     assert ffn.ZeroGradFraction.of(RunResult(status="stuck"), "run") is None
 
 
-def test_run_ids_are_stable_and_distinct():
-    first = [s.run_id for s in ffn.plan_at(RunOptions("quick", range(2)), LRS)]
-    assert first == [s.run_id for s in ffn.plan_at(RunOptions("quick", range(2)), LRS)]
-    assert len(set(first)) == len(first) == len(ffn.GRADED_ARMS) * 2  # C16's arms, relu
-    assert not set(first) & {s.run_id for s in ffn.plan_at(RunOptions("tiny", range(2)), LRS)}
-    # the backend changes speed, not values: the same runs
-    assert first == [s.run_id for s in ffn.plan_at(
-        RunOptions("quick", range(2), backend="reference"), LRS)]
-    near = ffn.plan_at(RunOptions("full", range(2)), LRS)
-    per_seed = (len(ffn.ARMS) + len(ffn.SENSITIVITY_ARMS)
-                + len(ffn.TREND_ARMS) * len(ffn.SIZES["full"].trend_widths))
-    assert len({s.run_id for s in near}) == len(near) == per_seed * 2 + 1  # and the timing run
-    # a seed offset: disjoint seeds and runs (the timing run has no seed to vary)
-    far = [s for s in ffn.plan_at(RunOptions("full", range(1000, 1002)), LRS)
-           if s.arm != "timing"]
-    assert {s.seed for s in far} == {s.payload["train"]["seed"] for s in far} == {1000, 1001}
-    assert not {s.run_id for s in near if s.arm != "timing"} & {s.run_id for s in far}
-
-
 def _trial(arm, lr, loss, seed=0):
     from blocklab.experiments.summaries import LrTrial
 
@@ -167,14 +147,3 @@ def test_the_longer_runs_double_the_training_of_the_named_arms_only():
         assert spec.payload["train"]["lr"] == short.payload["train"]["lr"]
         assert spec.payload["model"] == short.payload["model"] and spec.run_id != short.run_id
     assert get_suite("ffn").longer is ffn.longer
-
-
-def test_the_options_precision_and_backend_reach_every_run():
-    bf16 = RunOptions("full", range(1), precision="bf16", backend="reference")
-    tc = ffn.train_config(ffn.SIZES["full"], bf16, seed=0, lr=1e-3)
-    assert (tc.precision, tc.backend) == ("bf16", "reference")
-    specs = ffn.plan_at(bf16, LRS) + ffn.tune(bf16)
-    assert {s.payload["train"]["precision"] for s in specs if s.arm != "timing"} == {"bf16"}
-    assert next(s for s in specs if s.arm == "timing").payload["precision"] == "bf16"
-    fp32 = ffn.plan_at(RunOptions("full", range(1)), LRS)  # float32: ids from before precision
-    assert all("precision" not in s.payload.get("train", s.payload) for s in fp32)

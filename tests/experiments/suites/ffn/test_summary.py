@@ -8,7 +8,7 @@ import pytest
 
 from blocklab.experiments.options import RunOptions
 from blocklab.experiments.run_result import Curves, RunResult
-from blocklab.experiments.suites import get_suite, run_suite
+from blocklab.experiments.suites import load_summary
 from blocklab.experiments.suites.ffn import runs as ffn
 from blocklab.experiments.suites.ffn.summary import interpolate, size_record, summarise
 
@@ -113,16 +113,14 @@ def test_a_missing_or_failed_run_is_counted_by_status_and_left_out_of_the_statis
     assert swiglu.ms_per_step is None and swiglu.equal_time_step is None
 
 
-@pytest.fixture(scope="module")
-def tiny_ffn(tmp_path_factory):
-    """The tiny grid run once: (its results folder, its summary)."""
-    root = tmp_path_factory.mktemp("ffn")
-    suite = get_suite("ffn")
-    return root, run_suite(suite, RunOptions.for_suite(suite, "tiny", 1), root, progress=False)
+@pytest.fixture
+def tiny_ffn(tiny_runs):
+    """The session's tiny runs: (their folder, the ffn summary)."""
+    return tiny_runs, load_summary(tiny_runs, "ffn", "tiny")
 
 
 def test_tiny_suite_end_to_end(tiny_ffn):
-    tmp_path, summary = tiny_ffn
+    _, summary = tiny_ffn
     assert summary.runs == len(ffn.GRADED_ARMS)  # C16's arms and relu, no timing run
     tables = {t.title: t for t in summary.tables}
     for title, columns in TABLE_COLUMNS.items():
@@ -147,15 +145,14 @@ def test_tiny_suite_end_to_end(tiny_ffn):
     for words in ("gelu, reglu and bilinear arms", "sensitivity re-runs", "scale trend",
                   "timed step"):
         assert words in note
-    assert (tmp_path / "ffn" / "tiny" / "summary.json").is_file()
 
 
 def test_the_suite_evaluates_each_arm_at_the_lr_its_tuning_runs_chose(tiny_ffn):
     from blocklab.experiments.results import ResultStore
 
-    tmp_path, summary = tiny_ffn
+    root, summary = tiny_ffn
     data = summary.data
-    store = ResultStore(tmp_path / "ffn" / "tiny+tuning")
+    store = ResultStore(root / "ffn" / "tiny+tuning")
     stored = {}
     tuned = [(spec, store.load(spec.run_id)) for spec in ffn.tune(TINY)]
     for spec in ffn.tune(TINY, tuned):
@@ -166,7 +163,7 @@ def test_the_suite_evaluates_each_arm_at_the_lr_its_tuning_runs_chose(tiny_ffn):
         counts = final.val_loss < final.unigram_entropy
         stored[(spec.arm, spec.payload["train"]["lr"])] = (
             final.val_loss if counts else math.inf)
-    evaluated = ResultStore(tmp_path / "ffn" / "tiny")
+    evaluated = ResultStore(root / "ffn" / "tiny")
     assert {arm for arm, _ in stored} == set(ffn.GRADED_ARMS)  # tuned: the graded arms only
     # nothing counts after 5 tiny steps, so every arm's best is the grid's smallest lr: the
     # grid grew there by one point (tiny's cap) before evaluation, and stays at the edge

@@ -1,8 +1,7 @@
 """The placement suite's runs (`placement.runs`): the at-initialisation probe, the training
-grid's settings and tuning, the run configs and ids, the largest-stable-lr bisection and the
-deep grid (C36)."""
+grid's settings and tuning, the run configs, the largest-stable-lr bisection and the deep grid
+(C36)."""
 
-import dataclasses
 import json
 import math
 
@@ -148,20 +147,6 @@ def test_every_arm_is_tuned_on_its_own_seeds_on_a_grid_that_grows_at_an_edge(siz
     assert {s.payload["train"]["lr"] for s in refined} == (
         {rounded(grid.base[1] / 3 ** 0.5), rounded(grid.base[1] * 3 ** 0.5)}
         if grid.refine else set())
-
-
-def test_run_ids_are_stable_and_distinct():
-    options = RunOptions("quick", range(2))
-    first = [s.run_id for s in runs.plan(options, _tuned("quick"))]
-    assert first == [s.run_id for s in runs.plan(options, _tuned("quick"))]
-    assert len(set(first)) == len(first)
-    # the backend changes speed, not values: the same runs under another backend
-    other = dataclasses.replace(options, backend="reference")
-    assert first == [s.run_id for s in runs.plan(other, _tuned("quick"))]
-    # bf16 is other runs, each one
-    bf16 = [s.run_id for s in runs.plan(dataclasses.replace(options, precision="bf16"),
-                                             _tuned("quick"))]
-    assert len(bf16) == len(first) and not set(bf16) & set(first)
 
 
 def test_every_run_config_carries_the_options_precision_and_backend():

@@ -6,16 +6,13 @@ import math
 
 import pytest
 
-from blocklab.experiments.options import RunOptions
 from blocklab.experiments.run_result import Curves, LayerGradNorms, RunResult
-from blocklab.experiments.suites import get_suite, run_suite
+from blocklab.experiments.suites import load_summary
 from blocklab.experiments.suites.placement import runs, summary
 from blocklab.experiments.summaries import Interval
 from blocklab.jsonio import decode
 
 from ..conftest import final_metrics
-
-OPTIONS = RunOptions("tiny", range(1))
 
 
 def test_loglog_slope_by_hand():
@@ -62,9 +59,8 @@ def test_gradient_summary_reads_sensitivity_and_jacobians_per_seed():
     assert got.jacobian_gain_median.mean == pytest.approx(1.1)
 
 
-def test_tiny_suite_end_to_end(tmp_path):
-    # With the progress bar, as `blocklab suite` runs it.
-    summarised = run_suite(get_suite("placement"), OPTIONS, tmp_path, progress=True)
+def test_tiny_suite_end_to_end(tiny_runs):
+    summarised = load_summary(tiny_runs, "placement", "tiny")
     size = runs.SIZES["tiny"]
     n_probe = len(size.probe.placements) * len(size.probe.inits) * len(size.probe.depths)
     n_train = len(size.training.arms())
@@ -125,9 +121,8 @@ def test_tiny_suite_end_to_end(tmp_path):
                            "C36 in deep stacks)",
                            "Largest stable lr: contrasts paired by seed, in doublings (+1 = "
                            "twice the lr)"]
-    assert (tmp_path / "placement" / "tiny" / "summary.json").is_file()
     # a sweep run is stored as before: its record's keys beside status and wall_time_s
-    stored = [json.loads(p.read_text()) for p in (tmp_path / "placement" / "tiny").glob("*.json")]
+    stored = [json.loads(p.read_text()) for p in (tiny_runs / "placement" / "tiny").glob("*.json")]
     sweeps = [r for r in stored if "rung" in r]
     assert len(sweeps) == n_sweep
     for r in sweeps:

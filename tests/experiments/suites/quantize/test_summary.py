@@ -14,7 +14,7 @@ from blocklab.jsonio import decode
 
 def test_tiny_suite_runs_and_summarises(tmp_path):
     options = RunOptions.for_suite(SUITE, "tiny")
-    summary = run_suite(SUITE, options, tmp_path, progress=False)
+    summary = run_suite(SUITE, options, tmp_path, progress=True)  # as `blocklab suite` runs it
     assert isinstance(summary.data, QuantizeData)
     schemes = {t.scheme for t in summary.data.timings}
     assert schemes == {"none", "ffn/weight-only", "attention/weight-only", "all/weight-only",

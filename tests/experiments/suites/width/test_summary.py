@@ -10,7 +10,7 @@ import torch
 from blocklab.experiments.options import RunOptions
 from blocklab.experiments.results import ResultStore
 from blocklab.experiments.run_result import RunResult
-from blocklab.experiments.suites import get_suite, run_suite
+from blocklab.experiments.suites import get_suite, load_summary
 from blocklab.experiments.suites.base import statuses
 from blocklab.experiments.suites.tuning import lr_trials
 from blocklab.experiments.suites.width import runs as width
@@ -18,12 +18,10 @@ from blocklab.experiments.suites.width.summary import _loss_at, width_cost
 from blocklab.nn import DecoderLM
 
 
-@pytest.fixture(scope="module")
-def tiny_summary(tmp_path_factory):
-    root = tmp_path_factory.mktemp("width")
-    suite = get_suite("width")
-    summary = run_suite(suite, RunOptions.for_suite(suite, "tiny", 2), root, progress=False)
-    return root, summary
+@pytest.fixture
+def tiny_summary(tiny_runs):
+    """The session's tiny runs: (their folder, the width summary)."""
+    return tiny_runs, load_summary(tiny_runs, "width", "tiny")
 
 
 def _stored(root, options):
@@ -37,11 +35,12 @@ def _stored(root, options):
 
 def test_tiny_end_to_end_width_losses_against_the_runs_own_evaluation(tiny_summary):
     root, summary = tiny_summary
-    options = RunOptions.for_suite(get_suite("width"), "tiny", 2)
+    options = RunOptions.for_suite(get_suite("width"), "tiny")
     runs, tuned = _stored(root, options)
+    n = len(options.seeds)
     size = width.SIZES["tiny"]
     m = size.d_ff
-    assert summary.runs == 6 and len(tuned) == 3
+    assert summary.runs == 3 * n and len(tuned) == 3
     for spec, result in runs:
         read = result.extra["width_loss"]
         assert list(read) == [str(k) for k in width.read_widths(spec.arm, size)]
@@ -62,15 +61,15 @@ def test_tiny_end_to_end_width_losses_against_the_runs_own_evaluation(tiny_summa
     data = summary.data
     for k in (m // 2, m // 4):
         want = rel("ordinary", k, "nested", k)
-        assert data.sliced_vs_nested_pct[str(k)].mean == pytest.approx(sum(want) / 2, rel=1e-9)
-    assert data.nested_price_pct.mean == pytest.approx(sum(rel("nested", m, "ordinary", m)) / 2,
+        assert data.sliced_vs_nested_pct[str(k)].mean == pytest.approx(sum(want) / n, rel=1e-9)
+    assert data.nested_price_pct.mean == pytest.approx(sum(rel("nested", m, "ordinary", m)) / n,
                                                        rel=1e-9)
     assert data.nested_vs_narrow_pct.mean == pytest.approx(
-        sum(rel("nested", m // 2, "narrow", m // 2)) / 2, rel=1e-9)
+        sum(rel("nested", m // 2, "narrow", m // 2)) / n, rel=1e-9)
     assert [p.width for p in data.points] == list(size.widths)
     assert set(data.points[0].loss) == {"ordinary", "nested"}
     assert set(data.points[1].loss) == set(width.ARMS)
-    assert data.status == {arm: {"ok": 2} for arm in width.ARMS}
+    assert data.status == {arm: {"ok": n} for arm in width.ARMS}
     titles = [t.title for t in summary.tables]
     assert titles[:2] == ["Validation loss at each FFN width, with what that width costs",
                           "The contrasts C37 grades (paired by seed, % of the second loss)"]
@@ -78,7 +77,7 @@ def test_tiny_end_to_end_width_losses_against_the_runs_own_evaluation(tiny_summa
 
 def test_the_nested_run_reads_different_weights_from_the_ordinary_one(tiny_summary):
     root, _ = tiny_summary
-    runs, _ = _stored(root, RunOptions.for_suite(get_suite("width"), "tiny", 2))
+    runs, _ = _stored(root, RunOptions.for_suite(get_suite("width"), "tiny"))
     by = {(s.arm, s.seed): r for s, r in runs}
     assert by[("nested", 0)].final.val_loss != by[("ordinary", 0)].final.val_loss
 
@@ -117,7 +116,7 @@ def test_width_cost_flops_count_the_sliced_forward_exactly():
         assert width_cost(s, m)[2] - width_cost(s, k)[2] == saved // s.seq_len
 
 
-def test_a_failed_run_is_read_at_no_width_and_counted(tiny_summary):
+def test_a_failed_run_is_read_at_no_width_and_counted():
     failed = RunResult(status="diverged", extra={"width_loss": {"64": 1.0}})
     assert _loss_at(failed, 64) is None and _loss_at(None, 64) is None
     assert statuses([failed, None]) == {"diverged": 1, "missing": 1}
