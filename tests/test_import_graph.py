@@ -18,7 +18,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("blocklab",),  # the package's __init__: its version, nothing else
     ("errors",),
     ("checks",),  # what a value must be to enter, and the line that refuses it
-    ("jsonio", "reference", "stats", "precision"),
+    ("jsonio", "reference", "stats", "precision", "wording"),
     ("config", "verify"),
     ("nn",),
     ("interop",),

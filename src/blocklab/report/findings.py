@@ -30,6 +30,7 @@ from blocklab.claims.registry import (
 )
 from blocklab.claims.rules import Part, Rule
 from blocklab.claims.text import ERROR, Template, say
+from blocklab.report.i18n import FINDINGS
 
 
 @dataclass(frozen=True)
@@ -59,92 +60,8 @@ class Findings:
     use: list[UseItem]
 
 
-TEXT: dict[str, Template] = {
-    # the claims that need no training
-    "free": ("Of the {n} claims that need no training (arithmetic, formulas, model configs), "
-             "{hold} hold and {wrong} are wrong{wrong_ids}{rest}.",
-             "{n} 条无需训练即可检验的论断（算术、公式、模型配置）中，{hold} 条成立，{wrong} 条有误"
-             "{wrong_ids}{rest}。"),
-    "free_part": ("; {k} hold only in part or under a condition{ids}",
-                  "；{k} 条只部分成立或需附加条件{ids}"),
-    "free_open": ("; {k} could not be settled here{ids}", "；{k} 条此处无法判定{ids}"),
-    "ids": (" ({ids})", "（{ids}）"),
-    "sep": (", ", "、"),
-    "clause_sep": ("; ", "；"),
-    # C23 and C15
-    "llama3_ffn": ("Llama-3-8B's FFN {clauses}.", "Llama-3-8B 的 FFN {clauses}。"),
-    "c23": ("does {share} of a prefill's FLOPs, not the page's {page} (C23)",
-            "占预填充 FLOPs 的 {share}，而非页面所说的 {page}（C23）"),
-    "c15": ("holds {share} of a layer's weights, not the {page} of the page's example, which "
-            "uses Llama-2-7B's FFN width (C15)",
-            "占每层权重的 {share}，而非页面示例的 {page}（该示例用的是 Llama-2-7B 的 FFN 宽度）（C15）"),
-    # C34
-    "c34_wrong": ("{wrong} of the {checkable} pairings of a model with a component that a "
-                  "public config or paper can check are wrong: {fixes} (C34).",
-                  "可由公开配置或论文核对的 {checkable} 条模型与组件搭配中，{wrong} 条有误：{fixes}"
-                  "（C34）。"),
-    "c34_right": ("All {checkable} pairings of a model with a component that a public config "
-                  "or paper can check hold (C34).",
-                  "可由公开配置或论文核对的 {checkable} 条模型与组件搭配全部成立（C34）。"),
-    # C16
-    "c16": ("At equal parameters ({scale}), the loss against ReLU's (lower is better) was "
-            "{arms} (C16).",
-            "同参数量下（{scale}），相对 ReLU 的损失变化（越低越好）：{arms}（C16）。"),
-    "c16_arm": ("{value} with {arm} ({word})", "{arm} {value}（{word}）"),
-    # C18
-    "c18_flops": ("RMSNorm needs {norm} fewer FLOPs than LayerNorm per norm but only {step} "
-                  "fewer per {model} training step{page}",
-                  "RMSNorm 每次归一化比 LayerNorm 少 {norm} 的 FLOPs，但 {model} 的一个训练步只少 "
-                  "{step}{page}"),
-    "c18_page": (", neither is the page's “about {claimed}”", "，都不是页面所说的“约 {claimed}”"),
-    "c18_time": ("with fused kernels a training step took {ratio} LayerNorm's time (d {d_model} "
-                 "× {n_layers} layers)",
-                 "用融合内核时一个训练步耗时为 LayerNorm 的 {ratio}（d {d_model} × {n_layers} 层）"),
-    "c18_quality": ("at {scale} the loss differed by {delta} nats ({word})",
-                    "在 {scale} 下损失与 LayerNorm 相差 {delta} nats（{word}）"),
-    "c18_end": (" (C18).", "（C18）。"),
-    # C19
-    "c19": ("At {scale}: {clauses} (C19).", "在 {scale} 下：{clauses}（C19）。"),
-    "c19_pre": ("without warmup pre-norm's loss changed by {value} nats ({word})",
-                "去掉 warmup 后 Pre-Norm 的损失变化 {value} nats（{word}）"),
-    "c19_post": ("skipping warmup cost post-norm {value} nats more than pre-norm ({word})",
-                 "去掉 warmup 时 Post-Norm 比 Pre-Norm 多损失 {value} nats（{word}）"),
-    "c19_grad": ("post-norm's first layer got {value} the gradient of its last ({word})",
-                 "Post-Norm 第一层得到的梯度是最后一层的 {value}（{word}）"),
-    # C21
-    "c21": ("On text longer than the training length ({scale}), the loss against reading it "
-            "in pieces of that length was: {clauses} (C21).",
-            "读比训练长度更长的文本时（{scale}），损失相对按训练长度分段读取的变化为：{clauses}"
-            "（C21）。"),
-    "c21_arm": ("{arm} {reads}", "{arm} {reads}"),
-    "c21_read": ("{value} at {mult}×", "{mult} 倍处 {value}"),
-    "c21_all": ("{reads} ({word} at each)", "{reads}（各处均{word}）"),
-    "c21_each": ("{reads} ({word})", "{reads}（{word}）"),
-    "and": (" and ", "、"),
-    "clause_and": ("; and ", "；"),
-    # C30
-    "c30": ("RoPE with YaRN and a {steps}-step fine-tune, read at {mult}× its training length "
-            "({scale}), changed the loss by {yarn} ({word}), against {plain} for plain RoPE "
-            "(C30).",
-            "RoPE 加 YaRN 并微调 {steps} 步后，在 {mult} 倍训练长度处（{scale}）损失变化 {yarn}"
-            "（{word}），普通 RoPE 为 {plain}（C30）。"),
-    "scale_unknown": ("the size run here", "此处运行的规模"),
-    # what to use
-    "use_c23": ("FFN share of a Llama-3-8B prefill's FLOPs", "Llama-3-8B 预填充 FLOPs 中 FFN 的占比"),
-    "use_c15": ("FFN share of a Llama-3-8B layer's weights", "Llama-3-8B 每层权重中 FFN 的占比"),
-    "use_c16": ("SwiGLU vs ReLU loss at equal parameters ({scale})",
-                "同参数量下 SwiGLU 对 ReLU 的损失变化（{scale}）"),
-    "use_c18": ("RMSNorm vs LayerNorm, time of a training step (fused kernels, d {d_model} × "
-                "{n_layers} layers)",
-                "RMSNorm 对 LayerNorm：一个训练步的耗时（融合内核，d {d_model} × {n_layers} 层）"),
-    "use_c21": ("ALiBi at {mult}× its training length, loss change ({scale})",
-                "ALiBi 在 {mult} 倍训练长度处的损失变化（{scale}）"),
-    "use_c30": ("RoPE at {mult}× its training length: YaRN + {steps}-step fine-tune vs plain, "
-                "loss change ({scale})",
-                "RoPE 在 {mult} 倍训练长度处：YaRN + 微调 {steps} 步 对 普通 RoPE 的损失变化（{scale}）"),
-    "use_vs": ("{a} vs {b}", "{a} 对 {b}"),
-    "use_undecided": ("{value} (undecided)", "{value}（尚无定论）"),
-}
+# The sentences and labels, whole, in English and Chinese (report/strings.toml).
+TEXT: dict[str, Template] = FINDINGS
 
 # What a part's verdict means in each sentence, by the statement it grades; a verdict missing
 # from a table (untestable here, no results, an error) leaves its clause out.

@@ -10,22 +10,16 @@ reads and writes whole sentences.
 
 from __future__ import annotations
 
-import tomllib
-from importlib.resources import files
+from blocklab.wording import load
 
-
-def _tables() -> dict[str, dict[str, tuple[str, str]]]:
-    data = tomllib.loads(files("blocklab.report").joinpath("strings.toml").read_text("utf-8"))
-    return {name: {key: (v["en"], v["zh"]) for key, v in table.items()}
-            for name, table in data.items()}
-
-
-_TABLES = _tables()
+_TABLES = load("blocklab.report", "strings.toml")
 STRINGS = _TABLES["STRINGS"]
 # Figure key -> (English caption, Chinese caption): what the figure shows.
 CAPTIONS = _TABLES["CAPTIONS"]
 # A part's decision in the ledger's one-line view, short enough for its column.
 DECISION_SHORT = _TABLES["DECISION_SHORT"]
+# The opening findings' sentences and labels (`report.findings`).
+FINDINGS = _TABLES["FINDINGS"]
 
 
 def t(key: str, lang: str) -> str:
