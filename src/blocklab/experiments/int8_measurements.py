@@ -27,7 +27,7 @@ import math
 import statistics
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import torch
@@ -56,6 +56,7 @@ SCHEMES: tuple[tuple[str, str], ...] = (("none", "none"),) + tuple(
 FREE_PARTS = ("ffn", "attention", "all")  # the parts made free, one model each, for the bounds
 FLOAT_BYTES = 4  # the timed models are float32
 TIMING_VOCAB = 256  # a byte vocabulary: the head stays small, so the timings are the blocks'
+MIN_CALL_S = 0.02  # a prefill timed shorter is timed as the fastest of several calls
 
 
 def scheme_name(part: str, mode: str) -> str:
@@ -66,11 +67,8 @@ def scaled_config(cfg: ModelConfig, *, n_layers: int | None = None,
                   d_model: int | None = None, max_seq_len: int = 4096) -> ModelConfig:
     """`cfg` cut to `n_layers` layers and scaled to width `d_model` (head_dim and GQA ratio kept,
     d_ff scaled to a multiple of 64), with a byte vocabulary and no sliding window."""
-    for name, value in (("layers", n_layers), ("d_model", d_model)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
-                                  or value < 1):
-            raise InputError(f"--{name.replace('_', '-')} {value!r} is not allowed; expected a "
-                             "positive integer")
+    if d_model is not None and d_model < 1:  # (the CLI checks --layers itself)
+        raise InputError(f"--d-model {d_model!r} is not allowed; expected a positive integer")
     if d_model is not None and d_model != cfg.d_model and d_model % cfg.head_dim:
         raise InputError(f"--d-model {d_model} is not allowed for this model; expected a "
                          f"multiple of its head_dim {cfg.head_dim}")
@@ -170,14 +168,13 @@ def _part_sizes(cfg: ModelConfig, part: str) -> tuple[int, int]:
 
 
 # --- memory, before anything is built ---
-def timing_bytes(cfg: ModelConfig, seq_lens: Sequence[int], decode_steps: int = 4,
-                 schemes: Sequence[tuple[str, str]] | None = None) -> dict[str, int]:
+def timing_bytes(cfg: ModelConfig, seq_lens: Sequence[int],
+                 decode_steps: int = 4) -> dict[str, int]:
     """A lower estimate of `measure_schemes`' peak bytes: {"weights": the float model, a copy
     being quantized, every scheme's copy and every free-part copy; "activations": the longest
     prefill's KV cache, one layer's forward tensors and the logits}."""
     from blocklab.budget.memory import layer_activation_elements
 
-    schemes = SCHEMES if schemes is None else schemes
     total = count_params(cfg).total
 
     def part_params(part: str) -> tuple[int, int]:
@@ -185,10 +182,9 @@ def timing_bytes(cfg: ModelConfig, seq_lens: Sequence[int], decode_steps: int = 
         return cfg.n_layers * weights, cfg.n_layers * rows
 
     weights = 2 * FLOAT_BYTES * total  # the float model, and a copy being quantized
-    for part, _ in schemes:
-        if part != "none":
-            quantized, rows = part_params(part)
-            weights += FLOAT_BYTES * (total - quantized) + quantized + FLOAT_BYTES * rows
+    for part, _ in SCHEMES[1:]:
+        quantized, rows = part_params(part)
+        weights += FLOAT_BYTES * (total - quantized) + quantized + FLOAT_BYTES * rows
     for part in FREE_PARTS:
         weights += FLOAT_BYTES * (total - part_params(part)[0])
     longest = max(seq_lens)
@@ -199,11 +195,10 @@ def timing_bytes(cfg: ModelConfig, seq_lens: Sequence[int], decode_steps: int = 
 
 
 def check_timing_fits(cfg: ModelConfig, seq_lens: Sequence[int], *, options: str,
-                      loaded_bytes: int = 0, decode_steps: int = 4,
-                      advice: str = "use smaller values") -> None:
+                      loaded_bytes: int, advice: str) -> None:
     """InputError naming `options` for a timing whose `timing_bytes` plus `loaded_bytes` (a
     checkpoint being read) exceed the memory available here, before any allocation."""
-    need = timing_bytes(cfg, seq_lens, decode_steps)
+    need = timing_bytes(cfg, seq_lens)
     needed = need["weights"] + need["activations"] + loaded_bytes
     available, total = memory_bytes()
     if available is None or needed <= available:
@@ -249,30 +244,25 @@ def _linears(model: nn.Module, part: str, layer: int = 0) -> list[nn.Linear]:
 
 
 def measure_schemes(cfg: ModelConfig, *, seq_lens: Sequence[int], decode_steps: int = 4,
-                    repeats: int = 3, warmup: int = 1,
-                    schemes: Sequence[tuple[str, str]] = SCHEMES, compile: bool = False,
-                    threads: int | None = None, seed: int = 0, model: nn.Module | None = None,
-                    min_call_s: float = 0.02,
-                    progress: Callable[[str], None] | None = None) -> SchemeTimes:
+                    repeats: int = 3, compile: bool = False, threads: int | None = None,
+                    model: nn.Module | None = None) -> SchemeTimes:
     """`SchemeTimes` of every scheme and free-part model, per repeat (see the module
     docstring); decode steps continue the prefill of seq_lens[0]. `model`: a float32 DecoderLM
-    of `cfg` to quantize, else random weights. A prefill shorter than `min_call_s` is timed as
-    the fastest of as many calls (at most 10) as fill it: noise only adds time.
+    of `cfg` to quantize, else random weights (seed 0). A prefill shorter than `MIN_CALL_S` is
+    timed as the fastest of as many calls (at most 10) as fill it: noise only adds time.
     """
     from blocklab.nn import DecoderLM
 
-    if schemes[0] != ("none", "none"):
-        raise InputError("the first scheme must be ('none', 'none'): speed-ups are against it")
     threads = threads or torch.get_num_threads()
     out = SchemeTimes(prefill_s={}, decode_s={}, free_prefill_s={}, free_decode_s={},
                       gemm_s={}, logits_error={}, compile_s={}, threads=threads)
     with torch_threads(threads):
         if model is None:
-            torch.manual_seed(seed)
+            torch.manual_seed(0)
             model = DecoderLM(cfg)
         base = model.eval().requires_grad_(False)
         models = {scheme_name(part, mode): base if part == "none"
-                  else quantize_model(copy.deepcopy(base), part, mode) for part, mode in schemes}
+                  else quantize_model(copy.deepcopy(base), part, mode) for part, mode in SCHEMES}
         for part in FREE_PARTS:
             models[f"free/{part}"] = without_part(models["none"], part)
         names = list(models)
@@ -281,7 +271,7 @@ def measure_schemes(cfg: ModelConfig, *, seq_lens: Sequence[int], decode_steps: 
                  if not name.startswith("free/")}
         slots.update({f"free/{part}": (out.free_prefill_s, out.free_decode_s, part)
                       for part in FREE_PARTS})
-        g = torch.Generator().manual_seed(seed)
+        g = torch.Generator().manual_seed(0)
         ids = {t: torch.randint(0, cfg.vocab_size, (1, t), generator=g) for t in seq_lens}
         step_ids = torch.randint(0, cfg.vocab_size, (1, 1), generator=g)
         parts = {"ffn": _linears(models["none"], "ffn"),
@@ -311,7 +301,7 @@ def measure_schemes(cfg: ModelConfig, *, seq_lens: Sequence[int], decode_steps: 
             prefill_s[key] = {str(t): [] for t in seq_lens}
             decode_s[key] = []
         gemm_sets = {f"none/{p}": lins for p, lins in parts.items()}
-        for part, mode in schemes[1:]:
+        for part, mode in SCHEMES[1:]:
             if part in parts:
                 gemm_sets[scheme_name(part, mode)] = _linears(models[scheme_name(part, mode)],
                                                               part)
@@ -320,20 +310,19 @@ def measure_schemes(cfg: ModelConfig, *, seq_lens: Sequence[int], decode_steps: 
 
         def warm(name, model):  # warm-up (and compile), untimed
             tick = time.perf_counter()
-            for _ in range(warmup):
-                for t in reversed(seq_lens):  # the first length last: decode continues it
-                    started = time.perf_counter()
-                    logits, cache = prefill(model, t)
-                    if name == "none":
-                        reference.setdefault(t, logits)
-                        took = max(time.perf_counter() - started, 1e-9)
-                        calls[t] = max(calls[t], min(10, math.ceil(min_call_s / took)))
-                    elif t == seq_lens[0] and name in out.prefill_s:
-                        ref = reference[t]
-                        error = float((logits - ref).norm() / ref.norm())
-                        # NaN from non-finite weights (`nonfinite_weights`) is no measurement
-                        out.logits_error[name] = error if math.isfinite(error) else None
-                decode(model, cache)
+            for t in reversed(seq_lens):  # the first length last: decode continues it
+                started = time.perf_counter()
+                logits, cache = prefill(model, t)
+                if name == "none":
+                    reference[t] = logits
+                    took = max(time.perf_counter() - started, 1e-9)
+                    calls[t] = min(10, math.ceil(MIN_CALL_S / took))
+                elif t == seq_lens[0] and name in out.prefill_s:
+                    ref = reference[t]
+                    error = float((logits - ref).norm() / ref.norm())
+                    # NaN from non-finite weights (`nonfinite_weights`) is no measurement
+                    out.logits_error[name] = error if math.isfinite(error) else None
+            decode(model, cache)
             out.compile_s[name] = time.perf_counter() - tick if compile else None
 
         def measure(name, model):
@@ -357,8 +346,6 @@ def measure_schemes(cfg: ModelConfig, *, seq_lens: Sequence[int], decode_steps: 
                 warm(name, model)
                 for _ in range(repeats):
                     measure(name, model)
-                if progress:
-                    progress(f"compiled {name}")
             torch.compiler.reset()
         else:
             for name in names:
@@ -366,8 +353,6 @@ def measure_schemes(cfg: ModelConfig, *, seq_lens: Sequence[int], decode_steps: 
             for r in range(repeats):
                 for name in names[r % len(names):] + names[:r % len(names)]:
                     measure(name, models[name])
-                if progress:
-                    progress(f"repeat {r + 1}/{repeats}")
         for _ in range(repeats):  # the parts' own GEMMs, eager
             for name, lins in gemm_sets.items():
                 for t in seq_lens:
@@ -392,14 +377,13 @@ def validation_loss(model: nn.Module, windows: torch.Tensor, batch: int = 8) -> 
 
 
 @torch.no_grad()
-def quality_of_schemes(model: nn.Module, windows: torch.Tensor,
-                       schemes: Sequence[tuple[str, str]] = SCHEMES) -> dict[str, SchemeLoss]:
+def quality_of_schemes(model: nn.Module, windows: torch.Tensor) -> dict[str, SchemeLoss]:
     """{scheme: SchemeLoss} of a trained model under each scheme (torchao, eager)."""
     model = model.eval()
     ref_logits = model(windows[:, :-1])
     ref_loss = validation_loss(model, windows)
     out = {}
-    for part, mode in schemes:
+    for part, mode in SCHEMES:
         q = model if part == "none" else quantize_model(copy.deepcopy(model), part, mode)
         loss = ref_loss if part == "none" else validation_loss(q, windows)
         err = float((q(windows[:, :-1]) - ref_logits).norm() / ref_logits.norm())

@@ -528,19 +528,6 @@ def check_vocab(mc: ModelConfig, corpus: Corpus) -> None:
                           f"{corpus.tokenizer.name} tokenizer's {corpus.tokenizer.vocab_size}")
 
 
-def training_bytes(mc: ModelConfig, tc: TrainConfig) -> tuple[int, int]:
-    """(state, activations): a lower estimate of a float32 AdamW run's bytes: 16 a parameter
-    (weights, gradients, two moments); every layer's forward tensors, the logits and their
-    gradient at 4 bytes an element (`blocklab.budget`)."""
-    from blocklab.budget import count_params
-    from blocklab.budget.memory import layer_activation_elements
-
-    params = count_params(mc).total
-    per_layer = layer_activation_elements(mc, tc.batch_size, tc.seq_len)["total_fused"]
-    logits = 2 * tc.batch_size * tc.seq_len * mc.vocab_size
-    return 16 * params, 4 * (mc.n_layers * per_layer + logits)
-
-
 def memory_bytes() -> tuple[int | None, int | None]:
     """(MemAvailable, MemTotal) from /proc/meminfo (Linux), None where it cannot be read."""
     found: dict[str, int] = {}
@@ -556,11 +543,18 @@ def memory_bytes() -> tuple[int | None, int | None]:
 
 
 def check_fits_in_memory(mc: ModelConfig, tc: TrainConfig) -> None:
-    """Refuse a CPU run whose estimated memory exceeds what is available, before allocating."""
+    """Refuse a CPU run whose estimated memory exceeds what is available, before allocating: at
+    least 16 bytes a parameter (weights, gradients, two AdamW moments), and every layer's
+    forward tensors, the logits and their gradient at 4 bytes an element (`blocklab.budget`)."""
+    from blocklab.budget import count_params
+    from blocklab.budget.memory import layer_activation_elements
+
     if tc.device != "cpu":
         return
     available = memory_bytes()[0]
-    state, activations = training_bytes(mc, tc)
+    state = 16 * count_params(mc).total
+    per_layer = layer_activation_elements(mc, tc.batch_size, tc.seq_len)["total_fused"]
+    activations = 4 * (mc.n_layers * per_layer + 2 * tc.batch_size * tc.seq_len * mc.vocab_size)
     if available is not None and state + activations > available:
         gib = 2**30
         raise InputError(
