@@ -143,21 +143,21 @@ def test_the_final_evaluation_is_priced_by_the_tokens_it_scores():
 
 
 def test_stored_runs_cost_nothing_and_their_twins_cost_their_wall_time(tmp_path):
-    run_suite(get_suite("placement"), RunOptions("tiny", range(1)), tmp_path, progress=False)
-    done = estimate.estimate_suites(RunRequest(tmp_path, "tiny"), ["placement"])
+    run_suite(get_suite("ffn"), RunOptions("tiny", range(1)), tmp_path, progress=False)
+    done = estimate.estimate_suites(RunRequest(tmp_path, "tiny"), ["ffn"])
     (suite,) = done.suites
     assert suite.stored == suite.runs > 0 and done.core_s == 0.0 and suite.unknown == 0
     assert done.calibration is None and done.wall_s(2) == 0.0  # nothing to run or calibrate
     # Seeds 1000… are not stored, nor is their tuning (a replication re-tunes on seeds of its
     # own): each run is priced, most at a stored twin's (seed 0's) wall time, none unknown.
     other = estimate.estimate_suites(RunRequest(tmp_path, "tiny", seed_offset=1000),
-                                     ["placement"], calibration_s=0.5)
+                                     ["ffn"], calibration_s=0.5)
     (suite,) = other.suites
-    tuning = [p for p in (tmp_path / "placement" / "tiny+tuning").glob("*.json")]
+    tuning = [p for p in (tmp_path / "ffn" / "tiny+tuning").glob("*.json")]
     assert suite.stored == 0 and suite.unknown == 0 and len(tuning) > 0
     assert suite.from_stored >= suite.runs - len(tuning)
     walls = sum(json.loads(p.read_text())["wall_time_s"]
-                for p in (tmp_path / "placement" / "tiny").glob("*.json")
+                for p in (tmp_path / "ffn" / "tiny").glob("*.json")
                 if p.name != "summary.json")
     assert other.core_s >= walls
 

@@ -9,13 +9,14 @@ from dataclasses import dataclass
 
 import pytest
 
-from blocklab.claims.catalogue import suite_rules
 from blocklab.cli import main
 from blocklab.experiments.executors import ParallelExecutor
 from blocklab.experiments.options import RunOptions
 from blocklab.experiments.run_result import RunResult
 from blocklab.experiments.suites import SUITE_MODULES, base, get_suite, run_suite
 from blocklab.experiments.summaries import Interval, Summary
+
+from .conftest import plain_suite
 
 
 @dataclass(frozen=True)
@@ -144,30 +145,31 @@ def test_every_suites_runs_can_be_sent_to_ray_workers():
             assert callable(cloudpickle.loads(cloudpickle.dumps(spec.execute))), spec.label
 
 
-def test_ray_results_equal_the_in_process_results(ray_instance, tmp_path, capsys):
-    # The real ffn suite at its tiny size through the CLI: 16 tuning runs (the 4 arms a rule
-    # grades × 3 lrs, and the point each grid grew at its edge: nothing trains in 5 steps),
-    # then those 4 arms.
-    assert main(["suite", "ffn", "--tiny", "--executor", "ray", "--json",
+def test_ray_results_equal_the_in_process_results(ray_instance, tmp_path, capsys, monkeypatch,
+                                                  tiny_model, tiny_train):
+    """Seeded single-threaded training runs through the CLI's `--executor ray` and in process:
+    equal bit for bit."""
+    from blocklab.experiments.trainer import run
+
+    def plan(options, tuned=()):
+        return [base.RunSpec(f"seed {s}", "a", s, {"seed": s}, lambda progress, s=s: run(
+            tiny_model, tiny_train.replace(seed=s, steps=3))) for s in options.seeds]
+
+    suite = plain_suite("toy", plan)
+    monkeypatch.setattr("blocklab.experiments.suites.get_suite", lambda name: suite)
+    assert main(["suite", "toy", "--tiny", "--seeds", "2", "--executor", "ray", "--json",
                  "--results", str(tmp_path / "ray")]) == 0
-    assert json.loads(capsys.readouterr().out)["runs"] == 4
-    run_suite(get_suite("ffn"), RunOptions("tiny", range(1)), tmp_path / "local", progress=False,
-              rules=suite_rules("tiny")["ffn"])
-    trained = 0
-    # the 4 graded arms × 4 lrs of tuning and planned_rules.json; then those arms,
-    # planned_rules.json and summary.json
-    for folder, count in (("tiny+tuning", 17), ("tiny", 6)):
-        on_ray = sorted((tmp_path / "ray" / "ffn" / folder).glob("*.json"))
-        local = sorted((tmp_path / "local" / "ffn" / folder).glob("*.json"))
-        assert [p.name for p in on_ray] == [p.name for p in local] and len(on_ray) == count
-        for ray_path, local_path in zip(on_ray, local, strict=True):
-            a, b = json.loads(ray_path.read_text()), json.loads(local_path.read_text())
-            if "curves" in a:  # the runs are seeded and single-threaded: equal bit for bit
-                assert a["curves"]["train_loss"] == b["curves"]["train_loss"]
-                assert a["final"]["val_loss"] == b["final"]["val_loss"]
-                assert a["zero_grad_fraction"] == b["zero_grad_fraction"]
-                trained += 1
-    assert trained == 16 + 4
+    assert json.loads(capsys.readouterr().out)["runs"] == 2
+    run_suite(suite, RunOptions("tiny", range(2)), tmp_path / "local", progress=False)
+    on_ray, local = (sorted((tmp_path / where / "toy" / "tiny").glob("*.json"))
+                     for where in ("ray", "local"))
+    assert [p.name for p in on_ray] == [p.name for p in local]
+    trained = [(json.loads(a.read_text()), json.loads(b.read_text()))
+               for a, b in zip(on_ray, local, strict=True) if "curves" in a.read_text()]
+    assert len(trained) == 2
+    for a, b in trained:
+        assert a["curves"]["train_loss"] == b["curves"]["train_loss"]
+        assert a["final"]["val_loss"] == b["final"]["val_loss"]
 
 
 def test_killed_worker_and_raising_run_are_reported_and_a_rerun_completes_them(
