@@ -123,64 +123,50 @@ def scale(size: str, claim: str) -> Scale:
                     q.steps * q.batch_size * q.seq_len)
 
 
-def _kernels_spec(grid: KernelGrid, d: int, rows: int, threads: int) -> RunSpec:
-    payload = {"suite": "norm-cost", "kind": "kernels", "d": d, "rows": rows,
-               "repeats": grid.repeats, "compile": grid.compile,
-               "compile_cache": "fresh" if grid.compile else None,
-               "threads": threads, "block_s": grid.block_s}
-    return RunSpec(f"kernels d={d} rows={rows} threads={threads}", "kernels", 0, payload,
-                   lambda progress: timed_run(lambda: time_kernels(
-                       d, rows, repeats=grid.repeats, compile=grid.compile, threads=threads,
-                       block_s=grid.block_s)),
-                   timed=True)
-
-
-def _step_spec(step: StepShape, threads: int) -> RunSpec:
-    payload = {"suite": "norm-cost", "kind": "step", "threads": threads,
-               **dataclasses.asdict(step)}
-    return RunSpec(f"step time threads={threads}", "step", 0, payload,
-                   lambda progress: timed_run(lambda: time_training_steps(step,
-                                                                          threads=threads)),
-                   timed=True)
-
-
-def _like_for_like_spec(size: Size, threads: int) -> RunSpec:
-    like = size.like_for_like
-    d, rows = size.step.d_model, size.step.batch_size * size.step.seq_len
-    payload = {"suite": "norm-cost", "kind": "like-for-like", "d": d, "rows": rows,
-               "threads": threads, **dataclasses.asdict(like)}
-    return RunSpec(f"like-for-like kernels d={d} rows={rows} threads={threads}",
-                   "like-for-like", 0, payload,
-                   lambda progress: timed_run(lambda: time_like_for_like(
-                       d, rows, repeats=like.repeats, threads=threads, block_s=like.block_s)),
-                   timed=True)
-
-
-def _quality_spec(options: RunOptions, norm: str, seed: int) -> RunSpec:
+def plan(options: RunOptions, tuned: Results = ()) -> list[RunSpec]:
+    """Per thread count the kernel runs, a step-time and a like-for-like run (at the step's
+    shape); then the quality runs."""
     from blocklab.experiments.trainer import TrainConfig
 
-    q = SIZES[options.size].quality
-    tc = TrainConfig.for_run(options, seed, steps=q.steps, batch_size=q.batch_size,
-                             seq_len=q.seq_len, lr=q.lr, warmup_steps=q.warmup_steps,
-                             eval_batches=q.eval_batches, eval_every=0, log_every=0,
-                             threads=1, final_eval_fraction=q.final_eval_fraction)
-    return training_spec(f"quality {norm} seed {seed}", norm, seed,
-                         model_config(norm, q.d_model, q.n_layers, q.seq_len), tc,
-                         {"suite": "norm-cost", "kind": "quality"})
-
-
-def plan(options: RunOptions, tuned: Results = ()) -> list[RunSpec]:
-    """Per thread count the kernel runs, a step-time and a like-for-like run; the quality runs."""
     size = SIZES[options.size]
+    grid, step, like, q = size.kernels, size.step, size.like_for_like, size.quality
     specs = []
     for threads in size.threads:
-        if size.kernels is not None:
-            specs += [_kernels_spec(size.kernels, d, rows, threads)
-                      for d, rows in size.kernels.shapes]
-        specs.append(_step_spec(size.step, threads))
-        specs.append(_like_for_like_spec(size, threads))
-    specs += [_quality_spec(options, norm, seed) for seed in options.seeds
-              for norm in NORM_NAMES]
+        for d, rows in grid.shapes if grid is not None else ():
+            payload = {"suite": "norm-cost", "kind": "kernels", "d": d, "rows": rows,
+                       "repeats": grid.repeats, "compile": grid.compile,
+                       "compile_cache": "fresh" if grid.compile else None,
+                       "threads": threads, "block_s": grid.block_s}
+            specs.append(RunSpec(
+                f"kernels d={d} rows={rows} threads={threads}", "kernels", 0, payload,
+                lambda progress, d=d, rows=rows, threads=threads: timed_run(
+                    lambda: time_kernels(d, rows, repeats=grid.repeats, compile=grid.compile,
+                                         threads=threads, block_s=grid.block_s)),
+                timed=True))
+        payload = {"suite": "norm-cost", "kind": "step", "threads": threads,
+                   **dataclasses.asdict(step)}
+        specs.append(RunSpec(f"step time threads={threads}", "step", 0, payload,
+                             lambda progress, threads=threads: timed_run(
+                                 lambda: time_training_steps(step, threads=threads)),
+                             timed=True))
+        d, rows = step.d_model, step.batch_size * step.seq_len
+        payload = {"suite": "norm-cost", "kind": "like-for-like", "d": d, "rows": rows,
+                   "threads": threads, **dataclasses.asdict(like)}
+        specs.append(RunSpec(
+            f"like-for-like kernels d={d} rows={rows} threads={threads}", "like-for-like", 0,
+            payload, lambda progress, threads=threads: timed_run(lambda: time_like_for_like(
+                step.d_model, step.batch_size * step.seq_len, repeats=like.repeats,
+                threads=threads, block_s=like.block_s)),
+            timed=True))
+    for seed in options.seeds:
+        for norm in NORM_NAMES:
+            tc = TrainConfig.for_run(options, seed, steps=q.steps, batch_size=q.batch_size,
+                                     seq_len=q.seq_len, lr=q.lr, warmup_steps=q.warmup_steps,
+                                     eval_batches=q.eval_batches, eval_every=0, log_every=0,
+                                     threads=1, final_eval_fraction=q.final_eval_fraction)
+            specs.append(training_spec(f"quality {norm} seed {seed}", norm, seed,
+                                       model_config(norm, q.d_model, q.n_layers, q.seq_len), tc,
+                                       {"suite": "norm-cost", "kind": "quality"}))
     return specs
 
 

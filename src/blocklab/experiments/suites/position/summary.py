@@ -32,7 +32,6 @@ from blocklab.experiments.suites.position.runs import (
     OrderRead,
     OrderSetting,
     PasskeyGrid,
-    PositionSize,
     Runs,
     arms,
     decode_runs,
@@ -203,10 +202,9 @@ class PositionData:
     lr_tuning: list[ArmTuning] = field(default_factory=list)
 
 
-def _collect(runs: Runs) -> tuple[dict[str, dict[int, LengthReads]],
-                                  dict[str, dict[int, PasskeyGrid]]]:
-    """(arm -> seed -> its reads, each variant an arm of its own; arm -> seed -> passkey grid)."""
-    reads: dict[str, dict[int, LengthReads]] = {}
+def arm_statistics(size: str, runs: Runs, seeds: Sequence[int]) -> dict[str, PositionArm]:
+    """Every arm read (each RoPE variant an arm of its own) over `seeds`, in read order."""
+    reads: dict[str, dict[int, LengthReads]] = {}  # arm -> seed -> its reads
     passkey: dict[str, dict[int, PasskeyGrid]] = {}
     for run in runs.arms:
         if run.status == "ok" and run.reads is not None:
@@ -216,12 +214,6 @@ def _collect(runs: Runs) -> tuple[dict[str, dict[int, LengthReads]],
     for pk in runs.passkey:
         for name, grid in pk.accuracy.items():
             passkey.setdefault(name, {})[pk.seed] = grid
-    return reads, passkey
-
-
-def arm_statistics(size: str, runs: Runs, seeds: Sequence[int]) -> dict[str, PositionArm]:
-    """Every arm read (each RoPE variant an arm of its own) over `seeds`, in read order."""
-    reads, passkey = _collect(runs)
     rope = reads.get("rope", {})
     return {name: _arm_statistics(size, name, by_seed, rope, list(seeds), passkey.get(name))
             for name, by_seed in reads.items()}
@@ -294,41 +286,6 @@ def _passkey_summary(by_seed: dict[int, PasskeyGrid]) -> PasskeySummary:
     return PasskeySummary(by_length=by_length, by_depth=by_depth, seeds=len(by_seed))
 
 
-def finite_reads(runs: Runs) -> dict[str, list[FiniteRead]]:
-    """arm -> its logits far past max_seq_len, one read per training run that made it."""
-    finite: dict[str, list[FiniteRead]] = {}
-    for run in runs.arms:
-        if run.finite is not None:
-            finite.setdefault(run.arm, []).append(run.finite)
-    return finite
-
-
-def yarn_summary(config: PositionSize) -> YarnBetas:
-    """YaRN's ramp at the size's L and head_dim, with the paper's β and rescaled."""
-    L = config.L
-    rotary_dim = config.model.d_model // config.model.n_heads
-    beta_fast, beta_slow = yarn_betas(L)
-    return YarnBetas(
-        paper=YarnRamp(YARN_PAPER_BETAS[0], YARN_PAPER_BETAS[1],
-                       list(yarn_ramp_pairs(L, rotary_dim, *YARN_PAPER_BETAS))),
-        rescaled=YarnRamp(beta_fast, beta_slow,
-                          list(yarn_ramp_pairs(L, rotary_dim, beta_fast, beta_slow))),
-        rotary_pairs=rotary_dim // 2, reference_length=YARN_REFERENCE_LENGTH)
-
-
-def train_summary(runs: Runs) -> dict[str, list[PositionRun]]:
-    """arm -> every training run's status, val loss, unigram entropy and step time."""
-    out: dict[str, list[PositionRun]] = {}
-    for run in runs.arms:
-        final = run.train.final
-        out.setdefault(run.arm, []).append(PositionRun(
-            seed=run.seed, status=run.status,
-            val_loss=final.val_loss if final is not None else None,
-            unigram_entropy=final.unigram_entropy if final is not None else None,
-            ms_per_step=run.train.ms_per_step))
-    return out
-
-
 def order_summary(runs: Runs, train: dict[str, list[PositionRun]], seeds: list[int],
                    order: OrderSetting) -> dict[str, OrderProbe]:
     """arm -> its order probe over seeds, with val loss − unigram entropy of the same runs."""
@@ -388,16 +345,6 @@ def cost_summary(record: CostRun | None) -> PositionCost | None:
                         realistic=shape_timing(record.realistic))
 
 
-def finetune_summary(config: PositionSize) -> FineTune | None:
-    """The size's RoPE fine-tune and the arm each scaling kind's fine-tune is read as."""
-    ft = config.finetune
-    if not ft:
-        return None
-    return FineTune(factor=ft.factor, scale=max(config.mults), steps=ft.steps, lr=ft.lr,
-                    arms={kind or "none": f"rope{'' if kind is None else '+' + kind}"
-                                          f"+ft{ft.factor}x" for kind in ft.kinds})
-
-
 def _cell(value: Read | None) -> str:
     if isinstance(value, str):
         return value
@@ -432,12 +379,32 @@ def summarise(options: RunOptions, results: Results) -> Summary:
     runs = decode_runs(evaluated)
     arms_data = arm_statistics(size, runs, seed_list)
     relative = runs.relative_error
-    finite = finite_reads(runs)
-    yarn = yarn_summary(config)
-    train = train_summary(runs)
+    finite: dict[str, list[FiniteRead]] = {}  # arm -> its reads far past max_seq_len
+    train: dict[str, list[PositionRun]] = {}
+    for run in runs.arms:
+        if run.finite is not None:
+            finite.setdefault(run.arm, []).append(run.finite)
+        final = run.train.final
+        train.setdefault(run.arm, []).append(PositionRun(
+            seed=run.seed, status=run.status,
+            val_loss=final.val_loss if final is not None else None,
+            unigram_entropy=final.unigram_entropy if final is not None else None,
+            ms_per_step=run.train.ms_per_step))
+    # YaRN's ramp at the size's L and head_dim, with the paper's β and rescaled
+    rotary_dim = config.model.d_model // config.model.n_heads
+    beta_fast, beta_slow = yarn_betas(L)
+    yarn = YarnBetas(
+        paper=YarnRamp(*YARN_PAPER_BETAS, list(yarn_ramp_pairs(L, rotary_dim, *YARN_PAPER_BETAS))),
+        rescaled=YarnRamp(beta_fast, beta_slow,
+                          list(yarn_ramp_pairs(L, rotary_dim, beta_fast, beta_slow))),
+        rotary_pairs=rotary_dim // 2, reference_length=YARN_REFERENCE_LENGTH)
     order = order_summary(runs, train, seed_list, config.order)
     cost = cost_summary(runs.cost)
-    finetune = finetune_summary(config)
+    ft = config.finetune  # and the arm each scaling kind's fine-tune is read as
+    finetune = None if not ft else FineTune(
+        factor=ft.factor, scale=max(mults), steps=ft.steps, lr=ft.lr,
+        arms={kind or "none": f"rope{'' if kind is None else '+' + kind}+ft{ft.factor}x"
+              for kind in ft.kinds})
 
     tables = [
         Table(f"Loss (nats/token) on positions ≥ L, trained at L={L}",
@@ -510,7 +477,6 @@ def summarise(options: RunOptions, results: Results) -> Summary:
                          for run in runs.arms if run.finite is not None and run.seed == 0],
                         "RoPE's table is sized max_seq_len and extended on demand."))
 
-    rotary_dim = config.model.d_model // config.model.n_heads
     notes.append(
         f"YaRN β: the paper's β_fast=32, β_slow=1 put the ramp over pairs "
         f"{tuple(yarn.paper.ramp_pairs)} of {rotary_dim // 2} at L={L}, head_dim={rotary_dim}; "
