@@ -123,9 +123,6 @@ def test_unsupported_options_raise_naming_the_field(field, value):
 def test_tied_embeddings_share_one_tensor():
     model = DecoderLM(ModelConfig(**TINY, tie_embeddings=True))
     assert model.lm_head.weight is model.embed_tokens.weight
-    untied = DecoderLM(ModelConfig(**TINY))
-    n_tied = sum(p.numel() for p in model.parameters())
-    assert sum(p.numel() for p in untied.parameters()) - n_tied == 64 * 32
 
 
 def test_default_init_and_final_softcap():

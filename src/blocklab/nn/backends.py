@@ -10,9 +10,7 @@
     compiled   `torch.compile` over the model: Inductor fuses the reference expressions with
                their neighbours
 
-`DecoderLM.backends()` says what each op ran, and training results record it. Hand-written C
-and Triton kernels were measured to save about 8% of `blocklab report --quick`'s training
-against this library path (docs/speed.md) and were moved out of the package.
+`DecoderLM.backends()` says what each op ran, and training results record it.
 """
 
 from __future__ import annotations

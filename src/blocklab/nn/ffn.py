@@ -19,7 +19,7 @@ from torch import nn
 
 from blocklab.config import FFNS
 from blocklab.errors import InputError
-from blocklab.nn.linear import Linear
+from blocklab.nn.linear import Linear, linear
 from blocklab.reference.ffn import equal_param_width
 
 
@@ -137,14 +137,8 @@ class GatedFeedForward(nn.Module):
 def _linear(layer: nn.Linear, x: torch.Tensor, rows: slice | torch.Tensor = slice(None),
             cols: slice = slice(None)) -> torch.Tensor:
     """`layer`(x) with only some of its weight's output `rows` (and their bias entries) or input
-    `cols` (the bias kept whole): slices of the one weight, so its gradient lands in the slice
-    and nowhere else. Computes in x's floating dtype, as `blocklab.nn.linear.Linear`."""
-    weight = layer.weight[rows][:, cols]
-    bias = None if layer.bias is None else layer.bias[rows]
-    if x.dtype != weight.dtype and x.dtype.is_floating_point:
-        weight = weight.to(x.dtype)
-        bias = None if bias is None else bias.to(x.dtype)
-    return F.linear(x, weight, bias)
+    `cols`: slices of the one weight, so its gradient lands in the slice and nowhere else."""
+    return linear(x, layer.weight[rows][:, cols], None if layer.bias is None else layer.bias[rows])
 
 
 @contextmanager

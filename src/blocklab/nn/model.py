@@ -72,10 +72,8 @@ def build_attention(cfg: ModelConfig, packed_qkv: bool = False, impl: str = "fas
     QK-norms' backend."""
     q_norm = k_norm = None
     if cfg.qk_norm:  # per-head RMSNorm over head_dim (Qwen3), whatever the block norm is
-        q_norm = RMSNorm(cfg.head_dim, eps=cfg.norm_eps, unit_offset=cfg.norm_unit_offset,
-                         cast=cfg.norm_cast, impl=impl)
-        k_norm = RMSNorm(cfg.head_dim, eps=cfg.norm_eps, unit_offset=cfg.norm_unit_offset,
-                         cast=cfg.norm_cast, impl=impl)
+        q_norm, k_norm = (RMSNorm(cfg.head_dim, eps=cfg.norm_eps, unit_offset=cfg.norm_unit_offset,
+                                  cast=cfg.norm_cast, impl=impl) for _ in "qk")
     return Attention(cfg.d_model, cfg.n_heads, cfg.n_kv_heads, cfg.head_dim,
                      qkv_bias=cfg.attn_bias, out_bias=cfg.attn_out_bias, q_norm=q_norm,
                      k_norm=k_norm, rope_layout=cfg.rope_layout, scale=cfg.attn_scale,

@@ -50,13 +50,9 @@ def _plain_inv_freq(dim: int, theta: float) -> Tensor:
     return 1.0 / (theta ** (torch.arange(0, dim, 2, dtype=torch.float32) / dim))
 
 
-def _check_theta(theta: float) -> None:
-    if isinstance(theta, bool) or not isinstance(theta, (int, float)) or not theta > 1.0:
-        raise InputError(f"theta must be a number > 1, got {theta!r}")
-
-
-def _check_keys(name: str, scaling: Mapping, required: tuple[str, ...],
+def _check_keys(name: str, scaling: Mapping, theta: float, required: tuple[str, ...],
                 optional: tuple[str, ...] = ()) -> None:
+    """`scaling`'s keys against the variant's, then `theta`."""
     if not isinstance(scaling, Mapping):
         raise InputError(f"rope scaling must be a dict, got {type(scaling).__name__}")
     rope_type = scaling.get("rope_type", name)
@@ -73,6 +69,8 @@ def _check_keys(name: str, scaling: Mapping, required: tuple[str, ...],
             raise InputError(
                 f"rope scaling {name!r} needs key {key!r}; required: {', '.join(required)}"
             )
+    if isinstance(theta, bool) or not isinstance(theta, (int, float)) or not theta > 1.0:
+        raise InputError(f"theta must be a number > 1, got {theta!r}")
 
 
 def _number(name: str, scaling: Mapping, key: str, minimum: float, strict: bool = False) -> float:
@@ -105,8 +103,7 @@ def default_rope(head_dim: int, theta: float, partial_rotary_factor: float = 1.0
                  scaling: Mapping | None = None,
                  seq_len: int | None = None) -> tuple[Tensor, float]:
     """Plain RoPE: ``inv_freq[i] = theta ** (-2i / rotary_dim)``, attention factor 1."""
-    _check_keys("default", scaling or {}, required=())
-    _check_theta(theta)
+    _check_keys("default", scaling or {}, theta, required=())
     return _plain_inv_freq(rotary_dim(head_dim, partial_rotary_factor), theta), 1.0
 
 
@@ -114,9 +111,8 @@ def linear_rope(head_dim: int, theta: float, partial_rotary_factor: float,
                 scaling: Mapping, seq_len: int | None = None) -> tuple[Tensor, float]:
     """Position interpolation: ``inv_freq / factor`` (Chen et al. 2023, arXiv:2306.15595)."""
     # original_max_position_embeddings is informational here (Hugging Face configs carry it).
-    _check_keys("linear", scaling, required=("factor",),
+    _check_keys("linear", scaling, theta, required=("factor",),
                 optional=("original_max_position_embeddings",))
-    _check_theta(theta)
     factor = _number("linear", scaling, "factor", 1.0)
     inv_freq = _plain_inv_freq(rotary_dim(head_dim, partial_rotary_factor), theta)
     return inv_freq / factor, 1.0
@@ -128,9 +124,8 @@ def ntk_rope(head_dim: int, theta: float, partial_rotary_factor: float,
     d = rotary_dim, so the slowest pair is slowed by exactly ``factor`` and the fastest kept
     (bloc97, https://www.reddit.com/r/LocalLLaMA/comments/14lz7j5/). Not a transformers type."""
     # original_max_position_embeddings is informational here (Hugging Face configs carry it).
-    _check_keys("ntk", scaling, required=("factor",),
+    _check_keys("ntk", scaling, theta, required=("factor",),
                 optional=("original_max_position_embeddings",))
-    _check_theta(theta)
     factor = _number("ntk", scaling, "factor", 1.0)
     dim = _ntk_dim("ntk", rotary_dim(head_dim, partial_rotary_factor))
     base = theta * factor ** (dim / (dim - 2))
@@ -148,8 +143,8 @@ def dynamic_ntk_rope(head_dim: int, theta: float, partial_rotary_factor: float,
     plain RoPE up to the original length (emozilla,
     https://www.reddit.com/r/LocalLLaMA/comments/14mrgpr/).
     """
-    _check_keys("dynamic", scaling, required=("factor", "original_max_position_embeddings"))
-    _check_theta(theta)
+    _check_keys("dynamic", scaling, theta,
+                required=("factor", "original_max_position_embeddings"))
     factor = _number("dynamic", scaling, "factor", 1.0)
     original = _length("dynamic", scaling, "original_max_position_embeddings")
     dim = _ntk_dim("dynamic", rotary_dim(head_dim, partial_rotary_factor))
@@ -182,10 +177,9 @@ def yarn_rope(head_dim: int, theta: float, partial_rotary_factor: float,
     ``t(factor, mscale) / t(factor, mscale_all_dim)`` when both are non-zero (DeepSeek-V2/V3),
     else ``t(factor) = 0.1 ln(factor) + 1``. Defaults: beta_fast 32, beta_slow 1, truncate True.
     """
-    _check_keys("yarn", scaling, required=("factor", "original_max_position_embeddings"),
+    _check_keys("yarn", scaling, theta, required=("factor", "original_max_position_embeddings"),
                 optional=("attention_factor", "beta_fast", "beta_slow", "mscale", "mscale_all_dim",
                           "truncate"))
-    _check_theta(theta)
     dim = rotary_dim(head_dim, partial_rotary_factor)
     factor = _number("yarn", scaling, "factor", 1.0)
     original = _length("yarn", scaling, "original_max_position_embeddings")
@@ -242,9 +236,9 @@ def llama3_rope(head_dim: int, theta: float, partial_rotary_factor: float,
     - in between, ``(1 - s) * inv_freq / factor + s * inv_freq`` with
       ``s = (original / w - low_freq_factor) / (high_freq_factor - low_freq_factor)``
     """
-    _check_keys("llama3", scaling, required=("factor", "low_freq_factor", "high_freq_factor",
-                                             "original_max_position_embeddings"))
-    _check_theta(theta)
+    _check_keys("llama3", scaling, theta,
+                required=("factor", "low_freq_factor", "high_freq_factor",
+                          "original_max_position_embeddings"))
     factor = _number("llama3", scaling, "factor", 1.0)
     low_freq_factor = _number("llama3", scaling, "low_freq_factor", 0.0, strict=True)
     high_freq_factor = _number("llama3", scaling, "high_freq_factor", 0.0, strict=True)

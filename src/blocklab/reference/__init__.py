@@ -7,15 +7,7 @@ raises a one-line InputError (a ValueError) naming the argument for anything els
 result that overflows float64 (``_validate``).
 """
 
-from .activations import (
-    gelu,
-    gelu_tanh,
-    relu,
-    relu_grad,
-    sigmoid,
-    silu,
-    silu_grad,
-)
+from .activations import gelu, gelu_tanh, relu, relu_grad, sigmoid, silu, silu_grad
 from .ffn import (
     equal_param_width,
     ffn_budget,
@@ -36,42 +28,11 @@ from .norms import (
     shift_scale_table,
 )
 from .residual import commutator, residual_paths
-from .rope import (
-    ROPE_LAYOUTS,
-    relative_position_gap,
-    rope_frequencies,
-    rope_rotate,
-    rope_score,
-)
+from .rope import ROPE_LAYOUTS, relative_position_gap, rope_frequencies, rope_rotate, rope_score
 
-__all__ = [
-    "ROPE_LAYOUTS",
-    "central_difference_jacobian",
-    "commutator",
-    "equal_param_width",
-    "ffn_budget",
-    "gelu",
-    "gelu_tanh",
-    "layernorm",
-    "layernorm_jacobian",
-    "llama_ffn_width",
-    "norm_statistics",
-    "radial_action",
-    "relative_position_gap",
-    "relu",
-    "relu_grad",
-    "residual_paths",
-    "rmsnorm",
-    "rmsnorm_jacobian",
-    "rope_frequencies",
-    "rope_rotate",
-    "rope_score",
-    "scale_invariance_gap",
-    "shift_scale_table",
-    "sigmoid",
-    "silu",
-    "silu_grad",
-    "sliced_swiglu",
-    "swiglu",
-    "swiglu_jacobian",
-]
+__all__ = ["ROPE_LAYOUTS", "central_difference_jacobian", "commutator", "equal_param_width",
+           "ffn_budget", "gelu", "gelu_tanh", "layernorm", "layernorm_jacobian", "llama_ffn_width",
+           "norm_statistics", "radial_action", "relative_position_gap", "relu", "relu_grad",
+           "residual_paths", "rmsnorm", "rmsnorm_jacobian", "rope_frequencies", "rope_rotate",
+           "rope_score", "scale_invariance_gap", "shift_scale_table", "sigmoid", "silu",
+           "silu_grad", "sliced_swiglu", "swiglu", "swiglu_jacobian"]
