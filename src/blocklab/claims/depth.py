@@ -36,7 +36,7 @@ from blocklab.claims.rules import (
     unless_unlearned,
     verdict_text,
 )
-from blocklab.claims.text import Template, say
+from blocklab.claims.text import WORDING, Template, say
 from blocklab.experiments.suites.placement.summary import PlacementData
 from blocklab.experiments.summaries import Interval
 
@@ -63,22 +63,7 @@ C36_COMBINES = ("the reason (the identity term, gradient ≈ 1) is a part of its
                 "未复现；否则为部分成立（一部分成立，另一部分不成立或此处无法检验）。" + SETTLE_ZH)
 
 # The check's sentences, (English, Chinese), filled by `say`.
-TEXT: dict[str, Template] = {
-    "no_sweep": ("The placement suite swept no deep pre/post stacks.",
-                 "placement 实验没有扫描深层 pre/post 堆叠。"),
-    "c36": ("Depth {depth}, up to {seeds} seeds, paired by seed: {graded}. Largest stable peak "
-            "lr: {stability}.{cold} Post-norm blocks' distance from the identity at "
-            "initialisation (reported): {post_identity}; they have no bare identity term, and "
-            "their Jacobian is the norm's. The shallower training grid's arms were tuned to "
-            "({fair}). One run length on a small model: a part that fails is not reproduced at "
-            "this scale, never contradicted.{scale}",
-            "深度 {depth}、至多 {seeds} 个种子，按种子配对：{graded}。最大稳定峰值学习率：{stability}。"
-            "{cold}Post-Norm 块在初始化时与单位矩阵的距离（仅报告）：{post_identity}；它们没有单独的单位项，"
-            "其雅可比就是归一化的雅可比。较浅训练网格各组调得的学习率：{fair}。"
-            "只有一种训练长度且模型很小：不成立的部分只能算“此规模下未复现”，不能算“被否定”。{scale}"),
-    "cold": (" Without warmup, pre − post of it: {contrast} doublings.",
-             "无 warmup 时其 pre − post：{contrast} 倍程。"),
-}
+TEXT: dict[str, Template] = WORDING["DEPTH"]
 
 
 def c36_arms(part: str, metric: str, arms: list[str]) -> list[str]:

@@ -40,7 +40,7 @@ from blocklab.claims.rules import (
     settle,
     with_failed_seeds,
 )
-from blocklab.claims.text import Template, say
+from blocklab.claims.text import WORDING, Template, say
 from blocklab.experiments.suites.ffn.runs import BASELINE
 from blocklab.experiments.suites.ffn.summary import FfnData
 
@@ -50,46 +50,7 @@ C16_COMBINES = ("the claim takes the SwiGLU part's verdict; when SwiGLU is confi
                 + SETTLE_ZH)
 
 # The check's sentences, (English, Chinese), filled by `say`.
-TEXT: dict[str, Template] = {
-    "c16": ("Loss change vs ReLU at equal parameters and tokens (negative = better; mean and "
-            "the interval its decision read, over {seeds} paired seeds, {steps} steps on the "
-            "stdlib corpus, {init} init, each arm at its own lr from {{{grid}}} picked on "
-            "separate tuning seeds: {lrs}): {graded}. The page claims gains of {claimed}. Each "
-            "part is graded by its registered rule (at least {min_seeds} seeds; confirmed only "
-            "beyond the low end of the page's stated gain; smallest effect {smallest:g}%, "
-            "margin ±{margin:g}%); a loss beyond δ is 'contradicted' only when both arms found "
-            "their best lr inside the grid and the same arms trained twice as long agree, else "
-            "'not reproduced'{edge}.{bias}{sensitivity}{trend} A small model ({size}); the "
-            "papers' gains come from far larger ones.{scale}",
-            "等参数、等 token 下相对 ReLU 的损失变化（负为更好；{seeds} 个配对种子、{steps} 步、stdlib 语料、"
-            "{init} 初始化，每组在独立调参种子上从 {{{grid}}} 中选出自己的学习率：{lrs}）的均值 "
-            "及其判定所读的置信区间：{graded}。页面称分别提升 {claimed}。每一部分按预先登记的规则判定（至少 "
-            "{min_seeds} 个种子，只有越过页面所称提升的下限才算成立，最小效应 {smallest:g}%，等价边界 "
-            "±{margin:g}%）；只有两组的最佳学习率都在网格内部、且同样的组训练两倍长度后结论一致时，超过 δ "
-            "的变差才算“此规模下被否定”，否则只算“此规模下未复现”{edge}。{bias}{sensitivity}{trend}"
-            "这是小模型的结果，论文中的提升来自大得多的模型。{scale}"),
-    "list_sep": (", ", "、"),
-    "edge": (" (at the grid edge: {arms})", "（位于网格边缘：{arms}）"),
-    "bias": (" What the tuned rates leave in each gap (a parabola in log lr through each chosen "
-             "rate and its neighbours, the arm's excess loss minus ReLU's, % of ReLU's loss): "
-             "{shown}; a gain is confirmed only where both rates are interior and this bias is "
-             "within δ/2.",
-             "调得的学习率在各差距中留下的偏差（对数学习率上过所选点及其两邻点的抛物线，该组多余损失减去 ReLU "
-             "的，占 ReLU 损失的百分比）：{shown}；只有两组学习率都在网格内部且偏差不超过 δ/2 时提升才算成立。"),
-    "sensitivity": (" Under the suite's earlier settings ({init} init, one lr {lr:g} for all) "
-                    "the same seeds give: {shift}.",
-                    "在本套件早先的设置下（{init} 初始化，所有组共用学习率 {lr:g}），同样的种子给出：{shift}。"),
-    "sensitivity_full_only": (" At --size full only (not graded): the re-runs under the "
-                              "suite's earlier settings ({init} init, one shared lr) and the "
-                              "scale trend over widths.",
-                              "在早先设置下（{init} 初始化，共用学习率）的重跑与随宽度的规模趋势只在 "
-                              "--size full 运行（不参与判定）。"),
-    "trend": (" Scale trend of SwiGLU − ReLU over widths ({points}): change from the smallest "
-              "to the largest {change}, so the advantage {direction} with size here.",
-              "规模趋势（SwiGLU 相对 ReLU，按宽度：{points}）：从最小到最大宽度的变化 {change}，"
-              "即优势随规模{direction}。"),
-    "points": (" points", " 个百分点"),
-}
+TEXT: dict[str, Template] = WORDING["FFN"]
 
 
 def combine_c16(parts: list[Part]) -> str:

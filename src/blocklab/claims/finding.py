@@ -14,28 +14,14 @@ from pathlib import Path
 
 from blocklab.claims.lang import LANGS
 from blocklab.claims.rules import Part
-from blocklab.claims.text import VERDICTS, Template, both, say
+from blocklab.claims.text import VERDICTS, WORDING, Template, both, say
 from blocklab.errors import InputError
 from blocklab.experiments.options import RunRequest
 from blocklab.experiments.suites import SUITE_MODULES, get_suite, load_summary
 from blocklab.experiments.summaries import Interval, Summary, incomplete, stored_keys
 
 # The sentences every check shares, (English, Chinese), filled by `say`.
-TEXT: dict[str, Template] = {
-    "width": ("d_model {d_model}", "宽度 d_model {d_model}"),
-    "depth": ("{depth} layers", "{depth} 层"),
-    "tokens": ("{tokens:,} training tokens ({steps} steps × {batch} × {seq_len})",
-               "训练 {tokens:,} 个 token（{steps} 步 × {batch} × {seq_len}）"),
-    "scale": (" Reached at this scale: {bits}.", "判定所依据的规模：{bits}。"),
-    "scale_sep": (", ", "，"),
-    "incomplete": ("The stored '{suite}' suite results under {results} ({size}) are "
-                   "incomplete, so nothing is graded from them: {reason}.",
-                   "{results} 下的 '{suite}' 实验结果（{size}）不完整，因此不据此评判：{reason}。"),
-    "missing": ("No stored '{suite}' suite results under {results} ({size}); run `{command}`.",
-                "{results} 下没有 '{suite}' 实验结果（{size}）；请运行 `{command}`。"),
-    "stored_elsewhere": (" Results of '{suite}' at {flags} are stored there: `{command}`.",
-                         "该文件夹存有 '{suite}' 在 {flags} 下的结果：`{command}`。"),
-}
+TEXT: dict[str, Template] = WORDING["FINDING"]
 
 
 def scale_text(d_model: int | None = None, depth: int | None = None, steps: int | None = None,

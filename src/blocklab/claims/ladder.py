@@ -35,7 +35,7 @@ from blocklab.claims.rules import (
     claimed_side,
     confidence_text,
 )
-from blocklab.claims.text import Template, say, verdict_word
+from blocklab.claims.text import WORDING, Template, say, verdict_word
 from blocklab.claims.trend import LineFit, Meeting, fit_line, meets
 from blocklab.errors import InputError
 from blocklab.experiments import ladder as rule
@@ -330,55 +330,7 @@ _DIRECTION: dict[str, Template] = {
     "none": ("no trend detectable across {k} rungs", "{k} 级之间检测不到趋势")}
 
 # The ladder's sentences, (English, Chinese), filled by `say`.
-TEXT: dict[str, Template] = {
-    "sep": ("; ", "；"),
-    "end": (".", "。"),
-    "rungs_shape": ("d_model {widths} (heads {heads}, each {head_dim} wide); batch {batches} "
-                    "sequences",
-                    "d_model {widths}（头数 {heads}，每头 {head_dim} 维）；批大小 {batches} 条序列"),
-    "rungs_size": ("parameters {params}; training tokens {tokens}",
-                   "参数 {params}；训练 token {tokens}"),
-    "rungs_held": ("held: depth, sequence length, data, optimizer, warmup and evaluation as "
-                   "shares of the steps; {precision}",
-                   "不变：深度、序列长度、数据、优化器，预热与评估按步数的固定比例；{precision}"),
-    "one_precision": ("one precision ({precision})", "统一精度（{precision}）"),
-    "precisions": ("precision per rung: {precisions}", "各级精度：{precisions}"),
-    "rung_empty": ("{size} ({multiple}× compute): no results stored",
-                   "{size}（{multiple}× 算力）：尚无结果"),
-    "rung_interval": (" [{low:+.2f}, {high:+.2f}] ({confidence} CI, deciding)",
-                      " [{low:+.2f}, {high:+.2f}] ({confidence} CI，判定所用)"),
-    "precision_check": ("precision check at {line}", "精度检查 {line}"),
-    "paper_at": ("at {flops} FLOPs", "于 {flops} FLOPs"),
-    "paper_no_compute": ("(its training compute not given)", "（来源未给出训练算力）"),
-    "where": ("{size} ({multiple}× compute{flops})", "{size}（{multiple}× 算力{flops}）"),
-    "where_flops": (", {flops}", "，{flops}"),
-    "decided": ("{verdict}, {span} ({confidence} CI, the one that decided it)",
-                "{verdict}，{span}（{confidence} CI，判定所用）"),
-    "first_decided": ("{name}: first decided at {where}: {decided}",
-                      "{name}：最早在 {where}判定：{decided}"),
-    "confirmed_at": ("; confirmed at {where}: {decided}", "；在 {where}证实：{decided}"),
-    "undecided": ("{name}: no rung decides it ({stored} rung(s) stored, up to {reach})",
-                  "{name}：{stored} 级（至 {reach}）均未判定"),
-    "no_results": ("{name}: no rung has results yet", "{name}：尚无结果"),
-    "published": ("; published: {papers}", "；已发表：{papers}"),
-    "no_trend": ("{name}: no trend yet ({k} rung(s) with results; a trend with the rung as its "
-                 "unit needs three).",
-                 "{name}：尚无趋势（{k} 级有结果；以级为单位的趋势至少需要三级）。"),
-    "trend": ("{name}: {slope:+.{digits}f}{u} per {step}× training compute "
-              "[{low:+.{digits}f}, {high:+.{digits}f}] (95% CI with the rung as the unit: "
-              "{rungs} rungs, t on {df} df; {n} seeds): {effect}{words}",
-              "{name}：训练算力每 {step} 倍 {slope:+.{digits}f}{u} [{low:+.{digits}f}, "
-              "{high:+.{digits}f}]（95% CI，以级为单位：{rungs} 级，t 自由度 {df}；共 {n} 个种子），"
-              "{words}"),
-    "line_fits": ("; a line is consistent with the rung means", "；直线与各级均值相容"),
-    "line_misfits": ("; a line does not fit the rung means", "；直线不拟合各级均值"),
-    "lack_of_fit": (" (lack of fit F({df1}, {df2}) = {f:.2f}, p = {p:.2g})",
-                    "（失拟 F({df1}, {df2}) = {f:.2f}，p = {p:.2g}）"),
-    "edge_band": ("the claimed band's edge ", "登记区间的边界 "),
-    "edge_page": ("the page's ", "页面的 "),
-    "meeting": ("; the line reaches {edge}{threshold:+g}{u} {at:.1f} rungs above quick ({span})",
-                "；直线在 quick 之上 {at:.1f} 级到达{edge}{threshold:+g}{u}（{span}）"),
-}
+TEXT: dict[str, Template] = WORDING["LADDER"]
 
 
 def rung_line(rung: dict, lang: str = "en") -> str:

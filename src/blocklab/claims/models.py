@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from blocklab.claims.finding import Context, Finding, claim
 from blocklab.claims.lang import LANGS
 from blocklab.claims.rules import Estimate, Part, Rule
-from blocklab.claims.text import Template, say
+from blocklab.claims.text import WORDING, Template, say
 
 # --- C34: which models use what ----------------------------------------------------------------
 # Zoo entries standing for each family the page names.
@@ -254,46 +254,7 @@ def check_pairing(p: Pairing) -> PairingRow:
 
 
 # The checks' sentences, (English, Chinese), filled by `say`.
-TEXT: dict[str, Template] = {
-    "sep": ("; ", "；"),
-    "none": ("none", "无"),
-    "no_source": ("no public config or paper", "无公开配置或论文"),
-    "rope_layers": ("{name} uses RoPE in {rope} of {layers} layers, NoPE in the rest",
-                    "{name} 仅在 {rope}/{layers} 层用 RoPE"),
-    "not_model": ("not {name}", "{name} 不是"),
-    "c34": ("{held} of the {checkable} pairings a public config or paper can check hold and "
-            "{wrong} are wrong: {lead}. Hold: {holds}. Wrong: {fails}. Only partly: {partly}. "
-            "Untestable here: {untestable}. PaLM's and GPT-3's rows rest on their papers (no "
-            "config was released; GPT-3 keeps GPT-2's pre-norm layout, §2.1). GPT-2's FFN is "
-            "plain but GELU, not the ReLU the variant table shows.",
-            "可由公开配置或论文检验的 {checkable} 组对应中，{held} 组成立，{wrong} 组错误；{lead}。"
-            "成立：{holds}。错误：{fails}。部分成立：{partly}。此处无法检验：{untestable}。"
-            "PaLM 与 GPT-3 两行依据其论文（未发布配置；GPT-3 沿用 GPT-2 的 Pre-Norm 结构，§2.1）。"
-            "GPT-2 的 FFN 是普通 FFN，但激活为 GELU，并非变体表中的 ReLU。"),
-    "c34_why": (" ({why})", "（{why}）"),
-    "c34_lead_refuted": ("no pairing that can be checked holds, so the claim is refuted",
-                         "可检验的对应无一成立，论断不成立"),
-    "c34_lead_confirmed": ("the claim is confirmed", "论断成立"),
-    "c34_lead_mixed": ("the claim holds only in part", "论断仅部分成立"),
-    "c34_lead_untestable-here": ("no named model has a public config or paper",
-                                 "没有具名模型有公开配置或论文"),
-    "c35_condition": (" The formula holds under its own assumptions, attention of 4·d² and a "
-                      "gated FFN of 3·d·d_ff, and not for the models that depart from them: "
-                      "the claim is conditional on them.",
-                      "公式在其自身假设（注意力为 4·d²、门控 FFN 为 3·d·d_ff）下成立，对偏离这些假设的模型不成立："
-                      "论断以此为条件成立。"),
-    "c35": ("Within {tolerance:g} percentage points of the exact per-layer share for {held} of "
-            "{n} zoo models. Off by more for {missed}, mainly because {causes}. Worst: {worst}, "
-            "formula {w.formula_share:.1%} vs exact {w.exact_share:.1%}. Biases and norms "
-            "together move it by at most {small:.2f} points. {in_range} of {n} exact shares lie "
-            "in the stated 2/3–3/4.",
-            "{n} 个动物园模型中有 {held} 个的公式值与每层精确占比相差在 {tolerance:g} 个百分点以内。"
-            "其余 {missed} 个偏差更大，主要原因：{causes}。最大偏差：{worst}，公式 "
-            "{w.formula_share:.1%}，精确 {w.exact_share:.1%}。偏置与归一化参数合计最多改变 "
-            "{small:.2f} 个百分点。精确占比落在 2/3–3/4 内的有 {in_range}/{n} 个。"),
-    "c35_cause": ("{cause}: {models}", "{cause}：{models}"),
-    "c35_models_sep": (", ", "、"),
-}
+TEXT: dict[str, Template] = WORDING["MODELS"]
 
 
 def _why(p: Pairing, row: PairingRow, lang: str = "en") -> str:

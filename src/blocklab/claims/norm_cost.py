@@ -28,7 +28,7 @@ from blocklab.claims.rules import (
     decided_text,
     settle,
 )
-from blocklab.claims.text import Template, say
+from blocklab.claims.text import WORDING, Template, say
 from blocklab.experiments.suites.norm_cost.summary import (
     FusedTiming,
     KernelRatio,
@@ -48,61 +48,7 @@ C18_COMBINES = ("'about 7% less compute' holds when any of its three analytic re
                 "计时只报告、不参与判定。" + SETTLE_ZH)
 
 # The check's sentences, (English, Chinese), filled by `say`.
-TEXT: dict[str, Template] = {
-    "c18": ("'Compute' by exact counts (blocklab.budget's FLOP conventions: RMSNorm 4 + 9 FLOPs "
-            "per element forward + backward, LayerNorm 7 + 13): per normalised row RMSNorm "
-            "needs {compute.flops_saving_pct:.1f}% fewer FLOPs forward+backward "
-            "({compute.fwd_flops_saving_pct:.1f}% forward) → {flops.verdict}; an ideal fused "
-            "kernel moves {bytes.estimate.value:.3f}% fewer bytes (the same x, y, dy and dx; one "
-            "row statistic instead of two; d={real.d_model}, bf16) → {bytes.verdict}; a whole "
-            "training step of {real.model} needs at most {step.estimate.value:.4f}% fewer FLOPs "
-            "({toy.saving_pct:.3f}% at the suite's d={toy.d_model} model) → {step.verdict}. "
-            "'About 7%' is 5–9%. Quality: paired Δ val loss (RMS − LN) {quality_decided} "
-            "nats/token over {seeds} seeds, equivalence within ±{quality.rule.margin:g} by two "
-            "one-sided tests → {quality.verdict}. {timing}{kernels}{page}{scale}",
-            "按精确计数衡量“计算量”（blocklab.budget 的 FLOP 约定：RMSNorm 每元素前向 4 + 反向 9 FLOPs，"
-            "LayerNorm 7 + 13）：每个归一化行 RMSNorm 的前向+反向 FLOPs 少 {compute.flops_saving_pct:.1f}%"
-            "（前向少 {compute.fwd_flops_saving_pct:.1f}%）→ {flops.verdict}；理想融合内核搬运的字节只少 "
-            "{bytes.estimate.value:.3f}%（同样读写 x、y、dy、dx；行统计量一个对两个；d={real.d_model}，bf16）→ "
-            "{bytes.verdict}；{real.model} 的整个训练步 FLOPs 至多少 {step.estimate.value:.4f}%（本实验 "
-            "d={toy.d_model} 的模型为 {toy.saving_pct:.3f}%）→ {step.verdict}。“约 7%”指 5–9%。"
-            "质量：配对 Δ 验证损失（RMS − LN）{quality_decided} nats/token，{seeds} 个种子，"
-            "按双单侧检验判断是否在 ±{quality.rule.margin:g} 内等价 → {quality.verdict}。"
-            "{timing}{kernels}{page}{scale}"),
-    "c18_scale": ("quality part", "质量部分"),
-    "fused": ("Reported, not graded: with equally fused kernels ({how}), RMSNorm/LayerNorm "
-              "forward+backward time is {r.ratio:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}] "
-              "(d={t.d}, {t.rows} rows, {t.threads} thread(s); {method}, 95% CI). ",
-              "只报告、不参与判定：在同等融合的内核下（{how}），RMSNorm/LayerNorm 前向+反向时间比为 "
-              "{r.ratio:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}]（d={t.d}，{t.rows} 行，{t.threads} 线程；"
-              "逐次重复配对比值的几何平均，95% 置信区间按对数比值的 Student t 计算，{r.repeats} 次重复）。"),
-    "fused_torch": ("both by PyTorch's fused kernels", "两者都用 PyTorch 的融合内核"),
-    "fused_compiled": ("both through torch.compile, as F.rms_norm is not fused on this CPU",
-                       "两者都经 torch.compile 编译，因为本机 CPU 上 F.rms_norm 不是融合内核"),
-    "step": ("A whole training step with PyTorch's functional norms (F.rms_norm unfused here "
-             "against the fused F.layer_norm) times {s.ratio:.3f} [{s.ci_low:.3f}, "
-             "{s.ci_high:.3f}]{built}. ",
-             "用 PyTorch 函数式归一化（此处 F.rms_norm 未融合，F.layer_norm 已融合）的整步训练时间比为 "
-             "{s.ratio:.3f} [{s.ci_low:.3f}, {s.ci_high:.3f}]{built}。"),
-    "step_built": ("; with blocklab's fused add+RMSNorm kernel instead, {b.ratio:.3f} "
-                   "[{b.ci_low:.3f}, {b.ci_high:.3f}]",
-                   "；若改用 blocklab 的残差加法 + RMSNorm 融合内核，为 {b.ratio:.3f} "
-                   "[{b.ci_low:.3f}, {b.ci_high:.3f}]"),
-    "kernels": ("Reported beside it, the norm's own forward+backward time ratio per "
-                "implementation (range over the measured shapes): {spans}; the blocklab and "
-                "torch kinds pit an RMSNorm kernel against torch's C++ LayerNorm kernel, so they "
-                "measure kernels, not the formula. ",
-                "另列归一化本身的前向+反向时间比（按实现，所测形状上的范围）：{spans}；blocklab 与 "
-                "torch 两栏是 RMSNorm 内核对 torch 的 C++ LayerNorm 内核，衡量的是内核而非公式。"),
-    "kernels_full_only": ("At --size full only (reported, not graded): the norm's own "
-                          "per-kernel time ratios. ",
-                          "归一化本身的逐内核时间比（只报告、不参与判定）只在 --size full 运行。"),
-    # Page 000 (§ 常见误区与检查): the RMSNorm paper's run-time gain belongs to its task and
-    # implementation; the page measured none and reports no general speed-up.
-    "page": ("Page 000 itself says the RMSNorm paper's run-time gain belongs to that paper's "
-             "task and implementation and reports no general speed-up.",
-             "页面 000 自己也说明：RMSNorm 原论文的运行时间改善属于其任务与实现条件，页面不报告通用加速比例。"),
-}
+TEXT: dict[str, Template] = WORDING["NORM_COST"]
 
 
 # The registered rule (`registry.C18_COMPUTE_DECIDES`, in its hash) words a count outside the

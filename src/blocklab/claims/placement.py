@@ -49,7 +49,7 @@ from blocklab.claims.rules import (
     unless_unlearned,
     verdict_text,
 )
-from blocklab.claims.text import Template, say
+from blocklab.claims.text import WORDING, Template, say
 from blocklab.experiments.suites.placement.summary import (
     GradientProbe,
     PlacementCell,
@@ -60,75 +60,7 @@ from blocklab.experiments.suites.placement.summary import (
 from blocklab.experiments.summaries import Interval
 
 # The checks' sentences, (English, Chinese), filled by `say`.
-TEXT: dict[str, Template] = {
-    "sep": ("; ", "；"),
-    "c12": ("In one pre-norm stack of {deepest} layers at initialisation, the loss's "
-            "sensitivity to a relative change of the residual stream where it enters a layer, "
-            "‖∂L/∂x_l‖·rms(x_l), is this many times larger at the most sensitive layer than at "
-            "the least: {spreads}.{where} Unlike a parameter gradient, no rescaling of the "
-            "stream moves this number, so the final norm's 1/√L cannot spread it; the identity "
-            "path keeps every layer reachable, not every layer equally felt. Context, not "
-            "graded: log2(max / min) of ‖∇W_down‖ over the same layers: {param}.{during} "
-            "Post-norm is not graded here: it has no local identity term.{scale}",
-            "在 {deepest} 层 Pre-Norm 堆叠的初始化时刻，损失对进入各层的残差流做相对变化的敏感度 "
-            "‖∂L/∂x_l‖·rms(x_l)，最敏感的层是最不敏感的层的倍数：{spreads}。{where}与参数梯度不同，"
-            "残差流整体缩放不改变这个量，所以最终归一化的 1/√L 不能造成这种不均匀；单位通路保证每层都能收到梯度，"
-            "但不保证各层被同等感受。背景（不参与判定）：同一批层上 ‖∇W_down‖ 的 log2(最大/最小)：{param}。"
-            "{during}Post-Norm 没有局部单位项，这里不用它判定。{scale}"),
-    "c12_where": (" Where: {layers}.", "位置：{layers}。"),
-    "c12_where_init": ("{init}: largest entering layer {largest}, smallest entering layer "
-                       "{smallest}",
-                       "{init}：进入第 {largest} 层时最大，进入第 {smallest} 层时最小"),
-    "c12_during": (" During training (pre-norm with warmup), log2 of the first layer's over "
-                   "the last layer's gradient norm: {during}.",
-                   "训练过程中（Pre-Norm，有 warmup），第一层与最后一层梯度范数之比的 log2：{during}。"),
-    "c12_scale": ("at initialisation", "初始化时"),
-    "c12_condition": (" It holds under the {inits} init only.", "只在 {inits} 初始化下成立。"),
-    "stable_arm": ("{placement} {warmup} {lr}{span} (n={n}; {low} seed(s) stable nowhere, "
-                   "{high} at the top)",
-                   "{placement} {warmup} warmup {lr}{span} (n={n}，{low} 个种子无稳定档、"
-                   "{high} 个在最高档仍稳定)"),
-    "cold": ("cold", "无"),
-    "warm": ("warm", "有"),
-    "c13": ("Run here (up to {seeds} seeds, depth {depths}, {steps} steps, no gradient clipping): "
-            "pre-norm failed {pre_f}/{pre_n} runs; post-norm failed {post_cold}/{post_cold_n} "
-            "without warmup and {post_warm}/{post_warm_n} with warmup.{effect}{stable}",
-            "本项目已运行（至多 {seeds} 个种子，深度 {depths}，{steps} 步，无梯度裁剪）：Pre-Norm 失败 "
-            "{pre_f}/{pre_n}；Post-Norm 无 warmup 失败 {post_cold}/{post_cold_n}，有 warmup 时失败 "
-            "{post_warm}/{post_warm_n}。{effect}{stable}"),
-    "c13_effect": (" At depth {depth}, each arm at its own tuned lr ({lrs}): leaving out "
-                   "{warmup} warmup steps costs post-norm this much more than pre-norm (final "
-                   "val loss, nats): {interaction}; pre-norm without vs with warmup {pre}; "
-                   "post − pre with warmup {post_vs_pre}.",
-                   "深度 {depth}，各组用各自调好的学习率（{lrs}）：去掉 {warmup} 步 warmup 对 Post-Norm "
-                   "的损失代价比对 Pre-Norm 多 {interaction}（最终验证损失，nats）；Pre-Norm 无/有 warmup "
-                   "之差 {pre}；有 warmup 时 Post − Pre {post_vs_pre}。"),
-    "c13_stable": (" Largest stable peak lr per arm at depth {depth}: {stability}; the warmup "
-                   "interaction of its log2 is {interaction}.",
-                   "深度 {depth} 各组的最大稳定峰值学习率：{stability}；其 log2 的 warmup 交互作用为 "
-                   "{interaction}。"),
-    "doublings": (" doublings", " 倍程"),
-    "c19_no_grid": ("The placement suite ran no pre/post × warmup grid.",
-                    "位置套件没有运行 pre/post × warmup 网格。"),
-    "c19": ("Depth {depth}, up to {seeds} seeds, paired by seed, each arm at its own peak lr "
-            "({fair}; what the tuned rates put into the loss contrasts, by a parabola in log lr "
-            "through each chosen rate and its neighbours: {bias}; a loss contrast is confirmed "
-            "only within δ/2 of it): {graded}. Largest stable peak lr: {stability}. Failures "
-            "(counted apart): pre-norm {pre_f}/{pre_n}; post-norm {post_cold}/{post_cold_n} "
-            "without warmup, {post_warm}/{post_warm_n} with.{probe}{trend}{scale}",
-            "深度 {depth}、至多 {seeds} 个种子，按种子配对，各组用各自的峰值学习率（{fair}；"
-            "调得的学习率在损失对比中留下的偏差（对数学习率上过所选点及其两邻点的抛物线）：{bias}；"
-            "只有偏差不超过 δ/2 时损失对比才可成立）：{graded}。最大稳定峰值学习率：{stability}。"
-            "失败（单独计数）：Pre-Norm {pre_f}/{pre_n}；Post-Norm 无 warmup {post_cold}/{post_cold_n}，"
-            "有 warmup {post_warm}/{post_warm_n}。{probe}{trend}{scale}"),
-    "c19_probe": (" At initialisation (xavier) the post-norm first layer's gradient changes with "
-                  "depth at log-log slope {slope}.",
-                  "初始化时（xavier）Post-Norm 第一层梯度随深度变化的双对数斜率为 {slope}。"),
-    "c19_trend": (" Depth trend: the interaction at depth {last} minus at depth {first} is "
-                  "{change}, so the need for warmup {direction} with depth here.",
-                  "深度趋势：深度 {last} 与深度 {first} 的交互作用之差为 {change}，即对 warmup 的需要随深度"
-                  "{direction}。"),
-}
+TEXT: dict[str, Template] = WORDING["PLACEMENT"]
 
 
 def runs_made(cell: PlacementCell) -> int:

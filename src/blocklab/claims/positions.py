@@ -44,7 +44,7 @@ from blocklab.claims.rules import (
     majority,
     settle,
 )
-from blocklab.claims.text import Template, say, verdict_word
+from blocklab.claims.text import WORDING, Template, say, verdict_word
 from blocklab.experiments.suites.base import format_ci
 from blocklab.experiments.suites.position.runs import SIZES as POSITION_SIZES
 from blocklab.experiments.suites.position.summary import (
@@ -57,125 +57,7 @@ from blocklab.experiments.suites.position.summary import (
 from blocklab.experiments.summaries import RATIO_METHOD, Interval, TimeRatio
 
 # The checks' sentences, (English, Chinese), filled by `say`.
-TEXT: dict[str, Template] = {
-    "none": ("none", "无"),
-    "sep": ("; ", "；"),
-    "c21": ("Trained at L = {L} ({seeds} seed(s)); loss past L vs sliding windows of L per seed, "
-            "each part graded by the interval its decision reads (its look's level after Holm's "
-            "correction): works ≤ {works:g}% < degrades ≤ {collapses:g}% < collapses. Held: "
-            "{held}. Did not hold: {failed}. Inconclusive: {unclear}. Graded on the fair arms "
-            "({learned}, {sinusoidal}); each RoPE scaling by name. A 2-layer byte model trained "
-            "for minutes: a statement that fails here is not reproduced at this scale, not "
-            "refuted.",
-            "在 L = {L} 上训练（{seeds} 个种子）；逐种子比较 L 之后的损失与长度 L 的滑动窗口，"
-            "每个部分按其判定所读的置信区间（其观察点的水平，经 Holm 校正）分级：≤ {works:g}% 为可用，"
-            "≤ {collapses:g}% 为下降，更高为崩溃。成立：{held}。不成立：{failed}。尚无定论：{unclear}。"
-            "按公平的组（{learned}、{sinusoidal}）判定；每种 RoPE scaling 单独判定。"
-            "这是训练几分钟的两层字节模型：此处不成立只代表“此规模下未复现”，不是反驳。"),
-    "c29": ("Bidirectional attention without positions is permutation-equivariant: permuting the "
-            "tokens permutes the outputs to {bidirectional:.1e} (float64), so 'A B C' and 'C B A' "
-            "give the same per-token outputs. A causal mask breaks this (error {causal:.2f}): a "
-            "decoder without positions still sees order. The page's reason is not exact: scores "
-            "for (i, j) and (j, i) differ by {asymmetry:.2f} of the largest score because W_q ≠ "
-            "W_k (with W_k = W_q: {tied:.0e}); what makes order invisible is that the score of a "
-            "pair depends on the two tokens only, not where they sit.{trained}",
-            "无位置信息的双向注意力是置换等变的：打乱 token 顺序只会同样打乱输出（float64 误差 "
-            "{bidirectional:.1e}），所以 “A B C” 与 “C B A” 得到相同的逐 token 输出。因果掩码打破了这一点"
-            "（误差 {causal:.2f}）：没有位置编码的解码器仍能感知顺序。页面给出的理由并不精确：由于 W_q ≠ W_k，"
-            "(i, j) 与 (j, i) 的分数相差最大分数的 {asymmetry:.2f}（令 W_k = W_q 时为 {tied:.0e}）；"
-            "顺序不可见的真正原因是一对 token 的分数只取决于这两个 token 本身，而与它们的位置无关。{trained}"),
-    "c29_trained": (" Trained (position suite, {seeds} seed(s)): the NoPE decoder's next-token "
-                    "distribution moves by TV {tv_none} when the first {reversed} tokens of a "
-                    "{prefix}-token prefix are reversed (RoPE: {tv_rope}), and its loss minus "
-                    "the unigram entropy is {gap} nats (< 0: it uses its context).",
-                    "训练结果（位置实验，{seeds} 个种子）：把 {prefix} 个 token 前缀的前 {reversed} 个倒序"
-                    "（保留最后一个）后，NoPE 解码器的下一 token 分布变化 TV {tv_none}（RoPE：{tv_rope}）；"
-                    "其损失减去 unigram 熵为 {gap} nats（< 0 表示利用了上下文）。"),
-    "c29_untrained": (" The trained NoPE probe needs the position suite: `{command}`.",
-                      " 训练部分需要位置实验：`{command}`。"),
-    "c30": ("Trained at L = {L} ({seeds} seed(s)), read up to {longest}×; loss past L vs sliding "
-            "windows of L per seed, each part graded by the interval its decision reads (its "
-            "look's level after Holm's correction; works ≤ {works:g}% < degrades ≤ {collapses:g}% "
-            "< collapses); NTK and YaRN each by name, training-free (factor = length / L) and "
-            "{finetune}. The page's warning has no qualifier, so it is graded read both ways: "
-            "{readings}. Held: {held}. Did not hold: {failed}. Inconclusive: {unclear}. Combined: "
-            "not reproduced at this scale when more than half of the parts of the statement and of "
-            "the warning read without scaling do not hold, confirmed when every part of all three "
-            "holds, conditional on the reading of the warning when the statement and that reading "
-            "hold in every part (past 8× the warning read with scaling asks the statement's arms "
-            "to drop, so both cannot hold there), otherwise mixed; an inconclusive part counts as "
-            "undecided, and when deciding it could change the verdict the claim is inconclusive: "
-            "{verdict}. A 2-layer byte model: what fails here is not reproduced at this scale, not "
-            "refuted.{short}",
-            "在 L = {L} 上训练（{seeds} 个种子），读到 {longest} 倍；逐种子比较 L 之后的损失与长度 L 的"
-            "滑动窗口，每个部分按其判定所读的置信区间（其观察点的水平，经 Holm 校正）分级（≤ {works:g}% 为可用，"
-            "≤ {collapses:g}% 为下降，更高为崩溃）；NTK 与 YaRN 分别判定，免训练（因子 = 长度 / L）与{finetune}。"
-            "页面的警告不带限定，因此按两种读法分别检验：{readings}。成立 {n_held} 项，不成立 {n_failed} 项，"
-            "尚无定论 {n_unclear} 项（详见英文与证据）。合并规则：第一句与“不做 scaling”读法中的部分过半不成立时为"
-            "“此规模下未复现”；三组全部成立时为“成立”；第一句与警告的某一读法的每一部分都成立时为“有条件成立”，以该读法为条件（超过 8 倍时，"
-            "“做 scaling”读法要求第一句中的同一批模型质量下降，二者不可能同时成立）；否则为“部分成立”；尚无定论的部分按未判定计入，"
-            "若其判定可能改变结论则论断尚无定论：{verdict}。这是两层字节模型：此处不成立只代表“此规模下未复现”，"
-            "不是反驳。{short}"),
-    "c30_finetune": ("fine-tuned {steps} steps at {factor}·L with scaling factor {scale}",
-                     "在 {factor}·L 上以缩放因子 {scale} 微调 {steps} 步"),
-    "c30_no_finetune": ("no fine-tune", "无微调"),
-    "c30_reading": ("{says}: {status}", "{says}：{status}"),
-    # the Chinese sentence says nothing of the multiples not read
-    "c30_short": (" This run reads only up to {longest}×; 16× needs the quick or full size.", ""),
-    "c31": ("Decided by counts, not timings. Parameters: RoPE adds {rope_zoo} at Llama 3 8B's "
-            "shape and {rope_suite} in the suite's model; ALiBi {alibi_zoo} and {alibi_suite}; "
-            "sinusoidal {sinusoidal_zoo}; a learned table of 4,096 positions adds "
-            "max_seq_len·d_model = {learned:,} ({learned_share:.2%} of the model). FLOPs of a "
-            "{tokens:,}-token prefill at that shape: RoPE {rope_flops:,} ({rope_pct:.4f}%: 3 per "
-            "rotated element of q and k), ALiBi {alibi_flops:,} ({alibi_pct:.4f}%: one add per "
-            "score element of every layer plus building the bias once; it grows as T², but stays "
-            "below {bound:.2%} at any length, against the score matmuls' 4·head_dim per pair), "
-            "absolute positions {abs_flops:,} ({abs_pct:.5f}%: one add per input element, 3 for "
-            "sinusoidal computed on demand); each against at most {share:g}%. The page rates ALiBi "
-            "and absolute positions 极低 (very low) and RoPE 低 (low); in FLOPs at this length "
-            "ALiBi's bias is {alibi_vs_rope:.1f}× RoPE's rotation, all far below 1%; that ranking "
-            "is not graded. SDPA: the rotation happens before QKᵀ, so RoPE calls SDPA exactly as "
-            "no positions does ({masks}) and gets the same fused kernel ({kernel}): {sdpa}. ALiBi "
-            "hands SDPA an additive mask ({alibi_masks}) instead of is_causal: this CPU build's "
-            "fused kernel takes it, but PyTorch's CUDA flash backend takes no attn_mask, so "
-            "through SDPA ALiBi leaves FlashAttention on a GPU (FlashAttention 2's own kernels "
-            "take ALiBi slopes since v2.4; not tested here: no GPU).{timings} Combined: {verdict}.",
-            "按计数而非计时判定。参数：RoPE 在 Llama 3 8B 形状下新增 {rope_zoo} 个，在实验模型中新增 "
-            "{rope_suite} 个；ALiBi 分别为 {alibi_zoo} 与 {alibi_suite}；sinusoidal 为 {sinusoidal_zoo}；"
-            "4,096 个位置的可学习位置表新增 max_seq_len·d_model = {learned:,} 个（占模型 "
-            "{learned_share:.2%}）。该形状下 {tokens:,} token 预填充的 FLOPs：RoPE "
-            "{rope_flops:,}（{rope_pct:.4f}%，每个旋转的 q、k 元素 3 次），ALiBi "
-            "{alibi_flops:,}（{alibi_pct:.4f}%，每层每个分数元素一次加法，另加每次前向构造一次偏置；"
-            "随 T² 增长，但在任意长度下都低于 {bound:.2%}，因为分数矩阵乘每对需 4·head_dim 次），绝对位置 "
-            "{abs_flops:,}（{abs_pct:.5f}%，每个输入元素一次加法，按需计算的 sinusoidal 为 3 次）；"
-            "阈值均为不超过 {share:g}%。页面把 ALiBi 与绝对位置的开销标为“极低”、RoPE 标为“低”；"
-            "按 FLOPs，在该长度下 ALiBi 的偏置是 RoPE 旋转的 {alibi_vs_rope:.1f} 倍，三者都远低于 1%；"
-            "该排序不参与判定。SDPA：旋转发生在 QKᵀ 之前，因此 RoPE 调用 SDPA 的方式与无位置编码完全相同"
-            "（{masks}），得到相同的融合内核（{kernel}）：{sdpa}。ALiBi 传给 SDPA 的是加性掩码（{alibi_masks}）"
-            "而不是 is_causal：本机 CPU 版本的融合内核接受它，但 PyTorch 的 CUDA flash 后端不接受 attn_mask，"
-            "因此经由 SDPA 时 ALiBi 在 GPU 上用不了 FlashAttention（FlashAttention 2 自 v2.4 起在其自带内核中"
-            "支持 ALiBi 斜率；此处无 GPU，未测试）。{timings} 合并结论：{verdict}。"),
-    "c31_width": ("d_model {d_model}, ", "d_model {d_model}，"),
-    "c31_toy": (" Timings, reported and not graded. Per-op overhead at a toy shape ({width}L = "
-                "{L}, batch {batch}, {repeats} interleaved repeats, {threads} thread): "
-                "{schemes} (each the {method}, with its 95% CI).",
-                " 计时仅报告，不参与判定。玩具形状下的逐算子开销（{width}L = {L}，批大小 {batch}，"
-                "{repeats} 次交替重复，{threads} 线程）：{schemes}"
-                "（均为逐次重复配对比值的几何平均，95% 置信区间按对数比值的 Student t 计算）。"),
-    "c31_toy_scheme": ("{scheme} training step {train}, decode step {decode} vs no positions",
-                       "{scheme} 训练步 {train}，解码步 {decode}（相对无位置编码）"),
-    "c31_no_real": (" No realistic-shape timing in this summary (stored before it was timed).",
-                    " 此摘要中没有真实形状下的计时（存储早于该计时）。"),
-    "c31_real": (" At a {label} (d_model {d_model}, {heads} heads, {layers} layers, batch "
-                 "{batch}, fp32, {threads} thread, {repeats} interleaved repeats): a "
-                 "{tokens:,}-token prefill takes {prefill_ms:.0f} ms without positions and a "
-                 "decode step reading a {tokens:,}-token KV cache {decode_ms:.1f} ms; {schemes}.",
-                 " {label}（d_model {d_model}，{heads} 个头，{layers} 层，批大小 {batch}，fp32，"
-                 "{threads} 线程，{repeats} 次交替重复）：无位置编码时 {tokens:,} token 预填充 "
-                 "{prefill_ms:.0f} ms，读取 {tokens:,} token KV 缓存的解码步 {decode_ms:.1f} ms；{schemes}。"),
-    "c31_real_scheme": ("{scheme} prefill {prefill}, decode {decode}",
-                        "{scheme} 预填充 {prefill}，解码 {decode}"),
-}
+TEXT: dict[str, Template] = WORDING["POSITIONS"]
 
 
 def _listed(parts: list[Part], lang: str) -> str:

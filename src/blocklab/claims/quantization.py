@@ -33,7 +33,7 @@ from blocklab.claims.rules import (
     decided_text,
     settle,
 )
-from blocklab.claims.text import Template, say, verdict_word
+from blocklab.claims.text import WORDING, Template, say, verdict_word
 from blocklab.experiments.suites.quantize.summary import QuantizeData
 from blocklab.experiments.suites.quantize.timing import QuantTiming
 from blocklab.experiments.summaries import RATIO_METHOD, Interval, TimeRatio
@@ -65,78 +65,7 @@ C33_COMBINES = (f"conditional when merging gate|up with per-row scales is exactl
                 f"（逐行缩放下合并也会改变权重）且逐张量的代价超过 δ 时成立。" + SETTLE_ZH)
 
 # The checks' sentences, (English, Chinese), filled by `say`.
-TEXT: dict[str, Template] = {
-    "c32": ("d={d_model}, {layers} layers, prefill T={T} ({mode} int8, eager, {threads} thread(s), "
-            "random weights): the FFN is {flop_share:.1f}% of prefill FLOPs (blocklab.budget) and "
-            "{time_share} of the float prefill's time; with its layers free prefill runs ×{bound}, "
-            "the bound no FFN-only scheme can beat; its int8 GEMMs run k = {k}× the float ones, so "
-            "Amdahl over the time share estimates FFN-only at ×{estimate}; measured ×{speedup} "
-            "(attention-only ×{speedup_attention}) → {speed} / {largest}. Each speed-up is the "
-            "{method} over {repeats} repeats, graded on 100·ln(ratio), where that t interval holds "
-            "at every level: FFN-only {speed_decided}, FFN-only over attention-only "
-            "{largest_decided}.{weight_only}{cpu} The stated reason, the FFN holding ~99% of "
-            "prefill FLOPs: {page_share:.1f}% at the page's Llama-3-8B and T=4096 (the page's "
-            "count leaves the attention projections out of its sum) → {reason}.{scale}",
-            "d={d_model}、{layers} 层、prefill T={T}（{mode} int8，eager，{threads} 线程，随机权重）："
-            "FFN 占 prefill FLOPs 的 {flop_share:.1f}%（blocklab.budget），占浮点 prefill 时间的 "
-            "{time_share}；FFN 各层耗时为零时 prefill 为 ×{bound}，即仅量化 FFN 无法超过的上界；"
-            "其 int8 GEMM 速度为浮点的 k = {k} 倍，按时间占比的 Amdahl 估计仅量化 FFN 为 ×{estimate}；"
-            "实测 ×{speedup}（仅量化注意力 ×{speedup_attention}）→ {speed} / {largest}。"
-            "各加速比为 {repeats} 次重复逐次配对比值的几何平均，在 100·ln(比值) 上判定（对数比值的 "
-            "Student t 区间在任何水平下都成立）：仅量化 FFN {speed_decided}，FFN 相对注意力 "
-            "{largest_decided}。{weight_only}{cpu}所述理由“FFN 约占预填充 FLOPs 的 99%”：页面所用的 "
-            "Llama-3-8B、T=4096 下为 {page_share:.1f}%（页面的计数未计注意力投影）→ {reason}。{scale}"),
-    "c32_scale": ("prefill T={T}, {threads} thread(s)", "prefill T={T}，{threads} 线程"),
-    "c32_weight_only": (" Weight-only int8 of the FFN: prefill ×{prefill}, decode ×{decode} "
-                        "(estimate from the bytes read ×{estimate}, bound ×{bound}).",
-                        "仅对 FFN 做 weight-only int8：prefill ×{prefill}，decode ×{decode}"
-                        "（按读取字节的估计 ×{estimate}，上界 ×{bound}）。"),
-    "c32_no_int8": (" This CPU has no VNNI/AMX int8 instructions, so torch's int8 GEMM runs a slow "
-                    "path: the measured k is the machine's, not int8's, and the claim is "
-                    "untestable here (run `blocklab quantize` on a CPU with AVX-512 VNNI or AMX).",
-                    "本机 CPU 无 VNNI/AMX int8 指令，torch 的 int8 GEMM 走慢路径：测得的 k "
-                    "反映的是本机而非 int8 本身，此论断在此无法检验（请在支持 AVX-512 VNNI 或 AMX 的 "
-                    "CPU 上运行 `blocklab quantize`）。"),
-    "c33": ("gate and up read the same x and can be stored as one [2·d_ff, d] matrix; down "
-            "reads the hidden (width d_ff) and can never join them. {per_row} One per-tensor "
-            "scale: merged, it is the larger of gate's and up's, so the other matrix is "
-            "quantized on a grid as many times coarser as the two scales are apart; in the "
-            "trained layers they are {ratio} apart, so the FFN output error goes from "
-            "{separate_error} to {merged_error}: {pct} paired by seed, against δ = {delta:g}% → "
-            "{tensor}{sensitivity}. The validation loss moves by {loss} nats/token (merged − "
-            "separate per tensor).{tail}{scale}",
-            "gate 与 up 读入同一个 x，可存为一个 [2·d_ff, d] 矩阵；down 读入隐层（宽 d_ff），无法与之合并。"
-            "{per_row}单一逐张量缩放：合并后的缩放取 gate 与 up 中较大者，另一个矩阵的量化网格随之变粗，"
-            "倍数即两者缩放之比；训练层中两者相差 {ratio}，FFN 输出误差由 {separate_error} 变为 "
-            "{merged_error}：按种子配对 {pct}，对照 δ = {delta:g}% → {tensor}{sensitivity}。"
-            "验证损失变化 {loss} nats/token（逐张量合并 − 分开）。{tail}{scale}"),
-    "c33_scale": ("trained model", "训练后的模型"),
-    "c33_ratio_range": ("{low:.3g}× to {high:.3g}× (median {mid:.3g}×)",
-                        "{low:.3g}× 至 {high:.3g}×（中位数 {mid:.3g}×）"),
-    "c33_sensitivity": (" (sensitivity, deciding nothing: the same interval read against "
-                        "{delta:g}% → {verdict})",
-                        "（敏感性分析，不作判定：同一区间对照 {delta:g}% → {verdict}）"),
-    "c33_row_exact": ("Per-row scales: merging changes nothing, bit-identical on all {n} "
-                      "trained layer(s) (every layer of every seed; max |merged − separate| = "
-                      "0): each row keeps its own scale, so here the page's \"cannot simply be "
-                      "merged\" does not hold, and merging is free.",
-                      "逐行缩放：合并不改变任何值，在全部 {n} 个训练层（每个种子的每一层）上逐位相同"
-                      "（max |合并 − 分开| = 0）：每行保留自己的缩放，因此页面“不能简单合并”的说法在此不成立，"
-                      "合并没有代价。"),
-    "c33_row_differs": ("Per-row scales: the merged and separate weights differ by up to "
-                        "{diff:.3g} over {n} trained layer(s), which an identity does not "
-                        "allow: merging changes the weights here.",
-                        "逐行缩放：合并与分开量化的权重在 {n} 个训练层上最多相差 {diff:.3g}，"
-                        "恒等式不允许如此：此处合并改变了权重。"),
-    "c33_row_none": ("Per-row scales: no trained layer was compared.", "逐行缩放：没有比较任何训练层。"),
-    "c33_conditional": (" The page's rule holds for per-tensor scales only.",
-                        "页面的说法只对逐张量缩放成立。"),
-    "c33_cheap": (" At these scale ratios merging costs less than δ even per tensor: the page's "
-                  "warning matters only for per-tensor scales, and only where gate's and up's "
-                  "ranges differ more than here.",
-                  "在这些缩放比下，即使逐张量合并，代价也小于 δ：页面的提醒只对逐张量缩放有意义，"
-                  "且只在 gate 与 up 的数值范围相差比这里更大时才有意义。"),
-}
+TEXT: dict[str, Template] = WORDING["QUANTIZATION"]
 
 
 def _timing(data: QuantizeData, scheme: str, compiled: bool = False) -> QuantTiming | None:

@@ -29,7 +29,7 @@ from blocklab.claims.rules import (
     settle,
     with_failed_seeds,
 )
-from blocklab.claims.text import Template, say
+from blocklab.claims.text import WORDING, Template, say
 from blocklab.experiments.suites.width.summary import WidthData
 
 C37_COMBINES = ("the page's warning is the two sliced parts: the claim is confirmed when both "
@@ -41,26 +41,7 @@ C37_COMBINES = ("the page's warning is the two sliced parts: the claim is confir
                 + SETTLE_ZH)
 
 # The check's sentences, (English, Chinese), filled by `say`.
-TEXT: dict[str, Template] = {
-    "c37": ("The same SwiGLU decoder ({model}, every arm at lr {lr:g} tuned on the ordinary one) "
-            "trained ordinarily, with nested widths ({scheme}) and at m/2 alone, over {seeds} "
-            "paired seeds; each read at its prefix widths by keeping the first k channels of gate, "
-            "up and down. Validation loss (ordinary / nested / narrow): {by_width}. Graded (mean "
-            "and the interval its decision read): {graded}. Each part is graded by its registered "
-            "rule (δ {smallest:g}% for the sliced parts, ±{margin:g}% for the two equivalences). "
-            "The page makes no measurement of its own here (\"新内容未执行真实模型实验\"); MoSE's "
-            "own results are at far larger scale.{at_scale}",
-            "同一个 SwiGLU 解码器（{model}，各组都用在普通模型上调得的学习率 {lr:g}）分别普通训练、"
-            "嵌套宽度训练、以及单独在 m/2 宽度训练，共 {seeds} 个配对种子；每个模型保留 gate、up、down "
-            "的前 k 个通道，在各前缀宽度上读取。验证损失（普通 / 嵌套 / 窄模型）：{by_width}。"
-            "判定（均值及其判定所读的区间）：{graded}。每一部分按预先登记的规则判定（切片部分 δ = "
-            "{smallest:g}%，两个等价部分的边界 ±{margin:g}%）。页面自己在此没有做实验"
-            "（“新内容未执行真实模型实验”）；MoSE 的结果来自大得多的规模。{at_scale}"),
-    "graded": ("{part}: {decided} → {verdict}", "{part}：{decided} → {verdict}"),
-    "sep": ("; ", "；"),
-    "at_scale": (" At this scale only: a toy model trained for minutes.",
-                 "仅限此规模：训练数分钟的小模型。"),
-}
+TEXT: dict[str, Template] = WORDING["WIDTH"]
 
 
 def combine_c37(parts: list[Part]) -> str:
