@@ -6,14 +6,16 @@ listed before any data is read (SPEC §6).
 
 `RULES` maps a claim id to a function of the suite size giving {part name: Rule} in grading
 order, from the suites' plan constants, never from a stored summary (a part the plan did not
-list has no rule). `CHANGED_AFTER_DATA` lists the rules edited after results had been seen.
+list has no rule). `CHANGED_AFTER_DATA` lists the rules edited after results had been seen (`rule_changes.toml`).
 """
 
 from __future__ import annotations
 
 import math
+import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from importlib import resources
 
 from blocklab.claims.rules import Rule
 from blocklab.errors import InputError, ResultsError
@@ -594,219 +596,10 @@ class RuleChange:
     what: str
 
 
-CHANGED_AFTER_DATA: tuple[RuleChange, ...] = (
-    RuleChange("2026-12-06", ("C32",),
-               f"part '{C32_REASON_PART}' added: the claim's stated reason graded as a part "
-               "of its own, the FFN's share of a 4,096-token prefill at Llama 3 8B's shape "
-               f"counted by blocklab.budget, confirmed at {C32_REASON_PCT:g}% or more (as C23 "
-               "reads '~99%'), refuted below; the claim is confirmed only when its reason holds "
-               "too, mixed when the timed parts hold and the reason does not. Registered after "
-               "the quick results and C23's count (70.1%) had been seen; the timed parts' rules "
-               "are unchanged"),
-    RuleChange("2026-12-05", ("C16",),
-               "the ladder's rungs step 2× in compute (1×, 2×, 4×, 8×; they stepped 4×), are "
-               "tuned as the quick size is, share one precision, and each rung above quick "
-               "reads one fixed look at 12 paired seeds (it read the quick size's 5–10 seed "
-               "design, first look only): chosen by simulation of four rungs at the quick "
-               "size's spreads (benchmarks/rung_seeds.py) before any data of these rungs; "
-               "the 4×-rung results are not read by it"),
-    RuleChange("2026-12-05", ("C16", "C19"),
-               "the lr bias gates every decision it could flip: a part is read as measured "
-               "and with the tuned rates' whole bias removed, and a decision stands only "
-               "where both readings give it (it blocked confirmations alone, beyond δ/2); a "
-               "part whose bias cannot be read (a rate at its grid's edge, no optimum on a "
-               "tuning curve) loses its confirming reading before any evaluation data, gets "
-               "no further seeds and no longer stops Holm's step-down; at quick each tuned "
-               "arm is tuned on two seeds and its interior optimum refined at ×√3. Chosen "
-               "from simulations of the decision code before these seeds' data (an adverse "
-               "bias of +0.6 points gave a wrong 'not reproduced' 40% of the time, 0.2% "
-               "gated), never by which reading decides more on seeds 0"),
-    RuleChange("2026-12-05", ("C13", "C16", "C19", "C21", "C29", "C30", "C33", "C36", "C37"),
-               "the plan of work: every look of every part's design runs (it ran the looks "
-               "the wall clock bought, so a slower or busier machine decided fewer parts), "
-               "and a part that lost seeds (a failed run, a censored reading) gets the next "
-               "block past its arms' seeds; --budget is an optional cap of whole looks. The "
-               "designs themselves are unchanged"),
-    RuleChange("2026-12-05", ("C32",),
-               f"part '{C32_SPEED_PART}': interval method changed for validity at the repeats' "
-               "n (not chosen by data): the arithmetic mean of the per-repeat speed-ups with a "
-               "t interval is now their geometric mean with a Student t interval on the log "
-               "ratios, graded on 100·ln(speed-up) with δ 5%, margin 2% and claim 10% mapped "
-               "by 100·ln(1 + p/100); quick times 6 repeats, was 3"),
-    RuleChange("2026-12-05", ("C32",),
-               f"part '{C32_LARGEST_PART}': interval method changed for validity at the "
-               "repeats' n (not chosen by data): the ratio of the two speed-ups' means, with "
-               "an interval from the extremes of theirs read as if it were a t interval, is "
-               "now the geometric mean of the paired per-repeat ratios attention-only time / "
-               "FFN-only time with a Student t interval on their logs, graded on 100·ln of it "
-               "with δ 5%, margin 2% and claim 10% mapped by 100·ln(1 + p/100)"),
-    RuleChange("2026-12-05", ("C13", "C19", "C36"),
-               "the placement suite's quick design, after quick results showed post-norm learning "
-               "nothing at depth 12 (final val loss 3.20–3.22 at every lr from 0.003 to 0.09, the "
-               "unigram reference's 3.21): part (b)'s training grid at depth 6 for 300 steps "
-               "(warmup 100) on the lr grid {0.001, 0.003, 0.01}, was depth 12 for 150 steps "
-               "(warmup 50) on {0.003, 0.01, 0.03}; the depth-6 stable-lr sweep 150 steps on 0.001 "
-               "… 0.512 in doublings, was depth 12, 60 steps on 0.362 … 2.9 in √2 steps; the deep "
-               "sweep (C36) 100 steps on 0.001 … 0.064, was 30 steps on 0.362 … 2.9. Chosen by a "
-               "reported pilot (placement/sizes.py) in which every quick training arm learns at an "
-               "interior rate; metrics, δ, margins and combining rules unchanged"),
-    RuleChange("2026-12-05", tuple(c for c in RULES if c != "C13"),
-               "how parts are decided (rules.DECISION_VERSION, in every rule's hash): every "
-               "training run at quick, full and the ladder's rungs must close a quarter of the "
-               "way from the unigram to the bigram reference of its corpus "
-               "(experiments.options.LEARN_MARGIN) or it ends 'did_not_learn', a failure "
-               "counted apart; a stability sweep counts a rate as stable only where its run "
-               "learned; and a part whose arm did not learn on most of its seeds is untestable "
-               "here. Made after quick results had been seen (C13, C19 and C36 rested on a "
-               "post-norm arm that never learned)"),
-    RuleChange("2026-12-03", ("C16",),
-               "added beside C16, not to it: the ladder's precision check (`C16_PRECISION_RULES`: "
-               "each gated arm's gap to ReLU in bf16 against fp32 on the same seeds, equal within "
-               "±0.5 points), registered after the quick size's fp32 and bf16 arm means had been "
-               "seen (GLU's tuned rate differed between the two: 0.01 in fp32, 0.03 in bf16); "
-               "C16's own parts, rules and verdict are unchanged"),
-    RuleChange("2026-12-03", tuple(c for c in RULES if c != "C13"),
-               "how parts are decided (rules.DECISION_VERSION, in every rule's hash): Holm's "
-               "correction counts distinct tests, not parts. C30's four statements 'works at "
-               "16×' with a scaling and the warnings 'drops clearly at 16×' of the same "
-               "scaling read one estimate against one threshold (5%) under one design: one "
-               "two-sided test whose wrong decisions are one event, counted once (C30: 10 "
-               "tests, was 14 parts); no other claim has such a pair, so no other decision "
-               "moves. Made after the quick results had been seen (the 4-seed look decided "
-               "none of C30's parts under either count)"),
-    RuleChange("2026-12-02", ("C37",),
-               "the design, from 4–8 seeds (looks at 4, 6, 8) to 6–8 (looks at 6 and 8; "
-               "--size full 8–12 from 8–16): at 4 of 8 seeds the O'Brien–Fleming share of a "
-               "part's α leaves the first look no power (the first quick run's sliced-at-m/2 "
-               "part, +19.7% [+9.9, +29.5] at 95%, read [−35.6, +75.0] at its 99.96% level). "
-               "Made after the first quick run (4 seeds) had been seen; δ, margins, metrics "
-               "and the combining rule unchanged"),
-    RuleChange("2026-11-30", ("C16",),
-               "min_seeds set to 5 after two paired seeds had given a CI 0.1% wide that three "
-               "more seeds overturned"),
-    RuleChange("2026-12-01", ("C32",),
-               "the claim became untestable here on a CPU without int8 dot-product "
-               "instructions (VNNI or AMX int8), and its parts can no longer be contradicted "
-               "there, after the quick timings had shown every int8 scheme slower"),
-    RuleChange("2026-12-01", ("C30",),
-               "the band logic: each statement graded against the 5% edge only, so an "
-               "interval wholly past 5% drops whether or not it straddles C21's 25% edge"),
-    # C13 is reported, not decided; C37 was registered after these changes
-    RuleChange("2026-12-01", tuple(c for c in RULES if c not in ("C13", "C37")),
-               "the ledger's decision rule: a part was confirmed when its 95% CI excluded 0; "
-               "it is now confirmed only when the CI lies wholly beyond δ (or the claim's "
-               "threshold), with Holm's correction within a claim"),
-    RuleChange("2026-12-01", tuple(c for c in RULES if c not in ("C31", "C32", "C37")),
-               "each part measured on seeds has a sequential design: max_seeds = 2 × "
-               "min_seeds, seeds added in blocks of ⌈min_seeds / 2⌉ to the arms of undecided "
-               "parts, each look read at its Lan–DeMets O'Brien–Fleming level"),
-    RuleChange("2026-12-02", tuple(c for c in RULES if c != "C37"),
-               "how parts are decided (rules.DECISION_VERSION, now in every rule's hash): each "
-               "look of a sequential design spends its increment of the O'Brien–Fleming "
-               "spending function (the normal-theory levels, read with t intervals at 5–10 "
-               "seeds, wrongly decided 6.9% of null parts at α = 5%), each part's design is "
-               "computed at its Holm share of α (was: the design at α divided by Holm's rank), "
-               "and a look past max_seeds is read as the last; the interval a rule names is read "
-               "at the part's level and is the one shown, with its coverage. Made after the quick "
-               "results had been seen; fewer parts are decided under it"),
-    RuleChange("2026-12-02", ("C16",),
-               "a part is confirmed only when its interval lies wholly beyond the low end of "
-               "the page's stated gain (threshold: SwiGLU 1%, GeGLU 1%, GLU 0.5%), not beyond δ "
-               "= 0.5% alone, under which a 0.6% gain would have confirmed 'about 1–2%'. Made "
-               "after the quick results had been seen (no part was confirmed under either)"),
-    RuleChange("2026-12-02", ("C12",),
-               "the spread is read over the inputs of layers 1 … L−1: layer 0's input is the "
-               "embedding stream (RMS 0.02), where a norm's sensitivity is set by the embedding's "
-               "scale, not by depth (C36 leaves it out for the same reason); with it the quick "
-               "spread was log2 2.03, without it 0.67. Made after the quick results had been seen"),
-    RuleChange("2026-12-02", ("C21", "C30", "C12", "C36"),
-               "the sequential designs: C21's and C30's from 3–6 seeds (looks at 3, 5, 6) to "
-               "4–8 (looks at 4, 6, 8), C12's from 2–4 (looks at 2, 3, 4) and C36's "
-               "identity part from 2–4 to 4–8: no look at 2 or 3 seeds, where the O'Brien–"
-               "Fleming share of α leaves a part no power, and a maximum a 30-minute quick "
-               "budget reaches on 2 cores (a position seed of the four graded arms costs about "
-               "106 core-seconds in the worker pool, an init probe well under one). A larger "
-               "maximum only spends α later. Made after the quick results had been seen: at 5 "
-               "seeds 8 of C21's and C30's 24 parts were decided"),
-    RuleChange("2026-12-02", ("C13", "C19", "C36"),
-               "the largest stable lr is found on a ladder of √2 rungs at quick (7 rungs, "
-               "0.362 … 2.9, where every arm's answer had lain; was 7 doubling rungs, 0.032 … "
-               "2.048; 3 bisected runs a seed and arm either way): "
-               "on whole doublings C19's boundary of −1 sat on a rung and 'pre-norm is stable "
-               "without warmup' read −1 on every seed but one, which no number of seeds could "
-               "decide. Made after the quick results had been seen"),
-    RuleChange("2026-12-02", ("C16",),
-               "a gain is confirmed only on fair arms: both tuned rates interior and the bias "
-               "they put into the gap (a parabola in log lr through each chosen rate and its "
-               "neighbours, the arm's excess loss minus ReLU's) within δ/2; the bias is shown. "
-               "Fair arms gated contradiction only before. Made after the quick results had "
-               "been seen (GLU's tuned rate left about +0.66% against ReLU's)"),
-    RuleChange("2026-12-02", ("C18",),
-               "the quality part's design at --size full starts where that size's plan does "
-               "(8 seeds, looks at 8, 12, 16; it was 3–6, so the full plan's first look lay past "
-               "the design's last); quick and tiny keep 3–6. No full results had been run"),
-    RuleChange("2026-12-02", ("C19",),
-               "its two loss contrasts at tuned rates (pre-norm without − with warmup, and the "
-               "warmup interaction) are confirmed only when the bias the tuned rates put into "
-               "them (a parabola in log lr through each chosen rate and its neighbours) is "
-               "within δ/2, as C16's; the bias is shown. Neither had been confirmed"),
-    RuleChange("2026-12-02", ("C33",),
-               "the per-tensor part is graded at its registered δ = 1% (margin 0.5%) again; "
-               "the 10% reading of the same interval is shown beside it and decides nothing"),
-    RuleChange("2026-12-01", ("C33",),
-               "the per-tensor part: δ raised from 1% to 10% more FFN output error (merging under "
-               "one per-tensor scale can only raise the error, so any growth was confirmed by "
-               "construction), margin from 0.5% to 5% (reverted on 2026-12-02: graded at the "
-               "registered 1% again, 10% shown as a sensitivity line); the exactness part decided "
-               "on every trained layer of every seed rather than a random-weight probe; an inexact "
-               "per-row merge no longer refutes the claim (merging would then cost under per-row "
-               "scales too): the claim takes the per-tensor part's verdict. Edited after the quick "
-               "results had been seen (+0.7% to +1.5% per seed)"),
-    RuleChange("2026-12-01", ("C31",),
-               "the parts: each scheme's training and decode step time at most 10% over no "
-               "positions (timed at the suite's toy shape, d_model 64 at quick) no longer "
-               "grade; the claim is decided by parameters (exact, 0), FLOP shares of a "
-               "4,096-token prefill at Llama 3 8B's shape (at most 1%) and RoPE's SDPA call "
-               "(exact), and the timings, with one at a realistic shape added, are reported. "
-               "Edited after the quick results had shown a RoPE decode step +30.8% (per-op "
-               "overhead at the toy shape) against a rotation worth 0.003% of the FLOPs"),
-    RuleChange("2026-12-01", ("C18",),
-               "'compute' is decided by exact counts, not by a CPU timing: the part 'a training "
-               "step is cheaper with RMSNorm' (step time ratio, its like-for-like path pitting "
-               "an unfused F.rms_norm against the fused F.layer_norm) is now reported only, and "
-               "three analytic parts (the norm's FLOPs and bytes per row, a training step's "
-               "FLOPs at meta-llama-3-8b's shape), each confirmed inside 7 ± 2%, decide it with "
-               "the quality part; the claim now takes the compute verdict when compute does not "
-               "hold, whatever the quality (it was conditional when only one part held). "
-               "Edited after the quick step timings had been seen"),
-    RuleChange("2026-12-01", ("C13", "C19", "C36"),
-               "each training arm at its own peak lr, tuned on a grid that grows at an edge "
-               "(it was one shared 3e-3); stability graded by its natural outcome, the largest "
-               "stable lr per arm (bisected short runs), beside the loss at the tuned lr: C19 "
-               "gains 'pre-norm is stable without warmup' and 'post-norm needs warmup to be "
-               "stable', C13 reports the stable-lr interaction; 'post-norm more expressive' is "
-               "untestable here (no size trains near convergence); C36's deep grid of losses "
-               "and parameter-gradient ratios at 3e-3 is replaced by the largest stable lr, "
-               "pre against post, and the identity term of the block Jacobian. Edited after "
-               "the quick results at 3e-3 had been seen"),
-    RuleChange("2026-12-01", ("C16",),
-               "fair arms: an arm (and ReLU) is fair when its best lr is interior after the "
-               "grid grew at an edge, not when the grid has three points"),
-    RuleChange("2026-12-01", ("C12",),
-               "the metric: log2(max / min) over one pre-norm stack's layers of the residual "
-               "stream's sensitivity ‖∂L/∂x_l‖·rms(x_l), which no rescaling of the stream "
-               "moves, replaces that of ‖∇W_down‖, which the stream's growth alone spread "
-               "13× under xavier (confirmed by construction); one part per init, gpt2, xavier "
-               "and a depth-scaled init, and the claim confirmed only when every init's part "
-               "is (it was: when any was), conditional when some are. Edited after the quick "
-               "results had been seen (xavier +3.7, gpt2 +0.70 in log2 of ‖∇W_down‖)"),
-    RuleChange("2026-12-01", ("C36",),
-               "'gradient ≈ 1' graded as the identity term of the block Jacobian: the median "
-               "over one pre-norm stack's layers of ‖J_l − I‖_F/√n at initialisation (xavier "
-               "init), confirmed below 0.5. The threshold 0.5 was set before any data; the "
-               "rule was registered after one seed's pilot at quick had given medians 0.035 "
-               "(gpt2), 0.105 (xavier) and 0.005 (depth)"),
-)
+CHANGED_AFTER_DATA: tuple[RuleChange, ...] = tuple(
+    RuleChange(c["date"], tuple(c["claims"]), c["what"])
+    for c in tomllib.loads(resources.files("blocklab.claims").joinpath("rule_changes.toml")
+                           .read_text("utf-8"))["change"])
 
 
 def changes(claim_id: str) -> list[RuleChange]:

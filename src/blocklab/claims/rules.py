@@ -74,7 +74,7 @@ MAX_SEEDS = 10_000  # seeds_needed looks no further ("more than 10,000")
 
 # How parts are decided (`decide`, `decide_parts`, `look_level`): part of every rule's hash,
 # so results planned before a change to the procedure are flagged, never silently regraded.
-# Change it with the procedure, and say what changed in registry.CHANGED_AFTER_DATA.
+# Change it with the procedure, and say what changed in claims/rule_changes.toml.
 DECISION_VERSION = ("2026-12-05b: each look spends its increment of the part's spending function, "
                     "each part's design at its Holm share of α; a decision carries the interval it "
                     "read; a decision stands only where the estimate with and without the tuned "
