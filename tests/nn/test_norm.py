@@ -24,25 +24,17 @@ def _random_weight(module, seed=1):
 
 
 # --- Hugging Face parity (claim C10: fp32 mean square, cast back, then the gain) -------------
-def test_rmsnorm_llama_matches_hf_float32():
-    ours = _random_weight(RMSNorm(D, eps=1e-6))
-    hf = modeling_llama.LlamaRMSNorm(D, eps=1e-6)
+@pytest.mark.parametrize(("dtype", "tol"), [(torch.float32, dict(atol=1e-6, rtol=1e-6)),
+                                            (torch.bfloat16, EXACT)])
+def test_rmsnorm_llama_matches_hf(dtype, tol):
+    # bfloat16: the same ops in the same order (fp32 statistics, cast, then weight * x).
+    ours = _random_weight(RMSNorm(D, eps=1e-6)).to(dtype)
+    hf = modeling_llama.LlamaRMSNorm(D, eps=1e-6).to(dtype)
     hf.load_state_dict(ours.state_dict())
-    x = randn(2, 3, D) * 5
+    x = (randn(4, 5, D) * 5).to(dtype)
     y = ours(x)
-    assert y.dtype == torch.float32
-    assert_close(y, hf(x), atol=1e-6, rtol=1e-6)
-
-
-def test_rmsnorm_llama_matches_hf_bfloat16_exactly():
-    # Same ops in the same order (fp32 statistics, cast, then weight * x), so bit-equal.
-    ours = _random_weight(RMSNorm(D, eps=1e-6)).to(torch.bfloat16)
-    hf = modeling_llama.LlamaRMSNorm(D, eps=1e-6).to(torch.bfloat16)
-    hf.load_state_dict(ours.state_dict())
-    x = (randn(4, 5, D) * 5).to(torch.bfloat16)
-    y = ours(x)
-    assert y.dtype == torch.bfloat16
-    assert_close(y, hf(x), **EXACT)
+    assert y.dtype == dtype
+    assert_close(y, hf(x), **tol)
 
 
 def test_rmsnorm_llama_float32_weight_bfloat16_input_keeps_input_dtype():

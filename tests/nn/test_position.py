@@ -66,16 +66,8 @@ HF_MODULE_CASES = {
     "default": ({}, 64),
     "linear": ({"rope_type": "linear", "factor": 4.0}, 64),
     "yarn": ({"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64}, 256),
-    "llama3": (
-        {
-            "rope_type": "llama3",
-            "factor": 8.0,
-            "low_freq_factor": 1.0,
-            "high_freq_factor": 4.0,
-            "original_max_position_embeddings": 64,
-        },
-        512,
-    ),
+    "llama3": ({"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                "high_freq_factor": 4.0, "original_max_position_embeddings": 64}, 512),
 }
 
 

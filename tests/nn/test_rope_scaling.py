@@ -51,18 +51,6 @@ def test_default_partial_rotary_matches_hf_phi(partial_rotary_factor):
     assert_close(inv_freq, expected, **EXACT)
 
 
-@pytest.mark.parametrize("factor", [1.0, 2.0, 8.0, 3.5])
-@pytest.mark.parametrize("partial_rotary_factor", [1.0, 0.5])
-def test_linear_matches_hf(factor, partial_rotary_factor):
-    scaling = {"rope_type": "linear", "factor": factor}
-    expected, expected_factor = hf_frequencies(32, 10000.0, partial_rotary_factor, scaling, 256)
-    inv_freq, attention_factor = ROPE_SCALINGS["linear"](
-        32, 10000.0, partial_rotary_factor, scaling
-    )
-    assert_close(inv_freq, expected, **EXACT)
-    assert attention_factor == expected_factor
-
-
 @pytest.mark.parametrize("factor", [1.0, 2.0, 4.0])
 @pytest.mark.parametrize("seq_len", [None, 1, 63, 64, 65, 200, 1000])
 @pytest.mark.parametrize("partial_rotary_factor", [1.0, 0.5])
@@ -106,24 +94,6 @@ YARN_CASES = {
 }
 
 
-@pytest.mark.parametrize("case", sorted(YARN_CASES))
-@pytest.mark.parametrize(
-    "head_dim, theta, partial_rotary_factor",
-    [(64, 10000.0, 1.0), (128, 1e6, 1.0), (64, 10000.0, 0.5), (16, 10000.0, 1.0)],
-)
-def test_yarn_matches_hf(case, head_dim, theta, partial_rotary_factor):
-    scaling = {"rope_type": "yarn", **YARN_CASES[case]}
-    max_pos = int(scaling["factor"] * scaling["original_max_position_embeddings"])
-    expected, expected_factor = hf_frequencies(
-        head_dim, theta, partial_rotary_factor, scaling, max_pos
-    )
-    inv_freq, attention_factor = ROPE_SCALINGS["yarn"](
-        head_dim, theta, partial_rotary_factor, scaling
-    )
-    assert_close(inv_freq, expected, **EXACT)
-    assert attention_factor == expected_factor
-
-
 LLAMA3_CASES = {
     "llama3_1_8b": (128, 500000.0, 1.0, 8.0, 1.0, 4.0, 8192),
     "llama3_2_3b": (128, 500000.0, 1.0, 32.0, 1.0, 4.0, 8192),
@@ -131,24 +101,31 @@ LLAMA3_CASES = {
     "partial": (64, 10000.0, 0.5, 4.0, 1.0, 4.0, 512),
     "factor_one": (64, 500000.0, 1.0, 1.0, 1.0, 4.0, 8192),
 }
+# (scaling, head_dim, theta, partial_rotary_factor) of every length-independent variant.
+STATIC_CASES = {
+    **{f"linear x{f} prf {prf}": ({"rope_type": "linear", "factor": f}, 32, 10000.0, prf)
+       for f in (1.0, 2.0, 8.0, 3.5) for prf in (1.0, 0.5)},
+    **{f"yarn {name} {hd} {theta:g} {prf}": ({"rope_type": "yarn", **case}, hd, theta, prf)
+       for name, case in YARN_CASES.items()
+       for hd, theta, prf in [(64, 1e4, 1.0), (128, 1e6, 1.0), (64, 1e4, 0.5), (16, 1e4, 1.0)]},
+    **{f"llama3 {name}": ({"rope_type": "llama3", "factor": f, "low_freq_factor": low,
+                           "high_freq_factor": high, "original_max_position_embeddings": orig},
+                          hd, theta, prf)
+       for name, (hd, theta, prf, f, low, high, orig) in LLAMA3_CASES.items()},
+}
 
 
-@pytest.mark.parametrize("case", sorted(LLAMA3_CASES))
-def test_llama3_matches_hf(case):
-    head_dim, theta, prf, factor, low, high, original = LLAMA3_CASES[case]
-    scaling = {
-        "rope_type": "llama3",
-        "factor": factor,
-        "low_freq_factor": low,
-        "high_freq_factor": high,
-        "original_max_position_embeddings": original,
-    }
-    expected, expected_factor = hf_frequencies(
-        head_dim, theta, prf, scaling, int(original * factor)
-    )
-    inv_freq, attention_factor = ROPE_SCALINGS["llama3"](head_dim, theta, prf, scaling)
+@pytest.mark.parametrize("case", sorted(STATIC_CASES))
+def test_static_variants_match_hf(case):
+    scaling, head_dim, theta, prf = STATIC_CASES[case]
+    original = scaling.get("original_max_position_embeddings", 256)
+    max_pos = int(scaling["factor"] * original) if "original_max_position_embeddings" in \
+        scaling else original
+    expected, expected_factor = hf_frequencies(head_dim, theta, prf, scaling, max_pos)
+    inv_freq, attention_factor = ROPE_SCALINGS[scaling["rope_type"]](head_dim, theta, prf,
+                                                                     scaling)
     assert_close(inv_freq, expected, **EXACT)
-    assert attention_factor == expected_factor == 1.0
+    assert attention_factor == expected_factor
 
 
 def test_llama3_bands_closed_form():

@@ -103,8 +103,7 @@ def quantize_swiglu(gate: Tensor, up: Tensor, down: Tensor,
 
 @torch.no_grad()
 def swiglu_quantized_copy(model: nn.Module, scheme: str) -> nn.Module:
-    """A deep copy of `model` whose gated FFN weights are replaced by their dequantized values
-    under `scheme` (fake quantization: same float kernels, int8-representable weights)."""
+    """A deep copy of `model` with its gated FFN weights fake-quantized under `scheme`."""
     out = copy.deepcopy(model)
     found = 0
     for module in out.modules():
@@ -140,9 +139,8 @@ def quiet_torchao_import() -> Iterator[None]:
 
 
 def torchao_config(mode: str, granularity: str = "per-row"):
-    """torchao's config for `mode`: `Int8WeightOnlyConfig` or
-    `Int8DynamicActivationInt8WeightConfig`, weights at `granularity`. `set_inductor_config` is
-    off: it would change torch.compile's global settings for every model in this process."""
+    """torchao's config for `mode`, weights at `granularity`; `set_inductor_config` off, as it
+    would change torch.compile's settings for every model in this process."""
     if mode not in MODES:
         raise InputError(f"mode={mode!r} is not allowed; expected one of {list(MODES)}")
     if granularity not in GRANULARITIES:
@@ -180,8 +178,7 @@ def linear_filter(part: str) -> Callable[[nn.Module, str], bool]:
 
 def quantize_model(model: nn.Module, part: str, mode: str,
                    granularity: str = "per-row") -> nn.Module:
-    """`model` with the linear layers of `part` quantized to int8 by torchao's `quantize_`
-    (in place; returned for chaining). part "none" leaves it as it is."""
+    """`model` with the linear layers of `part` quantized to int8 by torchao, in place."""
     config = torchao_config(mode, granularity)
     if part == "none":
         return model

@@ -1,10 +1,8 @@
 """Exact float64 reference maths of the FFN and normalization pages (NumPy only).
 
-Nothing here imports torch or any other part of blocklab; the modules (``nn``) and the claim
-checks compare against these functions. The page's own names and return keys are kept:
-``swiglu``, ``norm_statistics``, ``residual_paths``. Every function takes real numbers only and
-raises a one-line InputError (a ValueError) naming the argument for anything else, and for a
-result that overflows float64 (``_validate``).
+Imports neither torch nor the rest of blocklab; ``nn`` and the claim checks compare against it.
+The pages' own names and return keys are kept (``swiglu``, ``norm_statistics``,
+``residual_paths``); anything but real numbers, or a float64 overflow, is a one-line InputError.
 """
 
 from .activations import gelu, gelu_tanh, relu, relu_grad, sigmoid, silu, silu_grad
