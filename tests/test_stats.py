@@ -49,17 +49,10 @@ def test_paired_interval_by_hand():
     assert stats.interval_from_summary(mean, sd, 5) == pytest.approx(est)
 
 
-def test_paired_interval_of_equal_differences_has_zero_width():
-    est = stats.paired_interval([0.25, 0.25, 0.25])
-    assert (est.value, est.ci_low, est.ci_high, est.sd) == (0.25, 0.25, 0.25, 0.0)
-
-
-def test_one_difference_has_no_interval():
-    # n < 2 raises rather than returning an interval of infinite width (documented choice).
-    with pytest.raises(InputError, match="at least 2"):
-        stats.paired_interval([0.1])
-    with pytest.raises(InputError, match="n must be an integer >= 2"):
-        stats.interval_from_summary(0.1, 0.0, 1)
+def test_equal_differences_or_ratios_have_zero_width():
+    for est, value in [(stats.paired_interval([0.25, 0.25, 0.25]), 0.25),
+                       (stats.log_ratio_interval([2.0, 4.0, 6.0], [1.0, 2.0, 3.0]), 2.0)]:
+        assert (est.value, est.ci_low, est.ci_high, est.sd) == (value, value, value, 0.0)
 
 
 def test_paired_interval_covers_the_true_mean_95_percent_of_the_time():
@@ -125,9 +118,7 @@ def test_seeds_needed_matches_g_power():
     # From the R values above: 10 seeds reach 0.8031 at d = 1, 9 fall short.
     assert stats.seeds_needed(1.0, 1.0) == 10
     assert stats.seeds_needed(2.0, 2.0) == 10  # only effect / sd matters
-
-
-def test_seeds_needed_none_when_out_of_reach():
+    # out of reach
     assert stats.seeds_needed(0.0, 1.0) is None
     assert stats.seeds_needed(0.01, 1.0, max_n=100) is None
 
@@ -179,25 +170,16 @@ def test_log_ratio_interval_by_hand():
     assert m - math.log(strict.ci_low) == pytest.approx(scale * half, rel=1e-12)
 
 
-def test_log_ratio_interval_of_identical_pairs_has_zero_width():
-    est = stats.log_ratio_interval([2.0, 4.0, 6.0], [1.0, 2.0, 3.0])
-    assert (est.value, est.ci_low, est.ci_high, est.sd) == (2.0, 2.0, 2.0, 0.0)
-
-
-def test_log_ratio_interval_rejects_bad_pairs():
-    with pytest.raises(InputError, match="equal lengths, got 3 and 2"):
-        stats.log_ratio_interval([1.0, 2.0, 3.0], [1.0, 2.0])
-    with pytest.raises(InputError, match=r"denominators\[1\] is 0.0"):
-        stats.log_ratio_interval([1.0, 2.0], [1.0, 0.0])
-    with pytest.raises(InputError, match=r"numerators\[0\] is -1.0"):
-        stats.log_ratio_interval([-1.0, 2.0], [1.0, 1.0])
-    with pytest.raises(InputError, match="at least 2 pairs"):
-        stats.log_ratio_interval([1.0], [1.0])
-
-
 # --- bad input -----------------------------------------------------------------------------------
 @pytest.mark.parametrize(("call", "names"), [
     (lambda: stats.paired_interval([]), "differences is empty"),
+    # n < 2 raises rather than returning an interval of infinite width (documented choice)
+    (lambda: stats.paired_interval([0.1]), "at least 2"),
+    (lambda: stats.interval_from_summary(0.1, 0.0, 1), "n must be an integer >= 2"),
+    (lambda: stats.log_ratio_interval([1.0, 2.0, 3.0], [1.0, 2.0]), "equal lengths, got 3 and 2"),
+    (lambda: stats.log_ratio_interval([1.0, 2.0], [1.0, 0.0]), r"denominators\[1\] is 0.0"),
+    (lambda: stats.log_ratio_interval([-1.0, 2.0], [1.0, 1.0]), r"numerators\[0\] is -1.0"),
+    (lambda: stats.log_ratio_interval([1.0], [1.0]), "at least 2 pairs"),
     (lambda: stats.paired_interval([0.1, float("nan"), 0.2]), r"differences\[1\] is nan"),
     (lambda: stats.paired_interval([0.1, float("inf")]), r"differences\[1\] is inf"),
     (lambda: stats.paired_interval([[0.1, 0.2]]), r"shape \(1, 2\)"),
