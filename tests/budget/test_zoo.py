@@ -116,7 +116,6 @@ def test_interleaved_moe_counts_dense_and_moe_layers():
 
 
 @pytest.mark.parametrize("changes, match", [
-    (dict(n_experts=-1), "n_experts=-1"),
     (dict(n_experts=4, experts_per_token=5), "experts_per_token=5.*at most n_experts=4"),
     (dict(n_shared_experts=1), "n_experts=0.*> 0 when"),
     (dict(n_experts=2, moe_every=9), "moe_every=9.*at most n_layers"),
