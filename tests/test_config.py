@@ -77,10 +77,6 @@ def test_replace_rederives():
     assert cfg.replace(ffn="relu", d_ff=None).d_ff == 256
 
 
-def test_to_hf_refuses_what_the_family_cannot_express():
-    with pytest.raises(ValueError, match=r"cannot export to llama: .*ffn='gelu'"):
-        to_hf(ModelConfig(ffn="gelu"), "llama")
-    with pytest.raises(ValueError, match=r"placement='post'"):
-        to_hf(ModelConfig(placement="post"), "llama")
+def test_to_hf_refuses_a_family_it_cannot_write():
     with pytest.raises(ValueError, match=r"model_type='gpt2' is not exportable"):
         to_hf(ModelConfig(), "gpt2")
