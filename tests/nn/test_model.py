@@ -135,6 +135,18 @@ def test_default_init_and_final_softcap():
         assert capped(_ids()).abs().max() < 2.0
 
 
+def test_explicit_positions_shift_rope_scores_only_through_differences():
+    # Claim C20 at model level: without absolute positions, shifting every position by the same
+    # offset leaves the logits unchanged (RoPE and ALiBi see only m - n).
+    for position in ("rope", "alibi"):
+        model = _model(position=position)
+        ids = _ids(length=6)
+        with torch.no_grad():
+            base = model(ids)
+            shifted = model(ids, positions=torch.arange(6) + 11)
+        assert_close(shifted, base, atol=1e-4, rtol=1e-4)
+
+
 @pytest.mark.parametrize("scheme", ["rope", "alibi", "learned", "gemma_like"])
 def test_forward_is_one_graph_for_torch_compile(scheme):
     """Positions the model makes itself are not read back, so dynamo captures one graph."""
