@@ -126,6 +126,42 @@ def test_apply_rotary_interleaved_matches_complex_reference():
     assert_close(out_k, reference(k), atol=1e-6, rtol=1e-6)
 
 
+def test_interleaved_with_meta_weights_equals_half_split_with_permuted_weights():
+    # Partial rotary (8 of 16 channels); the whole head is checked against transformers in
+    # tests/interop/test_hf.py.
+    B, T, d_model, n_heads, head_dim, rotary_dim = 2, 6, 24, 3, 16, 8
+    x = randn(B, T, d_model, seed=5)
+    w_q, w_k = (
+        randn(n_heads * head_dim, d_model, seed=6),
+        randn(n_heads * head_dim, d_model, seed=7),
+    )
+    prf = rotary_dim / head_dim
+    positions = torch.arange(10, 10 + T)
+
+    def heads(x, w):  # [B, T, d_model] -> [B, H, T, head_dim]
+        return (x @ w.T).view(B, T, n_heads, head_dim).transpose(1, 2)
+
+    def rotate(layout, w_q, w_k):
+        cos, sin = RotaryEmbedding(head_dim, partial_rotary_factor=prf, layout=layout)(positions)
+        return apply_rotary(heads(x, w_q), heads(x, w_k), cos, sin, layout)
+
+    q_meta, k_meta = rotate("interleaved", w_q, w_k)
+    permuted = [
+        permute_interleaved_to_half_split(w, n_heads, head_dim, rotary_dim) for w in (w_q, w_k)
+    ]
+    q_hf, k_hf = rotate("half_split", *permuted)
+
+    # Same vectors up to the channel order in each head: half-split c*r/2 + i <- interleaved 2i + c.
+    order = torch.cat((torch.arange(0, rotary_dim, 2), torch.arange(1, rotary_dim, 2)))
+    order = torch.cat((order, torch.arange(rotary_dim, head_dim)))
+    assert_close(q_hf, q_meta[..., order], atol=1e-5, rtol=1e-5)
+    assert_close(k_hf, k_meta[..., order], atol=1e-5, rtol=1e-5)
+    # Hence the same attention scores.
+    assert_close(
+        q_hf @ k_hf.transpose(-1, -2), q_meta @ k_meta.transpose(-1, -2), atol=1e-4, rtol=1e-5
+    )
+
+
 @pytest.mark.parametrize("shape", [(2 * 8, 12), (2 * 8,)])
 @pytest.mark.parametrize("rotary_dim", [None, 4])
 def test_permutations_are_inverse_and_match_hf_conversion(shape, rotary_dim):
