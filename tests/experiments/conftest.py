@@ -1,5 +1,6 @@
 """Tiny model and training configs shared by the experiment tests (one thread: fast and
-bit-reproducible even when other processes share the CPU), and what they import from here."""
+bit-reproducible even when other processes share the CPU), toy suites, and what they import
+from here."""
 
 import json
 import os
@@ -8,6 +9,7 @@ from dataclasses import dataclass
 import pytest
 
 from blocklab.config import ModelConfig
+from blocklab.experiments.summaries import Interval
 
 
 @pytest.fixture
@@ -35,6 +37,41 @@ def plain_suite(name: str, plan, **kwargs):
 
     return Suite(name, name, plan, lambda options, results: Summary(
         name, options.size, len(options.seeds), [], data=Nothing()), Nothing, **kwargs)
+
+
+@dataclass(frozen=True)
+class ToyData:
+    diff: Interval
+
+
+def toy_suite(before=None):
+    """Arms a and b × the seeds: run a/s measures s + 1, b/s measures s (a paired difference of
+    1). Each run first calls `before(arm, seed)`; a result it returns is the run's."""
+    from blocklab.experiments.run_result import RunResult
+    from blocklab.experiments.suites import base
+    from blocklab.experiments.summaries import Summary, Table
+
+    def plan(options, tuned=()):
+        specs = []
+        for arm in ("a", "b"):
+            for seed in options.seeds:
+                def execute(progress, arm=arm, seed=seed):
+                    said = before(arm, seed) if before else None
+                    return said or RunResult("ok", wall_time_s=0.5, extra={
+                        "value": seed + (1.0 if arm == "a" else 0.0)})
+
+                specs.append(base.RunSpec(f"{arm}/{seed}", arm, seed,
+                                          {"arm": arm, "seed": seed, "size": options.size},
+                                          execute))
+        return specs
+
+    def summarise(options, results):
+        a, b = ([r.extra["value"] for s, r in results if s.arm == arm] for arm in "ab")
+        diff = base.paired_difference(a, b)
+        table = Table("toy", ["Δ"], [[base.format_ci(diff)]])
+        return Summary("toy", options.size, len(options.seeds), [table], data=ToyData(diff))
+
+    return base.Suite("toy", "a toy", plan, summarise, ToyData)
 
 
 # --- another user: files it owns, a child that becomes it --------------------------------------

@@ -5,7 +5,6 @@ reported while the others finish; a rerun completing only the missing runs)."""
 import json
 import os
 import time
-from dataclasses import dataclass
 
 import pytest
 
@@ -14,52 +13,28 @@ from blocklab.experiments.executors import ParallelExecutor
 from blocklab.experiments.options import RunOptions
 from blocklab.experiments.run_result import RunResult
 from blocklab.experiments.suites import SUITE_MODULES, base, get_suite, run_suite
-from blocklab.experiments.summaries import Interval, Summary
 
-from .conftest import plain_suite
-
-
-@dataclass(frozen=True)
-class ToyData:
-    diff: Interval
+from .conftest import ToyData, plain_suite, toy_suite
 
 
 def _toy_suite(log_dir, crash=None, fail=None, no_status=None):
-    """Two arms × `seeds` runs. Each finished run leaves a file in `log_dir` (workers are other
+    """`toy_suite` whose runs leave a file each in `log_dir` when they finish (workers are other
     processes, so a list would not do). On its first attempt, run `crash` kills its worker and
     run `fail` raises; run `no_status` returns a result without a status every time."""
 
-    def plan(options, tuned=()):
-        size, seeds = options.size, options.seeds
-        specs = []
-        for arm in ("a", "b"):
-            for seed in seeds:
-                label = f"{arm}/{seed}"
+    def before(arm, seed):
+        label, tried = f"{arm}/{seed}", log_dir / f"tried-{arm}{seed}"
+        first = not tried.exists()
+        tried.touch()
+        if first and label == crash:
+            os._exit(1)  # the worker process dies mid-task
+        if first and label == fail:
+            raise ValueError("boom")
+        (log_dir / f"done-{arm}{seed}-{time.time_ns()}").touch()
+        if label == no_status:  # stored, but not readable as a result
+            return RunResult(None, extra={"value": 0.0})  # type: ignore[arg-type]
 
-                def execute(progress, arm=arm, seed=seed, label=label):
-                    first = not (log_dir / f"tried-{arm}{seed}").exists()
-                    (log_dir / f"tried-{arm}{seed}").touch()
-                    if first and label == crash:
-                        os._exit(1)  # the worker process dies mid-task
-                    if first and label == fail:
-                        raise ValueError("boom")
-                    (log_dir / f"done-{arm}{seed}-{time.time_ns()}").touch()
-                    if label == no_status:  # stored, but not readable as a result
-                        return RunResult(None, extra={"value": 0.0})  # type: ignore[arg-type]
-                    return RunResult("ok", wall_time_s=0.5,
-                                     extra={"value": seed + (1.0 if arm == "a" else 0.0)})
-
-                specs.append(base.RunSpec(label, arm, seed,
-                                          {"arm": arm, "seed": seed, "size": size}, execute))
-        return specs
-
-    def summarise(options, results):
-        size, seeds = options.size, options.seeds
-        a = [r.extra["value"] for s, r in results if s.arm == "a"]
-        b = [r.extra["value"] for s, r in results if s.arm == "b"]
-        return Summary("toy", size, len(seeds), [], data=ToyData(base.paired_difference(a, b)))
-
-    return base.Suite("toy", "a toy", plan, summarise, ToyData)
+    return toy_suite(before)
 
 
 def _done(log_dir):

@@ -15,11 +15,12 @@ import pytest
 from blocklab.experiments import provenance
 from blocklab.experiments.executors import ParallelExecutor
 from blocklab.experiments.options import RunOptions, RunRequest
-from blocklab.experiments.run_result import FinalMetrics, RunResult
-from blocklab.experiments.suites import base, get_suite, run_suite
+from blocklab.experiments.run_result import RunResult
+from blocklab.experiments.suites import base, get_suite, load_summary, run_suite
 from blocklab.experiments.summaries import Summary
 
 from .conftest import plain_suite
+from .suites.conftest import final_metrics
 
 
 @dataclass(frozen=True)
@@ -41,22 +42,18 @@ def _without_timings(value):
 
 
 @pytest.mark.parametrize("name", ["placement", "position"])
-def test_parallel_results_equal_serial_results(tmp_path, name):
+def test_parallel_results_equal_serial_results(tmp_path, tiny_runs, name):
+    """The session's tiny runs ran in two worker processes; run here again, serially."""
     suite = get_suite(name)
-    serial = run_suite(suite, RunOptions.for_suite(suite, "tiny", None), tmp_path / "serial",
-                       progress=False)
-    parallel = run_suite(suite, RunOptions.for_suite(suite, "tiny", None), tmp_path / "parallel",
-                         progress=False, executor=ParallelExecutor(2))
-    specs = base.plan_suite(suite, RunOptions.for_suite(suite, "tiny", None),
-                            tmp_path / "serial").specs  # tuned settings
+    options = RunOptions.for_suite(suite, "tiny", None)
+    run_suite(suite, options, tmp_path, progress=False)
+    specs = base.plan_suite(suite, options, tmp_path).specs  # tuned settings
     # Timed runs (position's cost run) measure speed and nothing else; they are compared by
     # what they count (parameters, kernels), below.
-    timed = [spec for spec in specs if spec.timed]
-    assert len(timed) == (1 if name == "position" else 0)
+    assert len([spec for spec in specs if spec.timed]) == (1 if name == "position" else 0)
     for spec in [spec for spec in specs if not spec.timed]:
-        a = json.loads((tmp_path / "serial" / name / "tiny" / f"{spec.run_id}.json").read_text())
-        b = json.loads((tmp_path / "parallel" / name / "tiny" / f"{spec.run_id}.json")
-                       .read_text())
+        a, b = (json.loads((root / name / "tiny" / f"{spec.run_id}.json").read_text())
+                for root in (tmp_path, tiny_runs))
         # the threads a run ran with are the executor's (each worker runs one); the rest of
         # how it used the machine (device, precision, its model's kernels) is the same
         pa, pb = a.pop("provenance"), b.pop("provenance")
@@ -64,7 +61,8 @@ def test_parallel_results_equal_serial_results(tmp_path, name):
         assert pb["threads"] == 1
         expected = provenance.current().of_run(RunResult.from_dict(a)).to_dict()
         assert {**pa, "threads": 0} == {**pb, "threads": 0} == {**expected, "threads": 0}
-    a, b = dataclasses.asdict(serial.data), dataclasses.asdict(parallel.data)
+    a, b = (dataclasses.asdict(load_summary(root, name, "tiny").data)
+            for root in (tmp_path, tiny_runs))
     if name == "position":
         cost_a, cost_b = a.pop("cost"), b.pop("cost")
         for scheme in cost_a["schemes"]:
@@ -292,36 +290,27 @@ def test_source_hash_covers_what_decides_results_and_nothing_else(tmp_path):
 
 
 # --- failures apart from quality ----------------------------------------------------------------
-def test_one_failed_seed_shrinks_n_and_keeps_the_position_summary(tmp_path):
+def test_one_failed_seed_shrinks_n_and_keeps_the_position_summary(tiny_runs):
+    """The stored tiny runs (seed 0) stand in for seed 1 too; alibi's seed 1 failed."""
     suite = get_suite("position")
-    run_suite(suite, RunOptions.for_suite(suite, "tiny", 2), tmp_path, progress=False,
-              executor=ParallelExecutor(2))
-    store = base.ResultStore(tmp_path / "position" / "tiny")
-    options = RunOptions.for_suite(suite, "tiny", 2)
-    results = [(spec, store.load(spec.run_id))
-               for spec in base.plan_suite(suite, options, tmp_path).specs]
-    dropped = next(spec for spec, _ in results if spec.arm == "alibi" and spec.seed == 1)
-    kept = [(spec, r) for spec, r in results if spec is not dropped]
-    summary = suite.summarise(options, kept)
+    store = base.ResultStore(tiny_runs / "position" / "tiny")
+    results = [(spec, store.load(spec.run_id)) for spec in base.plan_suite(
+        suite, RunOptions.for_suite(suite, "tiny", 1), tiny_runs).specs]
+    seed_1 = [(dataclasses.replace(spec, seed=1), dataclasses.replace(
+        result, extra={**result.extra, "seed": 1})) for spec, result in results
+        if "seed" in result.extra and spec.arm != "alibi"]
+    summary = suite.summarise(RunOptions.for_suite(suite, "tiny", 2), results + seed_1)
     alibi, rope = summary.data.arms["alibi"], summary.data.arms["rope"]
     m = next(iter(alibi.loss_beyond_L))
     assert alibi.loss_beyond_L[m].n == 1 and rope.loss_beyond_L[m].n == 2
     assert alibi.extrapolated_minus_sliding[m].n == 1
 
 
-def _final(val_loss: float) -> FinalMetrics:
-    """A finished training run's final metrics with `val_loss` (the rest placeholders)."""
-    return FinalMetrics(val_loss=val_loss, val_loss_se=None, val_windows=1, val_tokens=32,
-                        val_loss_tail=val_loss, val_loss_tail_n=1, val_bpb=None,
-                        val_loss_by_length={}, per_position_loss={}, train_loss=val_loss,
-                        unigram_entropy=5.0, unigram_entropy_bpb=7.2, params=1)
-
-
 def test_failed_placement_runs_count_as_failures_not_as_losses():
     from blocklab.experiments.suites.placement import summary as placement
 
-    ok = RunResult("ok", final=_final(2.0), steps_done=10)
-    stuck = RunResult("stuck", final=_final(5.5), steps_done=4)
+    ok = RunResult("ok", final=final_metrics(2.0), steps_done=10)
+    stuck = RunResult("stuck", final=final_metrics(5.5), steps_done=4)
     training = placement.SIZES["tiny"].training
     key = (training.placements[-1], training.depths[0], training.warmups[0])
     trained = {(*key, 0): ok, (*key, 1): stuck}

@@ -11,12 +11,9 @@ import pytest
 from blocklab.experiments.options import MAX_SEED_OFFSET, MAX_SEEDS, RunOptions, RunRequest
 from blocklab.experiments.run_result import RunResult
 from blocklab.experiments.suites import base
-from blocklab.experiments.summaries import Interval, Summary, Table, load_summary
+from blocklab.experiments.summaries import Interval, Summary, load_summary
 
-
-@dataclass(frozen=True)
-class ToyData:
-    diff: Interval
+from ..conftest import ToyData, toy_suite
 
 
 def test_mean_ci_by_hand():
@@ -44,30 +41,12 @@ def test_format_ci():
 
 
 def _toy_suite(calls, fail_at=None):
-    def plan(options, tuned=()):
-        size, seeds = options.size, options.seeds
-        specs = []
-        for arm in ("a", "b"):
-            for seed in seeds:
-                def execute(progress, arm=arm, seed=seed):
-                    if fail_at == (arm, seed):
-                        raise KeyboardInterrupt
-                    calls.append((arm, seed))
-                    return RunResult("ok", wall_time_s=0.5,
-                                     extra={"value": seed + (1.0 if arm == "a" else 0.0)})
-                specs.append(base.RunSpec(f"{arm}/{seed}", arm, seed,
-                                          {"arm": arm, "seed": seed, "size": size}, execute))
-        return specs
+    def before(arm, seed):
+        if fail_at == (arm, seed):
+            raise KeyboardInterrupt
+        calls.append((arm, seed))
 
-    def summarise(options, results):
-        size, seeds = options.size, options.seeds
-        a = [r.extra["value"] for s, r in results if s.arm == "a"]
-        b = [r.extra["value"] for s, r in results if s.arm == "b"]
-        diff = base.paired_difference(a, b)
-        table = Table("toy", ["Δ"], [[base.format_ci(diff)]])
-        return Summary("toy", size, len(seeds), [table], data=ToyData(diff))
-
-    return base.Suite("toy", "a toy", plan, summarise, ToyData)
+    return toy_suite(before)
 
 
 def test_run_suite_resumes_after_interrupt(tmp_path):
