@@ -72,7 +72,6 @@ def test_unusual_claims_and_report_input(tmp_path, one_line_exit_2, monkeypatch,
     assert not (tmp_path / "report").exists()
 
 
-
 # --- tiny is a smoke test ------------------------------------------------------------------------
 def test_claims_at_tiny_say_tiny_decides_nothing(tmp_path, capsys):
     code, out, _ = run_cli(["claims", "C02", "--tiny", "--results", str(tmp_path)], capsys)
@@ -102,29 +101,34 @@ def test_the_tiny_suite_prints_that_tiny_decides_nothing(tiny_ffn):
     assert " ".join(TINY_NOTE.split()) in " ".join(printed.split())
 
 
-def test_claims_and_report_agree_on_a_summary_whose_runs_are_gone(tiny_ffn, tmp_path, capsys,
-                                                                  unrasterized):
-    results = tmp_path / "runs"
-    shutil.copytree(tiny_ffn[0], results)
-    folder = results / "ffn" / "tiny"
-    run_ids = json.loads((folder / "summary.json").read_text())["run_ids"]
+@pytest.fixture
+def results(tiny_ffn, tmp_path) -> Path:
+    """A copy of the tiny ffn results, to damage."""
+    shutil.copytree(tiny_ffn[0], tmp_path / "runs")
+    return tmp_path / "runs"
+
+
+def _c16(results: Path, capsys) -> tuple[int, dict]:
+    """`blocklab claims C16 --tiny --json` on `results`: its exit code and its one row."""
     code, out, err = run_cli(["claims", "C16", "--tiny", "--results", str(results), "--json"],
                              capsys)
-    assert code == 0, err
-    (intact,) = json.loads(out)
-    assert intact["verdict"] != "missing-results"
+    (row,) = json.loads(out)
+    return code, row
+
+
+def test_claims_and_report_agree_on_a_summary_whose_runs_are_gone(results, tmp_path, capsys,
+                                                                  unrasterized):
+    folder = results / "ffn" / "tiny"
+    run_ids = json.loads((folder / "summary.json").read_text())["run_ids"]
+    assert _c16(results, capsys)[1]["verdict"] != "missing-results"
 
     (folder / f"{run_ids[0]}.json").unlink()
     reason = (f"a run of the stored summary is missing or unreadable (1 of {len(run_ids)}, "
               f"first {run_ids[0]}.json)")
     command = f"blocklab suite ffn --size tiny --results {results}"
-    code, out, err = run_cli(["claims", "C16", "--tiny", "--results", str(results), "--json"],
-                             capsys)
-    assert code == 0, err
-    (row,) = json.loads(out)
-    assert row["verdict"] == "missing-results" and row["error"] is None
-    assert reason in row["summary"] and f"`{command}`" in row["summary"]
-    assert row["command"] == command
+    code, row = _c16(results, capsys)
+    assert code == 0 and row["verdict"] == "missing-results" and row["error"] is None
+    assert reason in row["summary"] and row["command"] == command
 
     code, _, err = run_cli(["report", "--no-run", "--tiny", "--results", str(results), "--out",
                             str(tmp_path / "report")], capsys)
@@ -134,7 +138,6 @@ def test_claims_and_report_agree_on_a_summary_whose_runs_are_gone(tiny_ffn, tmp_
     assert ffn["summary"] is None and reason in ffn["error"] and f"`{command}`" in ffn["error"]
     (c16,) = [r for r in doc["ledger"] if r["id"] == "C16"]
     assert c16["verdict"] == "missing-results" and c16["summary"] == row["summary"]
-    assert doc["generated"]["size_note"]["en"] == TINY_NOTE
 
 
 # --- a damaged stored file: named, run again, nothing else lost or mixed in ----------------------
@@ -147,38 +150,24 @@ def _suite(results: Path, capsys) -> tuple[int, str, str]:
                     "--no-progress", "--jobs", "1", "--json"], capsys)
 
 
-# (how a run file is damaged, what the ledger then says of it); every other way strict JSON is
-# broken is refused by the one reader (tests/test_strict_json.py)
-RUN_DAMAGE = {
-    "NaN": (lambda t: re.sub(r'"val_loss": [-0-9.e]+', '"val_loss": NaN', t, count=1),
-            "final.val_loss: NaN is not strict JSON"),
-    "cut short": (lambda t: t[: len(t) // 3], "malformed JSON"),
-}
-
-
-@pytest.mark.parametrize("kind", sorted(RUN_DAMAGE))
-def test_a_damaged_run_file_is_named_and_run_again(tiny_ffn, tmp_path, capsys, kind):
-    """A stored run (and a tuning run) edited to hold NaN or cut short is no result: the
-    ledger grades nothing from it and names the file and what is wrong; the suite says which
-    file it runs again, runs those alone, rewrites the summary, and leaves every other stored
-    file as it was."""
-    damage, message = RUN_DAMAGE[kind]
-    results = tmp_path / "runs"
-    shutil.copytree(tiny_ffn[0], results)
+def test_a_damaged_run_file_is_named_and_run_again(results, capsys):
+    """A stored run (and a tuning run) edited to hold NaN is no result: the ledger grades
+    nothing from it and names the file and what is wrong; the suite says which file it runs
+    again, runs those alone, rewrites the summary, and leaves every other stored file as it
+    was. (Every other damage: tests/experiments/test_results.py.)"""
     folder = results / "ffn" / "tiny"
     run_ids = json.loads((folder / "summary.json").read_text())["run_ids"]
     target = folder / f"{run_ids[1]}.json"
-    target.write_text(damage(target.read_text()))
     tuning = sorted((results / "ffn" / "tiny+tuning").glob("*.json"))[0]
-    tuning.write_text(damage(tuning.read_text()))
+    for path in (target, tuning):
+        path.write_text(re.sub(r'"val_loss": [-0-9.e]+', '"val_loss": NaN', path.read_text(),
+                               count=1))
+    message = "final.val_loss: NaN is not strict JSON"
     others = {p: b for p, b in _snapshot(results).items()
               if p not in (target, tuning, folder / "summary.json")}
 
-    code, out, err = run_cli(["claims", "C16", "--tiny", "--results", str(results), "--json"],
-                             capsys)
-    assert code == 0, err
-    (row,) = json.loads(out)
-    assert row["verdict"] == "missing-results" and row["error"] is None
+    code, row = _c16(results, capsys)
+    assert code == 0 and row["verdict"] == "missing-results" and row["error"] is None
     assert f"first {target.name}, damaged: {message}" in row["summary"], row["summary"]
 
     code, out, err = _suite(results, capsys)
@@ -187,48 +176,33 @@ def test_a_damaged_run_file_is_named_and_run_again(tiny_ffn, tmp_path, capsys, k
     assert f"{len(run_ids) - 1} of {len(run_ids)} runs were already stored" in notes
     said = f"{target}: {message}"
     assert said in err and said in notes
-    from blocklab.experiments.results import ResultStore
     from blocklab.jsonio import read_json
 
     assert read_json(target)["status"] == read_json(tuning)["status"] == "ok"  # strict again
-    assert ResultStore(folder).has(run_ids[1])
     assert {p: b for p, b in _snapshot(results).items() if p in others} == others
     assert set(_snapshot(results)) == {*others, target, tuning, folder / "summary.json"}
-    code, out, _ = run_cli(["claims", "C16", "--tiny", "--results", str(results), "--json"],
-                           capsys)
-    assert json.loads(out)[0]["verdict"] != "missing-results"
+    assert _c16(results, capsys)[1]["verdict"] != "missing-results"
 
 
-def test_a_damaged_summary_is_refused_naming_it_and_rewritten_by_the_suite(tiny_ffn, tmp_path,
-                                                                          capsys):
-    results = tmp_path / "runs"
-    shutil.copytree(tiny_ffn[0], results)
+def test_a_damaged_summary_is_refused_naming_it_and_rewritten_by_the_suite(results, capsys):
     path = results / "ffn" / "tiny" / "summary.json"
     path.write_text(path.read_text().replace('"suite": "ffn"', '"suite": "ffn", "suite": "ffn"', 1))
-    message = "key 'suite' is given twice in one object"
     runs = {p: b for p, b in _snapshot(results).items() if p != path}
-    code, out, _ = run_cli(["claims", "C16", "--tiny", "--results", str(results), "--json"],
-                           capsys)
-    (row,) = json.loads(out)
+    code, row = _c16(results, capsys)
     assert code == 1 and row["verdict"] == "error"
-    assert f"{path}: {message}" in row["error"]
+    assert f"{path}: key 'suite' is given twice in one object" in row["error"]
     assert f"run `blocklab suite ffn --size tiny --results {results}` to rewrite it" \
         in row["error"]
     code, _, err = _suite(results, capsys)
     assert code == 0, err
     assert {p: b for p, b in _snapshot(results).items() if p != path} == runs  # none re-run
-    code, out, _ = run_cli(["claims", "C16", "--tiny", "--results", str(results), "--json"],
-                           capsys)
-    assert code == 0 and json.loads(out)[0]["verdict"] != "error"
+    code, row = _c16(results, capsys)
+    assert code == 0 and row["verdict"] != "error"
 
 
-def test_planned_rules_with_a_key_twice_stop_the_suite_naming_the_file(tiny_ffn, tmp_path,
-                                                                      one_line_exit_2):
-    results = tmp_path / "runs"
-    shutil.copytree(tiny_ffn[0], results)
+def test_planned_rules_with_a_key_twice_stop_the_suite_naming_the_file(results, one_line_exit_2):
     path = results / "ffn" / "tiny" / "planned_rules.json"
-    rules = json.loads(path.read_text())
-    key = sorted(rules)[0]
+    key = sorted(json.loads(path.read_text()))[0]
     path.write_text("{" + f'"{key}": "x", ' + path.read_text().lstrip()[1:])
     before = _snapshot(results)
     one_line_exit_2(["suite", "ffn", "--tiny", "--seeds", "1", "--results", str(results),
@@ -237,20 +211,14 @@ def test_planned_rules_with_a_key_twice_stop_the_suite_naming_the_file(tiny_ffn,
     assert _snapshot(results) == before
 
 
-# --- claims on a folder that holds another size ---------------------------------------------------
+# --- claims on a folder that holds another size (what the row says: tests/claims/test_ledger.py)
 def test_claims_at_quick_on_a_folder_of_tiny_results_name_the_tiny_ones(tiny_ffn, capsys):
     results = tiny_ffn[0]
-    read = f"blocklab claims --size tiny --results {results}"
     code, out, _ = run_cli(["claims", "--results", str(results)], capsys)
     assert code == 0
     lines = [line for line in out.splitlines() if "lack results" in line]
     assert len(lines) == 1 and lines[0].endswith(
-        f"{results} holds results at --size tiny (ffn): {read}"), lines
-    code, out, _ = run_cli(["claims", "C16", "--results", str(results), "--json"], capsys)
-    (row,) = json.loads(out)
-    assert row["verdict"] == "missing-results"
-    assert f"Results of 'ffn' at --size tiny are stored there: `{read}`." in row["summary"]
-    assert row["evidence"]["stored"] == [{"size": "tiny", "seed_offset": 0,
-                                          "precision": "fp32", "command": read}]
+        f"{results} holds results at --size tiny (ffn): "
+        f"blocklab claims --size tiny --results {results}"), lines
     code, out, _ = run_cli(["claims", "--tiny", "--results", str(results)], capsys)
     assert code == 0 and "holds results at" not in out  # it reads them: nothing to point at
