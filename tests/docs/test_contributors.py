@@ -127,27 +127,29 @@ TOY_RULE = '''    "C99": lambda size: {"b above a": Rule(
 '''
 
 
-def _edit(path, anchor: str, text: str) -> None:
-    """Insert `text` after `anchor` in `path` (the anchor must be there once)."""
-    source = path.read_text(encoding="utf-8")
-    assert source.count(anchor) == 1, f"{path.name}: {anchor!r} is not there once"
-    path.write_text(source.replace(anchor, anchor + text), encoding="utf-8")
+# What a contributor runs, in one process: the suite planned and seeded (its rule recorded with
+# the suite's runs, more than one look), then `blocklab suite toy` and `blocklab report`.
+RUN = """import json, sys
+from blocklab.claims.catalogue import SUITE_OF, part_arms, suite_rules
+from blocklab.claims.registry import registered
+from blocklab.cli import main
 
-
-def _blocklab(src, *args: str) -> str:
-    import os
-    import subprocess
-    import sys
-
-    done = subprocess.run([sys.executable, "-m", "blocklab", *args], capture_output=True,
-                          text=True, timeout=600, env={**os.environ, "PYTHONPATH": str(src)})
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done.stdout
+rule = registered("C99", "tiny")["b above a"]
+results, out = sys.argv[1:]
+assert main(["suite", "toy", "--tiny", "--no-progress", "--results", results]) == 0
+assert main(["report", "--tiny", "--no-run", "--results", results, "--out", out,
+             "--lang", "en"]) == 0
+print(json.dumps([SUITE_OF["C99"], sorted(suite_rules("tiny")["toy"]),
+                  part_arms("C99", "b above a", rule.metric, ["a", "b"]), len(rule.schedule)]))
+"""
 
 
 def test_a_new_suite_and_claim_are_planned_seeded_graded_and_rendered(tmp_path):
     import json
+    import os
     import shutil
+    import subprocess
+    import sys
     from pathlib import Path
 
     import blocklab
@@ -163,7 +165,9 @@ def test_a_new_suite_and_claim_are_planned_seeded_graded_and_rendered(tmp_path):
         touched.append(relative)
 
     def edit(relative: str, anchor: str, text: str) -> None:
-        _edit(package / relative, anchor, text)
+        source = (package / relative).read_text(encoding="utf-8")
+        assert source.count(anchor) == 1, f"{relative}: {anchor!r} is not there once"
+        (package / relative).write_text(source.replace(anchor, anchor + text), encoding="utf-8")
         touched.append(relative)
 
     # the suite: its package, and its name in the suite registry
@@ -172,43 +176,27 @@ def test_a_new_suite_and_claim_are_planned_seeded_graded_and_rendered(tmp_path):
     # the claim: the list, its words, its rules, its check (a new check module, imported once)
     edit("claims/CLAIMS.md", "[§ 为什么 Pre-Norm 成为主流？]\n",
          "- C99 A toy: the toy suite's b lies above a. [§ 为什么 Pre-Norm 成为主流？]\n")
-    edit("claims/text.py", "CLAIM_TEXT: dict[str, tuple[str, str]] = {\n",
-         '    "C99": ("The toy suite\'s b lies above a.", "示例套件中 b 高于 a。"),\n')
+    edit("claims/wording.toml", "[CLAIM_TEXT]\n",
+         'C99.en = "The toy suite\'s b lies above a."\nC99.zh = "示例套件中 b 高于 a。"\n')
     edit("claims/registry.py", "RULES: dict[str, Callable[[str], dict[str, Rule]]] = {\n",
          TOY_RULE)
     write("claims/toy.py", TOY_CHECK)
     edit("claims/catalogue.py", "    quantization,\n", "    toy,\n")
     assert len(set(touched)) == 7  # 2 for the suite, 5 for the claim: no list elsewhere
 
-    # planned: the rule is recorded with the suite's runs; seeded: its design adds seeds to a, b
-    probe = ("import json; from blocklab.claims.catalogue import SUITE_OF, part_arms, "
-             "suite_rules; from blocklab.claims.registry import registered; "
-             "rule = registered('C99', 'tiny')['b above a']; "
-             "print(json.dumps([SUITE_OF['C99'], sorted(suite_rules('tiny')['toy']), "
-             "part_arms('C99', 'b above a', rule.metric, ['a', 'b']), rule.schedule]))")
-    import os
-    import subprocess
-    import sys
-
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                          timeout=120, env={**os.environ, "PYTHONPATH": str(src)})
-    assert done.returncode == 0, done.stderr[-3000:]
-    suite, rules, arms, schedule = json.loads(done.stdout)
-    assert (suite, rules, arms) == ("toy", ["C99 b above a"], ["a", "b"])
-    assert len(schedule) > 1  # more than one look: the design can add seeds
-
     results, out = tmp_path / "runs", tmp_path / "report"
-    _blocklab(src, "suite", "toy", "--tiny", "--no-progress", "--results", str(results))
-    ledger = json.loads(_blocklab(src, "claims", "C99", "--json", "--tiny", "--results",
-                                  str(results)))
-    (row,) = [r for r in (ledger if isinstance(ledger, list) else ledger["claims"])
+    done = subprocess.run([sys.executable, "-c", RUN, str(results), str(out)], text=True,
+                          capture_output=True, timeout=600,
+                          env={**os.environ, "PYTHONPATH": str(src)})
+    assert done.returncode == 0, done.stderr[-3000:]
+    suite, rules, arms, looks = json.loads(done.stdout.splitlines()[-1])
+    assert (suite, rules, arms) == ("toy", ["C99 b above a"], ["a", "b"]) and looks > 1
+    # graded: the ledger's row the report keeps
+    (row,) = [r for r in json.loads((out / "report.json").read_text())["ledger"]
               if r["id"] == "C99"]
     assert row["error"] is None and row["verdict"] == "confirmed"
-    assert [p["name"] for p in row["parts"]] == ["b above a"]
-    assert row["parts"][0]["decision"] == "confirmed"
+    assert [(p["name"], p["decision"]) for p in row["parts"]] == [("b above a", "confirmed")]
     # rendered: the suite in a section of its own, the claim in the ledger
-    _blocklab(src, "report", "--tiny", "--no-run", "--results", str(results), "--out", str(out),
-              "--lang", "en")
     page = (out / "index.html").read_text(encoding="utf-8")
     assert 'id="toy"' in page and "Toy suite" in page and "Toy gap" in page
     assert "C99" in page and "The toy suite&#39;s b lies above a." in page
