@@ -96,6 +96,13 @@ def test_sampling_is_reproducible_with_a_generator():
     assert not torch.equal(runs[0], other)
 
 
+def test_learned_positions_past_max_seq_len_raise():
+    model = _model(position="learned", max_seq_len=8)
+    model(_ids(length=8))
+    with pytest.raises(ValueError, match="max_seq_len=8"):
+        model(_ids(length=9))
+
+
 @pytest.mark.parametrize("ffn, norm, placement",
                          list(itertools.product(sorted(FFNS), NORMS, PLACEMENTS)))
 def test_every_ffn_norm_placement_trains(ffn, norm, placement):
