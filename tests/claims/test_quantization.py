@@ -2,6 +2,7 @@
 scales are set, measured by the suite's own functions."""
 
 import dataclasses
+import functools
 import math
 
 import numpy as np
@@ -30,8 +31,8 @@ def _float_s(n):
 
 
 def _timing(scheme, speedup, n=5):
-    """A scheme's timing row: prefill seconds per repeat (the float model's / `speedup`, with a
-    little noise of its own) and the speed-ups `scheme_rows` would read off them."""
+    """A scheme's timing row: prefill seconds per repeat (the float model's / `speedup`,
+    jittered) and the speed-ups read off them."""
     part, mode = ("none", "none") if scheme == "none" else scheme.split("/")
     base = _float_s(n)
     own = base if scheme == "none" else [f / speedup * JITTER[i] for i, f in enumerate(base)]
@@ -113,9 +114,8 @@ def _log_t_interval(a, b, confidence):
 
 
 def test_c32_decision_reads_the_interval_it_prints(tmp_path):
-    # Both parts are graded on 100·ln(ratio) (log-percent) with the registered percent sizes
-    # mapped there, so the interval each decision reads is the log-scale t interval at its
-    # level, computed here by hand, and the one the ledger prints beside the verdict.
+    # Both parts are graded on 100·ln(ratio): each decision reads the log-scale t interval at
+    # its level (by hand here), the one the ledger prints.
     from blocklab.claims.registry import log_pct
     from blocklab.claims.rules import decided_text
 
@@ -151,10 +151,8 @@ def test_c32_decision_reads_the_interval_it_prints(tmp_path):
 
 
 def test_c32_is_graded_on_the_log_scale_not_by_rescaling_percent():
-    # One interval, two readings at 98.75%: rescaling the arms of the percent interval
-    # 100·(r − 1) by a t-quantile ratio (what `rules.decide` does to any interval it is given)
-    # is not the t interval at that level, which is the log one mapped by the same monotone
-    # transform; C32 grades the latter.
+    # At 98.75%, rescaling the percent interval 100·(r − 1) by a t-quantile ratio is not the
+    # t interval; rescaling the log one is, and C32 grades that.
     from blocklab.claims.quantization import log_estimate
 
     base = _float_s(6)
@@ -172,11 +170,9 @@ def test_c32_is_graded_on_the_log_scale_not_by_rescaling_percent():
 
 @pytest.mark.parametrize("n", [4, 8])
 def test_timing_intervals_cover_at_their_nominal_levels(n):
-    """Simulated timings with lognormal noise (σ = 0.3 on each timing and on each repeat's
-    shared slowness): the 95% interval of `TimeRatio.paired` and the 99.5% interval `decide`
-    reads after rescaling it on the log scale each cover the true geometric-mean ratio at their
-    nominal rate within ±2 percentage points (2000 replications: binomial sd 0.49 points at 95%,
-    0.16 at 99.5%)."""
+    """Lognormal timings (σ = 0.3 per timing and per repeat): the 95% `TimeRatio.paired`
+    interval and the 99.5% one `decide` reads cover the true ratio within ±2 points (2000
+    replications: binomial sd 0.49 points at 95%, 0.16 at 99.5%)."""
     from blocklab.claims.quantization import log_estimate
     from blocklab.claims.rules import Rule, decide
 
@@ -204,9 +200,8 @@ C33_SEEDS = range(6)  # the rule's max_seeds: the last look, read at close to 5%
 
 @torch.no_grad()
 def with_scale_ratio(model, ratio):
-    """`model` with each layer's up rescaled so that gate's per-tensor int8 scale is exactly
-    `ratio` × up's (up's largest entry set to max|gate| / ratio; down divided by the same
-    factor, so the FFN computes nearly the same function)."""
+    """`model` with each layer's up rescaled (down divided back) so that gate's per-tensor
+    int8 scale is exactly `ratio` × up's."""
     for layer in model.layers:
         gate, up, down = gated_ffn_weights(layer.ffn)
         top = gate.abs().max()
@@ -221,9 +216,9 @@ def with_scale_ratio(model, ratio):
 
 
 def measured(ratio, row_scale_error=0.0):
-    """A quantize summary's C33 data from one small SwiGLU model per seed with gate and up
-    scales `ratio` apart: `swiglu_errors` on random windows, every layer compared by
-    `merge_comparison` (its merged per-row scales perturbed by `row_scale_error` in row 0)."""
+    """C33's data from a small SwiGLU model per seed with gate and up scales `ratio` apart,
+    measured by `swiglu_errors` and `merge_comparison` (merged row 0's scale off by
+    `row_scale_error`)."""
     cfg = ModelConfig(vocab_size=256, d_model=64, n_layers=2, n_heads=2, ffn="swiglu",
                       max_seq_len=32)
     per_seed, layers = [], []
@@ -245,18 +240,15 @@ def measured(ratio, row_scale_error=0.0):
         gate_up_scale_ratio=[x["scale_ratio"] for x in layers])
 
 
-@pytest.fixture(scope="module")
-def equal_scales():
-    return measured(1.0)
+@functools.cache
+def measured_once(ratio):
+    """`measured(ratio)` built on a test's first call, inside its one-thread turn (a module
+    fixture is built before it, on every OpenMP thread: 50 s against 1 s beside a worker)."""
+    return measured(ratio)
 
 
-@pytest.fixture(scope="module")
-def scales_4x_apart():
-    return measured(4.0)
-
-
-def test_c33_equal_scales_merge_per_tensor_for_free(equal_scales):
-    data = equal_scales
+def test_c33_equal_scales_merge_per_tensor_for_free():
+    data = measured_once(1.0)
     assert data.gate_up_scale_ratio == [1.0] * 2 * len(C33_SEEDS)
     # One scale for both is each one's own: merged is separate, bit for bit.
     assert data.merged_per_tensor_max_diff == 0.0
@@ -267,8 +259,8 @@ def test_c33_equal_scales_merge_per_tensor_for_free(equal_scales):
     assert combine_c33(exact, tensor) == "not-reproduced-at-this-scale"
 
 
-def test_c33_scales_4x_apart_cost_beyond_delta(scales_4x_apart):
-    data = scales_4x_apart
+def test_c33_scales_4x_apart_cost_beyond_delta():
+    data = measured_once(4.0)
     assert data.gate_up_scale_ratio == [4.0] * 2 * len(C33_SEEDS)
     exact, tensor = c33_parts(data)
     # Per row the merge is still exact: the scale gap costs only under one per-tensor scale.
@@ -289,16 +281,16 @@ def test_c33_a_perturbed_row_scale_breaks_the_identity():
     assert combine_c33(*c33_parts(four)) == "confirmed"
 
 
-def test_c33_no_compared_layer_is_undecided(scales_4x_apart):
-    data = dataclasses.replace(scales_4x_apart, gate_up_scale_ratio=[])
+def test_c33_no_compared_layer_is_undecided():
+    data = dataclasses.replace(measured_once(4.0), gate_up_scale_ratio=[])
     exact, tensor = c33_parts(data)
     assert exact.verdict == "inconclusive" and tensor.verdict == "confirmed"
     # conditional if exact, confirmed if not: undecided
     assert combine_c33(exact, tensor) == "inconclusive"
 
 
-def test_c33_check_reads_the_summary(tmp_path, scales_4x_apart):
-    row = graded(tmp_path, "quantize", scales_4x_apart, "C33", seeds=len(C33_SEEDS))["C33"]
+def test_c33_check_reads_the_summary(tmp_path):
+    row = graded(tmp_path, "quantize", measured_once(4.0), "C33", seeds=len(C33_SEEDS))["C33"]
     assert row.error is None and row.verdict == "conditional"
     assert "4×" in row.summary and "merging is free" in row.summary
     assert "4×" in row.summary_zh

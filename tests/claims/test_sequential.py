@@ -1,10 +1,10 @@
-"""The sequential design: look levels, seed blocks for open parts only, and a run that adds
-seeds, records them and the rules they were planned under."""
+"""The sequential design: look levels, seed blocks for open parts, runs that add seeds."""
 
 from __future__ import annotations
 
 import json
 import math
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -35,8 +35,7 @@ def test_the_schedule_and_its_levels_follow_the_design():
     assert RULE.schedule == (5, 8, 10) and RULE.block == 3
     assert RULE.next_look(5) == 8 and RULE.next_look(9) == 10 and RULE.next_look(10) is None
     assert looks(RULE, 8) == (5, 8) and looks(RULE, 7) == (5, 7)
-    # each look spends its increment of the O'Brien–Fleming spending function, and no more:
-    # the levels sum to α, so no look can push the overall error past it
+    # each look spends its increment of O'Brien–Fleming's function: the levels sum to α
     spent = [0.0, *(stats.spent_alpha(t) for t in (0.5, 0.8, 1.0))]
     for n, k in ((5, 0), (8, 1), (10, 2)):
         assert look_level(RULE, n) == pytest.approx(spent[k + 1] - spent[k], rel=1e-12)
@@ -54,8 +53,8 @@ def test_the_schedule_and_its_levels_follow_the_design():
 
 
 def test_the_looks_keep_the_overall_error_at_alpha_on_null_data():
-    """Paired t tests at each look's level over seeds 5, 8, 10 of null data: the chance of any
-    rejection stays ≈ 5% (a fixed design tested three times would reach ≈ 10%)."""
+    """Paired t tests at each look's level on null data: any rejection stays ≈ 5% (three
+    tests at α each would reach ≈ 10%)."""
     rng = np.random.default_rng(0)
     trials = 20_000
     data = rng.standard_normal((trials, 10))
@@ -73,10 +72,9 @@ def test_the_looks_keep_the_overall_error_at_alpha_on_null_data():
 
 def _claim_run(parts: list[tuple[Rule, int]], k: int, truth: float, sd: float, reps: int,
                seed: int) -> tuple[float, float]:
-    """A claim whose parts (rule, the estimate it reads) read k paired differences ~ N(truth,
-    sd), run look by look as `run_looks` runs it: every part read by `decide_parts` at each
-    look, the next block of seeds added to the estimates of open parts only. (the share of runs
-    in which any part was ever decided, the share in which any deciding interval missed)."""
+    """Parts (rule, estimate index) on k paired differences ~ N(truth, sd), run look by look
+    as `run_looks` runs them (seeds added to open parts only): (share of runs with any part
+    decided, share with any deciding interval missing `truth`)."""
     rng = np.random.default_rng(seed)
     rule = parts[0][0]
     decided = missed = 0
@@ -105,12 +103,8 @@ def _claim_run(parts: list[tuple[Rule, int]], k: int, truth: float, sd: float, r
 
 @pytest.mark.parametrize("m", [1, 3])
 def test_a_claims_looks_and_holm_keep_every_wrong_decision_within_alpha(m):
-    """Every part's true effect sits on its boundary b (δ = 0.5 on the claimed side), so any
-    decision (confirmed: wholly beyond b; not reproduced: wholly short of it) is wrong. Run
-    look by look at seeds 5, 8, 10 through `decide_parts` (looks and Holm together), the chance
-    that any part of the claim is ever decided stays within α, and so does the chance that any
-    interval a decision read misses the true effect (the repeated intervals cover). The
-    normal-theory levels this design replaced reached 6.9% at m = 1 in the same run."""
+    """Every true effect on its boundary (any decision wrong), looks at 5, 8, 10 and Holm:
+    any decision, and any deciding interval missing the truth, stays within α."""
     rule = Rule("x", 0.5, 0.0, 5, -1.5, max_seeds=10)
     reps = 3000 if m == 1 else 2000
     wrong, missed = _claim_run([(rule, j) for j in range(m)], m, -0.5, 1.0, reps, seed=m)
@@ -120,10 +114,8 @@ def test_a_claims_looks_and_holm_keep_every_wrong_decision_within_alpha(m):
 
 
 def test_parts_counted_as_one_test_keep_the_claims_error_within_alpha():
-    """A claim of C30's shape: pairs of parts that read one estimate against 5%, one claiming
-    'at most' and one 'at least' (Holm counts each pair once), and single parts, every true
-    effect exactly on 5% (so any decision is wrong). Run look by look at seeds 4, 6, 8 through
-    `decide_parts`: the chance that any part is ever decided stays within α."""
+    """C30's shape: 'at most' / 'at least' pairs on one estimate (one Holm test each) and
+    single parts, every truth on 5%: any decision stays within α."""
     works = Rule("x", 5.0, 0.0, 4, 5.0, threshold=5.0, test="at-most", max_seeds=8)
     drops = Rule("x", 5.0, 0.0, 4, 5.0, threshold=5.0, test="at-least", max_seeds=8)
     reps = 3000  # 3 pairs and 2 single parts on 5 estimates
@@ -135,9 +127,8 @@ def test_parts_counted_as_one_test_keep_the_claims_error_within_alpha():
 
 
 def test_the_seeds_that_would_decide_are_read_at_their_future_looks_levels():
-    """An inconclusive part says how many seeds would decide it at the level the look at that
-    many seeds would be read at (its design's increment at its Holm share), not at today's;
-    a part that needs more than its design allows says so."""
+    """Seeds that would decide a part are priced at that look's own level; past the design,
+    it says so."""
     from blocklab.claims.rules import POWER, _seeds_to_decide
 
     near = Estimate(-1.0, -2.2, 0.2, 5, 1.0)  # 0.5 from the boundary at −0.5, sd 1
@@ -146,7 +137,7 @@ def test_the_seeds_that_would_decide_are_read_at_their_future_looks_levels():
     needed = found.seeds_needed
     assert needed is not None and needed > RULE.max_seeds
     assert f"about {needed} (past its design's 10) would decide it" in found.reason
-    # at the design's last share: 80% power at `needed` seeds, not one fewer
+    # 80% power at `needed` seeds at the last share, not one fewer
     last = look_level(RULE, 10)
     assert stats.power(0.5, 1.0, needed, alpha=last) >= POWER
     assert stats.power(0.5, 1.0, needed - 1, alpha=last) < POWER
@@ -179,50 +170,8 @@ def test_the_worst_case_plan_reaches_every_rules_last_look():
                for look in blocks for b in look["ffn"])
 
 
-def test_a_run_adds_seeds_where_parts_are_open_and_records_the_rules(tmp_path):
-    request = RunRequest(tmp_path, "tiny", budget_s=600)
-
-    def run(rules):
-        return run_suites(request, ["quantize"], progress=False, echo=lambda s: None,
-                          rules=rules)
-
-    done = run_looks(request, ["quantize"], run=run, workers=1, echo=lambda s: None)
-    assert done.records and not done.errors
-    folder = tmp_path / "quantize" / "tiny"
-    added = json.loads((folder / "seed_blocks.json").read_text())
-    assert all(b["arms"] == ["quality"] for b in added)  # C33's tensor part, nothing else
-    summary = load_summary(tmp_path, "quantize", "tiny")
-    assert summary.seed_blocks and summary.seeds == max(b["stop"] for b in added)
-    planned = json.loads((folder / "planned_rules.json").read_text())
-    assert planned == suite_rules("tiny")["quantize"] == summary.planned_rules
-    (c33,) = run_claims(["C33"], Context(RunRequest(tmp_path, "tiny")))
-    tensor = c33.parts[1].to_dict()
-    assert tensor["estimate"]["n"] >= 3 and len(tensor["looks"]) >= 2
-    assert tensor["rule_changed_after_data"] is None
-
-    # A rule edited after the data: the part is flagged, naming both hashes.
-    key = next(k for k in planned if k.startswith("C33 one per-tensor"))
-    planned[key] = "0123456789ab"
-    (folder / "planned_rules.json").write_text(json.dumps(planned))
-    run(suite_rules("tiny"))  # not fresh: the first record is kept
-    (c33,) = run_claims(["C33"], Context(RunRequest(tmp_path, "tiny")))
-    shown = c33.parts[1].to_dict()
-    assert shown["rule_changed_after_data"] == "0123456789ab"
-    now = planned_hash("C33", c33.parts[1].rule)
-    assert "rule changed after data" in shown["reason"] and now in shown["reason"]
-
-    # Runs stored with no record (from before rules were recorded): never re-recorded under
-    # today's rules; every graded part says its runs have no record.
-    (folder / "planned_rules.json").unlink()
-    run(suite_rules("tiny"))
-    assert not (folder / "planned_rules.json").exists()
-    (c33,) = run_claims(["C33"], Context(RunRequest(tmp_path, "tiny")))
-    assert "no record of the rule its runs were planned under" in c33.parts[1].reason
-
-
 def test_every_look_grades_what_the_request_names_its_precision_too(tmp_path, monkeypatch):
-    """The ledger of each look reads the request the suites ran under, precision included
-    (it once read float32 whatever the request); no rules are recorded beside bf16 runs."""
+    """Each look's ledger reads the request the suites ran under, precision included."""
     from blocklab.claims import sequential
 
     request = RunRequest(tmp_path, "tiny", 1000, "bf16", budget_s=600)
@@ -245,12 +194,10 @@ def test_every_look_grades_what_the_request_names_its_precision_too(tmp_path, mo
     assert recorded == [suite_rules("tiny")]
 
 
-def test_a_would_be_contradiction_gets_its_arms_trained_twice_as_long(tmp_path):
+def test_a_would_be_contradiction_gets_its_arms_trained_twice_as_long(tmp_path, tiny_runs):
     from blocklab.claims.sequential import run_longer
-    from blocklab.experiments.suites import get_suite, run_suite
 
-    run_suite(get_suite("ffn"), RunOptions.for_suite(get_suite("ffn"), "tiny", None), tmp_path,
-              progress=False)
+    shutil.copytree(tiny_runs / "ffn", tmp_path / "ffn")
     due = {"ffn": [Wanted("C16", "swiglu", "ffn", ("relu", "swiglu"), 1, 1)]}
     assert run_longer(RunRequest(tmp_path, "tiny"), due, executor=None, progress=False) == {}
     longer = load_summary(tmp_path, "ffn", "tiny", longer=True)
@@ -288,8 +235,7 @@ def test_the_price_is_the_worst_case_of_every_look_and_a_cap_admits_whole_looks(
     free = price_plan(RunRequest(tmp_path, "quick", budget_s=None), names, workers=2,
                       calibration=cal)
     assert free.admitted is None
-    # ffn's 4 arms by 3 then 2 seeds (C16: 5, 8, 10); position's 4 extrapolating arms by 2
-    # (C21, C30: 4, 6, 8) and its arm without positions by 1 (C29: 3, 5, 6; run at 4)
+    # ffn: 4 arms × 3 then 2 seeds (5, 8, 10); position: 4 arms × 2 (4, 6, 8), nope × 1
     assert [runs for runs, _ in free.looks] == [4 * 3 + 4 * 2 + 1, 4 * 2 + 4 * 2 + 1]
     assert free.price_s == pytest.approx(free.first_s + BUILD_RESERVE_S
                                          + sum(w for _, w in free.looks))
@@ -306,8 +252,8 @@ def test_the_price_is_the_worst_case_of_every_look_and_a_cap_admits_whole_looks(
 
 def test_the_plan_times_the_shapes_its_blocks_need_when_the_first_look_did_not(tmp_path,
                                                                              monkeypatch):
-    """With the first look's runs priced from stored twins, its calibration lacks shapes the
-    seed blocks train: the price calibrates them instead of failing."""
+    """A calibration lacking the seed blocks' shapes (first look priced from stored twins)
+    calibrates them instead of failing."""
     from blocklab.claims.sequential import price_plan
     from blocklab.experiments import estimate
 
@@ -327,8 +273,7 @@ def test_the_plan_times_the_shapes_its_blocks_need_when_the_first_look_did_not(t
 
 
 def _fake_plan_run(tmp_path, monkeypatch, *, admitted=None):
-    """run_looks on a fake suite whose parts decide as their arms gain seeds: C33's part
-    decides at 6 seeds, C29's never. Returns (looks, the blocks added, the clock reads)."""
+    """run_looks on a fake suite whose C33 part decides at 6 seeds: (looks, blocks added)."""
     from types import SimpleNamespace
 
     from blocklab.claims import sequential
@@ -363,8 +308,7 @@ def _fake_plan_run(tmp_path, monkeypatch, *, admitted=None):
 
 
 def test_the_plan_runs_every_look_whatever_the_clock_and_workers_say(tmp_path, monkeypatch):
-    """Machine independence: the looks run are the design's, whatever the clock reads (a
-    machine ten thousand times slower), the calibration's prices or the workers; a cap cuts
+    """The looks run are the design's whatever the clock reads (10⁴× slower); a cap cuts
     whole looks and names them."""
     from blocklab.claims import sequential
 
@@ -380,43 +324,65 @@ def test_the_plan_runs_every_look_whatever_the_clock_and_workers_say(tmp_path, m
     assert capped.cut == ["C33 p to n = 7"] and "admits 1 further look(s)" in capped.stopped
 
 
-def test_machine_independence_same_runs_and_verdicts_at_other_prices_and_workers(tmp_path):
-    """A real plan run twice, priced with a calibration and with one twice as slow, on two
-    workers and on one: every run planned (the seed blocks and run ids) and every verdict
-    is the same."""
-    from dataclasses import replace as dc_replace
-
+def test_a_run_adds_seeds_to_open_parts_alike_at_any_price_and_records_the_rules(tmp_path):
+    """A real plan at two prices and worker counts adds seeds to open parts only, with the
+    same seed blocks, run ids and verdicts, and records the rules they were planned under."""
     from blocklab.claims.sequential import WorkPlan
+
+    def run_of(request):
+        return lambda rules: run_suites(request, ["quantize"], progress=False,
+                                        echo=lambda s: None, rules=rules)
 
     outcomes = []
     for speed, workers in ((1.0, 2), (2.0, 1)):
-        folder = tmp_path / f"x{speed}"
-        request = RunRequest(folder, "tiny", budget_s=None)
-        cal = dc_replace(_calibration("tiny", ["quantize"]), speed=speed)
+        request = RunRequest(tmp_path / f"x{speed}", "tiny", budget_s=None)
         plan = WorkPlan(None, 10.0 * speed, [(4, 100.0 * speed)], None, workers)
-        assert cal.speed == speed
-
-        def run(rules, request=request):
-            return run_suites(request, ["quantize"], progress=False, echo=lambda s: None,
-                              rules=rules)
-
-        looks = run_looks(request, ["quantize"], plan=plan, run=run, workers=workers,
-                          echo=lambda s: None)
-        summary = load_summary(folder, "quantize", "tiny")
+        looks = run_looks(request, ["quantize"], plan=plan, run=run_of(request),
+                          workers=workers, echo=lambda s: None)
+        assert looks.records and not looks.errors
         # C33 reads seeded quality (C32 reads timings, which no two runs share)
-        rows = run_claims(["C33"], Context(RunRequest(folder, "tiny")))
+        rows = run_claims(["C33"], Context(request))
         outcomes.append((
             [(b.start, b.stop, b.arms) for r in looks.records for bs in r.blocks.values()
-             for b in bs], sorted(summary.run_ids),
+             for b in bs], sorted(load_summary(request.results, "quantize", "tiny").run_ids),
             [(row.id, row.verdict, [(p.name, p.verdict) for p in row.parts]) for row in rows]))
-    assert outcomes[0][0]  # further looks ran
-    assert outcomes[0] == outcomes[1]
+    assert outcomes[0][0] and outcomes[0] == outcomes[1]
+
+    request = RunRequest(tmp_path / "x1.0", "tiny")
+    run, folder = run_of(request), request.results / "quantize" / "tiny"
+    added = json.loads((folder / "seed_blocks.json").read_text())
+    assert all(b["arms"] == ["quality"] for b in added)  # C33's tensor part, nothing else
+    summary = load_summary(request.results, "quantize", "tiny")
+    assert summary.seed_blocks and summary.seeds == max(b["stop"] for b in added)
+    planned = json.loads((folder / "planned_rules.json").read_text())
+    assert planned == suite_rules("tiny")["quantize"] == summary.planned_rules
+    (c33,) = run_claims(["C33"], Context(request))
+    tensor = c33.parts[1].to_dict()
+    assert tensor["estimate"]["n"] >= 3 and len(tensor["looks"]) >= 2
+    assert tensor["rule_changed_after_data"] is None
+
+    # A rule edited after the data: the part is flagged, naming both hashes.
+    key = next(k for k in planned if k.startswith("C33 one per-tensor"))
+    planned[key] = "0123456789ab"
+    (folder / "planned_rules.json").write_text(json.dumps(planned))
+    run(suite_rules("tiny"))  # not fresh: the first record is kept
+    (c33,) = run_claims(["C33"], Context(request))
+    shown = c33.parts[1].to_dict()
+    assert shown["rule_changed_after_data"] == "0123456789ab"
+    now = planned_hash("C33", c33.parts[1].rule)
+    assert "rule changed after data" in shown["reason"] and now in shown["reason"]
+
+    # Runs stored with no record are never re-recorded under today's rules, and say so.
+    (folder / "planned_rules.json").unlink()
+    run(suite_rules("tiny"))
+    assert not (folder / "planned_rules.json").exists()
+    (c33,) = run_claims(["C33"], Context(request))
+    assert "no record of the rule its runs were planned under" in c33.parts[1].reason
 
 
 def test_the_price_the_report_states_for_more_seeds_is_the_plans_looks():
-    """What more seeds would decide (`report.build.decision_budget`) is priced as the plan
-    runs them: look by look, every open part to its next look, from the same stored wall
-    times."""
+    """`report.build.decision_budget` prices more seeds as the plan runs them: look by look,
+    every open part to its next look."""
     from dataclasses import asdict
 
     from blocklab.claims.registry import c16_rule
@@ -449,8 +415,7 @@ def test_the_price_the_report_states_for_more_seeds_is_the_plans_looks():
 
 
 def test_a_part_that_lost_seeds_asks_for_the_next_block_not_for_seeds_it_has():
-    """A part reading fewer pairs than its arms ran (a censored or failed seed) is extended
-    past its arms' seeds: it once asked for its min_seeds, which its arms had, and stalled."""
+    """A part reading fewer pairs than its arms ran (a lost seed) is extended past them."""
     from types import SimpleNamespace
 
     from blocklab.claims.sequential import open_parts
