@@ -17,22 +17,15 @@ from .conftest import LLAMA_HF, run_cli, write_json
 
 
 # --- blocklab budget / doctor --------------------------------------------------------------------
-def test_budget_config_too_large_to_be_a_config(tmp_path, one_line_exit_2):
-    path = tmp_path / "big.json"
-    with open(path, "wb") as handle:  # sparse: no disk used, and nothing should read it all
+def test_budget_file_that_is_no_config(tmp_path, one_line_exit_2):
+    big, binary = tmp_path / "big.json", tmp_path / "weights.json"
+    with open(big, "wb") as handle:  # sparse: no disk used, and nothing should read it all
         handle.truncate(1 << 30)
-    one_line_exit_2(["budget", str(path)], str(path), "MiB")
-
-
-def test_budget_missing_file_and_folder(tmp_path, one_line_exit_2):
+    binary.write_bytes(os.urandom(2048))
+    one_line_exit_2(["budget", str(big)], str(big), "MiB")
+    one_line_exit_2(["budget", str(binary)], str(binary))
     one_line_exit_2(["budget", str(tmp_path / "none.json")], "none.json")
     one_line_exit_2(["budget", str(tmp_path)], "config.json")
-
-
-def test_budget_binary_file(tmp_path, one_line_exit_2):
-    path = tmp_path / "weights.json"
-    path.write_bytes(os.urandom(2048))
-    one_line_exit_2(["budget", str(path)], str(path))
 
 
 @pytest.mark.parametrize(("key", "value"), [
