@@ -75,6 +75,7 @@ _SMOOTH = 10  # train losses averaged for the stuck test and the final train los
 TAIL_EVALS = 4  # periodic validation losses averaged into the final val_loss_tail
 _ADDED_AT_DEFAULT: dict[str, Any] = {"final_eval_fraction": 0.0, "nested_widths": [],
                                      "learn_margin": None}
+_SEQUENCES = ("betas", "eval_lengths", "nested_widths")  # tuples here, lists in JSON
 
 
 def _bad(name: str, value: Any, allowed: str) -> ConfigError:
@@ -215,9 +216,8 @@ class TrainConfig:
 
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
-        data["betas"] = list(self.betas)
-        data["eval_lengths"] = list(self.eval_lengths)
-        data["nested_widths"] = list(self.nested_widths)
+        for key in _SEQUENCES:
+            data[key] = list(data[key])
         for name, default in _ADDED_AT_DEFAULT.items():
             if data[name] == default:
                 del data[name]
@@ -232,7 +232,7 @@ class TrainConfig:
         if unknown:
             raise ConfigError(f"unknown TrainConfig key(s) {unknown}; allowed: {sorted(known)}")
         data = dict(data)
-        for key in ("betas", "eval_lengths", "nested_widths"):
+        for key in _SEQUENCES:
             if isinstance(data.get(key), list):
                 data[key] = tuple(data[key])
         return cls(**data)
@@ -585,9 +585,12 @@ def train(model_config: ModelConfig, train_config: TrainConfig,
         progress = False
     corpus = load_corpus(data)
     check_vocab(mc, corpus)
-    windows = {length: validation_windows(corpus.val, length, tc.eval_batches * tc.batch_size)
-               for length in tc.eval_lengths}
-    ending = final_windows(corpus.val, tc) if tc.final_eval_fraction > 0 else None
+    periodic = {length: validation_windows(corpus.val, length, tc.eval_batches * tc.batch_size)
+                for length in tc.eval_lengths}
+    # (windows per length, tokens per forward): the periodic evaluation, then the final one
+    evaluations = [(periodic, tc.batch_size * tc.seq_len)]
+    if tc.final_eval_fraction > 0:
+        evaluations.append((final_windows(corpus.val, tc), final_batch_tokens(tc)))
     entropy = unigram_entropy(corpus.train, corpus.tokenizer.vocab_size)
     reference = references(corpus)
     limit = None if tc.divergence_factor is None else tc.divergence_factor * math.log(
@@ -599,7 +602,7 @@ def train(model_config: ModelConfig, train_config: TrainConfig,
 
     def validate() -> None:
         nonlocal last_eval
-        last_eval = evaluate(model, windows, tc.batch_size * tc.seq_len, per_window=True)
+        last_eval = evaluate(model, *evaluations[0], per_window=True)
         curves.val_step.append(steps_done)
         for length, scores in last_eval.items():
             curves.val[str(length)].append(scores["loss"])
@@ -629,9 +632,8 @@ def train(model_config: ModelConfig, train_config: TrainConfig,
             recorder.active = False
             recorder.take()
             optimizer.zero_grad(set_to_none=True)
-            _warm_up_evaluation(model, windows, tc.batch_size * tc.seq_len)
-            if ending is not None:
-                _warm_up_evaluation(model, ending, final_batch_tokens(tc))
+            for windows, batch_tokens in evaluations:
+                _warm_up_evaluation(model, windows, batch_tokens)
             compile_s = time.perf_counter() - tick
         try:
             for step in range(tc.steps):
@@ -690,11 +692,10 @@ def train(model_config: ModelConfig, train_config: TrainConfig,
             # With the recorder's hooks still on, as at warm-up: else new graphs would compile.
             if not curves.val_step or curves.val_step[-1] != steps_done:
                 validate()
-            final_eval_s = None
-            scored = last_eval
-            if ending is not None:
+            final_eval_s, scored = None, last_eval
+            if len(evaluations) > 1:
                 tick = time.perf_counter()
-                scored = evaluate(model, ending, final_batch_tokens(tc), per_window=True)
+                scored = evaluate(model, *evaluations[1], per_window=True)
                 final_eval_s = time.perf_counter() - tick
         finally:
             recorder.remove()

@@ -24,7 +24,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from blocklab.errors import InputError, Interrupted, ResultsError
 from blocklab.experiments.options import RunOptions
@@ -69,6 +69,8 @@ class RunSpec:
 
 
 Results = list[tuple[RunSpec, RunResult]]
+K = TypeVar("K")  # what `interleaved` times
+T = TypeVar("T")  # what one of its measurements returns
 
 
 @dataclass(frozen=True)
@@ -623,6 +625,20 @@ def format_ratio(stats: TimeRatio, digits: int = 3) -> str:
 def median_ms(seconds: Sequence[float]) -> float:
     """The median of `seconds`, in milliseconds."""
     return 1000 * statistics.median(seconds)
+
+
+def interleaved(keys: Sequence[K], warmup: int, repeats: int,
+                measure: Callable[[K, int], T]) -> dict[K, list[T]]:
+    """key -> [repeats] of `measure(key, i)`, every key measured in each round i, the order
+    rotating by one a round so drift falls on all alike; the first `warmup` rounds dropped."""
+    samples: dict[K, list[T]] = {key: [] for key in keys}
+    for i in range(warmup + repeats):
+        shift = i % len(keys)
+        for key in [*keys[shift:], *keys[:shift]]:
+            value = measure(key, i)
+            if i >= warmup:
+                samples[key].append(value)
+    return samples
 
 
 def statuses(results: Iterable[RunResult | None]) -> dict[str, int]:

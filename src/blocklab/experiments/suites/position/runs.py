@@ -19,7 +19,13 @@ from blocklab.experiments.options import RunOptions
 from blocklab.experiments.results import added_identity, json_safe, train_identity
 from blocklab.experiments.run_result import RunResult
 from blocklab.experiments.scale import Scale
-from blocklab.experiments.suites.base import Results, RunSpec, training_spec, tuning_seeds
+from blocklab.experiments.suites.base import (
+    Results,
+    RunSpec,
+    interleaved,
+    training_spec,
+    tuning_seeds,
+)
 from blocklab.experiments.suites.evaluation import FINAL_EVAL_FRACTION, graded_only
 from blocklab.experiments.suites.position.timing import (
     COST_SCHEMES,
@@ -303,6 +309,11 @@ def with_rope_scaling(model, scaling: RopeScaling | None):
     return scaled.to(next(model.parameters()).device).eval()
 
 
+def read_at(model, kind: str | None, m: int, L: int):
+    """`model` to read at m·L tokens: as it is (`kind` None), else RoPE-scaled by `kind` at m."""
+    return model if kind is None else with_rope_scaling(model, scaling_config(kind, m, L))
+
+
 # str(mult of L) -> str(needle depth) -> passkey accuracy, or UNAVAILABLE past a table's end.
 PasskeyGrid = dict[str, dict[str, float | str]]
 
@@ -543,8 +554,9 @@ def sliding_window_loss(model, rows, window: int, stride: int) -> list[float]:
 
 
 def extrapolation(model, val_tokens, L: int, mults: Sequence[int], n_windows: int, *,
-                  sliding: bool = True) -> LengthReads:
-    """Full-context (and with `sliding`, sliding-window) losses at every multiple of L."""
+                  sliding: bool = True, scaling: str | None = None) -> LengthReads:
+    """Full-context (and with `sliding`, sliding-window) losses at every multiple m of L, read
+    with RoPE scaling `scaling` at factor m if given (`read_at`)."""
     from blocklab.experiments.data import validation_windows
     from blocklab.experiments.trainer import evaluate
 
@@ -555,7 +567,8 @@ def extrapolation(model, val_tokens, L: int, mults: Sequence[int], n_windows: in
     errors: dict[str, str] = {}
     for m in mults:
         rows = validation_windows(val_tokens, m * L, n_windows)
-        scores = evaluate(model, {m * L: rows}, batch_tokens=16384)[m * L]
+        reader = read_at(model, scaling, m, L)
+        scores = evaluate(reader, {m * L: rows}, batch_tokens=16384)[m * L]
         key = str(m)
         per_position[key] = scores["per_position"]
         if scores["loss"] is None:
@@ -567,7 +580,7 @@ def extrapolation(model, val_tokens, L: int, mults: Sequence[int], n_windows: in
         else:
             beyond[key] = loss_beyond(scores["per_position"], L)
         if sliding and m > 1:
-            curve = sliding_window_loss(model, rows, L, L // 2)
+            curve = sliding_window_loss(reader, rows, L, L // 2)
             slid[key] = loss_beyond(curve, L)
     return LengthReads(loss_at_L, beyond, slid, per_position, errors)
 
@@ -726,19 +739,10 @@ def _rope_variants(options: RunOptions, model, corpus, seed: int
     longer = [m for m in mults if m > 1]
     variants: dict[str, ScaledReads | FineTunedReads] = {}
     for kind in SCALINGS:
-        beyond: dict[str, float | str | None] = {}
-        per_position: dict[str, list[float | None] | None] = {}
-        errors: dict[str, str] = {}
-        scalings: dict[str, RopeScaling] = {}
-        for m in longer:
-            scaling = scaling_config(kind, m, L)
-            scaled = with_rope_scaling(model, scaling)
-            read = extrapolation(scaled, corpus.val, L, [m], n, sliding=False)
-            beyond.update(read.loss_beyond_L)
-            per_position.update(read.per_position)
-            errors.update(read.errors)
-            scalings[str(m)] = scaling
-        variants[f"rope+{kind}"] = ScaledReads(beyond, per_position, errors, scalings)
+        read = extrapolation(model, corpus.val, L, longer, n, sliding=False, scaling=kind)
+        variants[f"rope+{kind}"] = ScaledReads(
+            read.loss_beyond_L, read.per_position, read.errors,
+            {str(m): scaling_config(kind, m, L) for m in longer})
     ft = config.finetune
     if ft:
         for ft_kind in ft.kinds:
@@ -813,16 +817,18 @@ def train_passkey_model(mc: ModelConfig, options: RunOptions, seed: int):
 
 
 def passkey_grid(model, L: int, mults: Sequence[int], depths: Sequence[float], n: int,
-                 seed: int) -> PasskeyGrid:
-    """Passkey accuracy at every (m·L tokens, depth); UNAVAILABLE past the model's table."""
+                 seed: int, scaling: str | None = None) -> PasskeyGrid:
+    """Passkey accuracy at every (m·L tokens, depth), with RoPE scaling `scaling` at factor m if
+    given (`read_at`); UNAVAILABLE past the model's table."""
     from blocklab.experiments.synthetic import passkey_accuracy
 
     grid: PasskeyGrid = {}
     for m in mults:
         row: dict[str, float | str] = {}
+        reader = read_at(model, scaling, m, L)
         for depth in depths:
             try:
-                row[str(depth)] = passkey_accuracy(model, n=n, length=m * L + 1, depth=depth,
+                row[str(depth)] = passkey_accuracy(reader, n=n, length=m * L + 1, depth=depth,
                                                    seed=seed)
             except PositionsBeyondTable:  # any other error is a fault: the run fails
                 row[str(depth)] = UNAVAILABLE
@@ -840,12 +846,10 @@ def passkey_run(options: RunOptions, arm: str, seed: int, progress) -> RunResult
         model, last_loss = train_passkey_model(arm_config(options.size, arm), options, seed)
         accuracy = {arm: passkey_grid(model, L, config.mults, pk.depths, pk.n, 7 + seed)}
         if arm == "rope":
+            longer = [m for m in config.mults if m > 1]
             for kind in SCALINGS:
-                by_mult: PasskeyGrid = {}
-                for m in (m for m in config.mults if m > 1):
-                    scaled = with_rope_scaling(model, scaling_config(kind, m, L))
-                    by_mult.update(passkey_grid(scaled, L, [m], pk.depths, pk.n, 7 + seed))
-                accuracy[f"rope+{kind}"] = by_mult
+                accuracy[f"rope+{kind}"] = passkey_grid(model, L, longer, pk.depths, pk.n,
+                                                        7 + seed, scaling=kind)
     record = PasskeyRun(arm=arm, seed=seed, final_train_loss=last_loss, accuracy=accuracy)
     return _result("passkey", record, started)
 
@@ -906,40 +910,37 @@ def time_position_cost(options: RunOptions, seed: int = 0) -> RunResult:
             def train_call(model=model):
                 model(prompt).float().sum().backward()
 
-            def decode_call(model=model):
-                _decode_call(model, prompt[:, :L - n_decode], 1)()()
+            def decode_step(model=model):  # one token's decode on a freshly prefilled cache
+                return _decode_call(model, prompt[:, :L - n_decode], 1)()
 
             model.train()
             train_kernels = sdpa_kernels(train_call)
             train_masks = sdpa_masks(train_call)
             flash_train = accepted_by("FLASH_ATTENTION", train_call)
             model.eval()
-            step = _decode_call(model, prompt[:, :L - n_decode], 1)()  # prefilled, untraced
             kernels[scheme] = SchemeKernels(
                 train=train_kernels, train_mask=train_masks, flash_train=flash_train,
-                decode=sdpa_kernels(step),
-                decode_mask=sdpa_masks(_decode_call(model, prompt[:, :L - n_decode], 1)()),
-                flash_decode=accepted_by("FLASH_ATTENTION", decode_call))
+                decode=sdpa_kernels(decode_step()), decode_mask=sdpa_masks(decode_step()),
+                flash_decode=accepted_by("FLASH_ATTENTION", lambda: decode_step()()))
             model.zero_grad(set_to_none=True)
-        train_s: dict[str, list[float]] = {s: [] for s in models}
-        decode_s: dict[str, list[float]] = {s: [] for s in models}
-        order = list(models)
-        for i in range(cost.warmup + cost.repeats):
-            batch = sample_batch(corpus.train, seed=seed, step=i, batch_size=tc.batch_size,
-                                 seq_len=L)
-            for scheme in order[i % len(order):] + order[:i % len(order)]:
-                model = models[scheme].train()
-                tick = time.perf_counter()
-                train_step(model, batch, optimizers[scheme], weights[scheme], lr=tc.lr,
-                           grad_clip=tc.grad_clip)  # the trainer's step, timed whole
-                step_s = time.perf_counter() - tick
-                decode = _decode_call(model.eval(), prompt[:, :L - n_decode], n_decode)()
-                tick = time.perf_counter()
-                decode()
-                token_s = (time.perf_counter() - tick) / n_decode
-                if i >= cost.warmup:
-                    train_s[scheme].append(step_s)
-                    decode_s[scheme].append(token_s)
+        batches = [sample_batch(corpus.train, seed=seed, step=i, batch_size=tc.batch_size,
+                                seq_len=L) for i in range(cost.warmup + cost.repeats)]
+
+        def measure(scheme: str, i: int) -> tuple[float, float]:
+            """(training step, decode per token) seconds of `scheme` on batch i."""
+            model = models[scheme].train()
+            tick = time.perf_counter()
+            train_step(model, batches[i], optimizers[scheme], weights[scheme], lr=tc.lr,
+                       grad_clip=tc.grad_clip)  # the trainer's step, timed whole
+            step_s = time.perf_counter() - tick
+            decode = _decode_call(model.eval(), prompt[:, :L - n_decode], n_decode)()
+            tick = time.perf_counter()
+            decode()
+            return step_s, (time.perf_counter() - tick) / n_decode
+
+        times = interleaved(list(models), cost.warmup, cost.repeats, measure)
+        train_s = {scheme: [t for t, _ in pairs] for scheme, pairs in times.items()}
+        decode_s = {scheme: [d for _, d in pairs] for scheme, pairs in times.items()}
         realistic = time_realistic_shapes(size, seed)
     record = CostRun(threads=1, L=L, batch_size=tc.batch_size, decode_tokens=n_decode,
                      prompt_tokens=L - n_decode, params=params, params_module=params_module,

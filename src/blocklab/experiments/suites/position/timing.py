@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from blocklab.config import ModelConfig
+from blocklab.experiments.suites.base import interleaved
 
 # The line kineto (PyTorch's profiler) writes to fd 2 as each profile starts and stops, at every
 # KINETO_LOG_LEVEL: "USDT:2026-01-01 12:00:00 41:41 SyncActivityProfilerHandler.cpp:52] ...".
@@ -192,14 +193,10 @@ def time_realistic_shapes(size: str, seed: int = 0) -> ShapeTimes:
         models[scheme] = DecoderLM(shape_config(size, scheme)).eval()
     generator = torch.Generator().manual_seed(seed)
     tokens = torch.randint(0, VOCAB, (1, prompt + n), generator=generator)  # [1, prompt + n]
-    prefill: dict[str, list[float]] = {k: [] for k in COST_SCHEMES}
-    decode: dict[str, list[float]] = {k: [] for k in COST_SCHEMES}
-    for i in range(s.warmup + s.repeats):
-        for scheme in COST_SCHEMES[i % len(COST_SCHEMES):] + COST_SCHEMES[:i % len(COST_SCHEMES)]:
-            prefill_s, decode_s = _prefill_then_decode(models[scheme], tokens, prompt)
-            if i >= s.warmup:
-                prefill[scheme].append(prefill_s)
-                decode[scheme].append(decode_s)
+    times = interleaved(COST_SCHEMES, s.warmup, s.repeats,
+                        lambda scheme, i: _prefill_then_decode(models[scheme], tokens, prompt))
+    prefill = {scheme: [p for p, _ in pairs] for scheme, pairs in times.items()}
+    decode = {scheme: [d for _, d in pairs] for scheme, pairs in times.items()}
     return ShapeTimes(label=s.label, d_model=s.d_model, n_layers=s.n_layers,
                       n_heads=s.n_heads, batch_size=1, prompt_tokens=prompt, decode_tokens=n,
                       repeats=s.repeats, threads=torch.get_num_threads(), prefill_s=prefill,
