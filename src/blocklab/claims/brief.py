@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import reduce
+from functools import partial, reduce
 from operator import getitem
 from typing import Any
 
@@ -232,36 +232,11 @@ def _c14(r: ClaimResult, lang: str) -> str:
     return say(TEXT["C14"], lang, worst=max(c["max_error"] for c in checks), n=len(checks))
 
 
-def _c16(r: ClaimResult, lang: str) -> str:
-    swiglu, geglu, glu = (_part(r, a) for a in ("swiglu", "geglu", "glu"))
-    if swiglu is None or geglu is None or glu is None:
-        return _tally(r, lang)
-    return say(TEXT["C16"], lang, swiglu=_est(swiglu, "%"), geglu=_value(geglu, "%"),
-               glu=_value(glu, "%"))
-
-
 def _c17(r: ClaimResult, lang: str) -> str:
     ev = r.evidence
     return say(TEXT["C17"], lang, low=_num(min(ev["silu_grad"])), high=_num(max(ev["silu_grad"])),
                z0=_num(min(ev["z"])), z1=_num(max(ev["z"])), relu=_num(max(ev["relu_grad"])),
                zero=_num(ev["silu_grad_zero_at"]))
-
-
-def _c18(r: ClaimResult, lang: str) -> str:
-    norm = _part(r, "the norm needs about 7% fewer FLOPs")
-    step = _part(r, "a training step needs about 7% fewer FLOPs")
-    quality = _part(r, "nearly the same quality")
-    if norm is None or step is None or quality is None:
-        return _tally(r, lang)
-    return say(TEXT["C18"], lang, norm=_num(norm.estimate.value or 0.0),
-               step=_num(step.estimate.value or 0.0), quality=_est(quality))
-
-
-def _c19(r: ClaimResult, lang: str) -> str:
-    pre = _part(r, "pre-norm trains without warmup")
-    if pre is None:
-        return _tally(r, lang)
-    return say(TEXT["C19"], lang, est=_est(pre), tally=_tally(r, lang))
 
 
 def _c20(r: ClaimResult, lang: str) -> str:
@@ -379,25 +354,41 @@ def _c35(r: ClaimResult, lang: str) -> str:
                formula=models[worst]["formula_share"], exact=models[worst]["exact_share"])
 
 
-def _c36(r: ClaimResult, lang: str) -> str:
-    jacobian = _part(r, "pre-norm block Jacobian ≈ I at initialisation (gradient ≈ 1)")
-    if jacobian is None:
-        return _tally(r, lang)
-    return say(TEXT["C36"], lang, est=_est(jacobian), tally=_tally(r, lang))
+def _count(part: Part) -> str:
+    return _num(part.estimate.value or 0.0)
 
 
-def _c37(r: ClaimResult, lang: str) -> str:
-    sliced = _part(r, "slicing an ordinary FFN to m/2 is worse than nested training there")
-    full = _part(r, "nested training costs little at the full width m")
-    if sliced is None or full is None:
+_pct = partial(_est, unit="%")
+_value_pct = partial(_value, unit="%")
+
+# The clauses that quote named parts, each with its tally: {field: (part name, its writer)}; a
+# result that lacks one of the parts shows the tally alone.
+NAMED: dict[str, dict[str, tuple[str, Callable[[Part], str]]]] = {
+    "C16": {"swiglu": ("swiglu", _pct), "geglu": ("geglu", _value_pct),
+            "glu": ("glu", _value_pct)},
+    "C18": {"norm": ("the norm needs about 7% fewer FLOPs", _count),
+            "step": ("a training step needs about 7% fewer FLOPs", _count),
+            "quality": ("nearly the same quality", _est)},
+    "C19": {"est": ("pre-norm trains without warmup", _est)},
+    "C36": {"est": ("pre-norm block Jacobian ≈ I at initialisation (gradient ≈ 1)", _est)},
+    "C37": {"sliced": ("slicing an ordinary FFN to m/2 is worse than nested training there",
+                       _pct),
+            "full": ("nested training costs little at the full width m", _value_pct)},
+}
+
+
+def _named_clause(r: ClaimResult, lang: str) -> str:
+    found = {field: (_part(r, name), write) for field, (name, write) in NAMED[r.id].items()}
+    if any(part is None for part, _ in found.values()):
         return _tally(r, lang)
-    return say(TEXT["C37"], lang, sliced=_est(sliced, "%"), full=_value(full, "%"))
+    return say(TEXT[r.id], lang, tally=_tally(r, lang),
+               **{field: write(part) for field, (part, write) in found.items()})
 
 
 FOUND: dict[str, Callable[[ClaimResult, str], str]] = {
-    **dict.fromkeys(GOT, _got_clause), **dict.fromkeys(QUOTED, _quoted_clause), "C04": _c04,
-    "C06": _all_checks, "C07": _all_checks, "C08": _c08, "C12": _c12, "C13": _c13,
-    "C14": _c14, "C16": _c16, "C17": _c17, "C18": _c18, "C19": _c19, "C20": _c20, "C21": _c21,
-    "C22": _c22, "C24": _c24, "C25": _c25, "C26": _c26, "C27": _c27, "C28": _c28, "C29": _c29,
-    "C30": _c30, "C31": _c31, "C33": _c33, "C34": _c34, "C35": _c35, "C36": _c36, "C37": _c37,
+    **dict.fromkeys(GOT, _got_clause), **dict.fromkeys(QUOTED, _quoted_clause),
+    **dict.fromkeys(NAMED, _named_clause), "C04": _c04, "C06": _all_checks,
+    "C07": _all_checks, "C08": _c08, "C12": _c12, "C13": _c13, "C14": _c14, "C17": _c17,
+    "C20": _c20, "C21": _c21, "C22": _c22, "C24": _c24, "C25": _c25, "C26": _c26, "C27": _c27,
+    "C28": _c28, "C29": _c29, "C30": _c30, "C31": _c31, "C33": _c33, "C34": _c34, "C35": _c35,
 }

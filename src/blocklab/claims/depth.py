@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from blocklab.claims import registry
-from blocklab.claims.finding import DECIDED, Context, Finding, ci_n_text, claim, missing, scale_text
+from blocklab.claims.finding import DECIDED, Context, Finding, ci_n_text, claim, scale_text
 from blocklab.claims.placement import (
     at_deepest,
     learned_nowhere,
@@ -79,10 +79,7 @@ def c36_arms(part: str, metric: str, arms: list[str]) -> list[str]:
 
 @claim("C36", suite="placement", scale_dependent=True, arms=c36_arms, subsection=True)
 def c36(ctx: Context) -> Finding:
-    summary = ctx.summary("placement")
-    if summary is None:
-        return missing(ctx, "placement")
-    data = summary.data
+    data = ctx.required("placement").data
     effect = stable_effect(data, "deep")
     if effect is None:
         return Finding("untestable-here", *TEXT["no_sweep"], {},

@@ -13,9 +13,7 @@ from blocklab.claims.finding import (
     DECIDED,
     Context,
     Finding,
-    ci_text,
     claim,
-    missing,
     scale_text,
     trend_word,
 )
@@ -41,6 +39,7 @@ from blocklab.claims.rules import (
     with_failed_seeds,
 )
 from blocklab.claims.text import WORDING, Template, say
+from blocklab.experiments.suites.base import format_ci
 from blocklab.experiments.suites.ffn.runs import BASELINE
 from blocklab.experiments.suites.ffn.summary import FfnData
 
@@ -109,10 +108,7 @@ def c16_unfair(arm: str, interior: Mapping[str, bool], bias: float | None) -> st
 
 @claim("C16", suite="ffn", scale_dependent=True, arms=c16_arms)
 def c16(ctx: Context) -> Finding:
-    summary = ctx.summary("ffn")
-    if summary is None:
-        return missing(ctx, "ffn")
-    data = summary.data
+    data = ctx.required("ffn").data
     arms = data.arms
     from blocklab.experiments.suites.ffn.runs import PAGE_GAIN_PCT, page_gain_text
 
@@ -147,14 +143,14 @@ def c16(ctx: Context) -> Finding:
     seeds, steps = data.seeds, data.steps
     lrs = ", ".join(f"{arm} {arms[arm].lr:g}" for arm in ("relu", *page) if arm in arms)
     again = data.sensitivity
-    shift = "; ".join(f"{arm} {ci_text(arms[arm].rel_delta_pct, 2, '%')} → "
-                      f"{ci_text(again.rel_delta_pct[arm], 2, '%')}"
+    shift = "; ".join(f"{arm} {format_ci(arms[arm].rel_delta_pct, 2)}% → "
+                      f"{format_ci(again.rel_delta_pct[arm], 2)}%"
                       for arm in again.rel_delta_pct if arm != "relu" and arm in arms)
     shown_bias = ", ".join(f"{arm} {'—' if bias.get(arm) is None else f'{bias[arm]:+.2f}%'}"
                            for arm in page)
     edges = (min(data.lr_grid), max(data.lr_grid)) if data.lr_grid else ()
     points = ", ".join(
-        f"d={p.d_model}: {ci_text(p.rel_delta_pct, 2, '%')}"
+        f"d={p.d_model}: {format_ci(p.rel_delta_pct, 2)}%"
         + (" (an lr at the grid's edge)" if any(lr in edges for lr in p.lrs.values()) else "")
         for p in data.trend)
 
@@ -167,7 +163,7 @@ def c16(ctx: Context) -> Finding:
                                shift=shift) if shift else "")
         trend = "" if len(data.trend) < 2 else say(
             TEXT["trend"], lang, points=points,
-            change=ci_text(data.trend_change, 2, say(TEXT["points"], lang)),
+            change=format_ci(data.trend_change, 2) + say(TEXT["points"], lang),
             direction=trend_word(data.trend_change, "below", lang))
         return say(TEXT["c16"], lang, seeds=seeds, steps=steps, init=data.init,
                    grid=", ".join(f"{lr:g}" for lr in data.lr_grid), lrs=lrs, graded=graded,

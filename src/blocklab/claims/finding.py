@@ -44,13 +44,6 @@ def scale_text(d_model: int | None = None, depth: int | None = None, steps: int 
     return say(TEXT["scale"], lang, bits=say(TEXT["scale_sep"], lang).join(bits))
 
 
-def ci_text(stats: Interval, digits: int = 3, unit: str = "") -> str:
-    """An interval as the findings write it (`format_ci`), then `unit`."""
-    from blocklab.experiments.suites.base import format_ci
-
-    return format_ci(stats, digits) + unit
-
-
 def ci_n_text(stats: Interval, digits: int, unit: str = "") -> str:
     """'+m<unit> [+lo, +hi] (n=k)', '+m<unit> (n=k)' without an interval, or '—'."""
     if stats.mean is None:
@@ -105,6 +98,14 @@ class Finding:
                              f"{list(VERDICTS)}")
 
 
+class MissingResults(Exception):
+    """A check's suite has no usable summary (`Context.required`)."""
+
+    def __init__(self, suite: str) -> None:
+        super().__init__(suite)
+        self.suite = suite
+
+
 @dataclass
 class Context:
     """Where experimental checks find suite results: the summaries `request` names
@@ -147,6 +148,14 @@ class Context:
                 self.unusable[suite] = reason
             self._cache[suite] = None if reason else found
         return self._cache[suite]
+
+    def required(self, suite: str) -> Summary:
+        """`summary(suite)`, or MissingResults where it is None: the ledger then records
+        the `missing` finding in place of the check's."""
+        found = self.summary(suite)
+        if found is None:
+            raise MissingResults(suite)
+        return found
 
     def longer_summary(self, suite: str) -> Summary | None:
         """The summary of `suite`'s runs trained twice as long (`<size>+x2`, run to check a

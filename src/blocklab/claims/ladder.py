@@ -141,11 +141,6 @@ class PartTrend:
         return self.fit.lack_of_fit.p >= 0.05
 
 
-def seeded(part_rule: Rule) -> bool:
-    """Whether a part is read over seeds (an analytic count has min_seeds 1)."""
-    return part_rule.min_seeds >= 2
-
-
 @dataclass(frozen=True)
 class Ladder:
     claim: str
@@ -182,8 +177,9 @@ def read_ladder(claim_id: str, results: Path, precisions: dict[str, str],
     base = rungs[0].flops
     if base is None:  # the quick rung's compute from any rung's (multiples are exact)
         base = next((r.flops / r.multiple for r in rungs if r.flops is not None), None)
+    # the parts read over seeds (an analytic count has min_seeds 1)
     trends = [_trend(part, r, rungs, base) for part, r in registered(claim_id, "quick").items()
-              if seeded(r)]
+              if r.min_seeds >= 2]
     checked = precision_parts(results, seed_offset) if claim_id in PRECISION_CHECKED else []
     return Ladder(claim_id, rungs, trends, anchors(claim_id), base, seed_offset, checked)
 
@@ -476,9 +472,7 @@ def seed_gaps(results: Path, size: str, precision: str, seed_offset: int = 0
 def precision_parts(results: Path, seed_offset: int = 0) -> list[Part]:
     """The precision check at quick (`registry.C16_PRECISION_RULES`): per gated arm, its gap
     to ReLU in bf16 minus fp32, paired by seed, decided with Holm; [] until both are stored."""
-    import statistics
-
-    from scipy import stats
+    from blocklab.experiments.suites.base import mean_ci
 
     fp32 = seed_gaps(results, "quick", "fp32", seed_offset)
     bf16 = seed_gaps(results, "quick", "bf16", seed_offset)
@@ -487,12 +481,6 @@ def precision_parts(results: Path, seed_offset: int = 0) -> list[Part]:
     specs = []
     for arm, part_rule in C16_PRECISION_RULES.items():
         seeds = sorted(set(fp32.get(arm, {})) & set(bf16.get(arm, {})))
-        diffs = [bf16[arm][s] - fp32[arm][s] for s in seeds]
-        if len(diffs) >= 2:
-            mean, sd = statistics.fmean(diffs), statistics.stdev(diffs)
-            half = float(stats.t.ppf(0.975, len(diffs) - 1)) * sd / math.sqrt(len(diffs))
-            found = Interval(len(diffs), mean, mean - half, mean + half, sd)
-        else:
-            found = Interval(len(diffs), diffs[0] if diffs else None)
+        found = mean_ci([bf16[arm][s] - fp32[arm][s] for s in seeds])
         specs.append((arm, part_rule, Estimate.of(found)))
     return Part.decided_together(specs)

@@ -11,13 +11,9 @@ from typing import Any
 
 from blocklab.claims.anchors import Anchor, anchors, reading
 from blocklab.claims.catalogue import CHECKS, SCALE_DEPENDENT, SUITE_OF, planned_hash
-from blocklab.claims.finding import Context, Finding
+from blocklab.claims.finding import Context, Finding, MissingResults, missing
 from blocklab.claims.registry import RULES, RuleChange, changes, registered
-from blocklab.claims.rules import (
-    Estimate,
-    Part,
-    Rule,
-)
+from blocklab.claims.rules import Estimate, Part, Rule
 from blocklab.claims.text import CLAIM_TEXT, ERROR, Template, both, claim_sources
 from blocklab.errors import InputError, ResultsError
 from blocklab.experiments.suites import get_suite
@@ -140,6 +136,8 @@ def run_claims(ids: list[str] | None = None, ctx: Context | None = None) -> list
         rules = registered(cid, ctx.size)
         try:
             found = CHECKS[cid](ctx)
+        except MissingResults as gap:
+            found = missing(ctx, gap.suite)
         except Exception as err:  # noqa: BLE001 - shown as the error it is, never as a verdict
             out.append(_failed(head, f"{type(err).__name__}: {err}",
                                {"traceback": traceback.format_exc()},

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from blocklab.claims.finding import DECIDED, Context, Finding, claim, missing, scale_text
+from blocklab.claims.finding import DECIDED, Context, Finding, claim, scale_text
 from blocklab.claims.registry import (
     C18_BYTES_PART,
     C18_COMPUTE_RULES,
@@ -125,10 +125,7 @@ def c18(ctx: Context) -> Finding:
     from blocklab.experiments.suites.norm_cost.runs import SIZES as NORM_SIZES
     from blocklab.experiments.suites.norm_cost.summary import count_compute
 
-    summary = ctx.summary("norm-cost")
-    if summary is None:
-        return missing(ctx, "norm-cost")
-    data = summary.data
+    data = ctx.required("norm-cost").data
     rows = [r for r in data.ratios if r.pass_name == "fwdbwd"]
     by_kind: dict[str, list[KernelRatio]] = {}
     for r in rows:

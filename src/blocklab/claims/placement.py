@@ -17,9 +17,7 @@ from blocklab.claims.finding import (
     DECIDED,
     Context,
     Finding,
-    ci_text,
     claim,
-    missing,
     scale_text,
     trend_word,
 )
@@ -50,6 +48,7 @@ from blocklab.claims.rules import (
     verdict_text,
 )
 from blocklab.claims.text import WORDING, Template, say
+from blocklab.experiments.suites.base import format_ci
 from blocklab.experiments.suites.placement.summary import (
     GradientProbe,
     PlacementCell,
@@ -156,10 +155,7 @@ def c12_arms(part: str, metric: str, arms: list[str]) -> list[str]:
 # stack spreads.
 @claim("C12", suite="placement", scale_dependent=True, arms=c12_arms)
 def c12(ctx: Context) -> Finding:
-    summary = ctx.summary("placement")
-    if summary is None:
-        return missing(ctx, "placement")
-    data = summary.data
+    data = ctx.required("placement").data
     grads = data.init_gradients["pre"]
     deepest = str(max(next(iter(grads.values())).depths))
     rules = registered("C12", ctx.size)
@@ -174,11 +170,11 @@ def c12(ctx: Context) -> Finding:
     held = [init for init, p in zip(C12_INITS, parts, strict=True) if p.verdict == "confirmed"]
     spreads = "; ".join(f"{p.name}: {2 ** p.estimate.value:.1f}× (log2 {decided_text(p)}) → "
                         f"{p.verdict}" for p in parts if p.estimate.value is not None)
-    param = "; ".join(f"{init}: log2 {ci_text(g.layer_spread_log2[deepest], 2)}"
+    param = "; ".join(f"{init}: log2 {format_ci(g.layer_spread_log2[deepest], 2)}"
                       for init, g in grads.items() if deepest in g.layer_spread_log2)
     trained = [c for c in data.training if c.placement == "pre" and c.warmup > 0]
     during = "; ".join(f"depth {c.depth}, lr {c.lr:g}: "
-                       f"{ci_text(c.grad_first_over_last_log2, 2, '')}" for c in trained)
+                       f"{format_ci(c.grad_first_over_last_log2, 2)}" for c in trained)
 
     def text(lang: str) -> str:
         scale = ("" if verdict not in DECIDED else scale_text(
@@ -305,10 +301,7 @@ def contrast_arms(part: str, metric: str, arms: list[str]) -> list[str]:
 
 @claim("C13", suite="placement", scale_dependent=True, arms=contrast_arms)
 def c13(ctx: Context) -> Finding:
-    summary = ctx.summary("placement")
-    if summary is None:
-        return missing(ctx, "placement")
-    data = summary.data
+    data = ctx.required("placement").data
     cells = data.training
     failures = _failures(cells)
     depths = sorted({c.depth for c in cells})
@@ -319,13 +312,13 @@ def c13(ctx: Context) -> Finding:
         found = "" if effect is None else say(
             TEXT["c13_effect"], lang, depth=effect.depth,
             lrs=", ".join(f"{k} {v:g}" for k, v in effect.lrs.items()), warmup=effect.warmup,
-            interaction=ci_text(effect.warmup_interaction, 3, ""),
-            pre=ci_text(effect.pre_warmup_effect, 3, ""),
-            post_vs_pre=ci_text(effect.post_vs_pre_warm, 3, ""))
+            interaction=format_ci(effect.warmup_interaction, 3),
+            pre=format_ci(effect.pre_warmup_effect, 3),
+            post_vs_pre=format_ci(effect.post_vs_pre_warm, 3))
         swept = "" if stable is None else say(
             TEXT["c13_stable"], lang, depth=stable.depth,
             stability=stability_text(data, "sweep", stable.depth, lang),
-            interaction=ci_text(stable.warmup_interaction, 2, say(TEXT["doublings"], lang)))
+            interaction=format_ci(stable.warmup_interaction, 2) + say(TEXT["doublings"], lang))
         return say(TEXT["c13"], lang, seeds=data.seeds, depths=depths, steps=data.steps,
                    effect=found, stable=swept, **failures)
 
@@ -360,10 +353,7 @@ C19_COMBINES = ("confirmed when every testable part is confirmed and none is unt
 
 @claim("C19", suite="placement", scale_dependent=True, arms=contrast_arms)
 def c19(ctx: Context) -> Finding:
-    summary = ctx.summary("placement")
-    if summary is None:
-        return missing(ctx, "placement")
-    data = summary.data
+    data = ctx.required("placement").data
     cells = data.training
     effect, stable = _effect(data), stable_effect(data, "sweep")
     if effect is None or stable is None:
@@ -416,10 +406,10 @@ def c19(ctx: Context) -> Finding:
     def text(lang: str) -> str:
         zh = lang == "zh"
         probe = "" if post is None else say(TEXT["c19_probe"], lang,
-                                            slope=ci_text(post.slope_first_ci, 2, ""))
+                                            slope=format_ci(post.slope_first_ci, 2))
         trend = "" if len(depths) < 2 else say(
             TEXT["c19_trend"], lang, last=depths[-1], first=depths[0],
-            change=ci_text(data.interaction_trend, 3, " nats"),
+            change=format_ci(data.interaction_trend, 3) + " nats",
             direction=trend_word(data.interaction_trend, "above", lang))
         return say(TEXT["c19"], lang, depth=effect.depth, seeds=data.seeds,
                    fair=fair_zh if zh else fair_en, bias=bias_text, graded=graded,

@@ -101,9 +101,7 @@ def band_arms(part: str, metric: str, arms: list[str]) -> list[str]:
 
 @claim("C21", suite="position", scale_dependent=True, arms=band_arms)
 def c21(ctx: Context) -> Finding:
-    summary = ctx.summary("position")
-    if summary is None:
-        return missing(ctx, "position")
+    summary = ctx.required("position")
     data = summary.data
     arms = data.arms
     mults = [str(m) for m in data.mults if str(m) != "1"]
@@ -204,12 +202,9 @@ def score_asymmetry(seed: int = 0, tied: bool = False) -> float:
 
 def _order_row(o: OrderProbe) -> dict[str, object]:
     """One arm's order probe as C29's evidence shows it: each interval without its sd."""
-    def iv(stats: Interval) -> dict[str, float | int | None]:
-        return {"mean": stats.mean, "ci_low": stats.ci_low, "ci_high": stats.ci_high,
-                "n": stats.n}
-
-    return {"tv": iv(o.tv), "kl": iv(o.kl), "loss_minus_unigram": iv(o.loss_minus_unigram),
-            "prefix_len": o.prefix_len, "prefixes": o.prefixes}
+    shown = {"tv": o.tv, "kl": o.kl, "loss_minus_unigram": o.loss_minus_unigram}
+    return {**{k: {"mean": iv.mean, "ci_low": iv.ci_low, "ci_high": iv.ci_high, "n": iv.n}
+               for k, iv in shown.items()}, "prefix_len": o.prefix_len, "prefixes": o.prefixes}
 
 
 # Its experimental parts read the decoder trained without positions.
@@ -238,23 +233,19 @@ def c29(ctx: Context) -> Finding:
     breaks = causal > BROKEN_TOL
     verdict = "refuted" if not holds else "conditional" if breaks else "confirmed"
 
-    def tv_text(arm: str) -> str:
-        o = order.get(arm)
-        return "not run" if o is None else format_ci(o.tv, 3)
-
-    if none is not None:
-        trained = {lang: say(TEXT["c29_trained"], lang, seeds=none.tv.n, tv_none=tv_text("none"),
-                             reversed=none.prefix_len - 1, prefix=none.prefix_len,
-                             tv_rope=tv_text("rope"), gap=format_ci(none.loss_minus_unigram, 3))
-                   for lang in LANGS}
-    else:
-        command = ctx.suite_command("position")
-        trained = {lang: say(TEXT["c29_untrained"], lang, command=command) for lang in LANGS}
+    rope = order.get("rope")
+    command = ctx.suite_command("position")
+    trained = (TEXT["c29_untrained"], {"command": command}) if none is None else (
+        TEXT["c29_trained"], {"seeds": none.tv.n, "tv_none": format_ci(none.tv, 3),
+                              "reversed": none.prefix_len - 1, "prefix": none.prefix_len,
+                              "tv_rope": "not run" if rope is None else format_ci(rope.tv, 3),
+                              "gap": format_ci(none.loss_minus_unigram, 3)})
     en, zh = (say(TEXT["c29"], lang, bidirectional=bidirectional, causal=causal,
-                  asymmetry=asymmetry, tied=tied, trained=trained[lang]) for lang in LANGS)
+                  asymmetry=asymmetry, tied=tied, trained=say(trained[0], lang, **trained[1]))
+              for lang in LANGS)
     return Finding(
         verdict, en, zh,
-        evidence, "blocklab claims C29 && " + ctx.suite_command("position"), "position_order",
+        evidence, "blocklab claims C29 && " + command, "position_order",
         parts, *C29_COMBINES)
 
 
@@ -358,9 +349,7 @@ def _part_text(p: Part) -> str:
 
 @claim("C30", suite="position", scale_dependent=True, arms=band_arms, subsection=True)
 def c30(ctx: Context) -> Finding:
-    summary = ctx.summary("position")
-    if summary is None:
-        return missing(ctx, "position")
+    summary = ctx.required("position")
     data = summary.data
     groups = c30_parts(data, ctx.size)
     parts = [p for group in groups.values() for p in group]

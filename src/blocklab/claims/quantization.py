@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, replace
 
-from blocklab.claims.finding import DECIDED, Context, Finding, ci_n_text, claim, missing, scale_text
+from blocklab.claims.finding import DECIDED, Context, Finding, ci_n_text, claim, scale_text
 from blocklab.claims.registry import (
     C32_LARGEST_PART,
     C32_MODE,
@@ -180,10 +180,7 @@ def combine_c32(speed: Part, largest: Part, reason: Part, int8: bool = True) -> 
 @claim("C32", suite="quantize", scale_dependent=True, subsection=True,
        arms=lambda part, metric, arms: [] if part == C32_REASON_PART else ["timing"])
 def c32(ctx: Context) -> Finding:
-    summary = ctx.summary("quantize")
-    if summary is None:
-        return missing(ctx, "quantize")
-    data: QuantizeData = summary.data
+    data: QuantizeData = ctx.required("quantize").data
     parts, n = c32_parts(data, ctx.size)
     vnni = int8_hardware(data)
     # Without int8 instructions the question (which part gains most from int8) cannot be
@@ -285,10 +282,7 @@ def _ratio_text(ratios: list[float], lang: str) -> str:
 @claim("C33", suite="quantize", scale_dependent=True, subsection=True,
        arms=lambda part, metric, arms: [] if part == C33_EXACT_PART else ["quality"])
 def c33(ctx: Context) -> Finding:
-    summary = ctx.summary("quantize")
-    if summary is None:
-        return missing(ctx, "quantize")
-    data: QuantizeData = summary.data
+    data: QuantizeData = ctx.required("quantize").data
     exact, tensor_part = c33_parts(data, ctx.size)
     verdict = combine_c33(exact, tensor_part)
     rows = {s.scheme: s for s in data.swiglu}

@@ -38,12 +38,6 @@ VERDICTS = ("confirmed", "refuted", "contradicted-at-this-scale", "not-reproduce
 # A check that raises gets the state "error": never a verdict, and the ledger's exit code is 1.
 ERROR = "error"
 # The words a reader sees for each verdict (the ids stay in the JSON).
-VERDICT_EN = {"confirmed": "confirmed", "refuted": "refuted", "conditional": "conditional",
-              "mixed": "mixed", "contradicted-at-this-scale": "contradicted at this scale",
-              "not-reproduced-at-this-scale": "not reproduced at this scale",
-              "inconclusive": "inconclusive", "run": "run",
-              "untestable-here": "untestable here", "missing-results": "missing results",
-              ERROR: "error"}
 VERDICT_ZH = {"confirmed": "成立", "refuted": "不成立", "conditional": "有条件成立",
               "mixed": "部分成立",
               "contradicted-at-this-scale": "此规模下与之相反",
@@ -51,6 +45,7 @@ VERDICT_ZH = {"confirmed": "成立", "refuted": "不成立", "conditional": "有
               "run": "已运行",
               "untestable-here": "此处无法检验", "missing-results": "缺少实验结果",
               ERROR: "检查出错"}
+VERDICT_EN = {verdict: verdict.replace("-", " ") for verdict in VERDICT_ZH}
 # Each verdict's one definition, (English, Chinese), for the docs and the report.
 VERDICT_MEANING: dict[str, Template] = WORDING["VERDICT_MEANING"]
 

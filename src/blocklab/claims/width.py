@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from blocklab.claims.finding import DECIDED, Context, Finding, ci_text, claim, missing
+from blocklab.claims.finding import DECIDED, Context, Finding, claim
 from blocklab.claims.registry import (
     C37_MARGIN_PCT,
     C37_NARROW_PART,
@@ -30,6 +30,7 @@ from blocklab.claims.rules import (
     with_failed_seeds,
 )
 from blocklab.claims.text import WORDING, Template, say
+from blocklab.experiments.suites.base import format_ci
 from blocklab.experiments.suites.width.summary import WidthData
 
 C37_COMBINES = ("the page's warning is the two sliced parts: the claim is confirmed when both "
@@ -62,10 +63,7 @@ def c37_arms(part: str, metric: str, arms: list[str]) -> list[str]:
 
 @claim("C37", suite="width", scale_dependent=True, arms=c37_arms)
 def c37(ctx: Context) -> Finding:
-    summary = ctx.summary("width")
-    if summary is None:
-        return missing(ctx, "width")
-    data: WidthData = summary.data
+    data: WidthData = ctx.required("width").data
     rules = registered("C37", ctx.size)
     m = data.widths[0]
     estimates = {**{name: data.sliced_vs_nested_pct[str(m // k)]
@@ -105,5 +103,5 @@ def c37(ctx: Context) -> Finding:
          "nested_price_pct": asdict(data.nested_price_pct),
          "nested_vs_narrow_pct": asdict(data.nested_vs_narrow_pct),
          "status": data.status,
-         "interval_text": {p.name: ci_text(estimates[p.name], 2, "%") for p in parts}},
+         "interval_text": {p.name: format_ci(estimates[p.name], 2) + "%" for p in parts}},
         ctx.suite_command("width"), "width_control", parts, *C37_COMBINES)
