@@ -29,7 +29,7 @@ from blocklab.experiments.suites.placement.summary import PlacementData
 from blocklab.experiments.suites.position.summary import PerPosition, PositionData, Read
 from blocklab.experiments.suites.quantize.summary import QuantizeData
 from blocklab.experiments.suites.width.summary import WidthData
-from blocklab.experiments.summaries import Interval, summary_from_dict
+from blocklab.experiments.summaries import Interval, TimeRatio, summary_from_dict
 from blocklab.report.palette import CLAIM_SHADE, SERIES_COLOURS, VERDICT_STYLES, arm_colour
 
 PART_LABELS = {"attention_proj": "attention projections", "attention_scores": "scores + values",
@@ -165,6 +165,11 @@ def _errorbar(ax, x: float, stats: Interval | None, **kwargs) -> None:
                     **kwargs)
 
 
+def _interval(ratio: TimeRatio) -> Interval:
+    """A timing ratio as the interval of its geometric mean, for `_errorbar` and `_ci_bars`."""
+    return Interval(ratio.repeats, ratio.ratio, ratio.ci_low, ratio.ci_high)
+
+
 def _compared_runs(data: FfnData, runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The ffn runs of the compared arms: not the scale-trend widths, nor the sensitivity
     re-runs under another init and learning rate."""
@@ -179,8 +184,7 @@ def fig_ffn_variants(doc: dict[str, Any]) -> bytes | None:
     runs = _compared_runs(data, runs)
     arms = data.arms
     names = list(arms)
-    fig, axes = _new(10, 4.0, 2, 1)
-    left, right = axes[0, 0], axes[0, 1]
+    fig, [[left, right]] = _new(10, 4.0, 2, 1)
     for i, arm in enumerate(names):
         colour, marker = arm_colour(arm), "s" if arms[arm].gated else "o"
         seeds = [r["final_val_loss"] for r in runs if r["arm"] == arm
@@ -404,8 +408,7 @@ def fig_ffn_loss_curves(doc: dict[str, Any]) -> bytes | None:
     if not runs:
         return None
     length = str(data.size["seq_len"])  # the validation curve at the trained length
-    fig, axes = _new(7.5, 4.0)
-    ax = axes[0, 0]
+    fig, [[ax]] = _new(7.5, 4.0)
     labelled: set[str] = set()
     for r in runs:
         curve = r["val"][length]
@@ -445,9 +448,7 @@ def fig_width_control(doc: dict[str, Any]) -> bytes | None:
                     label=name)
             for x, iv in zip(xs, points, strict=True):
                 if iv.resolved:  # one seed: the point alone, already drawn
-                    ax.errorbar([x], [iv.mean], yerr=[[iv.mean - iv.ci_low],
-                                                      [iv.ci_high - iv.mean]],
-                                fmt="none", color=colour, capsize=3)
+                    _errorbar(ax, x, iv, fmt="none", color=colour, capsize=3)
     left = axes[0, 0]
     left.set_xscale("log", base=2)  # m, m/2, m/4 evenly spaced
     left.set_xticks(data.widths, [f"{k}\n" + ("m" if k == m else f"m/{m // k}")
@@ -482,11 +483,9 @@ def fig_norm_cost(doc: dict[str, Any]) -> bytes | None:
             if not part:
                 continue
             x = [r.d * (1 + 0.04 * (i - len(series) / 2)) for r in part]  # dodge
-            y = [r.time.ratio for r in part]
-            low = [r.time.ratio - r.time.ci_low for r in part]
-            high = [r.time.ci_high - r.time.ratio for r in part]
+            y, err = _ci_bars([_interval(r.time) for r in part])
             label = f"{kind}, {rows} rows" + (f", {threads} threads" if threads != 1 else "")
-            ax.errorbar(x, y, yerr=[low, high], fmt="o-", ms=3, lw=1, capsize=2,
+            ax.errorbar(x, y, yerr=err, fmt="o-", ms=3, lw=1, capsize=2,
                         color=SERIES_COLOURS[i % len(SERIES_COLOURS)], label=label)
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")  # a ratio: 0.5 and 2 are equally far from 1
@@ -496,10 +495,7 @@ def fig_norm_cost(doc: dict[str, Any]) -> bytes | None:
         step_ax = panels[-1]
         keys = sorted(steps, key=lambda k: (steps[k].threads, steps[k].path))
         for i, key in enumerate(keys):
-            ratio = steps[key].time
-            step_ax.errorbar([i], [ratio.ratio], yerr=[[ratio.ratio - ratio.ci_low],
-                                                       [ratio.ci_high - ratio.ratio]],
-                             fmt="s", color="black", capsize=4)
+            _errorbar(step_ax, i, _interval(steps[key].time), fmt="s", color="black", capsize=4)
         step_ax.set_xticks(range(len(steps)), [f"{steps[k].path}\n{steps[k].threads} "
                                                "thread(s)" for k in keys], fontsize=8)
         step_ax.set_xlim(-0.8, max(len(steps) - 0.2, 0.8))
@@ -683,8 +679,7 @@ def fig_passkey(doc: dict[str, Any]) -> bytes | None:
 
     grid = np.array([[_number(pk.by_length.get(str(m))) for m in mults]  # n/a: not read
                      for pk in arms.values()])
-    fig, axes = _new(1.2 * len(mults) + 3, 0.32 * len(arms) + 1.4)
-    ax = axes[0, 0]
+    fig, [[ax]] = _new(1.2 * len(mults) + 3, 0.32 * len(arms) + 1.4)
     cmap = colormaps["viridis"].with_extremes(bad="#d0d0d0")  # grey: cannot run there
     image = ax.imshow(np.ma.masked_invalid(grid), vmin=0, vmax=1, cmap=cmap, aspect="auto")
     for (row, col), value in np.ndenumerate(grid):
@@ -737,8 +732,7 @@ def fig_position_scaling(doc: dict[str, Any]) -> bytes | None:
     named = {"none": "plain RoPE", "ntk": "NTK", "yarn": "YaRN"}
     lines = [("rope", "plain RoPE", "-"), ("rope+ntk", "NTK", "-"), ("rope+yarn", "YaRN", "-")]
     lines += [(arm, f"{named.get(kind, kind)}, fine-tuned", "--") for kind, arm in ft.items()]
-    fig, axes = _new(7.5, 4.2, 1, 1)
-    ax = axes[0, 0]
+    fig, [[ax]] = _new(7.5, 4.2)
     for arm, label, style in lines:
         if arm not in data.arms:
             continue
@@ -764,13 +758,11 @@ def fig_position_cost(doc: dict[str, Any]) -> bytes | None:
     if data is None or data.cost is None:
         return None
     schemes = [s for s in data.cost.schemes if s != "none"]
-    fig, axes = _new(7.5, 3.6, 1, 1)
-    ax = axes[0, 0]
+    fig, [[ax]] = _new(7.5, 3.6)
     width = 0.38
     for i, (phase, colour) in enumerate(zip(("train", "decode"), SERIES_COLOURS, strict=False)):
-        ratios = [getattr(data.cost.schemes[s], f"{phase}_vs_none") for s in schemes]
-        means = [r.ratio for r in ratios]
-        err = [[r.ratio - r.ci_low for r in ratios], [r.ci_high - r.ratio for r in ratios]]
+        means, err = _ci_bars([_interval(getattr(data.cost.schemes[s], f"{phase}_vs_none"))
+                               for s in schemes])
         ax.bar([j + (i - 0.5) * width for j in range(len(schemes))], means, width, yerr=err,
                capsize=3, color=colour, label=f"{phase} step")
     ax.axhline(1.0, color="grey", lw=1)
@@ -860,8 +852,7 @@ def fig_kv_cache(doc: dict[str, Any]) -> bytes | None:
     models = doc.get("deployment", {}).get("models") or {}
     if not models:
         return None
-    fig, axes = _new(7.5, 4.0)
-    ax = axes[0, 0]
+    fig, [[ax]] = _new(7.5, 4.0)
     for i, (name, rows) in enumerate(models.items()):
         contexts = [r["context"] for r in rows]
         ax.plot(contexts, [r["kv_cache_bytes"] / 2**30 for r in rows], "o-", ms=3,
@@ -886,8 +877,7 @@ def fig_scale_trend(doc: dict[str, Any]) -> bytes | None:
     if (ffn is None or len(ffn.trend) < 2) and (
             placement is None or len({e.depth for e in placement.effects}) < 2):
         return None
-    fig, axes = _new(10, 3.8, 2, 1)
-    left, right = axes[0, 0], axes[0, 1]
+    fig, [[left, right]] = _new(10, 3.8, 2, 1)
     if ffn is not None and len(ffn.trend) > 1:
         for point in ffn.trend:
             _errorbar(left, point.params, point.rel_delta_pct, fmt="o",
@@ -940,8 +930,7 @@ def fig_quantize_speedup(doc: dict[str, Any]) -> bytes | None:
             bound = x.prefill_bound.get(seq) if phase == "prefill" else x.decode_bound
             colour = SERIES_COLOURS[0 if x.part == "ffn" else 1 if x.part == "attention" else 2]
             if r is not None:  # geometric mean of paired ratios, Student t on log ratios
-                ax.errorbar([i], [r.ratio], yerr=[[r.ratio - r.ci_low], [r.ci_high - r.ratio]],
-                            fmt="o", color=colour, capsize=4, ms=6)
+                _errorbar(ax, i, _interval(r), fmt="o", color=colour, capsize=4, ms=6)
             if bound is not None:
                 ax.plot([i - 0.3, i + 0.3], [bound, bound], color=colour, ls="--", lw=1)
         ax.set_xticks(range(len(names)), [n.replace("/", "\n") for n in names], fontsize=8)
@@ -991,18 +980,14 @@ def part_geometry(rule: dict[str, Any]) -> dict[str, Any]:
     test, claimed = rule.get("test", "effect"), float(rule["claimed"])
     delta, margin = abs(float(rule["smallest_effect"])), float(rule.get("margin") or 0.0)
     threshold = float(rule.get("threshold") or 0.0)
+    drawn = {"test": test, "claimed": claimed, "delta": delta, "band": None, "margin": None}
     if test == "equivalence":
-        return {"test": test, "side": 0, "boundary": None,
-                "band": (claimed - margin, claimed + margin), "margin": None,
-                "claimed": claimed, "delta": delta}
+        return {**drawn, "side": 0, "boundary": None, "band": (claimed - margin, claimed + margin)}
     if test in ("at-most", "at-least"):
-        side = -1 if test == "at-most" else 1
-        return {"test": test, "side": side, "boundary": threshold, "band": None,
-                "margin": None, "claimed": claimed, "delta": delta}
+        return {**drawn, "side": -1 if test == "at-most" else 1, "boundary": threshold}
     side = 1 if claimed > 0 else -1
-    boundary = side * max(delta, side * threshold)
-    return {"test": test, "side": side, "boundary": boundary, "band": None,
-            "margin": margin if margin > 0 else None, "claimed": claimed, "delta": delta}
+    return {**drawn, "side": side, "boundary": side * max(delta, side * threshold),
+            "margin": margin if margin > 0 else None}
 
 
 def interval_of(part: dict[str, Any]) -> tuple[float | None, float | None, str]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from blocklab.claims.catalogue import SCALE_DEPENDENT, SUITE_OF
 from blocklab.claims.ledger import ClaimResult
@@ -105,6 +105,13 @@ def findings(results: list[ClaimResult], lang: str) -> Findings:
 
 
 Results = dict[str, ClaimResult]
+T = TypeVar("T")
+
+
+def _of(claim: str, build: Callable[[ClaimResult, str], T | None]
+        ) -> Callable[[Results, str], T | None]:
+    """`build` of claim `claim`'s result; None where the ledger holds no usable one."""
+    return lambda by_id, lang: build(by_id[claim], lang) if claim in by_id else None
 
 
 # --- the sentences -------------------------------------------------------------------------------
@@ -145,12 +152,9 @@ def _ffn_share(by_id: Results, lang: str) -> Sentence | None:
                     tuple(cited))
 
 
-def _configs(by_id: Results, lang: str) -> Sentence | None:
+def _configs(c34: ClaimResult, lang: str) -> Sentence | None:
     """The page's pairings of models with components that a config or paper contradicts (C34),
     and what holds instead."""
-    c34 = by_id.get("C34")
-    if c34 is None:
-        return None
     checkable = [p for p in c34.parts if p.verdict != "untestable-here"]
     wrong = [p for p in checkable if p.verdict == "refuted"]
     if not wrong:
@@ -162,11 +166,8 @@ def _configs(by_id: Results, lang: str) -> Sentence | None:
                         fixes=fixes), ("C34",))
 
 
-def _gated_ffn(by_id: Results, lang: str) -> Sentence | None:
+def _gated_ffn(c16: ClaimResult, lang: str) -> Sentence | None:
     """Each gated FFN's loss against ReLU's at equal parameters (C16), at the scale it ran."""
-    c16 = by_id.get("C16")
-    if c16 is None:
-        return None
     arms = [say(TEXT["c16_arm"], lang, arm=ARM_NAMES[p.name], value=_pct(p, 2), word=word)
             for p in c16.parts if p.name in C16_ARMS
             and (word := _word("gain", p, lang)) is not None]
@@ -176,12 +177,9 @@ def _gated_ffn(by_id: Results, lang: str) -> Sentence | None:
                     ("C16",))
 
 
-def _norm(by_id: Results, lang: str) -> Sentence | None:
+def _norm(c18: ClaimResult, lang: str) -> Sentence | None:
     """RMSNorm's FLOPs saving per norm and per training step, its step time and its quality
     against LayerNorm's (C18)."""
-    c18 = by_id.get("C18")
-    if c18 is None:
-        return None
     parts = {p.name: p for p in c18.parts}
     norm, step = parts.get(C18_FLOPS_PART), parts.get(C18_STEP_FLOPS_PART)
     model = next((s["model"] for s in c18.evidence.get("compute", {}).get("steps", [])
@@ -206,11 +204,8 @@ def _norm(by_id: Results, lang: str) -> Sentence | None:
                     ("C18",))
 
 
-def _placement(by_id: Results, lang: str) -> Sentence | None:
+def _placement(c19: ClaimResult, lang: str) -> Sentence | None:
     """Pre- and post-norm with and without warmup, and post-norm's gradients (C19)."""
-    c19 = by_id.get("C19")
-    if c19 is None:
-        return None
     parts = {p.name: p for p in c19.parts}
     wanted = (("pre-norm trains without warmup", "c19_pre", "no_warmup", _nats),
               ("post-norm needs warmup", "c19_post", "needs_warmup", _nats),
@@ -225,11 +220,8 @@ def _placement(by_id: Results, lang: str) -> Sentence | None:
                         clauses=say(TEXT["clause_sep"], lang).join(clauses)), ("C19",))
 
 
-def _extrapolation(by_id: Results, lang: str) -> Sentence | None:
+def _extrapolation(c21: ClaimResult, lang: str) -> Sentence | None:
     """ALiBi's and plain RoPE's loss past the training length (C21), at the scale it trained."""
-    c21 = by_id.get("C21")
-    if c21 is None:
-        return None
     clauses = []
     for arm in ("alibi", "rope"):
         reads = [(mult, p, word) for mult, p in sorted(_bands(c21, arm, "works", c21_rule).items())
@@ -243,12 +235,12 @@ def _extrapolation(by_id: Results, lang: str) -> Sentence | None:
                         clauses=say(TEXT["clause_sep"], lang).join(clauses)), ("C21",))
 
 
-def _rope_scaling(by_id: Results, lang: str) -> Sentence | None:
+def _rope_scaling(c30: ClaimResult, lang: str) -> Sentence | None:
     """RoPE with YaRN and a short fine-tune against plain RoPE at the longest read (C30)."""
-    read = _c30_longest(by_id)
+    read = _c30_longest(c30)
     if read is None:
         return None
-    c30, mult, steps, yarn, plain = read
+    mult, steps, yarn, plain = read
     word = _word("works", yarn, lang)
     if word is None:
         return None
@@ -257,46 +249,37 @@ def _rope_scaling(by_id: Results, lang: str) -> Sentence | None:
 
 
 SENTENCES: tuple[Callable[[Results, str], Sentence | None], ...] = (
-    _scale_free, _ffn_share, _configs, _gated_ffn, _norm, _placement, _extrapolation,
-    _rope_scaling)
+    _scale_free, _ffn_share, _of("C34", _configs), _of("C16", _gated_ffn), _of("C18", _norm),
+    _of("C19", _placement), _of("C21", _extrapolation), _of("C30", _rope_scaling))
 
 
 # --- what to use ---------------------------------------------------------------------------------
-def _use_c23(by_id: Results, lang: str) -> UseItem | None:
-    c23 = by_id.get("C23")
-    if c23 is None:
-        return None
+def _use_c23(c23: ClaimResult, lang: str) -> UseItem:
     return _item("C23", say(TEXT["use_c23"], lang), _share(c23.evidence["ffn_share"]))
 
 
-def _use_c15(by_id: Results, lang: str) -> UseItem | None:
-    c15 = by_id.get("C15")
-    if c15 is None:
-        return None
+def _use_c15(c15: ClaimResult, lang: str) -> UseItem:
     return _item("C15", say(TEXT["use_c15"], lang),
                  _share(c15.evidence["meta_llama_3_8b"]["ffn_share"]))
 
 
-def _use_c16(by_id: Results, lang: str) -> UseItem | None:
-    c16 = by_id.get("C16")
-    swiglu = next((p for p in c16.parts if p.name == "swiglu"), None) if c16 else None
+def _use_c16(c16: ClaimResult, lang: str) -> UseItem | None:
+    swiglu = next((p for p in c16.parts if p.name == "swiglu"), None)
     if not _valued(swiglu) or _word("gain", swiglu, lang) is None:
         return None
     return _item("C16", say(TEXT["use_c16"], lang, scale=_scale(c16, lang)),
                  _decided(swiglu, _pct(swiglu, 2), lang))
 
 
-def _use_c18(by_id: Results, lang: str) -> UseItem | None:
-    c18 = by_id.get("C18")
-    step = _fused_step_time(c18) if c18 else None
+def _use_c18(c18: ClaimResult, lang: str) -> UseItem | None:
+    step = _fused_step_time(c18)
     if step is None:
         return None
     return _item("C18", say(TEXT["use_c18"], lang, **step["model"]), _ratio(step["ratio"]))
 
 
-def _use_c21(by_id: Results, lang: str) -> UseItem | None:
-    c21 = by_id.get("C21")
-    reads = _bands(c21, "alibi", "works", c21_rule) if c21 else {}
+def _use_c21(c21: ClaimResult, lang: str) -> UseItem | None:
+    reads = _bands(c21, "alibi", "works", c21_rule)
     if not reads:
         return None
     mult = max(reads)
@@ -304,11 +287,11 @@ def _use_c21(by_id: Results, lang: str) -> UseItem | None:
                  _decided(reads[mult], _pct(reads[mult], 2), lang))
 
 
-def _use_c30(by_id: Results, lang: str) -> UseItem | None:
-    read = _c30_longest(by_id)
+def _use_c30(c30: ClaimResult, lang: str) -> UseItem | None:
+    read = _c30_longest(c30)
     if read is None:
         return None
-    c30, mult, steps, yarn, plain = read
+    mult, steps, yarn, plain = read
     value = say(TEXT["use_vs"], lang, a=_pct(yarn, 1), b=_pct(plain, 1))
     return _item("C30", say(TEXT["use_c30"], lang, mult=mult, steps=steps,
                             scale=_scale(c30, lang)),
@@ -316,7 +299,8 @@ def _use_c30(by_id: Results, lang: str) -> UseItem | None:
 
 
 USE: tuple[Callable[[Results, str], UseItem | None], ...] = (
-    _use_c23, _use_c15, _use_c16, _use_c18, _use_c21, _use_c30)
+    _of("C23", _use_c23), _of("C15", _use_c15), _of("C16", _use_c16), _of("C18", _use_c18),
+    _of("C21", _use_c21), _of("C30", _use_c30))
 
 
 # --- reading the results -------------------------------------------------------------------------
@@ -338,11 +322,10 @@ def _bands(result: ClaimResult, arm: str, want: str,
     return out
 
 
-def _c30_longest(by_id: Results) -> tuple[ClaimResult, int, int, Part, Part] | None:
-    """(C30, the longest multiple read, the fine-tune's steps, RoPE + YaRN fine-tuned there
+def _c30_longest(c30: ClaimResult) -> tuple[int, int, Part, Part] | None:
+    """(the longest multiple C30 read, the fine-tune's steps, RoPE + YaRN fine-tuned there
     graded "works", plain RoPE there graded "drops"), or None."""
-    c30 = by_id.get("C30")
-    finetune = c30.evidence.get("finetune") if c30 else None
+    finetune = c30.evidence.get("finetune")
     if not finetune or "yarn" not in finetune.get("arms", {}):
         return None
     yarn = _bands(c30, finetune["arms"]["yarn"], "works", c30_rule)
@@ -351,7 +334,7 @@ def _c30_longest(by_id: Results) -> tuple[ClaimResult, int, int, Part, Part] | N
     if not both:
         return None
     mult = both[-1]
-    return c30, mult, finetune["steps"], yarn[mult], plain[mult]
+    return mult, finetune["steps"], yarn[mult], plain[mult]
 
 
 def _fused_step_time(c18: ClaimResult) -> dict[str, Any] | None:
