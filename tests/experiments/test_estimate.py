@@ -12,7 +12,7 @@ from blocklab.cli import main
 from blocklab.config import ModelConfig
 from blocklab.experiments import estimate
 from blocklab.experiments.options import RunOptions, RunRequest
-from blocklab.experiments.suites import get_suite, run_suite
+from blocklab.experiments.suites import get_suite
 from blocklab.report.build import SUITES
 
 MODEL = ModelConfig(vocab_size=256, d_model=32, n_layers=2, n_heads=2, d_ff=64, max_seq_len=16)
@@ -142,23 +142,22 @@ def test_the_final_evaluation_is_priced_by_the_tokens_it_scores():
     assert estimate.training_s(model, shape(final_eval_fraction=0.125), smaller) < prices[2]
 
 
-def test_stored_runs_cost_nothing_and_their_twins_cost_their_wall_time(tmp_path):
-    run_suite(get_suite("ffn"), RunOptions("tiny", range(1)), tmp_path, progress=False)
-    done = estimate.estimate_suites(RunRequest(tmp_path, "tiny"), ["ffn"])
+def test_stored_runs_cost_nothing_and_their_twins_cost_their_wall_time(tiny_runs):
+    done = estimate.estimate_suites(RunRequest(tiny_runs, "tiny"), ["ffn"])
     (suite,) = done.suites
     assert suite.stored == suite.runs > 0 and done.core_s == 0.0 and suite.unknown == 0
     assert done.calibration is None and done.wall_s(2) == 0.0  # nothing to run or calibrate
     # Seeds 1000… are not stored, nor is their tuning (a replication re-tunes on seeds of its
     # own): each run is priced, most at a stored twin's (seed 0's) wall time, none unknown.
-    other = estimate.estimate_suites(RunRequest(tmp_path, "tiny", seed_offset=1000),
+    other = estimate.estimate_suites(RunRequest(tiny_runs, "tiny", seed_offset=1000),
                                      ["ffn"], calibration_s=0.5)
     (suite,) = other.suites
-    tuning = [p for p in (tmp_path / "ffn" / "tiny+tuning").glob("*.json")]
+    tuning = [p for p in (tiny_runs / "ffn" / "tiny+tuning").glob("*.json")]
     assert suite.stored == 0 and suite.unknown == 0 and len(tuning) > 0
     assert suite.from_stored >= suite.runs - len(tuning)
     walls = sum(json.loads(p.read_text())["wall_time_s"]
-                for p in (tmp_path / "ffn" / "tiny").glob("*.json")
-                if p.name != "summary.json")
+                for p in (tiny_runs / "ffn" / "tiny").glob("*.json")
+                if p.name not in ("summary.json", "planned_rules.json"))
     assert other.core_s >= walls
 
 

@@ -40,7 +40,7 @@ def _blocklab(*args: str) -> subprocess.Popen:
 
 def test_two_suites_started_together_run_each_run_once(tmp_path):
     results = tmp_path / "runs"
-    argv = ("suite", "ffn", "--tiny", "--results", str(results), "--json", "--jobs", "1")
+    argv = ("suite", "quantize", "--tiny", "--results", str(results), "--json", "--jobs", "1")
     first, second = _blocklab(*argv), _blocklab(*argv)
     outs = [p.communicate(timeout=600) for p in (first, second)]
     assert first.returncode == 0 and second.returncode == 0, outs
@@ -53,7 +53,7 @@ def test_two_suites_started_together_run_each_run_once(tmp_path):
                for note in later["notes"]), later["notes"]
     for summary in summaries:
         assert summary["runs"] == len(summary["run_ids"]) > 0
-    stored = sorted(p.name for p in (results / "ffn" / "tiny").glob("*.json"))
+    stored = sorted(p.name for p in (results / "quantize" / "tiny").glob("*.json"))
     assert stored == sorted([f"{r}.json" for r in summaries[0]["run_ids"]]
                             + ["planned_rules.json", "summary.json"])
 
