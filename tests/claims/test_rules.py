@@ -1,6 +1,5 @@
-"""Registered rules: a part's decision follows from the estimate, its CI and the rule alone
-(SPEC §6), a claim's parts are decided together with Holm's correction, and the claim's
-verdict follows from its parts' by a combining rule that never drops an undecided part."""
+"""Registered rules: a part's decision from its estimate and rule alone (SPEC §6), Holm
+within a claim, and the combining rules that never drop an undecided part."""
 
 import math
 from dataclasses import replace
@@ -41,24 +40,46 @@ def t_estimate(mean: float, sd: float, n: int) -> Estimate:
     return Estimate(mean, iv.ci_low, iv.ci_high, n, sd)
 
 
-def test_the_smallest_effect_is_the_boundary_of_a_confirmation():
-    # A tight interval around a 0.1% gain excludes 0, but not δ = 0.5: not confirmed.
-    gain = Rule(metric="gain %", smallest_effect=0.5, margin=0.02, min_seeds=3, claimed=1.0)
-    tight = Estimate(0.1, 0.05, 0.15, 6)
-    found = decide(gain, tight)
-    assert found.verdict == NOT_REPRODUCED
-    assert "short of 0.5" in found.reason and "smaller than claimed" in found.reason
-    assert decide(gain, Estimate(0.8, 0.6, 1.0, 6)).verdict == CONFIRMED
-    # C33's shape: +1.21% [+0.24, +2.17] with δ = 1 straddles 1.
-    assert decide(Rule(metric="%", smallest_effect=1.0, margin=0.5, min_seeds=3, claimed=5.0),
-                  Estimate(1.21, 0.24, 2.17, 5)).verdict == INCONCLUSIVE
+GAIN = Rule(metric="gain %", smallest_effect=0.5, margin=0.02, min_seeds=3, claimed=1.0)
+TWICE = Rule(metric="log2 ratio", smallest_effect=0.5, margin=0.25, min_seeds=2, claimed=2.0,
+             threshold=1.0)  # "more than twice"
+AT_LEAST = Rule(metric="%", smallest_effect=5.0, margin=0.0, min_seeds=3, claimed=25.0,
+                threshold=25.0, test="at-least")
+BAND = Rule(metric="%", smallest_effect=5.0, margin=10.0, min_seeds=3, claimed=15.0,
+            test="equivalence")
 
 
-def test_an_interval_that_holds_the_claim_and_no_effect_is_inconclusive():
-    # C16's SwiGLU: −0.32% [−1.92, +1.27], the page's −1.5% inside it.
-    found = decide(RULE, Estimate(-0.32, -1.92, 1.27, 5))
-    assert found.verdict == INCONCLUSIVE
-    assert "straddles" in found.reason
+@pytest.mark.parametrize(("rule", "est", "verdict", "says"), [
+    # a tight interval around a 0.1% gain excludes 0, but not δ = 0.5
+    (GAIN, Estimate(0.1, 0.05, 0.15, 6), NOT_REPRODUCED, ("short of 0.5", "smaller than claimed")),
+    (GAIN, Estimate(0.8, 0.6, 1.0, 6), CONFIRMED, ()),
+    # C33's shape: +1.21% [+0.24, +2.17] with δ = 1 straddles 1
+    (Rule(metric="%", smallest_effect=1.0, margin=0.5, min_seeds=3, claimed=5.0),
+     Estimate(1.21, 0.24, 2.17, 5), INCONCLUSIVE, ()),
+    # C16's SwiGLU: −0.32% [−1.92, +1.27], the page's −1.5% inside it
+    (RULE, Estimate(-0.32, -1.92, 1.27, 5), INCONCLUSIVE, ("straddles",)),
+    (RULE, Estimate(-1.5, -1.6, -1.4, 2), INCONCLUSIVE, ("needs at least 5",)),
+    (RULE, Estimate(-1.5, None, None, 9), INCONCLUSIVE, ()),
+    (RULE, Estimate(None, None, None, 0), INCONCLUSIVE, ("needs at least 5",)),
+    (TWICE, Estimate(3.0, 2.0, 4.0, 4), CONFIRMED, ("beyond 1",)),
+    (TWICE, Estimate(1.0, 0.6, 1.4, 4), INCONCLUSIVE, ()),  # above δ, not clearly above 1
+    (TWICE, Estimate(0.6, 0.4, 0.8, 4), NOT_REPRODUCED, ()),  # an effect, not the claimed size
+    (AT_LEAST, Estimate(40.0, 30.0, 50.0, 3), CONFIRMED, ()),
+    (AT_LEAST, Estimate(10.0, 5.0, 15.0, 3), NOT_REPRODUCED, ()),
+    (BAND, Estimate(15.0, 12.0, 18.0, 3), CONFIRMED, ()),
+    (BAND, Estimate(2.0, 1.0, 3.0, 3), NOT_REPRODUCED, ()),
+])
+def test_a_part_is_decided_by_its_interval_against_the_rule(rule, est, verdict, says):
+    found = decide(rule, est)
+    assert found.verdict == verdict and all(text in found.reason for text in says)
+    if est.n < rule.min_seeds:
+        assert found.p_value is None  # never decided, whatever its interval says
+
+
+def test_an_effect_rule_refuses_to_read_a_band():
+    with pytest.raises(ValueError, match="equivalence"):
+        decide(Rule(metric="x", smallest_effect=1.0, margin=0.1, min_seeds=2, claimed=0.0),
+               Estimate(0.0, -1.0, 1.0, 3))
 
 
 def test_an_interval_within_the_margin_is_not_reproduced():
@@ -100,14 +121,6 @@ def test_a_longer_run_counts_for_its_own_part_only():
         decide_parts([(RULE, opposite)], longer_run_agrees=[True, False])
 
 
-def test_too_few_seeds_or_no_interval_is_inconclusive():
-    few = decide(RULE, Estimate(-1.5, -1.6, -1.4, 2))
-    assert few.verdict == INCONCLUSIVE and "needs at least 5" in few.reason
-    assert few.p_value is None  # never decided, whatever its interval says
-    assert decide(RULE, Estimate(-1.5, None, None, 9)).verdict == INCONCLUSIVE
-    assert "needs at least 5" in decide(RULE, Estimate(None, None, None, 0)).reason
-
-
 def test_an_inconclusive_part_says_what_would_decide_it():
     est = t_estimate(-0.8, 1.2, 6)  # straddles b = −1
     found = decide(RULE, est)
@@ -129,11 +142,8 @@ def test_an_inconclusive_part_says_what_would_decide_it():
     Rule(metric="Δ%", smallest_effect=1.0, margin=0.0, min_seeds=3, claimed=0.0,
          test="at-most", threshold=5.0)], ids=["effect-", "effect+", "band", "at-most"])
 def test_the_interval_a_decision_carries_is_the_one_that_decided_it(rule, level):
-    """At every level, the part's decision is what its carried interval shows: wholly beyond
-    the boundary (confirmed), wholly short of it or inside ±margin (not reproduced), across
-    it (inconclusive), and its p is below the level exactly then; that interval is the 95% one
-    rescaled to the level, and its coverage is 1 − level (1 − 2·level for two one-sided
-    tests)."""
+    """At every level the decision is what its carried interval shows (the 95% one rescaled
+    to coverage 1 − level, or 1 − 2·level for two one-sided tests), p < level exactly then."""
     rng = np.random.default_rng(7)
     seen = set()
     for _ in range(400):
@@ -163,8 +173,6 @@ def test_the_interval_a_decision_carries_is_the_one_that_decided_it(rule, level)
         s, b = (-1, -5.0) if rule.test == "at-most" else (
             (1, 1.0) if rule.claimed > 0 else (-1, 1.0))
         low, high = sorted((s * iv.low, s * iv.high))
-        # each verdict exactly when its interval shows it (a rule that always said one thing,
-        # or decided by anything but this interval, fails here)
         assert (found.verdict == CONFIRMED) == (not tost and low > b)
         assert (found.verdict == NOT_REPRODUCED) == (
             (not tost and high < b) or (tost and -rule.margin < iv.low and iv.high < rule.margin))
@@ -173,8 +181,7 @@ def test_the_interval_a_decision_carries_is_the_one_that_decided_it(rule, level)
 
 
 def test_the_t_distribution_is_scipys_to_the_last_bit():
-    """`decide` reads Student t through scipy.special (stdtr, stdtrit) to skip scipy.stats's
-    argument checks; the numbers are scipy.stats.t's exactly."""
+    """`decide` reads Student t through scipy.special: scipy.stats.t's numbers exactly."""
     rng = np.random.default_rng(3)
     for x, df in zip(rng.normal(0, 5, 300), rng.integers(1, 40, 300), strict=True):
         assert rules._p_above(float(x), 1.0, int(df)) == min(1.0, 2 * float(sps.t.sf(x, df)))
@@ -205,33 +212,6 @@ def test_the_interval_is_labelled_with_its_coverage():
     assert decide(RULE, Estimate(-2.0, None, None, 1)).interval is None
     assert failed_runs_part("p", RULE, Interval(-1.0, -2.0, 0.0, 5, 1.0), 1).to_dict()[
         "interval"] is None
-
-
-def test_a_claim_of_more_than_a_threshold_needs_the_whole_ci_beyond_it():
-    # "more than twice": log2 of a ratio above 1.
-    twice = Rule(metric="log2 ratio", smallest_effect=0.5, margin=0.25, min_seeds=2,
-                 claimed=2.0, threshold=1.0)
-    assert decide(twice, Estimate(3.0, 2.0, 4.0, 4)).verdict == CONFIRMED
-    assert "beyond 1" in decide(twice, Estimate(3.0, 2.0, 4.0, 4)).reason
-    # Above δ but not clearly above the threshold: undecided.
-    assert decide(twice, Estimate(1.0, 0.6, 1.4, 4)).verdict == INCONCLUSIVE
-    # Wholly below the threshold: an effect, not the claimed size.
-    assert decide(twice, Estimate(0.6, 0.4, 0.8, 4)).verdict == NOT_REPRODUCED
-
-
-def test_bounds_and_bands():
-    # (at most t and a band around 0: test_the_interval_a_decision_carries_...)
-    at_least = Rule(metric="%", smallest_effect=5.0, margin=0.0, min_seeds=3, claimed=25.0,
-                    threshold=25.0, test="at-least")
-    assert decide(at_least, Estimate(40.0, 30.0, 50.0, 3)).verdict == CONFIRMED
-    assert decide(at_least, Estimate(10.0, 5.0, 15.0, 3)).verdict == NOT_REPRODUCED
-    band = Rule(metric="%", smallest_effect=5.0, margin=10.0, min_seeds=3, claimed=15.0,
-                test="equivalence")
-    assert decide(band, Estimate(15.0, 12.0, 18.0, 3)).verdict == CONFIRMED
-    assert decide(band, Estimate(2.0, 1.0, 3.0, 3)).verdict == NOT_REPRODUCED
-    with pytest.raises(ValueError, match="equivalence"):
-        decide(Rule(metric="x", smallest_effect=1.0, margin=0.1, min_seeds=2, claimed=0.0),
-               Estimate(0.0, -1.0, 1.0, 3))
 
 
 def test_rule_hash_is_the_canonical_json_and_changes_with_the_rule():
@@ -272,9 +252,7 @@ UP = Rule(metric="x", smallest_effect=1.0, margin=0.0, min_seeds=3, claimed=2.0)
 
 
 def test_holm_textbook_example():
-    # p = 0.01, 0.04, 0.03, 0.005 at α = 0.05 (m = 4): sorted 0.005 ≤ 0.05/4 and
-    # 0.01 ≤ 0.05/3 are decided; 0.03 > 0.05/2 stops the procedure, so 0.03 and 0.04 stay
-    # undecided, although each is below 0.05 alone.
+    # sorted, 0.005 ≤ 0.05/4 and 0.01 ≤ 0.05/3 are decided; 0.03 > 0.05/2 stops there
     ps = [0.01, 0.04, 0.03, 0.005]
     parts = [(UP, with_p(p)) for p in ps]
     for (rule, est), p in zip(parts, ps, strict=True):
@@ -285,9 +263,6 @@ def test_holm_textbook_example():
     assert [d.level for d in found] == pytest.approx([0.05 / 3, 0.05 / 1, 0.05 / 2, 0.05 / 4])
     assert "Holm's step-down stopped at test 3" in found[1].reason
     assert found[1].detectable_effect is not None and found[2].seeds_needed is not None
-
-
-def test_holm_decides_every_part_when_all_p_are_small():
     found = decide_parts([(UP, with_p(0.001)), (UP, with_p(0.01)), (UP, with_p(0.02))])
     assert [d.verdict for d in found] == [CONFIRMED] * 3  # 0.001 < .0167, .01 < .025, .02 < .05
 
@@ -308,9 +283,7 @@ DROPS = Rule(metric="loss past L, %", smallest_effect=5.0, margin=0.0, min_seeds
 
 
 def test_parts_reading_one_estimate_against_one_threshold_are_one_holm_test():
-    """'works at 16×' (at most 5%) and 'drops at 16×' (at least 5%) on one estimate are one
-    two-sided test: one Holm rank and one level, decided together in opposite directions;
-    the claim's count of tests is 2 here, not 3."""
+    """'works' (at most 5%) and 'drops' (at least 5%) on one estimate are one Holm test."""
     low = t_estimate(2.0, 0.4, 8)  # far below 5: works, does not drop
     other = t_estimate(2.5, 0.5, 8)
     found = decide_parts([(WORKS, low), (DROPS, low), (WORKS, other)])
@@ -354,10 +327,8 @@ def old_grade(rule: Rule, est: Estimate) -> str:
 
 
 def test_two_seed_sets_almost_never_give_opposite_decisions():
-    # One true effect at the claim's boundary (δ = 0.5), sd 1, 10 seeds per set: the old rule
-    # confirms whenever a set's CI clears 0 (about a quarter of the sets) and calls the rest not
-    # reproduced, so pairs of sets disagree about 35% of the time; the new one can only
-    # disagree through an interval that misses the true effect (≤ α/2 per set).
+    # A true effect on the boundary (δ = 0.5), sd 1, 10 seeds a set: the old rule's pairs
+    # disagree ~35% of the time, this one's only through an interval that misses (≤ α/2).
     rule = Rule(metric="x", smallest_effect=0.5, margin=0.1, min_seeds=5, claimed=1.0)
     rng = np.random.default_rng(0)
     pairs, n = 300, 10
@@ -437,11 +408,8 @@ def test_part_builders_decide_without_a_test_only_what_no_test_can():
 
 
 def test_the_lr_bias_gate_stops_wrong_not_reproduced_decisions_in_either_direction():
-    """Simulated through `decide` (true gain −1.2% against the page's 1%, per-seed sd 0.57,
-    8 seeds): tuned rates that add +0.6 points to every seed's gap (the arm looks worse)
-    once gave a wrong "not reproduced" in about 4 of 10 replications, as no reading of the
-    bias stopped it. Read with and without the bias, a wrong decision needs both readings to
-    miss: at most the 2.5% one-sided error, Monte Carlo error stated (3 sd of 2000 draws)."""
+    """True gain −1.2% (sd 0.57, 8 seeds), tuned rates adding +0.6 to every gap: read with
+    and without the bias, a wrong "not reproduced" stays within 2.5% (+3 MC sd)."""
     from blocklab.claims.registry import c16_rule
 
     rule = c16_rule("swiglu")  # boundary −1 on the claimed (negative) side
@@ -453,7 +421,6 @@ def test_the_lr_bias_gate_stops_wrong_not_reproduced_decisions_in_either_directi
         x = rng.normal(-1.2, 0.57, n) + bias
         m, se = float(x.mean()), float(x.std(ddof=1) / np.sqrt(n))
         est = Estimate(m, m - t * se, m + t * se, n, float(x.std(ddof=1)))
-        # explain=False: the verdicts alone, without the (slow) seeds that would decide
         before += decide(rule, est, fair_arms=True, explain=False).verdict == NOT_REPRODUCED
         after += decide(rule, est, fair_arms=True, explain=False,
                         bias=bias).verdict == NOT_REPRODUCED
@@ -463,8 +430,7 @@ def test_the_lr_bias_gate_stops_wrong_not_reproduced_decisions_in_either_directi
 
 
 def test_a_fixed_design_read_before_its_one_look_decides_nothing_and_does_not_crash():
-    """Spending "fixed" has one look at max_seeds: a reading at fewer seeds has level 0, is no
-    look of the design, and stays inconclusive (it once divided by that level)."""
+    """A fixed design read before its one look (level 0) stays inconclusive."""
     fixed = Rule("m", 0.5, 0.25, 3, -1.5, max_seeds=8, spending="fixed")
     early = Estimate(-3.0, -3.5, -2.5, 5, 0.5)
     found = decide_parts([(fixed, early), (RULE, Estimate(-3.0, -3.5, -2.5, 5, 0.5))])
