@@ -23,10 +23,9 @@ def test_json_shape(capsys):
         doc["params"])
     assert FLOP_KEYS <= set(doc["flops"]["prefill"]) and FLOP_KEYS <= set(doc["flops"]["decode"])
     assert {"weights_bytes", "kv_cache_bytes"} <= set(doc["memory"])
-    assert doc["params"]["total"] == doc["published_params"] == 8_030_261_248
+    # the numbers themselves: tests/budget (test_zoo, test_memory)
+    assert doc["params"]["total"] == doc["published_params"]
     assert doc["params"]["per_layer"] == 218_112_000
-    assert doc["memory"]["kv_cache_bytes"] == 512 * 2**20
-    assert doc["memory"]["weights_bytes"] == 2 * 8_030_261_248
     prefill = doc["flops"]["prefill"]
     assert prefill["attention_scores"] == prefill["attention_scores_causal"]
     assert isinstance(prefill["ffn_share"], float) and 0.69 < prefill["ffn_share"] < 0.71

@@ -40,15 +40,6 @@ def test_help_fits_80_columns(argv, monkeypatch, capsys):
     assert not [line for line in lines if "<bool>" in line]  # a flag takes no value
 
 
-@pytest.mark.parametrize("argv", EVERY_HELP, ids=lambda argv: " ".join(argv) or "blocklab")
-def test_arguments_are_named_in_capitals(argv, monkeypatch, capsys):
-    lines = render(argv, 200, monkeypatch, capsys)
-    usage = next(line.strip() for line in lines if line.strip().startswith("Usage:"))
-    assert "{" not in usage and "}" not in usage, usage
-    pieces = usage.split()[2 + len(argv):]  # after "Usage: blocklab [COMMAND]"
-    for piece in pieces:
-        name = piece.strip("[].")
-        assert name == name.upper(), usage  # NAME, [MODEL], [IDS]..., [OPTIONS]
 
 
 def _word_would_fit(previous: str, following: str, right: int) -> bool:
@@ -60,11 +51,16 @@ def _word_would_fit(previous: str, following: str, right: int) -> bool:
 
 
 @pytest.mark.parametrize("argv", EVERY_HELP, ids=lambda argv: " ".join(argv) or "blocklab")
-def test_description_paragraphs_reflow(argv, monkeypatch, capsys):
-    # At 200 columns rich wraps only a paragraph longer than that, so a paragraph on two lines
-    # whose second line's first word would have fit on the first is a hard break.
+def test_arguments_in_capitals_and_paragraphs_that_reflow(argv, monkeypatch, capsys):
     lines = render(argv, 200, monkeypatch, capsys)
     start = next(i for i, line in enumerate(lines) if line.strip().startswith("Usage:")) + 1
+    usage = lines[start - 1].strip()
+    assert "{" not in usage and "}" not in usage, usage
+    for piece in usage.split()[2 + len(argv):]:  # after "Usage: blocklab [COMMAND]"
+        name = piece.strip("[].")
+        assert name == name.upper(), usage  # NAME, [MODEL], [IDS]..., [OPTIONS]
+    # At 200 columns rich wraps only a paragraph longer than that, so a paragraph on two lines
+    # whose second line's first word would have fit on the first is a hard break.
     end = next(i for i, line in enumerate(lines) if line.startswith("╭"))
     description = lines[start:end]
     assert any(line.strip() for line in description), "no description"

@@ -13,9 +13,8 @@ from blocklab.cli import ladder as ladder_cli
     (["C16", "--budget", "inf"], "--budget inf is not allowed"),
     (["C16", "--jobs", "0"], "--jobs"),
 ])
-def test_bad_input_is_one_line_before_any_work(blocklab, one_line_exit_2, tmp_path, argv, message):
-    proc = blocklab("ladder", *argv, "--results", str(tmp_path / "runs"))
-    assert message in one_line_exit_2(proc)
+def test_bad_input_is_one_line_before_any_work(one_line_exit_2, tmp_path, argv, message):
+    one_line_exit_2(["ladder", *argv, "--results", str(tmp_path / "runs")], message)
     assert not (tmp_path / "runs").exists()
 
 
