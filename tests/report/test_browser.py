@@ -21,8 +21,6 @@ from pathlib import Path
 import pytest
 
 from blocklab.claims import claim_sources
-from blocklab.experiments.options import RunRequest
-from blocklab.report.build import build_report
 from blocklab.report.figures import experimental_rows
 from blocklab.report.html import LEAD_FIGURE
 
@@ -126,14 +124,8 @@ def run_chromium(profile: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(command, capture_output=True, text=True, timeout=180, check=False)
 
 
-@pytest.fixture(scope="module")
-def report(tmp_path_factory, tiny_runs):
-    root = tmp_path_factory.mktemp("browser")
-    index, _ = build_report(RunRequest(tiny_runs, "tiny"), root / "report", "en")
-    return index
-
-
-def test_report_in_headless_chromium(report, tmp_path):
+def test_report_in_headless_chromium(tiny_report, tmp_path):
+    report, doc = tiny_report
     page = report.read_text(encoding="utf-8")
     probed = tmp_path / "probed.html"
     probed.write_text(page.replace("<head>", "<head>" + HEAD_PROBE, 1)
@@ -167,7 +159,6 @@ def test_report_in_headless_chromium(report, tmp_path):
     # and, with details folded, no section longer than CLAIM_LINES lines of words (the
     # claim, the summary's first sentence, the edits' count, the details line) besides one line
     # per part.
-    doc = json.loads((report.parent / "report.json").read_text(encoding="utf-8"))
     experimental = {r["id"] for r in experimental_rows(doc)}
     assert experimental >= {"C12", "C16", "C18", "C19", "C21", "C31", "C36"}
     rows = {r["id"]: r for r in probe["claims"]}

@@ -23,24 +23,21 @@ CLAIM_IDS = sorted(claim_sources())
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory, tiny_runs):
-    """The English report of every suite run at size tiny in two worker processes, as
-    `blocklab report` runs them (`tiny_runs`, copied: some tests here change results)."""
-    root = tmp_path_factory.mktemp("report")
-    request = RunRequest(shutil.copytree(tiny_runs, root / "runs"), "tiny")
-    lines = (tiny_runs / "echo.txt").read_text(encoding="utf-8").splitlines()
-    index, doc = build_report(request, root / "report", "en")
-    return index, doc, lines
+def zh_page(tiny_report) -> str:
+    """The tiny report's page rendered in Chinese (figures not rasterized)."""
+    from ..conftest import figures_unrasterized
+
+    with figures_unrasterized():
+        return render_html(tiny_report[1], make_figures(tiny_report[1]), "zh")
 
 
-def test_the_page_is_whole_self_contained_and_its_numbers_are_in_report_json(built):
+def test_the_page_is_whole_self_contained_and_its_numbers_are_in_report_json(tiny_report):
     """Every suite ran; one ledger line and one section per claim, linked both ways; every
     section, and every figure with its caption and command; every link lands on the page,
     every image is embedded, nothing loads from elsewhere; report.json holds every number."""
-    index, doc, lines = built
-    assert all(doc["suites"][name]["summary"] for name in SUITES), lines
-    assert all(doc["suites"][name]["error"] is None for name in SUITES), lines
-    assert any("to run" in line for line in lines)
+    index, doc = tiny_report
+    assert all(doc["suites"][name]["summary"] for name in SUITES)
+    assert all(doc["suites"][name]["error"] is None for name in SUITES)
     text = index.read_text(encoding="utf-8")
     ledger = re.search(r'<ol class="ledger">(.*?)</ol>', text, re.S).group(1)
     links = re.findall(r'<a [^>]*href="([^"]*)"', text)
@@ -84,10 +81,10 @@ def test_the_page_is_whole_self_contained_and_its_numbers_are_in_report_json(bui
     assert data == json.loads(json.dumps(data))  # strict JSON round trip
 
 
-def test_the_page_opens_with_the_findings_and_a_figure_in_ordinary_units(built):
+def test_the_page_opens_with_the_findings_and_a_figure_in_ordinary_units(tiny_report):
     """Title, the findings and what to use, the lead figure (in its metric's units), then the
     ledger; the overview on its normalised axis comes after the ledger's lines."""
-    index, doc, _ = built
+    index, doc = tiny_report
     text = index.read_text(encoding="utf-8")
     findings = text.index('<section id="findings">')
     first_figure = text.index("<figure ")
@@ -102,14 +99,11 @@ def test_the_page_opens_with_the_findings_and_a_figure_in_ordinary_units(built):
         f'href="#claim-{u["claim"]}"' in opening for u in doc["findings"]["en"]["use"])
 
 
-def test_every_statistical_term_is_defined_at_its_first_use_in_each_section(built,
-                                                                            unrasterized):
+def test_every_statistical_term_is_defined_at_its_first_use_in_each_section(tiny_report,
+                                                                            zh_page):
     from .test_terms import first_uses
 
-    index, doc, _ = built
-    for lang in ("en", "zh"):  # the built English page, and the Chinese one rendered
-        page = (index.read_text(encoding="utf-8") if lang == "en"
-                else render_html(doc, make_figures(doc), lang))
+    for lang, page in (("en", tiny_report[0].read_text(encoding="utf-8")), ("zh", zh_page)):
         uses = first_uses(page, lang)
         plain = sorted(k for k, defined in uses.items() if not defined)
         assert plain == [], plain[:10]
@@ -121,11 +115,11 @@ def test_every_statistical_term_is_defined_at_its_first_use_in_each_section(buil
     assert ids == {t.key for t in TERMS}
 
 
-def test_a_number_shown_twice_comes_from_one_source(built):
+def test_a_number_shown_twice_comes_from_one_source(tiny_report):
     """C12's graded estimates are the placement table's sensitivity spread at the deepest
     depth, not another quantity under the same name (it once showed the spread with the
     embedding's input, 2.05, beside the graded 0.728)."""
-    _, doc, _ = built
+    _, doc = tiny_report
     c12 = next(r for r in doc["ledger"] if r["id"] == "C12")
     table = next(t for t in doc["suites"]["placement"]["summary"]["tables"]
                  if "(C12, C36)" in t["title"])
@@ -138,13 +132,13 @@ def test_a_number_shown_twice_comes_from_one_source(built):
         assert rows[("pre", init)].startswith(f"{part['estimate']['value']:.2f} ")
 
 
-def test_a_suite_table_names_the_claims_graded_from_it(built):
+def test_a_suite_table_names_the_claims_graded_from_it(tiny_report):
     """A table's title names the claims graded from its suite's runs, or analytic claims that
     quote it; never an experimental claim graded from nothing here (the RoPE-scaling table once
     said C22, untestable here, while C30 is graded from it)."""
     from blocklab.claims.catalogue import SCALE_DEPENDENT, SUITE_OF
 
-    _, doc, _ = built
+    _, doc = tiny_report
     for name, suite in doc["suites"].items():
         for table in suite["summary"]["tables"]:
             for cid in re.findall(r"\bC\d\d\b", table["title"]):
@@ -154,10 +148,10 @@ def test_a_suite_table_names_the_claims_graded_from_it(built):
     assert "RoPE and its scalings: loss past L relative to sliding windows, % (C30)" in titles
 
 
-def test_the_shift_and_scale_table_judges_at_its_stated_tolerance(built):
+def test_the_shift_and_scale_table_judges_at_its_stated_tolerance(tiny_report):
     """Invariance and sign flips are read within each row's tolerance, shown beside them:
     never an exact equality (scale −3 at ε = 1e-6 flips the sign to 2e-7, within it)."""
-    index, doc, _ = built
+    index, doc = tiny_report
     text = index.read_text(encoding="utf-8")
     for rows in doc["normalization"]["shift_scale"].values():
         for r in rows:
@@ -170,11 +164,11 @@ def test_the_shift_and_scale_table_judges_at_its_stated_tolerance(built):
     assert "<th>max |N(T·x) + N(x)|</th><th>tolerance</th>" in section
 
 
-def test_captions_name_only_what_the_figure_draws(built):
+def test_captions_name_only_what_the_figure_draws(tiny_report):
     """The norm-cost figure's kernel panels are promised only where per-kernel timings are
     stored, its step panel where a step was timed; RoPE's error is 'by dtype' only over the
     dtypes stored."""
-    index, doc, _ = built
+    index, doc = tiny_report
     text = index.read_text(encoding="utf-8")
 
     def caption_of(key):
@@ -195,9 +189,8 @@ def test_captions_name_only_what_the_figure_draws(built):
         assert (f"{dtype}," in shown or f"{dtype})" in shown) == (dtype in dtypes), dtype
 
 
-def test_chinese_headings_and_captions(built, unrasterized):
-    _, doc, _ = built
-    page = render_html(doc, make_figures(doc), "zh")
+def test_chinese_headings_and_captions(tiny_report, zh_page):
+    doc, page = tiny_report[1], zh_page
     assert '<html lang="zh-CN">' in page
     for heading in ("两个页面说对与说错了什么", "可以直接用的结论", "论断账本", "逐条论断",
                     "前馈网络", "归一化", "位置编码", "部署", "目录", "术语"):
@@ -208,24 +201,6 @@ def test_chinese_headings_and_captions(built, unrasterized):
     # every claim still cites its page file and the section heading as written on the page
     for source in claim_sources().values():
         assert source["page"] in page and source["section"] in page
-
-
-def test_cli_resumes_missing_runs_with_progress(built, tmp_path, capsys, unrasterized):
-    """The command's default path: progress bars on, only the missing run is run again."""
-    _, doc, _ = built
-    results = tmp_path / "runs"
-    shutil.copytree(doc["generated"]["results"], results)
-    victim = results / "ffn" / "tiny" / f"{doc['suites']['ffn']['runs'][0]['run_id']}.json"
-    victim.unlink()
-    code = main(["report", "--tiny", "--out", str(tmp_path / "out"), "--results", str(results),
-                 "--lang", "en"])
-    out = capsys.readouterr()
-    assert re.search(r"suite ffn \(tiny\): \d+ of \d+ runs stored, 1 to run", out.out), out
-    assert re.search(r"suite position \(tiny\): (\d+) of \1 runs stored, 0 to run", out.out)
-    assert "(tiny) failed" not in out.out, out.out
-    assert victim.is_file()
-    assert code in (0, 1)  # 1 only if a claim check fails to run
-    assert (tmp_path / "out" / "index.html").is_file()
 
 
 def test_missing_results_name_the_command_and_a_tiny_report_says_it_is_a_smoke_test(
@@ -288,7 +263,8 @@ def test_failed_suite_is_reported_not_raised(tmp_path, unrasterized):
     assert any("failed" in line for line in lines)
 
 
-def test_a_figure_that_fails_is_a_notice_not_a_crash(built, tmp_path, monkeypatch, unrasterized):
+def test_a_figure_that_fails_is_a_notice_not_a_crash(tiny_report, tmp_path, monkeypatch,
+                                                      unrasterized):
     import blocklab.report.figures as figures
 
     def broken(doc):
@@ -296,7 +272,7 @@ def test_a_figure_that_fails_is_a_notice_not_a_crash(built, tmp_path, monkeypatc
 
     monkeypatch.setitem(figures.FIGURES, "ffn_variants",
                         (broken, figures.FIGURES["ffn_variants"][1]))
-    _, doc, _ = built
+    _, doc = tiny_report
     index = write_report(json.loads(json.dumps(doc)), tmp_path / "out", "en")
     text = index.read_text(encoding="utf-8")
     assert "could not be drawn from the stored results: KeyError" in text
@@ -307,10 +283,10 @@ def test_a_figure_that_fails_is_a_notice_not_a_crash(built, tmp_path, monkeypatc
     assert data["figure_errors"]["ffn_variants"].startswith("KeyError: 'arms' (in broken, ")
 
 
-def test_a_summary_that_does_not_decode_is_a_figure_error(built, tmp_path, unrasterized):
+def test_a_summary_that_does_not_decode_is_a_figure_error(tiny_report, tmp_path, unrasterized):
     """Figures read the typed summary: a renamed field in the document fails the figures of
     that suite with a ResultsError naming the field, shown on the page and in report.json."""
-    _, doc, _ = built
+    _, doc = tiny_report
     doc = json.loads(json.dumps(doc))
     arms = doc["suites"]["ffn"]["summary"]["data"]["arms"]
     for arm in arms.values():
@@ -325,12 +301,12 @@ def test_a_summary_that_does_not_decode_is_a_figure_error(built, tmp_path, unras
     assert 'id="fig-norm_cost"' in index.read_text(encoding="utf-8")  # other suites draw
 
 
-def test_stored_runs_are_labelled_by_their_run_record(built):
+def test_stored_runs_are_labelled_by_their_run_record(tiny_report):
     """Every stored result records the spec it ran; the report's curves come from those
     records alone (training runs with curves, sorted by arm and seed)."""
     from blocklab.experiments.results import ResultStore
 
-    _, doc, _ = built
+    _, doc = tiny_report
     results = doc["generated"]["results"]
     stored = dict(ResultStore(f"{results}/ffn/tiny").iter_results())
     assert stored and all(isinstance(r.run, RunLabel) for r in stored.values())
@@ -344,13 +320,13 @@ def test_stored_runs_are_labelled_by_their_run_record(built):
     assert placement and all(r["arm"].startswith(("train/", "deep/")) for r in placement)
 
 
-def test_run_curves_are_the_summarys_runs_only(built, tmp_path):
+def test_run_curves_are_the_summarys_runs_only(tiny_report, tmp_path):
     """Curves come from the runs the summary lists: other result files in the folder (an
     earlier configuration, more seeds) are not plotted; a listed run that is gone, has no run
     record or carries one of the wrong shape is a suite error, not a silent gap."""
     from blocklab.experiments.results import ResultStore, result_json
 
-    _, doc, _ = built
+    _, doc = tiny_report
     results = tmp_path / "runs"
     shutil.copytree(doc["generated"]["results"], results)
     store = ResultStore(results / "ffn" / "tiny")
@@ -384,13 +360,13 @@ def test_two_sizes_are_one_line_exit_2(tmp_path, one_line_exit_2):
     assert line.startswith("error: ") and not (tmp_path / "out").exists()
 
 
-def test_ffn_figures_draw_the_compared_arms_not_the_trend_or_sensitivity_runs(built):
+def test_ffn_figures_draw_the_compared_arms_not_the_trend_or_sensitivity_runs(tiny_report):
     from blocklab.experiments.suites.ffn import runs as ffn
     from blocklab.experiments.suites.ffn.summary import FfnData
     from blocklab.experiments.summaries import summary_from_dict
     from blocklab.report.figures import _compared_runs
 
-    _, doc, _ = built
+    _, doc = tiny_report
     runs = doc["suites"]["ffn"]["runs"]
     data = summary_from_dict(doc["suites"]["ffn"]["summary"], "ffn", FfnData).data
     size = ffn.SIZES["tiny"]
@@ -409,14 +385,14 @@ def test_ffn_figures_draw_the_compared_arms_not_the_trend_or_sensitivity_runs(bu
     assert sorted((r["arm"], r["seed"]) for r in kept) == compared
 
 
-def test_a_tiny_report_names_what_runs_at_full_only(built):
+def test_a_tiny_report_names_what_runs_at_full_only(tiny_report):
     """A tiny report: each suite's section names the arms no registered rule grades as run at
     --size full only, the claims say so where they would have shown them, and nothing of theirs
     is drawn or tabled."""
     from blocklab.experiments.suites.ffn import runs as ffn
     from blocklab.experiments.suites.position import runs as position
 
-    index, _, _ = built
+    index, _ = tiny_report
     text = index.read_text(encoding="utf-8")
     for words in ("the gelu, reglu and bilinear arms", "the sensitivity re-runs",
                   "the kernel runs", "sandwich norm in part (b)",
@@ -439,9 +415,10 @@ def test_a_tiny_report_names_what_runs_at_full_only(built):
     assert "Reported beside it" not in ledger["C18"]["summary"]
 
 
-def test_rendering_trains_nothing_and_the_ledger_renders_from_report_json_alone(
-        built, tmp_path, monkeypatch, unrasterized):
-    """`report --no-run` on stored results trains and runs no suite; and from its report.json
+def test_the_command_resumes_missing_runs_and_rendering_trains_nothing(
+        tiny_report, tmp_path, capsys, monkeypatch, unrasterized):
+    """The command's default path: progress bars on, only the missing run is run again. Then
+    `report --no-run` on those results trains and runs no suite; and from its report.json
     alone, with the claim checks, their rules and the collecting broken too, every experimental
     claim gets its forest plot, the overview and its words, in both languages."""
     import blocklab.claims as claims
@@ -452,6 +429,18 @@ def test_rendering_trains_nothing_and_the_ledger_renders_from_report_json_alone(
     import blocklab.report.build as build
     from blocklab.report.figures import experimental_rows, forest_key
 
+    stored = tiny_report[1]
+    results = shutil.copytree(stored["generated"]["results"], tmp_path / "runs")
+    victim = results / "ffn" / "tiny" / f"{stored['suites']['ffn']['runs'][0]['run_id']}.json"
+    victim.unlink()
+    code = main(["report", "--tiny", "--out", str(tmp_path / "out"), "--results", str(results),
+                 "--lang", "en"])
+    out = capsys.readouterr().out
+    assert re.search(r"suite ffn \(tiny\): \d+ of \d+ runs stored, 1 to run", out), out
+    assert re.search(r"suite position \(tiny\): (\d+) of \1 runs stored, 0 to run", out)
+    assert "(tiny) failed" not in out and victim.is_file()
+    assert code in (0, 1)  # 1 only if a claim check fails to run
+
     def forbidden(*args, **kwargs):
         raise AssertionError("rendering trained, ran a suite or a claim check")
 
@@ -459,8 +448,8 @@ def test_rendering_trains_nothing_and_the_ledger_renders_from_report_json_alone(
                          (suite_base, "execute_in_process")):
         monkeypatch.setattr(module, name, forbidden)
     out = tmp_path / "cli"
-    assert main(["report", "--tiny", "--no-run", "--results", built[1]["generated"]["results"],
-                 "--out", str(out)]) in (0, 1)
+    assert main(["report", "--tiny", "--no-run", "--results", str(results), "--out",
+                 str(out)]) in (0, 1)
     doc = json.loads((out / "report.json").read_text(encoding="utf-8"))
     assert (out / "index.html").is_file() and all(doc["suites"][n]["summary"] for n in SUITES)
     for module, name in ((claims, "run_claims"), (ledger, "run_claims"), (rules, "decide"),
