@@ -55,25 +55,30 @@ def received(monkeypatch):
     return seen
 
 
-def test_report_hands_one_request_to_the_suites_the_design_and_the_report(tmp_path,
-                                                                          received):
-    code = main(["report", "--quick", "--seed-offset", "7", "--budget", "5", "--results",
-                 str(tmp_path / "runs"), "--out", str(tmp_path / "out"), "--no-progress"])
-    assert code == 0
-    assert set(received) == {"price_plan", "run_looks", "run_suites", "build_report"}
-    (request,) = received["price_plan"]
-    assert request == RunRequest(tmp_path / "runs", "quick", 7, "fp32", 300.0)
-    assert all(got is request for steps in received.values() for got in steps)
+@pytest.fixture
+def cuda_present(monkeypatch):
+    """The trainer's device check answering as on a machine with a GPU."""
+    from blocklab.experiments import trainer
+
+    monkeypatch.setattr(trainer, "check_device", lambda device, subject=None: None)
 
 
-def test_a_bf16_report_runs_the_planned_seeds_under_the_same_request(tmp_path, received):
-    code = main(["report", "--tiny", "--precision", "bf16", "--results",
-                 str(tmp_path / "runs"), "--out", str(tmp_path / "out"), "--no-progress"])
-    assert code == 0
-    assert set(received) == {"run_suites", "build_report"}  # no budget: no further looks
+@pytest.mark.parametrize(("argv", "steps", "request_args"), [
+    (["--quick", "--seed-offset", "7", "--budget", "5"],
+     {"price_plan", "run_looks", "run_suites", "build_report"}, ("quick", 7, "fp32", 300.0)),
+    # no budget: no further looks
+    (["--tiny", "--precision", "bf16"], {"run_suites", "build_report"}, ("tiny", 0, "bf16", 0.0)),
+    (["--tiny", "--device", "cuda:0"], {"run_suites", "build_report"},
+     ("tiny", 0, "fp32", 0.0, "cuda:0")),
+])
+def test_report_hands_one_request_to_the_suites_the_design_and_the_report(
+        tmp_path, received, cuda_present, argv, steps, request_args):
+    assert main(["report", *argv, "--results", str(tmp_path / "runs"), "--out",
+                 str(tmp_path / "out"), "--no-progress"]) == 0
+    assert set(received) == steps
     (request,) = received["run_suites"]
-    assert request == RunRequest(tmp_path / "runs", "tiny", 0, "bf16", 0.0)
-    assert received["build_report"][0] is request
+    assert request == RunRequest(tmp_path / "runs", *request_args)
+    assert all(got is request for calls in received.values() for got in calls)
 
 
 def test_the_plan_prices_the_request_it_would_run(tmp_path, received):
@@ -130,23 +135,6 @@ def test_a_device_this_machine_lacks_is_one_line_before_any_work(tmp_path, capfd
     assert code == 2
     assert capfd.readouterr().err == message.format(version=torch.__version__) + "\n"
     assert not runs.exists() and not (tmp_path / "out").exists()
-
-
-@pytest.fixture
-def cuda_present(monkeypatch):
-    """The trainer's device check answering as on a machine with a GPU."""
-    from blocklab.experiments import trainer
-
-    monkeypatch.setattr(trainer, "check_device", lambda device, subject=None: None)
-
-
-def test_report_hands_the_device_to_its_one_request(tmp_path, received, cuda_present):
-    code = main(["report", "--tiny", "--device", "cuda:0", "--results", str(tmp_path / "runs"),
-                 "--out", str(tmp_path / "out"), "--no-progress"])
-    assert code == 0
-    (request,) = received["run_suites"]
-    assert request == RunRequest(tmp_path / "runs", "tiny", 0, "fp32", 0.0, "cuda:0")
-    assert received["build_report"][0] is request
 
 
 def test_a_rendered_report_reads_and_needs_no_device(tmp_path, received):
