@@ -83,7 +83,7 @@ def test_for_suite_takes_the_suites_default_seeds_from_the_offset():
 
 
 def test_for_suite_refuses_what_the_suite_lacks_in_one_line():
-    suite = _suite()  # (a precision it lacks: tests/experiments/suites/test_base.py)
+    suite = _suite()  # (a precision it lacks: tests/experiments/test_executors.py)
     with pytest.raises(InputError, match=rf"^suite size 'huge' is not allowed; expected one of "
                                          rf"{SIZES}$"):
         RunOptions.for_suite(suite, "huge")

@@ -136,12 +136,14 @@ def test_failed_run_in_a_worker_is_listed_and_the_others_are_stored(tmp_path):
 
 
 # --- provenance ---------------------------------------------------------------------------------
-def _counting_suite(calls: list):
-    return plain_suite("counting", lambda options, tuned=(): [
+def _count(root: Path, calls: list) -> Summary:
+    """Run seeds 0 and 1 of a suite whose runs append their seed to `calls`."""
+    suite = plain_suite("counting", lambda options, tuned=(): [
         base.RunSpec(f"run {s}", "run", s, {"seed": s},
                      lambda progress, s=s: calls.append(s) or RunResult(
                          "ok", data={"name": "stdlib", "sha256": _stdlib_sha()}))
         for s in options.seeds])
+    return run_suite(suite, RunOptions("tiny", range(2)), root, progress=False)
 
 
 def _stdlib_sha() -> str:
@@ -151,15 +153,14 @@ def _stdlib_sha() -> str:
 
 def test_results_record_provenance_and_are_reused_when_it_matches(tmp_path):
     calls: list = []
-    run_suite(_counting_suite(calls), RunOptions("tiny", range(2)), tmp_path, progress=False)
+    _count(tmp_path, calls)
     stored = json.loads(next((tmp_path / "counting" / "tiny").glob("[!s]*.json")).read_text())
     now = provenance.current().to_dict()
     assert stored["provenance"] == now
     assert set(now) == {*provenance.RESULT_KEYS, "machine", "threads", "device", "accelerator",
                         "precision", "backend", "backends"}
     assert len(now["source_sha256"]) == 64 and now["torch"].startswith("2.")
-    summary = run_suite(_counting_suite(calls), RunOptions("tiny", range(2)), tmp_path,
-                        progress=False)
+    summary = _count(tmp_path, calls)
     assert calls == [0, 1]  # nothing re-run
     assert not any("provenance" in note for note in summary.notes)
 
@@ -167,23 +168,22 @@ def test_results_record_provenance_and_are_reused_when_it_matches(tmp_path):
 @pytest.mark.parametrize("key", ["torch", "source_sha256", "blocklab"])
 def test_a_result_with_other_provenance_is_run_again(tmp_path, monkeypatch, key):
     calls: list = []
-    run_suite(_counting_suite(calls), RunOptions("tiny", range(2)), tmp_path, progress=False)
+    _count(tmp_path, calls)
     real = provenance.current()
     changed = provenance.Provenance(**{**real.to_dict(), key: "something else"})
     monkeypatch.setattr(provenance, "current", lambda: changed)
-    summary = run_suite(_counting_suite(calls), RunOptions("tiny", range(2)), tmp_path,
-                        progress=False)
+    summary = _count(tmp_path, calls)
     assert calls == [0, 1, 0, 1]
     assert any(note == "2 stored run(s) were run again because their provenance differs from "
                f"this code and machine: {key} (2)" for note in summary.notes), summary.notes
     calls.clear()
-    run_suite(_counting_suite(calls), RunOptions("tiny", range(2)), tmp_path, progress=False)
+    _count(tmp_path, calls)
     assert calls == []  # the re-run results carry the new provenance
 
 
 def test_a_result_without_provenance_or_with_another_corpus_is_run_again(tmp_path):
     calls: list = []
-    run_suite(_counting_suite(calls), RunOptions("tiny", range(2)), tmp_path, progress=False)
+    _count(tmp_path, calls)
     files = sorted(p for p in (tmp_path / "counting" / "tiny").glob("*.json")
                    if p.name != "summary.json")
     first, second = (json.loads(p.read_text()) for p in files)
@@ -191,8 +191,7 @@ def test_a_result_without_provenance_or_with_another_corpus_is_run_again(tmp_pat
     second["data"]["sha256"] = "0" * 64  # what an older Python's standard library hashed to
     files[0].write_text(json.dumps(first))
     files[1].write_text(json.dumps(second))
-    summary = run_suite(_counting_suite(calls), RunOptions("tiny", range(2)), tmp_path,
-                        progress=False)
+    summary = _count(tmp_path, calls)
     assert sorted(calls) == [0, 0, 1, 1]
     note = next(n for n in summary.notes if "provenance" in n)
     assert "corpus stdlib (1)" in note and "provenance missing (1)" in note

@@ -265,8 +265,6 @@ def test_result_keys_and_shapes(tiny_model, tiny_train, tmp_path):
     result = tr.run(tiny_model, cfg, "stdlib", out)
     stored = json.loads(out.read_text())
     assert stored == result.to_dict()
-    assert {"run_id", "status", "model_config", "train_config", "data", "environment", "curves",
-            "final", "wall_time_s", "tokens_per_s", "steps_done", "backends"} <= set(stored)
     assert set(result.data) >= {"name", "sha256", "train_bytes", "val_bytes", "files"}
     env = result.environment
     assert {"python", "torch", "numpy", "platform", "cpu_count", "threads",

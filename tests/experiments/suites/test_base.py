@@ -228,13 +228,6 @@ def test_bf16_runs_a_suite_that_takes_it_in_folders_of_its_own(tmp_path):
     assert load_summary(tmp_path, "tuned", "tiny", ToyData) is None  # float32 never ran
 
 
-def test_a_float32_only_suite_refuses_bf16_in_one_line(tmp_path):
-    with pytest.raises(ValueError, match=r"^suite toy: precision='bf16' is not allowed; "
-                                         r"expected one of \['fp32'\]$"):
-        RunOptions.for_suite(_toy_suite([]), "tiny", 1, precision="bf16")
-    assert not (tmp_path / "toy").exists()
-
-
 def test_a_failed_tuning_run_names_itself_and_nothing_is_evaluated(tmp_path):
     from blocklab.experiments.executors import ParallelExecutor
 

@@ -1,6 +1,6 @@
 """The registered suites (`blocklab.experiments.suites`): each reads its stored summary back as
-its own data type, plans runs whose ids follow what they compute, and the loader by name
-refuses a suite that is not registered."""
+its own data type, plans runs whose ids follow what they compute, and imports without torch
+(a suite that is not registered: tests/experiments/test_summaries.py)."""
 
 import json
 import subprocess
@@ -8,7 +8,6 @@ import sys
 
 import pytest
 
-from blocklab.errors import InputError
 from blocklab.experiments.options import RunOptions
 from blocklab.experiments.suites import SUITE_MODULES, get_suite, load_summary
 from blocklab.jsonio import json_safe
@@ -47,14 +46,6 @@ def test_run_ids_are_stable_and_follow_the_seeds_and_precision_but_not_the_backe
         bf16 = [s for s in specs(precision="bf16") if s.payload["kind"] != "relative_error"]
         assert {s.payload.get("train", s.payload)["precision"] for s in bf16} == {"bf16"}
         assert not {s.run_id for s in bf16} & set(first)
-
-
-def test_the_loader_by_name_refuses_a_suite_that_is_not_registered(tmp_path):
-    with pytest.raises(InputError, match=r"unknown suite 'attention'; allowed: \['ffn', "
-                                         r"'norm-cost', 'placement', 'position', 'quantize', "
-                                         r"'width'\]"):
-        load_summary(tmp_path, "attention", "tiny")
-    assert load_summary(tmp_path, "position", "tiny") is None  # registered, not run yet
 
 
 def test_a_suite_package_and_its_data_types_import_without_torch():
