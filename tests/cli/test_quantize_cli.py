@@ -98,23 +98,20 @@ def test_a_cpu_without_int8_instructions_is_noted_under_the_table(capsys, monkey
     assert "an estimate, not a bound" in out
 
 
-def _nan_checkpoint(folder):
+def test_a_checkpoint_with_nan_weights_is_flagged_and_its_errors_left_out(capsys, tmp_path,
+                                                                          monkeypatch):
     import torch
 
-    model = _checkpoint(folder)
+    from blocklab.interop.hf import save_hf
+
+    model = _checkpoint(tmp_path)
     with torch.no_grad():
         model.layers[0].ffn.gate_proj.weight[0, :3] = float("nan")
         model.layers[1].attention.q_proj.weight[1, 1] = float("inf")
         model.layers[2].ffn.down_proj.weight[0, 0] = float("nan")  # not timed with --layers 2
-    from blocklab.interop.hf import save_hf
-
-    save_hf(model, folder)
-
-
-def test_a_checkpoint_with_nan_weights_is_flagged_and_its_errors_left_out(capsys, tmp_path):
-    _nan_checkpoint(tmp_path)
-    code, out, err = run_cli(["quantize", str(tmp_path), "--layers", "2", "--seq", "8",
-                                "--repeats", "2", "--json"], capsys)
+    save_hf(model, tmp_path)
+    quantize = ["quantize", str(tmp_path), "--layers", "2", "--seq", "8", "--repeats", "2"]
+    code, out, err = run_cli([*quantize, "--json"], capsys)
     assert code == 0, err
     doc = json.loads(out)  # strict JSON: no NaN token
     assert doc["nonfinite_weights"] == {"layers.0.ffn.gate_proj.weight": 3,
@@ -126,16 +123,10 @@ def test_a_checkpoint_with_nan_weights_is_flagged_and_its_errors_left_out(capsys
                  "layers.1.attention.q_proj.weight (1)", "no measurement"):
         assert text in err, (text, err)
     assert "down_proj" not in err
-
-
-def test_nan_errors_are_not_printed_as_measurements(capsys, tmp_path, monkeypatch):
-    _nan_checkpoint(tmp_path)
-    monkeypatch.setenv("COLUMNS", "200")
-    code, out, err = run_cli(["quantize", str(tmp_path), "--layers", "1", "--seq", "8",
-                                "--repeats", "2"], capsys)
+    monkeypatch.setenv("COLUMNS", "200")  # the table: no nan printed as a measurement
+    code, out, err = run_cli(quantize, capsys)
     assert code == 0, err
     rows = [line for line in out.splitlines() if "/weight-only" in line or "/dynamic" in line]
     assert len(rows) == 6
     for row in rows:
         assert "nan" not in row.lower() and row.rstrip(" │").endswith("—"), row
-    assert "layers.0.ffn.gate_proj.weight (3)" in err
