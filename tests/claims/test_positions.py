@@ -123,8 +123,8 @@ def _data(arms, *, cost=None, tv=0.2) -> PositionData:
                                 "yarn": "rope+yarn+ft4x"}))
 
 
-def _ledger(tmp_path: Path, data: PositionData, ids):
-    return graded(tmp_path, "position", data, *ids)
+def _row(tmp_path: Path, data: PositionData, cid: str):
+    return graded(tmp_path, "position", data, cid)[cid]
 
 
 def _c30_arms(scaled_16=3.0, plain_16=40.0):
@@ -158,7 +158,7 @@ def test_extrapolation_grades_against_the_page(tmp_path):
         "rope+yarn": _arm({"2": 1.0, "4": 2.0, "8": 4.5}),
         "rope+linear": _arm({"2": 30.0, "4": 30.0, "8": 30.0}),  # not named by the page
     }
-    row = _ledger(tmp_path, _extrapolation(arms), ["C21"])["C21"]
+    row = _row(tmp_path, _extrapolation(arms), "C21")
     assert row.verdict == "confirmed", row.summary
     assert "L = 128 (3 seed(s))" in row.summary
     names = [p.name for p in row.parts]
@@ -171,7 +171,7 @@ def test_extrapolation_grades_against_the_page(tmp_path):
     arms["rope+yarn"] = _arm({"2": 1.0, "4": 2.0, "8": 9.0})  # YaRN degrades at 8×: no rescue
     arms["alibi"] = PositionArm(**{**arms["alibi"].__dict__, "extrapolated_vs_sliding_pct": {
         "2": _ci(0.1, 0.0, 0.2), "4": _ci(4.0, 2.0, 6.0), "8": _ci(0.3, 0.2, 0.4)}})
-    rows = _ledger(tmp_path, _extrapolation(arms), ["C21", "C22"])
+    rows = graded(tmp_path, "position", _extrapolation(arms), "C21", "C22")
     row = rows["C21"]
     assert row.verdict == "mixed"
     by_name = {p.name: p for p in row.parts}
@@ -190,7 +190,7 @@ def test_extrapolation_needs_four_seeds(tmp_path):
     three_seeds = {m: _ci(0.1, 0.0, 0.2, n=3) for m in ("2", "4", "8")}
     arms = {"alibi": PositionArm(**{**_arm({"2": 0.1}).__dict__,
                                     "extrapolated_vs_sliding_pct": three_seeds})}
-    row = _ledger(tmp_path, _extrapolation(arms), ["C21"])["C21"]
+    row = _row(tmp_path, _extrapolation(arms), "C21")
     assert row.verdict == "inconclusive"
     assert [p.estimate.n for p in row.parts] == [3, 3, 3]
     assert all("needs at least 4" in p.reason for p in row.parts)
@@ -201,7 +201,7 @@ def test_c30_grades_the_statement_and_the_warning_read_both_ways(tmp_path):
     # Scaled RoPE works to 16× and plain RoPE drops there: the statement and the warning read
     # without scaling hold; read with scaling (the same arms drop past 8×) it does not, so the
     # unqualified warning holds only without scaling and the claim is conditional on that.
-    row = _ledger(tmp_path, _data(_c30_arms()), ["C30"])["C30"]
+    row = _row(tmp_path, _data(_c30_arms()), "C30")
     assert row.verdict == "conditional", row.summary
     parts = {p.name: p for p in row.parts}
     statement = [n for n in parts if not n.startswith("warning")]
@@ -239,7 +239,7 @@ def test_c30_grades_the_statement_and_the_warning_read_both_ways(tmp_path):
 
 def test_c30_warning_with_scaling_holds_when_scaled_rope_drops_at_16x(tmp_path):
     # Scaled arms drop at 16×: the statement holds at 8× only, the warning holds both ways.
-    row = _ledger(tmp_path, _data(_c30_arms(scaled_16=12.0)), ["C30"])["C30"]
+    row = _row(tmp_path, _data(_c30_arms(scaled_16=12.0)), "C30")
     readings = {k: r["status"] for k, r in row.evidence["readings"].items()}
     assert readings == {"scaled": "partly", "warning_plain": "holds", "warning_scaled": "holds"}
     assert row.verdict == "mixed"  # 4 of the 10 statement and no-scaling parts fail
@@ -248,7 +248,7 @@ def test_c30_warning_with_scaling_holds_when_scaled_rope_drops_at_16x(tmp_path):
 def test_c30_reads_no_warning_below_16x_and_is_not_confirmed_then(tmp_path):
     data = dataclasses.replace(_data(_c30_arms()), mults=[1, 2, 4, 8],
                                eval_lengths=[128, 256, 512, 1024])
-    row = _ledger(tmp_path, data, ["C30"])["C30"]
+    row = _row(tmp_path, data, "C30")
     assert all(p.verdict == "confirmed" for p in row.parts) and len(row.parts) == 4
     readings = {k: r["status"] for k, r in row.evidence["readings"].items()}
     assert readings == {"scaled": "holds", "warning_plain": "not read",
@@ -260,7 +260,7 @@ def test_c30_reads_no_warning_below_16x_and_is_not_confirmed_then(tmp_path):
 def test_c30_not_reproduced_when_scalings_fail_at_16x(tmp_path):
     arms = _c30_arms(scaled_16=40.0, plain_16=3.0)
     arms["rope+ft4x"] = _arm({"2": 1.0, "4": 2.0, "8": 3.0, "16": 3.0})
-    row = _ledger(tmp_path, _data(arms), ["C30"])["C30"]
+    row = _row(tmp_path, _data(arms), "C30")
     # Failed: 4 scaled arms at 16× and 2 plain at 16×; held: 4 at 8× (the warning read with
     # scaling, which holds here, does not count towards "not reproduced").
     assert row.verdict == "not-reproduced-at-this-scale"
@@ -268,7 +268,7 @@ def test_c30_not_reproduced_when_scalings_fail_at_16x(tmp_path):
     bad = _c30_arms(scaled_16=40.0)
     bad["rope+ntk+ft4x"] = _arm({"2": 1.0, "4": 2.0, "8": 3.0, "16": 3.0})
     bad["rope+yarn+ft4x"] = _arm({"2": 1.0, "4": 2.0, "8": 3.0, "16": 3.0})
-    row = _ledger(tmp_path, _data(bad), ["C30"])["C30"]
+    row = _row(tmp_path, _data(bad), "C30")
     assert row.verdict == "mixed"  # only training-free fails at 16×: the statement in part
 
 
@@ -279,7 +279,7 @@ def test_c30_grades_against_the_5_percent_edge_only(tmp_path):
     arms["rope"].extrapolated_vs_sliding_pct["16"] = _ci(28.5, 24.4, 32.6)
     arms["rope+ntk"].extrapolated_vs_sliding_pct["16"] = _ci(19.3, 11.9, 26.7)
     arms["rope+ft4x"].extrapolated_vs_sliding_pct["16"] = _ci(6.2, 1.7, 10.6)
-    row = _ledger(tmp_path, _data(arms), ["C30"])["C30"]
+    row = _row(tmp_path, _data(arms), "C30")
     parts = {p.name: p for p in row.parts}
     assert parts["warning (no scaling): plain RoPE drops clearly at 16×"].verdict == "confirmed"
     assert parts["RoPE + ntk (training-free) works at 16×"].verdict == (
@@ -293,18 +293,18 @@ def test_c30_grades_against_the_5_percent_edge_only(tmp_path):
 
 
 def test_c29_conditional_with_the_nope_order_probe(tmp_path):
-    row = _ledger(tmp_path, _data({}), ["C29"])["C29"]
+    row = _row(tmp_path, _data({}), "C29")
     assert row.verdict == "conditional"
     assert [p.verdict for p in row.parts] == ["confirmed", "confirmed"]
     assert row.evidence["bidirectional_equivariance_error"] <= 1e-12
-    row = _ledger(tmp_path, _data({}, tv=0.01), ["C29"])["C29"]
+    row = _row(tmp_path, _data({}, tv=0.01), "C29")
     # CI [-0.04, 0.06] holds both no effect and δ = 0.02: undecided.
     assert row.parts[0].verdict == "inconclusive"
     assert row.verdict == "conditional"  # exact: causal masking alone breaks equivariance
 
 
 def test_c31_is_decided_by_counts_and_the_sdpa_call(tmp_path):
-    row = _ledger(tmp_path, _data({}, cost=_cost()), ["C31"])["C31"]
+    row = _row(tmp_path, _data({}, cost=_cost()), "C31")
     assert row.verdict == "confirmed", row.summary
     assert [p.name for p in row.parts] == list(registered("C31", "quick"))
     assert all(p.verdict == "confirmed" and p.decision is None for p in row.parts)
@@ -321,18 +321,17 @@ def test_c31_is_decided_by_counts_and_the_sdpa_call(tmp_path):
     assert shown["toy_shape"]["label"] == "per-op overhead at a toy shape"
     assert shown["realistic_shape"]["d_model"] == 1024
     # a summary from before the realistic timing still decides, and says what is missing
-    old = _ledger(tmp_path, _data({}, cost=_cost(realistic=False)), ["C31"])["C31"]
+    old = _row(tmp_path, _data({}, cost=_cost(realistic=False)), "C31")
     assert old.verdict == "confirmed" and "No realistic-shape timing" in old.summary
-
-
-def test_c31_verdict_does_not_move_with_the_timings(tmp_path):
-    base = _ledger(tmp_path, _data({}, cost=_cost()), ["C31"])["C31"]
+    # the verdict and counts do not move with the timings
     for cost in (_cost(decode=3.0), _cost(decode=0.3), _cost(rope_train=1.3, decode=3.0),
                  _cost(alibi_train=0.7, decode=0.3)):
-        row = _ledger(tmp_path, _data({}, cost=cost), ["C31"])["C31"]
-        assert row.verdict == base.verdict
-        assert [(p.name, p.verdict, p.estimate.value) for p in row.parts] == \
-            [(p.name, p.verdict, p.estimate.value) for p in base.parts]
+        moved = _row(tmp_path, _data({}, cost=cost), "C31")
+        assert moved.verdict == row.verdict
+        assert [(p.name, p.verdict, p.estimate.value) for p in moved.parts] == \
+            [(p.name, p.verdict, p.estimate.value) for p in row.parts]
+    assert cp.combine_c31([dataclasses.replace(p, verdict="refuted")
+                           if p.name == C31_ALIBI_FLOPS_PART else p for p in row.parts]) == "mixed"
 
 
 def test_c31_refuted_when_rope_calls_sdpa_otherwise_and_open_without_kernels(tmp_path):
@@ -341,12 +340,8 @@ def test_c31_refuted_when_rope_calls_sdpa_otherwise_and_open_without_kernels(tmp
     sdpa = next(p for p in parts if p.name == C31_ROPE_SDPA_PART)
     assert sdpa.verdict == "refuted" and sdpa.estimate.value == 1
     assert "training mask" in sdpa.reason and cp.combine_c31(parts) == "refuted"
-    row = _ledger(tmp_path, _data({}, cost=_cost(kernels=False)), ["C31"])["C31"]
+    row = _row(tmp_path, _data({}, cost=_cost(kernels=False)), "C31")
     assert row.verdict == "inconclusive"  # deciding the SDPA part could refute or confirm
-    assert cp.combine_c31([dataclasses.replace(p, verdict="refuted")
-                           if p.name == C31_ALIBI_FLOPS_PART else p
-                           for p in _ledger(tmp_path, _data({}, cost=_cost()),
-                                            ["C31"])["C31"].parts]) == "mixed"
 
 
 def test_c31_rules_are_counts_at_every_size():
