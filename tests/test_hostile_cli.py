@@ -44,13 +44,6 @@ def test_threads_and_jobs_beyond_this_machine(tmp_path, one_line_exit_2, argv, v
     assert not list(tmp_path.iterdir())
 
 
-def test_train_threads_from_the_config_file(tmp_path, one_line_exit_2):
-    config = tmp_path / "run.json"
-    config.write_text(json.dumps({"train": {"threads": 50_000}}))
-    one_line_exit_2(["train", "--config", str(config), "--out", str(tmp_path)],
-                    "--config", "train.threads", "50000")
-
-
 # --- --executor, --jobs, --plan and --budget together --------------------------------------------
 @pytest.mark.parametrize(("args", "needles"), [
     (["--executor", "Process"], ["--executor", "'Process'", "process or ray"]),
@@ -94,26 +87,21 @@ def test_seed_offset_named_as_written(tmp_path, one_line_exit_2, command, value)
 
 
 # --- bfloat16 on a CPU without bfloat16 units: a warning, and the run goes on -------------------
-def _cpu(monkeypatch, flags: str) -> None:
-    monkeypatch.setattr(env.platform, "machine", lambda: "x86_64")
-    monkeypatch.setattr(env, "_cpuinfo", lambda: ["model name\t: Example CPU",
-                                                   f"flags\t\t: fpu sse2 {flags}"])
+def _cpu(monkeypatch, flags: str | None, machine: str = "x86_64") -> None:
+    """A CPU with these flags (None: no /proc/cpuinfo, as off Linux)."""
+    monkeypatch.setattr(env.platform, "machine", lambda: machine)
+    info = [] if flags is None else ["model name\t: Example CPU", f"flags\t\t: fpu sse2 {flags}"]
+    monkeypatch.setattr(env, "_cpuinfo", lambda: info)
 
 
-@pytest.mark.parametrize(("flags", "emulated"), [("avx2", True), ("avx2 avx512f", True),
-                                                 ("avx2 avx512f avx512_bf16", False),
-                                                 ("avx2 amx_bf16", False)])
-def test_bf16_emulated_reads_the_cpu_flags(monkeypatch, flags, emulated):
-    _cpu(monkeypatch, flags)
+@pytest.mark.parametrize(("flags", "machine", "emulated"), [
+    ("avx2", "x86_64", True), ("avx2 avx512f", "x86_64", True),
+    ("avx2 avx512f avx512_bf16", "x86_64", False), ("avx2 amx_bf16", "x86_64", False),
+    (None, "x86_64", False), ("avx2", "aarch64", False),  # unknown: off Linux or off x86
+])
+def test_bf16_emulated_reads_the_cpu_flags(monkeypatch, flags, machine, emulated):
+    _cpu(monkeypatch, flags, machine)
     assert env.bf16_emulated() is emulated
-
-
-def test_bf16_unknown_off_linux_or_off_x86(monkeypatch):
-    monkeypatch.setattr(env, "_cpuinfo", lambda: [])
-    assert env.bf16_emulated() is False
-    _cpu(monkeypatch, "avx2")
-    monkeypatch.setattr(env.platform, "machine", lambda: "aarch64")
-    assert env.bf16_emulated() is False
 
 
 def _warnings(err: str) -> list[str]:
@@ -126,10 +114,9 @@ def test_train_bf16_warns_without_bf16_units(tmp_path, capsys, monkeypatch):
                  "--out", str(tmp_path)]) == 0
     out, err = capsys.readouterr()
     assert json.loads(out)["precision"] == "bf16"  # the run went on
-    warnings = _warnings(err)
-    assert len(warnings) == 1, err
-    assert "bfloat16 matmuls are emulated on this CPU" in warnings[0]
-    assert "30× slower than float32" in warnings[0] and "fp32" in warnings[0]
+    (warning,) = _warnings(err)
+    assert "bfloat16 matmuls are emulated on this CPU" in warning
+    assert "30× slower than float32" in warning and "fp32" in warning
 
 
 def test_no_warning_for_float32_a_gpu_or_bf16_units(capsys, monkeypatch):
@@ -156,9 +143,8 @@ def test_suite_bf16_warns_before_it_runs(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(suites, "run_suite", run_suite)
     assert main(["suite", "ffn", "--tiny", "--results", str(tmp_path),
                  "--precision", "bf16"]) == 0
-    warnings = _warnings(capsys.readouterr().err)
-    assert started == ["bf16"]
-    assert len(warnings) == 1 and "bfloat16 matmuls are emulated" in warnings[0]
+    (warning,) = _warnings(capsys.readouterr().err)
+    assert started == ["bf16"] and "bfloat16 matmuls are emulated" in warning
 
 
 def test_suite_precision_the_suite_does_not_take_is_one_line_not_a_warning(tmp_path,

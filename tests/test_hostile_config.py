@@ -162,6 +162,7 @@ def test_token_ids_of_the_wrong_dtype_or_shape():
     ('{"model": {}, "optim": {}}', ["unknown key(s) ['optim']"]),
     ('{"model": {}, "train": {"precison": "bf16"}}', ["unknown TrainConfig key", "'precison'"]),
     ('{"train": {"precision": "fp16", "backend": "fast"}}', ["train.precision", "'fp16'"]),
+    ('{"train": {"threads": 50000}}', ["train.threads", "50000"]),
     ('{"model": {"rope_scaling": {"factor": 8}}}', ["model.rope_scaling", "'rope_type'"]),
     ("", ["malformed JSON"]),
     (b"\xff\xfe{\x00}\x00", ["not UTF-8 text"]),  # UTF-16
