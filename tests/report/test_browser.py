@@ -25,9 +25,9 @@ from blocklab.report.figures import experimental_rows
 from blocklab.report.html import LEAD_FIGURE
 
 SUITES = ("ffn", "norm-cost", "placement", "position")
-CLAIM_LINES = 9  # lines of words in a claim's section, details folded, pictures and parts aside
-# (the claim, the summary's first sentence, the count of the rule edits made after the data
-# where there are any, the details line)
+# Lines of words in a claim's section, details folded, pictures and parts aside (the claim, the
+# summary's first sentence, the count of the rule edits made after the data, the details line).
+CLAIM_LINES = 9
 LEDGER_LINES = 2  # lines of a claim's line in the ledger at 1280 px (at most 200 characters)
 
 HEAD_PROBE = """<script>
@@ -155,10 +155,7 @@ def test_report_in_headless_chromium(tiny_report, tmp_path):
     assert tall == [], f"ledger lines taller than {LEDGER_LINES} lines: {tall}"
 
     # Each claim's section: a forest plot for every experimental claim and no other, the
-    # overview under the ledger with the sentence on what more seeds would decide above it,
-    # and, with details folded, no section longer than CLAIM_LINES lines of words (the
-    # claim, the summary's first sentence, the edits' count, the details line) besides one line
-    # per part.
+    # overview under the ledger, and no section longer than CLAIM_LINES besides its part lines.
     experimental = {r["id"] for r in experimental_rows(doc)}
     assert experimental >= {"C12", "C16", "C18", "C19", "C21", "C31", "C36"}
     rows = {r["id"]: r for r in probe["claims"]}

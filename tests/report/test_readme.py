@@ -39,15 +39,6 @@ def _verdict_cell(cell: str) -> str:
     return cell.strip("* ").lstrip(SYMBOLS).strip().replace("-", " ")
 
 
-def test_readme_verdicts_match_the_live_ledger(tmp_path):
-    text = README.read_text(encoding="utf-8")
-    block = text.split(START, 1)[1].split(END, 1)[0]
-    shown = {cid: _verdict_cell(cell) for cid, cell in ROW.findall(block)}
-    assert len(shown) == 37
-    live = {r.id: reader_word(r.verdict, "en") for r in run_claims(ANALYTIC)}
-    assert {k: shown[k] for k in ANALYTIC} == live
-
-
 def _visible(row: str) -> str:
     """A table row as a reader sees it: links as their text, no escapes, no outer bars."""
     return re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", row).replace("\\|", "|").strip("| ")
@@ -75,14 +66,20 @@ def test_each_claim_is_one_short_row_linked_to_its_section(every_claim):
     assert statistics.median(lengths) <= 160
 
 
+def test_readme_verdicts_match_the_live_ledger(every_claim):
+    block = README.read_text(encoding="utf-8").split(START, 1)[1].split(END, 1)[0]
+    shown = {cid: _verdict_cell(cell) for cid, cell in ROW.findall(block)}
+    assert len(shown) == 37
+    live = {r.id: reader_word(r.verdict, "en") for r in every_claim if r.id in ANALYTIC}
+    assert {k: shown[k] for k in ANALYTIC} == live
+
+
 BOTH = (f"before\n{FINDINGS_START}\nSTALE\n{FINDINGS_END}\nmiddle\n{START}\nSTALE\n{END}\n"
         "after\n")
 
 
-def test_update_readme_replaces_only_the_blocks(tmp_path):
-    path = tmp_path / "README.md"
-    path.write_text(BOTH, encoding="utf-8")
-    rows = run_claims(["C02", "C15", "C23"])
+def test_update_readme_replaces_only_the_blocks(tmp_path, every_claim):
+    path, rows = _readme(tmp_path), every_claim
     update_readme(path, rows, "cmd")
     text = path.read_text(encoding="utf-8")
     assert text.startswith("before\n") and text.endswith("after\n") and "STALE" not in text
@@ -90,10 +87,10 @@ def test_update_readme_replaces_only_the_blocks(tmp_path):
     assert verdict_table(rows) in text and findings_block(rows) in text
 
 
-def test_the_findings_block_is_the_reports_findings_linked_to_their_claims():
+def test_the_findings_block_is_the_reports_findings_linked_to_their_claims(every_claim):
     from blocklab.report.findings import findings
 
-    rows = run_claims(["C02", "C15", "C23"])
+    rows = every_claim
     found = findings(rows, "en")
     block = findings_block(rows)
     items = [line for line in block.splitlines() if line.startswith("- ")]
