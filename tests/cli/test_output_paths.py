@@ -91,15 +91,19 @@ def test_train_config_refused_leaves_no_out_folder(tmp_path, one_line_exit_2, co
 
 
 # --- further unusual output paths ----------------------------------------------------------------
-def test_plot_through_a_symbolic_link_loop(tmp_path, one_line_exit_2):
+def test_links_folders_and_files_where_they_do_not_belong(tmp_path, one_line_exit_2):
     (tmp_path / "loop").symlink_to(tmp_path / "loop")
-    one_line_exit_2(["budget", "--sweep", "--plot", str(tmp_path / "loop" / "x.png")],
-                    "--plot", "a loop of symbolic links")
-
-
-def test_plot_naming_an_existing_folder(tmp_path, one_line_exit_2):
-    one_line_exit_2(["budget", "--sweep", "--plot", str(tmp_path)],
+    (tmp_path / "runs").symlink_to(tmp_path / "gone")
+    (tmp_path / "ffn").write_text("")
+    plot, suite = ["budget", "--sweep", "--plot"], ["suite", "ffn", "--tiny", "--results"]
+    one_line_exit_2([*plot, str(tmp_path / "loop" / "x.png")], "--plot",
+                    "a loop of symbolic links")
+    one_line_exit_2([*plot, str(tmp_path)],
                     f"--plot '{tmp_path}' is a folder; expected a file name", f"{tmp_path}/out.png")
+    one_line_exit_2([*suite, str(tmp_path / "runs")], "--results", "is a symbolic link to",
+                    "which does not exist")
+    one_line_exit_2([*suite, str(tmp_path)], f"--results '{tmp_path}'",
+                    f"'{tmp_path / 'ffn'}' is a file")
 
 
 def test_plot_name_whose_temporary_name_is_too_long(tmp_path, one_line_exit_2):
@@ -117,18 +121,6 @@ def test_plot_name_whose_temporary_name_is_too_long(tmp_path, one_line_exit_2):
 def test_a_nul_byte_or_an_empty_path(one_line_exit_2, argv, path, why):
     """No shell passes a NUL, a caller of `main` can: refused, never a ValueError bug."""
     one_line_exit_2([*argv, path], f"{argv[-1]} ", why)
-
-
-def test_results_through_a_symbolic_link_to_nothing(tmp_path, one_line_exit_2):
-    (tmp_path / "runs").symlink_to(tmp_path / "gone")
-    one_line_exit_2(["suite", "ffn", "--tiny", "--results", str(tmp_path / "runs")],
-                    "--results", "is a symbolic link to", "which does not exist")
-
-
-def test_results_whose_suite_folder_is_a_file(tmp_path, one_line_exit_2):
-    (tmp_path / "ffn").write_text("")
-    one_line_exit_2(["suite", "ffn", "--tiny", "--results", str(tmp_path)],
-                    f"--results '{tmp_path}'", f"'{tmp_path / 'ffn'}' is a file")
 
 
 def test_results_path_past_path_max(tmp_path, one_line_exit_2):
