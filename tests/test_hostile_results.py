@@ -151,10 +151,8 @@ def _suite(results: Path, capsys) -> tuple[int, str, str]:
 
 
 def test_a_damaged_run_file_is_named_and_run_again(results, capsys):
-    """A stored run (and a tuning run) edited to hold NaN is no result: the ledger grades
-    nothing from it and names the file and what is wrong; the suite says which file it runs
-    again, runs those alone, rewrites the summary, and leaves every other stored file as it
-    was. (Every other damage: tests/experiments/test_results.py.)"""
+    """A run and a tuning run holding NaN: named by the ledger, run again alone by the suite,
+    every other file kept (every other damage: tests/experiments/test_results.py)."""
     folder = results / "ffn" / "tiny"
     run_ids = json.loads((folder / "summary.json").read_text())["run_ids"]
     target = folder / f"{run_ids[1]}.json"

@@ -1,11 +1,6 @@
-"""The package uses public PyTorch only: no `torch._x` name, import or module path in src/.
-
-Private modules (`torch._dynamo`, `torch._inductor`, ...) change without notice between releases;
-the public equivalents are `torch.compiler`, `torch.library` and the documented environment
-variables. Checked on the syntax tree: attribute chains (`torch._dynamo.reset`), imports, and
-modules imported by name (`importlib.import_module("torch._inductor")`). A module's name in any
-other string uses none of its code and is allowed (`"torch._dynamo" in sys.modules`, a logger's
-name), as are comments, docstrings and `torch.__version__` (a dunder, public).
+"""The package uses public PyTorch only (private modules change without notice between
+releases): no `torch._x` attribute chain, import or module imported by name in src/. A module's
+name in any other string, a comment or `torch.__version__` is allowed.
 """
 
 import ast
