@@ -343,22 +343,19 @@ def test_part_arms_name_the_compared_runs():
     def arms_of(claim_id, p):
         return part_arms(claim_id, p["name"], p["rule"]["metric"], arms)
 
-    assert arms_of("C16", part("geglu", "inconclusive", 0, 0, 0)) == ["geglu", "relu"]
-    assert arms_of("C12", part("pre-norm, gpt2 init", "inconclusive", 0, 0, 0)) \
-        == ["init/pre/gpt2/2"]
-    # the deepest depth; each part only the arms its estimate reads
-    assert arms_of("C19", part("post-norm needs warmup", "inconclusive", 0, 0, 0)) \
-        == ["train/post/12/0", "train/post/12/100", "train/pre/12/0", "train/pre/12/100"]
-    assert arms_of("C19", part("pre-norm trains without warmup", "inconclusive", 0, 0, 0)) \
-        == ["train/pre/12/0", "train/pre/12/100"]
-    assert arms_of("C19", part("pre-norm is stable without warmup", "inconclusive", 0, 0, 0)) \
-        == ["sweep/pre/12/0", "sweep/pre/12/33"]
-    assert arms_of("C19", part("post-norm more expressive", "inconclusive", 0, 0, 0)) \
-        == ["train/post/12/100", "train/pre/12/100"]
-    assert arms_of("C36", part(C36_STABLE_PART, "inconclusive", 0, 0, 0)) \
-        == ["deep/pre/50/10", "deep/post/50/10"]
-    assert arms_of("C36", part(C36_IDENTITY_PART, "inconclusive", 0, 0, 0)) \
-        == ["init/pre/xavier/4"]  # the identity term: the deepest xavier probes
+    # the deepest depth; each part only the arms its estimate reads; C36's identity term the
+    # deepest xavier probes
+    for claim_id, name, want in (
+            ("C16", "geglu", ["geglu", "relu"]),
+            ("C12", "pre-norm, gpt2 init", ["init/pre/gpt2/2"]),
+            ("C19", "post-norm needs warmup",
+             ["train/post/12/0", "train/post/12/100", "train/pre/12/0", "train/pre/12/100"]),
+            ("C19", "pre-norm trains without warmup", ["train/pre/12/0", "train/pre/12/100"]),
+            ("C19", "pre-norm is stable without warmup", ["sweep/pre/12/0", "sweep/pre/12/33"]),
+            ("C19", "post-norm more expressive", ["train/post/12/100", "train/pre/12/100"]),
+            ("C36", C36_STABLE_PART, ["deep/pre/50/10", "deep/post/50/10"]),
+            ("C36", C36_IDENTITY_PART, ["init/pre/xavier/4"])):
+        assert arms_of(claim_id, part(name, "inconclusive", 0, 0, 0)) == want, name
     ntk = part("RoPE works at 8× with ntk scaling", "inconclusive", 0, 0, 0,
                the_rule=rule(metric="100·(loss past L − sliding)/sliding, %: rope+ntk at 8×"))
     assert arms_of("C21", ntk) == ["rope+ntk"]
