@@ -48,12 +48,14 @@ def collect(request: RunRequest, *, out: Path | str = "report",
     """The report document: every number the page shows (and report.json holds), read from
     the suites `request` names, each at the options it gives them (`RunRequest.options`)."""
     from blocklab import __version__
+    from blocklab.budget.sweep import PAGE_BASE, sweep
     from blocklab.claims import Context, run_claims
     from blocklab.experiments.env import usable_cores
     from blocklab.experiments.results import json_safe
     from blocklab.experiments.suites import get_suite, load_summary
     from blocklab.experiments.suites.base import suite_dir
     from blocklab.experiments.summaries import incomplete, size_note
+    from blocklab.verify import rope_gap_by_shift
 
     results, size = request.results, request.size
     ctx = Context(request)
@@ -106,9 +108,11 @@ def collect(request: RunRequest, *, out: Path | str = "report",
         "suites": suites,
         # each headline claim's ladder of sizes, where `blocklab ladder` has run it
         "ladders": ladders(results),
-        "ffn_budget": _ffn_budget(),
+        "ffn_budget": {"base": dict(PAGE_BASE), "rows": sweep(),
+                       "command": "blocklab budget --sweep"},
         "normalization": _normalization(),
-        "rope": _rope(),
+        "rope": {"float64_gap_by_shift": rope_gap_by_shift(),
+                 "command": "blocklab verify --group rope"},
         "deployment": _deployment(),
     }
 
@@ -334,13 +338,6 @@ def ladders(results: Path) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _ffn_budget() -> dict[str, Any]:
-    from blocklab.budget.sweep import PAGE_BASE, sweep
-
-    return {"base": dict(PAGE_BASE), "rows": sweep(),
-            "command": "blocklab budget --sweep"}
-
-
 def _normalization() -> dict[str, Any]:
     from blocklab.reference import shift_scale_table
     from blocklab.verify import run_checks
@@ -353,12 +350,6 @@ def _normalization() -> dict[str, Any]:
             "shift_scale": tables, "jacobian_checks": checks,
             "commands": {"shift_scale": "blocklab verify --group shift-scale",
                          "jacobians": "blocklab verify --group jacobians"}}
-
-
-def _rope() -> dict[str, Any]:
-    from blocklab.verify import rope_gap_by_shift
-
-    return {"float64_gap_by_shift": rope_gap_by_shift(), "command": "blocklab verify --group rope"}
 
 
 def _deployment() -> dict[str, Any]:
@@ -390,15 +381,10 @@ def _deployment() -> dict[str, Any]:
 
 
 # --- write ---------------------------------------------------------------------------------------
-def document_json(doc: dict[str, Any]) -> str:
-    """Strict JSON (non-finite floats as null)."""
-    from blocklab.jsonio import json_safe
-
-    return json.dumps(json_safe(doc), indent=1, ensure_ascii=False, allow_nan=False) + "\n"
-
-
 def write_report(doc: dict[str, Any], out: Path | str, lang: str) -> Path:
-    """Render `doc` and write `out/index.html` and `out/report.json`, each atomically."""
+    """Render `doc` and write `out/index.html` and `out/report.json` (strict JSON: non-finite
+    floats as null), each atomically."""
+    from blocklab.jsonio import json_safe
     from blocklab.report.figures import make_figures
     from blocklab.report.html import render_html
 
@@ -406,7 +392,8 @@ def write_report(doc: dict[str, Any], out: Path | str, lang: str) -> Path:
     figures = make_figures(doc)
     doc["figure_errors"] = {key: fig.error for key, fig in figures.items() if fig.error}
     page = render_html(doc, figures, lang)
-    write_atomic(out / "report.json", document_json(doc))
+    write_atomic(out / "report.json", json.dumps(json_safe(doc), indent=1, ensure_ascii=False,
+                                                 allow_nan=False) + "\n")
     write_atomic(out / "index.html", page)
     return out / "index.html"
 

@@ -288,19 +288,14 @@ def verdict_counts(ledger: list[dict[str, Any]]) -> dict[str, Any]:
             "errors": errors}
 
 
-def rule_edits(ledger: list[dict[str, Any]]) -> tuple[int, int]:
-    """(edits, claims): the edits to registered rules made after the data were seen (each
-    counted once) and the claims they touch."""
-    edits = {(c["date"], c["what"]) for r in ledger for c in r.get("rules_changed") or []}
-    return len(edits), sum(bool(r.get("rules_changed")) for r in ledger)
-
-
 def provenance_words(ledger: list[dict[str, Any]], lang: str) -> str:
-    """Where the ledger's rules came from: before the data, and how many were edited after."""
-    edits, claims = rule_edits(ledger)
+    """Where the ledger's rules came from: before the data, and the edits made after it (each
+    counted once) with the claims they touch."""
+    edits = {(c["date"], c["what"]) for r in ledger for c in r.get("rules_changed") or []}
     if not edits:
         return t("provenance_none", lang)
-    return t("provenance", lang).format(edits=edits, claims=claims)
+    claims = sum(bool(r.get("rules_changed")) for r in ledger)
+    return t("provenance", lang).format(edits=len(edits), claims=claims)
 
 
 def levels_words(ledger: list[dict[str, Any]], lang: str) -> str:
@@ -453,11 +448,6 @@ def _norm(doc: dict[str, Any], lang: str) -> dict[str, Any]:
             "checks": checks}
 
 
-def _rope(doc: dict[str, Any], lang: str) -> dict[str, Any]:
-    return {"columns": [t("col_shift", lang), t("col_gap", lang)],
-            "rows": [[int(s), gap] for s, gap in doc["rope"]["float64_gap_by_shift"].items()]}
-
-
 def _deploy(doc: dict[str, Any], lang: str) -> dict[str, Any]:
     dep = doc["deployment"]
     context = dep["table_context"]
@@ -535,6 +525,7 @@ def render_html(doc: dict[str, Any], figures: dict[str, Figure], lang: str) -> s
         generated=t("generated", lang).format(size=gen["size"], results=gen["results"],
                                               created=gen["created"], version=gen["version"]),
         size_note=(gen.get("size_note") or {}).get(lang),
-        ffn=_ffn(doc, lang), norm=_norm(doc, lang), rope=_rope(doc, lang),
-        deploy=_deploy(doc, lang))
+        ffn=_ffn(doc, lang), norm=_norm(doc, lang), deploy=_deploy(doc, lang),
+        rope={"columns": [t("col_shift", lang), t("col_gap", lang)],
+              "rows": [[int(s), gap] for s, gap in doc["rope"]["float64_gap_by_shift"].items()]})
     return define_terms(html, lang)

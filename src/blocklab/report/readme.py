@@ -62,10 +62,6 @@ def findings_block(rows: list[ClaimResult]) -> str:
     return "\n".join(lines)
 
 
-def _between(text: str, start: str, end: str) -> bool:
-    return start in text and end in text and text.index(start) < text.index(end)
-
-
 def read_readme(path: Path) -> str:
     """The text of `path`, a file holding both marked blocks; InputError naming it otherwise."""
     if not path.is_file():
@@ -76,7 +72,7 @@ def read_readme(path: Path) -> str:
     except (OSError, UnicodeDecodeError) as err:
         raise InputError(f"{path} cannot be read as UTF-8 text ({err})") from None
     for start, end in ((START, END), (FINDINGS_START, FINDINGS_END)):
-        if not _between(text, start, end):
+        if not (start in text and end in text and text.index(start) < text.index(end)):
             raise InputError(f"{path} has no {start} … {end} block to fill")
     return text
 
@@ -201,12 +197,9 @@ def main(argv: list[str] | None = None) -> int:
     debug = "--debug" in args
     try:
         run([a for a in args if a != "--debug"])
-    except InputError as err:
+    except (InputError, RuntimeError, OSError) as err:
         print(f"error: {_one_line(err)}", file=sys.stderr)
-        return 2
-    except (RuntimeError, OSError) as err:
-        print(f"error: {_one_line(err)}", file=sys.stderr)
-        return 1
+        return 2 if isinstance(err, InputError) else 1
     except Exception as err:  # noqa: BLE001 - a bug: one line, the traceback with --debug
         if debug:
             raise

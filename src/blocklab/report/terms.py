@@ -87,21 +87,11 @@ _TAG = re.compile(r"<(/?)([a-zA-Z0-9]+)")
 _VOID = {"img", "br", "meta", "hr", "input", "link"}
 
 
-def _pattern(lang: str) -> re.Pattern[str]:
-    index = 1 if lang == "zh" else 0
-    return re.compile("|".join(f"(?P<{t.key}>{t.words[index]})" for t in TERMS))
-
-
-def term_link(term: Term, text: str, lang: str) -> str:
-    """`text` (escaped already) as the link to `term`'s entry, its definition as the title."""
-    meaning = escape(term.meaning[1 if lang == "zh" else 0])
-    return f'<a class="term" href="#term-{term.key}" title="{meaning}">{text}</a>'
-
-
 def define_terms(page: str, lang: str) -> str:
     """`page` with the first use of each term in each scope linked to its definition (only in
     <main>, and never inside the terms section itself)."""
-    pattern = _pattern(lang)
+    index = 1 if lang == "zh" else 0
+    pattern = re.compile("|".join(f"(?P<{t.key}>{t.words[index]})" for t in TERMS))
     by_key = {t.key: t for t in TERMS}
     out: list[str] = []
     stack: list[tuple[str, bool, set[str] | None]] = []  # (tag, leave, scope's terms seen)
@@ -138,8 +128,9 @@ def define_terms(page: str, lang: str) -> str:
             key = match.lastgroup or ""
             if key in seen:
                 return match.group(0)
-            seen.add(key)
-            return term_link(by_key[key], match.group(0), lang)
+            seen.add(key)  # the link's title: the definition (the page is escaped already)
+            meaning = escape(by_key[key].meaning[index])
+            return f'<a class="term" href="#term-{key}" title="{meaning}">{match.group(0)}</a>'
 
         out.append(pattern.sub(mark, token))
     return "".join(out)
