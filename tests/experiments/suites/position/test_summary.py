@@ -125,22 +125,19 @@ def test_full_only_runs_summarise_from_their_runs(monkeypatch):
     """The runs the full size adds (the learned table of L, passkey models, the relative-error
     run) read as before: a learned table cannot run past L, recorded, not a loss; the passkey
     grid marks it unavailable there; the relative error fills the C20 table."""
-    from blocklab.experiments.suites.base import RunSpec
+    from ..conftest import bare_spec
 
     # (what the full size plans: test_graded_only)
     monkeypatch.setitem(SIZES, "tiny", dataclasses.replace(
         SIZES["tiny"], passkey=PasskeySetting(steps=3, batch_size=2, lr=3e-3, n=2,
                                                     depths=(0.1, 0.9))))
     options = RunOptions("tiny", range(1))
-
-    def spec(label, arm):
-        return RunSpec(label, arm, 0, {}, lambda progress: RunResult("ok"))
-
-    results = [(spec("learned seed 0", "learned"),
+    results = [(bare_spec("learned", "learned seed 0"),
                 train_and_read(options, "learned", 0, False)),
-               (spec("passkey learned seed 0", "passkey:learned"),
+               (bare_spec("passkey:learned", "passkey learned seed 0"),
                 passkey_run(options, "learned", 0, False)),
-               (spec("rope relative-position error", "relative_error"), relative_error_run())]
+               (bare_spec("relative_error", "rope relative-position error"),
+                relative_error_run())]
     # Each run returns a RunResult that stores as before: a training run wraps the trainer's.
     trained, passkey, relative = (result for _, result in results)
     assert trained.status == "ok" and trained.extra["kind"] == "train"
