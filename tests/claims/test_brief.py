@@ -171,13 +171,6 @@ def test_a_check_that_failed_says_so(graded):
     assert "! error · " in line(failed, "en", VERDICT_STYLES[ERROR].symbol)
 
 
-def test_every_verdict_has_a_symbol_and_a_word_in_both_languages():
-    for verdict in (*VERDICTS, ERROR):
-        assert VERDICT_STYLES[verdict].symbol, verdict
-        assert reader_word(verdict, "en") == verdict.replace("-", " ")
-        assert reader_word(verdict, "zh") not in ("", verdict), verdict
-
-
 def test_the_number_check_catches_a_number_the_result_does_not_hold(graded):
     c23 = next(r for r in graded if r.id == "C23")
     assert not _unheld(c23, found(c23, "en"))

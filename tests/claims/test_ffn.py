@@ -1,5 +1,4 @@
-"""C16 (`blocklab.claims.ffn`): verdicts from fabricated ffn summaries, written the way
-`run_suite` writes them, so the verdict logic is tested without training."""
+"""C16 (`blocklab.claims.ffn`): verdicts from fabricated ffn summaries."""
 
 import dataclasses
 
@@ -150,8 +149,7 @@ def test_c16_says_whether_swiglus_effect_grows_with_model_size(tmp_path, change,
 
 
 def test_c16_counts_the_runs_that_failed_beside_each_decision(tmp_path):
-    """A diverged or stuck run leaves its seed out of the pairs: each part says how many of its
-    arm's and ReLU's runs failed, and a never-made run is not a failure."""
+    """Each part counts its arm's and ReLU's failed runs; a never-made run is no failure."""
     fine = ci(-1.5, -2.0, -1.0)
     data = _ffn_data(fine, fine, fine)
     arms = dict(data.arms)
@@ -168,11 +166,8 @@ def test_c16_counts_the_runs_that_failed_beside_each_decision(tmp_path):
 
 
 def test_c16_decides_a_gain_only_where_every_reading_of_the_lr_bias_agrees(tmp_path):
-    """ReLU's curve is steep on one side: its optimum lies between 1e-2 and 3e-2 and its
-    chosen 1e-2 leaves loss on the table that the gated arms' (symmetric) do not, so each gap
-    reads about 2 points better than at both optima. Read with that bias removed, SwiGLU's and
-    GeGLU's 3% gains straddle the page's 1%: inconclusive, saying both readings; GLU's 4%
-    clears its 0.5% either way: confirmed, and the undecided parts do not stop Holm."""
+    """ReLU's lopsided curve makes each gap ~2 points better: SwiGLU's and GeGLU's 3% gains
+    straddle 1% without it (inconclusive, both readings said); GLU's 4% is confirmed."""
     gain = ci(-3.0, -3.4, -2.6)  # better than ReLU by 3% on every reading
     row = graded(tmp_path, "ffn", _ffn_data(gain, gain, ci(-4.0, -4.4, -3.6),
                                             curves={"relu": (2.30, 2.00, 1.98)}), "C16")["C16"]
@@ -185,8 +180,7 @@ def test_c16_decides_a_gain_only_where_every_reading_of_the_lr_bias_agrees(tmp_p
     assert "stands with the tuned rates' bias -2" in parts["glu"].reason
     assert "step-down stopped" not in parts["glu"].reason
 
-    # The bias the other way (the gated arm's curve lopsided: it looks worse than at both
-    # optima) only widens the gain: the confirmation stands.
+    # a bias the other way only widens the gain: confirmed
     row = graded(tmp_path, "ffn", _ffn_data(gain, gain, gain,
                                             curves={"swiglu": (2.30, 2.00, 1.98)}), "C16")["C16"]
     assert [p.verdict for p in row.parts] == ["confirmed"] * 3

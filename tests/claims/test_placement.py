@@ -1,6 +1,5 @@
 """C12, C13 and C19 (`blocklab.claims.placement`): verdicts from fabricated placement
-summaries, written the way `run_suite` writes them, so the verdict logic is tested without
-training."""
+summaries, stored as `run_suite` stores them."""
 
 import dataclasses
 
@@ -210,12 +209,8 @@ def test_the_stability_text_names_every_arm_with_its_interval_and_censoring():
 
 
 def test_c19_decides_a_loss_contrast_only_where_every_reading_of_its_lr_bias_agrees(tmp_path):
-    """Pre-norm without warmup: its curve is lopsided, so the chosen 1e-2 leaves loss on the
-    table that the warm arm's does not. Read as measured the equivalence part is confirmed,
-    with that bias removed it is not reproduced: it stays inconclusive and says both; the
-    interaction part, the other way round, too. Neither stops Holm's step-down: the parts
-    with no bias are decided (the gate once blocked the confirmation only, and stalled the
-    parts after it)."""
+    """Pre-norm cold's lopsided curve biases its contrasts: the parts the bias flips stay
+    inconclusive and say both readings; the unbiased parts are still decided by Holm."""
     spread = {init: ci(0.5, 0.3, 0.7, 8) for init in ("gpt2", "xavier", "depth")}
     data = _placement(0, HOLDS, spread, STABLE_HOLDS)
     lopsided = [t if t.arm != "pre/12/0" else LrTrial(t.arm, t.lr, t.seed, t.status,

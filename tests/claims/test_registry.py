@@ -12,11 +12,12 @@ import pytest
 
 from blocklab.claims import Context, run_claims
 from blocklab.claims import registry as reg
-from blocklab.claims.catalogue import CHECKS
+from blocklab.claims.catalogue import CHECKS, SUITE_OF
 from blocklab.claims.finding import Finding
 from blocklab.claims.rules import Estimate, Part, Rule
 from blocklab.cli import main
 from blocklab.experiments.options import RunRequest
+from blocklab.experiments.suites import get_suite
 from blocklab.experiments.suites.quantize.summary import SwigluQuant
 
 from .conftest import ci, sibling, store_summary
@@ -46,13 +47,17 @@ def test_the_claims_modules_import_in_a_fresh_interpreter():
 
 @pytest.mark.parametrize("size", ["tiny", "quick", "full"])
 def test_every_registered_rule_is_a_rule_with_seeds_to_spend(size):
+    """A sequential or a fixed design; past tiny, the suite's planned seeds (its first look)
+    lie within every seeded design, and no first look is at 2 seeds or fewer."""
     for cid in reg.RULES:
+        planned = get_suite(SUITE_OF[cid]).default_seeds[size] if cid in SUITE_OF else None
         for name, rule in reg.registered(cid, size).items():
             assert isinstance(rule, Rule) and name
-            # a sequential design, or a fixed one (repeats of one timed run, an analytic fact)
             top = rule.min_seeds if rule.max_seeds is None else rule.max_seeds
             assert 1 <= rule.min_seeds <= top, (cid, name)
             assert rule.schedule[0] == rule.min_seeds and rule.schedule[-1] == top
+            if size != "tiny" and rule.max_seeds is not None and planned is not None:
+                assert planned <= rule.max_seeds and rule.schedule[0] >= 3, (cid, name)
     # Parts that depend on what the suites run follow their plans.
     assert len(reg.registered("C21", "quick")) == 10
     assert "learned absolute (learned-16L) collapses at 2×" in reg.registered("C21", "quick")
@@ -229,19 +234,3 @@ def test_a_change_to_a_metric_s_code_flags_the_parts_planned_before_it(monkeypat
     # a claim no suite measures keeps its rule's own hash
     assert planned_hash("C99", rule) == rule.hash
 
-
-@pytest.mark.parametrize("size", ["quick", "full"])
-def test_no_sizes_first_look_lies_past_its_design(size):
-    """Each suite's planned seeds at a size (its first look) fit every seeded rule that grades
-    it: a plan past a design's maximum would be read at the design's last share from the start,
-    a look the design never had. Nor is any first look at 2 seeds or fewer."""
-    from blocklab.claims.catalogue import SUITE_OF
-    from blocklab.experiments.suites import get_suite
-
-    for claim_id, suite in SUITE_OF.items():
-        planned = get_suite(suite).default_seeds[size]
-        for name, rule in reg.registered(claim_id, size).items():
-            if rule.max_seeds is None:
-                continue
-            assert planned <= rule.max_seeds, (claim_id, name, planned, rule.schedule)
-            assert rule.schedule[0] >= 3, (claim_id, name, rule.schedule)

@@ -1,8 +1,5 @@
-"""The trend over a ladder with the rung as the unit: against scipy's regression on the rung
-means, the lack-of-fit F test against least squares on the seeds themselves, the rung
-variance against the moment formula written with the hat matrix, Fieller's meeting point
-against a scan of the band, and the interval's coverage with rung-level noise simulated
-through `fit_line` itself."""
+"""The trend over a ladder with the rung as the unit, against scipy, least squares on the
+seeds, the hat-matrix moment formula, a scan of the band and simulated coverage."""
 
 import math
 
@@ -120,10 +117,8 @@ def test_an_unresolved_slope_meets_the_threshold_nowhere_for_sure():
 
 @pytest.mark.parametrize("tau", [0.0, 0.65, 1.5])
 def test_the_slope_interval_covers_at_its_level_with_rung_level_noise(tau):
-    """Through the same code: 2,000 ladders of 4 rungs × 5 seeds whose rung means sit off a
-    true slope of −0.3 by τ (in seed sds; C16 shows about 0.65). The rung-level interval
-    covers 95% ± 1.5% (binomial sd 0.5%) at every τ; the per-seed regression it replaced
-    (seeds as independent, t on 18 df) falls short once τ > 0."""
+    """2,000 ladders of 4 rungs × 5 seeds off a slope of −0.3 by τ seed sds (C16: ~0.65):
+    the interval covers 95% ± 1.5% at every τ; a per-seed regression falls short once τ > 0."""
     rng = np.random.default_rng(7)
     covered = old = 0
     for _ in range(2000):

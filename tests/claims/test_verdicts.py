@@ -48,10 +48,15 @@ def test_every_verdict_has_words_in_both_languages_and_one_meaning():
     assert "no scale" in VERDICT_MEANING["refuted"][0]
 
 
-def test_every_verdict_has_one_colour_for_the_cli():
+def test_every_verdict_has_one_colour_for_the_cli_a_symbol_and_a_reader_word():
+    from blocklab.claims.text import reader_word
     from blocklab.cli.claims import verdict_style, verdict_text
     from blocklab.report.palette import VERDICT_STYLES
 
+    for verdict in (*VERDICTS, ERROR):
+        assert VERDICT_STYLES[verdict].symbol, verdict
+        assert reader_word(verdict, "en") == verdict.replace("-", " ")
+        assert reader_word(verdict, "zh") not in ("", verdict), verdict
     colours = {verdict_style(v) for v in (*VERDICTS, ERROR)}
     assert len(colours) == len(VERDICTS) + 1 and all(c.startswith("#") for c in colours)
     assert verdict_style("mixed") == VERDICT_STYLES["mixed"].colour
