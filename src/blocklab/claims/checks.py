@@ -415,31 +415,27 @@ def c28(ctx: Context) -> Finding:
     from blocklab.budget import list_zoo, resolve_model
     from blocklab.budget.memory import ffn_branch_elements
 
-    ratios = {}
-    for name in list_zoo():
-        cfg = resolve_model(name).config
-        ratios[name] = round(cfg.d_ff / cfg.d_model, 3)
+    configs = {name: resolve_model(name).config for name in list_zoo()}
+    ratios = {name: round(cfg.d_ff / cfg.d_model, 3) for name, cfg in configs.items()}
     base = resolve_model("meta-llama-3-8b").config
     at = {r: ffn_branch_elements(base.replace(d_ff=int(r * base.d_model)), 1, 4096)
           for r in (8 / 3, 3.5, 8.0)}
     top = max(ratios, key=ratios.get)
     at_eight = sorted(name for name, r in ratios.items() if r >= 8.0 - 1e-9)
     growth = at[8.0] / at[8 / 3]
+    branch = {f"{k:.3f}": v for k, v in at.items()}
     if at_eight:
         return Finding(
             "confirmed",
             *both(TEXT["c28_at_eight"], models=", ".join(at_eight),
                    verb="uses" if len(at_eight) == 1 else "use", growth=growth),
-            {"d_ff_over_d_model": ratios, "at_8x": at_eight,
-             "branch_elements_by_ratio": {f"{k:.3f}": v for k, v in at.items()}},
+            {"d_ff_over_d_model": ratios, "at_8x": at_eight, "branch_elements_by_ratio": branch},
             f"blocklab budget {at_eight[0]} --seq 4096")
     # the memory effect holds, and no model here shows the 8× the page names: mixed
     return Finding(
         "mixed",
         *both(TEXT["c28_none"], growth=growth, n=len(ratios), top=top, top_ratio=ratios[top]),
-        {"d_ff_over_d_model": ratios, "branch_elements_by_ratio": {f"{k:.3f}": v
-                                                                   for k, v in at.items()}},
-        "blocklab doctor CONFIG")
+        {"d_ff_over_d_model": ratios, "branch_elements_by_ratio": branch}, "blocklab doctor CONFIG")
 
 
 @claim("C22", scale_dependent=True)

@@ -10,8 +10,6 @@ Read from the placement suite's deep stacks (50 layers and more at quick) and gr
 
 from __future__ import annotations
 
-from dataclasses import asdict
-
 from blocklab.claims import registry
 from blocklab.claims.finding import DECIDED, Context, Finding, ci_n_text, claim, scale_text
 from blocklab.claims.placement import (
@@ -124,8 +122,8 @@ def c36(ctx: Context) -> Finding:
 
     return Finding(
         verdict, text("en"), text("zh"),
-        {"effect": asdict(effect), "stability": [asdict(a) for a in arms], "table": table,
-         "post_identity_deviation": asdict(post_identity)},
+        {"effect": effect, "stability": arms, "table": table,
+         "post_identity_deviation": post_identity},
         ctx.suite_command("placement"), "placement_deep", parts, *C36_COMBINES)
 
 

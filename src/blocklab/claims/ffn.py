@@ -7,7 +7,6 @@ contradiction also needs the same arms trained twice as long (`<size>+x2`) to ag
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict
 
 from blocklab.claims.finding import (
     DECIDED,
@@ -118,8 +117,8 @@ def c16(ctx: Context) -> Finding:
     specs = []
     for arm in page:
         rel = arms[arm].rel_delta_pct  # (arm − relu)/relu in %; negative = better
-        rows[arm] = {"rel_delta_pct": asdict(rel), "page_gain_pct": list(page[arm]),
-                     "val_loss": asdict(arms[arm].val_loss)}
+        rows[arm] = {"rel_delta_pct": rel, "page_gain_pct": list(page[arm]),
+                     "val_loss": arms[arm].val_loss}
         specs.append((arm, rules[arm], Estimate.of(rel)))
     # Fair arms: each compared arm (and ReLU) at its own lr from the grid, tuned on seeds the
     # CI never sees, with its optimum inside the grid (at an edge a better lr may lie beyond
@@ -180,8 +179,8 @@ def c16(ctx: Context) -> Finding:
         verdict, text("en"), text("zh"),
         {"arms": rows, "seeds": seeds, "steps": steps, "init": data.init,
          "lr": {arm: arm_data.lr for arm, arm_data in arms.items()},
-         "lr_grid": data.lr_grid, "sensitivity": asdict(again),
-         "trend": [asdict(p) for p in data.trend], "trend_change": asdict(data.trend_change),
+         "lr_grid": data.lr_grid, "sensitivity": again, "trend": data.trend,
+         "trend_change": data.trend_change,
          "unigram_entropy": data.unigram_entropy, "lr_bias_pct": bias},
         ctx.suite_command("ffn"), "ffn_variants", parts, *C16_COMBINES)
 

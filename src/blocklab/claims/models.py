@@ -13,6 +13,7 @@ from blocklab.claims.finding import Context, Finding, claim
 from blocklab.claims.lang import LANGS
 from blocklab.claims.rules import Estimate, Part, Rule
 from blocklab.claims.text import WORDING, Template, say
+from blocklab.config import ModelConfig
 
 # --- C34: which models use what ----------------------------------------------------------------
 # Zoo entries standing for each family the page names.
@@ -149,34 +150,22 @@ PART_VERDICT = {"holds": "confirmed", "fails": "refuted", "partly": "mixed",
                 "untestable": "untestable-here"}
 
 
-@dataclass(frozen=True)
-class ModelFacts:
-    """What a zoo model's config says about its FFN, positions and norm placement."""
-
-    ffn: str
-    gated: bool
-    position: str
-    placement: str
-    rope_layers: int  # layers that rotate q and k (the rest NoPE); 0 without RoPE
-    n_layers: int
-    moe: bool
-
-
-def _facts(name: str) -> ModelFacts:
-    """A zoo model's `ModelFacts`, from its config."""
+def _config(name: str) -> ModelConfig:
     from blocklab.budget import resolve_model
 
-    cfg = resolve_model(name).config
-    rope_layers = cfg.n_layers - cfg.n_nope_layers if cfg.position == "rope" else 0
-    return ModelFacts(ffn=cfg.ffn, gated=cfg.gated, position=cfg.position,
-                      placement=cfg.placement, rope_layers=rope_layers, n_layers=cfg.n_layers,
-                      moe=cfg.n_experts > 0)
+    return resolve_model(name).config
 
 
-def _model_verdict(feature: str, f: ModelFacts) -> str:
-    """'holds', 'partly' or 'fails' for one model's facts against one feature."""
-    rope = ("holds" if f.rope_layers == f.n_layers else
-            "partly" if f.rope_layers else "fails")
+def _rope_layers(cfg: ModelConfig) -> int:
+    """The layers that rotate q and k (the rest NoPE); 0 without RoPE."""
+    return cfg.n_layers - cfg.n_nope_layers if cfg.position == "rope" else 0
+
+
+def _model_verdict(feature: str, f: ModelConfig) -> str:
+    """'holds', 'partly' or 'fails' for one zoo model's config against one feature."""
+    rope_layers = _rope_layers(f)
+    rope = ("holds" if rope_layers == f.n_layers else
+            "partly" if rope_layers else "fails")
     has = {"plain_ffn": not f.gated, "learned_positions": f.position == "learned",
            "swiglu": f.ffn.startswith("swiglu"), "geglu": f.ffn.startswith("geglu"),
            "alibi": f.position == "alibi", "pre_norm": f.placement == "pre",
@@ -202,11 +191,11 @@ def _combine(verdicts: list[str]) -> str:
     return "fails" if all(v == "fails" for v in verdicts) else "partly"
 
 
-def _says(f: ModelFacts) -> str:
-    ffn = f"ffn={f.ffn} ({'gated' if f.gated else 'plain'}{', MoE' if f.moe else ''})"
+def _says(f: ModelConfig) -> str:
+    ffn = f"ffn={f.ffn} ({'gated' if f.gated else 'plain'}{', MoE' if f.n_experts else ''})"
     pos = f"position={f.position}"
-    if f.position == "rope" and f.rope_layers < f.n_layers:
-        pos += f" in {f.rope_layers} of {f.n_layers} layers (the rest NoPE)"
+    if f.position == "rope" and _rope_layers(f) < f.n_layers:
+        pos += f" in {_rope_layers(f)} of {f.n_layers} layers (the rest NoPE)"
     return f"{ffn}, {pos}, placement={f.placement}"
 
 
@@ -215,7 +204,7 @@ def _paper_says(paper: str) -> str:
     if src.layout_of is None:
         return src.says
     return (f"{src.says} The zoo's {src.layout_of} config.json (the layout it keeps): "
-            f"{_says(_facts(src.layout_of))}.")
+            f"{_says(_config(src.layout_of))}.")
 
 
 @dataclass(frozen=True)
@@ -233,7 +222,7 @@ class PairingRow:
 def check_pairing(p: Pairing) -> PairingRow:
     """One evidence row: the pairing, its models, what their configs (or sources) say, and its
     verdict ('holds', 'fails', 'partly', or 'untestable' with no public config or paper)."""
-    facts = {name: _facts(name) for name in p.models}
+    facts = {name: _config(name) for name in p.models}
     per_model = {name: _model_verdict(p.feature, f) for name, f in facts.items()}
     per_model.update({paper: _paper_verdict(p.feature, paper) for paper in p.papers})
     says = {name: _says(f) for name, f in facts.items()}
@@ -266,9 +255,9 @@ def _why(p: Pairing, row: PairingRow, lang: str = "en") -> str:
         return wrong
     notes = []
     for name, v in row.per_model.items():
-        f = _facts(name) if name in p.models else None
-        if v == "partly" and f is not None:
-            notes.append(say(TEXT["rope_layers"], lang, name=name, rope=f.rope_layers,
+        if v == "partly" and name in p.models:
+            f = _config(name)
+            notes.append(say(TEXT["rope_layers"], lang, name=name, rope=_rope_layers(f),
                              layers=f.n_layers))
         elif v == "fails":
             notes.append(say(TEXT["not_model"], lang, name=name))
@@ -317,9 +306,8 @@ def c34(ctx: Context) -> Finding:
                   holds=listed("holds", lang, why=False), fails=listed("fails", lang),
                   partly=listed("partly", lang), untestable=listed("untestable", lang))
               for lang in LANGS)
-    shown = {"pairing": "pairing", "models": "models", "says": "what the configs and sources say",
-             "source": "source", "verdict": "verdict"}
-    report_table = {"columns": list(shown.values()), "rows": [
+    report_table = {"columns": ["pairing", "models", "what the configs and sources say",
+                                "source", "verdict"], "rows": [
         [r.pairing, ", ".join(r.models),
          "; ".join(f"{k}: {v}" for k, v in r.says.items()), r.source, r.verdict]
         for r in rows]}

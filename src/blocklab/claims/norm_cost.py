@@ -6,8 +6,6 @@ loss difference; every timing is reported and grades nothing.
 
 from __future__ import annotations
 
-from dataclasses import asdict
-
 from blocklab.claims.finding import DECIDED, Context, Finding, claim, scale_text
 from blocklab.claims.registry import (
     C18_BYTES_PART,
@@ -168,10 +166,10 @@ def c18(ctx: Context) -> Finding:
 
     return Finding(
         verdict, text("en"), text("zh"),
-        {"compute": asdict(compute), "like_for_like": [asdict(t) for t in data.like_for_like],
+        {"compute": compute, "like_for_like": data.like_for_like,
          "ratio_ranges": spans, "ratios": [_ratio_row(r) for r in rows],
          "step_time": {t: _step_row(s) for t, s in data.step_time.items()},
-         "quality": asdict(quality)},
+         "quality": quality},
         ctx.suite_command("norm-cost"), "norm_cost", parts, *C18_COMBINES)
 
 

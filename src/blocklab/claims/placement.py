@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import asdict
 from functools import partial
 
 from blocklab.claims.finding import (
@@ -187,18 +186,17 @@ def c12(ctx: Context) -> Finding:
                    scale=scale)
 
     return Finding(
-        verdict,
-        text("en"), text("zh"),
+        verdict, text("en"), text("zh"),
         {"depth": int(deepest),
-         "sensitivity_spread_log2": {init: asdict(g.sensitivity_spread_log2[deepest])
+         "sensitivity_spread_log2": {init: g.sensitivity_spread_log2[deepest]
                                      for init, g in grads.items()
                                      if deepest in g.sensitivity_spread_log2},
          "per_layer_sensitivity": {init: g.per_layer_sensitivity.get(deepest)
                                    for init, g in grads.items()},
-         "spread_log2": {init: asdict(g.layer_spread_log2[deepest]) for init, g in grads.items()},
+         "spread_log2": {init: g.layer_spread_log2[deepest] for init, g in grads.items()},
          "per_layer_grad": {init: g.per_layer_grad[deepest] for init, g in grads.items()},
          "during_training": [{"depth": c.depth, "lr": c.lr,
-                              "first_over_last_log2": asdict(c.grad_first_over_last_log2)}
+                              "first_over_last_log2": c.grad_first_over_last_log2}
                              for c in trained]},
         ctx.suite_command("placement"), "placement_gradients", parts, *C12_COMBINES)
 
@@ -256,13 +254,12 @@ def c19_lr_bias(data: PlacementData, depth: int, warmup: int) -> dict[str, float
         arm = f"{placement}/{depth}/{w}"
         return None if arm not in chosen else lr_bias(data.lr_trials, arm, chosen[arm]).excess
 
-    ex = {(p, w): excess(p, w) for p in ("pre", "post") for w in (0, warmup)}
-    pre = (None if ex[("pre", 0)] is None or ex[("pre", warmup)] is None
-           else ex[("pre", 0)] - ex[("pre", warmup)])
-    post = (None if ex[("post", 0)] is None or ex[("post", warmup)] is None
-            else ex[("post", 0)] - ex[("post", warmup)])
-    return {"cold − warm": pre,
-            "interaction": None if pre is None or post is None else post - pre}
+    def cold_minus_warm(placement: str) -> float | None:
+        cold, warm = excess(placement, 0), excess(placement, warmup)
+        return None if cold is None or warm is None else cold - warm
+
+    pre, post = cold_minus_warm("pre"), cold_minus_warm("post")
+    return {"cold − warm": pre, "interaction": None if pre is None or post is None else post - pre}
 
 
 # Which arms of the deepest (placement, warmup) contrast a C13 or C19 part reads: the grid
@@ -332,13 +329,11 @@ def c13(ctx: Context) -> Finding:
         parts.append(Part(C13_STABILITY_PART, rule_of("C13", ctx.size, C13_STABILITY_PART),
                           Estimate.of(stable.warmup_interaction), "run", why))
     return Finding(
-        "run",
-        text("en"), text("zh"),
-        {"training": [asdict(c) for c in cells], "effects": [asdict(e) for e in data.effects],
-         "stability": [asdict(a) for a in data.stability if a.grid == "sweep"],
-         "stability_effects": [asdict(e) for e in data.stability_effects
-                               if e.grid == "sweep"],
-         "lr_tuning": [asdict(t) for t in data.lr_tuning]},
+        "run", text("en"), text("zh"),
+        {"training": cells, "effects": data.effects,
+         "stability": [a for a in data.stability if a.grid == "sweep"],
+         "stability_effects": [e for e in data.stability_effects if e.grid == "sweep"],
+         "lr_tuning": data.lr_tuning},
         ctx.suite_command("placement"), "placement_training", parts,
         "run: the experiment is reported, not graded")
 
@@ -419,14 +414,12 @@ def c19(ctx: Context) -> Finding:
 
     return Finding(
         verdict, text("en"), text("zh"),
-        {"effect": asdict(effect), "stable_effect": asdict(stable),
-         "interaction_trend": asdict(data.interaction_trend),
-         "effects": [asdict(e) for e in data.effects],
+        {"effect": effect, "stable_effect": stable, "interaction_trend": data.interaction_trend,
+         "effects": data.effects,
          "failures": {k: [failures[f], failures[n]] for k, f, n in (
              ("pre", "pre_f", "pre_n"), ("post_cold", "post_cold", "post_cold_n"),
              ("post_warm", "post_warm", "post_warm_n"))},
-         "post_slope_first": None if post is None else asdict(post.slope_first_ci),
-         "stability": [asdict(a) for a in data.stability if a.grid == "sweep"],
-         "lr_tuning": [asdict(t) for t in data.lr_tuning], "fair_arms": fair,
-         "lr_bias_nats": bias, "training": [asdict(c) for c in cells]},
+         "post_slope_first": None if post is None else post.slope_first_ci,
+         "stability": [a for a in data.stability if a.grid == "sweep"],
+         "lr_tuning": data.lr_tuning, "fair_arms": fair, "lr_bias_nats": bias, "training": cells},
         ctx.suite_command("placement"), "placement_training", parts, *C19_COMBINES)

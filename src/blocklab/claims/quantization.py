@@ -5,7 +5,7 @@ models (the per-row merge on every layer's weights, the FFN output error per see
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, replace
+from dataclasses import replace
 
 from blocklab.claims.finding import DECIDED, Context, Finding, ci_n_text, claim, scale_text
 from blocklab.claims.registry import (
@@ -68,11 +68,9 @@ C33_COMBINES = (f"conditional when merging gate|up with per-row scales is exactl
 TEXT: dict[str, Template] = WORDING["QUANTIZATION"]
 
 
-def _timing(data: QuantizeData, scheme: str, compiled: bool = False) -> QuantTiming | None:
-    for row in data.timings:
-        if row.scheme == scheme and row.compiled == compiled:
-            return row
-    return None
+def _timing(data: QuantizeData, scheme: str) -> QuantTiming | None:
+    """The eager timing of `scheme`."""
+    return next((r for r in data.timings if r.scheme == scheme and not r.compiled), None)
 
 
 def log_estimate(ratio: TimeRatio) -> Estimate:
@@ -213,7 +211,7 @@ def c32(ctx: Context) -> Finding:
 
     return Finding(
         verdict, text("en"), text("zh"),
-        {**n, "timings": [asdict(r) for r in data.timings], "cpu_flags": data.cpu_flags},
+        {**n, "timings": data.timings, "cpu_flags": data.cpu_flags},
         ctx.suite_command("quantize"), "quantize_speedup", parts, *C32_COMBINES)
 
 
@@ -295,13 +293,8 @@ def c33(ctx: Context) -> Finding:
     loss = data.merged_tensor_loss_penalty
     qm = data.quality_model
     sensitivity = c33_sensitivity(tensor_part)
-    if exact.verdict == "confirmed":
-        per_row, row_fields = TEXT["c33_row_exact"], {"n": exact.estimate.n}
-    elif exact.verdict == "refuted":
-        per_row, row_fields = TEXT["c33_row_differs"], {"n": exact.estimate.n,
-                                                        "diff": exact.estimate.value}
-    else:
-        per_row, row_fields = TEXT["c33_row_none"], {}
+    per_row = {"confirmed": TEXT["c33_row_exact"],
+               "refuted": TEXT["c33_row_differs"]}.get(exact.verdict, TEXT["c33_row_none"])
     tail = (TEXT["c33_conditional"] if verdict == "conditional" else
             TEXT["c33_cheap"] if (verdict == "not-reproduced-at-this-scale"
                                   and exact.verdict == "confirmed") else ("", ""))
@@ -313,7 +306,8 @@ def c33(ctx: Context) -> Finding:
         sens = "" if sensitivity is None else say(
             TEXT["c33_sensitivity"], lang, delta=C33_SENSITIVITY_DELTA,
             verdict=verdict_word(sensitivity, lang))
-        return say(TEXT["c33"], lang, per_row=say(per_row, lang, **row_fields),
+        return say(TEXT["c33"], lang, per_row=say(per_row, lang, n=exact.estimate.n,
+                                                      diff=exact.estimate.value),
                    ratio=_ratio_text(ratios, lang), separate_error=_text(sep_err, 5),
                    merged_error=_text(merged_err, 5), pct=ci_n_text(pct, 2, "%"),
                    delta=C33_DELTA, tensor=verdict_word(tensor_part.verdict, lang),
@@ -321,10 +315,10 @@ def c33(ctx: Context) -> Finding:
 
     return Finding(
         verdict, text("en"), text("zh"),
-        {"swiglu": [asdict(s) for s in data.swiglu],
+        {"swiglu": data.swiglu,
          "merged_per_row_max_diff": data.merged_per_row_max_diff,
          "merged_per_tensor_max_diff": data.merged_per_tensor_max_diff,
          "layers_compared": exact.estimate.n, "gate_up_scale_ratio": ratios,
-         "merged_tensor_loss_penalty": asdict(loss), "delta_pct": C33_DELTA,
+         "merged_tensor_loss_penalty": loss, "delta_pct": C33_DELTA,
          "sensitivity": {"delta_pct": C33_SENSITIVITY_DELTA, "verdict": sensitivity}},
         ctx.suite_command("quantize"), None, [exact, tensor_part], *C33_COMBINES)

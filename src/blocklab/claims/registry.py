@@ -126,6 +126,12 @@ C18_COMPUTE_RULES = {
 }
 
 
+# How a claimed band ("the same", "costs little") is decided.
+EQUIVALENCE_DECIDES = ("confirmed when the (1 − 2·level) CI lies inside ±margin (two one-sided "
+                       "tests); not reproduced at this scale when the CI at its level lies wholly "
+                       "outside it; otherwise inconclusive, as below min_seeds")
+
+
 def c18_quality_rule(margin: float = norm_cost_suite.EQUIVALENCE_MARGIN,
                      size: str = "quick") -> Rule:
     """C18's quality part at `size`; `margin` is the norm-cost suite's planned equivalence
@@ -134,11 +140,7 @@ def c18_quality_rule(margin: float = norm_cost_suite.EQUIVALENCE_MARGIN,
     first = 8 if size == "full" else 3
     return Rule(metric="Δ validation loss RMSNorm − LayerNorm, nats/token, paired by seed",
                 smallest_effect=margin, margin=margin, min_seeds=first, max_seeds=2 * first,
-                claimed=0.0,
-                test="equivalence",
-                decides="confirmed when the (1 − 2·level) CI lies inside ±margin (two one-sided tests); "
-                        "not reproduced at this scale when the CI at its level lies wholly outside it; "
-                        "otherwise inconclusive, as below min_seeds")
+                claimed=0.0, test="equivalence", decides=EQUIVALENCE_DECIDES)
 
 
 # --- C19: pre-norm vs post-norm and warmup -------------------------------------------------------
@@ -508,18 +510,15 @@ def c37_rules(size: str) -> dict[str, Rule]:
                          smallest_effect=C37_SMALLEST_EFFECT_PCT, margin=C37_MARGIN_PCT / 2,
                          claimed=C37_SMALLEST_EFFECT_PCT, **design)
               for k, name in C37_SLICED_PARTS.items()}
-    band = ("confirmed when the (1 − 2·level) CI lies inside ±margin (two one-sided tests); "
-            "not reproduced at this scale when the CI at its level lies wholly outside it; "
-            "otherwise inconclusive, as below min_seeds")
     return {**sliced,
             C37_PRICE_PART: Rule(metric="100·(val loss of the nested model at m − the ordinary "
                                         "model's) / the ordinary model's, %, paired by seed",
                                  smallest_effect=C37_MARGIN_PCT, margin=C37_MARGIN_PCT,
-                                 claimed=0.0, test="equivalence", decides=band, **design),
+                                 claimed=0.0, test="equivalence", decides=EQUIVALENCE_DECIDES, **design),
             C37_NARROW_PART: Rule(metric="100·(val loss of the nested model at m/2 − the model "
                                          "trained at m/2 alone) / the latter's, %, paired by seed",
                                   smallest_effect=C37_MARGIN_PCT, margin=C37_MARGIN_PCT,
-                                  claimed=0.0, test="equivalence", decides=band, **design)}
+                                  claimed=0.0, test="equivalence", decides=EQUIVALENCE_DECIDES, **design)}
 
 
 def _bands(parts: list[BandPart], rule: Callable[[str, str, str], Rule]) -> dict[str, Rule]:

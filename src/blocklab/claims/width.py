@@ -7,8 +7,6 @@ and its m/2 against a model trained at m/2 alone, each a paired % of the validat
 
 from __future__ import annotations
 
-from dataclasses import asdict
-
 from blocklab.claims.finding import DECIDED, Context, Finding, claim
 from blocklab.claims.registry import (
     C37_MARGIN_PCT,
@@ -98,10 +96,8 @@ def c37(ctx: Context) -> Finding:
         verdict, text("en"), text("zh"),
         {"widths": data.widths, "narrow": data.narrow, "lr": data.lr, "seeds": data.seeds,
          "steps": data.steps, "scheme": data.scheme,
-         "points": [asdict(p) for p in data.points],
-         "sliced_vs_nested_pct": {k: asdict(v) for k, v in data.sliced_vs_nested_pct.items()},
-         "nested_price_pct": asdict(data.nested_price_pct),
-         "nested_vs_narrow_pct": asdict(data.nested_vs_narrow_pct),
-         "status": data.status,
+         "points": data.points, "sliced_vs_nested_pct": data.sliced_vs_nested_pct,
+         "nested_price_pct": data.nested_price_pct,
+         "nested_vs_narrow_pct": data.nested_vs_narrow_pct, "status": data.status,
          "interval_text": {p.name: format_ci(estimates[p.name], 2) + "%" for p in parts}},
         ctx.suite_command("width"), "width_control", parts, *C37_COMBINES)
