@@ -274,12 +274,10 @@ def calibrate(shapes: dict[ShapeKey, ModelConfig], budget_s: float = 15.0) -> Ca
     with deterministic_algorithms():
         pass
     worker = time.perf_counter() - tick
-    worker = worker if worker > _IMPORTED_S else None
     cached = stdlib_corpus.cache_info().currsize > 0
     tick = time.perf_counter()
     data = load_corpus("stdlib")
-    tokens = data.train
-    corpus = None if cached else time.perf_counter() - tick
+    corpus = time.perf_counter() - tick
     reference = _key(reference_model(), *REFERENCE_SHAPE, "fp32")
     families: dict[tuple[object, ...], list[ShapeKey]] = {}
     for key in shapes:
@@ -302,7 +300,7 @@ def calibrate(shapes: dict[ShapeKey, ModelConfig], budget_s: float = 15.0) -> Ca
             # lasts, then more steps of each, round after round, while the rest lasts.
             if len(probes) >= 2 and spent(0.6):
                 break
-            probes[key] = _Probe(models[key], key.batch, key.seq, key.precision, tokens)
+            probes[key] = _Probe(models[key], key.batch, key.seq, key.precision, data.train)
         for _round in range(4):
             for probe in probes.values():
                 if not spent(1.0):
@@ -310,19 +308,18 @@ def calibrate(shapes: dict[ShapeKey, ModelConfig], budget_s: float = 15.0) -> Ca
         timings = {key: probe.timing() for key, probe in probes.items()}
         del probes
         run = _run_overhead(timings[reference])
-        contention = _contention(tokens)
-    measured = len(timings)
+        contention = _contention(data.train)
     filled = _fill(shapes, timings, models)
     speed = timings[reference].step_s / REFERENCE_STEP_S
-    corpus = corpus if corpus is not None else REFERENCE_CORPUS_S * speed
+    # What this process could not time: the reference machine's time at this one's speed.
+    startup = REFERENCE_STARTUP_S * speed if startup is None else startup
+    worker = worker if worker > _IMPORTED_S else REFERENCE_WORKER_START_S * speed
+    corpus = REFERENCE_CORPUS_S * speed if cached else corpus
     return Calibration(
         seconds=time.perf_counter() - started, timings={**timings, **filled},
-        measured=measured, fitted=len(filled), speed=speed,
-        startup_s=startup if startup is not None else REFERENCE_STARTUP_S * speed,
-        worker_start_s=corpus + (worker if worker is not None
-                                 else REFERENCE_WORKER_START_S * speed),
-        corpus_s=corpus, run_s=run, contention=contention, val_tokens=int(data.val.size),
-        models=models)
+        measured=len(timings), fitted=len(filled), speed=speed, startup_s=startup,
+        worker_start_s=corpus + worker, corpus_s=corpus, run_s=run, contention=contention,
+        val_tokens=int(data.val.size), models=models)
 
 
 def _contention(tokens, rounds: int = 6, steps: int = 5) -> float:

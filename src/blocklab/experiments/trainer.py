@@ -290,6 +290,18 @@ def nested_loss(forward: Callable[[torch.Tensor], torch.Tensor], model: nn.Modul
     return total / len(widths)
 
 
+@contextlib.contextmanager
+def evaluating(model: nn.Module) -> Iterator[None]:
+    """`model` in eval mode without gradients inside; back in its own mode after."""
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            yield
+    finally:
+        model.train(was_training)
+
+
 def evaluate(model: nn.Module, windows: dict[int, torch.Tensor],
              batch_tokens: int, *, per_window: bool = False) -> dict[int, dict[str, Any]]:
     """Loss on fixed windows per length, without gradients.
@@ -300,34 +312,29 @@ def evaluate(model: nn.Module, windows: dict[int, torch.Tensor],
     Any other error propagates: a failed run is an error, never a reading.
     """
     device = next(model.parameters()).device
-    was_training = model.training
-    model.eval()
     out: dict[int, dict[str, Any]] = {}
-    try:
-        with torch.no_grad():
-            for length, rows in windows.items():
-                total = torch.zeros(length, dtype=torch.float64)
-                windows_mean: list[torch.Tensor] = []
-                try:
-                    for chunk in rows.split(max(1, batch_tokens // length)):
-                        chunk = chunk.to(device)
-                        logits = model(chunk[:, :-1])  # [b, L, V]
-                        loss = F.cross_entropy(logits.transpose(1, 2), chunk[:, 1:],
-                                               reduction="none")  # [b, L]
-                        total += loss.double().sum(0).cpu()
-                        if per_window:
-                            windows_mean.append(loss.double().mean(1).cpu())
-                except PositionsBeyondTable as err:  # anything else is a fault: it propagates
-                    out[length] = {"loss": None, "per_position": None,
-                                   "error": f"{type(err).__name__}: {err}".splitlines()[0]}
-                    continue
-                per_position = total / rows.shape[0]
-                out[length] = {"loss": float(per_position.mean()),
-                               "per_position": per_position.tolist()}
-                if per_window:
-                    out[length]["per_window"] = torch.cat(windows_mean).tolist()
-    finally:
-        model.train(was_training)
+    with evaluating(model):
+        for length, rows in windows.items():
+            total = torch.zeros(length, dtype=torch.float64)
+            windows_mean: list[torch.Tensor] = []
+            try:
+                for chunk in rows.split(max(1, batch_tokens // length)):
+                    chunk = chunk.to(device)
+                    logits = model(chunk[:, :-1])  # [b, L, V]
+                    loss = F.cross_entropy(logits.transpose(1, 2), chunk[:, 1:],
+                                           reduction="none")  # [b, L]
+                    total += loss.double().sum(0).cpu()
+                    if per_window:
+                        windows_mean.append(loss.double().mean(1).cpu())
+            except PositionsBeyondTable as err:  # anything else is a fault: it propagates
+                out[length] = {"loss": None, "per_position": None,
+                               "error": f"{type(err).__name__}: {err}".splitlines()[0]}
+                continue
+            per_position = total / rows.shape[0]
+            out[length] = {"loss": float(per_position.mean()),
+                           "per_position": per_position.tolist()}
+            if per_window:
+                out[length]["per_window"] = torch.cat(windows_mean).tolist()
     return out
 
 
@@ -660,23 +667,21 @@ def train(model_config: ModelConfig, train_config: TrainConfig,
                     loss_ok=lambda v: math.isfinite(v) and (limit is None or v <= limit),
                     after_backward=log_gradients, loss_of=loss_of)
                 recorder.active = False
-                loss_value = result.loss
                 curves.step.append(step)
-                curves.train_loss.append(loss_value)
+                curves.train_loss.append(result.loss)
                 curves.lr.append(lr)
                 curves.grad_norm.append(result.grad_norm)
                 if result.grad_norm is None:
-                    status, reason = "diverged", f"train loss {loss_value:.4g} at step {step}"
-                    if math.isfinite(loss_value):
+                    status, reason = "diverged", f"train loss {result.loss:.4g} at step {step}"
+                    if math.isfinite(result.loss):
                         reason += f" (above {tc.divergence_factor:g}·ln {mc.vocab_size})"
                     break
                 if not result.stepped:
-                    status = "diverged"
-                    reason = f"gradient norm {result.grad_norm} at step {step}"
+                    status, reason = "diverged", f"gradient norm {result.grad_norm} at step {step}"
                     break
                 steps_done = step + 1
                 train_seconds += time.perf_counter() - tick
-                advance(1, loss_value)
+                advance(1, result.loss)
                 if tc.eval_every and steps_done % tc.eval_every == 0:
                     validate()
                 if tc.stuck_patience is not None and \

@@ -527,6 +527,8 @@ def sliding_window_loss(model, rows, window: int, stride: int) -> list[float]:
     import torch
     import torch.nn.functional as F
 
+    from blocklab.experiments.trainer import evaluating
+
     n_rows, n = rows.shape[0], rows.shape[1] - 1
     if n < window or (n - window) % stride:
         raise InputError(f"sliding windows of {window} with stride {stride} do not tile {n} "
@@ -535,16 +537,11 @@ def sliding_window_loss(model, rows, window: int, stride: int) -> list[float]:
     pieces = torch.stack([rows[:, s:s + window + 1] for s in starts], dim=1)  # [N, W, window+1]
     flat = pieces.flatten(0, 1).to(next(model.parameters()).device)
     losses = []
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.no_grad():
-            for chunk in flat.split(max(1, 16384 // window)):
-                logits = model(chunk[:, :-1])  # [b, window, V]
-                losses.append(F.cross_entropy(logits.transpose(1, 2), chunk[:, 1:],
-                                              reduction="none"))
-    finally:
-        model.train(was_training)
+    with evaluating(model):
+        for chunk in flat.split(max(1, 16384 // window)):
+            logits = model(chunk[:, :-1])  # [b, window, V]
+            losses.append(F.cross_entropy(logits.transpose(1, 2), chunk[:, 1:],
+                                          reduction="none"))
     loss = torch.cat(losses).cpu().view(n_rows, len(starts), window)
     per_position = torch.empty(n_rows, n, dtype=torch.float64)
     for w, start in enumerate(starts):
@@ -691,17 +688,13 @@ def order_probe(model, val_tokens, prefix_len: int, prefixes: int) -> dict[str, 
     import torch
 
     from blocklab.experiments.data import validation_windows
+    from blocklab.experiments.trainer import evaluating
 
     rows = validation_windows(val_tokens, prefix_len - 1, prefixes)  # [N, prefix_len]
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.no_grad():
-            device = next(model.parameters()).device
-            logits = model(torch.cat((rows, reversed_prefixes(rows))).to(device))[:, -1]
-            logits = logits.double().cpu()
-    finally:
-        model.train(was_training)
+    with evaluating(model):
+        device = next(model.parameters()).device
+        logits = model(torch.cat((rows, reversed_prefixes(rows))).to(device))[:, -1]
+        logits = logits.double().cpu()
     log_p, log_q = logits.log_softmax(-1).chunk(2)  # [N, V] each
     tv = 0.5 * (log_p.exp() - log_q.exp()).abs().sum(-1)
     kl = (log_p.exp() * (log_p - log_q)).sum(-1)
