@@ -9,6 +9,7 @@ palette colour, and red is drawn for refuted alone."""
 import copy
 import math
 
+import matplotlib.pyplot as plt
 import pytest
 from matplotlib.collections import Collection
 from matplotlib.colors import to_hex
@@ -19,6 +20,7 @@ from matplotlib.patches import Patch, Rectangle
 
 from blocklab.experiments.options import RunRequest
 from blocklab.experiments.suites import SUITE_MODULES, get_suite
+from blocklab.experiments.summaries import Interval
 from blocklab.report import figures
 from blocklab.report.figures import FIGURES, figure_command
 from blocklab.report.palette import ARM_COLOURS, arm_colour
@@ -385,3 +387,12 @@ def test_every_arm_a_figure_draws_wears_its_palette_colour(drawn):
              for line in drawn["ffn_budget"].axes[0].get_lines()}
     assert sweep["plain params"] == ARM_COLOURS["plain"]
     assert sweep["gated params"] == ARM_COLOURS["gated"]
+
+
+def test_an_interval_of_one_seed_is_drawn_as_a_bare_point():
+    # One seed has a mean and no interval: the point is plotted in the caller's format.
+    fig, ax = plt.subplots()
+    figures._errorbar(ax, 1.0, Interval(n=1, mean=2.5), fmt="s", color="black", capsize=4)
+    [line] = ax.get_lines()
+    assert (line.get_xdata()[0], line.get_ydata()[0], line.get_marker()) == (1.0, 2.5, "s")
+    plt.close(fig)

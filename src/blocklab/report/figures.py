@@ -158,8 +158,9 @@ def _errorbar(ax, x: float, stats: Interval | None, **kwargs) -> None:
     if stats is None or stats.mean is None:
         return
     mean = stats.mean
-    if not stats.resolved:
-        ax.plot([x], [mean], **{k: v for k, v in kwargs.items() if k != "capsize"})
+    if not stats.resolved:  # plot() takes the format as its third argument, not fmt=
+        rest = {k: v for k, v in kwargs.items() if k not in ("capsize", "fmt")}
+        ax.plot([x], [mean], kwargs.get("fmt", "o"), **rest)
     else:
         ax.errorbar([x], [mean], yerr=[[mean - stats.ci_low], [stats.ci_high - mean]],
                     **kwargs)
