@@ -43,9 +43,7 @@ def test_c34_one_verdict_per_pairing(c34):
 
 
 def test_c34_each_pairing_is_a_part_and_a_wrong_one_is_refuted(c34):
-    # A wrong pairing is a wrong fact about a named model, refuted; beside the seven that hold
-    # the claim is mixed, each pairing's verdict listed; Claude 4 (no config, no paper) stays
-    # in as untestable-here.
+    # a wrong pairing is refuted; beside the seven that hold the claim is mixed
     assert c34.verdict == "mixed"
     parts = {p.name: p.verdict for p in c34.parts}
     assert [p.name for p in c34.parts] == [r.pairing for r in c34.evidence["pairings"]]

@@ -63,10 +63,8 @@ R = "refuted"
 @pytest.mark.parametrize(("equivalent", "quality"), [(True, "confirmed"), (False, NR)])
 def test_norm_cost_compute_is_decided_by_the_counts_not_by_timings(tmp_path, equivalent,
                                                                    quality):
-    # Whatever the timings say (a step 10% cheaper or 5% dearer, kernels 0.5× or 1.5×), the
-    # counts decide "compute": 35% fewer FLOPs per row (far more than about 7%), 0.02% fewer
-    # bytes and 0.004% of a Llama-3-8B step (far less): compute does not hold, and a count has
-    # no scale, so the claim is refuted, equivalent quality or not.
+    # Whatever the timings, exact counts (35% fewer FLOPs a row, 0.02% fewer bytes, 0.004%
+    # of a Llama-3-8B step; none near 7%) refute "compute", equivalent quality or not.
     found = set()
     for step, like in (((0.90, 0.88, 0.92), 0.5), ((1.05, 1.03, 1.07), 1.5)):
         row = graded(tmp_path, "norm-cost", _norm_cost(step, equivalent, like), "C18")["C18"]

@@ -1,5 +1,5 @@
-"""C21 and C29–C31 checks: the exact order probes, and the verdicts the registered rules give on
-synthetic position summaries (written and read back as `run_suite` stores them)."""
+"""C21 and C29–C31: the exact order probes, and verdicts on stored synthetic position
+summaries."""
 
 import dataclasses
 from pathlib import Path
@@ -137,8 +137,7 @@ def _c30_arms(scaled_16=3.0, plain_16=40.0):
 
 # C21: extrapolation bands
 def _extrapolation(arms: dict[str, PositionArm]) -> PositionData:
-    """A position summary read up to 8× only, with no order probe or fine-tune: what C21
-    grades."""
+    """A position summary read up to 8×, with no order probe or fine-tune."""
     return dataclasses.replace(_data(arms), mults=[1, 2, 4, 8],
                                eval_lengths=[128, 256, 512, 1024], order={}, finetune=None)
 
@@ -198,9 +197,8 @@ def test_extrapolation_needs_four_seeds(tmp_path):
 
 # C30: RoPE past 8×
 def test_c30_grades_the_statement_and_the_warning_read_both_ways(tmp_path):
-    # Scaled RoPE works to 16× and plain RoPE drops there: the statement and the warning read
-    # without scaling hold; read with scaling (the same arms drop past 8×) it does not, so the
-    # unqualified warning holds only without scaling and the claim is conditional on that.
+    # Scaled RoPE works to 16×, plain RoPE drops: the warning holds only read without scaling,
+    # so the claim is conditional on that reading.
     row = _row(tmp_path, _data(_c30_arms()), "C30")
     assert row.verdict == "conditional", row.summary
     parts = {p.name: p for p in row.parts}

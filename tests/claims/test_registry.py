@@ -176,10 +176,8 @@ def test_claims_rules_prints_the_rules_and_the_edits_after_data(capsys):
     assert set(listed) == set(reg.RULES)
     assert [p["rule_hash"] for p in listed["C18"]["parts"]] == [
         r.hash for r in reg.registered("C18", "quick").values()]
-    # its own edits, the ledger's decision rule and (seeds, not timed repeats) the looks and
-    # their designs; C16 also the precision check registered beside it; C32 also its two
-    # timed parts' interval method (the geometric mean of paired ratios, t on log ratios) and
-    # its stated reason, registered as a part after the data
+    # each claim's own edits, the decision rule's and the looks'; C16 its precision check;
+    # C32 its timed parts' log-ratio intervals and its stated reason, a part added after data
     for cid, edits in (("C16", 13), ("C30", 8), ("C32", 8)):
         assert len(listed[cid]["rules_changed"]) == edits, cid
     assert [p["name"] for p in listed["C32"]["parts"]][-1] == reg.C32_REASON_PART
@@ -204,8 +202,7 @@ def test_rules_changed_after_data_are_noted_under_their_claims(tmp_path, capsys)
 
 
 def test_a_change_to_a_metric_s_code_flags_the_parts_planned_before_it(monkeypatch):
-    """The recorded hash covers the rule, the decision procedure and the metric's code
-    (`Suite.metric_version`): bumping the version flags every part its suite's runs grade."""
+    """The recorded hash covers the rule, the decision and `Suite.metric_version`."""
     import dataclasses
     from types import SimpleNamespace
 

@@ -13,6 +13,7 @@ from scipy import stats as sps
 
 from blocklab import stats
 from blocklab.claims.catalogue import planned_hash, suite_rules
+from blocklab.claims.designs import EstimatesByLook
 from blocklab.claims.finding import Context
 from blocklab.claims.ledger import run_claims
 from blocklab.claims.rules import (
@@ -75,18 +76,16 @@ def _claim_run(parts: list[tuple[Rule, int]], k: int, truth: float, sd: float, r
     """Parts (rule, estimate index) on k paired differences ~ N(truth, sd), run look by look
     as `run_looks` runs them (seeds added to open parts only): (share of runs with any part
     decided, share with any deciding interval missing `truth`)."""
-    rng = np.random.default_rng(seed)
     rule = parts[0][0]
+    # `stats.paired_interval` of each replicate's seeds, vectorized (test_designs checks it)
+    by_look = EstimatesByLook(np.random.default_rng(seed).normal(truth, sd,
+                                                                 (reps, k, rule.max_seeds)))
     decided = missed = 0
-    for _ in range(reps):
-        data = rng.normal(truth, sd, (k, rule.max_seeds))
+    for rep in range(reps):
         n = [rule.min_seeds] * k
         ever = miss = False
         while True:
-            estimates = []
-            for j in range(k):
-                iv = stats.paired_interval(data[j, :n[j]])
-                estimates.append(Estimate(iv.value, iv.ci_low, iv.ci_high, n[j], iv.sd))
+            estimates = [by_look.at(j, n[j])[rep] for j in range(k)]
             found = decide_parts([(r, estimates[j]) for r, j in parts], explain=False)
             ever |= any(d.verdict != INCONCLUSIVE for d in found)
             miss |= any(d.interval is not None and not d.interval.low <= truth <= d.interval.high

@@ -111,9 +111,8 @@ COMBINES = {
 # The claims whose combination names a condition (C12: the init; C30: the reading of the
 # warning; C33: per-tensor scales); every other one says mixed when its parts split.
 NAMES_A_CONDITION = {"C12", "C30", "C33"}
-# Parts a confirmed claim need not have confirmed: C18's three readings of "compute" are
-# alternatives (one in the band is enough); C33's per-row part states the condition (merging
-# is free under per-row scales), so its failing leaves the page's rule in force everywhere.
+# Parts a confirmed claim need not have confirmed: C18's readings of "compute" are
+# alternatives; C33's per-row part is the condition, not the claim.
 NOT_EACH_NEEDED = {"C18": range(3), "C33": range(1)}
 
 
@@ -154,9 +153,7 @@ def test_a_claim_whose_reason_is_refuted_is_never_confirmed():
 
 
 def test_scale_free_claims_never_say_at_this_scale():
-    # the claims with a suite that do not depend on scale: their combinations are counts and
-    # identities (the ledger turns any "at this scale" of theirs into an error:
-    # test_claims.test_a_scale_free_claim_at_this_scale_is_an_error)
+    # (the ledger's error for them: test_claims.test_a_scale_free_claim_at_this_scale_is_an_error)
     assert {cid for cid in SUITE_OF if cid not in SCALE_DEPENDENT} == {"C29", "C31"}
     assert {"C12", "C33"} <= SCALE_DEPENDENT  # probes and trained models at one scale
     for rows in itertools.product(("holds", "fails", "partly", "untestable"), repeat=3):
