@@ -18,6 +18,7 @@ from blocklab.config import ModelConfig
 from blocklab.errors import InputError
 from blocklab.experiments.env import torch_threads
 from blocklab.experiments.run_result import RunResult
+from blocklab.experiments.suites.base import interleaved
 
 if TYPE_CHECKING:
     from torch import nn
@@ -444,18 +445,17 @@ def time_training_steps(step: StepShape, *, threads: int, seed: int = 0) -> Step
             models[path, norm] = like_for_like(model) if path == "like-for-like" else model
             optimizers[path, norm] = make_optimizer(models[path, norm], tc)
         params = {key: list(model.parameters()) for key, model in models.items()}
-        times: dict[str, dict[str, list[float]]] = {
-            path: {norm: [] for norm in NORM_NAMES} for path in STEP_PATHS}
-        for i in range(step.warmup + step.repeats):
-            batch = sample_batch(corpus.train, seed=seed, step=i, batch_size=tc.batch_size,
-                                 seq_len=tc.seq_len)
-            for path, norm in keys[i % len(keys):] + keys[:i % len(keys)]:
-                tick = time.perf_counter()
-                train_step(models[path, norm], batch, optimizers[path, norm],
-                           params[path, norm], lr=tc.lr,
-                           grad_clip=tc.grad_clip)  # the trainer's step, timed whole
-                if i >= step.warmup:
-                    times[path][norm].append(time.perf_counter() - tick)
+        batches = [sample_batch(corpus.train, seed=seed, step=i, batch_size=tc.batch_size,
+                                seq_len=tc.seq_len) for i in range(step.warmup + step.repeats)]
+
+        def measure(key: tuple[str, str], i: int) -> float:
+            tick = time.perf_counter()
+            train_step(models[key], batches[i], optimizers[key], params[key], lr=tc.lr,
+                       grad_clip=tc.grad_clip)  # the trainer's step, timed whole
+            return time.perf_counter() - tick
+
+        seconds = interleaved(keys, step.warmup, step.repeats, measure)
+    times = {path: {norm: seconds[path, norm] for norm in NORM_NAMES} for path in STEP_PATHS}
     counts = {norm: sum(p.numel() for p in models["blocklab", norm].parameters())
               for norm in NORM_NAMES}
     return StepTimes(kind="step", threads=threads, model=step, params=counts, step_s=times)
