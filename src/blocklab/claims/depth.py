@@ -25,8 +25,6 @@ from blocklab.claims.registry import (
     registered,
 )
 from blocklab.claims.rules import (
-    SETTLE_EN,
-    SETTLE_ZH,
     Estimate,
     Part,
     all_or_none,
@@ -53,12 +51,7 @@ def post_identity_estimate(data: PlacementData, init: str | None = None) -> Esti
     return identity_estimate(data, init, "post")
 
 
-C36_COMBINES = ("the reason (the identity term, gradient ≈ 1) is a part of its own beside the "
-                "stability it is given for: confirmed when every part is confirmed; not "
-                "reproduced at this scale when none is confirmed; otherwise mixed (one holds, "
-                "the other does not or cannot be tested here). " + SETTLE_EN,
-                "理由（单位项，梯度 ≈ 1）与它所解释的稳定性各为一部分：各部分全部成立时成立；没有一部分成立时为此规模下"
-                "未复现；否则为部分成立（一部分成立，另一部分不成立或此处无法检验）。" + SETTLE_ZH)
+C36_COMBINES = WORDING["COMBINES"]["C36"]
 
 # The check's sentences, (English, Chinese), filled by `say`.
 TEXT: dict[str, Template] = WORDING["DEPTH"]

@@ -27,8 +27,6 @@ from blocklab.claims.rules import (
     ALPHA,
     CONTRADICTED,
     MIXED,
-    SETTLE_EN,
-    SETTLE_ZH,
     Estimate,
     Part,
     Rule,
@@ -42,10 +40,7 @@ from blocklab.experiments.suites.base import format_ci
 from blocklab.experiments.suites.ffn.runs import BASELINE
 from blocklab.experiments.suites.ffn.summary import FfnData
 
-C16_COMBINES = ("the claim takes the SwiGLU part's verdict; when SwiGLU is confirmed and GeGLU "
-                "or GLU is not, the claim is mixed. " + SETTLE_EN,
-                "论断取 SwiGLU 部分的判定；SwiGLU 成立而 GeGLU 或 GLU 不成立时为部分成立。"
-                + SETTLE_ZH)
+C16_COMBINES = WORDING["COMBINES"]["C16"]
 
 # The check's sentences, (English, Chinese), filled by `say`.
 TEXT: dict[str, Template] = WORDING["FFN"]

@@ -18,8 +18,6 @@ from blocklab.claims.registry import (
 from blocklab.claims.rules import (
     MIXED,
     REFUTED,
-    SETTLE_EN,
-    SETTLE_ZH,
     Estimate,
     Part,
     Rule,
@@ -34,16 +32,7 @@ from blocklab.experiments.suites.norm_cost.summary import (
     StepTime,
 )
 
-C18_COMBINES = ("'about 7% less compute' holds when any of its three analytic readings (the norm's "
-                "FLOPs per row, its bytes per row, a training step's FLOPs) lies in the 5–9% band; "
-                "the claim is confirmed when compute holds and quality is shown equivalent, mixed "
-                "when compute holds and quality is not shown equivalent, and otherwise takes the "
-                "verdict of the FLOP reading: refuted, as an exact count outside the band has no "
-                "scale to grow out of. Timings are reported, never graded. " + SETTLE_EN,
-                "“约少 7% 的计算量”在三种解析读法（每行归一化的 FLOPs、每行搬运的字节、整个训练步的 "
-                "FLOPs）中任一落在 5–9% 区间内时成立；计算量成立且质量被证明等价时论断成立，计算量成立但质量未被"
-                "证明等价时为部分成立，否则取 FLOPs 读法的判定：不成立，因为区间外的精确计数与规模无关。"
-                "计时只报告、不参与判定。" + SETTLE_ZH)
+C18_COMBINES = WORDING["COMBINES"]["C18"]
 
 # The check's sentences, (English, Chinese), filled by `say`.
 TEXT: dict[str, Template] = WORDING["NORM_COST"]

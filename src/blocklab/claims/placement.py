@@ -33,8 +33,6 @@ from blocklab.claims.registry import (
 from blocklab.claims.rules import (
     CONDITIONAL,
     MIXED,
-    SETTLE_EN,
-    SETTLE_ZH,
     UNTESTABLE,
     Estimate,
     Part,
@@ -111,14 +109,7 @@ def _failures(cells: list[PlacementCell]) -> dict[str, int]:
     return out
 
 
-C12_COMBINES = ("confirmed when every init's part is confirmed (the spread is then no artefact of "
-                "one init); not reproduced at this scale when none is; otherwise conditional on "
-                "the init: it holds under the inits whose part is confirmed, named in the finding. "
-                "The parameter-gradient spreads are reported as context and decide nothing. "
-                + SETTLE_EN,
-                "每种初始化的部分都成立时成立（不均匀不是某一种初始化的产物）；没有一部分成立时为此规模下未复现；"
-                "否则以初始化为条件有条件成立：只在其部分成立的初始化下成立，结论中列出这些初始化。"
-                "参数梯度的不均匀程度只作背景报告，不参与判定。" + SETTLE_ZH)
+C12_COMBINES = WORDING["COMBINES"]["C12"]
 
 
 def c12_rule(verdicts: list[str]) -> str:
@@ -338,12 +329,7 @@ def c13(ctx: Context) -> Finding:
         "run: the experiment is reported, not graded")
 
 
-C19_COMBINES = ("confirmed when every testable part is confirmed and none is untestable; "
-                "mixed when some are confirmed (an untestable statement leaves the claim mixed "
-                "at best); not reproduced at this scale when none is; untestable here when no "
-                "part is testable. " + SETTLE_EN,
-                "可检验的部分全部成立且没有不可检验的部分时成立；部分成立时（有不可检验的陈述时至多）为部分成立；"
-                "没有一部分成立时为此规模下未复现；没有可检验的部分时此处无法检验。" + SETTLE_ZH)
+C19_COMBINES = WORDING["COMBINES"]["C19"]
 
 
 @claim("C19", suite="placement", scale_dependent=True, arms=contrast_arms)

@@ -66,9 +66,7 @@ def _listed(parts: list[Part], lang: str) -> str:
 
 
 # --- C21: extrapolation past the training length ----------------------------------------------
-C21_COMBINES = ("confirmed when every statement holds; not reproduced at this scale when more "
-                "than half of the statements do not; otherwise mixed. " + SETTLE_EN,
-                "每条陈述都成立时成立；超过一半的陈述不成立时为此规模下未复现；否则为部分成立。" + SETTLE_ZH)
+C21_COMBINES = WORDING["COMBINES"]["C21"]
 
 
 def _grade(arm: PositionArm, mult: str) -> str:
@@ -133,14 +131,7 @@ def c21(ctx: Context) -> Finding:
 # a broken one misses by O(1) on N(0, 1) inputs, so 1e-3 separates the two by nine decades.
 EXACT_TOL = 1e-12
 BROKEN_TOL = 1e-3
-C29_COMBINES = ("refuted when bidirectional attention without positions is not permutation-"
-                "equivariant to 1e-12 in float64; conditional when it is and causal attention is "
-                "not (the claim holds for non-causal attention only), whatever the experimental "
-                "parts say, which show how much order a trained causal NoPE decoder uses; "
-                "confirmed if causal attention were equivariant too",
-                "无位置编码的双向注意力在 float64 下不是置换等变（误差超过 1e-12）时不成立；若它是而因果注意力不是，则有条件成立"
-                   "（论断只对非因果注意力成立），无论实验部分如何，实验部分只说明训练后的因果 NoPE 解码器利用了多少顺序；"
-                "若因果注意力也等变则成立。")
+C29_COMBINES = WORDING["COMBINES"]["C29"]
 
 
 def attention_outputs(attn, x, *, causal: bool):
