@@ -1,6 +1,5 @@
-"""Each claim in one line (`blocklab.claims.brief`): at most 200 characters in English and
-Chinese, its verdict's symbol and word, the page's statement in brief, and only numbers the
-claim's result holds."""
+"""Each claim in one line of at most 200 characters (`blocklab.claims.brief`), in English and
+Chinese, showing only numbers the claim's result holds."""
 
 import math
 import re

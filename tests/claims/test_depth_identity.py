@@ -1,6 +1,5 @@
-"""C36 (b), "gradient ≈ 1": the identity term of the block Jacobian, read from the placement
-suite's gradient probes (`depth.identity_estimate`, `depth.post_identity_estimate`) and decided
-by the registered rule (`registry.C36_IDENTITY_RULE`)."""
+"""C36 (b), "gradient ≈ 1": the block Jacobian's identity term read from the gradient probes
+and decided by `registry.C36_IDENTITY_RULE`."""
 
 from __future__ import annotations
 

@@ -119,9 +119,8 @@ def _fwe_at_the_boundary(model: D.ClaimModel, spending: str, reps: int) -> float
 @pytest.mark.parametrize("spending", ["obf", "pocock"])
 @pytest.mark.parametrize("rho", [0.0, 0.5])
 def test_a_two_part_claim_keeps_its_family_wise_error_within_alpha(spending, rho):
-    """Both parts exactly at their boundary (every decision wrong), run look by look at 4, 6, 8
-    seeds through `decide_parts`: the chance of any wrong decision stays within α (3 Monte
-    Carlo sd at 300 replicates)."""
+    """Both parts on their boundary, looks at 4, 6, 8: any wrong decision stays within α
+    (+3 Monte Carlo sd at 300 replicates)."""
     reps = 300
     fwe = _fwe_at_the_boundary(_two_parts(rho), spending, reps)
     assert fwe <= ALPHA + 3 * math.sqrt(ALPHA * (1 - ALPHA) / reps)

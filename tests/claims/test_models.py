@@ -83,7 +83,7 @@ def test_c34_combines_its_pairings_by_the_stated_rule():
     assert models.combine_c34(rows("holds", "holds")) == "confirmed"
 
 
-def test_c34_reads_the_configs(c34):
+def test_c34_reads_the_configs_and_gpt3s_paper(c34):
     # mosaicml/mpt-7b config.json: attn_config.alibi = true.
     assert "position=alibi" in _row(c34, "MPT uses ALiBi").says["mpt-7b"]
     # THUDM chatglm2-6b: RotaryEmbedding on half of each head.
@@ -92,11 +92,8 @@ def test_c34_reads_the_configs(c34):
     says = _row(c34, "Llama 4 combines pre-norm, SwiGLU and RoPE").says
     assert "in 36 of 48 layers" in says["llama-4-scout-17b-16e"]
     assert "SwiGLU" in _row(c34, "PaLM uses GeGLU").says["PaLM"]
-
-
-def test_c34_gpt3_pre_norm_from_its_paper_and_gpt2s_config(c34):
-    # GPT-3 released no config: Brown et al. 2020, §2.1 keeps GPT-2's architecture "including
-    # ... pre-normalization"; GPT-2's config.json (openai-community/gpt2) is that layout.
+    # GPT-3 released no config: Brown et al. 2020, §2.1 keeps GPT-2's "pre-normalization"
+    # layout, which GPT-2's config.json (openai-community/gpt2) shows.
     row = _row(c34, "Llama, Qwen and GPT-3 use pre-norm")
     assert "GPT-3 (no config released)" in row.models
     assert "Brown et al. 2020" in row.source and "arXiv:2005.14165" in row.source

@@ -1,7 +1,5 @@
-"""The verdict vocabulary: every word has its reader's words in both languages and one meaning,
-and every claim's combination of its parts keeps to those meanings on every pattern of part
-verdicts (`claims.text.VERDICT_MEANING`, the combining rules of `claims.rules` and each
-check's own, stated in its `combines`)."""
+"""The verdict vocabulary: one meaning and reader's words in both languages for each word,
+kept by every claim's combining rule on every pattern of part verdicts."""
 
 import itertools
 from pathlib import Path

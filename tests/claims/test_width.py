@@ -1,5 +1,5 @@
-"""C37 (`blocklab.claims.width`): verdicts from fabricated width summaries, written the way
-`run_suite` writes them; its registered rules and its combining rule."""
+"""C37 (`blocklab.claims.width`): verdicts from fabricated width summaries, its rules and
+its combining rule."""
 
 from pathlib import Path
 
