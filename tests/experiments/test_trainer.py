@@ -1,6 +1,7 @@
 """The trainer: config validation, schedule, bit-for-bit determinism, shared init and batches,
 divergence and stuck detection, evaluation and the result it writes."""
 
+import copy
 import json
 import math
 import re
@@ -14,11 +15,14 @@ import torch.nn.functional as F
 from rich.console import Console
 from rich.progress import Progress
 
-from blocklab.errors import InputError
+from blocklab.config import ModelConfig
+from blocklab.errors import ConfigError, InputError
 from blocklab.experiments import trainer as tr
+from blocklab.experiments.data import final_window_count, load_corpus
 from blocklab.experiments.init import INITS
 from blocklab.experiments.results import run_id
 from blocklab.experiments.trainer import TrainConfig, learning_rate
+from blocklab.nn import DecoderLM
 
 
 # --- TrainConfig --------------------------------------------------------------------------------
@@ -105,8 +109,6 @@ def test_arms_share_initial_weights_for_shared_shapes(tiny_model, tiny_train):
 
 
 def test_gpt2_init_statistics(tiny_model):
-    from blocklab.nn import DecoderLM
-
     cfg = tiny_model.replace(d_model=128, n_layers=8, n_heads=4, norm_unit_offset=True)
     model = DecoderLM(cfg)
     INITS["gpt2"](model, 0, 8)
@@ -120,8 +122,6 @@ def test_gpt2_init_statistics(tiny_model):
 
 
 def test_xavier_init_bounds_and_norm_gains(tiny_model):
-    from blocklab.nn import DecoderLM
-
     model = DecoderLM(tiny_model.replace(norm="layernorm"))
     INITS["xavier"](model, 0, 2)
     w = model.layers[0].ffn.up_proj.weight
@@ -132,8 +132,6 @@ def test_xavier_init_bounds_and_norm_gains(tiny_model):
 
 
 def test_depth_init_scales_every_linear_by_its_own_layer(tiny_model):
-    from blocklab.nn import DecoderLM
-
     cfg = tiny_model.replace(d_model=128, n_layers=8, n_heads=4, d_ff=512, ffn="swiglu")
     model = DecoderLM(cfg)
     INITS["depth"](model, 0, 8)
@@ -155,8 +153,6 @@ def test_depth_init_scales_every_linear_by_its_own_layer(tiny_model):
 
 @pytest.mark.parametrize("tied", [False, True])
 def test_fan_in_init_gives_unit_variance_pre_activations(tiny_model, tied):
-    from blocklab.nn import DecoderLM
-
     cfg = tiny_model.replace(d_model=128, n_layers=8, n_heads=4, d_ff=512, ffn="swiglu",
                              tie_embeddings=tied)
     model = DecoderLM(cfg)
@@ -180,8 +176,6 @@ def test_fan_in_init_gives_unit_variance_pre_activations(tiny_model, tied):
 
 
 def test_default_init_is_seeded_per_module(tiny_model):
-    from blocklab.nn import DecoderLM
-
     models = [DecoderLM(tiny_model) for _ in range(2)]
     for m in models:
         INITS["default"](m, 4, 2)
@@ -302,8 +296,6 @@ def test_lengths_a_learned_table_cannot_reach_are_recorded(tiny_model, tiny_trai
 
 def test_seq_len_past_a_learned_table_is_refused_before_any_data_is_read(
         monkeypatch, tiny_model, tiny_train):
-    from blocklab.errors import ConfigError
-
     def no_data(*args, **kwargs):
         raise AssertionError("the corpus was read before the check")
 
@@ -374,8 +366,6 @@ def test_final_eval_windows_are_the_asked_fraction_evenly_spread_and_disjoint(ti
 
 
 def test_final_eval_is_at_least_a_periodic_evaluation_and_all_of_validation_at_most():
-    from blocklab.experiments.data import final_window_count
-
     assert final_window_count(1000, 10, 0.001, minimum=16) == 16  # never fewer than periodic
     assert final_window_count(1000, 10, 1.0, minimum=4) == 99  # (1000 - 1) // 10 fit apart
     assert final_window_count(1000, 10, 0.5, minimum=4) == 50
@@ -383,8 +373,6 @@ def test_final_eval_is_at_least_a_periodic_evaluation_and_all_of_validation_at_m
 
 
 def test_final_val_loss_and_its_standard_error_by_hand(tiny_model, tiny_train):
-    from blocklab.experiments.data import load_corpus
-
     val = load_corpus("stdlib").val
     cfg = tiny_train.replace(eval_every=1, final_eval_fraction=0.002)  # 8 periodic evals
     model, result = tr.train(tiny_model, cfg)
@@ -417,8 +405,6 @@ def test_an_evaluation_crash_propagates_and_only_a_short_table_reads_as_unavaila
     """A length a learned table has no row for is recorded as unavailable (a reading the
     position suite reports); any other error inside the evaluation (a shape bug, out of
     memory) ends the run as an error, never as a missing reading that a rule could grade."""
-    from blocklab.nn import DecoderLM
-
     torch.manual_seed(0)
     learned = DecoderLM(tiny_model.replace(position="learned", max_seq_len=16))
     windows = {8: torch.randint(0, 256, (2, 9)), 32: torch.randint(0, 256, (2, 33))}
@@ -450,11 +436,6 @@ def test_nested_widths_need_an_eager_backend(tiny_train):
 def test_nested_loss_is_the_mean_of_the_losses_at_each_width_by_hand():
     """A hand case: the mean of three cross-entropies, each computed with the FFN's dropped
     channels zeroed in a copy of the model (no narrowing involved)."""
-    import copy
-
-    from blocklab.config import ModelConfig
-    from blocklab.nn import DecoderLM
-
     torch.manual_seed(0)
     model = DecoderLM(ModelConfig(vocab_size=16, d_model=8, n_layers=2, n_heads=2, ffn="swiglu",
                                   d_ff=12)).double()
@@ -475,9 +456,6 @@ def test_nested_loss_is_the_mean_of_the_losses_at_each_width_by_hand():
 
 
 def test_nested_run_trains_every_width_and_a_width_past_d_ff_is_refused(tiny_train):
-    from blocklab.config import ModelConfig
-    from blocklab.errors import ConfigError
-
     mc = ModelConfig(vocab_size=256, d_model=32, n_layers=2, n_heads=2, max_seq_len=256,
                      ffn="swiglu", d_ff=64)
     nested = tiny_train.replace(nested_widths=[64, 32, 16], steps=6, log_every=0)
