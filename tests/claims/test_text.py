@@ -9,6 +9,7 @@ import blocklab.claims
 from blocklab.claims.text import WORDING
 
 TABLE = re.compile(r'^(\w+): [^=]+ = WORDING\["(\w+)"\]$', re.M)
+DIRECT = re.compile(r'\bWORDING\["(\w+)"\]\["([^"]+)"\]')  # a key read in place
 
 
 def test_every_key_a_module_names_is_in_its_catalogue_table():
@@ -21,5 +22,8 @@ def test_every_key_a_module_names_is_in_its_catalogue_table():
             used.add(section)
             for key in re.findall(rf'\b{name}\["([^"]+)"\]', source):
                 assert key in WORDING[section], (path.name, section, key)
+        for section, key in DIRECT.findall(source):
+            used.add(section)
+            assert key in WORDING[section], (path.name, section, key)
     assert used == set(WORDING)
     assert all(en for table in WORDING.values() for en, _ in table.values())
