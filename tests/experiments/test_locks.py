@@ -7,15 +7,18 @@ from __future__ import annotations
 import errno
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 
 from blocklab.cli import main
-from blocklab.errors import Busy, Interrupted
+from blocklab.errors import Busy, Interrupted, LockUnavailable
 from blocklab.experiments import locks
 from blocklab.experiments.locks import OthersCpu, machine_lock, suite_locks
 from blocklab.experiments.options import RunOptions
@@ -217,7 +220,6 @@ def test_a_results_or_out_folder_that_is_a_file(tmp_path, capsys, argv, option):
 
 
 def test_a_busy_timing_is_flagged_in_the_summary_and_the_report(tmp_path, monkeypatch):
-    from blocklab.experiments import locks as lock_module
     from blocklab.report.build import busy_timings
 
     class Busy:
@@ -231,7 +233,7 @@ def test_a_busy_timing_is_flagged_in_the_summary_and_the_report(tmp_path, monkey
         def record(self):
             return {"others_cpu_share": self.share, "loadavg_1min": 1.0, "cores": 2}
 
-    monkeypatch.setattr(lock_module, "OthersCpu", Busy)
+    monkeypatch.setattr(locks, "OthersCpu", Busy)
     specs = [RunSpec("kernel timing", "a", 0, {"t": 1}, lambda progress: RunResult("ok"),
                      timed=True),
              RunSpec("training", "a", 0, {"t": 2}, lambda progress: RunResult("ok"))]
@@ -248,10 +250,6 @@ def test_a_busy_timing_is_flagged_in_the_summary_and_the_report(tmp_path, monkey
 @pytest.fixture
 def shared_tmp(monkeypatch):
     """A folder like /tmp (every user may write, sticky) with the machine lock named in it."""
-    import shutil
-    import tempfile
-    from pathlib import Path
-
     folder = Path(tempfile.mkdtemp(prefix="blocklab-shared-"))
     folder.chmod(0o1777)
     monkeypatch.setenv("BLOCKLAB_MACHINE_LOCK", str(folder / "machine.lock"))
@@ -368,8 +366,6 @@ def test_another_users_suite_lock_serves_this_user(shared_tmp):
     (lambda p: p.parent.joinpath("file").write_text("") or None, "a file stands in its folder"),
 ])
 def test_a_machine_lock_path_that_is_no_lock_file(tmp_path, monkeypatch, make, reason):
-    from blocklab.errors import LockUnavailable
-
     path = tmp_path / "machine.lock"
     make(path)
     if "folder" in reason:
@@ -407,10 +403,6 @@ def _without_named_lock(tmpdir) -> dict[str, str]:
 @pytest.fixture
 def two_tmpdirs(monkeypatch):
     """Two shells' temporary folders, and no $BLOCKLAB_MACHINE_LOCK: the default lock."""
-    import shutil
-    import tempfile
-    from pathlib import Path
-
     monkeypatch.delenv("BLOCKLAB_MACHINE_LOCK", raising=False)
     parent = Path(tempfile.mkdtemp(prefix="blocklab-tmpdirs-"))
     parent.chmod(0o755)  # (each may be another user's TMPDIR: it must reach them)
@@ -448,8 +440,6 @@ def test_two_shells_with_other_tmpdirs_share_the_machine_lock(two_tmpdirs):
 def test_another_user_with_another_tmpdir_waits_on_the_same_lock(two_tmpdirs):
     """Another user, in a shell of its own TMPDIR, finds the lock this user holds (made 0666,
     or held read-only where it is another user's), and its timing waits."""
-    import tempfile
-
     def time_alone() -> dict:
         os.environ["TMPDIR"] = str(two_tmpdirs[1])
         tempfile.tempdir = None  # (gettempdir caches its answer)

@@ -11,7 +11,7 @@ import pytest
 
 from blocklab.errors import InputError
 from blocklab.experiments import options as opts
-from blocklab.experiments.options import MAX_SEED_OFFSET, MAX_SEEDS, RunOptions
+from blocklab.experiments.options import MAX_SEED_OFFSET, MAX_SEEDS, RunOptions, RunRequest
 from blocklab.experiments.suites.base import Suite
 
 SIZES = r"\['tiny', 'quick', 'full', 'rung1', 'rung2', 'rung3'\]"
@@ -159,16 +159,12 @@ def test_backends_and_precisions_equal_the_models():
     ({"budget_s": 10**400}, r"^budget_s=1000.* is not allowed"),  # beyond float range
 ])
 def test_a_bad_request_is_one_input_error_line_naming_it_and_what_is_allowed(kwargs, message):
-    from blocklab.experiments.options import RunRequest
-
     with pytest.raises(InputError, match=message) as err:
         RunRequest(**{"results": Path("runs"), "size": "quick", **kwargs})
     assert "\n" not in str(err.value)
 
 
 def test_a_request_has_defaults_that_run_the_planned_seeds_only():
-    from blocklab.experiments.options import RunRequest
-
     request = RunRequest("runs", "quick")  # a str names the same folder
     assert request == RunRequest(Path("runs"), "quick", 0, "fp32", 0.0)
     assert isinstance(request.results, Path)
@@ -179,8 +175,6 @@ def test_a_request_has_defaults_that_run_the_planned_seeds_only():
 
 
 def test_a_request_gives_each_suite_its_options_and_its_commands():
-    from blocklab.experiments.options import RunRequest
-
     bf16 = RunRequest(Path("runs"), "quick", 1000, "bf16")
     trains, measures = _suite(("fp32", "bf16")), _suite()
     assert bf16.options(trains) == RunOptions("quick", range(1000, 1003), "bf16")
@@ -203,7 +197,6 @@ def test_a_request_gives_each_suite_its_options_and_its_commands():
 def test_the_device_reaches_every_suites_options_and_each_trainconfig_but_no_folder():
     """A request's device is its suites' options' device, and `TrainConfig.for_run` (where
     every suite builds its training) carries it; a run's identity and folder ignore it."""
-    from blocklab.experiments.options import RunRequest
     from blocklab.experiments.results import run_id, train_identity
     from blocklab.experiments.trainer import TrainConfig
 
