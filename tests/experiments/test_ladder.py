@@ -5,12 +5,18 @@ from dataclasses import replace
 
 import pytest
 
+from blocklab.claims.finding import Context
+from blocklab.claims.ledger import run_claims
 from blocklab.errors import InputError
 from blocklab.experiments import ladder
-from blocklab.experiments.options import ALL_SIZES, SIZES, RunOptions
-from blocklab.experiments.suites import get_suite
+from blocklab.experiments.options import ALL_SIZES, SIZES, RunOptions, RunRequest
+from blocklab.experiments.suites import get_suite, load_summary, run_suite
 from blocklab.experiments.suites.ffn.runs import SIZES as FFN_SIZES
+from blocklab.experiments.suites.norm_cost import runs as norm_cost
+from blocklab.experiments.suites.placement import runs as placement
+from blocklab.experiments.suites.position import runs as position
 from blocklab.experiments.suites.tuning import rounded
+from blocklab.nn import DecoderLM
 
 
 def test_multiples_and_widths_by_hand():
@@ -27,8 +33,6 @@ def test_multiples_and_widths_by_hand():
 def _numel(config) -> int:
     """Parameters of the model the runs build, counted on the module (independent of
     `budget.count_params`, which the sizes use)."""
-    from blocklab.nn import DecoderLM
-
     return sum(p.numel() for p in DecoderLM(config).parameters())
 
 
@@ -73,9 +77,7 @@ def test_only_suites_with_a_ladder_have_the_rungs():
 
 @pytest.mark.parametrize("rung", ladder.RUNGS)
 def test_each_position_rung_keeps_the_reads(rung):
-    from blocklab.experiments.suites.position.runs import SIZES as POSITION
-
-    quick, size = POSITION["quick"], POSITION[rung]
+    quick, size = position.SIZES["quick"], position.SIZES[rung]
     assert size.model.d_model == ladder.width(64, ladder.multiple(rung), 32)
     assert size.model.d_model // size.model.n_heads == 32 and size.model.n_layers == 2
     assert size.train.batch_size == ladder.batch(16, ladder.multiple(rung))
@@ -88,11 +90,9 @@ def test_each_position_rung_keeps_the_reads(rung):
 
 
 def test_a_position_rung_plans_its_arms_and_no_timed_run():
-    from blocklab.experiments.suites.position.runs import plan
-
     suite = get_suite("position")
-    specs = plan(RunOptions.for_suite(suite, "rung1", 1), [])
-    quick = plan(RunOptions.for_suite(suite, "quick", 1), [])
+    specs = position.plan(RunOptions.for_suite(suite, "rung1", 1), [])
+    quick = position.plan(RunOptions.for_suite(suite, "quick", 1), [])
     assert [s.arm for s in specs] == [s.arm for s in quick if s.arm != "cost"]
     assert not any(s.timed for s in specs)
     assert RunOptions.for_suite(suite, "rung3").seeds == range(4)  # quick's seeds
@@ -100,9 +100,7 @@ def test_a_position_rung_plans_its_arms_and_no_timed_run():
 
 @pytest.mark.parametrize("rung", ladder.RUNGS)
 def test_each_norm_cost_rung_grows_the_quality_runs_alone(rung):
-    from blocklab.experiments.suites.norm_cost.runs import SIZES as NORM
-
-    quick, size = NORM["quick"], NORM[rung]
+    quick, size = norm_cost.SIZES["quick"], norm_cost.SIZES[rung]
     q0, q = quick.quality, size.quality
     assert q.lr == q0.lr and q.n_layers == q0.n_layers and q.seq_len == q0.seq_len
     assert q.warmup_steps == round(q.steps * q0.warmup_steps / q0.steps)
@@ -113,9 +111,7 @@ def test_each_norm_cost_rung_grows_the_quality_runs_alone(rung):
 
 @pytest.mark.parametrize("rung", ladder.RUNGS)
 def test_each_placement_rung_grows_what_c19_reads(rung):
-    from blocklab.experiments.suites.placement.runs import SIZES as PLACEMENT
-
-    quick, size = PLACEMENT["quick"], PLACEMENT[rung]
+    quick, size = placement.SIZES["quick"], placement.SIZES[rung]
     t0, t = quick.training, size.training
     assert t.depths == t0.depths == (6,) and t.d_model // t.n_heads == 16
     assert t.warmups == (0, round(100 * t.steps / 300))
@@ -132,12 +128,12 @@ def test_each_placement_rung_grows_what_c19_reads(rung):
 
 
 def test_a_placement_rung_plans_no_probe_and_no_deep_stacks():
-    from blocklab.experiments.suites.placement.runs import plan
-
     suite = get_suite("placement")
-    arms = {spec.arm.split("/")[0] for spec in plan(RunOptions.for_suite(suite, "rung1", 1), [])}
+    arms = {spec.arm.split("/")[0]
+            for spec in placement.plan(RunOptions.for_suite(suite, "rung1", 1), [])}
     assert arms == {"train", "sweep"}
-    quick = {spec.arm.split("/")[0] for spec in plan(RunOptions.for_suite(suite, "quick", 1), [])}
+    quick = {spec.arm.split("/")[0]
+             for spec in placement.plan(RunOptions.for_suite(suite, "quick", 1), [])}
     assert {"init", "deep"} <= quick
 
 
@@ -145,16 +141,8 @@ def test_a_rung_without_probe_or_deep_stacks_summarises_and_grades_c19(tmp_path,
     """A placement rung shaped as the tiny size (so it runs in seconds) with the rung's
     omissions: it runs, summarises with no probe or deep-stack rows, and C19 is graded on it
     (no error), while C36 is not registered there."""
-    from dataclasses import replace
-
-    from blocklab.claims.finding import Context
-    from blocklab.claims.ledger import run_claims
-    from blocklab.experiments.options import RunRequest
-    from blocklab.experiments.suites import load_summary, run_suite
-    from blocklab.experiments.suites.placement import runs as sizes
-
-    tiny = sizes.SIZES["tiny"]
-    monkeypatch.setitem(sizes.SIZES, "rung1", replace(
+    tiny = placement.SIZES["tiny"]
+    monkeypatch.setitem(placement.SIZES, "rung1", replace(
         tiny, probe=replace(tiny.probe, placements=()), deep=replace(tiny.deep, placements=())))
     suite = get_suite("placement")
     run_suite(suite, RunOptions.for_suite(suite, "rung1", 1), tmp_path, progress=False)
