@@ -4,15 +4,17 @@ reported while the others finish; a rerun completing only the missing runs)."""
 
 import json
 import os
+import threading
 import time
 
 import pytest
 
 from blocklab.cli import main
-from blocklab.experiments.executors import ParallelExecutor
+from blocklab.experiments.executors import ParallelExecutor, RayExecutor
 from blocklab.experiments.options import RunOptions
 from blocklab.experiments.run_result import RunResult
 from blocklab.experiments.suites import SUITE_MODULES, base, get_suite, run_suite
+from blocklab.experiments.trainer import run
 
 from .conftest import ToyData, plain_suite, toy_suite
 
@@ -124,7 +126,6 @@ def test_ray_results_equal_the_in_process_results(ray_instance, tmp_path, capsys
                                                   tiny_model, tiny_train):
     """Seeded single-threaded training runs through the CLI's `--executor ray` and in process:
     equal bit for bit."""
-    from blocklab.experiments.trainer import run
 
     def plan(options, tuned=()):
         return [base.RunSpec(f"seed {s}", "a", s, {"seed": s}, lambda progress, s=s: run(
@@ -149,7 +150,6 @@ def test_ray_results_equal_the_in_process_results(ray_instance, tmp_path, capsys
 
 def test_killed_worker_and_raising_run_are_reported_and_a_rerun_completes_them(
         ray_instance, tmp_path):
-    from blocklab.experiments.executors import RayExecutor
 
     suite = _toy_suite(tmp_path, crash="a/1", fail="b/0")
     executor = RayExecutor(max_retries=0)
@@ -171,10 +171,6 @@ def test_killed_worker_and_raising_run_are_reported_and_a_rerun_completes_them(
 
 
 def test_a_run_that_cannot_be_pickled_is_named_before_anything_starts(ray_instance, tmp_path):
-    import threading
-
-    from blocklab.experiments.executors import RayExecutor
-
     lock = threading.Lock()
 
     def plan(options, tuned=()):

@@ -4,6 +4,7 @@ libraries or data are run again, and the summary says so."""
 import dataclasses
 import json
 import os
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -12,7 +13,9 @@ from typing import Any
 
 import pytest
 
-from blocklab.experiments import provenance
+from blocklab.experiments import provenance, suites
+from blocklab.experiments.data import load_corpus
+from blocklab.experiments.env import cpu_flags, cpu_model
 from blocklab.experiments.executors import ParallelExecutor
 from blocklab.experiments.options import RunOptions, RunRequest
 from blocklab.experiments.run_result import RunResult
@@ -147,7 +150,6 @@ def _count(root: Path, calls: list) -> Summary:
 
 
 def _stdlib_sha() -> str:
-    from blocklab.experiments.data import load_corpus
     return load_corpus("stdlib").sha256
 
 
@@ -218,8 +220,6 @@ def _stored_provenances(folder: Path, edit) -> None:
 
 
 def test_every_run_records_the_machine_it_ran_on(tmp_path):
-    from blocklab.experiments.env import cpu_flags, cpu_model
-
     run_suite(_timing_and_training_suite([]), RunOptions("tiny", range(1)), tmp_path,
               progress=False)
     for path in (tmp_path / "mixed" / "tiny").glob("[!sp]*.json"):
@@ -273,7 +273,6 @@ def test_a_timing_from_another_machine_is_run_again_and_a_training_run_reused(tm
 
 
 def test_source_hash_covers_what_decides_results_and_nothing_else(tmp_path):
-    import shutil
     package = Path(provenance.blocklab.__file__).parent
     copy = tmp_path / "blocklab"
     shutil.copytree(package, copy, ignore=shutil.ignore_patterns("__pycache__"))
@@ -324,7 +323,6 @@ def test_run_suites_runs_all_suites_in_one_pool_and_timed_runs_last(tmp_path, mo
     """The report's run_suites hands every suite's missing runs to one executor call: timed
     runs wait for the untimed runs of every suite, and one suite's failed run leaves the other
     suites summarised."""
-    from blocklab.experiments import suites
 
     log = tmp_path / "order.log"
 

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 
 import pytest
 
-from blocklab.errors import ResultsError
+from blocklab.errors import InputError, ResultsError
 from blocklab.experiments import summaries
-from blocklab.experiments.options import RunOptions
+from blocklab.experiments.options import ALL_SIZES, RunOptions
 from blocklab.experiments.run_result import RunResult
 from blocklab.experiments.suites import SUITE_MODULES, base, load_summary
 from blocklab.experiments.suites.ffn.summary import FfnArm, FfnData, FfnSensitivity, FfnTrendPoint
@@ -20,10 +20,13 @@ from blocklab.experiments.summaries import (
     LrTrial,
     Summary,
     Table,
+    incomplete,
     save_summary,
+    size_note,
     summary_from_dict,
 )
 from blocklab.jsonio import decode
+from blocklab.precision import PRECISIONS
 
 
 def _arm(**changes) -> FfnArm:
@@ -161,11 +164,8 @@ def test_summary_from_dict_with_an_explicit_type():
 def test_load_summary_refuses_what_no_summary_can_have(tmp_path, suite, size, precision,
                                                        needle):
     """An unknown suite, size or precision is the caller's mistake, not "not run yet"."""
-    from blocklab.errors import InputError
-    from blocklab.experiments.options import ALL_SIZES as SIZES
-    from blocklab.precision import PRECISIONS
 
-    allowed = {"suite": list(SUITE_MODULES), "size": list(SIZES),
+    allowed = {"suite": list(SUITE_MODULES), "size": list(ALL_SIZES),
                "precision": list(PRECISIONS)}[re.search("suite|size|precision", needle)[0]]
     with pytest.raises(InputError) as err:
         load_summary(tmp_path, suite, size, precision=precision)
@@ -185,7 +185,6 @@ def test_load_summary_of_a_valid_key_not_run_is_none(tmp_path):
 def test_a_summary_whose_runs_are_gone_is_incomplete(tmp_path):
     """`incomplete`: the one rule by which the ledger and the report refuse a summary whose
     stored runs are missing or unreadable."""
-    from blocklab.experiments.summaries import incomplete
 
     summary = dataclasses.replace(_ffn_summary(), run_ids=["aaa", "bbb"])
     _write(tmp_path, summary.to_dict())
@@ -207,8 +206,6 @@ def test_a_summary_whose_runs_are_gone_is_incomplete(tmp_path):
 
 
 def test_only_tiny_has_a_size_note():
-    from blocklab.experiments.summaries import size_note
-
     assert "smoke test" in size_note("tiny") and "decide nothing" in size_note("tiny")
     assert "冒烟测试" in size_note("tiny", "zh")
     assert size_note("quick") is None and size_note("full") is None

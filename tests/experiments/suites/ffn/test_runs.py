@@ -4,11 +4,14 @@ probe, the run records read back, and the plan (tuning, each arm's lr, the longe
 import pytest
 import torch
 
-from blocklab.experiments.options import RunOptions
+from blocklab.experiments.options import MAX_SEED_OFFSET, MAX_SEEDS, RunOptions
 from blocklab.experiments.results import ResultStore
 from blocklab.experiments.run_result import RunResult
 from blocklab.experiments.suites import get_suite
+from blocklab.experiments.suites.base import TUNING_SEEDS
 from blocklab.experiments.suites.ffn import runs as ffn
+from blocklab.experiments.summaries import LrTrial
+from blocklab.experiments.trainer import build_model
 from blocklab.nn import DecoderLM
 from blocklab.nn.ffn import equal_param_gated_width
 
@@ -30,8 +33,6 @@ def test_arms_hold_equal_parameters_within_one_percent_as_built(size):
 
 
 def test_every_arm_changes_the_forward_output_and_nothing_else():
-    from blocklab.experiments.trainer import build_model
-
     size = ffn.SIZES["tiny"]
     ids = torch.randint(0, 256, (2, 16), generator=torch.Generator().manual_seed(0))
     base_cfg = ffn.model_config("relu", size)
@@ -52,7 +53,6 @@ def test_every_arm_changes_the_forward_output_and_nothing_else():
 
 def test_zero_gradient_fraction_matches_the_sign_of_relu_inputs():
     # Independent reference: for ReLU the gradient at z is zero exactly where z <= 0.
-    from blocklab.experiments.trainer import build_model
 
     size = ffn.SIZES["tiny"]
     model = build_model(ffn.model_config("relu", size),
@@ -86,8 +86,6 @@ def test_the_run_records_read_back_from_the_store(tmp_path):
 
 
 def _trial(arm, lr, loss, seed=0):
-    from blocklab.experiments.summaries import LrTrial
-
     return LrTrial(arm, lr, seed, "ok" if loss is not None else "diverged", loss, 64)
 
 
@@ -112,9 +110,6 @@ def test_each_arm_gets_the_lr_with_the_lowest_mean_tuning_loss():
     ("quick", ((64, ffn.GRADED_ARMS),)),  # only the arms C16 grades, at the size's own width
     ("full", ((96, ffn.ARMS), (48, ffn.TREND_ARMS), (64, ffn.TREND_ARMS)))])
 def test_tuning_runs_every_arm_at_every_lr_on_seeds_no_evaluation_uses(name, widths):
-    from blocklab.experiments.options import MAX_SEED_OFFSET, MAX_SEEDS
-    from blocklab.experiments.suites.base import TUNING_SEEDS
-
     size = ffn.SIZES[name]
     specs = ffn.tune(RunOptions(name))
     assert len(specs) == (sum(len(arms) for _, arms in widths) * len(size.lr_grid.base)
