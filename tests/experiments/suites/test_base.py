@@ -8,6 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from blocklab.claims.sequential import recorded_rules
+from blocklab.errors import Interrupted
+from blocklab.experiments import suites
+from blocklab.experiments.executors import ParallelExecutor
 from blocklab.experiments.options import MAX_SEED_OFFSET, MAX_SEEDS, RunOptions, RunRequest
 from blocklab.experiments.run_result import RunResult
 from blocklab.experiments.suites import base
@@ -168,8 +172,6 @@ def test_the_tuning_and_evaluation_folders_record_the_rules_they_were_planned_un
 
 
 def test_a_bf16_request_records_the_rules_like_any_other():
-    from blocklab.claims.sequential import recorded_rules
-
     fp32 = recorded_rules(RunRequest(Path("r"), "quick"))
     assert fp32 and recorded_rules(RunRequest(Path("r"), "quick", precision="bf16")) == fp32
 
@@ -229,8 +231,6 @@ def test_bf16_runs_a_suite_that_takes_it_in_folders_of_its_own(tmp_path):
 
 
 def test_a_failed_tuning_run_names_itself_and_nothing_is_evaluated(tmp_path):
-    from blocklab.experiments.executors import ParallelExecutor
-
     calls = []
     with pytest.raises(base.SuiteIncomplete, match=r"tune/2.0 \(RuntimeError: tuning run broke"):
         base.run_suite(_tuned_suite(calls, fail_tuning=True), RunOptions("tiny", range(2)),
@@ -239,8 +239,6 @@ def test_a_failed_tuning_run_names_itself_and_nothing_is_evaluated(tmp_path):
 
 
 def test_run_suites_evaluates_a_tuned_suite_in_a_second_round(tmp_path, monkeypatch):
-    from blocklab.experiments import suites
-
     calls = []
     toy = {"tuned": _tuned_suite(calls), "toy": _toy_suite(calls)}
     monkeypatch.setattr(suites, "get_suite", toy.__getitem__)
@@ -347,7 +345,6 @@ def test_already_stored_counts_only_what_was_stored_before_the_command(tmp_path)
 
     # killed after the tuning round: the probe stored, the evaluation run not
     other = tmp_path / "killed"
-    from blocklab.errors import Interrupted
 
     with pytest.raises(Interrupted):
         base.run_suite(_tuned_suite_with_a_probe([], stop_at_eval=True), options, other,

@@ -13,6 +13,7 @@ import pytest
 from blocklab.claims.registry import registered
 from blocklab.experiments.options import RunOptions
 from blocklab.experiments.suites import get_suite
+from blocklab.experiments.suites.evaluation import FINAL_EVAL_FRACTION
 from blocklab.experiments.suites.ffn import runs as ffn
 from blocklab.experiments.suites.norm_cost import runs as norm_cost
 from blocklab.experiments.suites.placement import runs as placement
@@ -190,8 +191,6 @@ def test_quantize_plans_the_timing_and_quality_runs(size):
 @pytest.mark.parametrize("size", ["tiny", "quick", "full"])
 @pytest.mark.parametrize("name", ["ffn", "placement", "norm-cost", "position"])
 def test_every_training_run_scores_its_sizes_fraction_of_the_validation_split(name, size):
-    from blocklab.experiments.suites.evaluation import FINAL_EVAL_FRACTION
-
     suite = get_suite(name)
     specs = [*(suite.tune(_options(name, size)) if suite.tune else []), *_plan(name, size)]
     trained = [s for s in specs if "train" in s.payload and s.payload["kind"] != "cost"]

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from blocklab.experiments.options import RunOptions
 from blocklab.experiments.suites import get_suite
+from blocklab.experiments.suites.base import stored_tuning
 
 CMD = [sys.executable, "-m", "blocklab", "suite", "ffn", "--tiny", "--no-progress", "--jobs", "2"]
 
@@ -48,7 +49,6 @@ def test_killed_suite_resumes_without_recomputing(tmp_path, processes):
     assert rerun.returncode == 0, rerun.stderr
     after = _results(folder)
     # every tuning run due, the points a grid grew at an edge included (tiny: one per arm)
-    from blocklab.experiments.suites.base import stored_tuning
 
     due, _, _, missing, _ = stored_tuning(ffn, RunOptions.for_suite(ffn, "tiny"), tmp_path)
     assert not missing and len(after) == len(due) > total

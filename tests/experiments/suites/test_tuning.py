@@ -4,7 +4,10 @@ import math
 
 import pytest
 
+from blocklab.claims.lr_bias import lr_bias
+from blocklab.experiments.options import RunOptions
 from blocklab.experiments.run_result import RunResult
+from blocklab.experiments.suites import get_suite
 from blocklab.experiments.suites.base import RunSpec
 from blocklab.experiments.suites.tuning import (
     LrGrid,
@@ -176,8 +179,6 @@ def test_no_refinement_around_an_edge_the_extensions_could_not_leave():
 
 
 def test_the_lr_bias_reads_the_refined_neighbours():
-    from blocklab.claims.lr_bias import lr_bias
-
     loss = curve(4e-3)
     lrs = (1e-3, 1.73e-3, 3e-3, 5.2e-3, 1e-2)  # refined around 3e-3
     bias = lr_bias(trials_for({lr: loss(lr) for lr in lrs}, seeds=(7, 8)), "a", 5.2e-3)
@@ -190,9 +191,6 @@ def tuning_rounds(name: str, size: str, opt: float | None = None) -> list[list[R
     """The suite's tuning stage at `size` as the runner plans it (`base.stored_tuning`): each
     round's new runs, every run scoring on the loss curve with its optimum at `opt` (default:
     near the middle point of the registered grid, a little above it)."""
-    from blocklab.experiments.options import RunOptions
-    from blocklab.experiments.suites import get_suite
-
     suite = get_suite(name)
     options = RunOptions.for_suite(suite, size, None)
     rounds: list[list[RunSpec]] = []
@@ -230,7 +228,6 @@ def test_quick_refines_each_interior_optimum_on_both_tuning_seeds(name):
 
 @pytest.mark.parametrize("name", ["ffn", "placement", "width"])
 def test_tiny_and_full_plan_their_grids_without_refinement(name):
-
     for size in ("tiny", "full"):
         rounds = tuning_rounds(name, size)
         # an interior optimum on the registered grid: one round, that grid, nothing more

@@ -7,6 +7,7 @@ from dataclasses import replace
 import pytest
 
 from blocklab.experiments.options import RunOptions
+from blocklab.experiments.results import ResultStore
 from blocklab.experiments.run_result import Curves, RunResult
 from blocklab.experiments.suites import load_summary
 from blocklab.experiments.suites.ffn import runs as ffn
@@ -148,8 +149,6 @@ def test_tiny_suite_end_to_end(tiny_ffn):
 
 
 def test_the_suite_evaluates_each_arm_at_the_lr_its_tuning_runs_chose(tiny_ffn):
-    from blocklab.experiments.results import ResultStore
-
     root, summary = tiny_ffn
     data = summary.data
     store = ResultStore(root / "ffn" / "tiny+tuning")

@@ -6,7 +6,10 @@ import math
 
 import pytest
 import torch
+from scipy import stats as sps
+from torch.utils.flop_counter import FlopCounterMode
 
+from blocklab.budget.flops import ELEMENTWISE_COST, NORM_BACKWARD_COST, prefill_flops
 from blocklab.experiments.suites import get_suite, load_summary, norm_cost
 from blocklab.experiments.suites.norm_cost import runs, summary, timing
 from blocklab.experiments.summaries import Interval, TimeRatio
@@ -16,7 +19,6 @@ def test_time_ratio_by_hand_and_the_tables_name_its_method():
     # Per-repeat ratios 3 and 1: logs ln 3 and 0, mean ln√3, sd ln3/√2, and the 95% interval
     # exp(mean ± t_{0.975, 1} · sd / √2), t_{0.975, 1} from scipy (the interval's arithmetic
     # is tested in tests/test_stats.py).
-    from scipy import stats as sps
 
     ratio = TimeRatio.paired([1.0, 3.0], [1.0, 1.0])
     m, half = math.log(3) / 2, float(sps.t.ppf(0.975, 1)) * math.log(3) / 2
@@ -103,8 +105,6 @@ def _ln_backward_as_counted(x, g, dy):
 
 
 def test_norm_flops_and_bytes_match_a_hand_count_at_d_4():
-    from blocklab.budget.flops import ELEMENTWISE_COST, NORM_BACKWARD_COST
-
     # d = 4, float32. RMSNorm forward: x² 4, Σ 4, ·r 4, ·γ 4 = 16; backward 9 per element = 36.
     # LayerNorm forward: Σx 4, x − μ 4, ()² 4, Σ 4, ·r 4, ·γ 4, + β 4 = 28; backward 13·4 = 52.
     rms, ln = summary.count_norm("rmsnorm", 4), summary.count_norm("layernorm", 4)
@@ -141,8 +141,6 @@ def test_torch_flop_counter_counts_no_norm_flops():
     """FlopCounterMode counts matmuls and attention only (the convention blocklab.budget's
     matmul totals follow), so it has nothing to say about either norm: the counts above are
     the only source."""
-    from torch.utils.flop_counter import FlopCounterMode
-
     x = torch.randn(8, 16, requires_grad=True)
     w, b = torch.ones(16, requires_grad=True), torch.zeros(16, requires_grad=True)
     with FlopCounterMode(display=False) as counter:
@@ -152,8 +150,6 @@ def test_torch_flop_counter_counts_no_norm_flops():
 
 
 def test_step_share_by_hand_and_at_llama_3_8b():
-    from blocklab.budget.flops import prefill_flops
-
     compute = summary.count_compute("quick")
     step = runs.SIZES["quick"].step
     toy, real = compute.steps

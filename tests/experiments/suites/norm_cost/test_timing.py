@@ -2,11 +2,15 @@
 forms, the implementations against each other, a compiler failure recorded and an eager one
 raised, the like-for-like model and kernels, and the cold-compile cache folders."""
 
+import os
+
 import pytest
 import torch
 
 from blocklab.experiments.suites.norm_cost import summary, timing
+from blocklab.experiments.trainer import TrainConfig, build_model
 from blocklab.jsonio import decode
+from blocklab.nn.norm import RMSNorm
 
 from ..conftest import bare_spec, stored
 
@@ -78,9 +82,6 @@ def test_only_a_compiled_implementation_may_fail_without_stopping_the_timing(mon
 
 
 def test_like_for_like_computes_the_same_model_by_pytorchs_own_kernels():
-    from blocklab.experiments.trainer import TrainConfig, build_model
-    from blocklab.nn.norm import RMSNorm
-
     mc = timing.model_config("rmsnorm", 64, 2, 16)
     built = build_model(mc, TrainConfig(seed=3))
     swapped = timing.like_for_like(build_model(mc, TrainConfig(seed=3)))
@@ -100,7 +101,6 @@ def test_like_for_like_computes_the_same_model_by_pytorchs_own_kernels():
 @pytest.mark.parametrize("before", [None, "/somewhere/the/user/chose"])
 def test_cold_compile_restores_the_cache_variables_even_when_the_block_raises(monkeypatch,
                                                                               before):
-    import os
 
     for name in ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"):
         if before is None:

@@ -9,9 +9,10 @@ import pytest
 
 from blocklab.experiments.options import RunOptions
 from blocklab.experiments.run_result import RunResult
+from blocklab.experiments.suites.base import TUNING_SEEDS
 from blocklab.experiments.suites.placement import runs
 from blocklab.experiments.suites.placement.summary import loglog_slope
-from blocklab.experiments.suites.tuning import rounded
+from blocklab.experiments.suites.tuning import LrGrid, rounded
 from blocklab.jsonio import decode
 
 from ..conftest import final_metrics as _final
@@ -114,8 +115,6 @@ def test_training_grid_turns_clipping_off_and_uses_xavier(size, cells):
 
 @pytest.mark.parametrize("size", ["quick", "full"])
 def test_every_arm_is_tuned_on_its_own_seeds_on_a_grid_that_grows_at_an_edge(size):
-    from blocklab.experiments.suites.base import TUNING_SEEDS
-
     training = runs.SIZES[size].training
     grid = training.lr_grid
     assert len(grid.base) >= (3 if size == "quick" else 5)
@@ -183,8 +182,6 @@ def test_bisection_finds_the_largest_stable_rung_in_log2_steps():
 
 
 def test_lr_area_by_hand():
-    from blocklab.experiments.suites.tuning import LrGrid
-
     training = runs.Training(d_model=8, n_heads=1, depths=(2,), warmups=(0, 2),
                                   lr_grid=LrGrid((1.0, 2.0, 4.0), 2.0), tuning_seeds=1,
                                   placements=("pre",), seq_len=8, batch_size=1, steps=4,

@@ -9,7 +9,9 @@ import pytest
 from blocklab.experiments.run_result import Curves, LayerGradNorms, RunResult
 from blocklab.experiments.suites import load_summary
 from blocklab.experiments.suites.placement import runs, summary
-from blocklab.experiments.summaries import Interval
+from blocklab.experiments.suites.placement.runs import SweepRung, bisect_stable
+from blocklab.experiments.suites.tuning import LrGrid, trains
+from blocklab.experiments.summaries import ArmTuning, Interval
 from blocklab.jsonio import decode
 
 from ..conftest import final_metrics
@@ -156,8 +158,6 @@ def test_loss_curve_area_and_gradient_ratio_by_hand():
 
 
 def _training(depths=(12,), placements=("pre", "post")):
-    from blocklab.experiments.suites.tuning import LrGrid
-
     return runs.Training(d_model=8, n_heads=1, depths=depths, warmups=(0, 100),
                               lr_grid=LrGrid((1e-3, 3e-3, 1e-2), 3.0), tuning_seeds=1,
                               placements=placements, seq_len=16, batch_size=2, steps=10,
@@ -166,8 +166,6 @@ def _training(depths=(12,), placements=("pre", "post")):
 
 
 def _lrs(training):
-    from blocklab.experiments.summaries import ArmTuning
-
     return {runs.arm_name(*a): ArmTuning(runs.arm_name(*a), (1e-3, 3e-3), 3e-3,
                                               True, 0) for a in training.arms()}
 
@@ -252,9 +250,6 @@ def test_a_stability_sweep_does_not_call_a_rate_that_did_not_learn_stable():
     """A rate at which a run only avoids diverging is not stable: a seed whose lowest rung did
     not learn is stable nowhere and counted as learned nowhere; one whose lowest rung diverged
     is stable nowhere too, but that is an instability, and data."""
-    from blocklab.experiments.suites.placement.runs import SweepRung, bisect_stable
-    from blocklab.experiments.suites.tuning import trains
-
     sweep = runs.SIZES["quick"].sweep
     ladder, depth = sweep.ladder(), sweep.depths[0]
     flat = _run([3.22], status="did_not_learn")  # at the unigram's loss, never diverged

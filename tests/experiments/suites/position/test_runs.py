@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import torch
 
+from blocklab.experiments.data import validation_windows
 from blocklab.experiments.options import RunOptions
 from blocklab.experiments.suites.position.runs import (
     _PROFILER_REFERENCE_S,
@@ -154,7 +155,6 @@ def test_order_probe_matches_a_direct_computation_and_is_zero_on_palindromes():
     model = build_model(arm_config("tiny", "none"), tc).eval()
     val = np.random.default_rng(0).integers(0, 256, 4000).astype(np.uint8)
     probe = order_probe(model, val, prefix_len=16, prefixes=3)
-    from blocklab.experiments.data import validation_windows
 
     rows = validation_windows(val, 15, 3)
     with torch.no_grad():

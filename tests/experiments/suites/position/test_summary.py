@@ -3,6 +3,7 @@ path trains each arm at its own lr, and the runs only the full size makes summar
 before."""
 
 import dataclasses
+import math
 
 import pytest
 
@@ -23,12 +24,16 @@ from blocklab.experiments.suites.position.runs import (
     arms,
     decode_runs,
     passkey_run,
+    plan,
     relative_error_run,
     train_and_read,
     tune,
 )
 from blocklab.experiments.suites.position.summary import summarise
 from blocklab.experiments.suites.position.timing import COST_SCHEMES
+from blocklab.experiments.suites.tuning import LrGrid
+
+from ..conftest import bare_spec, final_metrics
 
 
 def test_tiny_suite_end_to_end(tiny_runs):
@@ -95,13 +100,6 @@ def test_tiny_suite_end_to_end(tiny_runs):
 def test_full_tunes_every_arm_and_trains_each_at_its_own_lr(monkeypatch):
     """The tuning path, at tiny's shape with tuning switched on and each arm's tuning runs
     scored by hand: each arm's evaluation runs at its own best lr, shown in a tuning table."""
-    import math
-
-    from blocklab.experiments.suites.position.runs import plan
-    from blocklab.experiments.suites.tuning import LrGrid
-
-    from ..conftest import final_metrics
-
     assert SIZES["full"].train.tuning_seeds == 2
     assert len(SIZES["full"].train.lr_grid.base) == 5
     tiny = SIZES["tiny"]
@@ -125,8 +123,6 @@ def test_full_only_runs_summarise_from_their_runs(monkeypatch):
     """The runs the full size adds (the learned table of L, passkey models, the relative-error
     run) read as before: a learned table cannot run past L, recorded, not a loss; the passkey
     grid marks it unavailable there; the relative error fills the C20 table."""
-    from ..conftest import bare_spec
-
     # (what the full size plans: test_graded_only)
     monkeypatch.setitem(SIZES, "tiny", dataclasses.replace(
         SIZES["tiny"], passkey=PasskeySetting(steps=3, batch_size=2, lr=3e-3, n=2,

@@ -3,6 +3,7 @@ training, the tuning stage, and the price."""
 
 import pytest
 
+from blocklab.experiments import estimate
 from blocklab.experiments.options import RunOptions
 from blocklab.experiments.suites import get_suite
 from blocklab.experiments.suites.width import runs as width
@@ -42,8 +43,6 @@ def test_the_tuning_stage_tunes_the_ordinary_arm_on_seeds_no_evaluation_uses():
 def test_the_nested_run_is_priced_as_one_run_per_width():
     """Each shape priced at a step time proportional to its FFN width plus a fixed part: the
     nested run costs the three widths' runs, the narrow one less than the ordinary one."""
-    from blocklab.experiments import estimate
-
     suite = get_suite("width")
     specs = {s.arm: s for s in width.plan(RunOptions("quick", range(1)), [])}
     requests = estimate._Requests()

@@ -6,6 +6,7 @@ import math
 
 import pytest
 import torch
+from torch.utils.flop_counter import FlopCounterMode
 
 from blocklab.experiments.options import RunOptions
 from blocklab.experiments.results import ResultStore
@@ -15,7 +16,7 @@ from blocklab.experiments.suites.base import statuses
 from blocklab.experiments.suites.tuning import lr_trials
 from blocklab.experiments.suites.width import runs as width
 from blocklab.experiments.suites.width.summary import _loss_at, width_cost
-from blocklab.nn import DecoderLM
+from blocklab.nn import DecoderLM, narrowed
 
 
 @pytest.fixture
@@ -91,10 +92,6 @@ def test_each_widths_cost_is_the_built_model_of_that_width(size):
 def test_width_cost_flops_count_the_sliced_forward_exactly():
     """The FLOPs a width saves are its FFN matmuls: 2 · 3 · d · (m − k) per token per layer,
     checked against torch's flop counter on the model actually narrowed."""
-    from torch.utils.flop_counter import FlopCounterMode
-
-    from blocklab.nn import narrowed
-
     s = width.SIZES["tiny"]
     model = DecoderLM(width.model_config("ordinary", s))
     tokens = torch.zeros(1, s.seq_len, dtype=torch.long)
