@@ -85,6 +85,18 @@ def costs(*arms: str, seconds: float = 10.0, seeds: int = 5) -> list[dict]:
             for arm in arms for seed in range(seeds)]
 
 
+def open_part(name, seeds_needed, **kwargs):
+    """An inconclusive part, −0.6 [−1.5, 0.3], that `seeds_needed` seeds would likely decide."""
+    return part(name, "inconclusive", -0.6, -1.5, 0.3, seeds_needed=seeds_needed, **kwargs)
+
+
+def ffn_budget(*parts):
+    """What more seeds would decide C16's `parts` on one worker, every ffn run 10 s."""
+    ledger = [row("C16", "inconclusive", list(parts), SUITE)]
+    return decision_budget(ledger, {"ffn": {"run_costs": costs("relu", "swiglu", "geglu")}},
+                           workers=1)
+
+
 @pytest.fixture
 def doc():
     c16 = row("C16", "inconclusive", [
@@ -93,8 +105,7 @@ def doc():
         part("geglu", "not-reproduced-at-this-scale", -0.1, -0.3, 0.1,
              reason="the 90% CI [-0.27, +0.07] lies inside ±0.25 (no effect)",
              interval=(-0.27, 0.07, 0.9)),
-        part("glu", "inconclusive", -0.6, -1.5, 0.3, seeds_needed=12,
-             reason="the 95% CI straddles the claim's boundary; …"),
+        open_part("glu", 12, reason="the 95% CI straddles the claim's boundary; …"),
     ], SUITE)
     c18 = row("C18", "inconclusive", [
         part("nearly the same quality", "inconclusive", 0.01, -0.03, 0.05, n=3,
@@ -305,11 +316,7 @@ def test_budget_prices_the_inconclusive_parts_from_stored_wall_time(doc):
 
 
 def test_budget_prices_an_arm_shared_by_parts_once():
-    parts = [part(arm, "inconclusive", -0.6, -1.5, 0.3, seeds_needed=needed)
-             for arm, needed in (("swiglu", 9), ("geglu", 7))]
-    ledger = [row("C16", "inconclusive", parts, SUITE)]
-    budget = decision_budget(ledger, {"ffn": {"run_costs": costs("relu", "swiglu", "geglu")}},
-                             workers=1)
+    budget = ffn_budget(open_part("swiglu", 9), open_part("geglu", 7))
     # the runner's looks on one worker: relu, swiglu and geglu 5 → 8 (geglu needs 7), then
     # relu and swiglu 8 → 11 (swiglu needs 9); relu run once per seed for both parts
     assert budget["seconds"] == pytest.approx(10.0 * (9 + 6))
@@ -317,12 +324,8 @@ def test_budget_prices_an_arm_shared_by_parts_once():
 
 
 def test_a_part_beyond_reach_is_counted_apart():
-    parts = [part("swiglu", "inconclusive", -0.6, -1.5, 0.3, seeds_needed=9),
-             part("geglu", "inconclusive", -0.6, -1.5, 0.3, seeds_needed=5000,
-                  the_rule=rule(max_seeds=10_000))]
-    ledger = [row("C16", "inconclusive", parts, SUITE)]
-    budget = decision_budget(ledger, {"ffn": {"run_costs": costs("relu", "swiglu", "geglu")}},
-                             workers=1)
+    budget = ffn_budget(open_part("swiglu", 9),
+                        open_part("geglu", 5000, the_rule=rule(max_seeds=10_000)))
     assert [p["within_reach"] for p in budget["parts"]] == [True, False]
     assert budget["within_reach"] == 1 and budget["beyond_reach"] == 1
     # swiglu and relu to 11 (the look past the 9 swiglu needs); geglu's 4,995 seeds left out
@@ -378,10 +381,8 @@ def test_the_budget_promises_only_what_the_designs_can_run():
     never counted in what more minutes would decide."""
     fixed = part(C18_FLOPS_PART, "inconclusive", 6.0, 5.0, 7.0, n=3, seeds_needed=4,
                  the_rule=rule(max_seeds=None, min_seeds=3, metric="exact FLOPs"))
-    past = part("geglu", "inconclusive", -0.6, -1.5, 0.3, seeds_needed=51,
-                the_rule=rule(max_seeds=10))
-    within = part("swiglu", "inconclusive", -0.6, -1.5, 0.3, seeds_needed=9,
-                  the_rule=rule(max_seeds=10))
+    past = open_part("geglu", 51, the_rule=rule(max_seeds=10))
+    within = open_part("swiglu", 9, the_rule=rule(max_seeds=10))
     ledger = [row("C18", "inconclusive", [fixed], "blocklab suite norm-cost --size quick"),
               row("C16", "inconclusive", [past, within], SUITE)]
     stored = {"norm-cost": {"run_costs": costs("layernorm", "rmsnorm", seeds=3)},
