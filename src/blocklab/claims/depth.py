@@ -11,7 +11,7 @@ Read from the placement suite's deep stacks (50 layers and more at quick) and gr
 from __future__ import annotations
 
 from blocklab.claims import registry
-from blocklab.claims.finding import DECIDED, Context, Finding, ci_n_text, claim, scale_text
+from blocklab.claims.finding import Context, Finding, ci_n_text, claim, decided_scale
 from blocklab.claims.placement import (
     at_deepest,
     learned_nowhere,
@@ -86,8 +86,6 @@ def c36(ctx: Context) -> Finding:
     swept_cold = effect.pre_vs_post_cold.n > 0  # full sweeps the cold arms too
     verdict = settle([p.verdict for p in parts], all_or_none)
     deep = data.size.get("deep", {})
-    scale = {"d_model": deep.get("d_model"), "depth": depth, "steps": deep.get("steps"),
-             "batch": deep.get("batch_size"), "seq_len": deep.get("seq_len")}
     graded = "; ".join(f"{p.name}: {verdict_text(p)}" for p in parts)
     _, fair_en, fair_zh = lr_fairness(data)
     arms = [a for a in data.stability if a.grid == "deep"]
@@ -111,7 +109,7 @@ def c36(ctx: Context) -> Finding:
         return say(TEXT["c36"], lang, depth=depth, seeds=data.seeds, graded=graded,
                    stability=stability_text(data, "deep", depth, lang), cold=cold,
                    post_identity=post_identity.text(), fair=fair_zh if zh else fair_en,
-                   scale=scale_text(**scale, lang=lang) if verdict in DECIDED else "")
+                   scale=decided_scale(verdict, deep, lang, depth=depth))
 
     return Finding(
         verdict, text("en"), text("zh"),

@@ -9,11 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from blocklab.claims.finding import (
-    DECIDED,
     Context,
     Finding,
     claim,
-    scale_text,
+    decided_scale,
     trend_word,
 )
 from blocklab.claims.lr_bias import comparison_bias, lr_bias, unfair_reason
@@ -130,9 +129,6 @@ def c16(ctx: Context) -> Finding:
     parts = [with_failed_seeds(p, {a: arms[a].status for a in (arm, "relu")})
              for p, arm in zip(parts, page, strict=True)]
     verdict = combine_c16(parts)
-    size = data.size
-    scale = {"d_model": size.get("d_model"), "depth": size.get("n_layers"), "steps": data.steps,
-             "batch": size.get("batch_size"), "seq_len": size.get("seq_len")}
     graded = ", ".join(f"{p.name} {decided_text(p, 3, '%')} → {p.verdict}" for p in parts)
     seeds, steps = data.seeds, data.steps
     lrs = ", ".join(f"{arm} {arms[arm].lr:g}" for arm in ("relu", *page) if arm in arms)
@@ -168,7 +164,7 @@ def c16(ctx: Context) -> Finding:
                          if data.lr_at_edge else ""),
                    bias=say(TEXT["bias"], lang, shown=shown_bias), sensitivity=sensitivity,
                    trend=trend, size=_size_text(data.size),
-                   scale=scale_text(**scale, lang=lang) if verdict in DECIDED else "")
+                   scale=decided_scale(verdict, data.size, lang, steps=steps))
 
     return Finding(
         verdict, text("en"), text("zh"),

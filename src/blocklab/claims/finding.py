@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from blocklab.claims.lang import LANGS
 from blocklab.claims.rules import Part
@@ -24,11 +25,23 @@ from blocklab.experiments.summaries import Interval, Summary, incomplete, stored
 TEXT: dict[str, Template] = WORDING["FINDING"]
 
 
-def scale_text(d_model: int | None = None, depth: int | None = None, steps: int | None = None,
-               batch: int | None = None, seq_len: int | None = None, lang: str = "en",
-               note: str = "") -> str:
-    """The scale a verdict was reached at, in `lang`: width d_model, depth, and training
-    tokens (steps × batch × seq_len), each where known; '' when none is."""
+# The verdicts that decide a claim (each names the scale it was reached at, where it has one).
+DECIDED = ("confirmed", "refuted", "conditional", "mixed", "contradicted-at-this-scale",
+           "not-reproduced-at-this-scale")
+
+
+def decided_scale(verdict: str, size: Mapping[str, Any], lang: str, note: str = "",
+                  **given: int | None) -> str:
+    """The scale a verdict in DECIDED was reached at, in `lang` ('' for any other verdict):
+    width d_model, depth n_layers and training tokens (steps × batch_size × seq_len), each
+    where `size` (a suite's size settings) holds it or `given` (depth=, steps=) replaces it,
+    then `note`; '' when none is known."""
+    if verdict not in DECIDED:
+        return ""
+    d_model, depth, steps, batch, seq_len = (
+        {"d_model": size.get("d_model"), "depth": size.get("n_layers"),
+         "steps": size.get("steps"), "batch": size.get("batch_size"),
+         "seq_len": size.get("seq_len")} | given).values()
     bits = []
     if d_model is not None:
         bits.append(say(TEXT["width"], lang, d_model=d_model))
@@ -65,11 +78,6 @@ def trend_word(change: Interval, grows_when: str, lang: str = "en") -> str:
     word = ("shows no resolved trend" if side is None else
             "grows" if side == grows_when else "shrinks")
     return TREND_ZH[word] if lang == "zh" else word
-
-
-# The verdicts that decide a claim (each names the scale it was reached at, where it has one).
-DECIDED = ("confirmed", "refuted", "conditional", "mixed", "contradicted-at-this-scale",
-           "not-reproduced-at-this-scale")
 
 
 @dataclass(frozen=True)

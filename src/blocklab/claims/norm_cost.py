@@ -6,7 +6,7 @@ loss difference; every timing is reported and grades nothing.
 
 from __future__ import annotations
 
-from blocklab.claims.finding import DECIDED, Context, Finding, claim, scale_text
+from blocklab.claims.finding import Context, Finding, claim, decided_scale
 from blocklab.claims.registry import (
     C18_BYTES_PART,
     C18_COMPUTE_RULES,
@@ -131,8 +131,6 @@ def c18(ctx: Context) -> Finding:
     quality_part = parts[-1]
     verdict = combine_c18(parts[:-1], quality_part)
     q = NORM_SIZES[ctx.size].quality
-    scale = {"d_model": q.d_model, "depth": q.n_layers, "steps": q.steps,
-             "batch": q.batch_size, "seq_len": q.seq_len}
     threads = min((s.threads for s in data.step_time.values()), default=None)
     flops, bytes_, step = readings
     real = next(s for s in compute.steps if s.model != f"norm-cost {ctx.size}")
@@ -146,12 +144,11 @@ def c18(ctx: Context) -> Finding:
                    else say(TEXT["kernels_full_only"], lang))
         timing = _c18_timing_text(data.like_for_like, data.step_time.get(f"blocklab/{threads}"),
                                   data.step_time.get(f"like-for-like/{threads}"), lang)
-        scale_at = ("" if verdict not in DECIDED else
-                    scale_text(**scale, lang=lang, note=say(TEXT["c18_scale"], lang)))
         return say(TEXT["c18"], lang, compute=compute, flops=flops, bytes=bytes_, real=real,
                    step=step, toy=toy, quality_decided=decided_text(quality_part),
                    seeds=n_seeds, quality=quality_part, timing=timing, kernels=kernels,
-                   page=say(TEXT["page"], lang), scale=scale_at)
+                   page=say(TEXT["page"], lang),
+                   scale=decided_scale(verdict, vars(q), lang, say(TEXT["c18_scale"], lang)))
 
     return Finding(
         verdict, text("en"), text("zh"),

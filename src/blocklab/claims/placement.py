@@ -13,11 +13,10 @@ from collections.abc import Mapping
 from functools import partial
 
 from blocklab.claims.finding import (
-    DECIDED,
     Context,
     Finding,
     claim,
-    scale_text,
+    decided_scale,
     trend_word,
 )
 from blocklab.claims.lr_bias import lr_bias, unfair_reason
@@ -167,14 +166,13 @@ def c12(ctx: Context) -> Finding:
                        f"{format_ci(c.grad_first_over_last_log2, 2)}" for c in trained)
 
     def text(lang: str) -> str:
-        scale = ("" if verdict not in DECIDED else scale_text(
-            probe.get("d_model"), int(deepest), lang=lang, note=say(TEXT["c12_scale"], lang)))
         condition = (say(TEXT["c12_condition"], lang, inits=" / ".join(held))
                      if verdict == CONDITIONAL else "")
         return say(TEXT["c12"], lang, deepest=deepest, spreads=spreads,
                    where=_c12_sensitivity(grads, deepest, lang) + condition, param=param,
                    during=say(TEXT["c12_during"], lang, during=during) if during else "",
-                   scale=scale)
+                   scale=decided_scale(verdict, probe, lang, say(TEXT["c12_scale"], lang),
+                                       depth=int(deepest)))
 
     return Finding(
         verdict, text("en"), text("zh"),
@@ -377,8 +375,6 @@ def c19(ctx: Context) -> Finding:
         bias=[bias["cold − warm"], None, bias["interaction"], None, None, None])
     verdict = settle([p.verdict for p in parts], testable_all_or_none)
     train = data.size.get("training", {})
-    scale = {"d_model": train.get("d_model"), "depth": effect.depth, "steps": data.steps,
-             "batch": train.get("batch_size"), "seq_len": train.get("seq_len")}
     # the probe at initialisation, reported beside (a ladder rung runs none)
     post = data.init_gradients.get("post", {}).get("xavier")
     graded = "; ".join(f"{p.name}: {verdict_text(p)}" for p in parts)
@@ -395,7 +391,8 @@ def c19(ctx: Context) -> Finding:
         return say(TEXT["c19"], lang, depth=effect.depth, seeds=data.seeds,
                    fair=fair_zh if zh else fair_en, bias=bias_text, graded=graded,
                    stability=stability_text(data, "sweep", stable.depth, lang), probe=probe,
-                   trend=trend, scale=scale_text(**scale, lang=lang) if verdict in DECIDED else "",
+                   trend=trend, scale=decided_scale(verdict, train, lang, depth=effect.depth,
+                                                    steps=data.steps),
                    **failures)
 
     return Finding(

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from blocklab.claims.finding import DECIDED, Context, Finding, ci_n_text, claim, scale_text
+from blocklab.claims.finding import Context, Finding, ci_n_text, claim, decided_scale
 from blocklab.claims.registry import (
     C32_LARGEST_PART,
     C32_MODE,
@@ -184,14 +184,10 @@ def c32(ctx: Context) -> Finding:
     # Without int8 instructions the question (which part gains most from int8) cannot be
     # asked here: every scheme is slower than float32 for the machine's sake.
     verdict = combine_c32(*parts, int8=vnni)
-    scale_at = {"d_model": data.model.get("d_model"), "depth": data.model.get("n_layers")}
     wo = _timing(data, "ffn/weight-only")
     m = data.model
 
     def text(lang: str) -> str:
-        scale = ("" if verdict not in DECIDED else scale_text(
-            **scale_at, lang=lang,
-            note=say(TEXT["c32_scale"], lang, T=n["T"], threads=data.threads)))
         weight_only = "" if wo is None else say(
             TEXT["c32_weight_only"], lang, prefill=_text(wo.prefill_speedup[str(n["T"])].ratio),
             decode=_text(wo.decode_speedup.ratio), estimate=_text(wo.decode_estimate),
@@ -207,7 +203,8 @@ def c32(ctx: Context) -> Finding:
                    reason=verdict_word(parts[2].verdict, lang),
                    speed_decided=decided_text(parts[0]), largest_decided=decided_text(parts[1]),
                    weight_only=weight_only, cpu="" if vnni else say(TEXT["c32_no_int8"], lang),
-                   scale=scale)
+                   scale=decided_scale(verdict, m, lang, say(TEXT["c32_scale"], lang, T=n["T"],
+                                                             threads=data.threads)))
 
     return Finding(
         verdict, text("en"), text("zh"),
@@ -300,9 +297,6 @@ def c33(ctx: Context) -> Finding:
                                   and exact.verdict == "confirmed") else ("", ""))
 
     def text(lang: str) -> str:
-        scale = ("" if verdict not in DECIDED else scale_text(
-            qm.get("d_model"), qm.get("n_layers"), lang=lang,
-            note=say(TEXT["c33_scale"], lang)))
         sens = "" if sensitivity is None else say(
             TEXT["c33_sensitivity"], lang, delta=C33_SENSITIVITY_DELTA,
             verdict=verdict_word(sensitivity, lang))
@@ -311,7 +305,8 @@ def c33(ctx: Context) -> Finding:
                    ratio=_ratio_text(ratios, lang), separate_error=_text(sep_err, 5),
                    merged_error=_text(merged_err, 5), pct=ci_n_text(pct, 2, "%"),
                    delta=C33_DELTA, tensor=verdict_word(tensor_part.verdict, lang),
-                   sensitivity=sens, loss=ci_n_text(loss, 5), tail=say(tail, lang), scale=scale)
+                   sensitivity=sens, loss=ci_n_text(loss, 5), tail=say(tail, lang),
+                   scale=decided_scale(verdict, qm, lang, say(TEXT["c33_scale"], lang)))
 
     return Finding(
         verdict, text("en"), text("zh"),
