@@ -228,10 +228,10 @@ def test_missing_results_name_the_command_and_a_tiny_report_says_it_is_a_smoke_t
 
 
 def test_failed_suite_is_reported_not_raised(tmp_path, unrasterized):
-    """Every suite's missing runs go to the executor in one call; a suite whose runs failed is
-    named with its first error and the report is still written."""
+    """Every suite's missing runs go to the executor in one call (ffn's tuning runs, first,
+    with the others' runs; their failure leaves nothing of ffn to evaluate); a suite whose
+    runs failed is named with its first error and the report is still written."""
     import blocklab.experiments.suites as suites
-    from blocklab.experiments.suites import get_suite
     from blocklab.experiments.suites.base import plan_suite
 
     given, lines = [], []
@@ -243,13 +243,11 @@ def test_failed_suite_is_reported_not_raised(tmp_path, unrasterized):
 
     errors = suites.run_suites(RunRequest(tmp_path / "runs", "tiny"), SUITES, executor=failing,
                                progress=False, echo=lines.append)
-    # ffn tunes first: its tuning runs go with the other suites' runs, and their failure
-    # leaves nothing of ffn to evaluate.
-    # (a tuned suite's first round: its tuning runs and the evaluation runs that read none)
-    fresh = {name: plan_suite(get_suite(name), RunOptions.for_suite(get_suite(name), "tiny", None),
-             tmp_path / "fresh")
-             for name in SUITES}
-    planned = {name: plan.missing + plan.early for name, plan in fresh.items()}
+    planned = {}  # a tuned suite's first round: its tuning runs and the runs that read none
+    for name in SUITES:
+        suite = suites.get_suite(name)
+        plan = plan_suite(suite, RunOptions.for_suite(suite, "tiny", None), tmp_path / "fresh")
+        planned[name] = plan.missing + plan.early
     assert len(given) == sum(len(specs) for specs in planned.values())  # one call, every run
     assert set(errors) == set(SUITES)
     first = planned["ffn"][0]
