@@ -18,7 +18,6 @@ from matplotlib.image import AxesImage
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
 
-from blocklab.experiments.options import RunRequest
 from blocklab.experiments.suites import SUITE_MODULES, get_suite
 from blocklab.experiments.summaries import Interval
 from blocklab.report import figures
@@ -236,20 +235,12 @@ def test_a_forest_plots_rows_name_their_units_and_its_title_only_a_shared_one(mo
 
 
 @pytest.fixture(scope="module")
-def tiny_doc(tiny_runs):
-    """The report document of every suite's stored results at --size tiny."""
-    from blocklab.report.build import collect
-
-    return collect(RunRequest(tiny_runs, "tiny"))
-
-
-@pytest.fixture(scope="module")
-def drawn(tiny_doc):
+def drawn(tiny_report):
     """{figure key: matplotlib figure} of every figure of the tiny report, not rasterized."""
     found = []
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(figures, "_png", lambda fig: found.append(fig) or b"png")
-        made = figures.make_figures(tiny_doc)
+        made = figures.make_figures(tiny_report[1])
     assert {key: f.error for key, f in made.items() if f.error} == {}
     return dict(zip(made, found, strict=True))  # each drawn figure rasterized once, in order
 
@@ -263,7 +254,7 @@ def _has_data(ax) -> bool:
             or any(isinstance(i, AxesImage) for i in ax.images))
 
 
-def test_no_figure_draws_an_empty_panel(monkeypatch, tiny_doc, drawn):
+def test_no_figure_draws_an_empty_panel(monkeypatch, tiny_report, drawn):
     """Every panel of every figure of the tiny report draws data or says in words why it
     has none (a twin axis drawn over a panel is part of it)."""
     for key, fig in drawn.items():
@@ -274,14 +265,14 @@ def test_no_figure_draws_an_empty_panel(monkeypatch, tiny_doc, drawn):
             assert any(_has_data(a) or a.texts for a in panel), (key, ax.get_title())
     # at --size tiny no kernel is timed: the norm-cost figure is the training step's panel
     # alone, which says where the per-kernel timings run
-    [step] = _drawn_figure(monkeypatch, figures.fig_norm_cost, tiny_doc).axes
+    [step] = _drawn_figure(monkeypatch, figures.fig_norm_cost, tiny_report[1]).axes
     assert step.get_title() == ("whole training step\n(per-kernel timings: run at --size "
                                 "full only)")
 
 
 def test_the_norm_cost_figure_draws_kernel_panels_where_kernels_were_timed(monkeypatch,
-                                                                         tiny_doc):
-    doc = copy.deepcopy(tiny_doc)
+                                                                         tiny_report):
+    doc = copy.deepcopy(tiny_report[1])
     time = {"ratio": 0.9, "ci_low": 0.85, "ci_high": 0.95, "repeats": 5}
     doc["suites"]["norm-cost"]["summary"]["data"]["ratios"] = [
         {"d": d, "rows": 64, "threads": 1, "impl": "rmsnorm:lean",
@@ -293,12 +284,12 @@ def test_the_norm_cost_figure_draws_kernel_panels_where_kernels_were_timed(monke
     assert all(_has_data(ax) for ax in fig.axes)
 
 
-def test_the_rope_error_figure_draws_the_dtypes_its_data_holds(monkeypatch, tiny_doc):
+def test_the_rope_error_figure_draws_the_dtypes_its_data_holds(monkeypatch, tiny_report):
     def dtypes(doc) -> list[list[str]]:
         fig = _drawn_figure(monkeypatch, figures.fig_rope_relative_error, doc)
         return [[line.get_label() for line in ax.get_lines()] for ax in fig.axes]
 
-    doc = copy.deepcopy(tiny_doc)
+    doc = copy.deepcopy(tiny_report[1])
     data = doc["suites"]["position"]["summary"]["data"]
     data["relative_error"] = data["relative_error_blocklab"] = {}  # run at --size full only
     fig = _drawn_figure(monkeypatch, figures.fig_rope_relative_error, doc)
