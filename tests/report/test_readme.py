@@ -1,16 +1,21 @@
 """The README's verdict table is generated, one line per claim, and its analytic verdicts are
 today's."""
 
+import json
 import re
 import statistics
 from pathlib import Path
 
 import pytest
 
-from blocklab.claims import Context, run_claims
+from blocklab.claims import Context, ledger, run_claims
 from blocklab.claims.brief import brief
 from blocklab.claims.text import reader_word
 from blocklab.experiments.options import RunRequest
+from blocklab.experiments.provenance import Machine, machine_name
+from blocklab.experiments.summaries import TINY_NOTE
+from blocklab.report import readme
+from blocklab.report.findings import findings
 from blocklab.report.palette import VERDICT_STYLES
 from blocklab.report.readme import (
     END,
@@ -19,6 +24,7 @@ from blocklab.report.readme import (
     LINK,
     START,
     findings_block,
+    main,
     update_readme,
     verdict_table,
 )
@@ -88,8 +94,6 @@ def test_update_readme_replaces_only_the_blocks(tmp_path, every_claim):
 
 
 def test_the_findings_block_is_the_reports_findings_linked_to_their_claims(every_claim):
-    from blocklab.report.findings import findings
-
     rows = every_claim
     found = findings(rows, "en")
     block = findings_block(rows)
@@ -114,8 +118,6 @@ def _readme(tmp_path: Path, text: str | None = None) -> Path:
 def fast_ledger(monkeypatch):
     """The ledger of one analytic claim (C02) and one experimental claim (C16), so the command
     line is tested in a second instead of running every check."""
-    from blocklab.report import readme
-
     monkeypatch.setattr(readme, "run_claims", lambda ids, ctx: run_claims(["C02", "C16"], ctx))
 
 
@@ -131,8 +133,6 @@ def fast_ledger(monkeypatch):
 ])
 def test_bad_arguments_are_one_line_and_write_nothing(tmp_path, one_line_exit_2, fast_ledger,
                                                       args, needle):
-    from blocklab.report.readme import main
-
     path = _readme(tmp_path)
     before = path.read_text(encoding="utf-8")
     args = [a.replace("{tmp}", str(tmp_path)) for a in args]
@@ -151,8 +151,6 @@ def test_bad_arguments_are_one_line_and_write_nothing(tmp_path, one_line_exit_2,
 ])
 def test_a_readme_that_cannot_take_the_table_is_one_line(tmp_path, one_line_exit_2, fast_ledger,
                                                          make, needle):
-    from blocklab.report.readme import main
-
     path = make(tmp_path)
     line = one_line_exit_2([str(path), "--results", str(tmp_path)], main=main)
     assert needle in line and str(path) in line
@@ -161,8 +159,6 @@ def test_a_readme_that_cannot_take_the_table_is_one_line(tmp_path, one_line_exit
 def test_an_empty_results_folder_is_refused_not_written(tmp_path, one_line_exit_2):
     """The reported case, with the real ledger: a results folder without suite results would
     have replaced every experimental verdict by missing-results."""
-    from blocklab.report.readme import main
-
     path = _readme(tmp_path)
     (tmp_path / "empty").mkdir()
     line = one_line_exit_2([str(path), "--size", "quick", "--results", str(tmp_path / "empty")],
@@ -173,8 +169,6 @@ def test_an_empty_results_folder_is_refused_not_written(tmp_path, one_line_exit_
 
 
 def test_allow_missing_writes_the_missing_rows_and_says_so(tmp_path, capsys, fast_ledger):
-    from blocklab.report.readme import main
-
     path = _readme(tmp_path)
     assert main([str(path), "--results", str(tmp_path), "--allow-missing"]) == 0
     text = path.read_text(encoding="utf-8")
@@ -185,9 +179,6 @@ def test_allow_missing_writes_the_missing_rows_and_says_so(tmp_path, capsys, fas
 
 
 def test_a_tiny_table_says_tiny_decides_nothing(tmp_path, fast_ledger):
-    from blocklab.experiments.summaries import TINY_NOTE
-    from blocklab.report.readme import main
-
     path = _readme(tmp_path)
     assert main([str(path), "--size", "tiny", "--results", str(tmp_path),
                  "--allow-missing"]) == 0
@@ -197,11 +188,6 @@ def test_a_tiny_table_says_tiny_decides_nothing(tmp_path, fast_ledger):
 
 def test_the_table_names_the_commit_and_the_machine_that_made_its_results(tmp_path,
                                                                          fast_ledger):
-    import json
-
-    from blocklab.experiments.provenance import Machine, machine_name
-    from blocklab.report.readme import main
-
     here = Machine("Some CPU", {"avx2": True, "avx512f": False}, 2)
     run = tmp_path / "ffn" / "quick" / "0123456789ab.json"
     run.parent.mkdir(parents=True)
@@ -217,9 +203,6 @@ def test_the_table_names_the_commit_and_the_machine_that_made_its_results(tmp_pa
 
 
 def test_a_check_that_fails_writes_nothing(tmp_path, capsys, fast_ledger, monkeypatch):
-    from blocklab.claims import ledger
-    from blocklab.report.readme import main
-
     def broken(ctx):
         raise KeyError("arms")
 
