@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from blocklab.claims.lang import LANGS
-from blocklab.claims.rules import Part
+from blocklab.claims.rules import Estimate, Part, Rule
 from blocklab.claims.text import VERDICTS, WORDING, Template, both, say
 from blocklab.errors import InputError
 from blocklab.experiments.options import RunRequest
@@ -55,6 +55,14 @@ def decided_scale(verdict: str, size: Mapping[str, Any], lang: str, note: str = 
     if not bits:
         return ""
     return say(TEXT["scale"], lang, bits=say(TEXT["scale_sep"], lang).join(bits))
+
+
+def untested_part(name: str, rule: Rule, value: float | None, verdict: str, reason: str,
+                  n: int = 1) -> Part:
+    """A part decided without a test (an exact count, an analytic fact, a reading not made):
+    `value` with no interval, from `n` readings (none without a value)."""
+    return Part(name, rule, Estimate(value, None, None, 0 if value is None else n), verdict,
+                reason)
 
 
 def ci_n_text(stats: Interval, digits: int, unit: str = "") -> str:

@@ -11,7 +11,7 @@ from typing import Any
 
 from blocklab.claims.anchors import Anchor, anchors, reading
 from blocklab.claims.catalogue import CHECKS, SCALE_DEPENDENT, SUITE_OF, planned_hash
-from blocklab.claims.finding import Context, Finding, MissingResults, missing
+from blocklab.claims.finding import Context, Finding, MissingResults, missing, untested_part
 from blocklab.claims.registry import RULES, RuleChange, changes, registered
 from blocklab.claims.rules import Estimate, Part, Rule
 from blocklab.claims.text import CLAIM_TEXT, ERROR, Template, both, claim_sources
@@ -82,8 +82,7 @@ def planned_parts(rules: dict[str, Rule], verdict: str) -> list[Part]:
     """A claim's registered parts with no estimate, for a check that graded none (no results,
     untestable here, or an error): each shows the rule it will be graded by."""
     reason = UNGRADED.get(verdict, f"not graded ({verdict})")
-    return [Part(name, rule, Estimate(None, None, None, 0), verdict, reason)
-            for name, rule in rules.items()]
+    return [untested_part(name, rule, None, verdict, reason) for name, rule in rules.items()]
 
 
 def unregistered(claim_id: str, parts: list[Part], rules: dict[str, Rule]) -> list[str]:

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from blocklab.claims.finding import Context, Finding, claim
+from blocklab.claims.finding import Context, Finding, claim, untested_part
 from blocklab.claims.lang import LANGS
-from blocklab.claims.rules import Estimate, Part, Rule
+from blocklab.claims.rules import Part, Rule
 from blocklab.claims.text import WORDING, Template, say
 from blocklab.config import ModelConfig
 
@@ -267,11 +267,11 @@ def _why(p: Pairing, row: PairingRow, lang: str = "en") -> str:
 def pairing_part(p: Pairing, row: PairingRow) -> Part:
     """One pairing as a graded part: the share of its models that have the feature."""
     verdicts = list(row.per_model.values())
-    estimate = (Estimate(sum(v == "holds" for v in verdicts) / len(verdicts), None, None,
-                         len(verdicts)) if verdicts else Estimate(None, None, None, 0))
+    share = sum(v == "holds" for v in verdicts) / len(verdicts) if verdicts else None
     reason = ("every named model's config or paper shows it" if row.verdict == "holds"
               else _why(p, row))
-    return Part(p.text, C34_RULES[p.text], estimate, PART_VERDICT[row.verdict], reason)
+    return untested_part(p.text, C34_RULES[p.text], share, PART_VERDICT[row.verdict], reason,
+                         len(verdicts))
 
 
 def combine_c34(rows: list[PairingRow]) -> str:

@@ -6,7 +6,7 @@ loss difference; every timing is reported and grades nothing.
 
 from __future__ import annotations
 
-from blocklab.claims.finding import Context, Finding, claim, decided_scale
+from blocklab.claims.finding import Context, Finding, claim, decided_scale, untested_part
 from blocklab.claims.registry import (
     C18_BYTES_PART,
     C18_COMPUTE_RULES,
@@ -52,16 +52,14 @@ def _c18_exact_part(name: str, rule: Rule, value: float) -> Part:
     low, high = rule.claimed - rule.margin, rule.claimed + rule.margin
     band = f"[{low:g}, {high:g}]%"
     if low <= value <= high:
-        return Part(name, rule, Estimate(value, None, None, 1), "confirmed",
-                    f"exactly {value:.3g}%, inside {band}")
+        return untested_part(name, rule, value, "confirmed", f"exactly {value:.3g}%, inside {band}")
     if value > high:
         reason = f"exactly {value:.3g}%, above {band}: far more than about 7%"
     elif value >= 0:
         reason = f"exactly {value:.3g}%, below {band}: far less than about 7%"
     else:
         reason = f"exactly {value:.3g}%: RMSNorm needs more, not less"
-    return Part(name, rule, Estimate(value, None, None, 1), REFUTED,
-                f"{reason}; {C18_REFUTED_NOTE}")
+    return untested_part(name, rule, value, REFUTED, f"{reason}; {C18_REFUTED_NOTE}")
 
 
 def c18_compute_parts(compute: NormCompute, size: str = "quick") -> list[Part]:

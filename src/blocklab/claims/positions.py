@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from blocklab.claims.finding import Context, Finding, claim, missing
+from blocklab.claims.finding import Context, Finding, claim, missing, untested_part
 from blocklab.claims.lang import LANGS
 from blocklab.claims.registry import (
     C21_MIN_SEEDS,
@@ -35,6 +35,7 @@ from blocklab.claims.rules import (
     CONFIRMED,
     INCONCLUSIVE,
     MIXED,
+    REFUTED,
     SETTLE_EN,
     SETTLE_ZH,
     Estimate,
@@ -472,12 +473,6 @@ def sdpa_mismatches(rope: SchemeCost, none: SchemeCost) -> list[str]:
     return found
 
 
-def _exact(name: str, rule, value: float, holds: bool, why: str) -> Part:
-    """A part decided without a test: confirmed when `holds`, refuted otherwise."""
-    return Part(name, rule, Estimate(value, None, None, 1), "confirmed" if holds else "refuted",
-                why)
-
-
 def c31_parts(cost: PositionCost) -> list[Part]:
     """C31's parts in registered order, every one a count decided without a test."""
     rules = registered("C31")
@@ -486,24 +481,26 @@ def c31_parts(cost: PositionCost) -> list[Part]:
     for name, scheme in ((C31_ROPE_PARAMS_PART, "rope"), (C31_ALIBI_PARAMS_PART, "alibi")):
         added = (zoo[scheme] - zoo["none"], cost.params[scheme] - cost.params["none"])
         worst = max(added, key=abs)
-        parts.append(_exact(name, rules[name], worst, worst == 0,
-                            f"adds {added[0]:,} at Llama 3 8B's shape and {added[1]:,} in the "
-                            "suite's model"))
+        parts.append(untested_part(
+            name, rules[name], worst, CONFIRMED if worst == 0 else REFUTED,
+            f"adds {added[0]:,} at Llama 3 8B's shape and {added[1]:,} in the suite's model"))
     for name, scheme in ((C31_ROPE_FLOPS_PART, "rope"), (C31_ALIBI_FLOPS_PART, "alibi"),
                          (C31_ABSOLUTE_FLOPS_PART, "absolute")):
         pct = 100 * shares[scheme]["share"]
-        parts.append(_exact(name, rules[name], pct, pct <= C31_SHARE_PCT,
-                            f"{shares[scheme]['flops']:,} FLOPs, {pct:.4f}% of a "
-                            f"{C31_SHARE_TOKENS:,}-token prefill (at most {C31_SHARE_PCT:g}%)"))
+        parts.append(untested_part(
+            name, rules[name], pct, CONFIRMED if pct <= C31_SHARE_PCT else REFUTED,
+            f"{shares[scheme]['flops']:,} FLOPs, {pct:.4f}% of a {C31_SHARE_TOKENS:,}-token "
+            f"prefill (at most {C31_SHARE_PCT:g}%)"))
     rope, none = cost.schemes.get("rope"), cost.schemes.get("none")
     if rope is None or none is None or not (rope.kernels_train and none.kernels_train):
-        sdpa = Part(C31_ROPE_SDPA_PART, rules[C31_ROPE_SDPA_PART], Estimate(None, None, None, 0),
-                    INCONCLUSIVE, "the cost run recorded no SDPA kernels for rope and none")
+        sdpa = untested_part(C31_ROPE_SDPA_PART, rules[C31_ROPE_SDPA_PART], None, INCONCLUSIVE,
+                             "the cost run recorded no SDPA kernels for rope and none")
     else:
         differ = sdpa_mismatches(rope, none)
-        sdpa = _exact(C31_ROPE_SDPA_PART, rules[C31_ROPE_SDPA_PART], len(differ), not differ,
-                      "; ".join(differ) or "the same masks and kernels in training and "
-                                           "decode, and the flash backend accepts both calls")
+        sdpa = untested_part(
+            C31_ROPE_SDPA_PART, rules[C31_ROPE_SDPA_PART], len(differ),
+            REFUTED if differ else CONFIRMED, "; ".join(differ) or "the same masks and kernels "
+            "in training and decode, and the flash backend accepts both calls")
     by_name = {p.name: p for p in [*parts, sdpa]}
     return [by_name[name] for name in rules]  # the registered order: RoPE's three first
 

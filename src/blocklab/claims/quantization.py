@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from blocklab.claims.finding import Context, Finding, ci_n_text, claim, decided_scale
+from blocklab.claims.finding import Context, Finding, ci_n_text, claim, decided_scale, untested_part
 from blocklab.claims.registry import (
     C32_LARGEST_PART,
     C32_MODE,
@@ -110,11 +110,11 @@ def c32_reason_part(share: float, timed_share: float, size: str = "quick") -> Pa
     model's `timed_share` shown beside it."""
     pct = 100 * share
     holds = pct >= C32_REASON_PCT
-    return Part(C32_REASON_PART, registered("C32", size)[C32_REASON_PART],
-                Estimate(pct, None, None, 1), CONFIRMED if holds else REFUTED,
-                f"exactly {pct:.1f}% at Llama 3 8B's shape, T = 4,096 "
-                f"({'at least' if holds else 'below'} {C32_REASON_PCT:g}%; the timed model: "
-                f"{100 * timed_share:.1f}%): an exact count, with no scale")
+    return untested_part(
+        C32_REASON_PART, registered("C32", size)[C32_REASON_PART], pct,
+        CONFIRMED if holds else REFUTED, f"exactly {pct:.1f}% at Llama 3 8B's shape, T = 4,096 "
+        f"({'at least' if holds else 'below'} {C32_REASON_PCT:g}%; the timed model: "
+        f"{100 * timed_share:.1f}%): an exact count, with no scale")
 
 
 def c32_parts(data: QuantizeData, size: str = "quick") -> tuple[list[Part], dict]:
@@ -220,16 +220,14 @@ def c33_parts(data: QuantizeData, size: str = "quick") -> list[Part]:
     compared = len(data.gate_up_scale_ratio)
     diff = data.merged_per_row_max_diff
     if compared == 0:
-        exact = Part(C33_EXACT_PART, rules[C33_EXACT_PART], Estimate(None, None, None, 0),
-                     INCONCLUSIVE, "no trained layer was compared")
+        value, verdict, why = None, INCONCLUSIVE, "no trained layer was compared"
     elif diff == 0.0:
-        exact = Part(C33_EXACT_PART, rules[C33_EXACT_PART], Estimate(0.0, None, None, compared),
-                     "confirmed", f"bit-identical on all {compared} trained layer(s) (every "
-                     "layer of every seed)")
+        value, verdict, why = 0.0, "confirmed", (f"bit-identical on all {compared} trained "
+                                                 "layer(s) (every layer of every seed)")
     else:
-        exact = Part(C33_EXACT_PART, rules[C33_EXACT_PART], Estimate(diff, None, None, compared),
-                     "refuted", f"the merged and separate weights differ by up to {diff:.3g} "
-                     f"over {compared} trained layer(s)")
+        value, verdict, why = diff, "refuted", (f"the merged and separate weights differ by up "
+                                                f"to {diff:.3g} over {compared} trained layer(s)")
+    exact = untested_part(C33_EXACT_PART, rules[C33_EXACT_PART], value, verdict, why, compared)
     tensor = next((s for s in data.swiglu if s.scheme == "merged-per-tensor"), None)
     estimate = (Estimate(None, None, None, 0) if tensor is None
                 else Estimate.of(tensor.error_vs_separate_pct))
