@@ -11,13 +11,15 @@ import math
 
 import matplotlib.pyplot as plt
 import pytest
-from matplotlib.collections import Collection
+from matplotlib.collections import Collection, PolyCollection
 from matplotlib.colors import to_hex
 from matplotlib.container import Container
 from matplotlib.image import AxesImage
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
 
+from blocklab.claims import ladder as ladder_module
+from blocklab.claims.trend import LineFit
 from blocklab.experiments.suites import SUITE_MODULES, get_suite
 from blocklab.experiments.summaries import Interval
 from blocklab.report import figures
@@ -68,8 +70,6 @@ LADDER_MEANS = {"quick": {"swiglu": -0.2, "geglu": 0.3, "glu": 0.1},
 def _ladder_doc(monkeypatch, tmp_path, sizes=("quick", "rung1", "rung2", "rung3")) -> dict:
     """C16's ladder as `ladder_dict` gives it, each rung of `sizes` graded from its design's
     first look of sd 0.3 around `LADDER_MEANS`, the others with no results stored."""
-    from blocklab.claims import ladder as ladder_module
-
     _fake_rungs(monkeypatch, "C16", {size: LADDER_MEANS[size] for size in sizes}, sd=0.3)
     return ladder_module.ladder_dict(ladder_module.read_ladder("C16", tmp_path, {}))
 
@@ -90,17 +90,12 @@ def _drawn_lines(ax) -> list:
 
 def test_a_ladder_line_stops_at_the_top_rung_and_only_a_dashed_segment_reaches_a_paper(
         monkeypatch, tmp_path):
-    from matplotlib.collections import PolyCollection
-
-    from blocklab.claims.trend import LineFit
-    from blocklab.report.figures import _ladder_segments, fig_ladder
-
     doc = _ladder_doc(monkeypatch, tmp_path)
     top = QUICK_FLOPS * 8
     paper = {"source": "A paper 2099, far away", "flops": top * 1e6, "tokens": None,
              "effects": {"swiglu": -2.4}}
     doc["anchors"] = [paper]
-    fit, extrapolation = _ladder_segments(doc, "swiglu")
+    fit, extrapolation = figures._ladder_segments(doc, "swiglu")
     assert fit.kind == "fit" and fit.flops[0] == pytest.approx(QUICK_FLOPS)
     assert max(fit.flops) == pytest.approx(top) and fit.band is not None
     line = LineFit.from_dict(doc["trends"][0]["fit"])
@@ -116,7 +111,7 @@ def test_a_ladder_line_stops_at_the_top_rung_and_only_a_dashed_segment_reaches_a
     assert f"{line.at(x):+.{digits}f} [{low:+.{digits}f}, {high:+.{digits}f}]%".replace(
         "-", "−") in extrapolation.label
     # the parts the paper gives no effect for reach no further than the top rung
-    assert [s.kind for s in _ladder_segments(doc, "geglu")] == ["fit"]
+    assert [s.kind for s in figures._ladder_segments(doc, "geglu")] == ["fit"]
     # and so the figure: every line and band in data coordinates stops at the top rung but
     # the one dashed segment, which stops at the paper's compute
     ax = _drawn(doc, "swiglu")
@@ -127,18 +122,14 @@ def test_a_ladder_line_stops_at_the_top_rung_and_only_a_dashed_segment_reaches_a
     bands = [c for c in ax.collections if isinstance(c, PolyCollection)]
     assert bands and all(max(p.vertices[:, 0].max() for p in c.get_paths()) <= top * (1 + 1e-9)
                          for c in bands)
-    assert fig_ladder(doc).startswith(b"\x89PNG")
+    assert figures.fig_ladder(doc).startswith(b"\x89PNG")
 
 
 def test_with_fewer_than_three_rungs_a_ladder_draws_its_points_alone(monkeypatch, tmp_path):
-    from matplotlib.collections import PolyCollection
-
-    from blocklab.report.figures import _ladder_segments, _ladder_title, fig_ladder
-
     doc = _ladder_doc(monkeypatch, tmp_path, sizes=("quick", "rung1"))
     for trend in doc["trends"]:
-        assert trend["fit"] is None and _ladder_segments(doc, trend["part"]) == []
-        assert "\n" not in _ladder_title(doc, trend["part"])
+        assert trend["fit"] is None and figures._ladder_segments(doc, trend["part"]) == []
+        assert "\n" not in figures._ladder_title(doc, trend["part"])
         ax = _drawn(doc, trend["part"])
         assert _drawn_lines(ax) == []
         assert not any(isinstance(c, PolyCollection) for c in ax.collections)
@@ -146,56 +137,52 @@ def test_with_fewer_than_three_rungs_a_ladder_draws_its_points_alone(monkeypatch
                   and not line.get_label().startswith("first decided")]
         assert sorted(x for line in points for x in line.get_xdata()) == [QUICK_FLOPS,
                                                                            2 * QUICK_FLOPS]
-    assert fig_ladder(doc).startswith(b"\x89PNG")
+    assert figures.fig_ladder(doc).startswith(b"\x89PNG")
 
 
 def test_the_rung_that_first_decides_a_part_is_ringed(monkeypatch, tmp_path):
-    from blocklab.report.figures import _ladder_appears
-
     doc = _ladder_doc(monkeypatch, tmp_path)
     geglu = next(t for t in doc["trends"] if t["part"] == "geglu")
     seen = geglu["appears"]
     rung = next(r for r in doc["rungs"] if r["size"] == seen["size"])
     assert seen["flops"] == rung["flops"] == QUICK_FLOPS * seen["multiple"]
     label = f"first decided here ({seen['verdict']})"
-    assert _ladder_appears(doc, "geglu") == (seen["flops"], seen["value"], label)
+    assert figures._ladder_appears(doc, "geglu") == (seen["flops"], seen["value"], label)
     [ring] = [line for line in _drawn(doc, "geglu").get_lines() if line.get_label() == label]
     assert list(ring.get_xdata()) == [seen["flops"]] and list(ring.get_ydata()) == [
         seen["value"]]
     # a part no stored rung decides: nothing marked
     swiglu = next(t for t in doc["trends"] if t["part"] == "swiglu")
     swiglu["appears"] = None
-    assert _ladder_appears(doc, "swiglu") is None
+    assert figures._ladder_appears(doc, "swiglu") is None
     assert not any(line.get_label().startswith("first decided")
                    for line in _drawn(doc, "swiglu").get_lines())
 
 
 def test_a_ladder_panel_says_where_no_line_fits_or_no_trend_is_detectable(monkeypatch,
                                                                            tmp_path):
-    from blocklab.report.figures import _ladder_title
-
     doc = _ladder_doc(monkeypatch, tmp_path)
     trends = {t["part"]: t for t in doc["trends"]}
     assert trends["geglu"]["line_fits"] is False
     p = trends["geglu"]["fit"]["lack_of_fit"]["p"]
-    assert _ladder_title(doc, "geglu") == f"geglu − relu\nno line fits (lack of fit p = {p:.2g})"
+    assert figures._ladder_title(doc, "geglu") == (
+        f"geglu − relu\nno line fits (lack of fit p = {p:.2g})")
     assert trends["glu"]["direction"] == "none" and trends["glu"]["line_fits"] is True
-    assert _ladder_title(doc, "glu") == "glu − relu\ntrend: none detectable across 4 rungs"
+    assert figures._ladder_title(doc, "glu") == (
+        "glu − relu\ntrend: none detectable across 4 rungs")
     assert trends["swiglu"]["direction"] == "grows"
-    assert _ladder_title(doc, "swiglu") == "swiglu − relu"
+    assert figures._ladder_title(doc, "swiglu") == "swiglu − relu"
 
 
 def test_a_fit_stored_per_seed_draws_its_line_but_no_band_and_no_extrapolation(monkeypatch,
                                                                                tmp_path):
-    from blocklab.report.figures import _ladder_segments, _signed
-
     doc = _ladder_doc(monkeypatch, tmp_path)
     del doc["trends"][0]["fit"]["unit"]  # as the per-seed fit wrote it
-    [segment] = _ladder_segments(doc, "swiglu")
+    [segment] = figures._ladder_segments(doc, "swiglu")
     assert segment.kind == "fit" and segment.band is None
     assert max(segment.flops) == pytest.approx(QUICK_FLOPS * 8)
-    assert _signed(-11.2, -40.1, 18.3) == "−11 [−40, +18]"
-    assert _signed(0.0123, -0.03, 0.054) == "+0.012 [−0.030, +0.054]"
+    assert figures._signed(-11.2, -40.1, 18.3) == "−11 [−40, +18]"
+    assert figures._signed(0.0123, -0.03, 0.054) == "+0.012 [−0.030, +0.054]"
 
 
 # A figure says only what it draws.
