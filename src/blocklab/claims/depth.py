@@ -14,10 +14,10 @@ from blocklab.claims import registry
 from blocklab.claims.finding import Context, Finding, ci_n_text, claim, decided_scale
 from blocklab.claims.placement import (
     at_deepest,
-    learned_nowhere,
     lr_fairness,
     stability_text,
     stable_effect,
+    unlearned,
 )
 from blocklab.claims.registry import (
     C36_IDENTITY_PART,
@@ -80,7 +80,7 @@ def c36(ctx: Context) -> Finding:
     parts = Part.decided_together([
         unless_unlearned((C36_STABLE_PART, rules[C36_STABLE_PART],
                           Estimate.of(effect.pre_vs_post_warm)),
-                         learned_nowhere(data, "deep", depth, ("pre", True), ("post", True))),
+                         unlearned(data, depth, ("pre", True), ("post", True), grid="deep")),
         (C36_IDENTITY_PART, rules[C36_IDENTITY_PART], identity_estimate(data))])
     post_identity = post_identity_estimate(data)
     swept_cold = effect.pre_vs_post_cold.n > 0  # full sweeps the cold arms too

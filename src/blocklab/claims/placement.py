@@ -64,33 +64,24 @@ def runs_made(cell: PlacementCell) -> int:
     return cell.runs - cell.status.get("missing", 0)
 
 
-def unlearned(cells: list[PlacementCell], depth: int, *arms: tuple[str, bool]
+def unlearned(data: PlacementData, depth: int, *arms: tuple[str, bool], grid: str | None = None
               ) -> dict[str, tuple[int, int]]:
     """{arm: (runs that did not learn, runs made)} of the training cells `arms` ((placement,
-    warm)) at `depth`, for `rules.unless_unlearned`."""
-    out = {}
-    for placement, warm in arms:
-        chosen = [c for c in cells if c.placement == placement and c.depth == depth
-                  and (c.warmup > 0) == warm]
-        out[f"{placement}-norm {'with' if warm else 'without'} warmup"] = (
-            sum(c.status.get("did_not_learn", 0) for c in chosen),
-            sum(runs_made(c) for c in chosen))
-    return out
-
-
-def learned_nowhere(data: PlacementData, grid: str, depth: int, *arms: tuple[str, bool]
-                    ) -> dict[str, tuple[int, int]]:
-    """{arm: (seeds on which no rate of the ladder learned, seeds swept)} of the stable-lr
-    sweeps `arms` ((placement, warm)) of `grid` at `depth`: seeds stable nowhere because the
-    ladder's lowest rate did not learn (`StabilityArm.unlearned_low`), not because it
+    warm)) at `depth`, for `rules.unless_unlearned`; with `grid`, of its stable-lr sweeps:
+    (seeds on which no rate of the ladder learned, seeds swept), seeds stable nowhere because
+    the ladder's lowest rate did not learn (`StabilityArm.unlearned_low`), not because it
     diverged (which is an instability, and data)."""
+    rows = ([(c, c.status.get("did_not_learn", 0), runs_made(c)) for c in data.training]
+            if grid is None else
+            [(a, a.unlearned_low, sum(r is not None for r in a.rungs)) for a in data.stability
+             if a.grid == grid])
     out = {}
     for placement, warm in arms:
-        chosen = [a for a in data.stability if a.grid == grid and a.depth == depth
-                  and a.placement == placement and (a.warmup > 0) == warm]
-        out[f"{placement}-norm {'with' if warm else 'without'} warmup (lr sweep)"] = (
-            sum(a.unlearned_low for a in chosen),
-            sum(sum(r is not None for r in a.rungs) for a in chosen))
+        chosen = [(dead, made) for row, dead, made in rows if row.placement == placement
+                  and row.depth == depth and (row.warmup > 0) == warm]
+        name = f"{placement}-norm {'with' if warm else 'without'} warmup"
+        out[name if grid is None else f"{name} (lr sweep)"] = (
+            sum(dead for dead, _ in chosen), sum(made for _, made in chosen))
     return out
 
 
@@ -351,8 +342,8 @@ def c19(ctx: Context) -> Finding:
     unfair = [unfair_reason(edge, bias["cold − warm"]), None,
               unfair_reason(edge, bias["interaction"]), None, None, None]
     pre, post = (("pre", False), ("pre", True)), (("post", False), ("post", True))
-    trained = partial(unlearned, cells, effect.depth)
-    swept = partial(learned_nowhere, data, "sweep", stable.depth)
+    trained = partial(unlearned, data, effect.depth)
+    swept = partial(unlearned, data, stable.depth, grid="sweep")
     first = failed_runs_part(names[0], rules[names[0]], effect.pre_warmup_effect,
                              failures["pre_f"])
     parts = Part.decided_together([
