@@ -11,13 +11,30 @@ import shutil
 import pytest
 
 from blocklab.claims import claim_sources
+from blocklab.claims.catalogue import SCALE_DEPENDENT, SUITE_OF
 from blocklab.cli import main
 from blocklab.experiments.options import RunOptions, RunRequest
+from blocklab.experiments.results import ResultStore, result_json
 from blocklab.experiments.run_result import RunLabel
+from blocklab.experiments.suites import get_suite, run_suites
+from blocklab.experiments.suites.base import plan_suite
+from blocklab.experiments.suites.ffn import runs as ffn
+from blocklab.experiments.suites.ffn.summary import FfnData
+from blocklab.experiments.suites.position import runs as position
+from blocklab.experiments.summaries import summary_from_dict
 from blocklab.report.build import SUITES, build_report, collect, write_report
-from blocklab.report.figures import make_figures
+from blocklab.report.figures import (
+    FIGURES,
+    _compared_runs,
+    experimental_rows,
+    forest_key,
+    make_figures,
+)
 from blocklab.report.html import LEAD_FIGURE, render_html, rope_dtypes
 from blocklab.report.terms import TERMS
+
+from ..conftest import figures_unrasterized
+from .test_terms import first_uses
 
 CLAIM_IDS = sorted(claim_sources())
 
@@ -25,8 +42,6 @@ CLAIM_IDS = sorted(claim_sources())
 @pytest.fixture(scope="module")
 def zh_page(tiny_report) -> str:
     """The tiny report's page rendered in Chinese (figures not rasterized)."""
-    from ..conftest import figures_unrasterized
-
     with figures_unrasterized():
         return render_html(tiny_report[1], make_figures(tiny_report[1]), "zh")
 
@@ -101,8 +116,6 @@ def test_the_page_opens_with_the_findings_and_a_figure_in_ordinary_units(tiny_re
 
 def test_every_statistical_term_is_defined_at_its_first_use_in_each_section(tiny_report,
                                                                             zh_page):
-    from .test_terms import first_uses
-
     for lang, page in (("en", tiny_report[0].read_text(encoding="utf-8")), ("zh", zh_page)):
         uses = first_uses(page, lang)
         plain = sorted(k for k, defined in uses.items() if not defined)
@@ -136,8 +149,6 @@ def test_a_suite_table_names_the_claims_graded_from_it(tiny_report):
     """A table's title names the claims graded from its suite's runs, or analytic claims that
     quote it; never an experimental claim graded from nothing here (the RoPE-scaling table once
     said C22, untestable here, while C30 is graded from it)."""
-    from blocklab.claims.catalogue import SCALE_DEPENDENT, SUITE_OF
-
     _, doc = tiny_report
     for name, suite in doc["suites"].items():
         for table in suite["summary"]["tables"]:
@@ -231,9 +242,6 @@ def test_failed_suite_is_reported_not_raised(tmp_path, unrasterized):
     """Every suite's missing runs go to the executor in one call (ffn's tuning runs, first,
     with the others' runs; their failure leaves nothing of ffn to evaluate); a suite whose
     runs failed is named with its first error and the report is still written."""
-    import blocklab.experiments.suites as suites
-    from blocklab.experiments.suites.base import plan_suite
-
     given, lines = [], []
 
     def failing(specs, sink, progress):
@@ -241,11 +249,11 @@ def test_failed_suite_is_reported_not_raised(tmp_path, unrasterized):
         given.extend(specs)
         return {s.run_id: "RuntimeError: ffn exploded" for s in specs if "relu" in s.label}
 
-    errors = suites.run_suites(RunRequest(tmp_path / "runs", "tiny"), SUITES, executor=failing,
-                               progress=False, echo=lines.append)
+    errors = run_suites(RunRequest(tmp_path / "runs", "tiny"), SUITES, executor=failing,
+                        progress=False, echo=lines.append)
     planned = {}  # a tuned suite's first round: its tuning runs and the runs that read none
     for name in SUITES:
-        suite = suites.get_suite(name)
+        suite = get_suite(name)
         plan = plan_suite(suite, RunOptions.for_suite(suite, "tiny", None), tmp_path / "fresh")
         planned[name] = plan.missing + plan.early
     assert len(given) == sum(len(specs) for specs in planned.values())  # one call, every run
@@ -263,13 +271,10 @@ def test_failed_suite_is_reported_not_raised(tmp_path, unrasterized):
 
 def test_a_figure_that_fails_is_a_notice_not_a_crash(tiny_report, tmp_path, monkeypatch,
                                                       unrasterized):
-    import blocklab.report.figures as figures
-
     def broken(doc):
         raise KeyError("arms")
 
-    monkeypatch.setitem(figures.FIGURES, "ffn_variants",
-                        (broken, figures.FIGURES["ffn_variants"][1]))
+    monkeypatch.setitem(FIGURES, "ffn_variants", (broken, FIGURES["ffn_variants"][1]))
     _, doc = tiny_report
     index = write_report(json.loads(json.dumps(doc)), tmp_path / "out", "en")
     text = index.read_text(encoding="utf-8")
@@ -302,8 +307,6 @@ def test_a_summary_that_does_not_decode_is_a_figure_error(tiny_report, tmp_path,
 def test_stored_runs_are_labelled_by_their_run_record(tiny_report):
     """Every stored result records the spec it ran; the report's curves come from those
     records alone (training runs with curves, sorted by arm and seed)."""
-    from blocklab.experiments.results import ResultStore
-
     _, doc = tiny_report
     results = doc["generated"]["results"]
     stored = dict(ResultStore(f"{results}/ffn/tiny").iter_results())
@@ -322,8 +325,6 @@ def test_run_curves_are_the_summarys_runs_only(tiny_report, tmp_path):
     """Curves come from the runs the summary lists: other result files in the folder (an
     earlier configuration, more seeds) are not plotted; a listed run that is gone, has no run
     record or carries one of the wrong shape is a suite error, not a silent gap."""
-    from blocklab.experiments.results import ResultStore, result_json
-
     _, doc = tiny_report
     results = tmp_path / "runs"
     shutil.copytree(doc["generated"]["results"], results)
@@ -359,11 +360,6 @@ def test_two_sizes_are_one_line_exit_2(tmp_path, one_line_exit_2):
 
 
 def test_ffn_figures_draw_the_compared_arms_not_the_trend_or_sensitivity_runs(tiny_report):
-    from blocklab.experiments.suites.ffn import runs as ffn
-    from blocklab.experiments.suites.ffn.summary import FfnData
-    from blocklab.experiments.summaries import summary_from_dict
-    from blocklab.report.figures import _compared_runs
-
     _, doc = tiny_report
     runs = doc["suites"]["ffn"]["runs"]
     data = summary_from_dict(doc["suites"]["ffn"]["summary"], "ffn", FfnData).data
@@ -387,9 +383,6 @@ def test_a_tiny_report_names_what_runs_at_full_only(tiny_report):
     """A tiny report: each suite's section names the arms no registered rule grades as run at
     --size full only, the claims say so where they would have shown them, and nothing of theirs
     is drawn or tabled."""
-    from blocklab.experiments.suites.ffn import runs as ffn
-    from blocklab.experiments.suites.position import runs as position
-
     index, _ = tiny_report
     text = index.read_text(encoding="utf-8")
     for words in ("the gelu, reglu and bilinear arms", "the sensitivity re-runs",
@@ -425,7 +418,6 @@ def test_the_command_resumes_missing_runs_and_rendering_trains_nothing(
     import blocklab.experiments.suites.base as suite_base
     import blocklab.experiments.trainer as trainer
     import blocklab.report.build as build
-    from blocklab.report.figures import experimental_rows, forest_key
 
     stored = tiny_report[1]
     results = shutil.copytree(stored["generated"]["results"], tmp_path / "runs")
