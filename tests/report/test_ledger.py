@@ -7,17 +7,23 @@ Built from small hand-written report documents (the shape `build.collect` writes
 tests train nothing and run no claim check."""
 
 import html
+import importlib.util
 import io
+import json
 import re
+import sys
 
 import markupsafe
 import pytest
 from jinja2.utils import Namespace
+from matplotlib.image import imread
 
+from blocklab.claims import run_claims
 from blocklab.claims.catalogue import part_arms
 from blocklab.claims.registry import C18_FLOPS_PART, C36_IDENTITY_PART, C36_STABLE_PART
+from blocklab.claims.text import VERDICT_EN, VERDICT_MEANING, VERDICTS
 from blocklab.experiments.suites import SUITE_MODULES
-from blocklab.report.build import decision_budget
+from blocklab.report.build import decision_budget, ladders
 from blocklab.report.figures import (
     decision_colour,
     experimental_rows,
@@ -37,6 +43,8 @@ from blocklab.report.html import (
     open_parts,
 )
 from blocklab.report.palette import VERDICT_STYLES
+
+from ..claims.test_ladder import MEANS, _fake_rungs
 
 
 def rule(claimed=-1.5, delta=0.5, margin=0.25, test="effect", threshold=0.0, min_seeds=5,
@@ -168,8 +176,6 @@ def _words(page: str) -> str:
 
 
 def _pixels(png: bytes):
-    from matplotlib.image import imread
-
     image = imread(io.BytesIO(png), format="png")
     return {"#{:02x}{:02x}{:02x}".format(*(round(255 * c) for c in px[:3]))
             for line in image for px in line}
@@ -432,8 +438,6 @@ def test_one_line_per_claim_links_to_its_section(doc):
 def test_the_verdict_words_and_colours_are_the_shared_ones(doc):
     """Words from claims.text, symbols and colours from report.palette, each meaning stated
     once, in the ledger's introduction; mixed is a verdict of its own."""
-    from blocklab.claims.text import VERDICT_EN, VERDICT_MEANING, VERDICTS
-
     assert set(VERDICT_ORDER) == set(VERDICTS) and "mixed" in VERDICT_ORDER
     section, css = ledger_section(doc, {}, "en"), _css()
     for verdict in VERDICT_ORDER:
@@ -497,11 +501,6 @@ def test_print_stylesheet_opens_details_and_pins_nothing():
 
 # --- evidence that does not depend on what is installed --------------------------------------
 def test_c10_evidence_is_the_same_without_transformers(monkeypatch):
-    import importlib.util
-    import sys
-
-    from blocklab.claims import run_claims
-
     with_it = run_claims(["C10"])[0]
     monkeypatch.setitem(sys.modules, "transformers", None)
     real = importlib.util.find_spec
@@ -517,8 +516,6 @@ def test_c10_evidence_is_the_same_without_transformers(monkeypatch):
 
 
 def test_the_page_templates_escape_every_value(doc):
-    from blocklab.report.html import environment
-
     assert environment().autoescape is True
     hostile = row("C16", "confirmed", [part("swiglu", "confirmed", -1.42, -2.01, -0.83)], SUITE,
                   summary="<script>alert(1)</script> uses `x<y`; \"quoted\" & 'single'.")
@@ -558,10 +555,6 @@ def _ladder_doc(tmp_path, monkeypatch, stored: str | None):
     """The report's ladders read from `<results>/ladder/C16.json` holding `stored`, the rungs
     graded from estimates put in the ledger's place (tests/claims/test_ladder.py), rung3 with
     no results stored."""
-    from blocklab.report.build import ladders
-
-    from ..claims.test_ladder import MEANS, _fake_rungs
-
     _fake_rungs(monkeypatch, "C16", {size: {"swiglu": mean, "geglu": 0.1, "glu": 0.1}
                                      for size, mean in MEANS.items() if size != "rung3"}, sd=0.2)
     if stored is not None:
@@ -572,10 +565,6 @@ def _ladder_doc(tmp_path, monkeypatch, stored: str | None):
 
 def test_the_ladder_shows_each_rung_decided_and_the_trend_in_the_claims_details(
         doc, tmp_path, monkeypatch):
-    import json
-
-    from blocklab.report.figures import make_figures
-
     assert _ladder_doc(tmp_path, monkeypatch, None) == {}  # not run: nothing shown
     rungs = [{"size": s, "precision": "bf16"} for s in ("quick", "rung1", "rung2", "rung3")]
     found = _ladder_doc(tmp_path, monkeypatch, json.dumps({"rungs": rungs, "seed_offset": 0}))
