@@ -356,15 +356,6 @@ def precision_line(parts: list[dict], lang: str = "en") -> str | None:
     return say(TEXT["precision_check"], lang, line=line)
 
 
-def _papers(name: str, papers: list[dict], u: str, lang: str) -> list[str]:
-    """The published results for part `name`, at their training compute where given."""
-    return [f"{short_source(p['source'])} "
-            + (say(TEXT["paper_at"], lang, flops=flops_text(p["flops"])) if p.get("flops") else
-               say(TEXT["paper_no_compute"], lang))
-            + f": {p['effects'][name]:+g}{u}" for p in papers
-            if name in (p.get("effects") or {})]
-
-
 def _unit(trend: dict) -> tuple[str, int]:
     unit = trend.get("unit", "%")
     return (unit if unit == "%" else f" {unit}"), {"%": 2, "nats": 4}.get(unit, 3)
@@ -400,7 +391,12 @@ def appears_line(trend: dict, rungs: list[dict], papers: list[dict], lang: str =
         text = say(TEXT["undecided"], lang, name=name, stored=len(stored), reach=reach)
     else:
         text = say(TEXT["no_results"], lang, name=name)
-    shown = _papers(name, papers, u, lang)
+    # the published results for the part, at their training compute where given
+    shown = [f"{short_source(p['source'])} "
+             + (say(TEXT["paper_at"], lang, flops=flops_text(p["flops"])) if p.get("flops") else
+                say(TEXT["paper_no_compute"], lang))
+             + f": {p['effects'][name]:+g}{u}" for p in papers
+             if name in (p.get("effects") or {})]
     if shown:
         text += say(TEXT["published"], lang, papers=say(TEXT["sep"], lang).join(shown))
     return text + say(TEXT["end"], lang)
@@ -454,13 +450,10 @@ def seed_gaps(results: Path, size: str, precision: str, seed_offset: int = 0
     losses: dict[tuple[str, int], float] = {}
     for run_id in summary.run_ids:
         result = store.load(run_id)
-        label = result.run
-        loss = counted_loss(result)
-        if label is None or loss is None:
-            continue
-        arm, seed = label.arm, label.seed
-        if label.label == f"ffn {arm} seed {seed}":
-            losses[(arm, seed)] = loss
+        run, loss = result.run, counted_loss(result)
+        # the graded runs only (tuning, sensitivity and trend runs are labelled otherwise)
+        if run is not None and loss is not None and run.label == f"ffn {run.arm} seed {run.seed}":
+            losses[(run.arm, run.seed)] = loss
     out: dict[str, dict[int, float]] = {}
     for (arm, seed), loss in losses.items():
         base = losses.get((BASELINE, seed))
