@@ -29,8 +29,8 @@ from blocklab.claims.registry import (
     c30_rule,
 )
 from blocklab.claims.rules import Part, Rule
-from blocklab.claims.text import ERROR, Template, say
-from blocklab.report.i18n import FINDINGS
+from blocklab.claims.text import ERROR, say
+from blocklab.report.i18n import FINDING_WORDS, FINDINGS
 
 
 @dataclass(frozen=True)
@@ -59,37 +59,6 @@ class Findings:
     sentences: list[Sentence]
     use: list[UseItem]
 
-
-# The sentences and labels, whole, in English and Chinese (report/strings.toml).
-TEXT: dict[str, Template] = FINDINGS
-
-# What a part's verdict means in each sentence, by the statement it grades; a verdict missing
-# from a table (untestable here, no results, an error) leaves its clause out.
-UNDECIDED: Template = ("undecided", "尚无定论")
-WORDS: dict[str, dict[str, Template]] = {
-    "gain": {"confirmed": ("better, as the page says", "更好，与页面一致"),
-             "not-reproduced-at-this-scale": ("no gain at this size", "此规模下无增益"),
-             "contradicted-at-this-scale": ("worse at this size", "此规模下更差"),
-             "inconclusive": UNDECIDED},
-    "same": {"confirmed": ("the same quality, as the page says", "质量相同，与页面一致"),
-             "not-reproduced-at-this-scale": ("not the same at this size", "此规模下不相同"),
-             "inconclusive": UNDECIDED},
-    "no_warmup": {"confirmed": ("no real change, as the page says", "几乎无变化，与页面一致"),
-                  "not-reproduced-at-this-scale": ("so here it did need warmup",
-                                                   "此规模下仍需 warmup"),
-                  "inconclusive": UNDECIDED},
-    "needs_warmup": {"confirmed": ("it needs warmup more, as the page says",
-                                   "更需要 warmup，与页面一致"),
-                     "not-reproduced-at-this-scale": ("not seen at this size", "此规模下未见"),
-                     "contradicted-at-this-scale": ("the opposite at this size", "此规模下相反"),
-                     "inconclusive": UNDECIDED},
-    "vanish": {"confirmed": ("it fades, as the page says", "梯度衰减，与页面一致"),
-               "not-reproduced-at-this-scale": ("no fading at this size", "此规模下未见衰减"),
-               "inconclusive": UNDECIDED},
-    "works": {"confirmed": ("works", "可用"),
-              "not-reproduced-at-this-scale": ("does not work at this size", "此规模下不可用"),
-              "inconclusive": UNDECIDED},
-}
 
 ARM_NAMES = {"swiglu": "SwiGLU", "geglu": "GeGLU", "glu": "GLU", "alibi": "ALiBi",
              "rope": "RoPE"}
@@ -126,9 +95,9 @@ def _scale_free(by_id: Results, lang: str) -> Sentence | None:
     wrong = [r.id for r in free if r.verdict == "refuted"]
     unsettled = [r.id for r in free if r.verdict in ("inconclusive", "untestable-here")]
     partly = [r.id for r in free if r.id not in {*hold, *wrong, *unsettled}]
-    rest = "".join(say(TEXT[key], lang, k=len(ids), ids=_ids(ids, lang))
+    rest = "".join(say(FINDINGS[key], lang, k=len(ids), ids=_ids(ids, lang))
                    for key, ids in (("free_part", partly), ("free_open", unsettled)) if ids)
-    text = say(TEXT["free"], lang, n=len(free), hold=len(hold), wrong=len(wrong),
+    text = say(FINDINGS["free"], lang, n=len(free), hold=len(hold), wrong=len(wrong),
                wrong_ids=_ids(wrong, lang), rest=rest)
     return Sentence(text, (*wrong, *partly, *unsettled))
 
@@ -138,17 +107,17 @@ def _ffn_share(by_id: Results, lang: str) -> Sentence | None:
     clauses, cited = [], []
     c23, c15 = by_id.get("C23"), by_id.get("C15")
     if c23 is not None and c23.verdict == "refuted":
-        clauses.append(say(TEXT["c23"], lang, share=_share(c23.evidence["ffn_share"]),
+        clauses.append(say(FINDINGS["c23"], lang, share=_share(c23.evidence["ffn_share"]),
                            page=_share(c23.evidence["page"]["ffn_share"], "g")))
         cited.append("C23")
     if c15 is not None and c15.verdict == "refuted":
-        clauses.append(say(TEXT["c15"], lang,
+        clauses.append(say(FINDINGS["c15"], lang,
                            share=_share(c15.evidence["meta_llama_3_8b"]["ffn_share"]),
                            page=_share(c15.evidence["page_example"]["ffn_share"])))
         cited.append("C15")
     if not clauses:
         return None
-    return Sentence(say(TEXT["llama3_ffn"], lang, clauses=_joined(clauses, lang, "clause_sep")),
+    return Sentence(say(FINDINGS["llama3_ffn"], lang, clauses=_joined(clauses, lang, "clause_sep")),
                     tuple(cited))
 
 
@@ -158,22 +127,22 @@ def _configs(c34: ClaimResult, lang: str) -> Sentence | None:
     checkable = [p for p in c34.parts if p.verdict != "untestable-here"]
     wrong = [p for p in checkable if p.verdict == "refuted"]
     if not wrong:
-        return Sentence(say(TEXT["c34_right"], lang, checkable=len(checkable)), ("C34",))
+        return Sentence(say(FINDINGS["c34_right"], lang, checkable=len(checkable)), ("C34",))
     instead = {p.text: p.if_wrong[lang == "zh"] or (p.text_zh if lang == "zh" else p.text)
                for p in PAGE_PAIRINGS}
-    fixes = say(TEXT["clause_sep"], lang).join(instead.get(p.name, p.name) for p in wrong)
-    return Sentence(say(TEXT["c34_wrong"], lang, wrong=len(wrong), checkable=len(checkable),
+    fixes = say(FINDINGS["clause_sep"], lang).join(instead.get(p.name, p.name) for p in wrong)
+    return Sentence(say(FINDINGS["c34_wrong"], lang, wrong=len(wrong), checkable=len(checkable),
                         fixes=fixes), ("C34",))
 
 
 def _gated_ffn(c16: ClaimResult, lang: str) -> Sentence | None:
     """Each gated FFN's loss against ReLU's at equal parameters (C16), at the scale it ran."""
-    arms = [say(TEXT["c16_arm"], lang, arm=ARM_NAMES[p.name], value=_pct(p, 2), word=word)
+    arms = [say(FINDINGS["c16_arm"], lang, arm=ARM_NAMES[p.name], value=_pct(p, 2), word=word)
             for p in c16.parts if p.name in C16_ARMS
             and (word := _word("gain", p, lang)) is not None]
     if not arms:
         return None
-    return Sentence(say(TEXT["c16"], lang, scale=_scale(c16, lang), arms=_joined(arms, lang)),
+    return Sentence(say(FINDINGS["c16"], lang, scale=_scale(c16, lang), arms=_joined(arms, lang)),
                     ("C16",))
 
 
@@ -187,21 +156,21 @@ def _norm(c18: ClaimResult, lang: str) -> Sentence | None:
     clauses = []
     if _valued(norm) and _valued(step) and model is not None:
         page = ("" if "confirmed" in (norm.verdict, step.verdict) else
-                say(TEXT["c18_page"], lang, claimed=f"{norm.rule.claimed:g}%"))
-        clauses.append(say(TEXT["c18_flops"], lang, norm=_pct(norm, ".2g", sign=""),
+                say(FINDINGS["c18_page"], lang, claimed=f"{norm.rule.claimed:g}%"))
+        clauses.append(say(FINDINGS["c18_flops"], lang, norm=_pct(norm, ".2g", sign=""),
                            step=_pct(step, ".2g", sign=""), model=model, page=page))
     step_time = _fused_step_time(c18)
     if step_time is not None:
-        clauses.append(say(TEXT["c18_time"], lang, ratio=_ratio(step_time["ratio"]),
+        clauses.append(say(FINDINGS["c18_time"], lang, ratio=_ratio(step_time["ratio"]),
                            **step_time["model"]))
     quality = parts.get(C18_QUALITY_PART)
     if _valued(quality) and (word := _word("same", quality, lang)) is not None:
-        clauses.append(say(TEXT["c18_quality"], lang, scale=_scale(c18, lang),
+        clauses.append(say(FINDINGS["c18_quality"], lang, scale=_scale(c18, lang),
                            delta=_nats(quality.estimate.value), word=word))
     if not clauses:
         return None
-    return Sentence(say(TEXT["clause_sep"], lang).join(clauses) + say(TEXT["c18_end"], lang),
-                    ("C18",))
+    return Sentence(say(FINDINGS["clause_sep"], lang).join(clauses)
+                    + say(FINDINGS["c18_end"], lang), ("C18",))
 
 
 def _placement(c19: ClaimResult, lang: str) -> Sentence | None:
@@ -211,13 +180,13 @@ def _placement(c19: ClaimResult, lang: str) -> Sentence | None:
               ("post-norm needs warmup", "c19_post", "needs_warmup", _nats),
               ("post-norm gradients vanish in the lower layers", "c19_grad", "vanish",
                _times_of_log2))
-    clauses = [say(TEXT[key], lang, value=show(p.estimate.value), word=word)
+    clauses = [say(FINDINGS[key], lang, value=show(p.estimate.value), word=word)
                for name, key, words, show in wanted
                if _valued(p := parts.get(name)) and (word := _word(words, p, lang)) is not None]
     if not clauses:
         return None
-    return Sentence(say(TEXT["c19"], lang, scale=_scale(c19, lang),
-                        clauses=say(TEXT["clause_sep"], lang).join(clauses)), ("C19",))
+    return Sentence(say(FINDINGS["c19"], lang, scale=_scale(c19, lang),
+                        clauses=say(FINDINGS["clause_sep"], lang).join(clauses)), ("C19",))
 
 
 def _extrapolation(c21: ClaimResult, lang: str) -> Sentence | None:
@@ -227,12 +196,12 @@ def _extrapolation(c21: ClaimResult, lang: str) -> Sentence | None:
         reads = [(mult, p, word) for mult, p in sorted(_bands(c21, arm, "works", c21_rule).items())
                  if (word := _word("works", p, lang)) is not None]
         if reads:
-            clauses.append(say(TEXT["c21_arm"], lang, arm=ARM_NAMES[arm],
+            clauses.append(say(FINDINGS["c21_arm"], lang, arm=ARM_NAMES[arm],
                                reads=_reads(reads, lang)))
     if not clauses:
         return None
-    return Sentence(say(TEXT["c21"], lang, scale=_scale(c21, lang),
-                        clauses=say(TEXT["clause_sep"], lang).join(clauses)), ("C21",))
+    return Sentence(say(FINDINGS["c21"], lang, scale=_scale(c21, lang),
+                        clauses=say(FINDINGS["clause_sep"], lang).join(clauses)), ("C21",))
 
 
 def _rope_scaling(c30: ClaimResult, lang: str) -> Sentence | None:
@@ -244,7 +213,7 @@ def _rope_scaling(c30: ClaimResult, lang: str) -> Sentence | None:
     word = _word("works", yarn, lang)
     if word is None:
         return None
-    return Sentence(say(TEXT["c30"], lang, steps=steps, mult=mult, scale=_scale(c30, lang),
+    return Sentence(say(FINDINGS["c30"], lang, steps=steps, mult=mult, scale=_scale(c30, lang),
                         yarn=_pct(yarn, 1), word=word, plain=_pct(plain, 1)), ("C30",))
 
 
@@ -255,11 +224,11 @@ SENTENCES: tuple[Callable[[Results, str], Sentence | None], ...] = (
 
 # --- what to use ---------------------------------------------------------------------------------
 def _use_c23(c23: ClaimResult, lang: str) -> UseItem:
-    return _item("C23", say(TEXT["use_c23"], lang), _share(c23.evidence["ffn_share"]))
+    return _item("C23", say(FINDINGS["use_c23"], lang), _share(c23.evidence["ffn_share"]))
 
 
 def _use_c15(c15: ClaimResult, lang: str) -> UseItem:
-    return _item("C15", say(TEXT["use_c15"], lang),
+    return _item("C15", say(FINDINGS["use_c15"], lang),
                  _share(c15.evidence["meta_llama_3_8b"]["ffn_share"]))
 
 
@@ -267,7 +236,7 @@ def _use_c16(c16: ClaimResult, lang: str) -> UseItem | None:
     swiglu = next((p for p in c16.parts if p.name == "swiglu"), None)
     if not _valued(swiglu) or _word("gain", swiglu, lang) is None:
         return None
-    return _item("C16", say(TEXT["use_c16"], lang, scale=_scale(c16, lang)),
+    return _item("C16", say(FINDINGS["use_c16"], lang, scale=_scale(c16, lang)),
                  _decided(swiglu, _pct(swiglu, 2), lang))
 
 
@@ -275,7 +244,7 @@ def _use_c18(c18: ClaimResult, lang: str) -> UseItem | None:
     step = _fused_step_time(c18)
     if step is None:
         return None
-    return _item("C18", say(TEXT["use_c18"], lang, **step["model"]), _ratio(step["ratio"]))
+    return _item("C18", say(FINDINGS["use_c18"], lang, **step["model"]), _ratio(step["ratio"]))
 
 
 def _use_c21(c21: ClaimResult, lang: str) -> UseItem | None:
@@ -283,7 +252,7 @@ def _use_c21(c21: ClaimResult, lang: str) -> UseItem | None:
     if not reads:
         return None
     mult = max(reads)
-    return _item("C21", say(TEXT["use_c21"], lang, mult=mult, scale=_scale(c21, lang)),
+    return _item("C21", say(FINDINGS["use_c21"], lang, mult=mult, scale=_scale(c21, lang)),
                  _decided(reads[mult], _pct(reads[mult], 2), lang))
 
 
@@ -292,8 +261,8 @@ def _use_c30(c30: ClaimResult, lang: str) -> UseItem | None:
     if read is None:
         return None
     mult, steps, yarn, plain = read
-    value = say(TEXT["use_vs"], lang, a=_pct(yarn, 1), b=_pct(plain, 1))
-    return _item("C30", say(TEXT["use_c30"], lang, mult=mult, steps=steps,
+    value = say(FINDINGS["use_vs"], lang, a=_pct(yarn, 1), b=_pct(plain, 1))
+    return _item("C30", say(FINDINGS["use_c30"], lang, mult=mult, steps=steps,
                             scale=_scale(c30, lang)),
                  _decided(yarn, value, lang))
 
@@ -350,25 +319,27 @@ def _valued(part: Part | None) -> bool:
 
 
 def _word(kind: str, part: Part, lang: str) -> str | None:
-    """What `part`'s verdict says in a `kind` statement, None when it says nothing here."""
-    template = WORDS[kind].get(part.verdict)
+    """What `part`'s verdict says in a `kind` statement ("gain", "works", ...), None when it
+    says nothing here (untestable here, no results, an error)."""
+    template = (FINDINGS["undecided"] if part.verdict == "inconclusive"
+                else FINDING_WORDS.get(f"{kind} {part.verdict}"))
     return None if template is None or not _valued(part) else say(template, lang)
 
 
 def _decided(part: Part, value: str, lang: str) -> str:
-    return say(TEXT["use_undecided"], lang, value=value) if part.verdict == "inconclusive" \
+    return say(FINDINGS["use_undecided"], lang, value=value) if part.verdict == "inconclusive" \
         else value
 
 
 def _reads(reads: list[tuple[int, Part, str]], lang: str) -> str:
     """"+0.06% at 2×, +0.05% at 4× and +0.13% at 8× (all works)", or each with its word
     where they differ."""
-    shown = [say(TEXT["c21_read"], lang, value=_pct(p, 2), mult=m) for m, p, _ in reads]
+    shown = [say(FINDINGS["c21_read"], lang, value=_pct(p, 2), mult=m) for m, p, _ in reads]
     words = [w for _, _, w in reads]
     if len(set(words)) == 1:
-        return say(TEXT["c21_all" if len(reads) > 1 else "c21_each"], lang,
+        return say(FINDINGS["c21_all" if len(reads) > 1 else "c21_each"], lang,
                    reads=_joined(shown, lang), word=words[0])
-    return _joined([say(TEXT["c21_each"], lang, reads=s, word=w)
+    return _joined([say(FINDINGS["c21_each"], lang, reads=s, word=w)
                     for s, w in zip(shown, words, strict=True)], lang)
 
 
@@ -376,15 +347,15 @@ def _joined(items: list[str], lang: str, sep: str = "sep") -> str:
     """"a, b and c" (zh: "a、b、c"); with sep="clause_sep", "a; b; and c"."""
     if len(items) < 2:
         return "".join(items)
-    last = TEXT["and" if sep == "sep" else "clause_and"]
-    return say(TEXT[sep], lang).join(items[:-1]) + say(last, lang) + items[-1]
+    last = FINDINGS["and" if sep == "sep" else "clause_and"]
+    return say(FINDINGS[sep], lang).join(items[:-1]) + say(last, lang) + items[-1]
 
 
 def _scale(result: ClaimResult, lang: str) -> str:
     """The model and its training tokens, "d 64 × 2 layers, 307k tokens": the scale's text
     (`Scale.text`: model, parameters, tokens, FLOPs) less its parameters and FLOPs."""
     if result.scale is None:
-        return say(TEXT["scale_unknown"], lang)
+        return say(FINDINGS["scale_unknown"], lang)
     sep = "，" if lang == "zh" else ", "
     model, _params, tokens, _flops = result.scale["text_zh" if lang == "zh" else "text"].rsplit(
         sep, 3)
@@ -392,7 +363,7 @@ def _scale(result: ClaimResult, lang: str) -> str:
 
 
 def _ids(ids: list[str], lang: str) -> str:
-    return say(TEXT["ids"], lang, ids=say(TEXT["sep"], lang).join(ids)) if ids else ""
+    return say(FINDINGS["ids"], lang, ids=say(FINDINGS["sep"], lang).join(ids)) if ids else ""
 
 
 # How numbers are shown: one format each, so a test can show the same value the same way.

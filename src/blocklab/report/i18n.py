@@ -20,6 +20,10 @@ CAPTIONS = _TABLES["CAPTIONS"]
 DECISION_SHORT = _TABLES["DECISION_SHORT"]
 # The opening findings' sentences and labels (`report.findings`).
 FINDINGS = _TABLES["FINDINGS"]
+# What a part's verdict says in a finding, by the statement it grades: "kind verdict" -> text.
+FINDING_WORDS = _TABLES["FINDING_WORDS"]
+# The statistical terms' names, patterns and meanings, by term (`report.terms`).
+TERM_TEXT = {part: _TABLES[f"TERM_{part.upper()}"] for part in ("names", "words", "meanings")}
 
 
 def t(key: str, lang: str) -> str:
