@@ -96,17 +96,13 @@ def checkpoint(tmp_path):
     return tmp_path / "ckpt"
 
 
-def test_a_checkpoint_json_nested_too_deep(checkpoint, capsys):
-    from blocklab.cli import main
-
-    deep = "[" * 100_000 + "]" * 100_000
-    # The index only feeds doctor's tied-embeddings check: unreadable, that check is skipped.
-    (checkpoint / "model.safetensors.index.json").write_text(deep)
-    assert main(["doctor", str(checkpoint)]) in (0, 1)
-    assert "error:" not in capsys.readouterr().err
-    (checkpoint / "config.json").write_text(deep)
-    with pytest.raises(CheckpointError, match=r"config\.json: JSON nested more than"):
-        load_hf(checkpoint)
+def test_doctor_skips_an_index_nested_too_deep(tmp_path, capsys):
+    """The index only feeds doctor's tied-embeddings check: unreadable, that check is skipped
+    (a config.json nested too deep: tests/test_strict_json.py)."""
+    write_json(tmp_path, LLAMA_HF)
+    write_json(tmp_path, "[" * 100_000 + "]" * 100_000, "model.safetensors.index.json")
+    code, _, err = run_cli(["doctor", str(tmp_path)], capsys)
+    assert code in (0, 1) and "error:" not in err
 
 
 def test_load_hf_corrupt_safetensors(checkpoint):
@@ -116,19 +112,15 @@ def test_load_hf_corrupt_safetensors(checkpoint):
         load_hf(checkpoint)
 
 
-def test_load_hf_index_without_weight_map(checkpoint):
-    (checkpoint / "model.safetensors").rename(checkpoint / "shard-1.safetensors")
-    (checkpoint / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}}))
-    with pytest.raises(CheckpointError, match="weight_map"):
-        load_hf(checkpoint)
-
-
-def test_load_hf_index_pointing_outside_the_folder(checkpoint, tmp_path):
-    outside = tmp_path / "outside.safetensors"
-    (checkpoint / "model.safetensors").rename(outside)
-    index = {"weight_map": {"model.embed_tokens.weight": "../outside.safetensors"}}
+@pytest.mark.parametrize("shard, index, match", [
+    ("shard-1.safetensors", {"metadata": {}}, "weight_map"),
+    ("../outside.safetensors",
+     {"weight_map": {"model.embed_tokens.weight": "../outside.safetensors"}}, "outside"),
+])
+def test_load_hf_index_without_a_weight_map_or_pointing_outside(checkpoint, shard, index, match):
+    (checkpoint / "model.safetensors").rename(checkpoint / shard)
     (checkpoint / "model.safetensors.index.json").write_text(json.dumps(index))
-    with pytest.raises(CheckpointError, match="outside"):
+    with pytest.raises(CheckpointError, match=match):
         load_hf(checkpoint)
 
 

@@ -58,20 +58,6 @@ def test_blocklab_never_writes_what_it_refuses_to_read():
     assert json_safe({"x": float("nan")}) == {"x": None}
 
 
-# --- the CLI (read_json): a user's config, one line, exit 2 (a run config's: test_hostile_config)
-HF = ('{"model_type": "llama", "vocab_size": 256, "hidden_size": 64, "hidden_size": 96, '
-      '"intermediate_size": 176, "num_hidden_layers": 2, "num_attention_heads": 4}')
-
-
-@pytest.mark.parametrize("command", [["budget"], ["doctor"]])
-def test_a_hugging_face_config_with_a_key_given_twice(tmp_path, capsys, command):
-    path = tmp_path / "config.json"
-    path.write_text(HF)
-    assert main([*command, str(path)]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert err == [f"error: {path}: key 'hidden_size' is given twice in one object; keep one"]
-
-
 def test_output_json_names_non_finite_numbers_and_is_strict():
     from blocklab.jsonio import output_json
 

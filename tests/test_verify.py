@@ -36,14 +36,6 @@ def test_missing_error_is_reported_as_failure(monkeypatch):
     assert not check.passed and check.got == "no error"
 
 
-def test_layernorm_scale_gap_closed_form():
-    x = np.array([1.0, 3.0, -2.0, 0.5])
-    eps, a = 1e-3, 3.0
-    ln = verify.ref.layernorm
-    direct = float(np.max(np.abs(ln(a * x, eps) - ln(x, eps))))
-    assert verify._layernorm_scale_gap(x, a, eps) == pytest.approx(direct, rel=1e-12)
-
-
 def _shift_scale(eps: float, transform: str, norm: str) -> verify.Check:
     name = f"{norm} under {transform.replace('_', ' ')} (ε={eps:g})"
     return next(c for c in verify.run_checks(["shift-scale"]) if c.name == name)
@@ -78,15 +70,7 @@ def test_a_sign_flip_missed_beyond_the_tolerance_fails(monkeypatch):
                       for norm in ("rmsnorm", "layernorm") for eps in (0.0, 1e-6)}
 
 
-def test_rope_gap_by_shift_is_the_reference_gap_at_each_shift():
-    from blocklab import reference as ref
-    from blocklab.verify import ROPE_SHIFTS, rope_gap_by_shift
-
-    gaps = rope_gap_by_shift()
-    assert list(gaps) == [str(s) for s in ROPE_SHIFTS]
-    rng = np.random.default_rng(0)
-    q, k = rng.normal(size=64), rng.normal(size=64)
-    for s in ROPE_SHIFTS:
-        want = max(ref.relative_position_gap(q, k, 10, 3, s, layout=layout)
-                   for layout in ref.ROPE_LAYOUTS)
-        assert gaps[str(s)] == want and 0 <= want < 1e-6
+def test_rope_gap_by_shift_stays_at_rounding_at_every_shift():
+    gaps = verify.rope_gap_by_shift()
+    assert list(gaps) == [str(s) for s in verify.ROPE_SHIFTS]
+    assert all(0 <= gap < 1e-6 for gap in gaps.values())

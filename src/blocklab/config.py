@@ -45,20 +45,13 @@ def _bad(field_name: str, value: Any, allowed: str) -> ConfigError:
     return refusal(f"ModelConfig.{field_name}={shown_value(value)}", allowed, ConfigError)
 
 
-def gated_ffn_width(d_model: int, multiple_of: int = 1,
-                    ffn_dim_multiplier: float | None = None) -> int:
-    """Meta's Llama rule: int(2/3 · 4d), times an optional multiplier, rounded up to
-    `multiple_of`: a plain FFN of width 4d's parameters (3·d·m = 2·d·4d) before rounding."""
-    return llama_ffn_width(d_model, multiple_of, ffn_dim_multiplier)
-
-
 @dataclass(frozen=True)
 class ModelConfig:
     """A decoder (or, for budgets only, encoder) Transformer, one field per design choice.
 
     Sizes: `d_model`, `n_layers`, `n_heads`, `n_kv_heads` (grouped-query; defaults to n_heads),
     `head_dim` (defaults to d_model // n_heads), `d_ff` (defaults by rule: 4·d_model for plain
-    FFNs, `gated_ffn_width` for gated ones).
+    FFNs, Meta's Llama rule `llama_ffn_width` for gated ones).
     """
 
     vocab_size: int = 256
@@ -137,7 +130,7 @@ class ModelConfig:
                            f"a divisor of d_model={self.d_model} (or set head_dim explicitly)")
             object.__setattr__(self, "head_dim", self.d_model // self.n_heads)
         if self.d_ff is None:
-            width = (gated_ffn_width(self.d_model, self.ffn_multiple_of, self.ffn_dim_multiplier)
+            width = (llama_ffn_width(self.d_model, self.ffn_multiple_of, self.ffn_dim_multiplier)
                      if self.gated else 4 * self.d_model)
             object.__setattr__(self, "d_ff", width)
         if self.n_experts and self.moe_d_ff is None:

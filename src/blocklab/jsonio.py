@@ -236,35 +236,27 @@ def _name(kind: Any) -> str:
 __all__ = ["MAX_BYTES", "MAX_DEPTH", "decode", "parse_json", "read_json"]
 
 
-def json_safe(value: Any) -> Any:
-    """Non-finite floats -> None, tuples -> lists, dataclasses -> dicts of their fields,
-    recursively (strict JSON has no NaN)."""
+def json_safe(value: Any, named: bool = False) -> Any:
+    """Non-finite floats -> None (`named`: the strings "NaN", "Infinity", "-Infinity"),
+    tuples -> lists, dataclasses -> dicts of their fields, recursively (strict JSON has no NaN)."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return json_safe(dataclasses.asdict(value))
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
+        return json_safe(dataclasses.asdict(value), named)
+    if isinstance(value, float) and not math.isfinite(value):
+        if not named:
+            return None
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
     if isinstance(value, dict):
-        return {str(k): json_safe(v) for k, v in value.items()}
+        return {str(k): json_safe(v, named) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [json_safe(v) for v in value]
+        return [json_safe(v, named) for v in value]
     return value
 
 
 def output_json(value: Any, indent: int | None = None, ensure_ascii: bool = True) -> str:
-    """`value` as strict JSON for `--json` output: a non-finite float is written as the string
-    "Infinity", "-Infinity" or "NaN" (a float16 overflow keeps its meaning; jq reads it)."""
-    return json.dumps(_named_non_finite(value), indent=indent, ensure_ascii=ensure_ascii,
+    """`value` as strict JSON for `--json` output: a non-finite float is written by name (a
+    float16 overflow keeps its meaning; jq reads it)."""
+    return json.dumps(json_safe(value, named=True), indent=indent, ensure_ascii=ensure_ascii,
                       allow_nan=False)
-
-
-def _named_non_finite(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
-    if isinstance(value, dict):
-        return {k: _named_non_finite(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_named_non_finite(v) for v in value]
-    return value
 
 
 # --- writing ------------------------------------------------------------------------------------
