@@ -12,12 +12,12 @@ from blocklab.config import ModelConfig
 from blocklab.experiments.summaries import Interval
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")  # frozen configs: one for every test
 def tiny_model():
     return ModelConfig(vocab_size=256, d_model=32, n_layers=2, n_heads=2, max_seq_len=256)
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def tiny_train():
     from blocklab.experiments.trainer import TrainConfig
 

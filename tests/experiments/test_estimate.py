@@ -31,12 +31,11 @@ def test_training_flops_are_three_forward_passes_a_step():
 
 def _fake_calibration(specs, step_s=0.02):
     """A calibration that prices every shape `specs` ask for at fixed times (no timing)."""
-    requests = estimate._Requests()
-    estimate.price_specs(specs, requests)
+    shapes = estimate.shapes_of(specs)
     timing = estimate.Timing(build_s=step_s / 2, step_s=step_s, forward_s=step_s / 3,
                              call_s=step_s / 20)
-    return estimate.Calibration(seconds=0.0, timings=dict.fromkeys(requests.shapes, timing),
-                                measured=len(requests.shapes), fitted=0, speed=1.0,
+    return estimate.Calibration(seconds=0.0, timings=dict.fromkeys(shapes, timing),
+                                measured=len(shapes), fitted=0, speed=1.0,
                                 startup_s=3.0, worker_start_s=5.0)
 
 
@@ -164,14 +163,13 @@ def test_stored_runs_cost_nothing_and_their_twins_cost_their_wall_time(tiny_runs
 @pytest.mark.exclusive  # it times the machine: no other test beside it
 def test_calibration_times_every_shape_asked_for_within_its_budget():
     specs = [(s, spec) for s, spec in _all_specs("tiny") if s.name == "placement"]
-    requests = estimate._Requests()
-    estimate.price_specs(specs, requests)
-    calibration = estimate.calibrate(requests.shapes, budget_s=0.3)
-    assert set(requests.shapes) <= set(calibration.timings)
+    shapes = estimate.shapes_of(specs)
+    calibration = estimate.calibrate(shapes, budget_s=0.3)
+    assert set(shapes) <= set(calibration.timings)
     assert calibration.measured >= 2  # the reference model and at least one asked for
     assert calibration.measured + calibration.fitted == len(
-        set(requests.shapes) | {estimate._key(estimate.reference_model(),
-                                              *estimate.REFERENCE_SHAPE, "fp32")})
+        set(shapes) | {estimate._key(estimate.reference_model(), *estimate.REFERENCE_SHAPE,
+                                     "fp32")})
     assert all(t.step_s > 0 and t.forward_s > 0 for t in calibration.timings.values())
     assert calibration.speed > 0 and calibration.startup_s >= 0 and calibration.run_s >= 0
     assert 1.0 <= calibration.contention <= 2.0

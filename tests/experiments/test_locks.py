@@ -281,26 +281,6 @@ def test_another_users_machine_lock_serves_this_user(shared_tmp, mode):
 
 
 @needs_root
-def test_timing_still_waits_for_another_users_training(shared_tmp):
-    """Held read-only, the lock still keeps a timing alone: it waits for the other user's
-    shared hold, and says so."""
-    path = shared_tmp / "machine.lock"
-    _others_lock(path, 0o644)
-
-    def time_alone() -> dict:
-        said: list[str] = []
-        start = time.monotonic()
-        with machine_lock(exclusive=True, echo=said.append):
-            return {"waited": time.monotonic() - start, "said": said}
-
-    other = _hold_machine_lock("shared", 1.5)  # another process's training run
-    out = run_as(USER, time_alone)
-    other.wait()
-    assert out["ok"]["waited"] > 0.5, out
-    assert out["ok"]["said"] and "waiting for other blocklab runs" in out["ok"]["said"][0]
-
-
-@needs_root
 def test_a_machine_lock_made_under_a_strict_umask_is_still_shared(shared_tmp):
     """Whoever makes the lock first makes it 0666 whatever their umask (open's mode is cut by
     it), so the next user can use it."""

@@ -6,7 +6,6 @@ import json
 
 import pytest
 
-from blocklab.config import ModelConfig
 from blocklab.errors import ResultsError
 from blocklab.experiments.results import ResultStore, result_json
 from blocklab.experiments.run_result import (
@@ -26,14 +25,11 @@ STAMPS = ["provenance", "run", "machine_load"]
 
 
 @pytest.fixture(scope="module")
-def trained() -> RunResult:
-    """One tiny training run (the shared tiny configs of conftest.py, four steps)."""
+def trained(tiny_model, tiny_train) -> RunResult:
+    """One tiny training run of four steps."""
     from blocklab.experiments import trainer as tr
 
-    model = ModelConfig(vocab_size=256, d_model=32, n_layers=2, n_heads=2, max_seq_len=256)
-    train = tr.TrainConfig(steps=4, batch_size=4, seq_len=32, lr=3e-3, eval_every=2,
-                           eval_batches=1, log_every=2, threads=1)
-    return tr.run(model, train)
+    return tr.run(tiny_model, tiny_train.replace(steps=4, eval_every=2))
 
 
 def _round_trip(result: RunResult) -> RunResult:
