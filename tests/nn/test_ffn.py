@@ -221,16 +221,15 @@ def test_narrowed_equals_the_whole_ffn_with_dropped_channels_zeroed(kind, packed
 
 
 def test_narrowed_swiglu_matches_the_float64_reference():
-    from blocklab.reference import sliced_swiglu
+    from blocklab.reference import swiglu
 
     torch.manual_seed(1)
     ffn = GatedFeedForward(6, 10).double()
     x = randn(6, dtype=torch.float64)
     with narrowed(ffn, 4):
         out = ffn(x)
-    want = sliced_swiglu(x.numpy(), ffn.gate_proj.weight.detach().numpy(),
-                         ffn.up_proj.weight.detach().numpy(),
-                         ffn.down_proj.weight.detach().numpy(), 4)["output"]
+    w_g, w_u, w_d = (p.weight.detach().numpy() for p in (ffn.gate_proj, ffn.up_proj, ffn.down_proj))
+    want = swiglu(x.numpy(), w_g[:4], w_u[:4], w_d[:, :4])["output"]  # the first 4 channels
     assert_close(out, torch.from_numpy(want), **F64)
 
 

@@ -11,7 +11,6 @@ from blocklab.reference import (
     equal_param_width,
     ffn_budget,
     llama_ffn_width,
-    sliced_swiglu,
     swiglu,
     swiglu_jacobian,
 )
@@ -233,34 +232,3 @@ def test_llama_ffn_width_rejects_bad_arguments():
             llama_ffn_width(64, ffn_dim_multiplier=bad)
     with pytest.raises(ValueError, match="leaves no intermediate width"):
         llama_ffn_width(1, ffn_dim_multiplier=1e-3)
-
-
-# --- sliced SwiGLU (nested widths) -----------------------------------------------------------
-@pytest.mark.parametrize("width", [1, 3, 5, 8])
-def test_sliced_swiglu_equals_full_swiglu_with_dropped_channels_zeroed(width):
-    """Keeping the first k channels is the full SwiGLU with channels k … m−1 of the down
-    matrix zeroed (or of the up matrix: either kills those channels' contribution exactly)."""
-    rng = np.random.default_rng(width)
-    d, m = 4, 8
-    x, w_g, w_u, w_d = (rng.normal(size=s) for s in ((d,), (m, d), (m, d), (d, m)))
-    sliced = sliced_swiglu(x, w_g, w_u, w_d, width)
-    down_zeroed, up_zeroed = w_d.copy(), w_u.copy()
-    down_zeroed[:, width:] = 0.0
-    up_zeroed[width:] = 0.0
-    for full in (swiglu(x, w_g, w_u, down_zeroed), swiglu(x, w_g, up_zeroed, w_d)):
-        np.testing.assert_allclose(sliced["output"], full["output"], rtol=1e-13, atol=1e-15)
-    assert sliced["hidden"].shape == (width,)
-    assert (sliced["parameters"], sliced["hidden_elements"]) == (3 * d * width, width)
-    # by hand: y_k = Σ_{j<k} W_d[:, j] · SiLU(g_j) · u_j
-    g, u = w_g @ x, w_u @ x
-    by_hand = sum(w_d[:, j] * (g[j] / (1 + np.exp(-g[j]))) * u[j] for j in range(width))
-    np.testing.assert_allclose(sliced["output"], by_hand, rtol=1e-13, atol=1e-15)
-
-
-@pytest.mark.parametrize("width, match", [(0, "positive integer"), (7, "at most .* m = 6"),
-                                          (2.5, "positive integer"), (True, "positive integer")])
-def test_sliced_swiglu_rejects_bad_width(width, match):
-    rng = np.random.default_rng(0)
-    x, w_g, w_u, w_d = (rng.normal(size=s) for s in ((3,), (6, 3), (6, 3), (3, 6)))
-    with pytest.raises(ValueError, match=match):
-        sliced_swiglu(x, w_g, w_u, w_d, width)

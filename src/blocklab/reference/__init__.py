@@ -10,7 +10,6 @@ from .ffn import (
     equal_param_width,
     ffn_budget,
     llama_ffn_width,
-    sliced_swiglu,
     swiglu,
     swiglu_jacobian,
 )
@@ -33,4 +32,4 @@ __all__ = ["ROPE_LAYOUTS", "central_difference_jacobian", "commutator", "equal_p
            "norm_statistics", "radial_action", "relative_position_gap", "relu", "relu_grad",
            "residual_paths", "rmsnorm", "rmsnorm_jacobian", "rope_frequencies", "rope_rotate",
            "rope_score", "scale_invariance_gap", "shift_scale_table", "sigmoid", "silu",
-           "silu_grad", "sliced_swiglu", "swiglu", "swiglu_jacobian"]
+           "silu_grad", "swiglu", "swiglu_jacobian"]

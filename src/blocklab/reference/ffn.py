@@ -79,22 +79,6 @@ def swiglu(x, gate_matrix, up_matrix, down_matrix) -> dict:
     }
 
 
-def sliced_swiglu(x, gate_matrix, up_matrix, down_matrix, width) -> dict:
-    """:func:`swiglu` at a prefix width: only the first ``width`` intermediate channels kept,
-    i.e. the first ``width`` rows of W_g and W_u and the first ``width`` columns of W_d::
-
-        y_k = W_d[:, :k] (SiLU(W_g[:k] x) (*) (W_u[:k] x))
-
-    with 1 ≤ k ≤ m (page 000's note on MoSE): :func:`swiglu`'s dict at width k.
-    """
-    x, w_g, w_u, w_d = _check_swiglu_inputs(x, gate_matrix, up_matrix, down_matrix)
-    m = w_g.shape[0]
-    k = _positive_int(width, "width")
-    if k > m:
-        raise InputError(f"width must be at most the intermediate width m = {m}, got {k}")
-    return swiglu(x, w_g[:k], w_u[:k], w_d[:, :k])
-
-
 def swiglu_jacobian(x, gate_matrix, up_matrix, down_matrix) -> np.ndarray:
     """Analytic Jacobian ``dy/dx`` of :func:`swiglu`, [d, d].
 
