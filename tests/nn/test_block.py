@@ -44,25 +44,16 @@ def _block_jacobian(block, x):
     return jacobian(lambda v: block(v[None, None])[0, 0], torch.from_numpy(x)).numpy()
 
 
-def test_pre_norm_block_jacobian_matches_reference():
-    # y = h + B N(h), h = x + A N(x): by the chain rule J = pre_J(h; B) · pre_J(x; A).
+@pytest.mark.parametrize("placement", ["pre", "post"])
+def test_block_jacobian_matches_reference(placement):
+    # pre:  y = h + B N(h), h = x + A N(x);  post: y = N(h + B h), h = N(x + A x).
+    # By the chain rule J = J(h; B) · J(x; A), each from residual_paths' closed form.
     rng = _rng(0)
     x, a, b = rng.normal(size=D), rng.normal(size=(D, D)), rng.normal(size=(D, D))
     first = residual_paths(x, a, EPS)
-    second = residual_paths(first["pre"], b, EPS)
-    expected = second["pre_jacobian"] @ first["pre_jacobian"]
-    np.testing.assert_allclose(_block_jacobian(_linear_block("pre", a, b), x), expected,
-                               **JAC)
-
-
-def test_post_norm_block_jacobian_matches_reference():
-    # y = N(h + B h), h = N(x + A x): J = post_J(h; B) · post_J(x; A).
-    rng = _rng(1)
-    x, a, b = rng.normal(size=D), rng.normal(size=(D, D)), rng.normal(size=(D, D))
-    first = residual_paths(x, a, EPS)
-    second = residual_paths(first["post"], b, EPS)
-    expected = second["post_jacobian"] @ first["post_jacobian"]
-    np.testing.assert_allclose(_block_jacobian(_linear_block("post", a, b), x), expected,
+    second = residual_paths(first[placement], b, EPS)
+    expected = second[f"{placement}_jacobian"] @ first[f"{placement}_jacobian"]
+    np.testing.assert_allclose(_block_jacobian(_linear_block(placement, a, b), x), expected,
                                **JAC)
 
 

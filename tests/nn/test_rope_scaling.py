@@ -170,39 +170,6 @@ def test_ntk_closed_form(factor, head_dim, partial_rotary_factor):
     assert_close(inv_freq[-1].double(), plain[-1].double() / factor, atol=0.0, rtol=1e-6)
 
 
-# --- every variant is plain RoPE at factor 1 -------------------------------------------------
-
-FACTOR_ONE = {
-    "default": {},
-    "linear": {"factor": 1.0},
-    "ntk": {"factor": 1.0},
-    # Inside the original window; past it dynamic scales by the length ratio even at factor 1.
-    "dynamic": {"factor": 1.0, "original_max_position_embeddings": 256},
-    "yarn": {"factor": 1.0, "original_max_position_embeddings": 256},
-    "llama3": {
-        "factor": 1.0,
-        "low_freq_factor": 1.0,
-        "high_freq_factor": 4.0,
-        "original_max_position_embeddings": 256,
-    },
-}
-
-
-def test_factor_one_cases_cover_registry():
-    assert set(FACTOR_ONE) == set(ROPE_SCALINGS)
-
-
-@pytest.mark.parametrize("name", sorted(FACTOR_ONE))
-@pytest.mark.parametrize("seq_len", [None, 1, 256])
-@pytest.mark.parametrize("head_dim, theta, prf", [(64, 10000.0, 1.0), (32, 500000.0, 0.5)])
-def test_factor_one_is_plain_rope(name, seq_len, head_dim, theta, prf):
-    plain, _ = default_rope(head_dim, theta, prf)
-    scaling = {"rope_type": name, **FACTOR_ONE[name]}
-    inv_freq, attention_factor = ROPE_SCALINGS[name](head_dim, theta, prf, scaling, seq_len)
-    assert attention_factor == 1.0
-    assert_close(inv_freq, plain, **ONE_ROUNDING)
-
-
 # --- bad names and values: ValueError, one line naming the value -------------------------------
 
 
