@@ -646,12 +646,6 @@ def statuses(results: Iterable[RunResult | None]) -> dict[str, int]:
     return dict(Counter("missing" if r is None else r.status for r in results))
 
 
-def split_tuned(results: Results) -> tuple[Results, Results]:
-    """(the tuning runs, the evaluation runs) of a tuned suite's results, by payload kind."""
-    tuned = [(spec, r) for spec, r in results if spec.payload.get("kind") == "tune"]
-    return tuned, [(spec, r) for spec, r in results if spec.payload.get("kind") != "tune"]
-
-
 def training_spec(label: str, arm: str, seed: int, mc: ModelConfig, tc: TrainConfig,
                   identity: dict[str, Any], data: str = "stdlib",
                   train: Callable[..., RunResult] | None = None) -> RunSpec:

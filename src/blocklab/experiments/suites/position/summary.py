@@ -17,7 +17,6 @@ from blocklab.experiments.suites.base import (
     mean_ci,
     median_ms,
     paired_difference,
-    split_tuned,
 )
 from blocklab.experiments.suites.evaluation import full_only, graded_only, listed
 from blocklab.experiments.suites.position.runs import (
@@ -369,7 +368,8 @@ def _finite_cell(value: bool | None, read: FiniteRead) -> str:
 
 def summarise(options: RunOptions, results: Results) -> Summary:
     size, seeds = options.size, options.seeds
-    tuned, evaluated = split_tuned(results)
+    tuned = [(spec, r) for spec, r in results if spec.payload.get("kind") == "tune"]
+    evaluated = [(spec, r) for spec, r in results if spec.payload.get("kind") != "tune"]
     config = SIZES[size]
     L, mults = config.L, config.mults
     longer = [str(m) for m in mults if m > 1]
