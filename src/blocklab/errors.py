@@ -52,7 +52,3 @@ class Busy(BlocklabError, RuntimeError):
 
 class Interrupted(KeyboardInterrupt):
     """Ctrl-C stopped work; the message says what was kept (the CLI prints it, exit 130)."""
-
-
-__all__ = ["BlocklabError", "Busy", "CheckpointError", "ConfigError", "InputError", "Interrupted",
-           "LockUnavailable", "ResultsError"]

@@ -28,6 +28,7 @@ MAX_BYTES = 16 * 2**20  # a config.json or an index is kilobytes
 # Hugging Face configs nest 3 or 4 levels (text_config.rope_scaling.factor); 64 is generous and
 # far below Python's recursion limit.
 MAX_DEPTH = 64
+_TOO_DEEP = f"JSON nested more than {MAX_DEPTH} levels deep; a config nests a few levels"
 
 
 class _Unreadable:
@@ -67,7 +68,7 @@ def parse_json(text: str | bytes, source: str, error: type[InputError] = InputEr
         data = json.loads(text, parse_constant=_Unreadable, parse_float=_float,
                           object_pairs_hook=unique_keys)
     except RecursionError:
-        raise error(_too_deep(source)) from None  # deeper than the parser can go
+        raise error(f"{source}: {_TOO_DEEP}") from None  # deeper than the parser can go
     except UnicodeDecodeError:  # bytes that are not UTF-8 (or UTF-16/32)
         raise error(f"{source}: not UTF-8 text") from None
     except json.JSONDecodeError as err:
@@ -77,24 +78,15 @@ def parse_json(text: str | bytes, source: str, error: type[InputError] = InputEr
     problem = _check(data, {id(obj): key for obj, key in reversed(repeated)})
     if problem is None and repeated:  # (only in an object a repeated key then replaced)
         problem = f"key {repeated[0][1][:80]!r} is given twice in one object; keep one"
-    if problem == _TOO_DEEP:
-        raise error(_too_deep(source))
     if problem is not None:
         raise error(f"{source}: {problem}")
     return data
 
 
-def _too_deep(source: str) -> str:
-    return f"{source}: JSON nested more than {MAX_DEPTH} levels deep; a config nests a few levels"
-
-
-_TOO_DEEP = "too deep"
-
-
 def _check(data: Any, repeated: dict[int, str]) -> str | None:
     """The first thing in document order that strict JSON does not allow, with where it sits,
-    `_TOO_DEEP`, or None; iterative (no stack to exhaust). `repeated`: {id(object): a key it
-    was given twice}."""
+    `_TOO_DEEP` (without), or None; iterative (no stack to exhaust). `repeated`: {id(object):
+    a key it was given twice}."""
     stack: list[tuple[Any, int, tuple | None]] = [(data, 0, None)]  # (value, depth, trail)
     while stack:
         value, depth, trail = stack.pop()
@@ -231,9 +223,6 @@ def shown(value: Any) -> str:
 
 def _name(kind: Any) -> str:
     return getattr(kind, "__name__", None) or str(kind).replace("typing.", "")
-
-
-__all__ = ["MAX_BYTES", "MAX_DEPTH", "decode", "parse_json", "read_json"]
 
 
 def json_safe(value: Any, named: bool = False) -> Any:

@@ -303,9 +303,3 @@ def log_ratio_interval(numerators: ArrayLike, denominators: ArrayLike,
     logs = paired_interval(np.log(num / den), alpha)
     return Estimate(math.exp(logs.value), math.exp(logs.ci_low), math.exp(logs.ci_high),
                     logs.n, logs.sd, logs.alpha)
-
-
-__all__ = [
-    "SPENDINGS", "Estimate", "detectable_effect", "interval_from_summary", "log_ratio_interval",
-    "paired_interval", "power", "seeds_needed", "spent_alpha", "spent_by",
-]
