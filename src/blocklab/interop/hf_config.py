@@ -355,28 +355,16 @@ def from_hf(hf: dict[str, Any]) -> ModelConfig:
     if not isinstance(hf, dict):
         raise ConfigError(f"Hugging Face config must be a JSON object, got {type(hf).__name__}")
     model_type = hf.get("model_type")
-    name = str(hf.get("_name_or_path", "") or "")
-    if model_type == "mpt":
-        return _from_hf_mpt(hf, name)
-    if model_type == "chatglm":
-        return _from_hf_chatglm(hf, name)
-    if model_type in ("llama4", "llama4_text"):
-        return _from_hf_llama4(hf, name)
-    if model_type in HF_LLAMA_FAMILY or model_type in ("gemma", "gemma2"):
-        return _from_hf_llama_family(hf, model_type, name)
-    if model_type == "gpt2":
-        return _from_hf_gpt2(hf, name)
-    if model_type == "bert":
-        return _from_hf_bert(hf, name)
-    raise ConfigError(f"unsupported Hugging Face model_type {shown_value(model_type)}; allowed: "
-                      f"{sorted([*HF_LLAMA_FAMILY, *_HF_OTHER_TYPES])}")
+    read = _READERS.get(model_type) if isinstance(model_type, str) else None
+    if read is None:
+        raise ConfigError(f"unsupported Hugging Face model_type {shown_value(model_type)}; "
+                          f"allowed: {sorted(_READERS)}")
+    return read(hf, str(hf.get("_name_or_path", "") or ""))
 
 
-_HF_OTHER_TYPES = ("gemma", "gemma2", "gpt2", "bert", "mpt", "chatglm", "llama4", "llama4_text")
-
-
-def _from_hf_llama_family(hf: dict[str, Any], model_type: str, name: str) -> ModelConfig:
+def _from_hf_llama_family(hf: dict[str, Any], name: str) -> ModelConfig:
     """Llama, Mistral, Qwen2, Qwen3, Gemma and Gemma-2."""
+    model_type = hf["model_type"]
     act = _hf_act(hf, model_type)
     theta, scaling, rope_keys = _hf_rope(hf, model_type)
     head_dim, kv, size_keys = _hf_sizes(hf, model_type)
@@ -689,6 +677,13 @@ def _from_hf_llama4(hf: dict[str, Any], name: str) -> ModelConfig:
             experts_per_token=hf.get("num_experts_per_tok", 1), n_shared_experts=1,
             moe_d_ff=_need(hf, "intermediate_size"), moe_every=moe_every, nope_every=nope,
             name=name)
+
+
+# model_type -> the reader of its config.json.
+_READERS = {**dict.fromkeys((*HF_LLAMA_FAMILY, "gemma", "gemma2"), _from_hf_llama_family),
+            "gpt2": _from_hf_gpt2, "bert": _from_hf_bert, "mpt": _from_hf_mpt,
+            "chatglm": _from_hf_chatglm, "llama4": _from_hf_llama4,
+            "llama4_text": _from_hf_llama4}
 
 
 def to_hf(cfg: ModelConfig, model_type: str = "llama") -> dict[str, Any]:
