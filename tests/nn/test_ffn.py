@@ -146,13 +146,6 @@ def test_packed_equals_separate_after_copying_weights(bias):
     assert_close(packed.double()(x.double()), separate.double()(x.double()), **F64)
 
 
-# --- widths ----------------------------------------------------------------------------------
-def test_equal_param_width_exact_cases():
-    assert equal_param_gated_width(3 * 7) == 14  # divisible: exactly 2/3
-    assert equal_param_gated_width(2048) == 1366  # 1365.33 rounds up (Meta's rule gives 1365)
-    assert equal_param_gated_width(4 * 4096, 256) == 11008  # Llama-2-7B
-
-
 # --- errors ----------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("make", "match"),

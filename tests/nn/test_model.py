@@ -63,8 +63,9 @@ def test_cache_decode_equals_full_recompute(scheme, max_len):
     with torch.no_grad():
         full = model(ids)
         cache = KVCache(model.config.n_layers, max_len=max_len)
-        steps = [model(ids[:, :5], cache=cache)]
-        steps += [model(ids[:, t:t + 1], cache=cache) for t in range(5, 12)]
+        # a prompt, single tokens, then a chunk of several past a non-empty cache
+        bounds = [0, 5, 6, 7, 8, 12]
+        steps = [model(ids[:, a:b], cache=cache) for a, b in itertools.pairwise(bounds)]
     assert cache.length == 12
     # One-token and full-sequence attention sum in different orders: float32 rounding of the
     # logits' scale (|logits| ~ 6 here), so atol is relative to the largest logit.

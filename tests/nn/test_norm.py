@@ -8,7 +8,7 @@ import transformers.models.llama.modeling_llama as modeling_llama
 from torch.autograd.functional import jacobian
 from torch.testing import assert_close
 
-from blocklab import config
+from blocklab import config, reference
 from blocklab.nn.norm import NORMS, LayerNorm, RMSNorm, build_norm
 
 from .conftest import randn
@@ -127,29 +127,16 @@ def test_layernorm_matches_float64_formula(bias):
     assert_close(norm(x), expected, atol=1e-12, rtol=1e-12)
 
 
-# --- Jacobians in float64 against closed forms -----------------------------------------------
-def test_rmsnorm_jacobian_matches_closed_form():
+# --- Jacobians in float64 against blocklab.reference's closed forms ---------------------------
+@pytest.mark.parametrize("kind", ["rmsnorm", "layernorm"])
+def test_jacobian_matches_the_reference_closed_form(kind):
+    # diag(γ) (I / s − x xᵀ / (d s³)) for RMSNorm; diag(γ) (C / σ − c cᵀ / (d σ³)) for LayerNorm,
+    # C the centring matrix and c = x − mean(x).
     d, eps = 5, 1e-6
-    norm = _random_weight(RMSNorm(d, eps=eps)).double()
-    gamma = norm.weight.detach()
+    norm = _random_weight(build_norm(kind, d, eps)).double()
     x = randn(d, dtype=torch.float64, seed=3)
-    s = torch.sqrt(x.pow(2).mean() + eps)
-    closed = torch.diag(gamma) @ (torch.eye(d, dtype=torch.float64) / s
-                                  - torch.outer(x, x) / (d * s**3))
-    assert_close(jacobian(norm, x), closed, atol=1e-10, rtol=1e-10)
-
-
-def test_layernorm_jacobian_matches_closed_form():
-    d, eps = 5, 1e-6
-    norm = _random_weight(LayerNorm(d, eps=eps)).double()
-    gamma = norm.weight.detach()
-    x = randn(d, dtype=torch.float64, seed=4)
-    c = x - x.mean()
-    sigma = torch.sqrt(c.pow(2).mean() + eps)
-    ones = torch.ones(d, dtype=torch.float64)
-    centring = torch.eye(d, dtype=torch.float64) - torch.outer(ones, ones) / d
-    closed = torch.diag(gamma) @ (centring / sigma - torch.outer(c, c) / (d * sigma**3))
-    assert_close(jacobian(norm, x), closed, atol=1e-10, rtol=1e-10)
+    closed = getattr(reference, f"{kind}_jacobian")(x.numpy(), eps, norm.weight.detach().numpy())
+    assert_close(jacobian(norm, x), torch.from_numpy(closed), atol=1e-10, rtol=1e-10)
 
 
 # --- construction, registry, errors ----------------------------------------------------------

@@ -24,7 +24,6 @@ from blocklab.nn.position import (
     permute_half_split_to_interleaved,
     permute_interleaved_to_half_split,
     rotary_cos_sin,
-    rotate_half,
 )
 from blocklab.nn.rope_scaling import rope_frequencies
 
@@ -40,11 +39,6 @@ def _hf_rotary(head_dim, theta, scaling, max_position_embeddings):
 
 
 # --- Hugging Face parity -------------------------------------------------------------------
-def test_rotate_half_matches_hf():
-    x = randn(2, 3, 4, 16)
-    assert_close(rotate_half(x), modeling_llama.rotate_half(x), **EXACT)
-
-
 @pytest.mark.parametrize("batched_positions", [False, True])
 def test_apply_rotary_half_split_matches_hf_apply_rotary_pos_emb(batched_positions):
     B, H, H_kv, T, D = 2, 4, 2, 7, 16
