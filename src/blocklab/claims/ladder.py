@@ -318,12 +318,7 @@ def _band(part_rule: Rule) -> list[float] | None:
     return [part_rule.claimed - part_rule.margin, part_rule.claimed + part_rule.margin]
 
 
-_DIRECTION: dict[str, Template] = {
-    "grows": ("moves towards the claim as compute grows", "随算力增长向论断方向移动"),
-    "shrinks": ("moves away from the claim as compute grows", "随算力增长远离论断"),
-    "drifts": ("drifts as compute grows (a claimed band: its slope's interval excludes 0)",
-               "随算力增长而漂移（登记区间：斜率区间不含 0）"),
-    "none": ("no trend detectable across {k} rungs", "{k} 级之间检测不到趋势")}
+_DIRECTION: dict[str, Template] = WORDING["DIRECTION"]
 
 # The ladder's sentences, (English, Chinese), filled by `say`.
 TEXT: dict[str, Template] = WORDING["LADDER"]

@@ -387,12 +387,7 @@ def share_steps(name: str) -> ShareSteps:
                       layer={"ffn": ffn, "attention": attn, "norms": norms})
 
 
-CAUSE_TEXT = {"ffn_form": ("the FFN is not 3·d·d_ff (plain: 2 matrices; MoE: all experts)",
-                           "FFN 不是 3·d·d_ff（普通 FFN 2 个矩阵；MoE 含全部专家）"),
-              "attention_shape": ("attention is not 4·d² (grouped-query K/V or head_dim·n_heads ≠ d)",
-                                  "注意力不是 4·d²（GQA 的 K/V 变窄，或 head_dim·n_heads ≠ d）"),
-              "biases": ("biases", "偏置"), "norms": ("norm gains", "归一化参数"),
-              "none": ("nothing", "无")}
+CAUSE_TEXT: dict[str, Template] = WORDING["C35_CAUSES"]
 
 
 # The departures from the formula's own assumptions (`share_steps`): a model off the formula

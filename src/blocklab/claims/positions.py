@@ -36,8 +36,6 @@ from blocklab.claims.rules import (
     INCONCLUSIVE,
     MIXED,
     REFUTED,
-    SETTLE_EN,
-    SETTLE_ZH,
     Estimate,
     Part,
     band_part,
@@ -45,7 +43,7 @@ from blocklab.claims.rules import (
     majority,
     settle,
 )
-from blocklab.claims.text import WORDING, Template, say, verdict_word
+from blocklab.claims.text import WORDING, Template, both, say, verdict_word
 from blocklab.experiments.suites.base import format_ci
 from blocklab.experiments.suites.position.runs import SIZES as POSITION_SIZES
 from blocklab.experiments.suites.position.summary import (
@@ -244,30 +242,8 @@ def c29(ctx: Context) -> Finding:
 # --- C30: RoPE to 8–16× with NTK / YaRN, and the warning past 8× read both ways ---------------
 # The page's warning "RoPE 外推超过 8x 训练长度时质量会明显下降" has no qualifier: it is graded
 # read both ways, each reading a group of parts of its own.
-C30_READINGS = {
-    "scaled": ("with NTK-aware / YaRN scaling RoPE works to 8–16×",
-               "借助 NTK-aware / YaRN scaling，RoPE 在 8–16 倍可用"),
-    "warning_plain": ("the warning read without scaling (plain RoPE drops clearly past 8×)",
-                      "警告按不做 scaling 读（普通 RoPE 超过 8 倍质量明显下降）"),
-    "warning_scaled": ("the warning read with scaling (NTK-aware / YaRN RoPE drops clearly "
-                       "past 8× too)",
-                       "警告按做 scaling 读（NTK-aware / YaRN 的 RoPE 超过 8 倍也明显下降）"),
-}
-C30_COMBINES = ("three groups of parts: the statement (NTK and YaRN, each training-free and "
-                "fine-tuned, work at 8× and 16×) and the unqualified warning (quality drops "
-                "clearly past 8×) read two ways: (a) without scaling (plain RoPE, and RoPE "
-                "fine-tuned without scaling) and (b) with scaling (the statement's arms). Not "
-                "reproduced at this scale when more than half of the graded parts of the "
-                "statement and of reading (a) do not hold; confirmed when every part of all "
-                "three holds; conditional, on that reading of the warning, when every part of "
-                "the statement and of one reading holds (the warning then holds read that way "
-                "only); otherwise mixed. Past 8× reading (b) asks of the statement's arms the "
-                "opposite grade, so the statement and the warning read with scaling cannot both "
-                "hold there. Never refuted (scale-dependent). " + SETTLE_EN,
-                "三组部分：第一句（NTK 与 YaRN，免训练与微调后，在 8 倍与 16 倍可用）与不带限定的警告（超过 8 倍质量明显下降）"
-                "的两种读法：(a) 不做 scaling，(b) 做 scaling。第一句与读法 (a) 的部分过半不成立时为此规模下未复现；"
-                "三组全部成立时成立；第一句与某一读法的每一部分都成立时有条件成立，以该读法为条件（警告只在这种读法下成立）；"
-                "否则为部分成立。不会判为不成立（与规模有关）。" + SETTLE_ZH)
+C30_READINGS: dict[str, Template] = WORDING["C30_READINGS"]
+C30_COMBINES = WORDING["COMBINES"]["C30"]
 
 
 def c30_parts(data: PositionData, size: str = "quick") -> dict[str, list[Part]]:
@@ -314,9 +290,7 @@ def combine_c30(groups: dict[str, list[Part]]) -> str:
     return settle([p.verdict for key in keys for p in groups[key]], decided)
 
 
-READING_STATUS = {"holds": ("holds", "成立"), "fails": ("does not hold", "不成立"),
-                  "partly": ("holds in part", "部分成立"), "unclear": ("is unclear", "不确定"),
-                  "not read": ("is not read at this size", "此规模下未读取")}
+READING_STATUS: dict[str, Template] = WORDING["READING_STATUS"]
 
 
 def reading_status(parts: list[Part]) -> str:
@@ -386,18 +360,7 @@ def c30(ctx: Context) -> Finding:
 # Timings are reported, never graded: at the suite's toy shape they measure per-op overhead,
 # and even at the realistic shape they depend on this machine and its load.
 C31_ROPE_PARTS = (C31_ROPE_PARAMS_PART, C31_ROPE_FLOPS_PART, C31_ROPE_SDPA_PART)
-C31_COMBINES = ("decided by counts, not timings: refuted when a RoPE part fails (RoPE adds "
-                f"parameters, its FLOPs exceed {C31_SHARE_PCT:g}% of a prefill at Llama 3 8B's "
-                "shape, or it calls SDPA otherwise than no positions does): these are counts at "
-                "a real model's shape, not a small-scale experiment; mixed when RoPE's parts "
-                "hold and an ALiBi or absolute-position part does not; confirmed when "
-                "every part holds. Step times (per-op overhead at the suite's toy shape, and "
-                "prefill and decode at a realistic shape) are reported and grade nothing. "
-                + SETTLE_EN,
-                "按计数而非计时判定：RoPE 的某部分不成立（增加了参数、在 Llama 3 8B 形状下 FLOPs 超过预填充的 "
-                f"{C31_SHARE_PCT:g}%，或调用 SDPA 的方式与无位置编码不同）时不成立：这些是真实模型形状下的计数，"
-                "不是小规模实验；RoPE 的部分成立而 ALiBi 或绝对位置的某部分不成立时为部分成立；全部成立时成立。"
-                "步时（玩具形状下的逐算子开销，以及真实形状下的预填充与解码）只报告，不参与判定。" + SETTLE_ZH)
+C31_COMBINES = both(WORDING["COMBINES"]["C31"], share=C31_SHARE_PCT)
 
 
 def zoo_params() -> dict[str, int]:

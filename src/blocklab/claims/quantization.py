@@ -25,44 +25,20 @@ from blocklab.claims.rules import (
     INCONCLUSIVE,
     MIXED,
     REFUTED,
-    SETTLE_EN,
-    SETTLE_ZH,
     Estimate,
     Part,
     decide,
     decided_text,
     settle,
 )
-from blocklab.claims.text import WORDING, Template, say, verdict_word
+from blocklab.claims.text import WORDING, Template, both, say, verdict_word
 from blocklab.experiments.suites.quantize.summary import QuantizeData
 from blocklab.experiments.suites.quantize.timing import QuantTiming
 from blocklab.experiments.summaries import RATIO_METHOD, Interval, TimeRatio
 
-C32_COMBINES = ("the timed parts first: untestable here on a CPU without int8 dot-product "
-                "instructions (VNNI or AMX int8); otherwise confirmed when quantizing the FFN "
-                "speeds prefill up and gains more than quantizing attention, mixed when only one "
-                "holds, else the headline part's verdict (a timing is never refuted: speed depends "
-                "on hardware and scale). Then the stated reason, an exact count: when it holds the "
-                "claim keeps that verdict; when it is refuted the claim is mixed if a timed part "
-                "holds, else refuted (a claim whose reason is false is never confirmed). "
-                + SETTLE_EN,
-                "先看计时部分：在没有 int8 点积指令（VNNI 或 AMX int8）的 CPU 上此处无法检验；否则量化 FFN "
-                "使预填充加速且加速多于量化注意力时成立，只有一项成立时为部分成立，否则取首要部分的判定（计时不会判为"
-                "不成立：速度取决于硬件与规模）。再看所述理由（精确计数）：理由成立时论断保持上述判定；理由不成立时，"
-                "有计时部分成立则为部分成立，否则不成立（理由错误的论断绝不判为成立）。" + SETTLE_ZH)
+C32_COMBINES = WORDING["COMBINES"]["C32"]
 # C33's exact part is the condition: per-row merging is free.
-C33_COMBINES = (f"conditional when merging gate|up with per-row scales is exactly separate "
-                f"quantization on every trained layer and one per-tensor scale costs more than "
-                f"δ = {C33_DELTA:g}% FFN output error (the page's rule holds for per-tensor "
-                f"scales only); otherwise the per-tensor part's verdict: not reproduced at this "
-                f"scale when the per-row merge is exact and the per-tensor cost stays short of δ "
-                f"(merging costs nothing that matters under either scaling), confirmed when the "
-                f"per-row merge is not exact (merging would change the weights under per-row "
-                f"scales too) and the per-tensor cost exceeds δ. " + SETTLE_EN,
-                f"逐行缩放合并 gate|up 在每个训练层上都与分开量化完全相同、且单一逐张量缩放使 FFN 输出误差增加超过 "
-                f"δ = {C33_DELTA:g}% 时有条件成立（页面的规则只对逐张量缩放成立）；否则取逐张量部分的判定：逐行合并完全相同"
-                f"且逐张量的代价小于 δ 时此规模下未复现（两种缩放下合并都没有值得一提的代价），逐行合并不完全相同"
-                f"（逐行缩放下合并也会改变权重）且逐张量的代价超过 δ 时成立。" + SETTLE_ZH)
+C33_COMBINES = both(WORDING["COMBINES"]["C33"], delta=C33_DELTA)
 
 # The checks' sentences, (English, Chinese), filled by `say`.
 TEXT: dict[str, Template] = WORDING["QUANTIZATION"]

@@ -795,13 +795,6 @@ def settle(verdicts: list[str], rule: Callable[[list[str]], str], limit: int = 1
     return outcomes.pop()
 
 
-SETTLE_EN = ("An inconclusive part counts as undecided, never dropped: the claim takes the verdict "
-             "that every way of deciding its inconclusive parts would give, else it is "
-             "inconclusive. Parts are decided with Holm's correction within the claim.")
-SETTLE_ZH = ("尚无定论的部分按未判定计入，绝不剔除：若这些部分无论如何判定都给出同一结论，论断取该结论，否则论断尚无定论。"
-             "同一论断内的各部分按 Holm 校正判定。")
-
-
 # Rules for `settle` shared by several claims: each maps fully decided parts to a verdict.
 def none_held(verdicts: list[str]) -> str:
     """Untestable when no part could be tested, refuted when an exact part is, else not

@@ -19,8 +19,6 @@ from blocklab.claims.registry import (
 from blocklab.claims.rules import (
     CONFIRMED,
     MIXED,
-    SETTLE_EN,
-    SETTLE_ZH,
     Estimate,
     Part,
     decided_text,
@@ -31,13 +29,7 @@ from blocklab.claims.text import WORDING, Template, say
 from blocklab.experiments.suites.base import format_ci
 from blocklab.experiments.suites.width.summary import WidthData
 
-C37_COMBINES = ("the page's warning is the two sliced parts: the claim is confirmed when both "
-                "are and nested training also comes close to training at m/2 alone and costs "
-                "little at m; mixed when the m/2 sliced part is confirmed and any other part "
-                "is not; otherwise it takes the m/2 sliced part's verdict. " + SETTLE_EN,
-                "页面的警示对应两个切片部分：两者都成立，且嵌套训练在 m/2 上接近单独训练的 m/2 模型、在 m 上代价很小时，"
-                "论断成立；m/2 切片部分成立而其余任一部分不成立时为部分成立；否则取 m/2 切片部分的判定。"
-                + SETTLE_ZH)
+C37_COMBINES = WORDING["COMBINES"]["C37"]
 
 # The check's sentences, (English, Chinese), filled by `say`.
 TEXT: dict[str, Template] = WORDING["WIDTH"]
