@@ -61,14 +61,11 @@ def _ids(seed=1):
     return torch.randint(0, TINY["vocab_size"], (2, T), generator=gen)
 
 
-def _hf_logits(model, ids):
+def _logits(model, ids):
+    """Logits of a transformers model or of ours, without a graph."""
     with torch.no_grad():
-        return model(ids).logits
-
-
-def _ours(model, ids):
-    with torch.no_grad():
-        return model(ids)
+        out = model(ids)
+    return out if isinstance(out, torch.Tensor) else out.logits
 
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
@@ -76,17 +73,17 @@ def test_load_hf_matches_transformers_and_round_trips(family, tmp_path):
     hf = _hf_model(family)
     hf.save_pretrained(tmp_path / "hf")
     ids = _ids()
-    expected = _hf_logits(hf, ids)
+    expected = _logits(hf, ids)
     assert expected.std() > 0.3
 
     ours = load_hf(tmp_path / "hf")
-    assert_close(_ours(ours, ids), expected, **PARITY)
+    assert_close(_logits(ours, ids), expected, **PARITY)
 
     model_type = hf.config.model_type
     save_hf(ours, tmp_path / "back", model_type=model_type)
     back = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "back").eval()
     assert type(back) is type(hf)
-    assert_close(_hf_logits(back, ids), expected, **PARITY)
+    assert_close(_logits(back, ids), expected, **PARITY)
 
 
 @pytest.mark.parametrize("family", ["llama", "qwen3"])
@@ -114,22 +111,22 @@ def test_meta_interleaved_checkpoint_two_ways(family, tmp_path):
     save_file(tensors, tmp_path / "model.safetensors", metadata={"format": "pt"})
 
     ids = _ids()
-    expected = _hf_logits(hf, ids)
+    expected = _logits(hf, ids)
     permuted = load_hf(tmp_path, layout="interleaved")
     kept = load_hf(tmp_path, layout="interleaved", rope_layout="interleaved")
     assert permuted.config.rope_layout == "half_split"
     assert kept.config.rope_layout == "interleaved"
-    assert_close(_ours(permuted, ids), expected, **PARITY)
-    assert_close(_ours(kept, ids), expected, **PARITY)
-    assert_close(_ours(kept, ids), _ours(permuted, ids), **PARITY)
+    assert_close(_logits(permuted, ids), expected, **PARITY)
+    assert_close(_logits(kept, ids), expected, **PARITY)
+    assert_close(_logits(kept, ids), _logits(permuted, ids), **PARITY)
     # Read as if half-split, the interleaved checkpoint is a different (wrong) model.
     wrong = load_hf(tmp_path)
-    assert (_ours(wrong, ids) - expected).abs().max() > 1e-2
+    assert (_logits(wrong, ids) - expected).abs().max() > 1e-2
 
     # Saving the interleaved model writes Hugging Face's half-split order back.
     save_hf(kept, tmp_path / "back", model_type=cfg.model_type)
     back = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "back").eval()
-    assert_close(_hf_logits(back, ids), expected, **PARITY)
+    assert_close(_logits(back, ids), expected, **PARITY)
 
 
 def test_sharded_checkpoint(tmp_path):
@@ -137,7 +134,7 @@ def test_sharded_checkpoint(tmp_path):
     hf.save_pretrained(tmp_path, max_shard_size="50KB")
     assert (tmp_path / "model.safetensors.index.json").is_file()
     assert not (tmp_path / "model.safetensors").exists()
-    assert_close(_ours(load_hf(tmp_path), _ids()), _hf_logits(hf, _ids()), **PARITY)
+    assert_close(_logits(load_hf(tmp_path), _ids()), _logits(hf, _ids()), **PARITY)
 
 
 def test_missing_and_unexpected_tensors_are_listed(tmp_path):
@@ -178,7 +175,7 @@ def test_dtype_argument(tmp_path):
     _hf_model("llama").save_pretrained(tmp_path)
     model = load_hf(tmp_path, dtype=torch.bfloat16)
     assert model.embed_tokens.weight.dtype == torch.bfloat16
-    logits = _ours(model, _ids())
+    logits = _logits(model, _ids())
     assert logits.dtype == torch.float32 and torch.isfinite(logits).all()
 
 
@@ -204,7 +201,7 @@ def test_save_hf_splits_fused_projections(tmp_path):
     names = set(load_file(tmp_path / "model.safetensors"))
     assert names == {blocklab_to_hf_name(n) for n in DecoderLM(cfg).state_dict()}
     ids = torch.randint(0, 32, (1, 5), generator=torch.Generator().manual_seed(0))
-    got, want = _ours(load_hf(tmp_path), ids), _ours(fused, ids)
+    got, want = _logits(load_hf(tmp_path), ids), _logits(fused, ids)
     # Split and packed projections sum in different orders: float32 rounding of logits whose
     # N(0, 1) weights make them large: 24 terms a sum at 6e-8 each bound it by 2e-6 of the largest.
     assert_close(got, want, atol=2e-6 * want.abs().max().item(), rtol=1e-5)
@@ -260,4 +257,4 @@ def test_agreeing_duplicates_load_as_transformers_loads_them(tmp_path, family, c
     _edited_checkpoint(tmp_path, family, **changes)
     theirs = transformers.AutoModelForCausalLM.from_pretrained(tmp_path).eval()
     ids = _ids()
-    assert_close(_ours(load_hf(tmp_path), ids), _hf_logits(theirs, ids), **PARITY)
+    assert_close(_logits(load_hf(tmp_path), ids), _logits(theirs, ids), **PARITY)
