@@ -36,7 +36,7 @@ def _doc() -> dict:
             "rope": {"command": "blocklab verify --group rope"}}
 
 
-def test_a_figure_a_suite_lists_names_that_suites_command():
+def test_a_figure_names_its_own_command_else_that_of_the_one_suite_listing_it():
     doc = _doc()
     for name in SUITE_MODULES:
         for key in get_suite(name).figures:
@@ -47,14 +47,12 @@ def test_a_figure_a_suite_lists_names_that_suites_command():
     assert figure_command(doc, "ffn_variants", None) == "blocklab suite ffn"
     assert figure_command(doc, "scale_trend", FIGURES["scale_trend"][1]) == (
         "blocklab suite ffn; blocklab suite placement")
-
-
-def test_a_figure_without_a_command_that_no_suite_lists_is_a_bug():
-    assert figure_command(_doc(), "kv_cache", FIGURES["kv_cache"][1]).startswith(
+    assert figure_command(doc, "kv_cache", FIGURES["kv_cache"][1]).startswith(
         "blocklab budget")
+    # one without a command of its own that no suite lists is a bug
     with pytest.raises(RuntimeError, match=r"figure kv_cache has no command of its own and "
                                            r"is listed by 0 suites \(none\), not one"):
-        figure_command(_doc(), "kv_cache", None)
+        figure_command(doc, "kv_cache", None)
 
 
 # The ladder figure (`fig_ladder`): a fitted line stops where the data stops.

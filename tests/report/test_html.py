@@ -128,7 +128,8 @@ def test_sections_list_the_page_topics_then_the_suites_own_in_their_order():
 def test_every_catalogue_string_has_both_languages_with_the_same_placeholders():
     # A translation that drops or renames a `{field}` would raise or print a hole at render time.
     fields = string.Formatter()
-    for table in (i18n.STRINGS, i18n.CAPTIONS, i18n.DECISION_SHORT, i18n.FINDINGS):
+    for table in (i18n.STRINGS, i18n.CAPTIONS, i18n.DECISION_SHORT, i18n.FINDINGS,
+                  i18n.FINDING_WORDS, *i18n.TERM_TEXT.values()):
         for key, (en, zh) in table.items():
             assert en and zh, key
             names = [{f for _, f, _, _ in fields.parse(text) if f is not None} for text in (en, zh)]

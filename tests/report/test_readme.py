@@ -168,7 +168,10 @@ def test_an_empty_results_folder_is_refused_not_written(tmp_path, one_line_exit_
     assert "STALE" in path.read_text(encoding="utf-8")
 
 
-def test_allow_missing_writes_the_missing_rows_and_says_so(tmp_path, capsys, fast_ledger):
+def test_allow_missing_writes_the_rows_and_the_line_says_how_and_from_what(
+        tmp_path, capsys, fast_ledger):
+    """The generated line names the command, the commit and the machine that made the results
+    (a file beside the runs is not a run), and at tiny that tiny decides nothing."""
     path = _readme(tmp_path)
     assert main([str(path), "--results", str(tmp_path), "--allow-missing"]) == 0
     text = path.read_text(encoding="utf-8")
@@ -176,24 +179,15 @@ def test_allow_missing_writes_the_missing_rows_and_says_so(tmp_path, capsys, fas
     assert f"| [C02]({LINK.format(id='C02')}) | ✓ confirmed |" in text
     assert f"--size quick --results {tmp_path} --allow-missing`" in text
     assert "smoke test" not in text and capsys.readouterr().err == ""
-
-
-def test_a_tiny_table_says_tiny_decides_nothing(tmp_path, fast_ledger):
-    path = _readme(tmp_path)
     assert main([str(path), "--size", "tiny", "--results", str(tmp_path),
                  "--allow-missing"]) == 0
     assert (f"--size tiny --results {tmp_path} --allow-missing`; results of `blocklab report "
             f"--tiny`; {TINY_NOTE}._") in path.read_text(encoding="utf-8")
-
-
-def test_the_table_names_the_commit_and_the_machine_that_made_its_results(tmp_path,
-                                                                         fast_ledger):
     here = Machine("Some CPU", {"avx2": True, "avx512f": False}, 2)
     run = tmp_path / "ffn" / "quick" / "0123456789ab.json"
     run.parent.mkdir(parents=True)
     run.write_text(json.dumps({"provenance": {"machine": vars(here)}}), encoding="utf-8")
-    (run.parent / "seed_blocks.json").write_text("[]", encoding="utf-8")  # not a run: skipped
-    path = _readme(tmp_path)
+    (run.parent / "seed_blocks.json").write_text("[]", encoding="utf-8")
     assert main([str(path), "--results", str(tmp_path), "--commit", "abc1234",
                  "--allow-missing"]) == 0
     text = path.read_text(encoding="utf-8")

@@ -114,10 +114,3 @@ def test_chinese_terms():
                         "</section></main>", "zh")
     assert page.count('href="#term-interval"') == 1
     assert '">等价边界</a>' in page and '">等价</a>' in page and '">查看</a>' in page
-
-
-def test_every_term_has_both_languages():
-    keys = [t.key for t in TERMS]
-    assert len(keys) == len(set(keys))
-    for term in TERMS:
-        assert all(term.name) and all(term.words) and all(term.meaning), term.key

@@ -817,32 +817,30 @@ def fig_rope_relative_error(doc: dict[str, Any]) -> bytes | None:
 
 
 # --- deployment ----------------------------------------------------------------------------------
-def _split_panel(ax, rows: list[dict], phase: str, share: bool) -> None:
-    contexts = [r["context"] for r in rows]
-    parts = [p for p in PART_LABELS if any(r[phase][p] for r in rows)]
-    if share:
-        values = [[r[phase][p] / r[phase]["total"] for r in rows] for p in parts]
-        ax.stackplot(contexts, values, labels=[PART_LABELS[p] for p in parts],
-                     colors=[PART_COLOURS[p] for p in parts], alpha=0.9)
-        ax.set_ylim(0, 1)
-        ax.set_ylabel("share of FLOPs")
-    else:
-        for p in parts:
-            ax.plot(contexts, [r[phase][p] / 1e9 for r in rows], "o-", ms=3,
-                    color=PART_COLOURS[p], label=PART_LABELS[p])
-        ax.set_yscale("log")
-        ax.set_ylabel("GFLOPs per token")
-    ax.set_xscale("log", base=2)
-    _label(ax, "context length (tokens)")
-
-
 def _deploy_figure(doc: dict[str, Any], phase: str, share: bool) -> bytes | None:
+    """Per model, each part's FLOPs of `phase` against the context: stacked shares (`share`)
+    or GFLOPs per token on a log axis."""
     models = doc.get("deployment", {}).get("models") or {}
     if not models:
         return None
     fig, axes = _new(3.4 * len(models), 3.6, len(models), 1)
     for ax, (name, rows) in zip(axes.flat, models.items(), strict=True):
-        _split_panel(ax, rows, phase, share)
+        contexts = [r["context"] for r in rows]
+        parts = [p for p in PART_LABELS if any(r[phase][p] for r in rows)]
+        if share:
+            values = [[r[phase][p] / r[phase]["total"] for r in rows] for p in parts]
+            ax.stackplot(contexts, values, labels=[PART_LABELS[p] for p in parts],
+                         colors=[PART_COLOURS[p] for p in parts], alpha=0.9)
+            ax.set_ylim(0, 1)
+            ax.set_ylabel("share of FLOPs")
+        else:
+            for p in parts:
+                ax.plot(contexts, [r[phase][p] / 1e9 for r in rows], "o-", ms=3,
+                        color=PART_COLOURS[p], label=PART_LABELS[p])
+            ax.set_yscale("log")
+            ax.set_ylabel("GFLOPs per token")
+        ax.set_xscale("log", base=2)
+        _label(ax, "context length (tokens)")
         ax.set_title(name, fontsize=10)
     handles, labels = axes.flat[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncols=len(labels), fontsize=8)
@@ -1054,19 +1052,17 @@ def _draw_estimate(ax, y: float, value, low, high, decision: str, clip=None) -> 
     marker = DECISION_MARKERS.get(decision, "o")
     face = "white" if decision == "inconclusive" else colour
     if low is not None and high is not None:
-        lo, hi = low, high
-        if clip is not None:
-            lo, hi = max(lo, clip[0]), min(hi, clip[1])
-            if hi >= lo:
-                ax.plot([lo, hi], [y, y], color=colour, lw=2.2, solid_capstyle="butt")
+        lo, hi = (low, high) if clip is None else (max(low, clip[0]), min(high, clip[1]))
+        if clip is None or hi >= lo:
+            ax.plot([lo, hi], [y, y], color=colour, lw=2.2, solid_capstyle="butt")
+        if clip is None:  # the interval's ends
+            ax.plot([lo, lo], [y - 0.18, y + 0.18], color=colour, lw=1.2)
+            ax.plot([hi, hi], [y - 0.18, y + 0.18], color=colour, lw=1.2)
+        else:  # an end past the axis: an arrow at its edge
             if low < clip[0]:
                 ax.plot([clip[0]], [y], "<", color=colour, ms=5)
             if high > clip[1]:
                 ax.plot([clip[1]], [y], ">", color=colour, ms=5)
-        else:
-            ax.plot([lo, hi], [y, y], color=colour, lw=2.2, solid_capstyle="butt")
-            ax.plot([lo, lo], [y - 0.18, y + 0.18], color=colour, lw=1.2)
-            ax.plot([hi, hi], [y - 0.18, y + 0.18], color=colour, lw=1.2)
     if value is not None:
         shown = value if clip is None else min(max(value, clip[0]), clip[1])
         ax.plot([shown], [y], marker, ms=7, color=colour, markerfacecolor=face,
