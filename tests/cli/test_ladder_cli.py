@@ -46,12 +46,12 @@ def test_the_budget_admits_whole_rungs_by_price_cheapest_first(monkeypatch):
         "rung3", "quick", "rung1", "rung2"]
 
 
-def test_a_suite_that_measures_float32_only_runs_its_rungs_in_fp32(capsys):
+def test_a_suite_that_measures_float32_only_runs_its_rungs_in_fp32():
+    from blocklab.cli.suite import auto_precision
     from blocklab.experiments.suites import get_suite
 
-    assert ladder_cli._precision(get_suite("norm-cost"), "rung2", "auto") == "fp32"
-    assert "rung2: fp32 (suite norm-cost measures float32 only)" in capsys.readouterr().err
-    assert ladder_cli._precision(get_suite("position"), "rung2", "fp32") == "fp32"
+    assert auto_precision(get_suite("norm-cost"), "rung2", rung="rung2") == (
+        "fp32", "rung2: fp32 (suite norm-cost measures float32 only)")
 
 
 def test_written_names_only_the_files_written(tmp_path, capsys):

@@ -30,7 +30,7 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 
 from blocklab.checks import MAX_SIZE, is_int, refusal
-from blocklab.errors import Busy, InputError, Interrupted
+from blocklab.errors import Busy, InputError
 
 if TYPE_CHECKING:
     from blocklab.experiments.options import RunRequest
@@ -359,11 +359,7 @@ def chosen_executor(kind: str, jobs: int | None, address: str | None, cpus: floa
 
 class Stopped(Exception):
     """Ctrl-C stopped a command, with what it kept (typer answers a KeyboardInterrupt with 130
-    and no word, so commands re-raise it as this)."""
-
-
-def stop_interrupted(stopped: Interrupted) -> Stopped:
-    return Stopped(_one_line(stopped))
+    and no word, so commands re-raise an `Interrupted` as this)."""
 
 
 def _register() -> None:
@@ -427,7 +423,7 @@ def _dispatch(args: list[str], debug: bool) -> int:
         typer.echo("interrupted", err=True)
         return EXIT_INTERRUPTED
     except Stopped as stopped:
-        typer.echo(f"interrupted: {stopped}", err=True)
+        typer.echo(f"interrupted: {_one_line(stopped)}", err=True)
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         return _reader_gone()

@@ -99,14 +99,11 @@ def print_stored_elsewhere(rows, context, lang: str) -> None:
     elsewhere = context.stored_elsewhere() if lacking else {}
     out = console()
     for other, suites in elsewhere.items():
-        command = other.claims_command()
-        if lang == "zh":
-            out.print(f"{lacking} 条论断缺少结果；{context.results} 存有 {other.flags()} 下的"
-                      f"结果（{', '.join(suites)}）：{command}", soft_wrap=True, markup=False)
-        else:
-            out.print(f"{lacking} claim(s) lack results; {context.results} holds results at "
-                      f"{other.flags()} ({', '.join(suites)}): {command}", soft_wrap=True,
-                      markup=False)
+        held, command = ", ".join(suites), other.claims_command()
+        out.print(f"{lacking} 条论断缺少结果；{context.results} 存有 {other.flags()} 下的结果（"
+                  f"{held}）：{command}" if lang == "zh" else
+                  f"{lacking} claim(s) lack results; {context.results} holds results at "
+                  f"{other.flags()} ({held}): {command}", soft_wrap=True, markup=False)
 
 
 def check_results(results: str | None, size: str = "quick") -> None:

@@ -73,6 +73,7 @@ def ladder(
     from blocklab.claims.ladder import PRECISION_CHECKED, SIZES
     from blocklab.cli.paths import results_folder
     from blocklab.cli.report import read_results
+    from blocklab.cli.suite import auto_precision
     from blocklab.experiments.env import usable_cores
     from blocklab.experiments.suites import get_suite
 
@@ -91,7 +92,10 @@ def ladder(
     else:
         out = results_folder(results, "--results", [(suite.name, o) for o in options],
                              [f"ladder/{claim}.json", f"ladder/{claim}.png"])
-    one = _precision(suite, SIZES[-1], precision, device)  # the top rung's shape decides
+    one = precision
+    if precision == "auto":  # the top rung's shape decides
+        one, why = auto_precision(suite, SIZES[-1], device, rung=SIZES[-1])
+        typer.echo(why, err=True)
     chosen = dict.fromkeys(SIZES, one)
     workers = 1 if device != "cpu" else usable_cores() if jobs is None else jobs
     request = replace(request, results=out, device=device)
@@ -104,24 +108,6 @@ def ladder(
         return
     ran = _run_rungs(suite.name, requests, prices, budget, run_on, jobs, not no_progress)
     _report(claim, out, chosen, seed_offset, as_json, ran)
-
-
-def _precision(suite, size: str, asked: str, device: str = "cpu") -> str:
-    """The ladder's one precision: as asked, or for auto the faster one here at rung `size`'s
-    shape, bf16 on a GPU (said on stderr)."""
-    if asked != "auto":
-        return asked
-    if suite.shape is None or "bf16" not in suite.precisions:
-        typer.echo(f"{size}: fp32 (suite {suite.name} measures float32 only)", err=True)
-        return "fp32"
-    if device != "cpu":
-        typer.echo(f"{size}: bf16 on {device} (its bf16 units; not timed here)", err=True)
-        return "bf16"
-    from blocklab.experiments.step_precision import suite_precision
-
-    choice = suite_precision(suite.shape(size))
-    typer.echo(f"{size}: {choice.text()}", err=True)
-    return choice.precision
 
 
 def _prices(requests, suite: str, workers: int) -> dict[str, tuple[float, int, int]]:

@@ -16,12 +16,12 @@ import typer
 
 from blocklab.checks import refusal
 from blocklab.cli import (
+    Stopped,
     app,
     check_device_option,
     chosen_executor,
     chosen_size,
     run_request,
-    stop_interrupted,
     warn_if_bf16_emulated,
 )
 from blocklab.cli import options as opt
@@ -236,7 +236,7 @@ def run_with_budget(request: RunRequest, run_on, jobs, progress: bool, wait: boo
         looks = run_looks(request, names, plan=plan, run=run, workers=workers,
                           echo=typer.echo, executor=run_on, progress=progress)
     except Interrupted as stopped:
-        raise stop_interrupted(stopped) from None
+        raise Stopped(stopped) from None
     wall = time.perf_counter() - start
     typer.echo(f"plan run: {len(looks.records)} further look(s); stopped: {looks.stopped}; "
                f"{len(looks.still_open)} part(s) still open; {wall / 60:.1f} min against a "

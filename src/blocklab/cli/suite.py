@@ -8,13 +8,13 @@ from typing import TYPE_CHECKING
 import typer
 
 from blocklab.cli import (
+    Stopped,
     app,
     check_device_option,
     chosen_executor,
     chosen_size,
     console,
     run_request,
-    stop_interrupted,
     warn_if_bf16_emulated,
 )
 from blocklab.cli import options as opt
@@ -97,7 +97,15 @@ def suite(
         raise InputError("--budget adds seeds to the planned seeds of float32 runs (what the "
                          "ledger grades); leave out --seeds and --precision with it")
     if precision == "auto":
-        precision = auto_precision(chosen, size, budget is not None, device)
+        precision = "fp32"  # for a size the suite lacks, refused below with the reason
+        if size in chosen.default_seeds:
+            precision, why = auto_precision(chosen, size, device)
+            if budget is not None and precision != "fp32":
+                raise InputError("--budget adds seeds to the planned seeds of float32 runs (what "
+                                 "the ledger grades), and --precision auto "
+                                 + ("is bf16 on a GPU" if device != "cpu" else "chose bf16 here")
+                                 + "; use --precision fp32 with --budget")
+            typer.echo(why, err=True)
     if device != "cpu" and "bf16" not in chosen.precisions:
         typer.echo(f"--device {device}: suite {chosen.name} measures this CPU's float32 "
                    "kernels; it runs on the CPU", err=True)
@@ -125,7 +133,7 @@ def suite(
         summary = run_suite(chosen, options, out, progress=not (no_progress or as_json),
                             executor=run_on, wait=not no_wait, rules=rules)
     except Interrupted as stopped:
-        raise stop_interrupted(stopped) from None
+        raise Stopped(stopped) from None
     except SuiteIncomplete as incomplete:
         typer.echo(f"error: suite {incomplete.suite} ({incomplete.size}): "
                    f"{len(incomplete.missing)} of {incomplete.total} runs have no result; "
@@ -172,29 +180,17 @@ def _cell(value) -> str:
     return str(value)
 
 
-def auto_precision(suite, size: str, with_budget: bool, device: str = "cpu") -> str:
-    """`--precision auto`: the faster one here at the suite's main training shape (fp32 for a
-    float32-only suite, bf16 on a GPU), said on stderr."""
-    if size not in suite.default_seeds:  # a rung the suite lacks: refused where its options
-        return "fp32"  # are built, with the message that says why
+def auto_precision(suite, size: str, device: str = "cpu",
+                   rung: str | None = None) -> tuple[str, str]:
+    """`--precision auto`: the faster one here at the suite's main training shape at `size`
+    (fp32 for a float32-only suite, bf16 on a GPU), and the line that says why (led by the
+    `rung` on the ladder)."""
+    lead = "--precision auto" if rung is None else rung
     if suite.shape is None or "bf16" not in suite.precisions:
-        typer.echo(f"--precision auto: fp32 (suite {suite.name} measures float32 only)",
-                   err=True)
-        return "fp32"
+        return "fp32", f"{lead}: fp32 (suite {suite.name} measures float32 only)"
     if device != "cpu":
-        if with_budget:
-            raise InputError("--budget adds seeds to the planned seeds of float32 runs (what "
-                             "the ledger grades), and --precision auto is bf16 on a GPU; use "
-                             "--precision fp32 with --budget")
-        typer.echo(f"--precision auto: bf16 on {device} (its bf16 units; not timed here)",
-                   err=True)
-        return "bf16"
+        return "bf16", f"{lead}: bf16 on {device} (its bf16 units; not timed here)"
     from blocklab.experiments.step_precision import suite_precision
 
     choice = suite_precision(suite.shape(size))
-    if with_budget and choice.precision != "fp32":
-        raise InputError("--budget adds seeds to the planned seeds of float32 runs (what the "
-                         "ledger grades), and --precision auto chose bf16 here; use --precision "
-                         "fp32 with --budget")
-    typer.echo(choice.text(), err=True)
-    return choice.precision
+    return choice.precision, choice.text() if rung is None else f"{rung}: {choice.text()}"
