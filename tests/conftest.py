@@ -122,9 +122,6 @@ def tiny_runs(tmp_path_factory) -> Path:
     return folder
 
 
-UNRASTERIZED = b"\x89PNG unrasterized"
-
-
 @contextlib.contextmanager
 def figures_unrasterized():
     """Every figure built as the report builds it, but not rasterized (placeholder PNG bytes):
@@ -132,7 +129,7 @@ def figures_unrasterized():
     from blocklab.report import figures
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(figures, "_png", lambda fig: UNRASTERIZED)
+        patch.setattr(figures, "_png", lambda fig: b"\x89PNG unrasterized")
         yield
 
 

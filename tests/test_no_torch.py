@@ -24,10 +24,8 @@ CASES = [
      "    assert main(['budget', '--sweep']) == 0\n"
      "    assert main(['doctor', 'gemma-2-2b']) == 0\n",
      ["matplotlib"]),  # no figure without --plot
-    ("from blocklab.experiments.results import ResultStore, run_id", []),
     ("import blocklab.experiments.summaries", []),
     ("import blocklab.stats", []),
-    ("import blocklab.precision as p; p.check_precision('bf16')", []),
     ("from blocklab.experiments.options import RunOptions\n"
      "RunOptions('tiny', range(2), 'bf16', 'compiled').folder()", []),
     ("from pathlib import Path\n"
