@@ -20,11 +20,17 @@ def test_tiny_run_writes_result_json(tmp_path, capsys):
     assert "val loss (nats/token)" in out and "ok" in out
 
 
-def test_bf16_reference_run_records_its_precision_backend_and_ops(tmp_path, capsys):
+def test_bf16_reference_run_records_its_precision_backend_and_ops(tmp_path, capsys,
+                                                                  monkeypatch):
+    from blocklab.experiments import env
+
+    monkeypatch.setattr(env, "bf16_emulated", lambda: True)  # warned, and the run goes on
     short = [a if a != "20" else "4" for a in TINY]
     assert main(["train", *short, "--precision", "bf16", "--backend", "reference", "--json",
                  "--out", str(tmp_path)]) == 0
-    summary = json.loads(capsys.readouterr().out)
+    out, err = capsys.readouterr()
+    assert err.startswith("warning: bfloat16 matmuls are emulated on this CPU")
+    summary = json.loads(out)
     assert (summary["precision"], summary["backend"]) == ("bf16", "reference")
     assert summary["backends"] == {"rms_norm": "reference",
                                    "attention": "sdpa"}  # a reference backend: fused kernel
