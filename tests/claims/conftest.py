@@ -8,9 +8,10 @@ from blocklab.experiments.options import RunRequest
 from blocklab.experiments.summaries import Interval, Summary, save_summary
 
 
-def ci(mean: float, low: float, high: float, n: int = 10) -> Interval:
-    """An interval of n values: mean [low, high]."""
-    return Interval(n, mean, low, high)
+def ci(mean: float, low: float | None = None, high: float | None = None, n: int = 10
+       ) -> Interval:
+    """An interval of n values: mean [low, high] ([mean, mean] without them)."""
+    return Interval(n, mean, mean if low is None else low, mean if high is None else high)
 
 
 def store_summary(root: Path, suite: str, data, seeds: int = 3, folder: str = "quick") -> None:

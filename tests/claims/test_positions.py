@@ -26,10 +26,10 @@ from blocklab.experiments.suites.position.summary import (
     YarnBetas,
     YarnRamp,
 )
-from blocklab.experiments.summaries import Interval, TimeRatio
+from blocklab.experiments.summaries import TimeRatio
 from blocklab.nn import Attention
 
-from .conftest import graded
+from .conftest import ci, graded
 
 
 # --- exact probes ---------------------------------------------------------------------------------
@@ -62,14 +62,10 @@ def test_scores_are_asymmetric_unless_wq_equals_wk():
 
 
 # --- verdicts from synthetic summaries ----------------------------------------------------------
-def _ci(mean, low=None, high=None, n=10) -> Interval:
-    return Interval(n, mean, mean if low is None else low, mean if high is None else high)
-
-
 def _arm(pcts) -> PositionArm:
     """An arm read at each multiple: a percentage, or a string for a read not made."""
-    reads = {m: (p if isinstance(p, str) else _ci(p)) for m, p in pcts.items()}
-    return PositionArm(loss_at_L=_ci(2.0), loss_beyond_L=reads,
+    reads = {m: (p if isinstance(p, str) else ci(p)) for m, p in pcts.items()}
+    return PositionArm(loss_at_L=ci(2.0), loss_beyond_L=reads,
                        sliding={m: None for m in pcts}, extrapolated_minus_sliding=reads,
                        extrapolated_vs_sliding_pct=reads, per_position={}, passkey=None)
 
@@ -111,8 +107,8 @@ def _cost(rope_train=1.02, alibi_train=1.5, *, decode=1.0, rope_mask="is_causal"
 
 def _data(arms, *, cost=None, tv=0.2) -> PositionData:
     ramp = YarnRamp(beta_fast=32.0, beta_slow=1.0, ramp_pairs=[0, 1])
-    order = {"none": OrderProbe(prefix_len=64, prefixes=64, tv=_ci(tv, tv - 0.05, tv + 0.05),
-                                kl=_ci(0.5), loss_minus_unigram=_ci(-1.5, -1.6, -1.4))}
+    order = {"none": OrderProbe(prefix_len=64, prefixes=64, tv=ci(tv, tv - 0.05, tv + 0.05),
+                                kl=ci(0.5), loss_minus_unigram=ci(-1.5, -1.6, -1.4))}
     return PositionData(
         L=128, mults=[1, 2, 4, 8, 16], eval_lengths=[128, 256, 512, 1024, 2048], arms=arms,
         relative_error={}, relative_error_blocklab={}, finite_past_max_seq_len={},
@@ -169,7 +165,7 @@ def test_extrapolation_grades_against_the_page(tmp_path):
     arms["rope"] = _arm({"2": 2.0, "4": 9.0, "8": 30.0})  # RoPE degrades at 4×
     arms["rope+yarn"] = _arm({"2": 1.0, "4": 2.0, "8": 9.0})  # YaRN degrades at 8×: no rescue
     arms["alibi"] = PositionArm(**{**arms["alibi"].__dict__, "extrapolated_vs_sliding_pct": {
-        "2": _ci(0.1, 0.0, 0.2), "4": _ci(4.0, 2.0, 6.0), "8": _ci(0.3, 0.2, 0.4)}})
+        "2": ci(0.1, 0.0, 0.2), "4": ci(4.0, 2.0, 6.0), "8": ci(0.3, 0.2, 0.4)}})
     rows = graded(tmp_path, "position", _extrapolation(arms), "C21", "C22")
     row = rows["C21"]
     assert row.verdict == "mixed"
@@ -186,7 +182,7 @@ def test_extrapolation_grades_against_the_page(tmp_path):
 
 def test_extrapolation_needs_four_seeds(tmp_path):
     # the design's first look is at 4 seeds: 3, however clear, decide nothing
-    three_seeds = {m: _ci(0.1, 0.0, 0.2, n=3) for m in ("2", "4", "8")}
+    three_seeds = {m: ci(0.1, 0.0, 0.2, n=3) for m in ("2", "4", "8")}
     arms = {"alibi": PositionArm(**{**_arm({"2": 0.1}).__dict__,
                                     "extrapolated_vs_sliding_pct": three_seeds})}
     row = _row(tmp_path, _extrapolation(arms), "C21")
@@ -274,9 +270,9 @@ def test_c30_grades_against_the_5_percent_edge_only(tmp_path):
     # Intervals wholly past 5% that straddle C21's 25% edge: "drops" holds and "works" fails
     # (C21 would call both unclear); an interval across 5% stays unclear.
     arms = _c30_arms()
-    arms["rope"].extrapolated_vs_sliding_pct["16"] = _ci(28.5, 24.4, 32.6)
-    arms["rope+ntk"].extrapolated_vs_sliding_pct["16"] = _ci(19.3, 11.9, 26.7)
-    arms["rope+ft4x"].extrapolated_vs_sliding_pct["16"] = _ci(6.2, 1.7, 10.6)
+    arms["rope"].extrapolated_vs_sliding_pct["16"] = ci(28.5, 24.4, 32.6)
+    arms["rope+ntk"].extrapolated_vs_sliding_pct["16"] = ci(19.3, 11.9, 26.7)
+    arms["rope+ft4x"].extrapolated_vs_sliding_pct["16"] = ci(6.2, 1.7, 10.6)
     row = _row(tmp_path, _data(arms), "C30")
     parts = {p.name: p for p in row.parts}
     assert parts["warning (no scaling): plain RoPE drops clearly at 16×"].verdict == "confirmed"

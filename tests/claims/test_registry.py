@@ -203,12 +203,10 @@ def test_rules_changed_after_data_are_noted_under_their_claims(tmp_path, capsys)
 
 def test_a_change_to_a_metric_s_code_flags_the_parts_planned_before_it(monkeypatch):
     """The recorded hash covers the rule, the decision and `Suite.metric_version`."""
-    import dataclasses
     from types import SimpleNamespace
 
     from blocklab.claims.catalogue import planned_hash, suite_rules
     from blocklab.claims.ledger import flag_changed_rules
-    from blocklab.claims.rules import Estimate, Part
     from blocklab.experiments.suites import quantize
 
     rule = reg.registered("C33", "quick")[reg.C33_TENSOR_PART]
