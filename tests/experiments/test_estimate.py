@@ -64,14 +64,10 @@ def test_every_planned_run_gets_a_finite_positive_price(size):
         assert ("norm-cost", "kernels") in kinds and ("ffn", "timing") in kinds
 
 
-def test_prices_scale_linearly_with_the_calibration(tmp_path):
+def test_twice_the_step_time_doubles_a_training_bound_price(tmp_path):
     specs = _all_specs("quick")
     calibration = _fake_calibration(specs)
     request = RunRequest(tmp_path, "quick")
-    one = estimate.estimate_suites(request, SUITES, calibration=calibration)
-    two = estimate.estimate_suites(request, SUITES, calibration=calibration.scaled(2.0))
-    assert two.core_s == pytest.approx(2 * one.core_s)
-    assert two.wall_s(2) == pytest.approx(2 * one.wall_s(2))
     # Twice the step time, nothing else changed: training-bound prices grow, fixed ones do not.
     slower = _fake_calibration(specs, step_s=0.04)
     ffn = estimate.estimate_suites(request, ["ffn"], calibration=slower).suites[0]

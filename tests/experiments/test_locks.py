@@ -73,15 +73,22 @@ def test_no_wait_refuses_a_folder_in_use(tmp_path, capsys):
         pass  # a second hold, even from this process, is refused
 
 
-def test_a_suite_lock_is_released_when_its_holder_dies(tmp_path):
-    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+def _holding(lock: str, seconds: float, env=None) -> subprocess.Popen:
+    """A child process that holds `lock` (a call of blocklab.experiments.locks) for `seconds`,
+    returned once it holds it."""
+    child = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
         import time
-        from blocklab.experiments.locks import suite_locks
-        with suite_locks({str(tmp_path)!r}, ["ffn"]):
+        from blocklab.experiments import locks
+        with locks.{lock}:
             print("held", flush=True)
-            time.sleep(60)
-        """)], stdout=subprocess.PIPE, text=True)
-    assert holder.stdout.readline().strip() == "held"
+            time.sleep({seconds})
+        """)], stdout=subprocess.PIPE, text=True, env=env)
+    assert child.stdout.readline().strip() == "held"
+    return child
+
+
+def test_a_suite_lock_is_released_when_its_holder_dies(tmp_path):
+    holder = _holding(f"suite_locks({str(tmp_path)!r}, ['ffn'])", 60)
     with pytest.raises(Busy), suite_locks(tmp_path, ["ffn"], wait=False):
         pass
     holder.kill()
@@ -91,15 +98,7 @@ def test_a_suite_lock_is_released_when_its_holder_dies(tmp_path):
 
 
 def _hold_machine_lock(mode: str, seconds: float, env=None) -> subprocess.Popen:
-    child = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
-        import time
-        from blocklab.experiments.locks import machine_lock
-        with machine_lock(exclusive={mode == 'exclusive'}):
-            print("held", flush=True)
-            time.sleep({seconds})
-        """)], stdout=subprocess.PIPE, text=True, env=env)
-    assert child.stdout.readline().strip() == "held"
-    return child
+    return _holding(f"machine_lock(exclusive={mode == 'exclusive'})", seconds, env)
 
 
 @pytest.mark.parametrize(("other", "exclusive", "said"), [

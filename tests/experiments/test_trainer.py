@@ -76,7 +76,7 @@ def test_a_field_added_later_is_left_out_of_ids_when_off(tiny_model, tiny_train,
 
 
 # --- schedule ------------------------------------------------------------------------------------
-def test_warmup_then_cosine_by_hand():
+def test_warmup_then_cosine_or_constant_by_hand():
     cfg = TrainConfig(steps=110, lr=1.0, warmup_steps=10, min_lr_ratio=0.1)
     assert learning_rate(0, cfg) == pytest.approx(0.1)
     assert learning_rate(4, cfg) == pytest.approx(0.5)
@@ -86,10 +86,7 @@ def test_warmup_then_cosine_by_hand():
     assert learning_rate(35, cfg) == pytest.approx(0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi / 4)))
     assert learning_rate(109, cfg) == pytest.approx(0.1 + 0.45 * (1 + math.cos(math.pi * 0.99)))
     assert learning_rate(500, cfg) == pytest.approx(0.1)
-
-
-def test_no_warmup_and_constant_schedule():
-    assert learning_rate(0, TrainConfig(steps=10, lr=0.5)) == 0.5
+    assert learning_rate(0, TrainConfig(steps=10, lr=0.5)) == 0.5  # no warmup: the peak
     cfg = TrainConfig(steps=100, lr=0.5, warmup_steps=4, schedule="constant")
     assert [learning_rate(s, cfg) for s in (0, 3, 4, 99)] == [0.125, 0.5, 0.5, 0.5]
 

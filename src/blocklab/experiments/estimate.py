@@ -120,8 +120,8 @@ class Timing:
 
 @dataclass(frozen=True)
 class Calibration:
-    """This machine's measured costs, one thread (`calibrate`). Every price is a sum of these
-    times counts, so `scaled(k)` multiplies every price by k."""
+    """This machine's measured costs, one thread (`calibrate`); every price is a sum of these
+    times counts."""
 
     seconds: float  # how long the calibration took
     timings: dict[ShapeKey, Timing]  # by `_key`, measured or filled in (see `fitted`)
@@ -136,10 +136,6 @@ class Calibration:
     contention: float = 1.0
     val_tokens: int = 0  # the calibrated corpus's validation split (0: unknown)
     models: dict[ShapeKey, ModelConfig] = field(default_factory=dict)
-    scale: float = 1.0
-
-    def scaled(self, k: float) -> Calibration:
-        return dataclasses.replace(self, scale=self.scale * k)
 
     def _timing(self, model: ModelConfig, batch: int, seq: int, precision: str) -> Timing:
         key = _key(model, batch, seq, precision)
@@ -150,12 +146,12 @@ class Calibration:
     def step_s(self, model: ModelConfig, batch: int, seq: int,
                precision: str = "fp32") -> float:
         """One `train_step` of `model` on [batch, seq + 1] tokens."""
-        return self.scale * self._timing(model, batch, seq, precision).step_s
+        return self._timing(model, batch, seq, precision).step_s
 
     def build_s(self, model: ModelConfig, batch: int, seq: int,
                 precision: str = "fp32") -> float:
         """`build_model` of `model` (construction and seeded initialisation)."""
-        return self.scale * self._timing(model, batch, seq, precision).build_s
+        return self._timing(model, batch, seq, precision).build_s
 
     def forward_s(self, model: ModelConfig, batch: int, seq: int, rows: int, length: int,
                   precision: str = "fp32") -> float:
@@ -167,15 +163,15 @@ class Calibration:
         config = dataclasses.replace(model, max_seq_len=max(model.max_seq_len, seq, length))
         ratio = (prefill_flops(config, rows, length).total
                  / prefill_flops(config, batch, seq).total)
-        return self.scale * (t.call_s + max(0.0, t.forward_s - t.call_s) * ratio)
+        return t.call_s + max(0.0, t.forward_s - t.call_s) * ratio
 
     def reference_s(self, seconds: float) -> float:
         """A time measured on the reference machine, on this one."""
-        return self.scale * self.speed * seconds
+        return self.speed * seconds
 
     def fixed_s(self, seconds: float) -> float:
-        """A time measured here (startup, a worker's imports), scaled like every price."""
-        return self.scale * seconds
+        """A time measured here (startup, a worker's imports): priced as measured."""
+        return seconds
 
 
 @dataclass(frozen=True)
