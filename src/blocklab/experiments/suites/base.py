@@ -182,16 +182,6 @@ class PlannedSuite:
     early_store: ResultStore | None = None
     ran: frozenset[str] = frozenset()  # run ids this command made in an earlier round
 
-    @property
-    def size(self) -> str:
-        return self.options.size
-
-    @property
-    def stored_before(self) -> int:
-        """How many of `specs` were stored before this command began."""
-        made = self.ran | {spec.run_id for spec in self.missing}
-        return sum(spec.run_id not in made for spec in self.specs)
-
     def stamped(self) -> list[RunSpec]:
         """The missing and `early` runs, each stamping its result with the provenance of the
         process that computes it and its spec."""
@@ -357,7 +347,7 @@ def replan_after_tuning(planned: PlannedSuite, failed: dict[str, str], out_dir: 
     again = plan_suite(planned.suite, planned.options, out_dir, planned.planned_rules or None)
     attempted = {spec.run_id for spec in planned.missing}
     if again.stage == "tune" and any(spec.run_id in attempted for spec in again.missing):
-        raise SuiteIncomplete(planned.suite.name, planned.size, [
+        raise SuiteIncomplete(planned.suite.name, planned.options.size, [
             (spec.label, failed.get(spec.run_id, "no result was stored"))
             for spec in again.missing], len(again.specs))
     return dataclasses.replace(again, ran=planned.ran | attempted
@@ -367,11 +357,8 @@ def replan_after_tuning(planned: PlannedSuite, failed: dict[str, str], out_dir: 
 def summarise_suite(planned: PlannedSuite, failed: dict[str, str], elapsed_s: float) -> Summary:
     """Summarise a planned suite once its runs have executed and write summary.json;
     SuiteIncomplete names the runs that still have no result."""
-    suite, size, specs, store, stale = (planned.suite, planned.size, planned.specs,
+    suite, size, specs, store, stale = (planned.suite, planned.options.size, planned.specs,
                                         planned.store, planned.stale)
-    if planned.stage != "evaluate":
-        raise RuntimeError(f"suite {suite.name}: its tuning stage has not been run; "
-                         "plan it again once the tuning runs are stored")
     absent = [spec for spec in specs if not store.has(spec.run_id)
               or (spec.run_id in stale and stale_reasons([spec], store))]
     if absent:
@@ -381,7 +368,9 @@ def summarise_suite(planned: PlannedSuite, failed: dict[str, str], elapsed_s: fl
     results = [(spec, store.load(spec.run_id)) for spec in specs]
     summary = suite.summarise(planned.options.with_seeds(planned.seeds),
                               [*planned.tuned, *results])
-    notes = [f"{planned.stored_before} of {len(specs)} runs were already stored; "
+    made = planned.ran | {spec.run_id for spec in planned.missing}  # by this command
+    stored_before = sum(spec.run_id not in made for spec in specs)
+    notes = [f"{stored_before} of {len(specs)} runs were already stored; "
              f"this invocation took {elapsed_s:.1f} s", *planned.options.notes()]
     for block in planned.blocks:
         notes.append(f"seeds {block.start}–{block.stop - 1} were added to {len(block.arms)} "

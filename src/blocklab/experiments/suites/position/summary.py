@@ -310,16 +310,12 @@ def shape_timing(times: ShapeTimes | None) -> ShapeTiming | None:
     if times is None:
         return None
     prefill, decode = times.prefill_s, times.decode_s
+    shape = {k: v for k, v in vars(times).items() if k not in ("prefill_s", "decode_s")}
     return ShapeTiming(
-        label=times.label, d_model=times.d_model, n_layers=times.n_layers,
-        n_heads=times.n_heads, batch_size=times.batch_size,
-        prompt_tokens=times.prompt_tokens, decode_tokens=times.decode_tokens,
-        repeats=times.repeats, threads=times.threads,
-        prefill_ms={k: median_ms(v) for k, v in prefill.items()},
+        **shape, prefill_ms={k: median_ms(v) for k, v in prefill.items()},
         decode_ms={k: median_ms(v) for k, v in decode.items()},
         prefill_vs_none={k: TimeRatio.paired(v, prefill["none"]) for k, v in prefill.items()},
-        decode_vs_none={k: TimeRatio.paired(v, decode["none"]) for k, v in decode.items()},
-        wall_time_s=float(times.wall_time_s))
+        decode_vs_none={k: TimeRatio.paired(v, decode["none"]) for k, v in decode.items()})
 
 
 def cost_summary(record: CostRun | None) -> PositionCost | None:
