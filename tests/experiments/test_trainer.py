@@ -105,17 +105,42 @@ def test_arms_share_initial_weights_for_shared_shapes(tiny_model, tiny_train):
     assert not a["embed_tokens.weight"].equal(c["embed_tokens.weight"])
 
 
-def test_gpt2_init_statistics(tiny_model):
-    cfg = tiny_model.replace(d_model=128, n_layers=8, n_heads=4, norm_unit_offset=True)
+RESIDUAL = 1 / math.sqrt(2 * 8)  # residual outputs (o_proj, down_proj): 1 / √(2 · n_layers)
+
+
+@pytest.mark.parametrize(("scheme", "changes", "stds", "gain"), [
+    # GPT-2 §2.3: N(0, 0.02²), residual outputs scaled down; a (1 + γ) gain starts at zero
+    ("gpt2", {"norm_unit_offset": True},
+     {"layers.3.attention.q_proj": 0.02, "layers.3.attention.o_proj": 0.02 * RESIDUAL,
+      "layers.3.ffn.down_proj": 0.02 * RESIDUAL, "embed_tokens": 0.02}, 0.0),
+    # torchtitan's depth_init: 0.02 / √(2(i + 1)) for every Linear of layer i
+    ("depth", {}, {**{f"layers.{i}.{name}": 0.02 / math.sqrt(2 * (i + 1)) for i in range(8)
+                      for name in ("attention.q_proj", "attention.o_proj", "ffn.gate_proj",
+                                   "ffn.down_proj")},
+                   "embed_tokens": 0.02, "lm_head": 0.02}, 1.0),
+    # N(0, 1 / fan_in), residual outputs scaled down; o_proj: fan-in n_heads · head_dim (16)
+    ("fan_in", {}, {"layers.3.ffn.gate_proj": 1 / math.sqrt(128),
+                    "layers.3.ffn.down_proj": RESIDUAL / math.sqrt(512),
+                    "layers.3.attention.o_proj": RESIDUAL / math.sqrt(4 * 16),
+                    "embed_tokens": 1.0, "lm_head": 1 / math.sqrt(128)}, 1.0),
+    ("fan_in", {"tie_embeddings": True}, {"embed_tokens": 1 / math.sqrt(128)}, 1.0),
+])
+def test_init_stds_by_hand(tiny_model, scheme, changes, stds, gain):
+    cfg = tiny_model.replace(d_model=128, n_layers=8, n_heads=4, d_ff=512, **changes)
     model = DecoderLM(cfg)
-    INITS["gpt2"](model, 0, 8)
-    layer = model.layers[3]
-    assert layer.attention.q_proj.weight.std().item() == pytest.approx(0.02, rel=0.05)
-    residual = 0.02 / math.sqrt(16)
-    assert layer.attention.o_proj.weight.std().item() == pytest.approx(residual, rel=0.05)
-    assert layer.ffn.down_proj.weight.std().item() == pytest.approx(residual, rel=0.05)
-    assert model.embed_tokens.weight.std().item() == pytest.approx(0.02, rel=0.05)
-    assert torch.all(layer.attn_norm.weight == 0)  # (1 + γ) gain starts at zero
+    INITS[scheme](model, 0, 8)
+    weights = {name.removesuffix(".weight"): p for name, p in model.named_parameters()}
+    # Each matrix has at least 128² = 16,384 draws, so its sample std is within 0.6% (one sd)
+    # of the true one: 3% is five sds.
+    for name, std in stds.items():
+        assert weights[name].std().item() == pytest.approx(std, rel=0.03), name
+        assert abs(weights[name].mean().item()) < 0.05 * std, name
+    assert torch.all(model.layers[0].attn_norm.weight == gain)
+    assert (model.lm_head.weight is model.embed_tokens.weight) == cfg.tie_embeddings
+    if scheme == "fan_in":  # Var(Wx)_i = |x|² / fan_in = 1 for a unit-RMS input x
+        x = torch.randn(4096, 128)
+        x = x / x.pow(2).mean(-1, keepdim=True).sqrt()  # what a norm hands the sublayer
+        assert model.layers[3].ffn.gate_proj(x).std().item() == pytest.approx(1.0, rel=0.03)
 
 
 def test_xavier_init_bounds_and_norm_gains(tiny_model):
@@ -126,50 +151,6 @@ def test_xavier_init_bounds_and_norm_gains(tiny_model):
     assert w.abs().max().item() <= bound and w.abs().max().item() > 0.9 * bound
     assert torch.all(model.layers[0].attn_norm.weight == 1)
     assert torch.all(model.layers[0].attn_norm.bias == 0)
-
-
-def test_depth_init_scales_every_linear_by_its_own_layer(tiny_model):
-    cfg = tiny_model.replace(d_model=128, n_layers=8, n_heads=4, d_ff=512, ffn="swiglu")
-    model = DecoderLM(cfg)
-    INITS["depth"](model, 0, 8)
-    # torchtitan's depth_init std, 0.02 / √(2(i + 1)) for layer i. Each matrix has at least
-    # 128² = 16,384 draws, so its sample std is within 0.6% (one sd) of the true one: 3%
-    # is five sds.
-    for i, layer in enumerate(model.layers):
-        want = 0.02 / math.sqrt(2 * (i + 1))
-        for name, linear in [("q_proj", layer.attention.q_proj),
-                             ("o_proj", layer.attention.o_proj),
-                             ("gate_proj", layer.ffn.gate_proj),
-                             ("down_proj", layer.ffn.down_proj)]:
-            assert linear.weight.std().item() == pytest.approx(want, rel=0.03), (i, name)
-            assert abs(linear.weight.mean().item()) < 0.05 * want
-    assert model.embed_tokens.weight.std().item() == pytest.approx(0.02, rel=0.03)
-    assert model.lm_head.weight.std().item() == pytest.approx(0.02, rel=0.03)
-    assert torch.all(model.layers[0].attn_norm.weight == 1)
-
-
-@pytest.mark.parametrize("tied", [False, True])
-def test_fan_in_init_gives_unit_variance_pre_activations(tiny_model, tied):
-    cfg = tiny_model.replace(d_model=128, n_layers=8, n_heads=4, d_ff=512, ffn="swiglu",
-                             tie_embeddings=tied)
-    model = DecoderLM(cfg)
-    INITS["fan_in"](model, 0, 8)
-    layer = model.layers[3]
-    # Hand derivation: W ~ N(0, 1/fan_in) and unit-RMS input x give Var(Wx)_i = |x|²/fan_in = 1.
-    assert layer.ffn.gate_proj.weight.std().item() == pytest.approx(1 / math.sqrt(128), rel=0.03)
-    assert layer.ffn.down_proj.weight.std().item() == pytest.approx(
-        1 / math.sqrt(512 * 16), rel=0.03)
-    o_proj = layer.attention.o_proj.weight  # [d, n_heads · head_dim]
-    assert o_proj.std().item() == pytest.approx(1 / math.sqrt(o_proj.shape[1] * 16), rel=0.05)
-    x = torch.randn(4096, 128)
-    x = x / x.pow(2).mean(-1, keepdim=True).sqrt()  # what a norm hands the sublayer
-    assert layer.ffn.gate_proj(x).std().item() == pytest.approx(1.0, rel=0.03)
-    embed_std = 1 / math.sqrt(128) if tied else 1.0
-    assert model.embed_tokens.weight.std().item() == pytest.approx(embed_std, rel=0.05)
-    head = model.lm_head.weight
-    assert (head is model.embed_tokens.weight) == tied
-    if not tied:
-        assert head.std().item() == pytest.approx(1 / math.sqrt(128), rel=0.05)
 
 
 def test_default_init_is_seeded_per_module(tiny_model):
