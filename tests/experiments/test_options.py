@@ -53,12 +53,6 @@ def test_the_defaults_and_the_edges_are_allowed():
     assert RunOptions("tiny", range(2), "bf16", "compiled").backend == "compiled"
 
 
-def test_other_seeds_are_a_copy():
-    options = RunOptions("quick", range(2))
-    more = options.with_seeds(range(2, 4))
-    assert more == RunOptions("quick", range(2, 4)) and options.seeds == range(2)
-
-
 # --- a suite's options ----------------------------------------------------------------------------
 @dataclasses.dataclass(frozen=True)
 class _NoData:

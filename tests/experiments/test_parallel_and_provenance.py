@@ -144,13 +144,9 @@ def _count(root: Path, calls: list) -> Summary:
     suite = plain_suite("counting", lambda options, tuned=(): [
         base.RunSpec(f"run {s}", "run", s, {"seed": s},
                      lambda progress, s=s: calls.append(s) or RunResult(
-                         "ok", data={"name": "stdlib", "sha256": _stdlib_sha()}))
+                         "ok", data={"name": "stdlib", "sha256": load_corpus("stdlib").sha256}))
         for s in options.seeds])
     return run_suite(suite, RunOptions("tiny", range(2)), root, progress=False)
-
-
-def _stdlib_sha() -> str:
-    return load_corpus("stdlib").sha256
 
 
 def test_results_record_provenance_and_are_reused_when_it_matches(tmp_path):

@@ -41,7 +41,9 @@ def test_store_save_load_has_and_iter(tmp_path):
     (tmp_path / "half.json").write_text('{"status": "o')  # a torn write
     (tmp_path / "nostatus.json").write_text('{"final": {}}')
     assert not store.has("half") and not store.has("nostatus")
+    (tmp_path / "summary.json").write_text('{"suite": "ffn"}')  # beside the runs: no run
     assert [rid for rid, _ in store.iter_results()] == ["abc"]
+    assert tmp_path / "summary.json" not in store.damaged
     with pytest.raises(FileNotFoundError):
         store.load("half")
     with pytest.raises(FileNotFoundError, match="no complete result"):
@@ -141,13 +143,6 @@ def test_a_result_path_that_is_no_file(tmp_path):
     assert store.has("link") and store.has("fifo")
     with pytest.raises(rs.ResultsError, match=f"{tmp_path / 'dir.json'} is a folder where"):
         store.save("dir", RunResult("ok"))
-
-
-def test_other_json_files_beside_the_runs_are_not_damaged_runs(tmp_path):
-    store = ResultStore(tmp_path)
-    store.save("aaa", RunResult("ok"))
-    (tmp_path / "summary.json").write_text('{"suite": "ffn"}')
-    assert [rid for rid, _ in store.iter_results()] == ["aaa"] and store.damaged == {}
 
 
 @needs_root

@@ -149,6 +149,8 @@ def test_an_unknown_missing_or_mistyped_field_is_a_results_error_naming_its_path
          r"^f\.json\.curves\.val\.32\[0\]: expected float \| None, found '4\.2'$"),
         ({**good, "run": {"label": "a", "arm": "a", "seed": True}},
          r"^f\.json\.run\.seed: expected int, found True$"),
+        *[({"status": "ok", "run": run}, r"^f\.json\.run: expected an object")
+          for run in ("x", 3, ["label", "arm", 0])],
     ]
     for data, message in cases:
         with pytest.raises(ResultsError, match=message):
@@ -203,9 +205,3 @@ def test_a_file_stored_before_run_result_reads_with_its_run_label(tmp_path):
     assert {k: v for k, v in again.items() if k != "curves"} == {
         k: v for k, v in old.items() if k != "curves"}
     assert _round_trip(result) == result
-
-
-@pytest.mark.parametrize("run", ["x", 3, ["label", "arm", 0]])
-def test_a_run_record_that_is_not_an_object_is_a_results_error(run):
-    with pytest.raises(ResultsError, match=r"^f\.json\.run: expected an object"):
-        RunResult.from_dict({"status": "ok", "run": run}, "f.json")
