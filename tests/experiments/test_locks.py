@@ -36,29 +36,55 @@ def own_lock(tmp_path, monkeypatch):
     monkeypatch.setenv("BLOCKLAB_MACHINE_LOCK", str(tmp_path / "machine.lock"))
 
 
-def _blocklab(*args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "blocklab", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+# `blocklab suite toy` (conftest's toy suite) in a process of its own: its first run says it
+# started (it holds the folder) and waits for the file `go`.
+_TOY_SUITE = """
+import sys, time
+from pathlib import Path
+sys.path.insert(0, {here!r})
+from conftest import toy_suite
+from blocklab.cli import main
+from blocklab.experiments import suites
+
+def before(arm, seed):
+    (Path({gate!r}) / "started").touch()
+    while not (Path({gate!r}) / "go").exists():
+        time.sleep(0.05)
+
+suites.get_suite = lambda name: toy_suite(before)
+sys.exit(main(["suite", "toy", "--tiny", "--seeds", "2", "--results", {results!r}, "--json",
+               "--jobs", "1"]))
+"""
 
 
 def test_two_suites_started_together_run_each_run_once(tmp_path):
-    results = tmp_path / "runs"
-    argv = ("suite", "quantize", "--tiny", "--results", str(results), "--json", "--jobs", "1")
-    first, second = _blocklab(*argv), _blocklab(*argv)
-    outs = [p.communicate(timeout=600) for p in (first, second)]
+    results, gate = tmp_path / "runs", tmp_path / "gate"
+    gate.mkdir()
+    code = _TOY_SUITE.format(here=str(Path(__file__).parent), gate=str(gate),
+                             results=str(results))
+
+    def start() -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+
+    first = start()
+    deadline = time.monotonic() + 120
+    while not (gate / "started").exists():  # the first holds the folder, in its first run
+        assert time.monotonic() < deadline and first.poll() is None, first.communicate()
+        time.sleep(0.05)
+    second = start()
+    said = second.stderr.readline()  # the second waits for the folder and says so
+    (gate / "go").touch()
+    outs = [p.communicate(timeout=120) for p in (first, second)]
     assert first.returncode == 0 and second.returncode == 0, outs
-    summaries = [json.loads(out) for out, _ in outs]
-    # Whichever got the folder second waited, said so, and found every run stored.
-    waited = [i for i, (_, err) in enumerate(outs) if "waiting for" in err]
-    assert len(waited) == 1, [err for _, err in outs]
-    later = summaries[waited[0]]
-    assert any(f"{later['runs']} of {later['runs']} runs were already stored" in note
-               for note in later["notes"]), later["notes"]
-    for summary in summaries:
-        assert summary["runs"] == len(summary["run_ids"]) > 0
-    stored = sorted(p.name for p in (results / "quantize" / "tiny").glob("*.json"))
-    assert stored == sorted([f"{r}.json" for r in summaries[0]["run_ids"]]
-                            + ["planned_rules.json", "summary.json"])
+    assert said.startswith("waiting for") and str(results / "toy") in said, said
+    assert "waiting for" not in outs[0][1]
+    first_summary, later = (json.loads(out) for out, _ in outs)
+    # ... and found every run stored
+    assert later["notes"][0].startswith("4 of 4 runs were already stored"), later["notes"]
+    assert first_summary["run_ids"] == later["run_ids"] and len(later["run_ids"]) == 4
+    stored = sorted(p.name for p in (results / "toy" / "tiny").glob("*.json"))
+    assert stored == sorted([f"{r}.json" for r in later["run_ids"]] + ["summary.json"])
 
 
 def test_no_wait_refuses_a_folder_in_use(tmp_path, capsys):
