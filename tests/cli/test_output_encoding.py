@@ -35,12 +35,6 @@ def test_english_on_an_ascii_stream_succeeds_in_ascii(blocklab, argv):
     assert "+---" in proc.stdout  # the table's borders, in ASCII
 
 
-def test_english_on_a_latin_1_stream_succeeds(blocklab):
-    proc = blocklab("verify", env=_env("latin-1"), encoding="latin-1")
-    assert proc.returncode == 0, proc.stderr
-    assert "≈" not in proc.stdout and "·" in proc.stdout  # Latin-1 has ·, not ≈
-
-
 @pytest.mark.parametrize(("argv", "extra", "asked"), [
     (["claims", "C01", "--lang", "zh"], {}, "(--lang zh)"),
     (["claims", "C01", "--rules", "--lang", "zh"], {}, "(--lang zh)"),

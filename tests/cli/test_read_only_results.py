@@ -41,21 +41,16 @@ def test_report_reads_a_read_only_folder_that_holds_every_run(tmp_path, stored, 
     assert _listing(stored) == before
 
 
-def test_report_asked_to_spend_a_budget_there_is_refused(tmp_path, stored, blocklab,
-                                                         one_line_exit_2):
-    proc = blocklab("report", "--tiny", "--results", str(stored), "--budget", "1", "--out",
-                    str(tmp_path / "report"), bound_by_modes=True)
+@pytest.mark.parametrize("asked", [["--tiny", "--budget", "1"], ["--quick"]],
+                         ids=["a budget", "runs still to do"])
+def test_report_that_would_run_or_add_runs_there_is_refused(tmp_path, stored, blocklab,
+                                                            one_line_exit_2, asked):
+    proc = blocklab("report", *asked, "--results", str(stored), "--out", str(tmp_path / "report"),
+                    bound_by_modes=True)
     assert one_line_exit_2(proc).endswith("is not writable (permission denied), and the report "
-                                     "would run or add runs there; --no-run renders what it "
-                                     "holds")
+                                          "would run or add runs there; --no-run renders what "
+                                          "it holds")
     assert not (tmp_path / "report").exists()
-
-
-def test_report_with_runs_still_to_do_is_refused(tmp_path, blocklab, one_line_exit_2, read_only):
-    empty = read_only(tmp_path / "runs")
-    proc = blocklab("report", "--tiny", "--results", str(empty), "--out",
-                    str(tmp_path / "report"), bound_by_modes=True)
-    assert "would run or add runs there" in one_line_exit_2(proc)
 
 
 def test_report_out_must_still_be_writable(tmp_path, stored, blocklab, one_line_exit_2, read_only):
