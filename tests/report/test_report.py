@@ -98,7 +98,7 @@ def test_the_page_is_whole_self_contained_and_its_numbers_are_in_report_json(tin
 
 def test_the_page_opens_with_the_findings_and_a_figure_in_ordinary_units(tiny_report):
     """Title, the findings and what to use, the lead figure (in its metric's units), then the
-    ledger; the overview on its normalised axis comes after the ledger's lines."""
+    ledger (whose overview on its normalised axis follows its lines: test_ledger)."""
     index, doc = tiny_report
     text = index.read_text(encoding="utf-8")
     findings = text.index('<section id="findings">')
@@ -106,7 +106,6 @@ def test_the_page_opens_with_the_findings_and_a_figure_in_ordinary_units(tiny_re
     assert text.index("<h1>") < findings < first_figure < text.index('<section id="ledger">')
     assert text[first_figure:].startswith(f'<figure id="fig-{LEAD_FIGURE}">')
     assert text.count(f'<figure id="fig-{LEAD_FIGURE}">') == 1  # shown once, referred to after
-    assert text.index('<ol class="ledger">') < text.index('id="fig-ledger_overview"')
     opening = text[findings:first_figure]
     sentences = doc["findings"]["en"]["sentences"]
     assert 1 <= len(sentences) <= 8 and opening.count("<li>") >= len(sentences)
@@ -304,28 +303,21 @@ def test_a_summary_that_does_not_decode_is_a_figure_error(tiny_report, tmp_path,
     assert 'id="fig-norm_cost"' in index.read_text(encoding="utf-8")  # other suites draw
 
 
-def test_stored_runs_are_labelled_by_their_run_record(tiny_report):
-    """Every stored result records the spec it ran; the report's curves come from those
-    records alone (training runs with curves, sorted by arm and seed)."""
+def test_run_curves_are_the_summarys_runs_labelled_by_their_run_records(tiny_report, tmp_path):
+    """Curves come from the training runs the summary lists, labelled by the run record each
+    stored result keeps, sorted by arm and seed: other result files in the folder (an earlier
+    configuration, more seeds) are not plotted; a listed run that is gone, has no run record
+    or carries one of the wrong shape is a suite error, not a silent gap."""
     _, doc = tiny_report
-    results = doc["generated"]["results"]
-    stored = dict(ResultStore(f"{results}/ffn/tiny").iter_results())
+    stored = dict(ResultStore(f"{doc['generated']['results']}/ffn/tiny").iter_results())
     assert stored and all(isinstance(r.run, RunLabel) for r in stored.values())
     runs = doc["suites"]["ffn"]["runs"]
-    trained = {k for k, r in stored.items() if r.curves is not None}
-    assert {r["run_id"] for r in runs} == trained
+    assert {r["run_id"] for r in runs} == {k for k, r in stored.items() if r.curves is not None}
     assert [(r["arm"], r["seed"]) for r in runs] == sorted((r["arm"], r["seed"]) for r in runs)
     for r in runs:
         assert stored[r["run_id"]].run == RunLabel(r["label"], r["arm"], r["seed"])
     placement = doc["suites"]["placement"]["runs"]
     assert placement and all(r["arm"].startswith(("train/", "deep/")) for r in placement)
-
-
-def test_run_curves_are_the_summarys_runs_only(tiny_report, tmp_path):
-    """Curves come from the runs the summary lists: other result files in the folder (an
-    earlier configuration, more seeds) are not plotted; a listed run that is gone, has no run
-    record or carries one of the wrong shape is a suite error, not a silent gap."""
-    _, doc = tiny_report
     results = tmp_path / "runs"
     shutil.copytree(doc["generated"]["results"], results)
     store = ResultStore(results / "ffn" / "tiny")
