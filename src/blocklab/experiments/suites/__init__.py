@@ -48,6 +48,11 @@ def get_suite(name: str) -> Suite:
     return module.SUITE
 
 
+def registered_suites() -> list[Suite]:
+    """Every suite of `SUITE_MODULES`, in its order."""
+    return [get_suite(name) for name in SUITE_MODULES]
+
+
 def load_summary(out_dir: str | Path, name: str, size: str, *, seed_offset: int = 0,
                  precision: str = "fp32", longer: bool = False) -> Summary | None:
     """The stored summary of the registered suite `name`, its data as its `data_type`."""
@@ -108,4 +113,5 @@ def _run_suites(request: RunRequest, options: Mapping[str, RunOptions],
     return errors
 
 
-__all__ = ["SUITE_MODULES", "get_suite", "load_summary", "run_suite", "run_suites"]
+__all__ = ["SUITE_MODULES", "get_suite", "load_summary", "registered_suites", "run_suite",
+           "run_suites"]
