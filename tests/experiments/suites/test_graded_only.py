@@ -134,6 +134,7 @@ def test_placement_trains_the_graded_contrasts_only(size):
     assert arms["deep"] == _contrast("deep", deep.depths,
                                      tuple(deep.warmup if w else 0 for w in deep.warm),
                                      ("C36",), size)
+    assert size == "tiny" or min(deep.depths) >= 50  # C36's page: stacks of 50+ layers
     # C12 grades the pre-norm probes; every placement's probes stay beside them (the
     # comparison C12's and C19's texts read, one forward and backward each)
     inits = [re.search(r"pre-norm, (\S+) init", n).group(1) for n in registered("C12", size)]

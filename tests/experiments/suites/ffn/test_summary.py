@@ -15,19 +15,8 @@ from blocklab.experiments.suites.ffn.summary import interpolate, size_record, su
 
 from ..conftest import final_metrics
 
-TABLE_COLUMNS = {
-    "FFN arms at equal parameter count":
-        ["arm", "FFN", "activation", "d_ff", "FFN weights/layer", "params", "vs relu"],
-    "Cost per step and loss at equal wall-clock":
-        ["arm", "ms/step (timed)", "ms/step (training runs)", "step at T*",
-         "val loss at T* [95% CI]", "Δ vs relu at T* [95% CI]"],
-    "C17: FFN activation inputs with an exactly zero gradient":
-        ["arm", "activation", "at init", "after training"],
-}
 LRS = dict.fromkeys(ffn.ARMS, 3e-3)
 TINY = RunOptions("tiny")
-QUALITY_COLUMNS = ["arm", "ok/div/stuck/no-learn", "val loss (nats) [95% CI]", "bits/byte",
-                   "Δ vs relu [95% CI]", "Δ% vs relu [95% CI]", "page: gain vs ReLU"]
 
 
 @pytest.fixture
@@ -123,15 +112,9 @@ def tiny_ffn(tiny_runs):
 def test_tiny_suite_end_to_end(tiny_ffn):
     _, summary = tiny_ffn
     assert summary.runs == len(ffn.GRADED_ARMS)  # C16's arms and relu, no timing run
-    tables = {t.title: t for t in summary.tables}
-    for title, columns in TABLE_COLUMNS.items():
-        if title.startswith("Cost per step"):  # the timing run: full only
-            assert title not in tables
-            continue
-        assert tables[title].columns == columns
-        assert [row[0] for row in tables[title].rows] == list(ffn.GRADED_ARMS)
-    quality = next(t for t in summary.tables if t.title.startswith("Validation loss"))
-    assert quality.columns == QUALITY_COLUMNS
+    for table in summary.tables:  # a row per arm; no timing table (the timing run: full only)
+        assert [row[0] for row in table.rows] == list(ffn.GRADED_ARMS), table.title
+        assert not table.title.startswith("Cost per step")
     data = summary.data
     assert data.seeds == 1 and data.steps == ffn.SIZES["tiny"].steps
     assert 0 < data.unigram_entropy < math.log(256)

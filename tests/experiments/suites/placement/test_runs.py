@@ -183,19 +183,3 @@ def test_lr_area_by_hand():
     assert runs.lr_area(training, 0, 1.0) == pytest.approx(2.65, abs=1e-5)
     # warmup 2: 0.5, 1, then cosine over the last 2 steps: 1, 0.55 -> 3.05
     assert runs.lr_area(training, 2, 1.0) == pytest.approx(0.5 + 1.0 + 1.0 + 0.55)
-
-
-def test_the_sweeps_replace_the_deep_loss_grid_and_fit_the_page():
-    specs = runs.plan(RunOptions("quick", range(4)), _tuned("quick"))
-    deep = [s for s in specs if s.payload["kind"] == "deep"]
-    grid = runs.SIZES["quick"].deep
-    assert min(grid.depths) >= 50 and set(grid.placements) == {"pre", "post"}
-    assert len(deep) == len(grid.arms()) * 4
-    assert all(s.arm.startswith("deep/") for s in deep)
-    assert not any(s.payload["kind"] == "train_deep" for s in specs)
-    sweep = [s for s in specs if s.payload["kind"] == "sweep"]
-    assert len(sweep) == 2 * 2 * 4  # placements × (cold, warm) × seeds
-    assert {s.payload["model"]["n_layers"] for s in sweep} == set(
-        runs.SIZES["quick"].training.depths)
-    full = runs.SIZES["full"].deep
-    assert min(full.depths) >= 48

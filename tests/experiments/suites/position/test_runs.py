@@ -19,7 +19,6 @@ from blocklab.experiments.suites.position.runs import (
     SIZES,
     UNAVAILABLE,
     arm_config,
-    arms,
     extrapolation,
     finite_far_out,
     loss_beyond,
@@ -170,11 +169,7 @@ def test_order_probe_matches_a_direct_computation_and_is_zero_on_palindromes():
     assert same["tv"] == 0.0 and same["kl"] == 0.0
 
 
-def test_quick_reads_to_16x_fine_tunes_and_plans_and_prices_the_timed_cost_run():
-    quick = SIZES["quick"]
-    assert quick.mults == (1, 2, 4, 8, 16)
-    assert quick.finetune is not None and quick.finetune.kinds == (None, "ntk", "yarn")
-    assert "learned-16L" in arms("quick")
+def test_quick_plans_and_prices_the_timed_cost_run():
     (cost,) = [s for s in plan(RunOptions("quick", range(1)), []) if s.arm == "cost"]
     # timed alone; a change to the realistic timing re-plans the run
     assert cost.timed and cost.payload["realistic"] == dataclasses.asdict(REALISTIC_SHAPES["quick"])

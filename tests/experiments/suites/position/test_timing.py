@@ -14,11 +14,9 @@ from blocklab.experiments.suites.position.summary import ShapeTiming, shape_timi
 from blocklab.experiments.suites.position.timing import (
     COST_SCHEMES,
     REALISTIC_SHAPES,
-    REFERENCE_S,
     accepted_by,
     sdpa_kernels,
     sdpa_masks,
-    shape_config,
     time_realistic_shapes,
 )
 from blocklab.experiments.summaries import TimeRatio
@@ -72,15 +70,3 @@ def test_time_shapes_runs_at_tiny_and_returns_every_field():
     assert set(timing.prefill_ms) == set(timing.decode_vs_none) == set(COST_SCHEMES)
     assert timing.prefill_vs_none["none"] == TimeRatio(1.0, 1.0, 1.0, shape.repeats)
     assert shape_timing(None) is None  # a cost run from before it was timed
-
-
-@pytest.mark.parametrize("size", ["quick", "full"])
-def test_quick_and_full_time_a_realistic_shape(size):
-    shape = REALISTIC_SHAPES[size]
-    assert shape.label == "realistic shape"
-    assert shape.d_model >= 1024 and shape.prompt_tokens >= 1024
-    assert shape.d_model // shape.n_heads == 64 and 1 <= shape.n_layers <= 2
-    assert shape.repeats >= 5
-    config = shape_config(size, "rope")
-    assert config.max_seq_len == shape.prompt_tokens + shape.decode_tokens
-    assert REFERENCE_S["quick"] <= 60  # the budget: at most a minute of one core at quick
