@@ -145,7 +145,7 @@ def test_stored_runs_cost_nothing_and_their_twins_cost_their_wall_time(tiny_runs
     # Seeds 1000… are not stored, nor is their tuning (a replication re-tunes on seeds of its
     # own): each run is priced, most at a stored twin's (seed 0's) wall time, none unknown.
     other = estimate.estimate_suites(RunRequest(tiny_runs, "tiny", seed_offset=1000),
-                                     ["ffn"], calibration_s=0.5)
+                                     ["ffn"], calibration=_fake_calibration(_all_specs("tiny")))
     (suite,) = other.suites
     tuning = [p for p in (tiny_runs / "ffn" / "tiny+tuning").glob("*.json")]
     assert suite.stored == 0 and suite.unknown == 0 and len(tuning) > 0
