@@ -480,15 +480,12 @@ def environment() -> Environment:
                         "line_words": line_words, "numbers": _numbers,
                         "budget_words": budget_words, "design_words": design_words,
                         "open_parts": open_parts, "budget_rows": budget_rows,
-                        "verdict_counts": verdict_counts, "mixed_words": mixed_words,
-                        "ledger_line": ledger_line, "claim_links": claim_links})
+                        "verdict_counts": verdict_counts, "ledger_line": ledger_line,
+                        "claim_links": claim_links,
+                        # that a suite's runs came from several machines or bf16 kernels
+                        "mixed_words": lambda summary, lang: mixed_notes(
+                            summary.get("machines") or [], summary.get("kernels") or [], lang)})
     return env
-
-
-def mixed_words(summary: dict[str, Any], lang: str) -> list[str]:
-    """The notices that a suite's runs came from more than one machine or ran other bf16
-    attention kernels (`summaries.mixed_notes`); [] for a summary that names neither."""
-    return mixed_notes(summary.get("machines") or [], summary.get("kernels") or [], lang)
 
 
 def _context(doc: dict[str, Any], figures: dict[str, Figure], lang: str) -> dict[str, Any]:
