@@ -335,14 +335,6 @@ def test_compiled_run_reports_its_warm_up_apart_and_matches_eager(tiny_model, ti
 
 
 # --- the end-of-run evaluation --------------------------------------------------------------------
-def test_final_eval_windows_are_the_asked_fraction_evenly_spread_and_disjoint(tiny_train):
-    n_val = 100_003
-    cfg = tiny_train.replace(batch_size=16, final_eval_fraction=0.125)
-    rows = tr.final_windows(np.arange(n_val), cfg)[32].numpy()  # the windows, at positions
-    assert rows.shape == (math.ceil(0.125 * n_val / 32), 33)
-    assert (np.diff(rows[:, 0]) >= 32).all() and rows[0, 0] == 0 and rows[-1, -1] == n_val - 1
-
-
 def test_final_eval_is_at_least_a_periodic_evaluation_and_all_of_validation_at_most():
     assert final_window_count(1000, 10, 0.001, minimum=16) == 16  # never fewer than periodic
     assert final_window_count(1000, 10, 1.0, minimum=4) == 99  # (1000 - 1) // 10 fit apart
@@ -356,6 +348,7 @@ def test_final_val_loss_and_its_standard_error_by_hand(tiny_model, tiny_train):
     model, result = tr.train(tiny_model, cfg)
     final, curve = result.final, result.curves.val["32"]
     # the windows, independently: ceil(0.002 · n_val / 32), starts evenly spread in integers
+    # from the first byte to the last window's (`final_windows`)
     n = math.ceil(0.002 * val.size / 32)
     last = val.size - 33
     starts = [i * last // (n - 1) for i in range(n)]
