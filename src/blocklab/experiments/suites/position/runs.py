@@ -34,6 +34,7 @@ from blocklab.experiments.suites.position.timing import (
     THETA,
     ShapeTimes,
     accepted_by,
+    decode_call,
     sdpa_kernels,
     sdpa_masks,
     time_realistic_shapes,
@@ -847,26 +848,6 @@ def passkey_run(options: RunOptions, arm: str, seed: int, progress) -> RunResult
     return _result("passkey", record, started)
 
 
-def _decode_call(model, prompt, tokens: int):
-    """`start()` prefills a fresh KV cache with `prompt` [1, P] and returns `decode()`, which
-    decodes `tokens` single tokens on it."""
-    import torch
-
-    from blocklab.nn import KVCache
-
-    def start():
-        cache = KVCache(model.config.n_layers, max_len=prompt.shape[1] + tokens)
-        with torch.no_grad():
-            model(prompt, cache=cache)
-
-        def decode():
-            with torch.no_grad():
-                for i in range(tokens):
-                    model(prompt[:, i:i + 1], cache=cache)
-        return decode
-    return start
-
-
 def time_position_cost(options: RunOptions, seed: int = 0) -> RunResult:
     """C31: parameters, step times and SDPA kernels of `COST_SCHEMES` (a `CostRun`), on one
     thread: training steps and decode steps (per token, after L − decode_tokens cached ones)
@@ -904,7 +885,7 @@ def time_position_cost(options: RunOptions, seed: int = 0) -> RunResult:
                 model(prompt).float().sum().backward()
 
             def decode_step(model=model):  # one token's decode on a freshly prefilled cache
-                return _decode_call(model, prompt[:, :L - n_decode], 1)()
+                return decode_call(model, prompt[:, :L - n_decode], prompt[:, :1])()
 
             model.train()
             train_kernels = sdpa_kernels(train_call)
@@ -926,7 +907,7 @@ def time_position_cost(options: RunOptions, seed: int = 0) -> RunResult:
             train_step(model, batches[i], optimizers[scheme], weights[scheme], lr=tc.lr,
                        grad_clip=tc.grad_clip)  # the trainer's step, timed whole
             step_s = time.perf_counter() - tick
-            decode = _decode_call(model.eval(), prompt[:, :L - n_decode], n_decode)()
+            decode = decode_call(model.eval(), prompt[:, :L - n_decode], prompt[:, :n_decode])()
             tick = time.perf_counter()
             decode()
             return step_s, (time.perf_counter() - tick) / n_decode

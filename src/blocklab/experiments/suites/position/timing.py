@@ -157,24 +157,35 @@ class ShapeTimes:
     wall_time_s: float
 
 
-def _prefill_then_decode(model, tokens, prompt: int) -> tuple[float, float]:
-    """(prefill seconds, decode seconds per token): tokens [1, prompt + n] → a no-grad
-    prefill of the first `prompt` into a fresh KV cache, then the other n one at a time."""
+def decode_call(model, prompt, tokens):
+    """`start()` prefills a fresh KV cache with `prompt` [1, P] (no grad) and returns
+    `decode()`, which feeds it `tokens` [1, n] one at a time."""
     import torch
 
     from blocklab.nn import KVCache
 
-    n = tokens.shape[1] - prompt
-    cache = KVCache(model.config.n_layers, max_len=tokens.shape[1])
-    with torch.no_grad():
-        tick = time.perf_counter()
-        model(tokens[:, :prompt], cache=cache)
-        prefill_s = time.perf_counter() - tick
-        tick = time.perf_counter()
-        for i in range(prompt, prompt + n):
-            model(tokens[:, i:i + 1], cache=cache)
-        decode_s = (time.perf_counter() - tick) / n
-    return prefill_s, decode_s
+    def start():
+        cache = KVCache(model.config.n_layers, max_len=prompt.shape[1] + tokens.shape[1])
+        with torch.no_grad():
+            model(prompt, cache=cache)
+
+        def decode():
+            with torch.no_grad():
+                for i in range(tokens.shape[1]):
+                    model(tokens[:, i:i + 1], cache=cache)
+        return decode
+    return start
+
+
+def _prefill_then_decode(model, tokens, prompt: int) -> tuple[float, float]:
+    """(prefill seconds, decode seconds per token): tokens [1, prompt + n] → a prefill of the
+    first `prompt` into a fresh KV cache, then the other n one at a time."""
+    tick = time.perf_counter()
+    decode = decode_call(model, tokens[:, :prompt], tokens[:, prompt:])()
+    prefill_s = time.perf_counter() - tick
+    tick = time.perf_counter()
+    decode()
+    return prefill_s, (time.perf_counter() - tick) / (tokens.shape[1] - prompt)
 
 
 def time_realistic_shapes(size: str, seed: int = 0) -> ShapeTimes:
