@@ -140,14 +140,12 @@ def test_every_arm_is_tuned_on_its_own_seeds_on_a_grid_that_grows_at_an_edge(siz
     # (the arms whose best is interior: refined at quick, nothing more at full, test_tuning.py)
 
 
-def test_every_run_config_carries_the_options_precision_and_backend():
+def test_each_grid_configures_its_runs():
+    # (the options reach every TrainConfig: test_options' for_run test)
     size = runs.SIZES["tiny"]
-    options = RunOptions("tiny", range(1), precision="bf16", backend="reference")
-    train = runs.train_config(size.training, options, 3, warmup=2, lr=1e-3)
-    sweep = runs.train_config(size.sweep, options, 3, warmup=2, lr=1e-3)
-    probe = runs.train_config(size.probe, options, 3, init="depth")
-    for tc in (train, sweep, probe):
-        assert (tc.precision, tc.backend, tc.seed) == ("bf16", "reference", 3)
+    train = runs.train_config(size.training, OPTIONS, 3, warmup=2, lr=1e-3)
+    sweep = runs.train_config(size.sweep, OPTIONS, 3, warmup=2, lr=1e-3)
+    probe = runs.train_config(size.probe, OPTIONS, 3, init="depth")
     assert (train.init, train.grad_clip, train.threads, train.lr, train.warmup_steps) == (
         "xavier", None, 1, 1e-3, 2)
     assert (train.eval_every, train.log_every) == (size.training.eval_every,
@@ -156,7 +154,7 @@ def test_every_run_config_carries_the_options_precision_and_backend():
         size.sweep.steps, 0, 0, None)
     assert probe.init == "depth"
     with pytest.raises(ValueError, match="peak lr"):
-        runs.train_config(size.training, options, 3)
+        runs.train_config(size.training, OPTIONS, 3)
 
 
 def test_bisection_finds_the_largest_stable_rung_in_log2_steps():

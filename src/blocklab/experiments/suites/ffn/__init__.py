@@ -28,7 +28,6 @@ from blocklab.experiments.ladder import RUNGS
 from blocklab.experiments.suites.base import Suite
 from blocklab.experiments.suites.ffn import runs, summary
 
-# How its runs become the metrics the registered rules read (`Suite.metric_version`).
 METRIC_VERSION = ("2026-12-02: C16's % gain over ReLU of the final validation loss at each arm's "
                   "tuned lr, paired by seed")
 SUITE = Suite("ffn", "plain vs gated FFNs at equal parameter count (C16, C17)", runs.plan,

@@ -34,7 +34,6 @@ from blocklab.experiments.ladder import RUNGS
 from blocklab.experiments.suites.base import Suite
 from blocklab.experiments.suites.norm_cost import runs, summary
 
-# How its runs become the metrics the registered rules read (`Suite.metric_version`).
 METRIC_VERSION = ("2026-12-02: C18's RMSNorm − LayerNorm final validation loss, paired by seed")
 SUITE = Suite(
     name="norm-cost",

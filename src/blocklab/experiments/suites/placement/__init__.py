@@ -29,7 +29,6 @@ from blocklab.experiments.ladder import RUNGS
 from blocklab.experiments.suites.base import Suite
 from blocklab.experiments.suites.placement import runs, summary
 
-# How its runs become the metrics the registered rules read (`Suite.metric_version`).
 METRIC_VERSION = ("2026-12-02: C12's log2 sensitivity spread over layers 1 … L−1; largest stable lr"
                   " on the size's ladder, read in doublings (Sweep.doublings); losses at each arm's"
                   " tuned lr, paired by seed")

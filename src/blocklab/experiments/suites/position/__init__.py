@@ -32,7 +32,6 @@ from blocklab.experiments.suites.base import Suite
 from blocklab.experiments.suites.position.runs import plan, price, scale, shape, tune
 from blocklab.experiments.suites.position.summary import PositionData, summarise
 
-# How its runs become the metrics the registered rules read (`Suite.metric_version`).
 METRIC_VERSION = ("2026-12-02: loss past L against sliding windows of L on the same validation "
                   "windows, % per seed; order probe TV and loss against the unigram entropy")
 SUITE = Suite(

@@ -16,7 +16,6 @@ from __future__ import annotations
 from blocklab.experiments.suites.base import Suite
 from blocklab.experiments.suites.quantize import runs, summary
 
-# How its runs become the metrics the registered rules read (`Suite.metric_version`).
 METRIC_VERSION = ("2026-12-02: C33's FFN output error of merged against separate per-tensor scales,"
                   " % per seed")
 SUITE = Suite(

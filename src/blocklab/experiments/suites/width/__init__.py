@@ -19,7 +19,6 @@ from __future__ import annotations
 from blocklab.experiments.suites.base import Suite
 from blocklab.experiments.suites.width import runs, summary
 
-# How its runs become the metrics the registered rules read (`Suite.metric_version`).
 METRIC_VERSION = ("2026-12-02: C37's % contrasts of the final validation loss at prefix widths "
                   "m, m/2, m/4, paired by seed")
 SUITE = Suite("width", "the FFN's width as a control point: sliced vs nested-width training "
