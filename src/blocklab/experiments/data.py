@@ -131,10 +131,10 @@ def _corpus_from_files(name: str, root: Path, paths: list[str]) -> Corpus:
     return Corpus(name, train, val, digest.hexdigest(), train_files, val_files, tokenizer)
 
 
-def stdlib_files(root: Path | None = None, max_bytes: int = STDLIB_MAX_BYTES) -> list[str]:
+def stdlib_files() -> list[str]:
     """Relative paths of the stdlib `.py` files used: the longest prefix of the sorted list
-    within `max_bytes` in total."""
-    root = Path(sysconfig.get_paths()["stdlib"]) if root is None else root
+    within `STDLIB_MAX_BYTES` in total."""
+    root = Path(sysconfig.get_paths()["stdlib"])
     candidates = []
     for folder, dirs, names in os.walk(root):
         dirs[:] = [d for d in dirs if d not in _STDLIB_EXCLUDED_DIRS]  # prune, do not descend
@@ -144,18 +144,17 @@ def stdlib_files(root: Path | None = None, max_bytes: int = STDLIB_MAX_BYTES) ->
     chosen, total = [], 0
     for relative in sorted(candidates):
         size = (root / relative).stat().st_size
-        if total + size > max_bytes:
+        if total + size > STDLIB_MAX_BYTES:
             break
         chosen.append(relative)
         total += size
     return chosen
 
 
-@functools.lru_cache(maxsize=4)
-def stdlib_corpus(max_bytes: int = STDLIB_MAX_BYTES) -> Corpus:
+@functools.lru_cache(maxsize=1)
+def stdlib_corpus() -> Corpus:
     """The running Python's standard library source as a corpus (cached per process)."""
-    root = Path(sysconfig.get_paths()["stdlib"])
-    return _corpus_from_files("stdlib", root, stdlib_files(root, max_bytes))
+    return _corpus_from_files("stdlib", Path(sysconfig.get_paths()["stdlib"]), stdlib_files())
 
 
 @functools.lru_cache(maxsize=1)
@@ -298,6 +297,6 @@ def _windows(tokens: np.ndarray, starts: np.ndarray, length: int) -> torch.Tenso
     return torch.from_numpy(tokens[index].astype(np.int64))
 
 
-def bits_per_byte(loss_nats: float, tokens_per_byte: float = 1.0) -> float:
-    """nats per token -> bits per byte (byte tokenizer: loss / ln 2)."""
-    return loss_nats * tokens_per_byte / math.log(2)
+def bits_per_byte(loss_nats: float) -> float:
+    """nats per token -> bits per byte (byte tokenizer: one token a byte)."""
+    return loss_nats / math.log(2)
