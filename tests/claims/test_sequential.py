@@ -360,40 +360,6 @@ def test_a_run_adds_seeds_to_open_parts_alike_at_any_price_and_records_the_rules
     assert "no record of the rule its runs were planned under" in c33.parts[1].reason
 
 
-def test_the_price_the_report_states_for_more_seeds_is_the_plans_looks():
-    """`report.build.decision_budget` prices more seeds as the plan runs them: look by look,
-    every open part to its next look."""
-    from dataclasses import asdict
-
-    from blocklab.claims.registry import c16_rule
-    from blocklab.experiments.estimate import makespan
-    from blocklab.report.build import decision_budget
-
-    arms, seed_s, n, needed = ("relu", "swiglu", "geglu"), 10.0, 5, 10
-    rule = c16_rule("swiglu")  # seeds 5–10, looks at 5, 8, 10
-    parts = [{"name": name, "decision": "inconclusive", "estimate": {"n": n},
-              "seeds_needed": needed, "rule": asdict(rule)} for name in ("swiglu", "geglu")]
-    ledger = [{"id": "C16", "command": "blocklab suite ffn --size quick", "parts": parts}]
-    costs = {"ffn": {"run_costs": [{"arm": a, "seed": s, "wall_time_s": seed_s,
-                                    "timed": False} for a in arms for s in range(n)]}}
-    promise = decision_budget(ledger, costs, workers=2)
-    assert promise["within_reach"] == 2 and not promise["beyond_design"]
-    coverage = {"ffn": dict.fromkeys(arms, n)}
-    spent, reached = 0.0, n
-    while rule.next_look(reached) is not None:
-        target = rule.next_look(reached)
-        wanted = [Wanted("C16", p, "ffn", (p, "relu"), reached, target)
-                  for p in ("swiglu", "geglu")]
-        blocks = next_blocks(wanted, coverage, 0)["ffn"]
-        spent += makespan([seed_s for b in blocks for _ in b.arms
-                           for _ in range(b.stop - b.start)], 2)
-        for b in blocks:
-            for arm in b.arms:
-                coverage["ffn"][arm] = b.stop
-        reached = target
-    assert promise["seconds"] == pytest.approx(spent)
-
-
 def test_a_part_that_lost_seeds_asks_for_the_next_block_not_for_seeds_it_has():
     """A part reading fewer pairs than its arms ran (a lost seed) is extended past them."""
     from types import SimpleNamespace
