@@ -40,8 +40,10 @@ def test_ranks_take_disjoint_slices_that_make_up_the_global_batch():
         distributed.local_rows(6, 0, 4)
 
 
-def test_outside_torchrun_nothing_is_initialised():
-    with distributed.process_group("cpu", environ={}) as rank:
+def test_outside_torchrun_nothing_is_initialised(monkeypatch):
+    for name in TORCHRUN:
+        monkeypatch.delenv(name, raising=False)
+    with distributed.process_group("cpu") as rank:
         assert rank is None and not distributed.active()
     assert distributed.rank_and_world_size() == (0, 1) and distributed.is_main()
     assert distributed.describe() == {}

@@ -59,11 +59,10 @@ def torchrun_rank(environ: Mapping[str, str] = os.environ) -> Rank | None:
 
 
 @contextlib.contextmanager
-def process_group(device: str = "cpu",
-                  environ: Mapping[str, str] = os.environ) -> Iterator[Rank | None]:
+def process_group(device: str = "cpu") -> Iterator[Rank | None]:
     """Join torchrun's group for the block (a caller's own is used and left open); yield this
     process's `Rank`, None outside torchrun."""
-    rank = torchrun_rank(environ)
+    rank = torchrun_rank()
     if rank is None:
         yield None
         return
