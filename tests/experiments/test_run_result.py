@@ -94,16 +94,6 @@ def test_eval_errors_are_stored_only_when_there_are_some(trained):
     assert _round_trip(failed).final.eval_errors == errors
 
 
-def test_non_finite_numbers_are_stored_and_read_back_as_none(trained):
-    curves = dataclasses.replace(trained.curves, train_loss=[*trained.curves.train_loss[:-1],
-                                                             float("nan")])
-    diverged = dataclasses.replace(trained, status="diverged", curves=curves,
-                                   extra={"ratio": float("inf")})
-    back = _round_trip(diverged)
-    assert back.curves.train_loss[-1] is None and back.extra == {"ratio": None}
-    assert back.curves.train_loss[:-1] == trained.curves.train_loss[:-1]
-
-
 @pytest.mark.parametrize(("result", "key"), [
     *[("trained", key) for key in ("steps_done", "final", "status", "run_id")],
     (RunResult("ok"), "status"), (RunResult("ok", wall_time_s=1.0), "wall_time_s"),
