@@ -16,7 +16,6 @@ from blocklab.claims.finding import Check, Context, Finding, claim
 from blocklab.claims.lang import LANGS
 from blocklab.claims.text import WORDING, Template, both, say
 
-# The checks' sentences, (English, Chinese), filled by `say`.
 TEXT: dict[str, Template] = WORDING["CHECKS"]
 
 

@@ -53,7 +53,6 @@ def post_identity_estimate(data: PlacementData, init: str | None = None) -> Esti
 
 C36_COMBINES = WORDING["COMBINES"]["C36"]
 
-# The check's sentences, (English, Chinese), filled by `say`.
 TEXT: dict[str, Template] = WORDING["DEPTH"]
 
 

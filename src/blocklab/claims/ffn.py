@@ -41,7 +41,6 @@ from blocklab.experiments.suites.ffn.summary import FfnData
 
 C16_COMBINES = WORDING["COMBINES"]["C16"]
 
-# The check's sentences, (English, Chinese), filled by `say`.
 TEXT: dict[str, Template] = WORDING["FFN"]
 
 

@@ -320,7 +320,6 @@ def _band(part_rule: Rule) -> list[float] | None:
 
 _DIRECTION: dict[str, Template] = WORDING["DIRECTION"]
 
-# The ladder's sentences, (English, Chinese), filled by `say`.
 TEXT: dict[str, Template] = WORDING["LADDER"]
 
 

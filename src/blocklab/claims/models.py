@@ -242,7 +242,6 @@ def check_pairing(p: Pairing) -> PairingRow:
                       per_model=per_model)
 
 
-# The checks' sentences, (English, Chinese), filled by `say`.
 TEXT: dict[str, Template] = WORDING["MODELS"]
 
 

@@ -34,7 +34,6 @@ from blocklab.experiments.suites.norm_cost.summary import (
 
 C18_COMBINES = WORDING["COMBINES"]["C18"]
 
-# The check's sentences, (English, Chinese), filled by `say`.
 TEXT: dict[str, Template] = WORDING["NORM_COST"]
 
 

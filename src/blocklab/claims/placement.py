@@ -54,7 +54,6 @@ from blocklab.experiments.suites.placement.summary import (
 )
 from blocklab.experiments.summaries import Interval
 
-# The checks' sentences, (English, Chinese), filled by `say`.
 TEXT: dict[str, Template] = WORDING["PLACEMENT"]
 
 

@@ -55,7 +55,6 @@ from blocklab.experiments.suites.position.summary import (
 )
 from blocklab.experiments.summaries import RATIO_METHOD, Interval, TimeRatio
 
-# The checks' sentences, (English, Chinese), filled by `say`.
 TEXT: dict[str, Template] = WORDING["POSITIONS"]
 
 

@@ -40,7 +40,6 @@ C32_COMBINES = WORDING["COMBINES"]["C32"]
 # C33's exact part is the condition: per-row merging is free.
 C33_COMBINES = both(WORDING["COMBINES"]["C33"], delta=C33_DELTA)
 
-# The checks' sentences, (English, Chinese), filled by `say`.
 TEXT: dict[str, Template] = WORDING["QUANTIZATION"]
 
 

@@ -31,7 +31,6 @@ from blocklab.experiments.suites.width.summary import WidthData
 
 C37_COMBINES = WORDING["COMBINES"]["C37"]
 
-# The check's sentences, (English, Chinese), filled by `say`.
 TEXT: dict[str, Template] = WORDING["WIDTH"]
 
 
