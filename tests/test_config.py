@@ -42,6 +42,8 @@ def test_defaults_derive_sizes():
         ({"ffn_dim_multiplier": float("inf")}, r"ffn_dim_multiplier=inf .*> 0 or None$"),
         ({"head_dim": 6, "partial_rotary_factor": 0.5}, r"even rotary dim"),
         ({"rope_scaling": "yarn"}, r"rope_scaling='yarn' is not allowed; expected an object"),
+        ({"rope_scaling": {"rope_type": "linear", "factor": 2, "rope_theta": 5000}},
+         r"rope_scaling\.rope_theta=5000 and ModelConfig\.rope_theta=10000\.0 disagree"),
         ({"residual_scale": 0.0}, r"residual_scale=0.0"),
         ({"norm_eps": None}, r"norm_eps=None is not allowed; expected a finite number"),
     ],
@@ -60,7 +62,8 @@ def test_unknown_keys_raise():
 
 def test_json_round_trip():
     cfg = ModelConfig(d_model=64, n_heads=4, n_kv_heads=2, ffn="geglu", placement="sandwich",
-                      rope_scaling={"type": "linear", "factor": 4.0}, name="tiny")
+                      rope_scaling={"type": "linear", "factor": 4.0, "rope_theta": 10000},
+                      name="tiny")
     again = ModelConfig.from_dict(json.loads(json.dumps(cfg.to_dict())))
     assert again == cfg
     assert again.rope_scaling == {"rope_type": "linear", "factor": 4.0}
