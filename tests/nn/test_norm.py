@@ -1,6 +1,8 @@
-"""blocklab.nn.norm against Hugging Face, float64 hand formulas and closed-form Jacobians."""
+"""blocklab.nn.norm against Hugging Face and blocklab.reference's float64 formulas and
+closed-form Jacobians."""
 
 
+import numpy as np
 import pytest
 import torch
 import transformers.models.gemma2.modeling_gemma2 as modeling_gemma2
@@ -24,12 +26,16 @@ def _random_weight(module, seed=1):
 
 
 # --- Hugging Face parity (claim C10: fp32 mean square, cast back, then the gain) -------------
+# bfloat16: the same ops in the same order (fp32 statistics, cast, then the gain).
 @pytest.mark.parametrize(("dtype", "tol"), [(torch.float32, dict(atol=1e-6, rtol=1e-6)),
                                             (torch.bfloat16, EXACT)])
-def test_rmsnorm_llama_matches_hf(dtype, tol):
-    # bfloat16: the same ops in the same order (fp32 statistics, cast, then weight * x).
-    ours = _random_weight(RMSNorm(D, eps=1e-6)).to(dtype)
-    hf = modeling_llama.LlamaRMSNorm(D, eps=1e-6).to(dtype)
+@pytest.mark.parametrize(("options", "hf_norm"), [
+    (dict(), modeling_llama.LlamaRMSNorm),
+    (dict(unit_offset=True, cast="gemma"), modeling_gemma2.Gemma2RMSNorm),
+], ids=["llama", "gemma"])
+def test_rmsnorm_matches_hf(options, hf_norm, dtype, tol):
+    ours = _random_weight(RMSNorm(D, eps=1e-6, **options)).to(dtype)
+    hf = hf_norm(D, eps=1e-6).to(dtype)
     hf.load_state_dict(ours.state_dict())
     x = (randn(4, 5, D) * 5).to(dtype)
     y = ours(x)
@@ -48,18 +54,6 @@ def test_rmsnorm_llama_float32_weight_bfloat16_input_keeps_input_dtype():
     y = ours(x)
     assert y.dtype == torch.bfloat16
     assert_close(y, reference.to(torch.bfloat16), **EXACT)
-
-
-@pytest.mark.parametrize(("dtype", "tol"), [(torch.float32, dict(atol=1e-6, rtol=1e-6)),
-                                            (torch.bfloat16, EXACT)])
-def test_rmsnorm_gemma_matches_hf(dtype, tol):
-    ours = _random_weight(RMSNorm(D, eps=1e-6, unit_offset=True, cast="gemma")).to(dtype)
-    hf = modeling_gemma2.Gemma2RMSNorm(D, eps=1e-6).to(dtype)
-    hf.load_state_dict(ours.state_dict())
-    x = (randn(2, 3, D) * 5).to(dtype)
-    y = ours(x)
-    assert y.dtype == dtype
-    assert_close(y, hf(x), **tol)
 
 
 def test_llama_and_gemma_cast_orders_round_differently_in_bfloat16():
@@ -99,35 +93,27 @@ def test_output_dtype_equals_input_dtype(module, dtype):
     assert y.shape == x.shape
 
 
-# --- float64 hand formulas -------------------------------------------------------------------
-@pytest.mark.parametrize("cast", ["llama", "gemma"])
-@pytest.mark.parametrize("unit_offset", [False, True])
-def test_rmsnorm_matches_float64_formula(cast, unit_offset):
+# --- float64 against blocklab.reference's formulas and closed-form Jacobians -------------------
+@pytest.mark.parametrize("kind, options", [
+    *[("rmsnorm", dict(cast=cast, unit_offset=offset))
+      for cast in ("llama", "gemma") for offset in (False, True)],
+    ("layernorm", dict(bias=True)), ("layernorm", dict(bias=False)),
+])
+def test_matches_the_float64_reference(kind, options):
     eps = 1e-5
-    norm = _random_weight(RMSNorm(D, eps=eps, unit_offset=unit_offset, cast=cast)).double()
-    x = randn(3, 4, D, dtype=torch.float64)
-    gain = norm.weight.detach() + (1.0 if unit_offset else 0.0)
-    s = torch.sqrt((x * x).sum(-1, keepdim=True) / D + eps)
-    assert_close(norm(x), gain * x / s, atol=1e-12, rtol=1e-12)
-
-
-@pytest.mark.parametrize("bias", [True, False])
-def test_layernorm_matches_float64_formula(bias):
-    eps = 1e-5
-    norm = _random_weight(LayerNorm(D, eps=eps, bias=bias)).double()
-    if bias:
+    norm = _random_weight(build_norm(kind, D, eps, **options)).double()
+    gain = norm.weight.detach() + (1.0 if options.get("unit_offset") else 0.0)
+    extra = {}
+    if getattr(norm, "bias", None) is not None:
         with torch.no_grad():
             norm.bias.copy_(randn(D, seed=2))
-    x = randn(3, 4, D, dtype=torch.float64) + 2.0
-    mu = x.sum(-1, keepdim=True) / D
-    sigma = torch.sqrt(((x - mu) ** 2).sum(-1, keepdim=True) / D + eps)
-    expected = norm.weight.detach() * (x - mu) / sigma
-    if bias:
-        expected = expected + norm.bias.detach()
-    assert_close(norm(x), expected, atol=1e-12, rtol=1e-12)
+        extra["bias"] = norm.bias.detach().numpy()
+    x = randn(12, D, dtype=torch.float64) + 2.0
+    formula = getattr(reference, kind)
+    expected = [formula(row, eps, gain.numpy(), **extra) for row in x.numpy()]
+    assert_close(norm(x), torch.tensor(np.array(expected)), atol=1e-12, rtol=1e-12)
 
 
-# --- Jacobians in float64 against blocklab.reference's closed forms ---------------------------
 @pytest.mark.parametrize("kind", ["rmsnorm", "layernorm"])
 def test_jacobian_matches_the_reference_closed_form(kind):
     # diag(γ) (I / s − x xᵀ / (d s³)) for RMSNorm; diag(γ) (C / σ − c cᵀ / (d σ³)) for LayerNorm,

@@ -6,7 +6,6 @@ factors equal as Python floats. Closed forms are evaluated in float64 and compar
 rtol = 1e-6 (a few float32 roundings of the power).
 """
 
-import math
 
 import pytest
 import torch
@@ -126,26 +125,6 @@ def test_static_variants_match_hf(case):
                                                                      scaling)
     assert_close(inv_freq, expected, **EXACT)
     assert attention_factor == expected_factor
-
-
-def test_llama3_bands_closed_form():
-    # Fast pairs untouched, slow pairs divided by factor, the middle strictly in between.
-    scaling = {
-        "rope_type": "llama3",
-        "factor": 8.0,
-        "low_freq_factor": 1.0,
-        "high_freq_factor": 4.0,
-        "original_max_position_embeddings": 8192,
-    }
-    plain, _ = default_rope(128, 500000.0)
-    scaled, _ = rope_frequencies(128, 500000.0, 1.0, scaling)
-    wavelength = 2 * math.pi / plain.double()
-    fast, slow = wavelength < 8192 / 4, wavelength > 8192 / 1
-    middle = ~fast & ~slow
-    assert fast.any() and slow.any() and middle.any()
-    assert_close(scaled[fast], plain[fast], **EXACT)
-    assert_close(scaled[slow], plain[slow] / 8.0, **EXACT)
-    assert bool(((scaled[middle] < plain[middle]) & (scaled[middle] > plain[middle] / 8)).all())
 
 
 # --- static NTK: no Hugging Face rope_type, so closed form and "dynamic" ----------------------
