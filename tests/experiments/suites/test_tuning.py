@@ -4,7 +4,6 @@ import math
 
 import pytest
 
-from blocklab.claims.lr_bias import lr_bias
 from blocklab.experiments.options import RunOptions
 from blocklab.experiments.run_result import RunResult
 from blocklab.experiments.suites import get_suite
@@ -31,8 +30,8 @@ def trials_for(losses: dict[float, float | None], arm: str = "a", seeds=(0,)) ->
 
 
 def test_nothing_tuned_asks_for_the_registered_grid_and_an_interior_optimum_keeps_it():
-    t = tune_arm(GRID, [], "a")
-    assert t.grid == GRID.base and t.extended == 0 and not t.interior
+    t = tune_arm(GRID, [], "a")  # nothing counts yet: the smallest rate
+    assert t.grid == GRID.base and t.extended == 0 and not t.interior and t.lr == GRID.base[0]
     t = tune_arm(GRID, trials_for({1e-3: 3.0, 2e-3: 2.5, 4e-3: 2.8}), "a")
     assert (t.grid, t.lr, t.interior, t.extended) == (GRID.base, 2e-3, True, 0)
     grid = LrGrid((1e-3, 3e-3, 1e-2), 3.0)  # without refine, on two seeds
@@ -58,7 +57,7 @@ def test_a_diverging_point_past_the_edge_makes_the_optimum_interior():
     assert (t.lr, t.interior, t.grid[-1]) == (4e-3, True, 8e-3)
 
 
-def test_a_flat_grid_of_runs_that_did_not_learn_is_not_called_interior():
+def test_a_flat_grid_of_runs_that_did_not_learn_grows_down_to_its_cap_never_interior():
     """Post-norm at depth 12 ended at 3.212, 3.208, 3.206, 3.208 across a 30× range of rates:
     the unigram's loss, no optimum. Those runs end "did_not_learn" (they count as no loss),
     so the grid has no optimum: it grows downwards to its cap and is never called interior."""
@@ -69,22 +68,11 @@ def test_a_flat_grid_of_runs_that_did_not_learn_is_not_called_interior():
         trials += [LrTrial("post", lr, 0, "did_not_learn", None, 32) for lr in t.grid
                    if not any(x.lr == lr for x in trials)]
     t = tune_arm(GRID, trials, "post")
-    assert not t.interior and t.extended == GRID.max_extensions
+    assert not t.interior and t.extended == GRID.max_extensions and t.lr == t.grid[0]
     assert t.grid[0] == rounded(1e-3 / 2 ** GRID.max_extensions)
     # a did-not-learn run is no loss: never counted, whatever its value
     assert not trains(finished("did_not_learn", 3.2)) and counted_loss(
         finished("did_not_learn", 3.2)) is None
-
-
-def test_a_bottom_edge_grows_downwards_and_the_cap_ends_it():
-    losses = {1e-3: 2.0, 2e-3: 2.5, 4e-3: 3.0}
-    for _ in range(5):  # every new lower point is better still
-        t = tune_arm(GRID, trials_for(losses), "a")
-        for lr in t.grid:
-            losses.setdefault(lr, 2.0 - 0.1 * math.log2(1e-3 / lr))
-    t = tune_arm(GRID, trials_for(losses), "a")
-    assert t.extended == GRID.max_extensions and not t.interior and t.lr == t.grid[0]
-    assert t.grid[0] == rounded(1e-3 / 8)
 
 
 def test_a_rate_failing_on_any_tuning_seed_is_never_chosen():
@@ -93,6 +81,8 @@ def test_a_rate_failing_on_any_tuning_seed_is_never_chosen():
     trials.append(LrTrial("a", 2e-3, 1, "diverged", None, 32))
     t = tune_arm(GRID, trials, "a")  # 2e-3 fails once: 4e-3 is best, at the edge
     assert t.lr == 4e-3 and t.grid[-1] == 8e-3 and not t.interior
+    # a tie goes to the smaller rate
+    assert tune_arm(GRID, trials_for({1e-3: 3.0, 2e-3: 2.0, 4e-3: 2.0}), "a").lr == 2e-3
 
 
 def test_every_width_and_arm_is_tuned_apart():
@@ -176,15 +166,6 @@ def test_no_refinement_around_an_edge_the_extensions_could_not_leave():
     losses = {lr: loss(lr) for lr in (1e-3, 3e-3, 1e-2, 3e-2)}
     t = tune_arm(grid, trials_for(losses), "a")
     assert t.grid == (1e-3, 3e-3, 1e-2, 3e-2) and (t.lr, t.interior) == (3e-2, False)
-
-
-def test_the_lr_bias_reads_the_refined_neighbours():
-    loss = curve(4e-3)
-    lrs = (1e-3, 1.73e-3, 3e-3, 5.2e-3, 1e-2)  # refined around 3e-3
-    bias = lr_bias(trials_for({lr: loss(lr) for lr in lrs}, seeds=(7, 8)), "a", 5.2e-3)
-    # the parabola through 3e-3, 5.2e-3 and 1e-2 finds the optimum the curve has
-    assert bias.optimum == pytest.approx(4e-3, rel=0.02)
-    assert bias.excess == pytest.approx(loss(5.2e-3) - 2.0, rel=0.05)
 
 
 def tuning_rounds(name: str, size: str, opt: float | None = None) -> list[list[RunSpec]]:

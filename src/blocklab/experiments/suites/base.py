@@ -588,6 +588,12 @@ def paired_difference(a: Sequence[float | None], b: Sequence[float | None]) -> I
     return mean_ci(diffs)
 
 
+def relative_pct(a: Sequence[float | None], b: Sequence[float | None]) -> list[float | None]:
+    """Per pair (same seed) 100·(a − b)/b; None where either is missing."""
+    return [None if x is None or y is None else 100 * (x - y) / y
+            for x, y in zip(a, b, strict=True)]
+
+
 def format_ci(stats: Interval, digits: int = 3) -> str:
     """'mean [low, high]' or 'mean (n=1)' or '—', signed (a difference)."""
     return _format(stats, f"+.{digits}f")

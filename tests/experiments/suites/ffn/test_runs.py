@@ -10,7 +10,6 @@ from blocklab.experiments.run_result import RunResult
 from blocklab.experiments.suites import get_suite
 from blocklab.experiments.suites.base import TUNING_SEEDS
 from blocklab.experiments.suites.ffn import runs as ffn
-from blocklab.experiments.summaries import LrTrial
 from blocklab.experiments.trainer import build_model
 from blocklab.nn import DecoderLM
 from blocklab.nn.ffn import equal_param_gated_width
@@ -83,27 +82,6 @@ def test_the_run_records_read_back_from_the_store(tmp_path):
                                 extra={"zero_grad_fraction": {"init": 0.5, "final": 0.0}}))
     assert ffn.ZeroGradFraction.of(store.load("run"), "run") == ffn.ZeroGradFraction(0.5, 0.0)
     assert ffn.ZeroGradFraction.of(RunResult(status="stuck"), "run") is None
-
-
-def _trial(arm, lr, loss, seed=0):
-    return LrTrial(arm, lr, seed, "ok" if loss is not None else "diverged", loss, 64)
-
-
-def test_each_arm_gets_the_lr_with_the_lowest_mean_tuning_loss():
-    size = ffn.SIZES["quick"]  # grid 3e-3, 1e-2, 3e-2
-    trials = []
-    for arm in ffn.ARMS:
-        trials += [_trial(arm, 3e-3, 2.0), _trial(arm, 1e-2, 1.9), _trial(arm, 3e-2, 1.95)]
-    trials += [_trial("relu", lr, 1.0, seed=1) for lr in size.lr_grid.base]  # 2nd tuning seed
-    # gelu: 3e-2 is lowest on one seed but fails on the other, so it cannot be chosen.
-    trials = [t for t in trials if not (t.arm == "gelu" and t.lr == 3e-2)]
-    trials += [_trial("gelu", 3e-2, 1.0), _trial("gelu", 3e-2, None, seed=1)]
-    # swiglu: a tie goes to the smaller lr.
-    trials = [t for t in trials if t.arm != "swiglu"]
-    trials += [_trial("swiglu", lr, 1.5) for lr in size.lr_grid.base]
-    chosen = ffn.choose_lrs(size, trials)
-    assert chosen["relu"] == 1e-2 and chosen["gelu"] == 1e-2 and chosen["swiglu"] == 3e-3
-    assert ffn.choose_lrs(size, []) == dict.fromkeys(ffn.ARMS, 3e-3)  # nothing counts: smallest
 
 
 @pytest.mark.parametrize(("name", "widths"), [

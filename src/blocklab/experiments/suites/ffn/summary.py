@@ -16,6 +16,7 @@ from blocklab.experiments.suites.base import (
     format_level,
     mean_ci,
     paired_difference,
+    relative_pct,
     statuses,
 )
 from blocklab.experiments.suites.evaluation import full_only, listed
@@ -153,12 +154,6 @@ def _loss(result: RunResult | None) -> float | None:
     return None if result is None else counted_loss(result)
 
 
-def _rel_pct(vals: list[float | None], base: list[float | None]) -> list[float | None]:
-    """Per seed 100·(val − base)/base."""
-    return [100 * (a - b) / b if a is not None and b is not None else None
-            for a, b in zip(vals, base, strict=True)]
-
-
 def unigram_entropy(runs: FfnRuns) -> float | None:
     """The unigram entropy of the training bytes."""
     entropies = [r.final.unigram_entropy for rs in runs.train.values() for r in rs
@@ -201,7 +196,7 @@ def arm_stats(size: Size, runs: FfnRuns, lrs: dict[str, float]) -> dict[str, Ffn
             val_bpb=mean_ci([r.final.val_bpb if r is not None and r.final is not None
                              and trains(r) else None for r in results]),
             delta_vs_relu=paired_difference(vals, base_vals),
-            rel_delta_pct=mean_ci(_rel_pct(vals, base_vals)),
+            rel_delta_pct=mean_ci(relative_pct(vals, base_vals)),
             ms_per_step=timed.get(arm),
             ms_per_step_train=sum(train_ms) / len(train_ms) if train_ms else None,
             val_loss_equal_time=mean_ci(equal),
@@ -222,7 +217,7 @@ def sensitivity_stats(size: Size, runs: FfnRuns) -> FfnSensitivity:
     return FfnSensitivity(
         init=size.sensitivity_init, lr=size.sensitivity_lr,
         val_loss={arm: mean_ci(v) for arm, v in vals.items()},
-        rel_delta_pct={arm: mean_ci(_rel_pct(v, vals[BASELINE])) for arm, v in vals.items()})
+        rel_delta_pct={arm: mean_ci(relative_pct(v, vals[BASELINE])) for arm, v in vals.items()})
 
 
 def scale_trend(size: Size, seeds: range, trials: list[LrTrial], arms: dict[str, FfnArm],
@@ -238,7 +233,7 @@ def scale_trend(size: Size, seeds: range, trials: list[LrTrial], arms: dict[str,
             width_runs = {arm: runs.trend.get((d, arm), [None] * len(seeds))
                           for arm in TREND_ARMS}
             lrs = choose_lrs(size, trials, d, TREND_ARMS)
-        rel = _rel_pct([_loss(r) for r in width_runs["swiglu"]],
+        rel = relative_pct([_loss(r) for r in width_runs["swiglu"]],
                        [_loss(r) for r in width_runs["relu"]])
         per_seed.append(rel)
         points.append(FfnTrendPoint(d_model=d, params=param_count("relu", size, d),

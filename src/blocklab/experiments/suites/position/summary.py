@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Union
@@ -17,6 +16,7 @@ from blocklab.experiments.suites.base import (
     mean_ci,
     median_ms,
     paired_difference,
+    relative_pct,
 )
 from blocklab.experiments.suites.evaluation import full_only, graded_only, listed
 from blocklab.experiments.suites.position.runs import (
@@ -252,8 +252,7 @@ def _arm_statistics(size: str, name: str, by_seed: dict[int, LengthReads],
         losses = [v if isinstance(v, float) else None for v in values]
         beyond[m] = mean_ci(losses)
         minus[m] = paired_difference(losses, sliding)
-        pct[m] = mean_ci([100 * (x - y) / y for x, y in zip(losses, sliding, strict=True)
-                          if x is not None and y is not None and math.isfinite(y)])
+        pct[m] = mean_ci(relative_pct(losses, sliding))
     for m in [str(m) for m in mults]:
         curves = [c for c in (r.per_position.get(m) for r in by_seed.values()) if c]
         if curves:

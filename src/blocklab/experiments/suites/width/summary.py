@@ -14,6 +14,7 @@ from blocklab.experiments.suites.base import (
     format_ci,
     format_level,
     mean_ci,
+    relative_pct,
     statuses,
 )
 from blocklab.experiments.suites.tuning import lr_trials, tuning_table
@@ -67,12 +68,6 @@ def _loss_at(result: RunResult | None, width: int) -> float | None:
     return value if isinstance(value, int | float) and math.isfinite(value) else None
 
 
-def _relative(a: list[float | None], b: list[float | None]) -> Interval:
-    """100·(a − b)/b per seed, over seeds."""
-    return mean_ci([None if x is None or y is None else 100.0 * (x - y) / y
-                    for x, y in zip(a, b, strict=True)])
-
-
 def width_cost(size: Size, width: int) -> tuple[int, int, int]:
     """(params, FFN params, forward FLOPs per token at seq_len) at `width` (`blocklab.budget`)."""
     from blocklab.budget.flops import prefill_flops
@@ -105,10 +100,12 @@ def summarise(options: RunOptions, results: Results) -> Summary:
     m, narrow = size.d_ff, size.narrow
     data = WidthData(
         widths=list(size.widths), narrow=narrow, points=points,
-        sliced_vs_nested_pct={str(k): _relative(loss["ordinary"][k], loss["nested"][k])
-                              for k in size.widths if k < m},
-        nested_price_pct=_relative(loss["nested"][m], loss["ordinary"][m]),
-        nested_vs_narrow_pct=_relative(loss["nested"][narrow], loss["narrow"][narrow]),
+        sliced_vs_nested_pct={
+            str(k): mean_ci(relative_pct(loss["ordinary"][k], loss["nested"][k]))
+            for k in size.widths if k < m},
+        nested_price_pct=mean_ci(relative_pct(loss["nested"][m], loss["ordinary"][m])),
+        nested_vs_narrow_pct=mean_ci(relative_pct(loss["nested"][narrow],
+                                                  loss["narrow"][narrow])),
         seeds=len(seeds), steps=size.steps, lr=tuned_arm.lr,
         status={arm: statuses(runs[arm]) for arm in ARMS}, scheme=SCHEME,
         size={k: v for k, v in asdict(size).items() if k != "lr_grid"}
