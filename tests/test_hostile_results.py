@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from blocklab.cli import main
 from blocklab.experiments.summaries import TINY_NOTE
 
 from .conftest import run_cli
@@ -72,40 +71,29 @@ def test_unusual_claims_and_report_input(tmp_path, one_line_exit_2, monkeypatch,
     assert not (tmp_path / "report").exists()
 
 
-# --- tiny is a smoke test ------------------------------------------------------------------------
-def test_claims_at_tiny_say_tiny_decides_nothing(tmp_path, capsys):
-    code, out, _ = run_cli(["claims", "C02", "--tiny", "--results", str(tmp_path)], capsys)
-    assert code == 0 and " ".join(TINY_NOTE.split()) in " ".join(out.split())
-    code, out, _ = run_cli(["claims", "C02", "--quick", "--results", str(tmp_path)], capsys)
-    assert code == 0 and "smoke test" not in out
-
-
-# --- a summary whose runs were deleted: claims and report agree ----------------------------------
-@pytest.fixture(scope="module")
-def tiny_ffn(tmp_path_factory):
-    """The ffn suite at size tiny, one seed (seconds), as a user runs it; its printed output."""
-    import contextlib
-    import io
-
-    root = tmp_path_factory.mktemp("tiny_ffn") / "runs"
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(["suite", "ffn", "--tiny", "--seeds", "1", "--results", str(root),
-                     "--no-progress", "--jobs", "1"])
-    assert code == 0, err.getvalue()
-    return root, out.getvalue()
-
-
-def test_the_tiny_suite_prints_that_tiny_decides_nothing(tiny_ffn):
-    _, printed = tiny_ffn
-    assert " ".join(TINY_NOTE.split()) in " ".join(printed.split())
-
-
+# --- a copy of the ffn suite's tiny results ------------------------------------------------------
 @pytest.fixture
-def results(tiny_ffn, tmp_path) -> Path:
-    """A copy of the tiny ffn results, to damage."""
-    shutil.copytree(tiny_ffn[0], tmp_path / "runs")
+def results(tiny_runs, tmp_path) -> Path:
+    """A copy of the ffn suite run at --size tiny, to damage."""
+    shutil.copytree(tiny_runs / "ffn", tmp_path / "runs" / "ffn")
     return tmp_path / "runs"
+
+
+def test_tiny_decides_nothing_and_another_size_names_the_tiny_results(results, capsys):
+    """At --tiny, claims and the suite say that tiny decides nothing; claims at quick on that
+    folder name the tiny results instead (what the row says: tests/claims/test_ledger.py)."""
+    note = " ".join(TINY_NOTE.split())
+    code, out, _ = run_cli(["claims", "--tiny", "--results", str(results)], capsys)
+    assert code == 0 and note in " ".join(out.split()) and "holds results at" not in out
+    code, out, err = run_cli(["suite", "ffn", "--tiny", "--results", str(results),
+                              "--no-progress", "--jobs", "1"], capsys)
+    assert code == 0 and note in " ".join(out.split()), err
+    code, out, _ = run_cli(["claims", "--results", str(results)], capsys)
+    assert code == 0 and "smoke test" not in out
+    lines = [line for line in out.splitlines() if "lack results" in line]
+    assert len(lines) == 1 and lines[0].endswith(
+        f"{results} holds results at --size tiny (ffn): "
+        f"blocklab claims --size tiny --results {results}"), lines
 
 
 def _c16(results: Path, capsys) -> tuple[int, dict]:
@@ -200,23 +188,8 @@ def test_a_damaged_summary_is_refused_naming_it_and_rewritten_by_the_suite(resul
 
 def test_planned_rules_with_a_key_twice_stop_the_suite_naming_the_file(results, one_line_exit_2):
     path = results / "ffn" / "tiny" / "planned_rules.json"
-    key = sorted(json.loads(path.read_text()))[0]
-    path.write_text("{" + f'"{key}": "x", ' + path.read_text().lstrip()[1:])
+    path.write_text('{"C16 sliced": "ab12", "C16 sliced": "ab12"}')
     before = _snapshot(results)
-    one_line_exit_2(["suite", "ffn", "--tiny", "--seeds", "1", "--results", str(results),
-                     "--no-progress", "--jobs", "1"],
-                    f"{path}: key '{key}' is given twice in one object")
+    one_line_exit_2(["suite", "ffn", "--tiny", "--results", str(results), "--no-progress",
+                     "--jobs", "1"], f"{path}: key 'C16 sliced' is given twice in one object")
     assert _snapshot(results) == before
-
-
-# --- claims on a folder that holds another size (what the row says: tests/claims/test_ledger.py)
-def test_claims_at_quick_on_a_folder_of_tiny_results_name_the_tiny_ones(tiny_ffn, capsys):
-    results = tiny_ffn[0]
-    code, out, _ = run_cli(["claims", "--results", str(results)], capsys)
-    assert code == 0
-    lines = [line for line in out.splitlines() if "lack results" in line]
-    assert len(lines) == 1 and lines[0].endswith(
-        f"{results} holds results at --size tiny (ffn): "
-        f"blocklab claims --size tiny --results {results}"), lines
-    code, out, _ = run_cli(["claims", "--tiny", "--results", str(results)], capsys)
-    assert code == 0 and "holds results at" not in out  # it reads them: nothing to point at
