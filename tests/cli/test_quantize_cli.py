@@ -33,10 +33,8 @@ def _checkpoint(folder, vocab_size=48):
 
 
 def test_a_width_beyond_this_machine_is_refused_before_any_allocation(one_line_exit_2):
-    line = one_line_exit_2(["quantize", "llama-3.2-1b", "--layers", "1", "--d-model",
-                            "1000000000"], "--layers 1", "--d-model 1000000000", "--seq 512",
-                           "GiB available")
-    assert "internal error" not in line
+    one_line_exit_2(["quantize", "llama-3.2-1b", "--layers", "1", "--d-model", "1000000000"],
+                    "--layers 1", "--d-model 1000000000", "--seq 512", "GiB available")
 
 
 @pytest.mark.parametrize("args, names", [

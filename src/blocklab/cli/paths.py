@@ -35,8 +35,7 @@ class NotWritable(InputError):
 
 def output_file(text: str, option: str) -> Path:
     """`text` as a file the command will write; InputError naming `option` if it cannot be."""
-    path = _named(text, option, "a file name")
-    shown = _shown(text)
+    path, shown = _named(text, option, "a file name")
     _check_lengths(path, option, shown)
     try:
         is_folder = stat.S_ISDIR(os.stat(path).st_mode)
@@ -52,8 +51,7 @@ def output_file(text: str, option: str) -> Path:
 def output_folder(text: str, option: str, files: Iterable[str]) -> Path:
     """`text` as a folder the command creates if missing and writes `files` (relative paths)
     into; InputError naming `option` if it cannot be."""
-    folder = _named(text, option, "a folder (created if missing)")
-    shown = _shown(text)
+    folder, shown = _named(text, option, "a folder (created if missing)")
     written = [folder / name for name in files]
     for path in written:
         _check_lengths(path, option, shown)
@@ -87,14 +85,15 @@ def temporary_name(name: str) -> str:
     return f".{name}.{'0' * 12}.tmp{Path(name).suffix}"
 
 
-def _named(text: str, option: str, what: str) -> Path:
+def _named(text: str, option: str, what: str) -> tuple[Path, str]:
+    """`text` as a path, and as shown in a refusal."""
     text = os.fspath(text)
     if not text.strip():
         raise InputError(f"{option} {text!r} is empty; expected {what}")
     if "\0" in text:
         raise InputError(f"{option} {_shown(text)} contains a NUL byte, which no path can "
                          f"hold; expected {what}")
-    return Path(text)
+    return Path(text), _shown(text)
 
 
 def _shown(text: str | Path, count: bool = True) -> str:

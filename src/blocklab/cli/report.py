@@ -221,7 +221,6 @@ def run_with_budget(request: RunRequest, run_on, jobs, progress: bool, wait: boo
 
     names = list(SUITES if names is None else names)
     workers = usable_cores() if jobs is None else jobs
-    budget_s = request.budget_s
 
     def run(rules):
         return run_suites(request, names, executor=run_on, progress=progress,
@@ -229,7 +228,7 @@ def run_with_budget(request: RunRequest, run_on, jobs, progress: bool, wait: boo
 
     start = time.perf_counter()
     try:
-        if budget_s == 0:
+        if request.budget_s == 0:
             return run(recorded_rules(request)), {"budget_s": 0.0, "admitted_looks": 0}
         plan = price_plan(request, names, workers=workers)
         typer.echo(plan.text())
