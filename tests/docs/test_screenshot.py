@@ -21,12 +21,9 @@ REPORT = ('<html><head><style>body{color:red}</style></head><body><h2>x</h2>'
           '</body></html>')
 
 
-def test_the_page_holds_the_style_and_the_one_figure():
+def test_the_page_holds_the_style_and_the_one_figure_and_names_the_ones_it_has():
     page = _module().figure_page(REPORT, "b")
     assert "body{color:red}" in page and '<figure id="fig-b">' in page and "B</figcaption>" in page
     assert "fig-a" not in page and "between" not in page and "<h2>" not in page
-
-
-def test_a_figure_the_report_lacks_is_named_with_the_ones_it_has():
     with pytest.raises(ValueError, match=r"no figure 'c'; it has \['a', 'b'\]"):
         _module().figure_page(REPORT, "c")

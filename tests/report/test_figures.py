@@ -88,6 +88,9 @@ def _drawn_lines(ax) -> list:
 
 def test_a_ladder_line_stops_at_the_top_rung_and_only_a_dashed_segment_reaches_a_paper(
         monkeypatch, tmp_path):
+    """The fit and its band stop at the top rung, a dashed segment alone reaches a paper; the
+    rung that first decides a part is ringed; a title says where no line fits or no trend is
+    detectable; a fit stored per seed draws its line but no band and no extrapolation."""
     doc = _ladder_doc(monkeypatch, tmp_path)
     top = QUICK_FLOPS * 8
     paper = {"source": "A paper 2099, far away", "flops": top * 1e6, "tokens": None,
@@ -102,12 +105,11 @@ def test_a_ladder_line_stops_at_the_top_rung_and_only_a_dashed_segment_reaches_a
     assert extrapolation.flops == (top, paper["flops"])
     assert extrapolation.y == (pytest.approx(fit.y[-1]), -2.4)  # the line's end to the paper
     x = math.log2(paper["flops"] / QUICK_FLOPS)
-    low, high = line.band(x)
-    assert extrapolation.label.startswith("extrapolation to A paper 2099: not a finding\n"
-                                          "extrapolated line at 1.9·10^18 FLOPs: ")
-    digits = max(0, 1 - math.floor(math.log10(max(abs(line.at(x)), abs(low), abs(high)))))
-    assert f"{line.at(x):+.{digits}f} [{low:+.{digits}f}, {high:+.{digits}f}]%".replace(
-        "-", "−") in extrapolation.label
+    assert extrapolation.label == ("extrapolation to A paper 2099: not a finding\nextrapolated "
+                                   "line at 1.9·10^18 FLOPs: "
+                                   f"{figures._signed(line.at(x), *line.band(x))}%")
+    assert figures._signed(-11.2, -40.1, 18.3) == "−11 [−40, +18]"
+    assert figures._signed(0.0123, -0.03, 0.054) == "+0.012 [−0.030, +0.054]"
     # the parts the paper gives no effect for reach no further than the top rung
     assert [s.kind for s in figures._ladder_segments(doc, "geglu")] == ["fit"]
     # and so the figure: every line and band in data coordinates stops at the top rung but
@@ -121,6 +123,36 @@ def test_a_ladder_line_stops_at_the_top_rung_and_only_a_dashed_segment_reaches_a
     assert bands and all(max(p.vertices[:, 0].max() for p in c.get_paths()) <= top * (1 + 1e-9)
                          for c in bands)
     assert figures.fig_ladder(doc).startswith(b"\x89PNG")
+    # the rung that first decides geglu is ringed
+    trends = {t["part"]: t for t in doc["trends"]}
+    seen = trends["geglu"]["appears"]
+    rung = next(r for r in doc["rungs"] if r["size"] == seen["size"])
+    assert seen["flops"] == rung["flops"] == QUICK_FLOPS * seen["multiple"]
+    label = f"first decided here ({seen['verdict']})"
+    assert figures._ladder_appears(doc, "geglu") == (seen["flops"], seen["value"], label)
+    [ring] = [line for line in _drawn(doc, "geglu").get_lines() if line.get_label() == label]
+    assert list(ring.get_xdata()) == [seen["flops"]] and list(ring.get_ydata()) == [
+        seen["value"]]
+    # the titles: no line fits geglu's zig-zag; glu's flat line shows no trend
+    assert trends["geglu"]["line_fits"] is False
+    p = trends["geglu"]["fit"]["lack_of_fit"]["p"]
+    assert figures._ladder_title(doc, "geglu") == (
+        f"geglu − relu\nno line fits (lack of fit p = {p:.2g})")
+    assert trends["glu"]["direction"] == "none" and trends["glu"]["line_fits"] is True
+    assert figures._ladder_title(doc, "glu") == (
+        "glu − relu\ntrend: none detectable across 4 rungs")
+    assert trends["swiglu"]["direction"] == "grows"
+    assert figures._ladder_title(doc, "swiglu") == "swiglu − relu"
+    # a part no stored rung decides: nothing marked
+    trends["swiglu"]["appears"] = None
+    assert figures._ladder_appears(doc, "swiglu") is None
+    assert not any(line.get_label().startswith("first decided")
+                   for line in _drawn(doc, "swiglu").get_lines())
+    # a fit stored per seed (no unit): its line, no band, no extrapolation
+    del trends["swiglu"]["fit"]["unit"]
+    [segment] = figures._ladder_segments(doc, "swiglu")
+    assert segment.kind == "fit" and segment.band is None
+    assert max(segment.flops) == pytest.approx(top)
 
 
 def test_with_fewer_than_three_rungs_a_ladder_draws_its_points_alone(monkeypatch, tmp_path):
@@ -136,51 +168,6 @@ def test_with_fewer_than_three_rungs_a_ladder_draws_its_points_alone(monkeypatch
         assert sorted(x for line in points for x in line.get_xdata()) == [QUICK_FLOPS,
                                                                            2 * QUICK_FLOPS]
     assert figures.fig_ladder(doc).startswith(b"\x89PNG")
-
-
-def test_the_rung_that_first_decides_a_part_is_ringed(monkeypatch, tmp_path):
-    doc = _ladder_doc(monkeypatch, tmp_path)
-    geglu = next(t for t in doc["trends"] if t["part"] == "geglu")
-    seen = geglu["appears"]
-    rung = next(r for r in doc["rungs"] if r["size"] == seen["size"])
-    assert seen["flops"] == rung["flops"] == QUICK_FLOPS * seen["multiple"]
-    label = f"first decided here ({seen['verdict']})"
-    assert figures._ladder_appears(doc, "geglu") == (seen["flops"], seen["value"], label)
-    [ring] = [line for line in _drawn(doc, "geglu").get_lines() if line.get_label() == label]
-    assert list(ring.get_xdata()) == [seen["flops"]] and list(ring.get_ydata()) == [
-        seen["value"]]
-    # a part no stored rung decides: nothing marked
-    swiglu = next(t for t in doc["trends"] if t["part"] == "swiglu")
-    swiglu["appears"] = None
-    assert figures._ladder_appears(doc, "swiglu") is None
-    assert not any(line.get_label().startswith("first decided")
-                   for line in _drawn(doc, "swiglu").get_lines())
-
-
-def test_a_ladder_panel_says_where_no_line_fits_or_no_trend_is_detectable(monkeypatch,
-                                                                           tmp_path):
-    doc = _ladder_doc(monkeypatch, tmp_path)
-    trends = {t["part"]: t for t in doc["trends"]}
-    assert trends["geglu"]["line_fits"] is False
-    p = trends["geglu"]["fit"]["lack_of_fit"]["p"]
-    assert figures._ladder_title(doc, "geglu") == (
-        f"geglu − relu\nno line fits (lack of fit p = {p:.2g})")
-    assert trends["glu"]["direction"] == "none" and trends["glu"]["line_fits"] is True
-    assert figures._ladder_title(doc, "glu") == (
-        "glu − relu\ntrend: none detectable across 4 rungs")
-    assert trends["swiglu"]["direction"] == "grows"
-    assert figures._ladder_title(doc, "swiglu") == "swiglu − relu"
-
-
-def test_a_fit_stored_per_seed_draws_its_line_but_no_band_and_no_extrapolation(monkeypatch,
-                                                                               tmp_path):
-    doc = _ladder_doc(monkeypatch, tmp_path)
-    del doc["trends"][0]["fit"]["unit"]  # as the per-seed fit wrote it
-    [segment] = figures._ladder_segments(doc, "swiglu")
-    assert segment.kind == "fit" and segment.band is None
-    assert max(segment.flops) == pytest.approx(QUICK_FLOPS * 8)
-    assert figures._signed(-11.2, -40.1, 18.3) == "−11 [−40, +18]"
-    assert figures._signed(0.0123, -0.03, 0.054) == "+0.012 [−0.030, +0.054]"
 
 
 # A figure says only what it draws.

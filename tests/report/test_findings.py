@@ -99,18 +99,6 @@ def everything(no_training) -> list[ClaimResult]:
     return [*no_training, *experiments().values()]
 
 
-def test_at_most_eight_sentences_citing_what_they_name_and_six_items_linked_to_their_rows(
-        everything):
-    for lang in ("en", "zh"):
-        found = findings(everything, lang)
-        assert 1 <= len(found.sentences) <= 8
-        for sentence in found.sentences:
-            assert sentence.claims, sentence.text
-            assert re.findall(r"C\d\d", sentence.text) == list(sentence.claims), sentence.text
-        assert 3 <= len(found.use) <= 6
-        assert all(u.anchor == f"#{u.claim}" and u.value and u.label for u in found.use)
-
-
 def test_the_claims_that_need_no_training_are_counted_and_the_wrong_ones_named(no_training):
     wrong = [r.id for r in no_training if r.verdict == "refuted"]
     hold = sum(r.verdict == "confirmed" for r in no_training)
@@ -136,6 +124,11 @@ def test_ffn_shares_are_the_counts_in_the_evidence(no_training):
     assert f"holds {weights} of a layer's weights, not the {page_example}" in text
     use = {u.claim: u.value for u in found.use}
     assert use["C23"] == prefill and use["C15"] == weights
+    # C23 left out: its neighbour's clause stands alone
+    found = findings([r for r in no_training if r.id != "C23"], "en")
+    assert not citing(found, "C23") and "C23" not in {u.claim for u in found.use}
+    (text,) = citing(found, "C15")
+    assert text.startswith("Llama-3-8B's FFN holds") and "(C15)." in text
 
 
 def test_the_wrong_pairings_say_what_holds_instead(no_training):
@@ -198,15 +191,7 @@ def test_a_claim_without_results_drops_its_sentence_and_item(tmp_path, no_traini
     assert not citing(found, "C16") and "C16" not in {u.claim for u in found.use}
 
 
-def test_a_claim_left_out_leaves_its_neighbour_in_the_sentence(no_training):
-    without_c23 = [r for r in no_training if r.id != "C23"]
-    found = findings(without_c23, "en")
-    assert not citing(found, "C23") and "C23" not in {u.claim for u in found.use}
-    (text,) = citing(found, "C15")
-    assert text.startswith("Llama-3-8B's FFN holds") and "(C15)." in text
-
-
-def test_an_undecided_part_is_said_undecided():
+def test_an_undecided_part_is_said_undecided_and_one_with_no_verdict_to_say_is_left_out():
     results = experiments()
     results["C16"] = measured("C16", {"swiglu": (0.0072, "inconclusive")})
     results["C30"] = measured("C30", {
@@ -218,10 +203,6 @@ def test_an_undecided_part_is_said_undecided():
     use = {u.claim: u.value for u in found.use}
     assert use["C16"] == "+0.01% (undecided)"
     assert use["C30"].endswith("(undecided)")
-
-
-def test_a_part_with_no_verdict_to_say_leaves_its_clause_out():
-    results = experiments()
     results["C19"] = measured("C19", {
         "pre-norm trains without warmup": (0.1, "untestable-here"),
         "post-norm needs warmup": (0.05, "untestable-here"),
@@ -229,8 +210,24 @@ def test_a_part_with_no_verdict_to_say_leaves_its_clause_out():
     assert not citing(findings(list(results.values()), "en"), "C19")
 
 
-def test_english_and_chinese_say_the_same_with_the_same_numbers(everything):
+JARGON = re.compile(r"Holm|δ|O'Brien|Fleming|\bCI\b|confidence|interval|α|p-value|\bp =|TOST|"
+                    r"equivalence|sequential|log2|置信|区间|显著", re.IGNORECASE)
+
+
+def test_at_most_eight_sentences_and_six_items_the_same_in_both_languages_without_jargon(
+        everything):
+    """Each sentence cites the claims it names, in order; each item links to its row; English
+    and Chinese say the same with the same numbers; no statistical terms."""
     en, zh = findings(everything, "en"), findings(everything, "zh")
+    for found in (en, zh):
+        assert 1 <= len(found.sentences) <= 8
+        for sentence in found.sentences:
+            assert sentence.claims, sentence.text
+            assert re.findall(r"C\d\d", sentence.text) == list(sentence.claims), sentence.text
+        assert 3 <= len(found.use) <= 6
+        assert all(u.anchor == f"#{u.claim}" and u.value and u.label for u in found.use)
+        shown = [s.text for s in found.sentences] + [u.label + u.value for u in found.use]
+        assert not [t for t in shown if JARGON.search(t)]
     assert [s.claims for s in en.sentences] == [s.claims for s in zh.sentences]
     for a, b in zip(en.sentences, zh.sentences, strict=True):
         assert numbers(a.text) == numbers(b.text), (a.text, b.text)
@@ -238,14 +235,3 @@ def test_english_and_chinese_say_the_same_with_the_same_numbers(everything):
     for a, b in zip(en.use, zh.use, strict=True):
         assert numbers(a.label + a.value) == numbers(b.label + b.value), (a, b)
     assert all(re.search("[\u4e00-\u9fff]", s.text) for s in zh.sentences)
-
-
-JARGON = re.compile(r"Holm|δ|O'Brien|Fleming|\bCI\b|confidence|interval|α|p-value|\bp =|TOST|"
-                    r"equivalence|sequential|log2|置信|区间|显著", re.IGNORECASE)
-
-
-def test_no_statistical_terms(everything):
-    for lang in ("en", "zh"):
-        found = findings(everything, lang)
-        shown = [s.text for s in found.sentences] + [u.label + u.value for u in found.use]
-        assert not [t for t in shown if JARGON.search(t)]

@@ -104,7 +104,7 @@ def ffn_budget(*parts):
                            workers=1)
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def doc():
     c16 = row("C16", "inconclusive", [
         part("swiglu", "confirmed", -1.42, -2.01, -0.83, level=0.0036,
@@ -141,6 +141,12 @@ def doc():
             "ledger": ledger, "suites": suites,
             "rope": {"float64_gap_by_shift": {}, "command": "blocklab verify --group rope"},
             "decision_budget": decision_budget(ledger, suites, workers=2)}
+
+
+@pytest.fixture(scope="module")
+def drawn(doc):
+    """`make_figures(doc)`, drawn once."""
+    return make_figures(doc)
 
 
 # Pieces of the page: the page template's macros, each rendered alone.
@@ -181,16 +187,14 @@ def _pixels(png: bytes):
 
 
 # --- figures -------------------------------------------------------------------------------------
-def test_every_experimental_claim_gets_a_forest_plot(doc):
+def test_every_experimental_claim_gets_a_forest_plot(doc, drawn):
     assert [r["id"] for r in experimental_rows(doc)] == ["C16", "C18", "C21"]
-    figures = make_figures(doc)
     for cid in ("C16", "C18", "C21"):
-        fig = figures[forest_key(cid)]
+        fig = drawn[forest_key(cid)]
         assert fig.error is None and fig.png[:8] == b"\x89PNG\r\n\x1a\n", cid
         assert fig.command == f"blocklab claims {cid} --json --size quick --results runs"
-    assert forest_key("C34") not in figures and forest_key("C02") not in figures
-    assert fig_forest(doc, "C34") is None and fig_forest(doc, "C02") is None
-    overview = figures["ledger_overview"]
+    assert forest_key("C34") not in drawn and forest_key("C02") not in drawn
+    overview = drawn["ledger_overview"]
     assert overview.error is None and overview.png
     assert fig_ledger_overview({**doc, "ledger": doc["ledger"][:1]}) is None
 
@@ -234,9 +238,11 @@ def test_one_line_of_words_per_part(doc):
     assert "约 12 个种子可判定" in part_line(open_, "zh", budget)
 
 
-def test_evidence_cell_puts_pictures_and_lines_first_and_folds_the_rest(doc):
-    figures = make_figures(doc)
-    cell = evidence_cell(doc["ledger"][1], figures, "en", doc)
+def test_evidence_cell_puts_pictures_and_lines_first_and_folds_the_rest(doc, drawn):
+    """The lead, the forest plot, the part lines, then the details; the rules edited after the
+    data are counted in view, never folded, each edit in full under details; the scale tested
+    here opens the details, the papers at theirs after it."""
+    cell = evidence_cell(doc["ledger"][1], drawn, "en", doc)
     lead = cell.index('<p class="lead">The finding.')
     plot = cell.index('<figure id="fig-forest_c16" class="forest">')
     lines = cell.index('<ul class="part-lines">')
@@ -247,25 +253,9 @@ def test_evidence_cell_puts_pictures_and_lines_first_and_folds_the_rest(doc):
     assert "rule abc123def456" in folded and "confirmed when the 95% CI" in folded
     assert "combined: the claim takes the SwiGLU part" in folded
     assert "<pre>" in folded  # the numbers
-
-
-def test_a_rule_changed_after_the_data_shows_beside_its_claim(doc):
+    assert 'class="changed"' not in cell and 'class="scale"' not in cell
     row = {**doc["ledger"][1], "rules_changed": [
-        {"date": "2026-12-01", "claims": ["C16"], "what": "δ raised from 1% to 10%"}]}
-    for lang, count, words in (
-            ("en", "Rules edited after the data: 1 (latest 2026-12-01)",
-             "Rule changed after the data were seen (2026-12-01): δ raised"),
-            ("zh", "结果公布后修改的规则：1 处（最近 2026-12-01）",
-             "结果公布后修改的规则（2026-12-01）：δ raised")):
-        cell = evidence_cell(row, {}, lang, doc)
-        fold = cell.index('<details class="more">')
-        assert '<p class="changed">' + count in cell[:fold]  # counted in view, never folded
-        assert '<p class="changed">' + words in cell[fold:]  # each edit in full in details
-    assert 'class="changed"' not in evidence_cell(doc["ledger"][1], {}, "en", doc)
-
-
-def test_the_scale_tested_here_and_the_papers_open_the_details(doc):
-    row = {**doc["ledger"][1],
+               {"date": "2026-12-01", "claims": ["C16"], "what": "δ raised from 1% to 10%"}],
            "scale": {"text": "d 64 × 2 layers, 131k parameters", "text_zh": "d 64 × 2 层"},
            "anchors": [{"source": "Shazeer 2020", "secondary": False, "model": "T5-base",
                         "scale": "220M parameters", "setting": "C4", "metric": "log-ppl",
@@ -273,20 +263,23 @@ def test_the_scale_tested_here_and_the_papers_open_the_details(doc):
                        {"source": "Narang 2021", "secondary": True, "model": "T5", "scale": "",
                         "setting": "C4", "metric": "loss", "result": "SwiGLU -2.7%"}],
            "anchor_reading": "A small gain is what the trend predicts."}
-    for lang, tested, papers, secondary in (
-            ("en", "Tested here at d 64 × 2 layers, 131k parameters.",
+    for lang, count, words, tested, papers, secondary in (
+            ("en", "Rules edited after the data: 1 (latest 2026-12-01)",
+             "Rule changed after the data were seen (2026-12-01): δ raised",
+             "Tested here at d 64 × 2 layers, 131k parameters.",
              "Published, each at its own scale", "(read in a copy of the table)"),
-            ("zh", "本地测试规模：d 64 × 2 层。", "已发表的结果（各在其自身规模）",
-             "(转引自他处的表格)")):
+            ("zh", "结果公布后修改的规则：1 处（最近 2026-12-01）",
+             "结果公布后修改的规则（2026-12-01）：δ raised", "本地测试规模：d 64 × 2 层。",
+             "已发表的结果（各在其自身规模）", "(转引自他处的表格)")):
         cell = evidence_cell(row, {}, lang, doc)
         fold = cell.index('<details class="more">')
         folded = cell[fold:]
+        assert '<p class="changed">' + count in cell[:fold]
+        assert '<p class="changed">' + words in folded
         assert folded.index('<p class="scale">' + tested) < folded.index(papers)
-        assert papers in folded and "Shazeer 2020: T5-base, 220M parameters; C4; log-ppl: " \
-            "SwiGLU -2.4%" in folded
+        assert "Shazeer 2020: T5-base, 220M parameters; C4; log-ppl: SwiGLU -2.4%" in folded
         assert "Narang 2021 " + secondary in folded
         assert "A small gain is what the trend predicts." in folded
-    assert 'class="scale"' not in evidence_cell(doc["ledger"][1], {}, "en", doc)
 
 
 def test_lead_is_the_first_sentence_within_three_lines():
@@ -398,7 +391,7 @@ def test_the_budget_promises_only_what_the_designs_can_run():
     assert "past its design: max_seeds 10 → 51" in text
 
 
-def test_budget_sentence_at_the_top_of_the_ledger(doc):
+def test_budget_sentence_at_the_top_of_the_ledger(doc, drawn):
     text = budget_sentence(doc, "en")
     assert ("With about 9.3 more minutes on this machine (2 worker processes), these 2 "
             "inconclusive parts would likely be decided") in text
@@ -406,7 +399,7 @@ def test_budget_sentence_at_the_top_of_the_ledger(doc):
     assert "<td>glu</td>" in text and "<td>nearly the same quality</td>" in text
     zh = budget_sentence(doc, "zh")
     assert "再运行约 9.3 分钟，这 2 个尚无定论的部分很可能得到判定" in zh
-    section = ledger_section(doc, make_figures(doc), "en")
+    section = ledger_section(doc, drawn, "en")
     assert section.index('<p class="budget">') < section.index('<ol class="ledger">') \
         < section.index('id="fig-ledger_overview"')
 
@@ -444,9 +437,10 @@ def test_the_verdict_words_and_colours_are_the_shared_ones(doc):
     assert section.count("<dd>") == len(VERDICT_ORDER)
 
 
-def test_the_rules_edited_after_the_data_are_said_where_the_rules_are(doc):
+def test_the_introduction_says_which_rules_were_edited_and_why_the_levels_differ(doc):
     """The ledger never says its claims are graded by rules registered before the data without
-    saying, in the same sentence, how many were edited after it and where to see them."""
+    saying, in the same sentence, how many were edited after it; the levels shown are the
+    deciding ones, and the ledger says once why they vary."""
     edits = [{"date": "2026-12-01", "claims": ["C16", "C18"], "what": "δ raised"},
              {"date": "2026-12-02", "claims": ["C16"], "what": "margin widened"}]
     ledger = [{**r, "rules_changed": [e for e in edits if r["id"] in e["claims"]]}
@@ -455,15 +449,12 @@ def test_the_rules_edited_after_the_data_are_said_where_the_rules_are(doc):
                                 "had been seen"),
                         ("zh", "其中 2 条论断的规则在看到数据之后被修改了 2 处")):
         section = ledger_section({**doc, "ledger": ledger}, {}, lang)
-        text = _words(section)
         provenance = re.search(r'<p class="provenance">(.*?)</p>', section).group(1)
         assert words in _words(provenance)
-        assert text.count("registered before the data" if lang == "en" else "数据之前登记") == 1
-    assert "none was edited after the data had been seen" in ledger_section(doc, {}, "en")
-
-
-def test_the_levels_shown_are_the_deciding_ones_and_the_ledger_says_why_they_vary(doc):
+        assert _words(section).count("registered before the data" if lang == "en"
+                                     else "数据之前登记") == 1
     section = _words(ledger_section(doc, {}, "en"))
+    assert "none was edited after the data had been seen" in section
     # C16's swiglu was read at 99.64%, geglu's band at 90%, the others at the stored 95%
     assert "so the levels differ (90% to 99.64%): Holm's correction shares" in section
     assert section.count("Holm's correction shares") == 1

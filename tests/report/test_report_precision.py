@@ -21,15 +21,11 @@ def bf16_ffn(tmp_path_factory, unrasterized_in_module):
     return root
 
 
-def _report(root, *flags):
-    out = root / ("report" + "".join(flags).replace("-", ""))
-    code = main(["report", "--tiny", "--no-run", "--results", str(root / "runs"), "--out",
-                 str(out), "--lang", "en", *flags])
-    return code, json.loads((out / "report.json").read_text())
-
-
 def test_report_reads_bf16_suites_and_says_so(bf16_ffn):
-    _, doc = _report(bf16_ffn, "--precision", "bf16")
+    out = bf16_ffn / "report"
+    assert main(["report", "--tiny", "--no-run", "--results", str(bf16_ffn / "runs"), "--out",
+                 str(out), "--lang", "en", "--precision", "bf16"]) in (0, 1)
+    doc = json.loads((out / "report.json").read_text())
     gen = doc["generated"]
     assert gen["precision"] == "bf16" and "--precision bf16" in gen["command"]
     ffn = doc["suites"]["ffn"]
@@ -40,13 +36,6 @@ def test_report_reads_bf16_suites_and_says_so(bf16_ffn):
     assert "--precision" not in doc["suites"]["norm-cost"]["command"]
     c16 = next(row for row in doc["ledger"] if row["id"] == "C16")
     assert "--precision bf16" in c16["command"]
-
-
-def test_a_float32_report_does_not_read_bf16_results(bf16_ffn):
-    _, doc = _report(bf16_ffn)
-    assert doc["generated"]["precision"] == "fp32"
-    assert doc["suites"]["ffn"]["summary"] is None
-    assert "--precision" not in doc["suites"]["ffn"]["command"]
 
 
 def test_a_bf16_budget_is_refused_in_one_line(tmp_path, one_line_exit_2):
