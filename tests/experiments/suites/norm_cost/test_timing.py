@@ -7,12 +7,14 @@ import os
 import pytest
 import torch
 
-from blocklab.experiments.suites.norm_cost import summary, timing
+from blocklab.experiments.options import RunOptions
+from blocklab.experiments.results import ResultStore
+from blocklab.experiments.suites.norm_cost import runs, summary, timing
 from blocklab.experiments.trainer import TrainConfig, build_model
 from blocklab.jsonio import decode
 from blocklab.nn.norm import RMSNorm
 
-from ..conftest import bare_spec, stored
+from ..conftest import stored
 
 
 def test_saved_tensor_bytes_match_closed_forms():
@@ -127,21 +129,20 @@ def test_pytorchs_rms_norm_is_not_fused_on_cpu_so_like_for_like_compiles_both():
     assert timing.like_method({"rmsnorm": True, "layernorm": True}) == "torch-fused"
 
 
-def test_like_for_like_timing_runs_at_tiny_size_and_says_what_it_timed():
-    record = timing.time_like_for_like(32, 128, repeats=2, threads=1, block_s=0.002)
-    assert (record.kind, record.method, record.timed_kind) == ("like-for-like", "torch.compile",
-                                                               "compiled")
-    assert set(record.impls) == {"rmsnorm:compiled", "layernorm:compiled"}
-    assert all("torch.compile" in what for what in record.kernels.values())
-    for rec in record.impls.values():
-        assert rec.error is None and len(rec.fwdbwd_s) == 2 and rec.fwd_s is None
-        assert rec.compile_s > 0 and rec.extra_bytes > 0
-    result = stored(timing.timed_run(lambda: record))
+def test_the_tiny_like_for_like_run_says_what_it_timed(tiny_runs):
+    (spec,) = [s for s in runs.plan(RunOptions("tiny"), []) if s.arm == "like-for-like"]
+    result = ResultStore(tiny_runs / "norm-cost" / "tiny").load(spec.run_id)
     assert result.status == "ok" and result.wall_time_s >= 0 and result.final is None
     assert result.extra["kind"] == "like-for-like" and "fwd_s" not in result.extra["impls"][
         "rmsnorm:compiled"]
-    assert decode(timing.LikeForLikeTimes, result.extra, "like-for-like") == record
-    (read,) = summary.like_rows([(bare_spec("like-for-like"), result)])
+    record = decode(timing.LikeForLikeTimes, result.extra, "like-for-like")
+    assert (record.method, record.timed_kind) == ("torch.compile", "compiled")
+    assert set(record.impls) == {"rmsnorm:compiled", "layernorm:compiled"}
+    assert all("torch.compile" in what for what in record.kernels.values())
+    for rec in record.impls.values():
+        assert rec.error is None and len(rec.fwdbwd_s) == record.repeats and rec.fwd_s is None
+        assert rec.compile_s > 0 and rec.extra_bytes > 0
+    (read,) = summary.like_rows([(spec, result)])
     assert read.method == "torch.compile" and set(read.ratios) == {"fwdbwd"}
     assert read.torch_fused == {"rmsnorm": False, "layernorm": True}
     assert read.rmsnorm_ms["fwd"] is None and read.rmsnorm_ms["fwdbwd"] > 0
