@@ -67,11 +67,10 @@ def _check_finite(value: float, name: str) -> float:
     return float(value)
 
 
-def _check_sd(sd: float, *, positive: bool) -> float:
+def _check_sd(sd: float) -> float:
     sd = _check_finite(sd, "sd")
-    if sd < 0 or (positive and sd == 0):
-        allowed = "> 0" if positive else ">= 0"
-        raise InputError(f"sd must be {allowed}, got {sd!r}")
+    if sd <= 0:
+        raise InputError(f"sd must be > 0, got {sd!r}")
     return sd
 
 
@@ -88,29 +87,21 @@ def _check_sided(sided: str) -> Sided:
 
 
 # --- paired t interval --------------------------------------------------------------------------
-def interval_from_summary(mean: float, sd: float, n: int, alpha: float = 0.05) -> Estimate:
-    """The two-sided (1 − alpha) Student-t interval of a mean from its summary numbers:
+def paired_interval(differences: ArrayLike, alpha: float = 0.05) -> Estimate:
+    """Mean of the per-seed differences d_i = a_i − b_i with its two-sided (1 − alpha)
+    Student-t interval,
 
         mean ± t_{1−alpha/2, n−1} · sd / √n
 
-    n < 2 raises InputError: one seed has no spread, which an infinite width would hide."""
-    mean = _check_finite(mean, "mean")
-    sd = _check_sd(sd, positive=False)
-    n = _check_n(n)
-    alpha = _check_alpha(alpha)
-    half = float(stats.t.ppf(1 - alpha / 2, n - 1)) * sd / math.sqrt(n)
-    return Estimate(mean, mean - half, mean + half, n, sd, alpha)
-
-
-def paired_interval(differences: ArrayLike, alpha: float = 0.05) -> Estimate:
-    """Mean of the per-seed differences d_i = a_i − b_i with its two-sided (1 − alpha) t
-    interval, mean ± t_{1−alpha/2, n−1} · sd / √n (`interval_from_summary`).
-
-    differences: [n], finite, n ≥ 2 (else InputError)."""
+    differences: [n], finite, n ≥ 2 (else InputError: one seed has no spread, which an
+    infinite width would hide)."""
     d = _sample(differences, "differences")
     if d.size < 2:
         raise InputError(f"differences has {d.size} value; a t interval needs at least 2")
-    return interval_from_summary(float(d.mean()), float(d.std(ddof=1)), int(d.size), alpha)
+    alpha = _check_alpha(alpha)
+    n, mean, sd = int(d.size), float(d.mean()), float(d.std(ddof=1))
+    half = float(stats.t.ppf(1 - alpha / 2, n - 1)) * sd / math.sqrt(n)
+    return Estimate(mean, mean - half, mean + half, n, sd, alpha)
 
 
 # --- power and the detectable effect ------------------------------------------------------------
@@ -138,7 +129,7 @@ def power(effect: float, sd: float, n: int, alpha: float = 0.05,
 
     At effect = 0 the power is alpha."""
     effect = _check_finite(effect, "effect")
-    sd = _check_sd(sd, positive=True)
+    sd = _check_sd(sd)
     n = _check_n(n)
     alpha = _check_alpha(alpha)
     sided = _check_sided(sided)
@@ -157,7 +148,7 @@ def detectable_effect(sd: float, n: int, power: float = 0.8, alpha: float = 0.05
     """The smallest true effect (> 0) that the paired t test on n seeds with per-seed sd `sd`
     detects with probability `power`: the root in δ of `power`'s formula, solved with
     `scipy.optimize.brentq`, returned as effect = δ · sd / √n."""
-    sd = _check_sd(sd, positive=True)
+    sd = _check_sd(sd)
     n = _check_n(n)
     alpha = _check_alpha(alpha)
     sided = _check_sided(sided)
@@ -181,7 +172,7 @@ def seeds_needed(effect: float, sd: float, power: float = 0.8, alpha: float = 0.
     per-seed sd `sd` with probability ≥ `power` (`power`'s formula, which rises with n); None
     when even max_n seeds fall short (an effect of 0 is never detected beyond alpha)."""
     effect = _check_finite(effect, "effect")
-    sd = _check_sd(sd, positive=True)
+    sd = _check_sd(sd)
     alpha = _check_alpha(alpha)
     sided = _check_sided(sided)
     target = _check_power(power, alpha)

@@ -35,9 +35,9 @@ RULE = Rule(metric="Δ%", smallest_effect=1.0, margin=0.25, min_seeds=5, claimed
 
 
 def t_estimate(mean: float, sd: float, n: int) -> Estimate:
-    """An estimate with the 95% t interval `blocklab.stats` gives for (mean, sd, n)."""
-    iv = stats.interval_from_summary(mean, sd, n)
-    return Estimate(mean, iv.ci_low, iv.ci_high, n, sd)
+    """An estimate with the 95% t interval of (mean, sd, n): mean ± t_{0.975, n−1} · sd / √n."""
+    half = float(sps.t.ppf(0.975, n - 1)) * sd / math.sqrt(n)
+    return Estimate(mean, mean - half, mean + half, n, sd)
 
 
 GAIN = Rule(metric="gain %", smallest_effect=0.5, margin=0.02, min_seeds=3, claimed=1.0)
