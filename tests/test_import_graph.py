@@ -102,14 +102,6 @@ def test_the_import_graph_has_no_circle_and_points_down():
     assert _cycle(graph) == [] and _upward(graph) == []
 
 
-def test_the_layer_check_finds_an_upward_arrow():
-    assert _upward({"blocklab.nn.model": {"blocklab.experiments.trainer"}}) == [
-        "blocklab.nn.model -> blocklab.experiments.trainer"]
-    assert _upward({"blocklab.jsonio": {"blocklab.stats"}}) == [  # beside it on its layer
-        "blocklab.jsonio -> blocklab.stats"]
-    assert _upward({"blocklab.cli.train": {"blocklab.nn.model"}}) == []
-
-
 def test_the_walk_reads_imports_inside_functions_and_type_checking(tmp_path):
     module = tmp_path / "m.py"
     module.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
@@ -122,6 +114,11 @@ def test_the_walk_reads_imports_inside_functions_and_type_checking(tmp_path):
         "blocklab.nn.model", "blocklab.claims.ledger", "blocklab.x.sibling"}
 
 
-def test_the_cycle_finder_finds_a_circle():
+def test_the_layer_check_and_the_cycle_finder_find_what_they_should():
+    assert _upward({"blocklab.nn.model": {"blocklab.experiments.trainer"}}) == [
+        "blocklab.nn.model -> blocklab.experiments.trainer"]
+    assert _upward({"blocklab.jsonio": {"blocklab.stats"}}) == [  # beside it on its layer
+        "blocklab.jsonio -> blocklab.stats"]
+    assert _upward({"blocklab.cli.train": {"blocklab.nn.model"}}) == []
     assert sorted(_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}})[1:]) == ["a", "b", "c"]
     assert _cycle({"a": {"b"}, "b": set()}) == []

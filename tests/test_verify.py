@@ -28,11 +28,8 @@ def test_wrong_jacobian_is_reported_as_failure(monkeypatch):
     assert any("RMSNorm" in c.name for c in failed)
 
 
-def test_missing_error_is_reported_as_failure(monkeypatch):
-    monkeypatch.setattr(verify.ref, "norm_statistics",
-                        lambda x, eps=1e-6: {"rmsnorm": np.zeros(len(x))})
-    check = verify._raises("g", "n", "C08", lambda: verify.ref.norm_statistics([2.0, 2.0], 0.0),
-                           "denominator")
+def test_missing_error_is_reported_as_failure():
+    check = verify._raises("g", "n", "C08", lambda: None, "denominator")
     assert not check.passed and check.got == "no error"
 
 
