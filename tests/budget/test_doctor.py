@@ -129,14 +129,12 @@ def _safetensors(path, names):
     path.write_bytes(struct.pack("<Q", len(blob)) + blob + b"\0" * 4 * len(names))
 
 
-def test_tied_config_with_stored_head(tmp_path):
+def test_tied_config_with_stored_head_and_untied_without(tmp_path):
     _safetensors(tmp_path / "model.safetensors", ["model.embed_tokens.weight", "lm_head.weight"])
     tied = {**LLAMA, "tie_word_embeddings": True}
     assert "tied-checkpoint" in codes(diagnose(tied, checkpoint_dir=tmp_path), "warning")
     assert "tied-checkpoint" not in codes(diagnose(LLAMA, checkpoint_dir=tmp_path))
-
-
-def test_untied_config_without_stored_head(tmp_path):
+    (tmp_path / "model.safetensors").unlink()
     (tmp_path / "model.safetensors.index.json").write_text(
         json.dumps({"weight_map": {"model.embed_tokens.weight": "a.safetensors"}}))
     findings = diagnose(LLAMA, checkpoint_dir=tmp_path)
@@ -149,15 +147,13 @@ def test_findings_sorted_errors_first():
     assert levels == sorted(levels, key=["error", "warning", "info"].index)
 
 
-@pytest.mark.parametrize("bad", [0, -3, 1.5])
-def test_bad_serve_len(bad):
-    with pytest.raises(ValueError, match="serve_len"):
-        diagnose(LLAMA, serve_len=bad)
-
-
-def test_unreadable_config_is_value_error():
-    with pytest.raises(ValueError, match="missing"):
-        diagnose({"model_type": "llama", "hidden_size": 64})
+@pytest.mark.parametrize("config, serve_len, match", [
+    *[(LLAMA, bad, "serve_len") for bad in (0, -3, 1.5)],
+    ({"model_type": "llama", "hidden_size": 64}, None, "missing"),
+])
+def test_bad_serve_len_and_unreadable_config(config, serve_len, match):
+    with pytest.raises(ValueError, match=match):
+        diagnose(config, serve_len=serve_len)
 
 
 # --- sizes and RoPE read as transformers reads them ----------------------------------------------

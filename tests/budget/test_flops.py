@@ -27,6 +27,9 @@ def test_causal_count_is_exact_triangle():
     f = prefill_flops(TINY, 1, 7)
     assert f.causal and f.attention_scores == f.attention_scores_causal
     assert f.attention_scores_causal * 7 * 7 == f.attention_scores_full * 28
+    encoder = prefill_flops(TINY.replace(causal=False), 1, 6)  # always counts all pairs
+    assert encoder.attention_scores == encoder.attention_scores_full \
+        == encoder.attention_scores_causal
 
 
 def test_prefill_equals_sum_of_decode_steps():
@@ -36,12 +39,6 @@ def test_prefill_equals_sum_of_decode_steps():
     steps = [decode_flops(TINY, B, t) for t in range(1, T + 1)]
     for key in ("attention_proj", "attention_scores", "ffn", "lm_head"):
         assert getattr(pre, key) == sum(getattr(s, key) for s in steps)
-
-
-def test_encoder_always_counts_all_pairs():
-    enc = TINY.replace(causal=False)
-    f = prefill_flops(enc, 1, 6)
-    assert f.attention_scores == f.attention_scores_full == f.attention_scores_causal
 
 
 def test_pooler_flops():

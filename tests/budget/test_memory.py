@@ -15,14 +15,11 @@ from blocklab.budget.memory import (
 from blocklab.config import ModelConfig
 
 
-def test_dtype_bytes():
+def test_dtype_bytes_and_activation_dtype():
     assert [nbytes(10, d) for d in ("fp32", "bf16", "fp16", "int8", "int4")] == [40, 20, 20, 10, 5]
     assert nbytes(3, "int4") == 2  # rounded up to a whole byte
     with pytest.raises(ValueError, match="int3"):
         nbytes(1, "int3")
-
-
-def test_activation_dtype():
     assert [activation_dtype(d) for d in ("fp32", "bf16", "fp16", "int8", "int4")] == [
         "fp32", "bf16", "fp16", "bf16", "bf16"]
 

@@ -1,18 +1,10 @@
-"""The pages' numbers: C02/C03 in the sweep (the counts themselves are `blocklab verify`'s),
-C15's example and its correction, C23 recomputed."""
+"""The pages' numbers: C15's example and its correction, C23 recomputed. C02/C03's page-000
+budget is the sweep's base row (test_sweep.py) of reference.ffn_budget's page counts
+(tests/reference/test_ffn.py)."""
 
 import pytest
 
 from blocklab.budget import count_params, model_budget, prefill_flops, resolve_model
-from blocklab.budget.sweep import PAGE_BASE, sweep
-
-
-def test_c02_c03_page_000_budget():
-    # The sweep's base row is the page's example, and T moves activations, never parameters.
-    base = [r for r in sweep() if r["vary"] == "seq_len"]
-    assert {r["plain_params"] for r in base} == {2_097_152}
-    at_page = next(r for r in base if r["seq_len"] == PAGE_BASE["seq_len"])
-    assert at_page["branch_elements"] == 4_194_304
 
 
 def test_c15_page_example_reproduced():

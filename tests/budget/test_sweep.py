@@ -11,6 +11,7 @@ KEYS = ("batch", "seq_len", "d", "m")
 
 
 def test_exactly_one_quantity_varies():
+    assert PAGE_BASE == {"batch": 2, "seq_len": 1024, "d": 512, "m": 2048}  # page 000's example
     rows = sweep()
     for vary in KEYS:
         part = [r for r in rows if r["vary"] == vary]

@@ -5,6 +5,7 @@ import json
 import pytest
 
 from blocklab.budget import count_params, load_zoo, resolve_model
+from blocklab.config import ModelConfig
 
 EXPECTED = {"llama-2-7b", "meta-llama-3-8b", "llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b",
             "llama-3.2-1b", "mistral-7b-v0.1", "qwen2.5-0.5b", "qwen2.5-7b", "qwen3-8b",
@@ -29,20 +30,17 @@ def test_unknown_name_suggests_close_names():
         load_zoo("llama-3-8b")
     with pytest.raises(ValueError, match="unknown model 'zzz'"):
         resolve_model("zzz")
+    with pytest.raises(ValueError, match="no such file"):
+        resolve_model("/nonexistent/config.json")
 
 
-def test_resolve_path_and_folder(tmp_path):
+def test_resolve_path_folder_and_modelconfig_json(tmp_path):
     hf = load_zoo("qwen3-8b").config
     (tmp_path / "config.json").write_text(json.dumps(hf))
     by_file = resolve_model(str(tmp_path / "config.json"))
     by_dir = resolve_model(str(tmp_path))
     assert by_file.config == by_dir.config == resolve_model("qwen3-8b").config
     assert by_file.entry is None and by_file.source.endswith("config.json")
-
-
-def test_resolve_modelconfig_json(tmp_path):
-    from blocklab.config import ModelConfig
-
     cfg = ModelConfig(d_model=64, n_heads=4, n_layers=2, vocab_size=100)
     (tmp_path / "mine.json").write_text(json.dumps(cfg.to_dict()))
     assert resolve_model(str(tmp_path / "mine.json")).config == cfg
@@ -67,11 +65,6 @@ def test_bad_config_files(tmp_path, text, match):
     path.write_text(text)
     with pytest.raises(ValueError, match=match):
         resolve_model(str(path))
-
-
-def test_missing_file():
-    with pytest.raises(ValueError, match="no such file"):
-        resolve_model("/nonexistent/config.json")
 
 
 def test_llama4_scout_text_count_by_hand():
@@ -103,8 +96,6 @@ def test_new_model_types_read_from_config_json(name, checks):
 
 
 def test_interleaved_moe_counts_dense_and_moe_layers():
-    from blocklab.config import ModelConfig
-
     kw = dict(vocab_size=10, d_model=8, n_layers=4, n_heads=2, d_ff=24, ffn="swiglu")
     dense = count_params(ModelConfig(**kw))
     moe = count_params(ModelConfig(**kw, n_experts=4, n_shared_experts=1, moe_d_ff=16,
@@ -122,15 +113,12 @@ def test_interleaved_moe_counts_dense_and_moe_layers():
     (dict(nope_every=2, position="alibi"), "nope_every=2.*position='rope'"),
 ])
 def test_moe_fields_are_validated(changes, match):
-    from blocklab.config import ModelConfig
-
     with pytest.raises(ValueError, match=match):
         ModelConfig(**changes)
 
 
 def test_nn_refuses_to_build_moe_and_nope():
     pytest.importorskip("torch")
-    from blocklab.config import ModelConfig
     from blocklab.nn.model import DecoderLM
 
     with pytest.raises(ValueError, match="MoE layers are counted by blocklab.budget but not built"):

@@ -20,6 +20,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 INDEX = "model.safetensors.index.json"
 EMBED, NORM = "model.embed_tokens.weight", "model.norm.weight"
 UP = "model.layers.0.mlp.up_proj.weight"
+INV_FREQ = "model.layers.0.self_attn.rotary_emb.inv_freq"
 
 
 def _tiny(tied=False, seed=0):
@@ -80,38 +81,25 @@ def test_consistent_sharded_checkpoint_loads_as_the_single_file(tmp_path):
         assert torch.equal(a, b), name
 
 
-@pytest.mark.parametrize("name", [NORM, "model.layers.0.self_attn.rotary_emb.inv_freq"])
-def test_index_naming_a_tensor_its_shard_lacks_is_refused(tmp_path, name):
-    tensors = _saved(tmp_path)
-    shards, weight_map = _split(tensors)
-    if name == NORM:
-        del shards["s2.safetensors"][NORM]
-    _shard(tmp_path, shards, weight_map | {name: "s2.safetensors"})
-    _refused(tmp_path, INDEX, name, "s2.safetensors", "do not hold")
+S1, S2 = "s1.safetensors", "s2.safetensors"
 
 
-def test_tensor_in_a_shard_the_index_names_elsewhere_is_refused(tmp_path):
-    tensors = _saved(tmp_path)
-    shards, weight_map = _split(tensors)
-    shards["s1.safetensors"][NORM] = shards["s2.safetensors"].pop(NORM)
-    _shard(tmp_path, shards, weight_map)  # the index still says s2
-    _refused(tmp_path, INDEX, NORM, "in shard s1.safetensors", "names shard s2.safetensors")
-
-
-def test_tensor_in_a_shard_the_index_does_not_name_is_refused(tmp_path):
-    tensors = _saved(tmp_path)
-    shards, weight_map = _split(tensors)
-    shards["s1.safetensors"]["model.layers.0.self_attn.rotary_emb.inv_freq"] = torch.ones(4)
-    _shard(tmp_path, shards, weight_map)
-    _refused(tmp_path, INDEX, "rotary_emb.inv_freq", "s1.safetensors", "does not name it")
-
-
-def test_tensor_in_two_shards_is_refused(tmp_path):
-    tensors = _saved(tmp_path)
-    shards, weight_map = _split(tensors)
-    shards["s1.safetensors"][NORM] = shards["s2.safetensors"][NORM] * 3
-    _shard(tmp_path, shards, weight_map)
-    _refused(tmp_path, INDEX, NORM, "more than one shard", "s1.safetensors, s2.safetensors")
+@pytest.mark.parametrize("edit, extra, needles", [
+    (lambda s: s[S2].pop(NORM), {}, (NORM, S2, "do not hold")),
+    (lambda s: None, {INV_FREQ: S2}, (INV_FREQ, S2, "do not hold")),
+    (lambda s: s[S1].update({NORM: s[S2].pop(NORM)}), {},  # the index still says s2
+     (NORM, "in shard s1.safetensors", "names shard s2.safetensors")),
+    (lambda s: s[S1].update({INV_FREQ: torch.ones(4)}), {}, (INV_FREQ, S1, "does not name it")),
+    (lambda s: s[S1].update({NORM: s[S2][NORM] * 3}), {},
+     (NORM, "more than one shard", "s1.safetensors, s2.safetensors")),
+], ids=["index names a tensor its shard lacks", "index names a tensor no shard holds",
+        "tensor in another shard than the index says", "tensor the index does not name",
+        "tensor in two shards"])
+def test_an_index_its_shards_contradict_is_refused(tmp_path, edit, extra, needles):
+    shards, weight_map = _split(_saved(tmp_path))
+    edit(shards)
+    _shard(tmp_path, shards, weight_map | extra)
+    _refused(tmp_path, INDEX, *needles)
 
 
 def test_single_file_beside_an_index_is_refused(tmp_path):

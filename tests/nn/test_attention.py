@@ -123,19 +123,18 @@ def test_kv_cache_holds_one_slot_per_layer():
     assert len(cache) == 3 and cache.length == 0
     cache[0].update(torch.zeros(1, 2, 5, 4), torch.zeros(1, 2, 5, 4))
     assert cache.length == 5 and cache[1].length == 0
-    with pytest.raises(ValueError, match="n_layers"):
-        KVCache(0)
-    with pytest.raises(ValueError, match="max_len"):
-        KVCache(2, max_len=0)
 
 
-def test_bad_arguments_raise():
-    with pytest.raises(ValueError, match="n_kv_heads=3"):
-        Attention(D, 4, 3, HD)
-    with pytest.raises(ValueError, match="rope_layout='meta'"):
-        Attention(D, 4, 2, HD, rope_layout="meta")
-    with pytest.raises(ValueError, match="q_norm and k_norm"):
-        Attention(D, 4, 2, HD, q_norm=RMSNorm(HD))
+@pytest.mark.parametrize("make, match", [
+    (lambda: KVCache(0), "n_layers"),
+    (lambda: KVCache(2, max_len=0), "max_len"),
+    (lambda: Attention(D, 4, 3, HD), "n_kv_heads=3"),
+    (lambda: Attention(D, 4, 2, HD, rope_layout="meta"), "rope_layout='meta'"),
+    (lambda: Attention(D, 4, 2, HD, q_norm=RMSNorm(HD)), "q_norm and k_norm"),
+])
+def test_bad_arguments_raise(make, match):
+    with pytest.raises(ValueError, match=match):
+        make()
 
 
 def test_default_scale_and_dtype():

@@ -237,22 +237,15 @@ def test_positions_far_past_cache_extend_it(layout, scaling):
     assert_close(later[1], early[1], **EXACT)
 
 
-def test_cache_grows_geometrically():
+def test_cache_grows_geometrically_stays_float32_and_out_of_the_state_dict():
     rope = RotaryEmbedding(8, max_seq_len=10)
     rope(torch.tensor([10]))
     assert rope.cos_cached.shape[0] == 20
     rope(torch.tensor([1000]))
     assert rope.cos_cached.shape[0] == 1001
-
-
-def test_cos_sin_stay_float32_after_module_cast():
-    rope = RotaryEmbedding(16, max_seq_len=8).to(torch.bfloat16)
-    cos, sin = rope(torch.arange(6))
+    cos, sin = RotaryEmbedding(16, max_seq_len=8).to(torch.bfloat16)(torch.arange(6))
     assert cos.dtype == sin.dtype == torch.float32
     assert_close(cos, RotaryEmbedding(16, max_seq_len=8)(torch.arange(6))[0], **EXACT)
-
-
-def test_buffers_stay_out_of_the_state_dict():
     assert RotaryEmbedding(16).state_dict() == {}
     assert ALiBi(4).state_dict() == {}
 

@@ -46,7 +46,7 @@ def test_closed_forms_with_a_general_matrix():
 
 
 # --- order of the matrix product ------------------------------------------------------------
-def test_diagonal_matrix_does_not_commute_with_the_norm_jacobian():
+def test_diagonal_matrix_does_not_commute_and_pre_norm_uses_a_times_jn():
     result = commutator(DIAG, X)
     assert set(result) == {"a_jn", "jn_a", "max_difference"}
     jac = rmsnorm_jacobian(X)
@@ -54,13 +54,9 @@ def test_diagonal_matrix_does_not_commute_with_the_norm_jacobian():
     np.testing.assert_allclose(result["jn_a"], jac @ DIAG, atol=1e-15)
     assert type(result["max_difference"]) is float
     assert result["max_difference"] > 0.1
-
-
-def test_pre_norm_jacobian_uses_a_times_jn():
-    out = residual_paths(X, DIAG)
-    result = commutator(DIAG, X)
-    np.testing.assert_allclose(out["pre_jacobian"], np.eye(2) + result["a_jn"], atol=1e-15)
-    assert np.max(np.abs(out["pre_jacobian"] - np.eye(2) - result["jn_a"])) > 0.1
+    pre_jacobian = residual_paths(X, DIAG)["pre_jacobian"]
+    np.testing.assert_allclose(pre_jacobian, np.eye(2) + result["a_jn"], atol=1e-15)
+    assert np.max(np.abs(pre_jacobian - np.eye(2) - result["jn_a"])) > 0.1
 
 
 # --- Jacobians against central differences (C09, C14) --------------------------------------
@@ -93,17 +89,22 @@ def test_rejects_bad_matrix(matrix, match):
         commutator(matrix, X)
 
 
-def test_rejects_bad_eps():
-    with pytest.raises(ValueError, match="eps must be a finite real number >= 0"):
-        residual_paths(X, np.zeros((2, 2)), eps=-1.0)
-    with pytest.raises(ValueError, match="eps must be a finite real number >= 0"):
-        commutator(np.zeros((2, 2)), X, eps=float("nan"))
-
-
-def test_constant_input_with_zero_eps_is_rejected_as_on_the_page():
+@pytest.mark.parametrize("call, match", [
+    (lambda: residual_paths(X, np.zeros((2, 2)), eps=-1.0),
+     "eps must be a finite real number >= 0"),
+    (lambda: commutator(np.zeros((2, 2)), X, eps=float("nan")),
+     "eps must be a finite real number >= 0"),
     # The page's residual_paths calls norm_statistics, which also checks LayerNorm's denominator.
-    with pytest.raises(ValueError, match=r"LayerNorm denominator is zero.*x=\[2\.0, 2\.0\]"):
-        residual_paths([2.0, 2.0], np.zeros((2, 2)), eps=0.0)
+    (lambda: residual_paths([2.0, 2.0], np.zeros((2, 2)), eps=0.0),
+     r"LayerNorm denominator is zero.*x=\[2\.0, 2\.0\]"),
+    # A zero post-norm input (A = -I) is named as x + A·x by the RMSNorm check.
+    (lambda: residual_paths([1.0, 3.0], -np.eye(2), eps=0.0),
+     r"RMSNorm denominator is zero: mean\(\(x \+ A·x\)\^2\) \+ eps = 0 "
+     r"for x \+ A·x=\[0\.0, 0\.0\]"),
+])
+def test_rejects_bad_eps_and_zero_denominators(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
 
 
 def test_a_constant_post_norm_input_is_named_as_x_plus_a_x():
@@ -113,7 +114,3 @@ def test_a_constant_post_norm_input_is_named_as_x_plus_a_x():
                                          r"input\), eps=0\.0") as info:
         residual_paths([1, 3], [[1, 0], [0, -1 / 3]], eps=0)
     assert "constant x=" not in str(info.value) and "[1.0, 3.0]" not in str(info.value)
-    # A zero post-norm input (A = -I) is named the same way by the RMSNorm check.
-    with pytest.raises(ValueError, match=r"RMSNorm denominator is zero: mean\(\(x \+ A·x\)\^2\) "
-                                         r"\+ eps = 0 for x \+ A·x=\[0\.0, 0\.0\]"):
-        residual_paths([1.0, 3.0], -np.eye(2), eps=0.0)

@@ -86,37 +86,28 @@ def test_score_changes_with_relative_position():
     assert rope_score(q, k, 7, 7) == pytest.approx(float(q @ k), abs=1e-15)
 
 
-@pytest.mark.parametrize(
-    "kwargs, match",
-    [
+ROTATE = dict(x=[1.0, 2.0], position=3, base=10000.0, layout="half_split")
+Q2 = [1.0, 0.0]
+
+
+@pytest.mark.parametrize("call, match", [
+    *[(lambda kwargs=kwargs: rope_rotate(**{**ROTATE, **kwargs}), match) for kwargs, match in [
         ({"x": [1.0, 2.0, 3.0]}, "x must have even length to form rotation pairs, got 3"),
         ({"position": np.inf}, "position must be a finite real number"),
         ({"base": 1.0}, r"base must be a finite number > 1, got 1\.0"),
         ({"base": 0.5}, "base must be a finite number > 1"),
         ({"base": np.nan}, "base must be a finite real number"),
         ({"layout": "neox"}, "unknown RoPE layout 'neox'; allowed: half_split, interleaved"),
-    ],
-)
-def test_rotate_rejects_bad_arguments(kwargs, match):
-    args = {"x": [1.0, 2.0], "position": 3, "base": 10000.0, "layout": "half_split", **kwargs}
+    ]],
+    (lambda: rope_score(Q2, [1.0, 0.0, 0.0, 1.0], 0, 0),
+     "q and k must have the same length, got 2 and 4"),
+    (lambda: rope_score(Q2, [1.0], 0, 0), "k must have even length"),
+    (lambda: rope_score(Q2, Q2, 0, np.nan), "n must be a finite real number"),
+    (lambda: relative_position_gap(Q2, Q2, 0, 0, np.inf), "shift must be a finite real number"),
+    (lambda: relative_position_gap(Q2, Q2, 0, 0, 1, layout="Half_Split"), "unknown RoPE layout"),
+    *[(lambda d=d: rope_frequencies(d), "d must be a positive even integer")
+      for d in (0, 3, -2, 2.0, True)],
+])
+def test_rejects_bad_arguments(call, match):
     with pytest.raises(ValueError, match=match):
-        rope_rotate(**args)
-
-
-def test_score_rejects_bad_arguments():
-    with pytest.raises(ValueError, match="q and k must have the same length, got 2 and 4"):
-        rope_score([1.0, 0.0], [1.0, 0.0, 0.0, 1.0], 0, 0)
-    with pytest.raises(ValueError, match="k must have even length"):
-        rope_score([1.0, 0.0], [1.0], 0, 0)
-    with pytest.raises(ValueError, match="n must be a finite real number"):
-        rope_score([1.0, 0.0], [1.0, 0.0], 0, np.nan)
-    with pytest.raises(ValueError, match="shift must be a finite real number"):
-        relative_position_gap([1.0, 0.0], [1.0, 0.0], 0, 0, np.inf)
-    with pytest.raises(ValueError, match="unknown RoPE layout"):
-        relative_position_gap([1.0, 0.0], [1.0, 0.0], 0, 0, 1, layout="Half_Split")
-
-
-@pytest.mark.parametrize("d", [0, 3, -2, 2.0, True])
-def test_frequencies_reject_bad_width(d):
-    with pytest.raises(ValueError, match="d must be a positive even integer"):
-        rope_frequencies(d)
+        call()
