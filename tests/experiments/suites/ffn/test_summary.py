@@ -159,17 +159,11 @@ def test_the_suite_evaluates_each_arm_at_the_lr_its_tuning_runs_chose(tiny_ffn):
                    if s.arm == arm and s.payload["kind"] == "train")
         assert evaluated.has(run.run_id)  # the evaluation ran at that lr
     assert len(data.lr_trials) == len(ffn.tune(TINY, tuned))
-    # the lr notes and table speak of the tuned arms only
-    edge = next((n for n in summary.notes if n.startswith("Best lr still at an edge")), "")
-    assert all(f" {arm} " not in edge for arm in ("gelu", "reglu", "bilinear"))
+    # the lr notes speak of the tuned arms only (the tables: the end-to-end test)
     assert set(data.lr_at_edge) <= set(ffn.GRADED_ARMS)
-    grid = next(t for t in summary.tables if t.title.startswith("Learning rate per arm"))
-    assert [row[0] for row in grid.rows] == list(ffn.GRADED_ARMS)
     assert [p.d_model for p in data.trend] == [32]  # the suite's own width: no trend widths
     assert data.trend[0].rel_delta_pct == data.arms["swiglu"].rel_delta_pct
     assert data.sensitivity.val_loss == {} and data.sensitivity.rel_delta_pct == {}
-    titles = [t.title for t in summary.tables]
-    assert not any(t.startswith(("Sensitivity", "Scale trend")) for t in titles)
 
 
 def test_the_scale_trend_pairs_each_width_by_seed(every_arm_tiny):

@@ -37,8 +37,6 @@ def test_probe_measures_every_layer_and_post_norm_outputs_unit_rms():
     assert record.residual_rms == pytest.approx([1.0] * 3, abs=1e-3)
     # The untrained model's loss is near the uniform guess ln 256.
     assert abs(record.loss - math.log(256)) < 0.5
-    again = _probe(runs.init_gradients("post", "xavier", 3, 0, probe, OPTIONS))
-    assert again.down_proj_grad == record.down_proj_grad  # seeded
     # Stored as before: the record's keys beside status and wall_time_s, read back the same.
     stored = json.loads(json.dumps(result.to_dict()))
     assert set(stored) == {"status", "wall_time_s", "placement", "init", "depth", "seed",
