@@ -164,12 +164,8 @@ def test_zoo_config_reads_as_transformers_reads_it(name, tmp_path):
 AGREEING = {
     "v5 theta inside rope_parameters": tiny(rope_parameters={"rope_type": "default",
                                                              "rope_theta": 5e5}),
-    "v4 theta at the top level": tiny(rope_theta=5e5),
     "theta at both levels, equal": tiny(rope_theta=500000, rope_parameters={
         "rope_type": "default", "rope_theta": 500000.0}),
-    "rope_scaling and rope_parameters equal (to_hf writes both)": tiny(
-        rope_theta=1e4, rope_scaling={"type": "linear", "factor": 2},
-        rope_parameters={"rope_type": "linear", "factor": 2.0, "rope_theta": 10000}),
     "null rope_scaling beside rope_parameters": tiny(
         rope_scaling=None, rope_parameters={"rope_type": "linear", "factor": 2,
                                             "rope_theta": 5e5}),
@@ -196,9 +192,6 @@ AGREEING = {
         "beta_fast": None, "beta_slow": None}),
     "dynamic original length equal to max_position_embeddings": tiny(
         rope_scaling={"rope_type": "dynamic", "factor": 2.0, ORIGINAL: 64}),
-    "llama3": tiny(rope_theta=5e5, rope_scaling={
-        "rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
-        ORIGINAL: 16}),
     "linear with an informational original length": tiny(
         rope_scaling={"rope_type": "linear", "factor": 2.0, ORIGINAL: 32}),
     "head_dim wider than hidden_size / heads": tiny(head_dim=32),
@@ -295,10 +288,6 @@ CONFLICTS = {
     "per-layer-type rope_parameters for a model without layer types": (
         tiny(rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": 5e5}}),
         ["rope_parameters.full_attention", "per layer type", "transformers' llama"]),
-    "per-layer-type rope_parameters for qwen2, whose rotary embedding reads one": (
-        tiny("qwen2", rope_parameters={"full_attention": {"rope_type": "default",
-                                                          "rope_theta": 5e5}}),
-        ["rope_parameters.full_attention", "per layer type", "transformers' qwen2"]),
     "rope_type default with a factor": (
         tiny(rope_scaling={"rope_type": "default", "factor": 4}),
         ["rope_scaling.factor=4", "rope_type 'default'"]),
@@ -317,9 +306,6 @@ CONFLICTS = {
     "llama hidden_size the heads do not divide, with head_dim": (
         tiny(hidden_size=66, head_dim=16),
         ["hidden_size=66", "num_attention_heads=4", "head_dim=16"]),
-    "gemma2 hidden_size the heads do not divide, with head_dim": (
-        tiny("gemma2", hidden_size=66, head_dim=16),
-        ["hidden_size=66", "num_attention_heads=4", "transformers' gemma2"]),
     "hidden_activation beside llama's hidden_act": (
         tiny(hidden_act="silu", hidden_activation="gelu"),
         ["hidden_act='silu'", "hidden_activation='gelu'", "disagree"]),
