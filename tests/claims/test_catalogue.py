@@ -1,6 +1,7 @@
 """The catalogue: every claim declared once beside its check, and what is derived from it."""
 
 import dataclasses
+import re
 from pathlib import Path
 
 import pytest
@@ -10,12 +11,14 @@ from blocklab.claims.catalogue import SPECS, SUITE_OF, part_arms
 from blocklab.claims.finding import DECLARED, Finding, claim
 from blocklab.claims.registry import RULES, registered
 from blocklab.claims.sequential import _planned_arms
-from blocklab.claims.text import CLAIM_TEXT
+from blocklab.claims.text import CLAIM_TEXT, claim_sources, claims_markdown
 from blocklab.experiments.options import RunRequest
 
 
 def test_every_claim_is_declared_once_and_every_registered_claim_has_a_suite():
-    assert set(SPECS) == set(CLAIM_TEXT) and list(SPECS) == sorted(SPECS)
+    listed = set(re.findall(r"^- (C\d\d) ", claims_markdown(), flags=re.M))
+    assert len(listed) == 37 and listed == set(claim_sources())
+    assert listed == set(SPECS) == set(CLAIM_TEXT) and list(SPECS) == sorted(SPECS)
     assert set(SUITE_OF) == set(RULES)  # a claim's parts are graded on its suite's runs
     assert all(spec.id == cid for cid, spec in SPECS.items())
 

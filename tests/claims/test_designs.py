@@ -16,7 +16,9 @@ from blocklab.claims.rules import (
     INCONCLUSIVE,
     NOT_REPRODUCED,
     Decision,
+    Estimate,
     Rule,
+    decide_parts,
     look_level,
     looks,
 )
@@ -67,13 +69,15 @@ def test_spending_functions_reject_what_they_do_not_define():
 
 
 # --- rules that name them ------------------------------------------------------------------------
-def test_a_rule_names_an_allowed_spending_function_in_one_line():
+def test_a_rule_names_an_allowed_spending_function_and_design_in_one_line():
     with pytest.raises(InputError) as raised:
         Rule("m", 0.5, 0.25, 4, 1.0, max_seeds=8, spending="linear")
     message = str(raised.value)
     assert "\n" not in message and "'linear'" in message
     assert all(name in message for name in stats.SPENDINGS)
     assert RULE.spending == "obf"
+    with pytest.raises(InputError, match="min_seeds 5 and max_seeds 3"):
+        Rule("m", 0.1, 0.1, 5, 1.0, max_seeds=3)
 
 
 def test_pocock_reads_its_first_look_at_a_larger_level_than_obf():
@@ -97,6 +101,11 @@ def test_a_fixed_design_has_one_look_at_max_seeds():
     assert looks(fixed, 8) == (8,)
     assert look_level(fixed, 8) == ALPHA and look_level(fixed, 10) == ALPHA
     assert look_level(fixed, 6) == 0.0  # fewer seeds: no look of the design, nothing spent
+    # read before its one look it decides nothing (and does not crash Holm's order)
+    early, late = Estimate(3.0, 2.5, 3.5, 5, 0.5), Estimate(3.0, 2.5, 3.5, 8, 0.5)
+    found = decide_parts([(fixed, early), (RULE, early)])
+    assert found[0].verdict == INCONCLUSIVE
+    assert decide_parts([(fixed, late)])[0].verdict == CONFIRMED
     # the hash tells the designs apart
     assert fixed.hash != RULE.hash
 

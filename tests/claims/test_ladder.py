@@ -93,38 +93,8 @@ def test_each_rung_is_graded_in_its_precision_and_the_trend_fits_the_rung_means(
     assert (swiglu.confirmed.size, swiglu.confirmed.verdict) == ("rung3", "confirmed")
     assert found.trends[1].fit.slope == pytest.approx(0.0, abs=1e-12)
     assert found.trends[1].direction(-1.0) == "none"
-
-
-def test_a_rung_without_results_leaves_the_trend_to_the_others(stored, tmp_path):
-    _, means = stored
-    del means["rung3"]
-    found = read_ladder("C16", tmp_path, {})
-    assert [r.size for r in found.rungs if r.result is not None] == ["quick", "rung1", "rung2"]
-    assert found.trends[0].fit.rungs == 3 and found.trends[0].fit.df == 1
-    del means["rung2"]
-    two = read_ladder("C16", tmp_path, {})
-    assert two.trends[0].fit is None and two.trends[0].direction(-1.0) == "none"
-    line = ladder_module.trend_line(ladder_dict(two)["trends"][0])
-    assert "a trend with the rung as its unit needs three" in line
-
-
-def test_the_dict_places_rungs_and_papers_on_one_compute_axis(stored, tmp_path):
-    _, means = stored
-    del means["rung3"]
-    doc = ladder_dict(read_ladder("C16", tmp_path, {}))
-    assert [r["x"] for r in doc["rungs"][:3]] == pytest.approx([0.0, 1.0, 2.0])
-    assert doc["rungs"][3]["x"] is None
-    assert doc["rungs"][3]["parts"] == [] and doc["rungs"][3]["verdict"] is None
-    shazeer = doc["anchors"][0]
-    assert shazeer["x"] == pytest.approx(math.log2(anchors("C16")[0].flops / QUICK_FLOPS))
-    assert shazeer["effects"]["swiglu"] == -2.4
-    part = doc["rungs"][2]["parts"][0]
-    assert part["name"] == "swiglu" and part["interval"]["confidence"] >= 0.95  # what decided
-    assert doc["trends"][0]["meeting"]["threshold"] == -1.0  # drawn: tests/report/test_figures
-
-
-def test_the_lead_sentence_is_where_a_part_is_first_decided_and_then_confirmed(stored, tmp_path):
-    doc = ladder_dict(read_ladder("C16", tmp_path, {}))
+    # the lead sentence: where a part is first decided and then confirmed
+    doc = ladder_dict(found)
     swiglu = doc["trends"][0]
     seen = swiglu["appears"]
     assert seen["verdict"] == "not-reproduced-at-this-scale"
@@ -148,6 +118,30 @@ def test_the_lead_sentence_is_where_a_part_is_first_decided_and_then_confirmed(s
     if glu["appears"] is None:
         assert "no rung decides it (4 rung(s) stored" in ladder_module.appears_line(
             glu, doc["rungs"], doc["anchors"])
+
+
+def test_a_rung_without_results_leaves_the_trend_and_the_axis_to_the_others(stored, tmp_path):
+    _, means = stored
+    del means["rung3"]
+    found = read_ladder("C16", tmp_path, {})
+    assert [r.size for r in found.rungs if r.result is not None] == ["quick", "rung1", "rung2"]
+    assert found.trends[0].fit.rungs == 3 and found.trends[0].fit.df == 1
+    # rungs and papers on one compute axis
+    doc = ladder_dict(found)
+    assert [r["x"] for r in doc["rungs"][:3]] == pytest.approx([0.0, 1.0, 2.0])
+    assert doc["rungs"][3]["x"] is None
+    assert doc["rungs"][3]["parts"] == [] and doc["rungs"][3]["verdict"] is None
+    shazeer = doc["anchors"][0]
+    assert shazeer["x"] == pytest.approx(math.log2(anchors("C16")[0].flops / QUICK_FLOPS))
+    assert shazeer["effects"]["swiglu"] == -2.4
+    part = doc["rungs"][2]["parts"][0]
+    assert part["name"] == "swiglu" and part["interval"]["confidence"] >= 0.95  # what decided
+    assert doc["trends"][0]["meeting"]["threshold"] == -1.0  # drawn: tests/report/test_figures
+    del means["rung2"]
+    two = read_ladder("C16", tmp_path, {})
+    assert two.trends[0].fit is None and two.trends[0].direction(-1.0) == "none"
+    line = ladder_module.trend_line(ladder_dict(two)["trends"][0])
+    assert "a trend with the rung as its unit needs three" in line
 
 
 def test_only_a_claim_with_a_ladder_is_read():

@@ -78,9 +78,13 @@ def test_missing_results_name_the_sizes_the_folder_does_hold(tmp_path):
 
 
 def test_a_folder_holding_nothing_else_adds_nothing(tmp_path):
-    (row,) = run_claims(["C16"], Context(RunRequest(tmp_path, "quick")))
-    assert row.summary == (f"No stored 'ffn' suite results under {tmp_path} (quick); run "
-                           f"`blocklab suite ffn --size quick --results {tmp_path}`.")
-    assert row.evidence == {}
+    rows = run_claims(["C16", "C12", "C13", "C18", "C19", "C21", "C36", "C37"],
+                      Context(RunRequest(tmp_path, "quick")))
+    for row in rows:  # each names the command that runs its suite
+        assert row.verdict == "missing-results" and row.error is None and row.evidence == {}
+        assert row.command.startswith("blocklab suite ") and str(tmp_path) in row.command
+    assert rows[0].summary == (f"No stored 'ffn' suite results under {tmp_path} (quick); run "
+                               f"`blocklab suite ffn --size quick --results {tmp_path}`.")
+    assert "placement" in rows[6].summary
     (row,) = run_claims(["C16"], Context(RunRequest(tmp_path / "absent", "quick")))
     assert row.verdict == "missing-results" and row.error is None

@@ -7,21 +7,12 @@ from blocklab.claims.finding import Context
 from blocklab.claims.ledger import run_claims
 
 
-@pytest.fixture(scope="module")
-def c34():
-    return models.c34(Context())
-
-
-@pytest.fixture(scope="module")
-def c35():
-    return models.c35(Context())
-
-
 def _row(finding, pairing):
     return next(r for r in finding.evidence["pairings"] if r.pairing == pairing)
 
 
-def test_c34_one_verdict_per_pairing(c34):
+def test_c34_one_verdict_per_pairing_each_a_part_read_from_the_configs_and_gpt3s_paper():
+    c34 = models.c34(Context())
     verdicts = {r.pairing: r.verdict for r in c34.evidence["pairings"]}
     assert verdicts == {
         "GPT-2/BERT use a plain FFN": "holds",
@@ -40,9 +31,6 @@ def test_c34_one_verdict_per_pairing(c34):
     (row,) = run_claims(["C34"], Context())
     for shown in row.evidence["pairings"]:  # each row as the ledger's JSON holds it
         assert list(shown) == ["pairing", "models", "says", "source", "verdict", "per_model"]
-
-
-def test_c34_each_pairing_is_a_part_and_a_wrong_one_is_refuted(c34):
     # a wrong pairing is refuted; beside the seven that hold the claim is mixed
     assert c34.verdict == "mixed"
     parts = {p.name: p.verdict for p in c34.parts}
@@ -68,22 +56,6 @@ def test_c34_each_pairing_is_a_part_and_a_wrong_one_is_refuted(c34):
     assert "Untestable here: Claude 4 combines pre-norm, SwiGLU and RoPE" in c34.summary
     assert "错误：PaLM 用 GeGLU" in c34.summary_zh and "此处无法检验：Claude 4" in c34.summary_zh
     assert "refuted" in c34.combines and "mixed" in c34.combines and "untestable" in c34.combines
-
-
-def test_c34_combines_its_pairings_by_the_stated_rule():
-    def rows(*verdicts):
-        return [models.PairingRow("p", [], {}, "", v, {}) for v in verdicts]
-
-    assert models.combine_c34(rows("holds", "fails", "untestable")) == "mixed"
-    assert models.combine_c34(rows("fails", "fails", "untestable")) == "refuted"
-    assert models.combine_c34(rows("fails", "partly")) == "mixed"
-    assert models.combine_c34(rows("holds", "partly")) == "mixed"
-    assert models.combine_c34(rows("holds", "untestable")) == "mixed"
-    assert models.combine_c34(rows("untestable")) == "untestable-here"
-    assert models.combine_c34(rows("holds", "holds")) == "confirmed"
-
-
-def test_c34_reads_the_configs_and_gpt3s_paper(c34):
     # mosaicml/mpt-7b config.json: attn_config.alibi = true.
     assert "position=alibi" in _row(c34, "MPT uses ALiBi").says["mpt-7b"]
     # THUDM chatglm2-6b: RotaryEmbedding on half of each head.
@@ -107,7 +79,21 @@ def test_c34_reads_the_configs_and_gpt3s_paper(c34):
     assert claude.per_model == {} and claude.source == "none public"
 
 
-def test_c35_formula_and_exact_share_by_hand(c35):
+def test_c34_combines_its_pairings_by_the_stated_rule():
+    def rows(*verdicts):
+        return [models.PairingRow("p", [], {}, "", v, {}) for v in verdicts]
+
+    assert models.combine_c34(rows("holds", "fails", "untestable")) == "mixed"
+    assert models.combine_c34(rows("fails", "fails", "untestable")) == "refuted"
+    assert models.combine_c34(rows("fails", "partly")) == "mixed"
+    assert models.combine_c34(rows("holds", "partly")) == "mixed"
+    assert models.combine_c34(rows("holds", "untestable")) == "mixed"
+    assert models.combine_c34(rows("untestable")) == "untestable-here"
+    assert models.combine_c34(rows("holds", "holds")) == "confirmed"
+
+
+def test_c35_formula_and_exact_shares_by_hand_and_its_verdict_by_tolerance():
+    c35 = models.c35(Context())
     # meta-llama-3-8b, from config.json: d = 4096, d_ff = 14336, 32 heads, 8 KV heads of 128,
     # no biases, 2 RMSNorms; the formula 3·14336 / (3·14336 + 4·4096).
     d, m, kv = 4096, 14336, 8 * 128
@@ -119,9 +105,6 @@ def test_c35_formula_and_exact_share_by_hand(c35):
     assert row.exact_share == pytest.approx(exact, abs=5e-5)
     assert row.difference_points == pytest.approx(100 * (exact - 43008 / 59392), abs=0.01)
     assert row.main_cause == "attention_shape" and not row.holds
-
-
-def test_c35_plain_and_moe_ffns(c35):
     # GPT-2: plain FFN 2·768·3072 + biases 3072 + 768; attention 4·768² + 4·768 biases;
     # 2 LayerNorms of gain and bias.
     d, m = 768, 3072
@@ -137,9 +120,6 @@ def test_c35_plain_and_moe_ffns(c35):
     assert scout.exact_share == pytest.approx(ffn / (ffn + attn + 2 * d), abs=5e-5)
     assert scout.formula_share == pytest.approx(3 * m / (3 * m + 4 * d), abs=5e-5)
     assert scout.main_cause == "ffn_form"
-
-
-def test_c35_verdict_by_tolerance(c35):
     rows = c35.evidence["models"]
     # Llama-2-7B is MHA with d_ff = 11008, no biases: the formula is exact up to its norms.
     assert rows["llama-2-7b"].holds and abs(rows["llama-2-7b"].difference_points) < 0.01

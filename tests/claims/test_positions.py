@@ -328,7 +328,7 @@ def test_c31_is_decided_by_counts_and_the_sdpa_call(tmp_path):
                            if p.name == C31_ALIBI_FLOPS_PART else p for p in row.parts]) == "mixed"
 
 
-def test_c31_refuted_when_rope_calls_sdpa_otherwise_and_open_without_kernels(tmp_path):
+def test_c31_parts_count_by_hand_refuted_where_rope_calls_sdpa_otherwise(tmp_path):
     # (counts at Llama 3 8B's shape do not depend on this machine's scale)
     parts = cp.c31_parts(_cost(rope_mask="float32 mask [1, 2, 128, 128]"))
     sdpa = next(p for p in parts if p.name == C31_ROPE_SDPA_PART)
@@ -336,6 +336,14 @@ def test_c31_refuted_when_rope_calls_sdpa_otherwise_and_open_without_kernels(tmp
     assert "training mask" in sdpa.reason and cp.combine_c31(parts) == "refuted"
     row = _row(tmp_path, _data({}, cost=_cost(kernels=False)), "C31")
     assert row.verdict == "inconclusive"  # deciding the SDPA part could refute or confirm
+    parts = {p.name: p for p in cp.c31_parts(_cost())}
+    assert parts[C31_ROPE_FLOPS_PART].estimate.value == pytest.approx(
+        100 * cp.flop_shares()["rope"]["share"], rel=1e-9)
+    assert parts["ALiBi adds no parameters"].estimate.value == 0
+    # a scheme that added parameters in the suite's model is refuted, not timed
+    extra = dataclasses.replace(_cost(), params={"none": 1000, "rope": 1064, "alibi": 1000})
+    rope = {p.name: p for p in cp.c31_parts(extra)}[C31_ROPE_PARAMS_PART]
+    assert rope.verdict == "refuted" and rope.estimate.value == 64
 
 
 def test_c31_rules_are_counts_at_every_size():
@@ -373,13 +381,3 @@ def test_position_flops_at_llama_3_8b_by_hand():
     assert cp.alibi_share_bound() == 33 / (2 * 32 * 128)
     assert cp.flop_shares(65_536)["alibi"]["share"] < cp.alibi_share_bound()
 
-
-def test_c31_parts_count_against_hand_derivations():
-    parts = {p.name: p for p in cp.c31_parts(_cost())}
-    assert parts[C31_ROPE_FLOPS_PART].estimate.value == pytest.approx(
-        100 * cp.flop_shares()["rope"]["share"], rel=1e-9)
-    assert parts["ALiBi adds no parameters"].estimate.value == 0
-    # a scheme that added parameters in the suite's model is refuted, not timed
-    extra = dataclasses.replace(_cost(), params={"none": 1000, "rope": 1064, "alibi": 1000})
-    rope = {p.name: p for p in cp.c31_parts(extra)}[C31_ROPE_PARAMS_PART]
-    assert rope.verdict == "refuted" and rope.estimate.value == 64

@@ -2,7 +2,6 @@
 scales are set, measured by the suite's own functions."""
 
 import dataclasses
-import functools
 import math
 
 import numpy as np
@@ -240,15 +239,8 @@ def measured(ratio, row_scale_error=0.0):
         gate_up_scale_ratio=[x["scale_ratio"] for x in layers])
 
 
-@functools.cache
-def measured_once(ratio):
-    """`measured(ratio)` built on a test's first call, inside its one-thread turn (a module
-    fixture is built before it, on every OpenMP thread: 50 s against 1 s beside a worker)."""
-    return measured(ratio)
-
-
 def test_c33_equal_scales_merge_per_tensor_for_free():
-    data = measured_once(1.0)
+    data = measured(1.0)
     assert data.gate_up_scale_ratio == [1.0] * 2 * len(C33_SEEDS)
     # One scale for both is each one's own: merged is separate, bit for bit.
     assert data.merged_per_tensor_max_diff == 0.0
@@ -259,8 +251,8 @@ def test_c33_equal_scales_merge_per_tensor_for_free():
     assert combine_c33(exact, tensor) == "not-reproduced-at-this-scale"
 
 
-def test_c33_scales_4x_apart_cost_beyond_delta():
-    data = measured_once(4.0)
+def test_c33_scales_4x_apart_cost_beyond_delta(tmp_path):
+    data = measured(4.0)
     assert data.gate_up_scale_ratio == [4.0] * 2 * len(C33_SEEDS)
     exact, tensor = c33_parts(data)
     # Per row the merge is still exact: the scale gap costs only under one per-tensor scale.
@@ -268,6 +260,15 @@ def test_c33_scales_4x_apart_cost_beyond_delta():
     assert tensor.estimate.ci_low > C33_DELTA  # up on a 4× coarser grid: about +140%
     assert tensor.verdict == "confirmed"
     assert combine_c33(exact, tensor) == "conditional"
+    row = graded(tmp_path, "quantize", data, "C33", seeds=len(C33_SEEDS))["C33"]
+    assert row.error is None and row.verdict == "conditional"
+    assert "4×" in row.summary and "merging is free" in row.summary
+    assert "4×" in row.summary_zh
+    assert [p.verdict for p in row.parts] == ["confirmed", "confirmed"]
+    # no compared layer: conditional if exact, confirmed if not, so undecided
+    exact, tensor = c33_parts(dataclasses.replace(data, gate_up_scale_ratio=[]))
+    assert exact.verdict == "inconclusive" and tensor.verdict == "confirmed"
+    assert combine_c33(exact, tensor) == "inconclusive"
 
 
 def test_c33_a_perturbed_row_scale_breaks_the_identity():
@@ -279,19 +280,3 @@ def test_c33_a_perturbed_row_scale_breaks_the_identity():
     assert combine_c33(exact, tensor) == "not-reproduced-at-this-scale"
     four = measured(4.0, row_scale_error=0.01)
     assert combine_c33(*c33_parts(four)) == "confirmed"
-
-
-def test_c33_no_compared_layer_is_undecided():
-    data = dataclasses.replace(measured_once(4.0), gate_up_scale_ratio=[])
-    exact, tensor = c33_parts(data)
-    assert exact.verdict == "inconclusive" and tensor.verdict == "confirmed"
-    # conditional if exact, confirmed if not: undecided
-    assert combine_c33(exact, tensor) == "inconclusive"
-
-
-def test_c33_check_reads_the_summary(tmp_path):
-    row = graded(tmp_path, "quantize", measured_once(4.0), "C33", seeds=len(C33_SEEDS))["C33"]
-    assert row.error is None and row.verdict == "conditional"
-    assert "4×" in row.summary and "merging is free" in row.summary
-    assert "4×" in row.summary_zh
-    assert [p.verdict for p in row.parts] == ["confirmed", "confirmed"]

@@ -428,11 +428,3 @@ def test_the_lr_bias_gate_stops_wrong_not_reproduced_decisions_in_either_directi
     assert before / reps > 0.3  # the adverse bias alone decides wrongly this often
     assert after / reps <= 0.025 + mc
 
-
-def test_a_fixed_design_read_before_its_one_look_decides_nothing_and_does_not_crash():
-    """A fixed design read before its one look (level 0) stays inconclusive."""
-    fixed = Rule("m", 0.5, 0.25, 3, -1.5, max_seeds=8, spending="fixed")
-    early = Estimate(-3.0, -3.5, -2.5, 5, 0.5)
-    found = decide_parts([(fixed, early), (RULE, Estimate(-3.0, -3.5, -2.5, 5, 0.5))])
-    assert found[0].verdict == INCONCLUSIVE
-    assert decide_parts([(fixed, Estimate(-3.0, -3.5, -2.5, 8, 0.5))])[0].verdict == CONFIRMED
