@@ -154,13 +154,6 @@ def _loss(result: RunResult | None) -> float | None:
     return None if result is None else counted_loss(result)
 
 
-def unigram_entropy(runs: FfnRuns) -> float | None:
-    """The unigram entropy of the training bytes."""
-    entropies = [r.final.unigram_entropy for rs in runs.train.values() for r in rs
-                 if r is not None and r.final is not None]
-    return entropies[0] if entropies else None
-
-
 def arm_stats(size: Size, runs: FfnRuns, lrs: dict[str, float]) -> dict[str, FfnArm]:
     """Each arm of the size over its seeds (`FfnArm`)."""
     timed = runs.timing.ms_per_step if runs.timing is not None else {}
@@ -410,8 +403,10 @@ def summarise(options: RunOptions, results: Results) -> Summary:
     tunings = tune_arms(size.lr_grid, trials, size.arms, size.d_model)  # the arms it tuned
     arms = arm_stats(size, runs, {arm: t.lr for arm, t in tunings.items()})
     trend, trend_change = scale_trend(size, seeds, trials, arms, runs)
-    timed = runs.timing.ms_per_step if runs.timing is not None else {}
-    fastest = min(timed.values()) if timed else None
+    fastest = min((a.ms_per_step for a in arms.values() if a.ms_per_step is not None),
+                  default=None)  # the timing run times every arm
+    entropies = [r.final.unigram_entropy for rs in runs.train.values() for r in rs
+                 if r is not None and r.final is not None]  # of the training bytes
     data = FfnData(arms=arms, seeds=len(seeds), steps=size.steps, init=size.init,
                    lr_grid=sorted({lr for t in tunings.values() for lr in t.grid}),
                    lr_trials=trials,
@@ -419,7 +414,7 @@ def summarise(options: RunOptions, results: Results) -> Summary:
                    lr_tuning=list(tunings.values()),
                    sensitivity=sensitivity_stats(size, runs), trend=trend,
                    trend_change=trend_change, warmup_steps=size.warmup_steps,
-                   unigram_entropy=unigram_entropy(runs), baseline=BASELINE,
+                   unigram_entropy=entropies[0] if entropies else None, baseline=BASELINE,
                    page=dict(PAGE_GAIN_PCT),
                    equal_time_ms=None if fastest is None else fastest * size.steps,
                    size=size_record(size, options))
