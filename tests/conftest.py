@@ -59,44 +59,35 @@ def machine_turn(request, tmp_path_factory):
         with _flock(turnstile, fcntl.LOCK_EX), _flock(turn, fcntl.LOCK_EX):
             yield
         return
-    with _flock(turnstile, fcntl.LOCK_EX):
-        held = _flock(turn, fcntl.LOCK_SH)
-        held.__enter__()
-    try:
+    with contextlib.ExitStack() as held:
+        with _flock(turnstile, fcntl.LOCK_EX):
+            held.enter_context(_flock(turn, fcntl.LOCK_SH))
         with _one_thread_each():
             yield
-    finally:
-        held.__exit__(None, None, None)
 
 
 @contextlib.contextmanager
 def _one_thread_each():
     """One torch thread for a test beside other workers, and for the commands it starts: a
     second OpenMP thread pushed off its core stalls every op (12.4 s against 0.3 s)."""
-    threads, omp = torch.get_num_threads(), os.environ.get("OMP_NUM_THREADS")
+    threads = torch.get_num_threads()
     torch.set_num_threads(1)
-    os.environ["OMP_NUM_THREADS"] = "1"
     try:
-        yield
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("OMP_NUM_THREADS", "1")
+            yield
     finally:
         torch.set_num_threads(threads)
-        if omp is None:
-            os.environ.pop("OMP_NUM_THREADS", None)
-        else:
-            os.environ["OMP_NUM_THREADS"] = omp
 
 
 @pytest.fixture(scope="session", autouse=True)
 def own_machine_lock(tmp_path_factory):
     """A machine lock of the tests' own (subprocesses inherit it): a blocklab run elsewhere
     neither waits for the tests nor makes them wait."""
-    before = os.environ.get("BLOCKLAB_MACHINE_LOCK")
-    os.environ["BLOCKLAB_MACHINE_LOCK"] = str(_shared_folder(tmp_path_factory) / "machine.lock")
-    yield
-    if before is None:
-        os.environ.pop("BLOCKLAB_MACHINE_LOCK", None)
-    else:
-        os.environ["BLOCKLAB_MACHINE_LOCK"] = before
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("BLOCKLAB_MACHINE_LOCK",
+                     str(_shared_folder(tmp_path_factory) / "machine.lock"))
+        yield
 
 
 @pytest.fixture(scope="session")

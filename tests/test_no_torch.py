@@ -24,22 +24,17 @@ CASES = [
      "    assert main(['budget', '--sweep']) == 0\n"
      "    assert main(['doctor', 'gemma-2-2b']) == 0\n",
      ["matplotlib"]),  # no figure without --plot
-    ("import blocklab.experiments.summaries", []),
-    ("import blocklab.stats", []),
-    ("from blocklab.experiments.options import RunOptions\n"
-     "RunOptions('tiny', range(2), 'bf16', 'compiled').folder()", []),
+    ("import blocklab.experiments.summaries, blocklab.stats", []),
     ("from pathlib import Path\n"
-     "from blocklab.experiments.options import RunRequest\n"
+     "from blocklab.experiments.options import RunOptions, RunRequest\n"
+     "RunOptions('tiny', range(2), 'bf16', 'compiled').folder()\n"
      "RunRequest(Path('runs'), 'tiny', 5, 'bf16').claims_command()", []),
     ("import io, contextlib\n"
      "from blocklab.cli import main\n"
      "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
      "    assert main(['train', '--help']) == 0\n"
+     "    assert main(['verify', '--json']) == 0\n"
      "assert '--no-progress' in out.getvalue(), out.getvalue()\n", []),
-    ("import io, contextlib\n"
-     "from blocklab.cli import main\n"
-     "with contextlib.redirect_stdout(io.StringIO()):\n"
-     "    assert main(['verify', '--json']) == 0\n", []),
 ]
 
 RUN_CASES = """
