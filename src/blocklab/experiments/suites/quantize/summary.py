@@ -97,12 +97,6 @@ def swiglu_summary(per_seed: Sequence[dict[str, SwigluError]]) -> list[SwigluQua
     return out
 
 
-def merged_tensor_loss_penalty(per_seed: Sequence[dict[str, SwigluError]]) -> Interval:
-    """Val loss with gate|up merged under one per-tensor scale − each at its own, paired."""
-    return paired_difference([r["merged-per-tensor"].val_loss for r in per_seed],
-                             [r["separate-per-tensor"].val_loss for r in per_seed])
-
-
 def summarise(options: RunOptions, results: Results) -> Summary:
     size, seeds = options.size, options.seeds
     timed = timed_runs(results)
@@ -111,7 +105,8 @@ def summarise(options: RunOptions, results: Results) -> Summary:
     records = [record for _, record in trained]
     quality = scheme_quality(records)
     swiglu = swiglu_summary([r.swiglu for r in records])
-    penalty = merged_tensor_loss_penalty([r.swiglu for r in records])
+    penalty = paired_difference([r.swiglu["merged-per-tensor"].val_loss for r in records],
+                                [r.swiglu["separate-per-tensor"].val_loss for r in records])
     layers = [x for r in records for x in r.layers]
     ratios = [x.scale_ratio for x in layers]
     per_row = max((x.per_row_diff for x in layers), default=0.0)
