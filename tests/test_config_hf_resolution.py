@@ -41,10 +41,8 @@ SKIPPED_TYPES = {
 # blocklab reads these model types (ModelConfig.from_hf); the zoo covers all but the wrapper.
 FROM_HF_TYPES = {*HF_LLAMA_FAMILY, "gemma", "gemma2", "gpt2", "bert", "mpt", "chatglm",
                  "llama4", "llama4_text"}
-ROTARY = {"llama": "LlamaRotaryEmbedding", "mistral": "MistralRotaryEmbedding",
-          "qwen2": "Qwen2RotaryEmbedding", "qwen3": "Qwen3RotaryEmbedding",
-          "gemma": "GemmaRotaryEmbedding", "gemma2": "Gemma2RotaryEmbedding",
-          "llama4_text": "Llama4TextRotaryEmbedding"}
+# Model types whose rotary embedding (<Family>RotaryEmbedding) is compared with ours.
+ROTARY = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "llama4_text")
 # transformers' hidden_act names -> blocklab's activation names.
 ACTS = {"silu": "silu", "swish": "silu", "gelu_pytorch_tanh": "gelu_tanh", "gelu_new": "gelu_tanh",
         "gelu": "gelu", "relu": "relu"}
@@ -132,10 +130,10 @@ def assert_same_model(raw: dict, tmp_path) -> None:
     if config.model_type == "llama4":
         config = config.text_config
     if config.model_type in ROTARY:  # the frequencies themselves, computed both ways
-        module = importlib.import_module(
-            f"transformers.models.{config.model_type.removesuffix('_text')}.modeling_"
-            f"{config.model_type.removesuffix('_text')}")
-        rotary = getattr(module, ROTARY[config.model_type])(config)
+        family = config.model_type.removesuffix("_text")
+        module = importlib.import_module(f"transformers.models.{family}.modeling_{family}")
+        rotary = getattr(module, type(config).__name__.replace("Config", "RotaryEmbedding"))
+        rotary = rotary(config)
         scaling = {"rope_type": cfg.rope_type, **our_scaling(cfg)}
         inv_freq, attention = rope_frequencies(cfg.head_dim, cfg.rope_theta,
                                                cfg.partial_rotary_factor, scaling)
@@ -143,7 +141,7 @@ def assert_same_model(raw: dict, tmp_path) -> None:
         assert math.isclose(attention, rotary.attention_scaling, rel_tol=1e-12)
 
 
-# --- 1. every zoo config ----------------------------------------------------------------------
+# --- 1. the model types read ----------------------------------------------------------------------
 def test_skipped_model_types_are_exactly_the_expected_set():
     known = set(transformers.CONFIG_MAPPING.keys())
     zoo_types = {load_zoo(name).config.get("model_type") for name in list_zoo()}
@@ -152,15 +150,7 @@ def test_skipped_model_types_are_exactly_the_expected_set():
     assert FROM_HF_TYPES - {"llama4"} <= zoo_types  # the zoo covers every type we read
 
 
-@pytest.mark.parametrize("name", list_zoo())
-def test_zoo_config_reads_as_transformers_reads_it(name, tmp_path):
-    raw = load_zoo(name).config
-    if raw["model_type"] in SKIPPED_TYPES:
-        pytest.skip(SKIPPED_TYPES[raw["model_type"]])
-    assert_same_model(raw, tmp_path)
-
-
-# --- 2. configs that say something twice, in agreement, or leave it to a class default ---------
+# --- 2. zoo configs; configs that say something twice, in agreement, or leave it to a default -----
 AGREEING = {
     "v5 theta inside rope_parameters": tiny(rope_parameters={"rope_type": "default",
                                                              "rope_theta": 5e5}),
@@ -222,8 +212,13 @@ AGREEING["qwen2 null num_key_value_heads (derived)"] = tiny("qwen2", num_key_val
 AGREEING["llama null head_dim (derived)"] = tiny(head_dim=None)
 
 
-@pytest.mark.parametrize("raw", AGREEING.values(), ids=AGREEING.keys())
-def test_agreeing_config_reads_as_transformers_reads_it(raw, tmp_path):
+ZOO = {name: load_zoo(name).config for name in list_zoo()}
+
+
+@pytest.mark.parametrize("raw", [*ZOO.values(), *AGREEING.values()], ids=[*ZOO, *AGREEING])
+def test_zoo_and_agreeing_configs_read_as_transformers_reads_them(raw, tmp_path):
+    if raw.get("model_type") in SKIPPED_TYPES:
+        pytest.skip(SKIPPED_TYPES[raw["model_type"]])
     assert_same_model(raw, tmp_path)
 
 
