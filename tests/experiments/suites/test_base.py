@@ -68,7 +68,6 @@ def test_run_suite_resumes_after_interrupt(tmp_path):
     stored = json.loads((tmp_path / "toy" / "tiny" / "summary.json").read_text())
     assert stored["tables"][0]["rows"][0][0].startswith("+1.000")
     assert load_summary(tmp_path, "toy", "tiny", ToyData) == summary
-    assert load_summary(tmp_path, "toy", "quick", ToyData) is None
 
 
 def test_seed_offset_runs_disjoint_seeds_in_their_own_folder(tmp_path):

@@ -10,7 +10,7 @@ import pytest
 from blocklab.errors import ResultsError
 from blocklab.experiments.options import RunOptions
 from blocklab.experiments.run_result import RunResult
-from blocklab.experiments.suites import get_suite, load_summary
+from blocklab.experiments.suites import load_summary
 from blocklab.experiments.suites.position import SUITE
 from blocklab.experiments.suites.position.runs import (
     PARAM_SCHEMES,
@@ -37,7 +37,6 @@ from ..conftest import bare_spec, final_metrics
 
 
 def test_tiny_suite_end_to_end(tiny_runs):
-    assert get_suite("position") is SUITE
     options = RunOptions.for_suite(SUITE, "tiny")
     summary = load_summary(tiny_runs, "position", "tiny")
     L, mults = SIZES["tiny"].L, SIZES["tiny"].mults
