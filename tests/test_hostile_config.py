@@ -127,13 +127,11 @@ def test_every_zoo_key_hostile_is_bad_input_never_a_crash(name):
 
 
 # --- 4. rope_scaling without a type --------------------------------------------------------------
-@pytest.mark.parametrize("scaling", [{"factor": 8},
-                                     {"factor": 8.0, "original_max_position_embeddings": 8192}])
-def test_rope_scaling_without_a_type(scaling):
+def test_rope_scaling_without_a_type():
+    """(ModelConfig's refusal of the same: test_train_unusual_config_files.)"""
+    scaling = {"factor": 8.0, "original_max_position_embeddings": 8192}
     with pytest.raises(ConfigError, match=r"config\.json rope_scaling=.*'rope_type'.*'llama3'"):
         from_hf({**LLAMA_HF, "rope_scaling": scaling})
-    with pytest.raises(ConfigError, match=r"ModelConfig\.rope_scaling=.*rope_type"):
-        ModelConfig(rope_scaling=scaling)
 
 
 @pytest.mark.parametrize("scaling", [None, {}, {"rope_type": "default"}, {"type": "default"}])
@@ -146,7 +144,6 @@ def test_rope_scaling_that_means_none_still_reads(scaling):
 @pytest.mark.parametrize("text, needles", [
     ('["model", "train"]', ["expected a JSON object"]),
     ('{"model": {}, "optim": {}}', ["unknown key(s) ['optim']"]),
-    ('{"model": {}, "train": {"precison": "bf16"}}', ["unknown TrainConfig key", "'precison'"]),
     ('{"train": {"precision": "fp16", "backend": "fast"}}', ["train.precision", "'fp16'"]),
     ('{"train": {"threads": 50000}}', ["train.threads", "50000"]),
     ('{"model": {"rope_scaling": {"factor": 8}}}', ["model.rope_scaling", "'rope_type'"]),
