@@ -46,12 +46,8 @@ def test_paired_interval_by_hand():
     assert est.value == pytest.approx(mean, abs=1e-12)
     assert est.sd == pytest.approx(sd, abs=1e-12)
     assert (est.ci_low, est.ci_high) == pytest.approx((mean - half, mean + half), abs=2e-4)
-
-
-def test_equal_differences_or_ratios_have_zero_width():
-    for est, value in [(stats.paired_interval([0.25, 0.25, 0.25]), 0.25),
-                       (stats.log_ratio_interval([2.0, 4.0, 6.0], [1.0, 2.0, 3.0]), 2.0)]:
-        assert (est.value, est.ci_low, est.ci_high, est.sd) == (value, value, value, 0.0)
+    equal = stats.paired_interval([0.25, 0.25, 0.25])  # no spread: zero width
+    assert (equal.value, equal.ci_low, equal.ci_high, equal.sd) == (0.25, 0.25, 0.25, 0.0)
 
 
 def test_paired_interval_covers_the_true_mean_95_percent_of_the_time():
@@ -167,6 +163,8 @@ def test_log_ratio_interval_by_hand():
     scale = float(sps.t.ppf(0.9975, 3) / sps.t.ppf(0.975, 3))
     assert math.log(strict.ci_high) - m == pytest.approx(scale * half, rel=1e-12)
     assert m - math.log(strict.ci_low) == pytest.approx(scale * half, rel=1e-12)
+    equal = stats.log_ratio_interval([2.0, 4.0, 6.0], [1.0, 2.0, 3.0])  # equal ratios
+    assert (equal.value, equal.ci_low, equal.ci_high, equal.sd) == (2.0, 2.0, 2.0, 0.0)
 
 
 # --- bad input -----------------------------------------------------------------------------------
