@@ -8,7 +8,7 @@ from blocklab.claims.ledger import run_claims
 from blocklab.claims.text import claim_sources
 
 
-def test_shazeer_2020_at_its_own_scale():
+def test_shazeer_2020_at_its_own_scale_and_every_anchor_of_a_real_claim():
     first = anchors("C16")[0]
     assert first.source.startswith("Shazeer 2020") and not first.secondary
     # 524,288 steps × 128 sequences × 512 tokens; 6 · 220M · 34.36B = 4.5e19
@@ -16,9 +16,7 @@ def test_shazeer_2020_at_its_own_scale():
     assert first.flops == 6 * 220e6 * 524_288 * 128 * 512
     assert first.scale_text() == "220M parameters, 34.4B tokens, 4.5·10^19 FLOPs"
     assert "SwiGLU -2.4%" in first.result
-
-
-def test_every_anchor_names_real_claims_and_every_reading_has_anchors():
+    # every anchor names real claims, and every reading has anchors
     sources = claim_sources()
     text = resources.files("blocklab.claims").joinpath("anchors.json").read_text("utf-8")
     assert "Press et al. 2021" in text and "YaRN" in text  # shipped as package data

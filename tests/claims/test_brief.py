@@ -155,25 +155,21 @@ def test_a_part_shows_the_interval_that_decided_it(graded):
     bracket = f"[{iv.low:+.3g}, {iv.high:+.3g}]".replace("-", "−")
     assert f"SwiGLU {swiglu.estimate.value:+.3g}%".replace("-", "−") in found(c16, "en")
     assert bracket in found(c16, "en") and bracket in found(c16, "zh")
+    # and the number check catches a number the result does not hold
+    c23 = next(r for r in graded if r.id == "C23")
+    assert not _unheld(c23, found(c23, "en"))
+    assert _unheld(c23, "FFN 99.5% of prefill FLOPs") == ["99.5"]
 
 
-def test_a_link_wraps_the_id_and_changes_nothing_else(graded):
+def test_a_link_wraps_the_id_and_a_failed_check_says_so(graded):
     r = graded[0]
     assert line(r, "en", "✓", "report/index.html#C01") == (
         "[C01](report/index.html#C01)" + line(r, "en", "✓").removeprefix("C01"))
-
-
-def test_a_check_that_failed_says_so(graded):
+    # a check that failed says so
     failed = replace(graded[15], verdict=ERROR, error="KeyError: 'arms'")
     assert found(failed, "en") == "the check failed to run"
     assert found(failed, "zh") == "检查运行失败"
     assert "! error · " in line(failed, "en", VERDICT_STYLES[ERROR].symbol)
-
-
-def test_the_number_check_catches_a_number_the_result_does_not_hold(graded):
-    c23 = next(r for r in graded if r.id == "C23")
-    assert not _unheld(c23, found(c23, "en"))
-    assert _unheld(c23, "FFN 99.5% of prefill FLOPs") == ["99.5"]
 
 
 def test_a_claim_without_its_own_entries_is_clipped_into_one_line(graded):

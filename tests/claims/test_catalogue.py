@@ -39,15 +39,13 @@ def _check(ctx):
     return Finding("untestable-here", "s", "s")
 
 
-def test_a_claim_with_a_suite_but_no_arms_is_refused_where_it_is_declared():
+def test_a_claim_or_part_that_reads_no_arms_is_refused(monkeypatch):
     with pytest.raises(TypeError, match="claim C99 reads suite 'ffn' but gives no arms"):
         claim("C99", suite="ffn")(_check)
     with pytest.raises(TypeError, match="claim C99 gives an arms function but no suite"):
         claim("C99", arms=lambda part, metric, arms: arms)(_check)
     assert "C99" not in DECLARED
-
-
-def test_a_part_measured_on_seeds_that_reads_no_arm_is_an_error(monkeypatch):
+    # a part measured on seeds that reads no arm is an error where it is graded
     spec = dataclasses.replace(SPECS["C16"], arms=lambda part, metric, arms: [])
     monkeypatch.setitem(catalogue.SPECS, "C16", spec)
     with pytest.raises(LookupError, match=r"C16 part 'glu' reads none of suite 'ffn'"):

@@ -78,11 +78,6 @@ def test_corrected_figures(analytic):
     assert c15["meta_llama_3_8b"]["ffn"] == 3 * 4096 * 14336
 
 
-def test_unknown_id():
-    with pytest.raises(ValueError, match=r"unknown claim id\(s\) \['C99'\]"):
-        run_claims(["C99"])
-
-
 def test_a_check_that_raises_is_an_error_not_a_verdict(monkeypatch, capsys):
     """A renamed summary key (a KeyError inside a check) must never read as a finding."""
     from blocklab.claims import ledger
@@ -118,32 +113,30 @@ def test_a_summary_of_another_schema_fails_loudly(tmp_path, content):
     assert load_summary(tmp_path, "placement", "quick") is None  # not run: no error
 
 
-def test_a_scale_dependent_claim_is_refuted_only_by_an_exact_part(monkeypatch):
-    # C18's FLOP counts are exact: a refuted count may refute the claim; a run may not.
-    from blocklab.claims import ledger
+def _counted():
     from blocklab.claims.registry import C18_FLOPS_PART, registered
     from blocklab.claims.rules import Estimate, Part
 
-    rule = registered("C18")[C18_FLOPS_PART]
-    counted = Part(C18_FLOPS_PART, rule, Estimate(35.0, None, None, 1), "refuted", "a count")
-    monkeypatch.setitem(ledger.CHECKS, "C18",
-                        lambda ctx: Finding("refuted", "x", "x", parts=[counted]))
-    (row,) = run_claims(["C18"])
-    assert row.error is None and row.verdict == "refuted"
-    monkeypatch.setitem(ledger.CHECKS, "C16", lambda ctx: Finding("refuted", "x", "x"))
-    (row,) = run_claims(["C16"])
-    assert row.verdict == "error" and "depends on scale" in row.error
+    return [Part(C18_FLOPS_PART, registered("C18")[C18_FLOPS_PART],
+                 Estimate(35.0, None, None, 1), "refuted", "a count")]
 
 
-@pytest.mark.parametrize("verdict", ["not-reproduced-at-this-scale", "contradicted-at-this-scale"])
-def test_a_scale_free_claim_at_this_scale_is_an_error(monkeypatch, verdict):
+@pytest.mark.parametrize(("cid", "verdict", "parts", "error"), [
+    # C18's FLOP counts are exact: a refuted count may refute the claim; a run may not
+    ("C18", "refuted", _counted, None), ("C16", "refuted", list, "depends on scale"),
     # C29 (an identity) and C31 (counts) do not depend on scale: "at this scale" is a bug
+    *[(cid, verdict, list, "does not depend on scale") for cid in ("C29", "C31", "C02")
+      for verdict in ("not-reproduced-at-this-scale", "contradicted-at-this-scale")],
+])
+def test_only_an_exact_part_refutes_and_only_a_scale_dependent_claim_is_at_this_scale(
+        monkeypatch, cid, verdict, parts, error):
     from blocklab.claims import ledger
 
-    for cid in ("C29", "C31", "C02"):
-        monkeypatch.setitem(ledger.CHECKS, cid, lambda ctx: Finding(verdict, "x", "x"))
-        (row,) = run_claims([cid])
-        assert row.verdict == "error" and "does not depend on scale" in row.error
+    found = Finding(verdict, "x", "x", parts=parts())
+    monkeypatch.setitem(ledger.CHECKS, cid, lambda ctx: found)
+    (row,) = run_claims([cid])
+    assert row.verdict == (verdict if error is None else "error")
+    assert row.error is None if error is None else error in row.error
 
 
 def test_c26_and_c27_verdicts_follow_from_what_was_computed():

@@ -86,14 +86,12 @@ def test_c36_stability_part(tmp_path, effect, verdict):
     assert identity.verdict == INCONCLUSIVE and identity.estimate.n == 0
 
 
-def test_c36_grades_the_deepest_depth_of_the_deep_grid(tmp_path):
+def test_c36_grades_the_deepest_depth_of_the_deep_grid_or_is_untestable(tmp_path):
     data = _data([_effect(_ci(0.0, -0.4, 0.4), depth=48), _effect(_ci(4.8, 4.2, 5.3), depth=64),
                   _effect(_ci(0.0, -0.4, 0.4), depth=12, grid="sweep")])
     row = _c36(tmp_path, data)
     assert row.parts[0].estimate.value == 4.8 and "Depth 64" in row.summary
-
-
-def test_c36_without_a_deep_sweep(tmp_path):
+    # without a deep sweep
     empty = dataclasses.replace(_data([]), stability=[], stability_effects=[])
     assert _c36(tmp_path, empty).verdict == "untestable-here"
 

@@ -44,6 +44,13 @@ def test_spending_functions_at_hand_values():
     assert stats.spent_by("hsd(-2)", 0.5) == stats.hsd_spent_alpha(0.5, 0.05, -2)
     assert stats.spent_by("obf", 0.5) == stats.spent_alpha(0.5)
     assert stats.spent_by("fixed", 0.99) == 0.0 and stats.spent_by("fixed", 1.0) == 0.05
+    # and what they do not define, refused
+    with pytest.raises(InputError, match="gamma must be nonzero"):
+        stats.hsd_spent_alpha(0.5, 0.05, 0.0)
+    with pytest.raises(InputError, match="got 1.5"):
+        stats.pocock_spent_alpha(1.5)
+    with pytest.raises(InputError, match="'hsd\\(3\\)' is not allowed"):
+        stats.spent_by("hsd(3)", 0.5)
 
 
 @pytest.mark.parametrize("spending", stats.SPENDINGS)
@@ -57,15 +64,6 @@ def test_every_spending_function_spends_alpha_by_one_and_nothing_at_zero(spendin
     assert all(0 <= s <= alpha for s in spent)
     if spending != "fixed":  # continuous at 0: t → 0 spends → 0
         assert stats.spent_by(spending, 1e-9, alpha) < 1e-7
-
-
-def test_spending_functions_reject_what_they_do_not_define():
-    with pytest.raises(InputError, match="gamma must be nonzero"):
-        stats.hsd_spent_alpha(0.5, 0.05, 0.0)
-    with pytest.raises(InputError, match="got 1.5"):
-        stats.pocock_spent_alpha(1.5)
-    with pytest.raises(InputError, match="'hsd\\(3\\)' is not allowed"):
-        stats.spent_by("hsd(3)", 0.5)
 
 
 # --- rules that name them ------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from blocklab.experiments.options import RunRequest
 @pytest.mark.parametrize("ids, make, needle", [
     (["C02", "C02"], lambda: RunRequest(Path("runs"), "quick"),
      "claim id(s) ['C02'] asked for more than once"),
+    (["C99"], lambda: RunRequest(Path("runs"), "quick"), "unknown claim id(s) ['C99']"),
     # checked once, where the request is built
     (["C16"], lambda: RunRequest(Path("runs"), "bogus"), "size 'bogus' is not allowed"),
     (["C16"], lambda: RunRequest(Path("runs"), "quick", seed_offset=-5), "-5 is not allowed"),
@@ -20,7 +21,7 @@ from blocklab.experiments.options import RunRequest
 def test_bad_input_is_refused_before_any_check(monkeypatch, ids, make, needle):
     from blocklab.claims import ledger
 
-    for cid in set(ids):
+    for cid in set(ids) & set(ledger.CHECKS):
         monkeypatch.setitem(ledger.CHECKS, cid, lambda ctx: pytest.fail("a check ran"))
     with pytest.raises(InputError) as err:
         run_claims(ids, Context(make()))

@@ -140,7 +140,7 @@ def test_claims_json_lists_every_registered_rule_with_no_results(tmp_path, capsy
     assert swiglu["rule"]["min_seeds"] == 5 and swiglu["rule"]["claimed"] == -1.5
 
 
-def test_claims_rules_prints_the_rules_and_the_edits_after_data(capsys):
+def test_claims_rules_prints_the_rules_and_the_edits_after_data(tmp_path, capsys):
     assert main(["claims", "--rules", "--json"]) == 0
     listed = {r["id"]: r for r in json.loads(capsys.readouterr().out)}
     assert set(listed) == set(reg.RULES)
@@ -160,9 +160,7 @@ def test_claims_rules_prints_the_rules_and_the_edits_after_data(capsys):
     assert "Every training run must close at least 25% of the way from the unigram" in out
     assert "seeds 5–10 (looks at 5, 8, 10)" in out and "rule changed after data (2026-11-30)" in out
     assert "C02: analytic, no registered rules" in out
-
-
-def test_rules_changed_after_data_are_noted_under_their_claims(tmp_path, capsys):
+    # and noted under their claims in the ledger
     assert main(["claims", "C16", "C30", "C32", "--results", str(tmp_path)]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert out.count("rule changed after data") >= 5

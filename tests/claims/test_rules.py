@@ -14,6 +14,7 @@ from blocklab.claims.rules import (
     CONFIRMED,
     CONTRADICTED,
     INCONCLUSIVE,
+    MIXED,
     NOT_REPRODUCED,
     UNTESTABLE,
     Estimate,
@@ -68,6 +69,12 @@ BAND = Rule(metric="%", smallest_effect=5.0, margin=10.0, min_seeds=3, claimed=1
     (AT_LEAST, Estimate(10.0, 5.0, 15.0, 3), NOT_REPRODUCED, ()),
     (BAND, Estimate(15.0, 12.0, 18.0, 3), CONFIRMED, ()),
     (BAND, Estimate(2.0, 1.0, 3.0, 3), NOT_REPRODUCED, ()),
+    # within ±margin, and also wholly short of b = −1: the smaller p names the reading
+    (RULE, t_estimate(0.0, 0.05, 8), NOT_REPRODUCED, ()),
+    # a boundary inside the margin: not reproduced only through the ±margin reading (two
+    # one-sided tests at the 90% interval)
+    (Rule(metric="Δ", smallest_effect=0.1, margin=1.0, min_seeds=3, claimed=0.2),
+     t_estimate(0.0, 0.4, 10), NOT_REPRODUCED, ("inside ±1",)),
 ])
 def test_a_part_is_decided_by_its_interval_against_the_rule(rule, est, verdict, says):
     found = decide(rule, est)
@@ -80,18 +87,6 @@ def test_an_effect_rule_refuses_to_read_a_band():
     with pytest.raises(ValueError, match="equivalence"):
         decide(Rule(metric="x", smallest_effect=1.0, margin=0.1, min_seeds=2, claimed=0.0),
                Estimate(0.0, -1.0, 1.0, 3))
-
-
-def test_an_interval_within_the_margin_is_not_reproduced():
-    found = decide(RULE, t_estimate(0.0, 0.05, 8))
-    assert found.verdict == NOT_REPRODUCED
-    # Also wholly short of b = −1; the smaller p decides which reading is named.
-    assert found.p_value < 0.05
-    # A claim whose boundary lies inside the margin is not reproduced only through the
-    # ±margin reading (two one-sided tests at the 90% interval).
-    wide = Rule(metric="Δ", smallest_effect=0.1, margin=1.0, min_seeds=3, claimed=0.2)
-    found = decide(wide, t_estimate(0.0, 0.4, 10))
-    assert found.verdict == NOT_REPRODUCED and "inside ±1" in found.reason
 
 
 def test_beyond_delta_on_the_opposite_side_needs_a_longer_run_to_contradict():
@@ -180,18 +175,15 @@ def test_the_interval_a_decision_carries_is_the_one_that_decided_it(rule, level)
     assert {CONFIRMED, INCONCLUSIVE} <= seen
 
 
-def test_the_t_distribution_is_scipys_to_the_last_bit():
+def test_the_t_distribution_and_the_tost_are_scipys():
     """`decide` reads Student t through scipy.special: scipy.stats.t's numbers exactly."""
     rng = np.random.default_rng(3)
     for x, df in zip(rng.normal(0, 5, 300), rng.integers(1, 40, 300), strict=True):
         assert rules._p_above(float(x), 1.0, int(df)) == min(1.0, 2 * float(sps.t.sf(x, df)))
     for q, df in zip(rng.uniform(0.5, 0.99999, 300), rng.integers(1, 40, 300), strict=True):
         assert rules._t_quantile(float(q), int(df)) == float(sps.t.ppf(q, df))
-
-
-def test_the_two_one_sided_tests_are_scipys_one_sided_t_tests():
-    """TOST (Schuirmann 1987): the larger p of the two one-sided t tests against the band's
-    edges, each as scipy's `ttest_1samp` gives it."""
+    # TOST (Schuirmann 1987): the larger p of the two one-sided t tests against the band's
+    # edges, each as scipy's `ttest_1samp` gives it
     d = np.array([0.12, -0.05, 0.08, 0.02, -0.01, 0.06])
     se = float(d.std(ddof=1)) / math.sqrt(d.size)
     lower = sps.ttest_1samp(d, popmean=-0.15, alternative="greater").pvalue
@@ -233,11 +225,14 @@ def test_rule_hash_is_the_canonical_json_and_changes_with_the_rule():
         rules.DECISION_VERSION = rules.DECISION_VERSION.removesuffix(" (edited)")
 
 
-def test_estimate_from_a_ratio_interval_has_the_equivalent_sd():
+def test_an_estimate_from_a_ratio_interval_has_the_equivalent_sd_and_its_text():
     est = Estimate.from_interval(10.0, 6.0, 14.0, 8)
     t = sps.t.ppf(0.975, 7)
     assert est.sd == pytest.approx(4.0 * math.sqrt(8) / t)
     assert Estimate.from_interval(1.0, None, None, 1).sd is None
+    assert Estimate(-0.0646, -2.8378, 2.7085, 5).text() == "-0.0646 [-2.84, +2.71] (n=5)"
+    assert Estimate(1.5, None, None, 1).text() == "+1.5 (n=1)"
+    assert Estimate(None, None, None, 0).text() == "—"
 
 
 # --- Holm within a claim -------------------------------------------------------------------------
@@ -251,7 +246,7 @@ def with_p(p: float, n: int = 8, sd: float = 1.0) -> Estimate:
 UP = Rule(metric="x", smallest_effect=1.0, margin=0.0, min_seeds=3, claimed=2.0)
 
 
-def test_holm_textbook_example():
+def test_holm_textbook_example_counting_an_undecidable_part():
     # sorted, 0.005 ≤ 0.05/4 and 0.01 ≤ 0.05/3 are decided; 0.03 > 0.05/2 stops there
     ps = [0.01, 0.04, 0.03, 0.005]
     parts = [(UP, with_p(p)) for p in ps]
@@ -265,9 +260,7 @@ def test_holm_textbook_example():
     assert found[1].detectable_effect is not None and found[2].seeds_needed is not None
     found = decide_parts([(UP, with_p(0.001)), (UP, with_p(0.01)), (UP, with_p(0.02))])
     assert [d.verdict for d in found] == [CONFIRMED] * 3  # 0.001 < .0167, .01 < .025, .02 < .05
-
-
-def test_an_undecidable_part_counts_in_holm_and_stays_inconclusive():
+    # an undecidable part counts in Holm and stays inconclusive
     found = decide_parts([(UP, with_p(0.02)), (UP, Estimate(2.0, None, None, 1))])
     # m = 2: the first part is read at 0.025 (decided); the second has no interval.
     assert [d.verdict for d in found] == [CONFIRMED, INCONCLUSIVE]
@@ -282,7 +275,7 @@ DROPS = Rule(metric="loss past L, %", smallest_effect=5.0, margin=0.0, min_seeds
              claimed=5.0, threshold=5.0, test="at-least", max_seeds=8)
 
 
-def test_parts_reading_one_estimate_against_one_threshold_are_one_holm_test():
+def test_parts_reading_one_estimate_against_one_threshold_alone_are_one_holm_test():
     """'works' (at most 5%) and 'drops' (at least 5%) on one estimate are one Holm test."""
     low = t_estimate(2.0, 0.4, 8)  # far below 5: works, does not drop
     other = t_estimate(2.5, 0.5, 8)
@@ -296,9 +289,7 @@ def test_parts_reading_one_estimate_against_one_threshold_are_one_holm_test():
     alone = decide_parts([(WORKS, low), (WORKS, other)])
     assert found[0].level == pytest.approx(alone[0].level)
     assert found[2].level == pytest.approx(alone[1].level)
-
-
-def test_parts_are_one_test_only_when_estimate_threshold_and_design_agree():
+    # one test only where estimate, threshold and design agree
     est = t_estimate(6.0, 1.0, 8)
     assert rules.same_test((WORKS, est), (DROPS, est))
     assert not rules.same_test((WORKS, est), (DROPS, t_estimate(6.0, 1.0, 7)))
@@ -347,12 +338,6 @@ def test_two_seed_sets_almost_never_give_opposite_decisions():
     assert opposite["old"] / pairs >= 0.2
 
 
-def test_estimate_text():
-    assert Estimate(-0.0646, -2.8378, 2.7085, 5).text() == "-0.0646 [-2.84, +2.71] (n=5)"
-    assert Estimate(1.5, None, None, 1).text() == "+1.5 (n=1)"
-    assert Estimate(None, None, None, 0).text() == "—"
-
-
 # --- a claim's verdict from its parts ------------------------------------------------------------
 @pytest.mark.parametrize(("verdicts", "every", "testable", "most"), [
     ([CONFIRMED] * 3, CONFIRMED, CONFIRMED, CONFIRMED),
@@ -378,6 +363,11 @@ def test_settle_counts_an_inconclusive_part_as_undecided_never_dropped():
     # Here it decides between confirmed and mixed: the claim is inconclusive.
     assert settle([CONFIRMED, CONFIRMED, INCONCLUSIVE], all_or_none) == INCONCLUSIVE
     assert settle([CONFIRMED] * 20 + [INCONCLUSIVE] * 17, all_or_none) == INCONCLUSIVE
+    # the patterns docs/verdicts.md names
+    assert settle([CONFIRMED, CONTRADICTED], all_or_none) == MIXED
+    assert settle([NOT_REPRODUCED, CONTRADICTED], all_or_none) == NOT_REPRODUCED
+    assert settle([CONFIRMED, INCONCLUSIVE], all_or_none) == INCONCLUSIVE  # confirmed or mixed
+    assert settle([CONFIRMED, NOT_REPRODUCED, INCONCLUSIVE], all_or_none) == MIXED  # either way
 
 
 def test_part_builders_decide_without_a_test_only_what_no_test_can():

@@ -88,7 +88,7 @@ def test_the_rung_variance_is_dersimonian_lairds_with_the_hat_matrix():
                                           rel=1e-9)
 
 
-def test_the_band_at_the_meeting_points_holds_the_threshold_exactly():
+def test_the_band_at_the_meeting_points_holds_the_threshold_exactly_if_the_slope_is_resolved():
     seeds = {x: -0.5 * x + np.random.default_rng(x).normal(0, 0.2, 6) for x in range(4)}
     fit = fit_line([(x, _interval(v)) for x, v in seeds.items()])
     assert fit.slope_high < 0  # a resolved slope: the meeting interval is bounded
@@ -103,9 +103,7 @@ def test_the_band_at_the_meeting_points_holds_the_threshold_exactly():
     inside = [lo <= -1.2 <= hi for lo, hi in map(fit.band, grid)]
     assert inside == [found.low <= g <= found.high for g in grid]
     assert meets(fit, -5.0, first=0.0, top=3.0).extrapolated  # past the top rung
-
-
-def test_an_unresolved_slope_meets_the_threshold_nowhere_for_sure():
+    # an unresolved slope meets the threshold nowhere for sure
     rng = np.random.default_rng(4)
     spread = np.array([-2.0, -1.0, 0.0, 1.0, 2.0])
     fit = fit_line([(x, _interval(spread + 0.1 * x + rng.normal(0, 0.5)))

@@ -28,9 +28,10 @@ C, R, X, NR, I, U = ("confirmed", "refuted", "contradicted-at-this-scale",
 # not testable here), one decided by an exact check (confirmed or refuted; open without data).
 RUN = (C, X, NR, I, U)
 EXACT = (C, R, I)
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
-def test_every_verdict_has_words_in_both_languages_and_one_meaning():
+def test_every_verdict_has_words_in_both_languages_and_one_meaning_the_docs_give():
     words = (*VERDICTS, ERROR)
     assert set(VERDICT_EN) == set(VERDICT_ZH) == set(VERDICT_MEANING) == set(words)
     for table in (VERDICT_EN, VERDICT_ZH):
@@ -44,6 +45,18 @@ def test_every_verdict_has_words_in_both_languages_and_one_meaning():
     assert "condition" in VERDICT_MEANING["conditional"][0]
     assert "some hold and others do not hold" in VERDICT_MEANING["mixed"][0]
     assert "no scale" in VERDICT_MEANING["refuted"][0]
+    # the docs give each verdict its one meaning
+    verdicts_md = (DOCS / "verdicts.md").read_text(encoding="utf-8")
+    table = verdicts_md.split("<!-- verdict-meanings:start -->\n")[1].split("\n<!-- verdict")[0]
+    assert table.splitlines()[2:] == [f"| {VERDICT_EN[v]} | `{v}` | {VERDICT_MEANING[v][0]} |"
+                                      for v in (*VERDICTS, ERROR)]
+    glossary = (DOCS / "glossary.md").read_text(encoding="utf-8")
+    for v in VERDICTS:
+        if v != "missing-results":
+            assert f"| {v} | {VERDICT_MEANING[v][0]}" in glossary, v
+    zh = (DOCS / "zh.md").read_text(encoding="utf-8")
+    for v in ("confirmed", "refuted", "conditional", "mixed"):
+        assert f"`{v}`（{VERDICT_ZH[v]}）" in zh, v
 
 
 def test_every_verdict_has_one_colour_for_the_cli_a_symbol_and_a_reader_word():
@@ -60,16 +73,6 @@ def test_every_verdict_has_one_colour_for_the_cli_a_symbol_and_a_reader_word():
     assert verdict_style("mixed") == VERDICT_STYLES["mixed"].colour
     assert verdict_text("mixed", zh=True) == f"[{VERDICT_STYLES['mixed'].colour}]部分成立[/" \
                                              f"{VERDICT_STYLES['mixed'].colour}]"
-
-
-# (decided patterns: test_rules.test_the_shared_combining_rules)
-@pytest.mark.parametrize(("verdicts", "want"), [
-    ([C, X], "mixed"), ([NR, X], NR),
-    ([C, I], I),  # confirmed or mixed: undecided
-    ([C, NR, I], "mixed"),  # mixed either way
-])
-def test_all_or_none_on_the_patterns_the_docs_name(verdicts, want):
-    assert settle(verdicts, all_or_none) == want
 
 
 def _parts(verdicts, names=None):
@@ -162,20 +165,3 @@ def test_scale_free_claims_never_say_at_this_scale():
         assert not models.c35_verdict(held, causes).endswith("at-this-scale")
     analytic = [cid for cid, spec in SPECS.items() if spec.suite is None]
     assert all(cid not in SCALE_DEPENDENT for cid in analytic if cid != "C22")
-
-
-DOCS = Path(__file__).resolve().parents[2] / "docs"
-
-
-def test_the_docs_give_each_verdict_its_one_meaning():
-    verdicts_md = (DOCS / "verdicts.md").read_text(encoding="utf-8")
-    table = verdicts_md.split("<!-- verdict-meanings:start -->\n")[1].split("\n<!-- verdict")[0]
-    assert table.splitlines()[2:] == [f"| {VERDICT_EN[v]} | `{v}` | {VERDICT_MEANING[v][0]} |"
-                                      for v in (*VERDICTS, ERROR)]
-    glossary = (DOCS / "glossary.md").read_text(encoding="utf-8")
-    for v in VERDICTS:
-        if v != "missing-results":
-            assert f"| {v} | {VERDICT_MEANING[v][0]}" in glossary, v
-    zh = (DOCS / "zh.md").read_text(encoding="utf-8")
-    for v in ("confirmed", "refuted", "conditional", "mixed"):
-        assert f"`{v}`（{VERDICT_ZH[v]}）" in zh, v

@@ -43,7 +43,7 @@ def _c37(root: Path, data: WidthData):
     return graded(root, "width", data, "C37", seeds=data.seeds)["C37"]
 
 
-def test_the_rules_are_registered_with_their_designs():
+def test_the_rules_are_registered_with_their_designs_and_arms():
     quick, full = registered("C37", "quick"), registered("C37", "full")
     assert list(quick) == [*C37_SLICED_PARTS.values(), C37_PRICE_PART, C37_NARROW_PART]
     for rules, design in ((quick, (6, 8)), (full, (8, 12))):
@@ -53,6 +53,11 @@ def test_the_rules_are_registered_with_their_designs():
     for name in (C37_PRICE_PART, C37_NARROW_PART):
         assert (quick[name].test, quick[name].margin, quick[name].claimed) == ("equivalence",
                                                                              2.0, 0.0)
+    # each part reads nested and its comparison arm
+    arms = ["narrow", "nested", "ordinary"]
+    assert c37_arms(C37_SLICED_PARTS[2], "", arms) == ["nested", "ordinary"]
+    assert c37_arms(C37_PRICE_PART, "", arms) == ["nested", "ordinary"]
+    assert c37_arms(C37_NARROW_PART, "", arms) == ["nested", "narrow"]
 
 
 def test_every_part_confirmed_confirms_the_claim(tmp_path):
@@ -92,10 +97,3 @@ def test_combining_rule(verdicts, want):
     from types import SimpleNamespace
 
     assert combine_c37([SimpleNamespace(verdict=v) for v in verdicts]) == want
-
-
-def test_each_part_reads_nested_and_its_comparison_arm():
-    arms = ["narrow", "nested", "ordinary"]
-    assert c37_arms(C37_SLICED_PARTS[2], "", arms) == ["nested", "ordinary"]
-    assert c37_arms(C37_PRICE_PART, "", arms) == ["nested", "ordinary"]
-    assert c37_arms(C37_NARROW_PART, "", arms) == ["nested", "narrow"]
