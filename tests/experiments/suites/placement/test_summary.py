@@ -108,11 +108,7 @@ def test_tiny_suite_end_to_end(tiny_runs):
     # every pair censored at the ladder's foot says nothing about a difference: no seed counts
     assert sweep.warmup_interaction.n == deep.pre_vs_post_warm.n == 0
     assert deep.pre_cold_vs_warm == Interval(0)  # deep: warm arms only at tiny
-    titles = [t.title for t in summarised.tables]
-    assert titles[-2:] == ["Largest stable peak lr per arm (C13, C19 at the training depth; "
-                           "C36 in deep stacks)",
-                           "Largest stable lr: contrasts paired by seed, in doublings (+1 = "
-                           "twice the lr)"]
+    assert [len(t.rows) for t in summarised.tables[-2:]] == [len(data.stability), 2]
     # a sweep run is stored as before: its record's keys beside status and wall_time_s
     stored = [json.loads(p.read_text()) for p in (tiny_runs / "placement" / "tiny").glob("*.json")]
     sweeps = [r for r in stored if "rung" in r]
