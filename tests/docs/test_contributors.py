@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import torch
 import torch.nn.functional as F
 
@@ -182,12 +184,20 @@ def test_a_new_suite_and_claim_are_planned_seeded_graded_and_rendered(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     suite, rules, arms, looks = json.loads(done.stdout.splitlines()[-1])
     assert (suite, rules, arms) == ("toy", ["C99 b above a"], ["a", "b"]) and looks > 1
-    # graded: the ledger's row the report keeps
-    (row,) = [r for r in json.loads((out / "report.json").read_text())["ledger"]
-              if r["id"] == "C99"]
+    # graded: the ledger's row the report keeps; the suite in the registry's order
+    doc = json.loads((out / "report.json").read_text())
+    (row,) = [r for r in doc["ledger"] if r["id"] == "C99"]
     assert row["error"] is None and row["verdict"] == "confirmed"
     assert [(p["name"], p["decision"]) for p in row["parts"]] == [("b above a", "confirmed")]
-    # rendered: the suite in a section of its own, the claim in the ledger
+    assert list(doc["suites"]).index("toy") == list(doc["suites"]).index("quantize") + 1
+    # rendered: the suite in a section of its own before the terms, in the contents, headed
+    # by its heading (not repeated above its one body), its table folded under its title;
+    # the claim in the ledger
     page = (out / "index.html").read_text(encoding="utf-8")
-    assert 'id="toy"' in page and "Toy suite" in page and "Toy gap" in page
+    assert (page.index('<section id="deployment">') < page.index('<section id="toy">')
+            < page.index('<section id="terms">'))
+    body = re.search(r'<section id="toy">(.*?)</section>', page, re.S).group(1)
+    assert body.startswith("<h2>Toy suite</h2>") and "<h3>" not in body
+    assert '<details class="table"><summary>Toy gap</summary><table>' in body
+    assert '<a href="#toy">Toy suite</a>' in page
     assert "C99" in page and "The toy suite&#39;s b lies above a." in page

@@ -44,7 +44,6 @@ def test_a_figure_names_its_own_command_else_that_of_the_one_suite_listing_it():
             expected = (command(doc) if command is not None  # one of its own (scale_trend)
                         else f"blocklab suite {name}")
             assert figure_command(doc, key, command) == expected
-    assert figure_command(doc, "ffn_variants", None) == "blocklab suite ffn"
     assert figure_command(doc, "scale_trend", FIGURES["scale_trend"][1]) == (
         "blocklab suite ffn; blocklab suite placement")
     assert figure_command(doc, "kv_cache", FIGURES["kv_cache"][1]).startswith(
@@ -226,7 +225,8 @@ def _has_data(ax) -> bool:
             or any(isinstance(i, AxesImage) for i in ax.images))
 
 
-def test_no_figure_draws_an_empty_panel(monkeypatch, tiny_report, drawn):
+def test_no_figure_draws_an_empty_panel_and_norm_cost_draws_the_kernels_timed(monkeypatch,
+                                                                            tiny_report, drawn):
     """Every panel of every figure of the tiny report draws data or says in words why it
     has none (a twin axis drawn over a panel is part of it)."""
     for key, fig in drawn.items():
@@ -236,14 +236,10 @@ def test_no_figure_draws_an_empty_panel(monkeypatch, tiny_report, drawn):
             panel = [a for a in fig.axes if a.get_position().bounds == ax.get_position().bounds]
             assert any(_has_data(a) or a.texts for a in panel), (key, ax.get_title())
     # at --size tiny no kernel is timed: the norm-cost figure is the training step's panel
-    # alone, which says where the per-kernel timings run
+    # alone, which says where the per-kernel timings run; its kernel panels where they were
     [step] = _drawn_figure(monkeypatch, figures.fig_norm_cost, tiny_report[1]).axes
     assert step.get_title() == ("whole training step\n(per-kernel timings: run at --size "
                                 "full only)")
-
-
-def test_the_norm_cost_figure_draws_kernel_panels_where_kernels_were_timed(monkeypatch,
-                                                                         tiny_report):
     doc = copy.deepcopy(tiny_report[1])
     time = {"ratio": 0.9, "ci_low": 0.85, "ci_high": 0.95, "repeats": 5}
     doc["suites"]["norm-cost"]["summary"]["data"]["ratios"] = [
@@ -296,13 +292,6 @@ def _colours(artist) -> list[str]:
     return [to_hex(c) for c in found if not isinstance(c, str) or c not in ("none", "auto")]
 
 
-def test_red_is_drawn_only_for_refuted(drawn):
-    for key, fig in drawn.items():
-        for artist in fig.findobj(lambda a: isinstance(a, Line2D | Patch | Collection)):
-            red = {c for c in _colours(artist) if is_red(c)}
-            assert red <= {REFUTED}, (key, artist, red)
-
-
 def _arm(name: str) -> str | None:
     """The arm a legend entry or tick label names (its first line, before a comma)."""
     name = SHOWN_AS.get(name, name.split("\n")[0].split(",")[0].strip())
@@ -334,9 +323,12 @@ def _arm_artists(ax):
             yield ticks[bar.get_x() + bar.get_width() / 2], to_hex(bar.get_facecolor())
 
 
-def test_every_arm_a_figure_draws_wears_its_palette_colour(drawn):
+def test_every_arm_a_figure_draws_wears_its_palette_colour_and_red_is_refuteds_alone(drawn):
     seen: dict[str, set[str]] = {}
     for key, fig in drawn.items():
+        for artist in fig.findobj(lambda a: isinstance(a, Line2D | Patch | Collection)):
+            red = {c for c in _colours(artist) if is_red(c)}
+            assert red <= {REFUTED}, (key, artist, red)
         for ax in fig.axes:
             for arm, colour in _arm_artists(ax):
                 assert colour == arm_colour(arm), (key, arm, colour)

@@ -201,7 +201,7 @@ def test_every_experimental_claim_gets_a_forest_plot(doc, drawn):
 
 def test_a_parts_decision_colour_is_its_chips_colour(doc):
     """The colour a part is drawn in is its verdict's (the chip's, checked in
-    test_the_verdict_words_and_colours_are_the_shared_ones)."""
+    test_one_line_per_claim_links_to_its_section_in_the_shared_words_and_colours)."""
     confirmed_only = {**doc, "ledger": [row("C16", "confirmed", [
         part("swiglu", "confirmed", -1.42, -2.01, -0.83)], SUITE)]}
     seen = _pixels(fig_forest(confirmed_only, "C16"))
@@ -311,15 +311,13 @@ def test_budget_prices_the_inconclusive_parts_from_stored_wall_time(doc):
     assert budget["seconds"] == pytest.approx((180.0 + 20.0) + 180.0 + 180.0)
 
 
-def test_budget_prices_an_arm_shared_by_parts_once():
+def test_budget_prices_an_arm_shared_by_parts_once_and_a_part_beyond_reach_apart():
     budget = ffn_budget(open_part("swiglu", 9), open_part("geglu", 7))
     # the runner's looks on one worker: relu, swiglu and geglu 5 → 8 (geglu needs 7), then
     # relu and swiglu 8 → 11 (swiglu needs 9); relu run once per seed for both parts
     assert budget["seconds"] == pytest.approx(10.0 * (9 + 6))
     assert sum(p["seconds"] for p in budget["parts"]) == pytest.approx(10.0 * (8 + 4))
-
-
-def test_a_part_beyond_reach_is_counted_apart():
+    # a part beyond reach is counted apart
     budget = ffn_budget(open_part("swiglu", 9),
                         open_part("geglu", 5000, the_rule=rule(max_seeds=10_000)))
     assert [p["within_reach"] for p in budget["parts"]] == [True, False]
@@ -404,7 +402,7 @@ def test_budget_sentence_at_the_top_of_the_ledger(doc, drawn):
         < section.index('id="fig-ledger_overview"')
 
 
-def test_one_line_per_claim_links_to_its_section(doc):
+def test_one_line_per_claim_links_to_its_section_in_the_shared_words_and_colours(doc):
     section = ledger_section(doc, {}, "en")
     lines = re.findall(r'<li id="(C\d\d)">(.*?)</li>', section)
     assert [cid for cid, _ in lines] == [r["id"] for r in doc["ledger"]]
@@ -420,13 +418,10 @@ def test_one_line_per_claim_links_to_its_section(doc):
     article = claim_article(doc["ledger"][1], {}, "en", doc)
     assert article.startswith('<article class="claim" id="claim-C16"><h3>C16 ')
     assert '<a href="#C16">↑ Claims ledger</a>' in article  # and back, from its details
-
-
-def test_the_verdict_words_and_colours_are_the_shared_ones(doc):
-    """Words from claims.text, symbols and colours from report.palette, each meaning stated
-    once, in the ledger's introduction; mixed is a verdict of its own."""
+    # the verdict words from claims.text, symbols and colours from report.palette, each
+    # meaning stated once, in the ledger's introduction; mixed is a verdict of its own
     assert set(VERDICT_ORDER) == set(VERDICTS) and "mixed" in VERDICT_ORDER
-    section, css = ledger_section(doc, {}, "en"), _css()
+    css = _css()
     for verdict in VERDICT_ORDER:
         meaning = str(markupsafe.escape(VERDICT_MEANING[verdict][0]))
         chip = (f'<span class="badge v-{verdict}" title="{meaning}">'

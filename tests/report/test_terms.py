@@ -20,8 +20,8 @@ correction, <code>Holm</code>, <a href="#x">Holm</a>.</p>
 
 
 class FirstUses(HTMLParser):
-    """For each scope a reader may land in (section, article, details), each term's first use
-    in running text: whether it links to the term's definition. Names, links, headings,
+    """For each scope a reader may land in (section, article, details), whether each term's
+    first use in running text links to its definition (`first`). Names, links, headings,
     summaries, table headers, numbers and chips are not running text."""
 
     SCOPES = ("section", "article", "details")
@@ -33,8 +33,9 @@ class FirstUses(HTMLParser):
         index = 1 if lang == "zh" else 0
         self.words = {t.key: re.compile(t.words[index].replace("(?:&#39;|'|’)", "['’]"))
                       for t in TERMS}
-        self.stack: list[tuple[str, str | None, bool, dict]] = []
-        self.uses: list[tuple[str, str, bool]] = []  # (scope id, term, defined)
+        # (tag, its scope id, left alone, the term it links to its definition)
+        self.stack: list[tuple[str, str | None, bool, str | None]] = []
+        self.first: dict[tuple[str, str], bool] = {}  # (scope id, term) -> defined there
         self.main = False
         self.scopes = 0
 
@@ -44,16 +45,17 @@ class FirstUses(HTMLParser):
             self.main = True
         if tag in ("img", "br", "meta"):
             return
-        klass = attrs.get("class") or ""
-        leave = (tag in self.LEAVE and not (tag == "a" and "term" in klass.split())
-                 or klass.split()[:1] in (["badge"], ["d"]) or attrs.get("id") == "terms")
+        classes = (attrs.get("class") or "").split()
+        link = tag == "a" and "term" in classes
+        leave = (tag in self.LEAVE and not link or classes[:1] in (["badge"], ["d"])
+                 or attrs.get("id") == "terms")
         scope = None
         if tag in self.SCOPES:
             self.scopes += 1
             scope = f"{tag}#{attrs.get('id') or self.scopes}"
-        link = tag == "a" and "term" in klass.split()
-        self.stack.append((tag, scope, leave, {"link": link, "href": attrs.get("href"),
-                                               "title": attrs.get("title")}))
+        href = attrs.get("href") or ""
+        defines = href.removeprefix("#term-") if link and attrs.get("title") else None
+        self.stack.append((tag, scope, leave, defines))
 
     def handle_endtag(self, tag):
         if tag == "main":
@@ -65,25 +67,16 @@ class FirstUses(HTMLParser):
         if not self.main or any(leave for _, _, leave, _ in self.stack):
             return
         scope = next((s for _, s, _, _ in reversed(self.stack) if s), None)
-        if scope is None:
-            return
-        top = self.stack[-1][3]
         for key, pattern in self.words.items():
-            if pattern.search(data):
-                defined = (top["link"] and top["href"] == f"#term-{key}" and bool(top["title"]))
-                self.uses.append((scope, key, defined))
-
-    def first_uses(self) -> dict[tuple[str, str], bool]:
-        first: dict[tuple[str, str], bool] = {}
-        for scope, key, defined in self.uses:
-            first.setdefault((scope, key), defined)
-        return first
+            if scope and pattern.search(data):
+                self.first.setdefault((scope, key), self.stack[-1][3] == key)
 
 
 def first_uses(page: str, lang: str) -> dict[tuple[str, str], bool]:
+    """{(scope, term): whether its first use there links to its definition}."""
     parser = FirstUses(lang)
     parser.feed(page)
-    return parser.first_uses()
+    return parser.first
 
 
 def test_the_first_use_in_each_scope_links_to_its_definition():
