@@ -213,10 +213,7 @@ class ModelConfig:
         unknown = sorted(set(data) - known)
         if unknown:
             raise ConfigError(f"unknown ModelConfig key(s) {unknown}; allowed: {sorted(known)}")
-        try:
-            return cls(**data)
-        except TypeError as err:  # e.g. "norm_eps": null or a string where a number belongs
-            raise ConfigError(f"ModelConfig has a value of the wrong type: {err}") from None
+        return cls(**data)  # __post_init__ checks each value, naming the field
 
     def replace(self, **changes: Any) -> ModelConfig:
         """A copy with `changes`; derived sizes (n_kv_heads, head_dim, d_ff) keep their values

@@ -55,9 +55,9 @@ def _sample(values: ArrayLike, name: str) -> np.ndarray:
     return arr
 
 
-def _check_alpha(alpha: float, name: str = "alpha") -> float:
+def _check_alpha(alpha: float) -> float:
     if not (isinstance(alpha, int | float) and 0 < alpha < 1):
-        raise InputError(f"{name} must lie strictly between 0 and 1, got {alpha!r}")
+        raise InputError(f"alpha must lie strictly between 0 and 1, got {alpha!r}")
     return float(alpha)
 
 

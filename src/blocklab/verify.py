@@ -71,9 +71,8 @@ def _raises(group, name, claim, fn: Callable[[], object], match: str) -> Check:
     try:
         fn()
     except ValueError as err:
-        ok = match in str(err)
         return Check(group, name, claim, f"ValueError ({match})", f"ValueError: {err}", None,
-                     None, ok)
+                     None, match in str(err))
     return Check(group, name, claim, f"ValueError ({match})", "no error", None, None, False)
 
 
