@@ -1,6 +1,5 @@
 """Helpers the claim tests share, imported as `from .conftest import ...`."""
 
-import importlib.util
 from pathlib import Path
 
 from blocklab.claims import Context, run_claims
@@ -24,14 +23,3 @@ def graded(root: Path, suite: str, data, *ids: str, seeds: int = 3) -> dict:
     """{id: row} of the claims `ids` graded on `data` stored as `suite`'s quick summary."""
     store_summary(root, suite, data, seeds)
     return {r.id: r for r in run_claims(list(ids), Context(RunRequest(root, "quick")))}
-
-
-def sibling(name: str):
-    """A test module beside this one, for its fake-summary builders (named inside this
-    package, so that its `from .conftest import ...` resolves)."""
-    package = __name__.rpartition(".")[0]
-    spec = importlib.util.spec_from_file_location(f"{package}._sibling_{name}",
-                                                  Path(__file__).with_name(f"{name}.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module

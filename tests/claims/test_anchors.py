@@ -41,7 +41,7 @@ def test_the_ledger_row_carries_its_scale_and_the_papers():
     assert c01["scale"] is None and c01["anchors"] == []
 
 
-def test_each_effect_names_a_registered_part_and_is_the_tables_own_number():
+def test_each_effect_names_a_registered_part_and_is_the_tables_own_number_by_its_source():
     """An effect is keyed by an arm of C16 or a part's name (C21, C30), and the position
     effects are the change in loss from the table's perplexities, by hand:
     100 · ln(ppl_long / ppl_L) / ln(ppl_L)."""
@@ -53,6 +53,8 @@ def test_each_effect_names_a_registered_part_and_is_the_tables_own_number():
         for a in anchors(claim):
             parts = {p for c in a.claims for p in registered(c, "quick")}
             assert set(a.effects) <= parts, (a.source, set(a.effects) - parts)
+            name = short_source(a.source)  # its name's parentheses balanced
+            assert name.count("(") == name.count(")"), name
 
     def loss_change(before: float, after: float) -> float:
         return round(100 * math.log(after / before) / math.log(before), 1)
@@ -67,17 +69,10 @@ def test_each_effect_names_a_registered_part_and_is_the_tables_own_number():
     assert replication.effects == {
         "warning (no scaling): plain RoPE drops clearly at 16×": loss_change(121.62, 279.71)}
     assert "not the same measure" in press.metric  # the measures differ, and it says so
-
-
-def test_a_source_is_named_up_to_its_first_comma_outside_parentheses():
+    # a source is named up to its first comma outside parentheses
     assert short_source('Shazeer 2020, "GLU Variants Improve Transformer", Table 1') == \
         "Shazeer 2020"
     replication = ("a public 15-seed replication (repository "
                    "bob80333/investigating_extrapolation, experiments.txt)")
     assert short_source(replication + ", table 2") == replication
     assert short_source("no comma at all") == "no comma at all"
-    # every shipped source's name has balanced parentheses
-    for claim in ("C16", "C18", "C19", "C21", "C30"):
-        for anchor in anchors(claim):
-            name = short_source(anchor.source)
-            assert name.count("(") == name.count(")"), name

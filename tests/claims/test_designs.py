@@ -144,6 +144,13 @@ def test_the_model_puts_each_part_at_its_boundary_in_sd_units():
     assert c30 is not None and (len(c30.rules), c30.estimates) == (14, 10)
     assert D.claim_model("C16").rho == 0.5
     assert D.claim_model("C31") is None  # analytic: nothing to simulate
+    # the distributions are standardized
+    rng = np.random.default_rng(0)
+    for distribution in D.DISTRIBUTIONS:
+        z = D.standard_draws(distribution, rng, (400_000,))
+        assert abs(z.mean()) < 0.01 and abs(z.std() - 1) < 0.03, distribution
+    shared = D.noise(_two_parts(0.5), "lognormal", 200_000, rng)
+    assert np.corrcoef(shared[:, 0, 0], shared[:, 1, 0])[0, 1] == pytest.approx(0.5, abs=0.01)
 
 
 def test_a_decision_is_wrong_exactly_on_the_wrong_side_of_the_boundary():
@@ -159,15 +166,6 @@ def test_a_decision_is_wrong_exactly_on_the_wrong_side_of_the_boundary():
     assert D.wrong(band, not_reproduced, -1.0) and not D.wrong(band, not_reproduced, 1.5)
 
 
-def test_the_distributions_are_standardized():
-    rng = np.random.default_rng(0)
-    for distribution in D.DISTRIBUTIONS:
-        z = D.standard_draws(distribution, rng, (400_000,))
-        assert abs(z.mean()) < 0.01 and abs(z.std() - 1) < 0.03, distribution
-    shared = D.noise(_two_parts(0.5), "lognormal", 200_000, rng)
-    assert np.corrcoef(shared[:, 0, 0], shared[:, 1, 0])[0, 1] == pytest.approx(0.5, abs=0.01)
-
-
 def test_a_claims_simulation_is_deterministic_and_the_criterion_reads_it():
     model = _two_parts()
     first, runs = D.simulate_one(model, "normal", 40, designs=("obf", "fixed"))
@@ -179,9 +177,7 @@ def test_a_claims_simulation_is_deterministic_and_the_criterion_reads_it():
     choice = D.choose(sim)
     assert choice.spending in ("obf", "fixed")
     assert choice.obf_decided == pytest.approx(first[0].decided)
-
-
-def test_a_tie_keeps_obf_and_an_ineligible_design_is_never_chosen():
+    # a tie keeps obf and an ineligible design is never chosen
     model = _two_parts()
 
     def result(spending: str, fwe: float, decided: float) -> D.DesignResult:

@@ -18,7 +18,8 @@ from blocklab.experiments.suites.placement.summary import (
 )
 from blocklab.experiments.summaries import ArmTuning, Interval, LrTrial
 
-from .conftest import ci, graded, sibling, store_summary
+from . import test_depth as td
+from .conftest import ci, graded, store_summary
 
 
 def _placement(pre_failures: int, effect: PlacementEffect,
@@ -193,7 +194,7 @@ def test_claims_precision_reads_bf16_results_and_float32_only_suites_at_fp32(tmp
 def test_the_stability_text_names_every_arm_with_its_interval_and_censoring():
     from blocklab.claims.placement import stability_text
 
-    td = sibling("test_depth")  # its deep grid censors seeds at both ends of the ladder
+    # the deep grid of test_depth censors seeds at both ends of the ladder
     data = td._data([td._effect(td._ci(4.8, 4.2, 5.3))])
     text = stability_text(data, "deep", td.DEPTH)
     pre, post = text.split("; ")[0:2], text

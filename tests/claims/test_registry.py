@@ -17,7 +17,14 @@ from blocklab.experiments.options import RunRequest
 from blocklab.experiments.suites import get_suite
 from blocklab.experiments.suites.quantize.summary import SwigluQuant
 
-from .conftest import ci, sibling, store_summary
+from . import test_depth as td
+from . import test_ffn as tf
+from . import test_norm_cost as tn
+from . import test_placement as tpl
+from . import test_positions as tp
+from . import test_quantization as tq
+from . import test_width as tw
+from .conftest import ci, store_summary
 
 
 @pytest.mark.parametrize("size", ["tiny", "quick", "full"])
@@ -55,8 +62,6 @@ def fake_results(tmp_path_factory) -> Path:
     """A quick-size summary of every suite, each with every arm, multiple and scheme the
     suites plan, built from the other tests' fakes."""
     root = tmp_path_factory.mktemp("results")
-    tf, tpl, tp = sibling("test_ffn"), sibling("test_placement"), sibling("test_positions")
-    td, tq, tn = sibling("test_depth"), sibling("test_quantization"), sibling("test_norm_cost")
     rel = ci(-1.5, -2.0, -1.0, 5)
     _store(root, "ffn", tf._ffn_data(rel, rel, rel))
     spread = {"gpt2": ci(0.5, 0.3, 0.7, 4), "xavier": ci(3.0, 2.5, 3.5, 4),
@@ -79,7 +84,7 @@ def fake_results(tmp_path_factory) -> Path:
               for s in ("merged-per-row", "separate-per-row", "merged-per-tensor",
                         "separate-per-tensor")]
     _store(root, "quantize", dataclasses.replace(tq._data(1.8, 1.2), swiglu=swiglu))
-    _store(root, "width", sibling("test_width")._data())
+    _store(root, "width", tw._data())
     return root
 
 

@@ -141,13 +141,24 @@ def test_seed_blocks_go_to_the_arms_of_open_parts_only():
     (placement,) = blocks["placement"]
     assert (placement.start, placement.stop, placement.arms) == (1005, 1006, ["a"])
     assert next_blocks([], coverage, 0) == {}
-
-
-def test_the_worst_case_plan_reaches_every_rules_last_look():
+    # the worst-case plan reaches every rule's last look
     blocks = worst_case_blocks(RunRequest(Path("runs"), "quick"), ["ffn"])
     assert [b.stop for look in blocks for b in look["ffn"]] == [8, 10]
     assert all(set(b.arms) == {"relu", "swiglu", "geglu", "glu"}
                for look in blocks for b in look["ffn"])
+    # A part reading fewer pairs than its arms ran (a lost seed) is extended past them.
+    from types import SimpleNamespace
+
+    from blocklab.claims.sequential import open_parts
+
+    rule_rows = [SimpleNamespace(id="C19", error=None, parts=[SimpleNamespace(
+        name="pre-norm is stable without warmup", verdict=INCONCLUSIVE,
+        estimate=SimpleNamespace(n=3))])]
+    arms = lambda suite: ["sweep/pre/6/0", "sweep/pre/6/50"]  # noqa: E731
+    (alone,) = open_parts(rule_rows, "quick", arms)
+    (covered,) = open_parts(rule_rows, "quick", arms,
+                            {"placement": dict.fromkeys(arms("placement"), 4)})
+    assert alone.target == 4 and covered.target > 4
 
 
 def test_every_look_grades_what_the_request_names_its_precision_too(tmp_path, monkeypatch):
@@ -207,7 +218,8 @@ def _calibration(size, names):
                                 startup_s=3.0, worker_start_s=5.0)
 
 
-def test_the_price_is_the_worst_case_of_every_look_and_a_cap_admits_whole_looks(tmp_path):
+def test_the_price_is_the_worst_case_of_every_look_and_a_cap_admits_whole_looks(tmp_path,
+                                                                               monkeypatch):
     from blocklab.claims.sequential import BUILD_RESERVE_S, price_plan
 
     names = ["ffn", "position"]
@@ -228,13 +240,8 @@ def test_the_price_is_the_worst_case_of_every_look_and_a_cap_admits_whole_looks(
     assert price_plan(RunRequest(tmp_path, "quick", budget_s=one_look - 1), names, workers=2,
                       calibration=cal).admitted == 0
     assert "admits 1 of them" in capped.text() and "admits" not in free.text()
-
-
-def test_the_plan_times_the_shapes_its_blocks_need_when_the_first_look_did_not(tmp_path,
-                                                                             monkeypatch):
-    """A calibration lacking the seed blocks' shapes (first look priced from stored twins)
-    calibrates them instead of failing."""
-    from blocklab.claims.sequential import price_plan
+    # A calibration lacking the seed blocks' shapes (first look priced from stored twins)
+    # calibrates them instead of failing.
     from blocklab.experiments import estimate
 
     full = _calibration("quick", ["ffn"])
@@ -358,19 +365,3 @@ def test_a_run_adds_seeds_to_open_parts_alike_at_any_price_and_records_the_rules
     assert not (folder / "planned_rules.json").exists()
     (c33,) = run_claims(["C33"], Context(request))
     assert "no record of the rule its runs were planned under" in c33.parts[1].reason
-
-
-def test_a_part_that_lost_seeds_asks_for_the_next_block_not_for_seeds_it_has():
-    """A part reading fewer pairs than its arms ran (a lost seed) is extended past them."""
-    from types import SimpleNamespace
-
-    from blocklab.claims.sequential import open_parts
-
-    rule_rows = [SimpleNamespace(id="C19", error=None, parts=[SimpleNamespace(
-        name="pre-norm is stable without warmup", verdict=INCONCLUSIVE,
-        estimate=SimpleNamespace(n=3))])]
-    arms = lambda suite: ["sweep/pre/6/0", "sweep/pre/6/50"]  # noqa: E731
-    (alone,) = open_parts(rule_rows, "quick", arms)
-    (covered,) = open_parts(rule_rows, "quick", arms,
-                            {"placement": dict.fromkeys(arms("placement"), 4)})
-    assert alone.target == 4 and covered.target > 4

@@ -40,6 +40,16 @@ def test_with_equal_seeds_a_rung_the_line_is_the_regression_on_the_rung_means():
     assert fit.slope_low == pytest.approx(ref.slope - half, rel=1e-10)
     assert fit.slope_high == pytest.approx(ref.slope + half, rel=1e-10)
     assert (fit.n, fit.df, fit.rungs) == (20, 2, 4)
+    # fewer than three rungs is no trend
+    with pytest.raises(InputError, match="three sizes or more"):
+        fit_line([(0, _interval([1.0, 2.0, 3.0]))])
+    with pytest.raises(InputError, match="three sizes or more"):
+        fit_line([(0, _interval([1.0, 1.5])), (1, _interval([2.0, 2.2]))])
+    # one seed a rung: no within-rung spread, every rung weighs the same, no lack-of-fit test
+    fit = fit_line([(x, _interval([v])) for x, v in enumerate([0.1, 0.5, 0.7, 1.4])])
+    ref = stats.linregress(range(4), [0.1, 0.5, 0.7, 1.4])
+    assert fit.slope == pytest.approx(ref.slope) and fit.lack_of_fit is None
+    assert fit.slope_high - fit.slope == pytest.approx(stats.t.ppf(0.975, 2) * ref.stderr)
 
 
 def test_the_lack_of_fit_is_the_F_test_of_the_line_against_one_mean_per_rung():
@@ -57,6 +67,18 @@ def test_the_lack_of_fit_is_the_F_test_of_the_line_against_one_mean_per_rung():
     assert lack.f == pytest.approx(f, rel=1e-10)
     assert lack.p == pytest.approx(stats.f.sf(f, 2, 16), rel=1e-10)
     assert fit.within_sd == pytest.approx(math.sqrt(sse_cells / 16), rel=1e-10)
+    # the fit read back from its dict draws the same band
+    fit = fit_line([(x, _interval(v)) for x, v in _seeds(3).items()])
+    again = LineFit.from_dict(fit.to_dict())
+    assert again == fit
+    assert again.band(1.7) == fit.band(1.7)
+    # at the weighted mean x the band is the weighted mean's own interval
+    low, high = fit.band(fit.x_mean)
+    assert (high - low) / 2 == pytest.approx(fit.t * math.sqrt(fit.scale / fit.weight),
+                                             rel=1e-12)
+    # a per-seed fit stored before the rung was the unit has no band of this kind
+    old = {k: v for k, v in fit.to_dict().items() if k != "unit"}
+    assert LineFit.from_dict(old) is None
 
 
 def test_the_rung_variance_is_dersimonian_lairds_with_the_hat_matrix():
@@ -141,29 +163,3 @@ def test_unequal_seeds_keep_the_coverage():
         fit = fit_line([(x, _interval(v)) for x, v in seeds.items()])
         covered += fit.slope_low <= 0.2 <= fit.slope_high
     assert covered / 2000 >= 0.93
-
-
-def test_fewer_than_three_rungs_is_no_trend():
-    with pytest.raises(InputError, match="three sizes or more"):
-        fit_line([(0, _interval([1.0, 2.0, 3.0]))])
-    with pytest.raises(InputError, match="three sizes or more"):
-        fit_line([(0, _interval([1.0, 1.5])), (1, _interval([2.0, 2.2]))])
-    # one seed a rung: no within-rung spread, every rung weighs the same, no lack-of-fit test
-    fit = fit_line([(x, _interval([v])) for x, v in enumerate([0.1, 0.5, 0.7, 1.4])])
-    ref = stats.linregress(range(4), [0.1, 0.5, 0.7, 1.4])
-    assert fit.slope == pytest.approx(ref.slope) and fit.lack_of_fit is None
-    assert fit.slope_high - fit.slope == pytest.approx(stats.t.ppf(0.975, 2) * ref.stderr)
-
-
-def test_the_fit_read_back_from_its_dict_draws_the_same_band():
-    fit = fit_line([(x, _interval(v)) for x, v in _seeds(3).items()])
-    again = LineFit.from_dict(fit.to_dict())
-    assert again == fit
-    assert again.band(1.7) == fit.band(1.7)
-    # at the weighted mean x the band is the weighted mean's own interval
-    low, high = fit.band(fit.x_mean)
-    assert (high - low) / 2 == pytest.approx(fit.t * math.sqrt(fit.scale / fit.weight),
-                                             rel=1e-12)
-    # a per-seed fit stored before the rung was the unit has no band of this kind
-    old = {k: v for k, v in fit.to_dict().items() if k != "unit"}
-    assert LineFit.from_dict(old) is None

@@ -142,7 +142,7 @@ def test_each_combination_keeps_the_meanings_on_every_pattern(claim):
             assert not got.endswith("at-this-scale"), (claim, verdicts)
 
 
-def test_a_claim_whose_reason_is_refuted_is_never_confirmed():
+def test_a_claim_whose_reason_is_refuted_is_never_confirmed_nor_a_scale_free_one_at_scale():
     # C32: "… because the FFN holds ~99% of prefill FLOPs", its third part
     for timed in itertools.product(RUN, repeat=2):
         for int8 in (True, False):
@@ -151,10 +151,8 @@ def test_a_claim_whose_reason_is_refuted_is_never_confirmed():
     # C36: "… because the residual path carries the gradient straight back", its second part
     for stable in RUN:
         assert settle([stable, NR], all_or_none) != C
-
-
-def test_scale_free_claims_never_say_at_this_scale():
-    # (the ledger's error for them: test_claims.test_a_scale_free_claim_at_this_scale_is_an_error)
+    # scale-free claims never say at this scale (the ledger's error for them: test_claims.
+    # test_only_an_exact_part_refutes_and_only_a_scale_dependent_claim_is_at_this_scale)
     assert {cid for cid in SUITE_OF if cid not in SCALE_DEPENDENT} == {"C29", "C31"}
     assert {"C12", "C33"} <= SCALE_DEPENDENT  # probes and trained models at one scale
     for rows in itertools.product(("holds", "fails", "partly", "untestable"), repeat=3):
