@@ -142,10 +142,8 @@ def unrasterized_in_module():
 def one_thread():
     """One torch thread for a module of tiny-tensor tests (fastest, and no stall on a second
     OpenMP thread): `pytestmark = pytest.mark.usefixtures("one_thread")`."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+    with _one_thread_each():
+        yield
 
 
 class _Processes:
