@@ -7,7 +7,7 @@ import struct
 import pytest
 
 from blocklab.budget import list_zoo, load_zoo
-from blocklab.budget.doctor import diagnose, exit_code, rope_longest_wavelength
+from blocklab.budget.doctor import _training_warmup, diagnose, exit_code, rope_longest_wavelength
 
 LLAMA = load_zoo("llama-2-7b").config  # θ = 10,000, 4,096 positions, d_ff/d = 2.69, untied
 
@@ -22,15 +22,13 @@ def test_zoo_configs_have_no_errors_at_their_own_length(name):
     assert exit_code(findings) == 0, [f.reason for f in findings]
 
 
-def test_context_past_training_without_scaling_is_an_error():
+def test_context_past_training_is_an_error_without_scaling_a_warning_with():
     findings = diagnose(LLAMA, serve_len=16384)
     assert "context" in codes(findings, "error") and exit_code(findings) == 1
     error = next(f for f in findings if f.code == "context")
     assert "rope_scaling" in error.fix and "factor >= 4" in error.fix
     assert diagnose(LLAMA, serve_len=4096) == []
-
-
-def test_context_with_scaling_is_a_warning_naming_the_multiple():
+    # With scaling, a warning naming the multiple.
     cfg = load_zoo("llama-3.1-8b").config  # llama3 scaling, original 8,192, max 131,072
     assert codes(diagnose(cfg, serve_len=131072)) == []
     findings = diagnose(cfg, serve_len=262144)
@@ -59,6 +57,8 @@ def test_rope_base_too_small_for_context():
     assert rope_longest_wavelength(warn.detail["theta_min"], r) == pytest.approx(65536)
     big_theta = {**LLAMA, "rope_theta": 1e6}
     assert "rope-base" not in codes(diagnose(big_theta, serve_len=65536))
+    levels = [f.level for f in findings]  # errors first
+    assert levels == sorted(levels, key=["error", "warning", "info"].index)
 
 
 @pytest.mark.parametrize("d_ff, level", [(11008, None), (16384, "info"), (32768, "warning")])
@@ -83,18 +83,12 @@ def _post_norm_config(**extra):
             "norm": "layernorm", "placement": "post", "position": "learned", **extra}
 
 
-def test_post_norm_deep_without_warmup():
+def test_post_norm_deep_without_warmup_read_from_the_json():
     cfg = _post_norm_config()
     assert codes(diagnose(cfg, training=True), "error") == ["post-norm-warmup"]
     assert codes(diagnose(cfg), "error") == [] and "post-norm-warmup" in codes(diagnose(cfg))
     shallow = {**cfg, "n_layers": 12}
     assert "post-norm-warmup" not in codes(diagnose(shallow, training=True))
-
-
-def test_post_norm_warmup_read_from_the_json():
-    import blocklab.budget.doctor as doctor
-
-    cfg = _post_norm_config()
     # A ModelConfig JSON rejects unknown keys, so training options come with an HF config here.
     bert = {**load_zoo("bert-base-uncased").config, "num_hidden_layers": 24}
     assert "post-norm-warmup" in codes(diagnose(bert, training=True), "error")
@@ -103,7 +97,7 @@ def test_post_norm_warmup_read_from_the_json():
                  "error") == []
     assert codes(diagnose({**bert, "warmup_steps": 0}, training=True), "error") == [
         "post-norm-warmup"]
-    assert doctor._training_warmup(cfg) is None
+    assert _training_warmup(cfg) is None
 
 
 def test_head_arithmetic_errors():
@@ -113,6 +107,12 @@ def test_head_arithmetic_errors():
     findings = diagnose(bad_kv)
     assert codes(findings) == ["kv-heads"] and exit_code(findings) == 1
     assert "[1, 2, 4, 8, 16, 32]" in findings[0].fix
+    findings = diagnose({**LLAMA, "hidden_size": 4100, "head_dim": 128})
+    assert codes(findings) == ["head-dim"] and exit_code(findings) == 1
+    assert "transformers' llama config refuses that even with head_dim=128" in findings[0].reason
+    # Mistral's config accepts it: q_proj is heads x head_dim wide, o_proj maps back.
+    mistral = {**load_zoo("mistral-7b-v0.1").config, "hidden_size": 4100, "head_dim": 128}
+    assert "head-dim" not in codes(diagnose(mistral))
 
 
 def test_untied_head_with_large_vocab_share():
@@ -141,12 +141,6 @@ def test_tied_config_with_stored_head_and_untied_without(tmp_path):
     assert "missing-head" in codes(findings, "error") and exit_code(findings) == 1
 
 
-def test_findings_sorted_errors_first():
-    findings = diagnose(LLAMA, serve_len=65536)
-    levels = [f.level for f in findings]
-    assert levels == sorted(levels, key=["error", "warning", "info"].index)
-
-
 @pytest.mark.parametrize("config, serve_len, match", [
     *[(LLAMA, bad, "serve_len") for bad in (0, -3, 1.5)],
     ({"model_type": "llama", "hidden_size": 64}, None, "missing"),
@@ -160,7 +154,7 @@ def test_bad_serve_len_and_unreadable_config(config, serve_len, match):
 QWEN3 = load_zoo("qwen3-8b").config  # head_dim 128 written, hidden_size 4096, 32 heads, 8 kv
 
 
-def test_head_dim_left_to_the_class_default_is_reported_not_derived():
+def test_sizes_left_to_the_class_default_are_reported_not_derived():
     # Qwen3Config's head_dim default is 128, whatever hidden_size / num_attention_heads is.
     raw = {k: v for k, v in QWEN3.items() if k != "head_dim"}
     raw.update(hidden_size=4100, num_attention_heads=41, num_key_value_heads=41)
@@ -168,24 +162,12 @@ def test_head_dim_left_to_the_class_default_is_reported_not_derived():
     assert "head-dim" not in codes(findings)
     assumed = [f for f in findings if f.code == "default-assumed"]
     assert [f.detail for f in assumed] == [{"key": "head_dim", "value": 128}]
-
-
-def test_kv_heads_left_to_the_class_default():
     # MistralConfig's num_key_value_heads default is 8: it does not divide 4 heads.
     mistral = {**load_zoo("mistral-7b-v0.1").config, "num_attention_heads": 4}
     del mistral["num_key_value_heads"]
     findings = diagnose(mistral)
     assert codes(findings) == ["kv-heads"]
     assert "num_key_value_heads=8 (absent: transformers' mistral default)" in findings[0].reason
-
-
-def test_llama_hidden_size_the_heads_do_not_divide_even_with_head_dim():
-    findings = diagnose({**LLAMA, "hidden_size": 4100, "head_dim": 128})
-    assert codes(findings) == ["head-dim"] and exit_code(findings) == 1
-    assert "transformers' llama config refuses that even with head_dim=128" in findings[0].reason
-    # Mistral's config accepts it: q_proj is heads x head_dim wide, o_proj maps back.
-    mistral = {**load_zoo("mistral-7b-v0.1").config, "hidden_size": 4100, "head_dim": 128}
-    assert "head-dim" not in codes(diagnose(mistral))
 
 
 QWEN_WINDOWED = dict(model_type="qwen2", vocab_size=128, hidden_size=64, intermediate_size=171,

@@ -20,6 +20,7 @@ def test_tiny_prefill_by_hand():
     assert f.lm_head == B * T * 2 * 10 * 8
     assert f.total == f.attention_proj + f.attention_scores + f.ffn + f.lm_head
     assert f.ffn_share == pytest.approx(f.ffn / f.total)
+    assert prefill_flops(TINY.replace(pooler=True), 4, 3).other == 4 * 2 * 8 * 8  # pooler
 
 
 def test_causal_count_is_exact_triangle():
@@ -39,11 +40,6 @@ def test_prefill_equals_sum_of_decode_steps():
     steps = [decode_flops(TINY, B, t) for t in range(1, T + 1)]
     for key in ("attention_proj", "attention_scores", "ffn", "lm_head"):
         assert getattr(pre, key) == sum(getattr(s, key) for s in steps)
-
-
-def test_pooler_flops():
-    f = prefill_flops(TINY.replace(pooler=True), 4, 3)
-    assert f.other == 4 * 2 * 8 * 8
 
 
 @pytest.mark.parametrize("bad", [0, -1, 1.5, True, None])

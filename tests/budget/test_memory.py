@@ -24,14 +24,11 @@ def test_dtype_bytes_and_activation_dtype():
         "fp32", "bf16", "fp16", "bf16", "bf16"]
 
 
-def test_llama3_8b_kv_cache():
+def test_llama3_8b_kv_cache_and_weights_bytes_by_dtype():
     cfg = resolve_model("meta-llama-3-8b").config
     # 2 (K, V) · 32 layers · 8 KV heads · 128 · 4096 positions · 1 sequence · 2 bytes
     assert kv_cache_bytes(cfg, 1, 4096) == 2 * 32 * 8 * 128 * 4096 * 2 == 512 * 2**20
     assert kv_cache_bytes(cfg, 3, 100, "fp32") == 2 * 32 * 8 * 128 * 100 * 3 * 4
-
-
-def test_weights_bytes_follow_dtype():
     doc = model_budget(resolve_model("gpt2").config, dtype="int4")
     total = doc["params"]["total"]
     assert doc["memory"]["weights_bytes"] == total // 2

@@ -24,9 +24,7 @@ def test_tiny_by_hand():
     assert p.total == 80 + 2 * 496 + 8 + 80 == 1160
     assert p.buckets() == {"embedding": 80, "attention": 384, "ffn": 576, "norm": 40,
                            "lm_head": 80, "other": 0}
-
-
-def test_learned_positions_token_types_embed_norm_pooler():
+    # Learned positions, token types, an embedding norm and a pooler: what DecoderLM cannot build.
     cfg = ModelConfig(**{**TINY, "ffn": "gelu"}, position="learned", type_vocab_size=2,
                       embed_norm=True, norm="layernorm", pooler=True, final_norm=False,
                       placement="post", tie_embeddings=True, causal=False)

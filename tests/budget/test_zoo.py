@@ -44,10 +44,7 @@ def test_resolve_path_folder_and_modelconfig_json(tmp_path):
     cfg = ModelConfig(d_model=64, n_heads=4, n_layers=2, vocab_size=100)
     (tmp_path / "mine.json").write_text(json.dumps(cfg.to_dict()))
     assert resolve_model(str(tmp_path / "mine.json")).config == cfg
-
-
-def test_absent_keys_take_transformers_defaults():
-    r = resolve_model("page-001-example")
+    r = resolve_model("page-001-example")  # absent keys take transformers' defaults
     assert r.defaults_filled == ("max_position_embeddings",)
     assert r.config.max_seq_len == 2048  # LlamaConfig default
 

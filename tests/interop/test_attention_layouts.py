@@ -16,16 +16,15 @@ from blocklab.errors import ConfigError
 from blocklab.interop.hf import load_hf, save_hf
 from blocklab.interop.hf_config import from_hf, to_hf
 
+from .conftest import PARITY, hf_model, logits, tiny_ids
+from .conftest import TINY as BASE
+
 transformers = pytest.importorskip("transformers")
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
-PARITY = dict(atol=1e-5, rtol=0.0)
 WINDOW = 5
-T = 24  # past the window, so a layer windowed by mistake changes the logits
-TINY = dict(vocab_size=128, hidden_size=64, intermediate_size=96, num_hidden_layers=3,
-            num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
-            initializer_range=0.1)
+TINY = dict(BASE, num_hidden_layers=3, max_position_embeddings=64)
 SW = "sliding_attention"
 FULL = "full_attention"
 
@@ -47,27 +46,13 @@ LAYOUTS = {
     "qwen3 layer_types": ("qwen3", dict(use_sliding_window=True, sliding_window=WINDOW,
                                         layer_types=[FULL, SW, FULL], head_dim=32), [1]),
 }
-_CLASSES = {"mistral": "MistralForCausalLM", "qwen2": "Qwen2ForCausalLM",
-            "qwen3": "Qwen3ForCausalLM"}
 
 
 def _checkpoint(name, path):
     model_type, keys, _ = LAYOUTS[name]
-    torch.manual_seed(0)
-    config = transformers.AutoConfig.for_model(model_type, **TINY, **keys)
-    model = getattr(transformers, _CLASSES[model_type])(config).eval()
+    model = hf_model(model_type, num_hidden_layers=3, max_position_embeddings=64, **keys)
     model.save_pretrained(path)
     return model
-
-
-def _ids():
-    return torch.randint(0, TINY["vocab_size"], (2, T), generator=torch.Generator().manual_seed(1))
-
-
-def _logits(model, ids):
-    with torch.no_grad():
-        out = model(ids)
-    return out if isinstance(out, torch.Tensor) else out.logits
 
 
 def _hf_windowed(model):
@@ -85,20 +70,20 @@ def _hf_windowed(model):
 def test_layout_loads_and_round_trips_as_transformers(name, tmp_path):
     hf = _checkpoint(name, tmp_path / "hf")
     assert _hf_windowed(hf) == LAYOUTS[name][2]  # the table above is transformers' reading
-    ids = _ids()
-    expected = _logits(hf, ids)
+    ids = tiny_ids()
+    expected = logits(hf, ids)
 
     ours = load_hf(tmp_path / "hf")
     cfg = ours.config
     assert [i for i in range(cfg.n_layers) if cfg.attention_window(i)] == LAYOUTS[name][2]
     assert [layer.attention.sliding_window for layer in ours.layers] == [
         WINDOW if i in LAYOUTS[name][2] else None for i in range(cfg.n_layers)]
-    assert_close(_logits(ours, ids), expected, **PARITY)
+    assert_close(logits(ours, ids), expected, **PARITY)
 
     save_hf(ours, tmp_path / "back", model_type=hf.config.model_type)
     back = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "back").eval()
     assert _hf_windowed(back) == LAYOUTS[name][2]
-    assert_close(_logits(back, ids), expected, **PARITY)
+    assert_close(logits(back, ids), expected, **PARITY)
     assert load_hf(tmp_path / "back").config == cfg
 
 
@@ -112,8 +97,8 @@ def test_windows_change_the_logits_here():
     model = DecoderLM(base).eval()
     other = DecoderLM(base.replace(layer_types=(SW, SW, FULL))).eval()
     other.load_state_dict(model.state_dict())
-    ids = _ids()
-    assert (_logits(model, ids) - _logits(other, ids)).abs().max() > 1e-2
+    ids = tiny_ids()
+    assert (logits(model, ids) - logits(other, ids)).abs().max() > 1e-2
 
 
 def test_layer_types_outrank_max_window_layers_as_in_transformers():
@@ -195,14 +180,14 @@ def test_model_config_checks_layer_types(value, needle):
     # JSON gives a list; the config holds a tuple, equal to the one built directly.
     cfg = ModelConfig(n_layers=3, sliding_window=4, layer_types=(SW, FULL, FULL))
     assert ModelConfig.from_dict(json.loads(json.dumps(cfg.to_dict()))) == cfg
-
-
-def test_a_config_without_layer_types_hashes_as_before():
-    """Run ids hash `ModelConfig.to_dict()`: the field is left out at its default, so every
-    run stored before it existed keeps its id; set, it is there."""
+    # Run ids hash to_dict(): left out at its default, every run stored before the field
+    # existed keeps its id; set, it is there.
     assert "layer_types" not in ModelConfig().to_dict()
-    cfg = ModelConfig(n_layers=2, sliding_window=4, layer_types=(SW, FULL))
-    assert cfg.to_dict()["layer_types"] == (SW, FULL)
+    assert cfg.to_dict()["layer_types"] == (SW, FULL, FULL)
+    # Cut to its first layers, a config keeps their layout; more layers are the caller's to say.
+    assert cfg.replace(n_layers=2).layer_types == (SW, FULL)
+    with pytest.raises(ConfigError, match="layer_types"):
+        cfg.replace(n_layers=4)
 
 
 @pytest.mark.parametrize("changes, needle", [
@@ -215,9 +200,3 @@ def test_to_hf_names_the_field_that_stops_it(changes, needle):
         to_hf(ModelConfig(**changes), "llama")
     assert needle in str(err.value) and "placement='pre'" not in str(err.value)
 
-
-def test_a_config_cut_to_its_first_layers_keeps_their_layout():
-    cfg = ModelConfig(n_layers=4, sliding_window=4, layer_types=(FULL, SW, FULL, SW))
-    assert cfg.replace(n_layers=3).layer_types == (FULL, SW, FULL)
-    with pytest.raises(ConfigError, match="layer_types"):
-        cfg.replace(n_layers=5)  # more layers: which are windowed is the caller's to say

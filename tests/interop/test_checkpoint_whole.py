@@ -110,17 +110,13 @@ def test_single_file_beside_an_index_is_refused(tmp_path):
 
 
 # --- a tied head stored beside the embedding -------------------------------------------------
-def test_tied_head_equal_to_the_embedding_is_dropped(tmp_path):
+def test_tied_head_equal_to_the_embedding_is_dropped_one_that_differs_refused(tmp_path):
     tensors = _saved(tmp_path, tied=True)
     _write(tmp_path, tensors | {"lm_head.weight": tensors[EMBED].clone()})
     model = _no_warnings(load_hf, tmp_path)
     assert model.lm_head.weight is model.embed_tokens.weight
     assert torch.equal(model.embed_tokens.weight, tensors[EMBED])
-
-
-def test_tied_head_that_differs_is_refused_and_loads_untied(tmp_path):
-    tensors = _saved(tmp_path, tied=True)
-    head = tensors[EMBED] + 0.5
+    head = tensors[EMBED] + 0.5  # differs: refused, and loads untied when the config says so
     _write(tmp_path, tensors | {"lm_head.weight": head})
     _refused(tmp_path, "lm_head.weight", "max abs difference 0.5", "tie_word_embeddings: true",
              "set tie_word_embeddings to false")
@@ -132,7 +128,7 @@ def test_tied_head_that_differs_is_refused_and_loads_untied(tmp_path):
 
 
 # --- one dtype --------------------------------------------------------------------------------
-def test_mixed_dtypes_are_refused_without_dtype(tmp_path):
+def test_mixed_dtypes_are_refused_without_dtype_one_dtype_is_kept(tmp_path):
     tensors = _saved(tmp_path)
     _write(tmp_path, tensors | {EMBED: tensors[EMBED].bfloat16()})
     message = _refused(tmp_path, "bfloat16 (model.embed_tokens.weight)", "float32 (", "dtype=")
@@ -144,11 +140,7 @@ def test_mixed_dtypes_are_refused_without_dtype(tmp_path):
     assert torch.equal(model.embed_tokens.weight, tensors[EMBED].bfloat16().float())
     assert {p.dtype for p in load_hf(tmp_path, dtype=torch.bfloat16).parameters()} == \
         {torch.bfloat16}
-
-
-def test_one_dtype_throughout_is_kept(tmp_path):
-    tensors = _saved(tmp_path)
-    _write(tmp_path, {k: v.bfloat16() for k, v in tensors.items()})
+    _write(tmp_path, {k: v.bfloat16() for k, v in tensors.items()})  # one dtype: kept
     assert {p.dtype for p in _no_warnings(load_hf, tmp_path).parameters()} == {torch.bfloat16}
 
 

@@ -13,76 +13,51 @@ from blocklab.config import ModelConfig
 from blocklab.errors import CheckpointError, ConfigError
 from blocklab.interop.hf import blocklab_to_hf_name, hf_to_blocklab_name, load_hf, save_hf
 from blocklab.nn import DecoderLM
-from blocklab.nn.position import permute_half_split_to_interleaved
+from blocklab.nn.position import permute_rotary_rows
+
+from .conftest import PARITY, hf_model, logits, tiny_ids
 
 transformers = pytest.importorskip("transformers")
-
-PARITY = dict(atol=1e-5, rtol=0.0)
-TINY = dict(vocab_size=128, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
-            num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=16,
-            # Larger than the 0.02 default, so logits spread (std about 0.8) and a wrong
-            # mapping cannot hide under the tolerance.
-            initializer_range=0.1)
-T = 24  # longer than max_position_embeddings: exercises dynamic scaling and the window
-
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 # Mistral and Qwen2 load and round-trip in test_attention_layouts.py, windowed and not.
-FAMILIES = {
-    "llama": ("LlamaConfig", "LlamaForCausalLM", {}),
-    "llama_bias": ("LlamaConfig", "LlamaForCausalLM", dict(attention_bias=True, mlp_bias=True)),
-    "llama_tied": ("LlamaConfig", "LlamaForCausalLM", dict(tie_word_embeddings=True)),
-    "llama_linear": ("LlamaConfig", "LlamaForCausalLM",
-                     dict(rope_scaling={"rope_type": "linear", "factor": 2.0})),
-    "llama_dynamic": ("LlamaConfig", "LlamaForCausalLM",
-                      dict(rope_scaling={"rope_type": "dynamic", "factor": 2.0})),
-    "llama_yarn": ("LlamaConfig", "LlamaForCausalLM",
-                   dict(rope_scaling={"rope_type": "yarn", "factor": 2.0,
-                                      "original_max_position_embeddings": 8})),
-    "llama_llama3": ("LlamaConfig", "LlamaForCausalLM",
-                     dict(rope_scaling={"rope_type": "llama3", "factor": 8.0,
-                                        "low_freq_factor": 1.0, "high_freq_factor": 4.0,
-                                        "original_max_position_embeddings": 8})),
-    "qwen3": ("Qwen3Config", "Qwen3ForCausalLM", dict(head_dim=32)),
+FAMILIES = {  # name: (model_type, config keys)
+    "llama": ("llama", {}),
+    "llama_bias": ("llama", dict(attention_bias=True, mlp_bias=True)),
+    "llama_tied": ("llama", dict(tie_word_embeddings=True)),
+    "llama_linear": ("llama", dict(rope_scaling={"rope_type": "linear", "factor": 2.0})),
+    "llama_dynamic": ("llama", dict(rope_scaling={"rope_type": "dynamic", "factor": 2.0})),
+    "llama_yarn": ("llama", dict(rope_scaling={"rope_type": "yarn", "factor": 2.0,
+                                               "original_max_position_embeddings": 8})),
+    "llama_llama3": ("llama", dict(rope_scaling={"rope_type": "llama3", "factor": 8.0,
+                                                 "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                                                 "original_max_position_embeddings": 8})),
+    "qwen3": ("qwen3", dict(head_dim=32)),
 }
 
 
-def _hf_model(family, seed=0):
-    config_cls, model_cls, extra = FAMILIES[family]
-    torch.manual_seed(seed)
-    config = getattr(transformers, config_cls)(**TINY, **extra)
-    return getattr(transformers, model_cls)(config).eval()
-
-
-def _ids(seed=1):
-    gen = torch.Generator().manual_seed(seed)
-    return torch.randint(0, TINY["vocab_size"], (2, T), generator=gen)
-
-
-def _logits(model, ids):
-    """Logits of a transformers model or of ours, without a graph."""
-    with torch.no_grad():
-        out = model(ids)
-    return out if isinstance(out, torch.Tensor) else out.logits
+def _hf_model(family):
+    """Two layers and 16 positions, which T runs past (dynamic scaling)."""
+    model_type, keys = FAMILIES[family]
+    return hf_model(model_type, num_hidden_layers=2, max_position_embeddings=16, **keys)
 
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_load_hf_matches_transformers_and_round_trips(family, tmp_path):
     hf = _hf_model(family)
     hf.save_pretrained(tmp_path / "hf")
-    ids = _ids()
-    expected = _logits(hf, ids)
+    ids = tiny_ids()
+    expected = logits(hf, ids)
     assert expected.std() > 0.3
 
     ours = load_hf(tmp_path / "hf")
-    assert_close(_logits(ours, ids), expected, **PARITY)
+    assert_close(logits(ours, ids), expected, **PARITY)
 
-    model_type = hf.config.model_type
-    save_hf(ours, tmp_path / "back", model_type=model_type)
+    save_hf(ours, tmp_path / "back", model_type=hf.config.model_type)
     back = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "back").eval()
     assert type(back) is type(hf)
-    assert_close(_logits(back, ids), expected, **PARITY)
+    assert_close(logits(back, ids), expected, **PARITY)
 
 
 @pytest.mark.parametrize("family", ["llama", "qwen3"])
@@ -105,35 +80,39 @@ def test_meta_interleaved_checkpoint_two_ways(family, tmp_path):
             if f".{part}." in name:
                 t = tensors[name]
                 t = t[:, None] if t.dim() == 1 and part.endswith("norm") else t
-                t = permute_half_split_to_interleaved(t, n, head_dim)
+                t = permute_rotary_rows(t, n, head_dim, "interleaved")
                 tensors[name] = t[:, 0] if part.endswith("norm") else t
     save_file(tensors, tmp_path / "model.safetensors", metadata={"format": "pt"})
 
-    ids = _ids()
-    expected = _logits(hf, ids)
+    ids = tiny_ids()
+    expected = logits(hf, ids)
     permuted = load_hf(tmp_path, layout="interleaved")
     kept = load_hf(tmp_path, layout="interleaved", rope_layout="interleaved")
     assert permuted.config.rope_layout == "half_split"
     assert kept.config.rope_layout == "interleaved"
-    assert_close(_logits(permuted, ids), expected, **PARITY)
-    assert_close(_logits(kept, ids), expected, **PARITY)
-    assert_close(_logits(kept, ids), _logits(permuted, ids), **PARITY)
+    assert_close(logits(permuted, ids), expected, **PARITY)
+    assert_close(logits(kept, ids), expected, **PARITY)
+    assert_close(logits(kept, ids), logits(permuted, ids), **PARITY)
     # Read as if half-split, the interleaved checkpoint is a different (wrong) model.
     wrong = load_hf(tmp_path)
-    assert (_logits(wrong, ids) - expected).abs().max() > 1e-2
+    assert (logits(wrong, ids) - expected).abs().max() > 1e-2
 
     # Saving the interleaved model writes Hugging Face's half-split order back.
     save_hf(kept, tmp_path / "back", model_type=cfg.model_type)
     back = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "back").eval()
-    assert_close(_logits(back, ids), expected, **PARITY)
+    assert_close(logits(back, ids), expected, **PARITY)
 
 
-def test_sharded_checkpoint(tmp_path):
+def test_sharded_checkpoint_and_the_dtype_argument(tmp_path):
     hf = _hf_model("llama")
     hf.save_pretrained(tmp_path, max_shard_size="50KB")
     assert (tmp_path / "model.safetensors.index.json").is_file()
     assert not (tmp_path / "model.safetensors").exists()
-    assert_close(_logits(load_hf(tmp_path), _ids()), _logits(hf, _ids()), **PARITY)
+    assert_close(logits(load_hf(tmp_path), tiny_ids()), logits(hf, tiny_ids()), **PARITY)
+    model = load_hf(tmp_path, dtype=torch.bfloat16)
+    assert model.embed_tokens.weight.dtype == torch.bfloat16
+    out = logits(model, tiny_ids())
+    assert out.dtype == torch.float32 and torch.isfinite(out).all()
 
 
 def test_bad_tensors_and_missing_files_raise(tmp_path):
@@ -166,14 +145,6 @@ def test_bad_tensors_and_missing_files_raise(tmp_path):
         load_hf(tmp_path)
 
 
-def test_dtype_argument(tmp_path):
-    _hf_model("llama").save_pretrained(tmp_path)
-    model = load_hf(tmp_path, dtype=torch.bfloat16)
-    assert model.embed_tokens.weight.dtype == torch.bfloat16
-    logits = _logits(model, _ids())
-    assert logits.dtype == torch.float32 and torch.isfinite(logits).all()
-
-
 def test_save_hf_is_atomic_and_overwrites(tmp_path):
     model = DecoderLM(ModelConfig(vocab_size=32, d_model=16, n_layers=1, n_heads=2, d_ff=24))
     save_hf(model, tmp_path)
@@ -196,7 +167,7 @@ def test_save_hf_splits_fused_projections(tmp_path):
     names = set(load_file(tmp_path / "model.safetensors"))
     assert names == {blocklab_to_hf_name(n) for n in DecoderLM(cfg).state_dict()}
     ids = torch.randint(0, 32, (1, 5), generator=torch.Generator().manual_seed(0))
-    got, want = _logits(load_hf(tmp_path), ids), _logits(fused, ids)
+    got, want = logits(load_hf(tmp_path), ids), logits(fused, ids)
     # Split and packed projections sum in different orders: float32 rounding of logits whose
     # N(0, 1) weights make them large: 24 terms a sum at 6e-8 each bound it by 2e-6 of the largest.
     assert_close(got, want, atol=2e-6 * want.abs().max().item(), rtol=1e-5)
@@ -251,5 +222,5 @@ def test_load_hf_refuses_rope_scaling_against_rope_parameters(tmp_path):
 def test_agreeing_duplicates_load_as_transformers_loads_them(tmp_path, family, changes):
     _edited_checkpoint(tmp_path, family, **changes)
     theirs = transformers.AutoModelForCausalLM.from_pretrained(tmp_path).eval()
-    ids = _ids()
-    assert_close(_logits(load_hf(tmp_path), ids), _logits(theirs, ids), **PARITY)
+    ids = tiny_ids()
+    assert_close(logits(load_hf(tmp_path), ids), logits(theirs, ids), **PARITY)

@@ -110,15 +110,12 @@ def test_attention_mask_window_counts_itself():
                                                      [True, True, True]]
 
 
-def test_preallocated_cache_raises_when_full():
+def test_caches_hold_one_slot_per_layer_and_a_preallocated_one_raises_when_full():
     attn = _attention(torch.float32)
-    cache = LayerCache(max_len=4)
-    attn(torch.randn(1, 3, D), cache=cache)
+    layer = LayerCache(max_len=4)
+    attn(torch.randn(1, 3, D), cache=layer)
     with pytest.raises(ValueError, match="max_len=4"):
-        attn(torch.randn(1, 2, D), cache=cache)
-
-
-def test_kv_cache_holds_one_slot_per_layer():
+        attn(torch.randn(1, 2, D), cache=layer)
     cache = KVCache(3, max_len=8)
     assert len(cache) == 3 and cache.length == 0
     cache[0].update(torch.zeros(1, 2, 5, 4), torch.zeros(1, 2, 5, 4))

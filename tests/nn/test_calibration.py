@@ -77,17 +77,13 @@ def test_a_damaged_or_stale_file_is_measured_again_and_rewritten(measuring):
                                default="a") == "c"
 
 
-def test_static_returns_the_default_without_timing(monkeypatch, tmp_path):
+def test_static_returns_the_default_untimed_and_bad_settings_raise(monkeypatch, tmp_path):
     monkeypatch.setenv("BLOCKLAB_CALIBRATION", "static")
     monkeypatch.setenv("BLOCKLAB_CACHE_DIR", str(tmp_path))
     assert calibration.fastest("op", {}, {"a": _never, "b": _never}, default="b") == "b"
     assert not (tmp_path / "calibration").exists()
-
-
-def test_bad_settings_are_one_line_input_errors(monkeypatch):
+    with pytest.raises(InputError, match="default='c' is not one of"):
+        calibration.fastest("op", {}, {"a": _never, "b": _never}, default="c")
     monkeypatch.setenv("BLOCKLAB_CALIBRATION", "fastest")
     with pytest.raises(InputError, match="BLOCKLAB_CALIBRATION='fastest' is not allowed"):
         calibration.mode()
-    monkeypatch.setenv("BLOCKLAB_CALIBRATION", "static")
-    with pytest.raises(InputError, match="default='c' is not one of"):
-        calibration.fastest("op", {}, {"a": _never, "b": _never}, default="c")

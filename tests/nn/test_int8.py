@@ -33,41 +33,32 @@ def test_scale_and_codes_by_hand():
     assert q.tolist() == [[127, -64, 32], [127, 0, -64]]
 
 
-def test_dequantized_within_half_a_step():
-    for granularity in ("per-row", "per-tensor"):
-        w = _weights()[0]
-        s = int8_scale(w, granularity)
-        err = (fake_quantize(w, granularity) - w).abs()
-        # half a step, plus the float32 rounding of ŵ = q·s near |w| (a few ulps of |w|)
-        ulps = 4 * torch.finfo(torch.float32).eps * w.abs()
-        assert bool((err <= s / 2 + ulps).all())
-        assert float((err / s).max()) > 0.49  # the bound is reached (max|w| sits on 127.5)
-
-
-def test_matches_torchao_bit_for_bit():
+def test_dequantized_within_half_a_step_and_equal_to_torchao():
     from torchao.quantization import quantize_
 
     from blocklab.nn.int8 import torchao_config
 
     w = _weights()[0]
     for granularity in ("per-row", "per-tensor"):
+        s = int8_scale(w, granularity)
+        fake = fake_quantize(w, granularity)
+        err = (fake - w).abs()
+        # half a step, plus the float32 rounding of ŵ = q·s near |w| (a few ulps of |w|)
+        ulps = 4 * torch.finfo(torch.float32).eps * w.abs()
+        assert bool((err <= s / 2 + ulps).all())
+        assert float((err / s).max()) > 0.49  # the bound is reached (max|w| sits on 127.5)
         lin = nn.Linear(32, 48, bias=False)
         lin.weight.data.copy_(w)
         quantize_(lin, torchao_config("weight-only", granularity))
-        torch.testing.assert_close(lin.weight.dequantize(), fake_quantize(w, granularity),
-                                   atol=0, rtol=0)
+        torch.testing.assert_close(lin.weight.dequantize(), fake, atol=0, rtol=0)  # bit for bit
 
 
-def test_merged_per_row_equals_separate_exactly():
-    gate, up, down = _weights()
+def test_merged_per_row_equals_separate_and_merged_per_tensor_takes_the_max():
+    gate, up, down = _weights()  # up has a narrower range than gate
     merged = quantize_swiglu(gate, up, down, "merged-per-row")
     separate = quantize_swiglu(gate, up, down, "separate-per-row")
     for a, b in zip(merged, separate, strict=True):
         torch.testing.assert_close(a, b, atol=0, rtol=0)
-
-
-def test_merged_per_tensor_scale_is_the_max_and_differs():
-    gate, up, down = _weights()  # up has a narrower range than gate
     merged_scale = int8_scale(torch.cat((gate, up)), "per-tensor")
     assert float(merged_scale) == max(float(int8_scale(gate, "per-tensor")),
                                       float(int8_scale(up, "per-tensor")))

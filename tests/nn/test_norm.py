@@ -126,7 +126,7 @@ def test_jacobian_matches_the_reference_closed_form(kind):
 
 
 # --- construction, registry, errors ----------------------------------------------------------
-def test_initial_gain_is_one_and_parameters_are_as_documented():
+def test_initial_parameters_registry_and_build_norm():
     assert torch.equal(RMSNorm(D).weight, torch.ones(D))
     assert torch.equal(RMSNorm(D, unit_offset=True).weight, torch.zeros(D))
     x = randn(3, D)
@@ -135,9 +135,6 @@ def test_initial_gain_is_one_and_parameters_are_as_documented():
     ln = LayerNorm(D)
     assert torch.equal(ln.weight, torch.ones(D)) and torch.equal(ln.bias, torch.zeros(D))
     assert LayerNorm(D, bias=False).bias is None
-
-
-def test_registry_matches_config_and_build_norm():
     assert set(NORMS) == set(config.NORMS)
     rms = build_norm("rmsnorm", 8, 1e-5, bias=True, unit_offset=True, cast="gemma")
     assert isinstance(rms, RMSNorm)

@@ -23,8 +23,7 @@ from blocklab.nn.position import (
     SinusoidalPositions,
     alibi_slopes,
     apply_rotary,
-    permute_half_split_to_interleaved,
-    permute_interleaved_to_half_split,
+    permute_rotary_rows,
     rotary_cos_sin,
 )
 from blocklab.nn.rope_scaling import rope_frequencies
@@ -83,24 +82,6 @@ def test_rotary_embedding_cos_sin_match_hf_llama(case):
     assert_close(sin, hf_sin, **EXACT)
 
 
-def test_rotary_embedding_dynamic_matches_hf_past_original():
-    head_dim, original = 32, 64
-    hf = _hf_rotary(head_dim, 10000.0, {"rope_type": "dynamic", "factor": 2.0}, original)
-    scaling = {"rope_type": "dynamic", "factor": 2.0, "original_max_position_embeddings": original}
-    ours = RotaryEmbedding(head_dim, scaling=scaling, max_seq_len=original)
-    x = torch.zeros(1)
-    for length in (40, 150, 300):  # inside, then growing past the original window
-        positions = torch.arange(length)[None]
-        hf_cos, hf_sin = hf(x, positions)
-        cos, sin = ours(positions)
-        # Hugging Face's forward passes seq_len as a tensor, which rounds the dynamic base to
-        # float32; we keep it in float64 (as its ROPE_INIT_FUNCTIONS does for an int seq_len,
-        # matched exactly in test_rope_scaling.py). The angles then differ by ~1e-6.
-        tolerance = EXACT if length <= original else dict(atol=1e-5, rtol=0.0)
-        assert_close(cos, hf_cos, **tolerance)
-        assert_close(sin, hf_sin, **tolerance)
-
-
 # --- interleaved layout ------------------------------------------------------------------------
 def test_interleaved_with_meta_weights_equals_half_split_with_permuted_weights():
     # Partial rotary (8 of 16 channels); the whole head is checked against transformers in
@@ -123,7 +104,7 @@ def test_interleaved_with_meta_weights_equals_half_split_with_permuted_weights()
 
     q_meta, k_meta = rotate("interleaved", w_q, w_k)
     permuted = [
-        permute_interleaved_to_half_split(w, n_heads, head_dim, rotary_dim) for w in (w_q, w_k)
+        permute_rotary_rows(w, n_heads, head_dim, "half_split", rotary_dim) for w in (w_q, w_k)
     ]
     q_hf, k_hf = rotate("half_split", *permuted)
 
@@ -143,10 +124,9 @@ def test_interleaved_with_meta_weights_equals_half_split_with_permuted_weights()
 def test_permutations_are_inverse_and_match_hf_conversion(shape, rotary_dim):
     n_heads, head_dim = 2, 8
     w = randn(*shape, seed=8)
-    permuted = permute_interleaved_to_half_split(w, n_heads, head_dim, rotary_dim)
-    assert torch.equal(
-        permute_half_split_to_interleaved(permuted, n_heads, head_dim, rotary_dim), w
-    )
+    permuted = permute_rotary_rows(w, n_heads, head_dim, "half_split", rotary_dim)
+    assert torch.equal(permute_rotary_rows(permuted, n_heads, head_dim, "interleaved", rotary_dim),
+                       w)
     if rotary_dim is None and len(shape) == 2:
         # transformers' convert_llama_weights_to_hf.py permute(), written out here.
         hf = w.view(n_heads, head_dim // 2, 2, shape[1]).transpose(1, 2).reshape(shape)
@@ -265,8 +245,8 @@ Q8, Q4, CS8 = torch.zeros(1, 1, 2, 8), torch.zeros(1, 1, 2, 4), torch.zeros(2, 8
         (lambda: apply_rotary(Q8, Q8, CS8, CS8, "x"), "'x'"),
         (lambda: apply_rotary(Q8, Q8, CS8, CS8, rotary_dim=4), "4"),
         (lambda: apply_rotary(Q4, Q4, CS8, CS8), "(1, 1, 2, 4)"),
-        (lambda: permute_interleaved_to_half_split(torch.zeros(10, 4), 2, 4), "(10, 4)"),
-        (lambda: permute_interleaved_to_half_split(torch.zeros(8, 4), 2, 4, rotary_dim=3), "3"),
+        (lambda: permute_rotary_rows(torch.zeros(10, 4), 2, 4, "half_split"), "(10, 4)"),
+        (lambda: permute_rotary_rows(torch.zeros(8, 4), 2, 4, "half_split", rotary_dim=3), "3"),
         (lambda: alibi_slopes(0), "0"),
         (lambda: SinusoidalPositions(7), "7"),
     ],
@@ -293,7 +273,7 @@ def test_alibi_slopes_by_hand(n_heads, expected):
     assert_close(alibi_slopes(n_heads), torch.tensor(expected), **EXACT)
 
 
-def test_alibi_bias_shape_sign_and_values():
+def test_alibi_bias_shape_sign_values_decoding_and_batches():
     n_heads, T = 4, 5
     bias = ALiBi(n_heads)(torch.arange(T), torch.arange(T))
     assert bias.shape == (1, n_heads, T, T) and bias.dtype == torch.float32
@@ -306,10 +286,7 @@ def test_alibi_bias_shape_sign_and_values():
     assert (bias[..., causal] <= 0).all()  # past keys: penalty grows with distance
     assert (bias.diagonal(dim1=-2, dim2=-1) == 0).all()
     assert (bias[0, :, -1, :-1].diff(dim=-1) > 0).all()  # nearer keys penalised less
-
-
-def test_alibi_decoding_and_batched_positions():
-    alibi = ALiBi(8)
+    alibi = ALiBi(8)  # decoding one query, and batched positions
     one_query = alibi(torch.tensor([99]), torch.arange(100))
     assert one_query.shape == (1, 8, 1, 100)
     full = alibi(torch.arange(100), torch.arange(100))

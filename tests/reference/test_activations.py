@@ -50,13 +50,10 @@ def test_silu_derivative_matches_central_difference():
     np.testing.assert_allclose(silu_grad(GRID), _central(silu, GRID), rtol=1e-8, atol=1e-9)
 
 
-def test_relu_and_its_subgradient():
+def test_relu_subgradient_and_silu_gradient_below_zero():
     np.testing.assert_array_equal(relu([-2.0, 0.0, 3.0]), [0.0, 0.0, 3.0])
     # The derivative at 0 is taken as 0, the convention autograd uses.
     np.testing.assert_array_equal(relu_grad([-2.0, 0.0, 3.0]), [0.0, 0.0, 1.0])
-
-
-def test_silu_keeps_gradient_on_negative_half_axis():
     # C17: SiLU does not cut the gradient for z < 0, ReLU does.
     z = np.linspace(-20.0, -0.01, 200)
     assert np.all(silu_grad(z) != 0.0)

@@ -133,13 +133,6 @@ def test_budget_rejects_bad_sizes(name, bad):
         ffn_budget(**kwargs)
 
 
-@pytest.mark.parametrize("name", ["gated", "bias"])
-def test_budget_rejects_non_bool_flags(name):
-    kwargs = {"d": 8, "m": 32, "batch": 1, "seq_len": 4, "gated": False, name: "yes"}
-    with pytest.raises(ValueError, match=rf"{name} must be True or False, got 'yes'"):
-        ffn_budget(**kwargs)
-
-
 # --- equal-parameter widths (C01) -----------------------------------------------------------
 def test_equal_param_width_of_4d():
     # m0 = 4d gives 8d/3; d = 512 -> 1365.33, rounded up to 1366.
@@ -158,14 +151,6 @@ def test_equal_param_width_is_smallest_multiple_with_the_plain_budget(m0, multip
 
 
 @pytest.mark.parametrize(
-    "kwargs, name", [({"m0": 0}, "m0"), ({"m0": 8, "multiple_of": 0}, "multiple_of")]
-)
-def test_equal_param_width_rejects_bad_sizes(kwargs, name):
-    with pytest.raises(ValueError, match=rf"{name} must be a positive integer"):
-        equal_param_width(**kwargs)
-
-
-@pytest.mark.parametrize(
     "d, multiple_of, multiplier, expected",
     [
         (4096, 256, None, 11008),  # Llama 1/2 7B
@@ -179,13 +164,19 @@ def test_llama_ffn_width_matches_released_models(d, multiple_of, multiplier, exp
     assert llama_ffn_width(d, multiple_of, multiplier) == expected
 
 
-def test_llama_ffn_width_rejects_bad_arguments():
-    with pytest.raises(ValueError, match="d must be a positive integer"):
-        llama_ffn_width(0)
-    with pytest.raises(ValueError, match="multiple_of must be a positive integer"):
-        llama_ffn_width(64, multiple_of=-2)
-    for bad in (0.0, -1.3, float("nan"), True, "1.3"):
-        with pytest.raises(ValueError, match="ffn_dim_multiplier must be a positive real"):
-            llama_ffn_width(64, ffn_dim_multiplier=bad)
-    with pytest.raises(ValueError, match="leaves no intermediate width"):
-        llama_ffn_width(1, ffn_dim_multiplier=1e-3)
+@pytest.mark.parametrize("call, match", [
+    *[(lambda name=name: ffn_budget(**{"d": 8, "m": 32, "batch": 1, "seq_len": 4,
+                                       "gated": False, name: "yes"}),
+       rf"{name} must be True or False, got 'yes'") for name in ("gated", "bias")],
+    (lambda: equal_param_width(0), "m0 must be a positive integer"),
+    (lambda: equal_param_width(8, multiple_of=0), "multiple_of must be a positive integer"),
+    (lambda: llama_ffn_width(0), "d must be a positive integer"),
+    (lambda: llama_ffn_width(64, multiple_of=-2), "multiple_of must be a positive integer"),
+    *[(lambda bad=bad: llama_ffn_width(64, ffn_dim_multiplier=bad),
+       "ffn_dim_multiplier must be a positive real") for bad in (0.0, -1.3, float("nan"), True,
+                                                               "1.3")],
+    (lambda: llama_ffn_width(1, ffn_dim_multiplier=1e-3), "leaves no intermediate width"),
+])
+def test_widths_and_budget_reject_bad_arguments(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()

@@ -4,14 +4,11 @@ import pytest
 from blocklab.reference import central_difference_jacobian
 
 
-def test_linear_map_gives_its_matrix():
+def test_linear_and_nonlinear_maps_give_their_jacobians():
     a = np.array([[1.0, -2.0, 0.5], [3.0, 0.0, 4.0]])
     jac = central_difference_jacobian(lambda v: a @ v, [0.3, -1.2, 2.0])
     assert jac.shape == (2, 3)  # [out, in]
     np.testing.assert_allclose(jac, a, rtol=1e-10, atol=1e-10)
-
-
-def test_nonlinear_map_matches_closed_form():
     x = np.array([0.7, -1.3, 25.0])
 
     def f(v):
@@ -34,12 +31,9 @@ def test_default_step_beats_a_tiny_step():
     assert default_error < 1e-9 < tiny_error
 
 
-def test_scalar_output_is_one_row():
+def test_scalar_output_is_one_row_and_steps_are_scalar_or_vector():
     jac = central_difference_jacobian(lambda v: float(v @ v), [1.0, 2.0])
     np.testing.assert_allclose(jac, [[2.0, 4.0]], rtol=1e-9)
-
-
-def test_explicit_scalar_and_vector_steps():
     f = np.sin
     x = np.array([0.1, 0.2])
     for step in (1e-5, [1e-5, 2e-5]):

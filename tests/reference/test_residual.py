@@ -30,7 +30,7 @@ def _rms(v):
 
 
 # The page's zero-sublayer example (C09) is `blocklab verify`'s worked check.
-def test_closed_forms_with_a_general_matrix():
+def test_closed_forms_and_the_order_of_the_matrix_product():
     a = np.array([[0.5, -1.0], [2.0, 0.25]])
     eps = 1e-6
     out = residual_paths(X, a, eps)
@@ -43,10 +43,8 @@ def test_closed_forms_with_a_general_matrix():
     np.testing.assert_allclose(
         out["post_jacobian"], rmsnorm_jacobian(inner, eps) @ (np.eye(2) + a), atol=1e-15
     )
-
-
-# --- order of the matrix product ------------------------------------------------------------
-def test_diagonal_matrix_does_not_commute_and_pre_norm_uses_a_times_jn():
+    # Order of the matrix product: a diagonal A does not commute with the norm's Jacobian, and
+    # pre-norm uses A·J_N.
     result = commutator(DIAG, X)
     assert set(result) == {"a_jn", "jn_a", "max_difference"}
     jac = rmsnorm_jacobian(X)

@@ -176,15 +176,13 @@ def test_overflow_is_refused_naming_the_value(case):
 
 
 # --- finite results an intermediate under- or overflow must not lose ----------------------------
-def test_jacobians_of_tiny_inputs_are_finite_and_scale_as_1_over_c():
+def test_tiny_inputs_and_huge_scales_keep_finite_results():
     x, c = np.array([1.0, 2.0]), 1e-150
     for jacobian in (rmsnorm_jacobian, layernorm_jacobian):
         tiny = jacobian(c * x, 0.0)  # s**3 ~ 1e-450 underflows to 0
         assert np.all(np.isfinite(tiny))
         np.testing.assert_allclose(tiny * c, jacobian(x, 0.0), rtol=1e-12, atol=1e-15)
-
-
-def test_scale_gap_of_tiny_inputs_and_huge_scales():
+    # The scale gap of tiny inputs and huge scales.
     assert scale_invariance_gap([1e-160], 2.0, eps=0.0) == 0.0
     # a * a = 1e320 overflows; for a that large a / sqrt(a^2 q + eps) is
     # 1 / sqrt(q) to float64 precision, so the gap is max|x| (1/sqrt(q) - 1/sqrt(q + eps)).
